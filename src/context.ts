@@ -1,0 +1,130 @@
+/**
+ * The one object every use-case receives. Everything that touches the outside world — environment, paths, clock,
+ * output, child processes — comes through here, so tests build a Context around a temporary HOME instead of patching
+ * globals.
+ */
+import { realpathSync } from 'node:fs';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createLogger, type Logger } from './logger.js';
+import { createProcessRunner, type ProcessRunner } from './util/process.js';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export interface Paths {
+  /** The user's home directory (`HOME`). */
+  home: string;
+  /** Agent state: ledger, caches, backups, locks, spool, log. `BLUE_AGENT_HOME`. */
+  stateDir: string;
+  /** Agent config file. `BLUE_AGENT_CONFIG`. */
+  configFile: string;
+  /** Shipped compatibility profiles. */
+  profilesDir: string;
+  /** Shipped JSON Schemas. */
+  schemasDir: string;
+}
+
+export interface Output {
+  write(text: string): void;
+  isTTY: boolean;
+}
+
+export interface SelfInfo {
+  /** Absolute path of the Node.js binary that runs the agent. */
+  node: string;
+  /** Absolute, resolved path of the agent's entry script. */
+  entry: string;
+  version: string;
+}
+
+export interface Context {
+  env: Env;
+  cwd: string;
+  platform: NodeJS.Platform;
+  paths: Paths;
+  clock: { now(): number };
+  logger: Logger;
+  stdout: Output;
+  stderr: Output;
+  run: ProcessRunner;
+  self: SelfInfo;
+}
+
+const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export function resolvePaths(env: Env, platform: NodeJS.Platform): Paths {
+  const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : homedir();
+  const xdgState = absoluteOr(env.XDG_STATE_HOME, path.join(home, '.local', 'state'));
+  const xdgConfig = absoluteOr(env.XDG_CONFIG_HOME, path.join(home, '.config'));
+  const defaultState =
+    platform === 'darwin'
+      ? path.join(home, 'Library', 'Application Support', 'blue-agent')
+      : path.join(xdgState, 'blue-agent');
+  return {
+    home,
+    stateDir: absoluteOr(env.BLUE_AGENT_HOME, defaultState),
+    configFile: absoluteOr(env.BLUE_AGENT_CONFIG, path.join(xdgConfig, 'blue-agent', 'config.yaml')),
+    profilesDir: absoluteOr(env.BLUE_AGENT_PROFILES_DIR, path.join(packageRoot, 'profiles')),
+    schemasDir: path.join(packageRoot, 'schemas'),
+  };
+}
+
+function absoluteOr(value: string | undefined, fallback: string): string {
+  return value !== undefined && value !== '' && path.isAbsolute(value) ? value : fallback;
+}
+
+export function defaultSelf(): SelfInfo {
+  const entry = path.join(packageRoot, 'bin', 'blue-agent.js');
+  let resolved = entry;
+  try {
+    resolved = realpathSync(entry);
+  } catch {
+    // Running from an unusual layout: the unresolved path is still the best we have.
+  }
+  return { node: process.execPath, entry: resolved, version: packageVersion() };
+}
+
+function packageVersion(): string {
+  return process.env.npm_package_version ?? '0.1.0';
+}
+
+export interface ContextOverrides {
+  env?: Env;
+  cwd?: string;
+  platform?: NodeJS.Platform;
+  stdout?: Output;
+  stderr?: Output;
+  self?: Partial<SelfInfo>;
+  clock?: { now(): number };
+}
+
+export function createContext(overrides: ContextOverrides = {}): Context {
+  const env = overrides.env ?? process.env;
+  const platform = overrides.platform ?? process.platform;
+  const stdout = overrides.stdout ?? streamOutput(process.stdout);
+  const stderr = overrides.stderr ?? streamOutput(process.stderr);
+  const paths = resolvePaths(env, platform);
+  return {
+    env,
+    cwd: overrides.cwd ?? process.cwd(),
+    platform,
+    paths,
+    clock: overrides.clock ?? { now: () => Date.now() },
+    logger: createLogger({ env, stderr }),
+    stdout,
+    stderr,
+    run: createProcessRunner(),
+    self: { ...defaultSelf(), ...overrides.self },
+  };
+}
+
+function streamOutput(stream: NodeJS.WriteStream): Output {
+  return { write: (text) => void stream.write(text), isTTY: Boolean(stream.isTTY) };
+}
+
+/** An Output that collects what is written, for tests and for rendering into strings. */
+export function bufferOutput(isTTY = false): Output & { text(): string } {
+  const chunks: string[] = [];
+  return { write: (text) => void chunks.push(text), isTTY, text: () => chunks.join('') };
+}

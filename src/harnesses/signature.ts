@@ -1,0 +1,82 @@
+/**
+ * How a managed hook command is written and recognised. A command is ours when, read as shell words, it runs the
+ * agent's entry (`blue-agent`, `blue-agent.js`) with `capture --harness <name>`. That stays true when the agent moves
+ * or the profile changes, which is what lets reconcile find and repair a stale entry.
+ */
+import type { SelfInfo } from '../context.js';
+import type { HarnessName } from '../schema/index.js';
+import type { ManagedHook } from './types.js';
+
+const ENTRY_NAMES = new Set(['blue-agent', 'blue-agent.js', 'blue-agent.mjs', 'blue-agent.cjs']);
+
+export function buildManagedHook(
+  self: Pick<SelfInfo, 'node' | 'entry'>,
+  harness: HarnessName,
+  profile: string,
+  event: string,
+  timeoutSeconds: number,
+): ManagedHook {
+  const argv = [self.node, self.entry, 'capture', '--harness', harness, '--profile', profile];
+  return { harness, profile, event, timeoutSeconds, argv, command: argv.map(shellQuote).join(' ') };
+}
+
+/** POSIX single-quoting; bare words stay bare so the command reads naturally. */
+export function shellQuote(word: string): string {
+  if (/^[A-Za-z0-9_./:@%+=,-]+$/.test(word)) return word.startsWith('/') ? `'${word}'` : word;
+  return `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Splits a command line into words the way a POSIX shell would for quotes and escapes (no expansion). */
+export function shellWords(command: string): string[] {
+  const words: string[] = [];
+  let current = '';
+  let inWord = false;
+  for (let i = 0; i < command.length; i++) {
+    const ch = command[i]!;
+    if (ch === "'") {
+      const end = command.indexOf("'", i + 1);
+      if (end < 0) return words.concat(current + command.slice(i + 1));
+      current += command.slice(i + 1, end);
+      inWord = true;
+      i = end;
+    } else if (ch === '"') {
+      i++;
+      while (i < command.length && command[i] !== '"') {
+        if (command[i] === '\\' && i + 1 < command.length && '"\\$`'.includes(command[i + 1]!)) i++;
+        current += command[i];
+        i++;
+      }
+      inWord = true;
+    } else if (ch === '\\' && i + 1 < command.length) {
+      current += command[++i];
+      inWord = true;
+    } else if (/\s/.test(ch)) {
+      if (inWord) words.push(current);
+      current = '';
+      inWord = false;
+    } else {
+      current += ch;
+      inWord = true;
+    }
+  }
+  if (inWord) words.push(current);
+  return words;
+}
+
+/** True when `command` (a shell command line) is a managed capture hook for `harness`. */
+export function isManagedCommand(command: string, harness: HarnessName): boolean {
+  return isManagedArgv(shellWords(command), harness);
+}
+
+/** True when an argument vector is a managed capture hook for `harness`. */
+export function isManagedArgv(words: readonly string[], harness: HarnessName): boolean {
+  const verb = words.indexOf('capture');
+  if (verb < 1) return false;
+  const entry = words[verb - 1]!;
+  const base = entry.slice(entry.lastIndexOf('/') + 1);
+  if (!ENTRY_NAMES.has(base)) return false;
+  const rest = words.slice(verb + 1);
+  const flag = rest.indexOf('--harness');
+  const named = flag >= 0 ? rest[flag + 1] : rest.find((w) => w.startsWith('--harness='))?.slice('--harness='.length);
+  return named === harness;
+}

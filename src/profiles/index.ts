@@ -1,0 +1,161 @@
+/**
+ * Compatibility profiles: loading, consistency checks, version parsing and half-open interval choice.
+ */
+import { readFile, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import semver from 'semver';
+import { BlueError } from '../errors.js';
+import { loadDocument, profileSchema, type HarnessName, type HarnessProfiles, type Interval, type Operation } from '../schema/index.js';
+
+export const HARNESSES: readonly HarnessName[] = ['claude', 'codex', 'kimi', 'opencode'];
+
+export interface LoadedProfiles {
+  harness: HarnessName;
+  file: string;
+  doc: HarnessProfiles;
+  patterns: RegExp[];
+}
+
+export type ProfileSet = ReadonlyMap<HarnessName, LoadedProfiles>;
+
+export interface ProfileProblem {
+  file: string;
+  profile?: string;
+  message: string;
+}
+
+/** Reads and schema-validates every `*.yaml` profile file; throws on the first invalid file. */
+export async function loadProfiles(dir: string): Promise<ProfileSet> {
+  let names: string[];
+  try {
+    names = (await readdir(dir)).filter((n) => n.endsWith('.yaml') || n.endsWith('.yml')).sort();
+  } catch (error) {
+    throw new BlueError('PROFILE_INVALID', `cannot read the profiles folder ${dir}: ${(error as Error).message}`, {
+      file: dir,
+      hint: 'Reinstall blue-agent, or point BLUE_AGENT_PROFILES_DIR at a folder of profile files.',
+    });
+  }
+  const set = new Map<HarnessName, LoadedProfiles>();
+  for (const name of names) {
+    const file = path.join(dir, name);
+    const doc = loadDocument(profileSchema, await readFile(file, 'utf8'), file);
+    if (set.has(doc.harness)) {
+      throw new BlueError('PROFILE_INVALID', `${file}: harness "${doc.harness}" is already described by ${set.get(doc.harness)!.file}`, {
+        file,
+        hint: 'Keep one profile file per harness.',
+      });
+    }
+    set.set(doc.harness, { harness: doc.harness, file, doc, patterns: compilePatterns(doc, file) });
+  }
+  return set;
+}
+
+function compilePatterns(doc: HarnessProfiles, file: string): RegExp[] {
+  return doc.version_output.map((form, i) => {
+    try {
+      return new RegExp(form.pattern);
+    } catch (error) {
+      throw new BlueError('PROFILE_INVALID', `${file}: /version_output/${i}/pattern is not a valid regular expression: ${(error as Error).message}`, {
+        file,
+        path: `/version_output/${i}/pattern`,
+      });
+    }
+  });
+}
+
+const KNOWN_OPERATIONS: readonly Operation[] = ['session_capture', 'session_resume'];
+
+/** Semantic checks the schema cannot express. An empty list means the profiles are consistent. */
+export function checkProfiles(set: ProfileSet): ProfileProblem[] {
+  const problems: ProfileProblem[] = [];
+  const seenNames = new Map<string, string>();
+  for (const loaded of set.values()) {
+    const { file, doc } = loaded;
+    doc.version_output.forEach((form, i) => {
+      if (parseVersionOutput(loaded, form.example) === undefined) {
+        problems.push({ file, message: `version_output[${i}]: the example "${form.example}" does not match its own pattern` });
+      }
+    });
+    for (const interval of doc.intervals) {
+      const at = { file, profile: interval.profile };
+      const other = seenNames.get(interval.profile);
+      if (other !== undefined) problems.push({ ...at, message: `profile name ${interval.profile} is also used in ${other}` });
+      seenNames.set(interval.profile, file);
+      if (interval.verified_before === undefined) problems.push({ ...at, message: 'verified_before is missing' });
+      if (interval.before !== undefined && semver.compare(interval.before, interval.introduced) <= 0) {
+        problems.push({ ...at, message: `before ${interval.before} is not after introduced ${interval.introduced}` });
+      }
+      if (interval.verified_before !== undefined && semver.compare(interval.verified_before, interval.introduced) < 0) {
+        problems.push({ ...at, message: `verified_before ${interval.verified_before} is below introduced ${interval.introduced}` });
+      }
+      for (const op of interval.operations) {
+        if (!KNOWN_OPERATIONS.includes(op)) problems.push({ ...at, message: `unknown operation "${op}"` });
+      }
+      if (interval.operations.includes('session_capture') && interval.capture === undefined) {
+        problems.push({ ...at, message: 'supports session_capture but has no capture section' });
+      }
+    }
+    const sorted = [...doc.intervals].sort((a, b) => semver.compare(a.introduced, b.introduced));
+    for (let i = 1; i < sorted.length; i++) {
+      const prev = sorted[i - 1]!;
+      const next = sorted[i]!;
+      if (prev.before === undefined || semver.compare(prev.before, next.introduced) > 0) {
+        problems.push({
+          file,
+          profile: next.profile,
+          message: `overlaps ${prev.profile} ([${prev.introduced}, ${prev.before ?? '∞'}) and [${next.introduced}, ${next.before ?? '∞'}))`,
+        });
+      }
+    }
+  }
+  return problems;
+}
+
+/** Normalises `--version` output to a semver string, or undefined when no registered form matches. */
+export function parseVersionOutput(loaded: LoadedProfiles, output: string): string | undefined {
+  const line = output.replace(/^\uFEFF/, '').split(/\r?\n/).find((l) => l.trim() !== '')?.trim() ?? '';
+  if (line.length > 256) return undefined;
+  for (const pattern of loaded.patterns) {
+    const version = pattern.exec(line)?.groups?.version;
+    if (version !== undefined) {
+      const clean = semver.valid(version);
+      if (clean !== null) return clean;
+    }
+  }
+  return undefined;
+}
+
+export interface IntervalChoice {
+  interval: Interval;
+  /** False when the version is at or past the interval's verified_before ceiling. */
+  verified: boolean;
+}
+
+/** The interval holding `version` (half-open: introduced <= v < before), prerelease-aware. */
+export function selectInterval(doc: HarnessProfiles, version: string): IntervalChoice | undefined {
+  for (const interval of doc.intervals) {
+    if (semver.compare(version, interval.introduced) < 0) continue;
+    if (interval.before !== undefined && semver.compare(version, interval.before) >= 0) continue;
+    return { interval, verified: semver.compare(version, interval.verified_before) < 0 };
+  }
+  return undefined;
+}
+
+/** Finds a profile by its recorded name, across harnesses. */
+export function findInterval(set: ProfileSet, profile: string): { harness: HarnessName; interval: Interval } | undefined {
+  for (const loaded of set.values()) {
+    const interval = loaded.doc.intervals.find((i) => i.profile === profile);
+    if (interval !== undefined) return { harness: loaded.harness, interval };
+  }
+  return undefined;
+}
+
+export function requireProfiles(set: ProfileSet, harness: HarnessName): LoadedProfiles {
+  const loaded = set.get(harness);
+  if (loaded === undefined) {
+    throw new BlueError('PROFILE_UNKNOWN', `no compatibility profile file describes harness "${harness}"`, {
+      hint: 'Reinstall blue-agent: its profiles/ folder is incomplete.',
+    });
+  }
+  return loaded;
+}

@@ -1,0 +1,141 @@
+/**
+ * Loading and validating documents against the JSON Schemas in schemas/. Validators are precompiled by `npm run gen`
+ * (no schema compilation at start-up); every error names the file, the JSON path, what was expected and, for YAML and
+ * JSON text, the line and column.
+ */
+import { LineCounter, parseDocument, isNode, type Document } from 'yaml';
+import { BlueError, type ErrorCode } from '../errors.js';
+import * as validators from './generated/validators.js';
+import type { AgentConfig } from './generated/agent-config.js';
+import type { GovernancePolicy } from './generated/policy.js';
+import type { HarnessProfiles } from './generated/profile.js';
+
+export type { AgentConfig } from './generated/agent-config.js';
+export type { GovernancePolicy, HarnessRule, HarnessName } from './generated/policy.js';
+export type { HarnessProfiles, Interval, Operation } from './generated/profile.js';
+
+interface AjvError {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+type Validate = ((data: unknown) => boolean) & { errors?: AjvError[] | null };
+
+export interface SchemaKind<T> {
+  name: string;
+  validate: Validate;
+  errorCode: ErrorCode;
+  /** Extra advice for specific mistakes, keyed by a predicate on the error. */
+  advise?: (error: AjvError) => string | undefined;
+  readonly _type?: T;
+}
+
+export const policySchema: SchemaKind<GovernancePolicy> = {
+  name: 'policy',
+  validate: validators.validateGovernancePolicy as Validate,
+  errorCode: 'POLICY_INVALID',
+  advise: (error) =>
+    error.keyword === 'additionalProperties' &&
+    error.params.additionalProperty === 'session_upload' &&
+    error.instancePath.startsWith('/harnesses/')
+      ? 'session_upload is global: move it to the top level of the policy.'
+      : undefined,
+};
+
+export const profileSchema: SchemaKind<HarnessProfiles> = {
+  name: 'compatibility profile',
+  validate: validators.validateHarnessProfiles as Validate,
+  errorCode: 'PROFILE_INVALID',
+};
+
+export const agentConfigSchema: SchemaKind<AgentConfig> = {
+  name: 'agent config',
+  validate: validators.validateAgentConfig as Validate,
+  errorCode: 'CONFIG_INVALID',
+};
+
+/** Parses YAML (JSON is accepted too: it is YAML) and reports syntax errors with their position. */
+export function parseYamlText(text: string, file: string, errorCode: ErrorCode): { data: unknown; doc: Document; lines: LineCounter } {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, maxAliasCount: 100 });
+  const first = doc.errors[0];
+  if (first !== undefined) {
+    const pos = lines.linePos(first.pos[0]);
+    throw new BlueError(errorCode, `${file}:${pos.line}:${pos.col}: ${first.message.split('\n')[0]}`, {
+      file,
+      line: pos.line,
+      column: pos.col,
+      hint: 'Fix the syntax error at that position.',
+    });
+  }
+  return { data: doc.toJS({ maxAliasCount: 100 }), doc, lines };
+}
+
+/** Validates `data` and returns it typed, or throws a BlueError naming file, path, expectation and position. */
+export function validateDocument<T>(
+  kind: SchemaKind<T>,
+  data: unknown,
+  file: string,
+  source?: { doc: Document; lines: LineCounter },
+): T {
+  if (kind.validate(data)) return data as T;
+  const errors = kind.validate.errors ?? [];
+  const error = pickError(errors);
+  const jsonPath = error === undefined ? '' : error.instancePath;
+  const expectation = error === undefined ? 'is invalid' : describe(error);
+  const where = source === undefined ? undefined : positionOf(source, jsonPath);
+  const location = where === undefined ? file : `${file}:${where.line}:${where.column}`;
+  const more = errors.length > 1 ? ` (and ${errors.length - 1} more problem${errors.length > 2 ? 's' : ''})` : '';
+  const advice = error === undefined ? undefined : kind.advise?.(error);
+  throw new BlueError(kind.errorCode, `${location}: invalid ${kind.name}: ${jsonPath || '/'} ${expectation}${more}`, {
+    file,
+    path: jsonPath || '/',
+    ...(where ?? {}),
+    hint: advice ?? `Fix ${jsonPath || 'the document'} in ${file} to match schemas/ and try again.`,
+  });
+}
+
+/** Prefers the most specific error: not the umbrella `oneOf`/`anyOf` ones. */
+function pickError(errors: AjvError[]): AjvError | undefined {
+  return errors.find((e) => e.keyword !== 'oneOf' && e.keyword !== 'anyOf' && e.keyword !== 'if') ?? errors[0];
+}
+
+function describe(error: AjvError): string {
+  const p = error.params;
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return `has an unknown field "${String(p.additionalProperty)}"`;
+    case 'required':
+      return `is missing the required field "${String(p.missingProperty)}"`;
+    case 'enum':
+      return `must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'propertyNames':
+      return `has an unknown key "${String(p.propertyName)}"`;
+    default:
+      return error.message ?? 'is invalid';
+  }
+}
+
+function positionOf(source: { doc: Document; lines: LineCounter }, jsonPath: string): { line: number; column: number } | undefined {
+  const segments = jsonPath
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+  // Walk up until a node exists: a missing field is reported at its parent.
+  for (let n = segments.length; n >= 0; n--) {
+    const node = n === 0 ? source.doc.contents : source.doc.getIn(segments.slice(0, n), true);
+    if (isNode(node) && node.range) {
+      const pos = source.lines.linePos(node.range[0]);
+      return { line: pos.line, column: pos.col };
+    }
+  }
+  return undefined;
+}
+
+/** Reads YAML or JSON text and validates it in one step. */
+export function loadDocument<T>(kind: SchemaKind<T>, text: string, file: string): T {
+  const parsed = parseYamlText(text, file, kind.errorCode);
+  return validateDocument(kind, parsed.data, file, parsed);
+}

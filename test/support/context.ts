@@ -1,0 +1,53 @@
+/**
+ * A Context around a fresh temporary HOME: every location the agent or a harness reads is inside it.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bufferOutput, createContext, type Context, type ContextOverrides } from '../../src/context.js';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface TestHome {
+  root: string;
+  home: string;
+  env: Record<string, string>;
+  ctx: Context;
+  stdout: ReturnType<typeof bufferOutput>;
+  stderr: ReturnType<typeof bufferOutput>;
+  /** A new Context on the same HOME, with overrides (for example another PATH or `self`). */
+  context(overrides?: ContextOverrides & { env?: Record<string, string> }): Context;
+  cleanup(): Promise<void>;
+}
+
+export async function makeTestHome(extraEnv: Record<string, string> = {}): Promise<TestHome> {
+  const root = await mkdtemp(path.join(tmpdir(), 'blue-agent-test-'));
+  const home = path.join(root, 'home');
+  const env: Record<string, string> = {
+    HOME: home,
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    XDG_CONFIG_HOME: path.join(home, '.config'),
+    XDG_DATA_HOME: path.join(home, '.local', 'share'),
+    XDG_STATE_HOME: path.join(home, '.local', 'state'),
+    BLUE_AGENT_HOME: path.join(home, '.local', 'state', 'blue-agent'),
+    BLUE_AGENT_CONFIG: path.join(home, '.config', 'blue-agent', 'config.yaml'),
+    ...extraEnv,
+  };
+  const stdout = bufferOutput();
+  const stderr = bufferOutput();
+  const context = (overrides: ContextOverrides & { env?: Record<string, string> } = {}) =>
+    createContext({ cwd: home, stdout, stderr, ...overrides, env: { ...env, ...overrides.env } });
+  const { mkdir } = await import('node:fs/promises');
+  await mkdir(home, { recursive: true });
+  return {
+    root,
+    home,
+    env,
+    ctx: context(),
+    stdout,
+    stderr,
+    context,
+    cleanup: () => rm(root, { recursive: true, force: true }),
+  };
+}
