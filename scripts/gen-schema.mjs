@@ -28,6 +28,7 @@ for (const file of names) {
     bannerComment: banner.trim(),
     additionalProperties: false,
     strictIndexSignatures: true,
+    ignoreMinAndMaxItems: true,
     style: { singleQuote: true, printWidth: 120 },
   });
   outputs.set(`${base}.ts`, ts);
@@ -41,7 +42,11 @@ const code = standaloneCode(ajv, exportsMap)
   .replace(/^"use strict";\n/, '')
   .replace(/require\("([^"]+)"\)/g, (_match, specifier) => {
     const local = `runtime${imports.length}`;
-    imports.push(`import ${local} from '${specifier}.js';`);
+    // CommonJS interop differs between Node and bundlers: take the function wherever it landed.
+    imports.push(
+      `import * as ${local}Module from '${specifier}.js';\n` +
+        `const ${local} = { default: typeof ${local}Module.default === 'function' ? ${local}Module.default : ${local}Module.default.default };`,
+    );
     return local;
   });
 outputs.set('validators.ts', `${banner}// @ts-nocheck\n/* eslint-disable */\n${imports.join('\n')}\n${code}\n`);

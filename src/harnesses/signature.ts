@@ -8,6 +8,11 @@ import type { HarnessName } from '../schema/index.js';
 import type { ManagedHook } from './types.js';
 
 const ENTRY_NAMES = new Set(['blue-agent', 'blue-agent.js', 'blue-agent.mjs', 'blue-agent.cjs']);
+const NODE_NAME = /^(node|nodejs)(\d[\d.]*)?$/;
+
+function basename(word: string): string {
+  return word.slice(word.lastIndexOf('/') + 1);
+}
 
 export function buildManagedHook(
   self: Pick<SelfInfo, 'node' | 'entry'>,
@@ -72,9 +77,14 @@ export function isManagedCommand(command: string, harness: HarnessName): boolean
 export function isManagedArgv(words: readonly string[], harness: HarnessName): boolean {
   const verb = words.indexOf('capture');
   if (verb < 1) return false;
-  const entry = words[verb - 1]!;
-  const base = entry.slice(entry.lastIndexOf('/') + 1);
-  if (!ENTRY_NAMES.has(base)) return false;
+  // The agent's entry must be the program that runs: alone, after a Node binary, or after `env node`.
+  if (!ENTRY_NAMES.has(basename(words[verb - 1]!))) return false;
+  const runner = words.slice(0, verb - 1).map(basename);
+  const launches =
+    runner.length === 0 ||
+    (runner.length === 1 && NODE_NAME.test(runner[0]!)) ||
+    (runner.length === 2 && runner[0] === 'env' && NODE_NAME.test(runner[1]!));
+  if (!launches) return false;
   const rest = words.slice(verb + 1);
   const flag = rest.indexOf('--harness');
   const named = flag >= 0 ? rest[flag + 1] : rest.find((w) => w.startsWith('--harness='))?.slice('--harness='.length);

@@ -58,7 +58,7 @@ export const agentConfigSchema: SchemaKind<AgentConfig> = {
 /** Parses YAML (JSON is accepted too: it is YAML) and reports syntax errors with their position. */
 export function parseYamlText(text: string, file: string, errorCode: ErrorCode): { data: unknown; doc: Document; lines: LineCounter } {
   const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, maxAliasCount: 100 });
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   const first = doc.errors[0];
   if (first !== undefined) {
     const pos = lines.linePos(first.pos[0]);
@@ -84,7 +84,10 @@ export function validateDocument<T>(
   const error = pickError(errors);
   const jsonPath = error === undefined ? '' : error.instancePath;
   const expectation = error === undefined ? 'is invalid' : describe(error);
-  const where = source === undefined ? undefined : positionOf(source, jsonPath);
+  // An unknown field is pointed at itself, not at the object holding it.
+  const pointAt =
+    error?.keyword === 'additionalProperties' ? `${jsonPath}/${String(error.params.additionalProperty).replace(/~/g, '~0').replace(/\//g, '~1')}` : jsonPath;
+  const where = source === undefined ? undefined : positionOf(source, pointAt);
   const location = where === undefined ? file : `${file}:${where.line}:${where.column}`;
   const more = errors.length > 1 ? ` (and ${errors.length - 1} more problem${errors.length > 2 ? 's' : ''})` : '';
   const advice = error === undefined ? undefined : kind.advise?.(error);

@@ -1,0 +1,19 @@
+import type { Context } from '../context.js';
+import { reconcile } from '../reconcile/index.js';
+import { renderHuman, toJson } from '../reconcile/render.js';
+import type { HarnessName } from '../schema/index.js';
+import { useColor } from './output.js';
+
+export async function reconcileCommand(
+  ctx: Context,
+  opts: { dryRun?: boolean; json?: boolean; policy?: string; harness?: string[] },
+): Promise<number> {
+  const report = await reconcile(ctx, {
+    dryRun: opts.dryRun === true,
+    ...(opts.policy === undefined ? {} : { policyFile: opts.policy }),
+    ...(opts.harness === undefined ? {} : { harnesses: opts.harness as HarnessName[] }),
+  });
+  if (opts.json === true) ctx.stdout.write(`${JSON.stringify(toJson(report), null, 2)}\n`);
+  else ctx.stdout.write(renderHuman(report, { color: useColor(ctx), home: ctx.paths.home }));
+  return report.ok ? 0 : 1;
+}

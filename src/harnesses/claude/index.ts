@@ -1,0 +1,47 @@
+/**
+ * Claude Code: the managed SessionEnd hook lives in `<config dir>/settings.json`. `~/.claude.json` is Claude Code's
+ * own application state and is never touched.
+ */
+import path from 'node:path';
+import type { Context } from '../../context.js';
+import { BlueError } from '../../errors.js';
+import type { Interval } from '../../schema/index.js';
+import type { HarnessAdapter } from '../types.js';
+import { planClaudeHook } from './settings-plan.js';
+
+const SETTINGS_FILE = 'settings.json';
+
+function configRoot(ctx: Context): string {
+  const override = ctx.env.CLAUDE_CONFIG_DIR;
+  // A relative override would depend on the directory the agent happens to run from.
+  if (override !== undefined && override !== '' && path.isAbsolute(override)) return path.resolve(override);
+  return path.join(ctx.paths.home, '.claude');
+}
+
+function hookFileName(interval: Interval): string {
+  const name = interval.capture?.hook.file;
+  if (name === undefined) {
+    throw new BlueError('PROFILE_INVALID', `profile ${interval.profile} has no capture hook file`, {
+      hint: 'Add capture.hook.file (settings.json) to this interval in profiles/claude.yaml.',
+    });
+  }
+  const normal = path.normalize(name);
+  if (path.isAbsolute(normal) || normal === '..' || normal.startsWith(`..${path.sep}`)) {
+    throw new BlueError('UNSAFE_PATH', `profile ${interval.profile} names a hook file outside the Claude config dir: ${name}`, {
+      hint: 'capture.hook.file must be a path relative to the Claude config dir, such as settings.json.',
+    });
+  }
+  return normal;
+}
+
+export const claude: HarnessAdapter = {
+  name: 'claude',
+  configRoot,
+  hookFile(ctx, interval) {
+    return Promise.resolve().then(() => path.join(configRoot(ctx), hookFileName(interval)));
+  },
+  knownHookFiles(ctx) {
+    return [path.join(configRoot(ctx), SETTINGS_FILE)];
+  },
+  planHook: planClaudeHook,
+};

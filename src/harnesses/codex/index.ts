@@ -1,0 +1,126 @@
+/**
+ * Codex CLI. Hooks live in `$CODEX_HOME/config.toml` (`[[hooks.<Event>]]` / `[[hooks.<Event>.hooks]]`) or in
+ * `$CODEX_HOME/hooks.json`; Codex loads both (hooks.json first) and warns when both hold hooks
+ * (codex-rs/hooks/src/engine/discovery.rs). Hooks are on by default from the `hooks` feature (stable in 0.171); the
+ * managed hook still needs the user's trust, which only Codex's `/hooks` records.
+ */
+import { readFileSync, realpathSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parse as parseLenientJson } from 'jsonc-parser';
+import type { Context } from '../../context.js';
+import { BlueError } from '../../errors.js';
+import type { Interval } from '../../schema/index.js';
+import type { HarnessAdapter, HookPlan, HookPlanInput, ManagedHook } from '../types.js';
+import { parseJsonText, planJson } from './json-plan.js';
+import { isRecord, listHandlers, own } from './model.js';
+import { parseTomlText, planToml } from './toml-plan.js';
+import { hookStateKey, hookStates, hooksFeatureOff, hookTrustHash } from './trust.js';
+
+export const CONFIG_TOML = 'config.toml';
+export const HOOKS_JSON = 'hooks.json';
+
+function configRoot(ctx: Context): string {
+  const home = ctx.env.CODEX_HOME;
+  return home !== undefined && home !== '' && path.isAbsolute(home) ? home : path.join(ctx.paths.home, '.codex');
+}
+
+/** The directory as Codex names it in hook-state keys: CODEX_HOME is canonicalised, `~/.codex` is not. */
+function keyRoot(ctx: Context): string {
+  const root = configRoot(ctx);
+  const home = ctx.env.CODEX_HOME;
+  if (home === undefined || home === '' || !path.isAbsolute(home)) return root;
+  try {
+    return realpathSync(root);
+  } catch {
+    return root;
+  }
+}
+
+async function holdsHooks(file: string): Promise<boolean> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    return false;
+  }
+  try {
+    const value: unknown = parseLenientJson(text, [], { allowTrailingComma: true });
+    return isRecord(value) && Object.hasOwn(value, 'hooks');
+  } catch {
+    return false;
+  }
+}
+
+function planHook(input: HookPlanInput): HookPlan {
+  try {
+    return path.extname(input.file).toLowerCase() === '.json' ? planJson(input) : planToml(input);
+  } catch (error) {
+    if (error instanceof BlueError) throw error;
+    throw new BlueError('NATIVE_CONFIG_CONFLICT', `${input.file}: cannot plan the managed Codex hook in this file`, {
+      file: input.file,
+      hint: 'The file has a shape blue-agent does not handle; add or remove the blue-agent hook by hand, and please report the file layout.',
+      cause: error,
+    });
+  }
+}
+
+function readConfig(file: string): Record<string, unknown> {
+  try {
+    return parseTomlText(readFileSync(file, 'utf8'), file);
+  } catch {
+    return {};
+  }
+}
+
+function pendingState(ctx: Context, text: string, hook: ManagedHook): { state: 'awaiting_trust'; reason: string } | undefined {
+  const root = keyRoot(ctx);
+  try {
+    const isJson = text.trimStart().startsWith('{');
+    const source = path.join(root, isJson ? HOOKS_JSON : CONFIG_TOML);
+    const configFile = path.join(configRoot(ctx), CONFIG_TOML);
+    const document = isJson ? parseJsonText(text, source).value : parseTomlText(text, source);
+    // Trust state always lives in the user's config.toml, whichever file holds the hook.
+    const config = isJson ? readConfig(configFile) : document;
+    const hooks = own(document, 'hooks');
+    const target = listHandlers(hooks).find((h) => h.managed && h.event === hook.event);
+    if (target === undefined || !isRecord(hooks)) return undefined;
+    const groups = own(hooks, hook.event) as unknown[];
+    const group = isRecord(groups[target.group]) ? (groups[target.group] as Record<string, unknown>) : {};
+    const key = hookStateKey(source, hook.event, target.group, target.handler);
+    const hash = hookTrustHash(hook.event, group, target.value);
+    if (hooksFeatureOff(config)) {
+      return { state: 'awaiting_trust', reason: `hooks are turned off in ${configFile} ([features] hooks = false); Codex runs no hook until they are on` };
+    }
+    const state = hookStates(config).get(key);
+    const how = 'open `codex`, run /hooks and trust the blue-agent capture hook';
+    if (state?.enabled === false) {
+      return { state: 'awaiting_trust', reason: `the managed ${hook.event} hook is disabled in Codex (${key}); open \`codex\`, run /hooks and enable it` };
+    }
+    if (state?.trustedHash === hash) return undefined;
+    if (state?.trustedHash !== undefined) {
+      return { state: 'awaiting_trust', reason: `the managed ${hook.event} hook changed since it was trusted (${key}); Codex skips it until you ${how} again` };
+    }
+    return { state: 'awaiting_trust', reason: `Codex runs the managed ${hook.event} hook only once you trust it (${key}): ${how}` };
+  } catch (error) {
+    const what = error instanceof Error ? error.message : String(error);
+    return { state: 'awaiting_trust', reason: `could not confirm that Codex trusts the managed hook: ${what}` };
+  }
+}
+
+export const codex: HarnessAdapter = {
+  name: 'codex',
+  configRoot,
+  async hookFile(ctx: Context, interval: Interval): Promise<string> {
+    const root = configRoot(ctx);
+    const json = path.join(root, HOOKS_JSON);
+    if (await holdsHooks(json)) return json;
+    return path.join(root, interval.capture?.hook.file ?? CONFIG_TOML);
+  },
+  knownHookFiles(ctx: Context): string[] {
+    const root = configRoot(ctx);
+    return [path.join(root, CONFIG_TOML), path.join(root, HOOKS_JSON)];
+  },
+  planHook,
+  pendingState,
+};

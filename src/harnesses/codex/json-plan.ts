@@ -1,0 +1,321 @@
+/**
+ * hooks.json planning: edits computed on jsonc-parser's syntax tree, inserting and cutting whole members so that the
+ * cut of an inserted member is exactly the text that was inserted. Codex reads this file as strict JSON with root
+ * keys `hooks` and `description` only (codex-rs/hooks/src/engine/discovery.rs, `load_hooks_json`).
+ */
+import { applyEdits, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
+import { BlueError } from '../../errors.js';
+import type { HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
+import {
+  checkOutcome,
+  conflictError,
+  eolOf,
+  handlerIsRight,
+  isRecord,
+  listHandlers,
+  managedHandlerValue,
+  parseError,
+  type ParsedHandler,
+} from './model.js';
+
+/** What the ledger keeps for hooks.json: which container the agent created and what was inside it before. */
+type JsonRecord = {
+  format: 'json';
+  created: boolean;
+  /** The member the agent inserted: the `hooks` key (root), the event key (hooks) or a group (event). */
+  container?: 'root' | 'hooks' | 'event';
+  event?: string;
+  /** Whitespace that was inside the container when it was empty. */
+  inner?: string;
+  /** The whitespace-only text the file had before the agent wrote a whole document into it. */
+  emptyOriginal?: string;
+};
+
+const PARSE_HINT =
+  'Fix the JSON (Codex reads hooks.json as strict JSON: no comments, no trailing commas); blue-agent leaves the file untouched until it parses.';
+
+interface JsonDoc {
+  root: Node | undefined;
+  value: Record<string, unknown>;
+}
+
+interface LocatedJson {
+  parsed: ParsedHandler;
+  handler: Node;
+  handlers: Node;
+  group: Node;
+  events: Node;
+  eventProp: Node;
+  hooksProp: Node;
+}
+
+function readJsonRecord(owned: OwnershipRecord | undefined): JsonRecord | undefined {
+  if (!isRecord(owned) || owned.format !== 'json') return undefined;
+  const record: JsonRecord = { format: 'json', created: owned.created === true };
+  if ((owned.container === 'root' || owned.container === 'hooks' || owned.container === 'event') && typeof owned.event === 'string') {
+    record.container = owned.container;
+    record.event = owned.event;
+    if (typeof owned.inner === 'string' && /^\s*$/.test(owned.inner)) record.inner = owned.inner;
+  }
+  if (typeof owned.emptyOriginal === 'string' && /^\s*$/.test(owned.emptyOriginal)) record.emptyOriginal = owned.emptyOriginal;
+  return record;
+}
+
+export function parseJsonText(text: string, file: string): JsonDoc {
+  if (text.trim() === '') return { root: undefined, value: {} };
+  const errors: ParseError[] = [];
+  let root: Node | undefined;
+  try {
+    root = parseTree(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
+  } catch (error) {
+    throw parseError(file, text, undefined, `invalid JSON: ${error instanceof Error ? error.message : String(error)}`, PARSE_HINT);
+  }
+  const first = errors[0];
+  if (first !== undefined) throw parseError(file, text, first.offset, `invalid JSON: ${printParseErrorCode(first.error)}`, PARSE_HINT);
+  if (root === undefined) throw parseError(file, text, 0, 'invalid JSON: no value', PARSE_HINT);
+  if (root.type !== 'object') {
+    throw conflictError(file, text, root.offset, 'hooks.json must hold a JSON object', 'Make the file a JSON object with a "hooks" key (or delete it), then run reconcile again.');
+  }
+  return { root, value: valueOf(root) as Record<string, unknown> };
+}
+
+/** A node's value, built without the prototype pitfalls of plain assignment. */
+function valueOf(node: Node): unknown {
+  switch (node.type) {
+    case 'object':
+      return Object.fromEntries((node.children ?? []).map((p) => [String(p.children?.[0]?.value), p.children?.[1] ? valueOf(p.children[1]) : null]));
+    case 'array':
+      return (node.children ?? []).map(valueOf);
+    default:
+      return node.value as unknown;
+  }
+}
+
+function member(obj: Node | undefined, key: string): Node | undefined {
+  if (obj?.type !== 'object') return undefined;
+  const props = (obj.children ?? []).filter((p) => p.children?.[0]?.value === key);
+  return props.at(-1);
+}
+
+const end = (node: Node) => node.offset + node.length;
+
+function locate(doc: JsonDoc): LocatedJson[] {
+  const hooksProp = member(doc.root, 'hooks');
+  const hooks = hooksProp?.children?.[1];
+  if (hooksProp === undefined || hooks?.type !== 'object') return [];
+  const out: LocatedJson[] = [];
+  for (const parsed of listHandlers(doc.value.hooks)) {
+    const eventProp = member(hooks, parsed.event);
+    const events = eventProp?.children?.[1];
+    const group = events?.children?.[parsed.group];
+    const handlers = member(group, 'hooks')?.children?.[1];
+    const handler = handlers?.children?.[parsed.handler];
+    if (eventProp === undefined || events === undefined || group === undefined || handlers === undefined || handler === undefined) continue;
+    out.push({ parsed, handler, handlers, group, events, eventProp, hooksProp });
+  }
+  return out;
+}
+
+/** The edit that removes child `index` of `container` with its separator; the last child leaves `inner` behind. */
+function cutChild(container: Node, index: number, inner: string): Edit {
+  const kids = container.children ?? [];
+  const child = kids[index]!;
+  if (kids.length === 1) return { offset: container.offset + 1, length: container.length - 2, content: inner };
+  if (index > 0) {
+    const prev = kids[index - 1]!;
+    return { offset: end(prev), length: end(child) - end(prev), content: '' };
+  }
+  return { offset: child.offset, length: kids[1]!.offset - child.offset, content: '' };
+}
+
+function lineIndent(text: string, offset: number): string {
+  const lineStart = text.lastIndexOf('\n', offset - 1) + 1;
+  return /^[ \t]*/.exec(text.slice(lineStart))![0];
+}
+
+function indentUnit(text: string): string {
+  const m = /\n([ \t]+)\S/.exec(text);
+  if (m === null) return '  ';
+  return m[1]!.startsWith('\t') ? '\t' : m[1]!;
+}
+
+/** The edit that appends a member (`"key": value` in an object, `value` in an array) as the container's last child. */
+function appendChild(text: string, container: Node, key: string | undefined, value: unknown): { edit: Edit; inner?: string } {
+  const kids = container.children ?? [];
+  const eol = eolOf(text);
+  const unit = indentUnit(text);
+  const render = (indent: string, multiline: boolean) => {
+    const body = multiline ? JSON.stringify(value, null, unit).split('\n').join(eol + indent) : JSON.stringify(value);
+    const colon = multiline || /"\s*:\s/.test(text) ? ': ' : ':';
+    return key === undefined ? body : `${JSON.stringify(key)}${colon}${body}`;
+  };
+  if (kids.length > 0) {
+    const last = kids.at(-1)!;
+    let sep: string;
+    if (kids.length >= 2) {
+      const between = text.slice(end(kids.at(-2)!), last.offset);
+      sep = between.slice(between.indexOf(',') + 1);
+    } else {
+      sep = text.slice(container.offset + 1, last.offset);
+    }
+    const multiline = sep.includes('\n');
+    const indent = multiline ? sep.slice(sep.lastIndexOf('\n') + 1) : '';
+    return { edit: { offset: end(last), length: 0, content: `,${sep}${render(indent, multiline)}` } };
+  }
+  const inner = text.slice(container.offset + 1, end(container) - 1);
+  const multiline = text.includes('\n');
+  const outer = lineIndent(text, container.offset);
+  const content = multiline ? `${eol}${outer}${unit}${render(outer + unit, true)}${eol}${outer}` : render('', false);
+  return { edit: { offset: container.offset + 1, length: inner.length, content }, inner };
+}
+
+function groupValue(desired: ManagedHook): Record<string, unknown> {
+  return { hooks: [managedHandlerValue(desired)] };
+}
+
+function chooseKeeper(managed: LocatedJson[], desired: ManagedHook): LocatedJson | undefined {
+  const candidates = managed.filter((m) => m.parsed.event === desired.event);
+  return candidates.find((m) => m.parsed.ownGroup && (m.handlers.children ?? []).length === 1) ?? candidates[0];
+}
+
+/** One removal: the victim, its whole group when the group is the agent's, its event key when that empties it. */
+function removalEdit(text: string, doc: JsonDoc, victim: LocatedJson, keeper: LocatedJson | undefined, record: JsonRecord | undefined): Edit {
+  const sameGroup = keeper !== undefined && keeper.group === victim.group;
+  if (!victim.parsed.ownGroup || sameGroup) {
+    const index = (victim.handlers.children ?? []).indexOf(victim.handler);
+    return cutChild(victim.handlers, index, '');
+  }
+  const ours = record?.event === victim.parsed.event ? record : undefined;
+  const groups = victim.events.children ?? [];
+  if (groups.length > 1 || ours?.container === 'event') {
+    return cutChild(victim.events, groups.indexOf(victim.group), ours?.container === 'event' ? (ours.inner ?? '') : '');
+  }
+  const hooks = victim.hooksProp.children![1]!;
+  const events = hooks.children ?? [];
+  if (events.length === 1 && ours?.container === 'root' && doc.root !== undefined) {
+    const rootKids = doc.root.children ?? [];
+    return cutChild(doc.root, rootKids.indexOf(victim.hooksProp), ours.inner ?? '');
+  }
+  return cutChild(hooks, events.indexOf(victim.eventProp), ours?.container === 'hooks' ? (ours.inner ?? '') : '');
+}
+
+/** Edits that bring the kept managed handler to `desired`, value by value. */
+function keeperEdits(text: string, keeper: LocatedJson, desired: ManagedHook): Edit[] {
+  if (handlerIsRight(keeper.parsed.value, desired)) return [];
+  const wanted = managedHandlerValue(desired);
+  const edits: Edit[] = [];
+  let handler = keeper.handler;
+  let current = text;
+  for (const key of ['type', 'command', 'timeout'] as const) {
+    const prop = member(handler, key);
+    const node = prop?.children?.[1];
+    if (node !== undefined && valueOf(node) === wanted[key]) continue;
+    const edit: Edit =
+      node !== undefined
+        ? { offset: node.offset, length: node.length, content: JSON.stringify(wanted[key]) }
+        : appendChild(current, handler, key, wanted[key]).edit;
+    current = applyEdits(current, [edit]);
+    edits.push(edit);
+    // Re-read the handler so later edits see the new offsets.
+    handler = reparseAt(current, handler.offset);
+  }
+  return edits.length === 0 ? [] : [{ offset: 0, length: text.length, content: current }];
+}
+
+function reparseAt(text: string, offset: number): Node {
+  const root = parseTree(text)!;
+  const find = (node: Node): Node | undefined => {
+    if (node.offset === offset && node.type === 'object') return node;
+    for (const child of node.children ?? []) {
+      if (child.offset <= offset && offset < end(child)) {
+        const hit = find(child);
+        if (hit !== undefined) return hit;
+      }
+    }
+    return undefined;
+  };
+  const hit = find(root);
+  if (hit === undefined) throw new BlueError('INTERNAL', 'lost track of the managed hook while editing hooks.json');
+  return hit;
+}
+
+export function planJson(input: HookPlanInput): HookPlan {
+  const { text, file, desired } = input;
+  const record = readJsonRecord(input.owned);
+  const original = parseJsonText(text ?? '', file);
+  const managedFound = locate(original).filter((l) => l.parsed.managed).length;
+  if (text === null && desired === null) return { text: null, owned: undefined, managedFound: 0 };
+
+  let current = text ?? '';
+  let doc = original;
+  // Removals one at a time, re-reading the tree after each, so separators are always computed on the real text.
+  for (let round = 0; round <= managedFound; round++) {
+    const managed = locate(doc).filter((l) => l.parsed.managed);
+    const keeper = desired === null ? undefined : chooseKeeper(managed, desired);
+    const victim = managed.filter((m) => m !== keeper).at(-1);
+    if (victim === undefined) break;
+    current = applyEdits(current, [removalEdit(current, doc, victim, keeper, record)]);
+    doc = parseJsonText(current, file);
+  }
+
+  let owned: OwnershipRecord | undefined;
+  if (desired === null) {
+    owned = undefined;
+    const emptied = doc.root !== undefined && (doc.root.children ?? []).length === 0 && current.trim() === '{}';
+    if (emptied && record?.created === true) {
+      checkOutcome(file, original.value, {}, null);
+      return { text: null, owned: undefined, managedFound };
+    }
+    if (emptied && record?.emptyOriginal !== undefined) current = record.emptyOriginal;
+  } else {
+    const keeper = chooseKeeper(
+      locate(doc).filter((l) => l.parsed.managed),
+      desired,
+    );
+    if (keeper !== undefined) {
+      const edits = keeperEdits(current, keeper, desired);
+      if (edits.length > 0) current = applyEdits(current, edits);
+      owned = record ?? { format: 'json', created: false };
+    } else {
+      const inserted = insertManaged(current, file, doc, desired);
+      current = inserted.text;
+      const fresh: JsonRecord = { format: 'json', created: text === null, ...inserted.record };
+      if (text !== null && doc.root === undefined) fresh.emptyOriginal = text;
+      owned = fresh;
+    }
+  }
+
+  if (current === text) return { text, owned, managedFound };
+  const after = current.trim() === '' ? {} : parseJsonText(current, file).value;
+  checkOutcome(file, original.value, after, desired);
+  return { text: current, owned, managedFound };
+}
+
+function insertManaged(text: string, file: string, doc: JsonDoc, desired: ManagedHook): { text: string; record: Omit<JsonRecord, 'format' | 'created'> } {
+  const event = desired.event;
+  if (doc.root === undefined) {
+    const fresh = `${JSON.stringify({ hooks: { [event]: [groupValue(desired)] } }, null, 2)}\n`;
+    return { text: fresh, record: { container: 'root', event, inner: '' } };
+  }
+  const hooksProp = member(doc.root, 'hooks');
+  if (hooksProp === undefined) {
+    const { edit, inner } = appendChild(text, doc.root, 'hooks', { [event]: [groupValue(desired)] });
+    return { text: applyEdits(text, [edit]), record: { container: 'root', event, ...(inner === undefined ? {} : { inner }) } };
+  }
+  const hooks = hooksProp.children?.[1];
+  if (hooks?.type !== 'object') {
+    throw conflictError(file, text, hooksProp.offset, '"hooks" is not an object', 'Make "hooks" an object of event arrays, then run reconcile again. The file was left unchanged.');
+  }
+  const eventProp = member(hooks, event);
+  if (eventProp === undefined) {
+    const { edit, inner } = appendChild(text, hooks, event, [groupValue(desired)]);
+    return { text: applyEdits(text, [edit]), record: { container: 'hooks', event, ...(inner === undefined ? {} : { inner }) } };
+  }
+  const events = eventProp.children?.[1];
+  if (events?.type !== 'array') {
+    throw conflictError(file, text, eventProp.offset, `"hooks.${event}" is not an array`, `Make "${event}" an array of hook groups, then run reconcile again. The file was left unchanged.`);
+  }
+  const { edit, inner } = appendChild(text, events, undefined, groupValue(desired));
+  return { text: applyEdits(text, [edit]), record: { container: 'event', event, ...(inner === undefined ? {} : { inner }) } };
+}
+

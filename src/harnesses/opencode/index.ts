@@ -1,0 +1,60 @@
+/**
+ * OpenCode. There is no session-end hook to splice into: the managed hook is a whole plugin file the agent owns,
+ * `<config>/opencode/plugin/blue-agent-session-upload.js`. A file at that path that the agent did not write is never
+ * overwritten.
+ */
+import path from 'node:path';
+import type { Context } from '../../context.js';
+import { BlueError } from '../../errors.js';
+import type { Interval } from '../../schema/index.js';
+import { isManagedArgv } from '../signature.js';
+import type { HarnessAdapter, HookPlan, HookPlanInput } from '../types.js';
+import { embeddedArgv, hasPluginHeader, renderPlugin } from './plugin.js';
+
+const PLUGIN_FILE = 'blue-agent-session-upload.js';
+/** Folders of the config dir OpenCode loads plugins from (`{plugin,plugins}/*.{ts,js}`; `plugin/` in every version). */
+const PLUGIN_DIRS = ['plugin', 'plugins'] as const;
+const DEFAULT_HOOK_FILE = `plugin/${PLUGIN_FILE}`;
+
+export const opencode: HarnessAdapter = {
+  name: 'opencode',
+
+  configRoot(ctx: Context): string {
+    const xdg = ctx.env.XDG_CONFIG_HOME;
+    const base = xdg !== undefined && xdg !== '' && path.isAbsolute(xdg) ? xdg : path.join(ctx.paths.home, '.config');
+    return path.join(base, 'opencode');
+  },
+
+  async hookFile(ctx: Context, interval: Interval): Promise<string> {
+    return path.join(opencode.configRoot(ctx), interval.capture?.hook.file ?? DEFAULT_HOOK_FILE);
+  },
+
+  knownHookFiles(ctx: Context): string[] {
+    const root = opencode.configRoot(ctx);
+    return PLUGIN_DIRS.map((dir) => path.join(root, dir, PLUGIN_FILE));
+  },
+
+  planHook({ text, file, desired }: HookPlanInput): HookPlan {
+    const ours = text !== null && isOurPlugin(text);
+    if (desired === null) {
+      // A file there that is not ours is the user's: nothing of the agent's to remove.
+      if (!ours) return { text, owned: undefined, managedFound: 0 };
+      return { text: null, owned: undefined, managedFound: 1 };
+    }
+    if (text !== null && !ours) {
+      throw new BlueError('NATIVE_CONFIG_CONFLICT', 'an OpenCode plugin that blue-agent did not write already sits where its capture plugin goes', {
+        file,
+        hint: 'Rename or move that file (it is yours; blue-agent never overwrites it), then run `blue-agent reconcile` again.',
+      });
+    }
+    const rendered = renderPlugin(desired);
+    return { text: text === rendered ? text : rendered, owned: { whole_file: true }, managedFound: ours ? 1 : 0 };
+  },
+};
+
+/** Ours: the fixed header line and an embedded capture command for OpenCode. */
+export function isOurPlugin(text: string): boolean {
+  if (!hasPluginHeader(text)) return false;
+  const argv = embeddedArgv(text);
+  return argv !== undefined && isManagedArgv(argv, 'opencode');
+}

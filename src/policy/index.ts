@@ -1,0 +1,215 @@
+/**
+ * Resolving the governance policy to apply: a local file, the Control API, or the last-known-good revision when the
+ * Control API cannot be reached.
+ */
+import path from 'node:path';
+import { controlSettings, resolveConfigPath } from '../config.js';
+import type { Context } from '../context.js';
+import { BlueError } from '../errors.js';
+import type { AgentConfig, GovernancePolicy } from '../schema/index.js';
+import { readLastKnownGood, writeLastKnownGood, type LastKnownGood } from './cache.js';
+import { DEFAULT_FETCH_TIMEOUT_MS, fetchGovernanceConfig, governanceConfigUrl } from './fetch.js';
+import { MAX_POLICY_BYTES, checkUploadOrigin, loadPolicyFile, validatePolicy } from './validate.js';
+
+export { lastKnownGoodPath, readLastKnownGood, type LastKnownGood } from './cache.js';
+export { governanceConfigUrl } from './fetch.js';
+export { MAX_POLICY_BYTES, checkUploadOrigin, loadPolicyFile, originOf, parsePolicyText, validatePolicy } from './validate.js';
+
+export type PolicySource = 'file' | 'fetched' | 'cached';
+
+export interface ResolvedPolicy {
+  policy: GovernancePolicy;
+  source: PolicySource;
+  /** The policy file path or the governance-config URL (never with secrets). */
+  location: string;
+  revision: number | string;
+  /** When the policy was last fetched or confirmed by the Control API (ms); absent for a file. */
+  fetchedAt?: number;
+  ageSeconds?: number;
+  /** A cached revision older than its ttl_seconds. */
+  stale: boolean;
+  etag?: string;
+  /** The Control API answered 304: the last-known-good revision is current. */
+  notModified?: boolean;
+  warnings: string[];
+}
+
+export interface ResolveOptions {
+  /** `--policy FILE`: takes precedence over the config's policy_file and the Control API. */
+  policyFile?: string | undefined;
+  /** Change nothing on disk: no last-known-good write, no fetched_at refresh. */
+  dryRun: boolean;
+  config: AgentConfig;
+  /** Bound on the whole request; defaults to 10 s. */
+  timeoutMs?: number;
+}
+
+/** Freshness assumed for a policy that states no ttl_seconds, so `required: true` can still fail closed. */
+export const DEFAULT_TTL_SECONDS = 24 * 60 * 60;
+
+/** A cache entry claiming to come from the future beyond this slack has an unknown age: treat it as stale. */
+const CLOCK_SKEW_MS = 5 * 60 * 1000;
+
+export async function resolvePolicy(ctx: Context, options: ResolveOptions): Promise<ResolvedPolicy> {
+  const { config } = options;
+  const settings = controlSettings(ctx, config);
+  const originRules = { controlUrl: settings.controlUrl, allowedOrigins: config.allowed_upload_origins };
+
+  const file =
+    options.policyFile !== undefined
+      ? path.resolve(ctx.cwd, options.policyFile)
+      : config.policy_file !== undefined
+        ? resolveConfigPath(ctx, config.policy_file)
+        : undefined;
+  if (file !== undefined) {
+    const policy = await loadPolicyFile(file);
+    const warnings = checkUploadOrigin(policy, { ...originRules, file });
+    return { policy, source: 'file', location: file, revision: policy.revision, stale: false, warnings };
+  }
+
+  if (settings.controlUrl === undefined) {
+    throw new BlueError('POLICY_MISSING', 'no governance policy source is configured', {
+      hint:
+        'Pass --policy FILE for a local policy, or connect to a Control API with `blue-agent login` ' +
+        '(or set BLUE_AGENT_CONTROL_URL and BLUE_AGENT_TOKEN).',
+    });
+  }
+
+  const url = governanceConfigUrl(settings.controlUrl);
+  const location = url.href;
+  const warnings: string[] = [];
+  if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
+    warnings.push(`the Control API URL ${url.origin} is not https: the token and the policy travel unencrypted`);
+  }
+  const lkg = await readLastKnownGood(ctx, location, warnings);
+  const token = await settings.readToken();
+  const now = ctx.clock.now();
+
+  const outcome = await fetchGovernanceConfig({
+    url,
+    token,
+    tokenSource: settings.tokenSource,
+    etag: lkg?.etag,
+    timeoutMs: options.timeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS,
+    maxBytes: MAX_POLICY_BYTES,
+    userAgent: `blue-agent/${ctx.self.version}`,
+    env: ctx.env,
+  });
+
+  if (outcome.kind === 'ok') {
+    const policy = parseFetched(outcome.text, location);
+    warnings.push(...checkUploadOrigin(policy, { ...originRules, file: location }));
+    const fresh: LastKnownGood = { policy, fetched_at: now, url: location, ...(outcome.etag === undefined ? {} : { etag: outcome.etag }) };
+    if (!options.dryRun) await saveQuietly(ctx, fresh, warnings);
+    return {
+      policy,
+      source: 'fetched',
+      location,
+      revision: policy.revision,
+      fetchedAt: now,
+      ageSeconds: 0,
+      stale: false,
+      ...(outcome.etag === undefined ? {} : { etag: outcome.etag }),
+      warnings,
+    };
+  }
+
+  if (outcome.kind === 'not-modified' && lkg !== undefined) {
+    warnings.push(...checkUploadOrigin(lkg.policy, { ...originRules, file: location }));
+    if (!options.dryRun) await saveQuietly(ctx, { ...lkg, fetched_at: now }, warnings);
+    return {
+      policy: lkg.policy,
+      source: 'fetched',
+      location,
+      revision: lkg.policy.revision,
+      fetchedAt: now,
+      ageSeconds: 0,
+      stale: false,
+      ...(lkg.etag === undefined ? {} : { etag: lkg.etag }),
+      notModified: true,
+      warnings,
+    };
+  }
+
+  const reason = outcome.kind === 'unavailable' ? outcome.reason : 'answered 304 Not Modified to an unconditional request';
+  if (lkg === undefined) {
+    throw new BlueError('POLICY_UNREACHABLE', `cannot fetch the governance policy from ${location}: Control API ${reason}, and there is no last-known-good policy to fall back on`, {
+      hint: 'Check the network and control_url (or BLUE_AGENT_CONTROL_URL), then try again; or use --policy FILE for a local policy.',
+    });
+  }
+  return fallBack(ctx, lkg, location, reason, now, warnings, originRules);
+}
+
+function fallBack(
+  ctx: Context,
+  lkg: LastKnownGood,
+  location: string,
+  reason: string,
+  now: number,
+  warnings: string[],
+  originRules: { controlUrl: string | undefined; allowedOrigins: readonly string[] | undefined },
+): ResolvedPolicy {
+  const { policy } = lkg;
+  const ttl = policy.ttl_seconds ?? DEFAULT_TTL_SECONDS;
+  const fromFuture = lkg.fetched_at > now + CLOCK_SKEW_MS;
+  const ageSeconds = Math.max(0, Math.floor((now - lkg.fetched_at) / 1000));
+  const stale = fromFuture || ageSeconds > ttl;
+  const age = fromFuture ? 'of unknown age (fetched_at is in the future)' : `${formatDuration(ageSeconds)} old`;
+  if (stale && policy.required === true) {
+    throw new BlueError(
+      'POLICY_STALE',
+      `refusing to change anything: Control API ${reason}, and the last-known-good revision ${policy.revision} is ${age}, past its ttl of ${formatDuration(ttl)} (the policy is required)`,
+      { hint: `Restore access to ${location} and run again; until a fresh policy is fetched, managed hooks stay as they are.` },
+    );
+  }
+  warnings.push(...checkUploadOrigin(policy, { ...originRules, file: location }));
+  const fetched = fromFuture ? 'of unknown age' : `fetched ${formatDuration(ageSeconds)} ago`;
+  warnings.unshift(`Control API ${reason}: using last-known-good revision ${policy.revision} ${fetched}`);
+  if (stale) warnings.push(`last-known-good revision ${policy.revision} is ${age}, past its ttl of ${formatDuration(ttl)}`);
+  ctx.logger.debug('using the last-known-good policy', { location, revision: policy.revision });
+  return {
+    policy,
+    source: 'cached',
+    location,
+    revision: policy.revision,
+    fetchedAt: lkg.fetched_at,
+    ageSeconds,
+    stale,
+    ...(lkg.etag === undefined ? {} : { etag: lkg.etag }),
+    warnings,
+  };
+}
+
+function parseFetched(text: string, location: string): GovernancePolicy {
+  let data: unknown;
+  try {
+    data = JSON.parse(text.replace(/^\uFEFF/, ''));
+  } catch (error) {
+    throw new BlueError('POLICY_INVALID', `${location}: the response is not valid JSON (${(error as Error).message})`, {
+      file: location,
+      hint: 'The Control API must answer GET /governance-config with a JSON policy; check its logs.',
+    });
+  }
+  return validatePolicy(data, location);
+}
+
+/** The fetched policy is valid and applies even if the cache cannot be written; say so instead of failing. */
+async function saveQuietly(ctx: Context, lkg: LastKnownGood, warnings: string[]): Promise<void> {
+  try {
+    await writeLastKnownGood(ctx, lkg);
+  } catch (error) {
+    warnings.push(`could not save the last-known-good policy: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+/** "42 s", "5 min", "3 h", "2 d". */
+export function formatDuration(seconds: number): string {
+  if (seconds < 90) return `${seconds} s`;
+  if (seconds < 90 * 60) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 48 * 3600) return `${Math.round(seconds / 3600)} h`;
+  return `${Math.round(seconds / 86400)} d`;
+}

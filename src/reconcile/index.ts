@@ -1,0 +1,235 @@
+/**
+ * Reconcile: policy in, managed hooks out. One plan per harness, shown as-is by `--dry-run` and applied as-is
+ * otherwise.
+ */
+import { loadAgentConfig } from '../config.js';
+import type { Context } from '../context.js';
+import { BlueError, toBlueError } from '../errors.js';
+import { ADAPTERS } from '../harnesses/index.js';
+import type { HarnessAdapter } from '../harnesses/types.js';
+import { detectVersion, findExecutable, VersionCache } from '../profiles/detect.js';
+import { HARNESSES, loadProfiles, type LoadedProfiles } from '../profiles/index.js';
+import { resolvePolicy, type ResolvedPolicy } from '../policy/index.js';
+import type { AgentConfig, HarnessName } from '../schema/index.js';
+import { sha256 } from '../util/fs.js';
+import { applyFilePlan, recordOwnership } from './apply.js';
+import { decide, type Decision, type HarnessState, type Installation } from './decide.js';
+import { readLedger, type LedgerData } from './ledger.js';
+import { planHarness, type FileAction, type FilePlan } from './plan.js';
+
+export type { HarnessState } from './decide.js';
+
+export interface ReconcileOptions {
+  dryRun: boolean;
+  policyFile?: string;
+  /** Only these harnesses; all when empty or absent. */
+  harnesses?: readonly HarnessName[];
+}
+
+export type HarnessAction = 'create' | 'update' | 'remove' | 'unchanged' | 'error';
+
+export interface FileReport {
+  path: string;
+  action: FileAction | 'error';
+  /** The file before and after, for diffs. Not serialised into --json. */
+  before?: string | null;
+  after?: string | null;
+  backup?: string;
+  error?: ReturnType<BlueError['toJSON']>;
+}
+
+export interface HarnessReport {
+  harness: HarnessName;
+  installed: boolean;
+  path: string | null;
+  raw_version: string | null;
+  version: string | null;
+  profile: string | null;
+  verified: boolean | null;
+  state: HarnessState;
+  reason: string;
+  action: HarnessAction;
+  files: FileReport[];
+}
+
+export interface ReconcileReport {
+  dry_run: boolean;
+  policy: {
+    revision: number | string;
+    source: ResolvedPolicy['source'];
+    location: string;
+    age_seconds: number | null;
+    stale: boolean;
+    warnings: string[];
+  };
+  harnesses: HarnessReport[];
+  ok: boolean;
+}
+
+export async function reconcile(ctx: Context, options: ReconcileOptions): Promise<ReconcileReport> {
+  const { config } = await loadAgentConfig(ctx);
+  const resolved = await resolvePolicy(ctx, {
+    dryRun: options.dryRun,
+    config,
+    ...(options.policyFile === undefined ? {} : { policyFile: options.policyFile }),
+  });
+  const profiles = await loadProfiles(ctx.paths.profilesDir);
+  const cache = await VersionCache.open(ctx);
+  const ledger = await readLedger(ctx);
+  const wanted = options.harnesses !== undefined && options.harnesses.length > 0 ? new Set(options.harnesses) : undefined;
+
+  const reports: HarnessReport[] = [];
+  for (const harness of HARNESSES) {
+    if (wanted !== undefined && !wanted.has(harness)) continue;
+    const loaded = profiles.get(harness);
+    if (loaded === undefined) continue;
+    reports.push(await reconcileHarness(ctx, ADAPTERS[harness], loaded, config, resolved, cache, ledger, options.dryRun));
+  }
+  if (!options.dryRun) await cache.save();
+
+  return {
+    dry_run: options.dryRun,
+    policy: {
+      revision: resolved.revision,
+      source: resolved.source,
+      location: resolved.location,
+      age_seconds: resolved.ageSeconds ?? null,
+      stale: resolved.stale,
+      warnings: resolved.warnings,
+    },
+    harnesses: reports,
+    ok: reports.every((r) => r.state !== 'error'),
+  };
+}
+
+async function inspect(ctx: Context, loaded: LoadedProfiles, config: AgentConfig, cache: VersionCache): Promise<Installation> {
+  const configured = config.harnesses?.[loaded.harness]?.binary;
+  const binary = configured ?? (await findExecutable(loaded.doc.binary, ctx.env.PATH));
+  if (binary === undefined) return { installed: false };
+  try {
+    const found = await detectVersion(ctx, loaded, binary, cache);
+    return { installed: true, path: found.path, rawVersion: found.raw, version: found.version };
+  } catch (error) {
+    const blue = toBlueError(error);
+    return {
+      installed: true,
+      path: binary,
+      error: { code: blue.code, message: blue.message, ...(blue.hint === undefined ? {} : { hint: blue.hint }) },
+    };
+  }
+}
+
+async function reconcileHarness(
+  ctx: Context,
+  adapter: HarnessAdapter,
+  loaded: LoadedProfiles,
+  config: AgentConfig,
+  resolved: ResolvedPolicy,
+  cache: VersionCache,
+  ledger: LedgerData,
+  dryRun: boolean,
+): Promise<HarnessReport> {
+  const installation = await inspect(ctx, loaded, config, cache);
+  const decision = decide(adapter.name, loaded, installation, resolved.policy, ctx.self);
+  const base = {
+    harness: adapter.name,
+    installed: installation.installed,
+    path: installation.path ?? null,
+    raw_version: installation.rawVersion ?? null,
+    version: installation.version ?? null,
+    profile: decision.interval?.profile ?? null,
+    verified: decision.verified ?? null,
+  };
+  if (decision.desired === undefined) {
+    return { ...base, state: decision.state, reason: decision.reason, action: 'error', files: [] };
+  }
+
+  const plan = await planHarness(ctx, adapter, decision.interval, decision.desired, ledger);
+  if (plan.errors.length > 0) {
+    // Any file we cannot read safely stops the whole harness: moving a hook between files must not half-happen.
+    return {
+      ...base,
+      state: 'error',
+      reason: plan.errors.map((e) => e.error.message).join('; '),
+      action: 'error',
+      files: [
+        ...plan.files.map((p) => ({ path: p.file, action: 'unchanged' as const })),
+        ...plan.errors.map((e) => ({ path: e.file, action: 'error' as const, error: e.error.toJSON() })),
+      ],
+    };
+  }
+
+  let applied: { plan: FilePlan; backup?: string }[] = plan.files.map((p) => ({ plan: p }));
+  if (!dryRun) {
+    try {
+      applied = [];
+      for (const filePlan of plan.files) {
+        applied.push(filePlan.action === 'unchanged' ? { plan: filePlan } : await applyFilePlan(ctx, adapter, filePlan));
+      }
+      if (needsLedgerUpdate(ledger, applied.map((a) => a.plan))) await recordOwnership(ctx, adapter, applied.map((a) => a.plan));
+    } catch (error) {
+      const blue = toBlueError(error);
+      return {
+        ...base,
+        state: 'error',
+        reason: blue.message,
+        action: 'error',
+        files: [
+          ...applied.map((a) => fileReport(a.plan, a.backup)),
+          { path: blue.file ?? '(unknown)', action: 'error', error: blue.toJSON() },
+        ],
+      };
+    }
+  }
+
+  const { state, reason } = finalState(ctx, adapter, decision, applied.map((a) => a.plan));
+  return {
+    ...base,
+    state,
+    reason,
+    action: harnessAction(applied.map((a) => a.plan)),
+    files: applied.map((a) => fileReport(a.plan, a.backup)),
+  };
+}
+
+function needsLedgerUpdate(ledger: LedgerData, plans: readonly FilePlan[]): boolean {
+  return plans.some((p) => {
+    const entry = ledger.files[p.file];
+    const keep = p.after !== null && p.owned !== undefined && p.desired !== null;
+    if (!keep) return entry !== undefined;
+    return (
+      entry === undefined ||
+      entry.sha256 !== sha256(p.after!) ||
+      entry.command !== p.desired!.command ||
+      JSON.stringify(entry.owned) !== JSON.stringify(p.owned)
+    );
+  });
+}
+
+function finalState(ctx: Context, adapter: HarnessAdapter, decision: Decision, plans: readonly FilePlan[]): { state: HarnessState; reason: string } {
+  const hook = decision.desired;
+  if (decision.state !== 'active' || hook === null || hook === undefined || adapter.pendingState === undefined) return decision;
+  const holder = plans.find((p) => p.desired !== null && p.after !== null);
+  if (holder === undefined) return decision;
+  return adapter.pendingState(ctx, holder.after!, hook) ?? decision;
+}
+
+function harnessAction(plans: readonly FilePlan[]): HarnessAction {
+  const changed = plans.filter((p) => p.action !== 'unchanged');
+  if (changed.length === 0) return 'unchanged';
+  const adds = changed.some((p) => p.desired !== null && p.managedFound === 0);
+  const holds = plans.some((p) => p.desired !== null);
+  if (!holds) return 'remove';
+  return adds && changed.every((p) => p.desired !== null) ? 'create' : 'update';
+}
+
+function fileReport(plan: FilePlan, backup?: string): FileReport {
+  return {
+    path: plan.file,
+    action: plan.action,
+    before: plan.before,
+    after: plan.after,
+    ...(backup === undefined ? {} : { backup }),
+  };
+}
+

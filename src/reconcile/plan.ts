@@ -1,0 +1,93 @@
+/**
+ * Planning: for one harness, read every file its managed hook may live in and ask the harness's planner for the next
+ * text. Reading is the only effect here; the plan is what both `--dry-run` and a real run show and apply.
+ */
+import type { Context } from '../context.js';
+import { BlueError, toBlueError } from '../errors.js';
+import type { HarnessAdapter, ManagedHook, OwnershipRecord } from '../harnesses/types.js';
+import type { Interval } from '../schema/index.js';
+import { readTextIfExists, resolveWriteTarget } from '../util/fs.js';
+import type { LedgerData } from './ledger.js';
+
+export type FileAction = 'create' | 'update' | 'delete' | 'unchanged';
+
+export interface FilePlan {
+  /** The path as the harness knows it (may be a symlink). */
+  file: string;
+  /** Where the write lands: the symlink's target, or the file itself. */
+  target: string;
+  desired: ManagedHook | null;
+  before: string | null;
+  after: string | null;
+  ownedBefore: OwnershipRecord | undefined;
+  owned: OwnershipRecord | undefined;
+  managedFound: number;
+  action: FileAction;
+}
+
+export interface FileError {
+  file: string;
+  error: BlueError;
+}
+
+export interface HarnessPlan {
+  files: FilePlan[];
+  errors: FileError[];
+}
+
+/** Files to look at: where the hook should be, every place it may be, and every file the ledger says we wrote. */
+export async function hookFilesFor(
+  ctx: Context,
+  adapter: HarnessAdapter,
+  interval: Interval | undefined,
+  ledger: LedgerData,
+): Promise<{ primary: string | undefined; all: string[] }> {
+  const primary = interval?.capture === undefined ? undefined : await adapter.hookFile(ctx, interval);
+  const all = new Set<string>(primary === undefined ? [] : [primary]);
+  for (const file of adapter.knownHookFiles(ctx)) all.add(file);
+  for (const [file, entry] of Object.entries(ledger.files)) if (entry.harness === adapter.name) all.add(file);
+  return { primary, all: [...all] };
+}
+
+export function planText(
+  adapter: HarnessAdapter,
+  file: string,
+  text: string | null,
+  desired: ManagedHook | null,
+  owned: OwnershipRecord | undefined,
+): Pick<FilePlan, 'after' | 'owned' | 'managedFound' | 'action'> {
+  const plan = adapter.planHook({ text, file, desired, owned });
+  return { after: plan.text, owned: plan.owned, managedFound: plan.managedFound, action: actionOf(text, plan.text) };
+}
+
+export function actionOf(before: string | null, after: string | null): FileAction {
+  if (before === after) return 'unchanged';
+  if (before === null) return 'create';
+  if (after === null) return 'delete';
+  return 'update';
+}
+
+export async function planHarness(
+  ctx: Context,
+  adapter: HarnessAdapter,
+  interval: Interval | undefined,
+  desired: ManagedHook | null,
+  ledger: LedgerData,
+): Promise<HarnessPlan> {
+  const { primary, all } = await hookFilesFor(ctx, adapter, interval, ledger);
+  const files: FilePlan[] = [];
+  const errors: FileError[] = [];
+  for (const file of all) {
+    const wanted = file === primary ? desired : null;
+    try {
+      const target = await resolveWriteTarget(file);
+      const before = await readTextIfExists(target);
+      if (before === null && wanted === null) continue;
+      const ownedBefore = ledger.files[file]?.owned;
+      files.push({ file, target, desired: wanted, before, ownedBefore, ...planText(adapter, file, before, wanted, ownedBefore) });
+    } catch (error) {
+      errors.push({ file, error: toBlueError(error) });
+    }
+  }
+  return { files, errors };
+}

@@ -1,0 +1,207 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BlueError } from '../../src/errors.js';
+import { checkUploadOrigin, loadPolicyFile, parsePolicyText, validatePolicy } from '../../src/policy/index.js';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'blue-agent-policy-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function rejects(fn: () => unknown): BlueError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(BlueError);
+    return error as BlueError;
+  }
+  throw new Error('expected a BlueError');
+}
+
+async function rejectsAsync(promise: Promise<unknown>): Promise<BlueError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(BlueError);
+    return error as BlueError;
+  }
+  throw new Error('expected a BlueError');
+}
+
+const good = {
+  revision: 7,
+  contract_version: 1,
+  ttl_seconds: 3600,
+  required: true,
+  allowed_harnesses: ['claude', 'codex'],
+  harnesses: { claude: { version_requirement: '>=2.0.12 <3', allow_unverified_versions: false } },
+  session_upload: { presign_url: 'https://control.example.com/session-uploads/presign' },
+};
+
+describe('validatePolicy', () => {
+  it('accepts a complete policy', () => {
+    expect(validatePolicy(good, 'policy.json')).toEqual(good);
+  });
+
+  it('names the field of a wrong type', () => {
+    const error = rejects(() => validatePolicy({ ...good, ttl_seconds: 'soon' }, 'policy.json'));
+    expect(error.code).toBe('POLICY_INVALID');
+    expect(error.path).toBe('/ttl_seconds');
+    expect(error.message).toContain('/ttl_seconds');
+  });
+
+  it('names an unknown field', () => {
+    const error = rejects(() => validatePolicy({ ...good, harnesses: { claude: { version_requirment: '>=2' } } }, 'p.json'));
+    expect(error.code).toBe('POLICY_INVALID');
+    expect(error.message).toContain('/harnesses/claude');
+    expect(error.message).toContain('version_requirment');
+  });
+
+  it('says session_upload is global when it appears under a harness, with its position', () => {
+    const text = [
+      'revision: 3',
+      'harnesses:',
+      '  codex:',
+      '    version_requirement: ">=0.145.0"',
+      '    session_upload:',
+      '      presign_url: https://control.example.com/session-uploads/presign',
+      '',
+    ].join('\n');
+    const error = rejects(() => parsePolicyText(text, 'policy.yaml'));
+    expect(error.code).toBe('POLICY_INVALID');
+    expect(error.path).toBe('/harnesses/codex/session_upload');
+    expect(error.message).toContain('/harnesses/codex/session_upload');
+    expect(error.message).toMatch(/global/);
+    expect(error.message).toMatch(/^policy\.yaml:5:5: /);
+    expect(error.hint).toMatch(/top level/);
+  });
+
+  it('rejects a version_requirement that is not a semver range, naming the field and line', () => {
+    const text = '{\n  "revision": 1,\n  "harnesses": {\n    "claude": { "version_requirement": ">=2.x.y lol" }\n  }\n}\n';
+    const error = rejects(() => parsePolicyText(text, 'policy.json'));
+    expect(error.code).toBe('POLICY_INVALID');
+    expect(error.path).toBe('/harnesses/claude/version_requirement');
+    expect(error.message).toContain('not a valid semver range');
+    expect(error.line).toBe(4);
+  });
+
+  it('rejects a bad presign_url', () => {
+    const scheme = rejects(() => validatePolicy({ revision: 1, session_upload: { presign_url: 'ftp://files.example.com/x' } }, 'p.json'));
+    expect(scheme.path).toBe('/session_upload/presign_url');
+    const unparsable = rejects(() =>
+      validatePolicy({ revision: 1, session_upload: { presign_url: 'https://exa mple.com/presign' } }, 'p.json'),
+    );
+    expect(unparsable.code).toBe('POLICY_INVALID');
+    expect(unparsable.path).toBe('/session_upload/presign_url');
+    const creds = rejects(() =>
+      validatePolicy({ revision: 1, session_upload: { presign_url: 'https://u:p@control.example.com/presign' } }, 'p.json'),
+    );
+    expect(creds.path).toBe('/session_upload/presign_url');
+  });
+
+  it('requires a revision', () => {
+    const error = rejects(() => validatePolicy({ ttl_seconds: 60 }, 'p.json'));
+    expect(error.message).toContain('revision');
+  });
+});
+
+describe('checkUploadOrigin', () => {
+  const policy = (presign_url: string) => ({ revision: 1, session_upload: { presign_url } });
+
+  it('accepts the Control API origin, normalising case and default ports', () => {
+    expect(checkUploadOrigin(policy('https://CONTROL.example.com:443/a/presign'), { controlUrl: 'https://control.example.com/api', file: 'f' })).toEqual([]);
+  });
+
+  it('refuses a foreign origin: a policy must not send transcripts elsewhere', () => {
+    const error = rejects(() => checkUploadOrigin(policy('https://evil.example.net/presign'), { controlUrl: 'https://control.example.com', file: 'f' }));
+    expect(error.code).toBe('POLICY_FOREIGN_ORIGIN');
+    expect(error.path).toBe('/session_upload/presign_url');
+    expect(error.message).toContain('https://evil.example.net');
+    expect(error.hint).toContain('allowed_upload_origins');
+  });
+
+  it('refuses another port or scheme on the same host', () => {
+    expect(() => checkUploadOrigin(policy('http://control.example.com/presign'), { controlUrl: 'https://control.example.com', file: 'f' })).toThrow(/elsewhere/);
+    expect(() => checkUploadOrigin(policy('https://control.example.com:8443/presign'), { controlUrl: 'https://control.example.com', file: 'f' })).toThrow(/elsewhere/);
+  });
+
+  it('accepts an origin listed in allowed_upload_origins', () => {
+    expect(
+      checkUploadOrigin(policy('https://uploads.example.com/presign'), {
+        controlUrl: 'https://control.example.com',
+        allowedOrigins: ['https://uploads.example.com'],
+        file: 'f',
+      }),
+    ).toEqual([]);
+  });
+
+  it('accepts but notes a presign_url when no origin is known to compare with', () => {
+    const warnings = checkUploadOrigin(policy('https://uploads.example.com/presign'), { file: 'local.yaml' });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('not checked');
+  });
+
+  it('checks against allowed_upload_origins alone when no control URL is known', () => {
+    expect(() =>
+      checkUploadOrigin(policy('https://evil.example.net/presign'), { allowedOrigins: ['https://uploads.example.com'], file: 'f' }),
+    ).toThrow(BlueError);
+  });
+});
+
+describe('loadPolicyFile', () => {
+  it('reads YAML', async () => {
+    const file = path.join(dir, 'policy.yaml');
+    await writeFile(file, '# org policy\nrevision: "2024-06-01.1"\nttl_seconds: 600\nallowed_harnesses: [claude]\n');
+    expect(await loadPolicyFile(file)).toEqual({ revision: '2024-06-01.1', ttl_seconds: 600, allowed_harnesses: ['claude'] });
+  });
+
+  it('reads JSON', async () => {
+    const file = path.join(dir, 'policy.json');
+    await writeFile(file, JSON.stringify(good, null, 2));
+    expect(await loadPolicyFile(file)).toEqual(good);
+  });
+
+  it('reports a YAML syntax error with line and column', async () => {
+    const file = path.join(dir, 'policy.yaml');
+    await writeFile(file, 'revision: 1\nharnesses:\n  claude: {version_requirement: ">=2"\nttl_seconds: 5\n');
+    const error = await rejectsAsync(loadPolicyFile(file));
+    expect(error.code).toBe('POLICY_INVALID');
+    expect(error.file).toBe(file);
+    expect(error.line).toBeGreaterThanOrEqual(3);
+    expect(error.column).toBeGreaterThanOrEqual(1);
+    expect(error.message).toMatch(new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:\\d+:\\d+: `));
+  });
+
+  it('reports a schema error with the line of the field', async () => {
+    const file = path.join(dir, 'policy.yaml');
+    await writeFile(file, 'revision: 1\nrequired: "yes"\n');
+    const error = await rejectsAsync(loadPolicyFile(file));
+    expect(error.path).toBe('/required');
+    expect(error.line).toBe(2);
+  });
+
+  it('rejects a duplicate key', async () => {
+    const file = path.join(dir, 'policy.yaml');
+    await writeFile(file, 'revision: 1\nrevision: 2\n');
+    expect((await rejectsAsync(loadPolicyFile(file))).code).toBe('POLICY_INVALID');
+  });
+
+  it('says when the file does not exist', async () => {
+    const error = await rejectsAsync(loadPolicyFile(path.join(dir, 'nope.yaml')));
+    expect(error.code).toBe('POLICY_MISSING');
+    expect(error.hint).toContain('--policy');
+  });
+
+  it('refuses a file larger than the cap', async () => {
+    const file = path.join(dir, 'huge.yaml');
+    await writeFile(file, `revision: 1\n# ${'x'.repeat(1024 * 1024)}\n`);
+    const error = await rejectsAsync(loadPolicyFile(file));
+    expect(error.code).toBe('POLICY_INVALID');
+    expect(error.message).toContain('larger than');
+  });
+});

@@ -1,0 +1,82 @@
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
+import { decide, type Installation } from '../../src/reconcile/decide.js';
+import type { GovernancePolicy } from '../../src/schema/index.js';
+import { repoRoot } from '../support/context.js';
+
+const self = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
+const upload = { presign_url: 'https://control.example/session-uploads/presign' };
+const installed = (version: string): Installation => ({ installed: true, path: '/usr/bin/x', rawVersion: version, version });
+
+let profiles: ProfileSet;
+beforeAll(async () => {
+  profiles = await loadProfiles(path.join(repoRoot, 'profiles'));
+});
+
+describe('decide', () => {
+  const policy: GovernancePolicy = { revision: 7, session_upload: upload };
+
+  it('is active with exactly one managed hook for an eligible, verified version', () => {
+    const d = decide('claude', profiles.get('claude')!, installed('2.1.200'), policy, self);
+    expect(d.state).toBe('active');
+    expect(d.interval?.profile).toBe('claude-v2_0_12');
+    expect(d.desired).toMatchObject({
+      event: 'SessionEnd',
+      timeoutSeconds: 10,
+      command: "'/usr/bin/node' '/opt/blue-agent/bin/blue-agent.js' capture --harness claude --profile claude-v2_0_12",
+    });
+  });
+
+  it('not_installed wants no hook', () => {
+    const d = decide('codex', profiles.get('codex')!, { installed: false }, policy, self);
+    expect([d.state, d.desired]).toEqual(['not_installed', null]);
+  });
+
+  it('leaves a harness alone when its version cannot be read', () => {
+    const d = decide('codex', profiles.get('codex')!, { installed: true, path: '/x', error: { code: 'VERSION_DETECT_FAILED', message: 'boom' } }, policy, self);
+    expect([d.state, d.desired, d.reason]).toEqual(['error', undefined, 'boom']);
+  });
+
+  it('capture_disabled without a session_upload block', () => {
+    const d = decide('claude', profiles.get('claude')!, installed('2.1.200'), { revision: 8 }, self);
+    expect([d.state, d.desired]).toEqual(['capture_disabled', null]);
+    expect(d.reason).toContain('revision 8');
+  });
+
+  it('not_allowed when the harness is missing from allowed_harnesses', () => {
+    const d = decide('claude', profiles.get('claude')!, installed('2.1.200'), { ...policy, allowed_harnesses: ['codex'] }, self);
+    expect([d.state, d.desired]).toEqual(['not_allowed', null]);
+  });
+
+  it('unsupported_version below the first interval (Codex before SessionEnd)', () => {
+    const d = decide('codex', profiles.get('codex')!, installed('0.144.9'), policy, self);
+    expect([d.state, d.desired]).toEqual(['unsupported_version', null]);
+    expect(d.reason).toContain('0.145.0');
+  });
+
+  it('unsupported_version when the policy requirement is not met', () => {
+    const d = decide('claude', profiles.get('claude')!, installed('2.1.200'), { ...policy, harnesses: { claude: { version_requirement: '>=2.2.0' } } }, self);
+    expect([d.state, d.desired]).toEqual(['unsupported_version', null]);
+    expect(d.reason).toContain('>=2.2.0');
+  });
+
+  it('unverified_version past the ceiling, unless the policy allows unverified versions', () => {
+    const past = installed('2.1.333');
+    expect(decide('claude', profiles.get('claude')!, past, policy, self)).toMatchObject({ state: 'unverified_version', desired: null, verified: false });
+    const allowed = decide('claude', profiles.get('claude')!, past, { ...policy, harnesses: { claude: { allow_unverified_versions: true } } }, self);
+    expect(allowed.state).toBe('active');
+    expect(allowed.desired).not.toBeNull();
+    expect(allowed.reason).toContain('unverified');
+  });
+
+  it('the prerelease right at the ceiling is already unverified', () => {
+    expect(decide('codex', profiles.get('codex')!, installed('0.171.1-0'), policy, self).state).toBe('unverified_version');
+    expect(decide('codex', profiles.get('codex')!, installed('0.171.0'), policy, self).state).toBe('active');
+  });
+
+  it('uses the profile of the interval the version falls in, with its own hook settings', () => {
+    const d = decide('codex', profiles.get('codex')!, installed('0.150.0'), policy, self);
+    expect(d.desired).toMatchObject({ profile: 'codex-v0_145_0', timeoutSeconds: 3 });
+  });
+});
