@@ -3,7 +3,7 @@
  * output, child processes — comes through here, so tests build a Context around a temporary HOME instead of patching
  * globals.
  */
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,7 +51,26 @@ export interface Context {
   self: SelfInfo;
 }
 
-const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** The installed package's root: the nearest folder above this module with blue-agent's package.json. */
+function findPackageRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    try {
+      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'blue-agent') {
+        packageVersionFound = pkg.version;
+        return dir;
+      }
+    } catch {
+      // Not here; keep walking up.
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+    dir = parent;
+  }
+}
+let packageVersionFound: string | undefined;
+const packageRoot = findPackageRoot();
 
 export function resolvePaths(env: Env, platform: NodeJS.Platform): Paths {
   const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : homedir();
@@ -86,7 +105,7 @@ export function defaultSelf(): SelfInfo {
 }
 
 function packageVersion(): string {
-  return process.env.npm_package_version ?? '0.1.0';
+  return packageVersionFound ?? '0.0.0';
 }
 
 export interface ContextOverrides {

@@ -4,9 +4,14 @@
  * A failed install does not stop the run: suites that need a CLI then fail with the install command to use, and
  * every other suite still runs. BLUE_AGENT_SKIP_HARNESS_INSTALL=1 skips this step.
  */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { installAll } from '../scripts/install-harnesses.mjs';
 
 export default async function setup(): Promise<void> {
+  // Suites that run the CLI as a process use dist/: build it from the current sources first.
+  execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..'), stdio: 'inherit' });
   if (process.env.BLUE_AGENT_SKIP_HARNESS_INSTALL === '1') return;
   const log = (line: string) => void process.stderr.write(`[harnesses] ${line}\n`);
   try {

@@ -4,7 +4,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { createContext, type Context } from '../context.js';
 import { BlueError, EXIT_FAILURE, EXIT_USAGE, toBlueError } from '../errors.js';
-import { HARNESSES } from '../profiles/index.js';
+import { HARNESSES } from '../harnesses/names.js';
 
 export interface RunState {
   exitCode: number;

@@ -9,6 +9,7 @@ import { BlueError } from '../errors.js';
 import type { AgentConfig, GovernancePolicy } from '../schema/index.js';
 import { readLastKnownGood, writeLastKnownGood, type LastKnownGood } from './cache.js';
 import { DEFAULT_FETCH_TIMEOUT_MS, fetchGovernanceConfig, governanceConfigUrl } from './fetch.js';
+import type { DocumentCache } from '../schema/document-cache.js';
 import { MAX_POLICY_BYTES, checkUploadOrigin, loadPolicyFile, validatePolicy } from './validate.js';
 
 export { lastKnownGoodPath, readLastKnownGood, type LastKnownGood } from './cache.js';
@@ -42,6 +43,8 @@ export interface ResolveOptions {
   config: AgentConfig;
   /** Bound on the whole request; defaults to 10 s. */
   timeoutMs?: number;
+  /** Policy files validated in earlier runs. */
+  documents?: DocumentCache;
 }
 
 /** Freshness assumed for a policy that states no ttl_seconds, so `required: true` can still fail closed. */
@@ -62,7 +65,7 @@ export async function resolvePolicy(ctx: Context, options: ResolveOptions): Prom
         ? resolveConfigPath(ctx, config.policy_file)
         : undefined;
   if (file !== undefined) {
-    const policy = await loadPolicyFile(file);
+    const policy = await loadPolicyFile(file, options.documents);
     const warnings = checkUploadOrigin(policy, { ...originRules, file });
     return { policy, source: 'file', location: file, revision: policy.revision, stale: false, warnings };
   }

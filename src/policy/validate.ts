@@ -6,6 +6,7 @@ import semver from 'semver';
 import type { Document, LineCounter } from 'yaml';
 import { isMap, isNode, isScalar } from 'yaml';
 import { BlueError } from '../errors.js';
+import { DocumentCache } from '../schema/document-cache.js';
 import { parseYamlText, policySchema, validateDocument, type GovernancePolicy } from '../schema/index.js';
 
 /** Largest policy accepted from a file or the network: a policy is a few hundred bytes. */
@@ -50,8 +51,8 @@ export function parsePolicyText(text: string, file: string): GovernancePolicy {
   return validatePolicy(parsed.data, file, parsed);
 }
 
-/** Reads a local policy file (YAML or JSON). */
-export async function loadPolicyFile(file: string): Promise<GovernancePolicy> {
+/** Reads a local policy file (YAML or JSON); text validated in an earlier run comes from `documents`. */
+export async function loadPolicyFile(file: string, documents: DocumentCache = DocumentCache.none()): Promise<GovernancePolicy> {
   let handle;
   try {
     handle = await open(file, 'r');
@@ -79,7 +80,7 @@ export async function loadPolicyFile(file: string): Promise<GovernancePolicy> {
         hint: 'A policy is a small YAML or JSON document; check that the path names the right file.',
       });
     }
-    return parsePolicyText(await handle.readFile('utf8'), file);
+    return documents.load(`policy:${file}`, await handle.readFile('utf8'), (text) => parsePolicyText(text, file));
   } finally {
     await handle.close();
   }

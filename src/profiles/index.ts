@@ -5,9 +5,10 @@ import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import semver from 'semver';
 import { BlueError } from '../errors.js';
+import { DocumentCache } from '../schema/document-cache.js';
 import { loadDocument, profileSchema, type HarnessName, type HarnessProfiles, type Interval, type Operation } from '../schema/index.js';
 
-export const HARNESSES: readonly HarnessName[] = ['claude', 'codex', 'kimi', 'opencode'];
+export { HARNESSES } from '../harnesses/names.js';
 
 export interface LoadedProfiles {
   harness: HarnessName;
@@ -24,8 +25,11 @@ export interface ProfileProblem {
   message: string;
 }
 
-/** Reads and schema-validates every `*.yaml` profile file; throws on the first invalid file. */
-export async function loadProfiles(dir: string): Promise<ProfileSet> {
+/**
+ * Reads and schema-validates every `*.yaml` profile file; throws on the first invalid file. Documents unchanged since
+ * an earlier validation come from `documents` without being parsed again.
+ */
+export async function loadProfiles(dir: string, documents: DocumentCache = DocumentCache.none()): Promise<ProfileSet> {
   let names: string[];
   try {
     names = (await readdir(dir)).filter((n) => n.endsWith('.yaml') || n.endsWith('.yml')).sort();
@@ -38,7 +42,8 @@ export async function loadProfiles(dir: string): Promise<ProfileSet> {
   const set = new Map<HarnessName, LoadedProfiles>();
   for (const name of names) {
     const file = path.join(dir, name);
-    const doc = loadDocument(profileSchema, await readFile(file, 'utf8'), file);
+    const text = await readFile(file, 'utf8');
+    const doc = documents.load(`profile:${file}`, text, (t) => loadDocument(profileSchema, t, file));
     if (set.has(doc.harness)) {
       throw new BlueError('PROFILE_INVALID', `${file}: harness "${doc.harness}" is already described by ${set.get(doc.harness)!.file}`, {
         file,

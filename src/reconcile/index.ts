@@ -2,7 +2,9 @@
  * Reconcile: policy in, managed hooks out. One plan per harness, shown as-is by `--dry-run` and applied as-is
  * otherwise.
  */
+import path from 'node:path';
 import { loadAgentConfig } from '../config.js';
+import { DocumentCache } from '../schema/document-cache.js';
 import type { Context } from '../context.js';
 import { BlueError, toBlueError } from '../errors.js';
 import { ADAPTERS } from '../harnesses/index.js';
@@ -68,12 +70,14 @@ export interface ReconcileReport {
 
 export async function reconcile(ctx: Context, options: ReconcileOptions): Promise<ReconcileReport> {
   const { config } = await loadAgentConfig(ctx);
+  const documents = await DocumentCache.open(path.join(ctx.paths.stateDir, 'cache', 'documents.json'), !options.dryRun);
   const resolved = await resolvePolicy(ctx, {
     dryRun: options.dryRun,
     config,
+    documents,
     ...(options.policyFile === undefined ? {} : { policyFile: options.policyFile }),
   });
-  const profiles = await loadProfiles(ctx.paths.profilesDir);
+  const profiles = await loadProfiles(ctx.paths.profilesDir, documents);
   const cache = await VersionCache.open(ctx);
   const ledger = await readLedger(ctx);
   const wanted = options.harnesses !== undefined && options.harnesses.length > 0 ? new Set(options.harnesses) : undefined;
@@ -85,7 +89,7 @@ export async function reconcile(ctx: Context, options: ReconcileOptions): Promis
     if (loaded === undefined) continue;
     reports.push(await reconcileHarness(ctx, ADAPTERS[harness], loaded, config, resolved, cache, ledger, options.dryRun));
   }
-  if (!options.dryRun) await cache.save();
+  if (!options.dryRun) await Promise.all([cache.save(), documents.save()]);
 
   return {
     dry_run: options.dryRun,

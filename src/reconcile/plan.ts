@@ -40,9 +40,11 @@ export async function hookFilesFor(
   ctx: Context,
   adapter: HarnessAdapter,
   interval: Interval | undefined,
+  desired: ManagedHook | null,
   ledger: LedgerData,
 ): Promise<{ primary: string | undefined; all: string[] }> {
-  const primary = interval?.capture === undefined ? undefined : await adapter.hookFile(ctx, interval);
+  // Only a wanted hook needs a home; asking for one can fail (Kimi's unmigrated legacy config), removal must not.
+  const primary = desired === null || interval?.capture === undefined ? undefined : await adapter.hookFile(ctx, interval);
   const all = new Set<string>(primary === undefined ? [] : [primary]);
   for (const file of adapter.knownHookFiles(ctx)) all.add(file);
   for (const [file, entry] of Object.entries(ledger.files)) if (entry.harness === adapter.name) all.add(file);
@@ -74,9 +76,16 @@ export async function planHarness(
   desired: ManagedHook | null,
   ledger: LedgerData,
 ): Promise<HarnessPlan> {
-  const { primary, all } = await hookFilesFor(ctx, adapter, interval, ledger);
   const files: FilePlan[] = [];
   const errors: FileError[] = [];
+  let primary: string | undefined;
+  let all: string[];
+  try {
+    ({ primary, all } = await hookFilesFor(ctx, adapter, interval, desired, ledger));
+  } catch (error) {
+    const blue = toBlueError(error);
+    return { files, errors: [{ file: blue.file ?? adapter.configRoot(ctx), error: blue }] };
+  }
   for (const file of all) {
     const wanted = file === primary ? desired : null;
     try {

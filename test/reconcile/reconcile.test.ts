@@ -278,3 +278,21 @@ describe('reconcile command', () => {
     for (const flag of ['--dry-run', '--json', '--policy <file>', '--harness <name>']) expect(out).toContain(flag);
   });
 });
+
+describe('reconcile edge cases', () => {
+  it('a harness whose hook file cannot be chosen is reported in error while the others proceed', async () => {
+    // Kimi still on its legacy config.json: writing config.toml would hide the user's settings from Kimi.
+    await mkdir(path.join(t.home, '.kimi'), { recursive: true });
+    await writeFile(path.join(t.home, '.kimi', 'config.json'), '{"default_model": "k2"}');
+    const report = await reconcile(ctx, { dryRun: false, policyFile: policy });
+    const h = byHarness(report);
+    expect(h.kimi).toMatchObject({ state: 'error', action: 'error' });
+    expect(h.kimi!.files[0]!.error).toMatchObject({ code: 'NATIVE_CONFIG_CONFLICT' });
+    expect(h.claude!.action).toBe('create');
+    await expect(stat(kimiConfig())).rejects.toThrow();
+    // Removing capture does not need a hook file, so the legacy config is no obstacle then.
+    await writeFile(policy, DISABLED);
+    const off = byHarness(await reconcile(ctx, { dryRun: false, policyFile: policy }));
+    expect(off.kimi).toMatchObject({ state: 'capture_disabled', action: 'unchanged' });
+  });
+});
