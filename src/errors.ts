@@ -110,3 +110,17 @@ export function lineColumnAt(text: string, offset: number): { line: number; colu
   }
   return { line, column: end - lineStart + 1 };
 }
+
+/** `file:line:column`, or the file alone when the position is unknown: how a located message begins. */
+function fileAt(file: string, at?: { line: number; column: number }): string {
+  return at === undefined ? file : `${file}:${at.line}:${at.column}`;
+}
+
+/** An error about a place in a file: the message leads with `file:line:column` and the position is kept. */
+export function errorAt(code: ErrorCode, file: string, at: { line: number; column: number } | undefined, what: string, hint: string): BlueError {
+  return new BlueError(code, `${fileAt(file, at)}: ${what}`, {
+    file,
+    ...(at === undefined ? {} : { line: at.line, column: at.column }),
+    hint,
+  });
+}

@@ -2,8 +2,8 @@ import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { controlSettings, loadAgentConfig } from '../src/config.js';
-import { BlueError } from '../src/errors.js';
 import { makeTestHome, type TestHome } from './support/context.js';
+import { rejected } from './support/errors.js';
 
 const SECRET = 'tok-SECRET-7f3a9c1e5b';
 
@@ -20,16 +20,6 @@ async function writeConfig(text: string): Promise<string> {
   await mkdir(path.dirname(file), { recursive: true });
   await writeFile(file, text);
   return file;
-}
-
-async function caught(promise: Promise<unknown> | (() => unknown)): Promise<BlueError> {
-  try {
-    await (typeof promise === 'function' ? promise() : promise);
-  } catch (error) {
-    expect(error).toBeInstanceOf(BlueError);
-    return error as BlueError;
-  }
-  throw new Error('expected a BlueError');
 }
 
 describe('loadAgentConfig', () => {
@@ -55,7 +45,7 @@ describe('loadAgentConfig', () => {
 
   it('names the file, JSON path and line of a schema error', async () => {
     const file = await writeConfig('control_url: https://control.example.com\ncontrol_ur1: typo\n');
-    const error = await caught(loadAgentConfig(t.ctx));
+    const error = await rejected(loadAgentConfig(t.ctx));
     expect(error.code).toBe('CONFIG_INVALID');
     expect(error.message).toContain(file);
     expect(error.message).toContain('control_ur1');
@@ -65,7 +55,7 @@ describe('loadAgentConfig', () => {
 
   it('reports a YAML syntax error with line and column', async () => {
     await writeConfig('control_url: https://control.example.com\nharnesses: [claude\n');
-    const error = await caught(loadAgentConfig(t.ctx));
+    const error = await rejected(loadAgentConfig(t.ctx));
     expect(error.code).toBe('CONFIG_PARSE');
     expect(error.line).toBeGreaterThanOrEqual(2);
     expect(error.column).toBeGreaterThanOrEqual(1);
@@ -84,10 +74,10 @@ describe('controlSettings', () => {
   });
 
   it('rejects a malformed or credential-bearing control URL', async () => {
-    const bad = await caught(() => controlSettings(t.context({ env: { BLUE_AGENT_CONTROL_URL: 'not a url' } }), {}));
+    const bad = await rejected(() => controlSettings(t.context({ env: { BLUE_AGENT_CONTROL_URL: 'not a url' } }), {}));
     expect(bad.code).toBe('CONFIG_INVALID');
     expect(bad.message).toContain('BLUE_AGENT_CONTROL_URL');
-    const creds = await caught(() => controlSettings(t.ctx, { control_url: `https://user:${SECRET}@control.example.com` }));
+    const creds = await rejected(() => controlSettings(t.ctx, { control_url: `https://user:${SECRET}@control.example.com` }));
     expect(creds.code).toBe('CONFIG_INVALID');
     expect(creds.message).not.toContain(SECRET);
   });
@@ -120,7 +110,7 @@ describe('controlSettings', () => {
     const file = path.join(t.ctx.paths.stateDir, 'token');
     await writeFile(file, SECRET);
     await chmod(file, 0o644);
-    const error = await caught(controlSettings(t.ctx, {}).readToken());
+    const error = await rejected(controlSettings(t.ctx, {}).readToken());
     expect(error.code).toBe('CONFIG_INVALID');
     expect(error.message).toContain(file);
     expect(error.message).toContain('0644');
@@ -128,14 +118,14 @@ describe('controlSettings', () => {
     expect(JSON.stringify(error.toJSON())).not.toContain(SECRET);
 
     await chmod(file, 0o640);
-    expect((await caught(controlSettings(t.ctx, {}).readToken())).code).toBe('CONFIG_INVALID');
+    expect((await rejected(controlSettings(t.ctx, {}).readToken())).code).toBe('CONFIG_INVALID');
     await chmod(file, 0o600);
     expect(await controlSettings(t.ctx, {}).readToken()).toBe(SECRET);
   });
 
   it('rejects a token with control characters without printing it', async () => {
     const ctx = t.context({ env: { BLUE_AGENT_TOKEN: `${SECRET}\r\nX-Evil: 1` } });
-    const error = await caught(controlSettings(ctx, {}).readToken());
+    const error = await rejected(controlSettings(ctx, {}).readToken());
     expect(error.code).toBe('CONFIG_INVALID');
     expect(error.message).toContain('BLUE_AGENT_TOKEN');
     expect(JSON.stringify(error.toJSON())).not.toContain(SECRET);

@@ -3,12 +3,12 @@ import path from 'node:path';
 import { parse as parseJsonc } from 'jsonc-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { BlueError } from '../../src/errors.js';
 import { claude } from '../../src/harnesses/claude/index.js';
 import { buildManagedHook, isManagedCommand } from '../../src/harnesses/signature.js';
 import type { HookPlan, ManagedHook, OwnershipRecord } from '../../src/harnesses/types.js';
 import type { Interval } from '../../src/schema/index.js';
 import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
+import { thrown } from '../support/errors.js';
 
 const FIXTURES = path.join(repoRoot, 'fixtures', 'claude');
 const fixture = (name: string): string => readFileSync(path.join(FIXTURES, name), 'utf8');
@@ -24,16 +24,6 @@ function install(text: string | null, owned?: OwnershipRecord, want: ManagedHook
 
 function remove(text: string | null, owned?: OwnershipRecord): HookPlan {
   return claude.planHook({ text, file: 'settings.json', desired: null, owned });
-}
-
-function thrown(fn: () => unknown): BlueError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(BlueError);
-    return error as BlueError;
-  }
-  throw new Error('expected a BlueError');
 }
 
 /** Every hook object under hooks.<event>[].hooks[], with its event. */

@@ -13,6 +13,7 @@ import { buildManagedHook } from '../../src/harnesses/signature.js';
 import type { HookPlan, ManagedHook, OwnershipRecord } from '../../src/harnesses/types.js';
 import type { Interval } from '../../src/schema/index.js';
 import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
+import { thrown } from '../support/errors.js';
 import { harnessBin, hasHarness } from '../support/harness-bins.js';
 
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
@@ -37,16 +38,6 @@ function plan(text: string | null, hook: ManagedHook | null = desired, owned?: O
 function managedIn(text: string): number {
   const doc = text.trimStart().startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : parse(text);
   return listHandlers(doc.hooks).filter((h) => h.managed).length;
-}
-
-function thrown(fn: () => unknown): BlueError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(BlueError);
-    return error as BlueError;
-  }
-  throw new Error('expected an error');
 }
 
 const TOML_FIXTURES = [

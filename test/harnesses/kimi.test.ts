@@ -3,12 +3,12 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse } from 'smol-toml';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BlueError } from '../../src/errors.js';
 import { kimi } from '../../src/harnesses/kimi/index.js';
 import { buildManagedHook, isManagedCommand } from '../../src/harnesses/signature.js';
 import type { HookPlan, ManagedHook, OwnershipRecord } from '../../src/harnesses/types.js';
 import type { Interval } from '../../src/schema/index.js';
 import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
+import { rejected, thrown } from '../support/errors.js';
 
 const FILE = '/home/me/.kimi/config.toml';
 const desired = buildManagedHook(
@@ -66,16 +66,6 @@ function withoutManaged(text: string): unknown {
   return copy;
 }
 
-function catchError(fn: () => unknown): BlueError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(BlueError);
-    return error as BlueError;
-  }
-  throw new Error('expected a BlueError');
-}
-
 describe('kimi adapter: locations', () => {
   let home: TestHome | undefined;
   afterEach(async () => {
@@ -99,13 +89,9 @@ describe('kimi adapter: locations', () => {
     const share = path.join(home.home, '.kimi');
     await mkdir(share, { recursive: true });
     await writeFile(path.join(share, 'config.json'), '{"default_model": ""}');
-    const error = await kimi.hookFile(home.ctx, interval).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(error).toBeInstanceOf(BlueError);
-    expect((error as BlueError).code).toBe('NATIVE_CONFIG_CONFLICT');
-    expect((error as BlueError).hint).toMatch(/Run `kimi` once/);
+    const error = await rejected(kimi.hookFile(home.ctx, interval));
+    expect(error.code).toBe('NATIVE_CONFIG_CONFLICT');
+    expect(error.hint).toMatch(/Run `kimi` once/);
 
     // Once Kimi has migrated (config.toml exists), the hook file is usable again.
     await writeFile(path.join(share, 'config.toml'), '');
@@ -301,7 +287,7 @@ describe('kimi planHook: unusual layouts', () => {
   }
 
   it('refuses dotted hooks keys at the root', () => {
-    expect(catchError(() => plan('hooks.a = 1\n')).code).toBe('NATIVE_CONFIG_CONFLICT');
+    expect(thrown(() => plan('hooks.a = 1\n')).code).toBe('NATIVE_CONFIG_CONFLICT');
   });
 
   it('takes a managed table’s sub-tables with it', () => {
@@ -337,18 +323,18 @@ describe('kimi planHook: values', () => {
 
 describe('kimi planHook: errors', () => {
   it('reports unparseable TOML with its line and column and changes nothing', () => {
-    const error = catchError(() => plan(fixture('invalid.toml')));
+    const error = thrown(() => plan(fixture('invalid.toml')));
     expect(error.code).toBe('NATIVE_CONFIG_PARSE');
     expect(error.file).toBe(FILE);
     expect(error.line).toBe(3);
     expect(error.column).toBeGreaterThan(0);
     expect(error.hint).toBeTruthy();
-    expect(catchError(() => plan(fixture('invalid.toml'), null)).code).toBe('NATIVE_CONFIG_PARSE');
+    expect(thrown(() => plan(fixture('invalid.toml'), null)).code).toBe('NATIVE_CONFIG_PARSE');
   });
 
   it('refuses an inline hooks array with its position and a hint', () => {
     const original = fixture('inline-array.toml');
-    const error = catchError(() => plan(original));
+    const error = thrown(() => plan(original));
     expect(error.code).toBe('NATIVE_CONFIG_CONFLICT');
     expect(error.line).toBe(2);
     expect(error.column).toBe(1);
@@ -359,11 +345,11 @@ describe('kimi planHook: errors', () => {
 
   it('refuses an inline array that holds a managed entry, even for removal', () => {
     const original = `hooks = [{ event = "SessionEnd", command = "${EXPECTED_COMMAND}" }]\n`;
-    expect(catchError(() => plan(original, null)).code).toBe('NATIVE_CONFIG_CONFLICT');
+    expect(thrown(() => plan(original, null)).code).toBe('NATIVE_CONFIG_CONFLICT');
   });
 
   it('refuses a plain [hooks] table', () => {
-    const error = catchError(() => plan(fixture('hooks-table.toml')));
+    const error = thrown(() => plan(fixture('hooks-table.toml')));
     expect(error.code).toBe('NATIVE_CONFIG_CONFLICT');
     expect(error.line).toBe(1);
   });

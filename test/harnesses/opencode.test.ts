@@ -5,13 +5,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BlueError } from '../../src/errors.js';
 import { isOurPlugin, opencode } from '../../src/harnesses/opencode/index.js';
 import { PLUGIN_HEADER, renderPlugin, type PluginTimings } from '../../src/harnesses/opencode/plugin.js';
 import { buildManagedHook } from '../../src/harnesses/signature.js';
 import type { ManagedHook } from '../../src/harnesses/types.js';
 import type { Interval } from '../../src/schema/index.js';
 import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
+import { thrown } from '../support/errors.js';
 
 const FILE = '/home/me/.config/opencode/plugin/blue-agent-session-upload.js';
 const desired = buildManagedHook(
@@ -36,16 +36,6 @@ const interval: Interval = {
 
 function fixture(name: string): string {
   return readFileSync(path.join(repoRoot, 'fixtures', 'opencode', name), 'utf8');
-}
-
-function catchError(fn: () => unknown): BlueError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(BlueError);
-    return error as BlueError;
-  }
-  throw new Error('expected a BlueError');
 }
 
 describe('opencode adapter: locations', () => {
@@ -123,7 +113,7 @@ describe('opencode planHook', () => {
     it(`never overwrites or deletes someone else's file (${name})`, () => {
       const theirs = fixture(name);
       expect(isOurPlugin(theirs)).toBe(false);
-      const error = catchError(() => opencode.planHook({ text: theirs, file: FILE, desired, owned: { whole_file: true } }));
+      const error = thrown(() => opencode.planHook({ text: theirs, file: FILE, desired, owned: { whole_file: true } }));
       expect(error.code).toBe('NATIVE_CONFIG_CONFLICT');
       expect(error.file).toBe(FILE);
       expect(error.hint).toBeTruthy();

@@ -2,10 +2,11 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Context } from '../../src/context.js';
-import { BlueError } from '../../src/errors.js';
+import type { BlueError } from '../../src/errors.js';
 import { lastKnownGoodPath, resolvePolicy, type ResolvedPolicy } from '../../src/policy/index.js';
 import type { AgentConfig } from '../../src/schema/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
+import { rejected } from '../support/errors.js';
 import { closedOrigin, startPolicyServer, type PolicyServer } from './server.js';
 
 const TOKEN = 'tok-SECRET-4d2b8e9f01';
@@ -29,17 +30,11 @@ async function resolve(ctx: Context, config: AgentConfig = {}, extra: { dryRun?:
 }
 
 async function failure(promise: Promise<unknown>): Promise<BlueError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(BlueError);
-    const blue = error as BlueError;
-    // Whatever went wrong, the token never shows.
-    expect(JSON.stringify(blue.toJSON())).not.toContain(TOKEN);
-    expect(String(blue.stack)).not.toContain(TOKEN);
-    return blue;
-  }
-  throw new Error('expected a BlueError');
+  const blue = await rejected(promise);
+  // Whatever went wrong, the token never shows.
+  expect(JSON.stringify(blue.toJSON())).not.toContain(TOKEN);
+  expect(String(blue.stack)).not.toContain(TOKEN);
+  return blue;
 }
 
 function noTokenIn(resolved: ResolvedPolicy): ResolvedPolicy {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BlueError } from '../../src/errors.js';
 import { checkUploadOrigin, loadPolicyFile, parsePolicyText, validatePolicy } from '../../src/policy/index.js';
+import { rejected, thrown } from '../support/errors.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -12,26 +13,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-function rejects(fn: () => unknown): BlueError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(BlueError);
-    return error as BlueError;
-  }
-  throw new Error('expected a BlueError');
-}
-
-async function rejectsAsync(promise: Promise<unknown>): Promise<BlueError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(BlueError);
-    return error as BlueError;
-  }
-  throw new Error('expected a BlueError');
-}
 
 const good = {
   revision: 7,
@@ -49,14 +30,14 @@ describe('validatePolicy', () => {
   });
 
   it('names the field of a wrong type', () => {
-    const error = rejects(() => validatePolicy({ ...good, ttl_seconds: 'soon' }, 'policy.json'));
+    const error = thrown(() => validatePolicy({ ...good, ttl_seconds: 'soon' }, 'policy.json'));
     expect(error.code).toBe('POLICY_INVALID');
     expect(error.path).toBe('/ttl_seconds');
     expect(error.message).toContain('/ttl_seconds');
   });
 
   it('names an unknown field', () => {
-    const error = rejects(() => validatePolicy({ ...good, harnesses: { claude: { version_requirment: '>=2' } } }, 'p.json'));
+    const error = thrown(() => validatePolicy({ ...good, harnesses: { claude: { version_requirment: '>=2' } } }, 'p.json'));
     expect(error.code).toBe('POLICY_INVALID');
     expect(error.message).toContain('/harnesses/claude');
     expect(error.message).toContain('version_requirment');
@@ -72,7 +53,7 @@ describe('validatePolicy', () => {
       '      presign_url: https://control.example.com/session-uploads/presign',
       '',
     ].join('\n');
-    const error = rejects(() => parsePolicyText(text, 'policy.yaml'));
+    const error = thrown(() => parsePolicyText(text, 'policy.yaml'));
     expect(error.code).toBe('POLICY_INVALID');
     expect(error.path).toBe('/harnesses/codex/session_upload');
     expect(error.message).toContain('/harnesses/codex/session_upload');
@@ -83,7 +64,7 @@ describe('validatePolicy', () => {
 
   it('rejects a version_requirement that is not a semver range, naming the field and line', () => {
     const text = '{\n  "revision": 1,\n  "harnesses": {\n    "claude": { "version_requirement": ">=2.x.y lol" }\n  }\n}\n';
-    const error = rejects(() => parsePolicyText(text, 'policy.json'));
+    const error = thrown(() => parsePolicyText(text, 'policy.json'));
     expect(error.code).toBe('POLICY_INVALID');
     expect(error.path).toBe('/harnesses/claude/version_requirement');
     expect(error.message).toContain('not a valid semver range');
@@ -91,21 +72,21 @@ describe('validatePolicy', () => {
   });
 
   it('rejects a bad presign_url', () => {
-    const scheme = rejects(() => validatePolicy({ revision: 1, session_upload: { presign_url: 'ftp://files.example.com/x' } }, 'p.json'));
+    const scheme = thrown(() => validatePolicy({ revision: 1, session_upload: { presign_url: 'ftp://files.example.com/x' } }, 'p.json'));
     expect(scheme.path).toBe('/session_upload/presign_url');
-    const unparsable = rejects(() =>
+    const unparsable = thrown(() =>
       validatePolicy({ revision: 1, session_upload: { presign_url: 'https://exa mple.com/presign' } }, 'p.json'),
     );
     expect(unparsable.code).toBe('POLICY_INVALID');
     expect(unparsable.path).toBe('/session_upload/presign_url');
-    const creds = rejects(() =>
+    const creds = thrown(() =>
       validatePolicy({ revision: 1, session_upload: { presign_url: 'https://u:p@control.example.com/presign' } }, 'p.json'),
     );
     expect(creds.path).toBe('/session_upload/presign_url');
   });
 
   it('requires a revision', () => {
-    const error = rejects(() => validatePolicy({ ttl_seconds: 60 }, 'p.json'));
+    const error = thrown(() => validatePolicy({ ttl_seconds: 60 }, 'p.json'));
     expect(error.message).toContain('revision');
   });
 });
@@ -118,7 +99,7 @@ describe('checkUploadOrigin', () => {
   });
 
   it('refuses a foreign origin: a policy must not send transcripts elsewhere', () => {
-    const error = rejects(() => checkUploadOrigin(policy('https://evil.example.net/presign'), { controlUrl: 'https://control.example.com', file: 'f' }));
+    const error = thrown(() => checkUploadOrigin(policy('https://evil.example.net/presign'), { controlUrl: 'https://control.example.com', file: 'f' }));
     expect(error.code).toBe('POLICY_FOREIGN_ORIGIN');
     expect(error.path).toBe('/session_upload/presign_url');
     expect(error.message).toContain('https://evil.example.net');
@@ -169,7 +150,7 @@ describe('loadPolicyFile', () => {
   it('reports a YAML syntax error with line and column', async () => {
     const file = path.join(dir, 'policy.yaml');
     await writeFile(file, 'revision: 1\nharnesses:\n  claude: {version_requirement: ">=2"\nttl_seconds: 5\n');
-    const error = await rejectsAsync(loadPolicyFile(file));
+    const error = await rejected(loadPolicyFile(file));
     expect(error.code).toBe('POLICY_INVALID');
     expect(error.file).toBe(file);
     expect(error.line).toBeGreaterThanOrEqual(3);
@@ -180,7 +161,7 @@ describe('loadPolicyFile', () => {
   it('reports a schema error with the line of the field', async () => {
     const file = path.join(dir, 'policy.yaml');
     await writeFile(file, 'revision: 1\nrequired: "yes"\n');
-    const error = await rejectsAsync(loadPolicyFile(file));
+    const error = await rejected(loadPolicyFile(file));
     expect(error.path).toBe('/required');
     expect(error.line).toBe(2);
   });
@@ -188,11 +169,11 @@ describe('loadPolicyFile', () => {
   it('rejects a duplicate key', async () => {
     const file = path.join(dir, 'policy.yaml');
     await writeFile(file, 'revision: 1\nrevision: 2\n');
-    expect((await rejectsAsync(loadPolicyFile(file))).code).toBe('POLICY_INVALID');
+    expect((await rejected(loadPolicyFile(file))).code).toBe('POLICY_INVALID');
   });
 
   it('says when the file does not exist', async () => {
-    const error = await rejectsAsync(loadPolicyFile(path.join(dir, 'nope.yaml')));
+    const error = await rejected(loadPolicyFile(path.join(dir, 'nope.yaml')));
     expect(error.code).toBe('POLICY_MISSING');
     expect(error.hint).toContain('--policy');
   });
@@ -200,7 +181,7 @@ describe('loadPolicyFile', () => {
   it('refuses a file larger than the cap', async () => {
     const file = path.join(dir, 'huge.yaml');
     await writeFile(file, `revision: 1\n# ${'x'.repeat(1024 * 1024)}\n`);
-    const error = await rejectsAsync(loadPolicyFile(file));
+    const error = await rejected(loadPolicyFile(file));
     expect(error.code).toBe('POLICY_INVALID');
     expect(error.message).toContain('larger than');
   });

@@ -6,6 +6,8 @@
  * file whose bytes must come back unchanged, so the edits here are computed from the parse tree and the scanner.
  */
 import { applyEdits, createScanner, type Edit, type Node } from 'jsonc-parser';
+import { endOf, kids, propertyParts } from '../../util/jsonc-text.js';
+import { eolOf, lineIndent } from '../../util/text.js';
 
 /** jsonc-parser's SyntaxKind values (a const enum in its typings, which isolated modules cannot import). */
 export const Token = {
@@ -23,39 +25,9 @@ export const Token = {
 
 export type { Edit, Node };
 
-export function endOf(node: Node): number {
-  return node.offset + node.length;
-}
-
 /** Offset of the closing bracket or brace of an object or array node. */
 export function closeOf(container: Node): number {
   return endOf(container) - 1;
-}
-
-/** Children of an object (property nodes) or array (element nodes); empty for anything else. */
-export function kids(node: Node | undefined): Node[] {
-  return node !== undefined && (node.type === 'object' || node.type === 'array') && Array.isArray(node.children)
-    ? node.children
-    : [];
-}
-
-/** Key and value of a property node, or undefined for a malformed one. */
-export function propertyParts(prop: Node): { key: string; keyNode: Node; value: Node } | undefined {
-  const [keyNode, value] = prop.children ?? [];
-  if (prop.type !== 'property' || keyNode === undefined || value === undefined || typeof keyNode.value !== 'string') {
-    return undefined;
-  }
-  return { key: keyNode.value, keyNode, value };
-}
-
-/** Every property of `object` named `name`, in document order (JSON allows duplicates; the last one wins). */
-export function propsNamed(object: Node, name: string): Node[] {
-  if (object.type !== 'object') return [];
-  return kids(object).filter((prop) => propertyParts(prop)?.key === name);
-}
-
-export function valueOf(prop: Node): Node | undefined {
-  return propertyParts(prop)?.value;
 }
 
 /**
@@ -145,14 +117,6 @@ function skipSpaceBackward(text: string, pos: number): number {
   return pos;
 }
 
-/** The indentation (leading spaces and tabs) of the line that holds `pos`. */
-export function lineIndent(text: string, pos: number): string {
-  const start = text.lastIndexOf('\n', pos - 1) + 1;
-  let end = start;
-  while (end < pos && (text[end] === ' ' || text[end] === '\t')) end++;
-  return text.slice(start, end);
-}
-
 export function spansLines(text: string, node: Node): boolean {
   const br = text.indexOf('\n', node.offset);
   return br >= 0 && br < endOf(node);
@@ -216,8 +180,7 @@ export interface Style {
 }
 
 export function detectStyle(text: string, root: Node): Style {
-  const br = text.indexOf('\n');
-  const eol = br > 0 && text[br - 1] === '\r' ? '\r\n' : '\n';
+  const eol = eolOf(text);
   let colon = ': ';
   let comma = ', ';
   let unit: string | undefined;

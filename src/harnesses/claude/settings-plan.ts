@@ -6,7 +6,9 @@
  * managed is the agent's own group. Everything else belongs to the user and keeps its bytes.
  */
 import { parseTree, printParseErrorCode, type ParseError } from 'jsonc-parser';
-import { BlueError, lineColumnAt } from '../../errors.js';
+import { BlueError, errorAt, lineColumnAt } from '../../errors.js';
+import { endOf, kids, lastNamed, propertyParts, propsNamed, valueOf, type Node } from '../../util/jsonc-text.js';
+import { lineIndent } from '../../util/text.js';
 import { isManagedCommand } from '../signature.js';
 import type { HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
 import {
@@ -14,21 +16,14 @@ import {
   applyAll,
   canonical,
   detectStyle,
-  endOf,
   isBareEmpty,
-  kids,
-  lineIndent,
   nestingBeyond,
-  propertyParts,
-  propsNamed,
   removeChildrenEdits,
   render,
   spansLines,
-  valueOf,
   type Edit,
   type JsonValue,
   type NewChild,
-  type Node,
   type Style,
 } from './jsonc-text.js';
 import { BASE_TEXT_LIMIT, makeOwnership, readOwnership, type ClaudeOwnership, type Container } from './ownership.js';
@@ -148,26 +143,26 @@ function at(where: Where, offset: number): { line: number; column: number } {
 function parseUser(text: string, where: Where): Node {
   const deep = nestingBeyond(text, MAX_DEPTH);
   if (deep >= 0) {
-    const { line, column } = at(where, deep);
-    throw new BlueError('NATIVE_CONFIG_PARSE', `${where.file}:${line}:${column}: nested deeper than ${MAX_DEPTH} levels`, {
-      file: where.file,
-      line,
-      column,
-      hint: 'Claude Code settings are not expected to nest this deep; check the file for corruption, fix it, and run reconcile again.',
-    });
+    throw errorAt(
+      'NATIVE_CONFIG_PARSE',
+      where.file,
+      at(where, deep),
+      `nested deeper than ${MAX_DEPTH} levels`,
+      'Claude Code settings are not expected to nest this deep; check the file for corruption, fix it, and run reconcile again.',
+    );
   }
   const errors: ParseError[] = [];
   const root = parseTree(text, errors, { allowTrailingComma: false, disallowComments: false });
   const first = errors[0];
   if (first !== undefined || root === undefined) {
-    const { line, column } = at(where, first?.offset ?? 0);
     const what = first === undefined ? 'no JSON value' : describeParseError(first);
-    throw new BlueError('NATIVE_CONFIG_PARSE', `${where.file}:${line}:${column}: ${what}`, {
-      file: where.file,
-      line,
-      column,
-      hint: `Fix the JSON syntax at that position in ${where.file}; blue-agent leaves a file it cannot parse untouched.`,
-    });
+    throw errorAt(
+      'NATIVE_CONFIG_PARSE',
+      where.file,
+      at(where, first?.offset ?? 0),
+      what,
+      `Fix the JSON syntax at that position in ${where.file}; blue-agent leaves a file it cannot parse untouched.`,
+    );
   }
   return root;
 }
@@ -197,8 +192,7 @@ function edit(text: string, edits: readonly Edit[], where: Where): string {
 
 function isManagedHookNode(hook: Node): boolean {
   if (hook.type !== 'object') return false;
-  const commands = propsNamed(hook, 'command');
-  const last = commands[commands.length - 1];
+  const last = lastNamed(hook, 'command');
   const value = last === undefined ? undefined : valueOf(last);
   return value?.type === 'string' && typeof value.value === 'string' && isManagedCommand(value.value, 'claude');
 }
@@ -259,8 +253,7 @@ function kindOf(node: Node): string {
 }
 
 function conflict(where: Where, node: Node, what: string, hint: string): never {
-  const { line, column } = at(where, node.offset);
-  throw new BlueError('NATIVE_CONFIG_CONFLICT', `${where.file}:${line}:${column}: ${what}`, { file: where.file, line, column, hint });
+  throw errorAt('NATIVE_CONFIG_CONFLICT', where.file, at(where, node.offset), what, hint);
 }
 
 /** Adding the managed group needs `hooks` to be an object and `hooks.<event>` an array of groups. */

@@ -5,11 +5,12 @@
  */
 import { applyEdits, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
 import { BlueError } from '../../errors.js';
+import { endOf, lastNamed } from '../../util/jsonc-text.js';
+import { eolOf, lineIndent } from '../../util/text.js';
 import type { HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
 import {
   checkOutcome,
   conflictError,
-  eolOf,
   handlerIsRight,
   isRecord,
   listHandlers,
@@ -91,24 +92,16 @@ function valueOf(node: Node): unknown {
   }
 }
 
-function member(obj: Node | undefined, key: string): Node | undefined {
-  if (obj?.type !== 'object') return undefined;
-  const props = (obj.children ?? []).filter((p) => p.children?.[0]?.value === key);
-  return props.at(-1);
-}
-
-const end = (node: Node) => node.offset + node.length;
-
 function locate(doc: JsonDoc): LocatedJson[] {
-  const hooksProp = member(doc.root, 'hooks');
+  const hooksProp = lastNamed(doc.root, 'hooks');
   const hooks = hooksProp?.children?.[1];
   if (hooksProp === undefined || hooks?.type !== 'object') return [];
   const out: LocatedJson[] = [];
   for (const parsed of listHandlers(doc.value.hooks)) {
-    const eventProp = member(hooks, parsed.event);
+    const eventProp = lastNamed(hooks, parsed.event);
     const events = eventProp?.children?.[1];
     const group = events?.children?.[parsed.group];
-    const handlers = member(group, 'hooks')?.children?.[1];
+    const handlers = lastNamed(group, 'hooks')?.children?.[1];
     const handler = handlers?.children?.[parsed.handler];
     if (eventProp === undefined || events === undefined || group === undefined || handlers === undefined || handler === undefined) continue;
     out.push({ parsed, handler, handlers, group, events, eventProp, hooksProp });
@@ -123,14 +116,9 @@ function cutChild(container: Node, index: number, inner: string): Edit {
   if (kids.length === 1) return { offset: container.offset + 1, length: container.length - 2, content: inner };
   if (index > 0) {
     const prev = kids[index - 1]!;
-    return { offset: end(prev), length: end(child) - end(prev), content: '' };
+    return { offset: endOf(prev), length: endOf(child) - endOf(prev), content: '' };
   }
   return { offset: child.offset, length: kids[1]!.offset - child.offset, content: '' };
-}
-
-function lineIndent(text: string, offset: number): string {
-  const lineStart = text.lastIndexOf('\n', offset - 1) + 1;
-  return /^[ \t]*/.exec(text.slice(lineStart))![0];
 }
 
 function indentUnit(text: string): string {
@@ -153,16 +141,16 @@ function appendChild(text: string, container: Node, key: string | undefined, val
     const last = kids.at(-1)!;
     let sep: string;
     if (kids.length >= 2) {
-      const between = text.slice(end(kids.at(-2)!), last.offset);
+      const between = text.slice(endOf(kids.at(-2)!), last.offset);
       sep = between.slice(between.indexOf(',') + 1);
     } else {
       sep = text.slice(container.offset + 1, last.offset);
     }
     const multiline = sep.includes('\n');
     const indent = multiline ? sep.slice(sep.lastIndexOf('\n') + 1) : '';
-    return { edit: { offset: end(last), length: 0, content: `,${sep}${render(indent, multiline)}` } };
+    return { edit: { offset: endOf(last), length: 0, content: `,${sep}${render(indent, multiline)}` } };
   }
-  const inner = text.slice(container.offset + 1, end(container) - 1);
+  const inner = text.slice(container.offset + 1, endOf(container) - 1);
   const multiline = text.includes('\n');
   const outer = lineIndent(text, container.offset);
   const content = multiline ? `${eol}${outer}${unit}${render(outer + unit, true)}${eol}${outer}` : render('', false);
@@ -207,7 +195,7 @@ function keeperEdits(text: string, keeper: LocatedJson, desired: ManagedHook): E
   let handler = keeper.handler;
   let current = text;
   for (const key of ['type', 'command', 'timeout'] as const) {
-    const prop = member(handler, key);
+    const prop = lastNamed(handler, key);
     const node = prop?.children?.[1];
     if (node !== undefined && valueOf(node) === wanted[key]) continue;
     const edit: Edit =
@@ -227,7 +215,7 @@ function reparseAt(text: string, offset: number): Node {
   const find = (node: Node): Node | undefined => {
     if (node.offset === offset && node.type === 'object') return node;
     for (const child of node.children ?? []) {
-      if (child.offset <= offset && offset < end(child)) {
+      if (child.offset <= offset && offset < endOf(child)) {
         const hit = find(child);
         if (hit !== undefined) return hit;
       }
@@ -297,7 +285,7 @@ function insertManaged(text: string, file: string, doc: JsonDoc, desired: Manage
     const fresh = `${JSON.stringify({ hooks: { [event]: [groupValue(desired)] } }, null, 2)}\n`;
     return { text: fresh, record: { container: 'root', event, inner: '' } };
   }
-  const hooksProp = member(doc.root, 'hooks');
+  const hooksProp = lastNamed(doc.root, 'hooks');
   if (hooksProp === undefined) {
     const { edit, inner } = appendChild(text, doc.root, 'hooks', { [event]: [groupValue(desired)] });
     return { text: applyEdits(text, [edit]), record: { container: 'root', event, ...(inner === undefined ? {} : { inner }) } };
@@ -306,7 +294,7 @@ function insertManaged(text: string, file: string, doc: JsonDoc, desired: Manage
   if (hooks?.type !== 'object') {
     throw conflictError(file, text, hooksProp.offset, '"hooks" is not an object', 'Make "hooks" an object of event arrays, then run reconcile again. The file was left unchanged.');
   }
-  const eventProp = member(hooks, event);
+  const eventProp = lastNamed(hooks, event);
   if (eventProp === undefined) {
     const { edit, inner } = appendChild(text, hooks, event, [groupValue(desired)]);
     return { text: applyEdits(text, [edit]), record: { container: 'hooks', event, ...(inner === undefined ? {} : { inner }) } };

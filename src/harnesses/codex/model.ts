@@ -2,7 +2,7 @@
  * What the Codex hook files mean, independent of their syntax: where handlers sit, which are managed, what the
  * managed handler should look like, and the user's entries with the managed ones taken out.
  */
-import { BlueError, lineColumnAt } from '../../errors.js';
+import { BlueError, errorAt, lineColumnAt } from '../../errors.js';
 import { isManagedCommand } from '../signature.js';
 import type { ManagedHook } from '../types.js';
 
@@ -137,28 +137,10 @@ export function checkOutcome(
   }
 }
 
-export function parseError(file: string, text: string, offset: number | undefined, what: string, hint: string, line?: number, column?: number): BlueError {
-  const at = line !== undefined ? { line, column: column ?? 1 } : offset !== undefined ? lineColumnAt(text, offset) : undefined;
-  const where = at === undefined ? file : `${file}:${at.line}:${at.column}`;
-  return new BlueError('NATIVE_CONFIG_PARSE', `${where}: ${what}`, {
-    file,
-    ...(at === undefined ? {} : { line: at.line, column: at.column }),
-    hint,
-  });
+export function parseError(file: string, text: string, offset: number | undefined, what: string, hint: string): BlueError {
+  return errorAt('NATIVE_CONFIG_PARSE', file, offset === undefined ? undefined : lineColumnAt(text, offset), what, hint);
 }
 
 export function conflictError(file: string, text: string, offset: number, what: string, hint: string): BlueError {
-  const at = lineColumnAt(text, offset);
-  return new BlueError('NATIVE_CONFIG_CONFLICT', `${file}:${at.line}:${at.column}: ${what}`, {
-    file,
-    line: at.line,
-    column: at.column,
-    hint,
-  });
-}
-
-/** The line ending the file already uses. */
-export function eolOf(text: string): string {
-  const lf = text.indexOf('\n');
-  return lf > 0 && text[lf - 1] === '\r' ? '\r\n' : '\n';
+  return errorAt('NATIVE_CONFIG_CONFLICT', file, lineColumnAt(text, offset), what, hint);
 }

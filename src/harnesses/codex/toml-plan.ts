@@ -5,14 +5,24 @@
  * Shape: codex-rs/config/src/hook_config.rs (`HookEventsToml`, `MatcherGroup`, `HookHandlerConfig` tagged by `type`,
  * `timeout` in seconds).
  */
-import { parse, TomlError } from 'smol-toml';
-import { BlueError } from '../../errors.js';
+import { parse } from 'smol-toml';
+import { BlueError, errorAt } from '../../errors.js';
+import { eolOf } from '../../util/text.js';
+import {
+  parseTomlOr,
+  pathStartsWith,
+  samePath,
+  scanToml,
+  statementAt,
+  TomlScanError,
+  tomlString as quoteToml,
+  type TomlSection,
+} from '../../util/toml-text.js';
 import type { HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
 import {
   checkOutcome,
   conflictError,
   desiredTimeout,
-  eolOf,
   handlerIsRight,
   isRecord,
   listHandlers,
@@ -20,7 +30,6 @@ import {
   parseError,
   type ParsedHandler,
 } from './model.js';
-import { samePath, scanToml, TomlScanError, type TomlSection } from './toml-scan.js';
 
 /** What the ledger keeps for config.toml: whether the file was created, and the exact separator put before the block. */
 type TomlRecord = {
@@ -63,16 +72,7 @@ export function readTomlRecord(owned: OwnershipRecord | undefined): TomlRecord |
 }
 
 export function parseTomlText(text: string, file: string): Record<string, unknown> {
-  try {
-    return parse(text) as Record<string, unknown>;
-  } catch (error) {
-    if (error instanceof TomlError) {
-      const what = (error.message.split('\n')[0] ?? 'invalid TOML').replace(/^Invalid TOML document:\s*/, '');
-      throw parseError(file, text, undefined, `invalid TOML: ${what}`, PARSE_HINT, error.line, error.column);
-    }
-    const what = error instanceof Error ? error.message : String(error);
-    throw parseError(file, text, undefined, `invalid TOML: ${what}`, PARSE_HINT);
-  }
+  return parseTomlOr(text, ({ reason, at }) => errorAt('NATIVE_CONFIG_PARSE', file, at, `invalid TOML: ${reason}`, PARSE_HINT));
 }
 
 function scan(text: string, file: string): TomlSection[] {
@@ -86,16 +86,9 @@ function scan(text: string, file: string): TomlSection[] {
   }
 }
 
+/** The `\uXXXX` escapes this planner writes use upper-case hex. */
 export function tomlString(value: string): string {
-  const short: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\n': '\\n', '\t': '\\t', '\r': '\\r', '\b': '\\b', '\f': '\\f' };
-  let out = '"';
-  for (const ch of value) {
-    const code = ch.codePointAt(0)!;
-    if (short[ch] !== undefined) out += short[ch];
-    else if (code < 0x20 || code === 0x7f) out += `\\u${code.toString(16).toUpperCase().padStart(4, '0')}`;
-    else out += ch;
-  }
-  return `${out}"`;
+  return quoteToml(value, 'upper');
 }
 
 function tomlKey(key: string): string {
@@ -114,10 +107,6 @@ export function renderTomlBlock(desired: ManagedHook, eol: string): string {
   ].join(eol);
 }
 
-function startsWith(path: readonly string[] | null, prefix: readonly string[]): boolean {
-  return path !== null && path.length >= prefix.length && prefix.every((part, index) => path[index] === part);
-}
-
 /** Pairs every parsed handler with the tables that hold it, when it is written as tables. */
 function locate(sections: TomlSection[], doc: Record<string, unknown>): LocatedHandler[] {
   const parsed = listHandlers(own(doc, 'hooks'));
@@ -134,7 +123,7 @@ function locate(sections: TomlSection[], doc: Record<string, unknown>): LocatedH
     if (tableForm) {
       let g = -1;
       for (const section of sections) {
-        if (!startsWith(section.path, ['hooks', event])) continue;
+        if (!pathStartsWith(section.path, ['hooks', event])) continue;
         if (section.array && samePath(section.path, ['hooks', event])) {
           g++;
           byGroup.set(g, { all: [section], handlers: [] });
@@ -144,7 +133,7 @@ function locate(sections: TomlSection[], doc: Record<string, unknown>): LocatedH
         if (entry === undefined) continue;
         entry.all.push(section);
         if (section.array && samePath(section.path, ['hooks', event, 'hooks'])) entry.handlers.push([section]);
-        else if (startsWith(section.path, ['hooks', event, 'hooks']) && entry.handlers.length > 0) entry.handlers.at(-1)!.push(section);
+        else if (pathStartsWith(section.path, ['hooks', event, 'hooks']) && entry.handlers.length > 0) entry.handlers.at(-1)!.push(section);
       }
     }
     for (const p of parsed.filter((x) => x.event === event)) {
@@ -171,23 +160,17 @@ function definitionOffset(sections: TomlSection[], event: string): number | unde
       if ((section.array && samePath(section.path, ['hooks'])) || (!section.array && samePath(section.path, ['hooks', event]))) {
         return section.start;
       }
-      if (!section.array && startsWith(section.path, ['hooks', event]) && !startsWith(section.path, ['hooks', event, 'hooks'])) {
+      if (!section.array && pathStartsWith(section.path, ['hooks', event]) && !pathStartsWith(section.path, ['hooks', event, 'hooks'])) {
         return section.start;
       }
     }
-    if (startsWith(section.path, ['hooks', event])) continue;
+    if (pathStartsWith(section.path, ['hooks', event])) continue;
     for (const entry of section.entries) {
       const full = [...(section.path ?? []), ...entry.key];
-      if (samePath(full, ['hooks']) || startsWith(full, ['hooks', event])) return entry.start;
+      if (samePath(full, ['hooks']) || pathStartsWith(full, ['hooks', event])) return entry.start;
     }
   }
   return undefined;
-}
-
-function firstNonBlank(text: string, offset: number): number {
-  let p = offset;
-  while (p < text.length && (text[p] === ' ' || text[p] === '\t')) p++;
-  return p;
 }
 
 /** Ranges covering the given tables, adjacent ones merged. */
@@ -255,7 +238,7 @@ function inlineConflict(file: string, text: string, at: LocatedHandler, event: s
   return conflictError(
     file,
     text,
-    firstNonBlank(text, at.anchor),
+    statementAt(text, at.anchor),
     `the blue-agent hook in hooks.${event} is written inline, where it cannot be changed without rewriting your entries`,
     `Delete that blue-agent entry by hand (reconcile adds its own as [[hooks.${event}]] tables), then run reconcile again. The file was left unchanged.`,
   );
@@ -361,7 +344,7 @@ export function planToml(input: HookPlanInput): HookPlan {
     const conflictAt = definitionOffset(sections, desired.event);
     const tables = sections.filter((s) => s.array && samePath(s.path, ['hooks', desired.event])).length;
     if (conflictAt !== undefined && !(Array.isArray(groups) && tables === groups.length)) {
-      throw appendConflict(file, text, firstNonBlank(text, conflictAt), desired.event);
+      throw appendConflict(file, text, statementAt(text, conflictAt), desired.event);
     }
     const lead = out.length > 0 && !out.endsWith('\n') ? eol : '';
     const joined = out + lead;
@@ -384,7 +367,7 @@ export function planToml(input: HookPlanInput): HookPlan {
         'Remove the blue-agent entry by hand, then run reconcile again. The file was left unchanged.',
       );
     }
-    throw appendConflict(file, text, firstNonBlank(text, definitionOffset(sections, desired.event) ?? text.length), desired.event);
+    throw appendConflict(file, text, statementAt(text, definitionOffset(sections, desired.event) ?? text.length), desired.event);
   }
   checkOutcome(file, doc, after, desired);
   return { text: out, owned, managedFound: managed.length };

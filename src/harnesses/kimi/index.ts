@@ -17,10 +17,20 @@
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { parse, TomlError } from 'smol-toml';
+import { parse } from 'smol-toml';
 import type { Context } from '../../context.js';
 import { BlueError, lineColumnAt } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
+import { eolOf } from '../../util/text.js';
+import {
+  parseTomlOr,
+  samePath,
+  scanToml,
+  statementAt,
+  TomlScanError,
+  tomlString,
+  type TomlSection,
+} from '../../util/toml-text.js';
 import { isManagedCommand } from '../signature.js';
 import type { HarnessAdapter, HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
 
@@ -101,30 +111,31 @@ function planKimiHook({ text, file, desired, owned }: HookPlanInput): HookPlan {
   }
 
   const data = parseToml(text, file);
-  const doc = scanToml(text, file);
+  const sections = scan(text, file);
+  const eol = eolOf(text);
 
-  const inline = doc.items.find((item) => item.kind === 'keyval' && item.table.length === 0 && item.key[0] === 'hooks');
+  const inline = sections[0]!.entries.find((entry) => entry.key[0] === 'hooks');
   const hooksValue = data.hooks;
   if (inline !== undefined || (hooksValue !== undefined && !Array.isArray(hooksValue))) {
     const managedInside = Array.isArray(hooksValue) && hooksValue.some(isManagedEntry);
     if (desired === null && !managedInside) return { text, owned: undefined, managedFound: 0 };
-    throw hooksShapeConflict(text, file, inline ?? doc.items.find((item) => item.key[0] === 'hooks' || item.table[0] === 'hooks'));
+    throw hooksShapeConflict(text, file, inline?.start ?? firstHooksLine(sections));
   }
 
-  const elements = hookElements(doc, file, (hooksValue as unknown[] | undefined) ?? []);
+  const elements = hookElements(sections, file, (hooksValue as unknown[] | undefined) ?? []);
   const managed = elements.filter((element) => isManagedEntry(element.value));
 
   if (desired === null) {
     if (managed.length === 0) return { text, owned: undefined, managedFound: 0 };
-    const next = removeSpans(text, managed, ledger.separator, doc.eol).text;
+    const next = removeSpans(text, managed, ledger.separator, eol).text;
     verify(text, next, null, file);
     if (ledger.created_file === true && next === '') return { text: null, owned: undefined, managedFound: managed.length };
     return { text: next, owned: undefined, managedFound: managed.length };
   }
 
   if (managed.length === 0) {
-    const { separator, terminated } = appendLayout(text, doc.eol);
-    const next = text + separator + renderTable(desired, doc.eol, terminated);
+    const { separator, terminated } = appendLayout(text, eol);
+    const next = text + separator + renderTable(desired, eol, terminated);
     verify(text, next, desired, file);
     return { text: next, owned: record({ ...ledger, separator }), managedFound: 0 };
   }
@@ -134,11 +145,11 @@ function planKimiHook({ text, file, desired, owned }: HookPlanInput): HookPlan {
     return { text, owned: record(ledger), managedFound: 1 };
   }
   // The first managed table is rewritten where it stands; the duplicates after it are cut.
-  const rendered = renderTable(desired, doc.eol, text.slice(keep.start, keep.end).endsWith('\n'));
+  const rendered = renderTable(desired, eol, text.slice(keep.start, keep.end).endsWith('\n'));
   const shift = rendered.length - (keep.end - keep.start);
   const replaced = text.slice(0, keep.start) + rendered + text.slice(keep.end);
   const moved = duplicates.map((span) => ({ start: span.start + shift, end: span.end + shift }));
-  const removed = removeSpans(replaced, moved, ledger.separator, doc.eol);
+  const removed = removeSpans(replaced, moved, ledger.separator, eol);
   const next = removed.text;
   verify(text, next, desired, file);
   const nextLedger: KimiOwnership = { ...ledger };
@@ -228,24 +239,6 @@ function kimiTimeout(seconds: number): number {
   return Math.min(TIMEOUT_MAX, Math.max(TIMEOUT_MIN, Math.ceil(seconds)));
 }
 
-/** A TOML basic string. */
-export function tomlString(value: string): string {
-  let out = '"';
-  for (const ch of value) {
-    const code = ch.codePointAt(0)!;
-    if (ch === '"') out += '\\"';
-    else if (ch === '\\') out += '\\\\';
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\r') out += '\\r';
-    else if (ch === '\t') out += '\\t';
-    else if (ch === '\b') out += '\\b';
-    else if (ch === '\f') out += '\\f';
-    else if (code < 0x20 || code === 0x7f) out += `\\u${code.toString(16).padStart(4, '0')}`;
-    else out += ch;
-  }
-  return out + '"';
-}
-
 function isManagedEntry(value: unknown): boolean {
   if (!isTable(value)) return false;
   return value.event === EVENT && typeof value.command === 'string' && isManagedCommand(value.command, 'kimi');
@@ -271,18 +264,17 @@ function isTable(value: unknown): value is Record<string, unknown> {
 // Verification
 
 function parseToml(text: string, file: string): Record<string, unknown> {
-  try {
-    return parse(text, { integersAsBigInt: 'asNeeded' }) as Record<string, unknown>;
-  } catch (error) {
-    const message = error instanceof Error ? (error.message.split('\n')[0] ?? error.message) : String(error);
-    const where = error instanceof TomlError ? { line: error.line, column: error.column } : {};
-    throw new BlueError('NATIVE_CONFIG_PARSE', `Kimi CLI config is not valid TOML: ${message.replace(/^Invalid TOML document: /, '')}`, {
-      file,
-      ...where,
-      hint: 'Fix the TOML at the reported position (Kimi CLI cannot load this file either); blue-agent leaves a file it cannot parse untouched.',
-      cause: error,
-    });
-  }
+  return parseTomlOr(
+    text,
+    ({ reason, at, error }) =>
+      new BlueError('NATIVE_CONFIG_PARSE', `Kimi CLI config is not valid TOML: ${reason}`, {
+        file,
+        ...at,
+        hint: 'Fix the TOML at the reported position (Kimi CLI cannot load this file either); blue-agent leaves a file it cannot parse untouched.',
+        cause: error,
+      }),
+    { integersAsBigInt: 'asNeeded' },
+  );
 }
 
 /**
@@ -323,8 +315,8 @@ function spliceConflict(file: string, cause?: unknown): BlueError {
   });
 }
 
-function hooksShapeConflict(text: string, file: string, item: ScanItem | undefined): BlueError {
-  const where = item === undefined ? {} : lineColumnAt(text, item.keyAt);
+function hooksShapeConflict(text: string, file: string, lineStart: number | undefined): BlueError {
+  const where = lineStart === undefined ? {} : lineColumnAt(text, statementAt(text, lineStart));
   return new BlueError(
     'NATIVE_CONFIG_CONFLICT',
     '`hooks` in the Kimi CLI config is not written as [[hooks]] tables (an inline `hooks = [...]` array or a plain table), so the managed hook cannot be added as its own [[hooks]] table',
@@ -337,26 +329,32 @@ function hooksShapeConflict(text: string, file: string, item: ScanItem | undefin
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// A structural scan of TOML text: where each table header and key/value statement starts and ends. It runs only on
-// text smol-toml has accepted, so it can be strict.
+// Locating the [[hooks]] tables in the text
 
-interface ScanItem {
-  kind: 'table' | 'array-table' | 'keyval';
-  /** Start of the statement's line (leading indentation included). */
-  start: number;
-  /** Offset of the first key character. */
-  keyAt: number;
-  /** End of the statement's line, after its line break when it has one. */
-  end: number;
-  /** The header's key, or the key/value's own (possibly dotted) key. */
-  key: string[];
-  /** For a key/value: the table it belongs to. For a header: its own key. */
-  table: string[];
+/** Scans text smol-toml has accepted; a layout the scanner does not follow is reported where it stopped. */
+function scan(text: string, file: string): TomlSection[] {
+  try {
+    return scanToml(text);
+  } catch (error) {
+    if (!(error instanceof TomlScanError)) throw error;
+    const { line, column } = lineColumnAt(text, error.offset);
+    throw new BlueError('NATIVE_CONFIG_PARSE', 'unexpected text in the Kimi CLI config', {
+      file,
+      line,
+      column,
+      hint: 'Check the TOML at the reported position, then run reconcile again.',
+    });
+  }
 }
 
-interface ScannedToml {
-  items: ScanItem[];
-  eol: string;
+/** The start of the line of the first statement that defines something under `hooks`. */
+function firstHooksLine(sections: readonly TomlSection[]): number | undefined {
+  for (const section of sections) {
+    if (section.path?.[0] === 'hooks') return section.start;
+    const entry = section.entries.find((e) => e.key[0] === 'hooks');
+    if (entry !== undefined) return entry.start;
+  }
+  return undefined;
 }
 
 interface HookElement {
@@ -365,22 +363,18 @@ interface HookElement {
   value: unknown;
 }
 
-function hookElements(doc: ScannedToml, file: string, values: readonly unknown[]): HookElement[] {
+/** Each `[[hooks]]` table with the `[hooks.x]` sub-tables that follow it, paired with its parsed value. */
+function hookElements(sections: readonly TomlSection[], file: string, values: readonly unknown[]): HookElement[] {
   const elements: HookElement[] = [];
-  const items = doc.items;
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i]!;
-    if (item.kind !== 'array-table' || !samePath(item.key, ['hooks'])) continue;
-    let end = item.end;
-    let j = i + 1;
-    for (; j < items.length; j++) {
-      const next = items[j]!;
-      const belongs = next.kind === 'keyval' || (next.key[0] === 'hooks' && next.key.length > 1);
-      if (!belongs) break;
-      end = next.end;
+  for (let i = 0; i < sections.length; i++) {
+    const section = sections[i]!;
+    if (!section.array || !samePath(section.path, ['hooks'])) continue;
+    let end = section.contentEnd;
+    while (i + 1 < sections.length && isUnderHooks(sections[i + 1]!)) {
+      i++;
+      end = sections[i]!.contentEnd;
     }
-    elements.push({ start: item.start, end, value: values[elements.length] });
-    i = j - 1;
+    elements.push({ start: section.start, end, value: values[elements.length] });
   }
   if (elements.length !== values.length) {
     throw new BlueError('NATIVE_CONFIG_CONFLICT', 'the [[hooks]] tables of the Kimi CLI config could not be located in the text', {
@@ -391,204 +385,6 @@ function hookElements(doc: ScannedToml, file: string, values: readonly unknown[]
   return elements;
 }
 
-function samePath(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((part, i) => part === b[i]);
-}
-
-function scanToml(text: string, file: string): ScannedToml {
-  const n = text.length;
-  const items: ScanItem[] = [];
-  let table: string[] = [];
-  let i = 0;
-
-  const fail = (at: number): never => {
-    const { line, column } = lineColumnAt(text, at);
-    throw new BlueError('NATIVE_CONFIG_PARSE', 'unexpected text in the Kimi CLI config', {
-      file,
-      line,
-      column,
-      hint: 'Check the TOML at the reported position, then run reconcile again.',
-    });
-  };
-  const skipBlanks = (at: number): number => {
-    while (at < n && (text[at] === ' ' || text[at] === '\t')) at++;
-    return at;
-  };
-  const lineStart = (at: number): number => {
-    while (at > 0 && (text[at - 1] === ' ' || text[at - 1] === '\t')) at--;
-    return at;
-  };
-  const finishLine = (at: number): number => {
-    at = skipBlanks(at);
-    if (text[at] === '#') while (at < n && text[at] !== '\n') at++;
-    if (at >= n) return n;
-    if (text[at] === '\n') return at + 1;
-    if (text[at] === '\r' && text[at + 1] === '\n') return at + 2;
-    if (text[at] === '\r' && at + 1 >= n) return n;
-    return fail(at);
-  };
-  const skipSpace = (at: number): number => {
-    for (;;) {
-      while (at < n && /[ \t\r\n]/.test(text[at]!)) at++;
-      if (text[at] !== '#') return at;
-      while (at < n && text[at] !== '\n') at++;
-    }
-  };
-
-  const readBasic = (at: number): { value: string; end: number } => {
-    let value = '';
-    let j = at + 1;
-    while (j < n && text[j] !== '"') {
-      if (text[j] === '\\') {
-        const esc = text[j + 1];
-        const simple: Record<string, string> = { b: '\b', t: '\t', n: '\n', f: '\f', r: '\r', e: '\x1b', '"': '"', '\\': '\\' };
-        if (esc !== undefined && esc in simple) {
-          value += simple[esc];
-          j += 2;
-        } else if (esc === 'u' || esc === 'U' || esc === 'x') {
-          const len = esc === 'u' ? 4 : esc === 'U' ? 8 : 2;
-          value += String.fromCodePoint(Number.parseInt(text.slice(j + 2, j + 2 + len), 16));
-          j += 2 + len;
-        } else {
-          return fail(j);
-        }
-      } else {
-        value += text[j];
-        j++;
-      }
-    }
-    if (j >= n) return fail(at);
-    return { value, end: j + 1 };
-  };
-
-  const parseKey = (at: number): { key: string[]; end: number } => {
-    const key: string[] = [];
-    let j = at;
-    for (;;) {
-      j = skipBlanks(j);
-      if (text[j] === '"') {
-        const str = readBasic(j);
-        key.push(str.value);
-        j = str.end;
-      } else if (text[j] === "'") {
-        const close = text.indexOf("'", j + 1);
-        if (close < 0) return fail(j);
-        key.push(text.slice(j + 1, close));
-        j = close + 1;
-      } else {
-        const start = j;
-        while (j < n && /[A-Za-z0-9_-]/.test(text[j]!)) j++;
-        if (j === start) return fail(j);
-        key.push(text.slice(start, j));
-      }
-      j = skipBlanks(j);
-      if (text[j] !== '.') return { key, end: j };
-      j++;
-    }
-  };
-
-  const skipString = (at: number): number => {
-    const quote = text[at]!;
-    const triple = text.startsWith(quote.repeat(3), at);
-    if (quote === '"' && !triple) return readBasic(at).end;
-    if (!triple) {
-      const close = text.indexOf("'", at + 1);
-      return close < 0 ? fail(at) : close + 1;
-    }
-    let j = at + 3;
-    for (;;) {
-      if (j >= n) return fail(at);
-      if (quote === '"' && text[j] === '\\') {
-        j += 2;
-        continue;
-      }
-      if (text.startsWith(quote.repeat(3), j)) {
-        let end = j + 3;
-        // Up to two quotes may sit right before the closing delimiter.
-        for (let extra = 0; extra < 2 && text[end] === quote; extra++) end++;
-        return end;
-      }
-      j++;
-    }
-  };
-
-  const skipValue = (at: number): number => {
-    const ch = text[at];
-    if (ch === '"' || ch === "'") return skipString(at);
-    if (ch === '[') {
-      let j = at + 1;
-      for (;;) {
-        j = skipSpace(j);
-        if (j >= n) return fail(at);
-        if (text[j] === ']') return j + 1;
-        if (text[j] === ',') {
-          j++;
-          continue;
-        }
-        j = skipValue(j);
-      }
-    }
-    if (ch === '{') {
-      let j = at + 1;
-      for (;;) {
-        j = skipSpace(j);
-        if (j >= n) return fail(at);
-        if (text[j] === '}') return j + 1;
-        if (text[j] === ',') {
-          j++;
-          continue;
-        }
-        const key = parseKey(j);
-        j = skipBlanks(key.end);
-        if (text[j] !== '=') return fail(j);
-        j = skipValue(skipBlanks(j + 1));
-      }
-    }
-    let j = at;
-    while (j < n && !/[ \t\r\n#,\]}]/.test(text[j]!)) j++;
-    // A date and a time may be separated by one space.
-    if (/^\d{4}-\d{2}-\d{2}$/.test(text.slice(at, j)) && text[j] === ' ' && /^\d{2}:/.test(text.slice(j + 1, j + 4))) {
-      j++;
-      while (j < n && !/[ \t\r\n#,\]}]/.test(text[j]!)) j++;
-    }
-    if (j === at) return fail(at);
-    return j;
-  };
-
-  while (i < n) {
-    const ch = text[i]!;
-    if (ch === ' ' || ch === '\t' || ch === '\r' || ch === '\n' || ch === '\uFEFF') {
-      i++;
-      continue;
-    }
-    if (ch === '#') {
-      while (i < n && text[i] !== '\n') i++;
-      continue;
-    }
-    const start = lineStart(i);
-    if (ch === '[') {
-      const isArray = text[i + 1] === '[';
-      const key = parseKey(i + (isArray ? 2 : 1));
-      let j = skipBlanks(key.end);
-      const close = isArray ? ']]' : ']';
-      if (!text.startsWith(close, j)) return fail(j);
-      j += close.length;
-      table = key.key;
-      const end = finishLine(j);
-      items.push({ kind: isArray ? 'array-table' : 'table', start, keyAt: i, end, key: key.key, table: key.key });
-      i = end;
-      continue;
-    }
-    const key = parseKey(i);
-    let j = skipBlanks(key.end);
-    if (text[j] !== '=') return fail(j);
-    j = skipValue(skipBlanks(j + 1));
-    const end = finishLine(j);
-    items.push({ kind: 'keyval', start, keyAt: i, end, key: key.key, table });
-    i = end;
-  }
-
-  const firstBreak = text.indexOf('\n');
-  const eol = firstBreak > 0 && text[firstBreak - 1] === '\r' ? '\r\n' : '\n';
-  return { items, eol };
+function isUnderHooks(section: TomlSection): boolean {
+  return section.path !== null && section.path.length > 1 && section.path[0] === 'hooks';
 }

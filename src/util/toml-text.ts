@@ -1,12 +1,61 @@
 /**
- * A line scanner for TOML documents that smol-toml has already accepted. It finds table headers and top-level
- * key/value lines with their exact byte offsets, which the parser does not expose, so that managed entries can be cut
- * or edited without re-serialising the user's document.
+ * TOML as text, for planners that splice a user's config file instead of re-serialising it: parsing with a located
+ * error, quoting strings, and a scanner that finds the byte offsets of table headers and key/value lines, which the
+ * parser does not expose.
  */
+import { parse, TomlError } from 'smol-toml';
+
+export type TomlParseOptions = Parameters<typeof parse>[1];
+
+/** Why and where smol-toml rejected a text. */
+export interface TomlRejection {
+  /** The first line of the parser's message, without its "Invalid TOML document:" prefix. */
+  reason: string;
+  /** Where the parser stopped, when it said. */
+  at: { line: number; column: number } | undefined;
+  error: unknown;
+}
+
+/** Parses a TOML document; when smol-toml rejects it, throws the error `reject` makes of the rejection. */
+export function parseTomlOr(text: string, reject: (rejection: TomlRejection) => Error, options?: TomlParseOptions): Record<string, unknown> {
+  try {
+    return parse(text, options) as Record<string, unknown>;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    // smol-toml follows the first line with an excerpt of the text; the position is given separately.
+    const reason = (message.split('\n')[0] ?? message).replace(/^Invalid TOML document:\s*/, '');
+    const at = error instanceof TomlError ? { line: error.line, column: error.column } : undefined;
+    throw reject({ reason, at, error });
+  }
+}
+
+const SHORT_ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\n': '\\n', '\t': '\\t', '\r': '\\r', '\b': '\\b', '\f': '\\f' };
+
+/**
+ * A TOML basic string. `hexCase` only sets the spelling of `\uXXXX` escapes; callers keep theirs so that the text
+ * they write for a given value never changes.
+ */
+export function tomlString(value: string, hexCase: 'lower' | 'upper' = 'lower'): string {
+  let out = '"';
+  for (const ch of value) {
+    const code = ch.codePointAt(0)!;
+    if (SHORT_ESCAPES[ch] !== undefined) out += SHORT_ESCAPES[ch];
+    else if (code < 0x20 || code === 0x7f) {
+      const hex = code.toString(16).padStart(4, '0');
+      out += `\\u${hexCase === 'upper' ? hex.toUpperCase() : hex}`;
+    } else out += ch;
+  }
+  return `${out}"`;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Scanning. It runs only on text smol-toml has accepted, so it can be strict: anything it does not expect is
+// reported as a TomlScanError rather than guessed at.
 
 export interface TomlKeyValue {
   /** Offset of the start of the line holding the key. */
   start: number;
+  /** The key as written, dotted parts split and quoted parts decoded. */
   key: string[];
   valueStart: number;
   valueEnd: number;
@@ -17,6 +66,7 @@ export interface TomlKeyValue {
 export interface TomlSection {
   /** Null for the root section (before any header). */
   path: string[] | null;
+  /** A `[[array.of.tables]]` header. */
   array: boolean;
   /** Offset of the start of the header line (0 for the root section). */
   start: number;
@@ -36,8 +86,13 @@ export class TomlScanError extends Error {
   }
 }
 
-const BARE_KEY_STOP = new Set([' ', '\t', '.', '=', '[', ']', '#', '"', "'", '\r', '\n']);
+const BARE_KEY_CHAR = /[A-Za-z0-9_-]/;
+const SIMPLE_ESCAPES: Record<string, string> = { b: '\b', t: '\t', n: '\n', f: '\f', r: '\r', e: '\x1b', '"': '"', '\\': '\\' };
 
+/**
+ * The root section, then one section per table header in document order, each with its key/value lines. Offsets are
+ * UTF-16 indices into `text`, so a caller can cut or replace exact ranges.
+ */
 export function scanToml(text: string): TomlSection[] {
   const n = text.length;
   let i = text.charCodeAt(0) === 0xfeff ? 1 : 0;
@@ -77,9 +132,8 @@ export function scanToml(text: string): TomlSection[] {
       if (ch === '\n') fail('unterminated string', q);
       if (ch === '\\') {
         const esc = text[q + 1];
-        const simple: Record<string, string> = { b: '\b', t: '\t', n: '\n', f: '\f', r: '\r', e: '\x1b', '"': '"', '\\': '\\' };
-        if (esc !== undefined && simple[esc] !== undefined) {
-          out += simple[esc];
+        if (esc !== undefined && SIMPLE_ESCAPES[esc] !== undefined) {
+          out += SIMPLE_ESCAPES[esc];
           q += 2;
           continue;
         }
@@ -116,7 +170,7 @@ export function scanToml(text: string): TomlSection[] {
         p = close + 1;
       } else {
         const begin = p;
-        while (p < n && !BARE_KEY_STOP.has(text[p]!)) p++;
+        while (p < n && BARE_KEY_CHAR.test(text[p]!)) p++;
         if (p === begin) fail('expected a key', p);
         key.push(text.slice(begin, p));
       }
@@ -141,11 +195,7 @@ export function scanToml(text: string): TomlSection[] {
         if (text.startsWith(quote.repeat(3), q)) {
           let end = q + 3;
           // Up to two quotes may sit right before the closing delimiter.
-          let extra = 0;
-          while (extra < 2 && text[end] === quote) {
-            end++;
-            extra++;
-          }
+          for (let extra = 0; extra < 2 && text[end] === quote; extra++) end++;
           return end;
         }
         q++;
@@ -162,6 +212,7 @@ export function scanToml(text: string): TomlSection[] {
     if (ch === undefined) return fail('expected a value', p);
     if (ch === '"' || ch === "'") return skipString(p);
     if (ch === '[' || ch === '{') {
+      // Arrays and inline tables may span lines and hold comments; only strings and nesting matter here.
       let depth = 0;
       let q = p;
       while (q < n) {
@@ -183,6 +234,7 @@ export function scanToml(text: string): TomlSection[] {
       }
       return fail('unterminated array or inline table', p);
     }
+    // A bare value (number, boolean, date and time) runs to a comment or the end of the line.
     let q = p;
     while (q < n && text[q] !== '#' && text[q] !== '\n') q++;
     while (q > p && /[ \t\r]/.test(text[q - 1]!)) q--;
@@ -223,6 +275,18 @@ export function scanToml(text: string): TomlSection[] {
   return sections;
 }
 
+/** Where the statement whose line starts at `lineStart` begins: its `[` or the first character of its key. */
+export function statementAt(text: string, lineStart: number): number {
+  let p = lineStart;
+  while (p < text.length && (text[p] === ' ' || text[p] === '\t')) p++;
+  return p;
+}
+
 export function samePath(a: readonly string[] | null, b: readonly string[]): boolean {
   return a !== null && a.length === b.length && a.every((part, index) => part === b[index]);
+}
+
+/** True when `path` is `prefix` or lies under it. */
+export function pathStartsWith(path: readonly string[] | null, prefix: readonly string[]): boolean {
+  return path !== null && path.length >= prefix.length && prefix.every((part, index) => path[index] === part);
 }
