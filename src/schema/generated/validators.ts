@@ -344,15 +344,777 @@ validate10.errors = vErrors;
 return errors === 0;
 }
 
-export const validateGovernancePolicy = validate11;
-const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance policy revision: which harnesses may capture sessions and where uploads are presigned. Field names follow Blue's governance config.","type":"object","additionalProperties":false,"required":["revision"],"properties":{"revision":{"description":"Identifies this revision; the Control API increases it with every publish.","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the policy contract this revision was written for.","type":"integer","minimum":1,"maximum":1},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every known harness.","type":"array","uniqueItems":true,"maxItems":64,"items":{"$ref":"#/definitions/harnessName"}},"harnesses":{"description":"Per-harness rules.","type":"object","propertyNames":{"$ref":"#/definitions/harnessName"},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"}},"definitions":{"harnessName":{"type":"string","enum":["claude","codex","kimi","opencode"]},"harnessRule":{"type":"object","additionalProperties":false,"properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}}},"sessionUpload":{"type":"object","additionalProperties":false,"required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}}}};
-const schema13 = {"type":"string","enum":["claude","codex","kimi","opencode"]};
-const schema15 = {"type":"object","additionalProperties":false,"properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}}};
-const schema16 = {"type":"object","additionalProperties":false,"required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}};
-const func0 = runtime1.default;
-const pattern2 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
+export const validateBundleManifest = validate11;
+const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/bundle-manifest.schema.json","title":"BundleManifest","description":"manifest.json of a blue-session-bundle-v1: what the bundle holds and where each file belongs natively. Field names and bounds follow Blue's session bundle.","type":"object","additionalProperties":false,"required":["schema_version","artifact_format","harness","compatibility_profile","native_session_id","captured_at_unix_ms","files"],"properties":{"schema_version":{"type":"integer","const":1},"artifact_format":{"type":"string","const":"blue-session-bundle-v1"},"harness":{"type":"string","enum":["claude","codex","kimi","opencode"]},"compatibility_profile":{"description":"The profile that captured the session; restore always uses this profile.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+$"},"native_session_id":{"type":"string","minLength":1,"maxLength":512,"pattern":"^[A-Za-z0-9._-]+$"},"captured_at_unix_ms":{"type":"integer","minimum":0,"maximum":9007199254740991},"cwd":{"type":"string","minLength":1,"maxLength":4096},"repository":{"type":"object","additionalProperties":false,"required":["root"],"properties":{"root":{"type":"string","minLength":1,"maxLength":4096},"remote":{"type":"string","minLength":1,"maxLength":4096}}},"title":{"type":"string","maxLength":256},"summary":{"type":"string","maxLength":1024},"files":{"type":"array","minItems":1,"maxItems":2048,"items":{"$ref":"#/definitions/file"}}},"definitions":{"file":{"title":"BundleFile","type":"object","additionalProperties":false,"required":["role","path","size","sha256"],"properties":{"role":{"type":"string","enum":["primary_transcript","session_companion","rollout","agent_wire_history","kimi_state","session_state","portable_export"]},"path":{"description":"The entry's name inside the bundle: files/NNNN-<name>.","type":"string","minLength":1,"maxLength":1024,"pattern":"^files/[0-9]{4}-[A-Za-z0-9._-]+$"},"native_path":{"description":"Where the file lives, relative to the harness's session root. Never absolute.","type":"string","minLength":1,"maxLength":4096},"size":{"type":"integer","minimum":0,"maximum":67108864},"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"}}}}};
+const schema13 = {"title":"BundleFile","type":"object","additionalProperties":false,"required":["role","path","size","sha256"],"properties":{"role":{"type":"string","enum":["primary_transcript","session_companion","rollout","agent_wire_history","kimi_state","session_state","portable_export"]},"path":{"description":"The entry's name inside the bundle: files/NNNN-<name>.","type":"string","minLength":1,"maxLength":1024,"pattern":"^files/[0-9]{4}-[A-Za-z0-9._-]+$"},"native_path":{"description":"Where the file lives, relative to the harness's session root. Never absolute.","type":"string","minLength":1,"maxLength":4096},"size":{"type":"integer","minimum":0,"maximum":67108864},"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"}}};
+const func11 = Object.prototype.hasOwnProperty;
+const pattern2 = new RegExp("^[A-Za-z0-9._-]+$", "u");
+const pattern4 = new RegExp("^files/[0-9]{4}-[A-Za-z0-9._-]+$", "u");
+const pattern5 = new RegExp("^[0-9a-f]{64}$", "u");
 
 function validate11(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/bundle-manifest.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.schema_version === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "schema_version"},message:"must have required property '"+"schema_version"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.artifact_format === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "artifact_format"},message:"must have required property '"+"artifact_format"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.harness === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "harness"},message:"must have required property '"+"harness"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.compatibility_profile === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "compatibility_profile"},message:"must have required property '"+"compatibility_profile"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.native_session_id === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "native_session_id"},message:"must have required property '"+"native_session_id"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.captured_at_unix_ms === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "captured_at_unix_ms"},message:"must have required property '"+"captured_at_unix_ms"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.files === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "files"},message:"must have required property '"+"files"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(func11.call(schema12.properties, key0))){
+const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.schema_version !== undefined){
+let data0 = data.schema_version;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err8 = {instancePath:instancePath+"/schema_version",schemaPath:"#/properties/schema_version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(1 !== data0){
+const err9 = {instancePath:instancePath+"/schema_version",schemaPath:"#/properties/schema_version/const",keyword:"const",params:{allowedValue: 1},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.artifact_format !== undefined){
+let data1 = data.artifact_format;
+if(typeof data1 !== "string"){
+const err10 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if("blue-session-bundle-v1" !== data1){
+const err11 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/const",keyword:"const",params:{allowedValue: "blue-session-bundle-v1"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.harness !== undefined){
+let data2 = data.harness;
+if(typeof data2 !== "string"){
+const err12 = {instancePath:instancePath+"/harness",schemaPath:"#/properties/harness/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(!((((data2 === "claude") || (data2 === "codex")) || (data2 === "kimi")) || (data2 === "opencode"))){
+const err13 = {instancePath:instancePath+"/harness",schemaPath:"#/properties/harness/enum",keyword:"enum",params:{allowedValues: schema12.properties.harness.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data.compatibility_profile !== undefined){
+let data3 = data.compatibility_profile;
+if(typeof data3 === "string"){
+if(func2(data3) > 256){
+const err14 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(func2(data3) < 1){
+const err15 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if(!pattern2.test(data3)){
+const err16 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+$"+"\""};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data.native_session_id !== undefined){
+let data4 = data.native_session_id;
+if(typeof data4 === "string"){
+if(func2(data4) > 512){
+const err18 = {instancePath:instancePath+"/native_session_id",schemaPath:"#/properties/native_session_id/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(func2(data4) < 1){
+const err19 = {instancePath:instancePath+"/native_session_id",schemaPath:"#/properties/native_session_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if(!pattern2.test(data4)){
+const err20 = {instancePath:instancePath+"/native_session_id",schemaPath:"#/properties/native_session_id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+$"+"\""};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/native_session_id",schemaPath:"#/properties/native_session_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.captured_at_unix_ms !== undefined){
+let data5 = data.captured_at_unix_ms;
+if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
+const err22 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if((typeof data5 == "number") && (isFinite(data5))){
+if(data5 > 9007199254740991 || isNaN(data5)){
+const err23 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+if(data5 < 0 || isNaN(data5)){
+const err24 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+}
+if(data.cwd !== undefined){
+let data6 = data.cwd;
+if(typeof data6 === "string"){
+if(func2(data6) > 4096){
+const err25 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(func2(data6) < 1){
+const err26 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+else {
+const err27 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data.repository !== undefined){
+let data7 = data.repository;
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+if(data7.root === undefined){
+const err28 = {instancePath:instancePath+"/repository",schemaPath:"#/properties/repository/required",keyword:"required",params:{missingProperty: "root"},message:"must have required property '"+"root"+"'"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+for(const key1 in data7){
+if(!((key1 === "root") || (key1 === "remote"))){
+const err29 = {instancePath:instancePath+"/repository",schemaPath:"#/properties/repository/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+if(data7.root !== undefined){
+let data8 = data7.root;
+if(typeof data8 === "string"){
+if(func2(data8) > 4096){
+const err30 = {instancePath:instancePath+"/repository/root",schemaPath:"#/properties/repository/properties/root/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+if(func2(data8) < 1){
+const err31 = {instancePath:instancePath+"/repository/root",schemaPath:"#/properties/repository/properties/root/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+else {
+const err32 = {instancePath:instancePath+"/repository/root",schemaPath:"#/properties/repository/properties/root/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data7.remote !== undefined){
+let data9 = data7.remote;
+if(typeof data9 === "string"){
+if(func2(data9) > 4096){
+const err33 = {instancePath:instancePath+"/repository/remote",schemaPath:"#/properties/repository/properties/remote/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+if(func2(data9) < 1){
+const err34 = {instancePath:instancePath+"/repository/remote",schemaPath:"#/properties/repository/properties/remote/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+else {
+const err35 = {instancePath:instancePath+"/repository/remote",schemaPath:"#/properties/repository/properties/remote/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+}
+else {
+const err36 = {instancePath:instancePath+"/repository",schemaPath:"#/properties/repository/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+if(data.title !== undefined){
+let data10 = data.title;
+if(typeof data10 === "string"){
+if(func2(data10) > 256){
+const err37 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+else {
+const err38 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+if(data.summary !== undefined){
+let data11 = data.summary;
+if(typeof data11 === "string"){
+if(func2(data11) > 1024){
+const err39 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data.files !== undefined){
+let data12 = data.files;
+if(Array.isArray(data12)){
+if(data12.length > 2048){
+const err41 = {instancePath:instancePath+"/files",schemaPath:"#/properties/files/maxItems",keyword:"maxItems",params:{limit: 2048},message:"must NOT have more than 2048 items"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+if(data12.length < 1){
+const err42 = {instancePath:instancePath+"/files",schemaPath:"#/properties/files/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+const len0 = data12.length;
+for(let i0=0; i0<len0; i0++){
+let data13 = data12[i0];
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+if(data13.role === undefined){
+const err43 = {instancePath:instancePath+"/files/" + i0,schemaPath:"#/definitions/file/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+if(data13.path === undefined){
+const err44 = {instancePath:instancePath+"/files/" + i0,schemaPath:"#/definitions/file/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+if(data13.size === undefined){
+const err45 = {instancePath:instancePath+"/files/" + i0,schemaPath:"#/definitions/file/required",keyword:"required",params:{missingProperty: "size"},message:"must have required property '"+"size"+"'"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if(data13.sha256 === undefined){
+const err46 = {instancePath:instancePath+"/files/" + i0,schemaPath:"#/definitions/file/required",keyword:"required",params:{missingProperty: "sha256"},message:"must have required property '"+"sha256"+"'"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+for(const key2 in data13){
+if(!(((((key2 === "role") || (key2 === "path")) || (key2 === "native_path")) || (key2 === "size")) || (key2 === "sha256"))){
+const err47 = {instancePath:instancePath+"/files/" + i0,schemaPath:"#/definitions/file/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+if(data13.role !== undefined){
+let data14 = data13.role;
+if(typeof data14 !== "string"){
+const err48 = {instancePath:instancePath+"/files/" + i0+"/role",schemaPath:"#/definitions/file/properties/role/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+if(!(((((((data14 === "primary_transcript") || (data14 === "session_companion")) || (data14 === "rollout")) || (data14 === "agent_wire_history")) || (data14 === "kimi_state")) || (data14 === "session_state")) || (data14 === "portable_export"))){
+const err49 = {instancePath:instancePath+"/files/" + i0+"/role",schemaPath:"#/definitions/file/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.role.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+if(data13.path !== undefined){
+let data15 = data13.path;
+if(typeof data15 === "string"){
+if(func2(data15) > 1024){
+const err50 = {instancePath:instancePath+"/files/" + i0+"/path",schemaPath:"#/definitions/file/properties/path/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+if(func2(data15) < 1){
+const err51 = {instancePath:instancePath+"/files/" + i0+"/path",schemaPath:"#/definitions/file/properties/path/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+if(!pattern4.test(data15)){
+const err52 = {instancePath:instancePath+"/files/" + i0+"/path",schemaPath:"#/definitions/file/properties/path/pattern",keyword:"pattern",params:{pattern: "^files/[0-9]{4}-[A-Za-z0-9._-]+$"},message:"must match pattern \""+"^files/[0-9]{4}-[A-Za-z0-9._-]+$"+"\""};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+}
+else {
+const err53 = {instancePath:instancePath+"/files/" + i0+"/path",schemaPath:"#/definitions/file/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+if(data13.native_path !== undefined){
+let data16 = data13.native_path;
+if(typeof data16 === "string"){
+if(func2(data16) > 4096){
+const err54 = {instancePath:instancePath+"/files/" + i0+"/native_path",schemaPath:"#/definitions/file/properties/native_path/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(func2(data16) < 1){
+const err55 = {instancePath:instancePath+"/files/" + i0+"/native_path",schemaPath:"#/definitions/file/properties/native_path/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+else {
+const err56 = {instancePath:instancePath+"/files/" + i0+"/native_path",schemaPath:"#/definitions/file/properties/native_path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+if(data13.size !== undefined){
+let data17 = data13.size;
+if(!(((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17))) && (isFinite(data17)))){
+const err57 = {instancePath:instancePath+"/files/" + i0+"/size",schemaPath:"#/definitions/file/properties/size/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+if((typeof data17 == "number") && (isFinite(data17))){
+if(data17 > 67108864 || isNaN(data17)){
+const err58 = {instancePath:instancePath+"/files/" + i0+"/size",schemaPath:"#/definitions/file/properties/size/maximum",keyword:"maximum",params:{comparison: "<=", limit: 67108864},message:"must be <= 67108864"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+if(data17 < 0 || isNaN(data17)){
+const err59 = {instancePath:instancePath+"/files/" + i0+"/size",schemaPath:"#/definitions/file/properties/size/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+}
+if(data13.sha256 !== undefined){
+let data18 = data13.sha256;
+if(typeof data18 === "string"){
+if(!pattern5.test(data18)){
+const err60 = {instancePath:instancePath+"/files/" + i0+"/sha256",schemaPath:"#/definitions/file/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+}
+else {
+const err61 = {instancePath:instancePath+"/files/" + i0+"/sha256",schemaPath:"#/definitions/file/properties/sha256/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+}
+else {
+const err62 = {instancePath:instancePath+"/files/" + i0,schemaPath:"#/definitions/file/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+}
+}
+else {
+const err63 = {instancePath:instancePath+"/files",schemaPath:"#/properties/files/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+}
+else {
+const err64 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+validate11.errors = vErrors;
+return errors === 0;
+}
+
+export const validateGovernancePolicy = validate12;
+const schema14 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance policy revision: which harnesses may capture sessions and where uploads are presigned. Field names follow Blue's governance config.","type":"object","additionalProperties":false,"required":["revision"],"properties":{"revision":{"description":"Identifies this revision; the Control API increases it with every publish.","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the policy contract this revision was written for.","type":"integer","minimum":1,"maximum":1},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every known harness.","type":"array","uniqueItems":true,"maxItems":64,"items":{"$ref":"#/definitions/harnessName"}},"harnesses":{"description":"Per-harness rules.","type":"object","propertyNames":{"$ref":"#/definitions/harnessName"},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"}},"definitions":{"harnessName":{"type":"string","enum":["claude","codex","kimi","opencode"]},"harnessRule":{"type":"object","additionalProperties":false,"properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}}},"sessionUpload":{"type":"object","additionalProperties":false,"required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}}}};
+const schema15 = {"type":"string","enum":["claude","codex","kimi","opencode"]};
+const schema17 = {"type":"object","additionalProperties":false,"properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}}};
+const schema18 = {"type":"object","additionalProperties":false,"required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}};
+const func0 = runtime1.default;
+const pattern6 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
+
+function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/policy.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -434,7 +1196,7 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!pattern2.test(data0)){
+if(!pattern6.test(data0)){
 const err6 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -597,7 +1359,7 @@ vErrors.push(err17);
 errors++;
 }
 if(!((((data5 === "claude") || (data5 === "codex")) || (data5 === "kimi")) || (data5 === "opencode"))){
-const err18 = {instancePath:instancePath+"/allowed_harnesses/" + i0,schemaPath:"#/definitions/harnessName/enum",keyword:"enum",params:{allowedValues: schema13.enum},message:"must be equal to one of the allowed values"};
+const err18 = {instancePath:instancePath+"/allowed_harnesses/" + i0,schemaPath:"#/definitions/harnessName/enum",keyword:"enum",params:{allowedValues: schema15.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -655,7 +1417,7 @@ vErrors.push(err21);
 errors++;
 }
 if(!((((key1 === "claude") || (key1 === "codex")) || (key1 === "kimi")) || (key1 === "opencode"))){
-const err22 = {instancePath:instancePath+"/harnesses",schemaPath:"#/definitions/harnessName/enum",keyword:"enum",params:{allowedValues: schema13.enum},message:"must be equal to one of the allowed values",propertyName:key1};
+const err22 = {instancePath:instancePath+"/harnesses",schemaPath:"#/definitions/harnessName/enum",keyword:"enum",params:{allowedValues: schema15.enum},message:"must be equal to one of the allowed values",propertyName:key1};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -855,21 +1617,20 @@ vErrors.push(err38);
 }
 errors++;
 }
-validate11.errors = vErrors;
+validate12.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessProfiles = validate12;
-const schema17 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"type":"string","enum":["claude","codex","kimi","opencode"]},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"type":"string","enum":["session_capture","session_resume"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}}}};
-const pattern4 = new RegExp("^[A-Za-z0-9._-]+$", "u");
-const schema18 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}};
-const schema19 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
-const schema22 = {"type":"string","enum":["session_capture","session_resume"]};
-const pattern5 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
-const pattern6 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
-const pattern9 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
+export const validateHarnessProfiles = validate13;
+const schema19 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"type":"string","enum":["claude","codex","kimi","opencode"]},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"type":"string","enum":["session_capture","session_resume"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}}}};
+const schema20 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}};
+const schema21 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
+const schema24 = {"type":"string","enum":["session_capture","session_resume"]};
+const pattern9 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
+const pattern10 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
+const pattern13 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
 
-function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -958,7 +1719,7 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(!pattern5.test(data0)){
+if(!pattern9.test(data0)){
 const err8 = {instancePath:instancePath+"/profile",schemaPath:"#/properties/profile/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -993,7 +1754,7 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(!pattern6.test(data1)){
+if(!pattern10.test(data1)){
 const err11 = {instancePath:instancePath+"/introduced",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -1028,7 +1789,7 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(!pattern6.test(data2)){
+if(!pattern10.test(data2)){
 const err14 = {instancePath:instancePath+"/before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -1063,7 +1824,7 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(!pattern6.test(data3)){
+if(!pattern10.test(data3)){
 const err17 = {instancePath:instancePath+"/verified_before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err17];
@@ -1098,7 +1859,7 @@ vErrors.push(err19);
 errors++;
 }
 if(!((data4 === "cli") || (data4 === "fixtures"))){
-const err20 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema18.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
+const err20 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema20.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1121,7 +1882,7 @@ vErrors.push(err21);
 errors++;
 }
 if(!((data5 === "supported") || (data5 === "deprecated"))){
-const err22 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema18.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
+const err22 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema20.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1158,7 +1919,7 @@ vErrors.push(err24);
 errors++;
 }
 if(!((data7 === "session_capture") || (data7 === "session_resume"))){
-const err25 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema22.enum},message:"must be equal to one of the allowed values"};
+const err25 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema24.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1248,7 +2009,7 @@ vErrors.push(err31);
 errors++;
 }
 if(!((data9 === "SessionEnd") || (data9 === "session.idle"))){
-const err32 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema18.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err32 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema20.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1326,7 +2087,7 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(!pattern9.test(data11)){
+if(!pattern13.test(data11)){
 const err39 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -1361,7 +2122,7 @@ vErrors.push(err41);
 errors++;
 }
 if(!((((data12 === "claude-settings-json") || (data12 === "codex-config-toml")) || (data12 === "kimi-config-toml")) || (data12 === "opencode-plugin"))){
-const err42 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/enum",keyword:"enum",params:{allowedValues: schema18.properties.capture.properties.hook.properties.format.enum},message:"must be equal to one of the allowed values"};
+const err42 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/enum",keyword:"enum",params:{allowedValues: schema20.properties.capture.properties.hook.properties.format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -1441,12 +2202,12 @@ vErrors.push(err48);
 }
 errors++;
 }
-validate13.errors = vErrors;
+validate14.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/profile.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -1526,7 +2287,7 @@ vErrors.push(err6);
 errors++;
 }
 if(!((((data0 === "claude") || (data0 === "codex")) || (data0 === "kimi")) || (data0 === "opencode"))){
-const err7 = {instancePath:instancePath+"/harness",schemaPath:"#/properties/harness/enum",keyword:"enum",params:{allowedValues: schema17.properties.harness.enum},message:"must be equal to one of the allowed values"};
+const err7 = {instancePath:instancePath+"/harness",schemaPath:"#/properties/harness/enum",keyword:"enum",params:{allowedValues: schema19.properties.harness.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1584,7 +2345,7 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(!pattern4.test(data2)){
+if(!pattern2.test(data2)){
 const err12 = {instancePath:instancePath+"/binary",schemaPath:"#/properties/binary/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err12];
@@ -1809,8 +2570,8 @@ errors++;
 }
 const len1 = data8.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate13(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
-vErrors = vErrors === null ? validate13.errors : vErrors.concat(validate13.errors);
+if(!(validate14(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
+vErrors = vErrors === null ? validate14.errors : vErrors.concat(validate14.errors);
 errors = vErrors.length;
 }
 }
@@ -1837,7 +2598,7 @@ vErrors.push(err32);
 }
 errors++;
 }
-validate12.errors = vErrors;
+validate13.errors = vErrors;
 return errors === 0;
 }
 
