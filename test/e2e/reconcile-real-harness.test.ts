@@ -94,6 +94,25 @@ async function managedCalls(): Promise<{ argv: string[]; payload: Payload }[]> {
   return lines.map((line) => ({ argv: line.argv, payload: JSON.parse(line.stdin) as Payload }));
 }
 
+/** The managed hook ran exactly once, as `capture` for this harness and profile, with a SessionEnd payload. */
+async function expectOneSessionEnd(harness: string, profile: string): Promise<{ argv: string[]; payload: Payload }[]> {
+  const calls = await waitFor('the managed hook', async () => ((await managedCalls()).length > 0 ? managedCalls() : undefined), 10_000);
+  expect(calls).toHaveLength(1);
+  expect(calls[0]!.argv).toEqual(['capture', '--harness', harness, '--profile', profile]);
+  expect(calls[0]!.payload).toMatchObject({ hook_event_name: 'SessionEnd', cwd });
+  expect(calls[0]!.payload.session_id).toMatch(/^[0-9a-f-]{36}$/);
+  return calls;
+}
+
+/** The user's own SessionEnd hook in the same file ran for the same session. */
+async function expectUserHookFor(sessionId: string): Promise<void> {
+  const user = (await waitFor('the user hook', async () => {
+    const lines = (await readJsonLines(userOut)) as Payload[];
+    return lines.length > 0 ? lines : undefined;
+  })) as Payload[];
+  expect(user[0]).toMatchObject({ hook_event_name: 'SessionEnd', session_id: sessionId });
+}
+
 function explain(result: HarnessRunResult): string {
   return describeRun(result, `--- model stub requests\n${stub.summary() || '(none)'}`);
 }
@@ -113,18 +132,10 @@ describe('reconcile with the real harness CLIs', () => {
       expect(result.exitCode, explain(result)).toBe(0);
       expect(result.stdout, explain(result)).toContain(REPLY);
 
-      const calls = await waitFor('the managed hook', async () => ((await managedCalls()).length > 0 ? managedCalls() : undefined), 10_000);
-      expect(calls).toHaveLength(1);
-      expect(calls[0]!.argv).toEqual(['capture', '--harness', 'claude', '--profile', 'claude-v2_0_12']);
-      expect(calls[0]!.payload).toMatchObject({ hook_event_name: 'SessionEnd', cwd });
-      expect(calls[0]!.payload.session_id).toMatch(/^[0-9a-f-]{36}$/);
+      const calls = await expectOneSessionEnd('claude', 'claude-v2_0_12');
       expect(calls[0]!.payload.transcript_path).toContain(path.join(dirs.claude, 'projects'));
 
-      const user = (await waitFor('the user hook', async () => {
-        const lines = (await readJsonLines(userOut)) as Payload[];
-        return lines.length > 0 ? lines : undefined;
-      })) as Payload[];
-      expect(user[0]).toMatchObject({ hook_event_name: 'SessionEnd', session_id: calls[0]!.payload.session_id });
+      await expectUserHookFor(calls[0]!.payload.session_id!);
     },
     TEST_TIMEOUT_MS,
   );
@@ -153,17 +164,9 @@ describe('reconcile with the real harness CLIs', () => {
       });
       expect(result.exitCode, explain(result)).toBe(0);
 
-      const calls = await waitFor('the managed hook', async () => ((await managedCalls()).length > 0 ? managedCalls() : undefined), 10_000);
-      expect(calls).toHaveLength(1);
-      expect(calls[0]!.argv).toEqual(['capture', '--harness', 'codex', '--profile', 'codex-v0_145_0']);
-      expect(calls[0]!.payload).toMatchObject({ hook_event_name: 'SessionEnd', cwd });
-      expect(calls[0]!.payload.session_id).toMatch(/^[0-9a-f-]{36}$/);
+      const calls = await expectOneSessionEnd('codex', 'codex-v0_145_0');
 
-      const user = (await waitFor('the user hook', async () => {
-        const lines = (await readJsonLines(userOut)) as Payload[];
-        return lines.length > 0 ? lines : undefined;
-      })) as Payload[];
-      expect(user[0]).toMatchObject({ hook_event_name: 'SessionEnd', session_id: calls[0]!.payload.session_id });
+      await expectUserHookFor(calls[0]!.payload.session_id!);
     },
     TEST_TIMEOUT_MS,
   );
