@@ -29,6 +29,7 @@ for (const file of names) {
     additionalProperties: false,
     strictIndexSignatures: true,
     ignoreMinAndMaxItems: true,
+    cwd: schemasDir,
     style: { singleQuote: true, printWidth: 120 },
   });
   outputs.set(`${base}.ts`, ts);

@@ -28,6 +28,11 @@ export type ErrorCode =
   | 'CONCURRENT_MODIFICATION'
   | 'WRITE_VERIFY_FAILED'
   | 'UNSAFE_PATH'
+  | 'CAPTURE_REFUSED'
+  | 'ARTIFACT_INVALID'
+  | 'BUNDLE_INVALID'
+  | 'SPOOL_UNSAFE'
+  | 'SPOOL_FULL'
   | 'INTERNAL';
 
 export interface BlueErrorOptions {

@@ -77,6 +77,83 @@ Examples:
       const { profilesCheckCommand } = await import('./profiles.js');
       state.exitCode = await profilesCheckCommand(ctx, opts);
     });
+
+  program
+    .command('capture')
+    .description('the session-end hook: spool the ended session for upload (called by the harness, not by people)')
+    .requiredOption('--harness <name>', `the harness calling (${HARNESSES.join(', ')})`)
+    .requiredOption('--profile <profile>', 'the compatibility profile the hook was installed for')
+    .addHelpText(
+      'after',
+      `
+Reads the harness's lifecycle payload (JSON, at most 1 MiB) from stdin, writes a small intake record into the spool
+and starts a detached worker that builds the bundle, then exits at once: the harness is never kept waiting.
+A refused or failed capture is logged in the state directory's capture.log.`,
+    )
+    .action(async (opts: { harness: string; profile: string }) => {
+      const { captureCommand } = await import('./capture.js');
+      state.exitCode = await captureCommand(ctx, opts);
+    });
+
+  program
+    .command('drain')
+    .description('process the spool now: build bundles for waiting captures')
+    .option('--json', 'print what was done as JSON')
+    .option('--quiet', 'print nothing (for the detached worker)')
+    .action(async (opts: { json?: boolean; quiet?: boolean }) => {
+      const { drainCommand } = await import('./drain.js');
+      state.exitCode = await drainCommand(ctx, opts);
+    });
+
+  const spool = program.command('spool').description('inspect the local spool of captured sessions');
+  spool
+    .command('list')
+    .description('every spool record with its state, session, size, attempts and last error')
+    .option('--json', 'print as JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const { spoolListCommand } = await import('./spool.js');
+      state.exitCode = await spoolListCommand(ctx, opts);
+    });
+
+  const bundle = program.command('bundle').description('work with blue-session-bundle-v1 files');
+  bundle
+    .command('verify <file>')
+    .description('check everything a restore relies on; exits 1 naming the first violation')
+    .option('--json', 'print the result as JSON')
+    .action(async (file: string, opts: { json?: boolean }) => {
+      const { bundleVerifyCommand } = await import('./bundle.js');
+      state.exitCode = await bundleVerifyCommand(ctx, file, opts);
+    });
+  bundle
+    .command('inspect <file>')
+    .description('print the manifest of a bundle')
+    .option('--json', 'print the manifest as JSON')
+    .action(async (file: string, opts: { json?: boolean }) => {
+      const { bundleInspectCommand } = await import('./bundle.js');
+      state.exitCode = await bundleInspectCommand(ctx, file, opts);
+    });
+  bundle
+    .command('extract <file> <dir>')
+    .description('verify a bundle, then extract manifest.json and its files into an empty or new directory')
+    .option('--json', 'print what was extracted as JSON')
+    .action(async (file: string, dir: string, opts: { json?: boolean }) => {
+      const { bundleExtractCommand } = await import('./bundle.js');
+      state.exitCode = await bundleExtractCommand(ctx, file, dir, opts);
+    });
+  bundle
+    .command('create')
+    .description('build a bundle from a session on this machine (for debugging captures)')
+    .requiredOption('--harness <name>', `the harness (${HARNESSES.join(', ')})`)
+    .requiredOption('--session <id>', 'the native session id')
+    .requiredOption('--out <file>', 'where to write the bundle')
+    .option('--profile <profile>', 'the compatibility profile (default: the one for the installed version)')
+    .option('--cwd <dir>', "the session's working directory (Kimi finds sessions by it)")
+    .option('--transcript <file>', 'the transcript path, as a hook payload would give it')
+    .option('--json', 'print the manifest, size and SHA-256 as JSON')
+    .action(async (opts: { harness: string; session: string; out: string; profile?: string; cwd?: string; transcript?: string; json?: boolean }) => {
+      const { bundleCreateCommand } = await import('./bundle-create.js');
+      state.exitCode = await bundleCreateCommand(ctx, opts);
+    });
   return program;
 }
 

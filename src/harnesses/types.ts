@@ -3,6 +3,7 @@
  * HarnessAdapter, one entry in src/harnesses/index.ts, and one profile file in profiles/.
  */
 import type { Context } from '../context.js';
+import type { BundleFile } from '../schema/generated/bundle-manifest.js';
 import type { HarnessName, Interval } from '../schema/index.js';
 
 /** The managed capture hook the agent wants in a harness's native configuration. */
@@ -44,6 +45,50 @@ export interface HookPlan {
   managedFound: number;
 }
 
+/** The native lifecycle payload a harness hands to `blue-agent capture`, validated. */
+export interface HookPayload {
+  /** The native session id: 1 to 512 characters of [A-Za-z0-9._-]. */
+  session_id: string;
+  cwd?: string;
+  /** Claude and Codex name the transcript; Kimi and OpenCode do not. */
+  transcript_path?: string;
+  hook_event_name?: string;
+  reason?: string;
+}
+
+export type ArtifactRole = BundleFile['role'];
+
+/** One file of a captured session, before it is packed. */
+export interface SessionFile {
+  role: ArtifactRole;
+  /** Name of the entry in the bundle (`files/NNNN-<name>`): [A-Za-z0-9._-]+. */
+  name: string;
+  /** Where it lives, relative to the session root, `/`-separated; absent for files with no native place. */
+  nativePath?: string;
+  /** An absolute path inside the session root, read (as a regular file, never through a link) when packing. */
+  path?: string;
+  /** Bytes made at capture instead of a file on disk (OpenCode's export, Kimi's sanitised state). */
+  content?: Uint8Array;
+}
+
+/** Everything a bundle needs from the harness: its files and, when there is one, a title and preview. */
+export interface CollectedSession {
+  sessionId: string;
+  /** The session's working directory, as the harness recorded it. */
+  cwd?: string;
+  /** The session root every `path` lies inside and native paths are relative to (the profile's session.root). */
+  root?: string;
+  files: SessionFile[];
+  /** Title and preview, already normalised, bounded and with obvious secrets masked. */
+  title?: string;
+  summary?: string;
+}
+
+export interface CollectInput {
+  interval: Interval;
+  payload: HookPayload;
+}
+
 export interface HarnessAdapter {
   readonly name: HarnessName;
   /** The harness's configuration root, honouring its environment overrides (CLAUDE_CONFIG_DIR, CODEX_HOME, ...). */
@@ -64,6 +109,12 @@ export interface HarnessAdapter {
    * parse, and `NATIVE_CONFIG_CONFLICT` when the managed entry cannot be added without changing the user's entries.
    */
   planHook(input: HookPlanInput): HookPlan;
+  /**
+   * Finds the session's native files (and title and preview) from the hook payload, by the rules of `input.interval`.
+   * Runs in the capture worker, never in the hook itself; may run the harness CLI (OpenCode's export). Throws a
+   * BlueError `ARTIFACT_INVALID` naming the file and the reason for anything that must not be captured.
+   */
+  collectSession(ctx: Context, input: CollectInput): Promise<CollectedSession>;
   /**
    * After the file holds the managed hook: a state that still keeps it from running, such as Codex's hook trust.
    * Undefined when the hook will run.

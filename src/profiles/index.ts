@@ -99,6 +99,18 @@ export function checkProfiles(set: ProfileSet): ProfileProblem[] {
       if (interval.operations.includes('session_capture') && interval.capture === undefined) {
         problems.push({ ...at, message: 'supports session_capture but has no capture section' });
       }
+      if (interval.operations.length > 0 && interval.session === undefined) {
+        problems.push({ ...at, message: 'captures or resumes sessions but has no session section' });
+      }
+      for (const [what, value] of [['session.root', interval.session?.root], ['capture.hook.file', interval.capture?.hook.file]] as const) {
+        if (value !== undefined && value.split('/').includes('..')) problems.push({ ...at, message: `${what} "${value}" leaves the harness's folder` });
+      }
+      const seenRoles = new Set<string>();
+      for (const r of interval.session?.roles ?? []) {
+        if (seenRoles.has(r.role)) problems.push({ ...at, message: `role ${r.role} is listed twice` });
+        seenRoles.add(r.role);
+        if (r.min > r.max) problems.push({ ...at, message: `role ${r.role}: min ${r.min} is above max ${r.max}` });
+      }
     }
     const sorted = [...doc.intervals].sort((a, b) => semver.compare(a.introduced, b.introduced));
     for (let i = 1; i < sorted.length; i++) {

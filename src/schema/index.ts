@@ -7,10 +7,12 @@ import { LineCounter, parseDocument, isNode, type Document } from 'yaml';
 import { BlueError, type ErrorCode } from '../errors.js';
 import * as validators from './generated/validators.js';
 import type { AgentConfig } from './generated/agent-config.js';
+import type { BundleManifest } from './generated/bundle-manifest.js';
 import type { GovernancePolicy } from './generated/policy.js';
 import type { HarnessProfiles } from './generated/profile.js';
 
 export type { AgentConfig } from './generated/agent-config.js';
+export type { BundleManifest, BundleFile } from './generated/bundle-manifest.js';
 export type { GovernancePolicy, HarnessRule, HarnessName } from './generated/policy.js';
 export type { HarnessProfiles, Interval, Operation } from './generated/profile.js';
 
@@ -53,6 +55,12 @@ export const agentConfigSchema: SchemaKind<AgentConfig> = {
   name: 'agent config',
   validate: validators.validateAgentConfig as Validate,
   errorCode: 'CONFIG_INVALID',
+};
+
+export const bundleManifestSchema: SchemaKind<BundleManifest> = {
+  name: 'bundle manifest',
+  validate: validators.validateBundleManifest as Validate,
+  errorCode: 'BUNDLE_INVALID',
 };
 
 /** Parses YAML (JSON is accepted too: it is YAML) and reports syntax errors with their position. */

@@ -24,11 +24,12 @@ export type ProcessRunner = (file: string, args: readonly string[], options: Run
 export function createProcessRunner(): ProcessRunner {
   return async (file, args, options) => {
     const { execa } = await import('execa');
-    const result = await execa(file, args, {
+    // Its own process group, so a timeout ends everything it started: a grandchild holding stdout open would
+    // otherwise keep the call waiting past its deadline.
+    const subprocess = execa(file, args, {
       shell: false,
       reject: false,
-      timeout: options.timeoutMs,
-      killSignal: 'SIGKILL',
+      detached: true,
       env: options.env as NodeJS.ProcessEnv | undefined,
       extendEnv: options.env === undefined,
       cwd: options.cwd,
@@ -37,13 +38,34 @@ export function createProcessRunner(): ProcessRunner {
       maxBuffer: options.maxOutputBytes ?? 1024 * 1024,
       stripFinalNewline: false,
     });
-    const spawnFailed = result.failed && result.exitCode === undefined && !result.timedOut && !result.isTerminated;
-    return {
-      exitCode: result.exitCode,
-      stdout: typeof result.stdout === 'string' ? result.stdout : '',
-      stderr: typeof result.stderr === 'string' ? result.stderr : '',
-      timedOut: result.timedOut,
-      ...(spawnFailed ? { spawnError: result.code ?? result.shortMessage } : {}),
-    };
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(subprocess.pid);
+    }, options.timeoutMs);
+    try {
+      const result = await subprocess;
+      const spawnFailed = result.failed && result.exitCode === undefined && !timedOut && !result.isTerminated;
+      return {
+        exitCode: timedOut ? undefined : result.exitCode,
+        stdout: typeof result.stdout === 'string' ? result.stdout : '',
+        stderr: typeof result.stderr === 'string' ? result.stderr : '',
+        timedOut,
+        ...(spawnFailed ? { spawnError: result.code ?? result.shortMessage } : {}),
+      };
+    } finally {
+      clearTimeout(timer);
+      // Whatever the child left behind in its group goes with it.
+      killGroup(subprocess.pid);
+    }
   };
+}
+
+function killGroup(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
 }

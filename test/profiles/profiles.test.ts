@@ -113,6 +113,22 @@ describe('profiles check', () => {
     expect(messages).toEqual(expect.arrayContaining([expect.stringContaining('is also used in')]));
   });
 
+  it('reports sessions without a session section, escaping roots, repeated roles and min above max', async () => {
+    const dir = await withProfile(
+      head +
+        `  - { profile: c-v1_0_0, introduced: 1.0.0, before: 2.0.0, verified_before: 1.0.0, lifecycle: supported, operations: [session_resume] }\n` +
+        `  - profile: c-v2_0_0\n    introduced: 2.0.0\n    verified_before: 2.0.0\n    lifecycle: supported\n    operations: [session_resume]\n` +
+        `    session: { root: ../elsewhere, roles: [{ role: rollout, min: 2, max: 1 }, { role: rollout, min: 0, max: 1 }] }\n`,
+    );
+    const messages = checkProfiles(await loadProfiles(dir)).map((p) => p.message);
+    expect(messages).toEqual([
+      'captures or resumes sessions but has no session section',
+      'session.root "../elsewhere" leaves the harness\'s folder',
+      'role rollout: min 2 is above max 1',
+      'role rollout is listed twice',
+    ]);
+  });
+
   it('rejects a missing ceiling with the file, path and line', async () => {
     const dir = await withProfile(head + `  - { profile: c-v1_0_0, introduced: 1.0.0, lifecycle: supported, operations: [] }\n`);
     const error = await loadProfiles(dir).catch((e: unknown) => e);

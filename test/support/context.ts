@@ -48,6 +48,6 @@ export async function makeTestHome(extraEnv: Record<string, string> = {}): Promi
     stdout,
     stderr,
     context,
-    cleanup: () => rm(root, { recursive: true, force: true }),
+    cleanup: () => rm(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }),
   };
 }

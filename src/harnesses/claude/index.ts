@@ -7,6 +7,7 @@ import type { Context } from '../../context.js';
 import { BlueError } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
 import type { HarnessAdapter } from '../types.js';
+import { collectClaudeSession } from './session.js';
 import { planClaudeHook } from './settings-plan.js';
 
 const SETTINGS_FILE = 'settings.json';
@@ -44,4 +45,7 @@ export const claude: HarnessAdapter = {
     return [path.join(configRoot(ctx), SETTINGS_FILE)];
   },
   planHook: planClaudeHook,
+  collectSession(ctx, input) {
+    return collectClaudeSession(ctx, input, configRoot(ctx));
+  },
 };

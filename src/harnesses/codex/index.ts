@@ -14,6 +14,7 @@ import type { Interval } from '../../schema/index.js';
 import type { HarnessAdapter, HookPlan, HookPlanInput, ManagedHook } from '../types.js';
 import { parseJsonText, planJson } from './json-plan.js';
 import { isRecord, listHandlers, own } from './model.js';
+import { collectCodexSession } from './session.js';
 import { parseTomlText, planToml } from './toml-plan.js';
 import { hookStateKey, hookStates, hooksFeatureOff, hookTrustHash } from './trust.js';
 
@@ -122,5 +123,8 @@ export const codex: HarnessAdapter = {
     return [path.join(root, CONFIG_TOML), path.join(root, HOOKS_JSON)];
   },
   planHook,
+  collectSession(ctx, input) {
+    return collectCodexSession(ctx, input, configRoot(ctx));
+  },
   pendingState,
 };

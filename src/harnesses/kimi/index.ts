@@ -33,6 +33,7 @@ import {
 } from '../../util/toml-text.js';
 import { isManagedCommand } from '../signature.js';
 import type { HarnessAdapter, HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
+import { collectKimiSession } from './session.js';
 
 const CONFIG_FILE = 'config.toml';
 const LEGACY_CONFIG_FILE = 'config.json';
@@ -86,6 +87,10 @@ export const kimi: HarnessAdapter = {
 
   planHook(input: HookPlanInput): HookPlan {
     return planKimiHook(input);
+  },
+
+  collectSession(ctx, input) {
+    return collectKimiSession(ctx, input, kimi.configRoot(ctx));
   },
 };
 

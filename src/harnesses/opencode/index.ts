@@ -10,6 +10,7 @@ import type { Interval } from '../../schema/index.js';
 import { isManagedArgv } from '../signature.js';
 import type { HarnessAdapter, HookPlan, HookPlanInput } from '../types.js';
 import { embeddedArgv, hasPluginHeader, renderPlugin } from './plugin.js';
+import { collectOpencodeSession } from './session.js';
 
 const PLUGIN_FILE = 'blue-agent-session-upload.js';
 /** Folders of the config dir OpenCode loads plugins from (`{plugin,plugins}/*.{ts,js}`; `plugin/` in every version). */
@@ -49,6 +50,10 @@ export const opencode: HarnessAdapter = {
     }
     const rendered = renderPlugin(desired);
     return { text: text === rendered ? text : rendered, owned: { whole_file: true }, managedFound: ours ? 1 : 0 };
+  },
+
+  collectSession(ctx, input) {
+    return collectOpencodeSession(ctx, input);
   },
 };
 

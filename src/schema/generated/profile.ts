@@ -59,6 +59,31 @@ export interface Interval {
    */
   operations: Operation[];
   /**
+   * What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.
+   */
+  session?: {
+    /**
+     * The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).
+     */
+    root?: string;
+    /**
+     * @minItems 1
+     * @maxItems 16
+     */
+    roles: {
+      role:
+        | 'primary_transcript'
+        | 'session_companion'
+        | 'rollout'
+        | 'agent_wire_history'
+        | 'kimi_state'
+        | 'session_state'
+        | 'portable_export';
+      min: number;
+      max: number;
+    }[];
+  };
+  /**
    * How sessions are captured: the lifecycle event and where the managed hook goes.
    */
   capture?: {

@@ -1622,10 +1622,11 @@ return errors === 0;
 }
 
 export const validateHarnessProfiles = validate13;
-const schema19 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"type":"string","enum":["claude","codex","kimi","opencode"]},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"type":"string","enum":["session_capture","session_resume"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}}}};
-const schema20 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}};
+const schema19 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"type":"string","enum":["claude","codex","kimi","opencode"]},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"type":"string","enum":["session_capture","session_resume"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"bundle-manifest.schema.json#/definitions/file/properties/role"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}}}};
+const schema20 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"bundle-manifest.schema.json#/definitions/file/properties/role"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}};
 const schema21 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
 const schema24 = {"type":"string","enum":["session_capture","session_resume"]};
+const schema25 = {"type":"string","enum":["primary_transcript","session_companion","rollout","agent_wire_history","kimi_state","session_state","portable_export"]};
 const pattern9 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
 const pattern10 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
 const pattern13 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
@@ -1685,7 +1686,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!((((((((key0 === "profile") || (key0 === "introduced")) || (key0 === "before")) || (key0 === "verified_before")) || (key0 === "verified_by")) || (key0 === "lifecycle")) || (key0 === "operations")) || (key0 === "capture"))){
+if(!(func11.call(schema20.properties, key0))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -1961,11 +1962,11 @@ vErrors.push(err27);
 errors++;
 }
 }
-if(data.capture !== undefined){
-let data8 = data.capture;
+if(data.session !== undefined){
+let data8 = data.session;
 if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
-if(data8.event === undefined){
-const err28 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
+if(data8.roles === undefined){
+const err28 = {instancePath:instancePath+"/session",schemaPath:"#/properties/session/required",keyword:"required",params:{missingProperty: "roles"},message:"must have required property '"+"roles"+"'"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1974,8 +1975,9 @@ vErrors.push(err28);
 }
 errors++;
 }
-if(data8.hook === undefined){
-const err29 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/required",keyword:"required",params:{missingProperty: "hook"},message:"must have required property '"+"hook"+"'"};
+for(const key1 in data8){
+if(!((key1 === "root") || (key1 === "roles"))){
+const err29 = {instancePath:instancePath+"/session",schemaPath:"#/properties/session/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1984,9 +1986,12 @@ vErrors.push(err29);
 }
 errors++;
 }
-for(const key1 in data8){
-if(!((key1 === "event") || (key1 === "hook"))){
-const err30 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+}
+if(data8.root !== undefined){
+let data9 = data8.root;
+if(typeof data9 === "string"){
+if(func2(data9) > 256){
+const err30 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1995,11 +2000,8 @@ vErrors.push(err30);
 }
 errors++;
 }
-}
-if(data8.event !== undefined){
-let data9 = data8.event;
-if(typeof data9 !== "string"){
-const err31 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data9) < 1){
+const err31 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -2008,8 +2010,8 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(!((data9 === "SessionEnd") || (data9 === "session.idle"))){
-const err32 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema20.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
+if(!pattern13.test(data9)){
+const err32 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -2019,11 +2021,8 @@ vErrors.push(err32);
 errors++;
 }
 }
-if(data8.hook !== undefined){
-let data10 = data8.hook;
-if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
-if(data10.file === undefined){
-const err33 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "file"},message:"must have required property '"+"file"+"'"};
+else {
+const err33 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -2032,8 +2031,12 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(data10.format === undefined){
-const err34 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
+}
+if(data8.roles !== undefined){
+let data10 = data8.roles;
+if(Array.isArray(data10)){
+if(data10.length > 16){
+const err34 = {instancePath:instancePath+"/session/roles",schemaPath:"#/properties/session/properties/roles/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -2042,8 +2045,8 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data10.timeout_seconds === undefined){
-const err35 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "timeout_seconds"},message:"must have required property '"+"timeout_seconds"+"'"};
+if(data10.length < 1){
+const err35 = {instancePath:instancePath+"/session/roles",schemaPath:"#/properties/session/properties/roles/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -2052,9 +2055,12 @@ vErrors.push(err35);
 }
 errors++;
 }
-for(const key2 in data10){
-if(!(((key2 === "file") || (key2 === "format")) || (key2 === "timeout_seconds"))){
-const err36 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+const len1 = data10.length;
+for(let i2=0; i2<len1; i2++){
+let data11 = data10[i2];
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+if(data11.role === undefined){
+const err36 = {instancePath:instancePath+"/session/roles/" + i2,schemaPath:"#/properties/session/properties/roles/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -2063,12 +2069,8 @@ vErrors.push(err36);
 }
 errors++;
 }
-}
-if(data10.file !== undefined){
-let data11 = data10.file;
-if(typeof data11 === "string"){
-if(func2(data11) > 256){
-const err37 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(data11.min === undefined){
+const err37 = {instancePath:instancePath+"/session/roles/" + i2,schemaPath:"#/properties/session/properties/roles/items/required",keyword:"required",params:{missingProperty: "min"},message:"must have required property '"+"min"+"'"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -2077,8 +2079,8 @@ vErrors.push(err37);
 }
 errors++;
 }
-if(func2(data11) < 1){
-const err38 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data11.max === undefined){
+const err38 = {instancePath:instancePath+"/session/roles/" + i2,schemaPath:"#/properties/session/properties/roles/items/required",keyword:"required",params:{missingProperty: "max"},message:"must have required property '"+"max"+"'"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -2087,8 +2089,9 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(!pattern13.test(data11)){
-const err39 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
+for(const key2 in data11){
+if(!(((key2 === "role") || (key2 === "min")) || (key2 === "max"))){
+const err39 = {instancePath:instancePath+"/session/roles/" + i2,schemaPath:"#/properties/session/properties/roles/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -2098,8 +2101,10 @@ vErrors.push(err39);
 errors++;
 }
 }
-else {
-const err40 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data11.role !== undefined){
+let data12 = data11.role;
+if(typeof data12 !== "string"){
+const err40 = {instancePath:instancePath+"/session/roles/" + i2+"/role",schemaPath:"bundle-manifest.schema.json#/definitions/file/properties/role/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -2108,11 +2113,8 @@ vErrors.push(err40);
 }
 errors++;
 }
-}
-if(data10.format !== undefined){
-let data12 = data10.format;
-if(typeof data12 !== "string"){
-const err41 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(((((((data12 === "primary_transcript") || (data12 === "session_companion")) || (data12 === "rollout")) || (data12 === "agent_wire_history")) || (data12 === "kimi_state")) || (data12 === "session_state")) || (data12 === "portable_export"))){
+const err41 = {instancePath:instancePath+"/session/roles/" + i2+"/role",schemaPath:"bundle-manifest.schema.json#/definitions/file/properties/role/enum",keyword:"enum",params:{allowedValues: schema25.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -2121,8 +2123,11 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(!((((data12 === "claude-settings-json") || (data12 === "codex-config-toml")) || (data12 === "kimi-config-toml")) || (data12 === "opencode-plugin"))){
-const err42 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/enum",keyword:"enum",params:{allowedValues: schema20.properties.capture.properties.hook.properties.format.enum},message:"must be equal to one of the allowed values"};
+}
+if(data11.min !== undefined){
+let data13 = data11.min;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err42 = {instancePath:instancePath+"/session/roles/" + i2+"/min",schemaPath:"#/properties/session/properties/roles/items/properties/min/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -2131,11 +2136,9 @@ vErrors.push(err42);
 }
 errors++;
 }
-}
-if(data10.timeout_seconds !== undefined){
-let data13 = data10.timeout_seconds;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err43 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 > 2048 || isNaN(data13)){
+const err43 = {instancePath:instancePath+"/session/roles/" + i2+"/min",schemaPath:"#/properties/session/properties/roles/items/properties/min/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2048},message:"must be <= 2048"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -2144,9 +2147,8 @@ vErrors.push(err43);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 > 600 || isNaN(data13)){
-const err44 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600},message:"must be <= 600"};
+if(data13 < 0 || isNaN(data13)){
+const err44 = {instancePath:instancePath+"/session/roles/" + i2+"/min",schemaPath:"#/properties/session/properties/roles/items/properties/min/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -2155,8 +2157,12 @@ vErrors.push(err44);
 }
 errors++;
 }
-if(data13 < 1 || isNaN(data13)){
-const err45 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data11.max !== undefined){
+let data14 = data11.max;
+if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
+const err45 = {instancePath:instancePath+"/session/roles/" + i2+"/max",schemaPath:"#/properties/session/properties/roles/items/properties/max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -2165,11 +2171,9 @@ vErrors.push(err45);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err46 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 > 2048 || isNaN(data14)){
+const err46 = {instancePath:instancePath+"/session/roles/" + i2+"/max",schemaPath:"#/properties/session/properties/roles/items/properties/max/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2048},message:"must be <= 2048"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -2178,10 +2182,8 @@ vErrors.push(err46);
 }
 errors++;
 }
-}
-}
-else {
-const err47 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data14 < 1 || isNaN(data14)){
+const err47 = {instancePath:instancePath+"/session/roles/" + i2+"/max",schemaPath:"#/properties/session/properties/roles/items/properties/max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -2192,13 +2194,280 @@ errors++;
 }
 }
 }
+}
 else {
-const err48 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err48 = {instancePath:instancePath+"/session/roles/" + i2,schemaPath:"#/properties/session/properties/roles/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err48];
 }
 else {
 vErrors.push(err48);
+}
+errors++;
+}
+}
+}
+else {
+const err49 = {instancePath:instancePath+"/session/roles",schemaPath:"#/properties/session/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/session",schemaPath:"#/properties/session/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+if(data.capture !== undefined){
+let data15 = data.capture;
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
+if(data15.event === undefined){
+const err51 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+if(data15.hook === undefined){
+const err52 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/required",keyword:"required",params:{missingProperty: "hook"},message:"must have required property '"+"hook"+"'"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+for(const key3 in data15){
+if(!((key3 === "event") || (key3 === "hook"))){
+const err53 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+if(data15.event !== undefined){
+let data16 = data15.event;
+if(typeof data16 !== "string"){
+const err54 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(!((data16 === "SessionEnd") || (data16 === "session.idle"))){
+const err55 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema20.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+if(data15.hook !== undefined){
+let data17 = data15.hook;
+if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
+if(data17.file === undefined){
+const err56 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "file"},message:"must have required property '"+"file"+"'"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+if(data17.format === undefined){
+const err57 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+if(data17.timeout_seconds === undefined){
+const err58 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "timeout_seconds"},message:"must have required property '"+"timeout_seconds"+"'"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+for(const key4 in data17){
+if(!(((key4 === "file") || (key4 === "format")) || (key4 === "timeout_seconds"))){
+const err59 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+if(data17.file !== undefined){
+let data18 = data17.file;
+if(typeof data18 === "string"){
+if(func2(data18) > 256){
+const err60 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+if(func2(data18) < 1){
+const err61 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+if(!pattern13.test(data18)){
+const err62 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+}
+else {
+const err63 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+if(data17.format !== undefined){
+let data19 = data17.format;
+if(typeof data19 !== "string"){
+const err64 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+if(!((((data19 === "claude-settings-json") || (data19 === "codex-config-toml")) || (data19 === "kimi-config-toml")) || (data19 === "opencode-plugin"))){
+const err65 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/enum",keyword:"enum",params:{allowedValues: schema20.properties.capture.properties.hook.properties.format.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+}
+if(data17.timeout_seconds !== undefined){
+let data20 = data17.timeout_seconds;
+if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
+const err66 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 > 600 || isNaN(data20)){
+const err67 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600},message:"must be <= 600"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+if(data20 < 1 || isNaN(data20)){
+const err68 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err69 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+}
+}
+else {
+const err70 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+}
+}
+else {
+const err71 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
 }
 errors++;
 }

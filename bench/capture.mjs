@@ -1,0 +1,137 @@
+// The capture hook as the harness runs it (a real process, the payload on stdin), with a 1 KiB and with a 100 MiB
+// transcript, beside bare Node start-up (`node -e 0`, same stdin) measured in the same run. Targets: each at most
+// 3x bare Node, and the two within 10% of each other (the hook must not do work that grows with the session).
+//
+// Every capture starts the detached worker, which then builds (or refuses) a bundle. It is not part of what the
+// harness waits for, so it is not timed; but it must not steal CPU from the next timed run either, so after every
+// capture the bench waits, untimed, until that capture's worker has finished with it and exited.
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { median } from './lib.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const entry = path.join(root, 'bin', 'blue-agent.js');
+const MiB = 1024 * 1024;
+const PROFILE = 'claude-v2_0_12';
+
+export async function run({ rounds = 8, runs = 2 } = {}) {
+  const dir = await mkdtemp(path.join(tmpdir(), 'blue-agent-bench-capture-'));
+  try {
+    const home = path.join(dir, 'home');
+    const stateDir = path.join(home, '.local', 'state', 'blue-agent');
+    const cwd = path.join(dir, 'project');
+    const projects = path.join(home, '.claude', 'projects', cwd.replace(/[^A-Za-z0-9]/g, '-'));
+    await mkdir(projects, { recursive: true });
+    await mkdir(cwd, { recursive: true });
+    const small = await transcript(projects, '11111111-1111-4111-8111-111111111111', 1024);
+    const large = await transcript(projects, '22222222-2222-4222-8222-222222222222', 100 * MiB);
+    const env = {
+      ...process.env,
+      HOME: home,
+      CLAUDE_CONFIG_DIR: path.join(home, '.claude'),
+      XDG_CONFIG_HOME: path.join(home, '.config'),
+      XDG_STATE_HOME: path.join(home, '.local', 'state'),
+      BLUE_AGENT_HOME: stateDir,
+      BLUE_AGENT_CONFIG: path.join(home, '.config', 'blue-agent', 'config.yaml'),
+    };
+    const capture = [process.execPath, entry, 'capture', '--harness', 'claude', '--profile', PROFILE];
+    const anchor = [process.execPath, '-e', '0'];
+    const payload = (t) => `${JSON.stringify({ session_id: t.id, transcript_path: t.file, cwd, hook_event_name: 'SessionEnd', reason: 'other' })}\n`;
+
+    const once = async (argv, input, waitForWorker) => {
+      const start = process.hrtime.bigint();
+      const result = spawnSync(argv[0], argv.slice(1), { env, cwd, input, stdio: ['pipe', 'ignore', 'pipe'] });
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
+      if (result.status !== 0) throw new Error(`${argv.join(' ')} exited ${result.status}: ${result.stderr}`);
+      if (waitForWorker) await workerDone(stateDir);
+      return ms;
+    };
+
+    // Warm-up: the first capture validates the profiles into the document cache, as reconcile would have.
+    await once(capture, payload(small), true);
+    await once(capture, payload(large), true);
+    await once(anchor, payload(small), false);
+    const times = { node: [], small: [], large: [] };
+    // Interleaved, and the order of the two transcripts alternates, so machine noise hits all three alike.
+    for (let r = 0; r < rounds; r++) {
+      for (let i = 0; i < runs; i++) {
+        times.node.push(await once(anchor, payload(small), false));
+        const order = (r + i) % 2 === 0 ? ['small', 'large'] : ['large', 'small'];
+        for (const which of order) times[which].push(await once(capture, payload(which === 'small' ? small : large), true));
+      }
+    }
+    const nodeMs = median(times.node);
+    const smallMs = median(times.small);
+    const largeMs = median(times.large);
+    const ratios = { small: smallMs / nodeMs, large: largeMs / nodeMs, spread: Math.max(smallMs, largeMs) / Math.min(smallMs, largeMs) };
+    const pass = ratios.small <= 3 && ratios.large <= 3 && ratios.spread <= 1.1;
+    console.log(
+      `capture hook: 1 KiB transcript ${smallMs.toFixed(1)} ms (${ratios.small.toFixed(2)}x), 100 MiB transcript ${largeMs.toFixed(1)} ms ` +
+        `(${ratios.large.toFixed(2)}x) vs node -e 0 ${nodeMs.toFixed(1)} ms (target <= 3x); 100 MiB / 1 KiB ${ratios.spread.toFixed(2)} ` +
+        `(target <= 1.10) ${pass ? 'PASS' : 'FAIL'}`,
+    );
+    return pass;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** A Claude-like JSONL transcript of about `bytes` bytes. */
+async function transcript(dir, id, bytes) {
+  const file = path.join(dir, `${id}.jsonl`);
+  const line = `${JSON.stringify({ type: 'user', sessionId: id, message: { role: 'user', content: 'x'.repeat(900) } })}\n`;
+  const block = Buffer.from(line.repeat(Math.max(1, Math.floor(MiB / line.length))));
+  const handle = await open(file, 'w');
+  try {
+    if (bytes <= block.length) await handle.write(block.subarray(0, bytes));
+    else for (let written = 0; written < bytes; written += block.length) await handle.write(block.subarray(0, Math.min(block.length, bytes - written)));
+    // On disk before timing starts: writeback of 100 MiB must not slow the hook's own fsyncs.
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  return { id, file };
+}
+
+/**
+ * Waits until the detached worker has dealt with the newest capture and has exited (at most 60 s). capture.log names
+ * the record the hook spooled and, in the worker's own line about that record, the worker's pid.
+ */
+async function workerDone(stateDir) {
+  const deadline = Date.now() + 60_000;
+  const lines = () =>
+    readFileSync(path.join(stateDir, 'capture.log'), 'utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line));
+  const spooled = lines().findLast((line) => line.event === 'spooled');
+  if (spooled === undefined) throw new Error('the capture hook logged no spooled record');
+  for (;;) {
+    const done = lines().find((line) => line.record === spooled.record && ['built', 'build_failed', 'retry'].includes(line.event));
+    if (done !== undefined && !running(done.pid)) break;
+    if (Date.now() > deadline) throw new Error(`the capture worker did not finish record ${spooled.record} within 60 s`);
+    await sleep(10);
+  }
+}
+
+/** True while the process runs; on Linux an exited process that nobody has reaped yet (a zombie) does not count. */
+function running(pid) {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if (error.code !== 'EPERM') return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch {
+    return true;
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) process.exitCode = (await run()) ? 0 : 1;

@@ -1,0 +1,374 @@
+/**
+ * Writing a bundle in one streamed pass: each session file is read in chunks into the tar while its SHA-256 is
+ * computed, the tar is deflated, and the compressed bytes are hashed on their way to disk. Memory stays at a few
+ * chunks whatever the file sizes. The manifest, which needs every digest, is the last entry.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { constants, type Stats } from 'node:fs';
+import { lstat, open, realpath, rename, unlink, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { BlueError } from '../errors.js';
+import type { SessionFile } from '../harnesses/types.js';
+import type { ProfileSet } from '../profiles/index.js';
+import { bundleManifestSchema, validateDocument, type HarnessName } from '../schema/index.js';
+import { fsyncDir } from '../util/fs.js';
+import { GZIP_HEADER, gzipTrailer } from './gzip.js';
+import { formatBytes, limitsWith, type Limits } from './limits.js';
+import {
+  buildManifest,
+  fileEntryName,
+  MANIFEST_NAME,
+  nameProblem,
+  nativePathProblem,
+  profileProblem,
+  serializeManifest,
+  type BundleFile,
+  type BundleManifest,
+} from './manifest.js';
+import { END_OF_ARCHIVE, fileHeader, padding } from './tar.js';
+
+export interface BundleInput {
+  harness: HarnessName;
+  profile: string;
+  sessionId: string;
+  capturedAtUnixMs: number;
+  cwd?: string;
+  repository?: { root: string; remote?: string };
+  title?: string;
+  summary?: string;
+  /** Absolute session root: every SessionFile.path must lie inside it (realpath), native paths are relative to it. */
+  root?: string;
+  files: SessionFile[];
+}
+
+export interface BundleResult {
+  manifest: BundleManifest;
+  /** Bytes of the bundle file. */
+  size: number;
+  /** SHA-256 of the bundle file, hex. */
+  sha256: string;
+}
+
+export interface WriteBundleOptions {
+  /** When given, the files' roles are checked against the profile before anything is read. */
+  profiles?: ProfileSet;
+  /** Tighter caps (tests, constrained spools). */
+  limits?: Partial<Limits>;
+}
+
+const READ_CHUNK = 256 * 1024;
+const OUTPUT_CHUNK = 64 * 1024;
+const HINT = 'The session cannot be bundled as it is; the message names the file and the reason.';
+
+function refuse(what: string): BlueError {
+  return new BlueError('ARTIFACT_INVALID', what, { hint: HINT });
+}
+
+interface Planned {
+  file: SessionFile;
+  entry: string;
+  label: string;
+  size: number;
+  source: { kind: 'path'; path: string; stat: Stats } | { kind: 'content'; bytes: Buffer };
+}
+
+/**
+ * Writes the bundle for `input` to `outFile` (atomically: a private temporary file beside it, renamed into place), and
+ * returns its manifest, size and SHA-256. Throws ARTIFACT_INVALID naming the file and the reason for anything that
+ * must not be captured; nothing is left behind on failure.
+ */
+export async function writeBundle(input: BundleInput, outFile: string, options: WriteBundleOptions = {}): Promise<BundleResult> {
+  const limits = limitsWith(options.limits);
+  const planned = await plan(input, limits);
+  const provisional = describe(input, planned.map((p) => ({ p, sha256: '0'.repeat(64) })));
+  if (options.profiles !== undefined) {
+    const problem = profileProblem(provisional, options.profiles, (i) => planned[i]!.label);
+    if (problem !== undefined) throw refuse(problem);
+  }
+
+  const dir = path.dirname(path.resolve(outFile));
+  const temp = path.join(dir, `.${path.basename(outFile)}.${randomBytes(6).toString('hex')}.partial`);
+  let out: FileHandle | undefined = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  try {
+    const handle = out;
+    const bundleHash = createHash('sha256');
+    let compressed = 0;
+    const write = async (chunk: Buffer): Promise<void> => {
+      compressed += chunk.length;
+      if (compressed > limits.bundleBytes) throw refuse(`the bundle would be larger than ${formatBytes(limits.bundleBytes)}, the cap`);
+      bundleHash.update(chunk);
+      let offset = 0;
+      while (offset < chunk.length) offset += (await handle.write(chunk, offset, chunk.length - offset)).bytesWritten;
+    };
+
+    const deflate = zlib.createDeflateRaw({ level: 6, chunkSize: OUTPUT_CHUNK });
+    let failure: unknown;
+    let abort: (error: unknown) => void = () => undefined;
+    // Settles every pending wait once anything fails: a destroyed stream may never call back a write it holds.
+    const aborted = new Promise<never>((_, reject) => {
+      abort = reject;
+    });
+    aborted.catch(() => undefined);
+    const fail = (error: unknown): void => {
+      failure ??= error;
+      abort(error);
+      deflate.destroy();
+    };
+    const drained = (async () => {
+      await write(GZIP_HEADER);
+      for await (const chunk of deflate) await write(chunk as Buffer);
+    })().catch(fail);
+
+    let crc = 0;
+    let uncompressed = 0;
+    /** Hands a chunk to deflate; resolves once zlib has consumed it, after which the buffer may be reused. */
+    const feed = (chunk: Buffer): Promise<void> => {
+      crc = zlib.crc32(chunk, crc);
+      uncompressed += chunk.length;
+      // The same bomb guard a reader applies, so that every bundle written can be read.
+      if (uncompressed > limits.tarBytes) return Promise.reject(refuse(`the bundle would decompress to more than ${formatBytes(limits.tarBytes)}`));
+      if (uncompressed > limits.ratioFloorBytes && uncompressed > limits.maxRatio * compressed) {
+        return Promise.reject(
+          refuse(`the session's files compress more than ${limits.maxRatio}:1, which a restore refuses as a possible decompression bomb`),
+        );
+      }
+      return Promise.race([new Promise<void>((resolve, reject) => deflate.write(chunk, (error) => (error ? reject(error) : resolve()))), aborted]);
+    };
+
+    let manifest: BundleManifest | undefined;
+    try {
+      manifest = await produceTar(input, planned, limits, feed);
+      deflate.end();
+    } catch (error) {
+      fail(error);
+    }
+    await drained;
+    if (failure !== undefined) throw failure;
+    await write(gzipTrailer(crc, uncompressed));
+    await handle.sync();
+    await handle.close();
+    out = undefined;
+    await rename(temp, outFile);
+    await fsyncDir(dir);
+    return { manifest: manifest!, size: compressed, sha256: bundleHash.digest('hex') };
+  } catch (error) {
+    await out?.close().catch(() => undefined);
+    await unlink(temp).catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Feeds the whole tar to `feed`: each file read in chunks into two alternating buffers (one is read and hashed while
+ * zlib consumes the other), then the manifest and the end-of-archive marker. Returns the manifest.
+ */
+async function produceTar(input: BundleInput, planned: Planned[], limits: Limits, feed: (chunk: Buffer) => Promise<void>): Promise<BundleManifest> {
+  const ring = [Buffer.allocUnsafe(READ_CHUNK), Buffer.allocUnsafe(READ_CHUNK)];
+  const inFlight: Promise<void>[] = [Promise.resolve(), Promise.resolve()];
+  let slot = 0;
+  const send = (chunk: Buffer, into: number): void => {
+    const sent = feed(chunk);
+    // Awaited before the slot is reused; a failure is raised there, not as an unhandled rejection.
+    sent.catch(() => undefined);
+    inFlight[into] = sent;
+  };
+  const settle = async (): Promise<void> => {
+    await Promise.all(inFlight);
+  };
+
+  const digests: string[] = [];
+  let total = 0;
+  for (const p of planned) {
+    const hash = createHash('sha256');
+    if (p.source.kind === 'content') {
+      hash.update(p.source.bytes);
+      await feed(fileHeader(p.entry, p.size));
+      if (p.size > 0) await feed(p.source.bytes);
+    } else {
+      const handle = await openSessionFile(p, p.source.path, p.source.stat, limits);
+      try {
+        // The size stat'ed at open is the size recorded: a file still being appended to is cut there.
+        p.size = (await handle.stat()).size;
+        if (p.size > limits.fileBytes) throw refuse(`${p.label}: is ${p.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`);
+        await feed(fileHeader(p.entry, p.size));
+        let position = 0;
+        while (position < p.size) {
+          await inFlight[slot];
+          const buffer = ring[slot]!;
+          const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, p.size - position), position);
+          if (bytesRead === 0) throw refuse(`${p.label}: shrank while being read (${position} of ${p.size} bytes)`);
+          const chunk = buffer.subarray(0, bytesRead);
+          hash.update(chunk);
+          position += bytesRead;
+          send(chunk, slot);
+          slot ^= 1;
+        }
+        await settle();
+      } finally {
+        await settle().catch(() => undefined);
+        await handle.close();
+      }
+    }
+    total += p.size;
+    if (total > limits.contentBytes) {
+      throw refuse(`the session's files add up to more than ${formatBytes(limits.contentBytes)}, the cap for one bundle (at ${p.label})`);
+    }
+    if (p.size % 512 !== 0) await feed(padding(p.size));
+    digests.push(hash.digest('hex'));
+  }
+  const manifest = describe(
+    input,
+    planned.map((p, i) => ({ p, sha256: digests[i]! })),
+  );
+  const bytes = serializeManifest(manifest);
+  if (bytes.length > limits.manifestBytes) throw refuse(`the bundle manifest would be ${bytes.length} bytes, over the ${formatBytes(limits.manifestBytes)} cap`);
+  await feed(Buffer.concat([fileHeader(MANIFEST_NAME, bytes.length), bytes, padding(bytes.length), END_OF_ARCHIVE]));
+  return manifest;
+}
+
+/** Every check that needs no file content: names, native paths, sources, sizes. Nothing is read yet. */
+async function plan(input: BundleInput, limits: Limits): Promise<Planned[]> {
+  const files = input.files;
+  if (files.length === 0) throw refuse(`session ${input.sessionId} has no files to bundle`);
+  if (files.length > limits.files) throw refuse(`session ${input.sessionId} has ${files.length} files, over the cap of ${limits.files}`);
+  let realRoot: string | undefined;
+  if (input.root !== undefined) {
+    if (!path.isAbsolute(input.root)) throw refuse(`the session root ${JSON.stringify(input.root)} is not an absolute path`);
+    try {
+      realRoot = await realpath(input.root);
+    } catch (error) {
+      throw refuse(`the session root ${input.root} cannot be resolved: ${(error as Error).message}`);
+    }
+  }
+  const names = new Set<string>();
+  const natives = new Map<string, string>();
+  const planned: Planned[] = [];
+  let total = 0;
+  for (const [index, file] of files.entries()) {
+    const label = `session file ${JSON.stringify(file.name)}${file.path === undefined ? '' : ` (${file.path})`}`;
+    const problem = nameProblem(file.name);
+    if (problem !== undefined) throw refuse(`${label}: its bundle name ${problem}`);
+    if (names.has(file.name)) throw refuse(`${label}: the bundle name is used twice`);
+    names.add(file.name);
+    if (file.nativePath !== undefined) {
+      const pathProblem = nativePathProblem(file.nativePath);
+      if (pathProblem !== undefined) throw refuse(`${label}: native path ${JSON.stringify(file.nativePath)} ${pathProblem}`);
+      const other = natives.get(file.nativePath);
+      if (other !== undefined) throw refuse(`${label}: native path ${file.nativePath} is also the native path of ${JSON.stringify(other)}`);
+      natives.set(file.nativePath, file.name);
+    }
+    const entry = fileEntryName(index, file.name);
+    let item: Planned;
+    if (file.content !== undefined) {
+      if (file.path !== undefined) throw refuse(`${label}: has both a path and content`);
+      const bytes = Buffer.from(file.content.buffer, file.content.byteOffset, file.content.byteLength);
+      item = { file, entry, label, size: bytes.length, source: { kind: 'content', bytes } };
+    } else if (file.path !== undefined) {
+      if (realRoot === undefined) throw refuse(`${label}: a file on disk needs a session root to lie inside, and the session has none`);
+      const stat = await inspectSessionFile(label, file, realRoot);
+      item = { file, entry, label, size: stat.size, source: { kind: 'path', path: file.path, stat } };
+    } else {
+      throw refuse(`${label}: has neither a path nor content`);
+    }
+    if (item.size > limits.fileBytes) throw refuse(`${label}: is ${item.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`);
+    total += item.size;
+    if (total > limits.contentBytes) {
+      throw refuse(`the session's files add up to more than ${formatBytes(limits.contentBytes)}, the cap for one bundle (at ${label})`);
+    }
+    planned.push(item);
+  }
+  return planned;
+}
+
+const KIND_OF = (stat: Stats): string =>
+  stat.isDirectory()
+    ? 'a directory'
+    : stat.isFIFO()
+      ? 'a FIFO'
+      : stat.isSocket()
+        ? 'a socket'
+        : stat.isCharacterDevice() || stat.isBlockDevice()
+          ? 'a device'
+          : 'not a regular file';
+
+async function inspectSessionFile(label: string, file: SessionFile, realRoot: string): Promise<Stats> {
+  const where = file.path!;
+  if (!path.isAbsolute(where)) throw refuse(`${label}: the path is not absolute`);
+  let stat: Stats;
+  try {
+    stat = await lstat(where);
+  } catch (error) {
+    throw refuse(`${label}: cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  if (stat.isSymbolicLink()) throw refuse(`${label}: is a symbolic link; only regular files are captured`);
+  if (!stat.isFile()) throw refuse(`${label}: is ${KIND_OF(stat)}; only regular files are captured`);
+  const real = await realpath(where);
+  const relative = path.relative(realRoot, real);
+  if (relative === '' || relative === '..' || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative)) {
+    throw refuse(`${label}: lies outside the session root ${realRoot} (it resolves to ${real})`);
+  }
+  if (file.nativePath !== undefined) {
+    const native = relative.split(path.sep).join('/');
+    if (native !== file.nativePath) throw refuse(`${label}: its native path ${file.nativePath} is not where it lies in the session root (${native})`);
+  }
+  return stat;
+}
+
+/** Opens without following a link and checks it is still the file inspected. */
+async function openSessionFile(p: Planned, where: string, inspected: Stats, limits: Limits): Promise<FileHandle> {
+  let handle: FileHandle;
+  try {
+    // O_NONBLOCK: a FIFO swapped in after the check must not block the open.
+    handle = await open(where, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw refuse(`${p.label}: is a symbolic link; only regular files are captured`);
+    throw refuse(`${p.label}: cannot be read: ${code ?? (error as Error).message}`);
+  }
+  const stat = await handle.stat();
+  if (!stat.isFile() || stat.dev !== inspected.dev || stat.ino !== inspected.ino) {
+    await handle.close();
+    throw refuse(`${p.label}: was replaced while the bundle was being written`);
+  }
+  if (stat.size > limits.fileBytes) {
+    await handle.close();
+    throw refuse(`${p.label}: is ${stat.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`);
+  }
+  return handle;
+}
+
+function describe(input: BundleInput, files: { p: Planned; sha256: string }[]): BundleManifest {
+  const entries: BundleFile[] = files.map(({ p, sha256 }) => ({
+    role: p.file.role,
+    path: p.entry,
+    ...(p.file.nativePath === undefined ? {} : { native_path: p.file.nativePath }),
+    size: p.size,
+    sha256,
+  }));
+  const manifest = buildManifest(
+    {
+      harness: input.harness,
+      profile: input.profile,
+      sessionId: input.sessionId,
+      capturedAtUnixMs: input.capturedAtUnixMs,
+      cwd: input.cwd,
+      repository: input.repository,
+      title: input.title,
+      summary: input.summary,
+    },
+    entries,
+  );
+  checkManifest(manifest, input.sessionId);
+  return manifest;
+}
+
+/** Schema validation, reported as a capture problem rather than a damaged bundle. */
+function checkManifest(manifest: BundleManifest, sessionId: string): void {
+  try {
+    validateDocument(bundleManifestSchema, manifest, `the manifest of session ${JSON.stringify(sessionId)}`);
+  } catch (error) {
+    if (error instanceof BlueError) throw refuse(error.message);
+    throw error;
+  }
+}

@@ -1,0 +1,260 @@
+/**
+ * Reading a bundle in one streamed pass: the file is read in chunks and hashed, the deflate stream inside the gzip
+ * frame is inflated, and the tar is parsed as it comes out. Every structural rule is applied the moment its entry is
+ * seen, and reading stops at the first violation. Only the manifest (bounded) is ever held whole.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { constants } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+import zlib from 'node:zlib';
+import { BlueError } from '../errors.js';
+import { GZIP_HEADER_MAX, GZIP_TRAILER_BYTES, parseGzipHeader } from './gzip.js';
+import { formatBytes, type Limits } from './limits.js';
+import { FILE_ENTRY_PATTERN, MANIFEST_NAME } from './manifest.js';
+import { TarReader, type TarEntry, type Violation } from './tar.js';
+
+const READ_CHUNK = 256 * 1024;
+const INFLATE_CHUNK = 64 * 1024;
+export const BUNDLE_HINT = 'The bundle is damaged or was not made by blue-agent: do not restore it. Download or capture it again.';
+
+export function violation(file: string): Violation {
+  return (what: string) => new BlueError('BUNDLE_INVALID', `${file}: ${what}`, { file, hint: BUNDLE_HINT });
+}
+
+export interface ScannedFile {
+  name: string;
+  size: number;
+  sha256: string;
+}
+
+export interface ScanResult {
+  /** Bytes of the bundle file. */
+  size: number;
+  /** SHA-256 of the bundle file; empty when reading stopped at the manifest. */
+  sha256: string;
+  /** The files/ entries, in archive order. */
+  files: Map<string, ScannedFile>;
+  manifest: Buffer | undefined;
+}
+
+/** Receives each files/ entry's bytes as they are read, for extraction. */
+export interface EntrySink {
+  open(name: string, size: number): Promise<void>;
+  write(chunk: Buffer): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ScanOptions {
+  limits: Limits;
+  sink?: EntrySink;
+  /** Stop as soon as manifest.json has been read, without hashing file data (inspect). */
+  manifestOnly?: boolean;
+}
+
+class Stop extends Error {}
+
+/** Opens a bundle for reading; a FIFO or a device is refused, not waited on. */
+export async function openBundle(file: string): Promise<FileHandle> {
+  let handle: FileHandle;
+  try {
+    handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new BlueError('BUNDLE_INVALID', `${file}: cannot be read (${code ?? (error as Error).message})`, {
+      file,
+      hint: code === 'ENOENT' ? 'Check the path of the bundle.' : BUNDLE_HINT,
+    });
+  }
+  const stat = await handle.stat();
+  if (!stat.isFile()) {
+    await handle.close();
+    throw violation(file)('is not a regular file');
+  }
+  return handle;
+}
+
+export async function scanBundle(handle: FileHandle, file: string, options: ScanOptions): Promise<ScanResult> {
+  const { limits, sink } = options;
+  const fail = violation(file);
+  const size = (await handle.stat()).size;
+  if (size > limits.bundleBytes) throw fail(`is ${size} bytes, over the ${formatBytes(limits.bundleBytes)} cap for a bundle`);
+
+  const head = Buffer.alloc(Math.min(size, GZIP_HEADER_MAX));
+  await readFully(handle, head, 0);
+  const start = parseGzipHeader(head, fail);
+  const end = size - GZIP_TRAILER_BYTES;
+  if (end <= start) throw fail('is truncated: no compressed data after the gzip header');
+
+  const bundleHash = createHash('sha256');
+  const trailer = Buffer.alloc(GZIP_TRAILER_BYTES);
+
+  const files = new Map<string, ScannedFile>();
+  let manifestChunks: Buffer[] | undefined;
+  let manifest: Buffer | undefined;
+  let sawFilesDir = false;
+  let contentTotal = 0;
+  let current: { kind: 'file'; name: string; size: number; hash: Hash | undefined } | { kind: 'manifest' } | { kind: 'none' } = { kind: 'none' };
+
+  const tar = new TarReader(
+    {
+      entry: async (entry: TarEntry) => {
+        const shown = JSON.stringify(entry.name);
+        if (entry.type === 'directory') {
+          if (entry.name !== 'files/' && entry.name !== 'files') {
+            throw fail(`has the directory entry ${shown}; a bundle holds only manifest.json and files/NNNN-<name>`);
+          }
+          if (sawFilesDir) throw fail('has the directory entry "files/" twice');
+          sawFilesDir = true;
+          current = { kind: 'none' };
+          return;
+        }
+        if (entry.name === MANIFEST_NAME) {
+          if (manifest !== undefined || manifestChunks !== undefined) throw fail('has manifest.json twice');
+          if (entry.size > limits.manifestBytes) {
+            throw fail(`has a manifest.json of ${entry.size} bytes, over the ${formatBytes(limits.manifestBytes)} cap`);
+          }
+          manifestChunks = [];
+          current = { kind: 'manifest' };
+          return;
+        }
+        if (!FILE_ENTRY_PATTERN.test(entry.name)) {
+          throw fail(`has the unexpected entry ${shown}; a bundle holds only manifest.json and files/NNNN-<name>`);
+        }
+        if (files.has(entry.name)) throw fail(`has the entry ${shown} twice`);
+        if (files.size >= limits.files) throw fail(`has more than ${limits.files} files`);
+        if (entry.size > limits.fileBytes) {
+          throw fail(`has the entry ${shown} of ${entry.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`);
+        }
+        contentTotal += entry.size;
+        if (contentTotal > limits.contentBytes) throw fail(`holds files adding up to more than ${formatBytes(limits.contentBytes)}, the cap`);
+        current = { kind: 'file', name: entry.name, size: entry.size, hash: options.manifestOnly === true ? undefined : createHash('sha256') };
+        // Recorded at once so that a duplicate is caught even before this entry's data ends.
+        files.set(entry.name, { name: entry.name, size: entry.size, sha256: '' });
+        await sink?.open(entry.name, entry.size);
+      },
+      data: async (chunk: Buffer) => {
+        if (current.kind === 'manifest') manifestChunks!.push(Buffer.from(chunk));
+        else if (current.kind === 'file') {
+          current.hash?.update(chunk);
+          await sink?.write(chunk);
+        }
+      },
+      entryEnd: async () => {
+        if (current.kind === 'manifest') {
+          manifest = Buffer.concat(manifestChunks!);
+          manifestChunks = undefined;
+          if (options.manifestOnly === true) throw new Stop();
+        } else if (current.kind === 'file') {
+          files.set(current.name, { name: current.name, size: current.size, sha256: current.hash?.digest('hex') ?? '' });
+          await sink?.close();
+        }
+        current = { kind: 'none' };
+      },
+    },
+    limits,
+    fail,
+  );
+
+  const inflater = zlib.createInflateRaw({ chunkSize: INFLATE_CHUNK });
+  let inflaterEnded = false;
+  inflater.once('end', () => {
+    inflaterEnded = true;
+  });
+  let failure: unknown;
+  const stop = (error: unknown): void => {
+    failure ??= error;
+    inflater.destroy();
+  };
+  let crc = 0;
+  let uncompressed = 0;
+  let consumerDone = false;
+  const consumer = (async () => {
+    for await (const chunk of inflater as AsyncIterable<Buffer>) {
+      uncompressed += chunk.length;
+      if (uncompressed > limits.tarBytes) {
+        throw fail(`decompresses to more than ${formatBytes(limits.tarBytes)}; reading stopped (decompression bomb guard)`);
+      }
+      const consumed = Math.max(inflater.bytesWritten, 1);
+      if (uncompressed > limits.ratioFloorBytes && uncompressed > limits.maxRatio * consumed) {
+        throw fail(
+          `expands more than ${limits.maxRatio}:1 (${formatBytes(uncompressed)} from ${formatBytes(consumed)}); reading stopped (decompression bomb guard)`,
+        );
+      }
+      crc = zlib.crc32(chunk, crc);
+      await tar.push(chunk);
+    }
+  })()
+    .catch(stop)
+    .finally(() => {
+      consumerDone = true;
+    });
+
+  // Two read buffers alternate: one is filled and hashed while zlib consumes the other, and neither is reused before
+  // zlib is done with it. Every wait also ends when the consumer does, since an ended inflater takes no more input;
+  // the rest of the file is still read, for its digest and the gzip trailer.
+  try {
+    const ring = [Buffer.allocUnsafe(READ_CHUNK), Buffer.allocUnsafe(READ_CHUNK)];
+    const inFlight: Promise<unknown>[] = [Promise.resolve(), Promise.resolve()];
+    let slot = 0;
+    let position = 0;
+    while (position < size && failure === undefined) {
+      if (!consumerDone) await Promise.race([inFlight[slot], consumer]);
+      if (failure !== undefined) break;
+      const buffer = ring[slot]!;
+      const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, size - position), position);
+      if (bytesRead === 0) throw fail('shrank while being read');
+      const chunk = buffer.subarray(0, bytesRead);
+      bundleHash.update(chunk);
+      if (position + bytesRead > end) {
+        const tail = Math.max(position, end);
+        chunk.copy(trailer, tail - end, tail - position);
+      }
+      const from = Math.max(position, start) - position;
+      const to = Math.min(position + bytesRead, end) - position;
+      if (to > from && !consumerDone) {
+        const written = new Promise<void>((resolve, reject) => inflater.write(chunk.subarray(from, to), (error) => (error ? reject(error) : resolve())));
+        written.catch(() => undefined);
+        inFlight[slot] = written;
+        slot ^= 1;
+      }
+      position += bytesRead;
+    }
+    if (failure === undefined) {
+      await Promise.race([Promise.all(inFlight), consumer]);
+      inflater.end();
+    }
+  } catch (error) {
+    stop(error);
+  }
+  await consumer;
+
+  let stopped = false;
+  if (failure instanceof Stop) stopped = true;
+  else if (failure instanceof BlueError) throw failure;
+  else if (failure !== undefined) {
+    const code = (failure as NodeJS.ErrnoException).code ?? '';
+    if (code === 'Z_BUF_ERROR') throw fail('is truncated: the compressed stream ends early');
+    if (code.startsWith('Z_')) throw fail(`has damaged compressed data (${(failure as Error).message})`);
+    // The deflate stream ended while input remained: Node reports the unread rest in one of several ways.
+    if (inflaterEnded) throw fail('has data after the end of the compressed stream');
+    throw failure;
+  }
+  if (stopped) return { size, sha256: '', files, manifest };
+
+  const consumed = inflater.bytesWritten;
+  if (consumed < end - start) throw fail(`has ${end - start - consumed} bytes of data after the end of the compressed stream`);
+  if (trailer.readUInt32LE(0) !== crc >>> 0 || trailer.readUInt32LE(4) !== uncompressed % 2 ** 32) {
+    throw fail('has a gzip checksum that does not match its content: the compressed data is damaged');
+  }
+  tar.finish();
+  return { size, sha256: bundleHash.digest('hex'), files, manifest };
+}
+
+async function readFully(handle: FileHandle, buffer: Buffer, position: number): Promise<void> {
+  let offset = 0;
+  while (offset < buffer.length) {
+    const { bytesRead } = await handle.read(buffer, offset, buffer.length - offset, position + offset);
+    if (bytesRead === 0) break;
+    offset += bytesRead;
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * `blue-agent drain [--json] [--quiet]`: process the spool now. The capture hook starts it detached with --quiet;
+ * people and schedulers run it to retry what is waiting.
+ */
+import { appendCaptureLog } from '../capture/log.js';
+import { drain, type DrainOptions, type DrainReport } from '../capture/worker.js';
+import type { Context } from '../context.js';
+import { toBlueError } from '../errors.js';
+
+export async function drainCommand(ctx: Context, opts: { json?: boolean; quiet?: boolean }, options: DrainOptions = {}): Promise<number> {
+  let report: DrainReport;
+  try {
+    report = await drain(ctx, options);
+  } catch (error) {
+    // The detached worker has no terminal: what stopped it must be findable in capture.log.
+    const blue = toBlueError(error);
+    await appendCaptureLog(ctx.paths.stateDir, { event: 'failed', code: blue.code, reason: `drain stopped: ${blue.message}` });
+    throw error;
+  }
+  const ok = report.failed.length === 0 && report.retried.length === 0 && report.stopped === undefined;
+  if (opts.json === true) ctx.stdout.write(`${JSON.stringify({ ok, ...report }, null, 2)}\n`);
+  else if (opts.quiet !== true) ctx.stdout.write(renderDrain(report));
+  return ok ? 0 : 1;
+}
+
+export function renderDrain(report: DrainReport): string {
+  const lines: string[] = [];
+  const { released, completed, failed, temps_removed } = report.recovered;
+  if (released.length + completed.length + failed.length + temps_removed > 0) {
+    lines.push(
+      `recovered after a crash: ${released.length} released, ${completed.length} completed, ${failed.length} failed, ${temps_removed} temp files removed`,
+    );
+  }
+  for (const b of report.built) lines.push(`built   ${b.id}  ${b.harness} ${b.session_id}  ${b.size} bytes  sha256 ${b.sha256}`);
+  for (const f of report.failed) lines.push(`failed  ${f.id}  ${f.harness} ${f.session_id}  [${f.code}] ${f.reason}`);
+  for (const r of report.retried) lines.push(`retry   ${r.id}  ${r.harness} ${r.session_id}  [${r.code}] ${r.reason}`);
+  if (report.stopped !== undefined) lines.push(`stopped early: ${report.stopped.reason}`);
+  lines.push(`${report.built.length} built, ${report.failed.length} failed, ${report.retried.length} to retry, ${report.left} waiting`);
+  return `${lines.join('\n')}\n`;
+}

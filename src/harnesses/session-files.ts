@@ -1,0 +1,326 @@
+/**
+ * Finding a session's native files safely, shared by every harness's `collectSession`.
+ *
+ * Everything captured lies inside a session root (the profile's `session.root` under the harness home). The root
+ * itself may be reached through links (a `~/.claude` symlinked to a dotfiles checkout is common): it is resolved once
+ * and what it resolves to is the root. Below it nothing may be a link: every component of every captured path is
+ * checked with lstat, the file must be a regular file, and its real path must be exactly the resolved root plus the
+ * native path. A link inside the root would make the native path (what restore recreates) differ from what was read,
+ * and could point anywhere on the machine.
+ *
+ * Any violation is a BlueError `ARTIFACT_INVALID` naming the file: a session is captured whole or not at all.
+ */
+import { constants } from 'node:fs';
+import { lstat, open, readdir, realpath, stat } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import path from 'node:path';
+import { BlueError } from '../errors.js';
+import type { Interval } from '../schema/index.js';
+import type { ArtifactRole, SessionFile } from './types.js';
+
+/** Blue's caps: one file at most 64 MiB, a bundle at most 2048 files. */
+export const MAX_FILE_BYTES = 64 * 1024 * 1024;
+export const MAX_SESSION_FILES = 2048;
+/** Native paths are at most this long in the manifest. */
+const MAX_NATIVE_PATH = 4096;
+/** Folders nest a few levels in practice (Claude: subagents/...); this only stops pathological trees. */
+const MAX_DEPTH = 32;
+/** Bundle entry names: `files/NNNN-<name>` with the whole path at most 1024 characters. */
+const MAX_NAME = 200;
+
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+export function artifactInvalid(file: string, why: string, hint: string): BlueError {
+  return new BlueError('ARTIFACT_INVALID', `${file}: ${why}`, { file, hint });
+}
+
+const LINK_HINT = 'blue-agent captures only regular files inside the session folder; replace the link with the file itself, or leave this session uncaptured.';
+
+const SESSION_ID = /^[A-Za-z0-9._-]{1,512}$/;
+
+/** The caller validates ids; this repeats the check where an id becomes part of a path. */
+export function assertSessionId(id: string, where: string): void {
+  if (!SESSION_ID.test(id) || /^\.+$/.test(id)) {
+    throw artifactInvalid(where, `session id ${JSON.stringify(id.slice(0, 80))} cannot name a file`, 'Session ids are 1 to 512 characters of [A-Za-z0-9._-], not only dots; check what calls `blue-agent capture`.');
+  }
+}
+
+export interface CheckedFile {
+  /** Absolute path, under the root as configured (not resolved). */
+  abs: string;
+  /** Native path: relative to the root, `/`-separated. */
+  rel: string;
+  size: number;
+}
+
+function code(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException | undefined)?.code;
+}
+
+/** Splits a native path into components, refusing anything that could climb out or be read two ways. */
+export function nativeSegments(rel: string, file: string): string[] {
+  const segments = rel.split('/');
+  if (rel === '' || rel.length > MAX_NATIVE_PATH || segments.some((s) => s === '' || s === '.' || s === '..' || s.includes('\\') || s.includes('\0'))) {
+    throw artifactInvalid(file, 'has a path that cannot be stored as a native path (empty, "..", a backslash or too long)', 'Rename the file, or leave this session uncaptured.');
+  }
+  return segments;
+}
+
+/** A bundle entry name from a native path: `subagents/agent-a1.jsonl` -> `subagents-agent-a1.jsonl`. */
+export function entryName(rel: string): string {
+  let name = rel.replace(/\//g, '-').replace(/[^A-Za-z0-9._-]+/g, '_');
+  if (name.length > MAX_NAME) name = name.slice(name.length - MAX_NAME);
+  return name === '' ? 'file' : name;
+}
+
+export class SessionRoot {
+  private constructor(
+    /** The root as configured (harness home + profile root). */
+    readonly path: string,
+    /** Where it resolves; every captured file's real path lies below it. */
+    readonly real: string,
+  ) {}
+
+  static async open(root: string): Promise<SessionRoot> {
+    if (!path.isAbsolute(root)) {
+      throw artifactInvalid(root, 'the session root is not an absolute path', 'Set the harness home (CLAUDE_CONFIG_DIR, CODEX_HOME, KIMI_SHARE_DIR) to an absolute path.');
+    }
+    const lexical = path.resolve(root);
+    let real: string;
+    try {
+      real = await realpath(lexical);
+    } catch (error) {
+      throw artifactInvalid(lexical, `the session root cannot be read (${code(error) ?? String(error)})`, 'Check that the harness has recorded sessions on this machine and that the folder is readable.');
+    }
+    if (!(await stat(real)).isDirectory()) {
+      throw artifactInvalid(lexical, 'the session root is not a directory', 'Check the harness home; blue-agent reads sessions from this folder.');
+    }
+    return new SessionRoot(lexical, real);
+  }
+
+  abs(rel: string): string {
+    return path.join(this.path, ...rel.split('/'));
+  }
+
+  /** The native path of an absolute path inside the root (as configured or as resolved); undefined outside it. */
+  relativeOf(file: string): string | undefined {
+    const abs = path.resolve(file);
+    for (const base of [this.path, this.real]) {
+      const rel = path.relative(base, abs);
+      if (rel !== '' && !rel.startsWith(`..${path.sep}`) && rel !== '..' && !path.isAbsolute(rel)) return rel.split(path.sep).join('/');
+    }
+    return undefined;
+  }
+
+  /**
+   * lstat of a native path, component by component: a link anywhere below the root is refused, a missing component
+   * gives undefined.
+   */
+  async lstat(rel: string): Promise<Stats | undefined> {
+    const segments = nativeSegments(rel, this.abs(rel));
+    let current = this.path;
+    let info: Stats | undefined;
+    for (const [i, segment] of segments.entries()) {
+      current = path.join(current, segment);
+      try {
+        info = await lstat(current);
+      } catch (error) {
+        if (code(error) === 'ENOENT' || code(error) === 'ENOTDIR') return undefined;
+        throw artifactInvalid(current, `cannot be read (${code(error) ?? String(error)})`, 'Check the permissions of the session folder.');
+      }
+      if (info.isSymbolicLink()) throw artifactInvalid(current, 'is a symbolic link', LINK_HINT);
+      if (i < segments.length - 1 && !info.isDirectory()) return undefined;
+    }
+    return info;
+  }
+
+  /** True for a real directory at `rel`, false when nothing is there; anything else is refused. */
+  async isDirectory(rel: string): Promise<boolean> {
+    const info = await this.lstat(rel);
+    if (info === undefined) return false;
+    if (!info.isDirectory()) throw artifactInvalid(this.abs(rel), 'is not a directory', 'The harness keeps a folder here; move the file away, or leave this session uncaptured.');
+    return true;
+  }
+
+  /** Checks one file for capture: regular, not a link, readable, at most 64 MiB, really inside the root. */
+  async file(rel: string): Promise<CheckedFile> {
+    const abs = this.abs(rel);
+    const info = await this.lstat(rel);
+    if (info === undefined) throw artifactInvalid(abs, 'does not exist', 'The harness has not written this file; check the session id and that the session was saved.');
+    return this.checkRegular(rel, abs, info);
+  }
+
+  private async checkRegular(rel: string, abs: string, info: Stats): Promise<CheckedFile> {
+    if (!info.isFile()) throw artifactInvalid(abs, `is not a regular file (${kindOf(info)})`, LINK_HINT);
+    if (info.size > MAX_FILE_BYTES) {
+      throw artifactInvalid(abs, `is ${info.size} bytes, over the ${MAX_FILE_BYTES}-byte (64 MiB) limit for one file`, 'Blue bundles hold files of at most 64 MiB; this session cannot be captured whole.');
+    }
+    let handle;
+    try {
+      handle = await open(abs, READ_FLAGS);
+    } catch (error) {
+      throw artifactInvalid(abs, `cannot be opened for reading (${code(error) ?? String(error)})`, 'Check the permissions of the session files.');
+    }
+    try {
+      const opened = await handle.stat();
+      if (!opened.isFile() || opened.ino !== info.ino || opened.dev !== info.dev) {
+        throw artifactInvalid(abs, 'changed while it was being checked', 'Capture the session again once the harness has finished writing it.');
+      }
+    } finally {
+      await handle.close();
+    }
+    const real = await realpath(abs);
+    if (real !== path.join(this.real, ...rel.split('/'))) {
+      throw artifactInvalid(abs, `resolves to ${real}, outside the session root ${this.real}`, LINK_HINT);
+    }
+    return { abs, rel, size: info.size };
+  }
+
+  /**
+   * Every regular file below the directory `rel` (depth first, names sorted). A link, FIFO, socket or device
+   * anywhere in the tree is refused, and so is a tree with more than `limit` files.
+   */
+  async walk(rel: string, options: { limit: number; skip?: (relInside: string) => boolean }): Promise<CheckedFile[]> {
+    const found: CheckedFile[] = [];
+    const visit = async (dirRel: string, inside: string, depth: number): Promise<void> => {
+      const dirAbs = this.abs(dirRel);
+      if (depth > MAX_DEPTH) throw artifactInvalid(dirAbs, `nests more than ${MAX_DEPTH} folders deep`, 'This does not look like a harness session folder; leave it uncaptured.');
+      let entries;
+      try {
+        entries = await readdir(dirAbs, { withFileTypes: true });
+      } catch (error) {
+        throw artifactInvalid(dirAbs, `cannot be listed (${code(error) ?? String(error)})`, 'Check the permissions of the session folder.');
+      }
+      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      for (const entry of entries) {
+        const childRel = `${dirRel}/${entry.name}`;
+        const childInside = inside === '' ? entry.name : `${inside}/${entry.name}`;
+        if (options.skip?.(childInside) === true) continue;
+        const childAbs = this.abs(childRel);
+        nativeSegments(childRel, childAbs);
+        const info = await lstat(childAbs);
+        if (info.isSymbolicLink()) throw artifactInvalid(childAbs, 'is a symbolic link', LINK_HINT);
+        if (info.isDirectory()) {
+          await visit(childRel, childInside, depth + 1);
+          continue;
+        }
+        if (found.length >= options.limit) {
+          throw artifactInvalid(this.abs(rel), `holds more than ${options.limit} files`, `Blue bundles hold at most ${MAX_SESSION_FILES} files; this session cannot be captured whole.`);
+        }
+        found.push(await this.checkRegular(childRel, childAbs, info));
+      }
+    };
+    if (!(await this.isDirectory(rel))) return found;
+    await visit(rel, '', 0);
+    return found;
+  }
+}
+
+function kindOf(info: Stats): string {
+  if (info.isDirectory()) return 'a directory';
+  if (info.isFIFO()) return 'a FIFO';
+  if (info.isSocket()) return 'a socket';
+  if (info.isCharacterDevice() || info.isBlockDevice()) return 'a device';
+  if (info.isSymbolicLink()) return 'a symbolic link';
+  return 'not a regular file';
+}
+
+/** The session root of `interval` under the harness home; PROFILE_INVALID when the profile names none or an unsafe one. */
+export function sessionRootOf(home: string, interval: Interval): string {
+  const root = interval.session?.root;
+  if (root === undefined) {
+    throw new BlueError('PROFILE_INVALID', `profile ${interval.profile} names no session root`, {
+      hint: 'Add session.root to this interval of the harness profile.',
+    });
+  }
+  const normal = path.normalize(root);
+  if (path.isAbsolute(normal) || normal === '..' || normal.startsWith(`..${path.sep}`)) {
+    throw new BlueError('PROFILE_INVALID', `profile ${interval.profile} names a session root outside the harness home: ${root}`, {
+      hint: 'session.root must be a path relative to the harness home, such as projects or sessions.',
+    });
+  }
+  return path.join(home, normal);
+}
+
+/** A captured file with its native place. */
+export function fileOf(role: ArtifactRole, name: string, checked: CheckedFile): SessionFile {
+  return { role, name, nativePath: checked.rel, path: checked.abs };
+}
+
+/** The files must fit the role counts of the interval and Blue's cap on files per bundle. */
+export function checkRoleCounts(interval: Interval, files: readonly SessionFile[], where: string): void {
+  const roles = interval.session?.roles;
+  if (roles === undefined) {
+    throw new BlueError('PROFILE_INVALID', `profile ${interval.profile} says nothing about which session files it captures`, {
+      hint: 'Add session.roles to this interval of the harness profile.',
+    });
+  }
+  if (files.length > MAX_SESSION_FILES) {
+    throw artifactInvalid(where, `the session has ${files.length} files, over the ${MAX_SESSION_FILES}-file limit`, 'Blue bundles hold at most 2048 files; this session cannot be captured whole.');
+  }
+  for (const file of files) {
+    if (!roles.some((r) => r.role === file.role)) {
+      throw artifactInvalid(where, `profile ${interval.profile} does not capture ${file.role} files`, 'Use a blue-agent version whose profile matches this harness version.');
+    }
+  }
+  for (const { role, min, max } of roles) {
+    const count = files.filter((f) => f.role === role).length;
+    if (count < min) throw artifactInvalid(where, `the session has ${count} ${role} file(s); profile ${interval.profile} needs at least ${min}`, 'The harness did not write every file this profile expects; check that the session was saved.');
+    if (count > max) throw artifactInvalid(where, `the session has ${count} ${role} files; profile ${interval.profile} allows at most ${max}`, 'This session is larger than Blue bundles allow; it cannot be captured whole.');
+  }
+}
+
+/** Up to `maxBytes` from the start of a checked file (never through a link). */
+export async function readHead(abs: string, maxBytes: number): Promise<Buffer> {
+  const handle = await open(abs, READ_FLAGS);
+  try {
+    const buffer = Buffer.alloc(maxBytes);
+    let filled = 0;
+    while (filled < maxBytes) {
+      const { bytesRead } = await handle.read(buffer, filled, maxBytes - filled, filled);
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+    return buffer.subarray(0, filled);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Up to `maxBytes` from the end of a checked file, starting at a line boundary (the partial first line dropped). */
+export async function readTail(abs: string, maxBytes: number): Promise<Buffer> {
+  const handle = await open(abs, READ_FLAGS);
+  try {
+    const { size } = await handle.stat();
+    const start = Math.max(0, size - maxBytes);
+    const buffer = Buffer.alloc(size - start);
+    let filled = 0;
+    while (filled < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, start + filled);
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+    const tail = buffer.subarray(0, filled);
+    if (start === 0) return tail;
+    const newline = tail.indexOf(0x0a);
+    return newline < 0 ? Buffer.alloc(0) : tail.subarray(newline + 1);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Text of a metadata file the harness keeps outside the captured files (an index): read only when regular and small. */
+export async function readSmallRegularFile(abs: string, maxBytes: number): Promise<Buffer | undefined> {
+  let info: Stats;
+  try {
+    info = await lstat(abs);
+  } catch {
+    return undefined;
+  }
+  if (!info.isFile() || info.size > maxBytes) return undefined;
+  try {
+    return await readHead(abs, maxBytes);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,812 @@
+/**
+ * The spool: captured sessions on their way from the capture hook to the Control API, kept in the private state
+ * directory so that a crash, a full disk or a reboot at any moment loses nothing and builds nothing twice.
+ *
+ * Layout under `<stateDir>/spool` (folders 0700, files 0600):
+ *
+ *   intake/<id>.json               a capture the hook accepted, waiting for a worker
+ *   building/<id>.<pid>.json       the same record, claimed by the worker with that pid
+ *   ready/<id>.json                bundle built: bundles/<id>.bundle holds it
+ *   failed/<id>.json               given up, with the reason and the attempts
+ *   bundles/<id>.bundle            the bundle of a ready record
+ *   tmp/<id>.<pid>.<kind>.<r>.tmp  every file is written here first, fsynced, then renamed into place
+ *
+ * The one invariant everything rests on: a record is exactly one file in exactly one state folder. It changes state
+ * only by a rename of that file (claim, release, commit, fail), and its content only by its claim holder renaming a
+ * fsynced temp file over its own claim. A crash at any point therefore leaves the record in its old state or its new
+ * one, never in two; a half-written file can only ever be a temp file, which is removed once its writer is dead.
+ *
+ * A claim belongs to a live process: one whose pid still runs and which refreshes the claim's mtime (a heartbeat,
+ * so a reused pid cannot hold a record forever). Recovery takes a dead claim over by renaming it to its own pid (so
+ * two recoverers never both act), then finishes the commit when the claim already names its fsynced bundle, or else
+ * removes what the dead worker left and releases the record back to where it was claimed from.
+ *
+ * Later stages claim records the same way: uploads will claim `ready` records into `uploading/` (one more entry in
+ * CLAIMS) and commit them onwards, with recovery releasing dead upload claims back to `ready`.
+ */
+import { constants, readFileSync } from 'node:fs';
+import { link, lstat, mkdir, open, readdir, readFile, rename, stat, unlink, utimes, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { BlueError } from '../errors.js';
+import type { HookPayload } from '../harnesses/types.js';
+
+export const RECORD_FORMAT = 'blue-agent-spool-record-v1';
+
+/** States a record can be listed in. */
+export type RecordState = 'intake' | 'building' | 'ready' | 'failed';
+/** States a record can be claimed from, and the folder its claim lives in while it is held. */
+const CLAIMS = { intake: 'building' } as const satisfies Partial<Record<RecordState, RecordState>>;
+export type ClaimableState = keyof typeof CLAIMS;
+/** Folders that hold records, in lifecycle order. */
+const RECORD_DIRS: readonly RecordState[] = ['intake', 'building', 'ready', 'failed'];
+const ALL_DIRS = [...RECORD_DIRS, 'bundles', 'tmp'] as const;
+
+/** Transient build failures before a record is failed for good. */
+export const MAX_ATTEMPTS = 5;
+/** Wait before the next build after the 1st, 2nd, 3rd, 4th... transient failure. */
+export const RETRY_DELAYS_MS: readonly number[] = [30_000, 120_000, 600_000, 1_800_000];
+/** Builds cut short by a crash (the worker was killed) before a record is failed for good: a record that kills the worker every time must not loop. */
+export const MAX_INTERRUPTIONS = 10;
+/** A claim's holder refreshes its mtime this often... */
+const HEARTBEAT_MS = 30_000;
+/** ...and a claim not refreshed for this long is dead even if its pid runs (the pid was reused). */
+const CLAIM_STALE_MS = 10 * 60_000;
+/** A temp file whose writer still seems to run is removed anyway after this long. */
+const TEMP_STALE_MS = 24 * 60 * 60_000;
+
+const ID = '[0-9a-z]{9}-[0-9a-f]{10}';
+const RECORD_NAME = new RegExp(`^(${ID})\\.json$`);
+const CLAIM_NAME = new RegExp(`^(${ID})\\.(\\d{1,10})\\.json$`);
+const TEMP_NAME = new RegExp(`^(${ID})\\.(\\d{1,10})\\.([a-z]+)\\.[0-9a-f]+\\.tmp$`);
+
+export interface RecordError {
+  code: string;
+  message: string;
+  at_unix_ms: number;
+}
+
+export interface SpoolRecord {
+  format: typeof RECORD_FORMAT;
+  id: string;
+  harness: string;
+  profile: string;
+  /** The validated hook payload: ids and paths only, never free text. */
+  payload: HookPayload;
+  created_at_unix_ms: number;
+  /** Build attempts that ended in a transient error. */
+  attempts: number;
+  /** Builds cut short because the worker died. */
+  interruptions: number;
+  last_error?: RecordError;
+  /** After a transient failure: not built again before this time. */
+  next_attempt_at_unix_ms?: number;
+  /** Set on commit: the bundle in bundles/<id>.bundle. */
+  bundle?: { size: number; sha256: string; built_at_unix_ms: number };
+  failed_at_unix_ms?: number;
+}
+
+export interface IntakeInput {
+  harness: string;
+  profile: string;
+  payload: HookPayload;
+  createdAtUnixMs: number;
+}
+
+/** Writing file content: the one operation a full disk makes fail. Replaceable so tests can make it fail on demand. */
+export interface SpoolIO {
+  write(handle: FileHandle, data: Uint8Array): Promise<void>;
+}
+
+export interface SpoolOptions {
+  io?: SpoolIO;
+  /** Clock for record times. */
+  now?: () => number;
+}
+
+export interface Claim {
+  readonly id: string;
+  readonly from: ClaimableState;
+  /** Absolute path of the claim file. */
+  readonly file: string;
+  readonly record: SpoolRecord;
+  /** Set when the record could not be read; the only thing to do with it is fail it. */
+  readonly damaged?: string;
+}
+
+export interface RecoveryReport {
+  /** Dead claims put back where they were claimed from. */
+  released: string[];
+  /** Dead claims whose bundle was already committed: moved on to ready. */
+  completed: string[];
+  /** Dead claims failed for good (interrupted too often, or unreadable). */
+  failed: string[];
+}
+
+export interface ListedRecord {
+  id: string;
+  state: RecordState;
+  harness: string;
+  profile: string;
+  session_id: string;
+  /** Bundle size in bytes (ready records). */
+  size: number | null;
+  sha256: string | null;
+  attempts: number;
+  interruptions: number;
+  last_error: string | null;
+  /** A record waiting out a retry delay: when it is due. */
+  next_attempt_at_unix_ms: number | null;
+  created_at_unix_ms: number | null;
+  /** The worker holding a building record, and whether it still runs. */
+  worker_pid?: number;
+  worker_alive?: boolean;
+  /** The record could not be read. */
+  damaged?: string;
+}
+
+const realIO: SpoolIO = { write: (handle, data) => handle.writeFile(data) };
+
+/**
+ * Claims and temp files this process holds, shared by every Spool object in it: a file named with our own pid that is
+ * not in here was left by an earlier process that had the same pid.
+ */
+const heldClaims = new Map<string, NodeJS.Timeout>();
+/** Record ids this process is recovering right now. */
+const recovering = new Set<string>();
+const liveTemps = new Set<string>();
+
+export class Spool {
+  readonly root: string;
+
+  private constructor(
+    readonly stateDir: string,
+    private readonly io: SpoolIO,
+    private readonly now: () => number,
+  ) {
+    this.root = path.join(stateDir, 'spool');
+  }
+
+  /** Opens (creating when missing) the spool of `stateDir`; refuses one that other users could tamper with. */
+  static async open(stateDir: string, options: SpoolOptions = {}): Promise<Spool> {
+    const spool = new Spool(stateDir, options.io ?? realIO, options.now ?? Date.now);
+    await spool.prepare();
+    return spool;
+  }
+
+  private async prepare(): Promise<void> {
+    // Check first and create only what is missing: the hook opens the spool on every capture.
+    if (!(await exists(this.stateDir))) await mkdir(this.stateDir, { recursive: true, mode: 0o700 }).catch(mapFull(this.stateDir));
+    await checkPrivateDir(this.stateDir, 'state directory', true);
+    if (!(await exists(this.root))) await mkdir(this.root, { mode: 0o700 }).catch(ignoreExists(this.root));
+    await checkPrivateDir(this.root, 'spool directory', false);
+    await Promise.all(
+      ALL_DIRS.map(async (sub) => {
+        const dir = path.join(this.root, sub);
+        if (!(await exists(dir))) await mkdir(dir, { mode: 0o700 }).catch(ignoreExists(dir));
+        await checkPrivateDir(dir, 'spool directory', false);
+      }),
+    );
+  }
+
+  /** Throws SPOOL_UNSAFE unless the state dir, the spool and its folders are this user's and closed to others. */
+  async checkSafe(): Promise<void> {
+    await checkPrivateDir(this.stateDir, 'state directory', true);
+    await checkPrivateDir(this.root, 'spool directory', false);
+    await Promise.all(ALL_DIRS.map((sub) => checkPrivateDir(path.join(this.root, sub), 'spool directory', false)));
+  }
+
+  dir(state: RecordState | 'bundles' | 'tmp'): string {
+    return path.join(this.root, state);
+  }
+
+  bundleFile(id: string): string {
+    return path.join(this.root, 'bundles', `${id}.bundle`);
+  }
+
+  /** A fresh temp file name for `id` written by this process. */
+  tempFile(id: string, kind: string): string {
+    const file = path.join(this.root, 'tmp', `${id}.${process.pid}.${kind}.${randomHex(8)}.tmp`);
+    liveTemps.add(file);
+    return file;
+  }
+
+  /**
+   * Writes a new intake record (temp file, fsync, link into intake/, fsync the folder). Linking, unlike renaming,
+   * never replaces an existing record, so even an id collision cannot lose a capture. Throws SPOOL_FULL on a full disk.
+   */
+  async enqueueIntake(input: IntakeInput): Promise<SpoolRecord> {
+    for (let attempt = 0; ; attempt++) {
+      const record: SpoolRecord = {
+        format: RECORD_FORMAT,
+        id: newRecordId(input.createdAtUnixMs),
+        harness: input.harness,
+        profile: input.profile,
+        payload: input.payload,
+        created_at_unix_ms: input.createdAtUnixMs,
+        attempts: 0,
+        interruptions: 0,
+      };
+      try {
+        await this.writeRecord(path.join(this.dir('intake'), `${record.id}.json`), record, 'link');
+        return record;
+      } catch (error) {
+        if (errno(error) !== 'EEXIST' || attempt >= 3) throw error;
+      }
+    }
+  }
+
+  /**
+   * Claims the oldest record in `from` that is not in `skip` and is due (not waiting out a retry delay); undefined
+   * when there is none.
+   */
+  async claimNext(from: ClaimableState, options: { skip?: ReadonlySet<string> } = {}): Promise<Claim | undefined> {
+    await this.checkSafe();
+    const now = this.now();
+    const ids = (await this.idsIn(from)).filter((id) => options.skip?.has(id) !== true);
+    // Oldest first, but records whose worker died while on them go after the others: a record that kills its worker
+    // must not hold up the rest, and a run of unlucky crashes must not pile up on one record.
+    const deferred: string[] = [];
+    for (const id of ids) {
+      const { dueAt, interrupted } = await this.schedule(from, id);
+      if (dueAt > now) continue;
+      if (interrupted) {
+        deferred.push(id);
+        continue;
+      }
+      const claim = await this.claim(from, id);
+      if (claim !== undefined) return claim;
+    }
+    for (const id of deferred) {
+      const claim = await this.claim(from, id);
+      if (claim !== undefined) return claim;
+    }
+    return undefined;
+  }
+
+  /** When a waiting record may be built again (0: now), and whether a worker died on it before. Unreadable records are due: claiming them fails them. */
+  private async schedule(state: RecordState, id: string): Promise<{ dueAt: number; interrupted: boolean }> {
+    try {
+      const record = JSON.parse(await readFile(path.join(this.dir(state), `${id}.json`), 'utf8')) as Partial<SpoolRecord>;
+      return {
+        dueAt: typeof record.next_attempt_at_unix_ms === 'number' ? record.next_attempt_at_unix_ms : 0,
+        interrupted: typeof record.interruptions === 'number' && record.interruptions > 0,
+      };
+    } catch {
+      return { dueAt: 0, interrupted: false };
+    }
+  }
+
+  /** Claims one record by renaming it into the claim folder; undefined when another process got it first. */
+  async claim(from: ClaimableState, id: string): Promise<Claim | undefined> {
+    const source = path.join(this.dir(from), `${id}.json`);
+    const file = path.join(this.dir(CLAIMS[from]), `${id}.${process.pid}.json`);
+    try {
+      await rename(source, file);
+    } catch (error) {
+      if (errno(error) === 'ENOENT') return undefined;
+      throw error;
+    }
+    await fsyncDir(this.dir(from));
+    await fsyncDir(this.dir(CLAIMS[from]));
+    return this.hold(id, from, file);
+  }
+
+  /**
+   * Commits a built bundle: the fsynced `bundleTemp` becomes bundles/<id>.bundle, the claim is rewritten to name it,
+   * and the claim moves to ready/ — that rename is the commit point.
+   */
+  async commitReady(claim: Claim, bundleTemp: string, bundle: { size: number; sha256: string }): Promise<SpoolRecord> {
+    await this.assertHeld(claim);
+    await syncFile(bundleTemp);
+    const target = this.bundleFile(claim.id);
+    await rename(bundleTemp, target);
+    liveTemps.delete(bundleTemp);
+    await fsyncDir(this.dir('bundles'));
+    const record: SpoolRecord = { ...claim.record, bundle: { ...bundle, built_at_unix_ms: this.now() } };
+    delete record.last_error;
+    await this.rewriteClaim(claim, record);
+    await this.move(claim, 'ready');
+    return record;
+  }
+
+  /**
+   * Puts a claimed record back where it came from, after removing what its build left. With `error` the failure is
+   * recorded, and counted as an attempt unless `countAttempt` is false (a full disk is not the record's fault).
+   */
+  async release(claim: Claim, change: { error?: RecordError; countAttempt?: boolean; interrupted?: boolean } = {}): Promise<SpoolRecord> {
+    await this.removeLeftovers(claim.id);
+    const record: SpoolRecord = { ...claim.record };
+    delete record.bundle;
+    if (change.error !== undefined) record.last_error = change.error;
+    if (change.error !== undefined && change.countAttempt !== false) {
+      record.attempts += 1;
+      record.next_attempt_at_unix_ms = this.now() + RETRY_DELAYS_MS[Math.min(record.attempts, RETRY_DELAYS_MS.length) - 1]!;
+    } else {
+      delete record.next_attempt_at_unix_ms;
+    }
+    if (change.interrupted === true) record.interruptions += 1;
+    if (JSON.stringify(record) !== JSON.stringify(claim.record)) await this.rewriteClaim(claim, record);
+    await this.move(claim, claim.from);
+    return record;
+  }
+
+  /**
+   * Gives a claimed record up for good: failed/<id>.json keeps it with the reason. A record that could not be read is
+   * moved there as it is, so what damaged it can still be looked at.
+   */
+  async fail(claim: Claim, error: RecordError, change: { interrupted?: boolean; countAttempt?: boolean } = {}): Promise<SpoolRecord> {
+    await this.removeLeftovers(claim.id);
+    if (claim.damaged !== undefined) {
+      await this.move(claim, 'failed');
+      return claim.record;
+    }
+    const record: SpoolRecord = { ...claim.record, last_error: error, failed_at_unix_ms: this.now() };
+    if (change.interrupted === true) record.interruptions += 1;
+    if (change.countAttempt === true) record.attempts += 1;
+    delete record.bundle;
+    delete record.next_attempt_at_unix_ms;
+    await this.rewriteClaim(claim, record);
+    await this.move(claim, 'failed');
+    return record;
+  }
+
+  /** Recovers every claim whose worker is gone (see the module comment). Safe to run from several processes at once. */
+  async releaseDeadClaims(): Promise<RecoveryReport> {
+    const report: RecoveryReport = { released: [], completed: [], failed: [] };
+    for (const [from, claimDir] of Object.entries(CLAIMS) as [ClaimableState, RecordState][]) {
+      for (const name of await listDir(this.dir(claimDir))) {
+        const match = CLAIM_NAME.exec(name);
+        if (match === null) continue;
+        const [, id, pidText] = match as unknown as [string, string, string];
+        const pid = Number(pidText);
+        const file = path.join(this.dir(claimDir), name);
+        if (heldClaims.has(file) || recovering.has(id)) continue;
+        if (pid !== process.pid && !(await claimIsDead(file, pid, this.now()))) continue;
+        // Reserved before any await: a second recoverer in this process would see our pid in the name and take over.
+        if (recovering.has(id)) continue;
+        recovering.add(id);
+        try {
+          const mine = path.join(this.dir(claimDir), `${id}.${process.pid}.json`);
+          try {
+            await rename(file, mine);
+          } catch (error) {
+            if (errno(error) === 'ENOENT') continue; // another recoverer took it over first
+            throw error;
+          }
+          await fsyncDir(this.dir(claimDir));
+          await this.recoverClaim(await this.hold(id, from, mine), pid, report);
+        } finally {
+          recovering.delete(id);
+        }
+      }
+    }
+    return report;
+  }
+
+  /** Finishes, releases or fails a dead worker's claim that this process has just taken over. */
+  private async recoverClaim(claim: Claim, deadPid: number, report: RecoveryReport): Promise<void> {
+    const { id, from } = claim;
+    await this.removeTempsOf(id, deadPid);
+    if (claim.damaged !== undefined) {
+      await this.fail(claim, { code: 'SPOOL_RECORD_DAMAGED', message: claim.damaged, at_unix_ms: this.now() });
+      report.failed.push(id);
+    } else if (from === 'intake' && (await this.bundleCommitted(claim.record))) {
+      await this.move(claim, 'ready');
+      report.completed.push(id);
+    } else if (claim.record.interruptions + 1 >= MAX_INTERRUPTIONS) {
+      const error = {
+        code: 'CAPTURE_INTERRUPTED',
+        message: `the worker died ${claim.record.interruptions + 1} times while building this capture`,
+        at_unix_ms: this.now(),
+      };
+      await this.fail(claim, error, { interrupted: true });
+      report.failed.push(id);
+    } else {
+      await this.release(claim, { interrupted: true });
+      report.released.push(id);
+    }
+  }
+
+  /** Removes temp files whose writer is gone (or that are too old to be in use). Returns how many. */
+  async removeOrphanTemps(): Promise<number> {
+    let removed = 0;
+    const now = this.now();
+    for (const name of await listDir(this.dir('tmp'))) {
+      const file = path.join(this.dir('tmp'), name);
+      const owner = tempOwner(name);
+      if (liveTemps.has(owner === undefined ? file : path.join(this.dir('tmp'), owner.name))) continue;
+      const info = await lstat(file).catch(() => undefined);
+      if (info === undefined) continue;
+      const old = now - info.mtimeMs > TEMP_STALE_MS;
+      // A name we do not know is left alone until it is old: it may belong to a newer blue-agent.
+      if (old || (owner !== undefined && (owner.pid === process.pid || !processRuns(owner.pid)))) {
+        if (await unlinkIfExists(file)) removed++;
+      }
+    }
+    if (removed > 0) await fsyncDir(this.dir('tmp'));
+    return removed;
+  }
+
+  /** Record ids waiting in `state`, oldest first. */
+  async idsIn(state: 'intake' | 'ready' | 'failed'): Promise<string[]> {
+    const ids: string[] = [];
+    for (const name of await listDir(this.dir(state))) {
+      const match = RECORD_NAME.exec(name);
+      if (match !== null) ids.push(match[1]!);
+    }
+    return ids.sort();
+  }
+
+  /** Every record, in every state, oldest first. */
+  async listRecords(): Promise<ListedRecord[]> {
+    await this.checkSafe();
+    const byId = new Map<string, ListedRecord>();
+    for (const state of RECORD_DIRS) {
+      for (const name of await listDir(this.dir(state))) {
+        const match = (state === 'building' ? CLAIM_NAME : RECORD_NAME).exec(name);
+        if (match === null) continue;
+        const id = match[1]!;
+        const file = path.join(this.dir(state), name);
+        let text: string;
+        try {
+          text = await readFile(file, 'utf8');
+        } catch (error) {
+          if (errno(error) === 'ENOENT') continue; // moved on while listing: it is seen in its next folder
+          throw error;
+        }
+        const parsed = parseRecord(text, id);
+        const record = typeof parsed === 'string' ? undefined : parsed;
+        const listed: ListedRecord = {
+          id,
+          state,
+          harness: record?.harness ?? '?',
+          profile: record?.profile ?? '?',
+          session_id: record?.payload.session_id ?? '?',
+          size: state === 'ready' ? (record?.bundle?.size ?? null) : null,
+          sha256: state === 'ready' ? (record?.bundle?.sha256 ?? null) : null,
+          attempts: record?.attempts ?? 0,
+          interruptions: record?.interruptions ?? 0,
+          last_error: record?.last_error?.message ?? null,
+          next_attempt_at_unix_ms: state === 'intake' ? (record?.next_attempt_at_unix_ms ?? null) : null,
+          created_at_unix_ms: record?.created_at_unix_ms ?? null,
+          ...(typeof parsed === 'string' ? { damaged: parsed } : {}),
+        };
+        if (state === 'building') {
+          listed.worker_pid = Number(match[2]);
+          listed.worker_alive = processRuns(listed.worker_pid);
+        }
+        byId.set(id, listed);
+      }
+    }
+    return [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+
+  // -------------------------------------------------------------------------------------------------------------
+
+  private async hold(id: string, from: ClaimableState, file: string): Promise<Claim> {
+    const timer = setInterval(() => {
+      const now = new Date();
+      utimes(file, now, now).catch(() => undefined);
+    }, HEARTBEAT_MS);
+    timer.unref();
+    heldClaims.set(file, timer);
+    const parsed = parseRecord(await readFile(file, 'utf8'), id);
+    if (typeof parsed === 'string') {
+      return { id, from, file, damaged: parsed, record: damagedRecord(id) };
+    }
+    return { id, from, file, record: parsed };
+  }
+
+  /** True while the claim file is still where this process put it. */
+  async holds(claim: Claim): Promise<boolean> {
+    try {
+      await stat(claim.file);
+      return true;
+    } catch (error) {
+      if (errno(error) !== 'ENOENT') throw error;
+      this.drop(claim);
+      return false;
+    }
+  }
+
+  /** Removes a temp file this process made and no longer needs. */
+  async discardTemp(file: string): Promise<void> {
+    await unlinkIfExists(file);
+    liveTemps.delete(file);
+  }
+
+  private async assertHeld(claim: Claim): Promise<void> {
+    try {
+      await stat(claim.file);
+    } catch (error) {
+      if (errno(error) !== 'ENOENT') throw error;
+      this.drop(claim);
+      throw new BlueError('INTERNAL', `the claim on spool record ${claim.id} was taken over by another worker`, {
+        hint: 'Another blue-agent worker judged this one dead; it builds the record instead.',
+      });
+    }
+  }
+
+  /** True when a claim's record names a bundle that is in place with the recorded size: the commit had happened. */
+  private async bundleCommitted(record: SpoolRecord): Promise<boolean> {
+    if (record.bundle === undefined) return false;
+    const info = await stat(this.bundleFile(record.id)).catch(() => undefined);
+    return info !== undefined && info.isFile() && info.size === record.bundle.size;
+  }
+
+  private async rewriteClaim(claim: Claim, record: SpoolRecord): Promise<void> {
+    await this.assertHeld(claim);
+    await this.writeRecord(claim.file, record);
+    (claim as { record: SpoolRecord }).record = record;
+  }
+
+  private async move(claim: Claim, to: RecordState): Promise<void> {
+    const target = path.join(this.dir(to), `${claim.id}.json`);
+    try {
+      await rename(claim.file, target);
+    } finally {
+      this.drop(claim);
+    }
+    await fsyncDir(this.dir(to));
+    await fsyncDir(path.dirname(claim.file));
+  }
+
+  private drop(claim: Claim): void {
+    const timer = heldClaims.get(claim.file);
+    if (timer !== undefined) clearInterval(timer);
+    heldClaims.delete(claim.file);
+  }
+
+  /** Removes the bundle and this process's temp files of a record it holds. */
+  private async removeLeftovers(id: string): Promise<void> {
+    await unlinkIfExists(this.bundleFile(id));
+    await this.removeTempsOf(id, process.pid);
+  }
+
+  private async removeTempsOf(id: string, pid: number): Promise<void> {
+    for (const name of await listDir(this.dir('tmp'))) {
+      const owner = tempOwner(name);
+      if (owner === undefined || owner.pid !== pid || !owner.name.startsWith(`${id}.`)) continue;
+      await unlinkIfExists(path.join(this.dir('tmp'), name));
+      liveTemps.delete(path.join(this.dir('tmp'), owner.name));
+    }
+  }
+
+  /**
+   * Temp file in tmp/, fsync, rename over `target` (or link to a new `target`), fsync the target's folder. Leaves no
+   * temp file behind, whatever fails.
+   */
+  private async writeRecord(target: string, record: SpoolRecord, place: 'rename' | 'link' = 'rename'): Promise<void> {
+    const temp = this.tempFile(record.id, 'record');
+    const data = Buffer.from(`${JSON.stringify(record, null, 2)}\n`, 'utf8');
+    try {
+      const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
+      try {
+        await this.io.write(handle, data);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      if (place === 'rename') await rename(temp, target);
+      else {
+        await link(temp, target);
+        await unlink(temp);
+      }
+    } catch (error) {
+      await unlinkIfExists(temp);
+      throw fullDiskError(error, this.root) ?? error;
+    } finally {
+      liveTemps.delete(temp);
+    }
+    await fsyncDir(path.dirname(target));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+/** A new record id: sortable by creation time (base-36 milliseconds), then 40 random bits. */
+export function newRecordId(nowMs: number): string {
+  return `${Math.max(0, Math.trunc(nowMs)).toString(36).padStart(9, '0').slice(-9)}-${randomHex(10)}`;
+}
+
+/**
+ * Random hex digits for names. Math.random, not node:crypto: loading crypto costs the hook about 10 ms, and these
+ * only need to differ (enqueueing never overwrites, and temp files are opened exclusively).
+ */
+function randomHex(digits: number): string {
+  let out = '';
+  while (out.length < digits) out += Math.floor(Math.random() * 0x100000000).toString(16).padStart(8, '0');
+  return out.slice(0, digits);
+}
+
+export function isRecordId(value: string): boolean {
+  return new RegExp(`^${ID}$`).test(value);
+}
+
+/** The record in `text`, or why it is not one. */
+function parseRecord(text: string, id: string): SpoolRecord | string {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    return 'the record file is not valid JSON';
+  }
+  const r = data as Partial<SpoolRecord> | null;
+  if (r === null || typeof r !== 'object' || r.format !== RECORD_FORMAT) return `the record file is not a ${RECORD_FORMAT}`;
+  if (r.id !== id) return `the record file names id ${String(r.id)}, not ${id}`;
+  if (typeof r.harness !== 'string' || typeof r.profile !== 'string') return 'the record has no harness or profile';
+  if (r.payload === null || typeof r.payload !== 'object' || typeof r.payload.session_id !== 'string') return 'the record has no session id';
+  if (typeof r.created_at_unix_ms !== 'number') return 'the record has no creation time';
+  return { ...r, attempts: typeof r.attempts === 'number' ? r.attempts : 0, interruptions: typeof r.interruptions === 'number' ? r.interruptions : 0 } as SpoolRecord;
+}
+
+function damagedRecord(id: string): SpoolRecord {
+  return {
+    format: RECORD_FORMAT,
+    id,
+    harness: '?',
+    profile: '?',
+    payload: { session_id: '?' },
+    created_at_unix_ms: 0,
+    attempts: 0,
+    interruptions: 0,
+  };
+}
+
+/**
+ * Refuses a folder another user owns or that group or others may write to: they could plant or swap records and
+ * bundles that this user then uploads. Spool folders must also be real folders, not links.
+ */
+async function checkPrivateDir(dir: string, what: string, followLinks: boolean): Promise<void> {
+  let info;
+  try {
+    info = followLinks ? await stat(dir) : await lstat(dir);
+  } catch (error) {
+    throw new BlueError('SPOOL_UNSAFE', `the ${what} ${dir} cannot be read: ${(error as Error).message}`, {
+      file: dir,
+      hint: `Check that ${dir} exists and belongs to you.`,
+    });
+  }
+  if (!info.isDirectory()) {
+    throw new BlueError('SPOOL_UNSAFE', `the ${what} ${dir} is not a directory${info.isSymbolicLink() ? ' (it is a symbolic link)' : ''}`, {
+      file: dir,
+      hint: `Remove ${dir}; blue-agent recreates it.`,
+    });
+  }
+  const uid = process.getuid?.();
+  if (uid !== undefined && info.uid !== uid) {
+    throw new BlueError('SPOOL_UNSAFE', `the ${what} ${dir} is owned by uid ${info.uid}, not by you (uid ${uid})`, {
+      file: dir,
+      hint: `Another user could read or plant captured sessions there. Remove ${dir} or give it to your user (chown), then capture again.`,
+    });
+  }
+  if ((info.mode & 0o022) !== 0) {
+    const who = (info.mode & 0o022) === 0o022 ? 'group and others' : info.mode & 0o020 ? 'its group' : 'others';
+    throw new BlueError('SPOOL_UNSAFE', `the ${what} ${dir} is writable by ${who} (mode ${(info.mode & 0o7777).toString(8).padStart(4, '0')})`, {
+      file: dir,
+      hint: `Other users could plant or swap captured sessions there. Run: chmod 700 '${dir}'`,
+    });
+  }
+}
+
+/**
+ * The temp file a name belongs to and its writer's pid: our own temp names, and the `.<name>.<random>.partial` files
+ * the bundle writer makes beside the file it was asked to write.
+ */
+function tempOwner(name: string): { name: string; pid: number } | undefined {
+  const base = /^\.(.+)\.[0-9a-f]+\.partial$/.exec(name)?.[1] ?? name;
+  const match = TEMP_NAME.exec(base);
+  return match === null ? undefined : { name: base, pid: Number(match[2]) };
+}
+
+async function claimIsDead(file: string, pid: number, now: number): Promise<boolean> {
+  if (!processRuns(pid)) return true;
+  const info = await stat(file).catch(() => undefined);
+  return info !== undefined && now - info.mtimeMs > CLAIM_STALE_MS;
+}
+
+/**
+ * True when a process with this pid runs (signal 0 checks without sending anything). On Linux a zombie — exited,
+ * not yet reaped, which can last long under a container's init — does not count.
+ */
+export function processRuns(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if (errno(error) !== 'EPERM') return false;
+  }
+  if (process.platform !== 'linux') return true;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch {
+    return true;
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await lstat(file);
+    return true;
+  } catch (error) {
+    if (errno(error) === 'ENOENT') return false;
+    throw error;
+  }
+}
+
+async function listDir(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (error) {
+    if (errno(error) === 'ENOENT') return [];
+    throw error;
+  }
+}
+
+async function unlinkIfExists(file: string): Promise<boolean> {
+  try {
+    await unlink(file);
+    return true;
+  } catch (error) {
+    if (errno(error) === 'ENOENT') return false;
+    throw error;
+  }
+}
+
+/** Flushes a file written by someone else (the bundle writer) to disk. */
+async function syncFile(file: string): Promise<void> {
+  const handle = await open(file, constants.O_RDWR | (constants.O_NOFOLLOW ?? 0));
+  try {
+    await handle.chmod(0o600);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Flushes a folder's entries (the rename that just happened). */
+export async function fsyncDir(dir: string): Promise<void> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+    await handle.sync();
+  } catch {
+    // Some filesystems refuse fsync on a folder; the rename itself is still atomic.
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}
+
+function errno(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException | null)?.code;
+}
+
+/** True for the errors a full disk or an exhausted quota gives. */
+export function isDiskFull(error: unknown): boolean {
+  const code = errno(error);
+  return code === 'ENOSPC' || code === 'EDQUOT' || (error instanceof BlueError && error.code === 'SPOOL_FULL');
+}
+
+function fullDiskError(error: unknown, where: string): BlueError | undefined {
+  if (!isDiskFull(error) || error instanceof BlueError) return undefined;
+  return new BlueError('SPOOL_FULL', `no space left on the disk that holds ${where} (${errno(error)})`, {
+    file: where,
+    hint: 'Free some disk space; captures already in the spool are kept and built later.',
+    cause: error,
+  });
+}
+
+function mapFull(where: string): (error: unknown) => never {
+  return (error) => {
+    throw fullDiskError(error, where) ?? error;
+  };
+}
+
+function ignoreExists(where: string): (error: unknown) => void {
+  return (error) => {
+    if (errno(error) === 'EEXIST') return;
+    throw fullDiskError(error, where) ?? error;
+  };
+}

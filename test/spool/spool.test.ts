@@ -1,0 +1,401 @@
+/**
+ * The spool's record states and transitions, recovery after crashes at each step, safety checks and listing.
+ * Crashes are made real where a process can be: a child process claims a record and is killed.
+ */
+import { spawn } from 'node:child_process';
+import { chmod, chown, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { FileHandle } from 'node:fs/promises';
+import {
+  MAX_ATTEMPTS,
+  MAX_INTERRUPTIONS,
+  newRecordId,
+  RETRY_DELAYS_MS,
+  Spool,
+  type SpoolIO,
+  type SpoolRecord,
+} from '../../src/spool/index.js';
+import { rejected } from '../support/errors.js';
+import { makeTestHome, type TestHome } from '../support/context.js';
+import { readJson, spoolFiles } from './fixtures.js';
+
+let t: TestHome;
+let stateDir: string;
+let now: number;
+const clock = () => now;
+
+beforeEach(async () => {
+  t = await makeTestHome();
+  stateDir = t.env.BLUE_AGENT_HOME!;
+  now = Date.now();
+});
+afterEach(async () => {
+  await t.cleanup();
+});
+
+const payload = { session_id: 'sess-1', cwd: '/work/project', transcript_path: '/home/me/.claude/projects/-work-project/sess-1.jsonl' };
+
+async function enqueue(spool: Spool, sessionId = 'sess-1'): Promise<SpoolRecord> {
+  return spool.enqueueIntake({ harness: 'claude', profile: 'claude-v2_0_12', payload: { ...payload, session_id: sessionId }, createdAtUnixMs: now });
+}
+
+/** Writes a bundle-like temp file for a claim, the way the worker's bundle writer would. */
+async function fakeBundle(spool: Spool, id: string, bytes = 'bundle bytes'): Promise<string> {
+  const file = spool.tempFile(id, 'bundle');
+  await writeFile(file, bytes, { mode: 0o600 });
+  return file;
+}
+
+/** The pid of a process that has exited: what a killed worker leaves in its claim and temp file names. */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+  await new Promise((resolve) => child.on('exit', resolve));
+  return child.pid!;
+}
+
+/**
+ * What a worker killed at some point of a build leaves: its claim (named with its now dead pid), and optionally a
+ * partial bundle temp file, a bundle already renamed into place, or a claim that already names that bundle.
+ */
+async function killedWorker(id: string, leave: { temp?: boolean; bundle?: string; named?: boolean } = {}): Promise<number> {
+  const pid = await deadPid();
+  const spool = path.join(stateDir, 'spool');
+  const claim = path.join(spool, 'building', `${id}.${pid}.json`);
+  const { rename } = await import('node:fs/promises');
+  await rename(path.join(spool, 'intake', `${id}.json`), claim);
+  if (leave.temp === true) {
+    await writeFile(path.join(spool, 'tmp', `${id}.${pid}.bundle.0badc0de.tmp`), 'partial');
+    await writeFile(path.join(spool, 'tmp', `.${id}.${pid}.bundle.0badc0de.tmp.1f2e3d.partial`), 'partial');
+  }
+  if (leave.bundle !== undefined) await writeFile(path.join(spool, 'bundles', `${id}.bundle`), leave.bundle);
+  if (leave.named === true) {
+    const record = readJson<SpoolRecord>(claim);
+    await writeFile(claim, JSON.stringify({ ...record, bundle: { size: leave.bundle?.length ?? 0, sha256: 'b'.repeat(64), built_at_unix_ms: now } }));
+  }
+  return pid;
+}
+
+describe('layout and safety', () => {
+  it('creates the spool folders 0700 and writes records 0600', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const record = await enqueue(spool);
+    for (const folder of ['', 'intake', 'building', 'ready', 'failed', 'bundles', 'tmp']) {
+      expect(((await stat(path.join(stateDir, 'spool', folder))).mode & 0o777).toString(8), folder).toBe('700');
+    }
+    const file = path.join(stateDir, 'spool', 'intake', `${record.id}.json`);
+    expect(((await stat(file)).mode & 0o777).toString(8)).toBe('600');
+    expect(readJson(file)).toMatchObject({ id: record.id, harness: 'claude', profile: 'claude-v2_0_12', payload, attempts: 0 });
+    expect(spoolFiles(stateDir).tmp).toEqual([]);
+  });
+
+  it.each([
+    ['the spool', 'spool'],
+    ['a state folder', 'spool/intake'],
+    ['the state directory', ''],
+  ])('refuses %s when group or others may write to it', async (_what, rel) => {
+    await Spool.open(stateDir);
+    await chmod(path.join(stateDir, rel), 0o777);
+    const error = await rejected(Spool.open(stateDir));
+    expect(error.code).toBe('SPOOL_UNSAFE');
+    expect(error.message).toContain('writable by');
+    expect(error.hint).toContain('chmod 700');
+  });
+
+  it.runIf(process.getuid?.() === 0)('refuses a spool owned by another user', async () => {
+    await Spool.open(stateDir);
+    await chown(path.join(stateDir, 'spool'), 65534, 65534);
+    const error = await rejected(Spool.open(stateDir));
+    expect(error.code).toBe('SPOOL_UNSAFE');
+    expect(error.message).toMatch(/owned by uid 65534, not by you/);
+  });
+
+  it('refuses a spool folder that is a symbolic link', async () => {
+    await mkdir(path.join(stateDir), { recursive: true, mode: 0o700 });
+    const elsewhere = path.join(t.root, 'elsewhere');
+    await mkdir(elsewhere, { mode: 0o700 });
+    await symlink(elsewhere, path.join(stateDir, 'spool'));
+    const error = await rejected(Spool.open(stateDir));
+    expect(error.code).toBe('SPOOL_UNSAFE');
+    expect(error.message).toContain('symbolic link');
+  });
+
+  it('checks again on every claim, not only when opened', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    await enqueue(spool);
+    await chmod(path.join(stateDir, 'spool', 'building'), 0o757);
+    expect((await rejected(spool.claimNext('intake'))).code).toBe('SPOOL_UNSAFE');
+    expect(spoolFiles(stateDir).intake).toHaveLength(1);
+  });
+});
+
+describe('transitions', () => {
+  it('intake -> building -> ready: one file at every step, the bundle beside it', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const record = await enqueue(spool);
+    const claim = (await spool.claimNext('intake'))!;
+    expect(claim.id).toBe(record.id);
+    expect(spoolFiles(stateDir)).toMatchObject({ intake: [], building: [`${record.id}.${process.pid}.json`] });
+    const temp = await fakeBundle(spool, record.id);
+    now += 5;
+    const ready = await spool.commitReady(claim, temp, { size: 12, sha256: 'a'.repeat(64) });
+    expect(ready.bundle).toEqual({ size: 12, sha256: 'a'.repeat(64), built_at_unix_ms: now });
+    expect(spoolFiles(stateDir)).toEqual({
+      intake: [],
+      building: [],
+      ready: [`${record.id}.json`],
+      failed: [],
+      bundles: [`${record.id}.bundle`],
+      tmp: [],
+    });
+    expect(await readFile(spool.bundleFile(record.id), 'utf8')).toBe('bundle bytes');
+    expect(((await stat(spool.bundleFile(record.id))).mode & 0o777).toString(8)).toBe('600');
+  });
+
+  it('claims the oldest first, and a record only once across claimers', async () => {
+    const a = await Spool.open(stateDir, { now: clock });
+    const b = await Spool.open(stateDir, { now: clock });
+    const first = await enqueue(a, 's1');
+    now += 1;
+    const second = await enqueue(a, 's2');
+    const [x, y, z] = await Promise.all([a.claimNext('intake'), b.claimNext('intake'), b.claimNext('intake')]);
+    const ids = [x, y, z].filter((c) => c !== undefined).map((c) => c!.id);
+    expect(ids.sort()).toEqual([first.id, second.id].sort());
+    expect(await a.claim('intake', first.id)).toBeUndefined();
+  });
+
+  it('release after a transient error counts the attempt and delays the next one', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const record = await enqueue(spool);
+    const claim = (await spool.claimNext('intake'))!;
+    await fakeBundle(spool, record.id);
+    const released = await spool.release(claim, { error: { code: 'INTERNAL', message: 'boom', at_unix_ms: now } });
+    expect(released).toMatchObject({ attempts: 1, last_error: { code: 'INTERNAL', message: 'boom' }, next_attempt_at_unix_ms: now + RETRY_DELAYS_MS[0]! });
+    expect(spoolFiles(stateDir)).toMatchObject({ intake: [`${record.id}.json`], building: [], tmp: [], bundles: [] });
+    // Not due yet: nothing to claim; due: claimed again.
+    expect(await spool.claimNext('intake')).toBeUndefined();
+    now += RETRY_DELAYS_MS[0]!;
+    expect((await spool.claimNext('intake'))?.id).toBe(record.id);
+  });
+
+  it('release for a full disk keeps the attempts and the record due', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    await enqueue(spool);
+    const claim = (await spool.claimNext('intake'))!;
+    const released = await spool.release(claim, { error: { code: 'SPOOL_FULL', message: 'full', at_unix_ms: now }, countAttempt: false });
+    expect(released.attempts).toBe(0);
+    expect(released.next_attempt_at_unix_ms).toBeUndefined();
+    expect(await spool.claimNext('intake')).toBeDefined();
+  });
+
+  it('fail keeps the record with its reason and removes its bundle and temp files', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const record = await enqueue(spool);
+    const claim = (await spool.claimNext('intake'))!;
+    await fakeBundle(spool, record.id);
+    const failed = await spool.fail(claim, { code: 'ARTIFACT_INVALID', message: 'transcript missing', at_unix_ms: now }, { countAttempt: true });
+    expect(failed).toMatchObject({ attempts: 1, last_error: { code: 'ARTIFACT_INVALID', message: 'transcript missing' }, failed_at_unix_ms: now });
+    expect(spoolFiles(stateDir)).toMatchObject({ intake: [], building: [], failed: [`${record.id}.json`], tmp: [], bundles: [] });
+  });
+
+  it('a damaged intake record is failed as it is, for inspection', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const id = newRecordId(now);
+    await writeFile(path.join(stateDir, 'spool', 'intake', `${id}.json`), '{"half": ', { mode: 0o600 });
+    const claim = (await spool.claimNext('intake'))!;
+    expect(claim.damaged).toBe('the record file is not valid JSON');
+    await spool.fail(claim, { code: 'SPOOL_RECORD_DAMAGED', message: claim.damaged!, at_unix_ms: now });
+    expect(await readFile(path.join(stateDir, 'spool', 'failed', `${id}.json`), 'utf8')).toBe('{"half": ');
+    const listed = await spool.listRecords();
+    expect(listed).toMatchObject([{ id, state: 'failed', damaged: 'the record file is not valid JSON' }]);
+  });
+
+  it('enqueueing never replaces an existing record, even with the same id', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const records = await Promise.all(Array.from({ length: 50 }, (_, i) => enqueue(spool, `s${i}`)));
+    expect(new Set(records.map((r) => r.id)).size).toBe(50);
+    expect(spoolFiles(stateDir).intake).toHaveLength(50);
+  });
+
+  it('ids sort by creation time', () => {
+    expect(newRecordId(1000) < newRecordId(2000)).toBe(true);
+    expect(newRecordId(1_800_000_000_000)).toMatch(/^[0-9a-z]{9}-[0-9a-f]{10}$/);
+  });
+});
+
+describe('a full disk', () => {
+  const full: SpoolIO = {
+    async write(handle: FileHandle, data: Uint8Array) {
+      await handle.write(data.subarray(0, 10));
+      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    },
+  };
+
+  it('leaves no partial intake record and reports SPOOL_FULL', async () => {
+    const spool = await Spool.open(stateDir, { io: full });
+    const error = await rejected(enqueue(spool));
+    expect(error.code).toBe('SPOOL_FULL');
+    expect(error.message).toContain('no space left');
+    expect(spoolFiles(stateDir)).toMatchObject({ intake: [], tmp: [] });
+  });
+
+  it('keeps a claimed record where it was when its rewrite cannot be written', async () => {
+    const good = await Spool.open(stateDir, { now: clock });
+    const record = await enqueue(good);
+    const spool = await Spool.open(stateDir, { io: full, now: clock });
+    const claim = (await spool.claimNext('intake'))!;
+    expect((await rejected(spool.release(claim, { error: { code: 'X', message: 'y', at_unix_ms: now } }))).code).toBe('SPOOL_FULL');
+    // Still one file: the claim, with its old content; recovery puts it back once this holder is gone.
+    expect(spoolFiles(stateDir)).toMatchObject({ intake: [], building: [`${record.id}.${process.pid}.json`], tmp: [] });
+    expect(readJson(claim.file)).toMatchObject({ attempts: 0 });
+  });
+});
+
+describe('recovery after a crash', () => {
+  it('a claim whose worker died goes back to intake, counted as an interruption; its temp files go', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const record = await enqueue(spool);
+    await killedWorker(record.id, { temp: true });
+    const report = await spool.releaseDeadClaims();
+    expect(report).toEqual({ released: [record.id], completed: [], failed: [] });
+    expect(spoolFiles(stateDir)).toMatchObject({ intake: [`${record.id}.json`], building: [], tmp: [], bundles: [] });
+    expect(readJson(path.join(stateDir, 'spool', 'intake', `${record.id}.json`))).toMatchObject({ interruptions: 1, attempts: 0 });
+  });
+
+  it('a crash after the bundle was placed but before the claim named it: released, the bundle removed', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const record = await enqueue(spool);
+    await killedWorker(record.id, { bundle: 'bundle' });
+    expect(await spool.releaseDeadClaims()).toEqual({ released: [record.id], completed: [], failed: [] });
+    expect(spoolFiles(stateDir)).toMatchObject({ intake: [`${record.id}.json`], building: [], bundles: [] });
+  });
+
+  it('a crash between naming the bundle in the claim and the commit rename: the commit is finished, not redone', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const record = await enqueue(spool);
+    await killedWorker(record.id, { bundle: 'bundle!', named: true });
+    expect(await spool.releaseDeadClaims()).toEqual({ released: [], completed: [record.id], failed: [] });
+    expect(spoolFiles(stateDir)).toMatchObject({ intake: [], building: [], ready: [`${record.id}.json`], bundles: [`${record.id}.bundle`] });
+  });
+
+  it('a claim that names a bundle which is not in place is rebuilt, not committed', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const record = await enqueue(spool);
+    await killedWorker(record.id, { named: true, bundle: 'short' });
+    await writeFile(spool.bundleFile(record.id), 'truncated'); // not the size the claim names
+    expect((await spool.releaseDeadClaims()).released).toEqual([record.id]);
+    expect(spoolFiles(stateDir)).toMatchObject({ intake: [`${record.id}.json`], ready: [], bundles: [] });
+  });
+
+  it('a claim of a live worker is left alone; of several recoverers, one takes a dead claim', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    await enqueue(spool, 'live');
+    const mine = (await spool.claimNext('intake'))!;
+    const other = await Spool.open(stateDir, { now: clock });
+    expect(await other.releaseDeadClaims()).toEqual({ released: [], completed: [], failed: [] });
+    expect(spoolFiles(stateDir).building).toEqual([path.basename(mine.file)]);
+
+    const dead = await enqueue(spool, 'dead');
+    await killedWorker(dead.id);
+    const reports = await Promise.all([other.releaseDeadClaims(), spool.releaseDeadClaims(), (await Spool.open(stateDir)).releaseDeadClaims()]);
+    expect(reports.flatMap((r) => r.released)).toEqual([dead.id]);
+    expect(spoolFiles(stateDir)).toMatchObject({ intake: [`${dead.id}.json`], building: [path.basename(mine.file)] });
+  });
+
+  it('a record whose worker died goes after the records nobody has tried yet', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const unlucky = await enqueue(spool, 'unlucky');
+    await killedWorker(unlucky.id);
+    expect((await spool.releaseDeadClaims()).released).toEqual([unlucky.id]);
+    now += 1_000;
+    const fresh = await enqueue(spool, 'fresh');
+    expect(fresh.id > unlucky.id).toBe(true); // younger: by age alone it would come second
+    expect((await spool.claimNext('intake'))?.id).toBe(fresh.id);
+    expect((await spool.claimNext('intake'))?.id).toBe(unlucky.id);
+  });
+
+  it('a claim not refreshed for a long time is dead even if its pid runs (a reused pid)', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const record = await enqueue(spool);
+    const { rename, utimes } = await import('node:fs/promises');
+    // pid 1 always runs; the claim was last refreshed an hour ago.
+    const claim = path.join(stateDir, 'spool', 'building', `${record.id}.1.json`);
+    await rename(path.join(stateDir, 'spool', 'intake', `${record.id}.json`), claim);
+    const hourAgo = new Date(now - 3_600_000);
+    await utimes(claim, hourAgo, hourAgo);
+    expect((await spool.releaseDeadClaims()).released).toEqual([record.id]);
+  });
+
+  it(`a record whose worker keeps dying is failed after ${MAX_INTERRUPTIONS} interruptions`, async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const record = await enqueue(spool);
+    for (let i = 1; i <= MAX_INTERRUPTIONS; i++) {
+      await killedWorker(record.id);
+      const report = await spool.releaseDeadClaims();
+      if (i < MAX_INTERRUPTIONS) expect(report.released, `crash ${i}`).toEqual([record.id]);
+      else expect(report.failed).toEqual([record.id]);
+    }
+    const failed = readJson<SpoolRecord>(path.join(stateDir, 'spool', 'failed', `${record.id}.json`));
+    expect(failed.interruptions).toBe(MAX_INTERRUPTIONS);
+    expect(failed.last_error?.code).toBe('CAPTURE_INTERRUPTED');
+  });
+
+  it('a claim left by an earlier process with our own pid is recovered too', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const record = await enqueue(spool);
+    // What a killed worker whose pid was later reused by this process would leave.
+    const { rename } = await import('node:fs/promises');
+    await rename(path.join(stateDir, 'spool', 'intake', `${record.id}.json`), path.join(stateDir, 'spool', 'building', `${record.id}.${process.pid}.json`));
+    expect((await spool.releaseDeadClaims()).released).toEqual([record.id]);
+  });
+
+  it('temp files of live writers stay; those of dead writers go; unknown names stay until old', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const id = newRecordId(now);
+    const live = spool.tempFile(id, 'bundle');
+    await writeFile(live, 'x');
+    const livePartial = `.${path.basename(live)}.abc123.partial`;
+    await writeFile(path.join(stateDir, 'spool', 'tmp', livePartial), 'x');
+    const pid = await deadPid();
+    await writeFile(path.join(stateDir, 'spool', 'tmp', `${id}.${pid}.bundle.deadbeef.tmp`), 'x');
+    await writeFile(path.join(stateDir, 'spool', 'tmp', `.${id}.${pid}.bundle.deadbeef.tmp.0a0b.partial`), 'x');
+    await writeFile(path.join(stateDir, 'spool', 'tmp', 'unknown-name'), 'x');
+    expect(await spool.removeOrphanTemps()).toBe(2);
+    expect(spoolFiles(stateDir).tmp).toEqual([livePartial, path.basename(live), 'unknown-name'].sort());
+    now += 25 * 3_600_000;
+    await spool.discardTemp(live);
+    expect(await spool.removeOrphanTemps()).toBe(2);
+    expect(spoolFiles(stateDir).tmp).toEqual([]);
+  });
+});
+
+describe('listing', () => {
+  it('lists every record with state, session, size, attempts, last error and time', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const a = await enqueue(spool, 'waiting');
+    now += 1;
+    const b = await enqueue(spool, 'built');
+    now += 1;
+    const c = await enqueue(spool, 'broken');
+    now += 1;
+    const d = await enqueue(spool, 'inflight');
+    const cb = (await spool.claim('intake', b.id))!;
+    await spool.commitReady(cb, await fakeBundle(spool, b.id, '0123456789'), { size: 10, sha256: 'c'.repeat(64) });
+    const cc = (await spool.claim('intake', c.id))!;
+    for (let i = 0; i < MAX_ATTEMPTS - 1; i++) {
+      const again = i === 0 ? cc : (await spool.claim('intake', c.id))!;
+      await spool.release(again, { error: { code: 'INTERNAL', message: `try ${i}`, at_unix_ms: now } });
+    }
+    await spool.fail((await spool.claim('intake', c.id))!, { code: 'INTERNAL', message: 'gave up', at_unix_ms: now }, { countAttempt: true });
+    await spool.claim('intake', d.id);
+    const listed = await spool.listRecords();
+    expect(listed.map((r) => [r.session_id, r.state, r.size, r.attempts, r.last_error])).toEqual([
+      ['waiting', 'intake', null, 0, null],
+      ['built', 'ready', 10, 0, null],
+      ['broken', 'failed', null, MAX_ATTEMPTS, 'gave up'],
+      ['inflight', 'building', null, 0, null],
+    ]);
+    expect(listed[0]).toMatchObject({ id: a.id, harness: 'claude', profile: 'claude-v2_0_12', created_at_unix_ms: a.created_at_unix_ms });
+    expect(listed[3]).toMatchObject({ worker_pid: process.pid, worker_alive: true });
+  });
+});

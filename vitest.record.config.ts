@@ -1,0 +1,5 @@
+import { defineConfig } from 'vitest/config';
+import base from './vitest.config.js';
+
+// `npm run record-fixtures`: re-records fixtures/sessions/ from the real CLIs (not part of `npm test`).
+export default defineConfig({ test: { ...base.test, include: ['test/sessions/record-fixtures.record.ts'] } });
