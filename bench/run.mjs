@@ -1,7 +1,7 @@
 // Runs every benchmark; each prints its ratio against an anchor measured in the same run.
-import { run as reconcileNoop } from './reconcile-noop.mjs';
 import { run as bundle } from './bundle.mjs';
+import { run as capture } from './capture.mjs';
+import { run as reconcileNoop } from './reconcile-noop.mjs';
 
-const results = [await reconcileNoop(), await bundle()];
-results.push(await (await import('./capture.mjs')).run());
+const results = [await reconcileNoop(), await capture(), await bundle()];
 process.exitCode = results.every(Boolean) ? 0 : 1;
