@@ -33,6 +33,9 @@ export type ErrorCode =
   | 'BUNDLE_INVALID'
   | 'SPOOL_UNSAFE'
   | 'SPOOL_FULL'
+  | 'UPLOAD_FAILED'
+  | 'UPLOAD_REJECTED'
+  | 'UPLOAD_EXPIRED'
   | 'INTERNAL';
 
 export interface BlueErrorOptions {

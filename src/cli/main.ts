@@ -105,6 +105,30 @@ A refused or failed capture is logged in the state directory's capture.log.`,
       state.exitCode = await drainCommand(ctx, opts);
     });
 
+  program
+    .command('login')
+    .description('save the Control API URL and a bearer token (read from stdin) for policy fetches and uploads')
+    .requiredOption('--control-url <url>', 'the Control API base URL (http or https, may carry a path prefix)')
+    .option('--token-stdin', 'read the token from stdin; required, since a token in argv is visible to every user')
+    .option('--no-verify', 'save without checking the token against GET <url>/governance-config')
+    .option('--json', 'print the result as JSON')
+    .addHelpText(
+      'after',
+      `
+Saves control_url in the agent config (only that key changes; comments are kept) and the token in the token file
+(<state dir>/token, or token_file from the config), mode 0600. The token is checked against the Control API first:
+a refused token saves nothing; an unreachable Control API saves anyway, with a warning.
+BLUE_AGENT_CONTROL_URL and BLUE_AGENT_TOKEN still override what is saved.
+
+Examples:
+  blue-agent login --control-url https://control.example.com --token-stdin < token.txt
+  printf %s "$TOKEN" | blue-agent login --control-url https://example.com/blue --token-stdin --json`,
+    )
+    .action(async (opts: { controlUrl: string; tokenStdin?: boolean; verify?: boolean; json?: boolean }) => {
+      const { loginCommand } = await import('./login.js');
+      state.exitCode = await loginCommand(ctx, opts);
+    });
+
   const spool = program.command('spool').description('inspect the local spool of captured sessions');
   spool
     .command('list')
@@ -154,6 +178,81 @@ A refused or failed capture is logged in the state directory's capture.log.`,
       const { bundleCreateCommand } = await import('./bundle-create.js');
       state.exitCode = await bundleCreateCommand(ctx, opts);
     });
+
+  const controlPlane = program.command('control-plane').description('run and administer the reference Control API server');
+  const dataOption = (): Option => new Option('--data <dir>', 'the server data directory (default: BLUE_CONTROL_DATA)');
+  const blobOptions = (command: Command): Command =>
+    command
+      .addOption(new Option('--blob-store <kind>', 'where bundles are kept').choices(['local', 's3']).default('local'))
+      .option('--blob-dir <dir>', 'local store directory (default: <data>/blobs)')
+      .option('--s3-endpoint <url>', 'S3-compatible endpoint (credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)')
+      .option('--s3-bucket <name>', 'S3 bucket')
+      .option('--s3-region <region>', 'S3 region (default: AWS_REGION)')
+      .option('--s3-path-style', 'path-style bucket URLs, as most S3-compatible servers need');
+  blobOptions(
+    controlPlane
+      .command('serve')
+      .description('serve the Control API (governance config, client status, session uploads, sharing) until stopped')
+      .option('--listen <host:port>', 'address to listen on', '127.0.0.1:8080')
+      .addOption(dataOption())
+      .option('--public-url <url>', 'the origin clients reach this server at, when it differs from --listen')
+      .option('--retention-days <n>', 'keep uploaded bundles this many days after completion (default 90)')
+      .option('--upload-url-ttl <seconds>', 'how long an upload URL stays valid (default 900)'),
+  )
+    .addHelpText(
+      'after',
+      `
+Metadata lives in <data>/control.db (SQLite). Add users and publish policies with the other control-plane commands,
+also while the server runs.
+
+Example:
+  blue-agent control-plane serve --listen 0.0.0.0:8080 --data /var/lib/blue-control --public-url https://control.example.com`,
+    )
+    .action(async (opts: Record<string, string | boolean | undefined>) => {
+      const { serveCommand } = await import('./control-plane.js');
+      state.exitCode = await serveCommand(ctx, opts);
+    });
+  const users = controlPlane.command('users').description('manage the users (and their bearer tokens) of a Control API');
+  users
+    .command('add <email>')
+    .description('add a user and print their bearer token once (only its hash is stored)')
+    .option('--admin', 'an administrator: sees every session upload')
+    .addOption(dataOption())
+    .option('--json', 'print as JSON')
+    .action(async (email: string, opts: { admin?: boolean; data?: string; json?: boolean }) => {
+      const { usersAddCommand } = await import('./control-plane.js');
+      state.exitCode = await usersAddCommand(ctx, email, opts);
+    });
+  users
+    .command('list')
+    .description('list the users')
+    .addOption(dataOption())
+    .option('--json', 'print as JSON')
+    .action(async (opts: { data?: string; json?: boolean }) => {
+      const { usersListCommand } = await import('./control-plane.js');
+      state.exitCode = await usersListCommand(ctx, opts);
+    });
+  controlPlane
+    .command('policy')
+    .description('manage governance policy revisions')
+    .command('publish <file>')
+    .description('validate a policy (YAML or JSON) and make it the next revision; the server sets `revision`')
+    .addOption(dataOption())
+    .option('--json', 'print as JSON')
+    .action(async (file: string, opts: { data?: string; json?: boolean }) => {
+      const { policyPublishCommand } = await import('./control-plane.js');
+      state.exitCode = await policyPublishCommand(ctx, file, opts);
+    });
+  blobOptions(
+    controlPlane
+      .command('gc')
+      .description('delete stored bundles past their retention deadline')
+      .addOption(dataOption())
+      .option('--json', 'print as JSON'),
+  ).action(async (opts: Record<string, string | boolean | undefined>) => {
+    const { gcCommand } = await import('./control-plane.js');
+    state.exitCode = await gcCommand(ctx, opts);
+  });
   return program;
 }
 

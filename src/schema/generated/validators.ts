@@ -1106,15 +1106,1318 @@ validate11.errors = vErrors;
 return errors === 0;
 }
 
-export const validateGovernancePolicy = validate12;
-const schema14 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance policy revision: which harnesses may capture sessions and where uploads are presigned. Field names follow Blue's governance config.","type":"object","additionalProperties":false,"required":["revision"],"properties":{"revision":{"description":"Identifies this revision; the Control API increases it with every publish.","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the policy contract this revision was written for.","type":"integer","minimum":1,"maximum":1},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every known harness.","type":"array","uniqueItems":true,"maxItems":64,"items":{"$ref":"#/definitions/harnessName"}},"harnesses":{"description":"Per-harness rules.","type":"object","propertyNames":{"$ref":"#/definitions/harnessName"},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"}},"definitions":{"harnessName":{"type":"string","enum":["claude","codex","kimi","opencode"]},"harnessRule":{"type":"object","additionalProperties":false,"properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}}},"sessionUpload":{"type":"object","additionalProperties":false,"required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}}}};
-const schema15 = {"type":"string","enum":["claude","codex","kimi","opencode"]};
-const schema17 = {"type":"object","additionalProperties":false,"properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}}};
-const schema18 = {"type":"object","additionalProperties":false,"required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}};
-const func0 = runtime1.default;
+export const validateClientStatusReport = validate12;
+const schema14 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-client-status.schema.json","title":"ClientStatusReport","description":"Body of POST /client-status: what one machine applied.","type":"object","additionalProperties":false,"required":["instance_id","client_version","platform"],"properties":{"instance_id":{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"},"hostname":{"type":"string","maxLength":255},"client_version":{"type":"string","minLength":1,"maxLength":64},"platform":{"type":"string","minLength":1,"maxLength":32},"policy_revision":{"oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128},{"type":"null"}]},"harnesses":{"type":"object","propertyNames":{"enum":["claude","codex","kimi","opencode"]},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"installed":{"type":"boolean"},"version":{"type":["string","null"],"maxLength":64},"profile":{"type":["string","null"],"maxLength":256},"capture":{"type":"string","enum":["active","inactive","error"]},"detail":{"type":"string","maxLength":1024}}}}}};
 const pattern6 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
 
 function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-client-status.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.instance_id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "instance_id"},message:"must have required property '"+"instance_id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.client_version === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "client_version"},message:"must have required property '"+"client_version"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.platform === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "platform"},message:"must have required property '"+"platform"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((((key0 === "instance_id") || (key0 === "hostname")) || (key0 === "client_version")) || (key0 === "platform")) || (key0 === "policy_revision")) || (key0 === "harnesses"))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.instance_id !== undefined){
+let data0 = data.instance_id;
+if(typeof data0 === "string"){
+if(func2(data0) > 128){
+const err4 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(func2(data0) < 1){
+const err5 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(!pattern6.test(data0)){
+const err6 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:-]+$"+"\""};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.hostname !== undefined){
+let data1 = data.hostname;
+if(typeof data1 === "string"){
+if(func2(data1) > 255){
+const err8 = {instancePath:instancePath+"/hostname",schemaPath:"#/properties/hostname/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/hostname",schemaPath:"#/properties/hostname/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.client_version !== undefined){
+let data2 = data.client_version;
+if(typeof data2 === "string"){
+if(func2(data2) > 64){
+const err10 = {instancePath:instancePath+"/client_version",schemaPath:"#/properties/client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(func2(data2) < 1){
+const err11 = {instancePath:instancePath+"/client_version",schemaPath:"#/properties/client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/client_version",schemaPath:"#/properties/client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.platform !== undefined){
+let data3 = data.platform;
+if(typeof data3 === "string"){
+if(func2(data3) > 32){
+const err13 = {instancePath:instancePath+"/platform",schemaPath:"#/properties/platform/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(func2(data3) < 1){
+const err14 = {instancePath:instancePath+"/platform",schemaPath:"#/properties/platform/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/platform",schemaPath:"#/properties/platform/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.policy_revision !== undefined){
+let data4 = data.policy_revision;
+const _errs11 = errors;
+let valid1 = false;
+let passing0 = null;
+const _errs12 = errors;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+const err16 = {instancePath:instancePath+"/policy_revision",schemaPath:"#/properties/policy_revision/oneOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if((typeof data4 == "number") && (isFinite(data4))){
+if(data4 < 0 || isNaN(data4)){
+const err17 = {instancePath:instancePath+"/policy_revision",schemaPath:"#/properties/policy_revision/oneOf/0/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+var _valid0 = _errs12 === errors;
+if(_valid0){
+valid1 = true;
+passing0 = 0;
+}
+const _errs14 = errors;
+if(typeof data4 === "string"){
+if(func2(data4) > 128){
+const err18 = {instancePath:instancePath+"/policy_revision",schemaPath:"#/properties/policy_revision/oneOf/1/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(func2(data4) < 1){
+const err19 = {instancePath:instancePath+"/policy_revision",schemaPath:"#/properties/policy_revision/oneOf/1/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/policy_revision",schemaPath:"#/properties/policy_revision/oneOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+var _valid0 = _errs14 === errors;
+if(_valid0 && valid1){
+valid1 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid1 = true;
+passing0 = 1;
+}
+const _errs16 = errors;
+if(data4 !== null){
+const err21 = {instancePath:instancePath+"/policy_revision",schemaPath:"#/properties/policy_revision/oneOf/2/type",keyword:"type",params:{type: "null"},message:"must be null"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+var _valid0 = _errs16 === errors;
+if(_valid0 && valid1){
+valid1 = false;
+passing0 = [passing0, 2];
+}
+else {
+if(_valid0){
+valid1 = true;
+passing0 = 2;
+}
+}
+}
+if(!valid1){
+const err22 = {instancePath:instancePath+"/policy_revision",schemaPath:"#/properties/policy_revision/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+else {
+errors = _errs11;
+if(vErrors !== null){
+if(_errs11){
+vErrors.length = _errs11;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data.harnesses !== undefined){
+let data5 = data.harnesses;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+for(const key1 in data5){
+const _errs20 = errors;
+if(!((((key1 === "claude") || (key1 === "codex")) || (key1 === "kimi")) || (key1 === "opencode"))){
+const err23 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/propertyNames/enum",keyword:"enum",params:{allowedValues: schema14.properties.harnesses.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key1};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+var valid2 = _errs20 === errors;
+if(!valid2){
+const err24 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+for(const key2 in data5){
+let data6 = data5[key2];
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+for(const key3 in data6){
+if(!(((((key3 === "installed") || (key3 === "version")) || (key3 === "profile")) || (key3 === "capture")) || (key3 === "detail"))){
+const err25 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/harnesses/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+if(data6.installed !== undefined){
+if(typeof data6.installed !== "boolean"){
+const err26 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/installed",schemaPath:"#/properties/harnesses/additionalProperties/properties/installed/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data6.version !== undefined){
+let data8 = data6.version;
+if((typeof data8 !== "string") && (data8 !== null)){
+const err27 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/version",schemaPath:"#/properties/harnesses/additionalProperties/properties/version/type",keyword:"type",params:{type: schema14.properties.harnesses.additionalProperties.properties.version.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(typeof data8 === "string"){
+if(func2(data8) > 64){
+const err28 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/version",schemaPath:"#/properties/harnesses/additionalProperties/properties/version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+}
+if(data6.profile !== undefined){
+let data9 = data6.profile;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err29 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/profile",schemaPath:"#/properties/harnesses/additionalProperties/properties/profile/type",keyword:"type",params:{type: schema14.properties.harnesses.additionalProperties.properties.profile.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if(typeof data9 === "string"){
+if(func2(data9) > 256){
+const err30 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/profile",schemaPath:"#/properties/harnesses/additionalProperties/properties/profile/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+if(data6.capture !== undefined){
+let data10 = data6.capture;
+if(typeof data10 !== "string"){
+const err31 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/capture",schemaPath:"#/properties/harnesses/additionalProperties/properties/capture/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+if(!(((data10 === "active") || (data10 === "inactive")) || (data10 === "error"))){
+const err32 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/capture",schemaPath:"#/properties/harnesses/additionalProperties/properties/capture/enum",keyword:"enum",params:{allowedValues: schema14.properties.harnesses.additionalProperties.properties.capture.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data6.detail !== undefined){
+let data11 = data6.detail;
+if(typeof data11 === "string"){
+if(func2(data11) > 1024){
+const err33 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/detail",schemaPath:"#/properties/harnesses/additionalProperties/properties/detail/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+else {
+const err34 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/detail",schemaPath:"#/properties/harnesses/additionalProperties/properties/detail/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+}
+else {
+const err35 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/harnesses/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+}
+else {
+const err36 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+}
+else {
+const err37 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+validate12.errors = vErrors;
+return errors === 0;
+}
+
+export const validateCompleteRequest = validate13;
+const schema15 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-complete.schema.json","title":"CompleteRequest","description":"Optional body of POST /session-uploads/{id}/complete. The server checks the stored object itself; values given here must agree with the presign.","type":"object","additionalProperties":false,"properties":{"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"},"size_bytes":{"type":"integer","minimum":1,"maximum":134217728}}};
+
+function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-complete.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+if(!((key0 === "sha256") || (key0 === "size_bytes"))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(data.sha256 !== undefined){
+let data0 = data.sha256;
+if(typeof data0 === "string"){
+if(!pattern5.test(data0)){
+const err1 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+else {
+const err2 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.size_bytes !== undefined){
+let data1 = data.size_bytes;
+if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
+const err3 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if((typeof data1 == "number") && (isFinite(data1))){
+if(data1 > 134217728 || isNaN(data1)){
+const err4 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/maximum",keyword:"maximum",params:{comparison: "<=", limit: 134217728},message:"must be <= 134217728"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data1 < 1 || isNaN(data1)){
+const err5 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate13.errors = vErrors;
+return errors === 0;
+}
+
+export const validatePresignRequest = validate14;
+const schema16 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presign.schema.json","title":"PresignRequest","description":"Body of POST /session-uploads/presign: the bundle a client is about to upload. Field names follow Blue's Control API.","type":"object","additionalProperties":false,"required":["harness","session_id","sha256","size_bytes","content_type"],"properties":{"harness":{"type":"string","enum":["claude","codex","kimi","opencode"]},"session_id":{"type":"string","minLength":1,"maxLength":512,"pattern":"^[A-Za-z0-9._-]+$"},"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"},"size_bytes":{"type":"integer","minimum":1,"maximum":134217728},"content_type":{"type":"string","enum":["application/vnd.blue.session-bundle+tar+gzip"]},"compatibility_profile":{"type":"string","minLength":1,"maxLength":256},"cwd":{"type":"string","maxLength":4096},"artifact_format":{"type":"string","minLength":1,"maxLength":128},"resumable":{"type":"boolean"},"title":{"type":"string","maxLength":256},"summary":{"type":"string","maxLength":1024},"captured_at_unix_ms":{"type":"integer","minimum":0},"repository_root":{"type":"string","maxLength":4096},"repository_remote":{"type":"string","maxLength":4096}}};
+
+function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-presign.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.harness === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "harness"},message:"must have required property '"+"harness"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.session_id === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "session_id"},message:"must have required property '"+"session_id"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.sha256 === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sha256"},message:"must have required property '"+"sha256"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.size_bytes === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "size_bytes"},message:"must have required property '"+"size_bytes"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.content_type === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "content_type"},message:"must have required property '"+"content_type"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(func11.call(schema16.properties, key0))){
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.harness !== undefined){
+let data0 = data.harness;
+if(typeof data0 !== "string"){
+const err6 = {instancePath:instancePath+"/harness",schemaPath:"#/properties/harness/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(!((((data0 === "claude") || (data0 === "codex")) || (data0 === "kimi")) || (data0 === "opencode"))){
+const err7 = {instancePath:instancePath+"/harness",schemaPath:"#/properties/harness/enum",keyword:"enum",params:{allowedValues: schema16.properties.harness.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.session_id !== undefined){
+let data1 = data.session_id;
+if(typeof data1 === "string"){
+if(func2(data1) > 512){
+const err8 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(func2(data1) < 1){
+const err9 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(!pattern2.test(data1)){
+const err10 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+$"+"\""};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.sha256 !== undefined){
+let data2 = data.sha256;
+if(typeof data2 === "string"){
+if(!pattern5.test(data2)){
+const err12 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data.size_bytes !== undefined){
+let data3 = data.size_bytes;
+if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
+const err14 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if((typeof data3 == "number") && (isFinite(data3))){
+if(data3 > 134217728 || isNaN(data3)){
+const err15 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/maximum",keyword:"maximum",params:{comparison: "<=", limit: 134217728},message:"must be <= 134217728"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if(data3 < 1 || isNaN(data3)){
+const err16 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+if(data.content_type !== undefined){
+let data4 = data.content_type;
+if(typeof data4 !== "string"){
+const err17 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(!(data4 === "application/vnd.blue.session-bundle+tar+gzip")){
+const err18 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/enum",keyword:"enum",params:{allowedValues: schema16.properties.content_type.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data.compatibility_profile !== undefined){
+let data5 = data.compatibility_profile;
+if(typeof data5 === "string"){
+if(func2(data5) > 256){
+const err19 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if(func2(data5) < 1){
+const err20 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.cwd !== undefined){
+let data6 = data.cwd;
+if(typeof data6 === "string"){
+if(func2(data6) > 4096){
+const err22 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data.artifact_format !== undefined){
+let data7 = data.artifact_format;
+if(typeof data7 === "string"){
+if(func2(data7) > 128){
+const err24 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(func2(data7) < 1){
+const err25 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data.resumable !== undefined){
+if(typeof data.resumable !== "boolean"){
+const err27 = {instancePath:instancePath+"/resumable",schemaPath:"#/properties/resumable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data.title !== undefined){
+let data9 = data.title;
+if(typeof data9 === "string"){
+if(func2(data9) > 256){
+const err28 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+else {
+const err29 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+if(data.summary !== undefined){
+let data10 = data.summary;
+if(typeof data10 === "string"){
+if(func2(data10) > 1024){
+const err30 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+else {
+const err31 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+if(data.captured_at_unix_ms !== undefined){
+let data11 = data.captured_at_unix_ms;
+if(!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))){
+const err32 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+if((typeof data11 == "number") && (isFinite(data11))){
+if(data11 < 0 || isNaN(data11)){
+const err33 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+}
+if(data.repository_root !== undefined){
+let data12 = data.repository_root;
+if(typeof data12 === "string"){
+if(func2(data12) > 4096){
+const err34 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+else {
+const err35 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+if(data.repository_remote !== undefined){
+let data13 = data.repository_remote;
+if(typeof data13 === "string"){
+if(func2(data13) > 4096){
+const err36 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+else {
+const err37 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+}
+else {
+const err38 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+validate14.errors = vErrors;
+return errors === 0;
+}
+
+export const validateSharingRequest = validate15;
+const schema17 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing.schema.json","title":"SharingRequest","description":"Body of PUT /session-uploads/{id}/sharing. `selected` names its recipients by user id or e-mail.","type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":256,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":64}},"emails":{"type":"array","maxItems":256,"uniqueItems":true,"items":{"type":"string","minLength":3,"maxLength":320}}}};
+
+function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-sharing.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.mode === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "mode"},message:"must have required property '"+"mode"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "mode") || (key0 === "user_ids")) || (key0 === "emails"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.mode !== undefined){
+let data0 = data.mode;
+if(typeof data0 !== "string"){
+const err2 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(!(((data0 === "private") || (data0 === "workspace")) || (data0 === "selected"))){
+const err3 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema17.properties.mode.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.user_ids !== undefined){
+let data1 = data.user_ids;
+if(Array.isArray(data1)){
+if(data1.length > 256){
+const err4 = {instancePath:instancePath+"/user_ids",schemaPath:"#/properties/user_ids/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+if(typeof data2 === "string"){
+if(func2(data2) > 64){
+const err5 = {instancePath:instancePath+"/user_ids/" + i0,schemaPath:"#/properties/user_ids/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(func2(data2) < 1){
+const err6 = {instancePath:instancePath+"/user_ids/" + i0,schemaPath:"#/properties/user_ids/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/user_ids/" + i0,schemaPath:"#/properties/user_ids/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+let i1 = data1.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data1[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err8 = {instancePath:instancePath+"/user_ids",schemaPath:"#/properties/user_ids/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/user_ids",schemaPath:"#/properties/user_ids/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.emails !== undefined){
+let data3 = data.emails;
+if(Array.isArray(data3)){
+if(data3.length > 256){
+const err10 = {instancePath:instancePath+"/emails",schemaPath:"#/properties/emails/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+const len1 = data3.length;
+for(let i2=0; i2<len1; i2++){
+let data4 = data3[i2];
+if(typeof data4 === "string"){
+if(func2(data4) > 320){
+const err11 = {instancePath:instancePath+"/emails/" + i2,schemaPath:"#/properties/emails/items/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(func2(data4) < 3){
+const err12 = {instancePath:instancePath+"/emails/" + i2,schemaPath:"#/properties/emails/items/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/emails/" + i2,schemaPath:"#/properties/emails/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+let i3 = data3.length;
+let j1;
+if(i3 > 1){
+const indices1 = {};
+for(;i3--;){
+let item1 = data3[i3];
+if(typeof item1 !== "string"){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j1 = indices1[item1];
+const err14 = {instancePath:instancePath+"/emails",schemaPath:"#/properties/emails/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+break;
+}
+indices1[item1] = i3;
+}
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/emails",schemaPath:"#/properties/emails/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+}
+else {
+const err16 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+validate15.errors = vErrors;
+return errors === 0;
+}
+
+export const validateGovernancePolicy = validate16;
+const schema18 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance policy revision: which harnesses may capture sessions and where uploads are presigned. Field names follow Blue's governance config.","type":"object","additionalProperties":false,"required":["revision"],"properties":{"revision":{"description":"Identifies this revision; the Control API increases it with every publish.","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the policy contract this revision was written for.","type":"integer","minimum":1,"maximum":1},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every known harness.","type":"array","uniqueItems":true,"maxItems":64,"items":{"$ref":"#/definitions/harnessName"}},"harnesses":{"description":"Per-harness rules.","type":"object","propertyNames":{"$ref":"#/definitions/harnessName"},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"}},"definitions":{"harnessName":{"type":"string","enum":["claude","codex","kimi","opencode"]},"harnessRule":{"type":"object","additionalProperties":false,"properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}}},"sessionUpload":{"type":"object","additionalProperties":false,"required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}}}};
+const schema19 = {"type":"string","enum":["claude","codex","kimi","opencode"]};
+const schema21 = {"type":"object","additionalProperties":false,"properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}}};
+const schema22 = {"type":"object","additionalProperties":false,"required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}};
+const func0 = runtime1.default;
+
+function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/policy.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -1359,7 +2662,7 @@ vErrors.push(err17);
 errors++;
 }
 if(!((((data5 === "claude") || (data5 === "codex")) || (data5 === "kimi")) || (data5 === "opencode"))){
-const err18 = {instancePath:instancePath+"/allowed_harnesses/" + i0,schemaPath:"#/definitions/harnessName/enum",keyword:"enum",params:{allowedValues: schema15.enum},message:"must be equal to one of the allowed values"};
+const err18 = {instancePath:instancePath+"/allowed_harnesses/" + i0,schemaPath:"#/definitions/harnessName/enum",keyword:"enum",params:{allowedValues: schema19.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -1417,7 +2720,7 @@ vErrors.push(err21);
 errors++;
 }
 if(!((((key1 === "claude") || (key1 === "codex")) || (key1 === "kimi")) || (key1 === "opencode"))){
-const err22 = {instancePath:instancePath+"/harnesses",schemaPath:"#/definitions/harnessName/enum",keyword:"enum",params:{allowedValues: schema15.enum},message:"must be equal to one of the allowed values",propertyName:key1};
+const err22 = {instancePath:instancePath+"/harnesses",schemaPath:"#/definitions/harnessName/enum",keyword:"enum",params:{allowedValues: schema19.enum},message:"must be equal to one of the allowed values",propertyName:key1};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1617,21 +2920,21 @@ vErrors.push(err38);
 }
 errors++;
 }
-validate12.errors = vErrors;
+validate16.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessProfiles = validate13;
-const schema19 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"type":"string","enum":["claude","codex","kimi","opencode"]},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"type":"string","enum":["session_capture","session_resume"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"bundle-manifest.schema.json#/definitions/file/properties/role"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}}}};
-const schema20 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"bundle-manifest.schema.json#/definitions/file/properties/role"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}};
-const schema21 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
-const schema24 = {"type":"string","enum":["session_capture","session_resume"]};
-const schema25 = {"type":"string","enum":["primary_transcript","session_companion","rollout","agent_wire_history","kimi_state","session_state","portable_export"]};
-const pattern9 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
-const pattern10 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
-const pattern13 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
+export const validateHarnessProfiles = validate17;
+const schema23 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"type":"string","enum":["claude","codex","kimi","opencode"]},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"type":"string","enum":["session_capture","session_resume"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"bundle-manifest.schema.json#/definitions/file/properties/role"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}}}};
+const schema24 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"bundle-manifest.schema.json#/definitions/file/properties/role"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}};
+const schema25 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
+const schema28 = {"type":"string","enum":["session_capture","session_resume"]};
+const schema29 = {"type":"string","enum":["primary_transcript","session_companion","rollout","agent_wire_history","kimi_state","session_state","portable_export"]};
+const pattern13 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
+const pattern14 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
+const pattern17 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
 
-function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1686,7 +2989,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!(func11.call(schema20.properties, key0))){
+if(!(func11.call(schema24.properties, key0))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -1720,7 +3023,7 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(!pattern9.test(data0)){
+if(!pattern13.test(data0)){
 const err8 = {instancePath:instancePath+"/profile",schemaPath:"#/properties/profile/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -1755,7 +3058,7 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(!pattern10.test(data1)){
+if(!pattern14.test(data1)){
 const err11 = {instancePath:instancePath+"/introduced",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -1790,7 +3093,7 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(!pattern10.test(data2)){
+if(!pattern14.test(data2)){
 const err14 = {instancePath:instancePath+"/before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -1825,7 +3128,7 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(!pattern10.test(data3)){
+if(!pattern14.test(data3)){
 const err17 = {instancePath:instancePath+"/verified_before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err17];
@@ -1860,7 +3163,7 @@ vErrors.push(err19);
 errors++;
 }
 if(!((data4 === "cli") || (data4 === "fixtures"))){
-const err20 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema20.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
+const err20 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema24.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1883,7 +3186,7 @@ vErrors.push(err21);
 errors++;
 }
 if(!((data5 === "supported") || (data5 === "deprecated"))){
-const err22 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema20.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
+const err22 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema24.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1920,7 +3223,7 @@ vErrors.push(err24);
 errors++;
 }
 if(!((data7 === "session_capture") || (data7 === "session_resume"))){
-const err25 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema24.enum},message:"must be equal to one of the allowed values"};
+const err25 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema28.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -2010,7 +3313,7 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(!pattern13.test(data9)){
+if(!pattern17.test(data9)){
 const err32 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err32];
@@ -2114,7 +3417,7 @@ vErrors.push(err40);
 errors++;
 }
 if(!(((((((data12 === "primary_transcript") || (data12 === "session_companion")) || (data12 === "rollout")) || (data12 === "agent_wire_history")) || (data12 === "kimi_state")) || (data12 === "session_state")) || (data12 === "portable_export"))){
-const err41 = {instancePath:instancePath+"/session/roles/" + i2+"/role",schemaPath:"bundle-manifest.schema.json#/definitions/file/properties/role/enum",keyword:"enum",params:{allowedValues: schema25.enum},message:"must be equal to one of the allowed values"};
+const err41 = {instancePath:instancePath+"/session/roles/" + i2+"/role",schemaPath:"bundle-manifest.schema.json#/definitions/file/properties/role/enum",keyword:"enum",params:{allowedValues: schema29.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -2278,7 +3581,7 @@ vErrors.push(err54);
 errors++;
 }
 if(!((data16 === "SessionEnd") || (data16 === "session.idle"))){
-const err55 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema20.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err55 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema24.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -2356,7 +3659,7 @@ vErrors.push(err61);
 }
 errors++;
 }
-if(!pattern13.test(data18)){
+if(!pattern17.test(data18)){
 const err62 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err62];
@@ -2391,7 +3694,7 @@ vErrors.push(err64);
 errors++;
 }
 if(!((((data19 === "claude-settings-json") || (data19 === "codex-config-toml")) || (data19 === "kimi-config-toml")) || (data19 === "opencode-plugin"))){
-const err65 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/enum",keyword:"enum",params:{allowedValues: schema20.properties.capture.properties.hook.properties.format.enum},message:"must be equal to one of the allowed values"};
+const err65 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/enum",keyword:"enum",params:{allowedValues: schema24.properties.capture.properties.hook.properties.format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -2471,12 +3774,12 @@ vErrors.push(err71);
 }
 errors++;
 }
-validate14.errors = vErrors;
+validate18.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/profile.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -2556,7 +3859,7 @@ vErrors.push(err6);
 errors++;
 }
 if(!((((data0 === "claude") || (data0 === "codex")) || (data0 === "kimi")) || (data0 === "opencode"))){
-const err7 = {instancePath:instancePath+"/harness",schemaPath:"#/properties/harness/enum",keyword:"enum",params:{allowedValues: schema19.properties.harness.enum},message:"must be equal to one of the allowed values"};
+const err7 = {instancePath:instancePath+"/harness",schemaPath:"#/properties/harness/enum",keyword:"enum",params:{allowedValues: schema23.properties.harness.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2839,8 +4142,8 @@ errors++;
 }
 const len1 = data8.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate14(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
-vErrors = vErrors === null ? validate14.errors : vErrors.concat(validate14.errors);
+if(!(validate18(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
+vErrors = vErrors === null ? validate18.errors : vErrors.concat(validate18.errors);
 errors = vErrors.length;
 }
 }
@@ -2867,7 +4170,7 @@ vErrors.push(err32);
 }
 errors++;
 }
-validate13.errors = vErrors;
+validate17.errors = vErrors;
 return errors === 0;
 }
 

@@ -1,0 +1,164 @@
+/**
+ * `blue-agent control-plane ...`: run the reference Control API and administer its data directory.
+ */
+import path from 'node:path';
+import type { Context } from '../context.js';
+import { usageError } from '../errors.js';
+
+export interface DataOptions {
+  data?: string;
+  json?: boolean;
+}
+
+export interface BlobOptions {
+  blobStore?: string;
+  blobDir?: string;
+  s3Endpoint?: string;
+  s3Bucket?: string;
+  s3Region?: string;
+  s3PathStyle?: boolean;
+}
+
+export interface ServeOptions extends DataOptions, BlobOptions {
+  listen?: string;
+  publicUrl?: string;
+  retentionDays?: string;
+  uploadUrlTtl?: string;
+}
+
+function dataDir(ctx: Context, opts: DataOptions): string {
+  const dir = opts.data ?? ctx.env.BLUE_CONTROL_DATA;
+  if (dir === undefined || dir === '') throw usageError('no data directory given', 'Pass --data DIR or set BLUE_CONTROL_DATA.');
+  return path.resolve(ctx.cwd, dir);
+}
+
+function print(ctx: Context, opts: DataOptions, json: unknown, text: string): void {
+  ctx.stdout.write(opts.json === true ? `${JSON.stringify(json, null, 2)}\n` : text);
+}
+
+export async function usersAddCommand(ctx: Context, email: string, opts: DataOptions & { admin?: boolean }): Promise<number> {
+  const { addUser } = await import('../control-plane/admin.js');
+  const { user, token } = addUser(dataDir(ctx, opts), email, opts.admin === true, ctx.clock.now());
+  print(
+    ctx,
+    opts,
+    { user_id: user.id, email: user.email, is_admin: user.is_admin, token },
+    `Added ${user.is_admin ? 'administrator' : 'user'} ${user.email} (${user.id}).\n` +
+      `Bearer token (shown only now; the server keeps only its hash):\n${token}\n`,
+  );
+  return 0;
+}
+
+export async function usersListCommand(ctx: Context, opts: DataOptions): Promise<number> {
+  const { listUsers } = await import('../control-plane/admin.js');
+  const users = listUsers(dataDir(ctx, opts));
+  print(
+    ctx,
+    opts,
+    { users: users.map((u) => ({ user_id: u.id, email: u.email, is_admin: u.is_admin, created_at: new Date(u.created_at).toISOString() })) },
+    users.length === 0 ? 'No users yet.\n' : users.map((u) => `${u.id}  ${u.email}${u.is_admin ? '  (admin)' : ''}\n`).join(''),
+  );
+  return 0;
+}
+
+export async function policyPublishCommand(ctx: Context, file: string, opts: DataOptions): Promise<number> {
+  const { publishPolicy } = await import('../control-plane/admin.js');
+  const { published, ignoredRevision } = await publishPolicy(dataDir(ctx, opts), path.resolve(ctx.cwd, file), ctx.clock.now());
+  print(
+    ctx,
+    opts,
+    { revision: published.revision, etag: published.etag, ignored_revision: ignoredRevision ?? null },
+    `Published policy revision ${published.revision}.\n` +
+      (ignoredRevision === undefined ? '' : `(The file's revision ${JSON.stringify(ignoredRevision)} was replaced: the server numbers revisions.)\n`),
+  );
+  return 0;
+}
+
+async function openBlobs(ctx: Context, dir: string, opts: BlobOptions, publicUrl: string) {
+  const blobs = await import('../control-plane/blobs/index.js');
+  const kind = opts.blobStore ?? 'local';
+  if (kind === 'local') {
+    return blobs.createLocalBlobStore({ dir: path.resolve(ctx.cwd, opts.blobDir ?? path.join(dir, 'blobs')), publicUrl });
+  }
+  if (kind === 's3') {
+    if (opts.s3Bucket === undefined) throw usageError('--blob-store s3 needs --s3-bucket');
+    return blobs.createS3BlobStore(
+      blobs.s3OptionsFromEnv(ctx.env, { endpoint: opts.s3Endpoint, bucket: opts.s3Bucket, region: opts.s3Region, forcePathStyle: opts.s3PathStyle }),
+    );
+  }
+  throw usageError(`unknown blob store "${kind}"`, 'Use --blob-store local or --blob-store s3.');
+}
+
+export async function gcCommand(ctx: Context, opts: DataOptions & BlobOptions): Promise<number> {
+  const { collectGarbage } = await import('../control-plane/admin.js');
+  const dir = dataDir(ctx, opts);
+  // Only delete is used, so the URL the local store would sign with does not matter here.
+  const blobs = await openBlobs(ctx, dir, opts, 'http://127.0.0.1');
+  try {
+    const result = await collectGarbage(dir, blobs, ctx.clock.now());
+    print(
+      ctx,
+      opts,
+      result,
+      `Deleted ${result.deleted.length} expired object${result.deleted.length === 1 ? '' : 's'}.\n` +
+        result.failed.map((f) => `  could not delete ${f.id}: ${f.error}\n`).join(''),
+    );
+    return result.failed.length === 0 ? 0 : 1;
+  } finally {
+    await blobs.close();
+  }
+}
+
+function positiveNumber(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw usageError(`${name} must be a positive number, not "${value}"`);
+  return n;
+}
+
+export function parseListen(value: string): { host: string; port: number } {
+  const match = /^(?:\[([0-9a-fA-F:]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value);
+  const port = match === null ? Number.NaN : Number(match[3]);
+  if (match === null || port > 65535) throw usageError(`--listen must be HOST:PORT (e.g. 127.0.0.1:8080), not "${value}"`);
+  return { host: match[1] ?? match[2]!, port };
+}
+
+/** Serves until SIGINT or SIGTERM (or `stop`, for tests). */
+export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Promise<void>): Promise<number> {
+  const { createControlServer } = await import('../control-plane/server.js');
+  const dir = dataDir(ctx, opts);
+  const { host, port } = parseListen(opts.listen ?? '127.0.0.1:8080');
+  if (opts.publicUrl !== undefined && !/^https?:\/\/[^/\s]+\/?$/.test(opts.publicUrl)) {
+    throw usageError(`--public-url must be an http(s) origin such as https://control.example.com, not "${opts.publicUrl}"`);
+  }
+  const server = createControlServer({
+    dataDir: dir,
+    publicUrl: opts.publicUrl,
+    blobs: (publicUrl) => openBlobs(ctx, dir, opts, publicUrl),
+    clock: ctx.clock,
+    retentionDays: positiveNumber('--retention-days', opts.retentionDays),
+    uploadUrlTtlSeconds: positiveNumber('--upload-url-ttl', opts.uploadUrlTtl),
+    log: (level, line) => (level === 'error' ? ctx.logger.error(line) : ctx.logger.info(line)),
+  });
+  let url: string;
+  try {
+    ({ url } = await server.listen(host, port));
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
+  ctx.stdout.write(`Control API listening on ${url} (data ${dir}, ${server.blobs.kind} blob store)\n`);
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      resolve();
+    };
+    process.on('SIGINT', done);
+    process.on('SIGTERM', done);
+    void stop?.then(done);
+  });
+  await server.close();
+  ctx.stdout.write('Control API stopped.\n');
+  return 0;
+}

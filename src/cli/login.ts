@@ -1,0 +1,215 @@
+/**
+ * `blue-agent login --control-url URL --token-stdin [--no-verify] [--json]`: saves where the Control API is (control_url
+ * in the agent config, spliced in so that everything else in the file keeps its bytes and comments) and the bearer
+ * token (the token file, 0600, written atomically). The token is taken only from stdin — argv is visible to every user
+ * of the machine — and never appears in output, logs or error messages.
+ *
+ * Verification: the token is tried against GET <url>/governance-config. A refused token (401/403) or a wrong URL saves
+ * nothing. An unreachable Control API saves anyway with a warning, since a machine is often set up before it can
+ * reach the network the Control API lives on; --no-verify skips the check.
+ */
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { chmod, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { parseDocument, isMap } from 'yaml';
+import { CONTROL_URL_ENV, TOKEN_ENV, controlSettings, loadAgentConfig } from '../config.js';
+import type { Context } from '../context.js';
+import { BlueError, usageError } from '../errors.js';
+import { fetchGovernanceConfig, governanceConfigUrl } from '../policy/fetch.js';
+import { MAX_POLICY_BYTES } from '../policy/validate.js';
+import { agentConfigSchema, parseYamlText, validateDocument } from '../schema/index.js';
+import { fsyncDir, readTextIfExists, replaceFileAtomically, resolveWriteTarget } from '../util/fs.js';
+
+/** A bearer token is a few hundred bytes at most; more on stdin is a mistake (a file piped in by accident). */
+const MAX_TOKEN_BYTES = 8 * 1024;
+const VERIFY_TIMEOUT_MS = 10_000;
+
+export interface LoginOptions {
+  controlUrl?: string;
+  tokenStdin?: boolean;
+  /** False with --no-verify. */
+  verify?: boolean;
+  json?: boolean;
+}
+
+export interface LoginReport {
+  ok: true;
+  control_url: string;
+  config_file: string;
+  token_file: string;
+  /** True when the Control API accepted the token; false when the check was skipped or could not be made. */
+  verified: boolean;
+  warnings: string[];
+}
+
+export async function loginCommand(ctx: Context, opts: LoginOptions, stdin: Readable = process.stdin): Promise<number> {
+  const report = await login(ctx, opts, stdin);
+  if (opts.json === true) {
+    ctx.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  } else {
+    const lines = [
+      `control_url ${report.control_url} saved in ${report.config_file}`,
+      `token saved in ${report.token_file} (mode 0600)`,
+      report.verified ? 'the Control API accepted the token' : 'the token was not verified',
+      ...report.warnings.map((w) => `warning: ${w}`),
+    ];
+    ctx.stdout.write(`${lines.join('\n')}\n`);
+  }
+  return 0;
+}
+
+export async function login(ctx: Context, opts: LoginOptions, stdin: Readable): Promise<LoginReport> {
+  if (opts.controlUrl === undefined) throw usageError('--control-url is required', 'Example: blue-agent login --control-url https://control.example.com --token-stdin < token.txt');
+  if (opts.tokenStdin !== true) {
+    throw usageError(
+      'the token is read only from stdin: pass --token-stdin',
+      'A token on the command line is visible to every user of the machine; run `blue-agent login --control-url URL --token-stdin < token-file`.',
+    );
+  }
+  const controlUrl = normaliseControlUrl(opts.controlUrl);
+  // Without a pipe the terminal is stdin: say what is awaited rather than seem to hang.
+  if ((stdin as { isTTY?: boolean }).isTTY === true) ctx.stderr.write('Paste the token, then press Enter and Ctrl-D:\n');
+  const token = await readToken(stdin);
+  const warnings: string[] = [];
+
+  let verified = false;
+  if (opts.verify !== false) {
+    const outcome = await fetchGovernanceConfig({
+      url: governanceConfigUrl(controlUrl),
+      token,
+      tokenSource: 'stdin',
+      etag: undefined,
+      timeoutMs: VERIFY_TIMEOUT_MS,
+      maxBytes: MAX_POLICY_BYTES,
+      userAgent: `blue-agent/${ctx.self.version}`,
+      env: ctx.env,
+    });
+    if (outcome.kind === 'unavailable') {
+      warnings.push(`could not verify the token: the Control API at ${new URL(controlUrl).origin} ${outcome.reason}; saved anyway`);
+    } else {
+      verified = true;
+    }
+  }
+
+  const loaded = await loadAgentConfig(ctx);
+  const settings = controlSettings(ctx, loaded.config);
+  // Everything that can be refused is checked before anything is written.
+  const configWrite = await planControlUrl(ctx.paths.configFile, controlUrl);
+  await writeTokenFile(settings.tokenFile, token);
+  await configWrite?.();
+
+  const envUrl = ctx.env[CONTROL_URL_ENV]?.trim();
+  if (envUrl !== undefined && envUrl !== '' && envUrl !== controlUrl) warnings.push(`${CONTROL_URL_ENV} is set and overrides the saved control_url`);
+  if ((ctx.env[TOKEN_ENV]?.trim() ?? '') !== '') warnings.push(`${TOKEN_ENV} is set and overrides the saved token`);
+  return { ok: true, control_url: controlUrl, config_file: ctx.paths.configFile, token_file: settings.tokenFile, verified, warnings };
+}
+
+/** An http(s) base URL without credentials, query or fragment, and without a trailing slash. */
+export function normaliseControlUrl(value: string): string {
+  const hint = 'Give the Control API base URL, e.g. https://control.example.com or https://example.com/blue.';
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    // The value is not echoed: a token pasted into the wrong option must not end up in a terminal log.
+    throw usageError('--control-url is not a valid URL', hint);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw usageError(`--control-url must be http or https, not ${url.protocol}`, hint);
+  // Credentials in a URL end up in logs and process listings; the token has its own channel.
+  if (url.username !== '' || url.password !== '') throw usageError('--control-url must not contain credentials', 'Give the token on stdin with --token-stdin instead.');
+  if (url.search !== '' || url.hash !== '') throw usageError('--control-url must not have a query or fragment', hint);
+  const normalised = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  if (normalised.length > 2048) throw usageError('--control-url is longer than 2048 characters', hint);
+  return normalised;
+}
+
+async function readToken(stdin: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stdin as AsyncIterable<Buffer | string>) {
+    const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    size += buffer.length;
+    if (size > MAX_TOKEN_BYTES) {
+      stdin.destroy();
+      throw usageError(`the token on stdin is longer than ${MAX_TOKEN_BYTES} bytes`, 'Pipe in a file holding only the token.');
+    }
+    chunks.push(buffer);
+  }
+  const token = Buffer.concat(chunks).toString('utf8').trim();
+  if (token === '') throw usageError('no token on stdin', 'Pipe the token in: blue-agent login --control-url URL --token-stdin < token-file');
+  // Control characters would let the value split or corrupt the Authorization header.
+  if (/[\u0000-\u001f\u007f\s]/.test(token)) {
+    throw usageError('the token on stdin contains white space or control characters', 'The token must be a single word; check what was piped in.');
+  }
+  return token;
+}
+
+/**
+ * Replaces the token file atomically: a new 0600 file beside it, then a rename. A symlink in its place is refused
+ * rather than followed, so the token cannot be written wherever a link points.
+ */
+async function writeTokenFile(file: string, token: string): Promise<void> {
+  const dir = path.dirname(file);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const existing = await lstat(file).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (existing !== undefined && !existing.isFile()) {
+    throw new BlueError('UNSAFE_PATH', `the token file ${file} is ${existing.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'}; refusing to write the token there`, {
+      file,
+      hint: `Remove ${file}, or point token_file in the agent config at a regular file, then log in again.`,
+    });
+  }
+  const temp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
+  try {
+    try {
+      await handle.writeFile(`${token}\n`, 'utf8');
+      // The umask may have taken bits away, never added any; chmod states the mode exactly.
+      await handle.chmod(0o600);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, file);
+  } catch (error) {
+    await unlink(temp).catch(() => undefined);
+    throw error;
+  }
+  await chmod(file, 0o600);
+  await fsyncDir(dir);
+}
+
+/**
+ * Plans setting control_url in the agent config, creating the file or changing only that key (comments and order
+ * kept). Returns the write to make, or undefined when the file already says so.
+ */
+async function planControlUrl(configFile: string, controlUrl: string): Promise<(() => Promise<void>) | undefined> {
+  const target = await resolveWriteTarget(configFile);
+  const before = await readTextIfExists(target);
+  let text: string;
+  if (before === null || before.trim() === '') {
+    text = `${before ?? ''}control_url: ${controlUrl}\n`;
+  } else {
+    parseYamlText(before, configFile, 'CONFIG_PARSE');
+    const doc = parseDocument(before, { uniqueKeys: true });
+    if (doc.contents !== null && !isMap(doc.contents)) {
+      throw new BlueError('CONFIG_INVALID', `${configFile}: the agent config is not a mapping; cannot set control_url in it`, {
+        file: configFile,
+        hint: 'Fix the file so that it holds `key: value` settings, then log in again.',
+      });
+    }
+    if (doc.get('control_url') === controlUrl) return undefined;
+    doc.set('control_url', controlUrl);
+    text = String(doc);
+  }
+  const check = (written: string) => {
+    const parsed = parseYamlText(written, configFile, 'CONFIG_PARSE');
+    validateDocument(agentConfigSchema, parsed.data, configFile, parsed);
+  };
+  check(text);
+  return () => replaceFileAtomically(target, text, { expected: before, newFileMode: 0o600, verify: check });
+}

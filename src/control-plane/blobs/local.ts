@@ -1,0 +1,280 @@
+/**
+ * The embedded blob store: objects are files under one directory, and upload/download URLs point at the Control API
+ * itself, signed with a server secret. The signature binds the method, key, expiry and, for uploads, the exact size
+ * and SHA-256, so a URL cannot be reused for other bytes; the body is hashed while it is written and only a body that
+ * matches is renamed into place.
+ */
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { constants, createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import path from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { BlueError } from '../../errors.js';
+import { fsyncDir } from '../../util/fs.js';
+import { assertValidKey, assertValidObject, hexToBase64, isValidKey } from './keys.js';
+import type { BlobStore, SignedRequest, StoredObject } from './types.js';
+
+export interface LocalBlobStoreOptions {
+  dir: string;
+  /** The Control API's public base URL; blob URLs are `<publicUrl>/blobs/<key>`. */
+  publicUrl: string;
+  /** HMAC key for blob URLs; generated once and kept in `<dir>/.secret` when not given. */
+  secret?: string | Buffer;
+  /** Milliseconds since the epoch; injectable for expiry tests. */
+  clock?: () => number;
+}
+
+/** Sent by clients of both stores; the local store checks it against the signed digest when present. */
+const CHECKSUM_HEADER = 'x-amz-checksum-sha256';
+
+async function loadOrCreateSecret(dir: string): Promise<Buffer> {
+  const file = path.join(dir, '.secret');
+  try {
+    const handle = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    try {
+      await handle.writeFile(randomBytes(32).toString('hex'), 'utf8');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fsyncDir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const text = (await readFile(file, 'utf8')).trim();
+  // A concurrent first start may read the file before the other process has written it.
+  if (!/^[0-9a-f]{64}$/.test(text)) {
+    throw new BlueError('CONFIG_INVALID', `${file} does not hold a blob URL secret`, {
+      file,
+      hint: 'Delete the file and restart the server; outstanding blob URLs stop working.',
+    });
+  }
+  return Buffer.from(text, 'hex');
+}
+
+function sendError(response: ServerResponse, status: number, code: string, message: string): void {
+  if (response.headersSent) {
+    response.destroy();
+    return;
+  }
+  const body = JSON.stringify({ error: { code, message } });
+  // The request body may be unread; closing the connection keeps it from being parsed as the next request.
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    connection: 'close',
+  });
+  response.end(body);
+}
+
+export async function createLocalBlobStore(options: LocalBlobStoreOptions): Promise<BlobStore> {
+  const dir = path.resolve(options.dir);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const secret =
+    options.secret === undefined
+      ? await loadOrCreateSecret(dir)
+      : Buffer.isBuffer(options.secret)
+        ? options.secret
+        : Buffer.from(options.secret, 'utf8');
+  if (secret.length < 16) throw new BlueError('CONFIG_INVALID', 'the blob URL secret must be at least 16 bytes');
+  const clock = options.clock ?? Date.now;
+  const base = new URL(options.publicUrl);
+  const prefix = `${base.pathname.replace(/\/+$/, '')}/blobs/`;
+  const origin = `${base.origin}${prefix}`;
+
+  function signature(method: string, key: string, expires: number, size: string, sha256: string): Buffer {
+    return createHmac('sha256', secret)
+      .update(['blue-blob-v1', method, key, String(expires), size, sha256].join('\n'))
+      .digest();
+  }
+
+  function sameSignature(given: string | null, expected: Buffer): boolean {
+    if (given === null || !/^[0-9a-f]{64}$/.test(given)) return false;
+    return timingSafeEqual(Buffer.from(given, 'hex'), expected);
+  }
+
+  function deadline(expiresAtUnixMs: number): number {
+    if (!(expiresAtUnixMs > clock())) throw new BlueError('INTERNAL', 'cannot presign a URL that has already expired');
+    return Math.floor(expiresAtUnixMs);
+  }
+
+  const fileOf = (key: string): string => path.join(dir, ...key.split('/'));
+
+  async function receive(request: IncomingMessage, response: ServerResponse, key: string, size: number, sha256: string): Promise<void> {
+    const declared = request.headers['content-length'];
+    if (declared === undefined || !/^\d+$/.test(declared) || Number(declared) !== size) {
+      sendError(response, 400, 'ARTIFACT_INVALID', `the body must be exactly ${size} bytes with a Content-Length header`);
+      return;
+    }
+    const checksum = request.headers[CHECKSUM_HEADER];
+    if (checksum !== undefined && checksum !== hexToBase64(sha256)) {
+      sendError(response, 400, 'ARTIFACT_INVALID', `${CHECKSUM_HEADER} differs from the signed digest`);
+      return;
+    }
+    const target = fileOf(key);
+    await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
+    const temp = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString('hex')}.upload`);
+    const hash = createHash('sha256');
+    let received = 0;
+    const meter = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        received += chunk.length;
+        if (received > size) {
+          callback(new BlueError('ARTIFACT_INVALID', `the body is longer than the signed ${size} bytes`));
+          return;
+        }
+        hash.update(chunk);
+        callback(null, chunk);
+      },
+    });
+    try {
+      // flush: fsync before close, so the rename below never exposes a file whose bytes are not on disk.
+      await pipeline(request, meter, createWriteStream(temp, { flags: 'wx', mode: 0o600, flush: true }));
+    } catch (error) {
+      await unlink(temp).catch(() => undefined);
+      sendError(response, 400, 'ARTIFACT_INVALID', error instanceof Error ? error.message : 'upload failed');
+      return;
+    }
+    const digest = hash.digest('hex');
+    if (received !== size || digest !== sha256) {
+      await unlink(temp).catch(() => undefined);
+      sendError(
+        response,
+        400,
+        'ARTIFACT_INVALID',
+        received !== size ? `received ${received} bytes, signed for ${size}` : 'the body SHA-256 differs from the signed digest',
+      );
+      return;
+    }
+    await rename(temp, target);
+    await fsyncDir(path.dirname(target));
+    response.writeHead(200, { [CHECKSUM_HEADER]: hexToBase64(digest), 'content-length': 0 });
+    response.end();
+  }
+
+  async function send(request: IncomingMessage, response: ServerResponse, key: string): Promise<void> {
+    const file = fileOf(key);
+    let info;
+    try {
+      info = await stat(file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+    if (info === undefined || !info.isFile()) {
+      sendError(response, 404, 'NOT_FOUND', 'no object is stored at this URL');
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': info.size });
+    if (request.method === 'HEAD') {
+      response.end();
+      return;
+    }
+    await pipeline(createReadStream(file), response);
+  }
+
+  async function answer(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {
+    const key = url.pathname.slice(prefix.length);
+    const method = request.method ?? 'GET';
+    if (method !== 'PUT' && method !== 'GET' && method !== 'HEAD') {
+      response.setHeader('allow', 'GET, HEAD, PUT');
+      sendError(response, 405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on blob URLs`);
+      return;
+    }
+    if (!isValidKey(key)) {
+      sendError(response, 400, 'UNSAFE_PATH', 'invalid blob key');
+      return;
+    }
+    const q = url.searchParams;
+    const expiresText = q.get('expires') ?? '';
+    const expires = /^\d{1,16}$/.test(expiresText) ? Number(expiresText) : NaN;
+    const signedMethod = method === 'HEAD' ? 'GET' : method;
+    let size = NaN;
+    let sha256 = '';
+    if (signedMethod === 'PUT') {
+      const sizeText = q.get('size') ?? '';
+      size = /^\d{1,16}$/.test(sizeText) ? Number(sizeText) : NaN;
+      sha256 = q.get('sha256') ?? '';
+      if (!Number.isSafeInteger(size) || !/^[0-9a-f]{64}$/.test(sha256)) {
+        sendError(response, 403, 'AUTH_FAILED', 'the blob URL is not validly signed');
+        return;
+      }
+    }
+    const expected = signature(signedMethod, key, expires, signedMethod === 'PUT' ? String(size) : '', sha256);
+    if (!Number.isSafeInteger(expires) || !sameSignature(q.get('sig'), expected)) {
+      sendError(response, 403, 'AUTH_FAILED', 'the blob URL is not validly signed');
+      return;
+    }
+    if (clock() > expires) {
+      sendError(response, 403, 'AUTH_FAILED', 'the blob URL has expired');
+      return;
+    }
+    if (signedMethod === 'PUT') await receive(request, response, key, size, sha256);
+    else await send(request, response, key);
+  }
+
+  return {
+    kind: 'local',
+
+    async presignUpload(key: string, object: StoredObject, expiresAtUnixMs: number): Promise<SignedRequest> {
+      assertValidKey(key);
+      assertValidObject(object);
+      const expires = deadline(expiresAtUnixMs);
+      const sig = signature('PUT', key, expires, String(object.size), object.sha256).toString('hex');
+      return {
+        method: 'PUT',
+        url: `${origin}${key}?expires=${expires}&size=${object.size}&sha256=${object.sha256}&sig=${sig}`,
+        headers: { 'content-length': String(object.size), [CHECKSUM_HEADER]: hexToBase64(object.sha256) },
+        expiresAtUnixMs: expires,
+      };
+    },
+
+    async presignDownload(key: string, expiresAtUnixMs: number): Promise<SignedRequest> {
+      assertValidKey(key);
+      const expires = deadline(expiresAtUnixMs);
+      const sig = signature('GET', key, expires, '', '').toString('hex');
+      return { method: 'GET', url: `${origin}${key}?expires=${expires}&sig=${sig}`, headers: {}, expiresAtUnixMs: expires };
+    },
+
+    async stat(key: string): Promise<StoredObject | undefined> {
+      assertValidKey(key);
+      const hash = createHash('sha256');
+      let size = 0;
+      try {
+        for await (const chunk of createReadStream(fileOf(key))) {
+          size += (chunk as Buffer).length;
+          hash.update(chunk as Buffer);
+        }
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'EISDIR') return undefined;
+        throw error;
+      }
+      return { size, sha256: hash.digest('hex') };
+    },
+
+    async serve(request: IncomingMessage, response: ServerResponse): Promise<boolean> {
+      const url = new URL(request.url ?? '/', 'http://localhost');
+      if (!url.pathname.startsWith(prefix)) return false;
+      try {
+        await answer(request, response, url);
+      } catch (error) {
+        // Includes a client that goes away mid-download; uploads clean up their temp file before getting here.
+        sendError(response, 500, 'INTERNAL', error instanceof Error ? error.message : 'blob request failed');
+      }
+      return true;
+    },
+
+    async delete(key: string): Promise<void> {
+      assertValidKey(key);
+      try {
+        await unlink(fileOf(key));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      }
+    },
+
+    async close(): Promise<void> {},
+  };
+}

@@ -1,0 +1,111 @@
+/**
+ * HTTP plumbing for the Control API: JSON error bodies with a stable code, bounded JSON request bodies, and schema
+ * validation with the offending field named. Nothing here trusts the request: every failure becomes a 4xx answer.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+export class HttpError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, code: string, message: string, headers: Record<string, string> = {}) {
+    super(message);
+    this.name = 'HttpError';
+    this.status = status;
+    this.code = code;
+    this.headers = headers;
+  }
+}
+
+export const badRequest = (message: string, code = 'invalid_request'): HttpError => new HttpError(400, code, message);
+export const notFound = (message = 'not found'): HttpError => new HttpError(404, 'not_found', message);
+export const forbidden = (message: string): HttpError => new HttpError(403, 'forbidden', message);
+
+export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = `${JSON.stringify(body)}\n`;
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(text)),
+    'cache-control': 'no-store',
+    ...headers,
+  });
+  response.end(text);
+}
+
+export function sendError(response: ServerResponse, error: HttpError): void {
+  if (response.headersSent) {
+    response.destroy();
+    return;
+  }
+  sendJson(response, error.status, { error: { code: error.code, message: error.message } }, error.headers);
+}
+
+/**
+ * Reads and parses a JSON body of at most `maxBytes`. A missing body reads as `{}` only when `allowEmpty`; anything
+ * that is not `application/json` is refused before a byte is parsed.
+ */
+export async function readJsonBody(request: IncomingMessage, maxBytes: number, allowEmpty = false): Promise<unknown> {
+  const declared = request.headers['content-length'];
+  if (declared !== undefined && Number(declared) > maxBytes) {
+    request.resume();
+    throw new HttpError(413, 'body_too_large', `the request body is larger than ${maxBytes} bytes`, { connection: 'close' });
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      throw new HttpError(413, 'body_too_large', `the request body is larger than ${maxBytes} bytes`, { connection: 'close' });
+    }
+    chunks.push(chunk);
+  }
+  if (size === 0) {
+    if (allowEmpty) return {};
+    throw badRequest('the request needs a JSON body');
+  }
+  const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/json') {
+    throw new HttpError(415, 'unsupported_media_type', `the request body must be application/json, not ${type === '' ? 'untyped' : JSON.stringify(type.slice(0, 100))}`);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw badRequest(`the request body is not valid JSON: ${(error as Error).message.slice(0, 200)}`, 'invalid_json');
+  }
+}
+
+interface AjvError {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+export type Validate = ((data: unknown) => boolean) & { errors?: AjvError[] | null };
+
+/** Validates `data` against a precompiled schema validator; a 400 names the first offending field. */
+export function validateBody<T>(validate: Validate, data: unknown, what: string): T {
+  if (validate(data)) return data as T;
+  const errors = validate.errors ?? [];
+  const error = errors.find((e) => e.keyword !== 'oneOf' && e.keyword !== 'anyOf') ?? errors[0];
+  if (error === undefined) throw badRequest(`invalid ${what}`, 'validation_failed');
+  const at = error.instancePath === '' ? '/' : error.instancePath;
+  throw badRequest(`invalid ${what}: ${at} ${describe(error)}`, 'validation_failed');
+}
+
+function describe(error: AjvError): string {
+  const p = error.params;
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return `has an unknown field "${String(p.additionalProperty).slice(0, 100)}"`;
+    case 'required':
+      return `is missing the required field "${String(p.missingProperty)}"`;
+    case 'enum':
+      return `must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'propertyNames':
+      return `has an unknown key "${String(p.propertyName).slice(0, 100)}"`;
+    default:
+      return error.message ?? 'is invalid';
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * The reference Control API server: `node:http`, SQLite metadata, a pluggable blob store. Every request is offered
+ * to the blob store first (the local store answers its own signed URLs), then authenticated with a bearer token and
+ * routed. No input can crash it: every failure is a JSON `{error: {code, message}}` with a 4xx status, and anything
+ * unexpected a 500 without details.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { BlobStore } from './blobs/types.js';
+import { HttpError, sendError } from './http.js';
+import { ROUTES, type RouteContext } from './routes.js';
+import { ControlStore, type User } from './store.js';
+
+export interface ControlServerOptions {
+  dataDir: string;
+  /** Base URL clients reach this server at (behind a proxy, say); default: the address it listens on. */
+  publicUrl?: string | undefined;
+  /**
+   * Where bundles are kept. A factory is called at `listen` with the public URL, for stores whose URLs point back at
+   * this server (the local store) when the port is only known once bound.
+   */
+  blobs: BlobStore | ((publicUrl: string) => Promise<BlobStore>);
+  clock?: { now(): number } | undefined;
+  uploadUrlTtlSeconds?: number | undefined;
+  downloadUrlTtlSeconds?: number | undefined;
+  retentionDays?: number | undefined;
+  maxBodyBytes?: number | undefined;
+  /** One line per request and per unexpected error. Never given tokens. */
+  log?: ((level: 'info' | 'error', line: string) => void) | undefined;
+}
+
+export interface ControlServer {
+  listen(host: string, port: number): Promise<{ url: string }>;
+  close(): Promise<void>;
+  readonly store: ControlStore;
+  readonly server: Server;
+  readonly blobs: BlobStore;
+}
+
+const MAX_TOKEN_LENGTH = 512;
+const MAX_URL_LENGTH = 8192;
+
+export function createControlServer(options: ControlServerOptions): ControlServer {
+  const store = ControlStore.open(options.dataDir);
+  const clock = options.clock ?? { now: () => Date.now() };
+  const log = options.log ?? (() => {});
+  let publicUrl = options.publicUrl?.replace(/\/+$/, '');
+  const factory = typeof options.blobs === 'function' ? options.blobs : undefined;
+  const rc: RouteContext = {
+    store,
+    blobs: typeof options.blobs === 'function' ? unboundBlobs : options.blobs,
+    now: () => clock.now(),
+    publicUrl: () => publicUrl ?? 'http://127.0.0.1',
+    uploadUrlTtlMs: (options.uploadUrlTtlSeconds ?? 900) * 1000,
+    downloadUrlTtlMs: (options.downloadUrlTtlSeconds ?? 300) * 1000,
+    retentionMs: (options.retentionDays ?? 90) * 86_400_000,
+    maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
+  };
+
+  const server = createServer({ requestTimeout: 300_000, headersTimeout: 30_000 }, (request, response) => {
+    const started = Date.now();
+    handle(rc, request, response)
+      .catch((error: unknown) => {
+        if (error instanceof HttpError) {
+          sendError(response, error);
+          return;
+        }
+        log('error', `internal error on ${request.method ?? '?'} ${pathOnly(request.url)}: ${(error as Error)?.stack ?? String(error)}`);
+        sendError(response, new HttpError(500, 'internal', 'the server failed to answer this request; the error is in its log'));
+      })
+      .finally(() => {
+        log('info', `${request.method ?? '?'} ${pathOnly(request.url)} ${response.statusCode} ${Date.now() - started}ms`);
+      });
+  });
+  // Malformed HTTP never reaches the handler: answer it here rather than dropping the socket silently.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+    if (!socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+    const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request';
+    const body = JSON.stringify({
+      error: tooLarge
+        ? { code: 'headers_too_large', message: 'the request line or headers are too large' }
+        : { code: 'bad_http', message: 'the request is not well-formed HTTP' },
+    });
+    socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  });
+
+  return {
+    store,
+    server,
+    listen: (host, port) =>
+      new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          const address = server.address() as AddressInfo;
+          const hostPart = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+          const url = `http://${hostPart}:${address.port}`;
+          publicUrl ??= url;
+          if (factory === undefined) {
+            resolve({ url });
+            return;
+          }
+          factory(publicUrl).then(
+            (blobs) => {
+              rc.blobs = blobs;
+              resolve({ url });
+            },
+            (error: unknown) => server.close(() => reject(error)),
+          );
+        });
+      }),
+    get blobs() {
+      return rc.blobs;
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => {
+          store.close();
+          // A store made by the factory belongs to this server; one passed in belongs to the caller.
+          if (factory !== undefined && rc.blobs !== unboundBlobs) void rc.blobs.close().finally(resolve);
+          else resolve();
+        });
+        server.closeAllConnections();
+      }),
+  };
+}
+
+async function handle(rc: RouteContext, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  if (rc.blobs.serve !== undefined && (await rc.blobs.serve(request, response))) return;
+  const rawUrl = request.url ?? '';
+  if (rawUrl.length > MAX_URL_LENGTH) throw new HttpError(400, 'url_too_long', `the request URL is longer than ${MAX_URL_LENGTH} characters`);
+  if (!rawUrl.startsWith('/')) throw new HttpError(400, 'bad_path', 'the request path is not valid');
+  let url: URL;
+  try {
+    url = new URL(rawUrl, 'http://control.invalid');
+  } catch {
+    throw new HttpError(400, 'bad_path', 'the request path is not valid');
+  }
+  const user = authenticate(rc, request);
+  const route = ROUTES.find((r) => r.pattern.test(url.pathname));
+  if (route === undefined) throw new HttpError(404, 'not_found', `no route ${url.pathname.slice(0, 200)}`);
+  const handler = route.methods[request.method ?? ''];
+  if (handler === undefined) {
+    const allow = Object.keys(route.methods).join(', ');
+    throw new HttpError(405, 'method_not_allowed', `${url.pathname.slice(0, 200)} accepts ${allow}`, { allow });
+  }
+  const params = route.pattern.exec(url.pathname)!.slice(1);
+  await handler(rc, { raw: request, response, url, user, params });
+}
+
+/** Stands in until `listen` has made the real store; never reached, as nothing is served before that. */
+const unboundBlobs: BlobStore = {
+  kind: 'local',
+  presignUpload: () => Promise.reject(new Error('blob store not ready')),
+  presignDownload: () => Promise.reject(new Error('blob store not ready')),
+  stat: () => Promise.reject(new Error('blob store not ready')),
+  delete: () => Promise.reject(new Error('blob store not ready')),
+  close: () => Promise.resolve(),
+};
+
+function authenticate(rc: RouteContext, request: IncomingMessage): User {
+  const header = request.headers.authorization;
+  const challenge = { 'www-authenticate': 'Bearer realm="blue-control"' };
+  if (header === undefined) throw new HttpError(401, 'unauthenticated', 'send a bearer token: Authorization: Bearer <token>', challenge);
+  const match = /^Bearer +([A-Za-z0-9._~+/=-]+)$/i.exec(header);
+  if (match === null || match[1]!.length > MAX_TOKEN_LENGTH) {
+    throw new HttpError(401, 'unauthenticated', 'the Authorization header must be "Bearer <token>"', challenge);
+  }
+  const user = rc.store.userByToken(match[1]!);
+  if (user === undefined) throw new HttpError(401, 'invalid_token', 'the bearer token is not valid; ask an administrator for a new one', challenge);
+  return user;
+}
+
+/** The path without its query: queries may carry search text that does not belong in a log. */
+function pathOnly(url: string | undefined): string {
+  return (url ?? '').split('?')[0]!.slice(0, 200);
+}

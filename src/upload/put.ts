@@ -1,0 +1,154 @@
+/**
+ * Sends a bundle to the signed URL the Control API returned: exactly its method, URL and headers (a storage service
+ * checks its signature over them), the file streamed with its Content-Length, never held whole in memory. The bearer
+ * token is never sent here: the signed URL is its own credential, and may belong to another origin.
+ */
+import { createHash } from 'node:crypto';
+import { open } from 'node:fs/promises';
+import { Transform, pipeline } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import { BlueError } from '../errors.js';
+import type { SignedUpload } from './client.js';
+import { header, readSome, safeUrl, scrubText, serverError } from './client.js';
+import { describeNetworkError, parseRetryAfter, statusKind, UploadError } from './retry.js';
+
+/** The slowest upload still waited for: a stalled connection must not hold a drain forever. */
+const MIN_BYTES_PER_SECOND = 32 * 1024;
+/** Headers the agent sets itself from the file, whatever the signed headers say. */
+const OWN_HEADERS = new Set(['content-length', 'transfer-encoding', 'host', 'connection']);
+
+export interface UploadExpectation {
+  size: number;
+  sha256: string;
+}
+
+export interface UploadFileOptions {
+  dispatcher: Dispatcher;
+  /** Time to connect and to get the answer once the body is sent. */
+  timeoutMs: number;
+  userAgent?: string;
+  now?: () => number;
+  /** For tests: the undici module to use. */
+  undici?: typeof import('undici');
+}
+
+export interface UploadFileResult {
+  status: number;
+  /** Bytes sent: always the expected size. */
+  bytes: number;
+}
+
+/**
+ * Uploads `file` to `signed`. Throws an UploadError: `transient` (network, timeouts, 5xx, 408, 429), `expired` (the
+ * storage refused the signature: 401/403, or an expired-token code — ask for a fresh presign), `record` (other 4xx, or
+ * the file is not the bundle the record describes), `service` (a redirect).
+ */
+export async function uploadFile(signed: SignedUpload, file: string, expected: UploadExpectation, options: UploadFileOptions): Promise<UploadFileResult> {
+  const where = `${signed.method} ${safeUrl(signed.url)}`;
+  const undici = options.undici ?? (await import('undici'));
+  const handle = await open(file, 'r').catch((error: NodeJS.ErrnoException) => {
+    throw new UploadError('record', 'UPLOAD_FAILED', `cannot open the bundle ${file}: ${error.code ?? 'error'}`, { file });
+  });
+  try {
+    const info = await handle.stat();
+    if (!info.isFile() || info.size !== expected.size) {
+      throw new UploadError(
+        'record',
+        'UPLOAD_FAILED',
+        `the bundle ${file} is ${info.isFile() ? `${info.size} bytes` : 'not a regular file'}, not the ${expected.size} bytes its record names; not uploading it`,
+        { file, hint: 'The bundle changed after it was built; capture the session again.' },
+      );
+    }
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(signed.headers)) {
+      const lower = name.toLowerCase();
+      if (lower === 'content-length' && value.trim() !== String(expected.size)) {
+        throw new UploadError('service', 'UPLOAD_FAILED', `${where}: the signed Content-Length ${value.slice(0, 20)} is not the bundle's ${expected.size} bytes`, {
+          hint: 'The Control API signed the upload for another size; check the presign request it received.',
+        });
+      }
+      if (!OWN_HEADERS.has(lower)) headers[lower] = value;
+    }
+    headers['content-length'] = String(expected.size);
+    if (options.userAgent !== undefined && headers['user-agent'] === undefined) headers['user-agent'] = options.userAgent;
+
+    // Hashed on the way out: a bundle that changed under us must not be completed as if it were the recorded one.
+    const hash = createHash('sha256');
+    let sent = 0;
+    const hasher = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        hash.update(chunk);
+        sent += chunk.length;
+        callback(null, chunk);
+      },
+    });
+    const body =
+      expected.size === 0
+        ? Buffer.alloc(0)
+        : pipeline(handle.createReadStream({ start: 0, end: expected.size - 1, autoClose: false }), hasher, () => undefined);
+    const budgetMs = options.timeoutMs + Math.ceil((expected.size / MIN_BYTES_PER_SECOND) * 1000);
+
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await undici.request(signed.url, {
+        method: signed.method as Dispatcher.HttpMethod,
+        headers,
+        body,
+        dispatcher: options.dispatcher,
+        signal: AbortSignal.timeout(budgetMs),
+      });
+    } catch (error) {
+      throw new UploadError('transient', 'UPLOAD_FAILED', `${where}: ${describeNetworkError(error)} after ${sent} of ${expected.size} bytes`);
+    }
+    const status = response.statusCode;
+    if (status >= 200 && status < 300) {
+      await response.body.dump().catch(() => undefined);
+      const digest = hash.digest('hex');
+      if (sent !== expected.size || digest !== expected.sha256.toLowerCase()) {
+        throw new UploadError('record', 'UPLOAD_FAILED', `the bundle ${file} changed while it was uploaded (its SHA-256 is not the recorded one)`, {
+          file,
+          hint: 'The upload is not completed; capture the session again.',
+        });
+      }
+      return { status, bytes: expected.size };
+    }
+    const text = await readSome(response, 8 * 1024);
+    const reason = storageError(text);
+    const message = scrubText(`${where} answered HTTP ${status}${reason === undefined ? '' : `: ${reason.text}`}`);
+    const extra = { status, ...(reason?.code === undefined ? {} : { serverCode: reason.code }) };
+    if (status === 401 || status === 403 || (status === 400 && /^(ExpiredToken|TokenRefreshRequired|InvalidToken)$/.test(reason?.code ?? ''))) {
+      return expired(message, extra);
+    }
+    if (status === 400 && reason?.code === 'RequestTimeout') throw new UploadError('transient', 'UPLOAD_FAILED', message, extra);
+    if (status >= 300 && status < 400) {
+      throw new UploadError('service', 'UPLOAD_FAILED', message, { ...extra, hint: 'The storage service redirected the upload; check its region and endpoint.' });
+    }
+    if (statusKind(status) === 'transient') {
+      const retryAfterMs = parseRetryAfter(header(response.headers, 'retry-after'), (options.now ?? Date.now)());
+      throw new UploadError('transient', 'UPLOAD_FAILED', message, { ...extra, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+    }
+    throw new UploadError('record', 'UPLOAD_REJECTED', message, extra);
+  } catch (error) {
+    if (error instanceof BlueError) throw error;
+    throw new UploadError('transient', 'UPLOAD_FAILED', `${where}: ${describeNetworkError(error)}`);
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
+
+function expired(message: string, extra: { status: number; serverCode?: string }): never {
+  throw new UploadError('expired', 'UPLOAD_EXPIRED', message, {
+    ...extra,
+    hint: 'The signed upload URL was refused (expired, or signed for other headers); a fresh one is needed.',
+  });
+}
+
+/** The storage service's reason: S3-style XML `<Code>`/`<Message>`, or a Control-API-style JSON error. */
+function storageError(text: string): { code: string | undefined; text: string } | undefined {
+  const json = serverError(text);
+  if (json !== undefined) return { code: json.code, text: `${json.code === undefined ? '' : `[${json.code}] `}${json.message}` };
+  const code = /<Code>([^<]{1,64})<\/Code>/.exec(text)?.[1]?.trim();
+  const message = /<Message>([^<]{1,300})<\/Message>/.exec(text)?.[1]?.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  if (code === undefined && message === undefined) return undefined;
+  return { code, text: `${code === undefined ? '' : `[${code}] `}${message ?? ''}`.trim() };
+}

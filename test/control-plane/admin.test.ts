@@ -1,0 +1,184 @@
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { serveCommand } from '../../src/cli/control-plane.js';
+import { main } from '../../src/cli/main.js';
+import { ControlStore } from '../../src/control-plane/store.js';
+import { makeTestHome, type TestHome } from '../support/context.js';
+import { BUNDLE_TYPE, sha256 } from './server-support.js';
+
+let home: TestHome;
+let data: string;
+beforeEach(async () => {
+  home = await makeTestHome({ BLUE_AGENT_LOG_LEVEL: 'info' });
+  data = path.join(home.root, 'control');
+});
+afterEach(async () => {
+  await home.cleanup();
+});
+
+async function run(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const before = { out: home.stdout.text().length, err: home.stderr.text().length };
+  const code = await main(args, home.ctx);
+  return { code, stdout: home.stdout.text().slice(before.out), stderr: home.stderr.text().slice(before.err) };
+}
+
+describe('control-plane users', () => {
+  it('prints a new token once and stores only its hash', async () => {
+    const added = await run('control-plane', 'users', 'add', 'ada@example.com', '--admin', '--data', data, '--json');
+    expect(added.code).toBe(0);
+    const result = JSON.parse(added.stdout) as { user_id: string; token: string; is_admin: boolean };
+    expect(result.token).toMatch(/^blue_[A-Za-z0-9_-]{43}$/);
+    expect(result.is_admin).toBe(true);
+    const store = ControlStore.open(data);
+    try {
+      expect(store.tokenHashOf(result.user_id)).toBe(createHash('sha256').update(result.token).digest('hex'));
+      expect(store.userByToken(result.token)?.email).toBe('ada@example.com');
+      const raw = JSON.stringify(store.db.prepare('SELECT * FROM users').all());
+      expect(raw).not.toContain(result.token);
+    } finally {
+      store.close();
+    }
+    const human = await run('control-plane', 'users', 'add', 'bea@example.com', '--data', data);
+    const token = /^(blue_\S+)$/m.exec(human.stdout)?.[1];
+    expect(token).toBeDefined();
+    expect(human.stdout.split(token!).length - 1).toBe(1);
+    expect(human.stderr).not.toContain(token);
+    const list = await run('control-plane', 'users', 'list', '--data', data);
+    expect(list.stdout).toContain('ada@example.com  (admin)');
+    expect(list.stdout).not.toContain(result.token);
+    expect(list.stdout).not.toContain(token);
+    const again = await run('control-plane', 'users', 'add', 'ada@example.com', '--data', data);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/already exists/);
+    expect((await run('control-plane', 'users', 'add', 'not-an-email', '--data', data)).code).toBe(2);
+  });
+
+  it('needs a data directory', async () => {
+    const answer = await run('control-plane', 'users', 'list');
+    expect(answer.code).toBe(2);
+    expect(answer.stderr).toMatch(/--data/);
+  });
+});
+
+describe('control-plane policy publish', () => {
+  it('validates and publishes revisions numbered by the server', async () => {
+    const file = path.join(home.root, 'policy.yaml');
+    await writeFile(file, 'revision: 77\nallowed_harnesses: [claude]\nsession_upload:\n  presign_url: https://control.example.com/session-uploads/presign\n');
+    const first = await run('control-plane', 'policy', 'publish', file, '--data', data);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/revision 1\b/);
+    expect(first.stdout).toMatch(/77.*replaced/);
+    await writeFile(file, '{"allowed_harnesses": ["codex"]}');
+    const second = await run('control-plane', 'policy', 'publish', file, '--data', data, '--json');
+    expect(JSON.parse(second.stdout)).toMatchObject({ revision: 2, ignored_revision: null });
+    const store = ControlStore.open(data);
+    try {
+      expect(store.currentPolicy()?.body).toEqual({ allowed_harnesses: ['codex'], revision: 2 });
+    } finally {
+      store.close();
+    }
+  });
+
+  it('rejects an invalid policy naming the field and its line, publishing nothing', async () => {
+    const file = path.join(home.root, 'bad.yaml');
+    await writeFile(file, 'allowed_harnesses: [claude]\nharnesses:\n  claude:\n    version_requirement: "not a range"\n');
+    const answer = await run('control-plane', 'policy', 'publish', file, '--data', data);
+    expect(answer.code).toBe(1);
+    expect(answer.stderr).toContain('/harnesses/claude/version_requirement');
+    expect(answer.stderr).toContain('bad.yaml:4:');
+    await writeFile(file, 'allowed_harnesses: [vim]\n');
+    expect((await run('control-plane', 'policy', 'publish', file, '--data', data)).stderr).toContain('/allowed_harnesses/0');
+    const store = ControlStore.open(data);
+    try {
+      expect(store.currentPolicy()).toBeUndefined();
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe('control-plane serve', () => {
+  it('serves with the local blob store, while admin commands change the same data directory', async () => {
+    const user = JSON.parse((await run('control-plane', 'users', 'add', 'ada@example.com', '--data', data, '--json')).stdout) as { token: string };
+    let stop!: () => void;
+    const stopped = new Promise<void>((resolve) => (stop = resolve));
+    const serving = serveCommand(home.ctx, { listen: '127.0.0.1:0', data }, stopped);
+    let url = '';
+    for (let i = 0; i < 100 && url === ''; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      url = /listening on (http:\/\/\S+)/.exec(home.stdout.text())?.[1] ?? '';
+    }
+    expect(url).not.toBe('');
+    const auth = { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' };
+    try {
+      // A policy published while the server runs is served at once.
+      const file = path.join(home.root, 'policy.yaml');
+      await writeFile(file, 'allowed_harnesses: [claude]\n');
+      expect((await run('control-plane', 'policy', 'publish', file, '--data', data)).code).toBe(0);
+      const policy = await fetch(`${url}/governance-config`, { headers: auth });
+      expect(await policy.json()).toEqual({ allowed_harnesses: ['claude'], revision: 1 });
+
+      const bytes = Buffer.from('a real bundle would be a tar.gz');
+      const presign = await fetch(`${url}/session-uploads/presign`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ harness: 'codex', session_id: 's-1', sha256: sha256(bytes), size_bytes: bytes.length, content_type: BUNDLE_TYPE }),
+      });
+      const p = (await presign.json()) as { upload_url: string; headers: Record<string, string>; complete_url: string; upload_id: string };
+      expect(p.upload_url.startsWith(`${url}/blobs/`)).toBe(true);
+      expect((await fetch(p.upload_url, { method: 'PUT', headers: p.headers, body: bytes })).status).toBe(200);
+      const done = await fetch(p.complete_url, { method: 'POST', headers: { authorization: auth.authorization } });
+      expect(((await done.json()) as { status: string }).status).toBe('complete');
+      const dl = (await (await fetch(`${url}/session-uploads/${p.upload_id}/download`, { method: 'POST', headers: { authorization: auth.authorization } })).json()) as {
+        download_url: string;
+      };
+      expect(Buffer.from(await (await fetch(dl.download_url)).arrayBuffer()).equals(bytes)).toBe(true);
+    } finally {
+      stop();
+      expect(await serving).toBe(0);
+    }
+    expect(home.stderr.text()).toContain('POST /session-uploads/presign 201');
+    expect(home.stderr.text()).not.toContain(user.token);
+    expect(home.stdout.text()).toContain('Control API stopped.');
+  });
+
+  it('rejects a malformed --listen', async () => {
+    const answer = await run('control-plane', 'serve', '--listen', 'nowhere', '--data', data);
+    expect(answer.code).toBe(2);
+    expect(answer.stderr).toMatch(/HOST:PORT/);
+  });
+});
+
+describe('migrations', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'blue-control-db-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('migrates once and reopens a current database', () => {
+    ControlStore.open(dir).close();
+    const store = ControlStore.open(dir);
+    try {
+      const versions = store.db.prepare('SELECT version FROM schema_version').all();
+      expect(versions).toEqual([{ version: 1 }]);
+      expect(store.db.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
+    } finally {
+      store.close();
+    }
+  });
+
+  it('refuses a database written by a newer release', () => {
+    ControlStore.open(dir).close();
+    const db = new DatabaseSync(path.join(dir, 'control.db'));
+    db.prepare('INSERT INTO schema_version (version, applied_at) VALUES (?, ?)').run(99, Date.now());
+    db.close();
+    expect(() => ControlStore.open(dir)).toThrow(/schema version 99, newer than this blue-agent understands \(1\)/);
+  });
+});

@@ -1,0 +1,147 @@
+/**
+ * `blue-agent login`: the URL is checked, the token comes only from stdin, is verified against a loopback Control API,
+ * and lands in a 0600 token file; control_url is spliced into the config keeping everything else. The token never
+ * appears in output or errors.
+ */
+import { lstat, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { controlSettings, loadAgentConfig } from '../../src/config.js';
+import { loginCommand } from '../../src/cli/login.js';
+import { main } from '../../src/cli/main.js';
+import { closedOrigin, startPolicyServer, type PolicyServer } from '../policy/server.js';
+import { makeTestHome, type TestHome } from '../support/context.js';
+import { rejected } from '../support/errors.js';
+
+const TOKEN = 'blue_tok_0123456789SECRETabcdef';
+
+let t: TestHome;
+let server: PolicyServer;
+beforeEach(async () => {
+  t = await makeTestHome();
+  server = await startPolicyServer({ revision: 1, contract_version: 1, ttl_seconds: 300 });
+});
+afterEach(async () => {
+  await server.close();
+  await t.cleanup();
+});
+
+const stdin = (text: string) => Readable.from([Buffer.from(text)]);
+const configFile = () => t.env.BLUE_AGENT_CONFIG!;
+const tokenFile = () => path.join(t.env.BLUE_AGENT_HOME!, 'token');
+const everything = () => `${t.stdout.text()}${t.stderr.text()}`;
+
+describe('blue-agent login', () => {
+  it('verifies the token, writes a 0600 token file and creates the config', async () => {
+    const code = await loginCommand(t.ctx, { controlUrl: `${server.origin}/`, tokenStdin: true, json: true }, stdin(`  ${TOKEN}\n`));
+    expect(code).toBe(0);
+    const report = JSON.parse(t.stdout.text()) as Record<string, unknown>;
+    expect(report).toMatchObject({ ok: true, control_url: server.origin, verified: true, warnings: [], token_file: tokenFile() });
+    expect(everything()).not.toContain(TOKEN);
+    expect(server.requests[0]!.headers.authorization).toBe(`Bearer ${TOKEN}`);
+
+    expect((await stat(tokenFile())).mode & 0o777).toBe(0o600);
+    expect(await readFile(tokenFile(), 'utf8')).toBe(`${TOKEN}\n`);
+    expect(await readFile(configFile(), 'utf8')).toBe(`control_url: ${server.origin}\n`);
+    // What login saved is exactly what the rest of the agent reads.
+    const settings = controlSettings(t.ctx, (await loadAgentConfig(t.ctx)).config);
+    expect(settings.controlUrl).toBe(server.origin);
+    expect(await settings.readToken()).toBe(TOKEN);
+  });
+
+  it('splices control_url into an existing config, keeping comments and other keys', async () => {
+    await mkdir(path.dirname(configFile()), { recursive: true });
+    const before = '# managed by ops\ncontrol_url: https://old.example # the old one\nallowed_upload_origins:\n  - https://uploads.example # S3\n';
+    await writeFile(configFile(), before, { mode: 0o640 });
+    await loginCommand(t.ctx, { controlUrl: `${server.origin}/prefix/`, tokenStdin: true, verify: false }, stdin(TOKEN));
+    const after = await readFile(configFile(), 'utf8');
+    expect(after).toBe(before.replace('https://old.example', `${server.origin}/prefix`));
+    expect((await stat(configFile())).mode & 0o777).toBe(0o640);
+    expect(server.requests).toHaveLength(0);
+    expect(t.stdout.text()).toContain('not verified');
+    expect(everything()).not.toContain(TOKEN);
+  });
+
+  it('saves nothing when the Control API refuses the token', async () => {
+    server.setHandler((_req, res) => res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"code":"unauthorized","message":"no"}}'));
+    const error = await rejected(loginCommand(t.ctx, { controlUrl: server.origin, tokenStdin: true }, stdin(TOKEN)));
+    expect(error.code).toBe('AUTH_FAILED');
+    expect(JSON.stringify({ ...error.toJSON(), stack: error.stack })).not.toContain(TOKEN);
+    await expect(lstat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(lstat(configFile())).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('saves with a warning when the Control API cannot be reached', async () => {
+    const origin = await closedOrigin();
+    await loginCommand(t.ctx, { controlUrl: origin, tokenStdin: true, json: true }, stdin(TOKEN));
+    const report = JSON.parse(t.stdout.text()) as { verified: boolean; warnings: string[] };
+    expect(report.verified).toBe(false);
+    expect(report.warnings[0]).toMatch(/could not verify the token.*saved anyway/);
+    expect(await readFile(tokenFile(), 'utf8')).toBe(`${TOKEN}\n`);
+  });
+
+  it.each([
+    ['not a URL', 'control.example.com'],
+    ['another scheme', 'ftp://control.example.com'],
+    ['credentials', `https://admin:${TOKEN}@control.example.com`],
+    ['a query', `https://control.example.com/?token=${TOKEN}`],
+  ])('refuses a URL with %s, without echoing it', async (_what, url) => {
+    const error = await rejected(loginCommand(t.ctx, { controlUrl: url, tokenStdin: true }, stdin(TOKEN)));
+    expect(error.code).toBe('USAGE');
+    expect(error.message).not.toContain(TOKEN);
+    await expect(lstat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it.each([
+    ['empty', '  \n'],
+    ['with white space inside', 'abc def'],
+    ['with a control character', 'abc\u0007def'],
+    ['too long', 'x'.repeat(9000)],
+  ])('refuses a token that is %s', async (_what, text) => {
+    const error = await rejected(loginCommand(t.ctx, { controlUrl: server.origin, tokenStdin: true }, stdin(text)));
+    expect(error.code).toBe('USAGE');
+    expect(error.message).not.toContain('abc');
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it('takes the token only from stdin', async () => {
+    const error = await rejected(loginCommand(t.ctx, { controlUrl: server.origin }, stdin(TOKEN)));
+    expect(error.code).toBe('USAGE');
+    expect(error.message).toContain('--token-stdin');
+  });
+
+  it('refuses to write the token through a symbolic link', async () => {
+    const elsewhere = path.join(t.root, 'elsewhere');
+    await mkdir(path.dirname(tokenFile()), { recursive: true });
+    await symlink(elsewhere, tokenFile());
+    const error = await rejected(loginCommand(t.ctx, { controlUrl: server.origin, tokenStdin: true, verify: false }, stdin(TOKEN)));
+    expect(error.code).toBe('UNSAFE_PATH');
+    await expect(lstat(elsewhere)).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(lstat(configFile())).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('replaces an existing token file and tightens nothing else', async () => {
+    await mkdir(path.dirname(tokenFile()), { recursive: true });
+    await writeFile(tokenFile(), 'old-token\n', { mode: 0o600 });
+    await loginCommand(t.ctx, { controlUrl: server.origin, tokenStdin: true }, stdin(TOKEN));
+    expect(await readFile(tokenFile(), 'utf8')).toBe(`${TOKEN}\n`);
+    expect((await stat(tokenFile())).mode & 0o777).toBe(0o600);
+  });
+
+  it('says when the environment overrides what was saved', async () => {
+    const ctx = t.context({ env: { BLUE_AGENT_TOKEN: 'other', BLUE_AGENT_CONTROL_URL: 'https://env.example' } });
+    await loginCommand(ctx, { controlUrl: server.origin, tokenStdin: true, verify: false, json: true }, stdin(TOKEN));
+    const report = JSON.parse(t.stdout.text()) as { warnings: string[] };
+    expect(report.warnings.join('\n')).toMatch(/BLUE_AGENT_CONTROL_URL is set[\s\S]*BLUE_AGENT_TOKEN is set/);
+  });
+
+  it('is registered in the CLI with help and JSON errors', async () => {
+    expect(await main(['login', '--help'], t.ctx)).toBe(0);
+    expect(t.stdout.text()).toContain('--token-stdin');
+    expect(t.stdout.text()).toContain('--no-verify');
+    const code = await main(['login', '--control-url', 'ftp://x.example', '--token-stdin', '--json'], t.ctx);
+    expect(code).toBe(2);
+    expect(t.stdout.text()).toContain('"code": "USAGE"');
+  });
+});
