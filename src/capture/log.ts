@@ -15,7 +15,18 @@ export const MAX_LOG_BYTES = 1024 * 1024;
 const MAX_FIELD = 512;
 const SAFE_NAME = /^[A-Za-z0-9._-]{1,128}$/;
 
-export type CaptureEvent = 'spooled' | 'refused' | 'failed' | 'built' | 'build_failed' | 'retry' | 'recovered';
+export type CaptureEvent =
+  | 'spooled'
+  | 'refused'
+  | 'failed'
+  | 'built'
+  | 'build_failed'
+  | 'retry'
+  | 'recovered'
+  | 'uploaded'
+  | 'upload_retry'
+  | 'upload_failed'
+  | 'discarded';
 
 export interface CaptureLogEntry {
   event: CaptureEvent;

@@ -9,10 +9,24 @@
  *   - the disk is full: the partial bundle is removed, the record goes back to intake untouched, and the drain stops;
  *   - anything else: back to intake with attempts + 1 and a growing delay before the next try (RETRY_DELAYS_MS),
  *     failed after MAX_ATTEMPTS.
+ *
+ * Then the upload stage (see uploadReady): every due ready record is claimed into uploading/, its bundle re-verified
+ * against the record (size and SHA-256: a bundle that changed on disk is failed, never uploaded), and uploaded to the
+ * Control API. Uploaded: the local copy goes. Retry: back to ready with the next attempt time. Failed: failed/ with the
+ * server's reason. With no Control API configured nothing is uploaded (the bundles wait, with a note in the report);
+ * with a policy that has no session_upload block (capture disabled) nothing is uploaded and the records are kept,
+ * or discarded with `discard`.
  */
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { BundleResult } from '../bundle/index.js';
+import { readManifest, type BundleResult } from '../bundle/index.js';
+import { controlSettings, loadAgentConfig } from '../config.js';
+import { resolvePolicy } from '../policy/index.js';
+import { ControlClient, resolvePresignUrl, uploadBundle, type UploadBundleOptions } from '../upload/index.js';
+import { DEFAULT_RETRY_POLICY, rescheduleDelay } from '../upload/retry.js';
 import type { Context } from '../context.js';
 import { BlueError, toBlueError } from '../errors.js';
 import { loadProfiles, type ProfileSet } from '../profiles/index.js';
@@ -35,6 +49,23 @@ export interface DrainOptions {
   /** Replaces the session -> bundle step (tests make it fail or stall). */
   build?: BuildFunction;
   io?: SpoolIO;
+  /** With a policy that disables capture (no session_upload): remove the ready records instead of keeping them. */
+  discard?: boolean;
+  /** Passed to every uploadBundle call (tests shorten the retries). */
+  upload?: Omit<UploadBundleOptions, 'presignUrl'>;
+  /** Build only; leave ready records alone. */
+  skipUploads?: boolean;
+}
+
+export interface UploadedEntry {
+  id: string;
+  harness: string;
+  session_id: string;
+  upload_id: string;
+  /** The Control API held these bytes already (an earlier, interrupted drain had uploaded them). */
+  already: boolean;
+  size: number;
+  sha256: string;
 }
 
 export interface BuiltEntry {
@@ -54,6 +85,10 @@ export interface FailedEntry {
   code: string;
   reason: string;
   attempts: number;
+  /** Which stage failed; absent means build. */
+  stage?: 'build' | 'upload';
+  /** Upload retries: when the record is due again. */
+  next_attempt_at_unix_ms?: number;
 }
 
 export interface DrainReport {
@@ -65,6 +100,14 @@ export interface DrainReport {
   retried: FailedEntry[];
   /** Records still waiting in intake when the drain ended. */
   left: number;
+  /** Uploaded to the Control API (and removed from the spool) in this run. */
+  uploaded: UploadedEntry[];
+  /** Ready records removed without upload (`--discard` while the policy disables capture). */
+  discarded: string[];
+  /** Ready records (built bundles) still waiting for upload when the drain ended. */
+  left_ready: number;
+  /** Why uploads were skipped or cut short, when they were (not errors: no Control API configured, capture disabled). */
+  notes: string[];
   /** Why the drain stopped early (a full disk), if it did. */
   stopped?: { code: string; reason: string };
 }
@@ -80,14 +123,183 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
   const recovered = await spool.releaseDeadClaims();
   const tempsRemoved = await spool.removeOrphanTemps();
   for (const id of recovered.released) await appendCaptureLog(ctx.paths.stateDir, { event: 'recovered', record: id, reason: 'its worker died; released for another build' });
-  const report: DrainReport = { recovered: { ...recovered, temps_removed: tempsRemoved }, built: [], failed: [], retried: [], left: 0 };
+  const report: DrainReport = {
+    recovered: { ...recovered, temps_removed: tempsRemoved },
+    built: [],
+    failed: [],
+    retried: [],
+    left: 0,
+    uploaded: [],
+    discarded: [],
+    left_ready: 0,
+    notes: [],
+  };
 
   await buildWaiting(ctx, spool, report, options);
-  // Uploads slot in here: a later stage claims `ready` records the same way (spool.claimNext('ready')) and commits
-  // them onwards, so a drain builds first, then uploads what is ready.
+  if (options.skipUploads !== true && report.stopped === undefined) await uploadReady(ctx, spool, report, options);
 
   report.left = (await spool.idsIn('intake')).length;
+  report.left_ready = (await spool.idsIn('ready')).length;
   return report;
+}
+
+/** The upload stage: see the module comment. Never throws for a Control API or policy problem; records it instead. */
+async function uploadReady(ctx: Context, spool: Spool, report: DrainReport, options: DrainOptions): Promise<void> {
+  if ((await spool.idsIn('ready')).length === 0) return;
+  const { config } = await loadAgentConfig(ctx);
+  const settings = controlSettings(ctx, config);
+  if (settings.controlUrl === undefined) {
+    report.notes.push('no Control API is configured: built bundles stay ready for a later drain (run `blue-agent login`)');
+    return;
+  }
+  const retryPolicy = options.upload?.retry ?? DEFAULT_RETRY_POLICY;
+  const random = options.upload?.retryEnv?.random ?? Math.random;
+  const tried = new Set<string>();
+
+  let policy;
+  try {
+    policy = (await resolvePolicy(ctx, { dryRun: false, config })).policy;
+  } catch (error) {
+    // No policy, no upload: every due record waits for a later drain, with the reason.
+    const blue = toBlueError(error);
+    for (;;) {
+      const claim = await spool.claimNext('ready', { skip: tried });
+      if (claim === undefined) break;
+      tried.add(claim.id);
+      await retryUpload(ctx, spool, report, claim, blue.code, `cannot check the governance policy: ${blue.message}`, rescheduleDelay({}, retryPolicy, random));
+    }
+    return;
+  }
+
+  if (policy.session_upload === undefined) {
+    if (options.discard !== true) {
+      report.notes.push('the governance policy disables session upload (no session_upload): ready bundles are kept, not uploaded (drain --discard removes them)');
+      return;
+    }
+    for (;;) {
+      const claim = await spool.claimNext('ready', { skip: tried });
+      if (claim === undefined) break;
+      tried.add(claim.id);
+      await spool.discardUpload(claim);
+      report.discarded.push(claim.id);
+      await appendCaptureLog(ctx.paths.stateDir, { event: 'discarded', record: claim.id, reason: 'the governance policy disables session upload' });
+    }
+    return;
+  }
+
+  const client = await ControlClient.fromContext(ctx);
+  try {
+    let presignUrl: string | undefined;
+    try {
+      presignUrl = resolvePresignUrl(client, policy, { allowedOrigins: config.allowed_upload_origins, file: 'the governance policy' });
+    } catch (error) {
+      const blue = toBlueError(error);
+      report.notes.push(`uploads refused: ${blue.message}`);
+      report.stopped = { code: blue.code, reason: blue.message };
+      return;
+    }
+    for (;;) {
+      const claim = await spool.claimNext('ready', { skip: tried });
+      if (claim === undefined) break;
+      tried.add(claim.id);
+      const stop = await uploadOne(ctx, spool, report, claim, client, { ...options.upload, ...(presignUrl === undefined ? {} : { presignUrl }) });
+      if (stop) break;
+    }
+  } finally {
+    await client.close();
+  }
+}
+
+/** Uploads one claimed ready record and records the outcome; true when the upload loop should stop. */
+async function uploadOne(ctx: Context, spool: Spool, report: DrainReport, claim: Claim, client: ControlClient, options: UploadBundleOptions): Promise<boolean> {
+  const { record } = claim;
+  const at = ctx.clock.now();
+  const failWith = async (code: string, reason: string): Promise<void> => {
+    const failed = await spool.fail(claim, { code, message: reason, at_unix_ms: at });
+    report.failed.push({ ...entry(failed, code, reason), stage: 'upload' });
+    await appendCaptureLog(ctx.paths.stateDir, { event: 'upload_failed', record: record.id, session_id: record.payload.session_id, code, reason });
+  };
+  if (claim.damaged !== undefined) {
+    await failWith('SPOOL_RECORD_DAMAGED', claim.damaged);
+    return false;
+  }
+  if (record.bundle === undefined) {
+    await failWith('SPOOL_RECORD_DAMAGED', 'the ready record names no bundle');
+    return false;
+  }
+  const bundleFile = spool.bundleFile(record.id);
+  // The spooled bytes must still be the ones built: a bundle changed on disk is never uploaded.
+  let actual: { size: number; sha256: string } | undefined;
+  try {
+    actual = await hashFile(bundleFile);
+  } catch (error) {
+    await failWith('BUNDLE_INVALID', `the spooled bundle cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    return false;
+  }
+  if (actual.size !== record.bundle.size || actual.sha256 !== record.bundle.sha256) {
+    await failWith(
+      'BUNDLE_INVALID',
+      `the spooled bundle changed on disk: it has ${actual.size} bytes and SHA-256 ${actual.sha256}, the record says ${record.bundle.size} bytes and ${record.bundle.sha256}`,
+    );
+    return false;
+  }
+  let manifest;
+  try {
+    manifest = await readManifest(bundleFile);
+  } catch (error) {
+    await failWith('BUNDLE_INVALID', `the spooled bundle's manifest cannot be read: ${toBlueError(error).message}`);
+    return false;
+  }
+  const result = await uploadBundle(client, { bundleFile, size: record.bundle.size, sha256: record.bundle.sha256, manifest }, options);
+  if (!(await spool.holds(claim))) return false; // judged dead and taken over: the record is another worker's now
+  switch (result.kind) {
+    case 'uploaded':
+      await spool.completeUpload(claim, result.upload_id);
+      report.uploaded.push({
+        id: record.id,
+        harness: record.harness,
+        session_id: record.payload.session_id,
+        upload_id: result.upload_id,
+        already: result.already,
+        size: record.bundle.size,
+        sha256: record.bundle.sha256,
+      });
+      await appendCaptureLog(ctx.paths.stateDir, {
+        event: 'uploaded',
+        record: record.id,
+        harness: record.harness,
+        session_id: record.payload.session_id,
+        upload_id: result.upload_id,
+        size: record.bundle.size,
+      });
+      return false;
+    case 'retry':
+      await retryUpload(ctx, spool, report, claim, result.code, result.reason, result.delay_ms);
+      return result.stop;
+    case 'failed':
+      await failWith(result.code, result.reason);
+      return false;
+  }
+}
+
+async function retryUpload(ctx: Context, spool: Spool, report: DrainReport, claim: Claim, code: string, reason: string, delayMs: number): Promise<void> {
+  const at = ctx.clock.now();
+  const next = at + Math.max(0, delayMs);
+  const released = await spool.releaseUpload(claim, { error: { code, message: reason, at_unix_ms: at }, retryAtUnixMs: next });
+  report.retried.push({ ...entry(released, code, reason), attempts: released.upload_attempts ?? 0, stage: 'upload', next_attempt_at_unix_ms: next });
+  await appendCaptureLog(ctx.paths.stateDir, { event: 'upload_retry', record: claim.id, session_id: claim.record.payload.session_id, code, reason });
+}
+
+async function hashFile(file: string): Promise<{ size: number; sha256: string }> {
+  const info = await stat(file);
+  const hash = createHash('sha256');
+  let size = 0;
+  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
+    hash.update(chunk);
+    size += chunk.length;
+  }
+  if (size !== info.size) throw new Error('the bundle changed while it was read');
+  return { size, sha256: hash.digest('hex') };
 }
 
 async function buildWaiting(ctx: Context, spool: Spool, report: DrainReport, options: DrainOptions): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * `blue-agent drain [--json] [--quiet]`: process the spool now. The capture hook starts it detached with --quiet;
+ * `blue-agent drain [--json] [--quiet] [--discard]`: process the spool now (build, then upload). The capture hook starts it detached with --quiet;
  * people and schedulers run it to retry what is waiting.
  */
 import { appendCaptureLog } from '../capture/log.js';
@@ -7,10 +7,14 @@ import { drain, type DrainOptions, type DrainReport } from '../capture/worker.js
 import type { Context } from '../context.js';
 import { toBlueError } from '../errors.js';
 
-export async function drainCommand(ctx: Context, opts: { json?: boolean; quiet?: boolean }, options: DrainOptions = {}): Promise<number> {
+export async function drainCommand(
+  ctx: Context,
+  opts: { json?: boolean; quiet?: boolean; discard?: boolean },
+  options: DrainOptions = {},
+): Promise<number> {
   let report: DrainReport;
   try {
-    report = await drain(ctx, options);
+    report = await drain(ctx, { ...options, ...(opts.discard === true ? { discard: true } : {}) });
   } catch (error) {
     // The detached worker has no terminal: what stopped it must be findable in capture.log.
     const blue = toBlueError(error);
@@ -32,9 +36,18 @@ export function renderDrain(report: DrainReport): string {
     );
   }
   for (const b of report.built) lines.push(`built   ${b.id}  ${b.harness} ${b.session_id}  ${b.size} bytes  sha256 ${b.sha256}`);
+  for (const u of report.uploaded) lines.push(`uploaded ${u.id}  ${u.harness} ${u.session_id}  upload ${u.upload_id}${u.already ? ' (already on the server)' : ''}`);
+  for (const id of report.discarded) lines.push(`discarded ${id}`);
   for (const f of report.failed) lines.push(`failed  ${f.id}  ${f.harness} ${f.session_id}  [${f.code}] ${f.reason}`);
-  for (const r of report.retried) lines.push(`retry   ${r.id}  ${r.harness} ${r.session_id}  [${r.code}] ${r.reason}`);
+  for (const r of report.retried) {
+    const next = r.next_attempt_at_unix_ms === undefined ? '' : ` (next try after ${new Date(r.next_attempt_at_unix_ms).toISOString()})`;
+    lines.push(`retry   ${r.id}  ${r.harness} ${r.session_id}  [${r.code}] ${r.reason}${next}`);
+  }
+  for (const note of report.notes) lines.push(`note: ${note}`);
   if (report.stopped !== undefined) lines.push(`stopped early: ${report.stopped.reason}`);
-  lines.push(`${report.built.length} built, ${report.failed.length} failed, ${report.retried.length} to retry, ${report.left} waiting`);
+  lines.push(
+    `${report.built.length} built, ${report.uploaded.length} uploaded, ${report.failed.length} failed, ${report.retried.length} to retry, ` +
+      `${report.left} waiting to be built, ${report.left_ready} waiting to be uploaded`,
+  );
   return `${lines.join('\n')}\n`;
 }

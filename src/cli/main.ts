@@ -97,10 +97,24 @@ A refused or failed capture is logged in the state directory's capture.log.`,
 
   program
     .command('drain')
-    .description('process the spool now: build bundles for waiting captures')
+    .description('process the spool now: build bundles for waiting captures, then upload the built ones')
     .option('--json', 'print what was done as JSON')
     .option('--quiet', 'print nothing (for the detached worker)')
-    .action(async (opts: { json?: boolean; quiet?: boolean }) => {
+    .option('--discard', 'when the governance policy disables session upload, delete the built bundles instead of keeping them')
+    .addHelpText(
+      'after',
+      `
+Builds a bundle for every waiting capture, then uploads every built bundle that is due to the Control API
+(control_url or BLUE_AGENT_CONTROL_URL, with the token from blue-agent login or BLUE_AGENT_TOKEN). An uploaded
+bundle is removed from the spool once the Control API has verified it; a failed upload is retried by a later
+drain (see \`blue-agent spool list\` for attempts and the last error).
+
+Before uploading, the current governance policy is checked. When it has no session_upload block, session
+upload is disabled: nothing is uploaded and the built bundles are KEPT in the spool, so they can still be
+uploaded if upload is enabled again. With --discard they are deleted instead (they cannot be recovered).
+With no Control API configured, nothing is uploaded and the bundles stay in the spool.`,
+    )
+    .action(async (opts: { json?: boolean; quiet?: boolean; discard?: boolean }) => {
       const { drainCommand } = await import('./drain.js');
       state.exitCode = await drainCommand(ctx, opts);
     });

@@ -16,7 +16,7 @@ export async function spoolListCommand(ctx: Context, opts: { json?: boolean }): 
           records: records.map((r) => ({
             ...r,
             created_at: r.created_at_unix_ms === null ? null : new Date(r.created_at_unix_ms).toISOString(),
-            bundle: r.state === 'ready' ? spool.bundleFile(r.id) : null,
+            bundle: r.state === 'ready' || r.state === 'uploading' ? spool.bundleFile(r.id) : null,
           })),
         },
         null,
@@ -35,12 +35,12 @@ export function renderRecords(records: readonly ListedRecord[], root: string): s
     ['ID', 'STATE', 'HARNESS', 'PROFILE', 'SESSION', 'SIZE', 'ATTEMPTS', 'CREATED', 'LAST ERROR'],
     ...records.map((r) => [
       r.id,
-      r.state === 'building' && r.worker_alive === false ? 'building (worker gone)' : r.state,
+      (r.state === 'building' || r.state === 'uploading') && r.worker_alive === false ? `${r.state} (worker gone)` : r.state,
       r.harness,
       r.profile,
       shorten(r.session_id, 40),
       r.size === null ? '-' : String(r.size),
-      `${r.attempts}${r.interruptions > 0 ? ` (+${r.interruptions} interrupted)` : ''}`,
+      `${r.attempts}${r.upload_attempts > 0 ? ` (+${r.upload_attempts} upload)` : ''}${r.interruptions > 0 ? ` (+${r.interruptions} interrupted)` : ''}`,
       r.created_at_unix_ms === null ? '-' : new Date(r.created_at_unix_ms).toISOString().replace(/\.\d+Z$/, 'Z'),
       // The last column, so never cut: the reason is usually at the end of the message.
       r.damaged ?? (r.last_error === null ? '-' : r.last_error.replace(/\s+/g, ' ')),

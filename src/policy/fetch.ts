@@ -7,6 +7,7 @@ import type { Dispatcher } from 'undici';
 import type { Env } from '../context.js';
 import { BlueError } from '../errors.js';
 import { redact } from '../logger.js';
+import { loadUndici } from '../util/undici.js';
 
 export const GOVERNANCE_CONFIG_ROUTE = 'governance-config';
 export const DEFAULT_FETCH_TIMEOUT_MS = 10_000;
@@ -40,7 +41,7 @@ export function governanceConfigUrl(controlUrl: string): URL {
 
 export async function fetchGovernanceConfig(req: FetchRequest): Promise<FetchOutcome> {
   // Loaded on first use: most commands never talk to the network, and start-up should not pay for it.
-  const undici = await import('undici');
+  const undici = await loadUndici();
   const dispatcher = createDispatcher(undici, req);
   const signal = AbortSignal.timeout(req.timeoutMs);
   try {

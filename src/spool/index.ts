@@ -7,6 +7,7 @@
  *   intake/<id>.json               a capture the hook accepted, waiting for a worker
  *   building/<id>.<pid>.json       the same record, claimed by the worker with that pid
  *   ready/<id>.json                bundle built: bundles/<id>.bundle holds it
+ *   uploading/<id>.<pid>.json      a ready record, claimed by the worker with that pid while it uploads the bundle
  *   failed/<id>.json               given up, with the reason and the attempts
  *   bundles/<id>.bundle            the bundle of a ready record
  *   tmp/<id>.<pid>.<kind>.<r>.tmp  every file is written here first, fsynced, then renamed into place
@@ -21,8 +22,10 @@
  * two recoverers never both act), then finishes the commit when the claim already names its fsynced bundle, or else
  * removes what the dead worker left and releases the record back to where it was claimed from.
  *
- * Later stages claim records the same way: uploads will claim `ready` records into `uploading/` (one more entry in
- * CLAIMS) and commit them onwards, with recovery releasing dead upload claims back to `ready`.
+ * Uploads claim `ready` records into `uploading/` the same way. A finished upload is committed by rewriting the claim
+ * to name the upload id (`uploaded`), then removing the bundle, then the claim: recovery finishes that removal for a
+ * dead claim that already names its upload, and releases any other dead upload claim back to `ready` (bundle kept;
+ * the Control API answers a re-presign of the same bytes with the upload it already has, so nothing is stored twice).
  */
 import { constants, readFileSync } from 'node:fs';
 import { link, lstat, mkdir, open, readdir, readFile, rename, stat, unlink, utimes, type FileHandle } from 'node:fs/promises';
@@ -33,12 +36,14 @@ import type { HookPayload } from '../harnesses/types.js';
 export const RECORD_FORMAT = 'blue-agent-spool-record-v1';
 
 /** States a record can be listed in. */
-export type RecordState = 'intake' | 'building' | 'ready' | 'failed';
+export type RecordState = 'intake' | 'building' | 'ready' | 'uploading' | 'failed';
 /** States a record can be claimed from, and the folder its claim lives in while it is held. */
-const CLAIMS = { intake: 'building' } as const satisfies Partial<Record<RecordState, RecordState>>;
+const CLAIMS = { intake: 'building', ready: 'uploading' } as const satisfies Partial<Record<RecordState, RecordState>>;
 export type ClaimableState = keyof typeof CLAIMS;
 /** Folders that hold records, in lifecycle order. */
-const RECORD_DIRS: readonly RecordState[] = ['intake', 'building', 'ready', 'failed'];
+const RECORD_DIRS: readonly RecordState[] = ['intake', 'building', 'ready', 'uploading', 'failed'];
+/** Folders that hold claims (record files named `<id>.<pid>.json`). */
+const CLAIM_DIRS: ReadonlySet<RecordState> = new Set(Object.values(CLAIMS));
 const ALL_DIRS = [...RECORD_DIRS, 'bundles', 'tmp'] as const;
 
 /** Transient build failures before a record is failed for good. */
@@ -82,6 +87,10 @@ export interface SpoolRecord {
   next_attempt_at_unix_ms?: number;
   /** Set on commit: the bundle in bundles/<id>.bundle. */
   bundle?: { size: number; sha256: string; built_at_unix_ms: number };
+  /** Upload tries of the bundle that ended in an error to retry (kept apart from the build attempts). */
+  upload_attempts?: number;
+  /** Set on an upload claim once the Control API holds the bundle: what is left is removing the local copy. */
+  uploaded?: { upload_id: string; at_unix_ms: number };
   failed_at_unix_ms?: number;
 }
 
@@ -116,7 +125,7 @@ export interface Claim {
 export interface RecoveryReport {
   /** Dead claims put back where they were claimed from. */
   released: string[];
-  /** Dead claims whose bundle was already committed: moved on to ready. */
+  /** Dead claims whose step had already been committed: build claims moved on to ready, upload claims removed. */
   completed: string[];
   /** Dead claims failed for good (interrupted too often, or unreadable). */
   failed: string[];
@@ -132,12 +141,14 @@ export interface ListedRecord {
   size: number | null;
   sha256: string | null;
   attempts: number;
+  /** Upload tries that ended in an error to retry (ready and uploading records). */
+  upload_attempts: number;
   interruptions: number;
   last_error: string | null;
   /** A record waiting out a retry delay: when it is due. */
   next_attempt_at_unix_ms: number | null;
   created_at_unix_ms: number | null;
-  /** The worker holding a building record, and whether it still runs. */
+  /** The worker holding a building or uploading record, and whether it still runs. */
   worker_pid?: number;
   worker_alive?: boolean;
   /** The record could not be read. */
@@ -304,6 +315,7 @@ export class Spool {
     await fsyncDir(this.dir('bundles'));
     const record: SpoolRecord = { ...claim.record, bundle: { ...bundle, built_at_unix_ms: this.now() } };
     delete record.last_error;
+    delete record.next_attempt_at_unix_ms;
     await this.rewriteClaim(claim, record);
     await this.move(claim, 'ready');
     return record;
@@ -314,6 +326,7 @@ export class Spool {
    * recorded, and counted as an attempt unless `countAttempt` is false (a full disk is not the record's fault).
    */
   async release(claim: Claim, change: { error?: RecordError; countAttempt?: boolean; interrupted?: boolean } = {}): Promise<SpoolRecord> {
+    if (claim.from === 'ready') return this.releaseUpload(claim, change);
     await this.removeLeftovers(claim.id);
     const record: SpoolRecord = { ...claim.record };
     delete record.bundle;
@@ -331,11 +344,65 @@ export class Spool {
   }
 
   /**
+   * Puts an upload claim back in ready/, its bundle kept. With `error` the failure is recorded as the last error, and
+   * counted as an upload attempt unless `countAttempt` is false; `retryAtUnixMs` is when it is due again (default: now).
+   */
+  async releaseUpload(
+    claim: Claim,
+    change: { error?: RecordError; countAttempt?: boolean; interrupted?: boolean; retryAtUnixMs?: number } = {},
+  ): Promise<SpoolRecord> {
+    if (claim.from !== 'ready') throw new BlueError('INTERNAL', `spool record ${claim.id} is not an upload claim`);
+    await this.removeTempsOf(claim.id, process.pid);
+    const record: SpoolRecord = { ...claim.record };
+    if (change.error !== undefined) record.last_error = change.error;
+    if (change.error !== undefined && change.countAttempt !== false) record.upload_attempts = (record.upload_attempts ?? 0) + 1;
+    if (change.retryAtUnixMs !== undefined) record.next_attempt_at_unix_ms = change.retryAtUnixMs;
+    else delete record.next_attempt_at_unix_ms;
+    if (change.interrupted === true) record.interruptions += 1;
+    if (JSON.stringify(record) !== JSON.stringify(claim.record)) await this.rewriteClaim(claim, record);
+    await this.move(claim, 'ready');
+    return record;
+  }
+
+  /**
+   * Commits a finished upload: the claim is rewritten to name the upload (so a crash from here on is finished by
+   * recovery, never uploaded again), then the bundle and the claim are removed. The record leaves the spool.
+   */
+  async completeUpload(claim: Claim, uploadId: string): Promise<SpoolRecord> {
+    if (claim.from !== 'ready') throw new BlueError('INTERNAL', `spool record ${claim.id} is not an upload claim`);
+    const record: SpoolRecord = { ...claim.record, uploaded: { upload_id: uploadId, at_unix_ms: this.now() } };
+    await this.rewriteClaim(claim, record);
+    await this.finishUpload(claim);
+    return record;
+  }
+
+  /** Removes a claimed ready record and its bundle without uploading it (capture was disabled by the policy). */
+  async discardUpload(claim: Claim): Promise<void> {
+    if (claim.from !== 'ready') throw new BlueError('INTERNAL', `spool record ${claim.id} is not an upload claim`);
+    await this.assertHeld(claim);
+    await this.finishUpload(claim);
+  }
+
+  private async finishUpload(claim: Claim): Promise<void> {
+    await this.removeLeftovers(claim.id);
+    await fsyncDir(this.dir('bundles'));
+    try {
+      await unlinkIfExists(claim.file);
+    } finally {
+      this.drop(claim);
+    }
+    await fsyncDir(path.dirname(claim.file));
+  }
+
+  /**
    * Gives a claimed record up for good: failed/<id>.json keeps it with the reason. A record that could not be read is
    * moved there as it is, so what damaged it can still be looked at.
    */
   async fail(claim: Claim, error: RecordError, change: { interrupted?: boolean; countAttempt?: boolean } = {}): Promise<SpoolRecord> {
-    await this.removeLeftovers(claim.id);
+    // A bundle the server refused is still the only copy of that capture: it stays, named by the failed record.
+    const keepBundle = claim.from === 'ready' && claim.damaged === undefined;
+    if (keepBundle) await this.removeTempsOf(claim.id, process.pid);
+    else await this.removeLeftovers(claim.id);
     if (claim.damaged !== undefined) {
       await this.move(claim, 'failed');
       return claim.record;
@@ -343,7 +410,7 @@ export class Spool {
     const record: SpoolRecord = { ...claim.record, last_error: error, failed_at_unix_ms: this.now() };
     if (change.interrupted === true) record.interruptions += 1;
     if (change.countAttempt === true) record.attempts += 1;
-    delete record.bundle;
+    if (!keepBundle) delete record.bundle;
     delete record.next_attempt_at_unix_ms;
     await this.rewriteClaim(claim, record);
     await this.move(claim, 'failed');
@@ -393,6 +460,14 @@ export class Spool {
     } else if (from === 'intake' && (await this.bundleCommitted(claim.record))) {
       await this.move(claim, 'ready');
       report.completed.push(id);
+    } else if (from === 'ready' && claim.record.uploaded !== undefined) {
+      await this.finishUpload(claim);
+      report.completed.push(id);
+    } else if (from === 'ready') {
+      // An interrupted upload is always released, never failed: the bundle is the only copy, and a re-presign of the
+      // same bytes is answered with the upload the Control API already has.
+      await this.releaseUpload(claim, { interrupted: true });
+      report.released.push(id);
     } else if (claim.record.interruptions + 1 >= MAX_INTERRUPTIONS) {
       const error = {
         code: 'CAPTURE_INTERRUPTED',
@@ -443,7 +518,7 @@ export class Spool {
     const byId = new Map<string, ListedRecord>();
     for (const state of RECORD_DIRS) {
       for (const name of await listDir(this.dir(state))) {
-        const match = (state === 'building' ? CLAIM_NAME : RECORD_NAME).exec(name);
+        const match = (CLAIM_DIRS.has(state) ? CLAIM_NAME : RECORD_NAME).exec(name);
         if (match === null) continue;
         const id = match[1]!;
         const file = path.join(this.dir(state), name);
@@ -462,16 +537,17 @@ export class Spool {
           harness: record?.harness ?? '?',
           profile: record?.profile ?? '?',
           session_id: record?.payload.session_id ?? '?',
-          size: state === 'ready' ? (record?.bundle?.size ?? null) : null,
-          sha256: state === 'ready' ? (record?.bundle?.sha256 ?? null) : null,
+          size: state === 'ready' || state === 'uploading' ? (record?.bundle?.size ?? null) : null,
+          sha256: state === 'ready' || state === 'uploading' ? (record?.bundle?.sha256 ?? null) : null,
           attempts: record?.attempts ?? 0,
+          upload_attempts: record?.upload_attempts ?? 0,
           interruptions: record?.interruptions ?? 0,
           last_error: record?.last_error?.message ?? null,
-          next_attempt_at_unix_ms: state === 'intake' ? (record?.next_attempt_at_unix_ms ?? null) : null,
+          next_attempt_at_unix_ms: state === 'intake' || state === 'ready' ? (record?.next_attempt_at_unix_ms ?? null) : null,
           created_at_unix_ms: record?.created_at_unix_ms ?? null,
           ...(typeof parsed === 'string' ? { damaged: parsed } : {}),
         };
-        if (state === 'building') {
+        if (CLAIM_DIRS.has(state)) {
           listed.worker_pid = Number(match[2]);
           listed.worker_alive = processRuns(listed.worker_pid);
         }

@@ -10,6 +10,7 @@ import { BlueError } from '../errors.js';
 import { redact } from '../logger.js';
 import { originOf } from '../policy/validate.js';
 import { describeNetworkError, parseRetryAfter, statusKind, UploadError } from './retry.js';
+import { loadUndici } from '../util/undici.js';
 
 export const PRESIGN_ROUTE = 'session-uploads/presign';
 export const DEFAULT_TIMEOUT_MS = 30_000;
@@ -90,7 +91,7 @@ export class ControlClient {
       throw new BlueError('CONFIG_INVALID', `the Control API URL ${safeUrl(options.controlUrl)} is not an http(s) URL`);
     }
     // Loaded on first use: most commands never talk to the network.
-    const undici = await import('undici');
+    const undici = await loadUndici();
     return new ControlClient(undici, createDispatcher(undici, options.env, options.timeoutMs ?? DEFAULT_TIMEOUT_MS), options);
   }
 

@@ -11,6 +11,7 @@ import { BlueError } from '../errors.js';
 import type { SignedUpload } from './client.js';
 import { header, readSome, safeUrl, scrubText, serverError } from './client.js';
 import { describeNetworkError, parseRetryAfter, statusKind, UploadError } from './retry.js';
+import { loadUndici } from '../util/undici.js';
 
 /** The slowest upload still waited for: a stalled connection must not hold a drain forever. */
 const MIN_BYTES_PER_SECOND = 32 * 1024;
@@ -45,7 +46,7 @@ export interface UploadFileResult {
  */
 export async function uploadFile(signed: SignedUpload, file: string, expected: UploadExpectation, options: UploadFileOptions): Promise<UploadFileResult> {
   const where = `${signed.method} ${safeUrl(signed.url)}`;
-  const undici = options.undici ?? (await import('undici'));
+  const undici = options.undici ?? (await loadUndici());
   const handle = await open(file, 'r').catch((error: NodeJS.ErrnoException) => {
     throw new UploadError('record', 'UPLOAD_FAILED', `cannot open the bundle ${file}: ${error.code ?? 'error'}`, { file });
   });

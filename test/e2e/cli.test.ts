@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isManagedCommand } from '../../src/harnesses/signature.js';
 import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
+import { startPolicyServer } from '../policy/server.js';
 
 const run = promisify(execFile);
 const entry = path.join(repoRoot, 'bin', 'blue-agent.js');
@@ -102,6 +103,24 @@ describe('blue-agent as a process', () => {
       for (const r of off) expect(r.code, r.stderr).toBe(0);
       const cleared = JSON.parse(await readFile(path.join(env.BLUE_AGENT_HOME!, 'ledger.json'), 'utf8')) as { files: Record<string, unknown> };
       expect(cleared.files).toEqual({});
+    }
+  });
+
+  it('reconcile fetches the policy from a Control API, then falls back to the last-known-good copy', async () => {
+    const server = await startPolicyServer({});
+    try {
+      server.setPolicy({ revision: 12, session_upload: { presign_url: `${server.origin}/session-uploads/presign` } });
+      env = { ...env, BLUE_AGENT_CONTROL_URL: server.origin, BLUE_AGENT_TOKEN: 'tok_process_test_123456' };
+      const fetched = await cli(['reconcile', '--json', '--harness', 'claude']);
+      expect(fetched.code, fetched.stderr).toBe(0);
+      expect(JSON.parse(fetched.stdout)).toMatchObject({ policy: { revision: 12, source: 'fetched' }, harnesses: [{ state: 'active', action: 'create' }] });
+      await server.close();
+      const cached = await cli(['reconcile', '--json', '--harness', 'claude']);
+      expect(cached.code, cached.stderr).toBe(0);
+      expect(JSON.parse(cached.stdout)).toMatchObject({ policy: { revision: 12, source: 'cached' }, harnesses: [{ action: 'unchanged' }] });
+      expect(cached.stdout + cached.stderr).not.toContain('tok_process_test_123456');
+    } finally {
+      await server.close().catch(() => undefined);
     }
   });
 });

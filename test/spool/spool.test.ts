@@ -3,6 +3,7 @@
  * Crashes are made real where a process can be: a child process claims a record and is killed.
  */
 import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { chmod, chown, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -397,5 +398,69 @@ describe('listing', () => {
     ]);
     expect(listed[0]).toMatchObject({ id: a.id, harness: 'claude', profile: 'claude-v2_0_12', created_at_unix_ms: a.created_at_unix_ms });
     expect(listed[3]).toMatchObject({ worker_pid: process.pid, worker_alive: true });
+  });
+});
+
+describe('upload claims', () => {
+  /** A record built and committed to ready/ with its bundle. */
+  async function readyRecord(spool: Spool, sessionId: string): Promise<SpoolRecord> {
+    const record = await enqueue(spool, sessionId);
+    const claim = (await spool.claim('intake', record.id))!;
+    await spool.commitReady(claim, await fakeBundle(spool, record.id), { size: 12, sha256: 'a'.repeat(64) });
+    return record;
+  }
+  const uploading = () => readJsonDir(path.join(stateDir, 'spool', 'uploading'));
+  function readJsonDir(dir: string): string[] {
+    return readdirSync(dir).sort();
+  }
+
+  it('claims ready records into uploading/, releases them with attempts, error and next attempt, completes by removing everything', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const record = await readyRecord(spool, 'up-1');
+    const claim = (await spool.claimNext('ready'))!;
+    expect(claim).toMatchObject({ id: record.id, from: 'ready' });
+    expect(uploading()).toEqual([`${record.id}.${process.pid}.json`]);
+    expect((await spool.listRecords())[0]).toMatchObject({ state: 'uploading', worker_pid: process.pid, worker_alive: true, size: 12 });
+
+    const released = await spool.releaseUpload(claim, { error: { code: 'UPLOAD_FAILED', message: 'down', at_unix_ms: now }, retryAtUnixMs: now + 5_000 });
+    expect(released).toMatchObject({ upload_attempts: 1, last_error: { code: 'UPLOAD_FAILED' }, next_attempt_at_unix_ms: now + 5_000, bundle: { size: 12 } });
+    expect(spoolFiles(stateDir)).toMatchObject({ ready: [`${record.id}.json`], bundles: [`${record.id}.bundle`] });
+    expect((await spool.listRecords())[0]).toMatchObject({ state: 'ready', upload_attempts: 1, last_error: 'down', next_attempt_at_unix_ms: now + 5_000 });
+    expect(await spool.claimNext('ready')).toBeUndefined(); // not due yet
+
+    now += 5_000;
+    const again = (await spool.claimNext('ready'))!;
+    await spool.completeUpload(again, 'upl_1');
+    expect(spoolFiles(stateDir)).toMatchObject({ intake: [], building: [], ready: [], failed: [], bundles: [], tmp: [] });
+    expect(uploading()).toEqual([]);
+  });
+
+  it('an upload the server refuses for good is failed with its reason and keeps its bundle', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const record = await readyRecord(spool, 'up-refused');
+    const claim = (await spool.claimNext('ready'))!;
+    const failed = await spool.fail(claim, { code: 'UPLOAD_REJECTED', message: 'harness not allowed', at_unix_ms: now });
+    expect(failed).toMatchObject({ last_error: { code: 'UPLOAD_REJECTED' }, bundle: { size: 12 } });
+    expect(spoolFiles(stateDir)).toMatchObject({ ready: [], failed: [`${record.id}.json`], bundles: [`${record.id}.bundle`] });
+    expect(uploading()).toEqual([]);
+  });
+
+  it('recovery: a dead upload claim goes back to ready with its bundle; one that names its upload is finished', async () => {
+    const spool = await Spool.open(stateDir, { now: clock });
+    const a = await readyRecord(spool, 'up-a');
+    const b = await readyRecord(spool, 'up-b');
+    const pid = await deadPid();
+    const dir = path.join(stateDir, 'spool');
+    const { rename } = await import('node:fs/promises');
+    await rename(path.join(dir, 'ready', `${a.id}.json`), path.join(dir, 'uploading', `${a.id}.${pid}.json`));
+    const bRecord = readJson<SpoolRecord>(path.join(dir, 'ready', `${b.id}.json`));
+    await writeFile(path.join(dir, 'uploading', `${b.id}.${pid}.json`), JSON.stringify({ ...bRecord, uploaded: { upload_id: 'upl_b', at_unix_ms: now } }), { mode: 0o600 });
+    await (await import('node:fs/promises')).unlink(path.join(dir, 'ready', `${b.id}.json`));
+
+    const report = await spool.releaseDeadClaims();
+    expect(report).toEqual({ released: [a.id], completed: [b.id], failed: [] });
+    expect(spoolFiles(stateDir)).toMatchObject({ ready: [`${a.id}.json`], bundles: [`${a.id}.bundle`] });
+    expect(uploading()).toEqual([]);
+    expect(readJson<SpoolRecord>(path.join(dir, 'ready', `${a.id}.json`))).toMatchObject({ interruptions: 1, bundle: { size: 12 } });
   });
 });

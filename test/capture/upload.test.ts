@@ -1,0 +1,290 @@
+/**
+ * The upload stage of `blue-agent drain`, against a real Control API on 127.0.0.1 with the real local blob store and a
+ * real spool: end to end, the policy switch (keep or --discard), an outage, a bundle changed on disk, and drains
+ * killed with SIGKILL while uploading.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { appendFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { drain, type DrainOptions } from '../../src/capture/worker.js';
+import { drainCommand } from '../../src/cli/drain.js';
+import { spoolListCommand } from '../../src/cli/spool.js';
+import { bufferOutput, type Context } from '../../src/context.js';
+import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
+import { createControlServer, type ControlServer } from '../../src/control-plane/server.js';
+import { Spool, type SpoolRecord } from '../../src/spool/index.js';
+import { makeTestHome, type TestHome } from '../support/context.js';
+import { sha256, startTestServer, type TestServer } from '../control-plane/server-support.js';
+import { claudeSession, CLAUDE_PROFILE, readJson, runCli, type ClaudeSession } from '../spool/fixtures.js';
+
+let t: TestHome;
+let srv: TestServer;
+let stateDir: string;
+let claudeDir: string;
+let cwd: string;
+let now: number;
+let ctx: Context;
+let env: Record<string, string>;
+
+/** No waiting between in-process retries. */
+const fastRetry: DrainOptions['upload'] = {
+  retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5, maxInlineRetryAfterMs: 10 },
+  retryEnv: { sleep: async () => undefined, random: () => 0.5, now: () => Date.now() },
+};
+
+beforeEach(async () => {
+  t = await makeTestHome();
+  srv = await startTestServer();
+  srv.server.store.publishPolicy({ session_upload: { presign_url: `${srv.url}/session-uploads/presign` } }, srv.clock.now());
+  stateDir = t.env.BLUE_AGENT_HOME!;
+  claudeDir = path.join(t.home, '.claude');
+  cwd = path.join(t.home, 'work', 'shop');
+  await mkdir(cwd, { recursive: true });
+  now = Date.now();
+  env = { BLUE_AGENT_CONTROL_URL: srv.url, BLUE_AGENT_TOKEN: srv.alice.token };
+  ctx = t.context({ env, clock: { now: () => now } });
+});
+afterEach(async () => {
+  await srv.close().catch(() => undefined);
+  await t.cleanup();
+});
+
+let enqueued = 0;
+async function enqueue(session: { payload: SpoolRecord['payload'] }): Promise<SpoolRecord> {
+  const spool = await Spool.open(stateDir);
+  return spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: now - 60_000 + ++enqueued });
+}
+
+async function session(id: string, prompt: string, padBytes?: number): Promise<ClaudeSession> {
+  return claudeSession(claudeDir, { id, cwd, prompt, ...(padBytes === undefined ? {} : { padBytes }) });
+}
+
+function bundleFile(id: string): string {
+  return path.join(stateDir, 'spool', 'bundles', `${id}.bundle`);
+}
+
+/** Every file left in the spool's folders (uploading/ included). */
+function spoolContents(): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const folder of ['intake', 'building', 'ready', 'uploading', 'failed', 'bundles', 'tmp']) {
+    out[folder] = readdirSync(path.join(stateDir, 'spool', folder)).sort();
+  }
+  return out;
+}
+const EMPTY = { intake: [], building: [], ready: [], uploading: [], failed: [], bundles: [], tmp: [] };
+
+async function listUploads(): Promise<any[]> {
+  const listed = await srv.call('GET', '/session-uploads', srv.alice.token);
+  expect(listed.status).toBe(200);
+  return listed.body.items as any[];
+}
+
+async function download(uploadId: string): Promise<Buffer> {
+  const signed = await srv.call('POST', `/session-uploads/${uploadId}/download`, srv.alice.token, {});
+  expect(signed.status).toBe(200);
+  const response = await fetch(signed.body.download_url, { method: signed.body.method, headers: signed.body.headers });
+  expect(response.status).toBe(200);
+  return Buffer.from(await response.arrayBuffer());
+}
+
+function expectNoSecrets(text: string): void {
+  expect(text).not.toContain(srv.alice.token);
+  expect(text).not.toMatch(/[?&]sig=/);
+}
+
+describe('drain uploads', () => {
+  it('end to end: a captured session is built, uploaded, verified by the server and removed from the spool', async () => {
+    const s = await session('0e2c1a4e-7b1f-4c55-9a51-2b4d7a4d8e10', 'Add a coupon field to the checkout page');
+    const record = await enqueue(s);
+    const built = await drain(ctx, { skipUploads: true });
+    expect(built.built.map((b) => b.id)).toEqual([record.id]);
+    const spooled = await readFile(bundleFile(record.id));
+    expect(sha256(spooled)).toBe(built.built[0]!.sha256);
+
+    const out = bufferOutput();
+    const code = await drainCommand(t.context({ env, stdout: out, clock: { now: () => now } }), { json: true });
+    const report = JSON.parse(out.text());
+    expect(code).toBe(0);
+    expect(report).toMatchObject({ ok: true, built: [], failed: [], retried: [], left: 0, left_ready: 0 });
+    expect(report.uploaded).toMatchObject([{ id: record.id, session_id: s.id, already: false, size: spooled.length, sha256: sha256(spooled) }]);
+    expect(spoolContents()).toEqual(EMPTY);
+
+    const items = await listUploads();
+    expect(items).toHaveLength(1);
+    expect(items[0]).toMatchObject({
+      upload_id: report.uploaded[0].upload_id,
+      status: 'complete',
+      harness: 'claude',
+      session_id: s.id,
+      title: 'Add a coupon field to the checkout page',
+      size_bytes: spooled.length,
+      sha256: sha256(spooled),
+      compatibility_profile: CLAUDE_PROFILE,
+      cwd,
+    });
+    expect((await download(items[0].upload_id)).equals(spooled)).toBe(true);
+
+    const log = readFileSync(path.join(stateDir, 'capture.log'), 'utf8');
+    expect(log).toContain('"event":"uploaded"');
+    expectNoSecrets(log);
+    expectNoSecrets(out.text());
+  });
+
+  it('`node bin/blue-agent.js drain --json` builds and uploads with the Control API from the environment', async () => {
+    const s = await session('cli-0001', 'Write the release notes');
+    const record = await enqueue(s);
+    const result = await runCli(['drain', '--json'], { env: { ...t.env, ...env }, timeoutMs: 30_000 });
+    expect(result.stderr).toBe('');
+    expect(result.code, result.stdout).toBe(0);
+    const report = JSON.parse(result.stdout);
+    expect(report).toMatchObject({ ok: true, built: [{ id: record.id }], uploaded: [{ id: record.id, session_id: s.id }], left: 0, left_ready: 0 });
+    expectNoSecrets(result.stdout);
+    expect(spoolContents()).toEqual(EMPTY);
+    const items = await listUploads();
+    expect(items).toMatchObject([{ session_id: s.id, status: 'complete', title: 'Write the release notes', sha256: report.built[0].sha256, size_bytes: report.built[0].size }]);
+  });
+
+  it('no Control API configured: bundles stay ready, with a note and no error', async () => {
+    const record = await enqueue(await session('offline-0001', 'Fix the flaky test'));
+    const report = await drain(t.context({ clock: { now: () => now } }));
+    expect(report).toMatchObject({ built: [{ id: record.id }], uploaded: [], failed: [], retried: [], left_ready: 1 });
+    expect(report.notes.join('\n')).toMatch(/no Control API is configured/);
+    expect(spoolContents().ready).toEqual([`${record.id}.json`]);
+  });
+
+  it('a policy without session_upload uploads nothing and keeps the records; --discard removes them', async () => {
+    srv.server.store.publishPolicy({}, srv.clock.now());
+    const record = await enqueue(await session('disabled-0001', 'Rename the config loader'));
+    const report = await drain(ctx);
+    expect(report).toMatchObject({ built: [{ id: record.id }], uploaded: [], discarded: [], failed: [], retried: [], left_ready: 1 });
+    expect(report.notes.join('\n')).toMatch(/disables session upload/);
+    expect(spoolContents()).toMatchObject({ ready: [`${record.id}.json`], bundles: [`${record.id}.bundle`] });
+    expect(await listUploads()).toEqual([]);
+
+    const out = bufferOutput();
+    const code = await drainCommand(t.context({ env, stdout: out, clock: { now: () => now } }), { json: true, discard: true });
+    expect(code).toBe(0);
+    expect(JSON.parse(out.text())).toMatchObject({ ok: true, discarded: [record.id], uploaded: [], left_ready: 0 });
+    expect(spoolContents()).toEqual(EMPTY);
+    expect(await listUploads()).toEqual([]);
+  });
+
+  it('`drain --help` documents --discard', async () => {
+    const result = await runCli(['drain', '--help'], { env: t.env });
+    expect(result.stdout).toContain('--discard');
+    expect(result.stdout).toMatch(/KEPT/);
+  });
+
+  it('server down: the record stays ready with attempts and the last error; server up: the next drain uploads it', async () => {
+    // A first upload while the server is up leaves a last-known-good policy, as a real agent has.
+    const first = await enqueue(await session('up-0001', 'First session'));
+    expect((await drain(ctx, { upload: fastRetry })).uploaded.map((u) => u.id)).toEqual([first.id]);
+
+    const port = Number(new URL(srv.url).port);
+    await srv.server.close();
+    const second = await enqueue(await session('down-0001', 'Second session'));
+    const down = await drain(ctx, { upload: fastRetry });
+    expect(down).toMatchObject({ built: [{ id: second.id }], uploaded: [], failed: [], left_ready: 1 });
+    expect(down.retried).toMatchObject([{ id: second.id, stage: 'upload', code: 'UPLOAD_FAILED', attempts: 1 }]);
+    expect(down.retried[0]!.next_attempt_at_unix_ms).toBeGreaterThan(now);
+    const ready = readJson<SpoolRecord>(path.join(stateDir, 'spool', 'ready', `${second.id}.json`));
+    expect(ready).toMatchObject({ upload_attempts: 1, last_error: { code: 'UPLOAD_FAILED' }, bundle: { size: down.built[0]!.size } });
+    expectNoSecrets(JSON.stringify(down));
+
+    const list = bufferOutput();
+    await spoolListCommand(t.context({ stdout: list }), { json: true });
+    expect(JSON.parse(list.text()).records).toMatchObject([
+      { id: second.id, state: 'ready', upload_attempts: 1, last_error: expect.stringContaining('session-uploads/presign'), next_attempt_at_unix_ms: ready.next_attempt_at_unix_ms },
+    ]);
+
+    // Not due yet: a drain right away leaves it alone.
+    let again: ControlServer | undefined = createControlServer({
+      dataDir: srv.dataDir,
+      blobs: (publicUrl) => createLocalBlobStore({ dir: srv.blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => srv.clock.now() }),
+      clock: srv.clock,
+    });
+    await again.listen('127.0.0.1', port);
+    try {
+      expect((await drain(ctx, { upload: fastRetry })).uploaded).toEqual([]);
+      now += 60 * 60_000;
+      const up = await drain(ctx, { upload: fastRetry });
+      expect(up).toMatchObject({ uploaded: [{ id: second.id, already: false }], retried: [], failed: [], left_ready: 0 });
+      expect(spoolContents()).toEqual(EMPTY);
+      const items = await listUploads();
+      expect(items.map((i) => [i.session_id, i.status]).sort()).toEqual([
+        ['down-0001', 'complete'],
+        ['up-0001', 'complete'],
+      ]);
+    } finally {
+      await again.close();
+      again = undefined;
+      await rm(srv.root, { recursive: true, force: true });
+    }
+  });
+
+  it('a bundle changed on disk after it was spooled is failed before any upload, and never uploaded', async () => {
+    const record = await enqueue(await session('tamper-0001', 'Tamper with me'));
+    await drain(ctx, { skipUploads: true });
+    const bytes = await readFile(bundleFile(record.id));
+    const at = Math.floor(bytes.length / 2);
+    bytes[at] = bytes[at]! ^ 0xff;
+    await writeFile(bundleFile(record.id), bytes);
+
+    const report = await drain(ctx, { upload: fastRetry });
+    expect(report.uploaded).toEqual([]);
+    expect(report.failed).toMatchObject([{ id: record.id, stage: 'upload', code: 'BUNDLE_INVALID', reason: expect.stringContaining('changed on disk') }]);
+    // The failed record keeps its bundle for inspection: nothing captured is thrown away.
+    expect(spoolContents()).toMatchObject({ ready: [], uploading: [], bundles: [`${record.id}.bundle`], failed: [`${record.id}.json`] });
+    expect(readJson<SpoolRecord>(path.join(stateDir, 'spool', 'failed', `${record.id}.json`)).last_error).toMatchObject({ code: 'BUNDLE_INVALID' });
+    expect(await listUploads()).toEqual([]);
+  });
+
+  it('drains killed with SIGKILL while uploading: every session is registered exactly once, the spool ends empty', async () => {
+    const sessions: ClaudeSession[] = [];
+    for (let i = 0; i < 5; i++) {
+      const s = await session(`crash-000${i}`, `Crash session ${i}`);
+      // Incompressible lines, so each bundle takes a moment to upload and the kills land in every step of it.
+      const noise = Array.from({ length: 300 }, (_, n) =>
+        JSON.stringify({ sessionId: s.id, cwd, type: 'system', uuid: `n${n}`, content: randomBytes(3_000).toString('hex') }),
+      );
+      await appendFile(s.transcript, `${noise.join('\n')}\n`);
+      sessions.push(s);
+      await enqueue(s);
+    }
+    const built = (await drain(ctx, { skipUploads: true })).built;
+    expect(built).toHaveLength(5);
+    const childEnv = { ...t.env, ...env };
+    const uploading = path.join(stateDir, 'spool', 'uploading');
+    let killed = 0;
+    for (let round = 0; round < 8; round++) {
+      const run = runCli(['drain', '--json'], { env: childEnv, timeoutMs: 30_000 });
+      let exited = false;
+      void run.then(() => void (exited = true));
+      // Kill it once it holds an upload claim, a little later each round.
+      const deadline = Date.now() + 10_000;
+      while (!exited && readdirSync(uploading).length === 0 && Date.now() < deadline) await sleep(2);
+      await sleep((round * 13) % 90);
+      if (!exited) {
+        run.child.kill('SIGKILL');
+        killed++;
+      }
+      await run;
+      if (readdirSync(path.join(stateDir, 'spool', 'ready')).length === 0 && readdirSync(uploading).length === 0) break;
+    }
+    expect(killed).toBeGreaterThan(0);
+
+    const final = await runCli(['drain', '--json'], { env: childEnv, timeoutMs: 30_000 });
+    expect(final.code, final.stdout).toBe(0);
+    expect(JSON.parse(final.stdout)).toMatchObject({ ok: true, failed: [], retried: [], left_ready: 0 });
+    expect(spoolContents()).toEqual(EMPTY);
+
+    const items = await listUploads();
+    expect(items.every((i) => i.status === 'complete')).toBe(true);
+    expect(items.map((i) => i.session_id).sort()).toEqual(sessions.map((s) => s.id).sort());
+    expect(items.map((i) => [i.session_id, i.sha256, i.size_bytes]).sort()).toEqual(built.map((b) => [b.session_id, b.sha256, b.size]).sort());
+    for (const item of items) expect(sha256(await download(item.upload_id))).toBe(item.sha256);
+  }, 120_000);
+});
