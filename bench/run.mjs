@@ -1,7 +1,9 @@
 // Runs every benchmark; each prints its ratio against an anchor measured in the same run.
 import { run as bundle } from './bundle.mjs';
 import { run as capture } from './capture.mjs';
+import { run as drain } from './drain.mjs';
 import { run as reconcileNoop } from './reconcile-noop.mjs';
+import { run as upload } from './upload.mjs';
 
-const results = [await reconcileNoop(), await capture(), await bundle()];
+const results = [await reconcileNoop(), await capture(), await bundle(), await drain(), await upload()];
 process.exitCode = results.every(Boolean) ? 0 : 1;

@@ -250,7 +250,7 @@ async function uploadOne(ctx: Context, spool: Spool, report: DrainReport, claim:
     await failWith('BUNDLE_INVALID', `the spooled bundle's manifest cannot be read: ${toBlueError(error).message}`);
     return false;
   }
-  const result = await uploadBundle(client, { bundleFile, size: record.bundle.size, sha256: record.bundle.sha256, manifest }, options);
+  const result = await uploadBundle(client, { bundleFile, size: record.bundle.size, sha256: record.bundle.sha256, manifest, verified: true }, options);
   if (!(await spool.holds(claim))) return false; // judged dead and taken over: the record is another worker's now
   switch (result.kind) {
     case 'uploaded':

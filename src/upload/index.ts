@@ -36,6 +36,8 @@ export interface UploadItem {
   manifest: UploadManifest;
   /** Whether the session can be resumed elsewhere (its profile supports session_resume). */
   resumable?: boolean;
+  /** The caller re-hashed the bundle just before: the upload need not hash it again (see `uploadFile`). */
+  verified?: boolean;
 }
 
 export type UploadResult =
@@ -125,6 +127,7 @@ export async function uploadBundle(client: ControlClient, item: UploadItem, opti
               timeoutMs: client.timeoutMs,
               userAgent: client.userAgent,
               now: env.now,
+              verifyDigest: item.verified !== true,
             }),
           retrying('upload'),
         );

@@ -1,0 +1,254 @@
+// Draining 1,000 small ready bundles into a local Control API (the built CLI's `control-plane serve` with its local blob
+// store, a real process) with `drain --json`, beside a tiny Node process that makes 3,000 sequential authenticated
+// requests to the same server (GET /governance-config, keep-alive) measured in the same run.
+//
+// Why that anchor: a drain makes three round trips per record (presign, PUT to the signed URL, complete), so 3,000
+// requests from one Node process is the floor for the HTTP part of uploading 1,000 records on this machine with this
+// server; what the drain spends above it is spool work (claims, fsyncs, hashing, manifests) and the server's own work
+// per upload (SQLite, fsynced blob writes, re-hashing on complete). `node -e 0` would only anchor start-up, which is a
+// rounding error here. No target is set for the ratio: it is printed to spot regressions. The bench passes when every
+// record was uploaded exactly once (drain report, spool and server listing agree) and the drain's peak RSS stays under
+// 256 MiB.
+//
+// Setup, untimed: 1,000 tiny Claude sessions are spooled as intake records (with the spool module, as the capture hook
+// would), and a first `drain --json` with no Control API configured builds them all into ready records.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const entry = path.join(root, 'bin', 'blue-agent.js');
+const PROFILE = 'claude-v2_0_12';
+const MiB = 1024 * 1024;
+const TIME = '/usr/bin/time';
+
+/** process.env without proxy settings: every request here goes to 127.0.0.1. */
+export function cleanEnv(extra = {}) {
+  const env = { ...process.env };
+  for (const name of ['http_proxy', 'HTTP_PROXY', 'https_proxy', 'HTTPS_PROXY', 'all_proxy', 'ALL_PROXY', 'BLUE_AGENT_CONTROL_URL', 'BLUE_AGENT_TOKEN']) {
+    delete env[name];
+  }
+  return { ...env, ...extra };
+}
+
+function cli(args, env) {
+  const r = spawnSync(process.execPath, [entry, ...args], { env, encoding: 'utf8', maxBuffer: 256 * MiB });
+  if (r.status !== 0) throw new Error(`blue-agent ${args.join(' ')} exited ${r.status}:\n${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+}
+
+/**
+ * `blue-agent control-plane serve` on a free port with a fresh data directory, one user and a policy that enables
+ * upload. Returns the URL, the user's token and `stop()`.
+ */
+export async function startServer(dir) {
+  const data = path.join(dir, 'control');
+  await mkdir(data, { recursive: true });
+  const env = cleanEnv();
+  const child = spawn(process.execPath, [entry, 'control-plane', 'serve', '--listen', '127.0.0.1:0', '--data', data], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-8192)));
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`the server did not start within 20 s: ${stderr}`)), 20_000);
+    child.stdout.on('data', (c) => {
+      out += c;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m !== null) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`the server exited ${code}: ${stderr}`)));
+  });
+  child.stdout.resume();
+  const token = JSON.parse(cli(['control-plane', 'users', 'add', 'bench@example.com', '--data', data, '--json'], env)).token;
+  const policy = path.join(dir, 'policy.yaml');
+  await writeFile(policy, `session_upload: { presign_url: "${url}/session-uploads/presign" }\n`);
+  cli(['control-plane', 'policy', 'publish', policy, '--data', data, '--json'], env);
+  const stop = () =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+  return { url, token, data, stop, child };
+}
+
+/** Spools `count` intake records for tiny Claude sessions, with the spool module compiled from src. */
+async function spoolSessions(dir, env, cwd, count) {
+  const runnerTs = path.join(dir, 'enqueue.ts');
+  await writeFile(
+    runnerTs,
+    `import { readFileSync } from 'node:fs';
+import { Spool } from ${JSON.stringify(path.join(root, 'src/spool/index.ts'))};
+const [stateDir, payloadFile] = process.argv.slice(2);
+const spool = await Spool.open(stateDir);
+const list = JSON.parse(readFileSync(payloadFile, 'utf8'));
+const base = Date.now() - 600_000;
+for (let i = 0; i < list.length; i++) {
+  await spool.enqueueIntake({ harness: 'claude', profile: ${JSON.stringify(PROFILE)}, payload: list[i], createdAtUnixMs: base + i });
+}
+`,
+  );
+  const runner = path.join(dir, 'enqueue.mjs');
+  await build({
+    entryPoints: [runnerTs],
+    outfile: runner,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node22',
+    mainFields: ['module', 'main'],
+    logLevel: 'warning',
+    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+  });
+  const projects = path.join(env.CLAUDE_CONFIG_DIR, 'projects', cwd.replace(/[^A-Za-z0-9]/g, '-'));
+  await mkdir(projects, { recursive: true });
+  const payloads = [];
+  for (let i = 0; i < count; i++) {
+    const id = `bench-${String(i).padStart(4, '0')}-${Date.now().toString(36)}`;
+    const transcript = path.join(projects, `${id}.jsonl`);
+    const base = { sessionId: id, cwd, version: '2.1.197', timestamp: '2026-11-30T10:00:00.000Z' };
+    const lines = [
+      { ...base, type: 'user', uuid: 'u1', parentUuid: null, message: { role: 'user', content: `Small task number ${i}` } },
+      { ...base, type: 'assistant', uuid: 'a1', parentUuid: 'u1', message: { role: 'assistant', content: [{ type: 'text', text: 'Done.' }] } },
+    ];
+    await writeFile(transcript, `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
+    payloads.push({ session_id: id, transcript_path: transcript, cwd, hook_event_name: 'SessionEnd', reason: 'other' });
+  }
+  const payloadFile = path.join(dir, 'payloads.json');
+  await writeFile(payloadFile, JSON.stringify(payloads));
+  const r = spawnSync(process.execPath, [runner, env.BLUE_AGENT_HOME, payloadFile], { env, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`spooling failed: ${r.stderr}`);
+  return payloads.map((p) => p.session_id);
+}
+
+/** Runs `argv` under /usr/bin/time -f %M (when present); returns wall ms, stdout and peak RSS in KiB. */
+function timed(argv, env, cwd) {
+  const haveTime = existsSync(TIME);
+  const full = haveTime ? [TIME, '-f', 'maxrss_kib=%M', ...argv] : argv;
+  const start = process.hrtime.bigint();
+  const r = spawnSync(full[0], full.slice(1), { env, cwd, encoding: 'utf8', maxBuffer: 256 * MiB });
+  const ms = Number(process.hrtime.bigint() - start) / 1e6;
+  const m = /maxrss_kib=(\d+)\s*$/.exec(r.stderr ?? '');
+  return { ms, status: r.status, stdout: r.stdout, stderr: r.stderr, maxRssKiB: m === null ? undefined : Number(m[1]) };
+}
+
+/** Every upload the server lists for the token's user (paged). */
+async function listAll(url, token) {
+  const items = [];
+  let cursor = null;
+  do {
+    const q = new URLSearchParams({ limit: '100', ...(cursor === null ? {} : { cursor }) });
+    const res = await fetch(`${url}/session-uploads?${q}`, { headers: { authorization: `Bearer ${token}` } });
+    if (res.status !== 200) throw new Error(`GET /session-uploads answered ${res.status}: ${await res.text()}`);
+    const body = await res.json();
+    items.push(...body.items);
+    cursor = body.next_cursor;
+  } while (cursor !== null && cursor !== undefined);
+  return items;
+}
+
+export async function run({ count = 1000 } = {}) {
+  const dir = await mkdtemp(path.join(tmpdir(), 'blue-agent-bench-drain-'));
+  let server;
+  try {
+    const home = path.join(dir, 'home');
+    const cwd = path.join(dir, 'project');
+    await mkdir(cwd, { recursive: true });
+    const stateDir = path.join(home, '.local', 'state', 'blue-agent');
+    const env = cleanEnv({
+      HOME: home,
+      CLAUDE_CONFIG_DIR: path.join(home, '.claude'),
+      XDG_CONFIG_HOME: path.join(home, '.config'),
+      XDG_STATE_HOME: path.join(home, '.local', 'state'),
+      BLUE_AGENT_HOME: stateDir,
+      BLUE_AGENT_CONFIG: path.join(home, '.config', 'blue-agent', 'config.yaml'),
+    });
+    const sessions = await spoolSessions(dir, env, cwd, count);
+
+    // Build every record with uploads off (no Control API configured).
+    const first = timed([process.execPath, entry, 'drain', '--json'], env, cwd);
+    const built = JSON.parse(first.stdout);
+    if (built.built.length !== count || built.left_ready !== count) {
+      throw new Error(`the building drain built ${built.built.length} of ${count} records (left_ready ${built.left_ready}): ${first.stderr.slice(0, 2000)}`);
+    }
+
+    server = await startServer(dir);
+    const uploadEnv = { ...env, BLUE_AGENT_CONTROL_URL: server.url, BLUE_AGENT_TOKEN: server.token };
+
+    // Anchor: 3,000 sequential authenticated requests from a tiny Node process (one keep-alive connection).
+    const anchorScript = `const [u, t, n] = process.argv.slice(1);
+for (let i = 0; i < Number(n); i++) {
+  const r = await fetch(u, { headers: { authorization: 'Bearer ' + t } });
+  await r.arrayBuffer();
+  if (r.status !== 200) throw new Error('status ' + r.status);
+}`;
+    const anchorArgv = [process.execPath, '--input-type=module', '-e', anchorScript, `${server.url}/governance-config`, server.token, String(3 * count)];
+    const anchorBefore = timed(anchorArgv, env, cwd);
+    if (anchorBefore.status !== 0) throw new Error(`anchor failed: ${anchorBefore.stderr}`);
+
+    const drained = timed([process.execPath, entry, 'drain', '--json'], uploadEnv, cwd);
+    let report;
+    try {
+      report = JSON.parse(drained.stdout);
+    } catch {
+      throw new Error(`drain --json printed no report (exit ${drained.status}): ${drained.stderr.slice(0, 2000)}`);
+    }
+    const anchorAfter = timed(anchorArgv, env, cwd);
+    if (anchorAfter.status !== 0) throw new Error(`anchor failed: ${anchorAfter.stderr}`);
+    const anchorMs = Math.min(anchorBefore.ms, anchorAfter.ms);
+
+    // Exactly once: the report, the spool and the server all say 1,000 distinct uploads of these sessions.
+    const problems = [];
+    const uploadedSessions = new Set(report.uploaded.map((u) => u.session_id));
+    const uploadIds = new Set(report.uploaded.map((u) => u.upload_id));
+    if (drained.status !== 0 || report.ok !== true) problems.push(`drain exited ${drained.status}, ok ${report.ok}`);
+    if (report.uploaded.length !== count || uploadedSessions.size !== count || uploadIds.size !== count) {
+      problems.push(`report: ${report.uploaded.length} uploaded, ${uploadedSessions.size} sessions, ${uploadIds.size} upload ids`);
+    }
+    if (report.uploaded.some((u) => u.already)) problems.push(`${report.uploaded.filter((u) => u.already).length} reported as already on the server`);
+    if (report.failed.length + report.retried.length + report.left_ready !== 0) {
+      problems.push(`failed ${report.failed.length}, retried ${report.retried.length}, left_ready ${report.left_ready}`);
+    }
+    const leftInSpool = ['intake', 'building', 'ready', 'uploading', 'failed', 'bundles'].reduce(
+      (n, f) => n + readdirSync(path.join(stateDir, 'spool', f)).length,
+      0,
+    );
+    if (leftInSpool !== 0) problems.push(`${leftInSpool} files left in the spool`);
+    const items = await listAll(server.url, server.token);
+    const complete = items.filter((i) => i.status === 'complete');
+    const serverSessions = new Set(complete.map((i) => i.session_id));
+    if (items.length !== count || complete.length !== count || serverSessions.size !== count || !sessions.every((s) => serverSessions.has(s))) {
+      problems.push(`server: ${items.length} uploads listed, ${complete.length} complete, ${serverSessions.size} distinct sessions`);
+    }
+
+    const perSecond = count / (drained.ms / 1000);
+    const rss = drained.maxRssKiB === undefined ? undefined : drained.maxRssKiB / 1024;
+    const rssPass = rss === undefined || rss < 256;
+    const pass = problems.length === 0 && rssPass;
+    const bytes = report.uploaded.reduce((n, u) => n + u.size, 0);
+    console.log(
+      `drain upload (${count} small bundles, ${(bytes / count / 1024).toFixed(1)} KiB avg): ${drained.ms.toFixed(0)} ms = ${perSecond.toFixed(0)} records/s ` +
+        `(${(drained.ms / count).toFixed(2)} ms/record) vs ${3 * count} HTTP requests from node ${anchorMs.toFixed(0)} ms ` +
+        `(${((anchorMs / count)).toFixed(2)} ms per 3 requests) -> ratio ${(drained.ms / anchorMs).toFixed(2)}x (no target); ` +
+        `exactly once: ${problems.length === 0 ? 'yes' : `NO (${problems.join('; ')})`}; ` +
+        `peak RSS ${rss === undefined ? `unknown (${TIME} missing)` : `${rss.toFixed(1)} MiB`} (target < 256 MiB) ${pass ? 'PASS' : 'FAIL'}`,
+    );
+    console.log(`  (setup: building the ${count} records with uploads off took ${first.ms.toFixed(0)} ms, peak RSS ${((first.maxRssKiB ?? 0) / 1024).toFixed(1)} MiB)`);
+    return pass;
+  } finally {
+    await server?.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) process.exitCode = (await run()) ? 0 : 1;

@@ -1,0 +1,171 @@
+// Uploading one 128 MiB bundle-sized file (random bytes: incompressible; 128 MiB is the largest size the Control API
+// presigns) with `uploadFile` from src/upload/put.ts, over the dispatcher the drain uses, to a presigned URL of a local
+// Control API (the built CLI's `control-plane serve`, local blob store, a real process), beside `curl -T` of the same
+// file to a fresh presigned URL of the same server with the same signed headers, in the same run. Rounds alternate
+// which goes first. Targets: uploadFile's throughput at least 0.8x curl's, and the uploader's peak RSS at most 128 MiB
+// above its RSS just before the upload (it streams the file, never holds it).
+//
+// Both are timed from request to answer only (curl's %{time_total}; uploadFile's call), not process start-up. The
+// server hashes and fsyncs every byte before it answers, on the same machine, so both see the same server-side cost.
+// curl is run with `Expect:` (no 100-continue round trip) as uploadFile sends none.
+import { spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { cleanEnv, startServer } from './drain.mjs';
+import { median } from './lib.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const MiB = 1024 * 1024;
+const SIZE = 128 * MiB;
+const CURL = '/usr/bin/curl';
+
+async function compileRunner(dir) {
+  const entry = path.join(dir, 'runner.ts');
+  await writeFile(
+    entry,
+    `import { ControlClient } from ${JSON.stringify(path.join(root, 'src/upload/client.ts'))};
+import { uploadFile } from ${JSON.stringify(path.join(root, 'src/upload/put.ts'))};
+const [controlUrl, signedJson, file, size, sha256] = process.argv.slice(2);
+const client = await ControlClient.create({ controlUrl, token: undefined, tokenSource: 'none', env: process.env, userAgent: 'blue-agent-bench' });
+const before = process.memoryUsage().rss;
+const start = performance.now();
+// As the drain calls it: the bundle was re-hashed just before, and the Control API verifies the stored digest.
+const result = await uploadFile(JSON.parse(signedJson), file, { size: Number(size), sha256 }, { dispatcher: client.dispatcher, timeoutMs: client.timeoutMs, userAgent: client.userAgent, verifyDigest: false });
+const ms = performance.now() - start;
+await client.close();
+process.stdout.write(JSON.stringify({ ms, status: result.status, bytes: result.bytes, rssBeforeKiB: Math.round(before / 1024), maxRssKiB: process.resourceUsage().maxRSS }) + '\\n');
+`,
+  );
+  const outfile = path.join(dir, 'runner.mjs');
+  await build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node22',
+    mainFields: ['module', 'main'],
+    logLevel: 'warning',
+    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+  });
+  return outfile;
+}
+
+/** `bytes` random bytes written to `file` in 4 MiB blocks; returns its SHA-256. */
+async function randomFile(file, bytes) {
+  const hash = createHash('sha256');
+  const handle = await open(file, 'w');
+  try {
+    for (let written = 0; written < bytes; ) {
+      const block = randomBytes(Math.min(4 * MiB, bytes - written));
+      hash.update(block);
+      await handle.write(block);
+      written += block.length;
+    }
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  return hash.digest('hex');
+}
+
+let presigns = 0;
+async function presign(server, sha256) {
+  const res = await fetch(`${server.url}/session-uploads/presign`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      harness: 'claude',
+      session_id: `bench-upload-${++presigns}`,
+      sha256,
+      size_bytes: SIZE,
+      content_type: 'application/vnd.blue.session-bundle+tar+gzip',
+      compatibility_profile: 'claude-v2_0_12',
+      artifact_format: 'blue-session-bundle-v1',
+      captured_at_unix_ms: Date.now(),
+    }),
+  });
+  const body = await res.json();
+  if (res.status !== 201 || body.status !== 'pending') throw new Error(`presign answered ${res.status}: ${JSON.stringify(body)}`);
+  return { method: body.method, url: body.upload_url, headers: body.headers };
+}
+
+export async function run({ rounds = 7 } = {}) {
+  if (!existsSync(CURL)) {
+    console.log(`upload (128 MiB): ${CURL} is missing, so there is no anchor to compare with FAIL`);
+    return false;
+  }
+  const dir = await mkdtemp(path.join(tmpdir(), 'blue-agent-bench-upload-'));
+  let server;
+  try {
+    const file = path.join(dir, 'bundle.bin');
+    const sha256 = await randomFile(file, SIZE);
+    const runner = await compileRunner(dir);
+    server = await startServer(dir);
+    const env = cleanEnv();
+
+    const viaUploader = async () => {
+      const signed = await presign(server, sha256);
+      const r = spawnSync(process.execPath, [runner, server.url, JSON.stringify(signed), file, String(SIZE), sha256], { env, encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`uploadFile failed: ${r.stderr}`);
+      const out = JSON.parse(r.stdout);
+      if (out.status !== 200 || out.bytes !== SIZE) throw new Error(`uploadFile: ${r.stdout}`);
+      return out;
+    };
+    const viaCurl = async () => {
+      const signed = await presign(server, sha256);
+      const headers = Object.entries(signed.headers)
+        .filter(([name]) => name.toLowerCase() !== 'content-length') // curl -T sets it from the file
+        .flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
+      const r = spawnSync(
+        CURL,
+        ['-sS', '--noproxy', '*', '-o', '/dev/null', '-w', '%{http_code} %{time_total} %{size_upload}', '-X', signed.method, '-T', file, '-H', 'Expect:', ...headers, signed.url],
+        { env, encoding: 'utf8' },
+      );
+      const [code, seconds, uploaded] = r.stdout.trim().split(' ');
+      if (r.status !== 0 || code !== '200' || Number(uploaded) !== SIZE) throw new Error(`curl: exit ${r.status}, ${r.stdout} ${r.stderr}`);
+      return { ms: Number(seconds) * 1000 };
+    };
+
+    // Warm-up, untimed: the file is in the page cache and both paths have run once.
+    await viaUploader();
+    await viaCurl();
+    const up = [];
+    const curl = [];
+    for (let i = 0; i < rounds; i++) {
+      if (i % 2 === 0) {
+        up.push(await viaUploader());
+        curl.push(await viaCurl());
+      } else {
+        curl.push(await viaCurl());
+        up.push(await viaUploader());
+      }
+    }
+    const mibps = (ms) => SIZE / MiB / (ms / 1000);
+    const upMs = median(up.map((u) => u.ms));
+    const curlMs = median(curl.map((c) => c.ms));
+    const ratio = mibps(upMs) / mibps(curlMs);
+    const peak = Math.max(...up.map((u) => u.maxRssKiB)) / 1024;
+    const growth = Math.max(...up.map((u) => u.maxRssKiB - u.rssBeforeKiB)) / 1024;
+    const speedPass = ratio >= 0.8;
+    const rssPass = growth < 128;
+    console.log(
+      `upload (128 MiB, uploadFile): ${mibps(upMs).toFixed(0)} MiB/s (${upMs.toFixed(0)} ms) vs curl -T ${mibps(curlMs).toFixed(0)} MiB/s (${curlMs.toFixed(0)} ms) ` +
+        `-> ratio ${ratio.toFixed(2)}x (target >= 0.8x) ${speedPass ? 'PASS' : 'FAIL'}`,
+    );
+    console.log(
+      `upload peak RSS: ${peak.toFixed(1)} MiB, at most ${growth.toFixed(1)} MiB above its RSS before the upload (target < 128 MiB growth) ${rssPass ? 'PASS' : 'FAIL'}`,
+    );
+    return speedPass && rssPass;
+  } finally {
+    await server?.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) process.exitCode = (await run()) ? 0 : 1;
