@@ -3,6 +3,7 @@
  * validation with the offending field named. Nothing here trusts the request: every failure becomes a 4xx answer.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { describeSchemaError, type AjvError } from '../schema/index.js';
 
 export class HttpError extends Error {
   readonly status: number;
@@ -76,12 +77,6 @@ export async function readJsonBody(request: IncomingMessage, maxBytes: number, a
   }
 }
 
-interface AjvError {
-  instancePath: string;
-  keyword: string;
-  message?: string;
-  params: Record<string, unknown>;
-}
 export type Validate = ((data: unknown) => boolean) & { errors?: AjvError[] | null };
 
 /** Validates `data` against a precompiled schema validator; a 400 names the first offending field. */
@@ -91,21 +86,6 @@ export function validateBody<T>(validate: Validate, data: unknown, what: string)
   const error = errors.find((e) => e.keyword !== 'oneOf' && e.keyword !== 'anyOf') ?? errors[0];
   if (error === undefined) throw badRequest(`invalid ${what}`, 'validation_failed');
   const at = error.instancePath === '' ? '/' : error.instancePath;
-  throw badRequest(`invalid ${what}: ${at} ${describe(error)}`, 'validation_failed');
+  throw badRequest(`invalid ${what}: ${at} ${describeSchemaError(error)}`, 'validation_failed');
 }
 
-function describe(error: AjvError): string {
-  const p = error.params;
-  switch (error.keyword) {
-    case 'additionalProperties':
-      return `has an unknown field "${String(p.additionalProperty).slice(0, 100)}"`;
-    case 'required':
-      return `is missing the required field "${String(p.missingProperty)}"`;
-    case 'enum':
-      return `must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
-    case 'propertyNames':
-      return `has an unknown key "${String(p.propertyName).slice(0, 100)}"`;
-    default:
-      return error.message ?? 'is invalid';
-  }
-}

@@ -7,7 +7,7 @@ import type { Dispatcher } from 'undici';
 import type { Env } from '../context.js';
 import { BlueError } from '../errors.js';
 import { redact } from '../logger.js';
-import { loadUndici } from '../util/undici.js';
+import { createDispatcher, loadUndici } from '../util/undici.js';
 
 export const GOVERNANCE_CONFIG_ROUTE = 'governance-config';
 export const DEFAULT_FETCH_TIMEOUT_MS = 10_000;
@@ -42,7 +42,7 @@ export function governanceConfigUrl(controlUrl: string): URL {
 export async function fetchGovernanceConfig(req: FetchRequest): Promise<FetchOutcome> {
   // Loaded on first use: most commands never talk to the network, and start-up should not pay for it.
   const undici = await loadUndici();
-  const dispatcher = createDispatcher(undici, req);
+  const dispatcher = createDispatcher(undici, req.env, { connectMs: Math.min(req.timeoutMs, 5_000), responseMs: req.timeoutMs });
   const signal = AbortSignal.timeout(req.timeoutMs);
   try {
     return await fetchWith(undici.request, dispatcher, signal, req);
@@ -145,25 +145,6 @@ async function readCapped(response: Dispatcher.ResponseData, maxBytes: number, u
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
-}
-
-function createDispatcher(undici: typeof import('undici'), req: FetchRequest): Dispatcher {
-  const options = {
-    connect: { timeout: Math.min(req.timeoutMs, 5_000) },
-    headersTimeout: req.timeoutMs,
-    bodyTimeout: req.timeoutMs,
-  };
-  const env = req.env;
-  const httpProxy = env.http_proxy ?? env.HTTP_PROXY;
-  const httpsProxy = env.https_proxy ?? env.HTTPS_PROXY;
-  if (!httpProxy && !httpsProxy) return new undici.Agent(options);
-  // Explicit values (never process.env): the Context decides what the environment is.
-  return new undici.EnvHttpProxyAgent({
-    ...options,
-    httpProxy: httpProxy ?? '',
-    httpsProxy: httpsProxy ?? '',
-    noProxy: env.no_proxy ?? env.NO_PROXY ?? '',
-  });
 }
 
 function describeNetworkError(error: unknown, req: FetchRequest): string {

@@ -16,7 +16,7 @@ export type { BundleManifest, BundleFile } from './generated/bundle-manifest.js'
 export type { GovernancePolicy, HarnessRule, HarnessName } from './generated/policy.js';
 export type { HarnessProfiles, Interval, Operation } from './generated/profile.js';
 
-interface AjvError {
+export interface AjvError {
   instancePath: string;
   keyword: string;
   message?: string;
@@ -91,7 +91,7 @@ export function validateDocument<T>(
   const errors = kind.validate.errors ?? [];
   const error = pickError(errors);
   const jsonPath = error === undefined ? '' : error.instancePath;
-  const expectation = error === undefined ? 'is invalid' : describe(error);
+  const expectation = error === undefined ? 'is invalid' : describeSchemaError(error);
   // An unknown field is pointed at itself, not at the object holding it.
   const pointAt =
     error?.keyword === 'additionalProperties' ? `${jsonPath}/${String(error.params.additionalProperty).replace(/~/g, '~0').replace(/\//g, '~1')}` : jsonPath;
@@ -112,7 +112,8 @@ function pickError(errors: AjvError[]): AjvError | undefined {
   return errors.find((e) => e.keyword !== 'oneOf' && e.keyword !== 'anyOf' && e.keyword !== 'if') ?? errors[0];
 }
 
-function describe(error: AjvError): string {
+/** What an ajv error expects, in words (shared with the Control API's request validation). */
+export function describeSchemaError(error: AjvError): string {
   const p = error.params;
   switch (error.keyword) {
     case 'additionalProperties':

@@ -10,30 +10,16 @@ import { BlueError } from '../errors.js';
 import { redact } from '../logger.js';
 import { originOf } from '../policy/validate.js';
 import { describeNetworkError, parseRetryAfter, statusKind, UploadError } from './retry.js';
-import { loadUndici } from '../util/undici.js';
+import { createDispatcher, loadUndici } from '../util/undici.js';
 
 export const PRESIGN_ROUTE = 'session-uploads/presign';
 export const DEFAULT_TIMEOUT_MS = 30_000;
 /** Control API answers are small JSON documents. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024;
 
-/** `POST /session-uploads/presign`, Blue's field names. */
-export interface PresignRequest {
-  harness: string;
-  session_id: string;
-  sha256: string;
-  size_bytes: number;
-  content_type: string;
-  compatibility_profile?: string;
-  cwd?: string;
-  artifact_format?: string;
-  resumable?: boolean;
-  title?: string;
-  summary?: string;
-  captured_at_unix_ms?: number;
-  repository_root?: string;
-  repository_remote?: string;
-}
+/** `POST /session-uploads/presign`, Blue's field names (generated from schemas/control-presign.schema.json). */
+export type { PresignRequest } from '../schema/generated/control-presign.js';
+import type { PresignRequest } from '../schema/generated/control-presign.js';
 
 export interface SignedUpload {
   method: string;
@@ -92,7 +78,8 @@ export class ControlClient {
     }
     // Loaded on first use: most commands never talk to the network.
     const undici = await loadUndici();
-    return new ControlClient(undici, createDispatcher(undici, options.env, options.timeoutMs ?? DEFAULT_TIMEOUT_MS), options);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    return new ControlClient(undici, createDispatcher(undici, options.env, { connectMs: Math.min(timeoutMs, 10_000), responseMs: timeoutMs }), options);
   }
 
   /** A client from the agent config and environment; throws CONFIG_INVALID when no Control API is configured. */
@@ -346,24 +333,6 @@ export async function readSome(response: Dispatcher.ResponseData, maxBytes: numb
   }
   response.body.destroy();
   return Buffer.concat(chunks).toString('utf8');
-}
-
-function createDispatcher(undici: typeof import('undici'), env: Env, timeoutMs: number): Dispatcher {
-  const options = {
-    connect: { timeout: Math.min(timeoutMs, 10_000) },
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-  };
-  const httpProxy = env.http_proxy ?? env.HTTP_PROXY;
-  const httpsProxy = env.https_proxy ?? env.HTTPS_PROXY;
-  if (!httpProxy && !httpsProxy) return new undici.Agent(options);
-  // Explicit values (never process.env): the Context decides what the environment is.
-  return new undici.EnvHttpProxyAgent({
-    ...options,
-    httpProxy: httpProxy ?? '',
-    httpsProxy: httpsProxy ?? '',
-    noProxy: env.no_proxy ?? env.NO_PROXY ?? '',
-  });
 }
 
 export function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
