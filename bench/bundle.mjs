@@ -6,7 +6,7 @@ import { mkdtemp, mkdir, open, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { compileRunner } from '../scripts/compile-runner.mjs';
 import { compare, report } from './lib.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -56,7 +56,7 @@ async function writeTranscript(file, bytes, seed) {
 }
 
 /** The bundle module compiled into one file a child process can run. */
-async function compileRunner(dir) {
+async function makeRunner(dir) {
   const entry = path.join(dir, 'runner.ts');
   await writeFile(
     entry,
@@ -71,17 +71,7 @@ process.stdout.write(JSON.stringify({ size: result.size, sha256: result.sha256, 
 `,
   );
   const outfile = path.join(dir, 'runner.mjs');
-  await build({
-    entryPoints: [entry],
-    outfile,
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node22',
-    mainFields: ['module', 'main'],
-    logLevel: 'warning',
-    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-  });
+  await compileRunner(entry, outfile);
   return outfile;
 }
 
@@ -106,7 +96,7 @@ export async function run() {
         { role: 'session_companion', name: 'agent-1.jsonl', nativePath: '-home-dev-app/c0ffee/subagents/agent-1.jsonl', path: companion },
       ],
     });
-    const runner = await compileRunner(dir);
+    const runner = await makeRunner(dir);
     const bundle = path.join(dir, 'session.bundle');
     const anchorOut = path.join(dir, 'anchor.tgz');
     const runOnce = (mode) => {

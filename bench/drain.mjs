@@ -18,7 +18,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { compileRunner } from '../scripts/compile-runner.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const entry = path.join(root, 'bin', 'blue-agent.js');
@@ -99,17 +99,7 @@ for (let i = 0; i < list.length; i++) {
 `,
   );
   const runner = path.join(dir, 'enqueue.mjs');
-  await build({
-    entryPoints: [runnerTs],
-    outfile: runner,
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node22',
-    mainFields: ['module', 'main'],
-    logLevel: 'warning',
-    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-  });
+  await compileRunner(runnerTs, runner);
   const projects = path.join(env.CLAUDE_CONFIG_DIR, 'projects', cwd.replace(/[^A-Za-z0-9]/g, '-'));
   await mkdir(projects, { recursive: true });
   const payloads = [];

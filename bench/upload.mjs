@@ -15,7 +15,7 @@ import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { compileRunner } from '../scripts/compile-runner.mjs';
 import { cleanEnv, startServer } from './drain.mjs';
 import { median } from './lib.mjs';
 
@@ -24,7 +24,7 @@ const MiB = 1024 * 1024;
 const SIZE = 128 * MiB;
 const CURL = '/usr/bin/curl';
 
-async function compileRunner(dir) {
+async function makeRunner(dir) {
   const entry = path.join(dir, 'runner.ts');
   await writeFile(
     entry,
@@ -42,17 +42,7 @@ process.stdout.write(JSON.stringify({ ms, status: result.status, bytes: result.b
 `,
   );
   const outfile = path.join(dir, 'runner.mjs');
-  await build({
-    entryPoints: [entry],
-    outfile,
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node22',
-    mainFields: ['module', 'main'],
-    logLevel: 'warning',
-    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-  });
+  await compileRunner(entry, outfile);
   return outfile;
 }
 
@@ -105,7 +95,7 @@ export async function run({ rounds = 7 } = {}) {
   try {
     const file = path.join(dir, 'bundle.bin');
     const sha256 = await randomFile(file, SIZE);
-    const runner = await compileRunner(dir);
+    const runner = await makeRunner(dir);
     server = await startServer(dir);
     const env = cleanEnv();
 

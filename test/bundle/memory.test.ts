@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { build } from 'esbuild';
+import { compileRunner } from '../../scripts/compile-runner.mjs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { repoRoot } from '../support/context.js';
 import { jsonl } from './helpers.js';
@@ -65,16 +65,7 @@ process.stdout.write(JSON.stringify({ start, afterWrite, afterVerify, afterExtra
 `,
   );
   const bundled = path.join(dir, 'child.mjs');
-  await build({
-    entryPoints: [entry],
-    outfile: bundled,
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    mainFields: ['module', 'main'],
-    logLevel: 'warning',
-    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-  });
+  await compileRunner(entry, bundled);
   const { stdout } = await run(process.execPath, [bundled], { maxBuffer: 1024 * 1024 });
   const r = JSON.parse(stdout) as { start: number; afterWrite: number; afterVerify: number; afterExtract: number; size: number; sizes: number[] };
   expect(r.sizes).toEqual([64 * MiB, 36 * MiB]);

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { build } from 'esbuild';
+import { compileRunner } from '../../scripts/compile-runner.mjs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { repoRoot } from '../support/context.js';
 
@@ -83,17 +83,7 @@ process.stdout.write(JSON.stringify({ start, end: peak(), bytes: result.bytes })
 `,
     );
     const bundled = path.join(dir, 'child.mjs');
-    await build({
-      entryPoints: [entry],
-      outfile: bundled,
-      bundle: true,
-      format: 'esm',
-      platform: 'node',
-      mainFields: ['module', 'main'],
-      nodePaths: [path.join(repoRoot, 'node_modules')],
-      logLevel: 'warning',
-      banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-    });
+    await compileRunner(entry, bundled);
     const { stdout } = await run(process.execPath, [bundled], { maxBuffer: 1024 * 1024 });
     const r = JSON.parse(stdout) as { start: number; end: number; bytes: number };
     console.log(`upload peak RSS growth: ${((r.end - r.start) / MiB).toFixed(1)} MiB`);

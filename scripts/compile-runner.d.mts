@@ -1,0 +1,1 @@
+export function compileRunner(entry: string, outfile: string): Promise<string>;
