@@ -1,14 +1,18 @@
 #!/usr/bin/env node
 // Builds dist/: one ES module bundle for the CLI, with each command in its own chunk so a command loads only what
 // it uses. Fewer, larger files start markedly faster than hundreds of small modules.
+//
+// Files are replaced one by one with a rename, and only when their bytes change: a CLI process started from dist/
+// while it is rebuilt never finds a file missing or half written. Chunks no longer produced are removed.
 import { build } from 'esbuild';
-import { rm } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-await rm(path.join(root, 'dist'), { recursive: true, force: true });
-await build({
+const dist = path.join(root, 'dist');
+const result = await build({
+  write: false,
   absWorkingDir: root,
   entryPoints: { main: 'src/cli/main.ts' },
   outdir: 'dist',
@@ -34,3 +38,18 @@ await build({
     ].join(' '),
   },
 });
+
+const produced = new Set();
+for (const file of result.outputFiles) {
+  produced.add(file.path);
+  const current = await readFile(file.path).catch(() => undefined);
+  if (current !== undefined && Buffer.compare(current, file.contents) === 0) continue;
+  await mkdir(path.dirname(file.path), { recursive: true });
+  const temp = `${file.path}.${process.pid}.tmp`;
+  await writeFile(temp, file.contents);
+  await rename(temp, file.path);
+}
+for (const entry of await readdir(dist, { recursive: true, withFileTypes: true })) {
+  const file = path.join(entry.parentPath, entry.name);
+  if (entry.isFile() && !produced.has(file)) await rm(file, { force: true });
+}

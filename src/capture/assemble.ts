@@ -10,7 +10,7 @@ import { ADAPTERS } from '../harnesses/index.js';
 import type { HookPayload } from '../harnesses/types.js';
 import { findInterval, type ProfileSet } from '../profiles/index.js';
 import type { HarnessName, Interval } from '../schema/index.js';
-import { readRepository } from './repository.js';
+import { readRepository, type RepositoryCache } from './repository.js';
 
 export interface AssembleInput {
   harness: HarnessName;
@@ -18,6 +18,8 @@ export interface AssembleInput {
   payload: HookPayload;
   /** The capture's time (the hook's), not the build's: a rebuilt bundle says when the session ended. */
   capturedAtUnixMs: number;
+  /** Shared by the builds of one drain, so git is asked once per directory. */
+  repositories?: RepositoryCache;
 }
 
 /** Builds the bundle into `outFile`; with `profiles`, the files' roles are checked against the profile before any is read. */
@@ -25,7 +27,7 @@ export async function assembleBundle(ctx: Context, input: AssembleInput, outFile
   const adapter = ADAPTERS[input.harness];
   const collected = await adapter.collectSession(ctx, { interval: input.interval, payload: input.payload });
   const cwd = collected.cwd ?? input.payload.cwd;
-  const repository = await readRepository(ctx, cwd);
+  const repository = await readRepository(ctx, cwd, input.repositories);
   return writeBundle(
     {
       harness: input.harness,

@@ -14,13 +14,19 @@ export interface Repository {
 const GIT_TIMEOUT_MS = 5_000;
 const MAX_LENGTH = 4096;
 
-export async function readRepository(ctx: Context, cwd: string | undefined): Promise<Repository | undefined> {
-  try {
-    return await askGit(ctx, cwd);
-  } catch {
+/** Answers already asked of git, by directory: a drain builds many sessions from the same few directories. */
+export type RepositoryCache = Map<string, Promise<Repository | undefined>>;
+
+export async function readRepository(ctx: Context, cwd: string | undefined, cache?: RepositoryCache): Promise<Repository | undefined> {
+  const key = cwd ?? '';
+  const known = cache?.get(key);
+  if (known !== undefined) return known;
+  const answer = askGit(ctx, cwd).catch(
     // The repository is optional context: nothing about it may fail a capture.
-    return undefined;
-  }
+    () => undefined,
+  );
+  cache?.set(key, answer);
+  return answer;
 }
 
 async function askGit(ctx: Context, cwd: string | undefined): Promise<Repository | undefined> {

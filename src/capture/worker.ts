@@ -34,6 +34,7 @@ import { DocumentCache } from '../schema/document-cache.js';
 import { isDiskFull, MAX_ATTEMPTS, Spool, type Claim, type RecordError, type RecoveryReport, type SpoolIO, type SpoolRecord } from '../spool/index.js';
 import { assembleBundle, captureInterval } from './assemble.js';
 import { appendCaptureLog } from './log.js';
+import type { RepositoryCache } from './repository.js';
 
 /** Records younger than this wait before they are built: the harness may still be writing the session's last lines as it exits. */
 export const SETTLE_MS = 1_000;
@@ -41,7 +42,7 @@ export const SETTLE_MS = 1_000;
 /** Errors that say the session itself cannot be captured: retrying gives the same answer. */
 const PERMANENT = new Set(['ARTIFACT_INVALID', 'BUNDLE_INVALID', 'CAPTURE_REFUSED', 'PROFILE_UNKNOWN', 'UNSAFE_PATH']);
 
-export type BuildFunction = (ctx: Context, record: SpoolRecord, outFile: string, profiles: ProfileSet) => Promise<BundleResult>;
+export type BuildFunction = (ctx: Context, record: SpoolRecord, outFile: string, profiles: ProfileSet, repositories: RepositoryCache) => Promise<BundleResult>;
 
 export interface DrainOptions {
   settleMs?: number;
@@ -55,7 +56,12 @@ export interface DrainOptions {
   upload?: Omit<UploadBundleOptions, 'presignUrl'>;
   /** Build only; leave ready records alone. */
   skipUploads?: boolean;
+  /** One pass only: captures that arrive while the drain runs wait for the next drain. */
+  once?: boolean;
 }
+
+/** Passes a drain makes at most while captures keep arriving (a bound, so a drain always ends). */
+export const MAX_DRAIN_PASSES = 5;
 
 export interface UploadedEntry {
   id: string;
@@ -91,6 +97,11 @@ export interface FailedEntry {
   next_attempt_at_unix_ms?: number;
 }
 
+interface Seen {
+  intake: Set<string>;
+  ready: Set<string>;
+}
+
 export interface DrainReport {
   recovered: RecoveryReport & { temps_removed: number };
   built: BuiltEntry[];
@@ -113,9 +124,9 @@ export interface DrainReport {
 }
 
 /** The default build: the record's recorded profile, its harness adapter, the bundle writer. */
-export const buildFromRecord: BuildFunction = (ctx, record, outFile, profiles) => {
+export const buildFromRecord: BuildFunction = (ctx, record, outFile, profiles, repositories) => {
   const { harness, interval } = captureInterval(profiles, record.harness, record.profile);
-  return assembleBundle(ctx, { harness, interval, payload: record.payload, capturedAtUnixMs: record.created_at_unix_ms }, outFile, profiles);
+  return assembleBundle(ctx, { harness, interval, payload: record.payload, capturedAtUnixMs: record.created_at_unix_ms, repositories }, outFile, profiles);
 };
 
 export async function drain(ctx: Context, options: DrainOptions = {}): Promise<DrainReport> {
@@ -135,8 +146,20 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
     notes: [],
   };
 
-  await buildWaiting(ctx, spool, report, options);
-  if (options.skipUploads !== true && report.stopped === undefined) await uploadReady(ctx, spool, report, options);
+  // Each record is tried at most once per drain (a transient failure waits for the next drain); records that are
+  // not due yet join these sets too, so a backlog of delayed records is read once per drain, not once per claim.
+  const seen: Seen = { intake: new Set(), ready: new Set() };
+  for (let pass = 1; ; pass++) {
+    // A pass takes the records that are there when it starts: one that arrives meanwhile waits for the next pass.
+    await buildWaiting(ctx, spool, report, options, seen.intake, new Set(await spool.idsIn('intake')));
+    if (options.skipUploads !== true && report.stopped === undefined) {
+      await uploadReady(ctx, spool, report, options, seen.ready, new Set(await spool.idsIn('ready')));
+    }
+    if (options.once === true || report.stopped !== undefined || pass >= MAX_DRAIN_PASSES) break;
+    // Another pass only for records that arrived meanwhile.
+    const fresh = async (state: 'intake' | 'ready', known: Set<string>) => (await spool.idsIn(state)).some((id) => !known.has(id));
+    if (!(await fresh('intake', seen.intake)) && (options.skipUploads === true || !(await fresh('ready', seen.ready)))) break;
+  }
 
   report.left = (await spool.idsIn('intake')).length;
   report.left_ready = (await spool.idsIn('ready')).length;
@@ -144,17 +167,21 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
 }
 
 /** The upload stage: see the module comment. Never throws for a Control API or policy problem; records it instead. */
-async function uploadReady(ctx: Context, spool: Spool, report: DrainReport, options: DrainOptions): Promise<void> {
-  if ((await spool.idsIn('ready')).length === 0) return;
+async function uploadReady(ctx: Context, spool: Spool, report: DrainReport, options: DrainOptions, tried: Set<string>, only: ReadonlySet<string>): Promise<void> {
+  if ([...only].filter((id) => !tried.has(id)).length === 0) return;
   const { config } = await loadAgentConfig(ctx);
   const settings = controlSettings(ctx, config);
+  // Records this drain leaves alone on purpose count as tried: a later pass must not take them up again.
+  const leaveAll = async (note: string): Promise<void> => {
+    for (const id of only) tried.add(id);
+    if (!report.notes.includes(note)) report.notes.push(note);
+  };
   if (settings.controlUrl === undefined) {
-    report.notes.push('no Control API is configured: built bundles stay ready for a later drain (run `blue-agent login`)');
+    await leaveAll('no Control API is configured: built bundles stay ready for a later drain (run `blue-agent login`)');
     return;
   }
   const retryPolicy = options.upload?.retry ?? DEFAULT_RETRY_POLICY;
   const random = options.upload?.retryEnv?.random ?? Math.random;
-  const tried = new Set<string>();
 
   let policy;
   try {
@@ -163,7 +190,7 @@ async function uploadReady(ctx: Context, spool: Spool, report: DrainReport, opti
     // No policy, no upload: every due record waits for a later drain, with the reason.
     const blue = toBlueError(error);
     for (;;) {
-      const claim = await spool.claimNext('ready', { skip: tried });
+      const claim = await spool.claimNext('ready', { skip: tried, skipNotDue: true, only });
       if (claim === undefined) break;
       tried.add(claim.id);
       await retryUpload(ctx, spool, report, claim, blue.code, `cannot check the governance policy: ${blue.message}`, rescheduleDelay({}, retryPolicy, random));
@@ -173,11 +200,11 @@ async function uploadReady(ctx: Context, spool: Spool, report: DrainReport, opti
 
   if (policy.session_upload === undefined) {
     if (options.discard !== true) {
-      report.notes.push('the governance policy disables session upload (no session_upload): ready bundles are kept, not uploaded (drain --discard removes them)');
+      await leaveAll('the governance policy disables session upload (no session_upload): ready bundles are kept, not uploaded (drain --discard removes them)');
       return;
     }
     for (;;) {
-      const claim = await spool.claimNext('ready', { skip: tried });
+      const claim = await spool.claimNext('ready', { skip: tried, skipNotDue: true, only });
       if (claim === undefined) break;
       tried.add(claim.id);
       await spool.discardUpload(claim);
@@ -199,7 +226,7 @@ async function uploadReady(ctx: Context, spool: Spool, report: DrainReport, opti
       return;
     }
     for (;;) {
-      const claim = await spool.claimNext('ready', { skip: tried });
+      const claim = await spool.claimNext('ready', { skip: tried, skipNotDue: true, only });
       if (claim === undefined) break;
       tried.add(claim.id);
       const stop = await uploadOne(ctx, spool, report, claim, client, { ...options.upload, ...(presignUrl === undefined ? {} : { presignUrl }) });
@@ -302,17 +329,16 @@ async function hashFile(file: string): Promise<{ size: number; sha256: string }>
   return { size, sha256: hash.digest('hex') };
 }
 
-async function buildWaiting(ctx: Context, spool: Spool, report: DrainReport, options: DrainOptions): Promise<void> {
+async function buildWaiting(ctx: Context, spool: Spool, report: DrainReport, options: DrainOptions, tried: Set<string>, only: ReadonlySet<string>): Promise<void> {
   const build = options.build ?? buildFromRecord;
   const settleMs = options.settleMs ?? SETTLE_MS;
   const maxAttempts = options.maxAttempts ?? MAX_ATTEMPTS;
-  // Each record is tried at most once per drain: a transient failure waits for the next drain.
-  const tried = new Set<string>();
+  const repositories: RepositoryCache = new Map();
   let profiles: ProfileSet | undefined;
   let documents: DocumentCache | undefined;
   try {
     for (;;) {
-      const claim = await spool.claimNext('intake', { skip: tried });
+      const claim = await spool.claimNext('intake', { skip: tried, skipNotDue: true, only });
       if (claim === undefined) break;
       tried.add(claim.id);
       const { record } = claim;
@@ -329,7 +355,7 @@ async function buildWaiting(ctx: Context, spool: Spool, report: DrainReport, opt
           documents = await DocumentCache.open(path.join(ctx.paths.stateDir, 'cache', 'documents.json'), true);
           profiles = await loadProfiles(ctx.paths.profilesDir, documents);
         }
-        const result = await build(ctx, record, outFile, profiles);
+        const result = await build(ctx, record, outFile, profiles, repositories);
         await spool.commitReady(claim, outFile, { size: result.size, sha256: result.sha256 });
         report.built.push({
           id: record.id,

@@ -131,8 +131,11 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
   if (opts.publicUrl !== undefined && !/^https?:\/\/[^/\s]+\/?$/.test(opts.publicUrl)) {
     throw usageError(`--public-url must be an http(s) origin such as https://control.example.com, not "${opts.publicUrl}"`);
   }
+  const { loadProfiles } = await import('../profiles/index.js');
+  const { harnessMetadataDocument } = await import('../control-plane/harness-metadata.js');
   const server = createControlServer({
     dataDir: dir,
+    harnessMetadata: harnessMetadataDocument(await loadProfiles(ctx.paths.profilesDir)),
     publicUrl: opts.publicUrl,
     blobs: (publicUrl) => openBlobs(ctx, dir, opts, publicUrl),
     clock: ctx.clock,

@@ -1,5 +1,5 @@
 /**
- * `blue-agent drain [--json] [--quiet] [--discard]`: process the spool now (build, then upload). The capture hook starts it detached with --quiet;
+ * `blue-agent drain [--once] [--json] [--quiet] [--discard]`: process the spool now (build, then upload). The capture hook starts it detached with --quiet;
  * people and schedulers run it to retry what is waiting.
  */
 import { appendCaptureLog } from '../capture/log.js';
@@ -9,12 +9,12 @@ import { toBlueError } from '../errors.js';
 
 export async function drainCommand(
   ctx: Context,
-  opts: { json?: boolean; quiet?: boolean; discard?: boolean },
+  opts: { once?: boolean; json?: boolean; quiet?: boolean; discard?: boolean },
   options: DrainOptions = {},
 ): Promise<number> {
   let report: DrainReport;
   try {
-    report = await drain(ctx, { ...options, ...(opts.discard === true ? { discard: true } : {}) });
+    report = await drain(ctx, { ...options, ...(opts.discard === true ? { discard: true } : {}), ...(opts.once === true ? { once: true } : {}) });
   } catch (error) {
     // The detached worker has no terminal: what stopped it must be findable in capture.log.
     const blue = toBlueError(error);

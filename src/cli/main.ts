@@ -98,6 +98,7 @@ A refused or failed capture is logged in the state directory's capture.log.`,
   program
     .command('drain')
     .description('process the spool now: build bundles for waiting captures, then upload the built ones')
+    .option('--once', 'one pass over what is waiting now, even if more captures arrive meanwhile')
     .option('--json', 'print what was done as JSON')
     .option('--quiet', 'print nothing (for the detached worker)')
     .option('--discard', 'when the governance policy disables session upload, delete the built bundles instead of keeping them')
@@ -112,9 +113,13 @@ drain (see \`blue-agent spool list\` for attempts and the last error).
 Before uploading, the current governance policy is checked. When it has no session_upload block, session
 upload is disabled: nothing is uploaded and the built bundles are KEPT in the spool, so they can still be
 uploaded if upload is enabled again. With --discard they are deleted instead (they cannot be recovered).
-With no Control API configured, nothing is uploaded and the bundles stay in the spool.`,
+With no Control API configured, nothing is uploaded and the bundles stay in the spool.
+
+Without --once, a drain makes another pass when captures arrived while it ran (at most 5 passes), so the
+last capture of a burst does not wait for the next drain. Records waiting for a later retry are left for a later
+drain either way: a drain never sleeps through a back-off.`,
     )
-    .action(async (opts: { json?: boolean; quiet?: boolean; discard?: boolean }) => {
+    .action(async (opts: { once?: boolean; json?: boolean; quiet?: boolean; discard?: boolean }) => {
       const { drainCommand } = await import('./drain.js');
       state.exitCode = await drainCommand(ctx, opts);
     });

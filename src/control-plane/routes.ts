@@ -29,6 +29,8 @@ export interface RouteContext {
   downloadUrlTtlMs: number;
   retentionMs: number;
   maxBodyBytes: number;
+  /** `GET /harness-metadata`: the compatibility profiles this server vouches for, with their ETag. */
+  harnessMetadata?: { body: unknown; etag: string } | undefined;
 }
 
 export interface Request {
@@ -50,7 +52,8 @@ const ID = '([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})';
 
 export const ROUTES: readonly Route[] = [
   { pattern: /^\/governance-config$/, methods: { GET: governanceConfig } },
-  { pattern: /^\/client-status$/, methods: { POST: clientStatus } },
+  { pattern: /^\/harness-metadata$/, methods: { GET: harnessMetadata } },
+  { pattern: /^\/client-status$/, methods: { POST: clientStatus, GET: listClientStatus } },
   { pattern: /^\/session-uploads\/presign$/, methods: { POST: presign } },
   { pattern: /^\/session-uploads$/, methods: { GET: listUploads } },
   { pattern: new RegExp(`^/session-uploads/${ID}$`), methods: { GET: getUpload } },
@@ -76,6 +79,31 @@ function etagMatches(header: string | undefined, etag: string): boolean {
   return header.split(',').some((candidate) => {
     const tag = candidate.trim();
     return tag === '*' || tag === etag || tag === `W/${etag}`;
+  });
+}
+
+async function harnessMetadata(rc: RouteContext, req: Request): Promise<void> {
+  const metadata = rc.harnessMetadata;
+  if (metadata === undefined) throw new HttpError(404, 'no_metadata', 'this server was started without compatibility profiles');
+  const headers = { etag: metadata.etag, 'cache-control': 'no-cache' };
+  if (etagMatches(req.raw.headers['if-none-match'], metadata.etag)) {
+    req.response.writeHead(304, headers);
+    req.response.end();
+    return;
+  }
+  sendJson(req.response, 200, metadata.body, headers);
+}
+
+/** `GET /client-status`: the latest report of every machine, for administrators (optionally one user's). */
+async function listClientStatus(rc: RouteContext, req: Request): Promise<void> {
+  if (!req.user.is_admin) throw forbidden('only administrators may read client status reports');
+  for (const key of req.url.searchParams.keys()) {
+    if (key !== 'user_id') throw badRequest(`unknown query parameter "${key.slice(0, 100)}"; use user_id`);
+  }
+  const userId = req.url.searchParams.get('user_id');
+  const reports = rc.store.clientStatuses().filter((r) => userId === null || r.user_id === userId);
+  sendJson(req.response, 200, {
+    items: reports.map((r) => ({ user_id: r.user_id, instance_id: r.instance_id, received_at: iso(r.received_at), report: r.report })),
   });
 }
 
@@ -216,7 +244,7 @@ function sharingView(rc: RouteContext, upload: Upload): unknown {
   };
 }
 
-const LIST_PARAMS = new Set(['q', 'harness', 'user_id', 'status', 'resumable', 'updated_from', 'updated_to', 'cursor', 'limit']);
+const LIST_PARAMS = new Set(['q', 'id_prefix', 'harness', 'user_id', 'status', 'resumable', 'updated_from', 'updated_to', 'cursor', 'limit']);
 
 async function listUploads(rc: RouteContext, req: Request): Promise<void> {
   const params = req.url.searchParams;
@@ -233,6 +261,12 @@ async function listUploads(rc: RouteContext, req: Request): Promise<void> {
   if (q !== undefined) {
     if (q.length > MAX_QUERY_LENGTH) throw badRequest(`q is ${q.length} characters long; at most ${MAX_QUERY_LENGTH} are allowed`);
     query.q = q;
+  }
+  // Resolves the short ids people type (`resume 3f2a91c0`): lower-case hex and dashes, a prefix of an upload id.
+  const idPrefix = one('id_prefix');
+  if (idPrefix !== undefined) {
+    if (!/^[0-9a-f-]{1,36}$/.test(idPrefix)) throw badRequest('id_prefix must be 1 to 36 lower-case hexadecimal digits and dashes');
+    query.id_prefix = idPrefix;
   }
   const harness = one('harness');
   if (harness !== undefined) {

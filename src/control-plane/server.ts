@@ -4,6 +4,7 @@
  * routed. No input can crash it: every failure is a JSON `{error: {code, message}}` with a 4xx status, and anything
  * unexpected a 500 without details.
  */
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { BlobStore } from './blobs/types.js';
@@ -25,6 +26,8 @@ export interface ControlServerOptions {
   downloadUrlTtlSeconds?: number | undefined;
   retentionDays?: number | undefined;
   maxBodyBytes?: number | undefined;
+  /** The document `GET /harness-metadata` answers (see harnessMetadataDocument); absent: that route answers 404. */
+  harnessMetadata?: unknown;
   /** One line per request and per unexpected error. Never given tokens. */
   log?: ((level: 'info' | 'error', line: string) => void) | undefined;
 }
@@ -55,6 +58,10 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     downloadUrlTtlMs: (options.downloadUrlTtlSeconds ?? 300) * 1000,
     retentionMs: (options.retentionDays ?? 90) * 86_400_000,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
+    harnessMetadata:
+      options.harnessMetadata === undefined
+        ? undefined
+        : { body: options.harnessMetadata, etag: `"${createHash('sha256').update(JSON.stringify(options.harnessMetadata)).digest('base64url').slice(0, 27)}"` },
   };
 
   const server = createServer({ requestTimeout: 300_000, headersTimeout: 30_000 }, (request, response) => {

@@ -77,6 +77,8 @@ export interface NewUpload {
 
 export interface UploadQuery {
   q?: string | undefined;
+  /** Upload ids that start with this (lower-case hex and dashes). */
+  id_prefix?: string | undefined;
   harness?: string | undefined;
   user_id?: string | undefined;
   status?: UploadStatus | undefined;
@@ -398,6 +400,10 @@ export class ControlStore {
       const like = `%${query.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
       where.push(`(u.title LIKE ? ESCAPE '\\' OR u.summary LIKE ? ESCAPE '\\' OR u.session_id LIKE ? ESCAPE '\\' OR u.cwd LIKE ? ESCAPE '\\')`);
       args.push(like, like, like, like);
+    }
+    if (query.id_prefix !== undefined) {
+      where.push('substr(u.id, 1, ?) = ?');
+      args.push(query.id_prefix.length, query.id_prefix);
     }
     if (query.harness !== undefined) {
       where.push('u.harness = ?');

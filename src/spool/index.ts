@@ -250,16 +250,27 @@ export class Spool {
    * Claims the oldest record in `from` that is not in `skip` and is due (not waiting out a retry delay); undefined
    * when there is none.
    */
-  async claimNext(from: ClaimableState, options: { skip?: ReadonlySet<string> } = {}): Promise<Claim | undefined> {
+  /**
+   * Claims the next due record of `from`, skipping the ids in `skip` and, with `only`, any id not in it. With
+   * `skipNotDue`, ids found not due yet are added to `skip`, so that a caller claiming in a loop reads each delayed
+   * record once, not once per claim.
+   */
+  async claimNext(
+    from: ClaimableState,
+    options: { skip?: Set<string>; skipNotDue?: boolean; only?: ReadonlySet<string> } = {},
+  ): Promise<Claim | undefined> {
     await this.checkSafe();
     const now = this.now();
-    const ids = (await this.idsIn(from)).filter((id) => options.skip?.has(id) !== true);
+    const ids = (await this.idsIn(from)).filter((id) => options.skip?.has(id) !== true && options.only?.has(id) !== false);
     // Oldest first, but records whose worker died while on them go after the others: a record that kills its worker
     // must not hold up the rest, and a run of unlucky crashes must not pile up on one record.
     const deferred: string[] = [];
     for (const id of ids) {
       const { dueAt, interrupted } = await this.schedule(from, id);
-      if (dueAt > now) continue;
+      if (dueAt > now) {
+        if (options.skipNotDue === true) options.skip?.add(id);
+        continue;
+      }
       if (interrupted) {
         deferred.push(id);
         continue;

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { verifyBundle } from '../../src/bundle/index.js';
 import { pickRemote, stripCredentials } from '../../src/capture/repository.js';
-import { drain, SETTLE_MS, type BuildFunction } from '../../src/capture/worker.js';
+import { buildFromRecord, drain, MAX_DRAIN_PASSES, SETTLE_MS, type BuildFunction } from '../../src/capture/worker.js';
 import { drainCommand } from '../../src/cli/drain.js';
 import { spoolListCommand } from '../../src/cli/spool.js';
 import { bufferOutput, type Context } from '../../src/context.js';
@@ -230,6 +230,62 @@ describe('concurrency', () => {
     expect(spoolFiles(stateDir)).toMatchObject({ intake: [], building: [], tmp: [], ready: ids.map((id) => `${id}.json`).sort() });
     // Both took part (neither just found an empty spool), which is what makes this a test of the claims.
     expect(ra.built.length + rb.built.length).toBe(12);
+  });
+});
+
+describe('passes', () => {
+  it('builds a capture that arrives while it runs; with once, that capture waits for the next drain', async () => {
+    const first = await enqueue(await session('pass-0001'));
+    const late = await session('pass-0002');
+    let lateId: string | undefined;
+    // The second session ends while the first one is being built.
+    const build: BuildFunction = async (c, record, outFile, profiles, repositories) => {
+      if (lateId === undefined) lateId = (await enqueue(late)).id;
+      return buildFromRecord(c, record, outFile, profiles, repositories);
+    };
+    const once = await drain(ctx, { build, once: true });
+    expect(once.built.map((b) => b.id)).toEqual([first.id]);
+    expect(once.left).toBe(1);
+    expect(recordIn('intake', lateId!).attempts).toBe(0);
+
+    const waiting = lateId!;
+    lateId = undefined;
+    const third = await enqueue(await session('pass-0003'));
+    const report = await drain(ctx, { build });
+    // The record --once left and the third in the first pass; the one that arrived meanwhile in a second pass.
+    expect(report.built.map((b) => b.id)).toEqual([waiting, third.id, lateId]);
+    expect(report.left).toBe(0);
+  });
+
+  it('a drain passes at most MAX_DRAIN_PASSES times while captures keep arriving', async () => {
+    await enqueue(await session('storm-0000'));
+    let n = 0;
+    const build: BuildFunction = async (c, record, outFile, profiles, repositories) => {
+      n++;
+      await enqueue(await session(`storm-${String(n).padStart(4, '0')}`));
+      return buildFromRecord(c, record, outFile, profiles, repositories);
+    };
+    const report = await drain(ctx, { build });
+    expect(report.built).toHaveLength(MAX_DRAIN_PASSES);
+    expect(report.left).toBe(1);
+  });
+
+  it('asks git once per directory in a drain, however many sessions ran there', async () => {
+    execFileSync('git', ['init', '-q', cwd]);
+    for (let i = 0; i < 4; i++) await enqueue(await session(`git-${String(i).padStart(4, '0')}`));
+    const gitCalls: string[][] = [];
+    const counting: Context = {
+      ...ctx,
+      run: (command, args, options) => {
+        if (command === 'git') gitCalls.push([...args]);
+        return ctx.run(command, args, options);
+      },
+    };
+    const report = await drain(counting);
+    expect(report.built).toHaveLength(4);
+    expect(report.built.every((b) => b.size > 0)).toBe(true);
+    // rev-parse and config, once each, not once per session.
+    expect(gitCalls.map((a) => a.at(2))).toEqual(['rev-parse', 'config']);
   });
 });
 

@@ -121,6 +121,9 @@ describe('control-plane serve', () => {
       expect((await run('control-plane', 'policy', 'publish', file, '--data', data)).code).toBe(0);
       const policy = await fetch(`${url}/governance-config`, { headers: auth });
       expect(await policy.json()).toEqual({ allowed_harnesses: ['claude'], revision: 1 });
+      // The installed compatibility profiles are the server's harness metadata.
+      const metadata = (await (await fetch(`${url}/harness-metadata`, { headers: auth })).json()) as { harnesses: { harness: string }[] };
+      expect(metadata.harnesses.map((h) => h.harness)).toEqual(['claude', 'codex', 'kimi', 'opencode']);
 
       const bytes = Buffer.from('a real bundle would be a tar.gz');
       const presign = await fetch(`${url}/session-uploads/presign`, {

@@ -1,4 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import path from 'node:path';
+import { harnessMetadataDocument } from '../../src/control-plane/harness-metadata.js';
+import { loadProfiles } from '../../src/profiles/index.js';
+import { repoRoot } from '../support/context.js';
 import { presignBody, startTestServer, type TestServer } from './server-support.js';
 
 let t: TestServer;
@@ -71,7 +75,79 @@ describe('client status', () => {
   });
 });
 
+describe('client status reports for administrators', () => {
+  it('GET /client-status lists the latest report per machine to administrators only, optionally for one user', async () => {
+    const report = (instance: string, revision: number) => ({ instance_id: instance, hostname: instance, client_version: '0.1.0', platform: 'linux', policy_revision: revision, harnesses: {} });
+    await t.call('POST', '/client-status', t.alice.token, report('alice-laptop', 1));
+    await t.call('POST', '/client-status', t.alice.token, report('alice-laptop', 2));
+    await t.call('POST', '/client-status', t.bob.token, report('bob-desktop', 2));
+    const all = await t.call('GET', '/client-status', t.admin.token);
+    expect(all.status).toBe(200);
+    expect(all.body.items.map((i: any) => [i.user_id, i.instance_id, i.report.policy_revision]).sort()).toEqual(
+      [[t.alice.id, 'alice-laptop', 2], [t.bob.id, 'bob-desktop', 2]].sort(),
+    );
+    expect(all.body.items[0].received_at).toMatch(/^\d{4}-\d\d-\d\dT/);
+    const bobs = await t.call('GET', `/client-status?user_id=${t.bob.id}`, t.admin.token);
+    expect(bobs.body.items.map((i: any) => i.instance_id)).toEqual(['bob-desktop']);
+    const member = await t.call('GET', '/client-status', t.alice.token);
+    expect(member.status).toBe(403);
+    expect(member.body.error.message).toMatch(/administrators/);
+    expect((await t.call('GET', '/client-status?host=x', t.admin.token)).status).toBe(400);
+  });
+});
+
+describe('harness metadata', () => {
+  it('answers 404 when the server has no profiles', async () => {
+    const none = await t.call('GET', '/harness-metadata', t.alice.token);
+    expect(none.status).toBe(404);
+    expect(none.body.error.code).toBe('no_metadata');
+  });
+
+  it('serves the compatibility profiles it was started with, with an ETag and 304 on If-None-Match', async () => {
+    const profiles = await loadProfiles(path.join(repoRoot, 'profiles'));
+    const withProfiles = await startTestServer({ harnessMetadata: harnessMetadataDocument(profiles) });
+    try {
+      expect((await withProfiles.call('GET', '/harness-metadata', undefined)).status).toBe(401);
+      const first = await withProfiles.call('GET', '/harness-metadata', withProfiles.alice.token);
+      expect(first.status).toBe(200);
+      expect(first.body.format).toBe('blue-harness-metadata-v1');
+      expect(first.body.harnesses.map((h: any) => h.harness)).toEqual(['claude', 'codex', 'kimi', 'opencode']);
+      const claude = first.body.harnesses[0];
+      const latest = profiles.get('claude')!.doc.intervals.at(-1)!;
+      expect(claude.intervals.at(-1)).toMatchObject({
+        profile: latest.profile,
+        introduced: latest.introduced,
+        verified_before: latest.verified_before,
+        operations: latest.operations,
+        capture_event: 'SessionEnd',
+      });
+      const etag = first.headers.get('etag')!;
+      expect(etag).toMatch(/^".+"$/);
+      const cached = await withProfiles.call('GET', '/harness-metadata', withProfiles.alice.token, undefined, { 'if-none-match': etag });
+      expect(cached.status).toBe(304);
+    } finally {
+      await withProfiles.close();
+    }
+  });
+});
+
 describe('listing, search, filters and pagination', () => {
+  it('id_prefix finds the uploads whose id starts with it, among those the caller may see', async () => {
+    const a = await t.upload(t.alice, bundle('prefix-a'), { session_id: 'pa' });
+    await t.upload(t.alice, bundle('prefix-b'), { session_id: 'pb' });
+    const b = await t.upload(t.bob, bundle('prefix-c'), { session_id: 'pc' });
+    const found = await t.call('GET', `/session-uploads?id_prefix=${a.uploadId.slice(0, 8)}`, t.alice.token);
+    expect(found.body.items.map((i: any) => i.upload_id)).toEqual([a.uploadId]);
+    expect((await t.call('GET', `/session-uploads?id_prefix=${a.uploadId}`, t.alice.token)).body.items).toHaveLength(1);
+    // Another member's private session stays invisible, prefix or not.
+    expect((await t.call('GET', `/session-uploads?id_prefix=${b.uploadId.slice(0, 8)}`, t.alice.token)).body.items).toEqual([]);
+    for (const bad of ['XYZ', 'abc%', `${a.uploadId}0`]) {
+      const answer = await t.call('GET', `/session-uploads?id_prefix=${encodeURIComponent(bad)}`, t.alice.token);
+      expect(answer.status, bad).toBe(400);
+      expect(answer.body.error.message).toMatch(/id_prefix/);
+    }
+  });
+
   it('searches title, summary, session id and cwd, and filters', async () => {
     await t.upload(t.alice, bundle('a'), { session_id: 'alpha', title: 'Refactor the parser', cwd: '/src/app', resumable: true });
     await t.upload(t.alice, bundle('b'), { session_id: 'beta', harness: 'codex', summary: 'add 100% coverage_now', cwd: '/src/lib' });

@@ -42,7 +42,7 @@ export function presignBody(bytes: Buffer, fields: Record<string, unknown> = {})
   return { harness: 'claude', session_id: 'sess-1', sha256: sha256(bytes), size_bytes: bytes.length, content_type: BUNDLE_TYPE, ...fields };
 }
 
-export async function startTestServer(options: { retentionDays?: number; maxBodyBytes?: number } = {}): Promise<TestServer> {
+export async function startTestServer(options: { retentionDays?: number; maxBodyBytes?: number; harnessMetadata?: unknown } = {}): Promise<TestServer> {
   const root = await mkdtemp(path.join(tmpdir(), 'blue-control-'));
   const dataDir = path.join(root, 'data');
   const blobDir = path.join(dataDir, 'blobs');
@@ -54,6 +54,7 @@ export async function startTestServer(options: { retentionDays?: number; maxBody
     clock,
     retentionDays: options.retentionDays,
     maxBodyBytes: options.maxBodyBytes,
+    harnessMetadata: options.harnessMetadata,
   });
   const { url } = await server.listen('127.0.0.1', 0);
   const add = (email: string, admin: boolean): TestUser => {
