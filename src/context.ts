@@ -6,6 +6,7 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
+import { isatty } from 'node:tty';
 import { fileURLToPath } from 'node:url';
 import { createLogger, type Logger } from './logger.js';
 import { createProcessRunner, type ProcessRunner } from './util/process.js';
@@ -28,6 +29,19 @@ export interface Paths {
 export interface Output {
   write(text: string): void;
   isTTY: boolean;
+  /** The terminal's width and height, when it is one and they are known. */
+  size?(): { columns: number; rows: number } | undefined;
+  /** Calls `listener` whenever the terminal is resized; returns the function that stops it. */
+  onResize?(listener: () => void): () => void;
+}
+
+/** Where keys come from, for the few commands that ask questions (`resume`). */
+export interface Input {
+  isTTY: boolean;
+  /** The stream itself; only touched by commands that read keys, so other commands never open it. */
+  stream(): NodeJS.ReadableStream;
+  /** Keys one at a time, no echo, Ctrl-C as a key (terminals only). */
+  setRawMode?(raw: boolean): void;
 }
 
 export interface SelfInfo {
@@ -45,6 +59,7 @@ export interface Context {
   paths: Paths;
   clock: { now(): number };
   logger: Logger;
+  stdin: Input;
   stdout: Output;
   stderr: Output;
   run: ProcessRunner;
@@ -112,6 +127,7 @@ export interface ContextOverrides {
   env?: Env;
   cwd?: string;
   platform?: NodeJS.Platform;
+  stdin?: Input;
   stdout?: Output;
   stderr?: Output;
   self?: Partial<SelfInfo>;
@@ -131,6 +147,7 @@ export function createContext(overrides: ContextOverrides = {}): Context {
     paths,
     clock: overrides.clock ?? { now: () => Date.now() },
     logger: createLogger({ env, stderr }),
+    stdin: overrides.stdin ?? processInput(),
     stdout,
     stderr,
     run: createProcessRunner(),
@@ -139,7 +156,26 @@ export function createContext(overrides: ContextOverrides = {}): Context {
 }
 
 function streamOutput(stream: NodeJS.WriteStream): Output {
-  return { write: (text) => void stream.write(text), isTTY: Boolean(stream.isTTY) };
+  return {
+    write: (text) => void stream.write(text),
+    isTTY: Boolean(stream.isTTY),
+    size: () => (stream.isTTY && stream.columns > 0 ? { columns: stream.columns, rows: stream.rows > 0 ? stream.rows : 24 } : undefined),
+    onResize: (listener) => {
+      stream.on('resize', listener);
+      return () => void stream.off('resize', listener);
+    },
+  };
+}
+
+/** process.stdin, opened only when a command reads keys (a hook's stdin is left to the code that reads it). */
+function processInput(): Input {
+  return {
+    isTTY: isatty(0),
+    stream: () => process.stdin,
+    setRawMode: (raw) => {
+      if (process.stdin.isTTY) process.stdin.setRawMode(raw);
+    },
+  };
 }
 
 /** An Output that collects what is written, for tests and for rendering into strings. */

@@ -29,7 +29,7 @@ import { ControlClient, resolvePresignUrl, uploadBundle, type UploadBundleOption
 import { DEFAULT_RETRY_POLICY, rescheduleDelay } from '../upload/retry.js';
 import type { Context } from '../context.js';
 import { BlueError, toBlueError } from '../errors.js';
-import { loadProfiles, type ProfileSet } from '../profiles/index.js';
+import { findInterval, loadProfiles, type ProfileSet } from '../profiles/index.js';
 import { DocumentCache } from '../schema/document-cache.js';
 import { isDiskFull, MAX_ATTEMPTS, Spool, type Claim, type RecordError, type RecoveryReport, type SpoolIO, type SpoolRecord } from '../spool/index.js';
 import { assembleBundle, captureInterval } from './assemble.js';
@@ -214,6 +214,7 @@ async function uploadReady(ctx: Context, spool: Spool, report: DrainReport, opti
     return;
   }
 
+  const profiles = await loadProfiles(ctx.paths.profilesDir, await DocumentCache.open(path.join(ctx.paths.stateDir, 'cache', 'documents.json'), true));
   const client = await ControlClient.fromContext(ctx);
   try {
     let presignUrl: string | undefined;
@@ -229,7 +230,7 @@ async function uploadReady(ctx: Context, spool: Spool, report: DrainReport, opti
       const claim = await spool.claimNext('ready', { skip: tried, skipNotDue: true, only });
       if (claim === undefined) break;
       tried.add(claim.id);
-      const stop = await uploadOne(ctx, spool, report, claim, client, { ...options.upload, ...(presignUrl === undefined ? {} : { presignUrl }) });
+      const stop = await uploadOne(ctx, spool, report, claim, client, profiles, { ...options.upload, ...(presignUrl === undefined ? {} : { presignUrl }) });
       if (stop) break;
     }
   } finally {
@@ -238,7 +239,15 @@ async function uploadReady(ctx: Context, spool: Spool, report: DrainReport, opti
 }
 
 /** Uploads one claimed ready record and records the outcome; true when the upload loop should stop. */
-async function uploadOne(ctx: Context, spool: Spool, report: DrainReport, claim: Claim, client: ControlClient, options: UploadBundleOptions): Promise<boolean> {
+async function uploadOne(
+  ctx: Context,
+  spool: Spool,
+  report: DrainReport,
+  claim: Claim,
+  client: ControlClient,
+  profiles: ProfileSet,
+  options: UploadBundleOptions,
+): Promise<boolean> {
   const { record } = claim;
   const at = ctx.clock.now();
   const failWith = async (code: string, reason: string): Promise<void> => {
@@ -277,7 +286,9 @@ async function uploadOne(ctx: Context, spool: Spool, report: DrainReport, claim:
     await failWith('BUNDLE_INVALID', `the spooled bundle's manifest cannot be read: ${toBlueError(error).message}`);
     return false;
   }
-  const result = await uploadBundle(client, { bundleFile, size: record.bundle.size, sha256: record.bundle.sha256, manifest, verified: true }, options);
+  // Resumable when the profile it was captured under can restore it (the resume picker lists only those).
+  const resumable = findInterval(profiles, manifest.compatibility_profile)?.interval.operations.includes('session_resume') === true;
+  const result = await uploadBundle(client, { bundleFile, size: record.bundle.size, sha256: record.bundle.sha256, manifest, resumable, verified: true }, options);
   if (!(await spool.holds(claim))) return false; // judged dead and taken over: the record is another worker's now
   switch (result.kind) {
     case 'uploaded':

@@ -148,6 +148,72 @@ Examples:
       state.exitCode = await loginCommand(ctx, opts);
     });
 
+  const sessions = program.command('sessions').description('list, show, share and export the captured sessions on the Control API');
+  sessions
+    .command('list')
+    .description('your sessions, newest first (with --all: every session the Control API lets you see)')
+    .option('--q <text>', 'search titles, summaries, session ids and directories')
+    .addOption(harnessOption)
+    .option('--all', 'every session you may see, not only your own')
+    .option('--json', 'print as JSON')
+    .action(async (opts: { q?: string; harness?: string[]; all?: boolean; json?: boolean }) => {
+      const { sessionsListCommand } = await import('./sessions.js');
+      state.exitCode = await sessionsListCommand(ctx, opts);
+    });
+  sessions
+    .command('show <id>')
+    .description('one session: metadata, revision, sharing, retention (an id or a prefix of 8 or more characters)')
+    .option('--json', 'print as JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const { sessionsShowCommand } = await import('./sessions.js');
+      state.exitCode = await sessionsShowCommand(ctx, id, opts);
+    });
+  sessions
+    .command('share <id>')
+    .description('set who may view, download and resume one of your sessions')
+    .requiredOption('--mode <mode>', 'private, workspace or selected')
+    .option('--user <email>', 'a recipient, for --mode selected; repeatable', (value: string, previous: string[] | undefined) => [...(previous ?? []), value])
+    .option('--json', 'print as JSON')
+    .action(async (id: string, opts: { mode: string; user?: string[]; json?: boolean }) => {
+      const { sessionsShareCommand } = await import('./sessions.js');
+      state.exitCode = await sessionsShareCommand(ctx, id, opts);
+    });
+  sessions
+    .command('export <id-or-file>')
+    .description('render a session as markdown (readable conversation) or json (manifest and metadata)')
+    .requiredOption('--format <format>', 'markdown or json')
+    .option('--out <file>', 'write to this file instead of stdout')
+    .action(async (idOrFile: string, opts: { format: string; out?: string }) => {
+      const { sessionsExportCommand } = await import('./sessions.js');
+      state.exitCode = await sessionsExportCommand(ctx, idOrFile, opts);
+    });
+
+  program
+    .command('resume [id]')
+    .description('pick one of your (or shared) sessions, restore it into this machine\'s native layout and resume it')
+    .option('--dest <dir>', 'restore for this existing directory instead of asking')
+    .option('--yes', 'answer yes to the final prompt (for scripts); a repository mismatch is never accepted by --yes: confirm it at a terminal')
+    .option('--no-launch', 'restore, then print the resume command instead of running it')
+    .option('--json', 'print the result as JSON; needs an id, never asks; without --yes only the plan, nothing written')
+    .addHelpText(
+      'after',
+      `
+Steps: pick the session (or name it by its id or an 8+ character prefix), choose the directory to resume in,
+download it through a fresh short-lived URL, verify it, check that this machine can resume it (the harness is
+installed, its version is allowed for the session's profile, the directory is the same repository, no different
+local copy of the session), ask before writing (default No), restore every file at once or none, and run the
+harness's own resume there. Cancelling at any question, or any failure before the restore, changes nothing.
+
+Examples:
+  blue-agent resume                                   # pick from a list, on a terminal
+  blue-agent resume 3f2a91c0 --dest ~/src/shop        # by id prefix, into that directory
+  blue-agent resume 3f2a91c0 --dest . --yes --no-launch   # scripts: restore, print the command`,
+    )
+    .action(async (id: string | undefined, opts: { dest?: string; yes?: boolean; launch?: boolean; json?: boolean }) => {
+      const { resumeCommand } = await import('./resume.js');
+      state.exitCode = await resumeCommand(ctx, id, opts);
+    });
+
   const spool = program.command('spool').description('inspect the local spool of captured sessions');
   spool
     .command('list')

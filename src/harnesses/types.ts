@@ -3,7 +3,7 @@
  * HarnessAdapter, one entry in src/harnesses/index.ts, and one profile file in profiles/.
  */
 import type { Context } from '../context.js';
-import type { BundleFile } from '../schema/generated/bundle-manifest.js';
+import type { BundleFile, BundleManifest } from '../schema/generated/bundle-manifest.js';
 import type { HarnessName, Interval } from '../schema/index.js';
 
 /** The managed capture hook the agent wants in a harness's native configuration. */
@@ -89,6 +89,79 @@ export interface CollectInput {
   payload: HookPayload;
 }
 
+export interface RestoreInput {
+  /** The verified manifest (extractBundle checked it against the profile it names). */
+  manifest: BundleManifest;
+  /** Absolute path of each extracted file, in manifest order (`files[i]` holds `manifest.files[i]`). */
+  files: readonly string[];
+  /** Where the session is resumed: absolute and resolved (realpath), so it matches the harness's own cwd. */
+  destination: string;
+  /** The interval of the manifest's profile. */
+  interval: Interval;
+}
+
+/** One extracted file and the native place it goes. */
+export interface RestorePlacement {
+  /** The extracted file in the staging folder. */
+  from: string;
+  /** Absolute target, inside the plan's root. */
+  to: string;
+  /** The target relative to the plan's root, `/`-separated. */
+  rel: string;
+  role: ArtifactRole;
+  size: number;
+  sha256: string;
+}
+
+/** A native index the session must be entered in; merged into, never replaced. */
+export interface RestoreIndexMerge {
+  /** Absolute path of the index file. */
+  file: string;
+  /** Short description for summaries (`work_dirs entry for /home/me/proj`). */
+  what: string;
+  /**
+   * Pure: the current text (null when there is no file) -> the text to write, keeping every other byte. Returning
+   * the current text unchanged means there is nothing to write. Throws a BlueError when the file cannot be merged
+   * without losing the user's content.
+   */
+  merge(current: string | null): string;
+}
+
+/** A session restored through the harness itself (OpenCode's `import`), run in the destination. */
+export interface RestoreImport {
+  /** Executable name, searched on the agent's PATH. */
+  binary: string;
+  args: readonly string[];
+  cwd: string;
+  /** The native id the harness reports, or undefined when it reported none. */
+  parseId(stdout: string, stderr: string): string | undefined;
+  /** Whether this machine already holds the session: absent, the same conversation, or a different one. */
+  existing(ctx: Context): Promise<'none' | 'identical' | 'different'>;
+  /** Arguments that remove an imported session again (rollback), given its id. */
+  removeArgs(id: string): readonly string[];
+}
+
+/** What restoring one bundle means on this machine. Planning writes nothing. */
+export interface RestorePlan {
+  harness: HarnessName;
+  /** The native session id (for imports: the id the bundle carries, until the harness reports its own). */
+  sessionId: string;
+  /** The harness's home (Claude config dir, CODEX_HOME, Kimi share dir, OpenCode data dir). */
+  home: string;
+  /** Every placement target lies inside this folder (the profile's session root under the home). */
+  root: string;
+  placements: RestorePlacement[];
+  merges: RestoreIndexMerge[];
+  import?: RestoreImport;
+  /**
+   * Files already on this machine that hold this session under another native name (a Codex rollout of the same id
+   * in another date folder): identical content makes `sameAs` nothing to write, different content is a conflict.
+   */
+  aliases?: { file: string; sameAs: RestorePlacement }[];
+  /** The harness's native resume command, run from the destination. */
+  resumeArgv: string[];
+}
+
 export interface HarnessAdapter {
   readonly name: HarnessName;
   /** The harness's configuration root, honouring its environment overrides (CLAUDE_CONFIG_DIR, CODEX_HOME, ...). */
@@ -120,4 +193,10 @@ export interface HarnessAdapter {
    * Undefined when the hook will run.
    */
   pendingState?(ctx: Context, text: string, hook: ManagedHook): { state: 'awaiting_trust'; reason: string } | undefined;
+  /**
+   * Mirror image of collectSession: where each file of a verified bundle goes on this machine, which native indexes
+   * must name the session, and how to resume it. Reads (the staged files, the disk) but never writes. Throws a
+   * BlueError `RESTORE_UNSAFE` for any file whose role or native path the profile does not allow.
+   */
+  planRestore(ctx: Context, input: RestoreInput): Promise<RestorePlan>;
 }

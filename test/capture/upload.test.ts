@@ -53,9 +53,9 @@ afterEach(async () => {
 });
 
 let enqueued = 0;
-async function enqueue(session: { payload: SpoolRecord['payload'] }): Promise<SpoolRecord> {
+async function enqueue(session: { payload: SpoolRecord['payload'] }, profile = CLAUDE_PROFILE): Promise<SpoolRecord> {
   const spool = await Spool.open(stateDir);
-  return spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: now - 60_000 + ++enqueued });
+  return spool.enqueueIntake({ harness: 'claude', profile, payload: session.payload, createdAtUnixMs: now - 60_000 + ++enqueued });
 }
 
 async function session(id: string, prompt: string, padBytes?: number): Promise<ClaudeSession> {
@@ -124,6 +124,8 @@ describe('drain uploads', () => {
       sha256: sha256(spooled),
       compatibility_profile: CLAUDE_PROFILE,
       cwd,
+      // Its profile supports session_resume: the resume picker lists it.
+      resumable: true,
     });
     expect((await download(items[0].upload_id)).equals(spooled)).toBe(true);
 
@@ -131,6 +133,14 @@ describe('drain uploads', () => {
     expect(log).toContain('"event":"uploaded"');
     expectNoSecrets(log);
     expectNoSecrets(out.text());
+  });
+
+  it('a session captured under a profile without session_resume is uploaded as not resumable', async () => {
+    const s = await session('capture-only-0001', 'Old harness, capture only');
+    await enqueue(s, 'claude-v1_0_85');
+    const out = bufferOutput();
+    expect(await drainCommand(t.context({ env, stdout: out, clock: { now: () => now } }), { json: true }), out.text()).toBe(0);
+    expect(await listUploads()).toMatchObject([{ session_id: s.id, compatibility_profile: 'claude-v1_0_85', status: 'complete', resumable: false }]);
   });
 
   it('`node bin/blue-agent.js drain --json` builds and uploads with the Control API from the environment', async () => {

@@ -43,6 +43,8 @@ export interface ModelStub {
   reply: string;
   /** Requests to one path (method optional). */
   requestsTo(path: string, method?: string): StubRequest[];
+  /** The bodies POSTed to one path, as JSON text, one per line: what a conversation sent the model. */
+  textSentTo(path: string): string;
   /** `METHOD /path -> status` per request, for assertion messages. */
   summary(): string;
   clear(): void;
@@ -64,6 +66,11 @@ export async function startModelStub(options: ModelStubOptions = {}): Promise<Mo
     unknown,
     reply: options.reply ?? 'Hello from the stub model.',
     requestsTo: (p, method) => requests.filter((r) => r.path === p && (method === undefined || r.method === method)),
+    textSentTo: (p) =>
+      requests
+        .filter((r) => r.path === p && r.method === 'POST')
+        .map((r) => JSON.stringify(r.body))
+        .join('\n'),
     summary: () => requests.map((r) => `${r.method} ${r.path}${r.query} -> ${r.status}`).join('\n'),
     clear: () => {
       requests.length = 0;

@@ -7,6 +7,7 @@ import type { Context } from '../../context.js';
 import { BlueError } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
 import type { HarnessAdapter } from '../types.js';
+import { planClaudeRestore } from './restore.js';
 import { collectClaudeSession } from './session.js';
 import { planClaudeHook } from './settings-plan.js';
 
@@ -47,5 +48,8 @@ export const claude: HarnessAdapter = {
   planHook: planClaudeHook,
   collectSession(ctx, input) {
     return collectClaudeSession(ctx, input, configRoot(ctx));
+  },
+  planRestore(ctx, input) {
+    return Promise.resolve().then(() => planClaudeRestore(ctx, input, configRoot(ctx)));
   },
 };

@@ -14,6 +14,7 @@ import type { Interval } from '../../schema/index.js';
 import type { HarnessAdapter, HookPlan, HookPlanInput, ManagedHook } from '../types.js';
 import { parseJsonText, planJson } from './json-plan.js';
 import { isRecord, listHandlers, own } from './model.js';
+import { planCodexRestore } from './restore.js';
 import { collectCodexSession } from './session.js';
 import { parseTomlText, planToml } from './toml-plan.js';
 import { hookStateKey, hookStates, hooksFeatureOff, hookTrustHash } from './trust.js';
@@ -125,6 +126,9 @@ export const codex: HarnessAdapter = {
   planHook,
   collectSession(ctx, input) {
     return collectCodexSession(ctx, input, configRoot(ctx));
+  },
+  planRestore(ctx, input) {
+    return planCodexRestore(ctx, input, configRoot(ctx));
   },
   pendingState,
 };

@@ -11,11 +11,9 @@
  * codex-rs/rollout/src/session_index.rs scans it from the end). Preview and fallback title: the first user message,
  * skipping the environment context, AGENTS.md instructions and other injected items.
  */
-import { constants } from 'node:fs';
-import { open, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import type { Dirent } from 'node:fs';
 import path from 'node:path';
-import * as zlib from 'node:zlib';
 import type { Context } from '../../context.js';
 import {
   firstUserTurn,
@@ -27,6 +25,7 @@ import {
   type NativeMetadata,
 } from '../../capture/title.js';
 import type { CollectedSession, CollectInput } from '../types.js';
+import { readRolloutHead, RolloutHeadError } from './rollout-head.js';
 import { artifactInvalid, assertSessionId, checkRoleCounts, fileOf, readHead, readTail, sessionRootOf, SessionRoot } from '../session-files.js';
 
 const SESSION_INDEX = 'session_index.jsonl';
@@ -36,7 +35,6 @@ const INDEX_TAIL_BYTES = 16 * 1024 * 1024;
 const MAX_DAY_DIRS = 20_000;
 const MAX_NAMES_SCANNED = 200_000;
 
-const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 export function isRolloutName(name: string, id: string): boolean {
   return name.startsWith('rollout-') && (name.endsWith(`-${id}.jsonl`) || name.endsWith(`-${id}.jsonl.zst`));
@@ -135,30 +133,14 @@ function notFound(root: SessionRoot, id: string, why: string): never {
 
 /** At most `maxBytes` of the decompressed start of a `.jsonl.zst` rollout. */
 async function zstdHead(abs: string, maxBytes: number): Promise<Buffer> {
-  if (typeof zlib.createZstdDecompress !== 'function') {
-    throw artifactInvalid(abs, 'is zstd-compressed and this Node.js has no zstd support to check it', 'Run blue-agent on Node.js 22.15 or newer, or open the session in Codex once so it writes a plain rollout.');
-  }
-  const handle = await open(abs, READ_FLAGS);
-  const source = handle.createReadStream();
-  const decompress = zlib.createZstdDecompress();
-  source.on('error', (error) => decompress.destroy(error));
-  source.pipe(decompress);
-  const chunks: Buffer[] = [];
-  let total = 0;
   try {
-    for await (const chunk of decompress) {
-      chunks.push(chunk as Buffer);
-      total += (chunk as Buffer).length;
-      if (total >= maxBytes) break;
-    }
+    return await readRolloutHead(abs, maxBytes);
   } catch (error) {
-    throw artifactInvalid(abs, `is not a readable zstd stream (${(error as Error).message})`, 'The compressed rollout is damaged; Codex cannot read it either.');
-  } finally {
-    source.destroy();
-    decompress.destroy();
-    await handle.close().catch(() => undefined);
+    if (!(error instanceof RolloutHeadError)) throw error;
+    throw error.kind === 'no-zstd'
+      ? artifactInvalid(abs, 'is zstd-compressed and this Node.js has no zstd support to check it', 'Run blue-agent on Node.js 22.15 or newer, or open the session in Codex once so it writes a plain rollout.')
+      : artifactInvalid(abs, `is ${error.message}`, 'The compressed rollout is damaged; Codex cannot read it either.');
   }
-  return Buffer.concat(chunks).subarray(0, maxBytes);
 }
 
 function sessionMeta(head: Buffer, abs: string): Record<string, unknown> {

@@ -21,6 +21,7 @@ import { parse } from 'smol-toml';
 import type { Context } from '../../context.js';
 import { BlueError, lineColumnAt } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
+import { planKimiRestore } from './restore.js';
 import { eolOf } from '../../util/text.js';
 import {
   parseTomlOr,
@@ -91,6 +92,10 @@ export const kimi: HarnessAdapter = {
 
   collectSession(ctx, input) {
     return collectKimiSession(ctx, input, kimi.configRoot(ctx));
+  },
+
+  planRestore(ctx, input) {
+    return Promise.resolve().then(() => planKimiRestore(ctx, input, kimi.configRoot(ctx)));
   },
 };
 

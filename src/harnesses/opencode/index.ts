@@ -10,6 +10,7 @@ import type { Interval } from '../../schema/index.js';
 import { isManagedArgv } from '../signature.js';
 import type { HarnessAdapter, HookPlan, HookPlanInput } from '../types.js';
 import { embeddedArgv, hasPluginHeader, renderPlugin } from './plugin.js';
+import { opencodeDataDir, planOpencodeRestore } from './restore.js';
 import { collectOpencodeSession } from './session.js';
 
 const PLUGIN_FILE = 'blue-agent-session-upload.js';
@@ -54,6 +55,10 @@ export const opencode: HarnessAdapter = {
 
   collectSession(ctx, input) {
     return collectOpencodeSession(ctx, input);
+  },
+
+  planRestore(ctx, input) {
+    return planOpencodeRestore(ctx, input, opencodeDataDir(ctx));
   },
 };
 

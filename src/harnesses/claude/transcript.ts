@@ -1,0 +1,124 @@
+/**
+ * Claude Code's transcript as readable turns. The primary JSONL holds `user` and `assistant` records with
+ * `message: {role, content}` (a string or blocks: text, thinking, tool_use, tool_result) and a `timestamp`; one
+ * assistant reply is often written as several records, one block each. Meta records (`isMeta`, compact summaries,
+ * sidechain lines, attachments, API request logs, queue operations) are not conversation and are left out.
+ * Subagent transcripts (`<session>/subagents/agent-<id>.jsonl`, companions) become sections of their own.
+ */
+import {
+  blocksText,
+  emptyTranscript,
+  isoTime,
+  isRecord,
+  jsonLines,
+  str,
+  toolSummary,
+  TurnList,
+  type Transcript,
+  type TranscriptReader,
+  type TranscriptSource,
+} from '../../sessions/transcript.js';
+
+const SUBAGENT = /(?:^|\/)subagents\/(?:[^/]+\/)*agent-([A-Za-z0-9._-]+)\.jsonl$/;
+const SUBAGENT_META = /(?:^|\/)subagents\/(?:[^/]+\/)*agent-([A-Za-z0-9._-]+)\.meta\.json$/;
+/** Subagent transcripts rendered at most. */
+const MAX_SECTIONS = 50;
+
+export const claudeTranscriptReader: TranscriptReader = {
+  wants: (file) =>
+    file.role === 'primary_transcript' ||
+    (file.role === 'session_companion' && (SUBAGENT.test(file.native_path ?? '') || SUBAGENT_META.test(file.native_path ?? ''))),
+  read: (files) => readClaudeTranscript(files),
+};
+
+export function readClaudeTranscript(files: readonly TranscriptSource[]): Transcript {
+  const primary = files.find((f) => f.role === 'primary_transcript');
+  const main = primary === undefined ? emptyTranscript() : readClaudeJsonl(primary.bytes, false);
+  const descriptions = new Map<string, string>();
+  for (const file of files) {
+    const m = SUBAGENT_META.exec(file.native_path ?? '');
+    if (m === null) continue;
+    try {
+      const meta = JSON.parse(new TextDecoder().decode(file.bytes)) as unknown;
+      if (isRecord(meta) && typeof meta.description === 'string') descriptions.set(m[1]!, meta.description);
+    } catch {
+      main.skipped++;
+    }
+  }
+  const sections: NonNullable<Transcript['sections']> = [];
+  const subagents = files
+    .map((f) => ({ f, m: SUBAGENT.exec(f.native_path ?? '') }))
+    .filter((x): x is { f: TranscriptSource; m: RegExpExecArray } => x.m !== null)
+    .sort((a, b) => (a.f.native_path! < b.f.native_path! ? -1 : a.f.native_path! > b.f.native_path! ? 1 : 0));
+  for (const { f, m } of subagents.slice(0, MAX_SECTIONS)) {
+    const description = descriptions.get(m[1]!);
+    sections.push({ title: `Subagent ${m[1]!}${description === undefined ? '' : `: ${description}`}`, transcript: readClaudeJsonl(f.bytes, true) });
+  }
+  if (subagents.length > MAX_SECTIONS) main.truncated = true;
+  return sections.length === 0 ? main : { ...main, sections };
+}
+
+/** One Claude Code JSONL file; `sidechain` is true for a subagent's own file (its records are all sidechain). */
+export function readClaudeJsonl(bytes: Uint8Array, sidechain: boolean): Transcript {
+  const { records, skipped: unreadable } = jsonLines(bytes);
+  let skipped = unreadable;
+  const turns = new TurnList();
+  const toolNames = new Map<string, string>();
+  for (const record of records) {
+    const type = record.type;
+    if (type !== 'user' && type !== 'assistant') continue;
+    if (record.isMeta === true || record.isCompactSummary === true || record.isVisibleInTranscriptOnly === true) continue;
+    if (!sidechain && record.isSidechain === true) continue;
+    const message = record.message;
+    if (!isRecord(message)) {
+      skipped++;
+      continue;
+    }
+    const at = isoTime(record.timestamp);
+    const content = message.content;
+    if (type === 'assistant') {
+      if (typeof content === 'string') {
+        turns.appendAssistant(content, undefined, at);
+        continue;
+      }
+      if (!Array.isArray(content)) {
+        skipped++;
+        continue;
+      }
+      for (const block of content) {
+        if (!isRecord(block)) continue;
+        if (block.type === 'text' && typeof block.text === 'string') turns.appendAssistant(block.text, undefined, at);
+        else if (block.type === 'tool_use') {
+          const name = str(block.name) ?? 'tool';
+          if (typeof block.id === 'string') toolNames.set(block.id, name);
+          turns.appendAssistant('', toolSummary(name, block.input), at);
+        }
+      }
+      continue;
+    }
+    // A user record: the person's prompt, or the results of the tools the assistant called.
+    if (typeof content === 'string') {
+      turns.push({ role: 'user', text: content, ...(at === undefined ? {} : { at }) });
+      continue;
+    }
+    if (!Array.isArray(content)) {
+      skipped++;
+      continue;
+    }
+    const text = blocksText(content.filter((b) => !(isRecord(b) && b.type === 'tool_result')), ['text']);
+    if (text.trim() !== '') turns.push({ role: 'user', text, ...(at === undefined ? {} : { at }) });
+    for (const block of content) {
+      if (!isRecord(block) || block.type !== 'tool_result') continue;
+      const id = str(block.tool_use_id);
+      const name = id === undefined ? undefined : toolNames.get(id);
+      turns.push({
+        role: 'tool',
+        text: blocksText(block.content, ['text']),
+        ...(name === undefined ? {} : { name }),
+        ...(at === undefined ? {} : { at }),
+        ...(block.is_error === true ? { error: true } : {}),
+      });
+    }
+  }
+  return { turns: turns.turns, skipped, truncated: turns.truncated };
+}

@@ -1,0 +1,136 @@
+/**
+ * Restoring a Codex session, the mirror image of session.ts: the rollout goes to
+ * `sessions/YYYY/MM/DD/rollout-<YYYY-MM-DDThh-mm-ss>-<id>.jsonl` with the date and time taken from the rollout's own
+ * first line (`session_meta`), never from the clock, so a restored session sorts where it happened. Its thread name
+ * is appended to `$CODEX_HOME/session_index.jsonl` (append-only, newest line wins; every other line kept byte for
+ * byte). Codex rebuilds its SQLite state from the rollout, which is never written here.
+ *
+ * A rollout of the same id that already sits in another date folder (captured on this machine, where Codex named it
+ * by local time) is the same session under another name: identical content means nothing to write.
+ */
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Context } from '../../context.js';
+import { isRecord } from '../../capture/title.js';
+import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../restore-files.js';
+import type { RestoreIndexMerge, RestoreInput, RestorePlan } from '../types.js';
+import { readRolloutHead, RolloutHeadError } from './rollout-head.js';
+import { isRolloutName } from './session.js';
+
+const SESSION_INDEX = 'session_index.jsonl';
+const HEAD_BYTES = 2 * 1024 * 1024;
+const MAX_DAY_DIRS = 20_000;
+
+export async function planCodexRestore(ctx: Context, input: RestoreInput, codexHome: string): Promise<RestorePlan> {
+  const id = checkedSessionId(input);
+  const root = restoreRoot(codexHome, input.interval);
+  const entries = entriesOf(input);
+  if (entries.length !== 1 || entries[0]!.role !== 'rollout') throw restoreUnsafe('a Codex bundle holds exactly one rollout file');
+  const entry = entries[0]!;
+  if (entry.nativePath === undefined) throw restoreUnsafe(`${entry.label}: has no native_path`);
+  const segments = safeSegments(entry.nativePath, entry.label);
+  const name = segments.at(-1)!;
+  if (segments.length !== 4 || !/^\d{4}$/.test(segments[0]!) || !/^\d{2}$/.test(segments[1]!) || !/^\d{2}$/.test(segments[2]!) || !isRolloutName(name, id)) {
+    throw restoreUnsafe(`${entry.label}: a rollout cannot live at ${entry.nativePath} (Codex keeps YYYY/MM/DD/rollout-<time>-${id}.jsonl)`);
+  }
+  const compressed = name.endsWith('.zst');
+  const head = await rolloutHead(entry.from);
+  const started = sessionStart(head, id, entry.label);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  const day = `${started.getUTCFullYear()}/${pad(started.getUTCMonth() + 1)}/${pad(started.getUTCDate())}`;
+  const stamp = `${started.getUTCFullYear()}-${pad(started.getUTCMonth() + 1)}-${pad(started.getUTCDate())}T${pad(started.getUTCHours())}-${pad(started.getUTCMinutes())}-${pad(started.getUTCSeconds())}`;
+  const rel = `${day}/rollout-${stamp}-${id}.jsonl${compressed ? '.zst' : ''}`;
+  const target = placement(root, rel, entry);
+  checkDistinct([target]);
+
+  const aliases = (await findRollouts(root, id)).filter((file) => file !== target.to).map((file) => ({ file, sameAs: target }));
+  const merges: RestoreIndexMerge[] = [];
+  const title = input.manifest.title;
+  if (title !== undefined && title !== '') {
+    const updatedAt = new Date(ctx.clock.now()).toISOString();
+    merges.push({ file: path.join(codexHome, SESSION_INDEX), what: `thread name of ${id}`, merge: (text) => mergeSessionIndex(text, id, title, updatedAt) });
+  }
+  return { harness: 'codex', sessionId: id, home: codexHome, root, placements: [target], merges, aliases, resumeArgv: ['codex', 'resume', id] };
+}
+
+/**
+ * session_index.jsonl with `{id, thread_name, updated_at}` appended, unless the newest line for the id already has
+ * this name. Existing lines are never touched; a last line without its newline gets one first.
+ */
+export function mergeSessionIndex(text: string | null, id: string, threadName: string, updatedAt: string): string {
+  const current = text ?? '';
+  const lines = current.split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    let entry: unknown;
+    try {
+      entry = JSON.parse(lines[i]!);
+    } catch {
+      continue;
+    }
+    if (isRecord(entry) && entry.id === id) {
+      if (entry.thread_name === threadName) return current;
+      break;
+    }
+  }
+  const line = `${JSON.stringify({ id, thread_name: threadName, updated_at: updatedAt })}\n`;
+  return current === '' || current.endsWith('\n') ? current + line : `${current}\n${line}`;
+}
+
+function sessionStart(head: Buffer, id: string, label: string): Date {
+  const text = head.toString('utf8');
+  const end = text.indexOf('\n');
+  let first: unknown;
+  try {
+    first = JSON.parse((end < 0 ? text : text.slice(0, end)).trim());
+  } catch {
+    first = undefined;
+  }
+  if (!isRecord(first) || first.type !== 'session_meta' || !isRecord(first.payload)) throw restoreUnsafe(`${label}: the rollout does not start with a session_meta line`);
+  if (first.payload.id !== id) throw restoreUnsafe(`${label}: the rollout belongs to session ${String(first.payload.id).slice(0, 80)}, not ${id}`);
+  const stamp = typeof first.timestamp === 'string' ? first.timestamp : first.payload.timestamp;
+  const date = typeof stamp === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(stamp) ? new Date(stamp) : undefined;
+  if (date === undefined || Number.isNaN(date.getTime()) || date.getUTCFullYear() < 2000 || date.getUTCFullYear() > 9999) {
+    throw restoreUnsafe(`${label}: the rollout's session_meta has no usable timestamp`);
+  }
+  return date;
+}
+
+async function rolloutHead(file: string): Promise<Buffer> {
+  try {
+    return await readRolloutHead(file, HEAD_BYTES);
+  } catch (error) {
+    if (!(error instanceof RolloutHeadError)) throw error;
+    throw error.kind === 'no-zstd'
+      ? restoreUnsafe(`${file}: a zstd-compressed rollout needs Node.js with zstd support`, 'Run blue-agent on Node.js 22.15 or newer.')
+      : restoreUnsafe(`${file}: the compressed rollout cannot be read (${error.message})`);
+  }
+}
+
+/** Rollouts of `id` anywhere under the dated folders (bounded, links not followed). */
+async function findRollouts(root: string, id: string): Promise<string[]> {
+  const found: string[] = [];
+  const dirs = async (dir: string, pattern: RegExp) => {
+    try {
+      return (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory() && pattern.test(e.name)).map((e) => e.name);
+    } catch {
+      return [];
+    }
+  };
+  let days = 0;
+  for (const year of await dirs(root, /^\d{4}$/)) {
+    for (const month of await dirs(path.join(root, year), /^\d{2}$/)) {
+      for (const day of await dirs(path.join(root, year, month), /^\d{2}$/)) {
+        if (++days > MAX_DAY_DIRS) return found;
+        const dir = path.join(root, year, month, day);
+        let names: string[] = [];
+        try {
+          names = await readdir(dir);
+        } catch {
+          names = [];
+        }
+        for (const name of names) if (isRolloutName(name, id)) found.push(path.join(dir, name));
+      }
+    }
+  }
+  return found;
+}

@@ -1,0 +1,231 @@
+/**
+ * A harness-neutral view of a conversation, for reading and exporting: each harness's transcript reader
+ * (src/harnesses/<h>/transcript.ts) turns its native files into these turns. Readers are pure functions over bytes:
+ * bounded, and never throwing on a line they do not understand (it is skipped and counted).
+ */
+
+export type TurnRole = 'user' | 'assistant' | 'tool';
+
+export interface TranscriptTurn {
+  role: TurnRole;
+  /** The readable text, control characters removed (new lines and tabs kept). */
+  text: string;
+  /** Tool calls the turn made, one short line each (`Bash: seq 1 9000`). */
+  tools?: string[];
+  /** For a tool turn: the tool's name, when the transcript says it. */
+  name?: string;
+  /** ISO 8601, when the transcript records a time. */
+  at?: string;
+  /** The tool reported an error. */
+  error?: boolean;
+}
+
+export interface Transcript {
+  turns: TranscriptTurn[];
+  /** Records that could not be read (not JSON, unexpected shape) and were skipped. */
+  skipped: number;
+  /** More turns than the cap: the rest were left out. */
+  truncated: boolean;
+  /** Further conversations inside the session (Claude Code subagents, Kimi subagents), each with a title. */
+  sections?: { title: string; transcript: Transcript }[];
+}
+
+/** One file of a verified bundle, as a reader sees it. */
+export interface TranscriptSource {
+  role: string;
+  /** The manifest's `path` (`files/0001-transcript.jsonl`). */
+  path: string;
+  native_path?: string;
+  bytes: Uint8Array;
+}
+
+export interface TranscriptReader {
+  /** The files the reader wants (only these are read from the bundle). */
+  wants(file: { role: string; path: string; native_path?: string }): boolean;
+  read(files: readonly TranscriptSource[], sessionId: string): Transcript;
+}
+
+/** At most this many turns per conversation. */
+export const MAX_TURNS = 5000;
+/** At most this many JSON lines are looked at per file. */
+export const MAX_RECORDS = 200_000;
+/** A single line longer than this is skipped rather than parsed. */
+export const MAX_LINE_CHARS = 8 * 1024 * 1024;
+/** Tool call summaries are cut at this many characters. */
+export const TOOL_SUMMARY_MAX = 200;
+
+const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-Z\\-_]/g;
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** Terminal escape sequences and control characters removed; new lines normalised, tabs kept. */
+export function cleanText(text: string): string {
+  return text.replace(/\r\n?/g, '\n').replace(ANSI, '').replace(CONTROL, '');
+}
+
+/** One line of text: white space collapsed, cut at `max` characters with an ellipsis. */
+export function oneLine(text: string, max = TOOL_SUMMARY_MAX): string {
+  const line = cleanText(text).replace(/\s+/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function str(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** Parses JSON lines: blank lines are ignored, anything unparsable or not an object is counted in `skipped`. */
+export function jsonLines(bytes: Uint8Array): { records: Record<string, unknown>[]; skipped: number } {
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
+  const records: Record<string, unknown>[] = [];
+  let skipped = 0;
+  let start = 0;
+  let seen = 0;
+  while (start < text.length && seen < MAX_RECORDS) {
+    let end = text.indexOf('\n', start);
+    if (end === -1) end = text.length;
+    const line = text.slice(start, end).trim();
+    start = end + 1;
+    if (line === '') continue;
+    seen++;
+    if (line.length > MAX_LINE_CHARS) {
+      skipped++;
+      continue;
+    }
+    try {
+      const value = JSON.parse(line) as unknown;
+      if (isRecord(value)) records.push(value);
+      else skipped++;
+    } catch {
+      skipped++;
+    }
+  }
+  return { records, skipped };
+}
+
+/** An ISO time from an ISO string, milliseconds or seconds since the epoch; undefined for anything else. */
+export function isoTime(value: unknown): string | undefined {
+  if (typeof value === 'string') {
+    if (value.length > 64) return undefined;
+    const ms = Date.parse(value);
+    return Number.isFinite(ms) ? new Date(ms).toISOString() : undefined;
+  }
+  if (typeof value === 'number' && Number.isFinite(value) && value > 0) {
+    // Seconds (Kimi, Codex) or milliseconds (OpenCode): no real session is from before 2001 in milliseconds.
+    const ms = value < 1e11 ? value * 1000 : value;
+    const date = new Date(Math.round(ms));
+    return Number.isFinite(date.getTime()) && date.getUTCFullYear() < 10000 ? date.toISOString() : undefined;
+  }
+  return undefined;
+}
+
+/** Collects turns up to MAX_TURNS; consecutive assistant text and tool calls of one reply may be merged. */
+export class TurnList {
+  readonly turns: TranscriptTurn[] = [];
+  truncated = false;
+
+  push(turn: TranscriptTurn): void {
+    const text = cleanText(turn.text);
+    const tools = turn.tools?.map((t) => oneLine(t));
+    if (text.trim() === '' && (tools === undefined || tools.length === 0) && turn.role !== 'tool') return;
+    if (this.turns.length >= MAX_TURNS) {
+      this.truncated = true;
+      return;
+    }
+    this.turns.push({
+      role: turn.role,
+      text: text.replace(/^\n+|\s+$/g, ''),
+      ...(tools === undefined || tools.length === 0 ? {} : { tools }),
+      ...(turn.name === undefined ? {} : { name: oneLine(turn.name, 100) }),
+      ...(turn.at === undefined ? {} : { at: turn.at }),
+      ...(turn.error === true ? { error: true } : {}),
+    });
+  }
+
+  /** Adds text or tool calls to the last assistant turn when it is the last turn; else starts one. */
+  appendAssistant(text: string, tool: string | undefined, at: string | undefined): void {
+    const last = this.turns.at(-1);
+    if (last !== undefined && last.role === 'assistant') {
+      const clean = cleanText(text).replace(/\s+$/g, '');
+      if (clean.trim() !== '') last.text = last.text === '' ? clean.replace(/^\n+/, '') : `${last.text}\n\n${clean.replace(/^\n+/, '')}`;
+      if (tool !== undefined) (last.tools ??= []).push(oneLine(tool));
+      return;
+    }
+    this.push({ role: 'assistant', text, ...(tool === undefined ? {} : { tools: [tool] }), ...(at === undefined ? {} : { at }) });
+  }
+}
+
+/** `name: argument` for a tool call: the most telling argument (command, path, pattern, ...) or the JSON of all. */
+export function toolSummary(name: string, input: unknown): string {
+  let args: unknown = input;
+  if (typeof input === 'string') {
+    try {
+      args = JSON.parse(input) as unknown;
+    } catch {
+      args = input;
+    }
+  }
+  let detail = '';
+  if (isRecord(args)) {
+    for (const key of ['command', 'cmd', 'file_path', 'path', 'filePath', 'pattern', 'query', 'url', 'description', 'prompt']) {
+      const v = args[key];
+      if (typeof v === 'string' && v.trim() !== '') {
+        detail = v;
+        break;
+      }
+      if (Array.isArray(v) && v.every((x) => typeof x === 'string') && v.length > 0) {
+        detail = v.join(' ');
+        break;
+      }
+    }
+    if (detail === '' && Object.keys(args).length > 0) detail = safeJson(args);
+  } else if (typeof args === 'string') {
+    detail = args;
+  } else if (args !== undefined && args !== null) {
+    detail = safeJson(args);
+  }
+  const label = oneLine(name, 80) || 'tool';
+  return detail === '' ? label : oneLine(`${label}: ${detail}`);
+}
+
+function safeJson(value: unknown): string {
+  try {
+    return JSON.stringify(value).slice(0, 1000);
+  } catch {
+    return '';
+  }
+}
+
+/** Text of a content value: a string, or an array of blocks with `text` (other blocks ignored). */
+export function blocksText(content: unknown, types: readonly string[] = ['text', 'input_text', 'output_text']): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  const parts: string[] = [];
+  for (const block of content) {
+    if (typeof block === 'string') parts.push(block);
+    else if (isRecord(block) && (block.type === undefined || types.includes(String(block.type))) && typeof block.text === 'string') parts.push(block.text);
+  }
+  return parts.join('\n\n');
+}
+
+export function emptyTranscript(skipped = 0): Transcript {
+  return { turns: [], skipped, truncated: false };
+}
+
+/**
+ * Text a harness adds on the user's side (environment context, AGENTS.md / CLAUDE.md instructions, system reminders,
+ * slash-command wrappers): the same rule the title and preview follow (src/capture/title.ts).
+ */
+const INJECTED = [
+  /^<[a-z][\w-]*[\s>]/,
+  /^<INSTRUCTIONS>/,
+  /^# AGENTS\.md instructions\b/,
+  /^Caveat: The messages below were generated by the user while running local commands/,
+];
+
+export function isInjected(text: string): boolean {
+  const t = text.trimStart();
+  return INJECTED.some((pattern) => pattern.test(t));
+}

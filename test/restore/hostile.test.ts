@@ -1,0 +1,109 @@
+/**
+ * Hostile bundles: content that passed (or would pass) verification but must never be written where it says, and
+ * profiles that cannot resume. Each is refused with a typed error and nothing written anywhere — not in the harness
+ * folders, not outside them, and no staging folder left behind.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BlueError } from '../../src/errors.js';
+import { prepareRestore } from '../../src/restore/index.js';
+import type { HarnessName } from '../../src/schema/index.js';
+import type { TestHome } from '../support/context.js';
+import { PROFILE, rawBundle, restoreHome, shippedProfiles, snapshot, type RawFile } from './support.js';
+
+const ID = '0b7c4a1e-1111-4222-8333-944455556666';
+const HASH = 'a'.repeat(32);
+const META = `{"timestamp":"2026-11-30T16:33:24.960Z","type":"session_meta","payload":{"id":"${ID}","timestamp":"2026-11-30T16:33:24.929Z","cwd":"/w"}}\n`;
+
+let t: TestHome;
+let destination: string;
+
+beforeEach(async () => {
+  t = await restoreHome();
+  await mkdir(path.join(t.root, 'dest'));
+  destination = await realpath(path.join(t.root, 'dest'));
+});
+
+afterEach(async () => {
+  await t.cleanup();
+});
+
+interface Case {
+  name: string;
+  harness: HarnessName;
+  profile?: string;
+  files: RawFile[];
+  code: string;
+  message: RegExp;
+}
+
+const claudeTranscript: RawFile = { role: 'primary_transcript', name: 'transcript.jsonl', native_path: `-w/${ID}.jsonl`, content: '{"type":"user"}\n' };
+const kimiFiles = (extra: RawFile[]): RawFile[] => [
+  { role: 'agent_wire_history', name: 'wire.jsonl', native_path: `sessions/${HASH}/${ID}/wire.jsonl`, content: '{}\n' },
+  { role: 'kimi_state', name: 'state.json', native_path: `sessions/${HASH}/${ID}/state.json`, content: '{}\n' },
+  { role: 'session_state', name: 'context.jsonl', native_path: `sessions/${HASH}/${ID}/context.jsonl`, content: '{}\n' },
+  ...extra,
+];
+
+const cases: Case[] = [
+  { name: 'Claude: a native path climbing out with ..', harness: 'claude', files: [{ ...claudeTranscript, native_path: `../../../../tmp/${ID}.jsonl` }], code: 'BUNDLE_INVALID', message: /\.\./ },
+  { name: 'Claude: an absolute native path', harness: 'claude', files: [{ ...claudeTranscript, native_path: `/tmp/${ID}.jsonl` }], code: 'BUNDLE_INVALID', message: /absolute/ },
+  { name: 'Claude: a backslash in the native path', harness: 'claude', files: [{ ...claudeTranscript, native_path: `-w\\..\\${ID}.jsonl` }], code: 'BUNDLE_INVALID', message: /backslash/ },
+  { name: 'Claude: the transcript of another session', harness: 'claude', files: [{ ...claudeTranscript, native_path: '-w/other.jsonl' }], code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'Claude: a companion outside the session folder', harness: 'claude', files: [claudeTranscript, { role: 'session_companion', name: 'x', native_path: '-w/other-session/evil.jsonl', content: 'x' }], code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'Claude: a companion in another project folder', harness: 'claude', files: [claudeTranscript, { role: 'session_companion', name: 'x', native_path: `-other/${ID}/evil.jsonl`, content: 'x' }], code: 'RESTORE_UNSAFE', message: /another project folder/ },
+  { name: 'Claude: a companion named like a restore temp file', harness: 'claude', files: [claudeTranscript, { role: 'session_companion', name: 'x', native_path: `-w/${ID}/.blue-agent-restore-x`, content: 'x' }], code: 'RESTORE_UNSAFE', message: /temporary/ },
+  { name: 'Claude: a role the profile does not have', harness: 'claude', files: [claudeTranscript, { role: 'rollout', name: 'r', native_path: `-w/${ID}/r.jsonl`, content: 'x' }], code: 'BUNDLE_INVALID', message: /role rollout/ },
+  { name: 'Claude: a profile that cannot resume', harness: 'claude', profile: 'claude-v1_0_85', files: [claudeTranscript], code: 'RESTORE_UNSUPPORTED', message: /does not support resuming/ },
+  { name: 'Claude: an unknown profile', harness: 'claude', profile: 'claude-v9_9_9', files: [claudeTranscript], code: 'RESTORE_UNSUPPORTED', message: /does not know/ },
+  { name: 'Codex: a rollout outside the dated folders', harness: 'codex', files: [{ role: 'rollout', name: 'rollout.jsonl', native_path: `../config.toml`, content: META }], code: 'BUNDLE_INVALID', message: /\.\./ },
+  { name: 'Codex: a rollout under another name', harness: 'codex', files: [{ role: 'rollout', name: 'rollout.jsonl', native_path: `2026/11/30/config.toml`, content: META }], code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'Codex: a rollout of another session', harness: 'codex', files: [{ role: 'rollout', name: 'rollout.jsonl', native_path: `2026/11/30/rollout-2026-11-30T16-33-24-${ID}.jsonl`, content: META.replace(`"id":"${ID}"`, '"id":"someone-else"') }], code: 'RESTORE_UNSAFE', message: /belongs to session/ },
+  { name: 'Codex: a rollout without session_meta', harness: 'codex', files: [{ role: 'rollout', name: 'rollout.jsonl', native_path: `2026/11/30/rollout-2026-11-30T16-33-24-${ID}.jsonl`, content: '{"type":"event_msg"}\n' }], code: 'RESTORE_UNSAFE', message: /session_meta/ },
+  { name: 'Kimi: background task state (another machine\'s pids)', harness: 'kimi', files: kimiFiles([{ role: 'session_state', name: 'runtime.json', native_path: `sessions/${HASH}/${ID}/tasks/t1/runtime.json`, content: '{"pid":1}' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'Kimi: the share dir\'s config', harness: 'kimi', files: kimiFiles([{ role: 'session_state', name: 'config.toml', native_path: 'config.toml', content: '[x]' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'Kimi: a file of another session', harness: 'kimi', files: kimiFiles([{ role: 'session_state', name: 'c', native_path: `sessions/${HASH}/other/context.jsonl`, content: '{}' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'Kimi: a plan path with a folder', harness: 'kimi', files: kimiFiles([{ role: 'session_state', name: 'p', native_path: 'plans/x/y.md', content: '#' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'Kimi: state.json under the wrong role', harness: 'kimi', files: [...kimiFiles([]).filter((f) => f.role !== 'kimi_state'), { role: 'kimi_state', name: 's', native_path: `sessions/${HASH}/${ID}/notes.json`, content: '{}' }], code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'Kimi: no context.jsonl', harness: 'kimi', files: kimiFiles([]).map((f) => (f.name === 'context.jsonl' ? { ...f, native_path: `sessions/${HASH}/${ID}/other.jsonl` } : f)), code: 'RESTORE_UNSAFE', message: /context\.jsonl/ },
+  { name: 'OpenCode: an export with a native path', harness: 'opencode', files: [{ role: 'portable_export', name: 'export.json', native_path: 'x.json', content: '{}' }], code: 'BUNDLE_INVALID', message: /native_path/ },
+  { name: 'OpenCode: an export of another session', harness: 'opencode', files: [{ role: 'portable_export', name: 'export.json', content: JSON.stringify({ info: { id: 'ses_other' }, messages: [] }) }], code: 'RESTORE_UNSAFE', message: /holds session/ },
+  { name: 'OpenCode: an export that is not JSON', harness: 'opencode', files: [{ role: 'portable_export', name: 'export.json', content: 'nope' }], code: 'RESTORE_UNSAFE', message: /not JSON/ },
+];
+
+describe('hostile bundles are refused with nothing written anywhere', () => {
+  for (const c of cases) {
+    it(c.name, async () => {
+      const bundle = path.join(t.root, 'hostile.bundle');
+      await rawBundle(bundle, { harness: c.harness, profile: c.profile ?? PROFILE[c.harness], sessionId: ID, title: 'hostile' }, c.files);
+      const before = await snapshot(t.root, ['hostile.bundle']);
+      let error: unknown;
+      try {
+        await prepareRestore(t.ctx, { bundleFile: bundle, destination, profiles: await shippedProfiles() });
+      } catch (e) {
+        error = e;
+      }
+      expect(error, 'prepareRestore must refuse').toBeInstanceOf(BlueError);
+      const blue = error as BlueError;
+      expect(blue.code, blue.message).toBe(c.code);
+      expect(blue.message).toMatch(c.message);
+      expect(blue.hint ?? '').not.toBe('');
+      expect(await snapshot(t.root, ['hostile.bundle'])).toEqual(before);
+    });
+  }
+
+  it('a bundle whose digest does not match is refused before anything is extracted', async () => {
+    const bundle = path.join(t.root, 'hostile.bundle');
+    await rawBundle(bundle, { harness: 'claude', profile: PROFILE.claude, sessionId: ID }, [claudeTranscript]);
+    const { readFile, writeFile } = await import('node:fs/promises');
+    const bytes = await readFile(bundle);
+    bytes[bytes.length - 12] = bytes[bytes.length - 12]! ^ 0xff;
+    await writeFile(bundle, bytes);
+    const before = await snapshot(t.root, ['hostile.bundle']);
+    await expect(prepareRestore(t.ctx, { bundleFile: bundle, destination, profiles: await shippedProfiles() })).rejects.toMatchObject({ code: 'BUNDLE_INVALID' });
+    expect(await snapshot(t.root, ['hostile.bundle'])).toEqual(before);
+    expect(createHash('sha256').update(bytes).digest('hex')).toHaveLength(64);
+  });
+});

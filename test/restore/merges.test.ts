@@ -1,0 +1,78 @@
+/**
+ * The native index merges, text in, text out: every other byte and line is kept, the session's entry is added once,
+ * and merging again changes nothing.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { mergeSessionIndex } from '../../src/harnesses/codex/restore.js';
+import { mergeKimiWorkDirs } from '../../src/harnesses/kimi/restore.js';
+import { claudeProjectKey } from '../../src/harnesses/claude/session.js';
+
+const line = fc.oneof(
+  fc.record({ id: fc.string({ minLength: 1, maxLength: 12 }), thread_name: fc.string({ maxLength: 20 }), updated_at: fc.constant('2026-01-01T00:00:00Z') }).map((o) => JSON.stringify(o)),
+  fc.string({ maxLength: 30 }).filter((s) => !s.includes('\n')),
+);
+
+describe('Codex session_index.jsonl', () => {
+  it('appends one line, keeping every existing byte (property)', () => {
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 8 }), fc.boolean(), (lines, finalNewline) => {
+        const text = lines.join('\n') + (finalNewline && lines.length > 0 ? '\n' : '');
+        const merged = mergeSessionIndex(text, 'sess-1', 'My thread', '2026-11-30T00:00:00.000Z');
+        expect(merged.startsWith(text)).toBe(true);
+        const added = merged.slice(text.length).replace(/^\n/, '');
+        expect(JSON.parse(added)).toEqual({ id: 'sess-1', thread_name: 'My thread', updated_at: '2026-11-30T00:00:00.000Z' });
+        expect(merged.endsWith('\n')).toBe(true);
+        // Idempotent: the newest line for the id already has the name.
+        expect(mergeSessionIndex(merged, 'sess-1', 'My thread', '2027-01-01T00:00:00.000Z')).toBe(merged);
+      }),
+    );
+  });
+
+  it('a newer line with another name for the id makes the restored name newest again', () => {
+    const text = '{"id":"s","thread_name":"Old","updated_at":"1"}\n{"id":"s","thread_name":"Renamed","updated_at":"2"}\n';
+    expect(mergeSessionIndex(text, 's', 'Renamed', '3')).toBe(text);
+    expect(mergeSessionIndex(text, 's', 'Old', '3')).toBe(`${text}{"id":"s","thread_name":"Old","updated_at":"3"}\n`);
+    expect(mergeSessionIndex(null, 's', 'T', '3')).toBe('{"id":"s","thread_name":"T","updated_at":"3"}\n');
+  });
+});
+
+describe('Kimi kimi.json work_dirs', () => {
+  it('adds an entry, updates an existing one in place, keeps unknown keys and other entries', () => {
+    expect(JSON.parse(mergeKimiWorkDirs(null, '/w', 'id1'))).toEqual({ work_dirs: [{ path: '/w', kaos: 'local', last_session_id: 'id1' }] });
+    const text = '{\r\n  "work_dirs": [\r\n    {"path": "/w", "kaos": "local", "last_session_id": "old", "x": 1}\r\n  ],\r\n  "k": true\r\n}\r\n';
+    const updated = mergeKimiWorkDirs(text, '/w', 'id1');
+    expect(updated).toBe(text.replace('"old"', '"id1"'));
+    expect(mergeKimiWorkDirs(updated, '/w', 'id1')).toBe(updated);
+    const noList = mergeKimiWorkDirs('{"thinking": false}\n', '/w', 'id1');
+    expect(JSON.parse(noList)).toEqual({ thinking: false, work_dirs: [{ path: '/w', kaos: 'local', last_session_id: 'id1' }] });
+    expect(() => mergeKimiWorkDirs('{"work_dirs": {}}', '/w', 'id1')).toThrow(/not a list/);
+    expect(() => mergeKimiWorkDirs('[1]', '/w', 'id1')).toThrow(/not a JSON object/);
+  });
+
+  it('keeps every other entry whatever they hold (property)', () => {
+    const entry = fc.record({ path: fc.string({ maxLength: 10 }), kaos: fc.constantFrom('local', 'ssh'), last_session_id: fc.string({ maxLength: 8 }), extra: fc.option(fc.integer(), { nil: undefined }) }, { requiredKeys: ['path'] });
+    fc.assert(
+      fc.property(fc.array(entry, { maxLength: 6 }), fc.dictionary(fc.constantFrom('thinking', 'other', 'z'), fc.jsonValue()), (dirs, extra) => {
+        const text = `${JSON.stringify({ ...extra, work_dirs: dirs }, null, 2)}\n`;
+        const merged = mergeKimiWorkDirs(text, '/dest', 'sid');
+        const doc = JSON.parse(merged) as { work_dirs: Record<string, unknown>[] } & Record<string, unknown>;
+        for (const [k, v] of Object.entries(extra)) expect(doc[k]).toEqual(JSON.parse(JSON.stringify(v)));
+        const ours = doc.work_dirs.filter((d) => d.path === '/dest' && (d.kaos === 'local' || d.kaos === undefined));
+        expect(ours.length).toBeGreaterThanOrEqual(1);
+        expect(ours[0]!.last_session_id).toBe('sid');
+        expect(doc.work_dirs.filter((d) => !(d.path === '/dest' && (d.kaos === 'local' || d.kaos === undefined)))).toEqual(JSON.parse(JSON.stringify(dirs.filter((d) => !(d.path === '/dest' && (d.kaos === 'local' || d.kaos === undefined))))));
+        expect(mergeKimiWorkDirs(merged, '/dest', 'sid')).toBe(merged);
+      }),
+    );
+  });
+});
+
+describe('Claude project key of the destination', () => {
+  it('is the path with every character outside [A-Za-z0-9] as -, hashed past 200 characters', () => {
+    expect(claudeProjectKey('/home/me/my_proj')).toBe('-home-me-my-proj');
+    const long = `/${'a'.repeat(250)}`;
+    expect(claudeProjectKey(long).length).toBeGreaterThan(200);
+    expect(claudeProjectKey(long).startsWith(`-${'a'.repeat(199)}-`)).toBe(true);
+  });
+});

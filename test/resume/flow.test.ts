@@ -1,0 +1,86 @@
+/** The pure parts of resume: option checks, eligibility, repository identity, quoting, and fitting text to a width. */
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadProfiles } from '../../src/profiles/index.js';
+import { compareRepository, decideDestination, decideMode, eligibility, launchLine, normaliseRemote, shellQuote } from '../../src/resume/flow.js';
+import { SESSION_COLUMNS, layout, renderRow } from '../../src/resume/picker.js';
+import { fit, fitPath, textWidth } from '../../src/resume/terminal.js';
+import { repoRoot } from '../support/context.js';
+
+describe('options', () => {
+  it('needs an id for --json and a terminal for the picker; --json never launches', () => {
+    expect(() => decideMode(undefined, { json: true }, true)).toThrow(/needs a session id/);
+    expect(() => decideMode(undefined, {}, false)).toThrow(/not a terminal/);
+    expect(decideMode('abcdef12', { json: true }, true)).toMatchObject({ interactive: false, planOnly: true, launch: false });
+    expect(decideMode('abcdef12', { json: true, yes: true }, true)).toMatchObject({ planOnly: false, launch: false });
+    expect(decideMode('abcdef12', { launch: false }, true)).toMatchObject({ interactive: true, launch: false });
+    expect(decideMode('abcdef12', {}, false)).toMatchObject({ interactive: false, launch: false });
+  });
+
+  it('asks for the destination only when the recorded directory differs', () => {
+    expect(decideDestination('/given', '/here', '/there')).toEqual({ kind: 'given', dir: '/given' });
+    expect(decideDestination(undefined, '/here', '/here')).toMatchObject({ kind: 'current', dir: '/here' });
+    expect(decideDestination(undefined, '/here', null)).toMatchObject({ kind: 'current', dir: '/here' });
+    expect(decideDestination(undefined, '/here', '/there')).toEqual({ kind: 'ask', current: '/here', recorded: '/there' });
+  });
+});
+
+describe('eligibility', async () => {
+  const profiles = await loadProfiles(path.join(repoRoot, 'profiles'));
+  const doc = profiles.get('claude')!.doc;
+  const v2 = doc.intervals.find((i) => i.profile === 'claude-v2_0_12')!;
+  const policy = { revision: 1, contract_version: 1 } as never;
+  it('follows the interval, the policy and the certification ceiling', () => {
+    expect(eligibility('claude', doc, v2, '2.1.197', policy)).toMatchObject({ ok: true, verified: true });
+    expect(eligibility('claude', doc, v2, '1.0.90', policy).ok).toBe(false);
+    expect(eligibility('claude', doc, v2, '2.1.400', policy).ok).toBe(false);
+    expect(eligibility('claude', doc, v2, '2.1.400', { ...(policy as object), harnesses: { claude: { allow_unverified_versions: true } } } as never)).toMatchObject({ ok: true, verified: false });
+    expect(eligibility('claude', doc, v2, '2.1.197', { ...(policy as object), allowed_harnesses: ['codex'] } as never).ok).toBe(false);
+    expect(eligibility('claude', doc, v2, '2.1.197', { ...(policy as object), harnesses: { claude: { version_requirement: '>=2.2.0' } } } as never).ok).toBe(false);
+  });
+});
+
+describe('repository identity', () => {
+  it('treats spellings of one remote as the same repository', () => {
+    const same = ['git@github.com:Org/App.git', 'ssh://git@github.com/Org/App', 'https://github.com/Org/App.git/', 'https://GitHub.com:443/Org/App'];
+    for (const url of same) expect(normaliseRemote(url)).toBe('github.com/Org/App');
+    expect(normaliseRemote('https://github.com/Org/Other')).not.toBe('github.com/Org/App');
+  });
+  it('compares the manifest repository with the destination', () => {
+    expect(compareRepository(undefined, { root: '/x', remote: 'a' })).toEqual({ kind: 'unknown' });
+    expect(compareRepository({ root: '/r', remote: 'git@h:o/r.git' }, { root: '/x', remote: 'https://h/o/r' })).toMatchObject({ kind: 'same' });
+    expect(compareRepository({ root: '/r', remote: 'git@h:o/r.git' }, { root: '/x', remote: 'https://h/o/other' })).toMatchObject({ kind: 'mismatch' });
+    expect(compareRepository({ root: '/r', remote: 'git@h:o/r.git' }, { root: '/x' })).toMatchObject({ kind: 'mismatch' });
+    expect(compareRepository({ root: '/r', remote: 'git@h:o/r.git' }, undefined)).toMatchObject({ kind: 'mismatch', why: expect.stringContaining('not in a git repository') });
+  });
+});
+
+describe('the command line printed', () => {
+  it('quotes for a POSIX shell', () => {
+    expect(shellQuote('abc-1.2/x')).toBe('abc-1.2/x');
+    expect(shellQuote("it's")).toBe(`'it'\\''s'`);
+    expect(shellQuote('a b;$(rm)')).toBe(`'a b;$(rm)'`);
+    expect(shellQuote('')).toBe(`''`);
+    expect(launchLine('/my dir', ['claude', '--resume', 'id-1'])).toBe(`cd '/my dir' && claude --resume id-1`);
+  });
+});
+
+describe('fitting text', () => {
+  it('never exceeds the width, marks cuts with an ellipsis, counts wide characters as two', () => {
+    expect(fit('hello world', 8)).toBe('hello w…');
+    expect(fit('short', 8)).toBe('short');
+    expect(textWidth(fit('日本語のタイトルです', 7))).toBeLessThanOrEqual(7);
+    expect(fit('a\u001b[31mb', 10)).toBe('a [31mb');
+    expect(fitPath('/home/me/projects/deep/dir', 12)).toBe('…ts/deep/dir');
+    expect(textWidth(fitPath('/home/me/projects/deep/dir', 12))).toBeLessThanOrEqual(12);
+  });
+  it('drops columns on narrow terminals and keeps every row within the width', () => {
+    for (const width of [20, 30, 45, 60, 80, 120, 200]) {
+      const widths = layout(SESSION_COLUMNS, width);
+      const row = renderRow(SESSION_COLUMNS, widths, ['A very long title that goes on and on', 'opencode', 'shared by someone@example.com', '/home/me/a/very/deep/project/dir', '3 days ago']);
+      expect(textWidth(row), `${width}: ${row}`).toBeLessThanOrEqual(width);
+    }
+    expect(layout(SESSION_COLUMNS, 30).filter((w) => w > 0).length).toBeLessThan(SESSION_COLUMNS.length);
+    expect(layout(SESSION_COLUMNS, 140).every((w) => w > 0)).toBe(true);
+  });
+});
