@@ -3,7 +3,8 @@ import { run as bundle } from './bundle.mjs';
 import { run as capture } from './capture.mjs';
 import { run as drain } from './drain.mjs';
 import { run as reconcileNoop } from './reconcile-noop.mjs';
+import { run as runIdle } from './run-idle.mjs';
 import { run as upload } from './upload.mjs';
 
-const results = [await reconcileNoop(), await capture(), await bundle(), await drain(), await upload()];
+const results = [await reconcileNoop(), await capture(), await bundle(), await drain(), await upload(), await runIdle()];
 process.exitCode = results.every(Boolean) ? 0 : 1;

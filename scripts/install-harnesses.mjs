@@ -118,7 +118,9 @@ export function installedBin(cache, harness, version) {
  * holds `node_modules` and a `package-lock.json` whose root lists the SDK; tests seed a config directory from here.
  */
 export const RUNTIME_DEPS = {
-  opencode: (version) => ({ folder: 'config-deps', packages: [`@opencode-ai/plugin@${version}`] }),
+  // The SDK of the same version, or the newest one before it when the registry does not serve that version (1.2.1's
+  // is not served; OpenCode then tries its own install at start-up, which fails offline and is carried on past).
+  opencode: (version) => ({ folder: 'config-deps', packages: [`@opencode-ai/plugin@<=${version}`] }),
 };
 
 /** The command a person runs to install what is missing. */

@@ -55,6 +55,9 @@ export type ErrorCode =
   | 'HARNESS_NOT_INSTALLED'
   | 'VERSION_INELIGIBLE'
   | 'REPOSITORY_MISMATCH'
+  | 'SERVICE_FAILED'
+  | 'SERVICE_CONFLICT'
+  | 'SERVICE_UNSUPPORTED'
   | 'INTERNAL';
 
 export interface BlueErrorOptions {

@@ -3,6 +3,7 @@
  * people and schedulers run it to retry what is waiting.
  */
 import { appendCaptureLog } from '../capture/log.js';
+import { writeLastDrain } from '../daemon/state.js';
 import { drain, type DrainOptions, type DrainReport } from '../capture/worker.js';
 import type { Context } from '../context.js';
 import { toBlueError } from '../errors.js';
@@ -22,6 +23,19 @@ export async function drainCommand(
     throw error;
   }
   const ok = report.failed.length === 0 && report.retried.length === 0 && report.stopped === undefined;
+  // For `status`: the outcome of the latest drain, whoever ran it. Never a reason to fail the drain itself.
+  await writeLastDrain(ctx, {
+    finished_at_unix_ms: ctx.clock.now(),
+    ok,
+    built: report.built.length,
+    uploaded: report.uploaded.length,
+    failed: report.failed.length,
+    retried: report.retried.length,
+    left: report.left,
+    left_ready: report.left_ready,
+    ...(report.stopped === undefined ? {} : { stopped: report.stopped }),
+    notes: report.notes,
+  }).catch(() => undefined);
   if (opts.json === true) ctx.stdout.write(`${JSON.stringify({ ok, ...report }, null, 2)}\n`);
   else if (opts.quiet !== true) ctx.stdout.write(renderDrain(report));
   return ok ? 0 : 1;

@@ -214,6 +214,59 @@ Examples:
       state.exitCode = await resumeCommand(ctx, id, opts);
     });
 
+  program
+    .command('run')
+    .description('run as the workstation agent: keep the hooks in line with the policy, repair drift, drain on a schedule')
+    .addHelpText(
+      'after',
+      `
+Normally started by the service manager (\`blue-agent service install\`). One instance per user; SIGTERM or SIGINT
+stop it after the write in progress, SIGHUP reloads the agent config. Logs are JSON lines on stdout under a service
+manager, otherwise written to run.log in the state directory.`,
+    )
+    .action(async () => {
+      const { runCommand } = await import('./run.js');
+      state.exitCode = await runCommand(ctx);
+    });
+
+  const service = program.command('service').description('install, remove or inspect the user service that runs `blue-agent run`');
+  for (const action of ['install', 'uninstall', 'status'] as const) {
+    const command = service
+      .command(action)
+      .description(
+        action === 'install'
+          ? 'write the systemd user unit (Linux) or LaunchAgent (macOS) and start it'
+          : action === 'uninstall'
+            ? 'stop the service and remove its unit'
+            : 'show whether the service is installed and running',
+      )
+      .option('--dry-run', 'print the unit and the commands, change nothing')
+      .option('--json', 'print as JSON');
+    if (action === 'uninstall') command.option('--remove-hooks', 'also remove the managed hooks from every harness config');
+    command.action(async (opts: { dryRun?: boolean; json?: boolean; removeHooks?: boolean }) => {
+      const { serviceCommand } = await import('./service.js');
+      state.exitCode = await serviceCommand(ctx, action, opts);
+    });
+  }
+
+  program
+    .command('status')
+    .description('policy revision and age, per-harness state, spool, last drain, service state')
+    .option('--json', 'print as JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const { statusCommand } = await import('./status.js');
+      state.exitCode = await statusCommand(ctx, opts);
+    });
+
+  program
+    .command('doctor')
+    .description('check this machine\'s set-up and print the fix for each problem found')
+    .option('--json', 'print as JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const { doctorCommand } = await import('./doctor.js');
+      state.exitCode = await doctorCommand(ctx, opts);
+    });
+
   const spool = program.command('spool').description('inspect the local spool of captured sessions');
   spool
     .command('list')

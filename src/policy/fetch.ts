@@ -28,7 +28,7 @@ export interface FetchRequest {
 export type FetchOutcome =
   | { kind: 'ok'; text: string; etag: string | undefined }
   | { kind: 'not-modified' }
-  | { kind: 'unavailable'; reason: string };
+  | { kind: 'unavailable'; reason: string; /** The server's Retry-After header, when it sent one (503, 429). */ retryAfter?: string };
 
 /** `<control_url>/governance-config`, keeping any path prefix of the base URL and dropping its query and fragment. */
 export function governanceConfigUrl(controlUrl: string): URL {
@@ -102,7 +102,8 @@ async function fetchWith(
     }
     if (status >= 500 || status === 408 || status === 429) {
       await response.body.dump().catch(() => undefined);
-      return { kind: 'unavailable', reason: `answered HTTP ${status}` };
+      const retryAfter = header(response.headers, 'retry-after');
+      return { kind: 'unavailable', reason: `answered HTTP ${status}`, ...(retryAfter === undefined ? {} : { retryAfter }) };
     }
     if (status !== 200) {
       await response.body.dump().catch(() => undefined);

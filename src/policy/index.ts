@@ -11,6 +11,7 @@ import { readLastKnownGood, writeLastKnownGood, type LastKnownGood } from './cac
 import { DEFAULT_FETCH_TIMEOUT_MS, fetchGovernanceConfig, governanceConfigUrl } from './fetch.js';
 import type { DocumentCache } from '../schema/document-cache.js';
 import { MAX_POLICY_BYTES, checkUploadOrigin, loadPolicyFile, validatePolicy } from './validate.js';
+import { parseRetryAfter } from '../upload/retry.js';
 
 export { lastKnownGoodPath, readLastKnownGood, type LastKnownGood } from './cache.js';
 export { governanceConfigUrl } from './fetch.js';
@@ -45,6 +46,11 @@ export interface ResolveOptions {
   timeoutMs?: number;
   /** Policy files validated in earlier runs. */
   documents?: DocumentCache;
+  /**
+   * Told when the Control API could not be asked (network down, 5xx, 429...), before falling back or failing, with the
+   * server's Retry-After in milliseconds when it sent one. The run loop uses it to back off.
+   */
+  onUnavailable?: (info: { reason: string; retryAfterMs?: number }) => void;
 }
 
 /** Freshness assumed for a policy that states no ttl_seconds, so `required: true` can still fail closed. */
@@ -135,6 +141,8 @@ export async function resolvePolicy(ctx: Context, options: ResolveOptions): Prom
   }
 
   const reason = outcome.kind === 'unavailable' ? outcome.reason : 'answered 304 Not Modified to an unconditional request';
+  const retryAfterMs = outcome.kind === 'unavailable' ? parseRetryAfter(outcome.retryAfter, now) : undefined;
+  options.onUnavailable?.({ reason, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
   if (lkg === undefined) {
     throw new BlueError('POLICY_UNREACHABLE', `cannot fetch the governance policy from ${location}: Control API ${reason}, and there is no last-known-good policy to fall back on`, {
       hint: 'Check the network and control_url (or BLUE_AGENT_CONTROL_URL), then try again; or use --policy FILE for a local policy.',

@@ -84,7 +84,7 @@ export function decide(
   if (!verified && rule?.allow_unverified_versions !== true) {
     return {
       state: 'unverified_version',
-      reason: `${name} ${version} is at or past the certified ceiling ${interval.verified_before} of ${interval.profile}; capture stays off unless the policy sets allow_unverified_versions`,
+      reason: `${name} ${version} is at or past the certified ceiling ${interval.verified_before} of ${interval.profile}; capture stays off unless the policy sets allow_unverified_versions; certify it: ${certifyCommand(harness, version)}`,
       ...located,
       desired: null,
     };
@@ -92,4 +92,9 @@ export function decide(
   const hook = buildManagedHook(self, harness, interval.profile, interval.capture.event, interval.capture.hook.timeout_seconds);
   const note = verified ? '' : ` (unverified ${version} allowed by policy)`;
   return { state: 'active', reason: `managed ${interval.capture.event} capture hook for ${interval.profile}${note}`, ...located, desired: hook };
+}
+
+/** The command that certifies one harness version (run in the blue-agent repository; see README "Certification"). */
+export function certifyCommand(harness: string, version: string): string {
+  return `npm run certify -- --harness ${harness} --version ${version}`;
 }

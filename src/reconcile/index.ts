@@ -26,6 +26,8 @@ export interface ReconcileOptions {
   policyFile?: string;
   /** Only these harnesses; all when empty or absent. */
   harnesses?: readonly HarnessName[];
+  /** A policy the caller already resolved (`status` reads it offline): used instead of resolving one here. */
+  policy?: ResolvedPolicy;
 }
 
 export type HarnessAction = 'create' | 'update' | 'remove' | 'unchanged' | 'error';
@@ -71,12 +73,14 @@ export interface ReconcileReport {
 export async function reconcile(ctx: Context, options: ReconcileOptions): Promise<ReconcileReport> {
   const { config } = await loadAgentConfig(ctx);
   const documents = await DocumentCache.open(path.join(ctx.paths.stateDir, 'cache', 'documents.json'), !options.dryRun);
-  const resolved = await resolvePolicy(ctx, {
-    dryRun: options.dryRun,
-    config,
-    documents,
-    ...(options.policyFile === undefined ? {} : { policyFile: options.policyFile }),
-  });
+  const resolved =
+    options.policy ??
+    (await resolvePolicy(ctx, {
+      dryRun: options.dryRun,
+      config,
+      documents,
+      ...(options.policyFile === undefined ? {} : { policyFile: options.policyFile }),
+    }));
   const profiles = await loadProfiles(ctx.paths.profilesDir, documents);
   const cache = await VersionCache.open(ctx);
   const ledger = await readLedger(ctx);

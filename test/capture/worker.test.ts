@@ -10,6 +10,7 @@ import { verifyBundle } from '../../src/bundle/index.js';
 import { pickRemote, stripCredentials } from '../../src/capture/repository.js';
 import { buildFromRecord, drain, MAX_DRAIN_PASSES, SETTLE_MS, type BuildFunction } from '../../src/capture/worker.js';
 import { drainCommand } from '../../src/cli/drain.js';
+import { readLastDrain } from '../../src/daemon/state.js';
 import { spoolListCommand } from '../../src/cli/spool.js';
 import { bufferOutput, type Context } from '../../src/context.js';
 import { main } from '../../src/cli/main.js';
@@ -298,6 +299,18 @@ describe('output', () => {
     const report = JSON.parse(out.text()) as { ok: boolean; built: { id: string; size: number }[]; failed: { id: string; reason: string }[]; left: number };
     expect(code).toBe(1);
     expect(report).toMatchObject({ ok: false, built: [{ id: good.id }], failed: [{ id: bad.id }], left: 0 });
+    // The outcome is kept for `status`.
+    expect(await readLastDrain(ctx)).toEqual({
+      finished_at_unix_ms: now,
+      ok: false,
+      built: 1,
+      uploaded: 0,
+      failed: 1,
+      retried: 0,
+      left: 0,
+      left_ready: 1,
+      notes: [expect.stringContaining('no Control API is configured')],
+    });
 
     const list = bufferOutput();
     await spoolListCommand(t.context({ stdout: list }), { json: true });

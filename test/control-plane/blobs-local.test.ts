@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -100,6 +100,25 @@ describe('local blob store', () => {
     await store.delete('sessions/u1/rev-1');
     expect(await store.stat('sessions/u1/rev-1')).toBeUndefined();
     expect((await send('GET', down.url, {})).status).toBe(404);
+  });
+
+  it('stat after an upload uses the digest taken while receiving, and reads the bytes again once the file changed', async () => {
+    const data = randomBytes(4 * 1024 * 1024);
+    const object = { size: data.length, sha256: sha256(data) };
+    const up = await store.presignUpload('sessions/u2/rev-1', object, now + 60_000);
+    expect((await put(up, Readable.from([data]))).status).toBe(200);
+    // Bytes this process has read from files and sockets so far (Linux).
+    const readSoFar = async (): Promise<number> => Number(/rchar: (\d+)/.exec(await readFile('/proc/self/io', 'utf8'))![1]);
+    const before = await readSoFar();
+    expect(await store.stat('sessions/u2/rev-1')).toEqual(object);
+    expect(await readSoFar() - before).toBeLessThan(data.length / 4);
+    // The same size, other bytes, written in place: the remembered digest no longer describes the file.
+    const tampered = Buffer.from(data);
+    tampered[500] = tampered[500]! ^ 0xff;
+    await writeFile(path.join(dir, 'store', 'sessions', 'u2', 'rev-1'), tampered);
+    const again = await readSoFar();
+    expect(await store.stat('sessions/u2/rev-1')).toEqual({ size: data.length, sha256: sha256(tampered) });
+    expect(await readSoFar() - again).toBeGreaterThanOrEqual(data.length);
   });
 
   it('keeps a generated secret private and reuses it across restarts', async () => {

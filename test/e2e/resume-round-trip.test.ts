@@ -184,7 +184,7 @@ describe('capture on machine A, upload, resume on machine B with the real CLIs',
       expect(drained.code, drained.stdout).toBe(0);
       const upload = await uploadedFromA('kimi');
 
-      // Machine B: a Kimi CLI whose version no profile certifies yet, which the policy allows.
+      // Machine B: a Kimi CLI (a stand-in that reports its version; the policy also allows unverified ones).
       stack.server.store.publishPolicy(
         { session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign` }, harnesses: { kimi: { allow_unverified_versions: true } } },
         Date.now(),

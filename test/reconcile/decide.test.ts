@@ -63,7 +63,12 @@ describe('decide', () => {
 
   it('unverified_version past the ceiling, unless the policy allows unverified versions', () => {
     const past = installed('2.1.333');
-    expect(decide('claude', profiles.get('claude')!, past, policy, self)).toMatchObject({ state: 'unverified_version', desired: null, verified: false });
+    const unverified = decide('claude', profiles.get('claude')!, past, policy, self);
+    expect(unverified).toMatchObject({ state: 'unverified_version', desired: null, verified: false });
+    // The reason names the command that certifies this version (reconcile and status print it).
+    expect(unverified.reason).toBe(
+      'Claude Code 2.1.333 is at or past the certified ceiling 2.1.333-0 of claude-v2_0_12; capture stays off unless the policy sets allow_unverified_versions; certify it: npm run certify -- --harness claude --version 2.1.333',
+    );
     const allowed = decide('claude', profiles.get('claude')!, past, { ...policy, harnesses: { claude: { allow_unverified_versions: true } } }, self);
     expect(allowed.state).toBe('active');
     expect(allowed.desired).not.toBeNull();

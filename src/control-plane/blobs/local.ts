@@ -82,6 +82,11 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
   const clock = options.clock ?? Date.now;
   const base = new URL(options.publicUrl);
   const prefix = `${base.pathname.replace(/\/+$/, '')}/blobs/`;
+  // Digests this store computed while receiving, by file, with the identity of the file they describe: `complete`
+  // right after an upload then needs no second pass over the bytes. Any change to the file (new inode, size, mtime or
+  // ctime, which nobody can set back) means reading it again.
+  const receivedDigests = new Map<string, { ino: number; size: number; mtimeMs: number; ctimeMs: number; sha256: string }>();
+  const MAX_REMEMBERED = 10_000;
   const origin = `${base.origin}${prefix}`;
 
   function signature(method: string, key: string, expires: number, size: string, sha256: string): Buffer {
@@ -150,6 +155,9 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
     }
     await rename(temp, target);
     await fsyncDir(path.dirname(target));
+    const info = await stat(target);
+    if (receivedDigests.size >= MAX_REMEMBERED) receivedDigests.delete(receivedDigests.keys().next().value!);
+    receivedDigests.set(target, { ino: info.ino, size: info.size, mtimeMs: info.mtimeMs, ctimeMs: info.ctimeMs, sha256: digest });
     response.writeHead(200, { [CHECKSUM_HEADER]: hexToBase64(digest), 'content-length': 0 });
     response.end();
   }
@@ -239,6 +247,15 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
 
     async stat(key: string): Promise<StoredObject | undefined> {
       assertValidKey(key);
+      const file = fileOf(key);
+      const known = receivedDigests.get(file);
+      if (known !== undefined) {
+        const info = await stat(file).catch(() => undefined);
+        if (info !== undefined && info.ino === known.ino && info.size === known.size && info.mtimeMs === known.mtimeMs && info.ctimeMs === known.ctimeMs) {
+          return { size: known.size, sha256: known.sha256 };
+        }
+        receivedDigests.delete(file);
+      }
       const hash = createHash('sha256');
       let size = 0;
       try {
@@ -268,6 +285,7 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
 
     async delete(key: string): Promise<void> {
       assertValidKey(key);
+      receivedDigests.delete(fileOf(key));
       try {
         await unlink(fileOf(key));
       } catch (error) {

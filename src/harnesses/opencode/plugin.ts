@@ -30,7 +30,9 @@ export function renderPlugin(hook: ManagedHook, timings: PluginTimings = DEFAULT
 // blue-agent installed this OpenCode plugin to upload finished sessions (${hook.profile}).
 // \`blue-agent reconcile\` rewrites or deletes this file; local edits are overwritten.
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 const CAPTURE_ARGV = ${JSON.stringify(hook.argv)};
 const CAPTURE_TIMEOUT_MS = ${timeoutMs};
@@ -49,19 +51,44 @@ function hookExit() {
     process.once("exit", () => {
       for (const flush of flushers) {
         try {
-          flush();
+          flush(true);
         } catch {}
       }
     });
   } catch {}
 }
 
-function startCapture(sessionID, cwd) {
+// While the process exits, a write to a pipe may never be flushed (seen with OpenCode 1.2.1, whose captures started at
+// exit got an empty stdin), so the payload goes through a file the child reads as its stdin.
+function payloadFile(payload) {
+  let dir;
+  try {
+    dir = mkdtempSync(join(tmpdir(), "blue-agent-capture-"));
+    const file = join(dir, "payload.json");
+    writeFileSync(file, payload, { mode: 0o600 });
+    return openSync(file, "r");
+  } catch {
+    return undefined;
+  } finally {
+    // The open descriptor keeps the data readable; the name is not needed any more.
+    try {
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    } catch {}
+  }
+}
+
+function startCapture(sessionID, cwd, exiting) {
   try {
     const payload = JSON.stringify({ session_id: sessionID, cwd, hook_event_name: "session.idle", reason: "idle" }) + "\\n";
-    const options = { detached: true, stdio: ["pipe", "ignore", "ignore"], windowsHide: true };
+    const fd = exiting ? payloadFile(payload) : undefined;
+    const options = { detached: true, stdio: [fd === undefined ? "pipe" : fd, "ignore", "ignore"], windowsHide: true };
     if (typeof cwd === "string" && cwd !== "" && existsSync(cwd)) options.cwd = cwd;
-    const child = spawn(CAPTURE_ARGV[0], CAPTURE_ARGV.slice(1), options);
+    let child;
+    try {
+      child = spawn(CAPTURE_ARGV[0], CAPTURE_ARGV.slice(1), options);
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
     child.on("error", () => {});
     if (child.stdin) {
       child.stdin.on("error", () => {});
@@ -119,11 +146,11 @@ function createHooks(input) {
         });
     });
 
-  const fire = (id, mayLookup) => {
+  const fire = (id, mayLookup, exiting) => {
     pending.delete(id);
     const start = (known) => {
       if (known && known.child) return;
-      startCapture(id, (known && known.directory) || fallbackDirectory);
+      startCapture(id, (known && known.directory) || fallbackDirectory, exiting);
     };
     if (!mayLookup) return start(sessions.get(id));
     lookup(id).then(start, () => start(undefined));
@@ -150,10 +177,10 @@ function createHooks(input) {
     pending.delete(id);
   };
 
-  const flush = () => {
+  const flush = (exiting) => {
     for (const [id, timer] of [...pending]) {
       clearTimeout(timer);
-      fire(id, false);
+      fire(id, false, exiting === true);
     }
   };
   flushers.add(flush);

@@ -23,6 +23,10 @@ export interface AgentConfig {
    */
   allowed_upload_origins?: string[];
   /**
+   * When `blue-agent run` drains the spool: a cron expression (5 fields, or 6 with seconds first), local time. Default: every 5 minutes ("* /5 * * * *"). New captures are also drained soon after they arrive.
+   */
+  drain_schedule?: string;
+  /**
    * Per-harness overrides.
    */
   harnesses?: {

@@ -6,10 +6,11 @@ const runtime0 = { default: typeof runtime0Module.default === 'function' ? runti
 import * as runtime1Module from 'ajv/dist/runtime/equal.js';
 const runtime1 = { default: typeof runtime1Module.default === 'function' ? runtime1Module.default : runtime1Module.default.default };
 export const validateAgentConfig = validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/agent-config.schema.json","title":"AgentConfig","description":"The agent's own configuration file (config.yaml).","type":"object","additionalProperties":false,"properties":{"control_url":{"description":"Base URL of the organisation's Control API. BLUE_AGENT_CONTROL_URL overrides it.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"token_file":{"description":"File holding the bearer token (mode 0600). Default: <state dir>/token. BLUE_AGENT_TOKEN overrides it.","type":"string","minLength":1,"maxLength":4096},"policy_file":{"description":"A local policy file used instead of the Control API.","type":"string","minLength":1,"maxLength":4096},"allowed_upload_origins":{"description":"Extra origins (scheme://host[:port]) that a policy's presign_url may point at besides the Control API's.","type":"array","uniqueItems":true,"maxItems":32,"items":{"type":"string","pattern":"^https?://[^/?#]+$","maxLength":2048}},"harnesses":{"description":"Per-harness overrides.","type":"object","propertyNames":{"enum":["claude","codex","kimi","opencode"]},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"binary":{"description":"Absolute path of the harness binary, instead of searching PATH.","type":"string","minLength":1,"maxLength":4096}}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/agent-config.schema.json","title":"AgentConfig","description":"The agent's own configuration file (config.yaml).","type":"object","additionalProperties":false,"properties":{"control_url":{"description":"Base URL of the organisation's Control API. BLUE_AGENT_CONTROL_URL overrides it.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"token_file":{"description":"File holding the bearer token (mode 0600). Default: <state dir>/token. BLUE_AGENT_TOKEN overrides it.","type":"string","minLength":1,"maxLength":4096},"policy_file":{"description":"A local policy file used instead of the Control API.","type":"string","minLength":1,"maxLength":4096},"allowed_upload_origins":{"description":"Extra origins (scheme://host[:port]) that a policy's presign_url may point at besides the Control API's.","type":"array","uniqueItems":true,"maxItems":32,"items":{"type":"string","pattern":"^https?://[^/?#]+$","maxLength":2048}},"drain_schedule":{"description":"When `blue-agent run` drains the spool: a cron expression (5 fields, or 6 with seconds first), local time. Default: every 5 minutes (\"*/5 * * * *\"). New captures are also drained soon after they arrive.","type":"string","minLength":9,"maxLength":256,"pattern":"^\\s*[0-9A-Za-z*/,?#-]+(\\s+[0-9A-Za-z*/,?#-]+){4,5}\\s*$"},"harnesses":{"description":"Per-harness overrides.","type":"object","propertyNames":{"enum":["claude","codex","kimi","opencode"]},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"binary":{"description":"Absolute path of the harness binary, instead of searching PATH.","type":"string","minLength":1,"maxLength":4096}}}}}};
 const func2 = runtime0.default;
 const pattern0 = new RegExp("^https?://", "u");
 const pattern1 = new RegExp("^https?://[^/?#]+$", "u");
+const pattern2 = new RegExp("^\\s*[0-9A-Za-z*/,?#-]+(\\s+[0-9A-Za-z*/,?#-]+){4,5}\\s*$", "u");
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/agent-config.schema.json" */;
@@ -17,7 +18,7 @@ let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(((((key0 === "control_url") || (key0 === "token_file")) || (key0 === "policy_file")) || (key0 === "allowed_upload_origins")) || (key0 === "harnesses"))){
+if(!((((((key0 === "control_url") || (key0 === "token_file")) || (key0 === "policy_file")) || (key0 === "allowed_upload_origins")) || (key0 === "drain_schedule")) || (key0 === "harnesses"))){
 const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err0];
@@ -228,13 +229,11 @@ vErrors.push(err16);
 errors++;
 }
 }
-if(data.harnesses !== undefined){
-let data5 = data.harnesses;
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-for(const key1 in data5){
-const _errs14 = errors;
-if(!((((key1 === "claude") || (key1 === "codex")) || (key1 === "kimi")) || (key1 === "opencode"))){
-const err17 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.harnesses.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key1};
+if(data.drain_schedule !== undefined){
+let data5 = data.drain_schedule;
+if(typeof data5 === "string"){
+if(func2(data5) > 256){
+const err17 = {instancePath:instancePath+"/drain_schedule",schemaPath:"#/properties/drain_schedule/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -243,9 +242,8 @@ vErrors.push(err17);
 }
 errors++;
 }
-var valid4 = _errs14 === errors;
-if(!valid4){
-const err18 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid"};
+if(func2(data5) < 9){
+const err18 = {instancePath:instancePath+"/drain_schedule",schemaPath:"#/properties/drain_schedule/minLength",keyword:"minLength",params:{limit: 9},message:"must NOT have fewer than 9 characters"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -254,13 +252,8 @@ vErrors.push(err18);
 }
 errors++;
 }
-}
-for(const key2 in data5){
-let data6 = data5[key2];
-if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
-for(const key3 in data6){
-if(!(key3 === "binary")){
-const err19 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/harnesses/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(!pattern2.test(data5)){
+const err19 = {instancePath:instancePath+"/drain_schedule",schemaPath:"#/properties/drain_schedule/pattern",keyword:"pattern",params:{pattern: "^\\s*[0-9A-Za-z*/,?#-]+(\\s+[0-9A-Za-z*/,?#-]+){4,5}\\s*$"},message:"must match pattern \""+"^\\s*[0-9A-Za-z*/,?#-]+(\\s+[0-9A-Za-z*/,?#-]+){4,5}\\s*$"+"\""};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -270,11 +263,8 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data6.binary !== undefined){
-let data7 = data6.binary;
-if(typeof data7 === "string"){
-if(func2(data7) > 4096){
-const err20 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/binary",schemaPath:"#/properties/harnesses/additionalProperties/properties/binary/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+else {
+const err20 = {instancePath:instancePath+"/drain_schedule",schemaPath:"#/properties/drain_schedule/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -283,8 +273,14 @@ vErrors.push(err20);
 }
 errors++;
 }
-if(func2(data7) < 1){
-const err21 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/binary",schemaPath:"#/properties/harnesses/additionalProperties/properties/binary/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.harnesses !== undefined){
+let data6 = data.harnesses;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+for(const key1 in data6){
+const _errs16 = errors;
+if(!((((key1 === "claude") || (key1 === "codex")) || (key1 === "kimi")) || (key1 === "opencode"))){
+const err21 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.harnesses.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key1};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -293,9 +289,9 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-else {
-const err22 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/binary",schemaPath:"#/properties/harnesses/additionalProperties/properties/binary/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var valid4 = _errs16 === errors;
+if(!valid4){
+const err22 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -305,9 +301,12 @@ vErrors.push(err22);
 errors++;
 }
 }
-}
-else {
-const err23 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/harnesses/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key2 in data6){
+let data7 = data6[key2];
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+for(const key3 in data7){
+if(!(key3 === "binary")){
+const err23 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/harnesses/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -317,9 +316,11 @@ vErrors.push(err23);
 errors++;
 }
 }
-}
-else {
-const err24 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data7.binary !== undefined){
+let data8 = data7.binary;
+if(typeof data8 === "string"){
+if(func2(data8) > 4096){
+const err24 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/binary",schemaPath:"#/properties/harnesses/additionalProperties/properties/binary/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -328,15 +329,60 @@ vErrors.push(err24);
 }
 errors++;
 }
-}
-}
-else {
-const err25 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(func2(data8) < 1){
+const err25 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/binary",schemaPath:"#/properties/harnesses/additionalProperties/properties/binary/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err25];
 }
 else {
 vErrors.push(err25);
+}
+errors++;
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/binary",schemaPath:"#/properties/harnesses/additionalProperties/properties/binary/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+}
+else {
+const err27 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/harnesses/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+}
+else {
+const err29 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
 }
 errors++;
 }
@@ -347,10 +393,10 @@ return errors === 0;
 export const validateBundleManifest = validate11;
 const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/bundle-manifest.schema.json","title":"BundleManifest","description":"manifest.json of a blue-session-bundle-v1: what the bundle holds and where each file belongs natively. Field names and bounds follow Blue's session bundle.","type":"object","additionalProperties":false,"required":["schema_version","artifact_format","harness","compatibility_profile","native_session_id","captured_at_unix_ms","files"],"properties":{"schema_version":{"type":"integer","const":1},"artifact_format":{"type":"string","const":"blue-session-bundle-v1"},"harness":{"type":"string","enum":["claude","codex","kimi","opencode"]},"compatibility_profile":{"description":"The profile that captured the session; restore always uses this profile.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+$"},"native_session_id":{"type":"string","minLength":1,"maxLength":512,"pattern":"^[A-Za-z0-9._-]+$"},"captured_at_unix_ms":{"type":"integer","minimum":0,"maximum":9007199254740991},"cwd":{"type":"string","minLength":1,"maxLength":4096},"repository":{"type":"object","additionalProperties":false,"required":["root"],"properties":{"root":{"type":"string","minLength":1,"maxLength":4096},"remote":{"type":"string","minLength":1,"maxLength":4096}}},"title":{"type":"string","maxLength":256},"summary":{"type":"string","maxLength":1024},"files":{"type":"array","minItems":1,"maxItems":2048,"items":{"$ref":"#/definitions/file"}}},"definitions":{"file":{"title":"BundleFile","type":"object","additionalProperties":false,"required":["role","path","size","sha256"],"properties":{"role":{"type":"string","enum":["primary_transcript","session_companion","rollout","agent_wire_history","kimi_state","session_state","portable_export"]},"path":{"description":"The entry's name inside the bundle: files/NNNN-<name>.","type":"string","minLength":1,"maxLength":1024,"pattern":"^files/[0-9]{4}-[A-Za-z0-9._-]+$"},"native_path":{"description":"Where the file lives, relative to the harness's session root. Never absolute.","type":"string","minLength":1,"maxLength":4096},"size":{"type":"integer","minimum":0,"maximum":67108864},"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"}}}}};
 const schema13 = {"title":"BundleFile","type":"object","additionalProperties":false,"required":["role","path","size","sha256"],"properties":{"role":{"type":"string","enum":["primary_transcript","session_companion","rollout","agent_wire_history","kimi_state","session_state","portable_export"]},"path":{"description":"The entry's name inside the bundle: files/NNNN-<name>.","type":"string","minLength":1,"maxLength":1024,"pattern":"^files/[0-9]{4}-[A-Za-z0-9._-]+$"},"native_path":{"description":"Where the file lives, relative to the harness's session root. Never absolute.","type":"string","minLength":1,"maxLength":4096},"size":{"type":"integer","minimum":0,"maximum":67108864},"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"}}};
-const func11 = Object.prototype.hasOwnProperty;
-const pattern2 = new RegExp("^[A-Za-z0-9._-]+$", "u");
-const pattern4 = new RegExp("^files/[0-9]{4}-[A-Za-z0-9._-]+$", "u");
-const pattern5 = new RegExp("^[0-9a-f]{64}$", "u");
+const func13 = Object.prototype.hasOwnProperty;
+const pattern3 = new RegExp("^[A-Za-z0-9._-]+$", "u");
+const pattern5 = new RegExp("^files/[0-9]{4}-[A-Za-z0-9._-]+$", "u");
+const pattern6 = new RegExp("^[0-9a-f]{64}$", "u");
 
 function validate11(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/bundle-manifest.schema.json" */;
@@ -428,7 +474,7 @@ vErrors.push(err6);
 errors++;
 }
 for(const key0 in data){
-if(!(func11.call(schema12.properties, key0))){
+if(!(func13.call(schema12.properties, key0))){
 const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err7];
@@ -531,7 +577,7 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(!pattern2.test(data3)){
+if(!pattern3.test(data3)){
 const err16 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err16];
@@ -576,7 +622,7 @@ vErrors.push(err19);
 }
 errors++;
 }
-if(!pattern2.test(data4)){
+if(!pattern3.test(data4)){
 const err20 = {instancePath:instancePath+"/native_session_id",schemaPath:"#/properties/native_session_id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err20];
@@ -950,7 +996,7 @@ vErrors.push(err51);
 }
 errors++;
 }
-if(!pattern4.test(data15)){
+if(!pattern5.test(data15)){
 const err52 = {instancePath:instancePath+"/files/" + i0+"/path",schemaPath:"#/definitions/file/properties/path/pattern",keyword:"pattern",params:{pattern: "^files/[0-9]{4}-[A-Za-z0-9._-]+$"},message:"must match pattern \""+"^files/[0-9]{4}-[A-Za-z0-9._-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err52];
@@ -1045,7 +1091,7 @@ errors++;
 if(data13.sha256 !== undefined){
 let data18 = data13.sha256;
 if(typeof data18 === "string"){
-if(!pattern5.test(data18)){
+if(!pattern6.test(data18)){
 const err60 = {instancePath:instancePath+"/files/" + i0+"/sha256",schemaPath:"#/definitions/file/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err60];
@@ -1108,7 +1154,7 @@ return errors === 0;
 
 export const validateClientStatusReport = validate12;
 const schema14 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-client-status.schema.json","title":"ClientStatusReport","description":"Body of POST /client-status: what one machine applied.","type":"object","additionalProperties":false,"required":["instance_id","client_version","platform"],"properties":{"instance_id":{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"},"hostname":{"type":"string","maxLength":255},"client_version":{"type":"string","minLength":1,"maxLength":64},"platform":{"type":"string","minLength":1,"maxLength":32},"policy_revision":{"oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128},{"type":"null"}]},"harnesses":{"type":"object","propertyNames":{"enum":["claude","codex","kimi","opencode"]},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"installed":{"type":"boolean"},"version":{"type":["string","null"],"maxLength":64},"profile":{"type":["string","null"],"maxLength":256},"capture":{"type":"string","enum":["active","inactive","error"]},"detail":{"type":"string","maxLength":1024}}}}}};
-const pattern6 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
+const pattern7 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
 
 function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-client-status.schema.json" */;
@@ -1180,7 +1226,7 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!pattern6.test(data0)){
+if(!pattern7.test(data0)){
 const err6 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -1632,7 +1678,7 @@ errors++;
 if(data.sha256 !== undefined){
 let data0 = data.sha256;
 if(typeof data0 === "string"){
-if(!pattern5.test(data0)){
+if(!pattern6.test(data0)){
 const err1 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err1];
@@ -1763,7 +1809,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!(func11.call(schema16.properties, key0))){
+if(!(func13.call(schema16.properties, key0))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -1820,7 +1866,7 @@ vErrors.push(err9);
 }
 errors++;
 }
-if(!pattern2.test(data1)){
+if(!pattern3.test(data1)){
 const err10 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err10];
@@ -1845,7 +1891,7 @@ errors++;
 if(data.sha256 !== undefined){
 let data2 = data.sha256;
 if(typeof data2 === "string"){
-if(!pattern5.test(data2)){
+if(!pattern6.test(data2)){
 const err12 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err12];
@@ -2499,7 +2545,7 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!pattern6.test(data0)){
+if(!pattern7.test(data0)){
 const err6 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -2930,9 +2976,9 @@ const schema24 = {"type":"object","additionalProperties":false,"required":["prof
 const schema25 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
 const schema28 = {"type":"string","enum":["session_capture","session_resume"]};
 const schema29 = {"type":"string","enum":["primary_transcript","session_companion","rollout","agent_wire_history","kimi_state","session_state","portable_export"]};
-const pattern13 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
-const pattern14 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
-const pattern17 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
+const pattern14 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
+const pattern15 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
+const pattern18 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
 
 function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -2989,7 +3035,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!(func11.call(schema24.properties, key0))){
+if(!(func13.call(schema24.properties, key0))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -3023,7 +3069,7 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(!pattern13.test(data0)){
+if(!pattern14.test(data0)){
 const err8 = {instancePath:instancePath+"/profile",schemaPath:"#/properties/profile/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -3058,7 +3104,7 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(!pattern14.test(data1)){
+if(!pattern15.test(data1)){
 const err11 = {instancePath:instancePath+"/introduced",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -3093,7 +3139,7 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(!pattern14.test(data2)){
+if(!pattern15.test(data2)){
 const err14 = {instancePath:instancePath+"/before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -3128,7 +3174,7 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(!pattern14.test(data3)){
+if(!pattern15.test(data3)){
 const err17 = {instancePath:instancePath+"/verified_before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err17];
@@ -3313,7 +3359,7 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(!pattern17.test(data9)){
+if(!pattern18.test(data9)){
 const err32 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err32];
@@ -3659,7 +3705,7 @@ vErrors.push(err61);
 }
 errors++;
 }
-if(!pattern17.test(data18)){
+if(!pattern18.test(data18)){
 const err62 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err62];
@@ -3917,7 +3963,7 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(!pattern2.test(data2)){
+if(!pattern3.test(data2)){
 const err12 = {instancePath:instancePath+"/binary",schemaPath:"#/properties/binary/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err12];

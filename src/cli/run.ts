@@ -1,0 +1,32 @@
+/**
+ * `blue-agent run`: starts the workstation agent and returns when it has stopped. SIGTERM and SIGINT stop it (after
+ * the write in progress, with the spool's claims released), SIGHUP reloads the agent config.
+ */
+import type { Context } from '../context.js';
+import { Daemon } from '../daemon/index.js';
+import { serveTask, TASK_ENV } from '../daemon/worker.js';
+
+export async function runCommand(ctx: Context): Promise<number> {
+  // One step of a running agent, in its own short-lived process (see src/daemon/worker.ts).
+  if (ctx.env[TASK_ENV] === '1') return serveTask(ctx);
+  let daemon: Daemon | undefined;
+  // Handlers go in first: a signal that arrives while the agent is still starting must not kill it half-way.
+  let stopRequested: string | undefined;
+  const onStop = (signal: NodeJS.Signals) => {
+    if (daemon === undefined) stopRequested ??= signal;
+    else void daemon.stop(signal);
+  };
+  const onHup = () => void daemon?.reload();
+  process.on('SIGTERM', onStop);
+  process.on('SIGINT', onStop);
+  process.on('SIGHUP', onHup);
+  try {
+    daemon = await Daemon.start(ctx);
+    if (stopRequested !== undefined) void daemon.stop(stopRequested);
+    return await daemon.stopped;
+  } finally {
+    process.off('SIGTERM', onStop);
+    process.off('SIGINT', onStop);
+    process.off('SIGHUP', onHup);
+  }
+}

@@ -1,0 +1,471 @@
+/**
+ * `blue-agent run`: the long-running agent. It
+ *   - checks the governance policy every ttl_seconds (±10% jitter, If-None-Match), backs off after failures (doubling,
+ *     capped at an hour, never before Retry-After) and keeps the last-known-good policy while the server is away;
+ *   - reconciles at once when the policy changes, shortly after a managed config file changes (drift repair), and
+ *     in a periodic full sweep that notices harnesses installed, upgraded or removed;
+ *   - drains the spool on a cron schedule and soon after a capture arrives (see drains.ts);
+ *   - reports to `POST /client-status` after each reconcile, and leaves `<state>/agent-run.json` for `status`.
+ * Everything is timers and native file watches: an idle agent does no work at all.
+ */
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { controlSettings, loadAgentConfig, type AgentConfig } from '../config.js';
+import type { Context } from '../context.js';
+import { BlueError, toBlueError } from '../errors.js';
+import { DEFAULT_DRAIN_SCHEDULE, DrainScheduler, spawnDrain, validDrainSchedule, type DrainLauncher, type DrainResult } from './drains.js';
+import { acquireInstanceLock, type InstanceLock } from './lock.js';
+import { createRunLogger, detectLogTarget, type LogTarget, type RunLogger } from './log.js';
+import { clientStatusBody, instanceId, type HarnessSummary } from './report.js';
+import { DEFAULT_POLICY_SCHEDULE, nextPolicyCheck, type CheckOutcome, type PolicyScheduleOptions } from './schedule.js';
+import { writeRunState, type AgentRunState } from './state.js';
+import type { PolicyTaskResult, ReconcileTaskResult, StatusTaskResult } from './tasks.js';
+import { ConfigWatcher } from './watcher.js';
+import { processTasks, type TaskRunner } from './worker.js';
+
+export interface DaemonOptions {
+  /** Jitter source, [0, 1). */
+  random?: () => number;
+  policySchedule?: Partial<PolicyScheduleOptions>;
+  /** Quiet time after a config file changes before the drift reconcile. */
+  debounceMs?: number;
+  /** The periodic full reconcile. */
+  fullReconcileMs?: number;
+  /** Quiet time after a new capture before its drain. */
+  intakeDelayMs?: number;
+  /** On stop: how long a running drain may go on before it is stopped, and how long it gets to stop before SIGKILL. */
+  drainGraceMs?: number;
+  drainKillMs?: number;
+  /** Overrides drain_schedule from the config. */
+  drainSchedule?: string;
+  /** Where the log goes; detected from the environment by default. */
+  logTarget?: LogTarget;
+  logMaxBytes?: number;
+  /** How a drain is run; the CLI's `drain --json` as a child process by default. */
+  launchDrain?: DrainLauncher;
+  statusTimeoutMs?: number;
+  /** How the heavy steps run (policy check, reconcile, client status); a child process each by default. */
+  tasks?: (ctx: Context) => TaskRunner;
+}
+
+/** What the agent keeps of the policy in force. */
+type PolicyInForce = NonNullable<PolicyTaskResult['resolved']>;
+
+export type ReconcileTrigger = 'start' | 'policy' | 'drift' | 'periodic' | 'reload';
+
+const TRIGGER_RANK: Record<ReconcileTrigger, number> = { periodic: 0, start: 1, reload: 2, drift: 3, policy: 4 };
+
+/** The policy in force, as the last check left it: what each reconcile applies. */
+export const POLICY_SNAPSHOT = path.join('policy', 'in-force.json');
+
+export class Daemon {
+  readonly stopped: Promise<number>;
+  private resolveStopped!: (code: number) => void;
+  private readonly log: RunLogger;
+  /** The context handed to reconcile and friends: same world, the run log as its logger. */
+  private readonly rctx: Context;
+  private readonly schedule: PolicyScheduleOptions;
+  private readonly random: () => number;
+  private readonly watcher: ConfigWatcher;
+  private readonly drains: DrainScheduler;
+  private readonly startedAt: number;
+  private readonly snapshot: string;
+
+  private stopping = false;
+  private policyTimer: NodeJS.Timeout | undefined;
+  private fullTimer: NodeJS.Timeout | undefined;
+  private checking: Promise<void> | undefined;
+  private checkAgain = false;
+  private reconciling: Promise<void> | undefined;
+  private pendingReconcile: ReconcileTrigger | undefined;
+
+  private resolved: PolicyInForce | undefined;
+  private readonly tasks: TaskRunner;
+  private policyKey: string | undefined;
+  /** False while a required policy has gone stale: managed hooks then stay exactly as they are. */
+  private policyUsable = false;
+  private failures = 0;
+  private lastReport: { harnesses: HarnessSummary[] } | undefined;
+  private statusPending = false;
+  private state: AgentRunState;
+
+  private constructor(
+    private readonly ctx: Context,
+    private readonly options: DaemonOptions,
+    private config: AgentConfig,
+    private readonly lock: InstanceLock,
+    private readonly instance: string,
+    drainSchedule: string,
+  ) {
+    this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
+    this.log = createRunLogger({
+      target: options.logTarget ?? detectLogTarget(ctx.env, ctx.paths.stateDir, options.logMaxBytes),
+      stdout: ctx.stdout,
+      env: ctx.env,
+      now: () => ctx.clock.now(),
+    });
+    this.rctx = { ...ctx, logger: this.log };
+    this.tasks = (options.tasks ?? ((c) => processTasks(c)))(this.rctx);
+    this.schedule = { ...DEFAULT_POLICY_SCHEDULE, ...options.policySchedule };
+    this.random = options.random ?? Math.random;
+    this.startedAt = ctx.clock.now();
+    this.snapshot = path.join(ctx.paths.stateDir, POLICY_SNAPSHOT);
+    this.state = {
+      pid: process.pid,
+      started_at_unix_ms: this.startedAt,
+      updated_at_unix_ms: this.startedAt,
+      instance_id: instance,
+      drain_schedule: drainSchedule,
+      log: this.log.target.kind === 'stdout' ? 'stdout' : this.log.target.file,
+    };
+    this.watcher = new ConfigWatcher({
+      debounceMs: options.debounceMs ?? 1_000,
+      log: this.log,
+      onChange: (files) => {
+        this.log.info('managed config changed', { files });
+        this.requestReconcile('drift');
+      },
+    });
+    this.drains = new DrainScheduler({
+      ctx,
+      log: this.log,
+      schedule: drainSchedule,
+      intakeDelayMs: options.intakeDelayMs ?? 500,
+      launch: options.launchDrain ?? spawnDrain,
+      onResult: (result) => this.onDrain(result),
+    });
+  }
+
+  /** Takes the one-per-user lock, loads the config and starts every loop. Throws when another agent runs. */
+  static async start(ctx: Context, options: DaemonOptions = {}): Promise<Daemon> {
+    const lock = await acquireInstanceLock(ctx.paths.stateDir, ctx.clock.now());
+    let daemon: Daemon;
+    try {
+      const { config } = await loadAgentConfig(ctx);
+      const drainSchedule = checkSchedule(options.drainSchedule ?? config.drain_schedule ?? DEFAULT_DRAIN_SCHEDULE, ctx.paths.configFile);
+      daemon = new Daemon(ctx, options, config, lock, await instanceId(ctx), drainSchedule);
+    } catch (error) {
+      await lock.release();
+      throw error;
+    }
+    await daemon.begin();
+    return daemon;
+  }
+
+  private async begin(): Promise<void> {
+    const settings = safeSettings(this.ctx, this.config);
+    this.log.info('agent started', {
+      version: this.ctx.self.version,
+      instance_id: this.instance,
+      state_dir: this.ctx.paths.stateDir,
+      control_url: settings?.controlUrl ?? null,
+      drain_schedule: this.drains.schedule,
+      log: this.state.log,
+    });
+    try {
+      await this.drains.start();
+    } catch (error) {
+      await this.shutdown('start-failed');
+      throw error;
+    }
+    this.fullTimer = setInterval(() => this.requestReconcile('periodic'), this.options.fullReconcileMs ?? 60 * 60_000);
+    void this.checkPolicy();
+    if (await this.spoolHasWork()) this.drains.request('start');
+  }
+
+  /** Asks the Control API now (SIGHUP does, after reloading the config). */
+  checkPolicy(): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    if (this.checking !== undefined) {
+      this.checkAgain = true;
+      return this.checking;
+    }
+    clearTimeout(this.policyTimer);
+    this.checking = this.runPolicyCheck()
+      .catch((error: unknown) => this.log.error('policy check crashed', { error: String(error) }))
+      .finally(() => {
+        this.checking = undefined;
+        if (this.checkAgain && !this.stopping) {
+          this.checkAgain = false;
+          void this.checkPolicy();
+        }
+      });
+    return this.checking;
+  }
+
+  /** SIGHUP: reads config.yaml again; a bad file is reported and the config in force is kept. */
+  async reload(): Promise<void> {
+    if (this.stopping) return;
+    try {
+      const { config } = await loadAgentConfig(this.ctx);
+      const schedule = checkSchedule(this.options.drainSchedule ?? config.drain_schedule ?? DEFAULT_DRAIN_SCHEDULE, this.ctx.paths.configFile);
+      const settings = controlSettings(this.ctx, config);
+      this.config = config;
+      this.drains.reschedule(schedule);
+      this.state.drain_schedule = schedule;
+      this.log.info('config reloaded', { file: this.ctx.paths.configFile, drain_schedule: schedule, control_url: settings.controlUrl ?? null });
+    } catch (error) {
+      const blue = toBlueError(error);
+      this.log.error('config reload failed; keeping the config in force', { code: blue.code, error: blue.message });
+      return;
+    }
+    await this.checkPolicy();
+  }
+
+  /** SIGTERM/SIGINT: stop scheduling, let the write in progress finish, release claims, exit 0. */
+  async stop(reason = 'stop'): Promise<number> {
+    if (!this.stopping) void this.shutdown(reason);
+    return this.stopped;
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+
+  private async shutdown(reason: string): Promise<void> {
+    this.stopping = true;
+    this.log.info('stopping', { reason });
+    clearTimeout(this.policyTimer);
+    clearInterval(this.fullTimer);
+    await this.watcher.close().catch(() => undefined);
+    await this.drains.stop(this.options.drainGraceMs ?? 5_000, this.options.drainKillMs ?? 5_000).catch((error: unknown) =>
+      this.log.error('stopping the drain failed', { error: String(error) }),
+    );
+    // A reconcile in progress finishes its writes (they are quick and bounded); a policy check is only waited for
+    // briefly — its one write, the last-known-good cache, is atomic.
+    await this.reconciling;
+    if (this.checking !== undefined) await Promise.race([this.checking, delay(2_000)]);
+    this.state.stopped_at_unix_ms = this.ctx.clock.now();
+    await this.saveState(true);
+    await this.lock.release();
+    this.log.info('stopped', { reason });
+    this.resolveStopped(0);
+  }
+
+  private async runPolicyCheck(): Promise<void> {
+    let outcome: CheckOutcome;
+    let lastError: { code: string; message: string } | undefined;
+    const now = this.ctx.clock.now();
+    let result: PolicyTaskResult;
+    try {
+      result = (await this.tasks({ task: 'policy', config: this.config, snapshot: this.snapshot })) as PolicyTaskResult;
+    } catch (error) {
+      result = { error: { code: 'INTERNAL', message: (error as Error).message } };
+    }
+    const { resolved, unavailable } = result;
+    if (resolved !== undefined) {
+      this.policyUsable = true;
+      if (resolved.source === 'cached') {
+        outcome = { ok: false, retryAfterMs: unavailable?.retryAfterMs };
+        lastError = { code: 'POLICY_UNREACHABLE', message: `Control API ${unavailable?.reason ?? 'unavailable'}` };
+        this.log.warn('Control API unavailable: using the last-known-good policy', {
+          revision: resolved.revision,
+          reason: unavailable?.reason ?? null,
+          age_seconds: resolved.ageSeconds ?? null,
+          stale: resolved.stale,
+        });
+      } else {
+        outcome = { ok: true, ttlSeconds: resolved.ttlSeconds };
+      }
+      for (const warning of resolved.warnings) if (resolved.source !== 'cached' || !warning.startsWith('Control API')) this.log.warn(warning);
+      const changed = resolved.key !== this.policyKey;
+      this.resolved = resolved;
+      if (changed) {
+        this.policyKey = resolved.key;
+        this.log.info('policy revision in force', { revision: resolved.revision, source: resolved.source });
+        this.requestReconcile('policy');
+      } else if (this.statusPending && outcome.ok && this.lastReport !== undefined) {
+        await this.sendStatus(this.lastReport.harnesses, new Set());
+      }
+    } else {
+      const error = result.error ?? { code: 'INTERNAL', message: 'the policy check gave no answer' };
+      outcome = { ok: false, retryAfterMs: unavailable?.retryAfterMs };
+      lastError = error;
+      // A required policy gone stale: change nothing until a fresh one is fetched.
+      if (error.code === 'POLICY_STALE') this.policyUsable = false;
+      this.log.warn('policy check failed', { code: error.code, error: error.message });
+    }
+    const next = nextPolicyCheck(this.failures, outcome, this.schedule, this.random);
+    this.failures = next.failures;
+    const checkedAt = this.ctx.clock.now();
+    const fields = {
+      ok: outcome.ok,
+      revision: this.resolved?.revision ?? null,
+      source: this.resolved?.source ?? null,
+      failures: next.failures,
+      next_check_in_ms: next.delayMs,
+      basis: next.basis,
+      ...(outcome.ok ? {} : { retry_after_ms: outcome.retryAfterMs ?? null }),
+    };
+    if (outcome.ok) this.log.info('policy checked', fields);
+    else this.log.warn('policy check will be retried', fields);
+    this.state.policy = {
+      revision: this.resolved?.revision ?? this.state.policy?.revision ?? 'unknown',
+      source: this.resolved?.source ?? 'cached',
+      ...(this.resolved?.fetchedAt === undefined ? {} : { fetched_at_unix_ms: this.resolved.fetchedAt }),
+      failures: next.failures,
+      next_check_at_unix_ms: checkedAt + next.delayMs,
+      checked_at_unix_ms: now,
+      ...(lastError === undefined ? {} : { last_error: lastError }),
+    };
+    await this.saveState();
+    if (!this.stopping) this.policyTimer = setTimeout(() => void this.checkPolicy(), next.delayMs);
+  }
+
+  private requestReconcile(trigger: ReconcileTrigger): void {
+    if (this.stopping) return;
+    if (this.reconciling !== undefined) {
+      if (this.pendingReconcile === undefined || TRIGGER_RANK[trigger] > TRIGGER_RANK[this.pendingReconcile]) this.pendingReconcile = trigger;
+      return;
+    }
+    this.reconciling = this.runReconcile(trigger)
+      .catch((error: unknown) => this.log.error('reconcile crashed', { error: String(error) }))
+      .finally(() => {
+        this.reconciling = undefined;
+        const next = this.pendingReconcile;
+        this.pendingReconcile = undefined;
+        if (next !== undefined) this.requestReconcile(next);
+      });
+  }
+
+  private async runReconcile(trigger: ReconcileTrigger): Promise<void> {
+    if (this.resolved === undefined || !this.policyUsable) {
+      this.log.info('reconcile skipped: no policy to apply', { trigger });
+      return;
+    }
+    const at = this.ctx.clock.now();
+    let result: ReconcileTaskResult;
+    try {
+      result = (await this.tasks({ task: 'reconcile', snapshot: this.snapshot })) as ReconcileTaskResult;
+    } catch (error) {
+      result = { ok: false, harnesses: [], watch: [], error: { code: 'INTERNAL', message: (error as Error).message } };
+    }
+    if (result.watch.length > 0) await this.watcher.setFiles(result.watch);
+    if (result.error !== undefined) {
+      this.log.error('reconcile failed', { trigger, code: result.error.code, error: result.error.message });
+      this.state.last_reconcile = { at_unix_ms: at, ok: false, corrected: [], error: result.error, trigger };
+      await this.watcher.remember();
+      await this.saveState();
+      return;
+    }
+    const corrected = new Set<string>();
+    for (const h of result.harnesses) {
+      if (h.action === 'unchanged') continue;
+      if (h.action === 'error') {
+        this.log.warn('harness not reconciled', { trigger, harness: h.harness, state: h.state, reason: h.reason, files: h.files });
+        continue;
+      }
+      // A correction: the harness is as it was (same state, same version), yet its file needed changing — somebody or
+      // something changed what the agent manages. A harness installed, upgraded or removed is an update, not drift.
+      const before = this.lastReport?.harnesses.find((p) => p.harness === h.harness);
+      if (trigger !== 'policy' && before !== undefined && before.state === h.state && before.version === h.version) {
+        corrected.add(h.harness);
+        this.log.warn('drift corrected', { trigger, harness: h.harness, action: h.action, state: h.state, files: h.files });
+      } else {
+        this.log.info('hooks updated', { trigger, harness: h.harness, action: h.action, state: h.state, files: h.files });
+      }
+    }
+    this.lastReport = { harnesses: result.harnesses };
+    await this.watcher.remember();
+    this.log.info('reconciled', {
+      trigger,
+      revision: this.resolved.revision,
+      ok: result.ok,
+      corrected: [...corrected],
+      harnesses: Object.fromEntries(result.harnesses.map((h) => [h.harness, { state: h.state, action: h.action }])),
+    });
+    this.state.last_reconcile = { at_unix_ms: at, ok: result.ok, corrected: [...corrected], trigger };
+    await this.saveState();
+    await this.sendStatus(result.harnesses, corrected);
+  }
+
+  private async sendStatus(harnesses: HarnessSummary[], corrected: ReadonlySet<string>): Promise<void> {
+    if (safeSettings(this.ctx, this.config)?.controlUrl === undefined) return;
+    const at = this.ctx.clock.now();
+    const body = clientStatusBody(this.ctx, this.instance, { harnesses }, this.resolved?.revision, corrected);
+    let result: StatusTaskResult;
+    try {
+      result = (await this.tasks({ task: 'status', body, timeoutMs: this.options.statusTimeoutMs ?? 10_000 })) as StatusTaskResult;
+    } catch (error) {
+      result = { ok: false, error: { code: 'INTERNAL', message: (error as Error).message } };
+    }
+    if (result.ok) {
+      this.statusPending = false;
+      this.state.last_status_report = { at_unix_ms: at, ok: true };
+      this.log.info('client status reported', { revision: this.resolved?.revision ?? null, corrected: [...corrected] });
+    } else {
+      this.statusPending = true;
+      this.state.last_status_report = { at_unix_ms: at, ok: false, ...(result.error === undefined ? {} : { error: result.error.message }) };
+      this.log.warn('client status not reported; will try again', { code: result.error?.code ?? null, error: result.error?.message ?? null });
+    }
+    await this.saveState();
+  }
+
+  private async onDrain(result: DrainResult): Promise<void> {
+    const s = result.summary;
+    const fields = {
+      trigger: result.trigger,
+      ok: result.ok,
+      ms: result.finished_at_unix_ms - result.started_at_unix_ms,
+      ...(s === undefined ? {} : { built: s.built, uploaded: s.uploaded, failed: s.failed, retried: s.retried, left: s.left, left_ready: s.left_ready }),
+      ...(result.interrupted ? { interrupted: true } : {}),
+      ...(result.released.length > 0 ? { released: result.released } : {}),
+      ...(result.error === undefined ? {} : { error: result.error }),
+    };
+    if (result.ok) this.log.info('drain finished', fields);
+    else this.log.warn('drain finished with problems', fields);
+    this.state.last_drain = {
+      at_unix_ms: result.finished_at_unix_ms,
+      ok: result.ok,
+      trigger: result.trigger,
+      uploaded: s?.uploaded ?? 0,
+      built: s?.built ?? 0,
+      failed: s?.failed ?? 0,
+      interrupted: result.interrupted,
+    };
+    await this.saveState();
+  }
+
+  private async spoolHasWork(): Promise<boolean> {
+    for (const dir of ['intake', 'ready']) {
+      const names = await readdir(path.join(this.ctx.paths.stateDir, 'spool', dir)).catch(() => [] as string[]);
+      if (names.some((n) => n.endsWith('.json'))) return true;
+    }
+    return false;
+  }
+
+  private async saveState(final = false): Promise<void> {
+    if (this.stopping && !final) return;
+    this.state.updated_at_unix_ms = this.ctx.clock.now();
+    const next = this.drains.nextRunAt();
+    if (next !== undefined && !final) this.state.next_drain_at_unix_ms = next;
+    else delete this.state.next_drain_at_unix_ms;
+    await writeRunState(this.ctx, this.state).catch((error: unknown) => this.log.warn('cannot write agent-run.json', { error: String(error) }));
+  }
+}
+
+/** Starts the agent and resolves with its exit code once it has stopped. */
+export async function runAgent(ctx: Context, options: DaemonOptions = {}): Promise<{ daemon: Daemon; exitCode: Promise<number> }> {
+  const daemon = await Daemon.start(ctx, options);
+  return { daemon, exitCode: daemon.stopped };
+}
+
+function checkSchedule(expr: string, file: string): string {
+  if (!validDrainSchedule(expr)) {
+    throw new BlueError('CONFIG_INVALID', `${file}: drain_schedule "${expr.slice(0, 100)}" is not a valid cron expression`, {
+      file,
+      hint: 'Use five fields (minute hour day month weekday), e.g. "*/5 * * * *" for every 5 minutes, or six with seconds first.',
+    });
+  }
+  return expr;
+}
+
+function safeSettings(ctx: Context, config: AgentConfig) {
+  try {
+    return controlSettings(ctx, config);
+  } catch {
+    return undefined;
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

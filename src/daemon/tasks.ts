@@ -1,0 +1,140 @@
+/**
+ * The run loop's heavy steps — check the policy, reconcile, report to the Control API — each a function with a small,
+ * JSON-serialisable answer. The agent runs them in a short-lived child process (`blue-agent run` with
+ * BLUE_AGENT_RUN_TASK=1, see worker.ts): the HTTP client, the schema validators, the harness adapters and the
+ * profiles are then never loaded into the long-lived process, which stays small while idle.
+ */
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import type { AgentConfig } from '../config.js';
+import type { Context } from '../context.js';
+import { toBlueError } from '../errors.js';
+import { ADAPTERS } from '../harnesses/index.js';
+import { DEFAULT_TTL_SECONDS, resolvePolicy, type PolicySource } from '../policy/index.js';
+import { reconcile } from '../reconcile/index.js';
+import type { ClientStatusReport } from '../schema/generated/control-client-status.js';
+import { ControlClient } from '../upload/client.js';
+import { readTextIfExists, writeStateFile } from '../util/fs.js';
+import type { HarnessSummary } from './report.js';
+
+export type TaskRequest =
+  | { task: 'policy'; config: AgentConfig; snapshot: string }
+  | { task: 'reconcile'; snapshot: string }
+  | { task: 'status'; body: ClientStatusReport; timeoutMs: number };
+
+export interface TaskError {
+  code: string;
+  message: string;
+}
+
+export interface PolicyTaskResult {
+  /** A policy is in force (fetched, confirmed, from a file, or the last-known-good one). */
+  resolved?: {
+    revision: number | string;
+    source: PolicySource;
+    fetchedAt?: number;
+    ageSeconds?: number;
+    stale: boolean;
+    ttlSeconds: number;
+    /** SHA-256 of the policy: changes exactly when the policy does. */
+    key: string;
+    warnings: string[];
+  };
+  /** The Control API could not be asked. */
+  unavailable?: { reason: string; retryAfterMs?: number };
+  error?: TaskError;
+}
+
+export interface ReconcileTaskResult {
+  ok: boolean;
+  harnesses: HarnessSummary[];
+  /** Every native file a hook may live in: what the agent watches for drift. */
+  watch: string[];
+  error?: TaskError;
+}
+
+export interface StatusTaskResult {
+  ok: boolean;
+  error?: TaskError;
+}
+
+function taskError(error: unknown): TaskError {
+  const blue = toBlueError(error);
+  return { code: blue.code, message: blue.message };
+}
+
+/** Fetches (or confirms, or falls back on) the policy and keeps a copy of it at `snapshot` for reconcile to apply. */
+export async function policyTask(ctx: Context, config: AgentConfig, snapshot: string): Promise<PolicyTaskResult> {
+  let unavailable: PolicyTaskResult['unavailable'];
+  try {
+    const resolved = await resolvePolicy(ctx, { dryRun: false, config, onUnavailable: (info) => (unavailable = info) });
+    const text = `${JSON.stringify(resolved.policy, null, 2)}\n`;
+    if ((await readTextIfExists(snapshot)) !== text) await writeStateFile(snapshot, text);
+    return {
+      resolved: {
+        revision: resolved.revision,
+        source: resolved.source,
+        ...(resolved.fetchedAt === undefined ? {} : { fetchedAt: resolved.fetchedAt }),
+        ...(resolved.ageSeconds === undefined ? {} : { ageSeconds: resolved.ageSeconds }),
+        stale: resolved.stale,
+        ttlSeconds: resolved.policy.ttl_seconds ?? DEFAULT_TTL_SECONDS,
+        key: createHash('sha256').update(text).digest('hex'),
+        warnings: resolved.warnings,
+      },
+      ...(unavailable === undefined ? {} : { unavailable }),
+    };
+  } catch (error) {
+    return { ...(unavailable === undefined ? {} : { unavailable }), error: taskError(error) };
+  }
+}
+
+/** Applies the policy kept at `snapshot` to every harness. */
+export async function reconcileTask(ctx: Context, snapshot: string): Promise<ReconcileTaskResult> {
+  const watch = new Set<string>();
+  for (const adapter of Object.values(ADAPTERS)) for (const f of adapter.knownHookFiles(ctx)) watch.add(f);
+  try {
+    const report = await reconcile(ctx, { dryRun: false, policyFile: snapshot });
+    const harnesses: HarnessSummary[] = report.harnesses.map((h) => {
+      for (const f of h.files) if (path.isAbsolute(f.path)) watch.add(f.path);
+      return {
+        harness: h.harness,
+        installed: h.installed,
+        version: h.version,
+        profile: h.profile,
+        state: h.state,
+        reason: h.reason,
+        action: h.action,
+        files: h.files.filter((f) => f.action !== 'unchanged').map((f) => f.path),
+      };
+    });
+    return { ok: report.ok, harnesses, watch: [...watch] };
+  } catch (error) {
+    return { ok: false, harnesses: [], watch: [...watch], error: taskError(error) };
+  }
+}
+
+/** `POST /client-status`. */
+export async function statusTask(ctx: Context, body: ClientStatusReport, timeoutMs: number): Promise<StatusTaskResult> {
+  try {
+    const client = await ControlClient.fromContext(ctx, { timeoutMs });
+    try {
+      await client.requestJson('POST', client.routeUrl('client-status'), body);
+    } finally {
+      await client.close();
+    }
+    return { ok: true };
+  } catch (error) {
+    return { ok: false, error: taskError(error) };
+  }
+}
+
+export function runTask(ctx: Context, request: TaskRequest): Promise<PolicyTaskResult | ReconcileTaskResult | StatusTaskResult> {
+  switch (request.task) {
+    case 'policy':
+      return policyTask(ctx, request.config, request.snapshot);
+    case 'reconcile':
+      return reconcileTask(ctx, request.snapshot);
+    case 'status':
+      return statusTask(ctx, request.body, request.timeoutMs);
+  }
+}

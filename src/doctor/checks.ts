@@ -1,0 +1,260 @@
+/**
+ * Pure: the doctor's verdicts. Each check turns facts into one line — ok, warn or fail — and every warn or fail
+ * carries a concrete command or step that fixes it.
+ */
+import semver from 'semver';
+import type { ServiceState } from '../service/index.js';
+import type { HarnessStatus } from '../status/collect.js';
+import type { ErrorInfo } from '../status/policy.js';
+import { certifyCommand } from '../reconcile/decide.js';
+import type { ControlFacts, DoctorFacts, SpoolFacts } from './collect.js';
+
+export type CheckStatus = 'ok' | 'warn' | 'fail';
+
+export interface Check {
+  id: string;
+  status: CheckStatus;
+  message: string;
+  /** For warn and fail: what to run or do. */
+  fix?: string;
+}
+
+const LOGIN = 'blue-agent login --control-url URL --token-stdin';
+
+export function runChecks(facts: DoctorFacts): Check[] {
+  return [
+    checkNode(facts.node),
+    checkConfig(facts.config),
+    checkControlApi(facts.control, facts.config.policyFile),
+    checkToken(facts.control),
+    checkPolicy(facts),
+    checkSpool(facts.spool, facts.platform),
+    ...checkHarnesses(facts.harnesses),
+    checkCodexTrust(facts.harnesses),
+    checkService(facts.service),
+  ];
+}
+
+export function checkNode(node: DoctorFacts['node']): Check {
+  const version = semver.coerce(node.version, { includePrerelease: true })?.version;
+  const ok = version !== undefined && semver.satisfies(version, node.required, { includePrerelease: true });
+  if (ok) return { id: 'node', status: 'ok', message: `Node.js ${node.version} (blue-agent needs ${node.required})` };
+  return {
+    id: 'node',
+    status: 'fail',
+    message: `Node.js ${node.version} is older than blue-agent needs (${node.required})`,
+    fix: `install Node.js ${node.required.replace(/^>=\s*/, '')} or newer (24 LTS recommended), then run \`blue-agent reconcile\` and \`blue-agent service install\` with it so the hooks and the service use it`,
+  };
+}
+
+function checkConfig(config: DoctorFacts['config']): Check {
+  if (config.error !== undefined) return { id: 'config', status: 'fail', message: config.error.message, fix: config.error.hint ?? `fix ${config.file}` };
+  return { id: 'config', status: 'ok', message: config.exists ? config.file : `${config.file} (absent: defaults apply)` };
+}
+
+function checkControlApi(control: ControlFacts, policyFile: string | undefined): Check {
+  const id = 'control-api';
+  if (control.urlError !== undefined) return { id, status: 'fail', message: control.urlError.message, fix: control.urlError.hint ?? LOGIN };
+  if (control.url === undefined) {
+    return policyFile === undefined
+      ? { id, status: 'fail', message: 'no Control API and no policy file are configured: nothing is captured', fix: `${LOGIN} (or set policy_file in the agent config)` }
+      : { id, status: 'warn', message: 'no Control API is configured: captured sessions stay in the spool, never uploaded', fix: LOGIN };
+  }
+  const probe = control.probe;
+  const origin = safeOrigin(control.url);
+  if (probe === undefined) return { id, status: 'warn', message: `the Control API at ${origin} was not checked` };
+  switch (probe.kind) {
+    case 'ok':
+    case 'refused':
+      return { id, status: 'ok', message: `the Control API at ${origin} answers` };
+    case 'unavailable':
+      return {
+        id,
+        status: 'fail',
+        message: `the Control API at ${origin} cannot be reached: ${probe.reason}`,
+        fix: `check the network (VPN, proxy) and the URL in ${control.urlSource === 'BLUE_AGENT_CONTROL_URL' ? 'BLUE_AGENT_CONTROL_URL' : 'control_url of the agent config'}; to change it: ${LOGIN}`,
+      };
+    case 'error':
+      return { id, status: 'fail', message: probe.error.message, fix: probe.error.hint ?? 'check control_url and the Control API logs' };
+  }
+}
+
+function checkToken(control: ControlFacts): Check {
+  const id = 'token';
+  if (typeof control.token === 'object') return { id, status: 'fail', message: control.token.error.message, fix: control.token.error.hint ?? LOGIN };
+  if (control.url === undefined) return { id, status: 'ok', message: 'no Control API configured, no token needed' };
+  const probe = control.probe;
+  if (probe?.kind === 'refused') {
+    const forbidden = /HTTP 403/.test(probe.error.message);
+    return {
+      id,
+      status: 'fail',
+      message: control.token === 'missing' ? `no token is configured, and the Control API requires one` : probe.error.message,
+      fix: forbidden ? (probe.error.hint ?? 'ask an administrator for access') : `get a new token from your Control API administrator, then: ${LOGIN}`,
+    };
+  }
+  if (probe?.kind === 'ok') {
+    return control.token === 'missing'
+      ? { id, status: 'warn', message: 'no token is configured (the Control API let an anonymous request read the policy)', fix: LOGIN }
+      : { id, status: 'ok', message: `the token from ${control.tokenSource} is accepted` };
+  }
+  if (control.token === 'missing') return { id, status: 'fail', message: 'no token is configured', fix: LOGIN };
+  return { id, status: 'warn', message: `the token from ${control.tokenSource} could not be checked: the Control API did not answer`, fix: 'fix the control-api check first, then run `blue-agent doctor` again' };
+}
+
+function checkPolicy(facts: DoctorFacts): Check {
+  const id = 'policy';
+  const resolved = facts.policy.resolved;
+  if (resolved === undefined) {
+    const e: ErrorInfo = facts.policy.error ?? { code: 'POLICY_MISSING', message: 'no governance policy is available' };
+    return { id, status: 'fail', message: e.message, fix: e.hint ?? LOGIN };
+  }
+  const capture = resolved.policy.session_upload === undefined ? 'capture off' : 'capture on';
+  const where = resolved.source === 'file' ? resolved.location : resolved.source === 'fetched' ? 'from the Control API' : 'last-known-good copy';
+  const message = `revision ${resolved.revision} (${resolved.source}: ${where}), ${capture}`;
+  if (resolved.warnings.length > 0 || resolved.stale) {
+    return {
+      id,
+      status: 'warn',
+      message: `${message}; ${resolved.warnings.join('; ') || 'stale'}`,
+      fix: resolved.source === 'file' ? `fix ${resolved.location}` : 'fix the control-api check, then run `blue-agent reconcile` to fetch a fresh policy',
+    };
+  }
+  return { id, status: 'ok', message };
+}
+
+export function checkSpool(spool: SpoolFacts, platform: NodeJS.Platform): Check {
+  const id = 'spool';
+  if (spool.error !== undefined) return { id, status: 'fail', message: spool.error.message, fix: spool.error.hint ?? `check ${spool.stateDir}` };
+  if (!spool.stateDirExists) return { id, status: 'ok', message: `${spool.stateDir} not created yet (made private on first use)` };
+  if (platform === 'win32') return { id, status: 'ok', message: spool.root };
+  const foreign = spool.entries.filter((e) => spool.uid !== undefined && e.uid !== spool.uid);
+  const linkedDirs = spool.entries.filter((e) => e.kind === 'dir' && e.path !== spool.stateDir && (e.isSymbolicLink || !e.isDirectory));
+  const looseDirs = spool.entries.filter((e) => e.kind === 'dir' && e.isDirectory && (e.mode & 0o077) !== 0);
+  const looseFiles = spool.entries.filter((e) => e.kind === 'file' && !e.isSymbolicLink && !e.isDirectory && (e.mode & 0o077) !== 0);
+  const problems: string[] = [];
+  const fixes: string[] = [];
+  if (foreign.length > 0) {
+    problems.push(`${foreign.map((e) => e.path).join(', ')} ${foreign.length === 1 ? 'is' : 'are'} owned by another user`);
+    fixes.push(`chown -R "$(id -un)" ${quote(spool.stateDir)}`);
+  }
+  if (linkedDirs.length > 0) {
+    problems.push(`${linkedDirs.map((e) => e.path).join(', ')} ${linkedDirs.length === 1 ? 'is not a real directory' : 'are not real directories'}`);
+    fixes.push(`remove ${linkedDirs.map((e) => quote(e.path)).join(' ')} (blue-agent recreates ${linkedDirs.length === 1 ? 'it' : 'them'})`);
+  }
+  if (looseDirs.length > 0) {
+    problems.push(`${describeModes(looseDirs)} open to group or others`);
+    fixes.push(`chmod 700 ${looseDirs.map((e) => quote(e.path)).join(' ')}`);
+  }
+  if (looseFiles.length > 0) {
+    problems.push(`${looseFiles.length} spool file${looseFiles.length === 1 ? '' : 's'} readable by group or others`);
+    fixes.push(`chmod 600 ${looseFiles.length <= 3 ? looseFiles.map((e) => quote(e.path)).join(' ') : `${quote(spool.root)}/*/*`}`);
+  }
+  if (problems.length === 0 && spool.unsafe !== undefined) {
+    problems.push(spool.unsafe.message);
+    fixes.push(spool.unsafe.hint ?? `chmod 700 ${quote(spool.root)}`);
+  }
+  if (problems.length > 0) return { id, status: 'fail', message: `${problems.join('; ')}: captured sessions are not private`, fix: fixes.join(' && ') };
+  return { id, status: 'ok', message: `${spool.root} is private to you` };
+}
+
+function describeModes(entries: readonly { path: string; mode: number }[]): string {
+  return entries.map((e) => `${e.path} (mode ${e.mode.toString(8).padStart(4, '0')})`).join(', ') + (entries.length === 1 ? ' is' : ' are');
+}
+
+function checkHarnesses(harnesses: DoctorFacts['harnesses']): Check[] {
+  if ('error' in harnesses) {
+    return [{ id: 'harnesses', status: 'fail', message: harnesses.error.message, fix: harnesses.error.hint ?? 'run `blue-agent reconcile --dry-run` for details' }];
+  }
+  return harnesses.map(checkHarness);
+}
+
+export function checkHarness(h: HarnessStatus): Check {
+  const id = `harness:${h.harness}`;
+  const what = h.version === null ? h.harness : `${h.harness} ${h.version}`;
+  const profile = h.profile === null ? '' : `, profile ${h.profile}`;
+  const certify = h.version === null ? '' : certifyCommand(h.harness, h.version);
+  switch (h.state) {
+    case 'not_installed':
+      return { id, status: 'ok', message: `not installed (${h.reason})` };
+    case 'error':
+      return { id, status: 'fail', message: h.reason, fix: h.hint ?? `run \`blue-agent reconcile --dry-run --harness ${h.harness}\` for details, fix what it names, then \`blue-agent reconcile\`` };
+    case 'unverified_version':
+      return {
+        id,
+        status: 'warn',
+        message: `${what} is unverified: at or past ${h.profile ?? 'its profile'}'s certified ceiling ${h.verified_before ?? '?'}, so capture is off`,
+        fix: `certify it (in the blue-agent repository): ${certify}; or let the policy allow it (harnesses.${h.harness}.allow_unverified_versions: true); or install a version of ${h.harness} below ${h.verified_before ?? 'the ceiling'}`,
+      };
+    case 'unsupported_version':
+      return {
+        id,
+        status: 'warn',
+        message: `${h.reason}: capture is off`,
+        fix: `install a version of ${h.harness} that a profile covers (\`blue-agent profiles list\`) and the policy's version_requirement allows`,
+      };
+    default:
+      break;
+  }
+  if (h.pending !== null) {
+    return { id, status: 'warn', message: `${what}${profile}: the managed hook is out of date (reconcile would ${h.pending} it)`, fix: 'blue-agent reconcile' };
+  }
+  if (h.verified === false && (h.state === 'active' || h.state === 'awaiting_trust')) {
+    return { id, status: 'warn', message: `${what}${profile}: capturing with an unverified version (allowed by the policy; ceiling ${h.verified_before ?? '?'})`, fix: `certify it (in the blue-agent repository): ${certify}` };
+  }
+  const certified = h.verified === true && h.verified_before !== null ? `, certified below ${h.verified_before}` : '';
+  return { id, status: 'ok', message: `${what}${profile}${certified}: ${h.state}` };
+}
+
+function checkCodexTrust(harnesses: DoctorFacts['harnesses']): Check {
+  const id = 'codex-trust';
+  const codex = 'error' in harnesses ? undefined : harnesses.find((h) => h.harness === 'codex');
+  if (codex === undefined) return { id, status: 'ok', message: 'Codex not inspected' };
+  if (codex.state === 'awaiting_trust') {
+    const featureOff = /\[features\] hooks = false/.test(codex.reason);
+    const step = featureOff ? 'set `hooks = true` under [features] in Codex\'s config.toml' : 'open `codex`, run /hooks and trust the blue-agent capture hook';
+    return { id, status: 'warn', message: codex.reason, fix: codex.pending === null ? step : `run \`blue-agent reconcile\`, then ${step}` };
+  }
+  if (codex.state === 'active') return { id, status: 'ok', message: 'Codex trusts the managed hook' };
+  return { id, status: 'ok', message: `no managed Codex hook to trust (${codex.state})` };
+}
+
+export function checkService(service: ServiceState | { error: ErrorInfo }): Check {
+  const id = 'service';
+  if ('error' in service) return { id, status: 'warn', message: `cannot read the service state: ${service.error.message}`, fix: service.error.hint ?? 'run `blue-agent service status` for details' };
+  if (service.manager === 'none') {
+    return {
+      id,
+      status: 'warn',
+      message: `no service manager to run the agent${service.detail === '' ? '' : ` (${service.detail})`}: drift is not repaired and drains are not scheduled`,
+      fix: 'run `blue-agent run` from your login session (or start it with your own supervisor)',
+    };
+  }
+  const unit = service.unitFile ?? 'the unit';
+  const detail = service.detail === '' ? '' : ` (${service.detail})`;
+  const warn = (message: string, fix = 'blue-agent service install'): Check => ({ id, status: 'warn', message, fix });
+  if (!service.installed) return warn(`the ${service.manager} service is not installed`);
+  if (!service.ours) return warn(`${unit} exists but was not written by blue-agent`, `move ${unit} aside, then run \`blue-agent service install\``);
+  if (!service.current) return warn(`${unit} is out of date${detail}`);
+  if (service.enabled === false) return warn(`${unit} is installed but not enabled`);
+  if (service.active === false) {
+    return warn(
+      `${unit} is installed but the agent is not running${detail}`,
+      'blue-agent service install (it starts the service); `blue-agent service status` shows why it stopped',
+    );
+  }
+  const flags = `${service.enabled === true ? ', enabled' : ''}${service.active === true ? ', running' : ''}`;
+  return { id, status: 'ok', message: `${service.manager}: ${unit} installed${flags}` };
+}
+
+function safeOrigin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
+
+function quote(file: string): string {
+  return /^[\w@%+=:,./-]+$/.test(file) ? file : `'${file.replace(/'/g, `'\\''`)}'`;
+}

@@ -1,0 +1,33 @@
+/**
+ * Pure presentation of the doctor's checks: one line per check, the fix under every warn and fail, a summary.
+ */
+import { palette } from '../status/render.js';
+import type { Check } from './checks.js';
+
+export function summarise(checks: readonly Check[]): { ok: number; warn: number; fail: number } {
+  return {
+    ok: checks.filter((c) => c.status === 'ok').length,
+    warn: checks.filter((c) => c.status === 'warn').length,
+    fail: checks.filter((c) => c.status === 'fail').length,
+  };
+}
+
+export function renderDoctor(checks: readonly Check[], options: { color: boolean }): string {
+  const c = palette(options.color);
+  const width = Math.max(...checks.map((k) => k.id.length), 8) + 2;
+  const out: string[] = [];
+  for (const check of checks) {
+    const mark = check.status === 'ok' ? c.green('ok  ') : check.status === 'warn' ? c.yellow('warn') : c.red('fail');
+    out.push(`${mark}  ${check.id.padEnd(width)}${check.message}`);
+    if (check.fix !== undefined && check.status !== 'ok') out.push(`      ${' '.repeat(width)}${c.dim(`fix: ${check.fix}`)}`);
+  }
+  const s = summarise(checks);
+  const line = `${s.ok} ok, ${s.warn} warning${s.warn === 1 ? '' : 's'}, ${s.fail} failure${s.fail === 1 ? '' : 's'}`;
+  out.push('', s.fail > 0 ? c.red(line) : s.warn > 0 ? c.yellow(line) : c.green(line));
+  return `${out.join('\n')}\n`;
+}
+
+export function doctorJson(checks: readonly Check[]): Record<string, unknown> {
+  const s = summarise(checks);
+  return { ok: s.fail === 0, summary: s, checks };
+}

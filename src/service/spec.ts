@@ -1,0 +1,68 @@
+/**
+ * What a service definition is rendered from: which Node.js, which entry script, which environment, which paths.
+ * Built from the Context once, then rendered by the pure systemd and launchd renderers.
+ */
+import path from 'node:path';
+import type { Context } from '../context.js';
+
+/** Marker text every unit blue-agent writes carries (a comment in both formats). */
+export const MARKER = 'Managed by blue-agent';
+
+/** The LaunchAgent's label (reverse-DNS); also its plist's file name. The one place it is spelled. */
+export const LAUNCHD_LABEL = 'com.blue-agent.agent';
+
+/**
+ * The variables passed on to the service, when set at install time: where the agent keeps its state and config,
+ * where the harnesses keep theirs, and PATH (the service manager's own PATH usually lacks ~/.local/bin, npm's global
+ * bin or a version manager's, and a harness not found is a harness whose hook is removed). Never a token: the
+ * service reads the token file `login` wrote.
+ */
+export const PASSED_VARIABLES = [
+  'BLUE_AGENT_HOME',
+  'BLUE_AGENT_CONFIG',
+  'BLUE_AGENT_CONTROL_URL',
+  'BLUE_AGENT_PROFILES_DIR',
+  'BLUE_AGENT_LOG_LEVEL',
+  'CLAUDE_CONFIG_DIR',
+  'CODEX_HOME',
+  'KIMI_SHARE_DIR',
+  'XDG_CONFIG_HOME',
+  'XDG_DATA_HOME',
+  'XDG_STATE_HOME',
+  'PATH',
+] as const;
+
+export interface ServiceSpec {
+  /** Absolute Node.js binary. */
+  node: string;
+  /** Absolute entry script of the agent. */
+  entry: string;
+  /** Name/value pairs, in PASSED_VARIABLES order. */
+  env: [string, string][];
+  /** launchd only: where the agent's stdout and stderr go. */
+  stdoutPath: string;
+  stderrPath: string;
+}
+
+export function serviceSpec(ctx: Context): ServiceSpec {
+  const env: [string, string][] = [];
+  for (const name of PASSED_VARIABLES) {
+    const value = name === 'PATH' ? cleanPath(ctx.env.PATH) : ctx.env[name];
+    if (value !== undefined && value !== '') env.push([name, value]);
+  }
+  return {
+    node: path.resolve(ctx.self.node),
+    entry: path.resolve(ctx.self.entry),
+    env,
+    stdoutPath: path.join(ctx.paths.stateDir, 'service.out.log'),
+    stderrPath: path.join(ctx.paths.stateDir, 'service.err.log'),
+  };
+}
+
+/** PATH with only absolute directories, each once: a relative entry would depend on the service's working directory. */
+function cleanPath(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const seen = new Set<string>();
+  for (const dir of value.split(path.delimiter)) if (path.isAbsolute(dir)) seen.add(dir);
+  return seen.size === 0 ? undefined : [...seen].join(path.delimiter);
+}

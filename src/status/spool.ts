@@ -1,0 +1,149 @@
+/**
+ * The spool seen from outside, without changing it: counts per state and the oldest record still waiting. A spool
+ * that does not exist yet is empty (it is not created here), and one that fails the spool's own safety check is still
+ * counted, from its file names, so that status can show what is stuck in it.
+ */
+import { lstat, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Context } from '../context.js';
+import { BlueError } from '../errors.js';
+import { Spool, type ListedRecord, type RecordState } from '../spool/index.js';
+import { errorInfo, type ErrorInfo } from './policy.js';
+
+export const RECORD_STATES: readonly RecordState[] = ['intake', 'building', 'ready', 'uploading', 'failed'];
+/** Every folder Spool.open would create when missing. */
+export const SPOOL_DIRS: readonly string[] = [...RECORD_STATES, 'bundles', 'tmp'];
+
+export interface WaitingRecord {
+  id: string;
+  state: RecordState;
+  harness: string | null;
+  session_id: string | null;
+  created_at_unix_ms: number | null;
+  attempts: number;
+  last_error: string | null;
+  next_attempt_at_unix_ms: number | null;
+}
+
+export interface SpoolStatus {
+  root: string;
+  exists: boolean;
+  counts: Record<RecordState, number>;
+  /** Records not yet uploaded and not failed. */
+  waiting: number;
+  oldest_waiting: WaitingRecord | null;
+  /** The spool's safety check refused it (SPOOL_UNSAFE): captures are refused until it is fixed. */
+  unsafe?: ErrorInfo;
+  error?: ErrorInfo;
+}
+
+export async function readSpoolStatus(ctx: Context): Promise<SpoolStatus> {
+  const root = path.join(ctx.paths.stateDir, 'spool');
+  const empty = (): SpoolStatus => ({
+    root,
+    exists: false,
+    counts: { intake: 0, building: 0, ready: 0, uploading: 0, failed: 0 },
+    waiting: 0,
+    oldest_waiting: null,
+  });
+  if (!(await exists(root))) return empty();
+  const status = { ...empty(), exists: true };
+  let records: ListedRecord[] | undefined;
+  try {
+    const complete = (await Promise.all(SPOOL_DIRS.map((d) => exists(path.join(root, d))))).every(Boolean);
+    // Spool.open creates missing folders; with all of them present it only checks them.
+    if (complete) records = await (await Spool.open(ctx.paths.stateDir)).listRecords();
+  } catch (error) {
+    if (error instanceof BlueError && error.code === 'SPOOL_UNSAFE') status.unsafe = errorInfo(error);
+    else status.error = errorInfo(error);
+  }
+  if (records === undefined) {
+    try {
+      records = await recordsFromNames(root);
+    } catch (error) {
+      status.error ??= errorInfo(error);
+      return status;
+    }
+  }
+  return summarise(status, records);
+}
+
+function summarise(status: SpoolStatus, records: readonly ListedRecord[]): SpoolStatus {
+  for (const r of records) status.counts[r.state]++;
+  const waiting = records.filter((r) => r.state !== 'failed');
+  status.waiting = waiting.length;
+  // Record ids sort by creation time.
+  const oldest = [...waiting].sort((a, b) => createdAt(a) - createdAt(b) || (a.id < b.id ? -1 : 1))[0];
+  if (oldest !== undefined) {
+    status.oldest_waiting = {
+      id: oldest.id,
+      state: oldest.state,
+      harness: oldest.harness === '?' ? null : oldest.harness,
+      session_id: oldest.session_id === '?' ? null : oldest.session_id,
+      created_at_unix_ms: oldest.created_at_unix_ms ?? idTime(oldest.id) ?? null,
+      attempts: oldest.attempts + oldest.upload_attempts,
+      last_error: oldest.last_error,
+      next_attempt_at_unix_ms: oldest.next_attempt_at_unix_ms,
+    };
+  }
+  return status;
+}
+
+function createdAt(r: ListedRecord): number {
+  return r.created_at_unix_ms ?? idTime(r.id) ?? Number.MAX_SAFE_INTEGER;
+}
+
+/** A record id starts with its creation time in base-36 milliseconds. */
+function idTime(id: string): number | undefined {
+  const ms = Number.parseInt(id.slice(0, 9), 36);
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+const ID = '[0-9a-z]{9}-[0-9a-f]{10}';
+const RECORD_NAME = new RegExp(`^(${ID})\\.json$`);
+const CLAIM_NAME = new RegExp(`^(${ID})\\.\\d{1,10}\\.json$`);
+
+/** Records known only by their file names: used when the spool cannot be opened (unsafe or incomplete). */
+async function recordsFromNames(root: string): Promise<ListedRecord[]> {
+  const out: ListedRecord[] = [];
+  for (const state of RECORD_STATES) {
+    let names: string[];
+    try {
+      names = await readdir(path.join(root, state));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') continue;
+      throw error;
+    }
+    const pattern = state === 'building' || state === 'uploading' ? CLAIM_NAME : RECORD_NAME;
+    for (const name of names) {
+      const id = pattern.exec(name)?.[1];
+      if (id === undefined) continue;
+      out.push({
+        id,
+        state,
+        harness: '?',
+        profile: '?',
+        session_id: '?',
+        size: null,
+        sha256: null,
+        attempts: 0,
+        upload_attempts: 0,
+        interruptions: 0,
+        last_error: null,
+        next_attempt_at_unix_ms: null,
+        created_at_unix_ms: null,
+      });
+    }
+  }
+  return out;
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await lstat(file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+}

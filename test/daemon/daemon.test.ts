@@ -1,0 +1,232 @@
+/**
+ * The run loop in-process, against a real Control API on loopback (behind the fault proxy, to take it away and
+ * bring it back), a temporary HOME and a fake `claude` on PATH. Intervals are shortened through DaemonOptions; the
+ * code paths are the real ones (chokidar, node-cron, the drain CLI as a child process).
+ */
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { bufferOutput } from '../../src/context.js';
+import { Daemon, type DaemonOptions } from '../../src/daemon/index.js';
+import { readRunState } from '../../src/daemon/state.js';
+import { Spool } from '../../src/spool/index.js';
+import { startUploadStack, type UploadStack } from '../e2e/upload-support.js';
+import { CLAUDE_PROFILE, claudeSession, spoolFiles } from '../spool/fixtures.js';
+import { agentHome, parseLog, uploadPolicy, waitFor, type AgentHome, type LogLine } from './support.js';
+
+let t: AgentHome;
+let stack: UploadStack;
+let daemon: Daemon | undefined;
+let out: ReturnType<typeof bufferOutput>;
+
+const FAST: DaemonOptions = {
+  debounceMs: 100,
+  intakeDelayMs: 100,
+  policySchedule: { backoffBaseMs: 200, backoffCapMs: 1_600, minIntervalMs: 50 },
+  // Far away: drains in these tests come from new captures, not from the schedule.
+  drainSchedule: '0 0 1 1 *',
+  logTarget: { kind: 'stdout' },
+  statusTimeoutMs: 2_000,
+};
+
+beforeEach(async () => {
+  stack = await startUploadStack();
+  t = await agentHome();
+  out = bufferOutput();
+  stack.server.store.publishPolicy(uploadPolicy(stack.proxy.url), Date.now());
+});
+afterEach(async () => {
+  await daemon?.stop('test-end');
+  daemon = undefined;
+  await stack.close();
+  await t.cleanup();
+});
+
+async function start(options: DaemonOptions = {}): Promise<Daemon> {
+  const ctx = t.context({ env: { BLUE_AGENT_CONTROL_URL: stack.proxy.url, BLUE_AGENT_TOKEN: stack.token }, stdout: out });
+  daemon = await Daemon.start(ctx, { ...FAST, ...options });
+  return daemon;
+}
+
+const log = (): LogLine[] => parseLog(out.text());
+const lines = (msg: string, match: (l: LogLine) => boolean = () => true) => log().filter((l) => l.msg === msg && match(l));
+const settingsText = () => readFile(t.settings, 'utf8').catch(() => '');
+const MANAGED = 'capture --harness claude';
+
+/** A user's own hook in Claude's settings, next to whatever the agent manages. */
+async function writeUserHook(command: string): Promise<void> {
+  const current = JSON.parse((await settingsText()) || '{}') as Record<string, any>;
+  current.hooks ??= {};
+  current.hooks.PreToolUse = [{ matcher: 'Bash', hooks: [{ type: 'command', command }] }];
+  await writeFile(t.settings, `${JSON.stringify(current, null, 2)}\n`);
+}
+
+async function fileIdentity(file: string) {
+  const info = await stat(file);
+  return { ino: info.ino, mtimeMs: info.mtimeMs, ctimeMs: info.ctimeMs, bytes: await readFile(file, 'utf8') };
+}
+
+describe('blue-agent run (in-process)', () => {
+  it('puts the hook in place for a new revision, takes it out when session_upload goes, and keeps user hooks', async () => {
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(path.dirname(t.settings), { recursive: true });
+    await writeUserHook('echo user-hook');
+    const began = Date.now();
+    await start();
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    expect(Date.now() - began).toBeLessThan(10_000);
+    expect(await settingsText()).toContain('echo user-hook');
+
+    // A new revision without session_upload: picked up within ttl (1 s ± 10%) and reconciled at once.
+    const published = Date.now();
+    stack.server.store.publishPolicy({ ttl_seconds: 1 }, Date.now());
+    await waitFor('the managed hook to go', async () => !(await settingsText()).includes(MANAGED), 10_000);
+    expect(Date.now() - published).toBeLessThan(5_000);
+    expect(await settingsText()).toContain('echo user-hook');
+    await waitFor('the removal in the log', () => lines('hooks updated', (l) => l.action === 'remove')[0]);
+    expect(lines('policy revision in force').map((l) => l.revision)).toEqual([2, 3]);
+    expect(lines('hooks updated', (l) => l.harness === 'claude').map((l) => l.action)).toEqual(['create', 'remove']);
+
+    // And back on again with the next revision.
+    stack.server.store.publishPolicy(uploadPolicy(stack.proxy.url), Date.now());
+    await waitFor('the managed hook again', async () => (await settingsText()).includes(MANAGED), 10_000);
+
+    const state = await readRunState(t.ctx);
+    expect(state).toMatchObject({ pid: process.pid, policy: { revision: 4, source: 'fetched', failures: 0 }, last_reconcile: { ok: true } });
+    expect(state!.policy!.next_check_at_unix_ms).toBeGreaterThan(Date.now() - 2_000);
+    // ETag revalidation: the agent asks with If-None-Match, and an unchanged policy is answered 304.
+    await waitFor('a 304', () => stack.proxy.seen.some((r) => r.path.includes('governance-config') && r.status === 304));
+  });
+
+  it('restores a managed hook removed by hand, reports the correction, and does not loop on its own write', async () => {
+    await start();
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the first client status', () => stack.server.store.clientStatuses().length > 0);
+
+    // A person deletes the managed hook (here: the whole file, as `rm` would).
+    const { unlink } = await import('node:fs/promises');
+    await unlink(t.settings);
+    await waitFor('the hook restored', async () => (await settingsText()).includes(MANAGED), 10_000);
+    const corrected = await waitFor('a drift correction in the log', () => lines('drift corrected', (l) => l.harness === 'claude')[0]);
+    expect(corrected).toMatchObject({ level: 'warn', trigger: 'drift', action: 'create' });
+    await waitFor('the correction in client-status', () =>
+      stack.server.store.clientStatuses().some((r) => JSON.stringify(r.report).includes('drift corrected')),
+    );
+    const report = stack.server.store.clientStatuses()[0]!.report as any;
+    expect(report).toMatchObject({ client_version: expect.any(String), platform: expect.stringMatching(/^linux-/), policy_revision: 2 });
+    expect(report.instance_id).toBe((await readFile(path.join(t.stateDir, 'instance-id'), 'utf8')).trim());
+    expect(report.harnesses.claude).toMatchObject({ installed: true, version: '2.1.332', capture: 'active' });
+    expect(report.harnesses.claude.detail).toContain('drift corrected');
+    expect((await readRunState(t.ctx))!.last_reconcile).toMatchObject({ corrected: ['claude'], trigger: 'drift' });
+
+    // The agent's own write must not start reconcile after reconcile.
+    await sleep(600);
+    const settled = lines('reconciled').length;
+    await sleep(1_000);
+    expect(lines('reconciled').length).toBe(settled);
+    expect(lines('reconciled', (l) => l.trigger === 'drift').length).toBeLessThanOrEqual(2);
+  });
+
+  it('does not write the file when only a user entry changed', async () => {
+    await start();
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the first reconcile to settle', () => lines('reconciled').length > 0);
+    await sleep(300);
+    await writeUserHook('echo edited-by-the-user');
+    const before = await fileIdentity(t.settings);
+    const drifts = lines('reconciled', (l) => l.trigger === 'drift').length;
+    await waitFor('a reconcile after the edit', () => lines('reconciled', (l) => l.trigger === 'drift').length > drifts);
+    await sleep(300);
+    expect(await fileIdentity(t.settings)).toEqual(before);
+    expect(lines('drift corrected')).toEqual([]);
+    expect(lines('reconciled', (l) => l.trigger === 'drift').at(-1)!.harnesses.claude).toEqual({ state: 'active', action: 'unchanged' });
+  });
+
+  it('uses the last-known-good policy and backs off while the server is away, honours Retry-After, and recovers', async () => {
+    await start();
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await stack.proxy.stop();
+    const retries = await waitFor('four failed checks', () => {
+      const l = lines('policy check will be retried');
+      return l.length >= 4 ? l : undefined;
+    }, 15_000);
+    const delays = retries.slice(0, 4).map((l) => l.next_check_in_ms as number);
+    for (let i = 1; i < delays.length; i++) expect(delays[i]).toBeGreaterThan(delays[i - 1]!);
+    expect(Math.max(...delays)).toBeLessThanOrEqual(1_600);
+    expect(retries.map((l) => l.failures).slice(0, 4)).toEqual([1, 2, 3, 4]);
+    expect(lines('Control API unavailable: using the last-known-good policy')[0]).toMatchObject({ revision: 2 });
+    const away = await waitFor('agent-run.json to count the failures', async () => {
+      const state = await readRunState(t.ctx);
+      return (state?.policy?.failures ?? 0) >= 4 ? state : undefined;
+    });
+    expect(away!.policy).toMatchObject({ revision: 2, source: 'cached', last_error: { code: 'POLICY_UNREACHABLE' } });
+    expect(away!.policy!.failures).toBeGreaterThanOrEqual(4);
+    // The hooks stay as the last-known-good policy wants them.
+    expect(await settingsText()).toContain(MANAGED);
+
+    // Back, but first saying "come back in 2 s".
+    stack.proxy.rules.push({ method: 'GET', path: /governance-config/, times: 1, action: { kind: 'answer', status: 503, headers: { 'retry-after': '2' } } });
+    await stack.proxy.start();
+    const honoured = await waitFor('a Retry-After', () => lines('policy check will be retried', (l) => l.basis === 'retry-after')[0], 10_000);
+    expect(honoured).toMatchObject({ retry_after_ms: 2_000, next_check_in_ms: 2_000 });
+    const saidAt = Date.parse(honoured.time);
+    const recovered = await waitFor('a successful check', () => lines('policy checked', (l) => Date.parse(l.time) > saidAt)[0], 10_000);
+    expect(Date.parse(recovered.time) - saidAt).toBeGreaterThanOrEqual(1_900);
+    expect(recovered).toMatchObject({ ok: true, failures: 0, basis: 'ttl' });
+    await waitFor('agent-run.json to show the recovery', async () => (await readRunState(t.ctx))?.policy?.failures === 0 && (await readRunState(t.ctx))?.policy?.source === 'fetched');
+  });
+
+  it('drains a new intake record at once, without waiting for the schedule', async () => {
+    await start();
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    const session = await claudeSession(path.join(t.home, '.claude'), { id: 'sess-daemon-1', cwd: t.home, prompt: 'hello' });
+    const spool = await Spool.open(t.stateDir);
+    await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: Date.now() });
+    const uploads = await waitFor('the upload', async () => {
+      if (process.env.DEBUG_DAEMON) console.log(out.text());
+      const items = await stack.listUploads();
+      return items.some((u) => u.status === 'complete') ? items : undefined;
+    }, 20_000);
+    expect(uploads).toHaveLength(1);
+    const finished = await waitFor('the drain in the log', () => lines('drain finished')[0]);
+    expect(finished).toMatchObject({ trigger: 'intake', ok: true, uploaded: 1 });
+    const files = spoolFiles(t.stateDir);
+    expect([...files.intake, ...files.building, ...files.ready]).toEqual([]);
+    await waitFor('agent-run.json last_drain', async () => (await readRunState(t.ctx))?.last_drain?.uploaded === 1);
+    const lastDrain = JSON.parse(await readFile(path.join(t.stateDir, 'last-drain.json'), 'utf8'));
+    expect(lastDrain).toMatchObject({ ok: true, uploaded: 1 });
+  });
+
+  it('notices a harness installed later in the periodic full reconcile', async () => {
+    const { rm, copyFile } = await import('node:fs/promises');
+    const claude = path.join(t.bin, 'claude');
+    await copyFile(claude, path.join(t.root, 'claude.saved'));
+    await rm(claude);
+    await start({ fullReconcileMs: 300 });
+    await waitFor('a first reconcile', () => lines('reconciled')[0]);
+    expect(lines('reconciled')[0]!.harnesses.claude).toEqual({ state: 'not_installed', action: 'unchanged' });
+    await copyFile(path.join(t.root, 'claude.saved'), claude);
+    await waitFor('the hook for the new harness', async () => (await settingsText()).includes(MANAGED), 10_000);
+    const updated = await waitFor('the update in the log', () => lines('hooks updated', (l) => l.harness === 'claude')[0]);
+    expect(updated).toMatchObject({ trigger: 'periodic', action: 'create', state: 'active' });
+    expect(lines('drift corrected')).toEqual([]);
+  });
+
+  it('reloads the config: a new drain_schedule, and a bad file keeps the config in force', async () => {
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(path.dirname(t.env.BLUE_AGENT_CONFIG!), { recursive: true });
+    const d = await start({ drainSchedule: undefined });
+    await waitFor('the first state', async () => (await readRunState(t.ctx))?.policy !== undefined);
+    expect((await readRunState(t.ctx))!.drain_schedule).toBe('*/5 * * * *');
+    await writeFile(t.env.BLUE_AGENT_CONFIG!, 'drain_schedule: "*/7 * * * *"\n');
+    await d.reload();
+    expect(lines('config reloaded')[0]).toMatchObject({ drain_schedule: '*/7 * * * *' });
+    await writeFile(t.env.BLUE_AGENT_CONFIG!, 'drain_schedule: "every tuesday-ish"\n');
+    await d.reload();
+    expect(lines('config reload failed; keeping the config in force')[0]).toMatchObject({ level: 'error' });
+    await waitFor('state to keep the schedule', async () => (await readRunState(t.ctx))?.drain_schedule === '*/7 * * * *');
+    const next = (await readRunState(t.ctx))!.next_drain_at_unix_ms!;
+    expect(new Date(next).getMinutes() % 7).toBe(0);
+  });
+});
