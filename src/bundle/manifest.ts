@@ -17,8 +17,9 @@ export function fileEntryName(index: number, name: string): string {
   return `files/${String(index).padStart(4, '0')}-${name}`;
 }
 
-// C0 controls and DEL: nothing legitimate in a path carries them, and they can rewrite a terminal.
-const CONTROL = /[\u0000-\u001f\u007f]/;
+// C0 controls, DEL, C1 controls and bidirectional controls (overrides, embeddings, isolates, marks): nothing
+// legitimate in a path carries them, and they can rewrite a terminal or reorder what a person reads.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 /** Why `name` cannot be a file's bundle name, or undefined. */
 export function nameProblem(name: string): string | undefined {

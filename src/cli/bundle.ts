@@ -2,6 +2,7 @@ import path from 'node:path';
 import { extractBundle, formatBytes, readManifest, verifyBundle, type BundleManifest } from '../bundle/index.js';
 import type { Context } from '../context.js';
 import { loadProfiles } from '../profiles/index.js';
+import { escapeControls } from '../util/terminal-text.js';
 
 export async function bundleVerifyCommand(ctx: Context, file: string, opts: { json?: boolean }): Promise<number> {
   const profiles = await loadProfiles(ctx.paths.profilesDir);
@@ -11,7 +12,7 @@ export async function bundleVerifyCommand(ctx: Context, file: string, opts: { js
     ctx.stdout.write(`${JSON.stringify({ ok: true, file, size: result.size, sha256: result.sha256, manifest: m }, null, 2)}\n`);
   } else {
     ctx.stdout.write(
-      `${printable(file)}: valid ${m.artifact_format}, ${m.harness} ${m.compatibility_profile} session ${m.native_session_id}, ` +
+      `${escapeControls(file)}: valid ${m.artifact_format}, ${m.harness} ${m.compatibility_profile} session ${m.native_session_id}, ` +
         `${count(m.files.length, 'file')}, ${formatBytes(result.size)}, sha256 ${result.sha256}\n`,
     );
   }
@@ -36,7 +37,7 @@ export async function bundleExtractCommand(ctx: Context, file: string, dir: stri
     return 0;
   }
   const m = result.manifest;
-  ctx.stdout.write(`${printable(file)}: verified and extracted manifest.json and ${count(m.files.length, 'file')} into ${printable(target)}\n`);
+  ctx.stdout.write(`${escapeControls(file)}: verified and extracted manifest.json and ${count(m.files.length, 'file')} into ${escapeControls(target)}\n`);
   const rows = m.files.map((f, i) => [path.relative(target, result.files[i]!), f.role, formatBytes(f.size)]);
   ctx.stdout.write(table(rows, '  '));
   return 0;
@@ -57,7 +58,7 @@ function renderManifest(file: string, m: BundleManifest): string {
   ];
   const width = Math.max(...fields.map(([k]) => k.length));
   let out = '';
-  for (const [key, value] of fields) if (value !== undefined) out += `${key.padEnd(width)}  ${printable(value)}\n`;
+  for (const [key, value] of fields) if (value !== undefined) out += `${key.padEnd(width)}  ${escapeControls(value)}\n`;
   out += `\n${table([
     ['ROLE', 'PATH', 'NATIVE PATH', 'SIZE', 'SHA256'],
     ...m.files.map((f) => [f.role, f.path, f.native_path ?? '-', String(f.size), f.sha256]),
@@ -67,7 +68,7 @@ function renderManifest(file: string, m: BundleManifest): string {
 }
 
 function table(rows: string[][], indent = ''): string {
-  const cells = rows.map((row) => row.map(printable));
+  const cells = rows.map((row) => row.map(escapeControls));
   const widths = cells[0]?.map((_, col) => Math.max(...cells.map((row) => row[col]!.length))) ?? [];
   return cells.map((row) => `${indent}${row.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd()}\n`).join('');
 }
@@ -76,10 +77,3 @@ function count(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
-/**
- * A bundle comes from elsewhere: its text is shown with control characters and bidirectional overrides escaped, so it
- * cannot move the cursor, recolour or reorder the terminal.
- */
-function printable(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}

@@ -5,6 +5,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { createContext, type Context } from '../context.js';
 import { BlueError, EXIT_FAILURE, EXIT_USAGE, toBlueError } from '../errors.js';
 import { HARNESSES } from '../harnesses/names.js';
+import { escapeControls } from '../util/terminal-text.js';
 
 export interface RunState {
   exitCode: number;
@@ -417,6 +418,7 @@ export function reportError(ctx: Context, error: BlueError, json: boolean): void
     ctx.stdout.write(`${JSON.stringify({ ok: false, error: error.toJSON() }, null, 2)}\n`);
     return;
   }
-  ctx.stderr.write(`blue-agent: error [${error.code}]: ${error.message}\n`);
-  if (error.hint !== undefined) ctx.stderr.write(`  hint: ${error.hint}\n`);
+  // Messages quote what came from elsewhere (native files, bundles, servers): no control character reaches the terminal.
+  ctx.stderr.write(`blue-agent: error [${error.code}]: ${escapeControls(error.message)}\n`);
+  if (error.hint !== undefined) ctx.stderr.write(`  hint: ${escapeControls(error.hint)}\n`);
 }

@@ -4,6 +4,9 @@
  */
 import type { Context } from '../context.js';
 import { Daemon } from '../daemon/index.js';
+import { EXIT_ALREADY_RUNNING } from '../daemon/lock.js';
+import { BlueError } from '../errors.js';
+import { LAUNCHD_LABEL } from '../service/spec.js';
 import { serveTask, TASK_ENV } from '../daemon/worker.js';
 
 export async function runCommand(ctx: Context): Promise<number> {
@@ -21,7 +24,16 @@ export async function runCommand(ctx: Context): Promise<number> {
   process.on('SIGINT', onStop);
   process.on('SIGHUP', onHup);
   try {
-    daemon = await Daemon.start(ctx);
+    try {
+      daemon = await Daemon.start(ctx);
+    } catch (error) {
+      // Another agent runs (exit 3; the systemd unit has RestartPreventExitStatus=3). launchd has no such setting and
+      // restarts every non-zero exit of its job: started by our LaunchAgent, say so and exit 0 instead.
+      if (error instanceof BlueError && error.exitCode === EXIT_ALREADY_RUNNING && ctx.env.XPC_SERVICE_NAME === LAUNCHD_LABEL) {
+        throw new BlueError(error.code, error.message, { ...(error.hint === undefined ? {} : { hint: error.hint }), exitCode: 0 });
+      }
+      throw error;
+    }
     if (stopRequested !== undefined) void daemon.stop(stopRequested);
     return await daemon.stopped;
   } finally {

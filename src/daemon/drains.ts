@@ -9,8 +9,15 @@
  *     cut short, and its claims, naming the agent's own pid, could only be released after the agent had exited;
  *   - the long-lived process never loads the bundle, tar and upload code, and stays small while idle;
  *   - the child writes last-drain.json and capture.log exactly as every other drain does.
+ * The child runs in its own process group (detached): a Ctrl-C at the terminal, or a service manager signalling
+ * the agent, reaches the agent alone, and only the agent decides when its drain stops (after the grace). Should the
+ * agent itself be SIGKILLed, the drain goes on to its natural end — a drain is bounded anyway (at most 5 passes over
+ * what is waiting, every request with a timeout) — and under systemd (KillMode=mixed) the cgroup is killed with it.
+ * A cron tick with nothing to drain (no record in intake/ or ready/, no claim in building/ or uploading/) starts
+ * nothing and writes nothing: an idle agent stays idle.
  */
 import { spawn } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import chokidar, { type FSWatcher } from 'chokidar';
 import cron, { type ScheduledTask } from 'node-cron';
@@ -45,6 +52,7 @@ export interface DrainResult {
 
 /** One running drain: resolves when it is over; `stop` asks it to end now. */
 export interface DrainProcess {
+  pid?: number;
   done: Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }>;
   stop(signal: 'SIGTERM' | 'SIGKILL'): void;
 }
@@ -57,6 +65,8 @@ export const spawnDrain: DrainLauncher = (ctx) => {
     env: { ...ctx.env },
     cwd: ctx.paths.home,
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group: terminal and service-manager signals reach the agent only (see above).
+    detached: true,
   });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
@@ -75,6 +85,7 @@ export const spawnDrain: DrainLauncher = (ctx) => {
     );
   });
   return {
+    ...(child.pid === undefined ? {} : { pid: child.pid }),
     done,
     stop: (signal) => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
@@ -90,6 +101,17 @@ export interface DrainSchedulerOptions {
   intakeDelayMs: number;
   launch: DrainLauncher;
   onResult(result: DrainResult): void | Promise<void>;
+  /** Whether the spool holds anything a drain would act on; a cron tick without work starts nothing. */
+  hasWork?(): Promise<boolean>;
+}
+
+/** Records in intake/ or ready/, or claims in building/ or uploading/ (a worker's, or a dead worker's to release). */
+export async function spoolHasWork(stateDir: string): Promise<boolean> {
+  for (const dir of ['intake', 'ready', 'building', 'uploading']) {
+    const names = await readdir(path.join(stateDir, 'spool', dir)).catch(() => [] as string[]);
+    if (names.some((n) => n.endsWith('.json'))) return true;
+  }
+  return false;
 }
 
 export class DrainScheduler {
@@ -100,6 +122,7 @@ export class DrainScheduler {
   private running: { process: DrainProcess; interrupted: boolean; finished: Promise<void> } | undefined;
   private pending: DrainTrigger | undefined;
   private stopping = false;
+  private lookingForWork = false;
   private scheduleExpr: string;
 
   constructor(private readonly options: DrainSchedulerOptions) {
@@ -127,7 +150,7 @@ export class DrainScheduler {
 
   /** Replaces the schedule (SIGHUP with a new drain_schedule). */
   reschedule(expr: string): void {
-    if (expr === this.scheduleExpr) return;
+    if (this.stopping || expr === this.scheduleExpr) return;
     this.scheduleExpr = expr;
     void this.task?.destroy();
     this.startCron();
@@ -144,13 +167,36 @@ export class DrainScheduler {
       this.pending ??= trigger;
       return;
     }
+    if (trigger === 'schedule' && this.options.hasWork !== undefined) {
+      if (this.lookingForWork) return;
+      this.lookingForWork = true;
+      void this.options
+        .hasWork()
+        .catch(() => true)
+        .then((work) => {
+          this.lookingForWork = false;
+          if (this.stopping) return;
+          if (!work) {
+            this.options.log.debug('scheduled drain skipped: the spool is empty');
+            return;
+          }
+          if (this.running !== undefined) this.pending ??= trigger;
+          else this.launch(trigger);
+        });
+      return;
+    }
+    this.launch(trigger);
+  }
+
+  private launch(trigger: DrainTrigger): void {
     const process = this.options.launch(this.options.ctx);
     const started = this.options.ctx.clock.now();
     const entry = { process, interrupted: false, finished: Promise.resolve() };
     this.running = entry;
     this.options.log.info('drain started', { trigger });
     entry.finished = process.done
-      .then(async (exit) => this.finish(trigger, started, exit, entry.interrupted))
+      // Ended by a signal while the agent stops: interrupted, whoever sent it.
+      .then(async (exit) => this.finish(trigger, started, exit, entry.interrupted || (this.stopping && exit.signal !== null)))
       .catch((error: unknown) => this.options.log.error('drain bookkeeping failed', { error: String(error) }))
       .finally(() => {
         this.running = undefined;
@@ -164,7 +210,9 @@ export class DrainScheduler {
   async stop(graceMs: number, killMs: number): Promise<void> {
     this.stopping = true;
     clearTimeout(this.intakeTimer);
-    await this.task?.destroy();
+    const task = this.task;
+    this.task = undefined;
+    await task?.destroy();
     await this.intake?.close();
     const running = this.running;
     if (running === undefined) return;

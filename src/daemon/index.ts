@@ -8,12 +8,12 @@
  *   - reports to `POST /client-status` after each reconcile, and leaves `<state>/agent-run.json` for `status`.
  * Everything is timers and native file watches: an idle agent does no work at all.
  */
-import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { controlSettings, loadAgentConfig, type AgentConfig } from '../config.js';
 import type { Context } from '../context.js';
 import { BlueError, toBlueError } from '../errors.js';
-import { DEFAULT_DRAIN_SCHEDULE, DrainScheduler, spawnDrain, validDrainSchedule, type DrainLauncher, type DrainResult } from './drains.js';
+import { CorrectionBackoff, DEFAULT_CORRECTION_BACKOFF, type CorrectionBackoffOptions } from './backoff.js';
+import { DEFAULT_DRAIN_SCHEDULE, DrainScheduler, spawnDrain, spoolHasWork, validDrainSchedule, type DrainLauncher, type DrainResult } from './drains.js';
 import { acquireInstanceLock, type InstanceLock } from './lock.js';
 import { createRunLogger, detectLogTarget, type LogTarget, type RunLogger } from './log.js';
 import { clientStatusBody, instanceId, type HarnessSummary } from './report.js';
@@ -46,6 +46,11 @@ export interface DaemonOptions {
   statusTimeoutMs?: number;
   /** How the heavy steps run (policy check, reconcile, client status); a child process each by default. */
   tasks?: (ctx: Context) => TaskRunner;
+  /** On stop: how long a reconcile in progress may go on, and how long step children get between SIGTERM and SIGKILL. */
+  reconcileStopMs?: number;
+  taskKillMs?: number;
+  /** Repeated drift corrections of one file are spaced out (doubling from baseMs up to capMs). */
+  correctionBackoff?: Partial<CorrectionBackoffOptions>;
 }
 
 /** What the agent keeps of the policy in force. */
@@ -74,6 +79,8 @@ export class Daemon {
   private stopping = false;
   private policyTimer: NodeJS.Timeout | undefined;
   private fullTimer: NodeJS.Timeout | undefined;
+  private driftTimer: NodeJS.Timeout | undefined;
+  private readonly corrections: CorrectionBackoff;
   private checking: Promise<void> | undefined;
   private checkAgain = false;
   private reconciling: Promise<void> | undefined;
@@ -121,11 +128,9 @@ export class Daemon {
     this.watcher = new ConfigWatcher({
       debounceMs: options.debounceMs ?? 1_000,
       log: this.log,
-      onChange: (files) => {
-        this.log.info('managed config changed', { files });
-        this.requestReconcile('drift');
-      },
+      onChange: (files) => this.onDrift(files),
     });
+    this.corrections = new CorrectionBackoff({ ...DEFAULT_CORRECTION_BACKOFF, ...options.correctionBackoff });
     this.drains = new DrainScheduler({
       ctx,
       log: this.log,
@@ -133,12 +138,14 @@ export class Daemon {
       intakeDelayMs: options.intakeDelayMs ?? 500,
       launch: options.launchDrain ?? spawnDrain,
       onResult: (result) => this.onDrain(result),
+      hasWork: () => spoolHasWork(ctx.paths.stateDir),
     });
   }
 
   /** Takes the one-per-user lock, loads the config and starts every loop. Throws when another agent runs. */
   static async start(ctx: Context, options: DaemonOptions = {}): Promise<Daemon> {
-    const lock = await acquireInstanceLock(ctx.paths.stateDir, ctx.clock.now());
+    // Wall-clock time, not ctx.clock: the lock's start is compared with the machine's boot time.
+    const lock = await acquireInstanceLock(ctx.paths.stateDir, Date.now());
     let daemon: Daemon;
     try {
       const { config } = await loadAgentConfig(ctx);
@@ -170,7 +177,7 @@ export class Daemon {
     }
     this.fullTimer = setInterval(() => this.requestReconcile('periodic'), this.options.fullReconcileMs ?? 60 * 60_000);
     void this.checkPolicy();
-    if (await this.spoolHasWork()) this.drains.request('start');
+    if (await spoolHasWork(this.ctx.paths.stateDir)) this.drains.request('start');
   }
 
   /** Asks the Control API now (SIGHUP does, after reloading the config). */
@@ -181,14 +188,29 @@ export class Daemon {
       return this.checking;
     }
     clearTimeout(this.policyTimer);
+    this.policyTimer = undefined;
+    let nextDelay: number | undefined;
     this.checking = this.runPolicyCheck()
-      .catch((error: unknown) => this.log.error('policy check crashed', { error: String(error) }))
+      .then((delayMs) => {
+        nextDelay = delayMs;
+      })
+      .catch((error: unknown) => {
+        // Whatever went wrong, the next check is still scheduled: as after a failed fetch.
+        const next = nextPolicyCheck(this.failures, { ok: false }, this.schedule, this.random);
+        this.failures = next.failures;
+        nextDelay = next.delayMs;
+        this.log.error('policy check crashed; will be retried', { error: String(error), next_check_in_ms: next.delayMs });
+      })
       .finally(() => {
         this.checking = undefined;
-        if (this.checkAgain && !this.stopping) {
+        if (this.stopping) return;
+        if (this.checkAgain) {
           this.checkAgain = false;
           void this.checkPolicy();
+          return;
         }
+        clearTimeout(this.policyTimer);
+        this.policyTimer = setTimeout(() => void this.checkPolicy(), nextDelay ?? this.schedule.backoffBaseMs);
       });
     return this.checking;
   }
@@ -198,6 +220,8 @@ export class Daemon {
     if (this.stopping) return;
     try {
       const { config } = await loadAgentConfig(this.ctx);
+      // A stop may have come while the file was read: a stopping agent starts nothing (no new cron task, no check).
+      if (this.stopping) return;
       const schedule = checkSchedule(this.options.drainSchedule ?? config.drain_schedule ?? DEFAULT_DRAIN_SCHEDULE, this.ctx.paths.configFile);
       const settings = controlSettings(this.ctx, config);
       this.config = config;
@@ -209,6 +233,7 @@ export class Daemon {
       this.log.error('config reload failed; keeping the config in force', { code: blue.code, error: blue.message });
       return;
     }
+    if (this.stopping) return;
     await this.checkPolicy();
   }
 
@@ -225,14 +250,23 @@ export class Daemon {
     this.log.info('stopping', { reason });
     clearTimeout(this.policyTimer);
     clearInterval(this.fullTimer);
+    clearTimeout(this.driftTimer);
+    this.pendingReconcile = undefined;
     await this.watcher.close().catch(() => undefined);
-    await this.drains.stop(this.options.drainGraceMs ?? 5_000, this.options.drainKillMs ?? 5_000).catch((error: unknown) =>
-      this.log.error('stopping the drain failed', { error: String(error) }),
-    );
-    // A reconcile in progress finishes its writes (they are quick and bounded); a policy check is only waited for
-    // briefly — its one write, the last-known-good cache, is atomic.
-    await this.reconciling;
-    if (this.checking !== undefined) await Promise.race([this.checking, delay(2_000)]);
+    // Bounded, in parallel (the unit's TimeoutStopSec is 30 s; all of this stays under about 20 s):
+    //   - a running drain gets its grace, then SIGTERM, then SIGKILL (5 + 5 s by default);
+    //   - a reconcile in progress finishes its writes (quick and bounded; at most reconcileStopMs, 8 s);
+    //   - a policy check is waited for briefly: its one write, the last-known-good cache, is atomic.
+    await Promise.all([
+      this.drains.stop(this.options.drainGraceMs ?? 5_000, this.options.drainKillMs ?? 5_000).catch((error: unknown) =>
+        this.log.error('stopping the drain failed', { error: String(error) }),
+      ),
+      this.reconciling === undefined ? undefined : within(this.reconciling, this.options.reconcileStopMs ?? 8_000),
+      this.checking === undefined ? undefined : within(this.checking, 2_000),
+    ]);
+    // A step child still running (a hung reconcile or check, a client status) is stopped: SIGTERM, then SIGKILL.
+    const left = await this.tasks.stop?.(this.options.taskKillMs ?? 2_000).catch(() => 0);
+    if (left !== undefined && left > 0) this.log.warn('stopped step processes that were still running', { count: left });
     this.state.stopped_at_unix_ms = this.ctx.clock.now();
     await this.saveState(true);
     await this.lock.release();
@@ -240,7 +274,8 @@ export class Daemon {
     this.resolveStopped(0);
   }
 
-  private async runPolicyCheck(): Promise<void> {
+  /** One check; resolves with when the next one is due (ms). */
+  private async runPolicyCheck(): Promise<number> {
     let outcome: CheckOutcome;
     let lastError: { code: string; message: string } | undefined;
     const now = this.ctx.clock.now();
@@ -307,7 +342,7 @@ export class Daemon {
       ...(lastError === undefined ? {} : { last_error: lastError }),
     };
     await this.saveState();
-    if (!this.stopping) this.policyTimer = setTimeout(() => void this.checkPolicy(), next.delayMs);
+    return next.delayMs;
   }
 
   private requestReconcile(trigger: ReconcileTrigger): void {
@@ -327,22 +362,25 @@ export class Daemon {
   }
 
   private async runReconcile(trigger: ReconcileTrigger): Promise<void> {
+    if (this.stopping) return;
     if (this.resolved === undefined || !this.policyUsable) {
       this.log.info('reconcile skipped: no policy to apply', { trigger });
       return;
     }
     const at = this.ctx.clock.now();
     let result: ReconcileTaskResult;
+    // Changes seen while the step writes are judged against what it leaves (its fingerprints), not before.
+    this.watcher.hold();
     try {
       result = (await this.tasks({ task: 'reconcile', snapshot: this.snapshot })) as ReconcileTaskResult;
     } catch (error) {
       result = { ok: false, harnesses: [], watch: [], error: { code: 'INTERNAL', message: (error as Error).message } };
     }
     if (result.watch.length > 0) await this.watcher.setFiles(result.watch);
+    await this.watcher.remember(result.fingerprints ?? {});
     if (result.error !== undefined) {
       this.log.error('reconcile failed', { trigger, code: result.error.code, error: result.error.message });
       this.state.last_reconcile = { at_unix_ms: at, ok: false, corrected: [], error: result.error, trigger };
-      await this.watcher.remember();
       await this.saveState();
       return;
     }
@@ -358,13 +396,13 @@ export class Daemon {
       const before = this.lastReport?.harnesses.find((p) => p.harness === h.harness);
       if (trigger !== 'policy' && before !== undefined && before.state === h.state && before.version === h.version) {
         corrected.add(h.harness);
+        this.corrections.corrected(h.files, Date.now());
         this.log.warn('drift corrected', { trigger, harness: h.harness, action: h.action, state: h.state, files: h.files });
       } else {
         this.log.info('hooks updated', { trigger, harness: h.harness, action: h.action, state: h.state, files: h.files });
       }
     }
     this.lastReport = { harnesses: result.harnesses };
-    await this.watcher.remember();
     this.log.info('reconciled', {
       trigger,
       revision: this.resolved.revision,
@@ -378,6 +416,7 @@ export class Daemon {
   }
 
   private async sendStatus(harnesses: HarnessSummary[], corrected: ReadonlySet<string>): Promise<void> {
+    if (this.stopping) return;
     if (safeSettings(this.ctx, this.config)?.controlUrl === undefined) return;
     const at = this.ctx.clock.now();
     const body = clientStatusBody(this.ctx, this.instance, { harnesses }, this.resolved?.revision, corrected);
@@ -424,12 +463,23 @@ export class Daemon {
     await this.saveState();
   }
 
-  private async spoolHasWork(): Promise<boolean> {
-    for (const dir of ['intake', 'ready']) {
-      const names = await readdir(path.join(this.ctx.paths.stateDir, 'spool', dir)).catch(() => [] as string[]);
-      if (names.some((n) => n.endsWith('.json'))) return true;
+  /** A watched file changed (and is not as the agent left it). */
+  private onDrift(files: string[]): void {
+    if (this.stopping) return;
+    const wait = this.corrections.delayFor(files, Date.now());
+    if (wait.delayMs > 0) {
+      // The agent corrected this file moments ago and something changed it again: do not fight it in a tight loop.
+      this.log.warn('drift correction delayed: the file keeps changing', { files, file: wait.file, corrections: wait.corrections, delay_ms: wait.delayMs });
+      if (this.driftTimer === undefined) {
+        this.driftTimer = setTimeout(() => {
+          this.driftTimer = undefined;
+          this.requestReconcile('drift');
+        }, wait.delayMs);
+      }
+      return;
     }
-    return false;
+    this.log.info('managed config changed', { files });
+    this.requestReconcile('drift');
   }
 
   private async saveState(final = false): Promise<void> {
@@ -466,6 +516,12 @@ function safeSettings(ctx: Context, config: AgentConfig) {
   }
 }
 
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits for `promise`, at most `ms`; leaves no timer behind. */
+async function within(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([promise.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

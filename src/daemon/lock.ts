@@ -1,29 +1,67 @@
 /**
- * One `blue-agent run` per user: `<state>/agent-run.lock`, created with O_EXCL, holding the owner's pid, host and
- * (on Linux) the process start time. A lock whose owner is gone — or whose pid now belongs to another process, after
- * a reboot — is stale and taken over.
+ * One `blue-agent run` per user: `<state>/agent-run.lock`, holding the owner's pid, host, start time, the boot it
+ * started in and (on Linux) the process start time.
+ *
+ * The lock appears with its content in one step: the record is written to a private temp file first and then
+ * link()ed into place, which fails when a lock exists. A reader therefore never finds an empty or half-written lock.
+ *
+ * A lock is stale — taken over — when its owner cannot be the agent any more:
+ *   - it was taken before this machine last booted (its recorded start predates the current boot, with slack): every
+ *     process of that boot is gone, whatever its pid names now. This also covers a host name changed across a
+ *     reboot (a laptop's name often follows the network);
+ *   - on this host: its pid is gone, or belongs to another user (EPERM: the state directory is per user, so an agent
+ *     of ours could always be signalled), or belongs to a process that started at another time (a reused pid: the
+ *     start time from /proc on Linux, from `ps -o lstart=` elsewhere).
+ * A lock from another host that started after this boot is kept: the state directory then lives on a home shared
+ * between machines, where only that host can tell whether its agent runs (its pid means nothing here). The message
+ * names the host; remove the lock by hand if that host is gone.
+ *
+ * Takeover is exclusive: the stale lock is renamed to a unique name and its content compared with what was judged;
+ * only the process whose rename moved that very file goes on to create the new lock (the others find a different
+ * file, put it back, and look again).
  */
-import { constants, readFileSync } from 'node:fs';
-import { open, readFile, unlink } from 'node:fs/promises';
-import { hostname } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { link, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { hostname, uptime } from 'node:os';
 import path from 'node:path';
 import { BlueError } from '../errors.js';
-import { processRuns } from '../spool/index.js';
 import { ensurePrivateDir } from '../util/fs.js';
 
 export const RUN_LOCK_FILE = 'agent-run.lock';
+/** The exit status of a `run` that finds another agent running: the service manager must not restart it. */
+export const EXIT_ALREADY_RUNNING = 3;
+/** How far a recorded start may lie before the computed boot time and still count as this boot (clock steps, NTP). */
+const BOOT_SLACK_MS = 5 * 60_000;
 
-interface LockOwner {
+export interface LockOwner {
   pid: number;
   host: string;
   /** Clock ticks since boot when the owner started (Linux), to tell a reused pid from the owner. */
   proc_start?: string;
   started_at_unix_ms: number;
+  /** When the owner's machine booted (wall clock), as the owner computed it. */
+  boot_at_unix_ms?: number;
 }
 
 export interface InstanceLock {
   file: string;
   release(): Promise<void>;
+}
+
+/** What the staleness rules need from the world; replaced in tests. */
+export interface LockWorld {
+  host: string;
+  pid: number;
+  /** The current boot's start, wall clock. */
+  bootAt: number;
+  /** 'alive', 'gone', or 'foreign' (exists, but not ours to signal). */
+  probe(pid: number): 'alive' | 'gone' | 'foreign';
+  /** Linux: /proc start ticks. */
+  procStart(pid: number): string | undefined;
+  /** Elsewhere: the process's start, wall clock ms. */
+  startedAt(pid: number): number | undefined;
 }
 
 /** The start time of a process from /proc (Linux); undefined elsewhere or when unknown. */
@@ -36,56 +74,163 @@ export function processStart(pid: number): string | undefined {
   }
 }
 
-function ownerAlive(owner: Partial<LockOwner>): boolean {
-  if (typeof owner.pid !== 'number') return false;
-  if (owner.host !== undefined && owner.host !== hostname()) return true; // a shared home: not ours to judge
-  if (owner.pid === process.pid) return false;
-  if (!processRuns(owner.pid)) return false;
-  const start = processStart(owner.pid);
-  return owner.proc_start === undefined || start === undefined || start === owner.proc_start;
+/** A process's start time from `ps -o lstart=` (macOS and other Unixes without /proc), to the second. */
+export function processStartedAt(pid: number): number | undefined {
+  if (process.platform === 'win32' || !Number.isSafeInteger(pid) || pid <= 0) return undefined;
+  try {
+    const text = execFileSync('ps', ['-o', 'lstart=', '-p', String(pid)], { encoding: 'utf8', timeout: 2_000, stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, LC_ALL: 'C', LANG: 'C' } }).trim();
+    const ms = Date.parse(text);
+    return Number.isFinite(ms) ? ms : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
-export async function acquireInstanceLock(stateDir: string, now: number): Promise<InstanceLock> {
+export function bootTime(): number {
+  return Date.now() - uptime() * 1000;
+}
+
+function probe(pid: number): 'alive' | 'gone' | 'foreign' {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return 'gone';
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM' ? 'foreign' : 'gone';
+  }
+  if (process.platform === 'linux') {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2))) return 'gone';
+    } catch {
+      // Vanished meanwhile, or no /proc: kill(0) said it runs.
+    }
+  }
+  return 'alive';
+}
+
+export function systemLockWorld(): LockWorld {
+  return { host: hostname(), pid: process.pid, bootAt: bootTime(), probe, procStart: processStart, startedAt: processStartedAt };
+}
+
+/** Why the recorded owner cannot be running any more, or undefined when it may well be. */
+export function staleReason(owner: Partial<LockOwner>, world: LockWorld): string | undefined {
+  if (typeof owner.pid !== 'number' || !Number.isSafeInteger(owner.pid)) return 'no owner recorded';
+  const started = typeof owner.started_at_unix_ms === 'number' ? owner.started_at_unix_ms : undefined;
+  if (started !== undefined && started < world.bootAt - BOOT_SLACK_MS) return 'taken before this machine booted';
+  if (owner.host !== undefined && owner.host !== world.host) return undefined; // a shared home, another host's agent
+  if (owner.pid === world.pid) return 'recorded by this very process';
+  const seen = world.probe(owner.pid);
+  if (seen === 'gone') return `pid ${owner.pid} is gone`;
+  if (seen === 'foreign') return `pid ${owner.pid} belongs to another user`;
+  if (owner.proc_start !== undefined) {
+    const now = world.procStart(owner.pid);
+    if (now !== undefined && now !== owner.proc_start) return `pid ${owner.pid} is another process now`;
+    return undefined;
+  }
+  if (started !== undefined) {
+    // No /proc: the process must have started shortly before it took the lock (ps has a one-second resolution).
+    const at = world.startedAt(owner.pid);
+    if (at !== undefined && (at > started + 2_000 || at < started - 10 * 60_000)) return `pid ${owner.pid} is another process now`;
+  }
+  return undefined;
+}
+
+export async function acquireInstanceLock(stateDir: string, now: number, world: LockWorld = systemLockWorld()): Promise<InstanceLock> {
   await ensurePrivateDir(stateDir);
   const file = path.join(stateDir, RUN_LOCK_FILE);
-  const start = processStart(process.pid);
-  const mine: LockOwner = { pid: process.pid, host: hostname(), ...(start === undefined ? {} : { proc_start: start }), started_at_unix_ms: now };
+  const start = world.procStart(world.pid);
+  const mine: LockOwner = {
+    pid: world.pid,
+    host: world.host,
+    ...(start === undefined ? {} : { proc_start: start }),
+    started_at_unix_ms: now,
+    boot_at_unix_ms: Math.round(world.bootAt),
+  };
+  const text = `${JSON.stringify(mine)}\n`;
+  const unique = () => `${file}.${world.pid}.${randomBytes(6).toString('hex')}`;
   for (let attempt = 0; ; attempt++) {
+    // Atomic create-with-content: write aside, then link into place (fails when a lock exists).
+    const temp = `${unique()}.tmp`;
+    await writeFile(temp, text, { mode: 0o600, flag: 'wx' });
+    let created = false;
     try {
-      const handle = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-      try {
-        await handle.writeFile(`${JSON.stringify(mine)}\n`);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
+      await link(temp, file);
+      created = true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    } finally {
+      await unlink(temp).catch(() => undefined);
+    }
+    if (created) {
       return {
         file,
         release: async () => {
           try {
-            const owner = JSON.parse(await readFile(file, 'utf8')) as Partial<LockOwner>;
-            if (owner.pid === process.pid && owner.host === mine.host) await unlink(file);
+            if ((await readFile(file, 'utf8')) === text) await unlink(file);
           } catch {
             // Gone already: nothing of ours to remove.
           }
         },
       };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    let owner: Partial<LockOwner> = {};
+    let seen: string;
     try {
-      owner = JSON.parse(await readFile(file, 'utf8')) as Partial<LockOwner>;
-    } catch {
-      // Unreadable or half-written: an owner that died between create and write. Treat as stale.
+      seen = await readFile(file, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && attempt < 20) continue; // released meanwhile
+      throw error;
     }
-    if (ownerAlive(owner) || attempt >= 5) {
-      const since = typeof owner.started_at_unix_ms === 'number' ? `, running since ${new Date(owner.started_at_unix_ms).toISOString()}` : '';
-      throw new BlueError('LOCK_TIMEOUT', `another \`blue-agent run\` is already running for this user (pid ${owner.pid}${owner.host !== undefined && owner.host !== hostname() ? ` on ${owner.host}` : ''}${since})`, {
+    let owner: Partial<LockOwner> | undefined;
+    try {
+      owner = JSON.parse(seen) as Partial<LockOwner>;
+    } catch {
+      owner = undefined;
+    }
+    let reason: string | undefined;
+    if (owner === undefined) {
+      // Not a record (an older version wrote the lock in two steps, or the file was damaged): stale once it is not
+      // being written any more.
+      const age = Date.now() - ((await stat(file).catch(() => undefined))?.mtimeMs ?? 0);
+      if (age < 2_000 && attempt < 20) {
+        await delay(100);
+        continue;
+      }
+      reason = 'not a lock record';
+    } else {
+      reason = staleReason(owner, world);
+    }
+    if (reason === undefined || attempt >= 20) {
+      const o = owner ?? {};
+      const since = typeof o.started_at_unix_ms === 'number' ? `, running since ${new Date(o.started_at_unix_ms).toISOString()}` : '';
+      throw new BlueError('LOCK_TIMEOUT', `another \`blue-agent run\` is already running for this user (pid ${o.pid}${o.host !== undefined && o.host !== world.host ? ` on ${o.host}` : ''}${since})`, {
         file,
-        hint: 'Only one agent runs per user. Stop the other one first (`blue-agent service status` shows the service), or remove the lock file if that process is not blue-agent.',
+        exitCode: EXIT_ALREADY_RUNNING,
+        hint:
+          o.host !== undefined && o.host !== world.host
+            ? `The state directory is shared with ${o.host}; only one agent runs per user. If that agent is gone, remove ${file}.`
+            : 'Only one agent runs per user. Stop the other one first (`blue-agent service status` shows the service), or remove the lock file if that process is not blue-agent.',
       });
     }
-    await unlink(file).catch(() => undefined);
+    // Take over: move the stale lock aside under a unique name. Only the one whose rename moved the very file judged
+    // stale goes on; anyone else moved a newer lock and puts it back.
+    const aside = `${unique()}.stale`;
+    try {
+      await rename(file, aside);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // somebody else took it over first
+      throw error;
+    }
+    const moved = await readFile(aside, 'utf8').catch(() => undefined);
+    if (moved !== seen) {
+      await link(aside, file).catch(() => undefined);
+      await unlink(aside).catch(() => undefined);
+      await delay(20 + Math.floor(Math.random() * 50));
+      continue;
+    }
+    await unlink(aside).catch(() => undefined);
   }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

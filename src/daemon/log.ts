@@ -1,10 +1,14 @@
 /**
- * The run loop's log: one JSON object per line. Under a service manager (systemd sets INVOCATION_ID or JOURNAL_STREAM,
- * launchd XPC_SERVICE_NAME, or BLUE_AGENT_LOG=json) it goes to stdout, where the journal picks it up; otherwise to
- * `<state>/run.log`, rotated to `run.log.1` when it passes a size bound so it can never fill the disk.
+ * The run loop's log: one JSON object per line, on stdout when that is the journal, otherwise in `<state>/run.log`,
+ * rotated to `run.log.1` when it passes a size bound so it can never fill the disk.
+ *   - BLUE_AGENT_LOG=json (or stdout) / file decide outright; the systemd unit sets json, the LaunchAgent file;
+ *   - JOURNAL_STREAM counts only when it names this very stdout (`dev:ino` of fd 1, as systemd documents): the
+ *     variable is inherited by everything started from a service, terminals included;
+ *   - INVOCATION_ID alone does not count (it leaks into the shells of terminal apps run as user services), and
+ *     launchd (XPC_SERVICE_NAME = the agent's label) gets the file: launchd never rotates its StandardOutPath.
  * Every line passes through `redact`: tokens and signed URLs never reach it.
  */
-import { appendFileSync, mkdirSync, renameSync, statSync } from 'node:fs';
+import { appendFileSync, fstatSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Env, Output } from '../context.js';
 import { redact, type LogLevel, type Logger } from '../logger.js';
@@ -15,14 +19,24 @@ const order: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 
 
 export type LogTarget = { kind: 'stdout' } | { kind: 'file'; file: string; maxBytes: number };
 
-/** Where the log goes, from the environment the process was started with. */
-export function detectLogTarget(env: Env, stateDir: string, maxBytes = DEFAULT_LOG_MAX_BYTES): LogTarget {
+/** `dev:ino` of this process's stdout, as systemd writes JSTREAM; undefined when fd 1 cannot be inspected. */
+export function stdoutIdentity(): string | undefined {
+  try {
+    const info = fstatSync(1, { bigint: true });
+    return `${info.dev}:${info.ino}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Where the log goes, from the environment the process was started with (and what its stdout is). */
+export function detectLogTarget(env: Env, stateDir: string, maxBytes = DEFAULT_LOG_MAX_BYTES, stdoutId: () => string | undefined = stdoutIdentity): LogTarget {
   const explicit = env.BLUE_AGENT_LOG?.trim().toLowerCase();
   const file: LogTarget = { kind: 'file', file: path.join(stateDir, RUN_LOG_FILE), maxBytes };
   if (explicit === 'json' || explicit === 'stdout') return { kind: 'stdout' };
   if (explicit === 'file') return file;
-  const set = (name: string) => env[name] !== undefined && env[name] !== '';
-  if (set('INVOCATION_ID') || set('JOURNAL_STREAM') || set('XPC_SERVICE_NAME')) return { kind: 'stdout' };
+  const journal = env.JOURNAL_STREAM?.trim();
+  if (journal !== undefined && /^\d+:\d+$/.test(journal) && journal === stdoutId()) return { kind: 'stdout' };
   return file;
 }
 

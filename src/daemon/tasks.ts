@@ -16,6 +16,7 @@ import type { ClientStatusReport } from '../schema/generated/control-client-stat
 import { ControlClient } from '../upload/client.js';
 import { readTextIfExists, writeStateFile } from '../util/fs.js';
 import type { HarnessSummary } from './report.js';
+import { fingerprints, type Fingerprint } from './watcher.js';
 
 export type TaskRequest =
   | { task: 'policy'; config: AgentConfig; snapshot: string }
@@ -50,6 +51,8 @@ export interface ReconcileTaskResult {
   harnesses: HarnessSummary[];
   /** Every native file a hook may live in: what the agent watches for drift. */
   watch: string[];
+  /** How each watched file was right after the step's writes: the agent's own writes, not drift. */
+  fingerprints?: Record<string, Fingerprint>;
   error?: TaskError;
 }
 
@@ -107,9 +110,9 @@ export async function reconcileTask(ctx: Context, snapshot: string): Promise<Rec
         files: h.files.filter((f) => f.action !== 'unchanged').map((f) => f.path),
       };
     });
-    return { ok: report.ok, harnesses, watch: [...watch] };
+    return { ok: report.ok, harnesses, watch: [...watch], fingerprints: await fingerprints(watch) };
   } catch (error) {
-    return { ok: false, harnesses: [], watch: [...watch], error: taskError(error) };
+    return { ok: false, harnesses: [], watch: [...watch], fingerprints: await fingerprints(watch), error: taskError(error) };
   }
 }
 

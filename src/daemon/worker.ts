@@ -4,24 +4,35 @@
  * them and stays small while idle. The child ignores SIGTERM/SIGINT (a service manager signals the whole group) and
  * finishes its bounded step, so a write in progress is never cut; the agent waits for it before it exits.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { Context } from '../context.js';
 import type { TaskRequest } from './tasks.js';
 
 export const TASK_ENV = 'BLUE_AGENT_RUN_TASK';
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 
-export type TaskRunner = (request: TaskRequest) => Promise<unknown>;
+export interface TaskRunner {
+  (request: TaskRequest): Promise<unknown>;
+  /**
+   * The agent is stopping: ends the steps still running — SIGTERM, then SIGKILL after `killMs` (a step ignores
+   * SIGTERM to finish its write, so the SIGKILL is what ends a hung one). Resolves with how many there were.
+   */
+  stop?(killMs: number): Promise<number>;
+}
 
 /** Each task in a child process (the default). `timeoutMs` bounds a child that hangs. */
 export function processTasks(ctx: Context, timeoutMs = 120_000): TaskRunner {
-  return (request) =>
+  const live = new Map<ChildProcess, Promise<void>>();
+  const runner: TaskRunner = (request) =>
     new Promise((resolve, reject) => {
       const child = spawn(ctx.self.node, [ctx.self.entry, 'run'], {
         env: { ...ctx.env, [TASK_ENV]: '1' },
         cwd: ctx.paths.home,
         stdio: ['pipe', 'pipe', 'pipe'],
       });
+      live.set(child, new Promise<void>((done) => child.once('close', () => done())));
+      child.once('close', () => live.delete(child));
+      child.once('error', () => live.delete(child));
       const out: Buffer[] = [];
       let size = 0;
       let stderr = '';
@@ -46,6 +57,20 @@ export function processTasks(ctx: Context, timeoutMs = 120_000): TaskRunner {
         }
       });
     });
+  runner.stop = async (killMs) => {
+    const children = [...live.entries()];
+    if (children.length === 0) return 0;
+    for (const [child] of children) child.kill('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const all = Promise.all(children.map(([, closed]) => closed));
+    await Promise.race([all, new Promise<void>((resolve) => (timer = setTimeout(resolve, killMs)))]);
+    clearTimeout(timer);
+    for (const [child] of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await Promise.race([all, new Promise<void>((resolve) => (timer = setTimeout(resolve, 1_000)))]);
+    clearTimeout(timer);
+    return children.length;
+  };
+  return runner;
 }
 
 /** Each task in this process (tests that want one process; the memory then stays with the agent). */

@@ -4,6 +4,7 @@
  */
 import semver from 'semver';
 import type { ServiceState } from '../service/index.js';
+import { LAUNCHD_LABEL } from '../service/spec.js';
 import type { HarnessStatus } from '../status/collect.js';
 import type { ErrorInfo } from '../status/policy.js';
 import { certifyCommand } from '../reconcile/decide.js';
@@ -11,13 +12,10 @@ import type { ControlFacts, DoctorFacts, SpoolFacts } from './collect.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
-export interface Check {
-  id: string;
-  status: CheckStatus;
-  message: string;
-  /** For warn and fail: what to run or do. */
-  fix?: string;
-}
+/** A check's verdict: every warning and failure carries what to run or do (the type will not let one without). */
+export type Check =
+  | { id: string; status: 'ok'; message: string; fix?: undefined }
+  | { id: string; status: 'warn' | 'fail'; message: string; fix: string };
 
 const LOGIN = 'blue-agent login --control-url URL --token-stdin';
 
@@ -52,7 +50,7 @@ function checkConfig(config: DoctorFacts['config']): Check {
   return { id: 'config', status: 'ok', message: config.exists ? config.file : `${config.file} (absent: defaults apply)` };
 }
 
-function checkControlApi(control: ControlFacts, policyFile: string | undefined): Check {
+export function checkControlApi(control: ControlFacts, policyFile: string | undefined): Check {
   const id = 'control-api';
   if (control.urlError !== undefined) return { id, status: 'fail', message: control.urlError.message, fix: control.urlError.hint ?? LOGIN };
   if (control.url === undefined) {
@@ -62,7 +60,9 @@ function checkControlApi(control: ControlFacts, policyFile: string | undefined):
   }
   const probe = control.probe;
   const origin = safeOrigin(control.url);
-  if (probe === undefined) return { id, status: 'warn', message: `the Control API at ${origin} was not checked` };
+  if (probe === undefined) {
+    return { id, status: 'warn', message: `the Control API at ${origin} was not checked`, fix: 'run `blue-agent doctor` again; if it still cannot check, run `blue-agent reconcile --dry-run` to see what the Control API answers' };
+  }
   switch (probe.kind) {
     case 'ok':
     case 'refused':
@@ -241,6 +241,14 @@ export function checkService(service: ServiceState | { error: ErrorInfo }): Chec
     return warn(
       `${unit} is installed but the agent is not running${detail}`,
       'blue-agent service install (it starts the service); `blue-agent service status` shows why it stopped',
+    );
+  }
+  if (service.enabled === undefined || service.active === undefined) {
+    // The manager could not be asked (no user manager in this session, a timeout): nothing says the agent runs.
+    const ask = service.manager === 'systemd' ? 'systemctl --user status blue-agent.service' : `launchctl print gui/$(id -u)/${LAUNCHD_LABEL}`;
+    return warn(
+      `${unit} is installed, but ${service.manager} could not say whether it is enabled and running${detail}`,
+      `run \`${ask}\` (from your login session) to see its state; \`blue-agent service install\` enables and starts it`,
     );
   }
   const flags = `${service.enabled === true ? ', enabled' : ''}${service.active === true ? ', running' : ''}`;

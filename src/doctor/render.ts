@@ -19,7 +19,7 @@ export function renderDoctor(checks: readonly Check[], options: { color: boolean
   for (const check of checks) {
     const mark = check.status === 'ok' ? c.green('ok  ') : check.status === 'warn' ? c.yellow('warn') : c.red('fail');
     out.push(`${mark}  ${check.id.padEnd(width)}${check.message}`);
-    if (check.fix !== undefined && check.status !== 'ok') out.push(`      ${' '.repeat(width)}${c.dim(`fix: ${check.fix}`)}`);
+    if (check.status !== 'ok') out.push(`      ${' '.repeat(width)}${c.dim(`fix: ${check.fix}`)}`);
   }
   const s = summarise(checks);
   const line = `${s.ok} ok, ${s.warn} warning${s.warn === 1 ? '' : 's'}, ${s.fail} failure${s.fail === 1 ? '' : 's'}`;

@@ -120,11 +120,11 @@ export interface RestoreIndexMerge {
   /** Short description for summaries (`work_dirs entry for /home/me/proj`). */
   what: string;
   /**
-   * Pure: the current text (null when there is no file) -> the text to write, keeping every other byte. Returning
-   * the current text unchanged means there is nothing to write. Throws a BlueError when the file cannot be merged
-   * without losing the user's content.
+   * Pure: the current bytes (null when there is no file) -> the bytes to write, keeping every other byte exactly (a
+   * merge never decodes and re-encodes what it does not change). Returning equal bytes means there is nothing to
+   * write. Throws a BlueError when the file cannot be merged without losing the user's content.
    */
-  merge(current: string | null): string;
+  merge(current: Buffer | null): Buffer;
 }
 
 /** A session restored through the harness itself (OpenCode's `import`), run in the destination. */
@@ -139,6 +139,11 @@ export interface RestoreImport {
   existing(ctx: Context): Promise<'none' | 'identical' | 'different'>;
   /** Arguments that remove an imported session again (rollback), given its id. */
   removeArgs(id: string): readonly string[];
+  /**
+   * How rollback confirms that the removal worked: `args` (given the id) ask the harness for the session; a non-zero
+   * exit whose stderr matches `missing` means it is gone, exit 0 that it is still there, anything else is unknown.
+   */
+  existsCheck(id: string): { args: readonly string[]; missing: RegExp };
 }
 
 /** What restoring one bundle means on this machine. Planning writes nothing. */

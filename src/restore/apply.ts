@@ -5,19 +5,24 @@
  *   2. every index merge is computed from the file as it is now;
  *   3. the journal is written (atomically) naming every folder, file, temp file and index backup this restore may
  *      create;
- *   4. folders are created, then each staged file is hard-linked to its target (fresh mtime first); a link never
- *      replaces anything, so a file that appeared meanwhile is a conflict, never clobbered;
+ *   4. folders are created (one that already exists is not ours: the journal stops naming it), then each staged file
+ *      is hard-linked to its target (fresh mtime first); a link never replaces anything, so a file that appeared
+ *      meanwhile is a conflict, never clobbered; after each placement the target's folder must still resolve inside
+ *      the session root and the target must be the inode placed;
  *   5. each index is backed up by a hard link of the original, then replaced by a fsynced temp file (rename) —
  *      rollback is a rename of the backup, which needs no free space;
- *   6. OpenCode: `opencode import` runs in the destination;
+ *   6. OpenCode: `opencode import` runs in the destination; the journal is rewritten at once with the id it reports;
  *   7. the journal says `placed` (the commit point); backups, staging and the journal are removed.
  *
  * Any failure before 7 rolls back what 4-6 did, in reverse; a crash is rolled back (or, after 7, finished) by
- * recoverRestores from the journal.
+ * recoverRestores from the journal. Rollback removes a target only when it is still the inode this restore placed
+ * (the staged file, or the copy-fallback temp kept until the commit) with the journal's size and SHA-256: a file the
+ * user kept working in after a crash is kept and reported.
  */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { lstat, open, readFile, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { lstat, open, realpath, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
 import path from 'node:path';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';
@@ -26,10 +31,13 @@ import { findExecutable } from '../profiles/detect.js';
 import { fsyncDir, resolveWriteTarget } from '../util/fs.js';
 import { isInside, sha256File, type Inspection } from './inspect.js';
 import type { RestoreIO } from './io.js';
-import { newJournalId, ownerFields, removeJournal, writeJournal, type JournalIndex, type RestoreJournal } from './journal.js';
+import { printable } from '../util/terminal-text.js';
+import { newJournalId, ownerFields, removeJournal, writeJournal, type JournalImport, type JournalIndex, type JournalTarget, type RestoreJournal } from './journal.js';
 
 export const IMPORT_TIMEOUT_MS = 120_000;
 const STAGING_MARK = '.blue-agent-restore-';
+/** The largest native index (session_index.jsonl, kimi.json) a restore merges into; it is read whole. */
+export const MAX_INDEX_BYTES = 64 * 1024 * 1024;
 
 export interface ApplyResult {
   sessionId: string;
@@ -38,24 +46,47 @@ export interface ApplyResult {
   skipped: string[];
 }
 
-function sha256(text: string | null): string | null {
-  return text === null ? null : createHash('sha256').update(text, 'utf8').digest('hex');
+function sha256(bytes: Buffer | null): string | null {
+  return bytes === null ? null : createHash('sha256').update(bytes).digest('hex');
 }
 
 function errnoOf(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | undefined)?.code;
 }
 
-async function readIfExists(file: string): Promise<string | null> {
+/** An index's bytes, exactly as they are (null when there is none); refused past MAX_INDEX_BYTES. */
+async function readIfExists(file: string): Promise<Buffer | null> {
+  const notRegular = () => new BlueError('RESTORE_CONFLICT', `${file}: is not a regular file, so the session cannot be entered in it`, { file, hint: 'Move it away (it is yours; blue-agent never replaces it), then restore again.' });
+  const tooLarge = () =>
+    new BlueError('RESTORE_CONFLICT', `${file}: is larger than ${MAX_INDEX_BYTES / (1024 * 1024)} MiB, more than blue-agent merges into`, {
+      file,
+      hint: 'The file is left as it is. Let the harness compact it (or move it away), then restore again.',
+    });
+  let handle;
   try {
-    const info = await lstat(file);
-    if (!info.isFile()) {
-      throw new BlueError('RESTORE_CONFLICT', `${file}: is not a regular file, so the session cannot be entered in it`, { file, hint: 'Move it away (it is yours; blue-agent never replaces it), then restore again.' });
-    }
-    return await readFile(file, 'utf8');
+    if (!(await lstat(file)).isFile()) throw notRegular();
+    handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
     if (errnoOf(error) === 'ENOENT') return null;
+    if (errnoOf(error) === 'ELOOP') throw notRegular();
     throw error;
+  }
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw notRegular();
+    if (info.size > MAX_INDEX_BYTES) throw tooLarge();
+    // Read at most one byte past the cap: the file may grow while it is read.
+    const buffer = Buffer.alloc(Math.min(info.size, MAX_INDEX_BYTES) + 1);
+    let length = 0;
+    for (;;) {
+      if (length === buffer.length) throw tooLarge();
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    return buffer.subarray(0, length);
+  } finally {
+    await handle.close();
   }
 }
 
@@ -75,12 +106,12 @@ export async function applyPlan(ctx: Context, { plan, inspection, staging }: App
   const now = new Date(ctx.clock.now());
 
   // Index merges from the files as they are now; unchanged ones need no write.
-  const merges: { index: JournalIndex; mode: number; after: string; before: string | null }[] = [];
+  const merges: { index: JournalIndex; mode: number; after: Buffer; before: Buffer | null }[] = [];
   for (const merge of plan.merges) {
     const file = await resolveWriteTarget(merge.file);
     const before = await readIfExists(file);
     const after = merge.merge(before);
-    if (after === before) continue;
+    if (before !== null && after.equals(before)) continue;
     const mode = before === null ? 0o600 : (await stat(file)).mode & 0o7777;
     merges.push({
       index: { file, existed: before !== null, backup: beside(file, id, 'backup'), temp: beside(file, id, 'tmp'), sha256_before: sha256(before), sha256_after: sha256(after)! },
@@ -118,7 +149,7 @@ export async function applyPlan(ctx: Context, { plan, inspection, staging }: App
     dirs: inspection.dirs,
     targets: inspection.create.map((p) => ({ path: p.to, staged: p.from, sha256: p.sha256, size: p.size, temp: beside(p.to, id, 'tmp') })),
     indexes: merges.map((m) => m.index),
-    ...(needsImport ? { import: { binary: importBinary!, cwd: plan.import!.cwd, session_id: plan.sessionId, remove_args: [...plan.import!.removeArgs(plan.sessionId)] } } : {}),
+    ...(needsImport ? { import: importStep(plan, importBinary!, plan.sessionId) } : {}),
   };
 
   let sessionId = plan.sessionId;
@@ -127,6 +158,8 @@ export async function applyPlan(ctx: Context, { plan, inspection, staging }: App
     await writeJournal(io, ctx.paths.stateDir, journal);
     journalWritten = true;
 
+    // A folder that exists by now was made by someone else: it is not this restore's to remove.
+    const existing: string[] = [];
     for (const dir of journal.dirs) {
       try {
         await io.mkdir(dir, 0o700);
@@ -134,30 +167,46 @@ export async function applyPlan(ctx: Context, { plan, inspection, staging }: App
         if (errnoOf(error) !== 'EEXIST') throw error;
         const info = await lstat(dir);
         if (!info.isDirectory()) throw new BlueError('RESTORE_CONFLICT', `${dir}: appeared while restoring and is not a folder`, { file: dir, hint: 'Move it away, then restore again.' });
+        existing.push(dir);
       }
       await fsyncDir(path.dirname(dir));
+    }
+    if (existing.length > 0) {
+      journal.dirs = journal.dirs.filter((d) => !existing.includes(d));
+      await writeJournal(io, ctx.paths.stateDir, journal);
     }
 
     const touched = new Set<string>();
     for (const target of journal.targets) {
       await checkParents(plan.root, target.path);
       await io.utimes(target.staged, now, now);
-      await place(io, target.staged, target.path, target.temp, now);
+      await place(io, inspection.realRoot, target, now);
       touched.add(path.dirname(target.path));
     }
     for (const dir of touched) await fsyncDir(dir);
 
     for (const m of merges) await mergeIndex(io, m.index, m.before, m.after, m.mode);
 
-    if (needsImport) sessionId = await runImport(ctx, plan, importBinary!);
+    if (needsImport) {
+      sessionId = await runImport(ctx, plan, importBinary!);
+      if (sessionId !== journal.import!.session_id) {
+        // The harness named the session itself: from now on that is the one a rollback removes.
+        journal.import = importStep(plan, importBinary!, sessionId);
+        await writeJournal(io, ctx.paths.stateDir, journal);
+      }
+    }
 
     journal.state = 'placed';
     await writeJournal(io, ctx.paths.stateDir, journal);
   } catch (error) {
-    const failure = mapFailure(error, plan);
+    let failure = mapFailure(error, plan);
     try {
-      await rollBack(ctx, journal);
+      const kept = await rollBack(ctx, journal);
       if (journalWritten) await removeJournal(ctx.paths.stateDir, id);
+      if (kept.length > 0) {
+        for (const why of kept) ctx.logger.warn('restore rolled back; a file was kept', { journal: id, why });
+        failure = new BlueError(failure.code, `${failure.message}; kept: ${kept.join('; ')}`, { hint: failure.hint, ...(failure.file === undefined ? {} : { file: failure.file }), cause: error });
+      }
     } catch (rollbackError) {
       throw new BlueError('RESTORE_FAILED', `${failure.message}; undoing the restore failed too (${(rollbackError as Error).message})`, {
         hint: `Nothing is lost: the journal ${id} in ${path.join(ctx.paths.stateDir, 'restores')} records what to undo; \`blue-agent resume\` finishes the rollback first.`,
@@ -182,46 +231,66 @@ async function checkParents(root: string, target: string): Promise<void> {
   }
 }
 
-/** Hard link from staging (same filesystem), else a copy beside the target hard-linked into place. Never replaces. */
-async function place(io: RestoreIO, staged: string, target: string, temp: string, now: Date): Promise<void> {
+function raced(file: string, why: string): BlueError {
+  return new BlueError('RESTORE_UNSAFE', `${file}: ${why} while restoring`, { file, hint: 'Something changed the harness folders during the restore; check them, then restore again.' });
+}
+
+/** The folder `file` is in still resolves (links followed) to the session root as inspected, or below it. */
+async function checkResolved(realRoot: string, file: string): Promise<void> {
+  const real = await realpath(path.dirname(file));
+  if (real !== realRoot && !isInside(realRoot, real)) throw raced(file, `its folder now resolves to ${real}, outside the session root ${realRoot}`);
+}
+
+function sameInode(a: Stats, b: Stats): boolean {
+  return a.ino === b.ino && a.dev === b.dev;
+}
+
+/**
+ * Hard link from staging (same filesystem), else a copy into a temp file in the (verified) target folder, hard-linked
+ * into place; the temp stays until the commit so that the placed file keeps an identity by inode. Never replaces.
+ * Afterwards the folder must still resolve inside the root and the target must be the inode placed.
+ */
+async function place(io: RestoreIO, realRoot: string, target: JournalTarget, now: Date): Promise<void> {
+  await checkResolved(realRoot, target.path);
+  let source = target.staged;
   try {
-    await io.link(staged, target);
-    return;
+    await io.link(target.staged, target.path);
   } catch (error) {
     const code = errnoOf(error);
-    if (code === 'EEXIST') throw conflictAppeared(target);
+    if (code === 'EEXIST') throw conflictAppeared(target.path);
     if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EMLINK') throw error;
-  }
-  await io.copyFile(staged, temp);
-  try {
-    const handle = await open(temp, constants.O_RDONLY | constants.O_NOFOLLOW);
+    source = target.temp;
+    await io.copyFile(target.staged, target.temp);
+    await checkResolved(realRoot, target.temp);
+    const handle = await open(target.temp, constants.O_RDONLY | constants.O_NOFOLLOW);
     try {
       await handle.sync();
     } finally {
       await handle.close();
     }
-    await io.utimes(temp, now, now);
+    await io.utimes(target.temp, now, now);
     try {
-      await io.link(temp, target);
-    } catch (error) {
-      if (errnoOf(error) === 'EEXIST') throw conflictAppeared(target);
-      throw error;
+      await io.link(target.temp, target.path);
+    } catch (linkError) {
+      if (errnoOf(linkError) === 'EEXIST') throw conflictAppeared(target.path);
+      throw linkError;
     }
-  } finally {
-    await unlink(temp).catch(() => undefined);
   }
+  await checkResolved(realRoot, target.path);
+  const [placed, from] = await Promise.all([lstat(target.path).catch(() => undefined), lstat(source).catch(() => undefined)]);
+  if (placed === undefined || from === undefined || !sameInode(placed, from)) throw raced(target.path, 'another file took the place of the one restored');
 }
 
 function conflictAppeared(target: string): BlueError {
   return new BlueError('RESTORE_CONFLICT', `${target}: a file appeared there while restoring`, { file: target, hint: 'The harness may be running this session right now; close it, then restore again.' });
 }
 
-async function mergeIndex(io: RestoreIO, index: JournalIndex, before: string | null, after: string, mode: number): Promise<void> {
+async function mergeIndex(io: RestoreIO, index: JournalIndex, before: Buffer | null, after: Buffer, mode: number): Promise<void> {
   const dir = path.dirname(index.file);
   if (index.existed) await io.link(index.file, index.backup);
   const handle = await open(index.temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
   try {
-    await io.write(handle, Buffer.from(after, 'utf8'));
+    await io.write(handle, after);
     await handle.chmod(mode);
     await handle.sync();
   } finally {
@@ -230,7 +299,7 @@ async function mergeIndex(io: RestoreIO, index: JournalIndex, before: string | n
   if (index.existed) {
     // Last check: the harness may have rewritten its index since the merge was computed.
     const current = await readIfExists(index.file);
-    if (current !== before) {
+    if (current === null || before === null || !current.equals(before)) {
       throw new BlueError('CONCURRENT_MODIFICATION', `${index.file} changed while blue-agent was restoring into it`, { file: index.file, hint: 'Run the restore again; the merge will be made from the new content.' });
     }
     await io.rename(index.temp, index.file);
@@ -276,27 +345,63 @@ function mapFailure(error: unknown, plan: RestorePlan): BlueError {
   });
 }
 
-/** Undoes what the journal says this restore may have done, newest first. Safe to run twice. */
-export async function rollBack(ctx: Context, journal: RestoreJournal): Promise<void> {
-  if (journal.import !== undefined) {
-    const step = journal.import;
-    // Deleting a session that is not there fails harmlessly; the session did not exist before (the preflight said so).
-    await ctx.run(step.binary, step.remove_args, { timeoutMs: IMPORT_TIMEOUT_MS, cwd: step.cwd, env: ctx.env }).catch(() => undefined);
-  }
+/** The journal's import entry for `sessionId`: how to remove it and how to check that it is gone. */
+function importStep(plan: RestorePlan, binary: string, sessionId: string): JournalImport {
+  const step = plan.import!;
+  const check = step.existsCheck(sessionId);
+  return { binary, cwd: step.cwd, session_id: sessionId, remove_args: [...step.removeArgs(sessionId)], check_args: [...check.args], missing_pattern: check.missing.source };
+}
+
+/**
+ * Undoes what the journal says this restore may have done, newest first. Safe to run twice. Returns why each file it
+ * kept was kept (a placed file that changed since, or one that is not the inode placed).
+ */
+export async function rollBack(ctx: Context, journal: RestoreJournal): Promise<string[]> {
+  const kept: string[] = [];
+  if (journal.import !== undefined) await removeImported(ctx, journal.import);
   for (const index of [...journal.indexes].reverse()) await undoIndex(index);
   for (const target of [...journal.targets].reverse()) {
+    const state = await ownership(target);
+    if (state === 'ours') await unlinkIfExists(target.path);
+    else if (state === 'changed') kept.push(`${target.path} was kept: it changed after the restore placed it (someone kept working in it)`);
+    else if (state === 'foreign') kept.push(`${target.path} was kept: it is not the file the restore placed`);
+    // The temp (copy fallback) goes only after the target's identity was checked against it.
     await unlink(target.temp).catch(() => undefined);
-    if (await isOurs(target.path, target.staged, target.sha256)) await unlinkIfExists(target.path);
   }
   for (const dir of [...journal.dirs].reverse()) {
     try {
       await rmdir(dir);
     } catch (error) {
-      if (errnoOf(error) !== 'ENOENT' && errnoOf(error) !== 'ENOTEMPTY' && errnoOf(error) !== 'EEXIST') throw error;
+      // Not empty (someone's files), gone, or no longer a folder (a link now): not this restore's to remove.
+      if (errnoOf(error) !== 'ENOENT' && errnoOf(error) !== 'ENOTEMPTY' && errnoOf(error) !== 'EEXIST' && errnoOf(error) !== 'ENOTDIR') throw error;
     }
   }
   for (const dir of new Set([...journal.targets.map((t) => path.dirname(t.path)), ...journal.dirs.map((d) => path.dirname(d))])) await fsyncDir(dir);
   await removeStaging(journal.staging);
+  return kept;
+}
+
+/** Removes an imported session and confirms it is gone; if that cannot be confirmed, throws (the journal stays). */
+async function removeImported(ctx: Context, step: JournalImport): Promise<void> {
+  const removed = await ctx.run(step.binary, step.remove_args, { timeoutMs: IMPORT_TIMEOUT_MS, cwd: step.cwd, env: ctx.env, maxOutputBytes: 1024 * 1024 });
+  const removal = removed.spawnError ?? (removed.timedOut ? 'timed out' : removed.exitCode === 0 ? undefined : `exited with ${String(removed.exitCode)}: ${removed.stderr.trim().slice(-200)}`);
+  let gone: boolean | undefined;
+  let why = '';
+  if (step.check_args === undefined || step.missing_pattern === undefined) {
+    // A journal of an older blue-agent: the removal's own exit is all there is.
+    gone = removal === undefined ? true : undefined;
+  } else {
+    const check = await ctx.run(step.binary, step.check_args, { timeoutMs: IMPORT_TIMEOUT_MS, cwd: step.cwd, env: ctx.env, maxOutputBytes: 1024 * 1024 });
+    if (check.spawnError !== undefined || check.timedOut) why = `checking with \`${[path.basename(step.binary), ...step.check_args].join(' ')}\` failed (${check.spawnError ?? 'timed out'})`;
+    else if (check.exitCode === 0) [gone, why] = [false, 'it is still there'];
+    else if (new RegExp(step.missing_pattern, 'i').test(check.stderr)) gone = true;
+    else why = `\`${[path.basename(step.binary), ...step.check_args].join(' ')}\` exited with ${String(check.exitCode)}: ${check.stderr.trim().slice(-200)}`;
+  }
+  if (gone === true) return;
+  const command = [path.basename(step.binary), ...step.remove_args].join(' ');
+  throw new BlueError('RESTORE_FAILED', printable(`the imported session ${step.session_id} may remain in ${path.basename(step.binary)}: \`${command}\` ${removal ?? 'succeeded'}${why === '' ? '' : `, and ${why}`}`), {
+    hint: `The restore journal is kept; \`blue-agent resume\` tries again first. To remove it by hand: cd ${step.cwd} && ${command}`,
+  });
 }
 
 async function undoIndex(index: JournalIndex): Promise<void> {
@@ -319,13 +424,19 @@ async function undoIndex(index: JournalIndex): Promise<void> {
   await fsyncDir(path.dirname(index.file));
 }
 
-/** The target is the file this restore placed: the same inode as its staged file, or (staged gone) the same bytes. */
-async function isOurs(target: string, staged: string, sha: string): Promise<boolean> {
-  const info = await lstat(target).catch(() => undefined);
-  if (info === undefined || !info.isFile()) return false;
-  const source = await lstat(staged).catch(() => undefined);
-  if (source !== undefined && source.ino === info.ino && source.dev === info.dev) return true;
-  return (await sha256File(target)) === sha;
+/**
+ * Whether a target is the file this restore placed: the same inode as its staged file or its copy-fallback temp
+ * (`foreign` otherwise, `absent` when nothing is there), and still the journal's size and SHA-256 (`changed`
+ * otherwise: the harness appended to it in place after a crash).
+ */
+async function ownership(target: JournalTarget): Promise<'ours' | 'changed' | 'foreign' | 'absent'> {
+  const info = await lstat(target.path).catch(() => undefined);
+  if (info === undefined) return 'absent';
+  if (!info.isFile()) return 'foreign';
+  const sources = await Promise.all([lstat(target.staged).catch(() => undefined), lstat(target.temp).catch(() => undefined)]);
+  if (!sources.some((s) => s !== undefined && s.isFile() && sameInode(s, info))) return 'foreign';
+  if (info.size !== target.size || (await sha256File(target.path)) !== target.sha256) return 'changed';
+  return 'ours';
 }
 
 async function unlinkIfExists(file: string): Promise<void> {

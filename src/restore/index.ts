@@ -26,7 +26,7 @@ import { withLock } from '../util/lock.js';
 import { applyPlan, finish, removeStaging, rollBack, STAGING_MARK } from './apply.js';
 import { existingAncestor, inspectPlan, type Collision } from './inspect.js';
 import { realRestoreIO, type RestoreIO } from './io.js';
-import { listJournals, removeJournal, type RestoreJournal } from './journal.js';
+import { bootTimeMs, listJournals, ownerFields, processStartMs, removeJournal, type RestoreJournal } from './journal.js';
 
 export type { RestoreIO } from './io.js';
 export { realRestoreIO } from './io.js';
@@ -37,6 +37,8 @@ const OWNER_FILE = 'owner.json';
 const LOCK_STALE_MS = 30 * 60_000;
 /** A journal or staging folder whose process still runs is left alone, unless it is older than this (a reused pid). */
 const OWNER_STALE_MS = 6 * 60 * 60_000;
+/** Slack when comparing process start times (boot time and start ticks are known to about a second). */
+const START_SLACK_MS = 5_000;
 
 export interface RestoreSummary {
   /** Files that will be written. */
@@ -106,7 +108,8 @@ export async function prepareRestore(ctx: Context, input: { bundleFile: string; 
   const dispose = async () => {
     if (disposed) return;
     disposed = true;
-    await removeStaging(staging);
+    // A journal left by a rollback that could not finish still needs the staged files (identity by inode).
+    if (!(await listJournals(ctx.paths.stateDir)).some((j) => j.journal?.staging === staging)) await removeStaging(staging);
     liveStaging.delete(staging);
   };
   try {
@@ -147,6 +150,7 @@ export async function applyRestore(ctx: Context, prepared: PreparedRestore, opti
     async () => {
       // The machine may have changed since the preflight the user saw: check again under the lock.
       await resolveDestination(ctx, prepared.destination);
+      await refusePending(ctx, prepared.plan);
       const inspection = await inspectPlan(ctx, prepared.plan);
       if (inspection.collision === 'different') throw conflictError(prepared.plan, inspection.conflicts);
       const result = await applyPlan(ctx, { plan: prepared.plan, inspection, staging: prepared.staging }, io);
@@ -162,15 +166,23 @@ export async function applyRestore(ctx: Context, prepared: PreparedRestore, opti
  * is rolled back to the machine as it was. Journals of restores still running are left alone. Leftover staging
  * folders of dead processes are removed.
  */
-export async function recoverRestores(ctx: Context): Promise<{ rolledBack: string[]; completed: string[] }> {
+export interface RecoveryResult {
+  rolledBack: string[];
+  completed: string[];
+  /** Files a rollback kept because they changed after the restore placed them (or are not the ones it placed). */
+  warnings?: string[];
+}
+
+export async function recoverRestores(ctx: Context): Promise<RecoveryResult> {
   const rolledBack: string[] = [];
   const completed: string[] = [];
+  const warnings: string[] = [];
   for (const { id, journal, damaged } of await listJournals(ctx.paths.stateDir)) {
     if (journal === undefined) {
       ctx.logger.warn('restore journal cannot be read; left in place', { journal: id, reason: damaged });
       continue;
     }
-    if (ownerAlive(journal.pid, journal.host, journal.started_at_unix_ms)) continue;
+    if (ownerAlive(journal.pid, journal.host, journal.started_at_unix_ms, false, journal.pid_started_at_unix_ms)) continue;
     try {
       await withLock(
         path.join(ctx.paths.stateDir, 'locks'),
@@ -182,9 +194,13 @@ export async function recoverRestores(ctx: Context): Promise<{ rolledBack: strin
             await finish(ctx, current);
             completed.push(id);
           } else {
-            await rollBack(ctx, current);
+            const kept = await rollBack(ctx, current);
             await removeJournal(ctx.paths.stateDir, id);
             rolledBack.push(id);
+            for (const why of kept) {
+              warnings.push(why);
+              ctx.logger.warn('interrupted restore rolled back; a file was kept', { journal: id, why });
+            }
           }
         },
         { timeoutMs: 2_000, staleMs: LOCK_STALE_MS },
@@ -198,7 +214,24 @@ export async function recoverRestores(ctx: Context): Promise<{ rolledBack: strin
     }
   }
   await sweepStaging(ctx);
-  return { rolledBack, completed };
+  return { rolledBack, completed, ...(warnings.length > 0 ? { warnings } : {}) };
+}
+
+/**
+ * A journal that was not recovered (its process may still run, or recovery could not finish it) owns the files it
+ * names: restoring into any of them now could have that journal's rollback remove this restore's work.
+ */
+async function refusePending(ctx: Context, plan: RestorePlan): Promise<void> {
+  const ours = new Set([...plan.placements.map((p) => p.to), ...plan.merges.map((m) => m.file)]);
+  for (const { id, journal } of await listJournals(ctx.paths.stateDir)) {
+    if (journal === undefined) continue;
+    const named = [...(journal.targets ?? []).map((t) => t.path), ...(journal.indexes ?? []).map((i) => i.file)].find((f) => ours.has(f));
+    if (named === undefined) continue;
+    throw new BlueError('RESTORE_FAILED', `an unfinished restore (${describe(journal)}) still names ${named}; this restore would write there too`, {
+      file: named,
+      hint: `Wait for that restore to end, then run \`blue-agent resume\` again (it finishes or undoes the interrupted one first). Its journal is ${path.join(ctx.paths.stateDir, 'restores', `${id}.json`)}.`,
+    });
+  }
 }
 
 function describe(journal: RestoreJournal): string {
@@ -243,7 +276,7 @@ function mapPrepareError(error: NodeJS.ErrnoException, where: string): BlueError
 async function writeOwner(staging: string): Promise<void> {
   const handle = await open(path.join(staging, OWNER_FILE), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {
-    await handle.writeFile(JSON.stringify({ pid: process.pid, host: hostname(), started_at_unix_ms: Date.now() }));
+    await handle.writeFile(JSON.stringify({ ...ownerFields(), started_at_unix_ms: Date.now() }));
   } finally {
     await handle.close();
   }
@@ -257,16 +290,24 @@ const liveStaging = new Set<string>();
  * process holds (`self`): an earlier process may have had the same pid. An in-flight apply is also protected by the
  * harness lock it holds, which recovery takes before acting.
  */
-function ownerAlive(pid: unknown, host: unknown, startedAt: unknown, self = false): boolean {
+function ownerAlive(pid: unknown, host: unknown, startedAt: unknown, self = false, pidStartedAt?: unknown): boolean {
   if (typeof pid !== 'number' || host !== hostname()) return false;
   if (typeof startedAt === 'number' && Date.now() - startedAt > OWNER_STALE_MS) return false;
+  // Written before this boot: whatever runs under that pid now is another process (pids restart at boot).
+  // (The owner's own start time when recorded: a journal's started_at comes from the context's clock.)
+  const boot = bootTimeMs();
+  const ownerStart = typeof pidStartedAt === 'number' ? pidStartedAt : startedAt;
+  if (typeof ownerStart === 'number' && ownerStart < boot - START_SLACK_MS) return false;
   if (pid === process.pid) return self;
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+  // Alive: the same process only if it started when the recorded owner did (where both are known).
+  const actual = processStartMs(pid);
+  if (typeof pidStartedAt === 'number' && actual !== undefined && Math.abs(actual - pidStartedAt) > START_SLACK_MS) return false;
+  return true;
 }
 
 /** Staging folders of dead processes in every harness home (a prepare that was never applied nor disposed). */
@@ -284,14 +325,14 @@ async function sweepStaging(ctx: Context): Promise<void> {
       const dir = path.join(parent, name);
       const info = await lstat(dir).catch(() => undefined);
       if (info === undefined || !info.isDirectory()) continue;
-      let owner: { pid?: unknown; host?: unknown; started_at_unix_ms?: unknown } = {};
+      let owner: { pid?: unknown; host?: unknown; started_at_unix_ms?: unknown; pid_started_at_unix_ms?: unknown } = {};
       try {
         owner = JSON.parse(await readFile(path.join(dir, OWNER_FILE), 'utf8')) as typeof owner;
       } catch {
         // No owner yet: a prepare that died right after creating the folder, unless it is brand new.
         if (Date.now() - info.mtimeMs < 60_000) continue;
       }
-      if (owner.pid !== undefined && ownerAlive(owner.pid, owner.host, owner.started_at_unix_ms, liveStaging.has(dir))) continue;
+      if (owner.pid !== undefined && ownerAlive(owner.pid, owner.host, owner.started_at_unix_ms, liveStaging.has(dir), owner.pid_started_at_unix_ms)) continue;
       // A journal still naming this folder is recovered above; never pull staging from under it.
       const journals = await listJournals(ctx.paths.stateDir);
       if (journals.some((j) => j.journal?.staging === dir)) continue;

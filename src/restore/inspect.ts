@@ -27,6 +27,8 @@ export interface Inspection {
   /** OpenCode: whether the harness already holds the session. */
   imported: Collision | undefined;
   collision: Collision;
+  /** The session root with every link resolved, as found now: placements must stay below it. */
+  realRoot: string;
 }
 
 function unsafe(file: string, why: string): BlueError {
@@ -124,6 +126,7 @@ export async function inspectPlan(ctx: Context, plan: RestorePlan): Promise<Insp
   // lies below the root may not. A root that does not exist yet is created from its nearest existing ancestor.
   const rootInfo = await lstatOrUndefined(root);
   let base = root;
+  let realRoot: string;
   if (rootInfo === undefined) {
     base = await existingAncestor(root);
     const info = await lstat(base);
@@ -134,9 +137,11 @@ export async function inspectPlan(ctx: Context, plan: RestorePlan): Promise<Insp
     if (missing === 'blocked') throw unsafe(root, 'cannot be created');
     dirs.push(...missing);
     for (const d of missing) checked.set(d, false);
+    realRoot = path.join(await realpath(base), path.relative(base, root));
   } else {
     const real = await realpath(root).catch(() => undefined);
     if (real === undefined || !(await lstat(real)).isDirectory()) throw unsafe(root, 'the session root is not a folder');
+    realRoot = real;
   }
 
   const aliasFor = new Map<RestorePlacement, string[]>();
@@ -177,5 +182,5 @@ export async function inspectPlan(ctx: Context, plan: RestorePlan): Promise<Insp
   if (imported === 'different') conflicts.push({ path: `opencode session ${plan.sessionId}`, why: 'OpenCode already holds a session with this id and other messages' });
   const collision: Collision =
     conflicts.length > 0 ? 'different' : identical.length > 0 || imported === 'identical' ? 'identical' : 'none';
-  return { create, identical, conflicts, dirs: create.length === 0 ? [] : dirs.filter((d) => create.some((p) => p.to.startsWith(d + path.sep))), imported, collision };
+  return { create, identical, conflicts, dirs: create.length === 0 ? [] : dirs.filter((d) => create.some((p) => p.to.startsWith(d + path.sep))), imported, collision, realRoot };
 }

@@ -6,8 +6,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, stat, unlink } from 'node:fs/promises';
-import { hostname } from 'node:os';
+import { hostname, uptime } from 'node:os';
 import path from 'node:path';
 import type { HarnessName } from '../schema/index.js';
 import { fsyncDir } from '../util/fs.js';
@@ -41,8 +42,13 @@ export interface JournalImport {
   /** Absolute path of the harness binary that imported, for its rollback command. */
   binary: string;
   cwd: string;
+  /** The id to remove on rollback: the bundle's until the import reports its own, then that one. */
   session_id: string;
   remove_args: string[];
+  /** Asks the harness whether `session_id` exists (see RestoreImport.existsCheck); absent in older journals. */
+  check_args?: string[];
+  /** Source of the RegExp that, on the check's stderr with a non-zero exit, means the session is gone. */
+  missing_pattern?: string;
 }
 
 export interface RestoreJournal {
@@ -50,6 +56,8 @@ export interface RestoreJournal {
   id: string;
   pid: number;
   host: string;
+  /** When the owner process started (wall clock), where it can be known: tells a reused pid apart. */
+  pid_started_at_unix_ms?: number;
   started_at_unix_ms: number;
   harness: HarnessName;
   session_id: string;
@@ -76,8 +84,33 @@ export function journalFile(stateDir: string, id: string): string {
   return path.join(journalDir(stateDir), `${id}.json`);
 }
 
-export function ownerFields(): { pid: number; host: string } {
-  return { pid: process.pid, host: hostname() };
+export function ownerFields(): { pid: number; host: string; pid_started_at_unix_ms: number } {
+  return { pid: process.pid, host: hostname(), pid_started_at_unix_ms: processStartMs(process.pid) ?? Math.round(Date.now() - process.uptime() * 1000) };
+}
+
+/** When this machine booted (wall clock). */
+export function bootTimeMs(): number {
+  return Date.now() - uptime() * 1000;
+}
+
+/**
+ * When process `pid` started (wall clock, about a second of precision), where the system says (Linux /proc);
+ * undefined elsewhere or when there is no such process.
+ */
+export function processStartMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) is in parentheses and may hold spaces; field 22 (starttime, in clock ticks since boot)
+    // is the 20th after it.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[19]);
+    const btime = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'))?.[1];
+    if (!Number.isFinite(ticks) || btime === undefined) return undefined;
+    // USER_HZ is 100 on every Linux that Node.js runs on.
+    return Number(btime) * 1000 + ticks * 10;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Temp file in the same folder, written and fsynced, renamed over the journal, folder fsynced. */

@@ -7,6 +7,14 @@ import semver from 'semver';
 import { BlueError, usageError } from '../errors.js';
 import type { HarnessProfiles, Interval } from '../schema/index.js';
 import type { GovernancePolicy, HarnessName } from '../schema/index.js';
+import { printable } from '../util/terminal-text.js';
+
+/** A remote as shown (messages, prompts): it comes from a bundle's manifest or a local git config. */
+const MAX_REMOTE_SHOWN = 300;
+function shownRemote(remote: string): string {
+  const text = printable(remote);
+  return text.length > MAX_REMOTE_SHOWN ? `${text.slice(0, MAX_REMOTE_SHOWN)}…` : text;
+}
 
 export interface ResumeOptions {
   dest?: string | undefined;
@@ -118,7 +126,10 @@ export type RepositoryCheck =
   /** The manifest names no remote: nothing to compare. */
   | { kind: 'unknown' }
   | { kind: 'same'; remote: string }
-  /** The destination has another remote, or none, or is not in a repository. */
+  /**
+   * The destination has another remote, or none, or is not in a repository. `recorded`, `local` and `why` are for
+   * display: control characters removed, bounded.
+   */
   | { kind: 'mismatch'; recorded: string; local: string | undefined; why: string };
 
 /**
@@ -146,14 +157,15 @@ export function normaliseRemote(url: string): string {
 export function compareRepository(recorded: { root: string; remote?: string | undefined } | undefined, local: { root: string; remote?: string | undefined } | undefined): RepositoryCheck {
   const remote = recorded?.remote;
   if (remote === undefined || remote === '') return { kind: 'unknown' };
-  if (local === undefined) return { kind: 'mismatch', recorded: remote, local: undefined, why: 'the destination is not in a git repository' };
-  if (local.remote === undefined) return { kind: 'mismatch', recorded: remote, local: undefined, why: `the destination's repository (${local.root}) has no remote` };
-  if (normaliseRemote(local.remote) === normaliseRemote(remote)) return { kind: 'same', remote };
-  return { kind: 'mismatch', recorded: remote, local: local.remote, why: `the destination's repository has remote ${local.remote}` };
+  const shown = shownRemote(remote);
+  if (local === undefined) return { kind: 'mismatch', recorded: shown, local: undefined, why: 'the destination is not in a git repository' };
+  if (local.remote === undefined) return { kind: 'mismatch', recorded: shown, local: undefined, why: `the destination's repository (${printable(local.root)}) has no remote` };
+  if (normaliseRemote(local.remote) === normaliseRemote(remote)) return { kind: 'same', remote: shown };
+  return { kind: 'mismatch', recorded: shown, local: shownRemote(local.remote), why: `the destination's repository has remote ${shownRemote(local.remote)}` };
 }
 
 export function repositoryRefused(check: Extract<RepositoryCheck, { kind: 'mismatch' }>, reason: 'declined' | 'no-terminal'): BlueError {
-  return new BlueError('REPOSITORY_MISMATCH', `the session was recorded in a repository with remote ${check.recorded}, but ${check.why}`, {
+  return new BlueError('REPOSITORY_MISMATCH', `the session was recorded in a repository with remote ${shownRemote(check.recorded)}, but ${printable(check.why)}`, {
     hint:
       reason === 'declined'
         ? 'Nothing was changed. Choose a destination inside a clone of that repository.'

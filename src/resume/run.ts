@@ -76,10 +76,13 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
   const recovered = await recoverRestores(ctx);
   if (recovered.rolledBack.length > 0) say(`Rolled back ${recovered.rolledBack.length} interrupted restore${recovered.rolledBack.length === 1 ? '' : 's'}.`);
   if (recovered.completed.length > 0) say(`Completed ${recovered.completed.length} interrupted restore${recovered.completed.length === 1 ? '' : 's'}.`);
+  for (const warning of recovered.warnings ?? []) say(c.red(`Kept: ${printable(warning)}`));
 
   const { config } = await loadAgentConfig(ctx);
   const api = await SessionsApi.fromContext(ctx);
   const cleanups: (() => Promise<unknown>)[] = [];
+  const interrupts = new Interrupts(cleanups);
+  interrupts.install();
   try {
     // 1. Which session.
     let upload: SessionUpload | undefined;
@@ -216,7 +219,7 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
     }
 
     // 7. Restore (atomic, rolled back by the engine on failure), then launch or print.
-    const result = await applyRestore(ctx, prepared);
+    const result = await interrupts.during(applyRestore(ctx, prepared));
     await cache.save().catch(() => undefined);
     await runCleanups(cleanups);
     const argv = result.resumeArgv.length > 0 ? result.resumeArgv : prepared.resumeArgv;
@@ -232,10 +235,62 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
       return 0;
     }
     say(c.dim(`Launching: ${printable(finalLine)}`));
+    // From here the terminal's signals are the harness's (launch waits for it).
+    interrupts.dispose();
     return await launch(ctx, argv[0] === loaded.doc.binary ? binary : argv[0]!, argv, destination);
   } finally {
+    interrupts.dispose();
     await runCleanups(cleanups);
     await api.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Ctrl-C or SIGTERM while the flow runs (download, verify, preflight, apply): the cleanups still run (the download
+ * folder, the staging), then the process exits 130 or 143. During apply the engine is let finish first — it either
+ * commits or rolls back what it placed itself, and its journal covers a crash meanwhile — so the staging it links
+ * from is never removed under it; only then do the cleanups run. A second signal while waiting exits at once and
+ * leaves the rest to the journal (the next `resume` recovers it).
+ */
+class Interrupts {
+  private applying: Promise<unknown> | undefined;
+  private received: NodeJS.Signals | undefined;
+  private readonly handler = (signal: NodeJS.Signals) => this.onSignal(signal);
+
+  constructor(private readonly cleanups: (() => Promise<unknown>)[]) {}
+
+  install(): void {
+    process.on('SIGINT', this.handler);
+    process.on('SIGTERM', this.handler);
+  }
+
+  dispose(): void {
+    process.off('SIGINT', this.handler);
+    process.off('SIGTERM', this.handler);
+  }
+
+  /** Runs the apply step; when a signal came meanwhile, never returns (the handler exits once cleanups are done). */
+  async during<T>(step: Promise<T>): Promise<T> {
+    this.applying = step;
+    try {
+      return await step;
+    } finally {
+      this.applying = undefined;
+      if (this.received !== undefined) await new Promise<never>(() => undefined);
+    }
+  }
+
+  private onSignal(signal: NodeJS.Signals): void {
+    const code = signal === 'SIGINT' ? 130 : 143;
+    if (this.received !== undefined) {
+      if (this.applying !== undefined) process.exit(code);
+      return;
+    }
+    this.received = signal;
+    const settled = this.applying === undefined ? Promise.resolve() : this.applying.then(() => undefined, () => undefined);
+    void settled
+      .then(() => runCleanups(this.cleanups))
+      .finally(() => process.exit(code));
   }
 }
 

@@ -25,13 +25,14 @@ export function renderLaunchdPlist(spec: ServiceSpec): string {
     ...[spec.node, spec.entry, 'run'].map((word) => `\t\t<string>${xml(word)}</string>`),
     '\t</array>',
   ];
-  if (spec.env.length > 0) {
-    lines.push('\t<key>EnvironmentVariables</key>', '\t<dict>');
-    for (const [name, value] of spec.env) lines.push(`\t\t<key>${xml(name)}</key>`, `\t\t<string>${xml(value)}</string>`);
-    lines.push('\t</dict>');
-  }
+  // BLUE_AGENT_LOG=file: the agent logs to its own run.log, rotated at 1 MiB. launchd never rotates StandardOutPath,
+  // so stdout would grow without bound; StandardErrorPath stays for what a crash prints.
+  lines.push('\t<key>EnvironmentVariables</key>', '\t<dict>');
+  for (const [name, value] of [...spec.env, ['BLUE_AGENT_LOG', 'file'] as const]) lines.push(`\t\t<key>${xml(name)}</key>`, `\t\t<string>${xml(value)}</string>`);
+  lines.push('\t</dict>');
   lines.push(
     // Started at login (and at bootstrap), restarted when it exits with a failure, like systemd's Restart=on-failure.
+    // launchd has no RestartPreventExitStatus: a `run` started by this job that finds another agent running exits 0.
     '\t<key>RunAtLoad</key>',
     '\t<true/>',
     '\t<key>KeepAlive</key>',

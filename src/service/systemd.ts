@@ -2,6 +2,7 @@
  * Pure: the systemd user unit that runs `blue-agent run`. Text in (a few paths and variables), text out.
  */
 import { BlueError } from '../errors.js';
+import { EXIT_ALREADY_RUNNING } from '../daemon/lock.js';
 import { MARKER, type ServiceSpec } from './spec.js';
 
 export const SYSTEMD_UNIT_NAME = 'blue-agent.service';
@@ -28,10 +29,17 @@ export function renderSystemdUnit(spec: ServiceSpec): string {
     'Type=simple',
     `ExecStart=${exec}`,
     ...env,
+    // The agent's log goes to stdout, which is the journal here (no detection guesswork, no run.log).
+    'Environment=BLUE_AGENT_LOG=json',
     'Restart=on-failure',
     'RestartSec=10',
-    // `run` finishes the write in progress on SIGTERM; give it time before SIGKILL.
+    // Another agent already runs for this user (`run` exits 3): restarting would only fail again, forever.
+    `RestartPreventExitStatus=${EXIT_ALREADY_RUNNING}`,
+    // `run` finishes the write in progress on SIGTERM; give it time before SIGKILL. Its stop is bounded well below this.
     'TimeoutStopSec=30',
+    // SIGTERM goes to the agent alone, which decides when its drain and step children stop (a drain gets its grace);
+    // whatever is left when the agent has exited, or at the timeout, is then SIGKILLed with the whole cgroup.
+    'KillMode=mixed',
     // Everything the agent creates (ledger, spool, backups) is private to the user.
     'UMask=0077',
     // Hardening that works in a *user* unit. NoNewPrivileges is a prctl; LockPersonality, RestrictRealtime and

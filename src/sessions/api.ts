@@ -8,11 +8,15 @@ import { constants } from 'node:fs';
 import { open, unlink } from 'node:fs/promises';
 import type { Dispatcher } from 'undici';
 import type { Context } from '../context.js';
+import { LIMITS } from '../bundle/limits.js';
 import { BlueError } from '../errors.js';
 import { HARNESSES } from '../harnesses/names.js';
 import { ControlClient, header, readSome, safeUrl, scrubText } from '../upload/client.js';
 import { describeNetworkError, UploadError } from '../upload/retry.js';
+import { printable } from '../util/terminal-text.js';
 import { loadUndici } from '../util/undici.js';
+
+export { printable };
 
 /** A session upload as the Control API describes it (`GET /session-uploads/{id}`). */
 export interface SessionUpload {
@@ -219,6 +223,12 @@ export class SessionsApi {
    * bytes than announced, and checking size and SHA-256 against the session's record. Anything wrong removes the file.
    */
   async download(upload: SessionUpload, file: string, onProgress?: (progress: DownloadProgress) => void): Promise<{ size: number; sha256: string }> {
+    // No bundle past the limit can be read (capture never makes one): do not even ask for a URL to fetch it.
+    if (upload.size_bytes > LIMITS.bundleBytes) {
+      throw new BlueError('DOWNLOAD_FAILED', `session ${upload.upload_id} records a bundle of ${upload.size_bytes} bytes, more than the ${LIMITS.bundleBytes} bytes a bundle may have`, {
+        hint: 'Nothing was downloaded. The Control API holds a bundle this blue-agent cannot read; tell its administrator.',
+      });
+    }
     const answer = await this.call(() => this.client.requestJson('POST', this.client.routeUrl(`session-uploads/${upload.upload_id}/download`), {}), upload.upload_id);
     const signed = parseDownload(answer, upload);
     const where = `GET ${safeUrl(signed.url)}`;
@@ -429,11 +439,6 @@ function parseDownload(value: unknown, upload: SessionUpload): { url: string; he
     }
   }
   return { url, headers };
-}
-
-/** Control characters (terminal escapes among them) removed: these strings are shown on terminals. */
-export function printable(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]+/g, ' ');
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -209,13 +209,22 @@ export function agentStatus(run: AgentRunState | undefined, now: number): AgentS
     (run.next_drain_at_unix_ms ?? 0) + RUN_STATE_GRACE_MS,
   );
   const alive = processRuns(run.pid);
-  const state = alive && now <= expected ? 'running' : 'stopped';
+  // A clean stop is final, whatever process holds that pid now (a reused pid, or a new agent not yet reporting).
+  const cleanStop = typeof run.stopped_at_unix_ms === 'number';
+  const state = !cleanStop && alive && now <= expected ? 'running' : 'stopped';
   return {
     state,
     pid: run.pid,
     started_at_unix_ms: run.started_at_unix_ms ?? null,
     updated_at_unix_ms: run.updated_at_unix_ms,
-    detail: state === 'running' ? null : alive ? `pid ${run.pid} runs but has not reported since` : `pid ${run.pid} is gone`,
+    detail:
+      state === 'running'
+        ? null
+        : cleanStop
+          ? `stopped cleanly at ${new Date(run.stopped_at_unix_ms!).toISOString()}`
+          : alive
+            ? `pid ${run.pid} runs but has not reported since`
+            : `pid ${run.pid} is gone`,
     last_reconcile: run.last_reconcile ?? null,
     next_drain_at_unix_ms: run.next_drain_at_unix_ms ?? null,
     policy_error: run.policy?.last_error ?? null,

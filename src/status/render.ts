@@ -44,7 +44,11 @@ export function renderStatus(report: StatusReport, options: RenderOptions): stri
   if (d === null) section('Last drain', c.dim('none recorded'));
   else {
     const counts = `built ${d.built}, uploaded ${d.uploaded}, failed ${d.failed}, retried ${d.retried}, left ${d.left}`;
-    const result = d.ok ? c.green('ok') : c.yellow(d.stopped === undefined ? 'not clean' : `stopped: ${d.stopped.reason}`);
+    const result = d.ok
+      ? c.green('ok')
+      : d.stopped?.code === 'INTERRUPTED'
+        ? c.yellow(`interrupted: ${d.stopped.reason} (the spool is intact; the next drain goes on)`)
+        : c.yellow(d.stopped === undefined ? 'not clean' : `stopped: ${d.stopped.reason}`);
     section('Last drain', `${ago(d.finished_at_unix_ms, now)}: ${result} (${counts})`, d.notes.slice(0, 3).map((n) => c.dim(n)));
   }
 

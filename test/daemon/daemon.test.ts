@@ -103,6 +103,10 @@ describe('blue-agent run (in-process)', () => {
     await start();
     await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
     await waitFor('the first client status', () => stack.server.store.clientStatuses().length > 0);
+    await sleep(400);
+    const reconciledBefore = lines('reconciled').length;
+    const statusPosts = () => stack.proxy.seen.filter((r) => r.path.includes('client-status')).length;
+    const statusesBefore = statusPosts();
 
     // A person deletes the managed hook (here: the whole file, as `rm` would).
     const { unlink } = await import('node:fs/promises');
@@ -125,7 +129,11 @@ describe('blue-agent run (in-process)', () => {
     const settled = lines('reconciled').length;
     await sleep(1_000);
     expect(lines('reconciled').length).toBe(settled);
-    expect(lines('reconciled', (l) => l.trigger === 'drift').length).toBeLessThanOrEqual(2);
+    // Exactly one drift reconcile (the correction) and one client status for it: no second round from its own write.
+    expect(lines('reconciled', (l) => l.trigger === 'drift').length).toBe(1);
+    expect(lines('reconciled').length).toBe(reconciledBefore + 1);
+    expect(lines('managed config changed').length).toBe(1);
+    expect(statusPosts()).toBe(statusesBefore + 1);
   });
 
   it('does not write the file when only a user entry changed', async () => {

@@ -2,9 +2,12 @@
  * The drain scheduler: one drain at a time, requests made meanwhile folded into one more drain, a real intake
  * watch, and a running drain stopped after its grace period on shutdown.
  */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DrainScheduler, type DrainProcess, type DrainResult } from '../../src/daemon/drains.js';
+import { DrainScheduler, spawnDrain, spoolHasWork, type DrainProcess, type DrainResult } from '../../src/daemon/drains.js';
+import { lastDrainPath } from '../../src/daemon/state.js';
 import type { Logger } from '../../src/logger.js';
 import { Spool } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
@@ -21,7 +24,7 @@ afterEach(async () => {
 
 /** A drain that runs until `finish` is called (or it is stopped). */
 function fakeDrains() {
-  const runs: { finish(): void; stoppedWith: string[] }[] = [];
+  const runs: { finish(): void; finishWith(signal: string): void; stoppedWith: string[] }[] = [];
   let concurrent = 0;
   let maxConcurrent = 0;
   const launch = (): DrainProcess => {
@@ -34,6 +37,10 @@ function fakeDrains() {
       finish: () => {
         concurrent--;
         finish({ code: 0, signal: null, stdout: JSON.stringify({ built: [], uploaded: [1], failed: [], retried: [], left: 0, left_ready: 0, notes: [] }), stderr: '' });
+      },
+      finishWith: (signal: string) => {
+        concurrent--;
+        finish({ code: null, signal, stdout: '', stderr: '' });
       },
     };
     runs.push(run);
@@ -91,5 +98,78 @@ describe('drain scheduler', () => {
     // Once stopped, nothing starts any more.
     s.request('schedule');
     expect(fake.runs).toHaveLength(1);
+  });
+});
+
+describe('drain scheduler: idle, stop and the drain process', () => {
+  it('a cron tick with an empty spool starts nothing; one with a record (or a claim) starts a drain', { timeout: 15_000 }, async () => {
+    const fake = fakeDrains();
+    const logged: string[] = [];
+    const log: Logger = { ...quiet, info: (m) => void logged.push(m), warn: (m) => void logged.push(m) };
+    const results: DrainResult[] = [];
+    const s = new DrainScheduler({
+      ctx: t.ctx,
+      log,
+      schedule: '* * * * * *', // every second
+      intakeDelayMs: 50,
+      launch: fake.launch,
+      onResult: (r) => void results.push(r),
+      hasWork: () => spoolHasWork(t.ctx.paths.stateDir),
+    });
+    await s.start();
+    await sleep(2_500);
+    expect(fake.runs).toHaveLength(0);
+    expect(logged).toEqual([]);
+    // A claim left in uploading/ is work too (a dead worker's, to release).
+    const { writeFile } = await import('node:fs/promises');
+    const path = (await import('node:path')).default;
+    await writeFile(path.join(t.ctx.paths.stateDir, 'spool', 'uploading', '0000000aa-0123456789.4242.json'), '{}', { mode: 0o600 });
+    await waitFor('a scheduled drain', () => fake.runs.length === 1, 3_000);
+    fake.runs[0]!.finish();
+    await waitFor('its result', () => results.length === 1);
+    expect(results[0]).toMatchObject({ trigger: 'schedule' });
+    await s.stop(100, 100);
+  });
+
+  it('a drain ended by a signal while the agent stops is interrupted, not failed', async () => {
+    const fake = fakeDrains();
+    const results: DrainResult[] = [];
+    const s = new DrainScheduler({ ctx: t.ctx, log: quiet, schedule: '0 0 1 1 *', intakeDelayMs: 50, launch: fake.launch, onResult: (r) => void results.push(r) });
+    await s.start();
+    s.request('request');
+    const run = fake.runs[0]!;
+    const stopping = s.stop(5_000, 1_000);
+    // The terminal's Ctrl-C (or a service manager) reached the drain before the agent's own grace ran out.
+    run.finishWith('SIGINT');
+    await stopping;
+    expect(results[0]).toMatchObject({ ok: false, interrupted: true, signal: 'SIGINT' });
+    const last = JSON.parse(readFileSync(lastDrainPath(t.ctx), 'utf8'));
+    expect(last.stopped.code).toBe('INTERRUPTED');
+  });
+
+  it('a new schedule after stop starts nothing (SIGHUP, then SIGTERM)', async () => {
+    const fake = fakeDrains();
+    const s = new DrainScheduler({ ctx: t.ctx, log: quiet, schedule: '0 0 1 1 *', intakeDelayMs: 50, launch: fake.launch, onResult: () => undefined });
+    await s.start();
+    await s.stop(100, 100);
+    s.reschedule('*/7 * * * *');
+    expect(s.nextRunAt()).toBeUndefined();
+  });
+
+  it('runs the drain in its own process group, so a Ctrl-C reaches the agent alone', async () => {
+    const { writeFile } = await import('node:fs/promises');
+    const path = (await import('node:path')).default;
+    const script = path.join(t.root, 'fake-drain.mjs');
+    await writeFile(script, 'setTimeout(() => process.stdout.write("{}"), 5000);\n');
+    const ctx = t.context({ self: { ...t.ctx.self, node: process.execPath, entry: script } });
+    const drain = spawnDrain(ctx);
+    try {
+      expect(drain.pid).toBeGreaterThan(0);
+      const pgid = Number(execFileSync('ps', ['-o', 'pgid=', '-p', String(drain.pid)], { encoding: 'utf8' }).trim());
+      expect(pgid).toBe(drain.pid);
+    } finally {
+      drain.stop('SIGKILL');
+      await drain.done;
+    }
   });
 });

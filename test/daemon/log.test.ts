@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bufferOutput } from '../../src/context.js';
-import { createRunLogger, detectLogTarget } from '../../src/daemon/log.js';
+import { createRunLogger, detectLogTarget, stdoutIdentity } from '../../src/daemon/log.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -18,13 +18,28 @@ afterEach(async () => {
 });
 
 describe('run log', () => {
-  it('goes to stdout under systemd, launchd or BLUE_AGENT_LOG=json, to run.log otherwise', () => {
-    expect(detectLogTarget({ INVOCATION_ID: 'abc' }, dir)).toEqual({ kind: 'stdout' });
-    expect(detectLogTarget({ JOURNAL_STREAM: '8:123' }, dir)).toEqual({ kind: 'stdout' });
-    expect(detectLogTarget({ XPC_SERVICE_NAME: 'dev.blue-agent' }, dir)).toEqual({ kind: 'stdout' });
+  it('goes to stdout when that is the journal or BLUE_AGENT_LOG=json, to run.log otherwise', () => {
+    const file = { kind: 'file', file: path.join(dir, 'run.log'), maxBytes: 1024 * 1024 };
+    const journal = () => '8:123';
+    // JOURNAL_STREAM counts only when it names this process's stdout (dev:ino of fd 1, as systemd documents).
+    expect(detectLogTarget({ JOURNAL_STREAM: '8:123' }, dir, undefined, journal)).toEqual({ kind: 'stdout' });
+    expect(detectLogTarget({ JOURNAL_STREAM: '8:123' }, dir, undefined, () => '8:999')).toEqual(file);
+    expect(detectLogTarget({ JOURNAL_STREAM: '8:123' }, dir, undefined, () => undefined)).toEqual(file);
+    // INVOCATION_ID alone leaks into terminals started from a user service: not enough.
+    expect(detectLogTarget({ INVOCATION_ID: 'abc' }, dir, undefined, journal)).toEqual(file);
+    // launchd never rotates StandardOutPath: its agent (and any other XPC service) logs to the rotated run.log.
+    expect(detectLogTarget({ XPC_SERVICE_NAME: 'com.blue-agent.agent' }, dir, undefined, journal)).toEqual(file);
+    expect(detectLogTarget({ XPC_SERVICE_NAME: 'application.com.apple.Terminal.123' }, dir, undefined, journal)).toEqual(file);
     expect(detectLogTarget({ BLUE_AGENT_LOG: 'json' }, dir)).toEqual({ kind: 'stdout' });
-    expect(detectLogTarget({ INVOCATION_ID: 'abc', BLUE_AGENT_LOG: 'file' }, dir)).toMatchObject({ kind: 'file' });
-    expect(detectLogTarget({}, dir)).toEqual({ kind: 'file', file: path.join(dir, 'run.log'), maxBytes: 1024 * 1024 });
+    expect(detectLogTarget({ INVOCATION_ID: 'abc', JOURNAL_STREAM: '8:123', BLUE_AGENT_LOG: 'file' }, dir, undefined, journal)).toMatchObject({ kind: 'file' });
+    expect(detectLogTarget({}, dir)).toEqual(file);
+  });
+
+  it('reads the identity of its real stdout for JOURNAL_STREAM', async () => {
+    const { fstatSync } = await import('node:fs');
+    const info = fstatSync(1, { bigint: true });
+    expect(stdoutIdentity()).toBe(`${info.dev}:${info.ino}`);
+    expect(detectLogTarget({ JOURNAL_STREAM: `${info.dev}:${info.ino}` }, dir)).toEqual({ kind: 'stdout' });
   });
 
   it('writes JSON lines with secrets masked', () => {

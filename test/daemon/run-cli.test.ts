@@ -50,9 +50,15 @@ describe('blue-agent run (process)', () => {
     await waitFor('the hook', () => existsSync(t.settings) && readFileSync(t.settings, 'utf8').includes('capture --harness claude'));
 
     const second: CliResult = await run();
-    expect(second.code).toBe(1);
+    // Its own exit status: the systemd unit's RestartPreventExitStatus keeps the service manager from retrying it.
+    expect(second.code).toBe(3);
     expect(second.stderr).toContain('another `blue-agent run` is already running for this user');
     expect(second.stderr).toContain(`pid ${first.child.pid}`);
+
+    // Started by our LaunchAgent (launchd restarts every non-zero exit): the same refusal, exit 0.
+    const underLaunchd: CliResult = await run({ XPC_SERVICE_NAME: 'com.blue-agent.agent' });
+    expect(underLaunchd.code).toBe(0);
+    expect(underLaunchd.stderr).toContain('another `blue-agent run` is already running for this user');
 
     const lock = JSON.parse(readFileSync(path.join(t.stateDir, 'agent-run.lock'), 'utf8'));
     expect(lock.pid).toBe(first.child.pid);
@@ -75,8 +81,8 @@ describe('blue-agent run (process)', () => {
     expect((await third).code).toBe(0);
   });
 
-  it('logs JSON lines to stdout under systemd (INVOCATION_ID), and reloads its config on SIGHUP', async () => {
-    const agent = run({ INVOCATION_ID: '0123456789abcdef' });
+  it('logs JSON lines to stdout under systemd (the unit sets BLUE_AGENT_LOG=json), and reloads its config on SIGHUP', async () => {
+    const agent = run({ INVOCATION_ID: '0123456789abcdef', BLUE_AGENT_LOG: 'json' });
     const out: string[] = [];
     agent.child.stdout!.on('data', (c: Buffer) => out.push(c.toString('utf8')));
     const lines = () => parseLog(out.join(''));

@@ -107,3 +107,44 @@ describe('hostile bundles are refused with nothing written anywhere', () => {
     expect(createHash('sha256').update(bytes).digest('hex')).toHaveLength(64);
   });
 });
+
+/** Anything a terminal would act on: C0 (tab and line feed aside), DEL, C1, bidirectional controls. */
+const TERMINAL_UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+const ESCAPES = '\u001b]0;pwned\u0007\u001b[2J\u009b31m\u202e';
+
+describe('hostile text never reaches an error message raw', () => {
+  const escaping: Case[] = [
+    {
+      name: 'Codex: a session_meta id with terminal escapes',
+      harness: 'codex',
+      files: [{ role: 'rollout', name: 'rollout.jsonl', native_path: `2026/11/30/rollout-2026-11-30T16-33-24-${ID}.jsonl`, content: META.replace(`"id":"${ID}"`, `"id":${JSON.stringify(ESCAPES.repeat(40))}`) }],
+      code: 'RESTORE_UNSAFE',
+      message: /belongs to session/,
+    },
+    { name: 'OpenCode: an export id with terminal escapes', harness: 'opencode', files: [{ role: 'portable_export', name: 'export.json', content: JSON.stringify({ info: { id: ESCAPES.repeat(40) }, messages: [] }) }], code: 'RESTORE_UNSAFE', message: /holds session/ },
+    { name: 'OpenCode: an export that is not JSON, full of escapes (V8 quotes it)', harness: 'opencode', files: [{ role: 'portable_export', name: 'export.json', content: `${ESCAPES.repeat(200)}` }], code: 'RESTORE_UNSAFE', message: /not JSON/ },
+    { name: 'Claude: a C1 control in a native path', harness: 'claude', files: [{ ...claudeTranscript, native_path: `-w\u009b2J/${ID}.jsonl` }], code: 'BUNDLE_INVALID', message: /control character/ },
+    { name: 'Claude: a bidirectional override in a native path', harness: 'claude', files: [{ ...claudeTranscript, native_path: `-w\u202egpj/${ID}.jsonl` }], code: 'BUNDLE_INVALID', message: /control character/ },
+  ];
+  for (const c of escaping) {
+    it(c.name, async () => {
+      const bundle = path.join(t.root, 'hostile.bundle');
+      await rawBundle(bundle, { harness: c.harness, profile: c.profile ?? PROFILE[c.harness], sessionId: ID, title: 'hostile' }, c.files);
+      const before = await snapshot(t.root, ['hostile.bundle']);
+      const error = await prepareRestore(t.ctx, { bundleFile: bundle, destination, profiles: await shippedProfiles() }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error, 'prepareRestore must refuse').toBeInstanceOf(BlueError);
+      const blue = error as BlueError;
+      expect(blue.code, blue.message).toBe(c.code);
+      expect(blue.message).toMatch(c.message);
+      // (A refused native path is quoted by the bundle reader, for the CLI to escape; the restore's own messages are clean.)
+      if (c.code !== 'BUNDLE_INVALID') {
+        expect(blue.message).not.toMatch(TERMINAL_UNSAFE);
+        expect(blue.message.length).toBeLessThan(1000);
+      }
+      expect(await snapshot(t.root, ['hostile.bundle'])).toEqual(before);
+    });
+  }
+});

@@ -4,8 +4,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { mergeSessionIndex } from '../../src/harnesses/codex/restore.js';
-import { mergeKimiWorkDirs } from '../../src/harnesses/kimi/restore.js';
+import { mergeSessionIndex, mergeSessionIndexBytes } from '../../src/harnesses/codex/restore.js';
+import { mergeKimiWorkDirs, mergeKimiWorkDirsBytes } from '../../src/harnesses/kimi/restore.js';
 import { claudeProjectKey } from '../../src/harnesses/claude/session.js';
 
 const line = fc.oneof(
@@ -65,6 +65,62 @@ describe('Kimi kimi.json work_dirs', () => {
         expect(mergeKimiWorkDirs(merged, '/dest', 'sid')).toBe(merged);
       }),
     );
+  });
+});
+
+describe('index bytes that are not valid UTF-8', () => {
+  it('session_index.jsonl: every existing byte is kept exactly, invalid sequences included; the line is appended', () => {
+    const before = Buffer.concat([
+      Buffer.from('{"id":"a","thread_name":"caf'),
+      Buffer.from([0xe9, 0xff, 0x80]),
+      Buffer.from('","updated_at":"1"}\n{"id":"b","thread_name":"x'),
+      Buffer.from([0xc3]),
+    ]);
+    const after = mergeSessionIndexBytes(before, 's', 'Thread', '2');
+    expect(after.subarray(0, before.length).equals(before)).toBe(true);
+    expect(after.subarray(before.length).toString('utf8')).toBe('\n{"id":"s","thread_name":"Thread","updated_at":"2"}\n');
+    expect(mergeSessionIndexBytes(after, 's', 'Thread', '3')).toBe(after);
+    expect(mergeSessionIndexBytes(null, 's', 'T', '3').toString('utf8')).toBe('{"id":"s","thread_name":"T","updated_at":"3"}\n');
+  });
+
+  it('kimi.json that is not valid UTF-8 is refused, not re-encoded', () => {
+    const text = Buffer.concat([Buffer.from('{"work_dirs": [], "name": "'), Buffer.from([0xff, 0xfe]), Buffer.from('"}\n')]);
+    expect(() => mergeKimiWorkDirsBytes(text, '/w', 'id1')).toThrow(expect.objectContaining({ code: 'RESTORE_CONFLICT', message: expect.stringMatching(/not valid UTF-8/) }));
+    const valid = Buffer.from('{"work_dirs": [{"path": "/w", "kaos": "local", "last_session_id": "id1"}], "name": "é"}\n');
+    expect(mergeKimiWorkDirsBytes(valid, '/w', 'id1')).toBe(valid);
+  });
+});
+
+describe('Kimi kimi.json: duplicate keys and formatting', () => {
+  it('refuses a document with a key given twice where the merge edits (top level, a work_dirs entry)', () => {
+    const twice = '{"work_dirs": [], "work_dirs": [{"path": "/w", "kaos": "local", "last_session_id": "old"}]}\n';
+    expect(() => mergeKimiWorkDirs(twice, '/w', 'id1')).toThrow(expect.objectContaining({ code: 'NATIVE_CONFIG_CONFLICT', message: expect.stringMatching(/"work_dirs" appears twice/) }));
+    const entry = '{"work_dirs": [{"path": "/other", "path": "/w", "kaos": "local", "last_session_id": "old"}]}\n';
+    expect(() => mergeKimiWorkDirs(entry, '/w', 'id1')).toThrow(expect.objectContaining({ code: 'NATIVE_CONFIG_CONFLICT', message: expect.stringMatching(/work_dirs\[0\] has the key "path" twice/) }));
+    const key = '{"last_session_id": 1, "work_dirs": [{"path": "/w", "last_session_id": "a", "last_session_id": "b"}]}';
+    expect(() => mergeKimiWorkDirs(key, '/w', 'id1')).toThrow(/twice/);
+    // Duplicates deeper down (not edited) are the user's business.
+    const deep = '{"x": {"a": 1, "a": 2}, "work_dirs": []}';
+    expect(JSON.parse(mergeKimiWorkDirs(deep, '/w', 'id1')).work_dirs).toEqual([{ path: '/w', kaos: 'local', last_session_id: 'id1' }]);
+  });
+
+  it('keeps a compact file compact and a file indented with tabs or 4 spaces indented so', () => {
+    const compact = '{"work_dirs":[{"path":"/a","kaos":"local","last_session_id":"x"}],"thinking":true}';
+    const appended = mergeKimiWorkDirs(compact, '/w', 'id1');
+    expect(appended).not.toMatch(/\n/);
+    expect(appended.startsWith('{"work_dirs":[{"path":"/a","kaos":"local","last_session_id":"x"},')).toBe(true);
+    expect(JSON.parse(appended)).toEqual({ work_dirs: [{ path: '/a', kaos: 'local', last_session_id: 'x' }, { path: '/w', kaos: 'local', last_session_id: 'id1' }], thinking: true });
+    const noList = mergeKimiWorkDirs('{"thinking":true}\n', '/w', 'id1');
+    expect(noList.trimEnd()).not.toMatch(/\n/);
+    expect(JSON.parse(noList)).toEqual({ thinking: true, work_dirs: [{ path: '/w', kaos: 'local', last_session_id: 'id1' }] });
+
+    const tabs = '{\n\t"work_dirs": [\n\t\t{\n\t\t\t"path": "/a"\n\t\t}\n\t]\n}\n';
+    const tabbed = mergeKimiWorkDirs(tabs, '/w', 'id1');
+    expect(tabbed.startsWith('{\n\t"work_dirs": [\n\t\t{\n\t\t\t"path": "/a"\n\t\t},')).toBe(true);
+    expect(tabbed).not.toMatch(/\n +\S/);
+    const four = `${JSON.stringify({ work_dirs: [{ path: '/a' }], k: 1 }, null, 4)}\n`;
+    const spaced = mergeKimiWorkDirs(four, '/w', 'id1');
+    expect(spaced).toContain('\n        {\n            "path": "/w",');
   });
 });
 

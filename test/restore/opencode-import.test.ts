@@ -6,7 +6,8 @@
 import { mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { applyRestore, prepareRestore } from '../../src/restore/index.js';
+import { applyRestore, prepareRestore, realRestoreIO, recoverRestores, type RestoreIO } from '../../src/restore/index.js';
+import { errnoError } from './support.js';
 import type { TestHome } from '../support/context.js';
 import { writeExecutable } from '../sessions/helpers.js';
 import { opencodeFixtureBundle, restoreHome, shippedProfiles } from './support.js';
@@ -88,7 +89,8 @@ describe('OpenCode import step', () => {
       const prepared = await prepare();
       await expect(applyRestore(ctx(), prepared)).rejects.toMatchObject({ code: 'RESTORE_FAILED' });
       await prepared.dispose();
-      expect((await log()).at(-1)).toBe(`${destination} session delete ${sessionId}`);
+      // Removed with session delete, then confirmed gone with the preflight's own check.
+      expect((await log()).slice(-2)).toEqual([`${destination} session delete ${sessionId}`, `${destination} export ${sessionId}`]);
       const { readdir } = await import('node:fs/promises');
       expect((await readdir(path.join(t.home, '.config', 'opencode')).catch(() => [])).filter((n) => n.includes('.blue-agent-restore'))).toEqual([]);
       expect(await readdir(path.join(t.env.BLUE_AGENT_HOME!, 'restores'))).toEqual([]);
@@ -118,5 +120,75 @@ describe('OpenCode import step', () => {
     exportText = 'not json';
     await fakeOpencode({ export: 'same', import: 'ok' });
     await expect(prepare()).rejects.toMatchObject({ code: 'RESTORE_FAILED', message: expect.stringMatching(/cannot tell/) });
+  });
+
+  /**
+   * A stateful fake: `import` creates the session (a marker file), `export` finds it while the marker exists,
+   * `session delete` removes it or (`delete: 'fail' | 'noop'`) does not.
+   */
+  async function statefulOpencode(mode: { import: 'ok' | 'silent' | 'other-id'; delete: 'ok' | 'fail' | 'noop' }): Promise<void> {
+    const bin = path.join(t.root, 'bin', 'opencode');
+    const marker = path.join(t.root, 'imported');
+    const original = path.join(t.root, 'export-out.json');
+    await writeExecutable(
+      bin,
+      `#!/bin/sh
+echo "$(pwd) $*" >> ${JSON.stringify(calls)}
+case "$1" in
+  export)
+    if [ -f ${JSON.stringify(marker)} ]; then cat ${JSON.stringify(original)}; else echo "Error: Session not found: $2" >&2; exit 1; fi;;
+  import)
+    cp "$2" ${JSON.stringify(original)}; touch ${JSON.stringify(marker)}
+    ${{ ok: `echo "Imported session: ${sessionId}"`, silent: 'exit 0', 'other-id': 'echo "Imported session: ses_renamed01"' }[mode.import]};;
+  session)
+    ${{ ok: `rm -f ${JSON.stringify(marker)}`, fail: 'echo "Error: database is locked" >&2; exit 1', noop: 'exit 0' }[mode.delete]};;
+esac
+`,
+    );
+    const data = path.join(t.home, '.local', 'share', 'opencode');
+    await mkdir(data, { recursive: true });
+    await writeFile(path.join(data, 'opencode.db'), '');
+  }
+
+  for (const failure of ['fail', 'noop'] as const) {
+    it(`a rollback whose session delete ${failure === 'fail' ? 'fails' : 'leaves the session'} says so and keeps the journal for the next recovery`, async () => {
+      await statefulOpencode({ import: 'silent', delete: failure });
+      const prepared = await prepare();
+      const error = await applyRestore(ctx(), prepared).then(
+        () => undefined,
+        (e: unknown) => e as { code: string; message: string },
+      );
+      await prepared.dispose();
+      expect(error?.code).toBe('RESTORE_FAILED');
+      expect(error?.message).toMatch(/may remain/);
+      expect(error?.message).toContain(sessionId);
+      const { readdir } = await import('node:fs/promises');
+      expect(await readdir(path.join(t.env.BLUE_AGENT_HOME!, 'restores'))).toHaveLength(1);
+
+      // Once the delete works, recovery finishes the rollback and drops the journal.
+      await statefulOpencode({ import: 'silent', delete: 'ok' });
+      const recovered = await recoverRestores(ctx());
+      expect(recovered.rolledBack).toHaveLength(1);
+      expect(await readdir(path.join(t.env.BLUE_AGENT_HOME!, 'restores'))).toEqual([]);
+      expect((await log()).slice(-2)).toEqual([`${destination} session delete ${sessionId}`, `${destination} export ${sessionId}`]);
+    });
+  }
+
+  it('a failure after the import rolls back the id the import reported, not the bundle\'s', async () => {
+    await statefulOpencode({ import: 'other-id', delete: 'ok' });
+    const prepared = await prepare();
+    // The commit point (the journal saying `placed`) cannot be written.
+    const io: RestoreIO = {
+      ...realRestoreIO,
+      write: async (handle, data) => {
+        if (Buffer.from(data).toString('utf8').includes('"state": "placed"')) throw errnoError('EIO', 'write', 'journal');
+        return realRestoreIO.write(handle, data);
+      },
+    };
+    await expect(applyRestore(ctx(), prepared, { io })).rejects.toMatchObject({ code: 'RESTORE_FAILED' });
+    await prepared.dispose();
+    const lines = await log();
+    expect(lines).toContain(`${destination} session delete ses_renamed01`);
+    expect(lines).not.toContain(`${destination} session delete ${sessionId}`);
   });
 });

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadProfiles } from '../../src/profiles/index.js';
-import { compareRepository, decideDestination, decideMode, eligibility, launchLine, normaliseRemote, shellQuote } from '../../src/resume/flow.js';
+import { compareRepository, decideDestination, decideMode, eligibility, launchLine, normaliseRemote, repositoryRefused, shellQuote } from '../../src/resume/flow.js';
 import { SESSION_COLUMNS, layout, renderRow } from '../../src/resume/picker.js';
 import { fit, fitPath, textWidth } from '../../src/resume/terminal.js';
 import { repoRoot } from '../support/context.js';
@@ -52,6 +52,23 @@ describe('repository identity', () => {
     expect(compareRepository({ root: '/r', remote: 'git@h:o/r.git' }, { root: '/x', remote: 'https://h/o/other' })).toMatchObject({ kind: 'mismatch' });
     expect(compareRepository({ root: '/r', remote: 'git@h:o/r.git' }, { root: '/x' })).toMatchObject({ kind: 'mismatch' });
     expect(compareRepository({ root: '/r', remote: 'git@h:o/r.git' }, undefined)).toMatchObject({ kind: 'mismatch', why: expect.stringContaining('not in a git repository') });
+  });
+  it('a hostile recorded remote reaches no message or prompt with its escapes, and is bounded', () => {
+    const unsafe = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+    const remote = `https://h/o/r\u001b]0;pwned\u0007\u001b[2J\u009b1m\u202e${'x'.repeat(5000)}`;
+    const check = compareRepository({ root: '/r', remote }, { root: '/x', remote: 'https://h/o/other\u001b[31m' });
+    expect(check.kind).toBe('mismatch');
+    if (check.kind !== 'mismatch') return;
+    expect(check.recorded).not.toMatch(unsafe);
+    expect(check.why).not.toMatch(unsafe);
+    expect(check.recorded.length).toBeLessThan(400);
+    for (const reason of ['declined', 'no-terminal'] as const) {
+      const error = repositoryRefused(check, reason);
+      expect(error.message).not.toMatch(unsafe);
+      expect(error.message.length).toBeLessThan(1000);
+    }
+    // The comparison itself still uses the remote as recorded.
+    expect(compareRepository({ root: '/r', remote: 'https://h/o/r' }, { root: '/x', remote: 'git@h:o/r.git' }).kind).toBe('same');
   });
 });
 

@@ -69,9 +69,12 @@ Environment="XDG_CONFIG_HOME=<ROOT>/home/.config"
 Environment="XDG_DATA_HOME=<ROOT>/home/.local/share"
 Environment="XDG_STATE_HOME=<ROOT>/home/.local/state"
 Environment="PATH=<ROOT>/fakebin:/usr/bin:/bin"
+Environment=BLUE_AGENT_LOG=json
 Restart=on-failure
 RestartSec=10
+RestartPreventExitStatus=3
 TimeoutStopSec=30
+KillMode=mixed
 UMask=0077
 NoNewPrivileges=yes
 LockPersonality=yes
@@ -161,7 +164,7 @@ describe('rendering', () => {
       expect(JSON.parse(stdout)).toEqual({
         Label: 'com.blue-agent.agent',
         ProgramArguments: [process.execPath, '/Users/me/A & <B>/blue-agent.js', 'run'],
-        EnvironmentVariables: { BLUE_AGENT_HOME: '/Users/me/Library/Application Support/blue-agent', PATH: '/usr/bin:/bin' },
+        EnvironmentVariables: { BLUE_AGENT_HOME: '/Users/me/Library/Application Support/blue-agent', PATH: '/usr/bin:/bin', BLUE_AGENT_LOG: 'file' },
         RunAtLoad: true,
         KeepAlive: { SuccessfulExit: false },
         ThrottleInterval: 10,
@@ -231,6 +234,8 @@ Would create <ROOT>/home/Library/LaunchAgents/com.blue-agent.agent.plist:
 		<string><ROOT>/home/.local/state</string>
 		<key>PATH</key>
 		<string><ROOT>/fakebin:/usr/bin:/bin</string>
+		<key>BLUE_AGENT_LOG</key>
+		<string>file</string>
 	</dict>
 	<key>RunAtLoad</key>
 	<true/>

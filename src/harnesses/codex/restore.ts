@@ -14,6 +14,7 @@ import type { Context } from '../../context.js';
 import { isRecord } from '../../capture/title.js';
 import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../restore-files.js';
 import type { RestoreIndexMerge, RestoreInput, RestorePlan } from '../types.js';
+import { printable } from '../../util/terminal-text.js';
 import { readRolloutHead, RolloutHeadError } from './rollout-head.js';
 import { isRolloutName } from './session.js';
 
@@ -48,32 +49,44 @@ export async function planCodexRestore(ctx: Context, input: RestoreInput, codexH
   const title = input.manifest.title;
   if (title !== undefined && title !== '') {
     const updatedAt = new Date(ctx.clock.now()).toISOString();
-    merges.push({ file: path.join(codexHome, SESSION_INDEX), what: `thread name of ${id}`, merge: (text) => mergeSessionIndex(text, id, title, updatedAt) });
+    merges.push({ file: path.join(codexHome, SESSION_INDEX), what: `thread name of ${id}`, merge: (bytes) => mergeSessionIndexBytes(bytes, id, title, updatedAt) });
   }
   return { harness: 'codex', sessionId: id, home: codexHome, root, placements: [target], merges, aliases, resumeArgv: ['codex', 'resume', id] };
 }
 
 /**
  * session_index.jsonl with `{id, thread_name, updated_at}` appended, unless the newest line for the id already has
- * this name. Existing lines are never touched; a last line without its newline gets one first.
+ * this name. Bytes in, bytes out: existing bytes are never decoded and re-encoded (a line that is not valid UTF-8
+ * stays exactly as it is); a last line without its newline gets one first. Returns `current` itself when unchanged.
  */
-export function mergeSessionIndex(text: string | null, id: string, threadName: string, updatedAt: string): string {
-  const current = text ?? '';
-  const lines = current.split('\n');
-  for (let i = lines.length - 1; i >= 0; i--) {
+export function mergeSessionIndexBytes(current: Buffer | null, id: string, threadName: string, updatedAt: string): Buffer {
+  const bytes = current ?? Buffer.alloc(0);
+  let end = bytes.length;
+  while (end > 0) {
+    const start = bytes.lastIndexOf(0x0a, end - 1) + 1;
     let entry: unknown;
     try {
-      entry = JSON.parse(lines[i]!);
+      entry = JSON.parse(bytes.subarray(start, end).toString('utf8'));
     } catch {
-      continue;
+      entry = undefined;
     }
     if (isRecord(entry) && entry.id === id) {
-      if (entry.thread_name === threadName) return current;
+      if (entry.thread_name === threadName) return bytes;
       break;
     }
+    end = start - 1;
   }
-  const line = `${JSON.stringify({ id, thread_name: threadName, updated_at: updatedAt })}\n`;
-  return current === '' || current.endsWith('\n') ? current + line : `${current}\n${line}`;
+  const line = Buffer.from(`${JSON.stringify({ id, thread_name: threadName, updated_at: updatedAt })}\n`, 'utf8');
+  const newline = bytes.length > 0 && bytes[bytes.length - 1] !== 0x0a ? Buffer.from('\n') : Buffer.alloc(0);
+  return Buffer.concat([bytes, newline, line]);
+}
+
+/** The same merge on text (every byte of `text` kept as the prefix of the result). */
+export function mergeSessionIndex(text: string | null, id: string, threadName: string, updatedAt: string): string {
+  const current = text ?? '';
+  const before = Buffer.from(current, 'utf8');
+  const after = mergeSessionIndexBytes(before, id, threadName, updatedAt);
+  return after === before ? current : current + after.subarray(before.length).toString('utf8');
 }
 
 function sessionStart(head: Buffer, id: string, label: string): Date {
@@ -86,7 +99,7 @@ function sessionStart(head: Buffer, id: string, label: string): Date {
     first = undefined;
   }
   if (!isRecord(first) || first.type !== 'session_meta' || !isRecord(first.payload)) throw restoreUnsafe(`${label}: the rollout does not start with a session_meta line`);
-  if (first.payload.id !== id) throw restoreUnsafe(`${label}: the rollout belongs to session ${String(first.payload.id).slice(0, 80)}, not ${id}`);
+  if (first.payload.id !== id) throw restoreUnsafe(`${label}: the rollout belongs to session ${printable(String(first.payload.id)).slice(0, 80)}, not ${id}`);
   const stamp = typeof first.timestamp === 'string' ? first.timestamp : first.payload.timestamp;
   const date = typeof stamp === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(stamp) ? new Date(stamp) : undefined;
   if (date === undefined || Number.isNaN(date.getTime()) || date.getUTCFullYear() < 2000 || date.getUTCFullYear() > 9999) {

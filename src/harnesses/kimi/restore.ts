@@ -5,7 +5,7 @@
  * last_session_id}`): without that entry `kimi --session <id>` starts a fresh session and truncates context.jsonl.
  * The merge edits kimi.json in place, keeping every other entry, key and byte.
  */
-import { applyEdits, modify, parse as parseJsonc, type ParseError } from 'jsonc-parser';
+import { applyEdits, modify, parse as parseJsonc, parseTree, type FormattingOptions, type Node, type ParseError } from 'jsonc-parser';
 import path from 'node:path';
 import type { Context } from '../../context.js';
 import { isRecord } from '../../capture/title.js';
@@ -56,31 +56,121 @@ export function planKimiRestore(_ctx: Context, input: RestoreInput, shareDir: st
     home: shareDir,
     root,
     placements,
-    merges: [{ file, what: `work_dirs entry for ${workDir}`, merge: (text) => mergeKimiWorkDirs(text, workDir, id, file) }],
+    merges: [{ file, what: `work_dirs entry for ${workDir}`, merge: (bytes) => mergeKimiWorkDirsBytes(bytes, workDir, id, file) }],
     resumeArgv: ['kimi', '--session', id],
   };
 }
 
 /**
+ * The merge on the file's bytes: a kimi.json that is not valid UTF-8 is refused rather than re-encoded (decoding would
+ * turn its invalid bytes into U+FFFD). Returns `current` itself when there is nothing to change.
+ */
+export function mergeKimiWorkDirsBytes(current: Buffer | null, workDir: string, sessionId: string, file = METADATA_FILE): Buffer {
+  if (current === null) return Buffer.from(mergeKimiWorkDirs(null, workDir, sessionId, file), 'utf8');
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(current);
+  } catch {
+    throw new BlueError('RESTORE_CONFLICT', `${file}: is not valid UTF-8, so the session's work dir cannot be added without changing other bytes`, {
+      file,
+      hint: 'blue-agent never rewrites it; let Kimi CLI rewrite it (or fix it by hand), then restore again.',
+    });
+  }
+  const merged = mergeKimiWorkDirs(text, workDir, sessionId, file);
+  return merged === text ? current : Buffer.from(merged, 'utf8');
+}
+
+function refuse(file: string, why: string): BlueError {
+  return new BlueError('NATIVE_CONFIG_CONFLICT', `${file}: ${why}; the session's work dir cannot be added safely`, {
+    file,
+    hint: 'Kimi CLI rewrites this file itself; fix it (or let Kimi CLI rewrite it), then restore again. blue-agent never overwrites it.',
+  });
+}
+
+/** The first key that appears twice in an object node, if any. */
+function duplicateKey(node: Node | undefined): string | undefined {
+  if (node?.type !== 'object') return undefined;
+  const seen = new Set<string>();
+  for (const property of node.children ?? []) {
+    const key = property.children?.[0]?.value as string | undefined;
+    if (key === undefined) continue;
+    if (seen.has(key)) return key;
+    seen.add(key);
+  }
+  return undefined;
+}
+
+/** Where this merge edits (the top level, and every work_dirs entry), a key given twice is refused. */
+function checkDuplicates(text: string, file: string): void {
+  const root = parseTree(text, [], { allowTrailingComma: false, disallowComments: true });
+  const top = duplicateKey(root);
+  if (top !== undefined) throw refuse(file, `the key ${JSON.stringify(top)} appears twice at the top level`);
+  const list = root?.children?.find((p) => p.children?.[0]?.value === 'work_dirs')?.children?.[1];
+  if (list?.type !== 'array') return;
+  for (const [i, entry] of (list.children ?? []).entries()) {
+    const key = duplicateKey(entry);
+    if (key !== undefined) throw refuse(file, `work_dirs[${i}] has the key ${JSON.stringify(key)} twice`);
+  }
+}
+
+/** Edits formatted like the file: its indentation and line ends; a one-line (compact) file stays on one line. */
+function formattingOf(text: string): FormattingOptions | undefined {
+  if (!/[\r\n]/.test(text.trim())) return undefined;
+  const eol = text.includes('\r\n') ? '\r\n' : '\n';
+  const indent = /\n([ \t]+)\S/.exec(text)?.[1];
+  if (indent?.startsWith('\t') === true) return { insertSpaces: false, tabSize: 4, eol };
+  return { insertSpaces: true, tabSize: indent === undefined ? 2 : indent.length, eol };
+}
+
+/**
  * kimi.json with a local work_dirs entry for `workDir` naming `sessionId` as its last session: an existing entry for
  * the path is updated in place (its other keys kept), else one is appended; other entries and keys are untouched.
+ * The result is parsed again and must be exactly the original document with that one change.
  */
 export function mergeKimiWorkDirs(text: string | null, workDir: string, sessionId: string, file = METADATA_FILE): string {
   const entry = { path: workDir, kaos: 'local', last_session_id: sessionId };
   if (text === null || text.trim() === '') return `${JSON.stringify({ work_dirs: [entry] }, null, 2)}\n`;
+  const doc = parseDocument(text, file);
+  checkDuplicates(text, file);
+  const formattingOptions = formattingOf(text);
+  const options = formattingOptions === undefined ? {} : { formattingOptions };
+  const expected = structuredClone(doc);
+  let merged: string;
+  if (doc.work_dirs === undefined) {
+    merged = applyEdits(text, modify(text, ['work_dirs'], [entry], options));
+    expected.work_dirs = [entry];
+  } else {
+    if (!Array.isArray(doc.work_dirs)) {
+      throw new BlueError('NATIVE_CONFIG_CONFLICT', `${file}: work_dirs is not a list`, { file, hint: 'Kimi CLI keeps a list here; fix the file, then restore again.' });
+    }
+    const index = doc.work_dirs.findIndex((d) => isRecord(d) && d.path === workDir && (d.kaos === undefined || d.kaos === 'local'));
+    if (index < 0) {
+      merged = applyEdits(text, modify(text, ['work_dirs', doc.work_dirs.length], entry, { ...options, isArrayInsertion: true }));
+      (expected.work_dirs as unknown[]).push(entry);
+    } else {
+      const existing = doc.work_dirs[index] as Record<string, unknown>;
+      if (existing.last_session_id === sessionId) return text;
+      merged = applyEdits(text, modify(text, ['work_dirs', index, 'last_session_id'], sessionId, options));
+      ((expected.work_dirs as unknown[])[index] as Record<string, unknown>).last_session_id = sessionId;
+    }
+  }
+  // What is written must be what was meant: the same document with exactly this entry changed.
+  let again: Record<string, unknown>;
+  try {
+    again = parseDocument(merged, file);
+    checkDuplicates(merged, file);
+  } catch {
+    throw refuse(file, 'merging the entry would not give a valid document');
+  }
+  if (JSON.stringify(again) !== JSON.stringify(expected)) throw refuse(file, 'merging the entry would change more than that entry');
+  return merged;
+}
+
+function parseDocument(text: string, file: string): Record<string, unknown> {
   const errors: ParseError[] = [];
   const doc: unknown = parseJsonc(text, errors, { allowTrailingComma: false, disallowComments: true });
   if (errors.length > 0 || !isRecord(doc)) {
     throw new BlueError('NATIVE_CONFIG_PARSE', `${file}: is not a JSON object; the session's work dir cannot be added`, { file, hint: 'Kimi CLI rewrites this file itself; fix or move it, then restore again. blue-agent never overwrites it.' });
   }
-  const options = { formattingOptions: { insertSpaces: true, tabSize: 2, eol: text.includes('\r\n') ? '\r\n' : '\n' } };
-  if (doc.work_dirs === undefined) return applyEdits(text, modify(text, ['work_dirs'], [entry], options));
-  if (!Array.isArray(doc.work_dirs)) {
-    throw new BlueError('NATIVE_CONFIG_CONFLICT', `${file}: work_dirs is not a list`, { file, hint: 'Kimi CLI keeps a list here; fix the file, then restore again.' });
-  }
-  const index = doc.work_dirs.findIndex((d) => isRecord(d) && d.path === workDir && (d.kaos === undefined || d.kaos === 'local'));
-  if (index < 0) return applyEdits(text, modify(text, ['work_dirs', doc.work_dirs.length], entry, { ...options, isArrayInsertion: true }));
-  const existing = doc.work_dirs[index] as Record<string, unknown>;
-  if (existing.last_session_id === sessionId) return text;
-  return applyEdits(text, modify(text, ['work_dirs', index, 'last_session_id'], sessionId, options));
+  return doc;
 }

@@ -13,10 +13,18 @@ import { BlueError } from '../../errors.js';
 import { findExecutable } from '../../profiles/detect.js';
 import { checkedSessionId, entriesOf, restoreUnsafe } from '../restore-files.js';
 import { MAX_FILE_BYTES } from '../session-files.js';
+import { printable } from '../../util/terminal-text.js';
 import type { RestoreInput, RestorePlan } from '../types.js';
 import { EXPORT_TIMEOUT_MS } from './session.js';
 
 const IMPORTED = /Imported session: ([A-Za-z0-9._-]{1,512})/;
+/** What `opencode export <id>` prints on stderr (exit 1) for a session it does not hold. */
+const NOT_FOUND = /Session not found/i;
+
+/** How to ask OpenCode whether it holds `id` (the preflight's check, and rollback's confirmation). */
+export function opencodeExistsCheck(id: string): { args: string[]; missing: RegExp } {
+  return { args: ['export', id], missing: NOT_FOUND };
+}
 
 export function opencodeDataDir(ctx: Context): string {
   const xdg = ctx.env.XDG_DATA_HOME;
@@ -32,7 +40,7 @@ export async function planOpencodeRestore(_ctx: Context, input: RestoreInput, da
   }
   const file = entries[0]!.from;
   const doc = parseExport(await readFile(file, 'utf8'), entries[0]!.label);
-  if (doc.info.id !== id) throw restoreUnsafe(`${entries[0]!.label}: the export holds session ${String(doc.info.id).slice(0, 80)}, not ${id}`);
+  if (doc.info.id !== id) throw restoreUnsafe(`${entries[0]!.label}: the export holds session ${printable(String(doc.info.id)).slice(0, 80)}, not ${id}`);
   const messages = canonicalJson(doc.messages);
   return {
     harness: 'opencode',
@@ -48,6 +56,7 @@ export async function planOpencodeRestore(_ctx: Context, input: RestoreInput, da
       parseId: (stdout, stderr) => IMPORTED.exec(`${stdout}\n${stderr}`)?.[1],
       existing: (ctx) => existingSession(ctx, id, input.destination, dataDir, messages),
       removeArgs: (sessionId) => ['session', 'delete', sessionId],
+      existsCheck: opencodeExistsCheck,
     },
     resumeArgv: ['opencode', '--session', id],
   };
@@ -76,7 +85,8 @@ function parseExport(text: string, label: string): { info: Record<string, unknow
   try {
     doc = JSON.parse(text);
   } catch (error) {
-    throw restoreUnsafe(`${label}: the export is not JSON (${(error as Error).message})`);
+    // V8 quotes the input in its message: bounded and made printable, it cannot carry escapes to a terminal.
+    throw restoreUnsafe(`${label}: the export is not JSON (${printable((error as Error).message).slice(0, 200)})`);
   }
   if (!isRecord(doc) || !isRecord(doc.info) || !Array.isArray(doc.messages)) throw restoreUnsafe(`${label}: the export is not {info, messages}`);
   return { info: doc.info, messages: doc.messages };
@@ -91,11 +101,12 @@ async function existingSession(ctx: Context, id: string, cwd: string, dataDir: s
   }
   const bin = await findExecutable('opencode', ctx.env.PATH);
   if (bin === undefined) throw unknownState(id, 'the opencode binary is not on PATH');
-  const result = await ctx.run(bin, ['export', id], { timeoutMs: EXPORT_TIMEOUT_MS, cwd, env: ctx.env, maxOutputBytes: MAX_FILE_BYTES + 1 });
+  const check = opencodeExistsCheck(id);
+  const result = await ctx.run(bin, check.args, { timeoutMs: EXPORT_TIMEOUT_MS, cwd, env: ctx.env, maxOutputBytes: MAX_FILE_BYTES + 1 });
   if (result.exitCode !== 0) {
-    if (/Session not found/i.test(result.stderr)) return 'none';
+    if (check.missing.test(result.stderr)) return 'none';
     // Not knowing is not "none": a rollback would then delete a session that was already here.
-    throw unknownState(id, result.timedOut ? 'opencode export timed out' : `opencode export exited with ${String(result.exitCode)}: ${result.stderr.trim().slice(-300)}`);
+    throw unknownState(id, result.timedOut ? 'opencode export timed out' : `opencode export exited with ${String(result.exitCode)}: ${printable(result.stderr.trim().slice(-300))}`);
   }
   let doc: unknown;
   try {
