@@ -3,7 +3,7 @@
  * bring it back), a temporary HOME and a fake `claude` on PATH. Intervals are shortened through DaemonOptions; the
  * code paths are the real ones (chokidar, node-cron, the drain CLI as a child process).
  */
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -69,7 +69,6 @@ async function fileIdentity(file: string) {
 
 describe('blue-agent run (in-process)', () => {
   it('puts the hook in place for a new revision, takes it out when session_upload goes, and keeps user hooks', async () => {
-    const { mkdir } = await import('node:fs/promises');
     await mkdir(path.dirname(t.settings), { recursive: true });
     await writeUserHook('echo user-hook');
     const began = Date.now();
@@ -109,7 +108,6 @@ describe('blue-agent run (in-process)', () => {
     const statusesBefore = statusPosts();
 
     // A person deletes the managed hook (here: the whole file, as `rm` would).
-    const { unlink } = await import('node:fs/promises');
     await unlink(t.settings);
     await waitFor('the hook restored', async () => (await settingsText()).includes(MANAGED), 10_000);
     const corrected = await waitFor('a drift correction in the log', () => lines('drift corrected', (l) => l.harness === 'claude')[0]);
@@ -207,7 +205,6 @@ describe('blue-agent run (in-process)', () => {
   });
 
   it('notices a harness installed later in the periodic full reconcile', async () => {
-    const { rm, copyFile } = await import('node:fs/promises');
     const claude = path.join(t.bin, 'claude');
     await copyFile(claude, path.join(t.root, 'claude.saved'));
     await rm(claude);
@@ -222,7 +219,6 @@ describe('blue-agent run (in-process)', () => {
   });
 
   it('reloads the config: a new drain_schedule, and a bad file keeps the config in force', async () => {
-    const { mkdir } = await import('node:fs/promises');
     await mkdir(path.dirname(t.env.BLUE_AGENT_CONFIG!), { recursive: true });
     const d = await start({ drainSchedule: undefined });
     await waitFor('the first state', async () => (await readRunState(t.ctx))?.policy !== undefined);

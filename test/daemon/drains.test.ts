@@ -4,6 +4,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DrainScheduler, spawnDrain, spoolHasWork, type DrainProcess, type DrainResult } from '../../src/daemon/drains.js';
@@ -121,8 +123,6 @@ describe('drain scheduler: idle, stop and the drain process', () => {
     expect(fake.runs).toHaveLength(0);
     expect(logged).toEqual([]);
     // A claim left in uploading/ is work too (a dead worker's, to release).
-    const { writeFile } = await import('node:fs/promises');
-    const path = (await import('node:path')).default;
     await writeFile(path.join(t.ctx.paths.stateDir, 'spool', 'uploading', '0000000aa-0123456789.4242.json'), '{}', { mode: 0o600 });
     await waitFor('a scheduled drain', () => fake.runs.length === 1, 3_000);
     fake.runs[0]!.finish();
@@ -157,8 +157,6 @@ describe('drain scheduler: idle, stop and the drain process', () => {
   });
 
   it('runs the drain in its own process group, so a Ctrl-C reaches the agent alone', async () => {
-    const { writeFile } = await import('node:fs/promises');
-    const path = (await import('node:path')).default;
     const script = path.join(t.root, 'fake-drain.mjs');
     await writeFile(script, 'setTimeout(() => process.stdout.write("{}"), 5000);\n');
     const ctx = t.context({ self: { ...t.ctx.self, node: process.execPath, entry: script } });

@@ -1,7 +1,7 @@
 /**
  * Where the run loop logs, and that the log file stays bounded.
  */
-import { readFileSync, statSync, existsSync } from 'node:fs';
+import { existsSync, fstatSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -36,7 +36,6 @@ describe('run log', () => {
   });
 
   it('reads the identity of its real stdout for JOURNAL_STREAM', async () => {
-    const { fstatSync } = await import('node:fs');
     const info = fstatSync(1, { bigint: true });
     expect(stdoutIdentity()).toBe(`${info.dev}:${info.ino}`);
     expect(detectLogTarget({ JOURNAL_STREAM: `${info.dev}:${info.ino}` }, dir)).toEqual({ kind: 'stdout' });

@@ -4,6 +4,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Spool } from '../../src/spool/index.js';
@@ -74,7 +75,7 @@ describe('blue-agent run (process)', () => {
     expect(state).toMatchObject({ pid: first.child.pid, stopped_at_unix_ms: expect.any(Number), policy: { revision: 2, source: 'fetched' } });
 
     // A lock left by a dead agent is taken over.
-    await writeFile(path.join(t.stateDir, 'agent-run.lock'), JSON.stringify({ pid: 999_999, host: (await import('node:os')).hostname(), started_at_unix_ms: 1 }));
+    await writeFile(path.join(t.stateDir, 'agent-run.lock'), JSON.stringify({ pid: 999_999, host: hostname(), started_at_unix_ms: 1 }));
     const third = run();
     await waitFor('the third agent to start', () => fileLog().filter((l) => l.msg === 'agent started').length === 2, 20_000);
     third.child.kill('SIGINT');

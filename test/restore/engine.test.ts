@@ -3,32 +3,21 @@
  * different destination, identical and different local copies are handled, hostile bundles and unsafe folders are
  * refused with nothing written anywhere, and a disk that fills at any step leaves nothing behind.
  */
-import { chmod, mkdir, readdir, readFile, realpath, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BlueError } from '../../src/errors.js';
 import { claudeProjectKey } from '../../src/harnesses/claude/session.js';
 import { kimiWorkDirHash } from '../../src/harnesses/kimi/session.js';
 import { applyRestore, prepareRestore, realRestoreIO, recoverRestores, type PreparedRestore, type RestoreIO } from '../../src/restore/index.js';
 import type { TestHome } from '../support/context.js';
-import { errnoError, fixtureBundle, restoreHome, shippedProfiles, snapshot, type FixtureSession } from './support.js';
+import { errnoError, fixtureBundle, shippedProfiles, snapshot, type FixtureSession, useRestoreHomes } from './support.js';
 
 let source: TestHome;
 let target: TestHome;
 let destination: string;
 
-beforeEach(async () => {
-  source = await restoreHome();
-  target = await restoreHome();
-  const dest = path.join(target.root, 'elsewhere', 'my_project');
-  await mkdir(dest, { recursive: true });
-  destination = await realpath(dest);
-});
-
-afterEach(async () => {
-  await source.cleanup();
-  await target.cleanup();
-});
+useRestoreHomes('my_project', (homes) => ({ source, target, destination } = homes));
 
 async function prepare(bundle: string, dest = destination, home = target): Promise<PreparedRestore> {
   return prepareRestore(home.ctx, { bundleFile: bundle, destination: dest, profiles: await shippedProfiles() });
@@ -392,7 +381,7 @@ describe('recoverRestores', () => {
     await mkdir(restores, { recursive: true });
     await writeFile(path.join(restores, `${journal.id}.json`), JSON.stringify(journal));
     await mkdir(path.dirname(target0), { recursive: true });
-    await (await import('node:fs/promises')).link(prepared.plan.placements.find((p) => p.to === target0)!.from, target0);
+    await link(prepared.plan.placements.find((p) => p.to === target0)!.from, target0);
 
     expect(await recoverRestores(target.ctx)).toEqual({ rolledBack: [], completed: [] });
     expect(await readFile(target0)).toBeTruthy();

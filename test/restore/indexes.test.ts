@@ -3,30 +3,19 @@
  * not valid UTF-8 keeps every byte), a kimi.json that is not valid UTF-8 is refused rather than re-encoded, and an
  * index past the size cap is refused before it is read — each refusal with nothing written anywhere.
  */
-import { mkdir, open, readFile, realpath, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BlueError } from '../../src/errors.js';
 import { applyRestore, prepareRestore } from '../../src/restore/index.js';
 import type { TestHome } from '../support/context.js';
-import { fixtureBundle, restoreHome, shippedProfiles, snapshot } from './support.js';
+import { fixtureBundle, shippedProfiles, snapshot, useRestoreHomes } from './support.js';
 
 let source: TestHome;
 let target: TestHome;
 let destination: string;
 
-beforeEach(async () => {
-  source = await restoreHome();
-  target = await restoreHome();
-  const dest = path.join(target.root, 'dest');
-  await mkdir(dest, { recursive: true });
-  destination = await realpath(dest);
-});
-
-afterEach(async () => {
-  await source.cleanup();
-  await target.cleanup();
-});
+useRestoreHomes('dest', (homes) => ({ source, target, destination } = homes));
 
 async function refused(bundle: string): Promise<BlueError> {
   const prepared = await prepareRestore(target.ctx, { bundleFile: bundle, destination, profiles: await shippedProfiles() });

@@ -4,31 +4,20 @@
  * recovered; a journal that is still owned blocks another restore into the same files; a folder someone else made
  * meanwhile is never removed; a parent folder swapped for a link during placement is caught and undone.
  */
-import { appendFile, link, lstat, mkdir, readdir, readFile, realpath, rename, stat, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, link, lstat, mkdir, readdir, readFile, rename, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import { hostname, uptime } from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BlueError } from '../../src/errors.js';
 import { applyRestore, prepareRestore, realRestoreIO, recoverRestores, type PreparedRestore, type RestoreIO } from '../../src/restore/index.js';
 import type { TestHome } from '../support/context.js';
-import { errnoError, fixtureBundle, restoreHome, shippedProfiles, snapshot } from './support.js';
+import { errnoError, fixtureBundle, shippedProfiles, snapshot, useRestoreHomes } from './support.js';
 
 let source: TestHome;
 let target: TestHome;
 let destination: string;
 
-beforeEach(async () => {
-  source = await restoreHome();
-  target = await restoreHome();
-  const dest = path.join(target.root, 'elsewhere', 'proj');
-  await mkdir(dest, { recursive: true });
-  destination = await realpath(dest);
-});
-
-afterEach(async () => {
-  await source.cleanup();
-  await target.cleanup();
-});
+useRestoreHomes('proj', (homes) => ({ source, target, destination } = homes));
 
 async function prepare(bundle: string): Promise<PreparedRestore> {
   return prepareRestore(target.ctx, { bundleFile: bundle, destination, profiles: await shippedProfiles() });
@@ -148,7 +137,7 @@ describe('whose journal it is', () => {
     const first = await prepare(session.bundle);
     const id = await crashedAfterPlacement(first, { pid: process.ppid });
     // Undo the placements by hand (the journal still names them): the machine looks free to restore into.
-    for (const p of first.plan.placements) await (await import('node:fs/promises')).unlink(p.to);
+    for (const p of first.plan.placements) await unlink(p.to);
     expect(await recoverRestores(target.ctx)).toEqual({ rolledBack: [], completed: [] });
     const before = await snapshot(target.home);
     const second = await prepare(session.bundle);

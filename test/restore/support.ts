@@ -3,9 +3,11 @@
  * (collectSession + writeBundle), hand-made hostile bundles, and snapshots of whole folders.
  */
 import { createHash } from 'node:crypto';
-import { lstat, mkdir, readdir, readFile, readlink, realpath } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, realpath, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
+import { afterEach, beforeEach } from 'vitest';
 import { writeBundle, type BundleResult } from '../../src/bundle/index.js';
 import { fileEntryName, serializeManifest, type BundleManifest } from '../../src/bundle/manifest.js';
 import { END_OF_ARCHIVE, fileHeader, padding } from '../../src/bundle/tar.js';
@@ -36,12 +38,31 @@ export const PROFILE: Record<'claude' | 'codex' | 'kimi' | 'opencode', string> =
  * files a restore may change.
  */
 export async function restoreHome(): Promise<TestHome> {
-  const { mkdtemp, rm } = await import('node:fs/promises');
-  const { tmpdir } = await import('node:os');
   const state = await mkdtemp(path.join(tmpdir(), 'blue-agent-restore-state-'));
   const home = await makeTestHome({ BLUE_AGENT_HOME: state });
   const cleanup = home.cleanup;
   return { ...home, cleanup: async () => { await cleanup(); await rm(state, { recursive: true, force: true }); } };
+}
+
+/**
+ * The usual pair for a restore test: a source machine, a target machine, and an existing destination directory on the
+ * target (`elsewhere/<name>` under its root, real path). `use` receives fresh ones before each test; both homes are
+ * removed after it.
+ */
+export function useRestoreHomes(destinationName: string, use: (homes: { source: TestHome; target: TestHome; destination: string }) => void): void {
+  let homes: { source: TestHome; target: TestHome; destination: string } | undefined;
+  beforeEach(async () => {
+    const source = await restoreHome();
+    const target = await restoreHome();
+    const dest = path.join(target.root, 'elsewhere', destinationName);
+    await mkdir(dest, { recursive: true });
+    homes = { source, target, destination: await realpath(dest) };
+    use(homes);
+  });
+  afterEach(async () => {
+    await homes?.source.cleanup();
+    await homes?.target.cleanup();
+  });
 }
 
 export interface FixtureSession {
@@ -112,7 +133,6 @@ export interface RawFile {
  * the hostile bundles a verified-looking download could hold.
  */
 export async function rawBundle(out: string, fields: { harness: HarnessName; profile: string; sessionId: string; title?: string }, files: RawFile[]): Promise<void> {
-  const { writeFile } = await import('node:fs/promises');
   const entries = files.map((f, i) => {
     const bytes = Buffer.isBuffer(f.content) ? f.content : Buffer.from(f.content);
     return { name: fileEntryName(i, f.name), bytes, file: f };

@@ -4,7 +4,7 @@
  * the things an export must refuse or survive.
  */
 import { createHash } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
@@ -107,7 +107,6 @@ describe('sessions export: what it checks', () => {
     expect(code).toBe(0);
     expect(stdout).toContain(`to ${out}`);
     expect(await readFile(out, 'utf8')).toBe(await readFile(path.join(GOLDEN, 'opencode.md'), 'utf8'));
-    const { stat } = await import('node:fs/promises');
     expect((await stat(out)).mode & 0o777).toBe(0o600);
   });
 

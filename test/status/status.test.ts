@@ -3,7 +3,7 @@
  * records every request — status must not make one, and must not write a single byte.
  */
 import { spawnSync } from 'node:child_process';
-import { chmod, stat } from 'node:fs/promises';
+import { chmod, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeLastDrain, writeRunState } from '../../src/daemon/state.js';
@@ -96,7 +96,6 @@ describe('status', () => {
 
   it('a harness newer than its ceiling shows as unverified, with the certify command; drift shows as pending', async () => {
     const file = path.join(s.t.root, 'policy.yaml');
-    const { writeFile } = await import('node:fs/promises');
     await writeFile(file, 'revision: 3\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n');
     await s.config(`policy_file: ${file}\n`);
     await s.harnesses({ claude: '2.1.332 (Claude Code)', opencode: '1.19.0' });
