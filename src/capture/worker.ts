@@ -19,13 +19,14 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readManifest, type BundleResult } from '../bundle/index.js';
-import { controlSettings, loadAgentConfig } from '../config.js';
+import { controlSettings, loadAgentConfig, type ControlSettings } from '../config.js';
 import { resolvePolicy } from '../policy/index.js';
 import { ControlClient, resolvePresignUrl, uploadBundle, type UploadBundleOptions } from '../upload/index.js';
+import { authFailedHint } from '../upload/client.js';
 import { DEFAULT_RETRY_POLICY, rescheduleDelay } from '../upload/retry.js';
 import type { Context } from '../context.js';
 import { BlueError, toBlueError } from '../errors.js';
@@ -97,6 +98,24 @@ export interface FailedEntry {
   next_attempt_at_unix_ms?: number;
 }
 
+/** A record left waiting (in intake or ready) that this drain did not try: it is not due yet after an earlier failure. */
+export interface WaitingEntry {
+  id: string;
+  /** `intake`: waiting to be built; `ready`: built, waiting to be uploaded. */
+  state: 'intake' | 'ready';
+  harness: string;
+  profile: string;
+  session_id: string;
+  /** The earlier failure that keeps it waiting. */
+  code: string;
+  reason: string;
+  failed_at_unix_ms: number;
+  /** Build attempts, or upload attempts for a ready record. */
+  attempts: number;
+  /** When a drain takes it again (null: the next one). */
+  next_attempt_at_unix_ms: number | null;
+}
+
 interface Seen {
   intake: Set<string>;
   ready: Set<string>;
@@ -117,7 +136,16 @@ export interface DrainReport {
   discarded: string[];
   /** Ready records (built bundles) still waiting for upload when the drain ended. */
   left_ready: number;
-  /** Why uploads were skipped or cut short, when they were (not errors: no Control API configured, capture disabled). */
+  /**
+   * Records left waiting in intake or ready that this drain did not try (not due yet), with the earlier failure that
+   * keeps them waiting (records retried in this run are in `retried` instead). Any of them makes the drain not ok.
+   */
+  waiting: WaitingEntry[];
+  /**
+   * Why uploads were skipped or cut short, when they were: no Control API configured and capture disabled (not
+   * errors); the policy could not be checked, the Control API could not be reached, or it refused the token (with
+   * the error code and what to do).
+   */
   notes: string[];
   /** Why the drain stopped early (a full disk), if it did. */
   stopped?: { code: string; reason: string };
@@ -143,6 +171,7 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
     uploaded: [],
     discarded: [],
     left_ready: 0,
+    waiting: [],
     notes: [],
   };
 
@@ -161,9 +190,64 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
     if (!(await fresh('intake', seen.intake)) && (options.skipUploads === true || !(await fresh('ready', seen.ready)))) break;
   }
 
-  report.left = (await spool.idsIn('intake')).length;
-  report.left_ready = (await spool.idsIn('ready')).length;
+  const leftIntake = await spool.idsIn('intake');
+  const leftReady = await spool.idsIn('ready');
+  report.left = leftIntake.length;
+  report.left_ready = leftReady.length;
+  const retried = new Set(report.retried.map((r) => r.id));
+  for (const [state, ids] of [['intake', leftIntake], ['ready', leftReady]] as const) {
+    for (const id of ids) {
+      if (retried.has(id)) continue;
+      const waiting = await waitingEntry(spool, state, id);
+      if (waiting !== undefined) report.waiting.push(waiting);
+    }
+  }
   return report;
+}
+
+/** The record's earlier failure, when it has one (a record that never failed is just waiting its turn). */
+async function waitingEntry(spool: Spool, state: 'intake' | 'ready', id: string): Promise<WaitingEntry | undefined> {
+  let record: Partial<SpoolRecord>;
+  try {
+    record = JSON.parse(await readFile(path.join(spool.dir(state), `${id}.json`), 'utf8')) as Partial<SpoolRecord>;
+  } catch {
+    return undefined; // moved on meanwhile, or unreadable (the next claim fails it with the reason)
+  }
+  const error = record.last_error;
+  if (error === undefined || typeof error !== 'object' || error === null) return undefined;
+  return {
+    id,
+    state,
+    harness: String(record.harness ?? '?'),
+    profile: String(record.profile ?? '?'),
+    session_id: String(record.payload?.session_id ?? '?'),
+    code: String(error.code),
+    reason: String(error.message),
+    failed_at_unix_ms: Number(error.at_unix_ms),
+    attempts: Number((state === 'ready' ? record.upload_attempts : record.attempts) ?? 0),
+    next_attempt_at_unix_ms: typeof record.next_attempt_at_unix_ms === 'number' ? record.next_attempt_at_unix_ms : null,
+  };
+}
+
+/** A note for the report: the error's code, what happened and what to do. */
+function problemNote(what: string, code: string, message: string, hint: string | undefined): string {
+  return `${what} [${code}]: ${message}${hint === undefined || hint === '' ? '' : ` (${hint.replace(/\.$/, '')})`}`;
+}
+
+const CONTROL_HINT = 'check control_url / BLUE_AGENT_CONTROL_URL; run `blue-agent doctor`';
+
+/** What to do about a setup problem met while uploading: the token's origin for AUTH_FAILED, else check the URL. */
+async function setupHint(settings: ControlSettings, code: string, hint: string | undefined): Promise<string> {
+  if (code === 'AUTH_FAILED') {
+    // A 403 (a valid token without the right) keeps the server-side hint; a refused token says where it came from.
+    if (hint !== undefined && !/login/.test(hint)) return hint;
+    const hasToken = await settings.readToken().then(
+      (token) => token !== undefined,
+      () => false,
+    );
+    return authFailedHint(settings.tokenSource, hasToken);
+  }
+  return hint ?? CONTROL_HINT;
 }
 
 /** The upload stage: see the module comment. Never throws for a Control API or policy problem; records it instead. */
@@ -185,10 +269,19 @@ async function uploadReady(ctx: Context, spool: Spool, report: DrainReport, opti
 
   let policy;
   try {
-    policy = (await resolvePolicy(ctx, { dryRun: false, config })).policy;
+    const resolved = await resolvePolicy(ctx, { dryRun: false, config });
+    policy = resolved.policy;
+    if (resolved.source === 'cached') {
+      // The Control API did not answer: uploads are tried with the last-known-good policy, and will most likely wait.
+      const why = resolved.warnings[0] ?? 'the Control API could not be reached: using the last-known-good policy';
+      const note = problemNote('the Control API could not be reached', 'CONTROL_API_UNREACHABLE', why, CONTROL_HINT);
+      if (!report.notes.includes(note)) report.notes.push(note);
+    }
   } catch (error) {
     // No policy, no upload: every due record waits for a later drain, with the reason.
     const blue = toBlueError(error);
+    const note = problemNote('cannot check the governance policy, so nothing was uploaded', blue.code, blue.message, await setupHint(settings, blue.code, blue.hint));
+    if (!report.notes.includes(note)) report.notes.push(note);
     for (;;) {
       const claim = await spool.claimNext('ready', { skip: tried, skipNotDue: true, only });
       if (claim === undefined) break;
@@ -231,14 +324,19 @@ async function uploadReady(ctx: Context, spool: Spool, report: DrainReport, opti
       if (claim === undefined) break;
       tried.add(claim.id);
       const stop = await uploadOne(ctx, spool, report, claim, client, profiles, { ...options.upload, ...(presignUrl === undefined ? {} : { presignUrl }) });
-      if (stop) break;
+      if (stop !== undefined) {
+        // The agent's setup or the Control API, not the record: the other records wait too.
+        const note = problemNote('uploads stopped', stop.code, stop.reason, await setupHint(settings, stop.code, undefined));
+        if (!report.notes.includes(note)) report.notes.push(note);
+        break;
+      }
     }
   } finally {
     await client.close();
   }
 }
 
-/** Uploads one claimed ready record and records the outcome; true when the upload loop should stop. */
+/** Uploads one claimed ready record and records the outcome; the setup problem when the upload loop should stop. */
 async function uploadOne(
   ctx: Context,
   spool: Spool,
@@ -247,7 +345,7 @@ async function uploadOne(
   client: ControlClient,
   profiles: ProfileSet,
   options: UploadBundleOptions,
-): Promise<boolean> {
+): Promise<{ code: string; reason: string } | undefined> {
   const { record } = claim;
   const at = ctx.clock.now();
   const failWith = async (code: string, reason: string): Promise<void> => {
@@ -257,11 +355,11 @@ async function uploadOne(
   };
   if (claim.damaged !== undefined) {
     await failWith('SPOOL_RECORD_DAMAGED', claim.damaged);
-    return false;
+    return undefined;
   }
   if (record.bundle === undefined) {
     await failWith('SPOOL_RECORD_DAMAGED', 'the ready record names no bundle');
-    return false;
+    return undefined;
   }
   const bundleFile = spool.bundleFile(record.id);
   // The spooled bytes must still be the ones built: a bundle changed on disk is never uploaded.
@@ -270,26 +368,26 @@ async function uploadOne(
     actual = await hashFile(bundleFile);
   } catch (error) {
     await failWith('BUNDLE_INVALID', `the spooled bundle cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-    return false;
+    return undefined;
   }
   if (actual.size !== record.bundle.size || actual.sha256 !== record.bundle.sha256) {
     await failWith(
       'BUNDLE_INVALID',
       `the spooled bundle changed on disk: it has ${actual.size} bytes and SHA-256 ${actual.sha256}, the record says ${record.bundle.size} bytes and ${record.bundle.sha256}`,
     );
-    return false;
+    return undefined;
   }
   let manifest;
   try {
     manifest = await readManifest(bundleFile);
   } catch (error) {
     await failWith('BUNDLE_INVALID', `the spooled bundle's manifest cannot be read: ${toBlueError(error).message}`);
-    return false;
+    return undefined;
   }
   // Resumable when the profile it was captured under can restore it (the resume picker lists only those).
   const resumable = findInterval(profiles, manifest.compatibility_profile)?.interval.operations.includes('session_resume') === true;
   const result = await uploadBundle(client, { bundleFile, size: record.bundle.size, sha256: record.bundle.sha256, manifest, resumable, verified: true }, options);
-  if (!(await spool.holds(claim))) return false; // judged dead and taken over: the record is another worker's now
+  if (!(await spool.holds(claim))) return undefined; // judged dead and taken over: the record is another worker's now
   switch (result.kind) {
     case 'uploaded':
       await spool.completeUpload(claim, result.upload_id);
@@ -310,13 +408,13 @@ async function uploadOne(
         upload_id: result.upload_id,
         size: record.bundle.size,
       });
-      return false;
+      return undefined;
     case 'retry':
       await retryUpload(ctx, spool, report, claim, result.code, result.reason, result.delay_ms);
-      return result.stop;
+      return result.stop ? { code: result.code, reason: result.reason } : undefined;
     case 'failed':
       await failWith(result.code, result.reason);
-      return false;
+      return undefined;
   }
 }
 

@@ -32,6 +32,14 @@ function dataDir(ctx: Context, opts: DataOptions): string {
   return path.resolve(ctx.cwd, dir);
 }
 
+/** The data directory of a command that must not create one (`users list`, `policy publish`, `gc`): it must exist and hold control.db. */
+async function existingDataDir(ctx: Context, opts: DataOptions): Promise<string> {
+  const dir = dataDir(ctx, opts);
+  const { requireDataDir } = await import('../control-plane/store.js');
+  requireDataDir(dir);
+  return dir;
+}
+
 function print(ctx: Context, opts: DataOptions, json: unknown, text: string): void {
   ctx.stdout.write(opts.json === true ? `${JSON.stringify(json, null, 2)}\n` : text);
 }
@@ -42,7 +50,7 @@ export async function usersAddCommand(ctx: Context, email: string, opts: DataOpt
   print(
     ctx,
     opts,
-    { user_id: user.id, email: user.email, is_admin: user.is_admin, token },
+    { ok: true, user_id: user.id, email: user.email, is_admin: user.is_admin, token },
     `Added ${user.is_admin ? 'administrator' : 'user'} ${user.email} (${user.id}).\n` +
       `Bearer token (shown only now; the server keeps only its hash):\n${token}\n`,
   );
@@ -51,11 +59,11 @@ export async function usersAddCommand(ctx: Context, email: string, opts: DataOpt
 
 export async function usersListCommand(ctx: Context, opts: DataOptions): Promise<number> {
   const { listUsers } = await import('../control-plane/admin.js');
-  const users = listUsers(dataDir(ctx, opts));
+  const users = listUsers(await existingDataDir(ctx, opts));
   print(
     ctx,
     opts,
-    { users: users.map((u) => ({ user_id: u.id, email: u.email, is_admin: u.is_admin, created_at: new Date(u.created_at).toISOString() })) },
+    { ok: true, users: users.map((u) => ({ user_id: u.id, email: u.email, is_admin: u.is_admin, created_at: new Date(u.created_at).toISOString() })) },
     users.length === 0 ? 'No users yet.\n' : users.map((u) => `${u.id}  ${u.email}${u.is_admin ? '  (admin)' : ''}\n`).join(''),
   );
   return 0;
@@ -63,11 +71,11 @@ export async function usersListCommand(ctx: Context, opts: DataOptions): Promise
 
 export async function policyPublishCommand(ctx: Context, file: string, opts: DataOptions): Promise<number> {
   const { publishPolicy } = await import('../control-plane/admin.js');
-  const { published, ignoredRevision } = await publishPolicy(dataDir(ctx, opts), path.resolve(ctx.cwd, file), ctx.clock.now());
+  const { published, ignoredRevision } = await publishPolicy(await existingDataDir(ctx, opts), path.resolve(ctx.cwd, file), ctx.clock.now());
   print(
     ctx,
     opts,
-    { revision: published.revision, etag: published.etag, ignored_revision: ignoredRevision ?? null },
+    { ok: true, revision: published.revision, etag: published.etag, ignored_revision: ignoredRevision ?? null },
     `Published policy revision ${published.revision}.\n` +
       (ignoredRevision === undefined ? '' : `(The file's revision ${JSON.stringify(ignoredRevision)} was replaced: the server numbers revisions.)\n`),
   );
@@ -91,7 +99,7 @@ async function openBlobs(ctx: Context, dir: string, opts: BlobOptions, publicUrl
 
 export async function gcCommand(ctx: Context, opts: DataOptions & BlobOptions): Promise<number> {
   const { collectGarbage } = await import('../control-plane/admin.js');
-  const dir = dataDir(ctx, opts);
+  const dir = await existingDataDir(ctx, opts);
   // Only delete is used, so the URL the local store would sign with does not matter here.
   const blobs = await openBlobs(ctx, dir, opts, 'http://127.0.0.1');
   try {
@@ -99,7 +107,7 @@ export async function gcCommand(ctx: Context, opts: DataOptions & BlobOptions): 
     print(
       ctx,
       opts,
-      result,
+      { ok: result.failed.length === 0, ...result },
       `Deleted ${result.deleted.length} expired object${result.deleted.length === 1 ? '' : 's'}.\n` +
         result.failed.map((f) => `  could not delete ${f.id}: ${f.error}\n`).join(''),
     );
@@ -121,6 +129,16 @@ export function parseListen(value: string): { host: string; port: number } {
   const port = match === null ? Number.NaN : Number(match[3]);
   if (match === null || port > 65535) throw usageError(`--listen must be HOST:PORT (e.g. 127.0.0.1:8080), not "${value}"`);
   return { host: match[1] ?? match[2]!, port };
+}
+
+/** A socket that cannot be bound is a matter of the --listen given, not a bug. */
+function listenError(error: unknown, host: string, port: number): unknown {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const where = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  if (code === 'EADDRINUSE') return usageError(`${where} is in use; choose another --listen`, 'Another process listens there (perhaps another `control-plane serve`); stop it or pick a free port.');
+  if (code === 'EACCES') return usageError(`not allowed to listen on ${where}; choose another --listen`, 'Ports below 1024 need privileges: use a port of 1024 or more.');
+  if (code === 'EADDRNOTAVAIL') return usageError(`${host} is not an address of this machine; choose another --listen`, 'Use 127.0.0.1, 0.0.0.0 or an address this machine has.');
+  return error;
 }
 
 /** Serves until SIGINT or SIGTERM (or `stop`, for tests). */
@@ -148,7 +166,7 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
     ({ url } = await server.listen(host, port));
   } catch (error) {
     await server.close();
-    throw error;
+    throw listenError(error, host, port);
   }
   ctx.stdout.write(`Control API listening on ${url} (data ${dir}, ${server.blobs.kind} blob store)\n`);
   await new Promise<void>((resolve) => {

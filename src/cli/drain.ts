@@ -22,7 +22,8 @@ export async function drainCommand(
     await appendCaptureLog(ctx.paths.stateDir, { event: 'failed', code: blue.code, reason: `drain stopped: ${blue.message}` });
     throw error;
   }
-  const ok = report.failed.length === 0 && report.retried.length === 0 && report.stopped === undefined;
+  // A record left waiting after an earlier failure is not ok either: this drain did not get it through.
+  const ok = report.failed.length === 0 && report.retried.length === 0 && report.waiting.length === 0 && report.stopped === undefined;
   // For `status`: the outcome of the latest drain, whoever ran it. Never a reason to fail the drain itself.
   await writeLastDrain(ctx, {
     finished_at_unix_ms: ctx.clock.now(),
@@ -41,6 +42,9 @@ export async function drainCommand(
   return ok ? 0 : 1;
 }
 
+/** Records waiting after an earlier failure shown one per line at most; the rest are counted. */
+export const MAX_WAITING_LINES = 20;
+
 export function renderDrain(report: DrainReport): string {
   const lines: string[] = [];
   const { released, completed, failed, temps_removed } = report.recovered;
@@ -56,6 +60,13 @@ export function renderDrain(report: DrainReport): string {
   for (const r of report.retried) {
     const next = r.next_attempt_at_unix_ms === undefined ? '' : ` (next try after ${new Date(r.next_attempt_at_unix_ms).toISOString()})`;
     lines.push(`retry   ${r.id}  ${r.harness} ${r.session_id}  [${r.code}] ${r.reason}${next}`);
+  }
+  for (const w of report.waiting.slice(0, MAX_WAITING_LINES)) {
+    const next = w.next_attempt_at_unix_ms === null ? ' (next try: the next drain)' : ` (next try after ${new Date(w.next_attempt_at_unix_ms).toISOString()})`;
+    lines.push(`waiting ${w.id}  ${w.harness} ${w.session_id}  ${w.state === 'ready' ? 'upload' : 'build'} [${w.code}] ${w.reason}${next}`);
+  }
+  if (report.waiting.length > MAX_WAITING_LINES) {
+    lines.push(`waiting … and ${report.waiting.length - MAX_WAITING_LINES} more after an earlier failure (\`blue-agent spool list\` shows them all)`);
   }
   for (const note of report.notes) lines.push(`note: ${note}`);
   if (report.stopped !== undefined) lines.push(`stopped early: ${report.stopped.reason}`);

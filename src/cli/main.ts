@@ -3,7 +3,7 @@
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { createContext, type Context } from '../context.js';
-import { BlueError, EXIT_FAILURE, EXIT_USAGE, toBlueError } from '../errors.js';
+import { BlueError, EXIT_FAILURE, EXIT_USAGE, toBlueError, usageError } from '../errors.js';
 import { HARNESSES } from '../harnesses/names.js';
 import { escapeControls } from '../util/terminal-text.js';
 
@@ -17,16 +17,19 @@ export function buildProgram(ctx: Context, state: RunState): Command {
       'Keeps coding-agent harnesses (Claude Code, Codex, Kimi CLI, OpenCode) wired to the organisation\'s session-capture policy.',
     )
     .version(ctx.self.version, '-V, --version', 'print the blue-agent version')
-    .showHelpAfterError('(run with --help for usage)')
     .configureOutput({
       writeOut: (s) => ctx.stdout.write(s),
       writeErr: (s) => ctx.stderr.write(s),
+      // Parse errors are reported by main() in the standard form (and as JSON with --json), never in commander's own.
+      outputError: () => undefined,
     })
     .exitOverride();
   program.addHelpText(
     'after',
     `
-Exit codes: 0 success, 1 failure (details on stderr, or in the --json document), 2 usage error.
+Exit codes: 0 success, 1 failure (details on stderr, or in the --json document), 2 usage error,
+3 \`run\`: another agent is already running for this user (LOCK_TIMEOUT; any other LOCK_TIMEOUT exits 1).
+\`resume\` exits with the launched harness's own status, and 130 or 143 when interrupted by SIGINT or SIGTERM.
 Environment: BLUE_AGENT_HOME (state), BLUE_AGENT_CONFIG (config file), BLUE_AGENT_CONTROL_URL, BLUE_AGENT_TOKEN.`,
   );
 
@@ -156,8 +159,9 @@ Examples:
     .option('--q <text>', 'search titles, summaries, session ids and directories')
     .addOption(harnessOption)
     .option('--all', 'every session you may see, not only your own')
+    .option('--status <status>', 'which revisions: complete (the current one of each session, default), pending, failed, superseded or any')
     .option('--json', 'print as JSON')
-    .action(async (opts: { q?: string; harness?: string[]; all?: boolean; json?: boolean }) => {
+    .action(async (opts: { q?: string; harness?: string[]; all?: boolean; status?: string; json?: boolean }) => {
       const { sessionsListCommand } = await import('./sessions.js');
       state.exitCode = await sessionsListCommand(ctx, opts);
     });
@@ -173,8 +177,17 @@ Examples:
     .command('share <id>')
     .description('set who may view, download and resume one of your sessions')
     .requiredOption('--mode <mode>', 'private, workspace or selected')
-    .option('--user <email>', 'a recipient, for --mode selected; repeatable', (value: string, previous: string[] | undefined) => [...(previous ?? []), value])
+    .option('--user <email>', 'a recipient, only with --mode selected (which needs at least one); repeatable', (value: string, previous: string[] | undefined) => [...(previous ?? []), value])
     .option('--json', 'print as JSON')
+    .addHelpText(
+      'after',
+      `
+Only the session's owner may change its sharing. --user is accepted only with --mode selected; the flags are checked
+before anything is sent. Prints the resulting sharing.
+
+Example:
+  blue-agent sessions share 3d394c86 --mode selected --user ada@example.com`,
+    )
     .action(async (id: string, opts: { mode: string; user?: string[]; json?: boolean }) => {
       const { sessionsShareCommand } = await import('./sessions.js');
       state.exitCode = await sessionsShareCommand(ctx, id, opts);
@@ -183,7 +196,18 @@ Examples:
     .command('export <id-or-file>')
     .description('render a session as markdown (readable conversation) or json (manifest and metadata)')
     .requiredOption('--format <format>', 'markdown or json')
-    .option('--out <file>', 'write to this file instead of stdout')
+    .option('--out <file>', 'write to this file (mode 0600) instead of stdout')
+    .addHelpText(
+      'after',
+      `
+The argument is a session on the Control API (an id or a prefix of 8 or more characters; its bundle is downloaded and
+verified) or, when it names an existing file, a local bundle, verified the same way. --out creates the file with mode
+0600 (a file that already exists is overwritten and keeps its mode).
+
+Examples:
+  blue-agent sessions export 3d394c86 --format markdown --out session.md
+  blue-agent sessions export ./session.bundle --format json`,
+    )
     .action(async (idOrFile: string, opts: { format: string; out?: string }) => {
       const { sessionsExportCommand } = await import('./sessions.js');
       state.exitCode = await sessionsExportCommand(ctx, idOrFile, opts);
@@ -240,9 +264,10 @@ manager, otherwise written to run.log in the state directory.`,
           : action === 'uninstall'
             ? 'stop the service and remove its unit'
             : 'show whether the service is installed and running',
-      )
-      .option('--dry-run', 'print the unit and the commands, change nothing')
-      .option('--json', 'print as JSON');
+      );
+    if (action === 'install') command.option('--dry-run', 'print the unit and the commands, change nothing');
+    if (action === 'uninstall') command.option('--dry-run', 'show what would be stopped and removed, change nothing');
+    command.option('--json', 'print as JSON');
     if (action === 'uninstall') command.option('--remove-hooks', 'also remove the managed hooks from every harness config');
     command.action(async (opts: { dryRun?: boolean; json?: boolean; removeHooks?: boolean }) => {
       const { serviceCommand } = await import('./service.js');
@@ -254,6 +279,14 @@ manager, otherwise written to run.log in the state directory.`,
     .command('status')
     .description('policy revision and age, per-harness state, spool, last drain, service state')
     .option('--json', 'print as JSON')
+    .addHelpText(
+      'after',
+      `
+Read-only: never contacts the network or writes; always exits 0; see \`doctor\` for checks that fail.
+
+Example:
+  blue-agent status --json`,
+    )
     .action(async (opts: { json?: boolean }) => {
       const { statusCommand } = await import('./status.js');
       state.exitCode = await statusCommand(ctx, opts);
@@ -263,6 +296,16 @@ manager, otherwise written to run.log in the state directory.`,
     .command('doctor')
     .description('check this machine\'s set-up and print the fix for each problem found')
     .option('--json', 'print as JSON')
+    .addHelpText(
+      'after',
+      `
+Exits 1 when any check fails, else 0. Checks: node, config, control-api, token, policy, spool,
+harness:NAME (one per harness; \`harnesses\` when they cannot be examined), codex-trust, service.
+Writes nothing, not even the policy cache.
+
+Example:
+  blue-agent doctor --json`,
+    )
     .action(async (opts: { json?: boolean }) => {
       const { doctorCommand } = await import('./doctor.js');
       state.exitCode = await doctorCommand(ctx, opts);
@@ -313,6 +356,14 @@ manager, otherwise written to run.log in the state directory.`,
     .option('--cwd <dir>', "the session's working directory (Kimi finds sessions by it)")
     .option('--transcript <file>', 'the transcript path, as a hook payload would give it')
     .option('--json', 'print the manifest, size and SHA-256 as JSON')
+    .addHelpText(
+      'after',
+      `
+--harness, --session and --out are required. The bundle is built exactly as the capture worker builds it.
+
+Example:
+  blue-agent bundle create --harness claude --session 3d394c86-0c1e-4a57-9d43-0f0a3bb1e2c1 --out session.bundle`,
+    )
     .action(async (opts: { harness: string; session: string; out: string; profile?: string; cwd?: string; transcript?: string; json?: boolean }) => {
       const { bundleCreateCommand } = await import('./bundle-create.js');
       state.exitCode = await bundleCreateCommand(ctx, opts);
@@ -406,11 +457,36 @@ export async function main(argv: readonly string[], ctx: Context = createContext
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return 0;
-      return error.exitCode === 0 ? 0 : EXIT_USAGE;
+      if (error.exitCode === 0) return 0;
+      reportError(ctx, parseError(error, program, argv), wantsJson);
+      return EXIT_USAGE;
     }
     reportError(ctx, toBlueError(error), wantsJson);
     return error instanceof BlueError ? error.exitCode : EXIT_FAILURE;
   }
+}
+
+/** A commander parse error (unknown flag, missing argument, bad value) as a USAGE error naming the command's help. */
+function parseError(error: CommanderError, program: Command, argv: readonly string[]): BlueError {
+  const message = error.message.replace(/^error:\s*/, '').trim();
+  const names = commandPath(program, argv);
+  return usageError(message, `run \`${['blue-agent', ...names].join(' ')} --help\``);
+}
+
+/** The (sub)command names that argv selects, as far as they are known: `['control-plane', 'users', 'add']`. */
+function commandPath(program: Command, argv: readonly string[]): string[] {
+  const names: string[] = [];
+  let command = program;
+  for (const arg of argv) {
+    if (arg === '--') break;
+    if (arg.startsWith('-')) continue;
+    const sub = command.commands.find((c) => c.name() === arg || c.aliases().includes(arg));
+    if (sub === undefined) break;
+    names.push(sub.name());
+    command = sub;
+    if (command.commands.length === 0) break;
+  }
+  return names;
 }
 
 export function reportError(ctx: Context, error: BlueError, json: boolean): void {

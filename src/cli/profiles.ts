@@ -21,7 +21,7 @@ export async function profilesListCommand(ctx: Context, opts: { json?: boolean }
     })),
   );
   if (opts.json === true) {
-    ctx.stdout.write(`${JSON.stringify({ profiles: rows }, null, 2)}\n`);
+    ctx.stdout.write(`${JSON.stringify({ ok: true, profiles: rows }, null, 2)}\n`);
     return 0;
   }
   const table = [

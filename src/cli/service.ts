@@ -3,7 +3,7 @@
  */
 import type { Context } from '../context.js';
 import type { ReconcileReport } from '../reconcile/index.js';
-import { quoteWord, serviceInstall, serviceStateJson, serviceStatus, serviceUninstall, type AppliedPlan, type ServiceState } from '../service/index.js';
+import { configWarning, quoteWord, serviceInstall, serviceStateJson, serviceStatus, serviceUninstall, type AppliedPlan, type ServiceState } from '../service/index.js';
 import { SYSTEMD_UNIT_NAME } from '../service/systemd.js';
 import { LAUNCHD_LABEL } from '../service/spec.js';
 
@@ -16,7 +16,7 @@ export interface ServiceCommandOptions {
 export async function serviceCommand(ctx: Context, action: 'install' | 'uninstall' | 'status', opts: ServiceCommandOptions): Promise<number> {
   if (action === 'status') {
     const state = await serviceStatus(ctx);
-    ctx.stdout.write(opts.json === true ? `${JSON.stringify(serviceStateJson(state), null, 2)}\n` : renderStatus(state));
+    ctx.stdout.write(opts.json === true ? `${JSON.stringify({ ok: true, ...serviceStateJson(state) }, null, 2)}\n` : renderStatus(state));
     return 0;
   }
   const dryRun = opts.dryRun === true;
@@ -24,6 +24,8 @@ export async function serviceCommand(ctx: Context, action: 'install' | 'uninstal
     action === 'install'
       ? await serviceInstall(ctx, { dryRun })
       : await serviceUninstall(ctx, { dryRun, ...(opts.removeHooks === true ? { removeHooks: true } : {}) });
+  // Only a dry run gets here with a config that does not validate (a real install is refused): warn.
+  if (applied.plan.configError !== undefined) ctx.stderr.write(`warning: ${configWarning(applied.plan.configError)}\n`);
   const ok = applied.hooks === undefined || applied.hooks.ok;
   ctx.stdout.write(opts.json === true ? `${JSON.stringify(appliedJson(applied, ok), null, 2)}\n` : renderApplied(applied));
   return ok ? 0 : 1;
@@ -66,7 +68,7 @@ function appliedJson(applied: AppliedPlan, ok: boolean): Record<string, unknown>
     ...(plan.content === undefined ? {} : { content: plan.content }),
     commands: applied.commands,
     ...(applied.hooks === undefined ? {} : { hooks: hooksJson(applied.hooks) }),
-    notes: plan.notes,
+    notes: plan.configError === undefined ? plan.notes : [...plan.notes, configWarning(plan.configError)],
   };
 }
 

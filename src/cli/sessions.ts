@@ -51,11 +51,28 @@ function shortTime(iso: string): string {
 // ---------------------------------------------------------------------------------------------------------------
 // list
 
-export async function sessionsListCommand(ctx: Context, opts: { q?: string; harness?: string[]; all?: boolean; json?: boolean }): Promise<number> {
+const LIST_STATUSES = ['complete', 'pending', 'failed', 'superseded', 'any'] as const;
+
+/**
+ * `status`: which revisions to list. By default `complete`, the current revision of each session (an upload again makes
+ * a new revision and supersedes the old one); `pending`, `failed` or `superseded` list those instead, `any` all of them.
+ */
+export async function sessionsListCommand(ctx: Context, opts: { q?: string; harness?: string[]; all?: boolean; json?: boolean; status?: string }): Promise<number> {
+  const status = (opts.status ?? 'complete') as (typeof LIST_STATUSES)[number];
+  if (!(LIST_STATUSES as readonly string[]).includes(status)) {
+    throw usageError(`--status must be one of ${LIST_STATUSES.join(', ')}, not "${printable(status).slice(0, 40)}"`, 'complete: the current revision of each session (the default); any: every revision.');
+  }
   const harnesses = [...new Set(opts.harness ?? [])];
   const q = opts.q?.trim();
   const { items, truncated } = await withApi(ctx, (api) =>
-    api.list({ ...(q === undefined || q === '' ? {} : { q }), ...(harnesses.length === 1 ? { harness: harnesses[0] } : {}) }, { max: LIST_MAX }),
+    api.list(
+      {
+        ...(q === undefined || q === '' ? {} : { q }),
+        ...(harnesses.length === 1 ? { harness: harnesses[0] } : {}),
+        ...(status === 'any' ? {} : { status }),
+      },
+      { max: LIST_MAX },
+    ),
   );
   // The Control API answers administrators with everything: "your sessions" are the ones you own.
   const sessions = items.filter((s) => (opts.all === true || s.owned) && (harnesses.length === 0 || harnesses.includes(s.harness)));

@@ -12,6 +12,7 @@ export async function spoolListCommand(ctx: Context, opts: { json?: boolean }): 
     ctx.stdout.write(
       `${JSON.stringify(
         {
+          ok: true,
           spool: spool.root,
           records: records.map((r) => ({
             ...r,

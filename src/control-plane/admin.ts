@@ -1,6 +1,7 @@
 /**
  * Administration of a Control API data directory: users, policy revisions, retention. These open the same SQLite
- * database as a running server (WAL + busy timeout make that safe), so they work while it serves.
+ * database as a running server (WAL + busy timeout make that safe), so they work while it serves. Only `users add`
+ * (and `serve`) create a data directory; the others refuse one that does not exist or holds no control.db.
  */
 import { readFile, stat } from 'node:fs/promises';
 import { BlueError, usageError } from '../errors.js';
@@ -25,7 +26,7 @@ export function addUser(dataDir: string, email: string, isAdmin: boolean, now: n
 }
 
 export function listUsers(dataDir: string): User[] {
-  const store = ControlStore.open(dataDir);
+  const store = ControlStore.open(dataDir, { create: false });
   try {
     return store.listUsers();
   } finally {
@@ -56,7 +57,7 @@ export async function publishPolicy(dataDir: string, file: string, now: number):
   // Validate with a stand-in revision: the file need not (and should not) carry one.
   validatePolicy({ ...record, revision: 1 }, file, parsed);
   const { revision: _dropped, ...body } = record;
-  const store = ControlStore.open(dataDir);
+  const store = ControlStore.open(dataDir, { create: false });
   try {
     return { published: store.publishPolicy(body, now), ignoredRevision };
   } finally {
@@ -66,7 +67,7 @@ export async function publishPolicy(dataDir: string, file: string, now: number):
 
 /** Deletes the objects of uploads past their retention deadline; their metadata stays, marked expired. */
 export async function collectGarbage(dataDir: string, blobs: BlobStore, now: number): Promise<{ deleted: string[]; failed: { id: string; error: string }[] }> {
-  const store = ControlStore.open(dataDir);
+  const store = ControlStore.open(dataDir, { create: false });
   const deleted: string[] = [];
   const failed: { id: string; error: string }[] = [];
   try {

@@ -4,7 +4,8 @@
  * Bearer tokens are never stored: only their SHA-256.
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { BlueError } from '../errors.js';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { migrate } from './migrations.js';
@@ -114,9 +115,19 @@ export class ControlStore {
     this.db = db;
   }
 
-  static open(dataDir: string): ControlStore {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  /**
+   * Opens `<dataDir>/control.db`. With `create` (the default; `serve` and `users add`) a missing directory (0700) and
+   * database are made; without it, a directory that does not exist or holds no control.db is refused, so a mistyped
+   * --data never starts a new, empty Control API. A new database and its -wal/-shm files are 0600 whatever the umask.
+   */
+  static open(dataDir: string, options: { create?: boolean } = {}): ControlStore {
     const file = path.join(dataDir, 'control.db');
+    if (options.create === false) {
+      requireDataDir(dataDir);
+    } else {
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+      createPrivate(file);
+    }
     const db = new DatabaseSync(file);
     try {
       db.exec('PRAGMA journal_mode = WAL');
@@ -128,6 +139,8 @@ export class ControlStore {
       db.close();
       throw error;
     }
+    // SQLite gives -wal and -shm the database file's mode; make sure anyway (they may predate this release).
+    for (const extra of [`${file}-wal`, `${file}-shm`]) tightenIfLoose(extra);
     return new ControlStore(file, db);
   }
 
@@ -303,8 +316,9 @@ export class ControlStore {
 
   /**
    * Marks the upload verified. The newest verified revision of a session is its current one: older complete
-   * revisions become superseded, and a revision completed after a newer one is superseded at once. A new current
-   * revision keeps the sharing of the one it replaces, so recipients do not lose the session by a re-upload.
+   * revisions become superseded, and a revision completed after a newer one is superseded at once. Sharing belongs to
+   * the session (see setSharing): a revision presigned before the latest sharing change already carries it; one
+   * presigned after it takes the session's sharing here, so recipients do not lose the session by a re-upload.
    */
   complete(id: string, now: number, retentionMs: number): Upload {
     return this.transaction(() => {
@@ -316,16 +330,18 @@ export class ControlStore {
       this.db
         .prepare(`UPDATE uploads SET status = ?, failure = NULL, completed_at = ?, updated_at = ?, retention_deadline = ? WHERE id = ?`)
         .run(newer === undefined ? 'complete' : 'superseded', now, now, now + retentionMs, id);
-      if (newer !== undefined) return this.upload(id)!;
-      const previous = this.db
-        .prepare(`SELECT id FROM uploads WHERE owner_id = ? AND harness = ? AND session_id = ? AND status = 'complete' AND revision < ? ORDER BY revision DESC LIMIT 1`)
-        .get(...session, upload.revision) as Row | undefined;
-      if (previous !== undefined && this.db.prepare('SELECT 1 FROM sharing WHERE upload_id = ?').get(id) === undefined) {
-        this.db.prepare('INSERT INTO sharing (upload_id, mode) SELECT ?, mode FROM sharing WHERE upload_id = ?').run(id, String(previous.id));
-        this.db
-          .prepare('INSERT INTO sharing_recipients (upload_id, user_id) SELECT ?, user_id FROM sharing_recipients WHERE upload_id = ?')
-          .run(id, String(previous.id));
+      if (this.db.prepare('SELECT 1 FROM sharing WHERE upload_id = ?').get(id) === undefined) {
+        // The session's sharing: that of its current revision, else of its newest revision that has one.
+        const source = this.db
+          .prepare(
+            `SELECT u.id FROM uploads u JOIN sharing s ON s.upload_id = u.id
+             WHERE u.owner_id = ? AND u.harness = ? AND u.session_id = ? AND u.id <> ?
+             ORDER BY (u.status = 'complete') DESC, u.revision DESC LIMIT 1`,
+          )
+          .get(...session, id) as Row | undefined;
+        if (source !== undefined) this.copySharing(String(source.id), id);
       }
+      if (newer !== undefined) return this.upload(id)!;
       this.db
         .prepare(
           `UPDATE uploads SET status = 'superseded', updated_at = ?
@@ -334,6 +350,12 @@ export class ControlStore {
         .run(now, ...session, upload.revision);
       return this.upload(id)!;
     });
+  }
+
+  private copySharing(from: string, to: string): void {
+    this.db.prepare('INSERT INTO sharing (upload_id, mode) SELECT ?, mode FROM sharing WHERE upload_id = ? ON CONFLICT (upload_id) DO UPDATE SET mode = excluded.mode').run(to, from);
+    this.db.prepare('DELETE FROM sharing_recipients WHERE upload_id = ?').run(to);
+    this.db.prepare('INSERT INTO sharing_recipients (upload_id, user_id) SELECT ?, user_id FROM sharing_recipients WHERE upload_id = ?').run(to, from);
   }
 
   /** The session's current verified revision, when it has one. */
@@ -365,15 +387,27 @@ export class ControlStore {
     ).map(toUser);
   }
 
-  setSharing(uploadId: string, mode: SharingMode, userIds: readonly string[], now: number): void {
+  /**
+   * Sets the sharing of the session `uploadId` is a revision of: every revision of it (pending ones included, so a
+   * revision uploading right now becomes current with it; superseded ones, so sharing the id someone still has works).
+   * Sharing is not a change of content: `updated_at`, and so the order of listings, stays as it was.
+   */
+  setSharing(uploadId: string, mode: SharingMode, userIds: readonly string[], _now?: number): void {
     this.transaction(() => {
-      this.db.prepare('INSERT INTO sharing (upload_id, mode) VALUES (?, ?) ON CONFLICT (upload_id) DO UPDATE SET mode = excluded.mode').run(uploadId, mode);
-      this.db.prepare('DELETE FROM sharing_recipients WHERE upload_id = ?').run(uploadId);
-      if (mode === 'selected') {
-        const insert = this.db.prepare('INSERT OR IGNORE INTO sharing_recipients (upload_id, user_id) VALUES (?, ?)');
-        for (const userId of userIds) insert.run(uploadId, userId);
+      const revisions = this.db
+        .prepare(
+          `SELECT o.id FROM uploads u JOIN uploads o ON o.owner_id = u.owner_id AND o.harness = u.harness AND o.session_id = u.session_id
+           WHERE u.id = ?`,
+        )
+        .all(uploadId) as Row[];
+      const upsert = this.db.prepare('INSERT INTO sharing (upload_id, mode) VALUES (?, ?) ON CONFLICT (upload_id) DO UPDATE SET mode = excluded.mode');
+      const clear = this.db.prepare('DELETE FROM sharing_recipients WHERE upload_id = ?');
+      const insert = this.db.prepare('INSERT OR IGNORE INTO sharing_recipients (upload_id, user_id) VALUES (?, ?)');
+      for (const { id } of revisions) {
+        upsert.run(String(id), mode);
+        clear.run(String(id));
+        if (mode === 'selected') for (const userId of userIds) insert.run(String(id), userId);
       }
-      this.db.prepare('UPDATE uploads SET updated_at = ? WHERE id = ?').run(now, uploadId);
     });
   }
 
@@ -443,6 +477,48 @@ export class ControlStore {
 
   markBlobDeleted(id: string): void {
     this.db.prepare('UPDATE uploads SET blob_deleted = 1 WHERE id = ?').run(id);
+  }
+}
+
+/** Creates `file` empty with mode 0600 (umask-independent) unless it exists. */
+function createPrivate(file: string): void {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return;
+    throw error;
+  }
+  try {
+    fchmodSync(fd, 0o600);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function tightenIfLoose(file: string): void {
+  try {
+    const info = lstatSync(file);
+    if (info.isFile() && (info.mode & 0o077) !== 0) chmodSync(file, info.mode & 0o600);
+  } catch {
+    // Absent (not created yet) or not ours to change: nothing to do.
+  }
+}
+
+/** An existing Control API data directory: the folder and its control.db must be there. */
+export function requireDataDir(dataDir: string): void {
+  const hint = 'Check --data (or BLUE_CONTROL_DATA). `blue-agent control-plane users add EMAIL --admin` or `serve` creates a new data directory.';
+  let info;
+  try {
+    info = statSync(dataDir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new BlueError('USAGE', `the Control API data directory ${dataDir} does not exist${code === 'ENOENT' ? '' : ` (${code ?? 'unreadable'})`}`, { hint, file: dataDir });
+  }
+  if (!info.isDirectory()) throw new BlueError('USAGE', `the Control API data directory ${dataDir} is not a directory`, { hint, file: dataDir });
+  const file = path.join(dataDir, 'control.db');
+  if (!existsSync(file)) {
+    throw new BlueError('USAGE', `${dataDir} is not a Control API data directory: it holds no control.db`, { hint, file });
   }
 }
 

@@ -1,25 +1,47 @@
 /**
- * Pure: the doctor's verdicts. Each check turns facts into one line — ok, warn or fail — and every warn or fail
- * carries a concrete command or step that fixes it.
+ * Pure: the doctor's verdicts. Each check turns facts into one line — ok, warn, fail or skip — and every warn or fail
+ * carries a concrete command or step that fixes it. A check that cannot be judged because another one failed first
+ * (the agent config does not parse) is `skip`: shown and counted, never a failure of its own.
  */
 import semver from 'semver';
 import type { ServiceState } from '../service/index.js';
 import { LAUNCHD_LABEL } from '../service/spec.js';
+import { HARNESSES } from '../harnesses/names.js';
 import type { HarnessStatus } from '../status/collect.js';
 import type { ErrorInfo } from '../status/policy.js';
+import { pendingNote } from '../status/render.js';
 import { certifyCommand } from '../reconcile/decide.js';
 import type { ControlFacts, DoctorFacts, SpoolFacts } from './collect.js';
 
-export type CheckStatus = 'ok' | 'warn' | 'fail';
+export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
 
 /** A check's verdict: every warning and failure carries what to run or do (the type will not let one without). */
 export type Check =
-  | { id: string; status: 'ok'; message: string; fix?: undefined }
+  | { id: string; status: 'ok' | 'skip'; message: string; fix?: undefined }
   | { id: string; status: 'warn' | 'fail'; message: string; fix: string };
 
 const LOGIN = 'blue-agent login --control-url URL --token-stdin';
 
+/** The message of every check skipped because the agent config does not parse. */
+export const SKIPPED_CONFIG = 'skipped: the agent config does not parse';
+
 export function runChecks(facts: DoctorFacts): Check[] {
+  if (facts.config.error !== undefined) {
+    // One cause, one failure: everything read from the config (the Control API, the token, the policy, the harnesses
+    // judged against it) is skipped rather than reported as failing for a reason it does not have.
+    const skip = (id: string): Check => ({ id, status: 'skip', message: SKIPPED_CONFIG });
+    return [
+      checkNode(facts.node),
+      checkConfig(facts.config),
+      skip('control-api'),
+      skip('token'),
+      skip('policy'),
+      checkSpool(facts.spool, facts.platform),
+      ...HARNESSES.map((h) => skip(`harness:${h}`)),
+      skip('codex-trust'),
+      checkService(facts.service),
+    ];
+  }
   return [
     checkNode(facts.node),
     checkConfig(facts.config),
@@ -46,7 +68,11 @@ export function checkNode(node: DoctorFacts['node']): Check {
 }
 
 function checkConfig(config: DoctorFacts['config']): Check {
-  if (config.error !== undefined) return { id: 'config', status: 'fail', message: config.error.message, fix: config.error.hint ?? `fix ${config.file}` };
+  if (config.error !== undefined) {
+    // The message names the file, line and column; the fix says what to do there.
+    const hint = config.error.hint;
+    return { id: 'config', status: 'fail', message: config.error.message, fix: hint === undefined ? `fix ${config.file}` : `${hint.replace(/\.$/, '')} (in ${config.file})` };
+  }
   return { id: 'config', status: 'ok', message: config.exists ? config.file : `${config.file} (absent: defaults apply)` };
 }
 
@@ -61,7 +87,7 @@ export function checkControlApi(control: ControlFacts, policyFile: string | unde
   const probe = control.probe;
   const origin = safeOrigin(control.url);
   if (probe === undefined) {
-    return { id, status: 'warn', message: `the Control API at ${origin} was not checked`, fix: 'run `blue-agent doctor` again; if it still cannot check, run `blue-agent reconcile --dry-run` to see what the Control API answers' };
+    return { id, status: 'warn', message: `the Control API at ${origin} was not checked`, fix: 'run `blue-agent reconcile --dry-run` to see what the Control API answers' };
   }
   switch (probe.kind) {
     case 'ok':
@@ -99,7 +125,7 @@ function checkToken(control: ControlFacts): Check {
       : { id, status: 'ok', message: `the token from ${control.tokenSource} is accepted` };
   }
   if (control.token === 'missing') return { id, status: 'fail', message: 'no token is configured', fix: LOGIN };
-  return { id, status: 'warn', message: `the token from ${control.tokenSource} could not be checked: the Control API did not answer`, fix: 'fix the control-api check first, then run `blue-agent doctor` again' };
+  return { id, status: 'warn', message: `the token from ${control.tokenSource} could not be checked: the Control API did not answer`, fix: 'fix the control-api check first: the token is checked with the same request' };
 }
 
 function checkPolicy(facts: DoctorFacts): Check {
@@ -107,7 +133,11 @@ function checkPolicy(facts: DoctorFacts): Check {
   const resolved = facts.policy.resolved;
   if (resolved === undefined) {
     const e: ErrorInfo = facts.policy.error ?? { code: 'POLICY_MISSING', message: 'no governance policy is available' };
-    return { id, status: 'fail', message: e.message, fix: e.hint ?? LOGIN };
+    // Nothing fetched yet from a configured Control API that did not answer with a policy: the control-api (or token)
+    // check says why; once it passes, reconcile (or the agent) fetches the policy and keeps a copy.
+    const unfetched = e.code === 'POLICY_MISSING' && facts.control.url !== undefined && facts.config.policyFile === undefined;
+    const fix = unfetched ? 'fix the control-api and token checks, then run `blue-agent reconcile` (or start the agent) to fetch the policy' : (e.hint ?? LOGIN);
+    return { id, status: 'fail', message: e.message, fix };
   }
   const capture = resolved.policy.session_upload === undefined ? 'capture off' : 'capture on';
   const where = resolved.source === 'file' ? resolved.location : resolved.source === 'fetched' ? 'from the Control API' : 'last-known-good copy';
@@ -197,7 +227,7 @@ export function checkHarness(h: HarnessStatus): Check {
       break;
   }
   if (h.pending !== null) {
-    return { id, status: 'warn', message: `${what}${profile}: the managed hook is out of date (reconcile would ${h.pending} it)`, fix: 'blue-agent reconcile' };
+    return { id, status: 'warn', message: `${what}${profile}, ${h.state}: ${pendingNote(h.pending)}`, fix: 'blue-agent reconcile' };
   }
   if (h.verified === false && (h.state === 'active' || h.state === 'awaiting_trust')) {
     return { id, status: 'warn', message: `${what}${profile}: capturing with an unverified version (allowed by the policy; ceiling ${h.verified_before ?? '?'})`, fix: `certify it (in the blue-agent repository): ${certify}` };

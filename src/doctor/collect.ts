@@ -92,8 +92,10 @@ export async function collectDoctorFacts(ctx: Context, options: DoctorOptions = 
     configError = errorInfo(error);
   }
 
+  // A config that does not parse says nothing about the Control API or the token: they are not probed (the checks
+  // that read them are skipped).
   const [control, spool, service, required] = await Promise.all([
-    controlFacts(ctx, config, options.timeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS),
+    configError === undefined ? controlFacts(ctx, config, options.timeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS) : unreadControl(),
     spoolFacts(ctx),
     serviceStatus(ctx).catch((error: unknown) => ({ error: errorInfo(error) })),
     requiredNode(ctx),
@@ -130,6 +132,11 @@ export async function collectDoctorFacts(ctx: Context, options: DoctorOptions = 
     harnesses,
     service,
   };
+}
+
+/** Control facts left unread: the agent config does not parse. */
+async function unreadControl(): Promise<ControlFacts> {
+  return { url: undefined, urlSource: undefined, tokenSource: '-', token: 'missing', probe: undefined };
 }
 
 /** `engines.node` of blue-agent's own package.json. */

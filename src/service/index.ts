@@ -7,8 +7,10 @@
  */
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
+import { loadAgentConfig } from '../config.js';
 import type { Context } from '../context.js';
-import { BlueError } from '../errors.js';
+import { validDrainSchedule } from '../daemon/drains.js';
+import { BlueError, toBlueError } from '../errors.js';
 import type { ResolvedPolicy } from '../policy/index.js';
 import { reconcile, type ReconcileReport } from '../reconcile/index.js';
 import { ensurePrivateDir, readTextIfExists, removeFileIfUnchanged, replaceFileAtomically } from '../util/fs.js';
@@ -105,6 +107,36 @@ export interface ServicePlan {
   steps: Step[];
   /** Remarks for a person: why a step is missing, what was found. */
   notes: string[];
+  /**
+   * Install only: why the agent config does not validate (file, line and column when it does not parse). The service
+   * would fail at start: a real install is refused, a dry run warns.
+   */
+  configError?: BlueError;
+}
+
+/**
+ * The agent config as `blue-agent run` reads it at start (the unit passes the same BLUE_AGENT_CONFIG): undefined when
+ * it loads, else the error that would stop the agent.
+ */
+export async function checkAgentConfig(ctx: Context): Promise<BlueError | undefined> {
+  try {
+    const { config, file } = await loadAgentConfig(ctx);
+    const schedule = config.drain_schedule;
+    if (schedule !== undefined && !validDrainSchedule(schedule)) {
+      return new BlueError('CONFIG_INVALID', `${file}: drain_schedule "${schedule.slice(0, 100)}" is not a valid cron expression`, {
+        file,
+        hint: 'Use five fields (minute hour day month weekday), e.g. "*/5 * * * *" for every 5 minutes, or six with seconds first.',
+      });
+    }
+    return undefined;
+  } catch (error) {
+    return toBlueError(error);
+  }
+}
+
+/** The warning a dry run prints (stderr, and a `notes` entry in --json) when the agent config does not validate. */
+export function configWarning(error: BlueError): string {
+  return `the agent config does not validate, so the service would fail at start: ${error.message}${error.hint === undefined ? '' : ` (${error.hint.replace(/\.$/, '')})`}`;
 }
 
 function requireManager(ctx: Context): { manager: Exclude<ServiceManager, 'none'>; unitFile: string } {
@@ -167,7 +199,8 @@ export async function planInstall(ctx: Context): Promise<ServicePlan> {
       steps.push({ kind: 'run', argv: enable }, { kind: 'run', argv: ['launchctl', 'bootstrap', launchdDomain(), unitFile] });
     }
   }
-  return { action: 'install', manager, unitFile, content, file, steps, notes };
+  const configError = await checkAgentConfig(ctx);
+  return { action: 'install', manager, unitFile, content, file, steps, notes, ...(configError === undefined ? {} : { configError }) };
 }
 
 export async function planUninstall(ctx: Context, options: { removeHooks?: boolean } = {}): Promise<ServicePlan> {
@@ -255,8 +288,22 @@ const NO_CAPTURE: ResolvedPolicy = {
   warnings: [],
 };
 
+/**
+ * Installs (or, dry, shows) the service. An agent config that does not validate refuses a real install: the agent
+ * would exit at start and the service manager restart it in vain. There is no override; fix the file first.
+ */
 export async function serviceInstall(ctx: Context, options: { dryRun: boolean }): Promise<AppliedPlan> {
-  return applyPlan(ctx, await planInstall(ctx), options);
+  const plan = await planInstall(ctx);
+  const bad = plan.configError;
+  if (bad !== undefined && !options.dryRun) {
+    throw new BlueError('CONFIG_INVALID', `${bad.message}: the service would fail at start, so it is not installed`, {
+      ...(bad.file === undefined ? {} : { file: bad.file }),
+      ...(bad.line === undefined ? {} : { line: bad.line }),
+      ...(bad.column === undefined ? {} : { column: bad.column }),
+      hint: `${bad.hint ?? `Fix ${ctx.paths.configFile}.`} Then run \`blue-agent service install\` again.`,
+    });
+  }
+  return applyPlan(ctx, plan, options);
 }
 
 export async function serviceUninstall(ctx: Context, options: { dryRun: boolean; removeHooks?: boolean }): Promise<AppliedPlan> {

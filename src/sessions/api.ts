@@ -210,9 +210,12 @@ export class SessionsApi {
         });
       }
       if (error instanceof UploadError && error.status === 400 && error.serverCode === 'unknown_user') {
-        throw new BlueError('SHARE_RECIPIENT_UNKNOWN', `the Control API refused the recipients: ${error.message}`, {
-          hint: 'Name people by the e-mail address they use on the Control API (or their user id).',
-        });
+        const who = unknownRecipients(error.message, [...(request.user_ids ?? []), ...(request.emails ?? [])]);
+        throw new BlueError(
+          'SHARE_RECIPIENT_UNKNOWN',
+          `unknown recipient${who.length === 1 ? '' : 's'} ${who.map((w) => printable(w)).join(', ')}: no such user on the Control API`,
+          { hint: 'Name people by the e-mail address they use on the Control API (or their user id); its administrator adds users.' },
+        );
       }
       throw error;
     }
@@ -288,11 +291,12 @@ export class SessionsApi {
     }
   }
 
-  /** Turns the Control API's "not there" answers into the session errors people see. */
+  /** Turns the Control API's "not there" answers into the session errors people see, and outages into CONTROL_API_UNREACHABLE. */
   private async call<T>(request: () => Promise<T>, id?: string): Promise<T> {
     try {
       return await request();
     } catch (error) {
+      if (error instanceof UploadError && error.kind === 'transient') throw unreachable(error);
       if (error instanceof UploadError && id !== undefined) {
         if (error.status === 404) throw notFound(id, {});
         if (error.status === 410) {
@@ -305,6 +309,29 @@ export class SessionsApi {
       throw error;
     }
   }
+}
+
+/**
+ * A network error, a timeout, a 5xx/408/429 or an answer that is not JSON: the Control API is not there (or not
+ * itself) right now. Not an upload failure: these are read paths.
+ */
+function unreachable(error: UploadError): BlueError {
+  return new BlueError('CONTROL_API_UNREACHABLE', `cannot reach the Control API: ${error.message}`, {
+    hint: 'check control_url / BLUE_AGENT_CONTROL_URL; run `blue-agent doctor`',
+    cause: error,
+  });
+}
+
+/**
+ * Which of the requested recipients the Control API did not know: the ones its message names (it quotes the first
+ * unknown one), else all of them.
+ */
+export function unknownRecipients(message: string, requested: readonly string[]): string[] {
+  const lower = message.toLowerCase();
+  const named = requested.filter((r) => r !== '' && lower.includes(`"${r.toLowerCase()}"`));
+  if (named.length > 0) return named;
+  const mentioned = requested.filter((r) => r !== '' && lower.includes(r.toLowerCase()));
+  return mentioned.length > 0 ? mentioned : [...requested];
 }
 
 function matches(upload: SessionUpload, query: SessionQuery): boolean {

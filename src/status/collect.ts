@@ -41,7 +41,11 @@ export interface HarnessStatus {
   verified_before: string | null;
   state: HarnessReport['state'];
   reason: string;
-  /** What `blue-agent reconcile` would do to this harness's native files now (drift), or null when nothing. */
+  /**
+   * What `blue-agent reconcile` would do to this harness's managed hook now, or null when nothing: `create` (the hook
+   * is missing — an `active` harness captures nothing until it is added), `update` (out of date), `remove` (no longer
+   * wanted). `state` is what the policy and profiles decide; `pending` says whether the files match it yet.
+   */
   pending: 'create' | 'update' | 'remove' | null;
   /** For a harness in error: what to do, when the error says. */
   hint: string | null;

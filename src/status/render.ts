@@ -71,13 +71,43 @@ function renderPolicy(p: PolicyStatus, now: number, home: string, c: Palette): s
   return [head, c.dim(p.capture_enabled === true ? 'capture on (session_upload)' : 'capture off (no session_upload)'), ...p.warnings.map((w) => c.yellow(`warning: ${w}`))];
 }
 
+/** What `blue-agent reconcile` would do to a harness's managed hook, as one line for people (status and doctor). */
+export function pendingNote(pending: NonNullable<HarnessStatus['pending']>): string {
+  switch (pending) {
+    case 'create':
+      return 'the managed hook is missing: `blue-agent reconcile` adds it';
+    case 'update':
+      return 'the managed hook is out of date: `blue-agent reconcile` updates it';
+    case 'remove':
+      return 'a managed hook is installed but no longer wanted: `blue-agent reconcile` removes it';
+  }
+}
+
+/** The marker after a harness's state when its managed hook is not as reconcile wants it. */
+export const PENDING_MARKER: Record<NonNullable<HarnessStatus['pending']>, string> = {
+  create: 'missing hook',
+  update: 'outdated hook',
+  remove: 'unwanted hook',
+};
+
+/**
+ * The state as shown to people: the JSON state, plus a marker when the managed hook is missing, out of date or
+ * unwanted — an `active` harness whose hook is missing captures nothing until reconcile runs.
+ */
+export function displayState(h: Pick<HarnessStatus, 'state' | 'pending'>): string {
+  return h.pending === null ? h.state : `${h.state} (${PENDING_MARKER[h.pending]})`;
+}
+
 function renderHarness(h: HarnessStatus, c: Palette): string[] {
-  const color = h.state === 'active' ? c.green : h.state === 'error' ? c.red : h.state === 'awaiting_trust' || h.state === 'unverified_version' ? c.yellow : c.dim;
+  const color =
+    h.state === 'error' ? c.red : h.pending !== null || h.state === 'awaiting_trust' || h.state === 'unverified_version' ? c.yellow : h.state === 'active' ? c.green : c.dim;
   const version = h.version === null ? '-' : `${h.version}${h.verified === false ? ' (unverified)' : ''}`;
-  const lines = [`  ${h.harness.padEnd(LABEL - 2)}${color(h.state.padEnd(20))}${(h.profile ?? '-').padEnd(18)}${version}`];
+  const state = displayState(h);
+  const lines = [`  ${h.harness.padEnd(LABEL - 2)}${color(state.padEnd(Math.max(20, state.length + 2)))}${(h.profile ?? '-').padEnd(18)}${version}`];
   const indent = ' '.repeat(LABEL);
+  // The pending change first: it says whether the state above is in force yet.
+  if (h.pending !== null) lines.push(`${indent}${c.yellow(pendingNote(h.pending))}`);
   lines.push(`${indent}${c.dim(h.reason)}`);
-  if (h.pending !== null) lines.push(`${indent}${c.yellow(`the managed hook is out of date: \`blue-agent reconcile\` would ${h.pending} it`)}`);
   return lines;
 }
 

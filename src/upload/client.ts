@@ -4,7 +4,7 @@
  * no message ever holds the token or a signed URL's query.
  */
 import type { Dispatcher } from 'undici';
-import { controlSettings, loadAgentConfig } from '../config.js';
+import { controlSettings, loadAgentConfig, TOKEN_ENV } from '../config.js';
 import type { Context, Env } from '../context.js';
 import { BlueError } from '../errors.js';
 import { redact } from '../logger.js';
@@ -193,10 +193,7 @@ export class ControlClient {
     if (status === 401 || status === 403) {
       return new UploadError('service', 'AUTH_FAILED', message, {
         ...extra,
-        hint:
-          this.token === undefined
-            ? 'No token is configured: run `blue-agent login --control-url URL --token-stdin`, or set BLUE_AGENT_TOKEN.'
-            : `The token from ${this.tokenSource} was refused; run \`blue-agent login\` again, or set BLUE_AGENT_TOKEN.`,
+        hint: authFailedHint(this.tokenSource, this.token !== undefined),
       });
     }
     if (status >= 300 && status < 400) {
@@ -222,6 +219,16 @@ export class ControlClient {
   private scrub(text: string): string {
     return scrubText(text, this.token);
   }
+}
+
+/**
+ * What to do about a refused token, by where it came from: BLUE_AGENT_TOKEN overrides the token file, so logging in
+ * again cannot help while it is set.
+ */
+export function authFailedHint(tokenSource: string, hasToken: boolean): string {
+  if (!hasToken) return 'No token is configured: run `blue-agent login --control-url URL --token-stdin`, or set BLUE_AGENT_TOKEN.';
+  if (tokenSource === TOKEN_ENV) return `The token was refused. ${TOKEN_ENV} (from the environment) overrides the token file: correct or unset it.`;
+  return `The token from ${tokenSource} was refused: run \`blue-agent login --control-url URL --token-stdin\`.`;
 }
 
 /** The server's `{error:{code,message}}`, bounded and stripped of control characters. */

@@ -235,6 +235,69 @@ describe('drain uploads', () => {
     }
   });
 
+  it('a refused token with a record waiting from an earlier failure: not ok, the record listed with its error, the cause named', async () => {
+    const record = await enqueue(await session('auth-0001', 'Refused token'));
+    const badEnv = { BLUE_AGENT_CONTROL_URL: srv.url, BLUE_AGENT_TOKEN: 'blue_not-a-real-token' };
+    const first = await drain(t.context({ env: badEnv, clock: { now: () => now } }), { upload: fastRetry });
+    expect(first.retried).toMatchObject([{ id: record.id, code: 'AUTH_FAILED', stage: 'upload' }]);
+
+    // A manual drain right away: the record is not due, so nothing is tried; it must still not look fine.
+    const out = bufferOutput();
+    const code = await drainCommand(t.context({ env: badEnv, stdout: out, clock: { now: () => now } }), { json: true }, { upload: fastRetry });
+    const report = JSON.parse(out.text());
+    expect(code).toBe(1);
+    expect(report).toMatchObject({ ok: false, built: [], uploaded: [], failed: [], retried: [], left_ready: 1 });
+    expect(report.waiting).toEqual([
+      expect.objectContaining({ id: record.id, state: 'ready', session_id: 'auth-0001', code: 'AUTH_FAILED', attempts: 1, next_attempt_at_unix_ms: first.retried[0]!.next_attempt_at_unix_ms }),
+    ]);
+    expect(report.waiting[0].reason).toContain('refused the token from BLUE_AGENT_TOKEN');
+    const note = (report.notes as string[]).find((n) => n.includes('[AUTH_FAILED]'));
+    expect(note).toContain('cannot check the governance policy');
+    expect(note).toContain('BLUE_AGENT_TOKEN (from the environment) overrides the token file: correct or unset it');
+
+    const human = bufferOutput();
+    expect(await drainCommand(t.context({ env: badEnv, stdout: human, clock: { now: () => now } }), {}, { upload: fastRetry })).toBe(1);
+    const next = new Date(first.retried[0]!.next_attempt_at_unix_ms!).toISOString();
+    expect(human.text()).toMatch(new RegExp(`^waiting ${record.id}  claude auth-0001  upload \\[AUTH_FAILED\\] .*\\(next try after ${next.replace(/\./g, '\\.')}\\)$`, 'm'));
+    expect(human.text()).toMatch(/^note: cannot check the governance policy, so nothing was uploaded \[AUTH_FAILED\]/m);
+    expectNoSecrets(human.text());
+
+    // The detached worker (--quiet) prints nothing, whatever the outcome.
+    const quiet = bufferOutput();
+    await drainCommand(t.context({ env: badEnv, stdout: quiet, clock: { now: () => now } }), { quiet: true }, { upload: fastRetry });
+    expect(quiet.text()).toBe('');
+  });
+
+  it('server down with a record waiting from an earlier failure: not ok, listed, and the outage named', async () => {
+    const first = await enqueue(await session('lkg-0001', 'First session'));
+    expect((await drain(ctx, { upload: fastRetry })).uploaded.map((u) => u.id)).toEqual([first.id]);
+    await srv.server.close();
+    const record = await enqueue(await session('wait-0001', 'Waits'));
+    const down = await drain(ctx, { upload: fastRetry });
+    expect(down.retried).toMatchObject([{ id: record.id, code: 'UPLOAD_FAILED' }]);
+
+    const out = bufferOutput();
+    const code = await drainCommand(t.context({ env, stdout: out, clock: { now: () => now } }), { json: true }, { upload: fastRetry });
+    const report = JSON.parse(out.text());
+    expect(code).toBe(1);
+    expect(report).toMatchObject({ ok: false, retried: [], left_ready: 1, waiting: [{ id: record.id, code: 'UPLOAD_FAILED' }] });
+    expect(report.waiting[0].reason).toMatch(/connection refused|ECONNREFUSED/);
+    expect(report.notes.join('\n')).toMatch(/\[CONTROL_API_UNREACHABLE\].*last-known-good.*check control_url \/ BLUE_AGENT_CONTROL_URL; run `blue-agent doctor`/);
+    await rm(srv.root, { recursive: true, force: true });
+  });
+
+  it('the human report lists at most 20 waiting records, then a count', async () => {
+    const { renderDrain } = await import('../../src/cli/drain.js');
+    const waiting = Array.from({ length: 23 }, (_, i) => ({
+      id: `r${i}`, state: 'ready' as const, harness: 'claude', profile: CLAUDE_PROFILE, session_id: `s${i}`, code: 'UPLOAD_FAILED', reason: 'connection refused', failed_at_unix_ms: 0, attempts: 1, next_attempt_at_unix_ms: 1_000,
+    }));
+    const text = renderDrain({
+      recovered: { released: [], completed: [], failed: [], temps_removed: 0 }, built: [], failed: [], retried: [], left: 0, uploaded: [], discarded: [], left_ready: 23, waiting, notes: [],
+    });
+    expect(text.split('\n').filter((l) => l.startsWith('waiting r'))).toHaveLength(20);
+    expect(text).toContain('waiting … and 3 more after an earlier failure');
+  });
+
   it('a bundle changed on disk after it was spooled is failed before any upload, and never uploaded', async () => {
     const record = await enqueue(await session('tamper-0001', 'Tamper with me'));
     await drain(ctx, { skipUploads: true });

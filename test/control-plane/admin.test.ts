@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -64,10 +67,58 @@ describe('control-plane users', () => {
   });
 });
 
+describe('data directories', () => {
+  it('users list, policy publish and gc refuse a directory that does not exist, creating nothing', async () => {
+    const typo = path.join(home.root, 'typo', 'control');
+    const policy = path.join(home.root, 'policy.yaml');
+    await writeFile(policy, 'allowed_harnesses: [claude]\n');
+    for (const args of [['users', 'list'], ['policy', 'publish', policy], ['gc']]) {
+      const answer = await run('control-plane', ...args, '--data', typo);
+      expect(answer.code, args.join(' ')).toBe(2);
+      expect(answer.stderr).toContain(`error [USAGE]: the Control API data directory ${typo} does not exist`);
+      expect(answer.stderr).toMatch(/--data \(or BLUE_CONTROL_DATA\)/);
+      expect(answer.stderr).toContain('users add EMAIL --admin');
+      expect(answer.stdout).not.toContain('No users yet.');
+    }
+    expect(existsSync(path.join(home.root, 'typo'))).toBe(false);
+  });
+
+  it('refuses a directory without control.db, and creates none in it', async () => {
+    await mkdir(data, { recursive: true });
+    const answer = await run('control-plane', 'users', 'list', '--data', data);
+    expect(answer.code).toBe(2);
+    expect(answer.stderr).toContain(`${data} is not a Control API data directory: it holds no control.db`);
+    expect(readdirSync(data)).toEqual([]);
+  });
+
+  it('users add creates the data directory (0700) and control.db with its -wal and -shm files 0600, whatever the umask', async () => {
+    const old = process.umask(0o022);
+    try {
+      expect((await run('control-plane', 'users', 'add', 'ada@example.com', '--data', data)).code).toBe(0);
+      const store = ControlStore.open(data);
+      try {
+        store.addUser('bea@example.com', false, Date.now());
+        for (const name of ['control.db', 'control.db-wal', 'control.db-shm']) {
+          expect((statSync(path.join(data, name)).mode & 0o777).toString(8), name).toBe('600');
+        }
+      } finally {
+        store.close();
+      }
+      expect((statSync(data).mode & 0o777).toString(8)).toBe('700');
+    } finally {
+      process.umask(old);
+    }
+    const list = await run('control-plane', 'users', 'list', '--data', data);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain('ada@example.com');
+  });
+});
+
 describe('control-plane policy publish', () => {
   it('validates and publishes revisions numbered by the server', async () => {
     const file = path.join(home.root, 'policy.yaml');
     await writeFile(file, 'revision: 77\nallowed_harnesses: [claude]\nsession_upload:\n  presign_url: https://control.example.com/session-uploads/presign\n');
+    ControlStore.open(data).close(); // publishing needs an existing data directory
     const first = await run('control-plane', 'policy', 'publish', file, '--data', data);
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/revision 1\b/);
@@ -86,6 +137,7 @@ describe('control-plane policy publish', () => {
   it('rejects an invalid policy naming the field and its line, publishing nothing', async () => {
     const file = path.join(home.root, 'bad.yaml');
     await writeFile(file, 'allowed_harnesses: [claude]\nharnesses:\n  claude:\n    version_requirement: "not a range"\n');
+    ControlStore.open(data).close();
     const answer = await run('control-plane', 'policy', 'publish', file, '--data', data);
     expect(answer.code).toBe(1);
     expect(answer.stderr).toContain('/harnesses/claude/version_requirement');
@@ -147,6 +199,20 @@ describe('control-plane serve', () => {
     expect(home.stderr.text()).toContain('POST /session-uploads/presign 201');
     expect(home.stderr.text()).not.toContain(user.token);
     expect(home.stdout.text()).toContain('Control API stopped.');
+  });
+
+  it('a port in use is a usage error naming the address, not a bug', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as AddressInfo).port;
+    try {
+      const answer = await run('control-plane', 'serve', '--listen', `127.0.0.1:${port}`, '--data', data);
+      expect(answer.code).toBe(2);
+      expect(answer.stderr).toContain(`error [USAGE]: 127.0.0.1:${port} is in use; choose another --listen`);
+      expect(answer.stderr).not.toMatch(/INTERNAL|bug/);
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
   });
 
   it('rejects a malformed --listen', async () => {

@@ -121,6 +121,55 @@ describe('presign and complete', () => {
     expect((await t.call('POST', `/session-uploads/${second.uploadId}/download`, t.bob.token)).status).toBe(200);
   });
 
+  it('sharing follows the session: set between presign and complete, the new revision becomes current with it', async () => {
+    const first = await t.upload(t.alice, bundle('f1'));
+    // The drain presigns the next revision; the owner shares the session (by the id they know) before it completes.
+    const bytes = bundle('f2');
+    const presigned = await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(bytes));
+    expect((await t.call('PUT', `/session-uploads/${first.uploadId}/sharing`, t.alice.token, { mode: 'selected', user_ids: [t.bob.id] })).status).toBe(200);
+    await fetch(presigned.body.upload_url, { method: 'PUT', headers: presigned.body.headers, body: bytes });
+    expect((await t.call('POST', `/session-uploads/${presigned.body.upload_id}/complete`, t.alice.token)).body.status).toBe('complete');
+    const sharing = await t.call('GET', `/session-uploads/${presigned.body.upload_id}/sharing`, t.alice.token);
+    expect(sharing.body).toMatchObject({ mode: 'selected', user_ids: [t.bob.id] });
+    expect((await t.call('POST', `/session-uploads/${presigned.body.upload_id}/download`, t.bob.token)).status).toBe(200);
+    // Changed again while the next one is pending (set on the pending revision itself this time): the change wins.
+    const p3 = await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(bundle('f3')));
+    expect((await t.call('PUT', `/session-uploads/${p3.body.upload_id}/sharing`, t.alice.token, { mode: 'workspace' })).status).toBe(200);
+    await fetch(p3.body.upload_url, { method: 'PUT', headers: p3.body.headers, body: bundle('f3') });
+    await t.call('POST', `/session-uploads/${p3.body.upload_id}/complete`, t.alice.token);
+    expect((await t.call('GET', `/session-uploads/${p3.body.upload_id}/sharing`, t.alice.token)).body).toMatchObject({ mode: 'workspace', user_ids: [] });
+    expect((await t.call('GET', `/session-uploads/${first.uploadId}/sharing`, t.alice.token)).body).toMatchObject({ mode: 'workspace' });
+  });
+
+  it('sharing set through a superseded revision reaches the current one and the revisions after it', async () => {
+    const first = await t.upload(t.alice, bundle('o1'));
+    const second = await t.upload(t.alice, bundle('o2'));
+    expect((await t.call('GET', `/session-uploads/${first.uploadId}`, t.alice.token)).body.status).toBe('superseded');
+    // The owner still has the first id (an earlier `sessions list`) and shares with it.
+    expect((await t.call('PUT', `/session-uploads/${first.uploadId}/sharing`, t.alice.token, { mode: 'selected', user_ids: [t.bob.id] })).status).toBe(200);
+    expect((await t.call('GET', `/session-uploads/${second.uploadId}/sharing`, t.alice.token)).body).toMatchObject({ mode: 'selected', user_ids: [t.bob.id] });
+    expect((await t.call('POST', `/session-uploads/${second.uploadId}/download`, t.bob.token)).status).toBe(200);
+    const third = await t.upload(t.alice, bundle('o3'));
+    expect((await t.call('GET', `/session-uploads/${third.uploadId}/sharing`, t.alice.token)).body).toMatchObject({ mode: 'selected', user_ids: [t.bob.id] });
+    const bobs = await t.call('GET', '/session-uploads?status=complete', t.bob.token);
+    expect(bobs.body.items.map((i: any) => i.upload_id)).toEqual([third.uploadId]);
+    // Another session of the same owner is not touched.
+    const other = await t.upload(t.alice, bundle('x1'), { session_id: 'sess-other' });
+    expect((await t.call('GET', `/session-uploads/${other.uploadId}/sharing`, t.alice.token)).body.mode).toBe('private');
+  });
+
+  it('changing the sharing does not change updated_at, so listings keep their order', async () => {
+    const older = await t.upload(t.alice, bundle('a1'), { session_id: 'sess-older' });
+    t.clock.advance(60_000);
+    const newer = await t.upload(t.alice, bundle('b1'), { session_id: 'sess-newer' });
+    const before = (await t.call('GET', `/session-uploads/${older.uploadId}`, t.alice.token)).body.updated_at;
+    t.clock.advance(60_000);
+    expect((await t.call('PUT', `/session-uploads/${older.uploadId}/sharing`, t.alice.token, { mode: 'workspace' })).status).toBe(200);
+    expect((await t.call('GET', `/session-uploads/${older.uploadId}`, t.alice.token)).body.updated_at).toBe(before);
+    const listed = await t.call('GET', '/session-uploads', t.alice.token);
+    expect(listed.body.items.map((i: any) => i.upload_id)).toEqual([newer.uploadId, older.uploadId]);
+  });
+
   it('lets only the owner complete an upload', async () => {
     const bytes = bundle('mine');
     const presigned = await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(bytes));

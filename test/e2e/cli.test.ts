@@ -6,6 +6,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.js';
 import { isManagedCommand } from '../../src/harnesses/signature.js';
 import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
 import { startPolicyServer } from '../policy/server.js';
@@ -122,5 +123,119 @@ describe('blue-agent as a process', () => {
     } finally {
       await server.close().catch(() => undefined);
     }
+  });
+});
+
+/** The CLI in this process: `main(argv, ctx)` with the output captured. */
+async function inProcess(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = { before: t.stdout.text().length, errBefore: t.stderr.text().length };
+  const code = await main(args, t.context({ env: { PATH: env.PATH! } }));
+  return { code, stdout: t.stdout.text().slice(out.before), stderr: t.stderr.text().slice(out.errBefore) };
+}
+
+describe('parse errors in the standard form', () => {
+  it.each([
+    [['reconcile', '--bogus'], "unknown option '--bogus'", 'blue-agent reconcile --help'],
+    [['sessions', 'show'], "missing required argument 'id'", 'blue-agent sessions show --help'],
+    [['reconcile', '--harness', 'emacs'], 'unknown harness "emacs"', 'blue-agent reconcile --help'],
+    [['control-plane', 'users', 'add', '--admin', '--bogus'], "unknown option '--bogus'", 'blue-agent control-plane users add --help'],
+    [['sessions', 'share', '3d394c86'], "required option '--mode <mode>' not specified", 'blue-agent sessions share --help'],
+    [['bogus'], "unknown command 'bogus'", 'blue-agent --help'],
+    [['service', 'status', '--dry-run'], "unknown option '--dry-run'", 'blue-agent service status --help'],
+  ])('%j: USAGE error with a hint, exit 2', async (args, message, help) => {
+    const human = await inProcess(args);
+    expect(human.code).toBe(2);
+    expect(human.stdout).toBe('');
+    const lines = human.stderr.split('\n');
+    expect(lines[0]).toMatch(/^blue-agent: error \[USAGE\]: /);
+    expect(lines[0]).toContain(message);
+    expect(lines[1]).toBe(`  hint: run \`${help}\``);
+    expect(human.stderr).not.toMatch(/^error:/m);
+    expect(human.stderr).not.toContain('(run with --help for usage)');
+
+    const json = await inProcess([...args, '--json']);
+    expect(json.code).toBe(2);
+    expect(json.stdout).not.toBe('');
+    expect(json.stderr).toBe('');
+    const doc = JSON.parse(json.stdout) as { ok: boolean; error: { code: string; message: string; hint: string } };
+    expect(doc).toEqual({ ok: false, error: { code: 'USAGE', message: expect.stringContaining(message), hint: `run \`${help}\`` } });
+    expect(doc.error.message).not.toMatch(/^error:/);
+  });
+
+  it('--help and --version still print on stdout and exit 0', async () => {
+    const help = await inProcess(['reconcile', '--help']);
+    expect(help).toMatchObject({ code: 0, stderr: '' });
+    expect(help.stdout).toContain('Usage: blue-agent reconcile');
+    const version = await inProcess(['--version']);
+    expect(version).toMatchObject({ code: 0, stderr: '' });
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});
+
+describe('every --json command result carries ok', () => {
+  const okFirst = (stdout: string): Record<string, unknown> => {
+    const doc = JSON.parse(stdout) as Record<string, unknown>;
+    expect(Object.keys(doc)[0]).toBe('ok');
+    return doc;
+  };
+
+  it('profiles list and spool list', async () => {
+    const profiles = await inProcess(['profiles', 'list', '--json']);
+    expect(profiles.code).toBe(0);
+    expect(okFirst(profiles.stdout)).toMatchObject({ ok: true, profiles: expect.any(Array) });
+    const spool = await inProcess(['spool', 'list', '--json']);
+    expect(spool.code).toBe(0);
+    expect(okFirst(spool.stdout)).toMatchObject({ ok: true, spool: expect.any(String), records: [] });
+  });
+
+  it('control-plane users add, users list, policy publish and gc', async () => {
+    const data = path.join(t.root, 'control');
+    const added = await inProcess(['control-plane', 'users', 'add', 'ada@example.com', '--admin', '--data', data, '--json']);
+    expect(added.code, added.stderr).toBe(0);
+    expect(okFirst(added.stdout)).toMatchObject({ ok: true, email: 'ada@example.com', is_admin: true, token: expect.any(String) });
+    const listed = await inProcess(['control-plane', 'users', 'list', '--data', data, '--json']);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(okFirst(listed.stdout)).toMatchObject({ ok: true, users: [{ email: 'ada@example.com', is_admin: true }] });
+    const published = await inProcess(['control-plane', 'policy', 'publish', policy, '--data', data, '--json']);
+    expect(published.code, published.stderr).toBe(0);
+    expect(okFirst(published.stdout)).toMatchObject({ ok: true, revision: 1, ignored_revision: 2 });
+    const gc = await inProcess(['control-plane', 'gc', '--data', data, '--json']);
+    expect(gc.code, gc.stderr).toBe(0);
+    expect(okFirst(gc.stdout)).toEqual({ ok: true, deleted: [], failed: [] });
+  });
+});
+
+describe('help texts', () => {
+  it('the top-level help names every exit code', async () => {
+    const help = (await inProcess(['--help'])).stdout;
+    expect(help).toContain('2 usage error');
+    expect(help).toMatch(/3 `run`: another agent is already running/);
+    expect(help).toContain('130 or 143');
+  });
+
+  it('service: only install and uninstall take --dry-run', async () => {
+    expect((await inProcess(['service', 'status', '--help'])).stdout).not.toContain('--dry-run');
+    expect((await inProcess(['service', 'install', '--help'])).stdout).toContain('--dry-run');
+    expect((await inProcess(['service', 'uninstall', '--help'])).stdout).toMatch(/--dry-run\s+show what would be stopped and removed, change\s+nothing/);
+  });
+
+  it('status, doctor, sessions share, sessions export and bundle create explain themselves with an example', async () => {
+    const status = (await inProcess(['status', '--help'])).stdout;
+    expect(status).toContain('never contacts the network or writes; always exits 0; see `doctor`');
+    expect(status).toContain('blue-agent status --json');
+    const doctor = (await inProcess(['doctor', '--help'])).stdout;
+    expect(doctor).toContain('Exits 1 when any check fails');
+    expect(doctor).toMatch(/node, config, control-api, token, policy, spool,\s+harness:NAME/);
+    expect(doctor).toContain('codex-trust, service');
+    const share = (await inProcess(['sessions', 'share', '--help'])).stdout;
+    expect(share).toContain('--user is accepted only with --mode selected');
+    expect(share).toContain('blue-agent sessions share 3d394c86 --mode selected --user ada@example.com');
+    const exported = (await inProcess(['sessions', 'export', '--help'])).stdout;
+    expect(exported).toContain('names an existing file, a local bundle');
+    expect(exported).toContain('0600');
+    expect(exported).toContain('blue-agent sessions export 3d394c86 --format markdown');
+    const create = (await inProcess(['bundle', 'create', '--help'])).stdout;
+    expect(create).toContain('--harness, --session and --out are required');
+    expect(create).toContain('blue-agent bundle create --harness claude --session');
   });
 });

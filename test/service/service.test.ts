@@ -414,7 +414,9 @@ describe('systemd', () => {
         'detail:    installed and current; enabled, active\n',
     );
     const json = await cli(context(), ['service', 'status', '--json']);
+    expect(Object.keys(JSON.parse(json.out))[0]).toBe('ok');
     expect(JSON.parse(json.out)).toEqual({
+      ok: true,
       manager: 'systemd',
       unit_file: unitPath(),
       installed: true,
@@ -595,4 +597,65 @@ describe('uninstall --remove-hooks', () => {
 function commands(settingsText: string): string[] {
   const parsed = JSON.parse(settingsText) as { hooks?: { SessionEnd?: { hooks: { command: string }[] }[] } };
   return (parsed.hooks?.SessionEnd ?? []).flatMap((group) => group.hooks.map((h) => h.command));
+}
+
+describe('an agent config that does not validate', () => {
+  async function brokenConfig(text = 'control_url: [unclosed\n'): Promise<string> {
+    const file = t.env.BLUE_AGENT_CONFIG!;
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, text);
+    return file;
+  }
+
+  it('install --dry-run warns on stderr and in --json notes, with the parse location; nothing changes', async () => {
+    const file = await brokenConfig();
+    const dry = await cli(context(), ['service', 'install', '--dry-run']);
+    expect(dry.code).toBe(0);
+    expect(dry.err).toMatch(new RegExp(`^warning: the agent config does not validate, so the service would fail at start: ${escapeRe(file)}:\\d+:\\d+: `, 'm'));
+    // The unit and the commands are still shown.
+    expect(dry.out).toContain('Would run: systemctl --user enable --now blue-agent.service');
+    const json = await cli(context(), ['service', 'install', '--dry-run', '--json']);
+    expect(json.code).toBe(0);
+    const parsed = JSON.parse(json.out) as { notes: string[]; dry_run: boolean };
+    expect(parsed.dry_run).toBe(true);
+    expect(parsed.notes).toEqual([expect.stringMatching(new RegExp(`^the agent config does not validate, so the service would fail at start: ${escapeRe(file)}:\\d+:\\d+: `))]);
+    expect(await fakes.calls()).toEqual([]);
+    await expect(stat(unitPath())).rejects.toThrow(/ENOENT/);
+  });
+
+  it('a real install is refused with CONFIG_INVALID and a hint; nothing is written or run', async () => {
+    const file = await brokenConfig();
+    const { code, err } = await cli(context(), ['service', 'install']);
+    expect(code).toBe(1);
+    expect(err).toMatch(new RegExp(`error \\[CONFIG_INVALID\\]: ${escapeRe(file)}:\\d+:\\d+: .*: the service would fail at start, so it is not installed`));
+    expect(err).toContain('  hint: Fix the syntax error at that position. Then run `blue-agent service install` again.');
+    const json = await cli(context(), ['service', 'install', '--json']);
+    expect(JSON.parse(json.out)).toMatchObject({ ok: false, error: { code: 'CONFIG_INVALID', file } });
+    expect(await fakes.calls()).toEqual([]);
+    await expect(stat(unitPath())).rejects.toThrow(/ENOENT/);
+  });
+
+  it('a config that parses but would stop the agent (a bad drain_schedule) is refused too', async () => {
+    await brokenConfig('drain_schedule: "99 * * * *"\n');
+    const { code, err } = await cli(context(), ['service', 'install']);
+    expect(code).toBe(1);
+    expect(err).toContain('error [CONFIG_INVALID]');
+    expect(err).toContain('drain_schedule "99 * * * *" is not a valid cron expression: the service would fail at start');
+    await expect(stat(unitPath())).rejects.toThrow(/ENOENT/);
+  });
+
+  it('a valid config (or none) gives no warning, and uninstall never reads the config', async () => {
+    const clean = await cli(context(), ['service', 'install', '--dry-run']);
+    expect(clean.err).toBe('');
+    expect((await cli(context(), ['service', 'install'])).code).toBe(0);
+    await brokenConfig();
+    const removal = await cli(context(), ['service', 'uninstall']);
+    expect(removal.code).toBe(0);
+    expect(removal.err).toBe('');
+    await expect(stat(unitPath())).rejects.toThrow(/ENOENT/);
+  });
+});
+
+function escapeRe(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

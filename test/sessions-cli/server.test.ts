@@ -5,6 +5,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { main } from '../../src/cli/main.js';
 import { bufferOutput } from '../../src/context.js';
 import { startTestServer, type TestServer, type TestUser } from '../control-plane/server-support.js';
@@ -226,6 +228,8 @@ describe('sessions share', () => {
     expect(code).toBe(1);
     expect(stderr).toContain('[SHARE_RECIPIENT_UNKNOWN]');
     expect(stderr).toContain('nobody@example.com');
+    expect(stderr).toContain('error [SHARE_RECIPIENT_UNKNOWN]: unknown recipient nobody@example.com: no such user on the Control API');
+    expect(stderr).not.toMatch(/HTTP 400|user_ids/);
   });
 });
 
@@ -262,5 +266,86 @@ describe('sessions export from the Control API', () => {
     const format = await as(server.alice, ['sessions', 'export', ids.bobKimi!, '--format', 'pdf']);
     expect(format.code).toBe(2);
     expect(format.stderr).toContain('[USAGE]');
+  });
+});
+
+describe('the Control API unreachable', () => {
+  async function at(url: string, argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    const stdout = bufferOutput();
+    const stderr = bufferOutput();
+    const code = await main(argv, t.context({ stdout, stderr, env: { BLUE_AGENT_CONTROL_URL: url, BLUE_AGENT_TOKEN: server.alice.token } }));
+    return { code, stdout: stdout.text(), stderr: stderr.text() };
+  }
+
+  it('sessions list, show and resume ID say CONTROL_API_UNREACHABLE with what to check, not UPLOAD_FAILED', async () => {
+    for (const argv of [['sessions', 'list'], ['sessions', 'show', ids.aliceClaude!], ['resume', ids.aliceClaude!.slice(0, 8)]]) {
+      const { code, stderr } = await at('http://127.0.0.1:9', argv);
+      expect(code, argv.join(' ')).toBe(1);
+      expect(stderr).toContain('error [CONTROL_API_UNREACHABLE]: cannot reach the Control API: GET http://127.0.0.1:9/session-uploads');
+      expect(stderr).toContain('check control_url / BLUE_AGENT_CONTROL_URL; run `blue-agent doctor`');
+      expect(stderr).not.toContain('UPLOAD_FAILED');
+    }
+    const json = await at('http://127.0.0.1:9', ['resume', ids.aliceClaude!, '--json']);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      ok: false,
+      error: { code: 'CONTROL_API_UNREACHABLE', hint: 'check control_url / BLUE_AGENT_CONTROL_URL; run `blue-agent doctor`' },
+    });
+  });
+
+  it('a Control API answering 503 is unreachable too', async () => {
+    const down = createServer((_req, res) => res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":{"code":"unavailable","message":"maintenance"}}'));
+    await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
+    try {
+      const { code, stderr } = await at(`http://127.0.0.1:${(down.address() as AddressInfo).port}`, ['sessions', 'list']);
+      expect(code).toBe(1);
+      expect(stderr).toContain('error [CONTROL_API_UNREACHABLE]');
+      expect(stderr).toContain('answered HTTP 503');
+    } finally {
+      down.closeAllConnections();
+      await new Promise((resolve) => down.close(resolve));
+    }
+  });
+
+  it('a refused BLUE_AGENT_TOKEN says the environment overrides the token file', async () => {
+    const stderr = bufferOutput();
+    const code = await main(['sessions', 'list'], t.context({ stderr, env: { BLUE_AGENT_CONTROL_URL: server.url, BLUE_AGENT_TOKEN: 'blue_not-a-real-token' } }));
+    expect(code).toBe(1);
+    expect(stderr.text()).toContain('[AUTH_FAILED]');
+    expect(stderr.text()).toContain('BLUE_AGENT_TOKEN (from the environment) overrides the token file: correct or unset it');
+  });
+});
+
+// Last: these add revisions and change sharing.
+describe('revisions and sharing in sessions list', () => {
+  it('lists the current revision of each session only; sharing does not reorder the list', async () => {
+    const old = ids.aliceClaude!;
+    const sessionId = server.server.store.upload(old)!.session_id;
+    server.clock.advance(60_000);
+    const next = await server.upload(server.alice, Buffer.from('revision 2 of the claude session'), { harness: 'claude', session_id: sessionId, title: 'Explain the build steps, again' });
+    expect(next.body).toMatchObject({ status: 'complete', revision: 2 });
+    const listed = await as(server.alice, ['sessions', 'list', '--json']);
+    const sessions = JSON.parse(listed.stdout).sessions as { upload_id: string; status: string }[];
+    expect(sessions.map((s) => s.upload_id)).toEqual([next.uploadId, ids.aliceCodex]);
+    expect(sessions.every((s) => s.status === 'complete')).toBe(true);
+    const human = await as(server.alice, ['sessions', 'list']);
+    expect(human.stdout).not.toContain(old);
+    expect(human.stdout).toContain('2 sessions.');
+
+    // Sharing the older session is not an update: it keeps its place.
+    server.clock.advance(60_000);
+    expect((await as(server.alice, ['sessions', 'share', ids.aliceCodex!, '--mode', 'workspace'])).code).toBe(0);
+    const after = JSON.parse((await as(server.alice, ['sessions', 'list', '--json'])).stdout).sessions as { upload_id: string }[];
+    expect(after.map((s) => s.upload_id)).toEqual([next.uploadId, ids.aliceCodex]);
+
+    // The superseded revision is still there to be asked for.
+    const superseded = await as(server.alice, ['sessions', 'list', '--status', 'superseded', '--json']);
+    expect(superseded.code, superseded.stderr).toBe(0);
+    expect(JSON.parse(superseded.stdout).sessions.map((s: { upload_id: string }) => s.upload_id)).toEqual([old]);
+    const every = await as(server.alice, ['sessions', 'list', '--status', 'any', '--json']);
+    expect(JSON.parse(every.stdout).sessions).toHaveLength(3);
+    const bad = await as(server.alice, ['sessions', 'list', '--status', 'done']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--status must be one of');
   });
 });

@@ -112,7 +112,10 @@ describe('status', () => {
     expect(h.claude).toMatchObject({ state: 'active', pending: 'create' });
     expect(human).toMatch(/^ {2}opencode +unverified_version +opencode-v1_2_0 +1\.19\.0 \(unverified\)$/m);
     expect(human).toContain('certify it: npm run certify -- --harness opencode --version 1.19.0');
-    expect(human).toContain('`blue-agent reconcile` would create it');
+    // Missing, not "out of date": the row is marked and the note comes right under it.
+    expect(human).toMatch(/^ {2}claude +active \(missing hook\) +claude-v2_0_12 +2\.1\.332\n {12}the managed hook is missing: `blue-agent reconcile` adds it$/m);
+    expect(human).not.toContain('out of date');
+    expect(human).not.toMatch(/^ {2}claude +active +claude/m);
     expect(human).toMatch(/^Spool +empty \(not created yet\)$/m);
   });
 

@@ -393,6 +393,32 @@ describe('uploadBundle', () => {
     expectClean(result);
   });
 
+  it('a refused token says where it came from: BLUE_AGENT_TOKEN overrides the token file, the token file needs a login', async () => {
+    const api = await startServer();
+    servers.push(api);
+    api.handle((_req, res) => json(res, 401, { error: { code: 'invalid_token', message: 'unknown token' } }));
+    const refused = async (tokenSource: string, token: string | undefined): Promise<UploadError> => {
+      const client = await ControlClient.create({ controlUrl: api.origin, token, tokenSource, env: {}, userAgent: 'x', timeoutMs: 5_000 });
+      clients.push(client);
+      const error = await client.requestJson('GET', client.routeUrl('session-uploads')).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(UploadError);
+      expect((error as UploadError).code).toBe('AUTH_FAILED');
+      return error as UploadError;
+    };
+    const fromEnv = await refused('BLUE_AGENT_TOKEN', TOKEN);
+    expect(fromEnv.hint).toContain('BLUE_AGENT_TOKEN (from the environment) overrides the token file: correct or unset it');
+    expect(fromEnv.hint).not.toMatch(/login/);
+    const fromFile = await refused('/home/ada/.local/state/blue-agent/token', TOKEN);
+    expect(fromFile.hint).toContain('/home/ada/.local/state/blue-agent/token');
+    expect(fromFile.hint).toContain('run `blue-agent login --control-url URL --token-stdin`');
+    expect(fromFile.hint).not.toContain('set BLUE_AGENT_TOKEN');
+    const none = await refused('/home/ada/.local/state/blue-agent/token', undefined);
+    expect(none.hint).toContain('No token is configured');
+  });
+
   it('keeps storage failures free of signatures and tokens', async () => {
     const { api, storage, client } = await setup();
     controlApi(api, storage, {
