@@ -63,7 +63,9 @@ async function oneFinishedCapture(timeoutMs = 60_000): Promise<{ state: string; 
     },
     timeoutMs,
     100,
-  );
+  ).catch((error: Error) => {
+    throw new Error(`${error.message}\n--- spool ${JSON.stringify(spoolFiles(stateDir))}\n--- capture.log\n${JSON.stringify(captureLog(stateDir), null, 1)}\n--- model stub\n${stub.summary()}`);
+  });
   expect(done, JSON.stringify(captureLog(stateDir))).toHaveLength(1);
   const [state, name] = done[0]!;
   return { state, record: readJson<SpoolRecord>(path.join(stateDir, 'spool', state, name)) };

@@ -6,6 +6,7 @@
  * in B, sends the earlier turn to the model: the history came along. Kimi CLI cannot be installed here: its session
  * is a fixture that follows its source, captured by the real hook and drain, and restored into Kimi's native layout.
  */
+import { readdirSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -80,12 +81,18 @@ function explain(result: HarnessRunResult): string {
 
 /** Waits until machine A's session is listed complete on the Control API; returns it. */
 async function uploadedFromA(harness: string): Promise<{ upload_id: string; session_id: string }> {
-  return waitFor(
-    `the ${harness} session uploaded from machine A`,
-    async () => (await stack.listUploads()).find((i) => i.harness === harness && i.status === 'complete'),
-    90_000,
-    200,
-  );
+  try {
+    return await waitFor(
+      `the ${harness} session uploaded from machine A`,
+      async () => (await stack.listUploads()).find((i) => i.harness === harness && i.status === 'complete'),
+      90_000,
+      200,
+    );
+  } catch (error) {
+    const state = a.env.BLUE_AGENT_HOME!;
+    const spool = Object.fromEntries(['intake', 'building', 'ready', 'uploading', 'failed'].map((d) => [d, readdirSync(path.join(state, 'spool', d), { withFileTypes: false }).length]));
+    throw new Error(`${(error as Error).message}\n--- spool A ${JSON.stringify(spool)}\n--- capture.log A\n${JSON.stringify(captureLog(state), null, 1)}\n--- uploads ${JSON.stringify(await stack.listUploads())}`);
+  }
 }
 
 /** `blue-agent resume ID --dest DIR --yes --no-launch --json` on machine B; returns the native resume command. */

@@ -133,14 +133,14 @@ describe('opencode planHook', () => {
 // ---------------------------------------------------------------------------------------------------------------
 // The rendered plugin, run for real in Node against a recorder standing in for the agent.
 
-const RECORDER = `import { appendFileSync } from "node:fs";
+const RECORDER = `import { appendFileSync, fstatSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const chunks = [];
 process.stdin.on("data", (chunk) => chunks.push(chunk));
 process.stdin.on("end", () => {
-  const record = { argv: process.argv.slice(2), stdin: Buffer.concat(chunks).toString("utf8"), cwd: process.cwd(), pid: process.pid };
+  const record = { argv: process.argv.slice(2), stdin: Buffer.concat(chunks).toString("utf8"), stdinIsFile: fstatSync(0).isFile(), cwd: process.cwd(), pid: process.pid };
   appendFileSync(path.join(here, "records.jsonl"), JSON.stringify(record) + "\\n");
   if (process.argv.includes("--hang")) setInterval(() => {}, 1000);
 });
@@ -149,6 +149,8 @@ process.stdin.on("end", () => {
 interface CaptureRecord {
   argv: string[];
   stdin: string;
+  /** The payload came through a file, not a pipe whose last write can be lost when OpenCode exits. */
+  stdinIsFile: boolean;
   cwd: string;
   pid: number;
 }
@@ -265,6 +267,7 @@ describe('opencode plugin, executed', () => {
     expect(await sandbox.records()).toHaveLength(1);
     expect(record!.argv).toEqual(sandbox.hook.argv.slice(2));
     expect(record!.stdin).toBe(payload('ses_parent', sandbox.project));
+    expect(record!.stdinIsFile).toBe(true);
     expect(record!.cwd).toBe(await realpath(sandbox.project));
     expect(lookups).toEqual([]);
     await hooks.dispose();

@@ -51,15 +51,17 @@ function hookExit() {
     process.once("exit", () => {
       for (const flush of flushers) {
         try {
-          flush(true);
+          flush();
         } catch {}
       }
     });
   } catch {}
 }
 
-// While the process exits, a write to a pipe may never be flushed (seen with OpenCode 1.2.1, whose captures started at
-// exit got an empty stdin), so the payload goes through a file the child reads as its stdin.
+// The payload goes through a file the child reads as its stdin, never through a pipe: OpenCode may exit right after a
+// capture starts (\`opencode run\` ends as its session goes idle), and a write to a pipe that is still queued when the
+// process exits is lost (seen with OpenCode 1.2.1 at exit, and now and then with 1.18 just before it). A pipe is the
+// fallback when no file can be made.
 function payloadFile(payload) {
   let dir;
   try {
@@ -77,10 +79,10 @@ function payloadFile(payload) {
   }
 }
 
-function startCapture(sessionID, cwd, exiting) {
+function startCapture(sessionID, cwd) {
   try {
     const payload = JSON.stringify({ session_id: sessionID, cwd, hook_event_name: "session.idle", reason: "idle" }) + "\\n";
-    const fd = exiting ? payloadFile(payload) : undefined;
+    const fd = payloadFile(payload);
     const options = { detached: true, stdio: [fd === undefined ? "pipe" : fd, "ignore", "ignore"], windowsHide: true };
     if (typeof cwd === "string" && cwd !== "" && existsSync(cwd)) options.cwd = cwd;
     let child;
@@ -90,7 +92,7 @@ function startCapture(sessionID, cwd, exiting) {
       if (fd !== undefined) closeSync(fd);
     }
     child.on("error", () => {});
-    if (child.stdin) {
+    if (fd === undefined && child.stdin) {
       child.stdin.on("error", () => {});
       child.stdin.end(payload);
     }
@@ -146,11 +148,11 @@ function createHooks(input) {
         });
     });
 
-  const fire = (id, mayLookup, exiting) => {
+  const fire = (id, mayLookup) => {
     pending.delete(id);
     const start = (known) => {
       if (known && known.child) return;
-      startCapture(id, (known && known.directory) || fallbackDirectory, exiting);
+      startCapture(id, (known && known.directory) || fallbackDirectory);
     };
     if (!mayLookup) return start(sessions.get(id));
     lookup(id).then(start, () => start(undefined));
@@ -177,10 +179,10 @@ function createHooks(input) {
     pending.delete(id);
   };
 
-  const flush = (exiting) => {
+  const flush = () => {
     for (const [id, timer] of [...pending]) {
       clearTimeout(timer);
-      fire(id, false, exiting === true);
+      fire(id, false);
     }
   };
   flushers.add(flush);
