@@ -14,6 +14,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { parseArgs as parseFlags } from 'node:util';
 import semver from 'semver';
 import YAML from 'yaml';
 import { FIXTURE_HARNESSES, fixtureVersions, inInterval, raiseCeiling, readProfiles, repoRoot, spliceCeiling, updateReadme } from './compat.mjs';
@@ -23,23 +24,24 @@ const STEPS = ['install', 'reconcile', 'session', 'capture', 'drain', 'restore',
 const MARK = { passed: 'passed', failed: 'FAILED', 'n/a': 'n/a', skipped: 'skipped' };
 
 function parseArgs(argv) {
-  const opts = { updateProfiles: false };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
-    const value = () => {
-      if (inline !== undefined) return inline;
-      const next = argv[++i];
-      if (next === undefined) throw new Error(`${flag} needs a value`);
-      return next;
-    };
-    if (flag === '--harness') opts.harness = value();
-    else if (flag === '--version') opts.version = value();
-    else if (flag === '--update-profiles') opts.updateProfiles = true;
-    else if (flag === '--results') opts.results = path.resolve(value());
-    else if (flag === '--help' || flag === '-h') opts.help = true;
-    else throw new Error(`unknown argument ${arg}`);
-  }
+  // node:util's parser: --flag value and --flag=value, unknown flags refused.
+  const { values } = parseFlags({
+    args: argv,
+    options: {
+      harness: { type: 'string' },
+      version: { type: 'string' },
+      'update-profiles': { type: 'boolean' },
+      results: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const opts = {
+    updateProfiles: values['update-profiles'] === true,
+    harness: values.harness,
+    version: values.version,
+    results: values.results === undefined ? undefined : path.resolve(values.results),
+    help: values.help === true,
+  };
   if (opts.version !== undefined && opts.harness === undefined) throw new Error('--version needs --harness');
   if (opts.version !== undefined && semver.valid(opts.version) === null) throw new Error(`--version ${opts.version} is not an exact version`);
   return opts;

@@ -15,6 +15,7 @@ import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promise
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs as parseFlags } from 'node:util';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const DEFAULT_LOCK_FILE = path.join(repoRoot, 'harness-versions.lock.json');
@@ -321,24 +322,26 @@ export function run(file, args, { cwd, timeoutMs, env = process.env } = {}) {
 }
 
 function parseArgs(argv) {
-  const opts = { json: false };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
-    const value = () => {
-      if (inline !== undefined) return inline;
-      const next = argv[++i];
-      if (next === undefined) throw new Error(`${flag} needs a value`);
-      return next;
-    };
-    if (flag === '--json') opts.json = true;
-    else if (flag === '--harness') opts.harness = value();
-    else if (flag === '--version') opts.version = value();
-    else if (flag === '--cache') opts.cache = path.resolve(value());
-    else if (flag === '--lock') opts.lockFile = path.resolve(value());
-    else if (flag === '--help' || flag === '-h') opts.help = true;
-    else throw new Error(`unknown argument ${arg}`);
-  }
+  // node:util's parser: --flag value and --flag=value, unknown flags refused.
+  const { values } = parseFlags({
+    args: argv,
+    options: {
+      json: { type: 'boolean' },
+      harness: { type: 'string' },
+      version: { type: 'string' },
+      cache: { type: 'string' },
+      lock: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const opts = {
+    json: values.json === true,
+    harness: values.harness,
+    version: values.version,
+    cache: values.cache === undefined ? undefined : path.resolve(values.cache),
+    lockFile: values.lock === undefined ? undefined : path.resolve(values.lock),
+    help: values.help === true,
+  };
   if (opts.version !== undefined && opts.harness === undefined) throw new Error('--version needs --harness');
   return opts;
 }
