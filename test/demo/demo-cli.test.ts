@@ -150,6 +150,13 @@ describe('blue-agent demo', () => {
     DEMO_TIMEOUT_MS,
   );
 
+  it('--help explains what is real and what is recorded, and the options', async () => {
+    const result = await runCli(['demo', '--help'], { env, cwd: home });
+    expect(result.code).toBe(0);
+    for (const text of ['Real:', 'Recorded:', 'stand-in', '--keep', '--json', '--port', 'DEMO_STEP_FAILED', 'CLAUDE_CONFIG_DIR']) expect(result.stdout).toContain(text);
+    expect(demoRoots()).toEqual([]);
+  });
+
   it('a bad --port is a usage error', async () => {
     const result = await runCli(['demo', '--port', '70000'], { env, cwd: home });
     expect(result.code).toBe(2);
