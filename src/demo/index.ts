@@ -23,7 +23,7 @@ import { BlueError, toBlueError } from '../errors.js';
 import { isManagedCommand } from '../harnesses/signature.js';
 import { launchLine } from '../resume/flow.js';
 import { processRuns } from '../spool/index.js';
-import { demoLayout, machineEnv, standInScript, type DemoLayout, type MachineLayout } from './layout.js';
+import { demoLayout, machineEnv, standInScript, type MachineLayout } from './layout.js';
 import { installRecordedSession, readRecordedAsset, type RecordedAsset } from './session.js';
 
 export const DEMO_USER = 'demo@example.invalid';
@@ -534,4 +534,3 @@ export function short(root: string, text: string): string {
   return text.split(root).join('$DEMO');
 }
 
-export type { DemoLayout };
