@@ -24,6 +24,8 @@ export interface Paths {
   profilesDir: string;
   /** Shipped JSON Schemas. */
   schemasDir: string;
+  /** Shipped assets of `blue-agent demo` (a recorded session). */
+  demoDir: string;
 }
 
 export interface Output {
@@ -101,6 +103,7 @@ export function resolvePaths(env: Env, platform: NodeJS.Platform): Paths {
     configFile: absoluteOr(env.BLUE_AGENT_CONFIG, path.join(xdgConfig, 'blue-agent', 'config.yaml')),
     profilesDir: absoluteOr(env.BLUE_AGENT_PROFILES_DIR, path.join(packageRoot, 'profiles')),
     schemasDir: path.join(packageRoot, 'schemas'),
+    demoDir: path.join(packageRoot, 'demo'),
   };
 }
 

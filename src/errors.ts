@@ -58,6 +58,7 @@ export type ErrorCode =
   | 'SERVICE_FAILED'
   | 'SERVICE_CONFLICT'
   | 'SERVICE_UNSUPPORTED'
+  | 'DEMO_STEP_FAILED'
   | 'INTERNAL';
 
 export interface BlueErrorOptions {

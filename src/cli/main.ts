@@ -369,6 +369,45 @@ Example:
       state.exitCode = await bundleCreateCommand(ctx, opts);
     });
 
+  program
+    .command('demo')
+    .description('run the whole loop on this machine, in throwaway HOMEs: Control API, login, reconcile, capture, drain, list, restore')
+    .option('--json', 'print one JSON document at the end instead of a line per step')
+    .option('--keep', 'keep the temporary directories (both HOMEs, the Control API data) for inspection')
+    .option('--port <port>', 'the loopback port of the demo Control API (default: a free one)', (value: string) => {
+      const port = /^\d{1,5}$/.test(value) ? Number(value) : Number.NaN;
+      if (!(port >= 1 && port <= 65535)) throw new InvalidArgumentError(`"${value}" is not a port (1 to 65535).`);
+      return port;
+    })
+    .addHelpText(
+      'after',
+      `
+Shows capture, upload and restore end to end without a model API and without touching this machine's own setup.
+Everything happens in a temporary directory: machine A and machine B are two throwaway HOMEs, and every child process
+gets an environment built from scratch (your HOME, XDG_* directories, CLAUDE_CONFIG_DIR, CODEX_HOME, KIMI_SHARE_DIR,
+BLUE_AGENT_* and proxy variables are never passed on or read).
+
+Real: the reference Control API (in this process, on 127.0.0.1, its data in the temporary directory), and, as child
+processes of this blue-agent: \`login\` on A and B, \`reconcile\` on A (the managed SessionEnd hook in A's Claude Code
+settings.json), the hook command exactly as reconcile wrote it (run with sh -c, the SessionEnd payload on stdin),
+the capture worker and \`drain\` (presign, upload, complete), \`sessions list\`, and \`resume ID --dest DIR --yes
+--no-launch\` on B, which restores the session and prints the native resume command.
+Recorded: the Claude Code session (recorded offline from the real CLI, shipped with blue-agent), and \`claude\` on
+PATH, a stand-in that only answers --version with the version the session was recorded with.
+
+Each step prints one numbered line (what it did, where, how long) and is bounded in time. A failed step is reported
+as DEMO_STEP_FAILED naming the step and the code of its cause; Ctrl-C stops the running step and cleans up (exit 130).
+The temporary directory is removed at the end unless --keep.
+
+Examples:
+  blue-agent demo
+  blue-agent demo --keep --json`,
+    )
+    .action(async (opts: { json?: boolean; keep?: boolean; port?: number }) => {
+      const { demoCommand } = await import('./demo.js');
+      state.exitCode = await demoCommand(ctx, opts);
+    });
+
   const controlPlane = program.command('control-plane').description('run and administer the reference Control API server');
   const dataOption = (): Option => new Option('--data <dir>', 'the server data directory (default: BLUE_CONTROL_DATA)');
   const blobOptions = (command: Command): Command =>

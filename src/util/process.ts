@@ -8,6 +8,8 @@ export interface RunOptions {
   /** Bytes of stdout/stderr kept; the rest is dropped. */
   maxOutputBytes?: number;
   input?: string;
+  /** Ends the child (and its process group) when aborted, as a timeout does. */
+  signal?: AbortSignal;
 }
 
 export interface RunResult {
@@ -43,6 +45,9 @@ export function createProcessRunner(): ProcessRunner {
       timedOut = true;
       killGroup(subprocess.pid);
     }, options.timeoutMs);
+    const abort = (): void => killGroup(subprocess.pid);
+    options.signal?.addEventListener('abort', abort, { once: true });
+    if (options.signal?.aborted === true) abort();
     try {
       const result = await subprocess;
       const spawnFailed = result.failed && result.exitCode === undefined && !timedOut && !result.isTerminated;
@@ -55,6 +60,7 @@ export function createProcessRunner(): ProcessRunner {
       };
     } finally {
       clearTimeout(timer);
+      options.signal?.removeEventListener('abort', abort);
       // Whatever the child left behind in its group goes with it.
       killGroup(subprocess.pid);
     }

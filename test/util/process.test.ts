@@ -30,6 +30,15 @@ describe('process runner', () => {
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
+  it('ends the whole process group when its signal aborts, before the deadline', async () => {
+    const abort = new AbortController();
+    const pending = run('/bin/sh', ['-c', 'sleep 30 & echo started; wait'], { timeoutMs: 60_000, signal: abort.signal });
+    abort.abort();
+    const result = await pending;
+    expect(result.timedOut).toBe(false);
+    expect(result.exitCode).not.toBe(0);
+  });
+
   it('keeps at most maxOutputBytes of output', async () => {
     const result = await run('/bin/sh', ['-c', 'head -c 100000 /dev/zero | tr "\\0" x'], { timeoutMs: 5_000, maxOutputBytes: 1000 });
     expect(result.stdout.length).toBeLessThanOrEqual(1000);
