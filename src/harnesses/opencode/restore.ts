@@ -5,14 +5,16 @@
  * so whether one exists is asked first with `opencode export <id>`: the same messages are nothing to do, other
  * messages are a conflict. Rollback is `opencode session delete <id>`.
  */
-import { access, readFile } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import path from 'node:path';
+import { LIMITS } from '../../bundle/limits.js';
 import type { Context } from '../../context.js';
 import { isRecord } from '../../capture/title.js';
 import { BlueError } from '../../errors.js';
 import { findExecutable } from '../../profiles/detect.js';
 import { checkedSessionId, entriesOf, restoreUnsafe } from '../restore-files.js';
 import { MAX_FILE_BYTES } from '../session-files.js';
+import { readChecked } from '../../util/safe-read.js';
 import { printable } from '../../util/terminal-text.js';
 import type { RestoreInput, RestorePlan } from '../types.js';
 import { EXPORT_TIMEOUT_MS } from './session.js';
@@ -39,7 +41,7 @@ export async function planOpencodeRestore(_ctx: Context, input: RestoreInput, da
     throw restoreUnsafe('an OpenCode bundle holds exactly one portable_export file, without a native path');
   }
   const file = entries[0]!.from;
-  const doc = parseExport(await readFile(file, 'utf8'), entries[0]!.label);
+  const doc = parseExport((await readChecked(file, { code: 'RESTORE_UNSAFE', maxBytes: LIMITS.fileBytes }))!.toString('utf8'), entries[0]!.label);
   if (doc.info.id !== id) throw restoreUnsafe(`${entries[0]!.label}: the export holds session ${printable(String(doc.info.id)).slice(0, 80)}, not ${id}`);
   const messages = canonicalJson(doc.messages);
   return {
