@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, open, readFile, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, mkdtemp, open, readFile, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
@@ -232,6 +232,12 @@ describe('writeBundle refuses', () => {
     await symlink(real.path!, path.join(dir, 'link.jsonl'));
     const message = await refusal(codexInput([{ ...real, name: 'link.jsonl', nativePath: 'link.jsonl', path: path.join(dir, 'link.jsonl') }]));
     expect(message).toBe(`session file "link.jsonl" (${path.join(dir, 'link.jsonl')}): is a symbolic link`);
+  });
+
+  it('a hard-linked file (its other name may be any file of the machine)', async () => {
+    const real = await rollout('real.jsonl');
+    await link(real.path!, path.join(dir, 'second-name.jsonl'));
+    expect(await refusal(codexInput([real]))).toBe(`session file "real.jsonl" (${real.path!}): has 2 hard links (only a file with one name is read)`);
   });
 
   it('a file outside the root, directly or through a linked directory', async () => {
