@@ -18,6 +18,8 @@ import path from 'node:path';
 import { BlueError } from '../errors.js';
 import type { Interval } from '../schema/index.js';
 import { openChecked, readAt, readChecked, type SafeReadOptions } from '../util/safe-read.js';
+import { SESSION_ID_RULE, sessionIdProblem } from '../util/session-id.js';
+import { printable } from '../util/terminal-text.js';
 import type { ArtifactRole, SessionFile } from './types.js';
 
 /** Blue's caps: one file at most 64 MiB, a bundle at most 2048 files. */
@@ -36,12 +38,11 @@ export function artifactInvalid(file: string, why: string, hint: string): BlueEr
 
 const LINK_HINT = 'blue-agent captures only regular files inside the session folder; replace the link with the file itself, or leave this session uncaptured.';
 
-const SESSION_ID = /^[A-Za-z0-9._-]{1,512}$/;
-
-/** The caller validates ids; this repeats the check where an id becomes part of a path. */
+/** The caller validates ids; this repeats the check (the one rule, util/session-id.ts) where an id becomes part of a path. */
 export function assertSessionId(id: string, where: string): void {
-  if (!SESSION_ID.test(id) || /^\.+$/.test(id)) {
-    throw artifactInvalid(where, `session id ${JSON.stringify(id.slice(0, 80))} cannot name a file`, 'Session ids are 1 to 512 characters of [A-Za-z0-9._-], not only dots; check what calls `blue-agent capture`.');
+  const problem = sessionIdProblem(id);
+  if (problem !== undefined) {
+    throw artifactInvalid(where, `session id ${JSON.stringify(printable(id).slice(0, 80))} cannot name a file: it ${problem}`, `Session ids are ${SESSION_ID_RULE}; check what calls \`blue-agent capture\`.`);
   }
 }
 

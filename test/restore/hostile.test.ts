@@ -8,9 +8,11 @@ import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BlueError } from '../../src/errors.js';
+import { verifyBundle } from '../../src/bundle/index.js';
 import { prepareRestore } from '../../src/restore/index.js';
 import type { HarnessName } from '../../src/schema/index.js';
 import type { TestHome } from '../support/context.js';
+import { rejected } from '../support/errors.js';
 import { PROFILE, rawBundle, restoreHome, shippedProfiles, snapshot, type RawFile } from './support.js';
 
 const ID = '0b7c4a1e-1111-4222-8333-944455556666';
@@ -93,6 +95,20 @@ describe('hostile bundles are refused with nothing written anywhere', () => {
       expect(await snapshot(t.root, ['hostile.bundle'])).toEqual(before);
     });
   }
+
+  it('a manifest naming session id .., . or -x fails bundle verify itself, not only restore', async () => {
+    for (const id of ['..', '.', '-x', 'a.blue-agent-restore-b']) {
+      const bundle = path.join(t.root, 'hostile.bundle');
+      await rawBundle(bundle, { harness: 'opencode', profile: PROFILE.opencode, sessionId: id }, [
+        { role: 'portable_export', name: 'export.json', content: JSON.stringify({ info: { id }, messages: [] }) },
+      ]);
+      const error = await rejected(verifyBundle(bundle, { profiles: await shippedProfiles() }));
+      expect(error.code, id).toBe('BUNDLE_INVALID');
+      expect(error.message, id).toMatch(/\/native_session_id must match pattern/);
+      const refused = await rejected(prepareRestore(t.ctx, { bundleFile: bundle, destination, profiles: await shippedProfiles() }));
+      expect(refused.code, id).toBe('BUNDLE_INVALID');
+    }
+  });
 
   it('a bundle whose digest does not match is refused before anything is extracted', async () => {
     const bundle = path.join(t.root, 'hostile.bundle');

@@ -15,11 +15,12 @@ import { findExecutable } from '../../profiles/detect.js';
 import { checkedSessionId, entriesOf, restoreUnsafe } from '../restore-files.js';
 import { MAX_FILE_BYTES } from '../session-files.js';
 import { readChecked } from '../../util/safe-read.js';
+import { isSessionId } from '../../util/session-id.js';
 import { printable } from '../../util/terminal-text.js';
 import type { RestoreInput, RestorePlan } from '../types.js';
 import { EXPORT_TIMEOUT_MS } from './session.js';
 
-const IMPORTED = /Imported session: ([A-Za-z0-9._-]{1,512})/;
+const IMPORTED = /Imported session: ([A-Za-z0-9._-]+)/;
 /** What `opencode export <id>` prints on stderr (exit 1) for a session it does not hold. */
 const NOT_FOUND = /Session not found/i;
 
@@ -55,7 +56,11 @@ export async function planOpencodeRestore(_ctx: Context, input: RestoreInput, da
       binary: 'opencode',
       args: ['import', file],
       cwd: input.destination,
-      parseId: (stdout, stderr) => IMPORTED.exec(`${stdout}\n${stderr}`)?.[1],
+      // The id becomes an argument of the rollback (`opencode session delete <id>`): the same rule as every id.
+      parseId: (stdout, stderr) => {
+        const found = IMPORTED.exec(`${stdout}\n${stderr}`)?.[1];
+        return isSessionId(found) ? found : undefined;
+      },
       existing: (ctx) => existingSession(ctx, id, input.destination, dataDir, messages),
       removeArgs: (sessionId) => ['session', 'delete', sessionId],
       existsCheck: opencodeExistsCheck,
