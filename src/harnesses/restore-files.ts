@@ -27,10 +27,7 @@ export function checkedSessionId(input: RestoreInput): string {
 export function safeSegments(nativePath: string, label: string): string[] {
   const problem = nativePathProblem(nativePath);
   if (problem !== undefined) throw restoreUnsafe(`${label}: native_path ${JSON.stringify(nativePath.slice(0, 200))} ${problem}`);
-  const segments = nativePath.split('/');
-  // The staging folders and temp files of restores are named like this; nothing of a session is.
-  if (segments.some((s) => s.includes('.blue-agent-restore'))) throw restoreUnsafe(`${label}: native_path ${JSON.stringify(nativePath.slice(0, 200))} names a blue-agent temporary file`);
-  return segments;
+  return nativePath.split('/');
 }
 
 /** The manifest entries with their extracted files, each role checked against the interval. */
