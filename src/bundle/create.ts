@@ -5,7 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
-import { lstat, open, realpath, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { open, realpath, rename, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { BlueError } from '../errors.js';
@@ -13,6 +13,7 @@ import type { SessionFile } from '../harnesses/types.js';
 import type { ProfileSet } from '../profiles/index.js';
 import { bundleManifestSchema, validateDocument, type HarnessName } from '../schema/index.js';
 import { fsyncDir } from '../util/fs.js';
+import { checkFile, openChecked, type SafeReadOptions } from '../util/safe-read.js';
 import { GZIP_HEADER, gzipTrailer } from './gzip.js';
 import { formatBytes, limitsWith, type Limits } from './limits.js';
 import {
@@ -61,8 +62,8 @@ const READ_CHUNK = 256 * 1024;
 const OUTPUT_CHUNK = 64 * 1024;
 const HINT = 'The session cannot be bundled as it is; the message names the file and the reason.';
 
-function refuse(what: string): BlueError {
-  return new BlueError('ARTIFACT_INVALID', what, { hint: HINT });
+function refuse(what: string, file?: string): BlueError {
+  return new BlueError('ARTIFACT_INVALID', what, { hint: HINT, ...(file === undefined ? {} : { file }) });
 }
 
 interface Planned {
@@ -186,7 +187,7 @@ async function produceTar(input: BundleInput, planned: Planned[], limits: Limits
       await feed(fileHeader(p.entry, p.size));
       if (p.size > 0) await feed(p.source.bytes);
     } else {
-      const handle = await openSessionFile(p, p.source.path, p.source.stat, limits);
+      const handle = await openSessionFile(p, p.source.path, p.source.stat);
       try {
         // The size stat'ed at open is the size recorded: a file still being appended to is cut there.
         p.size = (await handle.stat()).size;
@@ -281,61 +282,33 @@ async function plan(input: BundleInput, limits: Limits): Promise<Planned[]> {
   return planned;
 }
 
-const KIND_OF = (stat: Stats): string =>
-  stat.isDirectory()
-    ? 'a directory'
-    : stat.isFIFO()
-      ? 'a FIFO'
-      : stat.isSocket()
-        ? 'a socket'
-        : stat.isCharacterDevice() || stat.isBlockDevice()
-          ? 'a device'
-          : 'not a regular file';
+/**
+ * The read rule for a session file: one name, never through a link, and at open the inode planned. The size cap is the
+ * planner's own (checked right after, with the bundle's limits in the message).
+ */
+function readRule(label: string, inspected?: Stats): SafeReadOptions {
+  return { code: 'ARTIFACT_INVALID', label, maxBytes: Number.MAX_SAFE_INTEGER, ...(inspected === undefined ? {} : { expect: { dev: inspected.dev, ino: inspected.ino } }) };
+}
 
 async function inspectSessionFile(label: string, file: SessionFile, realRoot: string): Promise<Stats> {
   const where = file.path!;
   if (!path.isAbsolute(where)) throw refuse(`${label}: the path is not absolute`);
-  let stat: Stats;
-  try {
-    stat = await lstat(where);
-  } catch (error) {
-    throw refuse(`${label}: cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
-  if (stat.isSymbolicLink()) throw refuse(`${label}: is a symbolic link; only regular files are captured`);
-  if (!stat.isFile()) throw refuse(`${label}: is ${KIND_OF(stat)}; only regular files are captured`);
+  const stat = (await checkFile(where, readRule(label)))!;
   const real = await realpath(where);
   const relative = path.relative(realRoot, real);
   if (relative === '' || relative === '..' || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative)) {
-    throw refuse(`${label}: lies outside the session root ${realRoot} (it resolves to ${real})`);
+    throw refuse(`${label}: lies outside the session root ${realRoot} (it resolves to ${real})`, where);
   }
   if (file.nativePath !== undefined) {
     const native = relative.split(path.sep).join('/');
-    if (native !== file.nativePath) throw refuse(`${label}: its native path ${file.nativePath} is not where it lies in the session root (${native})`);
+    if (native !== file.nativePath) throw refuse(`${label}: its native path ${file.nativePath} is not where it lies in the session root (${native})`, where);
   }
   return stat;
 }
 
-/** Opens without following a link and checks it is still the file inspected. */
-async function openSessionFile(p: Planned, where: string, inspected: Stats, limits: Limits): Promise<FileHandle> {
-  let handle: FileHandle;
-  try {
-    // O_NONBLOCK: a FIFO swapped in after the check must not block the open.
-    handle = await open(where, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP') throw refuse(`${p.label}: is a symbolic link; only regular files are captured`);
-    throw refuse(`${p.label}: cannot be read: ${code ?? (error as Error).message}`);
-  }
-  const stat = await handle.stat();
-  if (!stat.isFile() || stat.dev !== inspected.dev || stat.ino !== inspected.ino) {
-    await handle.close();
-    throw refuse(`${p.label}: was replaced while the bundle was being written`);
-  }
-  if (stat.size > limits.fileBytes) {
-    await handle.close();
-    throw refuse(`${p.label}: is ${stat.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`);
-  }
-  return handle;
+/** Opens by the read rule: still the file inspected, one link, regular; the tar is fed from this descriptor only. */
+async function openSessionFile(p: Planned, where: string, inspected: Stats): Promise<FileHandle> {
+  return (await openChecked(where, readRule(p.label, inspected)))!.handle;
 }
 
 function describe(input: BundleInput, files: { p: Planned; sha256: string }[]): BundleManifest {

@@ -45,6 +45,8 @@ export function nativePathProblem(p: string): string | undefined {
     if (segment === '..') return 'contains ".."';
     if (segment === '.') return 'contains a "." segment';
     if (Buffer.byteLength(segment) > 255) return 'has a path segment longer than 255 bytes';
+    // Restore names its staging folders and temp files so; nothing of a session is, and restore refuses such paths.
+    if (segment.includes('.blue-agent-restore')) return 'names a blue-agent temporary file (".blue-agent-restore")';
   }
   return undefined;
 }

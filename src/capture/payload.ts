@@ -4,6 +4,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { HookPayload } from '../harnesses/types.js';
+import { sessionIdProblem } from '../util/session-id.js';
 
 /** Largest payload read; real ones are a few hundred bytes. */
 export const MAX_PAYLOAD_BYTES = 1024 * 1024;
@@ -18,7 +19,6 @@ export const PAYLOAD_DEADLINE_MS = 500;
 /** However late the hook got to run, a writer gets at least this long to deliver. */
 export const MIN_READ_WINDOW_MS = 150;
 
-export const SESSION_ID_PATTERN = /^[A-Za-z0-9._-]{1,512}$/;
 const MAX_PATH_LENGTH = 4096;
 const MAX_LABEL_LENGTH = 128;
 const LABEL_PATTERN = /^[A-Za-z0-9._:/ -]*$/;
@@ -163,14 +163,8 @@ export function parsePayload(text: string): HookPayload {
   const raw = data as Record<string, unknown>;
   const sessionId = raw.session_id;
   if (typeof sessionId !== 'string') throw new PayloadRefused('the payload has no session_id string');
-  if (!SESSION_ID_PATTERN.test(sessionId)) {
-    throw new PayloadRefused(
-      sessionId.length === 0 || sessionId.length > 512
-        ? `session_id must be 1 to 512 characters long (it has ${sessionId.length})`
-        : 'session_id may only hold the characters A-Z a-z 0-9 . _ -',
-    );
-  }
-  if (/^\.+$/.test(sessionId)) throw new PayloadRefused('session_id must not consist of dots only');
+  const problem = sessionIdProblem(sessionId);
+  if (problem !== undefined) throw new PayloadRefused(`session_id ${problem}`);
   const payload: HookPayload = { session_id: sessionId };
   const cwd = absolutePath(raw, 'cwd');
   if (cwd !== undefined) payload.cwd = cwd;

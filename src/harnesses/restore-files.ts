@@ -7,9 +7,9 @@ import path from 'node:path';
 import { nativePathProblem } from '../bundle/manifest.js';
 import { BlueError } from '../errors.js';
 import type { Interval } from '../schema/index.js';
+import { sessionIdProblem } from '../util/session-id.js';
+import { printable } from '../util/terminal-text.js';
 import type { ArtifactRole, RestoreInput, RestorePlacement } from './types.js';
-
-const SESSION_ID = /^[A-Za-z0-9._-]{1,512}$/;
 
 export function restoreUnsafe(what: string, hint = 'This bundle holds something no harness of this profile writes; do not restore it, and report where it came from.'): BlueError {
   return new BlueError('RESTORE_UNSAFE', what, { hint });
@@ -18,7 +18,8 @@ export function restoreUnsafe(what: string, hint = 'This bundle holds something 
 /** The session id as a file name: the bundle's own claim, checked again where it becomes part of a path. */
 export function checkedSessionId(input: RestoreInput): string {
   const id = input.manifest.native_session_id;
-  if (!SESSION_ID.test(id) || /^\.+$/.test(id)) throw restoreUnsafe(`the bundle's session id ${JSON.stringify(id.slice(0, 80))} cannot name a file`);
+  const problem = sessionIdProblem(id);
+  if (problem !== undefined) throw restoreUnsafe(`the bundle's session id ${JSON.stringify(printable(id).slice(0, 80))} cannot name a file: it ${problem}`);
   return id;
 }
 
@@ -26,10 +27,7 @@ export function checkedSessionId(input: RestoreInput): string {
 export function safeSegments(nativePath: string, label: string): string[] {
   const problem = nativePathProblem(nativePath);
   if (problem !== undefined) throw restoreUnsafe(`${label}: native_path ${JSON.stringify(nativePath.slice(0, 200))} ${problem}`);
-  const segments = nativePath.split('/');
-  // The staging folders and temp files of restores are named like this; nothing of a session is.
-  if (segments.some((s) => s.includes('.blue-agent-restore'))) throw restoreUnsafe(`${label}: native_path ${JSON.stringify(nativePath.slice(0, 200))} names a blue-agent temporary file`);
-  return segments;
+  return nativePath.split('/');
 }
 
 /** The manifest entries with their extracted files, each role checked against the interval. */

@@ -4,18 +4,22 @@
  * Everything captured lies inside a session root (the profile's `session.root` under the harness home). The root
  * itself may be reached through links (a `~/.claude` symlinked to a dotfiles checkout is common): it is resolved once
  * and what it resolves to is the root. Below it nothing may be a link: every component of every captured path is
- * checked with lstat, the file must be a regular file, and its real path must be exactly the resolved root plus the
+ * checked with lstat, the file must be a regular file with one link (util/safe-read.ts: a hard link is another name
+ * for a file that may lie anywhere on the machine), and its real path must be exactly the resolved root plus the
  * native path. A link inside the root would make the native path (what restore recreates) differ from what was read,
- * and could point anywhere on the machine.
+ * and could point anywhere on the machine. Every later read opens the file again by that rule and must find the same
+ * inode.
  *
  * Any violation is a BlueError `ARTIFACT_INVALID` naming the file: a session is captured whole or not at all.
  */
-import { constants } from 'node:fs';
-import { lstat, open, readdir, realpath, stat } from 'node:fs/promises';
+import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
 import { BlueError } from '../errors.js';
 import type { Interval } from '../schema/index.js';
+import { openChecked, readAt, readChecked, type SafeReadOptions } from '../util/safe-read.js';
+import { SESSION_ID_RULE, sessionIdProblem } from '../util/session-id.js';
+import { printable } from '../util/terminal-text.js';
 import type { ArtifactRole, SessionFile } from './types.js';
 
 /** Blue's caps: one file at most 64 MiB, a bundle at most 2048 files. */
@@ -28,20 +32,17 @@ const MAX_DEPTH = 32;
 /** Bundle entry names: `files/NNNN-<name>` with the whole path at most 1024 characters. */
 const MAX_NAME = 200;
 
-const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-
 export function artifactInvalid(file: string, why: string, hint: string): BlueError {
   return new BlueError('ARTIFACT_INVALID', `${file}: ${why}`, { file, hint });
 }
 
 const LINK_HINT = 'blue-agent captures only regular files inside the session folder; replace the link with the file itself, or leave this session uncaptured.';
 
-const SESSION_ID = /^[A-Za-z0-9._-]{1,512}$/;
-
-/** The caller validates ids; this repeats the check where an id becomes part of a path. */
+/** The caller validates ids; this repeats the check (the one rule, util/session-id.ts) where an id becomes part of a path. */
 export function assertSessionId(id: string, where: string): void {
-  if (!SESSION_ID.test(id) || /^\.+$/.test(id)) {
-    throw artifactInvalid(where, `session id ${JSON.stringify(id.slice(0, 80))} cannot name a file`, 'Session ids are 1 to 512 characters of [A-Za-z0-9._-], not only dots; check what calls `blue-agent capture`.');
+  const problem = sessionIdProblem(id);
+  if (problem !== undefined) {
+    throw artifactInvalid(where, `session id ${JSON.stringify(printable(id).slice(0, 80))} cannot name a file: it ${problem}`, `Session ids are ${SESSION_ID_RULE}; check what calls \`blue-agent capture\`.`);
   }
 }
 
@@ -51,6 +52,9 @@ export interface CheckedFile {
   /** Native path: relative to the root, `/`-separated. */
   rel: string;
   size: number;
+  /** The inode checked: every later read must find this same file. */
+  dev: number;
+  ino: number;
 }
 
 function code(error: unknown): string | undefined {
@@ -142,7 +146,7 @@ export class SessionRoot {
     return true;
   }
 
-  /** Checks one file for capture: regular, not a link, readable, at most 64 MiB, really inside the root. */
+  /** Checks one file for capture: regular, not a link, one hard link, readable, at most 64 MiB, really inside the root. */
   async file(rel: string): Promise<CheckedFile> {
     const abs = this.abs(rel);
     const info = await this.lstat(rel);
@@ -155,25 +159,14 @@ export class SessionRoot {
     if (info.size > MAX_FILE_BYTES) {
       throw artifactInvalid(abs, `is ${info.size} bytes, over the ${MAX_FILE_BYTES}-byte (64 MiB) limit for one file`, 'Blue bundles hold files of at most 64 MiB; this session cannot be captured whole.');
     }
-    let handle;
-    try {
-      handle = await open(abs, READ_FLAGS);
-    } catch (error) {
-      throw artifactInvalid(abs, `cannot be opened for reading (${code(error) ?? String(error)})`, 'Check the permissions of the session files.');
-    }
-    try {
-      const opened = await handle.stat();
-      if (!opened.isFile() || opened.ino !== info.ino || opened.dev !== info.dev) {
-        throw artifactInvalid(abs, 'changed while it was being checked', 'Capture the session again once the harness has finished writing it.');
-      }
-    } finally {
-      await handle.close();
-    }
+    // One link only (a hard link may be any file of the machine), still the inode lstat saw: opened and checked by fstat.
+    const opened = await openChecked(abs, { code: 'ARTIFACT_INVALID', maxBytes: MAX_FILE_BYTES, expect: { dev: info.dev, ino: info.ino } });
+    await opened!.handle.close();
     const real = await realpath(abs);
     if (real !== path.join(this.real, ...rel.split('/'))) {
       throw artifactInvalid(abs, `resolves to ${real}, outside the session root ${this.real}`, LINK_HINT);
     }
-    return { abs, rel, size: info.size };
+    return { abs, rel, size: info.size, dev: info.dev, ino: info.ino };
   }
 
   /**
@@ -270,37 +263,23 @@ export function checkRoleCounts(interval: Interval, files: readonly SessionFile[
   }
 }
 
-/** Up to `maxBytes` from the start of a checked file (never through a link). */
-export async function readHead(abs: string, maxBytes: number): Promise<Buffer> {
-  const handle = await open(abs, READ_FLAGS);
-  try {
-    const buffer = Buffer.alloc(maxBytes);
-    let filled = 0;
-    while (filled < maxBytes) {
-      const { bytesRead } = await handle.read(buffer, filled, maxBytes - filled, filled);
-      if (bytesRead === 0) break;
-      filled += bytesRead;
-    }
-    return buffer.subarray(0, filled);
-  } finally {
-    await handle.close();
-  }
+/** Up to `maxBytes` from the start of a checked file, read from a descriptor verified to be that same file. */
+export async function readHead(file: CheckedFile, maxBytes: number): Promise<Buffer> {
+  return (await readChecked(file.abs, { ...captureRead(file), head: maxBytes }))!;
 }
 
 /** Up to `maxBytes` from the end of a checked file, starting at a line boundary (the partial first line dropped). */
-export async function readTail(abs: string, maxBytes: number): Promise<Buffer> {
-  const handle = await open(abs, READ_FLAGS);
+export async function readTail(file: CheckedFile, maxBytes: number): Promise<Buffer> {
+  return readTailOf(file.abs, maxBytes, captureRead(file));
+}
+
+/** The same from any file read by `rule` (an index outside the session root). */
+export async function readTailOf(abs: string, maxBytes: number, rule: SafeReadOptions): Promise<Buffer> {
+  const opened = await openChecked(abs, { ...rule, optional: false });
+  const { handle, stat } = opened!;
   try {
-    const { size } = await handle.stat();
-    const start = Math.max(0, size - maxBytes);
-    const buffer = Buffer.alloc(size - start);
-    let filled = 0;
-    while (filled < buffer.length) {
-      const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, start + filled);
-      if (bytesRead === 0) break;
-      filled += bytesRead;
-    }
-    const tail = buffer.subarray(0, filled);
+    const start = Math.max(0, stat.size - maxBytes);
+    const tail = await readAt(handle, start, stat.size - start);
     if (start === 0) return tail;
     const newline = tail.indexOf(0x0a);
     return newline < 0 ? Buffer.alloc(0) : tail.subarray(newline + 1);
@@ -309,18 +288,7 @@ export async function readTail(abs: string, maxBytes: number): Promise<Buffer> {
   }
 }
 
-/** Text of a metadata file the harness keeps outside the captured files (an index): read only when regular and small. */
-export async function readSmallRegularFile(abs: string, maxBytes: number): Promise<Buffer | undefined> {
-  let info: Stats;
-  try {
-    info = await lstat(abs);
-  } catch {
-    return undefined;
-  }
-  if (!info.isFile() || info.size > maxBytes) return undefined;
-  try {
-    return await readHead(abs, maxBytes);
-  } catch {
-    return undefined;
-  }
+/** The read rule for a file checked by SessionRoot: still that inode, one link, within Blue's per-file cap. */
+export function captureRead(file: CheckedFile): SafeReadOptions {
+  return { code: 'ARTIFACT_INVALID', maxBytes: MAX_FILE_BYTES, expect: { dev: file.dev, ino: file.ino } };
 }

@@ -29,7 +29,8 @@ import { BlueError } from '../errors.js';
 import type { RestorePlan } from '../harnesses/types.js';
 import { findExecutable } from '../profiles/detect.js';
 import { fsyncDir, resolveWriteTarget } from '../util/fs.js';
-import { isInside, sha256File, type Inspection } from './inspect.js';
+import { readChecked, sha256Checked } from '../util/safe-read.js';
+import { isInside, type Inspection } from './inspect.js';
 import type { RestoreIO } from './io.js';
 import { printable } from '../util/terminal-text.js';
 import { newJournalId, ownerFields, removeJournal, writeJournal, type JournalImport, type JournalIndex, type JournalTarget, type RestoreJournal } from './journal.js';
@@ -54,40 +55,28 @@ function errnoOf(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | undefined)?.code;
 }
 
-/** An index's bytes, exactly as they are (null when there is none); refused past MAX_INDEX_BYTES. */
-async function readIfExists(file: string): Promise<Buffer | null> {
-  const notRegular = () => new BlueError('RESTORE_CONFLICT', `${file}: is not a regular file, so the session cannot be entered in it`, { file, hint: 'Move it away (it is yours; blue-agent never replaces it), then restore again.' });
-  const tooLarge = () =>
-    new BlueError('RESTORE_CONFLICT', `${file}: is larger than ${MAX_INDEX_BYTES / (1024 * 1024)} MiB, more than blue-agent merges into`, {
+/**
+ * An index's bytes, exactly as they are (null when there is none); refused past MAX_INDEX_BYTES. Read by the safe-read
+ * rule: a hard-linked index (`links` names; 2 once this restore has made its backup link) is refused, never merged.
+ */
+async function readIfExists(file: string, links = 1): Promise<Buffer | null> {
+  let info: Stats;
+  try {
+    info = await lstat(file);
+  } catch (error) {
+    if (errnoOf(error) === 'ENOENT') return null;
+    throw error;
+  }
+  if (!info.isFile()) {
+    throw new BlueError('RESTORE_CONFLICT', `${file}: is not a regular file, so the session cannot be entered in it`, { file, hint: 'Move it away (it is yours; blue-agent never replaces it), then restore again.' });
+  }
+  if (info.size > MAX_INDEX_BYTES) {
+    throw new BlueError('RESTORE_CONFLICT', `${file}: is larger than ${MAX_INDEX_BYTES / (1024 * 1024)} MiB, more than blue-agent merges into`, {
       file,
       hint: 'The file is left as it is. Let the harness compact it (or move it away), then restore again.',
     });
-  let handle;
-  try {
-    if (!(await lstat(file)).isFile()) throw notRegular();
-    handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (error) {
-    if (errnoOf(error) === 'ENOENT') return null;
-    if (errnoOf(error) === 'ELOOP') throw notRegular();
-    throw error;
   }
-  try {
-    const info = await handle.stat();
-    if (!info.isFile()) throw notRegular();
-    if (info.size > MAX_INDEX_BYTES) throw tooLarge();
-    // Read at most one byte past the cap: the file may grow while it is read.
-    const buffer = Buffer.alloc(Math.min(info.size, MAX_INDEX_BYTES) + 1);
-    let length = 0;
-    for (;;) {
-      if (length === buffer.length) throw tooLarge();
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
-      if (bytesRead === 0) break;
-      length += bytesRead;
-    }
-    return buffer.subarray(0, length);
-  } finally {
-    await handle.close();
-  }
+  return (await readChecked(file, { code: 'RESTORE_UNSAFE', maxBytes: MAX_INDEX_BYTES, links, expect: { dev: info.dev, ino: info.ino }, optional: true })) ?? null;
 }
 
 /** Where temp files and backups of a file go: beside it, hidden, named by the restore. */
@@ -297,8 +286,10 @@ async function mergeIndex(io: RestoreIO, index: JournalIndex, before: Buffer | n
     await handle.close();
   }
   if (index.existed) {
-    // Last check: the harness may have rewritten its index since the merge was computed.
-    const current = await readIfExists(index.file);
+    // Last check: the harness may have rewritten its index since the merge was computed. Still the file backed up
+    // (so it has exactly two names: its own and the backup), still the same bytes.
+    const [now, backup] = await Promise.all([lstat(index.file).catch(() => undefined), lstat(index.backup)]);
+    const current = now !== undefined && sameInode(now, backup) ? await readIfExists(index.file, 2) : null;
     if (current === null || before === null || !current.equals(before)) {
       throw new BlueError('CONCURRENT_MODIFICATION', `${index.file} changed while blue-agent was restoring into it`, { file: index.file, hint: 'Run the restore again; the merge will be made from the new content.' });
     }
@@ -365,6 +356,7 @@ export async function rollBack(ctx: Context, journal: RestoreJournal): Promise<s
     if (state === 'ours') await unlinkIfExists(target.path);
     else if (state === 'changed') kept.push(`${target.path} was kept: it changed after the restore placed it (someone kept working in it)`);
     else if (state === 'foreign') kept.push(`${target.path} was kept: it is not the file the restore placed`);
+    else if (state === 'linked') kept.push(`${target.path} was kept: it has another hard link now, so it is not only the restore's`);
     // The temp (copy fallback) goes only after the target's identity was checked against it.
     await unlink(target.temp).catch(() => undefined);
   }
@@ -412,16 +404,21 @@ async function undoIndex(index: JournalIndex): Promise<void> {
     if (backup === undefined) return; // The backup link comes first: without it the index was never touched.
     if (current !== undefined && current.ino === backup.ino && current.dev === backup.dev) {
       await unlinkIfExists(index.backup);
-    } else if (current !== undefined && current.isFile() && (await sha256File(index.file)) === index.sha256_after) {
+    } else if (current !== undefined && current.isFile() && (await indexDigest(index.file, current)) === index.sha256_after) {
       await rename(index.backup, index.file);
     } else {
       // Someone rewrote the index after the merge: theirs is newer than both; keep it.
       await unlinkIfExists(index.backup);
     }
-  } else if (current !== undefined && current.isFile() && (await sha256File(index.file)) === index.sha256_after) {
+  } else if (current !== undefined && current.isFile() && (await indexDigest(index.file, current)) === index.sha256_after) {
     await unlinkIfExists(index.file);
   }
   await fsyncDir(path.dirname(index.file));
+}
+
+/** The digest of an index this restore wrote (one name, the inode lstat saw); a hard link is refused and the journal stays. */
+function indexDigest(file: string, info: Stats): Promise<string | undefined> {
+  return sha256Checked(file, { code: 'RESTORE_UNSAFE', maxBytes: MAX_INDEX_BYTES, expect: { dev: info.dev, ino: info.ino }, optional: true });
 }
 
 /**
@@ -429,14 +426,23 @@ async function undoIndex(index: JournalIndex): Promise<void> {
  * (`foreign` otherwise, `absent` when nothing is there), and still the journal's size and SHA-256 (`changed`
  * otherwise: the harness appended to it in place after a crash).
  */
-async function ownership(target: JournalTarget): Promise<'ours' | 'changed' | 'foreign' | 'absent'> {
+async function ownership(target: JournalTarget): Promise<'ours' | 'changed' | 'foreign' | 'linked' | 'absent'> {
   const info = await lstat(target.path).catch(() => undefined);
   if (info === undefined) return 'absent';
   if (!info.isFile()) return 'foreign';
   const sources = await Promise.all([lstat(target.staged).catch(() => undefined), lstat(target.temp).catch(() => undefined)]);
   if (!sources.some((s) => s !== undefined && s.isFile() && sameInode(s, info))) return 'foreign';
-  if (info.size !== target.size || (await sha256File(target.path)) !== target.sha256) return 'changed';
-  return 'ours';
+  if (info.size !== target.size) return 'changed';
+  // Placed by a hard link, so two names: the target and the staged file (or the copy's temp). A third name is not ours.
+  let digest: string | undefined;
+  try {
+    digest = await sha256Checked(target.path, { code: 'RESTORE_UNSAFE', maxBytes: target.size, links: 2, expect: { dev: info.dev, ino: info.ino }, optional: true });
+  } catch (error) {
+    if (error instanceof BlueError) return 'linked';
+    throw error;
+  }
+  if (digest === undefined) return 'absent';
+  return digest === target.sha256 ? 'ours' : 'changed';
 }
 
 async function unlinkIfExists(file: string): Promise<void> {

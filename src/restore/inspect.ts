@@ -2,16 +2,15 @@
  * Preflight: what is already at each target of a plan, checked without writing anything. A target must lie inside
  * the plan's root; below the root no component may be a link (a link could carry a write anywhere on the machine);
  * an existing file with the same bytes is nothing to write, one with other bytes is a conflict that is never
- * overwritten.
+ * overwritten, and one that is a hard link is refused (RESTORE_UNSAFE) before it is read.
  */
-import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
-import { lstat, open, realpath } from 'node:fs/promises';
+import { lstat, realpath } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';
 import type { RestorePlacement, RestorePlan } from '../harnesses/types.js';
+import { checkFile, sha256Checked } from '../util/safe-read.js';
 
 export type Collision = 'none' | 'identical' | 'different';
 
@@ -53,19 +52,16 @@ async function lstatOrUndefined(file: string): Promise<Stats | undefined> {
   }
 }
 
-export async function sha256File(file: string): Promise<string> {
-  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-  try {
-    const hash = createHash('sha256');
-    for await (const chunk of handle.createReadStream({ autoClose: false })) hash.update(chunk as Buffer);
-    return hash.digest('hex');
-  } finally {
-    await handle.close();
-  }
-}
-
+/**
+ * Whether the file lstat saw as `info` holds these bytes. Read by the safe-read rule: a hard link (another name for a
+ * file that may be anywhere on the machine) or a file swapped since the lstat is refused, not compared.
+ */
 async function sameContent(file: string, info: Stats, want: { size: number; sha256: string }): Promise<boolean> {
-  return info.size === want.size && (await sha256File(file)) === want.sha256;
+  const rule = { code: 'RESTORE_UNSAFE', maxBytes: Number.MAX_SAFE_INTEGER, expect: { dev: info.dev, ino: info.ino } } as const;
+  // Whatever its size: a hard link at a target is refused, not reported as a mere difference.
+  await checkFile(file, rule);
+  if (info.size !== want.size) return false;
+  return (await sha256Checked(file, { ...rule, maxBytes: want.size })) === want.sha256;
 }
 
 /**

@@ -13,6 +13,7 @@ import { BlueError } from '../errors.js';
 import { HARNESSES } from '../harnesses/names.js';
 import { ControlClient, header, readSome, safeUrl, scrubText } from '../upload/client.js';
 import { describeNetworkError, UploadError } from '../upload/retry.js';
+import { isSessionId } from '../util/session-id.js';
 import { printable } from '../util/terminal-text.js';
 import { loadUndici } from '../util/undici.js';
 
@@ -401,7 +402,7 @@ export function parseUpload(value: unknown, where: string): SessionUpload {
   const status = str('status', 16);
   if (!STATUSES.has(status)) throw bad('status is not a known status');
   const sessionId = str('session_id', 512);
-  if (!/^[A-Za-z0-9._-]{1,512}$/.test(sessionId)) throw bad('session_id is not a native session id');
+  if (!isSessionId(sessionId)) throw bad('session_id is not a native session id');
   const sha256 = str('sha256', 64);
   if (!/^[0-9a-f]{64}$/.test(sha256)) throw bad('sha256 is not a SHA-256 digest');
   const captured = value.captured_at_unix_ms;

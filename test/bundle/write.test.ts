@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, open, readFile, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, mkdtemp, open, readFile, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
@@ -231,7 +231,13 @@ describe('writeBundle refuses', () => {
     const real = await rollout('real.jsonl');
     await symlink(real.path!, path.join(dir, 'link.jsonl'));
     const message = await refusal(codexInput([{ ...real, name: 'link.jsonl', nativePath: 'link.jsonl', path: path.join(dir, 'link.jsonl') }]));
-    expect(message).toBe(`session file "link.jsonl" (${path.join(dir, 'link.jsonl')}): is a symbolic link; only regular files are captured`);
+    expect(message).toBe(`session file "link.jsonl" (${path.join(dir, 'link.jsonl')}): is a symbolic link`);
+  });
+
+  it('a hard-linked file (its other name may be any file of the machine)', async () => {
+    const real = await rollout('real.jsonl');
+    await link(real.path!, path.join(dir, 'second-name.jsonl'));
+    expect(await refusal(codexInput([real]))).toBe(`session file "real.jsonl" (${real.path!}): has 2 hard links (only a file with one name is read)`);
   });
 
   it('a file outside the root, directly or through a linked directory', async () => {
@@ -254,9 +260,9 @@ describe('writeBundle refuses', () => {
 
   it('a directory and a FIFO', async () => {
     await mkdir(path.join(dir, 'd'));
-    expect(await refusal(codexInput([{ role: 'rollout', name: 'd', nativePath: 'd', path: path.join(dir, 'd') }]))).toMatch(/: is a directory; only regular files/);
+    expect(await refusal(codexInput([{ role: 'rollout', name: 'd', nativePath: 'd', path: path.join(dir, 'd') }]))).toMatch(/: is not a regular file \(a directory\)/);
     execFileSync('mkfifo', [path.join(dir, 'fifo')]);
-    expect(await refusal(codexInput([{ role: 'rollout', name: 'fifo', nativePath: 'fifo', path: path.join(dir, 'fifo') }]))).toMatch(/: is a FIFO; only regular files/);
+    expect(await refusal(codexInput([{ role: 'rollout', name: 'fifo', nativePath: 'fifo', path: path.join(dir, 'fifo') }]))).toMatch(/: is not a regular file \(a FIFO\)/);
   });
 
   it('a file over 64 MiB (sparse, never written) and files adding up to over 128 MiB', async () => {
@@ -314,7 +320,7 @@ describe('writeBundle refuses', () => {
     expect(await refusal(codexInput([{ ...file, path: 'rollout.jsonl' }]))).toMatch(/the path is not absolute/);
     expect(await refusal(codexInput([{ ...file, content: Buffer.from('x') }]))).toMatch(/has both a path and content/);
     expect(await refusal(codexInput([{ role: 'rollout', name: 'x' }]))).toMatch(/has neither a path nor content/);
-    expect(await refusal(codexInput([{ ...file, path: path.join(dir, 'missing') }]))).toMatch(/cannot be read: ENOENT/);
+    expect(await refusal(codexInput([{ ...file, path: path.join(dir, 'missing') }]))).toMatch(/cannot be read \(ENOENT\)/);
   });
 
   it('metadata the manifest schema refuses, before reading any file', async () => {

@@ -3,7 +3,7 @@
  * failure, concurrent drains, the `drain` and `spool list` output, and `bundle create` sharing the same assembly.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { link, mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { verifyBundle } from '../../src/bundle/index.js';
@@ -364,6 +364,16 @@ describe('bundle create', () => {
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain(`wrote ${out}`);
     expect(result.stdout).toContain(`(${CLAUDE_PROFILE})`);
+  });
+
+  it('refuses a hard-linked transcript, naming it, and writes no bundle', async () => {
+    const s = await session('create-0003');
+    await link(s.transcript, path.join(t.root, 'second-name.jsonl'));
+    const out = path.join(t.root, 'linked.bundle');
+    const result = await runCli(['bundle', 'create', '--harness', 'claude', '--session', s.id, '--transcript', s.transcript, '--out', out, '--profile', CLAUDE_PROFILE, '--json'], { env: t.env });
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout)).toMatchObject({ ok: false, error: { code: 'ARTIFACT_INVALID', file: s.transcript, message: `${s.transcript}: has 2 hard links (only a file with one name is read)` } });
+    await expect(stat(out)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('refuses a bad session id as a usage error', async () => {

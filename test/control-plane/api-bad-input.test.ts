@@ -31,6 +31,10 @@ describe('bad input', () => {
       [{ ...presignBody(bytes), content_type: 'application/zip' }, 400, /content_type must be one of/],
       [{ ...presignBody(bytes), harness: 'vim' }, 400, /harness must be one of/],
       [{ ...presignBody(bytes), session_id: '../etc' }, 400, /session_id must match/],
+      // What a restore would refuse, presign refuses too (the one rule of src/util/session-id.ts).
+      [{ ...presignBody(bytes), session_id: '..' }, 400, /session_id must match/],
+      [{ ...presignBody(bytes), session_id: '.' }, 400, /session_id must match/],
+      [{ ...presignBody(bytes), session_id: '-x' }, 400, /session_id must match/],
       [{ ...presignBody(bytes), sha256: 'XYZ' }, 400, /sha256/],
       [{ ...presignBody(bytes), surprise: true }, 400, /unknown field "surprise"/],
       [{ harness: 'claude' }, 400, /missing the required field "session_id"/],

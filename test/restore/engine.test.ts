@@ -112,6 +112,22 @@ describe('Claude Code', () => {
     expect(await snapshot(target.home)).toEqual(changed);
   });
 
+  it('a local copy that is a hard link (or a symbolic link) is refused before it is read, and left as it is', async () => {
+    const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
+    await applyRestore(target.ctx, await prepare(session.bundle));
+    const transcript = path.join(target.home, '.claude', 'projects', claudeProjectKey(destination), `${session.sessionId}.jsonl`);
+    const second = path.join(target.root, 'second-name.jsonl');
+    await link(transcript, second);
+    const before = await snapshot(target.home);
+    const error = await blueError(() => prepare(session.bundle));
+    expect(error).toMatchObject({ code: 'RESTORE_UNSAFE', file: transcript, message: `${transcript}: has 2 hard links (only a file with one name is read)` });
+    expect(await snapshot(target.home)).toEqual(before);
+
+    await rm(transcript);
+    await symlink(second, transcript);
+    expect(await blueError(() => prepare(session.bundle))).toMatchObject({ code: 'RESTORE_UNSAFE', file: transcript, message: expect.stringMatching(/symbolic link/) });
+  });
+
   it('a companion that appears with other content between preflight and apply is a conflict, and what was placed goes', async () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     const before = await snapshot(target.home);

@@ -8,9 +8,11 @@ import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BlueError } from '../../src/errors.js';
+import { verifyBundle } from '../../src/bundle/index.js';
 import { prepareRestore } from '../../src/restore/index.js';
 import type { HarnessName } from '../../src/schema/index.js';
 import type { TestHome } from '../support/context.js';
+import { rejected } from '../support/errors.js';
 import { PROFILE, rawBundle, restoreHome, shippedProfiles, snapshot, type RawFile } from './support.js';
 
 const ID = '0b7c4a1e-1111-4222-8333-944455556666';
@@ -54,7 +56,7 @@ const cases: Case[] = [
   { name: 'Claude: the transcript of another session', harness: 'claude', files: [{ ...claudeTranscript, native_path: '-w/other.jsonl' }], code: 'RESTORE_UNSAFE', message: /cannot live at/ },
   { name: 'Claude: a companion outside the session folder', harness: 'claude', files: [claudeTranscript, { role: 'session_companion', name: 'x', native_path: '-w/other-session/evil.jsonl', content: 'x' }], code: 'RESTORE_UNSAFE', message: /cannot live at/ },
   { name: 'Claude: a companion in another project folder', harness: 'claude', files: [claudeTranscript, { role: 'session_companion', name: 'x', native_path: `-other/${ID}/evil.jsonl`, content: 'x' }], code: 'RESTORE_UNSAFE', message: /another project folder/ },
-  { name: 'Claude: a companion named like a restore temp file', harness: 'claude', files: [claudeTranscript, { role: 'session_companion', name: 'x', native_path: `-w/${ID}/.blue-agent-restore-x`, content: 'x' }], code: 'RESTORE_UNSAFE', message: /temporary/ },
+  { name: 'Claude: a companion named like a restore temp file', harness: 'claude', files: [claudeTranscript, { role: 'session_companion', name: 'x', native_path: `-w/${ID}/.blue-agent-restore-x`, content: 'x' }], code: 'BUNDLE_INVALID', message: /temporary/ },
   { name: 'Claude: a role the profile does not have', harness: 'claude', files: [claudeTranscript, { role: 'rollout', name: 'r', native_path: `-w/${ID}/r.jsonl`, content: 'x' }], code: 'BUNDLE_INVALID', message: /role rollout/ },
   { name: 'Claude: a profile that cannot resume', harness: 'claude', profile: 'claude-v1_0_85', files: [claudeTranscript], code: 'RESTORE_UNSUPPORTED', message: /does not support resuming/ },
   { name: 'Claude: an unknown profile', harness: 'claude', profile: 'claude-v9_9_9', files: [claudeTranscript], code: 'RESTORE_UNSUPPORTED', message: /does not know/ },
@@ -93,6 +95,20 @@ describe('hostile bundles are refused with nothing written anywhere', () => {
       expect(await snapshot(t.root, ['hostile.bundle'])).toEqual(before);
     });
   }
+
+  it('a manifest naming session id .., . or -x fails bundle verify itself, not only restore', async () => {
+    for (const id of ['..', '.', '-x', 'a.blue-agent-restore-b']) {
+      const bundle = path.join(t.root, 'hostile.bundle');
+      await rawBundle(bundle, { harness: 'opencode', profile: PROFILE.opencode, sessionId: id }, [
+        { role: 'portable_export', name: 'export.json', content: JSON.stringify({ info: { id }, messages: [] }) },
+      ]);
+      const error = await rejected(verifyBundle(bundle, { profiles: await shippedProfiles() }));
+      expect(error.code, id).toBe('BUNDLE_INVALID');
+      expect(error.message, id).toMatch(/\/native_session_id must match pattern/);
+      const refused = await rejected(prepareRestore(t.ctx, { bundleFile: bundle, destination, profiles: await shippedProfiles() }));
+      expect(refused.code, id).toBe('BUNDLE_INVALID');
+    }
+  });
 
   it('a bundle whose digest does not match is refused before anything is extracted', async () => {
     const bundle = path.join(t.root, 'hostile.bundle');

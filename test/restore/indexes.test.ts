@@ -3,7 +3,7 @@
  * not valid UTF-8 keeps every byte), a kimi.json that is not valid UTF-8 is refused rather than re-encoded, and an
  * index past the size cap is refused before it is read — each refusal with nothing written anywhere.
  */
-import { mkdir, open, readFile, writeFile } from 'node:fs/promises';
+import { link, mkdir, open, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BlueError } from '../../src/errors.js';
@@ -58,6 +58,24 @@ describe('Codex session_index.jsonl', () => {
     expect(error.code).toBe('RESTORE_CONFLICT');
     expect(error.message).toMatch(/larger than 64 MiB/);
     expect(await snapshot(path.join(target.home, '.codex'), ['session_index.jsonl'])).toEqual(before);
+  });
+});
+
+describe('a hard-linked index', () => {
+  it('is refused (RESTORE_UNSAFE, naming it) before it is read or merged, with nothing written anywhere', async () => {
+    const session = await fixtureBundle('codex', source, path.join(source.root, 'codex.bundle'));
+    const index = path.join(target.home, '.codex', 'session_index.jsonl');
+    await mkdir(path.dirname(index), { recursive: true });
+    // Another name for a file elsewhere: merging would copy its bytes into the harness's index.
+    const elsewhere = path.join(target.root, 'elsewhere.jsonl');
+    await writeFile(elsewhere, '{"id":"x","thread_name":"not the index","updated_at":"1"}\n');
+    await link(elsewhere, index);
+    const before = await snapshot(target.home);
+    const error = await refused(session.bundle);
+    expect(error.code).toBe('RESTORE_UNSAFE');
+    expect(error.file).toBe(index);
+    expect(error.message).toBe(`${index}: has 2 hard links (only a file with one name is read)`);
+    expect(await snapshot(target.home)).toEqual(before);
   });
 });
 

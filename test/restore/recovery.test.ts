@@ -109,6 +109,20 @@ describe('recovery after a crash between placement and the commit point', () => 
     expect(report.warnings).toEqual([expect.stringContaining(transcript.to)]);
     expect(await readFile(transcript.to)).toEqual(bytes);
   });
+
+  it('keeps, without reading it, a placed file that gained another hard link (a third name for the inode)', async () => {
+    const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
+    const prepared = await prepare(session.bundle);
+    const id = await crashedAfterPlacement(prepared, { pid: DEAD_PID });
+    const transcript = prepared.plan.placements.find((p) => p.role === 'primary_transcript')!;
+    const third = path.join(target.root, 'third-name.jsonl');
+    await link(transcript.to, third);
+    const report = await recoverRestores(target.ctx);
+    expect(report.rolledBack).toEqual([id]);
+    expect(report.warnings).toEqual([`${transcript.to} was kept: it has another hard link now, so it is not only the restore's`]);
+    expect((await lstat(transcript.to)).ino).toBe((await lstat(third)).ino);
+    for (const p of prepared.plan.placements.filter((x) => x !== transcript)) expect(await lstat(p.to).catch(() => undefined)).toBeUndefined();
+  });
 });
 
 describe('whose journal it is', () => {

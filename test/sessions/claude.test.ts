@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { appendFile, mkdir, readdir, readFile, rename, rm, symlink, truncate, writeFile } from 'node:fs/promises';
+import { appendFile, link, mkdir, readdir, readFile, rename, rm, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { claude } from '../../src/harnesses/claude/index.js';
@@ -202,6 +202,29 @@ describe('Claude Code: what is refused', () => {
     await mkdir(path.join(t.root, 'dir'), { recursive: true });
     await symlink(path.join(t.root, 'dir'), linkedDir);
     await expectArtifactInvalid(() => collect(), linkedDir, /symbolic link/);
+  });
+
+  it('a hard link among the companion files refuses the whole capture; so does a hard-linked transcript', async () => {
+    // A hard link reads like a regular file, but its other name may be any file of the machine.
+    const secret = path.join(t.root, 'id_rsa');
+    await writeFile(secret, '-----BEGIN OPENSSH PRIVATE KEY-----\n');
+    const linked = path.join(companionDir, 'tool-results', 'x.txt');
+    await mkdir(path.dirname(linked), { recursive: true });
+    await link(secret, linked);
+    const error = await expectArtifactInvalid(() => collect(), linked, /has 2 hard links/);
+    expect(error.hint).toMatch(/hard links/);
+    await rm(linked);
+
+    await link(transcript, path.join(t.root, 'second-name.jsonl'));
+    await expectArtifactInvalid(() => collect(), transcript, /has 2 hard links/);
+    await expectArtifactInvalid(() => collect(payload({ transcript_path: undefined })), transcript, /has 2 hard links/);
+  });
+
+  it('takes no title from a hard-linked sessions-index.json', async () => {
+    const other = path.join(t.root, 'other.json');
+    await writeFile(other, JSON.stringify({ version: 1, entries: [{ sessionId: recorded.session_id, summary: 'from a file elsewhere' }] }));
+    await link(other, path.join(projects, key, 'sessions-index.json'));
+    expect((await collect()).title).toBe(recorded.prompt);
   });
 
   it('a linked project folder', async () => {

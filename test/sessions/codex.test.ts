@@ -1,4 +1,4 @@
-import { mkdir, readFile, rename, rm, symlink, truncate, writeFile } from 'node:fs/promises';
+import { link, mkdir, readFile, rename, rm, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { zstdCompressSync } from 'node:zlib';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -159,6 +159,19 @@ describe('Codex: what is refused', () => {
     await rename(day, `${day}-real`);
     await symlink(`${day}-real`, day);
     await expectArtifactInvalid(() => collect(), day, /symbolic link/);
+  });
+
+  it('a hard-linked rollout, found by transcript_path or by search', async () => {
+    await link(rollout, path.join(t.root, 'second-name.jsonl'));
+    await expectArtifactInvalid(() => collect(), rollout, /has 2 hard links/);
+    await expectArtifactInvalid(() => collect(withoutTranscript()), rollout, /has 2 hard links/);
+  });
+
+  it('takes no title from a hard-linked session_index.jsonl', async () => {
+    const other = path.join(t.root, 'index-elsewhere.jsonl');
+    await writeFile(other, `${JSON.stringify({ id: recorded.session_id, thread_name: 'from a file elsewhere', updated_at: '2026-11-30T12:00:00Z' })}\n`);
+    await link(other, path.join(codexHome, 'session_index.jsonl'));
+    expect((await collect()).title).toBe(recorded.prompt);
   });
 
   it('a rollout over 64 MiB', async () => {

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { kimi } from '../../src/harnesses/kimi/index.js';
@@ -232,6 +232,29 @@ describe('Kimi CLI: what is refused', () => {
     const fifo = path.join(sessionDir, 'fifo');
     execFileSync('mkfifo', [fifo]);
     await expectArtifactInvalid(() => collect(), fifo, /a FIFO/);
+  });
+
+  it('a hard link among the session files, state.json or the plan file refuses the whole capture', async () => {
+    const secret = path.join(t.root, 'secret');
+    await writeFile(secret, 'token=abc\n');
+    const linked = path.join(sessionDir, 'subagents', recorded.subagent_id, 'notes.txt');
+    await link(secret, linked);
+    await expectArtifactInvalid(() => collect(), linked, /has 2 hard links/);
+    await rm(linked);
+
+    const stateFile = path.join(sessionDir, 'state.json');
+    await link(stateFile, path.join(t.root, 'state-second-name.json'));
+    await expectArtifactInvalid(() => collect(), stateFile, /has 2 hard links/);
+    await rm(path.join(t.root, 'state-second-name.json'));
+
+    const plan = path.join(share, 'plans', `${recorded.plan_slug}.md`);
+    await link(plan, path.join(t.root, 'plan-second-name.md'));
+    await expectArtifactInvalid(() => collect(), plan, /has 2 hard links/);
+    await rm(path.join(t.root, 'plan-second-name.md'));
+
+    const wire = path.join(sessionDir, 'wire.jsonl');
+    await link(wire, path.join(t.root, 'wire-second-name.jsonl'));
+    await expectArtifactInvalid(() => collect(), wire, /has 2 hard links/);
   });
 
   it('a linked session folder', async () => {

@@ -38,12 +38,14 @@ import {
   checkRoleCounts,
   entryName,
   fileOf,
+  MAX_FILE_BYTES,
   MAX_SESSION_FILES,
   readHead,
   readTail,
   sessionRootOf,
   SessionRoot,
 } from '../session-files.js';
+import { readChecked } from '../../util/safe-read.js';
 
 /** Claude Code keeps project keys at most this long before the hash suffix. */
 const MAX_KEY_LENGTH = 200;
@@ -89,8 +91,8 @@ export async function collectClaudeSession(ctx: Context, input: CollectInput, co
   for (const legacy of await legacySidechains(root, key, id)) files.push(fileOf('session_companion', entryName(legacy.rel.slice(key.length + 1)), legacy));
   checkRoleCounts(interval, files, root.abs(companionRel));
 
-  const head = parseTranscript((await readHead(transcript.abs, HEAD_MAX_BYTES)).toString('utf8'));
-  const tail = transcript.size > HEAD_MAX_BYTES ? parseTranscript((await readTail(transcript.abs, TAIL_BYTES)).toString('utf8')) : [];
+  const head = parseTranscript((await readHead(transcript, HEAD_MAX_BYTES)).toString('utf8'));
+  const tail = transcript.size > HEAD_MAX_BYTES ? parseTranscript((await readTail(transcript, TAIL_BYTES)).toString('utf8')) : [];
   const native = await nativeTitle(root, key, [...head, ...tail], id);
   const cwd = payload.cwd ?? recordedCwd(head);
   ctx.logger.debug('claude session collected', { session: id, files: files.length, root: root.path });
@@ -165,7 +167,8 @@ async function legacySidechains(root: SessionRoot, key: string, id: string): Pro
   const found: CheckedFile[] = [];
   for (const entry of entries.filter((e) => e.isFile() && LEGACY_SIDECHAIN.test(e.name)).slice(0, MAX_LEGACY_SIDECHAINS)) {
     const rel = `${key}/${entry.name}`;
-    const head = await readHead(root.abs(rel), LEGACY_HEAD_BYTES).catch(() => undefined);
+    // Read by the capture rule (one link, no link followed); one that cannot be is not shown to be this session's.
+    const head = await readChecked(root.abs(rel), { code: 'ARTIFACT_INVALID', maxBytes: MAX_FILE_BYTES, head: LEGACY_HEAD_BYTES }).catch(() => undefined);
     const first = head === undefined ? undefined : parseTranscript(head.toString('utf8'), 1)[0];
     if (isRecord(first) && first.sessionId === id) found.push(await root.file(rel));
   }
@@ -194,10 +197,12 @@ async function nativeTitle(root: SessionRoot, key: string, records: readonly unk
 async function sessionsIndex(root: SessionRoot, key: string, id: string): Promise<NativeMetadata | undefined> {
   const rel = `${key}/${SESSIONS_INDEX}`;
   const info = await root.lstat(rel).catch(() => undefined);
-  if (info === undefined || !info.isFile() || info.size > MAX_INDEX_BYTES) return undefined;
+  if (info === undefined) return undefined;
   let doc: unknown;
   try {
-    doc = JSON.parse((await readHead(root.abs(rel), MAX_INDEX_BYTES)).toString('utf8'));
+    // A title from an index that is not a plain one-link file is not taken (it could be any file of the machine).
+    const bytes = await readChecked(root.abs(rel), { code: 'ARTIFACT_INVALID', maxBytes: MAX_INDEX_BYTES, expect: { dev: info.dev, ino: info.ino } });
+    doc = JSON.parse(bytes!.toString('utf8'));
   } catch {
     return undefined;
   }

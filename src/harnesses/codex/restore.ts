@@ -11,6 +11,7 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context } from '../../context.js';
+import { LIMITS } from '../../bundle/limits.js';
 import { isRecord } from '../../capture/title.js';
 import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../restore-files.js';
 import type { RestoreIndexMerge, RestoreInput, RestorePlan } from '../types.js';
@@ -110,7 +111,7 @@ function sessionStart(head: Buffer, id: string, label: string): Date {
 
 async function rolloutHead(file: string): Promise<Buffer> {
   try {
-    return await readRolloutHead(file, HEAD_BYTES);
+    return await readRolloutHead(file, HEAD_BYTES, { code: 'RESTORE_UNSAFE', maxBytes: LIMITS.fileBytes });
   } catch (error) {
     if (!(error instanceof RolloutHeadError)) throw error;
     throw error.kind === 'no-zstd'

@@ -1,12 +1,10 @@
 /**
  * The start of a Codex rollout, plain (`.jsonl`) or zstd-compressed (`.jsonl.zst`): its first line is the
- * `session_meta` both capture and restore read. Opened without following links; at most `maxBytes` are returned.
+ * `session_meta` both capture and restore read. Opened and read by the caller's safe-read rule; at most `maxBytes`
+ * are returned.
  */
-import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
 import * as zlib from 'node:zlib';
-
-const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+import { openChecked, readChecked, type SafeReadOptions } from '../../util/safe-read.js';
 
 /** Why a rollout's start could not be read; callers turn it into their own error. */
 export class RolloutHeadError extends Error {
@@ -18,25 +16,14 @@ export class RolloutHeadError extends Error {
   }
 }
 
-export async function readRolloutHead(file: string, maxBytes: number): Promise<Buffer> {
-  return file.endsWith('.zst') ? zstdHead(file, maxBytes) : plainHead(file, maxBytes);
+export async function readRolloutHead(file: string, maxBytes: number, rule: SafeReadOptions): Promise<Buffer> {
+  return file.endsWith('.zst') ? zstdHead(file, maxBytes, rule) : (await readChecked(file, { ...rule, optional: false, head: maxBytes }))!;
 }
 
-async function plainHead(file: string, maxBytes: number): Promise<Buffer> {
-  const handle = await open(file, READ_FLAGS);
-  try {
-    const buffer = Buffer.alloc(maxBytes);
-    const { bytesRead } = await handle.read(buffer, 0, maxBytes, 0);
-    return buffer.subarray(0, bytesRead);
-  } finally {
-    await handle.close();
-  }
-}
-
-async function zstdHead(file: string, maxBytes: number): Promise<Buffer> {
+async function zstdHead(file: string, maxBytes: number, rule: SafeReadOptions): Promise<Buffer> {
   if (typeof zlib.createZstdDecompress !== 'function') throw new RolloutHeadError('no-zstd', 'this Node.js has no zstd support');
-  const handle = await open(file, READ_FLAGS);
-  const source = handle.createReadStream();
+  const { handle } = (await openChecked(file, { ...rule, optional: false }))!;
+  const source = handle.createReadStream({ start: 0 });
   const decompress = zlib.createZstdDecompress();
   source.on('error', (error) => decompress.destroy(error));
   source.pipe(decompress);

@@ -26,7 +26,18 @@ import {
 } from '../../capture/title.js';
 import type { CollectedSession, CollectInput } from '../types.js';
 import { readRolloutHead, RolloutHeadError } from './rollout-head.js';
-import { artifactInvalid, assertSessionId, checkRoleCounts, fileOf, readHead, readTail, sessionRootOf, SessionRoot } from '../session-files.js';
+import {
+  artifactInvalid,
+  assertSessionId,
+  captureRead,
+  type CheckedFile,
+  checkRoleCounts,
+  fileOf,
+  readHead,
+  readTailOf,
+  sessionRootOf,
+  SessionRoot,
+} from '../session-files.js';
 
 const SESSION_INDEX = 'session_index.jsonl';
 /** The index is append-only and newest last: its tail holds the current names. */
@@ -50,7 +61,7 @@ export async function collectCodexSession(ctx: Context, input: CollectInput, cod
   const files = [fileOf('rollout', path.posix.basename(rel).endsWith('.zst') ? 'rollout.jsonl.zst' : 'rollout.jsonl', rollout)];
   checkRoleCounts(interval, files, rollout.abs);
 
-  const head = rel.endsWith('.zst') ? await zstdHead(rollout.abs, HEAD_MAX_BYTES) : await readHead(rollout.abs, HEAD_MAX_BYTES);
+  const head = rel.endsWith('.zst') ? await zstdHead(rollout, HEAD_MAX_BYTES) : await readHead(rollout, HEAD_MAX_BYTES);
   const meta = sessionMeta(head, rollout.abs);
   if (meta.id !== id) {
     throw artifactInvalid(rollout.abs, `belongs to session ${String(meta.id)}, not ${id} (its session_meta says so)`, 'The rollout file name and its content disagree; leave this file alone and capture the session Codex reports.');
@@ -132,9 +143,10 @@ function notFound(root: SessionRoot, id: string, why: string): never {
 }
 
 /** At most `maxBytes` of the decompressed start of a `.jsonl.zst` rollout. */
-async function zstdHead(abs: string, maxBytes: number): Promise<Buffer> {
+async function zstdHead(rollout: CheckedFile, maxBytes: number): Promise<Buffer> {
+  const abs = rollout.abs;
   try {
-    return await readRolloutHead(abs, maxBytes);
+    return await readRolloutHead(abs, maxBytes, captureRead(rollout));
   } catch (error) {
     if (!(error instanceof RolloutHeadError)) throw error;
     throw error.kind === 'no-zstd'
@@ -162,7 +174,8 @@ function sessionMeta(head: Buffer, abs: string): Record<string, unknown> {
 async function indexTitle(codexHome: string, id: string): Promise<NativeMetadata | undefined> {
   let tail: Buffer;
   try {
-    tail = await readTail(path.join(codexHome, SESSION_INDEX), INDEX_TAIL_BYTES);
+    // Only its tail is read, so the whole file may be any size; a title from a linked index is not taken.
+    tail = await readTailOf(path.join(codexHome, SESSION_INDEX), INDEX_TAIL_BYTES, { code: 'ARTIFACT_INVALID', maxBytes: Number.MAX_SAFE_INTEGER });
   } catch {
     return undefined;
   }

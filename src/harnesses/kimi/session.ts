@@ -129,7 +129,7 @@ export async function collectKimiSession(ctx: Context, input: CollectInput, shar
     const checked = await root.file(stateRel);
     if (checked.size > MAX_STATE_BYTES) throw artifactInvalid(checked.abs, `is ${checked.size} bytes; Kimi CLI's state.json is a few kilobytes`, 'This is not Kimi CLI\'s session state; leave this session uncaptured.');
     try {
-      rawState = JSON.parse((await readHead(checked.abs, MAX_STATE_BYTES)).toString('utf8'));
+      rawState = JSON.parse((await readHead(checked, MAX_STATE_BYTES)).toString('utf8'));
     } catch {
       // Kimi loads a corrupt state.json as defaults; so does the sanitised copy.
       rawState = {};
@@ -153,8 +153,8 @@ export async function collectKimiSession(ctx: Context, input: CollectInput, shar
   checkRoleCounts(interval, files, root.abs(sessionRel));
 
   const turn =
-    firstUserTurn(parseTranscript((await readHead(wire.abs, HEAD_MAX_BYTES)).toString('utf8'))) ??
-    firstUserTurn(parseTranscript((await readHead(context.abs, HEAD_MAX_BYTES)).toString('utf8')));
+    firstUserTurn(parseTranscript((await readHead(wire, HEAD_MAX_BYTES)).toString('utf8'))) ??
+    firstUserTurn(parseTranscript((await readHead(context, HEAD_MAX_BYTES)).toString('utf8')));
   const native = typeof state.custom_title === 'string' ? { title: state.custom_title } : undefined;
   ctx.logger.debug('kimi session collected', { session: id, files: files.length, root: root.path });
   return { sessionId: id, cwd: payload.cwd, root: root.path, files, ...titleAndSummary({ native, firstUserTurn: turn }) };

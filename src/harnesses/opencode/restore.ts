@@ -5,19 +5,22 @@
  * so whether one exists is asked first with `opencode export <id>`: the same messages are nothing to do, other
  * messages are a conflict. Rollback is `opencode session delete <id>`.
  */
-import { access, readFile } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import path from 'node:path';
+import { LIMITS } from '../../bundle/limits.js';
 import type { Context } from '../../context.js';
 import { isRecord } from '../../capture/title.js';
 import { BlueError } from '../../errors.js';
 import { findExecutable } from '../../profiles/detect.js';
 import { checkedSessionId, entriesOf, restoreUnsafe } from '../restore-files.js';
 import { MAX_FILE_BYTES } from '../session-files.js';
+import { readChecked } from '../../util/safe-read.js';
+import { isSessionId } from '../../util/session-id.js';
 import { printable } from '../../util/terminal-text.js';
 import type { RestoreInput, RestorePlan } from '../types.js';
 import { EXPORT_TIMEOUT_MS } from './session.js';
 
-const IMPORTED = /Imported session: ([A-Za-z0-9._-]{1,512})/;
+const IMPORTED = /Imported session: ([A-Za-z0-9._-]+)/;
 /** What `opencode export <id>` prints on stderr (exit 1) for a session it does not hold. */
 const NOT_FOUND = /Session not found/i;
 
@@ -39,7 +42,7 @@ export async function planOpencodeRestore(_ctx: Context, input: RestoreInput, da
     throw restoreUnsafe('an OpenCode bundle holds exactly one portable_export file, without a native path');
   }
   const file = entries[0]!.from;
-  const doc = parseExport(await readFile(file, 'utf8'), entries[0]!.label);
+  const doc = parseExport((await readChecked(file, { code: 'RESTORE_UNSAFE', maxBytes: LIMITS.fileBytes }))!.toString('utf8'), entries[0]!.label);
   if (doc.info.id !== id) throw restoreUnsafe(`${entries[0]!.label}: the export holds session ${printable(String(doc.info.id)).slice(0, 80)}, not ${id}`);
   const messages = canonicalJson(doc.messages);
   return {
@@ -53,7 +56,11 @@ export async function planOpencodeRestore(_ctx: Context, input: RestoreInput, da
       binary: 'opencode',
       args: ['import', file],
       cwd: input.destination,
-      parseId: (stdout, stderr) => IMPORTED.exec(`${stdout}\n${stderr}`)?.[1],
+      // The id becomes an argument of the rollback (`opencode session delete <id>`): the same rule as every id.
+      parseId: (stdout, stderr) => {
+        const found = IMPORTED.exec(`${stdout}\n${stderr}`)?.[1];
+        return isSessionId(found) ? found : undefined;
+      },
       existing: (ctx) => existingSession(ctx, id, input.destination, dataDir, messages),
       removeArgs: (sessionId) => ['session', 'delete', sessionId],
       existsCheck: opencodeExistsCheck,

@@ -11,6 +11,9 @@ export interface BundleManifest {
    * The profile that captured the session; restore always uses this profile.
    */
   compatibility_profile: string;
+  /**
+   * The harness's own session id, by the one rule of src/util/session-id.ts: what every restore can use as a file name and an argument.
+   */
   native_session_id: string;
   captured_at_unix_ms: number;
   cwd?: string;
