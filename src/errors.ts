@@ -58,6 +58,7 @@ export type ErrorCode =
   | 'SERVICE_FAILED'
   | 'SERVICE_CONFLICT'
   | 'SERVICE_UNSUPPORTED'
+  | 'NODE_UNSUPPORTED'
   | 'INTERNAL';
 
 export interface BlueErrorOptions {
