@@ -114,8 +114,8 @@ export class BlueError extends Error {
   }
 }
 
-export function usageError(message: string, hint?: string): BlueError {
-  return new BlueError('USAGE', message, hint === undefined ? {} : { hint });
+export function usageError(message: string, hint: string): BlueError {
+  return new BlueError('USAGE', message, { hint });
 }
 
 /** Wraps anything thrown into a BlueError so reports always have a code. */

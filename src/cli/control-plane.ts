@@ -93,7 +93,7 @@ async function openBlobs(ctx: Context, dir: string, opts: BlobOptions, publicUrl
     return blobs.createLocalBlobStore({ dir: path.resolve(ctx.cwd, opts.blobDir ?? path.join(dir, 'blobs')), publicUrl });
   }
   if (kind === 's3') {
-    if (opts.s3Bucket === undefined) throw usageError('--blob-store s3 needs --s3-bucket');
+    if (opts.s3Bucket === undefined) throw usageError('--blob-store s3 needs --s3-bucket', 'Name the bucket: --s3-bucket NAME (and --s3-endpoint URL for an S3-compatible server).');
     return blobs.createS3BlobStore(
       blobs.s3OptionsFromEnv(ctx.env, { endpoint: opts.s3Endpoint, bucket: opts.s3Bucket, region: opts.s3Region, forcePathStyle: opts.s3PathStyle }),
     );
@@ -124,14 +124,14 @@ export async function gcCommand(ctx: Context, opts: DataOptions & BlobOptions): 
 function positiveNumber(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw usageError(`${name} must be a positive number, not "${value}"`);
+  if (!Number.isFinite(n) || n <= 0) throw usageError(`${name} must be a positive number, not "${value}"`, `Give ${name} a number greater than 0, e.g. ${name} 30.`);
   return n;
 }
 
 export function parseListen(value: string): { host: string; port: number } {
   const match = /^(?:\[([0-9a-fA-F:]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value);
   const port = match === null ? Number.NaN : Number(match[3]);
-  if (match === null || port > 65535) throw usageError(`--listen must be HOST:PORT (e.g. 127.0.0.1:8080), not "${value}"`);
+  if (match === null || port > 65535) throw usageError(`--listen must be HOST:PORT (e.g. 127.0.0.1:8080), not "${value}"`, 'Use 127.0.0.1:PORT for this machine only, 0.0.0.0:PORT for every interface, [::1]:PORT for IPv6.');
   return { host: match[1] ?? match[2]!, port };
 }
 
@@ -156,7 +156,7 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
   const dir = dataDir(ctx, opts);
   const { host, port } = parseListen(opts.listen ?? '127.0.0.1:8080');
   if (opts.publicUrl !== undefined && !/^https?:\/\/[^/\s]+\/?$/.test(opts.publicUrl)) {
-    throw usageError(`--public-url must be an http(s) origin such as https://control.example.com, not "${opts.publicUrl}"`);
+    throw usageError(`--public-url must be an http(s) origin such as https://control.example.com, not "${opts.publicUrl}"`, 'Give the scheme, host and port agents reach this server at, without a path.');
   }
   const { loadProfiles } = await import('../profiles/index.js');
   const { harnessMetadataDocument } = await import('../control-plane/harness-metadata.js');

@@ -199,7 +199,7 @@ export async function sessionsShareCommand(ctx: Context, id: string, opts: { mod
       throw usageError(`--user "${printable(user).slice(0, 60)}" is not an e-mail address or user id`, 'Give the e-mail address the person uses on the Control API.');
     }
   }
-  if (users.length > MAX_RECIPIENTS) throw usageError(`--user is given ${users.length} times; at most ${MAX_RECIPIENTS} recipients are allowed`);
+  if (users.length > MAX_RECIPIENTS) throw usageError(`--user is given ${users.length} times; at most ${MAX_RECIPIENTS} recipients are allowed`, 'Share with fewer people, or with the whole workspace: --mode workspace.');
 
   const { session, sharing } = await withApi(ctx, async (api) => {
     const session = await api.resolve(id);
