@@ -59,6 +59,7 @@ export type ErrorCode =
   | 'SERVICE_CONFLICT'
   | 'SERVICE_UNSUPPORTED'
   | 'DEMO_STEP_FAILED'
+  | 'NODE_UNSUPPORTED'
   | 'INTERNAL';
 
 export interface BlueErrorOptions {
@@ -114,8 +115,8 @@ export class BlueError extends Error {
   }
 }
 
-export function usageError(message: string, hint?: string): BlueError {
-  return new BlueError('USAGE', message, hint === undefined ? {} : { hint });
+export function usageError(message: string, hint: string): BlueError {
+  return new BlueError('USAGE', message, { hint });
 }
 
 /** Wraps anything thrown into a BlueError so reports always have a code. */

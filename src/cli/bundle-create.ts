@@ -40,7 +40,7 @@ export async function bundleCreateCommand(ctx: Context, opts: BundleCreateOption
       }),
     );
   } catch (error) {
-    if (error instanceof PayloadRefused) throw new BlueError('USAGE', error.message.replace(/^session_id/, '--session'));
+    if (error instanceof PayloadRefused) throw new BlueError('USAGE', error.message.replace(/^session_id/, '--session'), { hint: 'Run `blue-agent bundle create --help`.' });
     throw error;
   }
   const documents = await DocumentCache.open(path.join(ctx.paths.stateDir, 'cache', 'documents.json'), true);

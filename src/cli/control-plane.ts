@@ -26,10 +26,13 @@ export interface ServeOptions extends DataOptions, BlobOptions {
   uploadUrlTtl?: string;
 }
 
-function dataDir(ctx: Context, opts: DataOptions): string {
-  const dir = opts.data ?? ctx.env.BLUE_CONTROL_DATA;
-  if (dir === undefined || dir === '') throw usageError('no data directory given', 'Pass --data DIR or set BLUE_CONTROL_DATA.');
-  return path.resolve(ctx.cwd, dir);
+/** --data, else BLUE_CONTROL_DATA, else `$XDG_DATA_HOME/blue-agent/control` (`~/.local/share/blue-agent/control`). */
+export function dataDir(ctx: Context, opts: DataOptions): string {
+  const given = opts.data ?? ctx.env.BLUE_CONTROL_DATA;
+  if (given !== undefined && given !== '') return path.resolve(ctx.cwd, given);
+  const xdg = ctx.env.XDG_DATA_HOME;
+  const base = xdg !== undefined && path.isAbsolute(xdg) ? xdg : path.join(ctx.paths.home, '.local', 'share');
+  return path.join(base, 'blue-agent', 'control');
 }
 
 /** The data directory of a command that must not create one (`users list`, `policy publish`, `gc`): it must exist and hold control.db. */
@@ -71,11 +74,12 @@ export async function usersListCommand(ctx: Context, opts: DataOptions): Promise
 
 export async function policyPublishCommand(ctx: Context, file: string, opts: DataOptions): Promise<number> {
   const { publishPolicy } = await import('../control-plane/admin.js');
-  const { published, ignoredRevision } = await publishPolicy(await existingDataDir(ctx, opts), path.resolve(ctx.cwd, file), ctx.clock.now());
+  const { published, ignoredRevision, warnings } = await publishPolicy(await existingDataDir(ctx, opts), path.resolve(ctx.cwd, file), ctx.clock.now());
+  if (opts.json !== true) for (const warning of warnings) ctx.stderr.write(`warning: ${warning}\n`);
   print(
     ctx,
     opts,
-    { ok: true, revision: published.revision, etag: published.etag, ignored_revision: ignoredRevision ?? null },
+    { ok: true, revision: published.revision, etag: published.etag, ignored_revision: ignoredRevision ?? null, warnings },
     `Published policy revision ${published.revision}.\n` +
       (ignoredRevision === undefined ? '' : `(The file's revision ${JSON.stringify(ignoredRevision)} was replaced: the server numbers revisions.)\n`),
   );
@@ -89,7 +93,7 @@ async function openBlobs(ctx: Context, dir: string, opts: BlobOptions, publicUrl
     return blobs.createLocalBlobStore({ dir: path.resolve(ctx.cwd, opts.blobDir ?? path.join(dir, 'blobs')), publicUrl });
   }
   if (kind === 's3') {
-    if (opts.s3Bucket === undefined) throw usageError('--blob-store s3 needs --s3-bucket');
+    if (opts.s3Bucket === undefined) throw usageError('--blob-store s3 needs --s3-bucket', 'Name the bucket: --s3-bucket NAME (and --s3-endpoint URL for an S3-compatible server).');
     return blobs.createS3BlobStore(
       blobs.s3OptionsFromEnv(ctx.env, { endpoint: opts.s3Endpoint, bucket: opts.s3Bucket, region: opts.s3Region, forcePathStyle: opts.s3PathStyle }),
     );
@@ -120,14 +124,14 @@ export async function gcCommand(ctx: Context, opts: DataOptions & BlobOptions): 
 function positiveNumber(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw usageError(`${name} must be a positive number, not "${value}"`);
+  if (!Number.isFinite(n) || n <= 0) throw usageError(`${name} must be a positive number, not "${value}"`, `Give ${name} a number greater than 0, e.g. ${name} 30.`);
   return n;
 }
 
 export function parseListen(value: string): { host: string; port: number } {
   const match = /^(?:\[([0-9a-fA-F:]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value);
   const port = match === null ? Number.NaN : Number(match[3]);
-  if (match === null || port > 65535) throw usageError(`--listen must be HOST:PORT (e.g. 127.0.0.1:8080), not "${value}"`);
+  if (match === null || port > 65535) throw usageError(`--listen must be HOST:PORT (e.g. 127.0.0.1:8080), not "${value}"`, 'Use 127.0.0.1:PORT for this machine only, 0.0.0.0:PORT for every interface, [::1]:PORT for IPv6.');
   return { host: match[1] ?? match[2]!, port };
 }
 
@@ -141,13 +145,18 @@ function listenError(error: unknown, host: string, port: number): unknown {
   return error;
 }
 
+/** A path as one shell word. */
+function shellQuote(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
 /** Serves until SIGINT or SIGTERM (or `stop`, for tests). */
 export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Promise<void>): Promise<number> {
   const { createControlServer } = await import('../control-plane/server.js');
   const dir = dataDir(ctx, opts);
   const { host, port } = parseListen(opts.listen ?? '127.0.0.1:8080');
   if (opts.publicUrl !== undefined && !/^https?:\/\/[^/\s]+\/?$/.test(opts.publicUrl)) {
-    throw usageError(`--public-url must be an http(s) origin such as https://control.example.com, not "${opts.publicUrl}"`);
+    throw usageError(`--public-url must be an http(s) origin such as https://control.example.com, not "${opts.publicUrl}"`, 'Give the scheme, host and port agents reach this server at, without a path.');
   }
   const { loadProfiles } = await import('../profiles/index.js');
   const { harnessMetadataDocument } = await import('../control-plane/harness-metadata.js');
@@ -168,7 +177,31 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
     await server.close();
     throw listenError(error, host, port);
   }
+  const publicUrl = (opts.publicUrl ?? url).replace(/\/+$/, '');
+  const { firstStart, recordPublicUrl } = await import('../control-plane/admin.js');
+  let started;
+  try {
+    // Where agents reach this server: `policy publish` (run without the server) checks presign_url against it.
+    recordPublicUrl(dir, publicUrl);
+    started = firstStart(server.store, dir, publicUrl, ctx.clock.now());
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
   ctx.stdout.write(`Control API listening on ${url} (data ${dir}, ${server.blobs.kind} blob store)\n`);
+  if (started.admin !== undefined) {
+    // The token itself is never printed: a terminal's output often ends up in a log (a service's journal).
+    ctx.stdout.write(
+      `Created the administrator ${started.admin.email}; its token is in ${started.admin.tokenFile} (readable only by you).\n` +
+        `Log this machine in with:\n  blue-agent login --control-url ${publicUrl} --token-stdin < ${shellQuote(started.admin.tokenFile)}\n`,
+    );
+  }
+  if (started.policy !== undefined) {
+    ctx.stdout.write(
+      `Published a default policy (revision ${started.policy.revision}): capture on for every harness, uploads presigned at ${publicUrl}/session-uploads/presign.\n` +
+        `Publish your own with: blue-agent control-plane policy publish FILE${opts.data === undefined ? '' : ` --data ${shellQuote(dir)}`}\n`,
+    );
+  }
   await new Promise<void>((resolve) => {
     const done = (): void => {
       process.off('SIGINT', done);

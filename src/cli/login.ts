@@ -85,6 +85,13 @@ export async function login(ctx: Context, opts: LoginOptions, stdin: Readable): 
       maxBytes: MAX_POLICY_BYTES,
       userAgent: `blue-agent/${ctx.self.version}`,
       env: ctx.env,
+    }).catch((error: unknown) => {
+      // The server took the token (it authenticates before it looks for a policy) but has no policy to give yet.
+      if (error instanceof BlueError && error.code === 'POLICY_MISSING') {
+        warnings.push(`${error.message}; saved anyway. ${error.hint ?? ''}`);
+        return { kind: 'ok' as const };
+      }
+      throw error;
     });
     if (outcome.kind === 'unavailable') {
       warnings.push(`could not verify the token: the Control API at ${new URL(controlUrl).origin} ${outcome.reason}; saved anyway`);

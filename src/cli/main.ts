@@ -409,7 +409,7 @@ Examples:
     });
 
   const controlPlane = program.command('control-plane').description('run and administer the reference Control API server');
-  const dataOption = (): Option => new Option('--data <dir>', 'the server data directory (default: BLUE_CONTROL_DATA)');
+  const dataOption = (): Option => new Option('--data <dir>', 'the server data directory (default: BLUE_CONTROL_DATA, else $XDG_DATA_HOME/blue-agent/control)');
   const blobOptions = (command: Command): Command =>
     command
       .addOption(new Option('--blob-store <kind>', 'where bundles are kept').choices(['local', 's3']).default('local'))
@@ -432,7 +432,9 @@ Examples:
       'after',
       `
 Metadata lives in <data>/control.db (SQLite). Add users and publish policies with the other control-plane commands,
-also while the server runs.
+also while the server runs. On a data directory without users, serve creates the administrator admin@localhost
+(its token in <data>/admin-token, 0600, never printed) and prints how to log in; without a policy, it publishes a
+default one whose presign_url is this server's own (--public-url, else the --listen address).
 
 Example:
   blue-agent control-plane serve --listen 0.0.0.0:8080 --data /var/lib/blue-control --public-url https://control.example.com`,

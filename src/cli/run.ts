@@ -5,6 +5,7 @@
 import type { Context } from '../context.js';
 import { Daemon } from '../daemon/index.js';
 import { EXIT_ALREADY_RUNNING } from '../daemon/lock.js';
+import { detectLogTarget, type LogTarget } from '../daemon/log.js';
 import { BlueError } from '../errors.js';
 import { LAUNCHD_LABEL } from '../service/spec.js';
 import { serveTask, TASK_ENV } from '../daemon/worker.js';
@@ -34,6 +35,9 @@ export async function runCommand(ctx: Context): Promise<number> {
       }
       throw error;
     }
+    // Run by hand, the agent is silent on the terminal: say once where its log goes.
+    const line = logLocationLine(detectLogTarget(ctx.env, ctx.paths.stateDir), ctx.stderr.isTTY);
+    if (line !== undefined) ctx.stderr.write(`${line}\n`);
     if (stopRequested !== undefined) void daemon.stop(stopRequested);
     return await daemon.stopped;
   } finally {
@@ -41,4 +45,10 @@ export async function runCommand(ctx: Context): Promise<number> {
     process.off('SIGINT', onStop);
     process.off('SIGHUP', onHup);
   }
+}
+
+/** The line `run` prints at start in a terminal when its log goes to a file (the same target the agent detects). */
+export function logLocationLine(target: LogTarget, terminal: boolean): string | undefined {
+  if (!terminal || target.kind !== 'file') return undefined;
+  return `blue-agent run: the agent is running; its log is ${target.file} (BLUE_AGENT_LOG=json logs here instead). Ctrl-C stops it.`;
 }

@@ -9,7 +9,9 @@ import { extractBundle, formatBytes } from '../bundle/index.js';
 import type { Context } from '../context.js';
 import { BlueError, usageError } from '../errors.js';
 import { loadProfiles } from '../profiles/index.js';
-import { printable, SessionsApi, type SessionUpload, type Sharing } from '../sessions/api.js';
+import { printable, sessionLabel, SessionsApi, type SessionUpload, type Sharing } from '../sessions/api.js';
+
+export { sessionLabel };
 import { EXPORT_FORMATS, readTranscript, renderJson, renderMarkdown, wantedFiles, type ExportFormat, type ExportInput } from '../sessions/export.js';
 import type { TranscriptSource } from '../sessions/transcript.js';
 
@@ -31,11 +33,6 @@ function writeJson(ctx: Context, doc: Record<string, unknown>): void {
   ctx.stdout.write(`${JSON.stringify({ ok: true, ...doc }, null, 2)}\n`);
 }
 
-/** The title people know a session by: its title, else `Session <first 8 characters of the id>`. */
-export function sessionLabel(s: Pick<SessionUpload, 'title' | 'upload_id'>): string {
-  const title = printable(s.title ?? '').replace(/\s+/g, ' ').trim();
-  return title === '' ? `Session ${s.upload_id.slice(0, 8)}` : title;
-}
 
 function ownerLabel(s: SessionUpload): string {
   if (s.owned) return 'you';
@@ -199,7 +196,7 @@ export async function sessionsShareCommand(ctx: Context, id: string, opts: { mod
       throw usageError(`--user "${printable(user).slice(0, 60)}" is not an e-mail address or user id`, 'Give the e-mail address the person uses on the Control API.');
     }
   }
-  if (users.length > MAX_RECIPIENTS) throw usageError(`--user is given ${users.length} times; at most ${MAX_RECIPIENTS} recipients are allowed`);
+  if (users.length > MAX_RECIPIENTS) throw usageError(`--user is given ${users.length} times; at most ${MAX_RECIPIENTS} recipients are allowed`, 'Share with fewer people, or with the whole workspace: --mode workspace.');
 
   const { session, sharing } = await withApi(ctx, async (api) => {
     const session = await api.resolve(id);

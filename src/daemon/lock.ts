@@ -16,9 +16,8 @@
  * between machines, where only that host can tell whether its agent runs (its pid means nothing here). The message
  * names the host; remove the lock by hand if that host is gone.
  *
- * Takeover is exclusive: the stale lock is renamed to a unique name and its content compared with what was judged;
- * only the process whose rename moved that very file goes on to create the new lock (the others find a different
- * file, put it back, and look again).
+ * Takeover is exclusive: a contender first creates `<lock>.takeover` (O_EXCL), checks that the lock is still the one it
+ * judged stale, and only then moves it aside; the others wait for the marker and look again.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -34,6 +33,8 @@ export const RUN_LOCK_FILE = 'agent-run.lock';
 export const EXIT_ALREADY_RUNNING = 3;
 /** How far a recorded start may lie before the computed boot time and still count as this boot (clock steps, NTP). */
 const BOOT_SLACK_MS = 5 * 60_000;
+/** A takeover marker older than this was left by a contender that died holding it (holding it takes milliseconds). */
+const TAKEOVER_STALE_MS = 10_000;
 
 export interface LockOwner {
   pid: number;
@@ -211,23 +212,36 @@ export async function acquireInstanceLock(stateDir: string, now: number, world: 
             : 'Only one agent runs per user. Stop the other one first (`blue-agent service status` shows the service), or remove the lock file if that process is not blue-agent.',
       });
     }
-    // Take over: move the stale lock aside under a unique name. Only the one whose rename moved the very file judged
-    // stale goes on; anyone else moved a newer lock and puts it back.
-    const aside = `${unique()}.stale`;
+    // Take over, one contender at a time: only the holder of the takeover marker removes a lock, and only the very
+    // lock it judged stale. (Without the marker, a contender could move aside a lock just created by another one
+    // and, while putting it back, let a third create its own: two owners.)
+    const marker = `${file}.takeover`;
     try {
-      await rename(file, aside);
+      await writeFile(marker, `${world.pid}\n`, { mode: 0o600, flag: 'wx' });
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // somebody else took it over first
-      throw error;
-    }
-    const moved = await readFile(aside, 'utf8').catch(() => undefined);
-    if (moved !== seen) {
-      await link(aside, file).catch(() => undefined);
-      await unlink(aside).catch(() => undefined);
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      // Left by a contender that died in the few steps it holds the marker for: removed once clearly old.
+      const info = await stat(marker).catch(() => undefined);
+      if (info !== undefined && Date.now() - info.mtimeMs > TAKEOVER_STALE_MS) await unlink(marker).catch(() => undefined);
       await delay(20 + Math.floor(Math.random() * 50));
       continue;
     }
-    await unlink(aside).catch(() => undefined);
+    try {
+      // Judged on an earlier read: taken over (and created anew) meanwhile, it is judged again.
+      if ((await readFile(file, 'utf8').catch(() => undefined)) !== seen) continue;
+      const aside = `${unique()}.stale`;
+      try {
+        await rename(file, aside);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // released meanwhile
+        throw error;
+      }
+      const moved = await readFile(aside, 'utf8').catch(() => undefined);
+      if (moved !== seen) await link(aside, file).catch(() => undefined); // replaced between the read and the rename
+      await unlink(aside).catch(() => undefined);
+    } finally {
+      await unlink(marker).catch(() => undefined);
+    }
   }
 }
 

@@ -105,6 +105,12 @@ async function fetchWith(
       const retryAfter = header(response.headers, 'retry-after');
       return { kind: 'unavailable', reason: `answered HTTP ${status}`, ...(retryAfter === undefined ? {} : { retryAfter }) };
     }
+    if (status === 404 && (await isNoPolicyAnswer(response))) {
+      // The Control API speaks, and the URL is right: nobody has published a policy yet.
+      throw new BlueError('POLICY_MISSING', `the Control API at ${req.url.origin} has no governance policy yet`, {
+        hint: 'An administrator publishes one on the server: `blue-agent control-plane policy publish FILE` (examples/policy.yaml is a start).',
+      });
+    }
     if (status !== 200) {
       await response.body.dump().catch(() => undefined);
       throw new BlueError('POLICY_UNREACHABLE', `GET ${url.href} answered HTTP ${status}`, {
@@ -122,6 +128,26 @@ async function fetchWith(
     }
     const text = await readCapped(response, req.maxBytes, url);
     return { kind: 'ok', text, etag: header(response.headers, 'etag') };
+  }
+}
+
+/** Whether a 404 is the Control API's own `{error: {code: "no_policy"}}` (read up to 4 KiB; anything else is not). */
+async function isNoPolicyAnswer(response: Dispatcher.ResponseData): Promise<boolean> {
+  const type = header(response.headers, 'content-type');
+  if (type === undefined || !/\bjson\b/i.test(type)) {
+    await response.body.dump().catch(() => undefined);
+    return false;
+  }
+  let text: string;
+  try {
+    text = await readCapped(response, 4096, new URL('http://127.0.0.1'));
+  } catch {
+    return false;
+  }
+  try {
+    return (JSON.parse(text) as { error?: { code?: unknown } } | null)?.error?.code === 'no_policy';
+  } catch {
+    return false;
   }
 }
 

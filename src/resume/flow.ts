@@ -130,7 +130,7 @@ export type RepositoryCheck =
    * The destination has another remote, or none, or is not in a repository. `recorded`, `local` and `why` are for
    * display: control characters removed, bounded.
    */
-  | { kind: 'mismatch'; recorded: string; local: string | undefined; why: string };
+  | { kind: 'mismatch'; recorded: string; local: string | undefined; why: string; destination: 'folder' | 'repository' };
 
 /**
  * `git@host:org/x.git`, `ssh://git@host/org/x`, `https://host/org/x.git/` all name `host/org/x`: the host in lower
@@ -158,10 +158,17 @@ export function compareRepository(recorded: { root: string; remote?: string | un
   const remote = recorded?.remote;
   if (remote === undefined || remote === '') return { kind: 'unknown' };
   const shown = shownRemote(remote);
-  if (local === undefined) return { kind: 'mismatch', recorded: shown, local: undefined, why: 'the destination is not in a git repository' };
-  if (local.remote === undefined) return { kind: 'mismatch', recorded: shown, local: undefined, why: `the destination's repository (${printable(local.root)}) has no remote` };
+  if (local === undefined) return { kind: 'mismatch', recorded: shown, local: undefined, why: 'the destination is not in a git repository', destination: 'folder' };
+  if (local.remote === undefined) {
+    return { kind: 'mismatch', recorded: shown, local: undefined, why: `the destination's repository (${printable(local.root)}) has no remote`, destination: 'repository' };
+  }
   if (normaliseRemote(local.remote) === normaliseRemote(remote)) return { kind: 'same', remote: shown };
-  return { kind: 'mismatch', recorded: shown, local: shownRemote(local.remote), why: `the destination's repository has remote ${shownRemote(local.remote)}` };
+  return { kind: 'mismatch', recorded: shown, local: shownRemote(local.remote), why: `the destination's repository has remote ${shownRemote(local.remote)}`, destination: 'repository' };
+}
+
+/** What the resume prompt asks on a mismatch: a folder outside any repository is not "another repository". */
+export function mismatchQuestion(check: Extract<RepositoryCheck, { kind: 'mismatch' }>): string {
+  return check.destination === 'folder' ? 'Restore it into this folder, outside any repository, anyway?' : 'Restore it into this other repository anyway?';
 }
 
 export function repositoryRefused(check: Extract<RepositoryCheck, { kind: 'mismatch' }>, reason: 'declined' | 'no-terminal'): BlueError {

@@ -4,7 +4,7 @@
  * where it is cut, never a wrap) and the whole screen is drawn again when the terminal is resized.
  */
 import type { Context } from '../context.js';
-import { printable, type SessionUpload } from '../sessions/api.js';
+import { printable, sessionLabel, type SessionUpload } from '../sessions/api.js';
 import {
   ALT_SCREEN_OFF,
   ALT_SCREEN_ON,
@@ -234,11 +234,11 @@ export const SESSION_COLUMNS: Column[] = [
 ];
 
 export function sessionItem(upload: SessionUpload, now: number, home?: string): SelectItem<SessionUpload> {
-  const title = upload.title ?? upload.summary ?? upload.session_id;
+  const title = sessionLabel(upload);
   const owner = upload.owned ? 'you' : `shared by ${upload.owner_email ?? upload.user_id}`;
   const where = upload.cwd === null ? '(unknown)' : home !== undefined && (upload.cwd === home || upload.cwd.startsWith(`${home}/`)) ? `~${upload.cwd.slice(home.length)}` : upload.cwd;
   const cells = [title, upload.harness, owner, where, ago(upload.updated_at, now)];
-  const search = [title, upload.harness, owner, upload.cwd ?? '', upload.session_id, upload.upload_id].join('\n').toLowerCase();
+  const search = [title, upload.summary ?? '', upload.harness, owner, upload.cwd ?? '', upload.session_id, upload.upload_id].join('\n').toLowerCase();
   return { value: upload, cells, search };
 }
 

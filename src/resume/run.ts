@@ -24,6 +24,7 @@ import {
   destinationNeeded,
   eligibility,
   launchLine,
+  mismatchQuestion,
   repositoryRefused,
   type RepositoryCheck,
   type ResumeOptions,
@@ -165,7 +166,7 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
     if (repository.kind === 'mismatch') {
       if (!mode.interactive) throw repositoryRefused(repository, 'no-terminal');
       say(c.red(`The session was recorded in a clone of ${printable(repository.recorded)}, but ${printable(repository.why)}.`));
-      if (!(await confirm(ctx, 'Restore it into this other repository anyway?'))) throw repositoryRefused(repository, 'declined');
+      if (!(await confirm(ctx, mismatchQuestion(repository)))) throw repositoryRefused(repository, 'declined');
     } else if (repository.kind === 'same') {
       say(`${c.bold('Repository')}  ${printable(repository.remote)}`);
     }

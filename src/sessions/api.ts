@@ -472,3 +472,12 @@ function parseDownload(value: unknown, upload: SessionUpload): { url: string; he
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/**
+ * The name people know a session by, the same everywhere (`sessions list`, `show`, the resume picker): its title,
+ * else `Session <first 8 characters of the upload id>`.
+ */
+export function sessionLabel(s: Pick<SessionUpload, 'title' | 'upload_id'>): string {
+  const title = printable(s.title ?? '').replace(/\s+/g, ' ').trim();
+  return title === '' ? `Session ${s.upload_id.slice(0, 8)}` : title;
+}

@@ -167,12 +167,12 @@ describe('control-plane serve', () => {
     expect(url).not.toBe('');
     const auth = { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' };
     try {
-      // A policy published while the server runs is served at once.
+      // A policy published while the server runs is served at once (revision 1 is the default a first start publishes).
       const file = path.join(home.root, 'policy.yaml');
       await writeFile(file, 'allowed_harnesses: [claude]\n');
       expect((await run('control-plane', 'policy', 'publish', file, '--data', data)).code).toBe(0);
       const policy = await fetch(`${url}/governance-config`, { headers: auth });
-      expect(await policy.json()).toEqual({ allowed_harnesses: ['claude'], revision: 1 });
+      expect(await policy.json()).toEqual({ allowed_harnesses: ['claude'], revision: 2 });
       // The installed compatibility profiles are the server's harness metadata.
       const metadata = (await (await fetch(`${url}/harness-metadata`, { headers: auth })).json()) as { harnesses: { harness: string }[] };
       expect(metadata.harnesses.map((h) => h.harness)).toEqual(['claude', 'codex', 'kimi', 'opencode']);

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadProfiles } from '../../src/profiles/index.js';
-import { compareRepository, decideDestination, decideMode, eligibility, launchLine, normaliseRemote, repositoryRefused, shellQuote } from '../../src/resume/flow.js';
+import { compareRepository, decideDestination, decideMode, eligibility, launchLine, mismatchQuestion, normaliseRemote, repositoryRefused, shellQuote } from '../../src/resume/flow.js';
 import { SESSION_COLUMNS, layout, renderRow } from '../../src/resume/picker.js';
 import { fit, fitPath, textWidth } from '../../src/resume/terminal.js';
 import { repoRoot } from '../support/context.js';
@@ -52,6 +52,17 @@ describe('repository identity', () => {
     expect(compareRepository({ root: '/r', remote: 'git@h:o/r.git' }, { root: '/x', remote: 'https://h/o/other' })).toMatchObject({ kind: 'mismatch' });
     expect(compareRepository({ root: '/r', remote: 'git@h:o/r.git' }, { root: '/x' })).toMatchObject({ kind: 'mismatch' });
     expect(compareRepository({ root: '/r', remote: 'git@h:o/r.git' }, undefined)).toMatchObject({ kind: 'mismatch', why: expect.stringContaining('not in a git repository') });
+  });
+
+  it('asks about a folder outside any repository as a folder, not as "this other repository"', () => {
+    const ask = (local: { root: string; remote?: string } | undefined) => {
+      const check = compareRepository({ root: '/r', remote: 'git@h:o/r.git' }, local);
+      if (check.kind !== 'mismatch') throw new Error(check.kind);
+      return mismatchQuestion(check);
+    };
+    expect(ask(undefined)).toBe('Restore it into this folder, outside any repository, anyway?');
+    expect(ask({ root: '/x', remote: 'https://h/o/other' })).toBe('Restore it into this other repository anyway?');
+    expect(ask({ root: '/x' })).toBe('Restore it into this other repository anyway?');
   });
   it('a hostile recorded remote reaches no message or prompt with its escapes, and is bounded', () => {
     const unsafe = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;

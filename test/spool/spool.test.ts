@@ -319,12 +319,17 @@ describe('recovery after a crash', () => {
     const spool = await Spool.open(stateDir, { now: clock });
     const record = await enqueue(spool);
     const { rename, utimes } = await import('node:fs/promises');
-    // pid 1 always runs; the claim was last refreshed an hour ago.
-    const claim = path.join(stateDir, 'spool', 'building', `${record.id}.1.json`);
-    await rename(path.join(stateDir, 'spool', 'intake', `${record.id}.json`), claim);
-    const hourAgo = new Date(now - 3_600_000);
-    await utimes(claim, hourAgo, hourAgo);
-    expect((await spool.releaseDeadClaims()).released).toEqual([record.id]);
+    // A process of our own runs under the claim's pid; the claim was last refreshed an hour ago.
+    const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], { stdio: 'ignore' });
+    try {
+      const claim = path.join(stateDir, 'spool', 'building', `${record.id}.${other.pid}.json`);
+      await rename(path.join(stateDir, 'spool', 'intake', `${record.id}.json`), claim);
+      const hourAgo = new Date(now - 3_600_000);
+      await utimes(claim, hourAgo, hourAgo);
+      expect((await spool.releaseDeadClaims()).released).toEqual([record.id]);
+    } finally {
+      other.kill('SIGKILL');
+    }
   });
 
   it(`a record whose worker keeps dying is failed after ${MAX_INTERRUPTIONS} interruptions`, async () => {

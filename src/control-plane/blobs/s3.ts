@@ -61,7 +61,7 @@ function s3Error(action: string, key: string, status: number, body: string): Blu
 
 export async function createS3BlobStore(options: S3BlobStoreOptions): Promise<BlobStore> {
   if (!options.bucket || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(options.bucket)) {
-    throw usageError(`S3 bucket name ${JSON.stringify(options.bucket)} is not valid`);
+    throw usageError(`S3 bucket name ${JSON.stringify(options.bucket)} is not valid`, 'A bucket name is 3 to 63 lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit.');
   }
   const endpoint = new URL(options.endpoint);
   const clock = options.clock ?? Date.now;

@@ -1,0 +1,40 @@
+// The Node.js versions blue-agent runs on, checked before anything else is loaded: on an older Node.js the
+// dependencies fail in ways that say nothing about the cause. Plain JavaScript without dependencies, written so that
+// even an old Node.js parses it. `engines.node` in package.json says the same (a test keeps them in step).
+
+/** The oldest supported release: [major, minor]. */
+export var MINIMUM = [22, 22];
+export var RECOMMENDED_MAJOR = 24;
+
+/** Why `version` (`process.versions.node`, e.g. `20.20.2`) cannot run blue-agent, or undefined when it can. */
+export function nodeVersionProblem(version, execPath) {
+  var match = /^v?(\d+)\.(\d+)\.(\d+)/.exec(String(version));
+  var major = match ? Number(match[1]) : 0;
+  var minor = match ? Number(match[2]) : 0;
+  if (major > MINIMUM[0] || (major === MINIMUM[0] && minor >= MINIMUM[1])) return undefined;
+  return (
+    'blue-agent needs Node.js ' + MINIMUM[0] + '.' + MINIMUM[1] + ' or newer, and this is Node.js ' + (match ? match[0].replace(/^v/, '') : String(version)) +
+    (execPath ? ' (' + execPath + ')' : '') +
+    '; install Node.js ' + RECOMMENDED_MAJOR + ' LTS (https://nodejs.org/en/download, or `nvm install ' + RECOMMENDED_MAJOR + '`), ' +
+    'or run ./blue-agent from a checkout, which provisions it'
+  );
+}
+
+/** The exit code of a run refused for its Node.js version (a failure, as documented). */
+export var EXIT_NODE_UNSUPPORTED = 1;
+
+/**
+ * Refuses an unsupported Node.js: one line on stderr (or the JSON error envelope on stdout with `--json`).
+ * Returns true when the process may go on.
+ */
+export function checkNodeVersion(proc) {
+  var problem = nodeVersionProblem(proc.versions.node, proc.execPath);
+  if (problem === undefined) return true;
+  if (proc.argv.indexOf('--json') !== -1) {
+    proc.stdout.write(JSON.stringify({ ok: false, error: { code: 'NODE_UNSUPPORTED', message: problem } }, null, 2) + '\n');
+  } else {
+    proc.stderr.write('blue-agent: error [NODE_UNSUPPORTED]: ' + problem + '\n');
+  }
+  proc.exitCode = EXIT_NODE_UNSUPPORTED;
+  return false;
+}

@@ -1,0 +1,161 @@
+/**
+ * `control-plane serve` with no flags on a fresh machine: the data directory under XDG_DATA_HOME, an administrator
+ * whose token stays out of every output, a default policy presigned at the server's own origin; `policy publish`
+ * warns when presign_url leaves that origin; agents of a server without a policy are told to publish one.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { serveCommand } from '../../src/cli/control-plane.js';
+import { loginCommand } from '../../src/cli/login.js';
+import { main } from '../../src/cli/main.js';
+import { ControlStore } from '../../src/control-plane/store.js';
+import { reconcile } from '../../src/reconcile/index.js';
+import { makeTestHome, type TestHome } from '../support/context.js';
+import { rejected } from '../support/errors.js';
+
+let home: TestHome;
+beforeEach(async () => {
+  home = await makeTestHome({ BLUE_AGENT_LOG_LEVEL: 'info' });
+  delete home.env.BLUE_CONTROL_DATA;
+});
+afterEach(async () => {
+  await home.cleanup();
+});
+
+const defaultData = () => path.join(home.env.XDG_DATA_HOME!, 'blue-agent', 'control');
+
+async function run(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const before = { out: home.stdout.text().length, err: home.stderr.text().length };
+  const code = await main(args, home.ctx);
+  return { code, stdout: home.stdout.text().slice(before.out), stderr: home.stderr.text().slice(before.err) };
+}
+
+/** Runs `serve` (only a loopback port given, so tests can run side by side) until the returned stop is called. */
+async function serve(opts: Record<string, string> = {}): Promise<{ url: string; printed: string; stop: () => Promise<number> }> {
+  const from = home.stdout.text().length;
+  let stop!: () => void;
+  const stopped = new Promise<void>((resolve) => (stop = resolve));
+  const serving = serveCommand(home.ctx, { listen: '127.0.0.1:0', ...opts }, stopped);
+  let url = '';
+  for (let i = 0; i < 250 && url === ''; i++) {
+    await Promise.race([serving, new Promise((resolve) => setTimeout(resolve, 20))]);
+    url = /listening on (http:\/\/\S+)/.exec(home.stdout.text().slice(from))?.[1] ?? '';
+  }
+  expect(url).not.toBe('');
+  return {
+    url,
+    printed: home.stdout.text().slice(from),
+    stop: async () => {
+      stop();
+      return serving;
+    },
+  };
+}
+
+describe('control-plane serve on a fresh machine', () => {
+  it('keeps its data under XDG_DATA_HOME, creates an administrator whose token is only in a 0600 file, and publishes a default policy on its own origin', async () => {
+    const server = await serve();
+    try {
+      const data = defaultData();
+      expect(server.printed).toContain(`(data ${data},`);
+      const tokenFile = path.join(data, 'admin-token');
+      expect(server.printed).toContain(`Created the administrator admin@localhost; its token is in ${tokenFile}`);
+      expect(server.printed).toContain(`blue-agent login --control-url ${server.url} --token-stdin < ${tokenFile}`);
+      expect((await stat(tokenFile)).mode & 0o777).toBe(0o600);
+      const token = (await readFile(tokenFile, 'utf8')).trim();
+      expect(token).toMatch(/^blue_/);
+
+      // The token works, and the policy sends uploads back to this very server.
+      const answer = await fetch(`${server.url}/governance-config`, { headers: { authorization: `Bearer ${token}` } });
+      expect(answer.status).toBe(200);
+      const policy = (await answer.json()) as { revision: number; session_upload: { presign_url: string } };
+      expect(policy).toMatchObject({ revision: 1, session_upload: { presign_url: `${server.url}/session-uploads/presign` } });
+      expect(server.printed).toContain('Published a default policy (revision 1)');
+
+      // The printed login command works as printed.
+      const login = await loginCommand(home.ctx, { controlUrl: server.url, tokenStdin: true, json: true }, Readable.from([Buffer.from(token)]));
+      expect(login).toBe(0);
+      // A dry-run reconcile accepts the default policy against this Control API (presign on its origin).
+      await expect(reconcile(home.ctx, { dryRun: true })).resolves.toBeDefined();
+
+      expect(home.stdout.text() + home.stderr.text()).not.toContain(token);
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+
+    // A second start creates nobody and publishes nothing.
+    const again = await serve();
+    try {
+      expect(again.printed).not.toMatch(/Created the administrator|Published a default policy/);
+    } finally {
+      await again.stop();
+    }
+    const store = ControlStore.open(defaultData());
+    try {
+      expect(store.listUsers().map((u) => u.email)).toEqual(['admin@localhost']);
+      expect(store.currentPolicy()?.revision).toBe(1);
+    } finally {
+      store.close();
+    }
+    expect(home.stdout.text() + home.stderr.text()).not.toContain((await readFile(path.join(defaultData(), 'admin-token'), 'utf8')).trim());
+  });
+
+  it('presigns at --public-url when given, and policy publish warns when presign_url leaves the recorded origin', async () => {
+    const server = await serve({ publicUrl: 'https://control.example.com' });
+    await server.stop();
+    const data = defaultData();
+    const policy = JSON.parse((await run('control-plane', 'users', 'list', '--json')).stdout) as { users: unknown[] };
+    expect(policy.users).toHaveLength(1);
+    const store = ControlStore.open(data);
+    try {
+      expect(store.currentPolicy()?.body).toMatchObject({ session_upload: { presign_url: 'https://control.example.com/session-uploads/presign' } });
+    } finally {
+      store.close();
+    }
+
+    const foreign = path.join(home.root, 'foreign.yaml');
+    await import('node:fs/promises').then((fs) => fs.writeFile(foreign, 'session_upload:\n  presign_url: http://127.0.0.1:8787/session-uploads/presign\n'));
+    const text = await run('control-plane', 'policy', 'publish', foreign);
+    expect(text.code).toBe(0);
+    expect(text.stderr).toContain("warning: session_upload.presign_url is on http://127.0.0.1:8787, not on this server's origin https://control.example.com");
+    expect(text.stderr).toContain('use https://control.example.com/session-uploads/presign');
+    const json = await run('control-plane', 'policy', 'publish', foreign, '--json');
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: true, warnings: [expect.stringContaining('POLICY_FOREIGN_ORIGIN')] });
+
+    const own = path.join(home.root, 'own.yaml');
+    await import('node:fs/promises').then((fs) => fs.writeFile(own, 'session_upload:\n  presign_url: https://control.example.com/session-uploads/presign\n'));
+    const fine = await run('control-plane', 'policy', 'publish', own, '--json');
+    expect(JSON.parse(fine.stdout)).toMatchObject({ ok: true, warnings: [] });
+  });
+});
+
+describe('a Control API without a policy', () => {
+  it('login saves and says to publish one; reconcile says to publish one, not to check the URL', async () => {
+    const data = path.join(home.root, 'bare');
+    const added = JSON.parse((await run('control-plane', 'users', 'add', 'ada@example.com', '--data', data, '--json')).stdout) as { token: string };
+    // A server whose policy a first start did not publish: the store is opened by hand, as an older server left it.
+    const { createControlServer } = await import('../../src/control-plane/server.js');
+    const { createLocalBlobStore } = await import('../../src/control-plane/blobs/index.js');
+    const server = createControlServer({ dataDir: data, blobs: (publicUrl) => createLocalBlobStore({ dir: path.join(data, 'blobs'), publicUrl }) });
+    const { url } = await server.listen('127.0.0.1', 0);
+    try {
+      const before = home.stdout.text().length;
+      const code = await loginCommand(home.ctx, { controlUrl: url, tokenStdin: true }, Readable.from([Buffer.from(added.token)]));
+      expect(code).toBe(0);
+      const said = home.stdout.text().slice(before);
+      expect(said).toContain('the Control API accepted the token');
+      expect(said).toContain(`the Control API at ${url} has no governance policy yet`);
+      expect(said).toContain('blue-agent control-plane policy publish FILE');
+
+      const error = await rejected(reconcile(home.ctx, { dryRun: true }));
+      expect(error.code).toBe('POLICY_MISSING');
+      expect(error.message).toContain('has no governance policy yet');
+      expect(error.hint).toContain('blue-agent control-plane policy publish FILE');
+      expect(`${error.message} ${error.hint}`).not.toMatch(/check control_url/i);
+    } finally {
+      await server.close();
+    }
+  });
+});
