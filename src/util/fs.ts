@@ -2,7 +2,7 @@
  * File primitives that never leave a half-written file behind.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { constants, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { chmod, chown, lstat, mkdir, open, readlink, realpath, rename, rmdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
@@ -99,6 +99,37 @@ export async function readBytesIfExists(file: string, limit = MAX_FILE_BYTES): P
     return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
   } finally {
     await handle.close();
+  }
+}
+
+/** readBytesIfExists for the few synchronous callers, with the same checks: no blocking, no special files, the limit. */
+export function readBytesIfExistsSync(file: string, limit = MAX_FILE_BYTES): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch (error) {
+    const code = errnoOf(error);
+    if (code === 'ENOENT') return null;
+    if (code === 'ELOOP') throw linkLoop(file, error);
+    throw error;
+  }
+  try {
+    const info = fstatSync(fd);
+    if (!info.isFile()) throw notRegular(file, info);
+    if (info.size > limit) throw tooLarge(file, info.size, limit);
+    const buffer = Buffer.allocUnsafe(limit + 1 > info.size + 1 ? info.size + 1 : limit + 1);
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const read = readSync(fd, buffer, 0, buffer.length, null);
+      if (read === 0) break;
+      total += read;
+      if (total > limit) throw tooLarge(file, total, limit);
+      chunks.push(Buffer.from(buffer.subarray(0, read)));
+    }
+    return Buffer.concat(chunks, total);
+  } finally {
+    closeSync(fd);
   }
 }
 

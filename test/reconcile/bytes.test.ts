@@ -45,6 +45,7 @@ const claudeDir = () => path.join(t.home, '.claude');
 const claudeSettings = () => path.join(claudeDir(), 'settings.json');
 const codexConfig = () => path.join(t.home, '.codex', 'config.toml');
 const codexHooksJson = () => path.join(t.home, '.codex', 'hooks.json');
+const opencodePlugin = () => path.join(t.home, '.config', 'opencode', 'plugin', 'blue-agent-session-upload.js');
 const kimiConfig = () => path.join(t.home, '.kimi', 'config.toml');
 const byHarness = (report: ReconcileReport) => Object.fromEntries(report.harnesses.map((h) => [h.harness, h]));
 const disable = () => writeFile(policy, DISABLED);
@@ -236,15 +237,17 @@ describe('links and special files in the place of a config', () => {
   it('a FIFO, a directory, a socket or a link to a device is refused without blocking, by reconcile, status and doctor', async () => {
     await mkdir(claudeDir(), { recursive: true });
     execFileSync('mkfifo', [claudeSettings()]);
-    await mkdir(codexHooksJson(), { recursive: true });
+    await mkdir(path.dirname(codexHooksJson()), { recursive: true });
+    execFileSync('mkfifo', [codexHooksJson()]);
+    await mkdir(opencodePlugin(), { recursive: true });
     await mkdir(path.dirname(kimiConfig()), { recursive: true });
     await symlink('/dev/null', kimiConfig());
     const server = net.createServer();
     await new Promise<void>((resolve) => server.listen(codexConfig(), resolve));
     try {
       for (const dryRun of [true, false]) {
-        const h = byHarness(await run(['claude', 'codex', 'kimi'], dryRun));
-        const kinds: Record<string, RegExp> = { claude: /FIFO/, codex: /directory|socket/, kimi: /symbolic link to a character device/ };
+        const h = byHarness(await run(undefined, dryRun));
+        const kinds: Record<string, RegExp> = { claude: /FIFO/, codex: /socket|FIFO/, kimi: /symbolic link to a character device/, opencode: /directory/ };
         for (const [name, kind] of Object.entries(kinds)) {
           expect(h[name]!.state).toBe('error');
           const error = h[name]!.files.find((f) => f.action === 'error')!.error!;
@@ -260,6 +263,7 @@ describe('links and special files in the place of a config', () => {
       await new Promise((resolve) => server.close(resolve));
     }
     expect((await stat(claudeSettings())).isFIFO()).toBe(true);
+    expect((await stat(codexHooksJson())).isFIFO()).toBe(true);
   });
 });
 
