@@ -25,6 +25,7 @@ const KINDS: ReadonlyArray<[(s: Stats) => boolean, string]> = [
   [(s) => s.isSocket(), 'a socket'],
   [(s) => s.isCharacterDevice(), 'a character device'],
   [(s) => s.isBlockDevice(), 'a block device'],
+  [(s) => s.isFile(), 'a regular file'],
 ];
 
 function kindOf(info: Stats): string {
@@ -213,6 +214,15 @@ export async function resolveWriteTarget(file: string): Promise<string> {
       continue;
     }
     if (info.isSymbolicLink()) {
+      // A link to an existing folder is fine (the missing names go inside its target); a dangling one is not.
+      const resolved = await stat(current).catch((error: unknown) => {
+        if (errnoOf(error) === 'ELOOP') throw linkLoop(current, error);
+        return null;
+      });
+      if (resolved !== null) {
+        if (missing.length > 0 && !resolved.isDirectory()) throw notFolder(absolute, current, resolved);
+        return path.join(await realpath(current), ...missing);
+      }
       const to = await readlink(current).catch(() => '?');
       const self = current === absolute;
       const message = self
@@ -224,14 +234,16 @@ export async function resolveWriteTarget(file: string): Promise<string> {
       });
     }
     if (missing.length === 0) return realpath(current);
-    if (!info.isDirectory()) {
-      throw new BlueError('UNSAFE_PATH', `${absolute}: ${current} is ${kindOf(info)}, not a folder`, {
-        file: absolute,
-        hint: `Move ${current} away (or fix the path), then run the command again.`,
-      });
-    }
+    if (!info.isDirectory()) throw notFolder(absolute, current, info);
     return path.join(await realpath(current), ...missing);
   }
+}
+
+function notFolder(file: string, parent: string, info: Stats): BlueError {
+  return new BlueError('UNSAFE_PATH', `${file}: ${parent} is ${kindOf(info)}, not a folder`, {
+    file,
+    hint: `Move ${parent} away (or fix the path), then run the command again.`,
+  });
 }
 
 /** The folders above `target` that do not exist yet (outermost first): what writing `target` would create. */

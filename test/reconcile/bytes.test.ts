@@ -219,6 +219,15 @@ describe('links and special files in the place of a config', () => {
     expect(await exists(path.dirname(rootTarget))).toBe(false);
   });
 
+  it('a config folder that links to an existing folder still gets a new file, inside the link target', async () => {
+    const dotfiles = path.join(t.root, 'dotfiles', 'claude');
+    await mkdir(dotfiles, { recursive: true });
+    await symlink(dotfiles, claudeDir());
+    expect(byHarness(await run(['claude'])).claude!.action).toBe('create');
+    expect(await readFile(path.join(dotfiles, 'settings.json'), 'utf8')).toContain('capture --harness claude');
+    expect((await lstat(claudeDir())).isSymbolicLink()).toBe(true);
+  });
+
   it('a link loop and a parent folder that is a dangling link are refused the same way', async () => {
     await mkdir(claudeDir(), { recursive: true });
     await symlink('settings.json', claudeSettings());
