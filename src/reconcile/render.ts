@@ -58,7 +58,7 @@ function renderFile(file: FileReport, options: RenderOptions, c: Palette): strin
 export const DIFF_LINE_CHARS = 240;
 export const DIFF_MAX_LINES = 400;
 /** Beyond this many changed lines, the changed region is shown as removed then added, without a line diff. */
-const DIFF_MAX_EDIT = 5000;
+const DIFF_MAX_EDIT = 1000;
 const CONTEXT = 3;
 
 /**
