@@ -2,9 +2,10 @@
 import { run as bundle } from './bundle.mjs';
 import { run as capture } from './capture.mjs';
 import { run as drain } from './drain.mjs';
+import { run as reconcileLarge } from './reconcile-large.mjs';
 import { run as reconcileNoop } from './reconcile-noop.mjs';
 import { run as runIdle } from './run-idle.mjs';
 import { run as upload } from './upload.mjs';
 
-const results = [await reconcileNoop(), await capture(), await bundle(), await drain(), await upload(), await runIdle()];
+const results = [await reconcileNoop(), await capture(), await bundle(), await drain(), await upload(), await runIdle(), await reconcileLarge()];
 process.exitCode = results.every(Boolean) ? 0 : 1;

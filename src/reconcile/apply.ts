@@ -1,15 +1,17 @@
 /**
  * Applying a plan: under a per-file lock, confirm the file still holds what the plan was made from (else plan again
- * from the new text), keep a backup, write atomically, read back and confirm, then record ownership in the ledger.
+ * from the new text), record the intended ownership in the ledger (write-ahead: no ledger, no change), keep a byte
+ * copy of the file as a backup, write atomically, read back and confirm; once every file is written, settle the ledger.
  */
 import { readdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';
 import type { HarnessAdapter } from '../harnesses/types.js';
-import { readTextIfExists, removeFileIfUnchanged, replaceFileAtomically, sha256, writeStateFile } from '../util/fs.js';
+import { readBytesIfExists, removeFileIfUnchanged, replaceFileAtomically, sha256, writeStateFile } from '../util/fs.js';
+import { decodeLossless, encodeLossless } from '../util/lossless.js';
 import { withLock } from '../util/lock.js';
-import { updateLedger } from './ledger.js';
+import { updateLedger, type LedgerData, type LedgerEntry } from './ledger.js';
 import { planText, type FilePlan } from './plan.js';
 
 const MAX_REPLANS = 5;
@@ -25,11 +27,13 @@ export async function applyFilePlan(ctx: Context, adapter: HarnessAdapter, initi
   return withLock(path.join(ctx.paths.stateDir, 'locks'), initial.target, async () => {
     let plan = initial;
     for (let attempt = 0; ; attempt++) {
-      const current = await readTextIfExists(plan.target);
+      const bytes = await readBytesIfExists(plan.target);
+      const current = bytes === null ? null : decodeLossless(bytes);
       if (current !== plan.before) plan = replan(adapter, plan, current);
       if (plan.action === 'unchanged') return { plan };
       try {
-        const backup = plan.before === null ? undefined : await keepBackup(ctx, adapter, plan.target, plan.before);
+        await recordIntent(ctx, adapter, plan, bytes);
+        const backup = bytes === null ? undefined : await keepBackup(ctx, adapter, plan.target, bytes);
         if (plan.after === null) {
           await removeFileIfUnchanged(plan.target, plan.before ?? '');
         } else {
@@ -50,6 +54,51 @@ function replan(adapter: HarnessAdapter, plan: FilePlan, current: string | null)
   return { ...plan, before: current, ...planText(adapter, plan.file, current, plan.desired, plan.ownedBefore) };
 }
 
+/** What the ledger should hold for a plan once it is applied: the entry, or undefined when nothing is owned. */
+export function settledEntry(ctx: Context, adapter: HarnessAdapter, plan: FilePlan): LedgerEntry | undefined {
+  if (plan.after === null || plan.owned === undefined || plan.desired === null) return undefined;
+  return {
+    harness: adapter.name,
+    profile: plan.desired.profile,
+    command: plan.desired.command,
+    owned: plan.owned,
+    sha256: sha256(encodeLossless(plan.after)),
+    updated_at: new Date(ctx.clock.now()).toISOString(),
+    ...(plan.createdDirs.length === 0 ? {} : { created_dirs: plan.createdDirs }),
+  };
+}
+
+/** Whether an entry already says what `next` says (the time aside). */
+export function sameEntry(previous: LedgerEntry | undefined, next: LedgerEntry | undefined): boolean {
+  if (previous === undefined || next === undefined) return previous === next;
+  return (
+    previous.pending === undefined &&
+    previous.sha256 === next.sha256 &&
+    previous.command === next.command &&
+    JSON.stringify(previous.owned) === JSON.stringify(next.owned) &&
+    JSON.stringify(previous.created_dirs ?? []) === JSON.stringify(next.created_dirs ?? [])
+  );
+}
+
+/**
+ * Write-ahead, before the native file changes: the entry for the new content, with the record of the content the
+ * file still holds kept under `pending`. A removal needs none: the current entry describes the file until it is gone.
+ */
+export async function recordIntent(ctx: Context, adapter: HarnessAdapter, plan: FilePlan, before: Buffer | null): Promise<void> {
+  const next = settledEntry(ctx, adapter, plan);
+  if (next === undefined) return;
+  const pending = { sha256: before === null ? null : sha256(before), ...(plan.ownedBefore === undefined ? {} : { owned: plan.ownedBefore }) };
+  await updateLedger(ctx, (ledger) => {
+    ledger.files[plan.file] = { ...next, pending };
+    return true;
+  });
+}
+
+/** Whether settling these plans would change the ledger. */
+export function needsLedgerUpdate(ctx: Context, adapter: HarnessAdapter, ledger: LedgerData, plans: readonly FilePlan[]): boolean {
+  return plans.some((plan) => !sameEntry(ledger.files[plan.file], settledEntry(ctx, adapter, plan)));
+}
+
 /** The written file, planned again, must need no change and hold exactly the managed entries intended. */
 function verifyWritten(adapter: HarnessAdapter, plan: FilePlan, written: string): void {
   const again = adapter.planHook({ text: written, file: plan.file, desired: plan.desired, owned: plan.owned });
@@ -62,41 +111,24 @@ function verifyWritten(adapter: HarnessAdapter, plan: FilePlan, written: string)
   }
 }
 
-/** Records in one ledger update what the agent now owns in each planned file (no write when nothing changed). */
+/** Settles in one ledger update what the agent now owns in each planned file (no write when nothing changed). */
 export async function recordOwnership(ctx: Context, adapter: HarnessAdapter, plans: readonly FilePlan[]): Promise<void> {
   await updateLedger(ctx, (ledger) => {
     let changed = false;
     for (const plan of plans) {
       const previous = ledger.files[plan.file];
-      if (plan.after === null || plan.owned === undefined || plan.desired === null) {
-        if (previous !== undefined) {
-          delete ledger.files[plan.file];
-          changed = true;
-        }
-        continue;
-      }
-      const digest = sha256(plan.after);
-      const same =
-        previous !== undefined &&
-        previous.sha256 === digest &&
-        previous.command === plan.desired.command &&
-        JSON.stringify(previous.owned) === JSON.stringify(plan.owned);
-      if (same) continue;
-      ledger.files[plan.file] = {
-        harness: adapter.name,
-        profile: plan.desired.profile,
-        command: plan.desired.command,
-        owned: plan.owned,
-        sha256: digest,
-        updated_at: new Date(ctx.clock.now()).toISOString(),
-      };
+      const next = settledEntry(ctx, adapter, plan);
+      if (sameEntry(previous, next)) continue;
+      if (next === undefined) delete ledger.files[plan.file];
+      else ledger.files[plan.file] = next;
       changed = true;
     }
     return changed;
   });
 }
 
-async function keepBackup(ctx: Context, adapter: HarnessAdapter, target: string, content: string): Promise<string> {
+/** A byte copy of the file as it was on disk. */
+async function keepBackup(ctx: Context, adapter: HarnessAdapter, target: string, content: Buffer): Promise<string> {
   const dir = path.join(ctx.paths.stateDir, 'backups', adapter.name);
   const stamp = new Date(ctx.clock.now()).toISOString().replace(/[:.]/g, '-');
   const prefix = `${path.basename(target)}.${sha256(target).slice(0, 8)}.`;

@@ -13,8 +13,8 @@ import { detectVersion, findExecutable, VersionCache } from '../profiles/detect.
 import { HARNESSES, loadProfiles, type LoadedProfiles } from '../profiles/index.js';
 import { resolvePolicy, type ResolvedPolicy } from '../policy/index.js';
 import type { AgentConfig, HarnessName } from '../schema/index.js';
-import { sha256 } from '../util/fs.js';
-import { applyFilePlan, recordOwnership } from './apply.js';
+import { removeEmptyDirs } from '../util/fs.js';
+import { applyFilePlan, needsLedgerUpdate, recordOwnership } from './apply.js';
 import { decide, type Decision, type HarnessState, type Installation } from './decide.js';
 import { readLedger, type LedgerData } from './ledger.js';
 import { planHarness, type FileAction, type FilePlan } from './plan.js';
@@ -174,7 +174,11 @@ async function reconcileHarness(
       for (const filePlan of plan.files) {
         applied.push(filePlan.action === 'unchanged' ? { plan: filePlan } : await applyFilePlan(ctx, adapter, filePlan));
       }
-      if (needsLedgerUpdate(ledger, applied.map((a) => a.plan))) await recordOwnership(ctx, adapter, applied.map((a) => a.plan));
+      const plans = applied.map((a) => a.plan);
+      // A file the agent removed takes the folders it once created for it along, when they are empty.
+      for (const p of plans) if (p.after === null && p.createdDirs.length > 0) await removeEmptyDirs(p.createdDirs);
+      // A written file left a write-ahead entry to settle; otherwise only a stale record needs a ledger write.
+      if (plans.some((p) => p.action !== 'unchanged') || needsLedgerUpdate(ctx, adapter, ledger, plans)) await recordOwnership(ctx, adapter, plans);
     } catch (error) {
       const blue = toBlueError(error);
       return {
@@ -198,20 +202,6 @@ async function reconcileHarness(
     action: harnessAction(applied.map((a) => a.plan)),
     files: applied.map((a) => fileReport(a.plan, a.backup)),
   };
-}
-
-function needsLedgerUpdate(ledger: LedgerData, plans: readonly FilePlan[]): boolean {
-  return plans.some((p) => {
-    const entry = ledger.files[p.file];
-    const keep = p.after !== null && p.owned !== undefined && p.desired !== null;
-    if (!keep) return entry !== undefined;
-    return (
-      entry === undefined ||
-      entry.sha256 !== sha256(p.after!) ||
-      entry.command !== p.desired!.command ||
-      JSON.stringify(entry.owned) !== JSON.stringify(p.owned)
-    );
-  });
 }
 
 function finalState(ctx: Context, adapter: HarnessAdapter, decision: Decision, plans: readonly FilePlan[]): { state: HarnessState; reason: string } {

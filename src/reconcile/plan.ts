@@ -6,8 +6,9 @@ import type { Context } from '../context.js';
 import { BlueError, toBlueError } from '../errors.js';
 import type { HarnessAdapter, ManagedHook, OwnershipRecord } from '../harnesses/types.js';
 import type { Interval } from '../schema/index.js';
-import { readTextIfExists, resolveWriteTarget } from '../util/fs.js';
-import type { LedgerData } from './ledger.js';
+import { missingParents, readBytesIfExists, resolveWriteTarget, sha256 } from '../util/fs.js';
+import { decodeLossless } from '../util/lossless.js';
+import { ownershipFor, type LedgerData } from './ledger.js';
 
 export type FileAction = 'create' | 'update' | 'delete' | 'unchanged';
 
@@ -21,6 +22,8 @@ export interface FilePlan {
   after: string | null;
   ownedBefore: OwnershipRecord | undefined;
   owned: OwnershipRecord | undefined;
+  /** Folders a write would create, and those the agent created earlier for this file (from the ledger). */
+  createdDirs: string[];
   managedFound: number;
   action: FileAction;
 }
@@ -88,12 +91,18 @@ export async function planHarness(
   }
   for (const file of all) {
     const wanted = file === primary ? desired : null;
+    const entry = ledger.files[file];
     try {
+      // Read through the path as the harness does: a dangling link reads as no file, a FIFO or device is refused.
+      const bytes = await readBytesIfExists(file);
+      // Nothing there, nothing wanted and nothing recorded: not a file of this plan. A recorded file that is gone stays
+      // in the plan, so its record (and the folders made for it) are cleaned up.
+      if (bytes === null && wanted === null && entry === undefined) continue;
       const target = await resolveWriteTarget(file);
-      const before = await readTextIfExists(target);
-      if (before === null && wanted === null) continue;
-      const ownedBefore = ledger.files[file]?.owned;
-      files.push({ file, target, desired: wanted, before, ownedBefore, ...planText(adapter, file, before, wanted, ownedBefore) });
+      const before = bytes === null ? null : decodeLossless(bytes);
+      const ownedBefore = ownershipFor(entry, bytes === null ? null : sha256(bytes));
+      const createdDirs = [...new Set([...(entry?.created_dirs ?? []), ...(bytes === null ? await missingParents(target) : [])])];
+      files.push({ file, target, desired: wanted, before, ownedBefore, createdDirs, ...planText(adapter, file, before, wanted, ownedBefore) });
     } catch (error) {
       errors.push({ file, error: toBlueError(error) });
     }

@@ -2,8 +2,9 @@
  * Presenting a reconcile report: a table-like summary per harness with a unified diff for every file that changes,
  * or the JSON document scripts consume.
  */
-import { createTwoFilesPatch } from 'diff';
+import { formatPatch, structuredPatch, type StructuredPatch } from 'diff';
 import path from 'node:path';
+import { showEscapes } from '../util/lossless.js';
 import type { FileReport, HarnessReport, ReconcileReport } from './index.js';
 
 export interface RenderOptions {
@@ -53,22 +54,100 @@ function renderFile(file: FileReport, options: RenderOptions, c: Palette): strin
   return lines;
 }
 
-/** A unified diff of one file; `/dev/null` stands for a missing side. */
+/** Diff output limits: a line longer than this is shortened, and a file's diff stops after this many lines. */
+export const DIFF_LINE_CHARS = 240;
+export const DIFF_MAX_LINES = 400;
+/** Beyond this many changed lines, the changed region is shown as removed then added, without a line diff. */
+const DIFF_MAX_EDIT = 1000;
+const CONTEXT = 3;
+
+/**
+ * A unified diff of one file; `/dev/null` stands for a missing side. Only the region between the longest common
+ * leading and trailing lines is diffed (the planners splice, so it is small however large the file), and the output
+ * is bounded: long lines are shortened with a note and the diff ends with the number of lines left out.
+ */
 export function unifiedDiff(file: string, before: string | null, after: string | null): string[] {
-  const patch = createTwoFilesPatch(
-    before === null ? '/dev/null' : `a${file}`,
-    after === null ? '/dev/null' : `b${file}`,
-    before ?? '',
-    after ?? '',
-    undefined,
-    undefined,
-    { context: 3 },
-  );
-  // Drop the "====" banner line; keep ---/+++ and hunks.
-  return patch
+  const a = before ?? '';
+  const b = after ?? '';
+  const header = formatPatch({ oldFileName: before === null ? '/dev/null' : `a${file}`, newFileName: after === null ? '/dev/null' : `b${file}`, hunks: [] } as unknown as StructuredPatch)
     .split('\n')
-    .filter((line, i) => !(i === 0 && line.startsWith('=')))
-    .filter((line, i, all) => !(i === all.length - 1 && line === ''));
+    .filter((line) => line.startsWith('---') || line.startsWith('+++'));
+  const { start, endA, endB } = changedRegion(a, b);
+  const lineOffset = countLines(a, start);
+  const sliceA = a.slice(start, endA);
+  const sliceB = b.slice(start, endB);
+  const patch = structuredPatch('a', 'b', sliceA, sliceB, undefined, undefined, { context: CONTEXT, maxEditLength: DIFF_MAX_EDIT });
+  const hunks: StructuredPatch['hunks'] = patch?.hunks ?? [wholeHunk(sliceA, sliceB)];
+  const out = [...header];
+  let left = 0;
+  for (const hunk of hunks) {
+    const oldStart = lineOffset + (hunk.oldLines === 0 ? hunk.oldStart - 1 : hunk.oldStart);
+    const newStart = lineOffset + (hunk.newLines === 0 ? hunk.newStart - 1 : hunk.newStart);
+    const lines = [`@@ -${oldStart},${hunk.oldLines} +${newStart},${hunk.newLines} @@`, ...hunk.lines];
+    for (const line of lines) {
+      if (out.length >= DIFF_MAX_LINES) left++;
+      else out.push(shorten(line));
+    }
+  }
+  if (left > 0) out.push(`… ${left} more line${left === 1 ? '' : 's'} of this diff not shown`);
+  return out;
+}
+
+/**
+ * Where two texts differ, widened to whole lines and `CONTEXT` lines either side: `a.slice(start, endA)` and
+ * `b.slice(start, endB)`; what lies outside is the same in both.
+ */
+function changedRegion(a: string, b: string): { start: number; endA: number; endB: number } {
+  const n = Math.min(a.length, b.length);
+  let p = 0;
+  while (p < n && a.charCodeAt(p) === b.charCodeAt(p)) p++;
+  let start = p === 0 ? 0 : a.lastIndexOf('\n', p - 1) + 1;
+  let q = 0;
+  while (q < a.length - start && q < b.length - start && a.charCodeAt(a.length - 1 - q) === b.charCodeAt(b.length - 1 - q)) q++;
+  // The common tail starts at a line start in `a` (then also in `b`, the text being the same from there).
+  let endA = a.length - q;
+  if (endA > start && endA < a.length && a[endA - 1] !== '\n') {
+    const next = a.indexOf('\n', endA);
+    endA = next < 0 ? a.length : next + 1;
+  }
+  let endB = b.length - (a.length - endA);
+  for (let i = 0; i < CONTEXT && start > 0; i++) start = start === 1 ? 0 : a.lastIndexOf('\n', start - 2) + 1;
+  for (let i = 0; i < CONTEXT && endA < a.length; i++) {
+    const next = a.indexOf('\n', endA);
+    const end = next < 0 ? a.length : next + 1;
+    endB += end - endA;
+    endA = end;
+  }
+  return { start, endA, endB };
+}
+
+function countLines(text: string, end: number): number {
+  let count = 0;
+  for (let i = text.indexOf('\n'); i >= 0 && i < end; i = text.indexOf('\n', i + 1)) count++;
+  return count;
+}
+
+/** A region too changed to diff line by line: every old line removed, every new line added. */
+function wholeHunk(a: string, b: string): StructuredPatch['hunks'][number] {
+  const split = (text: string): string[] => (text === '' ? [] : text.replace(/\n$/, '').split('\n'));
+  const old = split(a);
+  const next = split(b);
+  return {
+    oldStart: 1,
+    oldLines: old.length,
+    newStart: 1,
+    newLines: next.length,
+    lines: [...old.map((l) => `-${l}`), ...next.map((l) => `+${l}`)],
+  };
+}
+
+/** A line as shown: escaped bytes as `\xNN`, and no longer than DIFF_LINE_CHARS plus a note of what was cut. */
+function shorten(line: string): string {
+  if (line.length <= DIFF_LINE_CHARS) return showEscapes(line);
+  let cut = DIFF_LINE_CHARS;
+  const code = line.charCodeAt(cut - 1);
+  if (code >= 0xd800 && code <= 0xdbff) cut--;
+  return `${showEscapes(line.slice(0, cut))}… (${line.length - cut} more characters)`;
 }
 
 function colorDiffLine(line: string, c: Palette): string {

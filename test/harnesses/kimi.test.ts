@@ -354,3 +354,57 @@ describe('kimi planHook: errors', () => {
     expect(error.line).toBe(1);
   });
 });
+
+describe("kimi planner: Kimi's own `hooks = []`", () => {
+  const variants = [
+    ['hooks = []', 'default_model = ""\nhooks = []\n\n[loop_control]\nmax_steps_per_turn = 500\n'],
+    ['hooks = [ ]', 'default_model = ""\nhooks = [ ]\ntheme = "dark"\n'],
+    ['hooks=[] with a comment after it', 'default_model = ""\nhooks=[]   # filled in by Kimi\ntheme = "dark"\n'],
+    ['a multi-line empty array', 'hooks = [\n]\n[models]\n'],
+    ['CRLF, last line, no final line break', 'theme = "dark"\r\nhooks = []'],
+    ['the only line', 'hooks = []\n'],
+  ] as const;
+
+  for (const [name, original] of variants) {
+    it(`${name}: the statement gives way to the managed table; removal gives back the exact bytes`, () => {
+      const installed = plan(original);
+      expect(managedOf(installed.text!)).toHaveLength(1);
+      expect(withoutManaged(installed.text!)).toEqual(withoutManaged(original));
+      expect(installed.text).not.toMatch(/^\s*hooks\s*=/m);
+      expect(installed.owned).toMatchObject({ replaced: { offset: original.indexOf('hooks') } });
+      // Re-planning is a no-op that keeps the record.
+      expect(plan(installed.text, desired, installed.owned)).toEqual({ text: installed.text, owned: installed.owned, managedFound: 1 });
+      expect(plan(installed.text, null, installed.owned).text).toBe(original);
+    });
+  }
+
+  it('the default config round-trips, and removal without a record still leaves a valid config', () => {
+    const original = readFileSync(path.join(repoRoot, 'fixtures', 'real-world', 'kimi-default.toml'), 'utf8');
+    const installed = plan(original);
+    expect(plan(installed.text, null, installed.owned).text).toBe(original);
+    const lost = plan(installed.text, null, undefined).text!;
+    expect(withoutManaged(lost)).toEqual(withoutManaged(original));
+  });
+
+  it('a record that names anything but an empty hooks statement is ignored', () => {
+    const installed = plan('hooks = []\ntheme = "dark"\n');
+    const forged = { ...installed.owned, replaced: { text: 'evil = true\n', offset: 0 } };
+    const removed = plan(installed.text, null, forged).text!;
+    expect(removed).not.toContain('evil');
+    expect(withoutManaged(removed)).toEqual({ theme: 'dark' });
+  });
+
+  it('user lines added above since: the statement goes back at a line start in the top-level table, or not at all', () => {
+    const installed = plan('theme = "dark"\nhooks = []\n[models]\n');
+    const edited = `# added later, long enough to move the offset\n${installed.text!}`;
+    const removed = plan(edited, null, installed.owned).text!;
+    expect(managedOf(removed)).toHaveLength(0);
+    expect(withoutManaged(removed)).toEqual(withoutManaged(edited));
+  });
+
+  it('a non-empty inline array of foreign hooks is still refused with its position', () => {
+    const error = thrown(() => plan('hooks = [{ event = "Stop", command = "notify-send done" }]\n'));
+    expect(error.code).toBe('NATIVE_CONFIG_CONFLICT');
+    expect(error.line).toBe(1);
+  });
+});

@@ -4,13 +4,14 @@
  * (codex-rs/hooks/src/engine/discovery.rs). Hooks are on by default from the `hooks` feature (stable in 0.171); the
  * managed hook still needs the user's trust, which only Codex's `/hooks` records.
  */
-import { readFileSync, realpathSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseLenientJson } from 'jsonc-parser';
 import type { Context } from '../../context.js';
 import { BlueError } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
+import { readBytesIfExistsSync, readNativeText } from '../../util/fs.js';
+import { decodeLossless } from '../../util/lossless.js';
 import type { HarnessAdapter, HookPlan, HookPlanInput, ManagedHook } from '../types.js';
 import { parseJsonText, planJson } from './json-plan.js';
 import { isRecord, listHandlers, own } from './model.js';
@@ -39,13 +40,15 @@ function keyRoot(ctx: Context): string {
   }
 }
 
+/** Whether hooks.json holds hooks. A file that cannot be read safely does not; planning then reports why. */
 async function holdsHooks(file: string): Promise<boolean> {
-  let text: string;
+  let text: string | null;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readNativeText(file);
   } catch {
     return false;
   }
+  if (text === null) return false;
   try {
     const value: unknown = parseLenientJson(text, [], { allowTrailingComma: true });
     return isRecord(value) && Object.hasOwn(value, 'hooks');
@@ -69,7 +72,8 @@ function planHook(input: HookPlanInput): HookPlan {
 
 function readConfig(file: string): Record<string, unknown> {
   try {
-    return parseTomlText(readFileSync(file, 'utf8'), file);
+    const bytes = readBytesIfExistsSync(file);
+    return bytes === null ? {} : parseTomlText(decodeLossless(bytes), file);
   } catch {
     return {};
   }

@@ -46,13 +46,18 @@ const TIMEOUT_MAX = 600;
 const TIMEOUT_DEFAULT = 30;
 const MARKER = '# managed by blue-agent';
 
+/** The longest `hooks = []` statement the agent takes out (and keeps in the ledger to put back). */
+const MAX_REPLACED = 1024;
+
 /**
- * What the ledger keeps about a managed table the agent appended: the line breaks put in front of it and whether the
- * agent created the file. Only line-break characters are stored, never user content.
+ * What the ledger keeps about a managed table the agent appended: the line breaks put in front of it, whether the
+ * agent created the file, and the empty `hooks = []` statement (Kimi's own default) the table replaced, with the
+ * offset of its line. Nothing else of the user's is stored.
  */
 interface KimiOwnership {
   created_file?: boolean;
   separator?: string;
+  replaced?: { text: string; offset: number };
 }
 
 export const kimi: HarnessAdapter = {
@@ -126,6 +131,16 @@ function planKimiHook({ text, file, desired, owned }: HookPlanInput): HookPlan {
 
   const inline = sections[0]!.entries.find((entry) => entry.key[0] === 'hooks');
   const hooksValue = data.hooks;
+  // Kimi writes `hooks = []` into its default config. A TOML array cannot be both inline and `[[hooks]]` tables, so
+  // that statement (only when empty, and only its line) gives way to the managed table and is put back on removal.
+  if (desired !== null && inline !== undefined && isEmptyHooksStatement(text.slice(inline.start, inline.lineEnd))) {
+    const statement = text.slice(inline.start, inline.lineEnd);
+    const cut = text.slice(0, inline.start) + text.slice(inline.lineEnd);
+    const { separator, terminated } = appendLayout(cut, eol);
+    const next = cut + separator + renderTable(desired, eol, terminated);
+    verify(text, next, desired, file);
+    return { text: next, owned: record({ ...ledger, separator, replaced: { text: statement, offset: inline.start } }), managedFound: 0 };
+  }
   if (inline !== undefined || (hooksValue !== undefined && !Array.isArray(hooksValue))) {
     const managedInside = Array.isArray(hooksValue) && hooksValue.some(isManagedEntry);
     if (desired === null && !managedInside) return { text, owned: undefined, managedFound: 0 };
@@ -137,7 +152,7 @@ function planKimiHook({ text, file, desired, owned }: HookPlanInput): HookPlan {
 
   if (desired === null) {
     if (managed.length === 0) return { text, owned: undefined, managedFound: 0 };
-    const next = removeSpans(text, managed, ledger.separator, eol).text;
+    const next = putBackReplaced(removeSpans(text, managed, ledger.separator, eol).text, ledger.replaced, eol, file);
     verify(text, next, null, file);
     if (ledger.created_file === true && next === '') return { text: null, owned: undefined, managedFound: managed.length };
     return { text: next, owned: undefined, managedFound: managed.length };
@@ -172,7 +187,57 @@ function readOwnership(owned: OwnershipRecord | undefined): KimiOwnership {
   if (owned === undefined) return result;
   if (owned.created_file === true) result.created_file = true;
   if (typeof owned.separator === 'string' && /^[\r\n]*$/.test(owned.separator)) result.separator = owned.separator;
+  const replaced = owned.replaced as { text?: unknown; offset?: unknown } | undefined;
+  if (
+    typeof replaced === 'object' &&
+    replaced !== null &&
+    typeof replaced.text === 'string' &&
+    Number.isSafeInteger(replaced.offset) &&
+    (replaced.offset as number) >= 0 &&
+    isEmptyHooksStatement(replaced.text)
+  ) {
+    result.replaced = { text: replaced.text, offset: replaced.offset as number };
+  }
   return result;
+}
+
+/** One whole `hooks = []` line (blanks, line breaks and comments aside): all the record may ever put back. */
+function isEmptyHooksStatement(statement: string): boolean {
+  if (statement.length > MAX_REPLACED) return false;
+  try {
+    const parsed = parse(statement) as Record<string, unknown>;
+    const keys = Object.keys(parsed);
+    return keys.length === 1 && keys[0] === 'hooks' && Array.isArray(parsed.hooks) && parsed.hooks.length === 0 && /^[ \t]*["']?hooks["']?[ \t]*=/.test(statement);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Puts the `hooks = []` line the managed table replaced back where it was, when that place is still the start of a
+ * line in the top-level section; elsewhere it is left out, which Kimi reads the same way (no hooks).
+ */
+function putBackReplaced(text: string, replaced: KimiOwnership['replaced'], eol: string, file: string): string {
+  if (replaced === undefined) return text;
+  const { offset } = replaced;
+  if (offset > text.length || (offset > 0 && text[offset - 1] !== '\n')) return text;
+  let sections: TomlSection[];
+  let data: Record<string, unknown>;
+  try {
+    data = parse(text) as Record<string, unknown>;
+    sections = scanToml(text);
+  } catch {
+    return text;
+  }
+  if (Object.hasOwn(data, 'hooks') || offset > (sections[1]?.start ?? text.length)) return text;
+  const statement = replaced.text.endsWith('\n') || offset === text.length ? replaced.text : replaced.text + eol;
+  const next = text.slice(0, offset) + statement + text.slice(offset);
+  try {
+    verify(text, next, null, file);
+  } catch {
+    return text;
+  }
+  return next;
 }
 
 /** The separator is left out when unknown (a table the agent found rather than appended). */
@@ -180,6 +245,7 @@ function record(ownership: KimiOwnership): OwnershipRecord {
   const out: Record<string, unknown> = {};
   if (ownership.created_file === true) out.created_file = true;
   if (ownership.separator !== undefined) out.separator = ownership.separator;
+  if (ownership.replaced !== undefined) out.replaced = { ...ownership.replaced };
   return out;
 }
 
