@@ -5,7 +5,7 @@
 import { readdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context } from '../context.js';
-import { BlueError } from '../errors.js';
+import { BlueError, toBlueError } from '../errors.js';
 import type { HarnessAdapter } from '../harnesses/types.js';
 import { readTextIfExists, removeFileIfUnchanged, replaceFileAtomically, sha256, writeStateFile } from '../util/fs.js';
 import { withLock } from '../util/lock.js';
@@ -30,13 +30,18 @@ export async function applyFilePlan(ctx: Context, adapter: HarnessAdapter, initi
       if (plan.action === 'unchanged') return { plan };
       try {
         const backup = plan.before === null ? undefined : await keepBackup(ctx, adapter, plan.target, plan.before);
-        if (plan.after === null) {
-          await removeFileIfUnchanged(plan.target, plan.before ?? '');
-        } else {
-          await replaceFileAtomically(plan.target, plan.after, {
-            expected: plan.before,
-            verify: (written) => verifyWritten(adapter, plan, written),
-          });
+        try {
+          if (plan.after === null) {
+            await removeFileIfUnchanged(plan.target, plan.before ?? '');
+          } else {
+            await replaceFileAtomically(plan.target, plan.after, {
+              expected: plan.before,
+              verify: (written) => verifyWritten(adapter, plan, written),
+            });
+          }
+        } catch (error) {
+          // Named by the harness's file, not the temporary beside it that the call may have failed on.
+          throw toBlueError(error, { action: plan.after === null ? 'remove' : 'update', file: plan.file });
         }
         return backup === undefined ? { plan } : { plan, backup };
       } catch (error) {

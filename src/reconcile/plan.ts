@@ -95,7 +95,7 @@ export async function planHarness(
       const ownedBefore = ledger.files[file]?.owned;
       files.push({ file, target, desired: wanted, before, ownedBefore, ...planText(adapter, file, before, wanted, ownedBefore) });
     } catch (error) {
-      errors.push({ file, error: toBlueError(error) });
+      errors.push({ file, error: toBlueError(error, { action: 'read', file }) });
     }
   }
   return { files, errors };

@@ -6,7 +6,7 @@ import { constants } from 'node:fs';
 import { chmod, chown, lstat, mkdir, open, readFile, realpath, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
-import { BlueError } from '../errors.js';
+import { BlueError, fromSystemError, isSystemError } from '../errors.js';
 
 export function sha256(text: string | Buffer): string {
   return createHash('sha256').update(text).digest('hex');
@@ -41,8 +41,12 @@ export async function fsyncDir(dir: string): Promise<void> {
 
 /** Writes agent state (ledger, caches, last-known-good policy) atomically, private to the user. */
 export async function writeStateFile(file: string, content: string, mode = 0o600): Promise<void> {
-  await ensurePrivateDir(path.dirname(file));
-  await writeFileAtomic(file, content, { mode, fsync: true });
+  try {
+    await ensurePrivateDir(path.dirname(file));
+    await writeFileAtomic(file, content, { mode, fsync: true });
+  } catch (error) {
+    throw isSystemError(error) ? fromSystemError(error, { action: "write blue-agent's state file", file }) : error;
+  }
   await fsyncDir(path.dirname(file));
 }
 
