@@ -164,6 +164,19 @@ describe('reconcile', () => {
     expect(claude.files[0]!.error!.hint).toContain(`ls -l ${settings}`);
   });
 
+  it.skipIf(REFUSING_DIR === undefined)("a harness's config folder no one may write: PERMISSION_DENIED naming the config file", async () => {
+    const dir = path.join(REFUSING_DIR!, 'blue-agent-claude');
+    const result = await cli(['reconcile', '--policy', policy, '--harness', 'claude', '--json'], { CLAUDE_CONFIG_DIR: dir });
+    expect(result.code, result.stderr).toBe(1);
+    const report = JSON.parse(result.stdout) as { harnesses: { files: { path: string; action: string; error?: Failure }[] }[] };
+    const settings = path.join(dir, 'settings.json');
+    const failed = report.harnesses[0]!.files.find((f) => f.action === 'error')!;
+    expect(failed.path).toBe(settings);
+    expect(failed.error).toMatchObject({ code: 'PERMISSION_DENIED', file: settings });
+    expect(failed.error!.message).toMatch(new RegExp(`^cannot update ${settings}: `));
+    expect(failed.error!.hint).toContain(`ls -ld ${dir} ${settings}`);
+  });
+
   it('a state directory below a regular file: NOT_A_DIRECTORY naming the state file it could not write', async () => {
     await writeFile(path.join(t.root, 'plain'), 'x');
     const stateDir = path.join(t.root, 'plain', 'state');
