@@ -873,7 +873,7 @@ function errno(error: unknown): string | undefined {
 /** True for the errors a full disk or an exhausted quota gives. */
 export function isDiskFull(error: unknown): boolean {
   const code = errno(error);
-  return code === 'ENOSPC' || code === 'EDQUOT' || (error instanceof BlueError && (error.code === 'SPOOL_FULL' || error.code === 'NO_SPACE'));
+  return code === 'ENOSPC' || code === 'EDQUOT' || (error instanceof BlueError && error.code === 'SPOOL_FULL');
 }
 
 function fullDiskError(error: unknown, where: string): BlueError | undefined {
