@@ -206,12 +206,12 @@ interface ErrnoClass {
   code: ErrorCode;
   /** What happened, said of the path the call failed on. */
   what: string;
-  /** What to do, given that path (shell-quoted) and its folder. */
+  /** What to do, given the person's path and the folder the call failed in (both shell-quoted). */
   hint: (file: string, dir: string) => string;
 }
 
 const PERMISSIONS = (file: string, dir: string) =>
-  `Check the owner and permissions of ${file} and of its folder (ls -ld ${dir} ${file}): the user blue-agent runs as must be allowed to do this`;
+  `Check the owner and permissions of ${dir} and ${file} (ls -ld ${dir} ${file}): the user blue-agent runs as must be allowed to do this`;
 const NOT_EMPTY_OR_EXISTS = (file: string) => `Something is already at ${file} (ls -ld ${file}): move it away or choose another path, then run the command again.`;
 
 /**
@@ -357,11 +357,13 @@ export function fromSystemError(error: SystemError, context: SystemErrorContext 
   if (known === undefined) message = lead === '' ? error.message : `${lead}: ${error.message}`; // a bug: Node's own words
   else if (lead === '') message = `${error.syscall ?? 'a system call'} failed: ${known.what} (${errno})`;
   else message = `${lead}: ${known.what} (${errno}${call === '' ? '' : `: ${call}`})`;
-  // The hint speaks of the person's path: a temporary beside it is a detail of how blue-agent writes.
+  // The hint speaks of the person's path (a temporary beside it is a detail of how blue-agent writes) and of the folder
+  // the call failed in: for a folder it could not create, the one above it.
+  const folder = failing ?? shown;
   const hint =
     known === undefined
       ? 'This is a bug in blue-agent; please report it with the command you ran.'
-      : known.hint(shown === undefined ? 'the file' : shellWord(shown), shown === undefined ? 'its folder' : shellWord(path.dirname(shown)));
+      : known.hint(shown === undefined ? 'the file' : shellWord(shown), folder === undefined ? 'its folder' : shellWord(path.dirname(folder)));
   return new BlueError(known?.code ?? 'INTERNAL', message, { hint, ...(shown === undefined ? {} : { file: shown }), cause: error });
 }
 

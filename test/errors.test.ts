@@ -102,6 +102,14 @@ describe('fromSystemError: what the message says', () => {
     expect(error.hint).toContain('ls -ld /home/dev/.local/state/blue-agent /home/dev/.local/state/blue-agent/ledger.json');
   });
 
+  it('a folder that could not be created: the hint names the folder above it, where the permission is missing', () => {
+    const error = fromSystemError(systemError('EACCES', 'mkdir', '/srv/state/cache'), { action: "write blue-agent's state file", file: '/srv/state/cache/versions.json' });
+    expect(error.message).toBe("cannot write blue-agent's state file /srv/state/cache/versions.json: permission denied (EACCES: mkdir /srv/state/cache)");
+    expect(error.hint).toBe(
+      'Check the owner and permissions of /srv/state and /srv/state/cache/versions.json (ls -ld /srv/state /srv/state/cache/versions.json): the user blue-agent runs as must be allowed to do this.',
+    );
+  });
+
   it('ENOSPC names the filesystem to free space on', () => {
     const error = fromSystemError(systemError('ENOSPC', 'write'), { action: 'write the export to', file: '/data/out.md' });
     expect(error.message).toBe('cannot write the export to /data/out.md: no space left on the device (ENOSPC: write)');

@@ -174,7 +174,8 @@ describe('reconcile', () => {
     expect(failed.path).toBe(settings);
     expect(failed.error).toMatchObject({ code: 'PERMISSION_DENIED', file: settings });
     expect(failed.error!.message).toMatch(new RegExp(`^cannot update ${settings}: `));
-    expect(failed.error!.hint).toContain(`ls -ld ${dir} ${settings}`);
+    // The folder it could not create is named by the one above it, where the permission is missing.
+    expect(failed.error!.hint).toContain(`ls -ld ${REFUSING_DIR} ${settings}`);
   });
 
   it('a state directory below a regular file: NOT_A_DIRECTORY naming the state file it could not write', async () => {
