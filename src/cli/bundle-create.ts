@@ -7,7 +7,7 @@ import { assembleBundle, captureInterval } from '../capture/assemble.js';
 import { parsePayload, PayloadRefused } from '../capture/payload.js';
 import { loadAgentConfig } from '../config.js';
 import type { Context } from '../context.js';
-import { BlueError } from '../errors.js';
+import { BlueError, fromSystemError, isSystemError, type SystemError } from '../errors.js';
 import { HARNESSES } from '../harnesses/names.js';
 import { detectVersion, findExecutable, VersionCache } from '../profiles/detect.js';
 import { loadProfiles, requireProfiles, selectInterval, type ProfileSet } from '../profiles/index.js';
@@ -49,7 +49,9 @@ export async function bundleCreateCommand(ctx: Context, opts: BundleCreateOption
   const profile = opts.profile ?? (await installedProfile(ctx, profiles, harness));
   const { interval } = captureInterval(profiles, harness, profile);
   const out = path.resolve(ctx.cwd, opts.out);
-  const result = await assembleBundle(ctx, { harness, interval, payload, capturedAtUnixMs: ctx.clock.now() }, out, profiles);
+  const result = await assembleBundle(ctx, { harness, interval, payload, capturedAtUnixMs: ctx.clock.now() }, out, profiles).catch((error: unknown) => {
+    throw isSystemError(error) && aboutOutput(error, out) ? fromSystemError(error, { action: 'write the bundle to', file: out }) : error;
+  });
   if (opts.json === true) {
     ctx.stdout.write(`${JSON.stringify({ ok: true, file: out, size: result.size, sha256: result.sha256, manifest: result.manifest }, null, 2)}\n`);
   } else {
@@ -87,4 +89,16 @@ async function installedProfile(ctx: Context, profiles: ProfileSet, harness: Har
     });
   }
   return choice.interval.profile;
+}
+
+/** Writes through a handle name no path, but the bundle (and its temporary beside it) is all this command writes. */
+const HANDLE_WRITES = new Set(['write', 'writev', 'fsync', 'fdatasync', 'ftruncate', 'close']);
+
+/** Whether a failed call was on `out`: the file itself, its folder, the temporary written beside it, or a write. */
+function aboutOutput(error: SystemError, out: string): boolean {
+  if (error.path === undefined && error.dest === undefined) return error.syscall !== undefined && HANDLE_WRITES.has(error.syscall);
+  const name = path.basename(out);
+  return [error.path, error.dest].some(
+    (p) => p !== undefined && (p === out || p === path.dirname(out) || (path.dirname(p) === path.dirname(out) && path.basename(p).startsWith(`.${name}.`))),
+  );
 }

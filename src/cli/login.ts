@@ -16,7 +16,7 @@ import type { Readable } from 'node:stream';
 import { parseDocument, isMap } from 'yaml';
 import { CONTROL_URL_ENV, TOKEN_ENV, controlSettings, loadAgentConfig } from '../config.js';
 import type { Context } from '../context.js';
-import { BlueError, usageError } from '../errors.js';
+import { BlueError, toBlueError, usageError } from '../errors.js';
 import { fetchGovernanceConfig, governanceConfigUrl } from '../policy/fetch.js';
 import { MAX_POLICY_BYTES } from '../policy/validate.js';
 import { agentConfigSchema, parseYamlText, validateDocument } from '../schema/index.js';
@@ -104,8 +104,12 @@ export async function login(ctx: Context, opts: LoginOptions, stdin: Readable): 
   const settings = controlSettings(ctx, loaded.config);
   // Everything that can be refused is checked before anything is written.
   const configWrite = await planControlUrl(ctx.paths.configFile, controlUrl);
-  await writeTokenFile(settings.tokenFile, token);
-  await configWrite?.();
+  await writeTokenFile(settings.tokenFile, token).catch((error: unknown) => {
+    throw toBlueError(error, { action: 'write the token to', file: settings.tokenFile });
+  });
+  await configWrite?.().catch((error: unknown) => {
+    throw toBlueError(error, { action: 'update the agent config', file: ctx.paths.configFile });
+  });
 
   const envUrl = ctx.env[CONTROL_URL_ENV]?.trim();
   if (envUrl !== undefined && envUrl !== '' && envUrl !== controlUrl) warnings.push(`${CONTROL_URL_ENV} is set and overrides the saved control_url`);

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { extractBundle, formatBytes } from '../bundle/index.js';
 import type { Context } from '../context.js';
-import { BlueError, usageError } from '../errors.js';
+import { BlueError, toBlueError, usageError } from '../errors.js';
 import { loadProfiles } from '../profiles/index.js';
 import { printable, sessionLabel, SessionsApi, type SessionUpload, type Sharing } from '../sessions/api.js';
 
@@ -252,8 +252,8 @@ export async function sessionsExportCommand(ctx: Context, idOrFile: string, opts
     return 0;
   }
   const out = path.resolve(ctx.cwd, opts.out);
-  await writeFile(out, text, { mode: 0o600 }).catch((error: NodeJS.ErrnoException) => {
-    throw new BlueError('USAGE', `cannot write ${out}: ${error.code ?? error.message}`, { hint: 'Choose a file in a directory you can write to.', file: out });
+  await writeFile(out, text, { mode: 0o600 }).catch((error: unknown) => {
+    throw toBlueError(error, { action: 'write the export to', file: out });
   });
   ctx.stdout.write(`Wrote the ${format} export of ${printable(input.session?.upload_id ?? idOrFile)} to ${printable(out)}\n`);
   return 0;

@@ -283,7 +283,7 @@ export class Daemon {
     try {
       result = (await this.tasks({ task: 'policy', config: this.config, snapshot: this.snapshot })) as PolicyTaskResult;
     } catch (error) {
-      result = { error: { code: 'INTERNAL', message: (error as Error).message } };
+      result = { error: taskError(error) };
     }
     const { resolved, unavailable } = result;
     if (resolved !== undefined) {
@@ -374,7 +374,7 @@ export class Daemon {
     try {
       result = (await this.tasks({ task: 'reconcile', snapshot: this.snapshot })) as ReconcileTaskResult;
     } catch (error) {
-      result = { ok: false, harnesses: [], watch: [], error: { code: 'INTERNAL', message: (error as Error).message } };
+      result = { ok: false, harnesses: [], watch: [], error: taskError(error) };
     }
     if (result.watch.length > 0) await this.watcher.setFiles(result.watch);
     await this.watcher.remember(result.fingerprints ?? {});
@@ -424,7 +424,7 @@ export class Daemon {
     try {
       result = (await this.tasks({ task: 'status', body, timeoutMs: this.options.statusTimeoutMs ?? 10_000 })) as StatusTaskResult;
     } catch (error) {
-      result = { ok: false, error: { code: 'INTERNAL', message: (error as Error).message } };
+      result = { ok: false, error: taskError(error) };
     }
     if (result.ok) {
       this.statusPending = false;
@@ -524,4 +524,10 @@ async function within(promise: Promise<unknown>, ms: number): Promise<void> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A task that failed outside its own error handling, as the code and message its result carries. */
+function taskError(error: unknown): { code: string; message: string } {
+  const blue = toBlueError(error);
+  return { code: blue.code, message: blue.message };
 }

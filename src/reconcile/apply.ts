@@ -6,7 +6,7 @@
 import { readdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context } from '../context.js';
-import { BlueError } from '../errors.js';
+import { BlueError, toBlueError } from '../errors.js';
 import type { HarnessAdapter } from '../harnesses/types.js';
 import { readBytesIfExists, removeFileIfUnchanged, replaceFileAtomically, sha256, writeStateFile } from '../util/fs.js';
 import { decodeLossless, encodeLossless } from '../util/lossless.js';
@@ -34,13 +34,18 @@ export async function applyFilePlan(ctx: Context, adapter: HarnessAdapter, initi
       try {
         await recordIntent(ctx, adapter, plan, bytes);
         const backup = bytes === null ? undefined : await keepBackup(ctx, adapter, plan.target, bytes);
-        if (plan.after === null) {
-          await removeFileIfUnchanged(plan.target, plan.before ?? '');
-        } else {
-          await replaceFileAtomically(plan.target, plan.after, {
-            expected: plan.before,
-            verify: (written) => verifyWritten(adapter, plan, written),
-          });
+        try {
+          if (plan.after === null) {
+            await removeFileIfUnchanged(plan.target, plan.before ?? '');
+          } else {
+            await replaceFileAtomically(plan.target, plan.after, {
+              expected: plan.before,
+              verify: (written) => verifyWritten(adapter, plan, written),
+            });
+          }
+        } catch (error) {
+          // Named by the harness's file, not the temporary beside it that the call may have failed on.
+          throw toBlueError(error, { action: plan.after === null ? 'remove' : 'update', file: plan.file });
         }
         return backup === undefined ? { plan } : { plan, backup };
       } catch (error) {

@@ -104,7 +104,7 @@ export async function planHarness(
       const createdDirs = [...new Set([...(entry?.created_dirs ?? []), ...(bytes === null ? await missingParents(target) : [])])];
       files.push({ file, target, desired: wanted, before, ownedBefore, createdDirs, ...planText(adapter, file, before, wanted, ownedBefore) });
     } catch (error) {
-      errors.push({ file, error: toBlueError(error) });
+      errors.push({ file, error: toBlueError(error, { action: 'read', file }) });
     }
   }
   return { files, errors };

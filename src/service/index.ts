@@ -241,12 +241,19 @@ export interface AppliedPlan {
   hooks?: ReconcileReport;
 }
 
+/** A failed file step, named by the unit's path rather than the temporary beside it. */
+function named(action: string, file: string): (error: unknown) => never {
+  return (error) => {
+    throw toBlueError(error, { action, file });
+  };
+}
+
 export async function applyPlan(ctx: Context, plan: ServicePlan, options: { dryRun: boolean }): Promise<AppliedPlan> {
   const result: AppliedPlan = { plan, dryRun: options.dryRun, commands: [] };
   for (const step of plan.steps) {
     switch (step.kind) {
       case 'mkdir':
-        if (!options.dryRun) await ensurePrivateDir(step.dir);
+        if (!options.dryRun) await ensurePrivateDir(step.dir).catch(named('create the folder', step.dir));
         break;
       case 'write':
         if (!options.dryRun) {
@@ -256,11 +263,11 @@ export async function applyPlan(ctx: Context, plan: ServicePlan, options: { dryR
             verify: (text) => {
               if (!isOurs(ctx, text)) throw new BlueError('WRITE_VERIFY_FAILED', `${step.file} does not hold the unit blue-agent wrote`, { file: step.file });
             },
-          });
+          }).catch(named('write the service unit', step.file));
         }
         break;
       case 'remove':
-        if (!options.dryRun) await removeFileIfUnchanged(step.file, step.before);
+        if (!options.dryRun) await removeFileIfUnchanged(step.file, step.before).catch(named('remove the service unit', step.file));
         break;
       case 'run':
         result.commands.push(step.argv);

@@ -6,7 +6,7 @@ import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 
 import { chmod, chown, lstat, mkdir, open, readlink, realpath, rename, rmdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
-import { BlueError } from '../errors.js';
+import { BlueError, fromSystemError, isSystemError } from '../errors.js';
 import { decodeLossless, encodeLossless } from './lossless.js';
 
 export function sha256(text: string | Buffer): string {
@@ -176,8 +176,12 @@ export async function fsyncDir(dir: string): Promise<void> {
 
 /** Writes agent state (ledger, caches, last-known-good policy) atomically, private to the user. */
 export async function writeStateFile(file: string, content: string | Buffer, mode = 0o600): Promise<void> {
-  await ensurePrivateDir(path.dirname(file));
-  await writeFileAtomic(file, content, { mode, fsync: true });
+  try {
+    await ensurePrivateDir(path.dirname(file));
+    await writeFileAtomic(file, content, { mode, fsync: true });
+  } catch (error) {
+    throw isSystemError(error) ? fromSystemError(error, { action: "write blue-agent's state file", file }) : error;
+  }
   await fsyncDir(path.dirname(file));
 }
 

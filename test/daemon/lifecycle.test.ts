@@ -111,6 +111,20 @@ describe('run loop life cycle', () => {
     expect(parseLog(out.text()).find((l) => l.msg.startsWith('policy check crashed'))).toMatchObject({ level: 'error' });
   });
 
+  it('a step that cannot even start (the system is out of processes) is logged with its typed code, not as a bug', async () => {
+    const fake: Fake = {
+      requests: [],
+      stopCalls: 0,
+      policy: async () => ({ resolved: RESOLVED }),
+      reconcile: async () => {
+        throw Object.assign(new Error('spawn EAGAIN'), { code: 'EAGAIN', errno: -11, syscall: 'spawn' });
+      },
+    };
+    await start(fake);
+    await waitFor('the failed reconcile', () => parseLog(out.text()).some((l) => l.msg === 'reconcile failed'), 5_000);
+    expect(parseLog(out.text()).find((l) => l.msg === 'reconcile failed')).toMatchObject({ level: 'error', code: 'RESOURCE_LIMIT' });
+  });
+
   it('SIGHUP then SIGTERM: the reload finishing after the stop starts no schedule and no check', async () => {
     const fake: Fake = { requests: [], stopCalls: 0, policy: async () => ({ resolved: RESOLVED }), reconcile: okReconcile };
     const d = await start(fake, { drainSchedule: undefined });

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -332,6 +333,29 @@ describe('systemd', () => {
     const ctx = context('linux', { XDG_CONFIG_HOME: config });
     expect((await cli(ctx, ['service', 'install'])).code).toBe(0);
     expect(await readFile(path.join(config, 'systemd', 'user', 'blue-agent.service'), 'utf8')).toContain(`Environment="XDG_CONFIG_HOME=${config}"`);
+  });
+
+  it('a unit path below a regular file is a typed error naming the unit, and nothing is run', async () => {
+    const plain = path.join(t.root, 'plain');
+    await writeFile(plain, 'x');
+    const unit = path.join(plain, 'systemd', 'user', 'blue-agent.service');
+    const json = await cli(context('linux', { XDG_CONFIG_HOME: plain }), ['service', 'install', '--json']);
+    expect(json.code).toBe(1);
+    const error = (JSON.parse(json.out) as { error: { code: string; message: string } }).error;
+    expect(error).toMatchObject({ code: 'NOT_A_DIRECTORY', file: unit, message: `${unit}: a part of the path is not a directory (ENOTDIR: open)` });
+    expect(await fakes.calls()).toEqual([]);
+  });
+
+  // Linux's sysfs refuses new folders to every user, root included.
+  it.skipIf(process.platform !== 'linux' || !existsSync('/sys/kernel'))('a unit that may not be written is named, with the permission to check', async () => {
+    const unit = '/sys/blue-agent-test/systemd/user/blue-agent.service';
+    const json = await cli(context('linux', { XDG_CONFIG_HOME: '/sys/blue-agent-test' }), ['service', 'install', '--json']);
+    expect(json.code).toBe(1);
+    const error = (JSON.parse(json.out) as { error: { code: string; message: string; hint: string } }).error;
+    expect(error).toMatchObject({ code: 'PERMISSION_DENIED', file: unit });
+    expect(error.message).toMatch(new RegExp(`^cannot write the service unit ${unit}: `));
+    expect(error.hint).toMatch(new RegExp(`ls -ld /sys(/\\S*)? ${unit}`));
+    expect(await fakes.calls()).toEqual([]);
   });
 
   it('refuses to overwrite or remove a unit file blue-agent did not write', async () => {

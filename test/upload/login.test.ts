@@ -121,6 +121,18 @@ describe('blue-agent login', () => {
     await expect(lstat(configFile())).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
+  it('a token file that cannot be written is named, with the failure typed, and the config is left alone', async () => {
+    await writeFile(path.join(t.root, 'plain'), 'x');
+    const stateDir = path.join(t.root, 'plain', 'state');
+    const ctx = t.context({ env: { BLUE_AGENT_HOME: stateDir } });
+    const error = await rejected(loginCommand(ctx, { controlUrl: server.origin, tokenStdin: true, verify: false }, stdin(TOKEN)));
+    expect(error.code).toBe('NOT_A_DIRECTORY');
+    expect(error.file).toBe(path.join(stateDir, 'token'));
+    expect(error.message).toMatch(new RegExp(`^cannot write the token to ${path.join(stateDir, 'token')}: a part of the path is not a directory \\(ENOTDIR: mkdir`));
+    expect(error.message).not.toContain(TOKEN);
+    await expect(lstat(configFile())).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
   it('replaces an existing token file and tightens nothing else', async () => {
     await mkdir(path.dirname(tokenFile()), { recursive: true });
     await writeFile(tokenFile(), 'old-token\n', { mode: 0o600 });
