@@ -12,7 +12,7 @@ import type { PresignRequest } from '../schema/generated/control-presign.js';
 import type { SharingRequest } from '../schema/generated/control-sharing.js';
 import type { BlobStore } from './blobs/types.js';
 import { badRequest, forbidden, HttpError, notFound, readJsonBody, sendJson, validateBody, type Validate } from './http.js';
-import { UPLOAD_STATUSES, type ControlStore, type Upload, type UploadQuery, type UploadStatus, type User } from './store.js';
+import { isExpired, UPLOAD_STATUSES, type ControlStore, type Upload, type UploadQuery, type UploadStatus, type User } from './store.js';
 
 export const BUNDLE_CONTENT_TYPE = 'application/vnd.blue.session-bundle+tar+gzip';
 const HARNESS_NAMES = ['claude', 'codex', 'kimi', 'opencode'];
@@ -189,7 +189,7 @@ async function download(rc: RouteContext, req: Request): Promise<void> {
   if (upload.status !== 'complete' && upload.status !== 'superseded') {
     throw new HttpError(409, 'not_downloadable', `upload ${upload.id} is ${upload.status}; only verified uploads can be downloaded`);
   }
-  if (upload.blob_deleted || now >= upload.retention_deadline) {
+  if (isExpired(upload, now)) {
     throw new HttpError(410, 'expired', `upload ${upload.id} passed its retention deadline (${iso(upload.retention_deadline)}) and is gone`);
   }
   const signed = await rc.blobs.presignDownload(upload.blob_key, now + rc.downloadUrlTtlMs);
@@ -298,7 +298,7 @@ async function listUploads(rc: RouteContext, req: Request): Promise<void> {
   const cursor = one('cursor');
   if (cursor !== undefined) query.after = decodeCursor(cursor);
   // One row more than asked tells whether another page exists.
-  const rows = rc.store.listUploads(req.user, { ...query, limit: query.limit + 1 });
+  const rows = rc.store.listUploads(req.user, { ...query, limit: query.limit + 1 }, rc.now());
   const page = rows.slice(0, query.limit);
   const last = page.at(-1);
   sendJson(req.response, 200, {
@@ -360,7 +360,7 @@ export function uploadView(rc: RouteContext, upload: Upload, viewer: User): Reco
     updated_at: iso(upload.updated_at),
     completed_at: upload.completed_at === null ? null : iso(upload.completed_at),
     retention_deadline: iso(upload.retention_deadline),
-    expired: upload.blob_deleted || rc.now() >= upload.retention_deadline,
+    expired: isExpired(upload, rc.now()),
   };
 }
 
