@@ -19,6 +19,17 @@ export class HttpError extends Error {
   }
 }
 
+/** The client closed the connection before its request was complete: nobody is left to answer. */
+export class ClientGoneError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ClientGoneError';
+  }
+}
+
+/** How long a JSON request body may take to arrive, by default. */
+export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
+
 export const badRequest = (message: string, code = 'invalid_request'): HttpError => new HttpError(400, code, message);
 export const notFound = (message = 'not found'): HttpError => new HttpError(404, 'not_found', message);
 export const forbidden = (message: string): HttpError => new HttpError(403, 'forbidden', message);
@@ -43,24 +54,18 @@ export function sendError(response: ServerResponse, error: HttpError): void {
 }
 
 /**
- * Reads and parses a JSON body of at most `maxBytes`. A missing body reads as `{}` only when `allowEmpty`; anything
- * that is not `application/json` is refused before a byte is parsed.
+ * Reads and parses a JSON body of at most `maxBytes`, within `timeoutMs` (else 408). A missing body reads as `{}` only
+ * when `allowEmpty`; anything that is not `application/json` is refused before a byte is parsed. A client that goes
+ * away mid-body is a ClientGoneError, not a failure of the server.
  */
-export async function readJsonBody(request: IncomingMessage, maxBytes: number, allowEmpty = false): Promise<unknown> {
+export async function readJsonBody(request: IncomingMessage, maxBytes: number, allowEmpty = false, timeoutMs = DEFAULT_BODY_TIMEOUT_MS): Promise<unknown> {
   const declared = request.headers['content-length'];
   if (declared !== undefined && Number(declared) > maxBytes) {
     request.resume();
     throw new HttpError(413, 'body_too_large', `the request body is larger than ${maxBytes} bytes`, { connection: 'close' });
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) {
-      throw new HttpError(413, 'body_too_large', `the request body is larger than ${maxBytes} bytes`, { connection: 'close' });
-    }
-    chunks.push(chunk);
-  }
+  const body = await readBody(request, maxBytes, timeoutMs);
+  const size = body.length;
   if (size === 0) {
     if (allowEmpty) return {};
     throw badRequest('the request needs a JSON body');
@@ -69,7 +74,7 @@ export async function readJsonBody(request: IncomingMessage, maxBytes: number, a
   if (type !== 'application/json') {
     throw new HttpError(415, 'unsupported_media_type', `the request body must be application/json, not ${type === '' ? 'untyped' : JSON.stringify(type.slice(0, 100))}`);
   }
-  const text = Buffer.concat(chunks).toString('utf8');
+  const text = body.toString('utf8');
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
@@ -89,3 +94,48 @@ export function validateBody<T>(validate: Validate, data: unknown, what: string)
   throw badRequest(`invalid ${what}: ${at} ${describeSchemaError(error)}`, 'validation_failed');
 }
 
+/**
+ * The body, once it has ended. Events rather than an async iterator: giving up (too large, too slow) must leave the
+ * request alone, so that the error answer can still be written on its connection (`connection: close` ends it after).
+ */
+function readBody(request: IncomingMessage, maxBytes: number, timeoutMs: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const declared = request.headers['content-length'];
+    const finish = (error?: Error): void => {
+      clearTimeout(timer);
+      request.off('data', onData);
+      request.off('end', onEnd);
+      request.off('error', onGone);
+      request.off('close', onClose);
+      if (error === undefined) resolve(Buffer.concat(chunks));
+      else reject(error);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > maxBytes) finish(new HttpError(413, 'body_too_large', `the request body is larger than ${maxBytes} bytes`, { connection: 'close' }));
+      else chunks.push(chunk);
+    };
+    const onEnd = (): void => finish();
+    const onGone = (): void =>
+      finish(new ClientGoneError(`the client closed the connection after ${size}${declared === undefined ? '' : ` of ${declared}`} body bytes`));
+    const onClose = (): void => {
+      if (!request.complete) onGone();
+    };
+    const timer = setTimeout(
+      () => finish(new HttpError(408, 'request_timeout', `the request body did not arrive within ${timeoutMs} ms`, { connection: 'close' })),
+      timeoutMs,
+    );
+    // A late 'aborted' after giving up has nobody to tell.
+    request.on('error', () => undefined);
+    if (request.destroyed && !request.complete) {
+      onGone();
+      return;
+    }
+    request.on('data', onData);
+    request.on('end', onEnd);
+    request.on('error', onGone);
+    request.on('close', onClose);
+  });
+}

@@ -12,7 +12,7 @@ import type { PresignRequest } from '../schema/generated/control-presign.js';
 import type { SharingRequest } from '../schema/generated/control-sharing.js';
 import type { BlobStore } from './blobs/types.js';
 import { badRequest, forbidden, HttpError, notFound, readJsonBody, sendJson, validateBody, type Validate } from './http.js';
-import { UPLOAD_STATUSES, type ControlStore, type Upload, type UploadQuery, type UploadStatus, type User } from './store.js';
+import { isExpired, UPLOAD_STATUSES, type ControlStore, type Upload, type UploadQuery, type UploadStatus, type User } from './store.js';
 
 export const BUNDLE_CONTENT_TYPE = 'application/vnd.blue.session-bundle+tar+gzip';
 const HARNESS_NAMES = ['claude', 'codex', 'kimi', 'opencode'];
@@ -29,6 +29,8 @@ export interface RouteContext {
   downloadUrlTtlMs: number;
   retentionMs: number;
   maxBodyBytes: number;
+  /** How long a JSON body may take to arrive (then 408). */
+  bodyTimeoutMs: number;
   /** `GET /harness-metadata`: the compatibility profiles this server vouches for, with their ETag. */
   harnessMetadata?: { body: unknown; etag: string } | undefined;
 }
@@ -110,7 +112,7 @@ async function listClientStatus(rc: RouteContext, req: Request): Promise<void> {
 async function clientStatus(rc: RouteContext, req: Request): Promise<void> {
   const body = validateBody<ClientStatusReport>(
     validators.validateClientStatusReport as Validate,
-    await readJsonBody(req.raw, rc.maxBodyBytes),
+    await readJsonBody(req.raw, rc.maxBodyBytes, false, rc.bodyTimeoutMs),
     'client status',
   );
   const now = rc.now();
@@ -119,7 +121,7 @@ async function clientStatus(rc: RouteContext, req: Request): Promise<void> {
 }
 
 async function presign(rc: RouteContext, req: Request): Promise<void> {
-  const body = validateBody<PresignRequest>(validators.validatePresignRequest as Validate, await readJsonBody(req.raw, rc.maxBodyBytes), 'presign request');
+  const body = validateBody<PresignRequest>(validators.validatePresignRequest as Validate, await readJsonBody(req.raw, rc.maxBodyBytes, false, rc.bodyTimeoutMs), 'presign request');
   const now = rc.now();
   const { upload, created } = rc.store.presign({ ...body, owner_id: req.user.id }, now, rc.retentionMs);
   // `status: complete` tells the client these bytes are already the current revision; the URLs are still given so a
@@ -152,7 +154,7 @@ function ownedUpload(rc: RouteContext, req: Request, action: string): Upload {
 
 async function complete(rc: RouteContext, req: Request): Promise<void> {
   const upload = ownedUpload(rc, req, 'complete it');
-  const body = validateBody<CompleteRequest>(validators.validateCompleteRequest as Validate, await readJsonBody(req.raw, rc.maxBodyBytes, true), 'complete request');
+  const body = validateBody<CompleteRequest>(validators.validateCompleteRequest as Validate, await readJsonBody(req.raw, rc.maxBodyBytes, true, rc.bodyTimeoutMs), 'complete request');
   if ((body.sha256 !== undefined && body.sha256 !== upload.sha256) || (body.size_bytes !== undefined && body.size_bytes !== upload.size_bytes)) {
     throw badRequest(`the size or SHA-256 given does not match what was presigned for upload ${upload.id}`, 'digest_mismatch');
   }
@@ -184,12 +186,12 @@ async function getUpload(rc: RouteContext, req: Request): Promise<void> {
 
 async function download(rc: RouteContext, req: Request): Promise<void> {
   const upload = visibleUpload(rc, req);
-  await readJsonBody(req.raw, rc.maxBodyBytes, true);
+  await readJsonBody(req.raw, rc.maxBodyBytes, true, rc.bodyTimeoutMs);
   const now = rc.now();
   if (upload.status !== 'complete' && upload.status !== 'superseded') {
     throw new HttpError(409, 'not_downloadable', `upload ${upload.id} is ${upload.status}; only verified uploads can be downloaded`);
   }
-  if (upload.blob_deleted || now >= upload.retention_deadline) {
+  if (isExpired(upload, now)) {
     throw new HttpError(410, 'expired', `upload ${upload.id} passed its retention deadline (${iso(upload.retention_deadline)}) and is gone`);
   }
   const signed = await rc.blobs.presignDownload(upload.blob_key, now + rc.downloadUrlTtlMs);
@@ -213,7 +215,7 @@ async function getSharing(rc: RouteContext, req: Request): Promise<void> {
 
 async function putSharing(rc: RouteContext, req: Request): Promise<void> {
   const upload = ownedUpload(rc, req, 'change its sharing');
-  const body = validateBody<SharingRequest>(validators.validateSharingRequest as Validate, await readJsonBody(req.raw, rc.maxBodyBytes), 'sharing request');
+  const body = validateBody<SharingRequest>(validators.validateSharingRequest as Validate, await readJsonBody(req.raw, rc.maxBodyBytes, false, rc.bodyTimeoutMs), 'sharing request');
   const named = (body.user_ids?.length ?? 0) + (body.emails?.length ?? 0);
   if (body.mode !== 'selected' && named > 0) throw badRequest(`recipients are only given with mode "selected", not "${body.mode}"`);
   if (body.mode === 'selected' && named === 0) throw badRequest('mode "selected" needs user_ids or emails naming at least one recipient');
@@ -298,7 +300,7 @@ async function listUploads(rc: RouteContext, req: Request): Promise<void> {
   const cursor = one('cursor');
   if (cursor !== undefined) query.after = decodeCursor(cursor);
   // One row more than asked tells whether another page exists.
-  const rows = rc.store.listUploads(req.user, { ...query, limit: query.limit + 1 });
+  const rows = rc.store.listUploads(req.user, { ...query, limit: query.limit + 1 }, rc.now());
   const page = rows.slice(0, query.limit);
   const last = page.at(-1);
   sendJson(req.response, 200, {
@@ -360,7 +362,7 @@ export function uploadView(rc: RouteContext, upload: Upload, viewer: User): Reco
     updated_at: iso(upload.updated_at),
     completed_at: upload.completed_at === null ? null : iso(upload.completed_at),
     retention_deadline: iso(upload.retention_deadline),
-    expired: upload.blob_deleted || rc.now() >= upload.retention_deadline,
+    expired: isExpired(upload, rc.now()),
   };
 }
 

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { BlobStore } from './blobs/types.js';
-import { HttpError, sendError } from './http.js';
+import { ClientGoneError, DEFAULT_BODY_TIMEOUT_MS, HttpError, sendError } from './http.js';
 import { ROUTES, type RouteContext } from './routes.js';
 import { ControlStore, type User } from './store.js';
 
@@ -28,6 +28,11 @@ export interface ControlServerOptions {
   maxBodyBytes?: number | undefined;
   /** The document `GET /harness-metadata` answers (see harnessMetadataDocument); absent: that route answers 404. */
   harnessMetadata?: unknown;
+  /**
+   * Slow clients: all headers must arrive within `headersMs` (default 30 s) and the whole request within `requestMs`
+   * (300 s, room for a bundle PUT to the local store), else 408; a JSON body within `bodyMs` (30 s), else 408.
+   */
+  timeouts?: { headersMs?: number | undefined; requestMs?: number | undefined; bodyMs?: number | undefined } | undefined;
   /** One line per request and per unexpected error. Never given tokens. */
   log?: ((level: 'info' | 'error', line: string) => void) | undefined;
 }
@@ -58,40 +63,56 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     downloadUrlTtlMs: (options.downloadUrlTtlSeconds ?? 300) * 1000,
     retentionMs: (options.retentionDays ?? 90) * 86_400_000,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
+    bodyTimeoutMs: options.timeouts?.bodyMs ?? DEFAULT_BODY_TIMEOUT_MS,
     harnessMetadata:
       options.harnessMetadata === undefined
         ? undefined
         : { body: options.harnessMetadata, etag: `"${createHash('sha256').update(JSON.stringify(options.harnessMetadata)).digest('base64url').slice(0, 27)}"` },
   };
 
-  const server = createServer({ requestTimeout: 300_000, headersTimeout: 30_000 }, (request, response) => {
-    const started = Date.now();
-    handle(rc, request, response)
-      .catch((error: unknown) => {
-        if (error instanceof HttpError) {
-          sendError(response, error);
-          return;
-        }
-        log('error', `internal error on ${request.method ?? '?'} ${pathOnly(request.url)}: ${(error as Error)?.stack ?? String(error)}`);
-        sendError(response, new HttpError(500, 'internal', 'the server failed to answer this request; the error is in its log'));
-      })
-      .finally(() => {
-        log('info', `${request.method ?? '?'} ${pathOnly(request.url)} ${response.statusCode} ${Date.now() - started}ms`);
-      });
-  });
+  const headersTimeout = options.timeouts?.headersMs ?? 30_000;
+  const requestTimeout = Math.max(options.timeouts?.requestMs ?? 300_000, headersTimeout);
+  const server = createServer(
+    // Node checks the two timeouts every connectionsCheckingInterval: often enough that a short one is kept.
+    { requestTimeout, headersTimeout, connectionsCheckingInterval: Math.min(30_000, Math.max(10, Math.floor(headersTimeout / 2))) },
+    (request, response) => {
+      const started = Date.now();
+      // One line per request: what happened instead of the status when there was nobody left to answer.
+      let outcome: string | undefined;
+      handle(rc, request, response)
+        .catch((error: unknown) => {
+          if (error instanceof ClientGoneError || (!request.complete && request.socket.destroyed)) {
+            outcome = `aborted: ${error instanceof ClientGoneError ? error.message : 'the client closed the connection mid-request'}`;
+            return;
+          }
+          if (error instanceof HttpError) {
+            outcome = `${error.status} ${error.code}`;
+            sendError(response, error);
+            return;
+          }
+          log('error', `internal error on ${request.method ?? '?'} ${pathOnly(request.url)}: ${(error as Error)?.stack ?? String(error)}`);
+          sendError(response, new HttpError(500, 'internal', 'the server failed to answer this request; the error is in its log'));
+        })
+        .finally(() => {
+          log('info', `${request.method ?? '?'} ${pathOnly(request.url)} ${outcome ?? response.statusCode} ${Date.now() - started}ms`);
+        });
+    },
+  );
   // Malformed HTTP never reaches the handler: answer it here rather than dropping the socket silently.
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable) {
       socket.destroy();
       return;
     }
-    const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
-    const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request';
-    const body = JSON.stringify({
-      error: tooLarge
-        ? { code: 'headers_too_large', message: 'the request line or headers are too large' }
-        : { code: 'bad_http', message: 'the request is not well-formed HTTP' },
-    });
+    const answer =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? { status: '431 Request Header Fields Too Large', code: 'headers_too_large', message: 'the request line or headers are too large' }
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? { status: '408 Request Timeout', code: 'request_timeout', message: `the request did not arrive in time (headers within ${headersTimeout} ms, all of it within ${requestTimeout} ms)` }
+          : { status: '400 Bad Request', code: 'bad_http', message: 'the request is not well-formed HTTP' };
+    log('info', `client error: ${answer.status.split(' ')[0]} ${answer.code}`);
+    const body = JSON.stringify({ error: { code: answer.code, message: answer.message } });
+    const status = answer.status;
     socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
   });
 

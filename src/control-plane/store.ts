@@ -103,6 +103,18 @@ export function newToken(): string {
 
 type Row = Record<string, unknown>;
 
+/**
+ * An upload past its retention deadline, or whose object gc has deleted, is expired — even while its object is still
+ * stored: it can no longer be downloaded (410), so it is never a session's current revision, never resumable, and
+ * presigning its bytes again makes a new revision.
+ */
+export function isExpired(upload: Pick<Upload, 'blob_deleted' | 'retention_deadline'>, now: number): boolean {
+  return upload.blob_deleted || now >= upload.retention_deadline;
+}
+
+/** The same rule in SQL, for `uploads` as `u`: not expired at the one parameter, `now`. */
+const NOT_EXPIRED = '(u.blob_deleted = 0 AND u.retention_deadline > ?)';
+
 const UPLOAD_SELECT = `SELECT u.*, us.email AS owner_email, COALESCE(s.mode, 'private') AS sharing_mode
   FROM uploads u JOIN users us ON us.id = u.owner_id LEFT JOIN sharing s ON s.upload_id = u.id`;
 
@@ -251,19 +263,21 @@ export class ControlStore {
   /**
    * A pending revision for this bundle: the existing one when the same owner re-presigns the same bytes of the same
    * session (a retried presign must not pile up revisions), else a new revision numbered after the session's last.
+   * Neither an expired pending upload nor an expired current revision is reused: the bytes are uploaded again.
    */
   presign(input: NewUpload, now: number, retentionMs: number): { upload: Upload; created: boolean } {
     return this.transaction(() => {
       const same = this.db
         .prepare(
-          `SELECT id FROM uploads WHERE owner_id = ? AND harness = ? AND session_id = ? AND sha256 = ? AND status = 'pending'
+          `SELECT id FROM uploads u WHERE owner_id = ? AND harness = ? AND session_id = ? AND sha256 = ? AND status = 'pending'
+             AND ${NOT_EXPIRED}
            ORDER BY revision DESC LIMIT 1`,
         )
-        .get(input.owner_id, input.harness, input.session_id, input.sha256) as Row | undefined;
+        .get(input.owner_id, input.harness, input.session_id, input.sha256, now) as Row | undefined;
       if (same !== undefined) return { upload: this.upload(String(same.id))!, created: false };
       // The same bytes are already the session's current revision: nothing to upload.
-      const current = this.currentRevision(input.owner_id, input.harness, input.session_id);
-      if (current !== undefined && current.sha256 === input.sha256 && current.size_bytes === input.size_bytes && !current.blob_deleted) {
+      const current = this.currentRevision(input.owner_id, input.harness, input.session_id, now);
+      if (current !== undefined && current.sha256 === input.sha256 && current.size_bytes === input.size_bytes) {
         return { upload: current, created: false };
       }
       const last = this.db
@@ -358,11 +372,14 @@ export class ControlStore {
     this.db.prepare('INSERT INTO sharing_recipients (upload_id, user_id) SELECT ?, user_id FROM sharing_recipients WHERE upload_id = ?').run(to, from);
   }
 
-  /** The session's current verified revision, when it has one. */
-  currentRevision(ownerId: string, harness: string, sessionId: string): Upload | undefined {
+  /** The session's current verified revision at `now`, when it has one (an expired one is not). */
+  currentRevision(ownerId: string, harness: string, sessionId: string, now: number): Upload | undefined {
     const row = this.db
-      .prepare(`SELECT id FROM uploads WHERE owner_id = ? AND harness = ? AND session_id = ? AND status = 'complete' ORDER BY revision DESC LIMIT 1`)
-      .get(ownerId, harness, sessionId) as Row | undefined;
+      .prepare(
+        `SELECT id FROM uploads u WHERE owner_id = ? AND harness = ? AND session_id = ? AND status = 'complete' AND ${NOT_EXPIRED}
+         ORDER BY revision DESC LIMIT 1`,
+      )
+      .get(ownerId, harness, sessionId, now) as Row | undefined;
     return row === undefined ? undefined : this.upload(String(row.id));
   }
 
@@ -414,9 +431,10 @@ export class ControlStore {
   /**
    * One page of uploads `viewer` may see, newest first. Administrators see everything, members their own and what is
    * shared with them; `resumable=true` asks "what can I resume", which for everyone (administrators included) is only
-   * owned or explicitly shared sessions.
+   * owned or explicitly shared sessions. `status=complete` asks for current revisions and `resumable=true` for what
+   * can be restored: neither includes an expired upload.
    */
-  listUploads(viewer: User, query: UploadQuery): Upload[] {
+  listUploads(viewer: User, query: UploadQuery, now: number): Upload[] {
     const where: string[] = [];
     const args: (string | number)[] = [];
     const shared = `(COALESCE(s.mode, 'private') = 'workspace' OR (s.mode = 'selected' AND EXISTS
@@ -450,6 +468,10 @@ export class ControlStore {
     if (query.status !== undefined) {
       where.push('u.status = ?');
       args.push(query.status);
+    }
+    if (query.status === 'complete' || query.resumable === true) {
+      where.push(NOT_EXPIRED);
+      args.push(now);
     }
     if (query.updated_from !== undefined) {
       where.push('u.updated_at >= ?');

@@ -2,8 +2,9 @@
  * `blue-agent run`: the long-running agent. It
  *   - checks the governance policy every ttl_seconds (±10% jitter, If-None-Match), backs off after failures (doubling,
  *     capped at an hour, never before Retry-After) and keeps the last-known-good policy while the server is away;
- *   - reconciles at once when the policy changes, shortly after a managed config file changes (drift repair), and
- *     in a periodic full sweep that notices harnesses installed, upgraded or removed;
+ *   - reconciles at once when the policy changes, shortly after a managed config file changes (drift repair; besides
+ *     the file watches, a periodic `stat` of the watched files catches a change no watch reported), and in a periodic
+ *     full sweep that notices harnesses installed, upgraded or removed;
  *   - drains the spool on a cron schedule and soon after a capture arrives (see drains.ts);
  *   - reports to `POST /client-status` after each reconcile, and leaves `<state>/agent-run.json` for `status`.
  * Everything is timers and native file watches: an idle agent does no work at all.
@@ -20,7 +21,7 @@ import { clientStatusBody, instanceId, type HarnessSummary } from './report.js';
 import { DEFAULT_POLICY_SCHEDULE, nextPolicyCheck, type CheckOutcome, type PolicyScheduleOptions } from './schedule.js';
 import { writeRunState, type AgentRunState } from './state.js';
 import type { PolicyTaskResult, ReconcileTaskResult, StatusTaskResult } from './tasks.js';
-import { ConfigWatcher } from './watcher.js';
+import { ConfigWatcher, type WatchFactory } from './watcher.js';
 import { processTasks, type TaskRunner } from './worker.js';
 
 export interface DaemonOptions {
@@ -31,6 +32,10 @@ export interface DaemonOptions {
   debounceMs?: number;
   /** The periodic full reconcile. */
   fullReconcileMs?: number;
+  /** The periodic safety check of the watched files' fingerprints (a `stat` each; a reconcile only when one differs). */
+  driftCheckMs?: number;
+  /** How config files are watched; chokidar by default. */
+  watch?: WatchFactory;
   /** Quiet time after a new capture before its drain. */
   intakeDelayMs?: number;
   /** On stop: how long a running drain may go on before it is stopped, and how long it gets to stop before SIGKILL. */
@@ -60,6 +65,9 @@ export type ReconcileTrigger = 'start' | 'policy' | 'drift' | 'periodic' | 'relo
 
 const TRIGGER_RANK: Record<ReconcileTrigger, number> = { periodic: 0, start: 1, reload: 2, drift: 3, policy: 4 };
 
+/** How often the watched files are `stat`ed in case a change raised no event. */
+export const DRIFT_CHECK_MS = 5 * 60_000;
+
 /** The policy in force, as the last check left it: what each reconcile applies. */
 export const POLICY_SNAPSHOT = path.join('policy', 'in-force.json');
 
@@ -79,6 +87,7 @@ export class Daemon {
   private stopping = false;
   private policyTimer: NodeJS.Timeout | undefined;
   private fullTimer: NodeJS.Timeout | undefined;
+  private driftCheckTimer: NodeJS.Timeout | undefined;
   private driftTimer: NodeJS.Timeout | undefined;
   private readonly corrections: CorrectionBackoff;
   private checking: Promise<void> | undefined;
@@ -129,6 +138,7 @@ export class Daemon {
       debounceMs: options.debounceMs ?? 1_000,
       log: this.log,
       onChange: (files) => this.onDrift(files),
+      ...(options.watch === undefined ? {} : { watch: options.watch }),
     });
     this.corrections = new CorrectionBackoff({ ...DEFAULT_CORRECTION_BACKOFF, ...options.correctionBackoff });
     this.drains = new DrainScheduler({
@@ -176,6 +186,7 @@ export class Daemon {
       throw error;
     }
     this.fullTimer = setInterval(() => this.requestReconcile('periodic'), this.options.fullReconcileMs ?? 60 * 60_000);
+    this.driftCheckTimer = setInterval(() => void this.checkDrift(), this.options.driftCheckMs ?? DRIFT_CHECK_MS);
     void this.checkPolicy();
     if (await spoolHasWork(this.ctx.paths.stateDir)) this.drains.request('start');
   }
@@ -215,6 +226,20 @@ export class Daemon {
     return this.checking;
   }
 
+  /**
+   * Compares every watched file with what the agent left (a `stat` each, nothing read): a change that no watch event
+   * reported starts the usual drift reconcile. Resolves with the files found changed.
+   */
+  async checkDrift(): Promise<string[]> {
+    if (this.stopping) return [];
+    const files = await this.watcher.check().catch((error: unknown) => {
+      this.log.warn('drift check failed', { error: String(error) });
+      return [];
+    });
+    if (files.length > 0) this.log.info('drift check found changed files', { files });
+    return files;
+  }
+
   /** SIGHUP: reads config.yaml again; a bad file is reported and the config in force is kept. */
   async reload(): Promise<void> {
     if (this.stopping) return;
@@ -250,6 +275,7 @@ export class Daemon {
     this.log.info('stopping', { reason });
     clearTimeout(this.policyTimer);
     clearInterval(this.fullTimer);
+    clearInterval(this.driftCheckTimer);
     clearTimeout(this.driftTimer);
     this.pendingReconcile = undefined;
     await this.watcher.close().catch(() => undefined);
@@ -377,7 +403,8 @@ export class Daemon {
       result = { ok: false, harnesses: [], watch: [], error: taskError(error) };
     }
     if (result.watch.length > 0) await this.watcher.setFiles(result.watch);
-    await this.watcher.remember(result.fingerprints ?? {});
+    // A step that crashed left no fingerprints: what was remembered before stays, so its drift is not forgotten.
+    await this.watcher.remember(result.fingerprints);
     if (result.error !== undefined) {
       this.log.error('reconcile failed', { trigger, code: result.error.code, error: result.error.message });
       this.state.last_reconcile = { at_unix_ms: at, ok: false, corrected: [], error: result.error, trigger };

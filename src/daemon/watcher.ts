@@ -6,6 +6,11 @@
  * usually arrives before the step has even answered — and while a reconcile runs (`hold`) it waits for that answer.
  * A file whose fingerprint is then exactly the remembered one is left alone, so a write by the agent can never start
  * another reconcile, let alone a loop of them.
+ *
+ * Events alone are not enough: a change made before the watch is in place (a harness rewriting its config right
+ * after the agent wrote it) raises none, and a native watch can miss one. So `remember` compares every file with what
+ * the agent left once the watch is ready, and `check` (run periodically) does the same: `stat`s only, nothing read,
+ * nothing started unless a fingerprint differs.
  */
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -42,17 +47,38 @@ export function sameFingerprint(a: Fingerprint | undefined, b: Fingerprint): boo
   return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
 }
 
+/** A running watch; `close` stops it. */
+export interface WatchHandle {
+  close(): Promise<void>;
+}
+
+/** Starts watching `files` and resolves once changes to them are reported through `onEvent` (chokidar's `ready`). */
+export type WatchFactory = (files: string[], onEvent: (file: string) => void, onError: (error: unknown) => void) => Promise<WatchHandle>;
+
+/** Native watches through chokidar; a missing file is watched through its folder, for when it appears. */
+export const chokidarWatch: WatchFactory = async (files, onEvent, onError) => {
+  const watcher: FSWatcher = chokidar.watch(files, { ignoreInitial: true, persistent: true });
+  watcher.on('all', (_event, file) => onEvent(path.resolve(file)));
+  watcher.on('error', onError);
+  await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
+  return { close: () => watcher.close() };
+};
+
 export interface ConfigWatcherOptions {
   debounceMs: number;
   log: Logger;
   /** Called once per burst of changes, with the files that changed. */
   onChange(files: string[]): void;
+  /** How files are watched; chokidar by default. */
+  watch?: WatchFactory;
 }
 
 export class ConfigWatcher {
-  private watcher: FSWatcher | undefined;
+  private handle: WatchHandle | undefined;
   private readonly files = new Set<string>();
   private readonly known = new Map<string, Fingerprint>();
+  /** Differences `check` has already handed on, so one that no reconcile settles is not handed on every period. */
+  private readonly seen = new Map<string, Fingerprint>();
   private readonly changed = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -65,7 +91,11 @@ export class ConfigWatcher {
     return [...this.files].sort();
   }
 
-  /** Watches exactly these files (missing ones are watched through their nearest folder, for when they appear). */
+  /**
+   * Watches exactly these files (missing ones are watched through their nearest folder, for when they appear) and
+   * resolves once the watch is in place. A new set gets a new watch, ready before the old one is closed, so no file
+   * that stays is ever unwatched; what changed while the watch was being set up is found by `remember`.
+   */
   async setFiles(list: readonly string[]): Promise<void> {
     if (this.closed) return;
     const wanted = new Set(list.map((f) => path.resolve(f)));
@@ -75,17 +105,23 @@ export class ConfigWatcher {
     for (const f of removed) {
       this.files.delete(f);
       this.known.delete(f);
+      this.seen.delete(f);
+      this.changed.delete(f);
     }
     for (const f of added) this.files.add(f);
-    if (this.watcher === undefined) {
-      this.watcher = chokidar.watch(added, { ignoreInitial: true, persistent: true });
-      this.watcher.on('all', (_event, file) => void this.onEvent(path.resolve(file)));
-      this.watcher.on('error', (error) => this.options.log.warn('config watcher error', { error: String(error) }));
-      await new Promise<void>((resolve) => this.watcher!.once('ready', () => resolve()));
-    } else {
-      if (removed.length > 0) this.watcher.unwatch(removed);
-      if (added.length > 0) this.watcher.add(added);
+    const next = await (this.options.watch ?? chokidarWatch)(
+      [...this.files],
+      (file) => this.onEvent(path.resolve(file)),
+      (error) => this.options.log.warn('config watcher error', { error: String(error) }),
+    );
+    const previous = this.handle;
+    if (this.closed) {
+      // Closed while the new watch was set up: it is not wanted any more.
+      await next.close();
+      return;
     }
+    this.handle = next;
+    await previous?.close();
   }
 
   /** A reconcile is under way: decide nothing until its fingerprints are remembered. */
@@ -94,24 +130,52 @@ export class ConfigWatcher {
   }
 
   /**
-   * Records how every watched file is now — as the reconcile step saw it right after its writes (`known`), or as it
-   * is at this moment for a file the step did not report — and looks again at the changes held meanwhile.
+   * Records how every watched file was left — as the reconcile step saw it right after its writes (`known`), or as it
+   * is at this moment for a file the step did not report — and looks again at the changes held meanwhile. Without
+   * `known` (the step crashed and left no answer) what was remembered before stays. Then every file is compared with
+   * it once: a change made before the watch was ready raised no event.
    */
-  async remember(known: Record<string, Fingerprint> = {}): Promise<void> {
+  async remember(known?: Record<string, Fingerprint>): Promise<void> {
     await Promise.all(
       [...this.files].map(async (f) => {
-        this.known.set(f, known[f] ?? (await fingerprint(f)));
+        const given = known?.[f];
+        if (given !== undefined) this.known.set(f, given);
+        else if (known !== undefined || !this.known.has(f)) this.known.set(f, await fingerprint(f));
       }),
     );
+    this.seen.clear();
     this.held = false;
+    await this.check();
     if (this.changed.size > 0 && this.timer === undefined) this.arm();
+  }
+
+  /**
+   * Compares every watched file with what the agent left (`stat` only) and hands a difference on as a change, after
+   * the usual debounce. Resolves with the files that differ and were not handed on before.
+   */
+  async check(): Promise<string[]> {
+    if (this.closed || this.files.size === 0) return [];
+    const now = await fingerprints(this.files);
+    if (this.closed) return [];
+    const found: string[] = [];
+    for (const f of this.files) {
+      const current = now[f];
+      if (current === undefined || sameFingerprint(this.known.get(f), current) || sameFingerprint(this.seen.get(f), current)) continue;
+      this.seen.set(f, current);
+      this.changed.add(f);
+      found.push(f);
+    }
+    if (found.length > 0 && !this.held && this.timer === undefined) this.arm();
+    return found;
   }
 
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.timer);
     this.timer = undefined;
-    await this.watcher?.close();
+    const handle = this.handle;
+    this.handle = undefined;
+    await handle?.close();
   }
 
   private onEvent(file: string): void {

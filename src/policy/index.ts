@@ -53,8 +53,12 @@ export interface ResolveOptions {
   onUnavailable?: (info: { reason: string; retryAfterMs?: number }) => void;
 }
 
-/** Freshness assumed for a policy that states no ttl_seconds, so `required: true` can still fail closed. */
-export const DEFAULT_TTL_SECONDS = 24 * 60 * 60;
+/**
+ * A policy that states no ttl_seconds is fresh for 300 s, Blue's default ("client cache TTL, 300 when absent"): the
+ * running agent checks again that often (so removing session_upload reaches machines within minutes), and a
+ * `required` policy past it fails closed.
+ */
+export const DEFAULT_TTL_SECONDS = 300;
 
 /** A cache entry claiming to come from the future beyond this slack has an unknown age: treat it as stale. */
 const CLOCK_SKEW_MS = 5 * 60 * 1000;

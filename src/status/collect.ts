@@ -61,6 +61,8 @@ export interface AgentStatus {
   detail: string | null;
   last_reconcile: AgentRunState['last_reconcile'] | null;
   next_drain_at_unix_ms: number | null;
+  /** When the agent asks the Control API for the policy next (its ttl, or a retry after a failure). */
+  next_policy_check_at_unix_ms: number | null;
   policy_error: { code: string; message: string } | null;
 }
 
@@ -204,6 +206,7 @@ export function agentStatus(run: AgentRunState | undefined, now: number): AgentS
       detail: null,
       last_reconcile: null,
       next_drain_at_unix_ms: null,
+      next_policy_check_at_unix_ms: null,
       policy_error: null,
     };
   }
@@ -231,6 +234,7 @@ export function agentStatus(run: AgentRunState | undefined, now: number): AgentS
             : `pid ${run.pid} is gone`,
     last_reconcile: run.last_reconcile ?? null,
     next_drain_at_unix_ms: run.next_drain_at_unix_ms ?? null,
+    next_policy_check_at_unix_ms: typeof run.policy?.next_check_at_unix_ms === 'number' ? run.policy.next_check_at_unix_ms : null,
     policy_error: run.policy?.last_error ?? null,
   };
 }

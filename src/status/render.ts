@@ -142,7 +142,9 @@ function renderAgent(a: AgentStatus, now: number, c: Palette): string[] {
     const what = r.ok ? (r.corrected.length > 0 ? `corrected ${r.corrected.join(', ')}` : 'no drift') : `failed: ${r.error?.message ?? 'error'}`;
     lines.push(`last reconcile ${ago(r.at_unix_ms, now)}: ${r.ok ? what : c.red(what)}`);
   }
-  if (a.next_drain_at_unix_ms !== null) lines.push(c.dim(`next drain ${a.next_drain_at_unix_ms <= now ? 'due now' : `in ${formatAge((a.next_drain_at_unix_ms - now) / 1000)}`}`));
+  const due = (at: number) => (at <= now ? 'due now' : `in ${formatAge((at - now) / 1000)}`);
+  if (a.next_policy_check_at_unix_ms !== null) lines.push(c.dim(`next policy check ${due(a.next_policy_check_at_unix_ms)}`));
+  if (a.next_drain_at_unix_ms !== null) lines.push(c.dim(`next drain ${due(a.next_drain_at_unix_ms)}`));
   if (a.policy_error !== null) lines.push(c.yellow(`last policy check failed: ${a.policy_error.message}`));
   return lines;
 }

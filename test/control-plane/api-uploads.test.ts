@@ -182,6 +182,48 @@ describe('presign and complete', () => {
   });
 });
 
+describe('expired uploads are never current', () => {
+  const DAY = 86_400_000;
+
+  it('presigning the bytes of an expired upload whose object gc has not deleted yet makes a new revision', async () => {
+    const bytes = bundle('expiring');
+    const first = await t.upload(t.alice, bytes, { resumable: true });
+    // Before the deadline the same bytes are the current revision: nothing to upload.
+    const before = await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(bytes, { resumable: true }));
+    expect(before.body).toMatchObject({ status: 'complete', upload_id: first.uploadId });
+
+    t.clock.advance(31 * DAY);
+    expect(await t.server.blobs.stat(t.server.store.upload(first.uploadId)!.blob_key)).toBeDefined();
+    expect((await t.call('POST', `/session-uploads/${first.uploadId}/download`, t.alice.token)).status).toBe(410);
+    // Not the session's current revision, nor resumable; listed (as expired) only among all revisions.
+    expect((await t.call('GET', '/session-uploads?status=complete', t.alice.token)).body.items).toEqual([]);
+    expect((await t.call('GET', '/session-uploads?resumable=true', t.alice.token)).body.items).toEqual([]);
+    expect((await t.call('GET', '/session-uploads', t.alice.token)).body.items).toMatchObject([{ upload_id: first.uploadId, status: 'complete', expired: true }]);
+
+    const presigned = await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(bytes, { resumable: true }));
+    expect(presigned.status).toBe(201);
+    expect(presigned.body).toMatchObject({ status: 'pending', revision: 2 });
+    expect(presigned.body.upload_id).not.toBe(first.uploadId);
+    const again = await t.upload(t.alice, bytes, { resumable: true });
+    expect(again.uploadId).toBe(presigned.body.upload_id);
+    expect(again.body).toMatchObject({ status: 'complete', revision: 2, expired: false });
+    expect((await t.call('GET', '/session-uploads?status=complete', t.alice.token)).body.items).toMatchObject([{ upload_id: again.uploadId }]);
+    expect((await t.call('GET', '/session-uploads?resumable=true', t.alice.token)).body.items).toMatchObject([{ upload_id: again.uploadId }]);
+    expect((await t.call('GET', `/session-uploads/${first.uploadId}`, t.alice.token)).body.status).toBe('superseded');
+    expect((await t.call('POST', `/session-uploads/${again.uploadId}/download`, t.alice.token)).status).toBe(200);
+  });
+
+  it('a pending upload past its deadline is not handed out again', async () => {
+    const bytes = bundle('left-pending');
+    const first = await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(bytes));
+    t.clock.advance(31 * DAY);
+    const second = await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(bytes));
+    expect(second.status).toBe(201);
+    expect(second.body).toMatchObject({ status: 'pending', revision: 2 });
+    expect(second.body.upload_id).not.toBe(first.body.upload_id);
+  });
+});
+
 describe('download and retention', () => {
   it('hands out a fresh URL that serves the bundle, and 410 after the retention deadline', async () => {
     const bytes = bundle('keep');

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
-import { createControlServer, type ControlServer } from '../../src/control-plane/server.js';
+import { createControlServer, type ControlServer, type ControlServerOptions } from '../../src/control-plane/server.js';
 
 export const BUNDLE_TYPE = 'application/vnd.blue.session-bundle+tar+gzip';
 
@@ -42,7 +42,15 @@ export function presignBody(bytes: Buffer, fields: Record<string, unknown> = {})
   return { harness: 'claude', session_id: 'sess-1', sha256: sha256(bytes), size_bytes: bytes.length, content_type: BUNDLE_TYPE, ...fields };
 }
 
-export async function startTestServer(options: { retentionDays?: number; maxBodyBytes?: number; harnessMetadata?: unknown } = {}): Promise<TestServer> {
+export interface TestServerOptions {
+  retentionDays?: number;
+  maxBodyBytes?: number;
+  harnessMetadata?: unknown;
+  timeouts?: ControlServerOptions['timeouts'];
+  log?: ControlServerOptions['log'];
+}
+
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const root = await mkdtemp(path.join(tmpdir(), 'blue-control-'));
   const dataDir = path.join(root, 'data');
   const blobDir = path.join(dataDir, 'blobs');
@@ -55,6 +63,8 @@ export async function startTestServer(options: { retentionDays?: number; maxBody
     retentionDays: options.retentionDays,
     maxBodyBytes: options.maxBodyBytes,
     harnessMetadata: options.harnessMetadata,
+    timeouts: options.timeouts,
+    log: options.log,
   });
   const { url } = await server.listen('127.0.0.1', 0);
   const add = (email: string, admin: boolean): TestUser => {

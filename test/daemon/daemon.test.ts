@@ -10,6 +10,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bufferOutput } from '../../src/context.js';
 import { Daemon, type DaemonOptions } from '../../src/daemon/index.js';
 import { readRunState } from '../../src/daemon/state.js';
+import { chokidarWatch, type WatchFactory } from '../../src/daemon/watcher.js';
+import { processTasks, type TaskRunner } from '../../src/daemon/worker.js';
 import { Spool } from '../../src/spool/index.js';
 import { startUploadStack, type UploadStack } from '../e2e/upload-support.js';
 import { CLAUDE_PROFILE, claudeSession, spoolFiles } from '../spool/fixtures.js';
@@ -183,6 +185,16 @@ describe('blue-agent run (in-process)', () => {
     await waitFor('agent-run.json to show the recovery', async () => (await readRunState(t.ctx))?.policy?.failures === 0 && (await readRunState(t.ctx))?.policy?.source === 'fetched');
   });
 
+  it('checks a policy without ttl_seconds again after 300 s, and says when in agent-run.json', async () => {
+    stack.server.store.publishPolicy({ session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign` } }, Date.now());
+    // No jitter: the delay is the ttl itself.
+    await start({ random: () => 0.5 });
+    const checked = await waitFor('a policy check', () => lines('policy checked')[0], 10_000);
+    expect(checked).toMatchObject({ ok: true, basis: 'ttl', next_check_in_ms: 300_000 });
+    const state = await waitFor('agent-run.json with the policy', async () => (await readRunState(t.ctx))?.policy);
+    expect(state.next_check_at_unix_ms - state.checked_at_unix_ms!).toBeGreaterThanOrEqual(300_000);
+  });
+
   it('drains a new intake record at once, without waiting for the schedule', async () => {
     await start();
     await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
@@ -232,5 +244,69 @@ describe('blue-agent run (in-process)', () => {
     await waitFor('state to keep the schedule', async () => (await readRunState(t.ctx))?.drain_schedule === '*/7 * * * *');
     const next = (await readRunState(t.ctx))!.next_drain_at_unix_ms!;
     expect(new Date(next).getMinutes() % 7).toBe(0);
+  });
+});
+
+describe('blue-agent run: changes no watch event reports', () => {
+  /** The real step runner, counting the reconcile steps it starts. */
+  function countingTasks(count: { reconciles: number }): DaemonOptions['tasks'] {
+    return (ctx) => {
+      const run = processTasks(ctx);
+      const counted: TaskRunner = (request) => {
+        if (request.task === 'reconcile') count.reconciles++;
+        return run(request);
+      };
+      counted.stop = run.stop;
+      return counted;
+    };
+  }
+
+  it('repairs a rewrite made right after its write, before the watch was in place', async () => {
+    let rewritten = false;
+    // The watch is set up after the first reconcile's write; the harness rewrites its config in between.
+    const watch: WatchFactory = async (files, onEvent, onError) => {
+      if (!rewritten && (await settingsText()).includes(MANAGED)) {
+        await writeFile(t.settings, '{\n  "theme": "dark"\n}\n');
+        rewritten = true;
+      }
+      return chokidarWatch(files, onEvent, onError);
+    };
+    await start({ watch });
+    await waitFor('the rewrite', () => rewritten);
+    await waitFor('the hook restored', async () => (await settingsText()).includes(MANAGED), 10_000);
+    expect(await settingsText()).toContain('"theme": "dark"');
+    const corrected = await waitFor('a drift correction in the log', () => lines('drift corrected', (l) => l.harness === 'claude')[0]);
+    expect(corrected).toMatchObject({ trigger: 'drift', level: 'warn' });
+  });
+
+  it('the periodic check repairs a change whose event never came', async () => {
+    const silent: WatchFactory = async () => ({ close: async () => undefined });
+    await start({ watch: silent, driftCheckMs: 100 });
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the first reconcile', () => lines('reconciled')[0]);
+    await unlink(t.settings);
+    await waitFor('the hook restored', async () => (await settingsText()).includes(MANAGED), 10_000);
+    expect(lines('drift check found changed files')[0]).toMatchObject({ files: [path.resolve(t.settings)] });
+    await waitFor('a drift correction in the log', () => lines('drift corrected', (l) => l.harness === 'claude' && l.action === 'create')[0]);
+  });
+
+  it('the check only stats: nothing is started while every file is as the agent left it', async () => {
+    const count = { reconciles: 0 };
+    const silent: WatchFactory = async () => ({ close: async () => undefined });
+    const d = await start({ watch: silent, driftCheckMs: 60 * 60_000, tasks: countingTasks(count) });
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the first reconcile', () => lines('reconciled')[0]);
+    const before = count.reconciles;
+    expect(await d.checkDrift()).toEqual([]);
+    expect(await d.checkDrift()).toEqual([]);
+    expect(count.reconciles).toBe(before);
+
+    await writeUserHook('echo changed-behind-its-back');
+    expect(await d.checkDrift()).toEqual([path.resolve(t.settings)]);
+    // Handed on once: the next check does not report the same change again.
+    expect(await d.checkDrift()).toEqual([]);
+    await waitFor('a drift reconcile', () => lines('reconciled', (l) => l.trigger === 'drift')[0]);
+    expect(count.reconciles).toBe(before + 1);
+    expect(await d.checkDrift()).toEqual([]);
   });
 });

@@ -189,6 +189,19 @@ describe('resolvePolicy from the Control API', () => {
       expect(error.message).toContain('ttl of 60 min');
     });
 
+    it('a policy without ttl_seconds is fresh for 300 s, the contract\'s default', async () => {
+      const ctx = ctxFor(server.origin);
+      server.setPolicy(policyFor(server.origin, { ttl_seconds: undefined, required: true }));
+      await resolve(ctx);
+      server.setHandler((_req, res) => res.writeHead(503).end());
+      now += 300_000;
+      expect(await resolve(ctx)).toMatchObject({ source: 'cached', stale: false, ageSeconds: 300 });
+      now += 1_000;
+      const error = await failure(resolve(ctx));
+      expect(error.code).toBe('POLICY_STALE');
+      expect(error.message).toContain('past its ttl of 5 min');
+    });
+
     it('without required, uses a stale cache and warns that it is stale', async () => {
       const ctx = ctxFor(server.origin);
       await resolve(ctx);

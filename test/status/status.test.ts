@@ -186,6 +186,8 @@ describe('status', () => {
     expect(human).toMatch(/^Agent +running \(pid \d+, started 3 h ago, last report 30 s ago\)$/m);
     expect(human).toContain('last reconcile 30 s ago: corrected claude');
     expect(human).toContain('next drain in 2 min');
+    expect(human).toContain('next policy check in 10 min');
+    expect(report.agent.next_policy_check_at_unix_ms).toBe(now + 600_000);
 
     await writeRunState(s.ctx, { ...run, pid: deadPid(), updated_at_unix_ms: now - 2 * 3600_000, next_drain_at_unix_ms: now - 2 * 3600_000 });
     report = JSON.parse((await s.cli(['status', '--json'])).stdout);

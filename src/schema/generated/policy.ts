@@ -15,7 +15,7 @@ export interface GovernancePolicy {
    */
   contract_version?: number;
   /**
-   * How long a fetched revision stays fresh before it must be fetched again.
+   * How long a fetched revision stays fresh before it must be fetched again; 300 when absent.
    */
   ttl_seconds?: number;
   /**
