@@ -82,12 +82,17 @@ export function readPayloadText(stream: Readable, options: ReadOptions = {}): Pr
       finish(new PayloadRefused('the payload on stdin ended before its JSON object was complete'));
     };
     const onError = (error: Error) => finish(new PayloadRefused(`stdin could not be read (${(error as NodeJS.ErrnoException).code ?? error.message})`));
+    // The verdict waits one turn of the event loop: when start-up work kept the loop busy past the deadline, the
+    // timer and the waiting payload become ready together, and timers run before I/O is read. A payload already in
+    // the pipe is taken; only a writer that really did not deliver is refused.
     const timer = setTimeout(() => {
-      finish(
-        new PayloadRefused(
-          scanner.started
-            ? `the payload on stdin was not complete after ${Math.round(deadlineMs)} ms (${received} bytes received)`
-            : `no payload arrived on stdin within ${Math.round(deadlineMs)} ms`,
+      setImmediate(() =>
+        finish(
+          new PayloadRefused(
+            scanner.started
+              ? `the payload on stdin was not complete after ${Math.round(deadlineMs)} ms (${received} bytes received)`
+              : `no payload arrived on stdin within ${Math.round(deadlineMs)} ms`,
+          ),
         ),
       );
     }, Math.max(0, deadlineMs));

@@ -44,12 +44,10 @@ function notRegular(file: string, info: Stats, through?: boolean): BlueError {
   });
 }
 
+/** A link loop is refused as every ELOOP is (one rule, in errors.ts), named by the file blue-agent was given. */
 function linkLoop(file: string, cause: unknown): BlueError {
-  return new BlueError('UNSAFE_PATH', `${file}: a symbolic link loop (or too many levels of links)`, {
-    file,
-    hint: 'Point the link (or the links above it) at a real file or folder, or remove it, then run the command again.',
-    cause,
-  });
+  if (isSystemError(cause)) return fromSystemError(cause, { file });
+  return new BlueError('UNSAFE_PATH', `${file}: too many levels of symbolic links`, { file, cause });
 }
 
 /**

@@ -342,7 +342,7 @@ describe('systemd', () => {
     const json = await cli(context('linux', { XDG_CONFIG_HOME: plain }), ['service', 'install', '--json']);
     expect(json.code).toBe(1);
     const error = (JSON.parse(json.out) as { error: { code: string; message: string } }).error;
-    expect(error).toMatchObject({ code: 'NOT_A_DIRECTORY', file: unit, message: `${unit}: a part of the path is not a directory (ENOTDIR: open)` });
+    expect(error).toMatchObject({ code: 'NOT_A_DIRECTORY', file: unit, message: `${unit}: a part of the path is not a directory (ENOTDIR: lstat)` });
     expect(await fakes.calls()).toEqual([]);
   });
 
