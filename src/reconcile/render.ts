@@ -46,7 +46,10 @@ function renderFile(file: FileReport, options: RenderOptions, c: Palette): strin
   const name = tildify(file.path, options.home);
   if (file.action === 'error') {
     const e = file.error;
-    return [c.red(`  ${name}: ${e?.message ?? 'error'}`), ...(e?.hint ? [c.dim(`    hint: ${e.hint}`)] : [])];
+    // Most messages already lead with the file: the line names it once.
+    const message = String(e?.message ?? 'error');
+    const shown = message.startsWith(`${file.path}: `) ? message.slice(file.path.length + 2) : message;
+    return [c.red(`  ${name}: ${shown}`), ...(e?.hint ? [c.dim(`    hint: ${e.hint}`)] : [])];
   }
   if (file.action === 'unchanged') return [c.dim(`  ${name}: unchanged`)];
   const lines = [`  ${name}: ${file.action}${file.backup ? c.dim(` (previous version kept in ${tildify(file.backup, options.home)})`) : ''}`];

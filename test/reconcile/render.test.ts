@@ -1,6 +1,7 @@
 import { createTwoFilesPatch } from 'diff';
 import { describe, expect, it } from 'vitest';
-import { DIFF_MAX_LINES, unifiedDiff } from '../../src/reconcile/render.js';
+import type { ReconcileReport } from '../../src/reconcile/index.js';
+import { DIFF_MAX_LINES, renderHuman, unifiedDiff } from '../../src/reconcile/render.js';
 
 /** What jsdiff prints for the whole files, without its banner line. */
 function reference(file: string, before: string | null, after: string | null): string[] {
@@ -39,5 +40,34 @@ describe('unifiedDiff', () => {
 
   it('shows bytes that are not UTF-8 as \\xNN', () => {
     expect(unifiedDiff('/f', 'a\n', 'a\n\uDCFF\n')).toContain('+\\xff');
+  });
+});
+
+describe('renderHuman', () => {
+  it('names a file in error once, though its message leads with the file', () => {
+    const file = '/home/me/.claude/settings.json';
+    const report: ReconcileReport = {
+      dry_run: true,
+      policy: { revision: 1, source: 'file', location: '/p.yaml', age_seconds: null, stale: false, warnings: [] },
+      harnesses: [
+        {
+          harness: 'claude',
+          installed: true,
+          path: '/bin/claude',
+          raw_version: '2.1.332',
+          version: '2.1.332',
+          profile: 'claude-v2_0_12',
+          verified: true,
+          state: 'error',
+          reason: 'settings.json cannot be read',
+          action: 'error',
+          files: [{ path: file, action: 'error', error: { code: 'UNSAFE_PATH', message: `${file}: too many levels of symbolic links`, hint: 'fix it' } }],
+        },
+      ],
+      ok: false,
+    };
+    const out = renderHuman(report, { color: false, home: '/home/me' });
+    expect(out).toContain('  ~/.claude/settings.json: too many levels of symbolic links\n');
+    expect(out.split(file).length + out.split('~/.claude/settings.json').length - 2).toBe(1);
   });
 });
