@@ -11,11 +11,13 @@ import type { Context } from '../context.js';
 import { LIMITS } from '../bundle/limits.js';
 import { BlueError } from '../errors.js';
 import { HARNESSES } from '../harnesses/names.js';
-import { ControlClient, header, readSome, safeUrl, scrubText } from '../upload/client.js';
-import { describeNetworkError, UploadError } from '../upload/retry.js';
 import { isSessionId } from '../util/session-id.js';
 import { printable } from '../util/terminal-text.js';
-import { loadUndici } from '../util/undici.js';
+import { ControlClient } from './client.js';
+import { UploadError } from './errors.js';
+import { header, readSome } from './http.js';
+import { describeNetworkError, safeUrl, scrubText } from './scrub.js';
+import { loadUndici } from './undici.js';
 
 export { printable };
 
