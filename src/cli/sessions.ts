@@ -1,6 +1,6 @@
 /**
  * `blue-agent sessions list|show|share|export`: the captured sessions on the Control API. This module does the I/O;
- * the Control API calls are in src/sessions/api.ts and the export rendering in src/sessions/export.ts.
+ * the Control API calls are in src/control-api/sessions.ts and the export rendering in src/sessions/export.ts.
  */
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,7 +9,7 @@ import { extractBundle, formatBytes } from '../bundle/index.js';
 import type { Context } from '../context.js';
 import { BlueError, toBlueError, usageError } from '../errors.js';
 import { loadProfiles } from '../profiles/index.js';
-import { printable, sessionLabel, SessionsApi, type SessionUpload, type Sharing } from '../sessions/api.js';
+import { printable, sessionLabel, SessionsApi, type SessionUpload, type Sharing } from '../control-api/sessions.js';
 
 export { sessionLabel };
 import { EXPORT_FORMATS, readTranscript, renderJson, renderMarkdown, wantedFiles, type ExportFormat, type ExportInput } from '../sessions/export.js';

@@ -9,6 +9,8 @@ import * as validators from '../schema/generated/validators.js';
 import type { ClientStatusReport } from '../schema/generated/control-client-status.js';
 import type { CompleteRequest } from '../schema/generated/control-complete.js';
 import type { PresignRequest } from '../schema/generated/control-presign.js';
+import type { SessionUploadDetail } from '../schema/generated/control-session-upload.js';
+import type { SessionUploadList } from '../schema/generated/control-session-uploads.js';
 import type { SharingRequest } from '../schema/generated/control-sharing.js';
 import type { BlobStore } from './blobs/types.js';
 import { badRequest, forbidden, HttpError, notFound, readJsonBody, sendJson, validateBody, type Validate } from './http.js';
@@ -303,10 +305,11 @@ async function listUploads(rc: RouteContext, req: Request): Promise<void> {
   const rows = rc.store.listUploads(req.user, { ...query, limit: query.limit + 1 }, rc.now());
   const page = rows.slice(0, query.limit);
   const last = page.at(-1);
-  sendJson(req.response, 200, {
+  const body: SessionUploadList = {
     items: page.map((u) => uploadView(rc, u, req.user)),
     next_cursor: rows.length > query.limit && last !== undefined ? encodeCursor(last) : null,
-  });
+  };
+  sendJson(req.response, 200, body);
 }
 
 function timeParam(name: string, value: string | undefined): number | undefined {
@@ -334,14 +337,16 @@ function decodeCursor(cursor: string): { updated_at: number; id: string } {
   throw invalid;
 }
 
-export function uploadView(rc: RouteContext, upload: Upload, viewer: User): Record<string, unknown> {
+/** An upload as `viewer` sees it: GET /session-uploads/{id}, an item of GET /session-uploads (schemas/control-session-upload.schema.json). */
+export function uploadView(rc: RouteContext, upload: Upload, viewer: User): SessionUploadDetail {
   const owned = upload.owner_id === viewer.id;
   return {
     upload_id: upload.id,
     user_id: upload.owner_id,
     owner_email: upload.owner_email,
     owned,
-    harness: upload.harness,
+    // Stored only from a validated presign request.
+    harness: upload.harness as SessionUploadDetail['harness'],
     session_id: upload.session_id,
     revision: upload.revision,
     status: upload.status,

@@ -8,12 +8,12 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { AgentConfig } from '../config.js';
 import type { Context } from '../context.js';
+import { sendClientStatus } from '../control-api/status.js';
 import { toBlueError } from '../errors.js';
 import { ADAPTERS } from '../harnesses/index.js';
 import { DEFAULT_TTL_SECONDS, resolvePolicy, type PolicySource } from '../policy/index.js';
 import { reconcile } from '../reconcile/index.js';
 import type { ClientStatusReport } from '../schema/generated/control-client-status.js';
-import { ControlClient } from '../upload/client.js';
 import { readTextIfExists, writeStateFile } from '../util/fs.js';
 import type { HarnessSummary } from './report.js';
 import { fingerprints, type Fingerprint } from './watcher.js';
@@ -119,12 +119,7 @@ export async function reconcileTask(ctx: Context, snapshot: string): Promise<Rec
 /** `POST /client-status`. */
 export async function statusTask(ctx: Context, body: ClientStatusReport, timeoutMs: number): Promise<StatusTaskResult> {
   try {
-    const client = await ControlClient.fromContext(ctx, { timeoutMs });
-    try {
-      await client.requestJson('POST', client.routeUrl('client-status'), body);
-    } finally {
-      await client.close();
-    }
+    await sendClientStatus(ctx, body, timeoutMs);
     return { ok: true };
   } catch (error) {
     return { ok: false, error: taskError(error) };

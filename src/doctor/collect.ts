@@ -8,8 +8,8 @@ import path from 'node:path';
 import { controlSettings, loadAgentConfig } from '../config.js';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';
-import { checkUploadOrigin, MAX_POLICY_BYTES, validatePolicy, type ResolvedPolicy } from '../policy/index.js';
-import { fetchGovernanceConfig, governanceConfigUrl } from '../policy/fetch.js';
+import { fetchGovernanceConfig, governanceConfigUrl } from '../control-api/governance-config.js';
+import { fetchedPolicy, MAX_POLICY_BYTES, type ResolvedPolicy } from '../policy/index.js';
 import type { AgentConfig } from '../schema/index.js';
 import { serviceStatus, type ServiceState } from '../service/index.js';
 import { Spool } from '../spool/index.js';
@@ -182,7 +182,7 @@ async function controlFacts(ctx: Context, config: AgentConfig, timeoutMs: number
     });
     if (outcome.kind === 'unavailable') probe = { kind: 'unavailable', reason: outcome.reason };
     else if (outcome.kind === 'not-modified') probe = { kind: 'error', error: { code: 'POLICY_UNREACHABLE', message: `GET ${url.href} answered 304 Not Modified to an unconditional request` } };
-    else probe = { kind: 'ok', ...fetchedPolicy(ctx, config, settings.controlUrl, url.href, outcome.text, outcome.etag) };
+    else probe = { kind: 'ok', ...probedPolicy(ctx, config, settings.controlUrl, url.href, outcome.text, outcome.etag) };
   } catch (error) {
     const info = errorInfo(error);
     probe = error instanceof BlueError && error.code === 'AUTH_FAILED' ? { kind: 'refused', error: info } : { kind: 'error', error: info };
@@ -190,7 +190,8 @@ async function controlFacts(ctx: Context, config: AgentConfig, timeoutMs: number
   return { ...base, token: tokenState, probe };
 }
 
-function fetchedPolicy(
+/** The policy the probe fetched, judged as `resolvePolicy` judges it (nothing is cached). */
+function probedPolicy(
   ctx: Context,
   config: AgentConfig,
   controlUrl: string,
@@ -199,30 +200,8 @@ function fetchedPolicy(
   etag: string | undefined,
 ): { policy?: ResolvedPolicy; policyError?: ErrorInfo } {
   try {
-    let data: unknown;
-    try {
-      data = JSON.parse(text.replace(/^\uFEFF/, ''));
-    } catch (error) {
-      throw new BlueError('POLICY_INVALID', `${location}: the response is not valid JSON (${(error as Error).message})`, {
-        hint: 'The Control API must answer GET /governance-config with a JSON policy; check its logs.',
-      });
-    }
-    const policy = validatePolicy(data, location);
-    const warnings = checkUploadOrigin(policy, { controlUrl, allowedOrigins: config.allowed_upload_origins, file: location });
-    const now = ctx.clock.now();
-    return {
-      policy: {
-        policy,
-        source: 'fetched',
-        location,
-        revision: policy.revision,
-        fetchedAt: now,
-        ageSeconds: 0,
-        stale: false,
-        ...(etag === undefined ? {} : { etag }),
-        warnings,
-      },
-    };
+    const originRules = { controlUrl, allowedOrigins: config.allowed_upload_origins };
+    return { policy: fetchedPolicy(text, { location, etag, now: ctx.clock.now(), originRules }) };
   } catch (error) {
     return { policyError: errorInfo(error) };
   }

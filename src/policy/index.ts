@@ -8,14 +8,14 @@ import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';
 import type { AgentConfig, GovernancePolicy } from '../schema/index.js';
 import { readLastKnownGood, writeLastKnownGood, type LastKnownGood } from './cache.js';
-import { DEFAULT_FETCH_TIMEOUT_MS, fetchGovernanceConfig, governanceConfigUrl } from './fetch.js';
+import { DEFAULT_FETCH_TIMEOUT_MS, fetchGovernanceConfig, governanceConfigUrl } from '../control-api/governance-config.js';
+import { parseRetryAfter } from '../control-api/http.js';
 import type { DocumentCache } from '../schema/document-cache.js';
-import { MAX_POLICY_BYTES, checkUploadOrigin, loadPolicyFile, validatePolicy } from './validate.js';
-import { parseRetryAfter } from '../upload/retry.js';
+import { MAX_POLICY_BYTES, checkUploadOrigin, loadPolicyFile, validatePolicy, type OriginRules } from './validate.js';
 
 export { lastKnownGoodPath, readLastKnownGood, type LastKnownGood } from './cache.js';
-export { governanceConfigUrl } from './fetch.js';
-export { MAX_POLICY_BYTES, checkUploadOrigin, loadPolicyFile, originOf, parsePolicyText, validatePolicy } from './validate.js';
+export { governanceConfigUrl } from '../control-api/governance-config.js';
+export { MAX_POLICY_BYTES, checkUploadOrigin, loadPolicyFile, parsePolicyText, validatePolicy } from './validate.js';
 
 export type PolicySource = 'file' | 'fetched' | 'cached';
 
@@ -110,21 +110,10 @@ export async function resolvePolicy(ctx: Context, options: ResolveOptions): Prom
   });
 
   if (outcome.kind === 'ok') {
-    const policy = parseFetched(outcome.text, location);
-    warnings.push(...checkUploadOrigin(policy, { ...originRules, file: location }));
-    const fresh: LastKnownGood = { policy, fetched_at: now, url: location, ...(outcome.etag === undefined ? {} : { etag: outcome.etag }) };
+    const resolved = fetchedPolicy(outcome.text, { location, etag: outcome.etag, now, originRules, warnings });
+    const fresh: LastKnownGood = { policy: resolved.policy, fetched_at: now, url: location, ...(outcome.etag === undefined ? {} : { etag: outcome.etag }) };
     if (!options.dryRun) await saveQuietly(ctx, fresh, warnings);
-    return {
-      policy,
-      source: 'fetched',
-      location,
-      revision: policy.revision,
-      fetchedAt: now,
-      ageSeconds: 0,
-      stale: false,
-      ...(outcome.etag === undefined ? {} : { etag: outcome.etag }),
-      warnings,
-    };
+    return resolved;
   }
 
   if (outcome.kind === 'not-modified' && lkg !== undefined) {
@@ -195,7 +184,15 @@ function fallBack(
   };
 }
 
-function parseFetched(text: string, location: string): GovernancePolicy {
+/**
+ * The policy a `GET /governance-config` answered with, parsed, validated and checked for where it sends uploads:
+ * POLICY_INVALID or POLICY_FOREIGN_ORIGIN when it may not apply. `warnings` (kept) gets the origin warnings.
+ */
+export function fetchedPolicy(
+  text: string,
+  at: { location: string; etag: string | undefined; now: number; originRules: Omit<OriginRules, 'file'>; warnings?: string[] },
+): ResolvedPolicy {
+  const { location, etag, now } = at;
   let data: unknown;
   try {
     data = JSON.parse(text.replace(/^\uFEFF/, ''));
@@ -205,7 +202,20 @@ function parseFetched(text: string, location: string): GovernancePolicy {
       hint: 'The Control API must answer GET /governance-config with a JSON policy; check its logs.',
     });
   }
-  return validatePolicy(data, location);
+  const policy = validatePolicy(data, location);
+  const warnings = at.warnings ?? [];
+  warnings.push(...checkUploadOrigin(policy, { ...at.originRules, file: location }));
+  return {
+    policy,
+    source: 'fetched',
+    location,
+    revision: policy.revision,
+    fetchedAt: now,
+    ageSeconds: 0,
+    stale: false,
+    ...(etag === undefined ? {} : { etag }),
+    warnings,
+  };
 }
 
 /** The fetched policy is valid and applies even if the cache cannot be written; say so instead of failing. */

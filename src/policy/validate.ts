@@ -5,6 +5,7 @@ import { open } from 'node:fs/promises';
 import semver from 'semver';
 import type { Document, LineCounter } from 'yaml';
 import { isMap, isNode, isScalar } from 'yaml';
+import { originOf, parseHttpUrl } from '../control-api/http.js';
 import { BlueError } from '../errors.js';
 import { DocumentCache } from '../schema/document-cache.js';
 import { parseYamlText, policySchema, validateDocument, type GovernancePolicy } from '../schema/index.js';
@@ -121,21 +122,6 @@ export function checkUploadOrigin(policy: GovernancePolicy, rules: OriginRules):
       hint: `If ${target || 'that origin'} is really your organisation's upload service, add it to allowed_upload_origins in the agent config.`,
     },
   );
-}
-
-/** `scheme://host[:port]` of an http(s) URL (default ports dropped, host lower-cased), or '' when it is not one. */
-export function originOf(value: string): string {
-  const url = parseHttpUrl(value);
-  return url === undefined ? '' : url.origin;
-}
-
-function parseHttpUrl(value: string): URL | undefined {
-  try {
-    const url = new URL(value);
-    return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The schema rejects it as an unknown field; say plainly that the block is global. */

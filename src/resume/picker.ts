@@ -4,7 +4,7 @@
  * where it is cut, never a wrap) and the whole screen is drawn again when the terminal is resized.
  */
 import type { Context } from '../context.js';
-import { printable, sessionLabel, type SessionUpload } from '../sessions/api.js';
+import { printable, sessionLabel, type SessionUpload } from '../control-api/sessions.js';
 import {
   ALT_SCREEN_OFF,
   ALT_SCREEN_ON,

@@ -16,7 +16,7 @@ import { resolvePolicy } from '../policy/index.js';
 import { detectVersion, findExecutable, VersionCache } from '../profiles/detect.js';
 import { findInterval, loadProfiles, requireProfiles } from '../profiles/index.js';
 import { applyRestore, prepareRestore, recoverRestores } from '../restore/index.js';
-import { printable, SessionsApi, type SessionUpload } from '../sessions/api.js';
+import { printable, SessionsApi, type SessionUpload } from '../control-api/sessions.js';
 import {
   compareRepository,
   decideDestination,

@@ -9,7 +9,7 @@ import { claudeTranscriptReader } from '../harnesses/claude/transcript.js';
 import { codexTranscriptReader } from '../harnesses/codex/transcript.js';
 import { kimiTranscriptReader } from '../harnesses/kimi/transcript.js';
 import { opencodeTranscriptReader } from '../harnesses/opencode/transcript.js';
-import type { SessionUpload } from './api.js';
+import type { SessionUpload } from '../control-api/sessions.js';
 import { cleanText, emptyTranscript, type Transcript, type TranscriptReader, type TranscriptSource, type TranscriptTurn } from './transcript.js';
 
 export const EXPORT_FORMATS = ['markdown', 'json'] as const;

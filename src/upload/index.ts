@@ -4,25 +4,18 @@
  * one bad record or a Control API outage never stops the caller with an exception.
  */
 import { BUNDLE_CONTENT_TYPE, ARTIFACT_FORMAT, type BundleManifest } from '../bundle/index.js';
+import type { ControlClient } from '../control-api/client.js';
+import { isUploadError, type UploadError } from '../control-api/errors.js';
+import { originOf } from '../control-api/http.js';
+import { safeUrl } from '../control-api/scrub.js';
+import { complete, presign, type PresignRequest } from '../control-api/uploads.js';
 import { BlueError } from '../errors.js';
-import { checkUploadOrigin, originOf } from '../policy/validate.js';
+import { checkUploadOrigin } from '../policy/validate.js';
 import type { GovernancePolicy } from '../schema/index.js';
-import { type ControlClient, type PresignRequest, safeUrl } from './client.js';
 import { uploadFile } from './put.js';
-import {
-  DEFAULT_RETRY_POLICY,
-  isUploadError,
-  realRetryEnv,
-  rescheduleDelay,
-  withRetry,
-  type RetryEnv,
-  type RetryPolicy,
-  type UploadError,
-} from './retry.js';
+import { DEFAULT_RETRY_POLICY, realRetryEnv, rescheduleDelay, withRetry, type RetryEnv, type RetryPolicy } from './retry.js';
 
-export { ControlClient, safeUrl, scrubText, type PresignRequest, type PresignResponse, type SignedUpload } from './client.js';
 export { uploadFile, type UploadExpectation, type UploadFileOptions } from './put.js';
-export { DEFAULT_RETRY_POLICY, UploadError, backoffDelay, parseRetryAfter, withRetry, type RetryEnv, type RetryPolicy } from './retry.js';
 
 /** The manifest fields the presign request carries. */
 export type UploadManifest = Pick<BundleManifest, 'harness' | 'native_session_id' | 'compatibility_profile' | 'captured_at_unix_ms'> &
@@ -116,7 +109,7 @@ export async function uploadBundle(client: ControlClient, item: UploadItem, opti
   let uploadId: string | undefined;
   try {
     for (let presigns = 1; ; presigns++) {
-      const presigned = await withRetry(() => client.presign(request, presignUrl), retrying('presign'));
+      const presigned = await withRetry(() => presign(client, request, presignUrl), retrying('presign'));
       uploadId = presigned.upload_id;
       if (presigned.status === 'complete') return { kind: 'uploaded', upload_id: uploadId, already: true };
       try {
@@ -139,13 +132,13 @@ export async function uploadBundle(client: ControlClient, item: UploadItem, opti
       try {
         await withRetry(() => {
           completeTries++;
-          return client.complete(presigned.upload_id, presigned.complete_url, { sha256: item.sha256, size_bytes: item.size });
+          return complete(client, presigned.upload_id, presigned.complete_url, { sha256: item.sha256, size_bytes: item.size });
         }, retrying('complete'));
       } catch (error) {
         // An earlier try may have completed the upload with only its answer lost, so a refusal now may just mean
         // "already done": presign tells, since it answers `complete` for a bundle the server already holds.
         if (!isUploadError(error) || error.kind !== 'record' || completeTries < 2) throw error;
-        const again = await client.presign(request, presignUrl).catch(() => undefined);
+        const again = await presign(client, request, presignUrl).catch(() => undefined);
         if (again?.status !== 'complete') throw error;
         return { kind: 'uploaded', upload_id: again.upload_id, already: true };
       }

@@ -7,11 +7,12 @@ import { createHash } from 'node:crypto';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import { UploadError } from '../control-api/errors.js';
+import { header, parseRetryAfter, readSome, serverError, statusKind } from '../control-api/http.js';
+import { describeNetworkError, safeUrl, scrubText } from '../control-api/scrub.js';
+import { loadUndici } from '../control-api/undici.js';
+import type { SignedUpload } from '../control-api/uploads.js';
 import { BlueError } from '../errors.js';
-import type { SignedUpload } from './client.js';
-import { header, readSome, safeUrl, scrubText, serverError } from './client.js';
-import { describeNetworkError, parseRetryAfter, statusKind, UploadError } from './retry.js';
-import { loadUndici } from '../util/undici.js';
 
 /** The slowest upload still waited for: a stalled connection must not hold a drain forever. */
 const MIN_BYTES_PER_SECOND = 32 * 1024;

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
 import { createControlServer, type ControlServer, type ControlServerOptions } from '../../src/control-plane/server.js';
+import { checkAnswerContract } from '../support/contract.js';
 
 export const BUNDLE_TYPE = 'application/vnd.blue.session-bundle+tar+gzip';
 
@@ -28,6 +29,7 @@ export interface TestServer {
   alice: TestUser;
   bob: TestUser;
   carol: TestUser;
+  /** One request; a successful answer is checked against its route's schema (test/support/contract.ts). */
   call(method: string, route: string, token: string | undefined, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
   /** presign → PUT → complete; returns the complete answer. */
   upload(user: TestUser, bytes: Buffer, fields?: Record<string, unknown>): Promise<{ status: number; body: any; uploadId: string }>;
@@ -94,6 +96,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     } catch {
       // Left as text: the assertion will show it.
     }
+    // Every answer the API tests see is held to the contract its clients validate it with.
+    checkAnswerContract(method, route, response.status, parsed);
     return { status: response.status, body: parsed, headers: response.headers };
   };
 

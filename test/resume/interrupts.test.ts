@@ -9,7 +9,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/bundle/limits.js';
-import { SessionsApi } from '../../src/sessions/api.js';
+import { SessionsApi } from '../../src/control-api/sessions.js';
 import { ENTRY } from '../spool/fixtures.js';
 import { startWorld, uploadClaudeSession, type World } from './support.js';
 

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { sessionTable } from '../../src/cli/sessions.js';
 import { sessionItem } from '../../src/resume/picker.js';
-import type { SessionUpload } from '../../src/sessions/api.js';
+import type { SessionUpload } from '../../src/control-api/sessions.js';
 
 const NOW = Date.parse('2026-05-01T12:00:00Z');
 

@@ -57,10 +57,12 @@ const valid: [string, string][] = [
 describe('the native session id rule', () => {
   const manifest = schemaPattern('bundle-manifest.schema.json', (s) => s.properties.native_session_id);
   const presign = schemaPattern('control-presign.schema.json', (s) => s.properties.session_id);
+  const listed = schemaPattern('control-session-upload.schema.json', (s) => s.properties.session_id);
 
-  it('is the same pattern text in both schemas and in src/util/session-id.ts', () => {
+  it('is the same pattern text in every schema and in src/util/session-id.ts', () => {
     expect(manifest).toBe(SESSION_ID_PATTERN_SOURCE);
     expect(presign).toBe(SESSION_ID_PATTERN_SOURCE);
+    expect(listed).toBe(SESSION_ID_PATTERN_SOURCE);
   });
 
   const manifestOf = (id: string) => ({

@@ -2219,10 +2219,1963 @@ validate14.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSharingRequest = validate15;
-const schema17 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing.schema.json","title":"SharingRequest","description":"Body of PUT /session-uploads/{id}/sharing. `selected` names its recipients by user id or e-mail.","type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":256,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":64}},"emails":{"type":"array","maxItems":256,"uniqueItems":true,"items":{"type":"string","minLength":3,"maxLength":320}}}};
+export const validateSessionUploadDetail = validate15;
+const schema17 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-session-upload.schema.json","title":"SessionUploadDetail","description":"Body of GET /session-uploads/{id} (and of a successful POST /session-uploads/{id}/complete), one item of GET /session-uploads: a session upload as the viewer may see it. Fields a later server adds are allowed and ignored.","type":"object","required":["upload_id","user_id","owner_email","owned","harness","session_id","revision","status","size_bytes","sha256","content_type","compatibility_profile","cwd","artifact_format","resumable","title","summary","captured_at_unix_ms","repository_root","repository_remote","sharing","created_at","updated_at","completed_at","retention_deadline","expired"],"properties":{"upload_id":{"type":"string","pattern":"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},"user_id":{"type":"string","maxLength":64},"owner_email":{"type":["string","null"],"maxLength":320},"owned":{"type":"boolean","description":"The viewer owns the upload."},"harness":{"type":"string","enum":["claude","codex","kimi","opencode"]},"session_id":{"type":"string","minLength":1,"maxLength":512,"pattern":"^(?!.*\\.blue-agent-restore)[A-Za-z0-9][A-Za-z0-9._-]{0,511}$"},"revision":{"type":"integer","minimum":0,"maximum":9007199254740991},"status":{"type":"string","enum":["pending","complete","superseded","failed"]},"size_bytes":{"type":"integer","minimum":0,"maximum":9007199254740991},"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"},"content_type":{"type":"string","maxLength":256},"compatibility_profile":{"type":["string","null"],"maxLength":256},"cwd":{"type":["string","null"],"maxLength":4096},"artifact_format":{"type":["string","null"],"maxLength":128},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":256},"summary":{"type":["string","null"],"maxLength":1024},"captured_at_unix_ms":{"type":["integer","null"],"minimum":0,"maximum":9007199254740991},"repository_root":{"type":["string","null"],"maxLength":4096},"repository_remote":{"type":["string","null"],"maxLength":4096},"sharing":{"type":"string","enum":["private","workspace","selected","shared"],"description":"The upload's sharing mode; `shared` when the viewer is neither its owner nor an administrator."},"created_at":{"type":"string","maxLength":64},"updated_at":{"type":"string","maxLength":64},"completed_at":{"type":["string","null"],"maxLength":64},"retention_deadline":{"type":"string","maxLength":64},"expired":{"type":"boolean","description":"Past its retention deadline, or its bundle was deleted."}}};
+const pattern11 = new RegExp("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", "u");
 
 function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-session-upload.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.upload_id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upload_id"},message:"must have required property '"+"upload_id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.user_id === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "user_id"},message:"must have required property '"+"user_id"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.owner_email === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "owner_email"},message:"must have required property '"+"owner_email"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.owned === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "owned"},message:"must have required property '"+"owned"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.harness === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "harness"},message:"must have required property '"+"harness"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.session_id === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "session_id"},message:"must have required property '"+"session_id"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.revision === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "revision"},message:"must have required property '"+"revision"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data.status === undefined){
+const err7 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data.size_bytes === undefined){
+const err8 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "size_bytes"},message:"must have required property '"+"size_bytes"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data.sha256 === undefined){
+const err9 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sha256"},message:"must have required property '"+"sha256"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data.content_type === undefined){
+const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "content_type"},message:"must have required property '"+"content_type"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data.compatibility_profile === undefined){
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "compatibility_profile"},message:"must have required property '"+"compatibility_profile"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data.cwd === undefined){
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cwd"},message:"must have required property '"+"cwd"+"'"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(data.artifact_format === undefined){
+const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "artifact_format"},message:"must have required property '"+"artifact_format"+"'"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(data.resumable === undefined){
+const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "resumable"},message:"must have required property '"+"resumable"+"'"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(data.title === undefined){
+const err15 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "title"},message:"must have required property '"+"title"+"'"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if(data.summary === undefined){
+const err16 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "summary"},message:"must have required property '"+"summary"+"'"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data.captured_at_unix_ms === undefined){
+const err17 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "captured_at_unix_ms"},message:"must have required property '"+"captured_at_unix_ms"+"'"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(data.repository_root === undefined){
+const err18 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "repository_root"},message:"must have required property '"+"repository_root"+"'"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(data.repository_remote === undefined){
+const err19 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "repository_remote"},message:"must have required property '"+"repository_remote"+"'"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if(data.sharing === undefined){
+const err20 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sharing"},message:"must have required property '"+"sharing"+"'"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+if(data.created_at === undefined){
+const err21 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "created_at"},message:"must have required property '"+"created_at"+"'"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if(data.updated_at === undefined){
+const err22 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "updated_at"},message:"must have required property '"+"updated_at"+"'"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if(data.completed_at === undefined){
+const err23 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "completed_at"},message:"must have required property '"+"completed_at"+"'"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+if(data.retention_deadline === undefined){
+const err24 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "retention_deadline"},message:"must have required property '"+"retention_deadline"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(data.expired === undefined){
+const err25 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "expired"},message:"must have required property '"+"expired"+"'"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data.upload_id !== undefined){
+let data0 = data.upload_id;
+if(typeof data0 === "string"){
+if(!pattern11.test(data0)){
+const err26 = {instancePath:instancePath+"/upload_id",schemaPath:"#/properties/upload_id/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+else {
+const err27 = {instancePath:instancePath+"/upload_id",schemaPath:"#/properties/upload_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data.user_id !== undefined){
+let data1 = data.user_id;
+if(typeof data1 === "string"){
+if(func2(data1) > 64){
+const err28 = {instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+else {
+const err29 = {instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+if(data.owner_email !== undefined){
+let data2 = data.owner_email;
+if((typeof data2 !== "string") && (data2 !== null)){
+const err30 = {instancePath:instancePath+"/owner_email",schemaPath:"#/properties/owner_email/type",keyword:"type",params:{type: schema17.properties.owner_email.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+if(typeof data2 === "string"){
+if(func2(data2) > 320){
+const err31 = {instancePath:instancePath+"/owner_email",schemaPath:"#/properties/owner_email/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+}
+if(data.owned !== undefined){
+if(typeof data.owned !== "boolean"){
+const err32 = {instancePath:instancePath+"/owned",schemaPath:"#/properties/owned/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data.harness !== undefined){
+let data4 = data.harness;
+if(typeof data4 !== "string"){
+const err33 = {instancePath:instancePath+"/harness",schemaPath:"#/properties/harness/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+if(!((((data4 === "claude") || (data4 === "codex")) || (data4 === "kimi")) || (data4 === "opencode"))){
+const err34 = {instancePath:instancePath+"/harness",schemaPath:"#/properties/harness/enum",keyword:"enum",params:{allowedValues: schema17.properties.harness.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+if(data.session_id !== undefined){
+let data5 = data.session_id;
+if(typeof data5 === "string"){
+if(func2(data5) > 512){
+const err35 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+if(func2(data5) < 1){
+const err36 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+if(!pattern4.test(data5)){
+const err37 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/pattern",keyword:"pattern",params:{pattern: "^(?!.*\\.blue-agent-restore)[A-Za-z0-9][A-Za-z0-9._-]{0,511}$"},message:"must match pattern \""+"^(?!.*\\.blue-agent-restore)[A-Za-z0-9][A-Za-z0-9._-]{0,511}$"+"\""};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+else {
+const err38 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+if(data.revision !== undefined){
+let data6 = data.revision;
+if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
+const err39 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+if((typeof data6 == "number") && (isFinite(data6))){
+if(data6 > 9007199254740991 || isNaN(data6)){
+const err40 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+if(data6 < 0 || isNaN(data6)){
+const err41 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+}
+if(data.status !== undefined){
+let data7 = data.status;
+if(typeof data7 !== "string"){
+const err42 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+if(!((((data7 === "pending") || (data7 === "complete")) || (data7 === "superseded")) || (data7 === "failed"))){
+const err43 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema17.properties.status.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+if(data.size_bytes !== undefined){
+let data8 = data.size_bytes;
+if(!(((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8))) && (isFinite(data8)))){
+const err44 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+if((typeof data8 == "number") && (isFinite(data8))){
+if(data8 > 9007199254740991 || isNaN(data8)){
+const err45 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if(data8 < 0 || isNaN(data8)){
+const err46 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+if(data.sha256 !== undefined){
+let data9 = data.sha256;
+if(typeof data9 === "string"){
+if(!pattern6.test(data9)){
+const err47 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+else {
+const err48 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+if(data.content_type !== undefined){
+let data10 = data.content_type;
+if(typeof data10 === "string"){
+if(func2(data10) > 256){
+const err49 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+if(data.compatibility_profile !== undefined){
+let data11 = data.compatibility_profile;
+if((typeof data11 !== "string") && (data11 !== null)){
+const err51 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/type",keyword:"type",params:{type: schema17.properties.compatibility_profile.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+if(typeof data11 === "string"){
+if(func2(data11) > 256){
+const err52 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+}
+}
+if(data.cwd !== undefined){
+let data12 = data.cwd;
+if((typeof data12 !== "string") && (data12 !== null)){
+const err53 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/type",keyword:"type",params:{type: schema17.properties.cwd.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(typeof data12 === "string"){
+if(func2(data12) > 4096){
+const err54 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+}
+}
+if(data.artifact_format !== undefined){
+let data13 = data.artifact_format;
+if((typeof data13 !== "string") && (data13 !== null)){
+const err55 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/type",keyword:"type",params:{type: schema17.properties.artifact_format.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+if(typeof data13 === "string"){
+if(func2(data13) > 128){
+const err56 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+}
+if(data.resumable !== undefined){
+if(typeof data.resumable !== "boolean"){
+const err57 = {instancePath:instancePath+"/resumable",schemaPath:"#/properties/resumable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+if(data.title !== undefined){
+let data15 = data.title;
+if((typeof data15 !== "string") && (data15 !== null)){
+const err58 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema17.properties.title.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+if(typeof data15 === "string"){
+if(func2(data15) > 256){
+const err59 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+}
+if(data.summary !== undefined){
+let data16 = data.summary;
+if((typeof data16 !== "string") && (data16 !== null)){
+const err60 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema17.properties.summary.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+if(typeof data16 === "string"){
+if(func2(data16) > 1024){
+const err61 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+}
+if(data.captured_at_unix_ms !== undefined){
+let data17 = data.captured_at_unix_ms;
+if((!(((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17))) && (isFinite(data17)))) && (data17 !== null)){
+const err62 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/type",keyword:"type",params:{type: schema17.properties.captured_at_unix_ms.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+if((typeof data17 == "number") && (isFinite(data17))){
+if(data17 > 9007199254740991 || isNaN(data17)){
+const err63 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+if(data17 < 0 || isNaN(data17)){
+const err64 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+}
+}
+if(data.repository_root !== undefined){
+let data18 = data.repository_root;
+if((typeof data18 !== "string") && (data18 !== null)){
+const err65 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/type",keyword:"type",params:{type: schema17.properties.repository_root.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+if(typeof data18 === "string"){
+if(func2(data18) > 4096){
+const err66 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+}
+}
+if(data.repository_remote !== undefined){
+let data19 = data.repository_remote;
+if((typeof data19 !== "string") && (data19 !== null)){
+const err67 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/type",keyword:"type",params:{type: schema17.properties.repository_remote.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+if(typeof data19 === "string"){
+if(func2(data19) > 4096){
+const err68 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+}
+}
+if(data.sharing !== undefined){
+let data20 = data.sharing;
+if(typeof data20 !== "string"){
+const err69 = {instancePath:instancePath+"/sharing",schemaPath:"#/properties/sharing/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+if(!((((data20 === "private") || (data20 === "workspace")) || (data20 === "selected")) || (data20 === "shared"))){
+const err70 = {instancePath:instancePath+"/sharing",schemaPath:"#/properties/sharing/enum",keyword:"enum",params:{allowedValues: schema17.properties.sharing.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+}
+if(data.created_at !== undefined){
+let data21 = data.created_at;
+if(typeof data21 === "string"){
+if(func2(data21) > 64){
+const err71 = {instancePath:instancePath+"/created_at",schemaPath:"#/properties/created_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+}
+else {
+const err72 = {instancePath:instancePath+"/created_at",schemaPath:"#/properties/created_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+}
+if(data.updated_at !== undefined){
+let data22 = data.updated_at;
+if(typeof data22 === "string"){
+if(func2(data22) > 64){
+const err73 = {instancePath:instancePath+"/updated_at",schemaPath:"#/properties/updated_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+}
+else {
+const err74 = {instancePath:instancePath+"/updated_at",schemaPath:"#/properties/updated_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+}
+if(data.completed_at !== undefined){
+let data23 = data.completed_at;
+if((typeof data23 !== "string") && (data23 !== null)){
+const err75 = {instancePath:instancePath+"/completed_at",schemaPath:"#/properties/completed_at/type",keyword:"type",params:{type: schema17.properties.completed_at.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+if(typeof data23 === "string"){
+if(func2(data23) > 64){
+const err76 = {instancePath:instancePath+"/completed_at",schemaPath:"#/properties/completed_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+}
+}
+if(data.retention_deadline !== undefined){
+let data24 = data.retention_deadline;
+if(typeof data24 === "string"){
+if(func2(data24) > 64){
+const err77 = {instancePath:instancePath+"/retention_deadline",schemaPath:"#/properties/retention_deadline/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+}
+else {
+const err78 = {instancePath:instancePath+"/retention_deadline",schemaPath:"#/properties/retention_deadline/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+if(data.expired !== undefined){
+if(typeof data.expired !== "boolean"){
+const err79 = {instancePath:instancePath+"/expired",schemaPath:"#/properties/expired/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+}
+}
+else {
+const err80 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+validate15.errors = vErrors;
+return errors === 0;
+}
+
+export const validateSessionUploadList = validate16;
+const schema18 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-session-uploads.schema.json","title":"SessionUploadList","description":"Body of GET /session-uploads: one page of the session uploads the viewer may see, newest first, and the cursor of the next page (null on the last).","type":"object","required":["items","next_cursor"],"properties":{"items":{"type":"array","items":{"$ref":"control-session-upload.schema.json"}},"next_cursor":{"type":["string","null"],"maxLength":256}}};
+
+function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-session-uploads.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.items === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "items"},message:"must have required property '"+"items"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.next_cursor === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "next_cursor"},message:"must have required property '"+"next_cursor"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.items !== undefined){
+let data0 = data.items;
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.upload_id === undefined){
+const err2 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "upload_id"},message:"must have required property '"+"upload_id"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data1.user_id === undefined){
+const err3 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "user_id"},message:"must have required property '"+"user_id"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data1.owner_email === undefined){
+const err4 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "owner_email"},message:"must have required property '"+"owner_email"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data1.owned === undefined){
+const err5 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "owned"},message:"must have required property '"+"owned"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data1.harness === undefined){
+const err6 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "harness"},message:"must have required property '"+"harness"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data1.session_id === undefined){
+const err7 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "session_id"},message:"must have required property '"+"session_id"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data1.revision === undefined){
+const err8 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "revision"},message:"must have required property '"+"revision"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data1.status === undefined){
+const err9 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data1.size_bytes === undefined){
+const err10 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "size_bytes"},message:"must have required property '"+"size_bytes"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data1.sha256 === undefined){
+const err11 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "sha256"},message:"must have required property '"+"sha256"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data1.content_type === undefined){
+const err12 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "content_type"},message:"must have required property '"+"content_type"+"'"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(data1.compatibility_profile === undefined){
+const err13 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "compatibility_profile"},message:"must have required property '"+"compatibility_profile"+"'"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(data1.cwd === undefined){
+const err14 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "cwd"},message:"must have required property '"+"cwd"+"'"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(data1.artifact_format === undefined){
+const err15 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "artifact_format"},message:"must have required property '"+"artifact_format"+"'"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if(data1.resumable === undefined){
+const err16 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "resumable"},message:"must have required property '"+"resumable"+"'"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data1.title === undefined){
+const err17 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "title"},message:"must have required property '"+"title"+"'"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(data1.summary === undefined){
+const err18 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "summary"},message:"must have required property '"+"summary"+"'"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(data1.captured_at_unix_ms === undefined){
+const err19 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "captured_at_unix_ms"},message:"must have required property '"+"captured_at_unix_ms"+"'"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if(data1.repository_root === undefined){
+const err20 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "repository_root"},message:"must have required property '"+"repository_root"+"'"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+if(data1.repository_remote === undefined){
+const err21 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "repository_remote"},message:"must have required property '"+"repository_remote"+"'"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if(data1.sharing === undefined){
+const err22 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "sharing"},message:"must have required property '"+"sharing"+"'"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if(data1.created_at === undefined){
+const err23 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "created_at"},message:"must have required property '"+"created_at"+"'"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+if(data1.updated_at === undefined){
+const err24 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "updated_at"},message:"must have required property '"+"updated_at"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(data1.completed_at === undefined){
+const err25 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "completed_at"},message:"must have required property '"+"completed_at"+"'"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data1.retention_deadline === undefined){
+const err26 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "retention_deadline"},message:"must have required property '"+"retention_deadline"+"'"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if(data1.expired === undefined){
+const err27 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/required",keyword:"required",params:{missingProperty: "expired"},message:"must have required property '"+"expired"+"'"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(data1.upload_id !== undefined){
+let data2 = data1.upload_id;
+if(typeof data2 === "string"){
+if(!pattern11.test(data2)){
+const err28 = {instancePath:instancePath+"/items/" + i0+"/upload_id",schemaPath:"control-session-upload.schema.json/properties/upload_id/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+else {
+const err29 = {instancePath:instancePath+"/items/" + i0+"/upload_id",schemaPath:"control-session-upload.schema.json/properties/upload_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+if(data1.user_id !== undefined){
+let data3 = data1.user_id;
+if(typeof data3 === "string"){
+if(func2(data3) > 64){
+const err30 = {instancePath:instancePath+"/items/" + i0+"/user_id",schemaPath:"control-session-upload.schema.json/properties/user_id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+else {
+const err31 = {instancePath:instancePath+"/items/" + i0+"/user_id",schemaPath:"control-session-upload.schema.json/properties/user_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+if(data1.owner_email !== undefined){
+let data4 = data1.owner_email;
+if((typeof data4 !== "string") && (data4 !== null)){
+const err32 = {instancePath:instancePath+"/items/" + i0+"/owner_email",schemaPath:"control-session-upload.schema.json/properties/owner_email/type",keyword:"type",params:{type: schema17.properties.owner_email.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+if(typeof data4 === "string"){
+if(func2(data4) > 320){
+const err33 = {instancePath:instancePath+"/items/" + i0+"/owner_email",schemaPath:"control-session-upload.schema.json/properties/owner_email/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+}
+if(data1.owned !== undefined){
+if(typeof data1.owned !== "boolean"){
+const err34 = {instancePath:instancePath+"/items/" + i0+"/owned",schemaPath:"control-session-upload.schema.json/properties/owned/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+if(data1.harness !== undefined){
+let data6 = data1.harness;
+if(typeof data6 !== "string"){
+const err35 = {instancePath:instancePath+"/items/" + i0+"/harness",schemaPath:"control-session-upload.schema.json/properties/harness/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+if(!((((data6 === "claude") || (data6 === "codex")) || (data6 === "kimi")) || (data6 === "opencode"))){
+const err36 = {instancePath:instancePath+"/items/" + i0+"/harness",schemaPath:"control-session-upload.schema.json/properties/harness/enum",keyword:"enum",params:{allowedValues: schema17.properties.harness.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+if(data1.session_id !== undefined){
+let data7 = data1.session_id;
+if(typeof data7 === "string"){
+if(func2(data7) > 512){
+const err37 = {instancePath:instancePath+"/items/" + i0+"/session_id",schemaPath:"control-session-upload.schema.json/properties/session_id/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+if(func2(data7) < 1){
+const err38 = {instancePath:instancePath+"/items/" + i0+"/session_id",schemaPath:"control-session-upload.schema.json/properties/session_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if(!pattern4.test(data7)){
+const err39 = {instancePath:instancePath+"/items/" + i0+"/session_id",schemaPath:"control-session-upload.schema.json/properties/session_id/pattern",keyword:"pattern",params:{pattern: "^(?!.*\\.blue-agent-restore)[A-Za-z0-9][A-Za-z0-9._-]{0,511}$"},message:"must match pattern \""+"^(?!.*\\.blue-agent-restore)[A-Za-z0-9][A-Za-z0-9._-]{0,511}$"+"\""};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/items/" + i0+"/session_id",schemaPath:"control-session-upload.schema.json/properties/session_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data1.revision !== undefined){
+let data8 = data1.revision;
+if(!(((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8))) && (isFinite(data8)))){
+const err41 = {instancePath:instancePath+"/items/" + i0+"/revision",schemaPath:"control-session-upload.schema.json/properties/revision/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+if((typeof data8 == "number") && (isFinite(data8))){
+if(data8 > 9007199254740991 || isNaN(data8)){
+const err42 = {instancePath:instancePath+"/items/" + i0+"/revision",schemaPath:"control-session-upload.schema.json/properties/revision/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+if(data8 < 0 || isNaN(data8)){
+const err43 = {instancePath:instancePath+"/items/" + i0+"/revision",schemaPath:"control-session-upload.schema.json/properties/revision/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+}
+if(data1.status !== undefined){
+let data9 = data1.status;
+if(typeof data9 !== "string"){
+const err44 = {instancePath:instancePath+"/items/" + i0+"/status",schemaPath:"control-session-upload.schema.json/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+if(!((((data9 === "pending") || (data9 === "complete")) || (data9 === "superseded")) || (data9 === "failed"))){
+const err45 = {instancePath:instancePath+"/items/" + i0+"/status",schemaPath:"control-session-upload.schema.json/properties/status/enum",keyword:"enum",params:{allowedValues: schema17.properties.status.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+if(data1.size_bytes !== undefined){
+let data10 = data1.size_bytes;
+if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
+const err46 = {instancePath:instancePath+"/items/" + i0+"/size_bytes",schemaPath:"control-session-upload.schema.json/properties/size_bytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+if((typeof data10 == "number") && (isFinite(data10))){
+if(data10 > 9007199254740991 || isNaN(data10)){
+const err47 = {instancePath:instancePath+"/items/" + i0+"/size_bytes",schemaPath:"control-session-upload.schema.json/properties/size_bytes/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+if(data10 < 0 || isNaN(data10)){
+const err48 = {instancePath:instancePath+"/items/" + i0+"/size_bytes",schemaPath:"control-session-upload.schema.json/properties/size_bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+}
+if(data1.sha256 !== undefined){
+let data11 = data1.sha256;
+if(typeof data11 === "string"){
+if(!pattern6.test(data11)){
+const err49 = {instancePath:instancePath+"/items/" + i0+"/sha256",schemaPath:"control-session-upload.schema.json/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/items/" + i0+"/sha256",schemaPath:"control-session-upload.schema.json/properties/sha256/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+if(data1.content_type !== undefined){
+let data12 = data1.content_type;
+if(typeof data12 === "string"){
+if(func2(data12) > 256){
+const err51 = {instancePath:instancePath+"/items/" + i0+"/content_type",schemaPath:"control-session-upload.schema.json/properties/content_type/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+else {
+const err52 = {instancePath:instancePath+"/items/" + i0+"/content_type",schemaPath:"control-session-upload.schema.json/properties/content_type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+}
+if(data1.compatibility_profile !== undefined){
+let data13 = data1.compatibility_profile;
+if((typeof data13 !== "string") && (data13 !== null)){
+const err53 = {instancePath:instancePath+"/items/" + i0+"/compatibility_profile",schemaPath:"control-session-upload.schema.json/properties/compatibility_profile/type",keyword:"type",params:{type: schema17.properties.compatibility_profile.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(typeof data13 === "string"){
+if(func2(data13) > 256){
+const err54 = {instancePath:instancePath+"/items/" + i0+"/compatibility_profile",schemaPath:"control-session-upload.schema.json/properties/compatibility_profile/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+}
+}
+if(data1.cwd !== undefined){
+let data14 = data1.cwd;
+if((typeof data14 !== "string") && (data14 !== null)){
+const err55 = {instancePath:instancePath+"/items/" + i0+"/cwd",schemaPath:"control-session-upload.schema.json/properties/cwd/type",keyword:"type",params:{type: schema17.properties.cwd.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+if(typeof data14 === "string"){
+if(func2(data14) > 4096){
+const err56 = {instancePath:instancePath+"/items/" + i0+"/cwd",schemaPath:"control-session-upload.schema.json/properties/cwd/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+}
+if(data1.artifact_format !== undefined){
+let data15 = data1.artifact_format;
+if((typeof data15 !== "string") && (data15 !== null)){
+const err57 = {instancePath:instancePath+"/items/" + i0+"/artifact_format",schemaPath:"control-session-upload.schema.json/properties/artifact_format/type",keyword:"type",params:{type: schema17.properties.artifact_format.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+if(typeof data15 === "string"){
+if(func2(data15) > 128){
+const err58 = {instancePath:instancePath+"/items/" + i0+"/artifact_format",schemaPath:"control-session-upload.schema.json/properties/artifact_format/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+}
+if(data1.resumable !== undefined){
+if(typeof data1.resumable !== "boolean"){
+const err59 = {instancePath:instancePath+"/items/" + i0+"/resumable",schemaPath:"control-session-upload.schema.json/properties/resumable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+if(data1.title !== undefined){
+let data17 = data1.title;
+if((typeof data17 !== "string") && (data17 !== null)){
+const err60 = {instancePath:instancePath+"/items/" + i0+"/title",schemaPath:"control-session-upload.schema.json/properties/title/type",keyword:"type",params:{type: schema17.properties.title.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+if(typeof data17 === "string"){
+if(func2(data17) > 256){
+const err61 = {instancePath:instancePath+"/items/" + i0+"/title",schemaPath:"control-session-upload.schema.json/properties/title/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+}
+if(data1.summary !== undefined){
+let data18 = data1.summary;
+if((typeof data18 !== "string") && (data18 !== null)){
+const err62 = {instancePath:instancePath+"/items/" + i0+"/summary",schemaPath:"control-session-upload.schema.json/properties/summary/type",keyword:"type",params:{type: schema17.properties.summary.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+if(typeof data18 === "string"){
+if(func2(data18) > 1024){
+const err63 = {instancePath:instancePath+"/items/" + i0+"/summary",schemaPath:"control-session-upload.schema.json/properties/summary/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+}
+if(data1.captured_at_unix_ms !== undefined){
+let data19 = data1.captured_at_unix_ms;
+if((!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))) && (data19 !== null)){
+const err64 = {instancePath:instancePath+"/items/" + i0+"/captured_at_unix_ms",schemaPath:"control-session-upload.schema.json/properties/captured_at_unix_ms/type",keyword:"type",params:{type: schema17.properties.captured_at_unix_ms.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+if((typeof data19 == "number") && (isFinite(data19))){
+if(data19 > 9007199254740991 || isNaN(data19)){
+const err65 = {instancePath:instancePath+"/items/" + i0+"/captured_at_unix_ms",schemaPath:"control-session-upload.schema.json/properties/captured_at_unix_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+if(data19 < 0 || isNaN(data19)){
+const err66 = {instancePath:instancePath+"/items/" + i0+"/captured_at_unix_ms",schemaPath:"control-session-upload.schema.json/properties/captured_at_unix_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+}
+}
+if(data1.repository_root !== undefined){
+let data20 = data1.repository_root;
+if((typeof data20 !== "string") && (data20 !== null)){
+const err67 = {instancePath:instancePath+"/items/" + i0+"/repository_root",schemaPath:"control-session-upload.schema.json/properties/repository_root/type",keyword:"type",params:{type: schema17.properties.repository_root.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+if(typeof data20 === "string"){
+if(func2(data20) > 4096){
+const err68 = {instancePath:instancePath+"/items/" + i0+"/repository_root",schemaPath:"control-session-upload.schema.json/properties/repository_root/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+}
+}
+if(data1.repository_remote !== undefined){
+let data21 = data1.repository_remote;
+if((typeof data21 !== "string") && (data21 !== null)){
+const err69 = {instancePath:instancePath+"/items/" + i0+"/repository_remote",schemaPath:"control-session-upload.schema.json/properties/repository_remote/type",keyword:"type",params:{type: schema17.properties.repository_remote.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+if(typeof data21 === "string"){
+if(func2(data21) > 4096){
+const err70 = {instancePath:instancePath+"/items/" + i0+"/repository_remote",schemaPath:"control-session-upload.schema.json/properties/repository_remote/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+}
+}
+if(data1.sharing !== undefined){
+let data22 = data1.sharing;
+if(typeof data22 !== "string"){
+const err71 = {instancePath:instancePath+"/items/" + i0+"/sharing",schemaPath:"control-session-upload.schema.json/properties/sharing/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+if(!((((data22 === "private") || (data22 === "workspace")) || (data22 === "selected")) || (data22 === "shared"))){
+const err72 = {instancePath:instancePath+"/items/" + i0+"/sharing",schemaPath:"control-session-upload.schema.json/properties/sharing/enum",keyword:"enum",params:{allowedValues: schema17.properties.sharing.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+}
+if(data1.created_at !== undefined){
+let data23 = data1.created_at;
+if(typeof data23 === "string"){
+if(func2(data23) > 64){
+const err73 = {instancePath:instancePath+"/items/" + i0+"/created_at",schemaPath:"control-session-upload.schema.json/properties/created_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+}
+else {
+const err74 = {instancePath:instancePath+"/items/" + i0+"/created_at",schemaPath:"control-session-upload.schema.json/properties/created_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+}
+if(data1.updated_at !== undefined){
+let data24 = data1.updated_at;
+if(typeof data24 === "string"){
+if(func2(data24) > 64){
+const err75 = {instancePath:instancePath+"/items/" + i0+"/updated_at",schemaPath:"control-session-upload.schema.json/properties/updated_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+}
+else {
+const err76 = {instancePath:instancePath+"/items/" + i0+"/updated_at",schemaPath:"control-session-upload.schema.json/properties/updated_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+}
+if(data1.completed_at !== undefined){
+let data25 = data1.completed_at;
+if((typeof data25 !== "string") && (data25 !== null)){
+const err77 = {instancePath:instancePath+"/items/" + i0+"/completed_at",schemaPath:"control-session-upload.schema.json/properties/completed_at/type",keyword:"type",params:{type: schema17.properties.completed_at.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+if(typeof data25 === "string"){
+if(func2(data25) > 64){
+const err78 = {instancePath:instancePath+"/items/" + i0+"/completed_at",schemaPath:"control-session-upload.schema.json/properties/completed_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+}
+if(data1.retention_deadline !== undefined){
+let data26 = data1.retention_deadline;
+if(typeof data26 === "string"){
+if(func2(data26) > 64){
+const err79 = {instancePath:instancePath+"/items/" + i0+"/retention_deadline",schemaPath:"control-session-upload.schema.json/properties/retention_deadline/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+}
+else {
+const err80 = {instancePath:instancePath+"/items/" + i0+"/retention_deadline",schemaPath:"control-session-upload.schema.json/properties/retention_deadline/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+}
+if(data1.expired !== undefined){
+if(typeof data1.expired !== "boolean"){
+const err81 = {instancePath:instancePath+"/items/" + i0+"/expired",schemaPath:"control-session-upload.schema.json/properties/expired/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+}
+}
+else {
+const err82 = {instancePath:instancePath+"/items/" + i0,schemaPath:"control-session-upload.schema.json/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+}
+}
+else {
+const err83 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+}
+if(data.next_cursor !== undefined){
+let data28 = data.next_cursor;
+if((typeof data28 !== "string") && (data28 !== null)){
+const err84 = {instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/type",keyword:"type",params:{type: schema18.properties.next_cursor.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+if(typeof data28 === "string"){
+if(func2(data28) > 256){
+const err85 = {instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err86 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err86];
+}
+else {
+vErrors.push(err86);
+}
+errors++;
+}
+validate16.errors = vErrors;
+return errors === 0;
+}
+
+export const validateSharingRequest = validate17;
+const schema20 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing.schema.json","title":"SharingRequest","description":"Body of PUT /session-uploads/{id}/sharing. `selected` names its recipients by user id or e-mail.","type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":256,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":64}},"emails":{"type":"array","maxItems":256,"uniqueItems":true,"items":{"type":"string","minLength":3,"maxLength":320}}}};
+
+function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-sharing.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -2262,7 +4215,7 @@ vErrors.push(err2);
 errors++;
 }
 if(!(((data0 === "private") || (data0 === "workspace")) || (data0 === "selected"))){
-const err3 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema17.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema20.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2453,18 +4406,18 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate15.errors = vErrors;
+validate17.errors = vErrors;
 return errors === 0;
 }
 
-export const validateGovernancePolicy = validate16;
-const schema18 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance policy revision: which harnesses may capture sessions and where uploads are presigned. Field names follow Blue's governance config.","type":"object","additionalProperties":false,"required":["revision"],"properties":{"revision":{"description":"Identifies this revision; the Control API increases it with every publish.","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the policy contract this revision was written for.","type":"integer","minimum":1,"maximum":1},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every known harness.","type":"array","uniqueItems":true,"maxItems":64,"items":{"$ref":"#/definitions/harnessName"}},"harnesses":{"description":"Per-harness rules.","type":"object","propertyNames":{"$ref":"#/definitions/harnessName"},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"}},"definitions":{"harnessName":{"type":"string","enum":["claude","codex","kimi","opencode"]},"harnessRule":{"type":"object","additionalProperties":false,"properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}}},"sessionUpload":{"type":"object","additionalProperties":false,"required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}}}};
-const schema19 = {"type":"string","enum":["claude","codex","kimi","opencode"]};
-const schema21 = {"type":"object","additionalProperties":false,"properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}}};
-const schema22 = {"type":"object","additionalProperties":false,"required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}};
+export const validateGovernancePolicy = validate18;
+const schema21 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance policy revision: which harnesses may capture sessions and where uploads are presigned. Field names follow Blue's governance config.","type":"object","additionalProperties":false,"required":["revision"],"properties":{"revision":{"description":"Identifies this revision; the Control API increases it with every publish.","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the policy contract this revision was written for.","type":"integer","minimum":1,"maximum":1},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every known harness.","type":"array","uniqueItems":true,"maxItems":64,"items":{"$ref":"#/definitions/harnessName"}},"harnesses":{"description":"Per-harness rules.","type":"object","propertyNames":{"$ref":"#/definitions/harnessName"},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"}},"definitions":{"harnessName":{"type":"string","enum":["claude","codex","kimi","opencode"]},"harnessRule":{"type":"object","additionalProperties":false,"properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}}},"sessionUpload":{"type":"object","additionalProperties":false,"required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}}}};
+const schema22 = {"type":"string","enum":["claude","codex","kimi","opencode"]};
+const schema24 = {"type":"object","additionalProperties":false,"properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}}};
+const schema25 = {"type":"object","additionalProperties":false,"required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}};
 const func0 = runtime1.default;
 
-function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/policy.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -2709,7 +4662,7 @@ vErrors.push(err17);
 errors++;
 }
 if(!((((data5 === "claude") || (data5 === "codex")) || (data5 === "kimi")) || (data5 === "opencode"))){
-const err18 = {instancePath:instancePath+"/allowed_harnesses/" + i0,schemaPath:"#/definitions/harnessName/enum",keyword:"enum",params:{allowedValues: schema19.enum},message:"must be equal to one of the allowed values"};
+const err18 = {instancePath:instancePath+"/allowed_harnesses/" + i0,schemaPath:"#/definitions/harnessName/enum",keyword:"enum",params:{allowedValues: schema22.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -2767,7 +4720,7 @@ vErrors.push(err21);
 errors++;
 }
 if(!((((key1 === "claude") || (key1 === "codex")) || (key1 === "kimi")) || (key1 === "opencode"))){
-const err22 = {instancePath:instancePath+"/harnesses",schemaPath:"#/definitions/harnessName/enum",keyword:"enum",params:{allowedValues: schema19.enum},message:"must be equal to one of the allowed values",propertyName:key1};
+const err22 = {instancePath:instancePath+"/harnesses",schemaPath:"#/definitions/harnessName/enum",keyword:"enum",params:{allowedValues: schema22.enum},message:"must be equal to one of the allowed values",propertyName:key1};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -2967,21 +4920,21 @@ vErrors.push(err38);
 }
 errors++;
 }
-validate16.errors = vErrors;
+validate18.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessProfiles = validate17;
-const schema23 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"type":"string","enum":["claude","codex","kimi","opencode"]},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"type":"string","enum":["session_capture","session_resume"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"bundle-manifest.schema.json#/definitions/file/properties/role"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}}}};
-const schema24 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"bundle-manifest.schema.json#/definitions/file/properties/role"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}};
-const schema25 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
-const schema28 = {"type":"string","enum":["session_capture","session_resume"]};
-const schema29 = {"type":"string","enum":["primary_transcript","session_companion","rollout","agent_wire_history","kimi_state","session_state","portable_export"]};
-const pattern14 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
-const pattern15 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
-const pattern18 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
+export const validateHarnessProfiles = validate19;
+const schema26 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"type":"string","enum":["claude","codex","kimi","opencode"]},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"type":"string","enum":["session_capture","session_resume"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"bundle-manifest.schema.json#/definitions/file/properties/role"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}}}};
+const schema27 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"bundle-manifest.schema.json#/definitions/file/properties/role"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"type":"string","enum":["claude-settings-json","codex-config-toml","kimi-config-toml","opencode-plugin"]},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}};
+const schema28 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
+const schema31 = {"type":"string","enum":["session_capture","session_resume"]};
+const schema32 = {"type":"string","enum":["primary_transcript","session_companion","rollout","agent_wire_history","kimi_state","session_state","portable_export"]};
+const pattern20 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
+const pattern21 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
+const pattern24 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
 
-function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3036,7 +4989,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!(func13.call(schema24.properties, key0))){
+if(!(func13.call(schema27.properties, key0))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -3070,7 +5023,7 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(!pattern14.test(data0)){
+if(!pattern20.test(data0)){
 const err8 = {instancePath:instancePath+"/profile",schemaPath:"#/properties/profile/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -3105,7 +5058,7 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(!pattern15.test(data1)){
+if(!pattern21.test(data1)){
 const err11 = {instancePath:instancePath+"/introduced",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -3140,7 +5093,7 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(!pattern15.test(data2)){
+if(!pattern21.test(data2)){
 const err14 = {instancePath:instancePath+"/before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -3175,7 +5128,7 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(!pattern15.test(data3)){
+if(!pattern21.test(data3)){
 const err17 = {instancePath:instancePath+"/verified_before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err17];
@@ -3210,7 +5163,7 @@ vErrors.push(err19);
 errors++;
 }
 if(!((data4 === "cli") || (data4 === "fixtures"))){
-const err20 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema24.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
+const err20 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema27.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -3233,7 +5186,7 @@ vErrors.push(err21);
 errors++;
 }
 if(!((data5 === "supported") || (data5 === "deprecated"))){
-const err22 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema24.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
+const err22 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema27.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -3270,7 +5223,7 @@ vErrors.push(err24);
 errors++;
 }
 if(!((data7 === "session_capture") || (data7 === "session_resume"))){
-const err25 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema28.enum},message:"must be equal to one of the allowed values"};
+const err25 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema31.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -3360,7 +5313,7 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(!pattern18.test(data9)){
+if(!pattern24.test(data9)){
 const err32 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err32];
@@ -3464,7 +5417,7 @@ vErrors.push(err40);
 errors++;
 }
 if(!(((((((data12 === "primary_transcript") || (data12 === "session_companion")) || (data12 === "rollout")) || (data12 === "agent_wire_history")) || (data12 === "kimi_state")) || (data12 === "session_state")) || (data12 === "portable_export"))){
-const err41 = {instancePath:instancePath+"/session/roles/" + i2+"/role",schemaPath:"bundle-manifest.schema.json#/definitions/file/properties/role/enum",keyword:"enum",params:{allowedValues: schema29.enum},message:"must be equal to one of the allowed values"};
+const err41 = {instancePath:instancePath+"/session/roles/" + i2+"/role",schemaPath:"bundle-manifest.schema.json#/definitions/file/properties/role/enum",keyword:"enum",params:{allowedValues: schema32.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -3628,7 +5581,7 @@ vErrors.push(err54);
 errors++;
 }
 if(!((data16 === "SessionEnd") || (data16 === "session.idle"))){
-const err55 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema24.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err55 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema27.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -3706,7 +5659,7 @@ vErrors.push(err61);
 }
 errors++;
 }
-if(!pattern18.test(data18)){
+if(!pattern24.test(data18)){
 const err62 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err62];
@@ -3741,7 +5694,7 @@ vErrors.push(err64);
 errors++;
 }
 if(!((((data19 === "claude-settings-json") || (data19 === "codex-config-toml")) || (data19 === "kimi-config-toml")) || (data19 === "opencode-plugin"))){
-const err65 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/enum",keyword:"enum",params:{allowedValues: schema24.properties.capture.properties.hook.properties.format.enum},message:"must be equal to one of the allowed values"};
+const err65 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/enum",keyword:"enum",params:{allowedValues: schema27.properties.capture.properties.hook.properties.format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -3821,12 +5774,12 @@ vErrors.push(err71);
 }
 errors++;
 }
-validate18.errors = vErrors;
+validate20.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/profile.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -3906,7 +5859,7 @@ vErrors.push(err6);
 errors++;
 }
 if(!((((data0 === "claude") || (data0 === "codex")) || (data0 === "kimi")) || (data0 === "opencode"))){
-const err7 = {instancePath:instancePath+"/harness",schemaPath:"#/properties/harness/enum",keyword:"enum",params:{allowedValues: schema23.properties.harness.enum},message:"must be equal to one of the allowed values"};
+const err7 = {instancePath:instancePath+"/harness",schemaPath:"#/properties/harness/enum",keyword:"enum",params:{allowedValues: schema26.properties.harness.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -4189,8 +6142,8 @@ errors++;
 }
 const len1 = data8.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate18(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
-vErrors = vErrors === null ? validate18.errors : vErrors.concat(validate18.errors);
+if(!(validate20(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
+vErrors = vErrors === null ? validate20.errors : vErrors.concat(validate20.errors);
 errors = vErrors.length;
 }
 }
@@ -4217,7 +6170,7 @@ vErrors.push(err32);
 }
 errors++;
 }
-validate17.errors = vErrors;
+validate19.errors = vErrors;
 return errors === 0;
 }
 

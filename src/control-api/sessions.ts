@@ -10,43 +10,23 @@ import type { Dispatcher } from 'undici';
 import type { Context } from '../context.js';
 import { LIMITS } from '../bundle/limits.js';
 import { BlueError } from '../errors.js';
-import { HARNESSES } from '../harnesses/names.js';
-import { ControlClient, header, readSome, safeUrl, scrubText } from '../upload/client.js';
-import { describeNetworkError, UploadError } from '../upload/retry.js';
-import { isSessionId } from '../util/session-id.js';
+import type { SessionUploadDetail } from '../schema/generated/control-session-upload.js';
+import type { SessionUploadList } from '../schema/generated/control-session-uploads.js';
+import * as validators from '../schema/generated/validators.js';
 import { printable } from '../util/terminal-text.js';
-import { loadUndici } from '../util/undici.js';
+import { checkAnswer, ControlClient, unusableAnswer } from './client.js';
+import { UploadError } from './errors.js';
+import { header, isRecord, readSome } from './http.js';
+import { describeNetworkError, safeUrl, scrubText } from './scrub.js';
+import { loadUndici } from './undici.js';
 
 export { printable };
 
-/** A session upload as the Control API describes it (`GET /session-uploads/{id}`). */
-export interface SessionUpload {
-  upload_id: string;
-  user_id: string;
-  owner_email: string | null;
-  owned: boolean;
-  harness: string;
-  session_id: string;
-  revision: number;
-  status: 'pending' | 'complete' | 'superseded' | 'failed';
-  size_bytes: number;
-  sha256: string;
-  compatibility_profile: string | null;
-  cwd: string | null;
-  resumable: boolean;
-  title: string | null;
-  summary: string | null;
-  captured_at_unix_ms: number | null;
-  repository_root: string | null;
-  repository_remote: string | null;
-  /** `private`, `workspace`, `selected`, or `shared` when the viewer is a recipient. */
-  sharing: string;
-  created_at: string;
-  updated_at: string;
-  completed_at: string | null;
-  retention_deadline: string;
-  expired: boolean;
-}
+/**
+ * A session upload as the Control API describes it (`GET /session-uploads/{id}`, schemas/control-session-upload.schema.json),
+ * its text fields made fit for a terminal.
+ */
+export type SessionUpload = Omit<SessionUploadDetail, 'content_type' | 'artifact_format'>;
 
 export interface SessionQuery {
   q?: string;
@@ -99,11 +79,8 @@ export class SessionsApi {
       if (value !== undefined) url.searchParams.set(key, String(value));
     }
     if (cursor !== undefined) url.searchParams.set('cursor', cursor);
-    const body = await this.call(() => this.client.requestJson('GET', url));
-    if (!isRecord(body) || !Array.isArray(body.items)) throw malformed('GET /session-uploads', 'it has no items list');
-    const next = body.next_cursor;
-    if (next !== null && next !== undefined && typeof next !== 'string') throw malformed('GET /session-uploads', 'next_cursor is not a string');
-    return { items: body.items.map((item, i) => parseUpload(item, `GET /session-uploads: items[${i}]`)), next_cursor: typeof next === 'string' ? next : null };
+    const body = checkAnswer<SessionUploadList>(validators.validateSessionUploadList, await this.call(() => this.client.requestJson('GET', url)), 'GET /session-uploads');
+    return { items: body.items.map(forDisplay), next_cursor: body.next_cursor };
   }
 
   /** Every session matching `query`, walking the pages (bounded). */
@@ -369,73 +346,44 @@ function notFound(id: string, query: SessionQuery): BlueError {
   });
 }
 
-function malformed(where: string, why: string): BlueError {
-  return new BlueError('UPLOAD_FAILED', `${where}: the Control API's answer is not usable: ${why}`, { hint: 'Check that control_url points at the Control API.' });
+/** Checks an answer against the contract (schemas/control-session-upload.schema.json); what is shown is made printable. */
+export function parseUpload(value: unknown, where: string): SessionUpload {
+  return forDisplay(checkAnswer<SessionUploadDetail>(validators.validateSessionUploadDetail, value, where));
 }
 
-const STATUSES = new Set(['pending', 'complete', 'superseded', 'failed']);
-
-/** Checks the fields the commands rely on; everything shown is bounded and stripped of control characters. */
-export function parseUpload(value: unknown, where: string): SessionUpload {
-  const bad = (why: string) => malformed(where, why);
-  if (!isRecord(value)) throw bad('it is not an object');
-  const str = (key: string, max = 4096): string => {
-    const v = value[key];
-    if (typeof v !== 'string' || v.length > max) throw bad(`${key} is not a string`);
-    return v;
-  };
-  const optStr = (key: string, max = 4096): string | null => {
-    const v = value[key];
-    if (v === undefined || v === null) return null;
-    if (typeof v !== 'string') throw bad(`${key} is not a string`);
-    return printable(v).slice(0, max);
-  };
-  const int = (key: string): number => {
-    const v = value[key];
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw bad(`${key} is not a non-negative integer`);
-    return v;
-  };
-  const id = str('upload_id', 64);
-  if (!FULL_ID.test(id)) throw bad('upload_id is not an id');
-  const harness = str('harness', 32);
-  if (!(HARNESSES as readonly string[]).includes(harness)) throw bad(`harness "${printable(harness).slice(0, 32)}" is not one this agent knows`);
-  const status = str('status', 16);
-  if (!STATUSES.has(status)) throw bad('status is not a known status');
-  const sessionId = str('session_id', 512);
-  if (!isSessionId(sessionId)) throw bad('session_id is not a native session id');
-  const sha256 = str('sha256', 64);
-  if (!/^[0-9a-f]{64}$/.test(sha256)) throw bad('sha256 is not a SHA-256 digest');
-  const captured = value.captured_at_unix_ms;
+/** Everything shown bounded and stripped of control characters: names, paths and titles come from other people. */
+function forDisplay(u: SessionUploadDetail): SessionUpload {
+  const opt = (v: string | null, max = 4096): string | null => (v === null ? null : printable(v).slice(0, max));
   return {
-    upload_id: id,
-    user_id: printable(str('user_id', 64)),
-    owner_email: optStr('owner_email', 320),
-    owned: value.owned === true,
-    harness,
-    session_id: sessionId,
-    revision: int('revision'),
-    status: status as SessionUpload['status'],
-    size_bytes: int('size_bytes'),
-    sha256,
-    compatibility_profile: optStr('compatibility_profile', 128),
-    cwd: optStr('cwd'),
-    resumable: value.resumable === true,
-    title: optStr('title', 500),
-    summary: optStr('summary', 2000),
-    captured_at_unix_ms: typeof captured === 'number' && Number.isSafeInteger(captured) ? captured : null,
-    repository_root: optStr('repository_root'),
-    repository_remote: optStr('repository_remote'),
-    sharing: printable(str('sharing', 16)),
-    created_at: printable(str('created_at', 64)),
-    updated_at: printable(str('updated_at', 64)),
-    completed_at: optStr('completed_at', 64),
-    retention_deadline: printable(str('retention_deadline', 64)),
-    expired: value.expired === true,
+    upload_id: u.upload_id,
+    user_id: printable(u.user_id),
+    owner_email: opt(u.owner_email, 320),
+    owned: u.owned,
+    harness: u.harness,
+    session_id: u.session_id,
+    revision: u.revision,
+    status: u.status,
+    size_bytes: u.size_bytes,
+    sha256: u.sha256,
+    compatibility_profile: opt(u.compatibility_profile, 128),
+    cwd: opt(u.cwd),
+    resumable: u.resumable,
+    title: opt(u.title, 500),
+    summary: opt(u.summary, 2000),
+    captured_at_unix_ms: u.captured_at_unix_ms,
+    repository_root: opt(u.repository_root),
+    repository_remote: opt(u.repository_remote),
+    sharing: u.sharing,
+    created_at: printable(u.created_at),
+    updated_at: printable(u.updated_at),
+    completed_at: opt(u.completed_at, 64),
+    retention_deadline: printable(u.retention_deadline),
+    expired: u.expired,
   };
 }
 
 function parseSharing(value: unknown): Sharing {
-  const bad = (why: string) => malformed('sharing', why);
+  const bad = (why: string) => unusableAnswer('sharing', why);
   if (!isRecord(value)) throw bad('it is not an object');
   const mode = value.mode;
   if (mode !== 'private' && mode !== 'workspace' && mode !== 'selected') throw bad('mode is not private, workspace or selected');
@@ -451,7 +399,7 @@ function parseSharing(value: unknown): Sharing {
 }
 
 function parseDownload(value: unknown, upload: SessionUpload): { url: string; headers: Record<string, string> } {
-  const bad = (why: string) => malformed(`POST /session-uploads/${upload.upload_id}/download`, why);
+  const bad = (why: string) => unusableAnswer(`POST /session-uploads/${upload.upload_id}/download`, why);
   if (!isRecord(value)) throw bad('it is not an object');
   const url = value.download_url;
   if (typeof url !== 'string' || url.length > 8192 || !/^https?:\/\//i.test(url)) throw bad('download_url is not an http(s) URL');
@@ -467,10 +415,6 @@ function parseDownload(value: unknown, upload: SessionUpload): { url: string; he
     }
   }
   return { url, headers };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

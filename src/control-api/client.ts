@@ -1,0 +1,231 @@
+/**
+ * The one client of the Control API: one connection pool, bounded in time and size, with the bearer token sent only to
+ * the Control API's own origin. `requestJson` is what the session-upload, session and status routes use: every
+ * failure is an UploadError that says whether a retry can help. The policy fetch (governance-config.ts) uses `send`
+ * for its own answers (ETag, same-origin redirects). No message ever holds the token or a signed URL's query.
+ */
+import type { Dispatcher } from 'undici';
+import { controlSettings, loadAgentConfig, TOKEN_ENV } from '../config.js';
+import type { Context, Env } from '../context.js';
+import { BlueError } from '../errors.js';
+import { describeSchemaError, type AjvError } from '../schema/index.js';
+import { UploadError } from './errors.js';
+import { header, originOf, parseRetryAfter, readCapped, ResponseTooLarge, routeUrl, serverError, statusKind } from './http.js';
+import { describeNetworkError, safeUrl, scrubText } from './scrub.js';
+import { createDispatcher, loadUndici } from './undici.js';
+
+export const DEFAULT_TIMEOUT_MS = 30_000;
+/** Control API answers are small JSON documents. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024;
+
+export interface ControlClientOptions {
+  controlUrl: string;
+  /** Never logged, never part of a message. */
+  token: string | undefined;
+  /** Where the token came from, for messages. */
+  tokenSource: string;
+  env: Env;
+  userAgent: string;
+  timeoutMs?: number;
+  /** How long connecting may take; defaults to the smaller of timeoutMs and 10 s. */
+  connectTimeoutMs?: number;
+  maxResponseBytes?: number;
+  /** Clock for Retry-After dates. */
+  now?: () => number;
+}
+
+export interface SendOptions {
+  /** JSON text; sent with `content-type: application/json`. */
+  json?: string;
+  headers?: Record<string, string>;
+  /** Defaults to the client's timeout for this one request. */
+  signal?: AbortSignal;
+}
+
+export class ControlClient {
+  readonly controlUrl: string;
+  /** `scheme://host[:port]` of the Control API: the only origin the token is sent to. */
+  readonly origin: string;
+  readonly timeoutMs: number;
+  readonly userAgent: string;
+  readonly maxResponseBytes: number;
+  private readonly token: string | undefined;
+  private readonly tokenSource: string;
+  private readonly now: () => number;
+
+  private constructor(
+    private readonly undici: typeof import('undici'),
+    /** Shared by the Control API calls and the signed-URL transfers: one pool, one set of timeouts and proxy settings. */
+    readonly dispatcher: Dispatcher,
+    options: ControlClientOptions,
+  ) {
+    this.controlUrl = options.controlUrl;
+    this.origin = originOf(options.controlUrl);
+    this.token = options.token;
+    this.tokenSource = options.tokenSource;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.userAgent = options.userAgent;
+    this.now = options.now ?? Date.now;
+  }
+
+  static async create(options: ControlClientOptions): Promise<ControlClient> {
+    if (originOf(options.controlUrl) === '') {
+      throw new BlueError('CONFIG_INVALID', `the Control API URL ${safeUrl(options.controlUrl)} is not an http(s) URL`);
+    }
+    // Loaded on first use: most commands never talk to the network.
+    const undici = await loadUndici();
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const connectMs = options.connectTimeoutMs ?? Math.min(timeoutMs, 10_000);
+    return new ControlClient(undici, createDispatcher(undici, options.env, { connectMs, responseMs: timeoutMs }), options);
+  }
+
+  /** A client from the agent config and environment; throws CONFIG_INVALID when no Control API is configured. */
+  static async fromContext(ctx: Context, options: { timeoutMs?: number; maxResponseBytes?: number } = {}): Promise<ControlClient> {
+    const { config } = await loadAgentConfig(ctx);
+    const settings = controlSettings(ctx, config);
+    if (settings.controlUrl === undefined) {
+      throw new BlueError('CONFIG_INVALID', 'no Control API is configured, so captured sessions cannot be uploaded', {
+        hint: 'Run `blue-agent login --control-url URL --token-stdin`, or set BLUE_AGENT_CONTROL_URL and BLUE_AGENT_TOKEN.',
+      });
+    }
+    return ControlClient.create({
+      controlUrl: settings.controlUrl,
+      token: await settings.readToken(),
+      tokenSource: settings.tokenSource,
+      env: ctx.env,
+      userAgent: `blue-agent/${ctx.self.version}`,
+      now: () => ctx.clock.now(),
+      ...options,
+    });
+  }
+
+  /** `<control_url>/<route>`, keeping the base URL's path prefix. */
+  routeUrl(route: string): URL {
+    return routeUrl(this.controlUrl, route);
+  }
+
+  /**
+   * One request to the Control API with the bearer token, the answer unread. Rejects with the network library's error
+   * when no answer came (describe it with `describeNetworkError`), and with an UploadError for a URL off the Control
+   * API's origin: a token must not travel somewhere the configuration did not name.
+   */
+  async send(method: 'GET' | 'POST' | 'PUT', url: URL, options: SendOptions = {}): Promise<Dispatcher.ResponseData> {
+    if (url.origin !== this.origin) {
+      throw new UploadError('service', 'UPLOAD_FAILED', `refusing to send the token to ${url.origin}, which is not the Control API (${this.origin})`);
+    }
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.userAgent, ...options.headers };
+    if (this.token !== undefined) headers.authorization = `Bearer ${this.token}`;
+    if (options.json !== undefined) headers['content-type'] = 'application/json';
+    return this.undici.request(url, {
+      method,
+      headers,
+      ...(options.json === undefined ? {} : { body: options.json }),
+      dispatcher: this.dispatcher,
+      signal: options.signal ?? AbortSignal.timeout(this.timeoutMs),
+    });
+  }
+
+  /**
+   * One JSON request to the Control API, with the bearer token. Redirects are not followed: a token must not travel
+   * somewhere the configuration did not name, and these routes have no reason to move.
+   */
+  async requestJson(method: 'GET' | 'POST' | 'PUT', url: URL, body?: unknown): Promise<unknown> {
+    const where = `${method} ${safeUrl(url.href)}`;
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await this.send(method, url, body === undefined ? {} : { json: JSON.stringify(body) });
+    } catch (error) {
+      if (error instanceof BlueError) throw error;
+      throw new UploadError('transient', 'UPLOAD_FAILED', `${where}: ${describeNetworkError(error)}`);
+    }
+    const status = response.statusCode;
+    let text: string;
+    try {
+      text = await readCapped(response, this.maxResponseBytes);
+    } catch (error) {
+      if (error instanceof ResponseTooLarge) {
+        throw new UploadError('service', 'UPLOAD_FAILED', `${where}: the answer is larger than ${this.maxResponseBytes} bytes; refusing it`, {
+          status,
+          hint: 'Check that control_url points at the Control API.',
+        });
+      }
+      throw new UploadError('transient', 'UPLOAD_FAILED', `${where}: ${describeNetworkError(error)} while reading the answer`, { status });
+    }
+    if (status >= 200 && status < 300) {
+      if (text.trim() === '') return {};
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        // A captive portal or proxy answering 200 with HTML is not the Control API.
+        throw new UploadError('transient', 'UPLOAD_FAILED', `${where}: the answer is not JSON`, { status });
+      }
+    }
+    throw this.failure(where, status, text, header(response.headers, 'retry-after'));
+  }
+
+  /** Text fit for a message: `scrubText` with this client's token. */
+  scrub(text: string): string {
+    return scrubText(text, this.token);
+  }
+
+  /** Closes the connection pool. */
+  async close(): Promise<void> {
+    await this.dispatcher.destroy().catch(() => undefined);
+  }
+
+  private failure(where: string, status: number, text: string, retryAfter: string | undefined): UploadError {
+    const server = serverError(text);
+    const said = server === undefined ? '' : `: ${server.code === undefined ? '' : `[${server.code}] `}${server.message}`;
+    const message = this.scrub(`${where} answered HTTP ${status}${said}`);
+    const extra = { status, ...(server?.code === undefined ? {} : { serverCode: server.code }) };
+    if (status === 401 || status === 403) {
+      return new UploadError('service', 'AUTH_FAILED', message, {
+        ...extra,
+        hint: authFailedHint(this.tokenSource, this.token !== undefined),
+      });
+    }
+    if (status >= 300 && status < 400) {
+      return new UploadError('service', 'UPLOAD_FAILED', message, {
+        ...extra,
+        hint: 'The Control API redirected; set control_url to the address it redirects to.',
+      });
+    }
+    if (status === 404 || status === 405) {
+      // Most often a wrong control_url or path prefix: failing every record over it would lose them all.
+      return new UploadError('service', 'UPLOAD_FAILED', message, {
+        ...extra,
+        hint: 'Check control_url (or BLUE_AGENT_CONTROL_URL): it must be the Control API base URL, including any path prefix.',
+      });
+    }
+    if (statusKind(status) === 'transient') {
+      const retryAfterMs = parseRetryAfter(retryAfter, this.now());
+      return new UploadError('transient', 'UPLOAD_FAILED', message, { ...extra, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+    }
+    return new UploadError('record', 'UPLOAD_REJECTED', message, extra);
+  }
+}
+
+/**
+ * What to do about a refused token, by where it came from: BLUE_AGENT_TOKEN overrides the token file, so logging in
+ * again cannot help while it is set.
+ */
+export function authFailedHint(tokenSource: string, hasToken: boolean): string {
+  if (!hasToken) return 'No token is configured: run `blue-agent login --control-url URL --token-stdin`, or set BLUE_AGENT_TOKEN.';
+  if (tokenSource === TOKEN_ENV) return `The token was refused. ${TOKEN_ENV} (from the environment) overrides the token file: correct or unset it.`;
+  return `The token from ${tokenSource} was refused: run \`blue-agent login --control-url URL --token-stdin\`.`;
+}
+
+type Validate = ((data: unknown) => boolean) & { errors?: AjvError[] | null };
+
+/** An answer the Control API's contract does not allow: the server and this agent disagree, or it is not the Control API. */
+export function unusableAnswer(where: string, why: string): BlueError {
+  return new BlueError('UPLOAD_FAILED', `${where}: the Control API's answer is not usable: ${why}`, { hint: 'Check that control_url points at the Control API.' });
+}
+
+/** Checks an answer against its generated validator (schemas/); throws `unusableAnswer` naming the first problem. */
+export function checkAnswer<T>(validate: Validate, value: unknown, where: string): T {
+  if (validate(value)) return value as T;
+  const error = (validate.errors ?? []).find((e) => e.keyword !== 'oneOf' && e.keyword !== 'anyOf' && e.keyword !== 'if') ?? validate.errors?.[0];
+  throw unusableAnswer(where, error === undefined ? 'it does not match the contract' : `${error.instancePath || '/'} ${describeSchemaError(error)}`);
+}

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { originOf, parseRetryAfter, routeUrl, serverError, statusKind } from '../../src/control-api/http.js';
+
+describe('base URL and origin', () => {
+  it('keeps the base URL path prefix and drops its query and fragment', () => {
+    expect(routeUrl('https://control.example/blue/?x=1#f', '/session-uploads').href).toBe('https://control.example/blue/session-uploads');
+    expect(routeUrl('https://control.example', 'governance-config').href).toBe('https://control.example/governance-config');
+  });
+
+  it('names an http(s) origin, and nothing else', () => {
+    expect(originOf('HTTPS://Control.Example:443/x')).toBe('https://control.example');
+    expect(originOf('ftp://control.example')).toBe('');
+    expect(originOf('not a url')).toBe('');
+  });
+});
+
+describe('answers', () => {
+  it('reads Retry-After as seconds or an HTTP-date, and ignores anything else', () => {
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    expect(parseRetryAfter('120', now)).toBe(120_000);
+    expect(parseRetryAfter('Thu, 01 Jan 2026 00:01:00 GMT', now)).toBe(60_000);
+    expect(parseRetryAfter('Wed, 31 Dec 2025 00:00:00 GMT', now)).toBe(0);
+    expect(parseRetryAfter('soon', now)).toBeUndefined();
+    expect(parseRetryAfter('-5', now)).toBeUndefined();
+    expect(parseRetryAfter(undefined, now)).toBeUndefined();
+  });
+
+  it('tells transient statuses from permanent ones', () => {
+    expect([500, 503, 408, 429].map(statusKind)).toEqual(['transient', 'transient', 'transient', 'transient']);
+    expect([400, 401, 404, 422].map(statusKind)).toEqual(['permanent', 'permanent', 'permanent', 'permanent']);
+  });
+
+  it("reads the server's error, bounded and without control characters", () => {
+    expect(serverError('{"error":{"code":"bad\\n","message":"no\\u0000way"}}')).toEqual({ code: 'bad', message: 'no way' });
+    expect(serverError('{"error":"plain"}')).toEqual({ code: undefined, message: 'plain' });
+    expect(serverError('<html>')).toBeUndefined();
+    expect(serverError(JSON.stringify({ error: { message: 'x'.repeat(1000) } }))?.message).toHaveLength(300);
+  });
+});
