@@ -27,11 +27,14 @@
  * dead claim that already names its upload, and releases any other dead upload claim back to `ready` (bundle kept;
  * the Control API answers a re-presign of the same bytes with the upload it already has, so nothing is stored twice).
  */
-import { constants, readFileSync } from 'node:fs';
+import { constants } from 'node:fs';
 import { link, lstat, mkdir, open, readdir, readFile, rename, stat, unlink, utimes, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { BlueError } from '../errors.js';
 import type { HookPayload } from '../harnesses/types.js';
+import { processRuns, staleOwnerReason, systemLockWorld } from '../lock/liveness.js';
+
+export { processRuns } from '../lock/liveness.js';
 
 export const RECORD_FORMAT = 'blue-agent-spool-record-v1';
 
@@ -787,30 +790,14 @@ function tempOwner(name: string): { name: string; pid: number } | undefined {
   return match === null ? undefined : { name: base, pid: Number(match[2]) };
 }
 
-async function claimIsDead(file: string, pid: number, now: number): Promise<boolean> {
-  if (!processRuns(pid)) return true;
-  const info = await stat(file).catch(() => undefined);
-  return info !== undefined && now - info.mtimeMs > CLAIM_STALE_MS;
-}
-
 /**
- * True when a process with this pid runs (signal 0 checks without sending anything). On Linux a zombie — exited,
- * not yet reaped, which can last long under a container's init — does not count.
+ * A claim's worker is dead when its pid is gone, or when the claim was not refreshed for CLAIM_STALE_MS (its pid was
+ * reused) or not since this machine booted (lock/liveness.ts). A pid of another user still runs: not ours to judge.
  */
-export function processRuns(pid: number): boolean {
-  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    if (errno(error) !== 'EPERM') return false;
-  }
-  if (process.platform !== 'linux') return true;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
-  } catch {
-    return true;
-  }
+async function claimIsDead(file: string, pid: number, now: number): Promise<boolean> {
+  const info = await stat(file).catch(() => undefined);
+  const world = { ...systemLockWorld(), now: () => now };
+  return staleOwnerReason({ pid, recordedAt: info?.mtimeMs }, world, { maxAgeMs: CLAIM_STALE_MS, foreign: 'alive' }) !== undefined;
 }
 
 async function exists(file: string): Promise<boolean> {
