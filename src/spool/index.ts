@@ -33,6 +33,7 @@ import path from 'node:path';
 import { BlueError } from '../errors.js';
 import type { HookPayload } from '../harnesses/types.js';
 import { processRuns, staleOwnerReason, systemLockWorld } from '../lock/liveness.js';
+import { fsyncDir, randomHex } from '../util/fs-light.js';
 
 export { processRuns } from '../lock/liveness.js';
 
@@ -700,16 +701,6 @@ export function newRecordId(nowMs: number): string {
   return `${Math.max(0, Math.trunc(nowMs)).toString(36).padStart(9, '0').slice(-9)}-${randomHex(10)}`;
 }
 
-/**
- * Random hex digits for names. Math.random, not node:crypto: loading crypto costs the hook about 10 ms, and these
- * only need to differ (enqueueing never overwrites, and temp files are opened exclusively).
- */
-function randomHex(digits: number): string {
-  let out = '';
-  while (out.length < digits) out += Math.floor(Math.random() * 0x100000000).toString(16).padStart(8, '0');
-  return out.slice(0, digits);
-}
-
 export function isRecordId(value: string): boolean {
   return new RegExp(`^${ID}$`).test(value);
 }
@@ -837,19 +828,6 @@ async function syncFile(file: string): Promise<void> {
     await handle.sync();
   } finally {
     await handle.close();
-  }
-}
-
-/** Flushes a folder's entries (the rename that just happened). */
-export async function fsyncDir(dir: string): Promise<void> {
-  let handle: FileHandle | undefined;
-  try {
-    handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-    await handle.sync();
-  } catch {
-    // Some filesystems refuse fsync on a folder; the rename itself is still atomic.
-  } finally {
-    await handle?.close().catch(() => undefined);
   }
 }
 
