@@ -135,9 +135,9 @@ async function checkProfile(ctx: Context, harness: string, profile: string): Pro
 
 /**
  * The profile documents, validated. Fast path: the document cache's file already holds the validated data of these
- * exact profile texts (reconcile put it there when it installed the hook). The file is read here directly rather than
- * through DocumentCache, whose module loads node:crypto and write-file-atomic (about 10 ms of the hook's budget);
- * anything unexpected in it just means the slow path: load and validate through the regular loader, and remember.
+ * exact profile texts (reconcile put it there when it installed the hook). The file is read here directly; anything
+ * unexpected in it just means the slow path: load and validate through the regular loader (YAML and the schema
+ * validators), and remember.
  */
 async function profileDocuments(ctx: Context): Promise<HarnessProfiles[]> {
   const dir = ctx.paths.profilesDir;

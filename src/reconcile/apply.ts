@@ -10,7 +10,7 @@ import { BlueError, toBlueError } from '../errors.js';
 import type { HarnessAdapter } from '../harnesses/types.js';
 import { readBytesIfExists, removeFileIfUnchanged, replaceFileAtomically, sha256, writeStateFile } from '../util/fs.js';
 import { decodeLossless, encodeLossless } from '../util/lossless.js';
-import { withLock } from '../util/lock.js';
+import { withLock } from '../lock/lock.js';
 import { updateLedger, type LedgerData, type LedgerEntry } from './ledger.js';
 import { planText, type FilePlan } from './plan.js';
 

@@ -14,7 +14,7 @@ import { BlueError } from '../errors.js';
 import type { OwnershipRecord } from '../harnesses/types.js';
 import type { HarnessName } from '../schema/index.js';
 import { writeStateFile } from '../util/fs.js';
-import { withLock } from '../util/lock.js';
+import { withLock } from '../lock/lock.js';
 
 export interface LedgerEntry {
   harness: HarnessName;

@@ -13,7 +13,6 @@
  */
 import { constants } from 'node:fs';
 import { lstat, mkdtemp, open, readdir, readFile, realpath, stat } from 'node:fs/promises';
-import { hostname } from 'node:os';
 import path from 'node:path';
 import { extractBundle, readManifest, type BundleManifest } from '../bundle/index.js';
 import type { Context } from '../context.js';
@@ -22,11 +21,12 @@ import { ADAPTERS } from '../harnesses/index.js';
 import type { RestorePlan } from '../harnesses/types.js';
 import { findInterval, type ProfileSet } from '../profiles/index.js';
 import type { HarnessName } from '../schema/index.js';
-import { withLock } from '../util/lock.js';
+import { withLock } from '../lock/lock.js';
+import { staleOwnerReason, systemLockWorld, type LockWorld } from '../lock/liveness.js';
 import { applyPlan, finish, removeStaging, rollBack, STAGING_MARK } from './apply.js';
 import { existingAncestor, inspectPlan, type Collision } from './inspect.js';
 import { realRestoreIO, type RestoreIO } from './io.js';
-import { bootTimeMs, listJournals, ownerFields, processStartMs, removeJournal, type RestoreJournal } from './journal.js';
+import { listJournals, ownerFields, removeJournal, type RestoreJournal } from './journal.js';
 
 export type { RestoreIO } from './io.js';
 export { realRestoreIO } from './io.js';
@@ -173,7 +173,13 @@ export interface RecoveryResult {
   warnings?: string[];
 }
 
-export async function recoverRestores(ctx: Context): Promise<RecoveryResult> {
+export interface RecoveryOptions {
+  /** Whose journals still run: this machine's processes unless replaced (tests). */
+  world?: LockWorld;
+}
+
+export async function recoverRestores(ctx: Context, options: RecoveryOptions = {}): Promise<RecoveryResult> {
+  const world = options.world ?? systemLockWorld();
   const rolledBack: string[] = [];
   const completed: string[] = [];
   const warnings: string[] = [];
@@ -182,7 +188,7 @@ export async function recoverRestores(ctx: Context): Promise<RecoveryResult> {
       ctx.logger.warn('restore journal cannot be read; left in place', { journal: id, reason: damaged });
       continue;
     }
-    if (ownerAlive(journal.pid, journal.host, journal.started_at_unix_ms, false, journal.pid_started_at_unix_ms)) continue;
+    if (ownerAlive(world, journal.pid, journal.host, journal.started_at_unix_ms, false, journal.pid_started_at_unix_ms)) continue;
     try {
       await withLock(
         path.join(ctx.paths.stateDir, 'locks'),
@@ -213,7 +219,7 @@ export async function recoverRestores(ctx: Context): Promise<RecoveryResult> {
       });
     }
   }
-  await sweepStaging(ctx);
+  await sweepStaging(ctx, world);
   return { rolledBack, completed, ...(warnings.length > 0 ? { warnings } : {}) };
 }
 
@@ -286,32 +292,20 @@ async function writeOwner(staging: string): Promise<void> {
 const liveStaging = new Set<string>();
 
 /**
- * Whether the process that wrote a journal or staging folder still runs. Our own pid counts only for what this
- * process holds (`self`): an earlier process may have had the same pid. An in-flight apply is also protected by the
- * harness lock it holds, which recovery takes before acting.
+ * Whether the process that wrote a journal or staging folder still runs (lock/liveness.ts). Our own pid counts only
+ * for what this process holds (`self`): an earlier process may have had the same pid. A record of another host, or
+ * older than OWNER_STALE_MS, has no running owner here. An in-flight apply is also protected by the harness lock it
+ * holds, which recovery takes before acting.
  */
-function ownerAlive(pid: unknown, host: unknown, startedAt: unknown, self = false, pidStartedAt?: unknown): boolean {
-  if (typeof pid !== 'number' || host !== hostname()) return false;
-  if (typeof startedAt === 'number' && Date.now() - startedAt > OWNER_STALE_MS) return false;
-  // Written before this boot: whatever runs under that pid now is another process (pids restart at boot).
+function ownerAlive(world: LockWorld, pid: unknown, host: unknown, startedAt: unknown, self = false, pidStartedAt?: unknown): boolean {
   // (The owner's own start time when recorded: a journal's started_at comes from the context's clock.)
-  const boot = bootTimeMs();
-  const ownerStart = typeof pidStartedAt === 'number' ? pidStartedAt : startedAt;
-  if (typeof ownerStart === 'number' && ownerStart < boot - START_SLACK_MS) return false;
-  if (pid === process.pid) return self;
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  // Alive: the same process only if it started when the recorded owner did (where both are known).
-  const actual = processStartMs(pid);
-  if (typeof pidStartedAt === 'number' && actual !== undefined && Math.abs(actual - pidStartedAt) > START_SLACK_MS) return false;
-  return true;
+  const owner = { pid, host: typeof host === 'string' ? host : '', processStartedAt: pidStartedAt, recordedAt: startedAt };
+  const rules = { self, maxAgeMs: OWNER_STALE_MS, bootSlackMs: START_SLACK_MS, startSlackMs: START_SLACK_MS, otherHost: 'stale', foreign: 'alive' } as const;
+  return staleOwnerReason(owner, world, rules) === undefined;
 }
 
 /** Staging folders of dead processes in every harness home (a prepare that was never applied nor disposed). */
-async function sweepStaging(ctx: Context): Promise<void> {
+async function sweepStaging(ctx: Context, world: LockWorld): Promise<void> {
   for (const adapter of Object.values(ADAPTERS)) {
     const parent = await existingAncestor(adapter.configRoot(ctx)).catch(() => undefined);
     if (parent === undefined) continue;
@@ -332,7 +326,7 @@ async function sweepStaging(ctx: Context): Promise<void> {
         // No owner yet: a prepare that died right after creating the folder, unless it is brand new.
         if (Date.now() - info.mtimeMs < 60_000) continue;
       }
-      if (owner.pid !== undefined && ownerAlive(owner.pid, owner.host, owner.started_at_unix_ms, liveStaging.has(dir), owner.pid_started_at_unix_ms)) continue;
+      if (owner.pid !== undefined && ownerAlive(world, owner.pid, owner.host, owner.started_at_unix_ms, liveStaging.has(dir), owner.pid_started_at_unix_ms)) continue;
       // A journal still naming this folder is recovered above; never pull staging from under it.
       const journals = await listJournals(ctx.paths.stateDir);
       if (journals.some((j) => j.journal?.staging === dir)) continue;

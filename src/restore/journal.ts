@@ -6,10 +6,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { readFileSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, stat, unlink } from 'node:fs/promises';
-import { hostname, uptime } from 'node:os';
 import path from 'node:path';
+import { systemLockWorld, type LockWorld } from '../lock/liveness.js';
 import type { HarnessName } from '../schema/index.js';
 import { fsyncDir } from '../util/fs.js';
 import type { RestoreIO } from './io.js';
@@ -84,33 +83,9 @@ export function journalFile(stateDir: string, id: string): string {
   return path.join(journalDir(stateDir), `${id}.json`);
 }
 
-export function ownerFields(): { pid: number; host: string; pid_started_at_unix_ms: number } {
-  return { pid: process.pid, host: hostname(), pid_started_at_unix_ms: processStartMs(process.pid) ?? Math.round(Date.now() - process.uptime() * 1000) };
-}
-
-/** When this machine booted (wall clock). */
-export function bootTimeMs(): number {
-  return Date.now() - uptime() * 1000;
-}
-
-/**
- * When process `pid` started (wall clock, about a second of precision), where the system says (Linux /proc);
- * undefined elsewhere or when there is no such process.
- */
-export function processStartMs(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The command name (field 2) is in parentheses and may hold spaces; field 22 (starttime, in clock ticks since boot)
-    // is the 20th after it.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[19]);
-    const btime = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'))?.[1];
-    if (!Number.isFinite(ticks) || btime === undefined) return undefined;
-    // USER_HZ is 100 on every Linux that Node.js runs on.
-    return Number(btime) * 1000 + ticks * 10;
-  } catch {
-    return undefined;
-  }
+/** This process as the owner of a journal or staging folder. */
+export function ownerFields(world: LockWorld = systemLockWorld()): { pid: number; host: string; pid_started_at_unix_ms: number } {
+  return { pid: world.pid, host: world.host, pid_started_at_unix_ms: world.startedAt(world.pid) ?? Math.round(Date.now() - process.uptime() * 1000) };
 }
 
 /** Temp file in the same folder, written and fsynced, renamed over the journal, folder fsynced. */

@@ -27,11 +27,15 @@
  * dead claim that already names its upload, and releases any other dead upload claim back to `ready` (bundle kept;
  * the Control API answers a re-presign of the same bytes with the upload it already has, so nothing is stored twice).
  */
-import { constants, readFileSync } from 'node:fs';
+import { constants } from 'node:fs';
 import { link, lstat, mkdir, open, readdir, readFile, rename, stat, unlink, utimes, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { BlueError } from '../errors.js';
 import type { HookPayload } from '../harnesses/types.js';
+import { processRuns, staleOwnerReason, systemLockWorld } from '../lock/liveness.js';
+import { fsyncDir, randomHex } from '../util/fs-light.js';
+
+export { processRuns } from '../lock/liveness.js';
 
 export const RECORD_FORMAT = 'blue-agent-spool-record-v1';
 
@@ -697,16 +701,6 @@ export function newRecordId(nowMs: number): string {
   return `${Math.max(0, Math.trunc(nowMs)).toString(36).padStart(9, '0').slice(-9)}-${randomHex(10)}`;
 }
 
-/**
- * Random hex digits for names. Math.random, not node:crypto: loading crypto costs the hook about 10 ms, and these
- * only need to differ (enqueueing never overwrites, and temp files are opened exclusively).
- */
-function randomHex(digits: number): string {
-  let out = '';
-  while (out.length < digits) out += Math.floor(Math.random() * 0x100000000).toString(16).padStart(8, '0');
-  return out.slice(0, digits);
-}
-
 export function isRecordId(value: string): boolean {
   return new RegExp(`^${ID}$`).test(value);
 }
@@ -787,30 +781,14 @@ function tempOwner(name: string): { name: string; pid: number } | undefined {
   return match === null ? undefined : { name: base, pid: Number(match[2]) };
 }
 
-async function claimIsDead(file: string, pid: number, now: number): Promise<boolean> {
-  if (!processRuns(pid)) return true;
-  const info = await stat(file).catch(() => undefined);
-  return info !== undefined && now - info.mtimeMs > CLAIM_STALE_MS;
-}
-
 /**
- * True when a process with this pid runs (signal 0 checks without sending anything). On Linux a zombie — exited,
- * not yet reaped, which can last long under a container's init — does not count.
+ * A claim's worker is dead when its pid is gone, or when the claim was not refreshed for CLAIM_STALE_MS (its pid was
+ * reused) or not since this machine booted (lock/liveness.ts). A pid of another user still runs: not ours to judge.
  */
-export function processRuns(pid: number): boolean {
-  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    if (errno(error) !== 'EPERM') return false;
-  }
-  if (process.platform !== 'linux') return true;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
-  } catch {
-    return true;
-  }
+async function claimIsDead(file: string, pid: number, now: number): Promise<boolean> {
+  const info = await stat(file).catch(() => undefined);
+  const world = { ...systemLockWorld(), now: () => now };
+  return staleOwnerReason({ pid, recordedAt: info?.mtimeMs }, world, { maxAgeMs: CLAIM_STALE_MS, foreign: 'alive' }) !== undefined;
 }
 
 async function exists(file: string): Promise<boolean> {
@@ -850,19 +828,6 @@ async function syncFile(file: string): Promise<void> {
     await handle.sync();
   } finally {
     await handle.close();
-  }
-}
-
-/** Flushes a folder's entries (the rename that just happened). */
-export async function fsyncDir(dir: string): Promise<void> {
-  let handle: FileHandle | undefined;
-  try {
-    handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-    await handle.sync();
-  } catch {
-    // Some filesystems refuse fsync on a folder; the rename itself is still atomic.
-  } finally {
-    await handle?.close().catch(() => undefined);
   }
 }
 

@@ -5,9 +5,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { chmod, chown, lstat, mkdir, open, readlink, realpath, rename, rmdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import writeFileAtomic from 'write-file-atomic';
 import { BlueError, fromSystemError, isSystemError } from '../errors.js';
+import { fsyncDir } from './fs-light.js';
 import { decodeLossless, encodeLossless } from './lossless.js';
+
+// The primitives the capture hook also needs live in fs-light.ts (no crypto there); every other module takes them here.
+export { ensurePrivateDir, fsyncDir, writeStateFile } from './fs-light.js';
 
 export function sha256(text: string | Buffer): string {
   return createHash('sha256').update(text).digest('hex');
@@ -153,34 +156,6 @@ export async function readTextIfExists(file: string): Promise<string | null> {
 export async function readNativeText(file: string): Promise<string | null> {
   const bytes = await readBytesIfExists(file);
   return bytes === null ? null : decodeLossless(bytes);
-}
-
-export async function ensurePrivateDir(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-}
-
-/** Flushes a directory entry (the rename that just happened) to disk. */
-export async function fsyncDir(dir: string): Promise<void> {
-  let handle;
-  try {
-    handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-    await handle.sync();
-  } catch {
-    // Some filesystems refuse fsync on a directory; the rename itself is still atomic.
-  } finally {
-    await handle?.close();
-  }
-}
-
-/** Writes agent state (ledger, caches, last-known-good policy) atomically, private to the user. */
-export async function writeStateFile(file: string, content: string | Buffer, mode = 0o600): Promise<void> {
-  try {
-    await ensurePrivateDir(path.dirname(file));
-    await writeFileAtomic(file, content, { mode, fsync: true });
-  } catch (error) {
-    throw isSystemError(error) ? fromSystemError(error, { action: "write blue-agent's state file", file }) : error;
-  }
-  await fsyncDir(path.dirname(file));
 }
 
 /**

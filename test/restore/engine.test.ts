@@ -7,6 +7,7 @@ import { chmod, link, mkdir, readdir, readFile, rm, stat, symlink, utimes, write
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BlueError } from '../../src/errors.js';
+import type { LockWorld } from '../../src/lock/liveness.js';
 import { claudeProjectKey } from '../../src/harnesses/claude/session.js';
 import { kimiWorkDirHash } from '../../src/harnesses/kimi/session.js';
 import { applyRestore, prepareRestore, realRestoreIO, recoverRestores, type PreparedRestore, type RestoreIO } from '../../src/restore/index.js';
@@ -376,12 +377,14 @@ describe('recoverRestores', () => {
     const before = await snapshot(target.home);
     const prepared = await prepare(session.bundle);
     const target0 = prepared.summary.create[0]!;
-    // A restore that got as far as one placement, by a process that is still alive (our parent).
+    // A restore that got as far as one placement, by a process that is still alive (in the injected world).
     const { hostname } = await import('node:os');
+    const LIVE = 4_000_123;
+    const world: LockWorld = { host: hostname(), pid: process.pid, bootAt: Date.now() - 3_600_000, probe: (pid) => (pid === LIVE ? 'alive' : 'gone'), procStart: () => undefined, startedAt: () => undefined };
     const journal = {
       format: 'blue-agent-restore-journal-v1',
       id: '0123456789abcdef',
-      pid: process.ppid,
+      pid: LIVE,
       host: hostname(),
       started_at_unix_ms: Date.now(),
       harness: 'claude',
@@ -399,11 +402,11 @@ describe('recoverRestores', () => {
     await mkdir(path.dirname(target0), { recursive: true });
     await link(prepared.plan.placements.find((p) => p.to === target0)!.from, target0);
 
-    expect(await recoverRestores(target.ctx)).toEqual({ rolledBack: [], completed: [] });
+    expect(await recoverRestores(target.ctx, { world })).toEqual({ rolledBack: [], completed: [] });
     expect(await readFile(target0)).toBeTruthy();
 
     await writeFile(path.join(restores, `${journal.id}.json`), JSON.stringify({ ...journal, pid: 2 ** 22 + 11 }));
-    expect(await recoverRestores(target.ctx)).toEqual({ rolledBack: [journal.id], completed: [] });
+    expect(await recoverRestores(target.ctx, { world })).toEqual({ rolledBack: [journal.id], completed: [] });
     expect(await snapshot(target.home)).toEqual(before);
     expect(await journals()).toEqual([]);
   });

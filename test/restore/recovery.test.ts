@@ -5,10 +5,11 @@
  * meanwhile is never removed; a parent folder swapped for a link during placement is caught and undone.
  */
 import { appendFile, link, lstat, mkdir, readdir, readFile, rename, stat, symlink, unlink, writeFile } from 'node:fs/promises';
-import { hostname, uptime } from 'node:os';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BlueError } from '../../src/errors.js';
+import type { LockWorld } from '../../src/lock/liveness.js';
 import { applyRestore, prepareRestore, realRestoreIO, recoverRestores, type PreparedRestore, type RestoreIO } from '../../src/restore/index.js';
 import type { TestHome } from '../support/context.js';
 import { errnoError, fixtureBundle, shippedProfiles, snapshot, useRestoreHomes } from './support.js';
@@ -125,14 +126,28 @@ describe('recovery after a crash between placement and the commit point', () => 
   });
 });
 
+/**
+ * The world recovery judges owners in (injected: nothing depends on this machine's uptime or processes): booted an
+ * hour ago; LIVE_PID runs, every other pid is gone.
+ */
+const LIVE_PID = 4_000_123;
+const BOOT_AT = Date.now() - 3_600_000;
+function world(over: Partial<LockWorld> = {}): LockWorld {
+  return { host: hostname(), pid: process.pid, bootAt: BOOT_AT, probe: (pid) => (pid === LIVE_PID ? 'alive' : 'gone'), procStart: () => undefined, startedAt: () => undefined, ...over };
+}
+
 describe('whose journal it is', () => {
   it('an owner pid that is alive but names a process started at another time is a dead owner (a reused pid)', async () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     const before = await snapshot(target.home);
     const prepared = await prepare(session.bundle);
-    // process.ppid runs, but it is not the process recorded: that one started (after this boot) at another time.
-    const id = await crashedAfterPlacement(prepared, { pid: process.ppid, pid_started_at_unix_ms: Date.now() + 60_000 });
-    expect(await recoverRestores(target.ctx)).toEqual({ rolledBack: [id], completed: [] });
+    // LIVE_PID runs, but it is not the process recorded: that one started (after this boot) at another time.
+    const recorded = Date.now() - 60_000;
+    const id = await crashedAfterPlacement(prepared, { pid: LIVE_PID, pid_started_at_unix_ms: recorded });
+    // Started when recorded: the owner, left alone.
+    expect(await recoverRestores(target.ctx, { world: world({ startedAt: () => recorded + 1_000 }) })).toEqual({ rolledBack: [], completed: [] });
+    const reused = world({ startedAt: (pid) => (pid === LIVE_PID ? Date.now() - 1_000 : undefined) });
+    expect(await recoverRestores(target.ctx, { world: reused })).toEqual({ rolledBack: [id], completed: [] });
     expect(await snapshot(target.home)).toEqual(before);
   });
 
@@ -140,19 +155,20 @@ describe('whose journal it is', () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     const before = await snapshot(target.home);
     const prepared = await prepare(session.bundle);
-    const boot = Date.now() - uptime() * 1000;
-    const id = await crashedAfterPlacement(prepared, { pid: process.ppid, started_at_unix_ms: Math.round(boot - 60_000) });
-    expect(await recoverRestores(target.ctx)).toEqual({ rolledBack: [id], completed: [] });
+    const id = await crashedAfterPlacement(prepared, { pid: LIVE_PID, started_at_unix_ms: BOOT_AT - 60_000 });
+    // Had the machine booted earlier, the same journal would be a running restore's.
+    expect(await recoverRestores(target.ctx, { world: world({ bootAt: BOOT_AT - 3_600_000 }) })).toEqual({ rolledBack: [], completed: [] });
+    expect(await recoverRestores(target.ctx, { world: world() })).toEqual({ rolledBack: [id], completed: [] });
     expect(await snapshot(target.home)).toEqual(before);
   });
 
   it('a live owner keeps its journal, and a restore into the same files is refused until it is recovered', async () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     const first = await prepare(session.bundle);
-    const id = await crashedAfterPlacement(first, { pid: process.ppid });
+    const id = await crashedAfterPlacement(first, { pid: LIVE_PID, pid_started_at_unix_ms: Date.now() - 1_000 });
     // Undo the placements by hand (the journal still names them): the machine looks free to restore into.
     for (const p of first.plan.placements) await unlink(p.to);
-    expect(await recoverRestores(target.ctx)).toEqual({ rolledBack: [], completed: [] });
+    expect(await recoverRestores(target.ctx, { world: world({ startedAt: () => Date.now() - 1_000 }) })).toEqual({ rolledBack: [], completed: [] });
     const before = await snapshot(target.home);
     const second = await prepare(session.bundle);
     const error = await blueError(() => applyRestore(target.ctx, second));
