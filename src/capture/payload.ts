@@ -82,12 +82,17 @@ export function readPayloadText(stream: Readable, options: ReadOptions = {}): Pr
       finish(new PayloadRefused('the payload on stdin ended before its JSON object was complete'));
     };
     const onError = (error: Error) => finish(new PayloadRefused(`stdin could not be read (${(error as NodeJS.ErrnoException).code ?? error.message})`));
+    // The deadline judges what had arrived by then, not what this process got round to reading: on a loaded machine
+    // the timer can come due while the payload waits in the pipe, and timers run before pending reads. One more turn
+    // of the event loop (its poll phase reads what is ready) comes before the verdict.
     const timer = setTimeout(() => {
-      finish(
-        new PayloadRefused(
-          scanner.started
-            ? `the payload on stdin was not complete after ${Math.round(deadlineMs)} ms (${received} bytes received)`
-            : `no payload arrived on stdin within ${Math.round(deadlineMs)} ms`,
+      setImmediate(() =>
+        finish(
+          new PayloadRefused(
+            scanner.started
+              ? `the payload on stdin was not complete after ${Math.round(deadlineMs)} ms (${received} bytes received)`
+              : `no payload arrived on stdin within ${Math.round(deadlineMs)} ms`,
+          ),
         ),
       );
     }, Math.max(0, deadlineMs));
