@@ -171,12 +171,31 @@ describe('refusals: one line on stderr, exit 1, logged, nothing spooled', () => 
   });
 
   it('a payload of 10 MiB is refused after reading 1 MiB, without reading the rest', async () => {
-    const huge = `{"session_id":"big","cwd":"/w","pad":"${'x'.repeat(10 * 1024 * 1024)}"}`;
-    // Stdin stays open, so the end of the input never comes: a hook that read on past the cap (to the end of the
-    // object or of the input) could only stop at its deadline, and would say that instead of naming the size.
-    const result = await capture(t.env, huge, 'claude', CLAUDE_PROFILE, { keepStdinOpen: true });
-    expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^blue-agent capture: refused: the payload on stdin is larger than 1048576 bytes\n$/);
+    // In-process, with a stdin that counts what is taken from it and a deadline out of the way: the refusal can only
+    // come from the size cap, on any machine. Stdin never ends, so a hook that read on to the end would never return.
+    const chunk = Buffer.alloc(64 * 1024, 'x');
+    let pulled = 0;
+    const stdin = new Readable({
+      highWaterMark: 0,
+      read() {
+        if (pulled === 0) this.push('{"session_id":"big","cwd":"/w","pad":"');
+        else if (pulled < 10 * 1024 * 1024) this.push(chunk);
+        pulled += chunk.length;
+      },
+    });
+    const stderr: string[] = [];
+    const ctx = t.context({ stderr: { write: (s) => void stderr.push(s), isTTY: false } });
+    const code = await captureCommand(ctx, { harness: 'claude', profile: CLAUDE_PROFILE }, stdin, {
+      deadlineMs: 600_000,
+      startWorker: () => {
+        throw new Error('must not start a worker');
+      },
+    });
+    expect(code).toBe(1);
+    expect(stderr.join('')).toBe('blue-agent capture: refused: the payload on stdin is larger than 1048576 bytes\n');
+    // Read up to the cap and a chunk or two past it, then let go of the stream.
+    expect(pulled).toBeLessThanOrEqual(1024 * 1024 + 3 * chunk.length);
+    expect(stdin.destroyed).toBe(true);
     expectNoRecord();
   });
 
