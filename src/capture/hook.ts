@@ -33,6 +33,8 @@ export interface HookOptions {
   startWorker?: (ctx: Context) => number | undefined;
   /** Replaces file writes in the spool (tests make them fail like a full disk). */
   io?: SpoolIO;
+  /** The uid the spool must belong to; default: this process's (tests play a spool another user owns). */
+  ownerUid?: number;
 }
 
 export type HookOutcome =
@@ -52,7 +54,7 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
       throw refused(`unknown harness "${safeName(args.harness)}"; expected one of ${HARNESSES.join(', ')}`);
     }
     // Independent steps overlap: the payload arrives while the profiles are checked and the spool is opened.
-    const opening = Spool.open(ctx.paths.stateDir, options.io === undefined ? {} : { io: options.io });
+    const opening = Spool.open(ctx.paths.stateDir, { io: options.io, ownerUid: options.ownerUid });
     opening.catch(() => undefined);
     await checkProfile(ctx, args.harness, args.profile);
     payload = parsePayload(await text);

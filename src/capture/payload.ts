@@ -82,9 +82,9 @@ export function readPayloadText(stream: Readable, options: ReadOptions = {}): Pr
       finish(new PayloadRefused('the payload on stdin ended before its JSON object was complete'));
     };
     const onError = (error: Error) => finish(new PayloadRefused(`stdin could not be read (${(error as NodeJS.ErrnoException).code ?? error.message})`));
-    // The verdict waits one turn of the event loop: when start-up work kept the loop busy past the deadline, the
-    // timer and the waiting payload become ready together, and timers run before I/O is read. A payload already in
-    // the pipe is taken; only a writer that really did not deliver is refused.
+    // The deadline judges what had arrived by then, not what this process got round to reading: on a loaded machine
+    // the timer can come due while the payload waits in the pipe, and timers run before pending reads. One more turn
+    // of the event loop (its poll phase reads what is ready) comes before the verdict.
     const timer = setTimeout(() => {
       setImmediate(() =>
         finish(

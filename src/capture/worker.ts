@@ -47,6 +47,8 @@ export type BuildFunction = (ctx: Context, record: SpoolRecord, outFile: string,
 
 export interface DrainOptions {
   settleMs?: number;
+  /** Waits out what is left of a fresh record's settle time; tests record the wait instead. */
+  wait?: (ms: number) => Promise<unknown>;
   maxAttempts?: number;
   /** Replaces the session -> bundle step (tests make it fail or stall). */
   build?: BuildFunction;
@@ -457,7 +459,7 @@ async function buildWaiting(ctx: Context, spool: Spool, report: DrainReport, opt
         continue;
       }
       const age = ctx.clock.now() - record.created_at_unix_ms;
-      if (age >= 0 && age < settleMs) await sleep(settleMs - age);
+      if (age >= 0 && age < settleMs) await (options.wait ?? sleep)(settleMs - age);
       const outFile = spool.tempFile(record.id, 'bundle');
       try {
         if (profiles === undefined) {

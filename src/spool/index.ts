@@ -114,6 +114,11 @@ export interface SpoolOptions {
   io?: SpoolIO;
   /** Clock for record times. */
   now?: () => number;
+  /**
+   * The uid that must own the state directory and the spool; default: this process's. Injectable so the ownership
+   * check can be exercised without chown (which needs root).
+   */
+  ownerUid?: number;
 }
 
 export interface Claim {
@@ -177,13 +182,14 @@ export class Spool {
     readonly stateDir: string,
     private readonly io: SpoolIO,
     private readonly now: () => number,
+    private readonly ownerUid: number | undefined,
   ) {
     this.root = path.join(stateDir, 'spool');
   }
 
   /** Opens (creating when missing) the spool of `stateDir`; refuses one that other users could tamper with. */
   static async open(stateDir: string, options: SpoolOptions = {}): Promise<Spool> {
-    const spool = new Spool(stateDir, options.io ?? realIO, options.now ?? Date.now);
+    const spool = new Spool(stateDir, options.io ?? realIO, options.now ?? Date.now, options.ownerUid ?? process.getuid?.());
     await spool.prepare();
     return spool;
   }
@@ -191,23 +197,23 @@ export class Spool {
   private async prepare(): Promise<void> {
     // Check first and create only what is missing: the hook opens the spool on every capture.
     if (!(await exists(this.stateDir))) await mkdir(this.stateDir, { recursive: true, mode: 0o700 }).catch(mapFull(this.stateDir));
-    await checkPrivateDir(this.stateDir, 'state directory', true);
+    await checkPrivateDir(this.stateDir, 'state directory', true, this.ownerUid);
     if (!(await exists(this.root))) await mkdir(this.root, { mode: 0o700 }).catch(ignoreExists(this.root));
-    await checkPrivateDir(this.root, 'spool directory', false);
+    await checkPrivateDir(this.root, 'spool directory', false, this.ownerUid);
     await Promise.all(
       ALL_DIRS.map(async (sub) => {
         const dir = path.join(this.root, sub);
         if (!(await exists(dir))) await mkdir(dir, { mode: 0o700 }).catch(ignoreExists(dir));
-        await checkPrivateDir(dir, 'spool directory', false);
+        await checkPrivateDir(dir, 'spool directory', false, this.ownerUid);
       }),
     );
   }
 
   /** Throws SPOOL_UNSAFE unless the state dir, the spool and its folders are this user's and closed to others. */
   async checkSafe(): Promise<void> {
-    await checkPrivateDir(this.stateDir, 'state directory', true);
-    await checkPrivateDir(this.root, 'spool directory', false);
-    await Promise.all(ALL_DIRS.map((sub) => checkPrivateDir(path.join(this.root, sub), 'spool directory', false)));
+    await checkPrivateDir(this.stateDir, 'state directory', true, this.ownerUid);
+    await checkPrivateDir(this.root, 'spool directory', false, this.ownerUid);
+    await Promise.all(ALL_DIRS.map((sub) => checkPrivateDir(path.join(this.root, sub), 'spool directory', false, this.ownerUid)));
   }
 
   dir(state: RecordState | 'bundles' | 'tmp'): string {
@@ -739,7 +745,7 @@ function damagedRecord(id: string): SpoolRecord {
  * Refuses a folder another user owns or that group or others may write to: they could plant or swap records and
  * bundles that this user then uploads. Spool folders must also be real folders, not links.
  */
-async function checkPrivateDir(dir: string, what: string, followLinks: boolean): Promise<void> {
+async function checkPrivateDir(dir: string, what: string, followLinks: boolean, uid: number | undefined): Promise<void> {
   let info;
   try {
     info = followLinks ? await stat(dir) : await lstat(dir);
@@ -755,7 +761,6 @@ async function checkPrivateDir(dir: string, what: string, followLinks: boolean):
       hint: `Remove ${dir}; blue-agent recreates it.`,
     });
   }
-  const uid = process.getuid?.();
   if (uid !== undefined && info.uid !== uid) {
     throw new BlueError('SPOOL_UNSAFE', `the ${what} ${dir} is owned by uid ${info.uid}, not by you (uid ${uid})`, {
       file: dir,

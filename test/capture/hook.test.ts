@@ -1,12 +1,15 @@
 /**
  * The capture hook as harnesses run it: the built CLI as a real process, the payload on stdin. What it accepts from
- * each harness, what it refuses (one line on stderr, exit 1, logged without secrets), how fast it returns whatever the
- * transcript's size or the behaviour of stdin, and what it leaves in the spool.
+ * each harness, what it refuses (one line on stderr, exit 1, logged without secrets), that it returns whatever the
+ * transcript or the behaviour of stdin (never opening the one, never waiting for the other's end), and what it leaves
+ * in the spool. How fast it returns is measured against bare Node start-up in bench/capture.mjs.
  */
-import { chmod, chown, mkdir, readFile, rm, stat, writeFile, cp } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { chmod, cp, lstat, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { MIN_READ_WINDOW_MS, PAYLOAD_DEADLINE_MS } from '../../src/capture/payload.js';
 import { captureCommand } from '../../src/cli/capture.js';
 import type { SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
@@ -21,9 +24,6 @@ import {
   spoolFiles,
   waitForWorkers,
 } from '../spool/fixtures.js';
-
-/** Codex's default hook budget: the tightest of the four harnesses. */
-const CODEX_BUDGET_MS = 1_000;
 
 let t: TestHome;
 let stateDir: string;
@@ -97,9 +97,10 @@ describe('accepted payloads', () => {
   it('stops reading as soon as the object is complete, even when stdin stays open', async () => {
     const payload = { session_id: 'still-open', cwd: '/w', hook_event_name: 'SessionEnd', reason: 'other' };
     const result = await capture(t.env, `  \n${JSON.stringify(payload)}`, 'claude', CLAUDE_PROFILE, { keepStdinOpen: true });
-    // Accepted although stdin was still open when the hook exited: it never waited for the end of input.
+    // Accepted although stdin was still open when the hook exited: it never waited for the end of input (a hook
+    // that did would have run into its read deadline and refused the payload as incomplete).
     expect(result.code).toBe(0);
-    expect(result.ms).toBeLessThan(CODEX_BUDGET_MS);
+    expect(result.stderr).toBe('');
     expect(theRecord().record.payload.session_id).toBe('still-open');
   });
 
@@ -169,12 +170,32 @@ describe('refusals: one line on stderr, exit 1, logged, nothing spooled', () => 
     expectNoRecord();
   });
 
-  it('a payload of 10 MiB is refused after reading 1 MiB, quickly', async () => {
-    const huge = `{"session_id":"big","cwd":"/w","pad":"${'x'.repeat(10 * 1024 * 1024)}"}`;
-    const result = await capture(t.env, huge);
-    expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/larger than 1048576 bytes/);
-    expect(result.ms).toBeLessThan(CODEX_BUDGET_MS);
+  it('a payload of 10 MiB is refused after reading 1 MiB, without reading the rest', async () => {
+    // In-process, with a stdin that counts what is taken from it and a deadline out of the way: the refusal can only
+    // come from the size cap, on any machine. Stdin never ends, so a hook that read on to the end would never return.
+    const chunk = Buffer.alloc(64 * 1024, 'x');
+    let pulled = 0;
+    const stdin = new Readable({
+      highWaterMark: 0,
+      read() {
+        if (pulled === 0) this.push('{"session_id":"big","cwd":"/w","pad":"');
+        else if (pulled < 10 * 1024 * 1024) this.push(chunk);
+        pulled += chunk.length;
+      },
+    });
+    const stderr: string[] = [];
+    const ctx = t.context({ stderr: { write: (s) => void stderr.push(s), isTTY: false } });
+    const code = await captureCommand(ctx, { harness: 'claude', profile: CLAUDE_PROFILE }, stdin, {
+      deadlineMs: 600_000,
+      startWorker: () => {
+        throw new Error('must not start a worker');
+      },
+    });
+    expect(code).toBe(1);
+    expect(stderr.join('')).toBe('blue-agent capture: refused: the payload on stdin is larger than 1048576 bytes\n');
+    // Read up to the cap and a chunk or two past it, then let go of the stream.
+    expect(pulled).toBeLessThanOrEqual(1024 * 1024 + 3 * chunk.length);
+    expect(stdin.destroyed).toBe(true);
     expectNoRecord();
   });
 
@@ -182,8 +203,12 @@ describe('refusals: one line on stderr, exit 1, logged, nothing spooled', () => 
     for (const partial of ['', '{"session_id": "slow", "cwd": "/w"']) {
       const result = await capture(t.env, partial, 'claude', CLAUDE_PROFILE, { keepStdinOpen: true });
       expect(result.code, partial).toBe(1);
+      const waited = /(?:within|after) (\d+) ms/.exec(result.stderr);
       expect(result.stderr).toMatch(partial === '' ? /no payload arrived on stdin within \d+ ms/ : /was not complete after \d+ ms/);
-      expect(result.ms).toBeLessThan(CODEX_BUDGET_MS);
+      // The deadline it gave the writer ends within PAYLOAD_DEADLINE_MS of the process start (inside the harness's
+      // budget), however late the hook got to run, with at least the minimal window to deliver.
+      expect(Number(waited![1])).toBeLessThanOrEqual(PAYLOAD_DEADLINE_MS);
+      expect(Number(waited![1])).toBeGreaterThanOrEqual(MIN_READ_WINDOW_MS);
     }
     expectNoRecord();
   });
@@ -213,40 +238,42 @@ describe('an unsafe spool', () => {
     expect(spoolFiles(stateDir).intake).toEqual([]);
   });
 
-  it.runIf(process.getuid?.() === 0)('is refused when another user owns it', async () => {
+  it('is refused when another user owns it', async () => {
     await mkdir(path.join(stateDir, 'spool', 'intake'), { recursive: true, mode: 0o700 });
-    await chown(path.join(stateDir, 'spool', 'intake'), 65534, 65534);
-    const result = await capture(t.env, { session_id: 'x', cwd: '/w' });
-    expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/SPOOL_UNSAFE.*owned by uid 65534/);
+    const mine = (await stat(path.join(stateDir, 'spool', 'intake'))).uid;
+    // The hook run as if by another user (uid mine + 1) on this user's spool: no chown, so it works for any user.
+    const someoneElse = mine + 1;
+    const stderr: string[] = [];
+    const ctx = t.context({ stderr: { write: (s) => void stderr.push(s), isTTY: false } });
+    const code = await captureCommand(ctx, { harness: 'claude', profile: CLAUDE_PROFILE }, Readable.from(['{"session_id":"x","cwd":"/w"}']), {
+      ownerUid: someoneElse,
+      startWorker: () => {
+        throw new Error('must not start a worker');
+      },
+    });
+    expect(code).toBe(1);
+    expect(stderr.join('')).toMatch(new RegExp(`^blue-agent capture: failed \\[SPOOL_UNSAFE\\]: .* is owned by uid ${mine}, not by you \\(uid ${someoneElse}\\)\\. .*chown.*\n$`));
+    expect(captureLog(stateDir)[0]).toMatchObject({ event: 'failed', code: 'SPOOL_UNSAFE', session_id: 'x' });
     expect(spoolFiles(stateDir).intake).toEqual([]);
   });
 });
 
 describe('promptness', () => {
-  it('returns as fast with a 100 MiB transcript as with a 1 KiB one: the transcript is never read', async () => {
+  it('never opens the transcript: a FIFO nobody writes to, which would block any reader, does not hold it up', async () => {
     const claudeDir = t.env.CLAUDE_CONFIG_DIR!;
     const cwd = path.join(t.home, 'project');
-    const small = await claudeSession(claudeDir, { id: 'small-0001', cwd, prompt: 'hello' });
-    const large = await claudeSession(claudeDir, { id: 'large-0001', cwd, prompt: 'hello', padBytes: 100 * 1024 * 1024 });
-    expect((await stat(large.transcript)).size).toBeGreaterThan(100 * 1024 * 1024);
-    // Warm the document cache and the compile cache, as an installed agent would be.
-    await capture(t.env, small.payload);
-    await waitForWorkers(stateDir);
-    const times: Record<string, number[]> = { small: [], large: [] };
-    for (let i = 0; i < 3; i++) {
-      for (const [name, session] of [['small', small], ['large', large]] as const) {
-        const result = await capture(t.env, session.payload);
-        expect(result.code, result.stderr).toBe(0);
-        times[name]!.push(result.ms);
-        await waitForWorkers(stateDir, 60_000);
-      }
-    }
-    const best = (xs: number[]) => Math.min(...xs);
-    expect(best(times.large!)).toBeLessThan(CODEX_BUDGET_MS / 2);
-    // Same work either way; generous against machine noise, far below reading 100 MiB.
-    expect(best(times.large!)).toBeLessThan(best(times.small!) * 1.5 + 50);
-  }, 120_000);
+    const session = await claudeSession(claudeDir, { id: 'fifo-0001', cwd, prompt: 'hello' });
+    // The transcript's size does not matter to the hook (bench/capture.mjs times 1 KiB against 100 MiB); what makes
+    // that true is that the hook only names the file. Opening a FIFO without a writer blocks until the hook is killed.
+    await rm(session.transcript);
+    execFileSync('mkfifo', [session.transcript]);
+    expect((await lstat(session.transcript)).isFIFO()).toBe(true);
+    const result = await capture(t.env, session.payload);
+    expect(result).toMatchObject({ code: 0, signal: null, stderr: '' });
+    expect(theRecord().record.payload).toMatchObject({ session_id: 'fifo-0001', transcript_path: session.transcript });
+    // The worker refuses the FIFO without opening it either (it takes regular files only).
+    await waitForWorkers(stateDir, 60_000);
+  });
 });
 
 describe('a full disk', () => {

@@ -1,69 +1,57 @@
-import { once } from 'node:events';
+/**
+ * Reading the hook's payload against its deadline, in-process with a real socket: what the deadline counts is what had
+ * arrived by then, however late this process got round to reading it.
+ */
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readPayloadText } from '../../src/capture/payload.js';
 
-/** A connected loopback socket pair: what one end writes lands in the kernel at once, like a harness's pipe. */
-async function socketPair(): Promise<{ reader: net.Socket; writer: net.Socket; close: () => void }> {
+let closers: (() => void)[] = [];
+afterEach(() => {
+  for (const close of closers.splice(0)) close();
+});
+
+/** A connected loopback pair; the reading end does not read until asked, so written bytes wait in the kernel. */
+async function socketPair(): Promise<{ reader: net.Socket; writer: net.Socket }> {
   const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  const accepted = once(server, 'connection') as Promise<[net.Socket]>;
-  const writer = net.connect(port, '127.0.0.1');
-  await once(writer, 'connect');
-  const [reader] = await accepted;
-  reader.pause();
-  return {
-    reader,
-    writer,
-    close: () => {
-      reader.destroy();
-      writer.destroy();
-      server.close();
-    },
-  };
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const accepted = new Promise<net.Socket>((resolve) => server.once('connection', (socket) => resolve(socket.pause())));
+  const writer = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
+  const reader = await accepted;
+  closers.push(() => {
+    writer.destroy();
+    reader.destroy();
+    server.close();
+  });
+  return { reader, writer };
 }
 
-/** Keeps the event loop busy, as loading and checking profiles does in the hook on a loaded machine. */
-function busy(ms: number): void {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    // spin
+/** Keeps this thread busy until at least `ms` have passed (as a loaded machine or a slow start-up would). */
+function block(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // Busy on purpose: no timer or I/O callback can run meanwhile.
   }
 }
 
-let cleanup: (() => void) | undefined;
-afterEach(() => {
-  cleanup?.();
-  cleanup = undefined;
-});
-
 describe('readPayloadText', () => {
-  it('takes a payload that was waiting in the pipe when start-up work kept the loop busy past the deadline', async () => {
-    const pair = await socketPair();
-    cleanup = pair.close;
-    const payload = JSON.stringify({ session_id: 'waiting', cwd: '/w' });
-    pair.writer.write(payload);
-    const text = readPayloadText(pair.reader, { deadlineMs: 5 });
-    busy(100);
+  it('accepts a payload that was waiting unread when its deadline came due', async () => {
+    const { reader, writer } = await socketPair();
+    const payload = '{"session_id":"late-reader","cwd":"/w"}';
+    await new Promise<void>((resolve, reject) => writer.write(payload, (error) => (error ? reject(error) : resolve())));
+    const text = readPayloadText(reader, { deadlineMs: 1 });
+    // The deadline passes before the event loop runs again, with the payload already delivered.
+    block(50);
     await expect(text).resolves.toBe(payload);
   });
 
-  it('still refuses a writer that delivered nothing by the deadline', async () => {
-    const pair = await socketPair();
-    cleanup = pair.close;
-    const text = readPayloadText(pair.reader, { deadlineMs: 5 });
-    busy(50);
-    await expect(text).rejects.toThrow(/no payload arrived on stdin within 5 ms/);
-  });
-
-  it('still refuses an object that was not complete by the deadline', async () => {
-    const pair = await socketPair();
-    cleanup = pair.close;
-    pair.writer.write('{"session_id": "slow"');
-    const text = readPayloadText(pair.reader, { deadlineMs: 5 });
-    busy(50);
-    await expect(text).rejects.toThrow(/was not complete after 5 ms \(21 bytes received\)/);
+  it('still refuses a payload that had not arrived, or was incomplete, by the deadline', async () => {
+    const empty = await socketPair();
+    await expect(readPayloadText(empty.reader, { deadlineMs: 1 })).rejects.toThrow('no payload arrived on stdin within 1 ms');
+    const partial = await socketPair();
+    await new Promise<void>((resolve) => partial.writer.write('{"session_id": "slow"', () => resolve()));
+    const text = readPayloadText(partial.reader, { deadlineMs: 1 });
+    block(50);
+    await expect(text).rejects.toThrow(/was not complete after 1 ms \(21 bytes received\)/);
   });
 });

@@ -99,12 +99,26 @@ describe('building', () => {
 
   it('waits for a fresh capture to settle before building it', async () => {
     const spool = await Spool.open(stateDir);
-    const s = await session('fresh-0001');
-    await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: s.payload, createdAtUnixMs: Date.now() });
-    const started = Date.now();
-    const report = await drain(t.context());
-    expect(report.built).toHaveLength(1);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(SETTLE_MS - 50);
+    const now = Date.now();
+    const ctx = t.context({ clock: { now: () => now } });
+    // Captured just now, 400 ms ago, and long ago: each waits what is left of SETTLE_MS, the old one not at all.
+    const ages = [0, 400, 60_000];
+    for (const [i, age] of ages.entries()) {
+      const s = await session(`settle-000${i}`);
+      await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: s.payload, createdAtUnixMs: now - age });
+    }
+    const events: string[] = [];
+    const waits: number[] = [];
+    const build: BuildFunction = async (...args) => (events.push(`build ${args[1].payload.session_id}`), buildFromRecord(...args));
+    const report = await drain(ctx, { build, wait: async (ms) => (waits.push(ms), events.push(`wait ${ms}`)) });
+    expect(report.built).toHaveLength(3);
+    expect(waits.sort((a, b) => a - b)).toEqual([SETTLE_MS - 400, SETTLE_MS]);
+    // Each wait comes before the build of its record.
+    for (const [i, age] of ages.entries()) {
+      const built = events.indexOf(`build settle-000${i}`);
+      expect(built).toBeGreaterThanOrEqual(0);
+      if (age < SETTLE_MS) expect(events[built - 1]).toBe(`wait ${SETTLE_MS - age}`);
+    }
   });
 });
 

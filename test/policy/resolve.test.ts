@@ -212,15 +212,15 @@ describe('resolvePolicy from the Control API', () => {
       expect(resolved.warnings.some((w) => w.includes('past its ttl'))).toBe(true);
     });
 
-    it('times out within the bound and falls back', async () => {
+    // The server never answers: a fetch without its bound would never return, and this test's timeout would fail it.
+    it('times out within the bound and falls back', { timeout: 15_000 }, async () => {
       const ctx = ctxFor(server.origin);
       await resolve(ctx);
       server.setHandler(() => undefined); // never answers
-      const started = Date.now();
       const resolved = await resolve(ctx, {}, { timeoutMs: 300 });
-      expect(Date.now() - started).toBeLessThan(5_000);
       expect(resolved.source).toBe('cached');
-      expect(resolved.warnings[0]).toMatch(/timed out/);
+      // The bound that ended it is the one given (0.3 s), not some default.
+      expect(resolved.warnings[0]).toMatch(/timed out after 0\.3 s/);
     });
 
     it('refuses a redirect to another origin and never sends the token there', async () => {

@@ -120,20 +120,18 @@ describe('OpenCode: what is refused', () => {
     await expectArtifactInvalid(() => collect(), what(), /exited with 1: Error: Session not found/);
   });
 
-  it('an export that does not finish in time', async () => {
+  // The export sleeps 20 s: a collector that waited for it would outlive this test's timeout.
+  it('an export that does not finish in time', { timeout: 15_000 }, async () => {
     await fakeOpencode(exported, { before: 'exec sleep 20' });
-    const started = Date.now();
     await expectArtifactInvalid(() => collectOpencodeSession(ctx, { interval, payload: payload() }, { timeoutMs: 300 }), what(), /did not finish within 300 ms/);
-    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
-  it('an export whose helper keeps the output open after the deadline', async () => {
+  // The helper holds the output open for 30 s: a collector that waited for it would outlive this test's timeout.
+  it('an export whose helper keeps the output open after the deadline', { timeout: 15_000 }, async () => {
     const pidFile = path.join(t.root, 'helper.pid');
     await fakeOpencode(exported, { before: `sleep 30 & echo $! > '${pidFile}'; wait` });
-    const started = Date.now();
     try {
       await expectArtifactInvalid(() => collectOpencodeSession(ctx, { interval, payload: payload() }, { timeoutMs: 300 }), what(), /did not finish within 300 ms/);
-      expect(Date.now() - started).toBeLessThan(8_000);
     } finally {
       const pid = Number((await readFile(pidFile, 'utf8').catch(() => '')).trim());
       if (Number.isInteger(pid) && pid > 0) process.kill(pid, 'SIGKILL');

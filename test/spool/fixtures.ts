@@ -19,8 +19,6 @@ export interface CliResult {
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
-  /** Wall time from spawn to exit, in milliseconds. */
-  ms: number;
 }
 
 export interface CliOptions {
@@ -36,7 +34,6 @@ export interface CliOptions {
 
 /** `node bin/blue-agent.js ...args`, as a harness would run it. */
 export function runCli(args: readonly string[], options: CliOptions): Promise<CliResult> & { child: ChildProcess } {
-  const start = process.hrtime.bigint();
   const child = spawn(process.execPath, [ENTRY, ...args], {
     env: options.env,
     cwd: options.cwd ?? options.env.HOME,
@@ -53,11 +50,10 @@ export function runCli(args: readonly string[], options: CliOptions): Promise<Cl
   const done = new Promise<CliResult>((resolve, reject) => {
     child.on('error', reject);
     child.on('exit', (code, signal) => {
-      const ms = Number(process.hrtime.bigint() - start) / 1e6;
       clearTimeout(timer);
       // Output pipes may still hold the last bytes: wait for them to close.
       const finish = () =>
-        resolve({ code, signal, ms, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8') });
+        resolve({ code, signal, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8') });
       if (child.stdout!.closed && child.stderr!.closed) finish();
       else child.on('close', finish);
       if (options.keepStdinOpen === true) child.stdin!.destroy();

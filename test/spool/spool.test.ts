@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { chmod, chown, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FileHandle } from 'node:fs/promises';
@@ -103,12 +103,17 @@ describe('layout and safety', () => {
     expect(error.hint).toContain('chmod 700');
   });
 
-  it.runIf(process.getuid?.() === 0)('refuses a spool owned by another user', async () => {
+  it('refuses a spool owned by another user', async () => {
     await Spool.open(stateDir);
-    await chown(path.join(stateDir, 'spool'), 65534, 65534);
-    const error = await rejected(Spool.open(stateDir));
+    const mine = (await stat(path.join(stateDir, 'spool'))).uid;
+    // As if another user ran the agent on this state directory: the folders are not theirs (no chown, so any user).
+    const someoneElse = mine + 1;
+    const error = await rejected(Spool.open(stateDir, { ownerUid: someoneElse }));
     expect(error.code).toBe('SPOOL_UNSAFE');
-    expect(error.message).toMatch(/owned by uid 65534, not by you/);
+    expect(error.message).toContain(`is owned by uid ${mine}, not by you (uid ${someoneElse})`);
+    expect(error.hint).toContain('chown');
+    // The owner it expects by default is the process's own user.
+    await expect(Spool.open(stateDir, { ownerUid: mine })).resolves.toBeInstanceOf(Spool);
   });
 
   it('refuses a spool folder that is a symbolic link', async () => {

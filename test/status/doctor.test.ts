@@ -120,9 +120,8 @@ describe('doctor', () => {
     // The same URL (and so the same policy cache), after the server has gone.
     await api!.close();
     api = undefined;
-    const started = Date.now();
+    // Refused at once (ECONNREFUSED, named below): nothing to wait for, so a doctor that hung fails by the test's timeout.
     const result = await doctor();
-    expect(Date.now() - started).toBeLessThan(10_000);
     expect(result.code).toBe(1);
     expect(result.checks['control-api']).toMatchObject({ status: 'fail', message: expect.stringMatching(/cannot be reached: unreachable \(ECONNREFUSED\)/), fix: expect.stringContaining('control_url') });
     expect(result.checks.token).toMatchObject({ status: 'warn' });
