@@ -10,7 +10,7 @@ import { codexTranscriptReader } from '../harnesses/codex/transcript.js';
 import { kimiTranscriptReader } from '../harnesses/kimi/transcript.js';
 import { opencodeTranscriptReader } from '../harnesses/opencode/transcript.js';
 import type { SessionUpload } from './api.js';
-import { cleanText, emptyTranscript, type Transcript, type TranscriptReader, type TranscriptSource, type TranscriptTurn } from './transcript.js';
+import { cleanText, emptyTranscript, type Transcript, type TranscriptReader, type TranscriptSource, type TranscriptTurn } from '../harness-kit/transcript.js';
 
 export const EXPORT_FORMATS = ['markdown', 'json'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];

@@ -22,7 +22,7 @@ import type { Context } from '../../context.js';
 import { BlueError, lineColumnAt } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
 import { planKimiRestore } from './restore.js';
-import { eolOf } from '../../util/text.js';
+import { eolOf } from '../../harness-kit/text.js';
 import {
   parseTomlOr,
   samePath,
@@ -31,7 +31,7 @@ import {
   TomlScanError,
   tomlString,
   type TomlSection,
-} from '../../util/toml-text.js';
+} from '../../harness-kit/toml-text.js';
 import { isManagedCommand } from '../signature.js';
 import type { HarnessAdapter, HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
 import { collectKimiSession } from './session.js';
