@@ -13,7 +13,7 @@ export const MAX_PAYLOAD_BYTES = 1024 * 1024;
  * How long after the hook process started a payload may keep arriving. Harnesses write the payload as soon as they
  * spawn the hook, so a healthy one delivers it within milliseconds; the deadline only bounds a writer that never
  * finishes or never closes stdin. 500 ms after start-up, plus the intake write and the worker spawn (tens of ms),
- * keeps the whole hook well inside Codex's 1 s default budget, the tightest of the four harnesses.
+ * keeps the whole hook well inside a 1 s budget, the tightest default a harness gives its hooks.
  */
 export const PAYLOAD_DEADLINE_MS = 500;
 /** However late the hook got to run, a writer gets at least this long to deliver. */
@@ -182,7 +182,7 @@ export function parsePayload(text: string): HookPayload {
   return payload;
 }
 
-/** An optional absolute path: null counts as absent (Codex sends `transcript_path: null`). */
+/** An optional absolute path: null counts as absent (a harness may send `transcript_path: null`). */
 function absolutePath(raw: Record<string, unknown>, field: string): string | undefined {
   const value = raw[field];
   if (value === undefined || value === null) return undefined;

@@ -33,8 +33,10 @@ import {
   type TomlSection,
 } from '../../harness-kit/toml-text.js';
 import { isManagedCommand } from '../signature.js';
+import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter, HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
 import { collectKimiSession } from './session.js';
+import { kimiTranscriptReader } from './transcript.js';
 
 const CONFIG_FILE = 'config.toml';
 const LEGACY_CONFIG_FILE = 'config.json';
@@ -62,6 +64,10 @@ interface KimiOwnership {
 
 export const kimi: HarnessAdapter = {
   name: 'kimi',
+  displayName: HARNESS_DISPLAY_NAMES.kimi,
+  environment: ['KIMI_SHARE_DIR'],
+  hookFormat: 'kimi-config-toml',
+  transcript: kimiTranscriptReader,
 
   configRoot(ctx: Context): string {
     const share = ctx.env.KIMI_SHARE_DIR;
