@@ -2,7 +2,7 @@
 // Certification: installs every harness CLI version pinned in harness-versions.lock.json (or the one asked for) into
 // the harness cache, runs the whole loop against each (test/certify/certify.test.ts: reconcile with a user hook
 // beside the managed one, a real offline session, capture, drain, resume on a second HOME, native resume with the
-// earlier turns), prints a table and exits 1 when any step failed. Kimi CLI is certified on its fixtures.
+// earlier turns), prints a table and exits 1 when any step failed. Harnesses without a CLI here are certified on their fixtures.
 //
 //   npm run certify [-- --harness NAME] [--version X] [--update-profiles] [--results FILE]
 //
@@ -57,7 +57,7 @@ function plan(lock, opts) {
   for (const [harness, entry] of Object.entries(lock)) {
     if (opts.harness !== undefined && harness !== opts.harness) continue;
     const versions = opts.version === undefined ? entry.versions : [opts.version];
-    for (const version of versions) targets.push({ harness, version, method: 'cli', package: entry.package, locked: entry.versions.includes(version) });
+    for (const version of versions) targets.push({ harness, version, method: 'cli', package: entry.package, runtime_deps: entry.runtime_deps, locked: entry.versions.includes(version) });
   }
   for (const harness of Object.keys(FIXTURE_HARNESSES)) {
     if (opts.harness !== undefined && harness !== opts.harness) continue;
@@ -181,7 +181,7 @@ async function main() {
   const installFailures = new Map();
   for (const t of targets.filter((x) => x.method === 'cli')) {
     try {
-      const r = await installHarness({ harness: t.harness, pkg: t.package, version: t.version, cache, log });
+      const r = await installHarness({ harness: t.harness, pkg: t.package, version: t.version, runtime_deps: t.runtime_deps, cache, log });
       if (r.action === 'cached') log(`${t.harness} ${t.version}: cached in ${r.dir}`);
     } catch (error) {
       // The suite records the install step as failed (the CLI is not in the cache); the reason is printed below.

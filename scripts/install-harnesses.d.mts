@@ -2,6 +2,8 @@
 export interface LockEntry {
   package: string;
   versions: string[];
+  /** Packages the harness fetches while it runs, installed beside it (`{version}`: the version installed). */
+  runtime_deps?: { folder: string; packages: string[] };
 }
 export type HarnessLock = Record<string, LockEntry>;
 
@@ -12,7 +14,7 @@ export interface InstalledHarness {
   dir: string;
   /** Absolute path of the CLI (`<dir>/node_modules/.bin/<name>`). */
   bin: string;
-  /** Folder holding the packages the harness would otherwise fetch at run time (OpenCode: its plugin SDK). */
+  /** Folder holding the packages the harness would otherwise fetch at run time (its lock entry's runtime_deps). */
   runtimeDepsDir: string | undefined;
 }
 
@@ -29,7 +31,7 @@ export interface InstallResult {
 export const repoRoot: string;
 export const DEFAULT_LOCK_FILE: string;
 export const MARKER_FILE: string;
-export const RUNTIME_DEPS: Record<string, (version: string) => { folder: string; packages: string[] }>;
+export function runtimeDeps(entry: Pick<LockEntry, 'runtime_deps'> | undefined, version: string): { folder: string; packages: string[] } | undefined;
 export function defaultCacheDir(env?: Readonly<Record<string, string | undefined>>): string;
 export function readLock(file?: string): HarnessLock;
 export function latestLocked(lock: HarnessLock, harness: string): string;
@@ -43,6 +45,7 @@ export function installHarness(options: {
   harness: string;
   pkg: string;
   version: string;
+  runtime_deps?: LockEntry['runtime_deps'];
   cache?: string;
   log?: (line: string) => void;
   npm?: string;

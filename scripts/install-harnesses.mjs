@@ -44,6 +44,10 @@ export function readLock(file = DEFAULT_LOCK_FILE) {
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new Error(`${file}: expected an object of harnesses`);
   for (const [harness, entry] of Object.entries(doc)) {
     if (!/^[a-z][a-z0-9-]*$/.test(harness)) throw new Error(`${file}: "${harness}" is not a harness name`);
+    const deps = entry?.runtime_deps;
+    if (deps !== undefined && (typeof deps?.folder !== 'string' || !/^[A-Za-z0-9._-]+$/.test(deps.folder) || !Array.isArray(deps.packages) || !deps.packages.every((p) => typeof p === 'string' && p !== ''))) {
+      throw new Error(`${file}: ${harness}.runtime_deps must be { "folder": a folder name, "packages": a list of package specs }`);
+    }
     if (typeof entry?.package !== 'string' || entry.package === '') throw new Error(`${file}: ${harness}.package must be a package name`);
     if (!Array.isArray(entry.versions) || entry.versions.length === 0) throw new Error(`${file}: ${harness}.versions must be a non-empty list`);
     for (const v of entry.versions) {
@@ -95,7 +99,7 @@ export function readMarker(dir) {
 
 /**
  * A finished install: `{ harness, version, dir, bin, runtimeDepsDir }` with absolute paths (`runtimeDepsDir` only for
- * harnesses that have RUNTIME_DEPS), or undefined when that version is not (fully) installed.
+ * harnesses whose lock entry has runtime_deps), or undefined when that version is not (fully) installed.
  */
 export function installedHarness(cache, harness, version) {
   const dir = installDir(cache, harness, version);
@@ -114,15 +118,15 @@ export function installedBin(cache, harness, version) {
 }
 
 /**
- * Packages a harness would fetch from the npm registry while it runs, installed once beside the CLI so runs stay
- * offline. OpenCode installs its plugin SDK into every config directory at start-up unless that directory already
- * holds `node_modules` and a `package-lock.json` whose root lists the SDK; tests seed a config directory from here.
+ * Packages a harness would fetch from the npm registry while it runs (its lock entry's `runtime_deps`, `{version}`
+ * standing for the version installed), installed once beside the CLI so runs stay offline; tests seed the harness's
+ * config directory from there. A spec such as `<=${version}` takes the newest one the registry serves at or before it.
  */
-export const RUNTIME_DEPS = {
-  // The SDK of the same version, or the newest one before it when the registry does not serve that version (1.2.1's
-  // is not served; OpenCode then tries its own install at start-up, which fails offline and is carried on past).
-  opencode: (version) => ({ folder: 'config-deps', packages: [`@opencode-ai/plugin@<=${version}`] }),
-};
+export function runtimeDeps(entry, version) {
+  const deps = entry?.runtime_deps;
+  if (deps === undefined) return undefined;
+  return { folder: deps.folder, packages: deps.packages.map((p) => p.replaceAll('{version}', version)) };
+}
 
 /** The command a person runs to install what is missing. */
 export function installCommand(harness, version) {
@@ -136,7 +140,7 @@ export function installCommand(harness, version) {
  * Installs one harness version unless the cache already holds it. Returns
  * `{ harness, version, package, dir, bin, action: 'cached' | 'installed', durationMs }`.
  */
-export async function installHarness({ harness, pkg, version, cache = defaultCacheDir(), log = () => {}, npm = 'npm' }) {
+export async function installHarness({ harness, pkg, version, runtime_deps, cache = defaultCacheDir(), log = () => {}, npm = 'npm' }) {
   const started = Date.now();
   const dir = installDir(cache, harness, version);
   const existing = installedBin(cache, harness, version);
@@ -155,7 +159,7 @@ export async function installHarness({ harness, pkg, version, cache = defaultCac
     });
     const relBin = await binRelativePath(partial, pkg, harness);
     await ensureRunnable(partial, pkg, relBin, version, log);
-    const deps = RUNTIME_DEPS[harness]?.(version);
+    const deps = runtimeDeps({ runtime_deps }, version);
     if (deps !== undefined) {
       const depsDir = path.join(partial, deps.folder);
       await mkdir(depsDir, { recursive: true });
@@ -210,7 +214,7 @@ export async function installAll({ lockFile = DEFAULT_LOCK_FILE, cache = default
       }
       versions = [version];
     }
-    for (const v of versions) results.push(await installHarness({ harness: name, pkg: entry.package, version: v, cache, log }));
+    for (const v of versions) results.push(await installHarness({ harness: name, pkg: entry.package, version: v, runtime_deps: entry.runtime_deps, cache, log }));
   }
   return results;
 }

@@ -83,7 +83,7 @@ export interface BlueErrorOptions {
   file?: string;
   line?: number;
   column?: number;
-  /** A JSON path (`/harnesses/claude/version_requirement`) for schema errors. */
+  /** A JSON path (`/harnesses/<name>/version_requirement`) for schema errors. */
   path?: string;
   exitCode?: number;
   cause?: unknown;

@@ -19,7 +19,7 @@ describe('generated types and validators', () => {
   it('the check fails when a schema changes without regenerating', async () => {
     const copy = await mkdtemp(path.join(tmpdir(), 'blue-agent-gen-'));
     try {
-      for (const dir of ['schemas', 'scripts', 'src/schema/generated']) await cp(path.join(repoRoot, dir), path.join(copy, dir), { recursive: true });
+      for (const dir of ['profiles', 'schemas', 'scripts', 'src/schema/generated']) await cp(path.join(repoRoot, dir), path.join(copy, dir), { recursive: true });
       await symlink(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'));
       const file = path.join(copy, 'schemas', 'policy.schema.json');
       const schema = JSON.parse(await readFile(file, 'utf8'));
@@ -28,6 +28,25 @@ describe('generated types and validators', () => {
       const result = await run(process.execPath, ['scripts/gen-schema.mjs', '--check'], { cwd: copy }).catch((e: { code: number; stderr: string }) => e);
       expect((result as { code: number }).code).toBe(1);
       expect((result as { stderr: string }).stderr).toContain('policy.ts');
+    } finally {
+      await rm(copy, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('the harness-name enum follows the profile files: a new profile file makes the check fail until regenerated', async () => {
+    const copy = await mkdtemp(path.join(tmpdir(), 'blue-agent-gen-'));
+    try {
+      for (const dir of ['profiles', 'schemas', 'scripts', 'src/schema/generated']) await cp(path.join(repoRoot, dir), path.join(copy, dir), { recursive: true });
+      await symlink(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'));
+      const kimi = await readFile(path.join(copy, 'profiles', 'kimi.yaml'), 'utf8');
+      await writeFile(path.join(copy, 'profiles', 'zed.yaml'), kimi.replace(/^harness: kimi$/m, 'harness: zed'));
+      const result = await run(process.execPath, ['scripts/gen-schema.mjs', '--check'], { cwd: copy }).catch((e: { code: number; stderr: string }) => e);
+      expect((result as { code: number }).code).toBe(1);
+      expect((result as { stderr: string }).stderr).toContain('harness-name.schema.json');
+      await run(process.execPath, ['scripts/gen-schema.mjs'], { cwd: copy });
+      expect(JSON.parse(await readFile(path.join(copy, 'schemas', 'harness-name.schema.json'), 'utf8')).enum).toEqual(['claude', 'codex', 'kimi', 'opencode', 'zed']);
+      expect(await readFile(path.join(copy, 'src', 'schema', 'generated', 'harness-names.ts'), 'utf8')).toContain("['claude', 'codex', 'kimi', 'opencode', 'zed']");
+      expect(await readFile(path.join(copy, 'src', 'schema', 'generated', 'validators.ts'), 'utf8')).toContain('"zed"');
     } finally {
       await rm(copy, { recursive: true, force: true });
     }

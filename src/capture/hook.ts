@@ -1,5 +1,5 @@
 /**
- * The capture hook: what runs inside the harness's session-end budget (Codex: 1 s by default). It reads and checks
+ * The capture hook: what runs inside the harness's session-end budget (1 s by default for the tightest). It reads and checks
  * the payload, writes a small intake record into the spool, starts the detached worker and returns. Its cost does not
  * depend on the session: the transcript is never opened here, only named.
  *
@@ -101,7 +101,7 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
 export function startDetachedWorker(ctx: Context): number | undefined {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(ctx.env)) if (value !== undefined) env[key] = value;
-  // Never the harness's stdout/stderr: Kimi waits for them to close before it goes on.
+  // Never the harness's stdout/stderr: a harness may wait for them to close before it goes on.
   const child = spawn(process.execPath, [ctx.self.entry, 'drain', '--quiet'], {
     detached: true,
     stdio: 'ignore',

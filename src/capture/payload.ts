@@ -183,7 +183,7 @@ export function parsePayload(text: string): HookPayload {
   return payload;
 }
 
-/** An optional absolute path: null counts as absent (Codex sends `transcript_path: null`). */
+/** An optional absolute path: null counts as absent (a harness may send `transcript_path: null`). */
 function absolutePath(raw: Record<string, unknown>, field: string): string | undefined {
   const value = raw[field];
   if (value === undefined || value === null) return undefined;

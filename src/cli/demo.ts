@@ -38,8 +38,8 @@ export async function demoCommand(ctx: Context, opts: DemoCommandOptions): Promi
         out(`  Everything happens under DEMO=${dir}, in throwaway HOMEs (A captures, B restores); your own HOME, configs and harness variables are not read or written.`);
         out('  real:     the reference Control API (in this process, on loopback) and the blue-agent commands it runs: login, reconcile,');
         out('            the managed capture hook as reconcile wrote it, the capture worker, drain, sessions list, resume');
-        out(`  recorded: a Claude Code ${asset.version} session recorded offline from the real CLI (shipped with blue-agent), and a stand-in`);
-        out('            `claude` on PATH that only answers --version; no model is called and no real Claude Code runs');
+        out(`  recorded: a ${asset.displayName} ${asset.version} session recorded offline from the real CLI (shipped with blue-agent), and a stand-in`);
+        out(`            \`${asset.binary}\` on PATH that only answers --version; no model is called and no real ${asset.displayName} runs`);
       },
       onStep: (step) => {
         if (!json) printStep(out, root, step);

@@ -4,17 +4,34 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { createContext, type Context } from '../context.js';
 import { BlueError, EXIT_FAILURE, EXIT_USAGE, toBlueError, usageError } from '../errors.js';
-import { HARNESSES } from '../harnesses/names.js';
+import { HARNESS_DISPLAY_NAMES, HARNESSES } from '../harnesses/names.js';
 import { escapeControls } from '../util/terminal-text.js';
 
 export interface RunState {
   exitCode: number;
 }
 
+/**
+ * What the help of `doctor` and `demo` says about the harnesses (the checks they add, the demo's harness), loaded
+ * only when one of those commands is named: every other command, the capture hook first, starts without adapters.
+ */
+let doctorHarnessChecks: readonly string[] = [];
+let demoHelp = { variables: '', name: '', binary: '', hookFile: '' };
+
+async function loadHelpFacts(argv: readonly string[]): Promise<void> {
+  if (argv.includes('doctor')) ({ HARNESS_CHECK_IDS: doctorHarnessChecks } = await import('../doctor/checks.js'));
+  if (argv.includes('demo')) {
+    const { ADAPTERS, demoHarness } = await import('../harnesses/index.js');
+    const played = demoHarness();
+    const variables = Object.values(ADAPTERS).flatMap((a) => a.environment);
+    demoHelp = { variables: variables.map((v) => `${v}, `).join('').trimEnd(), name: played.displayName, binary: played.demo.binary, hookFile: played.demo.hookFile };
+  }
+}
+
 export function buildProgram(ctx: Context, state: RunState): Command {
   const program = new Command('blue-agent')
     .description(
-      'Keeps coding-agent harnesses (Claude Code, Codex, Kimi CLI, OpenCode) wired to the organisation\'s session-capture policy.',
+      `Keeps coding-agent harnesses (${HARNESSES.map((h) => HARNESS_DISPLAY_NAMES[h]).join(', ')}) wired to the organisation's session-capture policy.`,
     )
     .version(ctx.self.version, '-V, --version', 'print the blue-agent version')
     .configureOutput({
@@ -57,7 +74,7 @@ or removed; everything else in the file keeps its bytes.
 
 Examples:
   blue-agent reconcile --dry-run --policy policy.yaml
-  blue-agent reconcile --json --harness claude --harness codex`,
+  blue-agent reconcile --json ${HARNESSES.slice(0, 2).map((h) => `--harness ${h}`).join(' ')}`,
     )
     .action(async (opts: { dryRun?: boolean; json?: boolean; policy?: string; harness?: string[] }) => {
       const { reconcileCommand } = await import('./reconcile.js');
@@ -298,9 +315,10 @@ Example:
     .option('--json', 'print as JSON')
     .addHelpText(
       'after',
-      `
+      // The checks harnesses add are known once the doctor module is loaded (loadHelpFacts).
+      () => `
 Exits 1 when any check fails, else 0. Checks: node, config, control-api, token, policy, spool,
-harness:NAME (one per harness; \`harnesses\` when they cannot be examined), codex-trust, service.
+harness:NAME (one per harness; \`harnesses\` when they cannot be examined), ${[...doctorHarnessChecks, 'service'].join(', ')}.
 Writes nothing, not even the policy cache.
 
 Example:
@@ -353,7 +371,7 @@ Example:
     .requiredOption('--session <id>', 'the native session id')
     .requiredOption('--out <file>', 'where to write the bundle')
     .option('--profile <profile>', 'the compatibility profile (default: the one for the installed version)')
-    .option('--cwd <dir>', "the session's working directory (Kimi finds sessions by it)")
+    .option('--cwd <dir>', "the session's working directory (some harnesses find sessions by it)")
     .option('--transcript <file>', 'the transcript path, as a hook payload would give it')
     .option('--json', 'print the manifest, size and SHA-256 as JSON')
     .addHelpText(
@@ -362,7 +380,7 @@ Example:
 --harness, --session and --out are required. The bundle is built exactly as the capture worker builds it.
 
 Example:
-  blue-agent bundle create --harness claude --session 3d394c86-0c1e-4a57-9d43-0f0a3bb1e2c1 --out session.bundle`,
+  blue-agent bundle create --harness ${HARNESSES[0]} --session 3d394c86-0c1e-4a57-9d43-0f0a3bb1e2c1 --out session.bundle`,
     )
     .action(async (opts: { harness: string; session: string; out: string; profile?: string; cwd?: string; transcript?: string; json?: boolean }) => {
       const { bundleCreateCommand } = await import('./bundle-create.js');
@@ -381,18 +399,18 @@ Example:
     })
     .addHelpText(
       'after',
-      `
+      () => `
 Shows capture, upload and restore end to end without a model API and without touching this machine's own setup.
 Everything happens in a temporary directory: machine A and machine B are two throwaway HOMEs, and every child process
-gets an environment built from scratch (your HOME, XDG_* directories, CLAUDE_CONFIG_DIR, CODEX_HOME, KIMI_SHARE_DIR,
+gets an environment built from scratch (your HOME, XDG_* directories, ${demoHelp.variables}
 BLUE_AGENT_* and proxy variables are never passed on or read).
 
 Real: the reference Control API (in this process, on 127.0.0.1, its data in the temporary directory), and, as child
-processes of this blue-agent: \`login\` on A and B, \`reconcile\` on A (the managed SessionEnd hook in A's Claude Code
-settings.json), the hook command exactly as reconcile wrote it (run with sh -c, the SessionEnd payload on stdin),
+processes of this blue-agent: \`login\` on A and B, \`reconcile\` on A (the managed SessionEnd hook in A's ${demoHelp.name}
+${demoHelp.hookFile}), the hook command exactly as reconcile wrote it (run with sh -c, the SessionEnd payload on stdin),
 the capture worker and \`drain\` (presign, upload, complete), \`sessions list\`, and \`resume ID --dest DIR --yes
 --no-launch\` on B, which restores the session and prints the native resume command.
-Recorded: the Claude Code session (recorded offline from the real CLI, shipped with blue-agent), and \`claude\` on
+Recorded: the ${demoHelp.name} session (recorded offline from the real CLI, shipped with blue-agent), and \`${demoHelp.binary}\` on
 PATH, a stand-in that only answers --version with the version the session was recorded with.
 
 Each step prints one numbered line (what it did, where, how long) and is bounded in time. A failed step is reported
@@ -493,6 +511,7 @@ export async function main(argv: readonly string[], ctx: Context = createContext
   const program = buildProgram(ctx, state);
   const wantsJson = argv.includes('--json');
   try {
+    await loadHelpFacts(argv);
     await program.parseAsync([...argv], { from: 'user' });
     return state.exitCode;
   } catch (error) {

@@ -13,7 +13,7 @@ import { printable, sessionLabel, SessionsApi, type SessionUpload, type Sharing 
 
 export { sessionLabel };
 import { EXPORT_FORMATS, readTranscript, renderJson, renderMarkdown, wantedFiles, type ExportFormat, type ExportInput } from '../sessions/export.js';
-import type { TranscriptSource } from '../sessions/transcript.js';
+import type { TranscriptSource } from '../harness-kit/transcript.js';
 
 const SHARING_MODES = ['private', 'workspace', 'selected'] as const;
 /** Sessions listed at most. */

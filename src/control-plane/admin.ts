@@ -9,6 +9,7 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { BlueError, usageError } from '../errors.js';
 import { MAX_POLICY_BYTES, validatePolicy } from '../policy/validate.js';
+import { FIXTURE_CERTIFIED, HARNESSES } from '../schema/generated/harness-names.js';
 import { parseYamlText } from '../schema/index.js';
 import type { BlobStore } from './blobs/types.js';
 import { ControlStore, type PolicyRevision, type User } from './store.js';
@@ -131,14 +132,17 @@ export function presignOriginWarning(body: Record<string, unknown>, publicUrl: s
   );
 }
 
-/** The policy a first start publishes: capture on for every harness, uploads presigned by this server. */
+/**
+ * The policy a first start publishes: capture on for every harness, uploads presigned by this server; a harness
+ * certified on fixtures rather than on its CLI (FIXTURE_CERTIFIED) also captures on versions past its ceiling.
+ */
 export function defaultPolicy(publicUrl: string): Record<string, unknown> {
   return {
     contract_version: 1,
     ttl_seconds: 3600,
     required: false,
-    allowed_harnesses: ['claude', 'codex', 'kimi', 'opencode'],
-    harnesses: { kimi: { allow_unverified_versions: true } },
+    allowed_harnesses: [...HARNESSES],
+    harnesses: Object.fromEntries(FIXTURE_CERTIFIED.map((h) => [h, { allow_unverified_versions: true }])),
     session_upload: { presign_url: `${publicUrl.replace(/\/+$/, '')}/session-uploads/presign` },
   };
 }

@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as validators from '../schema/generated/validators.js';
 import type { ClientStatusReport } from '../schema/generated/control-client-status.js';
 import type { CompleteRequest } from '../schema/generated/control-complete.js';
+import { HARNESSES } from '../schema/generated/harness-names.js';
 import type { PresignRequest } from '../schema/generated/control-presign.js';
 import type { SessionUploadDetail } from '../schema/generated/control-session-upload.js';
 import type { SessionUploadList } from '../schema/generated/control-session-uploads.js';
@@ -17,7 +18,8 @@ import { badRequest, forbidden, HttpError, notFound, readJsonBody, sendJson, val
 import { isExpired, UPLOAD_STATUSES, type ControlStore, type Upload, type UploadQuery, type UploadStatus, type User } from './store.js';
 
 export const BUNDLE_CONTENT_TYPE = 'application/vnd.blue.session-bundle+tar+gzip';
-const HARNESS_NAMES = ['claude', 'codex', 'kimi', 'opencode'];
+/** The harness names the schemas accept (schemas/harness-name.schema.json). */
+const HARNESS_NAMES: readonly string[] = HARNESSES;
 export const MAX_QUERY_LENGTH = 256;
 export const DEFAULT_PAGE = 50;
 export const MAX_PAGE = 200;

@@ -7,13 +7,14 @@ import { arch, hostname } from 'node:os';
 import path from 'node:path';
 import type { Context } from '../context.js';
 import type { ClientStatusReport } from '../schema/generated/control-client-status.js';
+import type { HarnessName } from '../schema/index.js';
 import { readTextIfExists, writeStateFile } from '../util/fs.js';
 
 export const INSTANCE_ID_FILE = 'instance-id';
 
 /** What the run loop keeps of one harness from a reconcile report. */
 export interface HarnessSummary {
-  harness: 'claude' | 'codex' | 'kimi' | 'opencode';
+  harness: HarnessName;
   installed: boolean;
   version: string | null;
   profile: string | null;

@@ -3,10 +3,11 @@
  *
  * Real: the reference Control API (in this process, on an ephemeral loopback port, its data in a temporary folder),
  * and, each as a child process of this very blue-agent with a scrubbed environment, `login`, `reconcile`, the
- * managed capture hook exactly as reconcile wrote it into Claude Code's settings.json (run with `sh -c`, the
- * SessionEnd payload on stdin, as Claude Code runs it), the detached capture worker, `drain`, `sessions list` and
- * `resume --yes --no-launch`. Recorded: the Claude Code session (shipped in demo/, recorded from the real CLI) and
- * the `claude` on PATH, a stand-in that only answers `--version` with the recorded version.
+ * managed capture hook exactly as reconcile wrote it into the harness's hook file (run with `sh -c`, the SessionEnd
+ * payload on stdin, as the harness runs it), the detached capture worker, `drain`, `sessions list` and
+ * `resume --yes --no-launch`. Recorded: a session of the registry's demo harness (shipped in demo/, recorded from
+ * the real CLI) and the harness's executable on PATH, a stand-in that only answers `--version` with the recorded
+ * version. The adapter's demo facet says where each of these lives; this module names no harness.
  *
  * Every step is bounded in time and abortable (Ctrl-C); a failed step is a DemoStepError naming the step and the
  * cause's code. The temporary root is removed at the end unless `keep`.
@@ -16,11 +17,11 @@ import { chmod, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parse as parseJsonc } from 'jsonc-parser';
 import { CAPTURE_LOG } from '../capture/log.js';
 import { resolvePaths, type Context } from '../context.js';
 import { BlueError, toBlueError } from '../errors.js';
-import { isManagedCommand } from '../harnesses/signature.js';
+import { demoHarness } from '../harnesses/index.js';
+import type { HarnessName } from '../schema/index.js';
 import { launchLine } from '../resume/flow.js';
 import { processRuns } from '../spool/index.js';
 import { demoLayout, machineEnv, standInScript, type MachineLayout } from './layout.js';
@@ -98,7 +99,7 @@ export interface DemoReport {
   root: string;
   kept: boolean;
   control_url: string | null;
-  recorded: { harness: 'claude'; version: string; session_id: string; prompt: string; stand_in: string };
+  recorded: { harness: HarnessName; version: string; session_id: string; prompt: string; stand_in: string };
   steps: StepResult[];
   session: {
     upload_id: string;
@@ -122,6 +123,8 @@ interface Machine {
 /** Runs the demo; always cleans up. Throws a DemoStepError (with `report` attached) when a step fails. */
 export async function runDemo(ctx: Context, options: DemoOptions): Promise<DemoReport> {
   const asset = await readRecordedAsset(ctx.paths.demoDir);
+  const harness = demoHarness();
+  const { displayName: name, demo } = harness;
   const root = await realpath(await mkdtemp(path.join(tmpdir(), 'blue-agent-demo-')));
   const layout = demoLayout(root);
   const machine = (m: MachineLayout): Machine => {
@@ -135,7 +138,7 @@ export async function runDemo(ctx: Context, options: DemoOptions): Promise<DemoR
     root,
     kept: options.keep,
     control_url: null,
-    recorded: { harness: 'claude', version: asset.version, session_id: asset.sessionId, prompt: asset.prompt, stand_in: path.join(layout.bin, 'claude') },
+    recorded: { harness: asset.harness, version: asset.version, session_id: asset.sessionId, prompt: asset.prompt, stand_in: path.join(layout.bin, demo.binary) },
     steps: [],
     session: null,
   };
@@ -166,7 +169,7 @@ export async function runDemo(ctx: Context, options: DemoOptions): Promise<DemoR
       }
       const { token, user } = server.store.addUser(DEMO_USER, false, Date.now());
       const policy = server.store.publishPolicy(
-        { contract_version: 1, ttl_seconds: 3600, required: false, allowed_harnesses: ['claude'], session_upload: { presign_url: `${url}/session-uploads/presign` } },
+        { contract_version: 1, ttl_seconds: 3600, required: false, allowed_harnesses: [harness.name], session_upload: { presign_url: `${url}/session-uploads/presign` } },
         Date.now(),
       );
       report.control_url = url;
@@ -192,46 +195,46 @@ export async function runDemo(ctx: Context, options: DemoOptions): Promise<DemoR
       };
     });
 
-    // 3. A Claude Code that reconcile and resume can find: the stand-in.
+    // 3. A harness that reconcile and resume can find: the stand-in.
     await run.step('harness', async () => {
-      const file = path.join(layout.bin, 'claude');
-      await writeFile(file, standInScript('claude', `${asset.version} (Claude Code)`), { mode: 0o755, flag: 'wx' });
+      const file = path.join(layout.bin, demo.binary);
+      await writeFile(file, standInScript(demo.binary, `${asset.version} (${name})`), { mode: 0o755, flag: 'wx' });
       await chmod(file, 0o755);
       return {
         value: undefined,
-        summary: `a stand-in \`claude\` at ${short(root, file)} answers --version with ${asset.version} (Claude Code), the version the session was recorded with; it runs nothing else`,
+        summary: `a stand-in \`${demo.binary}\` at ${short(root, file)} answers --version with ${asset.version} (${name}), the version the session was recorded with; it runs nothing else`,
         details: { path: file, version: asset.version, stand_in: true },
       };
     });
 
-    // 4. Reconcile on machine A: the managed SessionEnd hook goes into Claude Code's settings.json.
+    // 4. Reconcile on machine A: the managed SessionEnd hook goes into the harness's hook file.
     const settingsFile = await run.step('reconcile', async (signal) => {
-      const out = await child.cli(a, ['reconcile', '--json', '--harness', 'claude'], { signal, timeoutMs: 25_000, allowFailure: true });
-      const claude = (out.harnesses as { harness: string; state: string; reason: string; profile: string | null; version: string | null; files: { path: string; action: string; error?: string }[] }[] | undefined)?.find((h) => h.harness === 'claude');
-      if (claude === undefined) throw cause('INTERNAL', 'reconcile reported no Claude Code');
-      if (claude.state !== 'active') throw cause('NOT_ACTIVE', `Claude Code is ${claude.state}: ${claude.reason}`, 'The demo policy and the stand-in should make it active; run with --keep and look at HOME A.');
-      const file = claude.files.find((f) => path.basename(f.path) === 'settings.json');
-      if (file === undefined || file.error !== undefined || out.ok !== true) throw cause('INTERNAL', `reconcile did not write settings.json: ${file?.error ?? 'no such file in its report'}`);
+      const out = await child.cli(a, ['reconcile', '--json', '--harness', harness.name], { signal, timeoutMs: 25_000, allowFailure: true });
+      const entry = (out.harnesses as { harness: string; state: string; reason: string; profile: string | null; version: string | null; files: { path: string; action: string; error?: string }[] }[] | undefined)?.find((h) => h.harness === harness.name);
+      if (entry === undefined) throw cause('INTERNAL', `reconcile reported no ${name}`);
+      if (entry.state !== 'active') throw cause('NOT_ACTIVE', `${name} is ${entry.state}: ${entry.reason}`, 'The demo policy and the stand-in should make it active; run with --keep and look at HOME A.');
+      const file = entry.files.find((f) => path.basename(f.path) === demo.hookFile);
+      if (file === undefined || file.error !== undefined || out.ok !== true) throw cause('INTERNAL', `reconcile did not write ${demo.hookFile}: ${file?.error ?? 'no such file in its report'}`);
       return {
         value: file.path,
-        summary: `\`blue-agent reconcile --harness claude\` in HOME A: Claude Code ${claude.version} is active (profile ${claude.profile}); ${ACTION_WORDS[file.action] ?? file.action} ${short(root, file.path)} with the managed SessionEnd hook`,
-        details: { state: claude.state, profile: claude.profile, version: claude.version, settings_file: file.path, action: file.action, policy_revision: (out.policy as { revision?: unknown } | undefined)?.revision },
+        summary: `\`blue-agent reconcile --harness ${harness.name}\` in HOME A: ${name} ${entry.version} is active (profile ${entry.profile}); ${ACTION_WORDS[file.action] ?? file.action} ${short(root, file.path)} with the managed SessionEnd hook`,
+        details: { state: entry.state, profile: entry.profile, version: entry.version, settings_file: file.path, action: file.action, policy_revision: (out.policy as { revision?: unknown } | undefined)?.revision },
       };
     });
 
-    // 5. The recorded session, where Claude Code would have left it on machine A.
+    // 5. The recorded session, where the harness would have left it on machine A.
     const session = await run.step('session', async () => {
       const installed = await installRecordedSession(asset, a.layout, a.layout.workDir);
       return {
         value: installed,
-        summary: `the recorded session ${installed.sessionId} (Claude Code ${asset.version}, recorded offline) laid out in HOME A: ${installed.files} files, ${installed.bytes} bytes under ${short(root, installed.projectDir)}`,
+        summary: `the recorded session ${installed.sessionId} (${name} ${asset.version}, recorded offline) laid out in HOME A: ${installed.files} files, ${installed.bytes} bytes under ${short(root, installed.projectDir)}`,
         details: { session_id: installed.sessionId, transcript: installed.transcriptPath, cwd: installed.cwd, files: installed.files, bytes: installed.bytes, recorded: true },
       };
     });
 
-    // 6. The session ends: the hook command reconcile wrote runs, as Claude Code runs it.
+    // 6. The session ends: the hook command reconcile wrote runs, as the harness runs it.
     const captured = await run.step('capture', async (signal) => {
-      const hook = await managedHook(settingsFile);
+      const hook = await managedHook(settingsFile, harness.demo);
       const payload = { session_id: session.sessionId, transcript_path: session.transcriptPath, cwd: session.cwd, hook_event_name: 'SessionEnd', reason: 'other' };
       const started = performance.now();
       const result = await ctx.run('/bin/sh', ['-c', hook.command], {
@@ -302,10 +305,10 @@ export async function runDemo(ctx: Context, options: DemoOptions): Promise<DemoR
       report.session = { upload_id: uploaded, session_id: String(out.session_id), home_a: a.layout.home, home_b: b.layout.home, destination: String(out.destination ?? dest), restored, command, command_line: line };
       return {
         value: undefined,
-        summary: `\`blue-agent resume ${uploaded.slice(0, 8)} --dest ${short(root, dest)} --yes --no-launch\` in HOME B: restored ${restored.length} file${restored.length === 1 ? '' : 's'}${transcript === undefined ? '' : ` (transcript ${identical ? 'byte-identical to' : 'differs from'} A's)`} under ${short(root, path.join(b.layout.home, '.claude', 'projects'))}`,
+        summary: `\`blue-agent resume ${uploaded.slice(0, 8)} --dest ${short(root, dest)} --yes --no-launch\` in HOME B: restored ${restored.length} file${restored.length === 1 ? '' : 's'}${transcript === undefined ? '' : ` (transcript ${identical ? 'byte-identical to' : 'differs from'} A's)`} under ${short(root, path.join(b.layout.home, demo.sessionsHome))}`,
         notes: [
           `native resume command: ${short(root, line)}`,
-          `(to run it: --keep the demo, put the real Claude Code on PATH and set HOME=${short(root, b.layout.home)}; the stand-in cannot resume)`,
+          `(to run it: --keep the demo, put the real ${name} on PATH and set HOME=${short(root, b.layout.home)}; the stand-in cannot resume)`,
         ],
         details: { destination: out.destination, restored, merged: out.merged, command, command_line: line, transcript_identical: identical },
       };
@@ -459,16 +462,10 @@ function childRunner(ctx: Context) {
   };
 }
 
-/** The managed hook in Claude Code's settings.json, exactly as reconcile wrote it. */
-async function managedHook(settingsFile: string): Promise<{ command: string; timeoutSeconds: number }> {
-  const doc = parseJsonc(await readFile(settingsFile, 'utf8')) as { hooks?: { SessionEnd?: { hooks?: { type?: string; command?: unknown; timeout?: unknown }[] }[] } } | undefined;
-  for (const group of doc?.hooks?.SessionEnd ?? []) {
-    for (const hook of group.hooks ?? []) {
-      if (hook.type === 'command' && typeof hook.command === 'string' && isManagedCommand(hook.command, 'claude')) {
-        return { command: hook.command, timeoutSeconds: typeof hook.timeout === 'number' && hook.timeout > 0 ? hook.timeout : 60 };
-      }
-    }
-  }
+/** The managed hook in the harness's hook file, exactly as reconcile wrote it. */
+async function managedHook(settingsFile: string, demo: { managedHook(text: string): { command: string; timeoutSeconds: number } | undefined }): Promise<{ command: string; timeoutSeconds: number }> {
+  const found = demo.managedHook(await readFile(settingsFile, 'utf8'));
+  if (found !== undefined) return found;
   throw cause('INTERNAL', `${settingsFile} has no managed SessionEnd hook after reconcile`);
 }
 

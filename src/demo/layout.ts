@@ -52,7 +52,7 @@ function machine(root: string): MachineLayout {
 
 /**
  * The whole environment of a child process on one demo machine, built from nothing rather than filtered from ours:
- * no variable of the user's (HOME, XDG_*, CLAUDE_CONFIG_DIR, CODEX_HOME, KIMI_SHARE_DIR, BLUE_AGENT_*, proxies,
+ * no variable of the user's (HOME, XDG_*, the harnesses' home variables, BLUE_AGENT_*, proxies,
  * NODE_OPTIONS) can leak in. PATH finds the stand-in harness first, then Node.js and the system's tools.
  */
 export function machineEnv(layout: DemoLayout, m: MachineLayout, nodeBin: string): Record<string, string> {

@@ -1,15 +1,17 @@
 /**
- * The recorded session `blue-agent demo` plays: a copy of a Claude Code session recorded from the real CLI (offline,
- * against a loopback model), shipped in `demo/sessions/claude/<version>/` with the placeholders of
- * fixtures/sessions/README.md. It is laid out in machine A's HOME exactly where Claude Code keeps sessions, as if it
- * had run there.
+ * The recorded session `blue-agent demo` plays: a copy of a session of the demo's harness (the registry's
+ * `demoHarness()`) recorded from the real CLI (offline, against a loopback model), shipped in
+ * `demo/sessions/<harness>/<version>/` with the placeholders of fixtures/sessions/README.md. It is laid out in
+ * machine A's HOME exactly where the harness keeps sessions (its adapter's demo facet says where), as if it had run
+ * there.
  */
 import { lstat, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { release } from 'node:os';
 import path from 'node:path';
 import semver from 'semver';
 import { BlueError } from '../errors.js';
-import { claudeProjectKey } from '../harnesses/claude/session.js';
+import { demoHarness } from '../harnesses/index.js';
+import type { HarnessName } from '../schema/index.js';
 import { substitute, substitutedName, type MachineLayout } from './layout.js';
 
 const SESSION_ID = /^[A-Za-z0-9._-]{1,512}$/;
@@ -19,7 +21,10 @@ const MAX_ASSET_FILES = 256;
 
 export interface RecordedAsset {
   dir: string;
-  harness: 'claude';
+  harness: HarnessName;
+  /** How people call the harness, and the executable its stand-in takes on PATH. */
+  displayName: string;
+  binary: string;
   version: string;
   sessionId: string;
   prompt: string;
@@ -43,9 +48,10 @@ function assetError(dir: string, what: string): BlueError {
   });
 }
 
-/** The newest recorded Claude Code session shipped in `demoDir`. */
+/** The newest recorded session of the demo's harness shipped in `demoDir`. */
 export async function readRecordedAsset(demoDir: string): Promise<RecordedAsset> {
-  const base = path.join(demoDir, 'sessions', 'claude');
+  const harness = demoHarness();
+  const base = path.join(demoDir, 'sessions', harness.name);
   const versions = (await readdir(base, { withFileTypes: true }).catch(() => []))
     .filter((e) => e.isDirectory() && semver.valid(e.name) !== null)
     .map((e) => e.name)
@@ -60,28 +66,30 @@ export async function readRecordedAsset(demoDir: string): Promise<RecordedAsset>
     throw assetError(dir, `has no readable session.json (${(error as Error).message})`);
   }
   const { session_id: sessionId, prompt, transcript_path: transcriptPath } = doc;
-  if (doc.harness !== 'claude' || doc.version !== version) throw assetError(dir, 'does not describe a Claude Code session of its version');
+  if (doc.harness !== harness.name || doc.version !== version) throw assetError(dir, `does not describe a ${harness.displayName} session of its version`);
   if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) throw assetError(dir, 'has no valid session_id');
-  if (typeof transcriptPath !== 'string' || !transcriptPath.startsWith('{{ROOT}}/home/.claude/projects/')) throw assetError(dir, 'has no transcript_path under {{ROOT}}/home/.claude/projects');
-  return { dir, harness: 'claude', version, sessionId, prompt: typeof prompt === 'string' ? prompt : '', transcriptPath };
+  const sessionsHome = `{{ROOT}}/home/${harness.demo.sessionsHome.split(path.sep).join('/')}`;
+  if (typeof transcriptPath !== 'string' || !transcriptPath.startsWith(`${sessionsHome}/`)) throw assetError(dir, `has no transcript_path under ${sessionsHome}`);
+  const { displayName, demo } = harness;
+  return { dir, harness: harness.name, displayName, binary: demo.binary, version, sessionId, prompt: typeof prompt === 'string' ? prompt : '', transcriptPath };
 }
 
-/** Copies the recorded `projects/` tree into `<HOME>/.claude/projects`, placeholders replaced; files 0600. */
+/** Copies the recorded tree into the HOME where the harness keeps sessions, placeholders replaced; files 0600. */
 export async function installRecordedSession(asset: RecordedAsset, machine: MachineLayout, cwd: string): Promise<InstalledSession> {
-  const vars = {
+  const { demo } = demoHarness();
+  const vars: Record<string, string> = {
     ROOT: machine.root,
-    PROJECT: claudeProjectKey(cwd),
-    CLAUDE_TMP: path.join(machine.root, 'tmp', 'claude'),
+    ...demo.placeholders({ root: machine.root, cwd }),
     OS_RELEASE: release(),
   };
   const counts = { files: 0, bytes: 0 };
-  const target = path.join(machine.home, '.claude', 'projects');
-  await copyTree(path.join(asset.dir, 'projects'), target, vars, counts);
+  const target = path.join(machine.home, demo.sessionsHome);
+  await copyTree(path.join(asset.dir, path.basename(demo.sessionsHome)), target, vars, counts);
   return {
     sessionId: asset.sessionId,
     cwd,
     transcriptPath: substitute(asset.transcriptPath, vars),
-    projectDir: path.join(target, vars.PROJECT),
+    projectDir: path.join(target, demo.sessionDir(vars)),
     ...counts,
   };
 }

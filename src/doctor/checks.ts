@@ -6,7 +6,9 @@
 import semver from 'semver';
 import type { ServiceState } from '../service/index.js';
 import { LAUNCHD_LABEL } from '../service/spec.js';
+import { ADAPTERS } from '../harnesses/index.js';
 import { HARNESSES } from '../harnesses/names.js';
+import type { HarnessName } from '../schema/index.js';
 import type { HarnessStatus } from '../status/collect.js';
 import type { ErrorInfo } from '../status/policy.js';
 import { pendingNote } from '../status/render.js';
@@ -25,6 +27,12 @@ const LOGIN = 'blue-agent login --control-url URL --token-stdin';
 /** The message of every check skipped because the agent config does not parse. */
 export const SKIPPED_CONFIG = 'skipped: the agent config does not parse';
 
+/** The checks harnesses add of their own (such as a hook trust), in registry order, each with its harness. */
+const HARNESS_CHECKS = Object.values(ADAPTERS).flatMap((adapter) => (adapter.doctorChecks ?? []).map((check) => ({ harness: adapter.name, check })));
+
+/** The ids of the checks harnesses add, for the help text. */
+export const HARNESS_CHECK_IDS: readonly string[] = HARNESS_CHECKS.map(({ check }) => check.id);
+
 export function runChecks(facts: DoctorFacts): Check[] {
   if (facts.config.error !== undefined) {
     // One cause, one failure: everything read from the config (the Control API, the token, the policy, the harnesses
@@ -38,7 +46,7 @@ export function runChecks(facts: DoctorFacts): Check[] {
       skip('policy'),
       checkSpool(facts.spool, facts.platform),
       ...HARNESSES.map((h) => skip(`harness:${h}`)),
-      skip('codex-trust'),
+      ...HARNESS_CHECK_IDS.map(skip),
       checkService(facts.service),
     ];
   }
@@ -50,7 +58,7 @@ export function runChecks(facts: DoctorFacts): Check[] {
     checkPolicy(facts),
     checkSpool(facts.spool, facts.platform),
     ...checkHarnesses(facts.harnesses),
-    checkCodexTrust(facts.harnesses),
+    ...harnessChecks(facts.harnesses),
     checkService(facts.service),
   ];
 }
@@ -236,17 +244,9 @@ export function checkHarness(h: HarnessStatus): Check {
   return { id, status: 'ok', message: `${what}${profile}${certified}: ${h.state}` };
 }
 
-function checkCodexTrust(harnesses: DoctorFacts['harnesses']): Check {
-  const id = 'codex-trust';
-  const codex = 'error' in harnesses ? undefined : harnesses.find((h) => h.harness === 'codex');
-  if (codex === undefined) return { id, status: 'ok', message: 'Codex not inspected' };
-  if (codex.state === 'awaiting_trust') {
-    const featureOff = /\[features\] hooks = false/.test(codex.reason);
-    const step = featureOff ? 'set `hooks = true` under [features] in Codex\'s config.toml' : 'open `codex`, run /hooks and trust the blue-agent capture hook';
-    return { id, status: 'warn', message: codex.reason, fix: codex.pending === null ? step : `run \`blue-agent reconcile\`, then ${step}` };
-  }
-  if (codex.state === 'active') return { id, status: 'ok', message: 'Codex trusts the managed hook' };
-  return { id, status: 'ok', message: `no managed Codex hook to trust (${codex.state})` };
+function harnessChecks(harnesses: DoctorFacts['harnesses']): Check[] {
+  const statusOf = (harness: HarnessName) => ('error' in harnesses ? undefined : harnesses.find((h) => h.harness === harness));
+  return HARNESS_CHECKS.map(({ harness, check }): Check => ({ id: check.id, ...check.judge(statusOf(harness)) }));
 }
 
 export function checkService(service: ServiceState | { error: ErrorInfo }): Check {

@@ -1,4 +1,5 @@
-import type { HarnessName } from '../schema/generated/policy.js';
-
-/** Every harness blue-agent knows, in report order. Kept free of imports so the CLI can start without loading more. */
-export const HARNESSES: readonly HarnessName[] = ['claude', 'codex', 'kimi', 'opencode'];
+/**
+ * Every harness blue-agent knows, in report order, without loading any adapter (the capture hook starts on this).
+ * Generated from profiles/*.yaml by `npm run gen`; test/harnesses/registry.test.ts checks it against the registry.
+ */
+export { HARNESS_DISPLAY_NAMES, HARNESSES } from '../schema/generated/harness-names.js';

@@ -2,7 +2,7 @@
  * Finding a session's native files safely, shared by every harness's `collectSession`.
  *
  * Everything captured lies inside a session root (the profile's `session.root` under the harness home). The root
- * itself may be reached through links (a `~/.claude` symlinked to a dotfiles checkout is common): it is resolved once
+ * itself may be reached through links (a harness home symlinked to a dotfiles checkout is common): it is resolved once
  * and what it resolves to is the root. Below it nothing may be a link: every component of every captured path is
  * checked with lstat, the file must be a regular file with one link (util/safe-read.ts: a hard link is another name
  * for a file that may lie anywhere on the machine), and its real path must be exactly the resolved root plus the
@@ -27,7 +27,7 @@ export const MAX_FILE_BYTES = 64 * 1024 * 1024;
 export const MAX_SESSION_FILES = 2048;
 /** Native paths are at most this long in the manifest. */
 const MAX_NATIVE_PATH = 4096;
-/** Folders nest a few levels in practice (Claude: subagents/...); this only stops pathological trees. */
+/** Folders nest a few levels in practice (subagents/...); this only stops pathological trees. */
 const MAX_DEPTH = 32;
 /** Bundle entry names: `files/NNNN-<name>` with the whole path at most 1024 characters. */
 const MAX_NAME = 200;
@@ -87,7 +87,7 @@ export class SessionRoot {
 
   static async open(root: string): Promise<SessionRoot> {
     if (!path.isAbsolute(root)) {
-      throw artifactInvalid(root, 'the session root is not an absolute path', 'Set the harness home (CLAUDE_CONFIG_DIR, CODEX_HOME, KIMI_SHARE_DIR) to an absolute path.');
+      throw artifactInvalid(root, 'the session root is not an absolute path', 'Set the harness home variable to an absolute path.');
     }
     const lexical = path.resolve(root);
     let real: string;

@@ -1,8 +1,10 @@
 /**
  * The one interface every harness implements. Adding a harness means one folder under src/harnesses/ exporting a
- * HarnessAdapter, one entry in src/harnesses/index.ts, and one profile file in profiles/.
+ * HarnessAdapter, one line in src/harnesses/index.ts, one profile file in profiles/ (then `npm run gen`), its
+ * fixtures and tests, and its entry in harness-versions.lock.json.
  */
 import type { Context } from '../context.js';
+import type { TranscriptReader } from '../harness-kit/transcript.js';
 import type { BundleFile, BundleManifest } from '../schema/generated/bundle-manifest.js';
 import type { HarnessName, Interval } from '../schema/index.js';
 
@@ -10,11 +12,11 @@ import type { HarnessName, Interval } from '../schema/index.js';
 export interface ManagedHook {
   harness: HarnessName;
   profile: string;
-  /** Lifecycle event that triggers capture (`SessionEnd`, or `session.idle` for OpenCode). */
+  /** Lifecycle event that triggers capture (the profile's capture.event: `SessionEnd`, `session.idle`). */
   event: string;
   /** Shell command line: quoted Node binary, quoted agent entry, `capture --harness <h> --profile <p>`. */
   command: string;
-  /** The same command as an argument vector, for hooks that spawn without a shell (the OpenCode plugin). */
+  /** The same command as an argument vector, for hooks that spawn without a shell (a plugin). */
   argv: readonly string[];
   timeoutSeconds: number;
 }
@@ -50,7 +52,7 @@ export interface HookPayload {
   /** The native session id: 1 to 512 characters of [A-Za-z0-9._-]. */
   session_id: string;
   cwd?: string;
-  /** Claude and Codex name the transcript; Kimi and OpenCode do not. */
+  /** Some harnesses name the transcript; others leave it to the adapter to find. */
   transcript_path?: string;
   hook_event_name?: string;
   reason?: string;
@@ -67,7 +69,7 @@ export interface SessionFile {
   nativePath?: string;
   /** An absolute path inside the session root, read (as a regular file, never through a link) when packing. */
   path?: string;
-  /** Bytes made at capture instead of a file on disk (OpenCode's export, Kimi's sanitised state). */
+  /** Bytes made at capture instead of a file on disk (a harness's own export, a sanitised state file). */
   content?: Uint8Array;
 }
 
@@ -127,7 +129,7 @@ export interface RestoreIndexMerge {
   merge(current: Buffer | null): Buffer;
 }
 
-/** A session restored through the harness itself (OpenCode's `import`), run in the destination. */
+/** A session restored through the harness itself (its own `import` command), run in the destination. */
 export interface RestoreImport {
   /** Executable name, searched on the agent's PATH. */
   binary: string;
@@ -151,7 +153,7 @@ export interface RestorePlan {
   harness: HarnessName;
   /** The native session id (for imports: the id the bundle carries, until the harness reports its own). */
   sessionId: string;
-  /** The harness's home (Claude config dir, CODEX_HOME, Kimi share dir, OpenCode data dir). */
+  /** The harness's home (its config or data directory, after its environment overrides). */
   home: string;
   /** Every placement target lies inside this folder (the profile's session root under the home). */
   root: string;
@@ -159,25 +161,72 @@ export interface RestorePlan {
   merges: RestoreIndexMerge[];
   import?: RestoreImport;
   /**
-   * Files already on this machine that hold this session under another native name (a Codex rollout of the same id
-   * in another date folder): identical content makes `sameAs` nothing to write, different content is a conflict.
+   * Files already on this machine that hold this session under another native name (a rollout of the same id in
+   * another date folder): identical content makes `sameAs` nothing to write, different content is a conflict.
    */
   aliases?: { file: string; sameAs: RestorePlacement }[];
   /** The harness's native resume command, run from the destination. */
   resumeArgv: string[];
 }
 
+/** A doctor verdict: every warning and failure carries what to run or do. */
+export type DoctorVerdict = { status: 'ok'; message: string } | { status: 'warn' | 'fail'; message: string; fix: string };
+
+/** What a harness's own doctor check is told about it (the harness's line of `blue-agent status`). */
+export interface DoctorHarnessFacts {
+  state: string;
+  reason: string;
+  /** What reconcile would still do to the managed hook, or null when the files match. */
+  pending: string | null;
+}
+
+/** A check a harness adds to `blue-agent doctor`, after the per-harness lines. */
+export interface HarnessDoctorCheck {
+  /** Stable id (`<harness>-<what>`), as `doctor --json` names it. */
+  id: string;
+  /** `facts` is undefined when the harness was not inspected. */
+  judge(facts: DoctorHarnessFacts | undefined): DoctorVerdict;
+}
+
+/** What `blue-agent demo` needs to play a recorded session of this harness (shipped in `demo/sessions/<name>/`). */
+export interface HarnessDemo {
+  /** The executable the stand-in takes on PATH (it only answers `--version`). */
+  binary: string;
+  /** Where the harness keeps sessions, relative to HOME; the recording's tree of the same base name is copied there. */
+  sessionsHome: string;
+  /** Placeholders the recording's file names and contents use, beyond ROOT and OS_RELEASE. */
+  placeholders(input: { root: string; cwd: string }): Record<string, string>;
+  /** The folder (relative to sessionsHome) that holds the session, given the placeholders. */
+  sessionDir(placeholders: Record<string, string>): string;
+  /** The base name of the file reconcile writes the managed hook to. */
+  hookFile: string;
+  /** The managed hook in that file's text, exactly as reconcile wrote it, or undefined. */
+  managedHook(text: string): { command: string; timeoutSeconds: number } | undefined;
+}
+
 export interface HarnessAdapter {
   readonly name: HarnessName;
-  /** The harness's configuration root, honouring its environment overrides (CLAUDE_CONFIG_DIR, CODEX_HOME, ...). */
+  /** How people call it (the profile's display_name). */
+  readonly displayName: string;
+  /** Environment variables that move the harness's home; passed on to the service, never read from a demo HOME. */
+  readonly environment: readonly string[];
+  /** The native hook format (the profile's capture.hook.format) this adapter's planner writes. */
+  readonly hookFormat: string;
+  /** Reads the harness's transcripts: the conversation for exports and the user's turn for titles. */
+  readonly transcript: TranscriptReader;
+  /** Checks of its own for `blue-agent doctor` (such as a hook trust the harness keeps). */
+  readonly doctorChecks?: readonly HarnessDoctorCheck[];
+  /** The recorded session `blue-agent demo` plays, for the harness it demonstrates. */
+  readonly demo?: HarnessDemo;
+  /** The harness's configuration root, honouring its environment overrides. */
   configRoot(ctx: Context): string;
   /**
-   * Absolute path of the file the managed hook of `interval` lives in. May look at the disk (Codex keeps hooks in
-   * hooks.json when the user already does).
+   * Absolute path of the file the managed hook of `interval` lives in. May look at the disk (a harness with two hook
+   * files keeps the hook where the user already keeps theirs).
    */
   hookFile(ctx: Context, interval: Interval): Promise<string>;
   /**
-   * Every file a managed hook of this harness may live in, whatever the profile (Codex: config.toml and hooks.json).
+   * Every file a managed hook of this harness may live in, whatever the profile (a config file and a hooks file).
    * Reconcile removes managed entries from all of them except the one `hookFile` names.
    */
   knownHookFiles(ctx: Context): string[];
@@ -189,12 +238,12 @@ export interface HarnessAdapter {
   planHook(input: HookPlanInput): HookPlan;
   /**
    * Finds the session's native files (and title and preview) from the hook payload, by the rules of `input.interval`.
-   * Runs in the capture worker, never in the hook itself; may run the harness CLI (OpenCode's export). Throws a
+   * Runs in the capture worker, never in the hook itself; may run the harness CLI (its export command). Throws a
    * BlueError `ARTIFACT_INVALID` naming the file and the reason for anything that must not be captured.
    */
   collectSession(ctx: Context, input: CollectInput): Promise<CollectedSession>;
   /**
-   * After the file holds the managed hook: a state that still keeps it from running, such as Codex's hook trust.
+   * After the file holds the managed hook: a state that still keeps it from running, such as a hook trust.
    * Undefined when the hook will run.
    */
   pendingState?(ctx: Context, text: string, hook: ManagedHook): { state: 'awaiting_trust'; reason: string } | undefined;

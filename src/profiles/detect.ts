@@ -2,33 +2,18 @@
  * Finding a harness binary and asking it its version. `<bin> --version` runs without a shell and with a timeout; the
  * answer is cached by the binary's real path, size and mtime, so a warm reconcile starts no child process.
  */
-import { constants } from 'node:fs';
-import { access, readFile, realpath, stat } from 'node:fs/promises';
+import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';
 import { writeStateFile } from '../util/fs.js';
+import { findExecutable } from '../harness-kit/executable.js';
 import { parseVersionOutput, type LoadedProfiles } from './index.js';
+
+export { findExecutable };
 
 const VERSION_TIMEOUT_MS = 15_000;
 const CACHE_VERSION = 1;
-
-/** The first executable regular file named `name` on `PATH`, or undefined. */
-export async function findExecutable(name: string, searchPath: string | undefined): Promise<string | undefined> {
-  for (const dir of (searchPath ?? '').split(path.delimiter)) {
-    if (dir === '' || !path.isAbsolute(dir)) continue;
-    const candidate = path.join(dir, name);
-    try {
-      const info = await stat(candidate);
-      if (!info.isFile()) continue;
-      await access(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // Not here; keep looking.
-    }
-  }
-  return undefined;
-}
 
 interface CacheEntry {
   key: string;

@@ -46,12 +46,26 @@ export async function hookFilesFor(
   desired: ManagedHook | null,
   ledger: LedgerData,
 ): Promise<{ primary: string | undefined; all: string[] }> {
-  // Only a wanted hook needs a home; asking for one can fail (Kimi's unmigrated legacy config), removal must not.
+  // Only a wanted hook needs a home; asking for one can fail (an unmigrated legacy config), removal must not.
+  if (desired !== null && interval?.capture !== undefined) checkHookFormat(adapter, interval);
   const primary = desired === null || interval?.capture === undefined ? undefined : await adapter.hookFile(ctx, interval);
   const all = new Set<string>(primary === undefined ? [] : [primary]);
   for (const file of adapter.knownHookFiles(ctx)) all.add(file);
   for (const [file, entry] of Object.entries(ledger.files)) if (entry.harness === adapter.name) all.add(file);
   return { primary, all: [...all] };
+}
+
+/**
+ * The profile's capture.hook.format picks the planner: it must be the format this harness's planner writes, or the
+ * hook would be written in a format the profile does not describe.
+ */
+export function checkHookFormat(adapter: HarnessAdapter, interval: Interval): void {
+  const format = interval.capture?.hook.format;
+  if (format === undefined || format === adapter.hookFormat) return;
+  throw new BlueError('PROFILE_INVALID', `profile ${interval.profile}: capture.hook.format is "${format}", but ${adapter.displayName}'s hooks are planned as "${adapter.hookFormat}"`, {
+    path: '/capture/hook/format',
+    hint: `Set capture.hook.format to ${adapter.hookFormat} in profiles/${adapter.name}.yaml.`,
+  });
 }
 
 export function planText(

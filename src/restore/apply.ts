@@ -11,7 +11,7 @@
  *      the session root and the target must be the inode placed;
  *   5. each index is backed up by a hard link of the original, then replaced by a fsynced temp file (rename) —
  *      rollback is a rename of the backup, which needs no free space;
- *   6. OpenCode: `opencode import` runs in the destination; the journal is rewritten at once with the id it reports;
+ *   6. A harness restored through its own import: that command runs in the destination; the journal is rewritten at once with the id it reports;
  *   7. the journal says `placed` (the commit point); backups, staging and the journal are removed.
  *
  * Any failure before 7 rolls back what 4-6 did, in reverse; a crash is rolled back (or, after 7, finished) by
@@ -37,7 +37,7 @@ import { newJournalId, ownerFields, removeJournal, writeJournal, type JournalImp
 
 export const IMPORT_TIMEOUT_MS = 120_000;
 const STAGING_MARK = '.blue-agent-restore-';
-/** The largest native index (session_index.jsonl, kimi.json) a restore merges into; it is read whole. */
+/** The largest native index (a session index, a work-dir list) a restore merges into; it is read whole. */
 export const MAX_INDEX_BYTES = 64 * 1024 * 1024;
 
 export interface ApplyResult {

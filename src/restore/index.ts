@@ -49,13 +49,13 @@ export interface RestoreSummary {
   conflicts: { path: string; why: string }[];
   /** Native index files the session is entered in. */
   indexes: string[];
-  /** OpenCode: the import command that will run in the destination. */
+  /** A restore through the harness's own import: the command that will run in the destination. */
   import?: string[];
 }
 
 export interface PreparedRestore {
   harness: HarnessName;
-  /** The native session id (OpenCode: the bundle's; the import reports the final one). */
+  /** The native session id (for an import: the bundle's; the import reports the final one). */
   sessionId: string;
   manifest: BundleManifest;
   /** The destination, resolved. */

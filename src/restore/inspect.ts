@@ -9,6 +9,7 @@ import type { Stats } from 'node:fs';
 import path from 'node:path';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';
+import { HARNESS_DISPLAY_NAMES } from '../harnesses/names.js';
 import type { RestorePlacement, RestorePlan } from '../harnesses/types.js';
 import { checkFile, sha256Checked } from '../util/safe-read.js';
 
@@ -23,7 +24,7 @@ export interface Inspection {
   conflicts: { path: string; why: string }[];
   /** Folders to create, parents first (the root and its missing parents included). */
   dirs: string[];
-  /** OpenCode: whether the harness already holds the session. */
+  /** A restore through the harness's own import: whether the harness already holds the session. */
   imported: Collision | undefined;
   collision: Collision;
   /** The session root with every link resolved, as found now: placements must stay below it. */
@@ -175,7 +176,7 @@ export async function inspectPlan(ctx: Context, plan: RestorePlan): Promise<Insp
   }
 
   const imported = plan.import === undefined ? undefined : await plan.import.existing(ctx);
-  if (imported === 'different') conflicts.push({ path: `opencode session ${plan.sessionId}`, why: 'OpenCode already holds a session with this id and other messages' });
+  if (imported === 'different') conflicts.push({ path: `${plan.harness} session ${plan.sessionId}`, why: `${HARNESS_DISPLAY_NAMES[plan.harness]} already holds a session with this id and other messages` });
   const collision: Collision =
     conflicts.length > 0 ? 'different' : identical.length > 0 || imported === 'identical' ? 'identical' : 'none';
   return { create, identical, conflicts, dirs: create.length === 0 ? [] : dirs.filter((d) => create.some((p) => p.to.startsWith(d + path.sep))), imported, collision, realRoot };

@@ -13,7 +13,8 @@ import type { HarnessProfiles } from './generated/profile.js';
 
 export type { AgentConfig } from './generated/agent-config.js';
 export type { BundleManifest, BundleFile } from './generated/bundle-manifest.js';
-export type { GovernancePolicy, HarnessRule, HarnessName } from './generated/policy.js';
+export type { GovernancePolicy, HarnessRule } from './generated/policy.js';
+export type { HarnessName } from './generated/harness-name.js';
 export type { HarnessProfiles, Interval, Operation } from './generated/profile.js';
 
 export interface AjvError {

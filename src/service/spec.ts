@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import type { Context } from '../context.js';
+import { ADAPTERS } from '../harnesses/index.js';
 
 /** Marker text every unit blue-agent writes carries (a comment in both formats). */
 export const MARKER = 'Managed by blue-agent';
@@ -17,20 +18,19 @@ export const LAUNCHD_LABEL = 'com.blue-agent.agent';
  * bin or a version manager's, and a harness not found is a harness whose hook is removed). Never a token: the
  * service reads the token file `login` wrote.
  */
-export const PASSED_VARIABLES = [
+export const PASSED_VARIABLES: readonly string[] = [
   'BLUE_AGENT_HOME',
   'BLUE_AGENT_CONFIG',
   'BLUE_AGENT_CONTROL_URL',
   'BLUE_AGENT_PROFILES_DIR',
   'BLUE_AGENT_LOG_LEVEL',
-  'CLAUDE_CONFIG_DIR',
-  'CODEX_HOME',
-  'KIMI_SHARE_DIR',
+  // Each harness's own home variables, in registry order.
+  ...Object.values(ADAPTERS).flatMap((adapter) => adapter.environment),
   'XDG_CONFIG_HOME',
   'XDG_DATA_HOME',
   'XDG_STATE_HOME',
   'PATH',
-] as const;
+];
 
 export interface ServiceSpec {
   /** Absolute Node.js binary. */

@@ -1,26 +1,21 @@
 /**
  * `sessions export`: a verified bundle (and, when it came from the Control API, the session's record) rendered as
  * markdown — a heading, a metadata list and the conversation turn by turn — or as JSON (the manifest and the server's
- * metadata). Pure: the CLI reads the bundle and writes the result. Each harness's transcript reader lives in its own
- * folder; this module only maps harness -> reader and renders.
+ * metadata). Pure: the CLI reads the bundle and writes the result. Each harness's transcript reader is on its adapter;
+ * this module only asks the registry for it and renders.
  */
 import type { BundleManifest } from '../bundle/index.js';
-import { claudeTranscriptReader } from '../harnesses/claude/transcript.js';
-import { codexTranscriptReader } from '../harnesses/codex/transcript.js';
-import { kimiTranscriptReader } from '../harnesses/kimi/transcript.js';
-import { opencodeTranscriptReader } from '../harnesses/opencode/transcript.js';
+import { ADAPTERS } from '../harnesses/index.js';
 import type { SessionUpload } from '../control-api/sessions.js';
-import { cleanText, emptyTranscript, type Transcript, type TranscriptReader, type TranscriptSource, type TranscriptTurn } from './transcript.js';
+import { cleanText, emptyTranscript, type Transcript, type TranscriptReader, type TranscriptSource, type TranscriptTurn } from '../harness-kit/transcript.js';
 
 export const EXPORT_FORMATS = ['markdown', 'json'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
-export const TRANSCRIPT_READERS: Readonly<Record<string, TranscriptReader>> = {
-  claude: claudeTranscriptReader,
-  codex: codexTranscriptReader,
-  kimi: kimiTranscriptReader,
-  opencode: opencodeTranscriptReader,
-};
+/** The transcript reader of a harness the manifest names, or undefined for one this agent does not know. */
+function readerFor(harness: string): TranscriptReader | undefined {
+  return Object.hasOwn(ADAPTERS, harness) ? ADAPTERS[harness as keyof typeof ADAPTERS].transcript : undefined;
+}
 
 /** A user or assistant turn is cut after this many characters. */
 export const MAX_TEXT_CHARS = 20_000;
@@ -44,14 +39,14 @@ export interface ExportInput {
 
 /** Which of the manifest's files the harness's reader needs. */
 export function wantedFiles(manifest: BundleManifest): number[] {
-  const reader = TRANSCRIPT_READERS[manifest.harness];
+  const reader = readerFor(manifest.harness);
   if (reader === undefined) return [];
   return manifest.files.flatMap((f, i) => (reader.wants({ role: f.role, path: f.path, ...(f.native_path === undefined ? {} : { native_path: f.native_path }) }) ? [i] : []));
 }
 
 /** Reads the conversation from the wanted files' bytes (never throws on their content). */
 export function readTranscript(manifest: BundleManifest, files: readonly TranscriptSource[]): Transcript {
-  const reader = TRANSCRIPT_READERS[manifest.harness];
+  const reader = readerFor(manifest.harness);
   return reader === undefined ? emptyTranscript() : reader.read(files, manifest.native_session_id);
 }
 

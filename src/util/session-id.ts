@@ -5,7 +5,7 @@
  *
  *   - 1 to 512 characters of [A-Za-z0-9._-] (the Control API's bound): no separator, NUL, control or white space;
  *   - a letter or digit first: never `.` or `..`, never a hidden name, never read as an option (`-x`) by
- *     `claude --resume` or `opencode export`;
+ *     a harness's resume or export command;
  *   - never `.blue-agent-restore` anywhere: restore's own temporary files are named so, and it refuses such paths.
  *
  * schemas/bundle-manifest.schema.json and schemas/control-presign.schema.json carry SESSION_ID_PATTERN_SOURCE as

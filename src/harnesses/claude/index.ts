@@ -6,10 +6,13 @@ import path from 'node:path';
 import type { Context } from '../../context.js';
 import { BlueError } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
+import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter } from '../types.js';
+import { claudeDemo } from './demo.js';
 import { planClaudeRestore } from './restore.js';
 import { collectClaudeSession } from './session.js';
 import { planClaudeHook } from './settings-plan.js';
+import { claudeTranscriptReader } from './transcript.js';
 
 const SETTINGS_FILE = 'settings.json';
 
@@ -38,6 +41,11 @@ function hookFileName(interval: Interval): string {
 
 export const claude: HarnessAdapter = {
   name: 'claude',
+  displayName: HARNESS_DISPLAY_NAMES.claude,
+  environment: ['CLAUDE_CONFIG_DIR'],
+  hookFormat: 'claude-settings-json',
+  transcript: claudeTranscriptReader,
+  demo: claudeDemo,
   configRoot,
   hookFile(ctx, interval) {
     return Promise.resolve().then(() => path.join(configRoot(ctx), hookFileName(interval)));

@@ -29,7 +29,7 @@ import {
   parseTranscript,
   titleAndSummary,
   type NativeMetadata,
-} from '../../capture/title.js';
+} from '../../harness-kit/title.js';
 import type { CollectedSession, CollectInput, SessionFile } from '../types.js';
 import {
   artifactInvalid,
@@ -46,6 +46,7 @@ import {
   SessionRoot,
 } from '../session-files.js';
 import { readChecked } from '../../util/safe-read.js';
+import { claudeUserTurn } from './transcript.js';
 
 /** Claude Code keeps project keys at most this long before the hash suffix. */
 const MAX_KEY_LENGTH = 200;
@@ -101,7 +102,7 @@ export async function collectClaudeSession(ctx: Context, input: CollectInput, co
     ...(cwd === undefined ? {} : { cwd }),
     root: root.path,
     files,
-    ...titleAndSummary({ native, firstUserTurn: firstUserTurn(head) }),
+    ...titleAndSummary({ native, firstUserTurn: firstUserTurn(head, claudeUserTurn) }),
   };
 }
 

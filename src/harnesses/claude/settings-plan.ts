@@ -7,25 +7,31 @@
  */
 import { parseTree, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import { BlueError, errorAt, lineColumnAt } from '../../errors.js';
-import { endOf, kids, lastNamed, propertyParts, propsNamed, valueOf, type Node } from '../../util/jsonc-text.js';
-import { lineIndent } from '../../util/text.js';
-import { isManagedCommand } from '../signature.js';
-import type { HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
 import {
   appendChild,
   applyAll,
   canonical,
   detectStyle,
+  endOf,
   isBareEmpty,
+  kids,
+  lastNamed,
   nestingBeyond,
+  propertyParts,
+  propsNamed,
   removeChildrenEdits,
   render,
   spansLines,
+  valueOf,
   type Edit,
   type JsonValue,
   type NewChild,
+  type Node,
   type Style,
-} from './jsonc-text.js';
+} from '../../harness-kit/json-splice.js';
+import { lineIndent } from '../../harness-kit/text.js';
+import { isManagedCommand } from '../signature.js';
+import type { HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
 import { BASE_TEXT_LIMIT, makeOwnership, readOwnership, type ClaudeOwnership, type Container } from './ownership.js';
 
 /** Real settings nest a handful of levels; far deeper input is refused before the (recursive) parser sees it. */

@@ -17,14 +17,24 @@ import {
   type Transcript,
   type TranscriptReader,
   type TranscriptSource,
-} from '../../sessions/transcript.js';
+} from '../../harness-kit/transcript.js';
+import { messageUserTurn, type UserTurn } from '../../harness-kit/title.js';
 
 const SUBAGENT = /(?:^|\/)subagents\/(?:[^/]+\/)*agent-([A-Za-z0-9._-]+)\.jsonl$/;
 const SUBAGENT_META = /(?:^|\/)subagents\/(?:[^/]+\/)*agent-([A-Za-z0-9._-]+)\.meta\.json$/;
 /** Subagent transcripts rendered at most. */
 const MAX_SECTIONS = 50;
 
+/** Meta entries, compaction summaries and side chains are not the user typing; the rest are common message shapes. */
+export function claudeUserTurn(record: unknown): UserTurn | undefined {
+  if (isRecord(record) && (record.isMeta === true || record.isCompactSummary === true || record.isSidechain === true || record.isVisibleInTranscriptOnly === true)) {
+    return undefined;
+  }
+  return messageUserTurn(record);
+}
+
 export const claudeTranscriptReader: TranscriptReader = {
+  userTurn: claudeUserTurn,
   wants: (file) =>
     file.role === 'primary_transcript' ||
     (file.role === 'session_companion' && (SUBAGENT.test(file.native_path ?? '') || SUBAGENT_META.test(file.native_path ?? ''))),

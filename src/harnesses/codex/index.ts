@@ -12,11 +12,13 @@ import { BlueError } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
 import { readBytesIfExistsSync, readNativeText } from '../../util/fs.js';
 import { decodeLossless } from '../../util/lossless.js';
-import type { HarnessAdapter, HookPlan, HookPlanInput, ManagedHook } from '../types.js';
+import { HARNESS_DISPLAY_NAMES } from '../names.js';
+import type { HarnessAdapter, HarnessDoctorCheck, HookPlan, HookPlanInput, ManagedHook } from '../types.js';
 import { parseJsonText, planJson } from './json-plan.js';
 import { isRecord, listHandlers, own } from './model.js';
 import { planCodexRestore } from './restore.js';
 import { collectCodexSession } from './session.js';
+import { codexTranscriptReader } from './transcript.js';
 import { parseTomlText, planToml } from './toml-plan.js';
 import { hookStateKey, hookStates, hooksFeatureOff, hookTrustHash } from './trust.js';
 
@@ -79,6 +81,10 @@ function readConfig(file: string): Record<string, unknown> {
   }
 }
 
+/** How the trust reason says that hooks are off altogether (the doctor check tells the two fixes apart by it). */
+const HOOKS_OFF = '[features] hooks = false';
+const TRUST_STEP = 'open `codex`, run /hooks and trust the blue-agent capture hook';
+
 function pendingState(ctx: Context, text: string, hook: ManagedHook): { state: 'awaiting_trust'; reason: string } | undefined {
   const root = keyRoot(ctx);
   try {
@@ -96,10 +102,10 @@ function pendingState(ctx: Context, text: string, hook: ManagedHook): { state: '
     const key = hookStateKey(source, hook.event, target.group, target.handler);
     const hash = hookTrustHash(hook.event, group, target.value);
     if (hooksFeatureOff(config)) {
-      return { state: 'awaiting_trust', reason: `hooks are turned off in ${configFile} ([features] hooks = false); Codex runs no hook until they are on` };
+      return { state: 'awaiting_trust', reason: `hooks are turned off in ${configFile} (${HOOKS_OFF}); Codex runs no hook until they are on` };
     }
     const state = hookStates(config).get(key);
-    const how = 'open `codex`, run /hooks and trust the blue-agent capture hook';
+    const how = TRUST_STEP;
     if (state?.enabled === false) {
       return { state: 'awaiting_trust', reason: `the managed ${hook.event} hook is disabled in Codex (${key}); open \`codex\`, run /hooks and enable it` };
     }
@@ -114,8 +120,27 @@ function pendingState(ctx: Context, text: string, hook: ManagedHook): { state: '
   }
 }
 
+/** `codex-trust`: Codex runs the managed hook only once the user trusts it in /hooks (and only with hooks on). */
+const trustCheck: HarnessDoctorCheck = {
+  id: 'codex-trust',
+  judge(facts) {
+    if (facts === undefined) return { status: 'ok', message: 'Codex not inspected' };
+    if (facts.state === 'awaiting_trust') {
+      const step = facts.reason.includes(HOOKS_OFF) ? "set `hooks = true` under [features] in Codex's config.toml" : TRUST_STEP;
+      return { status: 'warn', message: facts.reason, fix: facts.pending === null ? step : `run \`blue-agent reconcile\`, then ${step}` };
+    }
+    if (facts.state === 'active') return { status: 'ok', message: 'Codex trusts the managed hook' };
+    return { status: 'ok', message: `no managed Codex hook to trust (${facts.state})` };
+  },
+};
+
 export const codex: HarnessAdapter = {
   name: 'codex',
+  displayName: HARNESS_DISPLAY_NAMES.codex,
+  environment: ['CODEX_HOME'],
+  hookFormat: 'codex-config-toml',
+  transcript: codexTranscriptReader,
+  doctorChecks: [trustCheck],
   configRoot,
   async hookFile(ctx: Context, interval: Interval): Promise<string> {
     const root = configRoot(ctx);

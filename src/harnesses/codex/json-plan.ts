@@ -1,12 +1,11 @@
 /**
- * hooks.json planning: edits computed on jsonc-parser's syntax tree, inserting and cutting whole members so that the
- * cut of an inserted member is exactly the text that was inserted. Codex reads this file as strict JSON with root
+ * hooks.json planning on the JSON splice engine (src/harness-kit/json-splice.ts): whole members appended and cut, so
+ * that the cut of an inserted member is exactly the text that was inserted. Codex reads this file as strict JSON with root
  * keys `hooks` and `description` only (codex-rs/hooks/src/engine/discovery.rs, `load_hooks_json`).
  */
-import { applyEdits, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
+import { parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
 import { BlueError } from '../../errors.js';
-import { endOf, lastNamed } from '../../util/jsonc-text.js';
-import { eolOf, lineIndent } from '../../util/text.js';
+import { appendMember, applyAll, cutChild, endOf, lastNamed, nodeValue } from '../../harness-kit/json-splice.js';
 import type { HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
 import {
   checkOutcome,
@@ -77,19 +76,7 @@ export function parseJsonText(text: string, file: string): JsonDoc {
   if (root.type !== 'object') {
     throw conflictError(file, text, root.offset, 'hooks.json must hold a JSON object', 'Make the file a JSON object with a "hooks" key (or delete it), then run reconcile again.');
   }
-  return { root, value: valueOf(root) as Record<string, unknown> };
-}
-
-/** A node's value, built without the prototype pitfalls of plain assignment. */
-function valueOf(node: Node): unknown {
-  switch (node.type) {
-    case 'object':
-      return Object.fromEntries((node.children ?? []).map((p) => [String(p.children?.[0]?.value), p.children?.[1] ? valueOf(p.children[1]) : null]));
-    case 'array':
-      return (node.children ?? []).map(valueOf);
-    default:
-      return node.value as unknown;
-  }
+  return { root, value: nodeValue(root) as Record<string, unknown> };
 }
 
 function locate(doc: JsonDoc): LocatedJson[] {
@@ -107,54 +94,6 @@ function locate(doc: JsonDoc): LocatedJson[] {
     out.push({ parsed, handler, handlers, group, events, eventProp, hooksProp });
   }
   return out;
-}
-
-/** The edit that removes child `index` of `container` with its separator; the last child leaves `inner` behind. */
-function cutChild(container: Node, index: number, inner: string): Edit {
-  const kids = container.children ?? [];
-  const child = kids[index]!;
-  if (kids.length === 1) return { offset: container.offset + 1, length: container.length - 2, content: inner };
-  if (index > 0) {
-    const prev = kids[index - 1]!;
-    return { offset: endOf(prev), length: endOf(child) - endOf(prev), content: '' };
-  }
-  return { offset: child.offset, length: kids[1]!.offset - child.offset, content: '' };
-}
-
-function indentUnit(text: string): string {
-  const m = /\n([ \t]+)\S/.exec(text);
-  if (m === null) return '  ';
-  return m[1]!.startsWith('\t') ? '\t' : m[1]!;
-}
-
-/** The edit that appends a member (`"key": value` in an object, `value` in an array) as the container's last child. */
-function appendChild(text: string, container: Node, key: string | undefined, value: unknown): { edit: Edit; inner?: string } {
-  const kids = container.children ?? [];
-  const eol = eolOf(text);
-  const unit = indentUnit(text);
-  const render = (indent: string, multiline: boolean) => {
-    const body = multiline ? JSON.stringify(value, null, unit).split('\n').join(eol + indent) : JSON.stringify(value);
-    const colon = multiline || /"\s*:\s/.test(text) ? ': ' : ':';
-    return key === undefined ? body : `${JSON.stringify(key)}${colon}${body}`;
-  };
-  if (kids.length > 0) {
-    const last = kids.at(-1)!;
-    let sep: string;
-    if (kids.length >= 2) {
-      const between = text.slice(endOf(kids.at(-2)!), last.offset);
-      sep = between.slice(between.indexOf(',') + 1);
-    } else {
-      sep = text.slice(container.offset + 1, last.offset);
-    }
-    const multiline = sep.includes('\n');
-    const indent = multiline ? sep.slice(sep.lastIndexOf('\n') + 1) : '';
-    return { edit: { offset: endOf(last), length: 0, content: `,${sep}${render(indent, multiline)}` } };
-  }
-  const inner = text.slice(container.offset + 1, endOf(container) - 1);
-  const multiline = text.includes('\n');
-  const outer = lineIndent(text, container.offset);
-  const content = multiline ? `${eol}${outer}${unit}${render(outer + unit, true)}${eol}${outer}` : render('', false);
-  return { edit: { offset: container.offset + 1, length: inner.length, content }, inner };
 }
 
 function groupValue(desired: ManagedHook): Record<string, unknown> {
@@ -197,12 +136,12 @@ function keeperEdits(text: string, keeper: LocatedJson, desired: ManagedHook): E
   for (const key of ['type', 'command', 'timeout'] as const) {
     const prop = lastNamed(handler, key);
     const node = prop?.children?.[1];
-    if (node !== undefined && valueOf(node) === wanted[key]) continue;
+    if (node !== undefined && nodeValue(node) === wanted[key]) continue;
     const edit: Edit =
       node !== undefined
         ? { offset: node.offset, length: node.length, content: JSON.stringify(wanted[key]) }
-        : appendChild(current, handler, key, wanted[key]).edit;
-    current = applyEdits(current, [edit]);
+        : appendMember(current, handler, key, wanted[key]).edit;
+    current = applyAll(current, [edit]);
     edits.push(edit);
     // Re-read the handler so later edits see the new offsets.
     handler = reparseAt(current, handler.offset);
@@ -242,7 +181,7 @@ export function planJson(input: HookPlanInput): HookPlan {
     const keeper = desired === null ? undefined : chooseKeeper(managed, desired);
     const victim = managed.filter((m) => m !== keeper).at(-1);
     if (victim === undefined) break;
-    current = applyEdits(current, [removalEdit(current, doc, victim, keeper, record)]);
+    current = applyAll(current, [removalEdit(current, doc, victim, keeper, record)]);
     doc = parseJsonText(current, file);
   }
 
@@ -262,7 +201,7 @@ export function planJson(input: HookPlanInput): HookPlan {
     );
     if (keeper !== undefined) {
       const edits = keeperEdits(current, keeper, desired);
-      if (edits.length > 0) current = applyEdits(current, edits);
+      if (edits.length > 0) current = applyAll(current, edits);
       owned = record ?? { format: 'json', created: false };
     } else {
       const inserted = insertManaged(current, file, doc, desired);
@@ -287,8 +226,8 @@ function insertManaged(text: string, file: string, doc: JsonDoc, desired: Manage
   }
   const hooksProp = lastNamed(doc.root, 'hooks');
   if (hooksProp === undefined) {
-    const { edit, inner } = appendChild(text, doc.root, 'hooks', { [event]: [groupValue(desired)] });
-    return { text: applyEdits(text, [edit]), record: { container: 'root', event, ...(inner === undefined ? {} : { inner }) } };
+    const { edit, inner } = appendMember(text, doc.root, 'hooks', { [event]: [groupValue(desired)] });
+    return { text: applyAll(text, [edit]), record: { container: 'root', event, ...(inner === undefined ? {} : { inner }) } };
   }
   const hooks = hooksProp.children?.[1];
   if (hooks?.type !== 'object') {
@@ -296,14 +235,14 @@ function insertManaged(text: string, file: string, doc: JsonDoc, desired: Manage
   }
   const eventProp = lastNamed(hooks, event);
   if (eventProp === undefined) {
-    const { edit, inner } = appendChild(text, hooks, event, [groupValue(desired)]);
-    return { text: applyEdits(text, [edit]), record: { container: 'hooks', event, ...(inner === undefined ? {} : { inner }) } };
+    const { edit, inner } = appendMember(text, hooks, event, [groupValue(desired)]);
+    return { text: applyAll(text, [edit]), record: { container: 'hooks', event, ...(inner === undefined ? {} : { inner }) } };
   }
   const events = eventProp.children?.[1];
   if (events?.type !== 'array') {
     throw conflictError(file, text, eventProp.offset, `"hooks.${event}" is not an array`, `Make "${event}" an array of hook groups, then run reconcile again. The file was left unchanged.`);
   }
-  const { edit, inner } = appendChild(text, events, undefined, groupValue(desired));
-  return { text: applyEdits(text, [edit]), record: { container: 'event', event, ...(inner === undefined ? {} : { inner }) } };
+  const { edit, inner } = appendMember(text, events, undefined, groupValue(desired));
+  return { text: applyAll(text, [edit]), record: { container: 'event', event, ...(inner === undefined ? {} : { inner }) } };
 }
 

@@ -23,7 +23,7 @@ import {
   parseTranscript,
   titleAndSummary,
   type NativeMetadata,
-} from '../../capture/title.js';
+} from '../../harness-kit/title.js';
 import type { CollectedSession, CollectInput } from '../types.js';
 import { readRolloutHead, RolloutHeadError } from './rollout-head.js';
 import {
@@ -38,6 +38,7 @@ import {
   sessionRootOf,
   SessionRoot,
 } from '../session-files.js';
+import { codexUserTurn } from './transcript.js';
 
 const SESSION_INDEX = 'session_index.jsonl';
 /** The index is append-only and newest last: its tail holds the current names. */
@@ -74,7 +75,7 @@ export async function collectCodexSession(ctx: Context, input: CollectInput, cod
     ...(cwd === undefined ? {} : { cwd }),
     root: root.path,
     files,
-    ...titleAndSummary({ native: await indexTitle(codexHome, id), firstUserTurn: firstUserTurn(records) }),
+    ...titleAndSummary({ native: await indexTitle(codexHome, id), firstUserTurn: firstUserTurn(records, codexUserTurn) }),
   };
 }
 

@@ -7,7 +7,7 @@
  */
 import { parse } from 'smol-toml';
 import { BlueError, errorAt } from '../../errors.js';
-import { eolOf } from '../../util/text.js';
+import { eolOf } from '../../harness-kit/text.js';
 import {
   parseTomlOr,
   pathStartsWith,
@@ -17,7 +17,7 @@ import {
   TomlScanError,
   tomlString as quoteToml,
   type TomlSection,
-} from '../../util/toml-text.js';
+} from '../../harness-kit/toml-text.js';
 import type { HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
 import {
   checkOutcome,

@@ -20,7 +20,8 @@ import {
   type Transcript,
   type TranscriptReader,
   type TranscriptSource,
-} from '../../sessions/transcript.js';
+} from '../../harness-kit/transcript.js';
+import { messageUserTurn, textsOf, type UserTurn } from '../../harness-kit/title.js';
 
 /** A decompressed rollout is read up to this size. */
 const MAX_DECOMPRESSED = 256 * 1024 * 1024;
@@ -28,7 +29,36 @@ const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd];
 /** Codex (older builds) put AGENTS.md text and the prompt in one message, the prompt after this marker. */
 const USER_REQUEST_MARKER = '## My request for Codex:';
 
+/** Rollout lines `{timestamp, type, payload}`: the user's messages, in both the response items and the event stream. */
+export function codexUserTurn(record: unknown): UserTurn | undefined {
+  if (!isRecord(record) || typeof record.type !== 'string' || !isRecord(record.payload)) return messageUserTurn(record);
+  const turn: UserTurn = { texts: [], toolResult: false };
+  const payload = record.payload;
+  if (record.type === 'response_item') {
+    if (payload.type !== 'message' || payload.role !== 'user') return undefined;
+    const kinds = isRecord(payload.internal_chat_message_metadata_passthrough)
+      ? payload.internal_chat_message_metadata_passthrough.content_item_kinds
+      : undefined;
+    // Newer builds label each item; only `user.text` items are what the user typed.
+    if (Array.isArray(kinds) && kinds.length > 0 && !kinds.includes('user.text')) return undefined;
+    textsOf(payload.content, turn);
+  } else if (record.type === 'event_msg' && payload.type === 'user_message' && typeof payload.message === 'string') {
+    turn.texts.push(payload.message);
+  } else if (record.type === 'event_msg' && payload.type === 'item_completed' && isRecord(payload.item) && payload.item.type === 'UserMessage') {
+    textsOf(payload.item.content, turn);
+  } else {
+    return undefined;
+  }
+  // Older builds put AGENTS.md text and the prompt in one message, the prompt after the marker.
+  turn.texts = turn.texts.map((text) => {
+    const marker = text.indexOf(USER_REQUEST_MARKER);
+    return marker >= 0 ? text.slice(marker + USER_REQUEST_MARKER.length) : text;
+  });
+  return turn;
+}
+
 export const codexTranscriptReader: TranscriptReader = {
+  userTurn: codexUserTurn,
   wants: (file) => file.role === 'rollout',
   read: (files) => {
     const rollout = files.find((f) => f.role === 'rollout');

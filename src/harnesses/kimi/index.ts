@@ -22,7 +22,7 @@ import type { Context } from '../../context.js';
 import { BlueError, lineColumnAt } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
 import { planKimiRestore } from './restore.js';
-import { eolOf } from '../../util/text.js';
+import { eolOf } from '../../harness-kit/text.js';
 import {
   parseTomlOr,
   samePath,
@@ -31,10 +31,12 @@ import {
   TomlScanError,
   tomlString,
   type TomlSection,
-} from '../../util/toml-text.js';
+} from '../../harness-kit/toml-text.js';
 import { isManagedCommand } from '../signature.js';
+import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter, HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
 import { collectKimiSession } from './session.js';
+import { kimiTranscriptReader } from './transcript.js';
 
 const CONFIG_FILE = 'config.toml';
 const LEGACY_CONFIG_FILE = 'config.json';
@@ -62,6 +64,10 @@ interface KimiOwnership {
 
 export const kimi: HarnessAdapter = {
   name: 'kimi',
+  displayName: HARNESS_DISPLAY_NAMES.kimi,
+  environment: ['KIMI_SHARE_DIR'],
+  hookFormat: 'kimi-config-toml',
+  transcript: kimiTranscriptReader,
 
   configRoot(ctx: Context): string {
     const share = ctx.env.KIMI_SHARE_DIR;

@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context } from '../../context.js';
-import { firstUserTurn, HEAD_MAX_BYTES, isRecord, parseTranscript, titleAndSummary } from '../../capture/title.js';
+import { firstUserTurn, HEAD_MAX_BYTES, isRecord, parseTranscript, titleAndSummary } from '../../harness-kit/title.js';
 import type { CollectedSession, CollectInput, SessionFile } from '../types.js';
 import {
   artifactInvalid,
@@ -31,6 +31,7 @@ import {
   sessionRootOf,
   SessionRoot,
 } from '../session-files.js';
+import { kimiUserTurn } from './transcript.js';
 
 const STATE_FILE = 'state.json';
 /** state.json is a few kilobytes; anything far larger is not Kimi's. */
@@ -153,8 +154,8 @@ export async function collectKimiSession(ctx: Context, input: CollectInput, shar
   checkRoleCounts(interval, files, root.abs(sessionRel));
 
   const turn =
-    firstUserTurn(parseTranscript((await readHead(wire, HEAD_MAX_BYTES)).toString('utf8'))) ??
-    firstUserTurn(parseTranscript((await readHead(context, HEAD_MAX_BYTES)).toString('utf8')));
+    firstUserTurn(parseTranscript((await readHead(wire, HEAD_MAX_BYTES)).toString('utf8')), kimiUserTurn) ??
+    firstUserTurn(parseTranscript((await readHead(context, HEAD_MAX_BYTES)).toString('utf8')), kimiUserTurn);
   const native = typeof state.custom_title === 'string' ? { title: state.custom_title } : undefined;
   ctx.logger.debug('kimi session collected', { session: id, files: files.length, root: root.path });
   return { sessionId: id, cwd: payload.cwd, root: root.path, files, ...titleAndSummary({ native, firstUserTurn: turn }) };

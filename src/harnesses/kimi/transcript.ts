@@ -20,7 +20,8 @@ import {
   type Transcript,
   type TranscriptReader,
   type TranscriptSource,
-} from '../../sessions/transcript.js';
+} from '../../harness-kit/transcript.js';
+import { messageUserTurn, textsOf, type UserTurn } from '../../harness-kit/title.js';
 
 const SUBAGENT_WIRE = /(?:^|\/)subagents\/([A-Za-z0-9._-]+)\/wire\.jsonl$/;
 const SUBAGENT_META = /(?:^|\/)subagents\/([A-Za-z0-9._-]+)\/meta\.json$/;
@@ -32,7 +33,19 @@ function isMainContext(nativePath: string | undefined, sessionId: string): boole
   return nativePath !== undefined && nativePath.endsWith(`/${sessionId}/context.jsonl`);
 }
 
+/** Wire lines `{timestamp, message: {type, payload}}`: the user's input opens each turn; context lines are messages. */
+export function kimiUserTurn(record: unknown): UserTurn | undefined {
+  if (isRecord(record) && isRecord(record.message) && typeof record.message.type === 'string' && isRecord(record.message.payload)) {
+    if (record.message.type !== 'TurnBegin') return undefined;
+    const turn: UserTurn = { texts: [], toolResult: false };
+    textsOf(record.message.payload.user_input, turn);
+    return turn;
+  }
+  return messageUserTurn(record);
+}
+
 export const kimiTranscriptReader: TranscriptReader = {
+  userTurn: kimiUserTurn,
   wants: (file) =>
     file.role === 'agent_wire_history' ||
     (file.role === 'session_state' &&

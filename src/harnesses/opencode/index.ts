@@ -8,10 +8,12 @@ import type { Context } from '../../context.js';
 import { BlueError } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
 import { isManagedArgv } from '../signature.js';
+import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter, HookPlan, HookPlanInput } from '../types.js';
 import { embeddedArgv, hasPluginHeader, renderPlugin } from './plugin.js';
 import { opencodeDataDir, planOpencodeRestore } from './restore.js';
 import { collectOpencodeSession } from './session.js';
+import { opencodeTranscriptReader } from './transcript.js';
 
 const PLUGIN_FILE = 'blue-agent-session-upload.js';
 /** Folders of the config dir OpenCode loads plugins from (`{plugin,plugins}/*.{ts,js}`; `plugin/` in every version). */
@@ -20,6 +22,11 @@ const DEFAULT_HOOK_FILE = `plugin/${PLUGIN_FILE}`;
 
 export const opencode: HarnessAdapter = {
   name: 'opencode',
+  displayName: HARNESS_DISPLAY_NAMES.opencode,
+  // Its homes follow the XDG variables, which the agent passes on for itself.
+  environment: [],
+  hookFormat: 'opencode-plugin',
+  transcript: opencodeTranscriptReader,
 
   configRoot(ctx: Context): string {
     const xdg = ctx.env.XDG_CONFIG_HOME;

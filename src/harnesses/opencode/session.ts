@@ -9,10 +9,11 @@
  * message's text parts that OpenCode did not add itself (`synthetic` / `ignored` parts).
  */
 import type { Context } from '../../context.js';
-import { firstUserTurn, isRecord, nativeMetadataOf, titleAndSummary, type NativeMetadata } from '../../capture/title.js';
-import { findExecutable } from '../../profiles/detect.js';
+import { firstUserTurn, isRecord, nativeMetadataOf, titleAndSummary, type NativeMetadata } from '../../harness-kit/title.js';
+import { findExecutable } from '../../harness-kit/executable.js';
 import type { CollectedSession, CollectInput, SessionFile } from '../types.js';
 import { artifactInvalid, assertSessionId, checkRoleCounts, MAX_FILE_BYTES } from '../session-files.js';
+import { opencodeTranscriptReader } from './transcript.js';
 
 export const EXPORT_TIMEOUT_MS = 60_000;
 const RUN_GRACE_MS = 2_000;
@@ -90,6 +91,6 @@ export async function collectOpencodeSession(ctx: Context, input: CollectInput, 
     sessionId: id,
     ...(sessionCwd === undefined ? {} : { cwd: sessionCwd }),
     files,
-    ...titleAndSummary({ native, firstUserTurn: firstUserTurn(doc.messages) }),
+    ...titleAndSummary({ native, firstUserTurn: firstUserTurn(doc.messages, opencodeTranscriptReader.userTurn) }),
   };
 }

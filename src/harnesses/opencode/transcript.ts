@@ -13,13 +13,15 @@ import {
   TurnList,
   type Transcript,
   type TranscriptReader,
-} from '../../sessions/transcript.js';
+} from '../../harness-kit/transcript.js';
+import { messageUserTurn } from '../../harness-kit/title.js';
 
 /** An export is read up to this size (the bundle caps a file at 64 MiB). */
 const MAX_EXPORT_BYTES = 64 * 1024 * 1024;
 const MAX_MESSAGES = 100_000;
 
 export const opencodeTranscriptReader: TranscriptReader = {
+  userTurn: messageUserTurn,
   wants: (file) => file.role === 'portable_export',
   read: (files) => {
     const file = files.find((f) => f.role === 'portable_export');

@@ -1,13 +1,13 @@
 /**
- * Text-level helpers for splicing JSON-with-comments: every change is an explicit insertion or deletion of a byte
+ * The JSON splice engine every JSON planner uses. Reading jsonc-parser syntax trees against their text (where nodes
+ * end, which properties an object holds) and text-level helpers for splicing JSON-with-comments: every change is an explicit insertion or deletion of a byte
  * range, so whatever lies outside those ranges (formatting, comments, key order) is kept exactly.
  *
  * jsonc-parser's `modify` re-formats the whole lines around an edit; that is fine for an editor but not for a
  * file whose bytes must come back unchanged, so the edits here are computed from the parse tree and the scanner.
  */
 import { applyEdits, createScanner, type Edit, type Node } from 'jsonc-parser';
-import { endOf, kids, propertyParts } from '../../util/jsonc-text.js';
-import { eolOf, lineIndent } from '../../util/text.js';
+import { eolOf, lineIndent } from './text.js';
 
 /** jsonc-parser's SyntaxKind values (a const enum in its typings, which isolated modules cannot import). */
 export const Token = {
@@ -24,6 +24,43 @@ export const Token = {
 } as const;
 
 export type { Edit, Node };
+
+export function endOf(node: Node): number {
+  return node.offset + node.length;
+}
+
+/** Children of an object (property nodes) or array (element nodes); empty for anything else. */
+export function kids(node: Node | undefined): Node[] {
+  return node !== undefined && (node.type === 'object' || node.type === 'array') && Array.isArray(node.children)
+    ? node.children
+    : [];
+}
+
+/** Key and value of a property node, or undefined for a malformed one. */
+export function propertyParts(prop: Node): { key: string; keyNode: Node; value: Node } | undefined {
+  const [keyNode, value] = prop.children ?? [];
+  if (prop.type !== 'property' || keyNode === undefined || value === undefined || typeof keyNode.value !== 'string') {
+    return undefined;
+  }
+  return { key: keyNode.value, keyNode, value };
+}
+
+/** Every property of `object` named `name`, in document order (JSON allows duplicates; the last one wins). */
+export function propsNamed(object: Node, name: string): Node[] {
+  if (object.type !== 'object') return [];
+  return kids(object).filter((prop) => propertyParts(prop)?.key === name);
+}
+
+/** The property named `name` that a JSON reader keeps when the key repeats: the last one. */
+export function lastNamed(object: Node | undefined, name: string): Node | undefined {
+  return object === undefined ? undefined : propsNamed(object, name).at(-1);
+}
+
+/** The value node of a property node. */
+export function valueOf(prop: Node): Node | undefined {
+  return propertyParts(prop)?.value;
+}
+
 
 /** Offset of the closing bracket or brace of an object or array node. */
 export function closeOf(container: Node): number {
@@ -343,4 +380,68 @@ export function canonical(text: string, node: Node): string {
     default:
       return text.slice(node.offset, endOf(node));
   }
+}
+
+/** The value a JSON node holds, built without the prototype pitfalls of plain assignment. */
+export function nodeValue(node: Node): unknown {
+  switch (node.type) {
+    case 'object':
+      return Object.fromEntries((node.children ?? []).map((p) => [String(p.children?.[0]?.value), p.children?.[1] ? nodeValue(p.children[1]) : null]));
+    case 'array':
+      return (node.children ?? []).map(nodeValue);
+    default:
+      return node.value as unknown;
+  }
+}
+
+/** The edit that removes child `index` of `container` with its separator; the last child leaves `inner` behind. */
+export function cutChild(container: Node, index: number, inner: string): Edit {
+  const kids = container.children ?? [];
+  const child = kids[index]!;
+  if (kids.length === 1) return { offset: container.offset + 1, length: container.length - 2, content: inner };
+  if (index > 0) {
+    const prev = kids[index - 1]!;
+    return { offset: endOf(prev), length: endOf(child) - endOf(prev), content: '' };
+  }
+  return { offset: child.offset, length: kids[1]!.offset - child.offset, content: '' };
+}
+
+function indentUnit(text: string): string {
+  const m = /\n([ \t]+)\S/.exec(text);
+  if (m === null) return '  ';
+  return m[1]!.startsWith('\t') ? '\t' : m[1]!;
+}
+
+/**
+ * For strict JSON (no comments): the edit that appends a member (`"key": value` in an object, `value` in an array) as
+ * the container's last child, separated like the members before it. `cutChild` of the new member gives back exactly
+ * the input; `inner` is what an empty container held, for that cut.
+ */
+export function appendMember(text: string, container: Node, key: string | undefined, value: unknown): { edit: Edit; inner?: string } {
+  const kids = container.children ?? [];
+  const eol = eolOf(text);
+  const unit = indentUnit(text);
+  const render = (indent: string, multiline: boolean) => {
+    const body = multiline ? JSON.stringify(value, null, unit).split('\n').join(eol + indent) : JSON.stringify(value);
+    const colon = multiline || /"\s*:\s/.test(text) ? ': ' : ':';
+    return key === undefined ? body : `${JSON.stringify(key)}${colon}${body}`;
+  };
+  if (kids.length > 0) {
+    const last = kids.at(-1)!;
+    let sep: string;
+    if (kids.length >= 2) {
+      const between = text.slice(endOf(kids.at(-2)!), last.offset);
+      sep = between.slice(between.indexOf(',') + 1);
+    } else {
+      sep = text.slice(container.offset + 1, last.offset);
+    }
+    const multiline = sep.includes('\n');
+    const indent = multiline ? sep.slice(sep.lastIndexOf('\n') + 1) : '';
+    return { edit: { offset: endOf(last), length: 0, content: `,${sep}${render(indent, multiline)}` } };
+  }
+  const inner = text.slice(container.offset + 1, endOf(container) - 1);
+  const multiline = text.includes('\n');
+  const outer = lineIndent(text, container.offset);
+  const content = multiline ? `${eol}${outer}${unit}${render(outer + unit, true)}${eol}${outer}` : render('', false);
+  return { edit: { offset: container.offset + 1, length: inner.length, content }, inner };
 }

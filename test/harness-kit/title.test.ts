@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { maskSecrets, REDACTED } from '../../src/capture/secrets.js';
+import { maskSecrets, REDACTED } from '../../src/harness-kit/secrets.js';
 import {
   codePointLength,
   cutText,
@@ -9,6 +9,7 @@ import {
   finishNativeTitle,
   finishSummary,
   firstUserTurn,
+  messageUserTurn,
   nativeMetadataOf,
   NATIVE_TITLE_MAX,
   newestNativeMetadata,
@@ -16,7 +17,10 @@ import {
   parseTranscript,
   SUMMARY_MAX,
   titleAndSummary,
-} from '../../src/capture/title.js';
+} from '../../src/harness-kit/title.js';
+import { claudeUserTurn } from '../../src/harnesses/claude/transcript.js';
+import { codexUserTurn } from '../../src/harnesses/codex/transcript.js';
+import { kimiUserTurn } from '../../src/harnesses/kimi/transcript.js';
 
 const ID = 'a1b2c3d4-0000-4000-8000-000000000001';
 
@@ -115,14 +119,14 @@ describe('first user turn', () => {
       { type: 'attachment', attachment: { type: 'environment' } },
       { type: 'user', message: { role: 'user', content: 'the real prompt' } },
     ];
-    expect(firstUserTurn(records)).toBe('the real prompt');
+    expect(firstUserTurn(records, claudeUserTurn)).toBe('the real prompt');
   });
 
   it('skips injected context: system reminders, environment context, AGENTS.md and CLAUDE.md instructions', () => {
     const claude = [
       { type: 'user', message: { role: 'user', content: [{ type: 'text', text: '<system-reminder>\nAs you answer, use this context:\n# claudeMd\nRules from CLAUDE.md\n</system-reminder>' }, { type: 'text', text: 'actual question' }] } },
     ];
-    expect(firstUserTurn(claude)).toBe('actual question');
+    expect(firstUserTurn(claude, claudeUserTurn)).toBe('actual question');
     const codex = [
       { type: 'response_item', payload: { type: 'message', role: 'developer', content: [{ type: 'input_text', text: '<permissions instructions>...' }] } },
       { type: 'response_item', payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: '# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>\nUse tabs.\n</INSTRUCTIONS>' }] } },
@@ -130,7 +134,7 @@ describe('first user turn', () => {
       { type: 'response_item', payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: '<user_instructions>\nBe terse.\n</user_instructions>' }] } },
       { type: 'response_item', payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Fix the flaky test' }] } },
     ];
-    expect(firstUserTurn(codex)).toBe('Fix the flaky test');
+    expect(firstUserTurn(codex, codexUserTurn)).toBe('Fix the flaky test');
   });
 
   it('honours Codex item kinds and its legacy request marker', () => {
@@ -139,8 +143,8 @@ describe('first user turn', () => {
       payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'looks typed but is context' }], internal_chat_message_metadata_passthrough: { content_item_kinds: ['environments.environment_context'] } },
     };
     const typed = { type: 'event_msg', payload: { type: 'user_message', message: '<user_instructions>be terse</user_instructions>\n\n## My request for Codex:\nRename the module' } };
-    expect(firstUserTurn([labelled, typed])).toBe('Rename the module');
-    expect(firstUserTurn([{ type: 'event_msg', payload: { type: 'item_completed', item: { type: 'UserMessage', content: [{ type: 'text', text: 'from an item' }] } } }])).toBe('from an item');
+    expect(firstUserTurn([labelled, typed], codexUserTurn)).toBe('Rename the module');
+    expect(firstUserTurn([{ type: 'event_msg', payload: { type: 'item_completed', item: { type: 'UserMessage', content: [{ type: 'text', text: 'from an item' }] } } }], codexUserTurn)).toBe('from an item');
   });
 
   it('skips slash-command wrappers and local-command caveats, keeping the command only as a fallback', () => {
@@ -167,15 +171,15 @@ describe('first user turn', () => {
       { role: 'user', content: [{ type: 'text', text: '<notification id="n1">task done</notification>' }] },
       { role: 'user', content: 'Refactor the loader' },
     ];
-    expect(firstUserTurn(kimiContext)).toBe('Refactor the loader');
+    expect(firstUserTurn(kimiContext, kimiUserTurn)).toBe('Refactor the loader');
     const kimiWire = [{ type: 'metadata', protocol_version: '1.9' }, { timestamp: 1, message: { type: 'StepBegin', payload: { n: 1 } } }, { timestamp: 2, message: { type: 'TurnBegin', payload: { user_input: [{ type: 'text', text: 'from the wire' }] } } }];
-    expect(firstUserTurn(kimiWire)).toBe('from the wire');
+    expect(firstUserTurn(kimiWire, kimiUserTurn)).toBe('from the wire');
   });
 
   it('stops after the bounded number of records', () => {
     const records = [...Array.from({ length: 10 }, () => ({ role: 'assistant', content: 'x' })), { role: 'user', content: 'late' }];
-    expect(firstUserTurn(records, 10)).toBeUndefined();
-    expect(firstUserTurn(records, 11)).toBe('late');
+    expect(firstUserTurn(records, messageUserTurn, 10)).toBeUndefined();
+    expect(firstUserTurn(records, messageUserTurn, 11)).toBe('late');
   });
 });
 

@@ -1,0 +1,55 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ADAPTERS, adapterForHookFormat, demoHarness } from '../../src/harnesses/index.js';
+import { HARNESS_DISPLAY_NAMES, HARNESSES } from '../../src/harnesses/names.js';
+import { loadProfiles } from '../../src/profiles/index.js';
+import { checkHookFormat } from '../../src/reconcile/plan.js';
+import type { Interval } from '../../src/schema/index.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+describe('the harness registry', () => {
+  it('agrees with the generated names, the shared schema enum, the profiles and the lock file', async () => {
+    expect(Object.keys(ADAPTERS)).toEqual([...HARNESSES]);
+    const schema = JSON.parse(await readFile(path.join(ROOT, 'schemas', 'harness-name.schema.json'), 'utf8')) as { enum: string[] };
+    expect(schema.enum).toEqual([...HARNESSES]);
+    const profiles = await loadProfiles(path.join(ROOT, 'profiles'));
+    expect([...profiles.keys()].sort()).toEqual([...HARNESSES]);
+    const lock = JSON.parse(await readFile(path.join(ROOT, 'harness-versions.lock.json'), 'utf8')) as Record<string, unknown>;
+    for (const name of Object.keys(lock)) expect(HARNESSES).toContain(name);
+    for (const [name, adapter] of Object.entries(ADAPTERS)) {
+      const loaded = profiles.get(adapter.name)!;
+      expect(adapter.name).toBe(name);
+      expect(adapter.displayName).toBe(loaded.doc.display_name);
+      expect(HARNESS_DISPLAY_NAMES[adapter.name]).toBe(loaded.doc.display_name);
+      for (const interval of loaded.doc.intervals) if (interval.capture !== undefined) expect(interval.capture.hook.format).toBe(adapter.hookFormat);
+      expect(adapterForHookFormat(adapter.hookFormat)).toBe(adapter);
+      expect(typeof adapter.transcript.userTurn).toBe('function');
+    }
+  });
+
+  it("every schema that speaks of harnesses references the one shared definition instead of listing names", async () => {
+    for (const file of ['agent-config', 'bundle-manifest', 'control-client-status', 'control-presign', 'policy', 'profile']) {
+      const text = await readFile(path.join(ROOT, 'schemas', `${file}.schema.json`), 'utf8');
+      expect(text, file).toContain('"$ref": "harness-name.schema.json"');
+      for (const h of HARNESSES) expect(text, file).not.toContain(`"${h}"`);
+    }
+  });
+
+  it('has a harness for the demo', () => {
+    expect(demoHarness().demo.binary).not.toBe('');
+  });
+});
+
+describe("the profile's capture.hook.format", () => {
+  const interval = (format: string): Interval =>
+    ({ profile: 'x-v1_0_0', introduced: '1.0.0', verified_before: '1.0.0', lifecycle: 'supported', operations: [], capture: { event: 'SessionEnd', hook: { file: 'f', format, timeout_seconds: 5 } } }) as Interval;
+
+  it("picks the planner: a format another harness's planner writes is refused with the profile and field", () => {
+    const [first, second] = Object.values(ADAPTERS);
+    expect(() => checkHookFormat(first!, interval(first!.hookFormat))).not.toThrow();
+    expect(() => checkHookFormat(first!, interval(second!.hookFormat))).toThrow(expect.objectContaining({ code: 'PROFILE_INVALID', path: '/capture/hook/format' }));
+    expect(() => checkHookFormat(first!, interval('unknown-format'))).toThrow(/capture\.hook\.format is "unknown-format"/);
+  });
+});
