@@ -14,7 +14,7 @@ export const MAX_PAYLOAD_BYTES = 1024 * 1024;
  * spawn the hook, so a healthy one delivers it within milliseconds and the hook goes on at once; the deadline only
  * bounds a writer that never finishes or never closes stdin. On a loaded machine both the harness and the hook start
  * slowly, so the bound is generous: 1.5 s after start-up, plus the intake write and the drain's spawn, stays inside
- * the tightest hook budget of the four harnesses (Codex caps hook timeouts at 3 s).
+ * the tightest hook budget a profile declares (`timeout_seconds: 3`).
  */
 export const PAYLOAD_DEADLINE_MS = 1500;
 /** However late the hook got to run, a writer gets at least this long to deliver. */
