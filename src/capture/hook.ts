@@ -52,7 +52,7 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
       throw refused(`unknown harness "${safeName(args.harness)}"; expected one of ${HARNESSES.join(', ')}`);
     }
     // Independent steps overlap: the payload arrives while the profiles are checked and the spool is opened.
-    const opening = Spool.open(ctx.paths.stateDir, options.io === undefined ? {} : { io: options.io });
+    const opening = Spool.open(ctx.paths, options.io === undefined ? {} : { io: options.io });
     opening.catch(() => undefined);
     await checkProfile(ctx, args.harness, args.profile);
     payload = parsePayload(await text);
@@ -66,7 +66,7 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
       // The record is safe in the spool; the next drain (scheduled, or the next capture's) builds it.
       spawnError = (error as Error).message;
     }
-    await appendCaptureLog(ctx.paths.stateDir, {
+    await appendCaptureLog(ctx.paths.captureLogFile, {
       event: 'spooled',
       harness: args.harness,
       profile: args.profile,
@@ -80,7 +80,7 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
     abort.abort();
     const blue = error instanceof PayloadRefused ? new BlueError('CAPTURE_REFUSED', error.message) : toBlueError(error);
     const message = oneLine(blue.hint === undefined ? blue.message : `${blue.message}. ${blue.hint}`);
-    await appendCaptureLog(ctx.paths.stateDir, {
+    await appendCaptureLog(ctx.paths.captureLogFile, {
       event: blue.code === 'CAPTURE_REFUSED' ? 'refused' : 'failed',
       harness: safeName(args.harness),
       profile: safeName(args.profile),
@@ -141,7 +141,7 @@ async function checkProfile(ctx: Context, harness: string, profile: string): Pro
  */
 async function profileDocuments(ctx: Context): Promise<HarnessProfiles[]> {
   const dir = ctx.paths.profilesDir;
-  const cacheFile = path.join(ctx.paths.stateDir, 'cache', 'documents.json');
+  const cacheFile = ctx.paths.documentCacheFile;
   try {
     const [names, cacheText] = await Promise.all([readdir(dir), readFile(cacheFile, 'utf8')]);
     const cache = JSON.parse(cacheText) as { version?: unknown; entries?: Record<string, { text?: unknown; data?: unknown }> };

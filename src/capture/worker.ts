@@ -158,10 +158,10 @@ export const buildFromRecord: BuildFunction = (ctx, record, outFile, profiles, r
 };
 
 export async function drain(ctx: Context, options: DrainOptions = {}): Promise<DrainReport> {
-  const spool = await Spool.open(ctx.paths.stateDir, { now: () => ctx.clock.now(), ...(options.io === undefined ? {} : { io: options.io }) });
+  const spool = await Spool.open(ctx.paths, { now: () => ctx.clock.now(), ...(options.io === undefined ? {} : { io: options.io }) });
   const recovered = await spool.releaseDeadClaims();
   const tempsRemoved = await spool.removeOrphanTemps();
-  for (const id of recovered.released) await appendCaptureLog(ctx.paths.stateDir, { event: 'recovered', record: id, reason: 'its worker died; released for another build' });
+  for (const id of recovered.released) await appendCaptureLog(ctx.paths.captureLogFile, { event: 'recovered', record: id, reason: 'its worker died; released for another build' });
   const report: DrainReport = {
     recovered: { ...recovered, temps_removed: tempsRemoved },
     built: [],
@@ -302,12 +302,12 @@ async function uploadReady(ctx: Context, spool: Spool, report: DrainReport, opti
       tried.add(claim.id);
       await spool.discardUpload(claim);
       report.discarded.push(claim.id);
-      await appendCaptureLog(ctx.paths.stateDir, { event: 'discarded', record: claim.id, reason: 'the governance policy disables session upload' });
+      await appendCaptureLog(ctx.paths.captureLogFile, { event: 'discarded', record: claim.id, reason: 'the governance policy disables session upload' });
     }
     return;
   }
 
-  const profiles = await loadProfiles(ctx.paths.profilesDir, await DocumentCache.open(path.join(ctx.paths.stateDir, 'cache', 'documents.json'), true));
+  const profiles = await loadProfiles(ctx.paths.profilesDir, await DocumentCache.open(ctx.paths.documentCacheFile, true));
   const client = await ControlClient.fromContext(ctx);
   try {
     let presignUrl: string | undefined;
@@ -351,7 +351,7 @@ async function uploadOne(
   const failWith = async (code: string, reason: string): Promise<void> => {
     const failed = await spool.fail(claim, { code, message: reason, at_unix_ms: at });
     report.failed.push({ ...entry(failed, code, reason), stage: 'upload' });
-    await appendCaptureLog(ctx.paths.stateDir, { event: 'upload_failed', record: record.id, session_id: record.payload.session_id, code, reason });
+    await appendCaptureLog(ctx.paths.captureLogFile, { event: 'upload_failed', record: record.id, session_id: record.payload.session_id, code, reason });
   };
   if (claim.damaged !== undefined) {
     await failWith('SPOOL_RECORD_DAMAGED', claim.damaged);
@@ -400,7 +400,7 @@ async function uploadOne(
         size: record.bundle.size,
         sha256: record.bundle.sha256,
       });
-      await appendCaptureLog(ctx.paths.stateDir, {
+      await appendCaptureLog(ctx.paths.captureLogFile, {
         event: 'uploaded',
         record: record.id,
         harness: record.harness,
@@ -423,7 +423,7 @@ async function retryUpload(ctx: Context, spool: Spool, report: DrainReport, clai
   const next = at + Math.max(0, delayMs);
   const released = await spool.releaseUpload(claim, { error: { code, message: reason, at_unix_ms: at }, retryAtUnixMs: next });
   report.retried.push({ ...entry(released, code, reason), attempts: released.upload_attempts ?? 0, stage: 'upload', next_attempt_at_unix_ms: next });
-  await appendCaptureLog(ctx.paths.stateDir, { event: 'upload_retry', record: claim.id, session_id: claim.record.payload.session_id, code, reason });
+  await appendCaptureLog(ctx.paths.captureLogFile, { event: 'upload_retry', record: claim.id, session_id: claim.record.payload.session_id, code, reason });
 }
 
 async function hashFile(file: string): Promise<{ size: number; sha256: string }> {
@@ -461,7 +461,7 @@ async function buildWaiting(ctx: Context, spool: Spool, report: DrainReport, opt
       const outFile = spool.tempFile(record.id, 'bundle');
       try {
         if (profiles === undefined) {
-          documents = await DocumentCache.open(path.join(ctx.paths.stateDir, 'cache', 'documents.json'), true);
+          documents = await DocumentCache.open(ctx.paths.documentCacheFile, true);
           profiles = await loadProfiles(ctx.paths.profilesDir, documents);
         }
         const result = await build(ctx, record, outFile, profiles, repositories);
@@ -474,7 +474,7 @@ async function buildWaiting(ctx: Context, spool: Spool, report: DrainReport, opt
           size: result.size,
           sha256: result.sha256,
         });
-        await appendCaptureLog(ctx.paths.stateDir, {
+        await appendCaptureLog(ctx.paths.captureLogFile, {
           event: 'built',
           harness: record.harness,
           profile: record.profile,
@@ -510,7 +510,7 @@ async function settleFailure(ctx: Context, spool: Spool, claim: Claim, error: un
     await spool.release(claim, { error: { code: 'SPOOL_FULL', message: reason, at_unix_ms: at }, countAttempt: false });
     report.retried.push(entry(record, 'SPOOL_FULL', reason));
     report.stopped = { code: 'SPOOL_FULL', reason: blue.message };
-    await appendCaptureLog(ctx.paths.stateDir, { event: 'retry', record: record.id, session_id: record.payload.session_id, code: 'SPOOL_FULL', reason });
+    await appendCaptureLog(ctx.paths.captureLogFile, { event: 'retry', record: record.id, session_id: record.payload.session_id, code: 'SPOOL_FULL', reason });
     return true;
   }
   const failure: RecordError = { code: blue.code, message: describe(blue), at_unix_ms: at };
@@ -522,7 +522,7 @@ async function settleFailure(ctx: Context, spool: Spool, claim: Claim, error: un
       { countAttempt: true },
     );
     report.failed.push(entry(failed, blue.code, failed.last_error!.message));
-    await appendCaptureLog(ctx.paths.stateDir, {
+    await appendCaptureLog(ctx.paths.captureLogFile, {
       event: 'build_failed',
       harness: record.harness,
       profile: record.profile,
@@ -534,7 +534,7 @@ async function settleFailure(ctx: Context, spool: Spool, claim: Claim, error: un
   } else {
     const released = await spool.release(claim, { error: failure });
     report.retried.push(entry(released, blue.code, failure.message));
-    await appendCaptureLog(ctx.paths.stateDir, { event: 'retry', record: record.id, session_id: record.payload.session_id, code: blue.code, reason: failure.message });
+    await appendCaptureLog(ctx.paths.captureLogFile, { event: 'retry', record: record.id, session_id: record.payload.session_id, code: blue.code, reason: failure.message });
   }
   return false;
 }

@@ -43,7 +43,7 @@ export async function bundleCreateCommand(ctx: Context, opts: BundleCreateOption
     if (error instanceof PayloadRefused) throw new BlueError('USAGE', error.message.replace(/^session_id/, '--session'), { hint: 'Run `blue-agent bundle create --help`.' });
     throw error;
   }
-  const documents = await DocumentCache.open(path.join(ctx.paths.stateDir, 'cache', 'documents.json'), true);
+  const documents = await DocumentCache.open(ctx.paths.documentCacheFile, true);
   const profiles = await loadProfiles(ctx.paths.profilesDir, documents);
   await documents.save().catch(() => undefined);
   const profile = opts.profile ?? (await installedProfile(ctx, profiles, harness));

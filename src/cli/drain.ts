@@ -19,7 +19,7 @@ export async function drainCommand(
   } catch (error) {
     // The detached worker has no terminal: what stopped it must be findable in capture.log.
     const blue = toBlueError(error);
-    await appendCaptureLog(ctx.paths.stateDir, { event: 'failed', code: blue.code, reason: `drain stopped: ${blue.message}` });
+    await appendCaptureLog(ctx.paths.captureLogFile, { event: 'failed', code: blue.code, reason: `drain stopped: ${blue.message}` });
     throw error;
   }
   // A record left waiting after an earlier failure is not ok either: this drain did not get it through.

@@ -36,7 +36,7 @@ export async function runCommand(ctx: Context): Promise<number> {
       throw error;
     }
     // Run by hand, the agent is silent on the terminal: say once where its log goes.
-    const line = logLocationLine(detectLogTarget(ctx.env, ctx.paths.stateDir), ctx.stderr.isTTY);
+    const line = logLocationLine(detectLogTarget(ctx.env, ctx.paths.runLogFile), ctx.stderr.isTTY);
     if (line !== undefined) ctx.stderr.write(`${line}\n`);
     if (stopRequested !== undefined) void daemon.stop(stopRequested);
     return await daemon.stopped;

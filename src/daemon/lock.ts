@@ -28,7 +28,6 @@ import path from 'node:path';
 import { BlueError } from '../errors.js';
 import { ensurePrivateDir } from '../util/fs.js';
 
-export const RUN_LOCK_FILE = 'agent-run.lock';
 /** The exit status of a `run` that finds another agent running: the service manager must not restart it. */
 export const EXIT_ALREADY_RUNNING = 3;
 /** How far a recorded start may lie before the computed boot time and still count as this boot (clock steps, NTP). */
@@ -136,9 +135,9 @@ export function staleReason(owner: Partial<LockOwner>, world: LockWorld): string
   return undefined;
 }
 
-export async function acquireInstanceLock(stateDir: string, now: number, world: LockWorld = systemLockWorld()): Promise<InstanceLock> {
-  await ensurePrivateDir(stateDir);
-  const file = path.join(stateDir, RUN_LOCK_FILE);
+/** Takes the agent's instance lock `file` (`Paths.runLockFile`), in a private folder made when missing. */
+export async function acquireInstanceLock(file: string, now: number, world: LockWorld = systemLockWorld()): Promise<InstanceLock> {
+  await ensurePrivateDir(path.dirname(file));
   const start = world.procStart(world.pid);
   const mine: LockOwner = {
     pid: world.pid,

@@ -233,7 +233,7 @@ const MAX_SPOOL_FILES = 2_000;
 
 async function spoolFacts(ctx: Context): Promise<SpoolFacts> {
   const stateDir = ctx.paths.stateDir;
-  const root = path.join(stateDir, 'spool');
+  const root = ctx.paths.spoolDir;
   const facts: SpoolFacts = { stateDir, root, stateDirExists: false, entries: [], uid: process.getuid?.() };
   try {
     const state = await pathFact(stateDir, 'dir', true);
@@ -262,7 +262,7 @@ async function spoolFacts(ctx: Context): Promise<SpoolFacts> {
     }
     // The spool's own check (what capture and drain enforce). Spool.open would create missing folders: only with all
     // of them present does it merely check.
-    if (complete) await Spool.open(stateDir);
+    if (complete) await Spool.open(ctx.paths);
   } catch (error) {
     if (error instanceof BlueError && error.code === 'SPOOL_UNSAFE') facts.unsafe = errorInfo(error);
     else facts.error = errorInfo(error);

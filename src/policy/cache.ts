@@ -18,7 +18,7 @@ export interface LastKnownGood {
 }
 
 export function lastKnownGoodPath(ctx: Context): string {
-  return path.join(ctx.paths.stateDir, 'policy', 'last-known-good.json');
+  return ctx.paths.policyCacheFile;
 }
 
 /**

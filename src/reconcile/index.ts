@@ -72,7 +72,7 @@ export interface ReconcileReport {
 
 export async function reconcile(ctx: Context, options: ReconcileOptions): Promise<ReconcileReport> {
   const { config } = await loadAgentConfig(ctx);
-  const documents = await DocumentCache.open(path.join(ctx.paths.stateDir, 'cache', 'documents.json'), !options.dryRun);
+  const documents = await DocumentCache.open(ctx.paths.documentCacheFile, !options.dryRun);
   const resolved =
     options.policy ??
     (await resolvePolicy(ctx, {

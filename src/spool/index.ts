@@ -2,7 +2,7 @@
  * The spool: captured sessions on their way from the capture hook to the Control API, kept in the private state
  * directory so that a crash, a full disk or a reboot at any moment loses nothing and builds nothing twice.
  *
- * Layout under `<stateDir>/spool` (folders 0700, files 0600):
+ * Layout under the spool folder (`Paths.spoolDir`, inside the private state directory; folders 0700, files 0600):
  *
  *   intake/<id>.json               a capture the hook accepted, waiting for a worker
  *   building/<id>.<pid>.json       the same record, claimed by the worker with that pid
@@ -106,6 +106,12 @@ export interface SpoolIO {
   write(handle: FileHandle, data: Uint8Array): Promise<void>;
 }
 
+/** Where a spool lives: its folder, and the private state directory that holds it (`Context.paths` has both). */
+export interface SpoolLocation {
+  stateDir: string;
+  spoolDir: string;
+}
+
 export interface SpoolOptions {
   io?: SpoolIO;
   /** Clock for record times. */
@@ -169,17 +175,20 @@ const liveTemps = new Set<string>();
 export class Spool {
   readonly root: string;
 
+  readonly stateDir: string;
+
   private constructor(
-    readonly stateDir: string,
+    where: SpoolLocation,
     private readonly io: SpoolIO,
     private readonly now: () => number,
   ) {
-    this.root = path.join(stateDir, 'spool');
+    this.stateDir = where.stateDir;
+    this.root = where.spoolDir;
   }
 
-  /** Opens (creating when missing) the spool of `stateDir`; refuses one that other users could tamper with. */
-  static async open(stateDir: string, options: SpoolOptions = {}): Promise<Spool> {
-    const spool = new Spool(stateDir, options.io ?? realIO, options.now ?? Date.now);
+  /** Opens (creating when missing) the spool at `where`; refuses one that other users could tamper with. */
+  static async open(where: SpoolLocation, options: SpoolOptions = {}): Promise<Spool> {
+    const spool = new Spool(where, options.io ?? realIO, options.now ?? Date.now);
     await spool.prepare();
     return spool;
   }

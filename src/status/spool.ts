@@ -38,7 +38,7 @@ export interface SpoolStatus {
 }
 
 export async function readSpoolStatus(ctx: Context): Promise<SpoolStatus> {
-  const root = path.join(ctx.paths.stateDir, 'spool');
+  const root = ctx.paths.spoolDir;
   const empty = (): SpoolStatus => ({
     root,
     exists: false,
@@ -52,7 +52,7 @@ export async function readSpoolStatus(ctx: Context): Promise<SpoolStatus> {
   try {
     const complete = (await Promise.all(SPOOL_DIRS.map((d) => exists(path.join(root, d))))).every(Boolean);
     // Spool.open creates missing folders; with all of them present it only checks them.
-    if (complete) records = await (await Spool.open(ctx.paths.stateDir)).listRecords();
+    if (complete) records = await (await Spool.open(ctx.paths)).listRecords();
   } catch (error) {
     if (error instanceof BlueError && error.code === 'SPOOL_UNSAFE') status.unsafe = errorInfo(error);
     else status.error = errorInfo(error);

@@ -311,7 +311,7 @@ describe('a full disk', () => {
 describe('capture.log', () => {
   it('rotates to one older generation when it would grow past its bound, staying 0600', async () => {
     const { appendCaptureLog } = await import('../../src/capture/log.js');
-    for (let i = 0; i < 40; i++) await appendCaptureLog(stateDir, { event: 'refused', reason: `entry ${i} ${'x'.repeat(60)}` }, { maxBytes: 1024 });
+    for (let i = 0; i < 40; i++) await appendCaptureLog(path.join(stateDir, 'capture.log'), { event: 'refused', reason: `entry ${i} ${'x'.repeat(60)}` }, { maxBytes: 1024 });
     const current = path.join(stateDir, 'capture.log');
     for (const file of [current, `${current}.1`]) {
       const info = await stat(file);
@@ -324,7 +324,7 @@ describe('capture.log', () => {
 
   it('masks secrets and cuts long fields', async () => {
     const { appendCaptureLog } = await import('../../src/capture/log.js');
-    await appendCaptureLog(stateDir, { event: 'failed', reason: `Authorization: Bearer abcdefghijklmnop token=hunter2 ${'y'.repeat(2000)}` });
+    await appendCaptureLog(path.join(stateDir, 'capture.log'), { event: 'failed', reason: `Authorization: Bearer abcdefghijklmnop token=hunter2 ${'y'.repeat(2000)}` });
     const [entry] = captureLog(stateDir);
     expect(String(entry!.reason)).not.toMatch(/abcdefghijklmnop|hunter2/);
     expect(String(entry!.reason).length).toBeLessThan(600);

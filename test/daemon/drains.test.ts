@@ -89,7 +89,7 @@ describe('drain scheduler', () => {
     const results: DrainResult[] = [];
     const s = new DrainScheduler({ ctx: t.ctx, log: quiet, schedule: '0 0 1 1 *', intakeDelayMs: 50, launch: fake.launch, onResult: (r) => void results.push(r) });
     await s.start();
-    const spool = await Spool.open(t.ctx.paths.stateDir);
+    const spool = await Spool.open(t.ctx.paths);
     await spool.enqueueIntake({ harness: 'claude', profile: 'claude-v2_0_12', payload: { session_id: 's1' }, createdAtUnixMs: Date.now() });
     await waitFor('a drain for the new record', () => fake.runs.length === 1, 5_000);
     const began = Date.now();
@@ -116,7 +116,7 @@ describe('drain scheduler: idle, stop and the drain process', () => {
       intakeDelayMs: 50,
       launch: fake.launch,
       onResult: (r) => void results.push(r),
-      hasWork: () => spoolHasWork(t.ctx.paths.stateDir),
+      hasWork: () => spoolHasWork(t.ctx.paths.spoolDir),
     });
     await s.start();
     await sleep(2_500);
