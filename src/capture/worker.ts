@@ -19,8 +19,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
-import path from 'node:path';
+import { stat } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readManifest, type BundleResult } from '../bundle/index.js';
 import { controlSettings, loadAgentConfig, type ControlSettings } from '../config.js';
@@ -207,12 +206,9 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
 
 /** The record's earlier failure, when it has one (a record that never failed is just waiting its turn). */
 async function waitingEntry(spool: Spool, state: 'intake' | 'ready', id: string): Promise<WaitingEntry | undefined> {
-  let record: Partial<SpoolRecord>;
-  try {
-    record = JSON.parse(await readFile(path.join(spool.dir(state), `${id}.json`), 'utf8')) as Partial<SpoolRecord>;
-  } catch {
-    return undefined; // moved on meanwhile, or unreadable (the next claim fails it with the reason)
-  }
+  const record = await spool.peek(state, id);
+  // Moved on meanwhile, or unreadable (the next claim fails it with the reason).
+  if (record === undefined) return undefined;
   const error = record.last_error;
   if (error === undefined || typeof error !== 'object' || error === null) return undefined;
   return {

@@ -9,12 +9,12 @@
  *   - reports to `POST /client-status` after each reconcile, and leaves `<state>/agent-run.json` for `status`.
  * Everything is timers and native file watches: an idle agent does no work at all.
  */
-import path from 'node:path';
 import { controlSettings, loadAgentConfig, type AgentConfig } from '../config.js';
 import type { Context } from '../context.js';
 import { BlueError, toBlueError } from '../errors.js';
+import { SpoolView } from '../spool/index.js';
 import { CorrectionBackoff, DEFAULT_CORRECTION_BACKOFF, type CorrectionBackoffOptions } from './backoff.js';
-import { DEFAULT_DRAIN_SCHEDULE, DrainScheduler, spawnDrain, spoolHasWork, validDrainSchedule, type DrainLauncher, type DrainResult } from './drains.js';
+import { DEFAULT_DRAIN_SCHEDULE, DrainScheduler, spawnDrain, validDrainSchedule, type DrainLauncher, type DrainResult } from './drains.js';
 import { acquireInstanceLock, type InstanceLock } from './lock.js';
 import { createRunLogger, detectLogTarget, type LogTarget, type RunLogger } from './log.js';
 import { clientStatusBody, instanceId, type HarnessSummary } from './report.js';
@@ -146,7 +146,7 @@ export class Daemon {
       intakeDelayMs: options.intakeDelayMs ?? 500,
       launch: options.launchDrain ?? spawnDrain,
       onResult: (result) => this.onDrain(result),
-      hasWork: () => spoolHasWork(ctx.paths.spoolDir),
+      hasWork: () => new SpoolView(ctx.paths).hasWork(),
     });
   }
 
@@ -186,7 +186,7 @@ export class Daemon {
     this.fullTimer = setInterval(() => this.requestReconcile('periodic'), this.options.fullReconcileMs ?? 60 * 60_000);
     this.driftCheckTimer = setInterval(() => void this.checkDrift(), this.options.driftCheckMs ?? DRIFT_CHECK_MS);
     void this.checkPolicy();
-    if (await spoolHasWork(this.ctx.paths.spoolDir)) this.drains.request('start');
+    if (await new SpoolView(this.ctx.paths).hasWork()) this.drains.request('start');
   }
 
   /** Asks the Control API now (SIGHUP does, after reloading the config). */

@@ -4,7 +4,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { arch, hostname } from 'node:os';
-import path from 'node:path';
 import type { Context } from '../context.js';
 import type { ClientStatusReport } from '../schema/generated/control-client-status.js';
 import { readTextIfExists, writeStateFile } from '../util/fs.js';

@@ -2,7 +2,6 @@
  * The last-known-good (LKG) policy: the newest valid revision fetched from the Control API, used when it cannot be
  * reached.
  */
-import path from 'node:path';
 import type { Context } from '../context.js';
 import type { GovernancePolicy } from '../schema/index.js';
 import { readTextIfExists, writeStateFile } from '../util/fs.js';

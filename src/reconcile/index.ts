@@ -2,7 +2,6 @@
  * Reconcile: policy in, managed hooks out. One plan per harness, shown as-is by `--dry-run` and applied as-is
  * otherwise.
  */
-import path from 'node:path';
 import { loadAgentConfig } from '../config.js';
 import { DocumentCache } from '../schema/document-cache.js';
 import type { Context } from '../context.js';

@@ -8,10 +8,10 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DrainScheduler, spawnDrain, spoolHasWork, type DrainProcess, type DrainResult } from '../../src/daemon/drains.js';
+import { DrainScheduler, spawnDrain, type DrainProcess, type DrainResult } from '../../src/daemon/drains.js';
 import { lastDrainPath } from '../../src/daemon/state.js';
 import type { Logger } from '../../src/logger.js';
-import { Spool } from '../../src/spool/index.js';
+import { Spool, SpoolView } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { waitFor } from './support.js';
 
@@ -116,7 +116,7 @@ describe('drain scheduler: idle, stop and the drain process', () => {
       intakeDelayMs: 50,
       launch: fake.launch,
       onResult: (r) => void results.push(r),
-      hasWork: () => spoolHasWork(t.ctx.paths.spoolDir),
+      hasWork: () => new SpoolView(t.ctx.paths).hasWork(),
     });
     await s.start();
     await sleep(2_500);
