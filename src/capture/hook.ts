@@ -1,6 +1,6 @@
 /**
  * The capture hook: what runs inside the harness's session-end budget (Codex: 1 s by default). It reads and checks
- * the payload, writes a small intake record into the spool, starts the detached worker and returns. Its cost does not
+ * the payload, writes a small intake record into the spool, starts the detached drain process and returns. Its cost does not
  * depend on the session: the transcript is never opened here, only named.
  *
  * Start-up stays lean: this module and what it imports load Node built-ins (not node:crypto), the spool and the log
@@ -29,8 +29,8 @@ export interface HookOptions {
   stdin: Readable;
   /** Milliseconds to wait for the payload; default: until PAYLOAD_DEADLINE_MS after the process started. */
   deadlineMs?: number;
-  /** Starts the worker that builds the bundle; default: a detached `blue-agent drain --quiet`. */
-  startWorker?: (ctx: Context) => number | undefined;
+  /** Starts the drain that builds the bundle; default: a detached `blue-agent drain --quiet`. */
+  startDrain?: (ctx: Context) => number | undefined;
   /** Replaces file writes in the spool (tests make them fail like a full disk). */
   io?: SpoolIO;
 }
@@ -59,9 +59,9 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
     const spool = await opening;
     const record = await spool.enqueueIntake({ harness: args.harness, profile: args.profile, payload, createdAtUnixMs: startedAt });
     let spawnError: string | undefined;
-    let workerPid: number | undefined;
+    let drainPid: number | undefined;
     try {
-      workerPid = (options.startWorker ?? startDetachedWorker)(ctx);
+      drainPid = (options.startDrain ?? startDetachedDrain)(ctx);
     } catch (error) {
       // The record is safe in the spool; the next drain (scheduled, or the next capture's) builds it.
       spawnError = (error as Error).message;
@@ -72,7 +72,7 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
       profile: args.profile,
       session_id: payload.session_id,
       record: record.id,
-      ...(workerPid === undefined ? {} : { worker_pid: workerPid }),
+      ...(drainPid === undefined ? {} : { worker_pid: drainPid }),
       ...(spawnError === undefined ? {} : { code: 'WORKER_SPAWN', reason: `the worker could not be started: ${spawnError}` }),
     });
     return { ok: true, record };
@@ -94,9 +94,9 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
 
 /**
  * Starts `node <entry> drain --quiet` in its own process group, with no tie to the harness: no stdio, no wait.
- * Returns its pid (logged, so a person or a test can tell when the capture's worker is done).
+ * Returns its pid (logged, so a person or a test can tell when the capture's drain is done).
  */
-export function startDetachedWorker(ctx: Context): number | undefined {
+export function startDetachedDrain(ctx: Context): number | undefined {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(ctx.env)) if (value !== undefined) env[key] = value;
   // Never the harness's stdout/stderr: Kimi waits for them to close before it goes on.

@@ -12,7 +12,7 @@ export const MAX_PAYLOAD_BYTES = 1024 * 1024;
 /**
  * How long after the hook process started a payload may keep arriving. Harnesses write the payload as soon as they
  * spawn the hook, so a healthy one delivers it within milliseconds; the deadline only bounds a writer that never
- * finishes or never closes stdin. 500 ms after start-up, plus the intake write and the worker spawn (tens of ms),
+ * finishes or never closes stdin. 500 ms after start-up, plus the intake write and the drain's spawn (tens of ms),
  * keeps the whole hook well inside Codex's 1 s default budget, the tightest of the four harnesses.
  */
 export const PAYLOAD_DEADLINE_MS = 500;

@@ -3,7 +3,7 @@
  * through the spool. For debugging captures and for looking at what would be uploaded.
  */
 import path from 'node:path';
-import { assembleBundle, captureInterval } from '../capture/assemble.js';
+import { assembleBundle, captureInterval } from '../drain/assemble.js';
 import { parsePayload, PayloadRefused } from '../capture/payload.js';
 import { loadAgentConfig } from '../config.js';
 import type { Context } from '../context.js';

@@ -22,7 +22,7 @@ import { DEFAULT_POLICY_SCHEDULE, nextPolicyCheck, type CheckOutcome, type Polic
 import { writeRunState, type AgentRunState } from './state.js';
 import type { PolicyTaskResult, ReconcileTaskResult, StatusTaskResult } from './tasks.js';
 import { ConfigWatcher, type WatchFactory } from './watcher.js';
-import { processTasks, type TaskRunner } from './worker.js';
+import { processTasks, type TaskRunner } from './task-process.js';
 
 export interface DaemonOptions {
   /** Jitter source, [0, 1). */

@@ -254,7 +254,7 @@ describe('a full disk', () => {
     const stderr: string[] = [];
     const ctx = t.context({ stderr: { write: (s) => void stderr.push(s), isTTY: false } });
     const code = await captureCommand(ctx, { harness: 'claude', profile: CLAUDE_PROFILE }, Readable.from(['{"session_id":"full","cwd":"/w"}']), {
-      startWorker: () => {
+      startDrain: () => {
         throw new Error('must not start a worker');
       },
       io: {

@@ -11,7 +11,7 @@ import { bufferOutput, stateLayout } from '../../src/context.js';
 import { Daemon, type DaemonOptions } from '../../src/daemon/index.js';
 import { readRunState } from '../../src/daemon/state.js';
 import { chokidarWatch, type WatchFactory } from '../../src/daemon/watcher.js';
-import { processTasks, type TaskRunner } from '../../src/daemon/worker.js';
+import { processTasks, type TaskRunner } from '../../src/daemon/task-process.js';
 import { Spool } from '../../src/spool/index.js';
 import { startUploadStack, type UploadStack } from '../e2e/upload-support.js';
 import { CLAUDE_PROFILE, claudeSession, spoolFiles } from '../spool/fixtures.js';

@@ -9,7 +9,7 @@ import { readdirSync } from 'node:fs';
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { drain, type DrainOptions, type DrainReport } from '../../src/capture/worker.js';
+import { drain, type DrainOptions, type DrainReport } from '../../src/drain/index.js';
 import { stateLayout, type Context } from '../../src/context.js';
 import { Spool, type SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';

@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { drain } from '../../src/capture/worker.js';
+import { drain } from '../../src/drain/index.js';
 import { createS3BlobStore, type S3BlobStoreOptions } from '../../src/control-plane/blobs/s3.js';
 import type { BlobStore } from '../../src/control-plane/blobs/types.js';
 import { stateLayout, type Context } from '../../src/context.js';

@@ -1,5 +1,5 @@
 /**
- * Crash safety of the spool with real processes: many captures are queued, then the worker (`blue-agent drain`) is
+ * Crash safety of the spool with real processes: many captures are queued, then the drain process (`blue-agent drain`) is
  * killed with SIGKILL at random moments — while starting, recovering, claiming, building, committing — and started
  * again, many times over. After a last, uninterrupted drain every capture must have completed exactly once, with a
  * bundle that verifies, and nothing half-done may be left anywhere in the spool.

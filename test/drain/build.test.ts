@@ -1,5 +1,5 @@
 /**
- * The capture worker (`blue-agent drain`): from intake records to verified bundles, the outcome of every kind of
+ * The drain's build stage (`blue-agent drain`): from intake records to verified bundles, the outcome of every kind of
  * failure, concurrent drains, the `drain` and `spool list` output, and `bundle create` sharing the same assembly.
  */
 import { execFileSync } from 'node:child_process';
@@ -7,8 +7,8 @@ import { link, mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { verifyBundle } from '../../src/bundle/index.js';
-import { pickRemote, stripCredentials } from '../../src/capture/repository.js';
-import { buildFromRecord, drain, MAX_DRAIN_PASSES, SETTLE_MS, type BuildFunction } from '../../src/capture/worker.js';
+import { pickRemote, stripCredentials } from '../../src/drain/repository.js';
+import { buildFromRecord, drain, MAX_DRAIN_PASSES, SETTLE_MS, type BuildFunction } from '../../src/drain/index.js';
 import { drainCommand } from '../../src/cli/drain.js';
 import { readLastDrain } from '../../src/daemon/state.js';
 import { spoolListCommand } from '../../src/cli/spool.js';

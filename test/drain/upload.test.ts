@@ -9,7 +9,7 @@ import { appendFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { drain, type DrainOptions } from '../../src/capture/worker.js';
+import { drain, type DrainOptions } from '../../src/drain/index.js';
 import { drainCommand } from '../../src/cli/drain.js';
 import { spoolListCommand } from '../../src/cli/spool.js';
 import { bufferOutput, stateLayout, type Context } from '../../src/context.js';
