@@ -4,7 +4,6 @@
  * must work on a machine where nothing has run yet.
  */
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import type { Context } from '../context.js';
 import { writeStateFile } from '../util/fs.js';
 
