@@ -52,7 +52,7 @@ export function controlSettings(ctx: Context, config: AgentConfig): ControlSetti
   if (controlUrl !== undefined) checkControlUrl(controlUrl, controlUrlSource === CONTROL_URL_ENV ? CONTROL_URL_ENV : `control_url in ${ctx.paths.configFile}`);
 
   const tokenFile =
-    config.token_file === undefined ? path.join(ctx.paths.stateDir, 'token') : resolveConfigPath(ctx, config.token_file);
+    config.token_file === undefined ? ctx.paths.tokenFile : resolveConfigPath(ctx, config.token_file);
   const envToken = nonEmpty(ctx.env[TOKEN_ENV]);
   return {
     controlUrl,

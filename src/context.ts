@@ -13,13 +13,55 @@ import { createProcessRunner, type ProcessRunner } from './util/process.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
-export interface Paths {
+/**
+ * Everything blue-agent keeps in its state directory, by name: the one place these file and folder names are spelled.
+ * A pure function of the state directory, so the hook pays nothing for it.
+ */
+export interface StateLayout {
+  /** Agent state: ledger, caches, backups, locks, spool, logs. `BLUE_AGENT_HOME`. */
+  stateDir: string;
+  /** What reconcile owns in each harness file. */
+  ledgerFile: string;
+  /** Previous versions of the harness files reconcile changed, one folder per harness. */
+  backupsDir: string;
+  /** Lock files of reconcile, the ledger and restore. */
+  locksDir: string;
+  /** Parsed profiles and schemas, keyed by content. */
+  documentCacheFile: string;
+  /** Harness versions already read, keyed by binary. */
+  versionCacheFile: string;
+  /** The last governance policy fetched from the Control API. */
+  policyCacheFile: string;
+  /** The policy the agent (`run`) enforces now. */
+  policySnapshotFile: string;
+  /** The Control API token (`blue-agent login`), unless the config names another file. */
+  tokenFile: string;
+  /** One JSON line per capture, build and upload event. */
+  captureLogFile: string;
+  /** The spool of captured sessions; its inner layout belongs to `src/spool/`. */
+  spoolDir: string;
+  /** Journals of restores in progress. */
+  restoresDir: string;
+  /** The running agent's state, its instance lock and its log. */
+  runStateFile: string;
+  runLockFile: string;
+  runLogFile: string;
+  /** The outcome of the agent's last drain. */
+  lastDrainFile: string;
+  /** This machine's agent instance id, reported to the Control API. */
+  instanceIdFile: string;
+  /** Where the user service's stdout and stderr go. */
+  serviceStdoutFile: string;
+  serviceStderrFile: string;
+}
+
+export interface Paths extends StateLayout {
   /** The user's home directory (`HOME`). */
   home: string;
-  /** Agent state: ledger, caches, backups, locks, spool, log. `BLUE_AGENT_HOME`. */
-  stateDir: string;
   /** Agent config file. `BLUE_AGENT_CONFIG`. */
   configFile: string;
+  /** The reference Control API's default data directory (`control-plane --data` and `BLUE_CONTROL_DATA` override it). */
+  controlDataDir: string;
   /** Shipped compatibility profiles. */
   profilesDir: string;
   /** Shipped JSON Schemas. */
@@ -93,17 +135,45 @@ export function resolvePaths(env: Env, platform: NodeJS.Platform): Paths {
   const home = env.HOME && path.isAbsolute(env.HOME) ? env.HOME : homedir();
   const xdgState = absoluteOr(env.XDG_STATE_HOME, path.join(home, '.local', 'state'));
   const xdgConfig = absoluteOr(env.XDG_CONFIG_HOME, path.join(home, '.config'));
+  const xdgData = absoluteOr(env.XDG_DATA_HOME, path.join(home, '.local', 'share'));
   const defaultState =
     platform === 'darwin'
       ? path.join(home, 'Library', 'Application Support', 'blue-agent')
       : path.join(xdgState, 'blue-agent');
   return {
     home,
-    stateDir: absoluteOr(env.BLUE_AGENT_HOME, defaultState),
+    ...stateLayout(absoluteOr(env.BLUE_AGENT_HOME, defaultState)),
     configFile: absoluteOr(env.BLUE_AGENT_CONFIG, path.join(xdgConfig, 'blue-agent', 'config.yaml')),
+    controlDataDir: path.join(xdgData, 'blue-agent', 'control'),
     profilesDir: absoluteOr(env.BLUE_AGENT_PROFILES_DIR, path.join(packageRoot, 'profiles')),
     schemasDir: path.join(packageRoot, 'schemas'),
     demoDir: path.join(packageRoot, 'demo'),
+  };
+}
+
+/** The state layout under `stateDir` (see StateLayout). */
+export function stateLayout(stateDir: string): StateLayout {
+  const at = (...parts: string[]) => path.join(stateDir, ...parts);
+  return {
+    stateDir,
+    ledgerFile: at('ledger.json'),
+    backupsDir: at('backups'),
+    locksDir: at('locks'),
+    documentCacheFile: at('cache', 'documents.json'),
+    versionCacheFile: at('cache', 'versions.json'),
+    policyCacheFile: at('policy', 'last-known-good.json'),
+    policySnapshotFile: at('policy', 'in-force.json'),
+    tokenFile: at('token'),
+    captureLogFile: at('capture.log'),
+    spoolDir: at('spool'),
+    restoresDir: at('restores'),
+    runStateFile: at('agent-run.json'),
+    runLockFile: at('agent-run.lock'),
+    runLogFile: at('run.log'),
+    lastDrainFile: at('last-drain.json'),
+    instanceIdFile: at('instance-id'),
+    serviceStdoutFile: at('service.out.log'),
+    serviceStderrFile: at('service.err.log'),
   };
 }
 

@@ -1,6 +1,6 @@
 /**
  * The capture hook: what runs inside the harness's session-end budget (1 s by default for the tightest). It reads and checks
- * the payload, writes a small intake record into the spool, starts the detached worker and returns. Its cost does not
+ * the payload, writes a small intake record into the spool, starts the detached drain process and returns. Its cost does not
  * depend on the session: the transcript is never opened here, only named.
  *
  * Start-up stays lean: this module and what it imports load Node built-ins (not node:crypto), the spool and the log
@@ -29,8 +29,8 @@ export interface HookOptions {
   stdin: Readable;
   /** Milliseconds to wait for the payload; default: until PAYLOAD_DEADLINE_MS after the process started. */
   deadlineMs?: number;
-  /** Starts the worker that builds the bundle; default: a detached `blue-agent drain --quiet`. */
-  startWorker?: (ctx: Context) => number | undefined;
+  /** Starts the drain that builds the bundle; default: a detached `blue-agent drain --quiet`. */
+  startDrain?: (ctx: Context) => number | undefined;
   /** Replaces file writes in the spool (tests make them fail like a full disk). */
   io?: SpoolIO;
   /** The uid the spool must belong to; default: this process's (tests play a spool another user owns). */
@@ -54,27 +54,27 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
       throw refused(`unknown harness "${safeName(args.harness)}"; expected one of ${HARNESSES.join(', ')}`);
     }
     // Independent steps overlap: the payload arrives while the profiles are checked and the spool is opened.
-    const opening = Spool.open(ctx.paths.stateDir, { io: options.io, ownerUid: options.ownerUid });
+    const opening = Spool.open(ctx.paths, { io: options.io, ownerUid: options.ownerUid });
     opening.catch(() => undefined);
     await checkProfile(ctx, args.harness, args.profile);
     payload = parsePayload(await text);
     const spool = await opening;
     const record = await spool.enqueueIntake({ harness: args.harness, profile: args.profile, payload, createdAtUnixMs: startedAt });
     let spawnError: string | undefined;
-    let workerPid: number | undefined;
+    let drainPid: number | undefined;
     try {
-      workerPid = (options.startWorker ?? startDetachedWorker)(ctx);
+      drainPid = (options.startDrain ?? startDetachedDrain)(ctx);
     } catch (error) {
       // The record is safe in the spool; the next drain (scheduled, or the next capture's) builds it.
       spawnError = (error as Error).message;
     }
-    await appendCaptureLog(ctx.paths.stateDir, {
+    await appendCaptureLog(ctx.paths.captureLogFile, {
       event: 'spooled',
       harness: args.harness,
       profile: args.profile,
       session_id: payload.session_id,
       record: record.id,
-      ...(workerPid === undefined ? {} : { worker_pid: workerPid }),
+      ...(drainPid === undefined ? {} : { worker_pid: drainPid }),
       ...(spawnError === undefined ? {} : { code: 'WORKER_SPAWN', reason: `the worker could not be started: ${spawnError}` }),
     });
     return { ok: true, record };
@@ -82,7 +82,7 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
     abort.abort();
     const blue = error instanceof PayloadRefused ? new BlueError('CAPTURE_REFUSED', error.message) : toBlueError(error);
     const message = oneLine(blue.hint === undefined ? blue.message : `${blue.message}. ${blue.hint}`);
-    await appendCaptureLog(ctx.paths.stateDir, {
+    await appendCaptureLog(ctx.paths.captureLogFile, {
       event: blue.code === 'CAPTURE_REFUSED' ? 'refused' : 'failed',
       harness: safeName(args.harness),
       profile: safeName(args.profile),
@@ -96,9 +96,9 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
 
 /**
  * Starts `node <entry> drain --quiet` in its own process group, with no tie to the harness: no stdio, no wait.
- * Returns its pid (logged, so a person or a test can tell when the capture's worker is done).
+ * Returns its pid (logged, so a person or a test can tell when the capture's drain is done).
  */
-export function startDetachedWorker(ctx: Context): number | undefined {
+export function startDetachedDrain(ctx: Context): number | undefined {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(ctx.env)) if (value !== undefined) env[key] = value;
   // Never the harness's stdout/stderr: a harness may wait for them to close before it goes on.
@@ -143,7 +143,7 @@ async function checkProfile(ctx: Context, harness: string, profile: string): Pro
  */
 async function profileDocuments(ctx: Context): Promise<HarnessProfiles[]> {
   const dir = ctx.paths.profilesDir;
-  const cacheFile = path.join(ctx.paths.stateDir, 'cache', 'documents.json');
+  const cacheFile = ctx.paths.documentCacheFile;
   try {
     const [names, cacheText] = await Promise.all([readdir(dir), readFile(cacheFile, 'utf8')]);
     const cache = JSON.parse(cacheText) as { version?: unknown; entries?: Record<string, { text?: unknown; data?: unknown }> };

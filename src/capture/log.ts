@@ -1,5 +1,5 @@
 /**
- * `<stateDir>/capture.log`: one JSON line per capture event (accepted, refused, failed, built), private to the user
+ * The capture log (`Paths.captureLogFile`): one JSON line per capture event (accepted, refused, failed, built), private to the user
  * and bounded in size. Hooks run without a terminal anyone reads, so this is where a refused capture can be found.
  * Entries hold ids, names and our own reasons only; payload text never goes in, and every string is passed through
  * the logger's secret masking and cut short. Logging never throws: it must not turn a capture into a failure.
@@ -9,8 +9,7 @@ import { mkdir, open, rename, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { redact } from '../logger.js';
 
-export const CAPTURE_LOG = 'capture.log';
-/** The log is rotated to capture.log.1 (one generation) when it would grow past this. */
+/** The log is rotated to `<file>.1` (one generation) when it would grow past this. */
 export const MAX_LOG_BYTES = 1024 * 1024;
 const MAX_FIELD = 512;
 const SAFE_NAME = /^[A-Za-z0-9._-]{1,128}$/;
@@ -44,19 +43,18 @@ export interface LogOptions {
   now?: number;
 }
 
-export async function appendCaptureLog(stateDir: string, entry: CaptureLogEntry, options: LogOptions = {}): Promise<void> {
+export async function appendCaptureLog(file: string, entry: CaptureLogEntry, options: LogOptions = {}): Promise<void> {
   try {
-    const file = path.join(stateDir, CAPTURE_LOG);
     const line = `${JSON.stringify({ time: new Date(options.now ?? Date.now()).toISOString(), pid: process.pid, ...clean(entry) })}\n`;
     const maxBytes = options.maxBytes ?? MAX_LOG_BYTES;
-    let handle = await openLog(file, stateDir);
+    let handle = await openLog(file);
     try {
       let info = await handle.stat();
       if (info.size > 0 && info.size + Buffer.byteLength(line) > maxBytes) {
         // One generation is kept; two processes rotating at once lose at most a few lines.
         await rename(file, `${file}.1`).catch(() => undefined);
         await handle.close();
-        handle = await openLog(file, stateDir);
+        handle = await openLog(file);
         info = await handle.stat();
       }
       if ((info.mode & 0o777) !== 0o600) await handle.chmod(0o600);
@@ -69,13 +67,13 @@ export async function appendCaptureLog(stateDir: string, entry: CaptureLogEntry,
   }
 }
 
-async function openLog(file: string, stateDir: string): Promise<FileHandle> {
+async function openLog(file: string): Promise<FileHandle> {
   const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0);
   try {
     return await open(file, flags, 0o600);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    await mkdir(stateDir, { recursive: true, mode: 0o700 });
+    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     return open(file, flags, 0o600);
   }
 }

@@ -3,7 +3,7 @@
  * through the spool. For debugging captures and for looking at what would be uploaded.
  */
 import path from 'node:path';
-import { assembleBundle, captureInterval } from '../capture/assemble.js';
+import { assembleBundle, captureInterval } from '../drain/assemble.js';
 import { parsePayload, PayloadRefused } from '../capture/payload.js';
 import { loadAgentConfig } from '../config.js';
 import type { Context } from '../context.js';
@@ -43,7 +43,7 @@ export async function bundleCreateCommand(ctx: Context, opts: BundleCreateOption
     if (error instanceof PayloadRefused) throw new BlueError('USAGE', error.message.replace(/^session_id/, '--session'), { hint: 'Run `blue-agent bundle create --help`.' });
     throw error;
   }
-  const documents = await DocumentCache.open(path.join(ctx.paths.stateDir, 'cache', 'documents.json'), true);
+  const documents = await DocumentCache.open(ctx.paths.documentCacheFile, true);
   const profiles = await loadProfiles(ctx.paths.profilesDir, documents);
   await documents.save().catch(() => undefined);
   const profile = opts.profile ?? (await installedProfile(ctx, profiles, harness));

@@ -30,9 +30,7 @@ export interface ServeOptions extends DataOptions, BlobOptions {
 export function dataDir(ctx: Context, opts: DataOptions): string {
   const given = opts.data ?? ctx.env.BLUE_CONTROL_DATA;
   if (given !== undefined && given !== '') return path.resolve(ctx.cwd, given);
-  const xdg = ctx.env.XDG_DATA_HOME;
-  const base = xdg !== undefined && path.isAbsolute(xdg) ? xdg : path.join(ctx.paths.home, '.local', 'share');
-  return path.join(base, 'blue-agent', 'control');
+  return ctx.paths.controlDataDir;
 }
 
 /** The data directory of a command that must not create one (`users list`, `policy publish`, `gc`): it must exist and hold control.db. */

@@ -4,7 +4,7 @@
  */
 import { appendCaptureLog } from '../capture/log.js';
 import { writeLastDrain } from '../daemon/state.js';
-import { drain, type DrainOptions, type DrainReport } from '../capture/worker.js';
+import { drain, type DrainOptions, type DrainReport } from '../drain/index.js';
 import type { Context } from '../context.js';
 import { toBlueError } from '../errors.js';
 
@@ -17,9 +17,9 @@ export async function drainCommand(
   try {
     report = await drain(ctx, { ...options, ...(opts.discard === true ? { discard: true } : {}), ...(opts.once === true ? { once: true } : {}) });
   } catch (error) {
-    // The detached worker has no terminal: what stopped it must be findable in capture.log.
+    // The detached drain process has no terminal: what stopped it must be findable in capture.log.
     const blue = toBlueError(error);
-    await appendCaptureLog(ctx.paths.stateDir, { event: 'failed', code: blue.code, reason: `drain stopped: ${blue.message}` });
+    await appendCaptureLog(ctx.paths.captureLogFile, { event: 'failed', code: blue.code, reason: `drain stopped: ${blue.message}` });
     throw error;
   }
   // A record left waiting after an earlier failure is not ok either: this drain did not get it through.

@@ -8,10 +8,10 @@ import { EXIT_ALREADY_RUNNING } from '../daemon/lock.js';
 import { detectLogTarget, type LogTarget } from '../daemon/log.js';
 import { BlueError } from '../errors.js';
 import { LAUNCHD_LABEL } from '../service/spec.js';
-import { serveTask, TASK_ENV } from '../daemon/worker.js';
+import { serveTask, TASK_ENV } from '../daemon/task-process.js';
 
 export async function runCommand(ctx: Context): Promise<number> {
-  // One step of a running agent, in its own short-lived process (see src/daemon/worker.ts).
+  // One step of a running agent, in its own short-lived process (see src/daemon/task-process.ts).
   if (ctx.env[TASK_ENV] === '1') return serveTask(ctx);
   let daemon: Daemon | undefined;
   // Handlers go in first: a signal that arrives while the agent is still starting must not kill it half-way.
@@ -36,7 +36,7 @@ export async function runCommand(ctx: Context): Promise<number> {
       throw error;
     }
     // Run by hand, the agent is silent on the terminal: say once where its log goes.
-    const line = logLocationLine(detectLogTarget(ctx.env, ctx.paths.stateDir), ctx.stderr.isTTY);
+    const line = logLocationLine(detectLogTarget(ctx.env, ctx.paths.runLogFile), ctx.stderr.isTTY);
     if (line !== undefined) ctx.stderr.write(`${line}\n`);
     if (stopRequested !== undefined) void daemon.stop(stopRequested);
     return await daemon.stopped;

@@ -6,7 +6,7 @@ import type { Context } from '../context.js';
 import { Spool, type ListedRecord } from '../spool/index.js';
 
 export async function spoolListCommand(ctx: Context, opts: { json?: boolean }): Promise<number> {
-  const spool = await Spool.open(ctx.paths.stateDir);
+  const spool = await Spool.open(ctx.paths);
   const records = await spool.listRecords();
   if (opts.json === true) {
     ctx.stdout.write(

@@ -17,7 +17,6 @@
  * nothing and writes nothing: an idle agent stays idle.
  */
 import { spawn } from 'node:child_process';
-import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import chokidar, { type FSWatcher } from 'chokidar';
 import cron, { type ScheduledTask } from 'node-cron';
@@ -105,15 +104,6 @@ export interface DrainSchedulerOptions {
   hasWork?(): Promise<boolean>;
 }
 
-/** Records in intake/ or ready/, or claims in building/ or uploading/ (a worker's, or a dead worker's to release). */
-export async function spoolHasWork(stateDir: string): Promise<boolean> {
-  for (const dir of ['intake', 'ready', 'building', 'uploading']) {
-    const names = await readdir(path.join(stateDir, 'spool', dir)).catch(() => [] as string[]);
-    if (names.some((n) => n.endsWith('.json'))) return true;
-  }
-  return false;
-}
-
 export class DrainScheduler {
   private task: ScheduledTask | undefined;
   private intake: FSWatcher | undefined;
@@ -140,8 +130,8 @@ export class DrainScheduler {
   async start(): Promise<void> {
     this.startCron();
     // The spool's folders must exist for the watch to see records land in intake/ (open creates them, private).
-    const spool = await Spool.open(this.options.ctx.paths.stateDir, { now: () => this.options.ctx.clock.now() });
-    const dir = spool.dir('intake');
+    const spool = await Spool.open(this.options.ctx.paths, { now: () => this.options.ctx.clock.now() });
+    const dir = spool.intakeDir();
     this.intake = chokidar.watch(dir, { ignoreInitial: true, depth: 0, atomic: false });
     this.intake.on('add', (file) => this.onIntake(file));
     this.intake.on('error', (error) => this.options.log.warn('intake watcher error', { error: String(error) }));
@@ -262,7 +252,7 @@ export class DrainScheduler {
     };
     if (summary === undefined) {
       // The drain did not finish its report (stopped, killed, crashed): release what it held, and say how it ended.
-      const spool = await Spool.open(ctx.paths.stateDir, { now: () => ctx.clock.now() });
+      const spool = await Spool.open(ctx.paths, { now: () => ctx.clock.now() });
       const recovered = await spool.releaseDeadClaims();
       await spool.removeOrphanTemps();
       result.released = [...recovered.released, ...recovered.completed];

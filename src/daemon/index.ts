@@ -9,12 +9,12 @@
  *   - reports to `POST /client-status` after each reconcile, and leaves `<state>/agent-run.json` for `status`.
  * Everything is timers and native file watches: an idle agent does no work at all.
  */
-import path from 'node:path';
 import { controlSettings, loadAgentConfig, type AgentConfig } from '../config.js';
 import type { Context } from '../context.js';
 import { BlueError, toBlueError } from '../errors.js';
+import { SpoolView } from '../spool/index.js';
 import { CorrectionBackoff, DEFAULT_CORRECTION_BACKOFF, type CorrectionBackoffOptions } from './backoff.js';
-import { DEFAULT_DRAIN_SCHEDULE, DrainScheduler, spawnDrain, spoolHasWork, validDrainSchedule, type DrainLauncher, type DrainResult } from './drains.js';
+import { DEFAULT_DRAIN_SCHEDULE, DrainScheduler, spawnDrain, validDrainSchedule, type DrainLauncher, type DrainResult } from './drains.js';
 import { acquireInstanceLock, type InstanceLock } from './lock.js';
 import { createRunLogger, detectLogTarget, type LogTarget, type RunLogger } from './log.js';
 import { clientStatusBody, instanceId, type HarnessSummary } from './report.js';
@@ -22,7 +22,7 @@ import { DEFAULT_POLICY_SCHEDULE, nextPolicyCheck, type CheckOutcome, type Polic
 import { writeRunState, type AgentRunState } from './state.js';
 import type { PolicyTaskResult, ReconcileTaskResult, StatusTaskResult } from './tasks.js';
 import { ConfigWatcher, type WatchFactory } from './watcher.js';
-import { processTasks, type TaskRunner } from './worker.js';
+import { processTasks, type TaskRunner } from './task-process.js';
 
 export interface DaemonOptions {
   /** Jitter source, [0, 1). */
@@ -68,9 +68,6 @@ const TRIGGER_RANK: Record<ReconcileTrigger, number> = { periodic: 0, start: 1, 
 /** How often the watched files are `stat`ed in case a change raised no event. */
 export const DRIFT_CHECK_MS = 5 * 60_000;
 
-/** The policy in force, as the last check left it: what each reconcile applies. */
-export const POLICY_SNAPSHOT = path.join('policy', 'in-force.json');
-
 export class Daemon {
   readonly stopped: Promise<number>;
   private resolveStopped!: (code: number) => void;
@@ -82,6 +79,7 @@ export class Daemon {
   private readonly watcher: ConfigWatcher;
   private readonly drains: DrainScheduler;
   private readonly startedAt: number;
+  /** The policy in force, as the last check left it: what each reconcile applies. */
   private readonly snapshot: string;
 
   private stopping = false;
@@ -115,7 +113,7 @@ export class Daemon {
   ) {
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
     this.log = createRunLogger({
-      target: options.logTarget ?? detectLogTarget(ctx.env, ctx.paths.stateDir, options.logMaxBytes),
+      target: options.logTarget ?? detectLogTarget(ctx.env, ctx.paths.runLogFile, options.logMaxBytes),
       stdout: ctx.stdout,
       env: ctx.env,
       now: () => ctx.clock.now(),
@@ -125,7 +123,7 @@ export class Daemon {
     this.schedule = { ...DEFAULT_POLICY_SCHEDULE, ...options.policySchedule };
     this.random = options.random ?? Math.random;
     this.startedAt = ctx.clock.now();
-    this.snapshot = path.join(ctx.paths.stateDir, POLICY_SNAPSHOT);
+    this.snapshot = ctx.paths.policySnapshotFile;
     this.state = {
       pid: process.pid,
       started_at_unix_ms: this.startedAt,
@@ -148,14 +146,14 @@ export class Daemon {
       intakeDelayMs: options.intakeDelayMs ?? 500,
       launch: options.launchDrain ?? spawnDrain,
       onResult: (result) => this.onDrain(result),
-      hasWork: () => spoolHasWork(ctx.paths.stateDir),
+      hasWork: () => new SpoolView(ctx.paths).hasWork(),
     });
   }
 
   /** Takes the one-per-user lock, loads the config and starts every loop. Throws when another agent runs. */
   static async start(ctx: Context, options: DaemonOptions = {}): Promise<Daemon> {
     // Wall-clock time, not ctx.clock: the lock's start is compared with the machine's boot time.
-    const lock = await acquireInstanceLock(ctx.paths.stateDir, Date.now());
+    const lock = await acquireInstanceLock(ctx.paths.runLockFile, Date.now());
     let daemon: Daemon;
     try {
       const { config } = await loadAgentConfig(ctx);
@@ -188,7 +186,7 @@ export class Daemon {
     this.fullTimer = setInterval(() => this.requestReconcile('periodic'), this.options.fullReconcileMs ?? 60 * 60_000);
     this.driftCheckTimer = setInterval(() => void this.checkDrift(), this.options.driftCheckMs ?? DRIFT_CHECK_MS);
     void this.checkPolicy();
-    if (await spoolHasWork(this.ctx.paths.stateDir)) this.drains.request('start');
+    if (await new SpoolView(this.ctx.paths).hasWork()) this.drains.request('start');
   }
 
   /** Asks the Control API now (SIGHUP does, after reloading the config). */

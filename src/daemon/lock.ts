@@ -18,7 +18,6 @@ import { ensurePrivateDir } from '../util/fs.js';
 export type { LockOwner } from '../lock/lock.js';
 export type { LockWorld } from '../lock/liveness.js';
 
-export const RUN_LOCK_FILE = 'agent-run.lock';
 /** The exit status of a `run` that finds another agent running: the service manager must not restart it. */
 export const EXIT_ALREADY_RUNNING = 3;
 /** Looks at a lock that keeps changing before giving up. */
@@ -35,9 +34,9 @@ export function staleReason(owner: Partial<LockOwner>, world: LockWorld): string
   );
 }
 
-export async function acquireInstanceLock(stateDir: string, now: number, world: LockWorld = systemLockWorld()): Promise<InstanceLock> {
-  await ensurePrivateDir(stateDir);
-  const file = path.join(stateDir, RUN_LOCK_FILE);
+/** Takes the agent's instance lock `file` (`Paths.runLockFile`), in a private folder made when missing. */
+export async function acquireInstanceLock(file: string, now: number, world: LockWorld = systemLockWorld()): Promise<InstanceLock> {
+  await ensurePrivateDir(path.dirname(file));
   const text = `${JSON.stringify(lockOwner(world, now))}\n`;
   return acquireLockFile(
     file,

@@ -13,7 +13,6 @@ import path from 'node:path';
 import type { Env, Output } from '../context.js';
 import { redact, type LogLevel, type Logger } from '../logger.js';
 
-export const RUN_LOG_FILE = 'run.log';
 export const DEFAULT_LOG_MAX_BYTES = 1024 * 1024;
 const order: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -30,9 +29,9 @@ export function stdoutIdentity(): string | undefined {
 }
 
 /** Where the log goes, from the environment the process was started with (and what its stdout is). */
-export function detectLogTarget(env: Env, stateDir: string, maxBytes = DEFAULT_LOG_MAX_BYTES, stdoutId: () => string | undefined = stdoutIdentity): LogTarget {
+export function detectLogTarget(env: Env, logFile: string, maxBytes = DEFAULT_LOG_MAX_BYTES, stdoutId: () => string | undefined = stdoutIdentity): LogTarget {
   const explicit = env.BLUE_AGENT_LOG?.trim().toLowerCase();
-  const file: LogTarget = { kind: 'file', file: path.join(stateDir, RUN_LOG_FILE), maxBytes };
+  const file: LogTarget = { kind: 'file', file: logFile, maxBytes };
   if (explicit === 'json' || explicit === 'stdout') return { kind: 'stdout' };
   if (explicit === 'file') return file;
   const journal = env.JOURNAL_STREAM?.trim();

@@ -4,13 +4,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { arch, hostname } from 'node:os';
-import path from 'node:path';
 import type { Context } from '../context.js';
 import type { ClientStatusReport } from '../schema/generated/control-client-status.js';
 import type { HarnessName } from '../schema/index.js';
 import { readTextIfExists, writeStateFile } from '../util/fs.js';
-
-export const INSTANCE_ID_FILE = 'instance-id';
 
 /** What the run loop keeps of one harness from a reconcile report. */
 export interface HarnessSummary {
@@ -28,7 +25,7 @@ const INSTANCE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** The id of this agent installation: made once, kept in the state directory (one per machine and user). */
 export async function instanceId(ctx: Context): Promise<string> {
-  const file = path.join(ctx.paths.stateDir, INSTANCE_ID_FILE);
+  const file = ctx.paths.instanceIdFile;
   const existing = (await readTextIfExists(file))?.trim();
   if (existing !== undefined && INSTANCE_ID.test(existing)) return existing;
   const id = randomUUID();

@@ -4,7 +4,6 @@
  * must work on a machine where nothing has run yet.
  */
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import type { Context } from '../context.js';
 import { writeStateFile } from '../util/fs.js';
 
@@ -67,15 +66,12 @@ export interface AgentRunState {
   stopped_at_unix_ms?: number;
 }
 
-export const LAST_DRAIN_FILE = 'last-drain.json';
-export const RUN_STATE_FILE = 'agent-run.json';
-
 export function lastDrainPath(ctx: Context): string {
-  return path.join(ctx.paths.stateDir, LAST_DRAIN_FILE);
+  return ctx.paths.lastDrainFile;
 }
 
 export function runStatePath(ctx: Context): string {
-  return path.join(ctx.paths.stateDir, RUN_STATE_FILE);
+  return ctx.paths.runStateFile;
 }
 
 export async function writeLastDrain(ctx: Context, drain: LastDrain): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * The run loop's heavy steps — check the policy, reconcile, report to the Control API — each a function with a small,
  * JSON-serialisable answer. The agent runs them in a short-lived child process (`blue-agent run` with
- * BLUE_AGENT_RUN_TASK=1, see worker.ts): the HTTP client, the schema validators, the harness adapters and the
+ * BLUE_AGENT_RUN_TASK=1, see task-process.ts): the HTTP client, the schema validators, the harness adapters and the
  * profiles are then never loaded into the long-lived process, which stays small while idle.
  */
 import { createHash } from 'node:crypto';

@@ -17,8 +17,8 @@ import { chmod, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CAPTURE_LOG } from '../capture/log.js';
-import { resolvePaths, type Context } from '../context.js';
+import { parse as parseJsonc } from 'jsonc-parser';
+import { resolvePaths, type Context, type Paths } from '../context.js';
 import { BlueError, toBlueError } from '../errors.js';
 import { demoHarness } from '../harnesses/index.js';
 import type { HarnessName } from '../schema/index.js';
@@ -117,7 +117,7 @@ export interface DemoReport {
 interface Machine {
   layout: MachineLayout;
   env: Record<string, string>;
-  stateDir: string;
+  paths: Paths;
 }
 
 /** Runs the demo; always cleans up. Throws a DemoStepError (with `report` attached) when a step fails. */
@@ -129,7 +129,7 @@ export async function runDemo(ctx: Context, options: DemoOptions): Promise<DemoR
   const layout = demoLayout(root);
   const machine = (m: MachineLayout): Machine => {
     const env = machineEnv(layout, m, ctx.self.node);
-    return { layout: m, env, stateDir: resolvePaths(env, ctx.platform).stateDir };
+    return { layout: m, env, paths: resolvePaths(env, ctx.platform) };
   };
   const a = machine(layout.a);
   const b = machine(layout.b);
@@ -248,15 +248,15 @@ export async function runDemo(ctx: Context, options: DemoOptions): Promise<DemoR
       throwIfAborted(signal);
       if (result.timedOut) throw cause('TIMEOUT', `the hook did not exit within its ${hook.timeoutSeconds} s timeout`);
       if (result.exitCode !== 0) throw cause(captureCode(result.stderr), `the hook exited ${result.exitCode ?? 'abnormally'}: ${oneLine(result.stderr) || 'no output'}`);
-      const spooled = (await readCaptureLog(a.stateDir)).filter((e) => e.event === 'spooled' && e.session_id === session.sessionId).at(-1);
-      if (spooled === undefined) throw cause('INTERNAL', `the hook exited 0 but ${CAPTURE_LOG} has no spooled entry for the session`);
+      const spooled = (await readCaptureLog(a.paths.captureLogFile)).filter((e) => e.event === 'spooled' && e.session_id === session.sessionId).at(-1);
+      if (spooled === undefined) throw cause('INTERNAL', `the hook exited 0 but ${path.basename(a.paths.captureLogFile)} has no spooled entry for the session`);
       const workerPid = typeof spooled.worker_pid === 'number' ? spooled.worker_pid : undefined;
       if (workerPid !== undefined) cleanups.push(() => stopWorker(workerPid));
       return {
         value: { workerPid, record: spooled.record },
         summary: `ran the hook command from ${short(root, settingsFile)} with \`sh -c\`, the SessionEnd payload on stdin: spooled record ${String(spooled.record)} in ${ms} ms, worker ${workerPid ?? 'not started'} detached`,
         notes: [`hook: ${short(root, hook.command)}`],
-        details: { settings_file: settingsFile, command: hook.command, payload, hook_ms: ms, record: spooled.record, worker_pid: workerPid ?? null, spool: path.join(a.stateDir, 'spool') },
+        details: { settings_file: settingsFile, command: hook.command, payload, hook_ms: ms, record: spooled.record, worker_pid: workerPid ?? null, spool: a.paths.spoolDir },
       };
     });
 
@@ -265,7 +265,7 @@ export async function runDemo(ctx: Context, options: DemoOptions): Promise<DemoR
       if (captured.workerPid !== undefined) await waitForExit(captured.workerPid, 60_000, signal);
       const out = await child.cli(a, ['drain', '--json'], { signal, timeoutMs: 60_000, allowFailure: true });
       const byDrain = (out.uploaded as { session_id: string; upload_id: string; size: number }[] | undefined)?.find((u) => u.session_id === session.sessionId);
-      const byWorker = (await readCaptureLog(a.stateDir)).filter((e) => e.event === 'uploaded' && e.session_id === session.sessionId).at(-1);
+      const byWorker = (await readCaptureLog(a.paths.captureLogFile)).filter((e) => e.event === 'uploaded' && e.session_id === session.sessionId).at(-1);
       const uploadId = byDrain?.upload_id ?? (typeof byWorker?.upload_id === 'string' ? byWorker.upload_id : undefined);
       if (uploadId === undefined) {
         const failed = (out.failed as { code: string; reason: string }[] | undefined)?.[0] ?? (out.retried as { code: string; reason: string }[] | undefined)?.[0];
@@ -474,8 +474,8 @@ function captureCode(stderr: string): string {
   return /failed \[([A-Z_]+)\]/.exec(stderr)?.[1] ?? 'EXIT';
 }
 
-async function readCaptureLog(stateDir: string): Promise<Record<string, unknown>[]> {
-  const text = await readFile(path.join(stateDir, CAPTURE_LOG), 'utf8').catch(() => '');
+async function readCaptureLog(file: string): Promise<Record<string, unknown>[]> {
+  const text = await readFile(file, 'utf8').catch(() => '');
   const entries: Record<string, unknown>[] = [];
   for (const line of text.split('\n')) {
     if (line.trim() === '') continue;

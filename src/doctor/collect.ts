@@ -12,10 +12,9 @@ import { fetchGovernanceConfig, governanceConfigUrl } from '../control-api/gover
 import { fetchedPolicy, MAX_POLICY_BYTES, type ResolvedPolicy } from '../policy/index.js';
 import type { AgentConfig } from '../schema/index.js';
 import { serviceStatus, type ServiceState } from '../service/index.js';
-import { Spool } from '../spool/index.js';
+import { SpoolView } from '../spool/index.js';
 import { inspectHarnesses, type HarnessStatus } from '../status/collect.js';
 import { errorInfo, readPolicyOffline, type ErrorInfo } from '../status/policy.js';
-import { SPOOL_DIRS } from '../status/spool.js';
 
 export interface DoctorOptions {
   /** The Node.js version to judge; defaults to the one running. */
@@ -211,8 +210,8 @@ function probedPolicy(
 const MAX_SPOOL_FILES = 2_000;
 
 async function spoolFacts(ctx: Context): Promise<SpoolFacts> {
-  const stateDir = ctx.paths.stateDir;
-  const root = path.join(stateDir, 'spool');
+  const view = new SpoolView(ctx.paths);
+  const { stateDir, root } = view;
   const facts: SpoolFacts = { stateDir, root, stateDirExists: false, entries: [], uid: process.getuid?.() };
   try {
     const state = await pathFact(stateDir, 'dir', true);
@@ -224,24 +223,24 @@ async function spoolFacts(ctx: Context): Promise<SpoolFacts> {
     facts.entries.push(spool);
     let complete = true;
     let files = 0;
-    for (const sub of SPOOL_DIRS) {
-      const dir = path.join(root, sub);
+    for (const folder of view.folders()) {
+      const dir = folder.path;
       const fact = await pathFact(dir, 'dir', false);
       if (fact === undefined) {
         complete = false;
         continue;
       }
       facts.entries.push(fact);
-      if (!fact.isDirectory || sub === 'tmp') continue;
+      if (!fact.isDirectory || folder.transient) continue;
       for (const name of await readdir(dir).catch(() => [] as string[])) {
         if (files++ >= MAX_SPOOL_FILES) break;
         const file = await pathFact(path.join(dir, name), 'file', false);
         if (file !== undefined) facts.entries.push(file);
       }
     }
-    // The spool's own check (what capture and drain enforce). Spool.open would create missing folders: only with all
-    // of them present does it merely check.
-    if (complete) await Spool.open(stateDir);
+    // The spool's own check (what capture and drain enforce); a spool that lacks folders fails it, and capture and
+    // drain make them.
+    if (complete) await view.checkSafe();
   } catch (error) {
     if (error instanceof BlueError && error.code === 'SPOOL_UNSAFE') facts.unsafe = errorInfo(error);
     else facts.error = errorInfo(error);

@@ -2,7 +2,6 @@
  * The last-known-good (LKG) policy: the newest valid revision fetched from the Control API, used when it cannot be
  * reached.
  */
-import path from 'node:path';
 import type { Context } from '../context.js';
 import type { GovernancePolicy } from '../schema/index.js';
 import { readTextIfExists, writeStateFile } from '../util/fs.js';
@@ -18,7 +17,7 @@ export interface LastKnownGood {
 }
 
 export function lastKnownGoodPath(ctx: Context): string {
-  return path.join(ctx.paths.stateDir, 'policy', 'last-known-good.json');
+  return ctx.paths.policyCacheFile;
 }
 
 /**

@@ -33,7 +33,7 @@ export class VersionCache {
   ) {}
 
   static async open(ctx: Context): Promise<VersionCache> {
-    const file = path.join(ctx.paths.stateDir, 'cache', 'versions.json');
+    const file = ctx.paths.versionCacheFile;
     let data: CacheFile = { version: CACHE_VERSION, entries: {} };
     try {
       const parsed = JSON.parse(await readFile(file, 'utf8')) as CacheFile;

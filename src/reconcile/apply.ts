@@ -24,7 +24,7 @@ export interface AppliedFile {
 
 /** Applies one file's plan; returns the plan actually applied (re-made if the file changed meanwhile). */
 export async function applyFilePlan(ctx: Context, adapter: HarnessAdapter, initial: FilePlan): Promise<AppliedFile> {
-  return withLock(path.join(ctx.paths.stateDir, 'locks'), initial.target, async () => {
+  return withLock(ctx.paths.locksDir, initial.target, async () => {
     let plan = initial;
     for (let attempt = 0; ; attempt++) {
       const bytes = await readBytesIfExists(plan.target);
@@ -134,7 +134,7 @@ export async function recordOwnership(ctx: Context, adapter: HarnessAdapter, pla
 
 /** A byte copy of the file as it was on disk. */
 async function keepBackup(ctx: Context, adapter: HarnessAdapter, target: string, content: Buffer): Promise<string> {
-  const dir = path.join(ctx.paths.stateDir, 'backups', adapter.name);
+  const dir = path.join(ctx.paths.backupsDir, adapter.name);
   const stamp = new Date(ctx.clock.now()).toISOString().replace(/[:.]/g, '-');
   const prefix = `${path.basename(target)}.${sha256(target).slice(0, 8)}.`;
   const file = path.join(dir, `${prefix}${stamp}.bak`);

@@ -2,7 +2,6 @@
  * Reconcile: policy in, managed hooks out. One plan per harness, shown as-is by `--dry-run` and applied as-is
  * otherwise.
  */
-import path from 'node:path';
 import { loadAgentConfig } from '../config.js';
 import { DocumentCache } from '../schema/document-cache.js';
 import type { Context } from '../context.js';
@@ -72,7 +71,7 @@ export interface ReconcileReport {
 
 export async function reconcile(ctx: Context, options: ReconcileOptions): Promise<ReconcileReport> {
   const { config } = await loadAgentConfig(ctx);
-  const documents = await DocumentCache.open(path.join(ctx.paths.stateDir, 'cache', 'documents.json'), !options.dryRun);
+  const documents = await DocumentCache.open(ctx.paths.documentCacheFile, !options.dryRun);
   const resolved =
     options.policy ??
     (await resolvePolicy(ctx, {

@@ -36,7 +36,7 @@ export interface LedgerData {
 }
 
 export function ledgerPath(ctx: Context): string {
-  return path.join(ctx.paths.stateDir, 'ledger.json');
+  return ctx.paths.ledgerFile;
 }
 
 export async function readLedger(ctx: Context): Promise<LedgerData> {
@@ -61,7 +61,7 @@ export function ownershipFor(entry: LedgerEntry | undefined, current: string | n
 
 /** Read-modify-write under the ledger lock, so concurrent reconciles never lose each other's records. */
 export async function updateLedger(ctx: Context, change: (data: LedgerData) => boolean): Promise<void> {
-  await withLock(path.join(ctx.paths.stateDir, 'locks'), ledgerPath(ctx), async () => {
+  await withLock(ctx.paths.locksDir, ledgerPath(ctx), async () => {
     const data = await readLedger(ctx);
     if (!change(data)) return;
     try {
@@ -70,7 +70,7 @@ export async function updateLedger(ctx: Context, change: (data: LedgerData) => b
       const why = error instanceof Error ? error.message : String(error);
       throw new BlueError('LEDGER_WRITE_FAILED', `cannot write the ledger ${ledgerPath(ctx)}: ${why}`, {
         file: ledgerPath(ctx),
-        hint: `blue-agent records what it owns before it changes a harness file, so no harness file was changed; make ${ctx.paths.stateDir} writable (and ledger.json a regular file), then run the command again.`,
+        hint: `blue-agent records what it owns before it changes a harness file, so no harness file was changed; make ${ctx.paths.stateDir} writable (and ${path.basename(ctx.paths.ledgerFile)} a regular file), then run the command again.`,
         cause: error,
       });
     }

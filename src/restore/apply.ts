@@ -144,7 +144,7 @@ export async function applyPlan(ctx: Context, { plan, inspection, staging }: App
   let sessionId = plan.sessionId;
   let journalWritten = false;
   try {
-    await writeJournal(io, ctx.paths.stateDir, journal);
+    await writeJournal(io, ctx.paths.restoresDir, journal);
     journalWritten = true;
 
     // A folder that exists by now was made by someone else: it is not this restore's to remove.
@@ -162,7 +162,7 @@ export async function applyPlan(ctx: Context, { plan, inspection, staging }: App
     }
     if (existing.length > 0) {
       journal.dirs = journal.dirs.filter((d) => !existing.includes(d));
-      await writeJournal(io, ctx.paths.stateDir, journal);
+      await writeJournal(io, ctx.paths.restoresDir, journal);
     }
 
     const touched = new Set<string>();
@@ -181,24 +181,24 @@ export async function applyPlan(ctx: Context, { plan, inspection, staging }: App
       if (sessionId !== journal.import!.session_id) {
         // The harness named the session itself: from now on that is the one a rollback removes.
         journal.import = importStep(plan, importBinary!, sessionId);
-        await writeJournal(io, ctx.paths.stateDir, journal);
+        await writeJournal(io, ctx.paths.restoresDir, journal);
       }
     }
 
     journal.state = 'placed';
-    await writeJournal(io, ctx.paths.stateDir, journal);
+    await writeJournal(io, ctx.paths.restoresDir, journal);
   } catch (error) {
     let failure = mapFailure(error, plan);
     try {
       const kept = await rollBack(ctx, journal);
-      if (journalWritten) await removeJournal(ctx.paths.stateDir, id);
+      if (journalWritten) await removeJournal(ctx.paths.restoresDir, id);
       if (kept.length > 0) {
         for (const why of kept) ctx.logger.warn('restore rolled back; a file was kept', { journal: id, why });
         failure = new BlueError(failure.code, `${failure.message}; kept: ${kept.join('; ')}`, { hint: failure.hint, ...(failure.file === undefined ? {} : { file: failure.file }), cause: error });
       }
     } catch (rollbackError) {
       throw new BlueError('RESTORE_FAILED', `${failure.message}; undoing the restore failed too (${(rollbackError as Error).message})`, {
-        hint: `Nothing is lost: the journal ${id} in ${path.join(ctx.paths.stateDir, 'restores')} records what to undo; \`blue-agent resume\` finishes the rollback first.`,
+        hint: `Nothing is lost: the journal ${id} in ${ctx.paths.restoresDir} records what to undo; \`blue-agent resume\` finishes the rollback first.`,
         cause: error,
       });
     }
@@ -467,7 +467,7 @@ export async function finish(ctx: Context, journal: RestoreJournal): Promise<voi
   }
   for (const target of journal.targets) await unlinkIfExists(target.temp);
   await removeStaging(journal.staging);
-  await removeJournal(ctx.paths.stateDir, journal.id);
+  await removeJournal(ctx.paths.restoresDir, journal.id);
 }
 
 export { STAGING_MARK };

@@ -26,7 +26,7 @@ import { staleOwnerReason, systemLockWorld, type LockWorld } from '../lock/liven
 import { applyPlan, finish, removeStaging, rollBack, STAGING_MARK } from './apply.js';
 import { existingAncestor, inspectPlan, type Collision } from './inspect.js';
 import { realRestoreIO, type RestoreIO } from './io.js';
-import { listJournals, ownerFields, removeJournal, type RestoreJournal } from './journal.js';
+import { journalFile, listJournals, ownerFields, removeJournal, type RestoreJournal } from './journal.js';
 
 export type { RestoreIO } from './io.js';
 export { realRestoreIO } from './io.js';
@@ -109,7 +109,7 @@ export async function prepareRestore(ctx: Context, input: { bundleFile: string; 
     if (disposed) return;
     disposed = true;
     // A journal left by a rollback that could not finish still needs the staged files (identity by inode).
-    if (!(await listJournals(ctx.paths.stateDir)).some((j) => j.journal?.staging === staging)) await removeStaging(staging);
+    if (!(await listJournals(ctx.paths.restoresDir)).some((j) => j.journal?.staging === staging)) await removeStaging(staging);
     liveStaging.delete(staging);
   };
   try {
@@ -145,7 +145,7 @@ export async function applyRestore(ctx: Context, prepared: PreparedRestore, opti
   const io = options.io ?? realRestoreIO;
   if (prepared.collision === 'different') throw conflictError(prepared.plan, prepared.summary.conflicts);
   return withLock(
-    path.join(ctx.paths.stateDir, 'locks'),
+    ctx.paths.locksDir,
     `restore:${prepared.harness}`,
     async () => {
       // The machine may have changed since the preflight the user saw: check again under the lock.
@@ -183,7 +183,7 @@ export async function recoverRestores(ctx: Context, options: RecoveryOptions = {
   const rolledBack: string[] = [];
   const completed: string[] = [];
   const warnings: string[] = [];
-  for (const { id, journal, damaged } of await listJournals(ctx.paths.stateDir)) {
+  for (const { id, journal, damaged } of await listJournals(ctx.paths.restoresDir)) {
     if (journal === undefined) {
       ctx.logger.warn('restore journal cannot be read; left in place', { journal: id, reason: damaged });
       continue;
@@ -191,17 +191,17 @@ export async function recoverRestores(ctx: Context, options: RecoveryOptions = {
     if (ownerAlive(world, journal.pid, journal.host, journal.started_at_unix_ms, false, journal.pid_started_at_unix_ms)) continue;
     try {
       await withLock(
-        path.join(ctx.paths.stateDir, 'locks'),
+        ctx.paths.locksDir,
         `restore:${journal.harness}`,
         async () => {
-          const current = (await listJournals(ctx.paths.stateDir)).find((j) => j.id === id)?.journal;
+          const current = (await listJournals(ctx.paths.restoresDir)).find((j) => j.id === id)?.journal;
           if (current === undefined) return;
           if (current.state === 'placed') {
             await finish(ctx, current);
             completed.push(id);
           } else {
             const kept = await rollBack(ctx, current);
-            await removeJournal(ctx.paths.stateDir, id);
+            await removeJournal(ctx.paths.restoresDir, id);
             rolledBack.push(id);
             for (const why of kept) {
               warnings.push(why);
@@ -214,7 +214,7 @@ export async function recoverRestores(ctx: Context, options: RecoveryOptions = {
     } catch (error) {
       if (error instanceof BlueError && error.code === 'LOCK_TIMEOUT') continue;
       throw new BlueError('RESTORE_FAILED', `an interrupted restore (${describe(journal)}) could not be finished: ${(error as Error).message}`, {
-        hint: `Its journal stays in ${path.join(ctx.paths.stateDir, 'restores')}; fix the cause (permissions, disk) and run \`blue-agent resume\` again.`,
+        hint: `Its journal stays in ${ctx.paths.restoresDir}; fix the cause (permissions, disk) and run \`blue-agent resume\` again.`,
         cause: error,
       });
     }
@@ -229,13 +229,13 @@ export async function recoverRestores(ctx: Context, options: RecoveryOptions = {
  */
 async function refusePending(ctx: Context, plan: RestorePlan): Promise<void> {
   const ours = new Set([...plan.placements.map((p) => p.to), ...plan.merges.map((m) => m.file)]);
-  for (const { id, journal } of await listJournals(ctx.paths.stateDir)) {
+  for (const { id, journal } of await listJournals(ctx.paths.restoresDir)) {
     if (journal === undefined) continue;
     const named = [...(journal.targets ?? []).map((t) => t.path), ...(journal.indexes ?? []).map((i) => i.file)].find((f) => ours.has(f));
     if (named === undefined) continue;
     throw new BlueError('RESTORE_FAILED', `an unfinished restore (${describe(journal)}) still names ${named}; this restore would write there too`, {
       file: named,
-      hint: `Wait for that restore to end, then run \`blue-agent resume\` again (it finishes or undoes the interrupted one first). Its journal is ${path.join(ctx.paths.stateDir, 'restores', `${id}.json`)}.`,
+      hint: `Wait for that restore to end, then run \`blue-agent resume\` again (it finishes or undoes the interrupted one first). Its journal is ${journalFile(ctx.paths.restoresDir, id)}.`,
     });
   }
 }
@@ -328,7 +328,7 @@ async function sweepStaging(ctx: Context, world: LockWorld): Promise<void> {
       }
       if (owner.pid !== undefined && ownerAlive(world, owner.pid, owner.host, owner.started_at_unix_ms, liveStaging.has(dir), owner.pid_started_at_unix_ms)) continue;
       // A journal still naming this folder is recovered above; never pull staging from under it.
-      const journals = await listJournals(ctx.paths.stateDir);
+      const journals = await listJournals(ctx.paths.restoresDir);
       if (journals.some((j) => j.journal?.staging === dir)) continue;
       await removeStaging(dir);
     }

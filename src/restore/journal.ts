@@ -1,5 +1,5 @@
 /**
- * The restore journal: `<stateDir>/restores/<id>.json`, written atomically before the first placement. It lists
+ * The restore journal: `<Paths.restoresDir>/<id>.json`, written atomically before the first placement. It lists
  * everything the restore may create (folders, files, index temp files) and the hard-link backup of every index it
  * replaces, so that whoever finds it after a crash can undo exactly that and nothing else. Its `state` is the commit
  * point: `placing` means roll back, `placed` means every placement and merge is done and only cleanup remains.
@@ -71,16 +71,13 @@ export interface RestoreJournal {
   import?: JournalImport;
 }
 
-export function journalDir(stateDir: string): string {
-  return path.join(stateDir, 'restores');
-}
-
 export function newJournalId(): string {
   return randomBytes(8).toString('hex');
 }
 
-export function journalFile(stateDir: string, id: string): string {
-  return path.join(journalDir(stateDir), `${id}.json`);
+/** The journal `id` in the journal folder `dir` (`Paths.restoresDir`). */
+export function journalFile(dir: string, id: string): string {
+  return path.join(dir, `${id}.json`);
 }
 
 /** This process as the owner of a journal or staging folder. */
@@ -89,10 +86,9 @@ export function ownerFields(world: LockWorld = systemLockWorld()): { pid: number
 }
 
 /** Temp file in the same folder, written and fsynced, renamed over the journal, folder fsynced. */
-export async function writeJournal(io: RestoreIO, stateDir: string, journal: RestoreJournal): Promise<void> {
-  const dir = journalDir(stateDir);
+export async function writeJournal(io: RestoreIO, dir: string, journal: RestoreJournal): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const file = journalFile(stateDir, journal.id);
+  const file = journalFile(dir, journal.id);
   const temp = path.join(dir, `.${journal.id}.${randomBytes(4).toString('hex')}.tmp`);
   const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {
@@ -110,16 +106,15 @@ export async function writeJournal(io: RestoreIO, stateDir: string, journal: Res
   await fsyncDir(dir);
 }
 
-export async function removeJournal(stateDir: string, id: string): Promise<void> {
-  await unlink(journalFile(stateDir, id)).catch((error: NodeJS.ErrnoException) => {
+export async function removeJournal(dir: string, id: string): Promise<void> {
+  await unlink(journalFile(dir, id)).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== 'ENOENT') throw error;
   });
-  await fsyncDir(journalDir(stateDir));
+  await fsyncDir(dir);
 }
 
-/** Every journal in the state dir; an unreadable one is reported by id with the reason. */
-export async function listJournals(stateDir: string): Promise<{ id: string; journal?: RestoreJournal; damaged?: string }[]> {
-  const dir = journalDir(stateDir);
+/** Every journal in the journal folder `dir`; an unreadable one is reported by id with the reason. */
+export async function listJournals(dir: string): Promise<{ id: string; journal?: RestoreJournal; damaged?: string }[]> {
   let names: string[];
   try {
     names = await readdir(dir);

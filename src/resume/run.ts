@@ -8,7 +8,7 @@ import { mkdtemp, realpath, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { formatBytes, readManifest, verifyBundle } from '../bundle/index.js';
-import { readRepository } from '../capture/repository.js';
+import { readRepository } from '../drain/repository.js';
 import { loadAgentConfig } from '../config.js';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';

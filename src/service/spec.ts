@@ -54,8 +54,8 @@ export function serviceSpec(ctx: Context): ServiceSpec {
     node: path.resolve(ctx.self.node),
     entry: path.resolve(ctx.self.entry),
     env,
-    stdoutPath: path.join(ctx.paths.stateDir, 'service.out.log'),
-    stderrPath: path.join(ctx.paths.stateDir, 'service.err.log'),
+    stdoutPath: ctx.paths.serviceStdoutFile,
+    stderrPath: ctx.paths.serviceStderrFile,
   };
 }
 

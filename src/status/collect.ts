@@ -99,7 +99,7 @@ export async function collectStatus(ctx: Context): Promise<StatusReport> {
     readLastDrain(ctx),
     readSpoolStatus(ctx).catch(
       (error: unknown): SpoolStatus => ({
-        root: `${ctx.paths.stateDir}/spool`,
+        root: ctx.paths.spoolDir,
         exists: false,
         counts: { intake: 0, building: 0, ready: 0, uploading: 0, failed: 0 },
         waiting: 0,

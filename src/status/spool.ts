@@ -3,16 +3,10 @@
  * that does not exist yet is empty (it is not created here), and one that fails the spool's own safety check is still
  * counted, from its file names, so that status can show what is stuck in it.
  */
-import { lstat, readdir } from 'node:fs/promises';
-import path from 'node:path';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';
-import { Spool, type ListedRecord, type RecordState } from '../spool/index.js';
+import { SpoolView, type ListedRecord, type RecordState } from '../spool/index.js';
 import { errorInfo, type ErrorInfo } from './policy.js';
-
-export const RECORD_STATES: readonly RecordState[] = ['intake', 'building', 'ready', 'uploading', 'failed'];
-/** Every folder Spool.open would create when missing. */
-export const SPOOL_DIRS: readonly string[] = [...RECORD_STATES, 'bundles', 'tmp'];
 
 export interface WaitingRecord {
   id: string;
@@ -38,7 +32,8 @@ export interface SpoolStatus {
 }
 
 export async function readSpoolStatus(ctx: Context): Promise<SpoolStatus> {
-  const root = path.join(ctx.paths.stateDir, 'spool');
+  const view = new SpoolView(ctx.paths);
+  const root = view.root;
   const empty = (): SpoolStatus => ({
     root,
     exists: false,
@@ -46,20 +41,19 @@ export async function readSpoolStatus(ctx: Context): Promise<SpoolStatus> {
     waiting: 0,
     oldest_waiting: null,
   });
-  if (!(await exists(root))) return empty();
+  if (!(await view.exists())) return empty();
   const status = { ...empty(), exists: true };
   let records: ListedRecord[] | undefined;
   try {
-    const complete = (await Promise.all(SPOOL_DIRS.map((d) => exists(path.join(root, d))))).every(Boolean);
-    // Spool.open creates missing folders; with all of them present it only checks them.
-    if (complete) records = await (await Spool.open(ctx.paths.stateDir)).listRecords();
+    // Reading records checks the spool's safety, which a spool that lacks folders fails: that one is counted by name.
+    if (await view.complete()) records = await view.listRecords();
   } catch (error) {
     if (error instanceof BlueError && error.code === 'SPOOL_UNSAFE') status.unsafe = errorInfo(error);
     else status.error = errorInfo(error);
   }
   if (records === undefined) {
     try {
-      records = await recordsFromNames(root);
+      records = await view.listByName();
     } catch (error) {
       status.error ??= errorInfo(error);
       return status;
@@ -97,53 +91,4 @@ function createdAt(r: ListedRecord): number {
 function idTime(id: string): number | undefined {
   const ms = Number.parseInt(id.slice(0, 9), 36);
   return Number.isFinite(ms) ? ms : undefined;
-}
-
-const ID = '[0-9a-z]{9}-[0-9a-f]{10}';
-const RECORD_NAME = new RegExp(`^(${ID})\\.json$`);
-const CLAIM_NAME = new RegExp(`^(${ID})\\.\\d{1,10}\\.json$`);
-
-/** Records known only by their file names: used when the spool cannot be opened (unsafe or incomplete). */
-async function recordsFromNames(root: string): Promise<ListedRecord[]> {
-  const out: ListedRecord[] = [];
-  for (const state of RECORD_STATES) {
-    let names: string[];
-    try {
-      names = await readdir(path.join(root, state));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') continue;
-      throw error;
-    }
-    const pattern = state === 'building' || state === 'uploading' ? CLAIM_NAME : RECORD_NAME;
-    for (const name of names) {
-      const id = pattern.exec(name)?.[1];
-      if (id === undefined) continue;
-      out.push({
-        id,
-        state,
-        harness: '?',
-        profile: '?',
-        session_id: '?',
-        size: null,
-        sha256: null,
-        attempts: 0,
-        upload_attempts: 0,
-        interruptions: 0,
-        last_error: null,
-        next_attempt_at_unix_ms: null,
-        created_at_unix_ms: null,
-      });
-    }
-  }
-  return out;
-}
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await lstat(file);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
-  }
 }

@@ -187,7 +187,7 @@ describe('refusals: one line on stderr, exit 1, logged, nothing spooled', () => 
     const ctx = t.context({ stderr: { write: (s) => void stderr.push(s), isTTY: false } });
     const code = await captureCommand(ctx, { harness: 'claude', profile: CLAUDE_PROFILE }, stdin, {
       deadlineMs: 600_000,
-      startWorker: () => {
+      startDrain: () => {
         throw new Error('must not start a worker');
       },
     });
@@ -247,7 +247,7 @@ describe('an unsafe spool', () => {
     const ctx = t.context({ stderr: { write: (s) => void stderr.push(s), isTTY: false } });
     const code = await captureCommand(ctx, { harness: 'claude', profile: CLAUDE_PROFILE }, Readable.from(['{"session_id":"x","cwd":"/w"}']), {
       ownerUid: someoneElse,
-      startWorker: () => {
+      startDrain: () => {
         throw new Error('must not start a worker');
       },
     });
@@ -281,7 +281,7 @@ describe('a full disk', () => {
     const stderr: string[] = [];
     const ctx = t.context({ stderr: { write: (s) => void stderr.push(s), isTTY: false } });
     const code = await captureCommand(ctx, { harness: 'claude', profile: CLAUDE_PROFILE }, Readable.from(['{"session_id":"full","cwd":"/w"}']), {
-      startWorker: () => {
+      startDrain: () => {
         throw new Error('must not start a worker');
       },
       io: {
@@ -338,7 +338,7 @@ describe('a full disk', () => {
 describe('capture.log', () => {
   it('rotates to one older generation when it would grow past its bound, staying 0600', async () => {
     const { appendCaptureLog } = await import('../../src/capture/log.js');
-    for (let i = 0; i < 40; i++) await appendCaptureLog(stateDir, { event: 'refused', reason: `entry ${i} ${'x'.repeat(60)}` }, { maxBytes: 1024 });
+    for (let i = 0; i < 40; i++) await appendCaptureLog(path.join(stateDir, 'capture.log'), { event: 'refused', reason: `entry ${i} ${'x'.repeat(60)}` }, { maxBytes: 1024 });
     const current = path.join(stateDir, 'capture.log');
     for (const file of [current, `${current}.1`]) {
       const info = await stat(file);
@@ -351,7 +351,7 @@ describe('capture.log', () => {
 
   it('masks secrets and cuts long fields', async () => {
     const { appendCaptureLog } = await import('../../src/capture/log.js');
-    await appendCaptureLog(stateDir, { event: 'failed', reason: `Authorization: Bearer abcdefghijklmnop token=hunter2 ${'y'.repeat(2000)}` });
+    await appendCaptureLog(path.join(stateDir, 'capture.log'), { event: 'failed', reason: `Authorization: Bearer abcdefghijklmnop token=hunter2 ${'y'.repeat(2000)}` });
     const [entry] = captureLog(stateDir);
     expect(String(entry!.reason)).not.toMatch(/abcdefghijklmnop|hunter2/);
     expect(String(entry!.reason).length).toBeLessThan(600);

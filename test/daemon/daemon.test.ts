@@ -7,11 +7,11 @@ import { copyFile, mkdir, readFile, rm, stat, unlink, writeFile } from 'node:fs/
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { bufferOutput } from '../../src/context.js';
+import { bufferOutput, stateLayout } from '../../src/context.js';
 import { Daemon, type DaemonOptions } from '../../src/daemon/index.js';
 import { readRunState } from '../../src/daemon/state.js';
 import { chokidarWatch, type WatchFactory } from '../../src/daemon/watcher.js';
-import { processTasks, type TaskRunner } from '../../src/daemon/worker.js';
+import { processTasks, type TaskRunner } from '../../src/daemon/task-process.js';
 import { Spool } from '../../src/spool/index.js';
 import { startUploadStack, type UploadStack } from '../e2e/upload-support.js';
 import { CLAUDE_PROFILE, claudeSession, spoolFiles } from '../spool/fixtures.js';
@@ -204,7 +204,7 @@ describe('blue-agent run (in-process)', () => {
     await start();
     await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
     const session = await claudeSession(path.join(t.home, '.claude'), { id: 'sess-daemon-1', cwd: t.home, prompt: 'hello' });
-    const spool = await Spool.open(t.stateDir);
+    const spool = await Spool.open(stateLayout(t.stateDir));
     await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: Date.now() });
     const uploads = await waitFor('the upload', async () => {
       if (process.env.DEBUG_DAEMON) console.log(out.text());

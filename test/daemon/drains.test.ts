@@ -8,10 +8,10 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DrainScheduler, spawnDrain, spoolHasWork, type DrainProcess, type DrainResult } from '../../src/daemon/drains.js';
+import { DrainScheduler, spawnDrain, type DrainProcess, type DrainResult } from '../../src/daemon/drains.js';
 import { lastDrainPath } from '../../src/daemon/state.js';
 import type { Logger } from '../../src/logger.js';
-import { Spool } from '../../src/spool/index.js';
+import { Spool, SpoolView } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { waitFor } from './support.js';
 
@@ -90,7 +90,7 @@ describe('drain scheduler', () => {
     const log: Logger = { ...quiet };
     const s = new DrainScheduler({ ctx: t.ctx, log, schedule: '0 0 1 1 *', intakeDelayMs: 50, launch: fake.launch, onResult: (r) => void results.push(r) });
     await s.start();
-    const spool = await Spool.open(t.ctx.paths.stateDir);
+    const spool = await Spool.open(t.ctx.paths);
     await spool.enqueueIntake({ harness: 'claude', profile: 'claude-v2_0_12', payload: { session_id: 's1' }, createdAtUnixMs: Date.now() });
     await waitFor('a drain for the new record', () => fake.runs.length === 1, 5_000);
     const logged: string[] = [];
@@ -139,7 +139,7 @@ describe('drain scheduler: idle, stop and the drain process', () => {
       intakeDelayMs: 50,
       launch: fake.launch,
       onResult: (r) => void results.push(r),
-      hasWork: () => spoolHasWork(t.ctx.paths.stateDir),
+      hasWork: () => new SpoolView(t.ctx.paths).hasWork(),
     });
     await s.start();
     await sleep(2_500);

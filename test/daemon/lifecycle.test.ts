@@ -12,7 +12,7 @@ import { CorrectionBackoff } from '../../src/daemon/backoff.js';
 import { Daemon, type DaemonOptions } from '../../src/daemon/index.js';
 import type { TaskRequest } from '../../src/daemon/tasks.js';
 import { ConfigWatcher, fingerprints } from '../../src/daemon/watcher.js';
-import type { TaskRunner } from '../../src/daemon/worker.js';
+import type { TaskRunner } from '../../src/daemon/task-process.js';
 import type { Logger } from '../../src/logger.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { parseLog, waitFor } from './support.js';

@@ -7,13 +7,13 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { acquireInstanceLock, EXIT_ALREADY_RUNNING, RUN_LOCK_FILE, staleReason, type LockWorld } from '../../src/daemon/lock.js';
+import { acquireInstanceLock, EXIT_ALREADY_RUNNING, staleReason, type LockWorld } from '../../src/daemon/lock.js';
 
 let dir: string;
 let file: string;
 beforeEach(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'blue-run-lock-'));
-  file = path.join(dir, RUN_LOCK_FILE);
+  file = path.join(dir, 'agent-run.lock');
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -34,14 +34,14 @@ describe('agent-run.lock', () => {
   it('a lock taken before this boot is stale, even from another host name (renamed across the reboot)', async () => {
     // Its pid runs now (pids restart at boot), which does not make it the owner.
     await lockOf({ pid: 1, host: 'old-laptop-name.local', started_at_unix_ms: BOOT_AT - 3_600_000 });
-    const lock = await acquireInstanceLock(dir, Date.now(), world({ probe: () => 'alive' }));
+    const lock = await acquireInstanceLock(file, Date.now(), world({ probe: () => 'alive' }));
     expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ pid: SELF, host: HOST, boot_at_unix_ms: BOOT_AT });
     await lock.release();
   });
 
   it('a lock of another host taken during this boot is kept (a shared home), and the refusal exits 3', async () => {
     await lockOf({ pid: 4242, host: 'other-host', started_at_unix_ms: Date.now() - 1_000 });
-    const error = await acquireInstanceLock(dir, Date.now(), world()).catch((e: unknown) => e);
+    const error = await acquireInstanceLock(file, Date.now(), world()).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'LOCK_TIMEOUT', exitCode: EXIT_ALREADY_RUNNING });
     expect(String((error as Error).message)).toContain('on other-host');
   });
@@ -49,7 +49,7 @@ describe('agent-run.lock', () => {
   it('a pid that now belongs to another process (or another user) is not the owner', async () => {
     // The recorded pid runs, but with another /proc start time than the one recorded: a reused pid.
     await lockOf({ pid: 1234, host: HOST, proc_start: '500', started_at_unix_ms: Date.now() - 1_000 });
-    const lock = await acquireInstanceLock(dir, Date.now(), world({ probe: () => 'alive', procStart: (pid) => (pid === 1234 ? '900' : '42') }));
+    const lock = await acquireInstanceLock(file, Date.now(), world({ probe: () => 'alive', procStart: (pid) => (pid === 1234 ? '900' : '42') }));
     expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ pid: SELF, proc_start: '42' });
     await lock.release();
 
@@ -69,7 +69,7 @@ describe('agent-run.lock', () => {
     await lockOf(owner);
     const alive = world({ probe: () => 'alive', procStart: () => '3000' });
     expect(staleReason(owner, alive)).toBeUndefined();
-    await expect(acquireInstanceLock(dir, Date.now(), alive)).rejects.toMatchObject({ code: 'LOCK_TIMEOUT', exitCode: EXIT_ALREADY_RUNNING });
+    await expect(acquireInstanceLock(file, Date.now(), alive)).rejects.toMatchObject({ code: 'LOCK_TIMEOUT', exitCode: EXIT_ALREADY_RUNNING });
     // The same record, taken (by the clock) a while before this boot: stale whatever runs under its pid.
     expect(staleReason({ ...owner, started_at_unix_ms: BOOT_AT - 10 * 60_000 }, alive)).toBe('taken before this machine booted');
   });
@@ -79,7 +79,7 @@ describe('agent-run.lock', () => {
     const contenders = Array.from({ length: 12 }, (_, i) => 3_000_000 + i);
     const contender = (pid: number): LockWorld => world({ pid, probe: (p) => (contenders.includes(p) ? 'alive' : 'gone') });
     for (let round = 0; round < 5; round++) {
-      const results = await Promise.allSettled(contenders.map((pid) => acquireInstanceLock(dir, Date.now(), contender(pid))));
+      const results = await Promise.allSettled(contenders.map((pid) => acquireInstanceLock(file, Date.now(), contender(pid))));
       const won = results.filter((r) => r.status === 'fulfilled');
       expect(won).toHaveLength(1);
       for (const r of results) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'LOCK_TIMEOUT', exitCode: EXIT_ALREADY_RUNNING });
@@ -109,7 +109,7 @@ describe('agent-run.lock', () => {
       }
     })();
     for (let i = 0; i < 300; i++) {
-      const lock = await acquireInstanceLock(dir, Date.now(), world());
+      const lock = await acquireInstanceLock(file, Date.now(), world());
       await lock.release();
     }
     stop = true;

@@ -22,23 +22,23 @@ describe('run log', () => {
     const file = { kind: 'file', file: path.join(dir, 'run.log'), maxBytes: 1024 * 1024 };
     const journal = () => '8:123';
     // JOURNAL_STREAM counts only when it names this process's stdout (dev:ino of fd 1, as systemd documents).
-    expect(detectLogTarget({ JOURNAL_STREAM: '8:123' }, dir, undefined, journal)).toEqual({ kind: 'stdout' });
-    expect(detectLogTarget({ JOURNAL_STREAM: '8:123' }, dir, undefined, () => '8:999')).toEqual(file);
-    expect(detectLogTarget({ JOURNAL_STREAM: '8:123' }, dir, undefined, () => undefined)).toEqual(file);
+    expect(detectLogTarget({ JOURNAL_STREAM: '8:123' }, path.join(dir, 'run.log'), undefined, journal)).toEqual({ kind: 'stdout' });
+    expect(detectLogTarget({ JOURNAL_STREAM: '8:123' }, path.join(dir, 'run.log'), undefined, () => '8:999')).toEqual(file);
+    expect(detectLogTarget({ JOURNAL_STREAM: '8:123' }, path.join(dir, 'run.log'), undefined, () => undefined)).toEqual(file);
     // INVOCATION_ID alone leaks into terminals started from a user service: not enough.
-    expect(detectLogTarget({ INVOCATION_ID: 'abc' }, dir, undefined, journal)).toEqual(file);
+    expect(detectLogTarget({ INVOCATION_ID: 'abc' }, path.join(dir, 'run.log'), undefined, journal)).toEqual(file);
     // launchd never rotates StandardOutPath: its agent (and any other XPC service) logs to the rotated run.log.
-    expect(detectLogTarget({ XPC_SERVICE_NAME: 'com.blue-agent.agent' }, dir, undefined, journal)).toEqual(file);
-    expect(detectLogTarget({ XPC_SERVICE_NAME: 'application.com.apple.Terminal.123' }, dir, undefined, journal)).toEqual(file);
-    expect(detectLogTarget({ BLUE_AGENT_LOG: 'json' }, dir)).toEqual({ kind: 'stdout' });
-    expect(detectLogTarget({ INVOCATION_ID: 'abc', JOURNAL_STREAM: '8:123', BLUE_AGENT_LOG: 'file' }, dir, undefined, journal)).toMatchObject({ kind: 'file' });
-    expect(detectLogTarget({}, dir)).toEqual(file);
+    expect(detectLogTarget({ XPC_SERVICE_NAME: 'com.blue-agent.agent' }, path.join(dir, 'run.log'), undefined, journal)).toEqual(file);
+    expect(detectLogTarget({ XPC_SERVICE_NAME: 'application.com.apple.Terminal.123' }, path.join(dir, 'run.log'), undefined, journal)).toEqual(file);
+    expect(detectLogTarget({ BLUE_AGENT_LOG: 'json' }, path.join(dir, 'run.log'))).toEqual({ kind: 'stdout' });
+    expect(detectLogTarget({ INVOCATION_ID: 'abc', JOURNAL_STREAM: '8:123', BLUE_AGENT_LOG: 'file' }, path.join(dir, 'run.log'), undefined, journal)).toMatchObject({ kind: 'file' });
+    expect(detectLogTarget({}, path.join(dir, 'run.log'))).toEqual(file);
   });
 
   it('reads the identity of its real stdout for JOURNAL_STREAM', async () => {
     const info = fstatSync(1, { bigint: true });
     expect(stdoutIdentity()).toBe(`${info.dev}:${info.ino}`);
-    expect(detectLogTarget({ JOURNAL_STREAM: `${info.dev}:${info.ino}` }, dir)).toEqual({ kind: 'stdout' });
+    expect(detectLogTarget({ JOURNAL_STREAM: `${info.dev}:${info.ino}` }, path.join(dir, 'run.log'))).toEqual({ kind: 'stdout' });
   });
 
   it('writes JSON lines with secrets masked', () => {

@@ -11,6 +11,7 @@ import { Spool } from '../../src/spool/index.js';
 import { startUploadStack, type UploadStack } from '../e2e/upload-support.js';
 import { CLAUDE_PROFILE, claudeSession, runCli, spoolFiles, type CliResult } from '../spool/fixtures.js';
 import { agentHome, parseLog, uploadPolicy, waitFor, type AgentHome } from './support.js';
+import { stateLayout } from '../../src/context.js';
 
 let t: AgentHome;
 let stack: UploadStack;
@@ -110,7 +111,7 @@ describe('blue-agent run (process)', () => {
     const agent = run();
     await waitFor('the agent', () => has('policy checked'), 20_000);
     const session = await claudeSession(path.join(t.home, '.claude'), { id: 'sess-sigterm-1', cwd: t.home, prompt: 'hello' });
-    const spool = await Spool.open(t.stateDir);
+    const spool = await Spool.open(stateLayout(t.stateDir));
     const record = await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: Date.now() });
     await waitFor('the upload to be under way', () => readdirUploading().length > 0, 30_000);
     expect(has('drain started')).toMatchObject({ trigger: 'intake' });

@@ -9,8 +9,8 @@ import { readdirSync } from 'node:fs';
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { drain, type DrainOptions, type DrainReport } from '../../src/capture/worker.js';
-import type { Context } from '../../src/context.js';
+import { drain, type DrainOptions, type DrainReport } from '../../src/drain/index.js';
+import { stateLayout, type Context } from '../../src/context.js';
 import { Spool, type SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { sha256 } from '../control-plane/server-support.js';
@@ -70,7 +70,7 @@ async function spoolSession(id: string, prompt: string, noiseKiB = 0): Promise<{
     const lines = Array.from({ length: noiseKiB }, (_, n) => JSON.stringify({ sessionId: id, cwd, type: 'system', uuid: `n${n}`, content: randomBytes(512).toString('hex') }));
     await appendFile(session.transcript, `${lines.join('\n')}\n`);
   }
-  const spool = await Spool.open(stateDir);
+  const spool = await Spool.open(stateLayout(stateDir));
   const record = await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: now - 60_000 + ++enqueued });
   return { session, record };
 }

@@ -9,10 +9,10 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { drain } from '../../src/capture/worker.js';
+import { drain } from '../../src/drain/index.js';
 import { createS3BlobStore, type S3BlobStoreOptions } from '../../src/control-plane/blobs/s3.js';
 import type { BlobStore } from '../../src/control-plane/blobs/types.js';
-import type { Context } from '../../src/context.js';
+import { stateLayout, type Context } from '../../src/context.js';
 import { Spool, type SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { sha256 } from '../control-plane/server-support.js';
@@ -89,7 +89,7 @@ function ctx(): Context {
 
 async function spoolSession(id: string, prompt: string): Promise<SpoolRecord> {
   const session = await claudeSession(claudeDir, { id, cwd, prompt, padBytes: 20_000 });
-  const spool = await Spool.open(stateDir);
+  const spool = await Spool.open(stateLayout(stateDir));
   return spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: now - 60_000 });
 }
 

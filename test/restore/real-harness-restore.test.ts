@@ -7,7 +7,7 @@
 import { readdir, mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { assembleBundle } from '../../src/capture/assemble.js';
+import { assembleBundle } from '../../src/drain/assemble.js';
 import type { Context } from '../../src/context.js';
 import { claudeProjectKey } from '../../src/harnesses/claude/session.js';
 import { findInterval } from '../../src/profiles/index.js';

@@ -11,7 +11,7 @@ import { afterEach, beforeEach } from 'vitest';
 import { writeBundle, type BundleResult } from '../../src/bundle/index.js';
 import { fileEntryName, serializeManifest, type BundleManifest } from '../../src/bundle/manifest.js';
 import { END_OF_ARCHIVE, fileHeader, padding } from '../../src/bundle/tar.js';
-import { assembleBundle } from '../../src/capture/assemble.js';
+import { assembleBundle } from '../../src/drain/assemble.js';
 import { kimiWorkDirHash } from '../../src/harnesses/kimi/session.js';
 import { claudeProjectKey } from '../../src/harnesses/claude/session.js';
 import { findInterval, loadProfiles, type ProfileSet } from '../../src/profiles/index.js';

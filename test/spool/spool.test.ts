@@ -20,6 +20,7 @@ import {
 import { rejected } from '../support/errors.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { readJson, spoolFiles } from './fixtures.js';
+import { stateLayout } from '../../src/context.js';
 
 let t: TestHome;
 let stateDir: string;
@@ -79,7 +80,7 @@ async function killedWorker(id: string, leave: { temp?: boolean; bundle?: string
 
 describe('layout and safety', () => {
   it('creates the spool folders 0700 and writes records 0600', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await enqueue(spool);
     for (const folder of ['', 'intake', 'building', 'ready', 'failed', 'bundles', 'tmp']) {
       expect(((await stat(path.join(stateDir, 'spool', folder))).mode & 0o777).toString(8), folder).toBe('700');
@@ -95,25 +96,25 @@ describe('layout and safety', () => {
     ['a state folder', 'spool/intake'],
     ['the state directory', ''],
   ])('refuses %s when group or others may write to it', async (_what, rel) => {
-    await Spool.open(stateDir);
+    await Spool.open(stateLayout(stateDir));
     await chmod(path.join(stateDir, rel), 0o777);
-    const error = await rejected(Spool.open(stateDir));
+    const error = await rejected(Spool.open(stateLayout(stateDir)));
     expect(error.code).toBe('SPOOL_UNSAFE');
     expect(error.message).toContain('writable by');
     expect(error.hint).toContain('chmod 700');
   });
 
   it('refuses a spool owned by another user', async () => {
-    await Spool.open(stateDir);
+    await Spool.open(stateLayout(stateDir));
     const mine = (await stat(path.join(stateDir, 'spool'))).uid;
     // As if another user ran the agent on this state directory: the folders are not theirs (no chown, so any user).
     const someoneElse = mine + 1;
-    const error = await rejected(Spool.open(stateDir, { ownerUid: someoneElse }));
+    const error = await rejected(Spool.open(stateLayout(stateDir), { ownerUid: someoneElse }));
     expect(error.code).toBe('SPOOL_UNSAFE');
     expect(error.message).toContain(`is owned by uid ${mine}, not by you (uid ${someoneElse})`);
     expect(error.hint).toContain('chown');
     // The owner it expects by default is the process's own user.
-    await expect(Spool.open(stateDir, { ownerUid: mine })).resolves.toBeInstanceOf(Spool);
+    await expect(Spool.open(stateLayout(stateDir), { ownerUid: mine })).resolves.toBeInstanceOf(Spool);
   });
 
   it('refuses a spool folder that is a symbolic link', async () => {
@@ -121,13 +122,13 @@ describe('layout and safety', () => {
     const elsewhere = path.join(t.root, 'elsewhere');
     await mkdir(elsewhere, { mode: 0o700 });
     await symlink(elsewhere, path.join(stateDir, 'spool'));
-    const error = await rejected(Spool.open(stateDir));
+    const error = await rejected(Spool.open(stateLayout(stateDir)));
     expect(error.code).toBe('SPOOL_UNSAFE');
     expect(error.message).toContain('symbolic link');
   });
 
   it('checks again on every claim, not only when opened', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     await enqueue(spool);
     await chmod(path.join(stateDir, 'spool', 'building'), 0o757);
     expect((await rejected(spool.claimNext('intake'))).code).toBe('SPOOL_UNSAFE');
@@ -137,7 +138,7 @@ describe('layout and safety', () => {
 
 describe('transitions', () => {
   it('intake -> building -> ready: one file at every step, the bundle beside it', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await enqueue(spool);
     const claim = (await spool.claimNext('intake'))!;
     expect(claim.id).toBe(record.id);
@@ -159,8 +160,8 @@ describe('transitions', () => {
   });
 
   it('claims the oldest first, and a record only once across claimers', async () => {
-    const a = await Spool.open(stateDir, { now: clock });
-    const b = await Spool.open(stateDir, { now: clock });
+    const a = await Spool.open(stateLayout(stateDir), { now: clock });
+    const b = await Spool.open(stateLayout(stateDir), { now: clock });
     const first = await enqueue(a, 's1');
     now += 1;
     const second = await enqueue(a, 's2');
@@ -171,7 +172,7 @@ describe('transitions', () => {
   });
 
   it('release after a transient error counts the attempt and delays the next one', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await enqueue(spool);
     const claim = (await spool.claimNext('intake'))!;
     await fakeBundle(spool, record.id);
@@ -185,7 +186,7 @@ describe('transitions', () => {
   });
 
   it('release for a full disk keeps the attempts and the record due', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     await enqueue(spool);
     const claim = (await spool.claimNext('intake'))!;
     const released = await spool.release(claim, { error: { code: 'SPOOL_FULL', message: 'full', at_unix_ms: now }, countAttempt: false });
@@ -195,7 +196,7 @@ describe('transitions', () => {
   });
 
   it('fail keeps the record with its reason and removes its bundle and temp files', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await enqueue(spool);
     const claim = (await spool.claimNext('intake'))!;
     await fakeBundle(spool, record.id);
@@ -205,7 +206,7 @@ describe('transitions', () => {
   });
 
   it('a damaged intake record is failed as it is, for inspection', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const id = newRecordId(now);
     await writeFile(path.join(stateDir, 'spool', 'intake', `${id}.json`), '{"half": ', { mode: 0o600 });
     const claim = (await spool.claimNext('intake'))!;
@@ -217,7 +218,7 @@ describe('transitions', () => {
   });
 
   it('enqueueing never replaces an existing record, even with the same id', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const records = await Promise.all(Array.from({ length: 50 }, (_, i) => enqueue(spool, `s${i}`)));
     expect(new Set(records.map((r) => r.id)).size).toBe(50);
     expect(spoolFiles(stateDir).intake).toHaveLength(50);
@@ -238,7 +239,7 @@ describe('a full disk', () => {
   };
 
   it('leaves no partial intake record and reports SPOOL_FULL', async () => {
-    const spool = await Spool.open(stateDir, { io: full });
+    const spool = await Spool.open(stateLayout(stateDir), { io: full });
     const error = await rejected(enqueue(spool));
     expect(error.code).toBe('SPOOL_FULL');
     expect(error.message).toContain('no space left');
@@ -246,9 +247,9 @@ describe('a full disk', () => {
   });
 
   it('keeps a claimed record where it was when its rewrite cannot be written', async () => {
-    const good = await Spool.open(stateDir, { now: clock });
+    const good = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await enqueue(good);
-    const spool = await Spool.open(stateDir, { io: full, now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { io: full, now: clock });
     const claim = (await spool.claimNext('intake'))!;
     expect((await rejected(spool.release(claim, { error: { code: 'X', message: 'y', at_unix_ms: now } }))).code).toBe('SPOOL_FULL');
     // Still one file: the claim, with its old content; recovery puts it back once this holder is gone.
@@ -259,7 +260,7 @@ describe('a full disk', () => {
 
 describe('recovery after a crash', () => {
   it('a claim whose worker died goes back to intake, counted as an interruption; its temp files go', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await enqueue(spool);
     await killedWorker(record.id, { temp: true });
     const report = await spool.releaseDeadClaims();
@@ -269,7 +270,7 @@ describe('recovery after a crash', () => {
   });
 
   it('a crash after the bundle was placed but before the claim named it: released, the bundle removed', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await enqueue(spool);
     await killedWorker(record.id, { bundle: 'bundle' });
     expect(await spool.releaseDeadClaims()).toEqual({ released: [record.id], completed: [], failed: [] });
@@ -277,7 +278,7 @@ describe('recovery after a crash', () => {
   });
 
   it('a crash between naming the bundle in the claim and the commit rename: the commit is finished, not redone', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await enqueue(spool);
     await killedWorker(record.id, { bundle: 'bundle!', named: true });
     expect(await spool.releaseDeadClaims()).toEqual({ released: [], completed: [record.id], failed: [] });
@@ -285,7 +286,7 @@ describe('recovery after a crash', () => {
   });
 
   it('a claim that names a bundle which is not in place is rebuilt, not committed', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await enqueue(spool);
     await killedWorker(record.id, { named: true, bundle: 'short' });
     await writeFile(spool.bundleFile(record.id), 'truncated'); // not the size the claim names
@@ -294,22 +295,22 @@ describe('recovery after a crash', () => {
   });
 
   it('a claim of a live worker is left alone; of several recoverers, one takes a dead claim', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     await enqueue(spool, 'live');
     const mine = (await spool.claimNext('intake'))!;
-    const other = await Spool.open(stateDir, { now: clock });
+    const other = await Spool.open(stateLayout(stateDir), { now: clock });
     expect(await other.releaseDeadClaims()).toEqual({ released: [], completed: [], failed: [] });
     expect(spoolFiles(stateDir).building).toEqual([path.basename(mine.file)]);
 
     const dead = await enqueue(spool, 'dead');
     await killedWorker(dead.id);
-    const reports = await Promise.all([other.releaseDeadClaims(), spool.releaseDeadClaims(), (await Spool.open(stateDir)).releaseDeadClaims()]);
+    const reports = await Promise.all([other.releaseDeadClaims(), spool.releaseDeadClaims(), (await Spool.open(stateLayout(stateDir))).releaseDeadClaims()]);
     expect(reports.flatMap((r) => r.released)).toEqual([dead.id]);
     expect(spoolFiles(stateDir)).toMatchObject({ intake: [`${dead.id}.json`], building: [path.basename(mine.file)] });
   });
 
   it('a record whose worker died goes after the records nobody has tried yet', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const unlucky = await enqueue(spool, 'unlucky');
     await killedWorker(unlucky.id);
     expect((await spool.releaseDeadClaims()).released).toEqual([unlucky.id]);
@@ -321,7 +322,7 @@ describe('recovery after a crash', () => {
   });
 
   it('a claim not refreshed for a long time is dead even if its pid runs (a reused pid)', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await enqueue(spool);
     const { rename, utimes } = await import('node:fs/promises');
     // A process of our own runs under the claim's pid; the claim was last refreshed an hour ago.
@@ -338,7 +339,7 @@ describe('recovery after a crash', () => {
   });
 
   it(`a record whose worker keeps dying is failed after ${MAX_INTERRUPTIONS} interruptions`, async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await enqueue(spool);
     for (let i = 1; i <= MAX_INTERRUPTIONS; i++) {
       await killedWorker(record.id);
@@ -352,7 +353,7 @@ describe('recovery after a crash', () => {
   });
 
   it('a claim left by an earlier process with our own pid is recovered too', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await enqueue(spool);
     // What a killed worker whose pid was later reused by this process would leave.
     const { rename } = await import('node:fs/promises');
@@ -361,7 +362,7 @@ describe('recovery after a crash', () => {
   });
 
   it('temp files of live writers stay; those of dead writers go; unknown names stay until old', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const id = newRecordId(now);
     const live = spool.tempFile(id, 'bundle');
     await writeFile(live, 'x');
@@ -382,7 +383,7 @@ describe('recovery after a crash', () => {
 
 describe('listing', () => {
   it('lists every record with state, session, size, attempts, last error and time', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const a = await enqueue(spool, 'waiting');
     now += 1;
     const b = await enqueue(spool, 'built');
@@ -425,7 +426,7 @@ describe('upload claims', () => {
   }
 
   it('claims ready records into uploading/, releases them with attempts, error and next attempt, completes by removing everything', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await readyRecord(spool, 'up-1');
     const claim = (await spool.claimNext('ready'))!;
     expect(claim).toMatchObject({ id: record.id, from: 'ready' });
@@ -446,7 +447,7 @@ describe('upload claims', () => {
   });
 
   it('an upload the server refuses for good is failed with its reason and keeps its bundle', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await readyRecord(spool, 'up-refused');
     const claim = (await spool.claimNext('ready'))!;
     const failed = await spool.fail(claim, { code: 'UPLOAD_REJECTED', message: 'harness not allowed', at_unix_ms: now });
@@ -456,7 +457,7 @@ describe('upload claims', () => {
   });
 
   it('recovery: a dead upload claim goes back to ready with its bundle; one that names its upload is finished', async () => {
-    const spool = await Spool.open(stateDir, { now: clock });
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const a = await readyRecord(spool, 'up-a');
     const b = await readyRecord(spool, 'up-b');
     const pid = await deadPid();

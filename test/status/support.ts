@@ -4,7 +4,7 @@
  */
 import { chmod, lstat, mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { bufferOutput, type Context } from '../../src/context.js';
+import { bufferOutput, stateLayout, type Context } from '../../src/context.js';
 import { main } from '../../src/cli/main.js';
 import { Spool } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
@@ -69,7 +69,7 @@ export async function setup(): Promise<Setup> {
 
 /** Captures in the spool, as the hook writes them. */
 export async function enqueue(stateDir: string, harness: string, sessionIds: string[], createdAt: number[]): Promise<string[]> {
-  const spool = await Spool.open(stateDir);
+  const spool = await Spool.open(stateLayout(stateDir));
   const ids: string[] = [];
   for (const [i, session] of sessionIds.entries()) {
     const record = await spool.enqueueIntake({ harness, profile: 'claude-v2_0_12', payload: { session_id: session }, createdAtUnixMs: createdAt[i]! });

@@ -1,5 +1,5 @@
 /**
- * Crash safety of the spool with real processes: many captures are queued, then the worker (`blue-agent drain`) is
+ * Crash safety of the spool with real processes: many captures are queued, then the drain process (`blue-agent drain`) is
  * killed with SIGKILL at random moments — while starting, recovering, claiming, building, committing — and started
  * again, many times over. After a last, uninterrupted drain every capture must have completed exactly once, with a
  * bundle that verifies, and nothing half-done may be left anywhere in the spool.
@@ -14,6 +14,7 @@ import { loadProfiles } from '../../src/profiles/index.js';
 import { Spool, type SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { captureLog, claudeSession, CLAUDE_PROFILE, readJson, runCli, spoolFiles } from '../spool/fixtures.js';
+import { stateLayout } from '../../src/context.js';
 
 const CAPTURES = 100;
 const MAX_KILLS = 25;
@@ -58,7 +59,7 @@ it(
 
     const cwd = path.join(t.home, 'project');
     await mkdir(cwd, { recursive: true });
-    const spool = await Spool.open(stateDir);
+    const spool = await Spool.open(stateLayout(stateDir));
     const queued = new Map<string, string>();
     const created = Date.now() - 60_000;
     for (let i = 0; i < CAPTURES; i++) {

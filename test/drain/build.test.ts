@@ -1,5 +1,5 @@
 /**
- * The capture worker (`blue-agent drain`): from intake records to verified bundles, the outcome of every kind of
+ * The drain's build stage (`blue-agent drain`): from intake records to verified bundles, the outcome of every kind of
  * failure, concurrent drains, the `drain` and `spool list` output, and `bundle create` sharing the same assembly.
  */
 import { execFileSync } from 'node:child_process';
@@ -7,12 +7,12 @@ import { link, mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { verifyBundle } from '../../src/bundle/index.js';
-import { pickRemote, stripCredentials } from '../../src/capture/repository.js';
-import { buildFromRecord, drain, MAX_DRAIN_PASSES, SETTLE_MS, type BuildFunction } from '../../src/capture/worker.js';
+import { pickRemote, stripCredentials } from '../../src/drain/repository.js';
+import { buildFromRecord, drain, MAX_DRAIN_PASSES, SETTLE_MS, type BuildFunction } from '../../src/drain/index.js';
 import { drainCommand } from '../../src/cli/drain.js';
 import { readLastDrain } from '../../src/daemon/state.js';
 import { spoolListCommand } from '../../src/cli/spool.js';
-import { bufferOutput, type Context } from '../../src/context.js';
+import { bufferOutput, stateLayout, type Context } from '../../src/context.js';
 import { main } from '../../src/cli/main.js';
 import { loadProfiles } from '../../src/profiles/index.js';
 import { MAX_ATTEMPTS, RETRY_DELAYS_MS, Spool, type SpoolRecord } from '../../src/spool/index.js';
@@ -42,7 +42,7 @@ afterEach(async () => {
 let enqueued = 0;
 /** Enqueues like the hook did a minute ago; later calls get later times, so records build in call order. */
 async function enqueue(session: { payload: SpoolRecord['payload'] }, profile = CLAUDE_PROFILE, harness = 'claude'): Promise<SpoolRecord> {
-  const spool = await Spool.open(stateDir);
+  const spool = await Spool.open(stateLayout(stateDir));
   return spool.enqueueIntake({ harness, profile, payload: session.payload, createdAtUnixMs: now - 60_000 + ++enqueued });
 }
 
@@ -98,7 +98,7 @@ describe('building', () => {
   });
 
   it('waits for a fresh capture to settle before building it', async () => {
-    const spool = await Spool.open(stateDir);
+    const spool = await Spool.open(stateLayout(stateDir));
     const now = Date.now();
     const ctx = t.context({ clock: { now: () => now } });
     // Captured just now, 400 ms ago, and long ago: each waits what is left of SETTLE_MS, the old one not at all.
@@ -218,7 +218,7 @@ describe('on a real full filesystem', () => {
       // Random bytes do not compress: a 2 MiB companion file cannot fit in 512 KiB.
       const s = await session('big-0001');
       await writeFile(path.join(s.companionDir, 'tool-results', 'toolu_big.bin'), (await import('node:crypto')).randomBytes(2 * 1024 * 1024));
-      const spool = await Spool.open(env.BLUE_AGENT_HOME);
+      const spool = await Spool.open(stateLayout(env.BLUE_AGENT_HOME));
       const record = await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: s.payload, createdAtUnixMs: Date.now() - 60_000 });
       const report = await drain(c);
       expect(report.stopped?.code, JSON.stringify(report)).toBe('SPOOL_FULL');

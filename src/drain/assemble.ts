@@ -1,7 +1,7 @@
 /**
- * Session -> bundle: the one path from a hook payload to a blue-session-bundle-v1 file, shared by the capture worker
- * and `blue-agent bundle create`. The harness adapter finds the native files by the rules of the recorded profile,
- * git names the repository, and the bundle writer packs, bounds and hashes everything.
+ * Session -> bundle: the one path from a hook payload to a blue-session-bundle-v1 file, shared by the drain's build
+ * stage and `blue-agent bundle create`. The harness adapter finds the native files by the rules of the recorded
+ * profile, git names the repository, and the bundle writer packs, bounds and hashes everything.
  */
 import { writeBundle, type BundleResult } from '../bundle/index.js';
 import type { Context } from '../context.js';

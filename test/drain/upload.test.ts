@@ -9,10 +9,10 @@ import { appendFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { drain, type DrainOptions } from '../../src/capture/worker.js';
+import { drain, type DrainOptions } from '../../src/drain/index.js';
 import { drainCommand } from '../../src/cli/drain.js';
 import { spoolListCommand } from '../../src/cli/spool.js';
-import { bufferOutput, type Context } from '../../src/context.js';
+import { bufferOutput, stateLayout, type Context } from '../../src/context.js';
 import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
 import { createControlServer, type ControlServer } from '../../src/control-plane/server.js';
 import { Spool, type SpoolRecord } from '../../src/spool/index.js';
@@ -54,7 +54,7 @@ afterEach(async () => {
 
 let enqueued = 0;
 async function enqueue(session: { payload: SpoolRecord['payload'] }, profile = CLAUDE_PROFILE): Promise<SpoolRecord> {
-  const spool = await Spool.open(stateDir);
+  const spool = await Spool.open(stateLayout(stateDir));
   return spool.enqueueIntake({ harness: 'claude', profile, payload: session.payload, createdAtUnixMs: now - 60_000 + ++enqueued });
 }
 

@@ -1,0 +1,151 @@
+/**
+ * The drain's build stage: intake records become bundles one at a time. Several drains may run at once (every
+ * capture starts one): claims make sure each record is built by exactly one of them.
+ *
+ * Outcome of a build, by what went wrong:
+ *   - nothing: the bundle is committed and the record is ready;
+ *   - the session must not or cannot be captured (ARTIFACT_INVALID and kin): failed at once, with the reason;
+ *   - the disk is full: the partial bundle is removed, the record goes back to intake untouched, and the drain stops;
+ *   - anything else: back to intake with attempts + 1 and a growing delay before the next try (RETRY_DELAYS_MS),
+ *     failed after MAX_ATTEMPTS.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { BundleResult } from '../bundle/index.js';
+import { appendCaptureLog } from '../capture/log.js';
+import type { Context } from '../context.js';
+import { BlueError, toBlueError } from '../errors.js';
+import { loadProfiles, type ProfileSet } from '../profiles/index.js';
+import { DocumentCache } from '../schema/document-cache.js';
+import { isDiskFull, MAX_ATTEMPTS, type Claim, type RecordError, type Spool, type SpoolRecord } from '../spool/index.js';
+import { assembleBundle, captureInterval } from './assemble.js';
+import { failedEntry, type DrainReport } from './report.js';
+import type { RepositoryCache } from './repository.js';
+
+/** Records younger than this wait before they are built: the harness may still be writing the session's last lines as it exits. */
+export const SETTLE_MS = 1_000;
+
+/** Errors that say the session itself cannot be captured: retrying gives the same answer. */
+const PERMANENT = new Set(['ARTIFACT_INVALID', 'BUNDLE_INVALID', 'CAPTURE_REFUSED', 'PROFILE_UNKNOWN', 'UNSAFE_PATH']);
+
+export type BuildFunction = (ctx: Context, record: SpoolRecord, outFile: string, profiles: ProfileSet, repositories: RepositoryCache) => Promise<BundleResult>;
+
+export interface BuildOptions {
+  settleMs?: number;
+  /** Waits out what is left of a fresh record's settle time; tests record the wait instead. */
+  wait?: (ms: number) => Promise<unknown>;
+  maxAttempts?: number;
+  /** Replaces the session -> bundle step (tests make it fail or stall). */
+  build?: BuildFunction;
+}
+
+/** The default build: the record's recorded profile, its harness adapter, the bundle writer. */
+export const buildFromRecord: BuildFunction = (ctx, record, outFile, profiles, repositories) => {
+  const { harness, interval } = captureInterval(profiles, record.harness, record.profile);
+  return assembleBundle(ctx, { harness, interval, payload: record.payload, capturedAtUnixMs: record.created_at_unix_ms, repositories }, outFile, profiles);
+};
+
+/** The build stage: claims the due intake records of `only` not yet `tried`, one at a time, and builds each. */
+export async function buildWaiting(ctx: Context, spool: Spool, report: DrainReport, options: BuildOptions, tried: Set<string>, only: ReadonlySet<string>): Promise<void> {
+  const build = options.build ?? buildFromRecord;
+  const settleMs = options.settleMs ?? SETTLE_MS;
+  const maxAttempts = options.maxAttempts ?? MAX_ATTEMPTS;
+  const repositories: RepositoryCache = new Map();
+  let profiles: ProfileSet | undefined;
+  let documents: DocumentCache | undefined;
+  try {
+    for (;;) {
+      const claim = await spool.claimNext('intake', { skip: tried, skipNotDue: true, only });
+      if (claim === undefined) break;
+      tried.add(claim.id);
+      const { record } = claim;
+      if (claim.damaged !== undefined) {
+        await spool.fail(claim, { code: 'SPOOL_RECORD_DAMAGED', message: claim.damaged, at_unix_ms: ctx.clock.now() });
+        report.failed.push(failedEntry(record, 'SPOOL_RECORD_DAMAGED', claim.damaged));
+        continue;
+      }
+      const age = ctx.clock.now() - record.created_at_unix_ms;
+      if (age >= 0 && age < settleMs) await (options.wait ?? sleep)(settleMs - age);
+      const outFile = spool.tempFile(record.id, 'bundle');
+      try {
+        if (profiles === undefined) {
+          documents = await DocumentCache.open(ctx.paths.documentCacheFile, true);
+          profiles = await loadProfiles(ctx.paths.profilesDir, documents);
+        }
+        const result = await build(ctx, record, outFile, profiles, repositories);
+        await spool.commitReady(claim, outFile, { size: result.size, sha256: result.sha256 });
+        report.built.push({
+          id: record.id,
+          harness: record.harness,
+          profile: record.profile,
+          session_id: record.payload.session_id,
+          size: result.size,
+          sha256: result.sha256,
+        });
+        await appendCaptureLog(ctx.paths.captureLogFile, {
+          event: 'built',
+          harness: record.harness,
+          profile: record.profile,
+          session_id: record.payload.session_id,
+          record: record.id,
+          size: result.size,
+        });
+      } catch (error) {
+        if (!(await spool.holds(claim))) {
+          // Another drain judged this one dead and took the record over: it is theirs now, leave it alone.
+          await spool.discardTemp(outFile);
+          continue;
+        }
+        const stop = await settleFailure(ctx, spool, claim, error, report, maxAttempts);
+        if (stop) break;
+      }
+    }
+  } finally {
+    await documents?.save().catch(() => undefined);
+  }
+}
+
+/** Records a failed build; true when the drain should stop (the disk is full). */
+async function settleFailure(ctx: Context, spool: Spool, claim: Claim, error: unknown, report: DrainReport, maxAttempts: number): Promise<boolean> {
+  const { record } = claim;
+  const blue = toBlueError(error);
+  const at = ctx.clock.now();
+  if (blue.code === 'SPOOL_UNSAFE') {
+    throw blue;
+  }
+  if (isDiskFull(error) || isDiskFull(blue.cause)) {
+    const reason = 'no space left on the disk while building the bundle; kept for a later drain';
+    await spool.release(claim, { error: { code: 'SPOOL_FULL', message: reason, at_unix_ms: at }, countAttempt: false });
+    report.retried.push(failedEntry(record, 'SPOOL_FULL', reason));
+    report.stopped = { code: 'SPOOL_FULL', reason: blue.message };
+    await appendCaptureLog(ctx.paths.captureLogFile, { event: 'retry', record: record.id, session_id: record.payload.session_id, code: 'SPOOL_FULL', reason });
+    return true;
+  }
+  const failure: RecordError = { code: blue.code, message: describe(blue), at_unix_ms: at };
+  const permanent = PERMANENT.has(blue.code);
+  if (permanent || record.attempts + 1 >= maxAttempts) {
+    const failed = await spool.fail(
+      claim,
+      { ...failure, message: permanent ? failure.message : `${failure.message} (after ${record.attempts + 1} attempts)` },
+      { countAttempt: true },
+    );
+    report.failed.push(failedEntry(failed, blue.code, failed.last_error!.message));
+    await appendCaptureLog(ctx.paths.captureLogFile, {
+      event: 'build_failed',
+      harness: record.harness,
+      profile: record.profile,
+      session_id: record.payload.session_id,
+      record: record.id,
+      code: blue.code,
+      reason: failed.last_error!.message,
+    });
+  } else {
+    const released = await spool.release(claim, { error: failure });
+    report.retried.push(failedEntry(released, blue.code, failure.message));
+    await appendCaptureLog(ctx.paths.captureLogFile, { event: 'retry', record: record.id, session_id: record.payload.session_id, code: blue.code, reason: failure.message });
+  }
+  return false;
+}
+
+function describe(error: BlueError): string {
+  return error.hint === undefined ? error.message : `${error.message} (${error.hint})`;
+}

@@ -1,0 +1,121 @@
+/**
+ * What a drain reports (`blue-agent drain --json`, the agent's last-drain summary): what was built, uploaded,
+ * failed, retried, discarded and left waiting, and why uploads were skipped or the drain stopped.
+ */
+import type { RecoveryReport, SpoolRecord, SpoolView } from '../spool/index.js';
+
+export interface UploadedEntry {
+  id: string;
+  harness: string;
+  session_id: string;
+  upload_id: string;
+  /** The Control API held these bytes already (an earlier, interrupted drain had uploaded them). */
+  already: boolean;
+  size: number;
+  sha256: string;
+}
+
+export interface BuiltEntry {
+  id: string;
+  harness: string;
+  profile: string;
+  session_id: string;
+  size: number;
+  sha256: string;
+}
+
+export interface FailedEntry {
+  id: string;
+  harness: string;
+  profile: string;
+  session_id: string;
+  code: string;
+  reason: string;
+  attempts: number;
+  /** Which stage failed; absent means build. */
+  stage?: 'build' | 'upload';
+  /** Upload retries: when the record is due again. */
+  next_attempt_at_unix_ms?: number;
+}
+
+/** A record left waiting (in intake or ready) that this drain did not try: it is not due yet after an earlier failure. */
+export interface WaitingEntry {
+  id: string;
+  /** `intake`: waiting to be built; `ready`: built, waiting to be uploaded. */
+  state: 'intake' | 'ready';
+  harness: string;
+  profile: string;
+  session_id: string;
+  /** The earlier failure that keeps it waiting. */
+  code: string;
+  reason: string;
+  failed_at_unix_ms: number;
+  /** Build attempts, or upload attempts for a ready record. */
+  attempts: number;
+  /** When a drain takes it again (null: the next one). */
+  next_attempt_at_unix_ms: number | null;
+}
+
+export interface DrainReport {
+  recovered: RecoveryReport & { temps_removed: number };
+  built: BuiltEntry[];
+  /** Failed for good in this run. */
+  failed: FailedEntry[];
+  /** Failed in this run, kept in intake for a later drain. */
+  retried: FailedEntry[];
+  /** Records still waiting in intake when the drain ended. */
+  left: number;
+  /** Uploaded to the Control API (and removed from the spool) in this run. */
+  uploaded: UploadedEntry[];
+  /** Ready records removed without upload (`--discard` while the policy disables capture). */
+  discarded: string[];
+  /** Ready records (built bundles) still waiting for upload when the drain ended. */
+  left_ready: number;
+  /**
+   * Records left waiting in intake or ready that this drain did not try (not due yet), with the earlier failure that
+   * keeps them waiting (records retried in this run are in `retried` instead). Any of them makes the drain not ok.
+   */
+  waiting: WaitingEntry[];
+  /**
+   * Why uploads were skipped or cut short, when they were: no Control API configured and capture disabled (not
+   * errors); the policy could not be checked, the Control API could not be reached, or it refused the token (with
+   * the error code and what to do).
+   */
+  notes: string[];
+  /** Why the drain stopped early (a full disk), if it did. */
+  stopped?: { code: string; reason: string };
+}
+
+/** The record's earlier failure, when it has one (a record that never failed is just waiting its turn). */
+export async function waitingEntry(spool: SpoolView, state: 'intake' | 'ready', id: string): Promise<WaitingEntry | undefined> {
+  const record = await spool.peek(state, id);
+  // Moved on meanwhile, or unreadable (the next claim fails it with the reason).
+  if (record === undefined) return undefined;
+  const error = record.last_error;
+  if (error === undefined || typeof error !== 'object' || error === null) return undefined;
+  return {
+    id,
+    state,
+    harness: String(record.harness ?? '?'),
+    profile: String(record.profile ?? '?'),
+    session_id: String(record.payload?.session_id ?? '?'),
+    code: String(error.code),
+    reason: String(error.message),
+    failed_at_unix_ms: Number(error.at_unix_ms),
+    attempts: Number((state === 'ready' ? record.upload_attempts : record.attempts) ?? 0),
+    next_attempt_at_unix_ms: typeof record.next_attempt_at_unix_ms === 'number' ? record.next_attempt_at_unix_ms : null,
+  };
+}
+
+/** The report entry of a record that failed, for good or for now. */
+export function failedEntry(record: SpoolRecord, code: string, reason: string): FailedEntry {
+  return {
+    id: record.id,
+    harness: record.harness,
+    profile: record.profile,
+    session_id: record.payload.session_id,
+    code,
+    reason,
+    attempts: record.attempts,
+  };
+}
