@@ -135,7 +135,10 @@ describe('entryNameProblem', () => {
 
 describe('profileProblem', () => {
   const label = (i: number) => `file #${i}`;
-  const claudeFiles = (...files: Pick<BundleFile, 'role' | 'native_path'>[]) => ({ harness: 'claude', compatibility_profile: 'claude-v2_0_12', files });
+  // Roles as a hostile manifest may carry them: any string.
+  type Listed = { role: string; native_path?: string };
+  const roles = (files: Listed[]) => files as Pick<BundleFile, 'role' | 'native_path'>[];
+  const claudeFiles = (...files: Listed[]) => ({ harness: 'claude', compatibility_profile: 'claude-v2_0_12', files: roles(files) });
   const transcript = { role: 'primary_transcript', native_path: 'p/c0ffee.jsonl' };
   const companion = { role: 'session_companion', native_path: 'p/c0ffee/a.jsonl' };
 
@@ -169,8 +172,8 @@ describe('profileProblem', () => {
       'file #1: has no native_path, but profile claude-v2_0_12 restores every file under its session root',
     );
     const opencode = { harness: 'opencode', compatibility_profile: 'opencode-v1_2_0' };
-    expect(profileProblem({ ...opencode, files: [{ role: 'portable_export' }] }, profiles, label)).toBeUndefined();
-    expect(profileProblem({ ...opencode, files: [{ role: 'portable_export', native_path: 'x.json' }] }, profiles, label)).toBe(
+    expect(profileProblem({ ...opencode, files: roles([{ role: 'portable_export' }]) }, profiles, label)).toBeUndefined();
+    expect(profileProblem({ ...opencode, files: roles([{ role: 'portable_export', native_path: 'x.json' }]) }, profiles, label)).toBe(
       'file #0: has a native_path, but profile opencode-v1_2_0 has no session root (its files are restored through the harness)',
     );
   });
@@ -181,7 +184,7 @@ describe('profileProblem', () => {
     const kimi = (counts: Record<string, number>) => ({
       harness: 'kimi',
       compatibility_profile: 'kimi-v1_28_0',
-      files: Object.entries(counts).flatMap(([role, n]) => Array.from({ length: n }, (_, i) => ({ role, native_path: `s/${role}-${i}` }))),
+      files: roles(Object.entries(counts).flatMap(([role, n]) => Array.from({ length: n }, (_, i) => ({ role, native_path: `s/${role}-${i}` })))),
     });
     expect(profileProblem(kimi({ agent_wire_history: 1, kimi_state: 1, session_state: 1 }), profiles, label)).toBeUndefined();
     expect(profileProblem(kimi({ agent_wire_history: 1, kimi_state: 1, session_state: 0 }), profiles, label)).toBe(
