@@ -17,6 +17,9 @@ export default {
     'src/policy/validate.ts',
     'src/reconcile/decide.ts',
   ],
+  // Vitest only strips types, so there are no type checks to disable; and the preprocessor that disables them would
+  // put a comment at the top of every .js fixture (fixtures/opencode), which changes what those tests read.
+  disableTypeChecks: false,
   concurrency: 2,
   timeoutMS: 20_000,
   reporters: ['clear-text', 'progress', 'html', 'json'],
