@@ -83,6 +83,7 @@ describe('checkScan', () => {
     for (const entries of [
       [transcript, companion(1, file), companion(2, `${file}/agent-2.jsonl`)],
       [transcript, companion(1, `${file}/agent-2.jsonl`), companion(2, file)],
+      [transcript, companion(1, file), companion(2, `${file}/deeper/agent-2.jsonl`)],
     ]) {
       const error = thrown(check(claude(entries)));
       expect(error.message).toMatch(/: manifest\.json: files\[2\] \(files\/0002-agent-2\.jsonl\): native_path .* is both a file and the folder of another file of the bundle$/);
@@ -150,6 +151,10 @@ describe('readManifest', () => {
     const file = await save('late.bundle', bytes);
     expect((await readManifest(file)).native_session_id).toBe('sess-1');
     await expect(verifyBundle(file, { profiles })).rejects.toThrow(BlueError);
+    // Damage after the manifest: the compressed stream goes on past its end.
+    const trailing = await save('trailing.bundle', Buffer.concat([bytes, Buffer.from('garbage')]));
+    expect((await readManifest(trailing)).native_session_id).toBe('sess-1');
+    expect((await rejected(verifyBundle(trailing, { profiles }))).message).toMatch(/after the end of the compressed stream/);
   });
 
   it('refuses a bundle without a manifest', async () => {

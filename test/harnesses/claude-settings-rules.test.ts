@@ -234,3 +234,116 @@ describe('byte-order mark, blank files and the ownership record', () => {
     expect(again.owned).toBe(first.owned);
   });
 });
+
+describe('removal with a ledger record that no longer describes the file', () => {
+  const OWN = own(RIGHT);
+  type Splice = { node: 'group' | 'event' | 'hooks'; before: string; after: string; comma: 'joined' | 'separate' | 'none' };
+  const record = (splice: Splice, created?: string[]) =>
+    ({ v: 1, base: 'existing', event: 'SessionEnd', ...(created === undefined ? {} : { created }), splice }) as OwnershipRecord;
+  const cases: [string, string, Splice, (string[] | undefined)[], string[]][] = [
+    [
+      'a splice that claims a user key',
+      `{"a":1,"hooks":{"SessionEnd":[${OWN}]}}`,
+      { node: 'hooks', before: '"a":1,"hooks":{"SessionEnd":[', after: ']}', comma: 'joined' },
+      [undefined, [], ['hooks', 'event']],
+      ['{"a":1}', '{"a":1,"hooks":{"SessionEnd":[]}}', '{"a":1}'],
+    ],
+    [
+      'a splice that claims a user event',
+      `{"hooks":{"Stop":["u"],"SessionEnd":[${OWN}]}}`,
+      { node: 'event', before: '"Stop":["u"],"SessionEnd":[', after: ']', comma: 'joined' },
+      [undefined, [], ['hooks', 'event']],
+      ['{"hooks":{"Stop":["u"]}}', '{"hooks":{"Stop":["u"],"SessionEnd":[]}}', '{"hooks":{"Stop":["u"]}}'],
+    ],
+    [
+      'a splice that claims a user group',
+      `{"hooks":{"SessionEnd":[{"matcher":"x","hooks":["u"]},${OWN}]}}`,
+      { node: 'group', before: '{"matcher":"x","hooks":["u"]},', after: '', comma: 'joined' },
+      [undefined, []],
+      ['{"hooks":{"SessionEnd":[{"matcher":"x","hooks":["u"]}]}}', '{"hooks":{"SessionEnd":[{"matcher":"x","hooks":["u"]}]}}'],
+    ],
+    [
+      'a separate comma that is not where the record says',
+      `{"hooks":{"SessionEnd":[{"matcher":"x","hooks":["u"]} , ${OWN}]}}`,
+      { node: 'group', before: ' ', after: '', comma: 'separate' },
+      [undefined],
+      ['{"hooks":{"SessionEnd":[{"matcher":"x","hooks":["u"]} ]}}'],
+    ],
+    [
+      'bytes after the group that differ',
+      `{"hooks":{"SessionEnd":[${OWN} ]}}`,
+      { node: 'hooks', before: '{"hooks":{"SessionEnd":[', after: ']}}', comma: 'none' },
+      [undefined, ['hooks', 'event']],
+      ['{}', '{}'],
+    ],
+    [
+      'a "none" comma with siblings',
+      `{"a":1,"hooks":{"SessionEnd":[${OWN}]}}`,
+      { node: 'hooks', before: ',"hooks":{"SessionEnd":[', after: ']}', comma: 'none' },
+      [[]],
+      ['{"a":1,"hooks":{"SessionEnd":[]}}'],
+    ],
+    [
+      'a joined splice for an entry that is not the last',
+      `{"hooks":{"SessionEnd":[${OWN}],"Stop":[]},"a":1}`,
+      { node: 'event', before: '{"hooks":{"SessionEnd":[', after: ']', comma: 'joined' },
+      [[]],
+      ['{"hooks":{"SessionEnd":[],"Stop":[]},"a":1}'],
+    ],
+  ];
+  for (const [name, text, splice, createds, outs] of cases) {
+    it(`${name}: only managed bytes go`, () => {
+      createds.forEach((created, i) => {
+        const plan = remove(text, record(splice, created));
+        expect(plan.text, JSON.stringify(created)).toBe(outs[i]);
+        expect(plan.managedFound).toBe(1);
+      });
+    });
+  }
+
+  it('a record for another event cuts nothing by its splice, and says nothing of this event\'s array', () => {
+    const text = `{"a":1,"hooks":{"SessionEnd":[${OWN}]}}`;
+    const other = { v: 1, base: 'existing', event: 'Stop', created: [], splice: { node: 'hooks', before: ',"hooks":{"SessionEnd":[', after: ']}', comma: 'joined' } } as OwnershipRecord;
+    expect(remove(text, other).text).toBe('{"a":1,"hooks":{}}');
+  });
+
+  it('a record is not used for a cut when there are two managed hooks or two hooks objects', () => {
+    const splice = { node: 'group', before: ',', after: '', comma: 'joined' } as const;
+    const two = `{"hooks":{"SessionEnd":[{"hooks":["u"]},${OWN},${OWN}]}}`;
+    expect(remove(two, record(splice, [])).text).toBe('{"hooks":{"SessionEnd":[{"hooks":["u"]}]}}');
+    const mixed = `{"hooks":{"SessionEnd":[{"hooks":["u"]},{"matcher":"","hooks":[${RIGHT},${RIGHT}]}]}}`;
+    expect(remove(mixed, record(splice, [])).text).toBe('{"hooks":{"SessionEnd":[{"hooks":["u"]}]}}');
+    const inUser = `{"hooks":{"SessionEnd":[{"hooks":["u"]},{"hooks":[${RIGHT},"v"]}]}}`;
+    expect(remove(inUser, record(splice, [])).text).toBe('{"hooks":{"SessionEnd":[{"hooks":["u"]},{"hooks":["v"]}]}}');
+  });
+});
+
+describe('containers left empty by removal', () => {
+  it('without a record, an event array and hooks object emptied by the removal go, ones the user left empty stay', () => {
+    expect(remove(`{"hooks":{"SessionEnd":[${own(RIGHT)}]}}`).text).toBe('{}');
+    expect(remove(`{"hooks":{"SessionEnd":[${own(RIGHT)}],"Stop":[]}}`).text).toBe('{"hooks":{"Stop":[]}}');
+    expect(remove(`{"hooks":{"SessionEnd":[${own(RIGHT)}]},"hooks2":{}}`).text).toBe('{"hooks2":{}}');
+    expect(remove(`{"hooks":{"SessionEnd":[{"hooks":[${RIGHT},"u"]}]}}`).text).toBe('{"hooks":{"SessionEnd":[{"hooks":["u"]}]}}');
+    expect(remove(`{"hooks":{"SessionEnd":[/* keep */${own(RIGHT)}]}}`).text).toBe('{"hooks":{"SessionEnd":[/* keep */]}}');
+  });
+
+  it('with a record, the containers it created go and the others stay, even when emptied', () => {
+    const text = `{"hooks":{"SessionEnd":[${own(RIGHT)}]}}`;
+    const rec = (created: string[]) => ({ v: 1, base: 'existing', event: 'SessionEnd', created }) as OwnershipRecord;
+    expect(remove(text, rec([])).text).toBe('{"hooks":{"SessionEnd":[]}}');
+    expect(remove(text, rec(['event'])).text).toBe('{"hooks":{}}');
+    expect(remove(text, rec(['hooks', 'event'])).text).toBe('{}');
+    expect(remove(`{"hooks":{"SessionEnd":[${own(RIGHT)}],"Stop":[${own(RIGHT)}]}}`, rec(['event'])).text).toBe('{"hooks":{}}');
+  });
+
+  it('installing removes other events\' managed groups and the arrays they leave, but not the hooks object', () => {
+    expect(install(`{"hooks":{"Stop":[${own(RIGHT)}]}}`).text).toBe(`{"hooks":{"SessionEnd":[${own(RIGHT)}]}}`);
+    expect(install(`{"hooks":{"Stop":[${own(RIGHT)},{"hooks":["u"]}]}}`).text).toBe(`{"hooks":{"Stop":[{"hooks":["u"]}],"SessionEnd":[${own(RIGHT)}]}}`);
+  });
+
+  it('a restored base needs nothing but an empty object left', () => {
+    const created = install('  ');
+    expect(remove(created.text, created.owned).text).toBe('  ');
+    expect(remove(`{"a":1,${created.text!.slice(1)}`, created.owned).text).toMatch(/^\{"a":1/);
+  });
+});
