@@ -49,7 +49,11 @@ describe('nativePathProblem', () => {
     for (const p of ['a', 'a/b.jsonl', '-home-dev-app/c0ffee/subagents/agent-1.jsonl', '..a/b..', 'a./.b', 'C/x', `${'s'.repeat(255)}/x`, 'é/ü']) {
       expect(nativePathProblem(p), p).toBeUndefined();
     }
-    expect(nativePathProblem(Array.from({ length: 16 }, () => 'x'.repeat(255)).join('/').slice(0, 4096))).toBeUndefined();
+    const longest = `${`${'x'.repeat(200)}/`.repeat(20)}${'x'.repeat(76)}`;
+    expect(Buffer.byteLength(longest)).toBe(4096);
+    expect(nativePathProblem(longest)).toBeUndefined();
+    expect(nativePathProblem(`a/${'x'.repeat(255)}`)).toBeUndefined();
+    expect(nativePathProblem('a/C:x')).toBeUndefined();
   });
 
   const refused: [string, string][] = [
@@ -122,7 +126,17 @@ describe('entryNameProblem', () => {
     });
   }
 
+  it('admits names right at the caps, and a drive-letter look-alike past the first segment', () => {
+    const longest = `${`${'x'.repeat(200)}/`.repeat(5)}${'x'.repeat(19)}`;
+    expect(Buffer.byteLength(longest)).toBe(1024);
+    expect(entryNameProblem(longest)).toBeUndefined();
+    expect(entryNameProblem(`a/${'x'.repeat(255)}`)).toBeUndefined();
+    expect(entryNameProblem('a/c:x')).toBeUndefined();
+  });
+
   it('keeps every rule for directory names too', () => {
+    expect(entryNameProblem('a/..', true)).toBe('has ".." in its name');
+    expect(entryNameProblem('a/b', true)).toBeUndefined();
     expect(entryNameProblem('../', true)).toBe('has ".." in its name');
     expect(entryNameProblem('./', true)).toBe('has a "." segment in its name');
     expect(entryNameProblem('/a/', true)).toBe('has an absolute name');
@@ -207,6 +221,8 @@ describe('buildManifest and serializeManifest', () => {
 
   it('writes the required fields in schema order, files last, and nothing that was not given', () => {
     const manifest = buildManifest({ ...fields, cwd: undefined, repository: undefined, title: undefined, summary: undefined }, [{ ...file, native_path: undefined }]);
+    expect(Object.keys(manifest)).toEqual(['schema_version', 'artifact_format', 'harness', 'compatibility_profile', 'native_session_id', 'captured_at_unix_ms', 'files']);
+    expect(Object.keys(manifest.files[0]!)).toEqual(['role', 'path', 'size', 'sha256']);
     expect(JSON.stringify(manifest)).toBe(
       '{"schema_version":1,"artifact_format":"blue-session-bundle-v1","harness":"codex","compatibility_profile":"codex-v0_145_0","native_session_id":"s-1","captured_at_unix_ms":1700000000000,"files":[{"role":"rollout","path":"files/0000-r.jsonl","size":3,"sha256":"' +
         'ab'.repeat(32) +
@@ -222,7 +238,7 @@ describe('buildManifest and serializeManifest', () => {
         'ab'.repeat(32) +
         '"}]}',
     );
-    expect(buildManifest({ ...fields, repository: { root: '/r', remote: undefined } }, []).repository).toEqual({ root: '/r' });
+    expect(Object.keys(buildManifest({ ...fields, repository: { root: '/r', remote: undefined } }, []).repository!)).toEqual(['root']);
   });
 
   it('serialises as two-space JSON with a final newline, in UTF-8', () => {
