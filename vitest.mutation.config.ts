@@ -11,7 +11,7 @@ export default defineConfig({
       'test/reconcile/**/*.test.ts',
       'test/harnesses/**/*.test.ts',
       'test/profiles/**/*.test.ts',
-      'test/daemon/schedule.test.ts',
+      'test/daemon/schedule*.test.ts',
       'test/daemon/backoff*.test.ts',
     ],
     exclude: [
