@@ -347,3 +347,40 @@ describe('containers left empty by removal', () => {
     expect(remove(`{"a":1,${created.text!.slice(1)}`, created.owned).text).toMatch(/^\{"a":1/);
   });
 });
+
+describe('install then remove gives back the bytes', () => {
+  const shapes: [string, string][] = [
+    ['an empty object', '{}'],
+    ['one line with a key', '{"a":1}'],
+    ['one line with an empty hooks object', '{"hooks":{}}'],
+    ['one line with an empty event array', '{"hooks":{"SessionEnd":[]}}'],
+    ['one line with a user group', '{"hooks":{"SessionEnd":[{"hooks":["u"]}]}}'],
+    ['one line with another event', '{"hooks":{"Stop":[]},"z":0}'],
+    ['pretty, with a trailing comment', '{\n  "a": 1 // mine\n}\n'],
+    ['pretty, a comment after the hooks object', '{\n  "hooks": {\n    "Stop": []\n  } /* c */\n}\n'],
+    ['pretty, an event array with a trailing comment', '{\n  "hooks": {\n    "SessionEnd": [\n      {"hooks": ["u"]} // c\n    ]\n  }\n}\n'],
+    ['CRLF', '{\r\n  "a": 1\r\n}\r\n'],
+    ['tabs', '{\n\t"a": [\n\t\t1\n\t]\n}'],
+    ['an empty object on many lines', '{\n}\n'],
+    ['a byte-order mark', '\uFEFF{"a":1}\n'],
+  ];
+  for (const [name, text] of shapes) {
+    it(name, () => {
+      const a = install(text);
+      expect(a.text).toContain(C);
+      expect(install(a.text, a.owned).text).toBe(a.text);
+      expect(remove(a.text, a.owned).text).toBe(text);
+      // Without the record the entry goes too, leaving the user's entries.
+      const lost = remove(a.text);
+      expect(lost.managedFound).toBe(1);
+      expect(lost.text).not.toContain('capture --harness claude');
+    });
+  }
+
+  it('inline insertions: the event array into an inline hooks object, the hooks object into an inline file', () => {
+    expect(install('{"hooks":{}}').text).toBe(`{"hooks":{"SessionEnd":[${own(RIGHT)}]}}`);
+    expect(install('{"hooks":{"Stop":[]}}').text).toBe(`{"hooks":{"Stop":[],"SessionEnd":[${own(RIGHT)}]}}`);
+    expect(install('{"a":1}').text).toBe(`{"a":1,"hooks":{"SessionEnd":[${own(RIGHT)}]}}`);
+    expect(install('{"hooks":{"SessionEnd":[]}}').text).toBe(sessionEnd(own(RIGHT)));
+  });
+});
