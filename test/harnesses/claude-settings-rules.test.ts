@@ -384,3 +384,12 @@ describe('install then remove gives back the bytes', () => {
     expect(install('{"hooks":{"SessionEnd":[]}}').text).toBe(sessionEnd(own(RIGHT)));
   });
 });
+
+describe('repairs touch only what is wrong', () => {
+  it('a hook with the right keys is edited value by value, keeping its spacing and right values as spelled', () => {
+    const text = sessionEnd(`{"matcher":"","hooks":[{ "type": "prompt", "command": ${C}, "timeout": 1e1 }]}`);
+    expect(install(text).text).toBe(sessionEnd(`{"matcher":"","hooks":[{ "type": "command", "command": ${C}, "timeout": 1e1 }]}`));
+    const stale = sessionEnd(`{"matcher":"","hooks":[{ "timeout": 3, "type": "command", "command": ${C} }]}`);
+    expect(install(stale).text).toBe(sessionEnd(`{"matcher":"","hooks":[{ "timeout": 10, "type": "command", "command": ${C} }]}`));
+  });
+});
