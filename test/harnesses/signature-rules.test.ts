@@ -25,6 +25,7 @@ describe('shellWords', () => {
     expect(shellWords('"\\" \\\\ \\$ \\` \\n"')).toEqual(['" \\ $ ` \\n']);
     expect(shellWords("'\\n'")).toEqual(['\\n']);
     expect(shellWords('a\\')).toEqual(['a\\']);
+    expect(shellWords('\\  x')).toEqual([' ', 'x']);
   });
 
   it('keeps an unterminated quote as the rest of the line', () => {
@@ -44,7 +45,7 @@ describe('isManagedArgv', () => {
   });
 
   it('refuses any other runner', () => {
-    for (const runner of [['bash'], ['nodex'], ['xnode'], ['node-24'], ['env', 'bash'], ['sudo', 'node'], ['env', 'node', 'extra']]) {
+    for (const runner of [['bash'], ['node', 'env'], ['node', '--inspect'], ['nodex'], ['xnode'], ['node-24'], ['env', 'bash'], ['sudo', 'node'], ['env', 'node', 'extra']]) {
       expect(isManagedArgv([...runner, entry, 'capture', '--harness', 'kimi'], 'kimi'), runner.join(' ')).toBe(false);
     }
   });
@@ -55,6 +56,7 @@ describe('isManagedArgv', () => {
     expect(isManagedArgv([entry, 'capture', '--harness'], 'kimi')).toBe(false);
     expect(isManagedArgv([entry, 'capture', '--harness='], 'kimi')).toBe(false);
     expect(isManagedArgv([entry, 'capture', '--harness=kimi'], 'kimi')).toBe(true);
+    expect(isManagedArgv([entry, 'capture', '--profile', 'p', '--harness=kimi'], 'kimi')).toBe(true);
     expect(isManagedArgv([entry, 'capture', '--profile', 'p', '--harness', 'kimi'], 'kimi')).toBe(true);
     expect(isManagedArgv([entry, 'capture', '--harnesses', 'kimi'], 'kimi')).toBe(false);
     expect(isManagedArgv([entry, 'capture'], 'kimi')).toBe(false);
