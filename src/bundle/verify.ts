@@ -59,6 +59,7 @@ export function checkScan(scan: ScanResult, file: string, profiles: ProfileSet, 
 
   const paths = new Set<string>();
   const natives = new Set<string>();
+  const folders = new Set<string>();
   let total = 0;
   for (const [i, f] of manifest.files.entries()) {
     if (paths.has(f.path)) throw fail(`${label(i)}: the path is listed twice`);
@@ -67,7 +68,13 @@ export function checkScan(scan: ScanResult, file: string, profiles: ProfileSet, 
       const problem = nativePathProblem(f.native_path);
       if (problem !== undefined) throw fail(`${label(i)}: native_path ${JSON.stringify(f.native_path)} ${problem}`);
       if (natives.has(f.native_path)) throw fail(`${label(i)}: native_path ${f.native_path} is listed twice`);
+      // A file at another file's folder cannot be restored: one of the two would have to replace the other.
+      const parents = parentsOf(f.native_path);
+      if (folders.has(f.native_path) || parents.some((p) => natives.has(p))) {
+        throw fail(`${label(i)}: native_path ${f.native_path} is both a file and the folder of another file of the bundle`);
+      }
       natives.add(f.native_path);
+      for (const p of parents) folders.add(p);
     }
     total += f.size;
   }
@@ -86,6 +93,12 @@ export function checkScan(scan: ScanResult, file: string, profiles: ProfileSet, 
   const problem = profileProblem(manifest, profiles, label);
   if (problem !== undefined) throw fail(problem.startsWith('manifest.json') ? problem : `manifest.json: ${problem}`);
   return manifest;
+}
+
+/** `a/b/c` → `a`, `a/b`. */
+function parentsOf(nativePath: string): string[] {
+  const segments = nativePath.split('/');
+  return segments.slice(1).map((_, i) => segments.slice(0, i + 1).join('/'));
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

@@ -1,0 +1,31 @@
+import { configDefaults, defineConfig } from 'vitest/config';
+
+// The unit suites that cover the pure planners, validators and decision modules, for mutation testing
+// (`npm run mutation`, see stryker.conf.mjs). No global setup: none of these suites runs `dist/` or a harness CLI,
+// so each mutant run stays fast. Suites that start processes, real harnesses or servers are left out.
+export default defineConfig({
+  test: {
+    include: [
+      'test/bundle/**/*.test.ts',
+      'test/policy/**/*.test.ts',
+      'test/reconcile/**/*.test.ts',
+      'test/harnesses/**/*.test.ts',
+      'test/profiles/**/*.test.ts',
+      'test/daemon/schedule*.test.ts',
+      'test/daemon/backoff*.test.ts',
+    ],
+    exclude: [
+      ...configDefaults.exclude,
+      'test/certify/**',
+      'test/e2e/**',
+      'test/**/*real-harness*.test.ts',
+      'test/bundle/cli.test.ts',
+      'test/bundle/memory.test.ts',
+      'test/reconcile/control-api.test.ts',
+      'test/reconcile/reconcile.test.ts',
+    ],
+    testTimeout: 30_000,
+    pool: 'forks',
+    maxWorkers: 1,
+  },
+});
