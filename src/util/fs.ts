@@ -18,9 +18,11 @@ export function sha256(text: string | Buffer): string {
 
 /**
  * The largest file the agent reads as a whole: harness configs and its own state are a few KiB, so anything this large
- * is refused before it is read (README "How files are written").
+ * is refused before it is read (README "How files are written"). Planning keeps a parse tree of the file and of the
+ * planned text (its self-check), which cost many times the file's size: 2 MiB keeps a reconcile of the largest
+ * allowed file within a laptop's means (bench/reconcile-large.mjs).
  */
-export const MAX_FILE_BYTES = 8 * 1024 * 1024;
+export const MAX_FILE_BYTES = 2 * 1024 * 1024;
 
 const KINDS: ReadonlyArray<[(s: Stats) => boolean, string]> = [
   [(s) => s.isDirectory(), 'a directory'],

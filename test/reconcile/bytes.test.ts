@@ -16,7 +16,7 @@ import { reconcile, type ReconcileReport } from '../../src/reconcile/index.js';
 import { readLedger } from '../../src/reconcile/ledger.js';
 import { planHarness } from '../../src/reconcile/plan.js';
 import { loadProfiles } from '../../src/profiles/index.js';
-import { readBytesIfExists, replaceFileAtomically } from '../../src/util/fs.js';
+import { MAX_FILE_BYTES, readBytesIfExists, replaceFileAtomically } from '../../src/util/fs.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
@@ -284,8 +284,16 @@ describe('files far too large to be configs', () => {
     expect(claude.state).toBe('error');
     // Refused on its size: a read would have reported the syntax error at the start.
     expect(claude.files[0]!.error).toMatchObject({ code: 'FILE_TOO_LARGE', file: claudeSettings() });
-    expect(claude.files[0]!.error!.message).toMatch(/50\.0 MiB.*8\.0 MiB/);
+    expect(claude.files[0]!.error!.message).toMatch(/50\.0 MiB.*2\.0 MiB/);
     expect((await stat(claudeSettings())).size).toBe(50 * 1024 * 1024);
+    await expect(readBytesIfExists(claudeSettings())).rejects.toMatchObject({ code: 'FILE_TOO_LARGE' });
+  });
+
+  it('the limit is the documented 2 MiB: one byte more is refused, the limit itself is read', async () => {
+    await put(claudeSettings(), '{}');
+    await truncate(claudeSettings(), MAX_FILE_BYTES);
+    expect((await readBytesIfExists(claudeSettings()))?.length).toBe(2 * 1024 * 1024);
+    await truncate(claudeSettings(), MAX_FILE_BYTES + 1);
     await expect(readBytesIfExists(claudeSettings())).rejects.toMatchObject({ code: 'FILE_TOO_LARGE' });
   });
 
