@@ -8,7 +8,7 @@ import { writeBundle, type BundleResult } from '../../src/bundle/index.js';
 import { main } from '../../src/cli/main.js';
 import { bufferOutput, type Context } from '../../src/context.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { claudeSession, codexBundle, filesUnder } from './helpers.js';
+import { claudeSession, codexBundle, filesUnder } from '../support/handmade-bundles.js';
 
 let t: TestHome;
 let bundle: string;

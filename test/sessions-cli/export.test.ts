@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import type { HarnessName } from '../../src/schema/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { fixtureBundle, GOLDEN, HARNESS_LIST } from './support.js';
+import { fixtureBundle, GOLDEN, HARNESS_LIST } from '../support/fixture-bundles.js';
 
 let t: TestHome;
 

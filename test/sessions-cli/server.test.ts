@@ -9,9 +9,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { main } from '../../src/cli/main.js';
 import { bufferOutput } from '../../src/context.js';
-import { startTestServer, type TestServer, type TestUser } from '../control-plane/server-support.js';
+import { startTestServer, type TestServer, type TestUser } from '../support/control-server.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { CAPTURED_AT, CWD, fixtureBundle, GOLDEN, PROFILE } from './support.js';
+import { CAPTURED_AT, CWD, fixtureBundle, GOLDEN, PROFILE } from '../support/fixture-bundles.js';
 
 let server: TestServer;
 let t: TestHome;

@@ -10,7 +10,7 @@ import { makeTestHome, type TestHome } from '../support/context.js';
 import { harnessBin } from '../support/harness-bins.js';
 import { startModelStub } from '../support/model-stub.js';
 import { appendCodexHook, appendStdinCommand, describeRun, readJsonLines, runCodex, waitFor, writeCodexProviderConfig } from '../support/run-harness.js';
-import { expectArtifactInvalid, fixtureDir, installTree, intervalOf, readRecorded, workDir, type RecordedSession } from './helpers.js';
+import { expectArtifactInvalid, fixtureDir, installTree, intervalOf, readRecorded, workDir, type RecordedSession } from '../support/recorded-sessions.js';
 
 let interval: Interval;
 let fixture: string;

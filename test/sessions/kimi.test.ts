@@ -8,7 +8,7 @@ import { kimiCanonicalPath, kimiWorkDirHash, sanitizeKimiState } from '../../src
 import type { CollectedSession, HookPayload, SessionFile } from '../../src/harnesses/types.js';
 import type { Interval } from '../../src/schema/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { expectArtifactInvalid, fixtureDir, installTree, intervalOf, readRecorded, workDir, type RecordedSession } from './helpers.js';
+import { expectArtifactInvalid, fixtureDir, installTree, intervalOf, readRecorded, workDir, type RecordedSession } from '../support/recorded-sessions.js';
 
 type KimiRecorded = RecordedSession & { plan_slug: string; subagent_id: string; task_id: string };
 

@@ -10,7 +10,7 @@ import { makeTestHome, type TestHome } from '../support/context.js';
 import { harnessInstall } from '../support/harness-bins.js';
 import { startModelStub } from '../support/model-stub.js';
 import { describeRun, harnessEnv, readJsonLines, runOpencode, waitFor, writeOpencodeUserPlugin } from '../support/run-harness.js';
-import { expectArtifactInvalid, fixtureDir, intervalOf, readRecorded, substitute, workDir, writeExecutable, type RecordedSession } from './helpers.js';
+import { expectArtifactInvalid, fixtureDir, intervalOf, readRecorded, substitute, workDir, writeExecutable, type RecordedSession } from '../support/recorded-sessions.js';
 
 let interval: Interval;
 let fixture: string;

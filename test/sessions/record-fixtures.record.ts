@@ -22,8 +22,8 @@ import { makeTestHome } from '../support/context.js';
 import { harnessBin, harnessInstall } from '../support/harness-bins.js';
 import { startModelStub } from '../support/model-stub.js';
 import { describeRun, harnessDirs, harnessEnv, runClaude, runCodex, runOpencode, runProcess } from '../support/run-harness.js';
-import { FIXTURES, workDir } from './helpers.js';
-import { startScriptedAnthropicStub } from './scripted-anthropic-stub.js';
+import { FIXTURES, workDir } from '../support/recorded-sessions.js';
+import { startScriptedAnthropicStub } from '../support/scripted-anthropic-stub.js';
 
 export const CLAUDE_PROMPT = 'Explain the build steps of this project';
 export const CODEX_PROMPT = 'Fix the flaky test in the parser module';

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeLastDrain, writeRunState } from '../../src/daemon/state.js';
 import { checkControlApi, checkService, type Check } from '../../src/doctor/checks.js';
 import { agentStatus } from '../../src/status/collect.js';
-import { setup, type Setup } from './support.js';
+import { setup, type Setup } from '../support/status-home.js';
 
 let s: Setup;
 beforeEach(async () => {

@@ -10,8 +10,8 @@ import { checkHarness, checkService, checkNode, type Check } from '../../src/doc
 import { hookStateKey, hookTrustHash } from '../../src/harnesses/codex/trust.js';
 import { renderUnit, unitFilePath } from '../../src/service/index.js';
 import type { HarnessStatus } from '../../src/status/collect.js';
-import { startTestServer, type TestServer } from '../control-plane/server-support.js';
-import { enqueue, setup, snapshot, type Setup } from './support.js';
+import { startTestServer, type TestServer } from '../support/control-server.js';
+import { enqueue, setup, snapshot, type Setup } from '../support/status-home.js';
 
 let s: Setup;
 let api: TestServer | undefined;

@@ -10,7 +10,7 @@ import { checkControlApi, checkHarness, runChecks, SKIPPED_CONFIG, type Check } 
 import { renderDoctor, summarise } from '../../src/doctor/render.js';
 import type { HarnessStatus, StatusReport } from '../../src/status/collect.js';
 import { displayState, pendingNote, renderStatus } from '../../src/status/render.js';
-import { setup, type Setup } from './support.js';
+import { setup, type Setup } from '../support/status-home.js';
 
 let s: Setup;
 beforeEach(async () => {

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { bufferOutput, stateLayout, type Context } from '../../src/context.js';
 import { main } from '../../src/cli/main.js';
 import { Spool } from '../../src/spool/index.js';
-import { makeTestHome, type TestHome } from '../support/context.js';
+import { makeTestHome, type TestHome } from './context.js';
 
 export const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
 export const VERSIONS = { claude: '2.1.332 (Claude Code)', codex: 'codex-cli 0.171.0', kimi: 'kimi, version 1.49.0', opencode: '1.18.33' };

@@ -5,7 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { makeTestHome, type TestHome } from '../support/context.js';
+import { makeTestHome, type TestHome } from './context.js';
 
 export const CLAUDE_VERSION = '2.1.332 (Claude Code)';
 

@@ -16,9 +16,9 @@ import { kimiWorkDirHash } from '../../src/harnesses/kimi/session.js';
 import { claudeProjectKey } from '../../src/harnesses/claude/session.js';
 import { findInterval, loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
 import type { HarnessName } from '../../src/schema/index.js';
-import { makeTestHome, type TestHome } from '../support/context.js';
-import { repoRoot } from '../support/context.js';
-import { fixtureDir, installTree, readRecorded, substitute } from '../sessions/helpers.js';
+import { makeTestHome, type TestHome } from './context.js';
+import { repoRoot } from './context.js';
+import { fixtureDir, installTree, readRecorded, substitute } from './recorded-sessions.js';
 
 let profiles: Promise<ProfileSet> | undefined;
 export function shippedProfiles(): Promise<ProfileSet> {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
 import { createControlServer, type ControlServer, type ControlServerOptions } from '../../src/control-plane/server.js';
-import { checkAnswerContract } from '../support/contract.js';
+import { checkAnswerContract } from './contract.js';
 
 export const BUNDLE_TYPE = 'application/vnd.blue.session-bundle+tar+gzip';
 

@@ -9,8 +9,8 @@ import { writeBundle, type BundleResult } from '../../src/bundle/index.js';
 import type { SessionFile } from '../../src/harnesses/types.js';
 import { loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
 import type { HarnessName } from '../../src/schema/index.js';
-import { fixtureDir, readRecorded, substitute } from '../sessions/helpers.js';
-import { repoRoot } from '../support/context.js';
+import { fixtureDir, readRecorded, substitute } from './recorded-sessions.js';
+import { repoRoot } from './context.js';
 
 export const HARNESS_LIST: HarnessName[] = ['claude', 'codex', 'kimi', 'opencode'];
 

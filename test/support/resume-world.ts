@@ -10,9 +10,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn as ptySpawn, type IPty } from '@lydell/node-pty';
 import { writeBundle } from '../../src/bundle/index.js';
 import { loadProfiles } from '../../src/profiles/index.js';
-import { startTestServer, type TestServer, type TestUser } from '../control-plane/server-support.js';
-import { ENTRY, claudeProjectKey, runCli, type CliResult } from '../spool/fixtures.js';
-import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
+import { startTestServer, type TestServer, type TestUser } from './control-server.js';
+import { ENTRY, claudeProjectKey, runCli, type CliResult } from './cli-process.js';
+import { makeTestHome, repoRoot, type TestHome } from './context.js';
 
 export { claudeProjectKey };
 

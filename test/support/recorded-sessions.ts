@@ -8,7 +8,7 @@ import { expect } from 'vitest';
 import { BlueError } from '../../src/errors.js';
 import { findInterval, loadProfiles } from '../../src/profiles/index.js';
 import type { Interval } from '../../src/schema/index.js';
-import { repoRoot } from '../support/context.js';
+import { repoRoot } from './context.js';
 
 export const FIXTURES = path.join(repoRoot, 'fixtures', 'sessions');
 

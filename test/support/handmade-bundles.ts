@@ -8,7 +8,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import type { BundleInput } from '../../src/bundle/index.js';
 import { loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
-import { repoRoot } from '../support/context.js';
+import { repoRoot } from './context.js';
 
 export const sha = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
 

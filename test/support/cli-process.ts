@@ -9,7 +9,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { HookPayload } from '../../src/harnesses/types.js';
 import { processRuns } from '../../src/spool/index.js';
-import { repoRoot } from '../support/context.js';
+import { repoRoot } from './context.js';
 
 export const ENTRY = path.join(repoRoot, 'bin', 'blue-agent.js');
 export const CLAUDE_PROFILE = 'claude-v2_0_12';
