@@ -14,7 +14,7 @@ import { repoRoot } from './context.js';
 
 export const HARNESS_LIST: HarnessName[] = ['claude', 'codex', 'kimi', 'opencode'];
 
-export const GOLDEN = path.join(repoRoot, 'test', 'sessions-cli', 'golden');
+export const GOLDEN = path.join(repoRoot, 'test', 'sessions', 'golden');
 
 /** The recording's temporary root, as if the session had run for a user `dev`. */
 export const ROOT = '/home/dev';

@@ -8,8 +8,8 @@ import { Readable } from 'node:stream';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
-import type { BlobStore, SignedRequest } from '../../src/control-plane/blobs/types.js';
+import { createLocalBlobStore } from '../../../src/control-plane/blobs/local.js';
+import type { BlobStore, SignedRequest } from '../../../src/control-plane/blobs/types.js';
 
 const sha256 = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
 

@@ -2,15 +2,15 @@ import { link, mkdir, readFile, rename, rm, symlink, truncate, writeFile } from 
 import path from 'node:path';
 import { zstdCompressSync } from 'node:zlib';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { codex } from '../../src/harnesses/codex/index.js';
-import { MAX_FILE_BYTES } from '../../src/harnesses/session-files.js';
-import type { CollectedSession, HookPayload } from '../../src/harnesses/types.js';
-import type { Interval } from '../../src/schema/index.js';
-import { makeTestHome, type TestHome } from '../support/context.js';
-import { harnessBin } from '../support/harness-bins.js';
-import { startModelStub } from '../support/model-stub.js';
-import { appendCodexHook, appendStdinCommand, describeRun, readJsonLines, runCodex, waitFor, writeCodexProviderConfig } from '../support/run-harness.js';
-import { expectArtifactInvalid, fixtureDir, installTree, intervalOf, readRecorded, workDir, type RecordedSession } from '../support/recorded-sessions.js';
+import { codex } from '../../../src/harnesses/codex/index.js';
+import { MAX_FILE_BYTES } from '../../../src/harnesses/session-files.js';
+import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
+import type { Interval } from '../../../src/schema/index.js';
+import { makeTestHome, type TestHome } from '../../support/context.js';
+import { harnessBin } from '../../support/harness-bins.js';
+import { startModelStub } from '../../support/model-stub.js';
+import { appendCodexHook, appendStdinCommand, describeRun, readJsonLines, runCodex, waitFor, writeCodexProviderConfig } from '../../support/run-harness.js';
+import { expectArtifactInvalid, fixtureDir, installTree, intervalOf, readRecorded, workDir, type RecordedSession } from '../../support/recorded-sessions.js';
 
 let interval: Interval;
 let fixture: string;

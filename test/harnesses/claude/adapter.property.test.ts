@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { createScanner, stripComments } from 'jsonc-parser';
 import { describe, expect, it } from 'vitest';
-import { BlueError } from '../../src/errors.js';
-import { claude } from '../../src/harnesses/claude/index.js';
-import { buildManagedHook, isManagedCommand } from '../../src/harnesses/signature.js';
-import type { HookPlan, ManagedHook, OwnershipRecord } from '../../src/harnesses/types.js';
+import { BlueError } from '../../../src/errors.js';
+import { claude } from '../../../src/harnesses/claude/index.js';
+import { buildManagedHook, isManagedCommand } from '../../../src/harnesses/signature.js';
+import type { HookPlan, ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
 
 const RUNS = { numRuns: 200 };
 const desired: ManagedHook = buildManagedHook(

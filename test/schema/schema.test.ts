@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { BlueError } from '../src/errors.js';
-import { agentConfigSchema, loadDocument, policySchema } from '../src/schema/index.js';
-import { repoRoot } from './support/context.js';
+import { BlueError } from '../../src/errors.js';
+import { agentConfigSchema, loadDocument, policySchema } from '../../src/schema/index.js';
+import { repoRoot } from '../support/context.js';
 
 const run = promisify(execFile);
 

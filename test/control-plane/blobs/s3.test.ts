@@ -8,9 +8,9 @@ import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createS3BlobStore, s3OptionsFromEnv } from '../../src/control-plane/blobs/s3.js';
-import { presignV4 } from '../../src/control-plane/blobs/sigv4.js';
-import type { BlobStore, SignedRequest } from '../../src/control-plane/blobs/types.js';
+import { createS3BlobStore, s3OptionsFromEnv } from '../../../src/control-plane/blobs/s3.js';
+import { presignV4 } from '../../../src/control-plane/blobs/sigv4.js';
+import type { BlobStore, SignedRequest } from '../../../src/control-plane/blobs/types.js';
 
 interface S3rverInstance {
   run(): Promise<{ address: string; port: number }>;

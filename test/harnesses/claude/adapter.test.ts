@@ -3,12 +3,12 @@ import path from 'node:path';
 import { parse as parseJsonc } from 'jsonc-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { claude } from '../../src/harnesses/claude/index.js';
-import { buildManagedHook, isManagedCommand } from '../../src/harnesses/signature.js';
-import type { HookPlan, ManagedHook, OwnershipRecord } from '../../src/harnesses/types.js';
-import type { Interval } from '../../src/schema/index.js';
-import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
-import { thrown } from '../support/errors.js';
+import { claude } from '../../../src/harnesses/claude/index.js';
+import { buildManagedHook, isManagedCommand } from '../../../src/harnesses/signature.js';
+import type { HookPlan, ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
+import type { Interval } from '../../../src/schema/index.js';
+import { makeTestHome, repoRoot, type TestHome } from '../../support/context.js';
+import { thrown } from '../../support/errors.js';
 
 const FIXTURES = path.join(repoRoot, 'fixtures', 'claude');
 const fixture = (name: string): string => readFileSync(path.join(FIXTURES, name), 'utf8');

@@ -3,12 +3,12 @@ import { createHash } from 'node:crypto';
 import { link, mkdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { kimi } from '../../src/harnesses/kimi/index.js';
-import { kimiCanonicalPath, kimiWorkDirHash, sanitizeKimiState } from '../../src/harnesses/kimi/session.js';
-import type { CollectedSession, HookPayload, SessionFile } from '../../src/harnesses/types.js';
-import type { Interval } from '../../src/schema/index.js';
-import { makeTestHome, type TestHome } from '../support/context.js';
-import { expectArtifactInvalid, fixtureDir, installTree, intervalOf, readRecorded, workDir, type RecordedSession } from '../support/recorded-sessions.js';
+import { kimi } from '../../../src/harnesses/kimi/index.js';
+import { kimiCanonicalPath, kimiWorkDirHash, sanitizeKimiState } from '../../../src/harnesses/kimi/session.js';
+import type { CollectedSession, HookPayload, SessionFile } from '../../../src/harnesses/types.js';
+import type { Interval } from '../../../src/schema/index.js';
+import { makeTestHome, type TestHome } from '../../support/context.js';
+import { expectArtifactInvalid, fixtureDir, installTree, intervalOf, readRecorded, workDir, type RecordedSession } from '../../support/recorded-sessions.js';
 
 type KimiRecorded = RecordedSession & { plan_slug: string; subagent_id: string; task_id: string };
 

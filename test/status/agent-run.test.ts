@@ -1,10 +1,8 @@
 /**
- * Status and doctor verdicts on the long-running agent: a clean stop, an interrupted drain, and the doctor's rule
- * that every warning carries a fix (including when the service manager could not be asked).
+ * Status verdicts on the long-running agent: a clean stop, and an interrupted drain.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeLastDrain, writeRunState } from '../../src/daemon/state.js';
-import { checkControlApi, checkService, type Check } from '../../src/doctor/checks.js';
 import { agentStatus } from '../../src/status/collect.js';
 import { setup, type Setup } from '../support/status-home.js';
 
@@ -50,28 +48,5 @@ describe('agent status', () => {
     const json = JSON.parse((await s.cli(['status', '--json'])).stdout);
     expect(json.last_drain.stopped.code).toBe('INTERRUPTED');
     expect(json.agent).toMatchObject({ state: 'stopped' });
-  });
-});
-
-describe('doctor', () => {
-  const everyProblemHasAFix = (check: Check) => {
-    if (check.status !== 'ok') expect(check.fix, `${check.id}: ${check.message}`).toMatch(/\S/);
-  };
-
-  it('a Control API that was not checked is a warning with a fix', () => {
-    const check = checkControlApi({ url: 'https://control.example', urlSource: 'control_url', tokenSource: 'token file', token: 'present', probe: undefined }, undefined);
-    expect(check.status).toBe('warn');
-    everyProblemHasAFix(check);
-  });
-
-  it('a service whose manager could not answer is a warning with a fix, not ok', () => {
-    for (const manager of ['systemd', 'launchd'] as const) {
-      const check = checkService({ manager, unitFile: '/u/blue-agent.service', installed: true, ours: true, current: true, enabled: undefined, active: undefined, detail: 'systemctl --user could not answer: Failed to connect to bus' });
-      expect(check.status).toBe('warn');
-      everyProblemHasAFix(check);
-      expect(check.fix).toMatch(manager === 'systemd' ? /systemctl --user status blue-agent\.service/ : /launchctl print/);
-    }
-    // Known states stay as they were.
-    expect(checkService({ manager: 'systemd', unitFile: '/u', installed: true, ours: true, current: true, enabled: true, active: true, detail: '' }).status).toBe('ok');
   });
 });

@@ -5,13 +5,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { isOurPlugin, opencode } from '../../src/harnesses/opencode/index.js';
-import { PLUGIN_HEADER, renderPlugin, type PluginTimings } from '../../src/harnesses/opencode/plugin.js';
-import { buildManagedHook } from '../../src/harnesses/signature.js';
-import type { ManagedHook } from '../../src/harnesses/types.js';
-import type { Interval } from '../../src/schema/index.js';
-import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
-import { thrown } from '../support/errors.js';
+import { isOurPlugin, opencode } from '../../../src/harnesses/opencode/index.js';
+import { PLUGIN_HEADER, renderPlugin, type PluginTimings } from '../../../src/harnesses/opencode/plugin.js';
+import { buildManagedHook } from '../../../src/harnesses/signature.js';
+import type { ManagedHook } from '../../../src/harnesses/types.js';
+import type { Interval } from '../../../src/schema/index.js';
+import { makeTestHome, repoRoot, type TestHome } from '../../support/context.js';
+import { thrown } from '../../support/errors.js';
 
 const FILE = '/home/me/.config/opencode/plugin/blue-agent-session-upload.js';
 const desired = buildManagedHook(

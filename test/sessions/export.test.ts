@@ -1,7 +1,7 @@
 /**
  * `sessions export` of local bundle files: markdown and json for each harness's recorded fixture, checked against the
- * golden files beside this test (regenerate with `npx vitest run test/sessions-cli -u` and review the diff), plus
- * the things an export must refuse or survive.
+ * golden files in test/sessions/golden/ (regenerate with `npx vitest run test/sessions/export.test.ts -u` and review
+ * the diff), plus the things an export must refuse or survive.
  */
 import { createHash } from 'node:crypto';
 import { readFile, stat, writeFile } from 'node:fs/promises';

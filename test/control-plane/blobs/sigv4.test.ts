@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { presignV4, signingKey, uriEncode } from '../../src/control-plane/blobs/sigv4.js';
+import { presignV4, signingKey, uriEncode } from '../../../src/control-plane/blobs/sigv4.js';
 
 // The example from the S3 API reference, "Authenticating Requests: Using Query Parameters (AWS Signature Version 4)".
 const awsExample = {

@@ -3,12 +3,12 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse } from 'smol-toml';
 import { afterEach, describe, expect, it } from 'vitest';
-import { kimi } from '../../src/harnesses/kimi/index.js';
-import { buildManagedHook, isManagedCommand } from '../../src/harnesses/signature.js';
-import type { HookPlan, ManagedHook, OwnershipRecord } from '../../src/harnesses/types.js';
-import type { Interval } from '../../src/schema/index.js';
-import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
-import { rejected, thrown } from '../support/errors.js';
+import { kimi } from '../../../src/harnesses/kimi/index.js';
+import { buildManagedHook, isManagedCommand } from '../../../src/harnesses/signature.js';
+import type { HookPlan, ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
+import type { Interval } from '../../../src/schema/index.js';
+import { makeTestHome, repoRoot, type TestHome } from '../../support/context.js';
+import { rejected, thrown } from '../../support/errors.js';
 
 const FILE = '/home/me/.kimi/config.toml';
 const desired = buildManagedHook(

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { parse } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
-import { codex } from '../../src/harnesses/codex/index.js';
-import { listHandlers, userView } from '../../src/harnesses/codex/model.js';
-import { tomlString } from '../../src/harnesses/codex/toml-plan.js';
-import { buildManagedHook } from '../../src/harnesses/signature.js';
-import type { ManagedHook, OwnershipRecord } from '../../src/harnesses/types.js';
+import { codex } from '../../../src/harnesses/codex/index.js';
+import { listHandlers, userView } from '../../../src/harnesses/codex/model.js';
+import { tomlString } from '../../../src/harnesses/codex/toml-plan.js';
+import { buildManagedHook } from '../../../src/harnesses/signature.js';
+import type { ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
 
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
 const desired = buildManagedHook(SELF, 'codex', 'codex-v0_145_0', 'SessionEnd', 3);

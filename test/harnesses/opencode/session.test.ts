@@ -1,16 +1,16 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { opencode } from '../../src/harnesses/opencode/index.js';
-import { collectOpencodeSession } from '../../src/harnesses/opencode/session.js';
-import type { CollectedSession, HookPayload } from '../../src/harnesses/types.js';
-import type { Context } from '../../src/context.js';
-import type { Interval } from '../../src/schema/index.js';
-import { makeTestHome, type TestHome } from '../support/context.js';
-import { harnessInstall } from '../support/harness-bins.js';
-import { startModelStub } from '../support/model-stub.js';
-import { describeRun, harnessEnv, readJsonLines, runOpencode, waitFor, writeOpencodeUserPlugin } from '../support/run-harness.js';
-import { expectArtifactInvalid, fixtureDir, intervalOf, readRecorded, substitute, workDir, writeExecutable, type RecordedSession } from '../support/recorded-sessions.js';
+import { opencode } from '../../../src/harnesses/opencode/index.js';
+import { collectOpencodeSession } from '../../../src/harnesses/opencode/session.js';
+import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
+import type { Context } from '../../../src/context.js';
+import type { Interval } from '../../../src/schema/index.js';
+import { makeTestHome, type TestHome } from '../../support/context.js';
+import { harnessInstall } from '../../support/harness-bins.js';
+import { startModelStub } from '../../support/model-stub.js';
+import { describeRun, harnessEnv, readJsonLines, runOpencode, waitFor, writeOpencodeUserPlugin } from '../../support/run-harness.js';
+import { expectArtifactInvalid, fixtureDir, intervalOf, readRecorded, substitute, workDir, writeExecutable, type RecordedSession } from '../../support/recorded-sessions.js';
 
 let interval: Interval;
 let fixture: string;
