@@ -8,7 +8,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { HookPayload } from '../../src/harnesses/types.js';
-import { processRuns } from '../../src/spool/index.js';
+import { processRuns } from '../../src/lock/liveness.js';
 import { repoRoot } from './context.js';
 
 export const ENTRY = path.join(repoRoot, 'bin', 'blue-agent.js');
