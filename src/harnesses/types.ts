@@ -1,7 +1,7 @@
 /**
  * The one interface every harness implements. Adding a harness means one folder under src/harnesses/ exporting a
  * HarnessAdapter, one line in src/harnesses/index.ts, one profile file in profiles/ (then `npm run gen`), its
- * fixtures and tests, and its entry in harness-versions.lock.json.
+ * fixtures and tests, and its entry in harness-versions.lock.json (ARCHITECTURE.md, "Adding a harness").
  */
 import type { SessionFile } from '../bundle/create.js';
 import type { Context } from '../context.js';
