@@ -58,6 +58,10 @@ export interface StateLayout {
 export interface Paths extends StateLayout {
   /** The user's home directory (`HOME`). */
   home: string;
+  /** Per-user configuration (`XDG_CONFIG_HOME` when absolute, else ~/.config): harnesses' and the service manager's. */
+  configHome: string;
+  /** Per-user data (`XDG_DATA_HOME` when absolute, else ~/.local/share). */
+  dataHome: string;
   /** Agent config file. `BLUE_AGENT_CONFIG`. */
   configFile: string;
   /** The reference Control API's default data directory (`control-plane --data` and `BLUE_CONTROL_DATA` override it). */
@@ -142,6 +146,8 @@ export function resolvePaths(env: Env, platform: NodeJS.Platform): Paths {
       : path.join(xdgState, 'blue-agent');
   return {
     home,
+    configHome: xdgConfig,
+    dataHome: xdgData,
     ...stateLayout(absoluteOr(env.BLUE_AGENT_HOME, defaultState)),
     configFile: absoluteOr(env.BLUE_AGENT_CONFIG, path.join(xdgConfig, 'blue-agent', 'config.yaml')),
     controlDataDir: path.join(xdgData, 'blue-agent', 'control'),

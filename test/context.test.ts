@@ -51,6 +51,13 @@ describe('the state layout', () => {
     expect(resolvePaths({ HOME: '/home/me', XDG_DATA_HOME: 'relative' }, 'linux').controlDataDir).toBe('/home/me/.local/share/blue-agent/control');
   });
 
+  it('carries the XDG config and data homes, each when absolute, else its default under HOME', () => {
+    expect(resolvePaths({ HOME: '/home/me', XDG_CONFIG_HOME: '/cfg', XDG_DATA_HOME: '/data' }, 'linux')).toMatchObject({ configHome: '/cfg', dataHome: '/data' });
+    for (const unset of [{}, { XDG_CONFIG_HOME: '', XDG_DATA_HOME: '' }, { XDG_CONFIG_HOME: 'cfg', XDG_DATA_HOME: 'data' }]) {
+      expect(resolvePaths({ HOME: '/home/me', ...unset }, 'linux')).toMatchObject({ configHome: '/home/me/.config', dataHome: '/home/me/.local/share' });
+    }
+  });
+
   it('is spelled in src/context.ts alone: no other module names a state file or joins a path onto the state directory', () => {
     const found = scanSources()
       .filter((s) => s.file !== 'src/context.ts')

@@ -9,7 +9,6 @@ import { open, realpath, rename, unlink, type FileHandle } from 'node:fs/promise
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { BlueError } from '../errors.js';
-import type { SessionFile } from '../harnesses/types.js';
 import type { ProfileSet } from '../profiles/index.js';
 import { bundleManifestSchema, validateDocument, type HarnessName } from '../schema/index.js';
 import { fsyncDir } from '../util/fs.js';
@@ -28,6 +27,19 @@ import {
   type BundleManifest,
 } from './manifest.js';
 import { END_OF_ARCHIVE, fileHeader, padding } from './tar.js';
+
+/** One file of a captured session, before it is packed. */
+export interface SessionFile {
+  role: BundleFile['role'];
+  /** Name of the entry in the bundle (`files/NNNN-<name>`): [A-Za-z0-9._-]+. */
+  name: string;
+  /** Where it lives, relative to the session root, `/`-separated; absent for files with no native place. */
+  nativePath?: string;
+  /** An absolute path inside the session root, read (as a regular file, never through a link) when packing. */
+  path?: string;
+  /** Bytes made at capture instead of a file on disk (a harness's own export, a sanitised state file). */
+  content?: Uint8Array;
+}
 
 export interface BundleInput {
   harness: HarnessName;

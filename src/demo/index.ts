@@ -21,9 +21,9 @@ import { parse as parseJsonc } from 'jsonc-parser';
 import { resolvePaths, type Context, type Paths } from '../context.js';
 import { BlueError, toBlueError } from '../errors.js';
 import { demoHarness } from '../harnesses/index.js';
+import { processRuns } from '../lock/liveness.js';
 import type { HarnessName } from '../schema/index.js';
 import { launchLine } from '../resume/flow.js';
-import { processRuns } from '../spool/index.js';
 import { demoLayout, machineEnv, standInScript, type MachineLayout } from './layout.js';
 import { installRecordedSession, readRecordedAsset, type RecordedAsset } from './session.js';
 

@@ -35,6 +35,11 @@ const SHORT_ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\n': 
  * A TOML basic string. `hexCase` only sets the spelling of `\uXXXX` escapes; callers keep theirs so that the text
  * they write for a given value never changes.
  */
+/** A TOML table (or a JSON object): never an array, and never one of the datetimes smol-toml parses to a Date. */
+export function isTomlTable(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
+}
+
 export function tomlString(value: string, hexCase: 'lower' | 'upper' = 'lower'): string {
   let out = '"';
   for (const ch of value) {

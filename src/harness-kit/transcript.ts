@@ -4,7 +4,7 @@
  * bounded, and never throwing on a line they do not understand (it is skipped and counted). The same reader tells
  * titles (./title.ts) where a record keeps the user's turn, so a format is understood in one place.
  */
-import type { UserTurnOf } from './title.js';
+import { isRecord, type UserTurnOf } from './title.js';
 
 export type TurnRole = 'user' | 'assistant' | 'tool';
 
@@ -72,9 +72,7 @@ export function oneLine(text: string, max = TOOL_SUMMARY_MAX): string {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+export { isRecord };
 
 export function str(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;

@@ -1,8 +1,9 @@
 /**
  * The one interface every harness implements. Adding a harness means one folder under src/harnesses/ exporting a
  * HarnessAdapter, one line in src/harnesses/index.ts, one profile file in profiles/ (then `npm run gen`), its
- * fixtures and tests, and its entry in harness-versions.lock.json.
+ * fixtures and tests, and its entry in harness-versions.lock.json (ARCHITECTURE.md, "Adding a harness").
  */
+import type { SessionFile } from '../bundle/create.js';
 import type { Context } from '../context.js';
 import type { TranscriptReader } from '../harness-kit/transcript.js';
 import type { BundleFile, BundleManifest } from '../schema/generated/bundle-manifest.js';
@@ -60,18 +61,8 @@ export interface HookPayload {
 
 export type ArtifactRole = BundleFile['role'];
 
-/** One file of a captured session, before it is packed. */
-export interface SessionFile {
-  role: ArtifactRole;
-  /** Name of the entry in the bundle (`files/NNNN-<name>`): [A-Za-z0-9._-]+. */
-  name: string;
-  /** Where it lives, relative to the session root, `/`-separated; absent for files with no native place. */
-  nativePath?: string;
-  /** An absolute path inside the session root, read (as a regular file, never through a link) when packing. */
-  path?: string;
-  /** Bytes made at capture instead of a file on disk (a harness's own export, a sanitised state file). */
-  content?: Uint8Array;
-}
+/** One file of a captured session, before it is packed: the bundle's input, defined beside the writer. */
+export type { SessionFile };
 
 /** Everything a bundle needs from the harness: its files and, when there is one, a title and preview. */
 export interface CollectedSession {

@@ -5,7 +5,7 @@ import { open } from 'node:fs/promises';
 import semver from 'semver';
 import type { Document, LineCounter } from 'yaml';
 import { isMap, isNode, isScalar } from 'yaml';
-import { originOf, parseHttpUrl } from '../control-api/http.js';
+import { isRecord, originOf, parseHttpUrl } from '../control-api/http.js';
 import { BlueError } from '../errors.js';
 import { DocumentCache } from '../schema/document-cache.js';
 import { parseYamlText, policySchema, validateDocument, type GovernancePolicy } from '../schema/index.js';
@@ -178,6 +178,3 @@ function positionOf(source: TextSource, segments: string[]): { line: number; col
   return undefined;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

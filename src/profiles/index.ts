@@ -8,7 +8,7 @@ import { BlueError } from '../errors.js';
 import { DocumentCache } from '../schema/document-cache.js';
 import { loadDocument, profileSchema, type HarnessName, type HarnessProfiles, type Interval, type Operation } from '../schema/index.js';
 
-export { HARNESSES } from '../harnesses/names.js';
+export { HARNESSES } from '../schema/generated/harness-names.js';
 
 export interface LoadedProfiles {
   harness: HarnessName;

@@ -49,11 +49,8 @@ export function serviceManager(ctx: Context): ServiceManager {
 /** Where the unit lives: `$XDG_CONFIG_HOME/systemd/user/blue-agent.service` or `~/Library/LaunchAgents/<label>.plist`. */
 export function unitFilePath(ctx: Context): string | undefined {
   switch (serviceManager(ctx)) {
-    case 'systemd': {
-      const xdg = ctx.env.XDG_CONFIG_HOME;
-      const config = xdg !== undefined && path.isAbsolute(xdg) ? xdg : path.join(ctx.paths.home, '.config');
-      return path.join(config, 'systemd', 'user', SYSTEMD_UNIT_NAME);
-    }
+    case 'systemd':
+      return path.join(ctx.paths.configHome, 'systemd', 'user', SYSTEMD_UNIT_NAME);
     case 'launchd':
       return path.join(ctx.paths.home, 'Library', 'LaunchAgents', `${LAUNCHD_LABEL}.plist`);
     case 'none':

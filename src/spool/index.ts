@@ -35,8 +35,6 @@ import type { HookPayload } from '../harnesses/types.js';
 import { processRuns, staleOwnerReason, systemLockWorld } from '../lock/liveness.js';
 import { fsyncDir, randomHex } from '../util/fs-light.js';
 
-export { processRuns } from '../lock/liveness.js';
-
 export const RECORD_FORMAT = 'blue-agent-spool-record-v1';
 
 /** States a record can be listed in. */

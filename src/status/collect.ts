@@ -6,12 +6,12 @@
 import { loadAgentConfig } from '../config.js';
 import type { Context } from '../context.js';
 import { readLastDrain, readRunState, type AgentRunState, type LastDrain } from '../daemon/state.js';
+import { processRuns } from '../lock/liveness.js';
 import type { ResolvedPolicy } from '../policy/index.js';
 import { loadProfiles } from '../profiles/index.js';
 import { reconcile, type HarnessReport } from '../reconcile/index.js';
 import type { AgentConfig } from '../schema/index.js';
 import { serviceStatus, type ServiceState } from '../service/index.js';
-import { processRuns } from '../spool/index.js';
 import { errorInfo, noPolicy, readPolicyOffline, type ErrorInfo } from './policy.js';
 import { readSpoolStatus, type SpoolStatus } from './spool.js';
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extractBundle, verifyBundle, writeBundle } from '../../src/bundle/index.js';
 import { BlueError } from '../../src/errors.js';
 import type { ProfileSet } from '../../src/profiles/index.js';
-import { claudeSession, shippedProfiles } from './helpers.js';
+import { claudeSession, shippedProfiles } from '../support/handmade-bundles.js';
 
 let dir: string;
 let profiles: ProfileSet;

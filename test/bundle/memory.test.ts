@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { compileRunner } from '../../scripts/compile-runner.mjs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { repoRoot } from '../support/context.js';
-import { jsonl } from './helpers.js';
+import { jsonl } from '../support/handmade-bundles.js';
 
 const run = promisify(execFile);
 const MiB = 1024 * 1024;

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extractBundle, readManifest, verifyBundle, type Limits } from '../../src/bundle/index.js';
 import type { ProfileSet } from '../../src/profiles/index.js';
 import { rejected } from '../support/errors.js';
-import { codexBundle, codexParts, filesUnder, gzip, sha, shippedProfiles, tarOf, type RawEntry } from './helpers.js';
+import { codexBundle, codexParts, filesUnder, gzip, sha, shippedProfiles, tarOf, type RawEntry } from '../support/handmade-bundles.js';
 
 let dir: string;
 let profiles: ProfileSet;

@@ -22,7 +22,7 @@ import {
 import type { SessionFile } from '../../src/harnesses/types.js';
 import type { ProfileSet } from '../../src/profiles/index.js';
 import { rejected } from '../support/errors.js';
-import { claudeSession, filesUnder, shippedProfiles } from './helpers.js';
+import { claudeSession, filesUnder, shippedProfiles } from '../support/handmade-bundles.js';
 
 let dir: string;
 let profiles: ProfileSet;

@@ -23,7 +23,7 @@ import {
   readJson,
   spoolFiles,
   waitForWorkers,
-} from '../spool/fixtures.js';
+} from '../support/cli-process.js';
 
 let t: TestHome;
 let stateDir: string;

@@ -28,8 +28,8 @@ import { kimiWorkDirHash } from '../../src/harnesses/kimi/session.js';
 import { loadProfiles, selectInterval, type ProfileSet } from '../../src/profiles/index.js';
 import { reconcile } from '../../src/reconcile/index.js';
 import type { HarnessName, Interval } from '../../src/schema/index.js';
-import { fixtureBundle } from '../restore/support.js';
-import { captureLog, runCli, waitForWorkers } from '../spool/fixtures.js';
+import { fixtureBundle } from '../support/restore-homes.js';
+import { captureLog, runCli, waitForWorkers } from '../support/cli-process.js';
 import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
 import { installCommand, installedHarness } from '../../scripts/install-harnesses.mjs';
 import { harnessCacheDir, lockedVersions } from '../support/harness-bins.js';
@@ -53,7 +53,7 @@ import {
   writeOpencodeUserPlugin,
   type HarnessRunResult,
 } from '../support/run-harness.js';
-import { startUploadStack, type UploadStack } from '../e2e/upload-support.js';
+import { startUploadStack, type UploadStack } from '../support/fault-proxy.js';
 
 export const STEPS = ['install', 'reconcile', 'session', 'capture', 'drain', 'restore', 'resume'] as const;
 export type StepName = (typeof STEPS)[number];

@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { controlSettings, loadAgentConfig } from '../../src/config.js';
 import { loginCommand } from '../../src/cli/login.js';
 import { main } from '../../src/cli/main.js';
-import { closedOrigin, startPolicyServer, type PolicyServer } from '../policy/server.js';
+import { closedOrigin, startPolicyServer, type PolicyServer } from '../support/policy-server.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { rejected } from '../support/errors.js';
 

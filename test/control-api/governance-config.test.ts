@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fetchGovernanceConfig, governanceConfigUrl, type FetchRequest } from '../../src/control-api/governance-config.js';
 import { BlueError } from '../../src/errors.js';
-import { closedOrigin, startPolicyServer, type PolicyServer } from '../policy/server.js';
+import { closedOrigin, startPolicyServer, type PolicyServer } from '../support/policy-server.js';
 
 const TOKEN = 'tok-SECRET-4d2b8e9f01';
 let server: PolicyServer;

@@ -11,7 +11,7 @@ import { serveCommand } from '../../src/cli/control-plane.js';
 import { main } from '../../src/cli/main.js';
 import { ControlStore } from '../../src/control-plane/store.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { BUNDLE_TYPE, sha256 } from './server-support.js';
+import { BUNDLE_TYPE, sha256 } from '../support/control-server.js';
 
 let home: TestHome;
 let data: string;

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { harnessMetadataDocument } from '../../src/control-plane/harness-metadata.js';
 import { loadProfiles } from '../../src/profiles/index.js';
 import { repoRoot } from '../support/context.js';
-import { presignBody, startTestServer, type TestServer } from './server-support.js';
+import { presignBody, startTestServer, type TestServer } from '../support/control-server.js';
 
 let t: TestServer;
 beforeEach(async () => {

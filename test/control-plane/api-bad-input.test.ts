@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { presignBody, startTestServer, type TestServer } from './server-support.js';
+import { presignBody, startTestServer, type TestServer } from '../support/control-server.js';
 
 let t: TestServer;
 beforeEach(async () => {

@@ -4,7 +4,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from './server-support.js';
+import { startTestServer, type TestServer } from '../support/control-server.js';
 
 let t: TestServer | undefined;
 let log: { level: string; line: string }[];

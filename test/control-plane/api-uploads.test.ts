@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BUNDLE_TYPE, presignBody, sha256, startTestServer, type TestServer } from './server-support.js';
+import { BUNDLE_TYPE, presignBody, sha256, startTestServer, type TestServer } from '../support/control-server.js';
 
 let t: TestServer;
 beforeEach(async () => {

@@ -13,9 +13,9 @@ import { readRunState } from '../../src/daemon/state.js';
 import { chokidarWatch, type WatchFactory } from '../../src/daemon/watcher.js';
 import { processTasks, type TaskRunner } from '../../src/daemon/task-process.js';
 import { Spool } from '../../src/spool/index.js';
-import { startUploadStack, type UploadStack } from '../e2e/upload-support.js';
-import { CLAUDE_PROFILE, claudeSession, spoolFiles } from '../spool/fixtures.js';
-import { agentHome, parseLog, uploadPolicy, waitFor, type AgentHome, type LogLine } from './support.js';
+import { startUploadStack, type UploadStack } from '../support/fault-proxy.js';
+import { CLAUDE_PROFILE, claudeSession, spoolFiles } from '../support/cli-process.js';
+import { agentHome, parseLog, uploadPolicy, waitFor, type AgentHome, type LogLine } from '../support/agent-home.js';
 
 let t: AgentHome;
 let stack: UploadStack;

@@ -13,7 +13,7 @@ import { lastDrainPath } from '../../src/daemon/state.js';
 import type { Logger } from '../../src/logger.js';
 import { Spool, SpoolView } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { waitFor } from './support.js';
+import { waitFor } from '../support/agent-home.js';
 
 const quiet: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 let t: TestHome;

@@ -15,7 +15,7 @@ import { ConfigWatcher, fingerprints } from '../../src/daemon/watcher.js';
 import type { TaskRunner } from '../../src/daemon/task-process.js';
 import type { Logger } from '../../src/logger.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { parseLog, waitFor } from './support.js';
+import { parseLog, waitFor } from '../support/agent-home.js';
 
 let t: TestHome;
 let daemon: Daemon | undefined;

@@ -8,9 +8,9 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Spool } from '../../src/spool/index.js';
-import { startUploadStack, type UploadStack } from '../e2e/upload-support.js';
-import { CLAUDE_PROFILE, claudeSession, runCli, spoolFiles, type CliResult } from '../spool/fixtures.js';
-import { agentHome, parseLog, uploadPolicy, waitFor, type AgentHome } from './support.js';
+import { startUploadStack, type UploadStack } from '../support/fault-proxy.js';
+import { CLAUDE_PROFILE, claudeSession, runCli, spoolFiles, type CliResult } from '../support/cli-process.js';
+import { agentHome, parseLog, uploadPolicy, waitFor, type AgentHome } from '../support/agent-home.js';
 import { stateLayout } from '../../src/context.js';
 
 let t: AgentHome;

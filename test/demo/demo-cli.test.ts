@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { STEPS } from '../../src/demo/index.js';
-import { snapshot } from '../restore/support.js';
-import { runCli } from '../spool/fixtures.js';
+import { snapshot } from '../support/restore-homes.js';
+import { runCli } from '../support/cli-process.js';
 
 const SENTINEL = '{\n  // the user\'s own settings\n  "hooks": {"SessionEnd": [{"matcher": "", "hooks": [{"type": "command", "command": "echo mine"}]}]}\n}\n';
 const DEMO_TIMEOUT_MS = 150_000;

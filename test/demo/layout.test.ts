@@ -11,9 +11,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { demoLayout, machineEnv, standInScript, substitutedName } from '../../src/demo/layout.js';
 import { installRecordedSession, readRecordedAsset } from '../../src/demo/session.js';
 import { loadProfiles, requireProfiles } from '../../src/profiles/index.js';
-import { snapshot } from '../restore/support.js';
+import { snapshot } from '../support/restore-homes.js';
 import { repoRoot } from '../support/context.js';
-import { FIXTURES } from '../sessions/helpers.js';
+import { FIXTURES } from '../support/recorded-sessions.js';
 
 const DEMO_DIR = path.join(repoRoot, 'demo');
 

@@ -17,7 +17,7 @@ import { main } from '../../src/cli/main.js';
 import { loadProfiles } from '../../src/profiles/index.js';
 import { MAX_ATTEMPTS, RETRY_DELAYS_MS, Spool, type SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { canMountTmpfs, claudeSession, CLAUDE_PROFILE, mountTmpfs, readJson, runCli, spoolFiles, type ClaudeSession } from '../spool/fixtures.js';
+import { canMountTmpfs, claudeSession, CLAUDE_PROFILE, mountTmpfs, readJson, runCli, spoolFiles, type ClaudeSession } from '../support/cli-process.js';
 
 let t: TestHome;
 let stateDir: string;

@@ -13,7 +13,7 @@ import { verifyBundle } from '../../src/bundle/index.js';
 import { loadProfiles } from '../../src/profiles/index.js';
 import { Spool, type SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { captureLog, claudeSession, CLAUDE_PROFILE, readJson, runCli, spoolFiles } from '../spool/fixtures.js';
+import { captureLog, claudeSession, CLAUDE_PROFILE, readJson, runCli, spoolFiles } from '../support/cli-process.js';
 import { stateLayout } from '../../src/context.js';
 
 const CAPTURES = 100;

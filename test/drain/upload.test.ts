@@ -17,8 +17,8 @@ import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
 import { createControlServer, type ControlServer } from '../../src/control-plane/server.js';
 import { Spool, type SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { sha256, startTestServer, type TestServer } from '../control-plane/server-support.js';
-import { claudeSession, CLAUDE_PROFILE, readJson, runCli, type ClaudeSession } from '../spool/fixtures.js';
+import { sha256, startTestServer, type TestServer } from '../support/control-server.js';
+import { claudeSession, CLAUDE_PROFILE, readJson, runCli, type ClaudeSession } from '../support/cli-process.js';
 
 let t: TestHome;
 let srv: TestServer;

@@ -11,7 +11,7 @@ import type { Context } from '../../src/context.js';
 import { loadProfiles } from '../../src/profiles/index.js';
 import { reconcile } from '../../src/reconcile/index.js';
 import type { SpoolRecord } from '../../src/spool/index.js';
-import { captureLog, readJson, runCli, spoolFiles, waitForWorkers } from '../spool/fixtures.js';
+import { captureLog, readJson, runCli, spoolFiles, waitForWorkers } from '../support/cli-process.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { harnessBin } from '../support/harness-bins.js';
 import { startModelStub, type ModelStub } from '../support/model-stub.js';

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { isManagedCommand } from '../../src/harnesses/signature.js';
 import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
-import { startPolicyServer } from '../policy/server.js';
+import { startPolicyServer } from '../support/policy-server.js';
 
 const run = promisify(execFile);
 const entry = path.join(repoRoot, 'bin', 'blue-agent.js');

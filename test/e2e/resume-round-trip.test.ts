@@ -13,8 +13,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Context } from '../../src/context.js';
 import { kimiWorkDirHash } from '../../src/harnesses/kimi/session.js';
 import { reconcile } from '../../src/reconcile/index.js';
-import { fixtureBundle } from '../restore/support.js';
-import { captureLog, runCli, waitForWorkers } from '../spool/fixtures.js';
+import { fixtureBundle } from '../support/restore-homes.js';
+import { captureLog, runCli, waitForWorkers } from '../support/cli-process.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { harnessBin } from '../support/harness-bins.js';
 import { startModelStub, type ModelStub } from '../support/model-stub.js';
@@ -32,7 +32,7 @@ import {
   writeOpencodeProviderConfig,
   type HarnessRunResult,
 } from '../support/run-harness.js';
-import { startUploadStack, type UploadStack } from './upload-support.js';
+import { startUploadStack, type UploadStack } from '../support/fault-proxy.js';
 
 const CODE_WORD = 'HERON-4410-WOMBAT';
 const FIRST_PROMPT = `Keep this code word in mind: ${CODE_WORD}. Answer OK.`;

@@ -13,9 +13,9 @@ import { drain, type DrainOptions, type DrainReport } from '../../src/drain/inde
 import { stateLayout, type Context } from '../../src/context.js';
 import { Spool, type SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { sha256 } from '../control-plane/server-support.js';
-import { claudeSession, CLAUDE_PROFILE, readJson, type ClaudeSession } from '../spool/fixtures.js';
-import { startUploadStack, type UploadStack } from './upload-support.js';
+import { sha256 } from '../support/control-server.js';
+import { claudeSession, CLAUDE_PROFILE, readJson, type ClaudeSession } from '../support/cli-process.js';
+import { startUploadStack, type UploadStack } from '../support/fault-proxy.js';
 
 const PRESIGN = /^\/session-uploads\/presign$/;
 const COMPLETE = /^\/session-uploads\/[^/]+\/complete$/;

@@ -10,12 +10,12 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { verifyBundle } from '../../src/bundle/index.js';
 import { loadProfiles } from '../../src/profiles/index.js';
 import { reconcile } from '../../src/reconcile/index.js';
-import { captureLog, waitForWorkers } from '../spool/fixtures.js';
+import { captureLog, waitForWorkers } from '../support/cli-process.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { harnessBin } from '../support/harness-bins.js';
 import { startModelStub, type ModelStub } from '../support/model-stub.js';
 import { describeRun, runClaude, waitFor } from '../support/run-harness.js';
-import { startUploadStack, type UploadStack } from './upload-support.js';
+import { startUploadStack, type UploadStack } from '../support/fault-proxy.js';
 
 const REPLY = 'Offline stub reply for the upload test.';
 

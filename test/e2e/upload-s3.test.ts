@@ -15,9 +15,9 @@ import type { BlobStore } from '../../src/control-plane/blobs/types.js';
 import { stateLayout, type Context } from '../../src/context.js';
 import { Spool, type SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { sha256 } from '../control-plane/server-support.js';
-import { claudeSession, CLAUDE_PROFILE, readJson } from '../spool/fixtures.js';
-import { startFaultProxy, startUploadStack, type FaultProxy, type UploadStack } from './upload-support.js';
+import { sha256 } from '../support/control-server.js';
+import { claudeSession, CLAUDE_PROFILE, readJson } from '../support/cli-process.js';
+import { startFaultProxy, startUploadStack, type FaultProxy, type UploadStack } from '../support/fault-proxy.js';
 
 interface S3rverInstance {
   run(): Promise<{ address: string; port: number }>;

@@ -7,7 +7,7 @@ import { lastKnownGoodPath, resolvePolicy, type ResolvedPolicy } from '../../src
 import type { AgentConfig } from '../../src/schema/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { rejected } from '../support/errors.js';
-import { closedOrigin, startPolicyServer, type PolicyServer } from './server.js';
+import { closedOrigin, startPolicyServer, type PolicyServer } from '../support/policy-server.js';
 
 const TOKEN = 'tok-SECRET-4d2b8e9f01';
 const HOUR = 3600 * 1000;

@@ -9,7 +9,7 @@ import type { Context } from '../../src/context.js';
 import { BlueError } from '../../src/errors.js';
 import { reconcile } from '../../src/reconcile/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { startPolicyServer, type PolicyServer } from '../policy/server.js';
+import { startPolicyServer, type PolicyServer } from '../support/policy-server.js';
 
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
 const TOKEN = 'tok_0123456789abcdef';

@@ -12,7 +12,7 @@ import { claudeProjectKey } from '../../src/harnesses/claude/session.js';
 import { kimiWorkDirHash } from '../../src/harnesses/kimi/session.js';
 import { applyRestore, prepareRestore, realRestoreIO, recoverRestores, type PreparedRestore, type RestoreIO } from '../../src/restore/index.js';
 import type { TestHome } from '../support/context.js';
-import { errnoError, fixtureBundle, shippedProfiles, snapshot, type FixtureSession, useRestoreHomes } from './support.js';
+import { errnoError, fixtureBundle, shippedProfiles, snapshot, type FixtureSession, useRestoreHomes } from '../support/restore-homes.js';
 
 let source: TestHome;
 let target: TestHome;

@@ -13,7 +13,7 @@ import { prepareRestore } from '../../src/restore/index.js';
 import type { HarnessName } from '../../src/schema/index.js';
 import type { TestHome } from '../support/context.js';
 import { rejected } from '../support/errors.js';
-import { PROFILE, rawBundle, restoreHome, shippedProfiles, snapshot, type RawFile } from './support.js';
+import { PROFILE, rawBundle, restoreHome, shippedProfiles, snapshot, type RawFile } from '../support/restore-homes.js';
 
 const ID = '0b7c4a1e-1111-4222-8333-944455556666';
 const HASH = 'a'.repeat(32);

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { BlueError } from '../../src/errors.js';
 import { applyRestore, prepareRestore } from '../../src/restore/index.js';
 import type { TestHome } from '../support/context.js';
-import { fixtureBundle, shippedProfiles, snapshot, useRestoreHomes } from './support.js';
+import { fixtureBundle, shippedProfiles, snapshot, useRestoreHomes } from '../support/restore-homes.js';
 
 let source: TestHome;
 let target: TestHome;

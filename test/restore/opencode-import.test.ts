@@ -7,10 +7,10 @@ import { mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { applyRestore, prepareRestore, realRestoreIO, recoverRestores, type RestoreIO } from '../../src/restore/index.js';
-import { errnoError } from './support.js';
+import { errnoError } from '../support/restore-homes.js';
 import type { TestHome } from '../support/context.js';
-import { writeExecutable } from '../sessions/helpers.js';
-import { opencodeFixtureBundle, restoreHome, shippedProfiles } from './support.js';
+import { writeExecutable } from '../support/recorded-sessions.js';
+import { opencodeFixtureBundle, restoreHome, shippedProfiles } from '../support/restore-homes.js';
 
 let t: TestHome;
 let destination: string;

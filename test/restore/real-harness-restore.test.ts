@@ -29,7 +29,7 @@ import {
   writeOpencodeProviderConfig,
   type HarnessRunResult,
 } from '../support/run-harness.js';
-import { PROFILE, restoreHome, shippedProfiles, snapshot } from './support.js';
+import { PROFILE, restoreHome, shippedProfiles, snapshot } from '../support/restore-homes.js';
 
 const CODE_WORD = 'PELICAN-7731-QUOKKA';
 const FIRST_PROMPT = `Remember this code word for later: ${CODE_WORD}. Reply with OK.`;

@@ -12,7 +12,7 @@ import { BlueError } from '../../src/errors.js';
 import type { LockWorld } from '../../src/lock/liveness.js';
 import { applyRestore, prepareRestore, realRestoreIO, recoverRestores, type PreparedRestore, type RestoreIO } from '../../src/restore/index.js';
 import type { TestHome } from '../support/context.js';
-import { errnoError, fixtureBundle, shippedProfiles, snapshot, useRestoreHomes } from './support.js';
+import { errnoError, fixtureBundle, shippedProfiles, snapshot, useRestoreHomes } from '../support/restore-homes.js';
 
 let source: TestHome;
 let target: TestHome;

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileRunner } from '../../scripts/compile-runner.mjs';
 import { recoverRestores } from '../../src/restore/index.js';
 import { repoRoot, type TestHome } from '../support/context.js';
-import { fixtureBundle, restoreHome, snapshot } from './support.js';
+import { fixtureBundle, restoreHome, snapshot } from '../support/restore-homes.js';
 
 const KILLS = 15;
 const STEP_DELAY_MS = 3;
@@ -23,7 +23,7 @@ let runner: string;
 beforeAll(async () => {
   work = await mkdtemp(path.join(tmpdir(), 'blue-agent-restore-kill-'));
   runner = path.join(work, 'restore-runner.mjs');
-  await compileRunner(path.join(repoRoot, 'test', 'restore', 'restore-runner.ts'), runner);
+  await compileRunner(path.join(repoRoot, 'test', 'support', 'restore-runner.ts'), runner);
 }, 60_000);
 
 afterAll(async () => {

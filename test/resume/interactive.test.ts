@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { KEYS, claudeProjectKey, runPty, snapshot, startWorld, uploadClaudeSession, type World } from './support.js';
+import { KEYS, claudeProjectKey, runPty, snapshot, startWorld, uploadClaudeSession, type World } from '../support/resume-world.js';
 import { execFileSync } from 'node:child_process';
 
 let world: World;

@@ -10,8 +10,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/bundle/limits.js';
 import { SessionsApi } from '../../src/control-api/sessions.js';
-import { ENTRY } from '../spool/fixtures.js';
-import { startWorld, uploadClaudeSession, type World } from './support.js';
+import { ENTRY } from '../support/cli-process.js';
+import { startWorld, uploadClaudeSession, type World } from '../support/resume-world.js';
 
 let world: World;
 beforeEach(async () => {

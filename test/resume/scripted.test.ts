@@ -8,8 +8,8 @@ import { existsSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { gzip, sha, tarOf, type RawEntry } from '../bundle/helpers.js';
-import { claudeProjectKey, cli, fakeClaude, snapshot, startWorld, uploadBytes, uploadClaudeSession, type World } from './support.js';
+import { gzip, sha, tarOf, type RawEntry } from '../support/handmade-bundles.js';
+import { claudeProjectKey, cli, fakeClaude, snapshot, startWorld, uploadBytes, uploadClaudeSession, type World } from '../support/resume-world.js';
 
 let world: World;
 beforeEach(async () => {

@@ -14,7 +14,7 @@ import { renderLaunchdPlist } from '../../src/service/launchd.js';
 import { LAUNCHD_LABEL, type ServiceSpec } from '../../src/service/spec.js';
 import { renderSystemdUnit } from '../../src/service/systemd.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { installFakes, type Fakes } from './fakes.js';
+import { installFakes, type Fakes } from '../support/service-fakes.js';
 
 const exec = promisify(execFile);
 const UID = String(process.getuid?.() ?? 0);

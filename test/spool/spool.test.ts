@@ -19,7 +19,7 @@ import {
 } from '../../src/spool/index.js';
 import { rejected } from '../support/errors.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { readJson, spoolFiles } from './fixtures.js';
+import { readJson, spoolFiles } from '../support/cli-process.js';
 import { stateLayout } from '../../src/context.js';
 
 let t: TestHome;

@@ -7,8 +7,8 @@ import { chmod, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeLastDrain, writeRunState } from '../../src/daemon/state.js';
-import { startPolicyServer, type PolicyServer } from '../policy/server.js';
-import { enqueue, setup, snapshot, type Setup } from './support.js';
+import { startPolicyServer, type PolicyServer } from '../support/policy-server.js';
+import { enqueue, setup, snapshot, type Setup } from '../support/status-home.js';
 
 let s: Setup;
 let server: PolicyServer | undefined;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { processRuns } from '../../src/spool/index.js';
+import { processRuns } from '../../src/lock/liveness.js';
 import { createProcessRunner } from '../../src/util/process.js';
 
 const run = createProcessRunner();

@@ -3,6 +3,7 @@
  * managed handler should look like, and the user's entries with the managed ones taken out.
  */
 import { BlueError, errorAt, lineColumnAt } from '../../errors.js';
+import { isTomlTable } from '../../harness-kit/toml-text.js';
 import { isManagedCommand } from '../signature.js';
 import type { ManagedHook } from '../types.js';
 
@@ -12,9 +13,8 @@ import type { ManagedHook } from '../types.js';
  */
 export const SESSION_END_MAX_TIMEOUT = 3;
 
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
-}
+/** A table of config.toml or an object of hooks.json. */
+export const isRecord = isTomlTable;
 
 export function own(obj: Record<string, unknown>, key: string): unknown {
   return Object.hasOwn(obj, key) ? obj[key] : undefined;

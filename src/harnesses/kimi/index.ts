@@ -24,6 +24,7 @@ import type { Interval } from '../../schema/index.js';
 import { planKimiRestore } from './restore.js';
 import { eolOf } from '../../harness-kit/text.js';
 import {
+  isTomlTable,
   parseTomlOr,
   samePath,
   scanToml,
@@ -322,12 +323,12 @@ function kimiTimeout(seconds: number): number {
 }
 
 function isManagedEntry(value: unknown): boolean {
-  if (!isTable(value)) return false;
+  if (!isTomlTable(value)) return false;
   return value.event === EVENT && typeof value.command === 'string' && isManagedCommand(value.command, 'kimi');
 }
 
 function isUpToDate(value: unknown, desired: ManagedHook): boolean {
-  if (!isTable(value)) return false;
+  if (!isTomlTable(value)) return false;
   const matcher = value.matcher ?? '';
   const timeout = value.timeout === undefined ? TIMEOUT_DEFAULT : Number(value.timeout);
   return (
@@ -338,9 +339,6 @@ function isUpToDate(value: unknown, desired: ManagedHook): boolean {
   );
 }
 
-function isTable(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Verification

@@ -29,9 +29,7 @@ export const opencode: HarnessAdapter = {
   transcript: opencodeTranscriptReader,
 
   configRoot(ctx: Context): string {
-    const xdg = ctx.env.XDG_CONFIG_HOME;
-    const base = xdg !== undefined && xdg !== '' && path.isAbsolute(xdg) ? xdg : path.join(ctx.paths.home, '.config');
-    return path.join(base, 'opencode');
+    return path.join(ctx.paths.configHome, 'opencode');
   },
 
   async hookFile(ctx: Context, interval: Interval): Promise<string> {

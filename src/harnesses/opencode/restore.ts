@@ -30,9 +30,7 @@ export function opencodeExistsCheck(id: string): { args: string[]; missing: RegE
 }
 
 export function opencodeDataDir(ctx: Context): string {
-  const xdg = ctx.env.XDG_DATA_HOME;
-  const base = xdg !== undefined && xdg !== '' && path.isAbsolute(xdg) ? xdg : path.join(ctx.paths.home, '.local', 'share');
-  return path.join(base, 'opencode');
+  return path.join(ctx.paths.dataHome, 'opencode');
 }
 
 export async function planOpencodeRestore(_ctx: Context, input: RestoreInput, dataDir: string): Promise<RestorePlan> {

@@ -1,0 +1,231 @@
+/**
+ * The import rule of src/ (ARCHITECTURE.md, "The import rule"), over the graph of relative imports — static, dynamic
+ * and type-only alike (a type is a dependency too). A unit is a top-level folder of src/ or a file at its root, except
+ * that src/harnesses/ is three kinds of unit: the registry (src/harnesses/index.ts), each harness folder
+ * (src/harnesses/<name>/) and the harness contract (the other files of src/harnesses/).
+ *
+ * Layers, top to bottom; a unit imports its own layer or a lower one, never a higher one:
+ *   entry          cli
+ *   use cases      capture, drain, upload, reconcile, restore, resume, sessions, status, doctor, service, daemon,
+ *                  demo, control-plane — between them only the edges in USE_CASE_EDGES
+ *   infrastructure the harness registry, harness folders, harness contract, harness-kit, control-api, policy,
+ *                  profiles, bundle, spool, lock, config, schema
+ *   base           util, errors, context, logger
+ * and further:
+ *   - a harness folder is imported only by the registry (and from inside itself); it imports no other harness;
+ *   - the harness kit imports no harness and nothing above the base layer;
+ *   - the server (control-plane) imports only what it shares with the agent side — schema, errors, util, bundle,
+ *     profiles (+ SERVER_EXCEPTIONS) — and only the entry point and the demo import it;
+ *   - no cycle between units, except those in CYCLES_ALLOWED.
+ * The capture hook's own graph (no crypto at start-up) is test/capture/hook-imports.test.ts.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { repoRoot } from '../support/context.js';
+
+interface Edge {
+  /** Importing file, relative to the repository (`src/drain/build.ts`). */
+  from: string;
+  /** Imported file, relative to the repository, `.ts` (`src/spool/index.ts`). */
+  to: string;
+}
+
+const ENTRY = ['cli'];
+const USE_CASES = ['capture', 'drain', 'upload', 'reconcile', 'restore', 'resume', 'sessions', 'status', 'doctor', 'service', 'daemon', 'demo', 'control-plane'];
+const BASE = ['util', 'errors', 'context', 'logger'];
+const REGISTRY = 'harnesses/index';
+const CONTRACT = 'harnesses';
+
+/** Use case → use case: each a deliberate dependency. A new one is added here and in ARCHITECTURE.md. */
+const USE_CASE_EDGES: Record<string, string[]> = {
+  drain: ['capture', 'upload'], // the drain appends to the capture log; it hands bundles to the uploader
+  resume: ['restore', 'drain'], // restores the chosen bundle; reads the repository the way a capture does
+  daemon: ['reconcile'], // the scheduled reconcile
+  service: ['daemon', 'reconcile'], // the unit runs the daemon; install reconciles first
+  status: ['daemon', 'service', 'reconcile'], // reads the daemon's state, the service's, a dry reconcile
+  doctor: ['status', 'service', 'reconcile'], // the checks run on status's findings
+  demo: ['control-plane', 'resume'], // the demo starts a local server and resumes from it
+};
+
+/** What the server may import beyond the shared units, by file, with the reason. */
+const SERVER_SHARED = ['schema', 'errors', 'util', 'bundle', 'profiles'];
+const SERVER_EXCEPTIONS: Record<string, string> = {
+  // Publishing a policy applies the same rules the agent applies when it reads one.
+  'src/policy/validate.ts': 'the policy rules',
+};
+/** Units that may import the server: they start one. */
+const SERVER_USERS = ['cli', 'demo'];
+
+/** Cycles between units that are allowed, each as its sorted member list. */
+const CYCLES_ALLOWED: string[][] = [
+  ['errors', 'util'], // errors print through util/terminal-text; util's readers throw BlueError
+  ['context', 'logger'], // the logger writes to the context's Output type
+];
+
+/** The unit a file under src/ belongs to. */
+function unitOf(file: string): string {
+  const parts = file.replace(/\.ts$/, '').split('/').slice(1);
+  if (parts.length === 1) return parts[0]!;
+  if (parts[0] === 'harnesses') {
+    if (parts.length === 2) return parts[1] === 'index' ? REGISTRY : CONTRACT;
+    return `harnesses/${parts[1]}`;
+  }
+  return parts[0]!;
+}
+
+function layerOf(unit: string): number {
+  if (ENTRY.includes(unit)) return 0;
+  if (USE_CASES.includes(unit)) return 1;
+  if (BASE.includes(unit)) return 3;
+  return 2;
+}
+
+const isHarnessFolder = (unit: string): boolean => unit.startsWith('harnesses/') && unit !== REGISTRY;
+
+/** Every way the rule is broken by these edges: one line per offending import, plus one per forbidden cycle. */
+function violations(edges: readonly Edge[]): string[] {
+  const out: string[] = [];
+  const units = new Map<string, Set<string>>();
+  for (const { from, to } of edges) {
+    const a = unitOf(from);
+    const b = unitOf(to);
+    if (a === b) continue;
+    if (!units.has(a)) units.set(a, new Set());
+    units.get(a)!.add(b);
+    const broken = (why: string) => out.push(`${from} imports ${to}: ${why}`);
+    if (layerOf(b) < layerOf(a)) broken(`${a} may not import ${b}, a higher layer`);
+    if (layerOf(a) === 1 && layerOf(b) === 1 && !(USE_CASE_EDGES[a] ?? []).includes(b)) broken(`${a} → ${b} is not a use-case edge of the rule`);
+    if (isHarnessFolder(b) && a !== REGISTRY) broken(`only the registry (src/harnesses/index.ts) imports a harness folder`);
+    if (isHarnessFolder(a) && b === REGISTRY) broken('a harness does not import the registry');
+    if (a === 'harness-kit' && !BASE.includes(b)) broken('the harness kit imports nothing above the base layer');
+    if (a === 'control-plane' && !SERVER_SHARED.includes(b) && !(to in SERVER_EXCEPTIONS)) broken('the server imports only what it shares with the agent');
+    if (b === 'control-plane' && !SERVER_USERS.includes(a)) broken('only the entry point and the demo import the server');
+  }
+  for (const cycle of cycles(units)) {
+    if (!CYCLES_ALLOWED.some((allowed) => allowed.join() === cycle.join())) out.push(`cycle between units: ${cycle.join(', ')}`);
+  }
+  return out;
+}
+
+/** The strongly connected components of more than one unit (Tarjan), each sorted. */
+function cycles(graph: Map<string, Set<string>>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  let next = 0;
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next);
+    next += 1;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1) out.push(component.sort());
+    }
+  };
+  for (const v of [...graph.keys()].sort()) if (!index.has(v)) visit(v);
+  return out;
+}
+
+// `import … from '…'` / `export … from '…'` (across lines), `import '…'`, and `import('…')`.
+const STATIC = /^\s*(?:import|export)\b[^'";]*?\bfrom\s*['"]([^'"]+)['"]|^\s*import\s*['"]([^'"]+)['"]/gm;
+const DYNAMIC = /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+/** The relative imports of one source file, resolved to repository paths. */
+function importsOf(file: string, text: string): Edge[] {
+  const specifiers = [...text.matchAll(STATIC)].map((m) => (m[1] ?? m[2])!).concat([...text.matchAll(DYNAMIC)].map((m) => m[1]!));
+  return specifiers
+    .filter((s) => s.startsWith('.'))
+    .map((s) => ({ from: file, to: path.posix.normalize(path.posix.join(path.posix.dirname(file), s)).replace(/\.js$/, '.ts') }));
+}
+
+function sourceGraph(): Edge[] {
+  const edges: Edge[] = [];
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(path.join(repoRoot, dir), { withFileTypes: true })) {
+      const rel = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) walk(rel);
+      else if (entry.name.endsWith('.ts')) edges.push(...importsOf(rel, readFileSync(path.join(repoRoot, rel), 'utf8')));
+    }
+  };
+  walk('src');
+  return edges;
+}
+
+describe('the import rule', () => {
+  const graph = sourceGraph();
+
+  it('src/ keeps it', () => {
+    expect(violations(graph)).toEqual([]);
+  });
+
+  it('the graph holds the imports that are there: static, across lines, type-only and dynamic', () => {
+    const has = (from: string, to: string) => graph.some((e) => e.from === from && e.to === to);
+    expect(has('src/harnesses/index.ts', 'src/harnesses/claude/index.ts')).toBe(true);
+    expect(has('src/harnesses/types.ts', 'src/bundle/create.ts')).toBe(true); // import type
+    expect(has('src/capture/hook.ts', 'src/profiles/index.ts')).toBe(true); // import()
+    expect(has('src/profiles/index.ts', 'src/schema/generated/harness-names.ts')).toBe(true); // export … from
+    expect(importsOf('src/a/x.ts', "import {\n  a,\n  b,\n} from '../b/y.js';\nimport './z.js';")).toEqual([
+      { from: 'src/a/x.ts', to: 'src/b/y.ts' },
+      { from: 'src/a/x.ts', to: 'src/a/z.ts' },
+    ]);
+    // A comment or a string that mentions an import is not one.
+    expect(importsOf('src/a/x.ts', " * import { a } from '../b/y.js'\nconst s = \"see './c.js'\";")).toEqual([]);
+  });
+
+  it.each<[string, Edge[], RegExp]>([
+    ['base importing infrastructure', [{ from: 'src/util/fs.ts', to: 'src/spool/index.ts' }], /util may not import spool, a higher layer/],
+    ['infrastructure importing a use case', [{ from: 'src/spool/index.ts', to: 'src/drain/build.ts' }], /spool may not import drain/],
+    ['a use case importing the command line', [{ from: 'src/restore/index.ts', to: 'src/cli/output.ts' }], /restore may not import cli/],
+    ['a use-case edge not in the rule', [{ from: 'src/restore/index.ts', to: 'src/daemon/state.ts' }], /restore → daemon is not a use-case edge/],
+    ['a harness folder imported outside the registry', [{ from: 'src/reconcile/plan.ts', to: 'src/harnesses/claude/index.ts' }], /only the registry/],
+    ['one harness importing another', [{ from: 'src/harnesses/codex/index.ts', to: 'src/harnesses/claude/transcript.ts' }], /only the registry/],
+    ['a harness importing the registry', [{ from: 'src/harnesses/kimi/index.ts', to: 'src/harnesses/index.ts' }], /does not import the registry/],
+    ['the kit importing a harness', [{ from: 'src/harness-kit/title.ts', to: 'src/harnesses/claude/transcript.ts' }], /the harness kit imports nothing above/],
+    ['the kit importing the contract', [{ from: 'src/harness-kit/title.ts', to: 'src/harnesses/types.ts' }], /the harness kit imports nothing above/],
+    ['the server importing the agent side', [{ from: 'src/control-plane/routes.ts', to: 'src/spool/index.ts' }], /the server imports only/],
+    ['the agent side importing the server', [{ from: 'src/drain/upload.ts', to: 'src/control-plane/server.ts' }], /only the entry point and the demo/],
+    [
+      'a cycle between units',
+      [
+        { from: 'src/lock/lock.ts', to: 'src/config.ts' },
+        { from: 'src/config.ts', to: 'src/lock/liveness.ts' },
+      ],
+      /cycle between units: config, lock/,
+    ],
+  ])('is broken by %s', (_, bad, message) => {
+    expect(violations(bad).join('\n')).toMatch(message);
+    // Added to the real graph, the same edges are caught there too.
+    expect(violations([...graph, ...bad]).join('\n')).toMatch(message);
+  });
+
+  it('allows what it says it allows', () => {
+    expect(
+      violations([
+        { from: 'src/cli/main.ts', to: 'src/control-plane/server.ts' },
+        { from: 'src/drain/upload.ts', to: 'src/upload/index.ts' },
+        { from: 'src/harnesses/index.ts', to: 'src/harnesses/opencode/index.ts' },
+        { from: 'src/harnesses/opencode/index.ts', to: 'src/harness-kit/title.ts' },
+        { from: 'src/control-plane/admin.ts', to: 'src/policy/validate.ts' },
+        { from: 'src/errors.ts', to: 'src/util/terminal-text.ts' },
+        { from: 'src/util/fs.ts', to: 'src/errors.ts' },
+      ]),
+    ).toEqual([]);
+  });
+});

@@ -1,0 +1,132 @@
+/**
+ * A real Control API on 127.0.0.1 with a real SQLite database and the local blob store in a temporary directory,
+ * plus a few users, for the control-plane tests.
+ */
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
+import { createControlServer, type ControlServer, type ControlServerOptions } from '../../src/control-plane/server.js';
+import { checkAnswerContract } from './contract.js';
+
+export const BUNDLE_TYPE = 'application/vnd.blue.session-bundle+tar+gzip';
+
+export interface TestUser {
+  id: string;
+  email: string;
+  token: string;
+}
+
+export interface TestServer {
+  url: string;
+  root: string;
+  dataDir: string;
+  blobDir: string;
+  server: ControlServer;
+  clock: { now(): number; advance(ms: number): void };
+  admin: TestUser;
+  alice: TestUser;
+  bob: TestUser;
+  carol: TestUser;
+  /** One request; a successful answer is checked against its route's schema (test/support/contract.ts). */
+  call(method: string, route: string, token: string | undefined, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  /** presign → PUT → complete; returns the complete answer. */
+  upload(user: TestUser, bytes: Buffer, fields?: Record<string, unknown>): Promise<{ status: number; body: any; uploadId: string }>;
+  close(): Promise<void>;
+}
+
+export function sha256(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+export function presignBody(bytes: Buffer, fields: Record<string, unknown> = {}): Record<string, unknown> {
+  return { harness: 'claude', session_id: 'sess-1', sha256: sha256(bytes), size_bytes: bytes.length, content_type: BUNDLE_TYPE, ...fields };
+}
+
+export interface TestServerOptions {
+  retentionDays?: number;
+  maxBodyBytes?: number;
+  harnessMetadata?: unknown;
+  timeouts?: ControlServerOptions['timeouts'];
+  log?: ControlServerOptions['log'];
+}
+
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const root = await mkdtemp(path.join(tmpdir(), 'blue-control-'));
+  const dataDir = path.join(root, 'data');
+  const blobDir = path.join(dataDir, 'blobs');
+  let now = Date.UTC(2026, 0, 1);
+  const clock = { now: () => now, advance: (ms: number) => void (now += ms) };
+  const server = createControlServer({
+    dataDir,
+    blobs: (publicUrl) => createLocalBlobStore({ dir: blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => now }),
+    clock,
+    retentionDays: options.retentionDays,
+    maxBodyBytes: options.maxBodyBytes,
+    harnessMetadata: options.harnessMetadata,
+    timeouts: options.timeouts,
+    log: options.log,
+  });
+  const { url } = await server.listen('127.0.0.1', 0);
+  const add = (email: string, admin: boolean): TestUser => {
+    const { user, token } = server.store.addUser(email, admin, now);
+    return { id: user.id, email, token };
+  };
+  const admin = add('admin@example.com', true);
+  const alice = add('alice@example.com', false);
+  const bob = add('bob@example.com', false);
+  const carol = add('carol@example.com', false);
+
+  const call: TestServer['call'] = async (method, route, token, body, headers = {}) => {
+    const init: RequestInit = {
+      method,
+      headers: {
+        ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+    };
+    if (body !== undefined) init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    const response = await fetch(`${url}${route}`, init);
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      // Left as text: the assertion will show it.
+    }
+    // Every answer the API tests see is held to the contract its clients validate it with.
+    checkAnswerContract(method, route, response.status, parsed);
+    return { status: response.status, body: parsed, headers: response.headers };
+  };
+
+  const upload: TestServer['upload'] = async (user, bytes, fields = {}) => {
+    const presigned = await call('POST', '/session-uploads/presign', user.token, presignBody(bytes, fields));
+    if (presigned.status !== 201 && presigned.status !== 200) throw new Error(`presign failed: ${JSON.stringify(presigned.body)}`);
+    const p = presigned.body;
+    const put = await fetch(p.upload_url, { method: p.method, headers: p.headers, body: bytes });
+    if (put.status !== 200) throw new Error(`PUT failed: ${put.status} ${await put.text()}`);
+    const done = await call('POST', new URL(p.complete_url).pathname, user.token);
+    return { status: done.status, body: done.body, uploadId: p.upload_id };
+  };
+
+  return {
+    url,
+    root,
+    dataDir,
+    blobDir,
+    server,
+    clock,
+    admin,
+    alice,
+    bob,
+    carol,
+    call,
+    upload,
+    close: async () => {
+      await server.close();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,97 @@
+/**
+ * Shared by the session tests: recorded fixtures laid out in a temporary HOME, the shipped profiles' intervals, and
+ * assertions on BlueErrors.
+ */
+import { chmod, mkdir, readdir, readFile, realpath, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { expect } from 'vitest';
+import { BlueError } from '../../src/errors.js';
+import { findInterval, loadProfiles } from '../../src/profiles/index.js';
+import type { Interval } from '../../src/schema/index.js';
+import { repoRoot } from './context.js';
+
+export const FIXTURES = path.join(repoRoot, 'fixtures', 'sessions');
+
+/** Facts the recorder writes beside each recorded session (`session.json`). */
+export interface RecordedSession {
+  harness: string;
+  version: string;
+  session_id: string;
+  prompt: string;
+  /** The working directory with `{{ROOT}}` for the recording's temporary root. */
+  cwd: string;
+  [key: string]: unknown;
+}
+
+export async function readRecorded(dir: string): Promise<RecordedSession> {
+  return JSON.parse(await readFile(path.join(dir, 'session.json'), 'utf8')) as RecordedSession;
+}
+
+/** The only version folder of a harness's fixtures (the one recorded last). */
+export async function fixtureDir(harness: string): Promise<string> {
+  const versions = (await readdir(path.join(FIXTURES, harness), { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
+  if (versions.length === 0) throw new Error(`no fixtures for ${harness} under ${FIXTURES}`);
+  return path.join(FIXTURES, harness, versions.sort().at(-1)!);
+}
+
+export function substitute(text: string, vars: Readonly<Record<string, string>>): string {
+  return text.replace(/\{\{([A-Z][A-Z0-9_]*)\}\}/g, (all, name: string) => vars[name] ?? all);
+}
+
+/**
+ * Copies `from` into `to`: placeholders in file contents and folder/file names are replaced with `vars`
+ * (`{{ROOT}}`, `{{PROJECT}}`, ...), so the fixture looks as if it was recorded under the test's own HOME.
+ */
+export async function installTree(from: string, to: string, vars: Readonly<Record<string, string>>): Promise<void> {
+  await mkdir(to, { recursive: true });
+  for (const entry of await readdir(from, { withFileTypes: true })) {
+    const target = path.join(to, substitute(entry.name, vars));
+    if (entry.isDirectory()) await installTree(path.join(from, entry.name), target, vars);
+    else await writeFile(target, substitute(await readFile(path.join(from, entry.name), 'utf8'), vars));
+  }
+}
+
+let profiles: ReturnType<typeof loadProfiles> | undefined;
+
+/** The interval of a shipped profile (`claude-v2_0_12`, `codex-v0_145_0`, ...). */
+export async function intervalOf(profile: string): Promise<Interval> {
+  profiles ??= loadProfiles(path.join(repoRoot, 'profiles'));
+  const found = findInterval(await profiles, profile);
+  if (found === undefined) throw new Error(`no interval ${profile} in profiles/`);
+  return found.interval;
+}
+
+/** Runs `fn` and returns the BlueError it throws; fails when it does not throw one. */
+export async function blueErrorOf(fn: () => Promise<unknown>): Promise<BlueError> {
+  try {
+    await fn();
+  } catch (error) {
+    expect(error, String(error)).toBeInstanceOf(BlueError);
+    return error as BlueError;
+  }
+  throw new Error('expected a BlueError, but nothing was thrown');
+}
+
+/** Expects ARTIFACT_INVALID naming `file` (exactly) with a message matching `why`. */
+export async function expectArtifactInvalid(fn: () => Promise<unknown>, file: string, why: RegExp): Promise<BlueError> {
+  const error = await blueErrorOf(fn);
+  expect(error.code, error.message).toBe('ARTIFACT_INVALID');
+  expect(error.file, error.message).toBe(file);
+  expect(error.message).toMatch(why);
+  expect(error.hint ?? '').not.toBe('');
+  return error;
+}
+
+/** A realpath'd working directory under the test root (harnesses report resolved paths). */
+export async function workDir(root: string, ...parts: string[]): Promise<string> {
+  const dir = path.join(root, 'work', ...(parts.length === 0 ? ['proj'] : parts));
+  await mkdir(dir, { recursive: true });
+  return realpath(dir);
+}
+
+/** Writes an executable script (for fake CLIs on PATH). */
+export async function writeExecutable(file: string, text: string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, text);
+  await chmod(file, 0o755);
+}

@@ -1,0 +1,202 @@
+/**
+ * Shared by the restore tests: bundles made from the recorded fixtures the way the capture worker makes them
+ * (collectSession + writeBundle), hand-made hostile bundles, and snapshots of whole folders.
+ */
+import { createHash } from 'node:crypto';
+import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, realpath, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { afterEach, beforeEach } from 'vitest';
+import { writeBundle, type BundleResult } from '../../src/bundle/index.js';
+import { fileEntryName, serializeManifest, type BundleManifest } from '../../src/bundle/manifest.js';
+import { END_OF_ARCHIVE, fileHeader, padding } from '../../src/bundle/tar.js';
+import { assembleBundle } from '../../src/drain/assemble.js';
+import { kimiWorkDirHash } from '../../src/harnesses/kimi/session.js';
+import { claudeProjectKey } from '../../src/harnesses/claude/session.js';
+import { findInterval, loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
+import type { HarnessName } from '../../src/schema/index.js';
+import { makeTestHome, type TestHome } from './context.js';
+import { repoRoot } from './context.js';
+import { fixtureDir, installTree, readRecorded, substitute } from './recorded-sessions.js';
+
+let profiles: Promise<ProfileSet> | undefined;
+export function shippedProfiles(): Promise<ProfileSet> {
+  profiles ??= loadProfiles(path.join(repoRoot, 'profiles'));
+  return profiles;
+}
+
+export const PROFILE: Record<'claude' | 'codex' | 'kimi' | 'opencode', string> = {
+  claude: 'claude-v2_0_12',
+  codex: 'codex-v0_145_0',
+  kimi: 'kimi-v1_28_0',
+  opencode: 'opencode-v1_2_0',
+};
+
+/**
+ * A test HOME whose agent state directory lies outside it, so that a snapshot of the HOME is exactly the harness
+ * files a restore may change.
+ */
+export async function restoreHome(): Promise<TestHome> {
+  const state = await mkdtemp(path.join(tmpdir(), 'blue-agent-restore-state-'));
+  const home = await makeTestHome({ BLUE_AGENT_HOME: state });
+  const cleanup = home.cleanup;
+  return { ...home, cleanup: async () => { await cleanup(); await rm(state, { recursive: true, force: true }); } };
+}
+
+/**
+ * The usual pair for a restore test: a source machine, a target machine, and an existing destination directory on the
+ * target (`elsewhere/<name>` under its root, real path). `use` receives fresh ones before each test; both homes are
+ * removed after it.
+ */
+export function useRestoreHomes(destinationName: string, use: (homes: { source: TestHome; target: TestHome; destination: string }) => void): void {
+  let homes: { source: TestHome; target: TestHome; destination: string } | undefined;
+  beforeEach(async () => {
+    const source = await restoreHome();
+    const target = await restoreHome();
+    const dest = path.join(target.root, 'elsewhere', destinationName);
+    await mkdir(dest, { recursive: true });
+    homes = { source, target, destination: await realpath(dest) };
+    use(homes);
+  });
+  afterEach(async () => {
+    await homes?.source.cleanup();
+    await homes?.target.cleanup();
+  });
+}
+
+export interface FixtureSession {
+  bundle: string;
+  result: BundleResult;
+  sessionId: string;
+  /** The working directory the session was recorded in (in the source home). */
+  cwd: string;
+}
+
+/**
+ * Lays a recorded fixture session out in `source` (the machine it was captured on) and bundles it into `out`, exactly
+ * as the capture worker does.
+ */
+export async function fixtureBundle(harness: 'claude' | 'codex' | 'kimi', source: TestHome, out: string): Promise<FixtureSession> {
+  const fixture = await fixtureDir(harness);
+  const recorded = await readRecorded(fixture);
+  const cwd = path.join(source.root, 'work', 'proj');
+  await mkdir(cwd, { recursive: true });
+  const realCwd = await realpath(cwd);
+  if (harness === 'claude') {
+    await installTree(path.join(fixture, 'projects'), path.join(source.home, '.claude', 'projects'), { ROOT: source.root, PROJECT: claudeProjectKey(realCwd) });
+  } else if (harness === 'codex') {
+    await installTree(path.join(fixture, 'sessions'), path.join(source.home, '.codex', 'sessions'), { ROOT: source.root });
+  } else {
+    await installTree(path.join(fixture, 'share'), path.join(source.home, '.kimi'), { ROOT: source.root, WORKDIR_MD5: kimiWorkDirHash(realCwd) });
+  }
+  const set = await shippedProfiles();
+  const interval = findInterval(set, PROFILE[harness])!.interval;
+  const payload = {
+    session_id: recorded.session_id,
+    cwd: realCwd,
+    hook_event_name: 'SessionEnd',
+    ...(typeof recorded.transcript_path === 'string' ? { transcript_path: substitute(recorded.transcript_path, { ROOT: source.root, PROJECT: claudeProjectKey(realCwd) }) } : {}),
+  };
+  const result = await assembleBundle(source.ctx, { harness, interval, payload, capturedAtUnixMs: 1_700_000_000_000 }, out, set);
+  return { bundle: out, result, sessionId: recorded.session_id, cwd: realCwd };
+}
+
+/** The OpenCode fixture export as a bundle (no harness run needed to make one). */
+export async function opencodeFixtureBundle(root: string, out: string): Promise<{ bundle: string; sessionId: string }> {
+  const fixture = await fixtureDir('opencode');
+  const recorded = await readRecorded(fixture);
+  const text = substitute(await readFile(path.join(fixture, 'export.json'), 'utf8'), { ROOT: root, ROOT_REL: root.replace(/^\//, '') });
+  await writeBundle(
+    {
+      harness: 'opencode',
+      profile: PROFILE.opencode,
+      sessionId: recorded.session_id,
+      capturedAtUnixMs: 1_700_000_000_000,
+      files: [{ role: 'portable_export', name: 'export.json', content: Buffer.from(text) }],
+    },
+    out,
+    { profiles: await shippedProfiles() },
+  );
+  return { bundle: out, sessionId: recorded.session_id };
+}
+
+export interface RawFile {
+  role: string;
+  name: string;
+  native_path?: string;
+  content: Buffer | string;
+}
+
+/**
+ * A bundle written by hand, byte for byte as the writer lays bundles out, but with whatever manifest the test wants:
+ * the hostile bundles a verified-looking download could hold.
+ */
+export async function rawBundle(out: string, fields: { harness: HarnessName; profile: string; sessionId: string; title?: string }, files: RawFile[]): Promise<void> {
+  const entries = files.map((f, i) => {
+    const bytes = Buffer.isBuffer(f.content) ? f.content : Buffer.from(f.content);
+    return { name: fileEntryName(i, f.name), bytes, file: f };
+  });
+  const manifest = {
+    schema_version: 1,
+    artifact_format: 'blue-session-bundle-v1',
+    harness: fields.harness,
+    compatibility_profile: fields.profile,
+    native_session_id: fields.sessionId,
+    captured_at_unix_ms: 1_700_000_000_000,
+    ...(fields.title === undefined ? {} : { title: fields.title }),
+    files: entries.map((e) => ({
+      role: e.file.role,
+      path: e.name,
+      ...(e.file.native_path === undefined ? {} : { native_path: e.file.native_path }),
+      size: e.bytes.length,
+      sha256: createHash('sha256').update(e.bytes).digest('hex'),
+    })),
+  } as unknown as BundleManifest;
+  const manifestBytes = serializeManifest(manifest);
+  const tar = Buffer.concat([
+    ...entries.flatMap((e) => [fileHeader(e.name, e.bytes.length), e.bytes, padding(e.bytes.length)]),
+    fileHeader('manifest.json', manifestBytes.length),
+    manifestBytes,
+    padding(manifestBytes.length),
+    END_OF_ARCHIVE,
+  ]);
+  const deflated = zlib.deflateRawSync(tar);
+  const trailer = Buffer.alloc(8);
+  trailer.writeUInt32LE(zlib.crc32(tar) >>> 0, 0);
+  trailer.writeUInt32LE(tar.length, 4);
+  await writeFile(out, Buffer.concat([Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]), deflated, trailer]));
+}
+
+/**
+ * Every entry below `dir`: type, mode and content hash of files, link targets; mtimes left out. The agent's own state
+ * folder (`.local/state`: journals, locks) is not part of the machine the restore changes, and is left out.
+ */
+export async function snapshot(dir: string, exclude: readonly string[] = ['.local/state']): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  const visit = async (abs: string, rel: string): Promise<void> => {
+    if (exclude.includes(rel)) return;
+    let info;
+    try {
+      info = await lstat(abs);
+    } catch {
+      return;
+    }
+    if (info.isSymbolicLink()) out[rel] = `link ${await readlink(abs)}`;
+    else if (info.isDirectory()) {
+      out[rel] = `dir ${(info.mode & 0o777).toString(8)}`;
+      for (const name of (await readdir(abs)).sort()) await visit(path.join(abs, name), rel === '' ? name : `${rel}/${name}`);
+    } else out[rel] = `file ${(info.mode & 0o777).toString(8)} ${createHash('sha256').update(await readFile(abs)).digest('hex')}`;
+  };
+  await visit(dir, '');
+  return out;
+}
+
+/** An errno error as Node raises it. */
+export function errnoError(code: string, syscall: string, file: string): NodeJS.ErrnoException {
+  const error = new Error(`${code}: injected, ${syscall} '${file}'`) as NodeJS.ErrnoException;
+  error.code = code;
+  error.syscall = syscall;
+  error.path = file;
+  return error;
+}
