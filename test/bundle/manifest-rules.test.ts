@@ -15,7 +15,7 @@ import {
   type BundleFile,
 } from '../../src/bundle/manifest.js';
 import type { ProfileSet } from '../../src/profiles/index.js';
-import { shippedProfiles } from './helpers.js';
+import { shippedProfiles } from '../support/handmade-bundles.js';
 
 let profiles: ProfileSet;
 beforeAll(async () => {

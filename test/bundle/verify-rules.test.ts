@@ -12,7 +12,7 @@ import { checkScan, parseManifest, readManifest, verifyBundle } from '../../src/
 import { BlueError } from '../../src/errors.js';
 import type { ProfileSet } from '../../src/profiles/index.js';
 import { rejected, thrown } from '../support/errors.js';
-import { codexParts, gzip, sha, shippedProfiles, tarOf } from './helpers.js';
+import { codexParts, gzip, sha, shippedProfiles, tarOf } from '../support/handmade-bundles.js';
 
 let profiles: ProfileSet;
 beforeAll(async () => {

@@ -3,10 +3,10 @@
  * hook and group, which managed hook is kept and how it is repaired, and what the ownership record says.
  */
 import { describe, expect, it } from 'vitest';
-import { claude } from '../../src/harnesses/claude/index.js';
-import { buildManagedHook } from '../../src/harnesses/signature.js';
-import type { HookPlan, ManagedHook, OwnershipRecord } from '../../src/harnesses/types.js';
-import { thrown } from '../support/errors.js';
+import { claude } from '../../../src/harnesses/claude/index.js';
+import { buildManagedHook } from '../../../src/harnesses/signature.js';
+import type { HookPlan, ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
+import { thrown } from '../../support/errors.js';
 
 const self = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
 const desired: ManagedHook = buildManagedHook(self, 'claude', 'claude-v2_0_12', 'SessionEnd', 10);
