@@ -2,6 +2,7 @@
  * The state layout lives on Context.paths: every file and folder blue-agent keeps is named in src/context.ts, and no
  * other module spells a state path.
  */
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { resolvePaths, stateLayout, type StateLayout } from '../src/context.js';
@@ -83,5 +84,17 @@ describe('the state layout', () => {
       'src/x.ts:1 joins ctx.paths.stateDir, "locks"',
       'src/x.ts:2 joins dir, "ledger.json"',
     ]);
+  });
+});
+
+describe("the README's state table", () => {
+  it('names every file and folder of the layout', () => {
+    const readme = readFileSync(path.join(import.meta.dirname, '..', 'README.md'), 'utf8');
+    const table = readme.slice(readme.indexOf('## Where state lives'), readme.indexOf('\n## ', readme.indexOf('## Where state lives') + 1));
+    const missing = relative.map((parts) => parts.join('/')).filter((name) => {
+      // cache/, locks/ …: a folder's row names it with a trailing slash; files by their path.
+      return !table.includes(`\`${name}\``) && !table.includes(`\`${name}/\``) && !table.includes(`\`${name}/<`);
+    });
+    expect(missing).toEqual([]);
   });
 });
