@@ -21,6 +21,12 @@ export default {
     'src/daemon/backoff.ts',
     'src/daemon/schedule.ts',
     'src/harnesses/signature.ts',
+    'src/harnesses/codex/toml-plan.ts',
+    'src/harnesses/codex/json-plan.ts',
+    // The planner only: the adapter above it (config root, hook file look-up) touches the disk.
+    'src/harnesses/kimi/index.ts:122-472',
+    'src/harness-kit/json-splice.ts',
+    'src/harness-kit/toml-text.ts',
   ],
   // Vitest only strips types, so there are no type checks to disable; and the preprocessor that disables them would
   // put a comment at the top of every .js fixture (fixtures/opencode), which changes what those tests read.

@@ -10,6 +10,7 @@ export default defineConfig({
       'test/policy/**/*.test.ts',
       'test/reconcile/**/*.test.ts',
       'test/harnesses/**/*.test.ts',
+      'test/harness-kit/**/*.test.ts',
       'test/profiles/**/*.test.ts',
       'test/daemon/schedule*.test.ts',
       'test/daemon/backoff*.test.ts',
@@ -24,6 +25,9 @@ export default defineConfig({
       'test/reconcile/control-api.test.ts',
       'test/reconcile/reconcile.test.ts',
     ],
+    // An empty harness cache: the real-CLI blocks inside unit suites (`describe.runIf(hasHarness(...))`) skip, as the
+    // real-harness suites above do; otherwise every mutant they cover would start a harness CLI.
+    env: { BLUE_AGENT_HARNESS_CACHE: `${import.meta.dirname}/.mutation-no-harnesses` },
     testTimeout: 30_000,
     pool: 'forks',
     maxWorkers: 1,
