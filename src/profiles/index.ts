@@ -77,7 +77,8 @@ export function checkProfiles(set: ProfileSet): ProfileProblem[] {
   for (const loaded of set.values()) {
     const { file, doc } = loaded;
     doc.version_output.forEach((form, i) => {
-      if (parseVersionOutput(loaded, form.example) === undefined) {
+      // Against this form's pattern alone: another form matching the example says nothing of this one.
+      if (parseVersionOutput({ ...loaded, patterns: loaded.patterns.slice(i, i + 1) }, form.example) === undefined) {
         problems.push({ file, message: `version_output[${i}]: the example "${form.example}" does not match its own pattern` });
       }
     });

@@ -16,6 +16,7 @@ import {
   normalizeWhitespace,
   parseTranscript,
   SUMMARY_MAX,
+  textsOf,
   titleAndSummary,
 } from '../../src/harness-kit/title.js';
 import { claudeUserTurn } from '../../src/harnesses/claude/transcript.js';
@@ -283,5 +284,118 @@ describe('secrets', () => {
     // A key that straddles the cut is masked whole, not left half readable.
     const straddling = `${'a '.repeat(37)}sk-proj-AbCdEf0123456789AbCdEf0123`;
     expect(finishDerivedTitle(straddling)).not.toMatch(/sk-/);
+  });
+});
+
+describe('title rules, edge by edge', () => {
+  it('cuts a single grapheme longer than the budget by code points', () => {
+    const mark = '\u0301';
+    expect(cutText(`e${mark.repeat(100)}`, 10)).toBe(`e${mark.repeat(8)}${ELLIPSIS}`);
+    expect(cutText(`ab e${mark.repeat(100)}`, 10)).toBe(`ab${ELLIPSIS}`);
+    expect(cutText('abcdef', 5)).toBe(`abcd${ELLIPSIS}`);
+    expect(cutText('abcde', 5)).toBe('abcde');
+  });
+
+  it('keeps a cut that already ends at a word, and goes back to a space only within the last 40 %', () => {
+    expect(cutText('aaaaaa bb cc', 10, { wordBoundary: true })).toBe(`aaaaaa bb${ELLIPSIS}`);
+    expect(cutText('aaaaa bbbbbbbbb', 10, { wordBoundary: true })).toBe(`aaaaa${ELLIPSIS}`);
+    expect(cutText('aaaa bbbbbbbbbb', 10, { wordBoundary: true })).toBe(`aaaa bbbb${ELLIPSIS}`);
+    expect(cutText('aaaaa bbbbbbbbb', 10)).toBe(`aaaaa bbb${ELLIPSIS}`);
+    expect(cutText('aaaaa bbbbbbbbb', 10, { wordBoundary: false })).toBe(`aaaaa bbb${ELLIPSIS}`);
+  });
+
+  it('drops white space and punctuation left at the end of a cut', () => {
+    for (const tail of [' ', ',', ';', ':', '.', '-', '–', '—', '…', ', .;']) {
+      expect(cutText(`abc${tail}${'x'.repeat(20)}`, 4 + tail.length), JSON.stringify(tail)).toBe(`abc${ELLIPSIS}`);
+    }
+    expect(cutText('a, bcdefg', 6)).toBe(`a, bc${ELLIPSIS}`);
+    expect(cutText('abc?defgh', 5)).toBe(`abc?${ELLIPSIS}`);
+  });
+
+  it('gives nothing for text that normalises to nothing', () => {
+    expect(finishNativeTitle('\u0007\u0000')).toBeUndefined();
+    expect(finishDerivedTitle(undefined)).toBeUndefined();
+    expect(finishSummary('')).toBeUndefined();
+    expect(finishNativeTitle('  a\u0007b  ')).toBe('a b');
+  });
+
+  it('takes the native preview first and the first user turn for the summary otherwise', () => {
+    expect(titleAndSummary({ native: { preview: 'P' }, firstUserTurn: 'turn' })).toEqual({ title: 'turn', summary: 'P' });
+    expect(titleAndSummary({ native: { title: 'T' } })).toEqual({ title: 'T' });
+    expect(titleAndSummary({ firstUserTurn: ' ' })).toEqual({});
+  });
+
+  it('reads native metadata only from records, with an id that is set', () => {
+    expect(nativeMetadataOf([{ id: ID, title: 'T' }], ID)).toBeUndefined();
+    expect(nativeMetadataOf(null, ID)).toBeUndefined();
+    expect(nativeMetadataOf('T', ID, { idOptional: true })).toBeUndefined();
+    expect(nativeMetadataOf({ id: null, session_id: ID, title: 'T' }, ID)).toEqual({ title: 'T' });
+    expect(nativeMetadataOf({ id: null, sessionId: undefined, title: 'T' }, ID, { idOptional: true })).toEqual({ title: 'T' });
+    expect(nativeMetadataOf({ id: ID }, ID)).toBeUndefined();
+    expect(nativeMetadataOf({ id: ID, title: ' \t', name: 'N', prompt: '  ', preview: 'V' }, ID)).toEqual({ title: 'N', preview: 'V' });
+    expect(nativeMetadataOf({ id: ID, title: 5, name: ['x'] }, ID)).toBeUndefined();
+  });
+
+  it('takes the newest title and the newest preview separately', () => {
+    const records = [{ id: ID, title: 'old', preview: 'first' }, { id: ID, prompt: 'second' }, 'not a record', { id: ID, title: 'new' }];
+    expect(newestNativeMetadata(records, ID)).toEqual({ title: 'new', preview: 'second' });
+    expect(newestNativeMetadata([{ id: ID, preview: 'only' }], ID)).toEqual({ preview: 'only' });
+    expect(newestNativeMetadata([{ title: 'T' }], ID, { idOptional: true })).toEqual({ title: 'T' });
+    expect(newestNativeMetadata([{ title: 'T' }], ID)).toBeUndefined();
+    expect(newestNativeMetadata([], ID)).toBeUndefined();
+  });
+
+  it('parses a transcript document or its lines, within the record bound', () => {
+    expect(parseTranscript('  [1, 2, 3]', 2)).toEqual([1, 2]);
+    expect(parseTranscript('{"messages": [1, 2, 3]}', 2)).toEqual([1, 2]);
+    expect(parseTranscript('{"messages": "none"}')).toEqual([{ messages: 'none' }]);
+    expect(parseTranscript('\n{"a": 1}')).toEqual([{ a: 1 }]);
+    expect(parseTranscript('{"a": 1}\n\n  \r\n{"b": 2}\r\n')).toEqual([{ a: 1 }, { b: 2 }]);
+    expect(parseTranscript('{"a": 1}\n{"b": 2}\n{"c": 3}', 2)).toEqual([{ a: 1 }, { b: 2 }]);
+    expect(parseTranscript('[1,\n{"b": 2}')).toEqual([{ b: 2 }]);
+    expect(parseTranscript('5\n"x"\nnull')).toEqual([5, 'x', null]);
+    expect(parseTranscript('"not an array"')).toEqual(['not an array']);
+    expect(parseTranscript('')).toEqual([]);
+  });
+
+  it('reads the texts of a content value, and what marks a tool result or the harness', () => {
+    const turn = () => ({ texts: [] as string[], toolResult: false });
+    const a = turn();
+    textsOf(['s', null, 7, { text: 'untyped' }, { type: 'input_text', text: 'input' }, { type: 'text', text: 5 }, { type: 'image', text: 'no' }, { type: 'text', text: 'x', synthetic: false }], a);
+    expect(a).toEqual({ texts: ['s', 'untyped', 'input', 'x'], toolResult: false });
+    const b = turn();
+    textsOf([{ type: 'function_call_output', output: 'o' }, { type: 'text', text: 'after' }], b);
+    expect(b).toEqual({ texts: ['after'], toolResult: true });
+    const c = turn();
+    textsOf({ text: 'an object' }, c);
+    textsOf(42, c);
+    expect(c).toEqual({ texts: [], toolResult: false });
+  });
+
+  it('finds the user in the common message shapes', () => {
+    expect(messageUserTurn({ type: 'message', role: 'user', content: 'm' })).toEqual({ texts: ['m'], toolResult: false });
+    expect(messageUserTurn({ type: 'user', content: 'typed user' })).toEqual({ texts: ['typed user'], toolResult: false });
+    expect(messageUserTurn({ type: 'assistant', role: 'user', content: 'no' })).toBeUndefined();
+    expect(messageUserTurn({ type: 'message', content: 'no role' })).toBeUndefined();
+    expect(messageUserTurn({ role: 'assistant', content: 'no' })).toBeUndefined();
+    expect(messageUserTurn({ info: { role: 'user' }, message: { content: 'inner' } })).toEqual({ texts: ['inner'], toolResult: false });
+    expect(messageUserTurn({ role: 'user', text: 'as text' })).toEqual({ texts: ['as text'], toolResult: false });
+    expect(messageUserTurn({ role: 'user', content: 'wins', parts: [{ type: 'text', text: 'no' }], prompt: 'no' })).toEqual({ texts: ['wins'], toolResult: false });
+    expect(messageUserTurn({ role: 'user', parts: 'not an array', prompt: 'the prompt' })).toEqual({ texts: ['the prompt'], toolResult: false });
+    expect(messageUserTurn({ message: { role: 'user', parts: [{ type: 'text', text: 'inner parts' }] } })).toEqual({ texts: ['inner parts'], toolResult: false });
+    expect(messageUserTurn({ role: 'user', prompt: 5, text: 'then text' })).toEqual({ texts: ['then text'], toolResult: false });
+    expect(messageUserTurn({ role: 'user', text: 5 })).toEqual({ texts: [], toolResult: false });
+    expect(messageUserTurn(['user'])).toBeUndefined();
+  });
+
+  it('joins the kept texts of one turn and keeps the first slash command as the fallback', () => {
+    expect(firstUserTurn([{ role: 'user', content: ['  ', ' one ', '<system-reminder>x</system-reminder>', 'two'] }])).toBe('one two');
+    expect(firstUserTurn([{ role: 'user', content: [' '] }, { role: 'user', content: 'next' }])).toBe('next');
+    const command = (name: string) => ({ role: 'user', content: `<command-name> ${name} </command-name>` });
+    expect(firstUserTurn([command('/first'), command('/second')])).toBe('/first');
+    expect(firstUserTurn([command('')])).toBeUndefined();
+    expect(firstUserTurn([{ role: 'user', content: '<bash-input>\n git status \n</bash-input>' }, { role: 'user', content: 'later' }])).toBe('! git status');
+    expect(firstUserTurn([{ role: 'user', content: '<command-name>/a\nb</command-name>' }])).toBe('/a\nb');
+    expect(firstUserTurn([])).toBeUndefined();
   });
 });

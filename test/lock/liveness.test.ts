@@ -100,3 +100,103 @@ describe('owner liveness', () => {
     expect(staleOwnerReason(owner, w)).toBeUndefined();
   });
 });
+
+describe('owner liveness, rule by rule', () => {
+  const recent = { pid: 77, host: HOST, recordedAt: NOW - 1_000 };
+
+  it('needs a recorded pid that is a safe integer', () => {
+    for (const pid of [undefined, '77', 1.5, Number.NaN, 2 ** 53, null]) {
+      expect(staleOwnerReason({ ...recent, pid }, world({ probe: () => 'gone' }))).toBe('no owner recorded');
+    }
+  });
+
+  it('reads the wall clock when the world has none', () => {
+    const { now: _, ...clockless } = world({ bootAt: -1e15 });
+    expect(staleOwnerReason({ ...recent, recordedAt: 0 }, clockless, { maxAgeMs: 1_000 })).toBe('older than 1 s');
+  });
+
+  it('counts a record as this boot up to the slack, preferring the process start to the record time', () => {
+    const w = world();
+    const edge = w.bootAt - BOOT_SLACK_MS;
+    expect(staleOwnerReason({ ...recent, recordedAt: edge }, w)).toBeUndefined();
+    expect(staleOwnerReason({ ...recent, recordedAt: edge - 1 }, w)).toBe('taken before this machine booted');
+    expect(staleOwnerReason({ ...recent, recordedAt: w.bootAt - 10 }, w, { bootSlackMs: 10 })).toBeUndefined();
+    expect(staleOwnerReason({ ...recent, recordedAt: w.bootAt - 11 }, w, { bootSlackMs: 10 })).toBe('taken before this machine booted');
+    // A process of this boot that refreshed nothing since: its start decides, not an old record time.
+    const started = { ...recent, processStartedAt: w.bootAt + 1, recordedAt: edge - 1 };
+    expect(staleOwnerReason(started, world({ startedAt: () => w.bootAt + 1 }))).toBeUndefined();
+    // Times that are not finite numbers are not recorded times.
+    for (const bad of [Number.NaN, Number.NEGATIVE_INFINITY, '0', null]) {
+      expect(staleOwnerReason({ ...recent, recordedAt: bad }, w, { maxAgeMs: 1 })).toBeUndefined();
+      expect(staleOwnerReason({ ...recent, processStartedAt: bad }, world({ startedAt: () => 0 }))).toBeUndefined();
+    }
+  });
+
+  it('is older than maxAgeMs only past it, and only with a record time', () => {
+    expect(staleOwnerReason({ ...recent, recordedAt: NOW - 60_000 }, world(), { maxAgeMs: 60_000 })).toBeUndefined();
+    expect(staleOwnerReason({ ...recent, recordedAt: NOW - 60_001 }, world(), { maxAgeMs: 60_000 })).toBe('older than 60 s');
+    expect(staleOwnerReason({ ...recent, recordedAt: NOW - 2_000 }, world(), { maxAgeMs: 1_499 })).toBe('older than 1 s');
+    expect(staleOwnerReason({ pid: 77, host: HOST }, world(), { maxAgeMs: 1 })).toBeUndefined();
+  });
+
+  it('judges a record of another host by the caller’s rule, before its pid', () => {
+    const elsewhere = { ...recent, host: 'other-host' };
+    const gone = world({ probe: () => 'gone' });
+    expect(staleOwnerReason(elsewhere, gone, { otherHost: 'stale' })).toBe('recorded on another host (other-host)');
+    expect(staleOwnerReason(elsewhere, gone, { otherHost: 'alive' })).toBeUndefined();
+    expect(staleOwnerReason({ ...elsewhere, host: 42 }, gone, { otherHost: 'stale' })).toBe('recorded on another host (42)');
+    // No host recorded: this one, so the pid is looked at.
+    expect(staleOwnerReason({ pid: 77, recordedAt: NOW - 1_000 }, gone, { otherHost: 'stale' })).toBe('pid 77 is gone');
+    expect(staleOwnerReason(recent, gone, { otherHost: 'stale' })).toBe('pid 77 is gone');
+  });
+
+  it('names our own pid not held, and another user’s pid unless the caller keeps it', () => {
+    expect(staleOwnerReason({ ...recent, pid: SELF }, world({ probe: () => 'gone' }), { self: false })).toBe(`pid ${SELF} is this process, which does not hold it`);
+    expect(staleOwnerReason({ ...recent, pid: SELF }, world({ probe: () => 'gone' }), { self: true })).toBeUndefined();
+    expect(staleOwnerReason(recent, world({ probe: () => 'foreign' }), { foreign: 'stale' })).toBe('pid 77 belongs to another user');
+    expect(staleOwnerReason(recent, world({ probe: () => 'foreign' }))).toBe('pid 77 belongs to another user');
+    const probed: number[] = [];
+    expect(staleOwnerReason(recent, world({ probe: (p) => (probed.push(p), 'alive') }))).toBeUndefined();
+    expect(probed).toEqual([77]);
+  });
+
+  it('compares recorded /proc start ticks with those of the pid, when both are known', () => {
+    const ticks = (value: string | undefined) => world({ procStart: (p) => (p === 77 ? value : 'other') });
+    expect(staleOwnerReason({ ...recent, procStart: '100' }, ticks('100'))).toBeUndefined();
+    expect(staleOwnerReason({ ...recent, procStart: '100' }, ticks('101'))).toBe('pid 77 is another process now');
+    expect(staleOwnerReason({ ...recent, procStart: '100' }, ticks(undefined))).toBeUndefined();
+    // Ticks that are not a string are not recorded: the wall-clock start decides.
+    const w = world({ procStart: () => '5', startedAt: () => NOW - 60_000 });
+    expect(staleOwnerReason({ ...recent, procStart: 100, processStartedAt: NOW - 1_000 }, w)).toBe('pid 77 is another process now');
+    expect(staleOwnerReason({ ...recent, procStart: 5, processStartedAt: NOW - 60_000 }, w)).toBeUndefined();
+    // Recorded ticks decide even when the recorded wall-clock start is far off.
+    expect(staleOwnerReason({ ...recent, procStart: '5', processStartedAt: NOW - 1_000 }, w)).toBeUndefined();
+  });
+
+  it('compares a recorded wall-clock start within the slack, either way', () => {
+    const at = (start: number | undefined) => world({ startedAt: (p) => (p === 77 ? start : NOW) });
+    const owner = { ...recent, processStartedAt: NOW - 100_000 };
+    expect(staleOwnerReason(owner, at(NOW - 100_000 + 5_000))).toBeUndefined();
+    expect(staleOwnerReason(owner, at(NOW - 100_000 - 5_000))).toBeUndefined();
+    expect(staleOwnerReason(owner, at(NOW - 100_000 + 5_001))).toBe('pid 77 is another process now');
+    expect(staleOwnerReason(owner, at(NOW - 100_000 - 5_001))).toBe('pid 77 is another process now');
+    expect(staleOwnerReason(owner, at(NOW - 100_000 + 20), { startSlackMs: 20 })).toBeUndefined();
+    expect(staleOwnerReason(owner, at(NOW - 100_000 + 21), { startSlackMs: 20 })).toBe('pid 77 is another process now');
+    expect(staleOwnerReason(owner, at(undefined))).toBeUndefined();
+    // The recorded start decides over writtenAtStart's window.
+    expect(staleOwnerReason(owner, at(NOW - 100_000), { writtenAtStart: true })).toBeUndefined();
+  });
+
+  it('for a lock written at start: the process started at most 2 s after the record and at most 10 min before it', () => {
+    const rec = NOW - 1_000;
+    const at = (start: number | undefined) => world({ startedAt: (p) => (p === 77 ? start : rec) });
+    const rules = { writtenAtStart: true };
+    expect(staleOwnerReason(recent, at(rec + 2_000), rules)).toBeUndefined();
+    expect(staleOwnerReason(recent, at(rec + 2_001), rules)).toBe('pid 77 is another process now');
+    expect(staleOwnerReason(recent, at(rec - 600_000), rules)).toBeUndefined();
+    expect(staleOwnerReason(recent, at(rec - 600_001), rules)).toBe('pid 77 is another process now');
+    expect(staleOwnerReason(recent, at(undefined), rules)).toBeUndefined();
+    expect(staleOwnerReason({ pid: 77, host: HOST }, world({ startedAt: () => 0 }), rules)).toBeUndefined();
+    expect(staleOwnerReason(recent, at(rec + 2_001), { writtenAtStart: false })).toBeUndefined();
+  });
+});

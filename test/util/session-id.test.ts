@@ -10,7 +10,7 @@ import { checkedSessionId } from '../../src/harnesses/restore-files.js';
 import { assertSessionId } from '../../src/harnesses/session-files.js';
 import type { RestoreInput } from '../../src/harnesses/types.js';
 import * as validators from '../../src/schema/generated/validators.js';
-import { isSessionId, SESSION_ID_PATTERN_SOURCE, sessionIdProblem } from '../../src/util/session-id.js';
+import { isSessionId, SESSION_ID_MAX_LENGTH, SESSION_ID_PATTERN, SESSION_ID_PATTERN_SOURCE, SESSION_ID_RULE, sessionIdProblem } from '../../src/util/session-id.js';
 import { repoRoot } from '../support/context.js';
 
 function schemaPattern(file: string, pick: (schema: any) => { pattern: string }): string {
@@ -103,5 +103,43 @@ describe('the native session id rule', () => {
     expect(sessionIdProblem('a/b')).toBe('may only hold the characters A-Z a-z 0-9 . _ -');
     expect(sessionIdProblem('')).toBe('must be 1 to 512 characters long (it has 0)');
     expect(sessionIdProblem(42)).toBe('is not a string');
+  });
+});
+
+describe('the native session id rule, part by part', () => {
+  it('bounds the length at 512 characters, saying how many there are', () => {
+    expect(SESSION_ID_MAX_LENGTH).toBe(512);
+    expect(sessionIdProblem(`a${'b'.repeat(511)}`)).toBeUndefined();
+    expect(sessionIdProblem(`a${'b'.repeat(512)}`)).toBe('must be 1 to 512 characters long (it has 513)');
+    expect(sessionIdProblem('/'.repeat(600))).toBe('must be 1 to 512 characters long (it has 600)');
+  });
+
+  it('names a character outside the set wherever it stands, before the first-character rule', () => {
+    for (const id of ['a/b', '/ab', 'ab/', 'ab\n', '\u00e9a', '.a b', '-a:b', 'a\u0000']) {
+      expect(sessionIdProblem(id), JSON.stringify(id)).toBe('may only hold the characters A-Z a-z 0-9 . _ -');
+    }
+  });
+
+  it('needs a letter or digit first, and each one is allowed there', () => {
+    for (const id of ['.a', '-a', '_a', '..', '.blue-agent-restore']) {
+      expect(sessionIdProblem(id), id).toBe('must start with a letter or digit (not ".", "..", "-" or "_")');
+    }
+    for (const id of ['A', 'Z', 'a', 'z', '0', '9', 'a.b_c-d', 'Zz9']) expect(sessionIdProblem(id), id).toBeUndefined();
+  });
+
+  it("refuses restore's temporary name anywhere after the first character", () => {
+    for (const id of ['x.blue-agent-restore', 'x.blue-agent-restore.y', 'a-b.blue-agent-restore-1']) {
+      expect(sessionIdProblem(id), id).toBe('must not contain ".blue-agent-restore" (the name of restore\'s temporary files)');
+    }
+    expect(sessionIdProblem('x.blue-agent-restor')).toBeUndefined();
+    expect(sessionIdProblem('xblue-agent-restore')).toBeUndefined();
+  });
+
+  it('states the rule people are shown, and the pattern holds only what the parts allow', () => {
+    expect(SESSION_ID_RULE).toBe('1 to 512 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit');
+    expect(SESSION_ID_PATTERN.flags).toBe('u');
+    expect(SESSION_ID_PATTERN.test('a\nb')).toBe(false);
+    expect(isSessionId(undefined)).toBe(false);
+    expect(isSessionId(['a'])).toBe(false);
   });
 });
