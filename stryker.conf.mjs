@@ -21,6 +21,13 @@ export default {
     'src/daemon/backoff.ts',
     'src/daemon/schedule.ts',
     'src/harnesses/signature.ts',
+    'src/reconcile/plan.ts:58-87',
+    'src/profiles/index.ts',
+    'src/lock/liveness.ts:80-115',
+    'src/util/session-id.ts',
+    'src/util/lossless.ts',
+    'src/harness-kit/injected.ts',
+    'src/harness-kit/title.ts',
   ],
   // Vitest only strips types, so there are no type checks to disable; and the preprocessor that disables them would
   // put a comment at the top of every .js fixture (fixtures/opencode), which changes what those tests read.
