@@ -27,6 +27,13 @@ export default {
     'src/harnesses/kimi/index.ts:122-472',
     'src/harness-kit/json-splice.ts',
     'src/harness-kit/toml-text.ts',
+    'src/reconcile/plan.ts:58-87',
+    'src/profiles/index.ts',
+    'src/lock/liveness.ts:80-115',
+    'src/util/session-id.ts',
+    'src/util/lossless.ts',
+    'src/harness-kit/injected.ts',
+    'src/harness-kit/title.ts',
   ],
   // Vitest only strips types, so there are no type checks to disable; and the preprocessor that disables them would
   // put a comment at the top of every .js fixture (fixtures/opencode), which changes what those tests read.

@@ -14,6 +14,10 @@ export default defineConfig({
       'test/profiles/**/*.test.ts',
       'test/daemon/schedule*.test.ts',
       'test/daemon/backoff*.test.ts',
+      'test/lock/liveness*.test.ts',
+      'test/util/session-id*.test.ts',
+      'test/util/lossless*.test.ts',
+      'test/harness-kit/**/*.test.ts',
     ],
     exclude: [
       ...configDefaults.exclude,
