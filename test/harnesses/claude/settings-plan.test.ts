@@ -184,3 +184,65 @@ describe('a cut that would shorten the value just before the entry is refused', 
     expect(remove(event, record({ node: 'event', before: '2,"SessionEnd":[', after: ']', comma: 'joined' })).text).toBe('{"hooks":{"Stop":12}}');
   });
 });
+
+describe('a splice that names a comment around the entry', () => {
+  const text = `{"hooks":{"SessionEnd":[{"hooks":["u"]},/*c*/${OWN}]}}`;
+
+  it('is cut with the entry when the bytes match and the comma opens the splice', () => {
+    expect(remove(text, record({ node: 'group', before: ',/*c*/', after: '', comma: 'joined' })).text).toBe('{"hooks":{"SessionEnd":[{"hooks":["u"]}]}}');
+  });
+
+  it('is cut with its separate comma', () => {
+    const spaced = `{"hooks":{"SessionEnd":[{"hooks":["u"]}, /*c*/${OWN}]}}`;
+    expect(remove(spaced, record({ node: 'group', before: ' /*c*/', after: '', comma: 'separate' })).text).toBe('{"hooks":{"SessionEnd":[{"hooks":["u"]}]}}');
+  });
+
+  it('stays when the bytes before or after the entry differ from the record', () => {
+    expect(remove(text, record({ node: 'group', before: ',/*x*/', after: '', comma: 'joined' })).text).toBe('{"hooks":{"SessionEnd":[{"hooks":["u"]}/*c*/]}}');
+    const after = `{"hooks":{"SessionEnd":[${OWN}/*c*/]}}`;
+    expect(remove(after, record({ node: 'group', before: '', after: '/*x*/', comma: 'none' })).text).toBe('{"hooks":{"SessionEnd":[/*c*/]}}');
+  });
+
+  it('stays when a separate comma is said to follow the group before, and a space does', () => {
+    const spaced = `{"hooks":{"SessionEnd":[{"hooks":["u"]} ,${OWN}]}}`;
+    expect(remove(spaced, record({ node: 'group', before: ',', after: '', comma: 'separate' })).text).toBe('{"hooks":{"SessionEnd":[{"hooks":["u"]} ]}}');
+  });
+
+  it('is cut for an event that is the last in its hooks object, whatever follows that object', () => {
+    const event = `{"hooks":{"Stop":[],/*c*/"SessionEnd":[${OWN}]},"a":1}`;
+    const plan = remove(event, record({ node: 'event', before: ',/*c*/"SessionEnd":[', after: ']', comma: 'joined' }, ['event']));
+    expect(plan.text).toBe('{"hooks":{"Stop":[]},"a":1}');
+  });
+
+  it('stays when a second managed hook sits under another event', () => {
+    const two = `{"hooks":{"SessionEnd":[{"hooks":["u"]},/*c*/${OWN}],"Stop":[${OWN}]}}`;
+    const plan = remove(two, record({ node: 'group', before: ',/*c*/', after: '', comma: 'joined' }, []));
+    expect(plan.text).toBe('{"hooks":{"SessionEnd":[{"hooks":["u"]}/*c*/]}}');
+  });
+});
+
+describe('groups that are not the agent\'s own', () => {
+  it('a group with an empty hooks array is the user\'s, and a splice cannot claim it', () => {
+    const text = `{"hooks":{"SessionEnd":[{"hooks":[]},${OWN}]}}`;
+    const plan = remove(text, record({ node: 'group', before: '{"hooks":[]},', after: '', comma: 'joined' }));
+    expect(plan.text).toBe('{"hooks":{"SessionEnd":[{"hooks":[]}]}}');
+  });
+});
+
+describe('choosing the managed hook to keep', () => {
+  it('prefers the right hook whose group has the empty matcher over an earlier right hook with another matcher', () => {
+    const text = `{"hooks":{"SessionEnd":[{"hooks":[${RIGHT}],"matcher":"x"},${OWN}]}}`;
+    expect(install(text).text).toBe(`{"hooks":{"SessionEnd":[${OWN}]}}`);
+  });
+
+  it('a right hook with another matcher still beats a stale one', () => {
+    const stale = `{"type":"command","command":${C},"timeout":3}`;
+    const text = `{"hooks":{"SessionEnd":[{"matcher":"","hooks":[${stale}]},{"hooks":[${RIGHT}],"matcher":"x"}]}}`;
+    expect(install(text).text).toBe(`{"hooks":{"SessionEnd":[{"hooks":[${RIGHT}],"matcher":""}]}}`);
+  });
+
+  it('a managed hook without a type, of three keys, is rewritten whole', () => {
+    const text = `{"hooks":{"SessionEnd":[{"matcher":"","hooks":[{"command":${C},"timeout":10,"x":1}]}]}}`;
+    expect(install(text).text).toBe(`{"hooks":{"SessionEnd":[${OWN}]}}`);
+  });
+});
