@@ -17,7 +17,7 @@ import { readLedger } from '../../src/reconcile/ledger.js';
 import { planHarness } from '../../src/reconcile/plan.js';
 import { loadProfiles } from '../../src/profiles/index.js';
 import { MAX_FILE_BYTES, readBytesIfExists, replaceFileAtomically } from '../../src/util/fs.js';
-import { makeTestHome, type TestHome } from '../support/context.js';
+import { makeTestHome, versionStubs, type TestHome } from '../support/context.js';
 
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
 const VERSIONS = { claude: '2.1.332 (Claude Code)', codex: 'codex-cli 0.171.0', kimi: 'kimi, version 1.49.0', opencode: '1.18.33' };
@@ -30,11 +30,7 @@ let policy: string;
 
 beforeEach(async () => {
   t = await makeTestHome();
-  const bin = path.join(t.root, 'bin');
-  await mkdir(bin);
-  for (const [name, output] of Object.entries(VERSIONS)) {
-    await writeFile(path.join(bin, name), `#!/bin/sh\necho '${output}'\n`, { mode: 0o755 });
-  }
+  const bin = await versionStubs(t.root, VERSIONS);
   policy = path.join(t.root, 'policy.yaml');
   await writeFile(policy, ENABLED);
   ctx = t.context({ env: { PATH: `${bin}:/usr/bin:/bin` }, self: SELF });

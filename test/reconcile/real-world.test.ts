@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Context } from '../../src/context.js';
 import { isManagedCommand } from '../../src/harnesses/signature.js';
 import { reconcile } from '../../src/reconcile/index.js';
-import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
+import { makeTestHome, repoRoot, versionStubs, type TestHome } from '../support/context.js';
 
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
 const VERSIONS = { claude: '2.1.332 (Claude Code)', codex: 'codex-cli 0.171.0', kimi: 'kimi, version 1.49.0' };
@@ -23,9 +23,7 @@ let policy: string;
 
 beforeEach(async () => {
   t = await makeTestHome();
-  const bin = path.join(t.root, 'bin');
-  await mkdir(bin);
-  for (const [name, output] of Object.entries(VERSIONS)) await writeFile(path.join(bin, name), `#!/bin/sh\necho '${output}'\n`, { mode: 0o755 });
+  const bin = await versionStubs(t.root, VERSIONS);
   policy = path.join(t.root, 'policy.yaml');
   await writeFile(policy, ENABLED);
   ctx = t.context({ env: { PATH: `${bin}:/usr/bin:/bin` }, self: SELF });

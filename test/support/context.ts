@@ -1,7 +1,7 @@
 /**
  * A Context around a fresh temporary HOME: every location the agent or a harness reads is inside it.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,4 +50,15 @@ export async function makeTestHome(extraEnv: Record<string, string> = {}): Promi
     context,
     cleanup: () => rm(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }),
   };
+}
+
+/**
+ * Stand-in harness executables in `<root>/bin` that answer `--version` with the given output, as reconcile's version
+ * detection reads it. Returns the folder, to put first on PATH.
+ */
+export async function versionStubs(root: string, versions: Record<string, string>): Promise<string> {
+  const bin = path.join(root, 'bin');
+  await mkdir(bin, { recursive: true });
+  for (const [name, output] of Object.entries(versions)) await writeFile(path.join(bin, name), `#!/bin/sh\necho '${output}'\n`, { mode: 0o755 });
+  return bin;
 }
