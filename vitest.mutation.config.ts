@@ -24,6 +24,8 @@ export default defineConfig({
       'test/certify/**',
       'test/e2e/**',
       'test/**/*real-harness*.test.ts',
+      // The session suites: they read recorded sessions from disk and run the real CLIs (none is a planner's suite).
+      'test/harnesses/*/session.test.ts',
       'test/bundle/cli.test.ts',
       'test/bundle/memory.test.ts',
       'test/reconcile/control-api.test.ts',

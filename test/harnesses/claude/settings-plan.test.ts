@@ -214,6 +214,12 @@ describe('a splice that names a comment around the entry', () => {
     expect(plan.text).toBe('{"hooks":{"Stop":[]},"a":1}');
   });
 
+  it('stays when the user added a group after the entry', () => {
+    const later = `{"hooks":{"SessionEnd":[{"hooks":["u"]},/*c*/${OWN},{"hooks":["v"]}]}}`;
+    const plan = remove(later, record({ node: 'group', before: ',/*c*/', after: '', comma: 'joined' }));
+    expect(plan.text).toBe('{"hooks":{"SessionEnd":[{"hooks":["u"]},/*c*/{"hooks":["v"]}]}}');
+  });
+
   it('stays when a second managed hook sits under another event', () => {
     const two = `{"hooks":{"SessionEnd":[{"hooks":["u"]},/*c*/${OWN}],"Stop":[${OWN}]}}`;
     const plan = remove(two, record({ node: 'group', before: ',/*c*/', after: '', comma: 'joined' }, []));
