@@ -10,7 +10,8 @@ import type { Context, Env } from '../context.js';
 import { BlueError } from '../errors.js';
 import { describeSchemaError, type AjvError } from '../schema/index.js';
 import { UploadError } from './errors.js';
-import { header, originOf, parseRetryAfter, readCapped, ResponseTooLarge, routeUrl, serverError, statusKind } from './http.js';
+import { originOf } from '../util/url.js';
+import { header, parseRetryAfter, readCapped, ResponseTooLarge, routeUrl, serverError, statusKind } from './http.js';
 import { describeNetworkError, safeUrl, scrubText } from './scrub.js';
 import { createDispatcher, loadUndici } from './undici.js';
 

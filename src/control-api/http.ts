@@ -3,21 +3,8 @@
  * headers, Retry-After and the server's `{error:{code,message}}`. No network here: these act on answers already had.
  */
 import type { Dispatcher } from 'undici';
+import { isRecord } from '../util/record.js';
 
-/** `scheme://host[:port]` of an http(s) URL (default ports dropped, host lower-cased), or '' when it is not one. */
-export function originOf(value: string): string {
-  const url = parseHttpUrl(value);
-  return url === undefined ? '' : url.origin;
-}
-
-export function parseHttpUrl(value: string): URL | undefined {
-  try {
-    const url = new URL(value);
-    return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /** `<base>/<route>`, keeping any path prefix of the base URL and dropping its query and fragment. */
 export function routeUrl(base: string, route: string): URL {
@@ -135,6 +122,3 @@ function clean(text: string, max: number): string {
   return text.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim().slice(0, max);
 }
 
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -16,7 +16,8 @@ import * as validators from '../schema/generated/validators.js';
 import { printable } from '../util/terminal-text.js';
 import { checkAnswer, ControlClient, unusableAnswer } from './client.js';
 import { UploadError } from './errors.js';
-import { header, isRecord, readSome } from './http.js';
+import { isRecord } from '../util/record.js';
+import { header, readSome } from './http.js';
 import { describeNetworkError, safeUrl, scrubText } from './scrub.js';
 import { loadUndici } from './undici.js';
 

@@ -6,7 +6,8 @@
 import type { PresignRequest } from '../schema/generated/control-presign.js';
 import type { ControlClient } from './client.js';
 import { UploadError } from './errors.js';
-import { isRecord, originOf } from './http.js';
+import { isRecord } from '../util/record.js';
+import { originOf } from '../util/url.js';
 
 export const PRESIGN_ROUTE = 'session-uploads/presign';
 

@@ -11,6 +11,7 @@ import { BlueError, usageError } from '../errors.js';
 import { MAX_POLICY_BYTES, validatePolicy } from '../policy/validate.js';
 import { FIXTURE_CERTIFIED, HARNESSES } from '../schema/generated/harness-names.js';
 import { parseYamlText } from '../schema/index.js';
+import { originOf } from '../util/url.js';
 import type { BlobStore } from './blobs/types.js';
 import { ControlStore, type PolicyRevision, type User } from './store.js';
 
@@ -109,14 +110,6 @@ export function recordedPublicUrl(dataDir: string): string | undefined {
   }
 }
 
-function originOf(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.origin : '';
-  } catch {
-    return '';
-  }
-}
 
 /** Why agents of this server would refuse the policy's presign_url, or undefined when it is on the server's origin (or that is not known). */
 export function presignOriginWarning(body: Record<string, unknown>, publicUrl: string | undefined): string | undefined {

@@ -6,6 +6,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { chmodSync, closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { BlueError } from '../errors.js';
+import type { SessionUploadDetail } from '../schema/generated/control-session-upload.js';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { migrate } from './migrations.js';
@@ -28,26 +29,30 @@ export interface PolicyRevision {
   created_at: number;
 }
 
-export interface Upload {
+/** The fields a stored upload shares, as spelled, with what the API answers about it (schemas/). */
+type DescribedFields =
+  | 'session_id'
+  | 'revision'
+  | 'size_bytes'
+  | 'sha256'
+  | 'content_type'
+  | 'compatibility_profile'
+  | 'cwd'
+  | 'artifact_format'
+  | 'resumable'
+  | 'title'
+  | 'summary'
+  | 'captured_at_unix_ms'
+  | 'repository_root'
+  | 'repository_remote';
+
+/** An upload's row: the described fields, and what only the server keeps (owner, blob key, times in ms). */
+export interface Upload extends Pick<SessionUploadDetail, DescribedFields> {
   id: string;
   owner_id: string;
   owner_email: string;
   harness: string;
-  session_id: string;
-  revision: number;
   status: UploadStatus;
-  size_bytes: number;
-  sha256: string;
-  content_type: string;
-  compatibility_profile: string | null;
-  cwd: string | null;
-  artifact_format: string | null;
-  resumable: boolean;
-  title: string | null;
-  summary: string | null;
-  captured_at_unix_ms: number | null;
-  repository_root: string | null;
-  repository_remote: string | null;
   blob_key: string;
   failure: string | null;
   created_at: number;

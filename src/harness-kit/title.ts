@@ -17,6 +17,7 @@
  *     allowed length (else at a grapheme, for scripts written without spaces), ending in "…".
  * The "…" counts toward the limit. Masking runs before cutting, so a cut never leaves half a key readable.
  */
+import { isRecord } from '../util/record.js';
 import { isInjected } from './injected.js';
 import { maskSecrets } from './secrets.js';
 
@@ -126,10 +127,6 @@ export function titleAndSummary(input: { native?: NativeMetadata | undefined; fi
 
 // ---------------------------------------------------------------------------------------------------------------
 // Native metadata
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function firstString(record: Record<string, unknown>, fields: readonly string[]): string | undefined {
   for (const field of fields) {

@@ -4,7 +4,8 @@
  * bounded, and never throwing on a line they do not understand (it is skipped and counted). The same reader tells
  * titles (./title.ts) where a record keeps the user's turn, so a format is understood in one place.
  */
-import { isRecord, type UserTurnOf } from './title.js';
+import { isRecord } from '../util/record.js';
+import type { UserTurnOf } from './title.js';
 
 export type TurnRole = 'user' | 'assistant' | 'tool';
 

@@ -5,10 +5,11 @@ import { open } from 'node:fs/promises';
 import semver from 'semver';
 import type { Document, LineCounter } from 'yaml';
 import { isMap, isNode, isScalar } from 'yaml';
-import { isRecord, originOf, parseHttpUrl } from '../control-api/http.js';
 import { BlueError } from '../errors.js';
 import { DocumentCache } from '../schema/document-cache.js';
 import { parseYamlText, policySchema, validateDocument, type GovernancePolicy } from '../schema/index.js';
+import { isRecord } from '../util/record.js';
+import { originOf, parseHttpUrl } from '../util/url.js';
 
 /** Largest policy accepted from a file or the network: a policy is a few hundred bytes. */
 export const MAX_POLICY_BYTES = 1024 * 1024;

@@ -6,7 +6,7 @@
 import { BUNDLE_CONTENT_TYPE, ARTIFACT_FORMAT, type BundleManifest } from '../bundle/index.js';
 import type { ControlClient } from '../control-api/client.js';
 import { isUploadError, type UploadError } from '../control-api/errors.js';
-import { originOf } from '../control-api/http.js';
+import { originOf } from '../util/url.js';
 import { safeUrl } from '../control-api/scrub.js';
 import { complete, presign, type PresignRequest } from '../control-api/uploads.js';
 import { BlueError } from '../errors.js';

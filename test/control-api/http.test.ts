@@ -1,16 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { originOf, parseRetryAfter, routeUrl, serverError, statusKind } from '../../src/control-api/http.js';
+import { parseRetryAfter, routeUrl, serverError, statusKind } from '../../src/control-api/http.js';
 
-describe('base URL and origin', () => {
+describe('base URL', () => {
   it('keeps the base URL path prefix and drops its query and fragment', () => {
     expect(routeUrl('https://control.example/blue/?x=1#f', '/session-uploads').href).toBe('https://control.example/blue/session-uploads');
     expect(routeUrl('https://control.example', 'governance-config').href).toBe('https://control.example/governance-config');
-  });
-
-  it('names an http(s) origin, and nothing else', () => {
-    expect(originOf('HTTPS://Control.Example:443/x')).toBe('https://control.example');
-    expect(originOf('ftp://control.example')).toBe('');
-    expect(originOf('not a url')).toBe('');
   });
 });
 

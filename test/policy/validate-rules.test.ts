@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LineCounter, parseDocument } from 'yaml';
 import { checkUploadOrigin, loadPolicyFile, MAX_POLICY_BYTES, parsePolicyText, validatePolicy, type TextSource } from '../../src/policy/validate.js';
-import { originOf } from '../../src/control-api/http.js';
+import { originOf } from '../../src/util/url.js';
 import type { GovernancePolicy } from '../../src/schema/index.js';
 import { rejected, thrown } from '../support/errors.js';
 

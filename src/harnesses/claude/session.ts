@@ -24,12 +24,12 @@ import type { Context } from '../../context.js';
 import {
   firstUserTurn,
   HEAD_MAX_BYTES,
-  isRecord,
   newestNativeMetadata,
   parseTranscript,
   titleAndSummary,
   type NativeMetadata,
 } from '../../harness-kit/title.js';
+import { isRecord } from '../../util/record.js';
 import type { CollectedSession, CollectInput, SessionFile } from '../types.js';
 import {
   artifactInvalid,

@@ -12,7 +12,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context } from '../../context.js';
 import { LIMITS } from '../../bundle/limits.js';
-import { isRecord } from '../../harness-kit/title.js';
+import { isRecord } from '../../util/record.js';
 import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../restore-files.js';
 import type { RestoreIndexMerge, RestoreInput, RestorePlan } from '../types.js';
 import { printable } from '../../util/terminal-text.js';

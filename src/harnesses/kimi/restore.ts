@@ -8,7 +8,7 @@
 import { applyEdits, modify, parse as parseJsonc, parseTree, type FormattingOptions, type Node, type ParseError } from 'jsonc-parser';
 import path from 'node:path';
 import type { Context } from '../../context.js';
-import { isRecord } from '../../harness-kit/title.js';
+import { isRecord } from '../../util/record.js';
 import { BlueError } from '../../errors.js';
 import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../restore-files.js';
 import type { RestoreInput, RestorePlacement, RestorePlan } from '../types.js';

@@ -18,7 +18,8 @@ import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context } from '../../context.js';
-import { firstUserTurn, HEAD_MAX_BYTES, isRecord, parseTranscript, titleAndSummary } from '../../harness-kit/title.js';
+import { firstUserTurn, HEAD_MAX_BYTES, parseTranscript, titleAndSummary } from '../../harness-kit/title.js';
+import { isRecord } from '../../util/record.js';
 import type { CollectedSession, CollectInput, SessionFile } from '../types.js';
 import {
   artifactInvalid,

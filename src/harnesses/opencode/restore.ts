@@ -9,7 +9,7 @@ import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { LIMITS } from '../../bundle/limits.js';
 import type { Context } from '../../context.js';
-import { isRecord } from '../../harness-kit/title.js';
+import { isRecord } from '../../util/record.js';
 import { BlueError } from '../../errors.js';
 import { findExecutable } from '../../harness-kit/executable.js';
 import { checkedSessionId, entriesOf, restoreUnsafe } from '../restore-files.js';

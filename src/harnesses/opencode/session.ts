@@ -9,7 +9,8 @@
  * message's text parts that OpenCode did not add itself (`synthetic` / `ignored` parts).
  */
 import type { Context } from '../../context.js';
-import { firstUserTurn, isRecord, nativeMetadataOf, titleAndSummary, type NativeMetadata } from '../../harness-kit/title.js';
+import { isRecord } from '../../util/record.js';
+import { firstUserTurn, nativeMetadataOf, titleAndSummary, type NativeMetadata } from '../../harness-kit/title.js';
 import { findExecutable } from '../../harness-kit/executable.js';
 import type { CollectedSession, CollectInput, SessionFile } from '../types.js';
 import { artifactInvalid, assertSessionId, checkRoleCounts, MAX_FILE_BYTES } from '../session-files.js';
