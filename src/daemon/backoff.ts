@@ -19,6 +19,11 @@ export class CorrectionBackoff {
 
   constructor(private readonly options: CorrectionBackoffOptions = DEFAULT_CORRECTION_BACKOFF) {}
 
+  /** How many files it remembers: past 1,000, those left alone for `resetMs` are forgotten. */
+  get size(): number {
+    return this.entries.size;
+  }
+
   /** The agent has just corrected (rewritten) these files. */
   corrected(files: Iterable<string>, now: number): void {
     for (const raw of files) {

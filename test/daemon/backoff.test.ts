@@ -66,4 +66,25 @@ describe('CorrectionBackoff', () => {
     expect(b.delayFor(['/recent'], 60_000).corrections).toBe(2);
     expect(b.delayFor(['/old/0'], 60_000).corrections).toBe(1);
   });
+
+  it('forgets the quiet files once it remembers more than a thousand, and only those', () => {
+    const b = new CorrectionBackoff(options);
+    b.corrected(Array.from({ length: 1_000 }, (_, i) => `/old/${i}`), 0);
+    expect(b.size).toBe(1_000);
+    b.corrected(['/recent'], 1);
+    // 1,001 files, but none quiet for the full reset time yet: all kept.
+    expect(b.size).toBe(1_001);
+    // At exactly the reset time the first thousand count as quiet and go; /recent (59,999 ms ago) and /new stay.
+    b.corrected(['/new'], 60_000);
+    expect(b.size).toBe(2);
+    expect(b.delayFor(['/recent'], 60_000)).toEqual({ delayMs: 0 });
+    expect(b.delayFor(['/new'], 60_000)).toEqual({ delayMs: 1_000, file: '/new', corrections: 1 });
+  });
+
+  it('forgets nothing while it remembers a thousand files or fewer', () => {
+    const b = new CorrectionBackoff(options);
+    b.corrected(Array.from({ length: 999 }, (_, i) => `/old/${i}`), 0);
+    b.corrected(['/last'], 120_000);
+    expect(b.size).toBe(1_000);
+  });
 });
