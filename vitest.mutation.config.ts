@@ -18,6 +18,7 @@ export default defineConfig({
       'test/util/session-id*.test.ts',
       'test/util/lossless*.test.ts',
       'test/harness-kit/**/*.test.ts',
+      'test/capture/payload-rules.test.ts',
     ],
     exclude: [
       ...configDefaults.exclude,

@@ -125,6 +125,23 @@ describe('opencode planHook', () => {
     });
   }
 
+  it('says what sits in the way, and that the file stays the user\'s', () => {
+    const error = thrown(() => opencode.planHook({ text: fixture('user-plugin.js'), file: FILE, desired, owned: undefined }));
+    expect(error.message).toBe('an OpenCode plugin that blue-agent did not write already sits where its capture plugin goes');
+    expect(error.hint).toMatch(/never overwrites it/);
+  });
+
+  it('needs both its header and its capture command to call a file its own', () => {
+    const ours = renderPlugin(desired);
+    const headless = ours.split('\n').slice(1).join('\n');
+    expect(headless).toContain('const CAPTURE_ARGV = ');
+    expect(isOurPlugin(headless)).toBe(false);
+    expect(isOurPlugin(`// mine\n${ours}`)).toBe(false);
+    expect(isOurPlugin(ours.replace(/^const CAPTURE_ARGV = .*$/m, ''))).toBe(false);
+    const otherHarness = buildManagedHook({ node: '/usr/local/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' }, 'claude', 'claude-v2_0_12', 'SessionEnd', 10);
+    expect(isOurPlugin(ours.replace(/^const CAPTURE_ARGV = .*$/m, `const CAPTURE_ARGV = ${JSON.stringify(otherHarness.argv)};`))).toBe(false);
+  });
+
   it('recognises its plugin with CRLF line breaks', () => {
     expect(isOurPlugin(renderPlugin(desired).replace(/\n/g, '\r\n'))).toBe(true);
   });
