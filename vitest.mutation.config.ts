@@ -24,6 +24,9 @@ export default defineConfig({
       'test/certify/**',
       'test/e2e/**',
       'test/**/*real-harness*.test.ts',
+      // Each harness's real-CLI suites and its round trip through the Control API (test/support/real-cli.ts).
+      'test/harnesses/*/real-cli.test.ts',
+      'test/harnesses/*/round-trip.test.ts',
       'test/bundle/cli.test.ts',
       'test/bundle/memory.test.ts',
       'test/reconcile/control-api.test.ts',

@@ -9,9 +9,10 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { main } from '../../src/cli/main.js';
 import { bufferOutput } from '../../src/context.js';
+import type { HarnessName } from '../../src/schema/index.js';
 import { startTestServer, type TestServer, type TestUser } from '../support/control-server.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { CAPTURED_AT, CWD, fixtureBundle, GOLDEN, PROFILE } from '../support/fixture-bundles.js';
+import { CAPTURED_AT, CWD, fixtureBundle, fixtureProfile, GOLDEN } from '../support/fixture-bundles.js';
 
 let server: TestServer;
 let t: TestHome;
@@ -20,14 +21,14 @@ const ids: Record<string, string> = {};
 beforeAll(async () => {
   server = await startTestServer();
   t = await makeTestHome();
-  const up = async (user: TestUser, harness: 'claude' | 'codex' | 'kimi' | 'opencode', title: string | undefined, key: string) => {
+  const up = async (user: TestUser, harness: HarnessName, title: string | undefined, key: string) => {
     const file = path.join(t.root, `${key}.bundle`);
     const bundle = await fixtureBundle(harness, file, title === undefined ? {} : { title });
     const bytes = await readFile(file);
     const done = await server.upload(user, bytes, {
       harness,
       session_id: bundle.manifest.native_session_id,
-      compatibility_profile: PROFILE[harness],
+      compatibility_profile: fixtureProfile(harness),
       cwd: CWD,
       resumable: true,
       captured_at_unix_ms: CAPTURED_AT,

@@ -10,7 +10,8 @@ import type { Interval } from '../../../src/schema/index.js';
 import { makeTestHome, type TestHome } from '../../support/context.js';
 import { harnessBin } from '../../support/harness-bins.js';
 import { startModelStub } from '../../support/model-stub.js';
-import { addClaudeUserHook, appendStdinCommand, describeRun, readJsonLines, runClaude, waitFor } from '../../support/run-harness.js';
+import { appendStdinCommand, describeRun, readJsonLines, waitFor } from '../../support/run-harness.js';
+import { addClaudeUserHook, runClaude } from './rig.js';
 import { expectArtifactInvalid, fixtureDir, installTree, intervalOf, readRecorded, substitute, workDir, type RecordedSession } from '../../support/recorded-sessions.js';
 
 let interval: Interval;
