@@ -13,6 +13,8 @@ import { kimiWorkDirHash } from '../../src/harnesses/kimi/session.js';
 import { applyRestore, prepareRestore, realRestoreIO, recoverRestores, type PreparedRestore, type RestoreIO } from '../../src/restore/index.js';
 import type { TestHome } from '../support/context.js';
 import { errnoError, fixtureBundle, shippedProfiles, snapshot, type FixtureSession, useRestoreHomes } from '../support/restore-homes.js';
+import { rigFor } from '../support/rigs.js';
+import type { HarnessName } from '../../src/schema/index.js';
 
 let source: TestHome;
 let target: TestHome;
@@ -35,8 +37,8 @@ async function blueError(fn: () => Promise<unknown>): Promise<BlueError> {
 }
 
 /** Source files of a fixture session by native path, as captured. */
-async function sourceFiles(harness: 'claude' | 'codex' | 'kimi', session: FixtureSession): Promise<Map<string, Buffer>> {
-  const base = { claude: path.join(source.home, '.claude', 'projects'), codex: path.join(source.home, '.codex', 'sessions'), kimi: path.join(source.home, '.kimi') }[harness];
+async function sourceFiles(harness: HarnessName, session: FixtureSession): Promise<Map<string, Buffer>> {
+  const base = rigFor(harness).fixture.sessionsIn!(source.home);
   const out = new Map<string, Buffer>();
   for (const f of session.result.manifest.files) {
     if (f.role === 'kimi_state') continue; // made at capture (sanitised)
