@@ -330,3 +330,12 @@ describe('Claude Code fixture', () => {
     }
   });
 });
+
+describe('Claude project key of the destination', () => {
+  it('is the path with every character outside [A-Za-z0-9] as -, hashed past 200 characters', () => {
+    expect(claudeProjectKey('/home/me/my_proj')).toBe('-home-me-my-proj');
+    const long = `/${'a'.repeat(250)}`;
+    expect(claudeProjectKey(long).length).toBeGreaterThan(200);
+    expect(claudeProjectKey(long).startsWith(`-${'a'.repeat(199)}-`)).toBe(true);
+  });
+});
