@@ -95,7 +95,7 @@ describe('the test tree', () => {
           'bin/node-version.test.ts',
           'support/recorded-sessions.ts',
           'global-setup.ts',
-          'sessions/golden/claude.md',
+          'harnesses/claude/golden/export.md',
           'harnesses/claude/rig.ts',
           // Out of place:
           'sessions-cli/export.test.ts',

@@ -12,7 +12,7 @@ import { bufferOutput } from '../../src/context.js';
 import type { HarnessName } from '../../src/schema/index.js';
 import { startTestServer, type TestServer, type TestUser } from '../support/control-server.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { CAPTURED_AT, CWD, fixtureBundle, fixtureProfile, GOLDEN } from '../support/fixture-bundles.js';
+import { CAPTURED_AT, CWD, fixtureBundle, fixtureProfile, goldenExport } from '../support/fixture-bundles.js';
 
 let server: TestServer;
 let t: TestHome;
@@ -239,7 +239,7 @@ describe('sessions export from the Control API', () => {
     const { code, stdout, stderr } = await as(server.bob, ['sessions', 'export', ids.bobOpencode!.slice(0, 10), '--format', 'markdown']);
     expect(stderr).toBe('');
     expect(code).toBe(0);
-    const golden = await readFile(path.join(GOLDEN, 'opencode.md'), 'utf8');
+    const golden = await readFile(goldenExport('opencode', 'md'), 'utf8');
     const record = await server.call('GET', `/session-uploads/${ids.bobOpencode}`, server.bob.token);
     const withServer = golden
       .replace('- **Harness:**', `- **Id:** \`${ids.bobOpencode}\`\n- **Harness:**`)
@@ -251,7 +251,7 @@ describe('sessions export from the Control API', () => {
     const { code, stdout } = await as(server.alice, ['sessions', 'export', ids.bobOpencode!, '--format', 'json']);
     expect(code).toBe(0);
     const doc = JSON.parse(stdout);
-    const golden = JSON.parse(await readFile(path.join(GOLDEN, 'opencode.json'), 'utf8'));
+    const golden = JSON.parse(await readFile(goldenExport('opencode', 'json'), 'utf8'));
     expect(doc.source).toBe('control-api');
     expect(doc.id).toBe(ids.bobOpencode);
     expect(doc.manifest).toEqual(golden.manifest);

@@ -16,7 +16,10 @@ export { shippedProfiles } from './recorded-sessions.js';
 
 export const HARNESS_LIST: readonly HarnessName[] = HARNESSES;
 
-export const GOLDEN = path.join(repoRoot, 'test', 'sessions', 'golden');
+/** A harness's golden export of its recorded fixture (`md` or `json`), in its test folder. */
+export function goldenExport(harness: HarnessName, format: 'md' | 'json'): string {
+  return path.join(repoRoot, 'test', 'harnesses', harness, 'golden', `export.${format}`);
+}
 
 /** The recording's temporary root, as if the session had run for a user `dev`. */
 export const ROOT = '/home/dev';
