@@ -60,6 +60,8 @@ export interface FixtureRig {
   install?(dir: string, where: { root: string; home: string; cwd: string }): Promise<Record<string, string>>;
   /** Where `install` lays sessions out in `home`: the folder its files' native paths are relative to. */
   sessionsIn?(home: string): string;
+  /** Writes, in `home`, the native indexes a restore merges into, as a machine that used the harness has them. */
+  seedIndexes?(home: string): Promise<void>;
 }
 
 export interface RigRunOptions extends HarnessRunOptions {

@@ -140,6 +140,10 @@ export const codex: HarnessRig = {
       return [{ role: 'rollout', name: 'rollout.jsonl', nativePath: rel, content: await content(path.join(dir, 'sessions', rel)) }];
     },
     sessionsIn: (home) => path.join(home, '.codex', 'sessions'),
+    async seedIndexes(home) {
+      await mkdir(path.join(home, '.codex'), { recursive: true });
+      await writeFile(path.join(home, '.codex', 'session_index.jsonl'), '{"id":"x","thread_name":"y","updated_at":"z"}\n');
+    },
     async install(dir, { root, home }) {
       const vars = { ROOT: root };
       await installTree(path.join(dir, 'sessions'), codex.fixture.sessionsIn!(home), vars);

@@ -155,6 +155,10 @@ export const kimi: HarnessRig = {
       return files;
     },
     sessionsIn: (home) => path.join(home, '.kimi'),
+    async seedIndexes(home) {
+      await mkdir(path.join(home, '.kimi'), { recursive: true });
+      await writeFile(path.join(home, '.kimi', 'kimi.json'), '{"work_dirs": []}\n');
+    },
     async install(dir, { root, home, cwd }) {
       const vars = { ROOT: root, WORKDIR_MD5: kimiWorkDirHash(cwd) };
       await installTree(path.join(dir, 'share'), kimi.fixture.sessionsIn!(home), vars);
