@@ -451,7 +451,7 @@ export function useRestoreRoundTrip() {
     await b.cleanup();
   });
 
-  /** The agent's Context on a home, with the harness on PATH (OpenCode's export and import run it). */
+  /** The agent's Context on a home, with the harness on PATH (a capture or a restore may run the CLI). */
   function agentContext(home: TestHome, bin: string, extra: Record<string, string> = {}): Context {
     return home.context({ env: { PATH: `${path.dirname(bin)}:${path.dirname(process.execPath)}:/usr/bin:/bin`, ...extra } });
   }

@@ -146,7 +146,7 @@ export function describeRun(result: HarnessRunResult, extra = ''): string {
 }
 
 /**
- * Spawns without a shell in its own process group, stdin closed (Codex would otherwise wait for more input), and
+ * Spawns without a shell in its own process group, stdin closed (a CLI may otherwise wait for more input), and
  * kills the whole group at the deadline: harnesses start helpers that would outlive a plain kill.
  */
 export function runProcess(

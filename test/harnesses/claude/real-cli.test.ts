@@ -4,15 +4,15 @@
  * session resumes in another HOME; and the whole round trip through the Control API.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { reconcile } from '../../../src/reconcile/index.js';
-import { captureLog, runCli, waitForWorkers } from '../../support/cli-process.js';
-import { harnessBin, harnessInstall } from '../../support/harness-bins.js';
-import { useCaptureHome, useOfflineSession, type Payload, useReconcileHome, useRestoreRoundTrip, useResumeRoundTrip } from '../../support/real-cli.js';
-import { appendStdinCommand, harnessEnv, readJsonLines, runProcess, waitFor } from '../../support/run-harness.js';
 import { claudeProjectKey } from '../../../src/harnesses/claude/session.js';
+import { reconcile } from '../../../src/reconcile/index.js';
+import { captureLog } from '../../support/cli-process.js';
+import { harnessBin } from '../../support/harness-bins.js';
+import { useCaptureHome, useOfflineSession, type Payload, useReconcileHome, useRestoreRoundTrip, useResumeRoundTrip } from '../../support/real-cli.js';
+import { appendStdinCommand, harnessEnv, readJsonLines, waitFor } from '../../support/run-harness.js';
 import { addClaudeUserHook, claudeDir, runClaude } from './rig.js';
 
 describe('Claude Code offline session', () => {

@@ -6,13 +6,12 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { parse as parseToml } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
 import { reconcile } from '../../../src/reconcile/index.js';
-import { captureLog, runCli, waitForWorkers } from '../../support/cli-process.js';
-import { harnessBin, harnessInstall } from '../../support/harness-bins.js';
+import { harnessBin } from '../../support/harness-bins.js';
 import { useCaptureHome, useOfflineSession, type Payload, useReconcileHome, useRestoreRoundTrip, useResumeRoundTrip } from '../../support/real-cli.js';
-import { appendStdinCommand, harnessEnv, readJsonLines, runProcess, waitFor } from '../../support/run-harness.js';
-import { parse as parseToml } from 'smol-toml';
+import { appendStdinCommand, harnessEnv, readJsonLines, waitFor } from '../../support/run-harness.js';
 import { appendCodexHook, codexHome, runCodex, writeCodexProviderConfig } from './rig.js';
 
 describe('Codex offline session', () => {

@@ -5,15 +5,13 @@
  * whole round trip through the Control API.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { reconcile } from '../../../src/reconcile/index.js';
 import { applyRestore, prepareRestore } from '../../../src/restore/index.js';
-import { captureLog, runCli, waitForWorkers } from '../../support/cli-process.js';
 import { harnessBin, harnessInstall } from '../../support/harness-bins.js';
 import { useCaptureHome, useOfflineSession, useReconcileHome, useRestoreRoundTrip, useResumeRoundTrip } from '../../support/real-cli.js';
-import { appendStdinCommand, harnessEnv, readJsonLines, runProcess, waitFor } from '../../support/run-harness.js';
+import { harnessEnv, readJsonLines, runProcess, waitFor } from '../../support/run-harness.js';
 import { shippedProfiles, snapshot } from '../../support/restore-homes.js';
 import { OPENCODE_ENV, opencodeConfigDir, opencodeDepsFor, runOpencode, seedOpencodeConfigDeps, writeOpencodeProviderConfig, writeOpencodeUserPlugin } from './rig.js';
 
