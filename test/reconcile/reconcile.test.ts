@@ -11,6 +11,7 @@ import { planHarness } from '../../src/reconcile/plan.js';
 import { readLedger } from '../../src/reconcile/ledger.js';
 import { makeTestHome, versionStubs, type TestHome } from '../support/context.js';
 import { HARNESSES } from '../../src/harnesses/names.js';
+import type { HarnessName } from '../../src/schema/index.js';
 import { rigFor, versionLines } from '../support/rigs.js';
 
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
@@ -62,7 +63,7 @@ async function snapshot(dir: string): Promise<Record<string, string>> {
 
 const byHarness = (report: ReconcileReport) => Object.fromEntries(report.harnesses.map((h) => [h.harness, h]));
 
-function managedCount(text: string, harness: 'claude' | 'codex' | 'kimi'): number {
+function managedCount(text: string, harness: HarnessName): number {
   return text.split('\n').filter((line) => /command/.test(line) && isManagedCommand(line.replace(/^.*?command"?\s*[:=]\s*/, '').replace(/^"|",?\s*$/g, '').replace(/\\"/g, '"'), harness)).length;
 }
 
