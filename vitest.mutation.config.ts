@@ -27,6 +27,9 @@ export default defineConfig({
       'test/**/*real-harness*.test.ts',
       // The session suites: they read recorded sessions from disk and run the real CLIs (none is a planner's suite).
       'test/harnesses/*/session.test.ts',
+      // Each harness's real-CLI suites and its round trip through the Control API (test/support/real-cli.ts).
+      'test/harnesses/*/real-cli.test.ts',
+      'test/harnesses/*/round-trip.test.ts',
       'test/bundle/cli.test.ts',
       'test/bundle/memory.test.ts',
       'test/reconcile/control-api.test.ts',

@@ -6,8 +6,10 @@
  *     under src/, or at test/'s root beside a module of src/'s root (test/config.test.ts → src/config.ts);
  *   - named exceptions: test/architecture/ (rules over the whole tree), test/e2e/ (whole processes, across modules),
  *     test/certify/ (`npm run certify`), test/bin/ (mirrors bin/), test/scripts/ (mirrors scripts/);
- *   - shared helpers (code that is not a test) live in test/support/ only, and nothing there is a test; the one other
- *     code file is test/global-setup.ts (vitest's global setup). Data beside a test (golden files) is not code.
+ *   - shared helpers (code that is not a test) live in test/support/ only, and nothing there is a test; the other
+ *     code files are test/global-setup.ts (vitest's global setup) and each harness's test rig,
+ *     test/harnesses/<name>/rig.ts (what the shared suites need to know about it, collected by test/support/rigs.ts),
+ *     beside a folder src/harnesses/<name>/. Data beside a test (golden files) is not code.
  * And the paths the configuration names (vitest includes, `npm run test:hermetic`'s list) exist.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -25,6 +27,7 @@ const EXCEPTIONS: Record<string, string | undefined> = {
 };
 const SUPPORT = 'support';
 const OTHER_CODE = ['global-setup.ts'];
+const RIG = /^harnesses\/([^/]+)\/rig\.ts$/;
 
 const isTest = (file: string): boolean => file.endsWith('.test.ts') || file.endsWith('.record.ts');
 const isCode = (file: string): boolean => /\.(ts|mts|cts|js|mjs|cjs)$/.test(file);
@@ -44,7 +47,10 @@ function layoutProblems(files: readonly string[], exists: (p: string) => boolean
       continue;
     }
     if (!isTest(file)) {
-      if (isCode(file) && !(dir === '.' && OTHER_CODE.includes(file))) out.push(`${where}: a helper outside test/support/`);
+      const rig = RIG.exec(file);
+      if (rig !== null) {
+        if (!exists(`src/harnesses/${rig[1]}`)) out.push(`${where}: a rig for src/harnesses/${rig[1]}/, which does not exist`);
+      } else if (isCode(file) && !(dir === '.' && OTHER_CODE.includes(file))) out.push(`${where}: a helper outside test/support/`);
       continue;
     }
     if (dir === '.') {
@@ -89,7 +95,8 @@ describe('the test tree', () => {
           'bin/node-version.test.ts',
           'support/recorded-sessions.ts',
           'global-setup.ts',
-          'sessions/golden/claude.md',
+          'harnesses/claude/golden/export.md',
+          'harnesses/claude/rig.ts',
           // Out of place:
           'sessions-cli/export.test.ts',
           'harnesses/codex/session.test.ts',
@@ -97,6 +104,9 @@ describe('the test tree', () => {
           'drain/helpers.ts',
           'support/leftover.test.ts',
           'scripts/compat.test.ts',
+          'harnesses/codex/rig.ts',
+          'harnesses/claude/helpers.ts',
+          'harnesses/rig.ts',
         ],
         exists,
       ),
@@ -107,6 +117,9 @@ describe('the test tree', () => {
       'test/drain/helpers.ts: a helper outside test/support/',
       'test/support/leftover.test.ts: a test in test/support/ (helpers only)',
       'test/scripts/compat.test.ts: scripts/ does not exist',
+      'test/harnesses/codex/rig.ts: a rig for src/harnesses/codex/, which does not exist',
+      'test/harnesses/claude/helpers.ts: a helper outside test/support/',
+      'test/harnesses/rig.ts: a helper outside test/support/',
     ]);
   });
 

@@ -9,9 +9,10 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { main } from '../../src/cli/main.js';
 import { bufferOutput } from '../../src/context.js';
+import type { HarnessName } from '../../src/schema/index.js';
 import { startTestServer, type TestServer, type TestUser } from '../support/control-server.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { CAPTURED_AT, CWD, fixtureBundle, GOLDEN, PROFILE } from '../support/fixture-bundles.js';
+import { CAPTURED_AT, CWD, fixtureBundle, fixtureProfile, goldenExport } from '../support/fixture-bundles.js';
 
 let server: TestServer;
 let t: TestHome;
@@ -20,14 +21,14 @@ const ids: Record<string, string> = {};
 beforeAll(async () => {
   server = await startTestServer();
   t = await makeTestHome();
-  const up = async (user: TestUser, harness: 'claude' | 'codex' | 'kimi' | 'opencode', title: string | undefined, key: string) => {
+  const up = async (user: TestUser, harness: HarnessName, title: string | undefined, key: string) => {
     const file = path.join(t.root, `${key}.bundle`);
     const bundle = await fixtureBundle(harness, file, title === undefined ? {} : { title });
     const bytes = await readFile(file);
     const done = await server.upload(user, bytes, {
       harness,
       session_id: bundle.manifest.native_session_id,
-      compatibility_profile: PROFILE[harness],
+      compatibility_profile: fixtureProfile(harness),
       cwd: CWD,
       resumable: true,
       captured_at_unix_ms: CAPTURED_AT,
@@ -238,7 +239,7 @@ describe('sessions export from the Control API', () => {
     const { code, stdout, stderr } = await as(server.bob, ['sessions', 'export', ids.bobOpencode!.slice(0, 10), '--format', 'markdown']);
     expect(stderr).toBe('');
     expect(code).toBe(0);
-    const golden = await readFile(path.join(GOLDEN, 'opencode.md'), 'utf8');
+    const golden = await readFile(goldenExport('opencode', 'md'), 'utf8');
     const record = await server.call('GET', `/session-uploads/${ids.bobOpencode}`, server.bob.token);
     const withServer = golden
       .replace('- **Harness:**', `- **Id:** \`${ids.bobOpencode}\`\n- **Harness:**`)
@@ -250,7 +251,7 @@ describe('sessions export from the Control API', () => {
     const { code, stdout } = await as(server.alice, ['sessions', 'export', ids.bobOpencode!, '--format', 'json']);
     expect(code).toBe(0);
     const doc = JSON.parse(stdout);
-    const golden = JSON.parse(await readFile(path.join(GOLDEN, 'opencode.json'), 'utf8'));
+    const golden = JSON.parse(await readFile(goldenExport('opencode', 'json'), 'utf8'));
     expect(doc.source).toBe('control-api');
     expect(doc.id).toBe(ids.bobOpencode);
     expect(doc.manifest).toEqual(golden.manifest);

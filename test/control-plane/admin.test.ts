@@ -12,6 +12,7 @@ import { main } from '../../src/cli/main.js';
 import { ControlStore } from '../../src/control-plane/store.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { BUNDLE_TYPE, sha256 } from '../support/control-server.js';
+import { HARNESSES } from '../../src/harnesses/names.js';
 
 let home: TestHome;
 let data: string;
@@ -175,7 +176,7 @@ describe('control-plane serve', () => {
       expect(await policy.json()).toEqual({ allowed_harnesses: ['claude'], revision: 2 });
       // The installed compatibility profiles are the server's harness metadata.
       const metadata = (await (await fetch(`${url}/harness-metadata`, { headers: auth })).json()) as { harnesses: { harness: string }[] };
-      expect(metadata.harnesses.map((h) => h.harness)).toEqual(['claude', 'codex', 'kimi', 'opencode']);
+      expect(metadata.harnesses.map((h) => h.harness)).toEqual([...HARNESSES]);
 
       const bytes = Buffer.from('a real bundle would be a tar.gz');
       const presign = await fetch(`${url}/session-uploads/presign`, {

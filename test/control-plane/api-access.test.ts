@@ -4,6 +4,7 @@ import { harnessMetadataDocument } from '../../src/control-plane/harness-metadat
 import { loadProfiles } from '../../src/profiles/index.js';
 import { repoRoot } from '../support/context.js';
 import { presignBody, startTestServer, type TestServer } from '../support/control-server.js';
+import { HARNESSES } from '../../src/harnesses/names.js';
 
 let t: TestServer;
 beforeEach(async () => {
@@ -111,7 +112,7 @@ describe('harness metadata', () => {
       const first = await withProfiles.call('GET', '/harness-metadata', withProfiles.alice.token);
       expect(first.status).toBe(200);
       expect(first.body.format).toBe('blue-harness-metadata-v1');
-      expect(first.body.harnesses.map((h: any) => h.harness)).toEqual(['claude', 'codex', 'kimi', 'opencode']);
+      expect(first.body.harnesses.map((h: any) => h.harness)).toEqual([...HARNESSES]);
       const claude = first.body.harnesses[0];
       const latest = profiles.get('claude')!.doc.intervals.at(-1)!;
       expect(claude.intervals.at(-1)).toMatchObject({

@@ -10,6 +10,8 @@ import { main } from '../../src/cli/main.js';
 import { isManagedCommand } from '../../src/harnesses/signature.js';
 import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
 import { startPolicyServer } from '../support/policy-server.js';
+import { HARNESSES } from '../../src/harnesses/names.js';
+import { versionLines } from '../support/rigs.js';
 
 const run = promisify(execFile);
 const entry = path.join(repoRoot, 'bin', 'blue-agent.js');
@@ -22,8 +24,7 @@ beforeEach(async () => {
   t = await makeTestHome();
   const bin = path.join(t.root, 'bin');
   await mkdir(bin);
-  const versions = { claude: '2.1.332 (Claude Code)', codex: 'codex-cli 0.171.0', kimi: 'kimi, version 1.49.0', opencode: '1.18.33' };
-  for (const [name, output] of Object.entries(versions)) await writeFile(path.join(bin, name), `#!/bin/sh\necho '${output}'\n`, { mode: 0o755 });
+  for (const [name, output] of Object.entries(versionLines())) await writeFile(path.join(bin, name), `#!/bin/sh\necho '${output}'\n`, { mode: 0o755 });
   env = { ...t.env, PATH: `${bin}:${path.dirname(process.execPath)}:/usr/bin:/bin` };
   policy = path.join(t.root, 'policy.yaml');
   await writeFile(policy, 'revision: 2\nharnesses: { kimi: { allow_unverified_versions: true } }\nsession_upload: { presign_url: "https://c.example/session-uploads/presign" }\n');
@@ -88,12 +89,12 @@ describe('blue-agent as a process', () => {
     const creators = results.map((r) => (JSON.parse(r.stdout) as { harnesses: { harness: string; action: string }[] }).harnesses.find((h) => h.harness === 'claude')!.action);
     expect(creators.filter((a) => a !== 'unchanged').length).toBeGreaterThanOrEqual(1);
     const after = await cli(['reconcile', '--policy', policy, '--dry-run', '--json']);
-    expect((JSON.parse(after.stdout) as { harnesses: { action: string }[] }).harnesses.map((h) => h.action)).toEqual(['unchanged', 'unchanged', 'unchanged', 'unchanged']);
+    expect((JSON.parse(after.stdout) as { harnesses: { action: string }[] }).harnesses.map((h) => h.action)).toEqual(HARNESSES.map(() => 'unchanged'));
   });
 
   it('reconciles of different harnesses at once all keep their ledger records', async () => {
     for (let round = 0; round < 3; round++) {
-      const harnesses = ['claude', 'codex', 'kimi', 'opencode'];
+      const harnesses = [...HARNESSES].sort();
       const results = await Promise.all(harnesses.map((h) => cli(['reconcile', '--policy', policy, '--harness', h])));
       for (const r of results) expect(r.code, r.stderr).toBe(0);
       const ledger = JSON.parse(await readFile(path.join(env.BLUE_AGENT_HOME!, 'ledger.json'), 'utf8')) as { files: Record<string, { harness: string }> };

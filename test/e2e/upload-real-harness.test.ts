@@ -14,7 +14,8 @@ import { captureLog, waitForWorkers } from '../support/cli-process.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { harnessBin } from '../support/harness-bins.js';
 import { startModelStub, type ModelStub } from '../support/model-stub.js';
-import { describeRun, runClaude, waitFor } from '../support/run-harness.js';
+import { describeRun, waitFor } from '../support/run-harness.js';
+import { runClaude } from '../harnesses/claude/rig.js';
 import { startUploadStack, type UploadStack } from '../support/fault-proxy.js';
 
 const REPLY = 'Offline stub reply for the upload test.';

@@ -5,7 +5,9 @@ import { ADAPTERS, adapterForHookFormat, demoHarness } from '../../src/harnesses
 import { HARNESS_DISPLAY_NAMES, HARNESSES } from '../../src/harnesses/names.js';
 import { loadProfiles } from '../../src/profiles/index.js';
 import { checkHookFormat } from '../../src/reconcile/plan.js';
+import { FIXTURE_CERTIFIED } from '../../src/schema/generated/harness-names.js';
 import type { Interval } from '../../src/schema/index.js';
+import { lockedHarnesses, RIGS } from '../support/rigs.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -34,6 +36,19 @@ describe('the harness registry', () => {
       const text = await readFile(path.join(ROOT, 'schemas', `${file}.schema.json`), 'utf8');
       expect(text, file).toContain('"$ref": "harness-name.schema.json"');
       for (const h of HARNESSES) expect(text, file).not.toContain(`"${h}"`);
+    }
+  });
+
+  it('has one test rig per harness: a CLI rig exactly for the locked ones, a certification run exactly for those certified on fixtures', async () => {
+    expect(Object.keys(RIGS)).toEqual([...HARNESSES]);
+    const locked = lockedHarnesses();
+    const profiles = await loadProfiles(path.join(ROOT, 'profiles'));
+    for (const [name, rig] of Object.entries(RIGS)) {
+      expect(rig.name).toBe(name);
+      expect(rig.cli !== undefined, name).toBe(locked.includes(rig.name));
+      expect(rig.certifyOnFixtures !== undefined, name).toBe(FIXTURE_CERTIFIED.includes(rig.name));
+      // The fixture's profile is one of the harness's shipped intervals.
+      expect(profiles.get(rig.name)!.doc.intervals.map((i) => i.profile), name).toContain(rig.fixture.profile);
     }
   });
 

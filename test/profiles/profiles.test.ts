@@ -5,13 +5,14 @@ import { BlueError } from '../../src/errors.js';
 import { detectVersion, findExecutable, VersionCache } from '../../src/profiles/detect.js';
 import { checkProfiles, loadProfiles, parseVersionOutput, selectInterval, type LoadedProfiles } from '../../src/profiles/index.js';
 import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
+import { HARNESSES } from '../../src/harnesses/names.js';
 
 const shipped = path.join(repoRoot, 'profiles');
 
 describe('shipped profiles', () => {
   it('load, validate and are consistent', async () => {
     const set = await loadProfiles(shipped);
-    expect([...set.keys()].sort()).toEqual(['claude', 'codex', 'kimi', 'opencode']);
+    expect([...set.keys()].sort()).toEqual([...HARNESSES].sort());
     expect(checkProfiles(set)).toEqual([]);
   });
 

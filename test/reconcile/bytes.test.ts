@@ -18,9 +18,11 @@ import { planHarness } from '../../src/reconcile/plan.js';
 import { loadProfiles } from '../../src/profiles/index.js';
 import { MAX_FILE_BYTES, readBytesIfExists, replaceFileAtomically } from '../../src/util/fs.js';
 import { makeTestHome, versionStubs, type TestHome } from '../support/context.js';
+import type { HarnessName } from '../../src/schema/index.js';
+import { versionLines } from '../support/rigs.js';
 
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
-const VERSIONS = { claude: '2.1.332 (Claude Code)', codex: 'codex-cli 0.171.0', kimi: 'kimi, version 1.49.0', opencode: '1.18.33' };
+const VERSIONS = versionLines();
 const ENABLED = 'revision: 5\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n';
 const DISABLED = 'revision: 6\n';
 
@@ -45,7 +47,7 @@ const opencodePlugin = () => path.join(t.home, '.config', 'opencode', 'plugin', 
 const kimiConfig = () => path.join(t.home, '.kimi', 'config.toml');
 const byHarness = (report: ReconcileReport) => Object.fromEntries(report.harnesses.map((h) => [h.harness, h]));
 const disable = () => writeFile(policy, DISABLED);
-const run = (only?: Array<'claude' | 'codex' | 'kimi' | 'opencode'>, dryRun = false) =>
+const run = (only?: HarnessName[], dryRun = false) =>
   reconcile(ctx, { dryRun, policyFile: policy, ...(only === undefined ? {} : { harnesses: only }) });
 
 async function put(file: string, bytes: Buffer | string): Promise<void> {

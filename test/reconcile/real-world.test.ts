@@ -12,9 +12,11 @@ import type { Context } from '../../src/context.js';
 import { isManagedCommand } from '../../src/harnesses/signature.js';
 import { reconcile } from '../../src/reconcile/index.js';
 import { makeTestHome, repoRoot, versionStubs, type TestHome } from '../support/context.js';
+import type { HarnessName } from '../../src/schema/index.js';
+import { versionLines } from '../support/rigs.js';
 
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
-const VERSIONS = { claude: '2.1.332 (Claude Code)', codex: 'codex-cli 0.171.0', kimi: 'kimi, version 1.49.0' };
+const VERSIONS = versionLines();
 const ENABLED = 'revision: 5\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n';
 
 let t: TestHome;
@@ -33,7 +35,7 @@ afterEach(async () => t.cleanup());
 const fixture = (name: string) => readFileSync(path.join(repoRoot, 'fixtures', 'real-world', name));
 
 /** Every hook command in a parsed document, wherever it sits, minus the managed ones. */
-function foreignCommands(value: unknown, harness: 'claude' | 'codex' | 'kimi'): string[] {
+function foreignCommands(value: unknown, harness: HarnessName): string[] {
   const out: string[] = [];
   const walk = (v: unknown): void => {
     if (Array.isArray(v)) v.forEach(walk);

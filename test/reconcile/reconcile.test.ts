@@ -10,9 +10,12 @@ import { reconcile, type ReconcileReport } from '../../src/reconcile/index.js';
 import { planHarness } from '../../src/reconcile/plan.js';
 import { readLedger } from '../../src/reconcile/ledger.js';
 import { makeTestHome, versionStubs, type TestHome } from '../support/context.js';
+import { HARNESSES } from '../../src/harnesses/names.js';
+import type { HarnessName } from '../../src/schema/index.js';
+import { rigFor, versionLines } from '../support/rigs.js';
 
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
-const VERSIONS = { claude: '2.1.332 (Claude Code)', codex: 'codex-cli 0.171.0', kimi: 'kimi, version 1.49.0', opencode: '1.18.33' };
+const VERSIONS = versionLines();
 const ENABLED = [
   'revision: 5',
   'harnesses:',
@@ -60,7 +63,7 @@ async function snapshot(dir: string): Promise<Record<string, string>> {
 
 const byHarness = (report: ReconcileReport) => Object.fromEntries(report.harnesses.map((h) => [h.harness, h]));
 
-function managedCount(text: string, harness: 'claude' | 'codex' | 'kimi'): number {
+function managedCount(text: string, harness: HarnessName): number {
   return text.split('\n').filter((line) => /command/.test(line) && isManagedCommand(line.replace(/^.*?command"?\s*[:=]\s*/, '').replace(/^"|",?\s*$/g, '').replace(/\\"/g, '"'), harness)).length;
 }
 
@@ -70,8 +73,9 @@ describe('reconcile', () => {
     const report = await reconcile(ctx, { dryRun: true, policyFile: policy });
     expect(await snapshot(t.root)).toEqual(before);
     const h = byHarness(report);
-    for (const name of ['claude', 'codex', 'kimi', 'opencode'] as const) {
-      expect(h[name]).toMatchObject({ installed: true, state: name === 'codex' ? expect.stringMatching(/active|awaiting_trust/) : 'active', action: 'create' });
+    for (const name of HARNESSES) {
+      expect(h[name]).toMatchObject({ installed: true, action: 'create' });
+      expect(rigFor(name).reconcileStates).toContain(h[name]!.state);
     }
     expect(h.claude!.files.map((f) => [f.path, f.action])).toEqual([[claudeSettings(), 'create']]);
   });

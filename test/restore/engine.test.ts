@@ -13,6 +13,8 @@ import { kimiWorkDirHash } from '../../src/harnesses/kimi/session.js';
 import { applyRestore, prepareRestore, realRestoreIO, recoverRestores, type PreparedRestore, type RestoreIO } from '../../src/restore/index.js';
 import type { TestHome } from '../support/context.js';
 import { errnoError, fixtureBundle, shippedProfiles, snapshot, type FixtureSession, useRestoreHomes } from '../support/restore-homes.js';
+import { HARNESS_RIGS, rigFor } from '../support/rigs.js';
+import type { HarnessName } from '../../src/schema/index.js';
 
 let source: TestHome;
 let target: TestHome;
@@ -35,8 +37,8 @@ async function blueError(fn: () => Promise<unknown>): Promise<BlueError> {
 }
 
 /** Source files of a fixture session by native path, as captured. */
-async function sourceFiles(harness: 'claude' | 'codex' | 'kimi', session: FixtureSession): Promise<Map<string, Buffer>> {
-  const base = { claude: path.join(source.home, '.claude', 'projects'), codex: path.join(source.home, '.codex', 'sessions'), kimi: path.join(source.home, '.kimi') }[harness];
+async function sourceFiles(harness: HarnessName, session: FixtureSession): Promise<Map<string, Buffer>> {
+  const base = rigFor(harness).fixture.sessionsIn!(source.home);
   const out = new Map<string, Buffer>();
   for (const f of session.result.manifest.files) {
     if (f.role === 'kimi_state') continue; // made at capture (sanitised)
@@ -49,12 +51,23 @@ async function journals(): Promise<string[]> {
   return readdir(path.join(target.env.BLUE_AGENT_HOME!, 'restores')).catch(() => []);
 }
 
+/** Restore staging folders or files left anywhere in the HOME (three levels deep: where harnesses keep their files). */
 async function stagingLeft(home: TestHome): Promise<string[]> {
   const found: string[] = [];
-  for (const dir of [home.home, path.join(home.home, '.claude'), path.join(home.home, '.codex'), path.join(home.home, '.kimi'), path.join(home.home, '.config', 'opencode')]) {
-    for (const name of await readdir(dir).catch(() => [] as string[])) if (name.includes('.blue-agent-restore')) found.push(path.join(dir, name));
-  }
+  const visit = async (dir: string, depth: number): Promise<void> => {
+    for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+      const full = path.join(dir, entry.name);
+      if (entry.name.includes('.blue-agent-restore')) found.push(full);
+      else if (entry.isDirectory() && depth < 3) await visit(full, depth + 1);
+    }
+  };
+  await visit(home.home, 1);
   return found;
+}
+
+/** The native indexes of every harness, as a machine that used them has them (each rig's fixture.seedIndexes). */
+async function seedIndexes(home: string): Promise<void> {
+  for (const rig of HARNESS_RIGS) await rig.fixture.seedIndexes?.(home);
 }
 
 describe('Claude Code', () => {
@@ -299,16 +312,14 @@ function faultyIO(failAt: number, code: string): RestoreIO & { calls: number } {
 }
 
 describe('a disk that fills up', () => {
-  for (const harness of ['claude', 'codex', 'kimi'] as const) {
+  // Every harness whose fixture is laid out on a disk (its rig's fixture.install).
+  for (const harness of HARNESS_RIGS.filter((r) => r.fixture.install !== undefined).map((r) => r.name)) {
     it(`${harness}: ENOSPC at every step leaves the machine exactly as it was`, async () => {
       const session = await fixtureBundle(harness, source, path.join(source.root, `${harness}.bundle`));
       // A fixed clock: the merged index lines carry the time.
       target.ctx = target.context({ clock: { now: () => 1_800_000_000_000 } });
       // Existing indexes, so the merges (backup, temp, rename) are on the path too.
-      await mkdir(path.join(target.home, '.codex'), { recursive: true });
-      await writeFile(path.join(target.home, '.codex', 'session_index.jsonl'), '{"id":"x","thread_name":"y","updated_at":"z"}\n');
-      await mkdir(path.join(target.home, '.kimi'), { recursive: true });
-      await writeFile(path.join(target.home, '.kimi', 'kimi.json'), '{"work_dirs": []}\n');
+      await seedIndexes(target.home);
       const before = await snapshot(target.home);
 
       const counting = faultyIO(0, 'ENOSPC');
@@ -317,12 +328,9 @@ describe('a disk that fills up', () => {
       const total = counting.calls;
       expect(total).toBeGreaterThan(3);
       const complete = await snapshot(target.home);
-      await rm(path.join(target.home, '.claude'), { recursive: true, force: true });
-      await rm(path.join(target.home, '.codex', 'sessions'), { recursive: true, force: true });
-      await writeFile(path.join(target.home, '.codex', 'session_index.jsonl'), '{"id":"x","thread_name":"y","updated_at":"z"}\n');
-      await rm(path.join(target.home, '.kimi'), { recursive: true, force: true });
-      await mkdir(path.join(target.home, '.kimi'), { recursive: true });
-      await writeFile(path.join(target.home, '.kimi', 'kimi.json'), '{"work_dirs": []}\n');
+      // Back to the machine before the restore: nothing but the indexes (the agent's state is outside this HOME).
+      for (const name of await readdir(target.home)) await rm(path.join(target.home, name), { recursive: true, force: true });
+      await seedIndexes(target.home);
       expect(await snapshot(target.home)).toEqual(before);
 
       for (let n = 1; n <= total; n++) {

@@ -13,7 +13,7 @@ import { prepareRestore } from '../../src/restore/index.js';
 import type { HarnessName } from '../../src/schema/index.js';
 import type { TestHome } from '../support/context.js';
 import { rejected } from '../support/errors.js';
-import { PROFILE, rawBundle, restoreHome, shippedProfiles, snapshot, type RawFile } from '../support/restore-homes.js';
+import { fixtureProfile, rawBundle, restoreHome, shippedProfiles, snapshot, type RawFile } from '../support/restore-homes.js';
 
 const ID = '0b7c4a1e-1111-4222-8333-944455556666';
 const HASH = 'a'.repeat(32);
@@ -79,7 +79,7 @@ describe('hostile bundles are refused with nothing written anywhere', () => {
   for (const c of cases) {
     it(c.name, async () => {
       const bundle = path.join(t.root, 'hostile.bundle');
-      await rawBundle(bundle, { harness: c.harness, profile: c.profile ?? PROFILE[c.harness], sessionId: ID, title: 'hostile' }, c.files);
+      await rawBundle(bundle, { harness: c.harness, profile: c.profile ?? fixtureProfile(c.harness), sessionId: ID, title: 'hostile' }, c.files);
       const before = await snapshot(t.root, ['hostile.bundle']);
       let error: unknown;
       try {
@@ -99,7 +99,7 @@ describe('hostile bundles are refused with nothing written anywhere', () => {
   it('a manifest naming session id .., . or -x fails bundle verify itself, not only restore', async () => {
     for (const id of ['..', '.', '-x', 'a.blue-agent-restore-b']) {
       const bundle = path.join(t.root, 'hostile.bundle');
-      await rawBundle(bundle, { harness: 'opencode', profile: PROFILE.opencode, sessionId: id }, [
+      await rawBundle(bundle, { harness: 'opencode', profile: fixtureProfile('opencode'), sessionId: id }, [
         { role: 'portable_export', name: 'export.json', content: JSON.stringify({ info: { id }, messages: [] }) },
       ]);
       const error = await rejected(verifyBundle(bundle, { profiles: await shippedProfiles() }));
@@ -112,7 +112,7 @@ describe('hostile bundles are refused with nothing written anywhere', () => {
 
   it('a bundle whose digest does not match is refused before anything is extracted', async () => {
     const bundle = path.join(t.root, 'hostile.bundle');
-    await rawBundle(bundle, { harness: 'claude', profile: PROFILE.claude, sessionId: ID }, [claudeTranscript]);
+    await rawBundle(bundle, { harness: 'claude', profile: fixtureProfile('claude'), sessionId: ID }, [claudeTranscript]);
     const { readFile, writeFile } = await import('node:fs/promises');
     const bytes = await readFile(bundle);
     bytes[bytes.length - 12] = bytes[bytes.length - 12]! ^ 0xff;
@@ -145,7 +145,7 @@ describe('hostile text never reaches an error message raw', () => {
   for (const c of escaping) {
     it(c.name, async () => {
       const bundle = path.join(t.root, 'hostile.bundle');
-      await rawBundle(bundle, { harness: c.harness, profile: c.profile ?? PROFILE[c.harness], sessionId: ID, title: 'hostile' }, c.files);
+      await rawBundle(bundle, { harness: c.harness, profile: c.profile ?? fixtureProfile(c.harness), sessionId: ID, title: 'hostile' }, c.files);
       const before = await snapshot(t.root, ['hostile.bundle']);
       const error = await prepareRestore(t.ctx, { bundleFile: bundle, destination, profiles: await shippedProfiles() }).then(
         () => undefined,

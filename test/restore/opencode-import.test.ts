@@ -10,7 +10,8 @@ import { applyRestore, prepareRestore, realRestoreIO, recoverRestores, type Rest
 import { errnoError } from '../support/restore-homes.js';
 import type { TestHome } from '../support/context.js';
 import { writeExecutable } from '../support/recorded-sessions.js';
-import { opencodeFixtureBundle, restoreHome, shippedProfiles } from '../support/restore-homes.js';
+import { restoreHome, shippedProfiles } from '../support/restore-homes.js';
+import { opencodeFixtureBundle } from '../harnesses/opencode/rig.js';
 
 let t: TestHome;
 let destination: string;

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { BlueError } from '../../src/errors.js';
 import { agentConfigSchema, loadDocument, policySchema } from '../../src/schema/index.js';
 import { repoRoot } from '../support/context.js';
+import { HARNESSES } from '../../src/harnesses/names.js';
 
 const run = promisify(execFile);
 
@@ -44,8 +45,8 @@ describe('generated types and validators', () => {
       expect((result as { code: number }).code).toBe(1);
       expect((result as { stderr: string }).stderr).toContain('harness-name.schema.json');
       await run(process.execPath, ['scripts/gen-schema.mjs'], { cwd: copy });
-      expect(JSON.parse(await readFile(path.join(copy, 'schemas', 'harness-name.schema.json'), 'utf8')).enum).toEqual(['claude', 'codex', 'kimi', 'opencode', 'zed']);
-      expect(await readFile(path.join(copy, 'src', 'schema', 'generated', 'harness-names.ts'), 'utf8')).toContain("['claude', 'codex', 'kimi', 'opencode', 'zed']");
+      expect(JSON.parse(await readFile(path.join(copy, 'schemas', 'harness-name.schema.json'), 'utf8')).enum).toEqual([...HARNESSES, 'zed'].sort());
+      expect(await readFile(path.join(copy, 'src', 'schema', 'generated', 'harness-names.ts'), 'utf8')).toContain(`[${[...HARNESSES, 'zed'].sort().map((h) => `'${h}'`).join(', ')}]`);
       expect(await readFile(path.join(copy, 'src', 'schema', 'generated', 'validators.ts'), 'utf8')).toContain('"zed"');
     } finally {
       await rm(copy, { recursive: true, force: true });

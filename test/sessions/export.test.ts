@@ -1,16 +1,17 @@
 /**
- * `sessions export` of local bundle files: markdown and json for each harness's recorded fixture, checked against the
- * golden files in test/sessions/golden/ (regenerate with `npx vitest run test/sessions/export.test.ts -u` and review
- * the diff), plus the things an export must refuse or survive.
+ * `sessions export` of local bundle files: markdown and json for each harness's recorded fixture, titled as its rig
+ * says captures title it (`fixture.title`), checked against the golden files in each harness's test folder
+ * (test/harnesses/<name>/golden/export.md and .json; regenerate with `npx vitest run test/sessions/export.test.ts -u`
+ * and review the diff), plus the things an export must refuse or survive.
  */
 import { createHash } from 'node:crypto';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
-import type { HarnessName } from '../../src/schema/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { fixtureBundle, GOLDEN, HARNESS_LIST } from '../support/fixture-bundles.js';
+import { fixtureBundle, goldenExport, HARNESS_LIST } from '../support/fixture-bundles.js';
+import { rigFor } from '../support/rigs.js';
 
 let t: TestHome;
 
@@ -28,29 +29,21 @@ async function run(...argv: string[]): Promise<{ code: number; stdout: string; s
   return { code, stdout: t.stdout.text().slice(before.out), stderr: t.stderr.text().slice(before.err) };
 }
 
-/** Titles as captures make them; Codex's is left out so its heading falls back to the session id. */
-const TITLES: Record<HarnessName, string | undefined> = {
-  claude: 'Explain the build steps of this project',
-  codex: undefined,
-  kimi: 'Refactor the config loader so it reads TOML only',
-  opencode: 'Add a README for the CLI',
-};
-
 describe('sessions export of a bundle file: golden output per harness', () => {
   for (const harness of HARNESS_LIST) {
     it(`${harness}: markdown`, async () => {
       const file = path.join(t.root, `${harness}.bundle`);
-      const title = TITLES[harness];
+      const title = rigFor(harness).fixture.title;
       await fixtureBundle(harness, file, title === undefined ? {} : { title });
       const { code, stdout, stderr } = await run('sessions', 'export', file, '--format', 'markdown');
       expect(stderr).toBe('');
       expect(code).toBe(0);
-      await expect(stdout).toMatchFileSnapshot(path.join(GOLDEN, `${harness}.md`));
+      await expect(stdout).toMatchFileSnapshot(goldenExport(harness, 'md'));
     });
 
     it(`${harness}: json`, async () => {
       const file = path.join(t.root, `${harness}.bundle`);
-      const title = TITLES[harness];
+      const title = rigFor(harness).fixture.title;
       await fixtureBundle(harness, file, title === undefined ? {} : { title });
       const { code, stdout } = await run('sessions', 'export', file, '--format', 'json');
       expect(code).toBe(0);
@@ -63,7 +56,7 @@ describe('sessions export of a bundle file: golden output per harness', () => {
       const bytes = await readFile(file);
       expect(doc.bundle).toEqual({ size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') });
       doc.bundle = { size: '<bundle size>', sha256: '<bundle sha256>' };
-      await expect(`${JSON.stringify(doc, null, 2)}\n`).toMatchFileSnapshot(path.join(GOLDEN, `${harness}.json`));
+      await expect(`${JSON.stringify(doc, null, 2)}\n`).toMatchFileSnapshot(goldenExport(harness, 'json'));
     });
   }
 });
@@ -106,7 +99,7 @@ describe('sessions export: what it checks', () => {
     const { code, stdout } = await run('sessions', 'export', file, '--format', 'markdown', '--out', out);
     expect(code).toBe(0);
     expect(stdout).toContain(`to ${out}`);
-    expect(await readFile(out, 'utf8')).toBe(await readFile(path.join(GOLDEN, 'opencode.md'), 'utf8'));
+    expect(await readFile(out, 'utf8')).toBe(await readFile(goldenExport('opencode', 'md'), 'utf8'));
     expect((await stat(out)).mode & 0o777).toBe(0o600);
   });
 

@@ -15,9 +15,6 @@ import {
 
 export type { InstalledHarness } from '../../scripts/install-harnesses.mjs';
 
-/** Harnesses whose CLI the lock file pins (Kimi is not installable from npm and is absent). */
-export type LockedHarness = 'claude' | 'codex' | 'opencode';
-
 export function harnessCacheDir(): string {
   return defaultCacheDir(process.env);
 }

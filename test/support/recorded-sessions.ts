@@ -6,7 +6,7 @@ import { chmod, mkdir, readdir, readFile, realpath, writeFile } from 'node:fs/pr
 import path from 'node:path';
 import { expect } from 'vitest';
 import { BlueError } from '../../src/errors.js';
-import { findInterval, loadProfiles } from '../../src/profiles/index.js';
+import { findInterval, loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
 import type { Interval } from '../../src/schema/index.js';
 import { repoRoot } from './context.js';
 
@@ -51,12 +51,33 @@ export async function installTree(from: string, to: string, vars: Readonly<Recor
   }
 }
 
-let profiles: ReturnType<typeof loadProfiles> | undefined;
+/** Every file below `dir`, as `/`-separated paths relative to it, sorted. */
+export async function filesBelow(dir: string, prefix = ''): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const rel = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
+    if (entry.isDirectory()) out.push(...(await filesBelow(path.join(dir, entry.name), rel)));
+    else out.push(rel);
+  }
+  return out.sort();
+}
 
-/** The interval of a shipped profile (`claude-v2_0_12`, `codex-v0_145_0`, ...). */
-export async function intervalOf(profile: string): Promise<Interval> {
+/** A bundle entry name for a file at `rel` in a session folder. */
+export function entryName(rel: string): string {
+  return rel.replace(/\//g, '-');
+}
+
+let profiles: Promise<ProfileSet> | undefined;
+
+/** The shipped profiles (profiles/), loaded once. */
+export function shippedProfiles(): Promise<ProfileSet> {
   profiles ??= loadProfiles(path.join(repoRoot, 'profiles'));
-  const found = findInterval(await profiles, profile);
+  return profiles;
+}
+
+/** The interval of a shipped profile (`<harness>-v<version>`). */
+export async function intervalOf(profile: string): Promise<Interval> {
+  const found = findInterval(await shippedProfiles(), profile);
   if (found === undefined) throw new Error(`no interval ${profile} in profiles/`);
   return found.interval;
 }

@@ -8,30 +8,22 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { afterEach, beforeEach } from 'vitest';
-import { writeBundle, type BundleResult } from '../../src/bundle/index.js';
+import type { BundleResult } from '../../src/bundle/index.js';
 import { fileEntryName, serializeManifest, type BundleManifest } from '../../src/bundle/manifest.js';
 import { END_OF_ARCHIVE, fileHeader, padding } from '../../src/bundle/tar.js';
 import { assembleBundle } from '../../src/drain/assemble.js';
-import { kimiWorkDirHash } from '../../src/harnesses/kimi/session.js';
-import { claudeProjectKey } from '../../src/harnesses/claude/session.js';
-import { findInterval, loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
+import { findInterval } from '../../src/profiles/index.js';
 import type { HarnessName } from '../../src/schema/index.js';
 import { makeTestHome, type TestHome } from './context.js';
-import { repoRoot } from './context.js';
-import { fixtureDir, installTree, readRecorded, substitute } from './recorded-sessions.js';
+import { fixtureDir, readRecorded, shippedProfiles, substitute } from './recorded-sessions.js';
+import { rigFor } from './rigs.js';
 
-let profiles: Promise<ProfileSet> | undefined;
-export function shippedProfiles(): Promise<ProfileSet> {
-  profiles ??= loadProfiles(path.join(repoRoot, 'profiles'));
-  return profiles;
+export { shippedProfiles } from './recorded-sessions.js';
+
+/** The shipped profile of a harness's recorded fixture. */
+export function fixtureProfile(harness: HarnessName): string {
+  return rigFor(harness).fixture.profile;
 }
-
-export const PROFILE: Record<'claude' | 'codex' | 'kimi' | 'opencode', string> = {
-  claude: 'claude-v2_0_12',
-  codex: 'codex-v0_145_0',
-  kimi: 'kimi-v1_28_0',
-  opencode: 'opencode-v1_2_0',
-};
 
 /**
  * A test HOME whose agent state directory lies outside it, so that a snapshot of the HOME is exactly the harness
@@ -74,51 +66,29 @@ export interface FixtureSession {
 }
 
 /**
- * Lays a recorded fixture session out in `source` (the machine it was captured on) and bundles it into `out`, exactly
- * as the capture worker does.
+ * Lays a recorded fixture session out in `source` (the machine it was captured on) where the harness keeps its
+ * sessions, and bundles it into `out`, exactly as the capture worker does. Only for harnesses whose sessions are read
+ * from the disk (their rig's `fixture.install`).
  */
-export async function fixtureBundle(harness: 'claude' | 'codex' | 'kimi', source: TestHome, out: string): Promise<FixtureSession> {
+export async function fixtureBundle(harness: HarnessName, source: TestHome, out: string): Promise<FixtureSession> {
+  const install = rigFor(harness).fixture.install;
+  if (install === undefined) throw new Error(`the ${harness} fixture is not laid out on a disk (its rig has no fixture.install)`);
   const fixture = await fixtureDir(harness);
   const recorded = await readRecorded(fixture);
   const cwd = path.join(source.root, 'work', 'proj');
   await mkdir(cwd, { recursive: true });
   const realCwd = await realpath(cwd);
-  if (harness === 'claude') {
-    await installTree(path.join(fixture, 'projects'), path.join(source.home, '.claude', 'projects'), { ROOT: source.root, PROJECT: claudeProjectKey(realCwd) });
-  } else if (harness === 'codex') {
-    await installTree(path.join(fixture, 'sessions'), path.join(source.home, '.codex', 'sessions'), { ROOT: source.root });
-  } else {
-    await installTree(path.join(fixture, 'share'), path.join(source.home, '.kimi'), { ROOT: source.root, WORKDIR_MD5: kimiWorkDirHash(realCwd) });
-  }
+  const vars = await install(fixture, { root: source.root, home: source.home, cwd: realCwd });
   const set = await shippedProfiles();
-  const interval = findInterval(set, PROFILE[harness])!.interval;
+  const interval = findInterval(set, fixtureProfile(harness))!.interval;
   const payload = {
     session_id: recorded.session_id,
     cwd: realCwd,
     hook_event_name: 'SessionEnd',
-    ...(typeof recorded.transcript_path === 'string' ? { transcript_path: substitute(recorded.transcript_path, { ROOT: source.root, PROJECT: claudeProjectKey(realCwd) }) } : {}),
+    ...(typeof recorded.transcript_path === 'string' ? { transcript_path: substitute(recorded.transcript_path, vars) } : {}),
   };
   const result = await assembleBundle(source.ctx, { harness, interval, payload, capturedAtUnixMs: 1_700_000_000_000 }, out, set);
   return { bundle: out, result, sessionId: recorded.session_id, cwd: realCwd };
-}
-
-/** The OpenCode fixture export as a bundle (no harness run needed to make one). */
-export async function opencodeFixtureBundle(root: string, out: string): Promise<{ bundle: string; sessionId: string }> {
-  const fixture = await fixtureDir('opencode');
-  const recorded = await readRecorded(fixture);
-  const text = substitute(await readFile(path.join(fixture, 'export.json'), 'utf8'), { ROOT: root, ROOT_REL: root.replace(/^\//, '') });
-  await writeBundle(
-    {
-      harness: 'opencode',
-      profile: PROFILE.opencode,
-      sessionId: recorded.session_id,
-      capturedAtUnixMs: 1_700_000_000_000,
-      files: [{ role: 'portable_export', name: 'export.json', content: Buffer.from(text) }],
-    },
-    out,
-    { profiles: await shippedProfiles() },
-  );
-  return { bundle: out, sessionId: recorded.session_id };
 }
 
 export interface RawFile {

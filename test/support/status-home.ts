@@ -8,9 +8,11 @@ import { bufferOutput, stateLayout, type Context } from '../../src/context.js';
 import { main } from '../../src/cli/main.js';
 import { Spool } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from './context.js';
+import type { HarnessName } from '../../src/schema/index.js';
+import { versionLines } from './rigs.js';
 
 export const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
-export const VERSIONS = { claude: '2.1.332 (Claude Code)', codex: 'codex-cli 0.171.0', kimi: 'kimi, version 1.49.0', opencode: '1.18.33' };
+export const VERSIONS: Record<HarnessName, string> = versionLines();
 
 export interface Setup {
   t: TestHome;
@@ -18,7 +20,7 @@ export interface Setup {
   stateDir: string;
   ctx: Context;
   /** Fake harness binaries: name → `--version` output. */
-  harnesses(versions: Partial<Record<keyof typeof VERSIONS, string>>): Promise<void>;
+  harnesses(versions: Partial<Record<HarnessName, string>>): Promise<void>;
   config(text: string): Promise<void>;
   token(value: string, mode?: number): Promise<void>;
   /** A new context (same HOME and PATH) with overrides, e.g. a clock. */

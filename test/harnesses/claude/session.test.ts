@@ -10,7 +10,8 @@ import type { Interval } from '../../../src/schema/index.js';
 import { makeTestHome, type TestHome } from '../../support/context.js';
 import { harnessBin } from '../../support/harness-bins.js';
 import { startModelStub } from '../../support/model-stub.js';
-import { addClaudeUserHook, appendStdinCommand, describeRun, readJsonLines, runClaude, waitFor } from '../../support/run-harness.js';
+import { appendStdinCommand, describeRun, readJsonLines, waitFor } from '../../support/run-harness.js';
+import { addClaudeUserHook, runClaude } from './rig.js';
 import { expectArtifactInvalid, fixtureDir, installTree, intervalOf, readRecorded, substitute, workDir, type RecordedSession } from '../../support/recorded-sessions.js';
 
 let interval: Interval;
@@ -327,5 +328,14 @@ describe('Claude Code fixture', () => {
       expect(text, rel).not.toMatch(/blue-agent-test-[A-Za-z0-9]{6}/);
       expect(substitute(text, { ROOT: '/r' })).not.toContain('{{ROOT}}');
     }
+  });
+});
+
+describe('Claude project key of the destination', () => {
+  it('is the path with every character outside [A-Za-z0-9] as -, hashed past 200 characters', () => {
+    expect(claudeProjectKey('/home/me/my_proj')).toBe('-home-me-my-proj');
+    const long = `/${'a'.repeat(250)}`;
+    expect(claudeProjectKey(long).length).toBeGreaterThan(200);
+    expect(claudeProjectKey(long).startsWith(`-${'a'.repeat(199)}-`)).toBe(true);
   });
 });

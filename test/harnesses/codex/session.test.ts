@@ -9,7 +9,8 @@ import type { Interval } from '../../../src/schema/index.js';
 import { makeTestHome, type TestHome } from '../../support/context.js';
 import { harnessBin } from '../../support/harness-bins.js';
 import { startModelStub } from '../../support/model-stub.js';
-import { appendCodexHook, appendStdinCommand, describeRun, readJsonLines, runCodex, waitFor, writeCodexProviderConfig } from '../../support/run-harness.js';
+import { appendStdinCommand, describeRun, readJsonLines, waitFor } from '../../support/run-harness.js';
+import { appendCodexHook, runCodex, writeCodexProviderConfig } from './rig.js';
 import { expectArtifactInvalid, fixtureDir, installTree, intervalOf, readRecorded, workDir, type RecordedSession } from '../../support/recorded-sessions.js';
 
 let interval: Interval;

@@ -9,7 +9,8 @@ import type { Interval } from '../../../src/schema/index.js';
 import { makeTestHome, type TestHome } from '../../support/context.js';
 import { harnessInstall } from '../../support/harness-bins.js';
 import { startModelStub } from '../../support/model-stub.js';
-import { describeRun, harnessEnv, readJsonLines, runOpencode, waitFor, writeOpencodeUserPlugin } from '../../support/run-harness.js';
+import { describeRun, harnessEnv, readJsonLines, waitFor } from '../../support/run-harness.js';
+import { runOpencode, writeOpencodeUserPlugin } from './rig.js';
 import { expectArtifactInvalid, fixtureDir, intervalOf, readRecorded, substitute, workDir, writeExecutable, type RecordedSession } from '../../support/recorded-sessions.js';
 
 let interval: Interval;
