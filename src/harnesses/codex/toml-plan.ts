@@ -132,7 +132,8 @@ function locate(sections: TomlSection[], doc: Record<string, unknown>): LocatedH
       if (entry === undefined) continue;
       entry.all.push(section);
       if (section.array && samePath(section.path, ['hooks', event, 'hooks'])) entry.handlers.push([section]);
-      else if (pathStartsWith(section.path, ['hooks', event, 'hooks']) && entry.handlers.length > 0) entry.handlers.at(-1)!.push(section);
+      // A table under `hooks.<event>.hooks` follows the handler it belongs to.
+      else if (pathStartsWith(section.path, ['hooks', event, 'hooks'])) entry.handlers.at(-1)?.push(section);
     }
     for (const p of parsed.filter((x) => x.event === event)) {
       const entry = byGroup.get(p.group);
@@ -151,16 +152,12 @@ function locate(sections: TomlSection[], doc: Record<string, unknown>): LocatedH
 }
 
 /**
- * Where `hooks` or `hooks.<event>` is defined other than as `[[hooks.<event>]]` tables, if anywhere. Only asked
- * when the event is not written as those tables; the tables under them are reported too, and callers ignore that.
+ * Where `hooks` or `hooks.<event>` is defined, if anywhere. Asked only when the event is not written as
+ * `[[hooks.<event>]]` tables (then there are none of them): for an event written so, this is its first table.
  */
 function definitionOffset(sections: TomlSection[], event: string): number | undefined {
   for (const section of sections) {
-    if (section.array && samePath(section.path, ['hooks'])) return section.start;
-    if (pathStartsWith(section.path, ['hooks', event])) {
-      if (!(section.array && samePath(section.path, ['hooks', event]))) return section.start;
-      continue;
-    }
+    if ((section.array && samePath(section.path, ['hooks'])) || pathStartsWith(section.path, ['hooks', event])) return section.start;
     for (const entry of section.entries) {
       const full = [...(section.path ?? []), ...entry.key];
       if (samePath(full, ['hooks']) || pathStartsWith(full, ['hooks', event])) return entry.start;

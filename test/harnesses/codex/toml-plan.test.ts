@@ -307,6 +307,10 @@ describe('planToml: cutting the separator around a removed group', () => {
     // At the start of the file, the blank line after it goes instead.
     expect(plan(`${BLOCK}\n${other}`, null).text).toBe(other);
     expect(plan(`${BLOCK}${other}`, null).text).toBe(other);
+    // Not the blank line after a group further down.
+    expect(plan(`a = 1\n${BLOCK}\n${other}`, null).text).toBe(`a = 1\n\n${other}`);
+    // Two groups that share the blank line between them: one cut takes it forward, the other back.
+    expect(plan(`${group(OLD)}\n${group(OLD)}\n${other}`, null).text).toBe(`\n${other}`);
   });
 
   it('cuts a recorded separator only before the last group, and only as recorded', () => {
@@ -320,6 +324,9 @@ describe('planToml: cutting the separator around a removed group', () => {
     const crlf = `a = 1\r\n\r\n${BLOCK.replace(/\n/g, '\r\n')}`;
     expect(plan(crlf, null, { format: 'toml', lead: '', gap: '\n' }).text).toBe('a = 1\r\n\r\n');
     expect(plan(crlf, null, { format: 'toml', lead: '\n', gap: '\n' }).text).toBe('a = 1\r\n\r\n');
+    // Nor before a removed group further up.
+    const two = `a = 1\n\n${group(OLD, 'timeout = 3')}${other}\n${BLOCK}`;
+    expect(plan(two, null, { format: 'toml', lead: '', gap: '\n' }).text).toBe(`a = 1\n\n${other}`);
     // Duplicates cut while the block is kept are not the recorded separator either.
     const dup = `${group(COMMAND, 'timeout = 3')}\n\n${group(OLD, 'timeout = 3')}`;
     expect(plan(dup, desired, record).text).toBe(`${group(COMMAND, 'timeout = 3')}\n`);
@@ -340,15 +347,15 @@ describe('planToml: which managed handler is kept', () => {
   });
 
   it('prefers a single-handler group over an earlier group with two managed handlers', () => {
-    const two = `[[hooks.SessionEnd]]\n${handler(OLD, 'SessionEnd', 'timeout = 3')}${handler(OLD, 'SessionEnd', 'timeout = 3')}`;
+    const two = `[[hooks.SessionEnd]]\nmatcher = "x"\n${handler(OLD, 'SessionEnd', 'timeout = 3')}${handler(OLD, 'SessionEnd', 'timeout = 3')}`;
     expect(plan(`${two}${group(OLD, 'timeout = 3')}`).text).toBe(group(COMMAND, 'timeout = 3'));
     // With no other group, the first handler of that group stays and the second goes.
-    expect(plan(two).text).toBe(`[[hooks.SessionEnd]]\n${handler(COMMAND, 'SessionEnd', 'timeout = 3')}`);
+    expect(plan(two).text).toBe(`[[hooks.SessionEnd]]\nmatcher = "x"\n${handler(COMMAND, 'SessionEnd', 'timeout = 3')}`);
   });
 
   it('counts the handlers of a group within its own event', () => {
     const stop = ['[[hooks.Stop]]', handler(OLD, 'Stop')].join('\n');
-    const text = `${group(OLD, 'timeout = 3')}${stop}${group(OLD, 'timeout = 9')}`;
+    const text = `${group(OLD, 'timeout = 3')}${stop}${group(OLD, 'timeout = 9', 'note = 2')}`;
     expect(plan(text).text).toBe(group(COMMAND, 'timeout = 3'));
   });
 
