@@ -261,6 +261,9 @@ describe('planToml: tables around a managed handler', () => {
     expect(plan(`${user}${handler(OLD)}${env}`, null).text).toBe(user);
     expect(plan(`${user}${handler(OLD)}${extra}${env}`, null).text).toBe(`${user}${extra}`);
     expect(plan(`${user}${handler(OLD)}# note\n${env}`, null).text).toBe(`${user}# note\n`);
+    // A sub-table after a later user handler is that handler's.
+    const after = `${user}${handler(OLD)}${handler('say')}${env}`;
+    expect(plan(`${after}${group(OLD, 'timeout = 3')}`).text).toBe(`${user}${handler('say')}${env}${group(COMMAND, 'timeout = 3')}`);
   });
 
   it('refuses to cut a managed handler written inside a group table, pointing at that group', () => {
