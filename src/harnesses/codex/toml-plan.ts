@@ -132,7 +132,7 @@ function locate(sections: TomlSection[], doc: Record<string, unknown>): LocatedH
       if (entry === undefined) continue;
       entry.all.push(section);
       if (section.array && samePath(section.path, ['hooks', event, 'hooks'])) entry.handlers.push([section]);
-      // A table under `hooks.<event>.hooks` follows the handler it belongs to.
+      // A table under `hooks.<event>.hooks` belongs to the handler before it (none when the group's `hooks` is a table).
       else if (pathStartsWith(section.path, ['hooks', event, 'hooks'])) entry.handlers.at(-1)?.push(section);
     }
     for (const p of parsed.filter((x) => x.event === event)) {

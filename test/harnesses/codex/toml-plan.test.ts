@@ -249,6 +249,11 @@ describe('planToml: tables around a managed handler', () => {
     expect(plan(text, null).text).toBe(`${user}${extra}${list}`);
   });
 
+  it('passes over a group whose hooks are a table, not handlers', () => {
+    const tableHooks = ['[[hooks.SessionEnd]]', '[hooks.SessionEnd.hooks.x]', 'y = 1', ''].join('\n');
+    expect(plan(`${tableHooks}${group(OLD, 'timeout = 3')}`).text).toBe(`${tableHooks}${group(COMMAND, 'timeout = 3')}`);
+  });
+
   it('edits a kept handler whose group has tables of its own', () => {
     const text = ['[[hooks.SessionEnd]]', '[hooks.SessionEnd.extra]', 'k = 1', '[[hooks.SessionEnd.list]]', 'k = 2', handler(OLD, 'SessionEnd', 'timeout = 3')].join('\n');
     expect(plan(text).text).toBe(text.replace(OLD, COMMAND));
