@@ -11,6 +11,18 @@ function callsInternal(statement) {
   );
 }
 
+/** `throw new BlueError('INTERNAL', ...)` as a statement: the same call spelled out, as in the Codex planner's edit check. */
+function throwsInternal(statement) {
+  const thrown = statement?.type === 'ThrowStatement' ? statement.argument : undefined;
+  return (
+    thrown?.type === 'NewExpression' &&
+    thrown.callee.type === 'Identifier' &&
+    thrown.callee.name === 'BlueError' &&
+    thrown.arguments[0]?.type === 'StringLiteral' &&
+    thrown.arguments[0].value === 'INTERNAL'
+  );
+}
+
 const SELF_CHECK_FUNCTIONS = new Set(['internal', 'verifyInstalled']);
 
 /**
@@ -22,7 +34,7 @@ const selfChecks = {
   shouldIgnore(path) {
     const inside = path.find(
       (p) =>
-        (p.isIfStatement() && callsInternal(p.node.consequent)) ||
+        (p.isIfStatement() && (callsInternal(p.node.consequent) || throwsInternal(p.node.consequent))) ||
         (p.isFunctionDeclaration() && SELF_CHECK_FUNCTIONS.has(p.node.id?.name)) ||
         (p.isExpressionStatement() && p.node.expression.type === 'CallExpression' && p.node.expression.callee.name === 'verifyInstalled') ||
         (p.isCatchClause() && p.node.body.body.length === 1 && p.node.body.body[0].type === 'ReturnStatement' && p.node.body.body[0].argument?.callee?.name === 'internal'),

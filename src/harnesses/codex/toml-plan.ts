@@ -109,62 +109,55 @@ export function renderTomlBlock(desired: ManagedHook, eol: string): string {
 
 /** Pairs every parsed handler with the tables that hold it, when it is written as tables. */
 function locate(sections: TomlSection[], doc: Record<string, unknown>): LocatedHandler[] {
-  const parsed = listHandlers(own(doc, 'hooks'));
   const hooks = own(doc, 'hooks');
+  const parsed = listHandlers(hooks);
   const located: LocatedHandler[] = [];
   const events = new Set(parsed.map((p) => p.event));
   for (const event of events) {
-    const groups = isRecord(hooks) ? (own(hooks, event) as unknown[]) : [];
-    const groupHeaders = sections.filter((s) => s.array && samePath(s.path, ['hooks', event]));
-    const tableForm = groupHeaders.length === groups.length;
+    // A parsed handler means `hooks` is a table and the event an array of groups, each with a `hooks` array.
+    const groups = own(hooks as Record<string, unknown>, event) as Array<Record<string, unknown>>;
     const fallback = definitionOffset(sections, event) ?? 0;
-    // Tables under the event, each attached to the group (and handler) last opened before it.
+    // Tables under the event, each attached to the group (and handler) last opened before it. An event written
+    // inline has none: TOML cannot add `[[hooks.<Event>]]` tables to an inline array or tables inside its groups.
     const byGroup = new Map<number, { all: TomlSection[]; handlers: TomlSection[][] }>();
-    if (tableForm) {
-      let g = -1;
-      for (const section of sections) {
-        if (!pathStartsWith(section.path, ['hooks', event])) continue;
-        if (section.array && samePath(section.path, ['hooks', event])) {
-          g++;
-          byGroup.set(g, { all: [section], handlers: [] });
-          continue;
-        }
-        const entry = byGroup.get(g);
-        if (entry === undefined) continue;
-        entry.all.push(section);
-        if (section.array && samePath(section.path, ['hooks', event, 'hooks'])) entry.handlers.push([section]);
-        else if (pathStartsWith(section.path, ['hooks', event, 'hooks']) && entry.handlers.length > 0) entry.handlers.at(-1)!.push(section);
+    let g = -1;
+    for (const section of sections) {
+      if (!pathStartsWith(section.path, ['hooks', event])) continue;
+      if (section.array && samePath(section.path, ['hooks', event])) {
+        g++;
+        byGroup.set(g, { all: [section], handlers: [] });
+        continue;
       }
+      const entry = byGroup.get(g);
+      if (entry === undefined) continue;
+      entry.all.push(section);
+      if (section.array && samePath(section.path, ['hooks', event, 'hooks'])) entry.handlers.push([section]);
+      // A table under `hooks.<event>.hooks` belongs to the handler before it (none when the group's `hooks` is a table).
+      else if (pathStartsWith(section.path, ['hooks', event, 'hooks'])) entry.handlers.at(-1)?.push(section);
     }
     for (const p of parsed.filter((x) => x.event === event)) {
       const entry = byGroup.get(p.group);
-      const group = groups[p.group];
-      const count = isRecord(group) && Array.isArray(own(group, 'hooks')) ? (own(group, 'hooks') as unknown[]).length : -1;
-      const handlerTables = entry !== undefined && entry.handlers.length === count ? entry.handlers[p.handler] ?? [] : [];
-      const groupTables = entry !== undefined && entry.handlers.length === count ? entry.all : [];
+      // Handler tables, or none when the group writes its `hooks` array inline.
+      const handlerTables = entry?.handlers[p.handler] ?? [];
+      const inlineHandlers = entry !== undefined && entry.handlers.length !== (own(groups[p.group]!, 'hooks') as unknown[]).length;
       located.push({
         parsed: p,
         sections: handlerTables,
-        groupSections: groupTables,
-        anchor: entry?.all[0]?.start ?? fallback,
+        groupSections: entry === undefined || inlineHandlers ? [] : entry.all,
+        anchor: entry === undefined ? fallback : entry.all[0]!.start,
       });
     }
   }
   return located;
 }
 
-/** Where `hooks` or `hooks.<event>` is defined other than as `[[hooks.<event>]]` tables, if anywhere. */
+/**
+ * Where `hooks` or `hooks.<event>` is defined, if anywhere. Asked only when the event is not written as
+ * `[[hooks.<event>]]` tables (then there are none of them): for an event written so, this is its first table.
+ */
 function definitionOffset(sections: TomlSection[], event: string): number | undefined {
   for (const section of sections) {
-    if (section.path !== null) {
-      if ((section.array && samePath(section.path, ['hooks'])) || (!section.array && samePath(section.path, ['hooks', event]))) {
-        return section.start;
-      }
-      if (!section.array && pathStartsWith(section.path, ['hooks', event]) && !pathStartsWith(section.path, ['hooks', event, 'hooks'])) {
-        return section.start;
-      }
-    }
-    if (pathStartsWith(section.path, ['hooks', event])) continue;
+    if ((section.array && samePath(section.path, ['hooks'])) || pathStartsWith(section.path, ['hooks', event])) return section.start;
     for (const entry of section.entries) {
       const full = [...(section.path ?? []), ...entry.key];
       if (samePath(full, ['hooks']) || pathStartsWith(full, ['hooks', event])) return entry.start;
@@ -173,11 +166,10 @@ function definitionOffset(sections: TomlSection[], event: string): number | unde
   return undefined;
 }
 
-/** Ranges covering the given tables, adjacent ones merged. */
+/** Ranges covering the given tables (in document order), adjacent ones merged. */
 function rangesOf(sections: TomlSection[]): Array<[number, number]> {
-  const sorted = [...sections].sort((a, b) => a.start - b.start);
   const out: Array<[number, number]> = [];
-  for (const s of sorted) {
+  for (const s of sections) {
     const last = out.at(-1);
     if (last !== undefined && last[1] === s.start) last[1] = s.contentEnd;
     else out.push([s.start, s.contentEnd]);
@@ -196,10 +188,12 @@ function widenCut(text: string, start: number, end: number, record: TomlRecord |
   if (recorded && record?.gap !== undefined) {
     const lead = record.lead ?? '';
     const gap = record.gap;
-    if (atEnd && before.endsWith(lead + gap) && (gap === '' || lead !== '' || BLANK_LINE_BEFORE.test(before))) {
+    // A recorded `\n` is not there when the text ends in `\r\n`: cutting it would leave a bare `\r`.
+    const endsWith = (separator: string) => before.endsWith(separator) && !before.endsWith(`\r${separator}`);
+    if (atEnd && endsWith(lead + gap) && (lead !== '' || BLANK_LINE_BEFORE.test(before))) {
       return [start - lead.length - gap.length, end];
     }
-    if (gap !== '' && before.endsWith(gap) && BLANK_LINE_BEFORE.test(before)) return [start - gap.length, end];
+    if (endsWith(gap) && BLANK_LINE_BEFORE.test(before)) return [start - gap.length, end];
     return [start, end];
   }
   const blankBefore = BLANK_LINE_BEFORE.exec(before);
@@ -223,10 +217,10 @@ function applyEdits(text: string, edits: Edit[]): string {
   return out;
 }
 
+/** Merges overlapping or touching cuts, given in order of their start. */
 function mergeCuts(cuts: Array<[number, number]>): Array<[number, number]> {
-  const sorted = [...cuts].sort((a, b) => a[0] - b[0]);
   const out: Array<[number, number]> = [];
-  for (const c of sorted) {
+  for (const c of cuts) {
     const last = out.at(-1);
     if (last !== undefined && c[0] <= last[1]) last[1] = Math.max(last[1], c[1]);
     else out.push([c[0], c[1]]);
@@ -252,17 +246,23 @@ function keeperEdits(text: string, file: string, keeper: LocatedHandler, desired
   if (table === undefined) throw inlineConflict(file, text, keeper, desired.event);
   const find = (key: string) => table.entries.find((e) => e.key.length === 1 && e.key[0] === key);
   const edits: Edit[] = [];
-  const type = find('type');
+  // A key set by a dotted key or a sub-table has no value of its own to replace, and cannot be added again.
+  const settable = (key: string) => {
+    const entry = find(key);
+    if (entry === undefined && own(value, key) !== undefined) throw inlineConflict(file, text, keeper, desired.event);
+    return entry;
+  };
+  const type = settable('type');
   if (own(value, 'type') !== 'command') {
     if (type !== undefined) edits.push({ start: type.valueStart, end: type.valueEnd, text: '"command"' });
     else edits.push({ start: table.headerEnd, end: table.headerEnd, text: `type = "command"${eol}` });
   }
-  const command = find('command');
-  if (command === undefined) throw inlineConflict(file, text, keeper, desired.event);
+  // A managed handler has a command string, and in a handler table that is a key of its own.
+  const command = find('command')!;
   if (own(value, 'command') !== desired.command) {
     edits.push({ start: command.valueStart, end: command.valueEnd, text: tomlString(desired.command) });
   }
-  const timeout = find('timeout');
+  const timeout = settable('timeout');
   const seconds = String(desiredTimeout(desired));
   if (own(value, 'timeout') !== desiredTimeout(desired)) {
     if (timeout !== undefined) edits.push({ start: timeout.valueStart, end: timeout.valueEnd, text: seconds });
@@ -327,7 +327,7 @@ export function planToml(input: HookPlanInput): HookPlan {
   const edits: Edit[] = cuts.map(([start, end]) => ({ start, end, text: '' }));
   if (keeper !== undefined && desired !== null) edits.push(...keeperEdits(text, file, keeper, desired, eol));
 
-  let out = edits.length === 0 ? text : applyEdits(text, edits);
+  let out = applyEdits(text, edits);
   let owned: OwnershipRecord | undefined;
   if (desired === null) {
     owned = undefined;
@@ -342,8 +342,8 @@ export function planToml(input: HookPlanInput): HookPlan {
     const hooks = own(doc, 'hooks');
     const groups = isRecord(hooks) ? own(hooks, desired.event) : undefined;
     const conflictAt = definitionOffset(sections, desired.event);
-    const tables = sections.filter((s) => s.array && samePath(s.path, ['hooks', desired.event])).length;
-    if (conflictAt !== undefined && !(Array.isArray(groups) && tables === groups.length)) {
+    // An inline array under the event fails the parse below, with the same error.
+    if (conflictAt !== undefined && !Array.isArray(groups)) {
       throw appendConflict(file, text, statementAt(text, conflictAt), desired.event);
     }
     const lead = out.length > 0 && !out.endsWith('\n') ? eol : '';
@@ -353,7 +353,6 @@ export function planToml(input: HookPlanInput): HookPlan {
     owned = { format: 'toml', created: false, lead, gap };
   }
 
-  if (out === text) return { text, owned, managedFound: managed.length };
   let after: Record<string, unknown>;
   try {
     after = parse(out) as Record<string, unknown>;
