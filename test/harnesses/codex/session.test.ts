@@ -7,7 +7,7 @@ import { MAX_FILE_BYTES } from '../../../src/harnesses/session-files.js';
 import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
 import type { Interval } from '../../../src/schema/index.js';
 import { makeTestHome, type TestHome } from '../../support/context.js';
-import { harnessBin, hasHarness } from '../../support/harness-bins.js';
+import { harnessBin } from '../../support/harness-bins.js';
 import { startModelStub } from '../../support/model-stub.js';
 import { appendStdinCommand, describeRun, readJsonLines, waitFor } from '../../support/run-harness.js';
 import { appendCodexHook, runCodex, writeCodexProviderConfig } from './rig.js';
@@ -187,8 +187,7 @@ describe('Codex: what is refused', () => {
   });
 });
 
-// Needs the real CLI; the mutation runs point the harness cache at an empty folder, where this block skips.
-describe.runIf(hasHarness('codex'))('Codex: a real offline session', () => {
+describe('Codex: a real offline session', () => {
   it(
     'collects the rollout `codex exec` wrote, from the SessionEnd payload, titled with the prompt',
     async () => {
