@@ -4,71 +4,27 @@
 // beside the managed one, a real offline session, capture, drain, resume on a second HOME, native resume with the
 // earlier turns), prints a table and exits 1 when any step failed. Harnesses without a CLI here are certified on their fixtures.
 //
-//   npm run certify [-- --harness NAME] [--version X] [--update-profiles] [--results FILE]
+//   npm run certify [-- --harness NAME] [--version X | --latest] [--update-profiles] [--results FILE]
 //
 // --version X of a version not in the lock file installs and certifies it, and adds it to the lock file when it
-// passes. --update-profiles raises each interval's verified_before to just past the highest version that passed
-// (never lowering it, never past a version that failed), sets verified_by, checks the profiles with
+// passes. --latest asks the npm registry npm is configured with for each locked harness's newest version and
+// certifies that one (added to the lock file when it passes). --update-profiles raises each interval's
+// verified_before to just past the highest version that passed (never lowering it, never past a version that
+// failed; with --latest, only when every version asked for passed), sets verified_by, checks the profiles with
 // `blue-agent profiles check` and regenerates README.md's compatibility table.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs as parseFlags } from 'node:util';
 import semver from 'semver';
 import YAML from 'yaml';
-import { FIXTURE_HARNESSES, fixtureVersions, inInterval, raiseCeiling, readProfiles, repoRoot, spliceCeiling, updateReadme } from './compat.mjs';
+import { latestQueries, parseArgs, plan, USAGE } from './certify-plan.mjs';
+import { inInterval, raiseCeiling, readProfiles, repoRoot, spliceCeiling, updateReadme } from './compat.mjs';
 import { DEFAULT_LOCK_FILE, defaultCacheDir, installHarness, readLock } from './install-harnesses.mjs';
+import { latestVersion } from './registry.mjs';
 
 const STEPS = ['install', 'reconcile', 'session', 'capture', 'drain', 'restore', 'resume'];
 const MARK = { passed: 'passed', failed: 'FAILED', 'n/a': 'n/a', skipped: 'skipped' };
-
-function parseArgs(argv) {
-  // node:util's parser: --flag value and --flag=value, unknown flags refused.
-  const { values } = parseFlags({
-    args: argv,
-    options: {
-      harness: { type: 'string' },
-      version: { type: 'string' },
-      'update-profiles': { type: 'boolean' },
-      results: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  const opts = {
-    updateProfiles: values['update-profiles'] === true,
-    harness: values.harness,
-    version: values.version,
-    results: values.results === undefined ? undefined : path.resolve(values.results),
-    help: values.help === true,
-  };
-  if (opts.version !== undefined && opts.harness === undefined) throw new Error('--version needs --harness');
-  if (opts.version !== undefined && semver.valid(opts.version) === null) throw new Error(`--version ${opts.version} is not an exact version`);
-  return opts;
-}
-
-/** What will be certified: `[{ harness, version, method, package? }]`. */
-function plan(lock, opts) {
-  const known = [...Object.keys(lock), ...Object.keys(FIXTURE_HARNESSES)];
-  if (opts.harness !== undefined && !known.includes(opts.harness)) {
-    throw new Error(`unknown harness "${opts.harness}" (known: ${known.join(', ')})`);
-  }
-  const targets = [];
-  for (const [harness, entry] of Object.entries(lock)) {
-    if (opts.harness !== undefined && harness !== opts.harness) continue;
-    const versions = opts.version === undefined ? entry.versions : [opts.version];
-    for (const version of versions) targets.push({ harness, version, method: 'cli', package: entry.package, runtime_deps: entry.runtime_deps, locked: entry.versions.includes(version) });
-  }
-  for (const harness of Object.keys(FIXTURE_HARNESSES)) {
-    if (opts.harness !== undefined && harness !== opts.harness) continue;
-    const versions = fixtureVersions(harness);
-    if (opts.version !== undefined && !versions.includes(opts.version)) {
-      throw new Error(`${harness} is certified on fixtures; there are fixtures for ${versions.join(', ')}, not ${opts.version}`);
-    }
-    for (const version of opts.version === undefined ? versions : [opts.version]) targets.push({ harness, version, method: 'fixtures', locked: true });
-  }
-  return targets;
-}
 
 function runVitest(env) {
   return new Promise((resolve, reject) => {
@@ -164,20 +120,28 @@ async function main() {
     return 2;
   }
   if (opts.help) {
-    process.stdout.write('usage: npm run certify [-- --harness NAME] [--version X] [--update-profiles] [--results FILE]\n');
+    process.stdout.write(`${USAGE}\n`);
     return 0;
   }
   const started = Date.now();
   const lock = readLock(DEFAULT_LOCK_FILE);
+  const log = (line) => process.stdout.write(`[certify] ${line}\n`);
+  const latest = new Map();
   let targets;
   try {
-    targets = plan(lock, opts);
+    if (opts.latest) {
+      for (const { harness, package: pkg } of latestQueries(lock, opts)) {
+        const version = await latestVersion(pkg);
+        latest.set(harness, version);
+        log(`${harness}: the newest version of ${pkg} is ${version}${lock[harness].versions.includes(version) ? ' (locked already)' : ''}`);
+      }
+    }
+    targets = plan(lock, opts, latest);
   } catch (error) {
     process.stderr.write(`certify: ${error.message}\n`);
     return 2;
   }
   const cache = defaultCacheDir();
-  const log = (line) => process.stdout.write(`[certify] ${line}\n`);
   const installFailures = new Map();
   for (const t of targets.filter((x) => x.method === 'cli')) {
     try {
@@ -199,8 +163,7 @@ async function main() {
       BLUE_AGENT_SKIP_HARNESS_INSTALL: '1',
       BLUE_AGENT_HARNESS_CACHE: cache,
       BLUE_AGENT_CERTIFY_RESULTS: resultsFile,
-      BLUE_AGENT_CERTIFY_HARNESS: opts.harness ?? '',
-      BLUE_AGENT_CERTIFY_VERSION: opts.version ?? '',
+      BLUE_AGENT_CERTIFY_TARGETS: JSON.stringify(targets.map(({ harness, version, method }) => ({ harness, version, method }))),
     });
     if (existsSync(resultsFile)) results = JSON.parse(readFileSync(resultsFile, 'utf8'));
   } finally {
@@ -219,13 +182,18 @@ async function main() {
     const install = installFailures.get(`${r.harness} ${r.version}`);
     process.stdout.write(`\n${r.harness} ${r.version}: ${step} failed:\n${(install ?? s.detail ?? '').split('\n').map((l) => `  ${l}`).join('\n')}\n`);
   }
-  if (opts.results !== undefined) writeFileSync(opts.results, `${JSON.stringify(rows, null, 2)}\n`);
+  if (opts.results !== undefined) writeFileSync(path.resolve(opts.results), `${JSON.stringify(rows, null, 2)}\n`);
 
   for (const t of targets) {
     if (t.method === 'cli' && !t.locked && passed(rows.find((r) => r.harness === t.harness && r.version === t.version))) {
       lockVersion(t.harness, t.version);
       process.stdout.write(`\n${t.harness} ${t.version} passed: added to harness-versions.lock.json\n`);
     }
+  }
+  if (opts.updateProfiles && opts.latest && failures.length > 0) {
+    // Keeping up with releases: a ceiling moves only when the newest of every harness asked for passed.
+    process.stdout.write(`\nno ceiling raised: ${failures.map((r) => `${r.harness} ${r.version}`).join(', ')} failed\n`);
+    return 1;
   }
   if (opts.updateProfiles) {
     try {

@@ -16,7 +16,8 @@
  * `certifyOnFixtures` (the same steps on a fixture session that follows its source).
  *
  * Run by `npm run certify` (scripts/certify.mjs), never by plain `npm test`. Filters and the result file come from:
- *   BLUE_AGENT_CERTIFY_HARNESS, BLUE_AGENT_CERTIFY_VERSION, BLUE_AGENT_CERTIFY_RESULTS (JSON, one record per target).
+ *   BLUE_AGENT_CERTIFY_TARGETS (JSON `[{harness, version, method}]`, what to certify; all targets when unset) and
+ *   BLUE_AGENT_CERTIFY_RESULTS (JSON, one record per target).
  */
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -52,17 +53,11 @@ const SECOND_PROMPT = 'What was the code word?';
 const RUN_TIMEOUT_MS = 120_000;
 const TARGET_TIMEOUT_MS = 420_000;
 
-const onlyHarness = process.env.BLUE_AGENT_CERTIFY_HARNESS || undefined;
-const onlyVersion = process.env.BLUE_AGENT_CERTIFY_VERSION || undefined;
-
-function targets(): Target[] {
+/** Every locked version of every harness in the lock file, and every fixture version of those certified on fixtures. */
+function allTargets(): Target[] {
   const list: Target[] = [];
   for (const harness of lockedHarnesses()) {
-    const versions = lockedVersions(harness);
-    // `npm run certify -- --harness H --version X` of a version not locked yet: certified too (added to the lock
-    // file by scripts/certify.mjs when it passes).
-    if (onlyHarness === harness && onlyVersion !== undefined && !versions.includes(onlyVersion)) versions.push(onlyVersion);
-    for (const version of versions) list.push({ harness, version, method: 'cli' });
+    for (const version of lockedVersions(harness)) list.push({ harness, version, method: 'cli' });
   }
   // Harnesses certified on fixtures: one target per fixture version (the folder names of fixtures/sessions/<name>/).
   for (const harness of fixtureCertified()) {
@@ -70,7 +65,21 @@ function targets(): Target[] {
       list.push({ harness, version, method: 'fixtures' });
     }
   }
-  return list.filter((t) => (onlyHarness === undefined || t.harness === onlyHarness) && (onlyVersion === undefined || t.version === onlyVersion));
+  return list;
+}
+
+/**
+ * The targets scripts/certify.mjs planned (its flags: one harness, one version, the registry's newest), or all of
+ * them when the suite runs on its own.
+ */
+function targets(): Target[] {
+  const planned = process.env.BLUE_AGENT_CERTIFY_TARGETS;
+  if (planned === undefined || planned === '') return allTargets();
+  const list = JSON.parse(planned) as unknown;
+  const ok = (t: unknown): t is Target =>
+    typeof t === 'object' && t !== null && typeof (t as Target).harness === 'string' && typeof (t as Target).version === 'string' && ['cli', 'fixtures'].includes((t as Target).method);
+  if (!Array.isArray(list) || !list.every(ok)) throw new Error('BLUE_AGENT_CERTIFY_TARGETS is not a list of {harness, version, method}');
+  return list;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -185,7 +194,7 @@ function certifyOnFixtures(target: Target): Promise<TargetResult> {
 const list = targets();
 if (list.length === 0) {
   it('has something to certify', () => {
-    throw new Error(`no locked version matches harness=${onlyHarness ?? '*'} version=${onlyVersion ?? '*'} (see harness-versions.lock.json)`);
+    throw new Error('no target to certify (see harness-versions.lock.json, and BLUE_AGENT_CERTIFY_TARGETS when set)');
   });
 }
 for (const target of list) {

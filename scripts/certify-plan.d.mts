@@ -1,0 +1,23 @@
+// Types for scripts/certify-plan.mjs.
+import type { HarnessLock } from './install-harnesses.mjs';
+
+export interface CertifyOptions {
+  updateProfiles: boolean;
+  harness: string | undefined;
+  version: string | undefined;
+  latest: boolean;
+  results: string | undefined;
+  help: boolean;
+}
+export interface Target {
+  harness: string;
+  version: string;
+  method: 'cli' | 'fixtures';
+  package?: string;
+  runtime_deps?: { folder: string; packages: string[] };
+  locked: boolean;
+}
+export const USAGE: string;
+export function parseArgs(argv: string[]): CertifyOptions;
+export function latestQueries(lock: HarnessLock, opts: Pick<CertifyOptions, 'harness'>): { harness: string; package: string }[];
+export function plan(lock: HarnessLock, opts: CertifyOptions, latest?: Map<string, string>): Target[];

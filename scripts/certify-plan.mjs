@@ -1,0 +1,73 @@
+// What `npm run certify` certifies, from its flags and the lock file: the pure part of scripts/certify.mjs.
+import { parseArgs as parseFlags } from 'node:util';
+import semver from 'semver';
+import { FIXTURE_HARNESSES, fixtureVersions } from './compat.mjs';
+
+export const USAGE = 'usage: npm run certify [-- --harness NAME] [--version X | --latest] [--update-profiles] [--results FILE]';
+
+export function parseArgs(argv) {
+  // node:util's parser: --flag value and --flag=value, unknown flags refused.
+  const { values } = parseFlags({
+    args: argv,
+    options: {
+      harness: { type: 'string' },
+      version: { type: 'string' },
+      latest: { type: 'boolean' },
+      'update-profiles': { type: 'boolean' },
+      results: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const opts = {
+    updateProfiles: values['update-profiles'] === true,
+    harness: values.harness,
+    version: values.version,
+    latest: values.latest === true,
+    results: values.results,
+    help: values.help === true,
+  };
+  if (opts.version !== undefined && opts.latest) throw new Error('--version and --latest name the version two ways: give one');
+  if (opts.version !== undefined && opts.harness === undefined) throw new Error('--version needs --harness');
+  if (opts.version !== undefined && semver.valid(opts.version) === null) throw new Error(`--version ${opts.version} is not an exact version`);
+  return opts;
+}
+
+/** The harnesses whose newest version `--latest` asks the registry for: those in the lock file (or the one named). */
+export function latestQueries(lock, opts) {
+  return Object.entries(lock)
+    .filter(([harness]) => opts.harness === undefined || harness === opts.harness)
+    .map(([harness, entry]) => ({ harness, package: entry.package }));
+}
+
+/**
+ * What will be certified: `[{ harness, version, method, package?, runtime_deps?, locked }]`. With `--latest`,
+ * `latest` maps each harness of the lock file to the version the registry calls newest; harnesses certified on
+ * fixtures have no registry and keep their fixture versions.
+ */
+export function plan(lock, opts, latest = new Map()) {
+  const known = [...Object.keys(lock), ...Object.keys(FIXTURE_HARNESSES)];
+  if (opts.harness !== undefined && !known.includes(opts.harness)) {
+    throw new Error(`unknown harness "${opts.harness}" (known: ${known.join(', ')})`);
+  }
+  const targets = [];
+  for (const [harness, entry] of Object.entries(lock)) {
+    if (opts.harness !== undefined && harness !== opts.harness) continue;
+    let versions = entry.versions;
+    if (opts.version !== undefined) versions = [opts.version];
+    if (opts.latest) {
+      const newest = latest.get(harness);
+      if (newest === undefined) throw new Error(`no newest version of ${harness} was found`);
+      versions = [newest];
+    }
+    for (const version of versions) targets.push({ harness, version, method: 'cli', package: entry.package, runtime_deps: entry.runtime_deps, locked: entry.versions.includes(version) });
+  }
+  for (const harness of Object.keys(FIXTURE_HARNESSES)) {
+    if (opts.harness !== undefined && harness !== opts.harness) continue;
+    const versions = fixtureVersions(harness);
+    if (opts.version !== undefined && !versions.includes(opts.version)) {
+      throw new Error(`${harness} is certified on fixtures; there are fixtures for ${versions.join(', ')}, not ${opts.version}`);
+    }
+    for (const version of opts.version === undefined ? versions : [opts.version]) targets.push({ harness, version, method: 'fixtures', locked: true });
+  }
+  return targets;
+}
