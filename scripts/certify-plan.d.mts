@@ -12,7 +12,9 @@ export interface CertifyOptions {
 export interface Target {
   harness: string;
   version: string;
-  method: 'cli' | 'fixtures';
+  method: 'cli' | 'fixtures' | 'cross';
+  /** A cross-version target's capturing version. */
+  from?: string;
   package?: string;
   runtime_deps?: { folder: string; packages: string[] };
   locked: boolean;
@@ -20,4 +22,8 @@ export interface Target {
 export const USAGE: string;
 export function parseArgs(argv: string[]): CertifyOptions;
 export function latestQueries(lock: HarnessLock, opts: Pick<CertifyOptions, 'harness'>): { harness: string; package: string }[];
-export function plan(lock: HarnessLock, opts: CertifyOptions, latest?: Map<string, string>): Target[];
+export type Resumable = (harness: string, version: string) => boolean;
+export function resumableIn(docs: readonly unknown[]): Resumable;
+export function crossTargets(lock: HarnessLock, resumable: Resumable): { harness: string; from: string; version: string; method: 'cross' }[];
+export function targetLabel(target: { version: string; from?: string }): string;
+export function plan(lock: HarnessLock, opts: CertifyOptions, latest?: Map<string, string>, resumable?: Resumable): Target[];

@@ -1,7 +1,7 @@
 // What `npm run certify` certifies, from its flags and the lock file: the pure part of scripts/certify.mjs.
 import { parseArgs as parseFlags } from 'node:util';
 import semver from 'semver';
-import { FIXTURE_HARNESSES, fixtureVersions } from './compat.mjs';
+import { FIXTURE_HARNESSES, fixtureVersions, inInterval } from './compat.mjs';
 
 export const USAGE = 'usage: npm run certify [-- --harness NAME] [--version X | --latest] [--update-profiles] [--results FILE]';
 
@@ -40,11 +40,41 @@ export function latestQueries(lock, opts) {
 }
 
 /**
- * What will be certified: `[{ harness, version, method, package?, runtime_deps?, locked }]`. With `--latest`,
- * `latest` maps each harness of the lock file to the version the registry calls newest; harnesses certified on
- * fixtures have no registry and keep their fixture versions.
+ * `(harness, version) => boolean`: does the profile interval `version` lies in have `session_resume`? From the profile
+ * documents (`readProfiles()`'s `doc`s).
  */
-export function plan(lock, opts, latest = new Map()) {
+export function resumableIn(docs) {
+  return (harness, version) =>
+    docs.some((doc) => doc?.harness === harness && (doc.intervals ?? []).some((i) => inInterval(version, i) && (i.operations ?? []).includes('session_resume')));
+}
+
+/**
+ * The cross-version targets: for each harness of the lock file with two or more locked versions in intervals with
+ * `session_resume`, a session captured by the oldest of them is restored and resumed by the newest:
+ * `{ harness, from, version, method: 'cross' }`.
+ */
+export function crossTargets(lock, resumable) {
+  const targets = [];
+  for (const [harness, entry] of Object.entries(lock)) {
+    const versions = entry.versions.filter((v) => resumable(harness, v)).sort(semver.compare);
+    if (versions.length < 2) continue;
+    targets.push({ harness, from: versions[0], version: versions.at(-1), method: 'cross' });
+  }
+  return targets;
+}
+
+/** How a target is named in the table and the results: its version, or `OLD→NEW` for a cross-version target. */
+export function targetLabel(target) {
+  return target.from === undefined ? target.version : `${target.from}→${target.version}`;
+}
+
+/**
+ * What will be certified: `[{ harness, version, method, from?, package?, runtime_deps?, locked }]`. With `--latest`,
+ * `latest` maps each harness of the lock file to the version the registry calls newest; harnesses certified on
+ * fixtures have no registry and keep their fixture versions. Without `--version` or `--latest` (the locked versions),
+ * the cross-version targets follow each harness's own targets; `resumable` says which versions can resume a session.
+ */
+export function plan(lock, opts, latest = new Map(), resumable = () => false) {
   const known = [...Object.keys(lock), ...Object.keys(FIXTURE_HARNESSES)];
   if (opts.harness !== undefined && !known.includes(opts.harness)) {
     throw new Error(`unknown harness "${opts.harness}" (known: ${known.join(', ')})`);
@@ -60,6 +90,9 @@ export function plan(lock, opts, latest = new Map()) {
       versions = [newest];
     }
     for (const version of versions) targets.push({ harness, version, method: 'cli', package: entry.package, runtime_deps: entry.runtime_deps, locked: entry.versions.includes(version) });
+    if (opts.version === undefined && !opts.latest) {
+      for (const cross of crossTargets({ [harness]: entry }, resumable)) targets.push({ ...cross, package: entry.package, runtime_deps: entry.runtime_deps, locked: true });
+    }
   }
   for (const harness of Object.keys(FIXTURE_HARNESSES)) {
     if (opts.harness !== undefined && harness !== opts.harness) continue;

@@ -2,7 +2,8 @@
 // Certification: installs every harness CLI version pinned in harness-versions.lock.json (or the one asked for) into
 // the harness cache, runs the whole loop against each (test/certify/certify.test.ts: reconcile with a user hook
 // beside the managed one, a real offline session, capture, drain, resume on a second HOME, native resume with the
-// earlier turns), prints a table and exits 1 when any step failed. Harnesses without a CLI here are certified on their fixtures.
+// earlier turns), and for each harness with two or more resumable locked versions a session captured by the oldest
+// and resumed by the newest; prints a table and exits 1 when any step failed. Harnesses without a CLI here are certified on their fixtures.
 //
 //   npm run certify [-- --harness NAME] [--version X | --latest] [--update-profiles] [--results FILE]
 //
@@ -18,7 +19,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import semver from 'semver';
 import YAML from 'yaml';
-import { latestQueries, parseArgs, plan, USAGE } from './certify-plan.mjs';
+import { latestQueries, parseArgs, plan, resumableIn, targetLabel, USAGE } from './certify-plan.mjs';
 import { inInterval, raiseCeiling, readProfiles, repoRoot, spliceCeiling, updateReadme } from './compat.mjs';
 import { DEFAULT_LOCK_FILE, defaultCacheDir, installHarness, readLock } from './install-harnesses.mjs';
 import { latestVersion } from './registry.mjs';
@@ -136,7 +137,7 @@ async function main() {
         log(`${harness}: the newest version of ${pkg} is ${version}${lock[harness].versions.includes(version) ? ' (locked already)' : ''}`);
       }
     }
-    targets = plan(lock, opts, latest);
+    targets = plan(lock, opts, latest, resumableIn(readProfiles().map(({ doc }) => doc)));
   } catch (error) {
     process.stderr.write(`certify: ${error.message}\n`);
     return 2;
@@ -163,7 +164,7 @@ async function main() {
       BLUE_AGENT_SKIP_HARNESS_INSTALL: '1',
       BLUE_AGENT_HARNESS_CACHE: cache,
       BLUE_AGENT_CERTIFY_RESULTS: resultsFile,
-      BLUE_AGENT_CERTIFY_TARGETS: JSON.stringify(targets.map(({ harness, version, method }) => ({ harness, version, method }))),
+      BLUE_AGENT_CERTIFY_TARGETS: JSON.stringify(targets.map(({ harness, version, method, from }) => ({ harness, version, method, ...(from === undefined ? {} : { from }) }))),
     });
     if (existsSync(resultsFile)) results = JSON.parse(readFileSync(resultsFile, 'utf8'));
   } finally {
@@ -171,9 +172,9 @@ async function main() {
   }
 
   const rows = targets.map((t) => {
-    const r = results.find((x) => x.harness === t.harness && x.version === t.version);
+    const r = results.find((x) => x.harness === t.harness && x.version === targetLabel(t));
     if (r !== undefined) return r;
-    return { harness: t.harness, version: t.version, method: t.method, profile: null, steps: { install: { status: 'failed', ms: 0, detail: `no result: the certification suite exited ${code}` } }, ms: 0 };
+    return { harness: t.harness, version: targetLabel(t), method: t.method, profile: null, steps: { install: { status: 'failed', ms: 0, detail: `no result: the certification suite exited ${code}` } }, ms: 0 };
   });
   process.stdout.write(`\nCertification (${((Date.now() - started) / 1000).toFixed(0)} s)\n\n${table(rows)}\n`);
   const failures = rows.filter((r) => !passed(r));
@@ -197,7 +198,8 @@ async function main() {
   }
   if (opts.updateProfiles) {
     try {
-      process.stdout.write(`\n${(await updateProfiles(rows)).join('\n')}\n`);
+      // A ceiling is a version's own certification: cross-version rows do not move it.
+      process.stdout.write(`\n${(await updateProfiles(rows.filter((r) => r.method !== 'cross'))).join('\n')}\n`);
     } catch (error) {
       process.stderr.write(`certify: ${error.message}\n`);
       return 1;

@@ -11,12 +11,14 @@
  *   resume    the native resume command, run headless on the second HOME, sends the earlier turns to the model
  *
  * A profile without `session_resume` has `n/a` for restore and resume. The targets: every locked version of every
- * harness in the lock file, run through its rig's `cli` (test/harnesses/<name>/rig.ts); and for each harness certified
+ * harness in the lock file, run through its rig's `cli` (test/harnesses/<name>/rig.ts); for each harness with two or
+ * more locked versions in intervals with `session_resume`, a cross-version target (`OLD→NEW`): the oldest of them
+ * captures the session (install to drain as above), the newest restores and resumes it; and for each harness certified
  * on fixtures (FIXTURE_CERTIFIED), one target per version folder of fixtures/sessions/<name>/, run by its rig's
  * `certifyOnFixtures` (the same steps on a fixture session that follows its source).
  *
  * Run by `npm run certify` (scripts/certify.mjs), never by plain `npm test`. Filters and the result file come from:
- *   BLUE_AGENT_CERTIFY_TARGETS (JSON `[{harness, version, method}]`, what to certify; all targets when unset) and
+ *   BLUE_AGENT_CERTIFY_TARGETS (JSON `[{harness, version, method, from?}]`, what to certify; all targets when unset) and
  *   BLUE_AGENT_CERTIFY_RESULTS (JSON, one record per target).
  */
 import { readdirSync } from 'node:fs';
@@ -24,7 +26,9 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { reconcile } from '../../src/reconcile/index.js';
 import type { Interval } from '../../src/schema/index.js';
-import { installCommand, installedHarness } from '../../scripts/install-harnesses.mjs';
+import { crossTargets, resumableIn, targetLabel } from '../../scripts/certify-plan.mjs';
+import { readProfiles } from '../../scripts/compat.mjs';
+import { DEFAULT_LOCK_FILE, installCommand, installedHarness, readLock } from '../../scripts/install-harnesses.mjs';
 import {
   agentOn,
   captured,
@@ -58,6 +62,9 @@ function allTargets(): Target[] {
   const list: Target[] = [];
   for (const harness of lockedHarnesses()) {
     for (const version of lockedVersions(harness)) list.push({ harness, version, method: 'cli' });
+    // The oldest resumable version's session, restored and resumed by the newest.
+    const lock = readLock(DEFAULT_LOCK_FILE);
+    for (const cross of crossTargets({ [harness]: lock[harness]! }, resumableIn(readProfiles().map(({ doc }) => doc)))) list.push(cross as Target);
   }
   // Harnesses certified on fixtures: one target per fixture version (the folder names of fixtures/sessions/<name>/).
   for (const harness of fixtureCertified()) {
@@ -77,30 +84,46 @@ function targets(): Target[] {
   if (planned === undefined || planned === '') return allTargets();
   const list = JSON.parse(planned) as unknown;
   const ok = (t: unknown): t is Target =>
-    typeof t === 'object' && t !== null && typeof (t as Target).harness === 'string' && typeof (t as Target).version === 'string' && ['cli', 'fixtures'].includes((t as Target).method);
-  if (!Array.isArray(list) || !list.every(ok)) throw new Error('BLUE_AGENT_CERTIFY_TARGETS is not a list of {harness, version, method}');
+    typeof t === 'object' &&
+    t !== null &&
+    typeof (t as Target).harness === 'string' &&
+    typeof (t as Target).version === 'string' &&
+    (['cli', 'fixtures'].includes((t as Target).method) || ((t as Target).method === 'cross' && typeof (t as Target).from === 'string'));
+  if (!Array.isArray(list) || !list.every(ok)) throw new Error('BLUE_AGENT_CERTIFY_TARGETS is not a list of {harness, version, method, from?}');
   return list;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 
+/**
+ * One locked version (`cli`): it captures the session and resumes it. A cross-version target (`cross`): `from`
+ * captures it (reconcile, session, capture, drain) and `version` restores and resumes it on the second HOME.
+ */
 async function certifyCli(target: Target): Promise<TargetResult> {
   const rec = new Recorder(target);
-  const { harness, version } = target;
+  const { harness } = target;
+  const version = target.from ?? target.version;
   const cli = cliRig(harness);
   let bin = '';
+  let resumeBin = '';
   let interval: Interval | undefined;
+  let resumeInterval: Interval | undefined;
   let r: Machines | undefined;
   try {
     await rec.step('install', async () => {
-      const installed = installedHarness(harnessCacheDir(), harness, version);
-      check(installed !== undefined, () => `${harness} ${version} is not installed in ${harnessCacheDir()}: run \`${installCommand(harness, version)}\``);
-      bin = installed!.bin;
+      const installedBin = async (v: string): Promise<string> => {
+        const installed = installedHarness(harnessCacheDir(), harness, v);
+        check(installed !== undefined, () => `${harness} ${v} is not installed in ${harnessCacheDir()}: run \`${installCommand(harness, v)}\``);
+        return installed!.bin;
+      };
+      bin = await installedBin(version);
+      resumeBin = await installedBin(target.version);
       interval = await intervalFor(harness, version);
-      rec.result.profile = interval.profile;
-      return bin;
+      resumeInterval = await intervalFor(harness, target.version);
+      rec.result.profile = interval.profile === resumeInterval.profile ? interval.profile : `${interval.profile}→${resumeInterval.profile}`;
+      return resumeBin === bin ? bin : `${bin}, then ${resumeBin}`;
     });
-    if (interval === undefined) return rec.result;
+    if (interval === undefined || resumeInterval === undefined) return rec.result;
     r = await startMachines(harness);
     const rr = r;
     const envA = harnessEnv(rr.a.home);
@@ -152,16 +175,17 @@ async function certifyCli(target: Target): Promise<TargetResult> {
       return upload.upload_id;
     });
 
-    if (!interval.operations.includes('session_resume')) {
-      rec.notApplicable('restore', `${interval.profile} has no session_resume`);
-      rec.notApplicable('resume', `${interval.profile} has no session_resume`);
+    const notResumable = [interval, resumeInterval].find((i) => !i.operations.includes('session_resume'));
+    if (notResumable !== undefined) {
+      rec.notApplicable('restore', `${notResumable.profile} has no session_resume`);
+      rec.notApplicable('resume', `${notResumable.profile} has no session_resume`);
       return rec.result;
     }
 
     let command: string[] = [];
     await rec.step('restore', async () => {
-      await cli.prepareResume?.(harnessEnv(rr.b.home), rr.stub.url, bin);
-      command = await restoredOnB(rr, upload!.upload_id, bin, cli.resumeEnv ?? {});
+      await cli.prepareResume?.(harnessEnv(rr.b.home), rr.stub.url, resumeBin);
+      command = await restoredOnB(rr, upload!.upload_id, resumeBin, cli.resumeEnv ?? {});
       const expected = cli.resumeCommand(sessionId);
       check(JSON.stringify(command) === JSON.stringify(expected), () => `resume command ${JSON.stringify(command)}, expected ${JSON.stringify(expected)}`);
       return command.join(' ');
@@ -170,7 +194,7 @@ async function certifyCli(target: Target): Promise<TargetResult> {
     await rec.step('resume', async () => {
       rr.stub.clear();
       // The headless form of the same resume: the command's arguments, given to the rig's headless run.
-      const resumed = await cli.run({ bin, home: rr.b.home, cwd: rr.destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: rr.stub.url, env: rr.b.env, timeoutMs: RUN_TIMEOUT_MS });
+      const resumed = await cli.run({ bin: resumeBin, home: rr.b.home, cwd: rr.destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: rr.stub.url, env: rr.b.env, timeoutMs: RUN_TIMEOUT_MS });
       check(resumed.exitCode === 0, () => explain(rr, resumed));
       const sent = rr.stub.textSentTo(cli.modelPath);
       check(sent.includes(CODE_WORD) && sent.includes(SECOND_PROMPT), () => `the resumed request did not carry the earlier turn\n${explain(rr, resumed)}`);
@@ -198,11 +222,11 @@ if (list.length === 0) {
   });
 }
 for (const target of list) {
-  describe(`${target.harness} ${target.version}`, () => {
+  describe(`${target.harness} ${targetLabel(target)}`, () => {
     it(
-      target.method === 'cli' ? 'the whole loop with the real CLI' : 'the whole loop on fixtures that follow its source',
+      { cli: 'the whole loop with the real CLI', cross: "the oldest resumable version's session, restored and resumed by the newest", fixtures: 'the whole loop on fixtures that follow its source' }[target.method],
       async () => {
-        const result = target.method === 'cli' ? await certifyCli(target) : await certifyOnFixtures(target);
+        const result = target.method === 'fixtures' ? await certifyOnFixtures(target) : await certifyCli(target);
         const failed = Object.entries(result.steps).filter(([, s]) => s.status === 'failed');
         expect(failed.map(([name, s]) => `${name}: ${s.detail}`)).toEqual([]);
       },

@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { Context } from '../../src/context.js';
 import { loadProfiles, selectInterval, type ProfileSet } from '../../src/profiles/index.js';
 import type { HarnessName, Interval } from '../../src/schema/index.js';
+import { targetLabel } from '../../scripts/certify-plan.mjs';
 import { captureLog, runCli, waitForWorkers } from './cli-process.js';
 import { makeTestHome, repoRoot, type TestHome } from './context.js';
 import { startUploadStack, type UploadStack } from './fault-proxy.js';
@@ -27,7 +28,7 @@ export interface StepResult {
 export interface TargetResult {
   harness: string;
   version: string;
-  method: 'cli' | 'fixtures';
+  method: Method;
   profile: string | null;
   steps: Record<StepName, StepResult>;
   ms: number;
@@ -35,10 +36,15 @@ export interface TargetResult {
 
 const resultsFile = process.env.BLUE_AGENT_CERTIFY_RESULTS || undefined;
 
+/** `cli`: one version's real CLI; `fixtures`: fixtures that follow its source; `cross`: captured by `from`, resumed by `version`. */
+export type Method = 'cli' | 'fixtures' | 'cross';
+
 export interface Target {
   harness: HarnessName;
   version: string;
-  method: 'cli' | 'fixtures';
+  method: Method;
+  /** A cross-version target's capturing version (`version` restores and resumes). */
+  from?: string;
 }
 
 function record(result: TargetResult): void {
@@ -55,7 +61,7 @@ export class Recorder {
   private readonly started = Date.now();
   constructor(target: Target) {
     const steps = Object.fromEntries(STEPS.map((s) => [s, { status: 'skipped', ms: 0 } satisfies StepResult])) as Record<StepName, StepResult>;
-    this.result = { harness: target.harness, version: target.version, method: target.method, profile: null, steps, ms: 0 };
+    this.result = { harness: target.harness, version: targetLabel(target), method: target.method, profile: null, steps, ms: 0 };
   }
   async step(name: StepName, fn: () => Promise<string | void>): Promise<void> {
     if (this.failed) return;
