@@ -194,6 +194,9 @@ describe('planJson: the record and the keeper, edge by edge', () => {
     expect(keptAs({ format: 'json', container: 'event', event: 'SessionEnd', inner: '' })).toStrictEqual({ format: 'json', created: false, container: 'event', event: 'SessionEnd', inner: '' });
     expect(keptAs({ format: 'json', container: 'hooks', event: 'SessionEnd', inner: ' \n ' })).toStrictEqual({ format: 'json', created: false, container: 'hooks', event: 'SessionEnd', inner: ' \n ' });
     expect(keptAs({ format: 'json', emptyOriginal: 'x' })).toStrictEqual({ format: 'json', created: false });
+    // An array reads as '' to a regular expression; only strings count.
+    expect(keptAs({ format: 'json', container: 'event', event: 'SessionEnd', inner: [] })).toStrictEqual({ format: 'json', created: false, container: 'event', event: 'SessionEnd' });
+    expect(keptAs({ format: 'json', emptyOriginal: [] })).toStrictEqual({ format: 'json', created: false });
     expect(keptAs({ format: 'json', emptyOriginal: '' })).toStrictEqual({ format: 'json', created: false, emptyOriginal: '' });
   });
 
