@@ -289,7 +289,7 @@ function removeSpans(
     } else if (before === '' || endsWithBlankLine(before)) {
       if (after.startsWith('\r\n')) after = after.slice(2);
       else if (after.startsWith('\n')) after = after.slice(1);
-      else if (after === '' && before !== '') before = before.replace(/\r?\n$/, '');
+      else if (after === '') before = before.replace(/\r?\n$/, '');
     }
     // A table that ended the file without a line break may have had user text appended right after it since.
     if (before !== '' && !before.endsWith('\n') && after !== '' && !after.startsWith('\n') && !after.startsWith('\r\n')) {
