@@ -24,7 +24,7 @@ export default {
     'src/harnesses/codex/toml-plan.ts',
     'src/harnesses/codex/json-plan.ts',
     // The planner only: the adapter above it (config root, hook file look-up) touches the disk.
-    'src/harnesses/kimi/index.ts:122-472',
+    'src/harnesses/kimi/index.ts:122-462',
     'src/harness-kit/json-splice.ts',
     'src/harness-kit/toml-text.ts',
     'src/reconcile/plan.ts:58-87',

@@ -3,14 +3,12 @@
  * that the cut of an inserted member is exactly the text that was inserted. Codex reads this file as strict JSON with root
  * keys `hooks` and `description` only (codex-rs/hooks/src/engine/discovery.rs, `load_hooks_json`).
  */
-import { parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
-import { BlueError } from '../../errors.js';
-import { appendMember, applyAll, cutChild, endOf, lastNamed, nodeValue } from '../../harness-kit/json-splice.js';
+import { findNodeAtOffset, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
+import { appendMember, applyAll, cutChild, kids, lastNamed, nodeValue } from '../../harness-kit/json-splice.js';
 import type { HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
 import {
   checkOutcome,
   conflictError,
-  handlerIsRight,
   isRecord,
   listHandlers,
   managedHandlerValue,
@@ -79,21 +77,20 @@ export function parseJsonText(text: string, file: string): JsonDoc {
   return { root, value: nodeValue(root) as Record<string, unknown> };
 }
 
+/**
+ * The nodes of every handler. `doc.value` is `nodeValue(doc.root)`: the same tree read as values, the last of repeated
+ * keys winning as in `lastNamed`, so every handler `listHandlers` finds in it has its nodes at the same names and indices.
+ */
 function locate(doc: JsonDoc): LocatedJson[] {
-  const hooksProp = lastNamed(doc.root, 'hooks');
-  const hooks = hooksProp?.children?.[1];
-  if (hooksProp === undefined || hooks?.type !== 'object') return [];
-  const out: LocatedJson[] = [];
-  for (const parsed of listHandlers(doc.value.hooks)) {
-    const eventProp = lastNamed(hooks, parsed.event);
-    const events = eventProp?.children?.[1];
-    const group = events?.children?.[parsed.group];
-    const handlers = lastNamed(group, 'hooks')?.children?.[1];
-    const handler = handlers?.children?.[parsed.handler];
-    if (eventProp === undefined || events === undefined || group === undefined || handlers === undefined || handler === undefined) continue;
-    out.push({ parsed, handler, handlers, group, events, eventProp, hooksProp });
-  }
-  return out;
+  return listHandlers(doc.value.hooks).map((parsed) => {
+    const hooksProp = lastNamed(doc.root, 'hooks')!;
+    const eventProp = lastNamed(hooksProp.children![1], parsed.event)!;
+    const events = eventProp.children![1]!;
+    const group = events.children![parsed.group]!;
+    const handlers = lastNamed(group, 'hooks')!.children![1]!;
+    const handler = handlers.children![parsed.handler]!;
+    return { parsed, handler, handlers, group, events, eventProp, hooksProp };
+  });
 }
 
 function groupValue(desired: ManagedHook): Record<string, unknown> {
@@ -102,68 +99,46 @@ function groupValue(desired: ManagedHook): Record<string, unknown> {
 
 function chooseKeeper(managed: LocatedJson[], desired: ManagedHook): LocatedJson | undefined {
   const candidates = managed.filter((m) => m.parsed.event === desired.event);
-  return candidates.find((m) => m.parsed.ownGroup && (m.handlers.children ?? []).length === 1) ?? candidates[0];
+  return candidates.find((m) => m.parsed.ownGroup && kids(m.handlers).length === 1) ?? candidates[0];
 }
 
 /** One removal: the victim, its whole group when the group is the agent's, its event key when that empties it. */
-function removalEdit(text: string, doc: JsonDoc, victim: LocatedJson, keeper: LocatedJson | undefined, record: JsonRecord | undefined): Edit {
+function removalEdit(doc: JsonDoc, victim: LocatedJson, keeper: LocatedJson | undefined, record: JsonRecord | undefined): Edit {
   const sameGroup = keeper !== undefined && keeper.group === victim.group;
   if (!victim.parsed.ownGroup || sameGroup) {
-    const index = (victim.handlers.children ?? []).indexOf(victim.handler);
-    return cutChild(victim.handlers, index, '');
+    return cutChild(victim.handlers, kids(victim.handlers).indexOf(victim.handler), '');
   }
   const ours = record?.event === victim.parsed.event ? record : undefined;
-  const groups = victim.events.children ?? [];
+  const groups = kids(victim.events);
   if (groups.length > 1 || ours?.container === 'event') {
     return cutChild(victim.events, groups.indexOf(victim.group), ours?.container === 'event' ? (ours.inner ?? '') : '');
   }
   const hooks = victim.hooksProp.children![1]!;
-  const events = hooks.children ?? [];
-  if (events.length === 1 && ours?.container === 'root' && doc.root !== undefined) {
-    const rootKids = doc.root.children ?? [];
-    return cutChild(doc.root, rootKids.indexOf(victim.hooksProp), ours.inner ?? '');
+  const events = kids(hooks);
+  if (events.length === 1 && ours?.container === 'root') {
+    const root = doc.root!;
+    return cutChild(root, kids(root).indexOf(victim.hooksProp), ours.inner ?? '');
   }
   return cutChild(hooks, events.indexOf(victim.eventProp), ours?.container === 'hooks' ? (ours.inner ?? '') : '');
 }
 
-/** Edits that bring the kept managed handler to `desired`, value by value. */
-function keeperEdits(text: string, keeper: LocatedJson, desired: ManagedHook): Edit[] {
-  if (handlerIsRight(keeper.parsed.value, desired)) return [];
+/** The text with the kept managed handler brought to `desired`, value by value (a right value keeps its spelling). */
+function updateKeeper(text: string, keeper: LocatedJson, desired: ManagedHook): string {
   const wanted = managedHandlerValue(desired);
-  const edits: Edit[] = [];
   let handler = keeper.handler;
   let current = text;
   for (const key of ['type', 'command', 'timeout'] as const) {
-    const prop = lastNamed(handler, key);
-    const node = prop?.children?.[1];
+    const node = lastNamed(handler, key)?.children![1];
     if (node !== undefined && nodeValue(node) === wanted[key]) continue;
     const edit: Edit =
       node !== undefined
         ? { offset: node.offset, length: node.length, content: JSON.stringify(wanted[key]) }
         : appendMember(current, handler, key, wanted[key]).edit;
     current = applyAll(current, [edit]);
-    edits.push(edit);
-    // Re-read the handler so later edits see the new offsets.
-    handler = reparseAt(current, handler.offset);
+    // Re-read the handler so later edits see the new offsets: every edit lies inside it, so its `{` has not moved.
+    handler = findNodeAtOffset(parseTree(current)!, handler.offset)!;
   }
-  return edits.length === 0 ? [] : [{ offset: 0, length: text.length, content: current }];
-}
-
-function reparseAt(text: string, offset: number): Node {
-  const root = parseTree(text)!;
-  const find = (node: Node): Node | undefined => {
-    if (node.offset === offset && node.type === 'object') return node;
-    for (const child of node.children ?? []) {
-      if (child.offset <= offset && offset < endOf(child)) {
-        const hit = find(child);
-        if (hit !== undefined) return hit;
-      }
-    }
-    return undefined;
-  };
-  const hit = find(root);
-  if (hit === undefined) throw new BlueError('INTERNAL', 'lost track of the managed hook while editing hooks.json');
-  return hit;
+  return current;
 }
 
 export function planJson(input: HookPlanInput): HookPlan {
@@ -181,14 +156,14 @@ export function planJson(input: HookPlanInput): HookPlan {
     const keeper = desired === null ? undefined : chooseKeeper(managed, desired);
     const victim = managed.filter((m) => m !== keeper).at(-1);
     if (victim === undefined) break;
-    current = applyAll(current, [removalEdit(current, doc, victim, keeper, record)]);
+    current = applyAll(current, [removalEdit(doc, victim, keeper, record)]);
     doc = parseJsonText(current, file);
   }
 
   let owned: OwnershipRecord | undefined;
   if (desired === null) {
     owned = undefined;
-    const emptied = doc.root !== undefined && (doc.root.children ?? []).length === 0 && current.trim() === '{}';
+    const emptied = current.trim() === '{}';
     if (emptied && record?.created === true) {
       checkOutcome(file, original.value, {}, null);
       return { text: null, owned: undefined, managedFound };
@@ -200,8 +175,7 @@ export function planJson(input: HookPlanInput): HookPlan {
       desired,
     );
     if (keeper !== undefined) {
-      const edits = keeperEdits(current, keeper, desired);
-      if (edits.length > 0) current = applyAll(current, edits);
+      current = updateKeeper(current, keeper, desired);
       owned = record ?? { format: 'json', created: false };
     } else {
       const inserted = insertManaged(current, file, doc, desired);
@@ -213,8 +187,7 @@ export function planJson(input: HookPlanInput): HookPlan {
   }
 
   if (current === text) return { text, owned, managedFound };
-  const after = current.trim() === '' ? {} : parseJsonText(current, file).value;
-  checkOutcome(file, original.value, after, desired);
+  checkOutcome(file, original.value, parseJsonText(current, file).value, desired);
   return { text: current, owned, managedFound };
 }
 
@@ -229,8 +202,8 @@ function insertManaged(text: string, file: string, doc: JsonDoc, desired: Manage
     const { edit, inner } = appendMember(text, doc.root, 'hooks', { [event]: [groupValue(desired)] });
     return { text: applyAll(text, [edit]), record: { container: 'root', event, ...(inner === undefined ? {} : { inner }) } };
   }
-  const hooks = hooksProp.children?.[1];
-  if (hooks?.type !== 'object') {
+  const hooks = hooksProp.children![1]!;
+  if (hooks.type !== 'object') {
     throw conflictError(file, text, hooksProp.offset, '"hooks" is not an object', 'Make "hooks" an object of event arrays, then run reconcile again. The file was left unchanged.');
   }
   const eventProp = lastNamed(hooks, event);
@@ -238,8 +211,8 @@ function insertManaged(text: string, file: string, doc: JsonDoc, desired: Manage
     const { edit, inner } = appendMember(text, hooks, event, [groupValue(desired)]);
     return { text: applyAll(text, [edit]), record: { container: 'hooks', event, ...(inner === undefined ? {} : { inner }) } };
   }
-  const events = eventProp.children?.[1];
-  if (events?.type !== 'array') {
+  const events = eventProp.children![1]!;
+  if (events.type !== 'array') {
     throw conflictError(file, text, eventProp.offset, `"hooks.${event}" is not an array`, `Make "${event}" an array of hook groups, then run reconcile again. The file was left unchanged.`);
   }
   const { edit, inner } = appendMember(text, events, undefined, groupValue(desired));

@@ -173,7 +173,7 @@ function planKimiHook({ text, file, desired, owned }: HookPlanInput): HookPlan {
   }
 
   const [keep, ...duplicates] = managed as [HookElement, ...HookElement[]];
-  if (duplicates.length === 0 && isUpToDate(keep.value, desired)) {
+  if (duplicates.length === 0 && isUpToDate(keep.value as Record<string, unknown>, desired)) {
     return { text, owned: record(ledger), managedFound: 1 };
   }
   // The first managed table is rewritten where it stands; the duplicates after it are cut.
@@ -222,21 +222,15 @@ function isEmptyHooksStatement(statement: string): boolean {
 
 /**
  * Puts the `hooks = []` line the managed table replaced back where it was, when that place is still the start of a
- * line in the top-level section; elsewhere it is left out, which Kimi reads the same way (no hooks).
+ * line and the file reads the same with it, minus the empty `hooks`: that is, in the top-level section, outside
+ * strings and arrays, in a file that does not define `hooks` again. Elsewhere it is left out, which Kimi reads the same
+ * way (no hooks).
  */
 function putBackReplaced(text: string, replaced: KimiOwnership['replaced'], eol: string, file: string): string {
   if (replaced === undefined) return text;
   const { offset } = replaced;
-  if (offset > text.length || (offset > 0 && text[offset - 1] !== '\n')) return text;
-  let sections: TomlSection[];
-  let data: Record<string, unknown>;
-  try {
-    data = parse(text) as Record<string, unknown>;
-    sections = scanToml(text);
-  } catch {
-    return text;
-  }
-  if (Object.hasOwn(data, 'hooks') || offset > (sections[1]?.start ?? text.length)) return text;
+  // Past the end, `text[offset - 1]` is undefined.
+  if (offset > 0 && text[offset - 1] !== '\n') return text;
   const statement = replaced.text.endsWith('\n') || offset === text.length ? replaced.text : replaced.text + eol;
   const next = text.slice(0, offset) + statement + text.slice(offset);
   try {
@@ -261,7 +255,8 @@ function record(ownership: KimiOwnership): OwnershipRecord {
  * line break when the file had none.
  */
 function appendLayout(text: string, eol: string): { separator: string; terminated: boolean } {
-  if (text === '' || (/^\s*$/.test(text) && text.endsWith('\n'))) return { separator: '', terminated: true };
+  if (text === '') return { separator: '', terminated: true };
+  // A blank text that ends with a line break ends with a blank line (TOML allows no white space but spaces and tabs).
   if (text.endsWith('\n')) {
     return { separator: endsWithBlankLine(text) ? '' : eol, terminated: true };
   }
@@ -294,7 +289,7 @@ function removeSpans(
     } else if (before === '' || endsWithBlankLine(before)) {
       if (after.startsWith('\r\n')) after = after.slice(2);
       else if (after.startsWith('\n')) after = after.slice(1);
-      else if (after === '' && before !== '') before = before.replace(/\r?\n$/, '');
+      else if (after === '') before = before.replace(/\r?\n$/, '');
     }
     // A table that ended the file without a line break may have had user text appended right after it since.
     if (before !== '' && !before.endsWith('\n') && after !== '' && !after.startsWith('\n') && !after.startsWith('\r\n')) {
@@ -322,17 +317,16 @@ function kimiTimeout(seconds: number): number {
   return Math.min(TIMEOUT_MAX, Math.max(TIMEOUT_MIN, Math.ceil(seconds)));
 }
 
-function isManagedEntry(value: unknown): boolean {
+function isManagedEntry(value: unknown): value is Record<string, unknown> {
   if (!isTomlTable(value)) return false;
   return value.event === EVENT && typeof value.command === 'string' && isManagedCommand(value.command, 'kimi');
 }
 
-function isUpToDate(value: unknown, desired: ManagedHook): boolean {
-  if (!isTomlTable(value)) return false;
+/** For a managed entry (a table, on SessionEnd): true when it already says what `desired` wants. */
+function isUpToDate(value: Record<string, unknown>, desired: ManagedHook): boolean {
   const matcher = value.matcher ?? '';
   const timeout = value.timeout === undefined ? TIMEOUT_DEFAULT : Number(value.timeout);
   return (
-    value.event === EVENT &&
     value.command === desired.command &&
     matcher === '' &&
     timeout === kimiTimeout(desired.timeoutSeconds)
@@ -371,7 +365,7 @@ function verify(before: string, after: string, desired: ManagedHook | null, file
   const hooks = Array.isArray(parsed.hooks) ? (parsed.hooks as unknown[]) : [];
   const managed = hooks.filter(isManagedEntry);
   const expected = desired === null ? 0 : 1;
-  const rightEntry = desired === null || (managed.length === 1 && isUpToDate(managed[0], desired));
+  const rightEntry = desired === null || (managed.length === 1 && isUpToDate(managed[0]!, desired));
   if (managed.length !== expected || !rightEntry || !isDeepStrictEqual(withoutManaged(original), withoutManaged(parsed))) {
     throw spliceConflict(file);
   }
@@ -427,14 +421,12 @@ function scan(text: string, file: string): TomlSection[] {
   }
 }
 
-/** The start of the line of the first statement that defines something under `hooks`. */
+/**
+ * The start of the first header that defines something under the top-level `hooks` (a top-level `hooks` key is found
+ * before this; a `hooks` key inside another table is that table's).
+ */
 function firstHooksLine(sections: readonly TomlSection[]): number | undefined {
-  for (const section of sections) {
-    if (section.path?.[0] === 'hooks') return section.start;
-    const entry = section.entries.find((e) => e.key[0] === 'hooks');
-    if (entry !== undefined) return entry.start;
-  }
-  return undefined;
+  return sections.find((section) => section.path?.[0] === 'hooks')?.start;
 }
 
 interface HookElement {

@@ -183,3 +183,53 @@ describe('planJson: removal', () => {
     expect(plan(one, null, { format: 'json', container: 'root', event: 'SessionEnd', emptyOriginal: 1 }).text).toBe('{}');
   });
 });
+
+describe('planJson: the record and the keeper, edge by edge', () => {
+  it('keeps only the record fields it understands when the handler stays', () => {
+    const right = doc([RIGHT]);
+    const keptAs = (owned: OwnershipRecord) => plan(right, desired, owned).owned;
+    expect(keptAs({ format: 'json', created: false, container: 'other', event: 'SessionEnd' })).toStrictEqual({ format: 'json', created: false });
+    expect(keptAs({ format: 'json', created: false, container: 'root' })).toStrictEqual({ format: 'json', created: false });
+    expect(keptAs({ format: 'json', container: 'event', event: 'SessionEnd', inner: 'x' })).toStrictEqual({ format: 'json', created: false, container: 'event', event: 'SessionEnd' });
+    expect(keptAs({ format: 'json', container: 'event', event: 'SessionEnd', inner: '' })).toStrictEqual({ format: 'json', created: false, container: 'event', event: 'SessionEnd', inner: '' });
+    expect(keptAs({ format: 'json', container: 'hooks', event: 'SessionEnd', inner: ' \n ' })).toStrictEqual({ format: 'json', created: false, container: 'hooks', event: 'SessionEnd', inner: ' \n ' });
+    expect(keptAs({ format: 'json', emptyOriginal: 'x' })).toStrictEqual({ format: 'json', created: false });
+    // An array reads as '' to a regular expression; only strings count.
+    expect(keptAs({ format: 'json', container: 'event', event: 'SessionEnd', inner: [] })).toStrictEqual({ format: 'json', created: false, container: 'event', event: 'SessionEnd' });
+    expect(keptAs({ format: 'json', emptyOriginal: [] })).toStrictEqual({ format: 'json', created: false });
+    expect(keptAs({ format: 'json', emptyOriginal: '' })).toStrictEqual({ format: 'json', created: false, emptyOriginal: '' });
+  });
+
+  it('keeps a handler only on the wanted event, moving one found on another', () => {
+    const hook = `{"hooks":[{"type":"command","command":${C},"timeout":3}]}`;
+    expect(plan(`{"hooks": {"Stop": [{"hooks": [${RIGHT}]}]}}`)).toStrictEqual({
+      text: `{"hooks": {"SessionEnd": [${hook}]}}`,
+      owned: { format: 'json', created: false, container: 'hooks', event: 'SessionEnd', inner: '' },
+      managedFound: 1,
+    });
+  });
+
+  it('keeps the single-handler group of its own over an earlier group of two managed handlers', () => {
+    const text = `{"hooks": {"SessionEnd": [{"hooks": [${STALE}, ${STALE}]}, {"matcher": "", "hooks": [${RIGHT}]}]}}`;
+    expect(plan(text).text).toBe(`{"hooks": {"SessionEnd": [{"matcher": "", "hooks": [${RIGHT}]}]}}`);
+  });
+
+  it('rewrites only the values that are wrong, keeping the spelling of the right ones', () => {
+    const spelled = `{"type": "comm\\u0061nd", "command": ${C}, "timeout": 3.0}`;
+    expect(plan(doc([spelled]))).toStrictEqual({ text: doc([spelled]), owned: { format: 'json', created: false }, managedFound: 1 });
+    expect(plan(doc([`{"type": "comm\\u0061nd", "command": ${OLD}, "timeout": 3.0}`])).text).toBe(doc([spelled]));
+  });
+
+  it('leaves a blank file or an empty object alone when nothing is wanted and no record says more', () => {
+    expect(plan('  \n', null)).toStrictEqual({ text: '  \n', owned: undefined, managedFound: 0 });
+    expect(plan('{}', null)).toStrictEqual({ text: '{}', owned: undefined, managedFound: 0 });
+    expect(plan(' { } ', null, { format: 'json' })).toStrictEqual({ text: ' { } ', owned: undefined, managedFound: 0 });
+  });
+
+  it('refuses a removal that would bring back the user’s hooks under a repeated "hooks" key', () => {
+    const hidden = `{"hooks": {"Stop": [{"hooks": [${USER}]}]}, "hooks": {"SessionEnd": [{"hooks": [${RIGHT}]}]}}`;
+    const error = thrown(() => plan(hidden, null, { format: 'json', container: 'root', event: 'SessionEnd', inner: '' }));
+    expect(error.code).toBe('NATIVE_CONFIG_CONFLICT');
+    expect(error.message).toContain('without changing your own entries');
+  });
+});

@@ -168,3 +168,85 @@ describe('kimi planner: putting back the `hooks = []` it replaced', () => {
     expect(plan('hooks = []', desired, { created_file: true }).owned).toStrictEqual({ created_file: true, separator: '', replaced: { text: 'hooks = []', offset: 0 } });
   });
 });
+
+describe('kimi planner: edge by edge', () => {
+  const crlf = (text: string) => text.replaceAll('\n', '\r\n');
+  const replaced = (text: unknown, offset: unknown) => ({ replaced: { text, offset } });
+
+  it('keeps only a record it understands when the table stays', () => {
+    for (const owned of [
+      { separator: ['\n'] },
+      replaced('hooks = []\n', -1),
+      replaced('hooks = []\nx = 1\n', 0),
+      replaced('hooks = [1]\n', 0),
+      replaced('hooks = {}\n', 0),
+      replaced('other = []\n', 0),
+      replaced('hooks = [\n', 0),
+    ]) {
+      expect(plan(T, desired, owned)).toStrictEqual({ text: T, owned: {}, managedFound: 1 });
+    }
+  });
+
+  it('with nothing managed in the file, puts nothing back and deletes nothing, whatever the record says', () => {
+    expect(plan('y = 1\n', null, { ...replaced('hooks = []\n', 0), created_file: true })).toStrictEqual({ text: 'y = 1\n', owned: undefined, managedFound: 0 });
+    expect(plan('', null, { created_file: true })).toStrictEqual({ text: '', owned: undefined, managedFound: 0 });
+  });
+
+  it('leaves an inline array of values that are not tables to the user', () => {
+    expect(plan('hooks = [1, "x"]\n', null)).toStrictEqual({ text: 'hooks = [1, "x"]\n', owned: undefined, managedFound: 0 });
+  });
+
+  it('treats a SessionEnd table whose command is not a string as the user’s', () => {
+    const odd = '[[hooks]]\nevent = "SessionEnd"\ncommand = 5\n';
+    expect(plan(odd, null)).toStrictEqual({ text: odd, owned: undefined, managedFound: 0 });
+    expect(plan(odd).text).toBe(`${odd}\n${T}`);
+  });
+
+  it('appends next to arrays of other tables', () => {
+    expect(plan('[[other]]\nx = 1\n').text).toBe(`[[other]]\nx = 1\n\n${T}`);
+  });
+
+  it('rewrites a table whose command or matcher alone is stale', () => {
+    const older = buildManagedHook({ node: '/usr/local/bin/node', entry: '/opt/blue agent/bin/blue-agent.js' }, 'kimi', 'kimi-v1_20_0', 'SessionEnd', 5);
+    expect(plan(T.replace(C, older.command)).text).toBe(T);
+    expect(plan(T.replace('matcher = ""', 'matcher = "x"')).text).toBe(T);
+  });
+
+  it('rewrites a stale table before more text that has no final line break, and shifts the cut of duplicates after it', () => {
+    expect(plan(`${lines(9).join('\n')}\n[b]\nc = 2`).text).toBe(`${T}[b]\nc = 2`);
+    expect(plan(`${lines(600).join('\n')}\n\n${T}\n[b]\nc = 2\n`).text).toBe(`${T}\n[b]\nc = 2\n`);
+    expect(plan(`${lines(1).join('\n')}\n\n${T}\n[b]\nc = 2\n`).text).toBe(`${T}\n[b]\nc = 2\n`);
+  });
+
+  it('cuts a table followed directly by the next statement', () => {
+    expect(plan(`a = 1\n\n${T}[b]\nc = 2\n`, null).text).toBe('a = 1\n\n[b]\nc = 2\n');
+    expect(plan(crlf(`a = 1\n\n${T}[b]\nc = 2\n`), null).text).toBe(crlf('a = 1\n\n[b]\nc = 2\n'));
+  });
+
+  it('gives back the line break the table had taken when text was appended right after it', () => {
+    expect(plan(`a = 1\n\n${T}[b]\nc = 2\n`, null, { separator: '\n\n' }).text).toBe('a = 1\n[b]\nc = 2\n');
+    expect(plan(crlf(`a = 1\n\n${T}[b]\nc = 2\n`), null, { separator: '\r\n\r\n' }).text).toBe(crlf('a = 1\n[b]\nc = 2\n'));
+  });
+
+  it('takes the recorded separator once, for the last table that has it', () => {
+    expect(plan(`a = 1\n\n${T}\n\n${T}`, null, { separator: '\n\n' }).text).toBe('a = 1\n');
+  });
+
+  it('puts the `hooks = []` line back only where the file reads the same with it', () => {
+    // Inside a multi-line string, inside a multi-line array, at the end of a comment line: left out.
+    expect(plan(`a = """\nx\n"""\n${T}`, null, replaced('hooks = []\n', 8)).text).toBe('a = """\nx\n"""\n');
+    expect(plan(`a = [\n1,\n]\n${T}`, null, replaced('hooks = []\n', 6)).text).toBe('a = [\n1,\n]\n');
+    expect(plan(`y = 1 # c\n${T}`, null, replaced('hooks = []\n', 9)).text).toBe('y = 1 # c\n');
+    expect(plan(`y = 1\n${T}`, null, replaced('hooks = []\n', 99)).text).toBe('y = 1\n');
+  });
+
+  it('names what is wrong in its errors', () => {
+    expect(thrown(() => plan('a = ')).message).toContain('Kimi CLI config is not valid TOML: ');
+    expect(thrown(() => plan('hooks = [1]\n')).message).toContain('is not written as [[hooks]] tables');
+  });
+
+  it('points at the header that makes hooks a plain table, not at a hooks key inside another table', () => {
+    const error = thrown(() => plan('[other]\nhooks.x = 1\n[hooks]\ny = 1\n'));
+    expect([error.code, error.line, error.column]).toEqual(['NATIVE_CONFIG_CONFLICT', 3, 1]);
+  });
+});
