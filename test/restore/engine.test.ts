@@ -227,6 +227,26 @@ describe('Codex', () => {
     expect(await snapshot(target.home)).toEqual(before);
   });
 
+  it('a machine in another time zone names the rollout by its local time, as Codex does, and finds its own copy there', async () => {
+    const session = await fixtureBundle('codex', source, path.join(source.root, 'codex.bundle'));
+    // Chatham in summer, +13:45: the session started at 16:33:24.929 UTC, 06:18:24 on the next day there.
+    const chatham = target.context({ clock: { now: () => Date.now(), utcOffsetMinutes: () => 825 } });
+    const prepared = await prepareRestore(chatham, { bundleFile: session.bundle, destination, profiles: await shippedProfiles() });
+    const rollout = path.join(target.home, '.codex', 'sessions', '2026', '12', '01', `rollout-2026-12-01T06-18-24-${session.sessionId}.jsonl`);
+    expect(prepared.summary.create).toEqual([rollout]);
+    expect((await applyRestore(chatham, prepared)).placed).toEqual([rollout]);
+    await prepared.dispose();
+
+    // Restored again on that machine: its own file, nothing to write and no second name.
+    const before = await snapshot(target.home);
+    const again = await prepareRestore(chatham, { bundleFile: session.bundle, destination, profiles: await shippedProfiles() });
+    expect(again).toMatchObject({ collision: 'identical', summary: { create: [], identical: [rollout] } });
+    expect(again.plan.aliases).toEqual([]);
+    expect((await applyRestore(chatham, again)).placed).toEqual([]);
+    await again.dispose();
+    expect(await snapshot(target.home)).toEqual(before);
+  });
+
   it('the same session already in another date folder is the same session: identical is skipped, different refused', async () => {
     const session = await fixtureBundle('codex', source, path.join(source.root, 'codex.bundle'));
     const local = path.join(target.home, '.codex', 'sessions', '2026', '11', '29', `rollout-2026-11-29T23-59-59-${session.sessionId}.jsonl`);
