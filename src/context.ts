@@ -100,12 +100,27 @@ export interface SelfInfo {
   version: string;
 }
 
+/**
+ * The wall clock and this machine's time zone. `utcOffsetMinutes(at)` is how far local time is ahead of UTC at the
+ * instant `at` (ms), daylight saving included: what a harness that names files by local time used then.
+ */
+export interface Clock {
+  now(): number;
+  utcOffsetMinutes(at: number): number;
+}
+
+/** The time zone of this process (the `TZ` variable, else the system's) at the instant `at`. */
+export function systemUtcOffsetMinutes(at: number): number {
+  const offset = -new Date(at).getTimezoneOffset();
+  return offset === 0 ? 0 : offset;
+}
+
 export interface Context {
   env: Env;
   cwd: string;
   platform: NodeJS.Platform;
   paths: Paths;
-  clock: { now(): number };
+  clock: Clock;
   logger: Logger;
   stdin: Input;
   stdout: Output;
@@ -210,7 +225,8 @@ export interface ContextOverrides {
   stdout?: Output;
   stderr?: Output;
   self?: Partial<SelfInfo>;
-  clock?: { now(): number };
+  /** A clock without a time zone keeps the process's. */
+  clock?: { now(): number; utcOffsetMinutes?(at: number): number };
 }
 
 export function createContext(overrides: ContextOverrides = {}): Context {
@@ -224,7 +240,7 @@ export function createContext(overrides: ContextOverrides = {}): Context {
     cwd: overrides.cwd ?? process.cwd(),
     platform,
     paths,
-    clock: overrides.clock ?? { now: () => Date.now() },
+    clock: clockOf(overrides.clock),
     logger: createLogger({ env, stderr }),
     stdin: overrides.stdin ?? processInput(),
     stdout,
@@ -232,6 +248,11 @@ export function createContext(overrides: ContextOverrides = {}): Context {
     run: createProcessRunner(),
     self: { ...defaultSelf(), ...overrides.self },
   };
+}
+
+function clockOf(given: ContextOverrides['clock']): Clock {
+  if (given === undefined) return { now: () => Date.now(), utcOffsetMinutes: systemUtcOffsetMinutes };
+  return { now: () => given.now(), utcOffsetMinutes: given.utcOffsetMinutes === undefined ? systemUtcOffsetMinutes : (at) => given.utcOffsetMinutes!(at) };
 }
 
 function streamOutput(stream: NodeJS.WriteStream): Output {

@@ -139,6 +139,13 @@ export interface RestoreImport {
   existsCheck(id: string): { args: readonly string[]; missing: RegExp };
 }
 
+/** A copy of the session the harness would find besides the restored one (RestorePlan.duplicates). */
+export interface RestoreDuplicate {
+  file: string;
+  why: string;
+  hint: string;
+}
+
 /** What restoring one bundle means on this machine. Planning writes nothing. */
 export interface RestorePlan {
   harness: HarnessName;
@@ -156,6 +163,13 @@ export interface RestorePlan {
    * another date folder): identical content makes `sameAs` nothing to write, different content is a conflict.
    */
   aliases?: { file: string; sameAs: RestorePlacement }[];
+  /**
+   * Other copies of this session already on this machine, looked for whenever the plan is inspected: files the
+   * harness would also take for this session (a transcript of the same id in another project folder).
+   * Whatever their content, each is a conflict, with its reason and what to do: a second copy would make the
+   * session ambiguous. Reads only; writes nothing.
+   */
+  duplicates?(): Promise<RestoreDuplicate[]>;
   /** The harness's native resume command, run from the destination. */
   resumeArgv: string[];
 }

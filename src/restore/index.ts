@@ -24,13 +24,13 @@ import type { HarnessName } from '../schema/index.js';
 import { withLock } from '../lock/lock.js';
 import { staleOwnerReason, systemLockWorld, type LockWorld } from '../lock/liveness.js';
 import { applyPlan, finish, removeStaging, rollBack, STAGING_MARK } from './apply.js';
-import { existingAncestor, inspectPlan, type Collision } from './inspect.js';
+import { existingAncestor, inspectPlan, type Collision, type RestoreConflict } from './inspect.js';
 import { realRestoreIO, type RestoreIO } from './io.js';
 import { journalFile, listJournals, ownerFields, removeJournal, type RestoreJournal } from './journal.js';
 
 export type { RestoreIO } from './io.js';
 export { realRestoreIO } from './io.js';
-export type { Collision } from './inspect.js';
+export type { Collision, RestoreConflict } from './inspect.js';
 
 const OWNER_FILE = 'owner.json';
 /** A restore holds its harness's lock at most this long before others may take it over. */
@@ -46,7 +46,7 @@ export interface RestoreSummary {
   /** Files already here with the same bytes: nothing to write. */
   identical: string[];
   /** What is in the way (collision `different`). */
-  conflicts: { path: string; why: string }[];
+  conflicts: RestoreConflict[];
   /** Native index files the session is entered in. */
   indexes: string[];
   /** A restore through the harness's own import: the command that will run in the destination. */
@@ -244,11 +244,14 @@ function describe(journal: RestoreJournal): string {
   return `${journal.harness} session ${journal.session_id}, journal ${journal.id}`;
 }
 
-function conflictError(plan: RestorePlan, conflicts: { path: string; why: string }[]): BlueError {
+/** The hint of a conflict the plan has no better advice for. */
+const CONFLICT_HINT = 'blue-agent never overwrites a local session. Resume the local copy as it is, or move it away (or delete it in the harness) and restore again.';
+
+function conflictError(plan: RestorePlan, conflicts: RestoreConflict[]): BlueError {
   const first = conflicts[0];
-  return new BlueError('RESTORE_CONFLICT', `this machine already has ${plan.harness} session ${plan.sessionId} with other content${first === undefined ? '' : `: ${first.path}: ${first.why}`}`, {
+  return new BlueError('RESTORE_CONFLICT', `this machine already has ${plan.harness} session ${plan.sessionId}${first === undefined ? ' with other content' : `: ${first.path}: ${first.why}`}`, {
     ...(first === undefined || !path.isAbsolute(first.path) ? {} : { file: first.path }),
-    hint: 'blue-agent never overwrites a local session. Resume the local copy as it is, or move it away (or delete it in the harness) and restore again.',
+    hint: first?.hint ?? CONFLICT_HINT,
   });
 }
 

@@ -2,7 +2,8 @@
  * Preflight: what is already at each target of a plan, checked without writing anything. A target must lie inside
  * the plan's root; below the root no component may be a link (a link could carry a write anywhere on the machine);
  * an existing file with the same bytes is nothing to write, one with other bytes is a conflict that is never
- * overwritten, and one that is a hard link is refused (RESTORE_UNSAFE) before it is read.
+ * overwritten, and one that is a hard link is refused (RESTORE_UNSAFE) before it is read. Another copy of the session
+ * where the harness would also look (the plan's `duplicates`) is a conflict whatever its bytes.
  */
 import { lstat, realpath } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
@@ -15,13 +16,19 @@ import { checkFile, sha256Checked } from '../util/safe-read.js';
 
 export type Collision = 'none' | 'identical' | 'different';
 
+export interface RestoreConflict {
+  path: string;
+  why: string;
+  hint?: string;
+}
+
 export interface Inspection {
   /** Placements to write. */
   create: RestorePlacement[];
   /** Placements whose target (or an alias of it) already holds the same bytes. */
   identical: RestorePlacement[];
-  /** What is in the way, with the reason. */
-  conflicts: { path: string; why: string }[];
+  /** What is in the way, with the reason (and, where the plan knows better than the engine, what to do). */
+  conflicts: RestoreConflict[];
   /** Folders to create, parents first (the root and its missing parents included). */
   dirs: string[];
   /** A restore through the harness's own import: whether the harness already holds the session. */
@@ -115,7 +122,7 @@ export async function inspectPlan(ctx: Context, plan: RestorePlan): Promise<Insp
 
   const create: RestorePlacement[] = [];
   const identical: RestorePlacement[] = [];
-  const conflicts: { path: string; why: string }[] = [];
+  const conflicts: RestoreConflict[] = [];
   const dirs: string[] = [];
   const checked = new Map<string, boolean>();
 
@@ -174,6 +181,9 @@ export async function inspectPlan(ctx: Context, plan: RestorePlan): Promise<Insp
     else if (state === 'identical') identical.push(p);
     else conflicts.push({ path: p.to, why });
   }
+
+  // Another copy where the harness would also look is a conflict whatever its bytes: never a second copy.
+  for (const d of (await plan.duplicates?.()) ?? []) conflicts.push({ path: d.file, why: d.why, hint: d.hint });
 
   const imported = plan.import === undefined ? undefined : await plan.import.existing(ctx);
   if (imported === 'different') conflicts.push({ path: `${plan.harness} session ${plan.sessionId}`, why: `${HARNESS_DISPLAY_NAMES[plan.harness]} already holds a session with this id and other messages` });

@@ -175,9 +175,15 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
     const prepared = await prepareRestore(ctx, { bundleFile, destination, profiles });
     cleanups.push(() => prepared.dispose());
     if (prepared.collision === 'different') {
-      throw new BlueError('RESTORE_CONFLICT', `${loaded.doc.display_name} already has a session ${prepared.sessionId} on this machine with different content`, {
-        hint: 'It is never overwritten. Resume the local session as it is, or move it away first. Nothing was changed.',
-      });
+      const first = prepared.summary.conflicts[0];
+      throw new BlueError(
+        'RESTORE_CONFLICT',
+        `${loaded.doc.display_name} already has a session ${prepared.sessionId} on this machine${first === undefined ? ' with different content' : `: ${printable(first.path)}: ${printable(first.why)}`}`,
+        {
+          ...(first !== undefined && path.isAbsolute(first.path) ? { file: first.path } : {}),
+          hint: `${first?.hint ?? 'It is never overwritten. Resume the local session as it is, or move it away first.'} Nothing was changed.`,
+        },
+      );
     }
     const line = launchLine(destination, prepared.resumeArgv);
     const planned = describePlan(prepared);

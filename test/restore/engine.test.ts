@@ -3,7 +3,7 @@
  * different destination, identical and different local copies are handled, hostile bundles and unsafe folders are
  * refused with nothing written anywhere, and a disk that fills at any step leaves nothing behind.
  */
-import { chmod, link, mkdir, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, readdir, readFile, realpath, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BlueError } from '../../src/errors.js';
@@ -126,6 +126,44 @@ describe('Claude Code', () => {
     expect(await snapshot(target.home)).toEqual(changed);
   });
 
+  it('the session already in another project folder is a conflict, the same bytes too: no second copy is written', async () => {
+    const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
+    const first = path.join(target.root, 'elsewhere', 'first_place');
+    await mkdir(first);
+    const resolvedFirst = await realpath(first);
+    await applyRestore(target.ctx, await prepare(session.bundle, resolvedFirst));
+    const existing = path.join(target.home, '.claude', 'projects', claudeProjectKey(resolvedFirst), `${session.sessionId}.jsonl`);
+    const before = await snapshot(target.home);
+
+    // Restored again where it is: the same files, nothing to write.
+    const here = await prepare(session.bundle, resolvedFirst);
+    expect(here.collision).toBe('identical');
+    await here.dispose();
+
+    // Into another directory: Claude Code would find two files for one id.
+    const prepared = await prepare(session.bundle);
+    expect(prepared.collision).toBe('different');
+    expect(prepared.summary.conflicts).toEqual([{ path: existing, why: expect.stringContaining('another project folder'), hint: expect.stringContaining(`move or delete ${existing}`) }]);
+    const error = await blueError(() => applyRestore(target.ctx, prepared));
+    expect(error).toMatchObject({ code: 'RESTORE_CONFLICT', file: existing, message: `this machine already has claude session ${session.sessionId}: ${existing}: a copy in another project folder; Claude Code finds a session by its id in every project folder, so a second copy would make \`claude --resume ${session.sessionId}\` ambiguous` });
+    expect(error.hint).toContain(`claude --resume ${session.sessionId}`);
+    await prepared.dispose();
+    expect(await snapshot(target.home)).toEqual(before);
+  });
+
+  it('a copy that appears in another project folder between preflight and apply is found under the lock', async () => {
+    const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
+    const prepared = await prepare(session.bundle);
+    expect(prepared.collision).toBe('none');
+    const copy = path.join(target.home, '.claude', 'projects', '-somewhere-else', `${session.sessionId}.jsonl`);
+    await mkdir(path.dirname(copy), { recursive: true });
+    await writeFile(copy, 'a copy\n');
+    const before = await snapshot(path.join(target.home, '.claude'));
+    expect(await blueError(() => applyRestore(target.ctx, prepared))).toMatchObject({ code: 'RESTORE_CONFLICT', file: copy });
+    await prepared.dispose();
+    expect(await snapshot(path.join(target.home, '.claude'))).toEqual(before);
+  });
+
   it('a local copy that is a hard link (or a symbolic link) is refused before it is read, and left as it is', async () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     await applyRestore(target.ctx, await prepare(session.bundle));
@@ -224,6 +262,26 @@ describe('Codex', () => {
     const again = await prepare(session.bundle);
     expect(again.collision).toBe('identical');
     expect((await applyRestore(target.ctx, again)).merged).toEqual([]);
+    expect(await snapshot(target.home)).toEqual(before);
+  });
+
+  it('a machine in another time zone names the rollout by its local time, as Codex does, and finds its own copy there', async () => {
+    const session = await fixtureBundle('codex', source, path.join(source.root, 'codex.bundle'));
+    // Chatham in summer, +13:45: the session started at 16:33:24.929 UTC, 06:18:24 on the next day there.
+    const chatham = target.context({ clock: { now: () => Date.now(), utcOffsetMinutes: () => 825 } });
+    const prepared = await prepareRestore(chatham, { bundleFile: session.bundle, destination, profiles: await shippedProfiles() });
+    const rollout = path.join(target.home, '.codex', 'sessions', '2026', '12', '01', `rollout-2026-12-01T06-18-24-${session.sessionId}.jsonl`);
+    expect(prepared.summary.create).toEqual([rollout]);
+    expect((await applyRestore(chatham, prepared)).placed).toEqual([rollout]);
+    await prepared.dispose();
+
+    // Restored again on that machine: its own file, nothing to write and no second name.
+    const before = await snapshot(target.home);
+    const again = await prepareRestore(chatham, { bundleFile: session.bundle, destination, profiles: await shippedProfiles() });
+    expect(again).toMatchObject({ collision: 'identical', summary: { create: [], identical: [rollout] } });
+    expect(again.plan.aliases).toEqual([]);
+    expect((await applyRestore(chatham, again)).placed).toEqual([]);
+    await again.dispose();
     expect(await snapshot(target.home)).toEqual(before);
   });
 

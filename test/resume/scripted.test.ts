@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { gzip, sha, tarOf, type RawEntry } from '../support/handmade-bundles.js';
@@ -136,6 +136,24 @@ describe('preflight', () => {
     const stderr = await refused([uploadId, '--dest', world.project, '--yes', '--no-launch'], 'RESTORE_CONFLICT');
     expect(stderr).toContain('never overwritten');
     expect(await readFile(transcriptPath(world.project, sessionId), 'utf8')).toBe('my own local changes\n');
+  });
+
+  it('refuses a second copy of a session that is here in another project folder, naming that file and what to do', async () => {
+    const { uploadId, sessionId } = await uploadClaudeSession(world);
+    const first = await cli(world, [uploadId, '--dest', world.project, '--yes', '--no-launch']);
+    expect(first.code, first.stderr).toBe(0);
+    const other = path.join(path.dirname(world.project), 'another_checkout');
+    await mkdir(other);
+    const existing = transcriptPath(world.project, sessionId);
+    const stderr = await refused([uploadId, '--dest', other, '--yes', '--no-launch'], 'RESTORE_CONFLICT');
+    expect(stderr).toContain(`Claude Code already has a session ${sessionId} on this machine: ${existing}: a copy in another project folder`);
+    expect(stderr).toContain(`move or delete ${existing}`);
+    expect(stderr).toContain('Nothing was changed.');
+    expect(existsSync(transcriptPath(other, sessionId))).toBe(false);
+
+    const json = await cli(world, [uploadId, '--dest', other, '--json']);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, error: { code: 'RESTORE_CONFLICT', message: expect.stringContaining(existing) } });
   });
 });
 

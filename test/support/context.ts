@@ -36,8 +36,9 @@ export async function makeTestHome(extraEnv: Record<string, string> = {}): Promi
   };
   const stdout = bufferOutput();
   const stderr = bufferOutput();
+  // UTC unless a test gives its own time zone: no result depends on the machine's.
   const context = (overrides: ContextOverrides & { env?: Record<string, string> } = {}) =>
-    createContext({ cwd: home, stdout, stderr, ...overrides, env: { ...env, ...overrides.env } });
+    createContext({ cwd: home, stdout, stderr, ...overrides, clock: { now: () => Date.now(), utcOffsetMinutes: () => 0, ...overrides.clock }, env: { ...env, ...overrides.env } });
   const { mkdir } = await import('node:fs/promises');
   await mkdir(home, { recursive: true });
   return {

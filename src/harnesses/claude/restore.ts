@@ -4,13 +4,22 @@
  * transcripts (`agent-<x>.jsonl`, before 2.1.2) beside the transcript. The key is the destination's, not the one the
  * session was captured under: `claude --resume <id>` looks in the folder of the directory it runs in. No native index
  * needs the session (Claude Code lists the project folder).
+ *
+ * Claude Code also finds a session by its id in the other project folders, so a transcript of the same id already in
+ * another one is a conflict, whatever its bytes: a second copy under the destination's folder would make the id mean
+ * two files.
  */
+import type { Stats } from 'node:fs';
+import { lstat, readdir } from 'node:fs/promises';
+import path from 'node:path';
 import type { Context } from '../../context.js';
 import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../restore-files.js';
-import type { RestoreInput, RestorePlacement, RestorePlan } from '../types.js';
+import type { RestoreDuplicate, RestoreInput, RestorePlacement, RestorePlan } from '../types.js';
 import { claudeProjectKey } from './session.js';
 
 const LEGACY_SIDECHAIN = /^agent-[A-Za-z0-9_-]+\.jsonl$/;
+/** Project folders looked through for another copy of the session (bounded). */
+const MAX_PROJECT_DIRS = 20_000;
 
 export function planClaudeRestore(_ctx: Context, input: RestoreInput, configDir: string): RestorePlan {
   const id = checkedSessionId(input);
@@ -35,5 +44,50 @@ export function planClaudeRestore(_ctx: Context, input: RestoreInput, configDir:
     placements.push(placement(root, [key, ...rest].join('/'), entry));
   }
   checkDistinct(placements);
-  return { harness: 'claude', sessionId: id, home: configDir, root, placements, merges: [], resumeArgv: ['claude', '--resume', id] };
+  const transcript = path.join(root, key, `${id}.jsonl`);
+  return {
+    harness: 'claude',
+    sessionId: id,
+    home: configDir,
+    root,
+    placements,
+    merges: [],
+    duplicates: () => otherCopies(root, key, id, transcript),
+    resumeArgv: ['claude', '--resume', id],
+  };
+}
+
+async function lstatOrUndefined(file: string): Promise<Stats | undefined> {
+  try {
+    return await lstat(file);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Transcripts `<root>/<other key>/<id>.jsonl` of another project folder, as Claude Code would find them by id. The
+ * destination's own transcript is not one, also under another spelling of its folder (a file system that ignores
+ * case): the same file is recognised by its identity.
+ */
+async function otherCopies(root: string, key: string, id: string, transcript: string): Promise<RestoreDuplicate[]> {
+  let folders: string[];
+  try {
+    folders = (await readdir(root, { withFileTypes: true })).filter((e) => e.name !== key && (e.isDirectory() || e.isSymbolicLink())).map((e) => e.name);
+  } catch {
+    return [];
+  }
+  const own = await lstatOrUndefined(transcript);
+  const found: RestoreDuplicate[] = [];
+  for (const folder of folders.sort().slice(0, MAX_PROJECT_DIRS)) {
+    const file = path.join(root, folder, `${id}.jsonl`);
+    const info = await lstatOrUndefined(file);
+    if (info === undefined || (own !== undefined && info.dev === own.dev && info.ino === own.ino)) continue;
+    found.push({
+      file,
+      why: `a copy in another project folder; Claude Code finds a session by its id in every project folder, so a second copy would make \`claude --resume ${id}\` ambiguous`,
+      hint: `Resume that copy from the directory it belongs to (\`claude --resume ${id}\` there), or move or delete ${file} (and the folder ${id}${path.sep} beside it, if any), then restore again.`,
+    });
+  }
+  return found;
 }

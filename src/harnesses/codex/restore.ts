@@ -1,12 +1,13 @@
 /**
  * Restoring a Codex session, the mirror image of session.ts: the rollout goes to
- * `sessions/YYYY/MM/DD/rollout-<YYYY-MM-DDThh-mm-ss>-<id>.jsonl` with the date and time taken from the rollout's own
- * first line (`session_meta`), never from the clock, so a restored session sorts where it happened. Its thread name
- * is appended to `$CODEX_HOME/session_index.jsonl` (append-only, newest line wins; every other line kept byte for
- * byte). Codex rebuilds its SQLite state from the rollout, which is never written here.
+ * `sessions/YYYY/MM/DD/rollout-<YYYY-MM-DDThh-mm-ss>-<id>.jsonl`, named as Codex names the rollouts it creates: by the
+ * session's start (the `session_meta` payload's timestamp, never the clock) in this machine's local time at that
+ * instant, so a restored session sorts where it happened and a session restored where it was recorded lands on its
+ * own file. Its thread name is appended to `$CODEX_HOME/session_index.jsonl` (append-only, newest line wins; every
+ * other line kept byte for byte). Codex rebuilds its SQLite state from the rollout, which is never written here.
  *
- * A rollout of the same id that already sits in another date folder (captured on this machine, where Codex named it
- * by local time) is the same session under another name: identical content means nothing to write.
+ * A rollout of the same id that already sits in another date folder (recorded in another time zone, or by a Codex
+ * that named it otherwise) is the same session under another name: identical content means nothing to write.
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -38,10 +39,8 @@ export async function planCodexRestore(ctx: Context, input: RestoreInput, codexH
   const compressed = name.endsWith('.zst');
   const head = await rolloutHead(entry.from);
   const started = sessionStart(head, id, entry.label);
-  const pad = (n: number) => String(n).padStart(2, '0');
-  const day = `${started.getUTCFullYear()}/${pad(started.getUTCMonth() + 1)}/${pad(started.getUTCDate())}`;
-  const stamp = `${started.getUTCFullYear()}-${pad(started.getUTCMonth() + 1)}-${pad(started.getUTCDate())}T${pad(started.getUTCHours())}-${pad(started.getUTCMinutes())}-${pad(started.getUTCSeconds())}`;
-  const rel = `${day}/rollout-${stamp}-${id}.jsonl${compressed ? '.zst' : ''}`;
+  const rel = rolloutRel(started, ctx.clock.utcOffsetMinutes(started), id, compressed);
+  if (rel === undefined) throw restoreUnsafe(`${entry.label}: the rollout's session_meta has no usable timestamp`);
   const target = placement(root, rel, entry);
   checkDistinct([target]);
 
@@ -90,7 +89,28 @@ export function mergeSessionIndex(text: string | null, id: string, threadName: s
   return after === before ? current : current + after.subarray(before.length).toString('utf8');
 }
 
-function sessionStart(head: Buffer, id: string, label: string): Date {
+/**
+ * The rollout's place under `sessions/` for a session that started at `startedMs`, in local time `offsetMinutes`
+ * ahead of UTC: `YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl` (`.zst` when compressed), seconds truncated, as
+ * Codex formats the local time it takes when it creates the rollout. Undefined when the local year has no four
+ * digits.
+ */
+export function rolloutRel(startedMs: number, offsetMinutes: number, id: string, compressed: boolean): string | undefined {
+  const local = new Date(startedMs + offsetMinutes * 60_000);
+  const year = local.getUTCFullYear();
+  if (Number.isNaN(year) || year < 1000 || year > 9999) return undefined;
+  const pad = (n: number) => String(n).padStart(2, '0');
+  const date = `${year}-${pad(local.getUTCMonth() + 1)}-${pad(local.getUTCDate())}`;
+  const stamp = `${date}T${pad(local.getUTCHours())}-${pad(local.getUTCMinutes())}-${pad(local.getUTCSeconds())}`;
+  return `${date.replaceAll('-', '/')}/rollout-${stamp}-${id}.jsonl${compressed ? '.zst' : ''}`;
+}
+
+/**
+ * When the session started (ms): the `session_meta` payload's timestamp, which Codex takes from the same instant it
+ * names the file by; the line's own timestamp (when the line was written, which may be later) only when the payload
+ * has no usable one.
+ */
+function sessionStart(head: Buffer, id: string, label: string): number {
   const text = head.toString('utf8');
   const end = text.indexOf('\n');
   let first: unknown;
@@ -101,12 +121,11 @@ function sessionStart(head: Buffer, id: string, label: string): Date {
   }
   if (!isRecord(first) || first.type !== 'session_meta' || !isRecord(first.payload)) throw restoreUnsafe(`${label}: the rollout does not start with a session_meta line`);
   if (first.payload.id !== id) throw restoreUnsafe(`${label}: the rollout belongs to session ${printable(String(first.payload.id)).slice(0, 80)}, not ${id}`);
-  const stamp = typeof first.timestamp === 'string' ? first.timestamp : first.payload.timestamp;
-  const date = typeof stamp === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(stamp) ? new Date(stamp) : undefined;
-  if (date === undefined || Number.isNaN(date.getTime()) || date.getUTCFullYear() < 2000 || date.getUTCFullYear() > 9999) {
-    throw restoreUnsafe(`${label}: the rollout's session_meta has no usable timestamp`);
+  for (const stamp of [first.payload.timestamp, first.timestamp]) {
+    const date = typeof stamp === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(stamp) ? new Date(stamp) : undefined;
+    if (date !== undefined && !Number.isNaN(date.getTime()) && date.getUTCFullYear() >= 2000 && date.getUTCFullYear() <= 9999) return date.getTime();
   }
-  return date;
+  throw restoreUnsafe(`${label}: the rollout's session_meta has no usable timestamp`);
 }
 
 async function rolloutHead(file: string): Promise<Buffer> {

@@ -4,7 +4,7 @@
  * session resumes in another HOME; and the whole round trip through the Control API.
  */
 import { existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { claudeProjectKey } from '../../../src/harnesses/claude/session.js';
@@ -135,6 +135,18 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
       const sent = stub.textSentTo('/v1/messages');
       expect(sent, explain(resumed)).toContain(SECOND_PROMPT);
       expect(sent, explain(resumed)).toContain(CODE_WORD);
+
+      // Claude Code finds a session by its id in any project folder, also from another directory: why the restore
+      // refuses to write a second copy of a session that is already in another project folder.
+      const third = path.join(path.dirname(destination), 'third_dir');
+      await mkdir(third, { recursive: true });
+      stub.clear();
+      const elsewhere = await runClaude({ bin, home: b.home, cwd: third, prompt: SECOND_PROMPT, args: restored.resumeArgv.slice(1), stubUrl: stub.url, timeoutMs: 90_000 });
+      expect(elsewhere.exitCode, explain(elsewhere)).toBe(0);
+      expect(stub.textSentTo('/v1/messages'), explain(elsewhere)).toContain(CODE_WORD);
+      expect((await readdir(path.join(b.home, '.claude', 'projects'), { recursive: true })).filter((n) => n.endsWith(`${id}.jsonl`))).toEqual([
+        path.join(claudeProjectKey(destination), `${id}.jsonl`),
+      ]);
     },
     TEST_TIMEOUT_MS,
   );

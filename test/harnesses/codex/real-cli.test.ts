@@ -141,6 +141,15 @@ describe('capture with the real CLI', () => {
   );
 });
 
+const CHATHAM = 'Pacific/Chatham';
+
+/** Chatham's offset from UTC at `at`, in minutes (+12:45, +13:45 in summer), whatever the time zone of this process. */
+function chathamOffset(at: number): number {
+  const name = new Intl.DateTimeFormat('en-US', { timeZone: CHATHAM, timeZoneName: 'longOffset' }).formatToParts(at).find((p) => p.type === 'timeZoneName')!.value;
+  const [, sign, hours, minutes] = /^GMT([+-])(\d{2}):(\d{2})$/.exec(name)!;
+  return (sign === '-' ? -1 : 1) * (Number(hours) * 60 + Number(minutes));
+}
+
 describe('restore with the real CLI, resumed in another HOME and directory', () => {
   const w = useRestoreRoundTrip();
   const { TEST_TIMEOUT_MS } = w;
@@ -150,7 +159,8 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
     async () => {
       const { a, b, stub, sourceCwd, destination, agentContext, explain, bundleFromA, restoreIntoB, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
       const bin = harnessBin('codex');
-      const first = await runCodex({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, timeoutMs: 90_000 });
+      // Both machines in a time zone far from UTC: Codex names the rollout by local time, and so does the restore.
+      const first = await runCodex({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, env: { TZ: CHATHAM }, timeoutMs: 90_000 });
       expect(first.exitCode, explain(first)).toBe(0);
       const sessions = path.join(codexHome(harnessEnv(a.home)), 'sessions');
       const rollouts = (await readdir(sessions, { recursive: true })).filter((n) => /rollout-.*\.jsonl$/.test(n));
@@ -158,10 +168,12 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
       const id = /-([0-9a-f-]{36})\.jsonl$/.exec(rollouts[0]!)![1]!;
       const bundle = await bundleFromA('codex', agentContext(a, bin), { session_id: id, cwd: sourceCwd, transcript_path: path.join(sessions, rollouts[0]!) });
 
-      const ctx = agentContext(b, bin);
+      const ctx = b.context({ env: agentContext(b, bin).env as Record<string, string>, clock: { now: () => Date.now(), utcOffsetMinutes: chathamOffset } });
       await mkdir(path.join(b.home, '.codex'), { recursive: true });
       const restored = await restoreIntoB(ctx, bundle);
       expect(restored).toEqual({ sessionId: id, resumeArgv: ['codex', 'resume', id] });
+      const placed = (await readdir(path.join(b.home, '.codex', 'sessions'), { recursive: true })).filter((n) => /rollout-.*\.jsonl$/.test(n));
+      expect(placed).toEqual(rollouts);
 
       stub.clear();
       const resumed = await runCodex({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: ['resume', id], stubUrl: stub.url, timeoutMs: 90_000 });
