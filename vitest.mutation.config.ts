@@ -24,6 +24,8 @@ export default defineConfig({
       'test/certify/**',
       'test/e2e/**',
       'test/**/*real-harness*.test.ts',
+      // Each ends with a real offline session of its harness CLI, which the empty cache below cannot skip.
+      'test/harnesses/*/session.test.ts',
       'test/bundle/cli.test.ts',
       'test/bundle/memory.test.ts',
       'test/reconcile/control-api.test.ts',
