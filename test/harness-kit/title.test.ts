@@ -398,4 +398,13 @@ describe('title rules, edge by edge', () => {
     expect(firstUserTurn([{ role: 'user', content: '<command-name>/a\nb</command-name>' }])).toBe('/a\nb');
     expect(firstUserTurn([])).toBeUndefined();
   });
+
+  it('leaves out the keys it has no value for, rather than setting them to undefined', () => {
+    expect(titleAndSummary({ native: { title: 'T' } })).toStrictEqual({ title: 'T' });
+    expect(titleAndSummary({ native: { preview: 'P' } })).toStrictEqual({ summary: 'P' });
+    expect(nativeMetadataOf({ id: ID, title: 'T' }, ID)).toStrictEqual({ title: 'T' });
+    expect(nativeMetadataOf({ id: ID, preview: 'P' }, ID)).toStrictEqual({ preview: 'P' });
+    expect(newestNativeMetadata([{ id: ID, title: 'T' }], ID)).toStrictEqual({ title: 'T' });
+    expect(newestNativeMetadata([{ id: ID, preview: 'P' }], ID)).toStrictEqual({ preview: 'P' });
+  });
 });
