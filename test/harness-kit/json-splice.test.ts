@@ -99,6 +99,7 @@ describe('reading nodes', () => {
     expect(nodeValue({ type: 'object', offset: 0, length: 2 })).toEqual({});
     expect(nodeValue({ type: 'array', offset: 0, length: 2 })).toEqual([]);
     expect(nodeValue({ type: 'object', offset: 0, length: 2, children: [{ type: 'property', offset: 1, length: 0 }] })).toEqual({ undefined: null });
+    expect(nodeValue({ type: 'object', offset: 0, length: 2, children: [{ type: 'property', offset: 1, length: 0, children: [] }] })).toEqual({ undefined: null });
   });
 
   it('canonical drops whitespace and comments but keeps order and spelling', () => {
