@@ -172,8 +172,9 @@ export function removeChildrenEdits(text: string, container: Node, remove: Reado
     const close = closeOf(container);
     if (!hasComment(text, open, close)) return [{ offset: open, length: close - open, content: '' }];
     // Comments inside are the user's: delete the children and their commas around them.
-    children.forEach((child, i) => {
-      const comma = i < children.length - 1 ? commaAfter(text, endOf(child)) : -1;
+    children.forEach((child) => {
+      // The last child's comma too, when the file allows a trailing one: `[ /* c */ ,]` would not parse.
+      const comma = commaAfter(text, endOf(child));
       const end = comma >= 0 ? comma + 1 : endOf(child);
       edits.push({ offset: child.offset, length: end - child.offset, content: '' });
     });
@@ -194,7 +195,7 @@ export function removeChildrenEdits(text: string, container: Node, remove: Reado
         if (comma >= 0) edits.push({ offset: comma, length: 1, content: '' });
       }
       const start = skipSpaceBackward(text, child.offset);
-      const comma = i < children.length - 1 ? commaAfter(text, endOf(child)) : -1;
+      const comma = commaAfter(text, endOf(child));
       const end = comma >= 0 ? comma + 1 : endOf(child);
       edits.push({ offset: start, length: end - start, content: '' });
     }

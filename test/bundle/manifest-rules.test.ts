@@ -83,6 +83,8 @@ describe('nativePathProblem', () => {
     ['a/.', 'contains a "." segment'],
     [`a/${'x'.repeat(256)}`, 'has a path segment longer than 255 bytes'],
     [`a/${'é'.repeat(128)}`, 'has a path segment longer than 255 bytes'],
+    ['a/b.blue-agent-restore-1/c', 'names a blue-agent temporary file (".blue-agent-restore")'],
+    ['.blue-agent-restore', 'names a blue-agent temporary file (".blue-agent-restore")'],
   ];
   for (const [p, problem] of refused) {
     it(`refuses ${JSON.stringify(p.length > 40 ? `${p.slice(0, 20)}…` : p)}: ${problem}`, () => {

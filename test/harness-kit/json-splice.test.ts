@@ -68,6 +68,8 @@ describe('reading nodes', () => {
     // Not an object, or not a property: nothing.
     expect(propsNamed(tree('[{"a": 1}]'), 'a')).toEqual([]);
     expect(propertyParts(kids(tree('[1]'))[0]!)).toBeUndefined();
+    // An array holding a string and a value has the children of a property, but is not one.
+    expect(propertyParts(tree('["a", 1]'))).toBeUndefined();
     // A property the parser could not finish has no value.
     const broken = parseTree('{"a"}', [])!;
     expect(propertyParts(kids(broken)[0]!)).toBeUndefined();
@@ -96,6 +98,8 @@ describe('reading nodes', () => {
     expect(nodeValue(parseTree('{"a"}', [])!)).toEqual({ a: null });
     expect(nodeValue({ type: 'object', offset: 0, length: 2 })).toEqual({});
     expect(nodeValue({ type: 'array', offset: 0, length: 2 })).toEqual([]);
+    expect(nodeValue({ type: 'object', offset: 0, length: 2, children: [{ type: 'property', offset: 1, length: 0 }] })).toEqual({ undefined: null });
+    expect(nodeValue({ type: 'object', offset: 0, length: 2, children: [{ type: 'property', offset: 1, length: 0, children: [] }] })).toEqual({ undefined: null });
   });
 
   it('canonical drops whitespace and comments but keeps order and spelling', () => {
@@ -150,11 +154,19 @@ describe('removeChildrenEdits', () => {
     expect(remove('[\n  1,\n  2,\n  3\n]', [2])).toBe('[\n  1,\n  2\n]');
     expect(remove('[\n  1,\n  2,\n  3\n]', [0])).toBe('[\n  2,\n  3\n]');
     expect(remove('{"a": 1, "b": 2}', [1])).toBe('{"a": 1}');
+    expect(remove('[1,\t2]', [0])).toBe('[2]');
+  });
+
+  it('takes a trailing comma with the last child, where the file allows one', () => {
+    expect(remove('[1, 2,]', [1])).toBe('[1]');
+    expect(remove('[1, 2, 3,]', [1, 2])).toBe('[1]');
+    expect(remove('[1, /* c */ 2,]', [0, 1])).toBe('[ /* c */ ]');
   });
 
   it('ignores indices that are not children', () => {
     expect(remove('[1, 2]', [-1, 5])).toBe('[1, 2]');
     expect(remove('[1, 2]', [1, 5])).toBe('[1]');
+    expect(remove('[1, 2]', [2])).toBe('[1, 2]');
   });
 
   it('keeps comments next to what stays', () => {
@@ -213,6 +225,28 @@ describe('detectStyle', () => {
     const broken = parseTree('{"x", "a" : 1}', [])!;
     expect(detectStyle('{"x", "a" : 1}', broken).colon).toBe(' : ');
   });
+
+  it('keeps the first indent, comma and colon it sees, and only a clean one', () => {
+    const deeper = '{\n  "a": {\n      "b": 1}}';
+    expect(detectStyle(deeper, tree(deeper)).unit).toBe('  ');
+    // A line break inside a comment does not put the first child on a line of its own.
+    const comment = '{ /*\n   */ "a": 1}';
+    expect(detectStyle(comment, tree(comment)).unit).toBe('  ');
+    const inner = '[1,\n\t{\n\t   "a": 1}]';
+    expect(detectStyle(inner, tree(inner)).unit).toBe('   ');
+    const tabs = '{\n\t\t"a": 1}';
+    expect(detectStyle(tabs, tree(tabs)).unit).toBe('\t\t');
+    expect(detectStyle('[1 ,2]', tree('[1 ,2]')).comma).toBe(', ');
+    expect(detectStyle('[[1,  2], [3,4]]', tree('[[1,  2], [3,4]]')).comma).toBe(', ');
+    const commented = '{"a" /* c */ : 1}';
+    expect(detectStyle(commented, tree(commented)).colon).toBe(': ');
+  });
+
+  it('looks at the first 2000 nodes only', () => {
+    const arrays = (n: number) => `[${'[0], '.repeat(n)}[\n    0]]`;
+    expect(detectStyle(arrays(1998), tree(arrays(1998))).unit).toBe('    ');
+    expect(detectStyle(arrays(1999), tree(arrays(1999))).unit).toBe('  ');
+  });
 });
 
 describe('render', () => {
@@ -244,6 +278,19 @@ describe('appendChild', () => {
     expect(append('{"a": []}', false, 'a')).toEqual({ text: '{"a": [\n  <2>X!\n]}', before: '\n  <2>', after: '!\n', comma: 'none' });
     expect(append('{\n  "a": [\n  ]\n}', false, 'a')).toEqual({ text: '{\n  "a": [\n    <4>X!\n  ]\n}', before: '\n    <4>', after: '!', comma: 'none' });
     expect(append('[ // c\n]')).toEqual({ text: '[ // c\n  <2>X!\n]', before: '\n  <2>', after: '!', comma: 'none' });
+    // A line break just before the container is not inside it.
+    expect(append('{"a":\n[]}', false, 'a')).toEqual({ text: '{"a":\n[\n  <2>X!\n]}', before: '\n  <2>', after: '!\n', comma: 'none' });
+  });
+
+  it('asks for a one-line child with no indent', () => {
+    for (const [text, inlineFile] of [['[]', true], ['[1]', false], ['[\n  1\n]', true]] as const) {
+      const asked: Array<[string, boolean]> = [];
+      appendChild(text, tree(text), LF, inlineFile, (indent, inline) => {
+        asked.push([indent, inline]);
+        return { pre: '', core: 'X', post: '' };
+      });
+      expect(asked, text).toEqual([['', true]]);
+    }
   });
 
   it('after the last child of a one-line container', () => {
@@ -289,6 +336,7 @@ describe('appendMember', () => {
     expect(add('{ "a":1 }', 'c', 3)).toEqual({ text: '{ "a":1, "c":3 }', inner: undefined });
     expect(add('[1 , 2]', undefined, 3)).toEqual({ text: '[1 , 2, 3]', inner: undefined });
     expect(add('[1]', undefined, { a: 1 })).toEqual({ text: '[1,{"a":1}]', inner: undefined });
+    expect(add('{"a" : 1}', 'c', 2)).toEqual({ text: '{"a" : 1,"c": 2}', inner: undefined });
   });
 
   it('writes one item a line in a multi-line container, at its indent', () => {
@@ -296,6 +344,8 @@ describe('appendMember', () => {
     expect(add(text, 'c', { d: [1] }).text).toBe('{\n    "a": 1,\n    "b": 2,\n    "c": {\n        "d": [\n            1\n        ]\n    }\n}');
     const tabs = '[\r\n\t{"x": 1}\r\n]';
     expect(add(tabs, undefined, { y: 2 }).text).toBe('[\r\n\t{"x": 1},\r\n\t{\r\n\t\t"y": 2\r\n\t}\r\n]');
+    // An indent that starts with a tab is a tab.
+    expect(add('{\n\t "a": 1\n}', 'c', { d: 1 }).text).toBe('{\n\t "a": 1,\n\t "c": {\n\t \t"d": 1\n\t }\n}');
   });
 
   it('fills an empty container and reports what it held', () => {
@@ -304,6 +354,7 @@ describe('appendMember', () => {
     expect(add('{\n  "h": {}\n}', 'a', [1], 'h')).toEqual({ text: '{\n  "h": {\n    "a": [\n      1\n    ]\n  }\n}', inner: '' });
     expect(add('{\n\t"h": [\n\t]\n}', undefined, 1, 'h')).toEqual({ text: '{\n\t"h": [\n\t\t1\n\t]\n}', inner: '\n\t' });
     expect(add('{ }\n', 'a', 1)).toEqual({ text: '{\n  "a": 1\n}\n', inner: ' ' });
+    expect(appendMember('{}', { type: 'object', offset: 0, length: 2 }, 'a', 1)).toEqual({ edit: { offset: 1, length: 0, content: '"a":1' }, inner: '' });
   });
 
   it('an appended member cuts back out to the exact input', () => {

@@ -217,6 +217,8 @@ describe('normalising and cutting', () => {
     expect(native.endsWith(ELLIPSIS) && summary.endsWith(ELLIPSIS)).toBe(true);
     expect(finishNativeTitle('n'.repeat(NATIVE_TITLE_MAX))).toBe('n'.repeat(NATIVE_TITLE_MAX));
     expect(finishSummary('s'.repeat(SUMMARY_MAX))).toBe('s'.repeat(SUMMARY_MAX));
+    // A native title is cut at a grapheme, not at a word.
+    expect(finishNativeTitle(`${'a'.repeat(200)} ${'b'.repeat(100)}`)).toBe(`${'a'.repeat(200)} ${'b'.repeat(54)}${ELLIPSIS}`);
     expect(titleAndSummary({ firstUserTurn: long })).toEqual({ title: expect.stringMatching(/^(word ){15}word…$/), summary: expect.stringMatching(/^(word ){204}wor…$/) });
   });
 
@@ -355,6 +357,7 @@ describe('title rules, edge by edge', () => {
     expect(parseTranscript('[1,\n{"b": 2}')).toEqual([{ b: 2 }]);
     expect(parseTranscript('5\n"x"\nnull')).toEqual([5, 'x', null]);
     expect(parseTranscript('"not an array"')).toEqual(['not an array']);
+    expect(parseTranscript('{\n  "role": "user",\n  "content": "a"\n}')).toEqual([{ role: 'user', content: 'a' }]);
     expect(parseTranscript('')).toEqual([]);
   });
 
@@ -386,6 +389,8 @@ describe('title rules, edge by edge', () => {
     expect(messageUserTurn({ role: 'user', prompt: 5, text: 'then text' })).toEqual({ texts: ['then text'], toolResult: false });
     expect(messageUserTurn({ role: 'user', text: 5 })).toEqual({ texts: [], toolResult: false });
     expect(messageUserTurn(['user'])).toBeUndefined();
+    expect(messageUserTurn(null)).toBeUndefined();
+    expect(messageUserTurn({ message: { role: 'user' }, parts: [{ type: 'text', text: 'outer parts' }] })).toEqual({ texts: ['outer parts'], toolResult: false });
   });
 
   it('joins the kept texts of one turn and keeps the first slash command as the fallback', () => {
@@ -397,5 +402,14 @@ describe('title rules, edge by edge', () => {
     expect(firstUserTurn([{ role: 'user', content: '<bash-input>\n git status \n</bash-input>' }, { role: 'user', content: 'later' }])).toBe('! git status');
     expect(firstUserTurn([{ role: 'user', content: '<command-name>/a\nb</command-name>' }])).toBe('/a\nb');
     expect(firstUserTurn([])).toBeUndefined();
+  });
+
+  it('leaves out the keys it has no value for, rather than setting them to undefined', () => {
+    expect(titleAndSummary({ native: { title: 'T' } })).toStrictEqual({ title: 'T' });
+    expect(titleAndSummary({ native: { preview: 'P' } })).toStrictEqual({ summary: 'P' });
+    expect(nativeMetadataOf({ id: ID, title: 'T' }, ID)).toStrictEqual({ title: 'T' });
+    expect(nativeMetadataOf({ id: ID, preview: 'P' }, ID)).toStrictEqual({ preview: 'P' });
+    expect(newestNativeMetadata([{ id: ID, title: 'T' }], ID)).toStrictEqual({ title: 'T' });
+    expect(newestNativeMetadata([{ id: ID, preview: 'P' }], ID)).toStrictEqual({ preview: 'P' });
   });
 });

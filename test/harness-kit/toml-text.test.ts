@@ -131,6 +131,17 @@ describe('scanToml', () => {
       [['q', 'r'], true],
     ]);
     expect(sections[2]!.entries.map((e) => e.key)).toEqual([['']]);
+    // Every short escape, and the highest code point a \U escape may name.
+    expect(scanToml('"\\b\\t\\f\\r\\\\" = 1\n"\\U0010FFFF" = 2\n')[0]!.entries.map((e) => e.key)).toEqual([['\b\t\f\r\\'], ['\u{10FFFF}']]);
+  });
+
+  it('gives offsets that end at the end of the text, not past it', () => {
+    const text = 'a = 1 # c\n[t] # c';
+    const [root, table] = scanToml(text);
+    expect(root!.entries[0]!.lineEnd).toBe(10);
+    expect([table!.headerEnd, table!.contentEnd]).toEqual([text.length, text.length]);
+    const last = scanToml('a = 1 # c')[0]!;
+    expect([last.entries[0]!.lineEnd, last.contentEnd]).toEqual([9, 9]);
   });
 
   it('skips over every kind of value, whatever it holds', () => {
@@ -142,6 +153,9 @@ describe('scanToml', () => {
       '"""a"""""',
       "'''x\n'a'' '''",
       "'''a''''",
+      // A backslash escapes a quote in a basic string, not in a literal one.
+      '"""a\\""" b"""',
+      "'''a\\'''",
       '[\n  1, # one ] }\n  "]", \'[\', [2],\n]',
       '{ b = "}", c = [3], d = { e = 1 } }',
       '1979-05-27 07:32:00Z',
@@ -171,6 +185,8 @@ describe('scanToml', () => {
     expect(scanFailure('a = "\\u12')).toEqual(['invalid escape', 5]);
     expect(scanFailure('a = "\\UFFFFFFFF"')).toEqual(['invalid escape', 5]);
     expect(scanFailure('a = "\\')).toEqual(['invalid escape', 5]);
+    expect(scanFailure('a = "\\q41"')).toEqual(['invalid escape', 5]);
+    expect(scanFailure('a = "\\U00110000"')).toEqual(['invalid escape', 5]);
     expect(scanFailure("'a = 1")).toEqual(['unterminated key', 0]);
     expect(scanFailure("'a\n' = 1")).toEqual(['unterminated key', 0]);
     expect(scanFailure('= 1')).toEqual(['expected a key', 0]);
@@ -182,11 +198,18 @@ describe('scanToml', () => {
     expect(scanFailure('a = # c')).toEqual(['expected a value', 4]);
     expect(scanFailure('a = [1')).toEqual(['unterminated array or inline table', 4]);
     expect(scanFailure('a = {')).toEqual(['unterminated array or inline table', 4]);
+    expect(scanFailure('a = [1 # c')).toEqual(['unterminated array or inline table', 4]);
+    expect(scanFailure('a = \r\n')).toEqual(['expected a value', 4]);
+    // At most two quotes may precede the closing delimiter.
+    expect(scanFailure('a = """x""""""')).toEqual(['unexpected text after a value', 13]);
+    expect(scanFailure("a = '''x''''''")).toEqual(['unexpected text after a value', 13]);
     expect(scanFailure('[a')).toEqual(['malformed table header', 2]);
     expect(scanFailure('[[a]')).toEqual(['malformed table header', 3]);
     expect(scanFailure('[a] x')).toEqual(['unexpected text after a value', 4]);
     expect(scanFailure('a 1')).toEqual(['expected "=" after a key', 2]);
     expect(scanFailure('a')).toEqual(['expected "=" after a key', 1]);
+    expect(scanFailure('a\n')).toEqual(['expected "=" after a key', 1]);
+    expect(scanFailure('\rx')).toEqual(['expected a key', 0]);
   });
 });
 
