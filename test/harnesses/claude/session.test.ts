@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { appendFile, link, mkdir, readdir, readFile, rename, rm, symlink, truncate, writeFile } from 'node:fs/promises';
+import { appendFile, link, mkdir, readFile, rename, rm, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { claude } from '../../../src/harnesses/claude/index.js';
@@ -12,7 +12,7 @@ import { harnessBin } from '../../support/harness-bins.js';
 import { startModelStub } from '../../support/model-stub.js';
 import { appendStdinCommand, describeRun, readJsonLines, waitFor } from '../../support/run-harness.js';
 import { addClaudeUserHook, runClaude } from './rig.js';
-import { expectArtifactInvalid, fixtureDir, installTree, intervalOf, readRecorded, substitute, workDir, type RecordedSession } from '../../support/recorded-sessions.js';
+import { expectArtifactInvalid, filesBelow, fixtureDir, installTree, intervalOf, readRecorded, substitute, workDir, type RecordedSession } from '../../support/recorded-sessions.js';
 
 let interval: Interval;
 let fixture: string;
@@ -50,16 +50,6 @@ function payload(extra: Partial<HookPayload> = {}): HookPayload {
 
 function collect(p: HookPayload = payload()): Promise<CollectedSession> {
   return claude.collectSession(t.ctx, { interval, payload: p });
-}
-
-async function filesBelow(dir: string, prefix = ''): Promise<string[]> {
-  const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const rel = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
-    if (entry.isDirectory()) out.push(...(await filesBelow(path.join(dir, entry.name), rel)));
-    else out.push(rel);
-  }
-  return out.sort();
 }
 
 async function expectedFiles() {
