@@ -257,25 +257,27 @@ function edit(text: string, edits: readonly Edit[], where: Where): string {
   }
 }
 
+/** An object whose last `command` is a managed command string (`lastNamed` finds nothing in any other node). */
 function isManagedHookNode(hook: Node, managed: Managed): boolean {
-  if (hook.type !== 'object') return false;
   const last = lastNamed(hook, 'command');
   const value = last === undefined ? undefined : valueOf(last);
-  return value?.type === 'string' && typeof value.value === 'string' && managed(value.value);
+  return value?.type === 'string' && managed(value.value);
 }
 
-/** The agent's own group: one `hooks` array, not empty, every hook managed. */
+/**
+ * The agent's own group: one `hooks` array, not empty, every hook managed. (In a `hooks` object instead of an array
+ * the children are properties, which are never managed hooks.)
+ */
 function isOwnGroup(group: Node, managed: Managed): boolean {
-  if (group.type !== 'object') return false;
   const arrays = propsNamed(group, 'hooks');
   if (arrays.length !== 1) return false;
   const hooks = kids(valueOf(arrays[0]!));
-  return valueOf(arrays[0]!)?.type === 'array' && hooks.length > 0 && hooks.every((hook) => isManagedHookNode(hook, managed));
+  return hooks.length > 0 && hooks.every((hook) => isManagedHookNode(hook, managed));
 }
 
 /** Finds every hook under `hooks.<event>[].hooks[]`, whatever the event, without judging the shape. */
 function scan(root: Node, managed: Managed): Scan {
-  const hooksProps = root.type === 'object' ? propsNamed(root, 'hooks') : [];
+  const hooksProps = propsNamed(root, 'hooks');
   const events: EventRef[] = [];
   const found: HookRef[] = [];
   for (const hooksProp of hooksProps) {
@@ -348,7 +350,6 @@ function checkAddable(scanned: Scan, event: string, where: Where): void {
     conflict(where, array, `"hooks.${event}" is ${kindOf(array)}, not an array`, `Make "hooks.${event}" an array of matcher groups: [{"matcher": "", "hooks": [...]}].`);
   }
   kids(array).forEach((group, index) => {
-    if (group.type !== 'object') return;
     const props = propsNamed(group, 'hooks');
     if (props.length > 1) {
       conflict(where, props[1]!, `"hooks.${event}[${index}].hooks" appears more than once`, 'Merge the duplicate "hooks" arrays of that matcher group into one.');
@@ -421,7 +422,6 @@ function removalEdits(text: string, scanned: Scan, doomed: ReadonlySet<Node>): {
   for (const event of scanned.events) {
     for (const group of event.groups) {
       const going = group.hooks.filter((hook) => doomed.has(hook.node));
-      if (going.length === 0) continue;
       if (group.own && going.length === group.hooks.length) add(event.array!, group.index);
       else for (const hook of going) add(hook.container, hook.index);
     }
@@ -467,11 +467,9 @@ function removeEmptyContainers(
     removedEvents += going.size;
     edits.push(...removeChildrenEdits(text, hooksObject, going));
   }
-  if (edits.length > 0) {
-    text = edit(text, edits, where);
-    root = parseOwn(text, where);
-    scanned = scan(root, where.managed);
-  }
+  text = edit(text, edits, where);
+  root = parseOwn(text, where);
+  scanned = scan(root, where.managed);
   if (options.keepHooks) return text;
   const hooksOurs = record?.created !== undefined ? record.created.includes('hooks') : removedEvents > 0;
   if (!hooksOurs) return text;
@@ -569,43 +567,37 @@ function groupValue(desired: Wanted): { [key: string]: JsonValue } {
   return { matcher: '', hooks: [desired.entry] };
 }
 
-/** The value node of the only property `name` of `object`, or null when there is none, or undefined if repeated. */
-function single(object: Node, name: string): Node | null | undefined {
-  const props = propsNamed(object, name);
-  if (props.length === 0) return null;
-  return props.length === 1 ? valueOf(props[0]!) : undefined;
-}
-
-/** Exactly the keys of the entry, once each, with its values: a string as a string, a number as a number. */
+/**
+ * Exactly the keys of the entry, with its values: a string as a string, a number as a number. As many properties as
+ * keys, each key present: so each key once. (`lastNamed` finds nothing in a node that is not an object.)
+ */
 function hookIsRight(hook: Node, desired: Wanted): boolean {
   const keys = Object.keys(desired.entry);
-  if (hook.type !== 'object' || kids(hook).length !== keys.length) return false;
+  if (kids(hook).length !== keys.length) return false;
   return keys.every((key) => {
     const want = desired.entry[key];
-    const has = single(hook, key);
+    const prop = lastNamed(hook, key);
+    const has = prop === undefined ? undefined : valueOf(prop);
     return has?.type === (typeof want === 'string' ? 'string' : 'number') && has.value === want;
   });
 }
 
-/** A missing matcher matches everything, like the empty one the agent writes. */
+/** A missing matcher matches everything, like the empty one the agent writes (only a string node holds ''). */
 function matcherIsRight(group: Node): boolean {
-  return propsNamed(group, 'matcher').every((prop) => {
-    const value = valueOf(prop);
-    return value?.type === 'string' && value.value === '';
-  });
+  return propsNamed(group, 'matcher').every((prop) => valueOf(prop)!.value === '');
 }
 
 /** Minimal edits that make the kept managed hook and its group exactly what is desired. */
 function keeperEdits(text: string, group: Node, hook: Node, desired: Wanted, style: Style): Edit[] {
   const edits: Edit[] = [];
+  // Every matcher is written as "": the empty string has one spelling, so a right one keeps its bytes.
   for (const prop of propsNamed(group, 'matcher')) {
     const value = valueOf(prop)!;
-    if (!(value.type === 'string' && value.value === '')) edits.push({ offset: value.offset, length: value.length, content: '""' });
+    edits.push({ offset: value.offset, length: value.length, content: '""' });
   }
-  if (hookIsRight(hook, desired)) return edits;
   const wanted = desired.entry;
   const keys = Object.keys(wanted);
-  const names = kids(hook).map((prop) => propertyParts(prop)?.key);
+  const names = kids(hook).map((prop) => propertyParts(prop)!.key);
   const sameKeys = names.length === keys.length && keys.every((k) => names.filter((n) => n === k).length === 1);
   if (!sameKeys) {
     // Keys missing, repeated or extra: the hook object is the agent's, so write it anew where it stands.
@@ -617,7 +609,8 @@ function keeperEdits(text: string, group: Node, hook: Node, desired: Wanted, sty
     const parts = propertyParts(prop)!;
     const want = wanted[parts.key]!;
     const has = parts.value;
-    const right = (has.type === 'string' || has.type === 'number') && has.value === want;
+    // A right value keeps its spelling (no other node holds a string or number value).
+    const right = has.value === want;
     if (!right) edits.push({ offset: has.offset, length: has.length, content: JSON.stringify(want) });
   }
   return edits;
@@ -649,7 +642,7 @@ function planInstall(text: string, desired: Wanted, record: MatcherHooksOwnershi
   const removal = removalEdits(text, first, doomed);
   const edits = [...removal.edits];
   if (keeper !== undefined) edits.push(...keeperEdits(text, keeper.group.node, keeper.hook.node, desired, style));
-  let out = edits.length === 0 ? text : edit(text, edits, where);
+  let out = edit(text, edits, where);
   if (removal.emptied.size > 0) {
     out = removeEmptyContainers(out, where, record, removal.emptied, { keepEvent: desired.event, keepHooks: true });
   }
