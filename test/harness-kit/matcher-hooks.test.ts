@@ -246,6 +246,12 @@ describe('choosing the managed hook to keep', () => {
     expect(install(text).text).toBe(`{"hooks":{"SessionEnd":[{"hooks":[${RIGHT}],"matcher":""}]}}`);
   });
 
+  it('a hook with every right key and value plus another is not right: a right hook later is kept as it stands', () => {
+    const extra = `{"matcher":"","hooks":[{"type":"command","command":${C},"timeout":10,"x":1}]}`;
+    const spaced = `{ "matcher": "", "hooks": [ { "type": "command", "command": ${C}, "timeout": 10 } ] }`;
+    expect(install(`{"hooks":{"SessionEnd":[${extra},${spaced}]}}`).text).toBe(`{"hooks":{"SessionEnd":[${spaced}]}}`);
+  });
+
   it('a managed hook without a type, of three keys, is rewritten whole', () => {
     const text = `{"hooks":{"SessionEnd":[{"matcher":"","hooks":[{"command":${C},"timeout":10,"x":1}]}]}}`;
     expect(install(text).text).toBe(`{"hooks":{"SessionEnd":[${OWN}]}}`);
