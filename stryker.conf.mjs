@@ -13,7 +13,7 @@ export default {
   // no longer has; this tsconfig has none to rewrite, so point the option at a file that does not exist.
   tsconfigFile: 'tsconfig.none.json',
   mutate: [
-    'src/harnesses/claude/settings-plan.ts',
+    'src/harness-kit/matcher-hooks.ts',
     'src/bundle/manifest.ts',
     'src/bundle/verify.ts',
     'src/policy/validate.ts',

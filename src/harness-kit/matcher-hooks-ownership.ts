@@ -1,14 +1,17 @@
 /**
- * What the ledger keeps about a Claude settings file the agent wrote, so that removal can give back the user's
- * original bytes. It holds only bytes the agent itself inserted (whitespace, punctuation, the `hooks` and event keys)
- * and, for a file that held only whitespace, that whitespace: never a copy of the user's content.
+ * What the ledger keeps about a JSON settings file whose matcher-group hooks the agent wrote (`matcher-hooks.ts`), so
+ * that removal can give back the user's original bytes. It holds only bytes the agent itself inserted (whitespace,
+ * punctuation, the `hooks` and event keys) and, for a file that held only whitespace, that whitespace: never a copy
+ * of the user's content.
  */
-import type { OwnershipRecord } from '../types.js';
+
+/** A ledger record as the harness contract holds it: a JSON object the planner alone reads. */
+export type OwnershipRecord = Readonly<Record<string, unknown>>;
 
 export type Container = 'hooks' | 'event';
 
 // A type alias rather than an interface, so that it is assignable to the ledger's OwnershipRecord.
-export type ClaudeOwnership = {
+export type MatcherHooksOwnership = {
   v: 1;
   /** How the file looked before the agent first wrote to it. */
   base: 'existing' | 'missing' | 'empty';
@@ -33,7 +36,7 @@ export const BASE_TEXT_LIMIT = 4096;
 const CONTAINERS: readonly Container[] = ['hooks', 'event'];
 
 /** Reads a ledger record defensively (the ledger is a file on disk): anything unexpected counts as no record. */
-export function readOwnership(owned: OwnershipRecord | undefined): ClaudeOwnership | undefined {
+export function readOwnership(owned: OwnershipRecord | undefined): MatcherHooksOwnership | undefined {
   if (owned === undefined || owned === null || typeof owned !== 'object') return undefined;
   const r = owned as Record<string, unknown>;
   if (r.v !== 1 || typeof r.event !== 'string') return undefined;
@@ -42,7 +45,7 @@ export function readOwnership(owned: OwnershipRecord | undefined): ClaudeOwnersh
   if (r.created !== undefined && (!Array.isArray(r.created) || !r.created.every((c) => CONTAINERS.includes(c as Container)))) {
     return undefined;
   }
-  let splice: ClaudeOwnership['splice'];
+  let splice: MatcherHooksOwnership['splice'];
   if (r.splice !== undefined) {
     const s = r.splice as Record<string, unknown> | null;
     if (
@@ -62,12 +65,12 @@ export function readOwnership(owned: OwnershipRecord | undefined): ClaudeOwnersh
 
 /** Builds a record with a fixed key order, so equal records serialise identically. */
 export function makeOwnership(
-  base: ClaudeOwnership['base'],
+  base: MatcherHooksOwnership['base'],
   baseText: string | undefined,
   event: string,
   created: readonly Container[] | undefined,
-  splice: ClaudeOwnership['splice'],
-): ClaudeOwnership {
+  splice: MatcherHooksOwnership['splice'],
+): MatcherHooksOwnership {
   return {
     v: 1,
     base,

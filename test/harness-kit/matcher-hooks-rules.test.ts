@@ -1,21 +1,21 @@
 /**
- * The Claude settings planner's rules one by one: every parse and conflict message, what counts as the agent's own
+ * The matcher-group hooks planner's rules one by one, with the example seconds dialect: every parse and conflict message, what counts as the agent's own
  * hook and group, which managed hook is kept and how it is repaired, and what the ownership record says.
  */
 import { describe, expect, it } from 'vitest';
-import { claude } from '../../../src/harnesses/claude/index.js';
-import { buildManagedHook } from '../../../src/harnesses/signature.js';
-import type { HookPlan, ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
-import { thrown } from '../../support/errors.js';
+import type { OwnershipRecord } from '../../src/harness-kit/matcher-hooks-ownership.js';
+import { planMatcherHooks, type MatcherHook, type MatcherHooksPlan as HookPlan } from '../../src/harness-kit/matcher-hooks.js';
+import { thrown } from '../support/errors.js';
+import { EXAMPLE_HOOK, SECONDS_DIALECT } from '../support/matcher-hooks.js';
 
-const self = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
-const desired: ManagedHook = buildManagedHook(self, 'claude', 'claude-v2_0_12', 'SessionEnd', 10);
+const desired: MatcherHook = EXAMPLE_HOOK;
 const C = JSON.stringify(desired.command);
 const RIGHT = `{"type":"command","command":${C},"timeout":10}`;
 
-const install = (text: string | null, owned?: OwnershipRecord, want: ManagedHook = desired): HookPlan =>
-  claude.planHook({ text, file: 's.json', desired: want, owned });
-const remove = (text: string | null, owned?: OwnershipRecord): HookPlan => claude.planHook({ text, file: 's.json', desired: null, owned });
+const install = (text: string | null, owned?: OwnershipRecord, want: MatcherHook = desired): HookPlan =>
+  planMatcherHooks({ text, file: 's.json', desired: want, owned }, SECONDS_DIALECT);
+const remove = (text: string | null, owned?: OwnershipRecord): HookPlan =>
+  planMatcherHooks({ text, file: 's.json', desired: null, owned }, SECONDS_DIALECT);
 /** A one-line settings file whose SessionEnd array holds `groups`. */
 const sessionEnd = (...groups: string[]) => `{"hooks":{"SessionEnd":[${groups.join(',')}]}}`;
 const own = (...hooks: string[]) => `{"matcher":"","hooks":[${hooks.join(',')}]}`;
@@ -58,14 +58,14 @@ describe('parse errors', () => {
     expect(install(nest(256)).managedFound).toBe(0);
     const error = thrown(() => install(nest(257)));
     expect([error.code, error.message]).toEqual(['NATIVE_CONFIG_PARSE', 's.json:1:261: nested deeper than 256 levels']);
-    expect(error.hint).toBe('Claude Code settings are not expected to nest this deep; check the file for corruption, fix it, and run reconcile again.');
+    expect(error.hint).toBe('Example CLI settings are not expected to nest this deep; check the file for corruption, fix it, and run reconcile again.');
     expect(thrown(() => remove(nest(257))).code).toBe('NATIVE_CONFIG_PARSE');
   });
 });
 
 describe('shapes the hook cannot be added to', () => {
   const cases: [string, string, string][] = [
-    ['[]', '1:1: the top level is an array, not an object', 'Claude Code settings must be a JSON object ({ ... }); fix s.json so blue-agent can add its SessionEnd hook.'],
+    ['[]', '1:1: the top level is an array, not an object', 'Example CLI settings must be a JSON object ({ ... }); fix s.json so blue-agent can add its SessionEnd hook.'],
     ['5', '1:1: the top level is a number, not an object', ''],
     ['"s"', '1:1: the top level is a string, not an object', ''],
     ['null', '1:1: the top level is null, not an object', ''],
@@ -373,7 +373,7 @@ describe('install then remove gives back the bytes', () => {
       // Without the record the entry goes too, leaving the user's entries.
       const lost = remove(a.text);
       expect(lost.managedFound).toBe(1);
-      expect(lost.text).not.toContain('capture --harness claude');
+      expect(lost.text).not.toContain('capture --harness example');
     });
   }
 
