@@ -14,6 +14,7 @@ export default {
   tsconfigFile: 'tsconfig.none.json',
   mutate: [
     'src/harness-kit/matcher-hooks.ts',
+    'src/harness-kit/matcher-hooks-ownership.ts',
     'src/bundle/manifest.ts',
     'src/bundle/verify.ts',
     'src/policy/validate.ts',
@@ -21,6 +22,7 @@ export default {
     'src/daemon/backoff.ts',
     'src/daemon/schedule.ts',
     'src/harnesses/signature.ts',
+    'src/harnesses/restore-files.ts',
     'src/harnesses/codex/toml-plan.ts',
     'src/harnesses/codex/json-plan.ts',
     // The planner only: the adapter above it (config root, hook file look-up) touches the disk.
