@@ -23,6 +23,11 @@ export default {
     'src/daemon/schedule.ts',
     'src/harnesses/signature.ts',
     'src/harnesses/restore-files.ts',
+    // The capture-side rules only (the folder walk between them reads the disk).
+    'src/harnesses/session-files.ts:35-37',
+    'src/harnesses/session-files.ts:41-47',
+    'src/harnesses/session-files.ts:65-78',
+    'src/harnesses/session-files.ts:222-265',
     'src/harnesses/codex/toml-plan.ts',
     'src/harnesses/codex/json-plan.ts',
     // The planner only: the adapter above it (config root, hook file look-up) touches the disk.

@@ -6,7 +6,6 @@
 import path from 'node:path';
 import { nativePathProblem } from '../bundle/manifest.js';
 import { BlueError } from '../errors.js';
-import type { Interval } from '../schema/index.js';
 import { sessionIdProblem } from '../util/session-id.js';
 import { printable } from '../util/terminal-text.js';
 import type { ArtifactRole, RestoreInput, RestorePlacement } from './types.js';
@@ -55,13 +54,5 @@ export function checkDistinct(placements: readonly RestorePlacement[]): void {
   }
 }
 
-/** The profile's session root under the harness home, for restore (same rule as capture). */
-export function restoreRoot(home: string, interval: Interval): string {
-  const root = interval.session?.root;
-  if (root === undefined) throw new BlueError('PROFILE_INVALID', `profile ${interval.profile} names no session root`, { hint: 'Add session.root to this interval of the harness profile.' });
-  const normal = path.normalize(root);
-  if (path.isAbsolute(normal) || normal === '..' || normal.startsWith(`..${path.sep}`)) {
-    throw new BlueError('PROFILE_INVALID', `profile ${interval.profile} names a session root outside the harness home: ${root}`, { hint: 'session.root must be relative to the harness home.' });
-  }
-  return path.join(home, normal);
-}
+/** The profile's session root under the harness home: for restore, the rule capture uses. */
+export { sessionRootOf as restoreRoot } from './session-files.js';

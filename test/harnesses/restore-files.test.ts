@@ -98,7 +98,7 @@ describe('checkDistinct', () => {
   });
 });
 
-describe('restoreRoot', () => {
+describe('restoreRoot (the session-root rule of capture)', () => {
   it('is the profile\'s session root under the harness home', () => {
     expect(restoreRoot('/home/u/.h', interval)).toBe(path.join('/home/u/.h', 'projects'));
     expect(restoreRoot('/home/u/.h', { ...interval, session: { root: './a/../b' } } as unknown as Interval)).toBe(path.join('/home/u/.h', 'b'));
@@ -109,7 +109,7 @@ describe('restoreRoot', () => {
     expect([none.code, none.message, none.hint]).toEqual(['PROFILE_INVALID', 'profile p-v1 names no session root', 'Add session.root to this interval of the harness profile.']);
     for (const root of ['/etc', '..', '../x', 'a/../../x']) {
       const e = thrown(() => restoreRoot('/h', { profile: 'p-v1', session: { root } } as unknown as Interval));
-      expect([e.code, e.message, e.hint], root).toEqual(['PROFILE_INVALID', `profile p-v1 names a session root outside the harness home: ${root}`, 'session.root must be relative to the harness home.']);
+      expect([e.code, e.message, e.hint], root).toEqual(['PROFILE_INVALID', `profile p-v1 names a session root outside the harness home: ${root}`, 'session.root must be a path relative to the harness home, such as projects or sessions.']);
     }
     expect(restoreRoot('/h', { profile: 'p-v1', session: { root: '..x' } } as unknown as Interval)).toBe(path.join('/h', '..x'));
   });
