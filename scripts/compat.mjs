@@ -121,7 +121,7 @@ function escapeRe(s) {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-const OPERATION_NAMES = { session_capture: 'capture', session_resume: 'resume' };
+const OPERATION_NAMES = { session_capture: 'capture', session_resume: 'resume', restore_rewrite: 'rewrite on restore' };
 
 /** The Markdown table: one row per interval. */
 export function renderCompatTable({ profilesDir = PROFILES_DIR, lockFile = DEFAULT_LOCK_FILE } = {}) {

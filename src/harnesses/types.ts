@@ -93,17 +93,37 @@ export interface RestoreInput {
   interval: Interval;
 }
 
+/**
+ * A change a restore makes to a file's bytes because the harness refuses the captured bytes in another folder (a
+ * recorded working directory, a key derived from it). Allowed only for a role whose profile declares
+ * `restore_rewrite`; the bundle keeps the captured bytes, the journal records the bytes written.
+ */
+export interface RestoreRewrite {
+  /** What changes, for people (`the first record's cwd, to /home/me/proj`). */
+  what: string;
+  /**
+   * Pure: the captured bytes (at most one bundle file, 64 MiB) -> the bytes to write; the same bytes when nothing needs
+   * to change. Throws a BlueError `RESTORE_UNSAFE` when the file cannot be rewritten as the harness needs.
+   */
+  apply(captured: Buffer): Buffer;
+}
+
 /** One extracted file and the native place it goes. */
 export interface RestorePlacement {
-  /** The extracted file in the staging folder. */
+  /** The extracted file in the staging folder (after a rewrite: the rewritten copy beside it). */
   from: string;
   /** Absolute target, inside the plan's root. */
   to: string;
   /** The target relative to the plan's root, `/`-separated. */
   rel: string;
   role: ArtifactRole;
+  /** Size and SHA-256 of the bytes to write (after a rewrite: the rewritten bytes). */
   size: number;
   sha256: string;
+  /** Set by the harness's planner when the bytes must change for this destination; applied by the restore engine. */
+  rewrite?: RestoreRewrite;
+  /** Set by the restore engine once it has rewritten the file: the digest the bundle holds, and what changed. */
+  rewritten?: { captured_sha256: string; what: string };
 }
 
 /** A native index the session must be entered in; merged into, never replaced. */

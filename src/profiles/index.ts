@@ -68,7 +68,7 @@ function compilePatterns(doc: HarnessProfiles, file: string): RegExp[] {
   });
 }
 
-const KNOWN_OPERATIONS: readonly Operation[] = ['session_capture', 'session_resume'];
+const KNOWN_OPERATIONS: readonly Operation[] = ['session_capture', 'session_resume', 'restore_rewrite'];
 
 /** Semantic checks the schema cannot express. An empty list means the profiles are consistent. */
 export function checkProfiles(set: ProfileSet): ProfileProblem[] {
@@ -111,6 +111,14 @@ export function checkProfiles(set: ProfileSet): ProfileProblem[] {
         if (seenRoles.has(r.role)) problems.push({ ...at, message: `role ${r.role} is listed twice` });
         seenRoles.add(r.role);
         if (r.min > r.max) problems.push({ ...at, message: `role ${r.role}: min ${r.min} is above max ${r.max}` });
+        if (r.restore_rewrite !== undefined && !interval.operations.includes('restore_rewrite')) {
+          problems.push({ ...at, message: `role ${r.role} declares restore_rewrite, but the operations do not list restore_rewrite` });
+        }
+      }
+      const rewritten = (interval.session?.roles ?? []).filter((r) => r.restore_rewrite !== undefined);
+      if (interval.operations.includes('restore_rewrite')) {
+        if (!interval.operations.includes('session_resume')) problems.push({ ...at, message: 'lists restore_rewrite without session_resume (only a restore rewrites)' });
+        if (rewritten.length === 0) problems.push({ ...at, message: 'lists restore_rewrite, but no role says what a restore rewrites (session.roles[].restore_rewrite)' });
       }
     }
     const sorted = [...doc.intervals].sort((a, b) => semver.compare(a.introduced, b.introduced));

@@ -136,7 +136,14 @@ export async function applyPlan(ctx: Context, { plan, inspection, staging }: App
     staging,
     root: plan.root,
     dirs: inspection.dirs,
-    targets: inspection.create.map((p) => ({ path: p.to, staged: p.from, sha256: p.sha256, size: p.size, temp: beside(p.to, id, 'tmp') })),
+    targets: inspection.create.map((p) => ({
+      path: p.to,
+      staged: p.from,
+      sha256: p.sha256,
+      size: p.size,
+      temp: beside(p.to, id, 'tmp'),
+      ...(p.rewritten === undefined ? {} : { captured_sha256: p.rewritten.captured_sha256, rewritten: p.rewritten.what }),
+    })),
     indexes: merges.map((m) => m.index),
     ...(needsImport ? { import: importStep(plan, importBinary!, plan.sessionId) } : {}),
   };

@@ -26,6 +26,7 @@ import { staleOwnerReason, systemLockWorld, type LockWorld } from '../lock/liven
 import { applyPlan, finish, removeStaging, rollBack, STAGING_MARK } from './apply.js';
 import { existingAncestor, inspectPlan, type Collision, type RestoreConflict } from './inspect.js';
 import { realRestoreIO, type RestoreIO } from './io.js';
+import { applyRewrites } from './rewrite.js';
 import { journalFile, listJournals, ownerFields, removeJournal, type RestoreJournal } from './journal.js';
 
 export type { RestoreIO } from './io.js';
@@ -51,6 +52,8 @@ export interface RestoreSummary {
   indexes: string[];
   /** A restore through the harness's own import: the command that will run in the destination. */
   import?: string[];
+  /** Files whose bytes change for this destination (the profile's restore_rewrite), and what changes. */
+  rewritten: { file: string; what: string }[];
 }
 
 export interface PreparedRestore {
@@ -116,6 +119,7 @@ export async function prepareRestore(ctx: Context, input: { bundleFile: string; 
     await writeOwner(staging);
     const extracted = await extractBundle(input.bundleFile, path.join(staging, 'bundle'), { profiles: input.profiles });
     const plan = await adapter.planRestore(ctx, { manifest: extracted.manifest, files: extracted.files, destination, interval: found.interval });
+    await applyRewrites(plan, found.interval);
     const inspection = await inspectPlan(ctx, plan);
     return {
       harness: found.harness,
@@ -128,6 +132,7 @@ export async function prepareRestore(ctx: Context, input: { bundleFile: string; 
         conflicts: inspection.conflicts,
         indexes: plan.merges.map((m) => m.file),
         ...(plan.import === undefined ? {} : { import: [plan.import.binary, ...plan.import.args] }),
+        rewritten: plan.placements.flatMap((p) => (p.rewritten === undefined ? [] : [{ file: p.to, what: p.rewritten.what }])),
       },
       collision: inspection.collision,
       resumeArgv: plan.resumeArgv,

@@ -25,6 +25,9 @@ export interface JournalTarget {
   size: number;
   /** A temp copy in the target's folder, used only when the staging folder is on another filesystem. */
   temp: string;
+  /** A file rewritten for this destination: the bundle's digest of it (`sha256` is of the bytes written) and what changed. */
+  captured_sha256?: string;
+  rewritten?: string;
 }
 
 export interface JournalIndex {

@@ -55,6 +55,8 @@ export interface ResumeReport {
   restored: string[];
   /** Native indexes the session was entered in (or would be). */
   merged: string[];
+  /** Files whose bytes the restore changes for this destination (the profile's restore_rewrite), and what changes. */
+  rewritten: { file: string; what: string }[];
   /** `identical`: the session is already here with the same content. */
   collision: 'none' | 'identical' | 'different';
   repository: RepositoryCheck['kind'];
@@ -200,6 +202,7 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
       destination,
       restored,
       merged,
+      rewritten: prepared.summary.rewritten,
       collision: prepared.collision,
       repository: repository.kind,
       command: prepared.resumeArgv,
@@ -326,6 +329,7 @@ function describePlan(prepared: Prepared): string {
   const parts = [`${restored.length} file${restored.length === 1 ? '' : 's'} to write under ${printable(prepared.plan.root)}`];
   if (merged.length > 0) parts.push(`${merged.length} index${merged.length === 1 ? '' : 'es'} to update`);
   if (prepared.summary.identical.length > 0) parts.push(`${prepared.summary.identical.length} already here`);
+  if (prepared.summary.rewritten.length > 0) parts.push(`${prepared.summary.rewritten.length} rewritten for this folder (${[...new Set(prepared.summary.rewritten.map((r) => printable(r.what)))].join('; ')})`);
   if (prepared.summary.import !== undefined) parts.push(`imported with \`${prepared.summary.import.map(printable).join(' ')}\``);
   return parts.join(', ');
 }

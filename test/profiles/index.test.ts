@@ -84,6 +84,17 @@ describe('checkProfiles', () => {
     expect(messages(loaded([at('a..b/..c/settings.json')]))).toEqual([]);
   });
 
+  it('holds restore_rewrite to a declared role and to session_resume, and a declared role to the operation', () => {
+    const roles = (rewrite: string | undefined) => ({ roles: [{ role: 'primary_transcript' as const, min: 1, max: 1, ...(rewrite === undefined ? {} : { restore_rewrite: rewrite }) }] });
+    const at = (operations: string[], rewrite: string | undefined) => iv('c-v1', '1.0.0', { operations, session: roles(rewrite) } as Partial<Interval>);
+    expect(messages(loaded([at(['session_resume', 'restore_rewrite'], 'the cwd')]))).toEqual([]);
+    expect(messages(loaded([at(['session_resume'], 'the cwd')]))).toEqual(['role primary_transcript declares restore_rewrite, but the operations do not list restore_rewrite']);
+    expect(messages(loaded([at(['session_resume', 'restore_rewrite'], undefined)]))).toEqual([
+      'lists restore_rewrite, but no role says what a restore rewrites (session.roles[].restore_rewrite)',
+    ]);
+    expect(messages(loaded([at(['restore_rewrite'], 'the cwd')]))).toEqual(['lists restore_rewrite without session_resume (only a restore rewrites)']);
+  });
+
   it('reports an overlap with both intervals, open ends shown as ∞, whatever order the file lists them in', () => {
     const open = messages(loaded([iv('c-v2', '2.0.0'), iv('c-v1', '1.0.0')]));
     expect(open).toEqual(['overlaps c-v1 ([1.0.0, ∞) and [2.0.0, ∞))']);

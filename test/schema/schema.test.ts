@@ -34,13 +34,14 @@ describe('generated types and validators', () => {
     }
   }, 60_000);
 
-  it('the harness-name enum follows the profile files: a new profile file makes the check fail until regenerated', async () => {
+  it('the harness-name and artifact-role enums follow the profile files: a new profile file makes the check fail until regenerated', async () => {
     const copy = await mkdtemp(path.join(tmpdir(), 'blue-agent-gen-'));
     try {
       for (const dir of ['profiles', 'schemas', 'scripts', 'src/schema/generated']) await cp(path.join(repoRoot, dir), path.join(copy, dir), { recursive: true });
       await symlink(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'));
       const kimi = await readFile(path.join(copy, 'profiles', 'kimi.yaml'), 'utf8');
-      await writeFile(path.join(copy, 'profiles', 'zed.yaml'), kimi.replace(/^harness: kimi$/m, 'harness: zed'));
+      // A harness of its own brings a bundle role of its own.
+      await writeFile(path.join(copy, 'profiles', 'zed.yaml'), kimi.replace(/^harness: kimi$/m, 'harness: zed').replace('role: kimi_state', 'role: zed_state'));
       const result = await run(process.execPath, ['scripts/gen-schema.mjs', '--check'], { cwd: copy }).catch((e: { code: number; stderr: string }) => e);
       expect((result as { code: number }).code).toBe(1);
       expect((result as { stderr: string }).stderr).toContain('harness-name.schema.json');
@@ -48,6 +49,10 @@ describe('generated types and validators', () => {
       expect(JSON.parse(await readFile(path.join(copy, 'schemas', 'harness-name.schema.json'), 'utf8')).enum).toEqual([...HARNESSES, 'zed'].sort());
       expect(await readFile(path.join(copy, 'src', 'schema', 'generated', 'harness-names.ts'), 'utf8')).toContain(`[${[...HARNESSES, 'zed'].sort().map((h) => `'${h}'`).join(', ')}]`);
       expect(await readFile(path.join(copy, 'src', 'schema', 'generated', 'validators.ts'), 'utf8')).toContain('"zed"');
+      const roles = JSON.parse(await readFile(path.join(copy, 'schemas', 'artifact-role.schema.json'), 'utf8')).enum as string[];
+      expect(roles).toContain('zed_state');
+      expect(roles).toContain('kimi_state');
+      expect(await readFile(path.join(copy, 'src', 'schema', 'generated', 'validators.ts'), 'utf8')).toContain('"zed_state"');
     } finally {
       await rm(copy, { recursive: true, force: true });
     }

@@ -3,8 +3,10 @@
  * One server speaks all three wire formats:
  *   - Anthropic Messages: POST /v1/messages (SSE when `stream: true`), POST /v1/messages/count_tokens (Claude Code)
  *   - OpenAI Responses:   POST /v1/responses, SSE (Codex)
- *   - OpenAI Chat:        POST /v1/chat/completions, SSE or JSON (OpenCode)
- *   - GET /v1/models in both the OpenAI and the Anthropic list shapes
+ *   - OpenAI Chat:        POST /v1/chat/completions, SSE or JSON (OpenCode, Qwen Code, Kimi Code)
+ *   - Gemini:             POST /v1beta/models/<model>:streamGenerateContent?alt=sse (SSE), :generateContent (JSON;
+ *                         a request for JSON output gets a JSON object), :countTokens (Gemini CLI)
+ *   - GET /v1/models in both the OpenAI and the Anthropic list shapes, GET /v1beta/models in Gemini's
  * Every request is recorded with its decoded body. Anything else gets a JSON 404 and is recorded in `unknown`, so a
  * test failure shows what a CLI tried to reach.
  */
@@ -120,6 +122,9 @@ export async function startModelStub(options: ModelStubOptions = {}): Promise<Mo
     if (r.method === 'POST' && p.endsWith('/v1/responses')) return openaiResponses(body, res);
     if (r.method === 'POST' && p.endsWith('/v1/chat/completions')) return openaiChat(body, res);
     if (r.method === 'GET' && p.endsWith('/v1/models')) return modelList(r, res);
+    const gemini = /\/v1beta\/models\/([^/:]+):(streamGenerateContent|generateContent|countTokens)$/.exec(p);
+    if (r.method === 'POST' && gemini !== null) return geminiGenerate(body, gemini[1]!, gemini[2]!, res);
+    if (r.method === 'GET' && p.endsWith('/v1beta/models')) return sendJson(res, 200, { models: [{ name: 'models/stub-model', displayName: 'Stub' }] });
     if (r.method === 'HEAD' || (r.method === 'GET' && (p === '' || p === '/v1'))) return sendJson(res, 200, { ok: true });
     return sendJson(res, 404, { error: { type: 'not_found', message: `model stub has no route for ${r.method} ${r.path}` } });
   }
@@ -240,6 +245,32 @@ export async function startModelStub(options: ModelStubOptions = {}): Promise<Mo
     chunk({ content: text }, null);
     chunk({}, 'stop', { usage });
     sse.raw('data: [DONE]\n\n');
+    sse.end();
+    return 200;
+  }
+
+  /**
+   * Gemini's generateContent family. Gemini CLI also asks side questions with a JSON response schema (is it the user's
+   * turn, which model to route to): those get a JSON object that answers every one of them.
+   */
+  function geminiGenerate(body: Record<string, unknown>, model: string, method: string, res: ServerResponse): number {
+    if (method === 'countTokens') return sendJson(res, 200, { totalTokens: estimateTokens(body) });
+    const config = (body.generationConfig ?? {}) as Record<string, unknown>;
+    const wantsJson = config.responseMimeType === 'application/json' || config.responseSchema !== undefined || config.responseJsonSchema !== undefined;
+    const text = wantsJson ? JSON.stringify({ reasoning: 'stub', next_speaker: 'user', model_choice: 'flash' }) : stub.reply;
+    const usageMetadata = { promptTokenCount: estimateTokens(body), candidatesTokenCount: estimateTokens(text), totalTokenCount: estimateTokens(body) + estimateTokens(text) };
+    const candidate = (part: string, finishReason?: string) => ({
+      content: { role: 'model', parts: [{ text: part }] },
+      ...(finishReason === undefined ? {} : { finishReason }),
+      index: 0,
+    });
+    const responseId = nextId('gen');
+    if (method === 'generateContent') return sendJson(res, 200, { candidates: [candidate(text, 'STOP')], usageMetadata, modelVersion: model, responseId });
+    const sse = startSse(res);
+    // Two chunks, the second with the finish reason, as the API streams a reply.
+    const half = Math.ceil(text.length / 2);
+    sse.data({ candidates: [candidate(text.slice(0, half))], usageMetadata, modelVersion: model, responseId });
+    sse.data({ candidates: [candidate(text.slice(half), 'STOP')], usageMetadata, modelVersion: model, responseId });
     sse.end();
     return 200;
   }
