@@ -40,6 +40,8 @@ export interface StateLayout {
   captureLogFile: string;
   /** The spool of captured sessions; its inner layout belongs to `src/spool/`. */
   spoolDir: string;
+  /** What each native session's last capture held (`src/drain/captured.ts`), so unchanged content is not uploaded twice. */
+  capturedDir: string;
   /** Journals of restores in progress. */
   restoresDir: string;
   /** The running agent's state, its instance lock and its log. */
@@ -187,6 +189,7 @@ export function stateLayout(stateDir: string): StateLayout {
     tokenFile: at('token'),
     captureLogFile: at('capture.log'),
     spoolDir: at('spool'),
+    capturedDir: at('captured'),
     restoresDir: at('restores'),
     runStateFile: at('agent-run.json'),
     runLockFile: at('agent-run.lock'),

@@ -25,7 +25,8 @@ export type CaptureEvent =
   | 'uploaded'
   | 'upload_retry'
   | 'upload_failed'
-  | 'discarded';
+  | 'discarded'
+  | 'unchanged';
 
 export interface CaptureLogEntry {
   event: CaptureEvent;

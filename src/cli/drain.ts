@@ -54,6 +54,7 @@ export function renderDrain(report: DrainReport): string {
     );
   }
   for (const b of report.built) lines.push(`built   ${b.id}  ${b.harness} ${b.session_id}  ${b.size} bytes  sha256 ${b.sha256}`);
+  for (const u of report.unchanged) lines.push(`unchanged ${u.id}  ${u.harness} ${u.session_id}  holds what ${u.same_as} captured: nothing to upload`);
   for (const u of report.uploaded) lines.push(`uploaded ${u.id}  ${u.harness} ${u.session_id}  upload ${u.upload_id}${u.already ? ' (already on the server)' : ''}`);
   for (const id of report.discarded) lines.push(`discarded ${id}`);
   for (const f of report.failed) lines.push(`failed  ${f.id}  ${f.harness} ${f.session_id}  [${f.code}] ${f.reason}`);
@@ -71,7 +72,7 @@ export function renderDrain(report: DrainReport): string {
   for (const note of report.notes) lines.push(`note: ${note}`);
   if (report.stopped !== undefined) lines.push(`stopped early: ${report.stopped.reason}`);
   lines.push(
-    `${report.built.length} built, ${report.uploaded.length} uploaded, ${report.failed.length} failed, ${report.retried.length} to retry, ` +
+    `${report.built.length} built, ${report.unchanged.length > 0 ? `${report.unchanged.length} unchanged, ` : ''}${report.uploaded.length} uploaded, ${report.failed.length} failed, ${report.retried.length} to retry, ` +
       `${report.left} waiting to be built, ${report.left_ready} waiting to be uploaded`,
   );
   return `${lines.join('\n')}\n`;

@@ -3,7 +3,8 @@
  * capture starts one): claims make sure each record is built by exactly one of them.
  *
  * Outcome of a build, by what went wrong:
- *   - nothing: the bundle is committed and the record is ready;
+ *   - nothing: the bundle is committed and the record is ready (or, when the session holds exactly what its last
+ *     capture held, the record is removed: unchanged, nothing to upload; see captured.ts);
  *   - the session must not or cannot be captured (ARTIFACT_INVALID and kin): failed at once, with the reason;
  *   - the disk is full: the partial bundle is removed, the record goes back to intake untouched, and the drain stops;
  *   - anything else: back to intake with attempts + 1 and a growing delay before the next try (RETRY_DELAYS_MS),
@@ -18,6 +19,7 @@ import { loadProfiles, type ProfileSet } from '../profiles/index.js';
 import { DocumentCache } from '../schema/document-cache.js';
 import { isDiskFull, MAX_ATTEMPTS, type Claim, type RecordError, type Spool, type SpoolRecord } from '../spool/index.js';
 import { assembleBundle, captureInterval } from './assemble.js';
+import { contentDigest, lastCapture, rememberCapture } from './captured.js';
 import { failedEntry, type DrainReport } from './report.js';
 import type { RepositoryCache } from './repository.js';
 
@@ -72,7 +74,28 @@ export async function buildWaiting(ctx: Context, spool: Spool, report: DrainRepo
           profiles = await loadProfiles(ctx.paths.profilesDir, documents);
         }
         const result = await build(ctx, record, outFile, profiles, repositories);
+        const content = contentDigest(result.manifest);
+        const last = await lastCapture(ctx, record.harness, record.payload.session_id);
+        if (last?.content_sha256 === content) {
+          // Captured before with exactly this content (and uploaded, or on its way): nothing new to upload.
+          await spool.discardTemp(outFile);
+          await spool.discardBuild(claim);
+          report.unchanged.push({ id: record.id, harness: record.harness, session_id: record.payload.session_id, same_as: last.record });
+          await appendCaptureLog(ctx.paths.captureLogFile, {
+            event: 'unchanged',
+            harness: record.harness,
+            profile: record.profile,
+            session_id: record.payload.session_id,
+            record: record.id,
+            same_as: last.record,
+          });
+          continue;
+        }
         await spool.commitReady(claim, outFile, { size: result.size, sha256: result.sha256 });
+        await rememberCapture(ctx, { harness: record.harness, session_id: record.payload.session_id, content_sha256: content, record: record.id }).catch((error: unknown) => {
+          // Only costs a second upload of the same content later; the bundle itself is safe in ready/.
+          ctx.logger.warn('could not remember what the capture held', { record: record.id, error: (error as Error).message });
+        });
         report.built.push({
           id: record.id,
           harness: record.harness,

@@ -38,6 +38,7 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
   const report: DrainReport = {
     recovered: { ...recovered, temps_removed: tempsRemoved },
     built: [],
+    unchanged: [],
     failed: [],
     retried: [],
     left: 0,

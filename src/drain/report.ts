@@ -24,6 +24,15 @@ export interface BuiltEntry {
   sha256: string;
 }
 
+/** A capture whose session held exactly what its last capture held: removed, nothing uploaded. */
+export interface UnchangedEntry {
+  id: string;
+  harness: string;
+  session_id: string;
+  /** The spool record of the capture that holds this content. */
+  same_as: string;
+}
+
 export interface FailedEntry {
   id: string;
   harness: string;
@@ -59,6 +68,8 @@ export interface WaitingEntry {
 export interface DrainReport {
   recovered: RecoveryReport & { temps_removed: number };
   built: BuiltEntry[];
+  /** Captures removed without a bundle: the session had not changed since its last capture. */
+  unchanged: UnchangedEntry[];
   /** Failed for good in this run. */
   failed: FailedEntry[];
   /** Failed in this run, kept in intake for a later drain. */

@@ -21,6 +21,7 @@ import type { Claim, Spool } from '../spool/index.js';
 import { authFailedHint, ControlClient } from '../control-api/client.js';
 import { resolvePresignUrl, uploadBundle, type UploadBundleOptions } from '../upload/index.js';
 import { DEFAULT_RETRY_POLICY, rescheduleDelay } from '../upload/retry.js';
+import { forgetCapture } from './captured.js';
 import { failedEntry, type DrainReport } from './report.js';
 
 export interface UploadOptions {
@@ -102,6 +103,7 @@ export async function uploadReady(ctx: Context, spool: Spool, report: DrainRepor
       if (claim === undefined) break;
       tried.add(claim.id);
       await spool.discardUpload(claim);
+      await forgetCapture(ctx, claim.record.harness, claim.record.payload.session_id, claim.id);
       report.discarded.push(claim.id);
       await appendCaptureLog(ctx.paths.captureLogFile, { event: 'discarded', record: claim.id, reason: 'the governance policy disables session upload' });
     }
@@ -151,6 +153,8 @@ async function uploadOne(
   const at = ctx.clock.now();
   const failWith = async (code: string, reason: string): Promise<void> => {
     const failed = await spool.fail(claim, { code, message: reason, at_unix_ms: at });
+    // Not uploaded: the next capture of the same content must not be taken for a duplicate.
+    if (claim.damaged === undefined) await forgetCapture(ctx, record.harness, record.payload.session_id, record.id);
     report.failed.push({ ...failedEntry(failed, code, reason), stage: 'upload' });
     await appendCaptureLog(ctx.paths.captureLogFile, { event: 'upload_failed', record: record.id, session_id: record.payload.session_id, code, reason });
   };

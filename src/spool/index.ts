@@ -550,18 +550,28 @@ export class Spool extends SpoolView {
     if (claim.from !== 'ready') throw new BlueError('INTERNAL', `spool record ${claim.id} is not an upload claim`);
     const record: SpoolRecord = { ...claim.record, uploaded: { upload_id: uploadId, at_unix_ms: this.now() } };
     await this.rewriteClaim(claim, record);
-    await this.finishUpload(claim);
+    await this.removeClaimed(claim);
     return record;
+  }
+
+  /**
+   * Removes a claimed intake record whose capture needs no upload (the session's content is what an earlier capture
+   * already holds), with what its build left.
+   */
+  async discardBuild(claim: Claim): Promise<void> {
+    if (claim.from !== 'intake') throw new BlueError('INTERNAL', `spool record ${claim.id} is not a build claim`);
+    await this.assertHeld(claim);
+    await this.removeClaimed(claim);
   }
 
   /** Removes a claimed ready record and its bundle without uploading it (capture was disabled by the policy). */
   async discardUpload(claim: Claim): Promise<void> {
     if (claim.from !== 'ready') throw new BlueError('INTERNAL', `spool record ${claim.id} is not an upload claim`);
     await this.assertHeld(claim);
-    await this.finishUpload(claim);
+    await this.removeClaimed(claim);
   }
 
-  private async finishUpload(claim: Claim): Promise<void> {
+  private async removeClaimed(claim: Claim): Promise<void> {
     await this.removeLeftovers(claim.id);
     await fsyncDir(this.dir('bundles'));
     try {
@@ -639,7 +649,7 @@ export class Spool extends SpoolView {
       await this.move(claim, 'ready');
       report.completed.push(id);
     } else if (from === 'ready' && claim.record.uploaded !== undefined) {
-      await this.finishUpload(claim);
+      await this.removeClaimed(claim);
       report.completed.push(id);
     } else if (from === 'ready') {
       // An interrupted upload is always released, never failed: the bundle is the only copy, and a re-presign of the

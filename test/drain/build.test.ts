@@ -251,7 +251,7 @@ describe('concurrency', () => {
 describe('passes', () => {
   it('builds a capture that arrives while it runs; with once, that capture waits for the next drain', async () => {
     const first = await enqueue(await session('pass-0001'));
-    const late = await session('pass-0002');
+    let late = await session('pass-0002');
     let lateId: string | undefined;
     // The second session ends while the first one is being built.
     const build: BuildFunction = async (c, record, outFile, profiles, repositories) => {
@@ -265,6 +265,8 @@ describe('passes', () => {
 
     const waiting = lateId!;
     lateId = undefined;
+    // Another session this time: the same one again would hold nothing new (see 'unchanged content').
+    late = await session('pass-0004');
     const third = await enqueue(await session('pass-0003'));
     const report = await drain(ctx, { build });
     // The record --once left and the third in the first pass; the one that arrived meanwhile in a second pass.

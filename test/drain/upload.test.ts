@@ -292,7 +292,7 @@ describe('drain uploads', () => {
       id: `r${i}`, state: 'ready' as const, harness: 'claude', profile: CLAUDE_PROFILE, session_id: `s${i}`, code: 'UPLOAD_FAILED', reason: 'connection refused', failed_at_unix_ms: 0, attempts: 1, next_attempt_at_unix_ms: 1_000,
     }));
     const text = renderDrain({
-      recovered: { released: [], completed: [], failed: [], temps_removed: 0 }, built: [], failed: [], retried: [], left: 0, uploaded: [], discarded: [], left_ready: 23, waiting, notes: [],
+      recovered: { released: [], completed: [], failed: [], temps_removed: 0 }, built: [], unchanged: [], failed: [], retried: [], left: 0, uploaded: [], discarded: [], left_ready: 23, waiting, notes: [],
     });
     expect(text.split('\n').filter((l) => l.startsWith('waiting r'))).toHaveLength(20);
     expect(text).toContain('waiting … and 3 more after an earlier failure');
@@ -313,6 +313,63 @@ describe('drain uploads', () => {
     expect(spoolContents()).toMatchObject({ ready: [], uploading: [], bundles: [`${record.id}.bundle`], failed: [`${record.id}.json`] });
     expect(readJson<SpoolRecord>(path.join(stateDir, 'spool', 'failed', `${record.id}.json`)).last_error).toMatchObject({ code: 'BUNDLE_INVALID' });
     expect(await listUploads()).toEqual([]);
+  });
+
+  it('a session captured again with unchanged content uploads nothing; a new turn uploads again', async () => {
+    const s = await session('again-0001', 'Draft the changelog');
+    const first = await enqueue(s);
+    expect((await drain(ctx, { upload: fastRetry })).uploaded.map((u) => u.id)).toEqual([first.id]);
+
+    // The harness fires its end hook again without a new turn (after every turn and at exit, or a resume closed at once).
+    const second = await enqueue(s);
+    const out = bufferOutput();
+    expect(await drainCommand(t.context({ env, stdout: out, clock: { now: () => now } }), {}), out.text()).toBe(0);
+    expect(out.text()).toContain(`unchanged ${second.id}  claude ${s.id}  holds what ${first.id} captured: nothing to upload`);
+    expect(out.text()).toContain('0 built, 1 unchanged, 0 uploaded');
+    expect(spoolContents()).toEqual(EMPTY);
+    expect(await listUploads()).toHaveLength(1);
+    expect(readFileSync(path.join(stateDir, 'capture.log'), 'utf8')).toContain(`"event":"unchanged","harness":"claude","profile":"${CLAUDE_PROFILE}","session_id":"${s.id}","record":"${second.id}","same_as":"${first.id}"`);
+
+    // A new turn: a new revision.
+    await appendFile(s.transcript, `${JSON.stringify({ type: 'user', uuid: 'u2', sessionId: s.id, message: { role: 'user', content: 'And the README' } })}\n`);
+    const third = await enqueue(s);
+    const report = await drain(ctx, { upload: fastRetry });
+    expect(report).toMatchObject({ built: [{ id: third.id }], unchanged: [], uploaded: [{ id: third.id }] });
+    expect(await listUploads()).toHaveLength(2);
+  });
+
+  it('a second capture of the same content while the first waits for upload is not uploaded twice', async () => {
+    const s = await session('again-0002', 'Draft the changelog');
+    await enqueue(s);
+    await enqueue(s);
+    const report = await drain(ctx, { upload: fastRetry });
+    expect(report.built).toHaveLength(1);
+    expect(report.unchanged).toHaveLength(1);
+    expect(report.uploaded).toHaveLength(1);
+    expect(await listUploads()).toHaveLength(1);
+  });
+
+  it('content whose upload failed for good, or was discarded, is uploaded when it is captured again', async () => {
+    const s = await session('again-0003', 'Tamper, then capture again');
+    const record = await enqueue(s);
+    await drain(ctx, { skipUploads: true });
+    const bytes = await readFile(bundleFile(record.id));
+    bytes[Math.floor(bytes.length / 2)]! ^= 0xff;
+    await writeFile(bundleFile(record.id), bytes);
+    expect((await drain(ctx, { upload: fastRetry })).failed).toMatchObject([{ id: record.id, stage: 'upload' }]);
+
+    const again = await enqueue(s);
+    const report = await drain(ctx, { upload: fastRetry });
+    expect(report).toMatchObject({ built: [{ id: again.id }], unchanged: [], uploaded: [{ id: again.id }] });
+
+    // Discarded while the policy disabled capture: never uploaded, so not a duplicate later either.
+    const other = await session('again-0004', 'Discard me');
+    srv.server.store.publishPolicy({}, srv.clock.now());
+    const discarded = await enqueue(other);
+    expect((await drain(ctx, { discard: true })).discarded).toEqual([discarded.id]);
+    srv.server.store.publishPolicy({ session_upload: { presign_url: `${srv.url}/session-uploads/presign` } }, srv.clock.now());
+    const later = await enqueue(other);
+    expect(await drain(ctx, { upload: fastRetry })).toMatchObject({ built: [{ id: later.id }], unchanged: [], uploaded: [{ id: later.id }] });
   });
 
   it('drains killed with SIGKILL while uploading: every session is registered exactly once, the spool ends empty', async () => {
