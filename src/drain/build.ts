@@ -10,16 +10,18 @@
  *   - anything else: back to intake with attempts + 1 and a growing delay before the next try (RETRY_DELAYS_MS),
  *     failed after MAX_ATTEMPTS.
  */
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BundleResult } from '../bundle/index.js';
 import { appendCaptureLog } from '../capture/log.js';
 import type { Context } from '../context.js';
 import { BlueError, toBlueError } from '../errors.js';
 import { loadProfiles, type ProfileSet } from '../profiles/index.js';
+import { withLock } from '../lock/lock.js';
 import { DocumentCache } from '../schema/document-cache.js';
 import { isDiskFull, MAX_ATTEMPTS, type Claim, type RecordError, type Spool, type SpoolRecord } from '../spool/index.js';
 import { assembleBundle, captureInterval } from './assemble.js';
-import { contentDigest, lastCapture, rememberCapture } from './captured.js';
+import { contentDigest, lastCapture, rememberCapture, type CapturedRecord } from './captured.js';
 import { failedEntry, type DrainReport } from './report.js';
 import type { RepositoryCache } from './repository.js';
 
@@ -75,11 +77,13 @@ export async function buildWaiting(ctx: Context, spool: Spool, report: DrainRepo
         }
         const result = await build(ctx, record, outFile, profiles, repositories);
         const content = contentDigest(result.manifest);
-        const last = await lastCapture(ctx, record.harness, record.payload.session_id);
-        if (last?.content_sha256 === content) {
-          // Captured before with exactly this content (and uploaded, or on its way): nothing new to upload.
-          await spool.discardTemp(outFile);
-          await spool.discardBuild(claim);
+        // One session at a time from here to the commit: two captures of the same content built at once (a harness
+        // that fires its end hook twice) must not both see "not captured yet".
+        const outcome = await withLock(ctx.paths.locksDir, `captured:${record.harness}:${createHash('sha256').update(record.payload.session_id).digest('hex').slice(0, 32)}`, () =>
+          commitUnlessUnchanged(ctx, spool, claim, outFile, result, content),
+        );
+        if (outcome.unchanged !== undefined) {
+          const last = outcome.unchanged;
           report.unchanged.push({ id: record.id, harness: record.harness, session_id: record.payload.session_id, same_as: last.record });
           await appendCaptureLog(ctx.paths.captureLogFile, {
             event: 'unchanged',
@@ -91,11 +95,6 @@ export async function buildWaiting(ctx: Context, spool: Spool, report: DrainRepo
           });
           continue;
         }
-        await spool.commitReady(claim, outFile, { size: result.size, sha256: result.sha256 });
-        await rememberCapture(ctx, { harness: record.harness, session_id: record.payload.session_id, content_sha256: content, record: record.id }).catch((error: unknown) => {
-          // Only costs a second upload of the same content later; the bundle itself is safe in ready/.
-          ctx.logger.warn('could not remember what the capture held', { record: record.id, error: (error as Error).message });
-        });
         report.built.push({
           id: record.id,
           harness: record.harness,
@@ -125,6 +124,34 @@ export async function buildWaiting(ctx: Context, spool: Spool, report: DrainRepo
   } finally {
     await documents?.save().catch(() => undefined);
   }
+}
+
+/**
+ * Commits the built bundle and remembers what it holds, or, when the session's last capture held exactly this
+ * content (uploaded, or on its way), removes the record and the bundle: nothing new to upload. Run under the
+ * session's lock.
+ */
+async function commitUnlessUnchanged(
+  ctx: Context,
+  spool: Spool,
+  claim: Claim,
+  outFile: string,
+  result: BundleResult,
+  content: string,
+): Promise<{ unchanged?: CapturedRecord }> {
+  const { record } = claim;
+  const last = await lastCapture(ctx, record.harness, record.payload.session_id);
+  if (last?.content_sha256 === content) {
+    await spool.discardTemp(outFile);
+    await spool.discardBuild(claim);
+    return { unchanged: last };
+  }
+  await spool.commitReady(claim, outFile, { size: result.size, sha256: result.sha256 });
+  await rememberCapture(ctx, { harness: record.harness, session_id: record.payload.session_id, content_sha256: content, record: record.id }).catch((error: unknown) => {
+    // Only costs a second upload of the same content later; the bundle itself is safe in ready/.
+    ctx.logger.warn('could not remember what the capture held', { record: record.id, error: (error as Error).message });
+  });
+  return {};
 }
 
 /** Records a failed build; true when the drain should stop (the disk is full). */

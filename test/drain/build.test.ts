@@ -246,6 +246,27 @@ describe('concurrency', () => {
     // Both took part (neither just found an empty spool), which is what makes this a test of the claims.
     expect(ra.built.length + rb.built.length).toBe(12);
   });
+
+  it('two captures of one unchanged session built by two drains at once give one bundle (a hook that fires twice)', async () => {
+    const s = await session('twice-0001', 'Fired twice');
+    const records = [await enqueue(s), await enqueue(s)];
+    // Both builds run to the commit together: each holds its bundle before either looks at the last capture.
+    let arrived = 0;
+    let release!: () => void;
+    const together = new Promise<void>((resolve) => (release = resolve));
+    const build: BuildFunction = async (c, record, outFile, profiles, repositories) => {
+      const result = await buildFromRecord(c, record, outFile, profiles, repositories);
+      if (++arrived === 2) release();
+      await together;
+      return result;
+    };
+    const [a, b] = await Promise.all([drain(ctx, { build, once: true }), drain(ctx, { build, once: true })]);
+    expect(arrived).toBe(2);
+    expect([...a.built, ...b.built]).toHaveLength(1);
+    expect([...a.unchanged, ...b.unchanged]).toHaveLength(1);
+    expect(spoolFiles(stateDir).ready).toHaveLength(1);
+    expect(records.map((r) => r.id)).toContain([...a.built, ...b.built][0]!.id);
+  });
 });
 
 describe('passes', () => {
