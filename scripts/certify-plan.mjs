@@ -49,16 +49,32 @@ export function resumableIn(docs) {
 }
 
 /**
- * The cross-version targets: for each harness of the lock file with two or more locked versions in intervals with
- * `session_resume`, a session captured by the oldest of them is restored and resumed by the newest:
- * `{ harness, from, version, method: 'cross' }`.
+ * `(harness, from, to) => boolean`: may version `to` resume a session captured by version `from`? It may when both
+ * lie in one interval, or when `to`'s interval lists `from`'s profile under `resumes`. From the profile documents.
  */
-export function crossTargets(lock, resumable) {
+export function resumesFrom(docs) {
+  const intervalOf = (harness, version) => docs.find((doc) => doc?.harness === harness)?.intervals?.find((i) => inInterval(version, i));
+  return (harness, from, to) => {
+    const captured = intervalOf(harness, from);
+    const resuming = intervalOf(harness, to);
+    if (captured === undefined || resuming === undefined) return false;
+    return captured.profile === resuming.profile || (resuming.resumes ?? []).includes(captured.profile);
+  };
+}
+
+/**
+ * The cross-version targets: for each harness of the lock file with two or more locked versions in intervals with
+ * `session_resume`, a session captured by the oldest of them whose sessions the newest may resume (`canResume`) is
+ * restored and resumed by the newest: `{ harness, from, version, method: 'cross' }`.
+ */
+export function crossTargets(lock, resumable, canResume = () => true) {
   const targets = [];
   for (const [harness, entry] of Object.entries(lock)) {
     const versions = entry.versions.filter((v) => resumable(harness, v)).sort(semver.compare);
     if (versions.length < 2) continue;
-    targets.push({ harness, from: versions[0], version: versions.at(-1), method: 'cross' });
+    const newest = versions.at(-1);
+    const oldest = versions.slice(0, -1).find((v) => canResume(harness, v, newest));
+    if (oldest !== undefined) targets.push({ harness, from: oldest, version: newest, method: 'cross' });
   }
   return targets;
 }
@@ -72,9 +88,10 @@ export function targetLabel(target) {
  * What will be certified: `[{ harness, version, method, from?, package?, runtime_deps?, locked }]`. With `--latest`,
  * `latest` maps each harness of the lock file to the version the registry calls newest; harnesses certified on
  * fixtures have no registry and keep their fixture versions. Without `--version` or `--latest` (the locked versions),
- * the cross-version targets follow each harness's own targets; `resumable` says which versions can resume a session.
+ * the cross-version targets follow each harness's own targets; `resumable` says which versions can resume a session,
+ * `canResume` which version may resume which version's session (resumesFrom).
  */
-export function plan(lock, opts, latest = new Map(), resumable = () => false) {
+export function plan(lock, opts, latest = new Map(), resumable = () => false, canResume = () => true) {
   const known = [...Object.keys(lock), ...Object.keys(FIXTURE_HARNESSES)];
   if (opts.harness !== undefined && !known.includes(opts.harness)) {
     throw new Error(`unknown harness "${opts.harness}" (known: ${known.join(', ')})`);
@@ -91,7 +108,7 @@ export function plan(lock, opts, latest = new Map(), resumable = () => false) {
     }
     for (const version of versions) targets.push({ harness, version, method: 'cli', package: entry.package, runtime_deps: entry.runtime_deps, locked: entry.versions.includes(version) });
     if (opts.version === undefined && !opts.latest) {
-      for (const cross of crossTargets({ [harness]: entry }, resumable)) targets.push({ ...cross, package: entry.package, runtime_deps: entry.runtime_deps, locked: true });
+      for (const cross of crossTargets({ [harness]: entry }, resumable, canResume)) targets.push({ ...cross, package: entry.package, runtime_deps: entry.runtime_deps, locked: true });
     }
   }
   for (const harness of Object.keys(FIXTURE_HARNESSES)) {

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import semver from 'semver';
 import YAML from 'yaml';
-import { latestQueries, parseArgs, plan, resumableIn, targetLabel, USAGE } from './certify-plan.mjs';
+import { latestQueries, parseArgs, plan, resumableIn, resumesFrom, targetLabel, USAGE } from './certify-plan.mjs';
 import { inInterval, raiseCeiling, readProfiles, repoRoot, spliceCeiling, updateReadme } from './compat.mjs';
 import { DEFAULT_LOCK_FILE, defaultCacheDir, installHarness, readLock } from './install-harnesses.mjs';
 import { latestVersion } from './registry.mjs';
@@ -137,7 +137,8 @@ async function main() {
         log(`${harness}: the newest version of ${pkg} is ${version}${lock[harness].versions.includes(version) ? ' (locked already)' : ''}`);
       }
     }
-    targets = plan(lock, opts, latest, resumableIn(readProfiles().map(({ doc }) => doc)));
+    const docs = readProfiles().map(({ doc }) => doc);
+    targets = plan(lock, opts, latest, resumableIn(docs), resumesFrom(docs));
   } catch (error) {
     process.stderr.write(`certify: ${error.message}\n`);
     return 2;

@@ -5,6 +5,8 @@
  * of the user's content.
  */
 
+import { readAddedSettings, type AddedSetting } from './required-settings.js';
+
 /** A ledger record as the harness contract holds it: a JSON object the planner alone reads. */
 export type OwnershipRecord = Readonly<Record<string, unknown>>;
 
@@ -29,6 +31,8 @@ export type MatcherHooksOwnership = {
    * (the group itself, the event property, or the `hooks` property); `comma` says where its separating comma went.
    */
   splice?: { node: 'group' | 'event' | 'hooks'; before: string; after: string; comma: 'joined' | 'separate' | 'none' };
+  /** Settings the harness needed to run hooks that the agent added with the hook (`required-settings.ts`). */
+  settings?: AddedSetting[];
 };
 
 export const BASE_TEXT_LIMIT = 4096;
@@ -60,7 +64,12 @@ export function readOwnership(owned: OwnershipRecord | undefined): MatcherHooksO
     }
     splice = { node: s.node, before: s.before, after: s.after, comma: s.comma };
   }
-  return makeOwnership(r.base, r.baseText as string | undefined, r.event, r.created as Container[] | undefined, splice);
+  let settings: AddedSetting[] | undefined;
+  if (r.settings !== undefined) {
+    settings = readAddedSettings(r.settings);
+    if (settings === undefined) return undefined;
+  }
+  return makeOwnership(r.base, r.baseText as string | undefined, r.event, r.created as Container[] | undefined, splice, settings);
 }
 
 /** Builds a record with a fixed key order, so equal records serialise identically. */
@@ -70,6 +79,7 @@ export function makeOwnership(
   event: string,
   created: readonly Container[] | undefined,
   splice: MatcherHooksOwnership['splice'],
+  settings?: readonly AddedSetting[],
 ): MatcherHooksOwnership {
   return {
     v: 1,
@@ -78,5 +88,6 @@ export function makeOwnership(
     event,
     ...(created === undefined ? {} : { created: CONTAINERS.filter((c) => created.includes(c)) }),
     ...(splice === undefined ? {} : { splice }),
+    ...(settings === undefined || settings.length === 0 ? {} : { settings: settings.map((a) => ({ key: [...a.key], value: a.value, top: a.top, before: a.before, after: a.after, comma: a.comma })) }),
   };
 }

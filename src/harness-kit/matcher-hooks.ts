@@ -42,6 +42,7 @@ import {
   type MatcherHooksOwnership,
   type OwnershipRecord,
 } from './matcher-hooks-ownership.js';
+import { addRequiredSettings, removeAddedSettings, type RequiredSetting } from './required-settings.js';
 import { lineIndent } from './text.js';
 
 /** What the planner needs of the managed hook (the harness contract's `ManagedHook` has more). */
@@ -49,6 +50,8 @@ export interface MatcherHook {
   readonly event: string;
   readonly command: string;
   readonly timeoutSeconds: number;
+  /** Settings the harness needs before it runs hooks at all (the profile's capture.hook.requires; see required-settings.ts). */
+  readonly requires?: readonly RequiredSetting[];
 }
 
 /** The managed hook object as written: each key once, in this order, with a string or number value. */
@@ -142,14 +145,18 @@ export function planMatcherHooks<H extends MatcherHook>(input: MatcherHooksInput
   const { text, file, desired } = input;
   const record = readOwnership(input.owned);
   const bom = text?.startsWith(BOM) ? BOM : '';
-  const body = text === null ? null : text.slice(bom.length);
+  const original = text === null ? null : text.slice(bom.length);
   const managed: Managed = (command) => dialect.isManagedCommand(command);
   const where: Where = { file, name: dialect.displayName, managed, full: text ?? '', shift: bom.length };
+  // Settings added with the hook come out first and go back in last: the hooks are planned on the file without them.
+  const added = record?.settings ?? [];
+  const body = original === null || original.trim() === '' || added.length === 0 ? original : (parseUser(original, where), removeAddedSettings(original, added, where));
+  const requires = desired?.requires ?? [];
 
   if (desired === null) {
     if (body === null || body.trim() === '') return { text, owned: undefined, managedFound: 0 };
     const result = planRemoval(body, record, where);
-    const out = result.restored || result.text === null ? result.text : result.text === body ? text : bom + result.text;
+    const out = result.restored || result.text === null ? result.text : result.text === original ? text : bom + result.text;
     return { text: out, owned: undefined, managedFound: result.found };
   }
 
@@ -160,20 +167,23 @@ export function planMatcherHooks<H extends MatcherHook>(input: MatcherHooksInput
   const working = blank ? EMPTY_DOCUMENT : body;
   const result = planInstall(working, { event: desired.event, entry: dialect.entry(desired) }, record, where);
   const previous = record !== undefined && record.event === desired.event ? record : undefined;
+  const settings = requires.length === 0 ? { text: result.text, added: [] } : addRequiredSettings(result.text, requires, where);
 
   let owned: OwnershipRecord;
   if (result.insertion !== undefined) {
     const created = [...result.insertion.created, ...(previous?.created ?? [])];
-    owned = makeOwnership(base, baseText, desired.event, created, result.insertion.splice);
-  } else if (previous !== undefined) {
+    owned = makeOwnership(base, baseText, desired.event, created, result.insertion.splice, settings.added);
+  } else if (previous !== undefined && JSON.stringify(previous.settings ?? []) === JSON.stringify(settings.added)) {
     // The entry was already there and the record still describes the file: kept as given, so that an unchanged
     // file keeps an identical ledger entry.
     owned = input.owned!;
+  } else if (previous !== undefined) {
+    owned = makeOwnership(previous.base, previous.baseText, previous.event, previous.created, previous.splice, settings.added);
   } else {
     // Found in place with no (usable) record: which containers came with it is unknown.
-    owned = makeOwnership(base, baseText, desired.event, undefined, undefined);
+    owned = makeOwnership(base, baseText, desired.event, undefined, undefined, settings.added);
   }
-  const out = !blank && result.text === working ? text : bom + result.text;
+  const out = !blank && settings.text === original ? text : bom + settings.text;
   return { text: out, owned, managedFound: result.found };
 }
 

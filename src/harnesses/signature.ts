@@ -20,9 +20,10 @@ export function buildManagedHook(
   profile: string,
   event: string,
   timeoutSeconds: number,
+  requires?: ManagedHook['requires'],
 ): ManagedHook {
   const argv = [self.node, self.entry, 'capture', '--harness', harness, '--profile', profile];
-  return { harness, profile, event, timeoutSeconds, argv, command: argv.map(shellQuote).join(' ') };
+  return { harness, profile, event, timeoutSeconds, argv, command: argv.map(shellQuote).join(' '), ...(requires === undefined || requires.length === 0 ? {} : { requires }) };
 }
 
 /** POSIX single-quoting; bare words stay bare so the command reads naturally. */

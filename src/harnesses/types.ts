@@ -5,6 +5,7 @@
  */
 import type { SessionFile } from '../bundle/create.js';
 import type { Context } from '../context.js';
+import type { RequiredSetting } from '../harness-kit/required-settings.js';
 import type { TranscriptReader } from '../harness-kit/transcript.js';
 import type { BundleFile, BundleManifest } from '../schema/generated/bundle-manifest.js';
 import type { HarnessName, Interval } from '../schema/index.js';
@@ -20,6 +21,8 @@ export interface ManagedHook {
   /** The same command as an argument vector, for hooks that spawn without a shell (a plugin). */
   argv: readonly string[];
   timeoutSeconds: number;
+  /** Settings the harness needs before it runs hooks at all (the profile's capture.hook.requires), added with the hook. */
+  requires?: readonly RequiredSetting[];
 }
 
 /**
@@ -91,6 +94,11 @@ export interface RestoreInput {
   destination: string;
   /** The interval of the manifest's profile. */
   interval: Interval;
+  /**
+   * The version of the harness that will resume the session here, when known (`blue-agent resume` reads it): a harness
+   * whose layout changed between versions restores into the layout this version reads. Absent: the captured layout.
+   */
+  installedVersion?: string;
 }
 
 /**

@@ -121,6 +121,18 @@ export function checkProfiles(set: ProfileSet): ProfileProblem[] {
         if (rewritten.length === 0) problems.push({ ...at, message: 'lists restore_rewrite, but no role says what a restore rewrites (session.roles[].restore_rewrite)' });
       }
     }
+    for (const interval of doc.intervals) {
+      for (const name of interval.resumes ?? []) {
+        const at = { file, profile: interval.profile };
+        const earlier = doc.intervals.find((i) => i.profile === name);
+        if (earlier === undefined) problems.push({ ...at, message: `resumes ${name}, which is not a profile of ${doc.harness}` });
+        else if (semver.compare(earlier.introduced, interval.introduced) >= 0) problems.push({ ...at, message: `resumes ${name}, which is not an earlier interval` });
+        else if (!earlier.operations.includes('session_resume')) problems.push({ ...at, message: `resumes ${name}, whose sessions are not resumable (no session_resume)` });
+      }
+      if ((interval.resumes ?? []).length > 0 && !interval.operations.includes('session_resume')) {
+        problems.push({ file, profile: interval.profile, message: 'lists resumes without session_resume' });
+      }
+    }
     const sorted = [...doc.intervals].sort((a, b) => semver.compare(a.introduced, b.introduced));
     for (let i = 1; i < sorted.length; i++) {
       const prev = sorted[i - 1]!;

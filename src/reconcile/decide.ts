@@ -89,7 +89,7 @@ export function decide(
       desired: null,
     };
   }
-  const hook = buildManagedHook(self, harness, interval.profile, interval.capture.event, interval.capture.hook.timeout_seconds);
+  const hook = buildManagedHook(self, harness, interval.profile, interval.capture.event, interval.capture.hook.timeout_seconds, interval.capture.hook.requires);
   const note = verified ? '' : ` (unverified ${version} allowed by policy)`;
   return { state: 'active', reason: `managed ${interval.capture.event} capture hook for ${interval.profile}${note}`, ...located, desired: hook };
 }

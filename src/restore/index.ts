@@ -85,7 +85,10 @@ export interface RestoreResult {
   resumeArgv: string[];
 }
 
-export async function prepareRestore(ctx: Context, input: { bundleFile: string; destination: string; profiles: ProfileSet }): Promise<PreparedRestore> {
+export async function prepareRestore(
+  ctx: Context,
+  input: { bundleFile: string; destination: string; profiles: ProfileSet; /** The harness version that will resume it (RestoreInput.installedVersion). */ installedVersion?: string },
+): Promise<PreparedRestore> {
   const manifest = await readManifest(input.bundleFile);
   const found = findInterval(input.profiles, manifest.compatibility_profile);
   if (found === undefined || found.harness !== manifest.harness) {
@@ -118,7 +121,13 @@ export async function prepareRestore(ctx: Context, input: { bundleFile: string; 
   try {
     await writeOwner(staging);
     const extracted = await extractBundle(input.bundleFile, path.join(staging, 'bundle'), { profiles: input.profiles });
-    const plan = await adapter.planRestore(ctx, { manifest: extracted.manifest, files: extracted.files, destination, interval: found.interval });
+    const plan = await adapter.planRestore(ctx, {
+      manifest: extracted.manifest,
+      files: extracted.files,
+      destination,
+      interval: found.interval,
+      ...(input.installedVersion === undefined ? {} : { installedVersion: input.installedVersion }),
+    });
     await applyRewrites(plan, found.interval);
     const inspection = await inspectPlan(ctx, plan);
     return {

@@ -4,6 +4,7 @@
  * are the same, and how the resume command is printed. Everything here is text in, answer out.
  */
 import semver from 'semver';
+import { selectInterval } from '../profiles/index.js';
 import { BlueError, usageError } from '../errors.js';
 import type { HarnessProfiles, Interval } from '../schema/index.js';
 import type { GovernancePolicy, HarnessName } from '../schema/index.js';
@@ -88,9 +89,9 @@ export type Eligibility = { ok: true; verified: boolean; note: string } | { ok: 
 
 /**
  * May the installed `version` resume a bundle captured under `interval` (the manifest's profile)? The version must
- * lie in that profile's interval, be allowed by the policy (`allowed_harnesses`, `version_requirement`), and be
- * certified (below `verified_before`) unless the policy sets `allow_unverified_versions` — the same rules reconcile
- * applies to capture.
+ * lie in that profile's interval or in a later one that lists it under `resumes` (it reads that older data), be
+ * allowed by the policy (`allowed_harnesses`, `version_requirement`), and be certified (below its interval's
+ * `verified_before`) unless the policy sets `allow_unverified_versions` — the same rules reconcile applies to capture.
  */
 export function eligibility(harness: HarnessName, doc: HarnessProfiles, interval: Interval, version: string, policy: GovernancePolicy): Eligibility {
   const name = doc.display_name;
@@ -98,13 +99,18 @@ export function eligibility(harness: HarnessName, doc: HarnessProfiles, interval
   if (policy.allowed_harnesses !== undefined && !policy.allowed_harnesses.includes(harness)) {
     return fail(`policy revision ${policy.revision} does not list ${harness} in allowed_harnesses`, 'Ask the policy administrator; nothing was changed.');
   }
-  const range = `[${interval.introduced}, ${interval.before ?? '∞'})`;
-  if (semver.compare(version, interval.introduced) < 0 || (interval.before !== undefined && semver.compare(version, interval.before) >= 0)) {
+  const installed = selectInterval(doc, version)?.interval;
+  if (installed === undefined || (installed.profile !== interval.profile && !(installed.resumes ?? []).includes(interval.profile))) {
+    const readers = doc.intervals.filter((i) => i.profile === interval.profile || (i.resumes ?? []).includes(interval.profile));
+    const ranges = readers.map((i) => `[${i.introduced}, ${i.before ?? '∞'})`).join(' or ');
+    const newest = readers.reduce((a, b) => (semver.compare(a.introduced, b.introduced) >= 0 ? a : b));
+    const why = installed === undefined ? `no profile covers ${name} ${version}` : `${installed.profile} (${name} [${installed.introduced}, ${installed.before ?? '∞'})) does not read sessions of ${interval.profile}`;
     return fail(
-      `${name} ${version} cannot resume this session: it was captured under profile ${interval.profile}, which covers ${name} ${range}`,
-      interval.before === undefined ? `Install ${name} ${interval.introduced} or newer, then try again.` : `Install a ${name} version in ${range}, then try again.`,
+      `${name} ${version} cannot resume this session: it was captured under profile ${interval.profile}, which ${name} ${ranges} can resume; ${why}`,
+      newest.before === undefined ? `Install ${name} ${newest.introduced} or newer, then try again.` : `Install a ${name} version in ${ranges}, then try again.`,
     );
   }
+  interval = installed;
   const rule = policy.harnesses?.[harness];
   if (rule?.version_requirement !== undefined && !semver.satisfies(version, rule.version_requirement, { includePrerelease: true })) {
     return fail(`${name} ${version} does not satisfy the policy's version_requirement "${rule.version_requirement}"`, `Install a ${name} version the policy allows (${rule.version_requirement}).`);

@@ -174,7 +174,7 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
     }
 
     // 5. The restore plan (staged, nothing placed yet).
-    const prepared = await prepareRestore(ctx, { bundleFile, destination, profiles });
+    const prepared = await prepareRestore(ctx, { bundleFile, destination, profiles, installedVersion: detected.version });
     cleanups.push(() => prepared.dispose());
     if (prepared.collision === 'different') {
       const first = prepared.summary.conflicts[0];

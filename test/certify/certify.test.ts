@@ -26,7 +26,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { reconcile } from '../../src/reconcile/index.js';
 import type { Interval } from '../../src/schema/index.js';
-import { crossTargets, resumableIn, targetLabel } from '../../scripts/certify-plan.mjs';
+import { crossTargets, resumableIn, resumesFrom, targetLabel } from '../../scripts/certify-plan.mjs';
 import { readProfiles } from '../../scripts/compat.mjs';
 import { DEFAULT_LOCK_FILE, installCommand, installedHarness, readLock } from '../../scripts/install-harnesses.mjs';
 import {
@@ -64,7 +64,8 @@ function allTargets(): Target[] {
     for (const version of lockedVersions(harness)) list.push({ harness, version, method: 'cli' });
     // The oldest resumable version's session, restored and resumed by the newest.
     const lock = readLock(DEFAULT_LOCK_FILE);
-    for (const cross of crossTargets({ [harness]: lock[harness]! }, resumableIn(readProfiles().map(({ doc }) => doc)))) list.push(cross as Target);
+    const docs = readProfiles().map(({ doc }) => doc);
+    for (const cross of crossTargets({ [harness]: lock[harness]! }, resumableIn(docs), resumesFrom(docs))) list.push(cross as Target);
   }
   // Harnesses certified on fixtures: one target per fixture version (the folder names of fixtures/sessions/<name>/).
   for (const harness of fixtureCertified()) {

@@ -95,6 +95,20 @@ describe('checkProfiles', () => {
     expect(messages(loaded([at(['restore_rewrite'], 'the cwd')]))).toEqual(['lists restore_rewrite without session_resume (only a restore rewrites)']);
   });
 
+  it('holds resumes to earlier resumable profiles of the same harness, and to an interval that resumes', () => {
+    const ops = ['session_capture', 'session_resume'] as Interval['operations'];
+    const session = { roles: [{ role: 'primary_transcript' as const, min: 1, max: 1 }] };
+    const capture = { event: 'SessionEnd', hook: { file: 'settings.json', format: 'f', timeout_seconds: 5 } };
+    const older = iv('c-v1', '1.0.0', { before: '2.0.0', operations: ops, session, capture } as Partial<Interval>);
+    const capOnly = iv('c-v0', '0.5.0', { before: '1.0.0', operations: ['session_capture'], session, capture } as Partial<Interval>);
+    const newer = (resumes: string[], operations = ops) => iv('c-v2', '2.0.0', { operations, session, capture, resumes } as Partial<Interval>);
+    expect(messages(loaded([capOnly, older, newer(['c-v1'])]))).toEqual([]);
+    expect(messages(loaded([capOnly, older, newer(['c-v9'])]))).toEqual(['resumes c-v9, which is not a profile of claude']);
+    expect(messages(loaded([capOnly, older, newer(['c-v2'])]))).toEqual(['resumes c-v2, which is not an earlier interval']);
+    expect(messages(loaded([capOnly, older, newer(['c-v0'])]))).toEqual(['resumes c-v0, whose sessions are not resumable (no session_resume)']);
+    expect(messages(loaded([capOnly, older, newer(['c-v1'], ['session_capture'])]))).toEqual(['lists resumes without session_resume']);
+  });
+
   it('reports an overlap with both intervals, open ends shown as ∞, whatever order the file lists them in', () => {
     const open = messages(loaded([iv('c-v2', '2.0.0'), iv('c-v1', '1.0.0')]));
     expect(open).toEqual(['overlaps c-v1 ([1.0.0, ∞) and [2.0.0, ∞))']);

@@ -38,6 +38,36 @@ describe('eligibility', async () => {
     expect(eligibility('claude', doc, v2, '2.1.197', { ...(policy as object), allowed_harnesses: ['codex'] } as never).ok).toBe(false);
     expect(eligibility('claude', doc, v2, '2.1.197', { ...(policy as object), harnesses: { claude: { version_requirement: '>=2.2.0' } } } as never).ok).toBe(false);
   });
+
+  it('lets a later interval that resumes the profile resume its sessions, under its own ceiling, and explains a refusal', () => {
+    const iv = (profile: string, introduced: string, before: string | undefined, verified_before: string, resumes?: string[]) => ({
+      profile,
+      introduced,
+      ...(before === undefined ? {} : { before }),
+      verified_before,
+      lifecycle: 'supported' as const,
+      operations: ['session_capture' as const, 'session_resume' as const],
+      ...(resumes === undefined ? {} : { resumes }),
+    });
+    const layered = { ...doc, intervals: [iv('claude-v1_0_0', '1.0.0', '2.0.0', '2.0.0'), iv('claude-v2_0_0', '2.0.0', '3.0.0', '3.0.0'), iv('claude-v3_0_0', '3.0.0', undefined, '3.5.0', ['claude-v2_0_0'])] };
+    const [v1, v2old, v3] = layered.intervals;
+    expect(eligibility('claude', layered, v2old!, '3.1.0', policy)).toMatchObject({ ok: true, verified: true });
+    // The resuming version's own ceiling counts.
+    expect(eligibility('claude', layered, v2old!, '3.6.0', policy)).toMatchObject({ ok: false });
+    expect(eligibility('claude', layered, v2old!, '3.6.0', { ...(policy as object), harnesses: { claude: { allow_unverified_versions: true } } } as never)).toMatchObject({ ok: true, verified: false });
+    // Newer data in an older version, and data no later interval reads, are refused with who can resume them.
+    const older = eligibility('claude', layered, v3!, '2.5.0', policy);
+    expect(older.ok).toBe(false);
+    expect(!older.ok && older.error.message).toBe(
+      'Claude Code 2.5.0 cannot resume this session: it was captured under profile claude-v3_0_0, which Claude Code [3.0.0, ∞) can resume; claude-v2_0_0 (Claude Code [2.0.0, 3.0.0)) does not read sessions of claude-v3_0_0',
+    );
+    const unread = eligibility('claude', layered, v1!, '3.1.0', policy);
+    expect(!unread.ok && unread.error.message).toContain('which Claude Code [1.0.0, 2.0.0) can resume');
+    expect(!unread.ok && unread.error.hint).toBe('Install a Claude Code version in [1.0.0, 2.0.0), then try again.');
+    const none = eligibility('claude', layered, v2old!, '0.9.0', policy);
+    expect(!none.ok && none.error.message).toContain('no profile covers Claude Code 0.9.0');
+    expect(!none.ok && none.error.hint).toBe('Install Claude Code 3.0.0 or newer, then try again.');
+  });
 });
 
 describe('repository identity', () => {

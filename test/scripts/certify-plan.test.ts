@@ -1,6 +1,6 @@
 /** What `npm run certify` plans from its flags and the lock file, without installing or running anything. */
 import { describe, expect, it } from 'vitest';
-import { crossTargets, latestQueries, parseArgs, plan, resumableIn, targetLabel } from '../../scripts/certify-plan.mjs';
+import { crossTargets, latestQueries, parseArgs, plan, resumableIn, resumesFrom, targetLabel } from '../../scripts/certify-plan.mjs';
 import { FIXTURE_CERTIFIED } from '../../src/schema/generated/harness-names.js';
 
 const lock = {
@@ -51,6 +51,26 @@ describe('cross-version targets', () => {
     expect(crossTargets({ alpha: { package: 'a', versions: ['2.3.0', '1.10.0', '1.9.0'] } }, resumable)).toEqual([{ harness: 'alpha', from: '1.9.0', version: '2.3.0', method: 'cross' }]);
     expect(crossTargets(lock, resumable)).toEqual([]);
     expect(crossTargets(crossLock, () => false)).toEqual([]);
+  });
+
+  it('pair the newest with the oldest version whose sessions it may resume: its own interval, or one its interval resumes', () => {
+    const layered = [
+      {
+        harness: 'alpha',
+        intervals: [
+          { profile: 'alpha-v1', introduced: '1.0.0', before: '2.0.0', operations: ['session_capture', 'session_resume'] },
+          { profile: 'alpha-v2', introduced: '2.0.0', before: '3.0.0', operations: ['session_capture', 'session_resume'] },
+          { profile: 'alpha-v3', introduced: '3.0.0', operations: ['session_capture', 'session_resume'], resumes: ['alpha-v2'] },
+        ],
+      },
+    ];
+    const can = resumesFrom(layered);
+    expect([can('alpha', '2.1.0', '3.4.0'), can('alpha', '1.0.0', '3.4.0'), can('alpha', '3.0.0', '3.4.0'), can('alpha', '3.4.0', '2.1.0'), can('beta', '1.0.0', '1.0.0')]).toEqual([true, false, true, false, false]);
+    const versions = { alpha: { package: 'a', versions: ['1.0.0', '2.1.0', '3.4.0'] } };
+    expect(crossTargets(versions, resumableIn(layered), can)).toEqual([{ harness: 'alpha', from: '2.1.0', version: '3.4.0', method: 'cross' }]);
+    // The newest reads none of the older ones: no cross-version target.
+    expect(crossTargets({ alpha: { package: 'a', versions: ['1.0.0', '3.4.0'] } }, resumableIn(layered), can)).toEqual([]);
+    expect(plan(versions, parseArgs([]), new Map(), resumableIn(layered), can).filter((t) => t.method === 'cross')).toMatchObject([{ harness: 'alpha', from: '2.1.0', version: '3.4.0' }]);
   });
 
   it('are named OLD→NEW', () => {

@@ -77,6 +77,12 @@ export interface Interval {
    */
   operations: Operation[];
   /**
+   * Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.
+   *
+   * @maxItems 64
+   */
+  resumes?: string[];
+  /**
    * What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.
    */
   session?: {
@@ -113,6 +119,22 @@ export interface Interval {
        */
       format: string;
       timeout_seconds: number;
+      /**
+       * Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.
+       *
+       * @minItems 1
+       * @maxItems 8
+       */
+      requires?: {
+        /**
+         * The key path from the top of the file, e.g. [tools, enableHooks].
+         *
+         * @minItems 1
+         * @maxItems 8
+         */
+        key: string[];
+        value: boolean | number | string;
+      }[];
     };
   };
 }

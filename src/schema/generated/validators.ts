@@ -4093,14 +4093,14 @@ return errors === 0;
 }
 
 export const validateHarnessProfiles = validate24;
-const schema33 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}}}};
-const schema35 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600}}}}}}};
+const schema33 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
+const schema35 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
 const schema36 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
 const schema39 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
 const pattern17 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
 const pattern18 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
-const pattern21 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
-const pattern23 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
+const pattern22 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
+const pattern24 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
 
 function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -4433,11 +4433,11 @@ vErrors.push(err27);
 errors++;
 }
 }
-if(data.session !== undefined){
-let data8 = data.session;
-if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
-if(data8.roles === undefined){
-const err28 = {instancePath:instancePath+"/session",schemaPath:"#/properties/session/required",keyword:"required",params:{missingProperty: "roles"},message:"must have required property '"+"roles"+"'"};
+if(data.resumes !== undefined){
+let data8 = data.resumes;
+if(Array.isArray(data8)){
+if(data8.length > 64){
+const err28 = {instancePath:instancePath+"/resumes",schemaPath:"#/properties/resumes/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -4446,9 +4446,12 @@ vErrors.push(err28);
 }
 errors++;
 }
-for(const key1 in data8){
-if(!((key1 === "root") || (key1 === "roles"))){
-const err29 = {instancePath:instancePath+"/session",schemaPath:"#/properties/session/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+const len1 = data8.length;
+for(let i2=0; i2<len1; i2++){
+let data9 = data8[i2];
+if(typeof data9 === "string"){
+if(func2(data9) > 256){
+const err29 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -4457,12 +4460,8 @@ vErrors.push(err29);
 }
 errors++;
 }
-}
-if(data8.root !== undefined){
-let data9 = data8.root;
-if(typeof data9 === "string"){
-if(func2(data9) > 256){
-const err30 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(func2(data9) < 1){
+const err30 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -4471,8 +4470,8 @@ vErrors.push(err30);
 }
 errors++;
 }
-if(func2(data9) < 1){
-const err31 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern17.test(data9)){
+const err31 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -4481,8 +4480,9 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(!pattern21.test(data9)){
-const err32 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
+}
+else {
+const err32 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -4492,8 +4492,18 @@ vErrors.push(err32);
 errors++;
 }
 }
-else {
-const err33 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/type",keyword:"type",params:{type: "string"},message:"must be string"};
+let i3 = data8.length;
+let j1;
+if(i3 > 1){
+const indices0 = {};
+for(;i3--;){
+let item0 = data8[i3];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j1 = indices0[item0];
+const err33 = {instancePath:instancePath+"/resumes",schemaPath:"#/properties/resumes/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -4501,13 +4511,14 @@ else {
 vErrors.push(err33);
 }
 errors++;
+break;
+}
+indices0[item0] = i3;
 }
 }
-if(data8.roles !== undefined){
-let data10 = data8.roles;
-if(Array.isArray(data10)){
-if(data10.length > 16){
-const err34 = {instancePath:instancePath+"/session/roles",schemaPath:"#/properties/session/properties/roles/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+}
+else {
+const err34 = {instancePath:instancePath+"/resumes",schemaPath:"#/properties/resumes/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -4516,8 +4527,12 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data10.length < 1){
-const err35 = {instancePath:instancePath+"/session/roles",schemaPath:"#/properties/session/properties/roles/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+if(data.session !== undefined){
+let data10 = data.session;
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+if(data10.roles === undefined){
+const err35 = {instancePath:instancePath+"/session",schemaPath:"#/properties/session/required",keyword:"required",params:{missingProperty: "roles"},message:"must have required property '"+"roles"+"'"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -4526,12 +4541,9 @@ vErrors.push(err35);
 }
 errors++;
 }
-const len1 = data10.length;
-for(let i2=0; i2<len1; i2++){
-let data11 = data10[i2];
-if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
-if(data11.role === undefined){
-const err36 = {instancePath:instancePath+"/session/roles/" + i2,schemaPath:"#/properties/session/properties/roles/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+for(const key1 in data10){
+if(!((key1 === "root") || (key1 === "roles"))){
+const err36 = {instancePath:instancePath+"/session",schemaPath:"#/properties/session/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -4540,8 +4552,12 @@ vErrors.push(err36);
 }
 errors++;
 }
-if(data11.min === undefined){
-const err37 = {instancePath:instancePath+"/session/roles/" + i2,schemaPath:"#/properties/session/properties/roles/items/required",keyword:"required",params:{missingProperty: "min"},message:"must have required property '"+"min"+"'"};
+}
+if(data10.root !== undefined){
+let data11 = data10.root;
+if(typeof data11 === "string"){
+if(func2(data11) > 256){
+const err37 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -4550,8 +4566,8 @@ vErrors.push(err37);
 }
 errors++;
 }
-if(data11.max === undefined){
-const err38 = {instancePath:instancePath+"/session/roles/" + i2,schemaPath:"#/properties/session/properties/roles/items/required",keyword:"required",params:{missingProperty: "max"},message:"must have required property '"+"max"+"'"};
+if(func2(data11) < 1){
+const err38 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -4560,9 +4576,8 @@ vErrors.push(err38);
 }
 errors++;
 }
-for(const key2 in data11){
-if(!((((key2 === "role") || (key2 === "min")) || (key2 === "max")) || (key2 === "restore_rewrite"))){
-const err39 = {instancePath:instancePath+"/session/roles/" + i2,schemaPath:"#/properties/session/properties/roles/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(!pattern22.test(data11)){
+const err39 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -4572,10 +4587,8 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data11.role !== undefined){
-let data12 = data11.role;
-if(typeof data12 !== "string"){
-const err40 = {instancePath:instancePath+"/session/roles/" + i2+"/role",schemaPath:"artifact-role.schema.json/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err40 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -4584,8 +4597,12 @@ vErrors.push(err40);
 }
 errors++;
 }
-if(!(((((((data12 === "agent_wire_history") || (data12 === "kimi_state")) || (data12 === "portable_export")) || (data12 === "primary_transcript")) || (data12 === "rollout")) || (data12 === "session_companion")) || (data12 === "session_state"))){
-const err41 = {instancePath:instancePath+"/session/roles/" + i2+"/role",schemaPath:"artifact-role.schema.json/enum",keyword:"enum",params:{allowedValues: schema13.enum},message:"must be equal to one of the allowed values"};
+}
+if(data10.roles !== undefined){
+let data12 = data10.roles;
+if(Array.isArray(data12)){
+if(data12.length > 16){
+const err41 = {instancePath:instancePath+"/session/roles",schemaPath:"#/properties/session/properties/roles/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -4594,11 +4611,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-}
-if(data11.min !== undefined){
-let data13 = data11.min;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err42 = {instancePath:instancePath+"/session/roles/" + i2+"/min",schemaPath:"#/properties/session/properties/roles/items/properties/min/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data12.length < 1){
+const err42 = {instancePath:instancePath+"/session/roles",schemaPath:"#/properties/session/properties/roles/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -4607,9 +4621,12 @@ vErrors.push(err42);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 > 2048 || isNaN(data13)){
-const err43 = {instancePath:instancePath+"/session/roles/" + i2+"/min",schemaPath:"#/properties/session/properties/roles/items/properties/min/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2048},message:"must be <= 2048"};
+const len2 = data12.length;
+for(let i4=0; i4<len2; i4++){
+let data13 = data12[i4];
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+if(data13.role === undefined){
+const err43 = {instancePath:instancePath+"/session/roles/" + i4,schemaPath:"#/properties/session/properties/roles/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -4618,8 +4635,8 @@ vErrors.push(err43);
 }
 errors++;
 }
-if(data13 < 0 || isNaN(data13)){
-const err44 = {instancePath:instancePath+"/session/roles/" + i2+"/min",schemaPath:"#/properties/session/properties/roles/items/properties/min/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data13.min === undefined){
+const err44 = {instancePath:instancePath+"/session/roles/" + i4,schemaPath:"#/properties/session/properties/roles/items/required",keyword:"required",params:{missingProperty: "min"},message:"must have required property '"+"min"+"'"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -4628,12 +4645,8 @@ vErrors.push(err44);
 }
 errors++;
 }
-}
-}
-if(data11.max !== undefined){
-let data14 = data11.max;
-if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
-const err45 = {instancePath:instancePath+"/session/roles/" + i2+"/max",schemaPath:"#/properties/session/properties/roles/items/properties/max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data13.max === undefined){
+const err45 = {instancePath:instancePath+"/session/roles/" + i4,schemaPath:"#/properties/session/properties/roles/items/required",keyword:"required",params:{missingProperty: "max"},message:"must have required property '"+"max"+"'"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -4642,9 +4655,9 @@ vErrors.push(err45);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 > 2048 || isNaN(data14)){
-const err46 = {instancePath:instancePath+"/session/roles/" + i2+"/max",schemaPath:"#/properties/session/properties/roles/items/properties/max/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2048},message:"must be <= 2048"};
+for(const key2 in data13){
+if(!((((key2 === "role") || (key2 === "min")) || (key2 === "max")) || (key2 === "restore_rewrite"))){
+const err46 = {instancePath:instancePath+"/session/roles/" + i4,schemaPath:"#/properties/session/properties/roles/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -4653,8 +4666,11 @@ vErrors.push(err46);
 }
 errors++;
 }
-if(data14 < 1 || isNaN(data14)){
-const err47 = {instancePath:instancePath+"/session/roles/" + i2+"/max",schemaPath:"#/properties/session/properties/roles/items/properties/max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data13.role !== undefined){
+let data14 = data13.role;
+if(typeof data14 !== "string"){
+const err47 = {instancePath:instancePath+"/session/roles/" + i4+"/role",schemaPath:"artifact-role.schema.json/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -4663,13 +4679,8 @@ vErrors.push(err47);
 }
 errors++;
 }
-}
-}
-if(data11.restore_rewrite !== undefined){
-let data15 = data11.restore_rewrite;
-if(typeof data15 === "string"){
-if(func2(data15) > 256){
-const err48 = {instancePath:instancePath+"/session/roles/" + i2+"/restore_rewrite",schemaPath:"#/properties/session/properties/roles/items/properties/restore_rewrite/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(!(((((((data14 === "agent_wire_history") || (data14 === "kimi_state")) || (data14 === "portable_export")) || (data14 === "primary_transcript")) || (data14 === "rollout")) || (data14 === "session_companion")) || (data14 === "session_state"))){
+const err48 = {instancePath:instancePath+"/session/roles/" + i4+"/role",schemaPath:"artifact-role.schema.json/enum",keyword:"enum",params:{allowedValues: schema13.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -4678,8 +4689,11 @@ vErrors.push(err48);
 }
 errors++;
 }
-if(func2(data15) < 1){
-const err49 = {instancePath:instancePath+"/session/roles/" + i2+"/restore_rewrite",schemaPath:"#/properties/session/properties/roles/items/properties/restore_rewrite/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data13.min !== undefined){
+let data15 = data13.min;
+if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
+const err49 = {instancePath:instancePath+"/session/roles/" + i4+"/min",schemaPath:"#/properties/session/properties/roles/items/properties/min/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -4688,9 +4702,9 @@ vErrors.push(err49);
 }
 errors++;
 }
-}
-else {
-const err50 = {instancePath:instancePath+"/session/roles/" + i2+"/restore_rewrite",schemaPath:"#/properties/session/properties/roles/items/properties/restore_rewrite/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 > 2048 || isNaN(data15)){
+const err50 = {instancePath:instancePath+"/session/roles/" + i4+"/min",schemaPath:"#/properties/session/properties/roles/items/properties/min/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2048},message:"must be <= 2048"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -4699,10 +4713,8 @@ vErrors.push(err50);
 }
 errors++;
 }
-}
-}
-else {
-const err51 = {instancePath:instancePath+"/session/roles/" + i2,schemaPath:"#/properties/session/properties/roles/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data15 < 0 || isNaN(data15)){
+const err51 = {instancePath:instancePath+"/session/roles/" + i4+"/min",schemaPath:"#/properties/session/properties/roles/items/properties/min/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -4713,8 +4725,10 @@ errors++;
 }
 }
 }
-else {
-const err52 = {instancePath:instancePath+"/session/roles",schemaPath:"#/properties/session/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data13.max !== undefined){
+let data16 = data13.max;
+if(!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))){
+const err52 = {instancePath:instancePath+"/session/roles/" + i4+"/max",schemaPath:"#/properties/session/properties/roles/items/properties/max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -4723,10 +4737,9 @@ vErrors.push(err52);
 }
 errors++;
 }
-}
-}
-else {
-const err53 = {instancePath:instancePath+"/session",schemaPath:"#/properties/session/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if((typeof data16 == "number") && (isFinite(data16))){
+if(data16 > 2048 || isNaN(data16)){
+const err53 = {instancePath:instancePath+"/session/roles/" + i4+"/max",schemaPath:"#/properties/session/properties/roles/items/properties/max/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2048},message:"must be <= 2048"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -4735,12 +4748,8 @@ vErrors.push(err53);
 }
 errors++;
 }
-}
-if(data.capture !== undefined){
-let data16 = data.capture;
-if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
-if(data16.event === undefined){
-const err54 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
+if(data16 < 1 || isNaN(data16)){
+const err54 = {instancePath:instancePath+"/session/roles/" + i4+"/max",schemaPath:"#/properties/session/properties/roles/items/properties/max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -4749,8 +4758,13 @@ vErrors.push(err54);
 }
 errors++;
 }
-if(data16.hook === undefined){
-const err55 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/required",keyword:"required",params:{missingProperty: "hook"},message:"must have required property '"+"hook"+"'"};
+}
+}
+if(data13.restore_rewrite !== undefined){
+let data17 = data13.restore_rewrite;
+if(typeof data17 === "string"){
+if(func2(data17) > 256){
+const err55 = {instancePath:instancePath+"/session/roles/" + i4+"/restore_rewrite",schemaPath:"#/properties/session/properties/roles/items/properties/restore_rewrite/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -4759,9 +4773,8 @@ vErrors.push(err55);
 }
 errors++;
 }
-for(const key3 in data16){
-if(!((key3 === "event") || (key3 === "hook"))){
-const err56 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(func2(data17) < 1){
+const err56 = {instancePath:instancePath+"/session/roles/" + i4+"/restore_rewrite",schemaPath:"#/properties/session/properties/roles/items/properties/restore_rewrite/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -4771,10 +4784,8 @@ vErrors.push(err56);
 errors++;
 }
 }
-if(data16.event !== undefined){
-let data17 = data16.event;
-if(typeof data17 !== "string"){
-const err57 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err57 = {instancePath:instancePath+"/session/roles/" + i4+"/restore_rewrite",schemaPath:"#/properties/session/properties/roles/items/properties/restore_rewrite/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -4783,8 +4794,10 @@ vErrors.push(err57);
 }
 errors++;
 }
-if(!((data17 === "SessionEnd") || (data17 === "session.idle"))){
-const err58 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema35.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
+}
+}
+else {
+const err58 = {instancePath:instancePath+"/session/roles/" + i4,schemaPath:"#/properties/session/properties/roles/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -4794,11 +4807,9 @@ vErrors.push(err58);
 errors++;
 }
 }
-if(data16.hook !== undefined){
-let data18 = data16.hook;
-if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
-if(data18.file === undefined){
-const err59 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "file"},message:"must have required property '"+"file"+"'"};
+}
+else {
+const err59 = {instancePath:instancePath+"/session/roles",schemaPath:"#/properties/session/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -4807,8 +4818,10 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(data18.format === undefined){
-const err60 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
+}
+}
+else {
+const err60 = {instancePath:instancePath+"/session",schemaPath:"#/properties/session/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -4817,8 +4830,12 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(data18.timeout_seconds === undefined){
-const err61 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "timeout_seconds"},message:"must have required property '"+"timeout_seconds"+"'"};
+}
+if(data.capture !== undefined){
+let data18 = data.capture;
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
+if(data18.event === undefined){
+const err61 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -4827,9 +4844,8 @@ vErrors.push(err61);
 }
 errors++;
 }
-for(const key4 in data18){
-if(!(((key4 === "file") || (key4 === "format")) || (key4 === "timeout_seconds"))){
-const err62 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(data18.hook === undefined){
+const err62 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/required",keyword:"required",params:{missingProperty: "hook"},message:"must have required property '"+"hook"+"'"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -4838,12 +4854,9 @@ vErrors.push(err62);
 }
 errors++;
 }
-}
-if(data18.file !== undefined){
-let data19 = data18.file;
-if(typeof data19 === "string"){
-if(func2(data19) > 256){
-const err63 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+for(const key3 in data18){
+if(!((key3 === "event") || (key3 === "hook"))){
+const err63 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -4852,8 +4865,11 @@ vErrors.push(err63);
 }
 errors++;
 }
-if(func2(data19) < 1){
-const err64 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data18.event !== undefined){
+let data19 = data18.event;
+if(typeof data19 !== "string"){
+const err64 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -4862,8 +4878,8 @@ vErrors.push(err64);
 }
 errors++;
 }
-if(!pattern21.test(data19)){
-const err65 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
+if(!((data19 === "SessionEnd") || (data19 === "session.idle"))){
+const err65 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema35.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -4873,8 +4889,11 @@ vErrors.push(err65);
 errors++;
 }
 }
-else {
-const err66 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data18.hook !== undefined){
+let data20 = data18.hook;
+if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
+if(data20.file === undefined){
+const err66 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "file"},message:"must have required property '"+"file"+"'"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -4883,12 +4902,8 @@ vErrors.push(err66);
 }
 errors++;
 }
-}
-if(data18.format !== undefined){
-let data20 = data18.format;
-if(typeof data20 === "string"){
-if(func2(data20) > 64){
-const err67 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(data20.format === undefined){
+const err67 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -4897,8 +4912,8 @@ vErrors.push(err67);
 }
 errors++;
 }
-if(!pattern23.test(data20)){
-const err68 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+(-[a-z0-9]+)*$"},message:"must match pattern \""+"^[a-z0-9]+(-[a-z0-9]+)*$"+"\""};
+if(data20.timeout_seconds === undefined){
+const err68 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "timeout_seconds"},message:"must have required property '"+"timeout_seconds"+"'"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -4907,9 +4922,9 @@ vErrors.push(err68);
 }
 errors++;
 }
-}
-else {
-const err69 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key4 in data20){
+if(!((((key4 === "file") || (key4 === "format")) || (key4 === "timeout_seconds")) || (key4 === "requires"))){
+const err69 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -4919,10 +4934,11 @@ vErrors.push(err69);
 errors++;
 }
 }
-if(data18.timeout_seconds !== undefined){
-let data21 = data18.timeout_seconds;
-if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
-const err70 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data20.file !== undefined){
+let data21 = data20.file;
+if(typeof data21 === "string"){
+if(func2(data21) > 256){
+const err70 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -4931,9 +4947,8 @@ vErrors.push(err70);
 }
 errors++;
 }
-if((typeof data21 == "number") && (isFinite(data21))){
-if(data21 > 600 || isNaN(data21)){
-const err71 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600},message:"must be <= 600"};
+if(func2(data21) < 1){
+const err71 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -4942,8 +4957,8 @@ vErrors.push(err71);
 }
 errors++;
 }
-if(data21 < 1 || isNaN(data21)){
-const err72 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(!pattern22.test(data21)){
+const err72 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -4953,10 +4968,8 @@ vErrors.push(err72);
 errors++;
 }
 }
-}
-}
 else {
-const err73 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err73 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -4966,9 +4979,11 @@ vErrors.push(err73);
 errors++;
 }
 }
-}
-else {
-const err74 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data20.format !== undefined){
+let data22 = data20.format;
+if(typeof data22 === "string"){
+if(func2(data22) > 64){
+const err74 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -4977,15 +4992,318 @@ vErrors.push(err74);
 }
 errors++;
 }
-}
-}
-else {
-const err75 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(!pattern24.test(data22)){
+const err75 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+(-[a-z0-9]+)*$"},message:"must match pattern \""+"^[a-z0-9]+(-[a-z0-9]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err75];
 }
 else {
 vErrors.push(err75);
+}
+errors++;
+}
+}
+else {
+const err76 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+}
+if(data20.timeout_seconds !== undefined){
+let data23 = data20.timeout_seconds;
+if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
+const err77 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+if((typeof data23 == "number") && (isFinite(data23))){
+if(data23 > 600 || isNaN(data23)){
+const err78 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600},message:"must be <= 600"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+if(data23 < 1 || isNaN(data23)){
+const err79 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+}
+}
+if(data20.requires !== undefined){
+let data24 = data20.requires;
+if(Array.isArray(data24)){
+if(data24.length > 8){
+const err80 = {instancePath:instancePath+"/capture/hook/requires",schemaPath:"#/properties/capture/properties/hook/properties/requires/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+if(data24.length < 1){
+const err81 = {instancePath:instancePath+"/capture/hook/requires",schemaPath:"#/properties/capture/properties/hook/properties/requires/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+const len3 = data24.length;
+for(let i5=0; i5<len3; i5++){
+let data25 = data24[i5];
+if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
+if(data25.key === undefined){
+const err82 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+if(data25.value === undefined){
+const err83 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+for(const key5 in data25){
+if(!((key5 === "key") || (key5 === "value"))){
+const err84 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+}
+if(data25.key !== undefined){
+let data26 = data25.key;
+if(Array.isArray(data26)){
+if(data26.length > 8){
+const err85 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
+}
+errors++;
+}
+if(data26.length < 1){
+const err86 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err86];
+}
+else {
+vErrors.push(err86);
+}
+errors++;
+}
+const len4 = data26.length;
+for(let i6=0; i6<len4; i6++){
+let data27 = data26[i6];
+if(typeof data27 === "string"){
+if(func2(data27) > 128){
+const err87 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key/" + i6,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/items/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err87];
+}
+else {
+vErrors.push(err87);
+}
+errors++;
+}
+if(func2(data27) < 1){
+const err88 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key/" + i6,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err88];
+}
+else {
+vErrors.push(err88);
+}
+errors++;
+}
+}
+else {
+const err89 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key/" + i6,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err89];
+}
+else {
+vErrors.push(err89);
+}
+errors++;
+}
+}
+}
+else {
+const err90 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err90];
+}
+else {
+vErrors.push(err90);
+}
+errors++;
+}
+}
+if(data25.value !== undefined){
+let data28 = data25.value;
+const _errs69 = errors;
+let valid23 = false;
+const _errs70 = errors;
+if(typeof data28 !== "boolean"){
+const err91 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf/0/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err91];
+}
+else {
+vErrors.push(err91);
+}
+errors++;
+}
+var _valid0 = _errs70 === errors;
+valid23 = valid23 || _valid0;
+if(!valid23){
+const _errs72 = errors;
+if(!((typeof data28 == "number") && (isFinite(data28)))){
+const err92 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf/1/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err92];
+}
+else {
+vErrors.push(err92);
+}
+errors++;
+}
+var _valid0 = _errs72 === errors;
+valid23 = valid23 || _valid0;
+if(!valid23){
+const _errs74 = errors;
+if(typeof data28 !== "string"){
+const err93 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf/2/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err93];
+}
+else {
+vErrors.push(err93);
+}
+errors++;
+}
+var _valid0 = _errs74 === errors;
+valid23 = valid23 || _valid0;
+}
+}
+if(!valid23){
+const err94 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err94];
+}
+else {
+vErrors.push(err94);
+}
+errors++;
+}
+else {
+errors = _errs69;
+if(vErrors !== null){
+if(_errs69){
+vErrors.length = _errs69;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+}
+else {
+const err95 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err95];
+}
+else {
+vErrors.push(err95);
+}
+errors++;
+}
+}
+}
+else {
+const err96 = {instancePath:instancePath+"/capture/hook/requires",schemaPath:"#/properties/capture/properties/hook/properties/requires/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err96];
+}
+else {
+vErrors.push(err96);
+}
+errors++;
+}
+}
+}
+else {
+const err97 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err97];
+}
+else {
+vErrors.push(err97);
+}
+errors++;
+}
+}
+}
+else {
+const err98 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err98];
+}
+else {
+vErrors.push(err98);
+}
+errors++;
+}
+}
+}
+else {
+const err99 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err99];
+}
+else {
+vErrors.push(err99);
 }
 errors++;
 }
