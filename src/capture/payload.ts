@@ -183,13 +183,16 @@ export function parsePayload(text: string): HookPayload {
   return payload;
 }
 
-/** An optional absolute path: null counts as absent (a harness may send `transcript_path: null`). */
+/**
+ * An optional absolute path: null and the empty string count as absent (harnesses send `transcript_path: null` or
+ * `""` when they name no transcript).
+ */
 function absolutePath(raw: Record<string, unknown>, field: string): string | undefined {
   const value = raw[field];
-  if (value === undefined || value === null) return undefined;
+  if (value === undefined || value === null || value === '') return undefined;
   if (typeof value !== 'string') throw new PayloadRefused(`${field} must be a string`);
   if (value.includes('\0')) throw new PayloadRefused(`${field} contains a NUL character`);
-  if (value.length === 0 || value.length > MAX_PATH_LENGTH) throw new PayloadRefused(`${field} must be 1 to ${MAX_PATH_LENGTH} characters long`);
+  if (value.length > MAX_PATH_LENGTH) throw new PayloadRefused(`${field} must be at most ${MAX_PATH_LENGTH} characters long`);
   if (!value.startsWith('/')) throw new PayloadRefused(`${field} must be an absolute path`);
   return value;
 }

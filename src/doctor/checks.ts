@@ -224,6 +224,13 @@ export function checkHarness(h: HarnessStatus): Check {
         message: `${what} is unverified: at or past ${h.profile ?? 'its profile'}'s certified ceiling ${h.verified_before ?? '?'}, so capture is off`,
         fix: `certify it (in the blue-agent repository): ${certify}; or let the policy allow it (harnesses.${h.harness}.allow_unverified_versions: true); or install a version of ${h.harness} below ${h.verified_before ?? 'the ceiling'}`,
       };
+    case 'hooks_disabled':
+      return {
+        id,
+        status: 'warn',
+        message: `${what}${profile}: the managed hook is in place, but ${h.reason}`,
+        fix: `turn hooks back on where the message says, then check with \`blue-agent status\``,
+      };
     case 'unsupported_version':
       return {
         id,

@@ -1,6 +1,6 @@
 /**
- * Settings a harness needs before it runs hooks at all (an early version's enabling switch, such as Gemini CLI's
- * `tools.enableHooks`), in a JSON settings file. The profile names them (`capture.hook.requires`); they belong to the
+ * Settings a harness needs before it runs hooks at all (an early version's enabling switch, such as
+ * `tools.enableHooks: true`), in a JSON settings file. The profile names them (`capture.hook.requires`); they belong to the
  * managed entry: added with it when absent, taken out with it, byte for byte.
  *
  *   - A setting the file already holds with the wanted value is the user's: left alone, never recorded.

@@ -276,10 +276,11 @@ export interface HarnessAdapter {
    */
   collectSession(ctx: Context, input: CollectInput): Promise<CollectedSession>;
   /**
-   * After the file holds the managed hook: a state that still keeps it from running, such as a hook trust.
+   * After the file holds the managed hook: a state that still keeps it from running, such as a hook trust
+   * (`awaiting_trust`) or the user's switch that turns every hook off (`hooks_disabled`; the reason names it).
    * Undefined when the hook will run.
    */
-  pendingState?(ctx: Context, text: string, hook: ManagedHook): { state: 'awaiting_trust'; reason: string } | undefined;
+  pendingState?(ctx: Context, text: string, hook: ManagedHook): { state: 'awaiting_trust' | 'hooks_disabled'; reason: string } | undefined;
   /**
    * Mirror image of collectSession: where each file of a verified bundle goes on this machine, which native indexes
    * must name the session, and how to resume it. Reads (the staged files, the disk) but never writes. Throws a

@@ -17,6 +17,7 @@ export type HarnessState =
   | 'unverified_version'
   | 'capture_disabled'
   | 'awaiting_trust'
+  | 'hooks_disabled'
   | 'error';
 
 export interface Installation {

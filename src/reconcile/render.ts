@@ -32,7 +32,7 @@ export function renderHuman(report: ReconcileReport, options: RenderOptions): st
 }
 
 function renderHarness(h: HarnessReport, options: RenderOptions, c: Palette): string[] {
-  const stateColor = h.state === 'active' ? c.green : h.state === 'error' ? c.red : h.state === 'awaiting_trust' || h.state === 'unverified_version' ? c.yellow : c.dim;
+  const stateColor = h.state === 'active' ? c.green : h.state === 'error' ? c.red : h.state === 'awaiting_trust' || h.state === 'hooks_disabled' || h.state === 'unverified_version' ? c.yellow : c.dim;
   const version = h.version ?? '-';
   const head = `${c.bold(h.harness.padEnd(9))} ${stateColor(h.state.padEnd(19))} ${(h.profile ?? '-').padEnd(16)} ${version.padEnd(10)} ${h.action}`;
   const lines = [head, c.dim(`  ${h.reason}`)];

@@ -100,7 +100,7 @@ export function displayState(h: Pick<HarnessStatus, 'state' | 'pending'>): strin
 
 function renderHarness(h: HarnessStatus, c: Palette): string[] {
   const color =
-    h.state === 'error' ? c.red : h.pending !== null || h.state === 'awaiting_trust' || h.state === 'unverified_version' ? c.yellow : h.state === 'active' ? c.green : c.dim;
+    h.state === 'error' ? c.red : h.pending !== null || h.state === 'awaiting_trust' || h.state === 'hooks_disabled' || h.state === 'unverified_version' ? c.yellow : h.state === 'active' ? c.green : c.dim;
   const version = h.version === null ? '-' : `${h.version}${h.verified === false ? ' (unverified)' : ''}`;
   const state = displayState(h);
   const lines = [`  ${h.harness.padEnd(LABEL - 2)}${color(state.padEnd(Math.max(20, state.length + 2)))}${(h.profile ?? '-').padEnd(18)}${version}`];

@@ -130,7 +130,7 @@ describe('refusals: one line on stderr, exit 1, logged, nothing spooled', () => 
     ['a numeric session id', { payload: { session_id: 42 } }, /no session_id string/],
     ['a relative cwd', { payload: { ...good, cwd: 'relative/dir' } }, /cwd must be an absolute path/],
     ['a transcript path with NUL', { payload: { ...good, transcript_path: '/w/a\u0000.jsonl' } }, /transcript_path contains a NUL/],
-    ['an over-long cwd', { payload: { ...good, cwd: `/${'d'.repeat(5000)}` } }, /cwd must be 1 to 4096 characters/],
+    ['an over-long cwd', { payload: { ...good, cwd: `/${'d'.repeat(5000)}` } }, /cwd must be at most 4096 characters/],
     ['a non-string cwd', { payload: { ...good, cwd: ['/w'] } }, /cwd must be a string/],
     ['an empty payload', { payload: '' }, /payload on stdin is empty/],
     ['white space only', { payload: '  \n\n' }, /payload on stdin is empty/],

@@ -35,13 +35,12 @@ describe('parsePayload refuses', () => {
     expect(refusal({ session_id: 'a/b' })).toMatch(/^session_id /);
   });
 
-  it('a path that is not a string, holds a NUL, is empty or too long, or is not absolute', () => {
+  it('a path that is not a string, holds a NUL, is too long, or is not absolute', () => {
     for (const field of ['cwd', 'transcript_path']) {
       expect(refusal({ ...ok, [field]: 5 })).toBe(`${field} must be a string`);
       expect(refusal({ ...ok, [field]: {} })).toBe(`${field} must be a string`);
       expect(refusal({ ...ok, [field]: '/a\0b' })).toBe(`${field} contains a NUL character`);
-      expect(refusal({ ...ok, [field]: '' })).toBe(`${field} must be 1 to 4096 characters long`);
-      expect(refusal({ ...ok, [field]: `/${'a'.repeat(4096)}` })).toBe(`${field} must be 1 to 4096 characters long`);
+      expect(refusal({ ...ok, [field]: `/${'a'.repeat(4096)}` })).toBe(`${field} must be at most 4096 characters long`);
       expect(refusal({ ...ok, [field]: 'relative/x' })).toBe(`${field} must be an absolute path`);
       expect(refusal({ ...ok, [field]: '~/x' })).toBe(`${field} must be an absolute path`);
     }
@@ -68,6 +67,11 @@ describe('parsePayload keeps', () => {
       prompt: 'secret text',
     });
     expect(payload).toStrictEqual({ session_id: 'abc-123', cwd: '/home/u/p', transcript_path: long, hook_event_name: 'SessionEnd', reason: 'prompt_input_exit' });
+  });
+
+  it('no path for a null or empty one (a harness that names no transcript sends either)', () => {
+    expect(parse({ ...ok, transcript_path: '', cwd: null })).toStrictEqual(ok);
+    expect(parse({ ...ok, transcript_path: null, cwd: '' })).toStrictEqual(ok);
   });
 
   it('a payload behind a byte-order mark; a mark anywhere else is no white space', () => {

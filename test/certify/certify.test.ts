@@ -131,7 +131,7 @@ async function certifyCli(target: Target): Promise<TargetResult> {
     let first: HarnessRunResult | undefined;
 
     await rec.step('reconcile', async () => {
-      await cli.prepareHome?.(envA, rr.stub.url);
+      await cli.prepareHome?.(envA, rr.stub.url, bin);
       await cli.addUserHook(envA, rr.userOut);
       const report = (await reconcile(agentOn(rr.a, bin), { dryRun: false, harnesses: [harness] })).harnesses[0]!;
       check(rigFor(harness).reconcileStates.includes(report.state), () => `reconcile: ${report.state}: ${report.reason}`);

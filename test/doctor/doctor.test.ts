@@ -7,6 +7,7 @@ import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkHarness, checkService, checkNode, type Check } from '../../src/doctor/checks.js';
+import { HARNESSES } from '../../src/harnesses/names.js';
 import { hookStateKey, hookTrustHash } from '../../src/harnesses/codex/trust.js';
 import { renderUnit, unitFilePath } from '../../src/service/index.js';
 import type { HarnessStatus } from '../../src/status/collect.js';
@@ -78,10 +79,7 @@ describe('doctor', () => {
       'token',
       'policy',
       'spool',
-      'harness:claude',
-      'harness:codex',
-      'harness:kimi',
-      'harness:opencode',
+      ...HARNESSES.map((h) => `harness:${h}`),
       'codex-trust',
       'service',
     ]);
@@ -95,7 +93,7 @@ describe('doctor', () => {
     expect(human.code).toBe(0);
     const lines = human.stdout.trimEnd().split('\n');
     expect(lines.slice(0, 12).every((l) => /^ok {4}\S/.test(l))).toBe(true);
-    expect(lines.at(-1)).toBe('12 ok, 0 warnings, 0 failures');
+    expect(lines.at(-1)).toBe(`${result.list.length} ok, 0 warnings, 0 failures`);
   });
 
   it('no Control API configured: fail with the login command (a policy file alone: a warning)', async () => {

@@ -89,7 +89,7 @@ describe('reconcile', () => {
 
     const mtimes = await Promise.all(planned.map(async ([file]) => (await stat(file!)).mtimeMs));
     const again = await reconcile(ctx, { dryRun: false, policyFile: policy });
-    expect(again.harnesses.map((h) => h.action)).toEqual(['unchanged', 'unchanged', 'unchanged', 'unchanged']);
+    expect(again.harnesses.map((h) => h.action)).toEqual(HARNESSES.map(() => 'unchanged'));
     expect(await Promise.all(planned.map(async ([file]) => (await stat(file!)).mtimeMs))).toEqual(mtimes);
     expect(managedCount(await readFile(claudeSettings(), 'utf8'), 'claude')).toBe(1);
   });
@@ -169,7 +169,7 @@ describe('reconcile', () => {
   it('reports harnesses that are not installed without touching their files', async () => {
     const bare = t.context({ env: { PATH: '/nonexistent' }, self: SELF });
     const report = await reconcile(bare, { dryRun: false, policyFile: policy });
-    expect(report.harnesses.map((h) => h.state)).toEqual(['not_installed', 'not_installed', 'not_installed', 'not_installed']);
+    expect(report.harnesses.map((h) => h.state)).toEqual(HARNESSES.map(() => 'not_installed'));
     expect(report.harnesses.every((h) => h.action === 'unchanged')).toBe(true);
   });
 
@@ -192,7 +192,7 @@ describe('reconcile', () => {
     expect(text).toContain('echo stop');
     expect(managedCount(await readFile(kimiConfig(), 'utf8'), 'kimi')).toBe(1);
     const final = await reconcile(ctx, { dryRun: true, policyFile: policy });
-    expect(final.harnesses.map((h) => h.action)).toEqual(['unchanged', 'unchanged', 'unchanged', 'unchanged']);
+    expect(final.harnesses.map((h) => h.action)).toEqual(HARNESSES.map(() => 'unchanged'));
   });
 
   it('a change made between planning and writing is detected and planned again', async () => {

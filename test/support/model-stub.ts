@@ -32,6 +32,11 @@ export interface ModelStubOptions {
   reply?: string;
   /** Called with one line per request (for debugging a CLI that misbehaves). */
   log?: (line: string) => void;
+  /**
+   * Gemini API only: a turn that does not answer a tool result calls this tool first (a `functionCall` part), and the
+   * answer to its result is the reply; for recordings with tool use.
+   */
+  geminiToolCall?: { name: string; args: Record<string, unknown> };
 }
 
 export interface ModelStub {
@@ -265,6 +270,14 @@ export async function startModelStub(options: ModelStubOptions = {}): Promise<Mo
       index: 0,
     });
     const responseId = nextId('gen');
+    const contents = Array.isArray(body.contents) ? (body.contents as { parts?: { functionResponse?: unknown }[] }[]) : [];
+    const answersTool = contents.at(-1)?.parts?.some((p) => p.functionResponse !== undefined) === true;
+    if (method === 'streamGenerateContent' && !wantsJson && options.geminiToolCall !== undefined && !answersTool) {
+      const sse = startSse(res);
+      sse.data({ candidates: [{ content: { role: 'model', parts: [{ functionCall: options.geminiToolCall }] }, finishReason: 'STOP', index: 0 }], usageMetadata, modelVersion: model, responseId });
+      sse.end();
+      return 200;
+    }
     if (method === 'generateContent') return sendJson(res, 200, { candidates: [candidate(text, 'STOP')], usageMetadata, modelVersion: model, responseId });
     const sse = startSse(res);
     // Two chunks, the second with the finish reason, as the API streams a reply.

@@ -137,6 +137,26 @@ export function useCaptureHome() {
     return describeRun(result, `--- model stub requests\n${stub.summary() || '(none)'}\n--- capture.log\n${JSON.stringify(captureLog(stateDir), null, 1)}`);
   }
 
+  /**
+   * Waits until every capture of this run reached a final state (ready, failed, or left the spool unchanged); returns
+   * the records still in the spool.
+   */
+  async function finishedCaptures(timeoutMs = 60_000): Promise<{ state: string; record: SpoolRecord }[]> {
+    const done = await waitFor(
+      'finished captures in the spool',
+      () => {
+        const files = spoolFiles(stateDir);
+        const finished = [...files.ready.map((n) => ['ready', n] as const), ...files.failed.map((n) => ['failed', n] as const)];
+        return finished.length > 0 && files.intake.length === 0 && files.building.length === 0 ? finished : undefined;
+      },
+      timeoutMs,
+      100,
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}\n--- spool ${JSON.stringify(spoolFiles(stateDir))}\n--- capture.log\n${JSON.stringify(captureLog(stateDir), null, 1)}\n--- model stub\n${stub.summary()}`);
+    });
+    return done.map(([state, name]) => ({ state, record: readJson<SpoolRecord>(path.join(stateDir, 'spool', state, name)) }));
+  }
+
   /** Waits for the one capture of this run to reach a final state; returns its record. */
   async function oneFinishedCapture(timeoutMs = 60_000): Promise<{ state: string; record: SpoolRecord }> {
     const done = await waitFor(
@@ -192,7 +212,7 @@ export function useCaptureHome() {
     get stateDir() {
       return stateDir;
     },
-    REPLY, TEST_TIMEOUT_MS, agentContext, explain, oneFinishedCapture, expectVerifiedBundle,
+    REPLY, TEST_TIMEOUT_MS, agentContext, explain, oneFinishedCapture, finishedCaptures, expectVerifiedBundle,
   };
 }
 
@@ -268,13 +288,19 @@ export function useReconcileHome() {
     return lines.map((line) => ({ argv: line.argv, payload: JSON.parse(line.stdin) as Payload }));
   }
 
-  /** The managed hook ran exactly once, as `capture` for this harness and profile, with a SessionEnd payload. */
-  async function expectOneSessionEnd(harness: string, profile: string): Promise<{ argv: string[]; payload: Payload }[]> {
+  /**
+   * The managed hook ran exactly once (or, with `allowRepeats`, one or more times for one session: a harness that
+   * fires its end hook twice), as `capture` for this harness and profile, with a SessionEnd payload.
+   */
+  async function expectOneSessionEnd(harness: string, profile: string, options: { allowRepeats?: boolean } = {}): Promise<{ argv: string[]; payload: Payload }[]> {
     const calls = await waitFor('the managed hook', async () => ((await managedCalls()).length > 0 ? managedCalls() : undefined), 10_000);
-    expect(calls).toHaveLength(1);
-    expect(calls[0]!.argv).toEqual(['capture', '--harness', harness, '--profile', profile]);
-    expect(calls[0]!.payload).toMatchObject({ hook_event_name: 'SessionEnd', cwd });
-    expect(calls[0]!.payload.session_id).toMatch(/^[0-9a-f-]{36}$/);
+    if (options.allowRepeats !== true) expect(calls).toHaveLength(1);
+    for (const call of calls) {
+      expect(call.argv).toEqual(['capture', '--harness', harness, '--profile', profile]);
+      expect(call.payload).toMatchObject({ hook_event_name: 'SessionEnd', cwd });
+      expect(call.payload.session_id).toMatch(/^[0-9a-f-]{36}$/);
+      expect(call.payload.session_id).toBe(calls[0]!.payload.session_id);
+    }
     return calls;
   }
 
@@ -460,19 +486,19 @@ export function useRestoreRoundTrip() {
     return describeRun(result, `--- model stub requests\n${stub.summary() || '(none)'}`);
   }
 
-  /** Bundles a session of HOME A exactly as the capture worker does. */
-  async function bundleFromA(harness: HarnessName, ctx: Context, payload: { session_id: string; cwd: string; transcript_path?: string }): Promise<string> {
+  /** Bundles a session of HOME A exactly as the capture worker does (by the fixture's profile unless `profile` names one). */
+  async function bundleFromA(harness: HarnessName, ctx: Context, payload: { session_id: string; cwd: string; transcript_path?: string }, profile = fixtureProfile(harness)): Promise<string> {
     const profiles = await shippedProfiles();
-    const interval = findInterval(profiles, fixtureProfile(harness))!.interval;
+    const interval = findInterval(profiles, profile)!.interval;
     const out = path.join(a.root, `${harness}.bundle`);
     await assembleBundle(ctx, { harness, interval, payload: { ...payload, hook_event_name: 'SessionEnd' }, capturedAtUnixMs: Date.now() }, out, profiles);
     return out;
   }
 
   /** Restores into HOME B under the other destination; returns the native id and the resume command. */
-  async function restoreIntoB(ctx: Context, bundle: string): Promise<{ sessionId: string; resumeArgv: string[] }> {
+  async function restoreIntoB(ctx: Context, bundle: string, options: { installedVersion?: string } = {}): Promise<{ sessionId: string; resumeArgv: string[] }> {
     expect(await recoverRestores(ctx)).toEqual({ rolledBack: [], completed: [] });
-    const prepared = await prepareRestore(ctx, { bundleFile: bundle, destination, profiles: await shippedProfiles() });
+    const prepared = await prepareRestore(ctx, { bundleFile: bundle, destination, profiles: await shippedProfiles(), ...options });
     try {
       expect(prepared.collision).toBe('none');
       const result = await applyRestore(ctx, prepared);

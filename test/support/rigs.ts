@@ -73,7 +73,7 @@ export interface CliRig {
   /** The model API path its conversation is posted to (test/support/model-stub.ts speaks that wire format). */
   modelPath: string;
   /** Before reconcile on a fresh HOME: the settings a session needs besides the managed hook (the stub as provider). */
-  prepareHome?(env: Readonly<Record<string, string>>, stubUrl: string): Promise<void>;
+  prepareHome?(env: Readonly<Record<string, string>>, stubUrl: string, bin: string): Promise<void>;
   /** Before `blue-agent resume` restores a session into a fresh HOME whose native resume then runs against the stub. */
   prepareResume?(env: Readonly<Record<string, string>>, stubUrl: string, bin: string): Promise<void>;
   /** Environment `blue-agent resume` needs when the restore runs the CLI. */
