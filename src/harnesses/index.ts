@@ -9,12 +9,14 @@ import type { HarnessName } from '../schema/index.js';
 import type { HarnessAdapter } from './types.js';
 import { claude } from './claude/index.js';
 import { codex } from './codex/index.js';
+import { gemini } from './gemini/index.js';
 import { kimi } from './kimi/index.js';
 import { opencode } from './opencode/index.js';
 
 export const ADAPTERS: Readonly<Record<HarnessName, HarnessAdapter>> = {
   claude,
   codex,
+  gemini,
   kimi,
   opencode,
 };

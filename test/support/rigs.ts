@@ -12,6 +12,7 @@ import type { SessionFile } from '../../src/harnesses/types.js';
 import type { HarnessName } from '../../src/schema/index.js';
 import { claude } from '../harnesses/claude/rig.js';
 import { codex } from '../harnesses/codex/rig.js';
+import { gemini } from '../harnesses/gemini/rig.js';
 import { kimi } from '../harnesses/kimi/rig.js';
 import { opencode } from '../harnesses/opencode/rig.js';
 import type { Target, TargetResult } from './certify.js';
@@ -22,6 +23,7 @@ import { DEFAULT_LOCK_FILE, readLock } from '../../scripts/install-harnesses.mjs
 export const RIGS = {
   claude,
   codex,
+  gemini,
   kimi,
   opencode,
 } as const satisfies Record<HarnessName, HarnessRig>;

@@ -2,12 +2,13 @@
 import type { HarnessName } from './harness-name.js';
 
 /** Every harness blue-agent knows, in report order: one per profile file. Kept free of runtime imports so the hook starts light. */
-export const HARNESSES: readonly HarnessName[] = ['claude', 'codex', 'kimi', 'opencode'];
+export const HARNESSES: readonly HarnessName[] = ['claude', 'codex', 'gemini', 'kimi', 'opencode'];
 
 /** How people call each harness (its profile's display_name). */
 export const HARNESS_DISPLAY_NAMES: Readonly<Record<HarnessName, string>> = {
   claude: "Claude Code",
   codex: "Codex CLI",
+  gemini: "Gemini CLI",
   kimi: "Kimi CLI",
   opencode: "OpenCode",
 };
