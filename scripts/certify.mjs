@@ -21,7 +21,7 @@ import semver from 'semver';
 import YAML from 'yaml';
 import { latestQueries, parseArgs, plan, resumableIn, resumesFrom, targetLabel, USAGE } from './certify-plan.mjs';
 import { inInterval, raiseCeiling, readProfiles, repoRoot, spliceCeiling, updateReadme } from './compat.mjs';
-import { DEFAULT_LOCK_FILE, defaultCacheDir, installHarness, readLock } from './install-harnesses.mjs';
+import { addLockedVersion, DEFAULT_LOCK_FILE, defaultCacheDir, installHarness, readLock } from './install-harnesses.mjs';
 import { latestVersion } from './registry.mjs';
 
 const STEPS = ['install', 'reconcile', 'session', 'capture', 'drain', 'restore', 'resume'];
@@ -50,17 +50,6 @@ function table(rows) {
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));
   const line = (cells) => cells.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
-}
-
-/** Adds a version that passed to the lock file (kept sorted), leaving the rest of the file as it is. */
-function lockVersion(harness, version) {
-  const text = readFileSync(DEFAULT_LOCK_FILE, 'utf8');
-  const doc = JSON.parse(text);
-  const versions = [...new Set([...doc[harness].versions, version])].sort(semver.compare);
-  doc[harness].versions = versions;
-  const lines = Object.entries(doc).map(([name, entry]) => `  ${JSON.stringify(name)}: { "package": ${JSON.stringify(entry.package)}, "versions": [${entry.versions.map((v) => JSON.stringify(v)).join(', ')}] }`);
-  writeFileSync(DEFAULT_LOCK_FILE, `{\n${lines.join(',\n')}\n}\n`);
-  readLock(DEFAULT_LOCK_FILE);
 }
 
 /** Raises the ceilings from the results; returns the lines to print. Throws when the profiles do not check. */
@@ -188,7 +177,7 @@ async function main() {
 
   for (const t of targets) {
     if (t.method === 'cli' && !t.locked && passed(rows.find((r) => r.harness === t.harness && r.version === t.version))) {
-      lockVersion(t.harness, t.version);
+      addLockedVersion(DEFAULT_LOCK_FILE, t.harness, t.version);
       process.stdout.write(`\n${t.harness} ${t.version} passed: added to harness-versions.lock.json\n`);
     }
   }

@@ -6,6 +6,8 @@ export interface LockEntry {
   runtime_deps?: { folder: string; packages: string[] };
 }
 export type HarnessLock = Record<string, LockEntry>;
+/** Adds a version to a harness's list in the lock file, every other byte kept. */
+export function addLockedVersion(file: string, harness: string, version: string): void;
 
 export interface InstalledHarness {
   harness: string;

@@ -10,7 +10,8 @@
 //
 // The functions below are exported so tests can use the same logic.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { findNodeAtLocation, parseTree } from 'jsonc-parser';
 import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
@@ -58,6 +59,22 @@ export function readLock(file = DEFAULT_LOCK_FILE) {
     }
   }
   return doc;
+}
+
+/**
+ * Adds `version` to `harness`'s versions in the lock file (kept sorted): only that list's text is replaced, so every
+ * other key of the entry (`runtime_deps`) and of the file stays as it is. The result is read back by readLock.
+ */
+export function addLockedVersion(file, harness, version) {
+  const text = readFileSync(file, 'utf8');
+  const doc = readLock(file);
+  if (doc[harness] === undefined) throw new Error(`${file}: harness "${harness}" is not in the lock file`);
+  const versions = [...new Set([...doc[harness].versions, version])].sort(compareVersions);
+  const node = findNodeAtLocation(parseTree(text), [harness, 'versions']);
+  if (node === undefined) throw new Error(`${file}: ${harness}.versions not found`);
+  const next = `${text.slice(0, node.offset)}[${versions.map((v) => JSON.stringify(v)).join(', ')}]${text.slice(node.offset + node.length)}`;
+  writeFileSync(file, next);
+  readLock(file);
 }
 
 /** The newest locked version of a harness (versions compared numerically, prerelease before release). */
