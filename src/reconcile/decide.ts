@@ -92,7 +92,8 @@ export function decide(
   }
   const hook = buildManagedHook(self, harness, interval.profile, interval.capture.event, interval.capture.hook.timeout_seconds, interval.capture.hook.requires);
   const note = verified ? '' : ` (unverified ${version} allowed by policy)`;
-  return { state: 'active', reason: `managed ${interval.capture.event} capture hook for ${interval.profile}${note}`, ...located, desired: hook };
+  const misses = interval.capture.misses === undefined ? '' : `; ${interval.capture.misses}`;
+  return { state: 'active', reason: `managed ${interval.capture.event} capture hook for ${interval.profile}${note}${misses}`, ...located, desired: hook };
 }
 
 /** The command that certifies one harness version (run in the blue-agent repository; see README "Certification"). */

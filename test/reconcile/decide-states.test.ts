@@ -80,6 +80,14 @@ describe('decide: reasons and edges', () => {
     expect(d.verified).toBe(true);
   });
 
+  it("an active decision names what the capture event misses, when the profile says so, and passes on the hook's required settings", () => {
+    const [base] = codex.doc.intervals;
+    const interval = { ...base!, capture: { ...base!.capture!, misses: 'headless runs fire no SessionEnd', hook: { ...base!.capture!.hook, requires: [{ key: ['a', 'b'], value: true }] } } } as Interval;
+    const d = decide('codex', withIntervals([interval]), installed('0.150.0'), policy, self);
+    expect(d.reason).toBe('managed SessionEnd capture hook for codex-v0_145_0; headless runs fire no SessionEnd');
+    expect(d.desired?.requires).toEqual([{ key: ['a', 'b'], value: true }]);
+  });
+
   it('an unverified version allowed by policy says so in its reason', () => {
     const d = decide('codex', codex, installed('0.171.1'), { ...policy, harnesses: { codex: { allow_unverified_versions: true } } }, self);
     expect(d.reason).toBe('managed SessionEnd capture hook for codex-v0_145_0 (unverified 0.171.1 allowed by policy)');

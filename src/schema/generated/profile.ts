@@ -109,6 +109,10 @@ export interface Interval {
    */
   capture?: {
     event: 'SessionEnd' | 'session.idle';
+    /**
+     * Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.
+     */
+    misses?: string;
     hook: {
       /**
        * Hook file, relative to the harness's configuration root.
