@@ -12,6 +12,7 @@ import { codex } from './codex/index.js';
 import { gemini } from './gemini/index.js';
 import { kimi } from './kimi/index.js';
 import { opencode } from './opencode/index.js';
+import { qwen } from './qwen/index.js';
 
 export const ADAPTERS: Readonly<Record<HarnessName, HarnessAdapter>> = {
   claude,
@@ -19,6 +20,7 @@ export const ADAPTERS: Readonly<Record<HarnessName, HarnessAdapter>> = {
   gemini,
   kimi,
   opencode,
+  qwen,
 };
 
 export type { HarnessAdapter, HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from './types.js';

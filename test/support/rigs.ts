@@ -15,6 +15,7 @@ import { codex } from '../harnesses/codex/rig.js';
 import { gemini } from '../harnesses/gemini/rig.js';
 import { kimi } from '../harnesses/kimi/rig.js';
 import { opencode } from '../harnesses/opencode/rig.js';
+import { qwen } from '../harnesses/qwen/rig.js';
 import type { Target, TargetResult } from './certify.js';
 import type { HarnessRunOptions, HarnessRunResult } from './run-harness.js';
 import type { RecordedSession } from './recorded-sessions.js';
@@ -26,6 +27,7 @@ export const RIGS = {
   gemini,
   kimi,
   opencode,
+  qwen,
 } as const satisfies Record<HarnessName, HarnessRig>;
 
 export interface HarnessRig {

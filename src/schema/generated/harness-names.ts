@@ -2,7 +2,7 @@
 import type { HarnessName } from './harness-name.js';
 
 /** Every harness blue-agent knows, in report order: one per profile file. Kept free of runtime imports so the hook starts light. */
-export const HARNESSES: readonly HarnessName[] = ['claude', 'codex', 'gemini', 'kimi', 'opencode'];
+export const HARNESSES: readonly HarnessName[] = ['claude', 'codex', 'gemini', 'kimi', 'opencode', 'qwen'];
 
 /** How people call each harness (its profile's display_name). */
 export const HARNESS_DISPLAY_NAMES: Readonly<Record<HarnessName, string>> = {
@@ -11,6 +11,7 @@ export const HARNESS_DISPLAY_NAMES: Readonly<Record<HarnessName, string>> = {
   gemini: "Gemini CLI",
   kimi: "Kimi CLI",
   opencode: "OpenCode",
+  qwen: "Qwen Code",
 };
 
 /** Harnesses whose profile is certified on fixtures (verified_by: fixtures), not on a CLI installed here. */
