@@ -16,7 +16,8 @@ import { BlueError, toBlueError } from '../errors.js';
 import { HARNESSES } from '../harnesses/names.js';
 import type { HookPayload } from '../harnesses/types.js';
 import type { HarnessProfiles, Interval } from '../schema/index.js';
-import { Spool, type SpoolIO, type SpoolRecord } from '../spool/index.js';
+import { Spool, type SpoolIO, type SpoolRecord, type WaitForExit } from '../spool/index.js';
+import { harnessProcess } from './harness-process.js';
 import { appendCaptureLog, safeName } from './log.js';
 import { MIN_READ_WINDOW_MS, parsePayload, PAYLOAD_DEADLINE_MS, PayloadRefused, readPayloadText } from './payload.js';
 
@@ -29,8 +30,13 @@ export interface HookOptions {
   stdin: Readable;
   /** Milliseconds to wait for the payload; default: until PAYLOAD_DEADLINE_MS after the process started. */
   deadlineMs?: number;
-  /** Starts the drain that builds the bundle; default: a detached `blue-agent drain --quiet`. */
-  startDrain?: (ctx: Context) => number | undefined;
+  /**
+   * Starts the drain that builds the bundle; default: a detached `blue-agent drain --quiet` (with `--linger` when the
+   * capture waits for the harness to exit).
+   */
+  startDrain?: (ctx: Context, options: { linger: boolean }) => number | undefined;
+  /** Finds the harness process a capture waits for; default: the nearest ancestor that is not a shell. */
+  harnessProcess?: () => WaitForExit | undefined;
   /** Replaces file writes in the spool (tests make them fail like a full disk). */
   io?: SpoolIO;
   /** The uid the spool must belong to; default: this process's (tests play a spool another user owns). */
@@ -56,14 +62,16 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
     // Independent steps overlap: the payload arrives while the profiles are checked and the spool is opened.
     const opening = Spool.open(ctx.paths, { io: options.io, ownerUid: options.ownerUid });
     opening.catch(() => undefined);
-    await checkProfile(ctx, args.harness, args.profile);
+    const interval = await checkProfile(ctx, args.harness, args.profile);
     payload = parsePayload(await text);
+    // An event fired after every turn: the capture is built once the harness has exited, of the session's last state.
+    const waitForExit = interval.capture?.wait_for_exit === true ? (options.harnessProcess ?? harnessProcess)() : undefined;
     const spool = await opening;
-    const record = await spool.enqueueIntake({ harness: args.harness, profile: args.profile, payload, createdAtUnixMs: startedAt });
+    const record = await spool.enqueueIntake({ harness: args.harness, profile: args.profile, payload, createdAtUnixMs: startedAt, ...(waitForExit === undefined ? {} : { waitForExit }) });
     let spawnError: string | undefined;
     let drainPid: number | undefined;
     try {
-      drainPid = (options.startDrain ?? startDetachedDrain)(ctx);
+      drainPid = (options.startDrain ?? startDetachedDrain)(ctx, { linger: waitForExit !== undefined });
     } catch (error) {
       // The record is safe in the spool; the next drain (scheduled, or the next capture's) builds it.
       spawnError = (error as Error).message;
@@ -74,6 +82,7 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
       profile: args.profile,
       session_id: payload.session_id,
       record: record.id,
+      ...(waitForExit === undefined ? {} : { waits_for_pid: waitForExit.pid }),
       ...(drainPid === undefined ? {} : { worker_pid: drainPid }),
       ...(spawnError === undefined ? {} : { code: 'WORKER_SPAWN', reason: `the worker could not be started: ${spawnError}` }),
     });
@@ -98,11 +107,11 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
  * Starts `node <entry> drain --quiet` in its own process group, with no tie to the harness: no stdio, no wait.
  * Returns its pid (logged, so a person or a test can tell when the capture's drain is done).
  */
-export function startDetachedDrain(ctx: Context): number | undefined {
+export function startDetachedDrain(ctx: Context, options: { linger?: boolean } = {}): number | undefined {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(ctx.env)) if (value !== undefined) env[key] = value;
   // Never the harness's stdout/stderr: a harness may wait for them to close before it goes on.
-  const child = spawn(process.execPath, [ctx.self.entry, 'drain', '--quiet'], {
+  const child = spawn(process.execPath, [ctx.self.entry, 'drain', '--quiet', ...(options.linger === true ? ['--linger'] : [])], {
     detached: true,
     stdio: 'ignore',
     env,

@@ -4,18 +4,23 @@
  */
 import { appendCaptureLog } from '../capture/log.js';
 import { writeLastDrain } from '../daemon/state.js';
-import { drain, type DrainOptions, type DrainReport } from '../drain/index.js';
+import { drain, LINGER_MS, type DrainOptions, type DrainReport } from '../drain/index.js';
 import type { Context } from '../context.js';
 import { toBlueError } from '../errors.js';
 
 export async function drainCommand(
   ctx: Context,
-  opts: { once?: boolean; json?: boolean; quiet?: boolean; discard?: boolean },
+  opts: { once?: boolean; json?: boolean; quiet?: boolean; discard?: boolean; linger?: boolean },
   options: DrainOptions = {},
 ): Promise<number> {
   let report: DrainReport;
   try {
-    report = await drain(ctx, { ...options, ...(opts.discard === true ? { discard: true } : {}), ...(opts.once === true ? { once: true } : {}) });
+    report = await drain(ctx, {
+      ...options,
+      ...(opts.discard === true ? { discard: true } : {}),
+      ...(opts.once === true ? { once: true } : {}),
+      ...(opts.linger === true && options.lingerMs === undefined ? { lingerMs: LINGER_MS } : {}),
+    });
   } catch (error) {
     // The detached drain process has no terminal: what stopped it must be findable in capture.log.
     const blue = toBlueError(error);
@@ -69,6 +74,7 @@ export function renderDrain(report: DrainReport): string {
   if (report.waiting.length > MAX_WAITING_LINES) {
     lines.push(`waiting … and ${report.waiting.length - MAX_WAITING_LINES} more after an earlier failure (\`blue-agent spool list\` shows them all)`);
   }
+  for (const d of report.deferred) lines.push(`deferred ${d.id}  ${d.harness} ${d.session_id}  built once the harness (pid ${d.pid}) has exited`);
   for (const note of report.notes) lines.push(`note: ${note}`);
   if (report.stopped !== undefined) lines.push(`stopped early: ${report.stopped.reason}`);
   lines.push(

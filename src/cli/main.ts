@@ -123,6 +123,7 @@ A refused or failed capture is logged in the state directory's capture.log.`,
     .option('--json', 'print what was done as JSON')
     .option('--quiet', 'print nothing (for the detached worker)')
     .option('--discard', 'when the governance policy disables session upload, delete the built bundles instead of keeping them')
+    .option('--linger', 'wait up to 30 s for harnesses whose captures wait for them to exit, then build those (what the capture hook starts)')
     .addHelpText(
       'after',
       `
@@ -138,9 +139,11 @@ With no Control API configured, nothing is uploaded and the bundles stay in the 
 
 Without --once, a drain makes another pass when captures arrived while it ran (at most 5 passes), so the
 last capture of a burst does not wait for the next drain. Records waiting for a later retry are left for a later
-drain either way: a drain never sleeps through a back-off.`,
+drain either way: a drain never sleeps through a back-off. A capture whose harness fires its hook after every turn
+(its profile says wait_for_exit) is built once that harness process has exited; until then it is listed as deferred,
+which is not a failure.`,
     )
-    .action(async (opts: { once?: boolean; json?: boolean; quiet?: boolean; discard?: boolean }) => {
+    .action(async (opts: { once?: boolean; json?: boolean; quiet?: boolean; discard?: boolean; linger?: boolean }) => {
       const { drainCommand } = await import('./drain.js');
       state.exitCode = await drainCommand(ctx, opts);
     });

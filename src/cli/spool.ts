@@ -36,7 +36,11 @@ export function renderRecords(records: readonly ListedRecord[], root: string): s
     ['ID', 'STATE', 'HARNESS', 'PROFILE', 'SESSION', 'SIZE', 'ATTEMPTS', 'CREATED', 'LAST ERROR'],
     ...records.map((r) => [
       r.id,
-      (r.state === 'building' || r.state === 'uploading') && r.worker_alive === false ? `${r.state} (worker gone)` : r.state,
+      (r.state === 'building' || r.state === 'uploading') && r.worker_alive === false
+        ? `${r.state} (worker gone)`
+        : r.waits_for_pid !== undefined
+          ? `${r.state} (until pid ${r.waits_for_pid} exits)`
+          : r.state,
       r.harness,
       r.profile,
       shorten(r.session_id, 40),

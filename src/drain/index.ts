@@ -6,7 +6,8 @@
  */
 import { appendCaptureLog } from '../capture/log.js';
 import type { Context } from '../context.js';
-import { Spool, type SpoolIO } from '../spool/index.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { harnessRuns, Spool, type SpoolIO, type SpoolRecord } from '../spool/index.js';
 import { buildWaiting, type BuildOptions } from './build.js';
 import { waitingEntry, type DrainReport } from './report.js';
 import { uploadReady, type UploadOptions } from './upload.js';
@@ -20,7 +21,17 @@ export interface DrainOptions extends BuildOptions, UploadOptions {
   skipUploads?: boolean;
   /** One pass only: captures that arrive while the drain runs wait for the next drain. */
   once?: boolean;
+  /**
+   * Waits up to this long for harnesses whose captures wait for them to exit (a headless run exits right after its
+   * last turn), then builds those captures: what the drain a capture hook starts does. Default 0: no waiting.
+   */
+  lingerMs?: number;
+  /** How often a lingering drain looks at the harnesses it waits for; default 250 ms. */
+  lingerPollMs?: number;
 }
+
+/** How long the drain a capture hook starts waits for the harness to exit (`drain --linger`). */
+export const LINGER_MS = 30_000;
 
 /** Passes a drain makes at most while captures keep arriving (a bound, so a drain always ends). */
 export const MAX_DRAIN_PASSES = 5;
@@ -46,23 +57,28 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
     discarded: [],
     left_ready: 0,
     waiting: [],
+    deferred: [],
     notes: [],
   };
 
   // Each record is tried at most once per drain (a transient failure waits for the next drain); records that are
   // not due yet join these sets too, so a backlog of delayed records is read once per drain, not once per claim.
   const seen: Seen = { intake: new Set(), ready: new Set() };
-  for (let pass = 1; ; pass++) {
-    // A pass takes the records that are there when it starts: one that arrives meanwhile waits for the next pass.
-    await buildWaiting(ctx, spool, report, options, seen.intake, new Set(await spool.idsIn('intake')));
-    if (options.skipUploads !== true && report.stopped === undefined) {
-      await uploadReady(ctx, spool, report, options, seen.ready, new Set(await spool.idsIn('ready')));
+  await passes(ctx, spool, report, options, seen);
+  // A capture that waits for its harness to exit: wait (bounded), then build what became due.
+  const lingerUntil = Date.now() + (options.lingerMs ?? 0);
+  let waiters = await waitingForHarness(spool);
+  while (waiters.length > 0 && report.stopped === undefined && Date.now() < lingerUntil) {
+    await sleep(Math.min(options.lingerPollMs ?? 250, Math.max(0, lingerUntil - Date.now())));
+    const still = await waitingForHarness(spool);
+    const done = waiters.filter((w) => !still.some((s) => s.id === w.id));
+    if (done.length > 0) {
+      for (const w of done) seen.intake.delete(w.id);
+      await passes(ctx, spool, report, { ...options, once: true }, seen);
     }
-    if (options.once === true || report.stopped !== undefined || pass >= MAX_DRAIN_PASSES) break;
-    // Another pass only for records that arrived meanwhile.
-    const fresh = async (state: 'intake' | 'ready', known: Set<string>) => (await spool.idsIn(state)).some((id) => !known.has(id));
-    if (!(await fresh('intake', seen.intake)) && (options.skipUploads === true || !(await fresh('ready', seen.ready)))) break;
+    waiters = still;
   }
+  report.deferred = waiters.map(({ id, record }) => ({ id, harness: String(record.harness ?? '?'), session_id: String(record.payload?.session_id ?? '?'), pid: record.wait_for_exit!.pid }));
 
   const leftIntake = await spool.idsIn('intake');
   const leftReady = await spool.idsIn('ready');
@@ -77,4 +93,29 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
     }
   }
   return report;
+}
+
+/** Build passes (and upload passes) until nothing new arrived, or once. */
+async function passes(ctx: Context, spool: Spool, report: DrainReport, options: DrainOptions, seen: Seen): Promise<void> {
+  for (let pass = 1; ; pass++) {
+    // A pass takes the records that are there when it starts: one that arrives meanwhile waits for the next pass.
+    await buildWaiting(ctx, spool, report, options, seen.intake, new Set(await spool.idsIn('intake')));
+    if (options.skipUploads !== true && report.stopped === undefined) {
+      await uploadReady(ctx, spool, report, options, seen.ready, new Set(await spool.idsIn('ready')));
+    }
+    if (options.once === true || report.stopped !== undefined || pass >= MAX_DRAIN_PASSES) break;
+    // Another pass only for records that arrived meanwhile.
+    const fresh = async (state: 'intake' | 'ready', known: Set<string>) => (await spool.idsIn(state)).some((id) => !known.has(id));
+    if (!(await fresh('intake', seen.intake)) && (options.skipUploads === true || !(await fresh('ready', seen.ready)))) break;
+  }
+}
+
+/** Intake records that wait for a harness process that still runs. */
+async function waitingForHarness(spool: Spool): Promise<{ id: string; record: Partial<SpoolRecord> }[]> {
+  const out: { id: string; record: Partial<SpoolRecord> }[] = [];
+  for (const id of await spool.idsIn('intake')) {
+    const record = await spool.peek('intake', id);
+    if (record !== undefined && harnessRuns(record)) out.push({ id, record });
+  }
+  return out;
 }

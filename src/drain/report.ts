@@ -47,6 +47,14 @@ export interface FailedEntry {
   next_attempt_at_unix_ms?: number;
 }
 
+/** A capture waiting for its harness process to exit. */
+export interface DeferredEntry {
+  id: string;
+  harness: string;
+  session_id: string;
+  pid: number;
+}
+
 /** A record left waiting (in intake or ready) that this drain did not try: it is not due yet after an earlier failure. */
 export interface WaitingEntry {
   id: string;
@@ -87,6 +95,11 @@ export interface DrainReport {
    * keeps them waiting (records retried in this run are in `retried` instead). Any of them makes the drain not ok.
    */
   waiting: WaitingEntry[];
+  /**
+   * Captures left in intake because the harness that fired them still runs (their profile waits for it to exit):
+   * built by a later drain once it has. Not a failure.
+   */
+  deferred: DeferredEntry[];
   /**
    * Why uploads were skipped or cut short, when they were: no Control API configured and capture disabled (not
    * errors); the policy could not be checked, the Control API could not be reached, or it refused the token (with

@@ -48,6 +48,8 @@ const RECORD_DIRS: readonly RecordState[] = ['intake', 'building', 'ready', 'upl
 const CLAIM_DIRS: ReadonlySet<RecordState> = new Set(Object.values(CLAIMS));
 const ALL_DIRS = [...RECORD_DIRS, 'bundles', 'tmp'] as const;
 
+/** A capture waits for its harness to exit at most this long (a session left open for days is captured meanwhile). */
+export const WAIT_FOR_EXIT_MAX_MS = 12 * 60 * 60_000;
 /** Transient build failures before a record is failed for good. */
 export const MAX_ATTEMPTS = 5;
 /** Wait before the next build after the 1st, 2nd, 3rd, 4th... transient failure. */
@@ -87,6 +89,8 @@ export interface SpoolRecord {
   last_error?: RecordError;
   /** After a transient failure: not built again before this time. */
   next_attempt_at_unix_ms?: number;
+  /** Not built before this harness process has exited (its capture event fires after every turn). */
+  wait_for_exit?: WaitForExit;
   /** Set on commit: the bundle in bundles/<id>.bundle. */
   bundle?: { size: number; sha256: string; built_at_unix_ms: number };
   /** Upload tries of the bundle that ended in an error to retry (kept apart from the build attempts). */
@@ -101,6 +105,15 @@ export interface IntakeInput {
   profile: string;
   payload: HookPayload;
   createdAtUnixMs: number;
+  /** Build it only once this process (the harness that fired the hook) has exited. */
+  waitForExit?: WaitForExit;
+}
+
+/** A harness process a capture waits for (the profile's capture.wait_for_exit): its pid and start. */
+export interface WaitForExit {
+  pid: number;
+  proc_start?: string;
+  started_at_unix_ms?: number;
 }
 
 /** Writing file content: the one operation a full disk makes fail. Replaceable so tests can make it fail on demand. */
@@ -164,6 +177,8 @@ export interface ListedRecord {
   /** The worker holding a building or uploading record, and whether it still runs. */
   worker_pid?: number;
   worker_alive?: boolean;
+  /** An intake record waiting for its harness process to exit (wait_for_exit) that still runs: its pid. */
+  waits_for_pid?: number;
   /** The record could not be read. */
   damaged?: string;
 }
@@ -298,6 +313,7 @@ export class SpoolView {
           listed.worker_pid = Number(match[2]);
           listed.worker_alive = processRuns(listed.worker_pid);
         }
+        if (state === 'intake' && record !== undefined && harnessRuns(record)) listed.waits_for_pid = record.wait_for_exit!.pid;
         byId.set(id, listed);
       }
     }
@@ -407,6 +423,7 @@ export class Spool extends SpoolView {
         created_at_unix_ms: input.createdAtUnixMs,
         attempts: 0,
         interruptions: 0,
+        ...(input.waitForExit === undefined ? {} : { wait_for_exit: input.waitForExit }),
       };
       try {
         await this.writeRecord(path.join(this.dir('intake'), `${record.id}.json`), record, 'link');
@@ -456,11 +473,15 @@ export class Spool extends SpoolView {
     return undefined;
   }
 
-  /** When a waiting record may be built again (0: now), and whether a worker died on it before. Unreadable records are due: claiming them fails them. */
+  /**
+   * When a waiting record may be built again (0: now; never while the harness it waits for still runs), and whether a
+   * worker died on it before. Unreadable records are due: claiming them fails them.
+   */
   private async schedule(state: ClaimableState, id: string): Promise<{ dueAt: number; interrupted: boolean }> {
     const record = await this.peek(state, id);
+    const waiting = state === 'intake' && record !== undefined && harnessRuns(record);
     return {
-      dueAt: typeof record?.next_attempt_at_unix_ms === 'number' ? record.next_attempt_at_unix_ms : 0,
+      dueAt: waiting ? Number.POSITIVE_INFINITY : typeof record?.next_attempt_at_unix_ms === 'number' ? record.next_attempt_at_unix_ms : 0,
       interrupted: typeof record?.interruptions === 'number' && record.interruptions > 0,
     };
   }
@@ -814,6 +835,17 @@ export class Spool extends SpoolView {
 // ---------------------------------------------------------------------------------------------------------------
 
 /** A new record id: sortable by creation time (base-36 milliseconds), then 40 random bits. */
+/**
+ * Whether the harness a record waits for (wait_for_exit) may still run: its pid runs and started when recorded. A
+ * record that names none, or one that cannot be read, does not wait.
+ */
+export function harnessRuns(record: Partial<SpoolRecord>): boolean {
+  const wait = record.wait_for_exit;
+  if (wait === undefined || wait === null || typeof wait !== 'object' || typeof wait.pid !== 'number') return false;
+  const owner = { pid: wait.pid, procStart: wait.proc_start, processStartedAt: wait.started_at_unix_ms, recordedAt: record.created_at_unix_ms };
+  return staleOwnerReason(owner, systemLockWorld(), { foreign: 'stale', maxAgeMs: WAIT_FOR_EXIT_MAX_MS }) === undefined;
+}
+
 export function newRecordId(nowMs: number): string {
   return `${Math.max(0, Math.trunc(nowMs)).toString(36).padStart(9, '0').slice(-9)}-${randomHex(10)}`;
 }

@@ -108,7 +108,11 @@ export interface Interval {
    * How sessions are captured: the lifecycle event and where the managed hook goes.
    */
   capture?: {
-    event: 'SessionEnd' | 'session.idle';
+    event: 'SessionEnd' | 'Stop' | 'session.idle';
+    /**
+     * The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.
+     */
+    wait_for_exit?: boolean;
     /**
      * Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.
      */

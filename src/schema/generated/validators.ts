@@ -4093,8 +4093,8 @@ return errors === 0;
 }
 
 export const validateHarnessProfiles = validate24;
-const schema33 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
-const schema35 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","session.idle"]},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
+const schema33 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
+const schema35 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
 const schema36 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
 const schema39 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
 const pattern17 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
@@ -4855,7 +4855,7 @@ vErrors.push(err62);
 errors++;
 }
 for(const key3 in data18){
-if(!(((key3 === "event") || (key3 === "misses")) || (key3 === "hook"))){
+if(!((((key3 === "event") || (key3 === "wait_for_exit")) || (key3 === "misses")) || (key3 === "hook"))){
 const err63 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err63];
@@ -4878,7 +4878,7 @@ vErrors.push(err64);
 }
 errors++;
 }
-if(!((data19 === "SessionEnd") || (data19 === "session.idle"))){
+if(!(((data19 === "SessionEnd") || (data19 === "Stop")) || (data19 === "session.idle"))){
 const err65 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema35.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err65];
@@ -4889,11 +4889,9 @@ vErrors.push(err65);
 errors++;
 }
 }
-if(data18.misses !== undefined){
-let data20 = data18.misses;
-if(typeof data20 === "string"){
-if(func2(data20) > 256){
-const err66 = {instancePath:instancePath+"/capture/misses",schemaPath:"#/properties/capture/properties/misses/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(data18.wait_for_exit !== undefined){
+if(typeof data18.wait_for_exit !== "boolean"){
+const err66 = {instancePath:instancePath+"/capture/wait_for_exit",schemaPath:"#/properties/capture/properties/wait_for_exit/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -4902,8 +4900,12 @@ vErrors.push(err66);
 }
 errors++;
 }
-if(func2(data20) < 1){
-const err67 = {instancePath:instancePath+"/capture/misses",schemaPath:"#/properties/capture/properties/misses/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data18.misses !== undefined){
+let data21 = data18.misses;
+if(typeof data21 === "string"){
+if(func2(data21) > 256){
+const err67 = {instancePath:instancePath+"/capture/misses",schemaPath:"#/properties/capture/properties/misses/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -4912,9 +4914,8 @@ vErrors.push(err67);
 }
 errors++;
 }
-}
-else {
-const err68 = {instancePath:instancePath+"/capture/misses",schemaPath:"#/properties/capture/properties/misses/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data21) < 1){
+const err68 = {instancePath:instancePath+"/capture/misses",schemaPath:"#/properties/capture/properties/misses/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -4924,11 +4925,8 @@ vErrors.push(err68);
 errors++;
 }
 }
-if(data18.hook !== undefined){
-let data21 = data18.hook;
-if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
-if(data21.file === undefined){
-const err69 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "file"},message:"must have required property '"+"file"+"'"};
+else {
+const err69 = {instancePath:instancePath+"/capture/misses",schemaPath:"#/properties/capture/properties/misses/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -4937,8 +4935,12 @@ vErrors.push(err69);
 }
 errors++;
 }
-if(data21.format === undefined){
-const err70 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
+}
+if(data18.hook !== undefined){
+let data22 = data18.hook;
+if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
+if(data22.file === undefined){
+const err70 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "file"},message:"must have required property '"+"file"+"'"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -4947,8 +4949,8 @@ vErrors.push(err70);
 }
 errors++;
 }
-if(data21.timeout_seconds === undefined){
-const err71 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "timeout_seconds"},message:"must have required property '"+"timeout_seconds"+"'"};
+if(data22.format === undefined){
+const err71 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -4957,9 +4959,8 @@ vErrors.push(err71);
 }
 errors++;
 }
-for(const key4 in data21){
-if(!((((key4 === "file") || (key4 === "format")) || (key4 === "timeout_seconds")) || (key4 === "requires"))){
-const err72 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(data22.timeout_seconds === undefined){
+const err72 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "timeout_seconds"},message:"must have required property '"+"timeout_seconds"+"'"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -4968,12 +4969,9 @@ vErrors.push(err72);
 }
 errors++;
 }
-}
-if(data21.file !== undefined){
-let data22 = data21.file;
-if(typeof data22 === "string"){
-if(func2(data22) > 256){
-const err73 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+for(const key4 in data22){
+if(!((((key4 === "file") || (key4 === "format")) || (key4 === "timeout_seconds")) || (key4 === "requires"))){
+const err73 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -4982,8 +4980,12 @@ vErrors.push(err73);
 }
 errors++;
 }
-if(func2(data22) < 1){
-const err74 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data22.file !== undefined){
+let data23 = data22.file;
+if(typeof data23 === "string"){
+if(func2(data23) > 256){
+const err74 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -4992,8 +4994,8 @@ vErrors.push(err74);
 }
 errors++;
 }
-if(!pattern22.test(data22)){
-const err75 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
+if(func2(data23) < 1){
+const err75 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -5002,9 +5004,8 @@ vErrors.push(err75);
 }
 errors++;
 }
-}
-else {
-const err76 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!pattern22.test(data23)){
+const err76 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -5014,11 +5015,8 @@ vErrors.push(err76);
 errors++;
 }
 }
-if(data21.format !== undefined){
-let data23 = data21.format;
-if(typeof data23 === "string"){
-if(func2(data23) > 64){
-const err77 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+else {
+const err77 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -5027,8 +5025,12 @@ vErrors.push(err77);
 }
 errors++;
 }
-if(!pattern24.test(data23)){
-const err78 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+(-[a-z0-9]+)*$"},message:"must match pattern \""+"^[a-z0-9]+(-[a-z0-9]+)*$"+"\""};
+}
+if(data22.format !== undefined){
+let data24 = data22.format;
+if(typeof data24 === "string"){
+if(func2(data24) > 64){
+const err78 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -5037,9 +5039,8 @@ vErrors.push(err78);
 }
 errors++;
 }
-}
-else {
-const err79 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!pattern24.test(data24)){
+const err79 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+(-[a-z0-9]+)*$"},message:"must match pattern \""+"^[a-z0-9]+(-[a-z0-9]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -5049,10 +5050,8 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data21.timeout_seconds !== undefined){
-let data24 = data21.timeout_seconds;
-if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
-const err80 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err80 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -5061,9 +5060,11 @@ vErrors.push(err80);
 }
 errors++;
 }
-if((typeof data24 == "number") && (isFinite(data24))){
-if(data24 > 600 || isNaN(data24)){
-const err81 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600},message:"must be <= 600"};
+}
+if(data22.timeout_seconds !== undefined){
+let data25 = data22.timeout_seconds;
+if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
+const err81 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -5072,8 +5073,9 @@ vErrors.push(err81);
 }
 errors++;
 }
-if(data24 < 1 || isNaN(data24)){
-const err82 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 > 600 || isNaN(data25)){
+const err82 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600},message:"must be <= 600"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -5082,13 +5084,8 @@ vErrors.push(err82);
 }
 errors++;
 }
-}
-}
-if(data21.requires !== undefined){
-let data25 = data21.requires;
-if(Array.isArray(data25)){
-if(data25.length > 8){
-const err83 = {instancePath:instancePath+"/capture/hook/requires",schemaPath:"#/properties/capture/properties/hook/properties/requires/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
+if(data25 < 1 || isNaN(data25)){
+const err83 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -5097,8 +5094,13 @@ vErrors.push(err83);
 }
 errors++;
 }
-if(data25.length < 1){
-const err84 = {instancePath:instancePath+"/capture/hook/requires",schemaPath:"#/properties/capture/properties/hook/properties/requires/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+}
+if(data22.requires !== undefined){
+let data26 = data22.requires;
+if(Array.isArray(data26)){
+if(data26.length > 8){
+const err84 = {instancePath:instancePath+"/capture/hook/requires",schemaPath:"#/properties/capture/properties/hook/properties/requires/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -5107,12 +5109,8 @@ vErrors.push(err84);
 }
 errors++;
 }
-const len3 = data25.length;
-for(let i5=0; i5<len3; i5++){
-let data26 = data25[i5];
-if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
-if(data26.key === undefined){
-const err85 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
+if(data26.length < 1){
+const err85 = {instancePath:instancePath+"/capture/hook/requires",schemaPath:"#/properties/capture/properties/hook/properties/requires/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -5121,8 +5119,12 @@ vErrors.push(err85);
 }
 errors++;
 }
-if(data26.value === undefined){
-const err86 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+const len3 = data26.length;
+for(let i5=0; i5<len3; i5++){
+let data27 = data26[i5];
+if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
+if(data27.key === undefined){
+const err86 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -5131,9 +5133,8 @@ vErrors.push(err86);
 }
 errors++;
 }
-for(const key5 in data26){
-if(!((key5 === "key") || (key5 === "value"))){
-const err87 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if(data27.value === undefined){
+const err87 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -5142,12 +5143,9 @@ vErrors.push(err87);
 }
 errors++;
 }
-}
-if(data26.key !== undefined){
-let data27 = data26.key;
-if(Array.isArray(data27)){
-if(data27.length > 8){
-const err88 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
+for(const key5 in data27){
+if(!((key5 === "key") || (key5 === "value"))){
+const err88 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -5156,8 +5154,12 @@ vErrors.push(err88);
 }
 errors++;
 }
-if(data27.length < 1){
-const err89 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+if(data27.key !== undefined){
+let data28 = data27.key;
+if(Array.isArray(data28)){
+if(data28.length > 8){
+const err89 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -5166,12 +5168,8 @@ vErrors.push(err89);
 }
 errors++;
 }
-const len4 = data27.length;
-for(let i6=0; i6<len4; i6++){
-let data28 = data27[i6];
-if(typeof data28 === "string"){
-if(func2(data28) > 128){
-const err90 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key/" + i6,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/items/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(data28.length < 1){
+const err90 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -5180,8 +5178,12 @@ vErrors.push(err90);
 }
 errors++;
 }
-if(func2(data28) < 1){
-const err91 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key/" + i6,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const len4 = data28.length;
+for(let i6=0; i6<len4; i6++){
+let data29 = data28[i6];
+if(typeof data29 === "string"){
+if(func2(data29) > 128){
+const err91 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key/" + i6,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/items/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -5190,9 +5192,8 @@ vErrors.push(err91);
 }
 errors++;
 }
-}
-else {
-const err92 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key/" + i6,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data29) < 1){
+const err92 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key/" + i6,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -5202,9 +5203,8 @@ vErrors.push(err92);
 errors++;
 }
 }
-}
 else {
-const err93 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err93 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key/" + i6,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -5214,13 +5214,9 @@ vErrors.push(err93);
 errors++;
 }
 }
-if(data26.value !== undefined){
-let data29 = data26.value;
-const _errs71 = errors;
-let valid23 = false;
-const _errs72 = errors;
-if(typeof data29 !== "boolean"){
-const err94 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf/0/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err94 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -5229,12 +5225,14 @@ vErrors.push(err94);
 }
 errors++;
 }
-var _valid0 = _errs72 === errors;
-valid23 = valid23 || _valid0;
-if(!valid23){
+}
+if(data27.value !== undefined){
+let data30 = data27.value;
+const _errs73 = errors;
+let valid23 = false;
 const _errs74 = errors;
-if(!((typeof data29 == "number") && (isFinite(data29)))){
-const err95 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf/1/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(typeof data30 !== "boolean"){
+const err95 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf/0/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -5247,8 +5245,8 @@ var _valid0 = _errs74 === errors;
 valid23 = valid23 || _valid0;
 if(!valid23){
 const _errs76 = errors;
-if(typeof data29 !== "string"){
-const err96 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf/2/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!((typeof data30 == "number") && (isFinite(data30)))){
+const err96 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf/1/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -5259,10 +5257,10 @@ errors++;
 }
 var _valid0 = _errs76 === errors;
 valid23 = valid23 || _valid0;
-}
-}
 if(!valid23){
-const err97 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+const _errs78 = errors;
+if(typeof data30 !== "string"){
+const err97 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf/2/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -5271,11 +5269,25 @@ vErrors.push(err97);
 }
 errors++;
 }
+var _valid0 = _errs78 === errors;
+valid23 = valid23 || _valid0;
+}
+}
+if(!valid23){
+const err98 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err98];
+}
 else {
-errors = _errs71;
+vErrors.push(err98);
+}
+errors++;
+}
+else {
+errors = _errs73;
 if(vErrors !== null){
-if(_errs71){
-vErrors.length = _errs71;
+if(_errs73){
+vErrors.length = _errs73;
 }
 else {
 vErrors = null;
@@ -5285,19 +5297,7 @@ vErrors = null;
 }
 }
 else {
-const err98 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err98];
-}
-else {
-vErrors.push(err98);
-}
-errors++;
-}
-}
-}
-else {
-const err99 = {instancePath:instancePath+"/capture/hook/requires",schemaPath:"#/properties/capture/properties/hook/properties/requires/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err99 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -5309,7 +5309,7 @@ errors++;
 }
 }
 else {
-const err100 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err100 = {instancePath:instancePath+"/capture/hook/requires",schemaPath:"#/properties/capture/properties/hook/properties/requires/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -5321,7 +5321,7 @@ errors++;
 }
 }
 else {
-const err101 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err101 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -5333,12 +5333,24 @@ errors++;
 }
 }
 else {
-const err102 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err102 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err102];
 }
 else {
 vErrors.push(err102);
+}
+errors++;
+}
+}
+}
+else {
+const err103 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err103];
+}
+else {
+vErrors.push(err103);
 }
 errors++;
 }
