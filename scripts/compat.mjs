@@ -41,12 +41,16 @@ export const FIXTURE_HARNESSES = Object.fromEntries(
     .map(({ doc }) => [doc.harness, path.join(repoRoot, 'fixtures', 'sessions', doc.harness)]),
 );
 
-/** The fixture versions a fixture-certified harness has (folder names that are versions). */
+/**
+ * The fixture versions a fixture-certified harness has: folder names that are versions inside an interval certified
+ * on fixtures (a harness may also keep recordings of versions its CLI certifies).
+ */
 export function fixtureVersions(harness) {
   const dir = FIXTURE_HARNESSES[harness];
   if (dir === undefined) return [];
+  const intervals = readProfiles().find(({ doc }) => doc.harness === harness)?.doc.intervals ?? [];
   return readdirSync(dir)
-    .filter((v) => semver.valid(v) !== null)
+    .filter((v) => semver.valid(v) !== null && intervals.some((i) => i?.verified_by === 'fixtures' && inInterval(v, i)))
     .sort(semver.compare);
 }
 
@@ -147,7 +151,7 @@ export function renderCompatTable({ profilesDir = PROFILES_DIR, lockFile = DEFAU
           how = `real CLI ${versions.join(', ') || '(no locked version)'}`;
         }
       }
-      rows.push(`| ${doc.display_name} | ${range} | ${profile} | ${ops} | ${certified ? `\`${interval.verified_before}\`` : 'none certified'} | ${how} |`);
+      rows.push(`| ${interval.display_name ?? doc.display_name} | ${range} | ${profile} | ${ops} | ${certified ? `\`${interval.verified_before}\`` : 'none certified'} | ${how} |`);
     }
   }
   return `${rows.join('\n')}\n`;

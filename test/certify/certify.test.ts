@@ -21,13 +21,11 @@
  *   BLUE_AGENT_CERTIFY_TARGETS (JSON `[{harness, version, method, from?}]`, what to certify; all targets when unset) and
  *   BLUE_AGENT_CERTIFY_RESULTS (JSON, one record per target).
  */
-import { readdirSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { reconcile } from '../../src/reconcile/index.js';
 import type { Interval } from '../../src/schema/index.js';
 import { crossTargets, resumableIn, resumesFrom, targetLabel } from '../../scripts/certify-plan.mjs';
-import { readProfiles } from '../../scripts/compat.mjs';
+import { fixtureVersions, readProfiles } from '../../scripts/compat.mjs';
 import { DEFAULT_LOCK_FILE, installCommand, installedHarness, readLock } from '../../scripts/install-harnesses.mjs';
 import {
   agentOn,
@@ -46,7 +44,6 @@ import {
   type TargetResult,
 } from '../support/certify.js';
 import { captureLog } from '../support/cli-process.js';
-import { repoRoot } from '../support/context.js';
 import { harnessCacheDir, lockedVersions } from '../support/harness-bins.js';
 import { cliRig, fixtureCertified, lockedHarnesses, rigFor } from '../support/rigs.js';
 import { harnessEnv, type HarnessRunResult } from '../support/run-harness.js';
@@ -69,9 +66,7 @@ function allTargets(): Target[] {
   }
   // Harnesses certified on fixtures: one target per fixture version (the folder names of fixtures/sessions/<name>/).
   for (const harness of fixtureCertified()) {
-    for (const version of readdirSync(path.join(repoRoot, 'fixtures', 'sessions', harness)).filter((v) => /^\d+\.\d+\.\d+/.test(v))) {
-      list.push({ harness, version, method: 'fixtures' });
-    }
+    for (const version of fixtureVersions(harness)) list.push({ harness, version, method: 'fixtures' });
   }
   return list;
 }

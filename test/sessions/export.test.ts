@@ -10,8 +10,8 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { fixtureBundle, goldenExport, HARNESS_LIST } from '../support/fixture-bundles.js';
-import { rigFor } from '../support/rigs.js';
+import { fixtureBundle, goldenExport } from '../support/fixture-bundles.js';
+import { allFixtures } from '../support/rigs.js';
 
 let t: TestHome;
 
@@ -30,21 +30,23 @@ async function run(...argv: string[]): Promise<{ code: number; stdout: string; s
 }
 
 describe('sessions export of a bundle file: golden output per harness', () => {
-  for (const harness of HARNESS_LIST) {
-    it(`${harness}: markdown`, async () => {
+  for (const { harness, fixture, older } of allFixtures()) {
+    const name = older ? `${harness} (${fixture.profile})` : harness;
+    const golden = (format: 'md' | 'json') => goldenExport(harness, format, older ? fixture : undefined);
+    it(`${name}: markdown`, async () => {
       const file = path.join(t.root, `${harness}.bundle`);
-      const title = rigFor(harness).fixture.title;
-      await fixtureBundle(harness, file, title === undefined ? {} : { title });
+      const title = fixture.title;
+      await fixtureBundle(harness, file, title === undefined ? {} : { title }, fixture);
       const { code, stdout, stderr } = await run('sessions', 'export', file, '--format', 'markdown');
       expect(stderr).toBe('');
       expect(code).toBe(0);
-      await expect(stdout).toMatchFileSnapshot(goldenExport(harness, 'md'));
+      await expect(stdout).toMatchFileSnapshot(golden('md'));
     });
 
-    it(`${harness}: json`, async () => {
+    it(`${name}: json`, async () => {
       const file = path.join(t.root, `${harness}.bundle`);
-      const title = rigFor(harness).fixture.title;
-      await fixtureBundle(harness, file, title === undefined ? {} : { title });
+      const title = fixture.title;
+      await fixtureBundle(harness, file, title === undefined ? {} : { title }, fixture);
       const { code, stdout } = await run('sessions', 'export', file, '--format', 'json');
       expect(code).toBe(0);
       const doc = JSON.parse(stdout);
@@ -56,7 +58,7 @@ describe('sessions export of a bundle file: golden output per harness', () => {
       const bytes = await readFile(file);
       expect(doc.bundle).toEqual({ size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') });
       doc.bundle = { size: '<bundle size>', sha256: '<bundle sha256>' };
-      await expect(`${JSON.stringify(doc, null, 2)}\n`).toMatchFileSnapshot(goldenExport(harness, 'json'));
+      await expect(`${JSON.stringify(doc, null, 2)}\n`).toMatchFileSnapshot(golden('json'));
     });
   }
 });

@@ -10,15 +10,18 @@ import { HARNESSES } from '../../src/harnesses/names.js';
 import type { HarnessName } from '../../src/schema/index.js';
 import { fixtureDir, readRecorded, shippedProfiles, substitute } from './recorded-sessions.js';
 import { repoRoot } from './context.js';
-import { fixturePlaceholders, rigFor } from './rigs.js';
+import { fixturePlaceholders, rigFor, type FixtureRig } from './rigs.js';
 
 export { shippedProfiles } from './recorded-sessions.js';
 
 export const HARNESS_LIST: readonly HarnessName[] = HARNESSES;
 
-/** A harness's golden export of its recorded fixture (`md` or `json`), in its test folder. */
-export function goldenExport(harness: HarnessName, format: 'md' | 'json'): string {
-  return path.join(repoRoot, 'test', 'harnesses', harness, 'golden', `export.${format}`);
+/**
+ * A harness's golden export of its recorded fixture (`md` or `json`), in its test folder: `export.<format>`, and
+ * `export-<version>.<format>` for an older recording (its rig's `olderFixtures`).
+ */
+export function goldenExport(harness: HarnessName, format: 'md' | 'json', older?: FixtureRig): string {
+  return path.join(repoRoot, 'test', 'harnesses', harness, 'golden', older === undefined ? `export.${format}` : `export-${older.version}.${format}`);
 }
 
 /** The recording's temporary root, as if the session had run for a user `dev`. */
@@ -41,22 +44,27 @@ async function content(file: string): Promise<Uint8Array> {
   return new TextEncoder().encode(substitute(await readFile(file, 'utf8'), VARS));
 }
 
-/** The files a capture of the harness's recorded fixture holds, with their roles and native paths. */
-export async function fixtureFiles(harness: HarnessName): Promise<{ sessionId: string; files: SessionFile[] }> {
-  const dir = await fixtureDir(harness);
+/** The files a capture of the harness's recorded fixture (or of `fixture`) holds, with their roles and native paths. */
+export async function fixtureFiles(harness: HarnessName, fixture: FixtureRig = rigFor(harness).fixture): Promise<{ sessionId: string; files: SessionFile[] }> {
+  const dir = await fixtureDir(harness, fixture.version);
   const recorded = await readRecorded(dir);
   const id = recorded.session_id;
-  const files = await rigFor(harness).fixture.files(dir, recorded, VARS, content);
+  const files = await fixture.files(dir, recorded, VARS, content);
   return { sessionId: id, files };
 }
 
-/** Writes the bundle of a harness's recorded fixture to `out`. */
-export async function fixtureBundle(harness: HarnessName, out: string, extra: { title?: string; summary?: string; files?: SessionFile[] } = {}): Promise<BundleResult> {
-  const { sessionId, files } = await fixtureFiles(harness);
+/** Writes the bundle of a harness's recorded fixture (or of `fixture`, one of its older ones) to `out`. */
+export async function fixtureBundle(
+  harness: HarnessName,
+  out: string,
+  extra: { title?: string; summary?: string; files?: SessionFile[] } = {},
+  fixture: FixtureRig = rigFor(harness).fixture,
+): Promise<BundleResult> {
+  const { sessionId, files } = await fixtureFiles(harness, fixture);
   return writeBundle(
     {
       harness,
-      profile: fixtureProfile(harness),
+      profile: fixture.profile,
       sessionId,
       capturedAtUnixMs: CAPTURED_AT,
       cwd: CWD,

@@ -290,27 +290,32 @@ export function useReconcileHome() {
 
   /**
    * The managed hook ran exactly once (or, with `allowRepeats`, one or more times for one session: a harness that
-   * fires its end hook twice), as `capture` for this harness and profile, with a SessionEnd payload.
+   * fires its end hook twice), as `capture` for this harness and profile, with a payload of the profile's capture
+   * event (`event`, SessionEnd unless said) naming a session id of the harness's shape (`sessionId`, a UUID unless said).
    */
-  async function expectOneSessionEnd(harness: string, profile: string, options: { allowRepeats?: boolean } = {}): Promise<{ argv: string[]; payload: Payload }[]> {
+  async function expectOneSessionEnd(
+    harness: string,
+    profile: string,
+    options: { allowRepeats?: boolean; event?: string; sessionId?: RegExp } = {},
+  ): Promise<{ argv: string[]; payload: Payload }[]> {
     const calls = await waitFor('the managed hook', async () => ((await managedCalls()).length > 0 ? managedCalls() : undefined), 10_000);
     if (options.allowRepeats !== true) expect(calls).toHaveLength(1);
     for (const call of calls) {
       expect(call.argv).toEqual(['capture', '--harness', harness, '--profile', profile]);
-      expect(call.payload).toMatchObject({ hook_event_name: 'SessionEnd', cwd });
-      expect(call.payload.session_id).toMatch(/^[0-9a-f-]{36}$/);
+      expect(call.payload).toMatchObject({ hook_event_name: options.event ?? 'SessionEnd', cwd });
+      expect(call.payload.session_id).toMatch(options.sessionId ?? /^[0-9a-f-]{36}$/);
       expect(call.payload.session_id).toBe(calls[0]!.payload.session_id);
     }
     return calls;
   }
 
-  /** The user's own SessionEnd hook in the same file ran for the same session. */
-  async function expectUserHookFor(sessionId: string): Promise<void> {
+  /** The user's own SessionEnd hook (or one on `event`) in the same file ran for the same session. */
+  async function expectUserHookFor(sessionId: string, event = 'SessionEnd'): Promise<void> {
     const user = (await waitFor('the user hook', async () => {
       const lines = (await readJsonLines(userOut)) as Payload[];
       return lines.length > 0 ? lines : undefined;
     })) as Payload[];
-    expect(user[0]).toMatchObject({ hook_event_name: 'SessionEnd', session_id: sessionId });
+    expect(user[0]).toMatchObject({ hook_event_name: event, session_id: sessionId });
   }
 
   function explain(result: HarnessRunResult): string {

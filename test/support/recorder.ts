@@ -42,9 +42,15 @@ export async function copyScrubbed(from: string, to: string, p: Placeholders, tr
   await writeFile(to, scrub(transform(await readFile(from, 'utf8')), p));
 }
 
-/** The harness's fixture folder for `version`, emptied of every earlier recording. */
-export async function freshDir(harness: string, version: string): Promise<string> {
-  await rm(path.join(FIXTURES, harness), { recursive: true, force: true });
+/**
+ * The harness's fixture folder for `version`, emptied of every earlier recording but those of `keep` (recordings of
+ * an older CLI that no recording can replace).
+ */
+export async function freshDir(harness: string, version: string, keep: readonly string[] = []): Promise<string> {
+  const folder = path.join(FIXTURES, harness);
+  for (const name of await readdir(folder).catch(() => [] as string[])) {
+    if (!keep.includes(name)) await rm(path.join(folder, name), { recursive: true, force: true });
+  }
   const dir = path.join(FIXTURES, harness, version);
   await mkdir(dir, { recursive: true });
   return dir;

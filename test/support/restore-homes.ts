@@ -16,7 +16,7 @@ import { findInterval } from '../../src/profiles/index.js';
 import type { HarnessName } from '../../src/schema/index.js';
 import { makeTestHome, type TestHome } from './context.js';
 import { fixtureDir, readRecorded, shippedProfiles, substitute } from './recorded-sessions.js';
-import { rigFor } from './rigs.js';
+import { rigFor, type FixtureRig } from './rigs.js';
 
 export { shippedProfiles } from './recorded-sessions.js';
 
@@ -68,19 +68,19 @@ export interface FixtureSession {
 /**
  * Lays a recorded fixture session out in `source` (the machine it was captured on) where the harness keeps its
  * sessions, and bundles it into `out`, exactly as the capture worker does. Only for harnesses whose sessions are read
- * from the disk (their rig's `fixture.install`).
+ * from the disk (their rig's `fixture.install`); `rig` picks one of its older recordings.
  */
-export async function fixtureBundle(harness: HarnessName, source: TestHome, out: string): Promise<FixtureSession> {
-  const install = rigFor(harness).fixture.install;
+export async function fixtureBundle(harness: HarnessName, source: TestHome, out: string, rig: FixtureRig = rigFor(harness).fixture): Promise<FixtureSession> {
+  const install = rig.install;
   if (install === undefined) throw new Error(`the ${harness} fixture is not laid out on a disk (its rig has no fixture.install)`);
-  const fixture = await fixtureDir(harness);
+  const fixture = await fixtureDir(harness, rig.version);
   const recorded = await readRecorded(fixture);
   const cwd = path.join(source.root, 'work', 'proj');
   await mkdir(cwd, { recursive: true });
   const realCwd = await realpath(cwd);
   const vars = await install(fixture, { root: source.root, home: source.home, cwd: realCwd });
   const set = await shippedProfiles();
-  const interval = findInterval(set, fixtureProfile(harness))!.interval;
+  const interval = findInterval(set, rig.profile)!.interval;
   const payload = {
     session_id: recorded.session_id,
     cwd: realCwd,

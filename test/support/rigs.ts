@@ -3,6 +3,7 @@
  * (`test/harnesses/<name>/rig.ts`), collected here the way src/harnesses/index.ts collects the adapters. A shared
  * suite that covers every harness iterates `RIGS` (or asks `rigFor`) instead of naming harnesses; what a rig holds:
  *   - `fixture`: how its recorded session (fixtures/sessions/<name>/) becomes a bundle, and is laid out in a HOME;
+ *     `olderFixtures`: the same for recordings of a CLI it succeeds, whose captured sessions must still restore;
  *   - `cli` (harnesses with a locked CLI, harness-versions.lock.json): how to run a real headless session offline
  *     against the model stub, add a user's own hook, and resume;
  *   - `certifyOnFixtures` (harnesses certified on fixtures, FIXTURE_CERTIFIED): the certification run without a CLI.
@@ -39,6 +40,8 @@ export interface HarnessRig {
   /** Variables that locate its files, with their defaults inside `home` (harnessEnv sets them on every run). */
   locations?(home: string): Record<string, string>;
   fixture: FixtureRig;
+  /** Recordings of the CLI it succeeds (other profiles, other folders of fixtures/sessions/<name>/). */
+  olderFixtures?: readonly FixtureRig[];
   /** Present exactly when harness-versions.lock.json pins its CLI. */
   cli?: CliRig;
   /** Present exactly when it is certified on fixtures (FIXTURE_CERTIFIED): the certification run without a CLI. */
@@ -46,6 +49,8 @@ export interface HarnessRig {
 }
 
 export interface FixtureRig {
+  /** The version folder of fixtures/sessions/<name>/ the recording is in; default: the newest. */
+  version?: string;
   /** The shipped profile of the recorded version. */
   profile: string;
   /** The title a capture gives the recorded session; undefined: none (an export's heading falls back to the id). */
@@ -119,7 +124,12 @@ export function fixtureCertified(): readonly HarnessName[] {
 
 /** Every placeholder the recordings use besides `{{ROOT}}`, for sessions recorded in `cwd`. */
 export function fixturePlaceholders(cwd: string): Record<string, string> {
-  return Object.assign({}, ...HARNESS_RIGS.map((r) => r.fixture.placeholders?.(cwd) ?? {}));
+  return Object.assign({}, ...allFixtures().map(({ fixture }) => fixture.placeholders?.(cwd) ?? {}));
+}
+
+/** Every recording of every rig: its fixture, then its older ones. */
+export function allFixtures(): { harness: HarnessName; fixture: FixtureRig; older: boolean }[] {
+  return HARNESS_RIGS.flatMap((r) => [{ harness: r.name, fixture: r.fixture, older: false }, ...(r.olderFixtures ?? []).map((fixture) => ({ harness: r.name, fixture, older: true }))]);
 }
 
 /** The location variables of every harness for `home` (see harnessEnv). */

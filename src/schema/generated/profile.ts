@@ -68,6 +68,10 @@ export interface Interval {
    */
   verified_before: string;
   /**
+   * The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.
+   */
+  display_name?: string;
+  /**
    * How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.
    */
   verified_by?: 'cli' | 'fixtures';

@@ -4093,8 +4093,8 @@ return errors === 0;
 }
 
 export const validateHarnessProfiles = validate24;
-const schema33 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
-const schema35 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
+const schema33 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
+const schema35 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
 const schema36 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
 const schema39 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
 const pattern17 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
@@ -4318,10 +4318,11 @@ vErrors.push(err18);
 errors++;
 }
 }
-if(data.verified_by !== undefined){
-let data4 = data.verified_by;
-if(typeof data4 !== "string"){
-const err19 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.display_name !== undefined){
+let data4 = data.display_name;
+if(typeof data4 === "string"){
+if(func2(data4) > 64){
+const err19 = {instancePath:instancePath+"/display_name",schemaPath:"#/properties/display_name/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -4330,8 +4331,8 @@ vErrors.push(err19);
 }
 errors++;
 }
-if(!((data4 === "cli") || (data4 === "fixtures"))){
-const err20 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema35.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
+if(func2(data4) < 1){
+const err20 = {instancePath:instancePath+"/display_name",schemaPath:"#/properties/display_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -4341,10 +4342,8 @@ vErrors.push(err20);
 errors++;
 }
 }
-if(data.lifecycle !== undefined){
-let data5 = data.lifecycle;
-if(typeof data5 !== "string"){
-const err21 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err21 = {instancePath:instancePath+"/display_name",schemaPath:"#/properties/display_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -4353,8 +4352,11 @@ vErrors.push(err21);
 }
 errors++;
 }
-if(!((data5 === "supported") || (data5 === "deprecated"))){
-const err22 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema35.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
+}
+if(data.verified_by !== undefined){
+let data5 = data.verified_by;
+if(typeof data5 !== "string"){
+const err22 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -4363,12 +4365,8 @@ vErrors.push(err22);
 }
 errors++;
 }
-}
-if(data.operations !== undefined){
-let data6 = data.operations;
-if(Array.isArray(data6)){
-if(data6.length > 8){
-const err23 = {instancePath:instancePath+"/operations",schemaPath:"#/properties/operations/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
+if(!((data5 === "cli") || (data5 === "fixtures"))){
+const err23 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema35.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -4377,11 +4375,11 @@ vErrors.push(err23);
 }
 errors++;
 }
-const len0 = data6.length;
-for(let i0=0; i0<len0; i0++){
-let data7 = data6[i0];
-if(typeof data7 !== "string"){
-const err24 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.lifecycle !== undefined){
+let data6 = data.lifecycle;
+if(typeof data6 !== "string"){
+const err24 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -4390,8 +4388,8 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(!(((data7 === "session_capture") || (data7 === "session_resume")) || (data7 === "restore_rewrite"))){
-const err25 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema39.enum},message:"must be equal to one of the allowed values"};
+if(!((data6 === "supported") || (data6 === "deprecated"))){
+const err25 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema35.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -4401,19 +4399,56 @@ vErrors.push(err25);
 errors++;
 }
 }
-let i1 = data6.length;
-let j0;
-if(i1 > 1){
-outer0:
-for(;i1--;){
-for(j0 = i1; j0--;){
-if(func0(data6[i1], data6[j0])){
-const err26 = {instancePath:instancePath+"/operations",schemaPath:"#/properties/operations/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(data.operations !== undefined){
+let data7 = data.operations;
+if(Array.isArray(data7)){
+if(data7.length > 8){
+const err26 = {instancePath:instancePath+"/operations",schemaPath:"#/properties/operations/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
 if(vErrors === null){
 vErrors = [err26];
 }
 else {
 vErrors.push(err26);
+}
+errors++;
+}
+const len0 = data7.length;
+for(let i0=0; i0<len0; i0++){
+let data8 = data7[i0];
+if(typeof data8 !== "string"){
+const err27 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(!(((data8 === "session_capture") || (data8 === "session_resume")) || (data8 === "restore_rewrite"))){
+const err28 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema39.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+let i1 = data7.length;
+let j0;
+if(i1 > 1){
+outer0:
+for(;i1--;){
+for(j0 = i1; j0--;){
+if(func0(data7[i1], data7[j0])){
+const err29 = {instancePath:instancePath+"/operations",schemaPath:"#/properties/operations/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
 }
 errors++;
 break outer0;
@@ -4423,45 +4458,7 @@ break outer0;
 }
 }
 else {
-const err27 = {instancePath:instancePath+"/operations",schemaPath:"#/properties/operations/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err27];
-}
-else {
-vErrors.push(err27);
-}
-errors++;
-}
-}
-if(data.resumes !== undefined){
-let data8 = data.resumes;
-if(Array.isArray(data8)){
-if(data8.length > 64){
-const err28 = {instancePath:instancePath+"/resumes",schemaPath:"#/properties/resumes/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
-if(vErrors === null){
-vErrors = [err28];
-}
-else {
-vErrors.push(err28);
-}
-errors++;
-}
-const len1 = data8.length;
-for(let i2=0; i2<len1; i2++){
-let data9 = data8[i2];
-if(typeof data9 === "string"){
-if(func2(data9) > 256){
-const err29 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
-if(vErrors === null){
-vErrors = [err29];
-}
-else {
-vErrors.push(err29);
-}
-errors++;
-}
-if(func2(data9) < 1){
-const err30 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const err30 = {instancePath:instancePath+"/operations",schemaPath:"#/properties/operations/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -4470,8 +4467,12 @@ vErrors.push(err30);
 }
 errors++;
 }
-if(!pattern17.test(data9)){
-const err31 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
+}
+if(data.resumes !== undefined){
+let data9 = data.resumes;
+if(Array.isArray(data9)){
+if(data9.length > 64){
+const err31 = {instancePath:instancePath+"/resumes",schemaPath:"#/properties/resumes/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -4480,9 +4481,12 @@ vErrors.push(err31);
 }
 errors++;
 }
-}
-else {
-const err32 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const len1 = data9.length;
+for(let i2=0; i2<len1; i2++){
+let data10 = data9[i2];
+if(typeof data10 === "string"){
+if(func2(data10) > 256){
+const err32 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -4491,19 +4495,8 @@ vErrors.push(err32);
 }
 errors++;
 }
-}
-let i3 = data8.length;
-let j1;
-if(i3 > 1){
-const indices0 = {};
-for(;i3--;){
-let item0 = data8[i3];
-if(typeof item0 !== "string"){
-continue;
-}
-if(typeof indices0[item0] == "number"){
-j1 = indices0[item0];
-const err33 = {instancePath:instancePath+"/resumes",schemaPath:"#/properties/resumes/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"};
+if(func2(data10) < 1){
+const err33 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -4511,14 +4504,9 @@ else {
 vErrors.push(err33);
 }
 errors++;
-break;
 }
-indices0[item0] = i3;
-}
-}
-}
-else {
-const err34 = {instancePath:instancePath+"/resumes",schemaPath:"#/properties/resumes/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(!pattern17.test(data10)){
+const err34 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -4528,11 +4516,8 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data.session !== undefined){
-let data10 = data.session;
-if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
-if(data10.roles === undefined){
-const err35 = {instancePath:instancePath+"/session",schemaPath:"#/properties/session/required",keyword:"required",params:{missingProperty: "roles"},message:"must have required property '"+"roles"+"'"};
+else {
+const err35 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -4541,9 +4526,19 @@ vErrors.push(err35);
 }
 errors++;
 }
-for(const key1 in data10){
-if(!((key1 === "root") || (key1 === "roles"))){
-const err36 = {instancePath:instancePath+"/session",schemaPath:"#/properties/session/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+}
+let i3 = data9.length;
+let j1;
+if(i3 > 1){
+const indices0 = {};
+for(;i3--;){
+let item0 = data9[i3];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j1 = indices0[item0];
+const err36 = {instancePath:instancePath+"/resumes",schemaPath:"#/properties/resumes/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -4551,13 +4546,14 @@ else {
 vErrors.push(err36);
 }
 errors++;
+break;
+}
+indices0[item0] = i3;
 }
 }
-if(data10.root !== undefined){
-let data11 = data10.root;
-if(typeof data11 === "string"){
-if(func2(data11) > 256){
-const err37 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+}
+else {
+const err37 = {instancePath:instancePath+"/resumes",schemaPath:"#/properties/resumes/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -4566,8 +4562,12 @@ vErrors.push(err37);
 }
 errors++;
 }
-if(func2(data11) < 1){
-const err38 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.session !== undefined){
+let data11 = data.session;
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+if(data11.roles === undefined){
+const err38 = {instancePath:instancePath+"/session",schemaPath:"#/properties/session/required",keyword:"required",params:{missingProperty: "roles"},message:"must have required property '"+"roles"+"'"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -4576,8 +4576,9 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(!pattern22.test(data11)){
-const err39 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
+for(const key1 in data11){
+if(!((key1 === "root") || (key1 === "roles"))){
+const err39 = {instancePath:instancePath+"/session",schemaPath:"#/properties/session/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -4587,8 +4588,11 @@ vErrors.push(err39);
 errors++;
 }
 }
-else {
-const err40 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data11.root !== undefined){
+let data12 = data11.root;
+if(typeof data12 === "string"){
+if(func2(data12) > 256){
+const err40 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -4597,12 +4601,8 @@ vErrors.push(err40);
 }
 errors++;
 }
-}
-if(data10.roles !== undefined){
-let data12 = data10.roles;
-if(Array.isArray(data12)){
-if(data12.length > 16){
-const err41 = {instancePath:instancePath+"/session/roles",schemaPath:"#/properties/session/properties/roles/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(func2(data12) < 1){
+const err41 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -4611,8 +4611,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(data12.length < 1){
-const err42 = {instancePath:instancePath+"/session/roles",schemaPath:"#/properties/session/properties/roles/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(!pattern22.test(data12)){
+const err42 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -4621,12 +4621,9 @@ vErrors.push(err42);
 }
 errors++;
 }
-const len2 = data12.length;
-for(let i4=0; i4<len2; i4++){
-let data13 = data12[i4];
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
-if(data13.role === undefined){
-const err43 = {instancePath:instancePath+"/session/roles/" + i4,schemaPath:"#/properties/session/properties/roles/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+}
+else {
+const err43 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -4635,8 +4632,12 @@ vErrors.push(err43);
 }
 errors++;
 }
-if(data13.min === undefined){
-const err44 = {instancePath:instancePath+"/session/roles/" + i4,schemaPath:"#/properties/session/properties/roles/items/required",keyword:"required",params:{missingProperty: "min"},message:"must have required property '"+"min"+"'"};
+}
+if(data11.roles !== undefined){
+let data13 = data11.roles;
+if(Array.isArray(data13)){
+if(data13.length > 16){
+const err44 = {instancePath:instancePath+"/session/roles",schemaPath:"#/properties/session/properties/roles/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -4645,8 +4646,8 @@ vErrors.push(err44);
 }
 errors++;
 }
-if(data13.max === undefined){
-const err45 = {instancePath:instancePath+"/session/roles/" + i4,schemaPath:"#/properties/session/properties/roles/items/required",keyword:"required",params:{missingProperty: "max"},message:"must have required property '"+"max"+"'"};
+if(data13.length < 1){
+const err45 = {instancePath:instancePath+"/session/roles",schemaPath:"#/properties/session/properties/roles/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -4655,9 +4656,12 @@ vErrors.push(err45);
 }
 errors++;
 }
-for(const key2 in data13){
-if(!((((key2 === "role") || (key2 === "min")) || (key2 === "max")) || (key2 === "restore_rewrite"))){
-const err46 = {instancePath:instancePath+"/session/roles/" + i4,schemaPath:"#/properties/session/properties/roles/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+const len2 = data13.length;
+for(let i4=0; i4<len2; i4++){
+let data14 = data13[i4];
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+if(data14.role === undefined){
+const err46 = {instancePath:instancePath+"/session/roles/" + i4,schemaPath:"#/properties/session/properties/roles/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -4666,11 +4670,8 @@ vErrors.push(err46);
 }
 errors++;
 }
-}
-if(data13.role !== undefined){
-let data14 = data13.role;
-if(typeof data14 !== "string"){
-const err47 = {instancePath:instancePath+"/session/roles/" + i4+"/role",schemaPath:"artifact-role.schema.json/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.min === undefined){
+const err47 = {instancePath:instancePath+"/session/roles/" + i4,schemaPath:"#/properties/session/properties/roles/items/required",keyword:"required",params:{missingProperty: "min"},message:"must have required property '"+"min"+"'"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -4679,8 +4680,8 @@ vErrors.push(err47);
 }
 errors++;
 }
-if(!(((((((data14 === "agent_wire_history") || (data14 === "kimi_state")) || (data14 === "portable_export")) || (data14 === "primary_transcript")) || (data14 === "rollout")) || (data14 === "session_companion")) || (data14 === "session_state"))){
-const err48 = {instancePath:instancePath+"/session/roles/" + i4+"/role",schemaPath:"artifact-role.schema.json/enum",keyword:"enum",params:{allowedValues: schema13.enum},message:"must be equal to one of the allowed values"};
+if(data14.max === undefined){
+const err48 = {instancePath:instancePath+"/session/roles/" + i4,schemaPath:"#/properties/session/properties/roles/items/required",keyword:"required",params:{missingProperty: "max"},message:"must have required property '"+"max"+"'"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -4689,11 +4690,9 @@ vErrors.push(err48);
 }
 errors++;
 }
-}
-if(data13.min !== undefined){
-let data15 = data13.min;
-if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
-const err49 = {instancePath:instancePath+"/session/roles/" + i4+"/min",schemaPath:"#/properties/session/properties/roles/items/properties/min/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key2 in data14){
+if(!((((key2 === "role") || (key2 === "min")) || (key2 === "max")) || (key2 === "restore_rewrite"))){
+const err49 = {instancePath:instancePath+"/session/roles/" + i4,schemaPath:"#/properties/session/properties/roles/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -4702,9 +4701,11 @@ vErrors.push(err49);
 }
 errors++;
 }
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 > 2048 || isNaN(data15)){
-const err50 = {instancePath:instancePath+"/session/roles/" + i4+"/min",schemaPath:"#/properties/session/properties/roles/items/properties/min/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2048},message:"must be <= 2048"};
+}
+if(data14.role !== undefined){
+let data15 = data14.role;
+if(typeof data15 !== "string"){
+const err50 = {instancePath:instancePath+"/session/roles/" + i4+"/role",schemaPath:"artifact-role.schema.json/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -4713,8 +4714,8 @@ vErrors.push(err50);
 }
 errors++;
 }
-if(data15 < 0 || isNaN(data15)){
-const err51 = {instancePath:instancePath+"/session/roles/" + i4+"/min",schemaPath:"#/properties/session/properties/roles/items/properties/min/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(!(((((((data15 === "agent_wire_history") || (data15 === "kimi_state")) || (data15 === "portable_export")) || (data15 === "primary_transcript")) || (data15 === "rollout")) || (data15 === "session_companion")) || (data15 === "session_state"))){
+const err51 = {instancePath:instancePath+"/session/roles/" + i4+"/role",schemaPath:"artifact-role.schema.json/enum",keyword:"enum",params:{allowedValues: schema13.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -4724,11 +4725,10 @@ vErrors.push(err51);
 errors++;
 }
 }
-}
-if(data13.max !== undefined){
-let data16 = data13.max;
+if(data14.min !== undefined){
+let data16 = data14.min;
 if(!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))){
-const err52 = {instancePath:instancePath+"/session/roles/" + i4+"/max",schemaPath:"#/properties/session/properties/roles/items/properties/max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err52 = {instancePath:instancePath+"/session/roles/" + i4+"/min",schemaPath:"#/properties/session/properties/roles/items/properties/min/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -4739,7 +4739,7 @@ errors++;
 }
 if((typeof data16 == "number") && (isFinite(data16))){
 if(data16 > 2048 || isNaN(data16)){
-const err53 = {instancePath:instancePath+"/session/roles/" + i4+"/max",schemaPath:"#/properties/session/properties/roles/items/properties/max/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2048},message:"must be <= 2048"};
+const err53 = {instancePath:instancePath+"/session/roles/" + i4+"/min",schemaPath:"#/properties/session/properties/roles/items/properties/min/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2048},message:"must be <= 2048"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -4748,8 +4748,8 @@ vErrors.push(err53);
 }
 errors++;
 }
-if(data16 < 1 || isNaN(data16)){
-const err54 = {instancePath:instancePath+"/session/roles/" + i4+"/max",schemaPath:"#/properties/session/properties/roles/items/properties/max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data16 < 0 || isNaN(data16)){
+const err54 = {instancePath:instancePath+"/session/roles/" + i4+"/min",schemaPath:"#/properties/session/properties/roles/items/properties/min/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -4760,11 +4760,10 @@ errors++;
 }
 }
 }
-if(data13.restore_rewrite !== undefined){
-let data17 = data13.restore_rewrite;
-if(typeof data17 === "string"){
-if(func2(data17) > 256){
-const err55 = {instancePath:instancePath+"/session/roles/" + i4+"/restore_rewrite",schemaPath:"#/properties/session/properties/roles/items/properties/restore_rewrite/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(data14.max !== undefined){
+let data17 = data14.max;
+if(!(((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17))) && (isFinite(data17)))){
+const err55 = {instancePath:instancePath+"/session/roles/" + i4+"/max",schemaPath:"#/properties/session/properties/roles/items/properties/max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -4773,8 +4772,9 @@ vErrors.push(err55);
 }
 errors++;
 }
-if(func2(data17) < 1){
-const err56 = {instancePath:instancePath+"/session/roles/" + i4+"/restore_rewrite",schemaPath:"#/properties/session/properties/roles/items/properties/restore_rewrite/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if((typeof data17 == "number") && (isFinite(data17))){
+if(data17 > 2048 || isNaN(data17)){
+const err56 = {instancePath:instancePath+"/session/roles/" + i4+"/max",schemaPath:"#/properties/session/properties/roles/items/properties/max/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2048},message:"must be <= 2048"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -4783,9 +4783,8 @@ vErrors.push(err56);
 }
 errors++;
 }
-}
-else {
-const err57 = {instancePath:instancePath+"/session/roles/" + i4+"/restore_rewrite",schemaPath:"#/properties/session/properties/roles/items/properties/restore_rewrite/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data17 < 1 || isNaN(data17)){
+const err57 = {instancePath:instancePath+"/session/roles/" + i4+"/max",schemaPath:"#/properties/session/properties/roles/items/properties/max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -4796,8 +4795,11 @@ errors++;
 }
 }
 }
-else {
-const err58 = {instancePath:instancePath+"/session/roles/" + i4,schemaPath:"#/properties/session/properties/roles/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data14.restore_rewrite !== undefined){
+let data18 = data14.restore_rewrite;
+if(typeof data18 === "string"){
+if(func2(data18) > 256){
+const err58 = {instancePath:instancePath+"/session/roles/" + i4+"/restore_rewrite",schemaPath:"#/properties/session/properties/roles/items/properties/restore_rewrite/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -4806,10 +4808,8 @@ vErrors.push(err58);
 }
 errors++;
 }
-}
-}
-else {
-const err59 = {instancePath:instancePath+"/session/roles",schemaPath:"#/properties/session/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(func2(data18) < 1){
+const err59 = {instancePath:instancePath+"/session/roles/" + i4+"/restore_rewrite",schemaPath:"#/properties/session/properties/roles/items/properties/restore_rewrite/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -4819,9 +4819,8 @@ vErrors.push(err59);
 errors++;
 }
 }
-}
 else {
-const err60 = {instancePath:instancePath+"/session",schemaPath:"#/properties/session/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err60 = {instancePath:instancePath+"/session/roles/" + i4+"/restore_rewrite",schemaPath:"#/properties/session/properties/roles/items/properties/restore_rewrite/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -4831,11 +4830,9 @@ vErrors.push(err60);
 errors++;
 }
 }
-if(data.capture !== undefined){
-let data18 = data.capture;
-if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
-if(data18.event === undefined){
-const err61 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
+}
+else {
+const err61 = {instancePath:instancePath+"/session/roles/" + i4,schemaPath:"#/properties/session/properties/roles/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -4844,8 +4841,10 @@ vErrors.push(err61);
 }
 errors++;
 }
-if(data18.hook === undefined){
-const err62 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/required",keyword:"required",params:{missingProperty: "hook"},message:"must have required property '"+"hook"+"'"};
+}
+}
+else {
+const err62 = {instancePath:instancePath+"/session/roles",schemaPath:"#/properties/session/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -4854,9 +4853,10 @@ vErrors.push(err62);
 }
 errors++;
 }
-for(const key3 in data18){
-if(!((((key3 === "event") || (key3 === "wait_for_exit")) || (key3 === "misses")) || (key3 === "hook"))){
-const err63 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+}
+}
+else {
+const err63 = {instancePath:instancePath+"/session",schemaPath:"#/properties/session/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -4866,10 +4866,11 @@ vErrors.push(err63);
 errors++;
 }
 }
-if(data18.event !== undefined){
-let data19 = data18.event;
-if(typeof data19 !== "string"){
-const err64 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.capture !== undefined){
+let data19 = data.capture;
+if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
+if(data19.event === undefined){
+const err64 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -4878,8 +4879,8 @@ vErrors.push(err64);
 }
 errors++;
 }
-if(!(((data19 === "SessionEnd") || (data19 === "Stop")) || (data19 === "session.idle"))){
-const err65 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema35.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
+if(data19.hook === undefined){
+const err65 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/required",keyword:"required",params:{missingProperty: "hook"},message:"must have required property '"+"hook"+"'"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -4888,10 +4889,9 @@ vErrors.push(err65);
 }
 errors++;
 }
-}
-if(data18.wait_for_exit !== undefined){
-if(typeof data18.wait_for_exit !== "boolean"){
-const err66 = {instancePath:instancePath+"/capture/wait_for_exit",schemaPath:"#/properties/capture/properties/wait_for_exit/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+for(const key3 in data19){
+if(!((((key3 === "event") || (key3 === "wait_for_exit")) || (key3 === "misses")) || (key3 === "hook"))){
+const err66 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -4901,11 +4901,10 @@ vErrors.push(err66);
 errors++;
 }
 }
-if(data18.misses !== undefined){
-let data21 = data18.misses;
-if(typeof data21 === "string"){
-if(func2(data21) > 256){
-const err67 = {instancePath:instancePath+"/capture/misses",schemaPath:"#/properties/capture/properties/misses/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(data19.event !== undefined){
+let data20 = data19.event;
+if(typeof data20 !== "string"){
+const err67 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -4914,8 +4913,8 @@ vErrors.push(err67);
 }
 errors++;
 }
-if(func2(data21) < 1){
-const err68 = {instancePath:instancePath+"/capture/misses",schemaPath:"#/properties/capture/properties/misses/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!(((data20 === "SessionEnd") || (data20 === "Stop")) || (data20 === "session.idle"))){
+const err68 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema35.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -4925,8 +4924,9 @@ vErrors.push(err68);
 errors++;
 }
 }
-else {
-const err69 = {instancePath:instancePath+"/capture/misses",schemaPath:"#/properties/capture/properties/misses/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data19.wait_for_exit !== undefined){
+if(typeof data19.wait_for_exit !== "boolean"){
+const err69 = {instancePath:instancePath+"/capture/wait_for_exit",schemaPath:"#/properties/capture/properties/wait_for_exit/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -4936,11 +4936,11 @@ vErrors.push(err69);
 errors++;
 }
 }
-if(data18.hook !== undefined){
-let data22 = data18.hook;
-if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
-if(data22.file === undefined){
-const err70 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "file"},message:"must have required property '"+"file"+"'"};
+if(data19.misses !== undefined){
+let data22 = data19.misses;
+if(typeof data22 === "string"){
+if(func2(data22) > 256){
+const err70 = {instancePath:instancePath+"/capture/misses",schemaPath:"#/properties/capture/properties/misses/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -4949,8 +4949,8 @@ vErrors.push(err70);
 }
 errors++;
 }
-if(data22.format === undefined){
-const err71 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
+if(func2(data22) < 1){
+const err71 = {instancePath:instancePath+"/capture/misses",schemaPath:"#/properties/capture/properties/misses/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -4959,8 +4959,9 @@ vErrors.push(err71);
 }
 errors++;
 }
-if(data22.timeout_seconds === undefined){
-const err72 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "timeout_seconds"},message:"must have required property '"+"timeout_seconds"+"'"};
+}
+else {
+const err72 = {instancePath:instancePath+"/capture/misses",schemaPath:"#/properties/capture/properties/misses/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -4969,9 +4970,12 @@ vErrors.push(err72);
 }
 errors++;
 }
-for(const key4 in data22){
-if(!((((key4 === "file") || (key4 === "format")) || (key4 === "timeout_seconds")) || (key4 === "requires"))){
-const err73 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+}
+if(data19.hook !== undefined){
+let data23 = data19.hook;
+if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+if(data23.file === undefined){
+const err73 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "file"},message:"must have required property '"+"file"+"'"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -4980,12 +4984,8 @@ vErrors.push(err73);
 }
 errors++;
 }
-}
-if(data22.file !== undefined){
-let data23 = data22.file;
-if(typeof data23 === "string"){
-if(func2(data23) > 256){
-const err74 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(data23.format === undefined){
+const err74 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -4994,8 +4994,8 @@ vErrors.push(err74);
 }
 errors++;
 }
-if(func2(data23) < 1){
-const err75 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data23.timeout_seconds === undefined){
+const err75 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/required",keyword:"required",params:{missingProperty: "timeout_seconds"},message:"must have required property '"+"timeout_seconds"+"'"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -5004,8 +5004,9 @@ vErrors.push(err75);
 }
 errors++;
 }
-if(!pattern22.test(data23)){
-const err76 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
+for(const key4 in data23){
+if(!((((key4 === "file") || (key4 === "format")) || (key4 === "timeout_seconds")) || (key4 === "requires"))){
+const err76 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -5015,8 +5016,11 @@ vErrors.push(err76);
 errors++;
 }
 }
-else {
-const err77 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data23.file !== undefined){
+let data24 = data23.file;
+if(typeof data24 === "string"){
+if(func2(data24) > 256){
+const err77 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -5025,12 +5029,8 @@ vErrors.push(err77);
 }
 errors++;
 }
-}
-if(data22.format !== undefined){
-let data24 = data22.format;
-if(typeof data24 === "string"){
-if(func2(data24) > 64){
-const err78 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(func2(data24) < 1){
+const err78 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -5039,8 +5039,8 @@ vErrors.push(err78);
 }
 errors++;
 }
-if(!pattern24.test(data24)){
-const err79 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+(-[a-z0-9]+)*$"},message:"must match pattern \""+"^[a-z0-9]+(-[a-z0-9]+)*$"+"\""};
+if(!pattern22.test(data24)){
+const err79 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -5051,7 +5051,7 @@ errors++;
 }
 }
 else {
-const err80 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err80 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -5061,10 +5061,11 @@ vErrors.push(err80);
 errors++;
 }
 }
-if(data22.timeout_seconds !== undefined){
-let data25 = data22.timeout_seconds;
-if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-const err81 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data23.format !== undefined){
+let data25 = data23.format;
+if(typeof data25 === "string"){
+if(func2(data25) > 64){
+const err81 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -5073,9 +5074,8 @@ vErrors.push(err81);
 }
 errors++;
 }
-if((typeof data25 == "number") && (isFinite(data25))){
-if(data25 > 600 || isNaN(data25)){
-const err82 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600},message:"must be <= 600"};
+if(!pattern24.test(data25)){
+const err82 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+(-[a-z0-9]+)*$"},message:"must match pattern \""+"^[a-z0-9]+(-[a-z0-9]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -5084,8 +5084,9 @@ vErrors.push(err82);
 }
 errors++;
 }
-if(data25 < 1 || isNaN(data25)){
-const err83 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+else {
+const err83 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -5095,12 +5096,10 @@ vErrors.push(err83);
 errors++;
 }
 }
-}
-if(data22.requires !== undefined){
-let data26 = data22.requires;
-if(Array.isArray(data26)){
-if(data26.length > 8){
-const err84 = {instancePath:instancePath+"/capture/hook/requires",schemaPath:"#/properties/capture/properties/hook/properties/requires/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
+if(data23.timeout_seconds !== undefined){
+let data26 = data23.timeout_seconds;
+if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
+const err84 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -5109,8 +5108,9 @@ vErrors.push(err84);
 }
 errors++;
 }
-if(data26.length < 1){
-const err85 = {instancePath:instancePath+"/capture/hook/requires",schemaPath:"#/properties/capture/properties/hook/properties/requires/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 > 600 || isNaN(data26)){
+const err85 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600},message:"must be <= 600"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -5119,12 +5119,8 @@ vErrors.push(err85);
 }
 errors++;
 }
-const len3 = data26.length;
-for(let i5=0; i5<len3; i5++){
-let data27 = data26[i5];
-if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
-if(data27.key === undefined){
-const err86 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
+if(data26 < 1 || isNaN(data26)){
+const err86 = {instancePath:instancePath+"/capture/hook/timeout_seconds",schemaPath:"#/properties/capture/properties/hook/properties/timeout_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -5133,8 +5129,13 @@ vErrors.push(err86);
 }
 errors++;
 }
-if(data27.value === undefined){
-const err87 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+}
+}
+if(data23.requires !== undefined){
+let data27 = data23.requires;
+if(Array.isArray(data27)){
+if(data27.length > 8){
+const err87 = {instancePath:instancePath+"/capture/hook/requires",schemaPath:"#/properties/capture/properties/hook/properties/requires/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -5143,9 +5144,8 @@ vErrors.push(err87);
 }
 errors++;
 }
-for(const key5 in data27){
-if(!((key5 === "key") || (key5 === "value"))){
-const err88 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if(data27.length < 1){
+const err88 = {instancePath:instancePath+"/capture/hook/requires",schemaPath:"#/properties/capture/properties/hook/properties/requires/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -5154,12 +5154,12 @@ vErrors.push(err88);
 }
 errors++;
 }
-}
-if(data27.key !== undefined){
-let data28 = data27.key;
-if(Array.isArray(data28)){
-if(data28.length > 8){
-const err89 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
+const len3 = data27.length;
+for(let i5=0; i5<len3; i5++){
+let data28 = data27[i5];
+if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
+if(data28.key === undefined){
+const err89 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -5168,8 +5168,8 @@ vErrors.push(err89);
 }
 errors++;
 }
-if(data28.length < 1){
-const err90 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(data28.value === undefined){
+const err90 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -5178,12 +5178,9 @@ vErrors.push(err90);
 }
 errors++;
 }
-const len4 = data28.length;
-for(let i6=0; i6<len4; i6++){
-let data29 = data28[i6];
-if(typeof data29 === "string"){
-if(func2(data29) > 128){
-const err91 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key/" + i6,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/items/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+for(const key5 in data28){
+if(!((key5 === "key") || (key5 === "value"))){
+const err91 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -5192,8 +5189,12 @@ vErrors.push(err91);
 }
 errors++;
 }
-if(func2(data29) < 1){
-const err92 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key/" + i6,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data28.key !== undefined){
+let data29 = data28.key;
+if(Array.isArray(data29)){
+if(data29.length > 8){
+const err92 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -5202,9 +5203,8 @@ vErrors.push(err92);
 }
 errors++;
 }
-}
-else {
-const err93 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key/" + i6,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data29.length < 1){
+const err93 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -5213,10 +5213,12 @@ vErrors.push(err93);
 }
 errors++;
 }
-}
-}
-else {
-const err94 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const len4 = data29.length;
+for(let i6=0; i6<len4; i6++){
+let data30 = data29[i6];
+if(typeof data30 === "string"){
+if(func2(data30) > 128){
+const err94 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key/" + i6,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/items/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -5225,14 +5227,8 @@ vErrors.push(err94);
 }
 errors++;
 }
-}
-if(data27.value !== undefined){
-let data30 = data27.value;
-const _errs73 = errors;
-let valid23 = false;
-const _errs74 = errors;
-if(typeof data30 !== "boolean"){
-const err95 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf/0/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(func2(data30) < 1){
+const err95 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key/" + i6,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -5241,12 +5237,9 @@ vErrors.push(err95);
 }
 errors++;
 }
-var _valid0 = _errs74 === errors;
-valid23 = valid23 || _valid0;
-if(!valid23){
-const _errs76 = errors;
-if(!((typeof data30 == "number") && (isFinite(data30)))){
-const err96 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf/1/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err96 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key/" + i6,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -5255,12 +5248,10 @@ vErrors.push(err96);
 }
 errors++;
 }
-var _valid0 = _errs76 === errors;
-valid23 = valid23 || _valid0;
-if(!valid23){
-const _errs78 = errors;
-if(typeof data30 !== "string"){
-const err97 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf/2/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+}
+else {
+const err97 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/key",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/key/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -5269,12 +5260,14 @@ vErrors.push(err97);
 }
 errors++;
 }
-var _valid0 = _errs78 === errors;
-valid23 = valid23 || _valid0;
 }
-}
-if(!valid23){
-const err98 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(data28.value !== undefined){
+let data31 = data28.value;
+const _errs75 = errors;
+let valid23 = false;
+const _errs76 = errors;
+if(typeof data31 !== "boolean"){
+const err98 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf/0/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -5283,11 +5276,53 @@ vErrors.push(err98);
 }
 errors++;
 }
+var _valid0 = _errs76 === errors;
+valid23 = valid23 || _valid0;
+if(!valid23){
+const _errs78 = errors;
+if(!((typeof data31 == "number") && (isFinite(data31)))){
+const err99 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf/1/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err99];
+}
 else {
-errors = _errs73;
+vErrors.push(err99);
+}
+errors++;
+}
+var _valid0 = _errs78 === errors;
+valid23 = valid23 || _valid0;
+if(!valid23){
+const _errs80 = errors;
+if(typeof data31 !== "string"){
+const err100 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf/2/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err100];
+}
+else {
+vErrors.push(err100);
+}
+errors++;
+}
+var _valid0 = _errs80 === errors;
+valid23 = valid23 || _valid0;
+}
+}
+if(!valid23){
+const err101 = {instancePath:instancePath+"/capture/hook/requires/" + i5+"/value",schemaPath:"#/properties/capture/properties/hook/properties/requires/items/properties/value/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err101];
+}
+else {
+vErrors.push(err101);
+}
+errors++;
+}
+else {
+errors = _errs75;
 if(vErrors !== null){
-if(_errs73){
-vErrors.length = _errs73;
+if(_errs75){
+vErrors.length = _errs75;
 }
 else {
 vErrors = null;
@@ -5297,43 +5332,7 @@ vErrors = null;
 }
 }
 else {
-const err99 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err99];
-}
-else {
-vErrors.push(err99);
-}
-errors++;
-}
-}
-}
-else {
-const err100 = {instancePath:instancePath+"/capture/hook/requires",schemaPath:"#/properties/capture/properties/hook/properties/requires/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err100];
-}
-else {
-vErrors.push(err100);
-}
-errors++;
-}
-}
-}
-else {
-const err101 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err101];
-}
-else {
-vErrors.push(err101);
-}
-errors++;
-}
-}
-}
-else {
-const err102 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err102 = {instancePath:instancePath+"/capture/hook/requires/" + i5,schemaPath:"#/properties/capture/properties/hook/properties/requires/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -5345,12 +5344,48 @@ errors++;
 }
 }
 else {
-const err103 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err103 = {instancePath:instancePath+"/capture/hook/requires",schemaPath:"#/properties/capture/properties/hook/properties/requires/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err103];
 }
 else {
 vErrors.push(err103);
+}
+errors++;
+}
+}
+}
+else {
+const err104 = {instancePath:instancePath+"/capture/hook",schemaPath:"#/properties/capture/properties/hook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err104];
+}
+else {
+vErrors.push(err104);
+}
+errors++;
+}
+}
+}
+else {
+const err105 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err105];
+}
+else {
+vErrors.push(err105);
+}
+errors++;
+}
+}
+}
+else {
+const err106 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err106];
+}
+else {
+vErrors.push(err106);
 }
 errors++;
 }
