@@ -21,7 +21,7 @@ import {
 } from '../../src/harness-kit/title.js';
 import { claudeUserTurn } from '../../src/harnesses/claude/transcript.js';
 import { codexUserTurn } from '../../src/harnesses/codex/transcript.js';
-import { kimiUserTurn } from '../../src/harnesses/kimi/transcript.js';
+import { kimiUserTurn } from '../../src/harnesses/kimi/legacy/transcript.js';
 
 const ID = 'a1b2c3d4-0000-4000-8000-000000000001';
 

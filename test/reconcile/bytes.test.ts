@@ -44,7 +44,7 @@ const claudeSettings = () => path.join(claudeDir(), 'settings.json');
 const codexConfig = () => path.join(t.home, '.codex', 'config.toml');
 const codexHooksJson = () => path.join(t.home, '.codex', 'hooks.json');
 const opencodePlugin = () => path.join(t.home, '.config', 'opencode', 'plugin', 'blue-agent-session-upload.js');
-const kimiConfig = () => path.join(t.home, '.kimi', 'config.toml');
+const kimiConfig = () => path.join(t.home, '.kimi-code', 'config.toml');
 const byHarness = (report: ReconcileReport) => Object.fromEntries(report.harnesses.map((h) => [h.harness, h]));
 const disable = () => writeFile(policy, DISABLED);
 const run = (only?: HarnessName[], dryRun = false) =>
@@ -171,9 +171,9 @@ describe('the ledger is written ahead of the native file', () => {
     await disable();
     await run(['claude', 'kimi', 'opencode']);
     expect(await exists(claudeDir())).toBe(false);
-    expect(await exists(path.join(t.home, '.kimi'))).toBe(false);
+    expect(await exists(path.dirname(kimiConfig()))).toBe(false);
     expect(await exists(path.join(t.home, '.config', 'opencode'))).toBe(false);
-    expect(await readdir(t.home)).toEqual(expect.not.arrayContaining(['.claude', '.kimi']));
+    expect(await readdir(t.home)).toEqual(expect.not.arrayContaining(['.claude', path.basename(path.dirname(kimiConfig()))]));
     expect((await readLedger(ctx)).files).toEqual({});
   });
 
@@ -233,7 +233,7 @@ describe('links and special files in the place of a config', () => {
     expect(loop.files[0]!.error).toMatchObject({ code: 'UNSAFE_PATH' });
     expect(loop.files[0]!.error!.message).toMatch(/too many levels of symbolic links \(ELOOP/);
 
-    await symlink(path.join(t.root, 'gone', 'kimi'), path.join(t.home, '.kimi'));
+    await symlink(path.join(t.root, 'gone', 'kimi'), path.dirname(kimiConfig()));
     const kimi = byHarness(await run(['kimi'])).kimi!;
     expect(kimi.state).toBe('error');
     expect(kimi.files[0]!.error).toMatchObject({ code: 'UNSAFE_PATH' });

@@ -1,6 +1,6 @@
 /**
- * Reconcile against configurations shaped like real, publicly committed ones (fixtures/real-world): Kimi's default
- * config with `hooks = []`, a Codex config with other tools' marker blocks that have unrelated tables inside, and
+ * Reconcile against configurations shaped like real, publicly committed ones (fixtures/real-world): kimi-cli's
+ * default config with `hooks = []`, a Kimi Code config as its migration from kimi-cli writes it, with the user's hooks, a Codex config with other tools' marker blocks that have unrelated tables inside, and
  * Claude settings with other tools' hooks. Install, re-install and removal: foreign entries untouched, byte-exact.
  */
 import { readFileSync } from 'node:fs';
@@ -52,7 +52,9 @@ function foreignCommands(value: unknown, harness: HarnessName): string[] {
 }
 
 const cases = [
-  { harness: 'kimi', file: () => path.join(t.home, '.kimi', 'config.toml'), name: 'kimi-default.toml', parse: (s: string) => parseToml(s) },
+  // kimi-cli, the Python CLI Kimi Code succeeds.
+  { harness: 'kimi', file: () => path.join(t.home, '.kimi', 'config.toml'), name: 'kimi-default.toml', parse: (s: string) => parseToml(s), version: 'kimi, version 1.49.0' },
+  { harness: 'kimi', file: () => path.join(t.home, '.kimi-code', 'config.toml'), name: 'kimi-code-migrated.toml', parse: (s: string) => parseToml(s) },
   { harness: 'codex', file: () => path.join(t.home, '.codex', 'config.toml'), name: 'codex-foreign-blocks.toml', parse: (s: string) => parseToml(s) },
   { harness: 'claude', file: () => path.join(t.home, '.claude', 'settings.json'), name: 'claude-foreign-hooks.json', parse: (s: string) => JSON.parse(s) as unknown },
 ] as const;
@@ -60,6 +62,7 @@ const cases = [
 describe('real-world configurations', () => {
   for (const c of cases) {
     it(`${c.name}: install, re-install and removal keep foreign entries and every byte`, async () => {
+      if ('version' in c) await versionStubs(t.root, { [c.harness]: c.version });
       const original = fixture(c.name);
       await mkdir(path.dirname(c.file()), { recursive: true });
       await writeFile(c.file(), original);

@@ -40,7 +40,7 @@ afterEach(async () => t.cleanup());
 
 const claudeSettings = () => path.join(t.home, '.claude', 'settings.json');
 const codexConfig = () => path.join(t.home, '.codex', 'config.toml');
-const kimiConfig = () => path.join(t.home, '.kimi', 'config.toml');
+const kimiConfig = () => path.join(t.home, '.kimi-code', 'config.toml');
 
 /** Every file under a directory with its bytes and mtime: "nothing was written" means this does not change. */
 async function snapshot(dir: string): Promise<Record<string, string>> {
@@ -281,16 +281,16 @@ describe('reconcile command', () => {
 
 describe('reconcile edge cases', () => {
   it('a harness whose hook file cannot be chosen is reported in error while the others proceed', async () => {
-    // Kimi still on its legacy config.json: writing config.toml would hide the user's settings from Kimi.
+    // kimi-cli's hooks not yet migrated to Kimi Code: a managed hook in Kimi Code's config would have them dropped.
     await mkdir(path.join(t.home, '.kimi'), { recursive: true });
-    await writeFile(path.join(t.home, '.kimi', 'config.json'), '{"default_model": "k2"}');
+    await writeFile(path.join(t.home, '.kimi', 'config.toml'), '[[hooks]]\nevent = "Stop"\ncommand = "echo mine"\n');
     const report = await reconcile(ctx, { dryRun: false, policyFile: policy });
     const h = byHarness(report);
     expect(h.kimi).toMatchObject({ state: 'error', action: 'error' });
     expect(h.kimi!.files[0]!.error).toMatchObject({ code: 'NATIVE_CONFIG_CONFLICT' });
     expect(h.claude!.action).toBe('create');
     await expect(stat(kimiConfig())).rejects.toThrow();
-    // Removing capture does not need a hook file, so the legacy config is no obstacle then.
+    // Removing capture does not need a hook file, so the pending migration is no obstacle then.
     await writeFile(policy, DISABLED);
     const off = byHarness(await reconcile(ctx, { dryRun: false, policyFile: policy }));
     expect(off.kimi).toMatchObject({ state: 'capture_disabled', action: 'unchanged' });

@@ -9,7 +9,6 @@ import { describe, expect, it } from 'vitest';
 import { BlueError } from '../../src/errors.js';
 import type { LockWorld } from '../../src/lock/liveness.js';
 import { claudeProjectKey } from '../../src/harnesses/claude/session.js';
-import { kimiWorkDirHash } from '../../src/harnesses/kimi/session.js';
 import { applyRestore, prepareRestore, realRestoreIO, recoverRestores, type PreparedRestore, type RestoreIO } from '../../src/restore/index.js';
 import type { TestHome } from '../support/context.js';
 import { errnoError, fixtureBundle, shippedProfiles, snapshot, type FixtureSession, useRestoreHomes } from '../support/restore-homes.js';
@@ -41,7 +40,6 @@ async function sourceFiles(harness: HarnessName, session: FixtureSession): Promi
   const base = rigFor(harness).fixture.sessionsIn!(source.home);
   const out = new Map<string, Buffer>();
   for (const f of session.result.manifest.files) {
-    if (f.role === 'kimi_state') continue; // made at capture (sanitised)
     out.set(f.native_path!, await readFile(path.join(base, ...f.native_path!.split('/'))));
   }
   return out;
@@ -301,52 +299,6 @@ describe('Codex', () => {
     expect(different.collision).toBe('different');
     expect(different.summary.conflicts[0]!.why).toContain(local);
     await different.dispose();
-  });
-});
-
-describe('Kimi CLI', () => {
-  it('places the session under md5(destination), the plan file, and merges the work_dirs entry keeping the rest of kimi.json', async () => {
-    const session = await fixtureBundle('kimi', source, path.join(source.root, 'kimi.bundle'));
-    const share = path.join(target.home, '.kimi');
-    await mkdir(share, { recursive: true });
-    const kimiJson = path.join(share, 'kimi.json');
-    const original = '{\n  "work_dirs": [\n    {\n      "path": "/srv/other",\n      "kaos": "local",\n      "last_session_id": "keep-me",\n      "future_key": 1\n    }\n  ],\n  "thinking": true,\n  "unknown": {"a": [1, 2]}\n}\n';
-    await writeFile(kimiJson, original);
-    const prepared = await prepare(session.bundle);
-    const result = await applyRestore(target.ctx, prepared);
-    const hash = kimiWorkDirHash(destination);
-    expect(result.placed).toContain(path.join(share, 'sessions', hash, session.sessionId, 'context.jsonl'));
-    expect(result.placed).toContain(path.join(share, 'sessions', hash, session.sessionId, 'wire.jsonl'));
-    expect(result.placed).toContain(path.join(share, 'plans', 'iron-man-storm-batman.md'));
-    expect(result.placed.some((p) => p.includes(`${path.sep}tasks${path.sep}`))).toBe(false);
-    expect(result.resumeArgv).toEqual(['kimi', '--session', session.sessionId]);
-    const merged = await readFile(kimiJson, 'utf8');
-    const doc = JSON.parse(merged) as { work_dirs: Record<string, unknown>[]; thinking: boolean; unknown: unknown };
-    expect(doc.work_dirs).toEqual([
-      { path: '/srv/other', kaos: 'local', last_session_id: 'keep-me', future_key: 1 },
-      { path: destination, kaos: 'local', last_session_id: session.sessionId },
-    ]);
-    expect(doc.thinking).toBe(true);
-    expect(doc.unknown).toEqual({ a: [1, 2] });
-    // Every byte before the insertion is the user's.
-    expect(merged.startsWith(original.slice(0, original.indexOf('\n  ],')))).toBe(true);
-    for (const [rel, bytes] of await sourceFiles('kimi', session)) {
-      const placed = rel.startsWith('plans/') ? path.join(share, ...rel.split('/')) : path.join(share, 'sessions', hash, ...rel.split('/').slice(2));
-      expect(await readFile(placed)).toEqual(bytes);
-    }
-  });
-
-  it('a kimi.json that does not parse is never overwritten, and nothing is placed', async () => {
-    const session = await fixtureBundle('kimi', source, path.join(source.root, 'kimi.bundle'));
-    const share = path.join(target.home, '.kimi');
-    await mkdir(share, { recursive: true });
-    await writeFile(path.join(share, 'kimi.json'), '{"work_dirs": [ oops');
-    const before = await snapshot(target.home);
-    const prepared = await prepare(session.bundle);
-    const error = await blueError(() => applyRestore(target.ctx, prepared));
-    expect(error.code).toBe('NATIVE_CONFIG_PARSE');
-    await prepared.dispose();
-    expect(await snapshot(target.home)).toEqual(before);
   });
 });
 

@@ -49,6 +49,13 @@ const kimiFiles = (extra: RawFile[]): RawFile[] => [
   ...extra,
 ];
 
+const WD = `wd_proj_${'c'.repeat(12)}`;
+const kimiCodeFiles = (extra: RawFile[]): RawFile[] => [
+  { role: 'agent_wire_history', name: 'wire.jsonl', native_path: `${WD}/${ID}/agents/main/wire.jsonl`, content: '{}\n' },
+  { role: 'kimi_state', name: 'state.json', native_path: `${WD}/${ID}/state.json`, content: `{"id": "${ID}", "version": 2, "cwd": "/w"}\n` },
+  ...extra,
+];
+
 const cases: Case[] = [
   { name: 'Claude: a native path climbing out with ..', harness: 'claude', files: [{ ...claudeTranscript, native_path: `../../../../tmp/${ID}.jsonl` }], code: 'BUNDLE_INVALID', message: /\.\./ },
   { name: 'Claude: an absolute native path', harness: 'claude', files: [{ ...claudeTranscript, native_path: `/tmp/${ID}.jsonl` }], code: 'BUNDLE_INVALID', message: /absolute/ },
@@ -64,12 +71,22 @@ const cases: Case[] = [
   { name: 'Codex: a rollout under another name', harness: 'codex', files: [{ role: 'rollout', name: 'rollout.jsonl', native_path: `2026/11/30/config.toml`, content: META }], code: 'RESTORE_UNSAFE', message: /cannot live at/ },
   { name: 'Codex: a rollout of another session', harness: 'codex', files: [{ role: 'rollout', name: 'rollout.jsonl', native_path: `2026/11/30/rollout-2026-11-30T16-33-24-${ID}.jsonl`, content: META.replace(`"id":"${ID}"`, '"id":"someone-else"') }], code: 'RESTORE_UNSAFE', message: /belongs to session/ },
   { name: 'Codex: a rollout without session_meta', harness: 'codex', files: [{ role: 'rollout', name: 'rollout.jsonl', native_path: `2026/11/30/rollout-2026-11-30T16-33-24-${ID}.jsonl`, content: '{"type":"event_msg"}\n' }], code: 'RESTORE_UNSAFE', message: /session_meta/ },
-  { name: 'Kimi: background task state (another machine\'s pids)', harness: 'kimi', files: kimiFiles([{ role: 'session_state', name: 'runtime.json', native_path: `sessions/${HASH}/${ID}/tasks/t1/runtime.json`, content: '{"pid":1}' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
-  { name: 'Kimi: the share dir\'s config', harness: 'kimi', files: kimiFiles([{ role: 'session_state', name: 'config.toml', native_path: 'config.toml', content: '[x]' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
-  { name: 'Kimi: a file of another session', harness: 'kimi', files: kimiFiles([{ role: 'session_state', name: 'c', native_path: `sessions/${HASH}/other/context.jsonl`, content: '{}' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
-  { name: 'Kimi: a plan path with a folder', harness: 'kimi', files: kimiFiles([{ role: 'session_state', name: 'p', native_path: 'plans/x/y.md', content: '#' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
-  { name: 'Kimi: state.json under the wrong role', harness: 'kimi', files: [...kimiFiles([]).filter((f) => f.role !== 'kimi_state'), { role: 'kimi_state', name: 's', native_path: `sessions/${HASH}/${ID}/notes.json`, content: '{}' }], code: 'RESTORE_UNSAFE', message: /cannot live at/ },
-  { name: 'Kimi: no context.jsonl', harness: 'kimi', files: kimiFiles([]).map((f) => (f.name === 'context.jsonl' ? { ...f, native_path: `sessions/${HASH}/${ID}/other.jsonl` } : f)), code: 'RESTORE_UNSAFE', message: /context\.jsonl/ },
+  { name: 'kimi-cli: background task state (another machine\'s pids)', harness: 'kimi', profile: 'kimi-v1_28_0', files: kimiFiles([{ role: 'session_state', name: 'runtime.json', native_path: `sessions/${HASH}/${ID}/tasks/t1/runtime.json`, content: '{"pid":1}' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'kimi-cli: the share dir\'s config', harness: 'kimi', profile: 'kimi-v1_28_0', files: kimiFiles([{ role: 'session_state', name: 'config.toml', native_path: 'config.toml', content: '[x]' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'kimi-cli: a file of another session', harness: 'kimi', profile: 'kimi-v1_28_0', files: kimiFiles([{ role: 'session_state', name: 'c', native_path: `sessions/${HASH}/other/context.jsonl`, content: '{}' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'kimi-cli: a plan path with a folder', harness: 'kimi', profile: 'kimi-v1_28_0', files: kimiFiles([{ role: 'session_state', name: 'p', native_path: 'plans/x/y.md', content: '#' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'kimi-cli: state.json under the wrong role', harness: 'kimi', profile: 'kimi-v1_28_0', files: [...kimiFiles([]).filter((f) => f.role !== 'kimi_state'), { role: 'kimi_state', name: 's', native_path: `sessions/${HASH}/${ID}/notes.json`, content: '{}' }], code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'kimi-cli: no context.jsonl', harness: 'kimi', profile: 'kimi-v1_28_0', files: kimiFiles([]).map((f) => (f.name === 'context.jsonl' ? { ...f, native_path: `sessions/${HASH}/${ID}/other.jsonl` } : f)), code: 'RESTORE_UNSAFE', message: /context\.jsonl/ },
+  { name: 'Kimi Code: no state.json', harness: 'kimi', files: kimiCodeFiles([]).filter((f) => f.role !== 'kimi_state'), code: 'BUNDLE_INVALID', message: /kimi_state/ },
+  { name: 'Kimi Code: state.json at another place', harness: 'kimi', files: kimiCodeFiles([]).map((f) => (f.role === 'kimi_state' ? { ...f, native_path: `${WD}/${ID}/agents/main/state.json` } : f)), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'Kimi Code: a state.json that is not JSON', harness: 'kimi', files: kimiCodeFiles([]).map((f) => (f.role === 'kimi_state' ? { ...f, content: '{"cwd": ' } : f)), code: 'RESTORE_UNSAFE', message: /state\.json is not JSON/ },
+  { name: 'Kimi Code: a background task (another machine\'s pids)', harness: 'kimi', files: kimiCodeFiles([{ role: 'session_state', name: 't.json', native_path: `${WD}/${ID}/agents/main/tasks/t1.json`, content: '{"pid":1}' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'Kimi Code: an undo snapshot of an edited file', harness: 'kimi', files: kimiCodeFiles([{ role: 'session_state', name: 'f', native_path: `${WD}/${ID}/agents/main/file-history/abc@v2`, content: 'x' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'Kimi Code: the config beside the sessions', harness: 'kimi', files: kimiCodeFiles([{ role: 'session_state', name: 'config.toml', native_path: `${WD}/config.toml`, content: '[x]' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'Kimi Code: a folder that is not a work-dir key', harness: 'kimi', files: kimiCodeFiles([]).map((f) => ({ ...f, native_path: f.native_path!.replace(WD, '.index-cache') })), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'Kimi Code: a file of another session', harness: 'kimi', files: kimiCodeFiles([{ role: 'session_state', name: 'w', native_path: `${WD}/session_other/agents/main/plans/p.md`, content: '#' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
+  { name: 'Kimi Code: files in two work-dir folders', harness: 'kimi', files: kimiCodeFiles([{ role: 'session_state', name: 'p', native_path: `wd_other_${'b'.repeat(12)}/${ID}/agents/main/plans/p.md`, content: '#' }]), code: 'RESTORE_UNSAFE', message: /another work dir folder/ },
+  { name: 'Kimi Code: an agent folder Kimi Code would not name', harness: 'kimi', files: kimiCodeFiles([{ role: 'session_state', name: 'w', native_path: `${WD}/${ID}/agents/.hidden/wire.jsonl`, content: '{}\n' }]), code: 'RESTORE_UNSAFE', message: /cannot live at/ },
   { name: 'OpenCode: an export with a native path', harness: 'opencode', files: [{ role: 'portable_export', name: 'export.json', native_path: 'x.json', content: '{}' }], code: 'BUNDLE_INVALID', message: /native_path/ },
   { name: 'OpenCode: an export of another session', harness: 'opencode', files: [{ role: 'portable_export', name: 'export.json', content: JSON.stringify({ info: { id: 'ses_other' }, messages: [] }) }], code: 'RESTORE_UNSAFE', message: /holds session/ },
   { name: 'OpenCode: an export that is not JSON', harness: 'opencode', files: [{ role: 'portable_export', name: 'export.json', content: 'nope' }], code: 'RESTORE_UNSAFE', message: /not JSON/ },

@@ -1,7 +1,8 @@
 /**
  * The native indexes a restore merges into, through the engine: handled as bytes (a session_index.jsonl line that is
- * not valid UTF-8 keeps every byte), a kimi.json that is not valid UTF-8 is refused rather than re-encoded, and an
- * index past the size cap is refused before it is read — each refusal with nothing written anywhere.
+ * not valid UTF-8 keeps every byte), and an index past the size cap is refused before it is read — each refusal with
+ * nothing written anywhere. (kimi-cli's kimi.json, JSON that is refused rather than re-encoded when it is not valid
+ * UTF-8, is tested in its harness's folder.)
  */
 import { link, mkdir, open, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -79,16 +80,3 @@ describe('a hard-linked index', () => {
   });
 });
 
-describe('Kimi kimi.json', () => {
-  it('that is not valid UTF-8 is refused, never re-encoded, and nothing is placed', async () => {
-    const session = await fixtureBundle('kimi', source, path.join(source.root, 'kimi.bundle'));
-    const share = path.join(target.home, '.kimi');
-    await mkdir(share, { recursive: true });
-    await writeFile(path.join(share, 'kimi.json'), Buffer.concat([Buffer.from('{"work_dirs": [], "name": "'), Buffer.from([0xff]), Buffer.from('"}\n')]));
-    const before = await snapshot(target.home);
-    const error = await refused(session.bundle);
-    expect(error.code).toBe('RESTORE_CONFLICT');
-    expect(error.message).toMatch(/not valid UTF-8/);
-    expect(await snapshot(target.home)).toEqual(before);
-  });
-});

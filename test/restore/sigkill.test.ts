@@ -13,6 +13,7 @@ import { compileRunner } from '../../scripts/compile-runner.mjs';
 import { recoverRestores } from '../../src/restore/index.js';
 import { repoRoot, type TestHome } from '../support/context.js';
 import { fixtureBundle, restoreHome, snapshot } from '../support/restore-homes.js';
+import { rigFor } from '../support/rigs.js';
 
 const KILLS = 15;
 const STEP_DELAY_MS = 3;
@@ -61,6 +62,7 @@ function start(target: TestHome, bundle: string, destination: string): Run {
 }
 
 describe('SIGKILL during a restore', () => {
+  // A session with an index to merge (Kimi Code), and one of many files (Claude Code).
   for (const harness of ['kimi', 'claude'] as const) {
     it(`${harness}: after recovery the harness folder is exactly the whole session or exactly the original`, async () => {
       const source = await restoreHome();
@@ -69,13 +71,15 @@ describe('SIGKILL during a restore', () => {
         const session = await fixtureBundle(harness, source, path.join(source.root, `${harness}.bundle`));
         await mkdir(path.join(target.root, 'dest'));
         const destination = await realpath(path.join(target.root, 'dest'));
-        const folder = path.join(target.home, harness === 'kimi' ? '.kimi' : '.claude');
+        // The harness's folder: where its sessions folder is.
+        const rig = rigFor(harness).fixture;
+        const folder = path.dirname(rig.sessionsIn!(target.home));
         const reset = async () => {
           await rm(folder, { recursive: true, force: true });
           await mkdir(folder, { recursive: true });
-          // Something of the user's in the folder, and (Kimi) an index the restore merges into.
-          if (harness === 'kimi') await writeFile(path.join(folder, 'kimi.json'), '{\n  "work_dirs": [\n    {"path": "/srv/x", "kaos": "local", "last_session_id": "u1"}\n  ]\n}\n');
-          else await writeFile(path.join(folder, 'settings.json'), '{"theme": "dark"}\n');
+          // Something of the user's in the folder, and the indexes the restore merges into.
+          await writeFile(path.join(folder, 'settings.json'), '{"theme": "dark"}\n');
+          await rig.seedIndexes?.(target.home);
         };
 
         await reset();

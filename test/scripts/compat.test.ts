@@ -19,6 +19,12 @@ describe('README compatibility table', () => {
     const table = renderCompatTable();
     for (const name of ['claude-v1_0_85', 'claude-v2_0_12', 'codex-v0_145_0', 'kimi-v1_28_0', 'opencode-v1_2_0']) expect(table).toContain(`\`${name}\``);
   });
+
+  it("names an interval's own CLI when it has one (one the harness succeeded), else the harness", () => {
+    const rows = renderCompatTable().split('\n');
+    expect(rows.find((r) => r.includes('`kimi-v1_28_0`'))).toMatch(/^\| kimi-cli \|/);
+    expect(rows.find((r) => r.includes('`kimi-v2_0_2`'))).toMatch(/^\| Kimi Code \|/);
+  });
 });
 
 describe('certification ceilings', () => {

@@ -1,15 +1,26 @@
 /**
- * Kimi CLI. The managed hook is one `[[hooks]]` table in `<share>/config.toml`:
+ * Kimi: Kimi Code (npm @moonshot-ai/kimi-code, bin `kimi`, home `$KIMI_CODE_HOME` or `~/.kimi-code`), and, for the
+ * sessions captured before it, the Python kimi-cli it succeeds (profile kimi-v1_28_0, share dir `$KIMI_SHARE_DIR` or
+ * `~/.kimi`; legacy/). Both keep the managed hook as one `[[hooks]]` table in their config.toml:
  *
  *   [[hooks]] # managed by blue-agent
- *   event = "SessionEnd"
+ *   event = "Stop"
  *   matcher = ""
- *   command = "'/usr/bin/node' '/opt/blue-agent/bin/blue-agent.js' capture --harness kimi --profile kimi-v1_28_0"
- *   timeout = 5
+ *   command = "'/usr/bin/node' '/opt/blue-agent/bin/blue-agent.js' capture --harness kimi --profile kimi-v2_0_2"
+ *   timeout = 10
  *
- * Kimi runs `command` through `/bin/sh -c` with the JSON payload on stdin (`kimi_cli/hooks/runner.py`), validates
- * every table against `HookDef` (event from a fixed list, `timeout` 1..600) and fills every other config key with a
- * default, so a config.toml that holds only `[[hooks]]` loads.
+ * the event being the profile's: Kimi Code 0.33 and later fire SessionEnd only when an interactive session closes and
+ * Stop after every turn (at the end of a headless run too), so their profiles capture on Stop and wait for the Kimi
+ * process to exit (one capture per session, of its last state); earlier Kimi Code and kimi-cli fire SessionEnd at every
+ * end. Kimi runs `command` through `/bin/sh -c` with the JSON payload on stdin, validates every table strictly (event
+ * from a fixed list, `timeout` 1..600, no other key: one bad table turns every hook off) and fills every other config
+ * key with a default, so a config.toml that holds only `[[hooks]]` loads.
+ *
+ * A managed table is known by its command, whatever its event or comment: `kimi migrate --run` copies kimi-cli's
+ * tables into Kimi Code's config without their comments, and reconcile then repairs the copy in place (event,
+ * profile) rather than add a second one; the table in kimi-cli's config goes when Kimi Code is the `kimi` installed.
+ * That migration copies kimi-cli's hooks only into a config that has none, so while it is pending with hooks of the
+ * user's to copy, the capture hook waits for it (refuseBeforeMigration).
  *
  * Edits are text splices: the user's bytes outside the managed table are never re-serialised. Every result is parsed
  * again and compared with the input, minus managed tables, before it is returned.
@@ -21,8 +32,9 @@ import { parse } from 'smol-toml';
 import type { Context } from '../../context.js';
 import { BlueError, lineColumnAt } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
-import { planKimiRestore } from './restore.js';
 import { eolOf } from '../../harness-kit/text.js';
+import { readBytesIfExists } from '../../util/fs.js';
+import { decodeLossless } from '../../util/lossless.js';
 import {
   isTomlTable,
   parseTomlOr,
@@ -36,18 +48,25 @@ import {
 import { isManagedCommand } from '../signature.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter, HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
-import { collectKimiSession } from './session.js';
+import { planKimiRestore } from './legacy/restore.js';
+import { collectKimiSession } from './legacy/session.js';
+import { planKimiCodeRestore } from './restore.js';
+import { collectKimiCodeSession } from './session.js';
 import { kimiTranscriptReader } from './transcript.js';
 
 const CONFIG_FILE = 'config.toml';
 const LEGACY_CONFIG_FILE = 'config.json';
-const EVENT = 'SessionEnd';
+/** The profile of the Python kimi-cli: its sessions live in its share dir, in its own layout. */
+const KIMI_CLI_PROFILE = 'kimi-v1_28_0';
 /** Kimi's `HookDef.timeout` bounds; a value outside them makes Kimi refuse the whole config file. */
 const TIMEOUT_MIN = 1;
 const TIMEOUT_MAX = 600;
 /** Kimi's default when a table has no `timeout`. */
 const TIMEOUT_DEFAULT = 30;
 const MARKER = '# managed by blue-agent';
+/** Kimi Code's migration markers: in kimi-cli's share dir once migrated, in Kimi Code's home once skipped. */
+const MIGRATED_MARKER = '.migrated-to-kimi-code';
+const SKIP_MIGRATION_MARKER = '.skip-migration-from-kimi-cli';
 
 /** The longest `hooks = []` statement the agent takes out (and keeps in the ledger to put back). */
 const MAX_REPLACED = 1024;
@@ -63,28 +82,45 @@ interface KimiOwnership {
   replaced?: { text: string; offset: number };
 }
 
+function absolute(value: string | undefined): string | undefined {
+  return value !== undefined && value !== '' && path.isAbsolute(value) ? value : undefined;
+}
+
+/** Kimi Code's home. */
+function codeHome(ctx: Context): string {
+  return absolute(ctx.env.KIMI_CODE_HOME) ?? path.join(ctx.paths.home, '.kimi-code');
+}
+
+/** kimi-cli's share dir. */
+function shareDir(ctx: Context): string {
+  return absolute(ctx.env.KIMI_SHARE_DIR) ?? path.join(ctx.paths.home, '.kimi');
+}
+
+const isKimiCli = (interval: Interval) => interval.profile === KIMI_CLI_PROFILE;
+
 export const kimi: HarnessAdapter = {
   name: 'kimi',
   displayName: HARNESS_DISPLAY_NAMES.kimi,
-  environment: ['KIMI_SHARE_DIR'],
+  environment: ['KIMI_CODE_HOME', 'KIMI_SHARE_DIR'],
   hookFormat: 'kimi-config-toml',
   transcript: kimiTranscriptReader,
 
-  configRoot(ctx: Context): string {
-    const share = ctx.env.KIMI_SHARE_DIR;
-    if (share !== undefined && share !== '' && path.isAbsolute(share)) return share;
-    return path.join(ctx.paths.home, '.kimi');
-  },
+  configRoot: codeHome,
 
-  async hookFile(ctx: Context, _interval: Interval): Promise<string> {
-    const root = kimi.configRoot(ctx);
+  async hookFile(ctx: Context, interval: Interval): Promise<string> {
+    if (!isKimiCli(interval)) {
+      const file = path.join(codeHome(ctx), CONFIG_FILE);
+      await refuseBeforeMigration(ctx, file);
+      return file;
+    }
+    const root = shareDir(ctx);
     const file = path.join(root, CONFIG_FILE);
-    // Kimi converts a legacy config.json only while config.toml is absent; creating config.toml first would make it
-    // skip the conversion and silently drop the user's settings.
+    // kimi-cli converts a legacy config.json only while config.toml is absent; creating config.toml first would make
+    // it skip the conversion and silently drop the user's settings.
     if (!(await exists(file)) && (await exists(path.join(root, LEGACY_CONFIG_FILE)))) {
       throw new BlueError(
         'NATIVE_CONFIG_CONFLICT',
-        `Kimi CLI still has a legacy ${LEGACY_CONFIG_FILE} and no ${CONFIG_FILE}; adding the capture hook now would stop Kimi from migrating ${LEGACY_CONFIG_FILE}`,
+        `kimi-cli still has a legacy ${LEGACY_CONFIG_FILE} and no ${CONFIG_FILE}; adding the capture hook now would stop it from migrating ${LEGACY_CONFIG_FILE}`,
         {
           file: path.join(root, LEGACY_CONFIG_FILE),
           hint: `Run \`kimi\` once so it converts ${LEGACY_CONFIG_FILE} to ${CONFIG_FILE}, then run \`blue-agent reconcile\` again.`,
@@ -95,7 +131,7 @@ export const kimi: HarnessAdapter = {
   },
 
   knownHookFiles(ctx: Context): string[] {
-    return [path.join(kimi.configRoot(ctx), CONFIG_FILE)];
+    return [path.join(codeHome(ctx), CONFIG_FILE), path.join(shareDir(ctx), CONFIG_FILE)];
   },
 
   planHook(input: HookPlanInput): HookPlan {
@@ -103,13 +139,60 @@ export const kimi: HarnessAdapter = {
   },
 
   collectSession(ctx, input) {
-    return collectKimiSession(ctx, input, kimi.configRoot(ctx));
+    return isKimiCli(input.interval) ? collectKimiSession(ctx, input, shareDir(ctx)) : collectKimiCodeSession(ctx, input, codeHome(ctx));
   },
 
   planRestore(ctx, input) {
-    return Promise.resolve().then(() => planKimiRestore(ctx, input, kimi.configRoot(ctx)));
+    return Promise.resolve().then(() => (isKimiCli(input.interval) ? planKimiRestore(ctx, input, shareDir(ctx)) : planKimiCodeRestore(ctx, input, codeHome(ctx))));
   },
 };
+
+/**
+ * Kimi Code offers to migrate kimi-cli's config.toml (`kimi migrate`, or a screen at its first start) until it has
+ * (a marker in the share dir naming this home) or was told to skip it (a marker in its home). Its migration copies
+ * kimi-cli's `[[hooks]]` only into a config without hooks: a capture hook added to Kimi Code's config first would have
+ * the user's kimi-cli hooks dropped. So while such a migration is pending, and the config has no hook of the user's
+ * yet, the hook waits for it.
+ */
+async function refuseBeforeMigration(ctx: Context, file: string): Promise<void> {
+  const source = shareDir(ctx);
+  const sourceConfig = path.join(source, CONFIG_FILE);
+  const userHooks = (text: string | undefined): number => {
+    if (text === undefined) return 0;
+    try {
+      const hooks = (parse(text) as { hooks?: unknown }).hooks;
+      return Array.isArray(hooks) ? hooks.filter((h) => !isManagedEntry(h)).length : 0;
+    } catch {
+      return 0;
+    }
+  };
+  const readText = async (at: string) => {
+    try {
+      const bytes = await readBytesIfExists(at);
+      return bytes === null ? undefined : decodeLossless(bytes);
+    } catch {
+      return undefined;
+    }
+  };
+  const pending = userHooks(await readText(sourceConfig));
+  if (pending === 0 || (await exists(path.join(codeHome(ctx), SKIP_MIGRATION_MARKER)))) return;
+  const marker = await readText(path.join(source, MIGRATED_MARKER));
+  if (marker !== undefined) {
+    let targets: string[] = [];
+    try {
+      const data = JSON.parse(marker) as { target_paths?: unknown; target_path?: unknown };
+      targets = [...(Array.isArray(data.target_paths) ? data.target_paths : []), data.target_path].filter((p): p is string => typeof p === 'string');
+    } catch {
+      return;
+    }
+    if (targets.length === 0 || targets.some((p) => path.resolve(p) === path.resolve(codeHome(ctx)))) return;
+  }
+  if (userHooks(await readText(file)) > 0) return;
+  throw new BlueError('NATIVE_CONFIG_CONFLICT', `kimi-cli's config holds ${pending} hook${pending === 1 ? '' : 's'} that Kimi Code has not migrated yet; with the capture hook in ${file} first, its migration would drop them`, {
+    file: sourceConfig,
+    hint: 'Let Kimi Code migrate first: run `kimi migrate --run` (or start `kimi` and migrate, or skip the migration), then run `blue-agent reconcile` again.',
+  });
+}
 
 async function exists(file: string): Promise<boolean> {
   try {
@@ -303,7 +386,7 @@ function removeSpans(
 function renderTable(hook: ManagedHook, eol: string, terminated: boolean): string {
   const lines = [
     `[[hooks]] ${MARKER}`,
-    `event = ${tomlString(EVENT)}`,
+    `event = ${tomlString(hook.event)}`,
     'matcher = ""',
     `command = ${tomlString(hook.command)}`,
     `timeout = ${kimiTimeout(hook.timeoutSeconds)}`,
@@ -317,16 +400,18 @@ function kimiTimeout(seconds: number): number {
   return Math.min(TIMEOUT_MAX, Math.max(TIMEOUT_MIN, Math.ceil(seconds)));
 }
 
+/** A table whose command is the managed capture command, on whatever event (a copy `kimi migrate` made, say). */
 function isManagedEntry(value: unknown): value is Record<string, unknown> {
   if (!isTomlTable(value)) return false;
-  return value.event === EVENT && typeof value.command === 'string' && isManagedCommand(value.command, 'kimi');
+  return typeof value.command === 'string' && isManagedCommand(value.command, 'kimi');
 }
 
-/** For a managed entry (a table, on SessionEnd): true when it already says what `desired` wants. */
+/** For a managed entry: true when it already says what `desired` wants (its event, command, matcher and timeout). */
 function isUpToDate(value: Record<string, unknown>, desired: ManagedHook): boolean {
   const matcher = value.matcher ?? '';
   const timeout = value.timeout === undefined ? TIMEOUT_DEFAULT : Number(value.timeout);
   return (
+    value.event === desired.event &&
     value.command === desired.command &&
     matcher === '' &&
     timeout === kimiTimeout(desired.timeoutSeconds)
@@ -341,10 +426,10 @@ function parseToml(text: string, file: string): Record<string, unknown> {
   return parseTomlOr(
     text,
     ({ reason, at, error }) =>
-      new BlueError('NATIVE_CONFIG_PARSE', `Kimi CLI config is not valid TOML: ${reason}`, {
+      new BlueError('NATIVE_CONFIG_PARSE', `Kimi config is not valid TOML: ${reason}`, {
         file,
         ...at,
-        hint: 'Fix the TOML at the reported position (Kimi CLI cannot load this file either); blue-agent leaves a file it cannot parse untouched.',
+        hint: 'Fix the TOML at the reported position (Kimi cannot load this file either); blue-agent leaves a file it cannot parse untouched.',
         cause: error,
       }),
     { integersAsBigInt: 'asNeeded' },
@@ -382,7 +467,7 @@ function withoutManaged(data: Record<string, unknown>): Record<string, unknown> 
 }
 
 function spliceConflict(file: string, cause?: unknown): BlueError {
-  return new BlueError('NATIVE_CONFIG_CONFLICT', 'the managed [[hooks]] table cannot be spliced into the Kimi CLI config without changing other entries', {
+  return new BlueError('NATIVE_CONFIG_CONFLICT', 'the managed [[hooks]] table cannot be spliced into the Kimi config without changing other entries', {
     file,
     hint: 'Add the hook by hand (see `blue-agent reconcile --dry-run` for the exact table) or simplify the [[hooks]] tables in this file, then run reconcile again.',
     cause,
@@ -393,7 +478,7 @@ function hooksShapeConflict(text: string, file: string, lineStart: number | unde
   const where = lineStart === undefined ? {} : lineColumnAt(text, statementAt(text, lineStart));
   return new BlueError(
     'NATIVE_CONFIG_CONFLICT',
-    '`hooks` in the Kimi CLI config is not written as [[hooks]] tables (an inline `hooks = [...]` array or a plain table), so the managed hook cannot be added as its own [[hooks]] table',
+    '`hooks` in the Kimi config is not written as [[hooks]] tables (an inline `hooks = [...]` array or a plain table), so the managed hook cannot be added as its own [[hooks]] table',
     {
       file,
       ...where,
@@ -412,7 +497,7 @@ function scan(text: string, file: string): TomlSection[] {
   } catch (error) {
     if (!(error instanceof TomlScanError)) throw error;
     const { line, column } = lineColumnAt(text, error.offset);
-    throw new BlueError('NATIVE_CONFIG_PARSE', 'unexpected text in the Kimi CLI config', {
+    throw new BlueError('NATIVE_CONFIG_PARSE', 'unexpected text in the Kimi config', {
       file,
       line,
       column,
@@ -449,7 +534,7 @@ function hookElements(sections: readonly TomlSection[], file: string, values: re
     elements.push({ start: section.start, end, value: values[elements.length] });
   }
   if (elements.length !== values.length) {
-    throw new BlueError('NATIVE_CONFIG_CONFLICT', 'the [[hooks]] tables of the Kimi CLI config could not be located in the text', {
+    throw new BlueError('NATIVE_CONFIG_CONFLICT', 'the [[hooks]] tables of the Kimi config could not be located in the text', {
       file,
       hint: 'Simplify the [[hooks]] tables in this file (one `[[hooks]]` header per entry), then run reconcile again.',
     });

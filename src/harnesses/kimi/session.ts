@@ -1,185 +1,95 @@
 /**
- * Kimi CLI's session files, from its source (MoonshotAI/kimi-cli, 1.4x):
- *   - `metadata.py`: a work directory's sessions live in `<share>/sessions/<md5(work dir path)>/`, the path being the
- *     UTF-8 text of the work dir as `KaosPath.canonical()` gives it (absolute, `.`/`..` folded, links not resolved);
- *   - `session.py`: one folder per session, `<session id>/`, with `context.jsonl` (required to resume),
- *     `wire.jsonl` (the wire log; `Session.refresh` takes the title from its first `TurnBegin`) and `state.json`;
- *   - `subagents/store.py`: `subagents/<agent id>/{context.jsonl, wire.jsonl, meta.json, prompt.txt, output}`;
- *   - `background/manager.py`: `tasks/<task id>/` holds background-process state (worker and child pids and process
- *     groups, kill requests, output logs). It is left out: on another machine those pids name unrelated processes,
- *     and Kimi's `recover()` would act on them;
- *   - `session_state.py`: `state.json` (see `sanitizeKimiState`);
- *   - `tools/plan/heroes.py` + `soul/kimisoul.py`: the session's plan is `<share>/plans/<state.plan_slug>.md`.
+ * Kimi Code's session files: `<home>/sessions/<work-dir key>/<session id>/` (workdir.ts), holding
+ *   - `state.json`, sanitised by an allow-list (state.ts) -> kimi_state (bytes made here);
+ *   - `agents/main/wire.jsonl`, the main agent's wire log -> agent_wire_history;
+ *   - subagents' wire logs `agents/<agent>/wire.jsonl`, plans `agents/<agent>/plans/`, offloaded message parts
+ *     `agents/<agent>/blobs/` (the wire refers to them), and pasted or attached files `attachments/`,
+ *     `media-originals/` -> session_state.
+ * Left out, as the seed of Blue's Kimi support says: background tasks with this machine's process ids
+ * (`agents/<agent>/tasks/`), cron jobs (`agents/<agent>/cron/`), snapshots of edited files for undo
+ * (`agents/<agent>/file-history/`), logs (`logs/`), notification state (`notify/`), and everything outside the
+ * session folder (the config with its API key, prompt history, indexes, trust records). No payload names the folder:
+ * it is found from the working directory, or by the session id among the work-dir folders.
  *
- * Roles: `wire.jsonl` -> agent_wire_history; the sanitised `state.json` -> kimi_state (bytes made here); everything
- * else, the plan file included -> session_state. The session root is the share dir itself.
+ * Title: state.json's `title` (the first interactive prompt, or the one the user set); else the first prompt the user
+ * typed in the wire log.
  */
-import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context } from '../../context.js';
 import { firstUserTurn, HEAD_MAX_BYTES, parseTranscript, titleAndSummary } from '../../harness-kit/title.js';
-import { isRecord } from '../../util/record.js';
 import type { CollectedSession, CollectInput, SessionFile } from '../types.js';
-import {
-  artifactInvalid,
-  assertSessionId,
-  checkRoleCounts,
-  entryName,
-  fileOf,
-  MAX_SESSION_FILES,
-  readHead,
-  sessionRootOf,
-  SessionRoot,
-} from '../session-files.js';
-import { kimiUserTurn } from './transcript.js';
+import { artifactInvalid, assertSessionId, checkRoleCounts, entryName, fileOf, MAX_SESSION_FILES, readHead, sessionRootOf, SessionRoot } from '../session-files.js';
+import { AGENT_ID, encodeState, sanitizeKimiCodeState } from './state.js';
+import { kimiCodeUserTurn } from './transcript.js';
+import { kimiCodeWorkDirKey, WORK_DIR_KEY } from './workdir.js';
 
 const STATE_FILE = 'state.json';
-/** state.json is a few kilobytes; anything far larger is not Kimi's. */
 const MAX_STATE_BYTES = 4 * 1024 * 1024;
-/** Plan slugs are hero names joined by `-`, with the session id's first 8 characters when they collide. */
-const PLAN_SLUG = /^[a-z0-9]+(?:-[A-Za-z0-9]+)*$/;
 const MAX_WORK_DIR_FOLDERS = 10_000;
+/** What is captured of an agent's folder besides its wire log. */
+const AGENT_PARTS = new Set(['plans', 'blobs']);
+/** What is captured at the top of the session folder besides state.json and the agents. */
+const SESSION_PARTS = new Set(['attachments', 'media-originals']);
 
-/** posixpath.normpath of an absolute path: what `KaosPath.canonical()` gives for a local work dir. */
-export function kimiCanonicalPath(cwd: string): string {
-  // POSIX (and Python) keep exactly two leading slashes; three or more become one.
-  const prefix = cwd.startsWith('//') && !cwd.startsWith('///') ? '//' : '/';
-  const parts: string[] = [];
-  for (const part of cwd.split('/')) {
-    if (part === '' || part === '.') continue;
-    if (part === '..') parts.pop();
-    else parts.push(part);
-  }
-  return prefix + parts.join('/');
-}
-
-export function kimiWorkDirHash(cwd: string): string {
-  return createHash('md5').update(kimiCanonicalPath(cwd), 'utf8').digest('hex');
-}
-
-/** The keys of state.json kept for resume; every other key is dropped. */
-const KEPT_STATE_KEYS = ['version', 'custom_title', 'title_generated', 'title_generate_attempts', 'plan_mode', 'plan_session_id', 'plan_slug', 'todos'] as const;
-
-/**
- * state.json without what must not leave the machine. Kept: what resume needs to continue the conversation as it was
- * (custom title and title bookkeeping, plan mode with its plan session id and slug, the todo list). Dropped:
- * `approval` (yolo / afk switches and `auto_approve_actions`: grants the user gave on this machine),
- * `additional_dirs` (extra folders the user allowed the agent to reach here), `worktree_path` / `parent_repo_path`
- * (this machine's paths), `wire_mtime` / `archived*` / `auto_archive_exempt` (local bookkeeping) and any key a later
- * Kimi adds (it might hold credentials or tokens). Kimi fills every missing key with its default.
- */
-export function sanitizeKimiState(state: unknown): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  if (!isRecord(state)) return out;
-  const is = {
-    int: (v: unknown) => Number.isSafeInteger(v),
-    bool: (v: unknown) => typeof v === 'boolean',
-    strOrNull: (v: unknown) => v === null || typeof v === 'string',
-  };
-  const check: Record<(typeof KEPT_STATE_KEYS)[number], (v: unknown) => boolean> = {
-    version: is.int,
-    custom_title: is.strOrNull,
-    title_generated: is.bool,
-    title_generate_attempts: is.int,
-    plan_mode: is.bool,
-    plan_session_id: is.strOrNull,
-    plan_slug: (v) => v === null || (typeof v === 'string' && PLAN_SLUG.test(v)),
-    todos: Array.isArray,
-  };
-  for (const key of KEPT_STATE_KEYS) {
-    if (Object.hasOwn(state, key) && check[key](state[key])) out[key] = key === 'todos' ? sanitizeTodos(state[key]) : state[key];
-  }
-  return out;
-}
-
-function sanitizeTodos(value: unknown): unknown[] {
-  if (!Array.isArray(value)) return [];
-  return value.flatMap((item) => {
-    if (!isRecord(item) || typeof item.title !== 'string' || typeof item.status !== 'string') return [];
-    return [
-      {
-        title: item.title,
-        status: item.status,
-        ...(typeof item.notes === 'string' ? { notes: item.notes } : {}),
-        ...(Array.isArray(item.children) ? { children: sanitizeTodos(item.children) } : {}),
-      },
-    ];
-  });
-}
-
-export async function collectKimiSession(ctx: Context, input: CollectInput, shareDir: string): Promise<CollectedSession> {
+export async function collectKimiCodeSession(ctx: Context, input: CollectInput, home: string): Promise<CollectedSession> {
   const { payload, interval } = input;
   const id = payload.session_id;
-  assertSessionId(id, shareDir);
-  const root = await SessionRoot.open(sessionRootOf(shareDir, interval));
-  if (payload.cwd === undefined || !path.isAbsolute(payload.cwd)) {
-    throw artifactInvalid(root.abs('sessions'), 'the hook payload has no absolute cwd, which names the session folder', 'Kimi CLI sends cwd with every hook; check what calls `blue-agent capture`.');
-  }
+  assertSessionId(id, home);
+  const root = await SessionRoot.open(sessionRootOf(home, interval));
   const sessionRel = await findSessionFolder(root, id, payload.cwd);
 
-  const found = await root.walk(sessionRel, { limit: MAX_SESSION_FILES, skip: (inside) => inside === 'tasks' || inside === STATE_FILE });
-  const wire = found.find((f) => f.rel === `${sessionRel}/wire.jsonl`);
-  const context = found.find((f) => f.rel === `${sessionRel}/context.jsonl`);
-  if (wire === undefined) throw artifactInvalid(root.abs(`${sessionRel}/wire.jsonl`), 'does not exist', 'Kimi CLI writes the wire log as the session runs; a session without one cannot be captured.');
-  if (context === undefined) throw artifactInvalid(root.abs(`${sessionRel}/context.jsonl`), 'does not exist', 'Kimi CLI needs context.jsonl to resume a session; this one cannot be captured.');
-
-  // state.json: read, sanitised, carried as bytes at its native place.
   const stateRel = `${sessionRel}/${STATE_FILE}`;
-  let rawState: unknown = {};
-  if ((await root.lstat(stateRel)) !== undefined) {
-    const checked = await root.file(stateRel);
-    if (checked.size > MAX_STATE_BYTES) throw artifactInvalid(checked.abs, `is ${checked.size} bytes; Kimi CLI's state.json is a few kilobytes`, 'This is not Kimi CLI\'s session state; leave this session uncaptured.');
-    try {
-      rawState = JSON.parse((await readHead(checked, MAX_STATE_BYTES)).toString('utf8'));
-    } catch {
-      // Kimi loads a corrupt state.json as defaults; so does the sanitised copy.
-      rawState = {};
-    }
+  const stateFile = await root.file(stateRel);
+  if (stateFile.size > MAX_STATE_BYTES) throw artifactInvalid(stateFile.abs, `is ${stateFile.size} bytes; Kimi Code's state.json is a few kilobytes`, "This is not Kimi Code's session state; leave this session uncaptured.");
+  let raw: unknown;
+  try {
+    raw = JSON.parse((await readHead(stateFile, MAX_STATE_BYTES)).toString('utf8'));
+  } catch {
+    throw artifactInvalid(stateFile.abs, 'is not JSON', 'Kimi Code cannot resume this session either; leave it uncaptured.');
   }
-  if (isRecord(rawState) && rawState.plan_slug !== undefined && rawState.plan_slug !== null && !(typeof rawState.plan_slug === 'string' && PLAN_SLUG.test(rawState.plan_slug))) {
-    throw artifactInvalid(root.abs(stateRel), 'plan_slug is not a plan file name', 'Kimi CLI writes hero-name slugs here; this state.json was changed by something else.');
-  }
-  const state = sanitizeKimiState(rawState);
-  const stateBytes = new TextEncoder().encode(`${JSON.stringify(state, null, 2)}\n`);
+  const state = sanitizeKimiCodeState(raw);
+  if (state.version === 2 && state.id !== id) throw artifactInvalid(stateFile.abs, `names session ${JSON.stringify(String(state.id).slice(0, 80))}, not ${id}`, 'The session folder holds another session; check what calls `blue-agent capture`.');
 
-  const files: SessionFile[] = [fileOf('agent_wire_history', 'wire.jsonl', wire), { role: 'kimi_state', name: STATE_FILE, nativePath: stateRel, content: stateBytes }];
-  for (const file of found) {
-    if (file === wire) continue;
-    files.push(fileOf('session_state', entryName(file.rel.slice(sessionRel.length + 1)), file));
+  const wire = await root.file(`${sessionRel}/agents/main/wire.jsonl`);
+  const files: SessionFile[] = [fileOf('agent_wire_history', 'wire.jsonl', wire), { role: 'kimi_state', name: STATE_FILE, nativePath: stateRel, content: encodeState(state) }];
+  const add = async (rel: string) => {
+    for (const found of await root.walk(rel, { limit: MAX_SESSION_FILES - files.length })) files.push(fileOf('session_state', entryName(found.rel.slice(sessionRel.length + 1)), found));
+  };
+  for (const agent of await subfolders(root, `${sessionRel}/agents`)) {
+    const agentRel = `${sessionRel}/agents/${agent}`;
+    if (agent !== 'main' && (await root.lstat(`${agentRel}/wire.jsonl`)) !== undefined) files.push(fileOf('session_state', entryName(`agents/${agent}/wire.jsonl`), await root.file(`${agentRel}/wire.jsonl`)));
+    for (const part of AGENT_PARTS) await add(`${agentRel}/${part}`);
   }
-  if (typeof state.plan_slug === 'string') {
-    const planRel = `plans/${state.plan_slug}.md`;
-    if ((await root.lstat(planRel)) !== undefined) files.push(fileOf('session_state', `plan-${entryName(`${state.plan_slug}.md`)}`, await root.file(planRel)));
-  }
+  for (const part of SESSION_PARTS) await add(`${sessionRel}/${part}`);
   checkRoleCounts(interval, files, root.abs(sessionRel));
 
-  const turn =
-    firstUserTurn(parseTranscript((await readHead(wire, HEAD_MAX_BYTES)).toString('utf8')), kimiUserTurn) ??
-    firstUserTurn(parseTranscript((await readHead(context, HEAD_MAX_BYTES)).toString('utf8')), kimiUserTurn);
-  const native = typeof state.custom_title === 'string' ? { title: state.custom_title } : undefined;
-  ctx.logger.debug('kimi session collected', { session: id, files: files.length, root: root.path });
-  return { sessionId: id, cwd: payload.cwd, root: root.path, files, ...titleAndSummary({ native, firstUserTurn: turn }) };
+  const title = typeof state.title === 'string' && state.title.trim() !== '' ? state.title : undefined;
+  const turn = firstUserTurn(parseTranscript((await readHead(wire, HEAD_MAX_BYTES)).toString('utf8')), kimiCodeUserTurn);
+  const directory = state.version === 2 ? state.cwd : state.workDir;
+  const cwd = payload.cwd ?? (typeof directory === 'string' ? directory : undefined);
+  ctx.logger.debug('kimi code session collected', { session: id, files: files.length, root: root.path });
+  return { sessionId: id, ...(cwd === undefined ? {} : { cwd }), root: root.path, files, ...titleAndSummary({ native: title === undefined ? undefined : { title }, firstUserTurn: turn }) };
 }
 
-/** `sessions/<md5(cwd)>/<id>`; else the one work-dir folder that holds this session id. */
-async function findSessionFolder(root: SessionRoot, id: string, cwd: string): Promise<string> {
-  const expected = `sessions/${kimiWorkDirHash(cwd)}/${id}`;
-  if (await root.isDirectory(expected)) return expected;
-  const found: string[] = [];
-  let entries: string[] = [];
-  try {
-    entries = await readdir(root.abs('sessions'));
-  } catch {
-    entries = [];
-  }
-  for (const name of entries.slice(0, MAX_WORK_DIR_FOLDERS)) {
-    const rel = `sessions/${name}/${id}`;
-    if (/^[0-9a-f]{32}$/.test(name) && (await root.isDirectory(rel).catch(() => false))) found.push(rel);
-  }
-  if (found.length === 1) return found[0]!;
-  if (found.length === 0) {
-    throw artifactInvalid(root.abs(expected), `no Kimi CLI session folder for session ${id} (work dir ${kimiCanonicalPath(cwd)})`, 'Check that KIMI_SHARE_DIR matches the one Kimi CLI used and that the session was saved.');
-  }
-  throw artifactInvalid(root.abs(expected), `session ${id} has folders under ${found.length} work dirs: ${found.join(', ')}`, 'Capture it from the work dir it belongs to.');
+/** Agent folders that are well named (anything else is not Kimi Code's and is left out); a linked one is refused. */
+async function subfolders(root: SessionRoot, rel: string): Promise<string[]> {
+  if (!(await root.isDirectory(rel))) return [];
+  const entries = (await readdir(root.abs(rel), { withFileTypes: true })).filter((e) => AGENT_ID.test(e.name));
+  for (const e of entries) if (e.isSymbolicLink()) await root.lstat(`${rel}/${e.name}`);
+  return entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
 }
+
+/** `sessions/<key of cwd>/<id>`; else the one work-dir folder that holds this session id. */
+async function findSessionFolder(root: SessionRoot, id: string, cwd: string | undefined): Promise<string> {
+  const candidates = cwd !== undefined && path.isAbsolute(cwd) ? [kimiCodeWorkDirKey(cwd)] : [];
+  for (const key of candidates) if (await root.isDirectory(`${key}/${id}`)) return `${key}/${id}`;
+  const found: string[] = [];
+  const keys = (await readdir(root.path).catch(() => [] as string[])).filter((n) => WORK_DIR_KEY.test(n)).sort().slice(0, MAX_WORK_DIR_FOLDERS);
+  for (const key of keys) if (await root.isDirectory(`${key}/${id}`).catch(() => false)) found.push(`${key}/${id}`);
+  if (found.length === 1) return found[0]!;
+  const where = root.abs(candidates[0] === undefined ? id : `${candidates[0]}/${id}`);
+  if (found.length === 0) throw artifactInvalid(where, `no Kimi Code session folder for session ${id}`, 'Check that Kimi Code saved the session and that KIMI_CODE_HOME matches for the hook and for blue-agent.');
+  throw artifactInvalid(where, `session ${id} has folders under ${found.length} work dirs: ${found.join(', ')}`, 'Capture it from the work dir it belongs to.');
+}
+

@@ -9,7 +9,7 @@ export const HARNESS_DISPLAY_NAMES: Readonly<Record<HarnessName, string>> = {
   claude: "Claude Code",
   codex: "Codex CLI",
   gemini: "Gemini CLI",
-  kimi: "Kimi CLI",
+  kimi: "Kimi Code",
   opencode: "OpenCode",
   qwen: "Qwen Code",
 };

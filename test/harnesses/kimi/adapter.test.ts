@@ -73,15 +73,59 @@ describe('kimi adapter: locations', () => {
     home = undefined;
   });
 
-  it('uses KIMI_SHARE_DIR when absolute, else ~/.kimi', async () => {
+  it('keeps Kimi Code in KIMI_CODE_HOME (else ~/.kimi-code) and kimi-cli in KIMI_SHARE_DIR (else ~/.kimi), absolute only', async () => {
     home = await makeTestHome();
-    expect(kimi.configRoot(home.ctx)).toBe(path.join(home.home, '.kimi'));
-    expect(kimi.configRoot(home.context({ env: { KIMI_SHARE_DIR: 'relative/share' } }))).toBe(path.join(home.home, '.kimi'));
-    const custom = path.join(home.root, 'share');
-    const ctx = home.context({ env: { KIMI_SHARE_DIR: custom } });
-    expect(kimi.configRoot(ctx)).toBe(custom);
-    expect(await kimi.hookFile(ctx, interval)).toBe(path.join(custom, 'config.toml'));
-    expect(kimi.knownHookFiles(ctx)).toEqual([path.join(custom, 'config.toml')]);
+    const code: Interval = { ...interval, profile: 'kimi-v2_0_2', introduced: '2.0.2' };
+    expect(kimi.configRoot(home.ctx)).toBe(path.join(home.home, '.kimi-code'));
+    expect(kimi.knownHookFiles(home.ctx)).toEqual([path.join(home.home, '.kimi-code', 'config.toml'), path.join(home.home, '.kimi', 'config.toml')]);
+    const relative = home.context({ env: { KIMI_SHARE_DIR: 'relative/share', KIMI_CODE_HOME: 'relative/code' } });
+    expect(kimi.knownHookFiles(relative)).toEqual([path.join(home.home, '.kimi-code', 'config.toml'), path.join(home.home, '.kimi', 'config.toml')]);
+    const share = path.join(home.root, 'share');
+    const codeHome = path.join(home.root, 'code');
+    const ctx = home.context({ env: { KIMI_SHARE_DIR: share, KIMI_CODE_HOME: codeHome } });
+    expect(kimi.configRoot(ctx)).toBe(codeHome);
+    expect(await kimi.hookFile(ctx, interval)).toBe(path.join(share, 'config.toml'));
+    expect(await kimi.hookFile(ctx, code)).toBe(path.join(codeHome, 'config.toml'));
+    expect(kimi.knownHookFiles(ctx)).toEqual([path.join(codeHome, 'config.toml'), path.join(share, 'config.toml')]);
+  });
+
+  it("waits for Kimi Code's migration while kimi-cli's config has hooks of the user's it would drop", async () => {
+    home = await makeTestHome();
+    const code: Interval = { ...interval, profile: 'kimi-v2_0_2', introduced: '2.0.2' };
+    const share = path.join(home.home, '.kimi');
+    const codeHome = path.join(home.home, '.kimi-code');
+    const target = path.join(codeHome, 'config.toml');
+    await mkdir(share, { recursive: true });
+    await mkdir(codeHome, { recursive: true });
+    // Only the managed table, or no valid TOML: nothing of the user's to lose.
+    await writeFile(path.join(share, 'config.toml'), `${TABLE.join('\n')}\n`);
+    expect(await kimi.hookFile(home.ctx, code)).toBe(target);
+    await writeFile(path.join(share, 'config.toml'), '[[hooks]\n');
+    expect(await kimi.hookFile(home.ctx, code)).toBe(target);
+
+    await writeFile(path.join(share, 'config.toml'), `[[hooks]]\nevent = "PreToolUse"\ncommand = "lint"\n\n${TABLE.join('\n')}\n`);
+    const error = await rejected(kimi.hookFile(home.ctx, code));
+    expect([error.code, error.file]).toEqual(['NATIVE_CONFIG_CONFLICT', path.join(share, 'config.toml')]);
+    expect(error.message).toContain('1 hook that Kimi Code has not migrated yet');
+    expect(error.hint).toContain('kimi migrate --run');
+    // kimi-cli's own hook file is not Kimi Code's concern.
+    expect(await kimi.hookFile(home.ctx, interval)).toBe(path.join(share, 'config.toml'));
+
+    // Migrated to another home: still pending for this one.
+    await writeFile(path.join(share, '.migrated-to-kimi-code'), JSON.stringify({ version: 1, target_paths: ['/elsewhere/.kimi-code'] }));
+    await expect(kimi.hookFile(home.ctx, code)).rejects.toMatchObject({ code: 'NATIVE_CONFIG_CONFLICT' });
+    // A hook of the user's in Kimi Code's config already: the migration drops kimi-cli's hooks whatever we do.
+    await writeFile(target, '[[hooks]]\nevent = "Stop"\ncommand = "notify"\n');
+    expect(await kimi.hookFile(home.ctx, code)).toBe(target);
+    await writeFile(target, '');
+    await expect(kimi.hookFile(home.ctx, code)).rejects.toMatchObject({ code: 'NATIVE_CONFIG_CONFLICT' });
+    for (const marker of [{ version: 1, target_path: codeHome, target_paths: [] }, { version: 1, target_paths: [`${codeHome}/`] }, { version: 1 }]) {
+      await writeFile(path.join(share, '.migrated-to-kimi-code'), JSON.stringify(marker));
+      expect(await kimi.hookFile(home.ctx, code), JSON.stringify(marker)).toBe(target);
+    }
+    await writeFile(path.join(share, '.migrated-to-kimi-code'), JSON.stringify({ version: 1, target_paths: ['/elsewhere'] }));
+    await writeFile(path.join(codeHome, '.skip-migration-from-kimi-cli'), '');
+    expect(await kimi.hookFile(home.ctx, code)).toBe(target);
   });
 
   it('refuses to create config.toml while a legacy config.json waits for migration', async () => {
@@ -233,12 +277,20 @@ describe('kimi planHook: existing managed tables', () => {
     expect(removed.text).toBe('[[hooks]]\nevent = "SessionStart"\ncommand = "echo hello"\n');
   });
 
-  it('treats a capture command on another event as the user’s', () => {
-    const original = `[[hooks]]\nevent = "Stop"\ncommand = "${EXPECTED_COMMAND}"\n`;
-    const result = plan(original);
-    expect(result.managedFound).toBe(0);
-    expect(hooksOf(result.text!).map((h) => h.event)).toEqual(['Stop', 'SessionEnd']);
-    expect(plan(result.text, null, result.owned).text).toBe(original);
+  it('repairs in place the table `kimi migrate` copied from kimi-cli (no comment, its event and profile), never adding a second', () => {
+    // `kimi migrate --run` writes kimi-cli's tables into Kimi Code's config.toml without their comments.
+    const migrated = `default_model = "kimi-k2"\n\n[[hooks]]\nevent = "Stop"\ncommand = "x"\n\n[[hooks]]\nevent = "SessionEnd"\nmatcher = ""\ncommand = "${EXPECTED_COMMAND}"\ntimeout = 5\n`;
+    const code = buildManagedHook({ node: '/usr/local/bin/node', entry: '/opt/blue agent/bin/blue-agent.js' }, 'kimi', 'kimi-v2_0_2', 'Stop', 10);
+    const repaired = plan(migrated, code);
+    expect(repaired.managedFound).toBe(1);
+    expect(hooksOf(repaired.text!)).toEqual([
+      { event: 'Stop', command: 'x' },
+      { event: 'Stop', matcher: '', command: code.command, timeout: 10 },
+    ]);
+    expect(repaired.text!.startsWith('default_model = "kimi-k2"\n\n[[hooks]]\nevent = "Stop"\ncommand = "x"\n\n[[hooks]] # managed by blue-agent\n')).toBe(true);
+    expect(plan(repaired.text, code, repaired.owned)).toStrictEqual({ text: repaired.text, owned: repaired.owned, managedFound: 1 });
+    // Withdrawn, the copy goes and the user's table stays.
+    expect(plan(migrated, null).text).toBe('default_model = "kimi-k2"\n\n[[hooks]]\nevent = "Stop"\ncommand = "x"\n');
   });
 
   it('removes its table after the user appended more tables behind it', () => {

@@ -72,9 +72,13 @@ describe('kimi planner: the table already there', () => {
     expect(plan(stale).text).toBe(`a = 1\n\n${lines(5).join('\n')}`);
   });
 
-  it('leaves a capture command on another event, or inside an inline array of user hooks, to the user', () => {
+  it('knows its table by the command on any event (a copy `kimi migrate` made), and repairs it in place', () => {
     const other = T.replace('"SessionEnd"', '"Stop"');
-    expect(plan(other, null)).toStrictEqual({ text: other, owned: undefined, managedFound: 0 });
+    expect(plan(other)).toStrictEqual({ text: T, owned: {}, managedFound: 1 });
+    expect(plan(other, null)).toStrictEqual({ text: '', owned: undefined, managedFound: 1 });
+  });
+
+  it('leaves an inline array of user hooks, and an empty one, to the user', () => {
     const inline = 'hooks = [{ event = "Stop", command = "x" }]\n';
     expect(plan(inline, null)).toStrictEqual({ text: inline, owned: undefined, managedFound: 0 });
     expect(plan('[hooks]\nx = 1\n', null)).toStrictEqual({ text: '[hooks]\nx = 1\n', owned: undefined, managedFound: 0 });
@@ -241,7 +245,7 @@ describe('kimi planner: edge by edge', () => {
   });
 
   it('names what is wrong in its errors', () => {
-    expect(thrown(() => plan('a = ')).message).toContain('Kimi CLI config is not valid TOML: ');
+    expect(thrown(() => plan('a = ')).message).toContain('Kimi config is not valid TOML: ');
     expect(thrown(() => plan('hooks = [1]\n')).message).toContain('is not written as [[hooks]] tables');
   });
 

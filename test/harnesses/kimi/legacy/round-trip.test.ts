@@ -6,10 +6,11 @@
 import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { kimiWorkDirHash } from '../../../src/harnesses/kimi/session.js';
-import { runCli, waitForWorkers } from '../../support/cli-process.js';
-import { useResumeRoundTrip } from '../../support/real-cli.js';
-import { fixtureBundle } from '../../support/restore-homes.js';
+import { kimiWorkDirHash } from '../../../../src/harnesses/kimi/legacy/session.js';
+import { runCli, waitForWorkers } from '../../../support/cli-process.js';
+import { useResumeRoundTrip } from '../../../support/real-cli.js';
+import { fixtureBundle } from '../../../support/restore-homes.js';
+import { KIMI_CLI_FIXTURE } from '../rig.js';
 
 describe('capture on machine A, upload, resume on machine B with the real CLI', () => {
   const w = useResumeRoundTrip();
@@ -20,7 +21,7 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
     async () => {
       const { stack, a, b, destination, uploadedFromA, resumeOnB } = w;
       // Machine A: the session's files where Kimi keeps them, captured by the real hook and uploaded by the drain.
-      const fixture = await fixtureBundle('kimi', a, path.join(a.root, 'unused.bundle'));
+      const fixture = await fixtureBundle('kimi', a, path.join(a.root, 'unused.bundle'), KIMI_CLI_FIXTURE);
       const payload = JSON.stringify({ session_id: fixture.sessionId, cwd: fixture.cwd, hook_event_name: 'SessionEnd' });
       const captured = await runCli(['capture', '--harness', 'kimi', '--profile', 'kimi-v1_28_0'], { env: a.env, input: payload });
       expect(captured.code, captured.stderr).toBe(0);
