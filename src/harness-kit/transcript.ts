@@ -217,4 +217,48 @@ export function emptyTranscript(skipped = 0): Transcript {
   return { turns: [], skipped, truncated: false };
 }
 
+/** Subagent transcripts rendered at most; past them the transcript says it was truncated. */
+export const MAX_SUBAGENT_SECTIONS = 50;
+
+/**
+ * Subagents' descriptions from their meta files: `meta` matches a meta file's native path, its group 1 naming the
+ * subagent; a meta file that is not JSON counts as a skipped record of `main`.
+ */
+export function subagentDescriptions(main: Transcript, files: readonly TranscriptSource[], meta: RegExp): Map<string, string> {
+  const descriptions = new Map<string, string>();
+  for (const file of files) {
+    const m = meta.exec(file.native_path ?? '');
+    if (m === null) continue;
+    try {
+      const value = JSON.parse(new TextDecoder().decode(file.bytes)) as unknown;
+      if (isRecord(value) && typeof value.description === 'string') descriptions.set(m[1]!, value.description);
+    } catch {
+      main.skipped++;
+    }
+  }
+  return descriptions;
+}
+
+/**
+ * `main` with a section per subagent transcript — a file (of `role`, when given) whose native path `pattern` matches,
+ * its group 1 naming the subagent —, read by `read` and titled `Subagent <id>` (`: <description>` when it has one), in
+ * native-path order, at most MAX_SUBAGENT_SECTIONS.
+ */
+export function withSubagentSections(
+  main: Transcript,
+  files: readonly TranscriptSource[],
+  options: { pattern: RegExp; read: (bytes: Uint8Array) => Transcript; role?: string; descriptions?: ReadonlyMap<string, string> },
+): Transcript {
+  const subagents = files
+    .map((f) => ({ f, m: options.role === undefined || f.role === options.role ? options.pattern.exec(f.native_path ?? '') : null }))
+    .filter((x): x is { f: TranscriptSource; m: RegExpExecArray } => x.m !== null)
+    .sort((a, b) => ((a.f.native_path ?? '') < (b.f.native_path ?? '') ? -1 : (a.f.native_path ?? '') > (b.f.native_path ?? '') ? 1 : 0));
+  const sections = subagents.slice(0, MAX_SUBAGENT_SECTIONS).map(({ f, m }) => {
+    const description = options.descriptions?.get(m[1]!);
+    return { title: `Subagent ${m[1]!}${description === undefined ? '' : `: ${description}`}`, transcript: options.read(f.bytes) };
+  });
+  if (subagents.length > MAX_SUBAGENT_SECTIONS) main.truncated = true;
+  return sections.length === 0 ? main : { ...main, sections };
+}
+
 export { isInjected } from './injected.js';

@@ -12,8 +12,10 @@ import {
   isRecord,
   jsonLines,
   str,
+  subagentDescriptions,
   toolSummary,
   TurnList,
+  withSubagentSections,
   type Transcript,
   type TranscriptReader,
   type TranscriptSource,
@@ -22,8 +24,6 @@ import { messageUserTurn, type UserTurn } from '../../harness-kit/title.js';
 
 const SUBAGENT = /(?:^|\/)subagents\/(?:[^/]+\/)*agent-([A-Za-z0-9._-]+)\.jsonl$/;
 const SUBAGENT_META = /(?:^|\/)subagents\/(?:[^/]+\/)*agent-([A-Za-z0-9._-]+)\.meta\.json$/;
-/** Subagent transcripts rendered at most. */
-const MAX_SECTIONS = 50;
 
 /** Meta entries, compaction summaries and side chains are not the user typing; the rest are common message shapes. */
 export function claudeUserTurn(record: unknown): UserTurn | undefined {
@@ -44,28 +44,8 @@ export const claudeTranscriptReader: TranscriptReader = {
 export function readClaudeTranscript(files: readonly TranscriptSource[]): Transcript {
   const primary = files.find((f) => f.role === 'primary_transcript');
   const main = primary === undefined ? emptyTranscript() : readClaudeJsonl(primary.bytes, false);
-  const descriptions = new Map<string, string>();
-  for (const file of files) {
-    const m = SUBAGENT_META.exec(file.native_path ?? '');
-    if (m === null) continue;
-    try {
-      const meta = JSON.parse(new TextDecoder().decode(file.bytes)) as unknown;
-      if (isRecord(meta) && typeof meta.description === 'string') descriptions.set(m[1]!, meta.description);
-    } catch {
-      main.skipped++;
-    }
-  }
-  const sections: NonNullable<Transcript['sections']> = [];
-  const subagents = files
-    .map((f) => ({ f, m: SUBAGENT.exec(f.native_path ?? '') }))
-    .filter((x): x is { f: TranscriptSource; m: RegExpExecArray } => x.m !== null)
-    .sort((a, b) => (a.f.native_path! < b.f.native_path! ? -1 : a.f.native_path! > b.f.native_path! ? 1 : 0));
-  for (const { f, m } of subagents.slice(0, MAX_SECTIONS)) {
-    const description = descriptions.get(m[1]!);
-    sections.push({ title: `Subagent ${m[1]!}${description === undefined ? '' : `: ${description}`}`, transcript: readClaudeJsonl(f.bytes, true) });
-  }
-  if (subagents.length > MAX_SECTIONS) main.truncated = true;
-  return sections.length === 0 ? main : { ...main, sections };
+  const descriptions = subagentDescriptions(main, files, SUBAGENT_META);
+  return withSubagentSections(main, files, { pattern: SUBAGENT, read: (bytes) => readClaudeJsonl(bytes, true), descriptions });
 }
 
 /** One Claude Code JSONL file; `sidechain` is true for a subagent's own file (its records are all sidechain). */

@@ -14,6 +14,7 @@ import {
   str,
   toolSummary,
   TurnList,
+  withSubagentSections,
   type Transcript,
   type TranscriptReader,
   type TranscriptSource,
@@ -21,7 +22,6 @@ import {
 import { readGeminiChat } from './chat.js';
 
 const SUBAGENT = /(?:^|\/)chats\/[^/]+\/([A-Za-z0-9._-]+)\.jsonl?$/;
-const MAX_SECTIONS = 50;
 
 /** A chat message is a `{type: 'user', content}` record: the common shape, with parts that hold `text`. */
 export function geminiUserTurn(record: unknown): UserTurn | undefined {
@@ -37,13 +37,7 @@ export const geminiTranscriptReader: TranscriptReader = {
 export function readGeminiSession(files: readonly TranscriptSource[]): Transcript {
   const primary = files.find((f) => f.role === 'primary_transcript');
   const main = primary === undefined ? emptyTranscript() : readGeminiChatTurns(primary.bytes);
-  const subagents = files
-    .map((f) => ({ f, m: f.role === 'session_companion' ? SUBAGENT.exec(f.native_path ?? '') : null }))
-    .filter((x): x is { f: TranscriptSource; m: RegExpExecArray } => x.m !== null)
-    .sort((a, b) => (a.f.native_path! < b.f.native_path! ? -1 : 1));
-  const sections = subagents.slice(0, MAX_SECTIONS).map(({ f, m }) => ({ title: `Subagent ${m[1]!}`, transcript: readGeminiChatTurns(f.bytes) }));
-  if (subagents.length > MAX_SECTIONS) main.truncated = true;
-  return sections.length === 0 ? main : { ...main, sections };
+  return withSubagentSections(main, files, { pattern: SUBAGENT, read: readGeminiChatTurns, role: 'session_companion' });
 }
 
 function partsText(content: unknown): string {

@@ -16,6 +16,7 @@ import {
   str,
   toolSummary,
   TurnList,
+  withSubagentSections,
   type Transcript,
   type TranscriptReader,
   type TranscriptSource,
@@ -23,7 +24,6 @@ import {
 import { kimiUserTurn as legacyUserTurn, readKimiSession as readLegacySession } from './legacy/transcript.js';
 
 const SUBAGENT_WIRE = /(?:^|\/)agents\/([A-Za-z0-9._-]+)\/wire\.jsonl$/;
-const MAX_SECTIONS = 50;
 
 /** A Kimi Code `turn.prompt` record from the user; a kimi-cli event or message otherwise. */
 export function kimiCodeUserTurn(record: unknown): UserTurn | undefined {
@@ -47,14 +47,7 @@ function readKimi(files: readonly TranscriptSource[], sessionId: string): Transc
   const wire = files.find((f) => f.role === 'agent_wire_history');
   // kimi-cli's layout has no agents/ folder: its bundles are read by its own reader.
   if (wire === undefined || !/(?:^|\/)agents\/main\/wire\.jsonl$/.test(wire.native_path ?? '')) return readLegacySession(files, sessionId);
-  const main = readKimiCodeWire(wire.bytes);
-  const subagents = files
-    .map((f) => ({ f, m: f.role === 'session_state' ? SUBAGENT_WIRE.exec(f.native_path ?? '') : null }))
-    .filter((x): x is { f: TranscriptSource; m: RegExpExecArray } => x.m !== null)
-    .sort((a, b) => (a.f.native_path! < b.f.native_path! ? -1 : 1));
-  const sections = subagents.slice(0, MAX_SECTIONS).map(({ f, m }) => ({ title: `Subagent ${m[1]!}`, transcript: readKimiCodeWire(f.bytes) }));
-  if (subagents.length > MAX_SECTIONS) main.truncated = true;
-  return sections.length === 0 ? main : { ...main, sections };
+  return withSubagentSections(readKimiCodeWire(wire.bytes), files, { pattern: SUBAGENT_WIRE, read: readKimiCodeWire, role: 'session_state' });
 }
 
 function resultText(result: unknown): string {

@@ -15,8 +15,10 @@ import {
   isRecord,
   jsonLines,
   str,
+  subagentDescriptions,
   toolSummary,
   TurnList,
+  withSubagentSections,
   type Transcript,
   type TranscriptReader,
   type TranscriptSource,
@@ -25,7 +27,6 @@ import { messageUserTurn, textsOf, type UserTurn } from '../../../harness-kit/ti
 
 const SUBAGENT_WIRE = /(?:^|\/)subagents\/([A-Za-z0-9._-]+)\/wire\.jsonl$/;
 const SUBAGENT_META = /(?:^|\/)subagents\/([A-Za-z0-9._-]+)\/meta\.json$/;
-const MAX_SECTIONS = 50;
 /** Streamed tool arguments are kept up to this size. */
 const MAX_ARGUMENTS = 64 * 1024;
 
@@ -63,27 +64,8 @@ export function readKimiSession(files: readonly TranscriptSource[], sessionId: s
       main = { ...fromContext, skipped: fromContext.skipped + main.skipped };
     }
   }
-  const descriptions = new Map<string, string>();
-  for (const file of files) {
-    const m = SUBAGENT_META.exec(file.native_path ?? '');
-    if (m === null) continue;
-    try {
-      const meta = JSON.parse(new TextDecoder().decode(file.bytes)) as unknown;
-      if (isRecord(meta) && typeof meta.description === 'string') descriptions.set(m[1]!, meta.description);
-    } catch {
-      main.skipped++;
-    }
-  }
-  const subagents = files
-    .map((f) => ({ f, m: SUBAGENT_WIRE.exec(f.native_path ?? '') }))
-    .filter((x): x is { f: TranscriptSource; m: RegExpExecArray } => x.m !== null)
-    .sort((a, b) => (a.f.native_path! < b.f.native_path! ? -1 : a.f.native_path! > b.f.native_path! ? 1 : 0));
-  const sections = subagents.slice(0, MAX_SECTIONS).map(({ f, m }) => {
-    const description = descriptions.get(m[1]!);
-    return { title: `Subagent ${m[1]!}${description === undefined ? '' : `: ${description}`}`, transcript: readKimiWire(f.bytes) };
-  });
-  if (subagents.length > MAX_SECTIONS) main.truncated = true;
-  return sections.length === 0 ? main : { ...main, sections };
+  const descriptions = subagentDescriptions(main, files, SUBAGENT_META);
+  return withSubagentSections(main, files, { pattern: SUBAGENT_WIRE, read: readKimiWire, descriptions });
 }
 
 interface PendingCall {
