@@ -188,7 +188,7 @@ async function refuseBeforeMigration(ctx: Context, file: string): Promise<void> 
     if (targets.length === 0 || targets.some((p) => path.resolve(p) === path.resolve(codeHome(ctx)))) return;
   }
   if (userHooks(await readText(file)) > 0) return;
-  throw new BlueError('NATIVE_CONFIG_CONFLICT', `kimi-cli's config holds ${pending} hook${pending === 1 ? '' : 's'} that Kimi Code has not migrated yet; with the capture hook in ${file} first, its migration would drop them`, {
+  throw new BlueError('NATIVE_CONFIG_CONFLICT', `kimi-cli's config holds ${pending} hook${pending === 1 ? '' : 's'} that Kimi Code has not migrated yet; with the capture hook in ${file} first, its migration would drop ${pending === 1 ? 'it' : 'them'}`, {
     file: sourceConfig,
     hint: 'Let Kimi Code migrate first: run `kimi migrate --run` (or start `kimi` and migrate, or skip the migration), then run `blue-agent reconcile` again.',
   });

@@ -106,7 +106,7 @@ describe('kimi adapter: locations', () => {
     await writeFile(path.join(share, 'config.toml'), `[[hooks]]\nevent = "PreToolUse"\ncommand = "lint"\n\n${TABLE.join('\n')}\n`);
     const error = await rejected(kimi.hookFile(home.ctx, code));
     expect([error.code, error.file]).toEqual(['NATIVE_CONFIG_CONFLICT', path.join(share, 'config.toml')]);
-    expect(error.message).toContain('1 hook that Kimi Code has not migrated yet');
+    expect(error.message).toMatch(/1 hook that Kimi Code has not migrated yet; .* its migration would drop it$/);
     expect(error.hint).toContain('kimi migrate --run');
     // kimi-cli's own hook file is not Kimi Code's concern.
     expect(await kimi.hookFile(home.ctx, interval)).toBe(path.join(share, 'config.toml'));
