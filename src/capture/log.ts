@@ -26,7 +26,8 @@ export type CaptureEvent =
   | 'upload_retry'
   | 'upload_failed'
   | 'discarded'
-  | 'unchanged';
+  | 'unchanged'
+  | 'superseded';
 
 export interface CaptureLogEntry {
   event: CaptureEvent;

@@ -59,6 +59,7 @@ export function renderDrain(report: DrainReport): string {
     );
   }
   for (const b of report.built) lines.push(`built   ${b.id}  ${b.harness} ${b.session_id}  ${b.size} bytes  sha256 ${b.sha256}`);
+  for (const s of report.superseded) lines.push(`superseded ${s.id}  ${s.harness} ${s.session_id}  the later capture ${s.by} of the same run holds its last state`);
   for (const u of report.unchanged) lines.push(`unchanged ${u.id}  ${u.harness} ${u.session_id}  holds what ${u.same_as} captured: nothing to upload`);
   for (const u of report.uploaded) lines.push(`uploaded ${u.id}  ${u.harness} ${u.session_id}  upload ${u.upload_id}${u.already ? ' (already on the server)' : ''}`);
   for (const id of report.discarded) lines.push(`discarded ${id}`);

@@ -5,6 +5,7 @@
  * Outcome of a build, by what went wrong:
  *   - nothing: the bundle is committed and the record is ready (or, when the session holds exactly what its last
  *     capture held, the record is removed: unchanged, nothing to upload; see captured.ts);
+ *   - (not built at all) a later capture of the same session waits for the same harness process: superseded;
  *   - the session must not or cannot be captured (ARTIFACT_INVALID and kin): failed at once, with the reason;
  *   - the disk is full: the partial bundle is removed, the record goes back to intake untouched, and the drain stops;
  *   - anything else: back to intake with attempts + 1 and a growing delay before the next try (RETRY_DELAYS_MS),
@@ -67,6 +68,13 @@ export async function buildWaiting(ctx: Context, spool: Spool, report: DrainRepo
         report.failed.push(failedEntry(record, 'SPOOL_RECORD_DAMAGED', claim.damaged));
         continue;
       }
+      const by = record.wait_for_exit === undefined ? undefined : await laterCaptureOfRun(spool, record);
+      if (by !== undefined) {
+        await spool.discardBuild(claim);
+        report.superseded.push({ id: record.id, harness: record.harness, session_id: record.payload.session_id, by });
+        await appendCaptureLog(ctx.paths.captureLogFile, { event: 'superseded', harness: record.harness, profile: record.profile, session_id: record.payload.session_id, record: record.id, by });
+        continue;
+      }
       const age = ctx.clock.now() - record.created_at_unix_ms;
       if (age >= 0 && age < settleMs) await (options.wait ?? sleep)(settleMs - age);
       const outFile = spool.tempFile(record.id, 'bundle');
@@ -124,6 +132,32 @@ export async function buildWaiting(ctx: Context, spool: Spool, report: DrainRepo
   } finally {
     await documents?.save().catch(() => undefined);
   }
+}
+
+/**
+ * A later intake record of the same session waiting for the same harness process: once that process has exited it
+ * captures the session's last state, so building `record` too would only find the same content (each turn of a
+ * harness whose capture event fires after every turn leaves one such record).
+ */
+async function laterCaptureOfRun(spool: Spool, record: SpoolRecord): Promise<string | undefined> {
+  const wait = record.wait_for_exit!;
+  for (const id of (await spool.idsIn('intake')).reverse()) {
+    if (id === record.id) continue;
+    const other = await spool.peek('intake', id);
+    const theirs = other?.wait_for_exit;
+    if (
+      other?.harness === record.harness &&
+      other.payload?.session_id === record.payload.session_id &&
+      theirs?.pid === wait.pid &&
+      theirs.proc_start === wait.proc_start &&
+      theirs.started_at_unix_ms === wait.started_at_unix_ms &&
+      typeof other.created_at_unix_ms === 'number' &&
+      (other.created_at_unix_ms > record.created_at_unix_ms || (other.created_at_unix_ms === record.created_at_unix_ms && id > record.id))
+    ) {
+      return id;
+    }
+  }
+  return undefined;
 }
 
 /**

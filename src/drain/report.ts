@@ -47,6 +47,15 @@ export interface FailedEntry {
   next_attempt_at_unix_ms?: number;
 }
 
+/** A capture removed unbuilt: a later capture of the same harness run will hold the session's last state. */
+export interface SupersededEntry {
+  id: string;
+  harness: string;
+  session_id: string;
+  /** The later capture. */
+  by: string;
+}
+
 /** A capture waiting for its harness process to exit. */
 export interface DeferredEntry {
   id: string;
@@ -78,6 +87,11 @@ export interface DrainReport {
   built: BuiltEntry[];
   /** Captures removed without a bundle: the session had not changed since its last capture. */
   unchanged: UnchangedEntry[];
+  /**
+   * Captures removed without a bundle because a later one of the same session, waiting for the same harness process
+   * to exit, will capture its last state (a capture event that fires after every turn).
+   */
+  superseded: SupersededEntry[];
   /** Failed for good in this run. */
   failed: FailedEntry[];
   /** Failed in this run, kept in intake for a later drain. */

@@ -1,8 +1,9 @@
 /**
  * Captures that wait for their harness to exit (a profile whose capture event fires after every turn says
  * wait_for_exit): the hook records the harness process above it, the drain leaves such a capture in intake while that
- * process runs (deferred, not a failure) and builds it once it has exited, and the drain a capture hook starts lingers
- * for a harness that exits right after its last turn.
+ * process runs (deferred, not a failure) and builds it once it has exited — only the last capture of a run: earlier
+ * ones are superseded —, and the drain a capture hook starts lingers for a harness that exits right after its last
+ * turn.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { cp, readFile, writeFile } from 'node:fs/promises';
@@ -124,6 +125,35 @@ describe('the drain', () => {
     const second = await drain(ctx, { skipUploads: true });
     expect(second.built.map((b) => b.id)).toEqual([record.id]);
     expect(second.deferred).toEqual([]);
+  });
+
+  it('builds only the last capture of a harness run; earlier ones of the same session and process are superseded', async () => {
+    const child = harness();
+    const session = await claudeSession(path.join(t.home, '.claude'), { id: 'wait-0006', cwd: path.join(t.home, 'work'), prompt: 'Three turns' });
+    const spool = await Spool.open(ctx.paths);
+    const wait = { pid: child.pid!, proc_start: processStart(child.pid!) };
+    const turns: SpoolRecord[] = [];
+    for (const ago of [90_000, 80_000, 70_000]) turns.push(await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: Date.now() - ago, waitForExit: wait }));
+    // Another run of the same session (another process), and another session of this run: not superseded by these.
+    const other = harness();
+    const otherRun = await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: Date.now() - 60_000, waitForExit: { pid: other.pid!, proc_start: processStart(other.pid!) } });
+    const otherSession = await enqueueWaiting(child.pid!, 'wait-0007');
+    other.kill('SIGKILL');
+    child.kill('SIGKILL');
+    await Promise.all([exited(child), exited(other)]);
+
+    const report = await drain(ctx, { skipUploads: true });
+    expect(report.superseded).toEqual([
+      { id: turns[0]!.id, harness: 'claude', session_id: 'wait-0006', by: turns[2]!.id },
+      { id: turns[1]!.id, harness: 'claude', session_id: 'wait-0006', by: turns[2]!.id },
+    ]);
+    expect(report.built.map((b) => b.id).sort()).toEqual([turns[2]!.id, otherSession.id].sort());
+    expect(report.unchanged.map((u) => u.id)).toEqual([otherRun.id]);
+    expect(captureLog(t.env.BLUE_AGENT_HOME!).filter((l) => l.event === 'superseded').map((l) => [l.record, l.by])).toEqual([
+      [turns[0]!.id, turns[2]!.id],
+      [turns[1]!.id, turns[2]!.id],
+    ]);
+    expect(spoolFiles(t.env.BLUE_AGENT_HOME!).intake).toEqual([]);
   });
 
   it('a harness pid now used by another process does not hold the capture back', async () => {

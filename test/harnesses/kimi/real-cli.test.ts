@@ -179,7 +179,7 @@ describe('capture with the real CLI', () => {
       const record = finished[0]!.record;
       expect(record).toMatchObject({ harness: 'kimi', profile: 'kimi-v2_0_2', payload: { cwd, hook_event_name: 'Stop' } });
       await expectVerifiedBundle(record, 'kimi', 'kimi-v2_0_2', { title: prompt, summary: prompt });
-      expect(captureLog(stateDir).map((l) => l.event).sort()).toEqual(['built', 'spooled', 'spooled', 'unchanged']);
+      expect(captureLog(stateDir).map((l) => l.event).sort()).toEqual(['built', 'spooled', 'spooled', 'superseded']);
       // The bundle holds the whole session: both turns.
       const wire = await readFile(path.join(kimiCodeHome(harnessEnv(t.home)), 'sessions', kimiCodeWorkDirKey(cwd), record.payload.session_id, 'agents', 'main', 'wire.jsonl'), 'utf8');
       expect(wire).toContain('Now in French.');
