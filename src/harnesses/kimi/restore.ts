@@ -10,13 +10,12 @@ import path from 'node:path';
 import type { Context } from '../../context.js';
 import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../restore-files.js';
 import type { RestoreIndexMerge, RestoreInput, RestorePlacement, RestorePlan } from '../types.js';
+import { AGENT_PARTS, SESSION_PARTS } from './session.js';
 import { AGENT_ID, encodeState, relocatedState } from './state.js';
 import { withWorkspace } from './wire.js';
 import { kimiCodeWorkDirKey, WORK_DIR_KEY } from './workdir.js';
 
 const SESSION_INDEX = 'session_index.jsonl';
-const AGENT_PARTS = new Set(['plans', 'blobs']);
-const SESSION_PARTS = new Set(['attachments', 'media-originals']);
 
 export function planKimiCodeRestore(_ctx: Context, input: RestoreInput, home: string): RestorePlan {
   const id = checkedSessionId(input);

@@ -20,7 +20,7 @@ import type { Context } from '../../context.js';
 import { firstUserTurn, HEAD_MAX_BYTES, parseTranscript, titleAndSummary } from '../../harness-kit/title.js';
 import type { CollectedSession, CollectInput, SessionFile } from '../types.js';
 import { artifactInvalid, assertSessionId, checkRoleCounts, entryName, fileOf, MAX_SESSION_FILES, readHead, sessionRootOf, SessionRoot } from '../session-files.js';
-import { AGENT_ID, encodeState, sanitizeKimiCodeState } from './state.js';
+import { AGENT_ID, encodeState, sanitizeKimiCodeState, stateDirectory } from './state.js';
 import { kimiCodeUserTurn } from './transcript.js';
 import { kimiCodeWorkDirKey, WORK_DIR_KEY } from './workdir.js';
 
@@ -28,9 +28,9 @@ const STATE_FILE = 'state.json';
 const MAX_STATE_BYTES = 4 * 1024 * 1024;
 const MAX_WORK_DIR_FOLDERS = 10_000;
 /** What is captured of an agent's folder besides its wire log. */
-const AGENT_PARTS = new Set(['plans', 'blobs']);
+export const AGENT_PARTS: ReadonlySet<string> = new Set(['plans', 'blobs']);
 /** What is captured at the top of the session folder besides state.json and the agents. */
-const SESSION_PARTS = new Set(['attachments', 'media-originals']);
+export const SESSION_PARTS: ReadonlySet<string> = new Set(['attachments', 'media-originals']);
 
 export async function collectKimiCodeSession(ctx: Context, input: CollectInput, home: string): Promise<CollectedSession> {
   const { payload, interval } = input;
@@ -66,8 +66,7 @@ export async function collectKimiCodeSession(ctx: Context, input: CollectInput, 
 
   const title = typeof state.title === 'string' && state.title.trim() !== '' ? state.title : undefined;
   const turn = firstUserTurn(parseTranscript((await readHead(wire, HEAD_MAX_BYTES)).toString('utf8')), kimiCodeUserTurn);
-  const directory = state.version === 2 ? state.cwd : state.workDir;
-  const cwd = payload.cwd ?? (typeof directory === 'string' ? directory : undefined);
+  const cwd = payload.cwd ?? stateDirectory(state);
   ctx.logger.debug('kimi code session collected', { session: id, files: files.length, root: root.path });
   return { sessionId: id, ...(cwd === undefined ? {} : { cwd }), root: root.path, files, ...titleAndSummary({ native: title === undefined ? undefined : { title }, firstUserTurn: turn }) };
 }
