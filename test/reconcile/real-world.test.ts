@@ -1,6 +1,7 @@
 /**
  * Reconcile against configurations shaped like real, publicly committed ones (fixtures/real-world): kimi-cli's
- * default config with `hooks = []`, a Kimi Code config as its migration from kimi-cli writes it, with the user's hooks, a Codex config with other tools' marker blocks that have unrelated tables inside, and
+ * default config with `hooks = []`, Kimi Code configs as its migration from kimi-cli writes them and with another tool's
+ * session hooks, a Codex config with other tools' marker blocks that have unrelated tables inside, and
  * Claude settings with other tools' hooks. Install, re-install and removal: foreign entries untouched, byte-exact.
  */
 import { readFileSync } from 'node:fs';
@@ -55,6 +56,7 @@ const cases = [
   // kimi-cli, the Python CLI Kimi Code succeeds.
   { harness: 'kimi', file: () => path.join(t.home, '.kimi', 'config.toml'), name: 'kimi-default.toml', parse: (s: string) => parseToml(s), version: 'kimi, version 1.49.0' },
   { harness: 'kimi', file: () => path.join(t.home, '.kimi-code', 'config.toml'), name: 'kimi-code-migrated.toml', parse: (s: string) => parseToml(s) },
+  { harness: 'kimi', file: () => path.join(t.home, '.kimi-code', 'config.toml'), name: 'kimi-code-hooks.toml', parse: (s: string) => parseToml(s) },
   { harness: 'codex', file: () => path.join(t.home, '.codex', 'config.toml'), name: 'codex-foreign-blocks.toml', parse: (s: string) => parseToml(s) },
   { harness: 'claude', file: () => path.join(t.home, '.claude', 'settings.json'), name: 'claude-foreign-hooks.json', parse: (s: string) => JSON.parse(s) as unknown },
 ] as const;
