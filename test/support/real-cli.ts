@@ -399,6 +399,14 @@ export function useResumeRoundTrip() {
     return describeRun(result, `--- model stub\n${stub.summary() || '(none)'}\n--- capture.log A\n${JSON.stringify(captureLog(a.env.BLUE_AGENT_HOME!), null, 1)}`);
   }
 
+  /** The native resume ran, and the model was sent the new prompt with the earlier turn (the code word) at `modelPath`. */
+  function expectResumedWithHistory(resumed: HarnessRunResult, modelPath: string): void {
+    expect(resumed.exitCode, explain(resumed)).toBe(0);
+    const sent = stub.textSentTo(modelPath);
+    expect(sent, explain(resumed)).toContain(SECOND_PROMPT);
+    expect(sent, explain(resumed)).toContain(CODE_WORD);
+  }
+
   /** Waits until machine A's session is listed complete on the Control API; returns it. */
   async function uploadedFromA(harness: string): Promise<{ upload_id: string; session_id: string }> {
     try {
@@ -445,7 +453,7 @@ export function useResumeRoundTrip() {
     get destination() {
       return destination;
     },
-    CODE_WORD, FIRST_PROMPT, SECOND_PROMPT, TEST_TIMEOUT_MS, pathWith, agentOn, explain, uploadedFromA, resumeOnB,
+    CODE_WORD, FIRST_PROMPT, SECOND_PROMPT, TEST_TIMEOUT_MS, pathWith, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB,
   };
 }
 
@@ -491,6 +499,14 @@ export function useRestoreRoundTrip() {
     return describeRun(result, `--- model stub requests\n${stub.summary() || '(none)'}`);
   }
 
+  /** The native resume ran, and the model was sent the new prompt with the earlier turn (the code word) at `modelPath`. */
+  function expectResumedWithHistory(resumed: HarnessRunResult, modelPath: string): void {
+    expect(resumed.exitCode, explain(resumed)).toBe(0);
+    const sent = stub.textSentTo(modelPath);
+    expect(sent, explain(resumed)).toContain(SECOND_PROMPT);
+    expect(sent, explain(resumed)).toContain(CODE_WORD);
+  }
+
   /** Bundles a session of HOME A exactly as the capture worker does (by the fixture's profile unless `profile` names one). */
   async function bundleFromA(harness: HarnessName, ctx: Context, payload: { session_id: string; cwd: string; transcript_path?: string }, profile = fixtureProfile(harness)): Promise<string> {
     const profiles = await shippedProfiles();
@@ -529,6 +545,6 @@ export function useRestoreRoundTrip() {
     get destination() {
       return destination;
     },
-    CODE_WORD, FIRST_PROMPT, SECOND_PROMPT, TEST_TIMEOUT_MS, agentContext, explain, bundleFromA, restoreIntoB,
+    CODE_WORD, FIRST_PROMPT, SECOND_PROMPT, TEST_TIMEOUT_MS, agentContext, explain, expectResumedWithHistory, bundleFromA, restoreIntoB,
   };
 }

@@ -114,7 +114,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
   it(
     'Claude Code: claude --resume <id> -p in the destination continues the restored conversation',
     async () => {
-      const { a, b, stub, sourceCwd, destination, agentContext, explain, bundleFromA, restoreIntoB, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const { a, b, stub, sourceCwd, destination, agentContext, explain, expectResumedWithHistory, bundleFromA, restoreIntoB, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
       const bin = harnessBin('claude');
       const first = await runClaude({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, timeoutMs: 90_000 });
       expect(first.exitCode, explain(first)).toBe(0);
@@ -131,10 +131,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
 
       stub.clear();
       const resumed = await runClaude({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: restored.resumeArgv.slice(1), stubUrl: stub.url, timeoutMs: 90_000 });
-      expect(resumed.exitCode, explain(resumed)).toBe(0);
-      const sent = stub.textSentTo('/v1/messages');
-      expect(sent, explain(resumed)).toContain(SECOND_PROMPT);
-      expect(sent, explain(resumed)).toContain(CODE_WORD);
+      expectResumedWithHistory(resumed, '/v1/messages');
 
       // Claude Code finds a session by its id in any project folder, also from another directory: why the restore
       // refuses to write a second copy of a session that is already in another project folder.
@@ -159,7 +156,7 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     'Claude Code',
     async () => {
-      const { a, b, stub, sourceCwd, destination, agentOn, explain, uploadedFromA, resumeOnB, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const { a, b, stub, sourceCwd, destination, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, FIRST_PROMPT, SECOND_PROMPT } = w;
       const bin = harnessBin('claude');
       expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['claude'] })).harnesses[0]).toMatchObject({ state: 'active' });
       const first = await runClaude({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, env: a.env, timeoutMs: 90_000 });
@@ -171,9 +168,7 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
 
       stub.clear();
       const resumed = await runClaude({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000 });
-      expect(resumed.exitCode, explain(resumed)).toBe(0);
-      expect(stub.textSentTo('/v1/messages'), explain(resumed)).toContain(CODE_WORD);
-      expect(stub.textSentTo('/v1/messages'), explain(resumed)).toContain(SECOND_PROMPT);
+      expectResumedWithHistory(resumed, '/v1/messages');
     },
     TEST_TIMEOUT_MS,
   );

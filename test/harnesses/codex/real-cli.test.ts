@@ -157,7 +157,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
   it(
     'Codex: codex exec resume <id> in the destination continues the restored rollout',
     async () => {
-      const { a, b, stub, sourceCwd, destination, agentContext, explain, bundleFromA, restoreIntoB, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const { a, b, stub, sourceCwd, destination, agentContext, explain, expectResumedWithHistory, bundleFromA, restoreIntoB, FIRST_PROMPT, SECOND_PROMPT } = w;
       const bin = harnessBin('codex');
       // Both machines in a time zone far from UTC: Codex names the rollout by local time, and so does the restore.
       const first = await runCodex({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, env: { TZ: CHATHAM }, timeoutMs: 90_000 });
@@ -177,10 +177,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
 
       stub.clear();
       const resumed = await runCodex({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: ['resume', id], stubUrl: stub.url, timeoutMs: 90_000 });
-      expect(resumed.exitCode, explain(resumed)).toBe(0);
-      const sent = stub.textSentTo('/v1/responses');
-      expect(sent, explain(resumed)).toContain(SECOND_PROMPT);
-      expect(sent, explain(resumed)).toContain(CODE_WORD);
+      expectResumedWithHistory(resumed, '/v1/responses');
     },
     TEST_TIMEOUT_MS,
   );
@@ -193,7 +190,7 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     'Codex',
     async () => {
-      const { a, b, stub, sourceCwd, destination, agentOn, explain, uploadedFromA, resumeOnB, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const { a, b, stub, sourceCwd, destination, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, FIRST_PROMPT, SECOND_PROMPT } = w;
       const bin = harnessBin('codex');
       await writeCodexProviderConfig(codexHome(harnessEnv(a.home)), stub.url);
       expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['codex'] })).harnesses[0]).toMatchObject({ profile: 'codex-v0_145_0' });
@@ -209,9 +206,7 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
       stub.clear();
       // Headless, `codex exec resume <id>` is the same resume the command names.
       const resumed = await runCodex({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, writeConfig: false, timeoutMs: 90_000 });
-      expect(resumed.exitCode, explain(resumed)).toBe(0);
-      expect(stub.textSentTo('/v1/responses'), explain(resumed)).toContain(CODE_WORD);
-      expect(stub.textSentTo('/v1/responses'), explain(resumed)).toContain(SECOND_PROMPT);
+      expectResumedWithHistory(resumed, '/v1/responses');
     },
     TEST_TIMEOUT_MS,
   );

@@ -132,7 +132,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
     it(
       `Gemini CLI: captured by ${captured}, gemini --resume <id> -p by the newest in the destination continues the conversation`,
       async () => {
-        const { a, b, stub, sourceCwd, destination, agentContext, explain, bundleFromA, restoreIntoB, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+        const { a, b, stub, sourceCwd, destination, agentContext, explain, expectResumedWithHistory, bundleFromA, restoreIntoB, FIRST_PROMPT, SECOND_PROMPT } = w;
         const binA = harnessBin('gemini', captured);
         const binB = harnessBin('gemini', to);
         const first = await runGemini({ bin: binA, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, timeoutMs: 90_000 });
@@ -156,10 +156,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
 
         stub.clear();
         const resumed = await runGemini({ bin: binB, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: restored.resumeArgv.slice(1), stubUrl: stub.url, timeoutMs: 90_000, writeSettings: false });
-        expect(resumed.exitCode, explain(resumed)).toBe(0);
-        const sent = stub.textSentTo(GEMINI_MODEL_PATH);
-        expect(sent, explain(resumed)).toContain(SECOND_PROMPT);
-        expect(sent, explain(resumed)).toContain(CODE_WORD);
+        expectResumedWithHistory(resumed, GEMINI_MODEL_PATH);
       },
       TEST_TIMEOUT_MS,
     );
@@ -173,7 +170,7 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     'Gemini CLI',
     async () => {
-      const { a, b, stub, sourceCwd, destination, agentOn, explain, uploadedFromA, resumeOnB, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const { a, b, stub, sourceCwd, destination, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, FIRST_PROMPT, SECOND_PROMPT } = w;
       const bin = harnessBin('gemini');
       const version = geminiVersionOf(bin);
       await writeGeminiSettings(geminiDir(harnessEnv(a.home)), version);
@@ -188,9 +185,7 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
 
       stub.clear();
       const resumed = await runGemini({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000, writeSettings: false });
-      expect(resumed.exitCode, explain(resumed)).toBe(0);
-      expect(stub.textSentTo(GEMINI_MODEL_PATH), explain(resumed)).toContain(CODE_WORD);
-      expect(stub.textSentTo(GEMINI_MODEL_PATH), explain(resumed)).toContain(SECOND_PROMPT);
+      expectResumedWithHistory(resumed, GEMINI_MODEL_PATH);
     },
     TEST_TIMEOUT_MS,
   );

@@ -218,7 +218,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
     it(
       `Kimi Code ${version}: the directory, agent homes and bindings rewritten, \`kimi --session <id> -p\` continues it`,
       async () => {
-        const { a, b, stub, sourceCwd, destination, agentContext, explain, bundleFromA, restoreIntoB, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+        const { a, b, stub, sourceCwd, destination, agentContext, explain, expectResumedWithHistory, bundleFromA, restoreIntoB, FIRST_PROMPT, SECOND_PROMPT } = w;
         const bin = harnessBin('kimi', version);
         const first = await runKimiHeadless({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, timeoutMs: 90_000 });
         expect(first.exitCode, explain(first)).toBe(0);
@@ -238,10 +238,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
 
         stub.clear();
         const resumed = await runKimiHeadless({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: restored.resumeArgv.slice(1), stubUrl: stub.url, timeoutMs: 90_000, writeConfig: false });
-        expect(resumed.exitCode, explain(resumed)).toBe(0);
-        const sent = stub.textSentTo(KIMI_MODEL_PATH);
-        expect(sent, explain(resumed)).toContain(SECOND_PROMPT);
-        expect(sent, explain(resumed)).toContain(CODE_WORD);
+        expectResumedWithHistory(resumed, KIMI_MODEL_PATH);
       },
       TEST_TIMEOUT_MS,
     );
@@ -255,7 +252,7 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     `Kimi Code ${NEWEST}`,
     async () => {
-      const { a, b, stub, sourceCwd, destination, agentOn, explain, uploadedFromA, resumeOnB, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const { a, b, stub, sourceCwd, destination, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, FIRST_PROMPT, SECOND_PROMPT } = w;
       const bin = harnessBin('kimi', NEWEST);
       await writeKimiCodeConfig(kimiCodeHome(harnessEnv(a.home)), stub.url);
       expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['kimi'] })).harnesses[0]).toMatchObject({ state: 'active' });
@@ -269,9 +266,7 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
 
       stub.clear();
       const resumed = await runKimiHeadless({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000, writeConfig: false });
-      expect(resumed.exitCode, explain(resumed)).toBe(0);
-      expect(stub.textSentTo(KIMI_MODEL_PATH), explain(resumed)).toContain(CODE_WORD);
-      expect(stub.textSentTo(KIMI_MODEL_PATH), explain(resumed)).toContain(SECOND_PROMPT);
+      expectResumedWithHistory(resumed, KIMI_MODEL_PATH);
     },
     TEST_TIMEOUT_MS,
   );

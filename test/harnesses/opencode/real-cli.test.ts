@@ -120,7 +120,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
   it(
     'OpenCode: opencode import in the destination, then opencode run --session <id> continues the conversation',
     async () => {
-      const { a, b, stub, sourceCwd, destination, agentContext, explain, bundleFromA, restoreIntoB, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const { a, b, stub, sourceCwd, destination, agentContext, explain, expectResumedWithHistory, bundleFromA, restoreIntoB, FIRST_PROMPT, SECOND_PROMPT } = w;
       const bin = harnessBin('opencode');
       const env = { OPENCODE_DISABLE_AUTOUPDATE: '1', OPENCODE_DISABLE_MODELS_FETCH: '1', OPENCODE_DISABLE_LSP_DOWNLOAD: '1' };
       const first = await runOpencode({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, timeoutMs: 90_000 });
@@ -148,10 +148,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
 
       stub.clear();
       const resumed = await runOpencode({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: ['--session', id], stubUrl: stub.url, timeoutMs: 90_000 });
-      expect(resumed.exitCode, explain(resumed)).toBe(0);
-      const sent = stub.textSentTo('/v1/chat/completions');
-      expect(sent, explain(resumed)).toContain(SECOND_PROMPT);
-      expect(sent, explain(resumed)).toContain(CODE_WORD);
+      expectResumedWithHistory(resumed, '/v1/chat/completions');
       // Nothing of the restore is left in B's OpenCode config folder.
       expect(Object.keys(await snapshot(configDir)).filter((k) => k.includes('.blue-agent-restore'))).toEqual([]);
     },
@@ -166,7 +163,7 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     'OpenCode',
     async () => {
-      const { a, b, stub, sourceCwd, destination, pathWith, agentOn, explain, uploadedFromA, resumeOnB, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const { a, b, stub, sourceCwd, destination, pathWith, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, FIRST_PROMPT, SECOND_PROMPT } = w;
       const bin = harnessBin('opencode');
       expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['opencode'] })).harnesses[0]).toMatchObject({ state: 'active' });
       // The capture worker runs `opencode export`: OpenCode must be on the PATH the plugin passes down.
@@ -182,9 +179,7 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
 
       stub.clear();
       const resumed = await runOpencode({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000 });
-      expect(resumed.exitCode, explain(resumed)).toBe(0);
-      expect(stub.textSentTo('/v1/chat/completions'), explain(resumed)).toContain(CODE_WORD);
-      expect(stub.textSentTo('/v1/chat/completions'), explain(resumed)).toContain(SECOND_PROMPT);
+      expectResumedWithHistory(resumed, '/v1/chat/completions');
     },
     TEST_TIMEOUT_MS,
   );

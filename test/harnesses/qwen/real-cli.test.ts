@@ -118,7 +118,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
     it(
       `Qwen Code ${captured}'s session: the first record's cwd rewritten, qwen --resume <id> -p by the newest continues it`,
       async () => {
-        const { a, b, stub, sourceCwd, destination, agentContext, explain, bundleFromA, restoreIntoB, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+        const { a, b, stub, sourceCwd, destination, agentContext, explain, expectResumedWithHistory, bundleFromA, restoreIntoB, FIRST_PROMPT, SECOND_PROMPT } = w;
         const binA = harnessBin('qwen', captured);
         const binB = harnessBin('qwen');
         const first = await runQwenHeadless({ bin: binA, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, timeoutMs: 90_000 });
@@ -140,10 +140,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
 
         stub.clear();
         const resumed = await runQwenHeadless({ bin: binB, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: restored.resumeArgv.slice(1), stubUrl: stub.url, timeoutMs: 90_000, writeSettings: false });
-        expect(resumed.exitCode, explain(resumed)).toBe(0);
-        const sent = stub.textSentTo(QWEN_MODEL_PATH);
-        expect(sent, explain(resumed)).toContain(SECOND_PROMPT);
-        expect(sent, explain(resumed)).toContain(CODE_WORD);
+        expectResumedWithHistory(resumed, QWEN_MODEL_PATH);
       },
       TEST_TIMEOUT_MS,
     );
@@ -157,7 +154,7 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     'Qwen Code',
     async () => {
-      const { a, b, stub, sourceCwd, destination, agentOn, explain, uploadedFromA, resumeOnB, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const { a, b, stub, sourceCwd, destination, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, FIRST_PROMPT, SECOND_PROMPT } = w;
       const bin = harnessBin('qwen');
       await writeQwenSettings(qwenHome(harnessEnv(a.home)));
       expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['qwen'] })).harnesses[0]).toMatchObject({ state: 'active' });
@@ -171,9 +168,7 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
 
       stub.clear();
       const resumed = await runQwenHeadless({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000, writeSettings: false });
-      expect(resumed.exitCode, explain(resumed)).toBe(0);
-      expect(stub.textSentTo(QWEN_MODEL_PATH), explain(resumed)).toContain(CODE_WORD);
-      expect(stub.textSentTo(QWEN_MODEL_PATH), explain(resumed)).toContain(SECOND_PROMPT);
+      expectResumedWithHistory(resumed, QWEN_MODEL_PATH);
     },
     TEST_TIMEOUT_MS,
   );
