@@ -1,0 +1,17 @@
+/**
+ * A new, empty database for a test, in the run's throwaway PostgreSQL cluster (started once per run by
+ * test/support/postgres-global-setup.ts): every test gets its own, so no two tests share state.
+ */
+import { inject } from 'vitest';
+import { createDatabaseAt } from './postgres.js';
+
+/** The URL (`postgres://postgres:…@127.0.0.1:<port>/<name>`) of a database created for the caller. */
+export async function freshDatabase(): Promise<string> {
+  const url = inject('postgresUrl');
+  if (!url) {
+    throw new Error(
+      `no PostgreSQL cluster for this run: ${inject('postgresProblem') || 'the vitest config does not run test/support/postgres-global-setup.ts (globalSetup)'}`,
+    );
+  }
+  return createDatabaseAt(url);
+}
