@@ -92,8 +92,11 @@ async function openBlobs(ctx: Context, dir: string, opts: BlobOptions, publicUrl
   }
   if (kind === 's3') {
     if (opts.s3Bucket === undefined) throw usageError('--blob-store s3 needs --s3-bucket', 'Name the bucket: --s3-bucket NAME (and --s3-endpoint URL for an S3-compatible server).');
-    return blobs.createS3BlobStore(
-      blobs.s3OptionsFromEnv(ctx.env, { endpoint: opts.s3Endpoint, bucket: opts.s3Bucket, region: opts.s3Region, forcePathStyle: opts.s3PathStyle }),
+    // Loaded only here: the AWS SDK. Credentials: its default chain (environment, profiles, web identity, container or
+    // instance role).
+    const s3 = await import('../control-plane/blobs/s3.js');
+    return s3.createS3BlobStore(
+      s3.s3Options(ctx.env, { endpoint: opts.s3Endpoint, bucket: opts.s3Bucket, region: opts.s3Region, forcePathStyle: opts.s3PathStyle }),
     );
   }
   throw usageError(`unknown blob store "${kind}"`, 'Use --blob-store local or --blob-store s3.');

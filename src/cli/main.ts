@@ -435,9 +435,9 @@ Examples:
     command
       .addOption(new Option('--blob-store <kind>', 'where bundles are kept').choices(['local', 's3']).default('local'))
       .option('--blob-dir <dir>', 'local store directory (default: <data>/blobs)')
-      .option('--s3-endpoint <url>', 'S3-compatible endpoint (credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)')
+      .option('--s3-endpoint <url>', 'S3-compatible endpoint (default: AWS, from the region); credentials from the AWS SDK chain: environment, profiles, web identity, container or instance role')
       .option('--s3-bucket <name>', 'S3 bucket')
-      .option('--s3-region <region>', 'S3 region (default: AWS_REGION)')
+      .option('--s3-region <region>', 'S3 region (default: AWS_REGION, AWS_DEFAULT_REGION, else the AWS profile)')
       .option('--s3-path-style', 'path-style bucket URLs, as most S3-compatible servers need');
   blobOptions(
     controlPlane

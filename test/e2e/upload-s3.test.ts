@@ -35,8 +35,7 @@ const s3Options = (endpoint: string): S3BlobStoreOptions => ({
   bucket: BUCKET,
   region: 'us-east-1',
   forcePathStyle: true,
-  accessKeyId: 'S3RVER',
-  secretAccessKey: 'S3RVER',
+  credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
 });
 
 let t: TestHome;

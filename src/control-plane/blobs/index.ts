@@ -1,4 +1,5 @@
 export type { BlobStore, SignedRequest, StoredObject } from './types.js';
 export { createLocalBlobStore, type LocalBlobStoreOptions } from './local.js';
-export { createS3BlobStore, s3OptionsFromEnv, type S3BlobStoreOptions } from './s3.js';
+// The S3 store is imported from './s3.js' where it is used, so that the AWS SDK loads only then.
+export type { S3BlobStoreOptions, S3Config, S3StaticCredentials } from './s3.js';
 export { isValidKey, assertValidKey } from './keys.js';

@@ -7,10 +7,11 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createS3BlobStore, s3OptionsFromEnv } from '../../../src/control-plane/blobs/s3.js';
-import { presignV4 } from '../../../src/control-plane/blobs/sigv4.js';
+import { writeFile } from 'node:fs/promises';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createS3BlobStore, s3Options } from '../../../src/control-plane/blobs/s3.js';
 import type { BlobStore, SignedRequest } from '../../../src/control-plane/blobs/types.js';
+import { verifySigV4 } from '../../support/sigv4-verify.js';
 
 interface S3rverInstance {
   run(): Promise<{ address: string; port: number }>;
@@ -50,7 +51,8 @@ describe('S3 blob store against s3rver', () => {
   let s3: S3rverInstance;
   let endpoint: string;
   let store: BlobStore;
-  const base = { bucket: 'blobs', region: 'us-east-1', forcePathStyle: true, accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+  const credentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+  const base = { bucket: 'blobs', region: 'us-east-1', forcePathStyle: true, credentials };
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'blobs-s3-'));
@@ -98,8 +100,12 @@ describe('S3 blob store against s3rver', () => {
   it('s3rver enforces the access key and the expiry of a presigned URL', async () => {
     const data = Buffer.from('x');
     const object = { size: 1, sha256: sha256(data) };
-    const stranger = await createS3BlobStore({ ...base, endpoint, accessKeyId: 'NOBODY' });
+    const stranger = await createS3BlobStore({ ...base, endpoint, credentials: { ...credentials, accessKeyId: 'NOBODY' } });
     expect((await put(await stranger.presignUpload('k/a', object, Date.now() + 60_000), data)).status).toBe(403);
+    // The server's own calls are refused too, as AUTH_FAILED, and the error carries neither key nor URL.
+    const refused = await stranger.stat('k/a').then(() => undefined, (error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'AUTH_FAILED', message: 'S3 GET k/a: HTTP 403 InvalidAccessKeyId' });
+    await stranger.close();
     const past = Date.now() - 10_000;
     const old = await createS3BlobStore({ ...base, endpoint, clock: () => past });
     expect((await put(await old.presignUpload('k/a', object, past + 1000), data)).status).toBe(403);
@@ -109,12 +115,12 @@ describe('S3 blob store against s3rver', () => {
   // s3rver 3.7.1 checks the access key id and expiry of a SigV4 request but not the signature itself
   // (lib/middleware/authentication.js: "Signature version 4 calculation is unimplemented"), and it ignores
   // x-amz-checksum-sha256. These tests pin that down so the gap stays visible; against real S3 the changed header is a
-  // SignatureDoesNotMatch (the header is in X-Amz-SignedHeaders; blobs-sigv4.test.ts shows the signature changes with
-  // it) and a wrong body is a BadDigest.
+  // SignatureDoesNotMatch (the header is in X-Amz-SignedHeaders; the gateway below refuses it as S3 would) and a wrong
+  // body is a BadDigest.
   it('s3rver does not verify SigV4 signatures: a URL signed with a wrong secret and a changed checksum header are accepted', async () => {
     const data = Buffer.from('signed bytes');
     const object = { size: data.length, sha256: sha256(data) };
-    const forged = await createS3BlobStore({ ...base, endpoint, secretAccessKey: 'not-the-secret' });
+    const forged = await createS3BlobStore({ ...base, endpoint, credentials: { ...credentials, secretAccessKey: 'not-the-secret' } });
     expect((await put(await forged.presignUpload('gap/wrong-secret', object, Date.now() + 60_000), data)).status).toBe(200);
 
     const other = Buffer.from('signed bytez');
@@ -157,45 +163,19 @@ describe('S3 blob store against s3rver', () => {
 });
 
 /**
- * Because s3rver does not check SigV4 signatures, this loopback gateway in front of it does what S3 does with a
- * presigned URL: it recomputes the signature from the request as received (method, path, query, and the values of
- * the headers named in X-Amz-SignedHeaders) and refuses a mismatch with 403 SignatureDoesNotMatch. The signer it
- * recomputes with is pinned to the AWS documentation vectors in blobs-sigv4.test.ts.
+ * Because s3rver does not check SigV4 signatures, this loopback gateway in front of it does what S3 does: it
+ * recomputes the signature from the request as received — presigned URL or Authorization header — and refuses a
+ * mismatch with 403. Its verifier (test/support/sigv4-verify.ts) is pinned to the AWS documentation vectors in
+ * sigv4.test.ts.
  */
 function verifyingGateway(upstreamPort: number, secrets: Record<string, string>): http.Server {
   return http.createServer((request, response) => {
-    const refuse = (code: string): void => {
+    const verdict = verifySigV4({ method: request.method ?? '', url: request.url ?? '/', headers: request.headers }, secrets);
+    if (!verdict.ok) {
       request.resume();
-      response.writeHead(403, { 'content-type': 'application/xml', connection: 'close' }).end(`<Error><Code>${code}</Code></Error>`);
-    };
-    const url = new URL(request.url ?? '/', `http://${request.headers.host}`);
-    const q = url.searchParams;
-    const [accessKeyId = '', day = '', region = '', service = ''] = (q.get('X-Amz-Credential') ?? '').split('/');
-    const secret = secrets[accessKeyId];
-    const stamp = q.get('X-Amz-Date') ?? '';
-    if (secret === undefined || !/^\d{8}T\d{6}Z$/.test(stamp) || !stamp.startsWith(day)) return refuse('AccessDenied');
-    const headers: Record<string, string> = {};
-    for (const name of (q.get('X-Amz-SignedHeaders') ?? '').split(';')) {
-      if (name === 'host') continue;
-      const value = request.headers[name];
-      if (typeof value !== 'string') return refuse('SignatureDoesNotMatch');
-      headers[name] = value;
+      response.writeHead(403, { 'content-type': 'application/xml', connection: 'close' }).end(`<Error><Code>${verdict.code}</Code></Error>`);
+      return;
     }
-    const date = new Date(
-      `${stamp.slice(0, 4)}-${stamp.slice(4, 6)}-${stamp.slice(6, 8)}T${stamp.slice(9, 11)}:${stamp.slice(11, 13)}:${stamp.slice(13, 15)}Z`,
-    );
-    const expected = presignV4({
-      method: request.method ?? 'GET',
-      url: `${url.origin}${url.pathname}`,
-      region,
-      service,
-      credentials: { accessKeyId, secretAccessKey: secret, sessionToken: q.get('X-Amz-Security-Token') ?? undefined },
-      date,
-      expiresSeconds: Number(q.get('X-Amz-Expires')),
-      headers,
-    });
-    if (expected.debug.signature !== q.get('X-Amz-Signature') || new URL(expected.url).search !== url.search)
-      return refuse('SignatureDoesNotMatch');
     const upstream = http.request(
       { host: '127.0.0.1', port: upstreamPort, method: request.method, path: request.url, headers: request.headers },
       (reply) => {
@@ -214,14 +194,8 @@ describe('S3 blob store behind a SigV4-verifying gateway', () => {
   let gateway: http.Server;
   let endpoint: string;
   let store: BlobStore;
-  const base = {
-    bucket: 'blobs',
-    region: 'eu-west-1',
-    forcePathStyle: true,
-    accessKeyId: 'S3RVER',
-    secretAccessKey: 'S3RVER',
-    sessionToken: 'session/token+1',
-  };
+  const credentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', sessionToken: 'session/token+1' };
+  const base = { bucket: 'blobs', region: 'eu-west-1', forcePathStyle: true, credentials };
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'blobs-s3v-'));
@@ -234,16 +208,18 @@ describe('S3 blob store behind a SigV4-verifying gateway', () => {
   });
 
   afterAll(async () => {
+    await store?.close();
     gateway?.closeAllConnections();
     await new Promise<void>((resolve) => (gateway ? gateway.close(() => resolve()) : resolve()));
     await s3?.close();
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('accepts the exact presigned requests (upload, HEAD/GET for stat, download, delete)', async () => {
+  it('accepts the exact presigned requests (upload, download) and the SDK-signed GET of stat and DELETE', async () => {
     const data = randomBytes(100_000);
     const object = { size: data.length, sha256: sha256(data) };
     const up = await store.presignUpload('v/ok', object, Date.now() + 60_000);
+    expect(new URL(up.url).searchParams.get('X-Amz-Security-Token')).toBe('session/token+1');
     expect((await put(up, Readable.from([data]))).status).toBe(200);
     expect(await store.stat('v/ok')).toEqual(object);
     const down = await store.presignDownload('v/ok', Date.now() + 60_000);
@@ -268,8 +244,14 @@ describe('S3 blob store behind a SigV4-verifying gateway', () => {
     const { ['x-amz-checksum-sha256']: _dropped, ...withoutChecksum } = up.headers;
     expect((await put(up, other, withoutChecksum)).status).toBe(403);
 
-    const forged = await createS3BlobStore({ ...base, endpoint, secretAccessKey: 'not-the-secret' });
+    const forged = await createS3BlobStore({ ...base, endpoint, credentials: { ...credentials, secretAccessKey: 'not-the-secret' } });
     expect((await put(await forged.presignUpload('v/tampered', object, Date.now() + 60_000), data)).status).toBe(403);
+    // The SDK's own calls with that secret are refused as well: AUTH_FAILED, with no secret, token or URL in the error.
+    const refused = await forged.stat('v/tampered').then(() => undefined, (error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'AUTH_FAILED', message: 'S3 GET v/tampered: HTTP 403 SignatureDoesNotMatch' });
+    expect(JSON.stringify(refused)).not.toMatch(/not-the-secret|session\/token|X-Amz-|http:/);
+    await expect(forged.delete('v/tampered')).rejects.toMatchObject({ code: 'AUTH_FAILED' });
+    await forged.close();
 
     expect(await store.stat('v/tampered')).toBeUndefined();
   });
@@ -283,9 +265,7 @@ describe('S3 blob store configuration', () => {
       bucket: 'my-bucket',
       region: 'eu-west-1',
       forcePathStyle: false,
-      accessKeyId: 'AKID',
-      secretAccessKey: 'secret',
-      sessionToken: 'token',
+      credentials: { accessKeyId: 'AKID', secretAccessKey: 'secret', sessionToken: 'token' },
       clock: () => now,
     });
     const down = await store.presignDownload('a/b.tar', now + 30 * 24 * 3600 * 1000);
@@ -295,33 +275,148 @@ describe('S3 blob store configuration', () => {
     expect(url.searchParams.get('X-Amz-Expires')).toBe('604800');
     expect(url.searchParams.get('X-Amz-Security-Token')).toBe('token');
     expect(url.searchParams.get('X-Amz-Date')).toBe('20260101T120000Z');
+    expect(url.searchParams.get('X-Amz-SignedHeaders')).toBe('host');
+    expect([...url.searchParams.keys()].some((k) => k.toLowerCase().includes('checksum'))).toBe(false);
+    expect(down.headers).toEqual({});
     expect(down.expiresAtUnixMs).toBe(Date.UTC(2026, 0, 1, 12, 0, 0) + 604800 * 1000);
     const short = await store.presignDownload('a/b.tar', now + 1000);
     expect(new URL(short.url).searchParams.get('X-Amz-Expires')).toBe('2');
     await expect(store.presignDownload('a/b.tar', now - 1)).rejects.toThrow(/expired/);
+    await store.close();
   });
 
-  it('reads credentials and region from the environment', () => {
-    const options = s3OptionsFromEnv(
-      { AWS_ACCESS_KEY_ID: 'AKID', AWS_SECRET_ACCESS_KEY: 'sk', AWS_SESSION_TOKEN: 'st', AWS_REGION: 'eu-central-1' },
-      { bucket: 'b' },
-    );
-    expect(options).toEqual({
-      endpoint: 'https://s3.eu-central-1.amazonaws.com',
+  it('takes the bucket from the configuration, the region from it or AWS_REGION / AWS_DEFAULT_REGION, credentials only when configured', () => {
+    const env = { AWS_ACCESS_KEY_ID: 'AKID', AWS_SECRET_ACCESS_KEY: 'sk', AWS_SESSION_TOKEN: 'st', AWS_REGION: 'eu-central-1', AWS_DEFAULT_REGION: 'us-west-2' };
+    // Credentials in the environment are left to the SDK's chain, which reads them itself.
+    expect(s3Options(env, { bucket: 'b' })).toEqual({ endpoint: undefined, bucket: 'b', region: 'eu-central-1', forcePathStyle: false });
+    expect(s3Options({ AWS_DEFAULT_REGION: 'us-west-2' }, { bucket: 'b' }).region).toBe('us-west-2');
+    expect(s3Options(env, { bucket: 'b', region: 'r', endpoint: 'http://x', forcePathStyle: true })).toEqual({
+      endpoint: 'http://x',
       bucket: 'b',
-      region: 'eu-central-1',
-      forcePathStyle: false,
-      accessKeyId: 'AKID',
-      secretAccessKey: 'sk',
-      sessionToken: 'st',
+      region: 'r',
+      forcePathStyle: true,
     });
-    expect(
-      s3OptionsFromEnv(
-        { AWS_ACCESS_KEY_ID: 'a', AWS_SECRET_ACCESS_KEY: 'b' },
-        { bucket: 'b', region: 'r', endpoint: 'http://x', forcePathStyle: true },
-      ).sessionToken,
-    ).toBeUndefined();
-    expect(() => s3OptionsFromEnv({ AWS_REGION: 'r' }, { bucket: 'b' })).toThrow(/AWS_ACCESS_KEY_ID/);
-    expect(() => s3OptionsFromEnv({ AWS_ACCESS_KEY_ID: 'a', AWS_SECRET_ACCESS_KEY: 'b' }, { bucket: 'b' })).toThrow(/region/);
+    // None here: the SDK's region chain (the profile's `region`) decides, or createS3BlobStore refuses.
+    expect(s3Options({}, { bucket: 'b' }).region).toBeUndefined();
+    const credentials = { accessKeyId: 'a', secretAccessKey: 's' };
+    expect(s3Options({}, { bucket: 'b', credentials }).credentials).toBe(credentials);
   });
+
+  it('refuses a bucket name or an endpoint that cannot be right', async () => {
+    const credentials = { accessKeyId: 'a', secretAccessKey: 's' };
+    await expect(createS3BlobStore({ bucket: 'Not_A_Bucket', region: 'r', credentials })).rejects.toMatchObject({ code: 'USAGE' });
+    await expect(createS3BlobStore({ bucket: 'bucket', region: 'r', endpoint: 'not a url', credentials })).rejects.toMatchObject({ code: 'USAGE' });
+  });
+});
+
+/**
+ * With no credentials configured the store uses the AWS SDK's default chain, which reads the process environment and
+ * the shared config and credentials files. Each test here starts from an environment with no AWS variable at all,
+ * files that do not exist, and instance metadata disabled (nothing may reach beyond loopback, nor hang waiting).
+ */
+describe('S3 blob store credentials from the AWS SDK default chain', () => {
+  let dir: string;
+  let s3: S3rverInstance;
+  let endpoint: string;
+  let home: string;
+  let n = 0;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'blobs-s3c-'));
+    s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, configureBuckets: [{ name: 'blobs', configs: [] }] });
+    const { port } = await s3.run();
+    endpoint = `http://127.0.0.1:${port}`;
+  });
+
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  afterAll(async () => {
+    await s3?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** An empty AWS environment, then `env`; the shared files live in a fresh folder (absent unless written). */
+  async function ambient(env: Record<string, string>, files: { credentials?: string; config?: string } = {}): Promise<void> {
+    home = await mkdtemp(path.join(tmpdir(), 'blobs-s3c-home-'));
+    for (const name of Object.keys(process.env)) if (name.startsWith('AWS_')) vi.stubEnv(name, undefined);
+    const credentialsFile = path.join(home, `credentials-${++n}`);
+    const configFile = path.join(home, `config-${n}`);
+    if (files.credentials !== undefined) await writeFile(credentialsFile, files.credentials);
+    if (files.config !== undefined) await writeFile(configFile, files.config);
+    const all = { AWS_EC2_METADATA_DISABLED: 'true', AWS_SHARED_CREDENTIALS_FILE: credentialsFile, AWS_CONFIG_FILE: configFile, ...env };
+    for (const [name, value] of Object.entries(all)) vi.stubEnv(name, value);
+  }
+
+  /** The store as `control-plane serve` opens it: nothing but the server's configuration and process.env. */
+  const open = (config: { region?: string } = {}): Promise<BlobStore> =>
+    createS3BlobStore(s3Options(process.env, { endpoint, bucket: 'blobs', forcePathStyle: true, ...config }));
+
+  async function roundTrip(store: BlobStore, key: string): Promise<void> {
+    const data = Buffer.from(`bytes of ${key}`);
+    const object = { size: data.length, sha256: sha256(data) };
+    const up = await store.presignUpload(key, object, Date.now() + 60_000);
+    expect((await put(up, data)).status).toBe(200);
+    expect(await store.stat(key)).toEqual(object);
+    await store.delete(key);
+    expect(await store.stat(key)).toBeUndefined();
+  }
+
+  it('a named profile in the shared credentials file (AWS_PROFILE), with the region from its config', async () => {
+    await ambient(
+      { AWS_PROFILE: 'blue' },
+      {
+        credentials: '[default]\naws_access_key_id = NOBODY\naws_secret_access_key = x\n\n[blue]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n',
+        config: '[profile blue]\nregion = eu-north-1\n',
+      },
+    );
+    const store = await open();
+    const up = new URL((await store.presignUpload('chain/p', { size: 0, sha256: sha256(Buffer.alloc(0)) }, Date.now() + 60_000)).url);
+    expect(up.searchParams.get('X-Amz-Credential')).toMatch(/^S3RVER\/\d{8}\/eu-north-1\/s3\/aws4_request$/);
+    await roundTrip(store, 'chain/profile');
+    await store.close();
+  }, 15_000);
+
+  it('the [default] profile; a key the bucket does not know is refused as AUTH_FAILED, without the key in the error', async () => {
+    await ambient({ AWS_REGION: 'us-east-1' }, { credentials: '[default]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n' });
+    const store = await open();
+    await roundTrip(store, 'chain/default');
+    await store.close();
+
+    await ambient({ AWS_REGION: 'us-east-1' }, { credentials: '[default]\naws_access_key_id = NOBODY\naws_secret_access_key = hunter2\n' });
+    const stranger = await open();
+    const error = await stranger.stat('chain/default').then(() => undefined, (e: unknown) => e);
+    expect(error).toMatchObject({ code: 'AUTH_FAILED', hint: expect.stringContaining('AWS_PROFILE') });
+    expect(JSON.stringify(error)).not.toMatch(/hunter2|X-Amz-/);
+    await stranger.close();
+  }, 15_000);
+
+  it('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment; configured credentials take precedence', async () => {
+    await ambient({ AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_DEFAULT_REGION: 'us-east-1' });
+    const store = await open();
+    await roundTrip(store, 'chain/env');
+    await store.close();
+
+    await ambient({ AWS_ACCESS_KEY_ID: 'NOBODY', AWS_SECRET_ACCESS_KEY: 'x', AWS_REGION: 'us-east-1' });
+    const configured = await createS3BlobStore(
+      s3Options(process.env, { endpoint, bucket: 'blobs', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } }),
+    );
+    await roundTrip(configured, 'chain/configured');
+    await configured.close();
+  }, 15_000);
+
+  it('no credentials anywhere: AUTH_FAILED at start, saying how to provide them, without waiting on the network', async () => {
+    await ambient({ AWS_REGION: 'us-east-1' });
+    const started = Date.now();
+    const error = await open().then(() => undefined, (e: unknown) => e);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(error).toMatchObject({ code: 'AUTH_FAILED', message: expect.stringMatching(/^the S3 blob store found no AWS credentials/) });
+    expect((error as { hint: string }).hint).toMatch(/AWS_ACCESS_KEY_ID[\s\S]*AWS_PROFILE[\s\S]*AWS_WEB_IDENTITY_TOKEN_FILE[\s\S]*instance role/);
+  }, 10_000);
+
+  it('no region anywhere: a usage error that names the ways to give one', async () => {
+    await ambient({ AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' }, { config: '[default]\noutput = json\n' });
+    await expect(open()).rejects.toMatchObject({ code: 'USAGE', message: 'the S3 blob store needs a region', hint: expect.stringContaining('AWS_REGION') });
+  }, 10_000);
 });
