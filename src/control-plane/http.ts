@@ -3,6 +3,7 @@
  * validation with the offending field named. Nothing here trusts the request: every failure becomes a 4xx answer.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
 import { describeSchemaError, type AjvError } from '../schema/index.js';
 
 export class HttpError extends Error {
@@ -34,23 +35,34 @@ export const badRequest = (message: string, code = 'invalid_request'): HttpError
 export const notFound = (message = 'not found'): HttpError => new HttpError(404, 'not_found', message);
 export const forbidden = (message: string): HttpError => new HttpError(403, 'forbidden', message);
 
-export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = `${JSON.stringify(body)}\n`;
-  response.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': String(Buffer.byteLength(text)),
-    'cache-control': 'no-store',
-    ...headers,
-  });
-  response.end(text);
+/** The reply side of a request: a Fastify reply (routes), or the raw response (errors before routing). */
+export function sendJson(reply: FastifyReply, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  void reply
+    .code(status)
+    .headers({ 'cache-control': 'no-store', ...headers })
+    .type('application/json; charset=utf-8')
+    .send(`${JSON.stringify(body)}\n`);
 }
 
+/** A bodiless answer (304 Not Modified, 204 No Content). */
+export function sendEmpty(reply: FastifyReply, status: number, headers: Record<string, string> = {}): void {
+  void reply.code(status).headers(headers).send();
+}
+
+/** An error answer on a raw response, for failures outside any route (the blob store's turn). */
 export function sendError(response: ServerResponse, error: HttpError): void {
   if (response.headersSent) {
     response.destroy();
     return;
   }
-  sendJson(response, error.status, { error: { code: error.code, message: error.message } }, error.headers);
+  const text = `${JSON.stringify({ error: { code: error.code, message: error.message } })}\n`;
+  response.writeHead(error.status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(text)),
+    'cache-control': 'no-store',
+    ...error.headers,
+  });
+  response.end(text);
 }
 
 /**

@@ -4,7 +4,8 @@
  * view, download and resume but never edit or re-share. What a caller may not see is answered 404, not 403, so ids
  * of other people's sessions cannot be probed.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyReply } from 'fastify';
 import * as validators from '../schema/generated/validators.js';
 import type { ClientStatusReport } from '../schema/generated/control-client-status.js';
 import type { CompleteRequest } from '../schema/generated/control-complete.js';
@@ -14,7 +15,7 @@ import type { SessionUploadDetail } from '../schema/generated/control-session-up
 import type { SessionUploadList } from '../schema/generated/control-session-uploads.js';
 import type { SharingRequest } from '../schema/generated/control-sharing.js';
 import type { BlobStore } from './blobs/types.js';
-import { badRequest, forbidden, HttpError, notFound, readJsonBody, sendJson, validateBody, type Validate } from './http.js';
+import { badRequest, forbidden, HttpError, notFound, readJsonBody, sendEmpty, sendJson, validateBody, type Validate } from './http.js';
 import { isExpired, UPLOAD_STATUSES, type ControlStore, type Upload, type UploadQuery, type UploadStatus, type User } from './store.js';
 
 export const BUNDLE_CONTENT_TYPE = 'application/vnd.blue.session-bundle+tar+gzip';
@@ -41,7 +42,7 @@ export interface RouteContext {
 
 export interface Request {
   raw: IncomingMessage;
-  response: ServerResponse;
+  reply: FastifyReply;
   url: URL;
   user: User;
   params: string[];
@@ -50,22 +51,32 @@ export interface Request {
 type Handler = (rc: RouteContext, req: Request) => Promise<void>;
 
 interface Route {
+  /** The route as Fastify matches it (`:id` with its pattern). */
+  path: string;
+  /** The same, for telling 405 from 404. */
   pattern: RegExp;
   methods: Partial<Record<string, Handler>>;
 }
 
-const ID = '([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})';
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+const ID = `:id(^${UUID}$)`;
+
+const route = (path: string, methods: Route['methods']): Route => ({
+  path,
+  pattern: new RegExp(`^${path.replace(ID, UUID)}$`),
+  methods,
+});
 
 export const ROUTES: readonly Route[] = [
-  { pattern: /^\/governance-config$/, methods: { GET: governanceConfig } },
-  { pattern: /^\/harness-metadata$/, methods: { GET: harnessMetadata } },
-  { pattern: /^\/client-status$/, methods: { POST: clientStatus, GET: listClientStatus } },
-  { pattern: /^\/session-uploads\/presign$/, methods: { POST: presign } },
-  { pattern: /^\/session-uploads$/, methods: { GET: listUploads } },
-  { pattern: new RegExp(`^/session-uploads/${ID}$`), methods: { GET: getUpload } },
-  { pattern: new RegExp(`^/session-uploads/${ID}/complete$`), methods: { POST: complete } },
-  { pattern: new RegExp(`^/session-uploads/${ID}/download$`), methods: { POST: download } },
-  { pattern: new RegExp(`^/session-uploads/${ID}/sharing$`), methods: { GET: getSharing, PUT: putSharing } },
+  route('/governance-config', { GET: governanceConfig }),
+  route('/harness-metadata', { GET: harnessMetadata }),
+  route('/client-status', { POST: clientStatus, GET: listClientStatus }),
+  route('/session-uploads/presign', { POST: presign }),
+  route('/session-uploads', { GET: listUploads }),
+  route(`/session-uploads/${ID}`, { GET: getUpload }),
+  route(`/session-uploads/${ID}/complete`, { POST: complete }),
+  route(`/session-uploads/${ID}/download`, { POST: download }),
+  route(`/session-uploads/${ID}/sharing`, { GET: getSharing, PUT: putSharing }),
 ];
 
 async function governanceConfig(rc: RouteContext, req: Request): Promise<void> {
@@ -73,11 +84,10 @@ async function governanceConfig(rc: RouteContext, req: Request): Promise<void> {
   if (policy === undefined) throw new HttpError(404, 'no_policy', 'no governance policy has been published yet');
   const headers = { etag: policy.etag, 'cache-control': 'no-cache' };
   if (etagMatches(req.raw.headers['if-none-match'], policy.etag)) {
-    req.response.writeHead(304, headers);
-    req.response.end();
+    sendEmpty(req.reply, 304, headers);
     return;
   }
-  sendJson(req.response, 200, policy.body, headers);
+  sendJson(req.reply, 200, policy.body, headers);
 }
 
 function etagMatches(header: string | undefined, etag: string): boolean {
@@ -93,11 +103,10 @@ async function harnessMetadata(rc: RouteContext, req: Request): Promise<void> {
   if (metadata === undefined) throw new HttpError(404, 'no_metadata', 'this server was started without compatibility profiles');
   const headers = { etag: metadata.etag, 'cache-control': 'no-cache' };
   if (etagMatches(req.raw.headers['if-none-match'], metadata.etag)) {
-    req.response.writeHead(304, headers);
-    req.response.end();
+    sendEmpty(req.reply, 304, headers);
     return;
   }
-  sendJson(req.response, 200, metadata.body, headers);
+  sendJson(req.reply, 200, metadata.body, headers);
 }
 
 /** `GET /client-status`: the latest report of every machine, for administrators (optionally one user's). */
@@ -108,7 +117,7 @@ async function listClientStatus(rc: RouteContext, req: Request): Promise<void> {
   }
   const userId = req.url.searchParams.get('user_id');
   const reports = rc.store.clientStatuses().filter((r) => userId === null || r.user_id === userId);
-  sendJson(req.response, 200, {
+  sendJson(req.reply, 200, {
     items: reports.map((r) => ({ user_id: r.user_id, instance_id: r.instance_id, received_at: iso(r.received_at), report: r.report })),
   });
 }
@@ -121,7 +130,7 @@ async function clientStatus(rc: RouteContext, req: Request): Promise<void> {
   );
   const now = rc.now();
   rc.store.recordClientStatus(req.user.id, body.instance_id, body, now);
-  sendJson(req.response, 200, { instance_id: body.instance_id, received_at: iso(now) });
+  sendJson(req.reply, 200, { instance_id: body.instance_id, received_at: iso(now) });
 }
 
 async function presign(rc: RouteContext, req: Request): Promise<void> {
@@ -131,7 +140,7 @@ async function presign(rc: RouteContext, req: Request): Promise<void> {
   // `status: complete` tells the client these bytes are already the current revision; the URLs are still given so a
   // client that uploads anyway only rewrites identical bytes.
   const signed = await rc.blobs.presignUpload(upload.blob_key, { size: upload.size_bytes, sha256: upload.sha256 }, now + rc.uploadUrlTtlMs);
-  sendJson(req.response, created ? 201 : 200, {
+  sendJson(req.reply, created ? 201 : 200, {
     upload_id: upload.id,
     status: upload.status,
     revision: upload.revision,
@@ -164,7 +173,7 @@ async function complete(rc: RouteContext, req: Request): Promise<void> {
   }
   if (upload.status === 'complete' || upload.status === 'superseded') {
     // Completing again is a retry of a request whose answer was lost: answer the same.
-    sendJson(req.response, 200, uploadView(rc, upload, req.user));
+    sendJson(req.reply, 200, uploadView(rc, upload, req.user));
     return;
   }
   if (upload.status === 'failed') {
@@ -181,11 +190,11 @@ async function complete(rc: RouteContext, req: Request): Promise<void> {
     await rc.blobs.delete(upload.blob_key).catch(() => undefined);
     throw badRequest(`upload ${upload.id} does not match its presign: ${reason}`, 'digest_mismatch');
   }
-  sendJson(req.response, 200, uploadView(rc, rc.store.complete(upload.id, rc.now(), rc.retentionMs), req.user));
+  sendJson(req.reply, 200, uploadView(rc, rc.store.complete(upload.id, rc.now(), rc.retentionMs), req.user));
 }
 
 async function getUpload(rc: RouteContext, req: Request): Promise<void> {
-  sendJson(req.response, 200, uploadView(rc, visibleUpload(rc, req), req.user));
+  sendJson(req.reply, 200, uploadView(rc, visibleUpload(rc, req), req.user));
 }
 
 async function download(rc: RouteContext, req: Request): Promise<void> {
@@ -199,7 +208,7 @@ async function download(rc: RouteContext, req: Request): Promise<void> {
     throw new HttpError(410, 'expired', `upload ${upload.id} passed its retention deadline (${iso(upload.retention_deadline)}) and is gone`);
   }
   const signed = await rc.blobs.presignDownload(upload.blob_key, now + rc.downloadUrlTtlMs);
-  sendJson(req.response, 200, {
+  sendJson(req.reply, 200, {
     upload_id: upload.id,
     download_url: signed.url,
     method: signed.method,
@@ -214,7 +223,7 @@ async function download(rc: RouteContext, req: Request): Promise<void> {
 async function getSharing(rc: RouteContext, req: Request): Promise<void> {
   const upload = visibleUpload(rc, req);
   if (upload.owner_id !== req.user.id && !req.user.is_admin) throw forbidden(`only the owner of session upload ${upload.id} may see its sharing`);
-  sendJson(req.response, 200, sharingView(rc, upload));
+  sendJson(req.reply, 200, sharingView(rc, upload));
 }
 
 async function putSharing(rc: RouteContext, req: Request): Promise<void> {
@@ -237,7 +246,7 @@ async function putSharing(rc: RouteContext, req: Request): Promise<void> {
   }
   ids.delete(req.user.id);
   rc.store.setSharing(upload.id, body.mode, [...ids], rc.now());
-  sendJson(req.response, 200, sharingView(rc, rc.store.upload(upload.id)!));
+  sendJson(req.reply, 200, sharingView(rc, rc.store.upload(upload.id)!));
 }
 
 function sharingView(rc: RouteContext, upload: Upload): unknown {
@@ -311,7 +320,7 @@ async function listUploads(rc: RouteContext, req: Request): Promise<void> {
     items: page.map((u) => uploadView(rc, u, req.user)),
     next_cursor: rows.length > query.limit && last !== undefined ? encodeCursor(last) : null,
   };
-  sendJson(req.response, 200, body);
+  sendJson(req.reply, 200, body);
 }
 
 function timeParam(name: string, value: string | undefined): number | undefined {

@@ -1,12 +1,15 @@
 /**
- * The reference Control API server: `node:http`, SQLite metadata, a pluggable blob store. Every request is offered
- * to the blob store first (the local store answers its own signed URLs), then authenticated with a bearer token and
- * routed. No input can crash it: every failure is a JSON `{error: {code, message}}` with a 4xx status, and anything
- * unexpected a 500 without details.
+ * The reference Control API server: Fastify routes on a `node:http` server of our own, SQLite metadata, a pluggable
+ * blob store. The `node:http` server keeps the transport's limits (headers and whole-request timeouts, malformed HTTP
+ * answered 400 as JSON); every request goes first to the blob store (the local store answers its own signed URLs),
+ * then to Fastify, which routes it, authenticates it with a bearer token and runs its handler. Bodies are read by
+ * http.ts (bounded in size and time), never by Fastify's parsers. No input can crash it: every failure is a JSON
+ * `{error: {code, message}}` with a 4xx status, and anything unexpected a 500 without details.
  */
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { BlobStore } from './blobs/types.js';
 import { ClientGoneError, DEFAULT_BODY_TIMEOUT_MS, HttpError, sendError } from './http.js';
 import { ROUTES, type RouteContext } from './routes.js';
@@ -48,6 +51,15 @@ export interface ControlServer {
 const MAX_TOKEN_LENGTH = 512;
 const MAX_URL_LENGTH = 8192;
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated caller (set before every handler). */
+    user: User;
+    /** The request URL, parsed once. */
+    parsedUrl: URL;
+  }
+}
+
 export function createControlServer(options: ControlServerOptions): ControlServer {
   const store = ControlStore.open(options.dataDir);
   const clock = options.clock ?? { now: () => Date.now() };
@@ -72,34 +84,8 @@ export function createControlServer(options: ControlServerOptions): ControlServe
 
   const headersTimeout = options.timeouts?.headersMs ?? 30_000;
   const requestTimeout = Math.max(options.timeouts?.requestMs ?? 300_000, headersTimeout);
-  const server = createServer(
-    // Node checks the two timeouts every connectionsCheckingInterval: often enough that a short one is kept.
-    { requestTimeout, headersTimeout, connectionsCheckingInterval: Math.min(30_000, Math.max(10, Math.floor(headersTimeout / 2))) },
-    (request, response) => {
-      const started = Date.now();
-      // One line per request: what happened instead of the status when there was nobody left to answer.
-      let outcome: string | undefined;
-      handle(rc, request, response)
-        .catch((error: unknown) => {
-          if (error instanceof ClientGoneError || (!request.complete && request.socket.destroyed)) {
-            outcome = `aborted: ${error instanceof ClientGoneError ? error.message : 'the client closed the connection mid-request'}`;
-            return;
-          }
-          if (error instanceof HttpError) {
-            outcome = `${error.status} ${error.code}`;
-            sendError(response, error);
-            return;
-          }
-          log('error', `internal error on ${request.method ?? '?'} ${pathOnly(request.url)}: ${(error as Error)?.stack ?? String(error)}`);
-          sendError(response, new HttpError(500, 'internal', 'the server failed to answer this request; the error is in its log'));
-        })
-        .finally(() => {
-          log('info', `${request.method ?? '?'} ${pathOnly(request.url)} ${outcome ?? response.statusCode} ${Date.now() - started}ms`);
-        });
-    },
-  );
-  // Malformed HTTP never reaches the handler: answer it here rather than dropping the socket silently.
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+  // Malformed HTTP never reaches a handler: answer it here rather than dropping the socket silently.
+  const clientError = (error: NodeJS.ErrnoException, socket: Socket): void => {
     if (!socket.writable) {
       socket.destroy();
       return;
@@ -114,13 +100,118 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     const body = JSON.stringify({ error: { code: answer.code, message: answer.message } });
     const status = answer.status;
     socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  };
+
+  // One log line per request, once both its response has closed and its handling has finished (a handler may still be
+  // reading the body of a client that is already gone): the status, or what happened instead.
+  const requests = new WeakMap<IncomingMessage, { started: number; closed: boolean; finished: boolean; outcome?: string }>();
+  const settle = (request: IncomingMessage, change: { closed?: true; finished?: true; outcome?: string }): void => {
+    const entry = requests.get(request);
+    if (entry === undefined) return;
+    Object.assign(entry, change);
+    if (!entry.closed || !entry.finished) return;
+    requests.delete(request);
+    log('info', `${request.method ?? '?'} ${pathOnly(request.url)} ${entry.outcome ?? '?'} ${Date.now() - entry.started}ms`);
+  };
+  let server!: Server;
+  const app: FastifyInstance = Fastify({
+    logger: false,
+    // Bodies are read by the handlers (http.ts), so no limit of Fastify's applies; URLs are checked in onRequest.
+    maxParamLength: 200,
+    return503OnClosing: false,
+    clientErrorHandler: clientError,
+    serverFactory: (handler) => {
+      server = createServer(
+        // Node checks the two timeouts every connectionsCheckingInterval: often enough that a short one is kept.
+        { requestTimeout, headersTimeout, connectionsCheckingInterval: Math.min(30_000, Math.max(10, Math.floor(headersTimeout / 2))) },
+        (request: IncomingMessage, response: ServerResponse) => {
+          requests.set(request, { started: Date.now(), closed: false, finished: false });
+          response.once('close', () => settle(request, { closed: true, outcome: requests.get(request)?.outcome ?? String(response.statusCode) }));
+          // The local blob store answers its own signed URLs before any route is looked at.
+          void offerToBlobs(rc, request, response).then(
+            (answered) => {
+              if (answered) settle(request, { finished: true });
+              else handler(request, response);
+            },
+            (error: unknown) => {
+              log('error', `internal error on ${request.method ?? '?'} ${pathOnly(request.url)}: ${(error as Error)?.stack ?? String(error)}`);
+              sendError(response, new HttpError(500, 'internal', 'the server failed to answer this request; the error is in its log'));
+              settle(request, { finished: true });
+            },
+          );
+        },
+      );
+      return server;
+    },
   });
+
+  // Bodies are read by the handlers, bounded in size and time: Fastify's parsers leave the stream alone.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
+
+  app.addHook('onRequest', async (request) => {
+    const rawUrl = request.raw.url ?? '';
+    if (rawUrl.length > MAX_URL_LENGTH) throw new HttpError(400, 'url_too_long', `the request URL is longer than ${MAX_URL_LENGTH} characters`);
+    if (!rawUrl.startsWith('/')) throw new HttpError(400, 'bad_path', 'the request path is not valid');
+    try {
+      request.parsedUrl = new URL(rawUrl, 'http://control.invalid');
+    } catch {
+      throw new HttpError(400, 'bad_path', 'the request path is not valid');
+    }
+    request.user = authenticate(rc, request.raw);
+  });
+
+  for (const route of ROUTES) {
+    for (const [method, handle] of Object.entries(route.methods)) {
+      if (handle === undefined) continue;
+      app.route({
+        method: method as 'GET' | 'POST' | 'PUT',
+        url: route.path,
+        handler: async (request: FastifyRequest, reply: FastifyReply) => {
+          const params = Object.values((request.params ?? {}) as Record<string, string>);
+          await handle(rc, { raw: request.raw, reply, url: request.parsedUrl, user: request.user, params });
+        },
+      });
+    }
+  }
+
+  // A path that exists with other methods is 405 with Allow; anything else 404.
+  app.setNotFoundHandler(async (request) => {
+    const path = request.parsedUrl?.pathname ?? pathOnly(request.raw.url);
+    const route = ROUTES.find((r) => r.pattern.test(path));
+    if (route === undefined) throw new HttpError(404, 'not_found', `no route ${path.slice(0, 200)}`);
+    const allow = Object.keys(route.methods).join(', ');
+    throw new HttpError(405, 'method_not_allowed', `${path.slice(0, 200)} accepts ${allow}`, { allow });
+  });
+
+  app.setErrorHandler(async (error: unknown, request, reply) => {
+    if (error instanceof ClientGoneError || (!request.raw.complete && request.raw.socket.destroyed)) {
+      settle(request.raw, { finished: true, outcome: `aborted: ${error instanceof ClientGoneError ? error.message : 'the client closed the connection mid-request'}` });
+      return reply.hijack();
+    }
+    if (error instanceof HttpError) {
+      const entry = requests.get(request.raw);
+      if (entry !== undefined) entry.outcome = `${error.status} ${error.code}`;
+      return sendReplyError(reply, error);
+    }
+    log('error', `internal error on ${request.method} ${pathOnly(request.raw.url)}: ${(error as Error)?.stack ?? String(error)}`);
+    return sendReplyError(reply, new HttpError(500, 'internal', 'the server failed to answer this request; the error is in its log'));
+  });
+
+  // Answered: the handling is over (the status or the error's outcome is already known).
+  app.addHook('onResponse', async (request, reply) => {
+    const entry = requests.get(request.raw);
+    settle(request.raw, { finished: true, outcome: entry?.outcome ?? String(reply.statusCode) });
+  });
+
+  const ready = app.ready();
 
   return {
     store,
     server,
-    listen: (host, port) =>
-      new Promise((resolve, reject) => {
+    listen: async (host, port) => {
+      await ready;
+      return new Promise((resolve, reject) => {
         server.once('error', reject);
         server.listen(port, host, () => {
           server.off('error', reject);
@@ -140,7 +231,8 @@ export function createControlServer(options: ControlServerOptions): ControlServe
             (error: unknown) => server.close(() => reject(error)),
           );
         });
-      }),
+      });
+    },
     get blobs() {
       return rc.blobs;
     },
@@ -148,6 +240,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       new Promise((resolve) => {
         server.close(() => {
           store.close();
+          void app.close();
           // A store made by the factory belongs to this server; one passed in belongs to the caller.
           if (factory !== undefined && rc.blobs !== unboundBlobs) void rc.blobs.close().finally(resolve);
           else resolve();
@@ -157,27 +250,20 @@ export function createControlServer(options: ControlServerOptions): ControlServe
   };
 }
 
-async function handle(rc: RouteContext, request: IncomingMessage, response: ServerResponse): Promise<void> {
-  if (rc.blobs.serve !== undefined && (await rc.blobs.serve(request, response))) return;
-  const rawUrl = request.url ?? '';
-  if (rawUrl.length > MAX_URL_LENGTH) throw new HttpError(400, 'url_too_long', `the request URL is longer than ${MAX_URL_LENGTH} characters`);
-  if (!rawUrl.startsWith('/')) throw new HttpError(400, 'bad_path', 'the request path is not valid');
-  let url: URL;
-  try {
-    url = new URL(rawUrl, 'http://control.invalid');
-  } catch {
-    throw new HttpError(400, 'bad_path', 'the request path is not valid');
+async function offerToBlobs(rc: RouteContext, request: IncomingMessage, response: ServerResponse): Promise<boolean> {
+  return rc.blobs.serve !== undefined && rc.blobs.serve(request, response);
+}
+
+function sendReplyError(reply: FastifyReply, error: HttpError): FastifyReply {
+  if (reply.sent || reply.raw.headersSent) {
+    reply.raw.destroy();
+    return reply.hijack();
   }
-  const user = authenticate(rc, request);
-  const route = ROUTES.find((r) => r.pattern.test(url.pathname));
-  if (route === undefined) throw new HttpError(404, 'not_found', `no route ${url.pathname.slice(0, 200)}`);
-  const handler = route.methods[request.method ?? ''];
-  if (handler === undefined) {
-    const allow = Object.keys(route.methods).join(', ');
-    throw new HttpError(405, 'method_not_allowed', `${url.pathname.slice(0, 200)} accepts ${allow}`, { allow });
-  }
-  const params = route.pattern.exec(url.pathname)!.slice(1);
-  await handler(rc, { raw: request, response, url, user, params });
+  return reply
+    .code(error.status)
+    .headers({ 'cache-control': 'no-store', ...error.headers })
+    .type('application/json; charset=utf-8')
+    .send(`${JSON.stringify({ error: { code: error.code, message: error.message } })}\n`);
 }
 
 /** Stands in until `listen` has made the real store; never reached, as nothing is served before that. */
