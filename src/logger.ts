@@ -2,6 +2,7 @@
  * A small leveled logger. Messages pass through `redact` so tokens and signed URLs never reach a log line.
  */
 import type { Output } from './context.js';
+import { redact } from './util/redact.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const order: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -27,22 +28,4 @@ export function createLogger(options: { env: Readonly<Record<string, string | un
     warn: (m, f) => emit('warn', m, f),
     error: (m, f) => emit('error', m, f),
   };
-}
-
-const secretPatterns: RegExp[] = [
-  /(authorization\s*[:=]\s*)(bearer\s+)?[^\s",]+/gi,
-  /\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi,
-  /([?&](?:x-amz-signature|x-amz-credential|x-amz-security-token|signature|sig|token|expires)=)[^&\s"]+/gi,
-  /(\b(?:token|secret|password|api[_-]?key)\b\s*[:=]\s*"?)[^\s",]+/gi,
-];
-
-/** Masks bearer tokens, signed-URL query parameters and `key=value` secrets in a string. */
-export function redact(text: string): string {
-  let out = text;
-  for (const pattern of secretPatterns) {
-    out = out.replace(pattern, (_match, prefix: string, second?: string) =>
-      typeof second === 'string' ? `${prefix}${second}[redacted]` : `${prefix}[redacted]`,
-    );
-  }
-  return out;
 }

@@ -7,7 +7,7 @@
 import { constants } from 'node:fs';
 import { mkdir, open, rename, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { redact } from '../logger.js';
+import { redact } from '../util/redact.js';
 
 /** The log is rotated to `<file>.1` (one generation) when it would grow past this. */
 export const MAX_LOG_BYTES = 1024 * 1024;

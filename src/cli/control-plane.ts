@@ -1,12 +1,15 @@
 /**
- * `blue-agent control-plane ...`: run the reference Control API and administer its data directory.
+ * `blue-agent control-plane ...`: run the reference Control API and administer it: its data directory, and its
+ * database (SQLite in the data directory, or PostgreSQL with --database-url / BLUE_CONTROL_DATABASE_URL).
  */
 import path from 'node:path';
 import type { Context } from '../context.js';
 import { usageError } from '../errors.js';
+import type { StoreOptions } from '../control-plane/store/index.js';
 
 export interface DataOptions {
   data?: string;
+  databaseUrl?: string;
   json?: boolean;
 }
 
@@ -24,6 +27,7 @@ export interface ServeOptions extends DataOptions, BlobOptions {
   publicUrl?: string;
   retentionDays?: string;
   uploadUrlTtl?: string;
+  logFormat?: string;
 }
 
 /** --data, else BLUE_CONTROL_DATA, else `$XDG_DATA_HOME/blue-agent/control` (`~/.local/share/blue-agent/control`). */
@@ -33,12 +37,19 @@ export function dataDir(ctx: Context, opts: DataOptions): string {
   return ctx.paths.controlDataDir;
 }
 
-/** The data directory of a command that must not create one (`users list`, `policy publish`, `gc`): it must exist and hold control.db. */
-async function existingDataDir(ctx: Context, opts: DataOptions): Promise<string> {
-  const dir = dataDir(ctx, opts);
-  const { requireDataDir } = await import('../control-plane/store.js');
-  requireDataDir(dir);
-  return dir;
+/** --database-url, else BLUE_CONTROL_DATABASE_URL; undefined: SQLite in the data directory. */
+export function databaseUrl(ctx: Context, opts: DataOptions): string | undefined {
+  const given = opts.databaseUrl ?? ctx.env.BLUE_CONTROL_DATABASE_URL;
+  if (given === undefined || given === '') return undefined;
+  if (!/^postgres(?:ql)?:\/\//.test(given)) {
+    throw usageError('--database-url must be a PostgreSQL URL such as postgres://user:password@host:5432/blue', 'Or leave it out to keep the data in SQLite in the data directory.');
+  }
+  return given;
+}
+
+/** Where a command's database is; `create: false` refuses a data directory that does not exist (no database URL). */
+function storeOptions(ctx: Context, opts: DataOptions, create: boolean): StoreOptions {
+  return { dataDir: dataDir(ctx, opts), databaseUrl: databaseUrl(ctx, opts), create };
 }
 
 function print(ctx: Context, opts: DataOptions, json: unknown, text: string): void {
@@ -47,7 +58,7 @@ function print(ctx: Context, opts: DataOptions, json: unknown, text: string): vo
 
 export async function usersAddCommand(ctx: Context, email: string, opts: DataOptions & { admin?: boolean }): Promise<number> {
   const { addUser } = await import('../control-plane/admin.js');
-  const { user, token } = addUser(dataDir(ctx, opts), email, opts.admin === true, ctx.clock.now());
+  const { user, token } = await addUser(storeOptions(ctx, opts, true), email, opts.admin === true, ctx.clock.now());
   print(
     ctx,
     opts,
@@ -60,7 +71,7 @@ export async function usersAddCommand(ctx: Context, email: string, opts: DataOpt
 
 export async function usersListCommand(ctx: Context, opts: DataOptions): Promise<number> {
   const { listUsers } = await import('../control-plane/admin.js');
-  const users = listUsers(await existingDataDir(ctx, opts));
+  const users = await listUsers(storeOptions(ctx, opts, false));
   print(
     ctx,
     opts,
@@ -72,43 +83,50 @@ export async function usersListCommand(ctx: Context, opts: DataOptions): Promise
 
 export async function policyPublishCommand(ctx: Context, file: string, opts: DataOptions): Promise<number> {
   const { publishPolicy } = await import('../control-plane/admin.js');
-  const { published, ignoredRevision, warnings } = await publishPolicy(await existingDataDir(ctx, opts), path.resolve(ctx.cwd, file), ctx.clock.now());
+  const { published, ignoredRevision, warnings } = await publishPolicy(storeOptions(ctx, opts, false), path.resolve(ctx.cwd, file), ctx.clock.now());
   if (opts.json !== true) for (const warning of warnings) ctx.stderr.write(`warning: ${warning}\n`);
   print(
     ctx,
     opts,
     { ok: true, revision: published.revision, etag: published.etag, ignored_revision: ignoredRevision ?? null, warnings },
     `Published policy revision ${published.revision}.\n` +
-      (ignoredRevision === undefined ? '' : `(The file's revision ${JSON.stringify(ignoredRevision)} was replaced: the server numbers revisions.)\n`),
+      (ignoredRevision === undefined ? '' : `(The file's revision ${JSON.stringify(ignoredRevision)} was replaced: the server makes revision ids.)\n`),
   );
   return 0;
 }
 
-async function openBlobs(ctx: Context, dir: string, opts: BlobOptions, publicUrl: string) {
-  const blobs = await import('../control-plane/blobs/index.js');
+function checkBlobOptions(opts: BlobOptions): void {
   const kind = opts.blobStore ?? 'local';
-  if (kind === 'local') {
-    return blobs.createLocalBlobStore({ dir: path.resolve(ctx.cwd, opts.blobDir ?? path.join(dir, 'blobs')), publicUrl });
+  if (kind !== 'local' && kind !== 's3') throw usageError(`unknown blob store "${kind}"`, 'Use --blob-store local or --blob-store s3.');
+  if (kind === 's3' && opts.s3Bucket === undefined) {
+    throw usageError('--blob-store s3 needs --s3-bucket', 'Name the bucket: --s3-bucket NAME (and --s3-endpoint URL for an S3-compatible server).');
   }
-  if (kind === 's3') {
-    if (opts.s3Bucket === undefined) throw usageError('--blob-store s3 needs --s3-bucket', 'Name the bucket: --s3-bucket NAME (and --s3-endpoint URL for an S3-compatible server).');
-    // Loaded only here: the AWS SDK. Credentials: its default chain (environment, profiles, web identity, container or
-    // instance role).
-    const s3 = await import('../control-plane/blobs/s3.js');
-    return s3.createS3BlobStore(
-      s3.s3Options(ctx.env, { endpoint: opts.s3Endpoint, bucket: opts.s3Bucket, region: opts.s3Region, forcePathStyle: opts.s3PathStyle }),
-    );
+}
+
+async function openBlobs(ctx: Context, dir: string, opts: BlobOptions, publicUrl: string) {
+  checkBlobOptions(opts);
+  if ((opts.blobStore ?? 'local') === 'local') {
+    const { createLocalBlobStore } = await import('../control-plane/blobs/local.js');
+    return createLocalBlobStore({ dir: path.resolve(ctx.cwd, opts.blobDir ?? path.join(dir, 'blobs')), publicUrl });
   }
-  throw usageError(`unknown blob store "${kind}"`, 'Use --blob-store local or --blob-store s3.');
+  // s3, loaded only here: the AWS SDK. Credentials: its default chain (environment, profiles, web identity, container or
+  // instance role).
+  const s3 = await import('../control-plane/blobs/s3.js');
+  return s3.createS3BlobStore(s3.s3Options(ctx.env, { endpoint: opts.s3Endpoint, bucket: opts.s3Bucket!, region: opts.s3Region, forcePathStyle: opts.s3PathStyle }));
 }
 
 export async function gcCommand(ctx: Context, opts: DataOptions & BlobOptions): Promise<number> {
   const { collectGarbage } = await import('../control-plane/admin.js');
-  const dir = await existingDataDir(ctx, opts);
+  const where = storeOptions(ctx, opts, false);
+  // Checked before the blob store is opened (the local one makes its folder): a mistyped --data creates nothing.
+  if (where.databaseUrl === undefined) {
+    const { requireDataDir } = await import('../control-plane/store/index.js');
+    requireDataDir(where.dataDir);
+  }
   // Only delete is used, so the URL the local store would sign with does not matter here.
-  const blobs = await openBlobs(ctx, dir, opts, 'http://127.0.0.1');
+  const blobs = await openBlobs(ctx, where.dataDir, opts, 'http://127.0.0.1');
   try {
-    const result = await collectGarbage(dir, blobs, ctx.clock.now());
+    const result = await collectGarbage(where, blobs, ctx.clock.now());
     print(
       ctx,
       opts,
@@ -151,6 +169,14 @@ function shellQuote(value: string): string {
   return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
+/** --log-format, else BLUE_CONTROL_LOG_FORMAT, else text. */
+function logFormat(ctx: Context, opts: ServeOptions): 'text' | 'json' {
+  const given = opts.logFormat ?? ctx.env.BLUE_CONTROL_LOG_FORMAT;
+  if (given === undefined || given === '' || given === 'text') return 'text';
+  if (given === 'json') return 'json';
+  throw usageError(`BLUE_CONTROL_LOG_FORMAT must be text or json, not "${given}"`, 'Unset it, or set it to json for one JSON object per line.');
+}
+
 /** Serves until SIGINT or SIGTERM (or `stop`, for tests). */
 export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Promise<void>): Promise<number> {
   const { createControlServer } = await import('../control-plane/server.js');
@@ -159,17 +185,27 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
   if (opts.publicUrl !== undefined && !/^https?:\/\/[^/\s]+\/?$/.test(opts.publicUrl)) {
     throw usageError(`--public-url must be an http(s) origin such as https://control.example.com, not "${opts.publicUrl}"`, 'Give the scheme, host and port agents reach this server at, without a path.');
   }
+  const { createServerLog } = await import('../control-plane/log.js');
   const { loadProfiles } = await import('../profiles/index.js');
-  const { harnessMetadataDocument } = await import('../control-plane/harness-metadata.js');
+  const { harnessMetadataDocument, knownProfiles } = await import('../control-plane/harness-metadata.js');
+  const { openStore } = await import('../control-plane/store/index.js');
+  const profiles = await loadProfiles(ctx.paths.profilesDir);
+  // Every option is checked before the database is opened: a refused command creates no data directory.
+  const retentionDays = positiveNumber('--retention-days', opts.retentionDays);
+  const uploadUrlTtlSeconds = positiveNumber('--upload-url-ttl', opts.uploadUrlTtl);
+  const format = logFormat(ctx, opts);
+  checkBlobOptions(opts);
+  const store = await openStore(storeOptions(ctx, opts, true));
   const server = createControlServer({
-    dataDir: dir,
-    harnessMetadata: harnessMetadataDocument(await loadProfiles(ctx.paths.profilesDir)),
+    store,
+    harnessMetadata: harnessMetadataDocument(profiles),
+    profiles: knownProfiles(profiles),
     publicUrl: opts.publicUrl,
     blobs: (publicUrl) => openBlobs(ctx, dir, opts, publicUrl),
     clock: ctx.clock,
-    retentionDays: positiveNumber('--retention-days', opts.retentionDays),
-    uploadUrlTtlSeconds: positiveNumber('--upload-url-ttl', opts.uploadUrlTtl),
-    log: (level, line) => (level === 'error' ? ctx.logger.error(line) : ctx.logger.info(line)),
+    retentionDays,
+    uploadUrlTtlSeconds,
+    log: createServerLog({ format, out: ctx.stderr, level: /^(warn|error)$/i.test(ctx.env.BLUE_AGENT_LOG_LEVEL ?? '') ? 'error' : 'info', now: () => ctx.clock.now() }),
   });
   let url: string;
   try {
@@ -179,17 +215,17 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
     throw listenError(error, host, port);
   }
   const publicUrl = (opts.publicUrl ?? url).replace(/\/+$/, '');
-  const { firstStart, recordPublicUrl } = await import('../control-plane/admin.js');
+  const { firstStart } = await import('../control-plane/admin.js');
   let started;
   try {
     // Where agents reach this server: `policy publish` (run without the server) checks presign_url against it.
-    recordPublicUrl(dir, publicUrl);
-    started = firstStart(server.store, dir, publicUrl, ctx.clock.now());
+    await store.setPublicUrl(publicUrl);
+    started = await firstStart(store, dir, publicUrl, ctx.clock.now());
   } catch (error) {
     await server.close();
     throw error;
   }
-  ctx.stdout.write(`Control API listening on ${url} (data ${dir}, ${server.blobs.kind} blob store)\n`);
+  ctx.stdout.write(`Control API listening on ${url} (${store.backend === 'postgres' ? `database ${store.location}` : `data ${dir}`}, ${server.blobs.kind} blob store)\n`);
   if (started.admin !== undefined) {
     // The token itself is never printed: a terminal's output often ends up in a log (a service's journal).
     ctx.stdout.write(

@@ -61,7 +61,10 @@ export function renderDrain(report: DrainReport): string {
   for (const b of report.built) lines.push(`built   ${b.id}  ${b.harness} ${b.session_id}  ${b.size} bytes  sha256 ${b.sha256}`);
   for (const s of report.superseded) lines.push(`superseded ${s.id}  ${s.harness} ${s.session_id}  the later capture ${s.by} of the same run holds its last state`);
   for (const u of report.unchanged) lines.push(`unchanged ${u.id}  ${u.harness} ${u.session_id}  holds what ${u.same_as} captured: nothing to upload`);
-  for (const u of report.uploaded) lines.push(`uploaded ${u.id}  ${u.harness} ${u.session_id}  upload ${u.upload_id}${u.already ? ' (already on the server)' : ''}`);
+  for (const u of report.uploaded) {
+    const session = u.captured_session_id === undefined ? '' : `, session ${u.captured_session_id}`;
+    lines.push(`uploaded ${u.id}  ${u.harness} ${u.session_id}  upload ${u.upload_id}${session}${u.already ? ' (already on the server)' : ''}`);
+  }
   for (const id of report.discarded) lines.push(`discarded ${id}`);
   for (const f of report.failed) lines.push(`failed  ${f.id}  ${f.harness} ${f.session_id}  [${f.code}] ${f.reason}`);
   for (const r of report.retried) {

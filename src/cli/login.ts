@@ -84,10 +84,12 @@ export async function login(ctx: Context, opts: LoginOptions, stdin: Readable): 
       timeoutMs: VERIFY_TIMEOUT_MS,
       maxBytes: MAX_POLICY_BYTES,
       userAgent: `blue-agent/${ctx.self.version}`,
+      clientVersion: ctx.self.version,
       env: ctx.env,
     }).catch((error: unknown) => {
-      // The server took the token (it authenticates before it looks for a policy) but has no policy to give yet.
-      if (error instanceof BlueError && error.code === 'POLICY_MISSING') {
+      // The server took the token (it authenticates before it looks for a policy) but has no policy to give yet, or
+      // none this blue-agent may apply (426, another major pinned): the token is good, the policy is another matter.
+      if (error instanceof BlueError && (error.code === 'POLICY_MISSING' || error.code === 'POLICY_INCOMPATIBLE' || error.code === 'CLIENT_VERSION_MISMATCH')) {
         warnings.push(`${error.message}; saved anyway. ${error.hint ?? ''}`);
         return { kind: 'ok' as const };
       }

@@ -179,15 +179,14 @@ Examples:
     .option('--q <text>', 'search titles, summaries, session ids and directories')
     .addOption(harnessOption)
     .option('--all', 'every session you may see, not only your own')
-    .option('--status <status>', 'which revisions: complete (the current one of each session, default), pending, failed, superseded or any')
     .option('--json', 'print as JSON')
-    .action(async (opts: { q?: string; harness?: string[]; all?: boolean; status?: string; json?: boolean }) => {
+    .action(async (opts: { q?: string; harness?: string[]; all?: boolean; json?: boolean }) => {
       const { sessionsListCommand } = await import('./sessions.js');
       state.exitCode = await sessionsListCommand(ctx, opts);
     });
   sessions
     .command('show <id>')
-    .description('one session: metadata, revision, sharing, retention (an id or a prefix of 8 or more characters)')
+    .description('one session: metadata, uploads, sharing, retention (an id or a prefix of 8 or more characters)')
     .option('--json', 'print as JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       const { sessionsShowCommand } = await import('./sessions.js');
@@ -197,7 +196,7 @@ Examples:
     .command('share <id>')
     .description('set who may view, download and resume one of your sessions')
     .requiredOption('--mode <mode>', 'private, workspace or selected')
-    .option('--user <email>', 'a recipient, only with --mode selected (which needs at least one); repeatable', (value: string, previous: string[] | undefined) => [...(previous ?? []), value])
+    .option('--user <email>', 'a recipient (e-mail address or user id), only with --mode selected (which needs at least one); repeatable', (value: string, previous: string[] | undefined) => [...(previous ?? []), value])
     .option('--json', 'print as JSON')
     .addHelpText(
       'after',
@@ -431,6 +430,8 @@ Examples:
 
   const controlPlane = program.command('control-plane').description('run and administer the reference Control API server');
   const dataOption = (): Option => new Option('--data <dir>', 'the server data directory (default: BLUE_CONTROL_DATA, else $XDG_DATA_HOME/blue-agent/control)');
+  const databaseOption = (): Option =>
+    new Option('--database-url <url>', 'PostgreSQL instead of SQLite in the data directory, e.g. postgres://blue@db:5432/blue (default: BLUE_CONTROL_DATABASE_URL)');
   const blobOptions = (command: Command): Command =>
     command
       .addOption(new Option('--blob-store <kind>', 'where bundles are kept').choices(['local', 's3']).default('local'))
@@ -445,20 +446,28 @@ Examples:
       .description('serve the Control API (governance config, client status, session uploads, sharing) until stopped')
       .option('--listen <host:port>', 'address to listen on', '127.0.0.1:8080')
       .addOption(dataOption())
+      .addOption(databaseOption())
       .option('--public-url <url>', 'the origin clients reach this server at, when it differs from --listen')
       .option('--retention-days <n>', 'keep uploaded bundles this many days after completion (default 90)')
-      .option('--upload-url-ttl <seconds>', 'how long an upload URL stays valid (default 900)'),
+      .option('--upload-url-ttl <seconds>', 'how long an upload URL stays valid (default 900)')
+      .addOption(new Option('--log-format <format>', 'one line per request on stderr, as text or as JSON objects (default: BLUE_CONTROL_LOG_FORMAT, else text)').choices(['text', 'json'])),
   )
     .addHelpText(
       'after',
       `
-Metadata lives in <data>/control.db (SQLite). Add users and publish policies with the other control-plane commands,
-also while the server runs. On a data directory without users, serve creates the administrator admin@localhost
-(its token in <data>/admin-token, 0600, never printed) and prints how to log in; without a policy, it publishes a
-default one whose presign_url is this server's own (--public-url, else the --listen address).
+Metadata lives in <data>/control.db (SQLite), or in PostgreSQL with --database-url: then any number of serve
+processes may share the database and the blob store (S3), each stateless. Add users and publish policies with the
+other control-plane commands, also while servers run. On a database without users, serve creates the administrator
+admin@localhost (its token in <data>/admin-token, 0600, never printed) and prints how to log in; without a policy, it
+publishes a default one whose presign_url is this server's own (--public-url, else the --listen address).
+Agents that run \`blue-agent run\` hear of a new policy at once (GET /governance-config/events).
 
-Example:
-  blue-agent control-plane serve --listen 0.0.0.0:8080 --data /var/lib/blue-control --public-url https://control.example.com`,
+Each request is logged on stderr (BLUE_AGENT_LOG_LEVEL=error: unexpected errors only), as JSON with --log-format json.
+
+Examples:
+  blue-agent control-plane serve --listen 0.0.0.0:8080 --data /var/lib/blue-control --public-url https://control.example.com
+  BLUE_CONTROL_DATABASE_URL=postgres://blue:…@db:5432/blue blue-agent control-plane serve --listen 0.0.0.0:8080 \\
+    --public-url https://control.example.com --blob-store s3 --s3-bucket blue-sessions --log-format json`,
     )
     .action(async (opts: Record<string, string | boolean | undefined>) => {
       const { serveCommand } = await import('./control-plane.js');
@@ -470,8 +479,9 @@ Example:
     .description('add a user and print their bearer token once (only its hash is stored)')
     .option('--admin', 'an administrator: sees every session upload')
     .addOption(dataOption())
+      .addOption(databaseOption())
     .option('--json', 'print as JSON')
-    .action(async (email: string, opts: { admin?: boolean; data?: string; json?: boolean }) => {
+    .action(async (email: string, opts: { admin?: boolean; data?: string; databaseUrl?: string; json?: boolean }) => {
       const { usersAddCommand } = await import('./control-plane.js');
       state.exitCode = await usersAddCommand(ctx, email, opts);
     });
@@ -479,8 +489,9 @@ Example:
     .command('list')
     .description('list the users')
     .addOption(dataOption())
+      .addOption(databaseOption())
     .option('--json', 'print as JSON')
-    .action(async (opts: { data?: string; json?: boolean }) => {
+    .action(async (opts: { data?: string; databaseUrl?: string; json?: boolean }) => {
       const { usersListCommand } = await import('./control-plane.js');
       state.exitCode = await usersListCommand(ctx, opts);
     });
@@ -490,8 +501,9 @@ Example:
     .command('publish <file>')
     .description('validate a policy (YAML or JSON) and make it the next revision; the server sets `revision`')
     .addOption(dataOption())
+      .addOption(databaseOption())
     .option('--json', 'print as JSON')
-    .action(async (file: string, opts: { data?: string; json?: boolean }) => {
+    .action(async (file: string, opts: { data?: string; databaseUrl?: string; json?: boolean }) => {
       const { policyPublishCommand } = await import('./control-plane.js');
       state.exitCode = await policyPublishCommand(ctx, file, opts);
     });
@@ -500,6 +512,7 @@ Example:
       .command('gc')
       .description('delete stored bundles past their retention deadline')
       .addOption(dataOption())
+      .addOption(databaseOption())
       .option('--json', 'print as JSON'),
   ).action(async (opts: Record<string, string | boolean | undefined>) => {
     const { gcCommand } = await import('./control-plane.js');

@@ -9,7 +9,7 @@ import { extractBundle, formatBytes } from '../bundle/index.js';
 import type { Context } from '../context.js';
 import { BlueError, toBlueError, usageError } from '../errors.js';
 import { loadProfiles } from '../profiles/index.js';
-import { printable, sessionLabel, SessionsApi, type SessionUpload, type Sharing } from '../control-api/sessions.js';
+import { printable, sessionLabel, SessionsApi, type CapturedSession, type SessionDetail, type Sharing, type SharingMode } from '../control-api/sessions.js';
 
 export { sessionLabel };
 import { EXPORT_FORMATS, readTranscript, renderJson, renderMarkdown, wantedFiles, type ExportFormat, type ExportInput } from '../sessions/export.js';
@@ -19,6 +19,8 @@ const SHARING_MODES = ['private', 'workspace', 'selected'] as const;
 /** Sessions listed at most. */
 const LIST_MAX = 1000;
 const MAX_RECIPIENTS = 100;
+/** Recipients named at most by `show`. */
+const SHOWN_RECIPIENTS = 20;
 
 async function withApi<T>(ctx: Context, work: (api: SessionsApi) => Promise<T>): Promise<T> {
   const api = await SessionsApi.fromContext(ctx);
@@ -33,11 +35,18 @@ function writeJson(ctx: Context, doc: Record<string, unknown>): void {
   ctx.stdout.write(`${JSON.stringify({ ok: true, ...doc }, null, 2)}\n`);
 }
 
+/**
+ * A session as `--json` prints it: the Control API's CapturedSession, plus what the agent derives — `owned` (its
+ * `user_id` is the caller's, from GET /auth/me) and `expired` (its `retention_expires_at` has passed).
+ */
+function sessionJson(api: SessionsApi, s: CapturedSession, owned: boolean): CapturedSession & { owned: boolean; expired: boolean } {
+  return { ...s, owned, expired: api.expired(s) };
+}
 
-function ownerLabel(s: SessionUpload): string {
-  if (s.owned) return 'you';
-  const who = s.owner_email ?? s.user_id;
-  return s.sharing === 'shared' ? `shared by ${who}` : who;
+/** `you`, `shared by EMAIL` (shared with the workspace or named people), or the owner's address (an administrator's view). */
+function ownerLabel(s: CapturedSession, owned: boolean): string {
+  if (owned) return 'you';
+  return s.sharing_mode === 'private' ? s.user_email : `shared by ${s.user_email}`;
 }
 
 /** `2026-01-01 09:30` (UTC) from an ISO time; the text itself when it is not one. */
@@ -48,46 +57,40 @@ function shortTime(iso: string): string {
 // ---------------------------------------------------------------------------------------------------------------
 // list
 
-const LIST_STATUSES = ['complete', 'pending', 'failed', 'superseded', 'any'] as const;
-
 /**
- * `status`: which revisions to list. By default `complete`, the current revision of each session (an upload again makes
- * a new revision and supersedes the old one); `pending`, `failed` or `superseded` list those instead, `any` all of them.
+ * One row per captured session that has a completed upload (the Control API lists no other); `owned` is the caller's
+ * own (GET /auth/me), since the Control API answers administrators with everything.
  */
-export async function sessionsListCommand(ctx: Context, opts: { q?: string; harness?: string[]; all?: boolean; json?: boolean; status?: string }): Promise<number> {
-  const status = (opts.status ?? 'complete') as (typeof LIST_STATUSES)[number];
-  if (!(LIST_STATUSES as readonly string[]).includes(status)) {
-    throw usageError(`--status must be one of ${LIST_STATUSES.join(', ')}, not "${printable(status).slice(0, 40)}"`, 'complete: the current revision of each session (the default); any: every revision.');
-  }
+export async function sessionsListCommand(ctx: Context, opts: { q?: string; harness?: string[]; all?: boolean; json?: boolean }): Promise<number> {
   const harnesses = [...new Set(opts.harness ?? [])];
   const q = opts.q?.trim();
-  const { items, truncated } = await withApi(ctx, (api) =>
-    api.list(
+  const { rows, truncated, others } = await withApi(ctx, async (api) => {
+    const { items, truncated } = await api.list(
       {
         ...(q === undefined || q === '' ? {} : { q }),
         ...(harnesses.length === 1 ? { harness: harnesses[0] } : {}),
-        ...(status === 'any' ? {} : { status }),
       },
       { max: LIST_MAX },
-    ),
-  );
-  // The Control API answers administrators with everything: "your sessions" are the ones you own.
-  const sessions = items.filter((s) => (opts.all === true || s.owned) && (harnesses.length === 0 || harnesses.includes(s.harness)));
+    );
+    const me = await api.me();
+    const listed = items.filter((s) => harnesses.length === 0 || harnesses.includes(s.harness)).map((s) => ({ session: s, owned: s.user_id === me.id, json: sessionJson(api, s, s.user_id === me.id) }));
+    return { rows: listed.filter((r) => opts.all === true || r.owned), truncated, others: listed.length };
+  });
   if (opts.json === true) {
-    writeJson(ctx, { all: opts.all === true, truncated, sessions });
+    writeJson(ctx, { all: opts.all === true, truncated, sessions: rows.map((r) => r.json) });
     return 0;
   }
-  if (sessions.length === 0) {
+  if (rows.length === 0) {
     ctx.stdout.write(
       opts.all === true
         ? 'No sessions.\n'
-        : `No sessions of yours${q === undefined || q === '' ? '' : ' match'}.${items.length > 0 ? ' Others are visible to you: add --all to see them.' : ''}\n`,
+        : `No sessions of yours${q === undefined || q === '' ? '' : ' match'}.${others > 0 ? ' Others are visible to you: add --all to see them.' : ''}\n`,
     );
     return 0;
   }
   const columns = terminalColumns(ctx);
-  ctx.stdout.write(sessionTable(sessions, columns));
-  const footer = `${sessions.length} session${sessions.length === 1 ? '' : 's'}${truncated ? ` (the first ${LIST_MAX}; narrow it with --q or --harness)` : ''}.`;
+  ctx.stdout.write(sessionTable(rows, columns));
+  const footer = `${rows.length} session${rows.length === 1 ? '' : 's'}${truncated ? ` (the first ${LIST_MAX}; narrow it with --q or --harness)` : ''}.`;
   ctx.stdout.write(`${footer}\n`);
   return 0;
 }
@@ -102,71 +105,78 @@ const MIN_TITLE = 12;
 const MIN_OWNER = 10;
 
 /** The table `sessions list` prints; on a terminal narrower than it, ids are shortened to 8 characters, then titles cut. */
-export function sessionTable(sessions: readonly SessionUpload[], columns?: number): string {
+export function sessionTable(rows: readonly { session: CapturedSession; owned: boolean }[], columns?: number): string {
   const header = ['TITLE', 'HARNESS', 'OWNER', 'STATUS', 'UPDATED', 'ID'];
-  let rows = sessions.map((s) => [sessionLabel(s), s.harness, printable(ownerLabel(s)), s.status, shortTime(printable(s.updated_at)), s.upload_id]);
+  let cells = rows.map(({ session: s, owned }) => [sessionLabel(s), s.harness, printable(ownerLabel(s, owned)), s.status ?? '-', shortTime(printable(s.updated_at)), s.id]);
   const width = (all: string[][]) => {
     const widths = header.map((h, col) => Math.max(h.length, ...all.map((r) => r[col]!.length)));
     return { widths, total: widths.reduce((a, b) => a + b, 0) + 2 * (widths.length - 1) };
   };
-  let { widths, total } = width(rows);
+  let { widths, total } = width(cells);
   if (columns !== undefined && total > columns) {
-    rows = rows.map((r) => [...r.slice(0, 5), r[5]!.slice(0, 8)]);
-    ({ widths, total } = width(rows));
+    cells = cells.map((r) => [...r.slice(0, 5), r[5]!.slice(0, 8)]);
+    ({ widths, total } = width(cells));
   }
   // Then the title, then the owner, each down to a floor.
   for (const [col, floor] of [[0, MIN_TITLE], [2, MIN_OWNER]] as const) {
     if (columns === undefined || total <= columns) break;
     const room = Math.max(floor, widths[col]! - (total - columns));
-    rows = rows.map((r) => r.map((cell, i) => (i === col && cell.length > room ? `${cell.slice(0, room - 1)}…` : cell)));
-    ({ widths, total } = width(rows));
+    cells = cells.map((r) => r.map((cell, i) => (i === col && cell.length > room ? `${cell.slice(0, room - 1)}…` : cell)));
+    ({ widths, total } = width(cells));
   }
-  return [header, ...rows].map((r) => `${r.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd()}\n`).join('');
+  return [header, ...cells].map((r) => `${r.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd()}\n`).join('');
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // show
 
 export async function sessionsShowCommand(ctx: Context, id: string, opts: { json?: boolean }): Promise<number> {
-  const { session, sharing } = await withApi(ctx, async (api) => {
-    const session = await api.resolve(id);
-    // Only the owner (or an administrator) may read the recipients; others see "shared with you".
-    const sharing = session.owned ? await api.sharing(session.upload_id) : undefined;
-    return { session, sharing };
+  const shown = await withApi(ctx, async (api) => {
+    const detail = await api.resolveDetail(id);
+    // Anyone who may see a session may read its sharing; `can_edit` says whether the caller owns it. Only the owner
+    // is shown the recipients; others see "shared with you".
+    const sharing = await api.sharing(detail.session.id);
+    return { detail, sharing, expired: api.expired(detail.session), json: sessionJson(api, detail.session, sharing.can_edit) };
   });
+  const { detail, sharing } = shown;
   if (opts.json === true) {
-    writeJson(ctx, { session, ...(sharing === undefined ? {} : { sharing }) });
+    writeJson(ctx, { session: shown.json, artifacts: detail.artifacts, ...(sharing.can_edit ? { sharing } : {}) });
     return 0;
   }
-  ctx.stdout.write(renderSession(session, sharing));
+  ctx.stdout.write(renderSession(detail, sharing, shown.expired));
   return 0;
 }
 
-function sharingText(session: SessionUpload, sharing: Sharing | undefined): string {
-  if (sharing !== undefined) {
-    if (sharing.mode === 'selected') return `selected: ${sharing.recipients.map((r) => r.email || r.user_id).join(', ') || '(nobody)'}`;
-    return sharing.mode === 'workspace' ? 'workspace (everyone on this Control API)' : 'private (only you)';
+function sharingText(mode: SharingMode, recipients: readonly string[] | undefined, owned: boolean): string {
+  if (!owned) return mode === 'private' ? 'private' : 'shared with you';
+  if (mode === 'selected') {
+    const names = recipients ?? [];
+    const more = names.length > SHOWN_RECIPIENTS ? ` and ${names.length - SHOWN_RECIPIENTS} more` : '';
+    return `selected: ${names.slice(0, SHOWN_RECIPIENTS).join(', ') || '(nobody)'}${more}`;
   }
-  return session.sharing === 'shared' ? 'shared with you' : session.sharing;
+  return mode === 'workspace' ? 'workspace (everyone on this Control API)' : 'private (only you)';
 }
 
-function renderSession(s: SessionUpload, sharing: Sharing | undefined): string {
+function renderSession(detail: SessionDetail, sharing: Sharing, expired: boolean): string {
+  const s = detail.session;
+  const owned = sharing.can_edit;
+  const uploads = detail.artifacts;
+  const statuses = [...new Set(uploads.map((a) => a.status))].map((st) => `${uploads.filter((a) => a.status === st).length} ${st}`).join(', ');
   const fields: [string, string | null | undefined][] = [
-    ['id', s.upload_id],
+    ['id', s.id],
     ['harness', s.harness],
     ['profile', s.compatibility_profile],
-    ['native id', s.session_id],
-    ['owner', s.owned ? `you (${s.owner_email ?? s.user_id})` : s.owner_email ?? s.user_id],
-    ['status', `${s.status}, revision ${s.revision}${s.resumable ? ', resumable' : ''}`],
-    ['size', `${formatBytes(s.size_bytes)}, sha256 ${s.sha256}`],
+    ['native id', s.native_session_id],
+    ['owner', owned ? `you (${s.user_email})` : s.user_email],
+    ['status', `${s.status ?? 'no completed upload'}${s.resumable ? ', resumable' : ''}`],
+    ['size', s.size_bytes === null ? null : `${formatBytes(s.size_bytes)}${s.sha256 === null ? '' : `, sha256 ${s.sha256}`}`],
+    ['uploads', uploads.length === 0 ? null : `${uploads.length} (${statuses})`],
     ['cwd', s.cwd],
-    ['repository', s.repository_root === null ? null : `${s.repository_root}${s.repository_remote === null ? '' : ` (${s.repository_remote})`}`],
-    ['captured', s.captured_at_unix_ms === null ? null : new Date(s.captured_at_unix_ms).toISOString()],
-    ['created', s.created_at],
+    ['repository', s.repository.root === null ? null : `${s.repository.root}${s.repository.remote === null ? '' : ` (${s.repository.remote})`}`],
+    ['captured', s.source_captured_at],
     ['updated', s.updated_at],
-    ['completed', s.completed_at],
-    ['retention', `${s.expired ? 'expired' : 'kept until'} ${s.retention_deadline}`],
-    ['sharing', sharingText(s, sharing)],
+    ['retention', s.retention_expires_at === null ? null : `${expired ? 'expired' : 'kept until'} ${s.retention_expires_at}`],
+    ['sharing', sharingText(s.sharing_mode, sharing.recipients.map((r) => r.email || r.id), owned)],
     ['summary', s.summary],
   ];
   const width = Math.max(...fields.map(([k]) => k.length));
@@ -180,7 +190,7 @@ function renderSession(s: SessionUpload, sharing: Sharing | undefined): string {
 
 export async function sessionsShareCommand(ctx: Context, id: string, opts: { mode: string; user?: string[]; json?: boolean }): Promise<number> {
   // Everything about the flags is checked before the Control API is asked anything.
-  const mode = opts.mode as Sharing['mode'];
+  const mode = opts.mode as SharingMode;
   if (!(SHARING_MODES as readonly string[]).includes(mode)) {
     throw usageError(`--mode must be private, workspace or selected, not "${printable(opts.mode).slice(0, 40)}"`, 'private: only you; workspace: everyone on the Control API; selected: the people named with --user.');
   }
@@ -198,21 +208,32 @@ export async function sessionsShareCommand(ctx: Context, id: string, opts: { mod
   }
   if (users.length > MAX_RECIPIENTS) throw usageError(`--user is given ${users.length} times; at most ${MAX_RECIPIENTS} recipients are allowed`, 'Share with fewer people, or with the whole workspace: --mode workspace.');
 
-  const { session, sharing } = await withApi(ctx, async (api) => {
+  const { session, update, names } = await withApi(ctx, async (api) => {
     const session = await api.resolve(id);
-    if (!session.owned) {
-      throw new BlueError('SESSION_NOT_OWNED', `session ${session.upload_id} (${sessionLabel(session)}) belongs to ${session.owner_email ?? session.user_id}; only its owner may change its sharing`, {
+    const me = await api.me();
+    if (session.user_id !== me.id) {
+      throw new BlueError('SESSION_NOT_OWNED', `session ${session.id} (${sessionLabel(session)}) belongs to ${session.user_email}; only its owner may change its sharing`, {
         hint: 'Ask the owner to share it.',
       });
     }
-    const sharing = await api.setSharing(session.upload_id, { mode, ...(mode === 'selected' ? { user_ids: users } : {}) });
-    return { session, sharing };
+    // The Control API takes user ids: addresses are looked up among the members (never yourself: you always see it).
+    const own = (u: string) => u.toLowerCase() === me.email.toLowerCase() || u === me.id;
+    const others = users.filter((u) => !own(u));
+    if (mode === 'selected' && others.length === 0) {
+      throw usageError('--user names only you; the owner always sees their session', 'Name someone else with --user, or use --mode private.');
+    }
+    const byEmail = await api.memberIds(others.filter((u) => u.includes('@')));
+    const names = new Map([...byEmail].map(([email, uid]) => [uid, email]));
+    const ids = [...new Set([...byEmail.values(), ...others.filter((u) => !u.includes('@'))])];
+    const update = await api.setSharing(session.id, mode, ids);
+    return { session, update, names };
   });
   if (opts.json === true) {
-    writeJson(ctx, { upload_id: session.upload_id, sharing });
+    writeJson(ctx, { id: session.id, sharing: { mode: update.mode, user_ids: update.user_ids } });
     return 0;
   }
-  ctx.stdout.write(`${printable(sessionLabel(session))} (${session.upload_id}): sharing is now ${printable(sharingText(session, sharing))}\n`);
+  const recipients = update.user_ids.map((uid) => names.get(uid) ?? uid);
+  ctx.stdout.write(`${printable(sessionLabel(session))} (${session.id}): sharing is now ${printable(sharingText(update.mode, recipients, true))}\n`);
   return 0;
 }
 
@@ -255,7 +276,7 @@ export async function sessionsExportCommand(ctx: Context, idOrFile: string, opts
   await writeFile(out, text, { mode: 0o600 }).catch((error: unknown) => {
     throw toBlueError(error, { action: 'write the export to', file: out });
   });
-  ctx.stdout.write(`Wrote the ${format} export of ${printable(input.session?.upload_id ?? idOrFile)} to ${printable(out)}\n`);
+  ctx.stdout.write(`Wrote the ${format} export of ${printable(input.session?.id ?? idOrFile)} to ${printable(out)}\n`);
   return 0;
 }
 

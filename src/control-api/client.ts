@@ -129,7 +129,8 @@ export class ControlClient {
 
   /**
    * One JSON request to the Control API, with the bearer token. Redirects are not followed: a token must not travel
-   * somewhere the configuration did not name, and these routes have no reason to move.
+   * somewhere the configuration did not name, and these routes have no reason to move. A 204 (POST /client-status)
+   * answers undefined: there is no body to read; callers that need one validate what they get.
    */
   async requestJson(method: 'GET' | 'POST' | 'PUT', url: URL, body?: unknown): Promise<unknown> {
     const where = `${method} ${safeUrl(url.href)}`;
@@ -153,6 +154,7 @@ export class ControlClient {
       }
       throw new UploadError('transient', 'UPLOAD_FAILED', `${where}: ${describeNetworkError(error)} while reading the answer`, { status });
     }
+    if (status === 204) return undefined;
     if (status >= 200 && status < 300) {
       if (text.trim() === '') return {};
       try {

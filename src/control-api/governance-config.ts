@@ -1,14 +1,18 @@
 /**
- * GET <control_url>/governance-config with a bearer token and a conditional ETag, bounded in time and size.
+ * GET <control_url>/governance-config with a bearer token and a conditional ETag, bounded in time and size, sending
+ * the contract negotiation headers (X-Blue-Contract-Version, X-Blue-Capabilities: contract.ts).
  * Outcomes the caller may fall back from (network down, 5xx, timeouts, a captive portal) are returned as
- * `unavailable`; answers that mean "fix something" (bad token, missing route, oversize reply) are thrown.
- * The policy module parses and validates the text (src/policy/).
+ * `unavailable`; answers that mean "fix something" (bad token, missing route, oversize reply, 426 Upgrade Required)
+ * are thrown. The pin the server states in X-Blue-Required-Client-Version is handed on with the answer; the policy
+ * module parses and validates the text and judges the pin against the document (src/policy/).
  */
 import type { Dispatcher } from 'undici';
 import type { Env } from '../context.js';
 import { BlueError } from '../errors.js';
+import { printable } from '../util/terminal-text.js';
 import { ControlClient } from './client.js';
-import { discard, header, isJsonType, readCapped, resolveLocation, ResponseTooLarge, routeUrl } from './http.js';
+import { contractHeaders, judgeClientVersion, policyIncompatible, REQUIRED_CLIENT_VERSION_HEADER } from './contract.js';
+import { discard, header, isJsonType, readCapped, readSome, resolveLocation, ResponseTooLarge, routeUrl, serverError } from './http.js';
 import { describeNetworkError, networkFailure, safeUrl } from './scrub.js';
 
 export const GOVERNANCE_CONFIG_ROUTE = 'governance-config';
@@ -16,6 +20,8 @@ export const DEFAULT_FETCH_TIMEOUT_MS = 10_000;
 const MAX_REDIRECTS = 3;
 /** The most of a 404's body read to tell the Control API's own `no_policy` answer from any other. */
 const NO_POLICY_PROBE_BYTES = 4096;
+/** The most of a 426's body read for its message. */
+const UPGRADE_BODY_BYTES = 4096;
 
 export interface FetchRequest {
   url: URL;
@@ -26,12 +32,15 @@ export interface FetchRequest {
   timeoutMs: number;
   maxBytes: number;
   userAgent: string;
+  /** This agent's own version (`ctx.self.version`): a 426 pinning another major names it. */
+  clientVersion: string;
   env: Env;
 }
 
 export type FetchOutcome =
-  | { kind: 'ok'; text: string; etag: string | undefined }
-  | { kind: 'not-modified' }
+  /** `requiredClientVersion`: the server's X-Blue-Required-Client-Version, when it sent one. */
+  | { kind: 'ok'; text: string; etag: string | undefined; requiredClientVersion?: string }
+  | { kind: 'not-modified'; requiredClientVersion?: string }
   | { kind: 'unavailable'; reason: string; /** The server's Retry-After header, when it sent one (503, 429). */ retryAfter?: string };
 
 /** `<control_url>/governance-config`, keeping any path prefix of the base URL and dropping its query and fragment. */
@@ -70,7 +79,7 @@ function unreachable(error: unknown, timeoutMs: number): string {
 }
 
 async function fetchWith(client: ControlClient, signal: AbortSignal, req: FetchRequest): Promise<FetchOutcome> {
-  const headers: Record<string, string> = req.etag === undefined ? {} : { 'if-none-match': req.etag };
+  const headers: Record<string, string> = { ...contractHeaders(), ...(req.etag === undefined ? {} : { 'if-none-match': req.etag }) };
   let url = req.url;
   for (let hop = 0; ; hop++) {
     const response = await client.send('GET', url, { headers, signal });
@@ -91,7 +100,8 @@ async function fetchWith(client: ControlClient, signal: AbortSignal, req: FetchR
     }
     if (status === 304) {
       await discard(response);
-      return { kind: 'not-modified' };
+      const pinned = requiredClientVersion(response.headers, where);
+      return { kind: 'not-modified', ...(pinned === undefined ? {} : { requiredClientVersion: pinned }) };
     }
     if (status === 401 || status === 403) {
       await discard(response);
@@ -106,6 +116,21 @@ async function fetchWith(client: ControlClient, signal: AbortSignal, req: FetchR
               ? 'Run `blue-agent login` again, or set BLUE_AGENT_TOKEN to a valid token.'
               : 'The token is valid but not allowed to read the governance policy; ask an administrator for access.',
         },
+      );
+    }
+    if (status === 426) {
+      // The token was accepted; this client falls short of what the current revision needs. The header says which
+      // release the organisation pins, even though the document is withheld.
+      const pinned = requiredClientVersion(response.headers, where);
+      const said = serverError(await readSome(response, UPGRADE_BODY_BYTES));
+      if (pinned !== undefined) {
+        const verdict = judgeClientVersion(pinned, req.clientVersion, `the Control API at ${client.origin}`);
+        if (verdict.kind === 'mismatch') throw verdict.error;
+      }
+      throw policyIncompatible(
+        `the Control API at ${client.origin}`,
+        `it refuses this blue-agent the governance policy (HTTP 426 Upgrade Required${said === undefined ? '' : `: ${said.message}`})`,
+        pinned,
       );
     }
     if (status >= 500 || status === 408 || status === 429) {
@@ -143,18 +168,40 @@ async function fetchWith(client: ControlClient, signal: AbortSignal, req: FetchR
         hint: 'A governance policy is a small JSON document; check that control_url points at the Control API.',
       });
     }
-    return { kind: 'ok', text, etag: header(response.headers, 'etag') };
+    const pinned = requiredClientVersion(response.headers, where);
+    return { kind: 'ok', text, etag: header(response.headers, 'etag'), ...(pinned === undefined ? {} : { requiredClientVersion: pinned }) };
   }
 }
 
-/** Whether a 404 is the Control API's own `{error: {code: "no_policy"}}` (anything else, or unreadable, is not). */
+/**
+ * X-Blue-Required-Client-Version, when the server sent it. More than one value (repeated, or joined by commas) is
+ * POLICY_INVALID: the organisation pins exactly one release, and picking one would be a guess.
+ */
+function requiredClientVersion(headers: Dispatcher.ResponseData['headers'], where: string): string | undefined {
+  const raw = headers[REQUIRED_CLIENT_VERSION_HEADER];
+  if (raw === undefined) return undefined;
+  const values = (Array.isArray(raw) ? raw : [raw]).flatMap((v) => v.split(',')).map((v) => v.trim());
+  if (values.length !== 1 || values[0] === '') {
+    throw new BlueError('POLICY_INVALID', `${where}: the answer carries ${values.length === 1 ? 'an empty' : `${values.length} values of`} X-Blue-Required-Client-Version (${printable(values.join(', ')).slice(0, 120)}); exactly one release may be pinned`, {
+      hint: 'The Control API (or a proxy before it) sends a broken header; tell its administrator.',
+    });
+  }
+  return printable(values[0]!).slice(0, 64);
+}
+
+/**
+ * Whether a 404 says that no policy was published: this project's server (`code: "no_policy"`, or the older
+ * `{error: {code: "no_policy"}}`) or Blue's (`{"error": "organization has no governance configuration"}`). Anything
+ * else, or unreadable, is not.
+ */
 async function isNoPolicyAnswer(response: Dispatcher.ResponseData): Promise<boolean> {
   if (!isJsonType(header(response.headers, 'content-type'))) {
     await discard(response);
     return false;
   }
   try {
-    return (JSON.parse(await readCapped(response, NO_POLICY_PROBE_BYTES)) as { error?: { code?: unknown } } | null)?.error?.code === 'no_policy';
+    const said = serverError(await readCapped(response, NO_POLICY_PROBE_BYTES));
+    return said !== undefined && (said.code === 'no_policy' || /no governance configuration/i.test(said.message));
   } catch {
     return false;
   }

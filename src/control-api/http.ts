@@ -1,6 +1,6 @@
 /**
  * The HTTP pieces every Control API and signed-URL request shares: base URL and origin handling, bounded body reads,
- * headers, Retry-After and the server's `{error:{code,message}}`. No network here: these act on answers already had.
+ * headers, Retry-After and the server's error body. No network here: these act on answers already had.
  */
 import type { Dispatcher } from 'undici';
 import { isRecord } from '../util/record.js';
@@ -100,7 +100,11 @@ export function statusKind(status: number): 'transient' | 'permanent' {
   return status >= 500 || status === 408 || status === 429 ? 'transient' : 'permanent';
 }
 
-/** The server's `{error:{code,message}}`, bounded and stripped of control characters. */
+/**
+ * The server's error body, bounded and stripped of control characters. Three shapes are read: this project's server
+ * `{"error": "<message>", "code": "<code>"}`, Blue's `{"error": "<message>"}` (no code), and the older
+ * `{"error": {"code", "message"}}`.
+ */
 export function serverError(text: string): { code: string | undefined; message: string } | undefined {
   let data: unknown;
   try {
@@ -110,7 +114,12 @@ export function serverError(text: string): { code: string | undefined; message: 
   }
   if (!isRecord(data)) return undefined;
   const error = data.error;
-  if (typeof error === 'string') return { code: undefined, message: clean(error, 300) };
+  if (typeof error === 'string') {
+    const code = typeof data.code === 'string' && data.code.trim() !== '' ? clean(data.code, 64) : undefined;
+    const message = clean(error, 300);
+    if (code === undefined && message === '') return undefined;
+    return { code, message: message === '' ? '(no message)' : message };
+  }
   if (!isRecord(error)) return undefined;
   const code = typeof error.code === 'string' ? clean(error.code, 64) : undefined;
   const message = typeof error.message === 'string' ? clean(error.message, 300) : '';

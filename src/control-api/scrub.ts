@@ -3,7 +3,7 @@
  * fetch. A message never holds the bearer token, a URL's userinfo or its query (where signatures live), nor a network
  * library's own message (it is not ours to trust with secrets).
  */
-import { redact } from '../logger.js';
+import { redact } from '../util/redact.js';
 
 /** Text fit for a message: the token masked, every URL reduced to `safeUrl`, and whatever `redact` knows masked. */
 export function scrubText(text: string, token?: string): string {

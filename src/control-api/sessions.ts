@@ -1,7 +1,10 @@
 /**
- * The session routes of the Control API, for the commands people run (`sessions`, `resume`): list and search, one
- * session, its sharing, and downloading its bundle through a fresh signed URL. Answers are checked before use: they
- * come over the network and drive what is written to this machine.
+ * The session routes of the Control API, for the commands people run (`sessions`, `resume`), in the shapes of Blue's
+ * service contract (docs/contract.md): captured sessions listed and searched, one session with its artifacts, who it
+ * is shared with, the members it may be shared with, who the caller is, and downloading its current artifact through
+ * a fresh signed URL. Every answer is held to its generated validator before use: they come over the network and
+ * drive what is shown and written on this machine. Works against this project's server and Blue's own, whose listing
+ * ignores our `id_prefix` extension and whose answers carry no digest (see `page`, `download`).
  */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
@@ -10,211 +13,375 @@ import type { Dispatcher } from 'undici';
 import type { Context } from '../context.js';
 import { LIMITS } from '../bundle/limits.js';
 import { BlueError } from '../errors.js';
-import type { SessionUploadDetail } from '../schema/generated/control-session-upload.js';
-import type { SessionUploadList } from '../schema/generated/control-session-uploads.js';
+import type { CapturedSession as CapturedSessionAnswer } from '../schema/generated/control-captured-session.js';
+import type { CapturedSessionList } from '../schema/generated/control-captured-sessions.js';
+import type { SessionDownload } from '../schema/generated/control-download.js';
+import type { Identity as IdentityAnswer } from '../schema/generated/control-identity.js';
+import type { ShareMembers } from '../schema/generated/control-members.js';
+import type { SessionDetail as SessionDetailAnswer } from '../schema/generated/control-session-detail.js';
+import type { SessionSharing } from '../schema/generated/control-sharing-state.js';
+import type { SharingUpdated } from '../schema/generated/control-sharing-updated.js';
 import * as validators from '../schema/generated/validators.js';
 import { printable } from '../util/terminal-text.js';
 import { checkAnswer, ControlClient, unusableAnswer } from './client.js';
 import { UploadError } from './errors.js';
-import { isRecord } from '../util/record.js';
 import { header, readSome } from './http.js';
 import { describeNetworkError, safeUrl, scrubText } from './scrub.js';
 import { loadUndici } from './undici.js';
 
 export { printable };
 
-/**
- * A session upload as the Control API describes it (`GET /session-uploads/{id}`, schemas/control-session-upload.schema.json),
- * its text fields made fit for a terminal.
- */
-export type SessionUpload = Omit<SessionUploadDetail, 'content_type' | 'artifact_format'>;
+export type SharingMode = CapturedSessionAnswer['sharing_mode'];
 
-export interface SessionQuery {
-  q?: string;
-  harness?: string;
-  user_id?: string;
-  status?: SessionUpload['status'];
-  resumable?: boolean;
-  id_prefix?: string;
-  updated_from?: string;
-  updated_to?: string;
-  limit?: number;
+/**
+ * A captured session (Blue's CapturedSession: `id` is the captured session's id, the artifact fields are its current
+ * artifact's), every optional field made explicit (null when the server did not say), its text fit for a terminal.
+ * `shared` is there only in the resume picker's listing (`resumable=true`); `sha256` and `artifact_id` are this
+ * project's extensions, null from Blue's server.
+ */
+export interface CapturedSession {
+  id: string;
+  user_id: string;
+  user_email: string;
+  harness: string;
+  compatibility_profile: string;
+  native_session_id: string;
+  cwd: string | null;
+  artifact_format: string;
+  resumable: boolean;
+  title: string | null;
+  summary: string | null;
+  source_captured_at: string | null;
+  repository: { root: string | null; remote: string | null };
+  sharing_mode: SharingMode;
+  share_recipient_count: number;
+  shared?: boolean;
+  updated_at: string;
+  status: string | null;
+  size_bytes: number | null;
+  content_type: string | null;
+  retention_expires_at: string | null;
+  sha256: string | null;
+  artifact_id: string | null;
 }
 
+/** One upload of a session (`artifacts` of GET /session-uploads/{id}), newest first. */
+export interface SessionArtifact {
+  id: string;
+  status: string;
+  size_bytes: number;
+  sha256: string;
+  created_at: string;
+  completed_at: string | null;
+  retention_expires_at: string | null;
+}
+
+/** GET /session-uploads/{id}: the session, the user ids it is shared with, its artifacts. */
+export interface SessionDetail {
+  session: CapturedSession;
+  shared_with: string[];
+  artifacts: SessionArtifact[];
+}
+
+/** GET /session-uploads/{id}/sharing. */
 export interface Sharing {
-  upload_id: string;
-  mode: 'private' | 'workspace' | 'selected';
+  mode: SharingMode;
+  /** The caller owns the session (only the owner changes its sharing). */
+  can_edit: boolean;
+  recipient_count: number;
+  recipients: { id: string; email: string }[];
+}
+
+/** PUT /session-uploads/{id}/sharing's answer. */
+export interface SharingUpdate {
+  id: string;
+  mode: SharingMode;
   user_ids: string[];
-  recipients: { user_id: string; email: string }[];
+}
+
+/** GET /auth/me: who the token belongs to. */
+export interface Identity {
+  id: string;
+  email: string;
+  role: 'admin' | 'member';
+}
+
+export interface SessionQuery {
+  /** Searched by the server in titles, summaries, native ids and directories. */
+  q?: string;
+  harness?: string;
+  /** The resume picker's listing: sessions the caller owns or that were shared with them, resumable. */
+  resumable?: boolean;
+  /** Our extension: sessions whose id starts with it (Blue's server ignores it: see `page`). */
+  id_prefix?: string;
 }
 
 export interface DownloadProgress {
   received: number;
-  total: number;
+  /** Undefined when neither the server nor the listing says how large the bundle is. */
+  total: number | undefined;
 }
 
-/** Upload ids are UUIDs; people may type the first 8 or more characters. */
+/** Session ids are UUIDs; people may type the first 8 or more characters. */
 const FULL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ID_PREFIX = /^[0-9a-f]{8}[0-9a-f-]{0,28}$/;
 export const MIN_PREFIX = 8;
-/** At most this many pages are walked for one listing (200 sessions a page). */
+/** The contract's largest page. */
+const PAGE_LIMIT = 100;
+/** At most this many pages are walked for one listing. */
 const MAX_PAGES = 50;
 /** The slowest download still waited for. */
 const MIN_BYTES_PER_SECOND = 32 * 1024;
+/** Blue's server refuses longer searches (`q` of members and listings). */
+const MAX_QUERY = 200;
 
 export class SessionsApi {
-  constructor(readonly client: ControlClient) {}
+  constructor(
+    readonly client: ControlClient,
+    /** For retention: a session past `retention_expires_at` is expired. */
+    private readonly now: () => number = Date.now,
+  ) {}
 
   static async fromContext(ctx: Context): Promise<SessionsApi> {
-    return new SessionsApi(await ControlClient.fromContext(ctx));
+    return new SessionsApi(await ControlClient.fromContext(ctx), () => ctx.clock.now());
   }
 
   async close(): Promise<void> {
     await this.client.close();
   }
 
-  /** One page of sessions, newest first, and the cursor of the next page (null at the end). */
-  async page(query: SessionQuery, cursor?: string): Promise<{ items: SessionUpload[]; next_cursor: string | null }> {
-    const url = this.client.routeUrl('session-uploads');
-    for (const [key, value] of Object.entries(query)) {
-      if (value !== undefined) url.searchParams.set(key, String(value));
-    }
-    if (cursor !== undefined) url.searchParams.set('cursor', cursor);
-    const body = checkAnswer<SessionUploadList>(validators.validateSessionUploadList, await this.call(() => this.client.requestJson('GET', url)), 'GET /session-uploads');
-    return { items: body.items.map(forDisplay), next_cursor: body.next_cursor };
+  /** Whether a session passed its retention deadline (its bundle may be gone; a download answers 410). */
+  expired(session: Pick<CapturedSession, 'retention_expires_at'>): boolean {
+    if (session.retention_expires_at === null) return false;
+    const at = Date.parse(session.retention_expires_at);
+    return !Number.isNaN(at) && at <= this.now();
   }
 
-  /** Every session matching `query`, walking the pages (bounded). */
-  async list(query: SessionQuery, options: { max?: number } = {}): Promise<{ items: SessionUpload[]; truncated: boolean }> {
+  /** GET /auth/me. */
+  async me(): Promise<Identity> {
+    const body = checkAnswer<IdentityAnswer>(validators.validateIdentity, await this.call(() => this.client.requestJson('GET', this.client.routeUrl('auth/me'))), 'GET /auth/me');
+    return { id: body.id, email: printable(body.email), role: body.role };
+  }
+
+  /**
+   * One page in cursor mode (the resume picker's too), newest first, and the cursor of the next page (null at the
+   * end): `cursor` is the last item's id. `id_prefix` is filtered here as well, since Blue's server ignores it.
+   */
+  async page(query: SessionQuery, cursor?: string, limit = PAGE_LIMIT): Promise<{ items: CapturedSession[]; next_cursor: string | null }> {
+    const url = this.client.routeUrl('session-uploads');
+    if (query.resumable === true) url.searchParams.set('resumable', 'true');
+    if (query.harness !== undefined) url.searchParams.set('harness', query.harness);
+    if (query.q !== undefined) url.searchParams.set('q', query.q.slice(0, MAX_QUERY));
+    if (query.id_prefix !== undefined) url.searchParams.set('id_prefix', query.id_prefix);
+    url.searchParams.set('limit', String(Math.min(PAGE_LIMIT, Math.max(1, limit))));
+    if (cursor !== undefined) url.searchParams.set('cursor', cursor);
+    const body = checkAnswer<CapturedSessionList>(validators.validateCapturedSessionList, await this.call(() => this.client.requestJson('GET', url)), 'GET /session-uploads');
+    const items = body.items.map(forDisplay);
+    const prefix = query.id_prefix;
+    return { items: prefix === undefined ? items : items.filter((s) => s.id.startsWith(prefix)), next_cursor: body.next_cursor ?? null };
+  }
+
+  /**
+   * Every session matching `query`, newest first, walking the pages (bounded). A search (`q`) outside the resume
+   * picker uses the numbered mode, as Blue's server requires (it refuses `q` beside `cursor` or `limit`).
+   */
+  async list(query: Omit<SessionQuery, 'id_prefix'>, options: { max?: number } = {}): Promise<{ items: CapturedSession[]; truncated: boolean }> {
     const max = options.max ?? 1000;
-    const items: SessionUpload[] = [];
+    const items: CapturedSession[] = [];
+    if (query.q !== undefined && query.resumable !== true) {
+      for (let page = 1; page <= MAX_PAGES; page++) {
+        const found = await this.numbered(query, page);
+        items.push(...found.items);
+        if (items.length >= max) return { items: items.slice(0, max), truncated: items.length > max || page < found.pages };
+        if (found.items.length === 0 || page >= found.pages) return { items, truncated: false };
+      }
+      return { items, truncated: true };
+    }
     let cursor: string | undefined;
     for (let pages = 0; pages < MAX_PAGES; pages++) {
-      const page = await this.page({ limit: Math.min(200, Math.max(1, max - items.length)), ...query }, cursor);
+      const page = await this.page(query, cursor);
       items.push(...page.items);
-      if (page.next_cursor === null) return { items: items.slice(0, max), truncated: false };
+      if (page.next_cursor === null) return { items: items.slice(0, max), truncated: items.length > max };
       if (items.length >= max) return { items: items.slice(0, max), truncated: true };
       cursor = page.next_cursor;
     }
     return { items, truncated: true };
   }
 
-  async get(id: string): Promise<SessionUpload> {
-    const body = await this.call(() => this.client.requestJson('GET', this.client.routeUrl(`session-uploads/${id}`)), id);
-    return parseUpload(body, `GET /session-uploads/${id}`);
+  private async numbered(query: SessionQuery, page: number): Promise<{ items: CapturedSession[]; pages: number }> {
+    const url = this.client.routeUrl('session-uploads');
+    if (query.harness !== undefined) url.searchParams.set('harness', query.harness);
+    url.searchParams.set('q', (query.q ?? '').slice(0, MAX_QUERY));
+    url.searchParams.set('page', String(page));
+    url.searchParams.set('per_page', String(PAGE_LIMIT));
+    const body = checkAnswer<CapturedSessionList>(validators.validateCapturedSessionList, await this.call(() => this.client.requestJson('GET', url)), 'GET /session-uploads');
+    return { items: body.items.map(forDisplay), pages: body.total_pages ?? (body.items.length < PAGE_LIMIT ? page : page + 1) };
   }
 
-  /**
-   * The session an id or id prefix names: a full id is fetched, a prefix (at least 8 characters) is searched among
-   * what `query` allows. Malformed, not found and ambiguous are distinct errors.
-   */
-  async resolve(idOrPrefix: string, query: SessionQuery = {}): Promise<SessionUpload> {
+  /** GET /session-uploads/{id}: the session, who it is shared with (user ids) and its artifacts, newest first. */
+  async detail(id: string): Promise<SessionDetail> {
+    const where = `GET /session-uploads/${id}`;
+    const body = checkAnswer<SessionDetailAnswer>(validators.validateSessionDetail, await this.call(() => this.client.requestJson('GET', this.client.routeUrl(`session-uploads/${id}`)), id), where);
+    if (body.session.id !== id) throw unusableAnswer(where, `it describes session ${body.session.id}, not ${id}`);
+    return {
+      session: forDisplay(body.session),
+      shared_with: (body.sharing?.user_ids ?? []).map((u) => printable(u)),
+      artifacts: body.artifacts.map((a) => ({
+        id: a.id,
+        status: printable(a.status),
+        size_bytes: a.size_bytes,
+        sha256: printable(a.sha256),
+        created_at: printable(a.created_at),
+        completed_at: opt(a.completed_at, 64),
+        retention_expires_at: opt(a.retention_expires_at, 64),
+      })),
+    };
+  }
+
+  /** The detail of the session a full id or a prefix of at least 8 characters names (`resolve`). */
+  async resolveDetail(idOrPrefix: string): Promise<SessionDetail> {
+    const id = idOrPrefix.trim().toLowerCase();
+    return this.detail(FULL_ID.test(id) ? id : (await this.resolve(idOrPrefix)).id);
+  }
+
+  /** The session a full id names (its detail), or a prefix of at least 8 characters names among what `query` lists. */
+  async resolve(idOrPrefix: string, query: Omit<SessionQuery, 'id_prefix'> = {}): Promise<CapturedSession> {
     const id = idOrPrefix.trim().toLowerCase();
     if (FULL_ID.test(id)) {
-      const upload = await this.get(id);
-      if (!matches(upload, query)) throw notFound(idOrPrefix, query);
-      return upload;
+      const { session } = await this.detail(id);
+      if (query.harness !== undefined && session.harness !== query.harness) throw notFound(idOrPrefix, query);
+      return session;
     }
-    if (!ID_PREFIX.test(id)) {
-      throw new BlueError('SESSION_ID_MALFORMED', `"${printable(idOrPrefix)}" is not a session id`, {
-        hint: `Give the full id or its first ${MIN_PREFIX} or more characters (hexadecimal digits and dashes), as \`blue-agent sessions list\` shows them.`,
-        exitCode: 2,
-      });
-    }
-    const found = await this.page({ ...query, id_prefix: id, limit: 20 });
+    if (!ID_PREFIX.test(id)) throw malformedId(idOrPrefix);
+    const found = await this.byPrefix(id, query);
     if (found.items.length === 0) throw notFound(idOrPrefix, query);
-    if (found.items.length > 1) {
-      const ids = found.items.slice(0, 5).map((u) => `${u.upload_id} (${u.title ?? u.session_id})`);
-      throw new BlueError('SESSION_AMBIGUOUS', `"${id}" names ${found.next_cursor === null ? found.items.length : 'more than 20'} sessions: ${ids.join(', ')}`, {
-        hint: 'Give more characters of the id.',
-        exitCode: 2,
-      });
-    }
+    if (found.items.length > 1) throw ambiguous(id, found);
     return found.items[0]!;
   }
 
   /**
-   * The session `resume` may restore: one the caller owns or that was explicitly shared with them (what the Control
-   * API's `resumable=true` listing holds), by full id or a prefix of at least 8 characters. Malformed, not found,
-   * ambiguous and not resumable (marked not resumable, not a completed upload, or past retention) are distinct errors.
+   * The sessions whose id starts with `prefix`: our server filters (`id_prefix`), Blue's does not, so pages are walked
+   * (bounded) and filtered here until the listing ends or two are found.
    */
-  async resolveForResume(idOrPrefix: string): Promise<SessionUpload> {
-    const id = idOrPrefix.trim().toLowerCase();
-    if (!FULL_ID.test(id) && !ID_PREFIX.test(id)) throw malformedId(idOrPrefix);
-    const pick = (found: { items: SessionUpload[]; next_cursor: string | null }): SessionUpload | undefined => {
-      if (found.items.length > 1) throw ambiguous(id, found);
-      return found.items[0];
-    };
-    // The server decides what is owned or shared (administrators included); only then is "resumable" looked at.
-    const resumable = pick(await this.page({ id_prefix: id, resumable: true, limit: 20 }));
-    if (resumable === undefined) {
-      const marked = pick(await this.page({ id_prefix: id, resumable: false, limit: 20 }));
-      if (marked === undefined || !(marked.owned || marked.sharing === 'shared')) throw notFound(idOrPrefix, { resumable: true });
-      throw notResumable(marked, 'its upload is marked as not resumable (its harness or profile could not restore it)');
+  private async byPrefix(prefix: string, query: Omit<SessionQuery, 'id_prefix'>): Promise<{ items: CapturedSession[]; more: boolean }> {
+    const found: CapturedSession[] = [];
+    let cursor: string | undefined;
+    for (let pages = 0; pages < MAX_PAGES; pages++) {
+      const page = await this.page({ ...(query.resumable === true ? { resumable: true } : {}), ...(query.harness === undefined ? {} : { harness: query.harness }), id_prefix: prefix }, cursor);
+      found.push(...page.items);
+      if (found.length > 5 || page.next_cursor === null) return { items: found, more: page.next_cursor !== null };
+      cursor = page.next_cursor;
     }
-    if (resumable.expired) {
-      throw new BlueError('SESSION_EXPIRED', `session ${resumable.upload_id} passed its retention deadline; its bundle is gone`, { hint: 'Nothing can be restored from it.' });
-    }
-    if (resumable.status !== 'complete') {
-      const why =
-        resumable.status === 'superseded'
-          ? 'a newer revision of the same session replaced it'
-          : resumable.status === 'pending'
-            ? 'its upload has not been completed'
-            : 'its upload failed verification';
-      throw notResumable(resumable, `it is ${resumable.status}: ${why}`);
-    }
-    return resumable;
-  }
-
-  async sharing(id: string): Promise<Sharing> {
-    try {
-      return parseSharing(await this.call(() => this.client.requestJson('GET', this.client.routeUrl(`session-uploads/${id}/sharing`)), id));
-    } catch (error) {
-      if (error instanceof UploadError && error.status === 403) {
-        throw new BlueError('SESSION_NOT_OWNED', `only the owner of session ${id} may see its sharing`, { hint: 'Ask the owner; `blue-agent sessions show` names them.' });
-      }
-      throw error;
-    }
-  }
-
-  async setSharing(id: string, request: { mode: Sharing['mode']; user_ids?: string[]; emails?: string[] }): Promise<Sharing> {
-    try {
-      return parseSharing(await this.call(() => this.client.requestJson('PUT', this.client.routeUrl(`session-uploads/${id}/sharing`), request), id));
-    } catch (error) {
-      // The Control API answers 403 to anyone but the owner, and 400 unknown_user for a recipient it does not know.
-      if (error instanceof UploadError && error.status === 403) {
-        throw new BlueError('SESSION_NOT_OWNED', `only the owner of session ${id} may change its sharing`, {
-          hint: 'Ask the owner to share it; `blue-agent sessions show` names them.',
-        });
-      }
-      if (error instanceof UploadError && error.status === 400 && error.serverCode === 'unknown_user') {
-        const who = unknownRecipients(error.message, [...(request.user_ids ?? []), ...(request.emails ?? [])]);
-        throw new BlueError(
-          'SHARE_RECIPIENT_UNKNOWN',
-          `unknown recipient${who.length === 1 ? '' : 's'} ${who.map((w) => printable(w)).join(', ')}: no such user on the Control API`,
-          { hint: 'Name people by the e-mail address they use on the Control API (or their user id); its administrator adds users.' },
-        );
-      }
-      throw error;
-    }
+    return { items: found, more: true };
   }
 
   /**
-   * Downloads the session's bundle into `file` (created new, 0600) through a fresh signed URL, streaming, refusing more
-   * bytes than announced, and checking size and SHA-256 against the session's record. Anything wrong removes the file.
+   * The session `resume` may restore: one the caller owns or that was shared with them, resumable (what the
+   * `resumable=true` listing holds), by full id or a prefix of at least 8 characters. Malformed, not found, ambiguous,
+   * not resumable and past retention are distinct errors.
    */
-  async download(upload: SessionUpload, file: string, onProgress?: (progress: DownloadProgress) => void): Promise<{ size: number; sha256: string }> {
-    // No bundle past the limit can be read (capture never makes one): do not even ask for a URL to fetch it.
-    if (upload.size_bytes > LIMITS.bundleBytes) {
-      throw new BlueError('DOWNLOAD_FAILED', `session ${upload.upload_id} records a bundle of ${upload.size_bytes} bytes, more than the ${LIMITS.bundleBytes} bytes a bundle may have`, {
-        hint: 'Nothing was downloaded. The Control API holds a bundle this blue-agent cannot read; tell its administrator.',
-      });
+  async resolveForResume(idOrPrefix: string): Promise<CapturedSession> {
+    const id = idOrPrefix.trim().toLowerCase();
+    if (!FULL_ID.test(id) && !ID_PREFIX.test(id)) throw malformedId(idOrPrefix);
+    // The server decides what is owned or shared (administrators included); only then is "resumable" looked at.
+    const picker = await this.byPrefix(id, { resumable: true });
+    if (picker.items.length > 1) throw ambiguous(id, picker);
+    const resumable = picker.items[0];
+    if (resumable === undefined) {
+      // Visible but not in the picker: marked not resumable, or (for an administrator) neither owned nor shared.
+      const visible = await this.byPrefix(id, {}).catch(() => ({ items: [] as CapturedSession[], more: false }));
+      const marked = visible.items.length === 1 ? visible.items[0] : undefined;
+      if (marked === undefined || marked.resumable) throw notFound(idOrPrefix, { resumable: true });
+      throw notResumable(marked, 'its upload is marked as not resumable (its harness or profile could not restore it)');
     }
-    const answer = await this.call(() => this.client.requestJson('POST', this.client.routeUrl(`session-uploads/${upload.upload_id}/download`), {}), upload.upload_id);
-    const signed = parseDownload(answer, upload);
-    const where = `GET ${safeUrl(signed.url)}`;
-    const budgetMs = this.client.timeoutMs + Math.ceil((upload.size_bytes / MIN_BYTES_PER_SECOND) * 1000);
+    if (this.expired(resumable)) {
+      throw new BlueError('SESSION_EXPIRED', `session ${resumable.id} passed its retention deadline (${resumable.retention_expires_at}); its bundle is gone`, { hint: 'Nothing can be restored from it.' });
+    }
+    if (resumable.status !== null && resumable.status !== 'complete') throw notResumable(resumable, `its current upload is ${resumable.status}, not complete`);
+    return resumable;
+  }
+
+  /** GET /session-uploads/{id}/sharing: anyone who may see the session may read it; `can_edit` is the owner's. */
+  async sharing(id: string): Promise<Sharing> {
+    const where = `GET /session-uploads/${id}/sharing`;
+    const body = checkAnswer<SessionSharing>(validators.validateSessionSharing, await this.call(() => this.client.requestJson('GET', this.client.routeUrl(`session-uploads/${id}/sharing`)), id), where);
+    return {
+      mode: body.mode,
+      can_edit: body.can_edit,
+      recipient_count: body.recipient_count,
+      recipients: body.recipients.map((r) => ({ id: printable(r.id), email: printable(r.email) })),
+    };
+  }
+
+  /**
+   * PUT /session-uploads/{id}/sharing with `{mode, user_ids}` only (Blue's server refuses any other field, and
+   * `user_ids` outside `selected`): e-mail addresses are resolved first (`memberIds`).
+   */
+  async setSharing(id: string, mode: SharingMode, userIds: readonly string[]): Promise<SharingUpdate> {
+    const where = `PUT /session-uploads/${id}/sharing`;
+    const request = mode === 'selected' ? { mode, user_ids: [...userIds] } : { mode };
+    let answer: unknown;
+    try {
+      answer = await this.call(() => this.client.requestJson('PUT', this.client.routeUrl(`session-uploads/${id}/sharing`), request), id, { ownerOnly: true });
+    } catch (error) {
+      if (error instanceof BlueError && error.code === 'SESSION_NOT_FOUND') throw error;
+      // 403 to anyone but the owner; 400 for a recipient that is not an active member (ours says unknown_user).
+      if (error instanceof UploadError && error.status === 403) {
+        throw new BlueError('SESSION_NOT_OWNED', `only the owner of session ${id} may change its sharing`, { hint: 'Ask the owner to share it; `blue-agent sessions show` names them.' });
+      }
+      if (error instanceof UploadError && error.status === 400 && (error.serverCode === 'unknown_user' || /recipients must be active/i.test(error.message))) {
+        throw recipientsUnknown(userIds, 'no such member on the Control API');
+      }
+      throw error;
+    }
+    const body = checkAnswer<SharingUpdated>(validators.validateSharingUpdated, answer, where);
+    if (body.id !== id) throw unusableAnswer(where, `it describes session ${body.id}, not ${id}`);
+    return { id: body.id, mode: body.mode, user_ids: body.user_ids.map((u) => printable(u)) };
+  }
+
+  /**
+   * The user id of each member named by e-mail address (address → id), through GET /session-uploads/members?q=EMAIL: exactly one member
+   * whose address equals it, case-insensitively (the search is a substring match of at most 10 members). None, or
+   * more than one, is SHARE_RECIPIENT_UNKNOWN naming every such address. The caller is never a member there.
+   */
+  async memberIds(emails: readonly string[]): Promise<Map<string, string>> {
+    const ids = new Map<string, string>();
+    const unknown: string[] = [];
+    for (const email of emails) {
+      const wanted = email.trim().toLowerCase();
+      if (wanted.length > MAX_QUERY) {
+        unknown.push(email);
+        continue;
+      }
+      const url = this.client.routeUrl('session-uploads/members');
+      url.searchParams.set('q', wanted);
+      const body = checkAnswer<ShareMembers>(validators.validateShareMembers, await this.call(() => this.client.requestJson('GET', url)), 'GET /session-uploads/members');
+      const exact = body.items.filter((m) => m.email.trim().toLowerCase() === wanted);
+      if (exact.length === 1) ids.set(email, exact[0]!.id);
+      else unknown.push(email);
+    }
+    if (unknown.length > 0) throw recipientsUnknown(unknown, 'no such member on the Control API (or more than one with that address)');
+    return ids;
+  }
+
+  /**
+   * Downloads the session's current artifact into `file` (created new, 0600) through a fresh signed URL: streamed,
+   * refusing more bytes than expected, never sending the bearer token to the storage service. What is expected comes
+   * from the download answer (this project's server says size and SHA-256) or else from the listing; Blue's server
+   * states no digest, so then only the size is checked here, and the bundle's own verification, which every caller
+   * runs next (resume: `verifyBundle`; export: `extractBundle`), checks each file against its manifest. Anything
+   * wrong removes the file.
+   */
+  async download(session: CapturedSession, file: string, onProgress?: (progress: DownloadProgress) => void): Promise<{ size: number; sha256: string }> {
+    const where = `POST /session-uploads/${session.id}/download`;
+    // No bundle past the limit can be read (capture never makes one): do not even ask for a URL to fetch it.
+    if (session.size_bytes !== null && session.size_bytes > LIMITS.bundleBytes) throw tooLarge(session.id, session.size_bytes);
+    const answer = checkAnswer<SessionDownload>(validators.validateSessionDownload, await this.call(() => this.client.requestJson('POST', this.client.routeUrl(`session-uploads/${session.id}/download`), {}), session.id), where);
+    const signed = signedDownload(answer, session, where);
+    if (signed.size !== undefined && signed.size > LIMITS.bundleBytes) throw tooLarge(session.id, signed.size);
+    const cap = signed.size ?? LIMITS.bundleBytes;
+    const get = `GET ${safeUrl(signed.url)}`;
+    const budgetMs = this.client.timeoutMs + Math.ceil((cap / MIN_BYTES_PER_SECOND) * 1000);
     let response: Dispatcher.ResponseData;
     try {
       const undici = await loadUndici();
@@ -225,18 +392,20 @@ export class SessionsApi {
         signal: AbortSignal.timeout(budgetMs),
       });
     } catch (error) {
-      throw new BlueError('DOWNLOAD_FAILED', `${where}: ${describeNetworkError(error)}`, { hint: 'Check the network and try again.' });
+      throw new BlueError('DOWNLOAD_FAILED', `${get}: ${describeNetworkError(error)}`, { hint: 'Check the network and try again.' });
     }
     if (response.statusCode !== 200) {
       const text = scrubText(await readSome(response, 2048));
-      throw new BlueError('DOWNLOAD_FAILED', `${where} answered HTTP ${response.statusCode}${text === '' ? '' : `: ${printable(text).slice(0, 300)}`}`, {
+      throw new BlueError('DOWNLOAD_FAILED', `${get} answered HTTP ${response.statusCode}${text === '' ? '' : `: ${printable(text).slice(0, 300)}`}`, {
         hint: response.statusCode === 403 || response.statusCode === 401 ? 'The signed URL was refused (it may have expired); try again.' : 'Try again later.',
       });
     }
     const declared = header(response.headers, 'content-length');
-    if (declared !== undefined && Number(declared) !== upload.size_bytes) {
+    // An abandoned body reports its abort as an error: expected here, never to surface as an unhandled one.
+    response.body.on('error', () => undefined);
+    if (declared !== undefined && (signed.size === undefined ? Number(declared) > cap : Number(declared) !== signed.size)) {
       response.body.destroy();
-      throw new BlueError('DOWNLOAD_FAILED', `${where} announced ${printable(declared).slice(0, 20)} bytes; the session's bundle has ${upload.size_bytes}`);
+      throw new BlueError('DOWNLOAD_FAILED', `${get} announced ${printable(declared).slice(0, 20)} bytes; ${signed.size === undefined ? `a bundle has at most ${cap}` : `the session's bundle has ${signed.size}`}`);
     }
     const handle = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     const hash = createHash('sha256');
@@ -245,15 +414,16 @@ export class SessionsApi {
     try {
       for await (const chunk of response.body as AsyncIterable<Buffer>) {
         received += chunk.length;
-        if (received > upload.size_bytes) throw new BlueError('DOWNLOAD_FAILED', `${where} sent more than the bundle's ${upload.size_bytes} bytes`);
+        if (received > cap) throw new BlueError('DOWNLOAD_FAILED', `${get} sent more than the ${signed.size === undefined ? 'largest bundle' : "bundle's"} ${cap} bytes`);
         hash.update(chunk);
         let offset = 0;
         while (offset < chunk.length) offset += (await handle.write(chunk, offset, chunk.length - offset)).bytesWritten;
-        onProgress?.({ received, total: upload.size_bytes });
+        onProgress?.({ received, total: signed.size });
       }
       const sha256 = hash.digest('hex');
-      if (received !== upload.size_bytes || sha256 !== upload.sha256) {
-        throw new BlueError('DOWNLOAD_FAILED', `the downloaded bundle has ${received} bytes and SHA-256 ${sha256}; the Control API recorded ${upload.size_bytes} bytes and ${upload.sha256}`, {
+      if ((signed.size !== undefined && received !== signed.size) || (signed.sha256 !== undefined && sha256 !== signed.sha256)) {
+        const recorded = [signed.size === undefined ? undefined : `${signed.size} bytes`, signed.sha256 === undefined ? undefined : `SHA-256 ${signed.sha256}`].filter(Boolean).join(' and ');
+        throw new BlueError('DOWNLOAD_FAILED', `the downloaded bundle has ${received} bytes and SHA-256 ${sha256}; the Control API recorded ${recorded}`, {
           hint: 'The bundle was damaged on the way or in storage: do not restore it. Try again; if it persists, tell the Control API administrator.',
         });
       }
@@ -262,7 +432,7 @@ export class SessionsApi {
       return { size: received, sha256 };
     } catch (error) {
       if (error instanceof BlueError) throw error;
-      throw new BlueError('DOWNLOAD_FAILED', `${where}: ${describeNetworkError(error)} after ${received} of ${upload.size_bytes} bytes`, { hint: 'Try again.' });
+      throw new BlueError('DOWNLOAD_FAILED', `${get}: ${describeNetworkError(error)} after ${received}${signed.size === undefined ? '' : ` of ${signed.size}`} bytes`, { hint: 'Try again.' });
     } finally {
       response.body.destroy();
       await handle.close().catch(() => undefined);
@@ -270,14 +440,19 @@ export class SessionsApi {
     }
   }
 
-  /** Turns the Control API's "not there" answers into the session errors people see, and outages into CONTROL_API_UNREACHABLE. */
-  private async call<T>(request: () => Promise<T>, id?: string): Promise<T> {
+  /**
+   * Turns the Control API's "not there" answers into the session errors people see, and outages into
+   * CONTROL_API_UNREACHABLE. A session the caller may not see is "not found" whether the server says 404 (ours) or
+   * 403 (Blue's): the two must read the same. On an owner-only route a 403 means "not yours" and is left to the caller.
+   */
+  private async call<T>(request: () => Promise<T>, id?: string, options: { ownerOnly?: boolean } = {}): Promise<T> {
     try {
       return await request();
     } catch (error) {
       if (error instanceof UploadError && error.kind === 'transient') throw unreachable(error);
       if (error instanceof UploadError && id !== undefined) {
         if (error.status === 404) throw notFound(id, {});
+        if (error.status === 403 && options.ownerOnly !== true) throw notFound(id, {});
         if (error.status === 410) {
           throw new BlueError('SESSION_EXPIRED', `session ${id} passed its retention deadline; its bundle is gone`, { hint: 'Nothing can be restored from it.' });
         }
@@ -301,23 +476,16 @@ function unreachable(error: UploadError): BlueError {
   });
 }
 
-/**
- * Which of the requested recipients the Control API did not know: the ones its message names (it quotes the first
- * unknown one), else all of them.
- */
-export function unknownRecipients(message: string, requested: readonly string[]): string[] {
-  const lower = message.toLowerCase();
-  const named = requested.filter((r) => r !== '' && lower.includes(`"${r.toLowerCase()}"`));
-  if (named.length > 0) return named;
-  const mentioned = requested.filter((r) => r !== '' && lower.includes(r.toLowerCase()));
-  return mentioned.length > 0 ? mentioned : [...requested];
+function recipientsUnknown(who: readonly string[], why: string): BlueError {
+  return new BlueError('SHARE_RECIPIENT_UNKNOWN', `unknown recipient${who.length === 1 ? '' : 's'} ${who.map((w) => printable(w).slice(0, 320)).join(', ')}: ${why}`, {
+    hint: 'Name people by the e-mail address they use on the Control API (or their user id); its administrator adds members.',
+  });
 }
 
-function matches(upload: SessionUpload, query: SessionQuery): boolean {
-  if (query.resumable === true && !(upload.resumable && (upload.owned || upload.sharing === 'shared'))) return false;
-  if (query.harness !== undefined && upload.harness !== query.harness) return false;
-  if (query.status !== undefined && upload.status !== query.status) return false;
-  return true;
+function tooLarge(id: string, size: number): BlueError {
+  return new BlueError('DOWNLOAD_FAILED', `session ${id} records a bundle of ${size} bytes, more than the ${LIMITS.bundleBytes} bytes a bundle may have`, {
+    hint: 'Nothing was downloaded. The Control API holds a bundle this blue-agent cannot read; tell its administrator.',
+  });
 }
 
 function malformedId(idOrPrefix: string): BlueError {
@@ -327,102 +495,99 @@ function malformedId(idOrPrefix: string): BlueError {
   });
 }
 
-function ambiguous(id: string, found: { items: SessionUpload[]; next_cursor: string | null }): BlueError {
-  const ids = found.items.slice(0, 5).map((u) => `${u.upload_id} (${u.title ?? u.session_id})`);
-  return new BlueError('SESSION_AMBIGUOUS', `"${id}" names ${found.next_cursor === null ? found.items.length : 'more than 20'} sessions: ${ids.join(', ')}`, {
+function ambiguous(id: string, found: { items: CapturedSession[]; more: boolean }): BlueError {
+  const ids = found.items.slice(0, 5).map((s) => `${s.id} (${s.title ?? s.native_session_id})`);
+  return new BlueError('SESSION_AMBIGUOUS', `"${id}" names ${found.more || found.items.length > 5 ? 'more than 5' : found.items.length} sessions: ${ids.join(', ')}`, {
     hint: 'Give more characters of the id.',
     exitCode: 2,
   });
 }
 
-function notResumable(upload: SessionUpload, why: string): BlueError {
-  return new BlueError('SESSION_NOT_RESUMABLE', `session ${upload.upload_id} (${upload.title ?? upload.session_id}) cannot be resumed: ${why}`, {
+function notResumable(session: CapturedSession, why: string): BlueError {
+  return new BlueError('SESSION_NOT_RESUMABLE', `session ${session.id} (${session.title ?? session.native_session_id}) cannot be resumed: ${why}`, {
     hint: 'It may still be downloaded or exported; `blue-agent resume` without an id lists what can be resumed.',
   });
 }
 
-function notFound(id: string, query: SessionQuery): BlueError {
+function notFound(id: string, query: Pick<SessionQuery, 'resumable'>): BlueError {
   return new BlueError('SESSION_NOT_FOUND', `no session ${printable(id)}${query.resumable === true ? ' that you own or that was shared with you and can be resumed' : ''}`, {
-    hint: 'List what you can see with `blue-agent sessions list`.',
+    hint: 'List what you can see with `blue-agent sessions list --all`.',
   });
 }
 
-/** Checks an answer against the contract (schemas/control-session-upload.schema.json); what is shown is made printable. */
-export function parseUpload(value: unknown, where: string): SessionUpload {
-  return forDisplay(checkAnswer<SessionUploadDetail>(validators.validateSessionUploadDetail, value, where));
+function opt(value: string | null | undefined, max = 4096): string | null {
+  return value === null || value === undefined ? null : printable(value).slice(0, max);
 }
 
-/** Everything shown bounded and stripped of control characters: names, paths and titles come from other people. */
-function forDisplay(u: SessionUploadDetail): SessionUpload {
-  const opt = (v: string | null, max = 4096): string | null => (v === null ? null : printable(v).slice(0, max));
+/** Checks one listing item against the contract (schemas/control-captured-session.schema.json); made printable. */
+export function parseSession(value: unknown, where: string): CapturedSession {
+  return forDisplay(checkAnswer<CapturedSessionAnswer>(validators.validateCapturedSession, value, where));
+}
+
+/** Every optional field explicit, everything shown bounded and stripped of control characters: it comes from other people. */
+function forDisplay(s: CapturedSessionAnswer): CapturedSession {
   return {
-    upload_id: u.upload_id,
-    user_id: printable(u.user_id),
-    owner_email: opt(u.owner_email, 320),
-    owned: u.owned,
-    harness: u.harness,
-    session_id: u.session_id,
-    revision: u.revision,
-    status: u.status,
-    size_bytes: u.size_bytes,
-    sha256: u.sha256,
-    compatibility_profile: opt(u.compatibility_profile, 128),
-    cwd: opt(u.cwd),
-    resumable: u.resumable,
-    title: opt(u.title, 500),
-    summary: opt(u.summary, 2000),
-    captured_at_unix_ms: u.captured_at_unix_ms,
-    repository_root: opt(u.repository_root),
-    repository_remote: opt(u.repository_remote),
-    sharing: u.sharing,
-    created_at: printable(u.created_at),
-    updated_at: printable(u.updated_at),
-    completed_at: opt(u.completed_at, 64),
-    retention_deadline: printable(u.retention_deadline),
-    expired: u.expired,
+    id: s.id,
+    user_id: printable(s.user_id),
+    user_email: printable(s.user_email).slice(0, 320),
+    harness: printable(s.harness),
+    compatibility_profile: printable(s.compatibility_profile).slice(0, 256),
+    native_session_id: printable(s.native_session_id),
+    cwd: opt(s.cwd),
+    artifact_format: printable(s.artifact_format),
+    resumable: s.resumable,
+    title: opt(s.title, 500),
+    summary: opt(s.summary, 2000),
+    source_captured_at: opt(s.source_captured_at, 64),
+    repository: { root: opt(s.repository?.root), remote: opt(s.repository?.remote) },
+    sharing_mode: s.sharing_mode,
+    share_recipient_count: s.share_recipient_count,
+    ...(s.shared === undefined ? {} : { shared: s.shared }),
+    updated_at: printable(s.updated_at),
+    status: opt(s.status, 32),
+    size_bytes: s.size_bytes ?? null,
+    content_type: opt(s.content_type, 256),
+    retention_expires_at: opt(s.retention_expires_at, 64),
+    sha256: s.sha256 ?? null,
+    artifact_id: s.artifact_id ?? null,
   };
 }
 
-function parseSharing(value: unknown): Sharing {
-  const bad = (why: string) => unusableAnswer('sharing', why);
-  if (!isRecord(value)) throw bad('it is not an object');
-  const mode = value.mode;
-  if (mode !== 'private' && mode !== 'workspace' && mode !== 'selected') throw bad('mode is not private, workspace or selected');
-  const recipients = Array.isArray(value.recipients) ? value.recipients : [];
-  return {
-    upload_id: typeof value.upload_id === 'string' ? printable(value.upload_id).slice(0, 64) : '',
-    mode,
-    user_ids: Array.isArray(value.user_ids) ? value.user_ids.filter((v): v is string => typeof v === 'string').map((v) => printable(v).slice(0, 64)) : [],
-    recipients: recipients
-      .filter(isRecord)
-      .map((r) => ({ user_id: printable(String(r.user_id ?? '')).slice(0, 64), email: printable(String(r.email ?? '')).slice(0, 320) })),
-  };
-}
-
-function parseDownload(value: unknown, upload: SessionUpload): { url: string; headers: Record<string, string> } {
-  const bad = (why: string) => unusableAnswer(`POST /session-uploads/${upload.upload_id}/download`, why);
-  if (!isRecord(value)) throw bad('it is not an object');
-  const url = value.download_url;
-  if (typeof url !== 'string' || url.length > 8192 || !/^https?:\/\//i.test(url)) throw bad('download_url is not an http(s) URL');
-  if (value.method !== undefined && value.method !== 'GET') throw bad('method is not GET');
-  if (value.size_bytes !== undefined && value.size_bytes !== upload.size_bytes) throw bad('size_bytes differs from the session record');
-  if (value.sha256 !== undefined && value.sha256 !== upload.sha256) throw bad('sha256 differs from the session record');
-  const headers: Record<string, string> = {};
-  if (isRecord(value.headers)) {
-    for (const [name, v] of Object.entries(value.headers)) {
-      if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || typeof v !== 'string' || /[\r\n\u0000]/.test(v)) throw bad(`header ${printable(name).slice(0, 40)} is not usable`);
-      // The bearer token never goes to the storage service, whatever the answer says.
-      if (name.toLowerCase() !== 'authorization') headers[name] = v;
-    }
+/**
+ * The download answer, checked: an http(s) URL without credentials, GET only, headers safe to send (never an
+ * Authorization), and what to expect. When the server names the artifact it signed and it is not the listing's
+ * current one (a newer upload landed meanwhile), its own size and digest apply; otherwise what it and the listing
+ * both state must agree.
+ */
+function signedDownload(answer: SessionDownload, session: CapturedSession, where: string): { url: string; headers: Record<string, string>; size?: number; sha256?: string } {
+  const bad = (why: string) => unusableAnswer(where, why);
+  let url: URL;
+  try {
+    url = new URL(answer.download_url);
+  } catch {
+    throw bad('download_url is not a URL');
   }
-  return { url, headers };
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username !== '' || url.password !== '') throw bad('download_url is not an http(s) URL without credentials');
+  const headers: Record<string, string> = {};
+  for (const [name, v] of Object.entries(answer.headers ?? {})) {
+    if (v === undefined) continue;
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || /[\r\n\u0000]/.test(v)) throw bad(`header ${printable(name).slice(0, 40)} is not usable`);
+    // The bearer token never goes to the storage service, whatever the answer says.
+    if (name.toLowerCase() !== 'authorization') headers[name] = v;
+  }
+  const sameArtifact = answer.artifact_id === undefined || session.artifact_id === null || answer.artifact_id === session.artifact_id;
+  if (sameArtifact && answer.size_bytes !== undefined && session.size_bytes !== null && answer.size_bytes !== session.size_bytes) throw bad('size_bytes differs from the session record');
+  if (sameArtifact && answer.sha256 !== undefined && session.sha256 !== null && answer.sha256 !== session.sha256) throw bad('sha256 differs from the session record');
+  const size = answer.size_bytes ?? (sameArtifact ? (session.size_bytes ?? undefined) : undefined);
+  const sha256 = answer.sha256 ?? (sameArtifact ? (session.sha256 ?? undefined) : undefined);
+  return { url: answer.download_url, headers, ...(size === undefined ? {} : { size }), ...(sha256 === undefined ? {} : { sha256 }) };
 }
 
 /**
  * The name people know a session by, the same everywhere (`sessions list`, `show`, the resume picker): its title,
- * else `Session <first 8 characters of the upload id>`.
+ * else `Session <first 8 characters of its id>`.
  */
-export function sessionLabel(s: Pick<SessionUpload, 'title' | 'upload_id'>): string {
+export function sessionLabel(s: Pick<CapturedSession, 'title' | 'id'>): string {
   const title = printable(s.title ?? '').replace(/\s+/g, ' ').trim();
-  return title === '' ? `Session ${s.upload_id.slice(0, 8)}` : title;
+  return title === '' ? `Session ${s.id.slice(0, 8)}` : title;
 }

@@ -1,6 +1,8 @@
 /**
- * The session-upload routes: `POST /session-uploads/presign` and `POST /session-uploads/{id}/complete`. The presign
- * answer is checked before use: its signed URL is where the bundle goes, and its complete_url gets the bearer token.
+ * The session-upload routes: `POST /session-uploads/presign` and `POST /session-uploads/{upload_id}/complete`. The
+ * presign answer is checked before use: its signed URL is where the bundle goes, and its complete_url gets the bearer
+ * token. Blue's server answers complete_url relative (`/session-uploads/<artifact id>/complete`): it is resolved
+ * against the presign URL, as Blue's client does, and must still land on the Control API's origin.
  * (The signed-URL transfer itself is src/upload/put.ts; the retry loop around these is src/upload/index.ts.)
  */
 import type { PresignRequest } from '../schema/generated/control-presign.js';
@@ -20,14 +22,21 @@ export interface SignedUpload {
   headers: Record<string, string>;
 }
 
+/**
+ * `upload_id` is the artifact's id (complete takes it); `session_id`, when the server says it (an extension of this
+ * project's server; Blue's does not), is the captured session's id, the one `sessions` and `resume` take.
+ */
 export type PresignResponse =
-  | { upload_id: string; status: 'complete' }
-  | { upload_id: string; status: 'pending'; upload: SignedUpload; complete_url: string | undefined };
+  | { upload_id: string; status: 'complete'; session_id?: string }
+  | { upload_id: string; status: 'pending'; upload: SignedUpload; complete_url: string | undefined; session_id?: string };
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** `url` is the policy's presign_url, already checked to be on the Control API's origin. */
 export async function presign(client: ControlClient, request: PresignRequest, url?: URL): Promise<PresignResponse> {
-  const body = await client.requestJson('POST', url ?? client.routeUrl(PRESIGN_ROUTE), request);
-  return parsePresignResponse(body, client.origin);
+  const target = url ?? client.routeUrl(PRESIGN_ROUTE);
+  const body = await client.requestJson('POST', target, request);
+  return parsePresignResponse(body, client.origin, target);
 }
 
 /**
@@ -40,12 +49,18 @@ export async function complete(
   uploadId: string,
   completeUrl?: string,
   expected?: { sha256: string; size_bytes: number },
-): Promise<unknown> {
+): Promise<{ session_id?: string }> {
   const url = completeUrl === undefined ? client.routeUrl(`session-uploads/${encodeURIComponent(uploadId)}/complete`) : new URL(completeUrl);
-  return client.requestJson('POST', url, expected ?? {});
+  const body = await client.requestJson('POST', url, expected ?? {});
+  // `{id, status}` (Blue's), with `session_id` from this project's server; only that extension is read.
+  return isRecord(body) && typeof body.session_id === 'string' && UUID.test(body.session_id) ? { session_id: body.session_id } : {};
 }
 
-export function parsePresignResponse(body: unknown, controlOrigin: string): PresignResponse {
+/**
+ * The presign answer, checked. `presignUrl` is where it came from: a relative complete_url is resolved against it
+ * (Blue's client joins it onto presign_url), and, relative or not, it must be on `controlOrigin`.
+ */
+export function parsePresignResponse(body: unknown, controlOrigin: string, presignUrl?: URL): PresignResponse {
   const bad = (what: string) =>
     new UploadError('service', 'UPLOAD_FAILED', `the presign answer is not usable: ${what}`, {
       hint: 'The Control API and this agent disagree on the presign contract; check the server version.',
@@ -54,7 +69,8 @@ export function parsePresignResponse(body: unknown, controlOrigin: string): Pres
   const id = body.upload_id;
   // The id goes into a URL path and into spool records.
   if (typeof id !== 'string' || !/^[A-Za-z0-9._:-]{1,200}$/.test(id)) throw bad('upload_id is missing or malformed');
-  if (body.status === 'complete') return { upload_id: id, status: 'complete' };
+  const captured = typeof body.session_id === 'string' && UUID.test(body.session_id) ? { session_id: body.session_id } : {};
+  if (body.status === 'complete') return { upload_id: id, status: 'complete', ...captured };
   if (body.status !== 'pending') throw bad(`status is ${JSON.stringify(body.status)?.slice(0, 40)}, not pending or complete`);
   const url = body.upload_url;
   if (typeof url !== 'string' || originOf(url) === '') throw bad('upload_url is missing or not an http(s) URL');
@@ -72,14 +88,26 @@ export function parsePresignResponse(body: unknown, controlOrigin: string): Pres
   }
   let completeUrl: string | undefined;
   if (body.complete_url !== undefined && body.complete_url !== null) {
-    if (typeof body.complete_url !== 'string') throw bad('complete_url is not a string');
-    // complete carries the bearer token: it may only go back to the Control API itself.
-    if (originOf(body.complete_url) !== controlOrigin) {
-      throw new UploadError('service', 'UPLOAD_FAILED', `the presign answer's complete_url is on ${originOf(body.complete_url) || 'no http(s) origin'}, not on the Control API's origin ${controlOrigin}; refusing it`, {
+    if (typeof body.complete_url !== 'string' || body.complete_url.length > 8192) throw bad('complete_url is not a string');
+    const resolved = resolveCompleteUrl(body.complete_url, presignUrl);
+    // complete carries the bearer token: it may only go back to the Control API itself (a protocol-relative
+    // `//elsewhere/...` resolves to another origin and is refused here too).
+    const origin = resolved === undefined ? '' : originOf(resolved.href);
+    if (resolved === undefined || origin !== controlOrigin || resolved.username !== '' || resolved.password !== '') {
+      throw new UploadError('service', 'UPLOAD_FAILED', `the presign answer's complete_url is on ${origin || 'no http(s) origin'}, not on the Control API's origin ${controlOrigin}; refusing it`, {
         hint: 'complete_url must be on the Control API origin, since the token is sent to it.',
       });
     }
-    completeUrl = body.complete_url;
+    completeUrl = resolved.href;
   }
-  return { upload_id: id, status: 'pending', upload: { method, url, headers }, complete_url: completeUrl };
+  return { upload_id: id, status: 'pending', upload: { method, url, headers }, complete_url: completeUrl, ...captured };
+}
+
+/** An absolute complete_url as it is; a relative one against the presign URL; undefined when neither works. */
+function resolveCompleteUrl(value: string, presignUrl: URL | undefined): URL | undefined {
+  try {
+    return new URL(value, presignUrl);
+  } catch {
+    return undefined;
+  }
 }

@@ -1,10 +1,11 @@
 /**
- * Administration of a Control API data directory: users, policy revisions, retention. These open the same SQLite
- * database as a running server (WAL + busy timeout make that safe), so they work while it serves. Only `users add`
- * (and `serve`) create a data directory; the others refuse one that does not exist or holds no control.db.
+ * Administration of a Control API: users, policy revisions, retention. These open the same database as the running
+ * servers (SQLite in the data directory, WAL + busy timeout making that safe; or PostgreSQL), so they work while it
+ * serves. Only `users add` (and `serve`) create a data directory; the others refuse one that does not exist or holds
+ * no control.db.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { BlueError, usageError } from '../errors.js';
@@ -13,37 +14,42 @@ import { FIXTURE_CERTIFIED, HARNESSES } from '../schema/generated/harness-names.
 import { parseYamlText } from '../schema/index.js';
 import { originOf } from '../util/url.js';
 import type { BlobStore } from './blobs/types.js';
-import { ControlStore, type PolicyRevision, type User } from './store.js';
+import { governanceProblems } from './governance.js';
+import { openStore, requireDataDir, type ControlStore, type PolicyRevision, type StoreOptions, type User } from './store/index.js';
 
 const EMAIL = /^[^\s@]{1,200}@[^\s@]{1,200}$/;
 
-export function addUser(dataDir: string, email: string, isAdmin: boolean, now: number): { user: User; token: string } {
+export async function addUser(where: StoreOptions, email: string, isAdmin: boolean, now: number): Promise<{ user: User; token: string }> {
   if (!EMAIL.test(email) || email.length > 320) throw usageError(`"${email}" is not an e-mail address`, 'Give the user\'s e-mail, e.g. ada@example.com.');
-  const store = ControlStore.open(dataDir);
-  try {
-    if (store.userByEmail(email) !== undefined) {
+  return withStore({ ...where, create: true }, async (store) => {
+    if ((await store.userByEmail(email)) !== undefined) {
       throw new BlueError('USAGE', `a user ${email} already exists`, { hint: 'Each e-mail address has one user and one token.' });
     }
     return store.addUser(email, isAdmin, now);
-  } finally {
-    store.close();
-  }
+  });
 }
 
-export function listUsers(dataDir: string): User[] {
-  const store = ControlStore.open(dataDir, { create: false });
+export async function listUsers(where: StoreOptions): Promise<User[]> {
+  return withStore({ ...where, create: false }, (store) => store.listUsers());
+}
+
+/** Opens the database, runs `fn`, closes it. */
+async function withStore<T>(where: StoreOptions, fn: (store: ControlStore) => Promise<T>): Promise<T> {
+  const store = await openStore(where);
   try {
-    return store.listUsers();
+    return await fn(store);
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
 /**
- * Validates a policy file with the agent's own validator and publishes it as the next revision. The revision is the
- * server's to number, so whatever the file says is replaced (and reported).
+ * Validates a policy file with the agent's own validator, and Blue's rules for what clients it needs, and publishes it
+ * as the next revision. The revision id is the server's to make, so whatever the file says is replaced (and reported).
  */
-export async function publishPolicy(dataDir: string, file: string, now: number): Promise<{ published: PolicyRevision; ignoredRevision: unknown; warnings: string[] }> {
+export async function publishPolicy(where: StoreOptions, file: string, now: number): Promise<{ published: PolicyRevision; ignoredRevision: unknown; warnings: string[] }> {
+  // A mistyped --data is the first thing to say, before anything about the file.
+  if (where.databaseUrl === undefined || where.databaseUrl === '') requireDataDir(where.dataDir);
   let size: number;
   try {
     size = (await stat(file)).size;
@@ -61,21 +67,20 @@ export async function publishPolicy(dataDir: string, file: string, now: number):
   const ignoredRevision = record.revision;
   // Validate with a stand-in revision: the file need not (and should not) carry one.
   validatePolicy({ ...record, revision: 1 }, file, parsed);
-  const { revision: _dropped, ...body } = record;
-  const store = ControlStore.open(dataDir, { create: false });
-  try {
-    const warning = presignOriginWarning(body, recordedPublicUrl(dataDir));
-    return { published: store.publishPolicy(body, now), ignoredRevision, warnings: warning === undefined ? [] : [warning] };
-  } finally {
-    store.close();
-  }
+  const problems = governanceProblems(record);
+  if (problems.length > 0) throw new BlueError('POLICY_INVALID', `${file}: ${problems[0]!}`, { file, hint: problems.length > 1 ? `Also: ${problems.slice(1).join('; ')}` : undefined });
+  const { revision: _dropped, ...given } = record;
+  // The contract requires allowed_harnesses: a revision that leaves it out allows every harness this server knows.
+  const body = given.allowed_harnesses === undefined ? { ...given, allowed_harnesses: [...HARNESSES] } : given;
+  return withStore({ ...where, create: false }, async (store) => {
+    const warning = presignOriginWarning(body, await store.publicUrl());
+    return { published: await store.publishPolicy(body, now), ignoredRevision, warnings: warning === undefined ? [] : [warning] };
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // What `serve` knows and the admin commands need: the origin agents reach the server at, and a first start.
 
-/** `<data>/server.json`: written by every `serve` start, read by `policy publish` (which runs without the server). */
-const SERVER_FILE = 'server.json';
 /** `<data>/admin-token`: the token of the administrator a first start creates (0600; never printed, never logged). */
 export const ADMIN_TOKEN_FILE = 'admin-token';
 export const FIRST_ADMIN_EMAIL = 'admin@localhost';
@@ -95,21 +100,6 @@ function writePrivate(file: string, text: string): void {
     throw error;
   }
 }
-
-export function recordPublicUrl(dataDir: string, publicUrl: string): void {
-  writePrivate(path.join(dataDir, SERVER_FILE), `${JSON.stringify({ public_url: publicUrl })}\n`);
-}
-
-/** The public URL the last `serve` of this data directory ran with; undefined when it never ran (or the file is not ours). */
-export function recordedPublicUrl(dataDir: string): string | undefined {
-  try {
-    const value = (JSON.parse(readFileSync(path.join(dataDir, SERVER_FILE), 'utf8')) as { public_url?: unknown }).public_url;
-    return typeof value === 'string' && originOf(value) !== '' ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 
 /** Why agents of this server would refuse the policy's presign_url, or undefined when it is on the server's origin (or that is not known). */
 export function presignOriginWarning(body: Record<string, unknown>, publicUrl: string | undefined): string | undefined {
@@ -148,47 +138,45 @@ export interface FirstStart {
 }
 
 /**
- * What `serve` does on a data directory without users or without a policy: creates an administrator (its token in a
- * 0600 file, so that it reaches neither a terminal log nor argv) and publishes the default policy.
+ * What `serve` does on a Control API without users or without a policy: creates an administrator (its token in a
+ * 0600 file of the data directory, so that it reaches neither a terminal log nor argv) and publishes the default
+ * policy. Both happen at most once, however many replicas start at the same time.
  */
-export function firstStart(store: ControlStore, dataDir: string, publicUrl: string, now: number): FirstStart {
+export async function firstStart(store: ControlStore, dataDir: string, publicUrl: string, now: number): Promise<FirstStart> {
   const started: FirstStart = {};
-  const created = store.transaction(() => (store.listUsers().length === 0 ? store.addUser(FIRST_ADMIN_EMAIL, true, now) : undefined));
+  const created = await store.addFirstAdmin(FIRST_ADMIN_EMAIL, now);
   if (created !== undefined) {
     const tokenFile = path.join(dataDir, ADMIN_TOKEN_FILE);
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     writePrivate(tokenFile, `${created.token}\n`);
     started.admin = { email: created.user.email, tokenFile };
   }
-  if (store.currentPolicy() === undefined) {
-    const body = defaultPolicy(publicUrl);
-    validatePolicy({ ...body, revision: 1 }, '(default policy)');
-    started.policy = store.publishPolicy(body, now);
-  }
+  const body = defaultPolicy(publicUrl);
+  validatePolicy({ ...body, revision: 1 }, '(default policy)');
+  const published = await store.publishFirstPolicy(body, now);
+  if (published !== undefined) started.policy = published;
   return started;
 }
 
-/** Deletes the objects of uploads past their retention deadline; their metadata stays, marked expired. */
-export async function collectGarbage(dataDir: string, blobs: BlobStore, now: number): Promise<{ deleted: string[]; failed: { id: string; error: string }[] }> {
-  const store = ControlStore.open(dataDir, { create: false });
+/** Deletes the objects of artifacts past their retention deadline; their metadata stays, marked expired. */
+export async function collectGarbage(where: StoreOptions, blobs: BlobStore, now: number): Promise<{ deleted: string[]; failed: { id: string; error: string }[] }> {
   const deleted: string[] = [];
   const failed: { id: string; error: string }[] = [];
-  try {
+  return withStore({ ...where, create: false }, async (store) => {
     for (;;) {
-      const batch = store.expiredUploads(now, 500).filter((u) => !failed.some((f) => f.id === u.id));
+      const batch = (await store.expiredArtifacts(now, 500)).filter((a) => !failed.some((f) => f.id === a.id));
       if (batch.length === 0) break;
-      for (const upload of batch) {
+      for (const artifact of batch) {
         try {
-          await blobs.delete(upload.blob_key);
-          store.markBlobDeleted(upload.id);
-          deleted.push(upload.id);
+          await blobs.delete(artifact.blob_key);
+          await store.markBlobDeleted(artifact.id);
+          deleted.push(artifact.id);
         } catch (error) {
-          failed.push({ id: upload.id, error: (error as Error).message });
+          failed.push({ id: artifact.id, error: (error as Error).message });
         }
       }
-      if (batch.every((u) => failed.some((f) => f.id === u.id))) break;
+      if (batch.every((a) => failed.some((f) => f.id === a.id))) break;
     }
     return { deleted, failed };
-  } finally {
-    store.close();
-  }
+  });
 }

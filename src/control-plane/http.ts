@@ -44,6 +44,19 @@ export function sendJson(reply: FastifyReply, status: number, body: unknown, hea
     .send(`${JSON.stringify(body)}\n`);
 }
 
+/** A short plain-text answer (the health probes). */
+export function sendText(reply: FastifyReply, status: number, text: string): void {
+  void reply.code(status).headers({ 'cache-control': 'no-store' }).type('text/plain; charset=utf-8').send(text);
+}
+
+/**
+ * The body of an error answer: the message where Blue's clients read it (`error`), and a stable code for scripts and
+ * blue-agent's own client.
+ */
+export function errorBody(error: HttpError): string {
+  return `${JSON.stringify({ error: error.message, code: error.code })}\n`;
+}
+
 /** A bodiless answer (304 Not Modified, 204 No Content). */
 export function sendEmpty(reply: FastifyReply, status: number, headers: Record<string, string> = {}): void {
   void reply.code(status).headers(headers).send();
@@ -55,7 +68,7 @@ export function sendError(response: ServerResponse, error: HttpError): void {
     response.destroy();
     return;
   }
-  const text = `${JSON.stringify({ error: { code: error.code, message: error.message } })}\n`;
+  const text = errorBody(error);
   response.writeHead(error.status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': String(Buffer.byteLength(text)),

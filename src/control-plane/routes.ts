@@ -1,29 +1,48 @@
 /**
- * The Control API's routes. Each handler gets the authenticated user and answers JSON; access rules live here:
- * owners do everything with their uploads, administrators see and download everything, recipients of a share may
- * view, download and resume but never edit or re-share. What a caller may not see is answered 404, not 403, so ids
- * of other people's sessions cannot be probed.
+ * The Control API's routes, as Blue's service contract names them (docs/contract.md). Each handler gets the caller
+ * (public routes: none) and answers JSON described by schemas/control-*.schema.json. Access rules live here: owners do
+ * everything with their sessions, administrators see and download everything, people a session is shared with may
+ * view, download and resume it but never change its sharing. A session the caller may not see is answered 404, not
+ * 403, so ids of other people's sessions cannot be probed.
  */
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import * as validators from '../schema/generated/validators.js';
+import type { CapturedSession as CapturedSessionView } from '../schema/generated/control-captured-session.js';
+import type { CapturedSessionList } from '../schema/generated/control-captured-sessions.js';
 import type { ClientStatusReport } from '../schema/generated/control-client-status.js';
 import type { CompleteRequest } from '../schema/generated/control-complete.js';
 import { HARNESSES } from '../schema/generated/harness-names.js';
 import type { PresignRequest } from '../schema/generated/control-presign.js';
-import type { SessionUploadDetail } from '../schema/generated/control-session-upload.js';
-import type { SessionUploadList } from '../schema/generated/control-session-uploads.js';
+import type { SessionDetail } from '../schema/generated/control-session-detail.js';
 import type { SharingRequest } from '../schema/generated/control-sharing.js';
 import type { BlobStore } from './blobs/types.js';
-import { badRequest, forbidden, HttpError, notFound, readJsonBody, sendEmpty, sendJson, validateBody, type Validate } from './http.js';
-import { isExpired, UPLOAD_STATUSES, type ControlStore, type Upload, type UploadQuery, type UploadStatus, type User } from './store.js';
+import { CLIENT_CAPABILITIES_HEADER, CONTRACT_VERSION_HEADER, REQUIRED_CLIENT_VERSION_HEADER, requiredClientVersion, unmetContract } from './governance.js';
+import type { RevisionFeed } from './revision-feed.js';
+import { badRequest, forbidden, HttpError, notFound, readJsonBody, sendEmpty, sendJson, sendText, validateBody, type Validate } from './http.js';
+import {
+  ARTIFACT_STATUSES,
+  isExpired,
+  LEGACY_FORMAT,
+  LEGACY_PROFILE,
+  type Artifact,
+  type ArtifactStatus,
+  type CapturedSession,
+  type ControlStore,
+  type SessionQuery,
+  type User,
+} from './store/index.js';
 
-export const BUNDLE_CONTENT_TYPE = 'application/vnd.blue.session-bundle+tar+gzip';
 /** The harness names the schemas accept (schemas/harness-name.schema.json). */
 const HARNESS_NAMES: readonly string[] = HARNESSES;
-export const MAX_QUERY_LENGTH = 256;
-export const DEFAULT_PAGE = 50;
-export const MAX_PAGE = 200;
+export const MAX_QUERY_LENGTH = 200;
+export const DEFAULT_CURSOR_PAGE = 50;
+export const DEFAULT_NUMBERED_PAGE = 25;
+export const MAX_PAGE = 100;
+/** Named recipients of one session, at most (as Blue's server). */
+export const MAX_RECIPIENTS = 500;
+/** Scopes every bearer token of this server carries (docs/contract.md: until the device flow, tokens are per user). */
+export const SCOPES = ['openid', 'profile', 'email', 'offline_access', 'governance:read', 'session:write', 'client-status:write'];
 
 export interface RouteContext {
   store: ControlStore;
@@ -38,56 +57,180 @@ export interface RouteContext {
   bodyTimeoutMs: number;
   /** `GET /harness-metadata`: the compatibility profiles this server vouches for, with their ETag. */
   harnessMetadata?: { body: unknown; etag: string } | undefined;
+  /** The profiles a presign may name, per harness, and whether each resumes sessions; undefined: any is accepted. */
+  profiles?: ReadonlyMap<string, ReadonlyMap<string, { resumes: boolean }>> | undefined;
+  /** New governance revisions, for `GET /governance-config/events`. */
+  revisions: RevisionFeed;
+  eventStreams: EventStreamLimits;
+}
+
+export interface EventStreamLimits {
+  /** A `: keepalive` comment this often, so proxies and clients know the stream is alive (Blue: 15 s). */
+  keepaliveMs: number;
+  /** Streams this server holds open at most; more are answered 503 with Retry-After. */
+  maxStreams: number;
+  /**
+   * A stream is ended after this long (±10%), and the client reconnects: its token is checked again, and streams
+   * spread over replicas that started since.
+   */
+  maxLifetimeMs: number;
 }
 
 export interface Request {
   raw: IncomingMessage;
   reply: FastifyReply;
   url: URL;
-  user: User;
+  /** The caller; public routes have none. */
+  user: User | undefined;
   params: string[];
 }
 
 type Handler = (rc: RouteContext, req: Request) => Promise<void>;
 
-interface Route {
+export interface Route {
   /** The route as Fastify matches it (`:id` with its pattern). */
   path: string;
   /** The same, for telling 405 from 404. */
   pattern: RegExp;
+  /** Answered without a bearer token. */
+  public: boolean;
   methods: Partial<Record<string, Handler>>;
 }
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 const ID = `:id(^${UUID}$)`;
 
-const route = (path: string, methods: Route['methods']): Route => ({
+const route = (path: string, methods: Route['methods'], options: { public?: boolean } = {}): Route => ({
   path,
-  pattern: new RegExp(`^${path.replace(ID, UUID)}$`),
+  pattern: new RegExp(`^${path.replaceAll(ID, UUID).replaceAll('.', '\\.')}$`),
+  public: options.public === true,
   methods,
 });
 
 export const ROUTES: readonly Route[] = [
+  route('/.well-known/metaharness', { GET: discovery }, { public: true }),
+  route('/health', { GET: health }, { public: true }),
+  route('/ready', { GET: ready }, { public: true }),
+  route('/auth/me', { GET: authMe }),
   route('/governance-config', { GET: governanceConfig }),
+  route('/governance-config/events', { GET: governanceEvents }),
   route('/harness-metadata', { GET: harnessMetadata }),
   route('/client-status', { POST: clientStatus, GET: listClientStatus }),
   route('/session-uploads/presign', { POST: presign }),
-  route('/session-uploads', { GET: listUploads }),
-  route(`/session-uploads/${ID}`, { GET: getUpload }),
+  route('/session-uploads/facets', { GET: facets }),
+  route('/session-uploads/members', { GET: members }),
+  route('/session-uploads', { GET: listSessions }),
+  route(`/session-uploads/${ID}`, { GET: getSession }),
   route(`/session-uploads/${ID}/complete`, { POST: complete }),
   route(`/session-uploads/${ID}/download`, { POST: download }),
   route(`/session-uploads/${ID}/sharing`, { GET: getSharing, PUT: putSharing }),
 ];
 
+/** The caller of a route that is not public (the server authenticates before the handler runs). */
+function caller(req: Request): User {
+  if (req.user === undefined) throw new HttpError(401, 'unauthenticated', 'send a bearer token: Authorization: Bearer <token>');
+  return req.user;
+}
+
+// System
+
+async function discovery(rc: RouteContext, req: Request): Promise<void> {
+  const base = rc.publicUrl();
+  sendJson(req.reply, 200, { version: 1, control_api_url: base, oauth: { issuer: `${base}/api/auth`, client_id: 'blue-agent', scopes: SCOPES } }, { 'cache-control': 'no-cache' });
+}
+
+async function health(_rc: RouteContext, req: Request): Promise<void> {
+  sendText(req.reply, 200, 'ok');
+}
+
+/** Ready: the database answers with a schema this server knows, and the blob store is usable. */
+async function ready(rc: RouteContext, req: Request): Promise<void> {
+  try {
+    await rc.store.check();
+  } catch (error) {
+    sendText(req.reply, 503, `not ready: ${error instanceof Error && /schema version/.test(error.message) ? 'the database schema is newer than this server' : 'the database is unavailable'}`);
+    return;
+  }
+  try {
+    await rc.blobs.check?.();
+  } catch {
+    sendText(req.reply, 503, 'not ready: the blob store is unavailable');
+    return;
+  }
+  sendText(req.reply, 200, 'ready');
+}
+
+async function authMe(rc: RouteContext, req: Request): Promise<void> {
+  const user = caller(req);
+  const policy = await rc.store.currentPolicy();
+  sendJson(req.reply, 200, {
+    id: user.id,
+    sub: user.id,
+    email: user.email,
+    org_id: await rc.store.organizationId(),
+    role: user.is_admin ? 'admin' : 'member',
+    expires_at: null,
+    current_revision: policy?.revision ?? null,
+  });
+}
+
+// Governance
+
 async function governanceConfig(rc: RouteContext, req: Request): Promise<void> {
-  const policy = rc.store.currentPolicy();
+  caller(req);
+  const policy = await rc.store.currentPolicy();
   if (policy === undefined) throw new HttpError(404, 'no_policy', 'no governance policy has been published yet');
-  const headers = { etag: policy.etag, 'cache-control': 'no-cache' };
-  if (etagMatches(req.raw.headers['if-none-match'], policy.etag)) {
+  const pin = requiredClientVersion(policy.body);
+  const pinHeader: Record<string, string> = pin === undefined ? {} : { [REQUIRED_CLIENT_VERSION_HEADER]: pin };
+  const unmet = unmetContract(policy.body, header(req.raw, CONTRACT_VERSION_HEADER), header(req.raw, CLIENT_CAPABILITIES_HEADER));
+  if (unmet !== undefined) throw new HttpError(426, 'client_upgrade_required', unmet, pinHeader);
+  const headers = { etag: policy.etag, 'cache-control': 'no-cache', ...pinHeader };
+  if (etagMatches(header(req.raw, 'if-none-match'), policy.etag)) {
     sendEmpty(req.reply, 304, headers);
     return;
   }
   sendJson(req.reply, 200, policy.body, headers);
+}
+
+/**
+ * Server-sent events: the current revision at once, then each new one, as Blue's server sends them
+ * (`event: revision`, `id: <revision>`, `data: {"revision":"<revision>"}`), with a keepalive comment between. Clients
+ * fetch the document itself from `GET /governance-config`.
+ */
+async function governanceEvents(rc: RouteContext, req: Request): Promise<void> {
+  caller(req);
+  const limits = rc.eventStreams;
+  if (rc.revisions.listeners >= limits.maxStreams) {
+    throw new HttpError(503, 'too_many_streams', 'this server holds as many event streams as it may; retry later or poll GET /governance-config', { 'retry-after': '30' });
+  }
+  const response = req.reply.raw;
+  req.reply.hijack();
+  response.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    // Proxies that buffer responses (nginx) must pass each event on as it is written.
+    'x-accel-buffering': 'no',
+  });
+  response.flushHeaders();
+  await new Promise<void>((resolve) => {
+    const write = (text: string) => {
+      if (!response.destroyed) response.write(text);
+    };
+    const unsubscribe = rc.revisions.subscribe((revision) => write(`event: revision\nid: ${revision}\ndata: ${JSON.stringify({ revision })}\n\n`));
+    const keepalive = setInterval(() => write(': keepalive\n\n'), limits.keepaliveMs);
+    const lifetime = setTimeout(() => response.end(), Math.round(limits.maxLifetimeMs * (0.9 + Math.random() * 0.2)));
+    response.once('close', () => {
+      unsubscribe();
+      clearInterval(keepalive);
+      clearTimeout(lifetime);
+      resolve();
+    });
+  });
+}
+
+function header(raw: IncomingMessage, name: string): string | undefined {
+  const value = raw.headers[name];
+  return Array.isArray(value) ? value.join(',') : value;
 }
 
 function etagMatches(header: string | undefined, etag: string): boolean {
@@ -99,289 +242,391 @@ function etagMatches(header: string | undefined, etag: string): boolean {
 }
 
 async function harnessMetadata(rc: RouteContext, req: Request): Promise<void> {
+  caller(req);
   const metadata = rc.harnessMetadata;
   if (metadata === undefined) throw new HttpError(404, 'no_metadata', 'this server was started without compatibility profiles');
   const headers = { etag: metadata.etag, 'cache-control': 'no-cache' };
-  if (etagMatches(req.raw.headers['if-none-match'], metadata.etag)) {
+  if (etagMatches(header(req.raw, 'if-none-match'), metadata.etag)) {
     sendEmpty(req.reply, 304, headers);
     return;
   }
   sendJson(req.reply, 200, metadata.body, headers);
 }
 
-/** `GET /client-status`: the latest report of every machine, for administrators (optionally one user's). */
+/** `GET /client-status` (an extension): the latest report of every machine, for administrators (optionally one user's). */
 async function listClientStatus(rc: RouteContext, req: Request): Promise<void> {
-  if (!req.user.is_admin) throw forbidden('only administrators may read client status reports');
+  if (!caller(req).is_admin) throw forbidden('only administrators may read client status reports');
   for (const key of req.url.searchParams.keys()) {
     if (key !== 'user_id') throw badRequest(`unknown query parameter "${key.slice(0, 100)}"; use user_id`);
   }
   const userId = req.url.searchParams.get('user_id');
-  const reports = rc.store.clientStatuses().filter((r) => userId === null || r.user_id === userId);
+  const reports = (await rc.store.clientStatuses()).filter((r) => userId === null || r.user_id === userId);
   sendJson(req.reply, 200, {
     items: reports.map((r) => ({ user_id: r.user_id, instance_id: r.instance_id, received_at: iso(r.received_at), report: r.report })),
   });
 }
 
 async function clientStatus(rc: RouteContext, req: Request): Promise<void> {
-  const body = validateBody<ClientStatusReport>(
-    validators.validateClientStatusReport as Validate,
-    await readJsonBody(req.raw, rc.maxBodyBytes, false, rc.bodyTimeoutMs),
-    'client status',
-  );
-  const now = rc.now();
-  rc.store.recordClientStatus(req.user.id, body.instance_id, body, now);
-  sendJson(req.reply, 200, { instance_id: body.instance_id, received_at: iso(now) });
+  const user = caller(req);
+  const body = validateBody<ClientStatusReport>(validators.validateClientStatusReport as Validate, await readJsonBody(req.raw, rc.maxBodyBytes, false, rc.bodyTimeoutMs), 'client status');
+  if (body.instance_id.trim() === '' || body.client_version.trim() === '') throw badRequest('instance_id and client_version must not be blank');
+  await rc.store.recordClientStatus(user.id, body.instance_id, body, rc.now());
+  sendEmpty(req.reply, 204);
 }
 
+// Uploads
+
 async function presign(rc: RouteContext, req: Request): Promise<void> {
+  const user = caller(req);
   const body = validateBody<PresignRequest>(validators.validatePresignRequest as Validate, await readJsonBody(req.raw, rc.maxBodyBytes, false, rc.bodyTimeoutMs), 'presign request');
+  const profile = body.compatibility_profile ?? LEGACY_PROFILE;
+  const format = body.artifact_format ?? LEGACY_FORMAT;
+  const known = rc.profiles?.get(body.harness);
+  const described = profile === LEGACY_PROFILE ? undefined : known?.get(profile);
+  if (profile !== LEGACY_PROFILE && known !== undefined && described === undefined) {
+    throw badRequest(`/compatibility_profile ${JSON.stringify(profile).slice(0, 80)} is not a profile of ${body.harness}; give one of ${[...known.keys()].join(', ')}, or none`, 'unknown_profile');
+  }
+  if (body.resumable === true) {
+    if (format !== 'blue-session-bundle-v1' || profile === LEGACY_PROFILE) {
+      throw badRequest('resumable uploads need artifact_format blue-session-bundle-v1 and a compatibility_profile', 'not_resumable');
+    }
+    if (described !== undefined && !described.resumes) throw badRequest(`profile ${profile} does not resume sessions; presign it with resumable false`, 'not_resumable');
+  }
   const now = rc.now();
-  const { upload, created } = rc.store.presign({ ...body, owner_id: req.user.id }, now, rc.retentionMs);
-  // `status: complete` tells the client these bytes are already the current revision; the URLs are still given so a
-  // client that uploads anyway only rewrites identical bytes.
-  const signed = await rc.blobs.presignUpload(upload.blob_key, { size: upload.size_bytes, sha256: upload.sha256 }, now + rc.uploadUrlTtlMs);
-  sendJson(req.reply, created ? 201 : 200, {
-    upload_id: upload.id,
-    status: upload.status,
-    revision: upload.revision,
+  const { session, artifact, outcome } = await rc.store.presign(
+    {
+      owner_id: user.id,
+      harness: body.harness,
+      native_session_id: body.session_id,
+      sha256: body.sha256.toLowerCase(),
+      size_bytes: body.size_bytes,
+      content_type: body.content_type,
+      compatibility_profile: profile,
+      artifact_format: format,
+      resumable: body.resumable === true,
+      cwd: body.cwd ?? null,
+      title: body.title ?? null,
+      summary: body.summary ?? null,
+      captured_at_unix_ms: body.captured_at_unix_ms === undefined || body.captured_at_unix_ms === 0 ? null : body.captured_at_unix_ms,
+      repository_root: body.repository_root ?? null,
+      repository_remote: body.repository_remote ?? null,
+    },
+    now,
+    rc.retentionMs,
+  );
+  if (outcome === 'complete') {
+    // These bytes are already the session's current artifact: nothing to upload.
+    sendJson(req.reply, 200, { upload_id: artifact.id, status: 'complete', upload_url: null, method: null, headers: {}, complete_url: null, session_id: session.id, expires_at: null });
+    return;
+  }
+  const signed = await rc.blobs.presignUpload(artifact.blob_key, { size: artifact.size_bytes, sha256: artifact.sha256 }, now + rc.uploadUrlTtlMs);
+  sendJson(req.reply, 200, {
+    upload_id: artifact.id,
+    status: 'pending',
     upload_url: signed.url,
     method: signed.method,
     headers: signed.headers,
+    complete_url: `${rc.publicUrl()}/session-uploads/${artifact.id}/complete`,
+    session_id: session.id,
     expires_at: iso(signed.expiresAtUnixMs),
-    complete_url: `${rc.publicUrl()}/session-uploads/${upload.id}/complete`,
   });
-}
-
-/** The upload when `user` may see it; otherwise 404, whether or not it exists. */
-function visibleUpload(rc: RouteContext, req: Request): Upload {
-  const upload = rc.store.upload(req.params[0]!);
-  if (upload === undefined || !rc.store.canView(upload, req.user)) throw notFound(`no session upload ${req.params[0]!}`);
-  return upload;
-}
-
-function ownedUpload(rc: RouteContext, req: Request, action: string): Upload {
-  const upload = visibleUpload(rc, req);
-  if (upload.owner_id !== req.user.id) throw forbidden(`only the owner of session upload ${upload.id} may ${action}`);
-  return upload;
 }
 
 async function complete(rc: RouteContext, req: Request): Promise<void> {
-  const upload = ownedUpload(rc, req, 'complete it');
+  const user = caller(req);
+  const found = await rc.store.artifact(req.params[0]!);
+  if (found === undefined || !(await rc.store.canView(found.session, user))) throw notFound(`no session upload ${req.params[0]!}`);
+  const { artifact, session } = found;
+  if (session.owner_id !== user.id && !user.is_admin) throw forbidden(`only the owner of upload ${artifact.id} may complete it`);
   const body = validateBody<CompleteRequest>(validators.validateCompleteRequest as Validate, await readJsonBody(req.raw, rc.maxBodyBytes, true, rc.bodyTimeoutMs), 'complete request');
-  if ((body.sha256 !== undefined && body.sha256 !== upload.sha256) || (body.size_bytes !== undefined && body.size_bytes !== upload.size_bytes)) {
-    throw badRequest(`the size or SHA-256 given does not match what was presigned for upload ${upload.id}`, 'digest_mismatch');
+  if ((body.sha256 !== undefined && body.sha256.toLowerCase() !== artifact.sha256) || (body.size_bytes !== undefined && body.size_bytes !== artifact.size_bytes)) {
+    throw badRequest(`the size or SHA-256 given does not match what was presigned for upload ${artifact.id}`, 'digest_mismatch');
   }
-  if (upload.status === 'complete' || upload.status === 'superseded') {
+  if (artifact.status === 'complete' || artifact.status === 'superseded') {
     // Completing again is a retry of a request whose answer was lost: answer the same.
-    sendJson(req.reply, 200, uploadView(rc, upload, req.user));
+    sendJson(req.reply, 200, completedView(artifact));
     return;
   }
-  if (upload.status === 'failed') {
-    throw new HttpError(409, 'upload_failed', `upload ${upload.id} failed its check (${upload.failure ?? 'unknown'}); presign and upload again`);
+  if (artifact.status === 'failed') {
+    throw badRequest(`upload ${artifact.id} failed its check (${artifact.failure ?? 'unknown'}); presign and upload again`, 'upload_failed');
   }
-  const stored = await rc.blobs.stat(upload.blob_key);
-  if (stored === undefined) {
-    throw new HttpError(409, 'object_missing', `nothing has been uploaded for ${upload.id} yet; PUT the bundle to the upload_url first`);
-  }
-  if (stored.size !== upload.size_bytes || stored.sha256 !== upload.sha256) {
-    const reason = `stored object has ${stored.size} bytes and SHA-256 ${stored.sha256}; presigned ${upload.size_bytes} bytes and ${upload.sha256}`;
-    rc.store.markFailed(upload.id, reason, rc.now());
+  const stored = await rc.blobs.stat(artifact.blob_key);
+  if (stored === undefined) throw badRequest(`nothing has been uploaded for ${artifact.id} yet; PUT the bundle to the upload_url first`, 'object_missing');
+  if (stored.size !== artifact.size_bytes || stored.sha256 !== artifact.sha256) {
+    const reason = `stored object has ${stored.size} bytes and SHA-256 ${stored.sha256}; presigned ${artifact.size_bytes} bytes and ${artifact.sha256}`;
+    await rc.store.markFailed(artifact.id, reason, rc.now());
     // Bytes nobody vouched for are not kept; a failed delete is left for gc.
-    await rc.blobs.delete(upload.blob_key).catch(() => undefined);
-    throw badRequest(`upload ${upload.id} does not match its presign: ${reason}`, 'digest_mismatch');
+    await rc.blobs.delete(artifact.blob_key).catch(() => undefined);
+    throw badRequest(`upload ${artifact.id} does not match its presign: ${reason}`, 'digest_mismatch');
   }
-  sendJson(req.reply, 200, uploadView(rc, rc.store.complete(upload.id, rc.now(), rc.retentionMs), req.user));
+  sendJson(req.reply, 200, completedView(await rc.store.complete(artifact.id, rc.now(), rc.retentionMs)));
 }
 
-async function getUpload(rc: RouteContext, req: Request): Promise<void> {
-  sendJson(req.reply, 200, uploadView(rc, visibleUpload(rc, req), req.user));
+function completedView(artifact: Artifact): unknown {
+  return { id: artifact.id, status: artifact.status, session_id: artifact.session_id };
 }
 
-async function download(rc: RouteContext, req: Request): Promise<void> {
-  const upload = visibleUpload(rc, req);
-  await readJsonBody(req.raw, rc.maxBodyBytes, true, rc.bodyTimeoutMs);
+// Sessions
+
+/** The session when `user` may see it; otherwise 404, whether or not it exists. */
+async function visibleSession(rc: RouteContext, req: Request): Promise<CapturedSession> {
+  const session = await rc.store.session(req.params[0]!);
+  if (session === undefined || !(await rc.store.canView(session, caller(req)))) throw notFound(`no session ${req.params[0]!}`);
+  return session;
+}
+
+async function getSession(rc: RouteContext, req: Request): Promise<void> {
+  const session = await visibleSession(rc, req);
+  const artifacts = await rc.store.artifactsOf(session.id);
   const now = rc.now();
-  if (upload.status !== 'complete' && upload.status !== 'superseded') {
-    throw new HttpError(409, 'not_downloadable', `upload ${upload.id} is ${upload.status}; only verified uploads can be downloaded`);
-  }
-  if (isExpired(upload, now)) {
-    throw new HttpError(410, 'expired', `upload ${upload.id} passed its retention deadline (${iso(upload.retention_deadline)}) and is gone`);
-  }
-  const signed = await rc.blobs.presignDownload(upload.blob_key, now + rc.downloadUrlTtlMs);
-  sendJson(req.reply, 200, {
-    upload_id: upload.id,
-    download_url: signed.url,
-    method: signed.method,
-    headers: signed.headers,
-    expires_at: iso(signed.expiresAtUnixMs),
-    size_bytes: upload.size_bytes,
-    sha256: upload.sha256,
-    content_type: upload.content_type,
-  });
-}
-
-async function getSharing(rc: RouteContext, req: Request): Promise<void> {
-  const upload = visibleUpload(rc, req);
-  if (upload.owner_id !== req.user.id && !req.user.is_admin) throw forbidden(`only the owner of session upload ${upload.id} may see its sharing`);
-  sendJson(req.reply, 200, sharingView(rc, upload));
-}
-
-async function putSharing(rc: RouteContext, req: Request): Promise<void> {
-  const upload = ownedUpload(rc, req, 'change its sharing');
-  const body = validateBody<SharingRequest>(validators.validateSharingRequest as Validate, await readJsonBody(req.raw, rc.maxBodyBytes, false, rc.bodyTimeoutMs), 'sharing request');
-  const named = (body.user_ids?.length ?? 0) + (body.emails?.length ?? 0);
-  if (body.mode !== 'selected' && named > 0) throw badRequest(`recipients are only given with mode "selected", not "${body.mode}"`);
-  if (body.mode === 'selected' && named === 0) throw badRequest('mode "selected" needs user_ids or emails naming at least one recipient');
-  const ids = new Set<string>();
-  for (const id of body.user_ids ?? []) {
-    // People name colleagues by e-mail more often than by id: accept either here.
-    const user = rc.store.userById(id) ?? (id.includes('@') ? rc.store.userByEmail(id) : undefined);
-    if (user === undefined) throw badRequest(`/user_ids names an unknown user "${id}"`, 'unknown_user');
-    ids.add(user.id);
-  }
-  for (const email of body.emails ?? []) {
-    const user = rc.store.userByEmail(email);
-    if (user === undefined) throw badRequest(`/emails names an unknown user "${email}"`, 'unknown_user');
-    ids.add(user.id);
-  }
-  ids.delete(req.user.id);
-  rc.store.setSharing(upload.id, body.mode, [...ids], rc.now());
-  sendJson(req.reply, 200, sharingView(rc, rc.store.upload(upload.id)!));
-}
-
-function sharingView(rc: RouteContext, upload: Upload): unknown {
-  const recipients = upload.sharing_mode === 'selected' ? rc.store.recipients(upload.id) : [];
-  return {
-    upload_id: upload.id,
-    mode: upload.sharing_mode,
-    user_ids: recipients.map((u) => u.id),
-    recipients: recipients.map((u) => ({ user_id: u.id, email: u.email })),
-  };
-}
-
-const LIST_PARAMS = new Set(['q', 'id_prefix', 'harness', 'user_id', 'status', 'resumable', 'updated_from', 'updated_to', 'cursor', 'limit']);
-
-async function listUploads(rc: RouteContext, req: Request): Promise<void> {
-  const params = req.url.searchParams;
-  for (const key of params.keys()) {
-    if (!LIST_PARAMS.has(key)) throw badRequest(`unknown query parameter "${key.slice(0, 100)}"; use ${[...LIST_PARAMS].join(', ')}`);
-  }
-  const one = (name: string): string | undefined => {
-    const values = params.getAll(name);
-    if (values.length > 1) throw badRequest(`query parameter "${name}" is given more than once`);
-    return values[0];
-  };
-  const query: UploadQuery = { limit: DEFAULT_PAGE };
-  const q = one('q');
-  if (q !== undefined) {
-    if (q.length > MAX_QUERY_LENGTH) throw badRequest(`q is ${q.length} characters long; at most ${MAX_QUERY_LENGTH} are allowed`);
-    query.q = q;
-  }
-  // Resolves the short ids people type (`resume 3f2a91c0`): lower-case hex and dashes, a prefix of an upload id.
-  const idPrefix = one('id_prefix');
-  if (idPrefix !== undefined) {
-    if (!/^[0-9a-f-]{1,36}$/.test(idPrefix)) throw badRequest('id_prefix must be 1 to 36 lower-case hexadecimal digits and dashes');
-    query.id_prefix = idPrefix;
-  }
-  const harness = one('harness');
-  if (harness !== undefined) {
-    if (!HARNESS_NAMES.includes(harness)) throw badRequest(`harness must be one of ${HARNESS_NAMES.join(', ')}`);
-    query.harness = harness;
-  }
-  const userId = one('user_id');
-  if (userId !== undefined) {
-    if (userId.length > 64) throw badRequest('user_id is not a user id');
-    query.user_id = userId;
-  }
-  const status = one('status');
-  if (status !== undefined) {
-    if (!(UPLOAD_STATUSES as readonly string[]).includes(status)) throw badRequest(`status must be one of ${UPLOAD_STATUSES.join(', ')}`);
-    query.status = status as UploadStatus;
-  }
-  const resumable = one('resumable');
-  if (resumable !== undefined) {
-    if (resumable !== 'true' && resumable !== 'false') throw badRequest('resumable must be true or false');
-    query.resumable = resumable === 'true';
-  }
-  query.updated_from = timeParam('updated_from', one('updated_from'));
-  query.updated_to = timeParam('updated_to', one('updated_to'));
-  const limit = one('limit');
-  if (limit !== undefined) {
-    if (!/^\d{1,4}$/.test(limit) || Number(limit) < 1 || Number(limit) > MAX_PAGE) throw badRequest(`limit must be an integer from 1 to ${MAX_PAGE}`);
-    query.limit = Number(limit);
-  }
-  const cursor = one('cursor');
-  if (cursor !== undefined) query.after = decodeCursor(cursor);
-  // One row more than asked tells whether another page exists.
-  const rows = rc.store.listUploads(req.user, { ...query, limit: query.limit + 1 }, rc.now());
-  const page = rows.slice(0, query.limit);
-  const last = page.at(-1);
-  const body: SessionUploadList = {
-    items: page.map((u) => uploadView(rc, u, req.user)),
-    next_cursor: rows.length > query.limit && last !== undefined ? encodeCursor(last) : null,
+  const body: SessionDetail = {
+    session: sessionView(session, now, artifacts[0]),
+    sharing: { user_ids: await rc.store.grants(session.id) },
+    artifacts: artifacts.map((a) => ({
+      id: a.id,
+      sha256: a.sha256,
+      size_bytes: a.size_bytes,
+      content_type: a.content_type,
+      status: a.status,
+      created_at: iso(a.created_at),
+      completed_at: a.completed_at === null ? null : iso(a.completed_at),
+      retention_expires_at: a.completed_at === null ? null : iso(a.retention_deadline),
+      compatibility_profile: a.compatibility_profile,
+      artifact_format: a.artifact_format,
+      resumable: a.resumable,
+      expired: isExpired(a, now),
+    })),
   };
   sendJson(req.reply, 200, body);
 }
 
-function timeParam(name: string, value: string | undefined): number | undefined {
+async function download(rc: RouteContext, req: Request): Promise<void> {
+  const session = await visibleSession(rc, req);
+  await readJsonBody(req.raw, rc.maxBodyBytes, true, rc.bodyTimeoutMs);
+  const artifact = session.current;
+  if (artifact === undefined || artifact.status !== 'complete') throw new HttpError(404, 'no_artifact', `session ${session.id} has no verified upload to download`);
+  const now = rc.now();
+  if (isExpired(artifact, now)) {
+    throw new HttpError(410, 'expired', `session ${session.id} passed its retention deadline (${iso(artifact.retention_deadline)}) and its bundle is gone`);
+  }
+  const signed = await rc.blobs.presignDownload(artifact.blob_key, now + rc.downloadUrlTtlMs);
+  sendJson(req.reply, 200, {
+    download_url: signed.url,
+    expires_in_seconds: Math.max(0, Math.floor((signed.expiresAtUnixMs - now) / 1000)),
+    method: signed.method,
+    headers: signed.headers,
+    artifact_id: artifact.id,
+    size_bytes: artifact.size_bytes,
+    sha256: artifact.sha256,
+    content_type: artifact.content_type,
+  });
+}
+
+async function getSharing(rc: RouteContext, req: Request): Promise<void> {
+  const session = await visibleSession(rc, req);
+  const recipients = await rc.store.recipients(session);
+  sendJson(req.reply, 200, {
+    mode: session.sharing_mode,
+    can_edit: session.owner_id === caller(req).id,
+    recipient_count: recipients.length,
+    recipients: recipients.map((u) => ({ id: u.id, email: u.email })),
+  });
+}
+
+async function putSharing(rc: RouteContext, req: Request): Promise<void> {
+  const user = caller(req);
+  const session = await visibleSession(rc, req);
+  if (session.owner_id !== user.id) throw forbidden(`only the owner of session ${session.id} may change its sharing`);
+  const body = validateBody<SharingRequest>(validators.validateSharingRequest as Validate, await readJsonBody(req.raw, rc.maxBodyBytes, false, rc.bodyTimeoutMs), 'sharing request');
+  const named = (body.user_ids?.length ?? 0) + (body.emails?.length ?? 0);
+  if (body.mode !== 'selected' && named > 0) throw badRequest(`recipients are only given with mode "selected", not "${body.mode}"`);
+  const ids = new Set<string>();
+  for (const id of body.user_ids ?? []) {
+    // People name colleagues by e-mail more often than by id: accept either here.
+    const recipient = (await rc.store.userById(id)) ?? (id.includes('@') ? await rc.store.userByEmail(id) : undefined);
+    if (recipient === undefined) throw badRequest(`/user_ids names an unknown user "${id}"`, 'unknown_user');
+    ids.add(recipient.id);
+  }
+  for (const email of body.emails ?? []) {
+    const recipient = await rc.store.userByEmail(email);
+    if (recipient === undefined) throw badRequest(`/emails names an unknown user "${email}"`, 'unknown_user');
+    ids.add(recipient.id);
+  }
+  ids.delete(user.id);
+  if (ids.size > MAX_RECIPIENTS) throw badRequest(`a session is shared with at most ${MAX_RECIPIENTS} people by name; share it with the workspace instead`);
+  if (body.mode === 'selected' && ids.size === 0) throw badRequest('mode "selected" needs user_ids or emails naming at least one recipient other than you');
+  await rc.store.setSharing(session.id, body.mode, [...ids]);
+  sendJson(req.reply, 200, { id: session.id, mode: body.mode, user_ids: [...ids].sort() });
+}
+
+async function members(rc: RouteContext, req: Request): Promise<void> {
+  const user = caller(req);
+  const params = queryParams(req, ['q']);
+  const q = boundedText(params.one('q'), 'q');
+  const found = await rc.store.searchUsers(q, user.id, 10);
+  sendJson(req.reply, 200, { items: found.map((u) => ({ id: u.id, email: u.email })) });
+}
+
+async function facets(rc: RouteContext, req: Request): Promise<void> {
+  const user = caller(req);
+  const params = queryParams(req, ['user_q', 'selected_user_id']);
+  const userQ = boundedText(params.one('user_q'), 'user_q');
+  const selected = params.one('selected_user_id');
+  if (selected !== undefined && !new RegExp(`^${UUID}$`).test(selected)) throw badRequest('selected_user_id must be a user id (a UUID)');
+  const found = await rc.store.facets(user, userQ, selected);
+  sendJson(req.reply, 200, { users: found.users.map((u) => ({ id: u.id, email: u.email })), harnesses: found.harnesses });
+}
+
+const CURSOR_PARAMS = ['cursor', 'limit'];
+const NUMBERED_PARAMS = ['page', 'per_page', 'q', 'updated_from', 'updated_to', 'sort'];
+const LIST_PARAMS = [...CURSOR_PARAMS, ...NUMBERED_PARAMS, 'harness', 'user_id', 'status', 'resumable', 'id_prefix'];
+
+/**
+ * Three modes, as Blue's server: `resumable=true` (the resume picker: owned or shared sessions, `shared` on each,
+ * by cursor), numbered (`page`, `per_page`, `q`, `sort` or `updated_*` given: total and total_pages), and cursor.
+ */
+async function listSessions(rc: RouteContext, req: Request): Promise<void> {
+  const user = caller(req);
+  const params = queryParams(req, LIST_PARAMS);
+  const numbered = NUMBERED_PARAMS.some((name) => params.has(name));
+  const picker = params.one('resumable') === 'true';
+  if (numbered && CURSOR_PARAMS.some((name) => params.has(name))) {
+    throw badRequest(`page, per_page, q, sort and updated_from/updated_to cannot be combined with cursor or limit; use one way of paging`);
+  }
+  const query: SessionQuery = { sort: 'updated_desc', limit: DEFAULT_CURSOR_PAGE };
+  const q = boundedText(params.one('q'), 'q');
+  if (q !== undefined && q.trim() !== '') query.q = q.trim();
+  const idPrefix = params.one('id_prefix');
+  if (idPrefix !== undefined) {
+    // Resolves the short ids people type (`resume 3f2a91c0`): lower-case hex and dashes, a prefix of a session id.
+    if (!/^[0-9a-f-]{1,36}$/.test(idPrefix)) throw badRequest('id_prefix must be 1 to 36 lower-case hexadecimal digits and dashes');
+    query.id_prefix = idPrefix;
+  }
+  const harness = params.one('harness');
+  if (harness !== undefined) {
+    if (!HARNESS_NAMES.includes(harness)) throw badRequest(`harness must be one of ${HARNESS_NAMES.join(', ')}`);
+    query.harness = harness;
+  }
+  const userId = params.one('user_id');
+  if (userId !== undefined) {
+    if (!new RegExp(`^${UUID}$`).test(userId)) throw badRequest('user_id must be a user id (a UUID)');
+    query.owner_id = userId;
+  }
+  const status = params.one('status');
+  if (status !== undefined) {
+    if (!(ARTIFACT_STATUSES as readonly string[]).includes(status)) throw badRequest(`status must be one of ${ARTIFACT_STATUSES.join(', ')}`);
+    query.status = status as ArtifactStatus;
+  }
+  const resumable = params.one('resumable');
+  if (resumable !== undefined && resumable !== 'true' && resumable !== 'false') throw badRequest('resumable must be true or false');
+  if (picker) query.resumable = true;
+  const from = dayParam('updated_from', params.one('updated_from'));
+  const to = dayParam('updated_to', params.one('updated_to'));
+  if (from !== undefined && to !== undefined && from > to) throw badRequest('updated_from must be on or before updated_to');
+  if (from !== undefined) query.updated_from = from;
+  if (to !== undefined) query.updated_before = to + 86_400_000;
+  const sort = params.one('sort');
+  if (sort !== undefined) {
+    if (sort !== 'updated_desc' && sort !== 'updated_asc') throw badRequest('sort must be updated_desc or updated_asc');
+    query.sort = sort;
+  }
+  const now = rc.now();
+  const view = (s: CapturedSession) => ({ ...sessionView(s, now), ...(picker ? { shared: s.owner_id !== user.id } : {}) });
+  if (numbered && !picker) {
+    const page = intParam('page', params.one('page'), 1, Number.MAX_SAFE_INTEGER) ?? 1;
+    const perPage = intParam('per_page', params.one('per_page'), 1, MAX_PAGE) ?? DEFAULT_NUMBERED_PAGE;
+    const found = await rc.store.listSessions(user, { ...query, limit: perPage, offset: (page - 1) * perPage, count: true }, now);
+    const total = found.total ?? 0;
+    const body: CapturedSessionList = { items: found.sessions.map(view), page, per_page: perPage, total, total_pages: total === 0 ? 0 : Math.ceil(total / perPage) };
+    sendJson(req.reply, 200, body);
+    return;
+  }
+  const limit = intParam('limit', params.one('limit'), 1, MAX_PAGE) ?? DEFAULT_CURSOR_PAGE;
+  const cursor = params.one('cursor');
+  if (cursor !== undefined) {
+    if (!new RegExp(`^${UUID}$`).test(cursor)) throw badRequest('cursor is not one this server handed out (a session id); start again without it', 'invalid_cursor');
+    query.after_id = cursor;
+  }
+  // One row more than asked tells whether another page exists.
+  const found = await rc.store.listSessions(user, { ...query, sort: 'updated_desc', limit: limit + 1 }, now);
+  const page = found.sessions.slice(0, limit);
+  const body: CapturedSessionList = { items: page.map(view), next_cursor: found.sessions.length > limit ? page.at(-1)!.id : null };
+  sendJson(req.reply, 200, body);
+}
+
+/** The query string: only `allowed` names, each at most once. */
+function queryParams(req: Request, allowed: readonly string[]): { one(name: string): string | undefined; has(name: string): boolean } {
+  const params = req.url.searchParams;
+  for (const key of params.keys()) {
+    if (!allowed.includes(key)) throw badRequest(`unknown query parameter "${key.slice(0, 100)}"; use ${allowed.join(', ')}`);
+  }
+  return {
+    has: (name) => params.has(name),
+    one: (name) => {
+      const values = params.getAll(name);
+      if (values.length > 1) throw badRequest(`query parameter "${name}" is given more than once`);
+      return values[0];
+    },
+  };
+}
+
+function boundedText(value: string | undefined, name: string): string | undefined {
   if (value === undefined) return undefined;
-  const ms = /^\d{1,16}$/.test(value) ? Number(value) : value.length <= 64 ? Date.parse(value) : Number.NaN;
-  if (!Number.isFinite(ms)) throw badRequest(`${name} must be an ISO 8601 time or milliseconds since the epoch`);
+  if (value.length > MAX_QUERY_LENGTH) throw badRequest(`${name} is ${value.length} characters long; at most ${MAX_QUERY_LENGTH} are allowed`);
+  return value;
+}
+
+function intParam(name: string, value: string | undefined, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d{1,15}$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw badRequest(`${name} must be an integer from ${min}${max === Number.MAX_SAFE_INTEGER ? ' up' : ` to ${max}`}`);
+  }
+  return Number(value);
+}
+
+/** A `YYYY-MM-DD` day, as the start of that UTC day. */
+function dayParam(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+  const ms = match === null ? Number.NaN : Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3]));
+  if (!Number.isFinite(ms) || new Date(ms).toISOString().slice(0, 10) !== value) throw badRequest(`${name} must be a day, YYYY-MM-DD (UTC)`);
   return ms;
 }
 
-function encodeCursor(upload: Upload): string {
-  return Buffer.from(JSON.stringify([upload.updated_at, upload.id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): { updated_at: number; id: string } {
-  const invalid = badRequest('cursor is not one this server handed out; start again without it', 'invalid_cursor');
-  if (cursor.length > 256 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid;
-  try {
-    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === 'string' && value[1].length <= 64) {
-      return { updated_at: value[0] as number, id: value[1] };
-    }
-  } catch {
-    // Falls through to the same answer as any other foreign cursor.
-  }
-  throw invalid;
-}
-
-/** An upload as `viewer` sees it: GET /session-uploads/{id}, an item of GET /session-uploads (schemas/control-session-upload.schema.json). */
-export function uploadView(rc: RouteContext, upload: Upload, viewer: User): SessionUploadDetail {
-  const owned = upload.owner_id === viewer.id;
+/**
+ * A captured session as the contract describes it (schemas/control-captured-session.schema.json): its artifact fields
+ * are its current artifact's, else (a session not completed yet, seen by its owner) its newest artifact's.
+ */
+export function sessionView(session: CapturedSession, now: number, newest?: Artifact): CapturedSessionView {
+  const current = session.current;
+  const described = current ?? newest;
   return {
-    upload_id: upload.id,
-    user_id: upload.owner_id,
-    owner_email: upload.owner_email,
-    owned,
-    // Stored only from a validated presign request.
-    harness: upload.harness as SessionUploadDetail['harness'],
-    session_id: upload.session_id,
-    revision: upload.revision,
-    status: upload.status,
-    size_bytes: upload.size_bytes,
-    sha256: upload.sha256,
-    content_type: upload.content_type,
-    compatibility_profile: upload.compatibility_profile,
-    cwd: upload.cwd,
-    artifact_format: upload.artifact_format,
-    resumable: upload.resumable,
-    title: upload.title,
-    summary: upload.summary,
-    captured_at_unix_ms: upload.captured_at_unix_ms,
-    repository_root: upload.repository_root,
-    repository_remote: upload.repository_remote,
-    sharing: owned || viewer.is_admin ? upload.sharing_mode : 'shared',
-    created_at: iso(upload.created_at),
-    updated_at: iso(upload.updated_at),
-    completed_at: upload.completed_at === null ? null : iso(upload.completed_at),
-    retention_deadline: iso(upload.retention_deadline),
-    expired: isExpired(upload, rc.now()),
+    id: session.id,
+    user_id: session.owner_id,
+    user_email: session.owner_email,
+    harness: session.harness,
+    compatibility_profile: described?.compatibility_profile ?? LEGACY_PROFILE,
+    native_session_id: session.native_session_id,
+    cwd: described?.cwd ?? null,
+    artifact_format: described?.artifact_format ?? LEGACY_FORMAT,
+    resumable: current !== undefined && current.resumable && current.status === 'complete' && !isExpired(current, now),
+    title: described?.title ?? null,
+    summary: described?.summary ?? null,
+    source_captured_at: described?.captured_at_unix_ms == null ? null : iso(described.captured_at_unix_ms),
+    repository: { root: described?.repository_root ?? null, remote: described?.repository_remote ?? null },
+    sharing_mode: session.sharing_mode,
+    share_recipient_count: session.share_recipient_count,
+    updated_at: iso(session.updated_at),
+    status: current?.status ?? null,
+    size_bytes: current?.size_bytes ?? null,
+    content_type: current?.content_type ?? null,
+    retention_expires_at: current === undefined ? null : iso(current.retention_deadline),
+    sha256: current?.sha256 ?? null,
+    artifact_id: current?.id ?? null,
   };
 }
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
+

@@ -4,19 +4,22 @@
  * answered 400 as JSON); every request goes first to the blob store (the local store answers its own signed URLs),
  * then to Fastify, which routes it, authenticates it with a bearer token and runs its handler. Bodies are read by
  * http.ts (bounded in size and time), never by Fastify's parsers. No input can crash it: every failure is a JSON
- * `{error: {code, message}}` with a 4xx status, and anything unexpected a 500 without details.
+ * `{error: <message>, code}` with a 4xx status, and anything unexpected a 500 without details.
  */
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { BlobStore } from './blobs/types.js';
-import { ClientGoneError, DEFAULT_BODY_TIMEOUT_MS, HttpError, sendError } from './http.js';
+import { ClientGoneError, DEFAULT_BODY_TIMEOUT_MS, errorBody, HttpError, sendError } from './http.js';
+import type { ServerLog } from './log.js';
+import { RevisionFeed } from './revision-feed.js';
 import { ROUTES, type RouteContext } from './routes.js';
-import { ControlStore, type User } from './store.js';
+import type { ControlStore, User } from './store/index.js';
 
 export interface ControlServerOptions {
-  dataDir: string;
+  /** The opened database (store/index.ts `openStore`); the server closes it. */
+  store: ControlStore;
   /** Base URL clients reach this server at (behind a proxy, say); default: the address it listens on. */
   publicUrl?: string | undefined;
   /**
@@ -31,13 +34,17 @@ export interface ControlServerOptions {
   maxBodyBytes?: number | undefined;
   /** The document `GET /harness-metadata` answers (see harnessMetadataDocument); absent: that route answers 404. */
   harnessMetadata?: unknown;
+  /** The profiles a presign may name (see knownProfiles); absent: any is accepted. */
+  profiles?: RouteContext['profiles'];
   /**
    * Slow clients: all headers must arrive within `headersMs` (default 30 s) and the whole request within `requestMs`
    * (300 s, room for a bundle PUT to the local store), else 408; a JSON body within `bodyMs` (30 s), else 408.
    */
   timeouts?: { headersMs?: number | undefined; requestMs?: number | undefined; bodyMs?: number | undefined } | undefined;
-  /** One line per request and per unexpected error. Never given tokens. */
-  log?: ((level: 'info' | 'error', line: string) => void) | undefined;
+  /** `GET /governance-config/events`: how often the database is asked for a new revision, and the streams' limits. */
+  events?: { pollMs?: number | undefined; keepaliveMs?: number | undefined; maxStreams?: number | undefined; maxLifetimeMs?: number | undefined } | undefined;
+  /** One line per request and per unexpected error, with its fields for structured logs (log.ts). Never given tokens. */
+  log?: ServerLog | undefined;
 }
 
 export interface ControlServer {
@@ -53,7 +60,7 @@ const MAX_URL_LENGTH = 8192;
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The authenticated caller (set before every handler). */
+    /** The authenticated caller (set before the handler of every route that is not public). */
     user: User;
     /** The request URL, parsed once. */
     parsedUrl: URL;
@@ -61,7 +68,7 @@ declare module 'fastify' {
 }
 
 export function createControlServer(options: ControlServerOptions): ControlServer {
-  const store = ControlStore.open(options.dataDir);
+  const store = options.store;
   const clock = options.clock ?? { now: () => Date.now() };
   const log = options.log ?? (() => {});
   let publicUrl = options.publicUrl?.replace(/\/+$/, '');
@@ -76,6 +83,13 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     retentionMs: (options.retentionDays ?? 90) * 86_400_000,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
     bodyTimeoutMs: options.timeouts?.bodyMs ?? DEFAULT_BODY_TIMEOUT_MS,
+    profiles: options.profiles,
+    revisions: new RevisionFeed(store, { intervalMs: options.events?.pollMs, log }),
+    eventStreams: {
+      keepaliveMs: options.events?.keepaliveMs ?? 15_000,
+      maxStreams: options.events?.maxStreams ?? 20_000,
+      maxLifetimeMs: options.events?.maxLifetimeMs ?? 3_600_000,
+    },
     harnessMetadata:
       options.harnessMetadata === undefined
         ? undefined
@@ -96,8 +110,8 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
           ? { status: '408 Request Timeout', code: 'request_timeout', message: `the request did not arrive in time (headers within ${headersTimeout} ms, all of it within ${requestTimeout} ms)` }
           : { status: '400 Bad Request', code: 'bad_http', message: 'the request is not well-formed HTTP' };
-    log('info', `client error: ${answer.status.split(' ')[0]} ${answer.code}`);
-    const body = JSON.stringify({ error: { code: answer.code, message: answer.message } });
+    log('info', `client error: ${answer.status.split(' ')[0]} ${answer.code}`, { event: 'client_error', status: Number(answer.status.split(' ')[0]), code: answer.code });
+    const body = JSON.stringify({ error: answer.message, code: answer.code });
     const status = answer.status;
     socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
   };
@@ -111,13 +125,16 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     Object.assign(entry, change);
     if (!entry.closed || !entry.finished) return;
     requests.delete(request);
-    log('info', `${request.method ?? '?'} ${pathOnly(request.url)} ${entry.outcome ?? '?'} ${Date.now() - entry.started}ms`);
+    const ms = Date.now() - entry.started;
+    const outcome = entry.outcome ?? '?';
+    const status = /^\d{3}\b/.test(outcome) ? Number(outcome.slice(0, 3)) : null;
+    log('info', `${request.method ?? '?'} ${pathOnly(request.url)} ${outcome} ${ms}ms`, { event: 'request', method: request.method ?? '?', path: pathOnly(request.url), status, outcome, duration_ms: ms });
   };
   let server!: Server;
   const app: FastifyInstance = Fastify({
     logger: false,
     // Bodies are read by the handlers (http.ts), so no limit of Fastify's applies; URLs are checked in onRequest.
-    maxParamLength: 200,
+    routerOptions: { maxParamLength: 200 },
     return503OnClosing: false,
     clientErrorHandler: clientError,
     serverFactory: (handler) => {
@@ -134,7 +151,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
               else handler(request, response);
             },
             (error: unknown) => {
-              log('error', `internal error on ${request.method ?? '?'} ${pathOnly(request.url)}: ${(error as Error)?.stack ?? String(error)}`);
+              log('error', `internal error on ${request.method ?? '?'} ${pathOnly(request.url)}: ${(error as Error)?.stack ?? String(error)}`, { event: 'internal_error', method: request.method ?? '?', path: pathOnly(request.url) });
               sendError(response, new HttpError(500, 'internal', 'the server failed to answer this request; the error is in its log'));
               settle(request, { finished: true });
             },
@@ -158,7 +175,6 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     } catch {
       throw new HttpError(400, 'bad_path', 'the request path is not valid');
     }
-    request.user = authenticate(rc, request.raw);
   });
 
   for (const route of ROUTES) {
@@ -167,9 +183,13 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       app.route({
         method: method as 'GET' | 'POST' | 'PUT',
         url: route.path,
+        // After routing: public routes need no token, every other one is refused before anything else is read.
+        ...(route.public ? {} : { preHandler: async (request: FastifyRequest) => void (request.user = await authenticate(rc, request.raw)) }),
         handler: async (request: FastifyRequest, reply: FastifyReply) => {
           const params = Object.values((request.params ?? {}) as Record<string, string>);
-          await handle(rc, { raw: request.raw, reply, url: request.parsedUrl, user: request.user, params });
+          await handle(rc, { raw: request.raw, reply, url: request.parsedUrl, user: route.public ? undefined : request.user, params });
+          // A handler that took the response over (an event stream) is through once it returns.
+          if (reply.sent && !requests.get(request.raw)?.finished) settle(request.raw, { finished: true, outcome: String(reply.raw.statusCode) });
         },
       });
     }
@@ -194,7 +214,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       if (entry !== undefined) entry.outcome = `${error.status} ${error.code}`;
       return sendReplyError(reply, error);
     }
-    log('error', `internal error on ${request.method} ${pathOnly(request.raw.url)}: ${(error as Error)?.stack ?? String(error)}`);
+    log('error', `internal error on ${request.method} ${pathOnly(request.raw.url)}: ${(error as Error)?.stack ?? String(error)}`, { event: 'internal_error', method: request.method, path: pathOnly(request.raw.url) });
     return sendReplyError(reply, new HttpError(500, 'internal', 'the server failed to answer this request; the error is in its log'));
   });
 
@@ -238,8 +258,9 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     },
     close: () =>
       new Promise((resolve) => {
+        rc.revisions.close();
         server.close(() => {
-          store.close();
+          void store.close();
           void app.close();
           // A store made by the factory belongs to this server; one passed in belongs to the caller.
           if (factory !== undefined && rc.blobs !== unboundBlobs) void rc.blobs.close().finally(resolve);
@@ -263,7 +284,7 @@ function sendReplyError(reply: FastifyReply, error: HttpError): FastifyReply {
     .code(error.status)
     .headers({ 'cache-control': 'no-store', ...error.headers })
     .type('application/json; charset=utf-8')
-    .send(`${JSON.stringify({ error: { code: error.code, message: error.message } })}\n`);
+    .send(errorBody(error));
 }
 
 /** Stands in until `listen` has made the real store; never reached, as nothing is served before that. */
@@ -276,7 +297,7 @@ const unboundBlobs: BlobStore = {
   close: () => Promise.resolve(),
 };
 
-function authenticate(rc: RouteContext, request: IncomingMessage): User {
+async function authenticate(rc: RouteContext, request: IncomingMessage): Promise<User> {
   const header = request.headers.authorization;
   const challenge = { 'www-authenticate': 'Bearer realm="blue-control"' };
   if (header === undefined) throw new HttpError(401, 'unauthenticated', 'send a bearer token: Authorization: Bearer <token>', challenge);
@@ -284,7 +305,7 @@ function authenticate(rc: RouteContext, request: IncomingMessage): User {
   if (match === null || match[1]!.length > MAX_TOKEN_LENGTH) {
     throw new HttpError(401, 'unauthenticated', 'the Authorization header must be "Bearer <token>"', challenge);
   }
-  const user = rc.store.userByToken(match[1]!);
+  const user = await rc.store.userByToken(match[1]!);
   if (user === undefined) throw new HttpError(401, 'invalid_token', 'the bearer token is not valid; ask an administrator for a new one', challenge);
   return user;
 }

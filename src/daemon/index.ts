@@ -338,8 +338,9 @@ export class Daemon {
       const error = result.error ?? { code: 'INTERNAL', message: 'the policy check gave no answer' };
       outcome = { ok: false, retryAfterMs: unavailable?.retryAfterMs };
       lastError = error;
-      // A required policy gone stale: change nothing until a fresh one is fetched.
-      if (error.code === 'POLICY_STALE') this.policyUsable = false;
+      // A required policy gone stale, or a revision this blue-agent may not apply (another major pinned: the cached
+      // copy is gone too; a newer contract or missing capabilities): change nothing until that changes.
+      if (error.code === 'POLICY_STALE' || error.code === 'CLIENT_VERSION_MISMATCH' || error.code === 'POLICY_INCOMPATIBLE') this.policyUsable = false;
       this.log.warn('policy check failed', { code: error.code, error: error.message });
     }
     const next = nextPolicyCheck(this.failures, outcome, this.schedule, this.random);

@@ -11,7 +11,8 @@
 import { appendFileSync, fstatSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Env, Output } from '../context.js';
-import { redact, type LogLevel, type Logger } from '../logger.js';
+import { type LogLevel, type Logger } from '../logger.js';
+import { redact } from '../util/redact.js';
 
 export const DEFAULT_LOG_MAX_BYTES = 1024 * 1024;
 const order: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };

@@ -1,26 +1,42 @@
 /**
- * What the agent tells the Control API after each reconcile (`POST /client-status`, body per
+ * What the agent tells the Control API after each reconcile (`POST /client-status`, Blue's ClientStatusReport:
  * schemas/control-client-status.schema.json), and the instance id that names this machine and user there.
  */
 import { randomUUID } from 'node:crypto';
 import { arch, hostname } from 'node:os';
 import type { Context } from '../context.js';
-import type { ClientStatusReport } from '../schema/generated/control-client-status.js';
+import type { ClientStatusReport, HarnessInventoryEntry } from '../schema/generated/control-client-status.js';
 import type { HarnessName } from '../schema/index.js';
 import { readTextIfExists, writeStateFile } from '../util/fs.js';
 
-/** What the run loop keeps of one harness from a reconcile report. */
+/** What the run loop keeps of one harness from a reconcile report (made in the task child: plain JSON). */
 export interface HarnessSummary {
   harness: HarnessName;
   installed: boolean;
+  path: string | null;
+  raw_version: string | null;
   version: string | null;
   profile: string | null;
+  /** The profile's interval is deprecated. */
+  deprecated: boolean;
+  /** The policy lets it capture: allowed_harnesses is absent or names it. */
+  allowed: boolean;
+  /**
+   * This blue-agent can capture it: not installed (nothing to judge), or a profile with session capture covers the
+   * installed version. False when the version is outside every profile or could not be read.
+   */
+  supported: boolean;
+  /** False: the version is at or past its profile's certified ceiling. */
+  verified: boolean | null;
   state: string;
   reason: string;
   action: string;
   /** Files the reconcile changed (or failed on). */
   files: string[];
+  /** A managed file it could not read or write safely. */
+  file_error: boolean;
 }
+
 const INSTANCE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** The id of this agent installation: made once, kept in the state directory (one per machine and user). */
@@ -33,34 +49,70 @@ export async function instanceId(ctx: Context): Promise<string> {
   return id;
 }
 
-function capture(state: string): 'active' | 'inactive' | 'error' {
-  return state === 'active' ? 'active' : state === 'error' ? 'error' : 'inactive';
+/** Blue's client names platforms as Rust's `std::env::consts::OS` does; the server compares them. */
+const PLATFORMS: Partial<Record<NodeJS.Platform, string>> = { darwin: 'macos', win32: 'windows' };
+/** And architectures as `std::env::consts::ARCH` does. */
+const ARCHITECTURES: Record<string, string> = { x64: 'x86_64', arm64: 'aarch64', ia32: 'x86' };
+
+/**
+ * One harness as the contract's HarnessInventoryEntry. `drift_corrected` is an extension (the contract's entries are
+ * open, and Blue's server keeps `harnesses` as sent): this report follows a reconcile that put back a managed hook
+ * somebody had changed or removed.
+ */
+export function inventoryEntry(h: HarnessSummary, corrected: boolean): HarnessInventoryEntry & { drift_corrected?: true } {
+  const text = (value: string, max: number) => value.slice(0, max);
+  const failed = h.state === 'error';
+  const warning =
+    h.state === 'unverified_version'
+      ? h.reason
+      : h.verified === false && h.state === 'active'
+        ? `${h.version ?? 'this version'} is at or past the certified ceiling of ${h.profile ?? 'its profile'}; captured because the policy allows unverified versions`
+        : undefined;
+  return {
+    name: h.harness,
+    api_allowed: h.allowed,
+    client_supported: h.supported,
+    installed: h.installed,
+    reconciled: !failed,
+    ...(h.path === null ? {} : { path: text(h.path, 4096) }),
+    ...(h.raw_version === null ? {} : { raw_version: text(h.raw_version, 256) }),
+    ...(h.version === null ? {} : { version: text(h.version, 64) }),
+    ...(h.profile === null ? {} : { compatibility_profile: text(h.profile, 256) }),
+    ...(h.profile === null ? {} : { compatibility_deprecated: h.deprecated }),
+    ...(failed || (h.installed && !h.supported) ? { compatibility_error: text(h.reason, 1024) } : {}),
+    ...(warning === undefined ? {} : { compatibility_warning: text(warning, 1024) }),
+    ...(corrected ? { drift_corrected: true as const } : {}),
+  };
 }
 
+/**
+ * The report after a reconcile of `revision`: `applied` when every harness reconciled without error, `files_ok` when
+ * no managed file was left unreadable or unwritten, and the first failed harness as `reconciliation_attempt` with its
+ * reason as `error` (the contract pairs them).
+ */
 export function clientStatusBody(
   ctx: Context,
   id: string,
   report: { harnesses: readonly HarnessSummary[] } | undefined,
   revision: number | string | undefined,
   corrected: ReadonlySet<string>,
-): ClientStatusReport {
-  const harnesses: NonNullable<ClientStatusReport['harnesses']> = {};
-  for (const h of report?.harnesses ?? []) {
-    const note = corrected.has(h.harness) ? ' (drift corrected: the managed hook was restored)' : '';
-    harnesses[h.harness] = {
-      installed: h.installed,
-      version: h.version === null ? null : h.version.slice(0, 64),
-      profile: h.profile,
-      capture: capture(h.state),
-      detail: `${h.state}: ${h.reason}${note}`.slice(0, 1024),
-    };
-  }
+): ClientStatusReport & { architecture: string } {
+  const harnesses = report?.harnesses ?? [];
+  const configRevision = revision === undefined ? null : String(revision).slice(0, 128);
+  const failed = harnesses.find((h) => h.state === 'error');
   return {
     instance_id: id,
     hostname: hostname().slice(0, 255),
     client_version: ctx.self.version.slice(0, 64),
-    platform: `${ctx.platform}-${arch()}`.slice(0, 32),
-    policy_revision: revision === undefined ? null : revision,
-    harnesses,
+    platform: (PLATFORMS[ctx.platform] ?? ctx.platform).slice(0, 32),
+    // Not in the contract; Blue's own client sends it and its server keeps it.
+    architecture: ARCHITECTURES[arch()] ?? arch(),
+    config_revision: configRevision,
+    applied: configRevision !== null && report !== undefined && failed === undefined,
+    files_ok: harnesses.every((h) => !h.file_error),
+    harnesses: harnesses.map((h) => inventoryEntry(h, corrected.has(h.harness))),
+    ...(failed === undefined || configRevision === null
+      ? {}
+      : { reconciliation_attempt: { harness: failed.harness, revision: configRevision }, error: `${failed.harness}: ${failed.reason}`.slice(0, 4096) }),
   };
 }

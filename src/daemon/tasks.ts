@@ -11,7 +11,8 @@ import type { Context } from '../context.js';
 import { sendClientStatus } from '../control-api/status.js';
 import { toBlueError } from '../errors.js';
 import { ADAPTERS } from '../harnesses/index.js';
-import { DEFAULT_TTL_SECONDS, resolvePolicy, type PolicySource } from '../policy/index.js';
+import { DEFAULT_TTL_SECONDS, loadPolicyFile, resolvePolicy, type PolicySource } from '../policy/index.js';
+import { loadProfiles, selectInterval } from '../profiles/index.js';
 import { reconcile } from '../reconcile/index.js';
 import type { ClientStatusReport } from '../schema/generated/control-client-status.js';
 import { readTextIfExists, writeStateFile } from '../util/fs.js';
@@ -97,17 +98,29 @@ export async function reconcileTask(ctx: Context, snapshot: string): Promise<Rec
   for (const adapter of Object.values(ADAPTERS)) for (const f of adapter.knownHookFiles(ctx)) watch.add(f);
   try {
     const report = await reconcile(ctx, { dryRun: false, policyFile: snapshot });
+    // For the client status: what the policy allows and what the profiles support (both cached by reconcile).
+    const policy = await loadPolicyFile(snapshot);
+    const profiles = await loadProfiles(ctx.paths.profilesDir);
     const harnesses: HarnessSummary[] = report.harnesses.map((h) => {
       for (const f of h.files) if (path.isAbsolute(f.path)) watch.add(f.path);
+      const loaded = profiles.get(h.harness);
+      const choice = h.version === null || loaded === undefined ? undefined : selectInterval(loaded.doc, h.version);
       return {
         harness: h.harness,
         installed: h.installed,
+        path: h.path,
+        raw_version: h.raw_version,
         version: h.version,
         profile: h.profile,
+        deprecated: choice?.interval.lifecycle === 'deprecated',
+        allowed: policy.allowed_harnesses === undefined || policy.allowed_harnesses.includes(h.harness),
+        supported: !h.installed || (choice !== undefined && choice.interval.operations.includes('session_capture')),
+        verified: h.verified,
         state: h.state,
         reason: h.reason,
         action: h.action,
         files: h.files.filter((f) => f.action !== 'unchanged').map((f) => f.path),
+        file_error: h.files.some((f) => f.action === 'error'),
       };
     });
     return { ok: report.ok, harnesses, watch: [...watch], fingerprints: await fingerprints(watch) };

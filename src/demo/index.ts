@@ -102,7 +102,8 @@ export interface DemoReport {
   recorded: { harness: HarnessName; version: string; session_id: string; prompt: string; stand_in: string };
   steps: StepResult[];
   session: {
-    upload_id: string;
+    /** The captured session's id on the Control API (what `resume` takes). */
+    id: string;
     session_id: string;
     home_a: string;
     home_b: string;
@@ -154,10 +155,13 @@ export async function runDemo(ctx: Context, options: DemoOptions): Promise<DemoR
       const { createControlServer } = await import('../control-plane/server.js');
       const { createLocalBlobStore } = await import('../control-plane/blobs/local.js');
       const { loadProfiles } = await import('../profiles/index.js');
-      const { harnessMetadataDocument } = await import('../control-plane/harness-metadata.js');
+      const { harnessMetadataDocument, knownProfiles } = await import('../control-plane/harness-metadata.js');
+      const { openStore } = await import('../control-plane/store/index.js');
+      const profiles = await loadProfiles(resolvePaths({}, ctx.platform).profilesDir);
       const server = createControlServer({
-        dataDir: layout.controlData,
-        harnessMetadata: harnessMetadataDocument(await loadProfiles(resolvePaths({}, ctx.platform).profilesDir)),
+        store: await openStore({ dataDir: layout.controlData }),
+        harnessMetadata: harnessMetadataDocument(profiles),
+        profiles: knownProfiles(profiles),
         blobs: (publicUrl) => createLocalBlobStore({ dir: path.join(layout.controlData, 'blobs'), publicUrl }),
       });
       cleanups.push(() => server.close());
@@ -167,8 +171,8 @@ export async function runDemo(ctx: Context, options: DemoOptions): Promise<DemoR
       } catch (error) {
         throw listenCause(error, options.port ?? 0);
       }
-      const { token, user } = server.store.addUser(DEMO_USER, false, Date.now());
-      const policy = server.store.publishPolicy(
+      const { token, user } = await server.store.addUser(DEMO_USER, false, Date.now());
+      const policy = await server.store.publishPolicy(
         { contract_version: 1, ttl_seconds: 3600, required: false, allowed_harnesses: [harness.name], session_upload: { presign_url: `${url}/session-uploads/presign` } },
         Date.now(),
       );
@@ -282,30 +286,30 @@ export async function runDemo(ctx: Context, options: DemoOptions): Promise<DemoR
     });
 
     // 8. The Control API lists it.
-    await run.step('list', async (signal) => {
+    const listed = await run.step('list', async (signal) => {
       const out = await child.cli(a, ['sessions', 'list', '--json'], { signal, timeoutMs: 20_000 });
-      const row = (out.sessions as { upload_id: string; title: string | null; harness: string; status: string; updated_at: string }[] | undefined)?.find((s) => s.upload_id === uploaded);
+      const row = (out.sessions as { id: string; artifact_id?: string; title: string | null; harness: string; status: string; updated_at: string }[] | undefined)?.find((s) => s.artifact_id === uploaded);
       if (row === undefined) throw cause('SESSION_NOT_FOUND', `\`sessions list\` does not list upload ${uploaded}`);
       return {
-        value: undefined,
-        summary: `\`blue-agent sessions list\` in HOME A: "${oneLine(row.title ?? '').slice(0, 60)}" ${row.harness} ${row.status}, updated ${row.updated_at}, id ${row.upload_id}`,
-        details: { upload_id: row.upload_id, title: row.title, harness: row.harness, status: row.status, updated_at: row.updated_at, listed: arrayLength(out.sessions) },
+        value: row.id,
+        summary: `\`blue-agent sessions list\` in HOME A: "${oneLine(row.title ?? '').slice(0, 60)}" ${row.harness} ${row.status}, updated ${row.updated_at}, id ${row.id}`,
+        details: { id: row.id, upload_id: uploaded, title: row.title, harness: row.harness, status: row.status, updated_at: row.updated_at, listed: arrayLength(out.sessions) },
       };
     });
 
     // 9. Machine B restores it for another directory and prints the native resume command.
     await run.step('restore', async (signal) => {
       const dest = b.layout.workDir;
-      const out = await child.cli(b, ['resume', uploaded, '--dest', dest, '--yes', '--no-launch', '--json'], { signal, timeoutMs: 50_000, cwd: dest });
+      const out = await child.cli(b, ['resume', listed, '--dest', dest, '--yes', '--no-launch', '--json'], { signal, timeoutMs: 50_000, cwd: dest });
       const restored = (out.restored as string[] | undefined) ?? [];
       const command = (out.command as string[] | undefined) ?? [];
       const line = launchLine(String(out.destination ?? dest), command);
       const transcript = restored.find((f) => path.basename(f) === `${session.sessionId}.jsonl`);
       const identical = transcript !== undefined && (await sameBytes(transcript, session.transcriptPath));
-      report.session = { upload_id: uploaded, session_id: String(out.session_id), home_a: a.layout.home, home_b: b.layout.home, destination: String(out.destination ?? dest), restored, command, command_line: line };
+      report.session = { id: listed, session_id: String(out.session_id), home_a: a.layout.home, home_b: b.layout.home, destination: String(out.destination ?? dest), restored, command, command_line: line };
       return {
         value: undefined,
-        summary: `\`blue-agent resume ${uploaded.slice(0, 8)} --dest ${short(root, dest)} --yes --no-launch\` in HOME B: restored ${restored.length} file${restored.length === 1 ? '' : 's'}${transcript === undefined ? '' : ` (transcript ${identical ? 'byte-identical to' : 'differs from'} A's)`} under ${short(root, path.join(b.layout.home, demo.sessionsHome))}`,
+        summary: `\`blue-agent resume ${listed.slice(0, 8)} --dest ${short(root, dest)} --yes --no-launch\` in HOME B: restored ${restored.length} file${restored.length === 1 ? '' : 's'}${transcript === undefined ? '' : ` (transcript ${identical ? 'byte-identical to' : 'differs from'} A's)`} under ${short(root, path.join(b.layout.home, demo.sessionsHome))}`,
         notes: [
           `native resume command: ${short(root, line)}`,
           `(to run it: --keep the demo, put the real ${name} on PATH and set HOME=${short(root, b.layout.home)}; the stand-in cannot resume)`,

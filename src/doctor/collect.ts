@@ -177,14 +177,20 @@ async function controlFacts(ctx: Context, config: AgentConfig, timeoutMs: number
       timeoutMs,
       maxBytes: MAX_POLICY_BYTES,
       userAgent: `blue-agent/${ctx.self.version}`,
+      clientVersion: ctx.self.version,
       env: ctx.env,
     });
     if (outcome.kind === 'unavailable') probe = { kind: 'unavailable', reason: outcome.reason };
     else if (outcome.kind === 'not-modified') probe = { kind: 'error', error: { code: 'POLICY_UNREACHABLE', message: `GET ${url.href} answered 304 Not Modified to an unconditional request` } };
-    else probe = { kind: 'ok', ...probedPolicy(ctx, config, settings.controlUrl, url.href, outcome.text, outcome.etag) };
+    else probe = { kind: 'ok', ...probedPolicy(ctx, config, settings.controlUrl, url.href, outcome.text, outcome.etag, outcome.requiredClientVersion) };
   } catch (error) {
     const info = errorInfo(error);
-    probe = error instanceof BlueError && error.code === 'AUTH_FAILED' ? { kind: 'refused', error: info } : { kind: 'error', error: info };
+    if (error instanceof BlueError && (error.code === 'POLICY_INCOMPATIBLE' || error.code === 'CLIENT_VERSION_MISMATCH')) {
+      // A 426: the Control API answers and took the token; it is the policy this blue-agent may not apply.
+      probe = { kind: 'ok', policyError: info };
+    } else {
+      probe = error instanceof BlueError && error.code === 'AUTH_FAILED' ? { kind: 'refused', error: info } : { kind: 'error', error: info };
+    }
   }
   return { ...base, token: tokenState, probe };
 }
@@ -197,10 +203,11 @@ function probedPolicy(
   location: string,
   text: string,
   etag: string | undefined,
+  headerPin: string | undefined,
 ): { policy?: ResolvedPolicy; policyError?: ErrorInfo } {
   try {
     const originRules = { controlUrl, allowedOrigins: config.allowed_upload_origins };
-    return { policy: fetchedPolicy(text, { location, etag, now: ctx.clock.now(), originRules }) };
+    return { policy: fetchedPolicy(text, { location, etag, now: ctx.clock.now(), originRules, clientVersion: ctx.self.version, headerPin }) };
   } catch (error) {
     return { policyError: errorInfo(error) };
   }

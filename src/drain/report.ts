@@ -7,8 +7,12 @@ import type { RecoveryReport, SpoolRecord, SpoolView } from '../spool/index.js';
 export interface UploadedEntry {
   id: string;
   harness: string;
+  /** The harness's own session id. */
   session_id: string;
+  /** The artifact's id on the Control API (what presign answered). */
   upload_id: string;
+  /** The captured session's id on the Control API (what `sessions` and `resume` take), when the server says it. */
+  captured_session_id?: string;
   /** The Control API held these bytes already (an earlier, interrupted drain had uploaded them). */
   already: boolean;
   size: number;

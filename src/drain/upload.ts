@@ -201,6 +201,7 @@ async function uploadOne(
         harness: record.harness,
         session_id: record.payload.session_id,
         upload_id: result.upload_id,
+        ...(result.session_id === undefined ? {} : { captured_session_id: result.session_id }),
         already: result.already,
         size: record.bundle.size,
         sha256: record.bundle.sha256,

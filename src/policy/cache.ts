@@ -2,6 +2,7 @@
  * The last-known-good (LKG) policy: the newest valid revision fetched from the Control API, used when it cannot be
  * reached.
  */
+import { unlink } from 'node:fs/promises';
 import type { Context } from '../context.js';
 import type { GovernancePolicy } from '../schema/index.js';
 import { readTextIfExists, writeStateFile } from '../util/fs.js';
@@ -56,4 +57,18 @@ export async function readLastKnownGood(ctx: Context, url: string, warnings: str
 export async function writeLastKnownGood(ctx: Context, lkg: LastKnownGood): Promise<void> {
   const body = { policy: lkg.policy, etag: lkg.etag, fetched_at: lkg.fetched_at, url: lkg.url };
   await writeStateFile(lastKnownGoodPath(ctx), `${JSON.stringify(body, null, 2)}\n`);
+}
+
+/**
+ * Deletes the LKG: the organisation's pin refuses this blue-agent, and nothing may keep being applied from a copy
+ * (Blue's client does the same). Answers whether there was one; a missing file is fine.
+ */
+export async function dropLastKnownGood(ctx: Context): Promise<boolean> {
+  try {
+    await unlink(lastKnownGoodPath(ctx));
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
 }

@@ -1,13 +1,16 @@
 /**
  * Resolving the governance policy to apply: a local file, the Control API, or the last-known-good revision when the
- * Control API cannot be reached.
+ * Control API cannot be reached. Whatever the source, the document must be one this blue-agent may apply
+ * (compat.ts: the organisation's client-version pin, the contract version, the capabilities); when the pin refuses
+ * this blue-agent, the last-known-good copy is deleted too, so nothing keeps being applied from it.
  */
 import path from 'node:path';
 import { controlSettings, resolveConfigPath } from '../config.js';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';
 import type { AgentConfig, GovernancePolicy } from '../schema/index.js';
-import { readLastKnownGood, writeLastKnownGood, type LastKnownGood } from './cache.js';
+import { dropLastKnownGood, readLastKnownGood, writeLastKnownGood, type LastKnownGood } from './cache.js';
+import { checkCompatibility, isPinRefusal } from './compat.js';
 import { DEFAULT_FETCH_TIMEOUT_MS, fetchGovernanceConfig, governanceConfigUrl } from '../control-api/governance-config.js';
 import { parseRetryAfter } from '../control-api/http.js';
 import type { DocumentCache } from '../schema/document-cache.js';
@@ -16,6 +19,7 @@ import { MAX_POLICY_BYTES, checkUploadOrigin, loadPolicyFile, validatePolicy, ty
 export { lastKnownGoodPath, readLastKnownGood, type LastKnownGood } from './cache.js';
 export { governanceConfigUrl } from '../control-api/governance-config.js';
 export { MAX_POLICY_BYTES, checkUploadOrigin, loadPolicyFile, parsePolicyText, validatePolicy } from './validate.js';
+export { checkCompatibility, unknownHarnesses } from './compat.js';
 
 export type PolicySource = 'file' | 'fetched' | 'cached';
 
@@ -76,7 +80,7 @@ export async function resolvePolicy(ctx: Context, options: ResolveOptions): Prom
         : undefined;
   if (file !== undefined) {
     const policy = await loadPolicyFile(file, options.documents);
-    const warnings = checkUploadOrigin(policy, { ...originRules, file });
+    const warnings = [...checkCompatibility(policy, { clientVersion: ctx.self.version, where: file }), ...checkUploadOrigin(policy, { ...originRules, file })];
     return { policy, source: 'file', location: file, revision: policy.revision, stale: false, warnings };
   }
 
@@ -98,25 +102,43 @@ export async function resolvePolicy(ctx: Context, options: ResolveOptions): Prom
   const token = await settings.readToken();
   const now = ctx.clock.now();
 
-  const outcome = await fetchGovernanceConfig({
-    url,
-    token,
-    tokenSource: settings.tokenSource,
-    etag: lkg?.etag,
-    timeoutMs: options.timeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS,
-    maxBytes: MAX_POLICY_BYTES,
-    userAgent: `blue-agent/${ctx.self.version}`,
-    env: ctx.env,
-  });
+  const clientVersion = ctx.self.version;
+  // A pin that refuses this blue-agent (from a 426, a fresh document, a 304's header or the cached copy) drops the
+  // cached copy before the error goes up: nothing may keep being applied from it. --dry-run deletes nothing.
+  const refusing = async <T>(work: () => T | Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      if (isPinRefusal(error) && !options.dryRun) await dropLastKnownGood(ctx).catch(() => undefined);
+      throw error;
+    }
+  };
+
+  const outcome = await refusing(() =>
+    fetchGovernanceConfig({
+      url,
+      token,
+      tokenSource: settings.tokenSource,
+      etag: lkg?.etag,
+      timeoutMs: options.timeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS,
+      maxBytes: MAX_POLICY_BYTES,
+      userAgent: `blue-agent/${clientVersion}`,
+      clientVersion,
+      env: ctx.env,
+    }),
+  );
 
   if (outcome.kind === 'ok') {
-    const resolved = fetchedPolicy(outcome.text, { location, etag: outcome.etag, now, originRules, warnings });
+    const resolved = await refusing(() =>
+      fetchedPolicy(outcome.text, { location, etag: outcome.etag, now, originRules, warnings, clientVersion, headerPin: outcome.requiredClientVersion }),
+    );
     const fresh: LastKnownGood = { policy: resolved.policy, fetched_at: now, url: location, ...(outcome.etag === undefined ? {} : { etag: outcome.etag }) };
     if (!options.dryRun) await saveQuietly(ctx, fresh, warnings);
     return resolved;
   }
 
   if (outcome.kind === 'not-modified' && lkg !== undefined) {
+    warnings.push(...(await refusing(() => checkCompatibility(lkg.policy, { clientVersion, where: location, headerPin: outcome.requiredClientVersion }))));
     warnings.push(...checkUploadOrigin(lkg.policy, { ...originRules, file: location }));
     if (!options.dryRun) await saveQuietly(ctx, { ...lkg, fetched_at: now }, warnings);
     return {
@@ -141,6 +163,8 @@ export async function resolvePolicy(ctx: Context, options: ResolveOptions): Prom
       hint: 'Check the network and control_url (or BLUE_AGENT_CONTROL_URL), then try again; or use --policy FILE for a local policy.',
     });
   }
+  // The cached copy passes the same gate (it may have been written by another blue-agent release).
+  warnings.push(...(await refusing(() => checkCompatibility(lkg.policy, { clientVersion, where: `${location} (last-known-good)` }))));
   return fallBack(ctx, lkg, location, reason, now, warnings, originRules);
 }
 
@@ -185,12 +209,23 @@ function fallBack(
 }
 
 /**
- * The policy a `GET /governance-config` answered with, parsed, validated and checked for where it sends uploads:
- * POLICY_INVALID or POLICY_FOREIGN_ORIGIN when it may not apply. `warnings` (kept) gets the origin warnings.
+ * The policy a `GET /governance-config` answered with, parsed, validated, judged against this agent (compat.ts) and
+ * checked for where it sends uploads: POLICY_INVALID, POLICY_INCOMPATIBLE, CLIENT_VERSION_MISMATCH or
+ * POLICY_FOREIGN_ORIGIN when it may not apply. `warnings` (kept) gets the compatibility and origin warnings.
  */
 export function fetchedPolicy(
   text: string,
-  at: { location: string; etag: string | undefined; now: number; originRules: Omit<OriginRules, 'file'>; warnings?: string[] },
+  at: {
+    location: string;
+    etag: string | undefined;
+    now: number;
+    originRules: Omit<OriginRules, 'file'>;
+    warnings?: string[];
+    /** This agent's version, judged against the document's pins (compat.ts). */
+    clientVersion: string;
+    /** The X-Blue-Required-Client-Version of the answer, which must agree with the document. */
+    headerPin?: string | undefined;
+  },
 ): ResolvedPolicy {
   const { location, etag, now } = at;
   let data: unknown;
@@ -204,6 +239,7 @@ export function fetchedPolicy(
   }
   const policy = validatePolicy(data, location);
   const warnings = at.warnings ?? [];
+  warnings.push(...checkCompatibility(policy, { clientVersion: at.clientVersion, where: location, headerPin: at.headerPin }));
   warnings.push(...checkUploadOrigin(policy, { ...at.originRules, file: location }));
   return {
     policy,

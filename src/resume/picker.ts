@@ -4,7 +4,7 @@
  * where it is cut, never a wrap) and the whole screen is drawn again when the terminal is resized.
  */
 import type { Context } from '../context.js';
-import { printable, sessionLabel, type SessionUpload } from '../control-api/sessions.js';
+import { printable, sessionLabel, type CapturedSession } from '../control-api/sessions.js';
 import {
   ALT_SCREEN_OFF,
   ALT_SCREEN_ON,
@@ -233,12 +233,13 @@ export const SESSION_COLUMNS: Column[] = [
   { name: 'UPDATED', min: 10, max: 16, drop: 1 },
 ];
 
-export function sessionItem(upload: SessionUpload, now: number, home?: string): SelectItem<SessionUpload> {
+export function sessionItem(upload: CapturedSession, now: number, home?: string): SelectItem<CapturedSession> {
   const title = sessionLabel(upload);
-  const owner = upload.owned ? 'you' : `shared by ${upload.owner_email ?? upload.user_id}`;
+  // The picker's listing (`resumable=true`) marks what the caller does not own as `shared`.
+  const owner = upload.shared === true ? `shared by ${upload.user_email}` : 'you';
   const where = upload.cwd === null ? '(unknown)' : home !== undefined && (upload.cwd === home || upload.cwd.startsWith(`${home}/`)) ? `~${upload.cwd.slice(home.length)}` : upload.cwd;
   const cells = [title, upload.harness, owner, where, ago(upload.updated_at, now)];
-  const search = [title, upload.summary ?? '', upload.harness, owner, upload.cwd ?? '', upload.session_id, upload.upload_id].join('\n').toLowerCase();
+  const search = [title, upload.summary ?? '', upload.harness, owner, upload.cwd ?? '', upload.native_session_id, upload.id].join('\n').toLowerCase();
   return { value: upload, cells, search };
 }
 
@@ -254,7 +255,7 @@ export function ago(iso: string, now: number): string {
   return new Date(at).toISOString().slice(0, 10);
 }
 
-export function pickSession(ctx: Context, uploads: SessionUpload[], truncated: boolean): Promise<SessionUpload | undefined> {
+export function pickSession(ctx: Context, uploads: CapturedSession[], truncated: boolean): Promise<CapturedSession | undefined> {
   return select(ctx, {
     title: `Resume a session (${uploads.length}${truncated ? '+' : ''} you own or that were shared with you)`,
     columns: SESSION_COLUMNS,

@@ -16,7 +16,7 @@ import { resolvePolicy } from '../policy/index.js';
 import { detectVersion, findExecutable, VersionCache } from '../profiles/detect.js';
 import { findInterval, loadProfiles, requireProfiles } from '../profiles/index.js';
 import { applyRestore, prepareRestore, recoverRestores } from '../restore/index.js';
-import { printable, SessionsApi, type SessionUpload } from '../control-api/sessions.js';
+import { printable, SessionsApi, type CapturedSession } from '../control-api/sessions.js';
 import {
   compareRepository,
   decideDestination,
@@ -46,7 +46,9 @@ export interface ResumeReport {
   ok: true;
   /** True when nothing was written (--json without --yes). */
   dry_run: boolean;
-  upload_id: string;
+  /** The captured session's id on the Control API. */
+  id: string;
+  /** The harness's own id of the restored session. */
   session_id: string;
   harness: string;
   profile: string;
@@ -88,12 +90,13 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
   interrupts.install();
   try {
     // 1. Which session.
-    let upload: SessionUpload | undefined;
+    let upload: CapturedSession | undefined;
     if (id !== undefined) {
       upload = await api.resolveForResume(id);
     } else {
-      const listed = await api.list({ resumable: true, status: 'complete' });
-      const usable = listed.items.filter((u) => !u.expired);
+      // The picker's listing: what the caller owns or was shared with them, resumable; each item says `shared`.
+      const listed = await api.list({ resumable: true });
+      const usable = listed.items.filter((u) => !api.expired(u) && (u.status === null || u.status === 'complete'));
       if (usable.length === 0) {
         ctx.stderr.write('There is no session you own or that was shared with you that can be resumed.\n');
         return 1;
@@ -119,7 +122,8 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
     }
     say(`${c.bold('Destination')}  ${printable(destination)}${recorded !== null && destination !== recordedReal ? c.dim(` (recorded in ${printable(recorded)})`) : ''}`);
 
-    // 3. Download (a fresh signed URL), then verify by the profile the manifest names.
+    // 3. Download (a fresh signed URL; size and SHA-256 checked when the Control API states them), then verify the
+    //    bundle itself by the profile the manifest names: every file against the manifest's size and digest.
     const tmpRoot = ctx.env.TMPDIR !== undefined && path.isAbsolute(ctx.env.TMPDIR) ? ctx.env.TMPDIR : tmpdir();
     const work = await mkdtemp(path.join(tmpRoot, 'blue-agent-resume-'));
     cleanups.push(() => rm(work, { recursive: true, force: true }));
@@ -136,12 +140,12 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
     if (found === undefined || !found.interval.operations.includes('session_resume')) {
       throw new BlueError(
         'SESSION_NOT_RESUMABLE',
-        `session ${upload.upload_id} was captured under profile ${printable(manifest.compatibility_profile)}, which ${found === undefined ? 'this blue-agent does not know' : 'does not support session_resume'}`,
+        `session ${upload.id} was captured under profile ${printable(manifest.compatibility_profile)}, which ${found === undefined ? 'this blue-agent does not know' : 'does not support session_resume'}`,
         { hint: 'The bundle can still be downloaded or exported (`blue-agent sessions export`), but not resumed here. Nothing was changed.' },
       );
     }
-    if (manifest.harness !== upload.harness || manifest.native_session_id !== upload.session_id) {
-      throw new BlueError('BUNDLE_INVALID', `the bundle of ${upload.upload_id} holds ${manifest.harness} session ${manifest.native_session_id}, but the Control API lists ${upload.harness} session ${upload.session_id}`, {
+    if (manifest.harness !== upload.harness || manifest.native_session_id !== upload.native_session_id) {
+      throw new BlueError('BUNDLE_INVALID', `the bundle of ${upload.id} holds ${printable(manifest.harness)} session ${printable(manifest.native_session_id)}, but the Control API lists ${upload.harness} session ${upload.native_session_id}`, {
         hint: 'Do not restore it; tell the Control API administrator. Nothing was changed.',
       });
     }
@@ -195,7 +199,7 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
     const report = (restored: string[], merged: string[], dryRun: boolean): ResumeReport => ({
       ok: true,
       dry_run: dryRun,
-      upload_id: upload.upload_id,
+      id: upload.id,
       session_id: prepared.sessionId,
       harness,
       profile: manifest.compatibility_profile,
@@ -312,9 +316,10 @@ async function isDirectory(dir: string): Promise<boolean> {
   return (await stat(dir).catch(() => undefined))?.isDirectory() === true;
 }
 
-function describe(upload: SessionUpload): string {
-  const owner = upload.owned ? 'yours' : `shared by ${upload.owner_email ?? upload.user_id}`;
-  return `${printable(upload.title ?? upload.session_id)} — ${upload.harness}, ${owner}, updated ${upload.updated_at} (${upload.upload_id})`;
+function describe(upload: CapturedSession): string {
+  // The picker's listing says `shared` (the caller is not the owner); resume takes nothing else.
+  const owner = upload.shared === true ? `shared by ${upload.user_email}` : 'yours';
+  return `${printable(upload.title ?? upload.native_session_id)} — ${upload.harness}, ${owner}, updated ${upload.updated_at} (${upload.id})`;
 }
 
 type Prepared = Awaited<ReturnType<typeof prepareRestore>>;

@@ -34,16 +34,14 @@ export interface SchemaKind<T> {
   readonly _type?: T;
 }
 
+/**
+ * The policy schema is open (Blue's GovernanceConfig carries much blue-agent ignores); the rules it cannot state, such
+ * as session_upload being global, are policy/validate.ts's.
+ */
 export const policySchema: SchemaKind<GovernancePolicy> = {
   name: 'policy',
   validate: validators.validateGovernancePolicy as Validate,
   errorCode: 'POLICY_INVALID',
-  advise: (error) =>
-    error.keyword === 'additionalProperties' &&
-    error.params.additionalProperty === 'session_upload' &&
-    error.instancePath.startsWith('/harnesses/')
-      ? 'session_upload is global: move it to the top level of the policy.'
-      : undefined,
 };
 
 export const profileSchema: SchemaKind<HarnessProfiles> = {

@@ -6,7 +6,7 @@
  */
 import type { BundleManifest } from '../bundle/index.js';
 import { ADAPTERS } from '../harnesses/index.js';
-import type { SessionUpload } from '../control-api/sessions.js';
+import type { CapturedSession } from '../control-api/sessions.js';
 import { cleanText, emptyTranscript, type Transcript, type TranscriptReader, type TranscriptSource, type TranscriptTurn } from '../harness-kit/transcript.js';
 
 export const EXPORT_FORMATS = ['markdown', 'json'] as const;
@@ -29,8 +29,8 @@ export const MAX_MARKDOWN_CHARS = 32 * 1024 * 1024;
 
 export interface ExportInput {
   manifest: BundleManifest;
-  /** The Control API's record, when the bundle was downloaded from it. */
-  session?: SessionUpload;
+  /** The Control API's record (its CapturedSession), when the bundle was downloaded from it. */
+  session?: CapturedSession;
   /** The bundle file's size and SHA-256. */
   bundle: { size: number; sha256: string };
   /** The conversation (markdown only). */
@@ -54,12 +54,12 @@ export function readTranscript(manifest: BundleManifest, files: readonly Transcr
 export function exportTitle(input: Pick<ExportInput, 'manifest' | 'session'>): string {
   const title = cleanText(input.session?.title ?? input.manifest.title ?? '').replace(/\s+/g, ' ').trim();
   if (title !== '') return title;
-  return `Session ${(input.session?.upload_id ?? input.manifest.native_session_id).slice(0, 8)}`;
+  return `Session ${(input.session?.id ?? input.manifest.native_session_id).slice(0, 8)}`;
 }
 
 export function renderJson(input: ExportInput): string {
   const doc = {
-    id: input.session?.upload_id ?? null,
+    id: input.session?.id ?? null,
     source: input.session === undefined ? 'bundle-file' : 'control-api',
     title: exportTitle(input),
     session: input.session ?? null,
@@ -73,11 +73,11 @@ export function renderMarkdown(input: ExportInput): string {
   const { manifest: m, session: s } = input;
   const out = new Bounded(MAX_MARKDOWN_CHARS);
   out.add(`# ${inline(exportTitle(input))}\n\n`);
-  const repository = s?.repository_root ?? m.repository?.root;
-  const remote = s?.repository_remote ?? m.repository?.remote;
+  const repository = s?.repository.root ?? m.repository?.root;
+  const remote = s?.repository.remote ?? m.repository?.remote;
   const captured = m.captured_at_unix_ms;
   const fields: [string, string | undefined][] = [
-    ['Id', s === undefined ? undefined : code(s.upload_id)],
+    ['Id', s === undefined ? undefined : code(s.id)],
     ['Harness', inline(m.harness)],
     ['Profile', code(m.compatibility_profile)],
     ['Native id', code(m.native_session_id)],

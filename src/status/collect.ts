@@ -168,7 +168,12 @@ export async function inspectHarnesses(ctx: Context, policy: ResolvedPolicy | un
   });
 }
 
-function policyStatus(resolved: ResolvedPolicy | undefined, error: ErrorInfo | undefined, run: AgentRunState | undefined): PolicyStatus {
+/** Policy errors the agent keeps hitting that leave no cached policy behind (the pin drops it): shown in its place. */
+const REFUSALS = new Set(['CLIENT_VERSION_MISMATCH', 'POLICY_INCOMPATIBLE']);
+
+function policyStatus(resolved: ResolvedPolicy | undefined, offlineError: ErrorInfo | undefined, run: AgentRunState | undefined): PolicyStatus {
+  const refused = run?.policy?.last_error;
+  const error = resolved === undefined && offlineError?.code === 'POLICY_MISSING' && refused !== undefined && REFUSALS.has(refused.code) ? refused : offlineError;
   if (resolved === undefined) {
     return {
       revision: null,

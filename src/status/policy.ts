@@ -1,11 +1,12 @@
 /**
  * The policy this machine applies, read without the network: the configured policy file, else the last-known-good
- * revision fetched from the Control API. Nothing is written (no cache refresh, no document cache).
+ * revision fetched from the Control API, judged by the same compatibility rules as reconcile (its warnings kept).
+ * Nothing is written (no cache refresh, no document cache, no cache deleted).
  */
 import { controlSettings, resolveConfigPath } from '../config.js';
 import type { Context } from '../context.js';
 import { toBlueError } from '../errors.js';
-import { checkUploadOrigin, governanceConfigUrl, loadPolicyFile, readLastKnownGood, DEFAULT_TTL_SECONDS, type ResolvedPolicy } from '../policy/index.js';
+import { checkCompatibility, checkUploadOrigin, governanceConfigUrl, loadPolicyFile, readLastKnownGood, DEFAULT_TTL_SECONDS, type ResolvedPolicy } from '../policy/index.js';
 import type { AgentConfig, GovernancePolicy } from '../schema/index.js';
 
 export interface ErrorInfo {
@@ -42,7 +43,7 @@ export async function readPolicyOffline(ctx: Context, config: AgentConfig): Prom
     const file = resolveConfigPath(ctx, config.policy_file);
     try {
       const policy = await loadPolicyFile(file);
-      const warnings = checkUploadOrigin(policy, { ...originRules, file });
+      const warnings = [...checkCompatibility(policy, { clientVersion: ctx.self.version, where: file }), ...checkUploadOrigin(policy, { ...originRules, file })];
       return { resolved: { policy, source: 'file', location: file, revision: policy.revision, stale: false, warnings } };
     } catch (error) {
       return { resolved: undefined, error: errorInfo(error) };
@@ -70,6 +71,12 @@ export async function readPolicyOffline(ctx: Context, config: AgentConfig): Prom
         hint: 'Run `blue-agent reconcile` (or start the agent) to fetch it; `blue-agent doctor` checks the Control API.',
       },
     };
+  }
+  try {
+    // The copy passes the gate reconcile applies: a pin or a contract this blue-agent cannot meet is shown as the error.
+    warnings.push(...checkCompatibility(lkg.policy, { clientVersion: ctx.self.version, where: `${location} (last-known-good)` }));
+  } catch (error) {
+    return { resolved: undefined, error: errorInfo(error) };
   }
   return { resolved: cachedPolicy(ctx, lkg.policy, location, lkg.fetched_at, lkg.etag, warnings, originRules) };
 }

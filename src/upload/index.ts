@@ -34,8 +34,11 @@ export interface UploadItem {
 }
 
 export type UploadResult =
-  /** Stored and verified by the Control API; `already` when the presign said it was complete before any upload. */
-  | { kind: 'uploaded'; upload_id: string; already: boolean }
+  /**
+   * Stored and verified by the Control API; `already` when the presign said it was complete before any upload.
+   * `upload_id` is the artifact's id; `session_id` the captured session's, when the server says it (ours does).
+   */
+  | { kind: 'uploaded'; upload_id: string; already: boolean; session_id?: string }
   /**
    * Not this time: try the record again after `delay_ms`. `stop` means the cause is not the record but the agent's
    * setup or the Control API (a refused token, a wrong URL), so the caller should not try further records now.
@@ -111,7 +114,8 @@ export async function uploadBundle(client: ControlClient, item: UploadItem, opti
     for (let presigns = 1; ; presigns++) {
       const presigned = await withRetry(() => presign(client, request, presignUrl), retrying('presign'));
       uploadId = presigned.upload_id;
-      if (presigned.status === 'complete') return { kind: 'uploaded', upload_id: uploadId, already: true };
+      const captured = presigned.session_id === undefined ? {} : { session_id: presigned.session_id };
+      if (presigned.status === 'complete') return { kind: 'uploaded', upload_id: uploadId, already: true, ...captured };
       try {
         await withRetry(
           () =>
@@ -129,8 +133,9 @@ export async function uploadBundle(client: ControlClient, item: UploadItem, opti
         throw error;
       }
       let completeTries = 0;
+      let completed: { session_id?: string };
       try {
-        await withRetry(() => {
+        completed = await withRetry(() => {
           completeTries++;
           return complete(client, presigned.upload_id, presigned.complete_url, { sha256: item.sha256, size_bytes: item.size });
         }, retrying('complete'));
@@ -140,9 +145,10 @@ export async function uploadBundle(client: ControlClient, item: UploadItem, opti
         if (!isUploadError(error) || error.kind !== 'record' || completeTries < 2) throw error;
         const again = await presign(client, request, presignUrl).catch(() => undefined);
         if (again?.status !== 'complete') throw error;
-        return { kind: 'uploaded', upload_id: again.upload_id, already: true };
+        return { kind: 'uploaded', upload_id: again.upload_id, already: true, ...(again.session_id === undefined ? captured : { session_id: again.session_id }) };
       }
-      return { kind: 'uploaded', upload_id: uploadId, already: false };
+      const sessionId = completed.session_id ?? presigned.session_id;
+      return { kind: 'uploaded', upload_id: uploadId, already: false, ...(sessionId === undefined ? {} : { session_id: sessionId }) };
     }
   } catch (error) {
     return toResult(error, policy, env, uploadId);

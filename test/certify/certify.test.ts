@@ -165,10 +165,10 @@ async function certifyCli(target: Target): Promise<TargetResult> {
       return sessionId;
     });
 
-    let upload: { upload_id: string; session_id: string } | undefined;
+    let upload: { id: string; native_session_id: string } | undefined;
     await rec.step('drain', async () => {
       upload = await drained(rr, harness, sessionId);
-      return upload.upload_id;
+      return upload.id;
     });
 
     const notResumable = [interval, resumeInterval].find((i) => !i.operations.includes('session_resume'));
@@ -181,7 +181,7 @@ async function certifyCli(target: Target): Promise<TargetResult> {
     let command: string[] = [];
     await rec.step('restore', async () => {
       await cli.prepareResume?.(harnessEnv(rr.b.home), rr.stub.url, resumeBin);
-      command = await restoredOnB(rr, upload!.upload_id, resumeBin, cli.resumeEnv ?? {});
+      command = await restoredOnB(rr, upload!.id, resumeBin, cli.resumeEnv ?? {});
       const expected = cli.resumeCommand(sessionId);
       check(JSON.stringify(command) === JSON.stringify(expected), () => `resume command ${JSON.stringify(command)}, expected ${JSON.stringify(expected)}`);
       return command.join(' ');

@@ -72,6 +72,16 @@ describe('blue-agent login', () => {
     await expect(lstat(configFile())).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
+  it('saves with a warning when the Control API takes the token but refuses this blue-agent the policy (426)', async () => {
+    server.setHandler((_req, res) => res.writeHead(426, { 'content-type': 'application/json', 'x-blue-required-client-version': '99.0.0' }).end('{"error":"governance contract 9 requires a newer client; client reports 3"}'));
+    await loginCommand(t.ctx, { controlUrl: server.origin, tokenStdin: true, json: true }, stdin(TOKEN));
+    const report = JSON.parse(t.stdout.text()) as { verified: boolean; warnings: string[] };
+    expect(report.verified).toBe(true);
+    expect(report.warnings[0]).toMatch(/requires blue-agent 99\.0\.0.*saved anyway/);
+    expect(await readFile(tokenFile(), 'utf8')).toBe(`${TOKEN}\n`);
+    expect(server.requests[0]!.headers['x-blue-contract-version']).toBe('3');
+  });
+
   it('saves with a warning when the Control API cannot be reached', async () => {
     const origin = await closedOrigin();
     await loginCommand(t.ctx, { controlUrl: origin, tokenStdin: true, json: true }, stdin(TOKEN));

@@ -117,6 +117,30 @@ describe('ControlClient', () => {
     expect(error.message).not.toMatch(/SIG123|u:pw/);
   });
 
+  it('accepts 204 No Content (POST /client-status) without reading a body', async () => {
+    const api = await startApi((_req, res) => res.writeHead(204).end());
+    const c = await client(api.origin);
+    expect(await c.requestJson('POST', c.routeUrl('client-status'), { instance_id: 'i' })).toBeUndefined();
+  });
+
+  it("reads every error body shape: ours with a code, Blue's message alone, and the older nested one", async () => {
+    let body: unknown;
+    const api = await startApi((_req, res) => json(res, 400, body));
+    const c = await client(api.origin);
+    body = { error: 'all recipients must be active workspace members', code: 'unknown_user' };
+    expect(await failure(c.requestJson('PUT', c.routeUrl('session-uploads/x/sharing'), {}))).toMatchObject({
+      status: 400,
+      serverCode: 'unknown_user',
+      message: expect.stringContaining('answered HTTP 400: [unknown_user] all recipients must be active workspace members'),
+    });
+    body = { error: 'sharing mode must be private, workspace, or selected' };
+    const blue = await failure(c.requestJson('PUT', c.routeUrl('session-uploads/x/sharing'), {}));
+    expect(blue.serverCode).toBeUndefined();
+    expect(blue.message).toContain('answered HTTP 400: sharing mode must be private, workspace, or selected');
+    body = { error: { code: 'bad_request', message: 'older shape' } };
+    expect(await failure(c.requestJson('GET', c.routeUrl('x')))).toMatchObject({ serverCode: 'bad_request', message: expect.stringContaining('[bad_request] older shape') });
+  });
+
   it('refuses an answer larger than its bound, and one that is not JSON', async () => {
     let answer = 'x'.repeat(2048);
     const api = await startApi((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(answer));

@@ -1,3 +1,8 @@
+/**
+ * The control-plane commands: users, policy publish with Blue's rules for revisions, data directories (SQLite) and
+ * --database-url (PostgreSQL), serve next to admin commands, and the embedded database's migrations (a database of
+ * the first schema carried over to captured sessions and artifacts).
+ */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -9,7 +14,10 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { serveCommand } from '../../src/cli/control-plane.js';
 import { main } from '../../src/cli/main.js';
-import { ControlStore } from '../../src/control-plane/store.js';
+import { openStore } from '../../src/control-plane/store/index.js';
+import { SqliteStore } from '../../src/control-plane/store/sqlite.js';
+import { migrateSqlite, SQLITE_MIGRATIONS } from '../../src/control-plane/store/sqlite-migrations.js';
+import { freshDatabase } from '../support/postgres-db.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { BUNDLE_TYPE, sha256 } from '../support/control-server.js';
 import { HARNESSES } from '../../src/harnesses/names.js';
@@ -37,15 +45,16 @@ describe('control-plane users', () => {
     const result = JSON.parse(added.stdout) as { user_id: string; token: string; is_admin: boolean };
     expect(result.token).toMatch(/^blue_[A-Za-z0-9_-]{43}$/);
     expect(result.is_admin).toBe(true);
-    const store = ControlStore.open(data);
+    const store = await openStore({ dataDir: data });
     try {
-      expect(store.tokenHashOf(result.user_id)).toBe(createHash('sha256').update(result.token).digest('hex'));
-      expect(store.userByToken(result.token)?.email).toBe('ada@example.com');
-      const raw = JSON.stringify(store.db.prepare('SELECT * FROM users').all());
-      expect(raw).not.toContain(result.token);
+      expect(await store.tokenHashOf(result.user_id)).toBe(createHash('sha256').update(result.token).digest('hex'));
+      expect((await store.userByToken(result.token))?.email).toBe('ada@example.com');
     } finally {
-      store.close();
+      await store.close();
     }
+    const db = new DatabaseSync(path.join(data, 'control.db'));
+    expect(JSON.stringify(db.prepare('SELECT * FROM users').all())).not.toContain(result.token);
+    db.close();
     const human = await run('control-plane', 'users', 'add', 'bea@example.com', '--data', data);
     const token = /^(blue_\S+)$/m.exec(human.stdout)?.[1];
     expect(token).toBeDefined();
@@ -96,14 +105,14 @@ describe('data directories', () => {
     const old = process.umask(0o022);
     try {
       expect((await run('control-plane', 'users', 'add', 'ada@example.com', '--data', data)).code).toBe(0);
-      const store = ControlStore.open(data);
+      const store = await openStore({ dataDir: data });
       try {
-        store.addUser('bea@example.com', false, Date.now());
+        await store.addUser('bea@example.com', false, Date.now());
         for (const name of ['control.db', 'control.db-wal', 'control.db-shm']) {
           expect((statSync(path.join(data, name)).mode & 0o777).toString(8), name).toBe('600');
         }
       } finally {
-        store.close();
+        await store.close();
       }
       expect((statSync(data).mode & 0o777).toString(8)).toBe('700');
     } finally {
@@ -115,42 +124,66 @@ describe('data directories', () => {
   });
 });
 
-describe('control-plane policy publish', () => {
-  it('validates and publishes revisions numbered by the server', async () => {
-    const file = path.join(home.root, 'policy.yaml');
-    await writeFile(file, 'revision: 77\nallowed_harnesses: [claude]\nsession_upload:\n  presign_url: https://control.example.com/session-uploads/presign\n');
-    ControlStore.open(data).close(); // publishing needs an existing data directory
-    const first = await run('control-plane', 'policy', 'publish', file, '--data', data);
-    expect(first.code).toBe(0);
-    expect(first.stdout).toMatch(/revision 1\b/);
-    expect(first.stdout).toMatch(/77.*replaced/);
-    await writeFile(file, '{"allowed_harnesses": ["codex"]}');
-    const second = await run('control-plane', 'policy', 'publish', file, '--data', data, '--json');
-    expect(JSON.parse(second.stdout)).toMatchObject({ revision: 2, ignored_revision: null });
-    const store = ControlStore.open(data);
+describe.each(['sqlite', 'postgres'] as const)('control-plane users and policy publish (%s)', (backend) => {
+  let where: string[];
+  beforeEach(async () => {
+    where = backend === 'postgres' ? ['--database-url', await freshDatabase()] : ['--data', data];
+    // Publishing needs an existing database.
+    await (await openStore({ dataDir: data, databaseUrl: backend === 'postgres' ? where[1] : undefined })).close();
+  });
+  const current = async () => {
+    const store = await openStore({ dataDir: data, databaseUrl: backend === 'postgres' ? where[1] : undefined });
     try {
-      expect(store.currentPolicy()?.body).toEqual({ allowed_harnesses: ['codex'], revision: 2 });
+      return await store.currentPolicy();
     } finally {
-      store.close();
+      await store.close();
     }
+  };
+
+  it('adds and lists users', async () => {
+    const added = JSON.parse((await run('control-plane', 'users', 'add', 'ada@example.com', '--admin', ...where, '--json')).stdout) as { token: string };
+    expect(added.token).toMatch(/^blue_/);
+    const list = await run('control-plane', 'users', 'list', ...where);
+    expect(list.stdout).toContain('ada@example.com  (admin)');
+    expect((await run('control-plane', 'users', 'add', 'ADA@example.com', ...where)).stderr).toMatch(/already exists/);
   });
 
-  it('rejects an invalid policy naming the field and its line, publishing nothing', async () => {
+  it('validates and publishes revisions whose ids the server makes, filling in allowed_harnesses', async () => {
+    const file = path.join(home.root, 'policy.yaml');
+    await writeFile(file, 'revision: 77\nallowed_harnesses: [claude]\nsession_upload:\n  presign_url: https://control.example.com/session-uploads/presign\n');
+    const first = await run('control-plane', 'policy', 'publish', file, ...where);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/Published policy revision [0-9a-f-]{36}\./);
+    expect(first.stdout).toMatch(/77.*replaced/);
+    await writeFile(file, '{"ttl_seconds": 60}');
+    const second = JSON.parse((await run('control-plane', 'policy', 'publish', file, ...where, '--json')).stdout) as { revision: string };
+    expect(second).toMatchObject({ revision: expect.stringMatching(/^[0-9a-f-]{36}$/), ignored_revision: null });
+    expect((await current())?.body).toEqual({ ttl_seconds: 60, allowed_harnesses: [...HARNESSES], revision: second.revision });
+  });
+
+  it('rejects an invalid policy naming the field and its line, and a client pin Blue would refuse, publishing nothing', async () => {
     const file = path.join(home.root, 'bad.yaml');
     await writeFile(file, 'allowed_harnesses: [claude]\nharnesses:\n  claude:\n    version_requirement: "not a range"\n');
-    ControlStore.open(data).close();
-    const answer = await run('control-plane', 'policy', 'publish', file, '--data', data);
+    const answer = await run('control-plane', 'policy', 'publish', file, ...where);
     expect(answer.code).toBe(1);
     expect(answer.stderr).toContain('/harnesses/claude/version_requirement');
     expect(answer.stderr).toContain('bad.yaml:4:');
-    await writeFile(file, 'allowed_harnesses: [vim]\n');
-    expect((await run('control-plane', 'policy', 'publish', file, '--data', data)).stderr).toContain('/allowed_harnesses/0');
-    const store = ControlStore.open(data);
-    try {
-      expect(store.currentPolicy()).toBeUndefined();
-    } finally {
-      store.close();
+    const pins: [string, RegExp][] = [
+      ['required_client_version: "^2.1.0"\nrequired_capabilities: [tenant_client_version_pin]\n', /must be one exact release/],
+      ['required_client_version: 2.1.0\n', /needs tenant_client_version_pin in required_capabilities/],
+      ['required_capabilities: [teleportation]\n', /names "teleportation", which no client declares/],
+      ['minimum_client_version: soon\n', /minimum_client_version must be a release/],
+    ];
+    for (const [text, message] of pins) {
+      await writeFile(file, `allowed_harnesses: [claude]\n${text}`);
+      const refused = await run('control-plane', 'policy', 'publish', file, ...where);
+      expect(refused.code, text).toBe(1);
+      expect(refused.stderr, text).toMatch(message);
     }
+    expect(await current()).toBeUndefined();
+    await writeFile(file, 'allowed_harnesses: [claude]\nrequired_client_version: 2.1.0\nrequired_capabilities: [tenant_client_version_pin]\ncontract_version: 3\n');
+    expect((await run('control-plane', 'policy', 'publish', file, ...where)).code).toBe(0);
+    expect((await current())?.body).toMatchObject({ required_client_version: '2.1.0', contract_version: 3 });
   });
 });
 
@@ -168,15 +201,15 @@ describe('control-plane serve', () => {
     expect(url).not.toBe('');
     const auth = { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' };
     try {
-      // A policy published while the server runs is served at once (revision 1 is the default a first start publishes).
+      // A policy published while the server runs is served at once (after the default a first start publishes).
       const file = path.join(home.root, 'policy.yaml');
       await writeFile(file, 'allowed_harnesses: [claude]\n');
-      expect((await run('control-plane', 'policy', 'publish', file, '--data', data)).code).toBe(0);
+      const published = JSON.parse((await run('control-plane', 'policy', 'publish', file, '--data', data, '--json')).stdout) as { revision: string };
       const policy = await fetch(`${url}/governance-config`, { headers: auth });
-      expect(await policy.json()).toEqual({ allowed_harnesses: ['claude'], revision: 2 });
+      expect(await policy.json()).toEqual({ allowed_harnesses: ['claude'], revision: published.revision });
       // The installed compatibility profiles are the server's harness metadata.
-      const metadata = (await (await fetch(`${url}/harness-metadata`, { headers: auth })).json()) as { harnesses: { harness: string }[] };
-      expect(metadata.harnesses.map((h) => h.harness)).toEqual([...HARNESSES]);
+      const metadata = (await (await fetch(`${url}/harness-metadata`, { headers: auth })).json()) as { harnesses: { key: string }[] };
+      expect(metadata.harnesses.map((h) => h.key)).toEqual([...HARNESSES]);
 
       const bytes = Buffer.from('a real bundle would be a tar.gz');
       const presign = await fetch(`${url}/session-uploads/presign`, {
@@ -184,12 +217,12 @@ describe('control-plane serve', () => {
         headers: auth,
         body: JSON.stringify({ harness: 'codex', session_id: 's-1', sha256: sha256(bytes), size_bytes: bytes.length, content_type: BUNDLE_TYPE }),
       });
-      const p = (await presign.json()) as { upload_url: string; headers: Record<string, string>; complete_url: string; upload_id: string };
+      const p = (await presign.json()) as { upload_url: string; headers: Record<string, string>; complete_url: string; upload_id: string; session_id: string };
       expect(p.upload_url.startsWith(`${url}/blobs/`)).toBe(true);
       expect((await fetch(p.upload_url, { method: 'PUT', headers: p.headers, body: bytes })).status).toBe(200);
       const done = await fetch(p.complete_url, { method: 'POST', headers: { authorization: auth.authorization } });
       expect(((await done.json()) as { status: string }).status).toBe('complete');
-      const dl = (await (await fetch(`${url}/session-uploads/${p.upload_id}/download`, { method: 'POST', headers: { authorization: auth.authorization } })).json()) as {
+      const dl = (await (await fetch(`${url}/session-uploads/${p.session_id}/download`, { method: 'POST', headers: { authorization: auth.authorization } })).json()) as {
         download_url: string;
       };
       expect(Buffer.from(await (await fetch(dl.download_url)).arrayBuffer()).equals(bytes)).toBe(true);
@@ -197,9 +230,47 @@ describe('control-plane serve', () => {
       stop();
       expect(await serving).toBe(0);
     }
-    expect(home.stderr.text()).toContain('POST /session-uploads/presign 201');
+    expect(home.stderr.text()).toContain('POST /session-uploads/presign 200');
     expect(home.stderr.text()).not.toContain(user.token);
     expect(home.stdout.text()).toContain('Control API stopped.');
+  });
+
+  it('logs one JSON object per request with --log-format json: method, path without its query, status, duration', async () => {
+    const user = JSON.parse((await run('control-plane', 'users', 'add', 'ada@example.com', '--data', data, '--json')).stdout) as { token: string };
+    let stop!: () => void;
+    const stopped = new Promise<void>((resolve) => (stop = resolve));
+    const serving = serveCommand(home.ctx, { listen: '127.0.0.1:0', data, logFormat: 'json' }, stopped);
+    let url = '';
+    for (let i = 0; i < 100 && url === ''; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      url = /listening on (http:\/\/\S+)/.exec(home.stdout.text())?.[1] ?? '';
+    }
+    try {
+      expect((await fetch(`${url}/health`)).status).toBe(200);
+      expect((await fetch(`${url}/session-uploads?q=private-words`, { headers: { authorization: `Bearer ${user.token}` } })).status).toBe(200);
+      expect((await fetch(`${url}/auth/me`, { headers: { authorization: 'Bearer wrong-token' } })).status).toBe(401);
+    } finally {
+      stop();
+      expect(await serving).toBe(0);
+    }
+    const lines = home.stderr
+      .text()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const requests = lines.filter((line) => line.event === 'request');
+    expect(requests.map((r) => [r.level, r.method, r.path, r.status])).toEqual([
+      ['info', 'GET', '/health', 200],
+      ['info', 'GET', '/session-uploads', 200],
+      ['info', 'GET', '/auth/me', 401],
+    ]);
+    for (const r of requests) {
+      expect(typeof r.duration_ms).toBe('number');
+      expect(Number.isNaN(Date.parse(String(r.time)))).toBe(false);
+    }
+    expect(home.stderr.text()).not.toContain('private-words');
+    expect(home.stderr.text()).not.toContain(user.token);
+    expect(home.stderr.text()).not.toContain('wrong-token');
   });
 
   it('a port in use is a usage error naming the address, not a bug', async () => {
@@ -232,23 +303,65 @@ describe('migrations', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('migrates once and reopens a current database', () => {
-    ControlStore.open(dir).close();
-    const store = ControlStore.open(dir);
+  it('migrates once and reopens a current database', async () => {
+    await SqliteStore.open(dir).close();
+    await SqliteStore.open(dir).close();
+    const db = new DatabaseSync(path.join(dir, 'control.db'));
     try {
-      const versions = store.db.prepare('SELECT version FROM schema_version').all();
-      expect(versions).toEqual([{ version: 1 }]);
-      expect(store.db.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
+      expect(db.prepare('SELECT version FROM schema_version ORDER BY version').all()).toEqual(SQLITE_MIGRATIONS.map((_, i) => ({ version: i + 1 })));
+      expect(db.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
     } finally {
-      store.close();
+      db.close();
     }
   });
 
-  it('refuses a database written by a newer release', () => {
-    ControlStore.open(dir).close();
+  it('refuses a database written by a newer release, and /ready says so', async () => {
+    await SqliteStore.open(dir).close();
     const db = new DatabaseSync(path.join(dir, 'control.db'));
     db.prepare('INSERT INTO schema_version (version, applied_at) VALUES (?, ?)').run(99, Date.now());
     db.close();
-    expect(() => ControlStore.open(dir)).toThrow(/schema version 99, newer than this blue-agent understands \(1\)/);
+    expect(() => SqliteStore.open(dir)).toThrow(new RegExp(`schema version 99, newer than this blue-agent understands \\(${SQLITE_MIGRATIONS.length}\\)`));
+  });
+
+  it('carries a database of the first schema over: one captured session per session id, its uploads as artifacts, its sharing', async () => {
+    const db = new DatabaseSync(path.join(dir, 'control.db'));
+    migrateSqlite(db, 'control.db', SQLITE_MIGRATIONS.slice(0, 1));
+    const user = (id: string, email: string) => db.prepare('INSERT INTO users (id, email, is_admin, token_hash, created_at) VALUES (?, ?, 0, ?, 1)').run(id, email, `hash-${id}`);
+    user('u-ada', 'ada@example.com');
+    user('u-bea', 'bea@example.com');
+    const upload = (id: string, session: string, revision: number, status: string) =>
+      db
+        .prepare(
+          `INSERT INTO uploads (id, owner_id, harness, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile, artifact_format, resumable, title, blob_key, created_at, updated_at, completed_at, retention_deadline)
+           VALUES (?, 'u-ada', 'claude', ?, ?, ?, 10, ?, 'application/vnd.blue.session-bundle+tar+gzip', 'claude-v2_0_12', 'blue-session-bundle-v1', 1, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(id, session, revision, status, String(revision).repeat(64), `Title ${revision}`, `sessions/${id}.tar.gz`, revision * 10, revision * 10, revision * 10, 10_000);
+    upload('a1111111-0000-4000-8000-000000000001', 's-1', 1, 'superseded');
+    upload('a1111111-0000-4000-8000-000000000002', 's-1', 2, 'complete');
+    upload('a1111111-0000-4000-8000-000000000003', 's-2', 1, 'pending');
+    db.prepare(`INSERT INTO sharing (upload_id, mode) VALUES ('a1111111-0000-4000-8000-000000000002', 'selected'), ('a1111111-0000-4000-8000-000000000001', 'selected')`).run();
+    db.prepare(`INSERT INTO sharing_recipients (upload_id, user_id) VALUES ('a1111111-0000-4000-8000-000000000002', 'u-bea')`).run();
+    db.prepare(`INSERT INTO policy_revisions (revision, body, etag, created_at) VALUES (1, '{"revision":1}', '"e1"', 5), (2, '{"revision":2}', '"e2"', 6)`).run();
+    db.close();
+
+    const store = SqliteStore.open(dir);
+    try {
+      const ada = (await store.userById('u-ada'))!;
+      const listed = await store.listSessions(ada, { sort: 'updated_desc', limit: 10 }, 0);
+      expect(listed.sessions.map((s) => [s.native_session_id, s.current_artifact_id, s.sharing_mode])).toEqual([['s-1', 'a1111111-0000-4000-8000-000000000002', 'selected']]);
+      const session = listed.sessions[0]!;
+      expect(await store.grants(session.id)).toEqual(['u-bea']);
+      expect((await store.artifactsOf(session.id)).map((a) => [a.id, a.revision, a.status, a.title])).toEqual([
+        ['a1111111-0000-4000-8000-000000000002', 2, 'complete', 'Title 2'],
+        ['a1111111-0000-4000-8000-000000000001', 1, 'superseded', 'Title 1'],
+      ]);
+      const pending = (await store.artifact('a1111111-0000-4000-8000-000000000003'))!;
+      expect([pending.session.native_session_id, pending.session.current_artifact_id, pending.artifact.compatibility_profile]).toEqual(['s-2', null, 'claude-v2_0_12']);
+      // Old revision numbers become their ids, the newest still current.
+      expect((await store.currentPolicy())?.revision).toBe('2');
+      expect(await store.organizationId()).toMatch(/^[0-9a-f-]{36}$/);
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -1,26 +1,31 @@
+/**
+ * Bad input of every kind against the real server: malformed presigns, oversized and mistyped bodies, query
+ * parameters out of bounds, unknown paths and methods, malformed HTTP; each a 4xx naming the problem, and the server
+ * keeps serving.
+ */
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { presignBody, startTestServer, type TestServer } from '../support/control-server.js';
-
-let t: TestServer;
-beforeEach(async () => {
-  t = await startTestServer({ maxBodyBytes: 64 * 1024 });
-});
-afterEach(async () => {
-  await t.close();
-});
+import { BACKENDS, presignBody, startTestServer, type TestServer } from '../support/control-server.js';
 
 const bytes = Buffer.from('bundle');
 
 function expectError(answer: { status: number; body: any }, status: number, message?: RegExp): void {
   expect(answer.status).toBe(status);
-  expect(answer.body.error.code).toEqual(expect.any(String));
-  expect(answer.body.error.message).toEqual(expect.any(String));
-  if (message !== undefined) expect(answer.body.error.message).toMatch(message);
+  expect(answer.body.code).toEqual(expect.any(String));
+  expect(answer.body.error).toEqual(expect.any(String));
+  if (message !== undefined) expect(answer.body.error).toMatch(message);
 }
 
-describe('bad input', () => {
+describe.each(BACKENDS)('bad input (%s)', (backend) => {
+  let t: TestServer;
+  beforeEach(async () => {
+    t = await startTestServer({ backend, maxBodyBytes: 64 * 1024 });
+  });
+  afterEach(async () => {
+    await t.close();
+  });
+
   it('answers every malformed presign with a 4xx naming the problem, and stays up', async () => {
     const cases: [unknown, number, RegExp][] = [
       ['{"harness": ', 400, /not valid JSON/],
@@ -28,17 +33,22 @@ describe('bad input', () => {
       ['null', 400, /must be object/],
       [{ ...presignBody(bytes), size_bytes: '6' }, 400, /size_bytes must be integer/],
       [{ ...presignBody(bytes), size_bytes: 128 * 1024 * 1024 + 1 }, 400, /size_bytes must be <= 134217728/],
-      [{ ...presignBody(bytes), content_type: 'application/zip' }, 400, /content_type must be one of/],
+      [{ ...presignBody(bytes), content_type: '' }, 400, /content_type must NOT have fewer than 1 characters/],
       [{ ...presignBody(bytes), harness: 'vim' }, 400, /harness must be one of/],
-      [{ ...presignBody(bytes), session_id: '../etc' }, 400, /session_id must match/],
-      // What a restore would refuse, presign refuses too (the one rule of src/util/session-id.ts).
-      [{ ...presignBody(bytes), session_id: '..' }, 400, /session_id must match/],
-      [{ ...presignBody(bytes), session_id: '.' }, 400, /session_id must match/],
-      [{ ...presignBody(bytes), session_id: '-x' }, 400, /session_id must match/],
+      [{ ...presignBody(bytes), session_id: '' }, 400, /session_id/],
+      [{ ...presignBody(bytes), session_id: 'a\u0000b' }, 400, /session_id must match/],
+      [{ ...presignBody(bytes), session_id: 'x'.repeat(513) }, 400, /session_id/],
       [{ ...presignBody(bytes), sha256: 'XYZ' }, 400, /sha256/],
-      [{ ...presignBody(bytes), surprise: true }, 400, /unknown field "surprise"/],
+      [{ ...presignBody(bytes), artifact_format: 'zip' }, 400, /artifact_format must be one of/],
+      [{ ...presignBody(bytes), cwd: 7 }, 400, /cwd must be string,null/],
       [{ harness: 'claude' }, 400, /missing the required field "session_id"/],
       [{ ...presignBody(bytes), title: 'x'.repeat(257) }, 400, /title/],
+      // NUL, which PostgreSQL's text cannot hold: refused alike on both backends, naming the field.
+      ...(['cwd', 'title', 'summary', 'repository_root', 'repository_remote'] as const).map(
+        (field): [unknown, number, RegExp] => [{ ...presignBody(bytes), [field]: 'a\u0000b' }, 400, new RegExp(`${field} must match`)],
+      ),
+      [{ ...presignBody(bytes), compatibility_profile: 'claude\u0000' }, 400, /compatibility_profile must match/],
+      [{ ...presignBody(bytes), content_type: 'text/plain\u0000' }, 400, /content_type must match/],
     ];
     for (const [body, status, message] of cases) {
       const answer = await t.call('POST', '/session-uploads/presign', t.alice.token, body);
@@ -74,9 +84,9 @@ describe('bad input', () => {
   });
 
   it('bounds q and rejects unknown or malformed query parameters', async () => {
-    expectError(await t.call('GET', `/session-uploads?q=${'a'.repeat(1000)}`, t.alice.token), 400, /at most 256/);
+    expectError(await t.call('GET', `/session-uploads?q=${'a'.repeat(1000)}`, t.alice.token), 400, /at most 200/);
     expectError(await t.call('GET', `/session-uploads?q=${'a'.repeat(10_000)}`, t.alice.token), 400, /longer than 8192/);
-    expectError(await t.call('GET', '/session-uploads?sort=desc', t.alice.token), 400, /unknown query parameter "sort"/);
+    expectError(await t.call('GET', '/session-uploads?order=desc', t.alice.token), 400, /unknown query parameter "order"/);
     expectError(await t.call('GET', '/session-uploads?limit=0', t.alice.token), 400, /limit/);
     expectError(await t.call('GET', '/session-uploads?limit=abc', t.alice.token), 400, /limit/);
     expectError(await t.call('GET', '/session-uploads?status=done', t.alice.token), 400, /status must be one of/);
@@ -89,7 +99,7 @@ describe('bad input', () => {
   });
 
   it('answers unknown paths 404, wrong methods 405, bad ids 404, with JSON', async () => {
-    expectError(await t.call('GET', '/nope', t.alice.token), 404);
+    expectError(await t.call('GET', '/nope', undefined), 404);
     expectError(await t.call('GET', '/session-uploads/not-an-id', t.alice.token), 404);
     expectError(await t.call('GET', '/session-uploads/00000000-0000-4000-8000-000000000000', t.alice.token), 404);
     expectError(await t.call('GET', '/session-uploads/..%2F..%2Fetc', t.alice.token), 404);

@@ -3,8 +3,8 @@
  * 408 for a request that does not arrive in time, and the server keeps serving.
  */
 import { connect, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../support/control-server.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BACKENDS, startTestServer, type Backend, type TestServer } from '../support/control-server.js';
 
 let t: TestServer | undefined;
 let log: { level: string; line: string }[];
@@ -13,9 +13,10 @@ afterEach(async () => {
   t = undefined;
 });
 
+let backend: Backend = 'sqlite';
 async function start(timeouts?: { headersMs?: number; bodyMs?: number }): Promise<TestServer> {
   log = [];
-  t = await startTestServer({ timeouts, log: (level, line) => log.push({ level, line }) });
+  t = await startTestServer({ backend, timeouts, log: (level, line) => log.push({ level, line }) });
   return t;
 }
 
@@ -41,7 +42,7 @@ const headers = (token: string, length: number) =>
 const HALF = '{"instance_id": "abc", "client_ver';
 
 async function stillServes(server: TestServer): Promise<void> {
-  server.server.store.publishPolicy({ ttl_seconds: 60 }, server.clock.now());
+  await server.server.store.publishPolicy({ ttl_seconds: 60, allowed_harnesses: ['claude'] }, server.clock.now());
   const policy = await server.call('GET', '/governance-config', server.alice.token);
   expect(policy.status).toBe(200);
 }
@@ -55,7 +56,11 @@ async function lineFor(match: RegExp): Promise<string[]> {
   throw new Error(`no log line matching ${match}; got ${JSON.stringify(log)}`);
 }
 
-describe('clients that abort or stall', () => {
+describe.each(BACKENDS)('clients that abort or stall (%s)', (which) => {
+  beforeEach(() => {
+    backend = which;
+  });
+
   it('a client that goes away mid-body is one log line without a stack, and the server still serves', async () => {
     const server = await start();
     const socket = await open(server);

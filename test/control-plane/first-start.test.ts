@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { serveCommand } from '../../src/cli/control-plane.js';
 import { loginCommand } from '../../src/cli/login.js';
 import { main } from '../../src/cli/main.js';
-import { ControlStore } from '../../src/control-plane/store.js';
+import { openStore } from '../../src/control-plane/store/index.js';
 import { reconcile } from '../../src/reconcile/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { rejected } from '../support/errors.js';
@@ -70,9 +70,9 @@ describe('control-plane serve on a fresh machine', () => {
       // The token works, and the policy sends uploads back to this very server.
       const answer = await fetch(`${server.url}/governance-config`, { headers: { authorization: `Bearer ${token}` } });
       expect(answer.status).toBe(200);
-      const policy = (await answer.json()) as { revision: number; session_upload: { presign_url: string } };
-      expect(policy).toMatchObject({ revision: 1, session_upload: { presign_url: `${server.url}/session-uploads/presign` } });
-      expect(server.printed).toContain('Published a default policy (revision 1)');
+      const policy = (await answer.json()) as { revision: string; session_upload: { presign_url: string } };
+      expect(policy).toMatchObject({ session_upload: { presign_url: `${server.url}/session-uploads/presign` } });
+      expect(server.printed).toContain(`Published a default policy (revision ${policy.revision})`);
 
       // The printed login command works as printed.
       const login = await loginCommand(home.ctx, { controlUrl: server.url, tokenStdin: true, json: true }, Readable.from([Buffer.from(token)]));
@@ -92,12 +92,13 @@ describe('control-plane serve on a fresh machine', () => {
     } finally {
       await again.stop();
     }
-    const store = ControlStore.open(defaultData());
+    const store = await openStore({ dataDir: defaultData() });
     try {
-      expect(store.listUsers().map((u) => u.email)).toEqual(['admin@localhost']);
-      expect(store.currentPolicy()?.revision).toBe(1);
+      expect((await store.listUsers()).map((u) => u.email)).toEqual(['admin@localhost']);
+      expect((await store.currentPolicy())?.created_at).toBeDefined();
+      expect(await store.publicUrl()).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     } finally {
-      store.close();
+      await store.close();
     }
     expect(home.stdout.text() + home.stderr.text()).not.toContain((await readFile(path.join(defaultData(), 'admin-token'), 'utf8')).trim());
   });
@@ -108,11 +109,11 @@ describe('control-plane serve on a fresh machine', () => {
     const data = defaultData();
     const policy = JSON.parse((await run('control-plane', 'users', 'list', '--json')).stdout) as { users: unknown[] };
     expect(policy.users).toHaveLength(1);
-    const store = ControlStore.open(data);
+    const store = await openStore({ dataDir: data });
     try {
-      expect(store.currentPolicy()?.body).toMatchObject({ session_upload: { presign_url: 'https://control.example.com/session-uploads/presign' } });
+      expect((await store.currentPolicy())?.body).toMatchObject({ session_upload: { presign_url: 'https://control.example.com/session-uploads/presign' } });
     } finally {
-      store.close();
+      await store.close();
     }
 
     const foreign = path.join(home.root, 'foreign.yaml');
@@ -138,7 +139,7 @@ describe('a Control API without a policy', () => {
     // A server whose policy a first start did not publish: the store is opened by hand, as an older server left it.
     const { createControlServer } = await import('../../src/control-plane/server.js');
     const { createLocalBlobStore } = await import('../../src/control-plane/blobs/index.js');
-    const server = createControlServer({ dataDir: data, blobs: (publicUrl) => createLocalBlobStore({ dir: path.join(data, 'blobs'), publicUrl }) });
+    const server = createControlServer({ store: await openStore({ dataDir: data }), blobs: (publicUrl) => createLocalBlobStore({ dir: path.join(data, 'blobs'), publicUrl }) });
     const { url } = await server.listen('127.0.0.1', 0);
     try {
       const before = home.stdout.text().length;

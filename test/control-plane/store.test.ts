@@ -1,58 +1,80 @@
+/**
+ * The store on both databases, below the routes: two connections (a server and an admin command, or two replicas)
+ * writing the same database, tokens found by their hash only, artifacts numbered per captured session.
+ */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ControlStore, hashToken } from '../../src/control-plane/store.js';
+import { hashToken, openStore, type ControlStore, type NewArtifact, type StoreOptions } from '../../src/control-plane/store/index.js';
+import { BACKENDS } from '../support/control-server.js';
+import { freshDatabase } from '../support/postgres-db.js';
 
-let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), 'blue-control-store-'));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-describe('control store', () => {
-  it('lets two connections (server and an admin command) write the same database', () => {
-    const server = ControlStore.open(dir);
-    const admin = ControlStore.open(dir);
-    try {
-      const { token } = admin.addUser('ada@example.com', false, 1);
-      expect(server.userByToken(token)?.email).toBe('ada@example.com');
-      server.publishPolicy({}, 2);
-      admin.publishPolicy({}, 3);
-      expect(server.currentPolicy()?.revision).toBe(2);
-    } finally {
-      admin.close();
-      server.close();
-    }
+describe.each(BACKENDS)('control store (%s)', (backend) => {
+  let dir: string;
+  let where: StoreOptions;
+  const open: ControlStore[] = [];
+  const store = async (): Promise<ControlStore> => {
+    const opened = await openStore(where);
+    open.push(opened);
+    return opened;
+  };
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'blue-control-store-'));
+    where = { dataDir: dir, databaseUrl: backend === 'postgres' ? await freshDatabase() : undefined };
+  });
+  afterEach(async () => {
+    for (const s of open.splice(0)) await s.close();
+    await rm(dir, { recursive: true, force: true });
   });
 
-  it('finds users by the hash of their token only', () => {
-    const store = ControlStore.open(dir);
-    try {
-      const { user, token } = store.addUser('ada@example.com', true, 1);
-      expect(store.tokenHashOf(user.id)).toBe(hashToken(token));
-      expect(store.userByToken(`${token}x`)).toBeUndefined();
-      expect(store.userByToken(hashToken(token))).toBeUndefined();
-      expect(store.userByEmail('ADA@example.com')?.id).toBe(user.id);
-    } finally {
-      store.close();
-    }
+  it('lets two connections (server and an admin command) write the same database', async () => {
+    const server = await store();
+    const admin = await store();
+    const { token } = await admin.addUser('ada@example.com', false, 1);
+    expect((await server.userByToken(token))?.email).toBe('ada@example.com');
+    await server.publishPolicy({ allowed_harnesses: ['claude'] }, 2);
+    const latest = await admin.publishPolicy({ allowed_harnesses: ['codex'] }, 3);
+    expect((await server.currentPolicy())?.revision).toBe(latest.revision);
+    expect(await server.organizationId()).toBe(await admin.organizationId());
   });
 
-  it('numbers upload revisions per owner, harness and session', () => {
-    const store = ControlStore.open(dir);
-    try {
-      const { user } = store.addUser('ada@example.com', false, 1);
-      const base = { owner_id: user.id, harness: 'claude', session_id: 's', size_bytes: 1, content_type: 'x' };
-      const a = store.presign({ ...base, sha256: 'a'.repeat(64) }, 1, 1000).upload;
-      const b = store.presign({ ...base, sha256: 'b'.repeat(64) }, 1, 1000).upload;
-      const c = store.presign({ ...base, harness: 'codex', sha256: 'b'.repeat(64) }, 1, 1000).upload;
-      expect([a.revision, b.revision, c.revision]).toEqual([1, 2, 1]);
-      expect(store.presign({ ...base, sha256: 'a'.repeat(64) }, 2, 1000)).toMatchObject({ created: false, upload: { id: a.id } });
-    } finally {
-      store.close();
-    }
+  it('finds users by the hash of their token only, and by e-mail whatever its case', async () => {
+    const s = await store();
+    const { user, token } = await s.addUser('ada@example.com', true, 1);
+    expect(await s.tokenHashOf(user.id)).toBe(hashToken(token));
+    expect(await s.userByToken(`${token}x`)).toBeUndefined();
+    expect(await s.userByToken(hashToken(token))).toBeUndefined();
+    expect((await s.userByEmail('ADA@example.com'))?.id).toBe(user.id);
+    await expect(s.addUser('Ada@Example.com', false, 2)).rejects.toThrow();
+  });
+
+  it('numbers artifacts per captured session (owner, harness, native id), one session each', async () => {
+    const s = await store();
+    const { user } = await s.addUser('ada@example.com', false, 1);
+    const base: NewArtifact = {
+      owner_id: user.id,
+      harness: 'claude',
+      native_session_id: 's',
+      sha256: 'a'.repeat(64),
+      size_bytes: 1,
+      content_type: 'x',
+      compatibility_profile: 'legacy',
+      artifact_format: 'legacy-raw',
+      resumable: false,
+      cwd: null,
+      title: null,
+      summary: null,
+      captured_at_unix_ms: null,
+      repository_root: null,
+      repository_remote: null,
+    };
+    const a = await s.presign(base, 1, 1000);
+    const b = await s.presign({ ...base, sha256: 'b'.repeat(64) }, 1, 1000);
+    const c = await s.presign({ ...base, harness: 'codex', sha256: 'b'.repeat(64) }, 1, 1000);
+    expect([a.artifact.revision, b.artifact.revision, c.artifact.revision]).toEqual([1, 2, 1]);
+    expect(a.session.id).toBe(b.session.id);
+    expect(c.session.id).not.toBe(a.session.id);
+    expect(await s.presign(base, 2, 1000)).toMatchObject({ outcome: 'reused', artifact: { id: a.artifact.id } });
   });
 });

@@ -79,7 +79,7 @@ describe('blue-agent run (in-process)', () => {
 
     // A new revision without session_upload: picked up by the next check, due after the ttl (1 s ± 10%), and
     // reconciled at once.
-    stack.server.store.publishPolicy({ ttl_seconds: 1 }, Date.now());
+    const off = await stack.server.store.publishPolicy({ ttl_seconds: 1 }, Date.now());
     await waitFor('the managed hook to go', async () => !(await settingsText()).includes(MANAGED), 10_000);
     const checks = lines('policy checked');
     expect(checks.length).toBeGreaterThanOrEqual(2);
@@ -90,15 +90,19 @@ describe('blue-agent run (in-process)', () => {
     }
     expect(await settingsText()).toContain('echo user-hook');
     await waitFor('the removal in the log', () => lines('hooks updated', (l) => l.action === 'remove')[0]);
-    expect(lines('policy revision in force').map((l) => l.revision)).toEqual([2, 3]);
+    // Revisions are the Control API's ids (UUID strings, as Blue's).
+    const inForce = lines('policy revision in force').map((l) => l.revision);
+    expect(inForce).toHaveLength(2);
+    expect(inForce[0]).toEqual(expect.any(String));
+    expect(inForce[1]).toBe(off.revision);
     expect(lines('hooks updated', (l) => l.harness === 'claude').map((l) => l.action)).toEqual(['create', 'remove']);
 
     // And back on again with the next revision.
-    stack.server.store.publishPolicy(uploadPolicy(stack.proxy.url), Date.now());
+    const on = await stack.server.store.publishPolicy(uploadPolicy(stack.proxy.url), Date.now());
     await waitFor('the managed hook again', async () => (await settingsText()).includes(MANAGED), 10_000);
 
     const state = await readRunState(t.ctx);
-    expect(state).toMatchObject({ pid: process.pid, policy: { revision: 4, source: 'fetched', failures: 0 }, last_reconcile: { ok: true } });
+    expect(state).toMatchObject({ pid: process.pid, policy: { revision: on.revision, source: 'fetched', failures: 0 }, last_reconcile: { ok: true } });
     // The next check is due a ttl (1 s ± 10%) after the last one, by the agent's own clock.
     expect(state!.policy!.next_check_at_unix_ms - state!.policy!.checked_at_unix_ms!).toBeGreaterThanOrEqual(900);
     // ETag revalidation: the agent asks with If-None-Match, and an unchanged policy is answered 304.
@@ -108,7 +112,7 @@ describe('blue-agent run (in-process)', () => {
   it('restores a managed hook removed by hand, reports the correction, and does not loop on its own write', async () => {
     await start();
     await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
-    await waitFor('the first client status', () => stack.server.store.clientStatuses().length > 0);
+    await waitFor('the first client status', async () => (await stack.server.store.clientStatuses()).length > 0);
     await sleep(400);
     const reconciledBefore = lines('reconciled').length;
     const statusPosts = () => stack.proxy.seen.filter((r) => r.path.includes('client-status')).length;
@@ -119,14 +123,16 @@ describe('blue-agent run (in-process)', () => {
     await waitFor('the hook restored', async () => (await settingsText()).includes(MANAGED), 10_000);
     const corrected = await waitFor('a drift correction in the log', () => lines('drift corrected', (l) => l.harness === 'claude')[0]);
     expect(corrected).toMatchObject({ level: 'warn', trigger: 'drift', action: 'create' });
-    await waitFor('the correction in client-status', () =>
-      stack.server.store.clientStatuses().some((r) => JSON.stringify(r.report).includes('drift corrected')),
+    await waitFor('the correction in client-status', async () =>
+      (await stack.server.store.clientStatuses()).some((r) => JSON.stringify(r.report).includes('"drift_corrected":true')),
     );
-    const report = stack.server.store.clientStatuses()[0]!.report as any;
-    expect(report).toMatchObject({ client_version: expect.any(String), platform: expect.stringMatching(/^linux-/), policy_revision: 2 });
+    // Blue's ClientStatusReport: the revision applied, the managed files as written, one inventory entry per harness
+    // (`drift_corrected` is the agent's extension on the entry).
+    const report = (await stack.server.store.clientStatuses())[0]!.report as any;
+    expect(report).toMatchObject({ client_version: expect.any(String), platform: 'linux', architecture: expect.any(String), config_revision: expect.any(String), applied: true, files_ok: true });
+    expect(report).not.toHaveProperty('policy_revision');
     expect(report.instance_id).toBe((await readFile(path.join(t.stateDir, 'instance-id'), 'utf8')).trim());
-    expect(report.harnesses.claude).toMatchObject({ installed: true, version: '2.1.332', capture: 'active' });
-    expect(report.harnesses.claude.detail).toContain('drift corrected');
+    expect(report.harnesses.find((h: { name: string }) => h.name === 'claude')).toMatchObject({ installed: true, version: '2.1.332', reconciled: true, api_allowed: true, client_supported: true, drift_corrected: true });
     expect((await readRunState(t.ctx))!.last_reconcile).toMatchObject({ corrected: ['claude'], trigger: 'drift' });
 
     // The agent's own write must not start reconcile after reconcile.
@@ -168,12 +174,13 @@ describe('blue-agent run (in-process)', () => {
     for (let i = 1; i < delays.length; i++) expect(delays[i]).toBeGreaterThan(delays[i - 1]!);
     expect(Math.max(...delays)).toBeLessThanOrEqual(1_600);
     expect(retries.map((l) => l.failures).slice(0, 4)).toEqual([1, 2, 3, 4]);
-    expect(lines('Control API unavailable: using the last-known-good policy')[0]).toMatchObject({ revision: 2 });
+    const cached = lines('policy revision in force')[0]!.revision;
+    expect(lines('Control API unavailable: using the last-known-good policy')[0]).toMatchObject({ revision: cached });
     const away = await waitFor('agent-run.json to count the failures', async () => {
       const state = await readRunState(t.ctx);
       return (state?.policy?.failures ?? 0) >= 4 ? state : undefined;
     });
-    expect(away!.policy).toMatchObject({ revision: 2, source: 'cached', last_error: { code: 'POLICY_UNREACHABLE' } });
+    expect(away!.policy).toMatchObject({ revision: cached, source: 'cached', last_error: { code: 'POLICY_UNREACHABLE' } });
     expect(away!.policy!.failures).toBeGreaterThanOrEqual(4);
     // The hooks stay as the last-known-good policy wants them.
     expect(await settingsText()).toContain(MANAGED);

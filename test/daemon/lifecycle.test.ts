@@ -124,6 +124,27 @@ describe('run loop life cycle', () => {
     expect(parseLog(out.text()).find((l) => l.msg === 'reconcile failed')).toMatchObject({ level: 'error', code: 'RESOURCE_LIMIT' });
   });
 
+  it('a revision this blue-agent may not apply (another major pinned, a newer contract) stops drift repairs until it changes', async () => {
+    const file = path.join(t.root, 'settings.json');
+    await writeFile(file, '{"managed":true}\n');
+    let refuse = false;
+    const fake: Fake = {
+      requests: [],
+      stopCalls: 0,
+      policy: async () =>
+        refuse ? { error: { code: 'CLIENT_VERSION_MISMATCH', message: 'the organisation requires blue-agent 9.0.0' } } : { resolved: { ...RESOLVED, ttlSeconds: 0.1 } },
+      reconcile: async () => ({ ok: true, harnesses: [], watch: [file], fingerprints: await fingerprints([file]) }),
+    };
+    await start(fake);
+    await waitFor('the first reconcile', () => tasksOf(fake, 'reconcile') >= 1, 5_000);
+    refuse = true;
+    await waitFor('the refusal', () => parseLog(out.text()).some((l) => l.msg === 'policy check failed' && l.code === 'CLIENT_VERSION_MISMATCH'), 5_000);
+    const reconciles = tasksOf(fake, 'reconcile');
+    await writeFile(file, '{"edited":true}\n');
+    await waitFor('the drift to be seen and left alone', () => parseLog(out.text()).some((l) => l.msg === 'reconcile skipped: no policy to apply' && l.trigger === 'drift'), 5_000);
+    expect(tasksOf(fake, 'reconcile')).toBe(reconciles);
+  });
+
   it('SIGHUP then SIGTERM: the reload finishing after the stop starts no schedule and no check', async () => {
     const fake: Fake = { requests: [], stopCalls: 0, policy: async () => ({ resolved: RESOLVED }), reconcile: okReconcile };
     const d = await start(fake, { drainSchedule: undefined });

@@ -86,7 +86,8 @@ describe('doctor', () => {
     expect(result.list.filter((c) => c.status !== 'ok')).toEqual([]);
     expect(result).toMatchObject({ code: 0, ok: true });
     expect(result.checks.token!.message).toContain('is accepted');
-    expect(result.checks.policy!.message).toBe('revision 1 (fetched: from the Control API), capture on');
+    // The Control API names each revision (a UUID, as Blue's does).
+    expect(result.checks.policy!.message).toMatch(/^revision [0-9a-f-]{36} \(fetched: from the Control API\), capture on$/);
     expect(result.checks['harness:claude']!.message).toBe('claude 2.1.332, profile claude-v2_0_12, certified below 2.1.333-0: active');
     expect(result.checks.service!.message).toMatch(/installed, enabled, running$/);
 
@@ -123,7 +124,7 @@ describe('doctor', () => {
     expect(result.code).toBe(1);
     expect(result.checks['control-api']).toMatchObject({ status: 'fail', message: expect.stringMatching(/cannot be reached: unreachable \(ECONNREFUSED\)/), fix: expect.stringContaining('control_url') });
     expect(result.checks.token).toMatchObject({ status: 'warn' });
-    expect(result.checks.policy).toMatchObject({ status: 'ok', message: expect.stringMatching(/^revision 1 \(cached/) });
+    expect(result.checks.policy).toMatchObject({ status: 'ok', message: expect.stringMatching(/^revision [0-9a-f-]{36} \(cached/) });
     expect(result.checks['harness:claude']).toMatchObject({ status: 'ok' });
   });
 

@@ -15,6 +15,7 @@ import { spoolListCommand } from '../../src/cli/spool.js';
 import { bufferOutput, stateLayout, type Context } from '../../src/context.js';
 import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
 import { createControlServer, type ControlServer } from '../../src/control-plane/server.js';
+import { openStore } from '../../src/control-plane/store/index.js';
 import { Spool, type SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { sha256, startTestServer, type TestServer } from '../support/control-server.js';
@@ -82,8 +83,9 @@ async function listUploads(): Promise<any[]> {
   return listed.body.items as any[];
 }
 
-async function download(uploadId: string): Promise<Buffer> {
-  const signed = await srv.call('POST', `/session-uploads/${uploadId}/download`, srv.alice.token, {});
+/** The current bundle of a captured session (by its id), through a signed URL as a client fetches it. */
+async function download(sessionId: string): Promise<Buffer> {
+  const signed = await srv.call('POST', `/session-uploads/${sessionId}/download`, srv.alice.token, {});
   expect(signed.status).toBe(200);
   const response = await fetch(signed.body.download_url, { method: signed.body.method, headers: signed.body.headers });
   expect(response.status).toBe(200);
@@ -114,11 +116,13 @@ describe('drain uploads', () => {
 
     const items = await listUploads();
     expect(items).toHaveLength(1);
+    // The captured session: the drain names it (our server says it at upload), and its current artifact is the upload.
+    expect(report.uploaded[0].captured_session_id).toBe(items[0].id);
     expect(items[0]).toMatchObject({
-      upload_id: report.uploaded[0].upload_id,
+      artifact_id: report.uploaded[0].upload_id,
       status: 'complete',
       harness: 'claude',
-      session_id: s.id,
+      native_session_id: s.id,
       title: 'Add a coupon field to the checkout page',
       size_bytes: spooled.length,
       sha256: sha256(spooled),
@@ -127,7 +131,7 @@ describe('drain uploads', () => {
       // Its profile supports session_resume: the resume picker lists it.
       resumable: true,
     });
-    expect((await download(items[0].upload_id)).equals(spooled)).toBe(true);
+    expect((await download(items[0].id)).equals(spooled)).toBe(true);
 
     const log = readFileSync(path.join(stateDir, 'capture.log'), 'utf8');
     expect(log).toContain('"event":"uploaded"');
@@ -140,7 +144,7 @@ describe('drain uploads', () => {
     await enqueue(s, 'claude-v1_0_85');
     const out = bufferOutput();
     expect(await drainCommand(t.context({ env, stdout: out, clock: { now: () => now } }), { json: true }), out.text()).toBe(0);
-    expect(await listUploads()).toMatchObject([{ session_id: s.id, compatibility_profile: 'claude-v1_0_85', status: 'complete', resumable: false }]);
+    expect(await listUploads()).toMatchObject([{ native_session_id: s.id, compatibility_profile: 'claude-v1_0_85', status: 'complete', resumable: false }]);
   });
 
   it('`node bin/blue-agent.js drain --json` builds and uploads with the Control API from the environment', async () => {
@@ -154,7 +158,7 @@ describe('drain uploads', () => {
     expectNoSecrets(result.stdout);
     expect(spoolContents()).toEqual(EMPTY);
     const items = await listUploads();
-    expect(items).toMatchObject([{ session_id: s.id, status: 'complete', title: 'Write the release notes', sha256: report.built[0].sha256, size_bytes: report.built[0].size }]);
+    expect(items).toMatchObject([{ native_session_id: s.id, status: 'complete', title: 'Write the release notes', sha256: report.built[0].sha256, size_bytes: report.built[0].size }]);
   });
 
   it('no Control API configured: bundles stay ready, with a note and no error', async () => {
@@ -212,7 +216,7 @@ describe('drain uploads', () => {
 
     // Not due yet: a drain right away leaves it alone.
     let again: ControlServer | undefined = createControlServer({
-      dataDir: srv.dataDir,
+      store: await openStore(srv.storeOptions),
       blobs: (publicUrl) => createLocalBlobStore({ dir: srv.blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => srv.clock.now() }),
       clock: srv.clock,
     });
@@ -224,7 +228,7 @@ describe('drain uploads', () => {
       expect(up).toMatchObject({ uploaded: [{ id: second.id, already: false }], retried: [], failed: [], left_ready: 0 });
       expect(spoolContents()).toEqual(EMPTY);
       const items = await listUploads();
-      expect(items.map((i) => [i.session_id, i.status]).sort()).toEqual([
+      expect(items.map((i) => [i.native_session_id, i.status]).sort()).toEqual([
         ['down-0001', 'complete'],
         ['up-0001', 'complete'],
       ]);
@@ -330,12 +334,15 @@ describe('drain uploads', () => {
     expect(await listUploads()).toHaveLength(1);
     expect(readFileSync(path.join(stateDir, 'capture.log'), 'utf8')).toContain(`"event":"unchanged","harness":"claude","profile":"${CLAUDE_PROFILE}","session_id":"${s.id}","record":"${second.id}","same_as":"${first.id}"`);
 
-    // A new turn: a new revision.
+    // A new turn: a new upload (artifact) of the same captured session, which becomes its current one.
     await appendFile(s.transcript, `${JSON.stringify({ type: 'user', uuid: 'u2', sessionId: s.id, message: { role: 'user', content: 'And the README' } })}\n`);
     const third = await enqueue(s);
     const report = await drain(ctx, { upload: fastRetry });
     expect(report).toMatchObject({ built: [{ id: third.id }], unchanged: [], uploaded: [{ id: third.id }] });
-    expect(await listUploads()).toHaveLength(2);
+    const items = await listUploads();
+    expect(items).toHaveLength(1);
+    expect(items[0]).toMatchObject({ artifact_id: report.uploaded[0]!.upload_id, sha256: report.built[0]!.sha256 });
+    expect((await srv.call('GET', `/session-uploads/${items[0].id}`, srv.alice.token)).body.artifacts.map((a: { status: string }) => a.status)).toEqual(['complete', 'superseded']);
   });
 
   it('a second capture of the same content while the first waits for upload is not uploaded twice', async () => {
@@ -415,10 +422,10 @@ describe('drain uploads', () => {
 
     const items = await listUploads();
     expect(items.every((i) => i.status === 'complete')).toBe(true);
-    // A retried upload of the same bytes never made a second revision.
-    expect(items.every((i) => i.revision === 1)).toBe(true);
-    expect(items.map((i) => i.session_id).sort()).toEqual(sessions.map((s) => s.id).sort());
-    expect(items.map((i) => [i.session_id, i.sha256, i.size_bytes]).sort()).toEqual(built.map((b) => [b.session_id, b.sha256, b.size]).sort());
-    for (const item of items) expect(sha256(await download(item.upload_id))).toBe(item.sha256);
+    // A retried upload of the same bytes never made a second artifact of its session.
+    for (const item of items) expect((await srv.call('GET', `/session-uploads/${item.id}`, srv.alice.token)).body.artifacts).toHaveLength(1);
+    expect(items.map((i) => i.native_session_id).sort()).toEqual(sessions.map((s) => s.id).sort());
+    expect(items.map((i) => [i.native_session_id, i.sha256, i.size_bytes]).sort()).toEqual(built.map((b) => [b.session_id, b.sha256, b.size]).sort());
+    for (const item of items) expect(sha256(await download(item.id))).toBe(item.sha256);
   }, 120_000);
 });

@@ -64,16 +64,16 @@ it(
     const log = JSON.stringify(captureLog(t.env.BLUE_AGENT_HOME!));
     expect(items, log).toHaveLength(1);
     const item = items[0]!;
-    expect(item, log).toMatchObject({ harness: 'claude', status: 'complete', revision: 1, compatibility_profile: 'claude-v2_0_12', title: prompt });
+    expect(item, log).toMatchObject({ harness: 'claude', status: 'complete', compatibility_profile: 'claude-v2_0_12', title: prompt });
 
     // The stored bytes are the bundle that was built: same digest, and it verifies with the session in it.
-    const bytes = await stack.download(item.upload_id);
+    const bytes = await stack.download(item.id);
     expect(bytes.length).toBe(item.size_bytes);
     expect(createHash('sha256').update(bytes).digest('hex')).toBe(item.sha256);
     const file = path.join(t.root, 'downloaded.bundle');
     await writeFile(file, bytes);
     const verified = await verifyBundle(file, { profiles: await loadProfiles(t.ctx.paths.profilesDir) });
-    expect(verified.manifest).toMatchObject({ harness: 'claude', native_session_id: item.session_id, cwd, title: prompt });
+    expect(verified.manifest).toMatchObject({ harness: 'claude', native_session_id: item.native_session_id, cwd, title: prompt });
 
     // Uploaded, so the local copy is gone: the spool holds nothing.
     await waitForWorkers(t.env.BLUE_AGENT_HOME!, 30_000);

@@ -115,17 +115,17 @@ describe('drain to a Control API that keeps bundles in S3 (s3rver)', () => {
     const items = await s.listUploads();
     expect(items).toHaveLength(1);
     expect(items[0]).toMatchObject({
-      upload_id: report.uploaded[0]!.upload_id,
+      id: report.uploaded[0]!.captured_session_id,
+      artifact_id: report.uploaded[0]!.upload_id,
       status: 'complete',
-      session_id: 's3-0001',
+      native_session_id: 's3-0001',
       title: 'Store me in a bucket',
       size_bytes: spooled.length,
       sha256: sha256(spooled),
-      revision: 1,
     });
     // The object really is in the bucket, under the upload's key, and the signed download serves the spooled bytes.
-    expect(await bucket.stat(`sessions/${items[0].upload_id}.tar.gz`)).toEqual({ size: spooled.length, sha256: sha256(spooled) });
-    expect((await s.download(items[0].upload_id)).equals(spooled)).toBe(true);
+    expect(await bucket.stat(`sessions/${items[0].artifact_id}.tar.gz`)).toEqual({ size: spooled.length, sha256: sha256(spooled) });
+    expect((await s.download(items[0].id)).equals(spooled)).toBe(true);
     // The agent only ever spoke to the Control API for presign and complete: the bundle went straight to the bucket.
     expect(s.proxy.seen.filter((r) => r.method === 'PUT')).toEqual([]);
 
@@ -152,11 +152,12 @@ describe('drain to a Control API that keeps bundles in S3 (s3rver)', () => {
     // s3rver took the changed body (it does not check the checksum header), so the refusal is the Control API's.
     expect(s3Proxy.seen.filter((r) => r.method === 'PUT').map((r) => [r.fault, r.status])).toEqual([['corrupt-body', 200]]);
 
-    const items = await s.listUploads();
-    expect(items.filter((i) => i.status === 'complete')).toEqual([]);
-    expect(items).toMatchObject([{ session_id: 's3-bad', status: 'failed', sha256: built.sha256, completed_at: null }]);
+    // A session lists once it has a verified upload: this one has none.
+    expect(await s.listUploads()).toEqual([]);
     // Bytes nobody vouched for are removed from the bucket.
-    expect(await bucket.stat(`sessions/${items[0].upload_id}.tar.gz`)).toBeUndefined();
+    const put = s3Proxy.seen.find((r) => r.method === 'PUT')!;
+    expect(put.path).toMatch(new RegExp(`^/${BUCKET}/sessions/[0-9a-f-]{36}\\.tar\\.gz$`));
+    expect(await bucket.stat(put.path.slice(BUCKET.length + 2))).toBeUndefined();
 
     // The record keeps its bundle, intact, with the server's reason.
     expect(folder('failed')).toEqual([`${record.id}.json`]);

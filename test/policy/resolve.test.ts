@@ -284,7 +284,7 @@ describe('resolvePolicy from the Control API', () => {
 
   it.each([
     ['wrong type', { revision: 8, ttl_seconds: 'soon' }, '/ttl_seconds'],
-    ['unknown field', { revision: 8, surprise: true }, 'surprise'],
+    ['revision that is neither a string nor an integer', { revision: 8.5 }, '/revision'],
     ['session_upload under a harness', { revision: 8, harnesses: { claude: { session_upload: { presign_url: 'https://x.example/p' } } } }, '/harnesses/claude/session_upload'],
     ['invalid semver range', { revision: 8, harnesses: { kimi: { version_requirement: 'banana' } } }, '/harnesses/kimi/version_requirement'],
     ['bad presign_url', { revision: 8, session_upload: { presign_url: 'mailto:someone@example.com' } }, '/session_upload/presign_url'],
@@ -368,7 +368,7 @@ describe('resolvePolicy from the Control API', () => {
   it('ignores a damaged last-known-good with a warning', async () => {
     const ctx = ctxFor(server.origin);
     await mkdir(path.dirname(lastKnownGoodPath(ctx)), { recursive: true });
-    await writeFile(lastKnownGoodPath(ctx), '{"policy": {"revision": 1, "evil": true}, "fetched_at": 1, "url": "x"}');
+    await writeFile(lastKnownGoodPath(ctx), '{"policy": {"revision": 1, "ttl_seconds": "evil"}, "fetched_at": 1, "url": "x"}');
     const resolved = await resolve(ctx);
     expect(resolved.source).toBe('fetched');
     expect(server.requests[0]!.headers['if-none-match']).toBeUndefined();
@@ -380,6 +380,129 @@ describe('resolvePolicy from the Control API', () => {
     await resolve(ctx);
     const error = await failure(resolve(ctxFor(await closedOrigin())));
     expect(error.code).toBe('POLICY_UNREACHABLE');
+  });
+});
+
+describe("Blue's rules for clients: contract, capabilities, client-version pins", () => {
+  const OWN = '1.4.2';
+  /** A context as ctxFor's, for blue-agent 1.4.2. */
+  const agent = () => t.context({ env: { BLUE_AGENT_CONTROL_URL: server.origin, BLUE_AGENT_TOKEN: TOKEN }, clock: { now: () => now }, self: { version: OWN } });
+  const pinned = (version: string, status = 200, body = '{"error":"governance requires unsupported client capabilities: tenant_client_version_pin"}') =>
+    server.setHandler((_req, res) => res.writeHead(status, { 'content-type': 'application/json', 'x-blue-required-client-version': version }).end(status === 200 ? JSON.stringify(policyFor(server.origin, { revision: 'r2', required_client_version: version })) : body));
+
+  it('sends X-Blue-Contract-Version and X-Blue-Capabilities on every fetch', async () => {
+    await resolve(agent());
+    expect(server.requests[0]!.headers['x-blue-contract-version']).toBe('3');
+    expect(server.requests[0]!.headers['x-blue-capabilities']).toBe('tenant_client_version_pin,adapter_intervals,compiled_harness_registry,transactional_reconcile,versioned_state,unverified_harness_versions');
+  });
+
+  it('accepts a string revision, the rest of the GovernanceConfig, and warns about harnesses it does not know', async () => {
+    server.setPolicy(policyFor(server.origin, { revision: '251e6087-98cf-4861-9668-f09f537d5e4d', allowed_harnesses: ['claude', 'cursor'], packages: [], telemetry: { sink_url: 'https://t.example' } }));
+    const resolved = await resolve(agent());
+    expect(resolved).toMatchObject({ source: 'fetched', revision: '251e6087-98cf-4861-9668-f09f537d5e4d' });
+    expect(resolved.warnings).toEqual([expect.stringContaining('names harness this blue-agent does not know: cursor (ignored')]);
+  });
+
+  it('refuses a revision needing a newer contract or a capability it lacks, keeps the last-known-good and does not fall back on it', async () => {
+    const ctx = agent();
+    await resolve(ctx);
+    const before = await readFile(lastKnownGoodPath(ctx), 'utf8');
+    for (const extra of [{ contract_version: 4 }, { required_capabilities: ['adapter_intervals', 'gateway_inference_jwt'] }]) {
+      server.setPolicy(policyFor(server.origin, { revision: 'r3', ...extra }));
+      const error = await failure(resolve(ctx));
+      expect(error.code).toBe('POLICY_INCOMPATIBLE');
+      expect(error.message).toContain('revision r3');
+      expect(error.hint).toContain('Update blue-agent');
+    }
+    expect(await readFile(lastKnownGoodPath(ctx), 'utf8')).toBe(before);
+  });
+
+  it("a 426 is POLICY_INCOMPATIBLE with the server's message; it is an answer, not an outage, so no fall-back", async () => {
+    const ctx = agent();
+    await resolve(ctx);
+    server.setHandler((_req, res) => res.writeHead(426, { 'content-type': 'application/json' }).end('{"error":"governance contract 4 requires a newer client; client reports 3"}'));
+    const error = await failure(resolve(ctx));
+    expect(error.code).toBe('POLICY_INCOMPATIBLE');
+    expect(error.message).toContain('governance contract 4 requires a newer client; client reports 3');
+    expect(await exists(lastKnownGoodPath(ctx))).toBe(true);
+  });
+
+  it('a pin of another major in the document or its header blocks, and the last-known-good is deleted', async () => {
+    for (const [status, body] of [[200, undefined], [426, undefined]] as const) {
+      const ctx = agent();
+      await resolve(ctx);
+      expect(await exists(lastKnownGoodPath(ctx))).toBe(true);
+      pinned('2.0.0', status, body);
+      const error = await failure(resolve(ctx));
+      expect(error.code).toBe('CLIENT_VERSION_MISMATCH');
+      expect(error.message).toContain('requires blue-agent 2.0.0, and this is 1.4.2');
+      expect(error.hint).toContain('Install blue-agent 2.0.0');
+      expect(await exists(lastKnownGoodPath(ctx))).toBe(false);
+      server.setHandler(undefined);
+    }
+    // Without the header, the document's pin alone blocks too.
+    const ctx = agent();
+    await resolve(ctx);
+    server.setPolicy(policyFor(server.origin, { revision: 'r4', required_client_version: '0.9.0' }));
+    expect((await failure(resolve(ctx))).code).toBe('CLIENT_VERSION_MISMATCH');
+    expect(await exists(lastKnownGoodPath(ctx))).toBe(false);
+  });
+
+  it('--dry-run refuses the same way but deletes nothing', async () => {
+    const ctx = agent();
+    await resolve(ctx);
+    pinned('2.0.0', 426);
+    expect((await failure(resolve(ctx, {}, { dryRun: true }))).code).toBe('CLIENT_VERSION_MISMATCH');
+    expect(await exists(lastKnownGoodPath(ctx))).toBe(true);
+  });
+
+  it('a cached copy pinning another major blocks when the Control API is away, and goes; a 304 with such a header too', async () => {
+    const ctx = agent();
+    server.setPolicy(policyFor(server.origin, { required_client_version: '1.4.2' }));
+    await resolve(ctx);
+    // Another blue-agent (a downgrade across majors) reads the same cache while the server is down.
+    server.setHandler((_req, res) => res.writeHead(503).end());
+    const other = t.context({ env: { BLUE_AGENT_CONTROL_URL: server.origin, BLUE_AGENT_TOKEN: TOKEN }, clock: { now: () => now }, self: { version: '0.9.0' } });
+    expect((await failure(resolve(other))).code).toBe('CLIENT_VERSION_MISMATCH');
+    expect(await exists(lastKnownGoodPath(ctx))).toBe(false);
+
+    server.setHandler(undefined);
+    await resolve(ctx);
+    server.setHandler((_req, res) => res.writeHead(304, { 'x-blue-required-client-version': '3.0.0' }).end());
+    expect((await failure(resolve(ctx))).code).toBe('CLIENT_VERSION_MISMATCH');
+    expect(await exists(lastKnownGoodPath(ctx))).toBe(false);
+  });
+
+  it('another release of the same major applies, with the recommendation as a warning', async () => {
+    pinned('1.9.0');
+    const resolved = await resolve(agent());
+    expect(resolved).toMatchObject({ source: 'fetched', revision: 'r2' });
+    expect(resolved.warnings).toEqual(['the organisation recommends blue-agent 1.9.0; this is 1.4.2 (same major 1: the policy applies)']);
+  });
+
+  it('a pin header that disagrees with the document is refused and nothing is cached', async () => {
+    server.setHandler((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json', 'x-blue-required-client-version': '1.4.2' }).end(JSON.stringify(policyFor(server.origin, { required_client_version: '1.4.3' }))),
+    );
+    const ctx = agent();
+    const error = await failure(resolve(ctx));
+    expect(error.code).toBe('POLICY_INVALID');
+    expect(error.message).toContain('disagree');
+    expect(await exists(lastKnownGoodPath(ctx))).toBe(false);
+  });
+
+  it('minimum_client_version above this one is a warning only (an informational rollout floor)', async () => {
+    server.setPolicy(policyFor(server.origin, { minimum_client_version: '1.5.0' }));
+    const resolved = await resolve(agent());
+    expect(resolved.source).toBe('fetched');
+    expect(resolved.warnings).toEqual([expect.stringContaining("the organisation's rollout floor is blue-agent 1.5.0, and this is 1.4.2")]);
+  });
+
+  it('a policy file follows the same rules', async () => {
+    await writeFile(path.join(t.home, 'p.json'), JSON.stringify({ revision: 'f1', contract_version: 9 }));
+    expect((await failure(resolve(agent(), {}, { policyFile: path.join(t.home, 'p.json') }))).code).toBe('POLICY_INCOMPATIBLE');
+    await writeFile(path.join(t.home, 'p.json'), JSON.stringify({ revision: 'f1', required_client_version: '1.4.3' }));
+    expect((await resolve(agent(), {}, { policyFile: path.join(t.home, 'p.json') })).warnings).toContain('the organisation recommends blue-agent 1.4.3; this is 1.4.2 (same major 1: the policy applies)');
   });
 });
 

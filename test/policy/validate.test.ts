@@ -36,11 +36,29 @@ describe('validatePolicy', () => {
     expect(error.message).toContain('/ttl_seconds');
   });
 
-  it('names an unknown field', () => {
-    const error = thrown(() => validatePolicy({ ...good, harnesses: { claude: { version_requirment: '>=2' } } }, 'p.json'));
-    expect(error.code).toBe('POLICY_INVALID');
-    expect(error.message).toContain('/harnesses/claude');
-    expect(error.message).toContain('version_requirment');
+  it("tolerates the rest of Blue's GovernanceConfig and fields a later contract adds, and harness names it does not know", () => {
+    const full = {
+      ...good,
+      revision: '251e6087-98cf-4861-9668-f09f537d5e4d',
+      contract_version: 3,
+      required_capabilities: ['adapter_intervals', 'tenant_client_version_pin'],
+      minimum_client_version: '0.1.0',
+      required_client_version: '0.1.0',
+      allowed_harnesses: ['claude', 'open-code'],
+      harnesses: {
+        claude: { version_requirement: '>=2.0.12 <3', managed_config: { model: 'x', approval_policy: 'never' }, mcp: [{ name: 'docs', command: 'docs-mcp' }], package_overrides: { p: { enabled: false } } },
+        'open-code': { managed_config: {} },
+      },
+      packages: [{ id: 'p', version: '1.0.0', source_ref: 'https://x.example/p.tgz', sha256: 'a'.repeat(64), adapters: {} }],
+      gateway: { proxy_url: 'https://gw.example', token: 'none' },
+      telemetry: { sink_url: 'https://t.example' },
+      effective_verified_ceilings: {},
+      added_in_a_later_contract: { x: 1 },
+    };
+    expect(validatePolicy(full, 'p.json')).toEqual(full);
+    // An integer revision (older servers) still passes; anything else is refused.
+    expect(validatePolicy({ revision: 7 }, 'p.json').revision).toBe(7);
+    expect(thrown(() => validatePolicy({ revision: ['x'] }, 'p.json')).path).toBe('/revision');
   });
 
   it('says session_upload is global when it appears under a harness, with its position', () => {

@@ -26,7 +26,7 @@ describe('the picker', () => {
     const mine = await uploadClaudeSession(world, { title: 'Fix the flaky login test' });
     const other = await uploadClaudeSession(world, { title: 'Refactor the billing module' });
     const shared = await uploadClaudeSession(world, { user: world.server.bob, title: 'Bob shares his parser work' });
-    await world.server.call('PUT', `/session-uploads/${shared.uploadId}/sharing`, world.server.bob.token, { mode: 'selected', emails: ['alice@example.com'] });
+    await world.server.call('PUT', `/session-uploads/${shared.capturedId}/sharing`, world.server.bob.token, { mode: 'selected', emails: ['alice@example.com'] });
     await uploadClaudeSession(world, { user: world.server.bob, title: 'Bob keeps this private' });
     await uploadClaudeSession(world, { title: 'Marked not resumable', resumable: false });
 
@@ -101,10 +101,10 @@ describe('cancelling leaves the machine exactly as it was', () => {
   });
 
   it('at the destination question (Esc), and `n` there too', async () => {
-    const { uploadId } = await uploadClaudeSession(world, { title: 'Recorded elsewhere' });
+    const { capturedId } = await uploadClaudeSession(world, { title: 'Recorded elsewhere' });
     const before = await snapshot(world.home.root);
     for (const key of [KEYS.esc, 'n']) {
-      const pty = runPty(world, [uploadId], { cwd: world.elsewhere });
+      const pty = runPty(world, [capturedId], { cwd: world.elsewhere });
       await pty.waitFor('Where should the session be restored?');
       const screen = pty.frame().join('\n');
       expect(screen).toContain('The current directory');
@@ -118,9 +118,9 @@ describe('cancelling leaves the machine exactly as it was', () => {
   it('at the repository mismatch question (n)', async () => {
     git(world.project, ['init', '-q']);
     git(world.project, ['remote', 'add', 'origin', 'https://example.com/someone/else.git']);
-    const { uploadId } = await uploadClaudeSession(world, { title: 'In the app repo', remote: 'git@example.com:team/app.git' });
+    const { capturedId } = await uploadClaudeSession(world, { title: 'In the app repo', remote: 'git@example.com:team/app.git' });
     const before = await snapshot(world.home.root);
-    const pty = runPty(world, [uploadId]);
+    const pty = runPty(world, [capturedId]);
     await pty.waitFor('Restore it into this other repository anyway? [y/N]');
     expect(pty.text()).toContain('recorded in a clone of git@example.com:team/app.git');
     await pty.type('n');
@@ -131,10 +131,10 @@ describe('cancelling leaves the machine exactly as it was', () => {
   });
 
   it('at the final prompt (Enter keeps things as they are; Esc and Ctrl-C too)', async () => {
-    const { uploadId } = await uploadClaudeSession(world, { title: 'Final answer' });
+    const { capturedId } = await uploadClaudeSession(world, { title: 'Final answer' });
     const before = await snapshot(world.home.root);
     for (const key of [KEYS.enter, KEYS.esc, KEYS.ctrlC, 'n']) {
-      const pty = runPty(world, [uploadId]);
+      const pty = runPty(world, [capturedId]);
       await pty.waitFor('Restore and launch Claude Code? [y/N]');
       await pty.type(key);
       await expectUntouched(before, pty.exit, pty);
@@ -144,9 +144,9 @@ describe('cancelling leaves the machine exactly as it was', () => {
 
 describe('destination', () => {
   it('takes another directory typed by hand, validated, and prints the command with --no-launch', async () => {
-    const { uploadId, sessionId } = await uploadClaudeSession(world, { title: 'Move me' });
+    const { capturedId, sessionId } = await uploadClaudeSession(world, { title: 'Move me' });
     await rm(world.project, { recursive: true });
-    const pty = runPty(world, [uploadId, '--no-launch'], { cwd: world.home.home });
+    const pty = runPty(world, [capturedId, '--no-launch'], { cwd: world.home.home });
     await pty.waitFor('Where should the session be restored?');
     const screen = pty.frame().join('\n');
     // The recorded directory does not exist here: it is not offered.
@@ -170,10 +170,10 @@ describe('destination', () => {
   });
 
   it('refuses when the chosen destination vanished before the restore, writing nothing', async () => {
-    const { uploadId } = await uploadClaudeSession(world, { title: 'Vanishing' });
+    const { capturedId } = await uploadClaudeSession(world, { title: 'Vanishing' });
     const before = await snapshot(world.home.root);
     delete before['work/elsewhere'];
-    const pty = runPty(world, [uploadId, '--dest', world.elsewhere]);
+    const pty = runPty(world, [capturedId, '--dest', world.elsewhere]);
     await pty.waitFor('Restore and launch Claude Code? [y/N]');
     await rm(world.elsewhere, { recursive: true });
     await pty.type('y');

@@ -31,12 +31,12 @@ describe('a signal during the flow', () => {
     ['SIGINT', 130],
   ] as const) {
     it(`${signal} while the harness is checked removes the download and exits ${code}`, async () => {
-      const { uploadId } = await uploadClaudeSession(world);
+      const { capturedId } = await uploadClaudeSession(world);
       // A harness whose --version takes its time: the bundle is downloaded and verified by then.
       const claude = path.join(world.bin, 'claude');
       await writeFile(claude, '#!/bin/sh\nif [ "$1" = "--version" ]; then sleep 5; echo "2.1.197 (Claude Code)"; exit 0; fi\nexit 7\n');
       await chmod(claude, 0o755);
-      const child = spawn(process.execPath, [ENTRY, 'resume', uploadId, '--dest', world.project, '--yes', '--no-launch'], { env: world.env, cwd: world.project, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [ENTRY, 'resume', capturedId, '--dest', world.project, '--yes', '--no-launch'], { env: world.env, cwd: world.project, stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => void (stderr += c.toString()));
       const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (c, s) => resolve({ code: c, signal: s })));
@@ -56,10 +56,10 @@ describe('a signal during the flow', () => {
 
 describe('the download', () => {
   it('refuses a recorded size past the bundle limit before asking for a URL', async () => {
-    const { uploadId } = await uploadClaudeSession(world);
+    const { capturedId } = await uploadClaudeSession(world);
     const api = await SessionsApi.fromContext(world.home.context({ env: world.env }));
     try {
-      const upload = await api.resolveForResume(uploadId);
+      const upload = await api.resolveForResume(capturedId);
       const file = path.join(world.home.root, 'big.tar.gz');
       const error = await api.download({ ...upload, size_bytes: LIMITS.bundleBytes + 1 }, file).then(
         () => undefined,

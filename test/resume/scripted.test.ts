@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { gzip, sha, tarOf, type RawEntry } from '../support/handmade-bundles.js';
 import { claudeProjectKey, cli, fakeClaude, snapshot, startWorld, uploadBytes, uploadClaudeSession, type World } from '../support/resume-world.js';
@@ -21,6 +22,27 @@ afterEach(async () => {
 
 function transcriptPath(dest: string, sessionId: string): string {
   return path.join(world.home.home, '.claude', 'projects', claudeProjectKey(dest), `${sessionId}.jsonl`);
+}
+
+/** Changes the server's own database behind its back (a second connection, as an operator would). */
+function inDatabase(...statements: [sql: string, ...params: string[]][]): void {
+  const db = new DatabaseSync(path.join(world.server.dataDir, 'control.db'));
+  try {
+    db.exec('PRAGMA foreign_keys = OFF; BEGIN');
+    for (const [sql, ...params] of statements) db.prepare(sql).run(...params);
+    db.exec('COMMIT');
+  } finally {
+    db.close();
+  }
+}
+
+/** Gives a captured session another id. */
+function renameSession(from: string, to: string): void {
+  inDatabase(
+    ['UPDATE sessions SET id = ? WHERE id = ?', to, from],
+    ['UPDATE artifacts SET session_id = ? WHERE session_id = ?', to, from],
+    ['UPDATE session_grants SET session_id = ? WHERE session_id = ?', to, from],
+  );
 }
 
 /** Runs resume and checks that it failed with `code` and wrote nothing at all. */
@@ -43,9 +65,8 @@ describe('session ids', () => {
     // Two sessions whose ids share their first 12 characters (ids set in the server's own database).
     const a = await uploadClaudeSession(world, { title: 'first' });
     const b = await uploadClaudeSession(world, { title: 'second' });
-    const db = world.server.server.store.db;
-    db.prepare('UPDATE uploads SET id = ? WHERE id = ?').run('feedface-beef-4000-8000-00000000000a', a.uploadId);
-    db.prepare('UPDATE uploads SET id = ? WHERE id = ?').run('feedface-beef-4000-8000-00000000000b', b.uploadId);
+    renameSession(a.capturedId, 'feedface-beef-4000-8000-00000000000a');
+    renameSession(b.capturedId, 'feedface-beef-4000-8000-00000000000b');
     const stderr = await refused(['feedface-beef', '--dest', world.project, '--yes'], 'SESSION_AMBIGUOUS', 2);
     expect(stderr).toContain('feedface-beef-4000-8000-00000000000a');
     expect(stderr).toContain('feedface-beef-4000-8000-00000000000b');
@@ -55,12 +76,12 @@ describe('session ids', () => {
     expect(ok.stdout).toBe(`cd ${world.project} && claude --resume ${b.sessionId}\n`);
 
     const marked = await uploadClaudeSession(world, { title: 'not resumable', resumable: false });
-    await refused([marked.uploadId, '--dest', world.project, '--yes'], 'SESSION_NOT_RESUMABLE');
-    await refused([marked.uploadId.slice(0, 8), '--dest', world.project, '--yes'], 'SESSION_NOT_RESUMABLE');
+    await refused([marked.capturedId, '--dest', world.project, '--yes'], 'SESSION_NOT_RESUMABLE');
+    await refused([marked.capturedId.slice(0, 8), '--dest', world.project, '--yes'], 'SESSION_NOT_RESUMABLE');
 
     // Someone else's private session does not exist, as far as the caller can tell.
     const bobs = await uploadClaudeSession(world, { user: world.server.bob, title: 'private' });
-    await refused([bobs.uploadId, '--dest', world.project, '--yes'], 'SESSION_NOT_FOUND');
+    await refused([bobs.capturedId, '--dest', world.project, '--yes'], 'SESSION_NOT_FOUND');
   });
 
   it('needs a terminal (or an id) for the picker, and an id for --json', async () => {
@@ -75,83 +96,83 @@ describe('session ids', () => {
 
 describe('preflight', () => {
   it('refuses when the harness is not installed', async () => {
-    const { uploadId } = await uploadClaudeSession(world);
+    const { capturedId } = await uploadClaudeSession(world);
     await rm(path.join(world.bin, 'claude'));
-    const stderr = await refused([uploadId, '--dest', world.project, '--yes'], 'HARNESS_NOT_INSTALLED');
+    const stderr = await refused([capturedId, '--dest', world.project, '--yes'], 'HARNESS_NOT_INSTALLED');
     expect(stderr).toContain('Claude Code');
   });
 
   it('refuses a harness version outside the profile, and one the policy does not allow', async () => {
-    const { uploadId } = await uploadClaudeSession(world);
+    const { capturedId } = await uploadClaudeSession(world);
     await fakeClaude(world.bin, '1.0.90');
-    const stderr = await refused([uploadId, '--dest', world.project, '--yes'], 'VERSION_INELIGIBLE');
+    const stderr = await refused([capturedId, '--dest', world.project, '--yes'], 'VERSION_INELIGIBLE');
     expect(stderr).toContain('claude-v2_0_12');
     await fakeClaude(world.bin, '2.1.400');
-    await refused([uploadId, '--dest', world.project, '--yes'], 'VERSION_INELIGIBLE');
+    await refused([capturedId, '--dest', world.project, '--yes'], 'VERSION_INELIGIBLE');
     // The same unverified version is accepted once the policy allows unverified versions.
     world.server.server.store.publishPolicy({ harnesses: { claude: { allow_unverified_versions: true } } }, world.server.clock.now() + 1000);
-    const ok = await cli(world, [uploadId, '--dest', world.project, '--yes', '--no-launch']);
+    const ok = await cli(world, [capturedId, '--dest', world.project, '--yes', '--no-launch']);
     expect(ok.code, ok.stderr).toBe(0);
     world.server.server.store.publishPolicy({ allowed_harnesses: ['codex'], harnesses: { claude: { allow_unverified_versions: true } } }, world.server.clock.now() + 2000);
-    expect(await refused([uploadId, '--dest', world.project, '--yes'], 'VERSION_INELIGIBLE')).toContain('allowed_harnesses');
+    expect(await refused([capturedId, '--dest', world.project, '--yes'], 'VERSION_INELIGIBLE')).toContain('allowed_harnesses');
     world.server.server.store.publishPolicy({ harnesses: { claude: { version_requirement: '<2.1.0', allow_unverified_versions: true } } }, world.server.clock.now() + 3000);
-    expect(await refused([uploadId, '--dest', world.project, '--yes'], 'VERSION_INELIGIBLE')).toContain('version_requirement');
+    expect(await refused([capturedId, '--dest', world.project, '--yes'], 'VERSION_INELIGIBLE')).toContain('version_requirement');
   });
 
   it('refuses a repository mismatch under --yes (it needs a person to confirm)', async () => {
     execFileSync('git', ['init', '-q'], { cwd: world.project });
     execFileSync('git', ['remote', 'add', 'origin', 'https://example.com/other/repo.git'], { cwd: world.project });
-    const { uploadId } = await uploadClaudeSession(world, { remote: 'git@example.com:team/app.git' });
-    await refused([uploadId, '--dest', world.project, '--yes'], 'REPOSITORY_MISMATCH');
+    const { capturedId } = await uploadClaudeSession(world, { remote: 'git@example.com:team/app.git' });
+    await refused([capturedId, '--dest', world.project, '--yes'], 'REPOSITORY_MISMATCH');
     const before = await snapshot(world.home.root);
-    const json = await cli(world, [uploadId, '--dest', world.project, '--yes', '--json']);
+    const json = await cli(world, [capturedId, '--dest', world.project, '--yes', '--json']);
     expect(json.code).toBe(1);
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, error: { code: 'REPOSITORY_MISMATCH' } });
     expect(await snapshot(world.home.root)).toEqual(before);
     // The same repository under another spelling of its remote is not a mismatch.
     execFileSync('git', ['remote', 'set-url', 'origin', 'https://example.com/team/app'], { cwd: world.project });
-    const ok = await cli(world, [uploadId, '--dest', world.project, '--yes', '--no-launch']);
+    const ok = await cli(world, [capturedId, '--dest', world.project, '--yes', '--no-launch']);
     expect(ok.code, ok.stderr).toBe(0);
   });
 
   it('asks for --dest when the recorded directory is not the current one and there is no terminal', async () => {
-    const { uploadId } = await uploadClaudeSession(world);
-    await refused([uploadId, '--yes'], 'DESTINATION_INVALID', 2, { cwd: world.elsewhere });
-    await refused([uploadId, '--yes', '--dest', path.join(world.home.root, 'nope')], 'DESTINATION_INVALID', 2);
+    const { capturedId } = await uploadClaudeSession(world);
+    await refused([capturedId, '--yes'], 'DESTINATION_INVALID', 2, { cwd: world.elsewhere });
+    await refused([capturedId, '--yes', '--dest', path.join(world.home.root, 'nope')], 'DESTINATION_INVALID', 2);
   });
 
   it('restores nothing without --yes when there is no terminal to ask', async () => {
-    const { uploadId } = await uploadClaudeSession(world);
-    await refused([uploadId, '--dest', world.project], 'RESUME_CANCELLED');
+    const { capturedId } = await uploadClaudeSession(world);
+    await refused([capturedId, '--dest', world.project], 'RESUME_CANCELLED');
   });
 
   it('accepts the same session already here with identical content, and never overwrites a different one', async () => {
-    const { uploadId, sessionId } = await uploadClaudeSession(world);
-    const first = await cli(world, [uploadId, '--dest', world.project, '--yes', '--no-launch']);
+    const { capturedId, sessionId } = await uploadClaudeSession(world);
+    const first = await cli(world, [capturedId, '--dest', world.project, '--yes', '--no-launch']);
     expect(first.code, first.stderr).toBe(0);
-    const again = await cli(world, [uploadId, '--dest', world.project, '--yes', '--no-launch']);
+    const again = await cli(world, [capturedId, '--dest', world.project, '--yes', '--no-launch']);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).toContain('already on this machine with the same content');
     await writeFile(transcriptPath(world.project, sessionId), 'my own local changes\n');
-    const stderr = await refused([uploadId, '--dest', world.project, '--yes', '--no-launch'], 'RESTORE_CONFLICT');
+    const stderr = await refused([capturedId, '--dest', world.project, '--yes', '--no-launch'], 'RESTORE_CONFLICT');
     expect(stderr).toContain('never overwritten');
     expect(await readFile(transcriptPath(world.project, sessionId), 'utf8')).toBe('my own local changes\n');
   });
 
   it('refuses a second copy of a session that is here in another project folder, naming that file and what to do', async () => {
-    const { uploadId, sessionId } = await uploadClaudeSession(world);
-    const first = await cli(world, [uploadId, '--dest', world.project, '--yes', '--no-launch']);
+    const { capturedId, sessionId } = await uploadClaudeSession(world);
+    const first = await cli(world, [capturedId, '--dest', world.project, '--yes', '--no-launch']);
     expect(first.code, first.stderr).toBe(0);
     const other = path.join(path.dirname(world.project), 'another_checkout');
     await mkdir(other);
     const existing = transcriptPath(world.project, sessionId);
-    const stderr = await refused([uploadId, '--dest', other, '--yes', '--no-launch'], 'RESTORE_CONFLICT');
+    const stderr = await refused([capturedId, '--dest', other, '--yes', '--no-launch'], 'RESTORE_CONFLICT');
     expect(stderr).toContain(`Claude Code already has a session ${sessionId} on this machine: ${existing}: a copy in another project folder`);
     expect(stderr).toContain(`move or delete ${existing}`);
     expect(stderr).toContain('Nothing was changed.');
     expect(existsSync(transcriptPath(other, sessionId))).toBe(false);
 
-    const json = await cli(world, [uploadId, '--dest', other, '--json']);
+    const json = await cli(world, [capturedId, '--dest', other, '--json']);
     expect(json.code).toBe(1);
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, error: { code: 'RESTORE_CONFLICT', message: expect.stringContaining(existing) } });
   });
@@ -161,8 +182,8 @@ describe('output for scripts', () => {
   it('--no-launch prints exactly the shell-quoted command with a cd', async () => {
     const odd = path.join(world.home.root, "work", "it's a dir");
     execFileSync('mkdir', ['-p', odd]);
-    const { uploadId, sessionId } = await uploadClaudeSession(world, { cwd: odd });
-    const result = await cli(world, [uploadId, '--dest', odd, '--yes', '--no-launch']);
+    const { capturedId, sessionId } = await uploadClaudeSession(world, { cwd: odd });
+    const result = await cli(world, [capturedId, '--dest', odd, '--yes', '--no-launch']);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toBe(`cd '${odd.replace(/'/g, `'\\''`)}' && claude --resume ${sessionId}\n`);
     expect(result.stderr).not.toContain('FAKE-CLAUDE');
@@ -170,9 +191,9 @@ describe('output for scripts', () => {
   });
 
   it('--json without --yes reports the plan and writes nothing; with --yes it restores', async () => {
-    const { uploadId, sessionId } = await uploadClaudeSession(world);
+    const { capturedId, sessionId } = await uploadClaudeSession(world);
     const before = await snapshot(world.home.root);
-    const plan = await cli(world, [uploadId, '--dest', world.project, '--json']);
+    const plan = await cli(world, [capturedId, '--dest', world.project, '--json']);
     expect(plan.code, plan.stderr).toBe(0);
     expect(await snapshot(world.home.root)).toEqual(before);
     const doc = JSON.parse(plan.stdout);
@@ -180,7 +201,7 @@ describe('output for scripts', () => {
     expect(doc).toMatchObject({
       ok: true,
       dry_run: true,
-      upload_id: uploadId,
+      id: capturedId,
       session_id: sessionId,
       harness: 'claude',
       destination: world.project,
@@ -189,7 +210,7 @@ describe('output for scripts', () => {
     expect(doc.restored).toContain(transcript);
     expect(doc.restored).toHaveLength(2);
 
-    const done = await cli(world, [uploadId, '--dest', world.project, '--json', '--yes']);
+    const done = await cli(world, [capturedId, '--dest', world.project, '--json', '--yes']);
     expect(done.code, done.stderr).toBe(0);
     const result = JSON.parse(done.stdout);
     expect(result).toMatchObject({ ok: true, dry_run: false, session_id: sessionId, command: ['claude', '--resume', sessionId] });
@@ -223,9 +244,14 @@ describe('hostile bundles from the server are refused, and nothing is written', 
   const content = Buffer.from('{"type":"user","message":{"role":"user","content":"hi"}}\n');
   const good = () => ({ role: 'primary_transcript', path: 'files/0000-t.jsonl', native_path: `${key()}/${sessionId}.jsonl`, size: content.length, sha256: sha(content) });
 
+  /**
+   * Serves `entries` as a resumable session. With `profile`, the server's record names that profile although this
+   * server would refuse it at presign (set in its database): as a Control API that does not check profiles would.
+   */
   async function serve(entries: RawEntry[], options: { profile?: string } = {}): Promise<string> {
-    const { uploadId } = await uploadBytes(world, gzip(tarOf(entries)), { sessionId, ...(options.profile === undefined ? {} : { profile: options.profile }) });
-    return uploadId;
+    const { capturedId } = await uploadBytes(world, gzip(tarOf(entries)), { sessionId });
+    if (options.profile !== undefined) inDatabase(['UPDATE artifacts SET compatibility_profile = ? WHERE session_id = ?', options.profile, capturedId]);
+    return capturedId;
   }
 
   it.each([
@@ -236,27 +262,27 @@ describe('hostile bundles from the server are refused, and nothing is written', 
     ['a native path outside the session root', () => [{ name: 'files/0000-t.jsonl', data: content }, { name: 'manifest.json', data: manifest([{ ...good(), native_path: `../../.bashrc` }]) }]],
     ['an unlisted file', () => [{ name: 'files/0000-t.jsonl', data: content }, { name: 'files/0001-x', data: 'x' }, { name: 'manifest.json', data: manifest([good()]) }]],
   ] as [string, () => RawEntry[]][])('%s', async (_name, entries) => {
-    const uploadId = await serve(entries());
-    await refused([uploadId, '--dest', world.project, '--yes', '--no-launch'], 'BUNDLE_INVALID');
+    const capturedId = await serve(entries());
+    await refused([capturedId, '--dest', world.project, '--yes', '--no-launch'], 'BUNDLE_INVALID');
   });
 
   it('a profile without session_resume: downloadable, not resumable', async () => {
-    const uploadId = await serve([{ name: 'files/0000-t.jsonl', data: content }, { name: 'manifest.json', data: manifest([good()], { compatibility_profile: 'claude-v1_0_85' }) }], { profile: 'claude-v1_0_85' });
-    const stderr = await refused([uploadId, '--dest', world.project, '--yes', '--no-launch'], 'SESSION_NOT_RESUMABLE');
+    const capturedId = await serve([{ name: 'files/0000-t.jsonl', data: content }, { name: 'manifest.json', data: manifest([good()], { compatibility_profile: 'claude-v1_0_85' }) }], { profile: 'claude-v1_0_85' });
+    const stderr = await refused([capturedId, '--dest', world.project, '--yes', '--no-launch'], 'SESSION_NOT_RESUMABLE');
     expect(stderr).toContain('does not support session_resume');
   });
 
   it('an unknown profile: not resumable', async () => {
-    const uploadId = await serve([{ name: 'files/0000-t.jsonl', data: content }, { name: 'manifest.json', data: manifest([good()], { compatibility_profile: 'claude-v9_0_0' }) }], { profile: 'claude-v9_0_0' });
-    await refused([uploadId, '--dest', world.project, '--yes', '--no-launch'], 'SESSION_NOT_RESUMABLE');
+    const capturedId = await serve([{ name: 'files/0000-t.jsonl', data: content }, { name: 'manifest.json', data: manifest([good()], { compatibility_profile: 'claude-v9_0_0' }) }], { profile: 'claude-v9_0_0' });
+    await refused([capturedId, '--dest', world.project, '--yes', '--no-launch'], 'SESSION_NOT_RESUMABLE');
   });
 
   it('a bundle changed in storage after upload: the download is refused', async () => {
-    const { uploadId } = await uploadClaudeSession(world);
-    const blob = path.join(world.server.blobDir, 'sessions', `${uploadId}.tar.gz`);
+    const { capturedId, artifactId } = await uploadClaudeSession(world);
+    const blob = path.join(world.server.blobDir, 'sessions', `${artifactId}.tar.gz`);
     const bytes = await readFile(blob);
     bytes[bytes.length - 5] = bytes[bytes.length - 5]! ^ 0xff;
     await writeFile(blob, bytes);
-    await refused([uploadId, '--dest', world.project, '--yes', '--no-launch'], 'DOWNLOAD_FAILED');
+    await refused([capturedId, '--dest', world.project, '--yes', '--no-launch'], 'DOWNLOAD_FAILED');
   });
 });

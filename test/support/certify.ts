@@ -111,7 +111,7 @@ export interface Machines {
 export async function startMachines(harness: HarnessName): Promise<Machines> {
   const stack = await startUploadStack();
   // Certification runs versions past today's ceilings too: the policy lets them capture and resume.
-  stack.server.store.publishPolicy(
+  await stack.server.store.publishPolicy(
     {
       session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign` },
       harnesses: { [harness]: { allow_unverified_versions: true } },
@@ -186,7 +186,7 @@ export async function captured(r: Machines, harness: string): Promise<string> {
 }
 
 /** `blue-agent drain --json` on machine A, then the session listed complete on the Control API. */
-export async function drained(r: Machines, harness: string, sessionId: string): Promise<{ upload_id: string; session_id: string }> {
+export async function drained(r: Machines, harness: string, sessionId: string): Promise<{ id: string; native_session_id: string }> {
   await waitForWorkers(r.a.env.BLUE_AGENT_HOME!, 60_000);
   const result = await runCli(['drain', '--json'], { env: r.a.env, timeoutMs: 90_000 });
   check(result.code === 0, () => `blue-agent drain exited ${result.code}:\n${result.stdout}\n${result.stderr}`);
@@ -196,17 +196,17 @@ export async function drained(r: Machines, harness: string, sessionId: string): 
     60_000,
     200,
   );
-  check(upload.session_id === sessionId, () => `the Control API holds session ${upload.session_id}, the hook captured ${sessionId}`);
+  check(upload.native_session_id === sessionId, () => `the Control API holds session ${upload.native_session_id}, the hook captured ${sessionId}`);
   return upload;
 }
 
 /** `blue-agent resume ID --dest DIR --yes --no-launch --json` on machine B; returns the native resume command. */
-export async function restoredOnB(r: Machines, uploadId: string, bin: string, extraEnv: Record<string, string> = {}): Promise<string[]> {
+export async function restoredOnB(r: Machines, id: string, bin: string, extraEnv: Record<string, string> = {}): Promise<string[]> {
   const env = { ...harnessEnv(r.b.home, { ...r.b.env, ...extraEnv, PATH: pathWith(bin) }) };
-  const result = await runCli(['resume', uploadId, '--dest', r.destination, '--yes', '--no-launch', '--json'], { env, cwd: r.destination, timeoutMs: 120_000 });
+  const result = await runCli(['resume', id, '--dest', r.destination, '--yes', '--no-launch', '--json'], { env, cwd: r.destination, timeoutMs: 120_000 });
   check(result.code === 0, () => `blue-agent resume exited ${result.code}:\n${result.stdout}\n${result.stderr}`);
-  const report = JSON.parse(result.stdout) as { ok: boolean; dry_run: boolean; upload_id: string; destination: string; command: string[] };
-  check(report.ok && !report.dry_run && report.upload_id === uploadId && report.destination === r.destination, () => `unexpected resume report: ${result.stdout}`);
+  const report = JSON.parse(result.stdout) as { ok: boolean; dry_run: boolean; id: string; destination: string; command: string[] };
+  check(report.ok && !report.dry_run && report.id === id && report.destination === r.destination, () => `unexpected resume report: ${result.stdout}`);
   return report.command;
 }
 

@@ -1,14 +1,20 @@
 /**
- * A real Control API on 127.0.0.1 with a real SQLite database and the local blob store in a temporary directory,
- * plus a few users, for the control-plane tests.
+ * A real Control API on 127.0.0.1 with a real database — SQLite in a temporary directory, or a fresh database of the
+ * run's PostgreSQL cluster (`backend: 'postgres'`) — and the local blob store, plus a few users, for the control-plane
+ * tests. Every answer a test sees through `call` is checked against the server's schemas and Blue's contract.
  */
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
+import { harnessMetadataDocument, knownProfiles } from '../../src/control-plane/harness-metadata.js';
 import { createControlServer, type ControlServer, type ControlServerOptions } from '../../src/control-plane/server.js';
+import { openStore, type StoreOptions } from '../../src/control-plane/store/index.js';
+import { loadProfiles } from '../../src/profiles/index.js';
 import { checkAnswerContract } from './contract.js';
+import { repoRoot } from './context.js';
+import { freshDatabase } from './postgres-db.js';
 
 export const BUNDLE_TYPE = 'application/vnd.blue.session-bundle+tar+gzip';
 
@@ -24,6 +30,8 @@ export interface TestServer {
   dataDir: string;
   blobDir: string;
   server: ControlServer;
+  /** Where its database is, for the admin functions (`users add`, `gc`, ...). */
+  storeOptions: StoreOptions;
   clock: { now(): number; advance(ms: number): void };
   admin: TestUser;
   alice: TestUser;
@@ -31,8 +39,8 @@ export interface TestServer {
   carol: TestUser;
   /** One request; a successful answer is checked against its route's schema (test/support/contract.ts). */
   call(method: string, route: string, token: string | undefined, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
-  /** presign → PUT → complete; returns the complete answer. */
-  upload(user: TestUser, bytes: Buffer, fields?: Record<string, unknown>): Promise<{ status: number; body: any; uploadId: string }>;
+  /** presign → PUT → complete; returns the complete answer, the artifact's id and the captured session's. */
+  upload(user: TestUser, bytes: Buffer, fields?: Record<string, unknown>): Promise<{ status: number; body: any; uploadId: string; sessionId: string }>;
   close(): Promise<void>;
 }
 
@@ -44,39 +52,52 @@ export function presignBody(bytes: Buffer, fields: Record<string, unknown> = {})
   return { harness: 'claude', session_id: 'sess-1', sha256: sha256(bytes), size_bytes: bytes.length, content_type: BUNDLE_TYPE, ...fields };
 }
 
+export type Backend = 'sqlite' | 'postgres';
+/** The two databases every Control API test runs against. */
+export const BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
+
 export interface TestServerOptions {
+  backend?: Backend;
+  /** The shipped profiles behind /harness-metadata and presign's profile check (default); false: none. */
+  profiles?: boolean;
   retentionDays?: number;
   maxBodyBytes?: number;
-  harnessMetadata?: unknown;
   timeouts?: ControlServerOptions['timeouts'];
   log?: ControlServerOptions['log'];
+  events?: ControlServerOptions['events'];
+  /** Where the server's clock starts (default 2026-01-01): the real time for tests whose agents judge expiry by theirs. */
+  startAt?: number;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const root = await mkdtemp(path.join(tmpdir(), 'blue-control-'));
   const dataDir = path.join(root, 'data');
   const blobDir = path.join(dataDir, 'blobs');
-  let now = Date.UTC(2026, 0, 1);
+  let now = options.startAt ?? Date.UTC(2026, 0, 1);
   const clock = { now: () => now, advance: (ms: number) => void (now += ms) };
+  const profiles = options.profiles === false ? undefined : await loadProfiles(path.join(repoRoot, 'profiles'));
+  const storeOptions: StoreOptions = { dataDir, databaseUrl: options.backend === 'postgres' ? await freshDatabase() : undefined };
+  const store = await openStore(storeOptions);
   const server = createControlServer({
-    dataDir,
+    store,
+    ...(profiles === undefined ? {} : { harnessMetadata: harnessMetadataDocument(profiles), profiles: knownProfiles(profiles) }),
     blobs: (publicUrl) => createLocalBlobStore({ dir: blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => now }),
     clock,
     retentionDays: options.retentionDays,
     maxBodyBytes: options.maxBodyBytes,
-    harnessMetadata: options.harnessMetadata,
     timeouts: options.timeouts,
     log: options.log,
+    events: options.events,
   });
   const { url } = await server.listen('127.0.0.1', 0);
-  const add = (email: string, admin: boolean): TestUser => {
-    const { user, token } = server.store.addUser(email, admin, now);
+  const add = async (email: string, admin: boolean): Promise<TestUser> => {
+    const { user, token } = await server.store.addUser(email, admin, now);
     return { id: user.id, email, token };
   };
-  const admin = add('admin@example.com', true);
-  const alice = add('alice@example.com', false);
-  const bob = add('bob@example.com', false);
-  const carol = add('carol@example.com', false);
+  const admin = await add('admin@example.com', true);
+  const alice = await add('alice@example.com', false);
+  const bob = await add('bob@example.com', false);
+  const carol = await add('carol@example.com', false);
 
   const call: TestServer['call'] = async (method, route, token, body, headers = {}) => {
     const init: RequestInit = {
@@ -96,19 +117,19 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     } catch {
       // Left as text: the assertion will show it.
     }
-    // Every answer the API tests see is held to the contract its clients validate it with.
-    checkAnswerContract(method, route, response.status, parsed);
+    // Every answer the API tests see is held to the contract its clients validate it with, and to Blue's.
+    checkAnswerContract(method, route, response.status, parsed, response.headers.get('content-type'));
     return { status: response.status, body: parsed, headers: response.headers };
   };
 
   const upload: TestServer['upload'] = async (user, bytes, fields = {}) => {
     const presigned = await call('POST', '/session-uploads/presign', user.token, presignBody(bytes, fields));
-    if (presigned.status !== 201 && presigned.status !== 200) throw new Error(`presign failed: ${JSON.stringify(presigned.body)}`);
+    if (presigned.status !== 200) throw new Error(`presign failed: ${JSON.stringify(presigned.body)}`);
     const p = presigned.body;
     const put = await fetch(p.upload_url, { method: p.method, headers: p.headers, body: bytes });
     if (put.status !== 200) throw new Error(`PUT failed: ${put.status} ${await put.text()}`);
     const done = await call('POST', new URL(p.complete_url).pathname, user.token);
-    return { status: done.status, body: done.body, uploadId: p.upload_id };
+    return { status: done.status, body: done.body, uploadId: p.upload_id, sessionId: p.session_id };
   };
 
   return {
@@ -117,6 +138,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     dataDir,
     blobDir,
     server,
+    storeOptions,
     clock,
     admin,
     alice,

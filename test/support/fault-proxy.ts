@@ -11,6 +11,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
 import type { BlobStore } from '../../src/control-plane/blobs/types.js';
+import { openStore } from '../../src/control-plane/store/index.js';
 import { createControlServer, type ControlServer } from '../../src/control-plane/server.js';
 
 export type FaultAction =
@@ -176,10 +177,10 @@ export interface UploadStack {
   /** The server itself, bypassing the proxy: where the tests check what it holds. */
   directUrl: string;
   token: string;
-  /** GET /session-uploads as the agent's user, straight from the server. */
+  /** GET /session-uploads as the agent's user, straight from the server: the captured sessions. */
   listUploads(): Promise<any[]>;
-  /** The stored bytes of an upload, through a signed download URL. */
-  download(uploadId: string): Promise<Buffer>;
+  /** The stored bytes of a captured session's current artifact, through a signed download URL. */
+  download(sessionId: string): Promise<Buffer>;
   close(): Promise<void>;
 }
 
@@ -192,15 +193,15 @@ export async function startUploadStack(options: { uploadUrlTtlSeconds?: number; 
   const blobDir = path.join(root, 'blobs');
   const proxy = await startFaultProxy();
   const server = createControlServer({
-    dataDir: path.join(root, 'data'),
+    store: await openStore({ dataDir: path.join(root, 'data') }),
     publicUrl: proxy.url,
     blobs: options.blobs ?? ((publicUrl) => createLocalBlobStore({ dir: blobDir, publicUrl, secret: 'x'.repeat(32) })),
     uploadUrlTtlSeconds: options.uploadUrlTtlSeconds,
   });
   const { url: directUrl } = await server.listen('127.0.0.1', 0);
   proxy.target = directUrl;
-  const { token } = server.store.addUser('alice@example.com', false, Date.now());
-  server.store.publishPolicy({ session_upload: { presign_url: `${proxy.url}/session-uploads/presign` } }, Date.now());
+  const { token } = await server.store.addUser('alice@example.com', false, Date.now());
+  await server.store.publishPolicy({ session_upload: { presign_url: `${proxy.url}/session-uploads/presign` } }, Date.now());
 
   const call = async (method: string, route: string, body?: unknown): Promise<{ status: number; body: any }> => {
     const response = await fetch(`${directUrl}${route}`, {
@@ -223,8 +224,8 @@ export async function startUploadStack(options: { uploadUrlTtlSeconds?: number; 
       if (listed.status !== 200) throw new Error(`GET /session-uploads answered ${listed.status}`);
       return listed.body.items as any[];
     },
-    async download(uploadId) {
-      const signed = await call('POST', `/session-uploads/${uploadId}/download`, {});
+    async download(sessionId) {
+      const signed = await call('POST', `/session-uploads/${sessionId}/download`, {});
       if (signed.status !== 200) throw new Error(`download answered ${signed.status}`);
       const response = await fetch(signed.body.download_url, { method: signed.body.method, headers: signed.body.headers });
       if (response.status !== 200) throw new Error(`signed download answered ${response.status}`);

@@ -221,7 +221,15 @@ export async function createDatabaseAt(adminUrl: string, name = `test_${randomBy
 }
 
 /** Starts a throwaway cluster; throws, with the server log's tail, when none can be started. */
-export async function startPostgres(): Promise<PgCluster> {
+export interface StartOptions {
+  /**
+   * Keep fsync and full-page writes on, as a production server has them (the benchmarks, which measure what a
+   * deployment would see); tests leave them off.
+   */
+  durable?: boolean;
+}
+
+export async function startPostgres(options: StartOptions = {}): Promise<PgCluster> {
   const bin = findPostgresBinaries();
   if (bin === undefined) {
     throw new Error(
@@ -297,7 +305,7 @@ export async function startPostgres(): Promise<PgCluster> {
       // prettier-ignore
       const args = [
         '-D', dataDir, '-p', String(port), '-h', '127.0.0.1', '-k', dir,
-        '-c', 'fsync=off', '-c', 'full_page_writes=off', '-c', 'wal_level=minimal',
+        ...(options.durable === true ? [] : ['-c', 'fsync=off', '-c', 'full_page_writes=off']), '-c', 'wal_level=minimal',
         '-c', 'max_wal_senders=0', '-c', `max_connections=${MAX_CONNECTIONS}`, '-c', 'huge_pages=off', '-c', 'jit=off',
         // A crashed backend takes the cluster down (and fails the tests loudly) rather than being restarted.
         '-c', 'restart_after_crash=off',

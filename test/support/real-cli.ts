@@ -408,7 +408,7 @@ export function useResumeRoundTrip() {
   }
 
   /** Waits until machine A's session is listed complete on the Control API; returns it. */
-  async function uploadedFromA(harness: string): Promise<{ upload_id: string; session_id: string }> {
+  async function uploadedFromA(harness: string): Promise<{ id: string; native_session_id: string }> {
     try {
       return await waitFor(
         `the ${harness} session uploaded from machine A`,
@@ -424,13 +424,13 @@ export function useResumeRoundTrip() {
   }
 
   /** `blue-agent resume ID --dest DIR --yes --no-launch --json` on machine B; returns the native resume command. */
-  async function resumeOnB(uploadId: string, bin: string, extraEnv: Record<string, string> = {}): Promise<string[]> {
+  async function resumeOnB(id: string, bin: string, extraEnv: Record<string, string> = {}): Promise<string[]> {
     const env = { ...harnessEnv(b.home, { ...b.env, ...extraEnv, PATH: pathWith(bin) }) };
     // An unambiguous prefix is enough.
-    const result = await runCli(['resume', uploadId.slice(0, 13), '--dest', destination, '--yes', '--no-launch', '--json'], { env, cwd: destination, timeoutMs: 120_000 });
+    const result = await runCli(['resume', id.slice(0, 13), '--dest', destination, '--yes', '--no-launch', '--json'], { env, cwd: destination, timeoutMs: 120_000 });
     expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
-    const report = JSON.parse(result.stdout) as { ok: boolean; dry_run: boolean; upload_id: string; destination: string; restored: string[]; command: string[] };
-    expect(report).toMatchObject({ ok: true, dry_run: false, upload_id: uploadId, destination });
+    const report = JSON.parse(result.stdout) as { ok: boolean; dry_run: boolean; id: string; destination: string; restored: string[]; command: string[] };
+    expect(report).toMatchObject({ ok: true, dry_run: false, id, destination });
     return report.command;
   }
 

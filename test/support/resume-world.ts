@@ -30,7 +30,7 @@ export interface World {
 }
 
 export async function startWorld(options: { claudeVersion?: string | null; policy?: Record<string, unknown> } = {}): Promise<World> {
-  const server = await startTestServer();
+  const server = await startTestServer({ startAt: Date.now() }); // resume judges expiry by the machine's own clock
   const home = await makeTestHome();
   const bin = path.join(home.root, 'bin');
   const project = path.join(home.root, 'work', 'project');
@@ -40,7 +40,7 @@ export async function startWorld(options: { claudeVersion?: string | null; polic
   await mkdir(elsewhere, { recursive: true });
   await mkdir(path.join(home.root, 'tmp'), { recursive: true });
   if (options.claudeVersion !== null) await fakeClaude(bin, options.claudeVersion ?? '2.1.197');
-  server.server.store.publishPolicy(options.policy ?? {}, server.clock.now());
+  await server.server.store.publishPolicy(options.policy ?? {}, server.clock.now());
   const env: Record<string, string> = {
     ...home.env,
     PATH: `${bin}:/usr/bin:/bin`,
@@ -92,7 +92,7 @@ export async function uploadClaudeSession(
     resumable?: boolean;
     profile?: string;
   } = {},
-): Promise<{ uploadId: string; sessionId: string; bytes: Buffer }> {
+): Promise<{ capturedId: string; artifactId: string; sessionId: string; bytes: Buffer }> {
   const sessionId = options.sessionId ?? `5e55${String(++counter).padStart(4, '0')}-aaaa-4bbb-8ccc-${Date.now().toString(16).padStart(12, '0').slice(-12)}`;
   const cwd = options.cwd ?? world.project;
   const src = path.join(world.server.root, `src-${sessionId}`);
@@ -130,18 +130,20 @@ export async function uploadBytes(
   world: World,
   bytes: Buffer,
   options: { sessionId: string; cwd?: string; title?: string; remote?: string | undefined; resumable?: boolean | undefined; profile?: string; user?: TestUser | undefined; harness?: string },
-): Promise<{ uploadId: string }> {
+): Promise<{ capturedId: string; artifactId: string }> {
   const done = await world.server.upload(options.user ?? world.server.alice, bytes, {
     harness: options.harness ?? 'claude',
     session_id: options.sessionId,
     compatibility_profile: options.profile ?? 'claude-v2_0_12',
+    artifact_format: 'blue-session-bundle-v1',
     cwd: options.cwd ?? world.project,
     resumable: options.resumable ?? true,
     title: options.title ?? 'A session',
     ...(options.remote === undefined ? {} : { repository_root: options.cwd ?? world.project, repository_remote: options.remote }),
   });
   if (done.status !== 200) throw new Error(`upload failed: ${JSON.stringify(done.body)}`);
-  return { uploadId: done.uploadId };
+  // Resume names the captured session (its contract id), not one upload of it.
+  return { capturedId: done.sessionId, artifactId: done.uploadId };
 }
 
 export function cli(world: World, args: string[], extra: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {

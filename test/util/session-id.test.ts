@@ -1,6 +1,6 @@
 /**
- * One rule for native session ids: the TypeScript function and the schemas' pattern (what bundle verify and the
- * Control API's presign apply) agree on every id, hostile or not, and each place that takes an id uses it.
+ * One rule for native session ids: the TypeScript function and the bundle manifest schema's pattern (what bundle
+ * verify applies) agree on every id, hostile or not, and each place that takes an id uses it.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -57,12 +57,12 @@ const valid: [string, string][] = [
 describe('the native session id rule', () => {
   const manifest = schemaPattern('bundle-manifest.schema.json', (s) => s.properties.native_session_id);
   const presign = schemaPattern('control-presign.schema.json', (s) => s.properties.session_id);
-  const listed = schemaPattern('control-session-upload.schema.json', (s) => s.properties.session_id);
 
-  it('is the same pattern text in every schema and in src/util/session-id.ts', () => {
+  it('is the same pattern text in the bundle manifest and in src/util/session-id.ts', () => {
     expect(manifest).toBe(SESSION_ID_PATTERN_SOURCE);
-    expect(presign).toBe(SESSION_ID_PATTERN_SOURCE);
-    expect(listed).toBe(SESSION_ID_PATTERN_SOURCE);
+    // The Control API takes any id a client of the contract sends (no control characters): the rule guards restores,
+    // which read the id from the manifest.
+    expect(presign).toBe('^[^\\u0000-\\u001f\\u007f]+$');
   });
 
   const manifestOf = (id: string) => ({
@@ -83,7 +83,8 @@ describe('the native session id rule', () => {
       expect(sessionIdProblem(id) === undefined).toBe(ok);
       expect(new RegExp(manifest, 'u').test(id)).toBe(ok);
       expect((validators.validateBundleManifest as (d: unknown) => boolean)(manifestOf(id))).toBe(ok);
-      expect((validators.validatePresignRequest as (d: unknown) => boolean)(presignOf(id))).toBe(ok);
+      // Every id blue-agent captures is one the Control API takes.
+      if (ok) expect((validators.validatePresignRequest as (d: unknown) => boolean)(presignOf(id))).toBe(true);
 
       // Capture (the hook's payload), the harness adapters, and restore.
       const payload = () => parsePayload(JSON.stringify({ session_id: id }));

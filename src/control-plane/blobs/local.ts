@@ -6,7 +6,7 @@
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { constants, createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { access, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { Transform } from 'node:stream';
@@ -59,7 +59,7 @@ function sendError(response: ServerResponse, status: number, code: string, messa
     response.destroy();
     return;
   }
-  const body = JSON.stringify({ error: { code, message } });
+  const body = JSON.stringify({ error: message, code });
   // The request body may be unread; closing the connection keeps it from being parsed as the next request.
   response.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
@@ -224,6 +224,10 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
 
   return {
     kind: 'local',
+
+    async check(): Promise<void> {
+      await access(dir, constants.W_OK | constants.X_OK);
+    },
 
     async presignUpload(key: string, object: StoredObject, expiresAtUnixMs: number): Promise<SignedRequest> {
       assertValidKey(key);

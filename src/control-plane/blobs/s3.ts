@@ -11,7 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { BlueError, usageError } from '../../errors.js';
 import { assertValidKey, assertValidObject, hexToBase64 } from './keys.js';
@@ -166,6 +166,14 @@ export async function createS3BlobStore(options: S3BlobStoreOptions): Promise<Bl
 
   return {
     kind: 's3',
+
+    async check(): Promise<void> {
+      try {
+        await client.send(new HeadBucketCommand({ Bucket: options.bucket }));
+      } catch (error) {
+        throw s3Error('HEAD', options.bucket, error);
+      }
+    },
 
     async presignUpload(key: string, object: StoredObject, expiresAtUnixMs: number): Promise<SignedRequest> {
       assertValidKey(key);

@@ -33,6 +33,8 @@ export interface BlobStore {
    * theirs and has been answered. The server offers every request to it before its own routes.
    */
   serve?(request: IncomingMessage, response: ServerResponse): Promise<boolean>;
+  /** Throws when the store cannot be used now (for `GET /ready`): the folder is gone or read-only, the bucket unreachable. */
+  check?(): Promise<void>;
   /** Removes the object; no error when it is already gone. */
   delete(key: string): Promise<void>;
   close(): Promise<void>;

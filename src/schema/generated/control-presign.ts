@@ -6,21 +6,27 @@
 export type HarnessName = 'claude' | 'codex' | 'gemini' | 'kimi' | 'opencode' | 'qwen';
 
 /**
- * Body of POST /session-uploads/presign: the bundle a client is about to upload. Field names follow Blue's Control API.
+ * Body of POST /session-uploads/presign (Blue's SessionUploadPresignRequest): the artifact a client is about to upload. Fields the contract does not name are tolerated and ignored. Text fields never hold NUL (PostgreSQL cannot store it), and names no control characters.
  */
 export interface PresignRequest {
   harness: HarnessName;
+  /**
+   * The profile that captured it; absent: recorded as "legacy" (no profile).
+   */
+  compatibility_profile?: string;
+  /**
+   * The harness's native session id.
+   */
   session_id: string;
   sha256: string;
   size_bytes: number;
-  content_type: 'application/vnd.blue.session-bundle+tar+gzip';
-  compatibility_profile?: string;
-  cwd?: string;
-  artifact_format?: string;
+  content_type: string;
+  cwd?: string | null;
+  artifact_format?: 'legacy-raw' | 'blue-session-bundle-v1';
   resumable?: boolean;
-  title?: string;
-  summary?: string;
+  title?: string | null;
+  summary?: string | null;
   captured_at_unix_ms?: number;
-  repository_root?: string;
-  repository_remote?: string;
+  repository_root?: string | null;
+  repository_remote?: string | null;
 }

@@ -1206,11 +1206,1028 @@ validate12.errors = vErrors;
 return errors === 0;
 }
 
-export const validateClientStatusReport = validate15;
-const schema18 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-client-status.schema.json","title":"ClientStatusReport","description":"Body of POST /client-status: what one machine applied.","type":"object","additionalProperties":false,"required":["instance_id","client_version","platform"],"properties":{"instance_id":{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"},"hostname":{"type":"string","maxLength":255},"client_version":{"type":"string","minLength":1,"maxLength":64},"platform":{"type":"string","minLength":1,"maxLength":32},"policy_revision":{"oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128},{"type":"null"}]},"harnesses":{"type":"object","propertyNames":{"$ref":"harness-name.schema.json"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"installed":{"type":"boolean"},"version":{"type":["string","null"],"maxLength":64},"profile":{"type":["string","null"],"maxLength":256},"capture":{"type":"string","enum":["active","inactive","error"]},"detail":{"type":"string","maxLength":1024}}}}}};
-const pattern7 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
+export const validateCapturedSession = validate15;
+const schema18 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-captured-session.schema.json","title":"CapturedSession","description":"A captured session as the caller may see it (Blue's CapturedSession): an item of GET /session-uploads, and `session` of GET /session-uploads/{id}. The artifact fields (status, size, digest, profile, format, title...) are its current artifact's. Fields a later server adds are allowed and ignored.","type":"object","required":["id","user_id","user_email","harness","compatibility_profile","native_session_id","artifact_format","resumable","sharing_mode","share_recipient_count","updated_at"],"properties":{"id":{"description":"The captured session's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"user_id":{"description":"Its owner.","type":"string","maxLength":64},"user_email":{"type":"string","maxLength":320},"harness":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"native_session_id":{"type":"string","maxLength":512},"cwd":{"type":["string","null"],"maxLength":4096},"artifact_format":{"type":"string","maxLength":128},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":1024},"summary":{"type":["string","null"],"maxLength":4096},"source_captured_at":{"type":["string","null"],"maxLength":64},"repository":{"type":"object","properties":{"root":{"type":["string","null"],"maxLength":4096},"remote":{"type":["string","null"],"maxLength":4096}}},"sharing_mode":{"type":"string","enum":["private","workspace","selected"]},"share_recipient_count":{"type":"integer","minimum":0},"shared":{"description":"In the resumable picker: the caller is not its owner.","type":"boolean"},"updated_at":{"type":"string","maxLength":64},"status":{"description":"The current artifact's status.","type":["string","null"],"maxLength":32},"size_bytes":{"type":["integer","null"],"minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"retention_expires_at":{"type":["string","null"],"maxLength":64},"sha256":{"description":"Extension: the current artifact's SHA-256 (downloads are checked against it).","type":["string","null"],"pattern":"^[0-9a-f]{64}$"},"artifact_id":{"description":"Extension: the current artifact's id.","oneOf":[{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},{"type":"null"}]}}};
+const schema20 = {"type":"string","pattern":"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"};
+const pattern7 = new RegExp("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", "u");
 
 function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-captured-session.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.user_id === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "user_id"},message:"must have required property '"+"user_id"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.user_email === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "user_email"},message:"must have required property '"+"user_email"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.harness === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "harness"},message:"must have required property '"+"harness"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.compatibility_profile === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "compatibility_profile"},message:"must have required property '"+"compatibility_profile"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.native_session_id === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "native_session_id"},message:"must have required property '"+"native_session_id"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.artifact_format === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "artifact_format"},message:"must have required property '"+"artifact_format"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data.resumable === undefined){
+const err7 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "resumable"},message:"must have required property '"+"resumable"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data.sharing_mode === undefined){
+const err8 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sharing_mode"},message:"must have required property '"+"sharing_mode"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data.share_recipient_count === undefined){
+const err9 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "share_recipient_count"},message:"must have required property '"+"share_recipient_count"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data.updated_at === undefined){
+const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "updated_at"},message:"must have required property '"+"updated_at"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data.id !== undefined){
+let data0 = data.id;
+if(typeof data0 === "string"){
+if(!pattern7.test(data0)){
+const err11 = {instancePath:instancePath+"/id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.user_id !== undefined){
+let data1 = data.user_id;
+if(typeof data1 === "string"){
+if(func2(data1) > 64){
+const err13 = {instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.user_email !== undefined){
+let data2 = data.user_email;
+if(typeof data2 === "string"){
+if(func2(data2) > 320){
+const err15 = {instancePath:instancePath+"/user_email",schemaPath:"#/properties/user_email/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/user_email",schemaPath:"#/properties/user_email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data.harness !== undefined){
+let data3 = data.harness;
+if(typeof data3 === "string"){
+if(func2(data3) > 64){
+const err17 = {instancePath:instancePath+"/harness",schemaPath:"#/properties/harness/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/harness",schemaPath:"#/properties/harness/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data.compatibility_profile !== undefined){
+let data4 = data.compatibility_profile;
+if(typeof data4 === "string"){
+if(func2(data4) > 256){
+const err19 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data.native_session_id !== undefined){
+let data5 = data.native_session_id;
+if(typeof data5 === "string"){
+if(func2(data5) > 512){
+const err21 = {instancePath:instancePath+"/native_session_id",schemaPath:"#/properties/native_session_id/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/native_session_id",schemaPath:"#/properties/native_session_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data.cwd !== undefined){
+let data6 = data.cwd;
+if((typeof data6 !== "string") && (data6 !== null)){
+const err23 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/type",keyword:"type",params:{type: schema18.properties.cwd.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+if(typeof data6 === "string"){
+if(func2(data6) > 4096){
+const err24 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+}
+if(data.artifact_format !== undefined){
+let data7 = data.artifact_format;
+if(typeof data7 === "string"){
+if(func2(data7) > 128){
+const err25 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data.resumable !== undefined){
+if(typeof data.resumable !== "boolean"){
+const err27 = {instancePath:instancePath+"/resumable",schemaPath:"#/properties/resumable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data.title !== undefined){
+let data9 = data.title;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err28 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema18.properties.title.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if(typeof data9 === "string"){
+if(func2(data9) > 1024){
+const err29 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+}
+if(data.summary !== undefined){
+let data10 = data.summary;
+if((typeof data10 !== "string") && (data10 !== null)){
+const err30 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema18.properties.summary.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+if(typeof data10 === "string"){
+if(func2(data10) > 4096){
+const err31 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+}
+if(data.source_captured_at !== undefined){
+let data11 = data.source_captured_at;
+if((typeof data11 !== "string") && (data11 !== null)){
+const err32 = {instancePath:instancePath+"/source_captured_at",schemaPath:"#/properties/source_captured_at/type",keyword:"type",params:{type: schema18.properties.source_captured_at.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+if(typeof data11 === "string"){
+if(func2(data11) > 64){
+const err33 = {instancePath:instancePath+"/source_captured_at",schemaPath:"#/properties/source_captured_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+}
+if(data.repository !== undefined){
+let data12 = data.repository;
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+if(data12.root !== undefined){
+let data13 = data12.root;
+if((typeof data13 !== "string") && (data13 !== null)){
+const err34 = {instancePath:instancePath+"/repository/root",schemaPath:"#/properties/repository/properties/root/type",keyword:"type",params:{type: schema18.properties.repository.properties.root.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+if(typeof data13 === "string"){
+if(func2(data13) > 4096){
+const err35 = {instancePath:instancePath+"/repository/root",schemaPath:"#/properties/repository/properties/root/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+}
+if(data12.remote !== undefined){
+let data14 = data12.remote;
+if((typeof data14 !== "string") && (data14 !== null)){
+const err36 = {instancePath:instancePath+"/repository/remote",schemaPath:"#/properties/repository/properties/remote/type",keyword:"type",params:{type: schema18.properties.repository.properties.remote.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+if(typeof data14 === "string"){
+if(func2(data14) > 4096){
+const err37 = {instancePath:instancePath+"/repository/remote",schemaPath:"#/properties/repository/properties/remote/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err38 = {instancePath:instancePath+"/repository",schemaPath:"#/properties/repository/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+if(data.sharing_mode !== undefined){
+let data15 = data.sharing_mode;
+if(typeof data15 !== "string"){
+const err39 = {instancePath:instancePath+"/sharing_mode",schemaPath:"#/properties/sharing_mode/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+if(!(((data15 === "private") || (data15 === "workspace")) || (data15 === "selected"))){
+const err40 = {instancePath:instancePath+"/sharing_mode",schemaPath:"#/properties/sharing_mode/enum",keyword:"enum",params:{allowedValues: schema18.properties.sharing_mode.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data.share_recipient_count !== undefined){
+let data16 = data.share_recipient_count;
+if(!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))){
+const err41 = {instancePath:instancePath+"/share_recipient_count",schemaPath:"#/properties/share_recipient_count/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+if((typeof data16 == "number") && (isFinite(data16))){
+if(data16 < 0 || isNaN(data16)){
+const err42 = {instancePath:instancePath+"/share_recipient_count",schemaPath:"#/properties/share_recipient_count/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+}
+if(data.shared !== undefined){
+if(typeof data.shared !== "boolean"){
+const err43 = {instancePath:instancePath+"/shared",schemaPath:"#/properties/shared/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+if(data.updated_at !== undefined){
+let data18 = data.updated_at;
+if(typeof data18 === "string"){
+if(func2(data18) > 64){
+const err44 = {instancePath:instancePath+"/updated_at",schemaPath:"#/properties/updated_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+else {
+const err45 = {instancePath:instancePath+"/updated_at",schemaPath:"#/properties/updated_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data19 = data.status;
+if((typeof data19 !== "string") && (data19 !== null)){
+const err46 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: schema18.properties.status.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+if(typeof data19 === "string"){
+if(func2(data19) > 32){
+const err47 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+}
+if(data.size_bytes !== undefined){
+let data20 = data.size_bytes;
+if((!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))) && (data20 !== null)){
+const err48 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/type",keyword:"type",params:{type: schema18.properties.size_bytes.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 < 0 || isNaN(data20)){
+const err49 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+}
+if(data.content_type !== undefined){
+let data21 = data.content_type;
+if((typeof data21 !== "string") && (data21 !== null)){
+const err50 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/type",keyword:"type",params:{type: schema18.properties.content_type.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+if(typeof data21 === "string"){
+if(func2(data21) > 256){
+const err51 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+}
+if(data.retention_expires_at !== undefined){
+let data22 = data.retention_expires_at;
+if((typeof data22 !== "string") && (data22 !== null)){
+const err52 = {instancePath:instancePath+"/retention_expires_at",schemaPath:"#/properties/retention_expires_at/type",keyword:"type",params:{type: schema18.properties.retention_expires_at.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+if(typeof data22 === "string"){
+if(func2(data22) > 64){
+const err53 = {instancePath:instancePath+"/retention_expires_at",schemaPath:"#/properties/retention_expires_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+}
+if(data.sha256 !== undefined){
+let data23 = data.sha256;
+if((typeof data23 !== "string") && (data23 !== null)){
+const err54 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/type",keyword:"type",params:{type: schema18.properties.sha256.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(typeof data23 === "string"){
+if(!pattern6.test(data23)){
+const err55 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+}
+if(data.artifact_id !== undefined){
+let data24 = data.artifact_id;
+const _errs51 = errors;
+let valid3 = false;
+let passing0 = null;
+const _errs52 = errors;
+if(typeof data24 === "string"){
+if(!pattern7.test(data24)){
+const err56 = {instancePath:instancePath+"/artifact_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+else {
+const err57 = {instancePath:instancePath+"/artifact_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+var _valid0 = _errs52 === errors;
+if(_valid0){
+valid3 = true;
+passing0 = 0;
+}
+const _errs55 = errors;
+if(data24 !== null){
+const err58 = {instancePath:instancePath+"/artifact_id",schemaPath:"#/properties/artifact_id/oneOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+var _valid0 = _errs55 === errors;
+if(_valid0 && valid3){
+valid3 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid3 = true;
+passing0 = 1;
+}
+}
+if(!valid3){
+const err59 = {instancePath:instancePath+"/artifact_id",schemaPath:"#/properties/artifact_id/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+else {
+errors = _errs51;
+if(vErrors !== null){
+if(_errs51){
+vErrors.length = _errs51;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+}
+else {
+const err60 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+validate15.errors = vErrors;
+return errors === 0;
+}
+
+export const validateCapturedSessionList = validate17;
+const schema24 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-captured-sessions.schema.json","title":"CapturedSessionList","description":"Answer of GET /session-uploads (Blue's CapturedSessionList): one page, by cursor (next_cursor) or numbered (page, per_page, total, total_pages).","type":"object","required":["items"],"properties":{"items":{"type":"array","maxItems":100,"items":{"$ref":"control-captured-session.schema.json"}},"next_cursor":{"oneOf":[{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},{"type":"null"}]},"page":{"type":"integer","minimum":1},"per_page":{"type":"integer","minimum":1},"total":{"type":"integer","minimum":0},"total_pages":{"type":"integer","minimum":0}}};
+
+function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-captured-sessions.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.items === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "items"},message:"must have required property '"+"items"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.items !== undefined){
+let data0 = data.items;
+if(Array.isArray(data0)){
+if(data0.length > 100){
+const err1 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate15(data0[i0], {instancePath:instancePath+"/items/" + i0,parentData:data0,parentDataProperty:i0,rootData}))){
+vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err2 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.next_cursor !== undefined){
+let data2 = data.next_cursor;
+const _errs5 = errors;
+let valid3 = false;
+let passing0 = null;
+const _errs6 = errors;
+if(typeof data2 === "string"){
+if(!pattern7.test(data2)){
+const err3 = {instancePath:instancePath+"/next_cursor",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/next_cursor",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+var _valid0 = _errs6 === errors;
+if(_valid0){
+valid3 = true;
+passing0 = 0;
+}
+const _errs9 = errors;
+if(data2 !== null){
+const err5 = {instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/oneOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+var _valid0 = _errs9 === errors;
+if(_valid0 && valid3){
+valid3 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid3 = true;
+passing0 = 1;
+}
+}
+if(!valid3){
+const err6 = {instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+else {
+errors = _errs5;
+if(vErrors !== null){
+if(_errs5){
+vErrors.length = _errs5;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data.page !== undefined){
+let data3 = data.page;
+if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
+const err7 = {instancePath:instancePath+"/page",schemaPath:"#/properties/page/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if((typeof data3 == "number") && (isFinite(data3))){
+if(data3 < 1 || isNaN(data3)){
+const err8 = {instancePath:instancePath+"/page",schemaPath:"#/properties/page/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+if(data.per_page !== undefined){
+let data4 = data.per_page;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+const err9 = {instancePath:instancePath+"/per_page",schemaPath:"#/properties/per_page/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if((typeof data4 == "number") && (isFinite(data4))){
+if(data4 < 1 || isNaN(data4)){
+const err10 = {instancePath:instancePath+"/per_page",schemaPath:"#/properties/per_page/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+if(data.total !== undefined){
+let data5 = data.total;
+if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
+const err11 = {instancePath:instancePath+"/total",schemaPath:"#/properties/total/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if((typeof data5 == "number") && (isFinite(data5))){
+if(data5 < 0 || isNaN(data5)){
+const err12 = {instancePath:instancePath+"/total",schemaPath:"#/properties/total/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+if(data.total_pages !== undefined){
+let data6 = data.total_pages;
+if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
+const err13 = {instancePath:instancePath+"/total_pages",schemaPath:"#/properties/total_pages/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if((typeof data6 == "number") && (isFinite(data6))){
+if(data6 < 0 || isNaN(data6)){
+const err14 = {instancePath:instancePath+"/total_pages",schemaPath:"#/properties/total_pages/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+validate17.errors = vErrors;
+return errors === 0;
+}
+
+export const validateClientStatusReport = validate19;
+const schema26 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-client-status.schema.json","title":"ClientStatusReport","description":"Body of POST /client-status (Blue's ClientStatusReport): what one machine applied. Fields the contract does not name are tolerated and kept.","type":"object","required":["instance_id","client_version","platform","applied","files_ok"],"properties":{"instance_id":{"type":"string","minLength":1,"maxLength":128,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"hostname":{"type":["string","null"],"maxLength":255},"client_version":{"type":"string","minLength":1,"maxLength":64},"platform":{"type":"string","minLength":1,"maxLength":32},"config_revision":{"type":["string","null"],"maxLength":128},"applied":{"description":"The configuration revision is applied (every harness it names reconciled).","type":"boolean"},"files_ok":{"description":"The managed native files are as the agent wrote them.","type":"boolean"},"harnesses":{"type":"array","maxItems":64,"items":{"oneOf":[{"description":"An applied harness's name.","type":"string","maxLength":64},{"$ref":"#/definitions/harnessInventoryEntry"}]}},"packages":{"type":"array","maxItems":1024},"reconciliation_attempt":{"oneOf":[{"type":"object","required":["harness","revision"],"properties":{"harness":{"type":"string","maxLength":64},"revision":{"type":"string","maxLength":128}}},{"type":"null"}]},"error":{"type":["string","null"],"maxLength":4096}},"definitions":{"harnessInventoryEntry":{"type":"object","required":["name","api_allowed","client_supported","installed","reconciled"],"properties":{"name":{"type":"string","maxLength":64},"api_allowed":{"type":"boolean"},"client_supported":{"type":"boolean"},"installed":{"type":"boolean"},"reconciled":{"type":"boolean"},"path":{"type":"string","maxLength":4096},"raw_version":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"compatibility_deprecated":{"type":"boolean"},"compatibility_error":{"type":"string","maxLength":1024},"compatibility_warning":{"type":"string","maxLength":1024}}}}};
+const schema27 = {"type":"object","required":["name","api_allowed","client_supported","installed","reconciled"],"properties":{"name":{"type":"string","maxLength":64},"api_allowed":{"type":"boolean"},"client_supported":{"type":"boolean"},"installed":{"type":"boolean"},"reconciled":{"type":"boolean"},"path":{"type":"string","maxLength":4096},"raw_version":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"compatibility_deprecated":{"type":"boolean"},"compatibility_error":{"type":"string","maxLength":1024},"compatibility_warning":{"type":"string","maxLength":1024}}};
+const pattern13 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
+
+function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-client-status.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -1245,9 +2262,856 @@ vErrors.push(err2);
 }
 errors++;
 }
-for(const key0 in data){
-if(!((((((key0 === "instance_id") || (key0 === "hostname")) || (key0 === "client_version")) || (key0 === "platform")) || (key0 === "policy_revision")) || (key0 === "harnesses"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.applied === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "applied"},message:"must have required property '"+"applied"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.files_ok === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "files_ok"},message:"must have required property '"+"files_ok"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.instance_id !== undefined){
+let data0 = data.instance_id;
+if(typeof data0 === "string"){
+if(func2(data0) > 128){
+const err5 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(func2(data0) < 1){
+const err6 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(!pattern13.test(data0)){
+const err7 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\""};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.hostname !== undefined){
+let data1 = data.hostname;
+if((typeof data1 !== "string") && (data1 !== null)){
+const err9 = {instancePath:instancePath+"/hostname",schemaPath:"#/properties/hostname/type",keyword:"type",params:{type: schema26.properties.hostname.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(typeof data1 === "string"){
+if(func2(data1) > 255){
+const err10 = {instancePath:instancePath+"/hostname",schemaPath:"#/properties/hostname/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+if(data.client_version !== undefined){
+let data2 = data.client_version;
+if(typeof data2 === "string"){
+if(func2(data2) > 64){
+const err11 = {instancePath:instancePath+"/client_version",schemaPath:"#/properties/client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(func2(data2) < 1){
+const err12 = {instancePath:instancePath+"/client_version",schemaPath:"#/properties/client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/client_version",schemaPath:"#/properties/client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data.platform !== undefined){
+let data3 = data.platform;
+if(typeof data3 === "string"){
+if(func2(data3) > 32){
+const err14 = {instancePath:instancePath+"/platform",schemaPath:"#/properties/platform/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(func2(data3) < 1){
+const err15 = {instancePath:instancePath+"/platform",schemaPath:"#/properties/platform/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/platform",schemaPath:"#/properties/platform/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data.config_revision !== undefined){
+let data4 = data.config_revision;
+if((typeof data4 !== "string") && (data4 !== null)){
+const err17 = {instancePath:instancePath+"/config_revision",schemaPath:"#/properties/config_revision/type",keyword:"type",params:{type: schema26.properties.config_revision.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(typeof data4 === "string"){
+if(func2(data4) > 128){
+const err18 = {instancePath:instancePath+"/config_revision",schemaPath:"#/properties/config_revision/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+}
+if(data.applied !== undefined){
+if(typeof data.applied !== "boolean"){
+const err19 = {instancePath:instancePath+"/applied",schemaPath:"#/properties/applied/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data.files_ok !== undefined){
+if(typeof data.files_ok !== "boolean"){
+const err20 = {instancePath:instancePath+"/files_ok",schemaPath:"#/properties/files_ok/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data.harnesses !== undefined){
+let data7 = data.harnesses;
+if(Array.isArray(data7)){
+if(data7.length > 64){
+const err21 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+const len0 = data7.length;
+for(let i0=0; i0<len0; i0++){
+let data8 = data7[i0];
+const _errs18 = errors;
+let valid3 = false;
+let passing0 = null;
+const _errs19 = errors;
+if(typeof data8 === "string"){
+if(func2(data8) > 64){
+const err22 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/oneOf/0/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/oneOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+var _valid0 = _errs19 === errors;
+if(_valid0){
+valid3 = true;
+passing0 = 0;
+}
+const _errs21 = errors;
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+if(data8.name === undefined){
+const err24 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(data8.api_allowed === undefined){
+const err25 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/required",keyword:"required",params:{missingProperty: "api_allowed"},message:"must have required property '"+"api_allowed"+"'"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data8.client_supported === undefined){
+const err26 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/required",keyword:"required",params:{missingProperty: "client_supported"},message:"must have required property '"+"client_supported"+"'"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if(data8.installed === undefined){
+const err27 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/required",keyword:"required",params:{missingProperty: "installed"},message:"must have required property '"+"installed"+"'"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(data8.reconciled === undefined){
+const err28 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/required",keyword:"required",params:{missingProperty: "reconciled"},message:"must have required property '"+"reconciled"+"'"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if(data8.name !== undefined){
+let data9 = data8.name;
+if(typeof data9 === "string"){
+if(func2(data9) > 64){
+const err29 = {instancePath:instancePath+"/harnesses/" + i0+"/name",schemaPath:"#/definitions/harnessInventoryEntry/properties/name/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/harnesses/" + i0+"/name",schemaPath:"#/definitions/harnessInventoryEntry/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+if(data8.api_allowed !== undefined){
+if(typeof data8.api_allowed !== "boolean"){
+const err31 = {instancePath:instancePath+"/harnesses/" + i0+"/api_allowed",schemaPath:"#/definitions/harnessInventoryEntry/properties/api_allowed/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+if(data8.client_supported !== undefined){
+if(typeof data8.client_supported !== "boolean"){
+const err32 = {instancePath:instancePath+"/harnesses/" + i0+"/client_supported",schemaPath:"#/definitions/harnessInventoryEntry/properties/client_supported/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data8.installed !== undefined){
+if(typeof data8.installed !== "boolean"){
+const err33 = {instancePath:instancePath+"/harnesses/" + i0+"/installed",schemaPath:"#/definitions/harnessInventoryEntry/properties/installed/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+if(data8.reconciled !== undefined){
+if(typeof data8.reconciled !== "boolean"){
+const err34 = {instancePath:instancePath+"/harnesses/" + i0+"/reconciled",schemaPath:"#/definitions/harnessInventoryEntry/properties/reconciled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+if(data8.path !== undefined){
+let data14 = data8.path;
+if(typeof data14 === "string"){
+if(func2(data14) > 4096){
+const err35 = {instancePath:instancePath+"/harnesses/" + i0+"/path",schemaPath:"#/definitions/harnessInventoryEntry/properties/path/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+else {
+const err36 = {instancePath:instancePath+"/harnesses/" + i0+"/path",schemaPath:"#/definitions/harnessInventoryEntry/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+if(data8.raw_version !== undefined){
+let data15 = data8.raw_version;
+if(typeof data15 === "string"){
+if(func2(data15) > 256){
+const err37 = {instancePath:instancePath+"/harnesses/" + i0+"/raw_version",schemaPath:"#/definitions/harnessInventoryEntry/properties/raw_version/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+else {
+const err38 = {instancePath:instancePath+"/harnesses/" + i0+"/raw_version",schemaPath:"#/definitions/harnessInventoryEntry/properties/raw_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+if(data8.version !== undefined){
+let data16 = data8.version;
+if(typeof data16 === "string"){
+if(func2(data16) > 64){
+const err39 = {instancePath:instancePath+"/harnesses/" + i0+"/version",schemaPath:"#/definitions/harnessInventoryEntry/properties/version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/harnesses/" + i0+"/version",schemaPath:"#/definitions/harnessInventoryEntry/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data8.compatibility_profile !== undefined){
+let data17 = data8.compatibility_profile;
+if(typeof data17 === "string"){
+if(func2(data17) > 256){
+const err41 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_profile",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_profile/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_profile",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_profile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+if(data8.compatibility_deprecated !== undefined){
+if(typeof data8.compatibility_deprecated !== "boolean"){
+const err43 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_deprecated",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_deprecated/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+if(data8.compatibility_error !== undefined){
+let data19 = data8.compatibility_error;
+if(typeof data19 === "string"){
+if(func2(data19) > 1024){
+const err44 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_error",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_error/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+else {
+const err45 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_error",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+if(data8.compatibility_warning !== undefined){
+let data20 = data8.compatibility_warning;
+if(typeof data20 === "string"){
+if(func2(data20) > 1024){
+const err46 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_warning",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_warning/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+else {
+const err47 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_warning",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_warning/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+}
+else {
+const err48 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+var _valid0 = _errs21 === errors;
+if(_valid0 && valid3){
+valid3 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid3 = true;
+passing0 = 1;
+}
+}
+if(!valid3){
+const err49 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+else {
+errors = _errs18;
+if(vErrors !== null){
+if(_errs18){
+vErrors.length = _errs18;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+if(data.packages !== undefined){
+let data21 = data.packages;
+if(Array.isArray(data21)){
+if(data21.length > 1024){
+const err51 = {instancePath:instancePath+"/packages",schemaPath:"#/properties/packages/maxItems",keyword:"maxItems",params:{limit: 1024},message:"must NOT have more than 1024 items"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+else {
+const err52 = {instancePath:instancePath+"/packages",schemaPath:"#/properties/packages/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+}
+if(data.reconciliation_attempt !== undefined){
+let data22 = data.reconciliation_attempt;
+const _errs51 = errors;
+let valid6 = false;
+let passing1 = null;
+const _errs52 = errors;
+if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
+if(data22.harness === undefined){
+const err53 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/required",keyword:"required",params:{missingProperty: "harness"},message:"must have required property '"+"harness"+"'"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(data22.revision === undefined){
+const err54 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/required",keyword:"required",params:{missingProperty: "revision"},message:"must have required property '"+"revision"+"'"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(data22.harness !== undefined){
+let data23 = data22.harness;
+if(typeof data23 === "string"){
+if(func2(data23) > 64){
+const err55 = {instancePath:instancePath+"/reconciliation_attempt/harness",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/harness/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+else {
+const err56 = {instancePath:instancePath+"/reconciliation_attempt/harness",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/harness/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+if(data22.revision !== undefined){
+let data24 = data22.revision;
+if(typeof data24 === "string"){
+if(func2(data24) > 128){
+const err57 = {instancePath:instancePath+"/reconciliation_attempt/revision",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/revision/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+else {
+const err58 = {instancePath:instancePath+"/reconciliation_attempt/revision",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/revision/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+}
+else {
+const err59 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+var _valid1 = _errs52 === errors;
+if(_valid1){
+valid6 = true;
+passing1 = 0;
+}
+const _errs58 = errors;
+if(data22 !== null){
+const err60 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+var _valid1 = _errs58 === errors;
+if(_valid1 && valid6){
+valid6 = false;
+passing1 = [passing1, 1];
+}
+else {
+if(_valid1){
+valid6 = true;
+passing1 = 1;
+}
+}
+if(!valid6){
+const err61 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf",keyword:"oneOf",params:{passingSchemas: passing1},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+else {
+errors = _errs51;
+if(vErrors !== null){
+if(_errs51){
+vErrors.length = _errs51;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data.error !== undefined){
+let data25 = data.error;
+if((typeof data25 !== "string") && (data25 !== null)){
+const err62 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: schema26.properties.error.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+if(typeof data25 === "string"){
+if(func2(data25) > 4096){
+const err63 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err64 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+validate19.errors = vErrors;
+return errors === 0;
+}
+
+export const validateCompleteRequest = validate20;
+const schema28 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-complete.schema.json","title":"CompleteRequest","description":"Optional body of POST /session-uploads/{upload_id}/complete. The contract defines none and Blue's server ignores it; when a client repeats what it presigned, a mismatch is refused. Other fields are tolerated.","type":"object","properties":{"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0}}};
+const pattern14 = new RegExp("^[0-9a-fA-F]{64}$", "u");
+
+function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-complete.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.sha256 !== undefined){
+let data0 = data.sha256;
+if(typeof data0 === "string"){
+if(!pattern14.test(data0)){
+const err0 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.size_bytes !== undefined){
+let data1 = data.size_bytes;
+if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
+const err2 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if((typeof data1 == "number") && (isFinite(data1))){
+if(data1 < 0 || isNaN(data1)){
+const err3 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -1257,11 +3121,10 @@ vErrors.push(err3);
 errors++;
 }
 }
-if(data.instance_id !== undefined){
-let data0 = data.instance_id;
-if(typeof data0 === "string"){
-if(func2(data0) > 128){
-const err4 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1270,8 +3133,77 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(func2(data0) < 1){
-const err5 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+validate20.errors = vErrors;
+return errors === 0;
+}
+
+export const validateCompletedUpload = validate21;
+const schema29 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-completed-upload.schema.json","title":"CompletedUpload","description":"Answer of POST /session-uploads/{upload_id}/complete: the artifact is verified. `superseded` when a newer artifact of the same session had already completed.","type":"object","required":["id","status"],"properties":{"id":{"description":"The artifact's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"status":{"type":"string","enum":["complete","superseded"]},"session_id":{"description":"Extension: the captured session's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"}}};
+
+function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-completed-upload.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.status === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.id !== undefined){
+let data0 = data.id;
+if(typeof data0 === "string"){
+if(!pattern7.test(data0)){
+const err2 = {instancePath:instancePath+"/id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data1 = data.status;
+if(typeof data1 !== "string"){
+const err4 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!((data1 === "complete") || (data1 === "superseded"))){
+const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema29.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1280,8 +3212,12 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!pattern7.test(data0)){
-const err6 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:-]+$"+"\""};
+}
+if(data.session_id !== undefined){
+let data2 = data.session_id;
+if(typeof data2 === "string"){
+if(!pattern7.test(data2)){
+const err6 = {instancePath:instancePath+"/session_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1292,7 +3228,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err7 = {instancePath:instancePath+"/session_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1302,11 +3238,9 @@ vErrors.push(err7);
 errors++;
 }
 }
-if(data.hostname !== undefined){
-let data1 = data.hostname;
-if(typeof data1 === "string"){
-if(func2(data1) > 255){
-const err8 = {instancePath:instancePath+"/hostname",schemaPath:"#/properties/hostname/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+}
+else {
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1315,9 +3249,121 @@ vErrors.push(err8);
 }
 errors++;
 }
+validate21.errors = vErrors;
+return errors === 0;
+}
+
+export const validateMetaharnessDiscovery = validate22;
+const schema32 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-discovery.schema.json","title":"MetaharnessDiscovery","description":"Answer of GET /.well-known/metaharness (Blue's MetaharnessDiscovery): the Control API's canonical URL and where its clients sign in.","type":"object","required":["version","control_api_url","oauth"],"properties":{"version":{"type":"integer","enum":[1]},"control_api_url":{"type":"string","maxLength":2048},"oauth":{"type":"object","required":["issuer","client_id","scopes"],"properties":{"issuer":{"type":"string","maxLength":2048},"client_id":{"type":"string","minLength":1,"maxLength":256},"scopes":{"type":"array","maxItems":64,"items":{"type":"string","minLength":1,"maxLength":128}}}}}};
+
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-discovery.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.version === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err0];
 }
 else {
-const err9 = {instancePath:instancePath+"/hostname",schemaPath:"#/properties/hostname/type",keyword:"type",params:{type: "string"},message:"must be string"};
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.control_api_url === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "control_api_url"},message:"must have required property '"+"control_api_url"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.oauth === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "oauth"},message:"must have required property '"+"oauth"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.version !== undefined){
+let data0 = data.version;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(!(data0 === 1)){
+const err4 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/enum",keyword:"enum",params:{allowedValues: schema32.properties.version.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.control_api_url !== undefined){
+let data1 = data.control_api_url;
+if(typeof data1 === "string"){
+if(func2(data1) > 2048){
+const err5 = {instancePath:instancePath+"/control_api_url",schemaPath:"#/properties/control_api_url/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/control_api_url",schemaPath:"#/properties/control_api_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.oauth !== undefined){
+let data2 = data.oauth;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.issuer === undefined){
+const err7 = {instancePath:instancePath+"/oauth",schemaPath:"#/properties/oauth/required",keyword:"required",params:{missingProperty: "issuer"},message:"must have required property '"+"issuer"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data2.client_id === undefined){
+const err8 = {instancePath:instancePath+"/oauth",schemaPath:"#/properties/oauth/required",keyword:"required",params:{missingProperty: "client_id"},message:"must have required property '"+"client_id"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data2.scopes === undefined){
+const err9 = {instancePath:instancePath+"/oauth",schemaPath:"#/properties/oauth/required",keyword:"required",params:{missingProperty: "scopes"},message:"must have required property '"+"scopes"+"'"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1326,12 +3372,11 @@ vErrors.push(err9);
 }
 errors++;
 }
-}
-if(data.client_version !== undefined){
-let data2 = data.client_version;
-if(typeof data2 === "string"){
-if(func2(data2) > 64){
-const err10 = {instancePath:instancePath+"/client_version",schemaPath:"#/properties/client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(data2.issuer !== undefined){
+let data3 = data2.issuer;
+if(typeof data3 === "string"){
+if(func2(data3) > 2048){
+const err10 = {instancePath:instancePath+"/oauth/issuer",schemaPath:"#/properties/oauth/properties/issuer/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1340,8 +3385,9 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(func2(data2) < 1){
-const err11 = {instancePath:instancePath+"/client_version",schemaPath:"#/properties/client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+else {
+const err11 = {instancePath:instancePath+"/oauth/issuer",schemaPath:"#/properties/oauth/properties/issuer/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1351,8 +3397,11 @@ vErrors.push(err11);
 errors++;
 }
 }
-else {
-const err12 = {instancePath:instancePath+"/client_version",schemaPath:"#/properties/client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data2.client_id !== undefined){
+let data4 = data2.client_id;
+if(typeof data4 === "string"){
+if(func2(data4) > 256){
+const err12 = {instancePath:instancePath+"/oauth/client_id",schemaPath:"#/properties/oauth/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -1361,12 +3410,8 @@ vErrors.push(err12);
 }
 errors++;
 }
-}
-if(data.platform !== undefined){
-let data3 = data.platform;
-if(typeof data3 === "string"){
-if(func2(data3) > 32){
-const err13 = {instancePath:instancePath+"/platform",schemaPath:"#/properties/platform/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters"};
+if(func2(data4) < 1){
+const err13 = {instancePath:instancePath+"/oauth/client_id",schemaPath:"#/properties/oauth/properties/client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -1375,8 +3420,9 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(func2(data3) < 1){
-const err14 = {instancePath:instancePath+"/platform",schemaPath:"#/properties/platform/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+else {
+const err14 = {instancePath:instancePath+"/oauth/client_id",schemaPath:"#/properties/oauth/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -1386,8 +3432,11 @@ vErrors.push(err14);
 errors++;
 }
 }
-else {
-const err15 = {instancePath:instancePath+"/platform",schemaPath:"#/properties/platform/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data2.scopes !== undefined){
+let data5 = data2.scopes;
+if(Array.isArray(data5)){
+if(data5.length > 64){
+const err15 = {instancePath:instancePath+"/oauth/scopes",schemaPath:"#/properties/oauth/properties/scopes/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -1396,15 +3445,12 @@ vErrors.push(err15);
 }
 errors++;
 }
-}
-if(data.policy_revision !== undefined){
-let data4 = data.policy_revision;
-const _errs11 = errors;
-let valid1 = false;
-let passing0 = null;
-const _errs12 = errors;
-if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err16 = {instancePath:instancePath+"/policy_revision",schemaPath:"#/properties/policy_revision/oneOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const len0 = data5.length;
+for(let i0=0; i0<len0; i0++){
+let data6 = data5[i0];
+if(typeof data6 === "string"){
+if(func2(data6) > 128){
+const err16 = {instancePath:instancePath+"/oauth/scopes/" + i0,schemaPath:"#/properties/oauth/properties/scopes/items/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -1413,9 +3459,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-if((typeof data4 == "number") && (isFinite(data4))){
-if(data4 < 0 || isNaN(data4)){
-const err17 = {instancePath:instancePath+"/policy_revision",schemaPath:"#/properties/policy_revision/oneOf/0/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(func2(data6) < 1){
+const err17 = {instancePath:instancePath+"/oauth/scopes/" + i0,schemaPath:"#/properties/oauth/properties/scopes/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -1425,15 +3470,8 @@ vErrors.push(err17);
 errors++;
 }
 }
-var _valid0 = _errs12 === errors;
-if(_valid0){
-valid1 = true;
-passing0 = 0;
-}
-const _errs14 = errors;
-if(typeof data4 === "string"){
-if(func2(data4) > 128){
-const err18 = {instancePath:instancePath+"/policy_revision",schemaPath:"#/properties/policy_revision/oneOf/1/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+else {
+const err18 = {instancePath:instancePath+"/oauth/scopes/" + i0,schemaPath:"#/properties/oauth/properties/scopes/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -1442,8 +3480,10 @@ vErrors.push(err18);
 }
 errors++;
 }
-if(func2(data4) < 1){
-const err19 = {instancePath:instancePath+"/policy_revision",schemaPath:"#/properties/policy_revision/oneOf/1/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/oauth/scopes",schemaPath:"#/properties/oauth/properties/scopes/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -1453,8 +3493,9 @@ vErrors.push(err19);
 errors++;
 }
 }
+}
 else {
-const err20 = {instancePath:instancePath+"/policy_revision",schemaPath:"#/properties/policy_revision/oneOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err20 = {instancePath:instancePath+"/oauth",schemaPath:"#/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1463,19 +3504,10 @@ vErrors.push(err20);
 }
 errors++;
 }
-var _valid0 = _errs14 === errors;
-if(_valid0 && valid1){
-valid1 = false;
-passing0 = [passing0, 1];
+}
 }
 else {
-if(_valid0){
-valid1 = true;
-passing0 = 1;
-}
-const _errs16 = errors;
-if(data4 !== null){
-const err21 = {instancePath:instancePath+"/policy_revision",schemaPath:"#/properties/policy_revision/oneOf/2/type",keyword:"type",params:{type: "null"},message:"must be null"};
+const err21 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -1484,252 +3516,20 @@ vErrors.push(err21);
 }
 errors++;
 }
-var _valid0 = _errs16 === errors;
-if(_valid0 && valid1){
-valid1 = false;
-passing0 = [passing0, 2];
-}
-else {
-if(_valid0){
-valid1 = true;
-passing0 = 2;
-}
-}
-}
-if(!valid1){
-const err22 = {instancePath:instancePath+"/policy_revision",schemaPath:"#/properties/policy_revision/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
-if(vErrors === null){
-vErrors = [err22];
-}
-else {
-vErrors.push(err22);
-}
-errors++;
-}
-else {
-errors = _errs11;
-if(vErrors !== null){
-if(_errs11){
-vErrors.length = _errs11;
-}
-else {
-vErrors = null;
-}
-}
-}
-}
-if(data.harnesses !== undefined){
-let data5 = data.harnesses;
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-for(const key1 in data5){
-const _errs20 = errors;
-if(typeof key1 !== "string"){
-const err23 = {instancePath:instancePath+"/harnesses",schemaPath:"harness-name.schema.json/type",keyword:"type",params:{type: "string"},message:"must be string",propertyName:key1};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-if(!((((((key1 === "claude") || (key1 === "codex")) || (key1 === "gemini")) || (key1 === "kimi")) || (key1 === "opencode")) || (key1 === "qwen"))){
-const err24 = {instancePath:instancePath+"/harnesses",schemaPath:"harness-name.schema.json/enum",keyword:"enum",params:{allowedValues: schema12.enum},message:"must be equal to one of the allowed values",propertyName:key1};
-if(vErrors === null){
-vErrors = [err24];
-}
-else {
-vErrors.push(err24);
-}
-errors++;
-}
-var valid2 = _errs20 === errors;
-if(!valid2){
-const err25 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid"};
-if(vErrors === null){
-vErrors = [err25];
-}
-else {
-vErrors.push(err25);
-}
-errors++;
-}
-}
-for(const key2 in data5){
-let data6 = data5[key2];
-if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
-for(const key3 in data6){
-if(!(((((key3 === "installed") || (key3 === "version")) || (key3 === "profile")) || (key3 === "capture")) || (key3 === "detail"))){
-const err26 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/harnesses/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err26];
-}
-else {
-vErrors.push(err26);
-}
-errors++;
-}
-}
-if(data6.installed !== undefined){
-if(typeof data6.installed !== "boolean"){
-const err27 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/installed",schemaPath:"#/properties/harnesses/additionalProperties/properties/installed/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err27];
-}
-else {
-vErrors.push(err27);
-}
-errors++;
-}
-}
-if(data6.version !== undefined){
-let data8 = data6.version;
-if((typeof data8 !== "string") && (data8 !== null)){
-const err28 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/version",schemaPath:"#/properties/harnesses/additionalProperties/properties/version/type",keyword:"type",params:{type: schema18.properties.harnesses.additionalProperties.properties.version.type},message:"must be string,null"};
-if(vErrors === null){
-vErrors = [err28];
-}
-else {
-vErrors.push(err28);
-}
-errors++;
-}
-if(typeof data8 === "string"){
-if(func2(data8) > 64){
-const err29 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/version",schemaPath:"#/properties/harnesses/additionalProperties/properties/version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err29];
-}
-else {
-vErrors.push(err29);
-}
-errors++;
-}
-}
-}
-if(data6.profile !== undefined){
-let data9 = data6.profile;
-if((typeof data9 !== "string") && (data9 !== null)){
-const err30 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/profile",schemaPath:"#/properties/harnesses/additionalProperties/properties/profile/type",keyword:"type",params:{type: schema18.properties.harnesses.additionalProperties.properties.profile.type},message:"must be string,null"};
-if(vErrors === null){
-vErrors = [err30];
-}
-else {
-vErrors.push(err30);
-}
-errors++;
-}
-if(typeof data9 === "string"){
-if(func2(data9) > 256){
-const err31 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/profile",schemaPath:"#/properties/harnesses/additionalProperties/properties/profile/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
-if(vErrors === null){
-vErrors = [err31];
-}
-else {
-vErrors.push(err31);
-}
-errors++;
-}
-}
-}
-if(data6.capture !== undefined){
-let data10 = data6.capture;
-if(typeof data10 !== "string"){
-const err32 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/capture",schemaPath:"#/properties/harnesses/additionalProperties/properties/capture/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err32];
-}
-else {
-vErrors.push(err32);
-}
-errors++;
-}
-if(!(((data10 === "active") || (data10 === "inactive")) || (data10 === "error"))){
-const err33 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/capture",schemaPath:"#/properties/harnesses/additionalProperties/properties/capture/enum",keyword:"enum",params:{allowedValues: schema18.properties.harnesses.additionalProperties.properties.capture.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err33];
-}
-else {
-vErrors.push(err33);
-}
-errors++;
-}
-}
-if(data6.detail !== undefined){
-let data11 = data6.detail;
-if(typeof data11 === "string"){
-if(func2(data11) > 1024){
-const err34 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/detail",schemaPath:"#/properties/harnesses/additionalProperties/properties/detail/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
-if(vErrors === null){
-vErrors = [err34];
-}
-else {
-vErrors.push(err34);
-}
-errors++;
-}
-}
-else {
-const err35 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/detail",schemaPath:"#/properties/harnesses/additionalProperties/properties/detail/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err35];
-}
-else {
-vErrors.push(err35);
-}
-errors++;
-}
-}
-}
-else {
-const err36 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/harnesses/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err36];
-}
-else {
-vErrors.push(err36);
-}
-errors++;
-}
-}
-}
-else {
-const err37 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err37];
-}
-else {
-vErrors.push(err37);
-}
-errors++;
-}
-}
-}
-else {
-const err38 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err38];
-}
-else {
-vErrors.push(err38);
-}
-errors++;
-}
-validate15.errors = vErrors;
+validate22.errors = vErrors;
 return errors === 0;
 }
 
-export const validateCompleteRequest = validate16;
-const schema20 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-complete.schema.json","title":"CompleteRequest","description":"Optional body of POST /session-uploads/{id}/complete. The server checks the stored object itself; values given here must agree with the presign.","type":"object","additionalProperties":false,"properties":{"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"},"size_bytes":{"type":"integer","minimum":1,"maximum":134217728}}};
+export const validateSessionDownload = validate23;
+const schema33 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-download.schema.json","title":"SessionDownload","description":"Answer of POST /session-uploads/{id}/download: a short-lived URL to read the session's current artifact. The extensions say how to fetch it and what to expect.","type":"object","required":["download_url"],"properties":{"download_url":{"type":"string","maxLength":8192},"expires_in_seconds":{"type":"integer","minimum":0},"method":{"description":"Extension.","type":"string","enum":["GET"]},"headers":{"description":"Extension: headers to send unchanged.","type":"object","additionalProperties":{"type":"string"}},"artifact_id":{"description":"Extension.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"size_bytes":{"description":"Extension.","type":"integer","minimum":0},"sha256":{"description":"Extension.","type":"string","pattern":"^[0-9a-f]{64}$"},"content_type":{"description":"Extension.","type":"string","maxLength":256}}};
 
-function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-/*# sourceURL="https://blue-agent.dev/schemas/control-complete.schema.json" */;
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-download.schema.json" */;
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-for(const key0 in data){
-if(!((key0 === "sha256") || (key0 === "size_bytes"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.download_url === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "download_url"},message:"must have required property '"+"download_url"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1738,12 +3538,11 @@ vErrors.push(err0);
 }
 errors++;
 }
-}
-if(data.sha256 !== undefined){
-let data0 = data.sha256;
+if(data.download_url !== undefined){
+let data0 = data.download_url;
 if(typeof data0 === "string"){
-if(!pattern6.test(data0)){
-const err1 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
+if(func2(data0) > 8192){
+const err1 = {instancePath:instancePath+"/download_url",schemaPath:"#/properties/download_url/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1754,7 +3553,7 @@ errors++;
 }
 }
 else {
-const err2 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err2 = {instancePath:instancePath+"/download_url",schemaPath:"#/properties/download_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -1764,10 +3563,10 @@ vErrors.push(err2);
 errors++;
 }
 }
-if(data.size_bytes !== undefined){
-let data1 = data.size_bytes;
+if(data.expires_in_seconds !== undefined){
+let data1 = data.expires_in_seconds;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err3 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err3 = {instancePath:instancePath+"/expires_in_seconds",schemaPath:"#/properties/expires_in_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -1777,8 +3576,8 @@ vErrors.push(err3);
 errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
-if(data1 > 134217728 || isNaN(data1)){
-const err4 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/maximum",keyword:"maximum",params:{comparison: "<=", limit: 134217728},message:"must be <= 134217728"};
+if(data1 < 0 || isNaN(data1)){
+const err4 = {instancePath:instancePath+"/expires_in_seconds",schemaPath:"#/properties/expires_in_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1787,8 +3586,243 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(data1 < 1 || isNaN(data1)){
-const err5 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data.method !== undefined){
+let data2 = data.method;
+if(typeof data2 !== "string"){
+const err5 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(!(data2 === "GET")){
+const err6 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema33.properties.method.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.headers !== undefined){
+let data3 = data.headers;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+for(const key0 in data3){
+if(typeof data3[key0] !== "string"){
+const err7 = {instancePath:instancePath+"/headers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/headers",schemaPath:"#/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.artifact_id !== undefined){
+let data5 = data.artifact_id;
+if(typeof data5 === "string"){
+if(!pattern7.test(data5)){
+const err9 = {instancePath:instancePath+"/artifact_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/artifact_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.size_bytes !== undefined){
+let data6 = data.size_bytes;
+if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
+const err11 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if((typeof data6 == "number") && (isFinite(data6))){
+if(data6 < 0 || isNaN(data6)){
+const err12 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+if(data.sha256 !== undefined){
+let data7 = data.sha256;
+if(typeof data7 === "string"){
+if(!pattern6.test(data7)){
+const err13 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.content_type !== undefined){
+let data8 = data.content_type;
+if(typeof data8 === "string"){
+if(func2(data8) > 256){
+const err15 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+else {
+const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+validate23.errors = vErrors;
+return errors === 0;
+}
+
+export const validateSessionFacets = validate24;
+const schema35 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-facets.schema.json","title":"SessionFacets","description":"Answer of GET /session-uploads/facets: owners (at most 10) and harnesses of the sessions the caller may see.","type":"object","required":["users","harnesses"],"properties":{"users":{"type":"array","maxItems":10,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}},"harnesses":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":64}}}};
+
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-facets.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.users === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "users"},message:"must have required property '"+"users"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.harnesses === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "harnesses"},message:"must have required property '"+"harnesses"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.users !== undefined){
+let data0 = data.users;
+if(Array.isArray(data0)){
+if(data0.length > 10){
+const err2 = {instancePath:instancePath+"/users",schemaPath:"#/properties/users/maxItems",keyword:"maxItems",params:{limit: 10},message:"must NOT have more than 10 items"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.id === undefined){
+const err3 = {instancePath:instancePath+"/users/" + i0,schemaPath:"#/properties/users/items/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data1.email === undefined){
+const err4 = {instancePath:instancePath+"/users/" + i0,schemaPath:"#/properties/users/items/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data1.id !== undefined){
+let data2 = data1.id;
+if(typeof data2 === "string"){
+if(func2(data2) > 64){
+const err5 = {instancePath:instancePath+"/users/" + i0+"/id",schemaPath:"#/properties/users/items/properties/id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1798,10 +3832,8 @@ vErrors.push(err5);
 errors++;
 }
 }
-}
-}
 else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err6 = {instancePath:instancePath+"/users/" + i0+"/id",schemaPath:"#/properties/users/items/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1810,14 +3842,485 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate16.errors = vErrors;
+}
+if(data1.email !== undefined){
+let data3 = data1.email;
+if(typeof data3 === "string"){
+if(func2(data3) > 320){
+const err7 = {instancePath:instancePath+"/users/" + i0+"/email",schemaPath:"#/properties/users/items/properties/email/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/users/" + i0+"/email",schemaPath:"#/properties/users/items/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/users/" + i0,schemaPath:"#/properties/users/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/users",schemaPath:"#/properties/users/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.harnesses !== undefined){
+let data4 = data.harnesses;
+if(Array.isArray(data4)){
+if(data4.length > 64){
+const err11 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+const len1 = data4.length;
+for(let i1=0; i1<len1; i1++){
+let data5 = data4[i1];
+if(typeof data5 === "string"){
+if(func2(data5) > 64){
+const err12 = {instancePath:instancePath+"/harnesses/" + i1,schemaPath:"#/properties/harnesses/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/harnesses/" + i1,schemaPath:"#/properties/harnesses/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+validate24.errors = vErrors;
 return errors === 0;
 }
 
-export const validatePresignRequest = validate17;
-const schema21 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presign.schema.json","title":"PresignRequest","description":"Body of POST /session-uploads/presign: the bundle a client is about to upload. Field names follow Blue's Control API.","type":"object","additionalProperties":false,"required":["harness","session_id","sha256","size_bytes","content_type"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"session_id":{"type":"string","minLength":1,"maxLength":512,"pattern":"^(?!.*\\.blue-agent-restore)[A-Za-z0-9][A-Za-z0-9._-]{0,511}$"},"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"},"size_bytes":{"type":"integer","minimum":1,"maximum":134217728},"content_type":{"type":"string","enum":["application/vnd.blue.session-bundle+tar+gzip"]},"compatibility_profile":{"type":"string","minLength":1,"maxLength":256},"cwd":{"type":"string","maxLength":4096},"artifact_format":{"type":"string","minLength":1,"maxLength":128},"resumable":{"type":"boolean"},"title":{"type":"string","maxLength":256},"summary":{"type":"string","maxLength":1024},"captured_at_unix_ms":{"type":"integer","minimum":0},"repository_root":{"type":"string","maxLength":4096},"repository_remote":{"type":"string","maxLength":4096}}};
+export const validateIdentity = validate25;
+const schema36 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-identity.schema.json","title":"Identity","description":"Answer of GET /auth/me: who the bearer token belongs to. expires_at is the token's expiry in Unix seconds, null for a token that does not expire.","type":"object","required":["id","email","role"],"properties":{"id":{"type":"string","maxLength":64},"sub":{"type":"string","maxLength":256},"email":{"type":"string","maxLength":320},"org_id":{"type":"string","maxLength":64},"role":{"type":"string","enum":["admin","member"]},"expires_at":{"type":["integer","null"]},"current_revision":{"type":["string","null"],"maxLength":128}}};
 
-function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-identity.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.email === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.role === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.id !== undefined){
+let data0 = data.id;
+if(typeof data0 === "string"){
+if(func2(data0) > 64){
+const err3 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.sub !== undefined){
+let data1 = data.sub;
+if(typeof data1 === "string"){
+if(func2(data1) > 256){
+const err5 = {instancePath:instancePath+"/sub",schemaPath:"#/properties/sub/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/sub",schemaPath:"#/properties/sub/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.email !== undefined){
+let data2 = data.email;
+if(typeof data2 === "string"){
+if(func2(data2) > 320){
+const err7 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.org_id !== undefined){
+let data3 = data.org_id;
+if(typeof data3 === "string"){
+if(func2(data3) > 64){
+const err9 = {instancePath:instancePath+"/org_id",schemaPath:"#/properties/org_id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/org_id",schemaPath:"#/properties/org_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.role !== undefined){
+let data4 = data.role;
+if(typeof data4 !== "string"){
+const err11 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(!((data4 === "admin") || (data4 === "member"))){
+const err12 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema36.properties.role.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.expires_at !== undefined){
+let data5 = data.expires_at;
+if((!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))) && (data5 !== null)){
+const err13 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: schema36.properties.expires_at.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data.current_revision !== undefined){
+let data6 = data.current_revision;
+if((typeof data6 !== "string") && (data6 !== null)){
+const err14 = {instancePath:instancePath+"/current_revision",schemaPath:"#/properties/current_revision/type",keyword:"type",params:{type: schema36.properties.current_revision.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(typeof data6 === "string"){
+if(func2(data6) > 128){
+const err15 = {instancePath:instancePath+"/current_revision",schemaPath:"#/properties/current_revision/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err16 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+validate25.errors = vErrors;
+return errors === 0;
+}
+
+export const validateShareMembers = validate26;
+const schema37 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-members.schema.json","title":"ShareMembers","description":"Answer of GET /session-uploads/members: at most 10 members a session may be shared with (the caller left out).","type":"object","required":["items"],"properties":{"items":{"type":"array","maxItems":10,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
+
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-members.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.items === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "items"},message:"must have required property '"+"items"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.items !== undefined){
+let data0 = data.items;
+if(Array.isArray(data0)){
+if(data0.length > 10){
+const err1 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/maxItems",keyword:"maxItems",params:{limit: 10},message:"must NOT have more than 10 items"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.id === undefined){
+const err2 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data1.email === undefined){
+const err3 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data1.id !== undefined){
+let data2 = data1.id;
+if(typeof data2 === "string"){
+if(func2(data2) > 64){
+const err4 = {instancePath:instancePath+"/items/" + i0+"/id",schemaPath:"#/properties/items/items/properties/id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/items/" + i0+"/id",schemaPath:"#/properties/items/items/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data1.email !== undefined){
+let data3 = data1.email;
+if(typeof data3 === "string"){
+if(func2(data3) > 320){
+const err6 = {instancePath:instancePath+"/items/" + i0+"/email",schemaPath:"#/properties/items/items/properties/email/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/items/" + i0+"/email",schemaPath:"#/properties/items/items/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+validate26.errors = vErrors;
+return errors === 0;
+}
+
+export const validatePresignRequest = validate27;
+const schema38 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presign.schema.json","title":"PresignRequest","description":"Body of POST /session-uploads/presign (Blue's SessionUploadPresignRequest): the artifact a client is about to upload. Fields the contract does not name are tolerated and ignored. Text fields never hold NUL (PostgreSQL cannot store it), and names no control characters.","type":"object","required":["harness","session_id","sha256","size_bytes","content_type"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"compatibility_profile":{"description":"The profile that captured it; absent: recorded as \"legacy\" (no profile).","type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"session_id":{"description":"The harness's native session id.","type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0,"maximum":134217728},"content_type":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"cwd":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"artifact_format":{"type":"string","enum":["legacy-raw","blue-session-bundle-v1"]},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"summary":{"type":["string","null"],"maxLength":1024,"pattern":"^[^\\u0000]*$"},"captured_at_unix_ms":{"type":"integer","minimum":0},"repository_root":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"repository_remote":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"}}};
+const pattern23 = new RegExp("^[^\\u0000]*$", "u");
+
+function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-presign.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -1872,9 +4375,10 @@ vErrors.push(err4);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func13.call(schema21.properties, key0))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.harness !== undefined){
+let data0 = data.harness;
+if(typeof data0 !== "string"){
+const err5 = {instancePath:instancePath+"/harness",schemaPath:"harness-name.schema.json/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1883,11 +4387,8 @@ vErrors.push(err5);
 }
 errors++;
 }
-}
-if(data.harness !== undefined){
-let data0 = data.harness;
-if(typeof data0 !== "string"){
-const err6 = {instancePath:instancePath+"/harness",schemaPath:"harness-name.schema.json/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!((((((data0 === "claude") || (data0 === "codex")) || (data0 === "gemini")) || (data0 === "kimi")) || (data0 === "opencode")) || (data0 === "qwen"))){
+const err6 = {instancePath:instancePath+"/harness",schemaPath:"harness-name.schema.json/enum",keyword:"enum",params:{allowedValues: schema12.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1896,8 +4397,12 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(!((((((data0 === "claude") || (data0 === "codex")) || (data0 === "gemini")) || (data0 === "kimi")) || (data0 === "opencode")) || (data0 === "qwen"))){
-const err7 = {instancePath:instancePath+"/harness",schemaPath:"harness-name.schema.json/enum",keyword:"enum",params:{allowedValues: schema12.enum},message:"must be equal to one of the allowed values"};
+}
+if(data.compatibility_profile !== undefined){
+let data1 = data.compatibility_profile;
+if(typeof data1 === "string"){
+if(func2(data1) > 256){
+const err7 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1906,12 +4411,8 @@ vErrors.push(err7);
 }
 errors++;
 }
-}
-if(data.session_id !== undefined){
-let data1 = data.session_id;
-if(typeof data1 === "string"){
-if(func2(data1) > 512){
-const err8 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(func2(data1) < 1){
+const err8 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1920,8 +4421,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(func2(data1) < 1){
-const err9 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern13.test(data1)){
+const err9 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\""};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1930,8 +4431,9 @@ vErrors.push(err9);
 }
 errors++;
 }
-if(!pattern4.test(data1)){
-const err10 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/pattern",keyword:"pattern",params:{pattern: "^(?!.*\\.blue-agent-restore)[A-Za-z0-9][A-Za-z0-9._-]{0,511}$"},message:"must match pattern \""+"^(?!.*\\.blue-agent-restore)[A-Za-z0-9][A-Za-z0-9._-]{0,511}$"+"\""};
+}
+else {
+const err10 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1941,8 +4443,11 @@ vErrors.push(err10);
 errors++;
 }
 }
-else {
-const err11 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.session_id !== undefined){
+let data2 = data.session_id;
+if(typeof data2 === "string"){
+if(func2(data2) > 512){
+const err11 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1951,12 +4456,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-}
-if(data.sha256 !== undefined){
-let data2 = data.sha256;
-if(typeof data2 === "string"){
-if(!pattern6.test(data2)){
-const err12 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
+if(func2(data2) < 1){
+const err12 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -1965,9 +4466,8 @@ vErrors.push(err12);
 }
 errors++;
 }
-}
-else {
-const err13 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!pattern13.test(data2)){
+const err13 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -1977,10 +4477,8 @@ vErrors.push(err13);
 errors++;
 }
 }
-if(data.size_bytes !== undefined){
-let data3 = data.size_bytes;
-if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err14 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err14 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -1989,9 +4487,12 @@ vErrors.push(err14);
 }
 errors++;
 }
-if((typeof data3 == "number") && (isFinite(data3))){
-if(data3 > 134217728 || isNaN(data3)){
-const err15 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/maximum",keyword:"maximum",params:{comparison: "<=", limit: 134217728},message:"must be <= 134217728"};
+}
+if(data.sha256 !== undefined){
+let data3 = data.sha256;
+if(typeof data3 === "string"){
+if(!pattern14.test(data3)){
+const err15 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -2000,8 +4501,9 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(data3 < 1 || isNaN(data3)){
-const err16 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+else {
+const err16 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -2011,11 +4513,10 @@ vErrors.push(err16);
 errors++;
 }
 }
-}
-if(data.content_type !== undefined){
-let data4 = data.content_type;
-if(typeof data4 !== "string"){
-const err17 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.size_bytes !== undefined){
+let data4 = data.size_bytes;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+const err17 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -2024,8 +4525,9 @@ vErrors.push(err17);
 }
 errors++;
 }
-if(!(data4 === "application/vnd.blue.session-bundle+tar+gzip")){
-const err18 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/enum",keyword:"enum",params:{allowedValues: schema21.properties.content_type.enum},message:"must be equal to one of the allowed values"};
+if((typeof data4 == "number") && (isFinite(data4))){
+if(data4 > 134217728 || isNaN(data4)){
+const err18 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/maximum",keyword:"maximum",params:{comparison: "<=", limit: 134217728},message:"must be <= 134217728"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -2034,12 +4536,8 @@ vErrors.push(err18);
 }
 errors++;
 }
-}
-if(data.compatibility_profile !== undefined){
-let data5 = data.compatibility_profile;
-if(typeof data5 === "string"){
-if(func2(data5) > 256){
-const err19 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(data4 < 0 || isNaN(data4)){
+const err19 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -2048,8 +4546,13 @@ vErrors.push(err19);
 }
 errors++;
 }
-if(func2(data5) < 1){
-const err20 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+}
+if(data.content_type !== undefined){
+let data5 = data.content_type;
+if(typeof data5 === "string"){
+if(func2(data5) > 256){
+const err20 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -2058,9 +4561,8 @@ vErrors.push(err20);
 }
 errors++;
 }
-}
-else {
-const err21 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data5) < 1){
+const err21 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -2069,12 +4571,8 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-if(data.cwd !== undefined){
-let data6 = data.cwd;
-if(typeof data6 === "string"){
-if(func2(data6) > 4096){
-const err22 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(!pattern13.test(data5)){
+const err22 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\""};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -2085,7 +4583,7 @@ errors++;
 }
 }
 else {
-const err23 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err23 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -2095,11 +4593,10 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data.artifact_format !== undefined){
-let data7 = data.artifact_format;
-if(typeof data7 === "string"){
-if(func2(data7) > 128){
-const err24 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(data.cwd !== undefined){
+let data6 = data.cwd;
+if((typeof data6 !== "string") && (data6 !== null)){
+const err24 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/type",keyword:"type",params:{type: schema38.properties.cwd.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -2108,8 +4605,9 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(func2(data7) < 1){
-const err25 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(typeof data6 === "string"){
+if(func2(data6) > 4096){
+const err25 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -2118,9 +4616,8 @@ vErrors.push(err25);
 }
 errors++;
 }
-}
-else {
-const err26 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!pattern23.test(data6)){
+const err26 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -2130,9 +4627,11 @@ vErrors.push(err26);
 errors++;
 }
 }
-if(data.resumable !== undefined){
-if(typeof data.resumable !== "boolean"){
-const err27 = {instancePath:instancePath+"/resumable",schemaPath:"#/properties/resumable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if(data.artifact_format !== undefined){
+let data7 = data.artifact_format;
+if(typeof data7 !== "string"){
+const err27 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -2141,12 +4640,8 @@ vErrors.push(err27);
 }
 errors++;
 }
-}
-if(data.title !== undefined){
-let data9 = data.title;
-if(typeof data9 === "string"){
-if(func2(data9) > 256){
-const err28 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(!((data7 === "legacy-raw") || (data7 === "blue-session-bundle-v1"))){
+const err28 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/enum",keyword:"enum",params:{allowedValues: schema38.properties.artifact_format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -2156,8 +4651,9 @@ vErrors.push(err28);
 errors++;
 }
 }
-else {
-const err29 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.resumable !== undefined){
+if(typeof data.resumable !== "boolean"){
+const err29 = {instancePath:instancePath+"/resumable",schemaPath:"#/properties/resumable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -2167,11 +4663,10 @@ vErrors.push(err29);
 errors++;
 }
 }
-if(data.summary !== undefined){
-let data10 = data.summary;
-if(typeof data10 === "string"){
-if(func2(data10) > 1024){
-const err30 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(data.title !== undefined){
+let data9 = data.title;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err30 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema38.properties.title.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -2180,9 +4675,9 @@ vErrors.push(err30);
 }
 errors++;
 }
-}
-else {
-const err31 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data9 === "string"){
+if(func2(data9) > 256){
+const err31 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -2191,11 +4686,8 @@ vErrors.push(err31);
 }
 errors++;
 }
-}
-if(data.captured_at_unix_ms !== undefined){
-let data11 = data.captured_at_unix_ms;
-if(!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))){
-const err32 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(!pattern23.test(data9)){
+const err32 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -2204,9 +4696,12 @@ vErrors.push(err32);
 }
 errors++;
 }
-if((typeof data11 == "number") && (isFinite(data11))){
-if(data11 < 0 || isNaN(data11)){
-const err33 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data.summary !== undefined){
+let data10 = data.summary;
+if((typeof data10 !== "string") && (data10 !== null)){
+const err33 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema38.properties.summary.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -2215,13 +4710,9 @@ vErrors.push(err33);
 }
 errors++;
 }
-}
-}
-if(data.repository_root !== undefined){
-let data12 = data.repository_root;
-if(typeof data12 === "string"){
-if(func2(data12) > 4096){
-const err34 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(typeof data10 === "string"){
+if(func2(data10) > 1024){
+const err34 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -2230,9 +4721,8 @@ vErrors.push(err34);
 }
 errors++;
 }
-}
-else {
-const err35 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!pattern23.test(data10)){
+const err35 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -2242,11 +4732,11 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data.repository_remote !== undefined){
-let data13 = data.repository_remote;
-if(typeof data13 === "string"){
-if(func2(data13) > 4096){
-const err36 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+}
+if(data.captured_at_unix_ms !== undefined){
+let data11 = data.captured_at_unix_ms;
+if(!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))){
+const err36 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -2255,9 +4745,9 @@ vErrors.push(err36);
 }
 errors++;
 }
-}
-else {
-const err37 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data11 == "number") && (isFinite(data11))){
+if(data11 < 0 || isNaN(data11)){
+const err37 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -2268,8 +4758,10 @@ errors++;
 }
 }
 }
-else {
-const err38 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.repository_root !== undefined){
+let data12 = data.repository_root;
+if((typeof data12 !== "string") && (data12 !== null)){
+const err38 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/type",keyword:"type",params:{type: schema38.properties.repository_root.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -2278,16 +4770,84 @@ vErrors.push(err38);
 }
 errors++;
 }
-validate17.errors = vErrors;
+if(typeof data12 === "string"){
+if(func2(data12) > 4096){
+const err39 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+if(!pattern23.test(data12)){
+const err40 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+}
+if(data.repository_remote !== undefined){
+let data13 = data.repository_remote;
+if((typeof data13 !== "string") && (data13 !== null)){
+const err41 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/type",keyword:"type",params:{type: schema38.properties.repository_remote.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+if(typeof data13 === "string"){
+if(func2(data13) > 4096){
+const err42 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+if(!pattern23.test(data13)){
+const err43 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err44 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+validate27.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionUploadDetail = validate18;
-const schema23 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-session-upload.schema.json","title":"SessionUploadDetail","description":"Body of GET /session-uploads/{id} (and of a successful POST /session-uploads/{id}/complete), one item of GET /session-uploads: a session upload as the viewer may see it. Fields a later server adds are allowed and ignored.","type":"object","required":["upload_id","user_id","owner_email","owned","harness","session_id","revision","status","size_bytes","sha256","content_type","compatibility_profile","cwd","artifact_format","resumable","title","summary","captured_at_unix_ms","repository_root","repository_remote","sharing","created_at","updated_at","completed_at","retention_deadline","expired"],"properties":{"upload_id":{"type":"string","pattern":"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},"user_id":{"type":"string","maxLength":64},"owner_email":{"type":["string","null"],"maxLength":320},"owned":{"type":"boolean","description":"The viewer owns the upload."},"harness":{"$ref":"harness-name.schema.json"},"session_id":{"type":"string","minLength":1,"maxLength":512,"pattern":"^(?!.*\\.blue-agent-restore)[A-Za-z0-9][A-Za-z0-9._-]{0,511}$"},"revision":{"type":"integer","minimum":0,"maximum":9007199254740991},"status":{"type":"string","enum":["pending","complete","superseded","failed"]},"size_bytes":{"type":"integer","minimum":0,"maximum":9007199254740991},"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"},"content_type":{"type":"string","maxLength":256},"compatibility_profile":{"type":["string","null"],"maxLength":256},"cwd":{"type":["string","null"],"maxLength":4096},"artifact_format":{"type":["string","null"],"maxLength":128},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":256},"summary":{"type":["string","null"],"maxLength":1024},"captured_at_unix_ms":{"type":["integer","null"],"minimum":0,"maximum":9007199254740991},"repository_root":{"type":["string","null"],"maxLength":4096},"repository_remote":{"type":["string","null"],"maxLength":4096},"sharing":{"type":"string","enum":["private","workspace","selected","shared"],"description":"The upload's sharing mode; `shared` when the viewer is neither its owner nor an administrator."},"created_at":{"type":"string","maxLength":64},"updated_at":{"type":"string","maxLength":64},"completed_at":{"type":["string","null"],"maxLength":64},"retention_deadline":{"type":"string","maxLength":64},"expired":{"type":"boolean","description":"Past its retention deadline, or its bundle was deleted."}}};
-const pattern11 = new RegExp("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", "u");
+export const validatePresignedUpload = validate16;
+const schema19 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presigned-upload.schema.json","title":"PresignedUpload","description":"Answer of POST /session-uploads/presign (Blue's PresignedUpload): where to upload the artifact, or status complete when the session already holds these bytes (no URL then).","type":"object","required":["upload_id","status","headers"],"properties":{"upload_id":{"description":"The artifact's id (complete and retries name it).","$ref":"#/definitions/uuid"},"status":{"type":"string","enum":["pending","complete"]},"upload_url":{"type":["string","null"],"maxLength":8192},"method":{"type":["string","null"],"enum":["PUT","POST",null]},"headers":{"description":"Headers the upload must send unchanged.","type":"object","additionalProperties":{"type":"string"}},"complete_url":{"description":"Where to report the upload done (authenticated); null when there is nothing to upload.","type":["string","null"],"maxLength":8192},"session_id":{"description":"Extension: the captured session's id.","$ref":"#/definitions/uuid"},"expires_at":{"description":"Extension: when upload_url stops working.","type":["string","null"]}},"definitions":{"uuid":{"type":"string","pattern":"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"}}};
 
-function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-/*# sourceURL="https://blue-agent.dev/schemas/control-session-upload.schema.json" */;
+function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-presigned-upload.schema.json" */;
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2301,8 +4861,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.user_id === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "user_id"},message:"must have required property '"+"user_id"+"'"};
+if(data.status === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2311,8 +4871,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.owner_email === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "owner_email"},message:"must have required property '"+"owner_email"+"'"};
+if(data.headers === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "headers"},message:"must have required property '"+"headers"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -2321,8 +4881,11 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(data.owned === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "owned"},message:"must have required property '"+"owned"+"'"};
+if(data.upload_id !== undefined){
+let data0 = data.upload_id;
+if(typeof data0 === "string"){
+if(!pattern7.test(data0)){
+const err3 = {instancePath:instancePath+"/upload_id",schemaPath:"#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2331,8 +4894,9 @@ vErrors.push(err3);
 }
 errors++;
 }
-if(data.harness === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "harness"},message:"must have required property '"+"harness"+"'"};
+}
+else {
+const err4 = {instancePath:instancePath+"/upload_id",schemaPath:"#/definitions/uuid/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2341,8 +4905,11 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(data.session_id === undefined){
-const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "session_id"},message:"must have required property '"+"session_id"+"'"};
+}
+if(data.status !== undefined){
+let data1 = data.status;
+if(typeof data1 !== "string"){
+const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2351,8 +4918,8 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(data.revision === undefined){
-const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "revision"},message:"must have required property '"+"revision"+"'"};
+if(!((data1 === "pending") || (data1 === "complete"))){
+const err6 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema19.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2361,8 +4928,11 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(data.status === undefined){
-const err7 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+}
+if(data.upload_url !== undefined){
+let data2 = data.upload_url;
+if((typeof data2 !== "string") && (data2 !== null)){
+const err7 = {instancePath:instancePath+"/upload_url",schemaPath:"#/properties/upload_url/type",keyword:"type",params:{type: schema19.properties.upload_url.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2371,8 +4941,9 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(data.size_bytes === undefined){
-const err8 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "size_bytes"},message:"must have required property '"+"size_bytes"+"'"};
+if(typeof data2 === "string"){
+if(func2(data2) > 8192){
+const err8 = {instancePath:instancePath+"/upload_url",schemaPath:"#/properties/upload_url/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2381,8 +4952,12 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(data.sha256 === undefined){
-const err9 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sha256"},message:"must have required property '"+"sha256"+"'"};
+}
+}
+if(data.method !== undefined){
+let data3 = data.method;
+if((typeof data3 !== "string") && (data3 !== null)){
+const err9 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/type",keyword:"type",params:{type: schema19.properties.method.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2391,8 +4966,8 @@ vErrors.push(err9);
 }
 errors++;
 }
-if(data.content_type === undefined){
-const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "content_type"},message:"must have required property '"+"content_type"+"'"};
+if(!(((data3 === "PUT") || (data3 === "POST")) || (data3 === null))){
+const err10 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema19.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2401,8 +4976,13 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(data.compatibility_profile === undefined){
-const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "compatibility_profile"},message:"must have required property '"+"compatibility_profile"+"'"};
+}
+if(data.headers !== undefined){
+let data4 = data.headers;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+for(const key0 in data4){
+if(typeof data4[key0] !== "string"){
+const err11 = {instancePath:instancePath+"/headers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -2411,8 +4991,10 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(data.cwd === undefined){
-const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cwd"},message:"must have required property '"+"cwd"+"'"};
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/headers",schemaPath:"#/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -2421,8 +5003,11 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(data.artifact_format === undefined){
-const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "artifact_format"},message:"must have required property '"+"artifact_format"+"'"};
+}
+if(data.complete_url !== undefined){
+let data6 = data.complete_url;
+if((typeof data6 !== "string") && (data6 !== null)){
+const err13 = {instancePath:instancePath+"/complete_url",schemaPath:"#/properties/complete_url/type",keyword:"type",params:{type: schema19.properties.complete_url.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2431,8 +5016,9 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(data.resumable === undefined){
-const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "resumable"},message:"must have required property '"+"resumable"+"'"};
+if(typeof data6 === "string"){
+if(func2(data6) > 8192){
+const err14 = {instancePath:instancePath+"/complete_url",schemaPath:"#/properties/complete_url/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2441,8 +5027,13 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(data.title === undefined){
-const err15 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "title"},message:"must have required property '"+"title"+"'"};
+}
+}
+if(data.session_id !== undefined){
+let data7 = data.session_id;
+if(typeof data7 === "string"){
+if(!pattern7.test(data7)){
+const err15 = {instancePath:instancePath+"/session_id",schemaPath:"#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -2451,8 +5042,9 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(data.summary === undefined){
-const err16 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "summary"},message:"must have required property '"+"summary"+"'"};
+}
+else {
+const err16 = {instancePath:instancePath+"/session_id",schemaPath:"#/definitions/uuid/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -2461,8 +5053,11 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(data.captured_at_unix_ms === undefined){
-const err17 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "captured_at_unix_ms"},message:"must have required property '"+"captured_at_unix_ms"+"'"};
+}
+if(data.expires_at !== undefined){
+let data8 = data.expires_at;
+if((typeof data8 !== "string") && (data8 !== null)){
+const err17 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: schema19.properties.expires_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -2471,8 +5066,10 @@ vErrors.push(err17);
 }
 errors++;
 }
-if(data.repository_root === undefined){
-const err18 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "repository_root"},message:"must have required property '"+"repository_root"+"'"};
+}
+}
+else {
+const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -2481,8 +5078,256 @@ vErrors.push(err18);
 }
 errors++;
 }
-if(data.repository_remote === undefined){
-const err19 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "repository_remote"},message:"must have required property '"+"repository_remote"+"'"};
+validate16.errors = vErrors;
+return errors === 0;
+}
+
+export const validateSessionDetail = validate28;
+const schema40 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-session-detail.schema.json","title":"SessionDetail","description":"Answer of GET /session-uploads/{id}: the captured session, who it is shared with, and its artifacts (every upload of it, newest first).","type":"object","required":["session","artifacts"],"properties":{"session":{"$ref":"control-captured-session.schema.json"},"sharing":{"type":"object","properties":{"user_ids":{"type":"array","maxItems":10000,"items":{"type":"string","maxLength":64}}}},"artifacts":{"type":"array","maxItems":10000,"items":{"type":"object","required":["id","sha256","size_bytes","status","created_at"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"sha256":{"type":"string","maxLength":64},"size_bytes":{"type":"integer","minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"status":{"type":"string","maxLength":32},"created_at":{"type":"string","maxLength":64},"completed_at":{"type":["string","null"],"maxLength":64},"retention_expires_at":{"type":["string","null"],"maxLength":64},"compatibility_profile":{"description":"Extension.","type":["string","null"],"maxLength":256},"artifact_format":{"description":"Extension.","type":["string","null"],"maxLength":128},"resumable":{"description":"Extension.","type":"boolean"},"expired":{"description":"Extension: past retention, or its object is gone.","type":"boolean"}}}}}};
+
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-session-detail.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.session === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "session"},message:"must have required property '"+"session"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.artifacts === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "artifacts"},message:"must have required property '"+"artifacts"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.session !== undefined){
+if(!(validate15(data.session, {instancePath:instancePath+"/session",parentData:data,parentDataProperty:"session",rootData}))){
+vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
+errors = vErrors.length;
+}
+}
+if(data.sharing !== undefined){
+let data1 = data.sharing;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.user_ids !== undefined){
+let data2 = data1.user_ids;
+if(Array.isArray(data2)){
+if(data2.length > 10000){
+const err2 = {instancePath:instancePath+"/sharing/user_ids",schemaPath:"#/properties/sharing/properties/user_ids/maxItems",keyword:"maxItems",params:{limit: 10000},message:"must NOT have more than 10000 items"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+const len0 = data2.length;
+for(let i0=0; i0<len0; i0++){
+let data3 = data2[i0];
+if(typeof data3 === "string"){
+if(func2(data3) > 64){
+const err3 = {instancePath:instancePath+"/sharing/user_ids/" + i0,schemaPath:"#/properties/sharing/properties/user_ids/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/sharing/user_ids/" + i0,schemaPath:"#/properties/sharing/properties/user_ids/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/sharing/user_ids",schemaPath:"#/properties/sharing/properties/user_ids/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/sharing",schemaPath:"#/properties/sharing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.artifacts !== undefined){
+let data4 = data.artifacts;
+if(Array.isArray(data4)){
+if(data4.length > 10000){
+const err7 = {instancePath:instancePath+"/artifacts",schemaPath:"#/properties/artifacts/maxItems",keyword:"maxItems",params:{limit: 10000},message:"must NOT have more than 10000 items"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+const len1 = data4.length;
+for(let i1=0; i1<len1; i1++){
+let data5 = data4[i1];
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+if(data5.id === undefined){
+const err8 = {instancePath:instancePath+"/artifacts/" + i1,schemaPath:"#/properties/artifacts/items/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data5.sha256 === undefined){
+const err9 = {instancePath:instancePath+"/artifacts/" + i1,schemaPath:"#/properties/artifacts/items/required",keyword:"required",params:{missingProperty: "sha256"},message:"must have required property '"+"sha256"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data5.size_bytes === undefined){
+const err10 = {instancePath:instancePath+"/artifacts/" + i1,schemaPath:"#/properties/artifacts/items/required",keyword:"required",params:{missingProperty: "size_bytes"},message:"must have required property '"+"size_bytes"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data5.status === undefined){
+const err11 = {instancePath:instancePath+"/artifacts/" + i1,schemaPath:"#/properties/artifacts/items/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data5.created_at === undefined){
+const err12 = {instancePath:instancePath+"/artifacts/" + i1,schemaPath:"#/properties/artifacts/items/required",keyword:"required",params:{missingProperty: "created_at"},message:"must have required property '"+"created_at"+"'"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(data5.id !== undefined){
+let data6 = data5.id;
+if(typeof data6 === "string"){
+if(!pattern7.test(data6)){
+const err13 = {instancePath:instancePath+"/artifacts/" + i1+"/id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/artifacts/" + i1+"/id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data5.sha256 !== undefined){
+let data7 = data5.sha256;
+if(typeof data7 === "string"){
+if(func2(data7) > 64){
+const err15 = {instancePath:instancePath+"/artifacts/" + i1+"/sha256",schemaPath:"#/properties/artifacts/items/properties/sha256/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/artifacts/" + i1+"/sha256",schemaPath:"#/properties/artifacts/items/properties/sha256/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data5.size_bytes !== undefined){
+let data8 = data5.size_bytes;
+if(!(((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8))) && (isFinite(data8)))){
+const err17 = {instancePath:instancePath+"/artifacts/" + i1+"/size_bytes",schemaPath:"#/properties/artifacts/items/properties/size_bytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if((typeof data8 == "number") && (isFinite(data8))){
+if(data8 < 0 || isNaN(data8)){
+const err18 = {instancePath:instancePath+"/artifacts/" + i1+"/size_bytes",schemaPath:"#/properties/artifacts/items/properties/size_bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+}
+if(data5.content_type !== undefined){
+let data9 = data5.content_type;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err19 = {instancePath:instancePath+"/artifacts/" + i1+"/content_type",schemaPath:"#/properties/artifacts/items/properties/content_type/type",keyword:"type",params:{type: schema40.properties.artifacts.items.properties.content_type.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -2491,8 +5336,9 @@ vErrors.push(err19);
 }
 errors++;
 }
-if(data.sharing === undefined){
-const err20 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sharing"},message:"must have required property '"+"sharing"+"'"};
+if(typeof data9 === "string"){
+if(func2(data9) > 256){
+const err20 = {instancePath:instancePath+"/artifacts/" + i1+"/content_type",schemaPath:"#/properties/artifacts/items/properties/content_type/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -2501,8 +5347,13 @@ vErrors.push(err20);
 }
 errors++;
 }
-if(data.created_at === undefined){
-const err21 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "created_at"},message:"must have required property '"+"created_at"+"'"};
+}
+}
+if(data5.status !== undefined){
+let data10 = data5.status;
+if(typeof data10 === "string"){
+if(func2(data10) > 32){
+const err21 = {instancePath:instancePath+"/artifacts/" + i1+"/status",schemaPath:"#/properties/artifacts/items/properties/status/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -2511,8 +5362,9 @@ vErrors.push(err21);
 }
 errors++;
 }
-if(data.updated_at === undefined){
-const err22 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "updated_at"},message:"must have required property '"+"updated_at"+"'"};
+}
+else {
+const err22 = {instancePath:instancePath+"/artifacts/" + i1+"/status",schemaPath:"#/properties/artifacts/items/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -2521,8 +5373,12 @@ vErrors.push(err22);
 }
 errors++;
 }
-if(data.completed_at === undefined){
-const err23 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "completed_at"},message:"must have required property '"+"completed_at"+"'"};
+}
+if(data5.created_at !== undefined){
+let data11 = data5.created_at;
+if(typeof data11 === "string"){
+if(func2(data11) > 64){
+const err23 = {instancePath:instancePath+"/artifacts/" + i1+"/created_at",schemaPath:"#/properties/artifacts/items/properties/created_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -2531,8 +5387,9 @@ vErrors.push(err23);
 }
 errors++;
 }
-if(data.retention_deadline === undefined){
-const err24 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "retention_deadline"},message:"must have required property '"+"retention_deadline"+"'"};
+}
+else {
+const err24 = {instancePath:instancePath+"/artifacts/" + i1+"/created_at",schemaPath:"#/properties/artifacts/items/properties/created_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -2541,8 +5398,11 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(data.expired === undefined){
-const err25 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "expired"},message:"must have required property '"+"expired"+"'"};
+}
+if(data5.completed_at !== undefined){
+let data12 = data5.completed_at;
+if((typeof data12 !== "string") && (data12 !== null)){
+const err25 = {instancePath:instancePath+"/artifacts/" + i1+"/completed_at",schemaPath:"#/properties/artifacts/items/properties/completed_at/type",keyword:"type",params:{type: schema40.properties.artifacts.items.properties.completed_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -2551,11 +5411,9 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(data.upload_id !== undefined){
-let data0 = data.upload_id;
-if(typeof data0 === "string"){
-if(!pattern11.test(data0)){
-const err26 = {instancePath:instancePath+"/upload_id",schemaPath:"#/properties/upload_id/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
+if(typeof data12 === "string"){
+if(func2(data12) > 64){
+const err26 = {instancePath:instancePath+"/artifacts/" + i1+"/completed_at",schemaPath:"#/properties/artifacts/items/properties/completed_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -2565,8 +5423,11 @@ vErrors.push(err26);
 errors++;
 }
 }
-else {
-const err27 = {instancePath:instancePath+"/upload_id",schemaPath:"#/properties/upload_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data5.retention_expires_at !== undefined){
+let data13 = data5.retention_expires_at;
+if((typeof data13 !== "string") && (data13 !== null)){
+const err27 = {instancePath:instancePath+"/artifacts/" + i1+"/retention_expires_at",schemaPath:"#/properties/artifacts/items/properties/retention_expires_at/type",keyword:"type",params:{type: schema40.properties.artifacts.items.properties.retention_expires_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -2575,12 +5436,9 @@ vErrors.push(err27);
 }
 errors++;
 }
-}
-if(data.user_id !== undefined){
-let data1 = data.user_id;
-if(typeof data1 === "string"){
-if(func2(data1) > 64){
-const err28 = {instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(typeof data13 === "string"){
+if(func2(data13) > 64){
+const err28 = {instancePath:instancePath+"/artifacts/" + i1+"/retention_expires_at",schemaPath:"#/properties/artifacts/items/properties/retention_expires_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -2590,8 +5448,11 @@ vErrors.push(err28);
 errors++;
 }
 }
-else {
-const err29 = {instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data5.compatibility_profile !== undefined){
+let data14 = data5.compatibility_profile;
+if((typeof data14 !== "string") && (data14 !== null)){
+const err29 = {instancePath:instancePath+"/artifacts/" + i1+"/compatibility_profile",schemaPath:"#/properties/artifacts/items/properties/compatibility_profile/type",keyword:"type",params:{type: schema40.properties.artifacts.items.properties.compatibility_profile.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -2600,11 +5461,9 @@ vErrors.push(err29);
 }
 errors++;
 }
-}
-if(data.owner_email !== undefined){
-let data2 = data.owner_email;
-if((typeof data2 !== "string") && (data2 !== null)){
-const err30 = {instancePath:instancePath+"/owner_email",schemaPath:"#/properties/owner_email/type",keyword:"type",params:{type: schema23.properties.owner_email.type},message:"must be string,null"};
+if(typeof data14 === "string"){
+if(func2(data14) > 256){
+const err30 = {instancePath:instancePath+"/artifacts/" + i1+"/compatibility_profile",schemaPath:"#/properties/artifacts/items/properties/compatibility_profile/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -2613,9 +5472,12 @@ vErrors.push(err30);
 }
 errors++;
 }
-if(typeof data2 === "string"){
-if(func2(data2) > 320){
-const err31 = {instancePath:instancePath+"/owner_email",schemaPath:"#/properties/owner_email/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+}
+}
+if(data5.artifact_format !== undefined){
+let data15 = data5.artifact_format;
+if((typeof data15 !== "string") && (data15 !== null)){
+const err31 = {instancePath:instancePath+"/artifacts/" + i1+"/artifact_format",schemaPath:"#/properties/artifacts/items/properties/artifact_format/type",keyword:"type",params:{type: schema40.properties.artifacts.items.properties.artifact_format.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -2624,11 +5486,9 @@ vErrors.push(err31);
 }
 errors++;
 }
-}
-}
-if(data.owned !== undefined){
-if(typeof data.owned !== "boolean"){
-const err32 = {instancePath:instancePath+"/owned",schemaPath:"#/properties/owned/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(typeof data15 === "string"){
+if(func2(data15) > 128){
+const err32 = {instancePath:instancePath+"/artifacts/" + i1+"/artifact_format",schemaPath:"#/properties/artifacts/items/properties/artifact_format/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -2638,10 +5498,10 @@ vErrors.push(err32);
 errors++;
 }
 }
-if(data.harness !== undefined){
-let data4 = data.harness;
-if(typeof data4 !== "string"){
-const err33 = {instancePath:instancePath+"/harness",schemaPath:"harness-name.schema.json/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data5.resumable !== undefined){
+if(typeof data5.resumable !== "boolean"){
+const err33 = {instancePath:instancePath+"/artifacts/" + i1+"/resumable",schemaPath:"#/properties/artifacts/items/properties/resumable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -2650,8 +5510,10 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(!((((((data4 === "claude") || (data4 === "codex")) || (data4 === "gemini")) || (data4 === "kimi")) || (data4 === "opencode")) || (data4 === "qwen"))){
-const err34 = {instancePath:instancePath+"/harness",schemaPath:"harness-name.schema.json/enum",keyword:"enum",params:{allowedValues: schema12.enum},message:"must be equal to one of the allowed values"};
+}
+if(data5.expired !== undefined){
+if(typeof data5.expired !== "boolean"){
+const err34 = {instancePath:instancePath+"/artifacts/" + i1+"/expired",schemaPath:"#/properties/artifacts/items/properties/expired/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -2661,11 +5523,9 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data.session_id !== undefined){
-let data5 = data.session_id;
-if(typeof data5 === "string"){
-if(func2(data5) > 512){
-const err35 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+}
+else {
+const err35 = {instancePath:instancePath+"/artifacts/" + i1,schemaPath:"#/properties/artifacts/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -2674,8 +5534,10 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(func2(data5) < 1){
-const err36 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+}
+else {
+const err36 = {instancePath:instancePath+"/artifacts",schemaPath:"#/properties/artifacts/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -2684,8 +5546,10 @@ vErrors.push(err36);
 }
 errors++;
 }
-if(!pattern4.test(data5)){
-const err37 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/pattern",keyword:"pattern",params:{pattern: "^(?!.*\\.blue-agent-restore)[A-Za-z0-9][A-Za-z0-9._-]{0,511}$"},message:"must match pattern \""+"^(?!.*\\.blue-agent-restore)[A-Za-z0-9][A-Za-z0-9._-]{0,511}$"+"\""};
+}
+}
+else {
+const err37 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -2694,543 +5558,20 @@ vErrors.push(err37);
 }
 errors++;
 }
-}
-else {
-const err38 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err38];
-}
-else {
-vErrors.push(err38);
-}
-errors++;
-}
-}
-if(data.revision !== undefined){
-let data6 = data.revision;
-if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
-const err39 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err39];
-}
-else {
-vErrors.push(err39);
-}
-errors++;
-}
-if((typeof data6 == "number") && (isFinite(data6))){
-if(data6 > 9007199254740991 || isNaN(data6)){
-const err40 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
-if(vErrors === null){
-vErrors = [err40];
-}
-else {
-vErrors.push(err40);
-}
-errors++;
-}
-if(data6 < 0 || isNaN(data6)){
-const err41 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err41];
-}
-else {
-vErrors.push(err41);
-}
-errors++;
-}
-}
-}
-if(data.status !== undefined){
-let data7 = data.status;
-if(typeof data7 !== "string"){
-const err42 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err42];
-}
-else {
-vErrors.push(err42);
-}
-errors++;
-}
-if(!((((data7 === "pending") || (data7 === "complete")) || (data7 === "superseded")) || (data7 === "failed"))){
-const err43 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema23.properties.status.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err43];
-}
-else {
-vErrors.push(err43);
-}
-errors++;
-}
-}
-if(data.size_bytes !== undefined){
-let data8 = data.size_bytes;
-if(!(((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8))) && (isFinite(data8)))){
-const err44 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err44];
-}
-else {
-vErrors.push(err44);
-}
-errors++;
-}
-if((typeof data8 == "number") && (isFinite(data8))){
-if(data8 > 9007199254740991 || isNaN(data8)){
-const err45 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
-if(vErrors === null){
-vErrors = [err45];
-}
-else {
-vErrors.push(err45);
-}
-errors++;
-}
-if(data8 < 0 || isNaN(data8)){
-const err46 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err46];
-}
-else {
-vErrors.push(err46);
-}
-errors++;
-}
-}
-}
-if(data.sha256 !== undefined){
-let data9 = data.sha256;
-if(typeof data9 === "string"){
-if(!pattern6.test(data9)){
-const err47 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
-if(vErrors === null){
-vErrors = [err47];
-}
-else {
-vErrors.push(err47);
-}
-errors++;
-}
-}
-else {
-const err48 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err48];
-}
-else {
-vErrors.push(err48);
-}
-errors++;
-}
-}
-if(data.content_type !== undefined){
-let data10 = data.content_type;
-if(typeof data10 === "string"){
-if(func2(data10) > 256){
-const err49 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
-if(vErrors === null){
-vErrors = [err49];
-}
-else {
-vErrors.push(err49);
-}
-errors++;
-}
-}
-else {
-const err50 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err50];
-}
-else {
-vErrors.push(err50);
-}
-errors++;
-}
-}
-if(data.compatibility_profile !== undefined){
-let data11 = data.compatibility_profile;
-if((typeof data11 !== "string") && (data11 !== null)){
-const err51 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/type",keyword:"type",params:{type: schema23.properties.compatibility_profile.type},message:"must be string,null"};
-if(vErrors === null){
-vErrors = [err51];
-}
-else {
-vErrors.push(err51);
-}
-errors++;
-}
-if(typeof data11 === "string"){
-if(func2(data11) > 256){
-const err52 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
-if(vErrors === null){
-vErrors = [err52];
-}
-else {
-vErrors.push(err52);
-}
-errors++;
-}
-}
-}
-if(data.cwd !== undefined){
-let data12 = data.cwd;
-if((typeof data12 !== "string") && (data12 !== null)){
-const err53 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/type",keyword:"type",params:{type: schema23.properties.cwd.type},message:"must be string,null"};
-if(vErrors === null){
-vErrors = [err53];
-}
-else {
-vErrors.push(err53);
-}
-errors++;
-}
-if(typeof data12 === "string"){
-if(func2(data12) > 4096){
-const err54 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
-if(vErrors === null){
-vErrors = [err54];
-}
-else {
-vErrors.push(err54);
-}
-errors++;
-}
-}
-}
-if(data.artifact_format !== undefined){
-let data13 = data.artifact_format;
-if((typeof data13 !== "string") && (data13 !== null)){
-const err55 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/type",keyword:"type",params:{type: schema23.properties.artifact_format.type},message:"must be string,null"};
-if(vErrors === null){
-vErrors = [err55];
-}
-else {
-vErrors.push(err55);
-}
-errors++;
-}
-if(typeof data13 === "string"){
-if(func2(data13) > 128){
-const err56 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
-if(vErrors === null){
-vErrors = [err56];
-}
-else {
-vErrors.push(err56);
-}
-errors++;
-}
-}
-}
-if(data.resumable !== undefined){
-if(typeof data.resumable !== "boolean"){
-const err57 = {instancePath:instancePath+"/resumable",schemaPath:"#/properties/resumable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err57];
-}
-else {
-vErrors.push(err57);
-}
-errors++;
-}
-}
-if(data.title !== undefined){
-let data15 = data.title;
-if((typeof data15 !== "string") && (data15 !== null)){
-const err58 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema23.properties.title.type},message:"must be string,null"};
-if(vErrors === null){
-vErrors = [err58];
-}
-else {
-vErrors.push(err58);
-}
-errors++;
-}
-if(typeof data15 === "string"){
-if(func2(data15) > 256){
-const err59 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
-if(vErrors === null){
-vErrors = [err59];
-}
-else {
-vErrors.push(err59);
-}
-errors++;
-}
-}
-}
-if(data.summary !== undefined){
-let data16 = data.summary;
-if((typeof data16 !== "string") && (data16 !== null)){
-const err60 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema23.properties.summary.type},message:"must be string,null"};
-if(vErrors === null){
-vErrors = [err60];
-}
-else {
-vErrors.push(err60);
-}
-errors++;
-}
-if(typeof data16 === "string"){
-if(func2(data16) > 1024){
-const err61 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
-if(vErrors === null){
-vErrors = [err61];
-}
-else {
-vErrors.push(err61);
-}
-errors++;
-}
-}
-}
-if(data.captured_at_unix_ms !== undefined){
-let data17 = data.captured_at_unix_ms;
-if((!(((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17))) && (isFinite(data17)))) && (data17 !== null)){
-const err62 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/type",keyword:"type",params:{type: schema23.properties.captured_at_unix_ms.type},message:"must be integer,null"};
-if(vErrors === null){
-vErrors = [err62];
-}
-else {
-vErrors.push(err62);
-}
-errors++;
-}
-if((typeof data17 == "number") && (isFinite(data17))){
-if(data17 > 9007199254740991 || isNaN(data17)){
-const err63 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
-if(vErrors === null){
-vErrors = [err63];
-}
-else {
-vErrors.push(err63);
-}
-errors++;
-}
-if(data17 < 0 || isNaN(data17)){
-const err64 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err64];
-}
-else {
-vErrors.push(err64);
-}
-errors++;
-}
-}
-}
-if(data.repository_root !== undefined){
-let data18 = data.repository_root;
-if((typeof data18 !== "string") && (data18 !== null)){
-const err65 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/type",keyword:"type",params:{type: schema23.properties.repository_root.type},message:"must be string,null"};
-if(vErrors === null){
-vErrors = [err65];
-}
-else {
-vErrors.push(err65);
-}
-errors++;
-}
-if(typeof data18 === "string"){
-if(func2(data18) > 4096){
-const err66 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
-if(vErrors === null){
-vErrors = [err66];
-}
-else {
-vErrors.push(err66);
-}
-errors++;
-}
-}
-}
-if(data.repository_remote !== undefined){
-let data19 = data.repository_remote;
-if((typeof data19 !== "string") && (data19 !== null)){
-const err67 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/type",keyword:"type",params:{type: schema23.properties.repository_remote.type},message:"must be string,null"};
-if(vErrors === null){
-vErrors = [err67];
-}
-else {
-vErrors.push(err67);
-}
-errors++;
-}
-if(typeof data19 === "string"){
-if(func2(data19) > 4096){
-const err68 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
-if(vErrors === null){
-vErrors = [err68];
-}
-else {
-vErrors.push(err68);
-}
-errors++;
-}
-}
-}
-if(data.sharing !== undefined){
-let data20 = data.sharing;
-if(typeof data20 !== "string"){
-const err69 = {instancePath:instancePath+"/sharing",schemaPath:"#/properties/sharing/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err69];
-}
-else {
-vErrors.push(err69);
-}
-errors++;
-}
-if(!((((data20 === "private") || (data20 === "workspace")) || (data20 === "selected")) || (data20 === "shared"))){
-const err70 = {instancePath:instancePath+"/sharing",schemaPath:"#/properties/sharing/enum",keyword:"enum",params:{allowedValues: schema23.properties.sharing.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err70];
-}
-else {
-vErrors.push(err70);
-}
-errors++;
-}
-}
-if(data.created_at !== undefined){
-let data21 = data.created_at;
-if(typeof data21 === "string"){
-if(func2(data21) > 64){
-const err71 = {instancePath:instancePath+"/created_at",schemaPath:"#/properties/created_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err71];
-}
-else {
-vErrors.push(err71);
-}
-errors++;
-}
-}
-else {
-const err72 = {instancePath:instancePath+"/created_at",schemaPath:"#/properties/created_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err72];
-}
-else {
-vErrors.push(err72);
-}
-errors++;
-}
-}
-if(data.updated_at !== undefined){
-let data22 = data.updated_at;
-if(typeof data22 === "string"){
-if(func2(data22) > 64){
-const err73 = {instancePath:instancePath+"/updated_at",schemaPath:"#/properties/updated_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err73];
-}
-else {
-vErrors.push(err73);
-}
-errors++;
-}
-}
-else {
-const err74 = {instancePath:instancePath+"/updated_at",schemaPath:"#/properties/updated_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err74];
-}
-else {
-vErrors.push(err74);
-}
-errors++;
-}
-}
-if(data.completed_at !== undefined){
-let data23 = data.completed_at;
-if((typeof data23 !== "string") && (data23 !== null)){
-const err75 = {instancePath:instancePath+"/completed_at",schemaPath:"#/properties/completed_at/type",keyword:"type",params:{type: schema23.properties.completed_at.type},message:"must be string,null"};
-if(vErrors === null){
-vErrors = [err75];
-}
-else {
-vErrors.push(err75);
-}
-errors++;
-}
-if(typeof data23 === "string"){
-if(func2(data23) > 64){
-const err76 = {instancePath:instancePath+"/completed_at",schemaPath:"#/properties/completed_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err76];
-}
-else {
-vErrors.push(err76);
-}
-errors++;
-}
-}
-}
-if(data.retention_deadline !== undefined){
-let data24 = data.retention_deadline;
-if(typeof data24 === "string"){
-if(func2(data24) > 64){
-const err77 = {instancePath:instancePath+"/retention_deadline",schemaPath:"#/properties/retention_deadline/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err77];
-}
-else {
-vErrors.push(err77);
-}
-errors++;
-}
-}
-else {
-const err78 = {instancePath:instancePath+"/retention_deadline",schemaPath:"#/properties/retention_deadline/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err78];
-}
-else {
-vErrors.push(err78);
-}
-errors++;
-}
-}
-if(data.expired !== undefined){
-if(typeof data.expired !== "boolean"){
-const err79 = {instancePath:instancePath+"/expired",schemaPath:"#/properties/expired/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err79];
-}
-else {
-vErrors.push(err79);
-}
-errors++;
-}
-}
-}
-else {
-const err80 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err80];
-}
-else {
-vErrors.push(err80);
-}
-errors++;
-}
-validate18.errors = vErrors;
+validate28.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionUploadList = validate19;
-const schema25 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-session-uploads.schema.json","title":"SessionUploadList","description":"Body of GET /session-uploads: one page of the session uploads the viewer may see, newest first, and the cursor of the next page (null on the last).","type":"object","required":["items","next_cursor"],"properties":{"items":{"type":"array","items":{"$ref":"control-session-upload.schema.json"}},"next_cursor":{"type":["string","null"],"maxLength":256}}};
+export const validateSessionSharing = validate30;
+const schema42 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-state.schema.json","title":"SessionSharing","description":"Answer of GET /session-uploads/{id}/sharing: the mode, whether the caller may change it, and who the session reaches.","type":"object","required":["mode","can_edit","recipient_count","recipients"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"can_edit":{"type":"boolean"},"recipient_count":{"type":"integer","minimum":0},"recipients":{"type":"array","maxItems":100000,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
 
-function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-/*# sourceURL="https://blue-agent.dev/schemas/control-session-uploads.schema.json" */;
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-sharing-state.schema.json" */;
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.items === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "items"},message:"must have required property '"+"items"+"'"};
+if(data.mode === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "mode"},message:"must have required property '"+"mode"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -3239,8 +5580,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.next_cursor === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "next_cursor"},message:"must have required property '"+"next_cursor"+"'"};
+if(data.can_edit === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "can_edit"},message:"must have required property '"+"can_edit"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -3249,19 +5590,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.items !== undefined){
-let data0 = data.items;
-if(Array.isArray(data0)){
-const len0 = data0.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate18(data0[i0], {instancePath:instancePath+"/items/" + i0,parentData:data0,parentDataProperty:i0,rootData}))){
-vErrors = vErrors === null ? validate18.errors : vErrors.concat(validate18.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err2 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.recipient_count === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "recipient_count"},message:"must have required property '"+"recipient_count"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -3270,11 +5600,8 @@ vErrors.push(err2);
 }
 errors++;
 }
-}
-if(data.next_cursor !== undefined){
-let data2 = data.next_cursor;
-if((typeof data2 !== "string") && (data2 !== null)){
-const err3 = {instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/type",keyword:"type",params:{type: schema25.properties.next_cursor.type},message:"must be string,null"};
+if(data.recipients === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "recipients"},message:"must have required property '"+"recipients"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -3283,9 +5610,246 @@ vErrors.push(err3);
 }
 errors++;
 }
-if(typeof data2 === "string"){
-if(func2(data2) > 256){
-const err4 = {instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(data.mode !== undefined){
+let data0 = data.mode;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(((data0 === "private") || (data0 === "workspace")) || (data0 === "selected"))){
+const err5 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema42.properties.mode.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.can_edit !== undefined){
+if(typeof data.can_edit !== "boolean"){
+const err6 = {instancePath:instancePath+"/can_edit",schemaPath:"#/properties/can_edit/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.recipient_count !== undefined){
+let data2 = data.recipient_count;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err7 = {instancePath:instancePath+"/recipient_count",schemaPath:"#/properties/recipient_count/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 < 0 || isNaN(data2)){
+const err8 = {instancePath:instancePath+"/recipient_count",schemaPath:"#/properties/recipient_count/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+if(data.recipients !== undefined){
+let data3 = data.recipients;
+if(Array.isArray(data3)){
+if(data3.length > 100000){
+const err9 = {instancePath:instancePath+"/recipients",schemaPath:"#/properties/recipients/maxItems",keyword:"maxItems",params:{limit: 100000},message:"must NOT have more than 100000 items"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+const len0 = data3.length;
+for(let i0=0; i0<len0; i0++){
+let data4 = data3[i0];
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(data4.id === undefined){
+const err10 = {instancePath:instancePath+"/recipients/" + i0,schemaPath:"#/properties/recipients/items/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data4.email === undefined){
+const err11 = {instancePath:instancePath+"/recipients/" + i0,schemaPath:"#/properties/recipients/items/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data4.id !== undefined){
+let data5 = data4.id;
+if(typeof data5 === "string"){
+if(func2(data5) > 64){
+const err12 = {instancePath:instancePath+"/recipients/" + i0+"/id",schemaPath:"#/properties/recipients/items/properties/id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/recipients/" + i0+"/id",schemaPath:"#/properties/recipients/items/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data4.email !== undefined){
+let data6 = data4.email;
+if(typeof data6 === "string"){
+if(func2(data6) > 320){
+const err14 = {instancePath:instancePath+"/recipients/" + i0+"/email",schemaPath:"#/properties/recipients/items/properties/email/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/recipients/" + i0+"/email",schemaPath:"#/properties/recipients/items/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/recipients/" + i0,schemaPath:"#/properties/recipients/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/recipients",schemaPath:"#/properties/recipients/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+else {
+const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+validate30.errors = vErrors;
+return errors === 0;
+}
+
+export const validateSharingUpdated = validate31;
+const schema43 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-updated.schema.json","title":"SharingUpdated","description":"Answer of PUT /session-uploads/{id}/sharing: the session's new mode and recipients (the owner never among them).","type":"object","required":["id","mode","user_ids"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","maxLength":64}}}};
+
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-sharing-updated.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.mode === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "mode"},message:"must have required property '"+"mode"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.user_ids === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "user_ids"},message:"must have required property '"+"user_ids"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.id !== undefined){
+let data0 = data.id;
+if(typeof data0 === "string"){
+if(!pattern7.test(data0)){
+const err3 = {instancePath:instancePath+"/id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3295,10 +5859,10 @@ vErrors.push(err4);
 errors++;
 }
 }
-}
-}
-else {
-const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.mode !== undefined){
+let data1 = data.mode;
+if(typeof data1 !== "string"){
+const err5 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3307,14 +5871,87 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate19.errors = vErrors;
+if(!(((data1 === "private") || (data1 === "workspace")) || (data1 === "selected"))){
+const err6 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema43.properties.mode.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.user_ids !== undefined){
+let data2 = data.user_ids;
+if(Array.isArray(data2)){
+if(data2.length > 500){
+const err7 = {instancePath:instancePath+"/user_ids",schemaPath:"#/properties/user_ids/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+const len0 = data2.length;
+for(let i0=0; i0<len0; i0++){
+let data3 = data2[i0];
+if(typeof data3 === "string"){
+if(func2(data3) > 64){
+const err8 = {instancePath:instancePath+"/user_ids/" + i0,schemaPath:"#/properties/user_ids/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/user_ids/" + i0,schemaPath:"#/properties/user_ids/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/user_ids",schemaPath:"#/properties/user_ids/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate31.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSharingRequest = validate21;
-const schema26 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing.schema.json","title":"SharingRequest","description":"Body of PUT /session-uploads/{id}/sharing. `selected` names its recipients by user id or e-mail.","type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":256,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":64}},"emails":{"type":"array","maxItems":256,"uniqueItems":true,"items":{"type":"string","minLength":3,"maxLength":320}}}};
+export const validateSharingRequest = validate32;
+const schema45 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing.schema.json","title":"SharingRequest","description":"Body of PUT /session-uploads/{id}/sharing: replaces who may see the session. Recipients are named by user id (`emails` is an extension of this server).","type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","minLength":1,"maxLength":320}},"emails":{"type":"array","maxItems":500,"items":{"type":"string","minLength":3,"maxLength":320}}}};
 
-function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-sharing.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -3354,7 +5991,7 @@ vErrors.push(err2);
 errors++;
 }
 if(!(((data0 === "private") || (data0 === "workspace")) || (data0 === "selected"))){
-const err3 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema26.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema45.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -3367,8 +6004,8 @@ errors++;
 if(data.user_ids !== undefined){
 let data1 = data.user_ids;
 if(Array.isArray(data1)){
-if(data1.length > 256){
-const err4 = {instancePath:instancePath+"/user_ids",schemaPath:"#/properties/user_ids/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
+if(data1.length > 500){
+const err4 = {instancePath:instancePath+"/user_ids",schemaPath:"#/properties/user_ids/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3381,8 +6018,8 @@ const len0 = data1.length;
 for(let i0=0; i0<len0; i0++){
 let data2 = data1[i0];
 if(typeof data2 === "string"){
-if(func2(data2) > 64){
-const err5 = {instancePath:instancePath+"/user_ids/" + i0,schemaPath:"#/properties/user_ids/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(func2(data2) > 320){
+const err5 = {instancePath:instancePath+"/user_ids/" + i0,schemaPath:"#/properties/user_ids/items/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3413,18 +6050,9 @@ vErrors.push(err7);
 errors++;
 }
 }
-let i1 = data1.length;
-let j0;
-if(i1 > 1){
-const indices0 = {};
-for(;i1--;){
-let item0 = data1[i1];
-if(typeof item0 !== "string"){
-continue;
 }
-if(typeof indices0[item0] == "number"){
-j0 = indices0[item0];
-const err8 = {instancePath:instancePath+"/user_ids",schemaPath:"#/properties/user_ids/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+else {
+const err8 = {instancePath:instancePath+"/user_ids",schemaPath:"#/properties/user_ids/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -3432,14 +6060,13 @@ else {
 vErrors.push(err8);
 }
 errors++;
-break;
-}
-indices0[item0] = i1;
 }
 }
-}
-else {
-const err9 = {instancePath:instancePath+"/user_ids",schemaPath:"#/properties/user_ids/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.emails !== undefined){
+let data3 = data.emails;
+if(Array.isArray(data3)){
+if(data3.length > 500){
+const err9 = {instancePath:instancePath+"/emails",schemaPath:"#/properties/emails/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3448,12 +6075,12 @@ vErrors.push(err9);
 }
 errors++;
 }
-}
-if(data.emails !== undefined){
-let data3 = data.emails;
-if(Array.isArray(data3)){
-if(data3.length > 256){
-const err10 = {instancePath:instancePath+"/emails",schemaPath:"#/properties/emails/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
+const len1 = data3.length;
+for(let i1=0; i1<len1; i1++){
+let data4 = data3[i1];
+if(typeof data4 === "string"){
+if(func2(data4) > 320){
+const err10 = {instancePath:instancePath+"/emails/" + i1,schemaPath:"#/properties/emails/items/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -3462,12 +6089,8 @@ vErrors.push(err10);
 }
 errors++;
 }
-const len1 = data3.length;
-for(let i2=0; i2<len1; i2++){
-let data4 = data3[i2];
-if(typeof data4 === "string"){
-if(func2(data4) > 320){
-const err11 = {instancePath:instancePath+"/emails/" + i2,schemaPath:"#/properties/emails/items/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+if(func2(data4) < 3){
+const err11 = {instancePath:instancePath+"/emails/" + i1,schemaPath:"#/properties/emails/items/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -3476,8 +6099,9 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(func2(data4) < 3){
-const err12 = {instancePath:instancePath+"/emails/" + i2,schemaPath:"#/properties/emails/items/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"};
+}
+else {
+const err12 = {instancePath:instancePath+"/emails/" + i1,schemaPath:"#/properties/emails/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -3487,8 +6111,9 @@ vErrors.push(err12);
 errors++;
 }
 }
+}
 else {
-const err13 = {instancePath:instancePath+"/emails/" + i2,schemaPath:"#/properties/emails/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err13 = {instancePath:instancePath+"/emails",schemaPath:"#/properties/emails/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -3498,18 +6123,9 @@ vErrors.push(err13);
 errors++;
 }
 }
-let i3 = data3.length;
-let j1;
-if(i3 > 1){
-const indices1 = {};
-for(;i3--;){
-let item1 = data3[i3];
-if(typeof item1 !== "string"){
-continue;
 }
-if(typeof indices1[item1] == "number"){
-j1 = indices1[item1];
-const err14 = {instancePath:instancePath+"/emails",schemaPath:"#/properties/emails/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"};
+else {
+const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -3517,14 +6133,188 @@ else {
 vErrors.push(err14);
 }
 errors++;
-break;
 }
-indices1[item1] = i3;
+validate32.errors = vErrors;
+return errors === 0;
 }
+
+export const validateHarnessMetadataDocument = validate33;
+const schema46 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/harness-metadata.schema.json","title":"HarnessMetadataDocument","description":"Answer of GET /harness-metadata (Blue's harness registry): each harness, its generations (the compatibility profiles' intervals) and what they can do. Generated from profiles/*.yaml; `display_name`-like extensions are allowed.","type":"object","required":["contract_version","harnesses"],"properties":{"contract_version":{"type":"integer","minimum":1},"harnesses":{"type":"array","maxItems":64,"items":{"type":"object","required":["key","aliases","label","description","binary_names","install_command_template","capabilities","component_rules","generations"],"properties":{"key":{"type":"string","maxLength":64},"aliases":{"type":"array","items":{"type":"string","maxLength":64}},"label":{"type":"string","maxLength":128},"description":{"type":"string","maxLength":1024},"binary_names":{"type":"array","items":{"type":"string","maxLength":64}},"install_command_template":{"type":"string","maxLength":1024},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"generations":{"type":"array","items":{"type":"object","required":["profile","introduced","verified_before","lifecycle","capabilities","component_rules"],"properties":{"profile":{"type":"string","maxLength":256},"introduced":{"type":"string","maxLength":64},"before":{"type":["string","null"],"maxLength":64},"verified_before":{"type":"string","maxLength":64},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"verified_by":{"description":"Extension: how the certified versions were exercised.","type":"string","enum":["cli","fixtures"]},"capture_event":{"description":"Extension: the native event the capture hook runs on.","type":"string","maxLength":64}}}}}}}},"definitions":{"componentRules":{"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}}}};
+const schema47 = {"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}};
+
+function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/harness-metadata.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.contract_version === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "contract_version"},message:"must have required property '"+"contract_version"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.harnesses === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "harnesses"},message:"must have required property '"+"harnesses"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.contract_version !== undefined){
+let data0 = data.contract_version;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err2 = {instancePath:instancePath+"/contract_version",schemaPath:"#/properties/contract_version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 < 1 || isNaN(data0)){
+const err3 = {instancePath:instancePath+"/contract_version",schemaPath:"#/properties/contract_version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+if(data.harnesses !== undefined){
+let data1 = data.harnesses;
+if(Array.isArray(data1)){
+if(data1.length > 64){
+const err4 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.key === undefined){
+const err5 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data2.aliases === undefined){
+const err6 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/required",keyword:"required",params:{missingProperty: "aliases"},message:"must have required property '"+"aliases"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data2.label === undefined){
+const err7 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/required",keyword:"required",params:{missingProperty: "label"},message:"must have required property '"+"label"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data2.description === undefined){
+const err8 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/required",keyword:"required",params:{missingProperty: "description"},message:"must have required property '"+"description"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data2.binary_names === undefined){
+const err9 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/required",keyword:"required",params:{missingProperty: "binary_names"},message:"must have required property '"+"binary_names"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data2.install_command_template === undefined){
+const err10 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/required",keyword:"required",params:{missingProperty: "install_command_template"},message:"must have required property '"+"install_command_template"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data2.capabilities === undefined){
+const err11 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/required",keyword:"required",params:{missingProperty: "capabilities"},message:"must have required property '"+"capabilities"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data2.component_rules === undefined){
+const err12 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/required",keyword:"required",params:{missingProperty: "component_rules"},message:"must have required property '"+"component_rules"+"'"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(data2.generations === undefined){
+const err13 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/required",keyword:"required",params:{missingProperty: "generations"},message:"must have required property '"+"generations"+"'"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(data2.key !== undefined){
+let data3 = data2.key;
+if(typeof data3 === "string"){
+if(func2(data3) > 64){
+const err14 = {instancePath:instancePath+"/harnesses/" + i0+"/key",schemaPath:"#/properties/harnesses/items/properties/key/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
 }
 }
 else {
-const err15 = {instancePath:instancePath+"/emails",schemaPath:"#/properties/emails/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err15 = {instancePath:instancePath+"/harnesses/" + i0+"/key",schemaPath:"#/properties/harnesses/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -3534,9 +6324,15 @@ vErrors.push(err15);
 errors++;
 }
 }
-}
-else {
-const err16 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data2.aliases !== undefined){
+let data4 = data2.aliases;
+if(Array.isArray(data4)){
+const len1 = data4.length;
+for(let i1=0; i1<len1; i1++){
+let data5 = data4[i1];
+if(typeof data5 === "string"){
+if(func2(data5) > 64){
+const err16 = {instancePath:instancePath+"/harnesses/" + i0+"/aliases/" + i1,schemaPath:"#/properties/harnesses/items/properties/aliases/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -3545,13 +6341,694 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate21.errors = vErrors;
+}
+else {
+const err17 = {instancePath:instancePath+"/harnesses/" + i0+"/aliases/" + i1,schemaPath:"#/properties/harnesses/items/properties/aliases/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/harnesses/" + i0+"/aliases",schemaPath:"#/properties/harnesses/items/properties/aliases/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data2.label !== undefined){
+let data6 = data2.label;
+if(typeof data6 === "string"){
+if(func2(data6) > 128){
+const err19 = {instancePath:instancePath+"/harnesses/" + i0+"/label",schemaPath:"#/properties/harnesses/items/properties/label/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/harnesses/" + i0+"/label",schemaPath:"#/properties/harnesses/items/properties/label/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data2.description !== undefined){
+let data7 = data2.description;
+if(typeof data7 === "string"){
+if(func2(data7) > 1024){
+const err21 = {instancePath:instancePath+"/harnesses/" + i0+"/description",schemaPath:"#/properties/harnesses/items/properties/description/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/harnesses/" + i0+"/description",schemaPath:"#/properties/harnesses/items/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data2.binary_names !== undefined){
+let data8 = data2.binary_names;
+if(Array.isArray(data8)){
+const len2 = data8.length;
+for(let i2=0; i2<len2; i2++){
+let data9 = data8[i2];
+if(typeof data9 === "string"){
+if(func2(data9) > 64){
+const err23 = {instancePath:instancePath+"/harnesses/" + i0+"/binary_names/" + i2,schemaPath:"#/properties/harnesses/items/properties/binary_names/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+else {
+const err24 = {instancePath:instancePath+"/harnesses/" + i0+"/binary_names/" + i2,schemaPath:"#/properties/harnesses/items/properties/binary_names/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+}
+else {
+const err25 = {instancePath:instancePath+"/harnesses/" + i0+"/binary_names",schemaPath:"#/properties/harnesses/items/properties/binary_names/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+if(data2.install_command_template !== undefined){
+let data10 = data2.install_command_template;
+if(typeof data10 === "string"){
+if(func2(data10) > 1024){
+const err26 = {instancePath:instancePath+"/harnesses/" + i0+"/install_command_template",schemaPath:"#/properties/harnesses/items/properties/install_command_template/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+else {
+const err27 = {instancePath:instancePath+"/harnesses/" + i0+"/install_command_template",schemaPath:"#/properties/harnesses/items/properties/install_command_template/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data2.capabilities !== undefined){
+let data11 = data2.capabilities;
+if(Array.isArray(data11)){
+const len3 = data11.length;
+for(let i3=0; i3<len3; i3++){
+let data12 = data11[i3];
+if(typeof data12 === "string"){
+if(func2(data12) > 64){
+const err28 = {instancePath:instancePath+"/harnesses/" + i0+"/capabilities/" + i3,schemaPath:"#/properties/harnesses/items/properties/capabilities/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+else {
+const err29 = {instancePath:instancePath+"/harnesses/" + i0+"/capabilities/" + i3,schemaPath:"#/properties/harnesses/items/properties/capabilities/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/harnesses/" + i0+"/capabilities",schemaPath:"#/properties/harnesses/items/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+if(data2.component_rules !== undefined){
+let data13 = data2.component_rules;
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+if(data13.agents_require_plugin === undefined){
+const err31 = {instancePath:instancePath+"/harnesses/" + i0+"/component_rules",schemaPath:"#/definitions/componentRules/required",keyword:"required",params:{missingProperty: "agents_require_plugin"},message:"must have required property '"+"agents_require_plugin"+"'"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+if(data13.hooks_require_plugin === undefined){
+const err32 = {instancePath:instancePath+"/harnesses/" + i0+"/component_rules",schemaPath:"#/definitions/componentRules/required",keyword:"required",params:{missingProperty: "hooks_require_plugin"},message:"must have required property '"+"hooks_require_plugin"+"'"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+if(data13.hooks_as_plugin_modules === undefined){
+const err33 = {instancePath:instancePath+"/harnesses/" + i0+"/component_rules",schemaPath:"#/definitions/componentRules/required",keyword:"required",params:{missingProperty: "hooks_as_plugin_modules"},message:"must have required property '"+"hooks_as_plugin_modules"+"'"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+if(data13.agents_require_plugin !== undefined){
+if(typeof data13.agents_require_plugin !== "boolean"){
+const err34 = {instancePath:instancePath+"/harnesses/" + i0+"/component_rules/agents_require_plugin",schemaPath:"#/definitions/componentRules/properties/agents_require_plugin/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+if(data13.hooks_require_plugin !== undefined){
+if(typeof data13.hooks_require_plugin !== "boolean"){
+const err35 = {instancePath:instancePath+"/harnesses/" + i0+"/component_rules/hooks_require_plugin",schemaPath:"#/definitions/componentRules/properties/hooks_require_plugin/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+if(data13.hooks_as_plugin_modules !== undefined){
+if(typeof data13.hooks_as_plugin_modules !== "boolean"){
+const err36 = {instancePath:instancePath+"/harnesses/" + i0+"/component_rules/hooks_as_plugin_modules",schemaPath:"#/definitions/componentRules/properties/hooks_as_plugin_modules/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+}
+else {
+const err37 = {instancePath:instancePath+"/harnesses/" + i0+"/component_rules",schemaPath:"#/definitions/componentRules/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+if(data2.generations !== undefined){
+let data17 = data2.generations;
+if(Array.isArray(data17)){
+const len4 = data17.length;
+for(let i4=0; i4<len4; i4++){
+let data18 = data17[i4];
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
+if(data18.profile === undefined){
+const err38 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4,schemaPath:"#/properties/harnesses/items/properties/generations/items/required",keyword:"required",params:{missingProperty: "profile"},message:"must have required property '"+"profile"+"'"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if(data18.introduced === undefined){
+const err39 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4,schemaPath:"#/properties/harnesses/items/properties/generations/items/required",keyword:"required",params:{missingProperty: "introduced"},message:"must have required property '"+"introduced"+"'"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+if(data18.verified_before === undefined){
+const err40 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4,schemaPath:"#/properties/harnesses/items/properties/generations/items/required",keyword:"required",params:{missingProperty: "verified_before"},message:"must have required property '"+"verified_before"+"'"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+if(data18.lifecycle === undefined){
+const err41 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4,schemaPath:"#/properties/harnesses/items/properties/generations/items/required",keyword:"required",params:{missingProperty: "lifecycle"},message:"must have required property '"+"lifecycle"+"'"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+if(data18.capabilities === undefined){
+const err42 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4,schemaPath:"#/properties/harnesses/items/properties/generations/items/required",keyword:"required",params:{missingProperty: "capabilities"},message:"must have required property '"+"capabilities"+"'"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+if(data18.component_rules === undefined){
+const err43 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4,schemaPath:"#/properties/harnesses/items/properties/generations/items/required",keyword:"required",params:{missingProperty: "component_rules"},message:"must have required property '"+"component_rules"+"'"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+if(data18.profile !== undefined){
+let data19 = data18.profile;
+if(typeof data19 === "string"){
+if(func2(data19) > 256){
+const err44 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/profile",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/profile/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+else {
+const err45 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/profile",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/profile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+if(data18.introduced !== undefined){
+let data20 = data18.introduced;
+if(typeof data20 === "string"){
+if(func2(data20) > 64){
+const err46 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/introduced",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/introduced/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+else {
+const err47 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/introduced",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/introduced/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+if(data18.before !== undefined){
+let data21 = data18.before;
+if((typeof data21 !== "string") && (data21 !== null)){
+const err48 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/before",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/before/type",keyword:"type",params:{type: schema46.properties.harnesses.items.properties.generations.items.properties.before.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+if(typeof data21 === "string"){
+if(func2(data21) > 64){
+const err49 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/before",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/before/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+}
+if(data18.verified_before !== undefined){
+let data22 = data18.verified_before;
+if(typeof data22 === "string"){
+if(func2(data22) > 64){
+const err50 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/verified_before",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/verified_before/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/verified_before",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/verified_before/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+if(data18.lifecycle !== undefined){
+let data23 = data18.lifecycle;
+if(typeof data23 !== "string"){
+const err52 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/lifecycle",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/lifecycle/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+if(!((data23 === "supported") || (data23 === "deprecated"))){
+const err53 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/lifecycle",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema46.properties.harnesses.items.properties.generations.items.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+if(data18.capabilities !== undefined){
+let data24 = data18.capabilities;
+if(Array.isArray(data24)){
+const len5 = data24.length;
+for(let i5=0; i5<len5; i5++){
+let data25 = data24[i5];
+if(typeof data25 === "string"){
+if(func2(data25) > 64){
+const err54 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/capabilities/" + i5,schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/capabilities/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+}
+else {
+const err55 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/capabilities/" + i5,schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/capabilities/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+}
+else {
+const err56 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/capabilities",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+if(data18.component_rules !== undefined){
+let data26 = data18.component_rules;
+if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
+if(data26.agents_require_plugin === undefined){
+const err57 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/component_rules",schemaPath:"#/definitions/componentRules/required",keyword:"required",params:{missingProperty: "agents_require_plugin"},message:"must have required property '"+"agents_require_plugin"+"'"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+if(data26.hooks_require_plugin === undefined){
+const err58 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/component_rules",schemaPath:"#/definitions/componentRules/required",keyword:"required",params:{missingProperty: "hooks_require_plugin"},message:"must have required property '"+"hooks_require_plugin"+"'"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+if(data26.hooks_as_plugin_modules === undefined){
+const err59 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/component_rules",schemaPath:"#/definitions/componentRules/required",keyword:"required",params:{missingProperty: "hooks_as_plugin_modules"},message:"must have required property '"+"hooks_as_plugin_modules"+"'"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+if(data26.agents_require_plugin !== undefined){
+if(typeof data26.agents_require_plugin !== "boolean"){
+const err60 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/component_rules/agents_require_plugin",schemaPath:"#/definitions/componentRules/properties/agents_require_plugin/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+}
+if(data26.hooks_require_plugin !== undefined){
+if(typeof data26.hooks_require_plugin !== "boolean"){
+const err61 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/component_rules/hooks_require_plugin",schemaPath:"#/definitions/componentRules/properties/hooks_require_plugin/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+if(data26.hooks_as_plugin_modules !== undefined){
+if(typeof data26.hooks_as_plugin_modules !== "boolean"){
+const err62 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/component_rules/hooks_as_plugin_modules",schemaPath:"#/definitions/componentRules/properties/hooks_as_plugin_modules/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+}
+}
+else {
+const err63 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/component_rules",schemaPath:"#/definitions/componentRules/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+if(data18.verified_by !== undefined){
+let data30 = data18.verified_by;
+if(typeof data30 !== "string"){
+const err64 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/verified_by",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/verified_by/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+if(!((data30 === "cli") || (data30 === "fixtures"))){
+const err65 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/verified_by",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema46.properties.harnesses.items.properties.generations.items.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+}
+if(data18.capture_event !== undefined){
+let data31 = data18.capture_event;
+if(typeof data31 === "string"){
+if(func2(data31) > 64){
+const err66 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/capture_event",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/capture_event/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+}
+else {
+const err67 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/capture_event",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/capture_event/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+}
+}
+else {
+const err68 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4,schemaPath:"#/properties/harnesses/items/properties/generations/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+}
+}
+else {
+const err69 = {instancePath:instancePath+"/harnesses/" + i0+"/generations",schemaPath:"#/properties/harnesses/items/properties/generations/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+}
+}
+else {
+const err70 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+}
+}
+else {
+const err71 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+}
+}
+else {
+const err72 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessName = validate22;
+export const validateHarnessName = validate34;
 
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/harness-name.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -3575,17 +7052,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate22.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
 
-export const validateGovernancePolicy = validate23;
-const schema28 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance policy revision: which harnesses may capture sessions and where uploads are presigned. Field names follow Blue's governance config.","type":"object","additionalProperties":false,"required":["revision"],"properties":{"revision":{"description":"Identifies this revision; the Control API increases it with every publish.","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the policy contract this revision was written for.","type":"integer","minimum":1,"maximum":1},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every known harness.","type":"array","uniqueItems":true,"maxItems":64,"items":{"$ref":"#/definitions/harnessName"}},"harnesses":{"description":"Per-harness rules.","type":"object","propertyNames":{"$ref":"#/definitions/harnessName"},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"}},"definitions":{"harnessName":{"$ref":"harness-name.schema.json"},"harnessRule":{"type":"object","additionalProperties":false,"properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}}},"sessionUpload":{"type":"object","additionalProperties":false,"required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}}}};
-const schema31 = {"type":"object","additionalProperties":false,"properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}}};
-const schema32 = {"type":"object","additionalProperties":false,"required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}};
-const func0 = runtime1.default;
+export const validateGovernancePolicy = validate35;
+const schema50 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of the contract's document (packages, gateway, telemetry, managed_config, mcp, ...) and fields a later contract adds are tolerated and ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}}}};
+const schema51 = {"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."};
+const schema52 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}};
+const pattern30 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
 
-function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/policy.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -3600,9 +7077,14 @@ vErrors.push(err0);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(((((((key0 === "revision") || (key0 === "contract_version")) || (key0 === "ttl_seconds")) || (key0 === "required")) || (key0 === "allowed_harnesses")) || (key0 === "harnesses")) || (key0 === "session_upload"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.revision !== undefined){
+let data0 = data.revision;
+const _errs2 = errors;
+let valid1 = false;
+let passing0 = null;
+const _errs3 = errors;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err1 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -3611,15 +7093,9 @@ vErrors.push(err1);
 }
 errors++;
 }
-}
-if(data.revision !== undefined){
-let data0 = data.revision;
-const _errs3 = errors;
-let valid1 = false;
-let passing0 = null;
-const _errs4 = errors;
-if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-const err2 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 < 0 || isNaN(data0)){
+const err2 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/0/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -3628,9 +7104,16 @@ vErrors.push(err2);
 }
 errors++;
 }
-if((typeof data0 == "number") && (isFinite(data0))){
-if(data0 < 0 || isNaN(data0)){
-const err3 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/0/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+var _valid0 = _errs3 === errors;
+if(_valid0){
+valid1 = true;
+passing0 = 0;
+}
+const _errs5 = errors;
+if(typeof data0 === "string"){
+if(func2(data0) > 128){
+const err3 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -3639,16 +7122,8 @@ vErrors.push(err3);
 }
 errors++;
 }
-}
-var _valid0 = _errs4 === errors;
-if(_valid0){
-valid1 = true;
-passing0 = 0;
-}
-const _errs6 = errors;
-if(typeof data0 === "string"){
-if(func2(data0) > 128){
-const err4 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(func2(data0) < 1){
+const err4 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3657,8 +7132,8 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(func2(data0) < 1){
-const err5 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern30.test(data0)){
+const err5 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3667,8 +7142,9 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!pattern7.test(data0)){
-const err6 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:-]+$"+"\""};
+}
+else {
+const err6 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3677,18 +7153,7 @@ vErrors.push(err6);
 }
 errors++;
 }
-}
-else {
-const err7 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-var _valid0 = _errs6 === errors;
+var _valid0 = _errs5 === errors;
 if(_valid0 && valid1){
 valid1 = false;
 passing0 = [passing0, 1];
@@ -3700,20 +7165,20 @@ passing0 = 1;
 }
 }
 if(!valid1){
-const err8 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+const err7 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
 if(vErrors === null){
-vErrors = [err8];
+vErrors = [err7];
 }
 else {
-vErrors.push(err8);
+vErrors.push(err7);
 }
 errors++;
 }
 else {
-errors = _errs3;
+errors = _errs2;
 if(vErrors !== null){
-if(_errs3){
-vErrors.length = _errs3;
+if(_errs2){
+vErrors.length = _errs2;
 }
 else {
 vErrors = null;
@@ -3724,7 +7189,18 @@ vErrors = null;
 if(data.contract_version !== undefined){
 let data1 = data.contract_version;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err9 = {instancePath:instancePath+"/contract_version",schemaPath:"#/properties/contract_version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err8 = {instancePath:instancePath+"/contract_version",schemaPath:"#/properties/contract_version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if((typeof data1 == "number") && (isFinite(data1))){
+if(data1 > 1000 || isNaN(data1)){
+const err9 = {instancePath:instancePath+"/contract_version",schemaPath:"#/properties/contract_version/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3733,9 +7209,8 @@ vErrors.push(err9);
 }
 errors++;
 }
-if((typeof data1 == "number") && (isFinite(data1))){
-if(data1 > 1 || isNaN(data1)){
-const err10 = {instancePath:instancePath+"/contract_version",schemaPath:"#/properties/contract_version/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1},message:"must be <= 1"};
+if(data1 < 1 || isNaN(data1)){
+const err10 = {instancePath:instancePath+"/contract_version",schemaPath:"#/properties/contract_version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -3744,8 +7219,12 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(data1 < 1 || isNaN(data1)){
-const err11 = {instancePath:instancePath+"/contract_version",schemaPath:"#/properties/contract_version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data.ttl_seconds !== undefined){
+let data2 = data.ttl_seconds;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err11 = {instancePath:instancePath+"/ttl_seconds",schemaPath:"#/properties/ttl_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -3754,12 +7233,9 @@ vErrors.push(err11);
 }
 errors++;
 }
-}
-}
-if(data.ttl_seconds !== undefined){
-let data2 = data.ttl_seconds;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err12 = {instancePath:instancePath+"/ttl_seconds",schemaPath:"#/properties/ttl_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 > 2592000 || isNaN(data2)){
+const err12 = {instancePath:instancePath+"/ttl_seconds",schemaPath:"#/properties/ttl_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2592000},message:"must be <= 2592000"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -3768,9 +7244,8 @@ vErrors.push(err12);
 }
 errors++;
 }
-if((typeof data2 == "number") && (isFinite(data2))){
-if(data2 > 2592000 || isNaN(data2)){
-const err13 = {instancePath:instancePath+"/ttl_seconds",schemaPath:"#/properties/ttl_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2592000},message:"must be <= 2592000"};
+if(data2 < 1 || isNaN(data2)){
+const err13 = {instancePath:instancePath+"/ttl_seconds",schemaPath:"#/properties/ttl_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -3779,8 +7254,11 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(data2 < 1 || isNaN(data2)){
-const err14 = {instancePath:instancePath+"/ttl_seconds",schemaPath:"#/properties/ttl_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data.required !== undefined){
+if(typeof data.required !== "boolean"){
+const err14 = {instancePath:instancePath+"/required",schemaPath:"#/properties/required/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -3790,10 +7268,11 @@ vErrors.push(err14);
 errors++;
 }
 }
-}
-if(data.required !== undefined){
-if(typeof data.required !== "boolean"){
-const err15 = {instancePath:instancePath+"/required",schemaPath:"#/properties/required/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.allowed_harnesses !== undefined){
+let data4 = data.allowed_harnesses;
+if(Array.isArray(data4)){
+if(data4.length > 64){
+const err15 = {instancePath:instancePath+"/allowed_harnesses",schemaPath:"#/properties/allowed_harnesses/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -3802,12 +7281,12 @@ vErrors.push(err15);
 }
 errors++;
 }
-}
-if(data.allowed_harnesses !== undefined){
-let data4 = data.allowed_harnesses;
-if(Array.isArray(data4)){
-if(data4.length > 64){
-const err16 = {instancePath:instancePath+"/allowed_harnesses",schemaPath:"#/properties/allowed_harnesses/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+const len0 = data4.length;
+for(let i0=0; i0<len0; i0++){
+let data5 = data4[i0];
+if(typeof data5 === "string"){
+if(func2(data5) > 64){
+const err16 = {instancePath:instancePath+"/allowed_harnesses/" + i0,schemaPath:"#/properties/allowed_harnesses/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -3816,11 +7295,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-const len0 = data4.length;
-for(let i0=0; i0<len0; i0++){
-let data5 = data4[i0];
-if(typeof data5 !== "string"){
-const err17 = {instancePath:instancePath+"/allowed_harnesses/" + i0,schemaPath:"#/definitions/harnessName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data5) < 1){
+const err17 = {instancePath:instancePath+"/allowed_harnesses/" + i0,schemaPath:"#/properties/allowed_harnesses/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -3829,8 +7305,9 @@ vErrors.push(err17);
 }
 errors++;
 }
-if(!((((((data5 === "claude") || (data5 === "codex")) || (data5 === "gemini")) || (data5 === "kimi")) || (data5 === "opencode")) || (data5 === "qwen"))){
-const err18 = {instancePath:instancePath+"/allowed_harnesses/" + i0,schemaPath:"#/definitions/harnessName/enum",keyword:"enum",params:{allowedValues: schema12.enum},message:"must be equal to one of the allowed values"};
+}
+else {
+const err18 = {instancePath:instancePath+"/allowed_harnesses/" + i0,schemaPath:"#/properties/allowed_harnesses/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -3843,10 +7320,14 @@ errors++;
 let i1 = data4.length;
 let j0;
 if(i1 > 1){
-outer0:
+const indices0 = {};
 for(;i1--;){
-for(j0 = i1; j0--;){
-if(func0(data4[i1], data4[j0])){
+let item0 = data4[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
 const err19 = {instancePath:instancePath+"/allowed_harnesses",schemaPath:"#/properties/allowed_harnesses/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
 if(vErrors === null){
 vErrors = [err19];
@@ -3855,9 +7336,9 @@ else {
 vErrors.push(err19);
 }
 errors++;
-break outer0;
+break;
 }
-}
+indices0[item0] = i1;
 }
 }
 }
@@ -3875,10 +7356,11 @@ errors++;
 if(data.harnesses !== undefined){
 let data6 = data.harnesses;
 if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
-for(const key1 in data6){
-const _errs21 = errors;
-if(typeof key1 !== "string"){
-const err21 = {instancePath:instancePath+"/harnesses",schemaPath:"#/definitions/harnessName/type",keyword:"type",params:{type: "string"},message:"must be string",propertyName:key1};
+for(const key0 in data6){
+const _errs19 = errors;
+if(typeof key0 === "string"){
+if(func2(key0) > 64){
+const err21 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/propertyNames/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters",propertyName:key0};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -3887,8 +7369,9 @@ vErrors.push(err21);
 }
 errors++;
 }
-if(!((((((key1 === "claude") || (key1 === "codex")) || (key1 === "gemini")) || (key1 === "kimi")) || (key1 === "opencode")) || (key1 === "qwen"))){
-const err22 = {instancePath:instancePath+"/harnesses",schemaPath:"#/definitions/harnessName/enum",keyword:"enum",params:{allowedValues: schema12.enum},message:"must be equal to one of the allowed values",propertyName:key1};
+}
+else {
+const err22 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/propertyNames/type",keyword:"type",params:{type: "string"},message:"must be string",propertyName:key0};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -3897,9 +7380,9 @@ vErrors.push(err22);
 }
 errors++;
 }
-var valid6 = _errs21 === errors;
-if(!valid6){
-const err23 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid"};
+var valid5 = _errs19 === errors;
+if(!valid5){
+const err23 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/propertyNames",keyword:"propertyNames",params:{propertyName: key0},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -3909,12 +7392,14 @@ vErrors.push(err23);
 errors++;
 }
 }
-for(const key2 in data6){
-let data7 = data6[key2];
+for(const key1 in data6){
+let data7 = data6[key1];
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
-for(const key3 in data7){
-if(!((key3 === "version_requirement") || (key3 === "allow_unverified_versions"))){
-const err24 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/harnessRule/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(data7.version_requirement !== undefined){
+let data8 = data7.version_requirement;
+if(typeof data8 === "string"){
+if(func2(data8) > 256){
+const err24 = {instancePath:instancePath+"/harnesses/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/version_requirement",schemaPath:"#/definitions/harnessRule/properties/version_requirement/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -3923,12 +7408,8 @@ vErrors.push(err24);
 }
 errors++;
 }
-}
-if(data7.version_requirement !== undefined){
-let data8 = data7.version_requirement;
-if(typeof data8 === "string"){
-if(func2(data8) > 256){
-const err25 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/version_requirement",schemaPath:"#/definitions/harnessRule/properties/version_requirement/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(func2(data8) < 1){
+const err25 = {instancePath:instancePath+"/harnesses/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/version_requirement",schemaPath:"#/definitions/harnessRule/properties/version_requirement/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -3937,8 +7418,9 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(func2(data8) < 1){
-const err26 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/version_requirement",schemaPath:"#/definitions/harnessRule/properties/version_requirement/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+else {
+const err26 = {instancePath:instancePath+"/harnesses/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/version_requirement",schemaPath:"#/definitions/harnessRule/properties/version_requirement/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -3948,8 +7430,9 @@ vErrors.push(err26);
 errors++;
 }
 }
-else {
-const err27 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/version_requirement",schemaPath:"#/definitions/harnessRule/properties/version_requirement/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data7.allow_unverified_versions !== undefined){
+if(typeof data7.allow_unverified_versions !== "boolean"){
+const err27 = {instancePath:instancePath+"/harnesses/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unverified_versions",schemaPath:"#/definitions/harnessRule/properties/allow_unverified_versions/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -3959,9 +7442,9 @@ vErrors.push(err27);
 errors++;
 }
 }
-if(data7.allow_unverified_versions !== undefined){
-if(typeof data7.allow_unverified_versions !== "boolean"){
-const err28 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unverified_versions",schemaPath:"#/definitions/harnessRule/properties/allow_unverified_versions/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err28 = {instancePath:instancePath+"/harnesses/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/harnessRule/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -3973,7 +7456,7 @@ errors++;
 }
 }
 else {
-const err29 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/harnessRule/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err29 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -3983,9 +7466,11 @@ vErrors.push(err29);
 errors++;
 }
 }
-}
-else {
-const err30 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.session_upload !== undefined){
+let data10 = data.session_upload;
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+if(data10.presign_url === undefined){
+const err30 = {instancePath:instancePath+"/session_upload",schemaPath:"#/definitions/sessionUpload/required",keyword:"required",params:{missingProperty: "presign_url"},message:"must have required property '"+"presign_url"+"'"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -3994,12 +7479,11 @@ vErrors.push(err30);
 }
 errors++;
 }
-}
-if(data.session_upload !== undefined){
-let data10 = data.session_upload;
-if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
-if(data10.presign_url === undefined){
-const err31 = {instancePath:instancePath+"/session_upload",schemaPath:"#/definitions/sessionUpload/required",keyword:"required",params:{missingProperty: "presign_url"},message:"must have required property '"+"presign_url"+"'"};
+if(data10.presign_url !== undefined){
+let data11 = data10.presign_url;
+if(typeof data11 === "string"){
+if(func2(data11) > 2048){
+const err31 = {instancePath:instancePath+"/session_upload/presign_url",schemaPath:"#/definitions/sessionUpload/properties/presign_url/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -4008,9 +7492,8 @@ vErrors.push(err31);
 }
 errors++;
 }
-for(const key4 in data10){
-if(!(key4 === "presign_url")){
-const err32 = {instancePath:instancePath+"/session_upload",schemaPath:"#/definitions/sessionUpload/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(func2(data11) < 8){
+const err32 = {instancePath:instancePath+"/session_upload/presign_url",schemaPath:"#/definitions/sessionUpload/properties/presign_url/minLength",keyword:"minLength",params:{limit: 8},message:"must NOT have fewer than 8 characters"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -4019,12 +7502,8 @@ vErrors.push(err32);
 }
 errors++;
 }
-}
-if(data10.presign_url !== undefined){
-let data11 = data10.presign_url;
-if(typeof data11 === "string"){
-if(func2(data11) > 2048){
-const err33 = {instancePath:instancePath+"/session_upload/presign_url",schemaPath:"#/definitions/sessionUpload/properties/presign_url/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(!pattern0.test(data11)){
+const err33 = {instancePath:instancePath+"/session_upload/presign_url",schemaPath:"#/definitions/sessionUpload/properties/presign_url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -4033,8 +7512,9 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(func2(data11) < 8){
-const err34 = {instancePath:instancePath+"/session_upload/presign_url",schemaPath:"#/definitions/sessionUpload/properties/presign_url/minLength",keyword:"minLength",params:{limit: 8},message:"must NOT have fewer than 8 characters"};
+}
+else {
+const err34 = {instancePath:instancePath+"/session_upload/presign_url",schemaPath:"#/definitions/sessionUpload/properties/presign_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -4043,8 +7523,10 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(!pattern0.test(data11)){
-const err35 = {instancePath:instancePath+"/session_upload/presign_url",schemaPath:"#/definitions/sessionUpload/properties/presign_url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+}
+}
+else {
+const err35 = {instancePath:instancePath+"/session_upload",schemaPath:"#/definitions/sessionUpload/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -4054,8 +7536,11 @@ vErrors.push(err35);
 errors++;
 }
 }
-else {
-const err36 = {instancePath:instancePath+"/session_upload/presign_url",schemaPath:"#/definitions/sessionUpload/properties/presign_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.required_capabilities !== undefined){
+let data12 = data.required_capabilities;
+if(Array.isArray(data12)){
+if(data12.length > 64){
+const err36 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -4064,10 +7549,12 @@ vErrors.push(err36);
 }
 errors++;
 }
-}
-}
-else {
-const err37 = {instancePath:instancePath+"/session_upload",schemaPath:"#/definitions/sessionUpload/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const len1 = data12.length;
+for(let i2=0; i2<len1; i2++){
+let data13 = data12[i2];
+if(typeof data13 === "string"){
+if(func2(data13) > 64){
+const err37 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -4076,10 +7563,8 @@ vErrors.push(err37);
 }
 errors++;
 }
-}
-}
-else {
-const err38 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(func2(data13) < 1){
+const err38 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -4088,21 +7573,151 @@ vErrors.push(err38);
 }
 errors++;
 }
-validate23.errors = vErrors;
+}
+else {
+const err39 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+let i3 = data12.length;
+let j1;
+if(i3 > 1){
+const indices1 = {};
+for(;i3--;){
+let item1 = data12[i3];
+if(typeof item1 !== "string"){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j1 = indices1[item1];
+const err40 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+break;
+}
+indices1[item1] = i3;
+}
+}
+}
+else {
+const err41 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+if(data.minimum_client_version !== undefined){
+let data14 = data.minimum_client_version;
+if(typeof data14 === "string"){
+if(func2(data14) > 64){
+const err42 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+if(func2(data14) < 1){
+const err43 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+else {
+const err44 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+if(data.required_client_version !== undefined){
+let data15 = data.required_client_version;
+if(typeof data15 === "string"){
+if(func2(data15) > 64){
+const err45 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if(func2(data15) < 1){
+const err46 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+else {
+const err47 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+}
+else {
+const err48 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+validate35.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessProfiles = validate24;
-const schema33 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
-const schema35 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
-const schema36 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
-const schema39 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
-const pattern17 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
-const pattern18 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
-const pattern22 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
-const pattern24 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
+export const validateHarnessProfiles = validate36;
+const schema53 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
+const schema55 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
+const schema56 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
+const schema59 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
+const func0 = runtime1.default;
+const pattern33 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
+const pattern34 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
+const pattern38 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
+const pattern40 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
 
-function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4157,7 +7772,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!(func13.call(schema35.properties, key0))){
+if(!(func13.call(schema55.properties, key0))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -4191,7 +7806,7 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(!pattern17.test(data0)){
+if(!pattern33.test(data0)){
 const err8 = {instancePath:instancePath+"/profile",schemaPath:"#/properties/profile/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -4226,7 +7841,7 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(!pattern18.test(data1)){
+if(!pattern34.test(data1)){
 const err11 = {instancePath:instancePath+"/introduced",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -4261,7 +7876,7 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(!pattern18.test(data2)){
+if(!pattern34.test(data2)){
 const err14 = {instancePath:instancePath+"/before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -4296,7 +7911,7 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(!pattern18.test(data3)){
+if(!pattern34.test(data3)){
 const err17 = {instancePath:instancePath+"/verified_before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err17];
@@ -4366,7 +7981,7 @@ vErrors.push(err22);
 errors++;
 }
 if(!((data5 === "cli") || (data5 === "fixtures"))){
-const err23 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema35.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
+const err23 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema55.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -4389,7 +8004,7 @@ vErrors.push(err24);
 errors++;
 }
 if(!((data6 === "supported") || (data6 === "deprecated"))){
-const err25 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema35.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
+const err25 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema55.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -4426,7 +8041,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!(((data8 === "session_capture") || (data8 === "session_resume")) || (data8 === "restore_rewrite"))){
-const err28 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema39.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema59.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -4505,7 +8120,7 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(!pattern17.test(data10)){
+if(!pattern33.test(data10)){
 const err34 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err34];
@@ -4611,7 +8226,7 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(!pattern22.test(data12)){
+if(!pattern38.test(data12)){
 const err42 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err42];
@@ -4914,7 +8529,7 @@ vErrors.push(err67);
 errors++;
 }
 if(!(((data20 === "SessionEnd") || (data20 === "Stop")) || (data20 === "session.idle"))){
-const err68 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema35.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err68 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema55.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -5039,7 +8654,7 @@ vErrors.push(err78);
 }
 errors++;
 }
-if(!pattern22.test(data24)){
+if(!pattern38.test(data24)){
 const err79 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err79];
@@ -5074,7 +8689,7 @@ vErrors.push(err81);
 }
 errors++;
 }
-if(!pattern24.test(data25)){
+if(!pattern40.test(data25)){
 const err82 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+(-[a-z0-9]+)*$"},message:"must match pattern \""+"^[a-z0-9]+(-[a-z0-9]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err82];
@@ -5389,12 +9004,12 @@ vErrors.push(err106);
 }
 errors++;
 }
-validate25.errors = vErrors;
+validate37.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/profile.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -5757,8 +9372,8 @@ errors++;
 }
 const len1 = data8.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate25(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
-vErrors = vErrors === null ? validate25.errors : vErrors.concat(validate25.errors);
+if(!(validate37(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
+vErrors = vErrors === null ? validate37.errors : vErrors.concat(validate37.errors);
 errors = vErrors.length;
 }
 }
@@ -5785,7 +9400,7 @@ vErrors.push(err32);
 }
 errors++;
 }
-validate24.errors = vErrors;
+validate36.errors = vErrors;
 return errors === 0;
 }
 

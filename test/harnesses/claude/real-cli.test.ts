@@ -163,8 +163,8 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
       expect(first.exitCode, explain(first)).toBe(0);
       const upload = await uploadedFromA('claude');
 
-      const command = await resumeOnB(upload.upload_id, bin);
-      expect(command).toEqual(['claude', '--resume', upload.session_id]);
+      const command = await resumeOnB(upload.id, bin);
+      expect(command).toEqual(['claude', '--resume', upload.native_session_id]);
 
       stub.clear();
       const resumed = await runClaude({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000 });

@@ -200,8 +200,8 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
       const upload = await uploadedFromA('codex');
 
       await writeCodexProviderConfig(codexHome(harnessEnv(b.home)), stub.url);
-      const command = await resumeOnB(upload.upload_id, bin);
-      expect(command).toEqual(['codex', 'resume', upload.session_id]);
+      const command = await resumeOnB(upload.id, bin);
+      expect(command).toEqual(['codex', 'resume', upload.native_session_id]);
 
       stub.clear();
       // Headless, `codex exec resume <id>` is the same resume the command names.

@@ -180,8 +180,8 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
       const upload = await uploadedFromA('gemini');
 
       await writeGeminiSettings(geminiDir(harnessEnv(b.home)), version);
-      const command = await resumeOnB(upload.upload_id, bin);
-      expect(command).toEqual(['gemini', '--resume', upload.session_id]);
+      const command = await resumeOnB(upload.id, bin);
+      expect(command).toEqual(['gemini', '--resume', upload.native_session_id]);
 
       stub.clear();
       const resumed = await runGemini({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000, writeSettings: false });

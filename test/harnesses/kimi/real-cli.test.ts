@@ -261,8 +261,8 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
       const upload = await uploadedFromA('kimi');
 
       await writeKimiCodeConfig(kimiCodeHome(harnessEnv(b.home)), stub.url);
-      const command = await resumeOnB(upload.upload_id, bin);
-      expect(command).toEqual(['kimi', '--session', upload.session_id]);
+      const command = await resumeOnB(upload.id, bin);
+      expect(command).toEqual(['kimi', '--session', upload.native_session_id]);
 
       stub.clear();
       const resumed = await runKimiHeadless({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000, writeConfig: false });

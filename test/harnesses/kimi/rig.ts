@@ -111,10 +111,10 @@ async function certifyKimiFixtures(target: Target): Promise<TargetResult> {
       return sessionId;
     });
 
-    let upload: { upload_id: string; session_id: string } | undefined;
+    let upload: { id: string; native_session_id: string } | undefined;
     await rec.step('drain', async () => {
       upload = await drained(rr, 'kimi', sessionId);
-      return upload.upload_id;
+      return upload.id;
     });
 
     await rec.step('restore', async () => {
@@ -125,7 +125,7 @@ async function certifyKimiFixtures(target: Target): Promise<TargetResult> {
       const shareB = path.join(rr.b.home, '.kimi');
       await mkdir(shareB, { recursive: true });
       await writeFile(path.join(shareB, 'kimi.json'), '{"work_dirs": [{"path": "/srv/other", "kaos": "local", "last_session_id": "keep-me"}]}\n');
-      const command = await restoredOnB(rr, upload!.upload_id, binB);
+      const command = await restoredOnB(rr, upload!.id, binB);
       check(JSON.stringify(command) === JSON.stringify(['kimi', '--session', sessionId]), () => `resume command ${JSON.stringify(command)}`);
       const folder = path.join(shareB, 'sessions', kimiWorkDirHash(rr.destination), sessionId);
       check(existsSync(path.join(folder, 'context.jsonl')) && existsSync(path.join(folder, 'wire.jsonl')), () => `${folder} lacks context.jsonl / wire.jsonl`);

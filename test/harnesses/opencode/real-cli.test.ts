@@ -174,8 +174,8 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
       const configDir = opencodeConfigDir(harnessEnv(b.home));
       await writeOpencodeProviderConfig(configDir, stub.url);
       await seedOpencodeConfigDeps(configDir, opencodeDepsFor(bin));
-      const command = await resumeOnB(upload.upload_id, bin, OPENCODE_ENV);
-      expect(command).toEqual(['opencode', '--session', upload.session_id]);
+      const command = await resumeOnB(upload.id, bin, OPENCODE_ENV);
+      expect(command).toEqual(['opencode', '--session', upload.native_session_id]);
 
       stub.clear();
       const resumed = await runOpencode({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000 });

@@ -163,8 +163,8 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
       const upload = await uploadedFromA('qwen');
 
       await writeQwenSettings(qwenHome(harnessEnv(b.home)));
-      const command = await resumeOnB(upload.upload_id, bin);
-      expect(command).toEqual(['qwen', '--resume', upload.session_id]);
+      const command = await resumeOnB(upload.id, bin);
+      expect(command).toEqual(['qwen', '--resume', upload.native_session_id]);
 
       stub.clear();
       const resumed = await runQwenHeadless({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000, writeSettings: false });

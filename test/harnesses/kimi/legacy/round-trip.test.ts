@@ -43,16 +43,16 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
       await mkdir(share, { recursive: true });
       await writeFile(path.join(share, 'kimi.json'), '{"work_dirs": [{"path": "/srv/other", "kaos": "local", "last_session_id": "keep-me"}]}\n');
 
-      const command = await resumeOnB(upload.upload_id, bin);
-      expect(command).toEqual(['kimi', '--session', upload.session_id]);
-      const folder = path.join(share, 'sessions', kimiWorkDirHash(destination), upload.session_id);
+      const command = await resumeOnB(upload.id, bin);
+      expect(command).toEqual(['kimi', '--session', upload.native_session_id]);
+      const folder = path.join(share, 'sessions', kimiWorkDirHash(destination), upload.native_session_id);
       expect(await readdir(folder)).toEqual(expect.arrayContaining(['context.jsonl', 'wire.jsonl']));
       // Kimi finds a session through its work_dirs entry: added, the user's own entry kept.
       const index = JSON.parse(await readFile(path.join(share, 'kimi.json'), 'utf8')) as { work_dirs: { path: string; last_session_id?: string }[] };
       expect(index.work_dirs).toEqual(
         expect.arrayContaining([
           { path: '/srv/other', kaos: 'local', last_session_id: 'keep-me' },
-          expect.objectContaining({ path: destination, kaos: 'local', last_session_id: upload.session_id }),
+          expect.objectContaining({ path: destination, kaos: 'local', last_session_id: upload.native_session_id }),
         ]),
       );
     },

@@ -1,0 +1,153 @@
+/**
+ * Versioned schema migrations of the PostgreSQL database. The same model as SQLite's newest schema (there is no older
+ * PostgreSQL data to carry over: PostgreSQL starts at this model), in PostgreSQL's types: times and sizes as bigint
+ * milliseconds and bytes (the same numbers as SQLite's), flags as boolean, JSON documents as text (read back byte for
+ * byte, so an ETag stays the hash of what is served). Ids, e-mails, harness and session names are COLLATE "C": they
+ * sort and compare by bytes, as SQLite's do, whatever the database's locale.
+ *
+ * Any number of replicas may start at once: a session-level advisory lock is held around the whole run, and the
+ * version is read again once it is held. Each step runs once, in its own transaction, and records its number in
+ * `schema_version`; a database written by a newer release is refused rather than guessed at.
+ */
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import { schemaTooNew } from './sqlite-migrations.js';
+
+type Step = string | ((client: pg.ClientBase) => Promise<void>);
+
+/** The first key of every advisory lock this code takes ('blue' in ASCII); the second says which. */
+export const LOCK_NAMESPACE = 0x626c7565;
+export const LOCKS = { migrations: 1, users: 2, policy: 3 } as const;
+
+const SCHEMA_1 = `
+  CREATE TABLE users (
+    id text COLLATE "C" PRIMARY KEY,
+    email text COLLATE "C" NOT NULL,
+    is_admin boolean NOT NULL DEFAULT false,
+    token_hash text COLLATE "C" NOT NULL UNIQUE,
+    created_at bigint NOT NULL
+  );
+  -- One user per e-mail address, whatever its case (SQLite: COLLATE NOCASE).
+  CREATE UNIQUE INDEX users_email ON users (lower(email));
+  CREATE TABLE settings (key text PRIMARY KEY, value text NOT NULL);
+  CREATE TABLE policy_revisions (
+    seq bigserial PRIMARY KEY,
+    revision text NOT NULL UNIQUE,
+    body text NOT NULL,
+    etag text NOT NULL,
+    created_at bigint NOT NULL
+  );
+  CREATE TABLE sessions (
+    id text COLLATE "C" PRIMARY KEY,
+    owner_id text COLLATE "C" NOT NULL REFERENCES users(id),
+    harness text COLLATE "C" NOT NULL,
+    native_session_id text COLLATE "C" NOT NULL,
+    sharing_mode text NOT NULL DEFAULT 'private' CHECK (sharing_mode IN ('private', 'workspace', 'selected')),
+    current_artifact_id text COLLATE "C",
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    UNIQUE (owner_id, harness, native_session_id)
+  );
+  CREATE INDEX sessions_updated ON sessions (updated_at, id);
+  CREATE TABLE artifacts (
+    id text COLLATE "C" PRIMARY KEY,
+    session_id text COLLATE "C" NOT NULL REFERENCES sessions(id),
+    revision integer NOT NULL,
+    status text NOT NULL CHECK (status IN ('pending', 'complete', 'superseded', 'failed')),
+    size_bytes bigint NOT NULL,
+    sha256 text NOT NULL,
+    content_type text NOT NULL,
+    compatibility_profile text NOT NULL,
+    artifact_format text NOT NULL,
+    resumable boolean NOT NULL DEFAULT false,
+    cwd text,
+    title text,
+    summary text,
+    captured_at_unix_ms bigint,
+    repository_root text,
+    repository_remote text,
+    blob_key text NOT NULL UNIQUE,
+    failure text,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    completed_at bigint,
+    retention_deadline bigint NOT NULL,
+    blob_deleted boolean NOT NULL DEFAULT false,
+    -- Also the index of a session's artifacts.
+    UNIQUE (session_id, revision)
+  );
+  -- What gc looks for: artifacts whose object is still stored, by deadline.
+  CREATE INDEX artifacts_retention ON artifacts (retention_deadline) WHERE NOT blob_deleted;
+  ALTER TABLE sessions ADD CONSTRAINT sessions_current_artifact FOREIGN KEY (current_artifact_id) REFERENCES artifacts(id);
+  CREATE TABLE session_grants (
+    session_id text COLLATE "C" NOT NULL REFERENCES sessions(id),
+    user_id text COLLATE "C" NOT NULL REFERENCES users(id),
+    PRIMARY KEY (session_id, user_id)
+  );
+  CREATE TABLE client_status (
+    user_id text COLLATE "C" NOT NULL REFERENCES users(id),
+    instance_id text NOT NULL,
+    report text NOT NULL,
+    received_at bigint NOT NULL,
+    PRIMARY KEY (user_id, instance_id)
+  );
+`;
+
+export const POSTGRES_MIGRATIONS: readonly Step[] = [
+  // 1: users, settings and the organisation's id, policy revisions, captured sessions with their artifacts and
+  //    sharing, client status (SQLite's version 3).
+  async (client) => {
+    await client.query(SCHEMA_1);
+    await client.query('INSERT INTO settings (key, value) VALUES ($1, $2)', ['organization_id', randomUUID()]);
+  },
+];
+
+/**
+ * Brings the database up to the newest schema this code knows; refuses a database from a newer release. `client` is
+ * a connection of its own (the lock belongs to the connection); `where` names the database in messages.
+ */
+export async function migratePostgres(client: pg.ClientBase, where: string, migrations: readonly Step[] = POSTGRES_MIGRATIONS): Promise<number> {
+  // Every replica but the first finds the schema current: no lock needed.
+  const seen = await postgresSchemaVersion(client);
+  if (seen > migrations.length) throw schemaTooNew(where, seen, migrations.length);
+  if (seen === migrations.length) return migrations.length;
+  await client.query('SELECT pg_advisory_lock($1, $2)', [LOCK_NAMESPACE, LOCKS.migrations]);
+  const unlock = () => client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_NAMESPACE, LOCKS.migrations]);
+  try {
+    await migrateLocked(client, where, migrations);
+  } catch (error) {
+    // A connection that broke has dropped the lock with it; the caller discards the connection.
+    await unlock().catch(() => undefined);
+    throw error;
+  }
+  await unlock();
+  return migrations.length;
+}
+
+async function migrateLocked(client: pg.ClientBase, where: string, migrations: readonly Step[]): Promise<void> {
+  await client.query('CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY, applied_at bigint NOT NULL)');
+  // Another replica may have migrated meanwhile: the lock is held now.
+  const current = await postgresSchemaVersion(client);
+  if (current > migrations.length) throw schemaTooNew(where, current, migrations.length);
+  for (let version = current + 1; version <= migrations.length; version++) {
+    await client.query('BEGIN');
+    try {
+      const step = migrations[version - 1]!;
+      if (typeof step === 'string') await client.query(step);
+      else await step(client);
+      await client.query('INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)', [version, Date.now()]);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    }
+  }
+}
+
+/** The newest step recorded (0 for a new database). */
+export async function postgresSchemaVersion(client: Pick<pg.ClientBase, 'query'>): Promise<number> {
+  const table = await client.query<{ t: string | null }>(`SELECT to_regclass('schema_version')::text AS t`);
+  if (table.rows[0]?.t == null) return 0;
+  const row = await client.query<{ v: number | string | null }>('SELECT MAX(version) AS v FROM schema_version');
+  return Number(row.rows[0]?.v ?? 0);
+}

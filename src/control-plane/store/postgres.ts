@@ -1,0 +1,688 @@
+/**
+ * The shared database: PostgreSQL (`--database-url`), for any number of stateless replicas of the Control API. It
+ * mirrors the embedded backend (sqlite.ts) statement by statement; what SQLite gets from its single writer, this gets
+ * from row and advisory locks:
+ * - presign and complete lock the captured session's row (SELECT ... FOR UPDATE) before reading it, so concurrent
+ *   calls for one session, from any replica, run one after the other: one session, one artifact per revision, one
+ *   current artifact;
+ * - the first administrator and the first policy are made under an advisory transaction lock that ordinary additions
+ *   take shared, so "only when there is none" holds across replicas;
+ * - transactions run at READ COMMITTED (each statement sees what committed before it, the locks order the rest) and
+ *   are retried once on a deadlock or serialization failure.
+ * A bounded pool per process; bigint columns (times, sizes) are read as numbers by this pool only. The URL's password
+ * never appears in `location`, a message or a hint. Bearer tokens are never stored: only their SHA-256.
+ */
+import { randomUUID, timingSafeEqual } from 'node:crypto';
+import pg from 'pg';
+import { BlueError } from '../../errors.js';
+import { LOCK_NAMESPACE, LOCKS, migratePostgres, POSTGRES_MIGRATIONS } from './postgres-migrations.js';
+import { schemaTooNew } from './sqlite-migrations.js';
+import { likePattern, toArtifact, toSession } from './sqlite.js';
+import { etagOf, hashToken, newToken } from './tokens.js';
+import type {
+  Artifact,
+  CapturedSession,
+  ClientStatusRecord,
+  ControlStore,
+  NewArtifact,
+  PolicyRevision,
+  PresignResult,
+  SessionQuery,
+  SharingMode,
+  User,
+} from './types.js';
+
+type Row = Record<string, unknown>;
+type Value = string | number | boolean | null | readonly string[];
+
+const POOL_MAX = 20;
+const CONNECT_TIMEOUT_MS = 10_000;
+const IDLE_TIMEOUT_MS = 30_000;
+const APPLICATION_NAME = 'blue-control';
+/** serialization_failure, deadlock_detected: the transaction may simply be run again. */
+const RETRYABLE = new Set(['40001', '40P01']);
+
+/** int8 (bigint, COUNT(*)) as a number rather than pg's default string; every such value here is a safe integer. */
+const INT8_OID = 20;
+function parseInt8(text: string): number {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value)) throw new Error(`a bigint column holds ${text}, beyond what a number represents exactly`);
+  return value;
+}
+const TYPES: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID && format !== 'binary' ? parseInt8 : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+/** The artifact columns, read alongside a session as `a_<column>` (its current artifact, one query for both). */
+const ARTIFACT_COLUMNS = [
+  'id',
+  'session_id',
+  'revision',
+  'status',
+  'size_bytes',
+  'sha256',
+  'content_type',
+  'compatibility_profile',
+  'artifact_format',
+  'resumable',
+  'cwd',
+  'title',
+  'summary',
+  'captured_at_unix_ms',
+  'repository_root',
+  'repository_remote',
+  'blob_key',
+  'failure',
+  'created_at',
+  'updated_at',
+  'completed_at',
+  'retention_deadline',
+  'blob_deleted',
+] as const;
+
+const SESSION_SELECT = `SELECT s.*, us.email AS owner_email,
+    CASE s.sharing_mode
+      WHEN 'workspace' THEN (SELECT COUNT(*) FROM users o WHERE o.id <> s.owner_id)
+      WHEN 'selected' THEN (SELECT COUNT(*) FROM session_grants g WHERE g.session_id = s.id)
+      ELSE 0 END AS share_recipient_count,
+    ${ARTIFACT_COLUMNS.map((c) => `a.${c} AS a_${c}`).join(', ')}
+  FROM sessions s JOIN users us ON us.id = s.owner_id LEFT JOIN artifacts a ON a.id = s.current_artifact_id`;
+
+/** Who may see a session in listings: the owner, sessions shared with the whole workspace, or by name. */
+const visible = (viewer: string): string => `(s.owner_id = ${viewer} OR s.sharing_mode = 'workspace' OR EXISTS
+  (SELECT 1 FROM session_grants g WHERE g.session_id = s.id AND g.user_id = ${viewer}))`;
+
+/** Anything that runs a query: the pool, or the connection of a transaction. */
+interface Queryable {
+  query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+}
+
+/** Rows of parameterised statements, on the pool or in a transaction. */
+class Db {
+  constructor(private readonly target: Queryable) {}
+
+  async all(sql: string, ...args: Value[]): Promise<Row[]> {
+    return (await this.target.query<Row>(sql, args)).rows;
+  }
+
+  async get(sql: string, ...args: Value[]): Promise<Row | undefined> {
+    return (await this.all(sql, ...args))[0];
+  }
+
+  async run(sql: string, ...args: Value[]): Promise<number> {
+    return (await this.target.query(sql, args)).rowCount ?? 0;
+  }
+}
+
+/** Numbered placeholders for a statement built from optional parts: `add(v)` is `$n` for the n-th value. */
+class Params {
+  readonly values: Value[] = [];
+
+  add(value: Value): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+export class PostgresStore implements ControlStore {
+  readonly backend = 'postgres' as const;
+  private readonly db: Db;
+  private closing: Promise<void> | undefined;
+  private organization: string | undefined;
+
+  private constructor(
+    readonly location: string,
+    private readonly pool: pg.Pool,
+  ) {
+    this.db = new Db(pool);
+  }
+
+  /** Connects (a bounded pool), brings the schema up to date, and refuses a database of a newer release. */
+  static async open(url: string): Promise<PostgresStore> {
+    const secrets = secretsOf(url);
+    const location = withoutPassword(url);
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: POOL_MAX,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      idleTimeoutMillis: IDLE_TIMEOUT_MS,
+      application_name: APPLICATION_NAME,
+      keepAlive: true,
+      types: TYPES,
+    });
+    // An idle connection the server closes (a restart, an administrator) is dropped by the pool; the next query
+    // opens another. Without a listener the error would end the process.
+    pool.on('error', ignore);
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      throw connectError(error, location, secrets);
+    }
+    client.on('error', ignore);
+    try {
+      await migratePostgres(client, location);
+      client.off('error', ignore);
+      client.release();
+    } catch (error) {
+      // The connection may be broken or hold a lock: discard it rather than return it to the pool.
+      client.off('error', ignore);
+      client.release(error instanceof Error ? error : true);
+      await pool.end().catch(() => undefined);
+      throw error instanceof BlueError ? error : connectError(error, location, secrets);
+    }
+    return new PostgresStore(location, pool);
+  }
+
+  async close(): Promise<void> {
+    this.closing ??= this.pool.end();
+    await this.closing;
+  }
+
+  async check(): Promise<void> {
+    // SELECT 1 and the schema's version in one round trip.
+    const row = await this.db.get('SELECT 1 AS ok, (SELECT MAX(version) FROM schema_version) AS v');
+    const version = Number(row?.v ?? 0);
+    if (version > POSTGRES_MIGRATIONS.length) throw schemaTooNew(this.location, version, POSTGRES_MIGRATIONS.length);
+  }
+
+  /**
+   * Runs `fn` in one transaction on one pooled connection: committed, or rolled back on any error; run once more after
+   * a deadlock or serialization failure. The connection always goes back (discarded when it broke).
+   */
+  private async transaction<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.pool.connect();
+      let broken: Error | undefined;
+      // The pool listens for errors of idle connections only: a connection cut between two statements of this
+      // transaction fails the next statement, and must not end the process.
+      client.on('error', ignore);
+      try {
+        await client.query('BEGIN');
+        const result = await fn(new Db(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+          broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+        });
+        if (attempt === 1 && RETRYABLE.has(sqlState(error) ?? '')) continue;
+        throw error;
+      } finally {
+        client.off('error', ignore);
+        client.release(broken);
+      }
+    }
+  }
+
+  async organizationId(): Promise<string> {
+    // Made once by the first migration; it never changes.
+    this.organization ??= String((await this.db.get(`SELECT value FROM settings WHERE key = 'organization_id'`))!.value);
+    return this.organization;
+  }
+
+  // Users
+
+  async addUser(email: string, isAdmin: boolean, now: number): Promise<{ user: User; token: string }> {
+    return this.transaction(async (db) => {
+      // Shared: any number of additions at once, but never while a first start is deciding whether there are users.
+      await db.run('SELECT pg_advisory_xact_lock_shared($1, $2)', LOCK_NAMESPACE, LOCKS.users);
+      return insertUser(db, email, isAdmin, now);
+    });
+  }
+
+  async addFirstAdmin(email: string, now: number): Promise<{ user: User; token: string } | undefined> {
+    return this.transaction(async (db) => {
+      await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.users);
+      return (await db.get('SELECT 1 FROM users LIMIT 1')) === undefined ? insertUser(db, email, true, now) : undefined;
+    });
+  }
+
+  async userByToken(token: string): Promise<User | undefined> {
+    if (!storable(token)) return undefined;
+    const hash = hashToken(token);
+    const row = await this.db.get('SELECT * FROM users WHERE token_hash = $1', hash);
+    if (row === undefined) return undefined;
+    // The index lookup already matched; compare again in constant time so the answer never depends on a prefix.
+    if (!timingSafeEqual(Buffer.from(String(row.token_hash), 'hex'), Buffer.from(hash, 'hex'))) return undefined;
+    return toUser(row);
+  }
+
+  async userById(id: string): Promise<User | undefined> {
+    if (!storable(id)) return undefined;
+    const row = await this.db.get('SELECT * FROM users WHERE id = $1', id);
+    return row === undefined ? undefined : toUser(row);
+  }
+
+  async userByEmail(email: string): Promise<User | undefined> {
+    if (!storable(email)) return undefined;
+    // Case-insensitive, as SQLite's NOCASE column; lower(email) is the unique index.
+    const row = await this.db.get('SELECT * FROM users WHERE lower(email) = lower($1)', email);
+    return row === undefined ? undefined : toUser(row);
+  }
+
+  async listUsers(): Promise<User[]> {
+    return (await this.db.all('SELECT * FROM users ORDER BY created_at, lower(email)')).map(toUser);
+  }
+
+  async tokenHashOf(userId: string): Promise<string | undefined> {
+    const row = await this.db.get('SELECT token_hash FROM users WHERE id = $1', userId);
+    return row === undefined ? undefined : String(row.token_hash);
+  }
+
+  async searchUsers(q: string | undefined, excludeId: string | undefined, limit: number): Promise<User[]> {
+    if (q !== undefined && !storable(q)) return [];
+    const rows = await this.db.all(
+      `SELECT * FROM users WHERE ($1::text IS NULL OR id <> $1) AND ($2::text IS NULL OR lower(email) LIKE $2 ESCAPE '\\')
+       ORDER BY lower(email), id LIMIT $3`,
+      excludeId ?? null,
+      q === undefined ? null : likePattern(q),
+      limit,
+    );
+    return rows.map(toUser);
+  }
+
+  // Policy
+
+  async publishPolicy(body: Record<string, unknown>, now: number): Promise<PolicyRevision> {
+    return this.transaction(async (db) => {
+      await db.run('SELECT pg_advisory_xact_lock_shared($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
+      return insertPolicy(db, body, now);
+    });
+  }
+
+  async publishFirstPolicy(body: Record<string, unknown>, now: number): Promise<PolicyRevision | undefined> {
+    return this.transaction(async (db) => {
+      await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
+      return (await db.get('SELECT 1 FROM policy_revisions LIMIT 1')) === undefined ? insertPolicy(db, body, now) : undefined;
+    });
+  }
+
+  async publicUrl(): Promise<string | undefined> {
+    const row = await this.db.get(`SELECT value FROM settings WHERE key = 'public_url'`);
+    return row === undefined ? undefined : String(row.value);
+  }
+
+  async setPublicUrl(url: string): Promise<void> {
+    await this.db.run(`INSERT INTO settings (key, value) VALUES ('public_url', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, url);
+  }
+
+  async currentPolicy(): Promise<PolicyRevision | undefined> {
+    const row = await this.db.get('SELECT * FROM policy_revisions ORDER BY seq DESC LIMIT 1');
+    if (row === undefined) return undefined;
+    return { revision: String(row.revision), body: JSON.parse(String(row.body)) as Record<string, unknown>, etag: String(row.etag), created_at: Number(row.created_at) };
+  }
+
+  // Client status
+
+  async recordClientStatus(userId: string, instanceId: string, report: unknown, now: number): Promise<void> {
+    await this.db.run(
+      `INSERT INTO client_status (user_id, instance_id, report, received_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (user_id, instance_id) DO UPDATE SET report = excluded.report, received_at = excluded.received_at`,
+      userId,
+      instanceId,
+      JSON.stringify(report),
+      now,
+    );
+  }
+
+  async clientStatuses(): Promise<ClientStatusRecord[]> {
+    return (await this.db.all('SELECT * FROM client_status ORDER BY received_at DESC')).map((r) => ({
+      user_id: String(r.user_id),
+      instance_id: String(r.instance_id),
+      report: JSON.parse(String(r.report)) as unknown,
+      received_at: Number(r.received_at),
+    }));
+  }
+
+  // Sessions and artifacts
+
+  async presign(input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult> {
+    return this.transaction(async (db) => {
+      // The session row exists (made here, or by a concurrent presign that committed first) and is locked: every other
+      // presign or complete of this session waits until this transaction ends.
+      await db.run(
+        `INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, 'private', NULL, $5, $5) ON CONFLICT (owner_id, harness, native_session_id) DO NOTHING`,
+        randomUUID(),
+        input.owner_id,
+        input.harness,
+        input.native_session_id,
+        now,
+      );
+      const sessionRow = (await db.get(
+        'SELECT id FROM sessions WHERE owner_id = $1 AND harness = $2 AND native_session_id = $3 FOR UPDATE',
+        input.owner_id,
+        input.harness,
+        input.native_session_id,
+      ))!;
+      const sessionId = String(sessionRow.id);
+      const session = (await sessionIn(db, sessionId))!;
+      // The same bytes are already the session's current artifact: nothing to upload.
+      const current = session.current;
+      if (current !== undefined && current.status === 'complete' && !current.blob_deleted && current.retention_deadline > now && current.sha256 === input.sha256 && current.size_bytes === input.size_bytes) {
+        return { session, artifact: current, outcome: 'complete' as const };
+      }
+      // A retried presign of bytes not yet verified gets the same artifact again, with a fresh URL.
+      const same = await db.get(
+        `SELECT id FROM artifacts WHERE session_id = $1 AND sha256 = $2 AND size_bytes = $3 AND status IN ('pending', 'failed') AND NOT blob_deleted
+         ORDER BY revision DESC LIMIT 1`,
+        sessionId,
+        input.sha256,
+        input.size_bytes,
+      );
+      if (same !== undefined) {
+        await db.run(
+          `UPDATE artifacts SET status = 'pending', failure = NULL, content_type = $1, compatibility_profile = $2, artifact_format = $3,
+             resumable = $4, cwd = $5, title = $6, summary = $7, captured_at_unix_ms = $8, repository_root = $9, repository_remote = $10,
+             updated_at = $11, retention_deadline = $12 WHERE id = $13`,
+          ...describe(input),
+          now,
+          now + retentionMs,
+          String(same.id),
+        );
+        await db.run('UPDATE sessions SET updated_at = $1 WHERE id = $2', now, sessionId);
+        return { session: (await sessionIn(db, sessionId))!, artifact: (await artifactIn(db, String(same.id)))!, outcome: 'reused' as const };
+      }
+      const last = (await db.get('SELECT MAX(revision) AS r FROM artifacts WHERE session_id = $1', sessionId))!;
+      const id = randomUUID();
+      await db.run(
+        `INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
+           artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote, blob_key,
+           created_at, updated_at, retention_deadline)
+         VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+        id,
+        sessionId,
+        Number(last.r ?? 0) + 1,
+        input.size_bytes,
+        input.sha256,
+        ...describe(input),
+        `sessions/${id}.tar.gz`,
+        now,
+        now,
+        now + retentionMs,
+      );
+      await db.run('UPDATE sessions SET updated_at = $1 WHERE id = $2', now, sessionId);
+      return { session: (await sessionIn(db, sessionId))!, artifact: (await artifactIn(db, id))!, outcome: 'created' as const };
+    });
+  }
+
+  async artifact(id: string): Promise<{ artifact: Artifact; session: CapturedSession } | undefined> {
+    const artifact = await artifactIn(this.db, id);
+    if (artifact === undefined) return undefined;
+    return { artifact, session: (await sessionIn(this.db, artifact.session_id))! };
+  }
+
+  async markFailed(artifactId: string, reason: string, now: number): Promise<void> {
+    await this.db.run(`UPDATE artifacts SET status = 'failed', failure = $1, updated_at = $2 WHERE id = $3 AND status = 'pending'`, reason, now, artifactId);
+  }
+
+  async complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact> {
+    return this.transaction(async (db) => {
+      // The artifact's session, locked: completes (and presigns) of one session run one after the other.
+      const locked = await db.get('SELECT s.id FROM sessions s JOIN artifacts a ON a.session_id = s.id WHERE a.id = $1 FOR UPDATE OF s', artifactId);
+      if (locked === undefined) throw new Error(`complete: no artifact ${artifactId}`);
+      // Read after the lock: what an earlier complete of this session wrote is seen.
+      const artifact = (await artifactIn(db, artifactId))!;
+      if (artifact.status === 'complete' || artifact.status === 'superseded') return artifact;
+      const newer = await db.get(
+        `SELECT 1 FROM artifacts WHERE session_id = $1 AND status IN ('complete', 'superseded') AND revision > $2 LIMIT 1`,
+        artifact.session_id,
+        artifact.revision,
+      );
+      await db.run(
+        `UPDATE artifacts SET status = $1, failure = NULL, completed_at = $2, updated_at = $2, retention_deadline = $3 WHERE id = $4`,
+        newer === undefined ? 'complete' : 'superseded',
+        now,
+        now + retentionMs,
+        artifactId,
+      );
+      if (newer === undefined) {
+        await db.run(`UPDATE artifacts SET status = 'superseded', updated_at = $1 WHERE session_id = $2 AND status = 'complete' AND id <> $3`, now, artifact.session_id, artifactId);
+        await db.run('UPDATE sessions SET current_artifact_id = $1, updated_at = $2 WHERE id = $3', artifactId, now, artifact.session_id);
+      }
+      return (await artifactIn(db, artifactId))!;
+    });
+  }
+
+  async session(id: string): Promise<CapturedSession | undefined> {
+    return sessionIn(this.db, id);
+  }
+
+  async artifactsOf(sessionId: string): Promise<Artifact[]> {
+    return (await this.db.all('SELECT * FROM artifacts WHERE session_id = $1 ORDER BY revision DESC', sessionId)).map(toArtifact);
+  }
+
+  async canView(session: CapturedSession, viewer: User): Promise<boolean> {
+    if (viewer.is_admin || session.owner_id === viewer.id) return true;
+    // Recipients see a session once it has a verified artifact, as in listings.
+    if (session.current_artifact_id === null) return false;
+    if (session.sharing_mode === 'workspace') return true;
+    return session.sharing_mode === 'selected' && (await this.db.get('SELECT 1 FROM session_grants WHERE session_id = $1 AND user_id = $2', session.id, viewer.id)) !== undefined;
+  }
+
+  async grants(sessionId: string): Promise<string[]> {
+    return (await this.db.all('SELECT user_id FROM session_grants WHERE session_id = $1 ORDER BY user_id', sessionId)).map((r) => String(r.user_id));
+  }
+
+  async recipients(session: CapturedSession): Promise<User[]> {
+    if (session.sharing_mode === 'workspace') return (await this.db.all('SELECT * FROM users WHERE id <> $1 ORDER BY lower(email), id', session.owner_id)).map(toUser);
+    if (session.sharing_mode === 'selected') {
+      return (await this.db.all('SELECT u.* FROM session_grants g JOIN users u ON u.id = g.user_id WHERE g.session_id = $1 ORDER BY lower(u.email), u.id', session.id)).map(toUser);
+    }
+    return [];
+  }
+
+  async setSharing(sessionId: string, mode: SharingMode, userIds: readonly string[]): Promise<void> {
+    // Not a change of content: updated_at, and so the order of listings, stays as it was.
+    await this.transaction(async (db) => {
+      await db.run('UPDATE sessions SET sharing_mode = $1 WHERE id = $2', mode, sessionId);
+      await db.run('DELETE FROM session_grants WHERE session_id = $1', sessionId);
+      if (mode === 'selected' && userIds.length > 0) {
+        await db.run('INSERT INTO session_grants (session_id, user_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING', sessionId, userIds);
+      }
+    });
+  }
+
+  async listSessions(viewer: User, query: SessionQuery, now: number): Promise<{ sessions: CapturedSession[]; total?: number }> {
+    if ([query.q, query.harness, query.owner_id, query.id_prefix, query.after_id].some((text) => text !== undefined && !storable(text))) {
+      return { sessions: [], ...(query.count === true ? { total: 0 } : {}) };
+    }
+    const p = new Params();
+    const where = ['s.current_artifact_id IS NOT NULL'];
+    if (query.resumable === true || !viewer.is_admin) where.push(visible(p.add(viewer.id)));
+    if (query.resumable === true) where.push(`a.resumable AND a.status = 'complete' AND NOT a.blob_deleted AND a.retention_deadline > ${p.add(now)}`);
+    if (query.q !== undefined) {
+      const like = p.add(likePattern(query.q));
+      where.push(`(lower(s.native_session_id) LIKE ${like} ESCAPE '\\' OR lower(COALESCE(a.cwd, '')) LIKE ${like} ESCAPE '\\'
+        OR lower(COALESCE(a.title, '')) LIKE ${like} ESCAPE '\\' OR lower(COALESCE(a.summary, '')) LIKE ${like} ESCAPE '\\')`);
+    }
+    if (query.id_prefix !== undefined) where.push(`substr(s.id, 1, ${p.add(query.id_prefix.length)}::integer) = ${p.add(query.id_prefix)}`);
+    if (query.harness !== undefined) where.push(`s.harness = ${p.add(query.harness)}`);
+    if (query.owner_id !== undefined) where.push(`s.owner_id = ${p.add(query.owner_id)}`);
+    if (query.status !== undefined) where.push(`a.status = ${p.add(query.status)}`);
+    if (query.updated_from !== undefined) where.push(`s.updated_at >= ${p.add(query.updated_from)}`);
+    if (query.updated_before !== undefined) where.push(`s.updated_at < ${p.add(query.updated_before)}`);
+    const filterArgs = [...p.values];
+    const page = [...where];
+    if (query.after_id !== undefined) {
+      // An unknown cursor matches nothing, as in Blue's server.
+      const after = p.add(query.after_id);
+      page.push(`(s.updated_at < (SELECT updated_at FROM sessions WHERE id = ${after}) OR (s.updated_at = (SELECT updated_at FROM sessions WHERE id = ${after}) AND s.id < ${after}))`);
+    }
+    const order = query.sort === 'updated_asc' ? 's.updated_at ASC, s.id ASC' : 's.updated_at DESC, s.id DESC';
+    // The current artifact comes in the same row (SESSION_SELECT's join): one query for the page, another for the count.
+    const [rows, counted] = await Promise.all([
+      this.db.all(`${SESSION_SELECT} WHERE ${page.join(' AND ')} ORDER BY ${order} LIMIT ${p.add(query.limit)} OFFSET ${p.add(query.offset ?? 0)}`, ...p.values),
+      query.count === true ? this.db.get(`SELECT COUNT(*) AS n FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE ${where.join(' AND ')}`, ...filterArgs) : undefined,
+    ]);
+    const total = counted === undefined ? undefined : Number(counted.n);
+    return { sessions: rows.map(sessionOf), ...(total === undefined ? {} : { total }) };
+  }
+
+  async facets(viewer: User, userQ: string | undefined, selectedUserId: string | undefined): Promise<{ users: User[]; harnesses: string[] }> {
+    const p = new Params();
+    const shown = viewer.is_admin ? 'TRUE' : visible(p.add(viewer.id));
+    const harnessArgs = [...p.values];
+    const selected = selectedUserId !== undefined && storable(selectedUserId) ? selectedUserId : '';
+    // SQLite's SELECT DISTINCT u.* ... ORDER BY lower(u.email) as an EXISTS (PostgreSQL orders DISTINCT rows only by
+    // what they select): the same users, in the same order.
+    const users =
+      userQ !== undefined && !storable(userQ)
+        ? []
+        : await this.db.all(
+            `SELECT u.* FROM users u
+             WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.owner_id = u.id AND s.current_artifact_id IS NOT NULL AND ${shown})
+               AND (${p.add(userQ ?? null)}::text IS NULL OR lower(u.email) LIKE ${p.add(userQ === undefined ? null : likePattern(userQ))} ESCAPE '\\')
+             ORDER BY (u.id = ${p.add(selected)}) DESC, lower(u.email), u.id LIMIT 10`,
+            ...p.values,
+          );
+    const harnesses = await this.db.all(`SELECT DISTINCT s.harness FROM sessions s WHERE s.current_artifact_id IS NOT NULL AND ${shown} ORDER BY s.harness`, ...harnessArgs);
+    return { users: users.map(toUser), harnesses: harnesses.map((r) => String(r.harness)) };
+  }
+
+  async expiredArtifacts(now: number, limit: number): Promise<Artifact[]> {
+    return (await this.db.all('SELECT * FROM artifacts WHERE retention_deadline < $1 AND NOT blob_deleted ORDER BY retention_deadline LIMIT $2', now, limit)).map(toArtifact);
+  }
+
+  async markBlobDeleted(artifactId: string): Promise<void> {
+    await this.db.run('UPDATE artifacts SET blob_deleted = TRUE WHERE id = $1', artifactId);
+  }
+}
+
+async function insertUser(db: Db, email: string, isAdmin: boolean, now: number): Promise<{ user: User; token: string }> {
+  const token = newToken();
+  const user: User = { id: randomUUID(), email, is_admin: isAdmin, created_at: now };
+  await db.run('INSERT INTO users (id, email, is_admin, token_hash, created_at) VALUES ($1, $2, $3, $4, $5)', user.id, email, isAdmin, hashToken(token), now);
+  return { user, token };
+}
+
+async function insertPolicy(db: Db, body: Record<string, unknown>, now: number): Promise<PolicyRevision> {
+  const revision = randomUUID();
+  const full = { ...body, revision };
+  const text = JSON.stringify(full);
+  const etag = etagOf(text);
+  await db.run('INSERT INTO policy_revisions (revision, body, etag, created_at) VALUES ($1, $2, $3, $4)', revision, text, etag, now);
+  return { revision, body: full, etag, created_at: now };
+}
+
+async function artifactIn(db: Db, id: string): Promise<Artifact | undefined> {
+  const row = await db.get('SELECT * FROM artifacts WHERE id = $1', id);
+  return row === undefined ? undefined : toArtifact(row);
+}
+
+async function sessionIn(db: Db, id: string): Promise<CapturedSession | undefined> {
+  const row = await db.get(`${SESSION_SELECT} WHERE s.id = $1`, id);
+  return row === undefined ? undefined : sessionOf(row);
+}
+
+/** A row of SESSION_SELECT: the session, and its current artifact from the `a_` columns. */
+function sessionOf(row: Row): CapturedSession {
+  if (row.a_id === null || row.a_id === undefined) return toSession(row, undefined);
+  const artifact: Row = {};
+  for (const column of ARTIFACT_COLUMNS) artifact[column] = row[`a_${column}`];
+  return toSession(row, toArtifact(artifact));
+}
+
+/** The artifact's described columns, in the order presign writes them. */
+function describe(input: NewArtifact): Value[] {
+  return [
+    input.content_type,
+    input.compatibility_profile,
+    input.artifact_format,
+    input.resumable,
+    input.cwd,
+    input.title,
+    input.summary,
+    input.captured_at_unix_ms,
+    input.repository_root,
+    input.repository_remote,
+  ];
+}
+
+function toUser(row: Row): User {
+  return { id: String(row.id), email: String(row.email), is_admin: row.is_admin === true, created_at: Number(row.created_at) };
+}
+
+/**
+ * Whether PostgreSQL can hold `text`: its text type refuses NUL. No stored value contains one, so a lookup by such a
+ * value finds nothing here rather than failing the request (as SQLite, which has no such value either, answers).
+ */
+function storable(text: string): boolean {
+  return !text.includes('\u0000');
+}
+
+function ignore(): void {
+  // An error event whose consequence (a failed query) is reported where the query was made.
+}
+
+function sqlState(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** `url` without its password (in the authority or as a `password` parameter), for `location` and messages. */
+function withoutPassword(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // Not shown: it may hold a password where a URL parser does not expect one.
+    return 'postgres://(an unparsable database URL)';
+  }
+  parsed.password = '';
+  for (const key of ['password', 'sslpassword']) parsed.searchParams.delete(key);
+  return parsed.toString();
+}
+
+/** Every form of the password the URL carries, to be kept out of any text shown. */
+function secretsOf(url: string): string[] {
+  const found: string[] = [];
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') found.push(parsed.password);
+    for (const key of ['password', 'sslpassword']) for (const value of parsed.searchParams.getAll(key)) found.push(encodeURIComponent(value));
+  } catch {
+    // Unparsable: nothing of it is shown.
+  }
+  const forms = found.flatMap((s) => {
+    let decoded = s;
+    try {
+      decoded = decodeURIComponent(s);
+    } catch {
+      // Not percent-encoded validly: as it is.
+    }
+    return [s, decoded];
+  });
+  return [...new Set(forms.filter((s) => s !== ''))];
+}
+
+function redact(text: string, secrets: readonly string[]): string {
+  return secrets.reduce((t, secret) => t.split(secret).join('***'), text);
+}
+
+/** Why the database could not be opened, in a person's terms, with what to check; never the password. */
+function connectError(error: unknown, location: string, secrets: readonly string[]): BlueError {
+  const code = sqlState(error);
+  const said = redact(error instanceof Error ? error.message : String(error), secrets);
+  const urlHint = 'the database URL (--database-url or BLUE_CONTROL_DATABASE_URL)';
+  const fail = (errorCode: 'CONFIG_INVALID' | 'IO_ERROR', message: string, hint: string) => new BlueError(errorCode, redact(message, secrets), { hint: redact(hint, secrets) });
+  if (code === '28P01' || code === '28000' || /SASL|password/i.test(said)) {
+    return fail('CONFIG_INVALID', `PostgreSQL refused the sign-in to ${location}: ${said}`, `Check the user name and password in ${urlHint}; percent-encode special characters in the password (@ : / ? # %).`);
+  }
+  if (code === '3D000') {
+    return fail('CONFIG_INVALID', `the PostgreSQL database of ${location} does not exist: ${said}`, `Create it (createdb, or CREATE DATABASE), or fix its name in ${urlHint}.`);
+  }
+  if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === '57P03') {
+    return fail('IO_ERROR', `cannot reach the PostgreSQL server of ${location}: ${said}`, `Check that the server runs and accepts connections there, and the host and port in ${urlHint}.`);
+  }
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+    return fail('IO_ERROR', `cannot resolve the host of the PostgreSQL server of ${location}: ${said}`, `Check the host name in ${urlHint}, and this machine's DNS.`);
+  }
+  if (/timeout|timed out/i.test(said)) {
+    return fail('IO_ERROR', `timed out connecting to the PostgreSQL server of ${location}: ${said}`, `Check that the server runs and is reachable from here (firewall, network), and the host and port in ${urlHint}.`);
+  }
+  return fail('IO_ERROR', `cannot open the PostgreSQL database ${location}: ${said}`, `Check ${urlHint}, that the server runs, and that its user may connect and create tables in the database.`);
+}

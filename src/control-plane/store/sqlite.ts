@@ -1,0 +1,594 @@
+/**
+ * The embedded database: SQLite (`<data>/control.db`, `node:sqlite`), for one machine or a small team. WAL lets the
+ * admin commands write while `serve` runs; writes that read before they write take the database's write lock first
+ * (BEGIN IMMEDIATE), so concurrent writers (serve and the admin commands) serialise cleanly. Statements are prepared
+ * once per connection. Bearer tokens are never stored: only their SHA-256.
+ */
+import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { chmodSync, closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { BlueError } from '../../errors.js';
+import { migrateSqlite, SQLITE_MIGRATIONS, schemaTooNew, sqliteSchemaVersion } from './sqlite-migrations.js';
+import { etagOf, hashToken, newToken } from './tokens.js';
+import type {
+  Artifact,
+  ArtifactStatus,
+  CapturedSession,
+  ClientStatusRecord,
+  ControlStore,
+  NewArtifact,
+  PolicyRevision,
+  PresignResult,
+  SessionQuery,
+  SharingMode,
+  User,
+} from './types.js';
+
+type Row = Record<string, unknown>;
+type Value = string | number | null;
+
+const SESSION_SELECT = `SELECT s.*, us.email AS owner_email,
+    CASE s.sharing_mode
+      WHEN 'workspace' THEN (SELECT COUNT(*) FROM users o WHERE o.id <> s.owner_id)
+      WHEN 'selected' THEN (SELECT COUNT(*) FROM session_grants g WHERE g.session_id = s.id)
+      ELSE 0 END AS share_recipient_count
+  FROM sessions s JOIN users us ON us.id = s.owner_id`;
+
+/** Who may see a session in listings: the owner, sessions shared with the whole workspace, or by name (the viewer twice). */
+const VISIBLE = `(s.owner_id = ? OR s.sharing_mode = 'workspace' OR EXISTS
+  (SELECT 1 FROM session_grants g WHERE g.session_id = s.id AND g.user_id = ?))`;
+
+export class SqliteStore implements ControlStore {
+  readonly backend = 'sqlite' as const;
+  private readonly statements = new Map<string, StatementSync>();
+
+  private constructor(
+    readonly location: string,
+    private readonly db: DatabaseSync,
+  ) {}
+
+  /**
+   * Opens `<dataDir>/control.db`. With `create` (the default; `serve` and `users add`) a missing directory (0700) and
+   * database are made; without it, a directory that does not exist or holds no control.db is refused, so a mistyped
+   * --data never starts a new, empty Control API. A new database and its -wal/-shm files are 0600 whatever the umask.
+   */
+  static open(dataDir: string, options: { create?: boolean } = {}): SqliteStore {
+    const file = path.join(dataDir, 'control.db');
+    if (options.create === false) {
+      requireDataDir(dataDir);
+    } else {
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+      createPrivate(file);
+    }
+    const db = new DatabaseSync(file);
+    try {
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec('PRAGMA busy_timeout = 5000');
+      db.exec('PRAGMA foreign_keys = ON');
+      db.exec('PRAGMA synchronous = NORMAL');
+      migrateSqlite(db, file);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+    // SQLite gives -wal and -shm the database file's mode; make sure anyway (they may predate this release).
+    for (const extra of [`${file}-wal`, `${file}-shm`]) tightenIfLoose(extra);
+    return new SqliteStore(file, db);
+  }
+
+  async close(): Promise<void> {
+    if (this.db.isOpen) this.db.close();
+  }
+
+  async check(): Promise<void> {
+    const version = sqliteSchemaVersion(this.db);
+    if (version > SQLITE_MIGRATIONS.length) throw schemaTooNew(this.location, version, SQLITE_MIGRATIONS.length);
+    this.db.prepare('SELECT 1').get();
+  }
+
+  private prepare(sql: string): StatementSync {
+    let statement = this.statements.get(sql);
+    if (statement === undefined) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  private get(sql: string, ...args: Value[]): Row | undefined {
+    return this.prepare(sql).get(...args) as Row | undefined;
+  }
+
+  private all(sql: string, ...args: Value[]): Row[] {
+    return this.prepare(sql).all(...args) as Row[];
+  }
+
+  private run(sql: string, ...args: Value[]): void {
+    this.prepare(sql).run(...args);
+  }
+
+  /** Runs `fn` in one IMMEDIATE transaction (the write lock taken before anything is read). */
+  private transaction<T>(fn: () => T): T {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      const result = fn();
+      this.db.exec('COMMIT');
+      return result;
+    } catch (error) {
+      this.db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  async organizationId(): Promise<string> {
+    return String(this.get(`SELECT value FROM settings WHERE key = 'organization_id'`)!.value);
+  }
+
+  // Users
+
+  async addUser(email: string, isAdmin: boolean, now: number): Promise<{ user: User; token: string }> {
+    return this.insertUser(email, isAdmin, now);
+  }
+
+  private insertUser(email: string, isAdmin: boolean, now: number): { user: User; token: string } {
+    const token = newToken();
+    const user: User = { id: randomUUID(), email, is_admin: isAdmin, created_at: now };
+    this.run('INSERT INTO users (id, email, is_admin, token_hash, created_at) VALUES (?, ?, ?, ?, ?)', user.id, email, isAdmin ? 1 : 0, hashToken(token), now);
+    return { user, token };
+  }
+
+  async addFirstAdmin(email: string, now: number): Promise<{ user: User; token: string } | undefined> {
+    return this.transaction(() => (this.get('SELECT 1 FROM users LIMIT 1') === undefined ? this.insertUser(email, true, now) : undefined));
+  }
+
+  async userByToken(token: string): Promise<User | undefined> {
+    const hash = hashToken(token);
+    const row = this.get('SELECT * FROM users WHERE token_hash = ?', hash);
+    if (row === undefined) return undefined;
+    // The index lookup already matched; compare again in constant time so the answer never depends on a prefix.
+    if (!timingSafeEqual(Buffer.from(String(row.token_hash), 'hex'), Buffer.from(hash, 'hex'))) return undefined;
+    return toUser(row);
+  }
+
+  async userById(id: string): Promise<User | undefined> {
+    const row = this.get('SELECT * FROM users WHERE id = ?', id);
+    return row === undefined ? undefined : toUser(row);
+  }
+
+  async userByEmail(email: string): Promise<User | undefined> {
+    const row = this.get('SELECT * FROM users WHERE email = ?', email);
+    return row === undefined ? undefined : toUser(row);
+  }
+
+  async listUsers(): Promise<User[]> {
+    return this.all('SELECT * FROM users ORDER BY created_at, email').map(toUser);
+  }
+
+  async tokenHashOf(userId: string): Promise<string | undefined> {
+    const row = this.get('SELECT token_hash FROM users WHERE id = ?', userId);
+    return row === undefined ? undefined : String(row.token_hash);
+  }
+
+  async searchUsers(q: string | undefined, excludeId: string | undefined, limit: number): Promise<User[]> {
+    return this.all(
+      `SELECT * FROM users WHERE (? IS NULL OR id <> ?) AND (? IS NULL OR lower(email) LIKE ? ESCAPE '\\') ORDER BY lower(email), id LIMIT ?`,
+      excludeId ?? null,
+      excludeId ?? null,
+      q ?? null,
+      q === undefined ? null : likePattern(q),
+      limit,
+    ).map(toUser);
+  }
+
+  // Policy
+
+  async publishPolicy(body: Record<string, unknown>, now: number): Promise<PolicyRevision> {
+    return this.insertPolicy(body, now);
+  }
+
+  private insertPolicy(body: Record<string, unknown>, now: number): PolicyRevision {
+    const revision = randomUUID();
+    const full = { ...body, revision };
+    const text = JSON.stringify(full);
+    const etag = etagOf(text);
+    this.run('INSERT INTO policy_revisions (revision, body, etag, created_at) VALUES (?, ?, ?, ?)', revision, text, etag, now);
+    return { revision, body: full, etag, created_at: now };
+  }
+
+  async publishFirstPolicy(body: Record<string, unknown>, now: number): Promise<PolicyRevision | undefined> {
+    return this.transaction(() => (this.get('SELECT 1 FROM policy_revisions LIMIT 1') === undefined ? this.insertPolicy(body, now) : undefined));
+  }
+
+  async publicUrl(): Promise<string | undefined> {
+    const row = this.get(`SELECT value FROM settings WHERE key = 'public_url'`);
+    return row === undefined ? undefined : String(row.value);
+  }
+
+  async setPublicUrl(url: string): Promise<void> {
+    this.run(`INSERT INTO settings (key, value) VALUES ('public_url', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, url);
+  }
+
+  async currentPolicy(): Promise<PolicyRevision | undefined> {
+    const row = this.get('SELECT * FROM policy_revisions ORDER BY seq DESC LIMIT 1');
+    if (row === undefined) return undefined;
+    return { revision: String(row.revision), body: JSON.parse(String(row.body)) as Record<string, unknown>, etag: String(row.etag), created_at: Number(row.created_at) };
+  }
+
+  // Client status
+
+  async recordClientStatus(userId: string, instanceId: string, report: unknown, now: number): Promise<void> {
+    this.run(
+      `INSERT INTO client_status (user_id, instance_id, report, received_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (user_id, instance_id) DO UPDATE SET report = excluded.report, received_at = excluded.received_at`,
+      userId,
+      instanceId,
+      JSON.stringify(report),
+      now,
+    );
+  }
+
+  async clientStatuses(): Promise<ClientStatusRecord[]> {
+    return this.all('SELECT * FROM client_status ORDER BY received_at DESC').map((r) => ({
+      user_id: String(r.user_id),
+      instance_id: String(r.instance_id),
+      report: JSON.parse(String(r.report)) as unknown,
+      received_at: Number(r.received_at),
+    }));
+  }
+
+  // Sessions and artifacts
+
+  async presign(input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult> {
+    return this.transaction(() => {
+      let sessionRow = this.get('SELECT id FROM sessions WHERE owner_id = ? AND harness = ? AND native_session_id = ?', input.owner_id, input.harness, input.native_session_id);
+      if (sessionRow === undefined) {
+        const id = randomUUID();
+        this.run(
+          `INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at)
+           VALUES (?, ?, ?, ?, 'private', NULL, ?, ?)`,
+          id,
+          input.owner_id,
+          input.harness,
+          input.native_session_id,
+          now,
+          now,
+        );
+        sessionRow = { id };
+      }
+      const sessionId = String(sessionRow.id);
+      const session = this.sessionSync(sessionId)!;
+      // The same bytes are already the session's current artifact: nothing to upload.
+      const current = session.current;
+      if (current !== undefined && current.status === 'complete' && !current.blob_deleted && current.retention_deadline > now && current.sha256 === input.sha256 && current.size_bytes === input.size_bytes) {
+        return { session, artifact: current, outcome: 'complete' as const };
+      }
+      // A retried presign of bytes not yet verified gets the same artifact again, with a fresh URL.
+      const same = this.get(
+        `SELECT id FROM artifacts WHERE session_id = ? AND sha256 = ? AND size_bytes = ? AND status IN ('pending', 'failed') AND blob_deleted = 0
+         ORDER BY revision DESC LIMIT 1`,
+        sessionId,
+        input.sha256,
+        input.size_bytes,
+      );
+      if (same !== undefined) {
+        this.run(
+          `UPDATE artifacts SET status = 'pending', failure = NULL, content_type = ?, compatibility_profile = ?, artifact_format = ?,
+             resumable = ?, cwd = ?, title = ?, summary = ?, captured_at_unix_ms = ?, repository_root = ?, repository_remote = ?,
+             updated_at = ?, retention_deadline = ? WHERE id = ?`,
+          ...describe(input),
+          now,
+          now + retentionMs,
+          String(same.id),
+        );
+        this.run('UPDATE sessions SET updated_at = ? WHERE id = ?', now, sessionId);
+        return { session: this.sessionSync(sessionId)!, artifact: this.artifactSync(String(same.id))!, outcome: 'reused' as const };
+      }
+      const last = this.get('SELECT MAX(revision) AS r FROM artifacts WHERE session_id = ?', sessionId) as { r: number | null };
+      const id = randomUUID();
+      this.run(
+        `INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
+           artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote, blob_key,
+           created_at, updated_at, retention_deadline)
+         VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        id,
+        sessionId,
+        (last.r ?? 0) + 1,
+        input.size_bytes,
+        input.sha256,
+        ...describe(input),
+        `sessions/${id}.tar.gz`,
+        now,
+        now,
+        now + retentionMs,
+      );
+      this.run('UPDATE sessions SET updated_at = ? WHERE id = ?', now, sessionId);
+      return { session: this.sessionSync(sessionId)!, artifact: this.artifactSync(id)!, outcome: 'created' as const };
+    });
+  }
+
+  async artifact(id: string): Promise<{ artifact: Artifact; session: CapturedSession } | undefined> {
+    const artifact = this.artifactSync(id);
+    if (artifact === undefined) return undefined;
+    return { artifact, session: this.sessionSync(artifact.session_id)! };
+  }
+
+  private artifactSync(id: string): Artifact | undefined {
+    const row = this.get('SELECT * FROM artifacts WHERE id = ?', id);
+    return row === undefined ? undefined : toArtifact(row);
+  }
+
+  async markFailed(artifactId: string, reason: string, now: number): Promise<void> {
+    this.run(`UPDATE artifacts SET status = 'failed', failure = ?, updated_at = ? WHERE id = ? AND status = 'pending'`, reason, now, artifactId);
+  }
+
+  async complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact> {
+    return this.transaction(() => {
+      const artifact = this.artifactSync(artifactId)!;
+      if (artifact.status === 'complete' || artifact.status === 'superseded') return artifact;
+      const newer = this.get(`SELECT 1 FROM artifacts WHERE session_id = ? AND status IN ('complete', 'superseded') AND revision > ?`, artifact.session_id, artifact.revision);
+      this.run(
+        `UPDATE artifacts SET status = ?, failure = NULL, completed_at = ?, updated_at = ?, retention_deadline = ? WHERE id = ?`,
+        newer === undefined ? 'complete' : 'superseded',
+        now,
+        now,
+        now + retentionMs,
+        artifactId,
+      );
+      if (newer === undefined) {
+        this.run(`UPDATE artifacts SET status = 'superseded', updated_at = ? WHERE session_id = ? AND status = 'complete' AND id <> ?`, now, artifact.session_id, artifactId);
+        this.run('UPDATE sessions SET current_artifact_id = ?, updated_at = ? WHERE id = ?', artifactId, now, artifact.session_id);
+      }
+      return this.artifactSync(artifactId)!;
+    });
+  }
+
+  async session(id: string): Promise<CapturedSession | undefined> {
+    return this.sessionSync(id);
+  }
+
+  private sessionSync(id: string): CapturedSession | undefined {
+    const row = this.get(`${SESSION_SELECT} WHERE s.id = ?`, id);
+    if (row === undefined) return undefined;
+    return this.withCurrent(row);
+  }
+
+  private withCurrent(row: Row): CapturedSession {
+    const currentId = row.current_artifact_id === null ? undefined : String(row.current_artifact_id);
+    return toSession(row, currentId === undefined ? undefined : this.artifactSync(currentId));
+  }
+
+  async artifactsOf(sessionId: string): Promise<Artifact[]> {
+    return this.all('SELECT * FROM artifacts WHERE session_id = ? ORDER BY revision DESC', sessionId).map(toArtifact);
+  }
+
+  async canView(session: CapturedSession, viewer: User): Promise<boolean> {
+    if (viewer.is_admin || session.owner_id === viewer.id) return true;
+    // Recipients see a session once it has a verified artifact, as in listings.
+    if (session.current_artifact_id === null) return false;
+    if (session.sharing_mode === 'workspace') return true;
+    return session.sharing_mode === 'selected' && this.get('SELECT 1 FROM session_grants WHERE session_id = ? AND user_id = ?', session.id, viewer.id) !== undefined;
+  }
+
+  async grants(sessionId: string): Promise<string[]> {
+    return this.all('SELECT user_id FROM session_grants WHERE session_id = ? ORDER BY user_id', sessionId).map((r) => String(r.user_id));
+  }
+
+  async recipients(session: CapturedSession): Promise<User[]> {
+    if (session.sharing_mode === 'workspace') return this.all('SELECT * FROM users WHERE id <> ? ORDER BY lower(email), id', session.owner_id).map(toUser);
+    if (session.sharing_mode === 'selected') {
+      return this.all('SELECT u.* FROM session_grants g JOIN users u ON u.id = g.user_id WHERE g.session_id = ? ORDER BY lower(u.email), u.id', session.id).map(toUser);
+    }
+    return [];
+  }
+
+  async setSharing(sessionId: string, mode: SharingMode, userIds: readonly string[]): Promise<void> {
+    // Not a change of content: updated_at, and so the order of listings, stays as it was.
+    this.transaction(() => {
+      this.run('UPDATE sessions SET sharing_mode = ? WHERE id = ?', mode, sessionId);
+      this.run('DELETE FROM session_grants WHERE session_id = ?', sessionId);
+      if (mode === 'selected') for (const userId of userIds) this.run('INSERT OR IGNORE INTO session_grants (session_id, user_id) VALUES (?, ?)', sessionId, userId);
+    });
+  }
+
+  async listSessions(viewer: User, query: SessionQuery, now: number): Promise<{ sessions: CapturedSession[]; total?: number }> {
+    const where = ['s.current_artifact_id IS NOT NULL'];
+    const args: Value[] = [];
+    if (query.resumable === true || !viewer.is_admin) {
+      where.push(VISIBLE);
+      args.push(viewer.id, viewer.id);
+    }
+    if (query.resumable === true) {
+      where.push(`a.resumable = 1 AND a.status = 'complete' AND a.blob_deleted = 0 AND a.retention_deadline > ?`);
+      args.push(now);
+    }
+    if (query.q !== undefined) {
+      const like = likePattern(query.q);
+      where.push(`(lower(s.native_session_id) LIKE ? ESCAPE '\\' OR lower(COALESCE(a.cwd, '')) LIKE ? ESCAPE '\\'
+        OR lower(COALESCE(a.title, '')) LIKE ? ESCAPE '\\' OR lower(COALESCE(a.summary, '')) LIKE ? ESCAPE '\\')`);
+      args.push(like, like, like, like);
+    }
+    if (query.id_prefix !== undefined) {
+      where.push('substr(s.id, 1, ?) = ?');
+      args.push(query.id_prefix.length, query.id_prefix);
+    }
+    if (query.harness !== undefined) {
+      where.push('s.harness = ?');
+      args.push(query.harness);
+    }
+    if (query.owner_id !== undefined) {
+      where.push('s.owner_id = ?');
+      args.push(query.owner_id);
+    }
+    if (query.status !== undefined) {
+      where.push('a.status = ?');
+      args.push(query.status);
+    }
+    if (query.updated_from !== undefined) {
+      where.push('s.updated_at >= ?');
+      args.push(query.updated_from);
+    }
+    if (query.updated_before !== undefined) {
+      where.push('s.updated_at < ?');
+      args.push(query.updated_before);
+    }
+    const filtered = `FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE ${where.join(' AND ')}`;
+    let total: number | undefined;
+    if (query.count === true) total = Number(this.get(`SELECT COUNT(*) AS n ${filtered}`, ...args)!.n);
+    const page = [...where];
+    const pageArgs = [...args];
+    if (query.after_id !== undefined) {
+      // An unknown cursor matches nothing, as in Blue's server.
+      page.push('(s.updated_at < (SELECT updated_at FROM sessions WHERE id = ?) OR (s.updated_at = (SELECT updated_at FROM sessions WHERE id = ?) AND s.id < ?))');
+      pageArgs.push(query.after_id, query.after_id, query.after_id);
+    }
+    const order = query.sort === 'updated_asc' ? 's.updated_at ASC, s.id ASC' : 's.updated_at DESC, s.id DESC';
+    const rows = this.all(
+      `${SESSION_SELECT} JOIN artifacts a ON a.id = s.current_artifact_id WHERE ${page.join(' AND ')} ORDER BY ${order} LIMIT ? OFFSET ?`,
+      ...pageArgs,
+      query.limit,
+      query.offset ?? 0,
+    );
+    return { sessions: rows.map((row) => this.withCurrent(row)), ...(total === undefined ? {} : { total }) };
+  }
+
+  async facets(viewer: User, userQ: string | undefined, selectedUserId: string | undefined): Promise<{ users: User[]; harnesses: string[] }> {
+    const visible = viewer.is_admin ? '1 = 1' : VISIBLE;
+    const visibleArgs: Value[] = viewer.is_admin ? [] : [viewer.id, viewer.id];
+    const users = this.all(
+      `SELECT DISTINCT u.* FROM sessions s JOIN users u ON u.id = s.owner_id
+       WHERE s.current_artifact_id IS NOT NULL AND ${visible} AND (? IS NULL OR lower(u.email) LIKE ? ESCAPE '\\')
+       ORDER BY (u.id = ?) DESC, lower(u.email), u.id LIMIT 10`,
+      ...visibleArgs,
+      userQ ?? null,
+      userQ === undefined ? null : likePattern(userQ),
+      selectedUserId ?? '',
+    ).map(toUser);
+    const harnesses = this.all(`SELECT DISTINCT s.harness FROM sessions s WHERE s.current_artifact_id IS NOT NULL AND ${visible} ORDER BY s.harness`, ...visibleArgs).map((r) =>
+      String(r.harness),
+    );
+    return { users, harnesses };
+  }
+
+  async expiredArtifacts(now: number, limit: number): Promise<Artifact[]> {
+    return this.all('SELECT * FROM artifacts WHERE retention_deadline < ? AND blob_deleted = 0 ORDER BY retention_deadline LIMIT ?', now, limit).map(toArtifact);
+  }
+
+  async markBlobDeleted(artifactId: string): Promise<void> {
+    this.run('UPDATE artifacts SET blob_deleted = 1 WHERE id = ?', artifactId);
+  }
+}
+
+/** The artifact's described columns, in the order presign writes them. */
+function describe(input: NewArtifact): Value[] {
+  return [
+    input.content_type,
+    input.compatibility_profile,
+    input.artifact_format,
+    input.resumable ? 1 : 0,
+    input.cwd,
+    input.title,
+    input.summary,
+    input.captured_at_unix_ms,
+    input.repository_root,
+    input.repository_remote,
+  ];
+}
+
+/** A case-insensitive literal substring, for LIKE ... ESCAPE '\'. */
+export function likePattern(q: string): string {
+  return `%${q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** Creates `file` empty with mode 0600 (umask-independent) unless it exists. */
+function createPrivate(file: string): void {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return;
+    throw error;
+  }
+  try {
+    fchmodSync(fd, 0o600);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function tightenIfLoose(file: string): void {
+  try {
+    const info = lstatSync(file);
+    if (info.isFile() && (info.mode & 0o077) !== 0) chmodSync(file, info.mode & 0o600);
+  } catch {
+    // Absent (not created yet) or not ours to change: nothing to do.
+  }
+}
+
+/** An existing Control API data directory: the folder and its control.db must be there. */
+export function requireDataDir(dataDir: string): void {
+  const hint = 'Check --data (or BLUE_CONTROL_DATA). `blue-agent control-plane users add EMAIL --admin` or `serve` creates a new data directory.';
+  let info;
+  try {
+    info = statSync(dataDir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new BlueError('USAGE', `the Control API data directory ${dataDir} does not exist${code === 'ENOENT' ? '' : ` (${code ?? 'unreadable'})`}`, { hint, file: dataDir });
+  }
+  if (!info.isDirectory()) throw new BlueError('USAGE', `the Control API data directory ${dataDir} is not a directory`, { hint, file: dataDir });
+  const file = path.join(dataDir, 'control.db');
+  if (!existsSync(file)) {
+    throw new BlueError('USAGE', `${dataDir} is not a Control API data directory: it holds no control.db`, { hint, file });
+  }
+}
+
+function toUser(row: Row): User {
+  return { id: String(row.id), email: String(row.email), is_admin: Number(row.is_admin) === 1, created_at: Number(row.created_at) };
+}
+
+const str = (value: unknown): string | null => (value === null || value === undefined ? null : String(value));
+const num = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
+
+export function toArtifact(row: Row): Artifact {
+  return {
+    id: String(row.id),
+    session_id: String(row.session_id),
+    revision: Number(row.revision),
+    status: String(row.status) as ArtifactStatus,
+    size_bytes: Number(row.size_bytes),
+    sha256: String(row.sha256),
+    content_type: String(row.content_type),
+    compatibility_profile: String(row.compatibility_profile),
+    artifact_format: String(row.artifact_format),
+    resumable: Number(row.resumable) === 1 || row.resumable === true,
+    cwd: str(row.cwd),
+    title: str(row.title),
+    summary: str(row.summary),
+    captured_at_unix_ms: num(row.captured_at_unix_ms),
+    repository_root: str(row.repository_root),
+    repository_remote: str(row.repository_remote),
+    blob_key: String(row.blob_key),
+    failure: str(row.failure),
+    created_at: Number(row.created_at),
+    updated_at: Number(row.updated_at),
+    completed_at: num(row.completed_at),
+    retention_deadline: Number(row.retention_deadline),
+    blob_deleted: Number(row.blob_deleted) === 1 || row.blob_deleted === true,
+  };
+}
+
+export function toSession(row: Row, current: Artifact | undefined): CapturedSession {
+  return {
+    id: String(row.id),
+    owner_id: String(row.owner_id),
+    owner_email: String(row.owner_email),
+    harness: String(row.harness),
+    native_session_id: String(row.native_session_id),
+    sharing_mode: String(row.sharing_mode) as SharingMode,
+    current_artifact_id: str(row.current_artifact_id),
+    created_at: Number(row.created_at),
+    updated_at: Number(row.updated_at),
+    share_recipient_count: Number(row.share_recipient_count),
+    current,
+  };
+}

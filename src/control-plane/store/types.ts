@@ -1,0 +1,197 @@
+/**
+ * What the Control API keeps, whatever the database: users, governance revisions, client status reports, and captured
+ * sessions with their artifacts and sharing. One interface, two backends (sqlite.ts, the embedded default; postgres.ts,
+ * for any number of stateless replicas): the routes never see SQL. Times are milliseconds since the epoch.
+ *
+ * A captured session is one harness session of one owner (owner, harness, native session id); each upload of it is an
+ * artifact. The newest presigned artifact that completed is the session's current one (`current_artifact_id`): an
+ * artifact that completes after a newer one had is superseded at once, so a retried upload never rolls a session back.
+ */
+
+export const ARTIFACT_STATUSES = ['pending', 'complete', 'superseded', 'failed'] as const;
+export type ArtifactStatus = (typeof ARTIFACT_STATUSES)[number];
+export const SHARING_MODES = ['private', 'workspace', 'selected'] as const;
+export type SharingMode = (typeof SHARING_MODES)[number];
+/** The profile a presign without one is recorded under (as Blue's server does). */
+export const LEGACY_PROFILE = 'legacy';
+export const LEGACY_FORMAT = 'legacy-raw';
+
+export interface User {
+  id: string;
+  email: string;
+  is_admin: boolean;
+  created_at: number;
+}
+
+export interface PolicyRevision {
+  /** The revision id (a UUID string; revisions published before ids were strings keep their number as text). */
+  revision: string;
+  body: Record<string, unknown>;
+  etag: string;
+  created_at: number;
+}
+
+/** An upload of a session: its bytes, how it was captured, and where it is in its life. */
+export interface Artifact {
+  id: string;
+  session_id: string;
+  /** Order of presigns within the session (1, 2, ...). */
+  revision: number;
+  status: ArtifactStatus;
+  size_bytes: number;
+  sha256: string;
+  content_type: string;
+  compatibility_profile: string;
+  artifact_format: string;
+  resumable: boolean;
+  cwd: string | null;
+  title: string | null;
+  summary: string | null;
+  captured_at_unix_ms: number | null;
+  repository_root: string | null;
+  repository_remote: string | null;
+  blob_key: string;
+  failure: string | null;
+  created_at: number;
+  updated_at: number;
+  completed_at: number | null;
+  retention_deadline: number;
+  blob_deleted: boolean;
+}
+
+/** A captured session with its owner, and its current artifact when it has one. */
+export interface CapturedSession {
+  id: string;
+  owner_id: string;
+  owner_email: string;
+  harness: string;
+  native_session_id: string;
+  sharing_mode: SharingMode;
+  current_artifact_id: string | null;
+  created_at: number;
+  updated_at: number;
+  /** How many people it reaches: every other member (workspace), its grants (selected), none (private). */
+  share_recipient_count: number;
+  current: Artifact | undefined;
+}
+
+export interface NewArtifact {
+  owner_id: string;
+  harness: string;
+  native_session_id: string;
+  sha256: string;
+  size_bytes: number;
+  content_type: string;
+  compatibility_profile: string;
+  artifact_format: string;
+  resumable: boolean;
+  cwd: string | null;
+  title: string | null;
+  summary: string | null;
+  captured_at_unix_ms: number | null;
+  repository_root: string | null;
+  repository_remote: string | null;
+}
+
+export interface PresignResult {
+  session: CapturedSession;
+  artifact: Artifact;
+  /** created: a new artifact; reused: a pending or failed one of the same bytes, given a fresh URL; complete: nothing to upload. */
+  outcome: 'created' | 'reused' | 'complete';
+}
+
+export interface SessionQuery {
+  /** Picker mode: owned or shared sessions only (administrators included), resumable current artifacts not expired. */
+  resumable?: boolean | undefined;
+  q?: string | undefined;
+  /** Session ids that start with this (lower-case hex and dashes). */
+  id_prefix?: string | undefined;
+  harness?: string | undefined;
+  /** Sessions this user owns. */
+  owner_id?: string | undefined;
+  status?: ArtifactStatus | undefined;
+  /** Inclusive lower bound of `updated_at`. */
+  updated_from?: number | undefined;
+  /** Exclusive upper bound of `updated_at`. */
+  updated_before?: number | undefined;
+  sort: 'updated_desc' | 'updated_asc';
+  /** Cursor mode: after this session (newest first). */
+  after_id?: string | undefined;
+  offset?: number | undefined;
+  limit: number;
+  /** Numbered mode: also count every match. */
+  count?: boolean | undefined;
+}
+
+export interface ClientStatusRecord {
+  user_id: string;
+  instance_id: string;
+  report: unknown;
+  received_at: number;
+}
+
+export interface ControlStore {
+  readonly backend: 'sqlite' | 'postgres';
+  /** Where the data lives, for messages (a file, or a database URL without its password). */
+  readonly location: string;
+  close(): Promise<void>;
+  /** Throws when the database cannot be used now (for `GET /ready`). */
+  check(): Promise<void>;
+  /** The organisation this server is (made once, at the first start). */
+  organizationId(): Promise<string>;
+
+  addUser(email: string, isAdmin: boolean, now: number): Promise<{ user: User; token: string }>;
+  /** An administrator, only when there is no user at all (the first start); undefined otherwise. */
+  addFirstAdmin(email: string, now: number): Promise<{ user: User; token: string } | undefined>;
+  userByToken(token: string): Promise<User | undefined>;
+  userById(id: string): Promise<User | undefined>;
+  userByEmail(email: string): Promise<User | undefined>;
+  listUsers(): Promise<User[]>;
+  /** The stored hash of a user's token (tests check that no token is stored in clear). */
+  tokenHashOf(userId: string): Promise<string | undefined>;
+  /** At most `limit` users but `excludeId` whose e-mail contains `q` (case-insensitive), by e-mail. */
+  searchUsers(q: string | undefined, excludeId: string | undefined, limit: number): Promise<User[]>;
+
+  /** Publishes `body` as a new revision with a fresh id. */
+  publishPolicy(body: Record<string, unknown>, now: number): Promise<PolicyRevision>;
+  /** Publishes `body` only when no revision exists yet (a first start, however many replicas start at once). */
+  publishFirstPolicy(body: Record<string, unknown>, now: number): Promise<PolicyRevision | undefined>;
+  /** Where agents reach the servers (every `serve` records it; `policy publish` checks presign URLs against it). */
+  publicUrl(): Promise<string | undefined>;
+  setPublicUrl(url: string): Promise<void>;
+  currentPolicy(): Promise<PolicyRevision | undefined>;
+
+  recordClientStatus(userId: string, instanceId: string, report: unknown, now: number): Promise<void>;
+  clientStatuses(): Promise<ClientStatusRecord[]>;
+
+  presign(input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult>;
+  artifact(id: string): Promise<{ artifact: Artifact; session: CapturedSession } | undefined>;
+  markFailed(artifactId: string, reason: string, now: number): Promise<void>;
+  /** Marks the artifact verified: current when no newer artifact of its session completed, else superseded. */
+  complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact>;
+  session(id: string): Promise<CapturedSession | undefined>;
+  /** Every artifact of the session, newest first. */
+  artifactsOf(sessionId: string): Promise<Artifact[]>;
+  /** Whether `viewer` may see the session: owner, administrator, or, once it has a verified artifact, workspace sharing or a grant. */
+  canView(session: CapturedSession, viewer: User): Promise<boolean>;
+  /** The user ids the session is shared with by name. */
+  grants(sessionId: string): Promise<string[]>;
+  /** Who the session reaches: every member but the owner (workspace), its grants (selected), nobody (private). */
+  recipients(session: CapturedSession): Promise<User[]>;
+  setSharing(sessionId: string, mode: SharingMode, userIds: readonly string[]): Promise<void>;
+  /** Sessions with a completed artifact `viewer` may see (administrators: all; picker mode: owned or shared). */
+  listSessions(viewer: User, query: SessionQuery, now: number): Promise<{ sessions: CapturedSession[]; total?: number }>;
+  facets(viewer: User, userQ: string | undefined, selectedUserId: string | undefined): Promise<{ users: User[]; harnesses: string[] }>;
+
+  /** Artifacts past their retention deadline whose object is still stored. */
+  expiredArtifacts(now: number, limit: number): Promise<Artifact[]>;
+  markBlobDeleted(artifactId: string): Promise<void>;
+}
+
+/**
+ * An artifact past its retention deadline, or whose object gc has deleted, is expired — even while its object is
+ * still stored: it can no longer be downloaded (410) and is never resumable.
+ */
+export function isExpired(artifact: Pick<Artifact, 'blob_deleted' | 'retention_deadline'>, now: number): boolean {
+  return artifact.blob_deleted || now >= artifact.retention_deadline;
+}

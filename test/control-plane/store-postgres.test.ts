@@ -1,0 +1,235 @@
+/**
+ * The PostgreSQL store beyond what the API tests (run on both databases) show: what several replicas sharing one
+ * database do at once — first start and migrations, presigns and completes of one session, the first administrator
+ * and policy — and how it opens: a newer schema refused, the password kept out of its location and errors.
+ * Each replica is a store of its own (its own pool), on a fresh database of the run's cluster.
+ */
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PostgresStore } from '../../src/control-plane/store/postgres.js';
+import { POSTGRES_MIGRATIONS } from '../../src/control-plane/store/postgres-migrations.js';
+import type { NewArtifact } from '../../src/control-plane/store/types.js';
+import { BlueError } from '../../src/errors.js';
+import { freshDatabase } from '../support/postgres-db.js';
+
+const DAY = 86_400_000;
+let opened: PostgresStore[] = [];
+
+async function open(url: string): Promise<PostgresStore> {
+  const store = await PostgresStore.open(url);
+  opened.push(store);
+  return store;
+}
+
+afterEach(async () => {
+  await Promise.all(opened.map((store) => store.close()));
+  opened = [];
+});
+
+/** Rows of one statement, on a connection of the test's own. */
+async function query(url: string, sql: string, params: unknown[] = []): Promise<Record<string, unknown>[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(sql, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+const count = async (url: string, table: string): Promise<number> => Number((await query(url, `SELECT COUNT(*) AS n FROM ${table}`))[0]!.n);
+
+function artifactInput(ownerId: string, bytes: string): NewArtifact {
+  return {
+    owner_id: ownerId,
+    harness: 'claude',
+    native_session_id: 'sess-1',
+    sha256: bytes.repeat(64).slice(0, 64),
+    size_bytes: 10,
+    content_type: 'application/octet-stream',
+    compatibility_profile: 'legacy',
+    artifact_format: 'legacy-raw',
+    resumable: false,
+    cwd: null,
+    title: null,
+    summary: null,
+    captured_at_unix_ms: null,
+    repository_root: null,
+    repository_remote: null,
+  };
+}
+
+/** Caught rejection of `promise`, which must be a BlueError. */
+async function blueErrorOf(promise: Promise<unknown>): Promise<BlueError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(BlueError);
+  return error as BlueError;
+}
+
+describe('PostgreSQL store', () => {
+  describe('opening', () => {
+    it('migrates a new database once when five replicas open it at the same time', async () => {
+      const url = await freshDatabase();
+      const stores = await Promise.all(Array.from({ length: 5 }, () => open(url)));
+      const versions = await query(url, 'SELECT version FROM schema_version ORDER BY version');
+      expect(versions.map((r) => r.version)).toEqual(POSTGRES_MIGRATIONS.map((_, i) => i + 1));
+      expect(await query(url, `SELECT value FROM settings WHERE key = 'organization_id'`)).toHaveLength(1);
+      const ids = await Promise.all(stores.map((store) => store.organizationId()));
+      expect(new Set(ids).size).toBe(1);
+      for (const store of stores) await store.check();
+      // And once more, on a database that is current: nothing to do.
+      await open(url);
+      expect(await count(url, 'schema_version')).toBe(POSTGRES_MIGRATIONS.length);
+    });
+
+    it('refuses a database whose schema is newer than this code, at open and in check()', async () => {
+      const url = await freshDatabase();
+      const running = await open(url);
+      const newer = POSTGRES_MIGRATIONS.length + 1;
+      await query(url, 'INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)', [newer, Date.now()]);
+      const refused = await blueErrorOf(PostgresStore.open(url));
+      expect(refused.code).toBe('CONFIG_INVALID');
+      expect(refused.message).toMatch(new RegExp(`schema version ${newer}, newer than this blue-agent understands \\(${POSTGRES_MIGRATIONS.length}\\)`));
+      await expect(running.check()).rejects.toThrow(/schema version/);
+    });
+
+    it('names the database without its password in location', async () => {
+      const url = await freshDatabase();
+      const password = new URL(url).password;
+      expect(password).not.toBe('');
+      const store = await open(url);
+      expect(store.backend).toBe('postgres');
+      expect(store.location).not.toContain(password);
+      const expected = new URL(url);
+      expected.password = '';
+      expect(store.location).toBe(expected.toString());
+    });
+
+    it('reports a wrong password as a BlueError whose message and hint hold no password', async () => {
+      const url = new URL(await freshDatabase());
+      const right = url.password;
+      const wrong = `wrong-${randomBytes(12).toString('hex')}`;
+      url.password = wrong;
+      const error = await blueErrorOf(PostgresStore.open(url.toString()));
+      expect(error.code).toBe('CONFIG_INVALID');
+      expect(error.message).toMatch(/password authentication failed/);
+      expect(error.hint).toMatch(/user name and password/);
+      for (const text of [error.message, error.hint ?? '', JSON.stringify(error)]) {
+        expect(text).not.toContain(wrong);
+        expect(text).not.toContain(right);
+      }
+    });
+
+    it('reports a database that does not exist, naming it, with what to do', async () => {
+      const url = new URL(await freshDatabase());
+      url.pathname = '/no_such_database';
+      const error = await blueErrorOf(PostgresStore.open(url.toString()));
+      expect(error.code).toBe('CONFIG_INVALID');
+      expect(error.message).toMatch(/no_such_database/);
+      expect(error.hint).toMatch(/CREATE DATABASE/);
+      expect(`${error.message} ${error.hint ?? ''}`).not.toContain(url.password);
+    });
+
+    it('reports a server that does not answer as a BlueError with what to check', async () => {
+      // A port nobody listens on.
+      const port = await new Promise<number>((resolve) => {
+        const server = net.createServer().listen(0, '127.0.0.1', () => {
+          const { port: p } = server.address() as net.AddressInfo;
+          server.close(() => resolve(p));
+        });
+      });
+      const secret = randomBytes(12).toString('hex');
+      const error = await blueErrorOf(PostgresStore.open(`postgres://blue:${secret}@127.0.0.1:${port}/blue`));
+      expect(error.code).toBe('IO_ERROR');
+      expect(error.message).toContain(`cannot reach the PostgreSQL server of postgres://blue@127.0.0.1:${port}/blue`);
+      expect(error.hint).toMatch(/server runs/);
+      expect(`${error.message} ${error.hint ?? ''}`).not.toContain(secret);
+    });
+  });
+
+  describe('replicas at the same time', () => {
+    it('makes one session and one artifact from 20 concurrent presigns of a new session on two replicas', async () => {
+      const url = await freshDatabase();
+      const [a, b] = [await open(url), await open(url)];
+      const { user } = await a.addUser('ada@example.com', false, 1);
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).presign(artifactInput(user.id, 'a'), 1000 + i, 30 * DAY)));
+      expect(new Set(results.map((r) => r.session.id)).size).toBe(1);
+      expect(new Set(results.map((r) => r.artifact.id)).size).toBe(1);
+      expect(results.filter((r) => r.outcome === 'created')).toHaveLength(1);
+      expect(results.filter((r) => r.outcome === 'reused')).toHaveLength(19);
+      expect(await count(url, 'sessions')).toBe(1);
+      expect(await count(url, 'artifacts')).toBe(1);
+    });
+
+    it('makes one artifact from 20 concurrent presigns of the same new bytes of an existing session on two replicas', async () => {
+      const url = await freshDatabase();
+      const [a, b] = [await open(url), await open(url)];
+      const { user } = await a.addUser('ada@example.com', false, 1);
+      const first = await a.presign(artifactInput(user.id, 'a'), 1000, 30 * DAY);
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? b : a).presign(artifactInput(user.id, 'b'), 2000 + i, 30 * DAY)));
+      expect(new Set(results.map((r) => r.session.id))).toEqual(new Set([first.session.id]));
+      expect(new Set(results.map((r) => r.artifact.id)).size).toBe(1);
+      expect(results.map((r) => r.artifact.revision)).toEqual(Array(20).fill(2));
+      expect(results.filter((r) => r.outcome === 'created')).toHaveLength(1);
+      expect(await count(url, 'artifacts')).toBe(2);
+    });
+
+    it('numbers concurrent presigns of different bytes 1, 2, ... without a gap or a repeat', async () => {
+      const url = await freshDatabase();
+      const [a, b] = [await open(url), await open(url)];
+      const { user } = await a.addUser('ada@example.com', false, 1);
+      const digits = '0123456789';
+      const results = await Promise.all([...digits].map((d, i) => (i % 2 === 0 ? a : b).presign(artifactInput(user.id, d), 1000, 30 * DAY)));
+      expect(results.every((r) => r.outcome === 'created')).toBe(true);
+      expect(new Set(results.map((r) => r.session.id)).size).toBe(1);
+      expect(results.map((r) => r.artifact.revision).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    });
+
+    it('leaves exactly one complete artifact when two artifacts of one session complete at once on two replicas', async () => {
+      const url = await freshDatabase();
+      const [a, b] = [await open(url), await open(url)];
+      const { user } = await a.addUser('ada@example.com', false, 1);
+      for (let round = 0; round < 10; round++) {
+        const input = { ...artifactInput(user.id, 'a'), native_session_id: `sess-${round}` };
+        const older = (await a.presign(input, 1000, 30 * DAY)).artifact;
+        const newer = (await a.presign({ ...input, sha256: 'b'.repeat(64) }, 1001, 30 * DAY)).artifact;
+        // Alternate which replica completes which, and which call starts first.
+        const calls = round % 2 === 0 ? [a.complete(older.id, 2000, 30 * DAY), b.complete(newer.id, 2000, 30 * DAY)] : [b.complete(newer.id, 2000, 30 * DAY), a.complete(older.id, 2000, 30 * DAY)];
+        await Promise.all(calls);
+        const artifacts = await a.artifactsOf(older.session_id);
+        expect(artifacts.filter((x) => x.status === 'complete').map((x) => x.id)).toEqual([newer.id]);
+        expect(artifacts.find((x) => x.id === older.id)?.status).toBe('superseded');
+        expect((await b.session(older.session_id))?.current_artifact_id).toBe(newer.id);
+      }
+    });
+
+    it('makes one first administrator and one first policy however many replicas start at once', async () => {
+      const url = await freshDatabase();
+      const stores = await Promise.all(Array.from({ length: 5 }, () => open(url)));
+      const admins = await Promise.all(stores.map((store, i) => store.addFirstAdmin('admin@example.com', 1000 + i)));
+      expect(admins.filter((x) => x !== undefined)).toHaveLength(1);
+      expect(await stores[0]!.listUsers()).toMatchObject([{ email: 'admin@example.com', is_admin: true }]);
+      const policies = await Promise.all(stores.map((store, i) => store.publishFirstPolicy({ version: 1, replica: i }, 1000)));
+      const published = policies.filter((x) => x !== undefined);
+      expect(published).toHaveLength(1);
+      expect(await count(url, 'policy_revisions')).toBe(1);
+      expect((await stores[4]!.currentPolicy())?.revision).toBe(published[0]!.revision);
+    });
+  });
+
+  it('finds nothing, rather than failing, when looking up by text holding NUL (which PostgreSQL cannot store)', async () => {
+    const store = await open(await freshDatabase());
+    const { user } = await store.addUser('ada@example.com', true, 1);
+    await store.presign(artifactInput(user.id, 'a'), 1000, 30 * DAY);
+    expect(await store.userByEmail('ada@example.com\u0000')).toBeUndefined();
+    expect(await store.userById('\u0000')).toBeUndefined();
+    expect(await store.searchUsers('a\u0000', undefined, 10)).toEqual([]);
+    expect(await store.listSessions(user, { q: 'sess\u0000', sort: 'updated_desc', limit: 10, count: true }, 1000)).toEqual({ sessions: [], total: 0 });
+    expect((await store.facets(user, '\u0000', undefined)).users).toEqual([]);
+  });
+});

@@ -1,0 +1,96 @@
+/**
+ * The client status the agent reports after a reconcile (src/daemon/report.ts): Blue's ClientStatusReport, valid by
+ * our schema and by the contract's own, with `applied`, `files_ok`, one HarnessInventoryEntry per harness and the
+ * failed harness as `reconciliation_attempt` with its `error`.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { clientStatusBody, type HarnessSummary } from '../../src/daemon/report.js';
+import { validateClientStatusReport } from '../../src/schema/generated/validators.js';
+import { blueValidator } from '../support/contract.js';
+import { makeTestHome, type TestHome } from '../support/context.js';
+
+let t: TestHome;
+beforeEach(async () => {
+  t = await makeTestHome();
+});
+afterEach(async () => t.cleanup());
+
+function harness(over: Partial<HarnessSummary> = {}): HarnessSummary {
+  return {
+    harness: 'claude',
+    installed: true,
+    path: '/usr/bin/claude',
+    raw_version: '2.1.332 (Claude Code)',
+    version: '2.1.332',
+    profile: 'claude-v2_0_12',
+    deprecated: false,
+    allowed: true,
+    supported: true,
+    verified: true,
+    state: 'active',
+    reason: 'managed Stop capture hook',
+    action: 'unchanged',
+    files: [],
+    file_error: false,
+    ...over,
+  };
+}
+
+function valid(body: unknown): void {
+  const ours = validateClientStatusReport as typeof validateClientStatusReport & { errors?: unknown };
+  expect(ours(body), JSON.stringify(ours.errors)).toBe(true);
+  const blue = blueValidator('ClientStatusReport.json');
+  expect(blue?.(body), JSON.stringify(blue?.errors)).toBe(true);
+}
+
+describe('clientStatusBody', () => {
+  it('reports an applied revision: string config_revision, every harness as an inventory entry', () => {
+    const body = clientStatusBody(t.ctx, 'inst-1', { harnesses: [harness(), harness({ harness: 'codex', installed: false, path: null, raw_version: null, version: null, profile: null, state: 'not_installed', reason: 'not on PATH' })] }, 7, new Set());
+    valid(body);
+    expect(body).toMatchObject({ instance_id: 'inst-1', client_version: t.ctx.self.version, config_revision: '7', applied: true, files_ok: true });
+    expect(body.platform).toBe(process.platform === 'darwin' ? 'macos' : process.platform);
+    expect(body.harnesses).toEqual([
+      { name: 'claude', api_allowed: true, client_supported: true, installed: true, reconciled: true, path: '/usr/bin/claude', raw_version: '2.1.332 (Claude Code)', version: '2.1.332', compatibility_profile: 'claude-v2_0_12', compatibility_deprecated: false },
+      { name: 'codex', api_allowed: true, client_supported: true, installed: false, reconciled: true },
+    ]);
+    expect(body).not.toHaveProperty('reconciliation_attempt');
+    expect(body).not.toHaveProperty('policy_revision');
+  });
+
+  it('a failed harness: not applied, the attempt and its error; a file it could not write: files not ok', () => {
+    const failed = harness({ harness: 'codex', state: 'error', reason: 'cannot parse ~/.codex/config.toml', action: 'error', file_error: true });
+    const body = clientStatusBody(t.ctx, 'inst-1', { harnesses: [harness(), failed] }, 'r-9', new Set());
+    valid(body);
+    expect(body).toMatchObject({ applied: false, files_ok: false, reconciliation_attempt: { harness: 'codex', revision: 'r-9' }, error: 'codex: cannot parse ~/.codex/config.toml' });
+    expect(body.harnesses?.[1]).toMatchObject({ name: 'codex', reconciled: false, compatibility_error: 'cannot parse ~/.codex/config.toml' });
+  });
+
+  it('says what the policy forbids, what this agent cannot capture, deprecated profiles, unverified versions and corrections', () => {
+    const body = clientStatusBody(
+      t.ctx,
+      'inst-1',
+      {
+        harnesses: [
+          harness({ allowed: false, state: 'not_allowed', reason: 'not in allowed_harnesses' }),
+          harness({ harness: 'kimi', supported: false, profile: null, state: 'unsupported_version', reason: 'Kimi 0.1.0 is outside every compatibility profile' }),
+          harness({ harness: 'codex', deprecated: true, verified: false, state: 'active', reason: 'managed (unverified 0.200.0 allowed by policy)', version: '0.200.0', profile: 'codex-v0_145_0' }),
+        ],
+      },
+      'r1',
+      new Set(['codex']),
+    );
+    valid(body);
+    expect(body.applied).toBe(true);
+    expect(body.harnesses).toMatchObject([
+      { name: 'claude', api_allowed: false, client_supported: true },
+      { name: 'kimi', client_supported: false, compatibility_error: 'Kimi 0.1.0 is outside every compatibility profile' },
+      { name: 'codex', compatibility_deprecated: true, compatibility_warning: expect.stringContaining('0.200.0 is at or past the certified ceiling of codex-v0_145_0'), drift_corrected: true },
+    ]);
+  });
+
+  it('before any revision is known, nothing is claimed applied', () => {
+    const body = clientStatusBody(t.ctx, 'inst-1', undefined, undefined, new Set());
+    valid(body);
+    expect(body).toMatchObject({ config_revision: null, applied: false, files_ok: true, harnesses: [] });
+  });
+});
