@@ -2,6 +2,8 @@
  * `blue-agent run`: the long-running agent. It
  *   - checks the governance policy every ttl_seconds (±10% jitter, If-None-Match), backs off after failures (doubling,
  *     capped at an hour, never before Retry-After) and keeps the last-known-good policy while the server is away;
+ *   - listens on the Control API's policy event stream (policy-push.ts) and checks at once when a new revision is
+ *     published, so a publish reaches the harnesses in seconds; the ttl check stays the fallback;
  *   - reconciles at once when the policy changes, shortly after a managed config file changes (drift repair; besides
  *     the file watches, a periodic `stat` of the watched files catches a change no watch reported), and in a periodic
  *     full sweep that notices harnesses installed, upgraded or removed;
@@ -16,6 +18,7 @@ import { SpoolView } from '../spool/index.js';
 import { CorrectionBackoff, DEFAULT_CORRECTION_BACKOFF, type CorrectionBackoffOptions } from './backoff.js';
 import { DEFAULT_DRAIN_SCHEDULE, DrainScheduler, spawnDrain, validDrainSchedule, type DrainLauncher, type DrainResult } from './drains.js';
 import { acquireInstanceLock, type InstanceLock } from './lock.js';
+import { DEFAULT_POLICY_PUSH, PolicyPush, type PolicyPushOptions } from './policy-push.js';
 import { createRunLogger, detectLogTarget, type LogTarget, type RunLogger } from './log.js';
 import { clientStatusBody, instanceId, type HarnessSummary } from './report.js';
 import { DEFAULT_POLICY_SCHEDULE, nextPolicyCheck, type CheckOutcome, type PolicyScheduleOptions } from './schedule.js';
@@ -56,6 +59,8 @@ export interface DaemonOptions {
   taskKillMs?: number;
   /** Repeated drift corrections of one file are spaced out (doubling from baseMs up to capMs). */
   correctionBackoff?: Partial<CorrectionBackoffOptions>;
+  /** The policy event stream's timings; false: no stream, the ttl check alone. */
+  policyPush?: Partial<PolicyPushOptions> | false;
 }
 
 /** What the agent keeps of the policy in force. */
@@ -88,6 +93,7 @@ export class Daemon {
   private driftCheckTimer: NodeJS.Timeout | undefined;
   private driftTimer: NodeJS.Timeout | undefined;
   private readonly corrections: CorrectionBackoff;
+  private readonly push: PolicyPush | undefined;
   private checking: Promise<void> | undefined;
   private checkAgain = false;
   private reconciling: Promise<void> | undefined;
@@ -139,6 +145,13 @@ export class Daemon {
       ...(options.watch === undefined ? {} : { watch: options.watch }),
     });
     this.corrections = new CorrectionBackoff({ ...DEFAULT_CORRECTION_BACKOFF, ...options.correctionBackoff });
+    this.push =
+      options.policyPush === false
+        ? undefined
+        : new PolicyPush(
+            { env: ctx.env, userAgent: `blue-agent/${ctx.self.version}`, log: this.log, random: this.random, onRevision: (r) => this.onRevisionPublished(r) },
+            { ...DEFAULT_POLICY_PUSH, ...options.policyPush },
+          );
     this.drains = new DrainScheduler({
       ctx,
       log: this.log,
@@ -186,7 +199,29 @@ export class Daemon {
     this.fullTimer = setInterval(() => this.requestReconcile('periodic'), this.options.fullReconcileMs ?? 60 * 60_000);
     this.driftCheckTimer = setInterval(() => void this.checkDrift(), this.options.driftCheckMs ?? DRIFT_CHECK_MS);
     void this.checkPolicy();
+    await this.subscribe(settings);
     if (await new SpoolView(this.ctx.paths).hasWork()) this.drains.request('start');
+  }
+
+  /** Listens on the configured Control API's policy event stream (none for a local policy file or no Control API). */
+  private async subscribe(settings: ReturnType<typeof safeSettings>): Promise<void> {
+    if (this.push === undefined) return;
+    if (settings?.controlUrl === undefined || this.config.policy_file !== undefined) {
+      await this.push.stop();
+      return;
+    }
+    await this.push.start({ controlUrl: settings.controlUrl, tokenSource: settings.tokenSource, readToken: settings.readToken });
+  }
+
+  /**
+   * The event stream named a revision: check now unless it is the one in force. The revision in force from the cache
+   * is no reason to ask either: the scheduled check (and any Retry-After the server gave) stays as it is.
+   */
+  private onRevisionPublished(revision: string): void {
+    if (this.stopping) return;
+    if (this.resolved !== undefined && String(this.resolved.revision) === revision) return;
+    this.log.info('policy revision published', { revision });
+    void this.checkPolicy();
   }
 
   /** Asks the Control API now (SIGHUP does, after reloading the config). */
@@ -251,6 +286,7 @@ export class Daemon {
       this.drains.reschedule(schedule);
       this.state.drain_schedule = schedule;
       this.log.info('config reloaded', { file: this.ctx.paths.configFile, drain_schedule: schedule, control_url: settings.controlUrl ?? null });
+      await this.subscribe(settings);
     } catch (error) {
       const blue = toBlueError(error);
       this.log.error('config reload failed; keeping the config in force', { code: blue.code, error: blue.message });
@@ -277,6 +313,7 @@ export class Daemon {
     clearTimeout(this.driftTimer);
     this.pendingReconcile = undefined;
     await this.watcher.close().catch(() => undefined);
+    await this.push?.stop();
     // Bounded, in parallel (the unit's TimeoutStopSec is 30 s; all of this stays under about 20 s):
     //   - a running drain gets its grace, then SIGTERM, then SIGKILL (5 + 5 s by default);
     //   - a reconcile in progress finishes its writes (quick and bounded; at most reconcileStopMs, 8 s);

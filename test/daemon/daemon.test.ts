@@ -186,7 +186,7 @@ describe('blue-agent run (in-process)', () => {
     expect(await settingsText()).toContain(MANAGED);
 
     // Back, but first saying "come back in 2 s".
-    stack.proxy.rules.push({ method: 'GET', path: /governance-config/, times: 1, action: { kind: 'answer', status: 503, headers: { 'retry-after': '2' } } });
+    stack.proxy.rules.push({ method: 'GET', path: /governance-config$/, times: 1, action: { kind: 'answer', status: 503, headers: { 'retry-after': '2' } } });
     await stack.proxy.start();
     const honoured = await waitFor('a Retry-After', () => lines('policy check will be retried', (l) => l.basis === 'retry-after')[0], 10_000);
     expect(honoured).toMatchObject({ retry_after_ms: 2_000, next_check_in_ms: 2_000 });
@@ -256,6 +256,72 @@ describe('blue-agent run (in-process)', () => {
     await waitFor('state to keep the schedule', async () => (await readRunState(t.ctx))?.drain_schedule === '*/7 * * * *');
     const next = (await readRunState(t.ctx))!.next_drain_at_unix_ms!;
     expect(new Date(next).getMinutes() % 7).toBe(0);
+  });
+});
+
+describe('blue-agent run: policy push', () => {
+  const PUSH: DaemonOptions = { policyPush: { backoffBaseMs: 100, backoffCapMs: 400 } };
+  const HOUR = 3_600;
+
+  it('reconciles a published revision at once, long before its ttl, through the event stream', async () => {
+    stack.server.store.publishPolicy(uploadPolicy(stack.proxy.url, { ttl_seconds: HOUR }), Date.now());
+    await start(PUSH);
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the stream', () => lines('policy event stream open')[0], 10_000);
+    const checksBefore = lines('policy checked').length;
+    // The next ttl check is an hour away: only the stream can bring this revision in.
+    const publishedAt = Date.now();
+    const off = await stack.server.store.publishPolicy({ ttl_seconds: HOUR }, publishedAt);
+    await waitFor('the managed hook to go', async () => !(await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the reconcile', () => lines('reconciled', (l) => l.trigger === 'policy' && l.revision === off.revision)[0]);
+    expect(lines('policy revision published', (l) => l.revision === off.revision)).toHaveLength(1);
+    expect(lines('policy checked').length).toBe(checksBefore + 1);
+    expect(lines('policy checked').at(-1)).toMatchObject({ ok: true, revision: off.revision, basis: 'ttl', next_check_in_ms: expect.any(Number) });
+    expect(lines('policy checked').at(-1)!.next_check_in_ms).toBeGreaterThan(3_000_000);
+    // The stream asked for events with the agent's token, through the same Control API URL.
+    expect(stack.proxy.seen.some((r) => r.path === '/governance-config/events' && r.fault === 'pass')).toBe(true);
+  });
+
+  it('opens the stream again after the server was away, and picks up what was published meanwhile', async () => {
+    stack.server.store.publishPolicy(uploadPolicy(stack.proxy.url, { ttl_seconds: HOUR }), Date.now());
+    await start(PUSH);
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the stream', () => lines('policy event stream open')[0], 10_000);
+    await stack.proxy.stop();
+    await waitFor('the stream to be missed', () => lines('policy event stream unavailable; retrying (the ttl check goes on)')[0], 10_000);
+    const off = await stack.server.store.publishPolicy({ ttl_seconds: HOUR }, Date.now());
+    await sleep(500);
+    // Said once, not once per retry.
+    expect(lines('policy event stream unavailable; retrying (the ttl check goes on)')).toHaveLength(1);
+    await stack.proxy.start();
+    await waitFor('the managed hook to go', async () => !(await settingsText()).includes(MANAGED), 10_000);
+    expect(lines('policy event stream open').length).toBeGreaterThanOrEqual(2);
+    expect(lines('policy revision published', (l) => l.revision === off.revision)).toHaveLength(1);
+    // Retried on the short backoff these tests set (its cap), the first retry said at warn and the rest at debug.
+    const retries = lines('policy event stream unavailable; retrying (the ttl check goes on)');
+    expect(retries).toHaveLength(1);
+    expect(retries[0]!.next_try_in_ms).toBeLessThanOrEqual(400);
+    expect(stack.proxy.count('GET', /\/governance-config\/events$/)).toBeGreaterThanOrEqual(2);
+  });
+
+  it('falls back to the ttl check against a Control API without the stream', async () => {
+    stack.proxy.rules.push({ method: 'GET', path: /\/governance-config\/events$/, times: 1_000, action: { kind: 'answer', status: 404 } });
+    await start(PUSH);
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    const said = await waitFor('the fallback', () => lines('the Control API has no policy event stream; checking on the ttl only')[0], 10_000);
+    expect(said).toMatchObject({ status: 404, next_try_in_ms: 3_600_000 });
+    // Polling (ttl 1 s) still brings a new revision in.
+    await stack.server.store.publishPolicy({ ttl_seconds: 1 }, Date.now());
+    await waitFor('the managed hook to go', async () => !(await settingsText()).includes(MANAGED), 10_000);
+    expect(lines('policy revision published')).toEqual([]);
+    expect(stack.proxy.count('GET', /\/governance-config\/events$/)).toBe(1);
+  });
+
+  it('does not subscribe with push turned off', async () => {
+    await start({ policyPush: false });
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await sleep(300);
+    expect(stack.proxy.count('GET', /\/governance-config\/events$/)).toBe(0);
   });
 });
 

@@ -110,6 +110,8 @@ export async function startFaultProxy(): Promise<FaultProxy> {
     const target = new URL(proxy.target);
     const upstream = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers, agent: false });
     upstream.on('error', () => res.destroy());
+    // A client gone (or cut off by stop()) takes its upstream request with it: long-lived streams included.
+    res.on('close', () => upstream.destroy());
     upstream.on('response', (answer) => {
       void (async () => {
         if (action?.kind === 'drop-response') {
