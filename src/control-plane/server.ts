@@ -16,6 +16,7 @@ import type { ServerLog } from './log.js';
 import { RevisionFeed } from './revision-feed.js';
 import { ROUTES, type RouteContext } from './routes.js';
 import type { ControlStore, User } from './store/index.js';
+import { storeUnavailable } from './store/unavailable.js';
 
 export interface ControlServerOptions {
   /** The opened database (store/index.ts `openStore`); the server closes it. */
@@ -213,6 +214,11 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       const entry = requests.get(request.raw);
       if (entry !== undefined) entry.outcome = `${error.status} ${error.code}`;
       return sendReplyError(reply, error);
+    }
+    const unavailable = storeUnavailable(error);
+    if (unavailable !== undefined) {
+      log('error', `${request.method} ${pathOnly(request.raw.url)}: ${unavailable}`, { event: 'database_unavailable', method: request.method, path: pathOnly(request.raw.url) });
+      return sendReplyError(reply, new HttpError(503, 'database_unavailable', `${unavailable}; try again shortly`, { 'retry-after': '2' }));
     }
     log('error', `internal error on ${request.method} ${pathOnly(request.raw.url)}: ${(error as Error)?.stack ?? String(error)}`, { event: 'internal_error', method: request.method, path: pathOnly(request.raw.url) });
     return sendReplyError(reply, new HttpError(500, 'internal', 'the server failed to answer this request; the error is in its log'));
