@@ -293,7 +293,7 @@ async function presign(rc: RouteContext, req: Request): Promise<void> {
     if (described !== undefined && !described.resumes) throw badRequest(`profile ${profile} does not resume sessions; presign it with resumable false`, 'not_resumable');
   }
   const now = rc.now();
-  const { session, artifact, outcome } = await rc.store.presign(
+  const { artifact, outcome } = await rc.store.presign(
     {
       owner_id: user.id,
       harness: body.harness,
@@ -316,7 +316,7 @@ async function presign(rc: RouteContext, req: Request): Promise<void> {
   );
   if (outcome === 'complete') {
     // These bytes are already the session's current artifact: nothing to upload.
-    sendJson(req.reply, 200, { upload_id: artifact.id, status: 'complete', upload_url: null, method: null, headers: {}, complete_url: null, session_id: session.id, expires_at: null });
+    sendJson(req.reply, 200, { upload_id: artifact.id, status: 'complete', upload_url: null, method: null, headers: {}, complete_url: null, session_id: artifact.session_id, expires_at: null });
     return;
   }
   const signed = await rc.blobs.presignUpload(artifact.blob_key, { size: artifact.size_bytes, sha256: artifact.sha256 }, now + rc.uploadUrlTtlMs);
@@ -327,7 +327,7 @@ async function presign(rc: RouteContext, req: Request): Promise<void> {
     method: signed.method,
     headers: signed.headers,
     complete_url: `${rc.publicUrl()}/session-uploads/${artifact.id}/complete`,
-    session_id: session.id,
+    session_id: artifact.session_id,
     expires_at: iso(signed.expiresAtUnixMs),
   });
 }

@@ -13,7 +13,9 @@ import { main } from '../../src/cli/main.js';
 import { openStore } from '../../src/control-plane/store/index.js';
 import { reconcile } from '../../src/reconcile/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
+import { BACKENDS } from '../support/control-server.js';
 import { rejected } from '../support/errors.js';
+import { freshDatabase } from '../support/postgres-db.js';
 
 let home: TestHome;
 beforeEach(async () => {
@@ -54,12 +56,24 @@ async function serve(opts: Record<string, string> = {}): Promise<{ url: string; 
   };
 }
 
-describe('control-plane serve on a fresh machine', () => {
+describe.each(BACKENDS)('control-plane serve on a fresh machine (%s)', (backend) => {
+  /** The database the commands use: SQLite in the data directory, or a fresh PostgreSQL one through the environment. */
+  let databaseUrl: string | undefined;
+  beforeEach(async () => {
+    databaseUrl = backend === 'postgres' ? await freshDatabase() : undefined;
+    if (databaseUrl !== undefined) {
+      home.env.BLUE_CONTROL_DATABASE_URL = databaseUrl;
+      home.ctx = home.context();
+    }
+  });
+  const openDb = () => openStore({ dataDir: defaultData(), databaseUrl });
+
   it('keeps its data under XDG_DATA_HOME, creates an administrator whose token is only in a 0600 file, and publishes a default policy on its own origin', async () => {
     const server = await serve();
     try {
       const data = defaultData();
-      expect(server.printed).toContain(`(data ${data},`);
+      expect(server.printed).toContain(databaseUrl === undefined ? `(data ${data},` : `(database postgres://`);
+      if (databaseUrl !== undefined) expect(server.printed).not.toContain(new URL(databaseUrl).password);
       const tokenFile = path.join(data, 'admin-token');
       expect(server.printed).toContain(`Created the administrator admin@localhost; its token is in ${tokenFile}`);
       expect(server.printed).toContain(`blue-agent login --control-url ${server.url} --token-stdin < ${tokenFile}`);
@@ -92,7 +106,7 @@ describe('control-plane serve on a fresh machine', () => {
     } finally {
       await again.stop();
     }
-    const store = await openStore({ dataDir: defaultData() });
+    const store = await openDb();
     try {
       expect((await store.listUsers()).map((u) => u.email)).toEqual(['admin@localhost']);
       expect((await store.currentPolicy())?.created_at).toBeDefined();
@@ -106,10 +120,9 @@ describe('control-plane serve on a fresh machine', () => {
   it('presigns at --public-url when given, and policy publish warns when presign_url leaves the recorded origin', async () => {
     const server = await serve({ publicUrl: 'https://control.example.com' });
     await server.stop();
-    const data = defaultData();
     const policy = JSON.parse((await run('control-plane', 'users', 'list', '--json')).stdout) as { users: unknown[] };
     expect(policy.users).toHaveLength(1);
-    const store = await openStore({ dataDir: data });
+    const store = await openDb();
     try {
       expect((await store.currentPolicy())?.body).toMatchObject({ session_upload: { presign_url: 'https://control.example.com/session-uploads/presign' } });
     } finally {

@@ -158,7 +158,7 @@ describe('PostgreSQL store', () => {
       const [a, b] = [await open(url), await open(url)];
       const { user } = await a.addUser('ada@example.com', false, 1);
       const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).presign(artifactInput(user.id, 'a'), 1000 + i, 30 * DAY)));
-      expect(new Set(results.map((r) => r.session.id)).size).toBe(1);
+      expect(new Set(results.map((r) => r.artifact.session_id)).size).toBe(1);
       expect(new Set(results.map((r) => r.artifact.id)).size).toBe(1);
       expect(results.filter((r) => r.outcome === 'created')).toHaveLength(1);
       expect(results.filter((r) => r.outcome === 'reused')).toHaveLength(19);
@@ -172,7 +172,7 @@ describe('PostgreSQL store', () => {
       const { user } = await a.addUser('ada@example.com', false, 1);
       const first = await a.presign(artifactInput(user.id, 'a'), 1000, 30 * DAY);
       const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? b : a).presign(artifactInput(user.id, 'b'), 2000 + i, 30 * DAY)));
-      expect(new Set(results.map((r) => r.session.id))).toEqual(new Set([first.session.id]));
+      expect(new Set(results.map((r) => r.artifact.session_id))).toEqual(new Set([first.artifact.session_id]));
       expect(new Set(results.map((r) => r.artifact.id)).size).toBe(1);
       expect(results.map((r) => r.artifact.revision)).toEqual(Array(20).fill(2));
       expect(results.filter((r) => r.outcome === 'created')).toHaveLength(1);
@@ -186,7 +186,7 @@ describe('PostgreSQL store', () => {
       const digits = '0123456789';
       const results = await Promise.all([...digits].map((d, i) => (i % 2 === 0 ? a : b).presign(artifactInput(user.id, d), 1000, 30 * DAY)));
       expect(results.every((r) => r.outcome === 'created')).toBe(true);
-      expect(new Set(results.map((r) => r.session.id)).size).toBe(1);
+      expect(new Set(results.map((r) => r.artifact.session_id)).size).toBe(1);
       expect(results.map((r) => r.artifact.revision).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     });
 

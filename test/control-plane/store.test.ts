@@ -73,8 +73,8 @@ describe.each(BACKENDS)('control store (%s)', (backend) => {
     const b = await s.presign({ ...base, sha256: 'b'.repeat(64) }, 1, 1000);
     const c = await s.presign({ ...base, harness: 'codex', sha256: 'b'.repeat(64) }, 1, 1000);
     expect([a.artifact.revision, b.artifact.revision, c.artifact.revision]).toEqual([1, 2, 1]);
-    expect(a.session.id).toBe(b.session.id);
-    expect(c.session.id).not.toBe(a.session.id);
+    expect(a.artifact.session_id).toBe(b.artifact.session_id);
+    expect(c.artifact.session_id).not.toBe(a.artifact.session_id);
     expect(await s.presign(base, 2, 1000)).toMatchObject({ outcome: 'reused', artifact: { id: a.artifact.id } });
   });
 });

@@ -148,8 +148,9 @@ describe('three stateless replicas on PostgreSQL and S3', () => {
     // Every replica's revisions, as its clients see them, in the order they come.
     const seen: string[][] = replicas.map(() => []);
     let watching = true;
-    const watchers = replicas.map(async (r, i) => {
-      while (watching) {
+    const watchUntil = Date.now() + 180_000; // bounded even when the test fails before it stops them
+    const watchers = replicas.map(async (_r, i) => {
+      while (watching && Date.now() < watchUntil) {
         const got = await json(`${backendUrl(i)}/governance-config`, token).catch(() => undefined);
         if (got?.status === 200 && seen[i]!.at(-1) !== got.body.revision) seen[i]!.push(got.body.revision);
         await sleep(50);
@@ -214,7 +215,7 @@ describe('three stateless replicas on PostgreSQL and S3', () => {
     })();
     await Promise.all([running, faults]);
     // The watchers see the last revision everywhere before they stop.
-    await until(() => seen.every((s) => s.at(-1) === published.at(-1)), 10_000);
+    await until(() => seen.every((s) => s.at(-1) === published.at(-1)), 10_000, () => `published ${JSON.stringify(published)}, seen ${JSON.stringify(seen)}`);
     watching = false;
     await Promise.all(watchers);
 
@@ -267,6 +268,8 @@ describe('three stateless replicas on PostgreSQL and S3', () => {
         stream.close();
       }
     }
+    // No replica died of what it went through (the killed one came back as a new process).
+    for (const r of replicas) expect(r.child.exitCode, `replica ${r.index} exited:\n${r.stdout()}`).toBeNull();
     // The proxy spread the work over the replicas.
     expect(proxy.counts.filter((c) => c > 0)).toHaveLength(REPLICAS);
   }, 240_000);
@@ -276,10 +279,10 @@ function backendUrl(i: number): string {
   return `http://127.0.0.1:${backends[i]!.port}`;
 }
 
-async function until(condition: () => boolean, timeoutMs = 120_000): Promise<void> {
+async function until(condition: () => boolean, timeoutMs = 120_000, state: () => string = () => ''): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting for the test condition');
+    if (Date.now() > deadline) throw new Error(`timed out waiting for the test condition ${state()}`);
     await sleep(20);
   }
 }

@@ -12,7 +12,7 @@
  * A bounded pool per process; bigint columns (times, sizes) are read as numbers by this pool only. The URL's password
  * never appears in `location`, a message or a hint. Bearer tokens are never stored: only their SHA-256.
  */
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import pg from 'pg';
 import { BlueError } from '../../errors.js';
 import { LOCK_NAMESPACE, LOCKS, migratePostgres, POSTGRES_MIGRATIONS } from './postgres-migrations.js';
@@ -41,6 +41,12 @@ const IDLE_TIMEOUT_MS = 30_000;
 const APPLICATION_NAME = 'blue-control';
 /** serialization_failure, deadlock_detected: the transaction may simply be run again. */
 const RETRYABLE = new Set(['40001', '40P01']);
+/**
+ * feature_not_supported, as "cached plan must not change result type": a statement this connection prepared no longer
+ * fits a table a newer release migrated. The connection is dropped (its prepared statements with it) and the work run
+ * once more on another.
+ */
+const STALE_STATEMENT = '0A000';
 
 /** int8 (bigint, COUNT(*)) as a number rather than pg's default string; every such value here is a safe integer. */
 const INT8_OID = 20;
@@ -93,17 +99,16 @@ const SESSION_SELECT = `SELECT s.*, us.email AS owner_email,
 const visible = (viewer: string): string => `(s.owner_id = ${viewer} OR s.sharing_mode = 'workspace' OR EXISTS
   (SELECT 1 FROM session_grants g WHERE g.session_id = s.id AND g.user_id = ${viewer}))`;
 
-/** Anything that runs a query: the pool, or the connection of a transaction. */
-interface Queryable {
-  query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
-}
-
-/** Rows of parameterised statements, on the pool or in a transaction. */
+/**
+ * Rows of parameterised statements, on a pooled connection or in a transaction. Every statement is a named prepared
+ * one (its name from its text): each connection parses and plans it once, which halves the database's work per
+ * upload.
+ */
 class Db {
-  constructor(private readonly target: Queryable) {}
+  constructor(private readonly target: pg.Pool | pg.PoolClient) {}
 
   async all(sql: string, ...args: Value[]): Promise<Row[]> {
-    return (await this.target.query<Row>(sql, args)).rows;
+    return (await this.query(sql, args)).rows;
   }
 
   async get(sql: string, ...args: Value[]): Promise<Row | undefined> {
@@ -111,8 +116,42 @@ class Db {
   }
 
   async run(sql: string, ...args: Value[]): Promise<number> {
-    return (await this.target.query(sql, args)).rowCount ?? 0;
+    return (await this.query(sql, args)).rowCount ?? 0;
   }
+
+  private async query(sql: string, values: Value[]): Promise<pg.QueryResult<Row>> {
+    const statement = { name: statementName(sql), text: sql, values };
+    if (!(this.target instanceof pg.Pool)) return this.target.query<Row>(statement);
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.target.connect();
+      // The pool listens for errors of idle connections only: a connection cut while this statement runs fails the
+      // statement, and must not end the process.
+      client.on('error', ignore);
+      let discard: Error | undefined;
+      try {
+        return await client.query<Row>(statement);
+      } catch (error) {
+        // A statement that failed on a broken or stale connection: the connection goes, not back to the pool.
+        if (sqlState(error) === STALE_STATEMENT || !(error instanceof pg.DatabaseError)) discard = error instanceof Error ? error : new Error(String(error));
+        if (attempt === 1 && sqlState(error) === STALE_STATEMENT) continue;
+        throw error;
+      } finally {
+        client.off('error', ignore);
+        client.release(discard);
+      }
+    }
+  }
+}
+
+/** Statement names by text: a hash, so the same text has the same name in every process. */
+const statementNames = new Map<string, string>();
+function statementName(sql: string): string {
+  let name = statementNames.get(sql);
+  if (name === undefined) {
+    name = `blue_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`;
+    statementNames.set(sql, name);
+  }
+  return name;
 }
 
 /** Numbered placeholders for a statement built from optional parts: `add(v)` is `$n` for the n-th value. */
@@ -208,7 +247,8 @@ export class PostgresStore implements ControlStore {
         await client.query('ROLLBACK').catch((rollbackError: unknown) => {
           broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
         });
-        if (attempt === 1 && RETRYABLE.has(sqlState(error) ?? '')) continue;
+        if (sqlState(error) === STALE_STATEMENT) broken = error as Error;
+        if (attempt === 1 && (RETRYABLE.has(sqlState(error) ?? '') || sqlState(error) === STALE_STATEMENT)) continue;
         throw error;
       } finally {
         client.off('error', ignore);
@@ -342,60 +382,67 @@ export class PostgresStore implements ControlStore {
   async presign(input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult> {
     return this.transaction(async (db) => {
       // The session row exists (made here, or by a concurrent presign that committed first) and is locked: every other
-      // presign or complete of this session waits until this transaction ends.
-      await db.run(
+      // presign or complete of this session waits until this transaction ends. A row this statement made is ours
+      // until commit (a concurrent insert of the same key waits on the unique index), so only an existing one is
+      // locked with a second statement. The common case, a new session, takes two statements and no reads.
+      const made = await db.get(
         `INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, 'private', NULL, $5, $5) ON CONFLICT (owner_id, harness, native_session_id) DO NOTHING`,
+         VALUES ($1, $2, $3, $4, 'private', NULL, $5, $5) ON CONFLICT (owner_id, harness, native_session_id) DO NOTHING RETURNING id`,
         randomUUID(),
         input.owner_id,
         input.harness,
         input.native_session_id,
         now,
       );
-      const sessionRow = (await db.get(
-        'SELECT id FROM sessions WHERE owner_id = $1 AND harness = $2 AND native_session_id = $3 FOR UPDATE',
-        input.owner_id,
-        input.harness,
-        input.native_session_id,
-      ))!;
-      const sessionId = String(sessionRow.id);
-      const session = (await sessionIn(db, sessionId))!;
-      // The same bytes are already the session's current artifact: nothing to upload.
-      const current = session.current;
-      if (current !== undefined && current.status === 'complete' && !current.blob_deleted && current.retention_deadline > now && current.sha256 === input.sha256 && current.size_bytes === input.size_bytes) {
-        return { session, artifact: current, outcome: 'complete' as const };
-      }
-      // A retried presign of bytes not yet verified gets the same artifact again, with a fresh URL.
-      const same = await db.get(
-        `SELECT id FROM artifacts WHERE session_id = $1 AND sha256 = $2 AND size_bytes = $3 AND status IN ('pending', 'failed') AND NOT blob_deleted
-         ORDER BY revision DESC LIMIT 1`,
-        sessionId,
-        input.sha256,
-        input.size_bytes,
-      );
-      if (same !== undefined) {
-        await db.run(
+      let sessionId: string;
+      let nextRevision = 1;
+      if (made !== undefined) {
+        sessionId = String(made.id);
+      } else {
+        const locked = (await db.get(
+          'SELECT id FROM sessions WHERE owner_id = $1 AND harness = $2 AND native_session_id = $3 FOR UPDATE',
+          input.owner_id,
+          input.harness,
+          input.native_session_id,
+        ))!;
+        sessionId = String(locked.id);
+        // Read after the lock (a statement of its own, so with a snapshot taken after it): a concurrent presign of this
+        // session that committed meanwhile is counted.
+        nextRevision = Number((await db.get('SELECT MAX(revision) AS r FROM artifacts WHERE session_id = $1', sessionId))!.r ?? 0) + 1;
+        const session = (await sessionIn(db, sessionId))!;
+        // The same bytes are already the session's current artifact: nothing to upload.
+        const current = session.current;
+        if (current !== undefined && current.status === 'complete' && !current.blob_deleted && current.retention_deadline > now && current.sha256 === input.sha256 && current.size_bytes === input.size_bytes) {
+          return { artifact: current, outcome: 'complete' as const };
+        }
+        // A retried presign of bytes not yet verified gets the same artifact again, with a fresh URL.
+        const same = await db.get(
           `UPDATE artifacts SET status = 'pending', failure = NULL, content_type = $1, compatibility_profile = $2, artifact_format = $3,
              resumable = $4, cwd = $5, title = $6, summary = $7, captured_at_unix_ms = $8, repository_root = $9, repository_remote = $10,
-             updated_at = $11, retention_deadline = $12 WHERE id = $13`,
+             updated_at = $11, retention_deadline = $12
+           WHERE id = (SELECT id FROM artifacts WHERE session_id = $13 AND sha256 = $14 AND size_bytes = $15 AND status IN ('pending', 'failed')
+                         AND NOT blob_deleted ORDER BY revision DESC LIMIT 1)
+           RETURNING *`,
           ...describe(input),
           now,
           now + retentionMs,
-          String(same.id),
+          sessionId,
+          input.sha256,
+          input.size_bytes,
         );
         await db.run('UPDATE sessions SET updated_at = $1 WHERE id = $2', now, sessionId);
-        return { session: (await sessionIn(db, sessionId))!, artifact: (await artifactIn(db, String(same.id)))!, outcome: 'reused' as const };
+        if (same !== undefined) return { artifact: toArtifact(same), outcome: 'reused' as const };
       }
-      const last = (await db.get('SELECT MAX(revision) AS r FROM artifacts WHERE session_id = $1', sessionId))!;
       const id = randomUUID();
-      await db.run(
+      const inserted = (await db.get(
         `INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
            artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote, blob_key,
            created_at, updated_at, retention_deadline)
-         VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+         VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+         RETURNING *`,
         id,
         sessionId,
-        Number(last.r ?? 0) + 1,
+        nextRevision,
         input.size_bytes,
         input.sha256,
         ...describe(input),
@@ -403,9 +450,8 @@ export class PostgresStore implements ControlStore {
         now,
         now,
         now + retentionMs,
-      );
-      await db.run('UPDATE sessions SET updated_at = $1 WHERE id = $2', now, sessionId);
-      return { session: (await sessionIn(db, sessionId))!, artifact: (await artifactIn(db, id))!, outcome: 'created' as const };
+      ))!;
+      return { artifact: toArtifact(inserted), outcome: 'created' as const };
     });
   }
 
@@ -421,29 +467,29 @@ export class PostgresStore implements ControlStore {
 
   async complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact> {
     return this.transaction(async (db) => {
-      // The artifact's session, locked: completes (and presigns) of one session run one after the other.
-      const locked = await db.get('SELECT s.id FROM sessions s JOIN artifacts a ON a.session_id = s.id WHERE a.id = $1 FOR UPDATE OF s', artifactId);
-      if (locked === undefined) throw new Error(`complete: no artifact ${artifactId}`);
-      // Read after the lock: what an earlier complete of this session wrote is seen.
-      const artifact = (await artifactIn(db, artifactId))!;
+      // The artifact, read with its session locked: completes (and presigns) of one session run one after the other,
+      // and what an earlier complete of this session wrote is seen.
+      const row = await db.get('SELECT a.* FROM artifacts a JOIN sessions s ON s.id = a.session_id WHERE a.id = $1 FOR UPDATE OF s', artifactId);
+      if (row === undefined) throw new Error(`complete: no artifact ${artifactId}`);
+      const artifact = toArtifact(row);
       if (artifact.status === 'complete' || artifact.status === 'superseded') return artifact;
       const newer = await db.get(
         `SELECT 1 FROM artifacts WHERE session_id = $1 AND status IN ('complete', 'superseded') AND revision > $2 LIMIT 1`,
         artifact.session_id,
         artifact.revision,
       );
-      await db.run(
-        `UPDATE artifacts SET status = $1, failure = NULL, completed_at = $2, updated_at = $2, retention_deadline = $3 WHERE id = $4`,
+      const done = (await db.get(
+        `UPDATE artifacts SET status = $1, failure = NULL, completed_at = $2, updated_at = $2, retention_deadline = $3 WHERE id = $4 RETURNING *`,
         newer === undefined ? 'complete' : 'superseded',
         now,
         now + retentionMs,
         artifactId,
-      );
+      ))!;
       if (newer === undefined) {
         await db.run(`UPDATE artifacts SET status = 'superseded', updated_at = $1 WHERE session_id = $2 AND status = 'complete' AND id <> $3`, now, artifact.session_id, artifactId);
         await db.run('UPDATE sessions SET current_artifact_id = $1, updated_at = $2 WHERE id = $3', artifactId, now, artifact.session_id);
       }
-      return (await artifactIn(db, artifactId))!;
+      return toArtifact(done);
     });
   }
 
@@ -686,3 +732,4 @@ function connectError(error: unknown, location: string, secrets: readonly string
   }
   return fail('IO_ERROR', `cannot open the PostgreSQL database ${location}: ${said}`, `Check ${urlHint}, that the server runs, and that its user may connect and create tables in the database.`);
 }
+

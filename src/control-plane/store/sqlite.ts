@@ -261,7 +261,7 @@ export class SqliteStore implements ControlStore {
       // The same bytes are already the session's current artifact: nothing to upload.
       const current = session.current;
       if (current !== undefined && current.status === 'complete' && !current.blob_deleted && current.retention_deadline > now && current.sha256 === input.sha256 && current.size_bytes === input.size_bytes) {
-        return { session, artifact: current, outcome: 'complete' as const };
+        return { artifact: current, outcome: 'complete' as const };
       }
       // A retried presign of bytes not yet verified gets the same artifact again, with a fresh URL.
       const same = this.get(
@@ -282,7 +282,7 @@ export class SqliteStore implements ControlStore {
           String(same.id),
         );
         this.run('UPDATE sessions SET updated_at = ? WHERE id = ?', now, sessionId);
-        return { session: this.sessionSync(sessionId)!, artifact: this.artifactSync(String(same.id))!, outcome: 'reused' as const };
+        return { artifact: this.artifactSync(String(same.id))!, outcome: 'reused' as const };
       }
       const last = this.get('SELECT MAX(revision) AS r FROM artifacts WHERE session_id = ?', sessionId) as { r: number | null };
       const id = randomUUID();
@@ -303,7 +303,7 @@ export class SqliteStore implements ControlStore {
         now + retentionMs,
       );
       this.run('UPDATE sessions SET updated_at = ? WHERE id = ?', now, sessionId);
-      return { session: this.sessionSync(sessionId)!, artifact: this.artifactSync(id)!, outcome: 'created' as const };
+      return { artifact: this.artifactSync(id)!, outcome: 'created' as const };
     });
   }
 

@@ -94,7 +94,7 @@ export interface NewArtifact {
 }
 
 export interface PresignResult {
-  session: CapturedSession;
+  /** The artifact presigned (its `session_id` is the captured session's). */
   artifact: Artifact;
   /** created: a new artifact; reused: a pending or failed one of the same bytes, given a fresh URL; complete: nothing to upload. */
   outcome: 'created' | 'reused' | 'complete';
