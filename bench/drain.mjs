@@ -12,13 +12,14 @@
 //
 // Setup, untimed: 1,000 tiny Claude sessions are spooled as intake records (with the spool module, as the capture hook
 // would), and a first `drain --json` with no Control API configured builds them all into ready records.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { compileRunner } from '../scripts/compile-runner.mjs';
+import { startListening } from './lib.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const entry = path.join(root, 'bin', 'blue-agent.js');
@@ -49,36 +50,11 @@ export async function startServer(dir) {
   const data = path.join(dir, 'control');
   await mkdir(data, { recursive: true });
   const env = cleanEnv();
-  const child = spawn(process.execPath, [entry, 'control-plane', 'serve', '--listen', '127.0.0.1:0', '--data', data], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-8192)));
-  const url = await new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`the server did not start within 20 s: ${stderr}`)), 20_000);
-    child.stdout.on('data', (c) => {
-      out += c;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m !== null) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`the server exited ${code}: ${stderr}`)));
-  });
-  child.stdout.resume();
+  const { url, child, stop } = await startListening([process.execPath, entry, 'control-plane', 'serve', '--listen', '127.0.0.1:0', '--data', data], env);
   const token = JSON.parse(cli(['control-plane', 'users', 'add', 'bench@example.com', '--data', data, '--json'], env)).token;
   const policy = path.join(dir, 'policy.yaml');
   await writeFile(policy, `session_upload: { presign_url: "${url}/session-uploads/presign" }\n`);
   cli(['control-plane', 'policy', 'publish', policy, '--data', data, '--json'], env);
-  const stop = () =>
-    new Promise((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    });
   return { url, token, data, stop, child };
 }
 
