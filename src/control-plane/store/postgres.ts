@@ -95,6 +95,10 @@ const SESSION_SELECT = `SELECT s.*, us.email AS owner_email,
     ${ARTIFACT_COLUMNS.map((c) => `a.${c} AS a_${c}`).join(', ')}
   FROM sessions s JOIN users us ON us.id = s.owner_id LEFT JOIN artifacts a ON a.id = s.current_artifact_id`;
 
+/** An artifact (its columns as `t_<column>`) with its session as SESSION_SELECT reads it, by the artifact's id. */
+const ARTIFACT_WITH_SESSION = `${SESSION_SELECT.replace(/^SELECT /, `SELECT ${ARTIFACT_COLUMNS.map((c) => `t.${c} AS t_${c}`).join(', ')}, `)}
+  JOIN artifacts t ON t.session_id = s.id WHERE t.id = $1`;
+
 /** Who may see a session in listings: the owner, sessions shared with the whole workspace, or by name. */
 const visible = (viewer: string): string => `(s.owner_id = ${viewer} OR s.sharing_mode = 'workspace' OR EXISTS
   (SELECT 1 FROM session_grants g WHERE g.session_id = s.id AND g.user_id = ${viewer}))`;
@@ -380,6 +384,33 @@ export class PostgresStore implements ControlStore {
   // Sessions and artifacts
 
   async presign(input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult> {
+    // The common case, a session seen for the first time: the session and its first artifact in one statement (one
+    // round trip, its own transaction). When the session exists already, the statement inserts nothing and the
+    // general path below runs.
+    const id = randomUUID();
+    const first = await this.db.get(
+      `WITH made AS (
+         INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, 'private', NULL, $5, $5) ON CONFLICT (owner_id, harness, native_session_id) DO NOTHING RETURNING id
+       )
+       INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
+         artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote, blob_key,
+         created_at, updated_at, retention_deadline)
+       SELECT $6, made.id, 1, 'pending', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $5, $5, $20 FROM made
+       RETURNING *`,
+      randomUUID(),
+      input.owner_id,
+      input.harness,
+      input.native_session_id,
+      now,
+      id,
+      input.size_bytes,
+      input.sha256,
+      ...describe(input),
+      `sessions/${id}.tar.gz`,
+      now + retentionMs,
+    );
+    if (first !== undefined) return { artifact: toArtifact(first), outcome: 'created' };
     return this.transaction(async (db) => {
       // The session row exists (made here, or by a concurrent presign that committed first) and is locked: every other
       // presign or complete of this session waits until this transaction ends. A row this statement made is ours
@@ -456,9 +487,13 @@ export class PostgresStore implements ControlStore {
   }
 
   async artifact(id: string): Promise<{ artifact: Artifact; session: CapturedSession } | undefined> {
-    const artifact = await artifactIn(this.db, id);
-    if (artifact === undefined) return undefined;
-    return { artifact, session: (await sessionIn(this.db, artifact.session_id))! };
+    if (!storable(id)) return undefined;
+    // One statement: the artifact (its columns as t_…) joined to its session as SESSION_SELECT reads it.
+    const row = await this.db.get(ARTIFACT_WITH_SESSION, id);
+    if (row === undefined) return undefined;
+    const artifact: Row = {};
+    for (const column of ARTIFACT_COLUMNS) artifact[column] = row[`t_${column}`];
+    return { artifact: toArtifact(artifact), session: sessionOf(row) };
   }
 
   async markFailed(artifactId: string, reason: string, now: number): Promise<void> {
@@ -473,22 +508,29 @@ export class PostgresStore implements ControlStore {
       if (row === undefined) throw new Error(`complete: no artifact ${artifactId}`);
       const artifact = toArtifact(row);
       if (artifact.status === 'complete' || artifact.status === 'superseded') return artifact;
-      const newer = await db.get(
-        `SELECT 1 FROM artifacts WHERE session_id = $1 AND status IN ('complete', 'superseded') AND revision > $2 LIMIT 1`,
+      // One statement (its parts see the same snapshot, taken under the session's lock): an artifact of a newer
+      // revision that completed already makes this one superseded at once; otherwise this one is current, and the
+      // session's complete one before it is superseded.
+      const done = (await db.get(
+        `WITH newer AS (
+           SELECT EXISTS (SELECT 1 FROM artifacts WHERE session_id = $1 AND status IN ('complete', 'superseded') AND revision > $2) AS found
+         ), done AS (
+           UPDATE artifacts SET status = CASE WHEN (SELECT found FROM newer) THEN 'superseded' ELSE 'complete' END,
+             failure = NULL, completed_at = $3, updated_at = $3, retention_deadline = $4
+           WHERE id = $5 RETURNING *
+         ), older AS (
+           UPDATE artifacts SET status = 'superseded', updated_at = $3
+           WHERE session_id = $1 AND status = 'complete' AND id <> $5 AND NOT (SELECT found FROM newer)
+         ), now_current AS (
+           UPDATE sessions SET current_artifact_id = $5, updated_at = $3 WHERE id = $1 AND NOT (SELECT found FROM newer)
+         )
+         SELECT * FROM done`,
         artifact.session_id,
         artifact.revision,
-      );
-      const done = (await db.get(
-        `UPDATE artifacts SET status = $1, failure = NULL, completed_at = $2, updated_at = $2, retention_deadline = $3 WHERE id = $4 RETURNING *`,
-        newer === undefined ? 'complete' : 'superseded',
         now,
         now + retentionMs,
         artifactId,
       ))!;
-      if (newer === undefined) {
-        await db.run(`UPDATE artifacts SET status = 'superseded', updated_at = $1 WHERE session_id = $2 AND status = 'complete' AND id <> $3`, now, artifact.session_id, artifactId);
-        await db.run('UPDATE sessions SET current_artifact_id = $1, updated_at = $2 WHERE id = $3', artifactId, now, artifact.session_id);
-      }
       return toArtifact(done);
     });
   }
