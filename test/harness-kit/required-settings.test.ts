@@ -4,6 +4,7 @@
  * hook byte for byte, and left alone once they are the user's.
  */
 import fc from 'fast-check';
+import { parse as parseJsonc } from 'jsonc-parser';
 import { describe, expect, it } from 'vitest';
 import type { OwnershipRecord } from '../../src/harness-kit/matcher-hooks-ownership.js';
 import { planMatcherHooks, type MatcherHook, type MatcherHooksPlan } from '../../src/harness-kit/matcher-hooks.js';
@@ -23,7 +24,8 @@ function roundTrip(text: string | null, desired: MatcherHook): { installed: Matc
   return { installed, removed };
 }
 
-const parse = (text: string | null) => JSON.parse((text ?? '').replace(/\/\/.*$/gm, '')) as Record<string, any>;
+/** The settings as the harness reads them: JSON with comments (a `//` inside a string is not one). */
+const parse = (text: string | null) => parseJsonc(text ?? '') as Record<string, any>;
 
 describe('a required setting', () => {
   it('is added with the hook when absent, creating its parent object, and removal gives back the bytes', () => {
