@@ -75,22 +75,26 @@ export interface CapturedSession {
   current: Artifact | undefined;
 }
 
-export interface NewArtifact {
+/** What a presign asks for: whose session, and the artifact's bytes and description. */
+export interface NewArtifact
+  extends Pick<
+    Artifact,
+    | 'sha256'
+    | 'size_bytes'
+    | 'content_type'
+    | 'compatibility_profile'
+    | 'artifact_format'
+    | 'resumable'
+    | 'cwd'
+    | 'title'
+    | 'summary'
+    | 'captured_at_unix_ms'
+    | 'repository_root'
+    | 'repository_remote'
+  > {
   owner_id: string;
   harness: string;
   native_session_id: string;
-  sha256: string;
-  size_bytes: number;
-  content_type: string;
-  compatibility_profile: string;
-  artifact_format: string;
-  resumable: boolean;
-  cwd: string | null;
-  title: string | null;
-  summary: string | null;
-  captured_at_unix_ms: number | null;
-  repository_root: string | null;
-  repository_remote: string | null;
 }
 
 export interface PresignResult {
