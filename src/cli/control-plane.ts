@@ -131,7 +131,9 @@ export async function gcCommand(ctx: Context, opts: DataOptions & BlobOptions): 
       ctx,
       opts,
       { ok: result.failed.length === 0, ...result },
-      `Deleted ${result.deleted.length} expired object${result.deleted.length === 1 ? '' : 's'}.\n` +
+      `Deleted ${result.deleted.length} expired object${result.deleted.length === 1 ? '' : 's'}` +
+        (result.deleted_objects.length === 0 ? '' : ` and ${result.deleted_objects.length} of deleted sessions`) +
+        '.\n' +
         result.failed.map((f) => `  could not delete ${f.id}: ${f.error}\n`).join(''),
     );
     return result.failed.length === 0 ? 0 : 1;

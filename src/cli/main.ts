@@ -172,7 +172,7 @@ Examples:
       state.exitCode = await loginCommand(ctx, opts);
     });
 
-  const sessions = program.command('sessions').description('list, show, share and export the captured sessions on the Control API');
+  const sessions = program.command('sessions').description('list, show, share, delete and export the captured sessions on the Control API');
   sessions
     .command('list')
     .description('your sessions, newest first (with --all: every session the Control API lets you see)')
@@ -210,6 +210,24 @@ Example:
     .action(async (id: string, opts: { mode: string; user?: string[]; json?: boolean }) => {
       const { sessionsShareCommand } = await import('./sessions.js');
       state.exitCode = await sessionsShareCommand(ctx, id, opts);
+    });
+  sessions
+    .command('delete <id>')
+    .description('delete one of your sessions from the Control API for good: every revision and its stored bundles')
+    .option('--yes', 'delete it (without this flag, only say what would be deleted)')
+    .option('--json', 'print as JSON')
+    .addHelpText(
+      'after',
+      `
+The owner deletes their own sessions; an administrator any. Without --yes nothing is deleted: the command names the
+session it would delete and exits 2. The deletion is recorded in the Control API's audit log.
+
+Example:
+  blue-agent sessions delete 3d394c86 --yes`,
+    )
+    .action(async (id: string, opts: { yes?: boolean; json?: boolean }) => {
+      const { sessionsDeleteCommand } = await import('./sessions.js');
+      state.exitCode = await sessionsDeleteCommand(ctx, id, opts);
     });
   sessions
     .command('export <id-or-file>')

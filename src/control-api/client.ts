@@ -111,7 +111,7 @@ export class ControlClient {
    * when no answer came (describe it with `describeNetworkError`), and with an UploadError for a URL off the Control
    * API's origin: a token must not travel somewhere the configuration did not name.
    */
-  async send(method: 'GET' | 'POST' | 'PUT', url: URL, options: SendOptions = {}): Promise<Dispatcher.ResponseData> {
+  async send(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: URL, options: SendOptions = {}): Promise<Dispatcher.ResponseData> {
     if (url.origin !== this.origin) {
       throw new UploadError('service', 'UPLOAD_FAILED', `refusing to send the token to ${url.origin}, which is not the Control API (${this.origin})`);
     }
@@ -132,7 +132,7 @@ export class ControlClient {
    * somewhere the configuration did not name, and these routes have no reason to move. A 204 (POST /client-status)
    * answers undefined: there is no body to read; callers that need one validate what they get.
    */
-  async requestJson(method: 'GET' | 'POST' | 'PUT', url: URL, body?: unknown): Promise<unknown> {
+  async requestJson(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: URL, body?: unknown): Promise<unknown> {
     const where = `${method} ${safeUrl(url.href)}`;
     let response: Dispatcher.ResponseData;
     try {

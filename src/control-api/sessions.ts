@@ -317,6 +317,26 @@ export class SessionsApi {
    * PUT /session-uploads/{id}/sharing with `{mode, user_ids}` only (Blue's server refuses any other field, and
    * `user_ids` outside `selected`): e-mail addresses are resolved first (`memberIds`).
    */
+  /**
+   * `DELETE /session-uploads/{id}` (blue-agent's Control API): the session, every revision and its objects, for good.
+   * The owner or an administrator only; a Control API without the route says so.
+   */
+  async delete(id: string): Promise<void> {
+    try {
+      await this.call(() => this.client.requestJson('DELETE', this.client.routeUrl(`session-uploads/${id}`)), id, { ownerOnly: true });
+    } catch (error) {
+      if (error instanceof UploadError && error.status === 403) {
+        throw new BlueError('SESSION_NOT_OWNED', `only the owner of session ${id} or an administrator may delete it`, { hint: 'Ask the owner; `blue-agent sessions show` names them.' });
+      }
+      if (error instanceof UploadError && error.status === 405) {
+        throw new BlueError('UPLOAD_REJECTED', `this Control API does not delete sessions (DELETE /session-uploads/${id} answered 405)`, {
+          hint: "Ask the Control API's administrators to delete it, or let its retention run out.",
+        });
+      }
+      throw error;
+    }
+  }
+
   async setSharing(id: string, mode: SharingMode, userIds: readonly string[]): Promise<SharingUpdate> {
     const where = `PUT /session-uploads/${id}/sharing`;
     const request = mode === 'selected' ? { mode, user_ids: [...userIds] } : { mode };

@@ -159,12 +159,23 @@ export async function firstStart(store: ControlStore, dataDir: string, publicUrl
 }
 
 /** Deletes the objects of artifacts past their retention deadline; their metadata stays, marked expired. */
-export async function collectGarbage(where: StoreOptions, blobs: BlobStore, now: number): Promise<{ deleted: string[]; failed: { id: string; error: string }[] }> {
+export async function collectGarbage(
+  where: StoreOptions,
+  blobs: BlobStore,
+  now: number,
+): Promise<{ deleted: string[]; deleted_objects: string[]; failed: { id: string; error: string }[] }> {
   const deleted: string[] = [];
+  const deletedObjects: string[] = [];
   const failed: { id: string; error: string }[] = [];
+  const failedIds = new Set<string>();
+  const fail = (id: string, error: unknown) => {
+    failed.push({ id, error: (error as Error).message });
+    failedIds.add(id);
+  };
   return withStore({ ...where, create: false }, async (store) => {
+    // Objects past their retention deadline: the artifact stays, marked expired.
     for (;;) {
-      const batch = (await store.expiredArtifacts(now, 500)).filter((a) => !failed.some((f) => f.id === a.id));
+      const batch = (await store.expiredArtifacts(now, 500)).filter((a) => !failedIds.has(a.id));
       if (batch.length === 0) break;
       for (const artifact of batch) {
         try {
@@ -172,11 +183,25 @@ export async function collectGarbage(where: StoreOptions, blobs: BlobStore, now:
           await store.markBlobDeleted(artifact.id);
           deleted.push(artifact.id);
         } catch (error) {
-          failed.push({ id: artifact.id, error: (error as Error).message });
+          fail(artifact.id, error);
         }
       }
-      if (batch.every((a) => failed.some((f) => f.id === a.id))) break;
     }
-    return { deleted, failed };
+    // Objects of deleted sessions that could not be deleted at once, or may have been uploaded after (a PUT to a URL
+    // signed before the delete).
+    for (;;) {
+      const batch = (await store.blobDeletionsDue(now, 500)).filter((key) => !failedIds.has(key));
+      if (batch.length === 0) break;
+      for (const key of batch) {
+        try {
+          await blobs.delete(key);
+          await store.blobDeleted(key, now);
+          deletedObjects.push(key);
+        } catch (error) {
+          fail(key, error);
+        }
+      }
+    }
+    return { deleted, deleted_objects: deletedObjects, failed };
   });
 }

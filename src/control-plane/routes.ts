@@ -8,6 +8,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import * as validators from '../schema/generated/validators.js';
+import type { AuditEventPage } from '../schema/generated/control-audit-events.js';
 import type { CapturedSession as CapturedSessionView } from '../schema/generated/control-captured-session.js';
 import type { CapturedSessionList } from '../schema/generated/control-captured-sessions.js';
 import type { ClientStatusReport } from '../schema/generated/control-client-status.js';
@@ -18,17 +19,21 @@ import type { SessionDetail } from '../schema/generated/control-session-detail.j
 import type { SharingRequest } from '../schema/generated/control-sharing.js';
 import type { BlobStore } from './blobs/types.js';
 import { CLIENT_CAPABILITIES_HEADER, CONTRACT_VERSION_HEADER, REQUIRED_CLIENT_VERSION_HEADER, requiredClientVersion, unmetContract } from './governance.js';
+import type { ServerLog } from './log.js';
 import type { RevisionFeed } from './revision-feed.js';
 import { badRequest, forbidden, HttpError, notFound, readJsonBody, sendEmpty, sendJson, sendText, validateBody, type Validate } from './http.js';
 import {
   ARTIFACT_STATUSES,
+  AUDIT_ACTIONS,
   isExpired,
   LEGACY_FORMAT,
   LEGACY_PROFILE,
   type Artifact,
   type ArtifactStatus,
+  type AuditAction,
   type CapturedSession,
   type ControlStore,
+  type NewAuditEvent,
   type SessionQuery,
   type User,
 } from './store/index.js';
@@ -39,6 +44,7 @@ export const MAX_QUERY_LENGTH = 200;
 export const DEFAULT_CURSOR_PAGE = 50;
 export const DEFAULT_NUMBERED_PAGE = 25;
 export const MAX_PAGE = 100;
+export const DEFAULT_AUDIT_PAGE = 100;
 /** Named recipients of one session, at most (as Blue's server). */
 export const MAX_RECIPIENTS = 500;
 /** Scopes every bearer token of this server carries (docs/contract.md: until the device flow, tokens are per user). */
@@ -62,6 +68,7 @@ export interface RouteContext {
   /** New governance revisions, for `GET /governance-config/events`. */
   revisions: RevisionFeed;
   eventStreams: EventStreamLimits;
+  log: ServerLog;
 }
 
 export interface EventStreamLimits {
@@ -120,10 +127,11 @@ export const ROUTES: readonly Route[] = [
   route('/session-uploads/facets', { GET: facets }),
   route('/session-uploads/members', { GET: members }),
   route('/session-uploads', { GET: listSessions }),
-  route(`/session-uploads/${ID}`, { GET: getSession }),
+  route(`/session-uploads/${ID}`, { GET: getSession, DELETE: deleteSession }),
   route(`/session-uploads/${ID}/complete`, { POST: complete }),
   route(`/session-uploads/${ID}/download`, { POST: download }),
   route(`/session-uploads/${ID}/sharing`, { GET: getSharing, PUT: putSharing }),
+  route('/audit-events', { GET: auditEvents }),
 ];
 
 /** The caller of a route that is not public (the server authenticates before the handler runs). */
@@ -375,8 +383,21 @@ async function visibleSession(rc: RouteContext, req: Request): Promise<CapturedS
   return session;
 }
 
+/** The audit entry of `action` on `session` by the caller. */
+function audited(req: Request, session: CapturedSession, action: AuditAction, details: Record<string, unknown> = {}): NewAuditEvent {
+  const user = caller(req);
+  return { actor: { id: user.id, email: user.email }, action, session_id: session.id, owner_id: session.owner_id, details };
+}
+
+/** An administrator reading a session that is not theirs is in the audit log. */
+async function auditAdminRead(rc: RouteContext, req: Request, session: CapturedSession, what: string): Promise<void> {
+  const user = caller(req);
+  if (user.is_admin && session.owner_id !== user.id) await rc.store.appendAudit(audited(req, session, 'session.read', { what }), rc.now());
+}
+
 async function getSession(rc: RouteContext, req: Request): Promise<void> {
   const session = await visibleSession(rc, req);
+  await auditAdminRead(rc, req, session, 'detail');
   const artifacts = await rc.store.artifactsOf(session.id);
   const now = rc.now();
   const body: SessionDetail = {
@@ -410,6 +431,8 @@ async function download(rc: RouteContext, req: Request): Promise<void> {
     throw new HttpError(410, 'expired', `session ${session.id} passed its retention deadline (${iso(artifact.retention_deadline)}) and its bundle is gone`);
   }
   const signed = await rc.blobs.presignDownload(artifact.blob_key, now + rc.downloadUrlTtlMs);
+  // Written before the URL is given out: no download the log does not know of.
+  await rc.store.appendAudit(audited(req, session, 'session.download', { artifact_id: artifact.id }), now);
   sendJson(req.reply, 200, {
     download_url: signed.url,
     expires_in_seconds: Math.max(0, Math.floor((signed.expiresAtUnixMs - now) / 1000)),
@@ -424,6 +447,7 @@ async function download(rc: RouteContext, req: Request): Promise<void> {
 
 async function getSharing(rc: RouteContext, req: Request): Promise<void> {
   const session = await visibleSession(rc, req);
+  await auditAdminRead(rc, req, session, 'sharing');
   const recipients = await rc.store.recipients(session);
   sendJson(req.reply, 200, {
     mode: session.sharing_mode,
@@ -456,7 +480,64 @@ async function putSharing(rc: RouteContext, req: Request): Promise<void> {
   if (ids.size > MAX_RECIPIENTS) throw badRequest(`a session is shared with at most ${MAX_RECIPIENTS} people by name; share it with the workspace instead`);
   if (body.mode === 'selected' && ids.size === 0) throw badRequest('mode "selected" needs user_ids or emails naming at least one recipient other than you');
   await rc.store.setSharing(session.id, body.mode, [...ids]);
+  await rc.store.appendAudit(audited(req, session, 'session.share', { from: session.sharing_mode, mode: body.mode, user_ids: [...ids].sort() }), rc.now());
   sendJson(req.reply, 200, { id: session.id, mode: body.mode, user_ids: [...ids].sort() });
+}
+
+/**
+ * `DELETE /session-uploads/{id}` (an extension): the owner or an administrator deletes a captured session, every
+ * revision of it — metadata, sharing, objects — and the deletion is in the audit log. The database forgets it first
+ * (in one transaction with the audit entry, the objects' keys queued); the objects go next, and what cannot be
+ * deleted now stays queued for `gc`.
+ */
+async function deleteSession(rc: RouteContext, req: Request): Promise<void> {
+  const user = caller(req);
+  const session = await visibleSession(rc, req);
+  if (session.owner_id !== user.id && !user.is_admin) throw forbidden(`only the owner of session ${session.id} or an administrator may delete it`);
+  const now = rc.now();
+  const details = { harness: session.harness, native_session_id: session.native_session_id, title: session.current?.title ?? null };
+  const keys = await rc.store.deleteSession(session.id, audited(req, session, 'session.delete', details), now, now + rc.uploadUrlTtlMs);
+  if (keys === undefined) throw notFound(`no session ${session.id}`);
+  for (const key of keys) {
+    try {
+      await rc.blobs.delete(key);
+      await rc.store.blobDeleted(key, now);
+    } catch (error) {
+      rc.log('error', `session ${session.id} deleted, but not its object ${key} yet (gc will): ${error instanceof Error ? error.message : String(error)}`, { event: 'blob_delete_failed' });
+    }
+  }
+  sendEmpty(req.reply, 204);
+}
+
+/** `GET /audit-events` (an extension, administrators): the audit log, oldest first, `after` a `seq` for the next page. */
+async function auditEvents(rc: RouteContext, req: Request): Promise<void> {
+  if (!caller(req).is_admin) throw forbidden('only administrators may read the audit log');
+  const params = queryParams(req, ['after', 'limit', 'action', 'actor_id', 'session_id']);
+  const after = intParam('after', params.one('after'), 0, Number.MAX_SAFE_INTEGER);
+  const limit = intParam('limit', params.one('limit'), 1, MAX_PAGE) ?? DEFAULT_AUDIT_PAGE;
+  const action = params.one('action');
+  if (action !== undefined && !(AUDIT_ACTIONS as readonly string[]).includes(action)) throw badRequest(`action must be one of ${AUDIT_ACTIONS.join(', ')}`);
+  const page = await rc.store.auditEvents({
+    after,
+    limit: limit + 1,
+    action: action as AuditAction | undefined,
+    actor_id: boundedText(params.one('actor_id'), 'actor_id'),
+    session_id: boundedText(params.one('session_id'), 'session_id'),
+  });
+  const items = page.slice(0, limit);
+  const body: AuditEventPage = {
+    items: items.map((e) => ({
+      seq: e.seq,
+      at: iso(e.at),
+      actor: { id: e.actor_id, email: e.actor_email },
+      action: e.action,
+      session_id: e.session_id,
+      owner_id: e.owner_id,
+      details: e.details,
+    })),
+    next_after: page.length > limit ? items.at(-1)!.seq : null,
+  };
+  sendJson(req.reply, 200, body);
 }
 
 async function members(rc: RouteContext, req: Request): Promise<void> {

@@ -86,6 +86,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     bodyTimeoutMs: options.timeouts?.bodyMs ?? DEFAULT_BODY_TIMEOUT_MS,
     profiles: options.profiles,
     revisions: new RevisionFeed(store, { intervalMs: options.events?.pollMs, log }),
+    log,
     eventStreams: {
       keepaliveMs: options.events?.keepaliveMs ?? 15_000,
       maxStreams: options.events?.maxStreams ?? 20_000,
@@ -182,7 +183,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     for (const [method, handle] of Object.entries(route.methods)) {
       if (handle === undefined) continue;
       app.route({
-        method: method as 'GET' | 'POST' | 'PUT',
+        method: method as 'GET' | 'POST' | 'PUT' | 'DELETE',
         url: route.path,
         // After routing: public routes need no token, every other one is refused before anything else is read.
         ...(route.public ? {} : { preHandler: async (request: FastifyRequest) => void (request.user = await authenticate(rc, request.raw)) }),

@@ -1,5 +1,5 @@
 /**
- * `sessions list|show|share|export` against the real reference Control API on loopback, with an owner (alice), a
+ * `sessions list|show|share|delete|export` against the real reference Control API on loopback, with an owner (alice), a
  * member (bob) and an administrator, and bundles of the recorded fixtures uploaded through the real routes.
  */
 import { readFile } from 'node:fs/promises';
@@ -334,5 +334,60 @@ describe('a new upload and sharing in sessions list', () => {
 
     // --status is gone: the Control API lists sessions with a completed upload, each by its current one.
     expect((await as(server.alice, ['sessions', 'list', '--status', 'any'])).code).toBe(2);
+  });
+});
+
+describe('sessions delete', () => {
+  /** A session of `user` of its own, for deleting. */
+  async function own(user: TestUser, title: string, sharing?: 'workspace'): Promise<string> {
+    const slug = title.replace(/\W/g, '-');
+    const file = path.join(t.root, `${slug}.bundle`);
+    const bundle = await fixtureBundle('claude', file, { title });
+    const done = await server.upload(user, await readFile(file), {
+      harness: 'claude',
+      // A session of its own (the fixture's id is taken by the sessions above).
+      session_id: `${bundle.manifest.native_session_id}-${slug}`,
+      compatibility_profile: fixtureProfile('claude'),
+      artifact_format: 'blue-session-bundle-v1',
+      resumable: true,
+      title,
+    });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    if (sharing !== undefined) expect((await server.call('PUT', `/session-uploads/${done.sessionId}/sharing`, user.token, { mode: sharing })).status).toBe(200);
+    return done.sessionId;
+  }
+  const exists = async (id: string) => (await server.call('GET', `/session-uploads/${id}`, server.admin.token)).status === 200;
+
+  it('says what it would delete and deletes nothing without --yes; with it, the session and its revisions are gone', async () => {
+    const id = await own(server.carol, 'Carol drops this one');
+    const asked = await as(server.carol, ['sessions', 'delete', id.slice(0, 8)]);
+    expect(asked.code).toBe(2);
+    expect(asked.stderr).toContain('[USAGE]');
+    expect(asked.stderr).toContain(`sessions delete removes Carol drops this one (${id}, you) and every revision of it from the Control API for good; nothing is deleted without --yes`);
+    expect(asked.stderr).toContain(`blue-agent sessions delete ${id} --yes`);
+    expect(await exists(id)).toBe(true);
+
+    const done = await as(server.carol, ['sessions', 'delete', id.slice(0, 8), '--yes']);
+    expect([done.code, done.stderr]).toEqual([0, '']);
+    expect(done.stdout).toBe(`Deleted Carol drops this one (${id}) and every revision of it.\n`);
+    expect(await exists(id)).toBe(false);
+    expect((await as(server.carol, ['sessions', 'show', id])).stderr).toContain('[SESSION_NOT_FOUND]');
+    expect((await as(server.carol, ['sessions', 'delete', id, '--yes'])).stderr).toContain('[SESSION_NOT_FOUND]');
+  });
+
+  it('a member may not delete what was shared with them; an administrator may delete anyone\'s, and --json says so', async () => {
+    const id = await own(server.carol, 'Carol shares this one', 'workspace');
+    const refused = await as(server.bob, ['sessions', 'delete', id, '--yes']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('[SESSION_NOT_OWNED]');
+    expect(refused.stderr).toContain('belongs to carol@example.com; only its owner or an administrator may delete it');
+    expect(await exists(id)).toBe(true);
+
+    const json = await as(server.admin, ['sessions', 'delete', id, '--yes', '--json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({ ok: true, id, deleted: true });
+    expect(await exists(id)).toBe(false);
+    const audit = await server.call('GET', `/audit-events?session_id=${id}&action=session.delete`, server.admin.token);
+    expect(audit.body.items).toMatchObject([{ actor: { email: 'admin@example.com' }, owner_id: server.carol.id }]);
   });
 });

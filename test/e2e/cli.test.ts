@@ -202,7 +202,7 @@ describe('every --json command result carries ok', () => {
     expect(okFirst(published.stdout)).toMatchObject({ ok: true, revision: expect.stringMatching(/^[0-9a-f-]{36}$/), ignored_revision: 2 });
     const gc = await inProcess(['control-plane', 'gc', '--data', data, '--json']);
     expect(gc.code, gc.stderr).toBe(0);
-    expect(okFirst(gc.stdout)).toEqual({ ok: true, deleted: [], failed: [] });
+    expect(okFirst(gc.stdout)).toEqual({ ok: true, deleted: [], deleted_objects: [], failed: [] });
   });
 });
 

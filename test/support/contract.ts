@@ -29,6 +29,7 @@ const OURS: { method: string; route: RegExp; schema: string; validate: Validate 
   { method: 'POST', route: new RegExp(`^/session-uploads/${ID}/download$`), schema: 'control-download', validate: validators.validateSessionDownload as Validate },
   { method: 'GET', route: new RegExp(`^/session-uploads/${ID}/sharing$`), schema: 'control-sharing-state', validate: validators.validateSessionSharing as Validate },
   { method: 'PUT', route: new RegExp(`^/session-uploads/${ID}/sharing$`), schema: 'control-sharing-updated', validate: validators.validateSharingUpdated as Validate },
+  { method: 'GET', route: /^\/audit-events$/, schema: 'control-audit-events', validate: validators.validateAuditEventPage as Validate },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
+import type { BlobStore } from '../../src/control-plane/blobs/types.js';
 import { harnessMetadataDocument, knownProfiles } from '../../src/control-plane/harness-metadata.js';
 import { createControlServer, type ControlServer, type ControlServerOptions } from '../../src/control-plane/server.js';
 import { openStore, type StoreOptions } from '../../src/control-plane/store/index.js';
@@ -67,6 +68,8 @@ export interface TestServerOptions {
   events?: ControlServerOptions['events'];
   /** Where the server's clock starts (default 2026-01-01): the real time for tests whose agents judge expiry by theirs. */
   startAt?: number;
+  /** Stands between the server and its local blob store (fault injection). */
+  wrapBlobs?: (blobs: BlobStore) => BlobStore;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -81,7 +84,10 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const server = createControlServer({
     store,
     ...(profiles === undefined ? {} : { harnessMetadata: harnessMetadataDocument(profiles), profiles: knownProfiles(profiles) }),
-    blobs: (publicUrl) => createLocalBlobStore({ dir: blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => now }),
+    blobs: async (publicUrl) => {
+      const local = await createLocalBlobStore({ dir: blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => now });
+      return options.wrapBlobs?.(local) ?? local;
+    },
     clock,
     retentionDays: options.retentionDays,
     maxBodyBytes: options.maxBodyBytes,

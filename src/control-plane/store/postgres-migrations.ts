@@ -100,6 +100,27 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
     await client.query(SCHEMA_1);
     await client.query('INSERT INTO settings (key, value) VALUES ($1, $2)', ['organization_id', randomUUID()]);
   },
+  // 2: deleting sessions (objects queued for deletion) and the audit log, append-only (SQLite's version 4).
+  `
+  CREATE TABLE blob_deletions (blob_key text COLLATE "C" PRIMARY KEY, not_before bigint NOT NULL);
+  CREATE TABLE audit_events (
+    seq bigserial PRIMARY KEY,
+    at bigint NOT NULL,
+    actor_id text COLLATE "C" NOT NULL,
+    actor_email text NOT NULL,
+    action text NOT NULL,
+    session_id text COLLATE "C" NOT NULL,
+    owner_id text COLLATE "C" NOT NULL,
+    details text NOT NULL
+  );
+  CREATE INDEX audit_events_session ON audit_events (session_id, seq);
+  CREATE FUNCTION audit_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'audit_events is append-only'; END $$;
+  CREATE TRIGGER audit_events_no_change BEFORE UPDATE OR DELETE ON audit_events
+    FOR EACH ROW EXECUTE FUNCTION audit_events_append_only();
+  CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON audit_events
+    FOR EACH STATEMENT EXECUTE FUNCTION audit_events_append_only();
+  `,
 ];
 
 /**

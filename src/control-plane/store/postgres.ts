@@ -17,14 +17,17 @@ import pg from 'pg';
 import { BlueError } from '../../errors.js';
 import { LOCK_NAMESPACE, LOCKS, migratePostgres, POSTGRES_MIGRATIONS } from './postgres-migrations.js';
 import { schemaTooNew } from './sqlite-migrations.js';
-import { likePattern, toArtifact, toSession } from './sqlite.js';
+import { likePattern, toArtifact, toAuditEvent, toSession } from './sqlite.js';
 import { etagOf, hashToken, newToken } from './tokens.js';
 import type {
   Artifact,
+  AuditEvent,
+  AuditQuery,
   CapturedSession,
   ClientStatusRecord,
   ControlStore,
   NewArtifact,
+  NewAuditEvent,
   PolicyRevision,
   PresignResult,
   SessionQuery,
@@ -638,6 +641,50 @@ export class PostgresStore implements ControlStore {
   async markBlobDeleted(artifactId: string): Promise<void> {
     await this.db.run('UPDATE artifacts SET blob_deleted = TRUE WHERE id = $1', artifactId);
   }
+  async deleteSession(sessionId: string, audit: NewAuditEvent, now: number, pendingUntil: number): Promise<string[] | undefined> {
+    return this.transaction(async (db) => {
+      // Locked as presign and complete lock it: an upload of this session in flight waits, then finds it gone.
+      if ((await db.get('SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE', sessionId)) === undefined) return undefined;
+      const stored = await db.all('SELECT blob_key, status FROM artifacts WHERE session_id = $1 AND NOT blob_deleted', sessionId);
+      for (const row of stored) {
+        await db.run(
+          `INSERT INTO blob_deletions (blob_key, not_before) VALUES ($1, $2)
+           ON CONFLICT (blob_key) DO UPDATE SET not_before = GREATEST(blob_deletions.not_before, excluded.not_before)`,
+          String(row.blob_key),
+          row.status === 'pending' ? pendingUntil : now,
+        );
+      }
+      await db.run('UPDATE sessions SET current_artifact_id = NULL WHERE id = $1', sessionId);
+      await db.run('DELETE FROM session_grants WHERE session_id = $1', sessionId);
+      await db.run('DELETE FROM artifacts WHERE session_id = $1', sessionId);
+      await db.run('DELETE FROM sessions WHERE id = $1', sessionId);
+      await insertAudit(db, audit, now);
+      return stored.map((row) => String(row.blob_key));
+    });
+  }
+
+  async blobDeletionsDue(now: number, limit: number): Promise<string[]> {
+    return (await this.db.all('SELECT blob_key FROM blob_deletions WHERE not_before <= $1 ORDER BY not_before, blob_key LIMIT $2', now, limit)).map((r) => String(r.blob_key));
+  }
+
+  async blobDeleted(key: string, now: number): Promise<void> {
+    await this.db.run('DELETE FROM blob_deletions WHERE blob_key = $1 AND not_before <= $2', key, now);
+  }
+
+  async appendAudit(event: NewAuditEvent, now: number): Promise<void> {
+    await insertAudit(this.db, event, now);
+  }
+
+  async auditEvents(query: AuditQuery): Promise<AuditEvent[]> {
+    const p = new Params();
+    const where = [`seq > ${p.add(query.after ?? 0)}`];
+    if (query.action !== undefined) where.push(`action = ${p.add(query.action)}`);
+    if (query.actor_id !== undefined) where.push(`actor_id = ${p.add(query.actor_id)}`);
+    if (query.session_id !== undefined) where.push(`session_id = ${p.add(query.session_id)}`);
+    const rows = await this.db.all(`SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ${p.add(query.limit)}`, ...p.values);
+    return rows.map(toAuditEvent);
+  }
+
 }
 
 async function insertUser(db: Db, email: string, isAdmin: boolean, now: number): Promise<{ user: User; token: string }> {
@@ -654,6 +701,19 @@ async function insertPolicy(db: Db, body: Record<string, unknown>, now: number):
   const etag = etagOf(text);
   await db.run('INSERT INTO policy_revisions (revision, body, etag, created_at) VALUES ($1, $2, $3, $4)', revision, text, etag, now);
   return { revision, body: full, etag, created_at: now };
+}
+
+async function insertAudit(db: Db, event: NewAuditEvent, now: number): Promise<void> {
+  await db.run(
+    'INSERT INTO audit_events (at, actor_id, actor_email, action, session_id, owner_id, details) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+    now,
+    event.actor.id,
+    event.actor.email,
+    event.action,
+    event.session_id,
+    event.owner_id,
+    JSON.stringify(event.details),
+  );
 }
 
 async function artifactIn(db: Db, id: string): Promise<Artifact | undefined> {

@@ -179,6 +179,23 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
     }
     db.exec('DROP TABLE sharing_recipients; DROP TABLE sharing; DROP TABLE uploads;');
   },
+  // 4: deleting sessions (objects queued for deletion) and the audit log, append-only.
+  `
+  CREATE TABLE blob_deletions (blob_key TEXT PRIMARY KEY, not_before INTEGER NOT NULL);
+  CREATE TABLE audit_events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at INTEGER NOT NULL,
+    actor_id TEXT NOT NULL,
+    actor_email TEXT NOT NULL,
+    action TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    owner_id TEXT NOT NULL,
+    details TEXT NOT NULL
+  );
+  CREATE INDEX audit_events_session ON audit_events (session_id, seq);
+  CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END;
+  CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END;
+  `,
 ];
 
 /** Brings `db` up to the newest schema this code knows; refuses a database from a newer release. */

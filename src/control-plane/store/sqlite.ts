@@ -14,10 +14,13 @@ import { etagOf, hashToken, newToken } from './tokens.js';
 import type {
   Artifact,
   ArtifactStatus,
+  AuditEvent,
+  AuditQuery,
   CapturedSession,
   ClientStatusRecord,
   ControlStore,
   NewArtifact,
+  NewAuditEvent,
   PolicyRevision,
   PresignResult,
   SessionQuery,
@@ -477,6 +480,73 @@ export class SqliteStore implements ControlStore {
   async markBlobDeleted(artifactId: string): Promise<void> {
     this.run('UPDATE artifacts SET blob_deleted = 1 WHERE id = ?', artifactId);
   }
+
+  async deleteSession(sessionId: string, audit: NewAuditEvent, now: number, pendingUntil: number): Promise<string[] | undefined> {
+    return this.transaction(() => {
+      if (this.get('SELECT 1 FROM sessions WHERE id = ?', sessionId) === undefined) return undefined;
+      const stored = this.all('SELECT blob_key, status FROM artifacts WHERE session_id = ? AND blob_deleted = 0', sessionId);
+      for (const row of stored) {
+        this.run(
+          'INSERT INTO blob_deletions (blob_key, not_before) VALUES (?, ?) ON CONFLICT (blob_key) DO UPDATE SET not_before = MAX(not_before, excluded.not_before)',
+          String(row.blob_key),
+          row.status === 'pending' ? pendingUntil : now,
+        );
+      }
+      this.run('UPDATE sessions SET current_artifact_id = NULL WHERE id = ?', sessionId);
+      this.run('DELETE FROM session_grants WHERE session_id = ?', sessionId);
+      this.run('DELETE FROM artifacts WHERE session_id = ?', sessionId);
+      this.run('DELETE FROM sessions WHERE id = ?', sessionId);
+      this.insertAudit(audit, now);
+      return stored.map((row) => String(row.blob_key));
+    });
+  }
+
+  async blobDeletionsDue(now: number, limit: number): Promise<string[]> {
+    return this.all('SELECT blob_key FROM blob_deletions WHERE not_before <= ? ORDER BY not_before, blob_key LIMIT ?', now, limit).map((r) => String(r.blob_key));
+  }
+
+  async blobDeleted(key: string, now: number): Promise<void> {
+    this.run('DELETE FROM blob_deletions WHERE blob_key = ? AND not_before <= ?', key, now);
+  }
+
+  async appendAudit(event: NewAuditEvent, now: number): Promise<void> {
+    this.insertAudit(event, now);
+  }
+
+  async auditEvents(query: AuditQuery): Promise<AuditEvent[]> {
+    const where = ['seq > ?'];
+    const args: Value[] = [query.after ?? 0];
+    if (query.action !== undefined) (where.push('action = ?'), args.push(query.action));
+    if (query.actor_id !== undefined) (where.push('actor_id = ?'), args.push(query.actor_id));
+    if (query.session_id !== undefined) (where.push('session_id = ?'), args.push(query.session_id));
+    return this.all(`SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ?`, ...args, query.limit).map(toAuditEvent);
+  }
+
+  private insertAudit(event: NewAuditEvent, now: number): void {
+    this.run(
+      'INSERT INTO audit_events (at, actor_id, actor_email, action, session_id, owner_id, details) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      now,
+      event.actor.id,
+      event.actor.email,
+      event.action,
+      event.session_id,
+      event.owner_id,
+      JSON.stringify(event.details),
+    );
+  }
+}
+
+export function toAuditEvent(row: Record<string, unknown>): AuditEvent {
+  return {
+    seq: Number(row.seq),
+    at: Number(row.at),
+    actor_id: String(row.actor_id),
+    actor_email: String(row.actor_email),
+    action: String(row.action) as AuditEvent['action'],
+    session_id: String(row.session_id),
+    owner_id: String(row.owner_id),
+    details: JSON.parse(String(row.details)) as Record<string, unknown>,
+  };
 }
 
 /** The artifact's described columns, in the order presign writes them. */

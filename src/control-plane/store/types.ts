@@ -190,6 +190,58 @@ export interface ControlStore {
   /** Artifacts past their retention deadline whose object is still stored. */
   expiredArtifacts(now: number, limit: number): Promise<Artifact[]>;
   markBlobDeleted(artifactId: string): Promise<void>;
+
+  /**
+   * Deletes a captured session with every artifact, grant and (later) index entry, and records `audit` with it, in
+   * one transaction. The objects are not the database's: their keys go into a queue of objects to delete, and are
+   * answered for the caller to delete now (`blobDeleted` each). A pending artifact's key stays queued until
+   * `pendingUntil` (when its upload URL expires) so that a PUT that lands after the delete is deleted too.
+   * Undefined when there is no such session (deleted meanwhile).
+   */
+  deleteSession(sessionId: string, audit: NewAuditEvent, now: number, pendingUntil: number): Promise<string[] | undefined>;
+  /** Queued object keys whose deletion is due (gc). */
+  blobDeletionsDue(now: number, limit: number): Promise<string[]>;
+  /** The object is gone: its queue entry goes too, unless it must be deleted again later (`pendingUntil`). */
+  blobDeleted(key: string, now: number): Promise<void>;
+
+  /** Appends to the audit log (append-only: the database refuses to change or remove an entry). */
+  appendAudit(event: NewAuditEvent, now: number): Promise<void>;
+  /** Audit entries in the order they were written, after `query.after`. */
+  auditEvents(query: AuditQuery): Promise<AuditEvent[]>;
+}
+
+export const AUDIT_ACTIONS = ['session.read', 'session.download', 'session.share', 'session.delete'] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** Who did what to which session, and what it involved (a sharing's mode and recipients, an artifact's id). */
+export interface NewAuditEvent {
+  actor: Pick<User, 'id' | 'email'>;
+  action: AuditAction;
+  session_id: string;
+  /** The session's owner then: it stays readable after the session and even the user are gone. */
+  owner_id: string;
+  details: Record<string, unknown>;
+}
+
+export interface AuditEvent {
+  /** Its place in the log: strictly increasing. */
+  seq: number;
+  at: number;
+  actor_id: string;
+  actor_email: string;
+  action: AuditAction;
+  session_id: string;
+  owner_id: string;
+  details: Record<string, unknown>;
+}
+
+export interface AuditQuery {
+  /** Entries after this `seq` (cursor paging). */
+  after?: number | undefined;
+  limit: number;
+  action?: AuditAction | undefined;
+  actor_id?: string | undefined;
+  session_id?: string | undefined;
 }
 
 /**

@@ -1206,12 +1206,426 @@ validate12.errors = vErrors;
 return errors === 0;
 }
 
-export const validateCapturedSession = validate15;
-const schema18 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-captured-session.schema.json","title":"CapturedSession","description":"A captured session as the caller may see it (Blue's CapturedSession): an item of GET /session-uploads, and `session` of GET /session-uploads/{id}. The artifact fields (status, size, digest, profile, format, title...) are its current artifact's. Fields a later server adds are allowed and ignored.","type":"object","required":["id","user_id","user_email","harness","compatibility_profile","native_session_id","artifact_format","resumable","sharing_mode","share_recipient_count","updated_at"],"properties":{"id":{"description":"The captured session's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"user_id":{"description":"Its owner.","type":"string","maxLength":64},"user_email":{"type":"string","maxLength":320},"harness":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"native_session_id":{"type":"string","maxLength":512},"cwd":{"type":["string","null"],"maxLength":4096},"artifact_format":{"type":"string","maxLength":128},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":1024},"summary":{"type":["string","null"],"maxLength":4096},"source_captured_at":{"type":["string","null"],"maxLength":64},"repository":{"type":"object","properties":{"root":{"type":["string","null"],"maxLength":4096},"remote":{"type":["string","null"],"maxLength":4096}}},"sharing_mode":{"type":"string","enum":["private","workspace","selected"]},"share_recipient_count":{"type":"integer","minimum":0},"shared":{"description":"In the resumable picker: the caller is not its owner.","type":"boolean"},"updated_at":{"type":"string","maxLength":64},"status":{"description":"The current artifact's status.","type":["string","null"],"maxLength":32},"size_bytes":{"type":["integer","null"],"minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"retention_expires_at":{"type":["string","null"],"maxLength":64},"sha256":{"description":"Extension: the current artifact's SHA-256 (downloads are checked against it).","type":["string","null"],"pattern":"^[0-9a-f]{64}$"},"artifact_id":{"description":"Extension: the current artifact's id.","oneOf":[{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},{"type":"null"}]}}};
-const schema20 = {"type":"string","pattern":"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"};
-const pattern7 = new RegExp("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", "u");
+export const validateAuditEventPage = validate15;
+const schema18 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-audit-events.schema.json","title":"AuditEventPage","description":"Answer of GET /audit-events (administrators): audit entries oldest first; next_after is the seq to pass as `after` for the next page, null on the last.","type":"object","required":["items","next_after"],"additionalProperties":false,"properties":{"items":{"type":"array","maxItems":100,"items":{"type":"object","required":["seq","at","actor","action","session_id","owner_id","details"],"additionalProperties":false,"properties":{"seq":{"description":"The entry's place in the log: strictly increasing.","type":"integer","minimum":1},"at":{"description":"When, as an ISO 8601 UTC time.","type":"string","maxLength":64},"actor":{"type":"object","required":["id","email"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}},"action":{"description":"session.read: an administrator read a session that is not theirs; session.download: a download URL was given out; session.share: the owner changed the sharing; session.delete: the session was deleted.","enum":["session.read","session.download","session.share","session.delete"]},"session_id":{"type":"string","maxLength":64},"owner_id":{"description":"The session's owner when it happened.","type":"string","maxLength":64},"details":{"description":"What the action involved: the artifact downloaded, the sharing before and after, what was deleted.","type":"object"}}}},"next_after":{"type":["integer","null"]}}};
 
 function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-audit-events.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.items === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "items"},message:"must have required property '"+"items"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.next_after === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "next_after"},message:"must have required property '"+"next_after"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "items") || (key0 === "next_after"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.items !== undefined){
+let data0 = data.items;
+if(Array.isArray(data0)){
+if(data0.length > 100){
+const err3 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.seq === undefined){
+const err4 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "seq"},message:"must have required property '"+"seq"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data1.at === undefined){
+const err5 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "at"},message:"must have required property '"+"at"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data1.actor === undefined){
+const err6 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "actor"},message:"must have required property '"+"actor"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data1.action === undefined){
+const err7 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "action"},message:"must have required property '"+"action"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data1.session_id === undefined){
+const err8 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "session_id"},message:"must have required property '"+"session_id"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data1.owner_id === undefined){
+const err9 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "owner_id"},message:"must have required property '"+"owner_id"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data1.details === undefined){
+const err10 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "details"},message:"must have required property '"+"details"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+for(const key1 in data1){
+if(!(((((((key1 === "seq") || (key1 === "at")) || (key1 === "actor")) || (key1 === "action")) || (key1 === "session_id")) || (key1 === "owner_id")) || (key1 === "details"))){
+const err11 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data1.seq !== undefined){
+let data2 = data1.seq;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err12 = {instancePath:instancePath+"/items/" + i0+"/seq",schemaPath:"#/properties/items/items/properties/seq/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 < 1 || isNaN(data2)){
+const err13 = {instancePath:instancePath+"/items/" + i0+"/seq",schemaPath:"#/properties/items/items/properties/seq/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+}
+if(data1.at !== undefined){
+let data3 = data1.at;
+if(typeof data3 === "string"){
+if(func2(data3) > 64){
+const err14 = {instancePath:instancePath+"/items/" + i0+"/at",schemaPath:"#/properties/items/items/properties/at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/items/" + i0+"/at",schemaPath:"#/properties/items/items/properties/at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data1.actor !== undefined){
+let data4 = data1.actor;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(data4.id === undefined){
+const err16 = {instancePath:instancePath+"/items/" + i0+"/actor",schemaPath:"#/properties/items/items/properties/actor/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data4.email === undefined){
+const err17 = {instancePath:instancePath+"/items/" + i0+"/actor",schemaPath:"#/properties/items/items/properties/actor/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+for(const key2 in data4){
+if(!((key2 === "id") || (key2 === "email"))){
+const err18 = {instancePath:instancePath+"/items/" + i0+"/actor",schemaPath:"#/properties/items/items/properties/actor/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data4.id !== undefined){
+let data5 = data4.id;
+if(typeof data5 === "string"){
+if(func2(data5) > 64){
+const err19 = {instancePath:instancePath+"/items/" + i0+"/actor/id",schemaPath:"#/properties/items/items/properties/actor/properties/id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/items/" + i0+"/actor/id",schemaPath:"#/properties/items/items/properties/actor/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data4.email !== undefined){
+let data6 = data4.email;
+if(typeof data6 === "string"){
+if(func2(data6) > 320){
+const err21 = {instancePath:instancePath+"/items/" + i0+"/actor/email",schemaPath:"#/properties/items/items/properties/actor/properties/email/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/items/" + i0+"/actor/email",schemaPath:"#/properties/items/items/properties/actor/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/items/" + i0+"/actor",schemaPath:"#/properties/items/items/properties/actor/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data1.action !== undefined){
+let data7 = data1.action;
+if(!((((data7 === "session.read") || (data7 === "session.download")) || (data7 === "session.share")) || (data7 === "session.delete"))){
+const err24 = {instancePath:instancePath+"/items/" + i0+"/action",schemaPath:"#/properties/items/items/properties/action/enum",keyword:"enum",params:{allowedValues: schema18.properties.items.items.properties.action.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+if(data1.session_id !== undefined){
+let data8 = data1.session_id;
+if(typeof data8 === "string"){
+if(func2(data8) > 64){
+const err25 = {instancePath:instancePath+"/items/" + i0+"/session_id",schemaPath:"#/properties/items/items/properties/session_id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/items/" + i0+"/session_id",schemaPath:"#/properties/items/items/properties/session_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data1.owner_id !== undefined){
+let data9 = data1.owner_id;
+if(typeof data9 === "string"){
+if(func2(data9) > 64){
+const err27 = {instancePath:instancePath+"/items/" + i0+"/owner_id",schemaPath:"#/properties/items/items/properties/owner_id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/items/" + i0+"/owner_id",schemaPath:"#/properties/items/items/properties/owner_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data1.details !== undefined){
+let data10 = data1.details;
+if(!(data10 && typeof data10 == "object" && !Array.isArray(data10))){
+const err29 = {instancePath:instancePath+"/items/" + i0+"/details",schemaPath:"#/properties/items/items/properties/details/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+else {
+const err31 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+if(data.next_after !== undefined){
+let data11 = data.next_after;
+if((!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))) && (data11 !== null)){
+const err32 = {instancePath:instancePath+"/next_after",schemaPath:"#/properties/next_after/type",keyword:"type",params:{type: schema18.properties.next_after.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+else {
+const err33 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+validate15.errors = vErrors;
+return errors === 0;
+}
+
+export const validateCapturedSession = validate16;
+const schema19 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-captured-session.schema.json","title":"CapturedSession","description":"A captured session as the caller may see it (Blue's CapturedSession): an item of GET /session-uploads, and `session` of GET /session-uploads/{id}. The artifact fields (status, size, digest, profile, format, title...) are its current artifact's. Fields a later server adds are allowed and ignored.","type":"object","required":["id","user_id","user_email","harness","compatibility_profile","native_session_id","artifact_format","resumable","sharing_mode","share_recipient_count","updated_at"],"properties":{"id":{"description":"The captured session's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"user_id":{"description":"Its owner.","type":"string","maxLength":64},"user_email":{"type":"string","maxLength":320},"harness":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"native_session_id":{"type":"string","maxLength":512},"cwd":{"type":["string","null"],"maxLength":4096},"artifact_format":{"type":"string","maxLength":128},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":1024},"summary":{"type":["string","null"],"maxLength":4096},"source_captured_at":{"type":["string","null"],"maxLength":64},"repository":{"type":"object","properties":{"root":{"type":["string","null"],"maxLength":4096},"remote":{"type":["string","null"],"maxLength":4096}}},"sharing_mode":{"type":"string","enum":["private","workspace","selected"]},"share_recipient_count":{"type":"integer","minimum":0},"shared":{"description":"In the resumable picker: the caller is not its owner.","type":"boolean"},"updated_at":{"type":"string","maxLength":64},"status":{"description":"The current artifact's status.","type":["string","null"],"maxLength":32},"size_bytes":{"type":["integer","null"],"minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"retention_expires_at":{"type":["string","null"],"maxLength":64},"sha256":{"description":"Extension: the current artifact's SHA-256 (downloads are checked against it).","type":["string","null"],"pattern":"^[0-9a-f]{64}$"},"artifact_id":{"description":"Extension: the current artifact's id.","oneOf":[{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},{"type":"null"}]}}};
+const schema21 = {"type":"string","pattern":"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"};
+const pattern7 = new RegExp("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", "u");
+
+function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-captured-session.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -1479,7 +1893,7 @@ errors++;
 if(data.cwd !== undefined){
 let data6 = data.cwd;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err23 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/type",keyword:"type",params:{type: schema18.properties.cwd.type},message:"must be string,null"};
+const err23 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/type",keyword:"type",params:{type: schema19.properties.cwd.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -1541,7 +1955,7 @@ errors++;
 if(data.title !== undefined){
 let data9 = data.title;
 if((typeof data9 !== "string") && (data9 !== null)){
-const err28 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema18.properties.title.type},message:"must be string,null"};
+const err28 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema19.properties.title.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1566,7 +1980,7 @@ errors++;
 if(data.summary !== undefined){
 let data10 = data.summary;
 if((typeof data10 !== "string") && (data10 !== null)){
-const err30 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema18.properties.summary.type},message:"must be string,null"};
+const err30 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema19.properties.summary.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1591,7 +2005,7 @@ errors++;
 if(data.source_captured_at !== undefined){
 let data11 = data.source_captured_at;
 if((typeof data11 !== "string") && (data11 !== null)){
-const err32 = {instancePath:instancePath+"/source_captured_at",schemaPath:"#/properties/source_captured_at/type",keyword:"type",params:{type: schema18.properties.source_captured_at.type},message:"must be string,null"};
+const err32 = {instancePath:instancePath+"/source_captured_at",schemaPath:"#/properties/source_captured_at/type",keyword:"type",params:{type: schema19.properties.source_captured_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1619,7 +2033,7 @@ if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
 if(data12.root !== undefined){
 let data13 = data12.root;
 if((typeof data13 !== "string") && (data13 !== null)){
-const err34 = {instancePath:instancePath+"/repository/root",schemaPath:"#/properties/repository/properties/root/type",keyword:"type",params:{type: schema18.properties.repository.properties.root.type},message:"must be string,null"};
+const err34 = {instancePath:instancePath+"/repository/root",schemaPath:"#/properties/repository/properties/root/type",keyword:"type",params:{type: schema19.properties.repository.properties.root.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -1644,7 +2058,7 @@ errors++;
 if(data12.remote !== undefined){
 let data14 = data12.remote;
 if((typeof data14 !== "string") && (data14 !== null)){
-const err36 = {instancePath:instancePath+"/repository/remote",schemaPath:"#/properties/repository/properties/remote/type",keyword:"type",params:{type: schema18.properties.repository.properties.remote.type},message:"must be string,null"};
+const err36 = {instancePath:instancePath+"/repository/remote",schemaPath:"#/properties/repository/properties/remote/type",keyword:"type",params:{type: schema19.properties.repository.properties.remote.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -1691,7 +2105,7 @@ vErrors.push(err39);
 errors++;
 }
 if(!(((data15 === "private") || (data15 === "workspace")) || (data15 === "selected"))){
-const err40 = {instancePath:instancePath+"/sharing_mode",schemaPath:"#/properties/sharing_mode/enum",keyword:"enum",params:{allowedValues: schema18.properties.sharing_mode.enum},message:"must be equal to one of the allowed values"};
+const err40 = {instancePath:instancePath+"/sharing_mode",schemaPath:"#/properties/sharing_mode/enum",keyword:"enum",params:{allowedValues: schema19.properties.sharing_mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -1766,7 +2180,7 @@ errors++;
 if(data.status !== undefined){
 let data19 = data.status;
 if((typeof data19 !== "string") && (data19 !== null)){
-const err46 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: schema18.properties.status.type},message:"must be string,null"};
+const err46 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: schema19.properties.status.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -1791,7 +2205,7 @@ errors++;
 if(data.size_bytes !== undefined){
 let data20 = data.size_bytes;
 if((!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))) && (data20 !== null)){
-const err48 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/type",keyword:"type",params:{type: schema18.properties.size_bytes.type},message:"must be integer,null"};
+const err48 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/type",keyword:"type",params:{type: schema19.properties.size_bytes.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -1816,7 +2230,7 @@ errors++;
 if(data.content_type !== undefined){
 let data21 = data.content_type;
 if((typeof data21 !== "string") && (data21 !== null)){
-const err50 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/type",keyword:"type",params:{type: schema18.properties.content_type.type},message:"must be string,null"};
+const err50 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/type",keyword:"type",params:{type: schema19.properties.content_type.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -1841,7 +2255,7 @@ errors++;
 if(data.retention_expires_at !== undefined){
 let data22 = data.retention_expires_at;
 if((typeof data22 !== "string") && (data22 !== null)){
-const err52 = {instancePath:instancePath+"/retention_expires_at",schemaPath:"#/properties/retention_expires_at/type",keyword:"type",params:{type: schema18.properties.retention_expires_at.type},message:"must be string,null"};
+const err52 = {instancePath:instancePath+"/retention_expires_at",schemaPath:"#/properties/retention_expires_at/type",keyword:"type",params:{type: schema19.properties.retention_expires_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -1866,7 +2280,7 @@ errors++;
 if(data.sha256 !== undefined){
 let data23 = data.sha256;
 if((typeof data23 !== "string") && (data23 !== null)){
-const err54 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/type",keyword:"type",params:{type: schema18.properties.sha256.type},message:"must be string,null"};
+const err54 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/type",keyword:"type",params:{type: schema19.properties.sha256.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -1976,14 +2390,14 @@ vErrors.push(err60);
 }
 errors++;
 }
-validate15.errors = vErrors;
+validate16.errors = vErrors;
 return errors === 0;
 }
 
-export const validateCapturedSessionList = validate17;
-const schema24 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-captured-sessions.schema.json","title":"CapturedSessionList","description":"Answer of GET /session-uploads (Blue's CapturedSessionList): one page, by cursor (next_cursor) or numbered (page, per_page, total, total_pages).","type":"object","required":["items"],"properties":{"items":{"type":"array","maxItems":100,"items":{"$ref":"control-captured-session.schema.json"}},"next_cursor":{"oneOf":[{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},{"type":"null"}]},"page":{"type":"integer","minimum":1},"per_page":{"type":"integer","minimum":1},"total":{"type":"integer","minimum":0},"total_pages":{"type":"integer","minimum":0}}};
+export const validateCapturedSessionList = validate18;
+const schema25 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-captured-sessions.schema.json","title":"CapturedSessionList","description":"Answer of GET /session-uploads (Blue's CapturedSessionList): one page, by cursor (next_cursor) or numbered (page, per_page, total, total_pages).","type":"object","required":["items"],"properties":{"items":{"type":"array","maxItems":100,"items":{"$ref":"control-captured-session.schema.json"}},"next_cursor":{"oneOf":[{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},{"type":"null"}]},"page":{"type":"integer","minimum":1},"per_page":{"type":"integer","minimum":1},"total":{"type":"integer","minimum":0},"total_pages":{"type":"integer","minimum":0}}};
 
-function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-captured-sessions.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -2013,8 +2427,8 @@ errors++;
 }
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate15(data0[i0], {instancePath:instancePath+"/items/" + i0,parentData:data0,parentDataProperty:i0,rootData}))){
-vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
+if(!(validate16(data0[i0], {instancePath:instancePath+"/items/" + i0,parentData:data0,parentDataProperty:i0,rootData}))){
+vErrors = vErrors === null ? validate16.errors : vErrors.concat(validate16.errors);
 errors = vErrors.length;
 }
 }
@@ -2218,16 +2632,16 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate17.errors = vErrors;
+validate18.errors = vErrors;
 return errors === 0;
 }
 
-export const validateClientStatusReport = validate19;
-const schema26 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-client-status.schema.json","title":"ClientStatusReport","description":"Body of POST /client-status (Blue's ClientStatusReport): what one machine applied. Fields the contract does not name are tolerated and kept.","type":"object","required":["instance_id","client_version","platform","applied","files_ok"],"properties":{"instance_id":{"type":"string","minLength":1,"maxLength":128,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"hostname":{"type":["string","null"],"maxLength":255},"client_version":{"type":"string","minLength":1,"maxLength":64},"platform":{"type":"string","minLength":1,"maxLength":32},"config_revision":{"type":["string","null"],"maxLength":128},"applied":{"description":"The configuration revision is applied (every harness it names reconciled).","type":"boolean"},"files_ok":{"description":"The managed native files are as the agent wrote them.","type":"boolean"},"harnesses":{"type":"array","maxItems":64,"items":{"oneOf":[{"description":"An applied harness's name.","type":"string","maxLength":64},{"$ref":"#/definitions/harnessInventoryEntry"}]}},"packages":{"type":"array","maxItems":1024},"reconciliation_attempt":{"oneOf":[{"type":"object","required":["harness","revision"],"properties":{"harness":{"type":"string","maxLength":64},"revision":{"type":"string","maxLength":128}}},{"type":"null"}]},"error":{"type":["string","null"],"maxLength":4096}},"definitions":{"harnessInventoryEntry":{"type":"object","required":["name","api_allowed","client_supported","installed","reconciled"],"properties":{"name":{"type":"string","maxLength":64},"api_allowed":{"type":"boolean"},"client_supported":{"type":"boolean"},"installed":{"type":"boolean"},"reconciled":{"type":"boolean"},"path":{"type":"string","maxLength":4096},"raw_version":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"compatibility_deprecated":{"type":"boolean"},"compatibility_error":{"type":"string","maxLength":1024},"compatibility_warning":{"type":"string","maxLength":1024}}}}};
-const schema27 = {"type":"object","required":["name","api_allowed","client_supported","installed","reconciled"],"properties":{"name":{"type":"string","maxLength":64},"api_allowed":{"type":"boolean"},"client_supported":{"type":"boolean"},"installed":{"type":"boolean"},"reconciled":{"type":"boolean"},"path":{"type":"string","maxLength":4096},"raw_version":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"compatibility_deprecated":{"type":"boolean"},"compatibility_error":{"type":"string","maxLength":1024},"compatibility_warning":{"type":"string","maxLength":1024}}};
+export const validateClientStatusReport = validate20;
+const schema27 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-client-status.schema.json","title":"ClientStatusReport","description":"Body of POST /client-status (Blue's ClientStatusReport): what one machine applied. Fields the contract does not name are tolerated and kept.","type":"object","required":["instance_id","client_version","platform","applied","files_ok"],"properties":{"instance_id":{"type":"string","minLength":1,"maxLength":128,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"hostname":{"type":["string","null"],"maxLength":255},"client_version":{"type":"string","minLength":1,"maxLength":64},"platform":{"type":"string","minLength":1,"maxLength":32},"config_revision":{"type":["string","null"],"maxLength":128},"applied":{"description":"The configuration revision is applied (every harness it names reconciled).","type":"boolean"},"files_ok":{"description":"The managed native files are as the agent wrote them.","type":"boolean"},"harnesses":{"type":"array","maxItems":64,"items":{"oneOf":[{"description":"An applied harness's name.","type":"string","maxLength":64},{"$ref":"#/definitions/harnessInventoryEntry"}]}},"packages":{"type":"array","maxItems":1024},"reconciliation_attempt":{"oneOf":[{"type":"object","required":["harness","revision"],"properties":{"harness":{"type":"string","maxLength":64},"revision":{"type":"string","maxLength":128}}},{"type":"null"}]},"error":{"type":["string","null"],"maxLength":4096}},"definitions":{"harnessInventoryEntry":{"type":"object","required":["name","api_allowed","client_supported","installed","reconciled"],"properties":{"name":{"type":"string","maxLength":64},"api_allowed":{"type":"boolean"},"client_supported":{"type":"boolean"},"installed":{"type":"boolean"},"reconciled":{"type":"boolean"},"path":{"type":"string","maxLength":4096},"raw_version":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"compatibility_deprecated":{"type":"boolean"},"compatibility_error":{"type":"string","maxLength":1024},"compatibility_warning":{"type":"string","maxLength":1024}}}}};
+const schema28 = {"type":"object","required":["name","api_allowed","client_supported","installed","reconciled"],"properties":{"name":{"type":"string","maxLength":64},"api_allowed":{"type":"boolean"},"client_supported":{"type":"boolean"},"installed":{"type":"boolean"},"reconciled":{"type":"boolean"},"path":{"type":"string","maxLength":4096},"raw_version":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"compatibility_deprecated":{"type":"boolean"},"compatibility_error":{"type":"string","maxLength":1024},"compatibility_warning":{"type":"string","maxLength":1024}}};
 const pattern13 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
 
-function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-client-status.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -2330,7 +2744,7 @@ errors++;
 if(data.hostname !== undefined){
 let data1 = data.hostname;
 if((typeof data1 !== "string") && (data1 !== null)){
-const err9 = {instancePath:instancePath+"/hostname",schemaPath:"#/properties/hostname/type",keyword:"type",params:{type: schema26.properties.hostname.type},message:"must be string,null"};
+const err9 = {instancePath:instancePath+"/hostname",schemaPath:"#/properties/hostname/type",keyword:"type",params:{type: schema27.properties.hostname.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2425,7 +2839,7 @@ errors++;
 if(data.config_revision !== undefined){
 let data4 = data.config_revision;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err17 = {instancePath:instancePath+"/config_revision",schemaPath:"#/properties/config_revision/type",keyword:"type",params:{type: schema26.properties.config_revision.type},message:"must be string,null"};
+const err17 = {instancePath:instancePath+"/config_revision",schemaPath:"#/properties/config_revision/type",keyword:"type",params:{type: schema27.properties.config_revision.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -3026,7 +3440,7 @@ vErrors = null;
 if(data.error !== undefined){
 let data25 = data.error;
 if((typeof data25 !== "string") && (data25 !== null)){
-const err62 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: schema26.properties.error.type},message:"must be string,null"};
+const err62 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: schema27.properties.error.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -3059,15 +3473,15 @@ vErrors.push(err64);
 }
 errors++;
 }
-validate19.errors = vErrors;
+validate20.errors = vErrors;
 return errors === 0;
 }
 
-export const validateCompleteRequest = validate20;
-const schema28 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-complete.schema.json","title":"CompleteRequest","description":"Optional body of POST /session-uploads/{upload_id}/complete. The contract defines none and Blue's server ignores it; when a client repeats what it presigned, a mismatch is refused. Other fields are tolerated.","type":"object","properties":{"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0}}};
+export const validateCompleteRequest = validate21;
+const schema29 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-complete.schema.json","title":"CompleteRequest","description":"Optional body of POST /session-uploads/{upload_id}/complete. The contract defines none and Blue's server ignores it; when a client repeats what it presigned, a mismatch is refused. Other fields are tolerated.","type":"object","properties":{"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0}}};
 const pattern14 = new RegExp("^[0-9a-fA-F]{64}$", "u");
 
-function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-complete.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -3133,14 +3547,14 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate20.errors = vErrors;
+validate21.errors = vErrors;
 return errors === 0;
 }
 
-export const validateCompletedUpload = validate21;
-const schema29 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-completed-upload.schema.json","title":"CompletedUpload","description":"Answer of POST /session-uploads/{upload_id}/complete: the artifact is verified. `superseded` when a newer artifact of the same session had already completed.","type":"object","required":["id","status"],"properties":{"id":{"description":"The artifact's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"status":{"type":"string","enum":["complete","superseded"]},"session_id":{"description":"Extension: the captured session's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"}}};
+export const validateCompletedUpload = validate22;
+const schema30 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-completed-upload.schema.json","title":"CompletedUpload","description":"Answer of POST /session-uploads/{upload_id}/complete: the artifact is verified. `superseded` when a newer artifact of the same session had already completed.","type":"object","required":["id","status"],"properties":{"id":{"description":"The artifact's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"status":{"type":"string","enum":["complete","superseded"]},"session_id":{"description":"Extension: the captured session's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"}}};
 
-function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-completed-upload.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -3203,7 +3617,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!((data1 === "complete") || (data1 === "superseded"))){
-const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema29.properties.status.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema30.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3249,14 +3663,14 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate21.errors = vErrors;
+validate22.errors = vErrors;
 return errors === 0;
 }
 
-export const validateMetaharnessDiscovery = validate22;
-const schema32 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-discovery.schema.json","title":"MetaharnessDiscovery","description":"Answer of GET /.well-known/metaharness (Blue's MetaharnessDiscovery): the Control API's canonical URL and where its clients sign in.","type":"object","required":["version","control_api_url","oauth"],"properties":{"version":{"type":"integer","enum":[1]},"control_api_url":{"type":"string","maxLength":2048},"oauth":{"type":"object","required":["issuer","client_id","scopes"],"properties":{"issuer":{"type":"string","maxLength":2048},"client_id":{"type":"string","minLength":1,"maxLength":256},"scopes":{"type":"array","maxItems":64,"items":{"type":"string","minLength":1,"maxLength":128}}}}}};
+export const validateMetaharnessDiscovery = validate23;
+const schema33 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-discovery.schema.json","title":"MetaharnessDiscovery","description":"Answer of GET /.well-known/metaharness (Blue's MetaharnessDiscovery): the Control API's canonical URL and where its clients sign in.","type":"object","required":["version","control_api_url","oauth"],"properties":{"version":{"type":"integer","enum":[1]},"control_api_url":{"type":"string","maxLength":2048},"oauth":{"type":"object","required":["issuer","client_id","scopes"],"properties":{"issuer":{"type":"string","maxLength":2048},"client_id":{"type":"string","minLength":1,"maxLength":256},"scopes":{"type":"array","maxItems":64,"items":{"type":"string","minLength":1,"maxLength":128}}}}}};
 
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-discovery.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -3304,7 +3718,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data0 === 1)){
-const err4 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/enum",keyword:"enum",params:{allowedValues: schema32.properties.version.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/enum",keyword:"enum",params:{allowedValues: schema33.properties.version.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3516,14 +3930,14 @@ vErrors.push(err21);
 }
 errors++;
 }
-validate22.errors = vErrors;
+validate23.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionDownload = validate23;
-const schema33 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-download.schema.json","title":"SessionDownload","description":"Answer of POST /session-uploads/{id}/download: a short-lived URL to read the session's current artifact. The extensions say how to fetch it and what to expect.","type":"object","required":["download_url"],"properties":{"download_url":{"type":"string","maxLength":8192},"expires_in_seconds":{"type":"integer","minimum":0},"method":{"description":"Extension.","type":"string","enum":["GET"]},"headers":{"description":"Extension: headers to send unchanged.","type":"object","additionalProperties":{"type":"string"}},"artifact_id":{"description":"Extension.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"size_bytes":{"description":"Extension.","type":"integer","minimum":0},"sha256":{"description":"Extension.","type":"string","pattern":"^[0-9a-f]{64}$"},"content_type":{"description":"Extension.","type":"string","maxLength":256}}};
+export const validateSessionDownload = validate24;
+const schema34 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-download.schema.json","title":"SessionDownload","description":"Answer of POST /session-uploads/{id}/download: a short-lived URL to read the session's current artifact. The extensions say how to fetch it and what to expect.","type":"object","required":["download_url"],"properties":{"download_url":{"type":"string","maxLength":8192},"expires_in_seconds":{"type":"integer","minimum":0},"method":{"description":"Extension.","type":"string","enum":["GET"]},"headers":{"description":"Extension: headers to send unchanged.","type":"object","additionalProperties":{"type":"string"}},"artifact_id":{"description":"Extension.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"size_bytes":{"description":"Extension.","type":"integer","minimum":0},"sha256":{"description":"Extension.","type":"string","pattern":"^[0-9a-f]{64}$"},"content_type":{"description":"Extension.","type":"string","maxLength":256}}};
 
-function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-download.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -3601,7 +4015,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(data2 === "GET")){
-const err6 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema33.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema34.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3749,14 +4163,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate23.errors = vErrors;
+validate24.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionFacets = validate24;
-const schema35 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-facets.schema.json","title":"SessionFacets","description":"Answer of GET /session-uploads/facets: owners (at most 10) and harnesses of the sessions the caller may see.","type":"object","required":["users","harnesses"],"properties":{"users":{"type":"array","maxItems":10,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}},"harnesses":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":64}}}};
+export const validateSessionFacets = validate25;
+const schema36 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-facets.schema.json","title":"SessionFacets","description":"Answer of GET /session-uploads/facets: owners (at most 10) and harnesses of the sessions the caller may see.","type":"object","required":["users","harnesses"],"properties":{"users":{"type":"array","maxItems":10,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}},"harnesses":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":64}}}};
 
-function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-facets.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -3954,14 +4368,14 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate24.errors = vErrors;
+validate25.errors = vErrors;
 return errors === 0;
 }
 
-export const validateIdentity = validate25;
-const schema36 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-identity.schema.json","title":"Identity","description":"Answer of GET /auth/me: who the bearer token belongs to. expires_at is the token's expiry in Unix seconds, null for a token that does not expire.","type":"object","required":["id","email","role"],"properties":{"id":{"type":"string","maxLength":64},"sub":{"type":"string","maxLength":256},"email":{"type":"string","maxLength":320},"org_id":{"type":"string","maxLength":64},"role":{"type":"string","enum":["admin","member"]},"expires_at":{"type":["integer","null"]},"current_revision":{"type":["string","null"],"maxLength":128}}};
+export const validateIdentity = validate26;
+const schema37 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-identity.schema.json","title":"Identity","description":"Answer of GET /auth/me: who the bearer token belongs to. expires_at is the token's expiry in Unix seconds, null for a token that does not expire.","type":"object","required":["id","email","role"],"properties":{"id":{"type":"string","maxLength":64},"sub":{"type":"string","maxLength":256},"email":{"type":"string","maxLength":320},"org_id":{"type":"string","maxLength":64},"role":{"type":"string","enum":["admin","member"]},"expires_at":{"type":["integer","null"]},"current_revision":{"type":["string","null"],"maxLength":128}}};
 
-function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-identity.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -4109,7 +4523,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!((data4 === "admin") || (data4 === "member"))){
-const err12 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema36.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema37.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -4122,7 +4536,7 @@ errors++;
 if(data.expires_at !== undefined){
 let data5 = data.expires_at;
 if((!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: schema36.properties.expires_at.type},message:"must be integer,null"};
+const err13 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: schema37.properties.expires_at.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -4135,7 +4549,7 @@ errors++;
 if(data.current_revision !== undefined){
 let data6 = data.current_revision;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err14 = {instancePath:instancePath+"/current_revision",schemaPath:"#/properties/current_revision/type",keyword:"type",params:{type: schema36.properties.current_revision.type},message:"must be string,null"};
+const err14 = {instancePath:instancePath+"/current_revision",schemaPath:"#/properties/current_revision/type",keyword:"type",params:{type: schema37.properties.current_revision.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -4168,14 +4582,14 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate25.errors = vErrors;
+validate26.errors = vErrors;
 return errors === 0;
 }
 
-export const validateShareMembers = validate26;
-const schema37 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-members.schema.json","title":"ShareMembers","description":"Answer of GET /session-uploads/members: at most 10 members a session may be shared with (the caller left out).","type":"object","required":["items"],"properties":{"items":{"type":"array","maxItems":10,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
+export const validateShareMembers = validate27;
+const schema38 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-members.schema.json","title":"ShareMembers","description":"Answer of GET /session-uploads/members: at most 10 members a session may be shared with (the caller left out).","type":"object","required":["items"],"properties":{"items":{"type":"array","maxItems":10,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
 
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-members.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -4312,15 +4726,15 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate26.errors = vErrors;
+validate27.errors = vErrors;
 return errors === 0;
 }
 
-export const validatePresignRequest = validate27;
-const schema38 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presign.schema.json","title":"PresignRequest","description":"Body of POST /session-uploads/presign (Blue's SessionUploadPresignRequest): the artifact a client is about to upload. Fields the contract does not name are tolerated and ignored. Text fields never hold NUL (PostgreSQL cannot store it), and names no control characters.","type":"object","required":["harness","session_id","sha256","size_bytes","content_type"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"compatibility_profile":{"description":"The profile that captured it; absent: recorded as \"legacy\" (no profile).","type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"session_id":{"description":"The harness's native session id.","type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0,"maximum":134217728},"content_type":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"cwd":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"artifact_format":{"type":"string","enum":["legacy-raw","blue-session-bundle-v1"]},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"summary":{"type":["string","null"],"maxLength":1024,"pattern":"^[^\\u0000]*$"},"captured_at_unix_ms":{"type":"integer","minimum":0},"repository_root":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"repository_remote":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"}}};
+export const validatePresignRequest = validate28;
+const schema39 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presign.schema.json","title":"PresignRequest","description":"Body of POST /session-uploads/presign (Blue's SessionUploadPresignRequest): the artifact a client is about to upload. Fields the contract does not name are tolerated and ignored. Text fields never hold NUL (PostgreSQL cannot store it), and names no control characters.","type":"object","required":["harness","session_id","sha256","size_bytes","content_type"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"compatibility_profile":{"description":"The profile that captured it; absent: recorded as \"legacy\" (no profile).","type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"session_id":{"description":"The harness's native session id.","type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0,"maximum":134217728},"content_type":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"cwd":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"artifact_format":{"type":"string","enum":["legacy-raw","blue-session-bundle-v1"]},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"summary":{"type":["string","null"],"maxLength":1024,"pattern":"^[^\\u0000]*$"},"captured_at_unix_ms":{"type":"integer","minimum":0},"repository_root":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"repository_remote":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"}}};
 const pattern23 = new RegExp("^[^\\u0000]*$", "u");
 
-function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-presign.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -4596,7 +5010,7 @@ errors++;
 if(data.cwd !== undefined){
 let data6 = data.cwd;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err24 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/type",keyword:"type",params:{type: schema38.properties.cwd.type},message:"must be string,null"};
+const err24 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/type",keyword:"type",params:{type: schema39.properties.cwd.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -4641,7 +5055,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!((data7 === "legacy-raw") || (data7 === "blue-session-bundle-v1"))){
-const err28 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/enum",keyword:"enum",params:{allowedValues: schema38.properties.artifact_format.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/enum",keyword:"enum",params:{allowedValues: schema39.properties.artifact_format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -4666,7 +5080,7 @@ errors++;
 if(data.title !== undefined){
 let data9 = data.title;
 if((typeof data9 !== "string") && (data9 !== null)){
-const err30 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema38.properties.title.type},message:"must be string,null"};
+const err30 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema39.properties.title.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -4701,7 +5115,7 @@ errors++;
 if(data.summary !== undefined){
 let data10 = data.summary;
 if((typeof data10 !== "string") && (data10 !== null)){
-const err33 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema38.properties.summary.type},message:"must be string,null"};
+const err33 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema39.properties.summary.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -4761,7 +5175,7 @@ errors++;
 if(data.repository_root !== undefined){
 let data12 = data.repository_root;
 if((typeof data12 !== "string") && (data12 !== null)){
-const err38 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/type",keyword:"type",params:{type: schema38.properties.repository_root.type},message:"must be string,null"};
+const err38 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/type",keyword:"type",params:{type: schema39.properties.repository_root.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -4796,7 +5210,7 @@ errors++;
 if(data.repository_remote !== undefined){
 let data13 = data.repository_remote;
 if((typeof data13 !== "string") && (data13 !== null)){
-const err41 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/type",keyword:"type",params:{type: schema38.properties.repository_remote.type},message:"must be string,null"};
+const err41 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/type",keyword:"type",params:{type: schema39.properties.repository_remote.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -4839,14 +5253,14 @@ vErrors.push(err44);
 }
 errors++;
 }
-validate27.errors = vErrors;
+validate28.errors = vErrors;
 return errors === 0;
 }
 
-export const validatePresignedUpload = validate16;
-const schema19 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presigned-upload.schema.json","title":"PresignedUpload","description":"Answer of POST /session-uploads/presign (Blue's PresignedUpload): where to upload the artifact, or status complete when the session already holds these bytes (no URL then).","type":"object","required":["upload_id","status","headers"],"properties":{"upload_id":{"description":"The artifact's id (complete and retries name it).","$ref":"#/definitions/uuid"},"status":{"type":"string","enum":["pending","complete"]},"upload_url":{"type":["string","null"],"maxLength":8192},"method":{"type":["string","null"],"enum":["PUT","POST",null]},"headers":{"description":"Headers the upload must send unchanged.","type":"object","additionalProperties":{"type":"string"}},"complete_url":{"description":"Where to report the upload done (authenticated); null when there is nothing to upload.","type":["string","null"],"maxLength":8192},"session_id":{"description":"Extension: the captured session's id.","$ref":"#/definitions/uuid"},"expires_at":{"description":"Extension: when upload_url stops working.","type":["string","null"]}},"definitions":{"uuid":{"type":"string","pattern":"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"}}};
+export const validatePresignedUpload = validate17;
+const schema20 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presigned-upload.schema.json","title":"PresignedUpload","description":"Answer of POST /session-uploads/presign (Blue's PresignedUpload): where to upload the artifact, or status complete when the session already holds these bytes (no URL then).","type":"object","required":["upload_id","status","headers"],"properties":{"upload_id":{"description":"The artifact's id (complete and retries name it).","$ref":"#/definitions/uuid"},"status":{"type":"string","enum":["pending","complete"]},"upload_url":{"type":["string","null"],"maxLength":8192},"method":{"type":["string","null"],"enum":["PUT","POST",null]},"headers":{"description":"Headers the upload must send unchanged.","type":"object","additionalProperties":{"type":"string"}},"complete_url":{"description":"Where to report the upload done (authenticated); null when there is nothing to upload.","type":["string","null"],"maxLength":8192},"session_id":{"description":"Extension: the captured session's id.","$ref":"#/definitions/uuid"},"expires_at":{"description":"Extension: when upload_url stops working.","type":["string","null"]}},"definitions":{"uuid":{"type":"string","pattern":"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"}}};
 
-function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-presigned-upload.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -4919,7 +5333,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!((data1 === "pending") || (data1 === "complete"))){
-const err6 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema19.properties.status.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema20.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -4932,7 +5346,7 @@ errors++;
 if(data.upload_url !== undefined){
 let data2 = data.upload_url;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err7 = {instancePath:instancePath+"/upload_url",schemaPath:"#/properties/upload_url/type",keyword:"type",params:{type: schema19.properties.upload_url.type},message:"must be string,null"};
+const err7 = {instancePath:instancePath+"/upload_url",schemaPath:"#/properties/upload_url/type",keyword:"type",params:{type: schema20.properties.upload_url.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -4957,7 +5371,7 @@ errors++;
 if(data.method !== undefined){
 let data3 = data.method;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err9 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/type",keyword:"type",params:{type: schema19.properties.method.type},message:"must be string,null"};
+const err9 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/type",keyword:"type",params:{type: schema20.properties.method.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -4967,7 +5381,7 @@ vErrors.push(err9);
 errors++;
 }
 if(!(((data3 === "PUT") || (data3 === "POST")) || (data3 === null))){
-const err10 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema19.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err10 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema20.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -5007,7 +5421,7 @@ errors++;
 if(data.complete_url !== undefined){
 let data6 = data.complete_url;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err13 = {instancePath:instancePath+"/complete_url",schemaPath:"#/properties/complete_url/type",keyword:"type",params:{type: schema19.properties.complete_url.type},message:"must be string,null"};
+const err13 = {instancePath:instancePath+"/complete_url",schemaPath:"#/properties/complete_url/type",keyword:"type",params:{type: schema20.properties.complete_url.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -5057,7 +5471,7 @@ errors++;
 if(data.expires_at !== undefined){
 let data8 = data.expires_at;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err17 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: schema19.properties.expires_at.type},message:"must be string,null"};
+const err17 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: schema20.properties.expires_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -5078,14 +5492,14 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate16.errors = vErrors;
+validate17.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionDetail = validate28;
-const schema40 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-session-detail.schema.json","title":"SessionDetail","description":"Answer of GET /session-uploads/{id}: the captured session, who it is shared with, and its artifacts (every upload of it, newest first).","type":"object","required":["session","artifacts"],"properties":{"session":{"$ref":"control-captured-session.schema.json"},"sharing":{"type":"object","properties":{"user_ids":{"type":"array","maxItems":10000,"items":{"type":"string","maxLength":64}}}},"artifacts":{"type":"array","maxItems":10000,"items":{"type":"object","required":["id","sha256","size_bytes","status","created_at"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"sha256":{"type":"string","maxLength":64},"size_bytes":{"type":"integer","minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"status":{"type":"string","maxLength":32},"created_at":{"type":"string","maxLength":64},"completed_at":{"type":["string","null"],"maxLength":64},"retention_expires_at":{"type":["string","null"],"maxLength":64},"compatibility_profile":{"description":"Extension.","type":["string","null"],"maxLength":256},"artifact_format":{"description":"Extension.","type":["string","null"],"maxLength":128},"resumable":{"description":"Extension.","type":"boolean"},"expired":{"description":"Extension: past retention, or its object is gone.","type":"boolean"}}}}}};
+export const validateSessionDetail = validate29;
+const schema41 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-session-detail.schema.json","title":"SessionDetail","description":"Answer of GET /session-uploads/{id}: the captured session, who it is shared with, and its artifacts (every upload of it, newest first).","type":"object","required":["session","artifacts"],"properties":{"session":{"$ref":"control-captured-session.schema.json"},"sharing":{"type":"object","properties":{"user_ids":{"type":"array","maxItems":10000,"items":{"type":"string","maxLength":64}}}},"artifacts":{"type":"array","maxItems":10000,"items":{"type":"object","required":["id","sha256","size_bytes","status","created_at"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"sha256":{"type":"string","maxLength":64},"size_bytes":{"type":"integer","minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"status":{"type":"string","maxLength":32},"created_at":{"type":"string","maxLength":64},"completed_at":{"type":["string","null"],"maxLength":64},"retention_expires_at":{"type":["string","null"],"maxLength":64},"compatibility_profile":{"description":"Extension.","type":["string","null"],"maxLength":256},"artifact_format":{"description":"Extension.","type":["string","null"],"maxLength":128},"resumable":{"description":"Extension.","type":"boolean"},"expired":{"description":"Extension: past retention, or its object is gone.","type":"boolean"}}}}}};
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-session-detail.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -5111,8 +5525,8 @@ vErrors.push(err1);
 errors++;
 }
 if(data.session !== undefined){
-if(!(validate15(data.session, {instancePath:instancePath+"/session",parentData:data,parentDataProperty:"session",rootData}))){
-vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
+if(!(validate16(data.session, {instancePath:instancePath+"/session",parentData:data,parentDataProperty:"session",rootData}))){
+vErrors = vErrors === null ? validate16.errors : vErrors.concat(validate16.errors);
 errors = vErrors.length;
 }
 }
@@ -5327,7 +5741,7 @@ errors++;
 if(data5.content_type !== undefined){
 let data9 = data5.content_type;
 if((typeof data9 !== "string") && (data9 !== null)){
-const err19 = {instancePath:instancePath+"/artifacts/" + i1+"/content_type",schemaPath:"#/properties/artifacts/items/properties/content_type/type",keyword:"type",params:{type: schema40.properties.artifacts.items.properties.content_type.type},message:"must be string,null"};
+const err19 = {instancePath:instancePath+"/artifacts/" + i1+"/content_type",schemaPath:"#/properties/artifacts/items/properties/content_type/type",keyword:"type",params:{type: schema41.properties.artifacts.items.properties.content_type.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -5402,7 +5816,7 @@ errors++;
 if(data5.completed_at !== undefined){
 let data12 = data5.completed_at;
 if((typeof data12 !== "string") && (data12 !== null)){
-const err25 = {instancePath:instancePath+"/artifacts/" + i1+"/completed_at",schemaPath:"#/properties/artifacts/items/properties/completed_at/type",keyword:"type",params:{type: schema40.properties.artifacts.items.properties.completed_at.type},message:"must be string,null"};
+const err25 = {instancePath:instancePath+"/artifacts/" + i1+"/completed_at",schemaPath:"#/properties/artifacts/items/properties/completed_at/type",keyword:"type",params:{type: schema41.properties.artifacts.items.properties.completed_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -5427,7 +5841,7 @@ errors++;
 if(data5.retention_expires_at !== undefined){
 let data13 = data5.retention_expires_at;
 if((typeof data13 !== "string") && (data13 !== null)){
-const err27 = {instancePath:instancePath+"/artifacts/" + i1+"/retention_expires_at",schemaPath:"#/properties/artifacts/items/properties/retention_expires_at/type",keyword:"type",params:{type: schema40.properties.artifacts.items.properties.retention_expires_at.type},message:"must be string,null"};
+const err27 = {instancePath:instancePath+"/artifacts/" + i1+"/retention_expires_at",schemaPath:"#/properties/artifacts/items/properties/retention_expires_at/type",keyword:"type",params:{type: schema41.properties.artifacts.items.properties.retention_expires_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -5452,7 +5866,7 @@ errors++;
 if(data5.compatibility_profile !== undefined){
 let data14 = data5.compatibility_profile;
 if((typeof data14 !== "string") && (data14 !== null)){
-const err29 = {instancePath:instancePath+"/artifacts/" + i1+"/compatibility_profile",schemaPath:"#/properties/artifacts/items/properties/compatibility_profile/type",keyword:"type",params:{type: schema40.properties.artifacts.items.properties.compatibility_profile.type},message:"must be string,null"};
+const err29 = {instancePath:instancePath+"/artifacts/" + i1+"/compatibility_profile",schemaPath:"#/properties/artifacts/items/properties/compatibility_profile/type",keyword:"type",params:{type: schema41.properties.artifacts.items.properties.compatibility_profile.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -5477,7 +5891,7 @@ errors++;
 if(data5.artifact_format !== undefined){
 let data15 = data5.artifact_format;
 if((typeof data15 !== "string") && (data15 !== null)){
-const err31 = {instancePath:instancePath+"/artifacts/" + i1+"/artifact_format",schemaPath:"#/properties/artifacts/items/properties/artifact_format/type",keyword:"type",params:{type: schema40.properties.artifacts.items.properties.artifact_format.type},message:"must be string,null"};
+const err31 = {instancePath:instancePath+"/artifacts/" + i1+"/artifact_format",schemaPath:"#/properties/artifacts/items/properties/artifact_format/type",keyword:"type",params:{type: schema41.properties.artifacts.items.properties.artifact_format.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -5558,14 +5972,14 @@ vErrors.push(err37);
 }
 errors++;
 }
-validate28.errors = vErrors;
+validate29.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionSharing = validate30;
-const schema42 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-state.schema.json","title":"SessionSharing","description":"Answer of GET /session-uploads/{id}/sharing: the mode, whether the caller may change it, and who the session reaches.","type":"object","required":["mode","can_edit","recipient_count","recipients"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"can_edit":{"type":"boolean"},"recipient_count":{"type":"integer","minimum":0},"recipients":{"type":"array","maxItems":100000,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
+export const validateSessionSharing = validate31;
+const schema43 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-state.schema.json","title":"SessionSharing","description":"Answer of GET /session-uploads/{id}/sharing: the mode, whether the caller may change it, and who the session reaches.","type":"object","required":["mode","can_edit","recipient_count","recipients"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"can_edit":{"type":"boolean"},"recipient_count":{"type":"integer","minimum":0},"recipients":{"type":"array","maxItems":100000,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-sharing-state.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -5623,7 +6037,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(((data0 === "private") || (data0 === "workspace")) || (data0 === "selected"))){
-const err5 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema42.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema43.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -5792,14 +6206,14 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate30.errors = vErrors;
+validate31.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSharingUpdated = validate31;
-const schema43 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-updated.schema.json","title":"SharingUpdated","description":"Answer of PUT /session-uploads/{id}/sharing: the session's new mode and recipients (the owner never among them).","type":"object","required":["id","mode","user_ids"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","maxLength":64}}}};
+export const validateSharingUpdated = validate32;
+const schema44 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-updated.schema.json","title":"SharingUpdated","description":"Answer of PUT /session-uploads/{id}/sharing: the session's new mode and recipients (the owner never among them).","type":"object","required":["id","mode","user_ids"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","maxLength":64}}}};
 
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-sharing-updated.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -5872,7 +6286,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(((data1 === "private") || (data1 === "workspace")) || (data1 === "selected"))){
-const err6 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema43.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema44.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -5944,14 +6358,14 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate31.errors = vErrors;
+validate32.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSharingRequest = validate32;
-const schema45 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing.schema.json","title":"SharingRequest","description":"Body of PUT /session-uploads/{id}/sharing: replaces who may see the session. Recipients are named by user id (`emails` is an extension of this server).","type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","minLength":1,"maxLength":320}},"emails":{"type":"array","maxItems":500,"items":{"type":"string","minLength":3,"maxLength":320}}}};
+export const validateSharingRequest = validate33;
+const schema46 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing.schema.json","title":"SharingRequest","description":"Body of PUT /session-uploads/{id}/sharing: replaces who may see the session. Recipients are named by user id (`emails` is an extension of this server).","type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","minLength":1,"maxLength":320}},"emails":{"type":"array","maxItems":500,"items":{"type":"string","minLength":3,"maxLength":320}}}};
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-sharing.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -5991,7 +6405,7 @@ vErrors.push(err2);
 errors++;
 }
 if(!(((data0 === "private") || (data0 === "workspace")) || (data0 === "selected"))){
-const err3 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema45.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema46.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -6134,15 +6548,15 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate32.errors = vErrors;
+validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessMetadataDocument = validate33;
-const schema46 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/harness-metadata.schema.json","title":"HarnessMetadataDocument","description":"Answer of GET /harness-metadata (Blue's harness registry): each harness, its generations (the compatibility profiles' intervals) and what they can do. Generated from profiles/*.yaml; `display_name`-like extensions are allowed.","type":"object","required":["contract_version","harnesses"],"properties":{"contract_version":{"type":"integer","minimum":1},"harnesses":{"type":"array","maxItems":64,"items":{"type":"object","required":["key","aliases","label","description","binary_names","install_command_template","capabilities","component_rules","generations"],"properties":{"key":{"type":"string","maxLength":64},"aliases":{"type":"array","items":{"type":"string","maxLength":64}},"label":{"type":"string","maxLength":128},"description":{"type":"string","maxLength":1024},"binary_names":{"type":"array","items":{"type":"string","maxLength":64}},"install_command_template":{"type":"string","maxLength":1024},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"generations":{"type":"array","items":{"type":"object","required":["profile","introduced","verified_before","lifecycle","capabilities","component_rules"],"properties":{"profile":{"type":"string","maxLength":256},"introduced":{"type":"string","maxLength":64},"before":{"type":["string","null"],"maxLength":64},"verified_before":{"type":"string","maxLength":64},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"verified_by":{"description":"Extension: how the certified versions were exercised.","type":"string","enum":["cli","fixtures"]},"capture_event":{"description":"Extension: the native event the capture hook runs on.","type":"string","maxLength":64}}}}}}}},"definitions":{"componentRules":{"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}}}};
-const schema47 = {"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}};
+export const validateHarnessMetadataDocument = validate34;
+const schema47 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/harness-metadata.schema.json","title":"HarnessMetadataDocument","description":"Answer of GET /harness-metadata (Blue's harness registry): each harness, its generations (the compatibility profiles' intervals) and what they can do. Generated from profiles/*.yaml; `display_name`-like extensions are allowed.","type":"object","required":["contract_version","harnesses"],"properties":{"contract_version":{"type":"integer","minimum":1},"harnesses":{"type":"array","maxItems":64,"items":{"type":"object","required":["key","aliases","label","description","binary_names","install_command_template","capabilities","component_rules","generations"],"properties":{"key":{"type":"string","maxLength":64},"aliases":{"type":"array","items":{"type":"string","maxLength":64}},"label":{"type":"string","maxLength":128},"description":{"type":"string","maxLength":1024},"binary_names":{"type":"array","items":{"type":"string","maxLength":64}},"install_command_template":{"type":"string","maxLength":1024},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"generations":{"type":"array","items":{"type":"object","required":["profile","introduced","verified_before","lifecycle","capabilities","component_rules"],"properties":{"profile":{"type":"string","maxLength":256},"introduced":{"type":"string","maxLength":64},"before":{"type":["string","null"],"maxLength":64},"verified_before":{"type":"string","maxLength":64},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"verified_by":{"description":"Extension: how the certified versions were exercised.","type":"string","enum":["cli","fixtures"]},"capture_event":{"description":"Extension: the native event the capture hook runs on.","type":"string","maxLength":64}}}}}}}},"definitions":{"componentRules":{"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}}}};
+const schema48 = {"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}};
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/harness-metadata.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -6723,7 +7137,7 @@ errors++;
 if(data18.before !== undefined){
 let data21 = data18.before;
 if((typeof data21 !== "string") && (data21 !== null)){
-const err48 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/before",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/before/type",keyword:"type",params:{type: schema46.properties.harnesses.items.properties.generations.items.properties.before.type},message:"must be string,null"};
+const err48 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/before",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/before/type",keyword:"type",params:{type: schema47.properties.harnesses.items.properties.generations.items.properties.before.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -6783,7 +7197,7 @@ vErrors.push(err52);
 errors++;
 }
 if(!((data23 === "supported") || (data23 === "deprecated"))){
-const err53 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/lifecycle",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema46.properties.harnesses.items.properties.generations.items.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
+const err53 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/lifecycle",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema47.properties.harnesses.items.properties.generations.items.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -6928,7 +7342,7 @@ vErrors.push(err64);
 errors++;
 }
 if(!((data30 === "cli") || (data30 === "fixtures"))){
-const err65 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/verified_by",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema46.properties.harnesses.items.properties.generations.items.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
+const err65 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/verified_by",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema47.properties.harnesses.items.properties.generations.items.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -7022,13 +7436,13 @@ vErrors.push(err72);
 }
 errors++;
 }
-validate33.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessName = validate34;
+export const validateHarnessName = validate35;
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/harness-name.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -7052,17 +7466,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate34.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
 
-export const validateGovernancePolicy = validate35;
-const schema50 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of the contract's document (packages, gateway, telemetry, managed_config, mcp, ...) and fields a later contract adds are tolerated and ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}}}};
-const schema51 = {"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."};
-const schema52 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}};
+export const validateGovernancePolicy = validate36;
+const schema51 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of the contract's document (packages, gateway, telemetry, managed_config, mcp, ...) and fields a later contract adds are tolerated and ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}}}};
+const schema52 = {"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."};
+const schema53 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}};
 const pattern30 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
 
-function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/policy.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -7702,22 +8116,22 @@ vErrors.push(err48);
 }
 errors++;
 }
-validate35.errors = vErrors;
+validate36.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessProfiles = validate36;
-const schema53 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
-const schema55 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
-const schema56 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
-const schema59 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
+export const validateHarnessProfiles = validate37;
+const schema54 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
+const schema56 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
+const schema57 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
+const schema60 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
 const func0 = runtime1.default;
 const pattern33 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
 const pattern34 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
 const pattern38 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
 const pattern40 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -7772,7 +8186,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!(func13.call(schema55.properties, key0))){
+if(!(func13.call(schema56.properties, key0))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -7981,7 +8395,7 @@ vErrors.push(err22);
 errors++;
 }
 if(!((data5 === "cli") || (data5 === "fixtures"))){
-const err23 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema55.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
+const err23 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema56.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -8004,7 +8418,7 @@ vErrors.push(err24);
 errors++;
 }
 if(!((data6 === "supported") || (data6 === "deprecated"))){
-const err25 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema55.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
+const err25 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema56.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -8041,7 +8455,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!(((data8 === "session_capture") || (data8 === "session_resume")) || (data8 === "restore_rewrite"))){
-const err28 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema59.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema60.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -8529,7 +8943,7 @@ vErrors.push(err67);
 errors++;
 }
 if(!(((data20 === "SessionEnd") || (data20 === "Stop")) || (data20 === "session.idle"))){
-const err68 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema55.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err68 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema56.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -9004,12 +9418,12 @@ vErrors.push(err106);
 }
 errors++;
 }
-validate37.errors = vErrors;
+validate38.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/profile.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -9372,8 +9786,8 @@ errors++;
 }
 const len1 = data8.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate37(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
-vErrors = vErrors === null ? validate37.errors : vErrors.concat(validate37.errors);
+if(!(validate38(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
+vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
 errors = vErrors.length;
 }
 }
@@ -9400,7 +9814,7 @@ vErrors.push(err32);
 }
 errors++;
 }
-validate36.errors = vErrors;
+validate37.errors = vErrors;
 return errors === 0;
 }
 
