@@ -27,6 +27,7 @@ export interface ServeOptions extends DataOptions, BlobOptions {
   publicUrl?: string;
   retentionDays?: string;
   uploadUrlTtl?: string;
+  gcInterval?: string;
   logFormat?: string;
 }
 
@@ -195,6 +196,7 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
   // Every option is checked before the database is opened: a refused command creates no data directory.
   const retentionDays = positiveNumber('--retention-days', opts.retentionDays);
   const uploadUrlTtlSeconds = positiveNumber('--upload-url-ttl', opts.uploadUrlTtl);
+  const gcMinutes = opts.gcInterval === undefined ? 60 : opts.gcInterval === '0' ? 0 : positiveNumber('--gc-interval', opts.gcInterval)!;
   const format = logFormat(ctx, opts);
   checkBlobOptions(opts);
   const store = await openStore(storeOptions(ctx, opts, true));
@@ -207,6 +209,7 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
     clock: ctx.clock,
     retentionDays,
     uploadUrlTtlSeconds,
+    gc: { intervalMs: gcMinutes * 60_000 },
     log: createServerLog({ format, out: ctx.stderr, level: /^(warn|error)$/i.test(ctx.env.BLUE_AGENT_LOG_LEVEL ?? '') ? 'error' : 'info', now: () => ctx.clock.now() }),
   });
   let url: string;

@@ -468,6 +468,7 @@ Examples:
       .option('--public-url <url>', 'the origin clients reach this server at, when it differs from --listen')
       .option('--retention-days <n>', 'keep uploaded bundles this many days after completion (default 90)')
       .option('--upload-url-ttl <seconds>', 'how long an upload URL stays valid (default 900)')
+      .option('--gc-interval <minutes>', 'delete expired and deleted sessions\' bundles in the background this often (default 60; 0: never, run control-plane gc instead)')
       .addOption(new Option('--log-format <format>', 'one line per request on stderr, as text or as JSON objects (default: BLUE_CONTROL_LOG_FORMAT, else text)').choices(['text', 'json'])),
   )
     .addHelpText(
@@ -481,6 +482,7 @@ publishes a default one whose presign_url is this server's own (--public-url, el
 Agents that run \`blue-agent run\` hear of a new policy at once (GET /governance-config/events).
 
 Each request is logged on stderr (BLUE_AGENT_LOG_LEVEL=error: unexpected errors only), as JSON with --log-format json.
+GET /metrics answers Prometheus' text format (requests, latencies, upload bytes, database pool, gc, the process).
 
 Examples:
   blue-agent control-plane serve --listen 0.0.0.0:8080 --data /var/lib/blue-control --public-url https://control.example.com

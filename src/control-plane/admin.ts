@@ -159,49 +159,56 @@ export async function firstStart(store: ControlStore, dataDir: string, publicUrl
 }
 
 /** Deletes the objects of artifacts past their retention deadline; their metadata stays, marked expired. */
-export async function collectGarbage(
-  where: StoreOptions,
-  blobs: BlobStore,
-  now: number,
-): Promise<{ deleted: string[]; deleted_objects: string[]; failed: { id: string; error: string }[] }> {
+export interface GarbageCollected {
+  /** Artifacts past their retention deadline whose objects went. */
+  deleted: string[];
+  /** Keys of deleted sessions' objects that went. */
+  deleted_objects: string[];
+  failed: { id: string; error: string }[];
+}
+
+/** `control-plane gc`: collectWith on the store `where` names. */
+export async function collectGarbage(where: StoreOptions, blobs: BlobStore, now: number): Promise<GarbageCollected> {
+  return withStore({ ...where, create: false }, (store) => collectWith(store, blobs, now));
+}
+
+/**
+ * Deletes the objects that are due: past their retention (the artifact stays, marked expired) and of deleted sessions.
+ * Idempotent, so replicas (and the CLI) may run it at the same time.
+ */
+export async function collectWith(store: ControlStore, blobs: BlobStore, now: number): Promise<GarbageCollected> {
   const deleted: string[] = [];
   const deletedObjects: string[] = [];
   const failed: { id: string; error: string }[] = [];
   const failedIds = new Set<string>();
-  const fail = (id: string, error: unknown) => {
-    failed.push({ id, error: (error as Error).message });
-    failedIds.add(id);
+  /** Deletes each object of `batch` not failed before; false when nothing was left to try. */
+  const sweep = async <T>(batch: T[], idOf: (item: T) => string, keyOf: (item: T) => string, done: (item: T) => Promise<void>): Promise<boolean> => {
+    const todo = batch.filter((item) => !failedIds.has(idOf(item)));
+    for (const item of todo) {
+      try {
+        await blobs.delete(keyOf(item));
+        await done(item);
+      } catch (error) {
+        failed.push({ id: idOf(item), error: (error as Error).message });
+        failedIds.add(idOf(item));
+      }
+    }
+    return todo.length > 0;
   };
-  return withStore({ ...where, create: false }, async (store) => {
-    // Objects past their retention deadline: the artifact stays, marked expired.
-    for (;;) {
-      const batch = (await store.expiredArtifacts(now, 500)).filter((a) => !failedIds.has(a.id));
-      if (batch.length === 0) break;
-      for (const artifact of batch) {
-        try {
-          await blobs.delete(artifact.blob_key);
-          await store.markBlobDeleted(artifact.id);
-          deleted.push(artifact.id);
-        } catch (error) {
-          fail(artifact.id, error);
-        }
-      }
-    }
-    // Objects of deleted sessions that could not be deleted at once, or may have been uploaded after (a PUT to a URL
-    // signed before the delete).
-    for (;;) {
-      const batch = (await store.blobDeletionsDue(now, 500)).filter((key) => !failedIds.has(key));
-      if (batch.length === 0) break;
-      for (const key of batch) {
-        try {
-          await blobs.delete(key);
-          await store.blobDeleted(key, now);
-          deletedObjects.push(key);
-        } catch (error) {
-          fail(key, error);
-        }
-      }
-    }
-    return { deleted, deleted_objects: deletedObjects, failed };
-  });
+  // Objects past their retention deadline: the artifact stays, marked expired.
+  while (
+    await sweep(await store.expiredArtifacts(now, 500), (a) => a.id, (a) => a.blob_key, async (a) => {
+      await store.markBlobDeleted(a.id);
+      deleted.push(a.id);
+    })
+  );
+  // Objects of deleted sessions that could not be deleted at once, or may have been uploaded after (a PUT to a URL
+  // signed before the delete).
+  while (
+    await sweep(await store.blobDeletionsDue(now, 500), (key) => key, (key) => key, async (key) => {
+      await store.blobDeleted(key, now);
+      deletedObjects.push(key);
+    })
+  );
+  return { deleted, deleted_objects: deletedObjects, failed };
 }

@@ -20,6 +20,7 @@ import type { SharingRequest } from '../schema/generated/control-sharing.js';
 import type { BlobStore } from './blobs/types.js';
 import { CLIENT_CAPABILITIES_HEADER, CONTRACT_VERSION_HEADER, REQUIRED_CLIENT_VERSION_HEADER, requiredClientVersion, unmetContract } from './governance.js';
 import type { ServerLog } from './log.js';
+import type { ServerMetrics } from './metrics.js';
 import type { RevisionFeed } from './revision-feed.js';
 import { badRequest, forbidden, HttpError, notFound, readJsonBody, sendEmpty, sendJson, sendText, validateBody, type Validate } from './http.js';
 import {
@@ -69,6 +70,7 @@ export interface RouteContext {
   revisions: RevisionFeed;
   eventStreams: EventStreamLimits;
   log: ServerLog;
+  metrics: ServerMetrics;
 }
 
 export interface EventStreamLimits {
@@ -101,6 +103,8 @@ export interface Route {
   pattern: RegExp;
   /** Answered without a bearer token. */
   public: boolean;
+  /** The path as people read it (`/session-uploads/{id}`): the route's label in metrics. */
+  template: string;
   methods: Partial<Record<string, Handler>>;
 }
 
@@ -111,6 +115,7 @@ const route = (path: string, methods: Route['methods'], options: { public?: bool
   path,
   pattern: new RegExp(`^${path.replaceAll(ID, UUID).replaceAll('.', '\\.')}$`),
   public: options.public === true,
+  template: path.replaceAll(ID, '{id}'),
   methods,
 });
 
@@ -118,6 +123,7 @@ export const ROUTES: readonly Route[] = [
   route('/.well-known/metaharness', { GET: discovery }, { public: true }),
   route('/health', { GET: health }, { public: true }),
   route('/ready', { GET: ready }, { public: true }),
+  route('/metrics', { GET: metricsText }, { public: true }),
   route('/auth/me', { GET: authMe }),
   route('/governance-config', { GET: governanceConfig }),
   route('/governance-config/events', { GET: governanceEvents }),
@@ -152,6 +158,11 @@ async function health(_rc: RouteContext, req: Request): Promise<void> {
 }
 
 /** Ready: the database answers with a schema this server knows, and the blob store is usable. */
+/** `GET /metrics`: Prometheus' text format, public as in Blue's contract (counts and latencies, nothing of a user's). */
+async function metricsText(rc: RouteContext, req: Request): Promise<void> {
+  req.reply.code(200).header('cache-control', 'no-store').type(rc.metrics.contentType).send(await rc.metrics.render());
+}
+
 async function ready(rc: RouteContext, req: Request): Promise<void> {
   try {
     await rc.store.check();
@@ -367,7 +378,9 @@ async function complete(rc: RouteContext, req: Request): Promise<void> {
     await rc.blobs.delete(artifact.blob_key).catch(() => undefined);
     throw badRequest(`upload ${artifact.id} does not match its presign: ${reason}`, 'digest_mismatch');
   }
-  sendJson(req.reply, 200, completedView(await rc.store.complete(artifact.id, rc.now(), rc.retentionMs)));
+  const completed = await rc.store.complete(artifact.id, rc.now(), rc.retentionMs);
+  rc.metrics.uploaded(completed.size_bytes);
+  sendJson(req.reply, 200, completedView(completed));
 }
 
 function completedView(artifact: Artifact): unknown {

@@ -13,6 +13,8 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { BlobStore } from './blobs/types.js';
 import { ClientGoneError, DEFAULT_BODY_TIMEOUT_MS, errorBody, HttpError, sendError } from './http.js';
 import type { ServerLog } from './log.js';
+import { createMetrics } from './metrics.js';
+import { collectWith } from './admin.js';
 import { RevisionFeed } from './revision-feed.js';
 import { ROUTES, type RouteContext } from './routes.js';
 import type { ControlStore, User } from './store/index.js';
@@ -46,6 +48,12 @@ export interface ControlServerOptions {
   events?: { pollMs?: number | undefined; keepaliveMs?: number | undefined; maxStreams?: number | undefined; maxLifetimeMs?: number | undefined } | undefined;
   /** One line per request and per unexpected error, with its fields for structured logs (log.ts). Never given tokens. */
   log?: ServerLog | undefined;
+  /**
+   * Garbage collection in the background (collectWith: objects past retention and of deleted sessions), first after
+   * `firstMs` (default: a random time within the interval, so replicas spread), then every `intervalMs` (default an
+   * hour); 0 turns it off.
+   */
+  gc?: { intervalMs?: number | undefined; firstMs?: number | undefined } | undefined;
 }
 
 export interface ControlServer {
@@ -72,6 +80,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
   const store = options.store;
   const clock = options.clock ?? { now: () => Date.now() };
   const log = options.log ?? (() => {});
+  const metrics = createMetrics(store);
   let publicUrl = options.publicUrl?.replace(/\/+$/, '');
   const factory = typeof options.blobs === 'function' ? options.blobs : undefined;
   const rc: RouteContext = {
@@ -87,6 +96,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     profiles: options.profiles,
     revisions: new RevisionFeed(store, { intervalMs: options.events?.pollMs, log }),
     log,
+    metrics,
     eventStreams: {
       keepaliveMs: options.events?.keepaliveMs ?? 15_000,
       maxStreams: options.events?.maxStreams ?? 20_000,
@@ -120,7 +130,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
 
   // One log line per request, once both its response has closed and its handling has finished (a handler may still be
   // reading the body of a client that is already gone): the status, or what happened instead.
-  const requests = new WeakMap<IncomingMessage, { started: number; closed: boolean; finished: boolean; outcome?: string }>();
+  const requests = new WeakMap<IncomingMessage, { started: number; closed: boolean; finished: boolean; outcome?: string; route?: string }>();
   const settle = (request: IncomingMessage, change: { closed?: true; finished?: true; outcome?: string }): void => {
     const entry = requests.get(request);
     if (entry === undefined) return;
@@ -131,6 +141,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     const outcome = entry.outcome ?? '?';
     const status = /^\d{3}\b/.test(outcome) ? Number(outcome.slice(0, 3)) : null;
     log('info', `${request.method ?? '?'} ${pathOnly(request.url)} ${outcome} ${ms}ms`, { event: 'request', method: request.method ?? '?', path: pathOnly(request.url), status, outcome, duration_ms: ms });
+    metrics.request(metricMethod(request.method), entry.route ?? 'unmatched', status === null ? 'aborted' : String(status), ms / 1000);
   };
   let server!: Server;
   const app: FastifyInstance = Fastify({
@@ -149,8 +160,10 @@ export function createControlServer(options: ControlServerOptions): ControlServe
           // The local blob store answers its own signed URLs before any route is looked at.
           void offerToBlobs(rc, request, response).then(
             (answered) => {
-              if (answered) settle(request, { finished: true });
-              else handler(request, response);
+              if (answered) {
+                requests.get(request)!.route = 'blob';
+                settle(request, { finished: true });
+              } else handler(request, response);
             },
             (error: unknown) => {
               log('error', `internal error on ${request.method ?? '?'} ${pathOnly(request.url)}: ${(error as Error)?.stack ?? String(error)}`, { event: 'internal_error', method: request.method ?? '?', path: pathOnly(request.url) });
@@ -169,6 +182,10 @@ export function createControlServer(options: ControlServerOptions): ControlServe
   app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
 
   app.addHook('onRequest', async (request) => {
+    // The route's template for metrics (a bounded label), known once routed.
+    const template = (request.routeOptions.config as { template?: string } | undefined)?.template;
+    const entry = requests.get(request.raw);
+    if (entry !== undefined && template !== undefined) entry.route = template;
     const rawUrl = request.raw.url ?? '';
     if (rawUrl.length > MAX_URL_LENGTH) throw new HttpError(400, 'url_too_long', `the request URL is longer than ${MAX_URL_LENGTH} characters`);
     if (!rawUrl.startsWith('/')) throw new HttpError(400, 'bad_path', 'the request path is not valid');
@@ -185,6 +202,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       app.route({
         method: method as 'GET' | 'POST' | 'PUT' | 'DELETE',
         url: route.path,
+        config: { template: route.template },
         // After routing: public routes need no token, every other one is refused before anything else is read.
         ...(route.public ? {} : { preHandler: async (request: FastifyRequest) => void (request.user = await authenticate(rc, request.raw)) }),
         handler: async (request: FastifyRequest, reply: FastifyReply) => {
@@ -233,6 +251,39 @@ export function createControlServer(options: ControlServerOptions): ControlServe
 
   const ready = app.ready();
 
+  // Background garbage collection: idempotent, so every replica may run it; started at a random point of the interval.
+  const gcEvery = options.gc?.intervalMs ?? 60 * 60_000;
+  let gcTimer: NodeJS.Timeout | undefined;
+  let gcRunning: Promise<void> | undefined;
+  const collect = async (): Promise<void> => {
+    const started = Date.now();
+    try {
+      const result = await collectWith(store, rc.blobs, clock.now());
+      const objects = result.deleted.length + result.deleted_objects.length;
+      metrics.collected({ objects, failed: result.failed.length }, (Date.now() - started) / 1000);
+      if (objects > 0 || result.failed.length > 0) {
+        log(result.failed.length === 0 ? 'info' : 'error', `gc: deleted ${objects} object${objects === 1 ? '' : 's'}${result.failed.length === 0 ? '' : `, ${result.failed.length} could not be deleted (the first: ${result.failed[0]!.error})`}`, {
+          event: 'gc',
+          deleted: objects,
+          failed: result.failed.length,
+        });
+      }
+    } catch (error) {
+      metrics.collected({ objects: 0, failed: 1 }, (Date.now() - started) / 1000);
+      log('error', `gc failed; it runs again in ${Math.round(gcEvery / 60_000)} min: ${error instanceof Error ? error.message : String(error)}`, { event: 'gc', failed: 1 });
+    }
+  };
+  const scheduleGc = (delayMs: number): void => {
+    if (gcEvery <= 0) return;
+    gcTimer = setTimeout(() => {
+      gcRunning = collect().finally(() => {
+        gcRunning = undefined;
+        scheduleGc(gcEvery);
+      });
+    }, delayMs);
+    gcTimer.unref();
+  };
+
   return {
     store,
     server,
@@ -247,12 +298,14 @@ export function createControlServer(options: ControlServerOptions): ControlServe
           const url = `http://${hostPart}:${address.port}`;
           publicUrl ??= url;
           if (factory === undefined) {
+            scheduleGc(options.gc?.firstMs ?? Math.floor(Math.random() * gcEvery));
             resolve({ url });
             return;
           }
           factory(publicUrl).then(
             (blobs) => {
               rc.blobs = blobs;
+              scheduleGc(options.gc?.firstMs ?? Math.floor(Math.random() * gcEvery));
               resolve({ url });
             },
             (error: unknown) => server.close(() => reject(error)),
@@ -266,7 +319,10 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     close: () =>
       new Promise((resolve) => {
         rc.revisions.close();
-        server.close(() => {
+        clearTimeout(gcTimer);
+        server.close(async () => {
+          // A collection under way finishes first: its deletes and their records go together.
+          await gcRunning;
           void store.close();
           void app.close();
           // A store made by the factory belongs to this server; one passed in belongs to the caller.
@@ -280,6 +336,11 @@ export function createControlServer(options: ControlServerOptions): ControlServe
 
 async function offerToBlobs(rc: RouteContext, request: IncomingMessage, response: ServerResponse): Promise<boolean> {
   return rc.blobs.serve !== undefined && rc.blobs.serve(request, response);
+}
+
+/** The method as a metric label: the ones the routes take, anything else `other` (a bounded label set). */
+function metricMethod(method: string | undefined): string {
+  return method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE' || method === 'HEAD' ? method : 'other';
 }
 
 function sendReplyError(reply: FastifyReply, error: HttpError): FastifyReply {

@@ -25,6 +25,7 @@ const BAD: string[][] = [
   ['control-plane', 'serve', '--listen', '127.0.0.1:0', '--public-url', 'ftp://control.example.com/x', '--data', '{home}/control'],
   ['control-plane', 'serve', '--listen', '127.0.0.1:0', '--retention-days', '-1', '--data', '{home}/control'],
   ['control-plane', 'serve', '--blob-store', 'floppy'],
+  ['control-plane', 'serve', '--listen', '127.0.0.1:0', '--gc-interval', 'often', '--data', '{home}/control'],
   ['control-plane', 'policy', 'publish', 'policy.yaml', '--data', '{home}/nowhere'],
   ['control-plane', 'gc', '--data', '{home}/nowhere'],
   ['login'],

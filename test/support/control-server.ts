@@ -70,6 +70,8 @@ export interface TestServerOptions {
   startAt?: number;
   /** Stands between the server and its local blob store (fault injection). */
   wrapBlobs?: (blobs: BlobStore) => BlobStore;
+  /** Background garbage collection (off unless given: tests call gc themselves). */
+  gc?: ControlServerOptions['gc'];
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -94,6 +96,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     timeouts: options.timeouts,
     log: options.log,
     events: options.events,
+    gc: options.gc ?? { intervalMs: 0 },
   });
   const { url } = await server.listen('127.0.0.1', 0);
   const add = async (email: string, admin: boolean): Promise<TestUser> => {

@@ -227,6 +227,10 @@ export class PostgresStore implements ControlStore {
     await this.closing;
   }
 
+  poolStats(): { total: number; idle: number; waiting: number } {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount };
+  }
+
   async check(): Promise<void> {
     // SELECT 1 and the schema's version in one round trip.
     const row = await this.db.get('SELECT 1 AS ok, (SELECT MAX(version) FROM schema_version) AS v');

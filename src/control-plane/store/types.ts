@@ -141,6 +141,8 @@ export interface ControlStore {
   close(): Promise<void>;
   /** Throws when the database cannot be used now (for `GET /ready`). */
   check(): Promise<void>;
+  /** The connection pool's state, for metrics (PostgreSQL; SQLite has one connection and no pool). */
+  poolStats?(): { total: number; idle: number; waiting: number };
   /** The organisation this server is (made once, at the first start). */
   organizationId(): Promise<string>;
 
