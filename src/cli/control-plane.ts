@@ -204,6 +204,7 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
     store,
     harnessMetadata: harnessMetadataDocument(profiles),
     profiles: knownProfiles(profiles),
+    bundleProfiles: profiles,
     publicUrl: opts.publicUrl,
     blobs: (publicUrl) => openBlobs(ctx, dir, opts, publicUrl),
     clock: ctx.clock,

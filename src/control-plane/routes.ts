@@ -6,6 +6,11 @@
  * 403, so ids of other people's sessions cannot be probed.
  */
 import type { IncomingMessage } from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ARTIFACT_FORMAT } from '../bundle/limits.js';
+import type { ProfileSet } from '../profiles/index.js';
 import type { FastifyReply } from 'fastify';
 import * as validators from '../schema/generated/validators.js';
 import type { AuditEventPage } from '../schema/generated/control-audit-events.js';
@@ -21,6 +26,7 @@ import type { BlobStore } from './blobs/types.js';
 import { CLIENT_CAPABILITIES_HEADER, CONTRACT_VERSION_HEADER, REQUIRED_CLIENT_VERSION_HEADER, requiredClientVersion, unmetContract } from './governance.js';
 import type { ServerLog } from './log.js';
 import type { ServerMetrics } from './metrics.js';
+import { bundleSearchText } from './search-text.js';
 import type { RevisionFeed } from './revision-feed.js';
 import { badRequest, forbidden, HttpError, notFound, readJsonBody, sendEmpty, sendJson, sendText, validateBody, type Validate } from './http.js';
 import {
@@ -71,6 +77,8 @@ export interface RouteContext {
   eventStreams: EventStreamLimits;
   log: ServerLog;
   metrics: ServerMetrics;
+  /** The profiles bundles are verified against, to read what a completed session says (full-text search); undefined: only titles and summaries are indexed. */
+  bundleProfiles?: ProfileSet | undefined;
 }
 
 export interface EventStreamLimits {
@@ -369,7 +377,19 @@ async function complete(rc: RouteContext, req: Request): Promise<void> {
   if (artifact.status === 'failed') {
     throw badRequest(`upload ${artifact.id} failed its check (${artifact.failure ?? 'unknown'}); presign and upload again`, 'upload_failed');
   }
-  const stored = await rc.blobs.stat(artifact.blob_key);
+  // A session bundle is read once for both: its digest, and (for search) a copy of the bytes that digest is of.
+  const indexable = artifact.artifact_format === ARTIFACT_FORMAT && rc.bundleProfiles !== undefined;
+  const work = indexable ? await mkdtemp(path.join(tmpdir(), 'blue-control-complete-')) : undefined;
+  try {
+    await completeStored(rc, req, artifact, work);
+  } finally {
+    if (work !== undefined) await rm(work, { recursive: true, force: true });
+  }
+}
+
+async function completeStored(rc: RouteContext, req: Request, artifact: Artifact, work: string | undefined): Promise<void> {
+  const copy = work === undefined ? undefined : path.join(work, 'bundle');
+  const stored = await rc.blobs.stat(artifact.blob_key, { copyTo: copy });
   if (stored === undefined) throw badRequest(`nothing has been uploaded for ${artifact.id} yet; PUT the bundle to the upload_url first`, 'object_missing');
   if (stored.size !== artifact.size_bytes || stored.sha256 !== artifact.sha256) {
     const reason = `stored object has ${stored.size} bytes and SHA-256 ${stored.sha256}; presigned ${artifact.size_bytes} bytes and ${artifact.sha256}`;
@@ -378,7 +398,15 @@ async function complete(rc: RouteContext, req: Request): Promise<void> {
     await rc.blobs.delete(artifact.blob_key).catch(() => undefined);
     throw badRequest(`upload ${artifact.id} does not match its presign: ${reason}`, 'digest_mismatch');
   }
-  const completed = await rc.store.complete(artifact.id, rc.now(), rc.retentionMs);
+  // What the session says, for search; a bundle that cannot be read is still a completed upload (of its title).
+  let text = '';
+  if (copy !== undefined && work !== undefined) {
+    text = await bundleSearchText(copy, work, rc.bundleProfiles!).catch((error: unknown) => {
+      rc.log('info', `upload ${artifact.id}: its text is not searchable: ${error instanceof Error ? error.message : String(error)}`, { event: 'search_text_unreadable' });
+      return '';
+    });
+  }
+  const completed = await rc.store.complete(artifact.id, rc.now(), rc.retentionMs, text);
   rc.metrics.uploaded(completed.size_bytes);
   sendJson(req.reply, 200, completedView(completed));
 }
@@ -621,17 +649,29 @@ async function listSessions(rc: RouteContext, req: Request): Promise<void> {
   if (to !== undefined) query.updated_before = to + 86_400_000;
   const sort = params.one('sort');
   if (sort !== undefined) {
-    if (sort !== 'updated_desc' && sort !== 'updated_asc') throw badRequest('sort must be updated_desc or updated_asc');
+    if (sort !== 'updated_desc' && sort !== 'updated_asc' && sort !== 'relevance') throw badRequest('sort must be updated_desc, updated_asc or relevance');
     query.sort = sort;
+  } else if (query.q !== undefined) {
+    // A search is ranked: the best matches of what sessions say first.
+    query.sort = 'relevance';
   }
   const now = rc.now();
-  const view = (s: CapturedSession) => ({ ...sessionView(s, now), ...(picker ? { shared: s.owner_id !== user.id } : {}) });
+  let snippets = new Map<string, string>();
+  const view = (s: CapturedSession) => ({
+    ...sessionView(s, now),
+    ...(picker ? { shared: s.owner_id !== user.id } : {}),
+    ...(query.q === undefined ? {} : { snippet: snippets.get(s.id) ?? null }),
+  });
+  const withSnippets = async (sessions: CapturedSession[]) => {
+    if (query.q !== undefined) snippets = await rc.store.snippets(sessions.map((s) => s.id), query.q);
+    return sessions;
+  };
   if (numbered && !picker) {
     const page = intParam('page', params.one('page'), 1, Number.MAX_SAFE_INTEGER) ?? 1;
     const perPage = intParam('per_page', params.one('per_page'), 1, MAX_PAGE) ?? DEFAULT_NUMBERED_PAGE;
     const found = await rc.store.listSessions(user, { ...query, limit: perPage, offset: (page - 1) * perPage, count: true }, now);
     const total = found.total ?? 0;
-    const body: CapturedSessionList = { items: found.sessions.map(view), page, per_page: perPage, total, total_pages: total === 0 ? 0 : Math.ceil(total / perPage) };
+    const body: CapturedSessionList = { items: (await withSnippets(found.sessions)).map(view), page, per_page: perPage, total, total_pages: total === 0 ? 0 : Math.ceil(total / perPage) };
     sendJson(req.reply, 200, body);
     return;
   }
@@ -643,7 +683,7 @@ async function listSessions(rc: RouteContext, req: Request): Promise<void> {
   }
   // One row more than asked tells whether another page exists.
   const found = await rc.store.listSessions(user, { ...query, sort: 'updated_desc', limit: limit + 1 }, now);
-  const page = found.sessions.slice(0, limit);
+  const page = await withSnippets(found.sessions.slice(0, limit));
   const body: CapturedSessionList = { items: page.map(view), next_cursor: found.sessions.length > limit ? page.at(-1)!.id : null };
   sendJson(req.reply, 200, body);
 }

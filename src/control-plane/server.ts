@@ -39,6 +39,8 @@ export interface ControlServerOptions {
   harnessMetadata?: unknown;
   /** The profiles a presign may name (see knownProfiles); absent: any is accepted. */
   profiles?: RouteContext['profiles'];
+  /** The profiles themselves, to verify a completed bundle and index what it says; absent: titles and summaries only. */
+  bundleProfiles?: RouteContext['bundleProfiles'];
   /**
    * Slow clients: all headers must arrive within `headersMs` (default 30 s) and the whole request within `requestMs`
    * (300 s, room for a bundle PUT to the local store), else 408; a JSON body within `bodyMs` (30 s), else 408.
@@ -94,6 +96,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
     bodyTimeoutMs: options.timeouts?.bodyMs ?? DEFAULT_BODY_TIMEOUT_MS,
     profiles: options.profiles,
+    bundleProfiles: options.bundleProfiles,
     revisions: new RevisionFeed(store, { intervalMs: options.events?.pollMs, log }),
     log,
     metrics,

@@ -46,6 +46,7 @@ const USE_CASE_EDGES: Record<string, string[]> = {
   status: ['daemon', 'service', 'reconcile'], // reads the daemon's state, the service's, a dry reconcile
   doctor: ['status', 'service', 'reconcile'], // the checks run on status's findings
   demo: ['control-plane', 'resume'], // the demo starts a local server and resumes from it
+  'control-plane': ['sessions'], // search reads a completed bundle's conversation as `sessions export` does
 };
 
 /** What the server may import beyond the shared units, by file, with the reason. */
@@ -53,6 +54,10 @@ const SERVER_SHARED = ['schema', 'errors', 'util', 'bundle', 'profiles'];
 const SERVER_EXCEPTIONS: Record<string, string> = {
   // Publishing a policy applies the same rules the agent applies when it reads one.
   'src/policy/validate.ts': 'the policy rules',
+  // Search indexes what a session says as `sessions export` reads it: the harness's own transcript reader, and the
+  // secret masking titles have.
+  'src/sessions/export.ts': 'the conversation of a bundle',
+  'src/harness-kit/secrets.ts': 'the secret masking of titles',
 };
 /** Units that may import the server: they start one. */
 const SERVER_USERS = ['cli', 'demo'];

@@ -85,7 +85,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const store = await openStore(storeOptions);
   const server = createControlServer({
     store,
-    ...(profiles === undefined ? {} : { harnessMetadata: harnessMetadataDocument(profiles), profiles: knownProfiles(profiles) }),
+    ...(profiles === undefined ? {} : { harnessMetadata: harnessMetadataDocument(profiles), profiles: knownProfiles(profiles), bundleProfiles: profiles }),
     blobs: async (publicUrl) => {
       const local = await createLocalBlobStore({ dir: blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => now });
       return options.wrapBlobs?.(local) ?? local;

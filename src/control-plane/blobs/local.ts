@@ -249,10 +249,12 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
       return { method: 'GET', url: `${origin}${key}?expires=${expires}&sig=${sig}`, headers: {}, expiresAtUnixMs: expires };
     },
 
-    async stat(key: string): Promise<StoredObject | undefined> {
+    async stat(key: string, statOptions: { copyTo?: string | undefined } = {}): Promise<StoredObject | undefined> {
       assertValidKey(key);
       const file = fileOf(key);
       const known = receivedDigests.get(file);
+      // A copy is hashed as it is made: what it holds is what the digest says.
+      if (statOptions.copyTo !== undefined) return hashCopy(file, statOptions.copyTo);
       if (known !== undefined) {
         const info = await stat(file).catch(() => undefined);
         if (info !== undefined && info.ino === known.ino && info.size === known.size && info.mtimeMs === known.mtimeMs && info.ctimeMs === known.ctimeMs) {
@@ -299,4 +301,25 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
 
     async close(): Promise<void> {},
   };
+}
+
+/** Copies `file` to the new file `to`, hashing the bytes on the way; undefined when there is no such file. */
+async function hashCopy(file: string, to: string): Promise<StoredObject | undefined> {
+  const hash = createHash('sha256');
+  let size = 0;
+  const copy = await open(to, 'wx', 0o600);
+  try {
+    for await (const chunk of createReadStream(file)) {
+      size += (chunk as Buffer).length;
+      hash.update(chunk as Buffer);
+      await copy.write(chunk as Buffer);
+    }
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'EISDIR') return undefined;
+    throw error;
+  } finally {
+    await copy.close();
+  }
+  return { size, sha256: hash.digest('hex') };
 }

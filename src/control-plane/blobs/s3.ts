@@ -10,6 +10,7 @@
  * Errors never carry credentials or signed URLs.
  */
 import { createHash } from 'node:crypto';
+import { open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
@@ -210,7 +211,7 @@ export async function createS3BlobStore(options: S3BlobStoreOptions): Promise<Bl
       return { method: 'GET', url, headers: {}, expiresAtUnixMs: w.expiresAtUnixMs };
     },
 
-    async stat(key: string): Promise<StoredObject | undefined> {
+    async stat(key: string, statOptions: { copyTo?: string | undefined } = {}): Promise<StoredObject | undefined> {
       assertValidKey(key);
       let body: unknown;
       let declared: number | undefined;
@@ -227,15 +228,19 @@ export async function createS3BlobStore(options: S3BlobStoreOptions): Promise<Bl
       if (!(body instanceof Readable)) throw new BlueError('INTERNAL', `S3 GET ${key}: the response has no readable body`);
       const hash = createHash('sha256');
       let size = 0;
+      const copy = statOptions.copyTo === undefined ? undefined : await open(statOptions.copyTo, 'wx', 0o600);
       try {
         for await (const chunk of body) {
           const bytes = chunk as Buffer;
           size += bytes.length;
           hash.update(bytes);
+          if (copy !== undefined) await copy.write(bytes);
         }
       } catch (error) {
         body.destroy();
         throw s3Error('GET', key, error);
+      } finally {
+        await copy?.close();
       }
       if (declared !== undefined && declared !== size) {
         throw new BlueError('INTERNAL', `S3 GET ${key}: read ${size} of ${declared} bytes`, { hint: 'Retry; the read was cut short.' });

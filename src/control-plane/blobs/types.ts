@@ -26,8 +26,11 @@ export interface BlobStore {
   presignUpload(key: string, object: StoredObject, expiresAtUnixMs: number): Promise<SignedRequest>;
   /** A short-lived URL to read `key`. */
   presignDownload(key: string, expiresAtUnixMs: number): Promise<SignedRequest>;
-  /** The stored object's real size and digest; undefined when nothing is stored at `key`. */
-  stat(key: string): Promise<StoredObject | undefined>;
+  /**
+   * The stored object's real size and digest; undefined when nothing is stored at `key`. With `copyTo`, the bytes
+   * hashed are also written to that new file (one read for both: complete checks an upload and indexes its text).
+   */
+  stat(key: string, options?: { copyTo?: string | undefined }): Promise<StoredObject | undefined>;
   /**
    * Stores whose URLs point at the Control API itself (the local store) answer them here: true when the request was
    * theirs and has been answered. The server offers every request to it before its own routes.

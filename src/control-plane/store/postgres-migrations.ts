@@ -121,6 +121,19 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
   CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON audit_events
     FOR EACH STATEMENT EXECUTE FUNCTION audit_events_append_only();
   `,
+  // 3: full-text search: each session's current title (weight A), summary (B) and text (C) as a tsvector, GIN-indexed
+  //    (SQLite's version 5).
+  `
+  CREATE TABLE session_search (
+    session_id text COLLATE "C" PRIMARY KEY REFERENCES sessions(id),
+    body text NOT NULL,
+    document tsvector NOT NULL
+  );
+  CREATE INDEX session_search_document ON session_search USING GIN (document);
+  INSERT INTO session_search (session_id, body, document)
+    SELECT s.id, '', setweight(to_tsvector('simple', COALESCE(a.title, '')), 'A') || setweight(to_tsvector('simple', COALESCE(a.summary, '')), 'B')
+    FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id;
+  `,
 ];
 
 /**

@@ -19,6 +19,7 @@ import { LOCK_NAMESPACE, LOCKS, migratePostgres, POSTGRES_MIGRATIONS } from './p
 import { schemaTooNew } from './sqlite-migrations.js';
 import { likePattern, toArtifact, toAuditEvent, toSession } from './sqlite.js';
 import { etagOf, hashToken, newToken } from './tokens.js';
+import { searchWords } from './types.js';
 import type {
   Artifact,
   AuditEvent,
@@ -507,7 +508,7 @@ export class PostgresStore implements ControlStore {
     await this.db.run(`UPDATE artifacts SET status = 'failed', failure = $1, updated_at = $2 WHERE id = $3 AND status = 'pending'`, reason, now, artifactId);
   }
 
-  async complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact> {
+  async complete(artifactId: string, now: number, retentionMs: number, text = ''): Promise<Artifact> {
     return this.transaction(async (db) => {
       // The artifact, read with its session locked: completes (and presigns) of one session run one after the other,
       // and what an earlier complete of this session wrote is seen.
@@ -530,6 +531,12 @@ export class PostgresStore implements ControlStore {
            WHERE session_id = $1 AND status = 'complete' AND id <> $5 AND NOT (SELECT found FROM newer)
          ), now_current AS (
            UPDATE sessions SET current_artifact_id = $5, updated_at = $3 WHERE id = $1 AND NOT (SELECT found FROM newer)
+         ), search AS (
+           INSERT INTO session_search (session_id, body, document)
+           SELECT $1, $6::text, setweight(to_tsvector('simple', $7::text), 'A') || setweight(to_tsvector('simple', $8::text), 'B')
+             || setweight(to_tsvector('simple', $6::text), 'C')
+           WHERE NOT (SELECT found FROM newer)
+           ON CONFLICT (session_id) DO UPDATE SET body = excluded.body, document = excluded.document
          )
          SELECT * FROM done`,
         artifact.session_id,
@@ -537,9 +544,29 @@ export class PostgresStore implements ControlStore {
         now,
         now + retentionMs,
         artifactId,
+        text,
+        artifact.title ?? '',
+        artifact.summary ?? '',
       ))!;
       return toArtifact(done);
     });
+  }
+
+  async snippets(sessionIds: readonly string[], q: string): Promise<Map<string, string>> {
+    const query = tsQuery(q);
+    const out = new Map<string, string>();
+    if (query === undefined || sessionIds.length === 0) return out;
+    // Only the page's sessions: ts_headline reads the whole text.
+    const rows = await this.db.all(
+      `SELECT x.session_id, ts_headline('simple', COALESCE(NULLIF(x.body, ''), a.title, ''), to_tsquery('simple', $1),
+         'StartSel=[, StopSel=], MaxWords=24, MinWords=8, MaxFragments=1, FragmentDelimiter=" … "') AS snippet
+       FROM session_search x JOIN sessions s ON s.id = x.session_id JOIN artifacts a ON a.id = s.current_artifact_id
+       WHERE x.session_id = ANY($2::text[]) AND x.document @@ to_tsquery('simple', $1)`,
+      query,
+      [...sessionIds],
+    );
+    for (const row of rows) if (typeof row.snippet === 'string' && row.snippet !== '') out.set(String(row.session_id), row.snippet);
+    return out;
   }
 
   async session(id: string): Promise<CapturedSession | undefined> {
@@ -589,10 +616,14 @@ export class PostgresStore implements ControlStore {
     const where = ['s.current_artifact_id IS NOT NULL'];
     if (query.resumable === true || !viewer.is_admin) where.push(visible(p.add(viewer.id)));
     if (query.resumable === true) where.push(`a.resumable AND a.status = 'complete' AND NOT a.blob_deleted AND a.retention_deadline > ${p.add(now)}`);
+    // q: what the sessions say (the full-text index: title, summary, text), or a piece of an id, a folder, a title.
+    const tsquery = query.q === undefined ? undefined : tsQuery(query.q);
+    const matched = tsquery === undefined ? undefined : p.add(tsquery);
+    const searched = matched === undefined ? 'false' : `EXISTS (SELECT 1 FROM session_search x WHERE x.session_id = s.id AND x.document @@ to_tsquery('simple', ${matched}))`;
     if (query.q !== undefined) {
       const like = p.add(likePattern(query.q));
       where.push(`(lower(s.native_session_id) LIKE ${like} ESCAPE '\\' OR lower(COALESCE(a.cwd, '')) LIKE ${like} ESCAPE '\\'
-        OR lower(COALESCE(a.title, '')) LIKE ${like} ESCAPE '\\' OR lower(COALESCE(a.summary, '')) LIKE ${like} ESCAPE '\\')`);
+        OR lower(COALESCE(a.title, '')) LIKE ${like} ESCAPE '\\' OR lower(COALESCE(a.summary, '')) LIKE ${like} ESCAPE '\\' OR ${searched})`);
     }
     if (query.id_prefix !== undefined) where.push(`substr(s.id, 1, ${p.add(query.id_prefix.length)}::integer) = ${p.add(query.id_prefix)}`);
     if (query.harness !== undefined) where.push(`s.harness = ${p.add(query.harness)}`);
@@ -607,7 +638,17 @@ export class PostgresStore implements ControlStore {
       const after = p.add(query.after_id);
       page.push(`(s.updated_at < (SELECT updated_at FROM sessions WHERE id = ${after}) OR (s.updated_at = (SELECT updated_at FROM sessions WHERE id = ${after}) AND s.id < ${after}))`);
     }
-    const order = query.sort === 'updated_asc' ? 's.updated_at ASC, s.id ASC' : 's.updated_at DESC, s.id DESC';
+    // Relevance: the weighted rank of the index's match (title A, summary B, text C); sessions matched otherwise last.
+    const rank =
+      matched === undefined
+        ? undefined
+        : `COALESCE((SELECT ts_rank_cd(x.document, to_tsquery('simple', ${matched})) FROM session_search x WHERE x.session_id = s.id AND x.document @@ to_tsquery('simple', ${matched})), -1)`;
+    const order =
+      query.sort === 'updated_asc'
+        ? 's.updated_at ASC, s.id ASC'
+        : query.sort === 'relevance' && rank !== undefined
+          ? `${rank} DESC, s.updated_at DESC, s.id DESC`
+          : 's.updated_at DESC, s.id DESC';
     // The current artifact comes in the same row (SESSION_SELECT's join): one query for the page, another for the count.
     const [rows, counted] = await Promise.all([
       this.db.all(`${SESSION_SELECT} WHERE ${page.join(' AND ')} ORDER BY ${order} LIMIT ${p.add(query.limit)} OFFSET ${p.add(query.offset ?? 0)}`, ...p.values),
@@ -660,6 +701,7 @@ export class PostgresStore implements ControlStore {
       }
       await db.run('UPDATE sessions SET current_artifact_id = NULL WHERE id = $1', sessionId);
       await db.run('DELETE FROM session_grants WHERE session_id = $1', sessionId);
+      await db.run('DELETE FROM session_search WHERE session_id = $1', sessionId);
       await db.run('DELETE FROM artifacts WHERE session_id = $1', sessionId);
       await db.run('DELETE FROM sessions WHERE id = $1', sessionId);
       await insertAudit(db, audit, now);
@@ -839,3 +881,8 @@ function connectError(error: unknown, location: string, secrets: readonly string
   return fail('IO_ERROR', `cannot open the PostgreSQL database ${location}: ${said}`, `Check ${urlHint}, that the server runs, and that its user may connect and create tables in the database.`);
 }
 
+/** PostgreSQL's tsquery for `q`: every word (letters and digits only: no operator reaches the parser), the last as a prefix. */
+function tsQuery(q: string): string | undefined {
+  const words = searchWords(q);
+  return words.length === 0 ? undefined : words.map((w, i) => (i === words.length - 1 ? `${w}:*` : w)).join(' & ');
+}

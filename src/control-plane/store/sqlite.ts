@@ -27,6 +27,7 @@ import type {
   SharingMode,
   User,
 } from './types.js';
+import { searchWords } from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | null;
@@ -325,7 +326,7 @@ export class SqliteStore implements ControlStore {
     this.run(`UPDATE artifacts SET status = 'failed', failure = ?, updated_at = ? WHERE id = ? AND status = 'pending'`, reason, now, artifactId);
   }
 
-  async complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact> {
+  async complete(artifactId: string, now: number, retentionMs: number, text = ''): Promise<Artifact> {
     return this.transaction(() => {
       const artifact = this.artifactSync(artifactId)!;
       if (artifact.status === 'complete' || artifact.status === 'superseded') return artifact;
@@ -341,9 +342,30 @@ export class SqliteStore implements ControlStore {
       if (newer === undefined) {
         this.run(`UPDATE artifacts SET status = 'superseded', updated_at = ? WHERE session_id = ? AND status = 'complete' AND id <> ?`, now, artifact.session_id, artifactId);
         this.run('UPDATE sessions SET current_artifact_id = ?, updated_at = ? WHERE id = ?', artifactId, now, artifact.session_id);
+        // The search entry follows the current artifact, in the same transaction.
+        this.run('INSERT OR IGNORE INTO session_search_ids (session_id) VALUES (?)', artifact.session_id);
+        const rowid = Number(this.get('SELECT rowid FROM session_search_ids WHERE session_id = ?', artifact.session_id)!.rowid);
+        this.run('DELETE FROM session_search WHERE rowid = ?', rowid);
+        this.run('INSERT INTO session_search (rowid, title, summary, body) VALUES (?, ?, ?, ?)', rowid, artifact.title ?? '', artifact.summary ?? '', text);
       }
       return this.artifactSync(artifactId)!;
     });
+  }
+
+  async snippets(sessionIds: readonly string[], q: string): Promise<Map<string, string>> {
+    const match = ftsMatch(q);
+    const out = new Map<string, string>();
+    if (match === undefined) return out;
+    for (const id of sessionIds) {
+      const row = this.get(
+        `SELECT snippet(session_search, -1, '[', ']', '…', 16) AS snippet FROM session_search
+         WHERE session_search MATCH ? AND rowid = (SELECT rowid FROM session_search_ids WHERE session_id = ?)`,
+        match,
+        id,
+      );
+      if (row !== undefined && typeof row.snippet === 'string' && row.snippet !== '') out.set(id, row.snippet);
+    }
+    return out;
   }
 
   async session(id: string): Promise<CapturedSession | undefined> {
@@ -405,10 +427,13 @@ export class SqliteStore implements ControlStore {
       where.push(`a.resumable = 1 AND a.status = 'complete' AND a.blob_deleted = 0 AND a.retention_deadline > ?`);
       args.push(now);
     }
+    // q: what the sessions say (the full-text index: title, summary, text), or a piece of an id, a folder, a title.
+    const match = query.q === undefined ? undefined : ftsMatch(query.q);
     if (query.q !== undefined) {
       const like = likePattern(query.q);
       where.push(`(lower(s.native_session_id) LIKE ? ESCAPE '\\' OR lower(COALESCE(a.cwd, '')) LIKE ? ESCAPE '\\'
-        OR lower(COALESCE(a.title, '')) LIKE ? ESCAPE '\\' OR lower(COALESCE(a.summary, '')) LIKE ? ESCAPE '\\')`);
+        OR lower(COALESCE(a.title, '')) LIKE ? ESCAPE '\\' OR lower(COALESCE(a.summary, '')) LIKE ? ESCAPE '\\'
+        ${match === undefined ? '' : 'OR m.session_id IS NOT NULL'})`);
       args.push(like, like, like, like);
     }
     if (query.id_prefix !== undefined) {
@@ -435,7 +460,14 @@ export class SqliteStore implements ControlStore {
       where.push('s.updated_at < ?');
       args.push(query.updated_before);
     }
-    const filtered = `FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE ${where.join(' AND ')}`;
+    // The matches of the index, with their rank (bm25: lower is better; title weighs most, then summary).
+    const matches =
+      match === undefined
+        ? ''
+        : `LEFT JOIN (SELECT i.session_id, bm25(session_search, 10.0, 4.0, 1.0) AS rank FROM session_search
+             JOIN session_search_ids i ON i.rowid = session_search.rowid WHERE session_search MATCH ?) m ON m.session_id = s.id`;
+    if (match !== undefined) args.unshift(match);
+    const filtered = `FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id ${matches} WHERE ${where.join(' AND ')}`;
     let total: number | undefined;
     if (query.count === true) total = Number(this.get(`SELECT COUNT(*) AS n ${filtered}`, ...args)!.n);
     const page = [...where];
@@ -445,9 +477,14 @@ export class SqliteStore implements ControlStore {
       page.push('(s.updated_at < (SELECT updated_at FROM sessions WHERE id = ?) OR (s.updated_at = (SELECT updated_at FROM sessions WHERE id = ?) AND s.id < ?))');
       pageArgs.push(query.after_id, query.after_id, query.after_id);
     }
-    const order = query.sort === 'updated_asc' ? 's.updated_at ASC, s.id ASC' : 's.updated_at DESC, s.id DESC';
+    const order =
+      query.sort === 'updated_asc'
+        ? 's.updated_at ASC, s.id ASC'
+        : query.sort === 'relevance' && match !== undefined
+          ? 'm.rank IS NULL, m.rank, s.updated_at DESC, s.id DESC'
+          : 's.updated_at DESC, s.id DESC';
     const rows = this.all(
-      `${SESSION_SELECT} JOIN artifacts a ON a.id = s.current_artifact_id WHERE ${page.join(' AND ')} ORDER BY ${order} LIMIT ? OFFSET ?`,
+      `${SESSION_SELECT} JOIN artifacts a ON a.id = s.current_artifact_id ${matches} WHERE ${page.join(' AND ')} ORDER BY ${order} LIMIT ? OFFSET ?`,
       ...pageArgs,
       query.limit,
       query.offset ?? 0,
@@ -494,6 +531,8 @@ export class SqliteStore implements ControlStore {
       }
       this.run('UPDATE sessions SET current_artifact_id = NULL WHERE id = ?', sessionId);
       this.run('DELETE FROM session_grants WHERE session_id = ?', sessionId);
+      this.run('DELETE FROM session_search WHERE rowid = (SELECT rowid FROM session_search_ids WHERE session_id = ?)', sessionId);
+      this.run('DELETE FROM session_search_ids WHERE session_id = ?', sessionId);
       this.run('DELETE FROM artifacts WHERE session_id = ?', sessionId);
       this.run('DELETE FROM sessions WHERE id = ?', sessionId);
       this.insertAudit(audit, now);
@@ -661,4 +700,11 @@ export function toSession(row: Row, current: Artifact | undefined): CapturedSess
     share_recipient_count: Number(row.share_recipient_count),
     current,
   };
+}
+
+/** FTS5's query for `q`: every word, quoted (no operator of the user's reaches the parser), the last one as a prefix. */
+function ftsMatch(q: string): string | undefined {
+  const words = searchWords(q);
+  if (words.length === 0) return undefined;
+  return words.map((w, i) => `"${w}"${i === words.length - 1 ? '*' : ''}`).join(' ');
 }

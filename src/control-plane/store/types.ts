@@ -118,7 +118,8 @@ export interface SessionQuery {
   updated_from?: number | undefined;
   /** Exclusive upper bound of `updated_at`. */
   updated_before?: number | undefined;
-  sort: 'updated_desc' | 'updated_asc';
+  /** `relevance`: best full-text matches of `q` first (numbered mode), then newest. */
+  sort: 'updated_desc' | 'updated_asc' | 'relevance';
   /** Cursor mode: after this session (newest first). */
   after_id?: string | undefined;
   offset?: number | undefined;
@@ -173,8 +174,13 @@ export interface ControlStore {
   presign(input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult>;
   artifact(id: string): Promise<{ artifact: Artifact; session: CapturedSession } | undefined>;
   markFailed(artifactId: string, reason: string, now: number): Promise<void>;
-  /** Marks the artifact verified: current when no newer artifact of its session completed, else superseded. */
-  complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact>;
+  /**
+   * Marks the artifact verified: current when no newer artifact of its session completed, else superseded. When it
+   * becomes current, the session's search entry becomes its: title, summary and `text` (what the session says).
+   */
+  complete(artifactId: string, now: number, retentionMs: number, text?: string): Promise<Artifact>;
+  /** A short passage of each session's search entry around what `q` matches (`[` and `]` around the match), by id. */
+  snippets(sessionIds: readonly string[], q: string): Promise<Map<string, string>>;
   session(id: string): Promise<CapturedSession | undefined>;
   /** Every artifact of the session, newest first. */
   artifactsOf(sessionId: string): Promise<Artifact[]>;
@@ -252,4 +258,12 @@ export interface AuditQuery {
  */
 export function isExpired(artifact: Pick<Artifact, 'blob_deleted' | 'retention_deadline'>, now: number): boolean {
   return artifact.blob_deleted || now >= artifact.retention_deadline;
+}
+
+/**
+ * The words of a search, as both full-text indexes take them: runs of letters and digits, lower-cased, at most 16 of
+ * at most 64 characters each; every word must match, the last also as a prefix (what is typed so far).
+ */
+export function searchWords(q: string): string[] {
+  return (q.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 16).map((w) => w.slice(0, 64));
 }

@@ -86,6 +86,10 @@ export interface CapturedSession {
    */
   sha256?: string | null;
   /**
+   * With q: a short passage of what the session says around the match, the matched words between [ and ] (blue-agent's Control API).
+   */
+  snippet?: string | null;
+  /**
    * Extension: the current artifact's id.
    */
   artifact_id?: string | null;

@@ -1621,7 +1621,7 @@ return errors === 0;
 }
 
 export const validateCapturedSession = validate16;
-const schema19 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-captured-session.schema.json","title":"CapturedSession","description":"A captured session as the caller may see it (Blue's CapturedSession): an item of GET /session-uploads, and `session` of GET /session-uploads/{id}. The artifact fields (status, size, digest, profile, format, title...) are its current artifact's. Fields a later server adds are allowed and ignored.","type":"object","required":["id","user_id","user_email","harness","compatibility_profile","native_session_id","artifact_format","resumable","sharing_mode","share_recipient_count","updated_at"],"properties":{"id":{"description":"The captured session's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"user_id":{"description":"Its owner.","type":"string","maxLength":64},"user_email":{"type":"string","maxLength":320},"harness":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"native_session_id":{"type":"string","maxLength":512},"cwd":{"type":["string","null"],"maxLength":4096},"artifact_format":{"type":"string","maxLength":128},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":1024},"summary":{"type":["string","null"],"maxLength":4096},"source_captured_at":{"type":["string","null"],"maxLength":64},"repository":{"type":"object","properties":{"root":{"type":["string","null"],"maxLength":4096},"remote":{"type":["string","null"],"maxLength":4096}}},"sharing_mode":{"type":"string","enum":["private","workspace","selected"]},"share_recipient_count":{"type":"integer","minimum":0},"shared":{"description":"In the resumable picker: the caller is not its owner.","type":"boolean"},"updated_at":{"type":"string","maxLength":64},"status":{"description":"The current artifact's status.","type":["string","null"],"maxLength":32},"size_bytes":{"type":["integer","null"],"minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"retention_expires_at":{"type":["string","null"],"maxLength":64},"sha256":{"description":"Extension: the current artifact's SHA-256 (downloads are checked against it).","type":["string","null"],"pattern":"^[0-9a-f]{64}$"},"artifact_id":{"description":"Extension: the current artifact's id.","oneOf":[{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},{"type":"null"}]}}};
+const schema19 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-captured-session.schema.json","title":"CapturedSession","description":"A captured session as the caller may see it (Blue's CapturedSession): an item of GET /session-uploads, and `session` of GET /session-uploads/{id}. The artifact fields (status, size, digest, profile, format, title...) are its current artifact's. Fields a later server adds are allowed and ignored.","type":"object","required":["id","user_id","user_email","harness","compatibility_profile","native_session_id","artifact_format","resumable","sharing_mode","share_recipient_count","updated_at"],"properties":{"id":{"description":"The captured session's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"user_id":{"description":"Its owner.","type":"string","maxLength":64},"user_email":{"type":"string","maxLength":320},"harness":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"native_session_id":{"type":"string","maxLength":512},"cwd":{"type":["string","null"],"maxLength":4096},"artifact_format":{"type":"string","maxLength":128},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":1024},"summary":{"type":["string","null"],"maxLength":4096},"source_captured_at":{"type":["string","null"],"maxLength":64},"repository":{"type":"object","properties":{"root":{"type":["string","null"],"maxLength":4096},"remote":{"type":["string","null"],"maxLength":4096}}},"sharing_mode":{"type":"string","enum":["private","workspace","selected"]},"share_recipient_count":{"type":"integer","minimum":0},"shared":{"description":"In the resumable picker: the caller is not its owner.","type":"boolean"},"updated_at":{"type":"string","maxLength":64},"status":{"description":"The current artifact's status.","type":["string","null"],"maxLength":32},"size_bytes":{"type":["integer","null"],"minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"retention_expires_at":{"type":["string","null"],"maxLength":64},"sha256":{"description":"Extension: the current artifact's SHA-256 (downloads are checked against it).","type":["string","null"],"pattern":"^[0-9a-f]{64}$"},"snippet":{"description":"With q: a short passage of what the session says around the match, the matched words between [ and ] (blue-agent's Control API).","type":["string","null"],"maxLength":2000},"artifact_id":{"description":"Extension: the current artifact's id.","oneOf":[{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},{"type":"null"}]}}};
 const schema21 = {"type":"string","pattern":"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"};
 const pattern7 = new RegExp("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", "u");
 
@@ -2302,15 +2302,10 @@ errors++;
 }
 }
 }
-if(data.artifact_id !== undefined){
-let data24 = data.artifact_id;
-const _errs51 = errors;
-let valid3 = false;
-let passing0 = null;
-const _errs52 = errors;
-if(typeof data24 === "string"){
-if(!pattern7.test(data24)){
-const err56 = {instancePath:instancePath+"/artifact_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
+if(data.snippet !== undefined){
+let data24 = data.snippet;
+if((typeof data24 !== "string") && (data24 !== null)){
+const err56 = {instancePath:instancePath+"/snippet",schemaPath:"#/properties/snippet/type",keyword:"type",params:{type: schema19.properties.snippet.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -2319,9 +2314,9 @@ vErrors.push(err56);
 }
 errors++;
 }
-}
-else {
-const err57 = {instancePath:instancePath+"/artifact_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data24 === "string"){
+if(func2(data24) > 2000){
+const err57 = {instancePath:instancePath+"/snippet",schemaPath:"#/properties/snippet/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -2330,14 +2325,17 @@ vErrors.push(err57);
 }
 errors++;
 }
-var _valid0 = _errs52 === errors;
-if(_valid0){
-valid3 = true;
-passing0 = 0;
 }
-const _errs55 = errors;
-if(data24 !== null){
-const err58 = {instancePath:instancePath+"/artifact_id",schemaPath:"#/properties/artifact_id/oneOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+}
+if(data.artifact_id !== undefined){
+let data25 = data.artifact_id;
+const _errs53 = errors;
+let valid3 = false;
+let passing0 = null;
+const _errs54 = errors;
+if(typeof data25 === "string"){
+if(!pattern7.test(data25)){
+const err58 = {instancePath:instancePath+"/artifact_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -2346,7 +2344,34 @@ vErrors.push(err58);
 }
 errors++;
 }
-var _valid0 = _errs55 === errors;
+}
+else {
+const err59 = {instancePath:instancePath+"/artifact_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+var _valid0 = _errs54 === errors;
+if(_valid0){
+valid3 = true;
+passing0 = 0;
+}
+const _errs57 = errors;
+if(data25 !== null){
+const err60 = {instancePath:instancePath+"/artifact_id",schemaPath:"#/properties/artifact_id/oneOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+var _valid0 = _errs57 === errors;
 if(_valid0 && valid3){
 valid3 = false;
 passing0 = [passing0, 1];
@@ -2358,20 +2383,20 @@ passing0 = 1;
 }
 }
 if(!valid3){
-const err59 = {instancePath:instancePath+"/artifact_id",schemaPath:"#/properties/artifact_id/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+const err61 = {instancePath:instancePath+"/artifact_id",schemaPath:"#/properties/artifact_id/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
 if(vErrors === null){
-vErrors = [err59];
+vErrors = [err61];
 }
 else {
-vErrors.push(err59);
+vErrors.push(err61);
 }
 errors++;
 }
 else {
-errors = _errs51;
+errors = _errs53;
 if(vErrors !== null){
-if(_errs51){
-vErrors.length = _errs51;
+if(_errs53){
+vErrors.length = _errs53;
 }
 else {
 vErrors = null;
@@ -2381,12 +2406,12 @@ vErrors = null;
 }
 }
 else {
-const err60 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err62 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err60];
+vErrors = [err62];
 }
 else {
-vErrors.push(err60);
+vErrors.push(err62);
 }
 errors++;
 }

@@ -1,0 +1,60 @@
+/**
+ * What a session says, for full-text search: the user and assistant text of a verified bundle, read by its harness's
+ * own transcript reader (the same one `sessions export` uses), secrets masked by the rules titles follow, bounded per
+ * session. Tool output is left out: it is mostly file contents and command noise, and it is where secrets hide.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { extractBundle } from '../bundle/extract.js';
+import { maskSecrets } from '../harness-kit/secrets.js';
+import type { ProfileSet } from '../profiles/index.js';
+import { readTranscript, wantedFiles } from '../sessions/export.js';
+
+/** At most this much text of one session is indexed (the first of it: how a session starts says what it is about). */
+export const MAX_SEARCH_TEXT_CHARS = 200_000;
+
+type Conversation = ReturnType<typeof readTranscript>;
+
+/** The searchable text of the bundle in `file` (verified and extracted in a temporary folder under `workRoot`). */
+export async function bundleSearchText(file: string, workRoot: string, profiles: ProfileSet): Promise<string> {
+  const dir = await mkdtemp(path.join(workRoot, 'index-'));
+  try {
+    const result = await extractBundle(file, path.join(dir, 'files'), { profiles });
+    const manifest = result.manifest;
+    const sources = [];
+    for (const i of wantedFiles(manifest)) {
+      const f = manifest.files[i]!;
+      sources.push({ role: f.role, path: f.path, ...(f.native_path === undefined ? {} : { native_path: f.native_path }), bytes: await readFile(result.files[i]!) });
+    }
+    return searchText(readTranscript(manifest, sources));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The user and assistant turns (subagents' too), one per line, white space collapsed, masked and cut. */
+export function searchText(transcript: Conversation): string {
+  const parts: string[] = [];
+  let length = 0;
+  const add = (t: Conversation): void => {
+    for (const turn of t.turns) {
+      if (length >= MAX_SEARCH_TEXT_CHARS) return;
+      if (turn.role === 'tool') continue;
+      const text = turn.text.replace(/[\s\u0000]+/g, ' ').trim();
+      if (text === '') continue;
+      parts.push(text);
+      length += text.length + 1;
+    }
+    for (const section of t.sections ?? []) add(section.transcript);
+  };
+  add(transcript);
+  // Masked after joining, so a secret split over two turns is still one match for the rules; cut after masking, so
+  // a cut never leaves half a secret unmasked.
+  return cutAtCodePoint(maskSecrets(parts.join('\n')), MAX_SEARCH_TEXT_CHARS);
+}
+
+function cutAtCodePoint(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const code = text.charCodeAt(max - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
+}

@@ -1,0 +1,168 @@
+/**
+ * Full-text search of what sessions say, on both databases: the server reads a completed bundle's conversation with
+ * the harness's transcript reader and indexes it with the title and summary (FTS5, tsvector); `q` finds sessions by a
+ * word of their conversation, ranks title matches first, answers a snippet around the match, takes any text without
+ * an error, never indexes secrets, and the index follows revisions and deletions exactly.
+ */
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { writeBundle } from '../../src/bundle/index.js';
+import { loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
+import { BACKENDS, startTestServer, type TestServer, type TestUser } from '../support/control-server.js';
+import { claudeProjectKey } from '../support/cli-process.js';
+import { repoRoot } from '../support/context.js';
+
+const CWD = '/home/dev/project';
+let work: string;
+let profiles: ProfileSet;
+beforeAll(async () => {
+  work = await mkdtemp(path.join(tmpdir(), 'blue-search-'));
+  profiles = await loadProfiles(path.join(repoRoot, 'profiles'));
+});
+afterAll(async () => {
+  await rm(work, { recursive: true, force: true });
+});
+
+let bundles = 0;
+/** A Claude Code bundle whose conversation is `turns` (user, assistant, user, ...). */
+async function claudeBundle(sessionId: string, title: string, turns: string[]): Promise<Buffer> {
+  const src = path.join(work, `src-${++bundles}`);
+  const key = claudeProjectKey(CWD);
+  await mkdir(path.join(src, key), { recursive: true });
+  const lines = turns.map((text, i) => {
+    const role = i % 2 === 0 ? 'user' : 'assistant';
+    return JSON.stringify({ type: role, sessionId, cwd: CWD, message: { role, content: text } });
+  });
+  await writeFile(path.join(src, key, `${sessionId}.jsonl`), `${lines.join('\n')}\n`);
+  const out = path.join(work, `bundle-${bundles}.tar.gz`);
+  await writeBundle(
+    {
+      harness: 'claude',
+      profile: 'claude-v2_0_12',
+      sessionId,
+      capturedAtUnixMs: Date.UTC(2026, 0, 1),
+      cwd: CWD,
+      title,
+      root: src,
+      files: [{ role: 'primary_transcript', name: `${sessionId}.jsonl`, nativePath: `${key}/${sessionId}.jsonl`, path: path.join(src, key, `${sessionId}.jsonl`) }],
+    },
+    out,
+    { profiles },
+  );
+  return readFile(out);
+}
+
+describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
+  let t: TestServer;
+  afterEach(async () => {
+    await t?.close();
+  });
+
+  async function upload(user: TestUser, sessionId: string, title: string, turns: string[]): Promise<string> {
+    const bytes = await claudeBundle(sessionId, title, turns);
+    const done = await t.upload(user, bytes, { session_id: sessionId, title, cwd: CWD, artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    return done.sessionId;
+  }
+  const search = async (q: string, user: TestUser = t.alice, extra = '') => {
+    const got = await t.call('GET', `/session-uploads?q=${encodeURIComponent(q)}${extra}`, user.token);
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    return got.body.items as { id: string; title: string; snippet: string | null }[];
+  };
+
+  it('finds a session by a word of its conversation, with a snippet around it; a word it never said finds nothing', async () => {
+    t = await startTestServer({ backend });
+    const flaky = await upload(t.alice, 'sess-flaky', 'Fix the flaky test', [
+      'The integration suite fails one run in ten.',
+      'The retry loop in the uploader races with the watchdog; I serialised them behind one mutex.',
+    ]);
+    await upload(t.alice, 'sess-docs', 'Write the release notes', ['Summarise what changed since 1.4.', 'Done: three features, two fixes.']);
+
+    const hits = await search('watchdog');
+    expect(hits.map((h) => h.id)).toEqual([flaky]);
+    expect(hits[0]!.snippet).toContain('[watchdog]');
+    expect(hits[0]!.snippet!.length).toBeLessThan(400);
+    // A prefix of the last word, several words (all must match), any case.
+    expect((await search('WATCHD')).map((h) => h.id)).toEqual([flaky]);
+    expect((await search('retry mutex')).map((h) => h.id)).toEqual([flaky]);
+    expect(await search('retry changelog')).toEqual([]);
+    expect(await search('kubernetes')).toEqual([]);
+    // Titles and folders still match as before, and say no snippet when the index did not match.
+    expect((await search('release')).map((h) => h.title)).toEqual(['Write the release notes']);
+    expect((await search('/home/dev/proj')).length).toBe(2);
+    // Not searched: no snippet field.
+    const listed = await t.call('GET', '/session-uploads', t.alice.token);
+    expect(listed.body.items[0]).not.toHaveProperty('snippet');
+    // Others' private sessions stay out of a member's search.
+    expect(await search('watchdog', t.bob)).toEqual([]);
+  });
+
+  it('ranks a title match above a match deep in the conversation, in numbered mode', async () => {
+    t = await startTestServer({ backend });
+    const deep = await upload(t.alice, 'sess-deep', 'Tidy the build', ['Tidy it.', 'While at it I noticed the cache key ignores the lockfile.']);
+    t.clock.advance(60_000);
+    const titled = await upload(t.alice, 'sess-titled', 'Cache key ignores the lockfile', ['Why is the build stale?', 'Because of that.']);
+    t.clock.advance(60_000);
+    await upload(t.alice, 'sess-newest', 'Unrelated and newest', ['Nothing here.', 'Nothing.']);
+    const ranked = await search('lockfile', t.alice, '&per_page=10');
+    expect(ranked.map((h) => h.id)).toEqual([titled, deep]);
+    // Asked for by date, it is by date.
+    const byDate = await search('lockfile', t.alice, '&sort=updated_asc');
+    expect(byDate.map((h) => h.id)).toEqual([deep, titled]);
+  });
+
+  it('takes any text as words only: quotes, operators and symbols are never a syntax error', async () => {
+    t = await startTestServer({ backend });
+    await upload(t.alice, 'sess-ops', 'Operators', ['Handle NEAR and OR in queries.', 'Fine.']);
+    for (const q of ['"', '*', 'OR', 'NEAR(', 'a:b', '!&|()', "it's", '\\', '"unterminated', 'title:x', '-', '^', '%_', 'ü', '日本']) {
+      const got = await t.call('GET', `/session-uploads?q=${encodeURIComponent(q)}`, t.alice.token);
+      expect(got.status, q).toBe(200);
+    }
+    expect((await search('near OR')).length).toBe(1);
+  });
+
+  it('never indexes a secret the conversation holds', async () => {
+    t = await startTestServer({ backend });
+    const token = `ghp_${'A1b2C3d4'.repeat(5)}`;
+    await upload(t.alice, 'sess-secret', 'Set up the CI token', [`Use this token: ${token} for the release job.`, 'Stored it in the CI settings.']);
+    expect(await search(token)).toEqual([]);
+    const hits = await search('release job');
+    expect(hits).toHaveLength(1);
+    expect(hits[0]!.snippet).not.toContain(token);
+  });
+
+  it('follows revisions and deletions: the current upload is what is searched, a deleted session nowhere', async () => {
+    t = await startTestServer({ backend });
+    const id = await upload(t.alice, 'sess-rev', 'Evolving', ['First we tried sqlite.', 'It worked.']);
+    expect((await search('sqlite')).map((h) => h.id)).toEqual([id]);
+    await upload(t.alice, 'sess-rev', 'Evolving', ['First we tried sqlite.', 'It worked.', 'Then we moved to postgres.', 'Migrated.']);
+    expect((await search('postgres')).map((h) => h.id)).toEqual([id]);
+    await upload(t.alice, 'sess-rev', 'Evolving', ['Only duckdb now.', 'Fine.']);
+    expect(await search('postgres')).toEqual([]);
+    expect((await search('duckdb')).map((h) => h.id)).toEqual([id]);
+
+    expect((await t.call('DELETE', `/session-uploads/${id}`, t.alice.token)).status).toBe(204);
+    expect(await search('duckdb')).toEqual([]);
+    // A new session of the same native id is indexed afresh.
+    const again = await upload(t.alice, 'sess-rev', 'Evolving', ['duckdb again.', 'Yes.']);
+    expect((await search('duckdb')).map((h) => h.id)).toEqual([again]);
+  });
+
+  it('indexes the title and summary of uploads it cannot read as a session bundle', async () => {
+    t = await startTestServer({ backend });
+    const raw = await t.upload(t.alice, Buffer.from('not a bundle at all'), { session_id: 'raw-1', title: 'Raw transcript of the migration' });
+    expect(raw.status).toBe(200);
+    expect((await search('migration')).map((h) => h.id)).toEqual([raw.sessionId]);
+    // Claimed to be a bundle, but is not one: completed all the same, searchable by its title.
+    const bad = await t.upload(t.alice, Buffer.from('garbage claiming to be a bundle'), {
+      session_id: 'bad-1',
+      title: 'Broken bundle upload',
+      artifact_format: 'blue-session-bundle-v1',
+      compatibility_profile: 'claude-v2_0_12',
+    });
+    expect(bad.status).toBe(200);
+    expect((await search('broken')).map((h) => h.id)).toEqual([bad.sessionId]);
+  });
+});
