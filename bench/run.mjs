@@ -6,7 +6,8 @@ import { run as drain } from './drain.mjs';
 import { run as reconcileLarge } from './reconcile-large.mjs';
 import { run as reconcileNoop } from './reconcile-noop.mjs';
 import { run as runIdle } from './run-idle.mjs';
+import { run as search } from './search.mjs';
 import { run as upload } from './upload.mjs';
 
-const results = [await reconcileNoop(), await capture(), await bundle(), await drain(), await upload(), await runIdle(), await reconcileLarge(), await controlUploads()];
+const results = [await reconcileNoop(), await capture(), await bundle(), await drain(), await upload(), await runIdle(), await reconcileLarge(), await controlUploads(), await search()];
 process.exitCode = results.every(Boolean) ? 0 : 1;

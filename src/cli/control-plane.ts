@@ -143,6 +143,45 @@ export async function gcCommand(ctx: Context, opts: DataOptions & BlobOptions): 
   }
 }
 
+/** `control-plane reindex`: rebuilds the search index from the stored bundles, with progress on stderr; resumable. */
+export async function reindexCommand(ctx: Context, opts: DataOptions & BlobOptions & { restart?: boolean }): Promise<number> {
+  const { reindex } = await import('../control-plane/admin.js');
+  const { loadProfiles } = await import('../profiles/index.js');
+  const where = storeOptions(ctx, opts, false);
+  if (where.databaseUrl === undefined) {
+    const { requireDataDir } = await import('../control-plane/store/index.js');
+    requireDataDir(where.dataDir);
+  }
+  const profiles = await loadProfiles(ctx.paths.profilesDir);
+  const blobs = await openBlobs(ctx, where.dataDir, opts, 'http://127.0.0.1');
+  const tty = ctx.stderr.isTTY === true;
+  let said = 0;
+  const progress = (done: number, total: number): void => {
+    // A line on a terminal, rewritten; otherwise one line every 1,000 sessions and at the end.
+    if (tty) ctx.stderr.write(`\rreindexing: ${done}/${total} sessions`);
+    else if (done - said >= 1000 || done === total) {
+      ctx.stderr.write(`reindexing: ${done}/${total} sessions\n`);
+      said = done;
+    }
+  };
+  try {
+    const result = await reindex(where, blobs, profiles, { restart: opts.restart === true, onProgress: progress });
+    if (tty && result.total > 0) ctx.stderr.write('\n');
+    print(
+      ctx,
+      opts,
+      { ok: true, ...result },
+      `Reindexed ${result.indexed + result.without_text} session${result.indexed + result.without_text === 1 ? '' : 's'}` +
+        `${result.resumed_after === null ? '' : ` (went on after ${result.resumed_after})`}: ${result.indexed} with what they say, ` +
+        `${result.without_text} by title and summary only (no readable bundle)` +
+        `${result.skipped === 0 ? '' : `; ${result.skipped} changed meanwhile and were indexed by their new upload`}.\n`,
+    );
+    return 0;
+  } finally {
+    await blobs.close();
+  }
+}
+
 function positiveNumber(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);

@@ -176,7 +176,7 @@ Examples:
   sessions
     .command('list')
     .description('your sessions, newest first (with --all: every session the Control API lets you see)')
-    .option('--q <text>', 'search titles, summaries, session ids and directories')
+    .option('--q <text>', 'search what sessions say, their titles, summaries, folders and ids (every word must match)')
     .addOption(harnessOption)
     .option('--all', 'every session you may see, not only your own')
     .option('--json', 'print as JSON')
@@ -530,7 +530,7 @@ Examples:
   blobOptions(
     controlPlane
       .command('gc')
-      .description('delete stored bundles past their retention deadline')
+      .description('delete stored bundles past their retention deadline, and those of deleted sessions still stored')
       .addOption(dataOption())
       .addOption(databaseOption())
       .option('--json', 'print as JSON'),
@@ -538,6 +538,27 @@ Examples:
     const { gcCommand } = await import('./control-plane.js');
     state.exitCode = await gcCommand(ctx, opts);
   });
+  blobOptions(
+    controlPlane
+      .command('reindex')
+      .description('rebuild the full-text search index from the stored bundles (resumable)')
+      .addOption(dataOption())
+      .addOption(databaseOption())
+      .option('--restart', 'start from the first session, not where an interrupted run stopped')
+      .option('--json', 'print as JSON'),
+  )
+    .addHelpText(
+      'after',
+      `
+Reads each session's current upload from the blob store, one at a time, and indexes what it says with its title and
+summary, as completing an upload does. Needed after an upgrade that indexes more than the release before it, or to
+rebuild an index. Progress goes to stderr. The position is saved after each session: a run that is stopped goes on
+from there when run again (--restart starts over). It may run while servers run.`,
+    )
+    .action(async (opts: Record<string, string | boolean | undefined>) => {
+      const { reindexCommand } = await import('./control-plane.js');
+      state.exitCode = await reindexCommand(ctx, opts);
+    });
   return program;
 }
 

@@ -124,7 +124,15 @@ export function sessionTable(rows: readonly { session: CapturedSession; owned: b
     cells = cells.map((r) => r.map((cell, i) => (i === col && cell.length > room ? `${cell.slice(0, room - 1)}…` : cell)));
     ({ widths, total } = width(cells));
   }
-  return [header, ...cells].map((r) => `${r.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd()}\n`).join('');
+  // A search's snippet goes under its row, indented, cut to the terminal.
+  const snippet = (i: number): string => {
+    const text = rows[i]!.session.snippet;
+    if (text === undefined) return '';
+    const room = columns === undefined ? text.length : Math.max(10, columns - 4);
+    return `    ${text.length > room ? `${text.slice(0, room - 1)}…` : text}\n`;
+  };
+  const line = (r: string[]) => `${r.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd()}\n`;
+  return line(header) + cells.map((r, i) => line(r) + snippet(i)).join('');
 }
 
 // ---------------------------------------------------------------------------------------------------------------

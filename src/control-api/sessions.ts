@@ -63,6 +63,8 @@ export interface CapturedSession {
   retention_expires_at: string | null;
   sha256: string | null;
   artifact_id: string | null;
+  /** With a search: what the session says around the match, the matched words in [brackets] (blue-agent's Control API). */
+  snippet?: string;
 }
 
 /** One upload of a session (`artifacts` of GET /session-uploads/{id}), newest first. */
@@ -570,6 +572,7 @@ function forDisplay(s: CapturedSessionAnswer): CapturedSession {
     retention_expires_at: opt(s.retention_expires_at, 64),
     sha256: s.sha256 ?? null,
     artifact_id: s.artifact_id ?? null,
+    ...(typeof s.snippet === 'string' && s.snippet !== '' ? { snippet: printable(s.snippet).replace(/\s+/g, ' ').slice(0, 2000) } : {}),
   };
 }
 

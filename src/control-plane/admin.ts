@@ -6,14 +6,18 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { ARTIFACT_FORMAT } from '../bundle/limits.js';
 import { BlueError, usageError } from '../errors.js';
 import { MAX_POLICY_BYTES, validatePolicy } from '../policy/validate.js';
 import { FIXTURE_CERTIFIED, HARNESSES } from '../schema/generated/harness-names.js';
 import { parseYamlText } from '../schema/index.js';
+import type { ProfileSet } from '../profiles/index.js';
 import { originOf } from '../util/url.js';
 import type { BlobStore } from './blobs/types.js';
+import { bundleSearchText } from './search-text.js';
 import { governanceProblems } from './governance.js';
 import { openStore, requireDataDir, type ControlStore, type PolicyRevision, type StoreOptions, type User } from './store/index.js';
 
@@ -211,4 +215,67 @@ export async function collectWith(store: ControlStore, blobs: BlobStore, now: nu
     })
   );
   return { deleted, deleted_objects: deletedObjects, failed };
+}
+
+export interface ReindexResult {
+  /** Sessions whose entry was rebuilt, with what their bundle says. */
+  indexed: number;
+  /** Sessions indexed by title and summary only: no session bundle, its object gone (retention) or unreadable. */
+  without_text: number;
+  /** Sessions whose current upload changed while they were read: their complete indexed the new one. */
+  skipped: number;
+  total: number;
+  /** Where an interrupted run was taken up (a session id), or null for a run from the start. */
+  resumed_after: string | null;
+}
+
+/**
+ * `control-plane reindex`: rebuilds every session's search entry from its current upload's object, one session at a
+ * time (memory bounded by one bundle's text), in session id order. The position is saved after each session, so a run
+ * that is stopped goes on from there next time (`restart` starts over).
+ */
+export async function reindex(
+  where: StoreOptions,
+  blobs: BlobStore,
+  profiles: ProfileSet,
+  options: { restart?: boolean; onProgress?: (done: number, total: number) => void } = {},
+): Promise<ReindexResult> {
+  return withStore({ ...where, create: false }, async (store) => {
+    const saved = options.restart === true ? undefined : await store.reindexCursor();
+    const total = await store.countIndexable();
+    const result: ReindexResult = { indexed: 0, without_text: 0, skipped: 0, total, resumed_after: saved ?? null };
+    let after = saved ?? '';
+    let done = 0;
+    for (;;) {
+      const batch = await store.indexable(after, 50);
+      if (batch.length === 0) break;
+      for (const { session_id: sessionId, artifact } of batch) {
+        const text = artifact.artifact_format === ARTIFACT_FORMAT && !artifact.blob_deleted ? await storedText(blobs, artifact.blob_key, artifact, profiles) : undefined;
+        if (!(await store.setSearchText(sessionId, artifact.id, text ?? ''))) result.skipped++;
+        else if (text === undefined) result.without_text++;
+        else result.indexed++;
+        after = sessionId;
+        await store.setReindexCursor(after);
+        options.onProgress?.(++done, total);
+      }
+    }
+    await store.setReindexCursor(undefined);
+    return result;
+  });
+}
+
+/**
+ * What the stored object of `artifact` says, or undefined when it is gone, not what was uploaded, or not a readable
+ * bundle. A blob store that cannot be read throws: the run stops there, to go on from there once it is back.
+ */
+async function storedText(blobs: BlobStore, key: string, artifact: { size_bytes: number; sha256: string }, profiles: ProfileSet): Promise<string | undefined> {
+  const work = await mkdtemp(path.join(tmpdir(), 'blue-control-reindex-'));
+  try {
+    const copy = path.join(work, 'bundle');
+    const stored = await blobs.stat(key, { copyTo: copy });
+    if (stored === undefined || stored.size !== artifact.size_bytes || stored.sha256 !== artifact.sha256) return undefined;
+    return await bundleSearchText(copy, work, profiles).catch(() => undefined);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
 }

@@ -115,6 +115,20 @@ describe('sessions list', () => {
     expect(none.stdout).toBe('No sessions of yours match.\n');
   });
 
+  it('--q finds what a session says, not only its title, and shows the passage under its row', async () => {
+    // The recorded Claude Code session's assistant said "Recorded reply from the stub model."; its title says nothing of it.
+    const json = JSON.parse((await as(server.alice, ['sessions', 'list', '--harness', 'claude', '--q', 'stub model', '--json'])).stdout);
+    expect(json.sessions.map((s: { id: string }) => s.id)).toEqual([ids.aliceClaude]);
+    expect(json.sessions[0].snippet).toMatch(/\[stub\] \[model\]/i);
+    const text = await as(server.alice, ['sessions', 'list', '--harness', 'claude', '--q', 'stub model']);
+    const lines = text.stdout.split('\n');
+    expect(lines[1]).toContain('Explain the build steps of this project');
+    expect(lines[2]).toMatch(/^ {4}.*\[stub\] \[model\]/i);
+    const narrow = await as(server.alice, ['sessions', 'list', '--harness', 'claude', '--q', 'stub model'], { tty: true, columns: 40 });
+    for (const line of narrow.stdout.trimEnd().split('\n').slice(1, 3)) expect(line.length).toBeLessThanOrEqual(80);
+    expect(narrow.stdout.split('\n')[2]!.length).toBeLessThanOrEqual(40);
+  });
+
   it('fits a narrow terminal: ids shortened to 8 characters, then titles cut; no truncation when not a terminal', async () => {
     const narrow = await as(server.alice, ['sessions', 'list', '--all'], { tty: true, columns: 80 });
     for (const line of narrow.stdout.trimEnd().split('\n')) expect(line.length).toBeLessThanOrEqual(80);

@@ -28,6 +28,7 @@ const BAD: string[][] = [
   ['control-plane', 'serve', '--listen', '127.0.0.1:0', '--gc-interval', 'often', '--data', '{home}/control'],
   ['control-plane', 'policy', 'publish', 'policy.yaml', '--data', '{home}/nowhere'],
   ['control-plane', 'gc', '--data', '{home}/nowhere'],
+  ['control-plane', 'reindex', '--data', '{home}/nowhere'],
   ['login'],
   ['login', '--control-url', 'http://127.0.0.1:9'],
   ['login', '--control-url', 'ftp://example.com', '--token-stdin'],

@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { writeBundle } from '../../src/bundle/index.js';
+import { reindex } from '../../src/control-plane/admin.js';
+import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
 import { loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
 import { BACKENDS, startTestServer, type TestServer, type TestUser } from '../support/control-server.js';
 import { claudeProjectKey } from '../support/cli-process.js';
@@ -113,6 +115,24 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     expect(byDate.map((h) => h.id)).toEqual([deep, titled]);
   });
 
+  it('counts at most 1,000 matches; a search that matches more is newest first, not ranked', async () => {
+    t = await startTestServer({ backend });
+    const store = t.server.store;
+    const base = { owner_id: t.alice.id, harness: 'claude', size_bytes: 1, content_type: 'application/octet-stream', compatibility_profile: 'legacy', artifact_format: 'legacy-raw', resumable: false, cwd: null, summary: null, captured_at_unix_ms: null, repository_root: null, repository_remote: null };
+    for (let i = 0; i < 1001; i++) {
+      // The first has the word in its title too: ranked, it would come first; newest first, it is last.
+      const { artifact } = await store.presign({ ...base, native_session_id: `many-${i}`, sha256: i.toString(16).padStart(64, '0'), title: i === 0 ? 'plentiful first' : `Session ${i}` }, 1000 + i, 86_400_000);
+      await store.complete(artifact.id, 1000 + i, 86_400_000, 'plentiful words everywhere');
+    }
+    const page = await t.call('GET', '/session-uploads?q=plentiful&per_page=3', t.alice.token);
+    expect(page.status).toBe(200);
+    expect(page.body).toMatchObject({ total: 1000, total_pages: 334 });
+    expect(page.body.items.map((i: { native_session_id: string }) => i.native_session_id)).toEqual(['many-1000', 'many-999', 'many-998']);
+    // Fewer matches are ranked: the title match first, whatever its age.
+    const ranked = await t.call('GET', '/session-uploads?q=plentiful%20first&per_page=3', t.alice.token);
+    expect(ranked.body).toMatchObject({ total: 1, items: [{ native_session_id: 'many-0' }] });
+  });
+
   it('takes any text as words only: quotes, operators and symbols are never a syntax error', async () => {
     t = await startTestServer({ backend });
     await upload(t.alice, 'sess-ops', 'Operators', ['Handle NEAR and OR in queries.', 'Fine.']);
@@ -148,6 +168,49 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     // A new session of the same native id is indexed afresh.
     const again = await upload(t.alice, 'sess-rev', 'Evolving', ['duckdb again.', 'Yes.']);
     expect((await search('duckdb')).map((h) => h.id)).toEqual([again]);
+  });
+
+  it('control-plane reindex rebuilds every entry from the stored bundles, and goes on where a stopped run left off', async () => {
+    t = await startTestServer({ backend });
+    const ids = [
+      await upload(t.alice, 'sess-r1', 'One', ['alpha words here.', 'ok.']),
+      await upload(t.alice, 'sess-r2', 'Two', ['bravo words here.', 'ok.']),
+      await upload(t.bob, 'sess-r3', 'Three', ['charlie words here.', 'ok.']),
+    ].sort();
+    const raw = await t.upload(t.alice, Buffer.from('raw text'), { session_id: 'raw-r', title: 'Raw one' });
+    const all = [...ids, raw.sessionId].sort();
+    // An index that has lost what the sessions say (as after an upgrade that indexes more).
+    for (const id of ids) {
+      const session = (await t.server.store.session(id))!;
+      expect(await t.server.store.setSearchText(id, session.current_artifact_id!, '')).toBe(true);
+    }
+    expect(await search('bravo')).toEqual([]);
+
+    const blobs = await createLocalBlobStore({ dir: t.blobDir, publicUrl: t.url, secret: 'x'.repeat(32) });
+    const seen: number[] = [];
+    // Stopped after two sessions: the position is kept.
+    await expect(
+      reindex(t.storeOptions, blobs, profiles, {
+        onProgress: (done, total) => {
+          seen.push(done);
+          expect(total).toBe(4);
+          if (done === 2) throw new Error('stopped');
+        },
+      }),
+    ).rejects.toThrow('stopped');
+    expect(await t.server.store.reindexCursor()).toBe(all[1]);
+    const rest = await reindex(t.storeOptions, blobs, profiles, { onProgress: (done) => seen.push(done) });
+    expect(rest.resumed_after).toBe(all[1]);
+    expect(rest.indexed + rest.without_text).toBe(2);
+    expect(rest.total).toBe(4);
+    expect(seen).toEqual([1, 2, 1, 2]);
+    expect(await t.server.store.reindexCursor()).toBeUndefined();
+
+    // From the start: every session, the raw upload by its title only.
+    const full = await reindex(t.storeOptions, blobs, profiles, { restart: true });
+    expect(full).toEqual({ indexed: 3, without_text: 1, skipped: 0, total: 4, resumed_after: null });
+    for (const word of ['alpha', 'bravo']) expect((await search(word)).length, word).toBe(1);
+    expect((await search('charlie', t.bob)).length).toBe(1);
   });
 
   it('indexes the title and summary of uploads it cannot read as a session bundle', async () => {

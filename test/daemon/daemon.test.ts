@@ -268,6 +268,16 @@ describe('blue-agent run: policy push', () => {
     await start(PUSH);
     await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
     await waitFor('the stream', () => lines('policy event stream open')[0], 10_000);
+    // The start is over once no check has been logged for a while (the stream's first event may have asked for one).
+    let last = -1;
+    let still = 0;
+    await waitFor('the start to settle', async () => {
+      const now = lines('policy checked').length;
+      still = now === last ? still + 1 : 0;
+      last = now;
+      await sleep(200);
+      return still >= 4;
+    }, 20_000);
     const checksBefore = lines('policy checked').length;
     // The next ttl check is an hour away: only the stream can bring this revision in.
     const publishedAt = Date.now();

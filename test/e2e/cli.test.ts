@@ -203,6 +203,9 @@ describe('every --json command result carries ok', () => {
     const gc = await inProcess(['control-plane', 'gc', '--data', data, '--json']);
     expect(gc.code, gc.stderr).toBe(0);
     expect(okFirst(gc.stdout)).toEqual({ ok: true, deleted: [], deleted_objects: [], failed: [] });
+    const reindexed = await inProcess(['control-plane', 'reindex', '--data', data, '--json']);
+    expect(reindexed.code, reindexed.stderr).toBe(0);
+    expect(okFirst(reindexed.stdout)).toEqual({ ok: true, indexed: 0, without_text: 0, skipped: 0, total: 0, resumed_after: null });
   });
 });
 

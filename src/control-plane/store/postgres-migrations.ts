@@ -93,6 +93,16 @@ const SCHEMA_1 = `
   );
 `;
 
+/**
+ * The search document of session `s` whose current artifact is `a`, with `body` (an SQL expression) as its text:
+ * title A, summary B, text C, place D (the folder's and native id's words).
+ */
+export function searchDocument(body: string): string {
+  return `setweight(to_tsvector('simple', COALESCE(a.title, '')), 'A') || setweight(to_tsvector('simple', COALESCE(a.summary, '')), 'B')
+    || setweight(to_tsvector('simple', ${body}), 'C')
+    || setweight(to_tsvector('simple', regexp_replace(COALESCE(a.cwd, '') || ' ' || s.native_session_id, '[[:punct:]]+', ' ', 'g')), 'D')`;
+}
+
 export const POSTGRES_MIGRATIONS: readonly Step[] = [
   // 1: users, settings and the organisation's id, policy revisions, captured sessions with their artifacts and
   //    sharing, client status (SQLite's version 3).
@@ -121,8 +131,8 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
   CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON audit_events
     FOR EACH STATEMENT EXECUTE FUNCTION audit_events_append_only();
   `,
-  // 3: full-text search: each session's current title (weight A), summary (B) and text (C) as a tsvector, GIN-indexed
-  //    (SQLite's version 5).
+  // 3: full-text search: each session's current title (weight A), summary (B), text (C) and place (D: folder and
+  //    native id) as a tsvector, GIN-indexed (SQLite's version 5).
   `
   CREATE TABLE session_search (
     session_id text COLLATE "C" PRIMARY KEY REFERENCES sessions(id),
@@ -131,7 +141,7 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
   );
   CREATE INDEX session_search_document ON session_search USING GIN (document);
   INSERT INTO session_search (session_id, body, document)
-    SELECT s.id, '', setweight(to_tsvector('simple', COALESCE(a.title, '')), 'A') || setweight(to_tsvector('simple', COALESCE(a.summary, '')), 'B')
+    SELECT s.id, '', ${searchDocument("''")}
     FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id;
   `,
 ];

@@ -15,11 +15,11 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import pg from 'pg';
 import { BlueError } from '../../errors.js';
-import { LOCK_NAMESPACE, LOCKS, migratePostgres, POSTGRES_MIGRATIONS } from './postgres-migrations.js';
+import { LOCK_NAMESPACE, LOCKS, searchDocument, migratePostgres, POSTGRES_MIGRATIONS } from './postgres-migrations.js';
 import { schemaTooNew } from './sqlite-migrations.js';
 import { likePattern, toArtifact, toAuditEvent, toSession } from './sqlite.js';
 import { etagOf, hashToken, newToken } from './tokens.js';
-import { searchWords } from './types.js';
+import { MAX_SEARCH_TOTAL, searchWords } from './types.js';
 import type {
   Artifact,
   AuditEvent,
@@ -533,9 +533,8 @@ export class PostgresStore implements ControlStore {
            UPDATE sessions SET current_artifact_id = $5, updated_at = $3 WHERE id = $1 AND NOT (SELECT found FROM newer)
          ), search AS (
            INSERT INTO session_search (session_id, body, document)
-           SELECT $1, $6::text, setweight(to_tsvector('simple', $7::text), 'A') || setweight(to_tsvector('simple', $8::text), 'B')
-             || setweight(to_tsvector('simple', $6::text), 'C')
-           WHERE NOT (SELECT found FROM newer)
+           SELECT s.id, $6::text, ${searchDocument('$6::text')}
+           FROM sessions s JOIN artifacts a ON a.id = $5 WHERE s.id = $1 AND NOT (SELECT found FROM newer)
            ON CONFLICT (session_id) DO UPDATE SET body = excluded.body, document = excluded.document
          )
          SELECT * FROM done`,
@@ -545,11 +544,45 @@ export class PostgresStore implements ControlStore {
         now + retentionMs,
         artifactId,
         text,
-        artifact.title ?? '',
-        artifact.summary ?? '',
       ))!;
       return toArtifact(done);
     });
+  }
+
+  async indexable(afterId: string, limit: number): Promise<{ session_id: string; artifact: Artifact }[]> {
+    const rows = await this.db.all('SELECT a.* FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id > $1 ORDER BY s.id LIMIT $2', afterId, limit);
+    return rows.map((row) => {
+      const artifact = toArtifact(row);
+      return { session_id: artifact.session_id, artifact };
+    });
+  }
+
+  async countIndexable(): Promise<number> {
+    return Number((await this.db.get('SELECT COUNT(*) AS n FROM sessions WHERE current_artifact_id IS NOT NULL'))!.n);
+  }
+
+  async setSearchText(sessionId: string, artifactId: string, text: string): Promise<boolean> {
+    // One statement: the entry is written only while the artifact is the session's current one.
+    const written = await this.db.run(
+      `INSERT INTO session_search (session_id, body, document)
+       SELECT s.id, $3::text, ${searchDocument('$3::text')}
+       FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id = $1 AND a.id = $2
+       ON CONFLICT (session_id) DO UPDATE SET body = excluded.body, document = excluded.document`,
+      sessionId,
+      artifactId,
+      text,
+    );
+    return written > 0;
+  }
+
+  async reindexCursor(): Promise<string | undefined> {
+    const row = await this.db.get(`SELECT value FROM settings WHERE key = 'reindex_after'`);
+    return row === undefined ? undefined : String(row.value);
+  }
+
+  async setReindexCursor(after: string | undefined): Promise<void> {
+    if (after === undefined) await this.db.run(`DELETE FROM settings WHERE key = 'reindex_after'`);
+    else await this.db.run(`INSERT INTO settings (key, value) VALUES ('reindex_after', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, after);
   }
 
   async snippets(sessionIds: readonly string[], q: string): Promise<Map<string, string>> {
@@ -616,14 +649,18 @@ export class PostgresStore implements ControlStore {
     const where = ['s.current_artifact_id IS NOT NULL'];
     if (query.resumable === true || !viewer.is_admin) where.push(visible(p.add(viewer.id)));
     if (query.resumable === true) where.push(`a.resumable AND a.status = 'complete' AND NOT a.blob_deleted AND a.retention_deadline > ${p.add(now)}`);
-    // q: what the sessions say (the full-text index: title, summary, text), or a piece of an id, a folder, a title.
+    // q: the words of the full-text index (title, summary, what the session says, its folder and native id), through
+    // its GIN index; a q without a word (punctuation only) is a piece of an id, folder, title or summary, as before.
     const tsquery = query.q === undefined ? undefined : tsQuery(query.q);
     const matched = tsquery === undefined ? undefined : p.add(tsquery);
-    const searched = matched === undefined ? 'false' : `EXISTS (SELECT 1 FROM session_search x WHERE x.session_id = s.id AND x.document @@ to_tsquery('simple', ${matched}))`;
-    if (query.q !== undefined) {
+    const matches =
+      matched === undefined
+        ? ''
+        : `JOIN (SELECT x.session_id, x.document FROM session_search x WHERE x.document @@ to_tsquery('simple', ${matched})) m ON m.session_id = s.id`;
+    if (query.q !== undefined && matched === undefined) {
       const like = p.add(likePattern(query.q));
       where.push(`(lower(s.native_session_id) LIKE ${like} ESCAPE '\\' OR lower(COALESCE(a.cwd, '')) LIKE ${like} ESCAPE '\\'
-        OR lower(COALESCE(a.title, '')) LIKE ${like} ESCAPE '\\' OR lower(COALESCE(a.summary, '')) LIKE ${like} ESCAPE '\\' OR ${searched})`);
+        OR lower(COALESCE(a.title, '')) LIKE ${like} ESCAPE '\\' OR lower(COALESCE(a.summary, '')) LIKE ${like} ESCAPE '\\')`);
     }
     if (query.id_prefix !== undefined) where.push(`substr(s.id, 1, ${p.add(query.id_prefix.length)}::integer) = ${p.add(query.id_prefix)}`);
     if (query.harness !== undefined) where.push(`s.harness = ${p.add(query.harness)}`);
@@ -638,21 +675,27 @@ export class PostgresStore implements ControlStore {
       const after = p.add(query.after_id);
       page.push(`(s.updated_at < (SELECT updated_at FROM sessions WHERE id = ${after}) OR (s.updated_at = (SELECT updated_at FROM sessions WHERE id = ${after}) AND s.id < ${after}))`);
     }
-    // Relevance: the weighted rank of the index's match (title A, summary B, text C); sessions matched otherwise last.
-    const rank =
-      matched === undefined
-        ? undefined
-        : `COALESCE((SELECT ts_rank_cd(x.document, to_tsquery('simple', ${matched})) FROM session_search x WHERE x.session_id = s.id AND x.document @@ to_tsquery('simple', ${matched})), -1)`;
+    // A search counts at most MAX_SEARCH_TOTAL matches; with no more than that it is ranked (title A, summary B, text
+    // C, place D), else newest first.
+    // Whether to rank is told by the index alone (its matches, whoever may see them), so that the page and the count
+    // can then run at once.
+    const candidates =
+      matched !== undefined && query.sort === 'relevance'
+        ? Number((await this.db.get(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM session_search WHERE document @@ to_tsquery('simple', $1) LIMIT ${MAX_SEARCH_TOTAL}) c`, tsquery!))!.n)
+        : undefined;
+    const ranked = candidates !== undefined && candidates < MAX_SEARCH_TOTAL;
+    const cap = matched === undefined ? '' : ` LIMIT ${MAX_SEARCH_TOTAL}`;
+    const countSql = `SELECT COUNT(*) AS n FROM (SELECT 1 FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id ${matches} WHERE ${where.join(' AND ')}${cap}) c`;
     const order =
       query.sort === 'updated_asc'
         ? 's.updated_at ASC, s.id ASC'
-        : query.sort === 'relevance' && rank !== undefined
-          ? `${rank} DESC, s.updated_at DESC, s.id DESC`
+        : ranked
+          ? `ts_rank(m.document, to_tsquery('simple', ${matched!})) DESC, s.updated_at DESC, s.id DESC`
           : 's.updated_at DESC, s.id DESC';
     // The current artifact comes in the same row (SESSION_SELECT's join): one query for the page, another for the count.
     const [rows, counted] = await Promise.all([
-      this.db.all(`${SESSION_SELECT} WHERE ${page.join(' AND ')} ORDER BY ${order} LIMIT ${p.add(query.limit)} OFFSET ${p.add(query.offset ?? 0)}`, ...p.values),
-      query.count === true ? this.db.get(`SELECT COUNT(*) AS n FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE ${where.join(' AND ')}`, ...filterArgs) : undefined,
+      this.db.all(`${SESSION_SELECT} ${matches} WHERE ${page.join(' AND ')} ORDER BY ${order} LIMIT ${p.add(query.limit)} OFFSET ${p.add(query.offset ?? 0)}`, ...p.values),
+      query.count === true ? this.db.get(countSql, ...filterArgs) : undefined,
     ]);
     const total = counted === undefined ? undefined : Number(counted.n);
     return { sessions: rows.map(sessionOf), ...(total === undefined ? {} : { total }) };

@@ -196,14 +196,14 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
   CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END;
   CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END;
   `,
-  // 5: full-text search (FTS5): each session's current title, summary and text; the rowid of its entry is kept in
-  //    session_search_ids, as a session's own id is text.
+  // 5: full-text search (FTS5): each session's current title, summary, text and place (folder and native id); the
+  //    rowid of its entry is kept in session_search_ids, as a session's own id is text.
   `
   CREATE TABLE session_search_ids (rowid INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL UNIQUE);
-  CREATE VIRTUAL TABLE session_search USING fts5(title, summary, body, tokenize = 'unicode61 remove_diacritics 2');
+  CREATE VIRTUAL TABLE session_search USING fts5(title, summary, body, place, tokenize = 'unicode61 remove_diacritics 2');
   INSERT INTO session_search_ids (session_id) SELECT id FROM sessions WHERE current_artifact_id IS NOT NULL;
-  INSERT INTO session_search (rowid, title, summary, body)
-    SELECT i.rowid, COALESCE(a.title, ''), COALESCE(a.summary, ''), ''
+  INSERT INTO session_search (rowid, title, summary, body, place)
+    SELECT i.rowid, COALESCE(a.title, ''), COALESCE(a.summary, ''), '', COALESCE(a.cwd, '') || ' ' || s.native_session_id
     FROM session_search_ids i JOIN sessions s ON s.id = i.session_id JOIN artifacts a ON a.id = s.current_artifact_id;
   `,
 ];

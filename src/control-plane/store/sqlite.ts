@@ -27,7 +27,7 @@ import type {
   SharingMode,
   User,
 } from './types.js';
-import { searchWords } from './types.js';
+import { MAX_SEARCH_TOTAL, searchPlace, searchWords } from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | null;
@@ -343,13 +343,56 @@ export class SqliteStore implements ControlStore {
         this.run(`UPDATE artifacts SET status = 'superseded', updated_at = ? WHERE session_id = ? AND status = 'complete' AND id <> ?`, now, artifact.session_id, artifactId);
         this.run('UPDATE sessions SET current_artifact_id = ?, updated_at = ? WHERE id = ?', artifactId, now, artifact.session_id);
         // The search entry follows the current artifact, in the same transaction.
-        this.run('INSERT OR IGNORE INTO session_search_ids (session_id) VALUES (?)', artifact.session_id);
-        const rowid = Number(this.get('SELECT rowid FROM session_search_ids WHERE session_id = ?', artifact.session_id)!.rowid);
-        this.run('DELETE FROM session_search WHERE rowid = ?', rowid);
-        this.run('INSERT INTO session_search (rowid, title, summary, body) VALUES (?, ?, ?, ?)', rowid, artifact.title ?? '', artifact.summary ?? '', text);
+        this.writeSearch(artifact.session_id, artifact, text);
       }
       return this.artifactSync(artifactId)!;
     });
+  }
+
+  async indexable(afterId: string, limit: number): Promise<{ session_id: string; artifact: Artifact }[]> {
+    return this.all('SELECT a.* FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id > ? ORDER BY s.id LIMIT ?', afterId, limit).map((row) => {
+      const artifact = toArtifact(row);
+      return { session_id: artifact.session_id, artifact };
+    });
+  }
+
+  async countIndexable(): Promise<number> {
+    return Number(this.get('SELECT COUNT(*) AS n FROM sessions WHERE current_artifact_id IS NOT NULL')!.n);
+  }
+
+  async setSearchText(sessionId: string, artifactId: string, text: string): Promise<boolean> {
+    return this.transaction(() => {
+      const current = this.get('SELECT a.* FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id = ? AND a.id = ?', sessionId, artifactId);
+      if (current === undefined) return false;
+      this.writeSearch(sessionId, toArtifact(current), text);
+      return true;
+    });
+  }
+
+  async reindexCursor(): Promise<string | undefined> {
+    const row = this.get(`SELECT value FROM settings WHERE key = 'reindex_after'`);
+    return row === undefined ? undefined : String(row.value);
+  }
+
+  async setReindexCursor(after: string | undefined): Promise<void> {
+    if (after === undefined) this.run(`DELETE FROM settings WHERE key = 'reindex_after'`);
+    else this.run(`INSERT INTO settings (key, value) VALUES ('reindex_after', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, after);
+  }
+
+  /** The session's search entry: its current artifact's title and summary, `text`, and its place; in the caller's transaction. */
+  private writeSearch(sessionId: string, artifact: Pick<Artifact, 'title' | 'summary' | 'cwd'>, text: string): void {
+    const native = String(this.get('SELECT native_session_id FROM sessions WHERE id = ?', sessionId)!.native_session_id);
+    this.run('INSERT OR IGNORE INTO session_search_ids (session_id) VALUES (?)', sessionId);
+    const rowid = Number(this.get('SELECT rowid FROM session_search_ids WHERE session_id = ?', sessionId)!.rowid);
+    this.run('DELETE FROM session_search WHERE rowid = ?', rowid);
+    this.run(
+      'INSERT INTO session_search (rowid, title, summary, body, place) VALUES (?, ?, ?, ?, ?)',
+      rowid,
+      artifact.title ?? '',
+      artifact.summary ?? '',
+      text,
+      searchPlace(artifact.cwd, native),
+    );
   }
 
   async snippets(sessionIds: readonly string[], q: string): Promise<Map<string, string>> {
@@ -427,13 +470,13 @@ export class SqliteStore implements ControlStore {
       where.push(`a.resumable = 1 AND a.status = 'complete' AND a.blob_deleted = 0 AND a.retention_deadline > ?`);
       args.push(now);
     }
-    // q: what the sessions say (the full-text index: title, summary, text), or a piece of an id, a folder, a title.
+    // q: the words of the full-text index (title, summary, what the session says, its folder and native id); a q
+    // without a word (punctuation only) is a piece of an id, folder, title or summary, as before.
     const match = query.q === undefined ? undefined : ftsMatch(query.q);
-    if (query.q !== undefined) {
+    if (query.q !== undefined && match === undefined) {
       const like = likePattern(query.q);
       where.push(`(lower(s.native_session_id) LIKE ? ESCAPE '\\' OR lower(COALESCE(a.cwd, '')) LIKE ? ESCAPE '\\'
-        OR lower(COALESCE(a.title, '')) LIKE ? ESCAPE '\\' OR lower(COALESCE(a.summary, '')) LIKE ? ESCAPE '\\'
-        ${match === undefined ? '' : 'OR m.session_id IS NOT NULL'})`);
+        OR lower(COALESCE(a.title, '')) LIKE ? ESCAPE '\\' OR lower(COALESCE(a.summary, '')) LIKE ? ESCAPE '\\')`);
       args.push(like, like, like, like);
     }
     if (query.id_prefix !== undefined) {
@@ -464,12 +507,17 @@ export class SqliteStore implements ControlStore {
     const matches =
       match === undefined
         ? ''
-        : `LEFT JOIN (SELECT i.session_id, bm25(session_search, 10.0, 4.0, 1.0) AS rank FROM session_search
+        : `JOIN (SELECT i.session_id, bm25(session_search, 10.0, 4.0, 2.0, 1.0) AS rank FROM session_search
              JOIN session_search_ids i ON i.rowid = session_search.rowid WHERE session_search MATCH ?) m ON m.session_id = s.id`;
     if (match !== undefined) args.unshift(match);
     const filtered = `FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id ${matches} WHERE ${where.join(' AND ')}`;
+    // A search counts at most MAX_SEARCH_TOTAL matches; with no more than that it is ranked, else newest first.
+    const searchCount =
+      match !== undefined && (query.count === true || query.sort === 'relevance')
+        ? Number(this.get(`SELECT COUNT(*) AS n FROM (SELECT 1 ${filtered} LIMIT ${MAX_SEARCH_TOTAL})`, ...args)!.n)
+        : undefined;
     let total: number | undefined;
-    if (query.count === true) total = Number(this.get(`SELECT COUNT(*) AS n ${filtered}`, ...args)!.n);
+    if (query.count === true) total = searchCount ?? Number(this.get(`SELECT COUNT(*) AS n ${filtered}`, ...args)!.n);
     const page = [...where];
     const pageArgs = [...args];
     if (query.after_id !== undefined) {
@@ -480,8 +528,8 @@ export class SqliteStore implements ControlStore {
     const order =
       query.sort === 'updated_asc'
         ? 's.updated_at ASC, s.id ASC'
-        : query.sort === 'relevance' && match !== undefined
-          ? 'm.rank IS NULL, m.rank, s.updated_at DESC, s.id DESC'
+        : query.sort === 'relevance' && searchCount !== undefined && searchCount < MAX_SEARCH_TOTAL
+          ? 'm.rank, s.updated_at DESC, s.id DESC'
           : 's.updated_at DESC, s.id DESC';
     const rows = this.all(
       `${SESSION_SELECT} JOIN artifacts a ON a.id = s.current_artifact_id ${matches} WHERE ${page.join(' AND ')} ORDER BY ${order} LIMIT ? OFFSET ?`,

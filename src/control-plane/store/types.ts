@@ -181,6 +181,14 @@ export interface ControlStore {
   complete(artifactId: string, now: number, retentionMs: number, text?: string): Promise<Artifact>;
   /** A short passage of each session's search entry around what `q` matches (`[` and `]` around the match), by id. */
   snippets(sessionIds: readonly string[], q: string): Promise<Map<string, string>>;
+  /** Sessions with a current artifact, by id after `afterId`, for `reindex`; and how many there are in all. */
+  indexable(afterId: string, limit: number): Promise<{ session_id: string; artifact: Artifact }[]>;
+  countIndexable(): Promise<number>;
+  /** Replaces a session's search entry with `text` and its current artifact's title and summary, when `artifactId` is still current; false otherwise. */
+  setSearchText(sessionId: string, artifactId: string, text: string): Promise<boolean>;
+  /** Where an interrupted `reindex` goes on from (a session id); undefined: from the start. */
+  reindexCursor(): Promise<string | undefined>;
+  setReindexCursor(after: string | undefined): Promise<void>;
   session(id: string): Promise<CapturedSession | undefined>;
   /** Every artifact of the session, newest first. */
   artifactsOf(sessionId: string): Promise<Artifact[]>;
@@ -266,4 +274,15 @@ export function isExpired(artifact: Pick<Artifact, 'blob_deleted' | 'retention_d
  */
 export function searchWords(q: string): string[] {
   return (q.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 16).map((w) => w.slice(0, 64));
+}
+
+/**
+ * A search counts its matches up to this many: `total` says at most this, and a search that matches more is in
+ * newest-first order, not ranked (ranking every session that holds a common word costs more than it tells).
+ */
+export const MAX_SEARCH_TOTAL = 1_000;
+
+/** The words of where a session ran and its native id, for search: path components and id parts. */
+export function searchPlace(cwd: string | null, nativeSessionId: string): string {
+  return `${cwd ?? ''} ${nativeSessionId}`.replace(/[\p{P}\p{S}]+/gu, ' ').trim();
 }
