@@ -15,8 +15,33 @@ export const MAX_SEARCH_TEXT_CHARS = 200_000;
 
 type Conversation = ReturnType<typeof readTranscript>;
 
+/**
+ * Bundles read at once by this process, at most: each may hold up to a bundle's worth of transcript in memory, so a
+ * burst of large uploads completing together waits here instead of growing the process without bound.
+ */
+const MAX_READING = 2;
+let reading = 0;
+const waiting: (() => void)[] = [];
+
+export async function turn<T>(work: () => Promise<T>): Promise<T> {
+  // A waiter is handed the slot of the one that finishes: `reading` counts it already.
+  if (reading >= MAX_READING) await new Promise<void>((resolve) => waiting.push(resolve));
+  else reading++;
+  try {
+    return await work();
+  } finally {
+    const next = waiting.shift();
+    if (next !== undefined) next();
+    else reading--;
+  }
+}
+
 /** The searchable text of the bundle in `file` (verified and extracted in a temporary folder under `workRoot`). */
-export async function bundleSearchText(file: string, workRoot: string, profiles: ProfileSet): Promise<string> {
+export function bundleSearchText(file: string, workRoot: string, profiles: ProfileSet): Promise<string> {
+  return turn(() => readSearchText(file, workRoot, profiles));
+}
+
+async function readSearchText(file: string, workRoot: string, profiles: ProfileSet): Promise<string> {
   const dir = await mkdtemp(path.join(workRoot, 'index-'));
   try {
     const result = await extractBundle(file, path.join(dir, 'files'), { profiles });
