@@ -6,8 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ARTIFACT_FORMAT } from '../bundle/limits.js';
 import { BlueError, usageError } from '../errors.js';
@@ -17,7 +16,7 @@ import { parseYamlText } from '../schema/index.js';
 import type { ProfileSet } from '../profiles/index.js';
 import { originOf } from '../util/url.js';
 import type { BlobStore } from './blobs/types.js';
-import { bundleSearchText } from './search-text.js';
+import { storedSearchText } from './search-text.js';
 import { governanceProblems } from './governance.js';
 import { openStore, requireDataDir, type ControlStore, type PolicyRevision, type StoreOptions, type User } from './store/index.js';
 
@@ -250,7 +249,7 @@ export async function reindex(
       const batch = await store.indexable(after, 50);
       if (batch.length === 0) break;
       for (const { session_id: sessionId, artifact } of batch) {
-        const text = artifact.artifact_format === ARTIFACT_FORMAT && !artifact.blob_deleted ? await storedText(blobs, artifact.blob_key, artifact, profiles) : undefined;
+        const text = artifact.artifact_format === ARTIFACT_FORMAT && !artifact.blob_deleted ? await storedSearchText(blobs, artifact, profiles) : undefined;
         if (!(await store.setSearchText(sessionId, artifact.id, text ?? ''))) result.skipped++;
         else if (text === undefined) result.without_text++;
         else result.indexed++;
@@ -262,20 +261,4 @@ export async function reindex(
     await store.setReindexCursor(undefined);
     return result;
   });
-}
-
-/**
- * What the stored object of `artifact` says, or undefined when it is gone, not what was uploaded, or not a readable
- * bundle. A blob store that cannot be read throws: the run stops there, to go on from there once it is back.
- */
-async function storedText(blobs: BlobStore, key: string, artifact: { size_bytes: number; sha256: string }, profiles: ProfileSet): Promise<string | undefined> {
-  const work = await mkdtemp(path.join(tmpdir(), 'blue-control-reindex-'));
-  try {
-    const copy = path.join(work, 'bundle');
-    const stored = await blobs.stat(key, { copyTo: copy });
-    if (stored === undefined || stored.size !== artifact.size_bytes || stored.sha256 !== artifact.sha256) return undefined;
-    return await bundleSearchText(copy, work, profiles).catch(() => undefined);
-  } finally {
-    await rm(work, { recursive: true, force: true });
-  }
 }

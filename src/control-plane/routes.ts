@@ -6,11 +6,6 @@
  * 403, so ids of other people's sessions cannot be probed.
  */
 import type { IncomingMessage } from 'node:http';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { ARTIFACT_FORMAT } from '../bundle/limits.js';
-import type { ProfileSet } from '../profiles/index.js';
 import type { FastifyReply } from 'fastify';
 import * as validators from '../schema/generated/validators.js';
 import type { AuditEventPage } from '../schema/generated/control-audit-events.js';
@@ -26,7 +21,6 @@ import type { BlobStore } from './blobs/types.js';
 import { CLIENT_CAPABILITIES_HEADER, CONTRACT_VERSION_HEADER, REQUIRED_CLIENT_VERSION_HEADER, requiredClientVersion, unmetContract } from './governance.js';
 import type { ServerLog } from './log.js';
 import type { ServerMetrics } from './metrics.js';
-import { bundleSearchText } from './search-text.js';
 import type { RevisionFeed } from './revision-feed.js';
 import { badRequest, forbidden, HttpError, notFound, readJsonBody, sendEmpty, sendJson, sendText, validateBody, type Validate } from './http.js';
 import {
@@ -77,8 +71,8 @@ export interface RouteContext {
   eventStreams: EventStreamLimits;
   log: ServerLog;
   metrics: ServerMetrics;
-  /** The profiles bundles are verified against, to read what a completed session says (full-text search); undefined: only titles and summaries are indexed. */
-  bundleProfiles?: ProfileSet | undefined;
+  /** Reads what completed sessions say, for search; undefined: only titles and summaries are indexed. */
+  indexer?: { kick(): void } | undefined;
 }
 
 export interface EventStreamLimits {
@@ -377,19 +371,7 @@ async function complete(rc: RouteContext, req: Request): Promise<void> {
   if (artifact.status === 'failed') {
     throw badRequest(`upload ${artifact.id} failed its check (${artifact.failure ?? 'unknown'}); presign and upload again`, 'upload_failed');
   }
-  // A session bundle is read once for both: its digest, and (for search) a copy of the bytes that digest is of.
-  const indexable = artifact.artifact_format === ARTIFACT_FORMAT && rc.bundleProfiles !== undefined;
-  const work = indexable ? await mkdtemp(path.join(tmpdir(), 'blue-control-complete-')) : undefined;
-  try {
-    await completeStored(rc, req, artifact, work);
-  } finally {
-    if (work !== undefined) await rm(work, { recursive: true, force: true });
-  }
-}
-
-async function completeStored(rc: RouteContext, req: Request, artifact: Artifact, work: string | undefined): Promise<void> {
-  const copy = work === undefined ? undefined : path.join(work, 'bundle');
-  const stored = await rc.blobs.stat(artifact.blob_key, { copyTo: copy });
+  const stored = await rc.blobs.stat(artifact.blob_key);
   if (stored === undefined) throw badRequest(`nothing has been uploaded for ${artifact.id} yet; PUT the bundle to the upload_url first`, 'object_missing');
   if (stored.size !== artifact.size_bytes || stored.sha256 !== artifact.sha256) {
     const reason = `stored object has ${stored.size} bytes and SHA-256 ${stored.sha256}; presigned ${artifact.size_bytes} bytes and ${artifact.sha256}`;
@@ -398,16 +380,10 @@ async function completeStored(rc: RouteContext, req: Request, artifact: Artifact
     await rc.blobs.delete(artifact.blob_key).catch(() => undefined);
     throw badRequest(`upload ${artifact.id} does not match its presign: ${reason}`, 'digest_mismatch');
   }
-  // What the session says, for search; a bundle that cannot be read is still a completed upload (of its title).
-  let text = '';
-  if (copy !== undefined && work !== undefined) {
-    text = await bundleSearchText(copy, work, rc.bundleProfiles!).catch((error: unknown) => {
-      rc.log('info', `upload ${artifact.id}: its text is not searchable: ${error instanceof Error ? error.message : String(error)}`, { event: 'search_text_unreadable' });
-      return '';
-    });
-  }
-  const completed = await rc.store.complete(artifact.id, rc.now(), rc.retentionMs, text);
+  const completed = await rc.store.complete(artifact.id, rc.now(), rc.retentionMs);
   rc.metrics.uploaded(completed.size_bytes);
+  // What the session says is read off the request path (search-indexer.ts).
+  rc.indexer?.kick();
   sendJson(req.reply, 200, completedView(completed));
 }
 

@@ -4,10 +4,13 @@
  * session. Tool output is left out: it is mostly file contents and command noise, and it is where secrets hide.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { extractBundle } from '../bundle/extract.js';
 import { maskSecrets } from '../harness-kit/secrets.js';
 import type { ProfileSet } from '../profiles/index.js';
+import type { BlobStore } from './blobs/types.js';
+import type { Artifact } from './store/index.js';
 import { readTranscript, wantedFiles } from '../sessions/export.js';
 
 /** At most this much text of one session is indexed (the first of it: how a session starts says what it is about). */
@@ -15,30 +18,30 @@ export const MAX_SEARCH_TEXT_CHARS = 200_000;
 
 type Conversation = ReturnType<typeof readTranscript>;
 
-/**
- * Bundles read at once by this process, at most: each may hold up to a bundle's worth of transcript in memory, so a
- * burst of large uploads completing together waits here instead of growing the process without bound.
- */
-const MAX_READING = 2;
-let reading = 0;
-const waiting: (() => void)[] = [];
-
-export async function turn<T>(work: () => Promise<T>): Promise<T> {
-  // A waiter is handed the slot of the one that finishes: `reading` counts it already.
-  if (reading >= MAX_READING) await new Promise<void>((resolve) => waiting.push(resolve));
-  else reading++;
-  try {
-    return await work();
-  } finally {
-    const next = waiting.shift();
-    if (next !== undefined) next();
-    else reading--;
-  }
+/** The searchable text of the bundle in `file` (verified and extracted in a temporary folder under `workRoot`). */
+export async function bundleSearchText(file: string, workRoot: string, profiles: ProfileSet): Promise<string> {
+  return readSearchText(file, workRoot, profiles);
 }
 
-/** The searchable text of the bundle in `file` (verified and extracted in a temporary folder under `workRoot`). */
-export function bundleSearchText(file: string, workRoot: string, profiles: ProfileSet): Promise<string> {
-  return turn(() => readSearchText(file, workRoot, profiles));
+/**
+ * What the stored object of `artifact` says, or undefined when it is gone, not what was uploaded, or not a readable
+ * bundle. A blob store that cannot be read throws (the caller tries again later).
+ */
+export async function storedSearchText(blobs: BlobStore, artifact: Pick<Artifact, 'blob_key' | 'size_bytes' | 'sha256'>, profiles: ProfileSet): Promise<string | undefined> {
+  const work = await mkdtemp(path.join(tmpdir(), 'blue-control-index-'));
+  try {
+    // A local object is read where it is (verified at complete; its URL binds the digest); any other is copied here
+    // and checked against what was completed.
+    let file = blobs.fileOf?.(artifact.blob_key);
+    if (file === undefined) {
+      file = path.join(work, 'bundle');
+      const stored = await blobs.stat(artifact.blob_key, { copyTo: file });
+      if (stored === undefined || stored.size !== artifact.size_bytes || stored.sha256 !== artifact.sha256) return undefined;
+    }
+    return await readSearchText(file, work, profiles).catch(() => undefined);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
 }
 
 async function readSearchText(file: string, workRoot: string, profiles: ProfileSet): Promise<string> {

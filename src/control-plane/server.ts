@@ -13,9 +13,11 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { BlobStore } from './blobs/types.js';
 import { ClientGoneError, DEFAULT_BODY_TIMEOUT_MS, errorBody, HttpError, sendError } from './http.js';
 import type { ServerLog } from './log.js';
+import type { ProfileSet } from '../profiles/index.js';
 import { createMetrics } from './metrics.js';
 import { collectWith } from './admin.js';
 import { RevisionFeed } from './revision-feed.js';
+import { SearchIndexer } from './search-indexer.js';
 import { ROUTES, type RouteContext } from './routes.js';
 import type { ControlStore, User } from './store/index.js';
 import { storeUnavailable } from './store/unavailable.js';
@@ -40,7 +42,9 @@ export interface ControlServerOptions {
   /** The profiles a presign may name (see knownProfiles); absent: any is accepted. */
   profiles?: RouteContext['profiles'];
   /** The profiles themselves, to verify a completed bundle and index what it says; absent: titles and summaries only. */
-  bundleProfiles?: RouteContext['bundleProfiles'];
+  bundleProfiles?: ProfileSet | undefined;
+  /** The search indexer's timings (search-indexer.ts). */
+  indexer?: { pollMs?: number | undefined; leaseMs?: number | undefined; manual?: boolean | undefined } | undefined;
   /**
    * Slow clients: all headers must arrive within `headersMs` (default 30 s) and the whole request within `requestMs`
    * (300 s, room for a bundle PUT to the local store), else 408; a JSON body within `bodyMs` (30 s), else 408.
@@ -59,6 +63,8 @@ export interface ControlServerOptions {
 }
 
 export interface ControlServer {
+  /** Resolves once every completed session's text has been indexed (tests). */
+  searchIdle(): Promise<void>;
   listen(host: string, port: number): Promise<{ url: string }>;
   close(): Promise<void>;
   readonly store: ControlStore;
@@ -96,7 +102,6 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
     bodyTimeoutMs: options.timeouts?.bodyMs ?? DEFAULT_BODY_TIMEOUT_MS,
     profiles: options.profiles,
-    bundleProfiles: options.bundleProfiles,
     revisions: new RevisionFeed(store, { intervalMs: options.events?.pollMs, log }),
     log,
     metrics,
@@ -254,6 +259,12 @@ export function createControlServer(options: ControlServerOptions): ControlServe
 
   const ready = app.ready();
 
+  const indexer =
+    options.bundleProfiles === undefined
+      ? undefined
+      : new SearchIndexer({ store, blobs: () => rc.blobs, profiles: options.bundleProfiles, log, now: () => clock.now(), pollMs: options.indexer?.pollMs, leaseMs: options.indexer?.leaseMs, manual: options.indexer?.manual });
+  rc.indexer = indexer;
+
   // Background garbage collection: idempotent, so every replica may run it; started at a random point of the interval.
   const gcEvery = options.gc?.intervalMs ?? 60 * 60_000;
   let gcTimer: NodeJS.Timeout | undefined;
@@ -302,6 +313,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
           publicUrl ??= url;
           if (factory === undefined) {
             scheduleGc(options.gc?.firstMs ?? Math.floor(Math.random() * gcEvery));
+            indexer?.start();
             resolve({ url });
             return;
           }
@@ -309,6 +321,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
             (blobs) => {
               rc.blobs = blobs;
               scheduleGc(options.gc?.firstMs ?? Math.floor(Math.random() * gcEvery));
+              indexer?.start();
               resolve({ url });
             },
             (error: unknown) => server.close(() => reject(error)),
@@ -319,13 +332,17 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     get blobs() {
       return rc.blobs;
     },
+    searchIdle: async () => {
+      await indexer?.idle();
+    },
     close: () =>
       new Promise((resolve) => {
         rc.revisions.close();
         clearTimeout(gcTimer);
         server.close(async () => {
-          // A collection under way finishes first: its deletes and their records go together.
+          // A collection under way finishes first: its deletes and their records go together; so does an indexing.
           await gcRunning;
+          await indexer?.close();
           void store.close();
           void app.close();
           // A store made by the factory belongs to this server; one passed in belongs to the caller.

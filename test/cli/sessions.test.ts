@@ -116,6 +116,7 @@ describe('sessions list', () => {
   });
 
   it('--q finds what a session says, not only its title, and shows the passage under its row', async () => {
+    await server.server.searchIdle();
     // The recorded Claude Code session's assistant said "Recorded reply from the stub model."; its title says nothing of it.
     const json = JSON.parse((await as(server.alice, ['sessions', 'list', '--harness', 'claude', '--q', 'stub model', '--json'])).stdout);
     expect(json.sessions.map((s: { id: string }) => s.id)).toEqual([ids.aliceClaude]);

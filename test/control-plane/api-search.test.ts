@@ -66,6 +66,8 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     const bytes = await claudeBundle(sessionId, title, turns);
     const done = await t.upload(user, bytes, { session_id: sessionId, title, cwd: CWD, artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true });
     expect(done.status, JSON.stringify(done.body)).toBe(200);
+    // What it says is read after the answer, by the server's indexer.
+    await t.server.searchIdle();
     return done.sessionId;
   }
   const search = async (q: string, user: TestUser = t.alice, extra = '') => {
@@ -122,7 +124,8 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     for (let i = 0; i < 1001; i++) {
       // The first has the word in its title too: ranked, it would come first; newest first, it is last.
       const { artifact } = await store.presign({ ...base, native_session_id: `many-${i}`, sha256: i.toString(16).padStart(64, '0'), title: i === 0 ? 'plentiful first' : `Session ${i}` }, 1000 + i, 86_400_000);
-      await store.complete(artifact.id, 1000 + i, 86_400_000, 'plentiful words everywhere');
+      await store.complete(artifact.id, 1000 + i, 86_400_000);
+      await store.setSearchText(artifact.session_id, artifact.id, 'plentiful words everywhere');
     }
     const page = await t.call('GET', '/session-uploads?q=plentiful&per_page=3', t.alice.token);
     expect(page.status).toBe(200);
@@ -131,6 +134,45 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     // Fewer matches are ranked: the title match first, whatever its age.
     const ranked = await t.call('GET', '/session-uploads?q=plentiful%20first&per_page=3', t.alice.token);
     expect(ranked.body).toMatchObject({ total: 1, items: [{ native_session_id: 'many-0' }] });
+  });
+
+  it('reads what sessions say off the request path: queued at complete, claimed for a while, and only ever for the current upload', async () => {
+    t = await startTestServer({ backend, indexer: { manual: true } });
+    const store = t.server.store;
+    const first = await t.upload(t.alice, await claudeBundle('sess-q', 'Queued', ['first words', 'ok.']), {
+      session_id: 'sess-q', title: 'Queued', artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true,
+    });
+    // Claimed by someone else (another replica) for a minute: nobody else takes it meanwhile.
+    const claimed = await store.claimSearchWork(t.clock.now(), 60_000, 10);
+    expect(claimed.map((c) => [c.session_id, c.artifact.id])).toEqual([[first.sessionId, first.uploadId]]);
+    expect(await store.claimSearchWork(t.clock.now(), 60_000, 10)).toEqual([]);
+    // A newer upload completes meanwhile: queued afresh, unclaimed.
+    const second = await t.upload(t.alice, await claudeBundle('sess-q', 'Queued', ['second words', 'ok.']), {
+      session_id: 'sess-q', title: 'Queued', artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true,
+    });
+    // The one who claimed the first is too late: its text is not written, and its done leaves the new entry queued.
+    expect(await store.setSearchText(first.sessionId, first.uploadId, 'first words')).toBe(false);
+    await store.searchWorkDone(first.sessionId, first.uploadId);
+    await t.server.searchIdle();
+    expect(await search('second')).toHaveLength(1);
+    expect(await search('first')).toEqual([]);
+    expect(await store.claimSearchWork(t.clock.now(), 60_000, 10)).toEqual([]);
+    expect(second.sessionId).toBe(first.sessionId);
+  });
+
+  it('a claim whose server died is taken again once it lapses', async () => {
+    t = await startTestServer({ backend, indexer: { manual: true } });
+    const store = t.server.store;
+    const done = await t.upload(t.alice, await claudeBundle('sess-lapse', 'Lapsing', ['orphaned words', 'ok.']), {
+      session_id: 'sess-lapse', title: 'Lapsing', artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true,
+    });
+    // Taken by a server that then died before indexing.
+    expect(await store.claimSearchWork(t.clock.now(), 60_000, 10)).toHaveLength(1);
+    await t.server.searchIdle();
+    expect(await search('orphaned')).toEqual([]);
+    t.clock.advance(61_000);
+    await t.server.searchIdle();
+    expect((await search('orphaned')).map((h) => h.id)).toEqual([done.sessionId]);
   });
 
   it('takes any text as words only: quotes, operators and symbols are never a syntax error', async () => {

@@ -1,10 +1,9 @@
 /**
  * What the server indexes of a session: the user and assistant text of its conversation and of its subagents', not
- * tool output, secrets masked, bounded; and at most two bundles read at once by one process.
+ * tool output, secrets masked, bounded.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { MAX_SEARCH_TEXT_CHARS, searchText, turn } from '../../src/control-plane/search-text.js';
+import { MAX_SEARCH_TEXT_CHARS, searchText } from '../../src/control-plane/search-text.js';
 
 type Conversation = Parameters<typeof searchText>[0];
 const conversation = (turns: { role: 'user' | 'assistant' | 'tool'; text: string }[], sections?: { title: string; transcript: Conversation }[]): Conversation => ({
@@ -45,28 +44,5 @@ describe('searchText', () => {
     const text = searchText(huge);
     expect(text.length).toBeLessThanOrEqual(MAX_SEARCH_TEXT_CHARS);
     expect(() => encodeURIComponent(text)).not.toThrow();
-  });
-});
-
-describe('reading bundles', () => {
-  it('reads at most two at once; the others wait their turn, and every one finishes', async () => {
-    let now = 0;
-    let most = 0;
-    const done: number[] = [];
-    await Promise.all(
-      Array.from({ length: 7 }, (_, i) =>
-        turn(async () => {
-          most = Math.max(most, ++now);
-          await sleep(5 + (i % 3));
-          now--;
-          done.push(i);
-        }),
-      ),
-    );
-    expect(most).toBe(2);
-    expect(done.sort()).toEqual([0, 1, 2, 3, 4, 5, 6]);
-    // A failure gives its turn back too.
-    await expect(turn(async () => Promise.reject(new Error('bad bundle')))).rejects.toThrow('bad bundle');
-    expect(await turn(async () => 'next')).toBe('next');
   });
 });

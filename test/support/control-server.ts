@@ -72,6 +72,7 @@ export interface TestServerOptions {
   wrapBlobs?: (blobs: BlobStore) => BlobStore;
   /** Background garbage collection (off unless given: tests call gc themselves). */
   gc?: ControlServerOptions['gc'];
+  indexer?: ControlServerOptions['indexer'];
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -97,6 +98,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     log: options.log,
     events: options.events,
     gc: options.gc ?? { intervalMs: 0 },
+    indexer: options.indexer,
   });
   const { url } = await server.listen('127.0.0.1', 0);
   const add = async (email: string, admin: boolean): Promise<TestUser> => {
@@ -138,6 +140,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     const put = await fetch(p.upload_url, { method: p.method, headers: p.headers, body: bytes });
     if (put.status !== 200) throw new Error(`PUT failed: ${put.status} ${await put.text()}`);
     const done = await call('POST', new URL(p.complete_url).pathname, user.token);
+    // What a session says is indexed after the answer: wait for it, so that tests search what they uploaded (unless the
+    // test drives the indexer itself).
+    if (options.indexer?.manual !== true) await server.searchIdle();
     return { status: done.status, body: done.body, uploadId: p.upload_id, sessionId: p.session_id };
   };
 

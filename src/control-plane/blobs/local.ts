@@ -289,6 +289,11 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
       return true;
     },
 
+    fileOf(key: string): string {
+      assertValidKey(key);
+      return fileOf(key);
+    },
+
     async delete(key: string): Promise<void> {
       assertValidKey(key);
       receivedDigests.delete(fileOf(key));

@@ -40,5 +40,10 @@ export interface BlobStore {
   check?(): Promise<void>;
   /** Removes the object; no error when it is already gone. */
   delete(key: string): Promise<void>;
+  /**
+   * Stores that keep objects as files here (the local store): the file of `key`, to read without a copy. Only for
+   * objects already verified (an upload URL binds the size and digest, so no other bytes can be put there).
+   */
+  fileOf?(key: string): string;
   close(): Promise<void>;
 }

@@ -144,6 +144,15 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
     SELECT s.id, '', ${searchDocument("''")}
     FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id;
   `,
+  // 4: sessions whose current bundle is still to be read for search (SQLite's version 6).
+  `
+  CREATE TABLE search_queue (
+    session_id text COLLATE "C" PRIMARY KEY,
+    artifact_id text COLLATE "C" NOT NULL,
+    queued_at bigint NOT NULL,
+    claimed_until bigint NOT NULL DEFAULT 0
+  );
+  `,
 ];
 
 /**

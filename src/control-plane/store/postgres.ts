@@ -14,6 +14,7 @@
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import pg from 'pg';
+import { ARTIFACT_FORMAT } from '../../bundle/limits.js';
 import { BlueError } from '../../errors.js';
 import { LOCK_NAMESPACE, LOCKS, searchDocument, migratePostgres, POSTGRES_MIGRATIONS } from './postgres-migrations.js';
 import { schemaTooNew } from './sqlite-migrations.js';
@@ -508,7 +509,7 @@ export class PostgresStore implements ControlStore {
     await this.db.run(`UPDATE artifacts SET status = 'failed', failure = $1, updated_at = $2 WHERE id = $3 AND status = 'pending'`, reason, now, artifactId);
   }
 
-  async complete(artifactId: string, now: number, retentionMs: number, text = ''): Promise<Artifact> {
+  async complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact> {
     return this.transaction(async (db) => {
       // The artifact, read with its session locked: completes (and presigns) of one session run one after the other,
       // and what an earlier complete of this session wrote is seen.
@@ -532,10 +533,17 @@ export class PostgresStore implements ControlStore {
          ), now_current AS (
            UPDATE sessions SET current_artifact_id = $5, updated_at = $3 WHERE id = $1 AND NOT (SELECT found FROM newer)
          ), search AS (
+           -- A session bundle's entry is the indexer's to write (with what it says, shortly): the previous one goes.
            INSERT INTO session_search (session_id, body, document)
-           SELECT s.id, $6::text, ${searchDocument('$6::text')}
-           FROM sessions s JOIN artifacts a ON a.id = $5 WHERE s.id = $1 AND NOT (SELECT found FROM newer)
+           SELECT s.id, '', ${searchDocument("''")}
+           FROM sessions s JOIN artifacts a ON a.id = $5 WHERE s.id = $1 AND NOT (SELECT found FROM newer) AND NOT $6::boolean
            ON CONFLICT (session_id) DO UPDATE SET body = excluded.body, document = excluded.document
+         ), cleared AS (
+           DELETE FROM session_search WHERE session_id = $1 AND $6::boolean AND NOT (SELECT found FROM newer)
+         ), queued AS (
+           INSERT INTO search_queue (session_id, artifact_id, queued_at, claimed_until)
+           SELECT $1, $5, $3, 0 WHERE NOT (SELECT found FROM newer) AND $6::boolean
+           ON CONFLICT (session_id) DO UPDATE SET artifact_id = excluded.artifact_id, queued_at = excluded.queued_at, claimed_until = 0
          )
          SELECT * FROM done`,
         artifact.session_id,
@@ -543,10 +551,31 @@ export class PostgresStore implements ControlStore {
         now,
         now + retentionMs,
         artifactId,
-        text,
+        // A session bundle's text is read by the indexer, after the answer.
+        artifact.artifact_format === ARTIFACT_FORMAT,
       ))!;
       return toArtifact(done);
     });
+  }
+
+  async claimSearchWork(now: number, leaseMs: number, limit: number): Promise<{ session_id: string; artifact: Artifact }[]> {
+    // SKIP LOCKED: replicas claiming at the same time take different sessions.
+    const rows = await this.db.all(
+      `WITH claimed AS (
+         UPDATE search_queue SET claimed_until = $2
+         WHERE session_id IN (SELECT session_id FROM search_queue WHERE claimed_until <= $1 ORDER BY queued_at, session_id LIMIT $3 FOR UPDATE SKIP LOCKED)
+         RETURNING session_id, artifact_id
+       )
+       SELECT c.session_id AS q_session_id, a.* FROM claimed c JOIN artifacts a ON a.id = c.artifact_id`,
+      now,
+      now + leaseMs,
+      limit,
+    );
+    return rows.map((row) => ({ session_id: String(row.q_session_id), artifact: toArtifact(row) }));
+  }
+
+  async searchWorkDone(sessionId: string, artifactId: string): Promise<void> {
+    await this.db.run('DELETE FROM search_queue WHERE session_id = $1 AND artifact_id = $2', sessionId, artifactId);
   }
 
   async indexable(afterId: string, limit: number): Promise<{ session_id: string; artifact: Artifact }[]> {
@@ -745,6 +774,7 @@ export class PostgresStore implements ControlStore {
       await db.run('UPDATE sessions SET current_artifact_id = NULL WHERE id = $1', sessionId);
       await db.run('DELETE FROM session_grants WHERE session_id = $1', sessionId);
       await db.run('DELETE FROM session_search WHERE session_id = $1', sessionId);
+      await db.run('DELETE FROM search_queue WHERE session_id = $1', sessionId);
       await db.run('DELETE FROM artifacts WHERE session_id = $1', sessionId);
       await db.run('DELETE FROM sessions WHERE id = $1', sessionId);
       await insertAudit(db, audit, now);

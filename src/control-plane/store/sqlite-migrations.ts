@@ -206,6 +206,11 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
     SELECT i.rowid, COALESCE(a.title, ''), COALESCE(a.summary, ''), '', COALESCE(a.cwd, '') || ' ' || s.native_session_id
     FROM session_search_ids i JOIN sessions s ON s.id = i.session_id JOIN artifacts a ON a.id = s.current_artifact_id;
   `,
+  // 6: sessions whose current bundle is still to be read for search (the server's indexer works through them, each
+  //    claimed for a while so that a server that dies leaves it to another).
+  `
+  CREATE TABLE search_queue (session_id TEXT PRIMARY KEY, artifact_id TEXT NOT NULL, queued_at INTEGER NOT NULL, claimed_until INTEGER NOT NULL DEFAULT 0);
+  `,
 ];
 
 /** Brings `db` up to the newest schema this code knows; refuses a database from a newer release. */

@@ -8,6 +8,7 @@ import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { chmodSync, closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { ARTIFACT_FORMAT } from '../../bundle/limits.js';
 import { BlueError } from '../../errors.js';
 import { migrateSqlite, SQLITE_MIGRATIONS, schemaTooNew, sqliteSchemaVersion } from './sqlite-migrations.js';
 import { etagOf, hashToken, newToken } from './tokens.js';
@@ -326,7 +327,7 @@ export class SqliteStore implements ControlStore {
     this.run(`UPDATE artifacts SET status = 'failed', failure = ?, updated_at = ? WHERE id = ? AND status = 'pending'`, reason, now, artifactId);
   }
 
-  async complete(artifactId: string, now: number, retentionMs: number, text = ''): Promise<Artifact> {
+  async complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact> {
     return this.transaction(() => {
       const artifact = this.artifactSync(artifactId)!;
       if (artifact.status === 'complete' || artifact.status === 'superseded') return artifact;
@@ -342,11 +343,39 @@ export class SqliteStore implements ControlStore {
       if (newer === undefined) {
         this.run(`UPDATE artifacts SET status = 'superseded', updated_at = ? WHERE session_id = ? AND status = 'complete' AND id <> ?`, now, artifact.session_id, artifactId);
         this.run('UPDATE sessions SET current_artifact_id = ?, updated_at = ? WHERE id = ?', artifactId, now, artifact.session_id);
-        // The search entry follows the current artifact, in the same transaction.
-        this.writeSearch(artifact.session_id, artifact, text);
+        // The search entry follows the current artifact, in the same transaction. A session bundle's entry is the
+        // indexer's to write (with what it says, shortly): the previous upload's goes now.
+        if (artifact.artifact_format !== ARTIFACT_FORMAT) this.writeSearch(artifact.session_id, artifact, '');
+        else this.run('DELETE FROM session_search WHERE rowid = (SELECT rowid FROM session_search_ids WHERE session_id = ?)', artifact.session_id);
+        if (artifact.artifact_format === ARTIFACT_FORMAT) {
+          this.run(
+            `INSERT INTO search_queue (session_id, artifact_id, queued_at, claimed_until) VALUES (?, ?, ?, 0)
+             ON CONFLICT (session_id) DO UPDATE SET artifact_id = excluded.artifact_id, queued_at = excluded.queued_at, claimed_until = 0`,
+            artifact.session_id,
+            artifactId,
+            now,
+          );
+        }
       }
       return this.artifactSync(artifactId)!;
     });
+  }
+
+  async claimSearchWork(now: number, leaseMs: number, limit: number): Promise<{ session_id: string; artifact: Artifact }[]> {
+    return this.transaction(() => {
+      const rows = this.all(
+        `SELECT q.session_id, a.* FROM search_queue q JOIN artifacts a ON a.id = q.artifact_id
+         WHERE q.claimed_until <= ? ORDER BY q.queued_at, q.session_id LIMIT ?`,
+        now,
+        limit,
+      );
+      for (const row of rows) this.run('UPDATE search_queue SET claimed_until = ? WHERE session_id = ?', now + leaseMs, String(row.session_id));
+      return rows.map((row) => ({ session_id: String(row.session_id), artifact: toArtifact(row) }));
+    });
+  }
+
+  async searchWorkDone(sessionId: string, artifactId: string): Promise<void> {
+    this.run('DELETE FROM search_queue WHERE session_id = ? AND artifact_id = ?', sessionId, artifactId);
   }
 
   async indexable(afterId: string, limit: number): Promise<{ session_id: string; artifact: Artifact }[]> {
@@ -581,6 +610,7 @@ export class SqliteStore implements ControlStore {
       this.run('DELETE FROM session_grants WHERE session_id = ?', sessionId);
       this.run('DELETE FROM session_search WHERE rowid = (SELECT rowid FROM session_search_ids WHERE session_id = ?)', sessionId);
       this.run('DELETE FROM session_search_ids WHERE session_id = ?', sessionId);
+      this.run('DELETE FROM search_queue WHERE session_id = ?', sessionId);
       this.run('DELETE FROM artifacts WHERE session_id = ?', sessionId);
       this.run('DELETE FROM sessions WHERE id = ?', sessionId);
       this.insertAudit(audit, now);

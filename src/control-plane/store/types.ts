@@ -176,9 +176,14 @@ export interface ControlStore {
   markFailed(artifactId: string, reason: string, now: number): Promise<void>;
   /**
    * Marks the artifact verified: current when no newer artifact of its session completed, else superseded. When it
-   * becomes current, the session's search entry becomes its: title, summary and `text` (what the session says).
+   * becomes current, the session's search entry becomes its (title, summary, place; what it says is read later: a
+   * session bundle is queued for the indexer).
    */
-  complete(artifactId: string, now: number, retentionMs: number, text?: string): Promise<Artifact>;
+  complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact>;
+  /** Queued sessions whose bundle is to be read for search, each claimed until `now + leaseMs` (not handed out again meanwhile). */
+  claimSearchWork(now: number, leaseMs: number, limit: number): Promise<{ session_id: string; artifact: Artifact }[]>;
+  /** The session's text from `artifactId` is indexed (or cannot be): its queue entry goes, unless a newer upload queued it again. */
+  searchWorkDone(sessionId: string, artifactId: string): Promise<void>;
   /** A short passage of each session's search entry around what `q` matches (`[` and `]` around the match), by id. */
   snippets(sessionIds: readonly string[], q: string): Promise<Map<string, string>>;
   /** Sessions with a current artifact, by id after `afterId`, for `reindex`; and how many there are in all. */

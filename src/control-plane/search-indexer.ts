@@ -1,0 +1,98 @@
+/**
+ * The indexer: reads what completed sessions say, off the request path. `complete` answers as soon as the upload is
+ * verified and queues the session (store: search_queue, in the same transaction); this loop claims queued sessions a
+ * few at a time (a claim lasts `leaseMs`, so a server that dies leaves its claims to another), reads each bundle from
+ * the blob store, and writes its text into the session's search entry only while that upload is still the current one.
+ * One session at a time per server: memory is bounded by one bundle's text. Woken by each complete, and every
+ * `pollMs` for what other replicas or an earlier life of this one left.
+ */
+import type { ProfileSet } from '../profiles/index.js';
+import type { BlobStore } from './blobs/types.js';
+import type { ServerLog } from './log.js';
+import { storedSearchText } from './search-text.js';
+import type { ControlStore } from './store/index.js';
+
+export interface SearchIndexerOptions {
+  store: ControlStore;
+  blobs: () => BlobStore;
+  profiles: ProfileSet;
+  log: ServerLog;
+  now: () => number;
+  pollMs?: number;
+  leaseMs?: number;
+  /** Index only when `idle()` is awaited: no round at start, after a complete or on a timer (tests that play another replica). */
+  manual?: boolean;
+}
+
+export class SearchIndexer {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private closed = false;
+
+  constructor(private readonly options: SearchIndexerOptions) {}
+
+  /** Starts polling (the first round at once). */
+  start(): void {
+    if (this.options.manual !== true) this.kick();
+  }
+
+  /** Work may be waiting: a round now (or right after the one under way). */
+  kick(): void {
+    if (this.options.manual !== true) this.round();
+  }
+
+  private round(): void {
+    if (this.closed) return;
+    if (this.running !== undefined) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.running = this.drain()
+      .catch((error: unknown) => this.options.log('error', `search indexing failed; it is tried again: ${error instanceof Error ? error.message : String(error)}`, { event: 'search_index_failed' }))
+      .finally(() => {
+        this.running = undefined;
+        if (this.closed) return;
+        if (this.again) {
+          this.again = false;
+          this.round();
+          return;
+        }
+        if (this.options.manual === true) return;
+        this.timer = setTimeout(() => this.round(), this.options.pollMs ?? 5_000);
+        this.timer.unref();
+      });
+  }
+
+  /** Resolves once nothing claimable is queued (tests; a server about to stop). */
+  async idle(): Promise<void> {
+    for (let round = 0; round < 1000 && !this.closed; round++) {
+      await this.running;
+      if ((await this.options.store.claimSearchWork(this.options.now(), 0, 1)).length === 0 && this.running === undefined) return;
+      this.round();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private async drain(): Promise<void> {
+    const lease = this.options.leaseMs ?? 5 * 60_000;
+    for (;;) {
+      if (this.closed) return;
+      const batch = await this.options.store.claimSearchWork(this.options.now(), lease, 10);
+      if (batch.length === 0) return;
+      for (const { session_id: sessionId, artifact } of batch) {
+        if (this.closed) return;
+        const text = await storedSearchText(this.options.blobs(), artifact, this.options.profiles);
+        if (text === undefined) this.options.log('info', `session ${sessionId}: upload ${artifact.id} is searchable by its title only (its bundle cannot be read)`, { event: 'search_text_unreadable' });
+        await this.options.store.setSearchText(sessionId, artifact.id, text ?? '');
+        await this.options.store.searchWorkDone(sessionId, artifact.id);
+      }
+    }
+  }
+}
