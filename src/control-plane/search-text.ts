@@ -18,11 +18,6 @@ export const MAX_SEARCH_TEXT_CHARS = 200_000;
 
 type Conversation = ReturnType<typeof readTranscript>;
 
-/** The searchable text of the bundle in `file` (verified and extracted in a temporary folder under `workRoot`). */
-export async function bundleSearchText(file: string, workRoot: string, profiles: ProfileSet): Promise<string> {
-  return readSearchText(file, workRoot, profiles);
-}
-
 /**
  * What the stored object of `artifact` says, or undefined when it is gone, not what was uploaded, or not a readable
  * bundle. A blob store that cannot be read throws (the caller tries again later).
@@ -44,6 +39,7 @@ export async function storedSearchText(blobs: BlobStore, artifact: Pick<Artifact
   }
 }
 
+/** The searchable text of the bundle in `file` (verified and extracted in a temporary folder under `workRoot`). */
 async function readSearchText(file: string, workRoot: string, profiles: ProfileSet): Promise<string> {
   const dir = await mkdtemp(path.join(workRoot, 'index-'));
   try {

@@ -89,6 +89,11 @@ describe('local blob store', () => {
     const reply = await put(up, Readable.from([data.subarray(0, 1000), data.subarray(1000)]));
     expect(reply.status).toBe(200);
     expect(await store.stat('sessions/u1/rev-1')).toEqual(object);
+    // A copy of the bytes hashed, and the file itself for readers in this process.
+    const copy = path.join(dir, 'copy');
+    expect(await store.stat('sessions/u1/rev-1', { copyTo: copy })).toEqual(object);
+    expect((await readFile(copy)).equals(await readFile(store.fileOf!('sessions/u1/rev-1')))).toBe(true);
+    expect(() => store.fileOf!('../escape')).toThrow();
 
     const down = await store.presignDownload('sessions/u1/rev-1', now + 60_000);
     const got = await send(down.method, down.url, down.headers);

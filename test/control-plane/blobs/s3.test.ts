@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -86,6 +86,11 @@ describe('S3 blob store against s3rver', () => {
     const reply = await put(up, Readable.from([data.subarray(0, 12345), data.subarray(12345)]));
     expect(reply.status, reply.body.toString()).toBe(200);
     expect(await store.stat('sessions/u1/rev-1')).toEqual(object);
+    // One read for both: the digest, and a copy of the very bytes it is of (the search indexer reads that copy).
+    const copy = path.join(dir, 'copy');
+    expect(await store.stat('sessions/u1/rev-1', { copyTo: copy })).toEqual(object);
+    expect((await readFile(copy)).equals(data)).toBe(true);
+    await expect(store.stat('sessions/u1/rev-1', { copyTo: copy })).rejects.toThrow(/EEXIST/);
 
     const down = await store.presignDownload('sessions/u1/rev-1', Date.now() + 60_000);
     const got = await send(down.method, down.url, down.headers);
