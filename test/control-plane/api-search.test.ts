@@ -15,6 +15,7 @@ import { loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
 import { BACKENDS, startTestServer, type TestServer, type TestUser } from '../support/control-server.js';
 import { claudeProjectKey } from '../support/cli-process.js';
 import { repoRoot } from '../support/context.js';
+import { newArtifact } from '../support/store-inputs.js';
 
 const CWD = '/home/dev/project';
 let work: string;
@@ -120,10 +121,9 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
   it('counts at most 1,000 matches; a search that matches more is newest first, not ranked', async () => {
     t = await startTestServer({ backend });
     const store = t.server.store;
-    const base = { owner_id: t.alice.id, harness: 'claude', size_bytes: 1, content_type: 'application/octet-stream', compatibility_profile: 'legacy', artifact_format: 'legacy-raw', resumable: false, cwd: null, summary: null, captured_at_unix_ms: null, repository_root: null, repository_remote: null };
     for (let i = 0; i < 1001; i++) {
       // The first has the word in its title too: ranked, it would come first; newest first, it is last.
-      const { artifact } = await store.presign({ ...base, native_session_id: `many-${i}`, sha256: i.toString(16).padStart(64, '0'), title: i === 0 ? 'plentiful first' : `Session ${i}` }, 1000 + i, 86_400_000);
+      const { artifact } = await store.presign(newArtifact(t.alice.id, { native_session_id: `many-${i}`, sha256: i.toString(16).padStart(64, '0'), title: i === 0 ? 'plentiful first' : `Session ${i}` }), 1000 + i, 86_400_000);
       await store.complete(artifact.id, 1000 + i, 86_400_000);
       await store.setSearchText(artifact.session_id, artifact.id, 'plentiful words everywhere');
     }

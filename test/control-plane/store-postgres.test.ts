@@ -12,6 +12,7 @@ import { PostgresStore } from '../../src/control-plane/store/postgres.js';
 import { POSTGRES_MIGRATIONS } from '../../src/control-plane/store/postgres-migrations.js';
 import type { NewArtifact } from '../../src/control-plane/store/types.js';
 import { BlueError } from '../../src/errors.js';
+import { newArtifact } from '../support/store-inputs.js';
 import { freshDatabase } from '../support/postgres-db.js';
 
 const DAY = 86_400_000;
@@ -42,23 +43,7 @@ async function query(url: string, sql: string, params: unknown[] = []): Promise<
 const count = async (url: string, table: string): Promise<number> => Number((await query(url, `SELECT COUNT(*) AS n FROM ${table}`))[0]!.n);
 
 function artifactInput(ownerId: string, bytes: string): NewArtifact {
-  return {
-    owner_id: ownerId,
-    harness: 'claude',
-    native_session_id: 'sess-1',
-    sha256: bytes.repeat(64).slice(0, 64),
-    size_bytes: 10,
-    content_type: 'application/octet-stream',
-    compatibility_profile: 'legacy',
-    artifact_format: 'legacy-raw',
-    resumable: false,
-    cwd: null,
-    title: null,
-    summary: null,
-    captured_at_unix_ms: null,
-    repository_root: null,
-    repository_remote: null,
-  };
+  return newArtifact(ownerId, { sha256: bytes.repeat(64).slice(0, 64) });
 }
 
 /** Caught rejection of `promise`, which must be a BlueError. */

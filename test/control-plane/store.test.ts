@@ -6,9 +6,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { hashToken, openStore, type ControlStore, type NewArtifact, type StoreOptions } from '../../src/control-plane/store/index.js';
+import { hashToken, openStore, type ControlStore, type StoreOptions } from '../../src/control-plane/store/index.js';
 import { BACKENDS } from '../support/control-server.js';
 import { freshDatabase } from '../support/postgres-db.js';
+import { newArtifact } from '../support/store-inputs.js';
 
 describe.each(BACKENDS)('control store (%s)', (backend) => {
   let dir: string;
@@ -52,23 +53,7 @@ describe.each(BACKENDS)('control store (%s)', (backend) => {
   it('numbers artifacts per captured session (owner, harness, native id), one session each', async () => {
     const s = await store();
     const { user } = await s.addUser('ada@example.com', false, 1);
-    const base: NewArtifact = {
-      owner_id: user.id,
-      harness: 'claude',
-      native_session_id: 's',
-      sha256: 'a'.repeat(64),
-      size_bytes: 1,
-      content_type: 'x',
-      compatibility_profile: 'legacy',
-      artifact_format: 'legacy-raw',
-      resumable: false,
-      cwd: null,
-      title: null,
-      summary: null,
-      captured_at_unix_ms: null,
-      repository_root: null,
-      repository_remote: null,
-    };
+    const base = newArtifact(user.id, { native_session_id: 's', size_bytes: 1, content_type: 'x' });
     const a = await s.presign(base, 1, 1000);
     const b = await s.presign({ ...base, sha256: 'b'.repeat(64) }, 1, 1000);
     const c = await s.presign({ ...base, harness: 'codex', sha256: 'b'.repeat(64) }, 1, 1000);
