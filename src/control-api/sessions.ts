@@ -169,11 +169,10 @@ export class SessionsApi {
    * One page in cursor mode (the resume picker's too), newest first, and the cursor of the next page (null at the
    * end): `cursor` is the last item's id. `id_prefix` is filtered here as well, since Blue's server ignores it.
    */
-  async page(query: SessionQuery, cursor?: string, limit = PAGE_LIMIT): Promise<{ items: CapturedSession[]; next_cursor: string | null }> {
+  async page(query: Omit<SessionQuery, 'q'>, cursor?: string, limit = PAGE_LIMIT): Promise<{ items: CapturedSession[]; next_cursor: string | null }> {
     const url = this.client.routeUrl('session-uploads');
     if (query.resumable === true) url.searchParams.set('resumable', 'true');
     if (query.harness !== undefined) url.searchParams.set('harness', query.harness);
-    if (query.q !== undefined) url.searchParams.set('q', query.q.slice(0, MAX_QUERY));
     if (query.id_prefix !== undefined) url.searchParams.set('id_prefix', query.id_prefix);
     url.searchParams.set('limit', String(Math.min(PAGE_LIMIT, Math.max(1, limit))));
     if (cursor !== undefined) url.searchParams.set('cursor', cursor);
@@ -184,15 +183,16 @@ export class SessionsApi {
   }
 
   /**
-   * Every session matching `query`, newest first, walking the pages (bounded). A search (`q`) outside the resume
-   * picker uses the numbered mode, as Blue's server requires (it refuses `q` beside `cursor` or `limit`).
+   * Every session matching `query`, newest first, walking the pages (bounded). A search (`q`) uses the numbered mode,
+   * as Blue's server requires (it refuses `q` beside `cursor` or `limit`).
    */
   async list(query: Omit<SessionQuery, 'id_prefix'>, options: { max?: number } = {}): Promise<{ items: CapturedSession[]; truncated: boolean }> {
     const max = options.max ?? 1000;
     const items: CapturedSession[] = [];
-    if (query.q !== undefined && query.resumable !== true) {
+    const { q, ...listing } = query;
+    if (q !== undefined) {
       for (let page = 1; page <= MAX_PAGES; page++) {
-        const found = await this.numbered(query, page);
+        const found = await this.numbered({ ...listing, q }, page);
         items.push(...found.items);
         if (items.length >= max) return { items: items.slice(0, max), truncated: items.length > max || page < found.pages };
         if (found.items.length === 0 || page >= found.pages) return { items, truncated: false };
@@ -201,7 +201,7 @@ export class SessionsApi {
     }
     let cursor: string | undefined;
     for (let pages = 0; pages < MAX_PAGES; pages++) {
-      const page = await this.page(query, cursor);
+      const page = await this.page(listing, cursor);
       items.push(...page.items);
       if (page.next_cursor === null) return { items: items.slice(0, max), truncated: items.length > max };
       if (items.length >= max) return { items: items.slice(0, max), truncated: true };
@@ -210,14 +210,23 @@ export class SessionsApi {
     return { items, truncated: true };
   }
 
-  private async numbered(query: SessionQuery, page: number): Promise<{ items: CapturedSession[]; pages: number }> {
+  /**
+   * The first `limit` sessions a search (`q`) finds, best matches first, each with its snippet where the server has
+   * one: what the resume picker asks for as the person types (`resumable: true`).
+   */
+  async search(query: Omit<SessionQuery, 'id_prefix'> & { q: string }, limit = PAGE_LIMIT): Promise<CapturedSession[]> {
+    return (await this.numbered(query, 1, limit)).items;
+  }
+
+  private async numbered(query: SessionQuery, page: number, perPage = PAGE_LIMIT): Promise<{ items: CapturedSession[]; pages: number }> {
     const url = this.client.routeUrl('session-uploads');
+    if (query.resumable === true) url.searchParams.set('resumable', 'true');
     if (query.harness !== undefined) url.searchParams.set('harness', query.harness);
     url.searchParams.set('q', (query.q ?? '').slice(0, MAX_QUERY));
     url.searchParams.set('page', String(page));
-    url.searchParams.set('per_page', String(PAGE_LIMIT));
+    url.searchParams.set('per_page', String(Math.min(PAGE_LIMIT, Math.max(1, perPage))));
     const body = checkAnswer<CapturedSessionList>(validators.validateCapturedSessionList, await this.call(() => this.client.requestJson('GET', url)), 'GET /session-uploads');
-    return { items: body.items.map(forDisplay), pages: body.total_pages ?? (body.items.length < PAGE_LIMIT ? page : page + 1) };
+    return { items: body.items.map(forDisplay), pages: body.total_pages ?? (body.items.length < perPage ? page : page + 1) };
   }
 
   /** GET /session-uploads/{id}: the session, who it is shared with (user ids) and its artifacts, newest first. */

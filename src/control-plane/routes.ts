@@ -580,8 +580,9 @@ const NUMBERED_PARAMS = ['page', 'per_page', 'q', 'updated_from', 'updated_to', 
 const LIST_PARAMS = [...CURSOR_PARAMS, ...NUMBERED_PARAMS, 'harness', 'user_id', 'status', 'resumable', 'id_prefix'];
 
 /**
- * Three modes, as Blue's server: `resumable=true` (the resume picker: owned or shared sessions, `shared` on each,
- * by cursor), numbered (`page`, `per_page`, `q`, `sort` or `updated_*` given: total and total_pages), and cursor.
+ * Two ways of paging, as Blue's server: numbered (`page`, `per_page`, `q`, `sort` or `updated_*` given: total and
+ * total_pages) and cursor. `resumable=true` is the resume picker's listing in either: owned or shared sessions, `shared`
+ * on each (numbered when it searches as the person types).
  */
 async function listSessions(rc: RouteContext, req: Request): Promise<void> {
   const user = caller(req);
@@ -642,7 +643,7 @@ async function listSessions(rc: RouteContext, req: Request): Promise<void> {
     if (query.q !== undefined) snippets = await rc.store.snippets(sessions.map((s) => s.id), query.q);
     return sessions;
   };
-  if (numbered && !picker) {
+  if (numbered) {
     const page = intParam('page', params.one('page'), 1, Number.MAX_SAFE_INTEGER) ?? 1;
     const perPage = intParam('per_page', params.one('per_page'), 1, MAX_PAGE) ?? DEFAULT_NUMBERED_PAGE;
     const found = await rc.store.listSessions(user, { ...query, limit: perPage, offset: (page - 1) * perPage, count: true }, now);

@@ -1,7 +1,9 @@
 /**
  * A full-screen list to choose from, on the terminal's alternate screen (so the scrollback is left as it was): arrow
  * keys move, typed text filters, Enter chooses, Esc or Ctrl-C cancels. Every line is fitted to the width (an ellipsis
- * where it is cut, never a wrap) and the whole screen is drawn again when the terminal is resized.
+ * where it is cut, never a wrap) and the whole screen is drawn again when the terminal is resized. Given a `search`,
+ * what is typed is also asked of the server once typing pauses (one question at a time); its matches come first, with
+ * their snippets, and nothing the local filter shows is taken away.
  */
 import type { Context } from '../context.js';
 import { printable, sessionLabel, type CapturedSession } from '../control-api/sessions.js';
@@ -42,6 +44,10 @@ export interface SelectItem<T> {
   cells: string[];
   /** Lower-case text the filter searches. */
   search: string;
+  /** Identifies the item among a search's answers (the same item found twice is shown once). */
+  key?: string;
+  /** A second, dimmed line under the row (a search's snippet). */
+  detail?: string;
 }
 
 export interface SelectOptions<T> {
@@ -53,6 +59,36 @@ export interface SelectOptions<T> {
   /** Shown under the title. */
   note?: string;
   emptyText?: string;
+  /** Asks for what `text` finds beyond the local filter (the server's search); a failure is shown, not thrown. */
+  search?: (text: string) => Promise<SelectItem<T>[]>;
+}
+
+/** Typing pauses this long before the server is asked. */
+export const SEARCH_PAUSE_MS = 250;
+
+/** Whether `text` is worth a server search: at least two letters or digits. */
+export function searchable(text: string): boolean {
+  return (text.match(/[\p{L}\p{N}]/gu)?.length ?? 0) >= 2;
+}
+
+/** A search's answers first (ranked), then what the local filter shows that the search did not find. Pure. */
+export function mergeFound<T>(found: readonly SelectItem<T>[], local: readonly SelectItem<T>[]): SelectItem<T>[] {
+  const seen = new Set(found.map((item) => item.key).filter((key) => key !== undefined));
+  return [...found, ...local.filter((item) => item.key === undefined || !seen.has(item.key))];
+}
+
+/** The first item to show so that the one at `cursor` is whole on `room` lines, each item `height(i)` lines. Pure. */
+export function scrollOffset(offset: number, cursor: number, count: number, room: number, height: (i: number) => number): number {
+  const span = (from: number, to: number) => {
+    let lines = 0;
+    for (let i = from; i <= to; i++) lines += height(i);
+    return lines;
+  };
+  let first = Math.max(0, Math.min(offset, cursor));
+  while (first < cursor && span(first, cursor) > room) first++;
+  // A short tail pulls the list back down so the screen stays full.
+  while (first > 0 && span(first - 1, count - 1) <= room) first--;
+  return first;
 }
 
 /** Widths of the columns shown at `width` columns; dropped columns get 0. Pure. */
@@ -119,12 +155,23 @@ export function select<T>(ctx: Context, options: SelectOptions<T>): Promise<T | 
   let cursor = 0;
   let offset = 0;
   let shown = options.items;
+  // The server's search: its latest answer, whether one is being asked, and why the last one failed.
+  let found: { text: string; items: SelectItem<T>[] } | undefined;
+  let searching = false;
+  let searchFailed: string | undefined;
+  let pause: NodeJS.Timeout | undefined;
+  let closed = false;
 
   return new Promise<T | undefined>((resolve, reject) => {
     let session: KeySession | undefined;
-    const finish = (value: T | undefined) => {
+    const close = () => {
+      closed = true;
+      clearTimeout(pause);
       session?.close();
       ctx.stderr.write(`${SHOW_CURSOR}${ALT_SCREEN_OFF}`);
+    };
+    const finish = (value: T | undefined) => {
+      close();
       resolve(value);
     };
     const draw = () => {
@@ -133,8 +180,8 @@ export function select<T>(ctx: Context, options: SelectOptions<T>): Promise<T | 
       const lines: string[] = [];
       lines.push(c.bold(fit(options.title, width)));
       if (options.filter) {
-        const count = `${shown.length} of ${options.items.length}`;
-        const label = fit(`Filter: ${filter}`, Math.max(1, width - count.length - 2));
+        const count = `${shown.length} of ${options.items.length}${searching ? ' · searching…' : ''}`;
+        const label = fit(`${options.search === undefined ? 'Filter' : 'Search'}: ${filter}`, Math.max(1, width - count.length - 2));
         lines.push(label + ' '.repeat(Math.max(2, width - count.length - textWidth(label))) + c.dim(count));
       } else if (options.note !== undefined) {
         lines.push(fit(options.note, width));
@@ -142,23 +189,65 @@ export function select<T>(ctx: Context, options: SelectOptions<T>): Promise<T | 
       const rowWidth = width - 2;
       const widths = layout(options.columns, rowWidth);
       lines.push(c.dim(fit(`  ${renderRow(options.columns, widths, options.columns.map((col) => col.name))}`, width)));
-      const room = Math.max(1, rows - lines.length - 1);
-      if (cursor < offset) offset = cursor;
-      if (cursor >= offset + room) offset = cursor - room + 1;
-      offset = Math.max(0, Math.min(offset, Math.max(0, shown.length - room)));
+      // A failed search says why on the line above the keys (its end, where the server's reason is).
+      const failed = searchFailed === undefined ? undefined : `Search failed: ${fitPath(searchFailed, Math.max(1, width - 15))}`;
+      const footer = failed === undefined ? 1 : 2;
+      const room = Math.max(1, rows - lines.length - footer);
+      const height = (i: number) => (shown[i]!.detail === undefined ? 1 : 2);
+      offset = scrollOffset(offset, cursor, shown.length, room, height);
       if (shown.length === 0) lines.push(fit(`  ${options.emptyText ?? 'Nothing matches.'}`, width));
-      for (let i = offset; i < Math.min(shown.length, offset + room); i++) {
-        const text = fit(renderRow(options.columns, widths, shown[i]!.cells), rowWidth);
+      const last = rows - footer;
+      for (let i = offset; i < shown.length && lines.length < last; i++) {
+        const item = shown[i]!;
+        const text = fit(renderRow(options.columns, widths, item.cells), rowWidth);
         lines.push(i === cursor ? c.inverse(`> ${text}`) : `  ${text}`);
+        if (item.detail !== undefined && lines.length < last) lines.push(c.dim(`    ${fit(printable(item.detail), Math.max(1, width - 4))}`));
       }
-      while (lines.length < rows - 1) lines.push('');
-      const keys = options.filter ? '↑/↓ move · type to filter · Enter choose · Esc cancel' : '↑/↓ move · Enter choose · Esc cancel';
+      while (lines.length < rows - footer) lines.push('');
+      if (failed !== undefined) lines.push(c.red(fit(failed, width)));
+      const typing = options.search === undefined ? 'type to filter' : 'type to search';
+      const keys = options.filter ? `↑/↓ move · ${typing} · Enter choose · Esc cancel` : '↑/↓ move · Enter choose · Esc cancel';
       lines.push(c.dim(fit(keys, width)));
       ctx.stderr.write(`${CLEAR_SCREEN}${lines.slice(0, rows).join('\r\n')}`);
     };
-    const refilter = () => {
-      shown = options.items.filter((item) => matchesFilter(item.search, filter));
-      cursor = Math.min(cursor, Math.max(0, shown.length - 1));
+    /** Recomputes what is shown; `keepChosen` when a search's answer reorders the list under the person's cursor. */
+    const refilter = (keepChosen: boolean) => {
+      const chosen = shown[cursor]?.key;
+      const local = options.items.filter((item) => matchesFilter(item.search, filter));
+      shown = found !== undefined && found.text === filter.trim() ? mergeFound(found.items, local) : local;
+      const kept = keepChosen && chosen !== undefined ? shown.findIndex((item) => item.key === chosen) : -1;
+      cursor = kept >= 0 ? kept : Math.min(cursor, Math.max(0, shown.length - 1));
+    };
+    const ask = () => {
+      const search = options.search;
+      const text = filter.trim();
+      if (search === undefined || closed || searching || !searchable(text) || found?.text === text) return;
+      searching = true;
+      draw();
+      search(text).then(
+        (items) => {
+          found = { text, items };
+          searchFailed = undefined;
+        },
+        (error: unknown) => {
+          searchFailed = printable(error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error)).slice(0, 1000);
+        },
+      ).finally(() => {
+        searching = false;
+        if (closed) return;
+        refilter(true);
+        draw();
+        // Typed on while the server was asked: ask again for what is there now.
+        if (filter.trim() !== text) ask();
+      }).catch(() => {});
+    };
+    /** The filter changed: the local filter at once, the server's search once typing pauses. */
+    const typedOn = () => {
+      if (!searchable(filter)) searchFailed = undefined;
+      refilter(false);
+      draw();
+      clearTimeout(pause);
+      if (options.search !== undefined) pause = setTimeout(ask, SEARCH_PAUSE_MS);
     };
     const onKey = (key: Key) => {
       try {
@@ -190,15 +279,13 @@ export function select<T>(ctx: Context, options: SelectOptions<T>): Promise<T | 
           case 'backspace':
             if (options.filter && filter !== '') {
               filter = [...filter].slice(0, -1).join('');
-              refilter();
-              draw();
+              typedOn();
             }
             return;
         }
         if (key.ctrl && key.name === 'u' && options.filter) {
           filter = '';
-          refilter();
-          return draw();
+          return typedOn();
         }
         const text = typed(key);
         if (text === '') return;
@@ -208,11 +295,9 @@ export function select<T>(ctx: Context, options: SelectOptions<T>): Promise<T | 
         }
         filter = (filter + text).slice(0, 200);
         cursor = 0;
-        refilter();
-        draw();
+        typedOn();
       } catch (error) {
-        session?.close();
-        ctx.stderr.write(`${SHOW_CURSOR}${ALT_SCREEN_OFF}`);
+        close();
         reject(error);
       }
     };
@@ -240,7 +325,7 @@ export function sessionItem(upload: CapturedSession, now: number, home?: string)
   const where = upload.cwd === null ? '(unknown)' : home !== undefined && (upload.cwd === home || upload.cwd.startsWith(`${home}/`)) ? `~${upload.cwd.slice(home.length)}` : upload.cwd;
   const cells = [title, upload.harness, owner, where, ago(upload.updated_at, now)];
   const search = [title, upload.summary ?? '', upload.harness, owner, upload.cwd ?? '', upload.native_session_id, upload.id].join('\n').toLowerCase();
-  return { value: upload, cells, search };
+  return { value: upload, cells, search, key: upload.id, ...(upload.snippet === undefined ? {} : { detail: upload.snippet }) };
 }
 
 /** `5 min ago`, `3 h ago`, `2 days ago`, or the date. */
@@ -255,12 +340,23 @@ export function ago(iso: string, now: number): string {
   return new Date(at).toISOString().slice(0, 10);
 }
 
-export function pickSession(ctx: Context, uploads: CapturedSession[], truncated: boolean): Promise<CapturedSession | undefined> {
+/**
+ * The resume picker over `uploads`; `search` (the server's, as the person types) finds sessions by what they say and
+ * brings a snippet for each.
+ */
+export function pickSession(
+  ctx: Context,
+  uploads: CapturedSession[],
+  truncated: boolean,
+  search?: (text: string) => Promise<CapturedSession[]>,
+): Promise<CapturedSession | undefined> {
+  const item = (u: CapturedSession) => sessionItem(u, ctx.clock.now(), ctx.paths.home);
   return select(ctx, {
     title: `Resume a session (${uploads.length}${truncated ? '+' : ''} you own or that were shared with you)`,
     columns: SESSION_COLUMNS,
-    items: uploads.map((u) => sessionItem(u, ctx.clock.now(), ctx.paths.home)),
+    items: uploads.map(item),
     filter: true,
-    emptyText: 'No session matches the filter.',
+    emptyText: search === undefined ? 'No session matches the filter.' : 'No session matches the search.',
+    ...(search === undefined ? {} : { search: async (text: string) => (await search(text)).map(item) }),
   });
 }

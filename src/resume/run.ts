@@ -35,6 +35,9 @@ import { progressBar } from './progress.js';
 import { askDestination, checkDirectory, confirm } from './prompts.js';
 import { colours, isInteractive } from './terminal.js';
 
+/** How many of a search's best matches the picker shows beside its own list. */
+const PICKER_SEARCH_LIMIT = 50;
+
 /** Thrown when the person says no or cancels: reported as one calm line, exit 1. */
 export class Cancelled extends Error {
   constructor(readonly why: string) {
@@ -96,12 +99,15 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
     } else {
       // The picker's listing: what the caller owns or was shared with them, resumable; each item says `shared`.
       const listed = await api.list({ resumable: true });
-      const usable = listed.items.filter((u) => !api.expired(u) && (u.status === null || u.status === 'complete'));
-      if (usable.length === 0) {
+      const usable = (u: CapturedSession) => !api.expired(u) && (u.status === null || u.status === 'complete');
+      const sessions = listed.items.filter(usable);
+      if (sessions.length === 0) {
         ctx.stderr.write('There is no session you own or that was shared with you that can be resumed.\n');
         return 1;
       }
-      upload = await pickSession(ctx, usable, listed.truncated);
+      // Typing searches what sessions say as well (the server's index), each match with its snippet.
+      const search = async (q: string) => (await api.search({ resumable: true, q }, PICKER_SEARCH_LIMIT)).filter(usable);
+      upload = await pickSession(ctx, sessions, listed.truncated, search);
       if (upload === undefined) throw new Cancelled('no session chosen');
     }
     say(`${c.bold('Session')}  ${describe(upload)}`);

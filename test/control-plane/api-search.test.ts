@@ -118,6 +118,25 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     expect(byDate.map((h) => h.id)).toEqual([deep, titled]);
   });
 
+  it("searches the resume picker's listing too (resumable=true, numbered): owned or shared only, `shared` and a snippet on each", async () => {
+    t = await startTestServer({ backend });
+    const mine = await upload(t.alice, 'sess-mine', 'Mine', ['Look at the watchdog.', 'Fixed.']);
+    t.clock.advance(60_000);
+    const shared = await upload(t.bob, 'sess-shared', 'Shared', ['The watchdog again.', 'Fixed too.']);
+    expect((await t.call('PUT', `/session-uploads/${shared}/sharing`, t.bob.token, { mode: 'selected', user_ids: [t.alice.id] })).status).toBe(200);
+    await upload(t.bob, 'sess-private', 'Private', ['A private watchdog.', 'Kept.']);
+    const picked = await t.call('GET', '/session-uploads?resumable=true&q=watchdog&page=1&per_page=10', t.alice.token);
+    expect(picked.status, JSON.stringify(picked.body)).toBe(200);
+    expect(picked.body).toMatchObject({ total: 2, page: 1, total_pages: 1 });
+    const items = picked.body.items as { id: string; shared: boolean; snippet: string }[];
+    expect(items.map((i) => [i.id, i.shared]).sort()).toEqual([[mine, false], [shared, true]].sort());
+    for (const item of items) expect(item.snippet).toContain('[watchdog]');
+    // An administrator's picker is their own and what was shared with them, not the organisation's.
+    expect((await t.call('GET', '/session-uploads?resumable=true&q=watchdog&page=1', t.admin.token)).body).toMatchObject({ total: 0, items: [] });
+    // One way of paging at a time, the picker's too.
+    expect((await t.call('GET', '/session-uploads?resumable=true&q=watchdog&limit=10', t.alice.token)).status).toBe(400);
+  });
+
   it('counts at most 1,000 matches; a search that matches more is newest first, not ranked', async () => {
     t = await startTestServer({ backend });
     const store = t.server.store;

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KEYS, claudeProjectKey, runPty, snapshot, startWorld, uploadClaudeSession, type World } from '../support/resume-world.js';
 import { execFileSync } from 'node:child_process';
+import { startFaultProxy } from '../support/fault-proxy.js';
 
 let world: World;
 beforeEach(async () => {
@@ -71,6 +72,62 @@ describe('the picker', () => {
     expect(exit.exitCode).toBe(7);
     expect(await readFile(restoredTranscript(world.project, other.sessionId), 'utf8')).toContain('Refactor the billing module');
     expect(existsSync(restoredTranscript(world.project, mine.sessionId))).toBe(false);
+  });
+});
+
+describe('searching as you type', () => {
+  it('finds a session by a word of its conversation, shows the snippet under it, and resumes it', async () => {
+    const deep = await uploadClaudeSession(world, {
+      title: 'Tidy the build',
+      turns: ['Tidied.', 'While you are there, check the flux capacitor wiring in the release script.', 'Rewired it.'],
+    });
+    await uploadClaudeSession(world, { title: 'Refactor the billing module' });
+    const pty = runPty(world, [], { cwd: world.project });
+    await pty.waitFor('2 of 2');
+    expect(pty.frame().join('\n')).toContain('type to search');
+    pty.mark();
+    // Nothing on the screen says "capacitor": the local filter finds nothing, the server's search finds the session.
+    await pty.type('capacitor');
+    await pty.waitFor('0 of 2');
+    await pty.waitFor('[capacitor]');
+    const screen = pty.frame();
+    expect(screen.join('\n')).toContain('1 of 2');
+    const row = screen.findIndex((line) => line.includes('Tidy the build'));
+    expect(row, screen.join('\n')).toBeGreaterThan(0);
+    expect(screen[row + 1]).toMatch(/^ {4}.*\[capacitor\] wiring/);
+    expect(screen.join('\n')).not.toContain('billing');
+    pty.mark();
+    await pty.type(KEYS.enter);
+    await pty.waitFor('Restore and launch Claude Code? [y/N]');
+    expect(pty.text()).toContain('Tidy the build');
+    pty.mark();
+    await pty.type('y');
+    const exit = await pty.exit;
+    expect(pty.text()).toContain(`FAKE-CLAUDE args=--resume ${deep.sessionId}`);
+    expect(exit.exitCode).toBe(7);
+  });
+
+  it('says so when the search fails, and goes on filtering what it listed', async () => {
+    await uploadClaudeSession(world, { title: 'Fix the flaky login test' });
+    await uploadClaudeSession(world, { title: 'Refactor the billing module' });
+    const proxy = await startFaultProxy();
+    proxy.target = world.server.url;
+    try {
+      const pty = runPty(world, [], { env: { BLUE_AGENT_CONTROL_URL: proxy.url } });
+      await pty.waitFor('2 of 2');
+      proxy.rules.push({ method: 'GET', path: /\/session-uploads$/, times: 100, action: { kind: 'answer', status: 403, body: JSON.stringify({ error: 'searching is not allowed here' }) } });
+      pty.mark();
+      await pty.type('billing');
+      await pty.waitFor(/Search failed: .*answered HTTP 403: searching is not allowed here/);
+      const screen = pty.frame().join('\n');
+      expect(screen).toContain('1 of 2');
+      expect(screen).toContain('Refactor the billing module');
+      expect(proxy.count('GET', /\/session-uploads$/)).toBeGreaterThanOrEqual(2);
+      await pty.type(KEYS.esc);
+      expect((await pty.exit).exitCode).toBe(1);
+    } finally {
+      await proxy.close();
+    }
   });
 });
 

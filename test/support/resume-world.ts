@@ -91,6 +91,8 @@ export async function uploadClaudeSession(
     remote?: string;
     resumable?: boolean;
     profile?: string;
+    /** What is said after the title (assistant, user, assistant, ...); by default `Done.` */
+    turns?: string[];
   } = {},
 ): Promise<{ capturedId: string; artifactId: string; sessionId: string; bytes: Buffer }> {
   const sessionId = options.sessionId ?? `5e55${String(++counter).padStart(4, '0')}-aaaa-4bbb-8ccc-${Date.now().toString(16).padStart(12, '0').slice(-12)}`;
@@ -99,7 +101,8 @@ export async function uploadClaudeSession(
   const key = claudeProjectKey(cwd);
   await mkdir(path.join(src, key, sessionId, 'subagents'), { recursive: true });
   const line = (type: string, text: string) => JSON.stringify({ type, sessionId, cwd, message: { role: type, content: text } });
-  await writeFile(path.join(src, key, `${sessionId}.jsonl`), `${line('user', options.title ?? 'Fix the flaky test')}\n${line('assistant', 'Done.')}\n`);
+  const turns = [options.title ?? 'Fix the flaky test', ...(options.turns ?? ['Done.'])];
+  await writeFile(path.join(src, key, `${sessionId}.jsonl`), turns.map((text, i) => `${line(i % 2 === 0 ? 'user' : 'assistant', text)}\n`).join(''));
   await writeFile(path.join(src, key, sessionId, 'subagents', 'agent-1.jsonl'), `${line('user', 'sub')}\n`);
   const out = path.join(world.server.root, `bundle-${sessionId}.tar.gz`);
   const profile = options.profile ?? 'claude-v2_0_12';
