@@ -5,7 +5,7 @@
 import path from 'node:path';
 import type { Context } from '../context.js';
 import { usageError } from '../errors.js';
-import type { StoreOptions } from '../control-plane/store/index.js';
+import type { Grant, StoreOptions } from '../control-plane/store/index.js';
 
 export interface DataOptions {
   data?: string;
@@ -79,6 +79,57 @@ export async function usersListCommand(ctx: Context, opts: DataOptions): Promise
     { ok: true, users: users.map((u) => ({ user_id: u.id, email: u.email, is_admin: u.is_admin, created_at: new Date(u.created_at).toISOString() })) },
     users.length === 0 ? 'No users yet.\n' : users.map((u) => `${u.id}  ${u.email}${u.is_admin ? '  (admin)' : ''}\n`).join(''),
   );
+  return 0;
+}
+
+/** A sign-in as `tokens list` shows it: id, whose, what, and whether it works. */
+function tokenLine(grant: Grant, now: number): string {
+  const state = grant.revoked_at !== null ? 'revoked' : grant.expires_at !== null && grant.expires_at <= now ? 'lapsed' : 'active';
+  const used = grant.last_used_at === null ? 'never used' : `last used ${new Date(grant.last_used_at).toISOString()}`;
+  return `${grant.id}  ${grant.user_email}  ${grant.kind}  ${state}  ${used}  ${grant.label}\n`;
+}
+
+function tokenJson(grant: Grant, now: number): Record<string, unknown> {
+  const iso = (at: number | null) => (at === null ? null : new Date(at).toISOString());
+  return {
+    id: grant.id,
+    user_id: grant.user_id,
+    email: grant.user_email,
+    kind: grant.kind,
+    label: grant.label,
+    scopes: grant.scopes,
+    created_at: iso(grant.created_at),
+    last_used_at: iso(grant.last_used_at),
+    expires_at: iso(grant.expires_at),
+    revoked_at: iso(grant.revoked_at),
+    active: grant.revoked_at === null && (grant.expires_at === null || grant.expires_at > now),
+  };
+}
+
+export async function tokensAddCommand(ctx: Context, email: string, opts: DataOptions & { label?: string }): Promise<number> {
+  const { addToken } = await import('../control-plane/admin.js');
+  const { user, token, grant } = await addToken(storeOptions(ctx, opts, false), email, opts.label, ctx.clock.now());
+  print(
+    ctx,
+    opts,
+    { ok: true, ...tokenJson(grant, ctx.clock.now()), token },
+    `Added a token for ${user.email} (${grant.id}).\nBearer token (shown only now; the server keeps only its hash):\n${token}\n`,
+  );
+  return 0;
+}
+
+export async function tokensListCommand(ctx: Context, email: string | undefined, opts: DataOptions): Promise<number> {
+  const { listTokens } = await import('../control-plane/admin.js');
+  const grants = await listTokens(storeOptions(ctx, opts, false), email);
+  const now = ctx.clock.now();
+  print(ctx, opts, { ok: true, tokens: grants.map((g) => tokenJson(g, now)) }, grants.length === 0 ? 'No tokens.\n' : grants.map((g) => tokenLine(g, now)).join(''));
+  return 0;
+}
+
+export async function tokensRevokeCommand(ctx: Context, id: string, opts: DataOptions): Promise<number> {
+  const { revokeToken } = await import('../control-plane/admin.js');
+  const grant = await revokeToken(storeOptions(ctx, opts, false), id.trim(), ctx.clock.now());
+  print(ctx, opts, { ok: true, ...tokenJson(grant, ctx.clock.now()) }, `Revoked ${grant.id} (${grant.user_email}, ${grant.label}): its tokens no longer work.\n`);
   return 0;
 }
 

@@ -515,6 +515,40 @@ Examples:
       const { usersListCommand } = await import('./control-plane.js');
       state.exitCode = await usersListCommand(ctx, opts);
     });
+  const tokens = controlPlane
+    .command('tokens')
+    .description("list, add and revoke users' tokens: personal tokens and device sign-ins (`blue-agent login`)");
+  tokens
+    .command('list [email]')
+    .description("list every user's tokens, or one user's: id, user, kind (personal or device), active, revoked or lapsed, last use")
+    .addOption(dataOption())
+    .addOption(databaseOption())
+    .option('--json', 'print as JSON')
+    .action(async (email: string | undefined, opts: { data?: string; databaseUrl?: string; json?: boolean }) => {
+      const { tokensListCommand } = await import('./control-plane.js');
+      state.exitCode = await tokensListCommand(ctx, email, opts);
+    });
+  tokens
+    .command('add <email>')
+    .description('make a new personal token for a user (for automation) and print it once')
+    .option('--label <text>', 'what the token is for, shown in the list')
+    .addOption(dataOption())
+    .addOption(databaseOption())
+    .option('--json', 'print as JSON')
+    .action(async (email: string, opts: { label?: string; data?: string; databaseUrl?: string; json?: boolean }) => {
+      const { tokensAddCommand } = await import('./control-plane.js');
+      state.exitCode = await tokensAddCommand(ctx, email, opts);
+    });
+  tokens
+    .command('revoke <id>')
+    .description('revoke a token (its id from `tokens list`): it fails at the next request, on every replica')
+    .addOption(dataOption())
+    .addOption(databaseOption())
+    .option('--json', 'print as JSON')
+    .action(async (id: string, opts: { data?: string; databaseUrl?: string; json?: boolean }) => {
+      const { tokensRevokeCommand } = await import('./control-plane.js');
+      state.exitCode = await tokensRevokeCommand(ctx, id, opts);
+    });
   controlPlane
     .command('policy')
     .description('manage governance policy revisions')

@@ -18,7 +18,7 @@ import { originOf } from '../util/url.js';
 import type { BlobStore } from './blobs/types.js';
 import { storedSearchText } from './search-text.js';
 import { governanceProblems } from './governance.js';
-import { openStore, requireDataDir, type ControlStore, type PolicyRevision, type StoreOptions, type User } from './store/index.js';
+import { API_SCOPES, MEMBER_SCOPES, openStore, requireDataDir, type ControlStore, type Grant, type PolicyRevision, type StoreOptions, type User } from './store/index.js';
 
 const EMAIL = /^[^\s@]{1,200}@[^\s@]{1,200}$/;
 
@@ -34,6 +34,37 @@ export async function addUser(where: StoreOptions, email: string, isAdmin: boole
 
 export async function listUsers(where: StoreOptions): Promise<User[]> {
   return withStore({ ...where, create: false }, (store) => store.listUsers());
+}
+
+/** The user of `email`, or a USAGE error naming it. */
+async function userNamed(store: ControlStore, email: string): Promise<User> {
+  const user = await store.userByEmail(email);
+  if (user === undefined) throw new BlueError('USAGE', `there is no user ${email}`, { hint: 'See `blue-agent control-plane users list`.' });
+  return user;
+}
+
+/** `control-plane tokens add`: a new personal token for an existing user (every scope their role allows). */
+export async function addToken(where: StoreOptions, email: string, label: string | undefined, now: number): Promise<{ user: User; token: string; grant: Grant }> {
+  return withStore({ ...where, create: false }, async (store) => {
+    const user = await userNamed(store, email);
+    const scopes = user.is_admin ? API_SCOPES : MEMBER_SCOPES;
+    const made = await store.identity.addPersonalToken(user.id, scopes, (label ?? 'token from tokens add').slice(0, 200), now);
+    return { user, ...made };
+  });
+}
+
+/** `control-plane tokens list`: everyone's sign-ins, or one user's, newest first. */
+export async function listTokens(where: StoreOptions, email: string | undefined): Promise<Grant[]> {
+  return withStore({ ...where, create: false }, async (store) => store.identity.grants(email === undefined ? undefined : (await userNamed(store, email)).id));
+}
+
+/** `control-plane tokens revoke`: ends a sign-in; its tokens fail at the next request to any replica. */
+export async function revokeToken(where: StoreOptions, id: string, now: number): Promise<Grant> {
+  return withStore({ ...where, create: false }, async (store) => {
+    const revoked = await store.identity.revokeGrant(id, now);
+    if (revoked === undefined) throw new BlueError('USAGE', `there is no token ${id}`, { hint: 'See `blue-agent control-plane tokens list`.' });
+    return revoked;
+  });
 }
 
 /** Opens the database, runs `fn`, closes it. */
@@ -168,6 +199,8 @@ export interface GarbageCollected {
   /** Keys of deleted sessions' objects that went. */
   deleted_objects: string[];
   failed: { id: string; error: string }[];
+  /** Expired device codes, browser sessions, sign-in links and tokens, and sign-ins that ended long ago, deleted. */
+  expired_sign_in_records: number;
 }
 
 /** `control-plane gc`: collectWith on the store `where` names. */
@@ -176,8 +209,8 @@ export async function collectGarbage(where: StoreOptions, blobs: BlobStore, now:
 }
 
 /**
- * Deletes the objects that are due: past their retention (the artifact stays, marked expired) and of deleted sessions.
- * Idempotent, so replicas (and the CLI) may run it at the same time.
+ * Deletes the objects that are due: past their retention (the artifact stays, marked expired) and of deleted sessions;
+ * and the sign-in records that expired. Idempotent, so replicas (and the CLI) may run it at the same time.
  */
 export async function collectWith(store: ControlStore, blobs: BlobStore, now: number): Promise<GarbageCollected> {
   const deleted: string[] = [];
@@ -213,7 +246,8 @@ export async function collectWith(store: ControlStore, blobs: BlobStore, now: nu
       deletedObjects.push(key);
     })
   );
-  return { deleted, deleted_objects: deletedObjects, failed };
+  const expired = await store.identity.purgeExpired(now);
+  return { deleted, deleted_objects: deletedObjects, failed, expired_sign_in_records: expired };
 }
 
 export interface ReindexResult {

@@ -18,6 +18,8 @@ import type { PresignRequest } from '../schema/generated/control-presign.js';
 import type { SessionDetail } from '../schema/generated/control-session-detail.js';
 import type { SharingRequest } from '../schema/generated/control-sharing.js';
 import type { BlobStore } from './blobs/types.js';
+import { deviceAuthorization, revocationEndpoint, tokenEndpoint, type IdentitySettings } from './identity/oauth.js';
+import { listUsers, listUserTokens, revokeUserToken } from './identity/users.js';
 import { CLIENT_CAPABILITIES_HEADER, CONTRACT_VERSION_HEADER, REQUIRED_CLIENT_VERSION_HEADER, requiredClientVersion, unmetContract } from './governance.js';
 import type { ServerLog } from './log.js';
 import type { ServerMetrics } from './metrics.js';
@@ -31,6 +33,8 @@ import {
   LEGACY_PROFILE,
   type Artifact,
   type ArtifactStatus,
+  API_SCOPES,
+  type ApiScope,
   type AuditAction,
   type CapturedSession,
   type ControlStore,
@@ -48,8 +52,8 @@ export const MAX_PAGE = 100;
 export const DEFAULT_AUDIT_PAGE = 100;
 /** Named recipients of one session, at most (as Blue's server). */
 export const MAX_RECIPIENTS = 500;
-/** Scopes every bearer token of this server carries (docs/contract.md: until the device flow, tokens are per user). */
-export const SCOPES = ['openid', 'profile', 'email', 'offline_access', 'governance:read', 'session:write', 'client-status:write'];
+/** The scopes discovery names: OpenID's (accepted, no right of their own) and the API's (store/types.ts). */
+export const SCOPES = ['openid', 'profile', 'email', 'offline_access', ...API_SCOPES];
 
 export interface RouteContext {
   store: ControlStore;
@@ -73,6 +77,7 @@ export interface RouteContext {
   metrics: ServerMetrics;
   /** Reads what completed sessions say, for search; undefined: only titles and summaries are indexed. */
   indexer?: { kick(): void } | undefined;
+  identitySettings: IdentitySettings;
 }
 
 export interface EventStreamLimits {
@@ -91,7 +96,10 @@ export interface Request {
   raw: IncomingMessage;
   reply: FastifyReply;
   url: URL;
-  /** The caller; public routes have none. */
+  /**
+   * The caller; public routes have none. An administrator whose token lacks the `admin` scope is a member here: every
+   * administrator's right below follows the token's scope as well as the person's role.
+   */
   user: User | undefined;
   params: string[];
 }
@@ -108,42 +116,62 @@ export interface Route {
   /** The path as people read it (`/session-uploads/{id}`): the route's label in metrics. */
   template: string;
   methods: Partial<Record<string, Handler>>;
+  /** The scope a token needs, per method (`any`: any valid token); public routes have none. */
+  scopes: Partial<Record<string, ApiScope | 'any'>>;
 }
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 const ID = `:id(^${UUID}$)`;
 
-const route = (path: string, methods: Route['methods'], options: { public?: boolean } = {}): Route => ({
-  path,
-  pattern: new RegExp(`^${path.replaceAll(ID, UUID).replaceAll('.', '\\.')}$`),
-  public: options.public === true,
-  template: path.replaceAll(ID, '{id}'),
-  methods,
-});
+/** A route; each method of one that is not public names the scope it needs (`[handler, scope]`). */
+function route(path: string, methods: Partial<Record<string, Handler | [Handler, ApiScope | 'any']>>, options: { public?: boolean } = {}): Route {
+  const handlers: Route['methods'] = {};
+  const scopes: Route['scopes'] = {};
+  for (const [method, entry] of Object.entries(methods)) {
+    if (entry === undefined) continue;
+    if (Array.isArray(entry)) [handlers[method], scopes[method]] = entry;
+    else if (options.public === true) handlers[method] = entry;
+    else throw new Error(`${method} ${path} names no scope`);
+  }
+  return {
+    path,
+    pattern: new RegExp(`^${path.replaceAll(ID, UUID).replaceAll('.', '\\.')}$`),
+    public: options.public === true,
+    template: path.replaceAll(ID, '{id}'),
+    methods: handlers,
+    scopes,
+  };
+}
 
 export const ROUTES: readonly Route[] = [
   route('/.well-known/metaharness', { GET: discovery }, { public: true }),
   route('/health', { GET: health }, { public: true }),
   route('/ready', { GET: ready }, { public: true }),
   route('/metrics', { GET: metricsText }, { public: true }),
-  route('/auth/me', { GET: authMe }),
-  route('/governance-config', { GET: governanceConfig }),
-  route('/governance-config/events', { GET: governanceEvents }),
-  route('/harness-metadata', { GET: harnessMetadata }),
-  route('/client-status', { POST: clientStatus, GET: listClientStatus }),
-  route('/session-uploads/presign', { POST: presign }),
-  route('/session-uploads/facets', { GET: facets }),
-  route('/session-uploads/members', { GET: members }),
-  route('/session-uploads', { GET: listSessions }),
-  route(`/session-uploads/${ID}`, { GET: getSession, DELETE: deleteSession }),
-  route(`/session-uploads/${ID}/complete`, { POST: complete }),
-  route(`/session-uploads/${ID}/download`, { POST: download }),
-  route(`/session-uploads/${ID}/sharing`, { GET: getSharing, PUT: putSharing }),
-  route('/audit-events', { GET: auditEvents }),
+  route('/api/auth/device/code', { POST: deviceAuthorization }, { public: true }),
+  route('/api/auth/oauth2/token', { POST: tokenEndpoint }, { public: true }),
+  route('/api/auth/oauth2/revoke', { POST: revocationEndpoint }, { public: true }),
+  route('/users', { GET: [listUsers, 'admin'] }),
+  route(`/users/${ID}/tokens`, { GET: [listUserTokens, 'any'] }),
+  route(`/tokens/${ID}`, { DELETE: [revokeUserToken, 'any'] }),
+  route('/auth/me', { GET: [authMe, 'any'] }),
+  route('/governance-config', { GET: [governanceConfig, 'governance:read'] }),
+  route('/governance-config/events', { GET: [governanceEvents, 'governance:read'] }),
+  route('/harness-metadata', { GET: [harnessMetadata, 'governance:read'] }),
+  route('/client-status', { POST: [clientStatus, 'client-status:write'], GET: [listClientStatus, 'admin'] }),
+  route('/session-uploads/presign', { POST: [presign, 'session:write'] }),
+  route('/session-uploads/facets', { GET: [facets, 'session:read'] }),
+  route('/session-uploads/members', { GET: [members, 'session:read'] }),
+  route('/session-uploads', { GET: [listSessions, 'session:read'] }),
+  route(`/session-uploads/${ID}`, { GET: [getSession, 'session:read'], DELETE: [deleteSession, 'session:write'] }),
+  route(`/session-uploads/${ID}/complete`, { POST: [complete, 'session:write'] }),
+  route(`/session-uploads/${ID}/download`, { POST: [download, 'session:read'] }),
+  route(`/session-uploads/${ID}/sharing`, { GET: [getSharing, 'session:read'], PUT: [putSharing, 'session:write'] }),
+  route('/audit-events', { GET: [auditEvents, 'admin'] }),
 ];
 
 /** The caller of a route that is not public (the server authenticates before the handler runs). */
-function caller(req: Request): User {
+export function caller(req: Request): User {
   if (req.user === undefined) throw new HttpError(401, 'unauthenticated', 'send a bearer token: Authorization: Bearer <token>');
   return req.user;
 }

@@ -19,8 +19,9 @@ import { collectWith } from './admin.js';
 import { RevisionFeed } from './revision-feed.js';
 import { SearchIndexer } from './search-indexer.js';
 import { ROUTES, type RouteContext } from './routes.js';
-import type { ControlStore, User } from './store/index.js';
+import type { ApiScope, ControlStore, User } from './store/index.js';
 import { storeUnavailable } from './store/unavailable.js';
+import { DEFAULT_IDENTITY, type IdentitySettings } from './identity/oauth.js';
 
 export interface ControlServerOptions {
   /** The opened database (store/index.ts `openStore`); the server closes it. */
@@ -60,6 +61,8 @@ export interface ControlServerOptions {
    * hour); 0 turns it off.
    */
   gc?: { intervalMs?: number | undefined; firstMs?: number | undefined } | undefined;
+  /** Token, device code, browser session and sign-in link lifetimes (identity/oauth.ts: DEFAULT_IDENTITY). */
+  identity?: Partial<IdentitySettings> | undefined;
 }
 
 export interface ControlServer {
@@ -102,6 +105,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
     bodyTimeoutMs: options.timeouts?.bodyMs ?? DEFAULT_BODY_TIMEOUT_MS,
     profiles: options.profiles,
+    identitySettings: { ...DEFAULT_IDENTITY, ...definedOnly(options.identity ?? {}) },
     revisions: new RevisionFeed(store, { intervalMs: options.events?.pollMs, log }),
     log,
     metrics,
@@ -212,7 +216,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         url: route.path,
         config: { template: route.template },
         // After routing: public routes need no token, every other one is refused before anything else is read.
-        ...(route.public ? {} : { preHandler: async (request: FastifyRequest) => void (request.user = await authenticate(rc, request.raw)) }),
+        ...(route.public ? {} : { preHandler: async (request: FastifyRequest) => void (request.user = await authenticate(rc, request.raw, route.scopes[method]!)) }),
         handler: async (request: FastifyRequest, reply: FastifyReply) => {
           const params = Object.values((request.params ?? {}) as Record<string, string>);
           await handle(rc, { raw: request.raw, reply, url: request.parsedUrl, user: route.public ? undefined : request.user, params });
@@ -385,20 +389,44 @@ const unboundBlobs: BlobStore = {
   close: () => Promise.resolve(),
 };
 
-async function authenticate(rc: RouteContext, request: IncomingMessage): Promise<User> {
+/**
+ * The caller of a bearer token that holds `scope` (RFC 6750: 401 with `invalid_token` for a token that is unknown,
+ * revoked or expired, 403 `insufficient_scope` for one that may not do this). An administrator whose token lacks the
+ * `admin` scope is a member for this request.
+ */
+async function authenticate(rc: RouteContext, request: IncomingMessage, scope: ApiScope | 'any'): Promise<User> {
   const header = request.headers.authorization;
-  const challenge = { 'www-authenticate': 'Bearer realm="blue-control"' };
-  if (header === undefined) throw new HttpError(401, 'unauthenticated', 'send a bearer token: Authorization: Bearer <token>', challenge);
+  const challenge = (error?: string, description?: string) => ({
+    'www-authenticate': `Bearer realm="blue-control"${error === undefined ? '' : `, error="${error}"`}${description === undefined ? '' : `, error_description="${description}"`}`,
+  });
+  if (header === undefined) throw new HttpError(401, 'unauthenticated', 'send a bearer token: Authorization: Bearer <token>', challenge());
   const match = /^Bearer +([A-Za-z0-9._~+/=-]+)$/i.exec(header);
   if (match === null || match[1]!.length > MAX_TOKEN_LENGTH) {
-    throw new HttpError(401, 'unauthenticated', 'the Authorization header must be "Bearer <token>"', challenge);
+    throw new HttpError(401, 'unauthenticated', 'the Authorization header must be "Bearer <token>"', challenge('invalid_request'));
   }
-  const user = await rc.store.userByToken(match[1]!);
-  if (user === undefined) throw new HttpError(401, 'invalid_token', 'the bearer token is not valid; ask an administrator for a new one', challenge);
-  return user;
+  const found = await rc.store.identity.authenticate(match[1]!, rc.now());
+  if (found === 'expired') {
+    throw new HttpError(401, 'token_expired', 'the access token expired; refresh it (blue-agent does so by itself) or sign in again', challenge('invalid_token', 'The access token expired'));
+  }
+  if (found === undefined) {
+    throw new HttpError(401, 'invalid_token', 'the bearer token is not valid (unknown or revoked); sign in again: blue-agent login --control-url URL', challenge('invalid_token'));
+  }
+  // A member at an administrator's route hears that it is for administrators (from the route), not about scopes.
+  const personCould = scope !== 'admin' || found.user.is_admin;
+  if (scope !== 'any' && personCould && !found.scopes.includes(scope)) {
+    throw new HttpError(403, 'insufficient_scope', `this token may not do this: it needs the scope ${scope}; sign in again asking for it`, {
+      'www-authenticate': `Bearer realm="blue-control", error="insufficient_scope", scope="${scope}"`,
+    });
+  }
+  return found.user.is_admin && !found.scopes.includes('admin') ? { ...found.user, is_admin: false } : found.user;
 }
 
 /** The path without its query: queries may carry search text that does not belong in a log. */
 function pathOnly(url: string | undefined): string {
   return (url ?? '').split('?')[0]!.slice(0, 200);
+}
+
+/** The entries of `settings` that are set: an undefined option keeps its default. */
+function definedOnly<T extends object>(settings: T): Partial<T> {
+  return Object.fromEntries(Object.entries(settings).filter(([, value]) => value !== undefined)) as Partial<T>;
 }

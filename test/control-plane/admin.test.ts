@@ -14,7 +14,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { serveCommand } from '../../src/cli/control-plane.js';
 import { main } from '../../src/cli/main.js';
-import { openStore } from '../../src/control-plane/store/index.js';
+import { API_SCOPES, hashToken, openStore } from '../../src/control-plane/store/index.js';
 import { SqliteStore } from '../../src/control-plane/store/sqlite.js';
 import { migrateSqlite, SQLITE_MIGRATIONS } from '../../src/control-plane/store/sqlite-migrations.js';
 import { freshDatabase } from '../support/postgres-db.js';
@@ -47,13 +47,14 @@ describe('control-plane users', () => {
     expect(result.is_admin).toBe(true);
     const store = await openStore({ dataDir: data });
     try {
-      expect(await store.tokenHashOf(result.user_id)).toBe(createHash('sha256').update(result.token).digest('hex'));
-      expect((await store.userByToken(result.token))?.email).toBe('ada@example.com');
+      expect(await store.identity.authenticate(result.token, Date.now())).toMatchObject({ user: { id: result.user_id, email: 'ada@example.com' } });
     } finally {
       await store.close();
     }
     const db = new DatabaseSync(path.join(data, 'control.db'));
     expect(JSON.stringify(db.prepare('SELECT * FROM users').all())).not.toContain(result.token);
+    expect(JSON.stringify(db.prepare('SELECT * FROM tokens').all())).not.toContain(result.token);
+    expect(db.prepare('SELECT hash FROM tokens').all()).toContainEqual({ hash: createHash('sha256').update(result.token).digest('hex') });
     db.close();
     const human = await run('control-plane', 'users', 'add', 'bea@example.com', '--data', data);
     const token = /^(blue_\S+)$/m.exec(human.stdout)?.[1];
@@ -68,6 +69,32 @@ describe('control-plane users', () => {
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/already exists/);
     expect((await run('control-plane', 'users', 'add', 'not-an-email', '--data', data)).code).toBe(2);
+  });
+
+  it('tokens: adds a personal token for automation, lists every sign-in, and revokes one at once', async () => {
+    const ada = JSON.parse((await run('control-plane', 'users', 'add', 'ada@example.com', '--data', data, '--json')).stdout) as { token: string };
+    const added = await run('control-plane', 'tokens', 'add', 'ada@example.com', '--label', 'nightly export', '--data', data, '--json');
+    expect(added.code).toBe(0);
+    const made = JSON.parse(added.stdout) as { id: string; token: string; label: string; kind: string; active: boolean };
+    expect(made).toMatchObject({ label: 'nightly export', kind: 'personal', active: true });
+    const listed = await run('control-plane', 'tokens', 'list', '--data', data);
+    expect(listed.stdout.trim().split('\n')).toHaveLength(2);
+    expect(listed.stdout).toMatch(new RegExp(`^${made.id}  ada@example.com  personal  active  never used  nightly export$`, 'm'));
+    expect(listed.stdout).not.toContain(made.token);
+    expect(listed.stdout).not.toContain(ada.token);
+    const revoked = await run('control-plane', 'tokens', 'revoke', made.id, '--data', data);
+    expect([revoked.code, revoked.stdout]).toEqual([0, `Revoked ${made.id} (ada@example.com, nightly export): its tokens no longer work.\n`]);
+    const store = await openStore({ dataDir: data });
+    try {
+      expect(await store.identity.authenticate(made.token, Date.now())).toBeUndefined();
+      expect(await store.identity.authenticate(ada.token, Date.now())).toBeDefined();
+    } finally {
+      await store.close();
+    }
+    expect((await run('control-plane', 'tokens', 'list', 'ada@example.com', '--data', data)).stdout).toMatch(/personal {2}revoked/);
+    const unknown = await run('control-plane', 'tokens', 'revoke', '00000000-0000-4000-8000-000000000000', '--data', data);
+    expect([unknown.code, /there is no token/.test(unknown.stderr)]).toEqual([2, true]);
+    expect((await run('control-plane', 'tokens', 'add', 'nobody@example.com', '--data', data)).stderr).toMatch(/there is no user nobody@example.com/);
   });
 
   it('needs a data directory', async () => {
@@ -321,6 +348,25 @@ describe('migrations', () => {
     db.prepare('INSERT INTO schema_version (version, applied_at) VALUES (?, ?)').run(99, Date.now());
     db.close();
     expect(() => SqliteStore.open(dir)).toThrow(new RegExp(`schema version 99, newer than this blue-agent understands \\(${SQLITE_MIGRATIONS.length}\\)`));
+  });
+
+  it("carries each user's token of version 6 over as a personal sign-in, and keeps no token in users", async () => {
+    const db = new DatabaseSync(path.join(dir, 'control.db'));
+    migrateSqlite(db, 'control.db', SQLITE_MIGRATIONS.slice(0, 6));
+    db.prepare('INSERT INTO users (id, email, is_admin, token_hash, created_at) VALUES (?, ?, 1, ?, 1)').run('u-ada', 'ada@example.com', hashToken('blue_ada'));
+    db.prepare('INSERT INTO users (id, email, is_admin, token_hash, created_at) VALUES (?, ?, 0, ?, 2)').run('u-bea', 'bea@example.com', hashToken('blue_bea'));
+    db.close();
+    const store = SqliteStore.open(dir);
+    try {
+      expect(await store.identity.authenticate('blue_ada', 10)).toMatchObject({ user: { id: 'u-ada', is_admin: true }, scopes: [...API_SCOPES] });
+      expect(await store.identity.authenticate('blue_bea', 10)).toMatchObject({ user: { id: 'u-bea' }, scopes: API_SCOPES.filter((s) => s !== 'admin') });
+      expect((await store.identity.grants('u-bea')).map((g) => [g.kind, g.label, g.created_at])).toEqual([['personal', 'token from users add', 2]]);
+    } finally {
+      await store.close();
+    }
+    const after = new DatabaseSync(path.join(dir, 'control.db'));
+    expect(JSON.stringify(after.prepare('SELECT token_hash FROM users').all())).not.toContain(hashToken('blue_ada'));
+    after.close();
   });
 
   it('carries a database of the first schema over: one captured session per session id, its uploads as artifacts, its sharing', async () => {

@@ -31,7 +31,7 @@ describe.each(BACKENDS)('Control API routes (%s)', (backend) => {
       expect(discovery.body).toEqual({
         version: 1,
         control_api_url: t.url,
-        oauth: { issuer: `${t.url}/api/auth`, client_id: 'blue-agent', scopes: ['openid', 'profile', 'email', 'offline_access', 'governance:read', 'session:write', 'client-status:write'] },
+        oauth: { issuer: `${t.url}/api/auth`, client_id: 'blue-agent', scopes: ['openid', 'profile', 'email', 'offline_access', 'governance:read', 'session:read', 'session:write', 'client-status:write', 'admin'] },
       });
       // A token, even a bad one, changes nothing there.
       expect((await t.call('GET', '/health', 'blue_not-a-token')).status).toBe(200);

@@ -113,10 +113,10 @@ describe.each(BACKENDS)('deleting sessions and the audit log (%s)', (backend) =>
 
     const blobs = await createLocalBlobStore({ dir: t.blobDir, publicUrl: t.url, secret: 'x'.repeat(32) });
     // Before the URL's expiry, gc leaves the queued key alone.
-    expect(await collectGarbage(t.storeOptions, blobs, t.clock.now() + 60_000)).toEqual({ deleted: [], deleted_objects: [], failed: [] });
+    expect(await collectGarbage(t.storeOptions, blobs, t.clock.now() + 60_000)).toEqual({ deleted: [], deleted_objects: [], failed: [], expired_sign_in_records: 0 });
     expect(existsSync(file)).toBe(true);
     const later = t.clock.now() + 2 * HOUR;
-    expect(await collectGarbage(t.storeOptions, blobs, later)).toEqual({ deleted: [], deleted_objects: [`sessions/${presigned.body.upload_id}.tar.gz`], failed: [] });
+    expect(await collectGarbage(t.storeOptions, blobs, later)).toEqual({ deleted: [], deleted_objects: [`sessions/${presigned.body.upload_id}.tar.gz`], failed: [], expired_sign_in_records: 0 });
     expect(existsSync(file)).toBe(false);
     expect(await t.server.store.blobDeletionsDue(later, 10)).toEqual([]);
   });

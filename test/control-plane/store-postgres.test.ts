@@ -9,8 +9,9 @@ import net from 'node:net';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/control-plane/store/postgres.js';
-import { POSTGRES_MIGRATIONS } from '../../src/control-plane/store/postgres-migrations.js';
-import type { NewArtifact } from '../../src/control-plane/store/types.js';
+import { migratePostgres, POSTGRES_MIGRATIONS } from '../../src/control-plane/store/postgres-migrations.js';
+import { hashToken } from '../../src/control-plane/store/tokens.js';
+import { API_SCOPES, type NewArtifact } from '../../src/control-plane/store/types.js';
 import { BlueError } from '../../src/errors.js';
 import { newArtifact } from '../support/store-inputs.js';
 import { freshDatabase } from '../support/postgres-db.js';
@@ -70,6 +71,26 @@ describe('PostgreSQL store', () => {
       // And once more, on a database that is current: nothing to do.
       await open(url);
       expect(await count(url, 'schema_version')).toBe(POSTGRES_MIGRATIONS.length);
+    });
+
+    it("carries each user's token of version 4 over as a personal sign-in (every scope, admin for administrators)", async () => {
+      const url = await freshDatabase();
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        await migratePostgres(client, 'test', POSTGRES_MIGRATIONS.slice(0, 4));
+        await client.query(`INSERT INTO users (id, email, is_admin, token_hash, created_at) VALUES ('u-ada', 'ada@example.com', true, $1, 1), ('u-bea', 'bea@example.com', false, $2, 2)`, [
+          hashToken('blue_ada'),
+          hashToken('blue_bea'),
+        ]);
+      } finally {
+        await client.end();
+      }
+      const store = await open(url);
+      expect(await store.identity.authenticate('blue_ada', 10)).toMatchObject({ user: { id: 'u-ada', is_admin: true }, scopes: [...API_SCOPES] });
+      expect(await store.identity.authenticate('blue_bea', 10)).toMatchObject({ user: { id: 'u-bea', is_admin: false }, scopes: API_SCOPES.filter((s) => s !== 'admin') });
+      expect((await store.identity.grants('u-ada')).map((g) => [g.kind, g.label])).toEqual([['personal', 'token from users add']]);
+      expect((await query(url, `SELECT column_name FROM information_schema.columns WHERE table_name = 'users'`)).map((r) => r.column_name)).not.toContain('token_hash');
     });
 
     it('refuses a database whose schema is newer than this code, at open and in check()', async () => {

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { hashToken, openStore, type ControlStore, type StoreOptions } from '../../src/control-plane/store/index.js';
+import { API_SCOPES, hashToken, openStore, type ControlStore, type StoreOptions } from '../../src/control-plane/store/index.js';
 import { BACKENDS } from '../support/control-server.js';
 import { freshDatabase } from '../support/postgres-db.js';
 import { newArtifact } from '../support/store-inputs.js';
@@ -33,19 +33,19 @@ describe.each(BACKENDS)('control store (%s)', (backend) => {
     const server = await store();
     const admin = await store();
     const { token } = await admin.addUser('ada@example.com', false, 1);
-    expect((await server.userByToken(token))?.email).toBe('ada@example.com');
+    expect(await server.identity.authenticate(token, 2)).toMatchObject({ user: { email: 'ada@example.com' } });
     await server.publishPolicy({ allowed_harnesses: ['claude'] }, 2);
     const latest = await admin.publishPolicy({ allowed_harnesses: ['codex'] }, 3);
     expect((await server.currentPolicy())?.revision).toBe(latest.revision);
     expect(await server.organizationId()).toBe(await admin.organizationId());
   });
 
-  it('finds users by the hash of their token only, and by e-mail whatever its case', async () => {
+  it('finds users by their token only (never by its hash), and by e-mail whatever its case', async () => {
     const s = await store();
     const { user, token } = await s.addUser('ada@example.com', true, 1);
-    expect(await s.tokenHashOf(user.id)).toBe(hashToken(token));
-    expect(await s.userByToken(`${token}x`)).toBeUndefined();
-    expect(await s.userByToken(hashToken(token))).toBeUndefined();
+    expect(await s.identity.authenticate(token, 2)).toMatchObject({ user: { id: user.id, is_admin: true }, scopes: [...API_SCOPES] });
+    expect(await s.identity.authenticate(`${token}x`, 2)).toBeUndefined();
+    expect(await s.identity.authenticate(hashToken(token), 2)).toBeUndefined();
     expect((await s.userByEmail('ADA@example.com'))?.id).toBe(user.id);
     await expect(s.addUser('Ada@Example.com', false, 2)).rejects.toThrow();
   });

@@ -153,6 +153,65 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
     claimed_until bigint NOT NULL DEFAULT 0
   );
   `,
+  // 5: sign-ins and their tokens (each user's token becomes a personal sign-in with every scope), device codes,
+  //    browser sessions and one-time sign-in links.
+  `
+  CREATE TABLE grants (
+    id text COLLATE "C" PRIMARY KEY,
+    user_id text COLLATE "C" NOT NULL REFERENCES users(id),
+    kind text NOT NULL CHECK (kind IN ('personal', 'device')),
+    client_id text,
+    scopes text NOT NULL,
+    label text NOT NULL,
+    created_at bigint NOT NULL,
+    last_used_at bigint,
+    expires_at bigint,
+    revoked_at bigint
+  );
+  CREATE INDEX grants_user ON grants (user_id, created_at);
+  CREATE TABLE tokens (
+    hash text COLLATE "C" PRIMARY KEY,
+    grant_id text COLLATE "C" NOT NULL REFERENCES grants(id) ON DELETE CASCADE,
+    kind text NOT NULL CHECK (kind IN ('access', 'refresh')),
+    expires_at bigint,
+    used_at bigint
+  );
+  CREATE INDEX tokens_grant ON tokens (grant_id);
+  CREATE TABLE device_codes (
+    device_hash text COLLATE "C" PRIMARY KEY,
+    user_code text COLLATE "C" NOT NULL UNIQUE,
+    client_id text NOT NULL,
+    scopes text NOT NULL,
+    client_label text NOT NULL,
+    created_at bigint NOT NULL,
+    expires_at bigint NOT NULL,
+    interval_ms bigint NOT NULL,
+    last_poll_at bigint,
+    status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'denied')),
+    user_id text COLLATE "C" REFERENCES users(id)
+  );
+  CREATE TABLE browser_sessions (
+    hash text COLLATE "C" PRIMARY KEY,
+    user_id text COLLATE "C" NOT NULL REFERENCES users(id),
+    csrf text NOT NULL,
+    created_at bigint NOT NULL,
+    expires_at bigint NOT NULL
+  );
+  CREATE TABLE sign_in_links (
+    hash text COLLATE "C" PRIMARY KEY,
+    user_id text COLLATE "C" NOT NULL REFERENCES users(id),
+    created_at bigint NOT NULL,
+    expires_at bigint NOT NULL
+  );
+  INSERT INTO grants (id, user_id, kind, scopes, label, created_at)
+    SELECT gen_random_uuid()::text, id, 'personal',
+      CASE WHEN is_admin THEN 'governance:read session:read session:write client-status:write admin'
+        ELSE 'governance:read session:read session:write client-status:write' END,
+      'token from users add', created_at
+    FROM users;
+  INSERT INTO tokens (hash, grant_id, kind) SELECT u.token_hash, g.id, 'access' FROM users u JOIN grants g ON g.user_id = u.id;
+  ALTER TABLE users DROP COLUMN token_hash;
+  `,
 ];
 
 /**

@@ -12,15 +12,16 @@
  * A bounded pool per process; bigint columns (times, sizes) are read as numbers by this pool only. The URL's password
  * never appears in `location`, a message or a hint. Bearer tokens are never stored: only their SHA-256.
  */
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { ARTIFACT_FORMAT } from '../../bundle/limits.js';
 import { BlueError } from '../../errors.js';
 import { LOCK_NAMESPACE, LOCKS, searchDocument, migratePostgres, POSTGRES_MIGRATIONS } from './postgres-migrations.js';
 import { schemaTooNew } from './sqlite-migrations.js';
 import { likePattern, toArtifact, toAuditEvent, toSession } from './sqlite.js';
-import { etagOf, hashToken, newToken } from './tokens.js';
-import { MAX_SEARCH_TOTAL, searchWords } from './types.js';
+import { insertPersonalToken, PostgresIdentity } from './postgres-identity.js';
+import { etagOf } from './tokens.js';
+import { API_SCOPES, MAX_SEARCH_TOTAL, MEMBER_SCOPES, searchWords } from './types.js';
 import type {
   Artifact,
   AuditEvent,
@@ -175,6 +176,7 @@ class Params {
 
 export class PostgresStore implements ControlStore {
   readonly backend = 'postgres' as const;
+  readonly identity: PostgresIdentity;
   private readonly db: Db;
   private closing: Promise<void> | undefined;
   private organization: string | undefined;
@@ -184,6 +186,7 @@ export class PostgresStore implements ControlStore {
     private readonly pool: pg.Pool,
   ) {
     this.db = new Db(pool);
+    this.identity = new PostgresIdentity({ db: this.db, transaction: (fn) => this.transaction(fn), toUser, storable });
   }
 
   /** Connects (a bounded pool), brings the schema up to date, and refuses a database of a newer release. */
@@ -293,14 +296,19 @@ export class PostgresStore implements ControlStore {
     });
   }
 
-  async userByToken(token: string): Promise<User | undefined> {
-    if (!storable(token)) return undefined;
-    const hash = hashToken(token);
-    const row = await this.db.get('SELECT * FROM users WHERE token_hash = $1', hash);
-    if (row === undefined) return undefined;
-    // The index lookup already matched; compare again in constant time so the answer never depends on a prefix.
-    if (!timingSafeEqual(Buffer.from(String(row.token_hash), 'hex'), Buffer.from(hash, 'hex'))) return undefined;
-    return toUser(row);
+  async provisionUser(email: string, now: number): Promise<User> {
+    return this.transaction(async (db) => {
+      await db.run('SELECT pg_advisory_xact_lock_shared($1, $2)', LOCK_NAMESPACE, LOCKS.users);
+      // Two first sign-ins at once: one inserts, the other finds it.
+      const user: User = { id: randomUUID(), email, is_admin: false, created_at: now };
+      await db.run('INSERT INTO users (id, email, is_admin, created_at) VALUES ($1, $2, false, $3) ON CONFLICT ((lower(email))) DO NOTHING', user.id, email, now);
+      return toUser((await db.get('SELECT * FROM users WHERE lower(email) = lower($1)', email))!);
+    });
+  }
+
+  async setAdmin(userId: string, isAdmin: boolean): Promise<void> {
+    if (!storable(userId)) return;
+    await this.db.run('UPDATE users SET is_admin = $1 WHERE id = $2', isAdmin, userId);
   }
 
   async userById(id: string): Promise<User | undefined> {
@@ -318,11 +326,6 @@ export class PostgresStore implements ControlStore {
 
   async listUsers(): Promise<User[]> {
     return (await this.db.all('SELECT * FROM users ORDER BY created_at, lower(email)')).map(toUser);
-  }
-
-  async tokenHashOf(userId: string): Promise<string | undefined> {
-    const row = await this.db.get('SELECT token_hash FROM users WHERE id = $1', userId);
-    return row === undefined ? undefined : String(row.token_hash);
   }
 
   async searchUsers(q: string | undefined, excludeId: string | undefined, limit: number): Promise<User[]> {
@@ -807,9 +810,9 @@ export class PostgresStore implements ControlStore {
 }
 
 async function insertUser(db: Db, email: string, isAdmin: boolean, now: number): Promise<{ user: User; token: string }> {
-  const token = newToken();
   const user: User = { id: randomUUID(), email, is_admin: isAdmin, created_at: now };
-  await db.run('INSERT INTO users (id, email, is_admin, token_hash, created_at) VALUES ($1, $2, $3, $4, $5)', user.id, email, isAdmin, hashToken(token), now);
+  await db.run('INSERT INTO users (id, email, is_admin, created_at) VALUES ($1, $2, $3, $4)', user.id, email, isAdmin, now);
+  const { token } = await insertPersonalToken(db, user.id, isAdmin ? API_SCOPES : MEMBER_SCOPES, 'token from users add', now);
   return { user, token };
 }
 

@@ -211,7 +211,74 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
   `
   CREATE TABLE search_queue (session_id TEXT PRIMARY KEY, artifact_id TEXT NOT NULL, queued_at INTEGER NOT NULL, claimed_until INTEGER NOT NULL DEFAULT 0);
   `,
+  // 7: sign-ins and their tokens (each user's token becomes a personal sign-in with every scope), device codes,
+  //    browser sessions and one-time sign-in links. users.token_hash stays, unread, holding no token: SQLite drops a
+  //    UNIQUE column only by rebuilding the table every other table refers to.
+  (db) => {
+    db.exec(`
+      CREATE TABLE grants (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL REFERENCES users(id),
+        kind TEXT NOT NULL CHECK (kind IN ('personal', 'device')),
+        client_id TEXT,
+        scopes TEXT NOT NULL,
+        label TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        last_used_at INTEGER,
+        expires_at INTEGER,
+        revoked_at INTEGER
+      );
+      CREATE INDEX grants_user ON grants (user_id, created_at);
+      CREATE TABLE tokens (
+        hash TEXT PRIMARY KEY,
+        grant_id TEXT NOT NULL REFERENCES grants(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL CHECK (kind IN ('access', 'refresh')),
+        expires_at INTEGER,
+        used_at INTEGER
+      );
+      CREATE INDEX tokens_grant ON tokens (grant_id);
+      CREATE TABLE device_codes (
+        device_hash TEXT PRIMARY KEY,
+        user_code TEXT NOT NULL UNIQUE,
+        client_id TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        client_label TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        interval_ms INTEGER NOT NULL,
+        last_poll_at INTEGER,
+        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'denied')),
+        user_id TEXT REFERENCES users(id)
+      );
+      CREATE TABLE browser_sessions (
+        hash TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL REFERENCES users(id),
+        csrf TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE TABLE sign_in_links (
+        hash TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL REFERENCES users(id),
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+    `);
+    const users = db.prepare('SELECT id, is_admin, token_hash, created_at FROM users').all() as { id: string; is_admin: number; token_hash: string; created_at: number }[];
+    const grant = db.prepare(`INSERT INTO grants (id, user_id, kind, scopes, label, created_at) VALUES (?, ?, 'personal', ?, 'token from users add', ?)`);
+    const token = db.prepare(`INSERT INTO tokens (hash, grant_id, kind) VALUES (?, ?, 'access')`);
+    for (const u of users) {
+      const id = randomUUID();
+      grant.run(id, u.id, (u.is_admin === 1 ? ALL_SCOPES : MEMBER_SCOPE_LIST).join(' '), u.created_at);
+      token.run(u.token_hash, id);
+    }
+    db.exec(`UPDATE users SET token_hash = 'moved:' || id`);
+  },
 ];
+
+/** The scopes of the personal tokens version 7 carries over (store/types.ts: API_SCOPES, MEMBER_SCOPES then). */
+const ALL_SCOPES = ['governance:read', 'session:read', 'session:write', 'client-status:write', 'admin'];
+const MEMBER_SCOPE_LIST = ALL_SCOPES.filter((s) => s !== 'admin');
 
 /** Brings `db` up to the newest schema this code knows; refuses a database from a newer release. */
 export function migrateSqlite(db: DatabaseSync, file: string, migrations: readonly Step[] = SQLITE_MIGRATIONS): number {

@@ -4,14 +4,15 @@
  * (BEGIN IMMEDIATE), so concurrent writers (serve and the admin commands) serialise cleanly. Statements are prepared
  * once per connection. Bearer tokens are never stored: only their SHA-256.
  */
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { chmodSync, closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { ARTIFACT_FORMAT } from '../../bundle/limits.js';
 import { BlueError } from '../../errors.js';
 import { migrateSqlite, SQLITE_MIGRATIONS, schemaTooNew, sqliteSchemaVersion } from './sqlite-migrations.js';
-import { etagOf, hashToken, newToken } from './tokens.js';
+import { SqliteIdentity } from './sqlite-identity.js';
+import { etagOf } from './tokens.js';
 import type {
   Artifact,
   ArtifactStatus,
@@ -28,7 +29,7 @@ import type {
   SharingMode,
   User,
 } from './types.js';
-import { MAX_SEARCH_TOTAL, searchPlace, searchWords } from './types.js';
+import { API_SCOPES, MAX_SEARCH_TOTAL, MEMBER_SCOPES, searchPlace, searchWords } from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | null;
@@ -46,12 +47,21 @@ const VISIBLE = `(s.owner_id = ? OR s.sharing_mode = 'workspace' OR EXISTS
 
 export class SqliteStore implements ControlStore {
   readonly backend = 'sqlite' as const;
+  readonly identity: SqliteIdentity;
   private readonly statements = new Map<string, StatementSync>();
 
   private constructor(
     readonly location: string,
     private readonly db: DatabaseSync,
-  ) {}
+  ) {
+    this.identity = new SqliteIdentity({
+      get: (sql, ...args) => this.get(sql, ...args),
+      all: (sql, ...args) => this.all(sql, ...args),
+      run: (sql, ...args) => this.run(sql, ...args),
+      transaction: (fn) => this.transaction(fn),
+      toUser,
+    });
+  }
 
   /**
    * Opens `<dataDir>/control.db`. With `create` (the default; `serve` and `users add`) a missing directory (0700) and
@@ -109,8 +119,9 @@ export class SqliteStore implements ControlStore {
     return this.prepare(sql).all(...args) as Row[];
   }
 
-  private run(sql: string, ...args: Value[]): void {
-    this.prepare(sql).run(...args);
+  /** Rows changed. */
+  private run(sql: string, ...args: Value[]): number {
+    return Number(this.prepare(sql).run(...args).changes);
   }
 
   /** Runs `fn` in one IMMEDIATE transaction (the write lock taken before anything is read). */
@@ -133,27 +144,36 @@ export class SqliteStore implements ControlStore {
   // Users
 
   async addUser(email: string, isAdmin: boolean, now: number): Promise<{ user: User; token: string }> {
-    return this.insertUser(email, isAdmin, now);
+    return this.transaction(() => this.insertUser(email, isAdmin, now));
   }
 
+  /** A user and a personal token; inside the caller's transaction. */
   private insertUser(email: string, isAdmin: boolean, now: number): { user: User; token: string } {
-    const token = newToken();
-    const user: User = { id: randomUUID(), email, is_admin: isAdmin, created_at: now };
-    this.run('INSERT INTO users (id, email, is_admin, token_hash, created_at) VALUES (?, ?, ?, ?, ?)', user.id, email, isAdmin ? 1 : 0, hashToken(token), now);
+    const user = this.insertBareUser(email, isAdmin, now);
+    const { token } = this.identity.insertPersonalToken(user.id, isAdmin ? API_SCOPES : MEMBER_SCOPES, 'token from users add', now);
     return { user, token };
+  }
+
+  private insertBareUser(email: string, isAdmin: boolean, now: number): User {
+    const user: User = { id: randomUUID(), email, is_admin: isAdmin, created_at: now };
+    // token_hash is unread since version 7; it holds no token (see sqlite-migrations.ts).
+    this.run('INSERT INTO users (id, email, is_admin, token_hash, created_at) VALUES (?, ?, ?, ?, ?)', user.id, email, isAdmin ? 1 : 0, `none:${user.id}`, now);
+    return user;
   }
 
   async addFirstAdmin(email: string, now: number): Promise<{ user: User; token: string } | undefined> {
     return this.transaction(() => (this.get('SELECT 1 FROM users LIMIT 1') === undefined ? this.insertUser(email, true, now) : undefined));
   }
 
-  async userByToken(token: string): Promise<User | undefined> {
-    const hash = hashToken(token);
-    const row = this.get('SELECT * FROM users WHERE token_hash = ?', hash);
-    if (row === undefined) return undefined;
-    // The index lookup already matched; compare again in constant time so the answer never depends on a prefix.
-    if (!timingSafeEqual(Buffer.from(String(row.token_hash), 'hex'), Buffer.from(hash, 'hex'))) return undefined;
-    return toUser(row);
+  async provisionUser(email: string, now: number): Promise<User> {
+    return this.transaction(() => {
+      const row = this.get('SELECT * FROM users WHERE email = ?', email);
+      return row === undefined ? this.insertBareUser(email, false, now) : toUser(row);
+    });
+  }
+
+  async setAdmin(userId: string, isAdmin: boolean): Promise<void> {
+    this.run('UPDATE users SET is_admin = ? WHERE id = ?', isAdmin ? 1 : 0, userId);
   }
 
   async userById(id: string): Promise<User | undefined> {
@@ -168,11 +188,6 @@ export class SqliteStore implements ControlStore {
 
   async listUsers(): Promise<User[]> {
     return this.all('SELECT * FROM users ORDER BY created_at, email').map(toUser);
-  }
-
-  async tokenHashOf(userId: string): Promise<string | undefined> {
-    const row = this.get('SELECT token_hash FROM users WHERE id = ?', userId);
-    return row === undefined ? undefined : String(row.token_hash);
   }
 
   async searchUsers(q: string | undefined, excludeId: string | undefined, limit: number): Promise<User[]> {

@@ -147,15 +147,18 @@ export interface ControlStore {
   /** The organisation this server is (made once, at the first start). */
   organizationId(): Promise<string>;
 
+  /** A user with a personal token (every scope; an administrator's includes `admin`). */
   addUser(email: string, isAdmin: boolean, now: number): Promise<{ user: User; token: string }>;
   /** An administrator, only when there is no user at all (the first start); undefined otherwise. */
   addFirstAdmin(email: string, now: number): Promise<{ user: User; token: string } | undefined>;
-  userByToken(token: string): Promise<User | undefined>;
+  /** The user of `email`, made (a member, without a token) when there is none: a first sign-in. */
+  provisionUser(email: string, now: number): Promise<User>;
+  setAdmin(userId: string, isAdmin: boolean): Promise<void>;
   userById(id: string): Promise<User | undefined>;
   userByEmail(email: string): Promise<User | undefined>;
   listUsers(): Promise<User[]>;
-  /** The stored hash of a user's token (tests check that no token is stored in clear). */
-  tokenHashOf(userId: string): Promise<string | undefined>;
+  /** Sign-ins and their tokens, device codes, browser sessions and sign-in links. */
+  readonly identity: IdentityStore;
   /** At most `limit` users but `excludeId` whose e-mail contains `q` (case-insensitive), by e-mail. */
   searchUsers(q: string | undefined, excludeId: string | undefined, limit: number): Promise<User[]>;
 
@@ -229,6 +232,123 @@ export interface ControlStore {
   appendAudit(event: NewAuditEvent, now: number): Promise<void>;
   /** Audit entries in the order they were written, after `query.after`. */
   auditEvents(query: AuditQuery): Promise<AuditEvent[]>;
+}
+
+/**
+ * What a bearer token may do (its scopes): read the policy, read and write sessions, report client status, and
+ * administer (users and their tokens, the audit log, every machine's status). OpenID's own scopes are accepted in a
+ * request and carry no right here.
+ */
+export const API_SCOPES = ['governance:read', 'session:read', 'session:write', 'client-status:write', 'admin'] as const;
+export type ApiScope = (typeof API_SCOPES)[number];
+/** The scopes of a sign-in a person did not narrow: everything but `admin`, which an administrator asks for. */
+export const MEMBER_SCOPES: readonly ApiScope[] = API_SCOPES.filter((s) => s !== 'admin');
+
+/** A sign-in that holds tokens: a personal token (`users add`, `tokens add`), or a device-flow sign-in. */
+export interface Grant {
+  id: string;
+  user_id: string;
+  user_email: string;
+  kind: 'personal' | 'device';
+  scopes: string[];
+  /** What it is: who made it and for what (a device sign-in's client). */
+  label: string;
+  created_at: number;
+  last_used_at: number | null;
+  /** When its refresh token lapses (a device sign-in); null: never (a personal token). */
+  expires_at: number | null;
+  revoked_at: number | null;
+}
+
+/** The caller a bearer token names: the user and what the token may do. */
+export interface TokenCaller {
+  user: User;
+  grant_id: string;
+  scopes: readonly string[];
+}
+
+/** Tokens issued to a device-flow sign-in (or by a refresh): the access token expires, the refresh token replaces it. */
+export interface IssuedTokens {
+  access_token: string;
+  refresh_token: string;
+  access_expires_at: number;
+  scopes: string[];
+  grant_id: string;
+}
+
+export interface TokenLifetimes {
+  accessMs: number;
+  /** A sign-in lapses when it is not refreshed for this long. */
+  refreshMs: number;
+}
+
+export interface NewDeviceCode {
+  /** SHA-256 of the device code (the code itself is never stored). */
+  device_hash: string;
+  /** Normalised: upper-case letters, no dash. */
+  user_code: string;
+  client_id: string;
+  scopes: string[];
+  /** What asked, for the approval page and the sign-in's label (bounded, printable). */
+  client_label: string;
+  created_at: number;
+  expires_at: number;
+  interval_ms: number;
+}
+
+export interface DeviceCode extends Omit<NewDeviceCode, 'device_hash'> {
+  status: 'pending' | 'approved' | 'denied';
+  user_id: string | null;
+}
+
+export type DevicePoll =
+  | { outcome: 'unknown' | 'pending' | 'slow_down' | 'expired' | 'denied' }
+  | { outcome: 'approved'; tokens: IssuedTokens };
+
+export interface BrowserSession {
+  user: User;
+  /** The session's CSRF token, sent back with every form. */
+  csrf: string;
+  expires_at: number;
+}
+
+export interface IdentityStore {
+  /** The caller of an access or personal token; `expired` for an access token past its time; undefined otherwise. */
+  authenticate(token: string, now: number): Promise<TokenCaller | 'expired' | undefined>;
+  /** A new personal token for `userId` (never expires; revocable). */
+  addPersonalToken(userId: string, scopes: readonly string[], label: string, now: number): Promise<{ token: string; grant: Grant }>;
+  /** Sign-ins of one user (or everyone's), newest first; revoked ones too. */
+  grants(userId: string | undefined): Promise<Grant[]>;
+  grant(id: string): Promise<Grant | undefined>;
+  /** Revokes a sign-in: every token of it fails from now on. Undefined when there is no such grant. */
+  revokeGrant(id: string, now: number): Promise<Grant | undefined>;
+  /** Revokes the sign-in a token (access, refresh or personal) belongs to; false when no sign-in has it. */
+  revokeToken(token: string, now: number): Promise<boolean>;
+
+  /** False when its user code is taken (the caller makes another). */
+  createDeviceCode(code: NewDeviceCode): Promise<boolean>;
+  /** The device code a person typed (normalised), while it is pending and not expired. */
+  pendingDeviceCode(userCode: string, now: number): Promise<DeviceCode | undefined>;
+  /** Approves (for `userId`) or denies a pending code; false when it is not pending any more. */
+  decideDeviceCode(userCode: string, userId: string | undefined, now: number): Promise<boolean>;
+  /**
+   * A poll of the token endpoint: its answer, and the tokens (once: the code goes with them) when approved; `admin`
+   * among the scopes asked for is granted only when the person who approved is an administrator.
+   */
+  pollDeviceCode(deviceHash: string, clientId: string, now: number, lifetimes: TokenLifetimes, slowDownMs: number): Promise<DevicePoll>;
+  /** New tokens for a refresh token (which is spent); a spent one used again revokes its whole sign-in. */
+  refresh(refreshToken: string, clientId: string, now: number, lifetimes: TokenLifetimes): Promise<IssuedTokens | undefined>;
+
+  createBrowserSession(userId: string, now: number, ttlMs: number): Promise<{ token: string; csrf: string }>;
+  browserSession(token: string, now: number): Promise<BrowserSession | undefined>;
+  endBrowserSession(token: string): Promise<void>;
+  /** A one-time sign-in link's secret for `userId`, good until `now + ttlMs`. */
+  createSignInLink(userId: string, now: number, ttlMs: number): Promise<string>;
+  /** The user a sign-in link names, once: the link is spent. */
+  useSignInLink(token: string, now: number): Promise<User | undefined>;
+
+  /** Deletes expired device codes, sessions, links and tokens, and sign-ins lapsed or revoked long ago; how many rows. */
+  purgeExpired(now: number): Promise<number>;
 }
 
 export const AUDIT_ACTIONS = ['session.read', 'session.download', 'session.share', 'session.delete'] as const;

@@ -3692,10 +3692,273 @@ validate22.errors = vErrors;
 return errors === 0;
 }
 
-export const validateMetaharnessDiscovery = validate23;
-const schema33 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-discovery.schema.json","title":"MetaharnessDiscovery","description":"Answer of GET /.well-known/metaharness (Blue's MetaharnessDiscovery): the Control API's canonical URL and where its clients sign in.","type":"object","required":["version","control_api_url","oauth"],"properties":{"version":{"type":"integer","enum":[1]},"control_api_url":{"type":"string","maxLength":2048},"oauth":{"type":"object","required":["issuer","client_id","scopes"],"properties":{"issuer":{"type":"string","maxLength":2048},"client_id":{"type":"string","minLength":1,"maxLength":256},"scopes":{"type":"array","maxItems":64,"items":{"type":"string","minLength":1,"maxLength":128}}}}}};
+export const validateDeviceAuthorization = validate23;
+const schema33 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-device-authorization.schema.json","title":"DeviceAuthorization","description":"Answer of POST /api/auth/device/code (RFC 8628 §3.2). Fields a later server adds are allowed and ignored.","type":"object","required":["device_code","user_code","verification_uri","expires_in"],"properties":{"device_code":{"type":"string","minLength":1,"maxLength":1024},"user_code":{"type":"string","minLength":1,"maxLength":64},"verification_uri":{"type":"string","minLength":1,"maxLength":2048},"verification_uri_complete":{"type":"string","maxLength":2048},"expires_in":{"type":"integer","minimum":1,"maximum":86400},"interval":{"type":"integer","minimum":1,"maximum":600}}};
 
 function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-device-authorization.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.device_code === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "device_code"},message:"must have required property '"+"device_code"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.user_code === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "user_code"},message:"must have required property '"+"user_code"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.verification_uri === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verification_uri"},message:"must have required property '"+"verification_uri"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.expires_in === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "expires_in"},message:"must have required property '"+"expires_in"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.device_code !== undefined){
+let data0 = data.device_code;
+if(typeof data0 === "string"){
+if(func2(data0) > 1024){
+const err4 = {instancePath:instancePath+"/device_code",schemaPath:"#/properties/device_code/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(func2(data0) < 1){
+const err5 = {instancePath:instancePath+"/device_code",schemaPath:"#/properties/device_code/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/device_code",schemaPath:"#/properties/device_code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.user_code !== undefined){
+let data1 = data.user_code;
+if(typeof data1 === "string"){
+if(func2(data1) > 64){
+const err7 = {instancePath:instancePath+"/user_code",schemaPath:"#/properties/user_code/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(func2(data1) < 1){
+const err8 = {instancePath:instancePath+"/user_code",schemaPath:"#/properties/user_code/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/user_code",schemaPath:"#/properties/user_code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.verification_uri !== undefined){
+let data2 = data.verification_uri;
+if(typeof data2 === "string"){
+if(func2(data2) > 2048){
+const err10 = {instancePath:instancePath+"/verification_uri",schemaPath:"#/properties/verification_uri/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(func2(data2) < 1){
+const err11 = {instancePath:instancePath+"/verification_uri",schemaPath:"#/properties/verification_uri/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/verification_uri",schemaPath:"#/properties/verification_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.verification_uri_complete !== undefined){
+let data3 = data.verification_uri_complete;
+if(typeof data3 === "string"){
+if(func2(data3) > 2048){
+const err13 = {instancePath:instancePath+"/verification_uri_complete",schemaPath:"#/properties/verification_uri_complete/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/verification_uri_complete",schemaPath:"#/properties/verification_uri_complete/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.expires_in !== undefined){
+let data4 = data.expires_in;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+const err15 = {instancePath:instancePath+"/expires_in",schemaPath:"#/properties/expires_in/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if((typeof data4 == "number") && (isFinite(data4))){
+if(data4 > 86400 || isNaN(data4)){
+const err16 = {instancePath:instancePath+"/expires_in",schemaPath:"#/properties/expires_in/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data4 < 1 || isNaN(data4)){
+const err17 = {instancePath:instancePath+"/expires_in",schemaPath:"#/properties/expires_in/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+if(data.interval !== undefined){
+let data5 = data.interval;
+if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
+const err18 = {instancePath:instancePath+"/interval",schemaPath:"#/properties/interval/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if((typeof data5 == "number") && (isFinite(data5))){
+if(data5 > 600 || isNaN(data5)){
+const err19 = {instancePath:instancePath+"/interval",schemaPath:"#/properties/interval/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600},message:"must be <= 600"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if(data5 < 1 || isNaN(data5)){
+const err20 = {instancePath:instancePath+"/interval",schemaPath:"#/properties/interval/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err21 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+validate23.errors = vErrors;
+return errors === 0;
+}
+
+export const validateMetaharnessDiscovery = validate24;
+const schema34 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-discovery.schema.json","title":"MetaharnessDiscovery","description":"Answer of GET /.well-known/metaharness (Blue's MetaharnessDiscovery): the Control API's canonical URL and where its clients sign in.","type":"object","required":["version","control_api_url","oauth"],"properties":{"version":{"type":"integer","enum":[1]},"control_api_url":{"type":"string","maxLength":2048},"oauth":{"type":"object","required":["issuer","client_id","scopes"],"properties":{"issuer":{"type":"string","maxLength":2048},"client_id":{"type":"string","minLength":1,"maxLength":256},"scopes":{"type":"array","maxItems":64,"items":{"type":"string","minLength":1,"maxLength":128}}}}}};
+
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-discovery.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -3743,7 +4006,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data0 === 1)){
-const err4 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/enum",keyword:"enum",params:{allowedValues: schema33.properties.version.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/enum",keyword:"enum",params:{allowedValues: schema34.properties.version.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3955,14 +4218,14 @@ vErrors.push(err21);
 }
 errors++;
 }
-validate23.errors = vErrors;
+validate24.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionDownload = validate24;
-const schema34 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-download.schema.json","title":"SessionDownload","description":"Answer of POST /session-uploads/{id}/download: a short-lived URL to read the session's current artifact. The extensions say how to fetch it and what to expect.","type":"object","required":["download_url"],"properties":{"download_url":{"type":"string","maxLength":8192},"expires_in_seconds":{"type":"integer","minimum":0},"method":{"description":"Extension.","type":"string","enum":["GET"]},"headers":{"description":"Extension: headers to send unchanged.","type":"object","additionalProperties":{"type":"string"}},"artifact_id":{"description":"Extension.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"size_bytes":{"description":"Extension.","type":"integer","minimum":0},"sha256":{"description":"Extension.","type":"string","pattern":"^[0-9a-f]{64}$"},"content_type":{"description":"Extension.","type":"string","maxLength":256}}};
+export const validateSessionDownload = validate25;
+const schema35 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-download.schema.json","title":"SessionDownload","description":"Answer of POST /session-uploads/{id}/download: a short-lived URL to read the session's current artifact. The extensions say how to fetch it and what to expect.","type":"object","required":["download_url"],"properties":{"download_url":{"type":"string","maxLength":8192},"expires_in_seconds":{"type":"integer","minimum":0},"method":{"description":"Extension.","type":"string","enum":["GET"]},"headers":{"description":"Extension: headers to send unchanged.","type":"object","additionalProperties":{"type":"string"}},"artifact_id":{"description":"Extension.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"size_bytes":{"description":"Extension.","type":"integer","minimum":0},"sha256":{"description":"Extension.","type":"string","pattern":"^[0-9a-f]{64}$"},"content_type":{"description":"Extension.","type":"string","maxLength":256}}};
 
-function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-download.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -4040,7 +4303,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(data2 === "GET")){
-const err6 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema34.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema35.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -4188,14 +4451,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate24.errors = vErrors;
+validate25.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionFacets = validate25;
-const schema36 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-facets.schema.json","title":"SessionFacets","description":"Answer of GET /session-uploads/facets: owners (at most 10) and harnesses of the sessions the caller may see.","type":"object","required":["users","harnesses"],"properties":{"users":{"type":"array","maxItems":10,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}},"harnesses":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":64}}}};
+export const validateSessionFacets = validate26;
+const schema37 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-facets.schema.json","title":"SessionFacets","description":"Answer of GET /session-uploads/facets: owners (at most 10) and harnesses of the sessions the caller may see.","type":"object","required":["users","harnesses"],"properties":{"users":{"type":"array","maxItems":10,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}},"harnesses":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":64}}}};
 
-function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-facets.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -4393,14 +4656,14 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate25.errors = vErrors;
+validate26.errors = vErrors;
 return errors === 0;
 }
 
-export const validateIdentity = validate26;
-const schema37 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-identity.schema.json","title":"Identity","description":"Answer of GET /auth/me: who the bearer token belongs to. expires_at is the token's expiry in Unix seconds, null for a token that does not expire.","type":"object","required":["id","email","role"],"properties":{"id":{"type":"string","maxLength":64},"sub":{"type":"string","maxLength":256},"email":{"type":"string","maxLength":320},"org_id":{"type":"string","maxLength":64},"role":{"type":"string","enum":["admin","member"]},"expires_at":{"type":["integer","null"]},"current_revision":{"type":["string","null"],"maxLength":128}}};
+export const validateIdentity = validate27;
+const schema38 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-identity.schema.json","title":"Identity","description":"Answer of GET /auth/me: who the bearer token belongs to. expires_at is the token's expiry in Unix seconds, null for a token that does not expire.","type":"object","required":["id","email","role"],"properties":{"id":{"type":"string","maxLength":64},"sub":{"type":"string","maxLength":256},"email":{"type":"string","maxLength":320},"org_id":{"type":"string","maxLength":64},"role":{"type":"string","enum":["admin","member"]},"expires_at":{"type":["integer","null"]},"current_revision":{"type":["string","null"],"maxLength":128}}};
 
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-identity.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -4548,7 +4811,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!((data4 === "admin") || (data4 === "member"))){
-const err12 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema37.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema38.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -4561,7 +4824,7 @@ errors++;
 if(data.expires_at !== undefined){
 let data5 = data.expires_at;
 if((!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: schema37.properties.expires_at.type},message:"must be integer,null"};
+const err13 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: schema38.properties.expires_at.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -4574,7 +4837,7 @@ errors++;
 if(data.current_revision !== undefined){
 let data6 = data.current_revision;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err14 = {instancePath:instancePath+"/current_revision",schemaPath:"#/properties/current_revision/type",keyword:"type",params:{type: schema37.properties.current_revision.type},message:"must be string,null"};
+const err14 = {instancePath:instancePath+"/current_revision",schemaPath:"#/properties/current_revision/type",keyword:"type",params:{type: schema38.properties.current_revision.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -4607,14 +4870,14 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate26.errors = vErrors;
+validate27.errors = vErrors;
 return errors === 0;
 }
 
-export const validateShareMembers = validate27;
-const schema38 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-members.schema.json","title":"ShareMembers","description":"Answer of GET /session-uploads/members: at most 10 members a session may be shared with (the caller left out).","type":"object","required":["items"],"properties":{"items":{"type":"array","maxItems":10,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
+export const validateShareMembers = validate28;
+const schema39 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-members.schema.json","title":"ShareMembers","description":"Answer of GET /session-uploads/members: at most 10 members a session may be shared with (the caller left out).","type":"object","required":["items"],"properties":{"items":{"type":"array","maxItems":10,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
 
-function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-members.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -4751,15 +5014,15 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate27.errors = vErrors;
+validate28.errors = vErrors;
 return errors === 0;
 }
 
-export const validatePresignRequest = validate28;
-const schema39 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presign.schema.json","title":"PresignRequest","description":"Body of POST /session-uploads/presign (Blue's SessionUploadPresignRequest): the artifact a client is about to upload. Fields the contract does not name are tolerated and ignored. Text fields never hold NUL (PostgreSQL cannot store it), and names no control characters.","type":"object","required":["harness","session_id","sha256","size_bytes","content_type"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"compatibility_profile":{"description":"The profile that captured it; absent: recorded as \"legacy\" (no profile).","type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"session_id":{"description":"The harness's native session id.","type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0,"maximum":134217728},"content_type":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"cwd":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"artifact_format":{"type":"string","enum":["legacy-raw","blue-session-bundle-v1"]},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"summary":{"type":["string","null"],"maxLength":1024,"pattern":"^[^\\u0000]*$"},"captured_at_unix_ms":{"type":"integer","minimum":0},"repository_root":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"repository_remote":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"}}};
+export const validatePresignRequest = validate29;
+const schema40 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presign.schema.json","title":"PresignRequest","description":"Body of POST /session-uploads/presign (Blue's SessionUploadPresignRequest): the artifact a client is about to upload. Fields the contract does not name are tolerated and ignored. Text fields never hold NUL (PostgreSQL cannot store it), and names no control characters.","type":"object","required":["harness","session_id","sha256","size_bytes","content_type"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"compatibility_profile":{"description":"The profile that captured it; absent: recorded as \"legacy\" (no profile).","type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"session_id":{"description":"The harness's native session id.","type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0,"maximum":134217728},"content_type":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"cwd":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"artifact_format":{"type":"string","enum":["legacy-raw","blue-session-bundle-v1"]},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"summary":{"type":["string","null"],"maxLength":1024,"pattern":"^[^\\u0000]*$"},"captured_at_unix_ms":{"type":"integer","minimum":0},"repository_root":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"repository_remote":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"}}};
 const pattern23 = new RegExp("^[^\\u0000]*$", "u");
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-presign.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -5035,7 +5298,7 @@ errors++;
 if(data.cwd !== undefined){
 let data6 = data.cwd;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err24 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/type",keyword:"type",params:{type: schema39.properties.cwd.type},message:"must be string,null"};
+const err24 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/type",keyword:"type",params:{type: schema40.properties.cwd.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -5080,7 +5343,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!((data7 === "legacy-raw") || (data7 === "blue-session-bundle-v1"))){
-const err28 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/enum",keyword:"enum",params:{allowedValues: schema39.properties.artifact_format.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/enum",keyword:"enum",params:{allowedValues: schema40.properties.artifact_format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -5105,7 +5368,7 @@ errors++;
 if(data.title !== undefined){
 let data9 = data.title;
 if((typeof data9 !== "string") && (data9 !== null)){
-const err30 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema39.properties.title.type},message:"must be string,null"};
+const err30 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema40.properties.title.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -5140,7 +5403,7 @@ errors++;
 if(data.summary !== undefined){
 let data10 = data.summary;
 if((typeof data10 !== "string") && (data10 !== null)){
-const err33 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema39.properties.summary.type},message:"must be string,null"};
+const err33 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema40.properties.summary.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -5200,7 +5463,7 @@ errors++;
 if(data.repository_root !== undefined){
 let data12 = data.repository_root;
 if((typeof data12 !== "string") && (data12 !== null)){
-const err38 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/type",keyword:"type",params:{type: schema39.properties.repository_root.type},message:"must be string,null"};
+const err38 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/type",keyword:"type",params:{type: schema40.properties.repository_root.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -5235,7 +5498,7 @@ errors++;
 if(data.repository_remote !== undefined){
 let data13 = data.repository_remote;
 if((typeof data13 !== "string") && (data13 !== null)){
-const err41 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/type",keyword:"type",params:{type: schema39.properties.repository_remote.type},message:"must be string,null"};
+const err41 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/type",keyword:"type",params:{type: schema40.properties.repository_remote.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -5278,7 +5541,7 @@ vErrors.push(err44);
 }
 errors++;
 }
-validate28.errors = vErrors;
+validate29.errors = vErrors;
 return errors === 0;
 }
 
@@ -5521,10 +5784,10 @@ validate17.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionDetail = validate29;
-const schema41 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-session-detail.schema.json","title":"SessionDetail","description":"Answer of GET /session-uploads/{id}: the captured session, who it is shared with, and its artifacts (every upload of it, newest first).","type":"object","required":["session","artifacts"],"properties":{"session":{"$ref":"control-captured-session.schema.json"},"sharing":{"type":"object","properties":{"user_ids":{"type":"array","maxItems":10000,"items":{"type":"string","maxLength":64}}}},"artifacts":{"type":"array","maxItems":10000,"items":{"type":"object","required":["id","sha256","size_bytes","status","created_at"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"sha256":{"type":"string","maxLength":64},"size_bytes":{"type":"integer","minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"status":{"type":"string","maxLength":32},"created_at":{"type":"string","maxLength":64},"completed_at":{"type":["string","null"],"maxLength":64},"retention_expires_at":{"type":["string","null"],"maxLength":64},"compatibility_profile":{"description":"Extension.","type":["string","null"],"maxLength":256},"artifact_format":{"description":"Extension.","type":["string","null"],"maxLength":128},"resumable":{"description":"Extension.","type":"boolean"},"expired":{"description":"Extension: past retention, or its object is gone.","type":"boolean"}}}}}};
+export const validateSessionDetail = validate30;
+const schema42 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-session-detail.schema.json","title":"SessionDetail","description":"Answer of GET /session-uploads/{id}: the captured session, who it is shared with, and its artifacts (every upload of it, newest first).","type":"object","required":["session","artifacts"],"properties":{"session":{"$ref":"control-captured-session.schema.json"},"sharing":{"type":"object","properties":{"user_ids":{"type":"array","maxItems":10000,"items":{"type":"string","maxLength":64}}}},"artifacts":{"type":"array","maxItems":10000,"items":{"type":"object","required":["id","sha256","size_bytes","status","created_at"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"sha256":{"type":"string","maxLength":64},"size_bytes":{"type":"integer","minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"status":{"type":"string","maxLength":32},"created_at":{"type":"string","maxLength":64},"completed_at":{"type":["string","null"],"maxLength":64},"retention_expires_at":{"type":["string","null"],"maxLength":64},"compatibility_profile":{"description":"Extension.","type":["string","null"],"maxLength":256},"artifact_format":{"description":"Extension.","type":["string","null"],"maxLength":128},"resumable":{"description":"Extension.","type":"boolean"},"expired":{"description":"Extension: past retention, or its object is gone.","type":"boolean"}}}}}};
 
-function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-session-detail.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -5766,7 +6029,7 @@ errors++;
 if(data5.content_type !== undefined){
 let data9 = data5.content_type;
 if((typeof data9 !== "string") && (data9 !== null)){
-const err19 = {instancePath:instancePath+"/artifacts/" + i1+"/content_type",schemaPath:"#/properties/artifacts/items/properties/content_type/type",keyword:"type",params:{type: schema41.properties.artifacts.items.properties.content_type.type},message:"must be string,null"};
+const err19 = {instancePath:instancePath+"/artifacts/" + i1+"/content_type",schemaPath:"#/properties/artifacts/items/properties/content_type/type",keyword:"type",params:{type: schema42.properties.artifacts.items.properties.content_type.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -5841,7 +6104,7 @@ errors++;
 if(data5.completed_at !== undefined){
 let data12 = data5.completed_at;
 if((typeof data12 !== "string") && (data12 !== null)){
-const err25 = {instancePath:instancePath+"/artifacts/" + i1+"/completed_at",schemaPath:"#/properties/artifacts/items/properties/completed_at/type",keyword:"type",params:{type: schema41.properties.artifacts.items.properties.completed_at.type},message:"must be string,null"};
+const err25 = {instancePath:instancePath+"/artifacts/" + i1+"/completed_at",schemaPath:"#/properties/artifacts/items/properties/completed_at/type",keyword:"type",params:{type: schema42.properties.artifacts.items.properties.completed_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -5866,7 +6129,7 @@ errors++;
 if(data5.retention_expires_at !== undefined){
 let data13 = data5.retention_expires_at;
 if((typeof data13 !== "string") && (data13 !== null)){
-const err27 = {instancePath:instancePath+"/artifacts/" + i1+"/retention_expires_at",schemaPath:"#/properties/artifacts/items/properties/retention_expires_at/type",keyword:"type",params:{type: schema41.properties.artifacts.items.properties.retention_expires_at.type},message:"must be string,null"};
+const err27 = {instancePath:instancePath+"/artifacts/" + i1+"/retention_expires_at",schemaPath:"#/properties/artifacts/items/properties/retention_expires_at/type",keyword:"type",params:{type: schema42.properties.artifacts.items.properties.retention_expires_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -5891,7 +6154,7 @@ errors++;
 if(data5.compatibility_profile !== undefined){
 let data14 = data5.compatibility_profile;
 if((typeof data14 !== "string") && (data14 !== null)){
-const err29 = {instancePath:instancePath+"/artifacts/" + i1+"/compatibility_profile",schemaPath:"#/properties/artifacts/items/properties/compatibility_profile/type",keyword:"type",params:{type: schema41.properties.artifacts.items.properties.compatibility_profile.type},message:"must be string,null"};
+const err29 = {instancePath:instancePath+"/artifacts/" + i1+"/compatibility_profile",schemaPath:"#/properties/artifacts/items/properties/compatibility_profile/type",keyword:"type",params:{type: schema42.properties.artifacts.items.properties.compatibility_profile.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -5916,7 +6179,7 @@ errors++;
 if(data5.artifact_format !== undefined){
 let data15 = data5.artifact_format;
 if((typeof data15 !== "string") && (data15 !== null)){
-const err31 = {instancePath:instancePath+"/artifacts/" + i1+"/artifact_format",schemaPath:"#/properties/artifacts/items/properties/artifact_format/type",keyword:"type",params:{type: schema41.properties.artifacts.items.properties.artifact_format.type},message:"must be string,null"};
+const err31 = {instancePath:instancePath+"/artifacts/" + i1+"/artifact_format",schemaPath:"#/properties/artifacts/items/properties/artifact_format/type",keyword:"type",params:{type: schema42.properties.artifacts.items.properties.artifact_format.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -5997,14 +6260,14 @@ vErrors.push(err37);
 }
 errors++;
 }
-validate29.errors = vErrors;
+validate30.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionSharing = validate31;
-const schema43 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-state.schema.json","title":"SessionSharing","description":"Answer of GET /session-uploads/{id}/sharing: the mode, whether the caller may change it, and who the session reaches.","type":"object","required":["mode","can_edit","recipient_count","recipients"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"can_edit":{"type":"boolean"},"recipient_count":{"type":"integer","minimum":0},"recipients":{"type":"array","maxItems":100000,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
+export const validateSessionSharing = validate32;
+const schema44 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-state.schema.json","title":"SessionSharing","description":"Answer of GET /session-uploads/{id}/sharing: the mode, whether the caller may change it, and who the session reaches.","type":"object","required":["mode","can_edit","recipient_count","recipients"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"can_edit":{"type":"boolean"},"recipient_count":{"type":"integer","minimum":0},"recipients":{"type":"array","maxItems":100000,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
 
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-sharing-state.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -6062,7 +6325,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(((data0 === "private") || (data0 === "workspace")) || (data0 === "selected"))){
-const err5 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema43.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema44.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -6231,14 +6494,14 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate31.errors = vErrors;
+validate32.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSharingUpdated = validate32;
-const schema44 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-updated.schema.json","title":"SharingUpdated","description":"Answer of PUT /session-uploads/{id}/sharing: the session's new mode and recipients (the owner never among them).","type":"object","required":["id","mode","user_ids"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","maxLength":64}}}};
+export const validateSharingUpdated = validate33;
+const schema45 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-updated.schema.json","title":"SharingUpdated","description":"Answer of PUT /session-uploads/{id}/sharing: the session's new mode and recipients (the owner never among them).","type":"object","required":["id","mode","user_ids"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","maxLength":64}}}};
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-sharing-updated.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -6311,7 +6574,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(((data1 === "private") || (data1 === "workspace")) || (data1 === "selected"))){
-const err6 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema44.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema45.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -6383,14 +6646,14 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate32.errors = vErrors;
+validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSharingRequest = validate33;
-const schema46 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing.schema.json","title":"SharingRequest","description":"Body of PUT /session-uploads/{id}/sharing: replaces who may see the session. Recipients are named by user id (`emails` is an extension of this server).","type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","minLength":1,"maxLength":320}},"emails":{"type":"array","maxItems":500,"items":{"type":"string","minLength":3,"maxLength":320}}}};
+export const validateSharingRequest = validate34;
+const schema47 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing.schema.json","title":"SharingRequest","description":"Body of PUT /session-uploads/{id}/sharing: replaces who may see the session. Recipients are named by user id (`emails` is an extension of this server).","type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","minLength":1,"maxLength":320}},"emails":{"type":"array","maxItems":500,"items":{"type":"string","minLength":3,"maxLength":320}}}};
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-sharing.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -6430,7 +6693,7 @@ vErrors.push(err2);
 errors++;
 }
 if(!(((data0 === "private") || (data0 === "workspace")) || (data0 === "selected"))){
-const err3 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema46.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema47.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -6573,15 +6836,906 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate33.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessMetadataDocument = validate34;
-const schema47 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/harness-metadata.schema.json","title":"HarnessMetadataDocument","description":"Answer of GET /harness-metadata (Blue's harness registry): each harness, its generations (the compatibility profiles' intervals) and what they can do. Generated from profiles/*.yaml; `display_name`-like extensions are allowed.","type":"object","required":["contract_version","harnesses"],"properties":{"contract_version":{"type":"integer","minimum":1},"harnesses":{"type":"array","maxItems":64,"items":{"type":"object","required":["key","aliases","label","description","binary_names","install_command_template","capabilities","component_rules","generations"],"properties":{"key":{"type":"string","maxLength":64},"aliases":{"type":"array","items":{"type":"string","maxLength":64}},"label":{"type":"string","maxLength":128},"description":{"type":"string","maxLength":1024},"binary_names":{"type":"array","items":{"type":"string","maxLength":64}},"install_command_template":{"type":"string","maxLength":1024},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"generations":{"type":"array","items":{"type":"object","required":["profile","introduced","verified_before","lifecycle","capabilities","component_rules"],"properties":{"profile":{"type":"string","maxLength":256},"introduced":{"type":"string","maxLength":64},"before":{"type":["string","null"],"maxLength":64},"verified_before":{"type":"string","maxLength":64},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"verified_by":{"description":"Extension: how the certified versions were exercised.","type":"string","enum":["cli","fixtures"]},"capture_event":{"description":"Extension: the native event the capture hook runs on.","type":"string","maxLength":64}}}}}}}},"definitions":{"componentRules":{"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}}}};
-const schema48 = {"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}};
+export const validateTokenAnswer = validate35;
+const schema48 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-token-answer.schema.json","title":"TokenAnswer","description":"A successful answer of POST /api/auth/oauth2/token (RFC 6749 §5.1): for a device code or a refresh token. Fields a later server adds are allowed and ignored.","type":"object","required":["access_token","token_type"],"properties":{"access_token":{"type":"string","minLength":1,"maxLength":4096,"pattern":"^[A-Za-z0-9._~+/=-]+$"},"token_type":{"type":"string","pattern":"^[Bb][Ee][Aa][Rr][Ee][Rr]$"},"expires_in":{"type":"integer","minimum":1},"refresh_token":{"type":"string","minLength":1,"maxLength":4096,"pattern":"^[A-Za-z0-9._~+/=-]+$"},"scope":{"type":"string","maxLength":1024}}};
+const pattern30 = new RegExp("^[A-Za-z0-9._~+/=-]+$", "u");
+const pattern31 = new RegExp("^[Bb][Ee][Aa][Rr][Ee][Rr]$", "u");
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-token-answer.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.access_token === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "access_token"},message:"must have required property '"+"access_token"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.token_type === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "token_type"},message:"must have required property '"+"token_type"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.access_token !== undefined){
+let data0 = data.access_token;
+if(typeof data0 === "string"){
+if(func2(data0) > 4096){
+const err2 = {instancePath:instancePath+"/access_token",schemaPath:"#/properties/access_token/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func2(data0) < 1){
+const err3 = {instancePath:instancePath+"/access_token",schemaPath:"#/properties/access_token/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(!pattern30.test(data0)){
+const err4 = {instancePath:instancePath+"/access_token",schemaPath:"#/properties/access_token/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._~+/=-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._~+/=-]+$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/access_token",schemaPath:"#/properties/access_token/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.token_type !== undefined){
+let data1 = data.token_type;
+if(typeof data1 === "string"){
+if(!pattern31.test(data1)){
+const err6 = {instancePath:instancePath+"/token_type",schemaPath:"#/properties/token_type/pattern",keyword:"pattern",params:{pattern: "^[Bb][Ee][Aa][Rr][Ee][Rr]$"},message:"must match pattern \""+"^[Bb][Ee][Aa][Rr][Ee][Rr]$"+"\""};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/token_type",schemaPath:"#/properties/token_type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.expires_in !== undefined){
+let data2 = data.expires_in;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/expires_in",schemaPath:"#/properties/expires_in/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 < 1 || isNaN(data2)){
+const err9 = {instancePath:instancePath+"/expires_in",schemaPath:"#/properties/expires_in/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+if(data.refresh_token !== undefined){
+let data3 = data.refresh_token;
+if(typeof data3 === "string"){
+if(func2(data3) > 4096){
+const err10 = {instancePath:instancePath+"/refresh_token",schemaPath:"#/properties/refresh_token/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(func2(data3) < 1){
+const err11 = {instancePath:instancePath+"/refresh_token",schemaPath:"#/properties/refresh_token/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(!pattern30.test(data3)){
+const err12 = {instancePath:instancePath+"/refresh_token",schemaPath:"#/properties/refresh_token/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._~+/=-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._~+/=-]+$"+"\""};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/refresh_token",schemaPath:"#/properties/refresh_token/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data.scope !== undefined){
+let data4 = data.scope;
+if(typeof data4 === "string"){
+if(func2(data4) > 1024){
+const err14 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+}
+else {
+const err16 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+validate35.errors = vErrors;
+return errors === 0;
+}
+
+export const validateTokenList = validate36;
+const schema49 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-tokens.schema.json","title":"TokenList","description":"Answer of GET /users/{id}/tokens (the user, or an administrator): the user's sign-ins, newest first, revoked and lapsed ones too (for 90 days). A sign-in is a personal token or a device sign-in (its access and refresh tokens); the tokens themselves are never shown again. DELETE /tokens/{id} answers one item.","type":"object","required":["items"],"additionalProperties":false,"properties":{"items":{"type":"array","items":{"$ref":"#/definitions/token"}}},"definitions":{"token":{"type":"object","required":["id","user_id","kind","label","scopes","created_at","last_used_at","expires_at","revoked_at","active"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"user_id":{"type":"string","maxLength":64},"kind":{"description":"personal: made by an administrator (users add, tokens add), never expires; device: a device-flow sign-in, refreshed by its client.","enum":["personal","device"]},"label":{"description":"What it is: who made it and for what, or the client that signed in.","type":"string","maxLength":256},"scopes":{"type":"array","items":{"type":"string","maxLength":64}},"created_at":{"type":"string","maxLength":64},"last_used_at":{"type":["string","null"],"maxLength":64},"expires_at":{"description":"When a device sign-in lapses unless refreshed; null for a personal token.","type":["string","null"],"maxLength":64},"revoked_at":{"type":["string","null"],"maxLength":64},"active":{"description":"Neither revoked nor lapsed: its tokens work.","type":"boolean"}}}}};
+const schema50 = {"type":"object","required":["id","user_id","kind","label","scopes","created_at","last_used_at","expires_at","revoked_at","active"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"user_id":{"type":"string","maxLength":64},"kind":{"description":"personal: made by an administrator (users add, tokens add), never expires; device: a device-flow sign-in, refreshed by its client.","enum":["personal","device"]},"label":{"description":"What it is: who made it and for what, or the client that signed in.","type":"string","maxLength":256},"scopes":{"type":"array","items":{"type":"string","maxLength":64}},"created_at":{"type":"string","maxLength":64},"last_used_at":{"type":["string","null"],"maxLength":64},"expires_at":{"description":"When a device sign-in lapses unless refreshed; null for a personal token.","type":["string","null"],"maxLength":64},"revoked_at":{"type":["string","null"],"maxLength":64},"active":{"description":"Neither revoked nor lapsed: its tokens work.","type":"boolean"}}};
+
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-tokens.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.items === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "items"},message:"must have required property '"+"items"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(key0 === "items")){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.items !== undefined){
+let data0 = data.items;
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.id === undefined){
+const err2 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/definitions/token/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data1.user_id === undefined){
+const err3 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/definitions/token/required",keyword:"required",params:{missingProperty: "user_id"},message:"must have required property '"+"user_id"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data1.kind === undefined){
+const err4 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/definitions/token/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data1.label === undefined){
+const err5 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/definitions/token/required",keyword:"required",params:{missingProperty: "label"},message:"must have required property '"+"label"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data1.scopes === undefined){
+const err6 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/definitions/token/required",keyword:"required",params:{missingProperty: "scopes"},message:"must have required property '"+"scopes"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data1.created_at === undefined){
+const err7 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/definitions/token/required",keyword:"required",params:{missingProperty: "created_at"},message:"must have required property '"+"created_at"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data1.last_used_at === undefined){
+const err8 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/definitions/token/required",keyword:"required",params:{missingProperty: "last_used_at"},message:"must have required property '"+"last_used_at"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data1.expires_at === undefined){
+const err9 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/definitions/token/required",keyword:"required",params:{missingProperty: "expires_at"},message:"must have required property '"+"expires_at"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data1.revoked_at === undefined){
+const err10 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/definitions/token/required",keyword:"required",params:{missingProperty: "revoked_at"},message:"must have required property '"+"revoked_at"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data1.active === undefined){
+const err11 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/definitions/token/required",keyword:"required",params:{missingProperty: "active"},message:"must have required property '"+"active"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+for(const key1 in data1){
+if(!(func13.call(schema50.properties, key1))){
+const err12 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/definitions/token/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data1.id !== undefined){
+let data2 = data1.id;
+if(typeof data2 === "string"){
+if(func2(data2) > 64){
+const err13 = {instancePath:instancePath+"/items/" + i0+"/id",schemaPath:"#/definitions/token/properties/id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/items/" + i0+"/id",schemaPath:"#/definitions/token/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data1.user_id !== undefined){
+let data3 = data1.user_id;
+if(typeof data3 === "string"){
+if(func2(data3) > 64){
+const err15 = {instancePath:instancePath+"/items/" + i0+"/user_id",schemaPath:"#/definitions/token/properties/user_id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/items/" + i0+"/user_id",schemaPath:"#/definitions/token/properties/user_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data1.kind !== undefined){
+let data4 = data1.kind;
+if(!((data4 === "personal") || (data4 === "device"))){
+const err17 = {instancePath:instancePath+"/items/" + i0+"/kind",schemaPath:"#/definitions/token/properties/kind/enum",keyword:"enum",params:{allowedValues: schema50.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data1.label !== undefined){
+let data5 = data1.label;
+if(typeof data5 === "string"){
+if(func2(data5) > 256){
+const err18 = {instancePath:instancePath+"/items/" + i0+"/label",schemaPath:"#/definitions/token/properties/label/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/items/" + i0+"/label",schemaPath:"#/definitions/token/properties/label/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data1.scopes !== undefined){
+let data6 = data1.scopes;
+if(Array.isArray(data6)){
+const len1 = data6.length;
+for(let i1=0; i1<len1; i1++){
+let data7 = data6[i1];
+if(typeof data7 === "string"){
+if(func2(data7) > 64){
+const err20 = {instancePath:instancePath+"/items/" + i0+"/scopes/" + i1,schemaPath:"#/definitions/token/properties/scopes/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/items/" + i0+"/scopes/" + i1,schemaPath:"#/definitions/token/properties/scopes/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/items/" + i0+"/scopes",schemaPath:"#/definitions/token/properties/scopes/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data1.created_at !== undefined){
+let data8 = data1.created_at;
+if(typeof data8 === "string"){
+if(func2(data8) > 64){
+const err23 = {instancePath:instancePath+"/items/" + i0+"/created_at",schemaPath:"#/definitions/token/properties/created_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+else {
+const err24 = {instancePath:instancePath+"/items/" + i0+"/created_at",schemaPath:"#/definitions/token/properties/created_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+if(data1.last_used_at !== undefined){
+let data9 = data1.last_used_at;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err25 = {instancePath:instancePath+"/items/" + i0+"/last_used_at",schemaPath:"#/definitions/token/properties/last_used_at/type",keyword:"type",params:{type: schema50.properties.last_used_at.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(typeof data9 === "string"){
+if(func2(data9) > 64){
+const err26 = {instancePath:instancePath+"/items/" + i0+"/last_used_at",schemaPath:"#/definitions/token/properties/last_used_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+}
+if(data1.expires_at !== undefined){
+let data10 = data1.expires_at;
+if((typeof data10 !== "string") && (data10 !== null)){
+const err27 = {instancePath:instancePath+"/items/" + i0+"/expires_at",schemaPath:"#/definitions/token/properties/expires_at/type",keyword:"type",params:{type: schema50.properties.expires_at.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(typeof data10 === "string"){
+if(func2(data10) > 64){
+const err28 = {instancePath:instancePath+"/items/" + i0+"/expires_at",schemaPath:"#/definitions/token/properties/expires_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+}
+if(data1.revoked_at !== undefined){
+let data11 = data1.revoked_at;
+if((typeof data11 !== "string") && (data11 !== null)){
+const err29 = {instancePath:instancePath+"/items/" + i0+"/revoked_at",schemaPath:"#/definitions/token/properties/revoked_at/type",keyword:"type",params:{type: schema50.properties.revoked_at.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if(typeof data11 === "string"){
+if(func2(data11) > 64){
+const err30 = {instancePath:instancePath+"/items/" + i0+"/revoked_at",schemaPath:"#/definitions/token/properties/revoked_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+if(data1.active !== undefined){
+if(typeof data1.active !== "boolean"){
+const err31 = {instancePath:instancePath+"/items/" + i0+"/active",schemaPath:"#/definitions/token/properties/active/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+}
+else {
+const err32 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/definitions/token/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+else {
+const err33 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+}
+else {
+const err34 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+validate36.errors = vErrors;
+return errors === 0;
+}
+
+export const validateUserList = validate37;
+const schema51 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-users.schema.json","title":"UserList","description":"Answer of GET /users (administrators): every user of the organisation, oldest first.","type":"object","required":["items"],"additionalProperties":false,"properties":{"items":{"type":"array","items":{"type":"object","required":["id","email","role","created_at","active_tokens"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320},"role":{"enum":["admin","member"]},"created_at":{"description":"ISO 8601 UTC.","type":"string","maxLength":64},"active_tokens":{"description":"Sign-ins (personal tokens and device sign-ins) neither revoked nor lapsed.","type":"integer","minimum":0}}}}}};
+
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-users.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.items === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "items"},message:"must have required property '"+"items"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(key0 === "items")){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.items !== undefined){
+let data0 = data.items;
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.id === undefined){
+const err2 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data1.email === undefined){
+const err3 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data1.role === undefined){
+const err4 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data1.created_at === undefined){
+const err5 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "created_at"},message:"must have required property '"+"created_at"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data1.active_tokens === undefined){
+const err6 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "active_tokens"},message:"must have required property '"+"active_tokens"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+for(const key1 in data1){
+if(!(((((key1 === "id") || (key1 === "email")) || (key1 === "role")) || (key1 === "created_at")) || (key1 === "active_tokens"))){
+const err7 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data1.id !== undefined){
+let data2 = data1.id;
+if(typeof data2 === "string"){
+if(func2(data2) > 64){
+const err8 = {instancePath:instancePath+"/items/" + i0+"/id",schemaPath:"#/properties/items/items/properties/id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/items/" + i0+"/id",schemaPath:"#/properties/items/items/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data1.email !== undefined){
+let data3 = data1.email;
+if(typeof data3 === "string"){
+if(func2(data3) > 320){
+const err10 = {instancePath:instancePath+"/items/" + i0+"/email",schemaPath:"#/properties/items/items/properties/email/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/items/" + i0+"/email",schemaPath:"#/properties/items/items/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data1.role !== undefined){
+let data4 = data1.role;
+if(!((data4 === "admin") || (data4 === "member"))){
+const err12 = {instancePath:instancePath+"/items/" + i0+"/role",schemaPath:"#/properties/items/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema51.properties.items.items.properties.role.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data1.created_at !== undefined){
+let data5 = data1.created_at;
+if(typeof data5 === "string"){
+if(func2(data5) > 64){
+const err13 = {instancePath:instancePath+"/items/" + i0+"/created_at",schemaPath:"#/properties/items/items/properties/created_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/items/" + i0+"/created_at",schemaPath:"#/properties/items/items/properties/created_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data1.active_tokens !== undefined){
+let data6 = data1.active_tokens;
+if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
+const err15 = {instancePath:instancePath+"/items/" + i0+"/active_tokens",schemaPath:"#/properties/items/items/properties/active_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if((typeof data6 == "number") && (isFinite(data6))){
+if(data6 < 0 || isNaN(data6)){
+const err16 = {instancePath:instancePath+"/items/" + i0+"/active_tokens",schemaPath:"#/properties/items/items/properties/active_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+}
+else {
+const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+validate37.errors = vErrors;
+return errors === 0;
+}
+
+export const validateHarnessMetadataDocument = validate38;
+const schema52 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/harness-metadata.schema.json","title":"HarnessMetadataDocument","description":"Answer of GET /harness-metadata (Blue's harness registry): each harness, its generations (the compatibility profiles' intervals) and what they can do. Generated from profiles/*.yaml; `display_name`-like extensions are allowed.","type":"object","required":["contract_version","harnesses"],"properties":{"contract_version":{"type":"integer","minimum":1},"harnesses":{"type":"array","maxItems":64,"items":{"type":"object","required":["key","aliases","label","description","binary_names","install_command_template","capabilities","component_rules","generations"],"properties":{"key":{"type":"string","maxLength":64},"aliases":{"type":"array","items":{"type":"string","maxLength":64}},"label":{"type":"string","maxLength":128},"description":{"type":"string","maxLength":1024},"binary_names":{"type":"array","items":{"type":"string","maxLength":64}},"install_command_template":{"type":"string","maxLength":1024},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"generations":{"type":"array","items":{"type":"object","required":["profile","introduced","verified_before","lifecycle","capabilities","component_rules"],"properties":{"profile":{"type":"string","maxLength":256},"introduced":{"type":"string","maxLength":64},"before":{"type":["string","null"],"maxLength":64},"verified_before":{"type":"string","maxLength":64},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"verified_by":{"description":"Extension: how the certified versions were exercised.","type":"string","enum":["cli","fixtures"]},"capture_event":{"description":"Extension: the native event the capture hook runs on.","type":"string","maxLength":64}}}}}}}},"definitions":{"componentRules":{"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}}}};
+const schema53 = {"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}};
+
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/harness-metadata.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -7162,7 +8316,7 @@ errors++;
 if(data18.before !== undefined){
 let data21 = data18.before;
 if((typeof data21 !== "string") && (data21 !== null)){
-const err48 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/before",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/before/type",keyword:"type",params:{type: schema47.properties.harnesses.items.properties.generations.items.properties.before.type},message:"must be string,null"};
+const err48 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/before",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/before/type",keyword:"type",params:{type: schema52.properties.harnesses.items.properties.generations.items.properties.before.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -7222,7 +8376,7 @@ vErrors.push(err52);
 errors++;
 }
 if(!((data23 === "supported") || (data23 === "deprecated"))){
-const err53 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/lifecycle",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema47.properties.harnesses.items.properties.generations.items.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
+const err53 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/lifecycle",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema52.properties.harnesses.items.properties.generations.items.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -7367,7 +8521,7 @@ vErrors.push(err64);
 errors++;
 }
 if(!((data30 === "cli") || (data30 === "fixtures"))){
-const err65 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/verified_by",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema47.properties.harnesses.items.properties.generations.items.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
+const err65 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/verified_by",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema52.properties.harnesses.items.properties.generations.items.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -7461,13 +8615,13 @@ vErrors.push(err72);
 }
 errors++;
 }
-validate34.errors = vErrors;
+validate38.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessName = validate35;
+export const validateHarnessName = validate39;
 
-function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/harness-name.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -7491,17 +8645,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate35.errors = vErrors;
+validate39.errors = vErrors;
 return errors === 0;
 }
 
-export const validateGovernancePolicy = validate36;
-const schema51 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of the contract's document (packages, gateway, telemetry, managed_config, mcp, ...) and fields a later contract adds are tolerated and ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}}}};
-const schema52 = {"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."};
-const schema53 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}};
-const pattern30 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
+export const validateGovernancePolicy = validate40;
+const schema56 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of the contract's document (packages, gateway, telemetry, managed_config, mcp, ...) and fields a later contract adds are tolerated and ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}}}};
+const schema57 = {"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."};
+const schema58 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}};
+const pattern33 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/policy.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -7571,7 +8725,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!pattern30.test(data0)){
+if(!pattern33.test(data0)){
 const err5 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err5];
@@ -8141,22 +9295,22 @@ vErrors.push(err48);
 }
 errors++;
 }
-validate36.errors = vErrors;
+validate40.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessProfiles = validate37;
-const schema54 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
-const schema56 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
-const schema57 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
-const schema60 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
+export const validateHarnessProfiles = validate41;
+const schema59 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
+const schema61 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
+const schema62 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
+const schema65 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
 const func0 = runtime1.default;
-const pattern33 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
-const pattern34 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
-const pattern38 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
-const pattern40 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
+const pattern36 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
+const pattern37 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
+const pattern41 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
+const pattern43 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -8211,7 +9365,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!(func13.call(schema56.properties, key0))){
+if(!(func13.call(schema61.properties, key0))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -8245,7 +9399,7 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(!pattern33.test(data0)){
+if(!pattern36.test(data0)){
 const err8 = {instancePath:instancePath+"/profile",schemaPath:"#/properties/profile/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -8280,7 +9434,7 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(!pattern34.test(data1)){
+if(!pattern37.test(data1)){
 const err11 = {instancePath:instancePath+"/introduced",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -8315,7 +9469,7 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(!pattern34.test(data2)){
+if(!pattern37.test(data2)){
 const err14 = {instancePath:instancePath+"/before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -8350,7 +9504,7 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(!pattern34.test(data3)){
+if(!pattern37.test(data3)){
 const err17 = {instancePath:instancePath+"/verified_before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err17];
@@ -8420,7 +9574,7 @@ vErrors.push(err22);
 errors++;
 }
 if(!((data5 === "cli") || (data5 === "fixtures"))){
-const err23 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema56.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
+const err23 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema61.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -8443,7 +9597,7 @@ vErrors.push(err24);
 errors++;
 }
 if(!((data6 === "supported") || (data6 === "deprecated"))){
-const err25 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema56.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
+const err25 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema61.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -8480,7 +9634,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!(((data8 === "session_capture") || (data8 === "session_resume")) || (data8 === "restore_rewrite"))){
-const err28 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema60.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema65.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -8559,7 +9713,7 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(!pattern33.test(data10)){
+if(!pattern36.test(data10)){
 const err34 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err34];
@@ -8665,7 +9819,7 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(!pattern38.test(data12)){
+if(!pattern41.test(data12)){
 const err42 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err42];
@@ -8968,7 +10122,7 @@ vErrors.push(err67);
 errors++;
 }
 if(!(((data20 === "SessionEnd") || (data20 === "Stop")) || (data20 === "session.idle"))){
-const err68 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema56.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err68 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema61.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -9093,7 +10247,7 @@ vErrors.push(err78);
 }
 errors++;
 }
-if(!pattern38.test(data24)){
+if(!pattern41.test(data24)){
 const err79 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err79];
@@ -9128,7 +10282,7 @@ vErrors.push(err81);
 }
 errors++;
 }
-if(!pattern40.test(data25)){
+if(!pattern43.test(data25)){
 const err82 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+(-[a-z0-9]+)*$"},message:"must match pattern \""+"^[a-z0-9]+(-[a-z0-9]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err82];
@@ -9443,12 +10597,12 @@ vErrors.push(err106);
 }
 errors++;
 }
-validate38.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/profile.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -9811,8 +10965,8 @@ errors++;
 }
 const len1 = data8.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate38(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
-vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
+if(!(validate42(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
+vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
 errors = vErrors.length;
 }
 }
@@ -9839,7 +10993,7 @@ vErrors.push(err32);
 }
 errors++;
 }
-validate37.errors = vErrors;
+validate41.errors = vErrors;
 return errors === 0;
 }
 

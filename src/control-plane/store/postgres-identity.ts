@@ -1,0 +1,246 @@
+/**
+ * Sign-ins on PostgreSQL: the IdentityStore of postgres.ts, statement for statement the embedded one's
+ * (sqlite-identity.ts). What must be whole across replicas (a device code turned into tokens once, a refresh token
+ * spent once) locks its row (FOR UPDATE) in one transaction.
+ */
+import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { GRANT_HISTORY_MS, hashToken, LAST_USED_GRANULARITY_MS, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
+import type { BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewDeviceCode, TokenCaller, TokenLifetimes, User } from './types.js';
+
+type Row = Record<string, unknown>;
+type Value = string | number | boolean | null;
+
+/** Statements on a pooled connection or in a transaction (postgres.ts: Db). */
+export interface PgQueries {
+  all(sql: string, ...args: Value[]): Promise<Row[]>;
+  get(sql: string, ...args: Value[]): Promise<Row | undefined>;
+  /** Rows changed. */
+  run(sql: string, ...args: Value[]): Promise<number>;
+}
+
+export interface PgAccess {
+  db: PgQueries;
+  transaction<T>(fn: (db: PgQueries) => Promise<T>): Promise<T>;
+  toUser(row: Row): User;
+  /** Whether PostgreSQL can hold the text (no NUL): a lookup by one that cannot finds nothing. */
+  storable(text: string): boolean;
+}
+
+const GRANT_SELECT = 'SELECT g.*, u.email AS user_email FROM grants g JOIN users u ON u.id = g.user_id';
+const USER_COLUMNS = 'u.id, u.email, u.is_admin, u.created_at';
+
+export class PostgresIdentity implements IdentityStore {
+  constructor(private readonly pg: PgAccess) {}
+
+  async authenticate(token: string, now: number): Promise<TokenCaller | 'expired' | undefined> {
+    if (!this.pg.storable(token)) return undefined;
+    const hash = hashToken(token);
+    const row = await this.pg.db.get(
+      `SELECT t.hash, t.kind AS token_kind, t.expires_at AS token_expires_at, g.id AS grant_id, g.scopes, g.last_used_at,
+         g.revoked_at, ${USER_COLUMNS}
+       FROM tokens t JOIN grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id WHERE t.hash = $1`,
+      hash,
+    );
+    if (row === undefined || row.token_kind !== 'access' || row.revoked_at !== null) return undefined;
+    // The index lookup already matched; compare again in constant time so the answer never depends on a prefix.
+    if (!timingSafeEqual(Buffer.from(String(row.hash), 'hex'), Buffer.from(hash, 'hex'))) return undefined;
+    if (row.token_expires_at !== null && Number(row.token_expires_at) <= now) return 'expired';
+    if (row.last_used_at === null || Number(row.last_used_at) <= now - LAST_USED_GRANULARITY_MS) {
+      await this.pg.db.run('UPDATE grants SET last_used_at = $1 WHERE id = $2', now, String(row.grant_id));
+    }
+    return { user: this.pg.toUser(row), grant_id: String(row.grant_id), scopes: String(row.scopes).split(' ') };
+  }
+
+  async addPersonalToken(userId: string, scopes: readonly string[], label: string, now: number): Promise<{ token: string; grant: Grant }> {
+    return this.pg.transaction((db) => insertPersonalToken(db, userId, scopes, label, now));
+  }
+
+  async grants(userId: string | undefined): Promise<Grant[]> {
+    if (userId !== undefined && !this.pg.storable(userId)) return [];
+    const rows =
+      userId === undefined
+        ? await this.pg.db.all(`${GRANT_SELECT} ORDER BY g.created_at DESC, g.id`)
+        : await this.pg.db.all(`${GRANT_SELECT} WHERE g.user_id = $1 ORDER BY g.created_at DESC, g.id`, userId);
+    return rows.map(toGrant);
+  }
+
+  async grant(id: string): Promise<Grant | undefined> {
+    if (!this.pg.storable(id)) return undefined;
+    const row = await this.pg.db.get(`${GRANT_SELECT} WHERE g.id = $1`, id);
+    return row === undefined ? undefined : toGrant(row);
+  }
+
+  async revokeGrant(id: string, now: number): Promise<Grant | undefined> {
+    if (!this.pg.storable(id)) return undefined;
+    await this.pg.db.run('UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', now, id);
+    return this.grant(id);
+  }
+
+  async revokeToken(token: string, now: number): Promise<boolean> {
+    if (!this.pg.storable(token)) return false;
+    const row = await this.pg.db.get('SELECT grant_id FROM tokens WHERE hash = $1', hashToken(token));
+    if (row === undefined) return false;
+    await this.pg.db.run('UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', now, String(row.grant_id));
+    return true;
+  }
+
+  async createDeviceCode(code: NewDeviceCode): Promise<boolean> {
+    const added = await this.pg.db.run(
+      `INSERT INTO device_codes (device_hash, user_code, client_id, scopes, client_label, created_at, expires_at, interval_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (user_code) DO NOTHING`,
+      code.device_hash,
+      code.user_code,
+      code.client_id,
+      code.scopes.join(' '),
+      code.client_label,
+      code.created_at,
+      code.expires_at,
+      code.interval_ms,
+    );
+    return added === 1;
+  }
+
+  async pendingDeviceCode(userCode: string, now: number): Promise<DeviceCode | undefined> {
+    if (!this.pg.storable(userCode)) return undefined;
+    const row = await this.pg.db.get(`SELECT * FROM device_codes WHERE user_code = $1 AND status = 'pending' AND expires_at > $2`, userCode, now);
+    return row === undefined ? undefined : toDeviceCode(row);
+  }
+
+  async decideDeviceCode(userCode: string, userId: string | undefined, now: number): Promise<boolean> {
+    if (!this.pg.storable(userCode)) return false;
+    const changed = await this.pg.db.run(
+      `UPDATE device_codes SET status = $1, user_id = $2 WHERE user_code = $3 AND status = 'pending' AND expires_at > $4`,
+      userId === undefined ? 'denied' : 'approved',
+      userId ?? null,
+      userCode,
+      now,
+    );
+    return changed === 1;
+  }
+
+  async pollDeviceCode(deviceHash: string, clientId: string, now: number, lifetimes: TokenLifetimes, slowDownMs: number): Promise<DevicePoll> {
+    return this.pg.transaction(async (db): Promise<DevicePoll> => {
+      // Locked: two polls of one code (two replicas) never both get its tokens.
+      const row = await db.get('SELECT d.*, u.is_admin FROM device_codes d LEFT JOIN users u ON u.id = d.user_id WHERE d.device_hash = $1 FOR UPDATE OF d', deviceHash);
+      if (row === undefined || row.client_id !== clientId) return { outcome: 'unknown' };
+      const code = toDeviceCode(row);
+      if (code.expires_at <= now) return { outcome: 'expired' };
+      const last = row.last_poll_at === null ? undefined : Number(row.last_poll_at);
+      if (last !== undefined && now - last < code.interval_ms) {
+        // RFC 8628 §3.5: slow down, and the interval grows by 5 seconds for this and every later poll.
+        await db.run('UPDATE device_codes SET interval_ms = interval_ms + $1, last_poll_at = $2 WHERE device_hash = $3', slowDownMs, now, deviceHash);
+        return { outcome: 'slow_down' };
+      }
+      await db.run('UPDATE device_codes SET last_poll_at = $1 WHERE device_hash = $2', now, deviceHash);
+      if (code.status === 'pending') return { outcome: 'pending' };
+      // Answered once: the code goes with the answer.
+      await db.run('DELETE FROM device_codes WHERE device_hash = $1', deviceHash);
+      if (code.status === 'denied' || code.user_id === null) return { outcome: 'denied' };
+      const scopes = row.is_admin === true ? code.scopes : code.scopes.filter((scope) => scope !== 'admin');
+      const grantId = randomUUID();
+      await db.run(
+        `INSERT INTO grants (id, user_id, kind, client_id, scopes, label, created_at) VALUES ($1, $2, 'device', $3, $4, $5, $6)`,
+        grantId,
+        code.user_id,
+        clientId,
+        scopes.join(' '),
+        code.client_label,
+        now,
+      );
+      return { outcome: 'approved', tokens: await issue(db, grantId, scopes, now, lifetimes) };
+    });
+  }
+
+  async refresh(refreshToken: string, clientId: string, now: number, lifetimes: TokenLifetimes): Promise<IssuedTokens | undefined> {
+    if (!this.pg.storable(refreshToken)) return undefined;
+    const hash = hashToken(refreshToken);
+    return this.pg.transaction(async (db) => {
+      const row = await db.get(
+        `SELECT t.kind AS token_kind, t.expires_at AS token_expires_at, t.used_at, g.id AS grant_id, g.client_id, g.scopes, g.revoked_at
+         FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.hash = $1 FOR UPDATE OF t, g`,
+        hash,
+      );
+      if (row === undefined || row.token_kind !== 'refresh' || row.revoked_at !== null || row.client_id !== clientId) return undefined;
+      const grantId = String(row.grant_id);
+      if (row.used_at !== null) {
+        // A spent refresh token used again: it was copied. The whole sign-in ends (RFC 9700 §4.14.2).
+        await db.run('UPDATE grants SET revoked_at = $1 WHERE id = $2', now, grantId);
+        return undefined;
+      }
+      if (Number(row.token_expires_at) <= now) return undefined;
+      await db.run('UPDATE tokens SET used_at = $1 WHERE hash = $2', now, hash);
+      await db.run(`DELETE FROM tokens WHERE grant_id = $1 AND kind = 'access' AND expires_at <= $2`, grantId, now);
+      return issue(db, grantId, String(row.scopes).split(' '), now, lifetimes);
+    });
+  }
+
+  async createBrowserSession(userId: string, now: number, ttlMs: number): Promise<{ token: string; csrf: string }> {
+    const token = newSecret();
+    const csrf = newSecret();
+    await this.pg.db.run('INSERT INTO browser_sessions (hash, user_id, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)', hashToken(token), userId, csrf, now, now + ttlMs);
+    return { token, csrf };
+  }
+
+  async browserSession(token: string, now: number): Promise<BrowserSession | undefined> {
+    if (!this.pg.storable(token)) return undefined;
+    const row = await this.pg.db.get(
+      `SELECT b.csrf, b.expires_at AS session_expires_at, ${USER_COLUMNS} FROM browser_sessions b JOIN users u ON u.id = b.user_id WHERE b.hash = $1 AND b.expires_at > $2`,
+      hashToken(token),
+      now,
+    );
+    return row === undefined ? undefined : { user: this.pg.toUser(row), csrf: String(row.csrf), expires_at: Number(row.session_expires_at) };
+  }
+
+  async endBrowserSession(token: string): Promise<void> {
+    if (!this.pg.storable(token)) return;
+    await this.pg.db.run('DELETE FROM browser_sessions WHERE hash = $1', hashToken(token));
+  }
+
+  async createSignInLink(userId: string, now: number, ttlMs: number): Promise<string> {
+    const token = newSecret();
+    await this.pg.db.run('INSERT INTO sign_in_links (hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)', hashToken(token), userId, now, now + ttlMs);
+    return token;
+  }
+
+  async useSignInLink(token: string, now: number): Promise<User | undefined> {
+    if (!this.pg.storable(token)) return undefined;
+    // Spent by whichever request deletes it: one sign-in per link, across replicas.
+    const spent = await this.pg.db.get('DELETE FROM sign_in_links WHERE hash = $1 RETURNING user_id, expires_at', hashToken(token));
+    if (spent === undefined || Number(spent.expires_at) <= now) return undefined;
+    const row = await this.pg.db.get(`SELECT ${USER_COLUMNS} FROM users u WHERE u.id = $1`, String(spent.user_id));
+    return row === undefined ? undefined : this.pg.toUser(row);
+  }
+
+  async purgeExpired(now: number): Promise<number> {
+    return this.pg.transaction(async (db) => {
+      let rows = 0;
+      rows += await db.run('DELETE FROM device_codes WHERE expires_at <= $1', now);
+      rows += await db.run('DELETE FROM browser_sessions WHERE expires_at <= $1', now);
+      rows += await db.run('DELETE FROM sign_in_links WHERE expires_at <= $1', now);
+      rows += await db.run('DELETE FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= $1', now);
+      const before = now - GRANT_HISTORY_MS;
+      rows += await db.run('DELETE FROM grants WHERE revoked_at <= $1 OR expires_at <= $1', before);
+      return rows;
+    });
+  }
+}
+
+/** A personal sign-in and its token, in `db` (the caller's transaction). */
+export async function insertPersonalToken(db: PgQueries, userId: string, scopes: readonly string[], label: string, now: number): Promise<{ token: string; grant: Grant }> {
+  const token = newToken();
+  const id = randomUUID();
+  await db.run(`INSERT INTO grants (id, user_id, kind, scopes, label, created_at) VALUES ($1, $2, 'personal', $3, $4, $5)`, id, userId, scopes.join(' '), label, now);
+  await db.run(`INSERT INTO tokens (hash, grant_id, kind) VALUES ($1, $2, 'access')`, hashToken(token), id);
+  return { token, grant: toGrant((await db.get(`${GRANT_SELECT} WHERE g.id = $1`, id))!) };
+}
+
+/** An access token and a refresh token for the sign-in, which lapses `refreshMs` from now unless refreshed. */
+async function issue(db: PgQueries, grantId: string, scopes: string[], now: number, lifetimes: TokenLifetimes): Promise<IssuedTokens> {
+  const access = newToken();
+  const refresh = newToken();
+  const accessExpires = now + lifetimes.accessMs;
+  await db.run(`INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES ($1, $2, 'access', $3)`, hashToken(access), grantId, accessExpires);
+  await db.run(`INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES ($1, $2, 'refresh', $3)`, hashToken(refresh), grantId, now + lifetimes.refreshMs);
+  await db.run('UPDATE grants SET expires_at = $1, last_used_at = $2 WHERE id = $3', now + lifetimes.refreshMs, now, grantId);
+  return { access_token: access, refresh_token: refresh, access_expires_at: accessExpires, scopes, grant_id: grantId };
+}

@@ -1,0 +1,225 @@
+/**
+ * Sign-ins on the embedded database (SQLite): the IdentityStore of sqlite.ts. Every change that must be whole (a
+ * device code turned into tokens, a refresh token spent for new ones) is one IMMEDIATE transaction.
+ */
+import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { GRANT_HISTORY_MS, hashToken, LAST_USED_GRANULARITY_MS, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
+import type { BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewDeviceCode, TokenCaller, TokenLifetimes, User } from './types.js';
+
+type Row = Record<string, unknown>;
+type Value = string | number | null;
+
+/** What the identity store needs of sqlite.ts: its prepared statements and its transactions. */
+export interface SqliteAccess {
+  get(sql: string, ...args: Value[]): Row | undefined;
+  all(sql: string, ...args: Value[]): Row[];
+  /** Rows changed. */
+  run(sql: string, ...args: Value[]): number;
+  transaction<T>(fn: () => T): T;
+  toUser(row: Row): User;
+}
+
+const GRANT_SELECT = 'SELECT g.*, u.email AS user_email FROM grants g JOIN users u ON u.id = g.user_id';
+const USER_COLUMNS = 'u.id, u.email, u.is_admin, u.created_at';
+
+export class SqliteIdentity implements IdentityStore {
+  constructor(private readonly db: SqliteAccess) {}
+
+  async authenticate(token: string, now: number): Promise<TokenCaller | 'expired' | undefined> {
+    const hash = hashToken(token);
+    const row = this.db.get(
+      `SELECT t.hash, t.kind AS token_kind, t.expires_at AS token_expires_at, g.id AS grant_id, g.scopes, g.last_used_at,
+         g.revoked_at, ${USER_COLUMNS}
+       FROM tokens t JOIN grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id WHERE t.hash = ?`,
+      hash,
+    );
+    if (row === undefined || row.token_kind !== 'access' || row.revoked_at !== null) return undefined;
+    // The index lookup already matched; compare again in constant time so the answer never depends on a prefix.
+    if (!timingSafeEqual(Buffer.from(String(row.hash), 'hex'), Buffer.from(hash, 'hex'))) return undefined;
+    if (row.token_expires_at !== null && Number(row.token_expires_at) <= now) return 'expired';
+    if (row.last_used_at === null || Number(row.last_used_at) <= now - LAST_USED_GRANULARITY_MS) {
+      this.db.run('UPDATE grants SET last_used_at = ? WHERE id = ?', now, String(row.grant_id));
+    }
+    return { user: this.db.toUser(row), grant_id: String(row.grant_id), scopes: String(row.scopes).split(' ') };
+  }
+
+  async addPersonalToken(userId: string, scopes: readonly string[], label: string, now: number): Promise<{ token: string; grant: Grant }> {
+    return this.db.transaction(() => this.insertPersonalToken(userId, scopes, label, now));
+  }
+
+  /** A personal sign-in and its token; inside the caller's transaction. */
+  insertPersonalToken(userId: string, scopes: readonly string[], label: string, now: number): { token: string; grant: Grant } {
+    const token = newToken();
+    const id = randomUUID();
+    this.db.run(`INSERT INTO grants (id, user_id, kind, scopes, label, created_at) VALUES (?, ?, 'personal', ?, ?, ?)`, id, userId, scopes.join(' '), label, now);
+    this.db.run(`INSERT INTO tokens (hash, grant_id, kind) VALUES (?, ?, 'access')`, hashToken(token), id);
+    return { token, grant: toGrant(this.db.get(`${GRANT_SELECT} WHERE g.id = ?`, id)!) };
+  }
+
+  async grants(userId: string | undefined): Promise<Grant[]> {
+    const rows = userId === undefined ? this.db.all(`${GRANT_SELECT} ORDER BY g.created_at DESC, g.id`) : this.db.all(`${GRANT_SELECT} WHERE g.user_id = ? ORDER BY g.created_at DESC, g.id`, userId);
+    return rows.map(toGrant);
+  }
+
+  async grant(id: string): Promise<Grant | undefined> {
+    const row = this.db.get(`${GRANT_SELECT} WHERE g.id = ?`, id);
+    return row === undefined ? undefined : toGrant(row);
+  }
+
+  async revokeGrant(id: string, now: number): Promise<Grant | undefined> {
+    return this.db.transaction(() => {
+      this.db.run('UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', now, id);
+      const row = this.db.get(`${GRANT_SELECT} WHERE g.id = ?`, id);
+      return row === undefined ? undefined : toGrant(row);
+    });
+  }
+
+  async revokeToken(token: string, now: number): Promise<boolean> {
+    const row = this.db.get('SELECT grant_id FROM tokens WHERE hash = ?', hashToken(token));
+    if (row === undefined) return false;
+    this.db.run('UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', now, String(row.grant_id));
+    return true;
+  }
+
+  async createDeviceCode(code: NewDeviceCode): Promise<boolean> {
+    const added = this.db.run(
+      `INSERT INTO device_codes (device_hash, user_code, client_id, scopes, client_label, created_at, expires_at, interval_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (user_code) DO NOTHING`,
+      code.device_hash,
+      code.user_code,
+      code.client_id,
+      code.scopes.join(' '),
+      code.client_label,
+      code.created_at,
+      code.expires_at,
+      code.interval_ms,
+    );
+    return added === 1;
+  }
+
+  async pendingDeviceCode(userCode: string, now: number): Promise<DeviceCode | undefined> {
+    const row = this.db.get(`SELECT * FROM device_codes WHERE user_code = ? AND status = 'pending' AND expires_at > ?`, userCode, now);
+    return row === undefined ? undefined : toDeviceCode(row);
+  }
+
+  async decideDeviceCode(userCode: string, userId: string | undefined, now: number): Promise<boolean> {
+    const changed = this.db.run(
+      `UPDATE device_codes SET status = ?, user_id = ? WHERE user_code = ? AND status = 'pending' AND expires_at > ?`,
+      userId === undefined ? 'denied' : 'approved',
+      userId ?? null,
+      userCode,
+      now,
+    );
+    return changed === 1;
+  }
+
+  async pollDeviceCode(deviceHash: string, clientId: string, now: number, lifetimes: TokenLifetimes, slowDownMs: number): Promise<DevicePoll> {
+    return this.db.transaction((): DevicePoll => {
+      const row = this.db.get('SELECT d.*, u.is_admin FROM device_codes d LEFT JOIN users u ON u.id = d.user_id WHERE d.device_hash = ?', deviceHash);
+      if (row === undefined || row.client_id !== clientId) return { outcome: 'unknown' };
+      const code = toDeviceCode(row);
+      if (code.expires_at <= now) return { outcome: 'expired' };
+      const last = row.last_poll_at === null ? undefined : Number(row.last_poll_at);
+      if (last !== undefined && now - last < code.interval_ms) {
+        // RFC 8628 §3.5: slow down, and the interval grows by 5 seconds for this and every later poll.
+        this.db.run('UPDATE device_codes SET interval_ms = interval_ms + ?, last_poll_at = ? WHERE device_hash = ?', slowDownMs, now, deviceHash);
+        return { outcome: 'slow_down' };
+      }
+      this.db.run('UPDATE device_codes SET last_poll_at = ? WHERE device_hash = ?', now, deviceHash);
+      if (code.status === 'pending') return { outcome: 'pending' };
+      // Answered once: the code goes with the answer.
+      this.db.run('DELETE FROM device_codes WHERE device_hash = ?', deviceHash);
+      if (code.status === 'denied' || code.user_id === null) return { outcome: 'denied' };
+      const scopes = Number(row.is_admin) === 1 ? code.scopes : code.scopes.filter((scope) => scope !== 'admin');
+      const grantId = randomUUID();
+      this.db.run(
+        `INSERT INTO grants (id, user_id, kind, client_id, scopes, label, created_at) VALUES (?, ?, 'device', ?, ?, ?, ?)`,
+        grantId,
+        code.user_id,
+        clientId,
+        scopes.join(' '),
+        code.client_label,
+        now,
+      );
+      return { outcome: 'approved', tokens: this.issue(grantId, scopes, now, lifetimes) };
+    });
+  }
+
+  async refresh(refreshToken: string, clientId: string, now: number, lifetimes: TokenLifetimes): Promise<IssuedTokens | undefined> {
+    const hash = hashToken(refreshToken);
+    return this.db.transaction(() => {
+      const row = this.db.get(
+        `SELECT t.kind AS token_kind, t.expires_at AS token_expires_at, t.used_at, g.id AS grant_id, g.client_id, g.scopes, g.revoked_at
+         FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.hash = ?`,
+        hash,
+      );
+      if (row === undefined || row.token_kind !== 'refresh' || row.revoked_at !== null || row.client_id !== clientId) return undefined;
+      const grantId = String(row.grant_id);
+      if (row.used_at !== null) {
+        // A spent refresh token used again: it was copied. The whole sign-in ends (RFC 9700 §4.14.2).
+        this.db.run('UPDATE grants SET revoked_at = ? WHERE id = ?', now, grantId);
+        return undefined;
+      }
+      if (Number(row.token_expires_at) <= now) return undefined;
+      this.db.run('UPDATE tokens SET used_at = ? WHERE hash = ?', now, hash);
+      this.db.run(`DELETE FROM tokens WHERE grant_id = ? AND kind = 'access' AND expires_at <= ?`, grantId, now);
+      return this.issue(grantId, String(row.scopes).split(' '), now, lifetimes);
+    });
+  }
+
+  /** An access token and a refresh token for the sign-in, which lapses `refreshMs` from now unless refreshed. */
+  private issue(grantId: string, scopes: string[], now: number, lifetimes: TokenLifetimes): IssuedTokens {
+    const access = newToken();
+    const refresh = newToken();
+    const accessExpires = now + lifetimes.accessMs;
+    this.db.run(`INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES (?, ?, 'access', ?)`, hashToken(access), grantId, accessExpires);
+    this.db.run(`INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES (?, ?, 'refresh', ?)`, hashToken(refresh), grantId, now + lifetimes.refreshMs);
+    this.db.run('UPDATE grants SET expires_at = ?, last_used_at = ? WHERE id = ?', now + lifetimes.refreshMs, now, grantId);
+    return { access_token: access, refresh_token: refresh, access_expires_at: accessExpires, scopes, grant_id: grantId };
+  }
+
+  async createBrowserSession(userId: string, now: number, ttlMs: number): Promise<{ token: string; csrf: string }> {
+    const token = newSecret();
+    const csrf = newSecret();
+    this.db.run('INSERT INTO browser_sessions (hash, user_id, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)', hashToken(token), userId, csrf, now, now + ttlMs);
+    return { token, csrf };
+  }
+
+  async browserSession(token: string, now: number): Promise<BrowserSession | undefined> {
+    const row = this.db.get(`SELECT b.csrf, b.expires_at AS session_expires_at, ${USER_COLUMNS} FROM browser_sessions b JOIN users u ON u.id = b.user_id WHERE b.hash = ? AND b.expires_at > ?`, hashToken(token), now);
+    return row === undefined ? undefined : { user: this.db.toUser(row), csrf: String(row.csrf), expires_at: Number(row.session_expires_at) };
+  }
+
+  async endBrowserSession(token: string): Promise<void> {
+    this.db.run('DELETE FROM browser_sessions WHERE hash = ?', hashToken(token));
+  }
+
+  async createSignInLink(userId: string, now: number, ttlMs: number): Promise<string> {
+    const token = newSecret();
+    this.db.run('INSERT INTO sign_in_links (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)', hashToken(token), userId, now, now + ttlMs);
+    return token;
+  }
+
+  async useSignInLink(token: string, now: number): Promise<User | undefined> {
+    return this.db.transaction(() => {
+      const hash = hashToken(token);
+      const row = this.db.get(`SELECT l.expires_at AS link_expires_at, ${USER_COLUMNS} FROM sign_in_links l JOIN users u ON u.id = l.user_id WHERE l.hash = ?`, hash);
+      if (row === undefined) return undefined;
+      this.db.run('DELETE FROM sign_in_links WHERE hash = ?', hash);
+      return Number(row.link_expires_at) > now ? this.db.toUser(row) : undefined;
+    });
+  }
+
+  async purgeExpired(now: number): Promise<number> {
+    return this.db.transaction(() => {
+      let rows = 0;
+      rows += this.db.run('DELETE FROM device_codes WHERE expires_at <= ?', now);
+      rows += this.db.run('DELETE FROM browser_sessions WHERE expires_at <= ?', now);
+      rows += this.db.run('DELETE FROM sign_in_links WHERE expires_at <= ?', now);
+      rows += this.db.run('DELETE FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= ?', now);
+      const before = now - GRANT_HISTORY_MS;
+      rows += this.db.run('DELETE FROM grants WHERE revoked_at <= ? OR expires_at <= ?', before, before);
+      return rows;
+    });
+  }
+}
