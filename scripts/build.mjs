@@ -39,8 +39,24 @@ const result = await build({
   },
 });
 
+// The dashboard's stylesheet and scripts (src/control-plane/web/assets), served by `control-plane serve` from
+// dist/assets: minified, for browsers, no source maps.
+const assets = await build({
+  write: false,
+  absWorkingDir: root,
+  entryPoints: { 'assets/app': 'src/control-plane/web/assets/app.css', 'assets/link': 'src/control-plane/web/assets/link.ts' },
+  outdir: 'dist',
+  bundle: true,
+  minify: true,
+  format: 'iife',
+  platform: 'browser',
+  target: ['chrome120', 'firefox120', 'safari17'],
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+
 const produced = new Set();
-for (const file of result.outputFiles) {
+for (const file of [...result.outputFiles, ...assets.outputFiles]) {
   produced.add(file.path);
   const current = await readFile(file.path).catch(() => undefined);
   if (current !== undefined && Buffer.compare(current, file.contents) === 0) continue;

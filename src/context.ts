@@ -74,6 +74,8 @@ export interface Paths extends StateLayout {
   schemasDir: string;
   /** Shipped assets of `blue-agent demo` (a recorded session). */
   demoDir: string;
+  /** The Control API dashboard's built stylesheet and scripts (`npm run build`). */
+  webAssetsDir: string;
 }
 
 export interface Output {
@@ -171,6 +173,7 @@ export function resolvePaths(env: Env, platform: NodeJS.Platform): Paths {
     profilesDir: absoluteOr(env.BLUE_AGENT_PROFILES_DIR, path.join(packageRoot, 'profiles')),
     schemasDir: path.join(packageRoot, 'schemas'),
     demoDir: path.join(packageRoot, 'demo'),
+    webAssetsDir: path.join(packageRoot, 'dist', 'assets'),
   };
 }
 

@@ -70,6 +70,18 @@ export async function usersAddCommand(ctx: Context, email: string, opts: DataOpt
   return 0;
 }
 
+export async function usersLinkCommand(ctx: Context, email: string, opts: DataOptions): Promise<number> {
+  const { makeSignInLink } = await import('../control-plane/admin.js');
+  const { user, url, expires_at: expires } = await makeSignInLink(storeOptions(ctx, opts, false), email, ctx.clock.now());
+  print(
+    ctx,
+    opts,
+    { ok: true, email: user.email, url, expires_at: new Date(expires).toISOString() },
+    `One-time sign-in link for ${user.email} (works once, until ${new Date(expires).toISOString()}; send it privately):\n${url}\n`,
+  );
+  return 0;
+}
+
 export async function usersListCommand(ctx: Context, opts: DataOptions): Promise<number> {
   const { listUsers } = await import('../control-plane/admin.js');
   const users = await listUsers(storeOptions(ctx, opts, false));
@@ -296,6 +308,7 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
     profiles: knownProfiles(profiles),
     bundleProfiles: profiles,
     publicUrl: opts.publicUrl,
+    assetsDir: ctx.paths.webAssetsDir,
     blobs: (publicUrl) => openBlobs(ctx, dir, opts, publicUrl),
     clock: ctx.clock,
     retentionDays,
@@ -324,9 +337,11 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
   ctx.stdout.write(`Control API listening on ${url} (${store.backend === 'postgres' ? `database ${store.location}` : `data ${dir}`}, ${server.blobs.kind} blob store)\n`);
   if (started.admin !== undefined) {
     // The token itself is never printed: a terminal's output often ends up in a log (a service's journal).
+    // The sign-in link is printed: it works once, within 15 minutes, and only in a browser.
     ctx.stdout.write(
       `Created the administrator ${started.admin.email}; its token is in ${started.admin.tokenFile} (readable only by you).\n` +
-        `Log this machine in with:\n  blue-agent login --control-url ${publicUrl} --token-stdin < ${shellQuote(started.admin.tokenFile)}\n`,
+        `Log this machine in with:\n  blue-agent login --control-url ${publicUrl} --token-stdin < ${shellQuote(started.admin.tokenFile)}\n` +
+        `Sign in to the dashboard with this one-time link (within 15 minutes; \`control-plane users link ${started.admin.email}\` makes another):\n  ${started.admin.signInUrl}\n`,
     );
   }
   if (started.policy !== undefined) {

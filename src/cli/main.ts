@@ -506,6 +506,16 @@ Examples:
       state.exitCode = await usersAddCommand(ctx, email, opts);
     });
   users
+    .command('link <email>')
+    .description("print a one-time link that signs a user's browser in to the dashboard (15 minutes; without an identity provider)")
+    .addOption(dataOption())
+    .addOption(databaseOption())
+    .option('--json', 'print as JSON')
+    .action(async (email: string, opts: { data?: string; databaseUrl?: string; json?: boolean }) => {
+      const { usersLinkCommand } = await import('./control-plane.js');
+      state.exitCode = await usersLinkCommand(ctx, email, opts);
+    });
+  users
     .command('list')
     .description('list the users')
     .addOption(dataOption())

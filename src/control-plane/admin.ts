@@ -53,6 +53,27 @@ export async function addToken(where: StoreOptions, email: string, label: string
   });
 }
 
+/** How long a sign-in link made by `users link` or a first start works. */
+export const SIGN_IN_LINK_TTL_MS = 15 * 60_000;
+
+/** The browser URL of a sign-in link: its secret in the fragment, which browsers never send to a server. */
+export function signInLinkUrl(publicUrl: string, secret: string): string {
+  return `${publicUrl.replace(/\/+$/, '')}/auth/link#${secret}`;
+}
+
+/** `control-plane users link`: a one-time browser sign-in link for a user, on the URL `serve` recorded. */
+export async function makeSignInLink(where: StoreOptions, email: string, now: number): Promise<{ user: User; url: string; expires_at: number }> {
+  return withStore({ ...where, create: false }, async (store) => {
+    const user = await userNamed(store, email);
+    const publicUrl = await store.publicUrl();
+    if (publicUrl === undefined) {
+      throw new BlueError('USAGE', 'this Control API has not been served yet, so its address is not known', { hint: 'Start `blue-agent control-plane serve` once, then make the link.' });
+    }
+    const secret = await store.identity.createSignInLink(user.id, now, SIGN_IN_LINK_TTL_MS);
+    return { user, url: signInLinkUrl(publicUrl, secret), expires_at: now + SIGN_IN_LINK_TTL_MS };
+  });
+}
+
 /** `control-plane tokens list`: everyone's sign-ins, or one user's, newest first. */
 export async function listTokens(where: StoreOptions, email: string | undefined): Promise<Grant[]> {
   return withStore({ ...where, create: false }, async (store) => store.identity.grants(email === undefined ? undefined : (await userNamed(store, email)).id));
@@ -165,8 +186,8 @@ export function defaultPolicy(publicUrl: string): Record<string, unknown> {
 }
 
 export interface FirstStart {
-  /** Created because the server had no user: the administrator's e-mail and where its token is. */
-  admin?: { email: string; tokenFile: string };
+  /** Created because the server had no user: the administrator's e-mail, where its token is, and a sign-in link. */
+  admin?: { email: string; tokenFile: string; signInUrl: string };
   /** Published because the server had no policy. */
   policy?: PolicyRevision;
 }
@@ -183,7 +204,8 @@ export async function firstStart(store: ControlStore, dataDir: string, publicUrl
     const tokenFile = path.join(dataDir, ADMIN_TOKEN_FILE);
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     writePrivate(tokenFile, `${created.token}\n`);
-    started.admin = { email: created.user.email, tokenFile };
+    const secret = await store.identity.createSignInLink(created.user.id, now, SIGN_IN_LINK_TTL_MS);
+    started.admin = { email: created.user.email, tokenFile, signInUrl: signInLinkUrl(publicUrl, secret) };
   }
   const body = defaultPolicy(publicUrl);
   validatePolicy({ ...body, revision: 1 }, '(default policy)');

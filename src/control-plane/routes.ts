@@ -20,6 +20,10 @@ import type { SharingRequest } from '../schema/generated/control-sharing.js';
 import type { BlobStore } from './blobs/types.js';
 import { deviceAuthorization, revocationEndpoint, tokenEndpoint, type IdentitySettings } from './identity/oauth.js';
 import { listUsers, listUserTokens, revokeUserToken } from './identity/users.js';
+import { accountPage, revokeOwnToken } from './web/account.js';
+import { serveAsset } from './web/assets.js';
+import { redirect as redirectPage } from './web/http.js';
+import { deviceDecision, devicePage, signInLinkPage, signInPage, signInWithLink, signOut } from './web/sign-in.js';
 import { CLIENT_CAPABILITIES_HEADER, CONTRACT_VERSION_HEADER, REQUIRED_CLIENT_VERSION_HEADER, requiredClientVersion, unmetContract } from './governance.js';
 import type { ServerLog } from './log.js';
 import type { ServerMetrics } from './metrics.js';
@@ -78,6 +82,8 @@ export interface RouteContext {
   /** Reads what completed sessions say, for search; undefined: only titles and summaries are indexed. */
   indexer?: { kick(): void } | undefined;
   identitySettings: IdentitySettings;
+  /** Where the dashboard's built stylesheet and scripts are (dist/assets); undefined: none are served. */
+  assetsDir?: string | undefined;
 }
 
 export interface EventStreamLimits {
@@ -118,28 +124,31 @@ export interface Route {
   methods: Partial<Record<string, Handler>>;
   /** The scope a token needs, per method (`any`: any valid token); public routes have none. */
   scopes: Partial<Record<string, ApiScope | 'any'>>;
+  /** A browser page (its own session cookie, forms with CSRF): errors are answered as pages. */
+  page: boolean;
 }
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 const ID = `:id(^${UUID}$)`;
 
 /** A route; each method of one that is not public names the scope it needs (`[handler, scope]`). */
-function route(path: string, methods: Partial<Record<string, Handler | [Handler, ApiScope | 'any']>>, options: { public?: boolean } = {}): Route {
+function route(path: string, methods: Partial<Record<string, Handler | [Handler, ApiScope | 'any']>>, options: { public?: boolean; page?: boolean } = {}): Route {
   const handlers: Route['methods'] = {};
   const scopes: Route['scopes'] = {};
   for (const [method, entry] of Object.entries(methods)) {
     if (entry === undefined) continue;
     if (Array.isArray(entry)) [handlers[method], scopes[method]] = entry;
-    else if (options.public === true) handlers[method] = entry;
+    else if (options.public === true || options.page === true) handlers[method] = entry;
     else throw new Error(`${method} ${path} names no scope`);
   }
   return {
     path,
     pattern: new RegExp(`^${path.replaceAll(ID, UUID).replaceAll('.', '\\.')}$`),
-    public: options.public === true,
+    public: options.public === true || options.page === true,
     template: path.replaceAll(ID, '{id}'),
     methods: handlers,
     scopes,
+    page: options.page === true,
   };
 }
 
@@ -168,7 +177,21 @@ export const ROUTES: readonly Route[] = [
   route(`/session-uploads/${ID}/download`, { POST: [download, 'session:read'] }),
   route(`/session-uploads/${ID}/sharing`, { GET: [getSharing, 'session:read'], PUT: [putSharing, 'session:write'] }),
   route('/audit-events', { GET: [auditEvents, 'admin'] }),
+  // Browser pages: signed in by their own session cookie (web/http.ts), never by a bearer token.
+  route('/', { GET: home }, { page: true }),
+  route('/assets/:name', { GET: serveAsset }, { page: true }),
+  route('/sign-in', { GET: signInPage }, { page: true }),
+  route('/sign-out', { POST: signOut }, { page: true }),
+  route('/auth/link', { GET: signInLinkPage, POST: signInWithLink }, { page: true }),
+  route('/device', { GET: devicePage, POST: deviceDecision }, { page: true }),
+  route('/account', { GET: accountPage }, { page: true }),
+  route(`/account/tokens/${ID}/revoke`, { POST: revokeOwnToken }, { page: true }),
 ];
+
+/** GET /: the signed-in person's start page. */
+async function home(_rc: RouteContext, req: Request): Promise<void> {
+  redirectPage(req.reply, '/account');
+}
 
 /** The caller of a route that is not public (the server authenticates before the handler runs). */
 export function caller(req: Request): User {

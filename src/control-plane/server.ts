@@ -22,6 +22,7 @@ import { ROUTES, type RouteContext } from './routes.js';
 import type { ApiScope, ControlStore, User } from './store/index.js';
 import { storeUnavailable } from './store/unavailable.js';
 import { DEFAULT_IDENTITY, type IdentitySettings } from './identity/oauth.js';
+import { sendErrorPage } from './web/errors.js';
 
 export interface ControlServerOptions {
   /** The opened database (store/index.ts `openStore`); the server closes it. */
@@ -63,6 +64,8 @@ export interface ControlServerOptions {
   gc?: { intervalMs?: number | undefined; firstMs?: number | undefined } | undefined;
   /** Token, device code, browser session and sign-in link lifetimes (identity/oauth.ts: DEFAULT_IDENTITY). */
   identity?: Partial<IdentitySettings> | undefined;
+  /** The dashboard's built assets (dist/assets). */
+  assetsDir?: string | undefined;
 }
 
 export interface ControlServer {
@@ -106,6 +109,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     bodyTimeoutMs: options.timeouts?.bodyMs ?? DEFAULT_BODY_TIMEOUT_MS,
     profiles: options.profiles,
     identitySettings: { ...DEFAULT_IDENTITY, ...definedOnly(options.identity ?? {}) },
+    assetsDir: options.assetsDir,
     revisions: new RevisionFeed(store, { intervalMs: options.events?.pollMs, log }),
     log,
     metrics,
@@ -214,7 +218,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       app.route({
         method: method as 'GET' | 'POST' | 'PUT' | 'DELETE',
         url: route.path,
-        config: { template: route.template },
+        config: { template: route.template, page: route.page },
         // After routing: public routes need no token, every other one is refused before anything else is read.
         ...(route.public ? {} : { preHandler: async (request: FastifyRequest) => void (request.user = await authenticate(rc, request.raw, route.scopes[method]!)) }),
         handler: async (request: FastifyRequest, reply: FastifyReply) => {
@@ -241,10 +245,11 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       settle(request.raw, { finished: true, outcome: `aborted: ${error instanceof ClientGoneError ? error.message : 'the client closed the connection mid-request'}` });
       return reply.hijack();
     }
+    const page = (request.routeOptions.config as { page?: boolean } | undefined)?.page === true;
     if (error instanceof HttpError) {
       const entry = requests.get(request.raw);
       if (entry !== undefined) entry.outcome = `${error.status} ${error.code}`;
-      return sendReplyError(reply, error);
+      return page ? sendErrorPage(reply, error) : sendReplyError(reply, error);
     }
     const unavailable = storeUnavailable(error);
     if (unavailable !== undefined) {
@@ -252,7 +257,8 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       return sendReplyError(reply, new HttpError(503, 'database_unavailable', `${unavailable}; try again shortly`, { 'retry-after': '2' }));
     }
     log('error', `internal error on ${request.method} ${pathOnly(request.raw.url)}: ${(error as Error)?.stack ?? String(error)}`, { event: 'internal_error', method: request.method, path: pathOnly(request.raw.url) });
-    return sendReplyError(reply, new HttpError(500, 'internal', 'the server failed to answer this request; the error is in its log'));
+    const internal = new HttpError(500, 'internal', 'the server failed to answer this request; the error is in its log');
+    return page ? sendErrorPage(reply, internal) : sendReplyError(reply, internal);
   });
 
   // Answered: the handling is over (the status or the error's outcome is already known).

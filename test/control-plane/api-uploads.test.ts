@@ -36,7 +36,7 @@ describe.each(BACKENDS)('uploads (%s)', (backend) => {
       expect(early.status).toBe(400);
       expect(early.body.code).toBe('object_missing');
 
-      const put = await fetch(presigned.body.upload_url, { method: 'PUT', headers: presigned.body.headers, body: bytes });
+      const put = await fetch(presigned.body.upload_url, { method: 'PUT', headers: presigned.body.headers, body: new Uint8Array(bytes) });
       expect(put.status).toBe(200);
       const done = await t.call('POST', `/session-uploads/${presigned.body.upload_id}/complete`, t.alice.token);
       expect(done.status).toBe(200);
@@ -91,7 +91,7 @@ describe.each(BACKENDS)('uploads (%s)', (backend) => {
       // The agent presigns again: the same artifact, pending, uploadable.
       const again = await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(bytes));
       expect(again.body).toMatchObject({ upload_id: presigned.body.upload_id, status: 'pending' });
-      await fetch(again.body.upload_url, { method: 'PUT', headers: again.body.headers, body: bytes });
+      await fetch(again.body.upload_url, { method: 'PUT', headers: again.body.headers, body: new Uint8Array(bytes) });
       expect((await t.call('POST', `/session-uploads/${presigned.body.upload_id}/complete`, t.alice.token)).body.status).toBe('complete');
     });
 
@@ -131,8 +131,8 @@ describe.each(BACKENDS)('uploads (%s)', (backend) => {
       const two = bundle('r2');
       const p1 = await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(one));
       const p2 = await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(two));
-      await fetch(p2.body.upload_url, { method: 'PUT', headers: p2.body.headers, body: two });
-      await fetch(p1.body.upload_url, { method: 'PUT', headers: p1.body.headers, body: one });
+      await fetch(p2.body.upload_url, { method: 'PUT', headers: p2.body.headers, body: new Uint8Array(two) });
+      await fetch(p1.body.upload_url, { method: 'PUT', headers: p1.body.headers, body: new Uint8Array(one) });
       expect((await t.call('POST', `/session-uploads/${p2.body.upload_id}/complete`, t.alice.token)).body.status).toBe('complete');
       expect((await t.call('POST', `/session-uploads/${p1.body.upload_id}/complete`, t.alice.token)).body.status).toBe('superseded');
       const listed = await t.call('GET', '/session-uploads?status=complete', t.alice.token);
@@ -142,7 +142,7 @@ describe.each(BACKENDS)('uploads (%s)', (backend) => {
     it('lets the owner and administrators complete an upload; others do not see it', async () => {
       const bytes = bundle('mine');
       const presigned = await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(bytes));
-      await fetch(presigned.body.upload_url, { method: 'PUT', headers: presigned.body.headers, body: bytes });
+      await fetch(presigned.body.upload_url, { method: 'PUT', headers: presigned.body.headers, body: new Uint8Array(bytes) });
       expect((await t.call('POST', `/session-uploads/${presigned.body.upload_id}/complete`, t.bob.token)).status).toBe(404);
       expect((await detail(presigned.body.session_id)).artifacts[0].status).toBe('pending');
       expect((await t.call('POST', `/session-uploads/${presigned.body.upload_id}/complete`, t.admin.token)).body.status).toBe('complete');
@@ -163,7 +163,7 @@ describe.each(BACKENDS)('uploads (%s)', (backend) => {
       const bytes = bundle('f2');
       const presigned = await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(bytes));
       expect((await t.call('PUT', `/session-uploads/${first.sessionId}/sharing`, t.alice.token, { mode: 'selected', user_ids: [t.bob.id] })).status).toBe(200);
-      await fetch(presigned.body.upload_url, { method: 'PUT', headers: presigned.body.headers, body: bytes });
+      await fetch(presigned.body.upload_url, { method: 'PUT', headers: presigned.body.headers, body: new Uint8Array(bytes) });
       await t.call('POST', `/session-uploads/${presigned.body.upload_id}/complete`, t.alice.token);
       const download = await t.call('POST', `/session-uploads/${first.sessionId}/download`, t.bob.token);
       expect(download.body).toMatchObject({ artifact_id: presigned.body.upload_id, sha256: sha256(bytes) });

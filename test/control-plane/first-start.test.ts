@@ -81,6 +81,24 @@ describe.each(BACKENDS)('control-plane serve on a fresh machine (%s)', (backend)
       const token = (await readFile(tokenFile, 'utf8')).trim();
       expect(token).toMatch(/^blue_/);
 
+      // And a one-time sign-in link for the dashboard, its secret in the fragment: it signs a browser in once.
+      const link = new RegExp(`^  ${server.url.replaceAll('.', '\\.')}/auth/link#([A-Za-z0-9_-]{43})$`, 'm').exec(server.printed);
+      expect(link, server.printed).not.toBeNull();
+      const signIn = () =>
+        fetch(`${server.url}/auth/link`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { origin: server.url, 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ token: link![1]! }).toString(),
+        });
+      const first = await signIn();
+      expect([first.status, first.headers.get('location'), first.headers.get('set-cookie')?.startsWith('blue_session=')]).toEqual([303, '/', true]);
+      expect((await signIn()).headers.get('location')).toBe('/sign-in?failed=link');
+      // `users link` makes another, on the same server.
+      const made = JSON.parse((await run('control-plane', 'users', 'link', 'admin@localhost', '--json')).stdout) as { url: string; email: string };
+      expect(made).toMatchObject({ email: 'admin@localhost', url: expect.stringMatching(new RegExp(`^${server.url.replaceAll('.', '\\.')}/auth/link#[A-Za-z0-9_-]{43}$`)) });
+      expect((await run('control-plane', 'users', 'link', 'nobody@example.com')).stderr).toMatch(/there is no user nobody@example.com/);
+
       // The token works, and the policy sends uploads back to this very server.
       const answer = await fetch(`${server.url}/governance-config`, { headers: { authorization: `Bearer ${token}` } });
       expect(answer.status).toBe(200);

@@ -98,6 +98,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     log: options.log,
     events: options.events,
     gc: options.gc ?? { intervalMs: 0 },
+    assetsDir: path.join(repoRoot, 'dist', 'assets'),
     indexer: options.indexer,
   });
   const { url } = await server.listen('127.0.0.1', 0);
@@ -137,7 +138,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     const presigned = await call('POST', '/session-uploads/presign', user.token, presignBody(bytes, fields));
     if (presigned.status !== 200) throw new Error(`presign failed: ${JSON.stringify(presigned.body)}`);
     const p = presigned.body;
-    const put = await fetch(p.upload_url, { method: p.method, headers: p.headers, body: bytes });
+    const put = await fetch(p.upload_url, { method: p.method, headers: p.headers, body: new Uint8Array(bytes) });
     if (put.status !== 200) throw new Error(`PUT failed: ${put.status} ${await put.text()}`);
     const done = await call('POST', new URL(p.complete_url).pathname, user.token);
     // What a session says is indexed after the answer: wait for it, so that tests search what they uploaded (unless the

@@ -1,0 +1,57 @@
+/**
+ * The frame every page shares: a header with the signed-in person and a sign-out button, the page's own content, and
+ * the one stylesheet. Server-rendered: text is escaped by Preact, attributes too.
+ */
+import type { ComponentChildren } from 'preact';
+import type { BrowserSession } from '../store/index.js';
+
+export interface PageProps {
+  title: string;
+  session?: BrowserSession | undefined;
+  children: ComponentChildren;
+}
+
+export function Page({ title, session, children }: PageProps) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="referrer" content="no-referrer" />
+        <title>{`${title} · Blue Control`}</title>
+        <link rel="stylesheet" href="/assets/app.css" />
+      </head>
+      <body>
+        <header class="top">
+          <a class="brand" href="/">
+            Blue Control
+          </a>
+          {session === undefined ? null : (
+            <nav aria-label="Account">
+              <span class="who">{session.user.email}</span>
+              <form method="post" action="/sign-out" class="inline">
+                <input type="hidden" name="csrf" value={session.csrf} />
+                <button type="submit" class="link">
+                  Sign out
+                </button>
+              </form>
+            </nav>
+          )}
+        </header>
+        <main id="main">{children}</main>
+      </body>
+    </html>
+  );
+}
+
+export function ErrorPage({ status, message }: { status: number; message: string }) {
+  return (
+    <Page title={`Error ${status}`}>
+      <h1>{status === 404 ? 'Not found' : status === 403 ? 'Not allowed' : 'Something went wrong'}</h1>
+      <p role="alert">{message}</p>
+      <p>
+        <a href="/">Back to the start</a>
+      </p>
+    </Page>
+  );
+}
