@@ -118,6 +118,11 @@ async function readTokenFile(ctx: Context, file: string): Promise<string | undef
     );
   }
   const text = await readFile(file, 'utf8');
+  // Credentials of a device sign-in (JSON): their access token, refreshed first when it is about to expire.
+  if (text.trimStart().startsWith('{')) {
+    const { freshAccessToken, parseCredentials } = await import('./control-api/credentials.js');
+    return freshAccessToken(ctx, file, parseCredentials(text, file)!);
+  }
   const token = nonEmpty(text);
   return token === undefined ? undefined : checkToken(token, file);
 }

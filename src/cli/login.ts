@@ -1,12 +1,14 @@
 /**
- * `blue-agent login --control-url URL --token-stdin [--no-verify] [--json]`: saves where the Control API is (control_url
- * in the agent config, spliced in so that everything else in the file keeps its bytes and comments) and the bearer
- * token (the token file, 0600, written atomically). The token is taken only from stdin — argv is visible to every user
- * of the machine — and never appears in output, logs or error messages.
+ * `blue-agent login --control-url URL [--no-browser] [--json]`: signs this machine in with the device flow (a code
+ * to approve in a browser; credentials that refresh themselves), or, with `--token-stdin [--no-verify]`, saves a
+ * bearer token an administrator made. Either way it saves where the Control API is (control_url in the agent config,
+ * spliced in so that everything else in the file keeps its bytes and comments) and the token or credentials (the
+ * token file, 0600, written atomically). A token is taken only from stdin — argv is visible to every user of the
+ * machine — and never appears in output, logs or error messages.
  *
- * Verification: the token is tried against GET <url>/governance-config. A refused token (401/403) or a wrong URL saves
- * nothing. An unreachable Control API saves anyway with a warning, since a machine is often set up before it can
- * reach the network the Control API lives on; --no-verify skips the check.
+ * Verification of a token from stdin: it is tried against GET <url>/governance-config. A refused token (401/403) or a
+ * wrong URL saves nothing. An unreachable Control API saves anyway with a warning, since a machine is often set up
+ * before it can reach the network the Control API lives on; --no-verify skips the check.
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
@@ -16,7 +18,10 @@ import type { Readable } from 'node:stream';
 import { parseDocument, isMap } from 'yaml';
 import { CONTROL_URL_ENV, TOKEN_ENV, controlSettings, loadAgentConfig } from '../config.js';
 import type { Context } from '../context.js';
+import { deviceSignIn, writeTokenFile, type Credentials } from '../control-api/credentials.js';
 import { fetchGovernanceConfig, governanceConfigUrl } from '../control-api/governance-config.js';
+import { ControlClient } from '../control-api/client.js';
+import { SessionsApi } from '../control-api/sessions.js';
 import { BlueError, toBlueError, usageError } from '../errors.js';
 import { MAX_POLICY_BYTES } from '../policy/validate.js';
 import { agentConfigSchema, parseYamlText, validateDocument } from '../schema/index.js';
@@ -31,6 +36,8 @@ export interface LoginOptions {
   tokenStdin?: boolean;
   /** False with --no-verify. */
   verify?: boolean;
+  /** False with --no-browser: the device flow only prints where to go. */
+  browser?: boolean;
   json?: boolean;
 }
 
@@ -41,6 +48,10 @@ export interface LoginReport {
   token_file: string;
   /** True when the Control API accepted the token; false when the check was skipped or could not be made. */
   verified: boolean;
+  /** `device`: signed in with the device flow (credentials that refresh); `token`: a token from stdin. */
+  method: 'device' | 'token';
+  /** Who the device sign-in is for. */
+  email?: string;
   warnings: string[];
 }
 
@@ -50,8 +61,9 @@ export async function loginCommand(ctx: Context, opts: LoginOptions, stdin: Read
     ctx.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } else {
     const lines = [
+      ...(report.email === undefined ? [] : [`signed in as ${report.email}`]),
       `control_url ${report.control_url} saved in ${report.config_file}`,
-      `token saved in ${report.token_file} (mode 0600)`,
+      report.method === 'device' ? `credentials saved in ${report.token_file} (mode 0600; the access token refreshes itself)` : `token saved in ${report.token_file} (mode 0600)`,
       report.verified ? 'the Control API accepted the token' : 'the token was not verified',
       ...report.warnings.map((w) => `warning: ${w}`),
     ];
@@ -61,14 +73,12 @@ export async function loginCommand(ctx: Context, opts: LoginOptions, stdin: Read
 }
 
 export async function login(ctx: Context, opts: LoginOptions, stdin: Readable): Promise<LoginReport> {
-  if (opts.controlUrl === undefined) throw usageError('--control-url is required', 'Example: blue-agent login --control-url https://control.example.com --token-stdin < token.txt');
-  if (opts.tokenStdin !== true) {
-    throw usageError(
-      'the token is read only from stdin: pass --token-stdin',
-      'A token on the command line is visible to every user of the machine; run `blue-agent login --control-url URL --token-stdin < token-file`.',
-    );
-  }
+  if (opts.controlUrl === undefined) throw usageError('--control-url is required', 'Example: blue-agent login --control-url https://control.example.com');
   const controlUrl = normaliseControlUrl(opts.controlUrl);
+  if (opts.tokenStdin !== true) {
+    if (opts.verify === false) throw usageError('--no-verify applies to a token from stdin only', 'The device flow always checks what it gets; drop --no-verify, or add --token-stdin.');
+    return deviceLogin(ctx, controlUrl, opts);
+  }
   // Without a pipe the terminal is stdin: say what is awaited rather than seem to hang.
   if ((stdin as { isTTY?: boolean }).isTTY === true) ctx.stderr.write('Paste the token, then press Enter and Ctrl-D:\n');
   const token = await readToken(stdin);
@@ -102,21 +112,73 @@ export async function login(ctx: Context, opts: LoginOptions, stdin: Readable): 
     }
   }
 
+  const tokenFile = await save(ctx, controlUrl, `${token}\n`, warnings);
+  return { ok: true, control_url: controlUrl, config_file: ctx.paths.configFile, token_file: tokenFile, verified, method: 'token', warnings };
+}
+
+/**
+ * The device flow: the code and where to approve it on stderr (and the browser opened at that page where one can
+ * be), then the credentials saved once approved, and who they are for.
+ */
+async function deviceLogin(ctx: Context, controlUrl: string, opts: LoginOptions): Promise<LoginReport> {
+  const abort = new AbortController();
+  const interrupted = () => abort.abort();
+  process.once('SIGINT', interrupted);
+  let credentials: Credentials;
+  try {
+    credentials = await deviceSignIn(ctx, controlUrl, {
+      signal: abort.signal,
+      prompt: (code) => {
+        const page = code.verification_uri_complete ?? code.verification_uri;
+        ctx.stderr.write(
+          `To sign in, open ${code.verification_uri} in a browser and enter the code ${code.user_code}\n` +
+            (code.verification_uri_complete === undefined ? '' : `(or open ${code.verification_uri_complete})\n`) +
+            `Waiting for approval (the code works for ${Math.round(code.expires_in / 60)} minutes; Ctrl-C stops)…\n`,
+        );
+        if (opts.browser !== false) void openBrowser(ctx, page);
+      },
+    });
+  } catch (error) {
+    if (abort.signal.aborted) throw new BlueError('LOGIN_EXPIRED', 'the sign-in was stopped before it was approved', { hint: 'Run `blue-agent login` again to sign in.' });
+    throw error;
+  } finally {
+    process.off('SIGINT', interrupted);
+  }
+  const warnings: string[] = [];
+  const client = await ControlClient.create({ controlUrl, token: credentials.access_token, tokenSource: 'the new sign-in', env: ctx.env, userAgent: `blue-agent/${ctx.self.version}`, timeoutMs: VERIFY_TIMEOUT_MS });
+  const api = new SessionsApi(client, () => ctx.clock.now());
+  let me;
+  try {
+    me = await api.me();
+  } finally {
+    await api.close();
+  }
+  const tokenFile = await save(ctx, controlUrl, `${JSON.stringify(credentials)}\n`, warnings);
+  return { ok: true, control_url: controlUrl, config_file: ctx.paths.configFile, token_file: tokenFile, verified: true, method: 'device', email: me.email, warnings };
+}
+
+/** Opens `url` in the person's browser when this machine has a desktop; never waits for it, never fails the login. */
+async function openBrowser(ctx: Context, url: string): Promise<void> {
+  const desktop = ctx.platform === 'darwin' || (ctx.env.DISPLAY ?? '') !== '' || (ctx.env.WAYLAND_DISPLAY ?? '') !== '';
+  if (!desktop || !/^https?:\/\//.test(url)) return;
+  await ctx.run(ctx.platform === 'darwin' ? 'open' : 'xdg-open', [url], { timeoutMs: 5_000 }).catch(() => undefined);
+}
+
+/** Saves the token file's text and control_url (everything that can be refused is checked before anything is written). */
+async function save(ctx: Context, controlUrl: string, tokenText: string, warnings: string[]): Promise<string> {
   const loaded = await loadAgentConfig(ctx);
   const settings = controlSettings(ctx, loaded.config);
-  // Everything that can be refused is checked before anything is written.
   const configWrite = await planControlUrl(ctx.paths.configFile, controlUrl);
-  await writeTokenFile(settings.tokenFile, token).catch((error: unknown) => {
+  await writeTokenFile(settings.tokenFile, tokenText).catch((error: unknown) => {
     throw toBlueError(error, { action: 'write the token to', file: settings.tokenFile });
   });
   await configWrite?.().catch((error: unknown) => {
     throw toBlueError(error, { action: 'update the agent config', file: ctx.paths.configFile });
   });
-
   const envUrl = ctx.env[CONTROL_URL_ENV]?.trim();
   if (envUrl !== undefined && envUrl !== '' && envUrl !== controlUrl) warnings.push(`${CONTROL_URL_ENV} is set and overrides the saved control_url`);
   if ((ctx.env[TOKEN_ENV]?.trim() ?? '') !== '') warnings.push(`${TOKEN_ENV} is set and overrides the saved token`);
-  return { ok: true, control_url: controlUrl, config_file: ctx.paths.configFile, token_file: settings.tokenFile, verified, warnings };
+  return settings.tokenFile;
 }
 
 /** An http(s) base URL without credentials, query or fragment, and without a trailing slash. */
@@ -157,43 +219,6 @@ async function readToken(stdin: Readable): Promise<string> {
     throw usageError('the token on stdin contains white space or control characters', 'The token must be a single word; check what was piped in.');
   }
   return token;
-}
-
-/**
- * Replaces the token file atomically: a new 0600 file beside it, then a rename. A symlink in its place is refused
- * rather than followed, so the token cannot be written wherever a link points.
- */
-async function writeTokenFile(file: string, token: string): Promise<void> {
-  const dir = path.dirname(file);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const existing = await lstat(file).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return undefined;
-    throw error;
-  });
-  if (existing !== undefined && !existing.isFile()) {
-    throw new BlueError('UNSAFE_PATH', `the token file ${file} is ${existing.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'}; refusing to write the token there`, {
-      file,
-      hint: `Remove ${file}, or point token_file in the agent config at a regular file, then log in again.`,
-    });
-  }
-  const temp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
-  const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
-  try {
-    try {
-      await handle.writeFile(`${token}\n`, 'utf8');
-      // The umask may have taken bits away, never added any; chmod states the mode exactly.
-      await handle.chmod(0o600);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, file);
-  } catch (error) {
-    await unlink(temp).catch(() => undefined);
-    throw error;
-  }
-  await chmod(file, 0o600);
-  await fsyncDir(dir);
 }
 
 /**

@@ -150,24 +150,32 @@ which is not a failure.`,
 
   program
     .command('login')
-    .description('save the Control API URL and a bearer token (read from stdin) for policy fetches and uploads')
+    .description('sign this machine in to a Control API: approve a code in a browser (device flow), or save a token from stdin')
     .requiredOption('--control-url <url>', 'the Control API base URL (http or https, may carry a path prefix)')
-    .option('--token-stdin', 'read the token from stdin; required, since a token in argv is visible to every user')
-    .option('--no-verify', 'save without checking the token against GET <url>/governance-config')
+    .option('--no-browser', 'print where to approve the code without opening a browser')
+    .option('--token-stdin', 'instead of the device flow, read a token an administrator made from stdin (never from argv: every user sees argv)')
+    .option('--no-verify', 'with --token-stdin: save without checking the token against GET <url>/governance-config')
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
       `
-Saves control_url in the agent config (only that key changes; comments are kept) and the token in the token file
-(<state dir>/token, or token_file from the config), mode 0600. The token is checked against the Control API first:
-a refused token saves nothing; an unreachable Control API saves anyway, with a warning.
+Without --token-stdin: prints a code and a URL (and opens the browser there when this machine has a desktop); once
+the code is approved in the browser, saves credentials whose short-lived access token refreshes itself. The
+Control API names where to sign in (GET <url>/.well-known/metaharness). Ctrl-C stops waiting.
+
+With --token-stdin: the token is checked against the Control API first: a refused token saves nothing; an
+unreachable Control API saves anyway, with a warning.
+
+Either way, control_url is saved in the agent config (only that key changes; comments are kept) and the token or
+credentials in the token file (<state dir>/token, or token_file from the config), mode 0600.
 BLUE_AGENT_CONTROL_URL and BLUE_AGENT_TOKEN still override what is saved.
 
 Examples:
+  blue-agent login --control-url https://control.example.com
   blue-agent login --control-url https://control.example.com --token-stdin < token.txt
   printf %s "$TOKEN" | blue-agent login --control-url https://example.com/blue --token-stdin --json`,
     )
-    .action(async (opts: { controlUrl: string; tokenStdin?: boolean; verify?: boolean; json?: boolean }) => {
+    .action(async (opts: { controlUrl: string; tokenStdin?: boolean; verify?: boolean; browser?: boolean; json?: boolean }) => {
       const { loginCommand } = await import('./login.js');
       state.exitCode = await loginCommand(ctx, opts);
     });

@@ -87,7 +87,7 @@ export class ControlClient {
     const settings = controlSettings(ctx, config);
     if (settings.controlUrl === undefined) {
       throw new BlueError('CONFIG_INVALID', 'no Control API is configured, so captured sessions cannot be uploaded', {
-        hint: 'Run `blue-agent login --control-url URL --token-stdin`, or set BLUE_AGENT_CONTROL_URL and BLUE_AGENT_TOKEN.',
+        hint: 'Run `blue-agent login --control-url URL`, or set BLUE_AGENT_CONTROL_URL and BLUE_AGENT_TOKEN.',
       });
     }
     return ControlClient.create({
@@ -167,6 +167,37 @@ export class ControlClient {
     throw this.failure(where, status, text, header(response.headers, 'retry-after'));
   }
 
+  /**
+   * A form POST to an OAuth endpoint of the Control API's origin, never with the bearer token: the status and the JSON
+   * answer (undefined when it is not JSON). No answer at all is CONTROL_API_UNREACHABLE.
+   */
+  async postForm(url: URL, fields: Record<string, string>): Promise<{ status: number; body: unknown }> {
+    const where = `POST ${safeUrl(url.href)}`;
+    if (url.origin !== this.origin) throw new BlueError('AUTH_FAILED', `refusing to sign in at ${url.origin}, which is not the Control API (${this.origin})`);
+    let text: string;
+    let status: number;
+    try {
+      const response = await this.undici.request(url, {
+        method: 'POST',
+        headers: { accept: 'application/json', 'user-agent': this.userAgent, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(fields).toString(),
+        dispatcher: this.dispatcher,
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      status = response.statusCode;
+      text = await readCapped(response, this.maxResponseBytes);
+    } catch (error) {
+      throw new BlueError('CONTROL_API_UNREACHABLE', `${where}: ${error instanceof ResponseTooLarge ? 'the answer is too large' : describeNetworkError(error)}`, {
+        hint: 'Check the network and --control-url, then try again.',
+      });
+    }
+    try {
+      return { status, body: JSON.parse(text) as unknown };
+    } catch {
+      return { status, body: undefined };
+    }
+  }
+
   /** Text fit for a message: `scrubText` with this client's token. */
   scrub(text: string): string {
     return scrubText(text, this.token);
@@ -214,9 +245,9 @@ export class ControlClient {
  * again cannot help while it is set.
  */
 export function authFailedHint(tokenSource: string, hasToken: boolean): string {
-  if (!hasToken) return 'No token is configured: run `blue-agent login --control-url URL --token-stdin`, or set BLUE_AGENT_TOKEN.';
+  if (!hasToken) return 'No token is configured: run `blue-agent login --control-url URL`, or set BLUE_AGENT_TOKEN.';
   if (tokenSource === TOKEN_ENV) return `The token was refused. ${TOKEN_ENV} (from the environment) overrides the token file: correct or unset it.`;
-  return `The token from ${tokenSource} was refused: run \`blue-agent login --control-url URL --token-stdin\`.`;
+  return `The token from ${tokenSource} was refused (revoked, or from another server): run \`blue-agent login --control-url URL\` again.`;
 }
 
 type Validate = ((data: unknown) => boolean) & { errors?: AjvError[] | null };

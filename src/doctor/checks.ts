@@ -22,7 +22,7 @@ export type Check =
   | { id: string; status: 'ok' | 'skip'; message: string; fix?: undefined }
   | { id: string; status: 'warn' | 'fail'; message: string; fix: string };
 
-const LOGIN = 'blue-agent login --control-url URL --token-stdin';
+const LOGIN = 'blue-agent login --control-url URL';
 
 /** The message of every check skipped because the agent config does not parse. */
 export const SKIPPED_CONFIG = 'skipped: the agent config does not parse';

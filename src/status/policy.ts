@@ -55,7 +55,7 @@ export async function readPolicyOffline(ctx: Context, config: AgentConfig): Prom
       error: {
         code: 'POLICY_MISSING',
         message: 'no governance policy source is configured',
-        hint: 'Run `blue-agent login --control-url URL --token-stdin`, or set policy_file in the agent config.',
+        hint: 'Run `blue-agent login --control-url URL`, or set policy_file in the agent config.',
       },
     };
   }

@@ -115,10 +115,13 @@ describe('blue-agent login', () => {
     expect(server.requests).toHaveLength(0);
   });
 
-  it('takes the token only from stdin', async () => {
-    const error = await rejected(loginCommand(t.ctx, { controlUrl: server.origin }, stdin(TOKEN)));
-    expect(error.code).toBe('USAGE');
-    expect(error.message).toContain('--token-stdin');
+  it('reads no token without --token-stdin: that is the device flow (test/cli/login-device.test.ts)', async () => {
+    const input = stdin(TOKEN);
+    const error = await rejected(loginCommand(t.ctx, { controlUrl: server.origin }, input));
+    expect(error.message).toContain('offers no device sign-in');
+    expect(input.readableEnded).toBe(false);
+    expect(server.requests.map((r) => r.url)).toEqual(['/.well-known/metaharness']);
+    expect(server.requests[0]!.headers.authorization).toBeUndefined();
   });
 
   it('refuses to write the token through a symbolic link', async () => {

@@ -100,7 +100,7 @@ describe('ControlClient', () => {
     expect(fromEnv.hint).not.toMatch(/login/);
     const fromFile = await refused('/home/ada/.local/state/blue-agent/token', TOKEN);
     expect(fromFile.hint).toContain('/home/ada/.local/state/blue-agent/token');
-    expect(fromFile.hint).toContain('run `blue-agent login --control-url URL --token-stdin`');
+    expect(fromFile.hint).toContain('run `blue-agent login --control-url URL` again');
     expect(fromFile.hint).not.toContain('set BLUE_AGENT_TOKEN');
     const none = await refused('/home/ada/.local/state/blue-agent/token', undefined);
     expect(none.hint).toContain('No token is configured');

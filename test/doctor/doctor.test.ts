@@ -101,7 +101,7 @@ describe('doctor', () => {
     await s.harnesses({ claude: '2.1.332 (Claude Code)' });
     let result = await doctor();
     expect(result.code).toBe(1);
-    expect(result.checks['control-api']).toMatchObject({ status: 'fail', fix: expect.stringContaining('blue-agent login --control-url URL --token-stdin') });
+    expect(result.checks['control-api']).toMatchObject({ status: 'fail', fix: expect.stringContaining('blue-agent login --control-url URL') });
     expect(result.checks.policy).toMatchObject({ status: 'fail' });
     expect(result.checks.token).toMatchObject({ status: 'ok' });
 
@@ -134,7 +134,7 @@ describe('doctor', () => {
     let result = await doctor();
     expect(result.code).toBe(1);
     expect(result.checks['control-api']).toMatchObject({ status: 'ok' });
-    expect(result.checks.token).toMatchObject({ status: 'fail', message: expect.stringContaining('HTTP 401'), fix: expect.stringContaining('blue-agent login --control-url URL --token-stdin') });
+    expect(result.checks.token).toMatchObject({ status: 'fail', message: expect.stringContaining('HTTP 401'), fix: expect.stringContaining('blue-agent login --control-url URL') });
 
     await s.token(api!.alice.token, 0o644);
     result = await doctor();

@@ -142,7 +142,7 @@ describe('status', () => {
     expect(report.last_drain).toBeNull();
     const human = (await s.cli(['status'])).stdout;
     expect(human).toMatch(/^Policy +no governance policy source is configured$/m);
-    expect(human).toContain('hint: Run `blue-agent login --control-url URL --token-stdin`');
+    expect(human).toContain('hint: Run `blue-agent login --control-url URL`');
     expect(human).toMatch(/^Last drain +none recorded$/m);
   });
 

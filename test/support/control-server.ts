@@ -73,6 +73,10 @@ export interface TestServerOptions {
   /** Background garbage collection (off unless given: tests call gc themselves). */
   gc?: ControlServerOptions['gc'];
   indexer?: ControlServerOptions['indexer'];
+  /** Token and device-code lifetimes (identity/oauth.ts). */
+  identity?: ControlServerOptions['identity'];
+  /** The server's clock runs with the real one (plus what `advance` adds): for agents that poll in real time. */
+  liveClock?: boolean;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -80,7 +84,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const dataDir = path.join(root, 'data');
   const blobDir = path.join(dataDir, 'blobs');
   let now = options.startAt ?? Date.UTC(2026, 0, 1);
-  const clock = { now: () => now, advance: (ms: number) => void (now += ms) };
+  let offset = 0;
+  const clock =
+    options.liveClock === true ? { now: () => Date.now() + offset, advance: (ms: number) => void (offset += ms) } : { now: () => now, advance: (ms: number) => void (now += ms) };
   const profiles = options.profiles === false ? undefined : await loadProfiles(path.join(repoRoot, 'profiles'));
   const storeOptions: StoreOptions = { dataDir, databaseUrl: options.backend === 'postgres' ? await freshDatabase() : undefined };
   const store = await openStore(storeOptions);
@@ -88,7 +94,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     store,
     ...(profiles === undefined ? {} : { harnessMetadata: harnessMetadataDocument(profiles), profiles: knownProfiles(profiles), bundleProfiles: profiles }),
     blobs: async (publicUrl) => {
-      const local = await createLocalBlobStore({ dir: blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => now });
+      const local = await createLocalBlobStore({ dir: blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => clock.now() });
       return options.wrapBlobs?.(local) ?? local;
     },
     clock,
@@ -98,6 +104,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     log: options.log,
     events: options.events,
     gc: options.gc ?? { intervalMs: 0 },
+    identity: options.identity,
     assetsDir: path.join(repoRoot, 'dist', 'assets'),
     indexer: options.indexer,
   });
