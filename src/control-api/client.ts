@@ -5,7 +5,8 @@
  * for its own answers (ETag, same-origin redirects). No message ever holds the token or a signed URL's query.
  */
 import type { Dispatcher } from 'undici';
-import { controlSettings, loadAgentConfig, TOKEN_ENV } from '../config.js';
+import { loadAgentConfig } from '../config.js';
+import { controlSettings, TOKEN_ENV } from './settings.js';
 import type { Context, Env } from '../context.js';
 import { BlueError } from '../errors.js';
 import { describeSchemaError, type AjvError } from '../schema/index.js';

@@ -11,7 +11,8 @@
  *   - reports to `POST /client-status` after each reconcile, and leaves `<state>/agent-run.json` for `status`.
  * Everything is timers and native file watches: an idle agent does no work at all.
  */
-import { controlSettings, loadAgentConfig, type AgentConfig } from '../config.js';
+import { loadAgentConfig, type AgentConfig } from '../config.js';
+import { controlSettings } from '../control-api/settings.js';
 import type { Context } from '../context.js';
 import { BlueError, toBlueError } from '../errors.js';
 import { SpoolView } from '../spool/index.js';

@@ -5,7 +5,8 @@
  */
 import { lstat, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { controlSettings, loadAgentConfig } from '../config.js';
+import { loadAgentConfig } from '../config.js';
+import { controlSettings } from '../control-api/settings.js';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';
 import { fetchGovernanceConfig, governanceConfigUrl } from '../control-api/governance-config.js';

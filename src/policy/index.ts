@@ -5,7 +5,8 @@
  * this blue-agent, the last-known-good copy is deleted too, so nothing keeps being applied from it.
  */
 import path from 'node:path';
-import { controlSettings, resolveConfigPath } from '../config.js';
+import { resolveConfigPath } from '../config.js';
+import { controlSettings } from '../control-api/settings.js';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';
 import type { AgentConfig, GovernancePolicy } from '../schema/index.js';

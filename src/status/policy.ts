@@ -3,7 +3,8 @@
  * revision fetched from the Control API, judged by the same compatibility rules as reconcile (its warnings kept).
  * Nothing is written (no cache refresh, no document cache, no cache deleted).
  */
-import { controlSettings, resolveConfigPath } from '../config.js';
+import { resolveConfigPath } from '../config.js';
+import { controlSettings } from '../control-api/settings.js';
 import type { Context } from '../context.js';
 import { toBlueError } from '../errors.js';
 import { checkCompatibility, checkUploadOrigin, governanceConfigUrl, loadPolicyFile, readLastKnownGood, DEFAULT_TTL_SECONDS, type ResolvedPolicy } from '../policy/index.js';

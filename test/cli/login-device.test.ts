@@ -7,7 +7,8 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { controlSettings, loadAgentConfig } from '../../src/config.js';
+import { loadAgentConfig } from '../../src/config.js';
+import { controlSettings } from '../../src/control-api/settings.js';
 import { main } from '../../src/cli/main.js';
 import { startTestServer, type TestServer, type TestUser } from '../support/control-server.js';
 import { makeTestHome, type TestHome } from '../support/context.js';

@@ -7,7 +7,8 @@ import { lstat, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promis
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { controlSettings, loadAgentConfig } from '../../src/config.js';
+import { loadAgentConfig } from '../../src/config.js';
+import { controlSettings } from '../../src/control-api/settings.js';
 import { loginCommand } from '../../src/cli/login.js';
 import { main } from '../../src/cli/main.js';
 import { closedOrigin, startPolicyServer, type PolicyServer } from '../support/policy-server.js';
