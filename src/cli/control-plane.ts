@@ -5,6 +5,7 @@
 import path from 'node:path';
 import type { Context } from '../context.js';
 import { usageError } from '../errors.js';
+import type { OidcSettings } from '../control-plane/identity/oidc.js';
 import type { Grant, StoreOptions } from '../control-plane/store/index.js';
 
 export interface DataOptions {
@@ -29,6 +30,12 @@ export interface ServeOptions extends DataOptions, BlobOptions {
   uploadUrlTtl?: string;
   gcInterval?: string;
   logFormat?: string;
+  oidcIssuer?: string;
+  oidcClientId?: string;
+  oidcClientSecretFile?: string;
+  oidcAdminGroup?: string;
+  oidcScope?: string;
+  oidcName?: string;
 }
 
 /** --data, else BLUE_CONTROL_DATA, else `$XDG_DATA_HOME/blue-agent/control` (`~/.local/share/blue-agent/control`). */
@@ -282,6 +289,52 @@ function logFormat(ctx: Context, opts: ServeOptions): 'text' | 'json' {
   throw usageError(`BLUE_CONTROL_LOG_FORMAT must be text or json, not "${given}"`, 'Unset it, or set it to json for one JSON object per line.');
 }
 
+/**
+ * The identity provider from --oidc-* (or BLUE_CONTROL_OIDC_*): the issuer (https, or http on this machine), the
+ * client id and its secret, from a 0600 file or the environment, never from argv. Undefined: sign-in links only.
+ */
+async function oidcSettings(ctx: Context, opts: ServeOptions): Promise<OidcSettings | undefined> {
+  const env = (name: string) => (ctx.env[name] === '' ? undefined : ctx.env[name]);
+  const issuer = opts.oidcIssuer ?? env('BLUE_CONTROL_OIDC_ISSUER');
+  const clientId = opts.oidcClientId ?? env('BLUE_CONTROL_OIDC_CLIENT_ID');
+  const related = [opts.oidcClientSecretFile, opts.oidcAdminGroup, opts.oidcScope, opts.oidcName, clientId];
+  if (issuer === undefined) {
+    if (related.some((v) => v !== undefined)) throw usageError('the --oidc-* options need --oidc-issuer', 'Give the identity provider\'s issuer URL, e.g. --oidc-issuer https://login.example.com.');
+    return undefined;
+  }
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    throw usageError(`--oidc-issuer is not a URL: "${issuer}"`, 'Give the issuer URL, e.g. https://login.example.com or https://accounts.google.com.');
+  }
+  const { loopbackIssuer } = await import('../control-plane/identity/oidc.js');
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopbackIssuer(url))) {
+    throw usageError(`--oidc-issuer must be https (http only on this machine), not ${url.protocol}//${url.host}`, 'Sign-in tokens must not cross a network in clear text.');
+  }
+  if (clientId === undefined) throw usageError('--oidc-issuer needs --oidc-client-id', 'The client id this server is registered with at the identity provider.');
+  let secret = env('BLUE_CONTROL_OIDC_CLIENT_SECRET');
+  if (opts.oidcClientSecretFile !== undefined) {
+    const { readFile, stat } = await import('node:fs/promises');
+    const file = path.resolve(ctx.cwd, opts.oidcClientSecretFile);
+    const info = await stat(file).catch(() => undefined);
+    if (info === undefined || !info.isFile()) throw usageError(`--oidc-client-secret-file: ${file} is not a readable file`, 'Give the file holding only the client secret.');
+    if ((info.mode & 0o077) !== 0) throw usageError(`--oidc-client-secret-file: ${file} is readable by group or others`, `Run \`chmod 600 ${file}\`.`);
+    secret = (await readFile(file, 'utf8')).trim();
+  }
+  if (secret === undefined || secret === '') {
+    throw usageError('--oidc-issuer needs the client secret', 'Give it in a 0600 file with --oidc-client-secret-file, or in BLUE_CONTROL_OIDC_CLIENT_SECRET (never on the command line).');
+  }
+  return {
+    issuer: url.href.replace(/\/$/, ''),
+    clientId,
+    clientSecret: secret,
+    adminGroup: opts.oidcAdminGroup ?? env('BLUE_CONTROL_OIDC_ADMIN_GROUP'),
+    scope: opts.oidcScope ?? env('BLUE_CONTROL_OIDC_SCOPE'),
+    name: opts.oidcName ?? env('BLUE_CONTROL_OIDC_NAME'),
+  };
+}
+
 /** Serves until SIGINT or SIGTERM (or `stop`, for tests). */
 export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Promise<void>): Promise<number> {
   const { createControlServer } = await import('../control-plane/server.js');
@@ -297,6 +350,7 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
   const profiles = await loadProfiles(ctx.paths.profilesDir);
   // Every option is checked before the database is opened: a refused command creates no data directory.
   const retentionDays = positiveNumber('--retention-days', opts.retentionDays);
+  const oidc = await oidcSettings(ctx, opts);
   const uploadUrlTtlSeconds = positiveNumber('--upload-url-ttl', opts.uploadUrlTtl);
   const gcMinutes = opts.gcInterval === undefined ? 60 : opts.gcInterval === '0' ? 0 : positiveNumber('--gc-interval', opts.gcInterval)!;
   const format = logFormat(ctx, opts);
@@ -309,6 +363,7 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
     bundleProfiles: profiles,
     publicUrl: opts.publicUrl,
     assetsDir: ctx.paths.webAssetsDir,
+    oidc,
     blobs: (publicUrl) => openBlobs(ctx, dir, opts, publicUrl),
     clock: ctx.clock,
     retentionDays,

@@ -477,7 +477,13 @@ Examples:
       .option('--retention-days <n>', 'keep uploaded bundles this many days after completion (default 90)')
       .option('--upload-url-ttl <seconds>', 'how long an upload URL stays valid (default 900)')
       .option('--gc-interval <minutes>', 'delete expired and deleted sessions\' bundles in the background this often (default 60; 0: never, run control-plane gc instead)')
-      .addOption(new Option('--log-format <format>', 'one line per request on stderr, as text or as JSON objects (default: BLUE_CONTROL_LOG_FORMAT, else text)').choices(['text', 'json'])),
+      .addOption(new Option('--log-format <format>', 'one line per request on stderr, as text or as JSON objects (default: BLUE_CONTROL_LOG_FORMAT, else text)').choices(['text', 'json']))
+      .option('--oidc-issuer <url>', "sign people's browsers in with this OpenID Connect provider (https; BLUE_CONTROL_OIDC_ISSUER)")
+      .option('--oidc-client-id <id>', 'the client id registered there, redirect URI <public url>/auth/oidc/callback (BLUE_CONTROL_OIDC_CLIENT_ID)')
+      .option('--oidc-client-secret-file <file>', 'a 0600 file holding the client secret (or BLUE_CONTROL_OIDC_CLIENT_SECRET)')
+      .option('--oidc-admin-group <name>', "members of this group (the provider's groups claim) are administrators (BLUE_CONTROL_OIDC_ADMIN_GROUP)")
+      .option('--oidc-scope <scopes>', 'scopes asked for (default "openid email profile"; add groups where the provider needs it)')
+      .option('--oidc-name <name>', 'the provider as the sign-in button names it (default: its host)'),
   )
     .addHelpText(
       'after',
@@ -485,8 +491,13 @@ Examples:
 Metadata lives in <data>/control.db (SQLite), or in PostgreSQL with --database-url: then any number of serve
 processes may share the database and the blob store (S3), each stateless. Add users and publish policies with the
 other control-plane commands, also while servers run. On a database without users, serve creates the administrator
-admin@localhost (its token in <data>/admin-token, 0600, never printed) and prints how to log in; without a policy, it
-publishes a default one whose presign_url is this server's own (--public-url, else the --listen address).
+admin@localhost (its token in <data>/admin-token, 0600, never printed) and prints how to log in, and a one-time link
+that signs a browser in to the dashboard; without a policy, it publishes a default one whose presign_url is this
+server's own (--public-url, else the --listen address).
+
+People sign in with \`blue-agent login\` (a code approved at <public url>/device) and in browsers with one-time
+links (\`control-plane users link EMAIL\`), or through the organisation's OpenID provider with --oidc-*: users are
+made on first sign-in by their verified e-mail; --oidc-admin-group makes that group's members administrators.
 Agents that run \`blue-agent run\` hear of a new policy at once (GET /governance-config/events).
 
 Each request is logged on stderr (BLUE_AGENT_LOG_LEVEL=error: unexpected errors only), as JSON with --log-format json.

@@ -19,6 +19,7 @@ import type { SessionDetail } from '../schema/generated/control-session-detail.j
 import type { SharingRequest } from '../schema/generated/control-sharing.js';
 import type { BlobStore } from './blobs/types.js';
 import { deviceAuthorization, revocationEndpoint, tokenEndpoint, type IdentitySettings } from './identity/oauth.js';
+import type { OidcSignIn } from './identity/oidc.js';
 import { listUsers, listUserTokens, revokeUserToken } from './identity/users.js';
 import { accountPage, revokeOwnToken } from './web/account.js';
 import { serveAsset } from './web/assets.js';
@@ -84,6 +85,8 @@ export interface RouteContext {
   identitySettings: IdentitySettings;
   /** Where the dashboard's built stylesheet and scripts are (dist/assets); undefined: none are served. */
   assetsDir?: string | undefined;
+  /** Browser sign-in through the organisation's identity provider; undefined: sign-in links only. */
+  oidc?: OidcSignIn | undefined;
 }
 
 export interface EventStreamLimits {
@@ -183,10 +186,17 @@ export const ROUTES: readonly Route[] = [
   route('/sign-in', { GET: signInPage }, { page: true }),
   route('/sign-out', { POST: signOut }, { page: true }),
   route('/auth/link', { GET: signInLinkPage, POST: signInWithLink }, { page: true }),
+  route('/auth/oidc/start', { GET: (rc, req) => withOidc(rc).start(rc, req) }, { page: true }),
+  route('/auth/oidc/callback', { GET: (rc, req) => withOidc(rc).callback(rc, req) }, { page: true }),
   route('/device', { GET: devicePage, POST: deviceDecision }, { page: true }),
   route('/account', { GET: accountPage }, { page: true }),
   route(`/account/tokens/${ID}/revoke`, { POST: revokeOwnToken }, { page: true }),
 ];
+
+function withOidc(rc: RouteContext): OidcSignIn {
+  if (rc.oidc === undefined) throw new HttpError(404, 'not_found', 'this server signs people in with sign-in links only: it has no identity provider configured');
+  return rc.oidc;
+}
 
 /** GET /: the signed-in person's start page. */
 async function home(_rc: RouteContext, req: Request): Promise<void> {

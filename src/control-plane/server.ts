@@ -22,6 +22,7 @@ import { ROUTES, type RouteContext } from './routes.js';
 import type { ApiScope, ControlStore, User } from './store/index.js';
 import { storeUnavailable } from './store/unavailable.js';
 import { DEFAULT_IDENTITY, type IdentitySettings } from './identity/oauth.js';
+import { OidcSignIn, type OidcSettings } from './identity/oidc.js';
 import { sendErrorPage } from './web/errors.js';
 
 export interface ControlServerOptions {
@@ -66,6 +67,8 @@ export interface ControlServerOptions {
   identity?: Partial<IdentitySettings> | undefined;
   /** The dashboard's built assets (dist/assets). */
   assetsDir?: string | undefined;
+  /** Browser sign-in through an OpenID provider; absent: one-time sign-in links only. */
+  oidc?: OidcSettings | undefined;
 }
 
 export interface ControlServer {
@@ -110,6 +113,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     profiles: options.profiles,
     identitySettings: { ...DEFAULT_IDENTITY, ...definedOnly(options.identity ?? {}) },
     assetsDir: options.assetsDir,
+    oidc: options.oidc === undefined ? undefined : new OidcSignIn(options.oidc),
     revisions: new RevisionFeed(store, { intervalMs: options.events?.pollMs, log }),
     log,
     metrics,

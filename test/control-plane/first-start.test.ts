@@ -3,7 +3,7 @@
  * whose token stays out of every output, a default policy presigned at the server's own origin; `policy publish`
  * warns when presign_url leaves that origin; agents of a server without a policy are told to publish one.
  */
-import { readFile, stat } from 'node:fs/promises';
+import { chmod, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -13,7 +13,8 @@ import { main } from '../../src/cli/main.js';
 import { openStore } from '../../src/control-plane/store/index.js';
 import { reconcile } from '../../src/reconcile/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
-import { BACKENDS } from '../support/control-server.js';
+import { BACKENDS, freePort } from '../support/control-server.js';
+import { signInThroughProvider, startOidcProvider } from '../support/oidc-provider.js';
 import { rejected } from '../support/errors.js';
 import { freshDatabase } from '../support/postgres-db.js';
 
@@ -188,6 +189,33 @@ describe('a Control API without a policy', () => {
       expect(`${error.message} ${error.hint}`).not.toMatch(/check control_url/i);
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe('control-plane serve with an identity provider', () => {
+  it('reads the client secret from a 0600 file (never argv) and signs browsers in through the provider', async () => {
+    const port = await freePort();
+    const idp = await startOidcProvider(`http://127.0.0.1:${port}/auth/oidc/callback`, [{ email: 'gwen@example.com', groups: ['ops'] }]);
+    try {
+      const secretFile = path.join(home.root, 'oidc-secret');
+      await writeFile(secretFile, `${idp.clientSecret}\n`, { mode: 0o644 });
+      const options = { listen: `127.0.0.1:${port}`, oidcIssuer: idp.issuer, oidcClientId: idp.clientId, oidcClientSecretFile: secretFile, oidcAdminGroup: 'ops' };
+      const loose = await rejected(serveCommand(home.ctx, options, Promise.resolve()));
+      expect([loose.code, loose.message]).toEqual(['USAGE', `--oidc-client-secret-file: ${secretFile} is readable by group or others`]);
+      await chmod(secretFile, 0o600);
+      const server = await serve(options);
+      try {
+        const { landed, jar } = await signInThroughProvider(`${server.url}/auth/oidc/start`, 'gwen@example.com');
+        expect(landed).toBe(`${server.url}/account`);
+        const account = await fetch(`${server.url}/account`, { headers: { cookie: jar.header(new URL(server.url)) ?? '' } });
+        expect(await account.text()).toContain('Signed in as <strong>gwen@example.com</strong> (administrator)');
+        expect(home.stdout.text() + home.stderr.text()).not.toContain(idp.clientSecret);
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      await idp.close();
     }
   });
 });

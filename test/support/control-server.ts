@@ -77,6 +77,20 @@ export interface TestServerOptions {
   identity?: ControlServerOptions['identity'];
   /** The server's clock runs with the real one (plus what `advance` adds): for agents that poll in real time. */
   liveClock?: boolean;
+  /** Browser sign-in through an OpenID provider (test/support/oidc-provider.ts). */
+  oidc?: ControlServerOptions['oidc'];
+  /** Listen on this port (default: any free one): for a provider that must know the redirect URI first. */
+  port?: number;
+}
+
+/** A free loopback port, for a server whose URL must be known before it starts. */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -105,10 +119,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     events: options.events,
     gc: options.gc ?? { intervalMs: 0 },
     identity: options.identity,
+    oidc: options.oidc,
     assetsDir: path.join(repoRoot, 'dist', 'assets'),
     indexer: options.indexer,
   });
-  const { url } = await server.listen('127.0.0.1', 0);
+  const { url } = await server.listen('127.0.0.1', options.port ?? 0);
   const add = async (email: string, admin: boolean): Promise<TestUser> => {
     const { user, token } = await server.store.addUser(email, admin, now);
     return { id: user.id, email, token };

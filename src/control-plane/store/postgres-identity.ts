@@ -5,7 +5,7 @@
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { GRANT_HISTORY_MS, hashToken, LAST_USED_GRANULARITY_MS, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
-import type { BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewDeviceCode, TokenCaller, TokenLifetimes, User } from './types.js';
+import type { BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewDeviceCode, OidcLogin, TokenCaller, TokenLifetimes, User } from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | boolean | null;
@@ -211,12 +211,25 @@ export class PostgresIdentity implements IdentityStore {
     return row === undefined ? undefined : this.pg.toUser(row);
   }
 
+  async createOidcLogin(state: string, login: OidcLogin, now: number, ttlMs: number): Promise<void> {
+    await this.pg.db.run('INSERT INTO oidc_logins (state_hash, code_verifier, nonce, next, expires_at) VALUES ($1, $2, $3, $4, $5)', hashToken(state), login.code_verifier, login.nonce, login.next, now + ttlMs);
+  }
+
+  async takeOidcLogin(state: string, now: number): Promise<OidcLogin | undefined> {
+    if (!this.pg.storable(state)) return undefined;
+    // Taken by whichever request deletes it: one callback per sign-in, across replicas.
+    const row = await this.pg.db.get('DELETE FROM oidc_logins WHERE state_hash = $1 RETURNING *', hashToken(state));
+    if (row === undefined || Number(row.expires_at) <= now) return undefined;
+    return { code_verifier: String(row.code_verifier), nonce: String(row.nonce), next: String(row.next) };
+  }
+
   async purgeExpired(now: number): Promise<number> {
     return this.pg.transaction(async (db) => {
       let rows = 0;
       rows += await db.run('DELETE FROM device_codes WHERE expires_at <= $1', now);
       rows += await db.run('DELETE FROM browser_sessions WHERE expires_at <= $1', now);
       rows += await db.run('DELETE FROM sign_in_links WHERE expires_at <= $1', now);
+      rows += await db.run('DELETE FROM oidc_logins WHERE expires_at <= $1', now);
       rows += await db.run('DELETE FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= $1', now);
       const before = now - GRANT_HISTORY_MS;
       rows += await db.run('DELETE FROM grants WHERE revoked_at <= $1 OR expires_at <= $1', before);

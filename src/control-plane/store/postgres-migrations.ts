@@ -154,7 +154,7 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
   );
   `,
   // 5: sign-ins and their tokens (each user's token becomes a personal sign-in with every scope), device codes,
-  //    browser sessions and one-time sign-in links.
+  //    browser sessions, one-time sign-in links and browser sign-ins under way at the identity provider.
   `
   CREATE TABLE grants (
     id text COLLATE "C" PRIMARY KEY,
@@ -201,6 +201,13 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
     hash text COLLATE "C" PRIMARY KEY,
     user_id text COLLATE "C" NOT NULL REFERENCES users(id),
     created_at bigint NOT NULL,
+    expires_at bigint NOT NULL
+  );
+  CREATE TABLE oidc_logins (
+    state_hash text COLLATE "C" PRIMARY KEY,
+    code_verifier text NOT NULL,
+    nonce text NOT NULL,
+    next text NOT NULL,
     expires_at bigint NOT NULL
   );
   INSERT INTO grants (id, user_id, kind, scopes, label, created_at)

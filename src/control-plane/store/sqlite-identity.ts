@@ -4,7 +4,7 @@
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { GRANT_HISTORY_MS, hashToken, LAST_USED_GRANULARITY_MS, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
-import type { BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewDeviceCode, TokenCaller, TokenLifetimes, User } from './types.js';
+import type { BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewDeviceCode, OidcLogin, TokenCaller, TokenLifetimes, User } from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | null;
@@ -210,12 +210,23 @@ export class SqliteIdentity implements IdentityStore {
     });
   }
 
+  async createOidcLogin(state: string, login: OidcLogin, now: number, ttlMs: number): Promise<void> {
+    this.db.run('INSERT INTO oidc_logins (state_hash, code_verifier, nonce, next, expires_at) VALUES (?, ?, ?, ?, ?)', hashToken(state), login.code_verifier, login.nonce, login.next, now + ttlMs);
+  }
+
+  async takeOidcLogin(state: string, now: number): Promise<OidcLogin | undefined> {
+    const row = this.db.get('DELETE FROM oidc_logins WHERE state_hash = ? RETURNING *', hashToken(state));
+    if (row === undefined || Number(row.expires_at) <= now) return undefined;
+    return { code_verifier: String(row.code_verifier), nonce: String(row.nonce), next: String(row.next) };
+  }
+
   async purgeExpired(now: number): Promise<number> {
     return this.db.transaction(() => {
       let rows = 0;
       rows += this.db.run('DELETE FROM device_codes WHERE expires_at <= ?', now);
       rows += this.db.run('DELETE FROM browser_sessions WHERE expires_at <= ?', now);
       rows += this.db.run('DELETE FROM sign_in_links WHERE expires_at <= ?', now);
+      rows += this.db.run('DELETE FROM oidc_logins WHERE expires_at <= ?', now);
       rows += this.db.run('DELETE FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= ?', now);
       const before = now - GRANT_HISTORY_MS;
       rows += this.db.run('DELETE FROM grants WHERE revoked_at <= ? OR expires_at <= ?', before, before);

@@ -212,7 +212,7 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
   CREATE TABLE search_queue (session_id TEXT PRIMARY KEY, artifact_id TEXT NOT NULL, queued_at INTEGER NOT NULL, claimed_until INTEGER NOT NULL DEFAULT 0);
   `,
   // 7: sign-ins and their tokens (each user's token becomes a personal sign-in with every scope), device codes,
-  //    browser sessions and one-time sign-in links. users.token_hash stays, unread, holding no token: SQLite drops a
+  //    browser sessions, one-time sign-in links and browser sign-ins under way at the identity provider. users.token_hash stays, unread, holding no token: SQLite drops a
   //    UNIQUE column only by rebuilding the table every other table refers to.
   (db) => {
     db.exec(`
@@ -261,6 +261,13 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
         hash TEXT PRIMARY KEY,
         user_id TEXT NOT NULL REFERENCES users(id),
         created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE TABLE oidc_logins (
+        state_hash TEXT PRIMARY KEY,
+        code_verifier TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        next TEXT NOT NULL,
         expires_at INTEGER NOT NULL
       );
     `);

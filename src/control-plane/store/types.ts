@@ -312,6 +312,13 @@ export interface BrowserSession {
   expires_at: number;
 }
 
+/** What the identity provider's callback needs: the PKCE verifier, the nonce, and where the person was going. */
+export interface OidcLogin {
+  code_verifier: string;
+  nonce: string;
+  next: string;
+}
+
 export interface IdentityStore {
   /** The caller of an access or personal token; `expired` for an access token past its time; undefined otherwise. */
   authenticate(token: string, now: number): Promise<TokenCaller | 'expired' | undefined>;
@@ -346,6 +353,11 @@ export interface IdentityStore {
   createSignInLink(userId: string, now: number, ttlMs: number): Promise<string>;
   /** The user a sign-in link names, once: the link is spent. */
   useSignInLink(token: string, now: number): Promise<User | undefined>;
+
+  /** A browser sign-in at the identity provider under way: what its callback needs, kept by the hash of its state. */
+  createOidcLogin(state: string, login: OidcLogin, now: number, ttlMs: number): Promise<void>;
+  /** The sign-in of `state`, once: it is deleted as it is read; undefined when unknown or expired. */
+  takeOidcLogin(state: string, now: number): Promise<OidcLogin | undefined>;
 
   /** Deletes expired device codes, sessions, links and tokens, and sign-ins lapsed or revoked long ago; how many rows. */
   purgeExpired(now: number): Promise<number>;

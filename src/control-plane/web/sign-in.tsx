@@ -19,10 +19,10 @@ const SCOPE_WORDS: Record<string, string> = {
   admin: 'administer: users, their tokens, the audit log, every machine’s status',
 };
 
-/** Starts a browser session for `userId` and sends the browser on to `next`. */
-export async function signInBrowser(rc: RouteContext, req: Request, userId: string, next: string): Promise<void> {
+/** Starts a browser session for `userId` and sends the browser on to `next` (with any other cookies to set). */
+export async function signInBrowser(rc: RouteContext, req: Request, userId: string, next: string, cookies: string[] = []): Promise<void> {
   const { token } = await rc.store.identity.createBrowserSession(userId, rc.now(), rc.identitySettings.browserSessionTtlMs);
-  redirect(req.reply, safeNext(next), { 'set-cookie': sessionCookie(rc, token) });
+  redirect(req.reply, safeNext(next), { 'set-cookie': [sessionCookie(rc, token), ...cookies] });
 }
 
 /** GET /sign-in: how to sign in here. */
@@ -38,10 +38,24 @@ export async function signInPage(rc: RouteContext, req: Request): Promise<void> 
         <h1>Sign in</h1>
         {failed === null ? null : (
           <p class="warning" role="alert">
-            {failed === 'link' ? 'That sign-in link is not valid: it was used already, it expired, or it was copied incompletely. Ask for a new one.' : 'Signing in did not work. Try again.'}
+            {failed === 'link'
+              ? 'That sign-in link is not valid: it was used already, it expired, or it was copied incompletely. Ask for a new one.'
+              : failed === 'email'
+                ? 'Your identity provider did not give a verified e-mail address, which this server needs to know who you are.'
+                : 'Signing in did not work, or took too long. Try again.'}
           </p>
         )}
-        <p>Sign in with a one-time link from an administrator. An administrator makes one with:</p>
+        {rc.oidc === undefined ? null : (
+          <p>
+            <a class="button primary" href={`/auth/oidc/start?next=${encodeURIComponent(next)}`}>
+              Sign in with {rc.oidc.name}
+            </a>
+          </p>
+        )}
+        <p>
+          {rc.oidc === undefined ? 'Sign in with a one-time link from an administrator.' : 'Or use a one-time sign-in link from an administrator.'} An
+          administrator makes one with:
+        </p>
         <pre>blue-agent control-plane users link you@example.com</pre>
       </div>
     </Page>,
