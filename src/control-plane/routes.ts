@@ -18,6 +18,7 @@ import type { PresignRequest } from '../schema/generated/control-presign.js';
 import type { SessionDetail } from '../schema/generated/control-session-detail.js';
 import type { SharingRequest } from '../schema/generated/control-sharing.js';
 import type { BlobStore } from './blobs/types.js';
+import { auditAdminRead, changeSharing, downloadLink, removeSession, visibleSession } from './session-actions.js';
 import { deviceAuthorization, revocationEndpoint, tokenEndpoint, type IdentitySettings } from './identity/oauth.js';
 import type { OidcSignIn } from './identity/oidc.js';
 import { listUsers, listUserTokens, revokeUserToken } from './identity/users.js';
@@ -43,7 +44,6 @@ import {
   type AuditAction,
   type CapturedSession,
   type ControlStore,
-  type NewAuditEvent,
   type SessionQuery,
   type User,
 } from './store/index.js';
@@ -55,8 +55,6 @@ export const DEFAULT_CURSOR_PAGE = 50;
 export const DEFAULT_NUMBERED_PAGE = 25;
 export const MAX_PAGE = 100;
 export const DEFAULT_AUDIT_PAGE = 100;
-/** Named recipients of one session, at most (as Blue's server). */
-export const MAX_RECIPIENTS = 500;
 /** The scopes discovery names: OpenID's (accepted, no right of their own) and the API's (store/types.ts). */
 export const SCOPES = ['openid', 'profile', 'email', 'offline_access', ...API_SCOPES];
 
@@ -454,28 +452,9 @@ function completedView(artifact: Artifact): unknown {
 
 // Sessions
 
-/** The session when `user` may see it; otherwise 404, whether or not it exists. */
-async function visibleSession(rc: RouteContext, req: Request): Promise<CapturedSession> {
-  const session = await rc.store.session(req.params[0]!);
-  if (session === undefined || !(await rc.store.canView(session, caller(req)))) throw notFound(`no session ${req.params[0]!}`);
-  return session;
-}
-
-/** The audit entry of `action` on `session` by the caller. */
-function audited(req: Request, session: CapturedSession, action: AuditAction, details: Record<string, unknown> = {}): NewAuditEvent {
-  const user = caller(req);
-  return { actor: { id: user.id, email: user.email }, action, session_id: session.id, owner_id: session.owner_id, details };
-}
-
-/** An administrator reading a session that is not theirs is in the audit log. */
-async function auditAdminRead(rc: RouteContext, req: Request, session: CapturedSession, what: string): Promise<void> {
-  const user = caller(req);
-  if (user.is_admin && session.owner_id !== user.id) await rc.store.appendAudit(audited(req, session, 'session.read', { what }), rc.now());
-}
-
 async function getSession(rc: RouteContext, req: Request): Promise<void> {
-  const session = await visibleSession(rc, req);
-  await auditAdminRead(rc, req, session, 'detail');
+  const session = await visibleSession(rc, caller(req), req.params[0]!);
+  await auditAdminRead(rc, caller(req), session, 'detail');
   const artifacts = await rc.store.artifactsOf(session.id);
   const now = rc.now();
   const body: SessionDetail = {
@@ -500,22 +479,15 @@ async function getSession(rc: RouteContext, req: Request): Promise<void> {
 }
 
 async function download(rc: RouteContext, req: Request): Promise<void> {
-  const session = await visibleSession(rc, req);
+  const session = await visibleSession(rc, caller(req), req.params[0]!);
   await readJsonBody(req.raw, rc.maxBodyBytes, true, rc.bodyTimeoutMs);
-  const artifact = session.current;
-  if (artifact === undefined || artifact.status !== 'complete') throw new HttpError(404, 'no_artifact', `session ${session.id} has no verified upload to download`);
   const now = rc.now();
-  if (isExpired(artifact, now)) {
-    throw new HttpError(410, 'expired', `session ${session.id} passed its retention deadline (${iso(artifact.retention_deadline)}) and its bundle is gone`);
-  }
-  const signed = await rc.blobs.presignDownload(artifact.blob_key, now + rc.downloadUrlTtlMs);
-  // Written before the URL is given out: no download the log does not know of.
-  await rc.store.appendAudit(audited(req, session, 'session.download', { artifact_id: artifact.id }), now);
+  const { artifact, url, method, headers, expiresAt } = await downloadLink(rc, caller(req), session);
   sendJson(req.reply, 200, {
-    download_url: signed.url,
-    expires_in_seconds: Math.max(0, Math.floor((signed.expiresAtUnixMs - now) / 1000)),
-    method: signed.method,
-    headers: signed.headers,
+    download_url: url,
+    expires_in_seconds: Math.max(0, Math.floor((expiresAt - now) / 1000)),
+    method,
+    headers,
     artifact_id: artifact.id,
     size_bytes: artifact.size_bytes,
     sha256: artifact.sha256,
@@ -524,8 +496,8 @@ async function download(rc: RouteContext, req: Request): Promise<void> {
 }
 
 async function getSharing(rc: RouteContext, req: Request): Promise<void> {
-  const session = await visibleSession(rc, req);
-  await auditAdminRead(rc, req, session, 'sharing');
+  const session = await visibleSession(rc, caller(req), req.params[0]!);
+  await auditAdminRead(rc, caller(req), session, 'sharing');
   const recipients = await rc.store.recipients(session);
   sendJson(req.reply, 200, {
     mode: session.sharing_mode,
@@ -537,29 +509,11 @@ async function getSharing(rc: RouteContext, req: Request): Promise<void> {
 
 async function putSharing(rc: RouteContext, req: Request): Promise<void> {
   const user = caller(req);
-  const session = await visibleSession(rc, req);
+  const session = await visibleSession(rc, user, req.params[0]!);
   if (session.owner_id !== user.id) throw forbidden(`only the owner of session ${session.id} may change its sharing`);
   const body = validateBody<SharingRequest>(validators.validateSharingRequest as Validate, await readJsonBody(req.raw, rc.maxBodyBytes, false, rc.bodyTimeoutMs), 'sharing request');
-  const named = (body.user_ids?.length ?? 0) + (body.emails?.length ?? 0);
-  if (body.mode !== 'selected' && named > 0) throw badRequest(`recipients are only given with mode "selected", not "${body.mode}"`);
-  const ids = new Set<string>();
-  for (const id of body.user_ids ?? []) {
-    // People name colleagues by e-mail more often than by id: accept either here.
-    const recipient = (await rc.store.userById(id)) ?? (id.includes('@') ? await rc.store.userByEmail(id) : undefined);
-    if (recipient === undefined) throw badRequest(`/user_ids names an unknown user "${id}"`, 'unknown_user');
-    ids.add(recipient.id);
-  }
-  for (const email of body.emails ?? []) {
-    const recipient = await rc.store.userByEmail(email);
-    if (recipient === undefined) throw badRequest(`/emails names an unknown user "${email}"`, 'unknown_user');
-    ids.add(recipient.id);
-  }
-  ids.delete(user.id);
-  if (ids.size > MAX_RECIPIENTS) throw badRequest(`a session is shared with at most ${MAX_RECIPIENTS} people by name; share it with the workspace instead`);
-  if (body.mode === 'selected' && ids.size === 0) throw badRequest('mode "selected" needs user_ids or emails naming at least one recipient other than you');
-  await rc.store.setSharing(session.id, body.mode, [...ids]);
-  await rc.store.appendAudit(audited(req, session, 'session.share', { from: session.sharing_mode, mode: body.mode, user_ids: [...ids].sort() }), rc.now());
-  sendJson(req.reply, 200, { id: session.id, mode: body.mode, user_ids: [...ids].sort() });
+  const ids = await changeSharing(rc, user, session, body.mode, [...(body.user_ids ?? []), ...(body.emails ?? [])]);
+  sendJson(req.reply, 200, { id: session.id, mode: body.mode, user_ids: ids });
 }
 
 /**
@@ -570,20 +524,7 @@ async function putSharing(rc: RouteContext, req: Request): Promise<void> {
  */
 async function deleteSession(rc: RouteContext, req: Request): Promise<void> {
   const user = caller(req);
-  const session = await visibleSession(rc, req);
-  if (session.owner_id !== user.id && !user.is_admin) throw forbidden(`only the owner of session ${session.id} or an administrator may delete it`);
-  const now = rc.now();
-  const details = { harness: session.harness, native_session_id: session.native_session_id, title: session.current?.title ?? null };
-  const keys = await rc.store.deleteSession(session.id, audited(req, session, 'session.delete', details), now, now + rc.uploadUrlTtlMs);
-  if (keys === undefined) throw notFound(`no session ${session.id}`);
-  for (const key of keys) {
-    try {
-      await rc.blobs.delete(key);
-      await rc.store.blobDeleted(key, now);
-    } catch (error) {
-      rc.log('error', `session ${session.id} deleted, but not its object ${key} yet (gc will): ${error instanceof Error ? error.message : String(error)}`, { event: 'blob_delete_failed' });
-    }
-  }
+  await removeSession(rc, user, await visibleSession(rc, user, req.params[0]!));
   sendEmpty(req.reply, 204);
 }
 

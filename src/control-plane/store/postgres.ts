@@ -673,11 +673,8 @@ export class PostgresStore implements ControlStore {
     });
   }
 
-  async listSessions(viewer: User, query: SessionQuery, now: number): Promise<{ sessions: CapturedSession[]; total?: number }> {
-    if ([query.q, query.harness, query.owner_id, query.id_prefix, query.after_id].some((text) => text !== undefined && !storable(text))) {
-      return { sessions: [], ...(query.count === true ? { total: 0 } : {}) };
-    }
-    const p = new Params();
+  /** The sessions `query` selects for `viewer`: the joins and conditions every listing and count shares (in `p`). */
+  private filter(p: Params, viewer: User, query: Omit<SessionQuery, 'sort' | 'limit'>, now: number): { matches: string; matched: string | undefined; tsquery: string | undefined; where: string[] } {
     const where = ['s.current_artifact_id IS NOT NULL'];
     if (query.resumable === true || !viewer.is_admin) where.push(visible(p.add(viewer.id)));
     if (query.resumable === true) where.push(`a.resumable AND a.status = 'complete' AND NOT a.blob_deleted AND a.retention_deadline > ${p.add(now)}`);
@@ -700,6 +697,30 @@ export class PostgresStore implements ControlStore {
     if (query.status !== undefined) where.push(`a.status = ${p.add(query.status)}`);
     if (query.updated_from !== undefined) where.push(`s.updated_at >= ${p.add(query.updated_from)}`);
     if (query.updated_before !== undefined) where.push(`s.updated_at < ${p.add(query.updated_before)}`);
+    return { matches, matched, tsquery, where };
+  }
+
+  /** Whether any text of `query` cannot be held by PostgreSQL (a NUL): it matches nothing. */
+  private unmatchable(query: Omit<SessionQuery, 'sort' | 'limit'>): boolean {
+    return [query.q, query.harness, query.owner_id, query.id_prefix, query.after_id].some((text) => text !== undefined && !storable(text));
+  }
+
+  async countByHarness(viewer: User, query: Omit<SessionQuery, 'sort' | 'limit'>, now: number): Promise<Record<string, number>> {
+    if (this.unmatchable(query)) return {};
+    const p = new Params();
+    const { matches, where } = this.filter(p, viewer, query, now);
+    const cap = query.q === undefined ? '' : ` LIMIT ${MAX_SEARCH_TOTAL}`;
+    const rows = await this.db.all(
+      `SELECT h, COUNT(*) AS n FROM (SELECT s.harness AS h FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id ${matches} WHERE ${where.join(' AND ')}${cap}) c GROUP BY h ORDER BY h`,
+      ...p.values,
+    );
+    return Object.fromEntries(rows.map((r) => [String(r.h), Number(r.n)]));
+  }
+
+  async listSessions(viewer: User, query: SessionQuery, now: number): Promise<{ sessions: CapturedSession[]; total?: number }> {
+    if (this.unmatchable(query)) return { sessions: [], ...(query.count === true ? { total: 0 } : {}) };
+    const p = new Params();
+    const { matches, matched, tsquery, where } = this.filter(p, viewer, query, now);
     const filterArgs = [...p.values];
     const page = [...where];
     if (query.after_id !== undefined) {

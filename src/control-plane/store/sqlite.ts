@@ -503,7 +503,8 @@ export class SqliteStore implements ControlStore {
     });
   }
 
-  async listSessions(viewer: User, query: SessionQuery, now: number): Promise<{ sessions: CapturedSession[]; total?: number }> {
+  /** The sessions `query` selects for `viewer`: the joins and conditions every listing and count shares. */
+  private filter(viewer: User, query: Omit<SessionQuery, 'sort' | 'limit'>, now: number): { matches: string; match: string | undefined; where: string[]; args: Value[] } {
     const where = ['s.current_artifact_id IS NOT NULL'];
     const args: Value[] = [];
     if (query.resumable === true || !viewer.is_admin) {
@@ -554,6 +555,18 @@ export class SqliteStore implements ControlStore {
         : `JOIN (SELECT i.session_id, bm25(session_search, 10.0, 4.0, 2.0, 1.0) AS rank FROM session_search
              JOIN session_search_ids i ON i.rowid = session_search.rowid WHERE session_search MATCH ?) m ON m.session_id = s.id`;
     if (match !== undefined) args.unshift(match);
+    return { matches, match, where, args };
+  }
+
+  async countByHarness(viewer: User, query: Omit<SessionQuery, 'sort' | 'limit'>, now: number): Promise<Record<string, number>> {
+    const { matches, where, args } = this.filter(viewer, query, now);
+    const cap = query.q === undefined ? '' : ` LIMIT ${MAX_SEARCH_TOTAL}`;
+    const rows = this.all(`SELECT h, COUNT(*) AS n FROM (SELECT s.harness AS h FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id ${matches} WHERE ${where.join(' AND ')}${cap}) GROUP BY h ORDER BY h`, ...args);
+    return Object.fromEntries(rows.map((r) => [String(r.h), Number(r.n)]));
+  }
+
+  async listSessions(viewer: User, query: SessionQuery, now: number): Promise<{ sessions: CapturedSession[]; total?: number }> {
+    const { matches, match, where, args } = this.filter(viewer, query, now);
     const filtered = `FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id ${matches} WHERE ${where.join(' AND ')}`;
     // A search counts at most MAX_SEARCH_TOTAL matches; with no more than that it is ranked, else newest first.
     const searchCount =

@@ -210,6 +210,8 @@ export interface ControlStore {
   /** Sessions with a completed artifact `viewer` may see (administrators: all; picker mode: owned or shared). */
   listSessions(viewer: User, query: SessionQuery, now: number): Promise<{ sessions: CapturedSession[]; total?: number }>;
   facets(viewer: User, userQ: string | undefined, selectedUserId: string | undefined): Promise<{ users: User[]; harnesses: string[] }>;
+  /** How many sessions `query` selects for `viewer`, by harness (a search counts at most MAX_SEARCH_TOTAL). */
+  countByHarness(viewer: User, query: Omit<SessionQuery, 'sort' | 'limit'>, now: number): Promise<Record<string, number>>;
 
   /** Artifacts past their retention deadline whose object is still stored. */
   expiredArtifacts(now: number, limit: number): Promise<Artifact[]>;

@@ -1,0 +1,92 @@
+/**
+ * What may be done to a captured session, by whom, and what the audit log records of it: the one place the API's
+ * routes and the dashboard's pages both go through. Owners do everything with their sessions, administrators see,
+ * download and delete everything, people a session is shared with may view and download it but never change its
+ * sharing. A session the person may not see is "not found", whether or not it exists.
+ */
+import { badRequest, forbidden, HttpError, notFound } from './http.js';
+import type { RouteContext } from './routes.js';
+import { isExpired, type Artifact, type AuditAction, type CapturedSession, type NewAuditEvent, type SharingMode, type User } from './store/index.js';
+
+/** Named recipients of one session, at most (as Blue's server). */
+export const MAX_RECIPIENTS = 500;
+
+/** The session when `user` may see it; otherwise 404, whether or not it exists. */
+export async function visibleSession(rc: RouteContext, user: User, id: string): Promise<CapturedSession> {
+  const session = await rc.store.session(id);
+  if (session === undefined || !(await rc.store.canView(session, user))) throw notFound(`no session ${id}`);
+  return session;
+}
+
+/** The audit entry of `action` on `session` by `user`. */
+export function audited(user: User, session: CapturedSession, action: AuditAction, details: Record<string, unknown> = {}): NewAuditEvent {
+  return { actor: { id: user.id, email: user.email }, action, session_id: session.id, owner_id: session.owner_id, details };
+}
+
+/** An administrator reading a session that is not theirs is in the audit log. */
+export async function auditAdminRead(rc: RouteContext, user: User, session: CapturedSession, what: string): Promise<void> {
+  if (user.is_admin && session.owner_id !== user.id) await rc.store.appendAudit(audited(user, session, 'session.read', { what }), rc.now());
+}
+
+/**
+ * A short-lived download URL for a verified upload of the session (its current one unless `artifactId` names an
+ * earlier revision), recorded in the audit log before it is given out.
+ */
+export async function downloadLink(rc: RouteContext, user: User, session: CapturedSession, artifactId?: string): Promise<{ artifact: Artifact; url: string; method: string; headers: Record<string, string>; expiresAt: number }> {
+  const artifact = artifactId === undefined ? session.current : (await rc.store.artifactsOf(session.id)).find((a) => a.id === artifactId);
+  if (artifact === undefined || (artifact.status !== 'complete' && artifact.status !== 'superseded')) {
+    throw new HttpError(404, 'no_artifact', `session ${session.id} has no verified upload${artifactId === undefined ? '' : ` ${artifactId}`} to download`);
+  }
+  const now = rc.now();
+  if (isExpired(artifact, now)) {
+    throw new HttpError(410, 'expired', `that upload of session ${session.id} passed its retention deadline (${new Date(artifact.retention_deadline).toISOString()}) and its bundle is gone`);
+  }
+  const signed = await rc.blobs.presignDownload(artifact.blob_key, now + rc.downloadUrlTtlMs);
+  // Written before the URL is given out: no download the log does not know of.
+  await rc.store.appendAudit(audited(user, session, 'session.download', { artifact_id: artifact.id }), now);
+  return { artifact, url: signed.url, method: signed.method, headers: signed.headers, expiresAt: signed.expiresAtUnixMs };
+}
+
+/**
+ * Replaces who the session is shared with: its owner only; recipients by user id or e-mail, resolved here. Answers
+ * the recipients' ids, sorted.
+ */
+export async function changeSharing(rc: RouteContext, user: User, session: CapturedSession, mode: SharingMode, named: readonly string[]): Promise<string[]> {
+  if (session.owner_id !== user.id) throw forbidden(`only the owner of session ${session.id} may change its sharing`);
+  if (mode !== 'selected' && named.length > 0) throw badRequest(`recipients are only given with mode "selected", not "${mode}"`);
+  const ids = new Set<string>();
+  for (const who of named) {
+    // People name colleagues by e-mail more often than by id: either is taken.
+    const recipient = (await rc.store.userById(who)) ?? (who.includes('@') ? await rc.store.userByEmail(who) : undefined);
+    if (recipient === undefined) throw badRequest(`unknown user "${who.slice(0, 320)}"`, 'unknown_user');
+    ids.add(recipient.id);
+  }
+  ids.delete(user.id);
+  if (ids.size > MAX_RECIPIENTS) throw badRequest(`a session is shared with at most ${MAX_RECIPIENTS} people by name; share it with the workspace instead`);
+  if (mode === 'selected' && ids.size === 0) throw badRequest('mode "selected" needs at least one recipient other than you');
+  const sorted = [...ids].sort();
+  await rc.store.setSharing(session.id, mode, sorted);
+  await rc.store.appendAudit(audited(user, session, 'session.share', { from: session.sharing_mode, mode, user_ids: sorted }), rc.now());
+  return sorted;
+}
+
+/**
+ * Deletes a captured session, every revision of it — metadata, sharing, search entry, objects — by its owner or an
+ * administrator, and records it in the audit log. The database forgets it first (in one transaction with the audit
+ * entry, the objects' keys queued); the objects go next, and what cannot be deleted now stays queued for `gc`.
+ */
+export async function removeSession(rc: RouteContext, user: User, session: CapturedSession): Promise<void> {
+  if (session.owner_id !== user.id && !user.is_admin) throw forbidden(`only the owner of session ${session.id} or an administrator may delete it`);
+  const now = rc.now();
+  const details = { harness: session.harness, native_session_id: session.native_session_id, title: session.current?.title ?? null };
+  const keys = await rc.store.deleteSession(session.id, audited(user, session, 'session.delete', details), now, now + rc.uploadUrlTtlMs);
+  if (keys === undefined) throw notFound(`no session ${session.id}`);
+  for (const key of keys) {
+    try {
+      await rc.blobs.delete(key);
+      await rc.store.blobDeleted(key, now);
+    } catch (error) {
+      rc.log('error', `session ${session.id} deleted, but not its object ${key} yet (gc will): ${error instanceof Error ? error.message : String(error)}`, { event: 'blob_delete_failed' });
+    }
+  }
+}
