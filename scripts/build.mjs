@@ -44,7 +44,11 @@ const result = await build({
 const assets = await build({
   write: false,
   absWorkingDir: root,
-  entryPoints: { 'assets/app': 'src/control-plane/web/assets/app.css', 'assets/link': 'src/control-plane/web/assets/link.ts' },
+  entryPoints: {
+    'assets/app': 'src/control-plane/web/assets/app.css',
+    'assets/dashboard': 'src/control-plane/web/assets/dashboard.ts',
+    'assets/link': 'src/control-plane/web/assets/link.ts',
+  },
   outdir: 'dist',
   bundle: true,
   minify: true,

@@ -99,6 +99,28 @@ async function withStore<T>(where: StoreOptions, fn: (store: ControlStore) => Pr
 }
 
 /**
+ * A policy document (YAML or JSON) checked as agents will check it, and by Blue's rules for what clients it needs:
+ * the body to publish (without a revision: the server makes it) and the revision the text named, if any. `where`
+ * names the text in errors (a file, or the dashboard's form).
+ */
+export function checkPolicyText(text: string, where: string): { body: Record<string, unknown>; ignoredRevision: unknown } {
+  if (Buffer.byteLength(text) > MAX_POLICY_BYTES) throw new BlueError('POLICY_INVALID', `${where} is larger than ${MAX_POLICY_BYTES} bytes`, { file: where });
+  const parsed = parseYamlText(text, where, 'POLICY_INVALID');
+  const data = parsed.data;
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    throw new BlueError('POLICY_INVALID', `${where}: invalid policy: / must be a mapping of policy fields`, { file: where, path: '/' });
+  }
+  const record = data as Record<string, unknown>;
+  // Validate with a stand-in revision: the text need not (and should not) carry one.
+  validatePolicy({ ...record, revision: 1 }, where, parsed);
+  const problems = governanceProblems(record);
+  if (problems.length > 0) throw new BlueError('POLICY_INVALID', `${where}: ${problems[0]!}`, { file: where, hint: problems.length > 1 ? `Also: ${problems.slice(1).join('; ')}` : undefined });
+  const { revision: ignoredRevision, ...given } = record;
+  // The contract requires allowed_harnesses: a revision that leaves it out allows every harness this server knows.
+  return { body: given.allowed_harnesses === undefined ? { ...given, allowed_harnesses: [...HARNESSES] } : given, ignoredRevision };
+}
+
+/**
  * Validates a policy file with the agent's own validator, and Blue's rules for what clients it needs, and publishes it
  * as the next revision. The revision id is the server's to make, so whatever the file says is replaced (and reported).
  */
@@ -112,21 +134,7 @@ export async function publishPolicy(where: StoreOptions, file: string, now: numb
     throw new BlueError('POLICY_MISSING', `cannot read the policy file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, { file });
   }
   if (size > MAX_POLICY_BYTES) throw new BlueError('POLICY_INVALID', `the policy file ${file} is larger than ${MAX_POLICY_BYTES} bytes`, { file });
-  const text = await readFile(file, 'utf8');
-  const parsed = parseYamlText(text, file, 'POLICY_INVALID');
-  const data = parsed.data;
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
-    throw new BlueError('POLICY_INVALID', `${file}: invalid policy: / must be a mapping of policy fields`, { file, path: '/' });
-  }
-  const record = data as Record<string, unknown>;
-  const ignoredRevision = record.revision;
-  // Validate with a stand-in revision: the file need not (and should not) carry one.
-  validatePolicy({ ...record, revision: 1 }, file, parsed);
-  const problems = governanceProblems(record);
-  if (problems.length > 0) throw new BlueError('POLICY_INVALID', `${file}: ${problems[0]!}`, { file, hint: problems.length > 1 ? `Also: ${problems.slice(1).join('; ')}` : undefined });
-  const { revision: _dropped, ...given } = record;
-  // The contract requires allowed_harnesses: a revision that leaves it out allows every harness this server knows.
-  const body = given.allowed_harnesses === undefined ? { ...given, allowed_harnesses: [...HARNESSES] } : given;
+  const { body, ignoredRevision } = checkPolicyText(await readFile(file, 'utf8'), file);
   return withStore({ ...where, create: false }, async (store) => {
     const warning = presignOriginWarning(body, await store.publicUrl());
     return { published: await store.publishPolicy(body, now), ignoredRevision, warnings: warning === undefined ? [] : [warning] };

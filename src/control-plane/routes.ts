@@ -17,13 +17,16 @@ import { HARNESSES } from '../schema/generated/harness-names.js';
 import type { PresignRequest } from '../schema/generated/control-presign.js';
 import type { SessionDetail } from '../schema/generated/control-session-detail.js';
 import type { SharingRequest } from '../schema/generated/control-sharing.js';
+import type { ProfileSet } from '../profiles/index.js';
 import type { BlobStore } from './blobs/types.js';
 import { auditAdminRead, changeSharing, downloadLink, removeSession, visibleSession } from './session-actions.js';
 import { deviceAuthorization, revocationEndpoint, tokenEndpoint, type IdentitySettings } from './identity/oauth.js';
 import type { OidcSignIn } from './identity/oidc.js';
 import { listUsers, listUserTokens, revokeUserToken } from './identity/users.js';
 import { accountPage, revokeOwnToken } from './web/account.js';
+import { adminAudit, adminClients, adminHome, adminPolicy, adminPolicyPreview, adminPolicyPublish, adminRevokeToken, adminSetRole, adminUsers } from './web/admin.js';
 import { serveAsset } from './web/assets.js';
+import { sessionDelete, sessionDownload, sessionPage, sessionSharing, sessionsPage } from './web/sessions.js';
 import { redirect as redirectPage } from './web/http.js';
 import { deviceDecision, devicePage, signInLinkPage, signInPage, signInWithLink, signOut } from './web/sign-in.js';
 import { CLIENT_CAPABILITIES_HEADER, CONTRACT_VERSION_HEADER, REQUIRED_CLIENT_VERSION_HEADER, requiredClientVersion, unmetContract } from './governance.js';
@@ -85,6 +88,8 @@ export interface RouteContext {
   assetsDir?: string | undefined;
   /** Browser sign-in through the organisation's identity provider; undefined: sign-in links only. */
   oidc?: OidcSignIn | undefined;
+  /** The profiles bundles are read with (the transcript viewer, search); undefined: transcripts are not shown. */
+  bundleProfiles?: ProfileSet | undefined;
 }
 
 export interface EventStreamLimits {
@@ -188,6 +193,20 @@ export const ROUTES: readonly Route[] = [
   route('/auth/oidc/callback', { GET: (rc, req) => withOidc(rc).callback(rc, req) }, { page: true }),
   route('/device', { GET: devicePage, POST: deviceDecision }, { page: true }),
   route('/account', { GET: accountPage }, { page: true }),
+  route('/sessions', { GET: sessionsPage }, { page: true }),
+  route(`/sessions/${ID}`, { GET: sessionPage }, { page: true }),
+  route(`/sessions/${ID}/sharing`, { POST: sessionSharing }, { page: true }),
+  route(`/sessions/${ID}/delete`, { POST: sessionDelete }, { page: true }),
+  route(`/sessions/${ID}/download`, { GET: sessionDownload }, { page: true }),
+  route('/admin', { GET: adminHome }, { page: true }),
+  route('/admin/clients', { GET: adminClients }, { page: true }),
+  route('/admin/users', { GET: adminUsers }, { page: true }),
+  route(`/admin/users/${ID}/role`, { POST: adminSetRole }, { page: true }),
+  route(`/admin/tokens/${ID}/revoke`, { POST: adminRevokeToken }, { page: true }),
+  route('/admin/audit', { GET: adminAudit }, { page: true }),
+  route('/admin/policy', { GET: adminPolicy }, { page: true }),
+  route('/admin/policy/preview', { POST: adminPolicyPreview }, { page: true }),
+  route('/admin/policy/publish', { POST: adminPolicyPublish }, { page: true }),
   route(`/account/tokens/${ID}/revoke`, { POST: revokeOwnToken }, { page: true }),
 ];
 
@@ -196,9 +215,9 @@ function withOidc(rc: RouteContext): OidcSignIn {
   return rc.oidc;
 }
 
-/** GET /: the signed-in person's start page. */
+/** GET /: the sessions. */
 async function home(_rc: RouteContext, req: Request): Promise<void> {
-  redirectPage(req.reply, '/account');
+  redirectPage(req.reply, '/sessions');
 }
 
 /** The caller of a route that is not public (the server authenticates before the handler runs). */

@@ -16,14 +16,23 @@ import { readTranscript, wantedFiles } from '../sessions/export.js';
 /** At most this much text of one session is indexed (the first of it: how a session starts says what it is about). */
 export const MAX_SEARCH_TEXT_CHARS = 200_000;
 
-type Conversation = ReturnType<typeof readTranscript>;
+export type Conversation = ReturnType<typeof readTranscript>;
 
 /**
- * What the stored object of `artifact` says, or undefined when it is gone, not what was uploaded, or not a readable
- * bundle. A blob store that cannot be read throws (the caller tries again later).
+ * What the stored object of `artifact` says, for search, or undefined when it is gone, not what was uploaded, or not
+ * a readable bundle. A blob store that cannot be read throws (the caller tries again later).
  */
 export async function storedSearchText(blobs: BlobStore, artifact: Pick<Artifact, 'blob_key' | 'size_bytes' | 'sha256'>, profiles: ProfileSet): Promise<string | undefined> {
-  const work = await mkdtemp(path.join(tmpdir(), 'blue-control-index-'));
+  const transcript = await storedTranscript(blobs, artifact, profiles);
+  return transcript === undefined ? undefined : searchText(transcript);
+}
+
+/**
+ * The conversation of the stored object of `artifact` (the transcript viewer's, and search's), or undefined when it
+ * is gone, not what was uploaded, or not a readable bundle. A blob store that cannot be read throws.
+ */
+export async function storedTranscript(blobs: BlobStore, artifact: Pick<Artifact, 'blob_key' | 'size_bytes' | 'sha256'>, profiles: ProfileSet): Promise<Conversation | undefined> {
+  const work = await mkdtemp(path.join(tmpdir(), 'blue-control-read-'));
   try {
     // A local object is read where it is (verified at complete; its URL binds the digest); any other is copied here
     // and checked against what was completed.
@@ -33,14 +42,14 @@ export async function storedSearchText(blobs: BlobStore, artifact: Pick<Artifact
       const stored = await blobs.stat(artifact.blob_key, { copyTo: file });
       if (stored === undefined || stored.size !== artifact.size_bytes || stored.sha256 !== artifact.sha256) return undefined;
     }
-    return await readSearchText(file, work, profiles).catch(() => undefined);
+    return await readConversation(file, work, profiles).catch(() => undefined);
   } finally {
     await rm(work, { recursive: true, force: true });
   }
 }
 
-/** The searchable text of the bundle in `file` (verified and extracted in a temporary folder under `workRoot`). */
-async function readSearchText(file: string, workRoot: string, profiles: ProfileSet): Promise<string> {
+/** The conversation of the bundle in `file` (verified and extracted in a temporary folder under `workRoot`). */
+async function readConversation(file: string, workRoot: string, profiles: ProfileSet): Promise<Conversation> {
   const dir = await mkdtemp(path.join(workRoot, 'index-'));
   try {
     const result = await extractBundle(file, path.join(dir, 'files'), { profiles });
@@ -50,7 +59,7 @@ async function readSearchText(file: string, workRoot: string, profiles: ProfileS
       const f = manifest.files[i]!;
       sources.push({ role: f.role, path: f.path, ...(f.native_path === undefined ? {} : { native_path: f.native_path }), bytes: await readFile(result.files[i]!) });
     }
-    return searchText(readTranscript(manifest, sources));
+    return readTranscript(manifest, sources);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -114,6 +114,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     identitySettings: { ...DEFAULT_IDENTITY, ...definedOnly(options.identity ?? {}) },
     assetsDir: options.assetsDir,
     oidc: options.oidc === undefined ? undefined : new OidcSignIn(options.oidc),
+    bundleProfiles: options.bundleProfiles,
     revisions: new RevisionFeed(store, { intervalMs: options.events?.pollMs, log }),
     log,
     metrics,

@@ -207,7 +207,7 @@ describe('control-plane serve with an identity provider', () => {
       const server = await serve(options);
       try {
         const { landed, jar } = await signInThroughProvider(`${server.url}/auth/oidc/start`, 'gwen@example.com');
-        expect(landed).toBe(`${server.url}/account`);
+        expect(landed).toBe(`${server.url}/sessions`);
         const account = await fetch(`${server.url}/account`, { headers: { cookie: jar.header(new URL(server.url)) ?? '' } });
         expect(await account.text()).toContain('Signed in as <strong>gwen@example.com</strong> (administrator)');
         expect(home.stdout.text() + home.stderr.text()).not.toContain(idp.clientSecret);

@@ -21,7 +21,7 @@ export async function accountPage(rc: RouteContext, req: Request): Promise<void>
   sendPage(
     req.reply,
     200,
-    <Page title="Your account" session={session}>
+    <Page title="Your account" session={session} nav="account">
       <h1>Your account</h1>
       <p>
         Signed in as <strong>{session.user.email}</strong> ({session.user.is_admin ? 'administrator' : 'member'}).

@@ -11,6 +11,7 @@ import type { Request, RouteContext } from '../routes.js';
 const TYPES: Record<string, string> = {
   'app.css': 'text/css; charset=utf-8',
   'link.js': 'text/javascript; charset=utf-8',
+  'dashboard.js': 'text/javascript; charset=utf-8',
 };
 
 const cache = new Map<string, { body: Buffer; etag: string }>();

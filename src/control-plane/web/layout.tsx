@@ -8,10 +8,17 @@ import type { BrowserSession } from '../store/index.js';
 export interface PageProps {
   title: string;
   session?: BrowserSession | undefined;
+  /** The section of the site the page is in, marked in the navigation. */
+  nav?: 'sessions' | 'account' | 'admin';
   children: ComponentChildren;
 }
 
-export function Page({ title, session, children }: PageProps) {
+export function Page({ title, session, nav, children }: PageProps) {
+  const link = (href: string, name: NonNullable<PageProps['nav']>, text: string) => (
+    <a href={href} aria-current={nav === name ? 'page' : undefined}>
+      {text}
+    </a>
+  );
   return (
     <html lang="en">
       <head>
@@ -22,12 +29,18 @@ export function Page({ title, session, children }: PageProps) {
         <link rel="stylesheet" href="/assets/app.css" />
       </head>
       <body>
+        <a class="skip" href="#main">
+          Skip to content
+        </a>
         <header class="top">
           <a class="brand" href="/">
             Blue Control
           </a>
           {session === undefined ? null : (
-            <nav aria-label="Account">
+            <nav aria-label="Main">
+              {link('/sessions', 'sessions', 'Sessions')}
+              {session.user.is_admin ? link('/admin', 'admin', 'Administration') : null}
+              {link('/account', 'account', 'Account')}
               <span class="who">{session.user.email}</span>
               <form method="post" action="/sign-out" class="inline">
                 <input type="hidden" name="csrf" value={session.csrf} />
@@ -39,6 +52,7 @@ export function Page({ title, session, children }: PageProps) {
           )}
         </header>
         <main id="main">{children}</main>
+        <script src="/assets/dashboard.js" defer></script>
       </body>
     </html>
   );

@@ -1,0 +1,424 @@
+/**
+ * Administration, for administrators only: every machine's last status report, users (their role and their tokens,
+ * revocable), the audit log, and publishing a policy with its difference from the current one shown first.
+ */
+import { diffLines } from 'diff';
+import type { ComponentChildren } from 'preact';
+import { BlueError } from '../../errors.js';
+import { checkPolicyText, presignOriginWarning } from '../admin.js';
+import { HttpError } from '../http.js';
+import { isActive } from '../identity/users.js';
+import type { Request, RouteContext } from '../routes.js';
+import { AUDIT_ACTIONS, type AuditAction, type BrowserSession } from '../store/index.js';
+import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
+import { Page } from './layout.js';
+
+const when = (at: number | null): string => (at === null ? '—' : `${new Date(at).toISOString().replace('T', ' ').slice(0, 16)} UTC`);
+const AUDIT_PAGE = 50;
+
+/** The signed-in administrator; anyone else is sent to sign in or refused. */
+async function administrator(rc: RouteContext, req: Request): Promise<BrowserSession | undefined> {
+  const session = await browserSession(rc, req);
+  if (session === undefined) {
+    toSignIn(req);
+    return undefined;
+  }
+  if (!session.user.is_admin) throw new HttpError(403, 'forbidden', 'only administrators may see this page');
+  return session;
+}
+
+type Tab = 'clients' | 'users' | 'audit' | 'policy';
+
+function AdminPage({ session, tab, title, children }: { session: BrowserSession; tab: Tab; title: string; children: ComponentChildren }) {
+  const tabs: [Tab, string][] = [
+    ['clients', 'Machines'],
+    ['users', 'Users and tokens'],
+    ['audit', 'Audit log'],
+    ['policy', 'Policy'],
+  ];
+  return (
+    <Page title={title} session={session} nav="admin">
+      <h1>{title}</h1>
+      <nav class="tabs" aria-label="Administration">
+        {tabs.map(([t, label]) => (
+          <a href={`/admin/${t}`} aria-current={t === tab ? 'page' : undefined} key={t}>
+            {label}
+          </a>
+        ))}
+      </nav>
+      {children}
+    </Page>
+  );
+}
+
+/** GET /admin: the machines. */
+export async function adminHome(rc: RouteContext, req: Request): Promise<void> {
+  if ((await administrator(rc, req)) !== undefined) redirect(req.reply, '/admin/clients');
+}
+
+interface Report {
+  hostname?: string | null;
+  client_version?: string;
+  platform?: string;
+  config_revision?: string | null;
+  applied?: boolean;
+  files_ok?: boolean;
+  error?: string | null;
+  harnesses?: (string | { name?: string; installed?: boolean; reconciled?: boolean; raw_version?: string })[];
+}
+
+/** GET /admin/clients: each machine's latest report. */
+export async function adminClients(rc: RouteContext, req: Request): Promise<void> {
+  const session = await administrator(rc, req);
+  if (session === undefined) return;
+  const [reports, users, policy] = await Promise.all([rc.store.clientStatuses(), rc.store.listUsers(), rc.store.currentPolicy()]);
+  const email = new Map(users.map((u) => [u.id, u.email]));
+  sendPage(
+    req.reply,
+    200,
+    <AdminPage session={session} tab="clients" title="Machines">
+      <p class="muted">The latest report of each machine. The current policy revision is {policy === undefined ? 'none yet' : <code>{policy.revision}</code>}.</p>
+      {reports.length === 0 ? (
+        <p>No machine has reported yet.</p>
+      ) : (
+        <table class="responsive">
+          <thead>
+            <tr>
+              <th scope="col">Machine</th>
+              <th scope="col">User</th>
+              <th scope="col">Agent</th>
+              <th scope="col">Policy revision</th>
+              <th scope="col">Harnesses</th>
+              <th scope="col">Reported</th>
+            </tr>
+          </thead>
+          <tbody>
+            {reports.map((r) => {
+              const report = (typeof r.report === 'object' && r.report !== null ? r.report : {}) as Report;
+              const current = policy !== undefined && report.config_revision === policy.revision;
+              return (
+                <tr key={`${r.user_id}/${r.instance_id}`}>
+                  <td>
+                    {report.hostname ?? r.instance_id}
+                    <div class="muted">{report.platform ?? ''}</div>
+                  </td>
+                  <td>{email.get(r.user_id) ?? r.user_id}</td>
+                  <td>{report.client_version ?? '—'}</td>
+                  <td>
+                    <code>{report.config_revision ?? '—'}</code>
+                    <div class={report.applied === true && current ? 'ok' : 'danger'}>
+                      {report.applied !== true ? 'not applied' : current ? 'applied, current' : 'applied, not the current revision'}
+                      {report.files_ok === false ? '; managed files changed' : ''}
+                    </div>
+                    {report.error == null ? null : <div class="danger">{report.error}</div>}
+                  </td>
+                  <td>
+                    <ul class="people">
+                      {(report.harnesses ?? []).map((h, i) =>
+                        typeof h === 'string' ? (
+                          <li key={i}>{h}</li>
+                        ) : (
+                          <li key={i}>
+                            {h.name ?? '?'} {h.raw_version === undefined ? '' : h.raw_version}: {h.installed === false ? 'not installed' : h.reconciled === true ? 'reconciled' : 'not reconciled'}
+                          </li>
+                        ),
+                      )}
+                    </ul>
+                  </td>
+                  <td>{when(r.received_at)}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </AdminPage>,
+  );
+}
+
+/** GET /admin/users: users, their role, their tokens. */
+export async function adminUsers(rc: RouteContext, req: Request): Promise<void> {
+  const session = await administrator(rc, req);
+  if (session === undefined) return;
+  const now = rc.now();
+  const [users, grants] = await Promise.all([rc.store.listUsers(), rc.store.identity.grants(undefined)]);
+  sendPage(
+    req.reply,
+    200,
+    <AdminPage session={session} tab="users" title="Users and tokens">
+      <p class="muted">
+        People are made on their first sign-in, or with <code>blue-agent control-plane users add</code>. Revoking a token ends it at its next request.
+      </p>
+      {users.map((u) => {
+        const own = grants.filter((g) => g.user_id === u.id);
+        return (
+          <section class="panel user" key={u.id} aria-label={u.email}>
+            <h2>
+              {u.email} <span class="muted">({u.is_admin ? 'administrator' : 'member'})</span>
+            </h2>
+            {u.id === session.user.id ? null : (
+              <form method="post" action={`/admin/users/${u.id}/role`} class="inline">
+                <input type="hidden" name="csrf" value={session.csrf} />
+                <input type="hidden" name="role" value={u.is_admin ? 'member' : 'admin'} />
+                <button type="submit">{u.is_admin ? 'Make a member' : 'Make an administrator'}</button>
+              </form>
+            )}
+            {own.length === 0 ? (
+              <p class="muted">No tokens.</p>
+            ) : (
+              <table class="responsive">
+                <thead>
+                  <tr>
+                    <th scope="col">Token</th>
+                    <th scope="col">Scopes</th>
+                    <th scope="col">Last used</th>
+                    <th scope="col">State</th>
+                    <th scope="col">
+                      <span class="sr-only">Action</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {own.map((g) => (
+                    <tr key={g.id}>
+                      <td>
+                        {g.label}
+                        <div class="muted">
+                          {g.kind === 'device' ? 'device sign-in' : 'personal token'}, {when(g.created_at)}
+                        </div>
+                      </td>
+                      <td>{g.scopes.join(' ')}</td>
+                      <td>{when(g.last_used_at)}</td>
+                      <td>{g.revoked_at !== null ? 'revoked' : isActive(g, now) ? 'active' : 'lapsed'}</td>
+                      <td>
+                        {isActive(g, now) ? (
+                          <form method="post" action={`/admin/tokens/${g.id}/revoke`} class="inline">
+                            <input type="hidden" name="csrf" value={session.csrf} />
+                            <button type="submit" class="danger" aria-label={`Revoke ${g.label} of ${u.email}`}>
+                              Revoke
+                            </button>
+                          </form>
+                        ) : null}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
+          </section>
+        );
+      })}
+    </AdminPage>,
+  );
+}
+
+/** POST /admin/tokens/{id}/revoke. */
+export async function adminRevokeToken(rc: RouteContext, req: Request): Promise<void> {
+  const session = await administrator(rc, req);
+  if (session === undefined) return;
+  await readPagePost(rc, req, session);
+  if ((await rc.store.identity.revokeGrant(req.params[0]!, rc.now())) === undefined) throw new HttpError(404, 'not_found', 'no such token');
+  redirect(req.reply, '/admin/users');
+}
+
+/** POST /admin/users/{id}/role: administrator or member (not oneself: an organisation keeps its last administrator). */
+export async function adminSetRole(rc: RouteContext, req: Request): Promise<void> {
+  const session = await administrator(rc, req);
+  if (session === undefined) return;
+  const form = await readPagePost(rc, req, session);
+  const id = req.params[0]!;
+  if (id === session.user.id) throw new HttpError(400, 'invalid_request', 'another administrator changes your role');
+  if ((await rc.store.userById(id)) === undefined) throw new HttpError(404, 'not_found', 'no such user');
+  const role = form.get('role');
+  if (role !== 'admin' && role !== 'member') throw new HttpError(400, 'invalid_request', 'role must be admin or member');
+  await rc.store.setAdmin(id, role === 'admin');
+  redirect(req.reply, '/admin/users');
+}
+
+/** GET /admin/audit: the audit log, newest page last (`after` pages on), filtered by action. */
+export async function adminAudit(rc: RouteContext, req: Request): Promise<void> {
+  const session = await administrator(rc, req);
+  if (session === undefined) return;
+  const afterText = req.url.searchParams.get('after') ?? '';
+  const after = /^\d{1,15}$/.test(afterText) ? Number(afterText) : undefined;
+  const actionText = req.url.searchParams.get('action') ?? '';
+  const action = (AUDIT_ACTIONS as readonly string[]).includes(actionText) ? (actionText as AuditAction) : undefined;
+  const events = await rc.store.auditEvents({ after, limit: AUDIT_PAGE + 1, action });
+  const shown = events.slice(0, AUDIT_PAGE);
+  sendPage(
+    req.reply,
+    200,
+    <AdminPage session={session} tab="audit" title="Audit log">
+      <form method="get" action="/admin/audit" class="filters">
+        <div class="field">
+          <label for="action">Action</label>
+          <select id="action" name="action">
+            <option value="">All</option>
+            {AUDIT_ACTIONS.map((a) => (
+              <option value={a} selected={a === action} key={a}>
+                {a}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <button type="submit">Show</button>
+        </div>
+      </form>
+      {shown.length === 0 ? (
+        <p>Nothing recorded{after === undefined ? '' : ' after this point'}.</p>
+      ) : (
+        <table class="responsive">
+          <thead>
+            <tr>
+              <th scope="col">#</th>
+              <th scope="col">When</th>
+              <th scope="col">Who</th>
+              <th scope="col">Action</th>
+              <th scope="col">Session</th>
+              <th scope="col">Details</th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((e) => (
+              <tr key={e.seq}>
+                <td>{e.seq}</td>
+                <td>{when(e.at)}</td>
+                <td>{e.actor_email}</td>
+                <td>{e.action}</td>
+                <td>
+                  {e.action === 'session.delete' ? <code>{e.session_id}</code> : <a href={`/sessions/${e.session_id}`}>{e.session_id.slice(0, 8)}</a>}
+                </td>
+                <td>
+                  <code>{JSON.stringify(e.details)}</code>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {events.length > AUDIT_PAGE ? (
+        <p>
+          <a href={`/admin/audit?after=${shown.at(-1)!.seq}${action === undefined ? '' : `&action=${action}`}`}>Later entries →</a>
+        </p>
+      ) : null}
+    </AdminPage>,
+  );
+}
+
+/** The current revision's body as the diff shows it (without its revision id). */
+function policyText(body: Record<string, unknown> | undefined): string {
+  if (body === undefined) return '';
+  const { revision: _revision, ...rest } = body;
+  return `${JSON.stringify(rest, null, 2)}\n`;
+}
+
+/** GET /admin/policy: the current policy, and a form to propose a new one (YAML or JSON). */
+export async function adminPolicy(rc: RouteContext, req: Request): Promise<void> {
+  const session = await administrator(rc, req);
+  if (session === undefined) return;
+  const current = await rc.store.currentPolicy();
+  sendPage(req.reply, 200, <PolicyPage session={session} currentRevision={current?.revision} text={policyText(current?.body)} published={req.url.searchParams.get('published') ?? undefined} />);
+}
+
+function PolicyPage(props: { session: BrowserSession; currentRevision: string | undefined; text: string; problem?: string; diff?: ReturnType<typeof diffLines>; warnings?: string[]; published?: string | undefined }) {
+  const { session, currentRevision, text, problem, diff, warnings, published } = props;
+  return (
+    <AdminPage session={session} tab="policy" title="Policy">
+      {published === undefined ? null : (
+        <p class="notice" role="status">
+          Published revision <code>{published}</code>. Agents hear of it at once.
+        </p>
+      )}
+      <p class="muted">Current revision: {currentRevision === undefined ? 'none yet' : <code>{currentRevision}</code>}. Edit below (YAML or JSON), then review the difference before publishing.</p>
+      {problem === undefined ? null : (
+        <p class="warning" role="alert">
+          {problem}
+        </p>
+      )}
+      {(warnings ?? []).map((w) => (
+        <p class="warning" key={w}>
+          {w}
+        </p>
+      ))}
+      {diff === undefined ? null : (
+        <section aria-labelledby="diff">
+          <h2 id="diff">Changes against the current policy</h2>
+          <div class="diff" role="region" aria-label="Difference">
+            {diff.map((part, i) =>
+              part.value
+                .replace(/\n$/, '')
+                .split('\n')
+                .map((line, j) => (
+                  <span class={part.added === true ? 'add' : part.removed === true ? 'del' : 'same'} key={`${i}.${j}`}>
+                    {part.added === true ? '+ ' : part.removed === true ? '- ' : '  '}
+                    {line}
+                  </span>
+                )),
+            )}
+          </div>
+          <form method="post" action="/admin/policy/publish">
+            <input type="hidden" name="csrf" value={session.csrf} />
+            <input type="hidden" name="policy" value={text} />
+            <input type="hidden" name="base" value={currentRevision ?? ''} />
+            <div class="actions">
+              <button type="submit" class="primary">
+                Publish this policy
+              </button>
+            </div>
+          </form>
+        </section>
+      )}
+      <form method="post" action="/admin/policy/preview">
+        <input type="hidden" name="csrf" value={session.csrf} />
+        <label for="policy">Policy</label>
+        <textarea id="policy" name="policy" rows={22} spellcheck={false}>
+          {text}
+        </textarea>
+        <div class="actions">
+          <button type="submit">Review changes</button>
+        </div>
+      </form>
+    </AdminPage>
+  );
+}
+
+/** The proposed policy checked as agents will check it; its body, or the reason it is refused. */
+function checked(text: string): { body: Record<string, unknown> } | { problem: string } {
+  try {
+    return { body: checkPolicyText(text, 'the policy').body };
+  } catch (error) {
+    if (error instanceof BlueError) return { problem: `${error.message}${error.hint === undefined ? '' : ` ${error.hint}`}` };
+    throw error;
+  }
+}
+
+/** POST /admin/policy/preview: what would change. */
+export async function adminPolicyPreview(rc: RouteContext, req: Request): Promise<void> {
+  const session = await administrator(rc, req);
+  if (session === undefined) return;
+  const form = await readPagePost(rc, req, session);
+  const text = form.get('policy') ?? '';
+  const current = await rc.store.currentPolicy();
+  const result = checked(text);
+  if ('problem' in result) return sendPage(req.reply, 400, <PolicyPage session={session} currentRevision={current?.revision} text={text} problem={result.problem} />);
+  const warning = presignOriginWarning(result.body, rc.publicUrl());
+  const diff = diffLines(policyText(current?.body), policyText(result.body));
+  sendPage(req.reply, 200, <PolicyPage session={session} currentRevision={current?.revision} text={text} diff={diff} warnings={warning === undefined ? [] : [warning]} />);
+}
+
+/** POST /admin/policy/publish: publishes what was reviewed, unless another revision was published meanwhile. */
+export async function adminPolicyPublish(rc: RouteContext, req: Request): Promise<void> {
+  const session = await administrator(rc, req);
+  if (session === undefined) return;
+  const form = await readPagePost(rc, req, session);
+  const text = form.get('policy') ?? '';
+  const current = await rc.store.currentPolicy();
+  if ((form.get('base') ?? '') !== (current?.revision ?? '')) {
+    return sendPage(req.reply, 409, <PolicyPage session={session} currentRevision={current?.revision} text={text} problem="Another revision was published since you reviewed the changes: review them again." />);
+  }
+  const result = checked(text);
+  if ('problem' in result) return sendPage(req.reply, 400, <PolicyPage session={session} currentRevision={current?.revision} text={text} problem={result.problem} />);
+  const published = await rc.store.publishPolicy(result.body, rc.now());
+  redirect(req.reply, `/admin/policy?published=${encodeURIComponent(published.revision)}`);
+}

@@ -1,0 +1,218 @@
+/**
+ * The Sessions dashboard over HTTP, on both databases: the list (search with snippets, facets with counts, filters,
+ * paging), a session's page (metadata, revisions, the resume command, the transcript escaped and masked, long text
+ * behind "Show more", tool output collapsed), sharing and deleting through its forms, downloads, what members may
+ * not reach, and the administrators' pages (machines, users and tokens, the audit log, policy publish with a diff).
+ * test/e2e/dashboard.test.ts clicks through the same pages in Chromium.
+ */
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { writeBundle } from '../../../src/bundle/index.js';
+import { loadProfiles, type ProfileSet } from '../../../src/profiles/index.js';
+import { claudeProjectKey } from '../../support/cli-process.js';
+import { BACKENDS, startTestServer, type TestServer, type TestUser } from '../../support/control-server.js';
+import { repoRoot } from '../../support/context.js';
+
+const CWD = '/home/dev/project';
+let work: string;
+let profiles: ProfileSet;
+beforeAll(async () => {
+  work = await mkdtemp(path.join(tmpdir(), 'blue-dashboard-'));
+  profiles = await loadProfiles(path.join(repoRoot, 'profiles'));
+});
+afterAll(async () => {
+  await rm(work, { recursive: true, force: true });
+});
+
+let bundles = 0;
+/** A Claude Code bundle: `turns` alternate user and assistant; a turn may be a tool call and its output. */
+async function claudeBundle(sessionId: string, title: string, turns: string[], extra: string[] = []): Promise<Buffer> {
+  const src = path.join(work, `src-${++bundles}`);
+  const key = claudeProjectKey(CWD);
+  await mkdir(path.join(src, key), { recursive: true });
+  const lines = turns.map((text, i) => {
+    const role = i % 2 === 0 ? 'user' : 'assistant';
+    return JSON.stringify({ type: role, sessionId, cwd: CWD, timestamp: '2026-01-01T10:00:00.000Z', message: { role, content: text } });
+  });
+  await writeFile(path.join(src, key, `${sessionId}.jsonl`), `${[...lines, ...extra].join('\n')}\n`);
+  const out = path.join(work, `bundle-${bundles}.tar.gz`);
+  await writeBundle(
+    {
+      harness: 'claude',
+      profile: 'claude-v2_0_12',
+      sessionId,
+      capturedAtUnixMs: Date.UTC(2026, 0, 1),
+      cwd: CWD,
+      title,
+      root: src,
+      files: [{ role: 'primary_transcript', name: `${sessionId}.jsonl`, nativePath: `${key}/${sessionId}.jsonl`, path: path.join(src, key, `${sessionId}.jsonl`) }],
+    },
+    out,
+    { profiles },
+  );
+  return readFile(out);
+}
+
+describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
+  let t: TestServer;
+  afterEach(async () => {
+    await t?.close();
+  });
+
+  async function upload(user: TestUser, sessionId: string, title: string, turns: string[], extra: string[] = []): Promise<string> {
+    const bytes = await claudeBundle(sessionId, title, turns, extra);
+    const done = await t.upload(user, bytes, { session_id: sessionId, title, cwd: CWD, artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    return done.sessionId;
+  }
+  /** A signed-in browser of `user`. */
+  async function browser(user: TestUser) {
+    const secret = await t.server.store.identity.createSignInLink(user.id, t.clock.now(), 60_000);
+    const signed = await fetch(`${t.url}/auth/link`, { method: 'POST', redirect: 'manual', headers: { origin: t.url, 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${secret}` });
+    const cookie = signed.headers.get('set-cookie')!.split(';')[0]!;
+    const get = async (route: string) => {
+      const response = await fetch(`${t.url}${route}`, { redirect: 'manual', headers: { cookie } });
+      return { status: response.status, text: await response.text(), location: response.headers.get('location'), headers: response.headers };
+    };
+    const csrf = /name="csrf" value="([^"]+)"/.exec((await get('/account')).text)![1]!;
+    const post = async (route: string, fields: Record<string, string>) => {
+      const response = await fetch(`${t.url}${route}`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie, origin: t.url, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ csrf, ...fields }).toString(),
+      });
+      return { status: response.status, text: await response.text(), location: response.headers.get('location') };
+    };
+    return { get, post };
+  }
+
+  it('lists, searches with snippets, counts by harness, filters and pages', async () => {
+    t = await startTestServer({ backend });
+    const flaky = await upload(t.alice, 'sess-flaky', 'Fix the flaky test', ['The suite fails.', 'Found it.', 'Now look at the watchdog timer please.', 'The watchdog races the uploader.']);
+    t.clock.advance(60_000);
+    await upload(t.alice, 'sess-docs', 'Write the release notes', ['Summarise 1.4.', 'Done.']);
+    const alice = await browser(t.alice);
+    const all = await alice.get('/sessions');
+    expect(all.status).toBe(200);
+    expect(all.text).toContain('2 sessions');
+    expect(all.text).toMatch(/<option value="claude">claude \(2\)<\/option>/);
+    // A word of the third turn finds the session, with the snippet.
+    const found = await alice.get('/sessions?q=watchdog');
+    expect(found.text).toContain('1 session<');
+    expect(found.text).toContain(`href="/sessions/${flaky}"`);
+    expect(found.text).toMatch(/class="snippet">[^<]*\[watchdog\]/);
+    expect(found.text).not.toContain('Write the release notes');
+    expect((await alice.get('/sessions?status=failed')).text).toContain('No sessions match.');
+    expect((await alice.get('/sessions?from=2099-01-01')).text).toContain('No sessions match.');
+    expect((await alice.get('/sessions?from=yesterday')).text).toContain('From must be a date');
+    // Not signed in: to the sign-in page.
+    expect((await fetch(`${t.url}/sessions`, { redirect: 'manual' })).headers.get('location')).toBe('/sign-in?next=%2Fsessions');
+    // Another member sees none of it.
+    expect((await (await browser(t.bob)).get('/sessions?q=watchdog')).text).toContain('No sessions match.');
+  });
+
+  it('shows a session: metadata, revisions, the resume command, and the transcript escaped, masked and cut', async () => {
+    t = await startTestServer({ backend });
+    const long = `${'x'.repeat(2_000)}TAIL-OF-THE-LONG-TURN`;
+    const tool = JSON.stringify({ type: 'user', sessionId: 'sess-show', cwd: CWD, message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'OUTPUT-OF-THE-TOOL' }] } });
+    const id = await upload(t.alice, 'sess-show', 'Show <b>me</b>', ['<script>alert("turn")</script> with key sk-ant-api03-abcdefghijklmnopqrstuvwxyz', long, 'Third turn.', 'Fourth.'], [tool]);
+    const alice = await browser(t.alice);
+    const page = await alice.get(`/sessions/${id}`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('Show &lt;b>me&lt;/b>');
+    expect(page.text).toContain(`value="blue-agent resume ${id}"`);
+    expect(page.text).toContain('&lt;script>alert(&quot;turn&quot;)&lt;/script>');
+    expect(page.text).not.toContain('<script>alert');
+    expect(page.text).not.toContain('sk-ant-api03-abcdefghijklmnopqrstuvwxyz');
+    expect(page.text).toContain('[redacted]');
+    expect(page.text).toMatch(/<details class="more"><summary>Show more \([\d,]+ more characters\)<\/summary>[^<]*TAIL-OF-THE-LONG-TURN/);
+    expect(page.text).toMatch(/<details class="turn tool"><summary>Tool output[^<]*<\/summary><pre>OUTPUT-OF-THE-TOOL<\/pre><\/details>/);
+    expect(page.text).toMatch(/<td>1<\/td><td>complete<\/td>/);
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    // The download is the bundle, through a short-lived URL, and in the audit log.
+    const download = await alice.get(`/sessions/${id}/download`);
+    expect(download.status).toBe(303);
+    const bytes = Buffer.from(await (await fetch(download.location!)).arrayBuffer());
+    expect(bytes.subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]));
+    expect((await t.server.store.auditEvents({ limit: 10 })).map((e) => e.action)).toEqual(['session.download']);
+  });
+
+  it('shares through the page: a member added sees it, a recipient gets no controls, and nobody reaches another’s session by URL', async () => {
+    t = await startTestServer({ backend });
+    const id = await upload(t.alice, 'sess-share', 'Parser work', ['Parse it.', 'Parsed.']);
+    const alice = await browser(t.alice);
+    const bob = await browser(t.bob);
+    const carol = await browser(t.carol);
+    expect((await bob.get(`/sessions/${id}`)).status).toBe(404);
+    const picker = await alice.get(`/sessions/${id}?find=bob`);
+    expect(picker.text).toContain('Share with bob@example.com');
+    expect((await alice.post(`/sessions/${id}/sharing`, { action: 'add', user: t.bob.id })).location).toBe(`/sessions/${id}?saved=sharing#sharing`);
+    expect((await bob.get('/sessions')).text).toContain('shared by alice@example.com');
+    const asRecipient = await bob.get(`/sessions/${id}`);
+    expect(asRecipient.status).toBe(200);
+    expect(asRecipient.text).toContain('Shared with you by alice@example.com');
+    expect(asRecipient.text).not.toContain(`action="/sessions/${id}/sharing"`);
+    expect(asRecipient.text).not.toContain(`action="/sessions/${id}/delete"`);
+    expect((await bob.post(`/sessions/${id}/sharing`, { action: 'mode', mode: 'workspace' })).status).toBe(403);
+    expect((await carol.get(`/sessions/${id}`)).status).toBe(404);
+    // Removed again: bob no longer reaches it.
+    await alice.post(`/sessions/${id}/sharing`, { action: 'remove', user: t.bob.id });
+    expect((await bob.get(`/sessions/${id}`)).status).toBe(404);
+    await alice.post(`/sessions/${id}/sharing`, { action: 'mode', mode: 'workspace' });
+    expect((await carol.get(`/sessions/${id}`)).status).toBe(200);
+    expect((await t.server.store.auditEvents({ limit: 10 })).map((e) => e.action)).toEqual(['session.share', 'session.share', 'session.share']);
+  });
+
+  it('deletes through the page only when confirmed, and only for its owner or an administrator', async () => {
+    t = await startTestServer({ backend });
+    const id = await upload(t.alice, 'sess-del', 'To delete', ['Go.', 'Gone.']);
+    await t.server.store.setSharing(id, 'workspace', []);
+    const alice = await browser(t.alice);
+    expect((await (await browser(t.bob)).post(`/sessions/${id}/delete`, { confirm: 'yes' })).status).toBe(403);
+    expect((await alice.post(`/sessions/${id}/delete`, {})).status).toBe(400);
+    expect((await alice.post(`/sessions/${id}/delete`, { confirm: 'yes' })).location).toBe('/sessions?deleted=1');
+    expect((await alice.get(`/sessions/${id}`)).status).toBe(404);
+  });
+
+  it("gives administrators the organisation's machines, users and tokens, audit log and policy, and nobody else", async () => {
+    t = await startTestServer({ backend });
+    await t.server.store.publishPolicy({ allowed_harnesses: ['claude'] }, t.clock.now());
+    await t.call('POST', '/client-status', t.alice.token, { instance_id: 'laptop-1', hostname: 'alices-laptop', client_version: '1.0.0', platform: 'linux', applied: true, files_ok: true, config_revision: 'old', harnesses: ['claude'] });
+    const admin = await browser(t.admin);
+    const alice = await browser(t.alice);
+    for (const page of ['/admin/clients', '/admin/users', '/admin/audit', '/admin/policy']) expect((await alice.get(page)).status, page).toBe(403);
+
+    const machines = await admin.get('/admin/clients');
+    expect(machines.text).toContain('alices-laptop');
+    expect(machines.text).toContain('applied, not the current revision');
+
+    const users = await admin.get('/admin/users');
+    const revoke = new RegExp(`action="/admin/tokens/([0-9a-f-]{36})/revoke"[^>]*><input type="hidden" name="csrf" value="[^"]+"/><button type="submit" class="danger" aria-label="Revoke token from users add of alice@example.com"`).exec(users.text);
+    expect(revoke).not.toBeNull();
+    expect((await admin.post(`/admin/tokens/${revoke![1]}/revoke`, {})).location).toBe('/admin/users');
+    expect((await t.call('GET', '/auth/me', t.alice.token)).status).toBe(401);
+    expect((await admin.post(`/admin/users/${t.bob.id}/role`, { role: 'admin' })).location).toBe('/admin/users');
+    expect((await t.server.store.userById(t.bob.id))?.is_admin).toBe(true);
+
+    // Policy: review the difference, then publish; a stale review is refused.
+    const current = (await t.server.store.currentPolicy())!.revision;
+    const preview = await admin.post('/admin/policy/preview', { policy: 'allowed_harnesses: [claude, codex]\n' });
+    expect(preview.status).toBe(200);
+    expect(preview.text).toContain('<span class="add">+     &quot;codex&quot;</span>');
+    const refused = await admin.post('/admin/policy/preview', { policy: 'allowed_harnesses: nope\n' });
+    expect([refused.status, refused.text.includes('role="alert"')]).toEqual([400, true]);
+    const published = await admin.post('/admin/policy/publish', { policy: 'allowed_harnesses: [claude, codex]\n', base: current });
+    expect(published.location).toMatch(/^\/admin\/policy\?published=/);
+    expect((await t.server.store.currentPolicy())!.body.allowed_harnesses).toEqual(['claude', 'codex']);
+    expect((await admin.post('/admin/policy/publish', { policy: 'allowed_harnesses: [claude]\n', base: current })).status).toBe(409);
+
+    const id = await upload(t.carol, 'sess-audit', 'Audited', ['a', 'b']);
+    await admin.get(`/sessions/${id}`);
+    const audit = await admin.get('/admin/audit');
+    expect(audit.text).toContain('session.read');
+    expect(audit.text).toContain('admin@example.com');
+  });
+});
