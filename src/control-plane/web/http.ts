@@ -29,7 +29,8 @@ const PAGE_HEADERS = {
   'content-security-policy': CONTENT_SECURITY_POLICY,
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
+  // same-origin, not no-referrer: browsers send `Origin: null` with forms under no-referrer, and forms are checked by their origin.
+  'referrer-policy': 'same-origin',
   'cross-origin-opener-policy': 'same-origin',
   'cache-control': 'no-store',
 };

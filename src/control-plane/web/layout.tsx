@@ -24,7 +24,6 @@ export function Page({ title, session, nav, children }: PageProps) {
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="referrer" content="no-referrer" />
         <title>{`${title} · Blue Control`}</title>
         <link rel="stylesheet" href="/assets/app.css" />
       </head>

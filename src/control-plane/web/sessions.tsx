@@ -350,6 +350,11 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
 
       {owned ? <SharingForm csrf={browser.csrf} session={session} recipients={recipients} find={find} found={found} /> : session.sharing_mode === 'private' ? null : <p class="muted">Shared with you by {session.owner_email}.</p>}
 
+      <section aria-labelledby="transcript">
+        <h2 id="transcript">Transcript{shown !== undefined && shown.id !== current?.id ? ` (revision ${shown.revision})` : ''}</h2>
+        {transcript === undefined ? <p class="muted">No readable transcript: the upload is not a session bundle, is not verified yet, or has expired.</p> : <TranscriptView transcript={transcript} />}
+      </section>
+
       {owned || user.is_admin ? (
         <section aria-labelledby="delete">
           <h2 id="delete">Delete</h2>
@@ -366,10 +371,6 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
         </section>
       ) : null}
 
-      <section aria-labelledby="transcript">
-        <h2 id="transcript">Transcript{shown !== undefined && shown.id !== current?.id ? ` (revision ${shown.revision})` : ''}</h2>
-        {transcript === undefined ? <p class="muted">No readable transcript: the upload is not a session bundle, is not verified yet, or has expired.</p> : <TranscriptView transcript={transcript} />}
-      </section>
     </Page>,
   );
 }

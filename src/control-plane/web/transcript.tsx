@@ -78,7 +78,9 @@ function Turns({ transcript, budget }: { transcript: Conversation; budget: { tur
 /** Text with the part past SHOWN_CHARS behind a "Show more" disclosure (no script needed). */
 function LongText({ text }: { text: string }): ComponentChildren {
   if (text.length <= SHOWN_CHARS) return <div class="text">{text}</div>;
-  const at = boundary(text, SHOWN_CHARS);
+  // Cut after a word where there is one near the limit.
+  const space = text.lastIndexOf(' ', SHOWN_CHARS);
+  const at = space > SHOWN_CHARS - 200 ? space + 1 : boundary(text, SHOWN_CHARS);
   return (
     <div class="text">
       {text.slice(0, at)}

@@ -1,0 +1,193 @@
+/**
+ * The dashboard in a real browser (Debian's Chromium, headless), against the real Control API and a real OpenID
+ * provider on loopback, on both databases: sign in through the provider; approve the code `blue-agent login` prints
+ * (the real CLI, which then holds refreshable credentials); find an uploaded session by a word of its third turn and
+ * read its transcript; share it with a member, who then sees it in their list, and take it back; a member cannot
+ * reach someone else's session by URL; delete it. Pages are checked for labels and for a phone's width, and the main
+ * ones are photographed into a temporary folder (BLUE_SCREENSHOTS to keep them).
+ */
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { writeBundle } from '../../src/bundle/index.js';
+import { loadProfiles } from '../../src/profiles/index.js';
+import { launchChromium, screenshotDir } from '../support/browser.js';
+import { claudeProjectKey, runCli } from '../support/cli-process.js';
+import { BACKENDS, freePort, startTestServer, type TestServer } from '../support/control-server.js';
+import { repoRoot } from '../support/context.js';
+import { startOidcProvider, type TestOidcProvider } from '../support/oidc-provider.js';
+
+let chromium: Browser;
+let shots: string;
+let work: string;
+beforeAll(async () => {
+  chromium = await launchChromium();
+  shots = await screenshotDir();
+  work = await mkdtemp(path.join(tmpdir(), 'blue-e2e-dashboard-'));
+}, 60_000);
+afterAll(async () => {
+  await chromium?.close();
+  await rm(work, { recursive: true, force: true });
+});
+
+/** A Claude Code bundle whose conversation is `turns`. */
+async function bundle(sessionId: string, title: string, turns: string[]): Promise<Buffer> {
+  const cwd = '/home/dana/parser';
+  const src = path.join(work, `src-${sessionId}`);
+  const key = claudeProjectKey(cwd);
+  await mkdir(path.join(src, key), { recursive: true });
+  const lines = turns.map((text, i) => JSON.stringify({ type: i % 2 === 0 ? 'user' : 'assistant', sessionId, cwd, message: { role: i % 2 === 0 ? 'user' : 'assistant', content: text } }));
+  await writeFile(path.join(src, key, `${sessionId}.jsonl`), `${lines.join('\n')}\n`);
+  const out = path.join(work, `${sessionId}.tar.gz`);
+  await writeBundle(
+    {
+      harness: 'claude',
+      profile: 'claude-v2_0_12',
+      sessionId,
+      capturedAtUnixMs: Date.UTC(2026, 0, 1),
+      cwd,
+      title,
+      root: src,
+      files: [{ role: 'primary_transcript', name: `${sessionId}.jsonl`, nativePath: `${key}/${sessionId}.jsonl`, path: path.join(src, key, `${sessionId}.jsonl`) }],
+    },
+    out,
+    { profiles: await loadProfiles(path.join(repoRoot, 'profiles')) },
+  );
+  return readFile(out);
+}
+
+/** Every visible form field has a label (or an aria-label), and nothing is wider than the window. */
+async function checkPage(page: Page, name: string): Promise<void> {
+  const unlabelled = await page.evaluate(() =>
+    [...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
+      .filter((el) => !(el as HTMLElement).closest('form[hidden]'))
+      .filter((el) => el.getAttribute('aria-label') === null && (el.id === '' || document.querySelector(`label[for="${el.id}"]`) === null) && el.closest('label') === null)
+      .map((el) => el.outerHTML.slice(0, 120)),
+  );
+  expect(unlabelled, name).toEqual([]);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  expect(overflow, `${name} is wider than the window`).toBeLessThanOrEqual(0);
+}
+
+describe.each(BACKENDS)('the dashboard in Chromium (%s)', (backend) => {
+  let t: TestServer | undefined;
+  let idp: TestOidcProvider | undefined;
+  afterEach(async () => {
+    await t?.close();
+    await idp?.close();
+  });
+
+  it('signs in, approves a device sign-in, finds a session by its third turn, shares and takes it back, and deletes it', async () => {
+    const port = await freePort();
+    idp = await startOidcProvider(`http://127.0.0.1:${port}/auth/oidc/callback`, [
+      { email: 'dana@example.com' },
+      { email: 'erin@example.com' },
+      { email: 'root@example.com', groups: ['blue-admins'] },
+    ]);
+    t = await startTestServer({ backend, port, liveClock: true, identity: { deviceIntervalMs: 1_000 }, oidc: { issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret, adminGroup: 'blue-admins', name: 'Example SSO' } });
+    const url = t.url;
+    const dana = await chromium.newContext({ viewport: { width: 1280, height: 900 } });
+    const erin = await chromium.newContext({ viewport: { width: 390, height: 844 } });
+    try {
+      const signIn = async (page: Page, email: string) => {
+        await page.goto(`${url}/sessions`);
+        await page.getByRole('link', { name: 'Sign in with Example SSO' }).click();
+        await page.getByLabel('E-mail').fill(email);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.waitForURL(`${url}/sessions`);
+      };
+      const page = await dana.newPage();
+      await signIn(page, 'dana@example.com');
+      expect(await page.textContent('h1')).toBe('Your sessions and those shared with you');
+
+      // `blue-agent login` in a terminal; its code approved here.
+      const home = path.join(work, `home-${backend}`);
+      await mkdir(home, { recursive: true });
+      const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, BLUE_AGENT_HOME: path.join(home, 'state'), BLUE_AGENT_CONFIG: path.join(home, 'config.yaml') };
+      const login = runCli(['login', '--control-url', url, '--no-browser', '--json'], { env, timeoutMs: 60_000 });
+      let printed = '';
+      login.child.stderr!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+      for (let i = 0; i < 300 && !/\(or open (\S+)\)/.test(printed); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      const verification = /\(or open (\S+)\)/.exec(printed)![1]!;
+      await page.goto(verification);
+      expect(await page.textContent('h1')).toBe('Sign in a device?');
+      await checkPage(page, 'approval');
+      await page.screenshot({ path: path.join(shots, `device-approval-${backend}.png`), fullPage: true });
+      await page.getByRole('button', { name: 'Approve' }).click();
+      await page.getByRole('heading', { name: 'Device signed in' }).waitFor();
+      const loggedIn = await login;
+      expect(loggedIn.code, loggedIn.stderr).toBe(0);
+      expect(JSON.parse(loggedIn.stdout)).toMatchObject({ ok: true, method: 'device', email: 'dana@example.com' });
+      const credentials = JSON.parse(await readFile(path.join(home, 'state', 'token'), 'utf8')) as { access_token: string };
+
+      // A session uploaded with the new sign-in's token; found by a word only its third turn says.
+      const daniel = { id: (await t.server.store.userByEmail('dana@example.com'))!.id, email: 'dana@example.com', token: credentials.access_token };
+      const bytes = await bundle('dana-parser', 'Rewrite the config parser', ['Rewrite the parser.', 'Which parts?', 'Start with the quasar tokenizer and its error messages.', `Done. ${'The tokenizer now reports line and column. '.repeat(60)}`]);
+      const uploaded = await t.upload(daniel, bytes, { session_id: 'dana-parser', title: 'Rewrite the config parser', cwd: '/home/dana/parser', artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true });
+      expect(uploaded.status).toBe(200);
+      await page.goto(`${url}/sessions`);
+      await page.getByLabel('Search', { exact: true }).fill('quasar');
+      await page.getByRole('button', { name: 'Search' }).click();
+      await page.getByText('[quasar]').waitFor();
+      await checkPage(page, 'sessions');
+      await page.screenshot({ path: path.join(shots, `sessions-${backend}.png`), fullPage: true });
+      await page.getByRole('link', { name: 'Rewrite the config parser' }).click();
+      await page.getByRole('heading', { name: /^Transcript/ }).waitFor();
+      expect(await page.getByLabel('Assistant turn').count()).toBe(2);
+      await page.getByText(/^Show more/).click();
+      await page.getByText('The tokenizer now reports line and column.').first().waitFor();
+      expect(await page.inputValue('#resume-command')).toBe(`blue-agent resume ${uploaded.sessionId}`);
+      await checkPage(page, 'session');
+      await page.screenshot({ path: path.join(shots, `session-${backend}.png`), fullPage: true });
+
+      // Shared with Erin through the member picker: she sees it; taken back: she no longer does, not even by URL.
+      const erinPage = await erin.newPage();
+      await signIn(erinPage, 'erin@example.com');
+      const sessionUrl = `${url}/sessions/${uploaded.sessionId}`;
+      expect((await erinPage.goto(sessionUrl))!.status()).toBe(404);
+      await page.getByLabel('Add people').fill('erin');
+      await page.getByRole('button', { name: 'Find' }).click();
+      await page.getByRole('button', { name: 'Share with erin@example.com' }).click();
+      await page.getByText('Sharing saved.').waitFor();
+      await erinPage.goto(`${url}/sessions`);
+      await erinPage.getByText('shared by dana@example.com').waitFor();
+      await checkPage(erinPage, 'sessions on a phone');
+      await erinPage.getByRole('link', { name: 'Rewrite the config parser' }).click();
+      expect(await erinPage.getByText('Shared with you by dana@example.com').count()).toBe(1);
+      expect(await erinPage.getByRole('button', { name: 'Delete session' }).count()).toBe(0);
+      await checkPage(erinPage, 'a shared session on a phone');
+      await page.getByRole('button', { name: 'Stop sharing with erin@example.com' }).click();
+      await page.getByText('Sharing saved.').waitFor();
+      expect((await erinPage.goto(sessionUrl))!.status()).toBe(404);
+      await erinPage.goto(`${url}/sessions`);
+      expect(await erinPage.getByText('Rewrite the config parser').count()).toBe(0);
+
+      // Administration, for an administrator by group.
+      const root = await chromium.newContext({ viewport: { width: 1280, height: 900 } });
+      try {
+        const admin = await root.newPage();
+        await signIn(admin, 'root@example.com');
+        await admin.getByRole('link', { name: 'Administration' }).click();
+        await admin.getByRole('link', { name: 'Users and tokens' }).click();
+        await admin.getByRole('heading', { name: /dana@example\.com/ }).waitFor();
+        await checkPage(admin, 'users');
+        await admin.screenshot({ path: path.join(shots, `admin-users-${backend}.png`), fullPage: true });
+        await admin.getByRole('link', { name: 'Audit log' }).click();
+        await admin.getByRole('cell', { name: 'session.share', exact: true }).first().waitFor();
+      } finally {
+        await root.close();
+      }
+
+      // Deleted by its owner: gone from the list.
+      await page.getByLabel('I want to delete this session').check();
+      await page.getByRole('button', { name: 'Delete session' }).click();
+      await page.waitForURL(`${url}/sessions?deleted=1`);
+      expect(await page.getByText('Rewrite the config parser').count()).toBe(0);
+    } finally {
+      await dana.close();
+      await erin.close();
+    }
+  }, 120_000);
+});
