@@ -26,6 +26,7 @@ export function Page({ title, session, nav, children }: PageProps) {
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{`${title} · Blue Control`}</title>
         <link rel="stylesheet" href="/assets/app.css" />
+        <link rel="icon" href="data:," />
       </head>
       <body>
         <a class="skip" href="#main">

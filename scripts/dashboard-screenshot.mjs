@@ -1,0 +1,79 @@
+#!/usr/bin/env node
+// Regenerates docs/dashboard.png, the dashboard the README shows: a Control API (`control-plane serve`, embedded
+// default) in a temporary folder, a few Claude Code sessions captured into bundles (`bundle create`) and uploaded
+// through the API, its administrator signed in with the sign-in link `serve` prints, and Debian's Chromium
+// (headless, playwright-core) photographing a search. Run it after `npm run build`:
+//   scripts/with-node24 node scripts/dashboard-screenshot.mjs [out.png]
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const entry = path.join(root, 'bin', 'blue-agent.js');
+const out = path.resolve(process.argv[2] ?? path.join(root, 'docs', 'dashboard.png'));
+const work = await mkdtemp(path.join(tmpdir(), 'blue-screenshot-'));
+const home = path.join(work, 'home');
+const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, XDG_DATA_HOME: path.join(home, '.local', 'share'), XDG_STATE_HOME: path.join(home, '.local', 'state'), XDG_CONFIG_HOME: path.join(home, '.config'), TZ: 'UTC' };
+
+const SESSIONS = [
+  { id: '0b1e5c7a-1111-4a1a-9a1a-000000000001', cwd: '/home/ada/parser', title: 'Rewrite the config parser to report line and column', turns: ['Rewrite the config parser so errors say where they are.', 'I will start with the tokenizer.', 'Keep the public API the same, and add tests for the quasar edge cases.', 'Done: errors now carry line and column; 14 new tests.'] },
+  { id: '0b1e5c7a-2222-4a1a-9a1a-000000000002', cwd: '/home/ada/billing', title: 'Find why the invoice export drops the last row', turns: ['The CSV export loses its last row.', 'The writer is not flushed before close.', 'Fix it and add a regression test.', 'Fixed: flush before close; the test writes 10,001 rows.'] },
+  { id: '0b1e5c7a-3333-4a1a-9a1a-000000000003', cwd: '/home/ada/site', title: 'Move the docs site to the new theme', turns: ['Move the docs to the new theme.', 'Which pages first?', 'The quickstart and the API reference.', 'Both moved; the old theme is gone.'] },
+];
+
+function cli(args) {
+  const r = spawnSync(process.execPath, [entry, ...args], { env, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`blue-agent ${args.join(' ')} exited ${r.status}:\n${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+}
+
+const server = spawn(process.execPath, [entry, 'control-plane', 'serve', '--listen', '127.0.0.1:0'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+let printed = '';
+server.stdout.on('data', (chunk) => (printed += chunk));
+let browser;
+try {
+  for (let i = 0; i < 200 && !/auth\/link#/.test(printed); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+  const url = /listening on (http:\/\/\S+)/.exec(printed)?.[1];
+  const link = /(http:\/\/\S+\/auth\/link#\S+)/.exec(printed)?.[1];
+  if (url === undefined || link === undefined) throw new Error(`serve did not start:\n${printed}`);
+  const token = (await readFile(path.join(home, '.local', 'share', 'blue-agent', 'control', 'admin-token'), 'utf8')).trim();
+
+  for (const [n, s] of SESSIONS.entries()) {
+    const dir = path.join(home, '.claude', 'projects', s.cwd.replace(/[^A-Za-z0-9]/g, '-'));
+    await mkdir(dir, { recursive: true });
+    const transcript = path.join(dir, `${s.id}.jsonl`);
+    const lines = s.turns.map((text, i) => JSON.stringify({ type: i % 2 === 0 ? 'user' : 'assistant', sessionId: s.id, cwd: s.cwd, timestamp: `2026-11-2${n}T10:0${i}:00.000Z`, message: { role: i % 2 === 0 ? 'user' : 'assistant', content: text } }));
+    await writeFile(transcript, `${lines.join('\n')}\n`);
+    const file = path.join(work, `${s.id}.tar.gz`);
+    cli(['bundle', 'create', '--harness', 'claude', '--session', s.id, '--profile', 'claude-v2_0_12', '--cwd', s.cwd, '--transcript', transcript, '--out', file]);
+    const bytes = await readFile(file);
+    const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const presign = await fetch(`${url}/session-uploads/presign`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ harness: 'claude', session_id: s.id, sha256: createHash('sha256').update(bytes).digest('hex'), size_bytes: bytes.length, content_type: 'application/vnd.blue.session-bundle+tar+gzip', artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true, cwd: s.cwd, title: s.title }),
+    }).then((r) => r.json());
+    await fetch(presign.upload_url, { method: presign.method, headers: presign.headers, body: bytes });
+    await fetch(presign.complete_url, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+  }
+  // The indexer reads what they say off the request path: give it a moment.
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+
+  browser = await chromium.launch({ executablePath: process.env.BLUE_CHROMIUM || '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 720 }, colorScheme: 'light' })).newPage();
+  await page.goto(link);
+  await page.waitForURL(`${url}/sessions`);
+  await page.goto(`${url}/sessions?q=test`);
+  await mkdir(path.dirname(out), { recursive: true });
+  await page.screenshot({ path: out });
+  console.log(`wrote ${out}`);
+} finally {
+  await browser?.close();
+  server.kill('SIGTERM');
+  await new Promise((resolve) => server.once('exit', resolve));
+  await rm(work, { recursive: true, force: true });
+}
