@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Regenerates docs/dashboard.png, the dashboard the README shows: a Control API (`control-plane serve`, embedded
-// default) in a temporary folder, a few Claude Code sessions captured into bundles (`bundle create`) and uploaded
-// through the API, its administrator signed in with the sign-in link `serve` prints, and Debian's Chromium
+// default) in a temporary folder, the sessions of docs/dashboard-sessions.json captured into bundles (`bundle
+// create`) and uploaded through the API, its administrator signed in with the sign-in link `serve` prints, and Debian's Chromium
 // (headless, playwright-core) photographing a search. Run it after `npm run build`:
 //   scripts/with-node24 node scripts/dashboard-screenshot.mjs [out.png]
 import { spawn, spawnSync } from 'node:child_process';
@@ -19,11 +19,8 @@ const work = await mkdtemp(path.join(tmpdir(), 'blue-screenshot-'));
 const home = path.join(work, 'home');
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, XDG_DATA_HOME: path.join(home, '.local', 'share'), XDG_STATE_HOME: path.join(home, '.local', 'state'), XDG_CONFIG_HOME: path.join(home, '.config'), TZ: 'UTC' };
 
-const SESSIONS = [
-  { id: '0b1e5c7a-1111-4a1a-9a1a-000000000001', cwd: '/home/ada/parser', title: 'Rewrite the config parser to report line and column', turns: ['Rewrite the config parser so errors say where they are.', 'I will start with the tokenizer.', 'Keep the public API the same, and add tests for the quasar edge cases.', 'Done: errors now carry line and column; 14 new tests.'] },
-  { id: '0b1e5c7a-2222-4a1a-9a1a-000000000002', cwd: '/home/ada/billing', title: 'Find why the invoice export drops the last row', turns: ['The CSV export loses its last row.', 'The writer is not flushed before close.', 'Fix it and add a regression test.', 'Fixed: flush before close; the test writes 10,001 rows.'] },
-  { id: '0b1e5c7a-3333-4a1a-9a1a-000000000003', cwd: '/home/ada/site', title: 'Move the docs site to the new theme', turns: ['Move the docs to the new theme.', 'Which pages first?', 'The quickstart and the API reference.', 'Both moved; the old theme is gone.'] },
-];
+// What is captured: native transcripts (their harness, profile, paths and lines), from a data file beside the picture.
+const data = JSON.parse(await readFile(path.join(root, 'docs', 'dashboard-sessions.json'), 'utf8'));
 
 function cli(args) {
   const r = spawnSync(process.execPath, [entry, ...args], { env, encoding: 'utf8' });
@@ -42,20 +39,18 @@ try {
   if (url === undefined || link === undefined) throw new Error(`serve did not start:\n${printed}`);
   const token = (await readFile(path.join(home, '.local', 'share', 'blue-agent', 'control', 'admin-token'), 'utf8')).trim();
 
-  for (const [n, s] of SESSIONS.entries()) {
-    const dir = path.join(home, '.claude', 'projects', s.cwd.replace(/[^A-Za-z0-9]/g, '-'));
-    await mkdir(dir, { recursive: true });
-    const transcript = path.join(dir, `${s.id}.jsonl`);
-    const lines = s.turns.map((text, i) => JSON.stringify({ type: i % 2 === 0 ? 'user' : 'assistant', sessionId: s.id, cwd: s.cwd, timestamp: `2026-11-2${n}T10:0${i}:00.000Z`, message: { role: i % 2 === 0 ? 'user' : 'assistant', content: text } }));
-    await writeFile(transcript, `${lines.join('\n')}\n`);
+  for (const s of data.sessions) {
+    const transcript = path.join(home, s.transcript);
+    await mkdir(path.dirname(transcript), { recursive: true });
+    await writeFile(transcript, `${s.lines.map((line) => JSON.stringify(line)).join('\n')}\n`);
     const file = path.join(work, `${s.id}.tar.gz`);
-    cli(['bundle', 'create', '--harness', 'claude', '--session', s.id, '--profile', 'claude-v2_0_12', '--cwd', s.cwd, '--transcript', transcript, '--out', file]);
+    cli(['bundle', 'create', '--harness', data.harness, '--session', s.id, '--profile', data.profile, '--cwd', s.cwd, '--transcript', transcript, '--out', file]);
     const bytes = await readFile(file);
     const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const presign = await fetch(`${url}/session-uploads/presign`, {
       method: 'POST',
       headers: auth,
-      body: JSON.stringify({ harness: 'claude', session_id: s.id, sha256: createHash('sha256').update(bytes).digest('hex'), size_bytes: bytes.length, content_type: 'application/vnd.blue.session-bundle+tar+gzip', artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true, cwd: s.cwd, title: s.title }),
+      body: JSON.stringify({ harness: data.harness, session_id: s.id, sha256: createHash('sha256').update(bytes).digest('hex'), size_bytes: bytes.length, content_type: 'application/vnd.blue.session-bundle+tar+gzip', artifact_format: 'blue-session-bundle-v1', compatibility_profile: data.profile, resumable: true, cwd: s.cwd, title: s.title }),
     }).then((r) => r.json());
     await fetch(presign.upload_url, { method: presign.method, headers: presign.headers, body: bytes });
     await fetch(presign.complete_url, { method: 'POST', headers: { authorization: `Bearer ${token}` } });

@@ -4,18 +4,17 @@
  * word of their conversation, ranks title matches first, answers a snippet around the match, takes any text without
  * an error, never indexes secrets, and the index follows revisions and deletions exactly.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { writeBundle } from '../../src/bundle/index.js';
 import { reindex } from '../../src/control-plane/admin.js';
 import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
 import { loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
 import { BACKENDS, startTestServer, type TestServer, type TestUser } from '../support/control-server.js';
-import { claudeProjectKey } from '../support/cli-process.js';
 import { repoRoot } from '../support/context.js';
 import { newArtifact } from '../support/store-inputs.js';
+import { conversationBundle } from '../support/conversation-bundle.js';
 
 const CWD = '/home/dev/project';
 let work: string;
@@ -28,34 +27,8 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-let bundles = 0;
 /** A Claude Code bundle whose conversation is `turns` (user, assistant, user, ...). */
-async function claudeBundle(sessionId: string, title: string, turns: string[]): Promise<Buffer> {
-  const src = path.join(work, `src-${++bundles}`);
-  const key = claudeProjectKey(CWD);
-  await mkdir(path.join(src, key), { recursive: true });
-  const lines = turns.map((text, i) => {
-    const role = i % 2 === 0 ? 'user' : 'assistant';
-    return JSON.stringify({ type: role, sessionId, cwd: CWD, message: { role, content: text } });
-  });
-  await writeFile(path.join(src, key, `${sessionId}.jsonl`), `${lines.join('\n')}\n`);
-  const out = path.join(work, `bundle-${bundles}.tar.gz`);
-  await writeBundle(
-    {
-      harness: 'claude',
-      profile: 'claude-v2_0_12',
-      sessionId,
-      capturedAtUnixMs: Date.UTC(2026, 0, 1),
-      cwd: CWD,
-      title,
-      root: src,
-      files: [{ role: 'primary_transcript', name: `${sessionId}.jsonl`, nativePath: `${key}/${sessionId}.jsonl`, path: path.join(src, key, `${sessionId}.jsonl`) }],
-    },
-    out,
-    { profiles },
-  );
-  return readFile(out);
-}
+const claudeBundle = (sessionId: string, title: string, turns: string[]): Promise<Buffer> => conversationBundle(work, { sessionId, title, cwd: CWD, turns });
 
 describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
   let t: TestServer;

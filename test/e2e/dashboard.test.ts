@@ -6,17 +6,15 @@
  * reach someone else's session by URL; delete it. Pages are checked for labels and for a phone's width, and the main
  * ones are photographed into a temporary folder (BLUE_SCREENSHOTS to keep them).
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { writeBundle } from '../../src/bundle/index.js';
-import { loadProfiles } from '../../src/profiles/index.js';
 import { launchChromium, screenshotDir } from '../support/browser.js';
-import { claudeProjectKey, runCli } from '../support/cli-process.js';
+import { runCli } from '../support/cli-process.js';
 import { BACKENDS, freePort, startTestServer, type TestServer } from '../support/control-server.js';
-import { repoRoot } from '../support/context.js';
+import { conversationBundle } from '../support/conversation-bundle.js';
 import { startOidcProvider, type TestOidcProvider } from '../support/oidc-provider.js';
 
 let chromium: Browser;
@@ -31,32 +29,6 @@ afterAll(async () => {
   await chromium?.close();
   await rm(work, { recursive: true, force: true });
 });
-
-/** A Claude Code bundle whose conversation is `turns`. */
-async function bundle(sessionId: string, title: string, turns: string[]): Promise<Buffer> {
-  const cwd = '/home/dana/parser';
-  const src = path.join(work, `src-${sessionId}`);
-  const key = claudeProjectKey(cwd);
-  await mkdir(path.join(src, key), { recursive: true });
-  const lines = turns.map((text, i) => JSON.stringify({ type: i % 2 === 0 ? 'user' : 'assistant', sessionId, cwd, message: { role: i % 2 === 0 ? 'user' : 'assistant', content: text } }));
-  await writeFile(path.join(src, key, `${sessionId}.jsonl`), `${lines.join('\n')}\n`);
-  const out = path.join(work, `${sessionId}.tar.gz`);
-  await writeBundle(
-    {
-      harness: 'claude',
-      profile: 'claude-v2_0_12',
-      sessionId,
-      capturedAtUnixMs: Date.UTC(2026, 0, 1),
-      cwd,
-      title,
-      root: src,
-      files: [{ role: 'primary_transcript', name: `${sessionId}.jsonl`, nativePath: `${key}/${sessionId}.jsonl`, path: path.join(src, key, `${sessionId}.jsonl`) }],
-    },
-    out,
-    { profiles: await loadProfiles(path.join(repoRoot, 'profiles')) },
-  );
-  return readFile(out);
-}
 
 /** Every visible form field has a label (or an aria-label), and nothing is wider than the window. */
 async function checkPage(page: Page, name: string): Promise<void> {
@@ -124,7 +96,7 @@ describe.each(BACKENDS)('the dashboard in Chromium (%s)', (backend) => {
 
       // A session uploaded with the new sign-in's token; found by a word only its third turn says.
       const daniel = { id: (await t.server.store.userByEmail('dana@example.com'))!.id, email: 'dana@example.com', token: credentials.access_token };
-      const bytes = await bundle('dana-parser', 'Rewrite the config parser', ['Rewrite the parser.', 'Which parts?', 'Start with the quasar tokenizer and its error messages.', `Done. ${'The tokenizer now reports line and column. '.repeat(60)}`]);
+      const bytes = await conversationBundle(work, { sessionId: 'dana-parser', title: 'Rewrite the config parser', cwd: '/home/dana/parser', turns: ['Rewrite the parser.', 'Which parts?', 'Start with the quasar tokenizer and its error messages.', `Done. ${'The tokenizer now reports line and column. '.repeat(60)}`] });
       const uploaded = await t.upload(daniel, bytes, { session_id: 'dana-parser', title: 'Rewrite the config parser', cwd: '/home/dana/parser', artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true });
       expect(uploaded.status).toBe(200);
       await page.goto(`${url}/sessions`);

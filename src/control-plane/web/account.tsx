@@ -3,13 +3,11 @@
  * each revocable here; a revoked one fails at its next request.
  */
 import { HttpError } from '../http.js';
-import { isActive } from '../identity/users.js';
 import type { Request, RouteContext } from '../routes.js';
-import type { Grant } from '../store/index.js';
 import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
 import { Page } from './layout.js';
+import { TokenTable } from './tokens.js';
 
-const when = (at: number | null): string => (at === null ? '—' : new Date(at).toISOString().replace('T', ' ').slice(0, 16) + ' UTC');
 
 /** GET /account. */
 export async function accountPage(rc: RouteContext, req: Request): Promise<void> {
@@ -17,7 +15,6 @@ export async function accountPage(rc: RouteContext, req: Request): Promise<void>
   if (session === undefined) return toSignIn(req);
   const now = rc.now();
   const grants = await rc.store.identity.grants(session.user.id);
-  const state = (g: Grant) => (g.revoked_at !== null ? 'revoked' : isActive(g, now) ? 'active' : 'lapsed');
   sendPage(
     req.reply,
     200,
@@ -28,45 +25,7 @@ export async function accountPage(rc: RouteContext, req: Request): Promise<void>
       </p>
       <h2 id="tokens">Your tokens</h2>
       <p class="muted">Personal tokens and the devices you signed in with `blue-agent login`. The tokens themselves are never shown again.</p>
-      {grants.length === 0 ? (
-        <p>No tokens.</p>
-      ) : (
-        <table class="responsive" aria-labelledby="tokens">
-          <thead>
-            <tr>
-              <th scope="col">What</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              <th scope="col">State</th>
-              <th scope="col">
-                <span class="sr-only">Action</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {grants.map((g) => (
-              <tr key={g.id}>
-                <td>{g.label}</td>
-                <td>{g.kind === 'device' ? 'device sign-in' : 'personal token'}</td>
-                <td>{when(g.created_at)}</td>
-                <td>{when(g.last_used_at)}</td>
-                <td>{state(g)}</td>
-                <td>
-                  {state(g) !== 'active' ? null : (
-                    <form method="post" action={`/account/tokens/${g.id}/revoke`} class="inline">
-                      <input type="hidden" name="csrf" value={session.csrf} />
-                      <button type="submit" class="danger" aria-label={`Revoke ${g.label}, created ${when(g.created_at)}`}>
-                        Revoke
-                      </button>
-                    </form>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <TokenTable grants={grants} csrf={session.csrf} now={now} revokeAction={(g) => `/account/tokens/${g.id}/revoke`} />
     </Page>,
   );
 }

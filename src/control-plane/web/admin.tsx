@@ -7,13 +7,12 @@ import type { ComponentChildren } from 'preact';
 import { BlueError } from '../../errors.js';
 import { checkPolicyText, presignOriginWarning } from '../admin.js';
 import { HttpError } from '../http.js';
-import { isActive } from '../identity/users.js';
 import type { Request, RouteContext } from '../routes.js';
 import { AUDIT_ACTIONS, type AuditAction, type BrowserSession } from '../store/index.js';
 import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
-import { Page } from './layout.js';
+import { Page, when } from './layout.js';
+import { TokenTable } from './tokens.js';
 
-const when = (at: number | null): string => (at === null ? '—' : `${new Date(at).toISOString().replace('T', ' ').slice(0, 16)} UTC`);
 const AUDIT_PAGE = 50;
 
 /** The signed-in administrator; anyone else is sent to sign in or refused. */
@@ -163,48 +162,7 @@ export async function adminUsers(rc: RouteContext, req: Request): Promise<void> 
                 <button type="submit">{u.is_admin ? 'Make a member' : 'Make an administrator'}</button>
               </form>
             )}
-            {own.length === 0 ? (
-              <p class="muted">No tokens.</p>
-            ) : (
-              <table class="responsive">
-                <thead>
-                  <tr>
-                    <th scope="col">Token</th>
-                    <th scope="col">Scopes</th>
-                    <th scope="col">Last used</th>
-                    <th scope="col">State</th>
-                    <th scope="col">
-                      <span class="sr-only">Action</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {own.map((g) => (
-                    <tr key={g.id}>
-                      <td>
-                        {g.label}
-                        <div class="muted">
-                          {g.kind === 'device' ? 'device sign-in' : 'personal token'}, {when(g.created_at)}
-                        </div>
-                      </td>
-                      <td>{g.scopes.join(' ')}</td>
-                      <td>{when(g.last_used_at)}</td>
-                      <td>{g.revoked_at !== null ? 'revoked' : isActive(g, now) ? 'active' : 'lapsed'}</td>
-                      <td>
-                        {isActive(g, now) ? (
-                          <form method="post" action={`/admin/tokens/${g.id}/revoke`} class="inline">
-                            <input type="hidden" name="csrf" value={session.csrf} />
-                            <button type="submit" class="danger" aria-label={`Revoke ${g.label} of ${u.email}`}>
-                              Revoke
-                            </button>
-                          </form>
-                        ) : null}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )}
+            <TokenTable grants={own} csrf={session.csrf} now={now} owner={u.email} revokeAction={(g) => `/admin/tokens/${g.id}/revoke`} />
           </section>
         );
       })}

@@ -11,13 +11,12 @@ import { storedTranscript } from '../search-text.js';
 import { auditAdminRead, changeSharing, downloadLink, removeSession, visibleSession } from '../session-actions.js';
 import { ARTIFACT_STATUSES, isExpired, SHARING_MODES, type Artifact, type ArtifactStatus, type BrowserSession, type CapturedSession, type SessionQuery, type SharingMode } from '../store/index.js';
 import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
-import { Page } from './layout.js';
+import { Page, when } from './layout.js';
 import { TranscriptView } from './transcript.js';
 
 const PER_PAGE = 25;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-const when = (at: number): string => `${new Date(at).toISOString().replace('T', ' ').slice(0, 16)} UTC`;
 const titleOf = (s: CapturedSession): string => {
   const title = (s.current?.title ?? '').replace(/\s+/g, ' ').trim();
   return title === '' ? `Session ${s.id.slice(0, 8)}` : maskSecrets(title);

@@ -5,55 +5,21 @@
  * not reach, and the administrators' pages (machines, users and tokens, the audit log, policy publish with a diff).
  * test/e2e/dashboard.test.ts clicks through the same pages in Chromium.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { writeBundle } from '../../../src/bundle/index.js';
-import { loadProfiles, type ProfileSet } from '../../../src/profiles/index.js';
-import { claudeProjectKey } from '../../support/cli-process.js';
 import { BACKENDS, startTestServer, type TestServer, type TestUser } from '../../support/control-server.js';
-import { repoRoot } from '../../support/context.js';
+import { conversationBundle } from '../../support/conversation-bundle.js';
 
 const CWD = '/home/dev/project';
 let work: string;
-let profiles: ProfileSet;
 beforeAll(async () => {
   work = await mkdtemp(path.join(tmpdir(), 'blue-dashboard-'));
-  profiles = await loadProfiles(path.join(repoRoot, 'profiles'));
 });
 afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
-
-let bundles = 0;
-/** A Claude Code bundle: `turns` alternate user and assistant; a turn may be a tool call and its output. */
-async function claudeBundle(sessionId: string, title: string, turns: string[], extra: string[] = []): Promise<Buffer> {
-  const src = path.join(work, `src-${++bundles}`);
-  const key = claudeProjectKey(CWD);
-  await mkdir(path.join(src, key), { recursive: true });
-  const lines = turns.map((text, i) => {
-    const role = i % 2 === 0 ? 'user' : 'assistant';
-    return JSON.stringify({ type: role, sessionId, cwd: CWD, timestamp: '2026-01-01T10:00:00.000Z', message: { role, content: text } });
-  });
-  await writeFile(path.join(src, key, `${sessionId}.jsonl`), `${[...lines, ...extra].join('\n')}\n`);
-  const out = path.join(work, `bundle-${bundles}.tar.gz`);
-  await writeBundle(
-    {
-      harness: 'claude',
-      profile: 'claude-v2_0_12',
-      sessionId,
-      capturedAtUnixMs: Date.UTC(2026, 0, 1),
-      cwd: CWD,
-      title,
-      root: src,
-      files: [{ role: 'primary_transcript', name: `${sessionId}.jsonl`, nativePath: `${key}/${sessionId}.jsonl`, path: path.join(src, key, `${sessionId}.jsonl`) }],
-    },
-    out,
-    { profiles },
-  );
-  return readFile(out);
-}
 
 describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
   let t: TestServer;
@@ -62,7 +28,7 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
   });
 
   async function upload(user: TestUser, sessionId: string, title: string, turns: string[], extra: string[] = []): Promise<string> {
-    const bytes = await claudeBundle(sessionId, title, turns, extra);
+    const bytes = await conversationBundle(work, { sessionId, title, cwd: CWD, turns, extra });
     const done = await t.upload(user, bytes, { session_id: sessionId, title, cwd: CWD, artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true });
     expect(done.status, JSON.stringify(done.body)).toBe(200);
     return done.sessionId;
@@ -190,7 +156,7 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     expect(machines.text).toContain('applied, not the current revision');
 
     const users = await admin.get('/admin/users');
-    const revoke = new RegExp(`action="/admin/tokens/([0-9a-f-]{36})/revoke"[^>]*><input type="hidden" name="csrf" value="[^"]+"/><button type="submit" class="danger" aria-label="Revoke token from users add of alice@example.com"`).exec(users.text);
+    const revoke = new RegExp(`action="/admin/tokens/([0-9a-f-]{36})/revoke"[^>]*><input type="hidden" name="csrf" value="[^"]+"/><button type="submit" class="danger" aria-label="Revoke token from users add of alice@example.com, created `).exec(users.text);
     expect(revoke).not.toBeNull();
     expect((await admin.post(`/admin/tokens/${revoke![1]}/revoke`, {})).location).toBe('/admin/users');
     expect((await t.call('GET', '/auth/me', t.alice.token)).status).toBe(401);
