@@ -36,6 +36,7 @@ export interface ServeOptions extends DataOptions, BlobOptions {
   oidcAdminGroup?: string;
   oidcScope?: string;
   oidcName?: string;
+  oidcAllowUnverifiedEmail?: boolean;
 }
 
 /** --data, else BLUE_CONTROL_DATA, else `$XDG_DATA_HOME/blue-agent/control` (`~/.local/share/blue-agent/control`). */
@@ -297,7 +298,7 @@ async function oidcSettings(ctx: Context, opts: ServeOptions): Promise<OidcSetti
   const env = (name: string) => (ctx.env[name] === '' ? undefined : ctx.env[name]);
   const issuer = opts.oidcIssuer ?? env('BLUE_CONTROL_OIDC_ISSUER');
   const clientId = opts.oidcClientId ?? env('BLUE_CONTROL_OIDC_CLIENT_ID');
-  const related = [opts.oidcClientSecretFile, opts.oidcAdminGroup, opts.oidcScope, opts.oidcName, clientId];
+  const related = [opts.oidcClientSecretFile, opts.oidcAdminGroup, opts.oidcScope, opts.oidcName, opts.oidcAllowUnverifiedEmail, clientId];
   if (issuer === undefined) {
     if (related.some((v) => v !== undefined)) throw usageError('the --oidc-* options need --oidc-issuer', 'Give the identity provider\'s issuer URL, e.g. --oidc-issuer https://login.example.com.');
     return undefined;
@@ -332,6 +333,7 @@ async function oidcSettings(ctx: Context, opts: ServeOptions): Promise<OidcSetti
     adminGroup: opts.oidcAdminGroup ?? env('BLUE_CONTROL_OIDC_ADMIN_GROUP'),
     scope: opts.oidcScope ?? env('BLUE_CONTROL_OIDC_SCOPE'),
     name: opts.oidcName ?? env('BLUE_CONTROL_OIDC_NAME'),
+    allowUnverifiedEmail: opts.oidcAllowUnverifiedEmail === true || env('BLUE_CONTROL_OIDC_ALLOW_UNVERIFIED_EMAIL') === '1',
   };
 }
 

@@ -483,7 +483,8 @@ Examples:
       .option('--oidc-client-secret-file <file>', 'a 0600 file holding the client secret (or BLUE_CONTROL_OIDC_CLIENT_SECRET)')
       .option('--oidc-admin-group <name>', "members of this group (the provider's groups claim) are administrators (BLUE_CONTROL_OIDC_ADMIN_GROUP)")
       .option('--oidc-scope <scopes>', 'scopes asked for (default "openid email profile"; add groups where the provider needs it)')
-      .option('--oidc-name <name>', 'the provider as the sign-in button names it (default: its host)'),
+      .option('--oidc-name <name>', 'the provider as the sign-in button names it (default: its host)')
+      .option('--oidc-allow-unverified-email', "take an e-mail the provider does not mark verified for a first sign-in (some providers never say; only where nobody can set another's address)"),
   )
     .addHelpText(
       'after',

@@ -111,16 +111,16 @@ export async function readJsonBody(request: IncomingMessage, maxBytes: number, a
 export const MAX_FORM_BYTES = 16 * 1024;
 
 /**
- * Reads an `application/x-www-form-urlencoded` body of at most MAX_FORM_BYTES: each field at most once (a repeated one
- * is a 400, as RFC 6749 §3.2 asks), every value at most `maxValue` characters.
+ * Reads an `application/x-www-form-urlencoded` body of at most `maxBytes` (MAX_FORM_BYTES unless a form needs more):
+ * each field at most once (a repeated one is a 400, as RFC 6749 §3.2 asks), every value at most `maxValue` characters.
  */
-export async function readFormBody(request: IncomingMessage, timeoutMs = DEFAULT_BODY_TIMEOUT_MS, maxValue = 4096): Promise<Map<string, string>> {
+export async function readFormBody(request: IncomingMessage, timeoutMs = DEFAULT_BODY_TIMEOUT_MS, maxValue = 4096, maxBytes = MAX_FORM_BYTES): Promise<Map<string, string>> {
   const declared = request.headers['content-length'];
-  if (declared !== undefined && Number(declared) > MAX_FORM_BYTES) {
+  if (declared !== undefined && Number(declared) > maxBytes) {
     request.resume();
-    throw new HttpError(413, 'body_too_large', `the request body is larger than ${MAX_FORM_BYTES} bytes`, { connection: 'close' });
+    throw new HttpError(413, 'body_too_large', `the request body is larger than ${maxBytes} bytes`, { connection: 'close' });
   }
-  const body = await readBody(request, MAX_FORM_BYTES, timeoutMs);
+  const body = await readBody(request, maxBytes, timeoutMs);
   const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (body.length > 0 && type !== 'application/x-www-form-urlencoded') {
     throw new HttpError(415, 'unsupported_media_type', `the request body must be application/x-www-form-urlencoded, not ${type === '' ? 'untyped' : JSON.stringify(type.slice(0, 100))}`);

@@ -167,8 +167,9 @@ export const ROUTES: readonly Route[] = [
   route('/api/auth/oauth2/token', { POST: tokenEndpoint }, { public: true }),
   route('/api/auth/oauth2/revoke', { POST: revocationEndpoint }, { public: true }),
   route('/users', { GET: [listUsers, 'admin'] }),
-  route(`/users/${ID}/tokens`, { GET: [listUserTokens, 'any'] }),
-  route(`/tokens/${ID}`, { DELETE: [revokeUserToken, 'any'] }),
+  // A token that may only report status or read the policy cannot see or end its person's other sign-ins.
+  route(`/users/${ID}/tokens`, { GET: [listUserTokens, 'session:read'] }),
+  route(`/tokens/${ID}`, { DELETE: [revokeUserToken, 'session:write'] }),
   route('/auth/me', { GET: [authMe, 'any'] }),
   route('/governance-config', { GET: [governanceConfig, 'governance:read'] }),
   route('/governance-config/events', { GET: [governanceEvents, 'governance:read'] }),

@@ -11,7 +11,10 @@ import Provider from 'oidc-provider';
 
 export interface OidcAccount {
   email: string;
-  verified?: boolean;
+  /** The provider's subject, what the sign-in page's field takes (default: the e-mail). */
+  sub?: string;
+  /** `email_verified` (default true); null: the claim is left out, as some providers do. */
+  verified?: boolean | null;
   groups?: string[];
 }
 
@@ -26,7 +29,7 @@ export interface TestOidcProvider {
 
 /** A provider whose one client redirects to `redirectUri` (the Control API's /auth/oidc/callback). */
 export async function startOidcProvider(redirectUri: string, accounts: OidcAccount[] = []): Promise<TestOidcProvider> {
-  const known = new Map(accounts.map((a) => [a.email, a]));
+  const known = new Map(accounts.map((a) => [a.sub ?? a.email, a]));
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -44,7 +47,8 @@ export async function startOidcProvider(redirectUri: string, accounts: OidcAccou
     async findAccount(_ctx, sub) {
       const account = known.get(sub);
       if (account === undefined) return undefined;
-      return { accountId: sub, claims: async () => ({ sub, email: account.email, email_verified: account.verified ?? true, groups: account.groups ?? [] }) };
+      const verified = account.verified === null ? {} : { email_verified: account.verified ?? true };
+      return { accountId: sub, claims: async () => ({ sub, email: account.email, ...verified, groups: account.groups ?? [] }) };
     },
   });
   const callback = provider.callback();
@@ -86,7 +90,7 @@ export async function startOidcProvider(redirectUri: string, accounts: OidcAccou
     issuer,
     clientId,
     clientSecret,
-    account: (account) => void known.set(account.email, account),
+    account: (account) => void known.set(account.sub ?? account.email, account),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -121,8 +125,8 @@ export class CookieJar {
 }
 
 /**
- * A browser's round trip: GET `start` on the Control API, through the provider's sign-in page as `email`, back to the
- * Control API's callback. Answers where it ended (the last redirect's target) and the jar holding the session cookie.
+ * A browser's round trip: GET `start` on the Control API, through the provider's sign-in page as the account `email`
+ * (its subject), back to the Control API's callback. Answers where it ended (the last redirect's target) and the jar holding the session cookie.
  */
 export async function signInThroughProvider(start: string, email: string, jar = new CookieJar()): Promise<{ landed: string; jar: CookieJar; visited: string[] }> {
   const visited: string[] = [];

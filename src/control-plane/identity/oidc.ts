@@ -22,11 +22,17 @@ export interface OidcSettings {
   scope?: string | undefined;
   /** On the sign-in button: "Sign in with …". */
   name?: string | undefined;
+  /**
+   * Take an e-mail the provider does not say is verified (`email_verified` absent, as some providers leave it) for a
+   * first sign-in. Off by default: a person who could set any address at the provider could take over that account.
+   */
+  allowUnverifiedEmail?: boolean | undefined;
 }
 
 /** How long a person has at the provider before the sign-in must start again. */
 const LOGIN_TTL_MS = 10 * 60_000;
-const COOKIE = 'blue_oidc';
+/** The sign-in under way's cookie (`__Host-` over TLS: no sibling host can plant one). */
+const cookieName = (rc: RouteContext): string => (rc.publicUrl().startsWith('https://') ? '__Host-blue_oidc' : 'blue_oidc');
 const TIMEOUT_S = 15;
 
 /** Whether the issuer may be plain http: only on this machine (a provider for tests or a laptop). */
@@ -62,7 +68,7 @@ export class OidcSignIn {
   }
 
   private cookieAttributes(rc: RouteContext, maxAge: number): string {
-    return `Path=/auth/oidc; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${rc.publicUrl().startsWith('https://') ? '; Secure' : ''}`;
+    return `Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${rc.publicUrl().startsWith('https://') ? '; Secure' : ''}`;
   }
 
   /** GET /auth/oidc/start: off to the provider, with PKCE, a state and a nonce. */
@@ -81,13 +87,13 @@ export class OidcSignIn {
       state,
       nonce,
     });
-    redirect(req.reply, target.href, { 'set-cookie': `${COOKIE}=${state}; ${this.cookieAttributes(rc, LOGIN_TTL_MS / 1000)}` });
+    redirect(req.reply, target.href, { 'set-cookie': `${cookieName(rc)}=${state}; ${this.cookieAttributes(rc, LOGIN_TTL_MS / 1000)}` });
   }
 
   /** GET /auth/oidc/callback: the provider's answer, checked (state, PKCE, ID token, nonce); the person signed in. */
   async callback(rc: RouteContext, req: Request): Promise<void> {
-    const clear = `${COOKIE}=; ${this.cookieAttributes(rc, 0)}`;
-    const state = cookie(req, COOKIE);
+    const clear = `${cookieName(rc)}=; ${this.cookieAttributes(rc, 0)}`;
+    const state = cookie(req, cookieName(rc));
     const login = state === undefined || !/^[A-Za-z0-9_-]{16,128}$/.test(state) ? undefined : await rc.store.identity.takeOidcLogin(state, rc.now());
     if (state === undefined || login === undefined) return redirect(req.reply, '/sign-in?failed=oidc', { 'set-cookie': clear });
     const config = await this.config();
@@ -104,11 +110,23 @@ export class OidcSignIn {
       rc.log('info', `browser sign-in refused: ${describe(error)}`, { event: 'oidc_refused' });
       return redirect(req.reply, '/sign-in?failed=oidc', { 'set-cookie': clear });
     }
-    const email = typeof claims.email === 'string' ? claims.email.trim() : '';
-    if (!/^[^\s@]{1,200}@[^\s@]{1,200}$/.test(email) || claims.email_verified === false) {
-      return redirect(req.reply, '/sign-in?failed=email', { 'set-cookie': clear });
+    // Whoever the provider's subject signed in as before; a first sign-in is matched by a verified e-mail, and binds it.
+    const issuer = config.serverMetadata().issuer;
+    const subject = typeof claims.sub === 'string' ? claims.sub : '';
+    let user = subject === '' ? undefined : await rc.store.identity.oidcUser(issuer, subject);
+    if (user === undefined) {
+      const email = typeof claims.email === 'string' ? claims.email.trim() : '';
+      const verified = claims.email_verified === true || (claims.email_verified === undefined && this.settings.allowUnverifiedEmail === true);
+      // `@localhost` accounts are this server's own (the first administrator): no provider speaks for them.
+      if (subject === '' || !/^[^\s@]{1,200}@[^\s@]{1,200}$/.test(email) || !verified || /@localhost$/i.test(email)) {
+        return redirect(req.reply, '/sign-in?failed=email', { 'set-cookie': clear });
+      }
+      user = await rc.store.provisionUser(email, rc.now());
+      if (!(await rc.store.identity.bindOidcSubject(issuer, subject, user.id))) {
+        rc.log('info', `browser sign-in refused: ${email} is bound to another subject of ${issuer}`, { event: 'oidc_refused' });
+        return redirect(req.reply, '/sign-in?failed=account', { 'set-cookie': clear });
+      }
     }
-    const user = await rc.store.provisionUser(email, rc.now());
     const groups = Array.isArray(claims.groups) ? claims.groups.filter((g): g is string => typeof g === 'string') : [];
     if (this.settings.adminGroup !== undefined && groups.includes(this.settings.adminGroup) && !user.is_admin) await rc.store.setAdmin(user.id, true);
     await signInBrowser(rc, req, user.id, login.next, [clear]);

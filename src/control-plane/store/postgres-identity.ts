@@ -211,6 +211,18 @@ export class PostgresIdentity implements IdentityStore {
     return row === undefined ? undefined : this.pg.toUser(row);
   }
 
+  async oidcUser(issuer: string, subject: string): Promise<User | undefined> {
+    if (!this.pg.storable(issuer) || !this.pg.storable(subject)) return undefined;
+    const row = await this.pg.db.get(`SELECT ${USER_COLUMNS} FROM oidc_subjects o JOIN users u ON u.id = o.user_id WHERE o.issuer = $1 AND o.subject = $2`, issuer, subject);
+    return row === undefined ? undefined : this.pg.toUser(row);
+  }
+
+  async bindOidcSubject(issuer: string, subject: string, userId: string): Promise<boolean> {
+    if (!this.pg.storable(issuer) || !this.pg.storable(subject)) return false;
+    await this.pg.db.run('INSERT INTO oidc_subjects (issuer, subject, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', issuer, subject, userId);
+    return (await this.pg.db.get('SELECT 1 FROM oidc_subjects WHERE issuer = $1 AND subject = $2 AND user_id = $3', issuer, subject, userId)) !== undefined;
+  }
+
   async createOidcLogin(state: string, login: OidcLogin, now: number, ttlMs: number): Promise<void> {
     await this.pg.db.run('INSERT INTO oidc_logins (state_hash, code_verifier, nonce, next, expires_at) VALUES ($1, $2, $3, $4, $5)', hashToken(state), login.code_verifier, login.nonce, login.next, now + ttlMs);
   }

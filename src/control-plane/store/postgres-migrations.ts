@@ -210,6 +210,13 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
     next text NOT NULL,
     expires_at bigint NOT NULL
   );
+  CREATE TABLE oidc_subjects (
+    issuer text COLLATE "C" NOT NULL,
+    subject text COLLATE "C" NOT NULL,
+    user_id text COLLATE "C" NOT NULL REFERENCES users(id),
+    PRIMARY KEY (issuer, subject),
+    UNIQUE (issuer, user_id)
+  );
   INSERT INTO grants (id, user_id, kind, scopes, label, created_at)
     SELECT gen_random_uuid()::text, id, 'personal',
       CASE WHEN is_admin THEN 'governance:read session:read session:write client-status:write admin'

@@ -210,6 +210,16 @@ export class SqliteIdentity implements IdentityStore {
     });
   }
 
+  async oidcUser(issuer: string, subject: string): Promise<User | undefined> {
+    const row = this.db.get(`SELECT ${USER_COLUMNS} FROM oidc_subjects o JOIN users u ON u.id = o.user_id WHERE o.issuer = ? AND o.subject = ?`, issuer, subject);
+    return row === undefined ? undefined : this.db.toUser(row);
+  }
+
+  async bindOidcSubject(issuer: string, subject: string, userId: string): Promise<boolean> {
+    this.db.run('INSERT INTO oidc_subjects (issuer, subject, user_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', issuer, subject, userId);
+    return this.db.get('SELECT 1 FROM oidc_subjects WHERE issuer = ? AND subject = ? AND user_id = ?', issuer, subject, userId) !== undefined;
+  }
+
   async createOidcLogin(state: string, login: OidcLogin, now: number, ttlMs: number): Promise<void> {
     this.db.run('INSERT INTO oidc_logins (state_hash, code_verifier, nonce, next, expires_at) VALUES (?, ?, ?, ?, ?)', hashToken(state), login.code_verifier, login.nonce, login.next, now + ttlMs);
   }

@@ -270,6 +270,13 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
         next TEXT NOT NULL,
         expires_at INTEGER NOT NULL
       );
+      CREATE TABLE oidc_subjects (
+        issuer TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        user_id TEXT NOT NULL REFERENCES users(id),
+        PRIMARY KEY (issuer, subject),
+        UNIQUE (issuer, user_id)
+      );
     `);
     const users = db.prepare('SELECT id, is_admin, token_hash, created_at FROM users').all() as { id: string; is_admin: number; token_hash: string; created_at: number }[];
     const grant = db.prepare(`INSERT INTO grants (id, user_id, kind, scopes, label, created_at) VALUES (?, ?, 'personal', ?, 'token from users add', ?)`);

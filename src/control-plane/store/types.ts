@@ -356,6 +356,10 @@ export interface IdentityStore {
   /** The user a sign-in link names, once: the link is spent. */
   useSignInLink(token: string, now: number): Promise<User | undefined>;
 
+  /** The user an identity provider's subject signed in as before. */
+  oidcUser(issuer: string, subject: string): Promise<User | undefined>;
+  /** Binds a provider's subject to a user; false when that user is bound to another subject of the provider. */
+  bindOidcSubject(issuer: string, subject: string, userId: string): Promise<boolean>;
   /** A browser sign-in at the identity provider under way: what its callback needs, kept by the hash of its state. */
   createOidcLogin(state: string, login: OidcLogin, now: number, ttlMs: number): Promise<void>;
   /** The sign-in of `state`, once: it is deleted as it is read; undefined when unknown or expired. */

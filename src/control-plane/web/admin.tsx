@@ -5,6 +5,7 @@
 import { diffLines } from 'diff';
 import type { ComponentChildren } from 'preact';
 import { BlueError } from '../../errors.js';
+import { MAX_POLICY_BYTES } from '../../policy/validate.js';
 import { checkPolicyText, presignOriginWarning } from '../admin.js';
 import { HttpError } from '../http.js';
 import type { Request, RouteContext } from '../routes.js';
@@ -14,6 +15,8 @@ import { Page, when } from './layout.js';
 import { TokenTable } from './tokens.js';
 
 const AUDIT_PAGE = 50;
+/** A policy may be as large as agents accept one (escaped in a form, up to three times that). */
+const POLICY_FORM = { maxValue: MAX_POLICY_BYTES, maxBytes: 3 * MAX_POLICY_BYTES + 4096 };
 
 /** The signed-in administrator; anyone else is sent to sign in or refused. */
 async function administrator(rc: RouteContext, req: Request): Promise<BrowserSession | undefined> {
@@ -355,7 +358,7 @@ function checked(text: string): { body: Record<string, unknown> } | { problem: s
 export async function adminPolicyPreview(rc: RouteContext, req: Request): Promise<void> {
   const session = await administrator(rc, req);
   if (session === undefined) return;
-  const form = await readPagePost(rc, req, session);
+  const form = await readPagePost(rc, req, session, POLICY_FORM);
   const text = form.get('policy') ?? '';
   const current = await rc.store.currentPolicy();
   const result = checked(text);
@@ -369,7 +372,7 @@ export async function adminPolicyPreview(rc: RouteContext, req: Request): Promis
 export async function adminPolicyPublish(rc: RouteContext, req: Request): Promise<void> {
   const session = await administrator(rc, req);
   if (session === undefined) return;
-  const form = await readPagePost(rc, req, session);
+  const form = await readPagePost(rc, req, session, POLICY_FORM);
   const text = form.get('policy') ?? '';
   const current = await rc.store.currentPolicy();
   if ((form.get('base') ?? '') !== (current?.revision ?? '')) {

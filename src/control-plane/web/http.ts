@@ -86,7 +86,8 @@ export async function browserSession(rc: RouteContext, req: Request): Promise<Br
 /** The path to come back to after signing in: a path of this server only (never `//host`), else the start page. */
 export function safeNext(next: string | undefined): string {
   if (next === undefined || !next.startsWith('/') || next.startsWith('//') || next.startsWith('/\\') || next.length > 1000) return '/';
-  return /[\u0000-\u001f\u007f]/.test(next) ? '/' : next;
+  // Printable ASCII only (a Location header holds nothing else); anything else is the start page.
+  return /^[\x21-\x7e]+$/.test(next) ? next : '/';
 }
 
 /** Sends a person who is not signed in to the sign-in page, to come back here. */
@@ -98,7 +99,7 @@ export function toSignIn(req: Request): void {
  * A form posted from this server's own pages: the request's Origin must be this server's (a cross-site form, even a
  * top-level one, is refused), and with a session its CSRF token must be the form's `csrf` field.
  */
-export async function readPagePost(rc: RouteContext, req: Request, session: BrowserSession | undefined): Promise<Map<string, string>> {
+export async function readPagePost(rc: RouteContext, req: Request, session: BrowserSession | undefined, limits?: { maxBytes: number; maxValue: number }): Promise<Map<string, string>> {
   const origin = req.raw.headers.origin;
   const ours = new URL(rc.publicUrl()).origin;
   const site = req.raw.headers['sec-fetch-site'];
@@ -106,7 +107,7 @@ export async function readPagePost(rc: RouteContext, req: Request, session: Brow
     req.raw.resume();
     throw new HttpError(403, 'cross_site', `forms are accepted only from ${ours}`);
   }
-  const form = await readFormBody(req.raw, rc.bodyTimeoutMs);
+  const form = await readFormBody(req.raw, rc.bodyTimeoutMs, limits?.maxValue, limits?.maxBytes);
   if (session !== undefined && form.get('csrf') !== session.csrf) throw new HttpError(403, 'csrf', 'the form is stale or not from this site: reload the page and try again');
   return form;
 }

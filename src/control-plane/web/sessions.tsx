@@ -7,12 +7,12 @@ import { formatBytes } from '../../bundle/limits.js';
 import { maskSecrets } from '../../harness-kit/secrets.js';
 import { HttpError } from '../http.js';
 import type { Request, RouteContext } from '../routes.js';
-import { storedTranscript } from '../search-text.js';
+import { storedTranscript, type Conversation } from '../search-text.js';
 import { auditAdminRead, changeSharing, downloadLink, removeSession, visibleSession } from '../session-actions.js';
 import { ARTIFACT_STATUSES, isExpired, SHARING_MODES, type Artifact, type ArtifactStatus, type BrowserSession, type CapturedSession, type SessionQuery, type SharingMode } from '../store/index.js';
 import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
 import { Page, when } from './layout.js';
-import { TranscriptView } from './transcript.js';
+import { bounded, TranscriptView } from './transcript.js';
 
 const PER_PAGE = 25;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -222,6 +222,32 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
   );
 }
 
+/** Uploads are immutable: a read transcript (bounded) is kept for the next views, the last few of them. */
+const transcripts = new Map<string, Conversation | undefined>();
+const KEPT_TRANSCRIPTS = 16;
+/** Bundles read at once for pages, at most; more wait their turn (each read unpacks a bundle). */
+const READS_AT_ONCE = 2;
+let reading = 0;
+const waiting: (() => void)[] = [];
+
+/** The conversation of a verified upload as a page shows it, or undefined when it cannot be read as a session. */
+async function transcriptOf(rc: RouteContext, artifact: Artifact): Promise<Conversation | undefined> {
+  if (rc.bundleProfiles === undefined) return undefined;
+  if (transcripts.has(artifact.id)) return transcripts.get(artifact.id);
+  while (reading >= READS_AT_ONCE) await new Promise<void>((resolve) => waiting.push(resolve));
+  reading++;
+  try {
+    const read = await storedTranscript(rc.blobs, artifact, rc.bundleProfiles);
+    const shown = read === undefined ? undefined : bounded(read);
+    transcripts.set(artifact.id, shown);
+    if (transcripts.size > KEPT_TRANSCRIPTS) transcripts.delete(transcripts.keys().next().value!);
+    return shown;
+  } finally {
+    reading--;
+    waiting.shift()?.();
+  }
+}
+
 /** GET /sessions/{id}: the session's page; `?revision=` shows an earlier upload's transcript, `?find=` looks for people to share with. */
 export async function sessionPage(rc: RouteContext, req: Request): Promise<void> {
   const browser = await signedIn(rc, req);
@@ -235,7 +261,7 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
   const wanted = req.url.searchParams.get('revision');
   const shown = (wanted === null ? session.current : artifacts.find((a) => a.id === wanted)) ?? session.current;
   const readable = (a: Artifact) => (a.status === 'complete' || a.status === 'superseded') && !isExpired(a, now);
-  const transcript = shown !== undefined && readable(shown) && rc.bundleProfiles !== undefined ? await storedTranscript(rc.blobs, shown, rc.bundleProfiles) : undefined;
+  const transcript = shown !== undefined && readable(shown) ? await transcriptOf(rc, shown) : undefined;
   const recipients = owned ? await rc.store.recipients(session) : [];
   const find = (req.url.searchParams.get('find') ?? '').trim().slice(0, 200);
   const found = owned && find !== '' ? (await rc.store.searchUsers(find, user.id, 10)).filter((u) => !recipients.some((r) => r.id === u.id)) : [];
@@ -393,6 +419,9 @@ function SharingForm({ csrf, session, recipients, find, found }: { csrf: string;
         <button type="submit">Save</button>
       </form>
       <h3>Selected members</h3>
+      {session.sharing_mode === 'workspace' ? (
+        <p class="muted">Every member may see it now. To name people instead, add them here: it is then shared with them alone.</p>
+      ) : null}
       {recipients.length === 0 || session.sharing_mode !== 'selected' ? (
         <p class="muted">Nobody by name.</p>
       ) : (

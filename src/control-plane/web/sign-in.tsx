@@ -42,7 +42,9 @@ export async function signInPage(rc: RouteContext, req: Request): Promise<void> 
               ? 'That sign-in link is not valid: it was used already, it expired, or it was copied incompletely. Ask for a new one.'
               : failed === 'email'
                 ? 'Your identity provider did not give a verified e-mail address, which this server needs to know who you are.'
-                : 'Signing in did not work, or took too long. Try again.'}
+                : failed === 'account'
+                  ? 'That e-mail address belongs to another account at your identity provider. Ask an administrator.'
+                  : 'Signing in did not work, or took too long. Try again.'}
           </p>
         )}
         {rc.oidc === undefined ? null : (
@@ -70,12 +72,13 @@ export async function signInLinkPage(_rc: RouteContext, req: Request): Promise<v
     200,
     <Page title="Sign in">
       <div class="narrow">
-        <h1>Signing you in…</h1>
+        <h1>Sign in with a link</h1>
+        <p>Sign in only with a link an administrator sent you yourself: it signs this browser in to the account it was made for.</p>
         <form method="post" action="/auth/link">
           <input type="hidden" name="next" value={next} />
           <label for="token">Sign-in code</label>
           <p class="muted" id="token-help">
-            Filled in from the link you opened. Without scripts, paste the part of the link after #.
+            Filled in from the link you opened; without scripts, paste the part of the link after #.
           </p>
           <input type="text" id="token" name="token" autocomplete="off" aria-describedby="token-help" required />
           <div class="actions">
@@ -128,7 +131,8 @@ export async function devicePage(rc: RouteContext, req: Request): Promise<void> 
       <div class="narrow">
         <h1>Sign in a device?</h1>
         <p>
-          <strong>{code.client_label}</strong> asks to act as <strong>{session.user.email}</strong> with the code
+          A device that calls itself <strong>{code.client_label}</strong> asks to act as <strong>{session.user.email}</strong>, started{' '}
+          {Math.max(0, Math.round((rc.now() - code.created_at) / 60_000))} minutes ago, with the code
         </p>
         <p class="code" aria-label="code">
           {formatUserCode(userCode)}
@@ -139,6 +143,7 @@ export async function devicePage(rc: RouteContext, req: Request): Promise<void> 
             <li key={s}>{SCOPE_WORDS[s] ?? s}</li>
           ))}
         </ul>
+        {scopes.includes('admin') ? <p class="warning">It asks to administer the organisation: approve only if that is what you meant to sign in for.</p> : null}
         <p class="warning">Approve only if you started this sign-in yourself, just now, and the terminal shows this same code.</p>
         <form method="post" action="/device">
           <input type="hidden" name="csrf" value={session.csrf} />

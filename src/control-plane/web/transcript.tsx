@@ -7,27 +7,52 @@ import type { ComponentChildren } from 'preact';
 import { maskSecrets } from '../../harness-kit/secrets.js';
 import type { Conversation } from '../search-text.js';
 
-/** Text shown before "Show more"; tool output shown at most (then cut). */
+/** Text shown before "Show more"; a turn's text at most; tool output and a tool call at most (then cut). */
 const SHOWN_CHARS = 1_500;
+const TURN_CHARS = 20_000;
 const TOOL_CHARS = 4_000;
-/** Turns rendered at most (a page must stay a page). */
+const TOOL_CALL_CHARS = 300;
+/** Turns, and characters of text, a page holds at most (a page must stay a page; the bundle has the rest). */
 const MAX_TURNS = 2_000;
+const MAX_PAGE_CHARS = 2_000_000;
+
+/**
+ * The conversation cut to what a page shows: at most MAX_TURNS turns and MAX_PAGE_CHARS characters in all, each
+ * turn's text, tool output and tool call cut to its own bound (saying how much was left out). Pure; what the viewer
+ * renders and what the server keeps in memory between views.
+ */
+export function bounded(transcript: Conversation, budget = { turns: MAX_TURNS, chars: MAX_PAGE_CHARS }): Conversation {
+  const turns: Conversation['turns'] = [];
+  for (const turn of transcript.turns) {
+    if (budget.turns <= 0 || budget.chars <= 0) break;
+    const text = cut(turn.text, turn.role === 'tool' ? TOOL_CHARS : TURN_CHARS);
+    budget.turns--;
+    budget.chars -= text.length;
+    turns.push({ ...turn, text, ...(turn.tools === undefined ? {} : { tools: turn.tools.slice(0, 100).map((t) => cut(t, TOOL_CALL_CHARS)) }) });
+  }
+  const sections: NonNullable<Conversation['sections']> = [];
+  for (const section of transcript.sections ?? []) {
+    if (budget.turns <= 0 || budget.chars <= 0) break;
+    sections.push({ title: cut(section.title, 200), transcript: bounded(section.transcript, budget) });
+  }
+  const { sections: _all, ...rest } = transcript;
+  return { ...rest, turns, truncated: transcript.truncated || turns.length < transcript.turns.length || sections.length < (transcript.sections?.length ?? 0), ...(sections.length === 0 ? {} : { sections }) };
+}
 
 const ROLE_NAMES: Record<string, string> = { user: 'User', assistant: 'Assistant', tool: 'Tool', system: 'System' };
 
+/** A conversation as `bounded` left it. */
 export function TranscriptView({ transcript }: { transcript: Conversation }) {
-  const budget = { turns: MAX_TURNS };
   return (
     <div class="transcript">
-      <Turns transcript={transcript} budget={budget} />
-      {budget.turns <= 0 || transcript.truncated ? <p class="muted">The transcript is longer: its first turns are shown.</p> : null}
+      <Turns transcript={transcript} />
+      {transcript.truncated ? <p class="muted">The transcript is longer: its first turns are shown. Download the session for all of it.</p> : null}
     </div>
   );
 }
 
-function Turns({ transcript, budget }: { transcript: Conversation; budget: { turns: number } }) {
-  const turns = transcript.turns.slice(0, Math.max(0, budget.turns));
-  budget.turns -= turns.length;
+function Turns({ transcript }: { transcript: Conversation }) {
+  const turns = transcript.turns;
   return (
     <>
       {turns.map((turn, i) =>
@@ -37,7 +62,7 @@ function Turns({ transcript, budget }: { transcript: Conversation; budget: { tur
               Tool output{turn.name === undefined ? '' : ` (${turn.name})`}
               {turn.error === true ? ' — error' : ''}
             </summary>
-            <pre>{cut(maskSecrets(turn.text), TOOL_CHARS)}</pre>
+            <pre>{maskSecrets(turn.text)}</pre>
           </details>
         ) : (
           <section class={`turn ${turn.role}`} key={i} aria-label={`${ROLE_NAMES[turn.role] ?? turn.role} turn`}>
@@ -63,14 +88,12 @@ function Turns({ transcript, budget }: { transcript: Conversation; budget: { tur
           </section>
         ),
       )}
-      {(transcript.sections ?? []).map((section, i) =>
-        budget.turns <= 0 ? null : (
-          <details class="section" key={`s${i}`}>
-            <summary>{section.title}</summary>
-            <Turns transcript={section.transcript} budget={budget} />
-          </details>
-        ),
-      )}
+      {(transcript.sections ?? []).map((section, i) => (
+        <details class="section" key={`s${i}`}>
+          <summary>{section.title}</summary>
+          <Turns transcript={section.transcript} />
+        </details>
+      ))}
     </>
   );
 }

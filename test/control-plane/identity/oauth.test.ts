@@ -136,6 +136,9 @@ describe.each(BACKENDS)('the device flow and tokens (%s)', (backend) => {
     expect(refused.headers.get('www-authenticate')).toBe('Bearer realm="blue-control", error="insufficient_scope", scope="session:read"');
     expect((await t.call('POST', '/client-status', policyOnly.access_token, {})).body.code).toBe('insufficient_scope');
     expect((await t.call('GET', '/auth/me', policyOnly.access_token)).status).toBe(200);
+    // Nor may it see or end its person's other sign-ins.
+    expect((await t.call('GET', `/users/${t.alice.id}/tokens`, policyOnly.access_token)).body.code).toBe('insufficient_scope');
+    expect((await t.call('DELETE', `/tokens/${t.alice.id}`, policyOnly.access_token)).body.code).toBe('insufficient_scope');
 
     // A member asking for admin does not get it; an administrator gets it only when asked.
     expect((await signIn(t.alice, 'session:read admin')).scope).toBe('session:read');

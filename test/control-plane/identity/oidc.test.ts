@@ -18,14 +18,17 @@ describe.each(BACKENDS)('signing in with the identity provider (%s)', (backend) 
     idp = undefined;
   });
 
-  async function start(adminGroup?: string): Promise<{ t: TestServer; idp: TestOidcProvider }> {
+  async function start(adminGroup?: string, allowUnverifiedEmail = false): Promise<{ t: TestServer; idp: TestOidcProvider }> {
     const port = await freePort();
     idp = await startOidcProvider(`http://127.0.0.1:${port}/auth/oidc/callback`, [
       { email: 'dana@example.com' },
       { email: 'erin@example.com', groups: ['blue-admins', 'staff'] },
       { email: 'frank@example.com', verified: false },
+      { email: 'gina@example.com', verified: null },
+      { email: 'admin@localhost' },
+      { sub: 'dana-again', email: 'dana@example.com' },
     ]);
-    t = await startTestServer({ backend, port, oidc: { issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret, adminGroup, name: 'Example SSO' } });
+    t = await startTestServer({ backend, port, oidc: { issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret, adminGroup, name: 'Example SSO', allowUnverifiedEmail } });
     return { t, idp };
   }
   const account = async (jar: CookieJar) => {
@@ -66,11 +69,30 @@ describe.each(BACKENDS)('signing in with the identity provider (%s)', (backend) 
     expect(await account(plain.jar)).toContain('(member)');
   });
 
-  it('refuses an unverified e-mail, another browser’s callback, a replayed one, and a tampered state', async () => {
+  it('matches a person by their subject at the provider, first by a verified e-mail, never a local account', async () => {
     await start();
     const unverified = await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'frank@example.com');
     expect(unverified.landed).toBe(`${t!.url}/sign-in?failed=email`);
     expect(await t!.server.store.userByEmail('frank@example.com')).toBeUndefined();
+    // No email_verified claim at all: refused unless the server was told to take it.
+    expect((await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'gina@example.com')).landed).toBe(`${t!.url}/sign-in?failed=email`);
+    // The first administrator's account is this server's own.
+    expect((await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'admin@localhost')).landed).toBe(`${t!.url}/sign-in?failed=email`);
+    // Dana's e-mail, bound to her subject at her first sign-in, cannot be claimed by another subject later.
+    expect((await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'dana@example.com')).landed).toBe(`${t!.url}/sessions`);
+    expect((await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'dana-again')).landed).toBe(`${t!.url}/sign-in?failed=account`);
+    // Her address changes at the provider: she is still herself here.
+    idp!.account({ email: 'dana.renamed@example.com', sub: 'dana@example.com' });
+    const renamed = await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'dana@example.com');
+    expect(await account(renamed.jar)).toContain('Signed in as <strong>dana@example.com</strong>');
+    await t!.close();
+    await idp!.close();
+    await start(undefined, true);
+    expect((await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'gina@example.com')).landed).toBe(`${t!.url}/sessions`);
+  });
+
+  it('refuses another browser’s callback, a replayed one, and a tampered state', async () => {
+    await start();
 
     // Stop at the callback: the code the provider sent back, and the browser's cookies at that point.
     const jar = new CookieJar();

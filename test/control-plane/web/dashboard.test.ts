@@ -168,6 +168,9 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     const preview = await admin.post('/admin/policy/preview', { policy: 'allowed_harnesses: [claude, codex]\n' });
     expect(preview.status).toBe(200);
     expect(preview.text).toContain('<span class="add">+     &quot;codex&quot;</span>');
+    // A policy far larger than an ordinary form field is reviewed too.
+    const commented = await admin.post('/admin/policy/preview', { policy: `# ${'why '.repeat(20_000)}\nallowed_harnesses: [claude]\n` });
+    expect(commented.status).toBe(200);
     const refused = await admin.post('/admin/policy/preview', { policy: 'allowed_harnesses: nope\n' });
     expect([refused.status, refused.text.includes('role="alert"')]).toEqual([400, true]);
     const published = await admin.post('/admin/policy/publish', { policy: 'allowed_harnesses: [claude, codex]\n', base: current });
