@@ -297,6 +297,9 @@ describe('blue-agent run: policy push', () => {
     await start(PUSH);
     await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
     await waitFor('the stream', () => lines('policy event stream open')[0], 10_000);
+    // A revision the stream named while the first check ran makes one check more: let it finish, or it could be the
+    // one that finds the next revision, not the stream.
+    await waitFor('the checks under way to finish', () => lines('policy checked').length >= 1 + lines('policy revision published').length, 10_000);
     await stack.proxy.stop();
     await waitFor('the stream to be missed', () => lines('policy event stream unavailable; retrying (the ttl check goes on)')[0], 10_000);
     const off = await stack.server.store.publishPolicy({ ttl_seconds: HOUR }, Date.now());
