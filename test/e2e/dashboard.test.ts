@@ -30,6 +30,35 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
+/** WCAG's contrast ratio of two `rgb(…)` colours. */
+function contrast(a: string, b: string): number {
+  const luminance = (rgb: string) => {
+    const [r, g, bl] = (rgb.match(/\d+(\.\d+)?/g) ?? ['0', '0', '0']).slice(0, 3).map((v) => {
+      const c = Number(v) / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r! + 0.7152 * g! + 0.0722 * bl!;
+  };
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+  return (hi! + 0.05) / (lo! + 0.05);
+}
+
+/** The colours of text on the page against the page's background: WCAG AA (4.5:1) for every kind of text there is. */
+async function checkContrast(page: Page, name: string): Promise<void> {
+  const pairs = await page.evaluate(() => {
+    const background = getComputedStyle(document.body).backgroundColor;
+    return ['body', 'a', '.muted', 'button.primary', 'button', '.badge', 'th', '.snippet']
+      .map((selector) => document.querySelector(selector))
+      .filter((el): el is Element => el !== null)
+      .map((el) => {
+        const style = getComputedStyle(el);
+        const own = style.backgroundColor;
+        return { what: el.outerHTML.slice(0, 60), fg: style.color, bg: own === 'rgba(0, 0, 0, 0)' ? background : own };
+      });
+  });
+  for (const { what, fg, bg } of pairs) expect(contrast(fg, bg), `${name}: ${what} (${fg} on ${bg})`).toBeGreaterThanOrEqual(4.5);
+}
+
 /** Every visible form field has a label (or an aria-label), and nothing is wider than the window. */
 async function checkPage(page: Page, name: string): Promise<void> {
   const unlabelled = await page.evaluate(() =>
@@ -104,6 +133,12 @@ describe.each(BACKENDS)('the dashboard in Chromium (%s)', (backend) => {
       await page.getByRole('button', { name: 'Search' }).click();
       await page.getByText('[quasar]').waitFor();
       await checkPage(page, 'sessions');
+      await checkContrast(page, 'sessions');
+      // By keyboard: the first Tab reaches the skip link, and it leads to the content.
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+      await page.keyboard.press('Enter');
+      expect(page.url()).toMatch(/#main$/);
       await page.screenshot({ path: path.join(shots, `sessions-${backend}.png`), fullPage: true });
       await page.getByRole('link', { name: 'Rewrite the config parser' }).click();
       await page.getByRole('heading', { name: /^Transcript/ }).waitFor();
@@ -112,6 +147,7 @@ describe.each(BACKENDS)('the dashboard in Chromium (%s)', (backend) => {
       await page.getByText('The tokenizer now reports line and column.').first().waitFor();
       expect(await page.inputValue('#resume-command')).toBe(`blue-agent resume ${uploaded.sessionId}`);
       await checkPage(page, 'session');
+      await checkContrast(page, 'session');
       await page.screenshot({ path: path.join(shots, `session-${backend}.png`), fullPage: true });
 
       // Shared with Erin through the member picker: she sees it; taken back: she no longer does, not even by URL.
