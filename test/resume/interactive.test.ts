@@ -34,6 +34,7 @@ describe('the picker', () => {
     const pty = runPty(world, [], { cwd: world.project });
     await pty.waitFor('Resume a session');
     await pty.waitFor('Refactor the billing module');
+    await pty.waitFor('Esc cancel');
     const screen = pty.frame().join('\n');
     expect(screen).toContain('Fix the flaky login test');
     expect(screen).toContain('Bob shares his parser work');
@@ -84,7 +85,7 @@ describe('searching as you type', () => {
     await uploadClaudeSession(world, { title: 'Refactor the billing module' });
     const pty = runPty(world, [], { cwd: world.project });
     await pty.waitFor('2 of 2');
-    expect(pty.frame().join('\n')).toContain('type to search');
+    await pty.waitFor('type to search');
     pty.mark();
     // Nothing on the screen says "capacitor": the local filter finds nothing, the server's search finds the session.
     await pty.type('capacitor');
@@ -163,6 +164,8 @@ describe('cancelling leaves the machine exactly as it was', () => {
     for (const key of [KEYS.esc, 'n']) {
       const pty = runPty(world, [capturedId], { cwd: world.elsewhere });
       await pty.waitFor('Where should the session be restored?');
+      // The whole frame: its last line is the keys' (a terminal may be handed a frame in pieces).
+      await pty.waitFor('Esc cancel');
       const screen = pty.frame().join('\n');
       expect(screen).toContain('The current directory');
       expect(screen).toContain('The recorded directory');
@@ -248,6 +251,7 @@ describe('narrow terminals', () => {
     }
     const pty = runPty(world, [], { columns: 50, rows: 12 });
     await pty.waitFor('3 of 3');
+    await pty.waitFor(/↑\/↓ move/);
     const check = (columns: number) => {
       const lines = pty.frame();
       expect(lines.length).toBeLessThanOrEqual(12);
