@@ -19,6 +19,35 @@ const SCOPE_WORDS: Record<string, string> = {
   admin: 'administer: users, their tokens, the audit log, every machine’s status',
 };
 
+/**
+ * User codes a person may get wrong before the page stops looking them up for a while (RFC 8628 §5.1: 20^8 codes
+ * are too few to be left open to guessing). Counted per server process: each replica slows a guesser down alike.
+ */
+export const CODE_MISSES_ALLOWED = 10;
+export const CODE_MISS_WINDOW_MS = 10 * 60_000;
+const codeMisses = new Map<string, { count: number; since: number }>();
+
+/** Whether `userId` has used up their wrong codes for now; a miss is counted with `miss`. */
+function codeLookupsBlocked(userId: string, now: number): boolean {
+  const entry = codeMisses.get(userId);
+  if (entry !== undefined && now - entry.since >= CODE_MISS_WINDOW_MS) codeMisses.delete(userId);
+  return (codeMisses.get(userId)?.count ?? 0) >= CODE_MISSES_ALLOWED;
+}
+
+function miss(userId: string, now: number): void {
+  const entry = codeMisses.get(userId);
+  if (entry === undefined || now - entry.since >= CODE_MISS_WINDOW_MS) codeMisses.set(userId, { count: 1, since: now });
+  else entry.count++;
+  // Bounded: the oldest entries go first.
+  if (codeMisses.size > 10_000) codeMisses.delete(codeMisses.keys().next().value!);
+}
+
+function tooManyCodes(): HttpError {
+  return new HttpError(429, 'too_many_codes', `too many codes that match no sign-in: wait ${CODE_MISS_WINDOW_MS / 60_000} minutes, then type the code the terminal shows`, {
+    'retry-after': String(CODE_MISS_WINDOW_MS / 1000),
+  });
+}
+
 /** Starts a browser session for `userId` and sends the browser on to `next` (with any other cookies to set). */
 export async function signInBrowser(rc: RouteContext, req: Request, userId: string, next: string, cookies: string[] = []): Promise<void> {
   const { token } = await rc.store.identity.createBrowserSession(userId, rc.now(), rc.identitySettings.browserSessionTtlMs);
@@ -118,9 +147,11 @@ export async function devicePage(rc: RouteContext, req: Request): Promise<void> 
   if (session === undefined) return toSignIn(req);
   const typed = req.url.searchParams.get('user_code');
   if (typed === null || typed.trim() === '') return sendPage(req.reply, 200, <EnterCode session={session} />);
+  if (codeLookupsBlocked(session.user.id, rc.now())) throw tooManyCodes();
   const userCode = normaliseUserCode(typed);
   const code = userCode === undefined ? undefined : await rc.store.identity.pendingDeviceCode(userCode, rc.now());
   if (userCode === undefined || code === undefined) {
+    miss(session.user.id, rc.now());
     return sendPage(req.reply, 404, <EnterCode session={session} problem="No sign-in is waiting for that code: check it, or start again in the terminal (a code lasts 10 minutes)." />);
   }
   const scopes = code.scopes.filter((s) => s !== 'admin' || session.user.is_admin);
@@ -170,8 +201,12 @@ export async function deviceDecision(rc: RouteContext, req: Request): Promise<vo
   const userCode = normaliseUserCode(form.get('user_code') ?? '');
   const decision = form.get('decision');
   if (userCode === undefined || (decision !== 'approve' && decision !== 'deny')) throw new HttpError(400, 'invalid_request', 'the form needs a user code and a decision');
+  if (codeLookupsBlocked(session.user.id, rc.now())) throw tooManyCodes();
   const decided = await rc.store.identity.decideDeviceCode(userCode, decision === 'approve' ? session.user.id : undefined, rc.now());
-  if (!decided) return sendPage(req.reply, 409, <EnterCode session={session} problem="That code is not waiting any more: it was answered already, or it expired. Start again in the terminal." />);
+  if (!decided) {
+    miss(session.user.id, rc.now());
+    return sendPage(req.reply, 409, <EnterCode session={session} problem="That code is not waiting any more: it was answered already, or it expired. Start again in the terminal." />);
+  }
   sendPage(
     req.reply,
     200,

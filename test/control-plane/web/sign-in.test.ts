@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEVICE_GRANT } from '../../../src/control-plane/identity/oauth.js';
 import { CONTENT_SECURITY_POLICY, safeNext, sessionCookie } from '../../../src/control-plane/web/http.js';
+import { CODE_MISS_WINDOW_MS, CODE_MISSES_ALLOWED } from '../../../src/control-plane/web/sign-in.js';
 import { BACKENDS, startTestServer, type TestServer, type TestUser } from '../../support/control-server.js';
 
 describe.each(BACKENDS)('signing a browser in (%s)', (backend) => {
@@ -123,6 +124,24 @@ describe.each(BACKENDS)('signing a browser in (%s)', (backend) => {
     expect((await t.call('GET', '/auth/me', access)).body.email).toBe('bob@example.com');
     // Answered: the same code cannot be decided again.
     expect((await browse('POST', '/device', { cookie, form: { csrf, user_code: code.user_code, decision: 'deny' } })).status).toBe(409);
+  });
+
+  it('stops looking codes up for a person who got ten wrong, for ten minutes (RFC 8628 §5.1)', async () => {
+    // A code that outlives the wait.
+    t = await startTestServer({ backend, identity: { deviceCodeTtlMs: 3_600_000 } });
+    const start = await fetch(`${t.url}/api/auth/device/code`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'client_id=blue-agent' });
+    const code = (await start.json()) as { user_code: string };
+    const { cookie, csrf } = await signedIn(t.carol);
+    for (let i = 0; i < CODE_MISSES_ALLOWED; i++) expect((await browse('GET', '/device?user_code=BBBB-BBBB', { cookie })).status).toBe(404);
+    // Even the right code is not looked up now, by the page or by its form.
+    const blocked = await browse('GET', `/device?user_code=${code.user_code}`, { cookie });
+    expect([blocked.status, blocked.headers.get('retry-after')]).toEqual([429, '600']);
+    expect(blocked.text).toContain('too many codes that match no sign-in');
+    expect((await browse('POST', '/device', { cookie, form: { csrf, user_code: code.user_code, decision: 'approve' } })).status).toBe(429);
+    // Another person is not held back.
+    expect((await browse('GET', `/device?user_code=${code.user_code}`, { cookie: (await signedIn(t.alice)).cookie })).status).toBe(200);
+    t.clock.advance(CODE_MISS_WINDOW_MS);
+    expect((await browse('GET', `/device?user_code=${code.user_code}`, { cookie })).status).toBe(200);
   });
 
   it('lists and revokes the person’s own tokens on the account page', async () => {
