@@ -10,10 +10,6 @@
  * wrong URL saves nothing. An unreachable Control API saves anyway with a warning, since a machine is often set up
  * before it can reach the network the Control API lives on; --no-verify skips the check.
  */
-import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
-import { chmod, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
-import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { parseDocument, isMap } from 'yaml';
 import { loadAgentConfig } from '../config.js';
@@ -26,7 +22,7 @@ import { SessionsApi } from '../control-api/sessions.js';
 import { BlueError, toBlueError, usageError } from '../errors.js';
 import { MAX_POLICY_BYTES } from '../policy/validate.js';
 import { agentConfigSchema, parseYamlText, validateDocument } from '../schema/index.js';
-import { fsyncDir, readTextIfExists, replaceFileAtomically, resolveWriteTarget } from '../util/fs.js';
+import { readTextIfExists, replaceFileAtomically, resolveWriteTarget } from '../util/fs.js';
 
 /** A bearer token is a few hundred bytes at most; more on stdin is a mistake (a file piped in by accident). */
 const MAX_TOKEN_BYTES = 8 * 1024;

@@ -4,7 +4,6 @@
  * (credentials.ts), whose access token is refreshed first when it is about to expire.
  */
 import { readFile, stat } from 'node:fs/promises';
-import path from 'node:path';
 import { resolveConfigPath, type AgentConfig } from '../config.js';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';

@@ -5,7 +5,6 @@
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadAgentConfig } from '../../src/config.js';
 import { controlSettings } from '../../src/control-api/settings.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { rejected } from '../support/errors.js';
@@ -19,13 +18,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await t.cleanup();
 });
-
-async function writeConfig(text: string): Promise<string> {
-  const file = t.ctx.paths.configFile;
-  await mkdir(path.dirname(file), { recursive: true });
-  await writeFile(file, text);
-  return file;
-}
 
 describe('controlSettings', () => {
   it('lets BLUE_AGENT_CONTROL_URL override control_url', () => {
