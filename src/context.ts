@@ -42,6 +42,10 @@ export interface StateLayout {
   spoolDir: string;
   /** What each native session's last capture held (`src/drain/captured.ts`), so unchanged content is not uploaded twice. */
   capturedDir: string;
+  /** The idle sweep's cursor per native session (`src/sweep/cursors.ts`): one file per harness. */
+  cursorsDir: string;
+  /** Backfill's record of what it has done: that the agent's one backfill after install has run. */
+  backfillStateFile: string;
   /** Journals of restores in progress. */
   restoresDir: string;
   /** The running agent's state, its instance lock and its log. */
@@ -193,6 +197,8 @@ export function stateLayout(stateDir: string): StateLayout {
     captureLogFile: at('capture.log'),
     spoolDir: at('spool'),
     capturedDir: at('captured'),
+    cursorsDir: at('cursors'),
+    backfillStateFile: at('backfill.json'),
     restoresDir: at('restores'),
     runStateFile: at('agent-run.json'),
     runLockFile: at('agent-run.lock'),

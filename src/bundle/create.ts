@@ -12,7 +12,7 @@ import { BlueError } from '../errors.js';
 import type { ProfileSet } from '../profiles/index.js';
 import { bundleManifestSchema, validateDocument, type HarnessName } from '../schema/index.js';
 import { fsyncDir } from '../util/fs.js';
-import { checkFile, openChecked, type SafeReadOptions } from '../util/safe-read.js';
+import { checkFile, openChecked, readAt, type SafeReadOptions } from '../util/safe-read.js';
 import { GZIP_HEADER, gzipTrailer } from './gzip.js';
 import { formatBytes, limitsWith, type Limits } from './limits.js';
 import {
@@ -53,6 +53,24 @@ export interface BundleInput {
   /** Absolute session root: every SessionFile.path must lie inside it (realpath), native paths are relative to it. */
   root?: string;
   files: SessionFile[];
+  /** Not a session-end hook's capture: what found the session (the agent's idle sweep, backfill). */
+  captureReason?: 'idle' | 'backfill';
+  /** The session's files predate its profile: no restore places them. */
+  resumable?: false;
+}
+
+/** What a redactor makes of one file's bytes: the bytes to pack and how many secrets it replaced. */
+export interface Redacted {
+  bytes: Buffer;
+  replaced: number;
+}
+
+/** Passes every file of a bundle through one redactor (each file whole, within the per-file cap). */
+export interface BundleRedaction {
+  /** Recorded in the manifest: the rule set and its version. */
+  rules: string;
+  version: string;
+  redact(bytes: Buffer, file: { role: string; name: string }): Redacted;
 }
 
 export interface BundleResult {
@@ -68,6 +86,13 @@ export interface WriteBundleOptions {
   profiles?: ProfileSet;
   /** Tighter caps (tests, constrained spools). */
   limits?: Partial<Limits>;
+  /**
+   * A consistent snapshot or nothing: each file must keep its size and modification time from open to the end of its
+   * read, else SESSION_CHANGING (a session captured while nobody said it ended may still be written to). Without it a
+   * file still being appended to is cut at the size it had at open.
+   */
+  stable?: boolean;
+  redaction?: BundleRedaction;
 }
 
 const READ_CHUNK = 256 * 1024;
@@ -151,7 +176,7 @@ export async function writeBundle(input: BundleInput, outFile: string, options: 
 
     let manifest: BundleManifest | undefined;
     try {
-      manifest = await produceTar(input, planned, limits, feed);
+      manifest = await produceTar(input, planned, limits, feed, options);
       deflate.end();
     } catch (error) {
       fail(error);
@@ -176,7 +201,7 @@ export async function writeBundle(input: BundleInput, outFile: string, options: 
  * Feeds the whole tar to `feed`: each file read in chunks into two alternating buffers (one is read and hashed while
  * zlib consumes the other), then the manifest and the end-of-archive marker. Returns the manifest.
  */
-async function produceTar(input: BundleInput, planned: Planned[], limits: Limits, feed: (chunk: Buffer) => Promise<void>): Promise<BundleManifest> {
+async function produceTar(input: BundleInput, planned: Planned[], limits: Limits, feed: (chunk: Buffer) => Promise<void>, options: WriteBundleOptions): Promise<BundleManifest> {
   const ring = [Buffer.allocUnsafe(READ_CHUNK), Buffer.allocUnsafe(READ_CHUNK)];
   const inFlight: Promise<void>[] = [Promise.resolve(), Promise.resolve()];
   let slot = 0;
@@ -192,17 +217,30 @@ async function produceTar(input: BundleInput, planned: Planned[], limits: Limits
 
   const digests: string[] = [];
   let total = 0;
+  let replaced = 0;
   for (const p of planned) {
     const hash = createHash('sha256');
-    if (p.source.kind === 'content') {
+    if (options.redaction !== undefined) {
+      // Redacted files are read whole (each at most the per-file cap): the tar header needs the size of what is packed.
+      const original = p.source.kind === 'content' ? p.source.bytes : await readWhole(p, p.source.path, p.source.stat, limits, options.stable === true);
+      const out = options.redaction.redact(original, { role: p.file.role, name: p.file.name });
+      replaced += out.replaced;
+      p.size = out.bytes.length;
+      if (p.size > limits.fileBytes) throw refuse(`${p.label}: is ${p.size} bytes once redacted, over the ${formatBytes(limits.fileBytes)} cap for one file`);
+      hash.update(out.bytes);
+      await feed(fileHeader(p.entry, p.size));
+      if (p.size > 0) await feed(out.bytes);
+    } else if (p.source.kind === 'content') {
       hash.update(p.source.bytes);
       await feed(fileHeader(p.entry, p.size));
       if (p.size > 0) await feed(p.source.bytes);
     } else {
       const handle = await openSessionFile(p, p.source.path, p.source.stat);
+      let opened: Stats;
       try {
         // The size stat'ed at open is the size recorded: a file still being appended to is cut there.
-        p.size = (await handle.stat()).size;
+        opened = await handle.stat();
+        p.size = opened.size;
         if (p.size > limits.fileBytes) throw refuse(`${p.label}: is ${p.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`);
         await feed(fileHeader(p.entry, p.size));
         let position = 0;
@@ -218,6 +256,7 @@ async function produceTar(input: BundleInput, planned: Planned[], limits: Limits
           slot ^= 1;
         }
         await settle();
+        if (options.stable === true) await checkUnchanged(p, handle, opened);
       } finally {
         await settle().catch(() => undefined);
         await handle.close();
@@ -233,6 +272,7 @@ async function produceTar(input: BundleInput, planned: Planned[], limits: Limits
   const manifest = describe(
     input,
     planned.map((p, i) => ({ p, sha256: digests[i]! })),
+    options.redaction === undefined ? undefined : { mode: 'secrets', rules: options.redaction.rules, version: options.redaction.version, replaced },
   );
   const bytes = serializeManifest(manifest);
   if (bytes.length > limits.manifestBytes) throw refuse(`the bundle manifest would be ${bytes.length} bytes, over the ${formatBytes(limits.manifestBytes)} cap`);
@@ -318,12 +358,37 @@ async function inspectSessionFile(label: string, file: SessionFile, realRoot: st
   return stat;
 }
 
+/** The file must be as it was at open: same size, same modification time (stable snapshots only). */
+async function checkUnchanged(p: Planned, handle: FileHandle, opened: Stats): Promise<void> {
+  const now = await handle.stat();
+  if (now.size !== opened.size || now.mtimeMs !== opened.mtimeMs) {
+    throw new BlueError('SESSION_CHANGING', `${p.label}: changed while it was being read (${opened.size} -> ${now.size} bytes)`, {
+      hint: 'The session is still being written to; it is captured once it has been left alone for a while.',
+    });
+  }
+}
+
+/** A whole file, read from the checked descriptor (for redaction), within the per-file cap. */
+async function readWhole(p: Planned, where: string, inspected: Stats, limits: Limits, stable: boolean): Promise<Buffer> {
+  const handle = await openSessionFile(p, where, inspected);
+  try {
+    const opened = await handle.stat();
+    if (opened.size > limits.fileBytes) throw refuse(`${p.label}: is ${opened.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`);
+    const bytes = await readAt(handle, 0, opened.size);
+    if (bytes.length !== opened.size) throw refuse(`${p.label}: shrank while being read (${bytes.length} of ${opened.size} bytes)`);
+    if (stable) await checkUnchanged(p, handle, opened);
+    return bytes;
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Opens by the read rule: still the file inspected, one link, regular; the tar is fed from this descriptor only. */
 async function openSessionFile(p: Planned, where: string, inspected: Stats): Promise<FileHandle> {
   return (await openChecked(where, readRule(p.label, inspected)))!.handle;
 }
 
-function describe(input: BundleInput, files: { p: Planned; sha256: string }[]): BundleManifest {
+function describe(input: BundleInput, files: { p: Planned; sha256: string }[], redaction?: BundleManifest['redaction']): BundleManifest {
   const entries: BundleFile[] = files.map(({ p, sha256 }) => ({
     role: p.file.role,
     path: p.entry,
@@ -341,6 +406,9 @@ function describe(input: BundleInput, files: { p: Planned; sha256: string }[]): 
       repository: input.repository,
       title: input.title,
       summary: input.summary,
+      captureReason: input.captureReason,
+      resumable: input.resumable,
+      redaction,
     },
     entries,
   );

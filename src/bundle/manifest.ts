@@ -115,6 +115,9 @@ export interface ManifestFields {
   repository?: { root: string; remote?: string | undefined } | undefined;
   title?: string | undefined;
   summary?: string | undefined;
+  captureReason?: BundleManifest['capture_reason'];
+  resumable?: false | undefined;
+  redaction?: BundleManifest['redaction'];
 }
 
 /** The manifest object, keys in schema order (`files` last) so that equal input serialises to equal bytes. */
@@ -132,6 +135,9 @@ export function buildManifest(fields: ManifestFields, files: BundleFile[]): Bund
       : { repository: { root: fields.repository.root, ...(fields.repository.remote === undefined ? {} : { remote: fields.repository.remote }) } }),
     ...(fields.title === undefined ? {} : { title: fields.title }),
     ...(fields.summary === undefined ? {} : { summary: fields.summary }),
+    ...(fields.captureReason === undefined ? {} : { capture_reason: fields.captureReason }),
+    ...(fields.resumable === undefined ? {} : { resumable: fields.resumable }),
+    ...(fields.redaction === undefined ? {} : { redaction: fields.redaction }),
     files: files.map((f) => ({
       role: f.role,
       path: f.path,

@@ -27,7 +27,8 @@ export type CaptureEvent =
   | 'upload_failed'
   | 'discarded'
   | 'unchanged'
-  | 'superseded';
+  | 'superseded'
+  | 'changing';
 
 export interface CaptureLogEntry {
   event: CaptureEvent;

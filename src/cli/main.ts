@@ -149,6 +149,35 @@ which is not a failure.`,
     });
 
   program
+    .command('backfill')
+    .description('capture every local session that was never uploaded, oldest first (history from before blue-agent)')
+    .addOption(harnessOption)
+    .option('--since <date>', 'only sessions changed since then: a date (2026-11-01), a time with its offset, or days back (30d)')
+    .option('--dry-run', 'list what would be captured; capture nothing')
+    .option('--rate <n>', `at most this many sessions per minute (default ${120})`)
+    .option('--policy <file>', 'use this policy file (YAML or JSON) instead of the Control API')
+    .option('--json', 'print the report as JSON')
+    .addHelpText(
+      'after',
+      `
+Finds every session of every harness whose sessions are captured here (installed, allowed by the policy, a
+supported version) and captures those never uploaded: not captured by this machine since they last changed, and not
+on the Control API with a capture newer than their last change. Oldest first, in batches of 10, each built and
+uploaded before the next (progress on stderr), at most --rate sessions a minute. A session written by a harness
+version older than its capture profile is uploaded as not resumable. Running it again captures only what changed.
+
+The running agent does the same once after it is installed when the policy says session_upload.backfill: true.
+
+Examples:
+  blue-agent backfill --dry-run
+  blue-agent backfill --since 30d --json`,
+    )
+    .action(async (opts: { harness?: string[]; since?: string; dryRun?: boolean; json?: boolean; policy?: string; rate?: string }) => {
+      const { backfillCommand } = await import('./backfill.js');
+      state.exitCode = await backfillCommand(ctx, opts);
+    });
+
+  program
     .command('login')
     .description('sign this machine in to a Control API: approve a code in a browser (device flow), or save a token from stdin')
     .requiredOption('--control-url <url>', 'the Control API base URL (http or https, may carry a path prefix)')

@@ -28,7 +28,7 @@ import { writeLastDrain, type LastDrain } from './state.js';
 export const DEFAULT_DRAIN_SCHEDULE = '*/5 * * * *';
 const MAX_REPORT_BYTES = 4 * 1024 * 1024;
 
-export type DrainTrigger = 'schedule' | 'intake' | 'start' | 'request';
+export type DrainTrigger = 'schedule' | 'intake' | 'start' | 'request' | 'sweep';
 
 /** What a drain reports, as last-drain.json keeps it. */
 export type DrainSummary = Omit<LastDrain, 'finished_at_unix_ms' | 'ok'>;

@@ -24,8 +24,9 @@ import { createRunLogger, detectLogTarget, type LogTarget, type RunLogger } from
 import { clientStatusBody, instanceId, type HarnessSummary } from './report.js';
 import { DEFAULT_POLICY_SCHEDULE, nextPolicyCheck, type CheckOutcome, type PolicyScheduleOptions } from './schedule.js';
 import { writeRunState, type AgentRunState } from './state.js';
-import type { PolicyTaskResult, ReconcileTaskResult, StatusTaskResult } from './tasks.js';
+import type { PolicyTaskResult, ReconcileTaskResult, StatusTaskResult, SweepTaskResult } from './tasks.js';
 import { ConfigWatcher, type WatchFactory } from './watcher.js';
+import { SessionWatch, type DirWatchFactory } from './session-watch.js';
 import { processTasks, type TaskRunner } from './task-process.js';
 
 export interface DaemonOptions {
@@ -62,7 +63,16 @@ export interface DaemonOptions {
   correctionBackoff?: Partial<CorrectionBackoffOptions>;
   /** The policy event stream's timings; false: no stream, the ttl check alone. */
   policyPush?: Partial<PolicyPushOptions> | false;
+  /** Overrides the policy's session_upload.idle_capture_minutes (tests). */
+  idleCaptureMs?: number;
+  /** The periodic idle sweep (a sweep also comes once the idle time has passed after a session changed). */
+  sweepMs?: number;
+  /** How session folders are watched; chokidar by default. */
+  watchSessions?: DirWatchFactory;
 }
+
+/** The periodic idle sweep. */
+export const SWEEP_MS = 5 * 60_000;
 
 /** What the agent keeps of the policy in force. */
 type PolicyInForce = NonNullable<PolicyTaskResult['resolved']>;
@@ -109,6 +119,13 @@ export class Daemon {
   private lastReport: { harnesses: HarnessSummary[] } | undefined;
   private statusPending = false;
   private state: AgentRunState;
+  private readonly sessions: SessionWatch;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweepAt: number | undefined;
+  private sweeping: Promise<void> | undefined;
+  private sweepAgain = false;
+  /** The idle time the last sweep used. */
+  private idleMs: number | undefined;
 
   private constructor(
     private readonly ctx: Context,
@@ -144,6 +161,12 @@ export class Daemon {
       log: this.log,
       onChange: (files) => this.onDrift(files),
       ...(options.watch === undefined ? {} : { watch: options.watch }),
+    });
+    this.sessions = new SessionWatch({
+      debounceMs: 2_000,
+      log: this.log,
+      onChange: () => this.onSessionsChanged(),
+      ...(options.watchSessions === undefined ? {} : { watch: options.watchSessions }),
     });
     this.corrections = new CorrectionBackoff({ ...DEFAULT_CORRECTION_BACKOFF, ...options.correctionBackoff });
     this.push =
@@ -312,8 +335,10 @@ export class Daemon {
     clearInterval(this.fullTimer);
     clearInterval(this.driftCheckTimer);
     clearTimeout(this.driftTimer);
+    clearTimeout(this.sweepTimer);
     this.pendingReconcile = undefined;
     await this.watcher.close().catch(() => undefined);
+    await this.sessions.close();
     await this.push?.stop();
     // Bounded, in parallel (the unit's TimeoutStopSec is 30 s; all of this stays under about 20 s):
     //   - a running drain gets its grace, then SIGTERM, then SIGKILL (5 + 5 s by default);
@@ -324,6 +349,7 @@ export class Daemon {
         this.log.error('stopping the drain failed', { error: String(error) }),
       ),
       this.reconciling === undefined ? undefined : within(this.reconciling, this.options.reconcileStopMs ?? 8_000),
+      this.sweeping === undefined ? undefined : within(this.sweeping, this.options.reconcileStopMs ?? 8_000),
       this.checking === undefined ? undefined : within(this.checking, 2_000),
     ]);
     // A step child still running (a hung reconcile or check, a client status) is stopped: SIGTERM, then SIGKILL.
@@ -476,7 +502,84 @@ export class Daemon {
     });
     this.state.last_reconcile = { at_unix_ms: at, ok: result.ok, corrected: [...corrected], trigger };
     await this.saveState();
+    // A new policy or a harness installed or upgraded may change what is swept and how long idle is.
+    if (trigger === 'policy' || trigger === 'start' || trigger === 'periodic' || this.state.last_sweep === undefined) this.requestSweep(this.ctx.clock.now());
     await this.sendStatus(result.harnesses, corrected);
+  }
+
+  /** Sweeps at `at` (ms), unless a sweep is already due earlier. */
+  requestSweep(at: number): void {
+    if (this.stopping) return;
+    if (this.sweepAt !== undefined && this.sweepAt <= at) return;
+    clearTimeout(this.sweepTimer);
+    this.sweepAt = at;
+    this.sweepTimer = setTimeout(() => {
+      this.sweepTimer = undefined;
+      this.sweepAt = undefined;
+      void this.sweep();
+    }, Math.max(0, at - this.ctx.clock.now()));
+  }
+
+  /** Runs the idle sweep now (one at a time; a request meanwhile runs once more afterwards). */
+  sweep(): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    if (this.sweeping !== undefined) {
+      this.sweepAgain = true;
+      return this.sweeping;
+    }
+    this.sweeping = this.runSweep()
+      .catch((error: unknown) => this.log.error('sweep crashed', { error: String(error) }))
+      .finally(() => {
+        this.sweeping = undefined;
+        if (this.sweepAgain) {
+          this.sweepAgain = false;
+          void this.sweep();
+        }
+      });
+    return this.sweeping;
+  }
+
+  private async runSweep(): Promise<void> {
+    const periodic = this.options.sweepMs ?? SWEEP_MS;
+    if (this.resolved === undefined || !this.policyUsable) {
+      this.requestSweep(this.ctx.clock.now() + periodic);
+      return;
+    }
+    const at = this.ctx.clock.now();
+    let result: SweepTaskResult;
+    try {
+      result = (await this.tasks({ task: 'sweep', snapshot: this.snapshot, ...(this.options.idleCaptureMs === undefined ? {} : { idleMs: this.options.idleCaptureMs }) })) as SweepTaskResult;
+    } catch (error) {
+      result = { ok: false, idle_ms: this.idleMs ?? 0, watch: [], enqueued: 0, active: 0, error: taskError(error) };
+    }
+    if (this.stopping) return;
+    if (result.ok) this.idleMs = result.idle_ms;
+    await this.sessions.setDirs(result.watch);
+    const backfilled = result.backfill?.enqueued ?? 0;
+    if (result.error !== undefined) this.log.warn('idle sweep failed', { code: result.error.code, error: result.error.message });
+    else if (result.enqueued > 0 || backfilled > 0) {
+      this.log.info('sessions captured without their end hook', { idle: result.enqueued, backfill: backfilled, backfill_remaining: result.backfill?.remaining ?? null });
+    }
+    this.state.last_sweep = {
+      at_unix_ms: at,
+      ok: result.ok,
+      idle_ms: result.idle_ms,
+      enqueued: result.enqueued,
+      active: result.active,
+      ...(result.backfill === undefined ? {} : { backfill_enqueued: result.backfill.enqueued, backfill_remaining: result.backfill.remaining }),
+      ...(result.error === undefined ? {} : { error: result.error }),
+    };
+    await this.saveState();
+    if (result.enqueued > 0 || backfilled > 0) this.drains.request('sweep');
+    // Next: when the first session being written to goes idle, or the periodic sweep, whichever is sooner.
+    const now = this.ctx.clock.now();
+    this.requestSweep(Math.min(now + periodic, result.next_due_at_unix_ms === undefined ? Infinity : Math.max(now, result.next_due_at_unix_ms + 1_000)));
+  }
+
+  /** A session folder changed: look again once the idle time has passed. */
+  private onSessionsChanged(): void {
+    if (this.stopping || this.idleMs === undefined) return;
+    this.requestSweep(this.ctx.clock.now() + this.idleMs + 1_000);
   }
 
   private async sendStatus(harnesses: HarnessSummary[], corrected: ReadonlySet<string>): Promise<void> {

@@ -64,6 +64,18 @@ export interface AgentRunState {
   log?: string;
   /** Set when the agent stopped cleanly (SIGTERM/SIGINT). */
   stopped_at_unix_ms?: number;
+  /** The most recent idle sweep: sessions captured because they went idle without their end hook, and backfill's part. */
+  last_sweep?: {
+    at_unix_ms: number;
+    ok: boolean;
+    idle_ms: number;
+    enqueued: number;
+    /** Sessions still being written to, not captured yet. */
+    active: number;
+    backfill_enqueued?: number;
+    backfill_remaining?: number;
+    error?: { code: string; message: string };
+  };
 }
 
 export function lastDrainPath(ctx: Context): string {

@@ -22,7 +22,8 @@ import { fingerprints, type Fingerprint } from './watcher.js';
 export type TaskRequest =
   | { task: 'policy'; config: AgentConfig; snapshot: string }
   | { task: 'reconcile'; snapshot: string }
-  | { task: 'status'; body: ClientStatusReport; timeoutMs: number };
+  | { task: 'status'; body: ClientStatusReport; timeoutMs: number }
+  | { task: 'sweep'; snapshot: string; idleMs?: number };
 
 export interface TaskError {
   code: string;
@@ -56,6 +57,21 @@ export interface ReconcileTaskResult {
   fingerprints?: Record<string, Fingerprint>;
   error?: TaskError;
 }
+
+export interface SweepTaskResult {
+  ok: boolean;
+  idle_ms: number;
+  /** Folders to watch for sessions changing, with the depth of the sessions' files below each. */
+  watch: { dir: string; depth: number }[];
+  enqueued: number;
+  active: number;
+  next_due_at_unix_ms?: number;
+  backfill?: { enqueued: number; remaining: number };
+  error?: TaskError;
+}
+
+/** The agent's one backfill after install takes at most this many sessions per sweep, so the drains keep pace. */
+export const BACKFILL_SLICE = 50;
 
 export interface StatusTaskResult {
   ok: boolean;
@@ -139,7 +155,38 @@ export async function statusTask(ctx: Context, body: ClientStatusReport, timeout
   }
 }
 
-export function runTask(ctx: Context, request: TaskRequest): Promise<PolicyTaskResult | ReconcileTaskResult | StatusTaskResult> {
+/**
+ * The idle sweep under the policy kept at `snapshot`, and, while the policy asks for it and it has not gone through
+ * every session yet, a slice of the backfill (the drains upload them).
+ */
+export async function sweepTask(ctx: Context, snapshot: string, idleMs?: number): Promise<SweepTaskResult> {
+  const { sweepIdle } = await import('../sweep/index.js');
+  let result: SweepTaskResult = { ok: true, idle_ms: idleMs ?? 0, watch: [], enqueued: 0, active: 0 };
+  try {
+    const policy = await loadPolicyFile(snapshot);
+    const report = await sweepIdle(ctx, policy, idleMs === undefined ? {} : { idleMs });
+    result = {
+      ok: true,
+      idle_ms: report.idle_ms,
+      watch: report.watch,
+      enqueued: report.harnesses.reduce((n, h) => n + h.enqueued.length, 0),
+      active: report.harnesses.reduce((n, h) => n + h.counts.active, 0),
+      ...(report.next_due_at_unix_ms === undefined ? {} : { next_due_at_unix_ms: report.next_due_at_unix_ms }),
+    };
+    if (policy.session_upload?.backfill === true) {
+      const { backfill, backfillFinishedAt } = await import('../sweep/backfill.js');
+      if ((await backfillFinishedAt(ctx)) === undefined) {
+        const done = await backfill(ctx, policy, { dryRun: false, drainBatches: false, max: BACKFILL_SLICE, batch: BACKFILL_SLICE });
+        result.backfill = { enqueued: done.candidates.length, remaining: done.remaining };
+      }
+    }
+    return result;
+  } catch (error) {
+    return { ...result, ok: false, error: taskError(error) };
+  }
+}
+
+export function runTask(ctx: Context, request: TaskRequest): Promise<PolicyTaskResult | ReconcileTaskResult | StatusTaskResult | SweepTaskResult> {
   switch (request.task) {
     case 'policy':
       return policyTask(ctx, request.config, request.snapshot);
@@ -147,5 +194,7 @@ export function runTask(ctx: Context, request: TaskRequest): Promise<PolicyTaskR
       return reconcileTask(ctx, request.snapshot);
     case 'status':
       return statusTask(ctx, request.body, request.timeoutMs);
+    case 'sweep':
+      return sweepTask(ctx, request.snapshot, request.idleMs);
   }
 }

@@ -10,6 +10,7 @@ import { ADAPTERS } from '../harnesses/index.js';
 import { HARNESSES } from '../harnesses/names.js';
 import type { HarnessName } from '../schema/index.js';
 import type { HarnessStatus } from '../status/collect.js';
+import { AT_RISK_DAYS, type SessionsStatus } from '../sweep/status.js';
 import type { ErrorInfo } from '../status/policy.js';
 import { pendingNote } from '../status/render.js';
 import { certifyCommand } from '../reconcile/decide.js';
@@ -59,8 +60,22 @@ export function runChecks(facts: DoctorFacts): Check[] {
     checkSpool(facts.spool, facts.platform),
     ...checkHarnesses(facts.harnesses),
     ...harnessChecks(facts.harnesses),
+    ...(facts.sessions === undefined ? [] : [checkSessionsAtRisk(facts.sessions)]),
     checkService(facts.service),
   ];
+}
+
+/** Sessions a harness deletes by its own cleanup soon that were never uploaded. */
+export function checkSessionsAtRisk(sessions: SessionsStatus | { error: ErrorInfo }): Check {
+  if ('error' in sessions) return { id: 'sessions-at-risk', status: 'warn', message: `local sessions could not be looked at: ${sessions.error.message}`, fix: sessions.error.hint ?? 'run `blue-agent status` for details' };
+  const risky = sessions.harnesses.filter((h) => h.at_risk !== null && h.at_risk.count > 0);
+  if (risky.length === 0) return { id: 'sessions-at-risk', status: 'ok', message: 'no session a harness is about to delete is missing from the Control API' };
+  return {
+    id: 'sessions-at-risk',
+    status: 'warn',
+    message: risky.map((h) => `${h.at_risk!.count} ${h.harness} session(s) never uploaded will be deleted by ${h.harness} within ${AT_RISK_DAYS} days (${h.at_risk!.setting}: ${h.at_risk!.days} days, ${h.at_risk!.file})`).join('; '),
+    fix: `run ${risky.map((h) => `\`blue-agent backfill --harness ${h.harness}\``).join(' and ')}, or raise the setting`,
+  };
 }
 
 export function checkNode(node: DoctorFacts['node']): Check {

@@ -14,7 +14,8 @@ import { fetchedPolicy, MAX_POLICY_BYTES, type ResolvedPolicy } from '../policy/
 import type { AgentConfig } from '../schema/index.js';
 import { serviceStatus, type ServiceState } from '../service/index.js';
 import { SpoolView } from '../spool/index.js';
-import { inspectHarnesses, type HarnessStatus } from '../status/collect.js';
+import { collectSessions, inspectHarnesses, type HarnessStatus } from '../status/collect.js';
+import type { SessionsStatus } from '../sweep/status.js';
 import { errorInfo, readPolicyOffline, type ErrorInfo } from '../status/policy.js';
 
 export interface DoctorOptions {
@@ -77,6 +78,8 @@ export interface DoctorFacts {
   policy: { resolved: ResolvedPolicy | undefined; error?: ErrorInfo };
   spool: SpoolFacts;
   harnesses: HarnessStatus[] | { error: ErrorInfo };
+  /** Sessions the harnesses' own cleanup will delete before they are uploaded (undefined: not looked at). */
+  sessions?: SessionsStatus | { error: ErrorInfo };
   service: ServiceState | { error: ErrorInfo };
 }
 
@@ -130,6 +133,7 @@ export async function collectDoctorFacts(ctx: Context, options: DoctorOptions = 
     policy,
     spool,
     harnesses,
+    ...(Array.isArray(harnesses) ? { sessions: await collectSessions(ctx, harnesses).catch((error: unknown) => ({ error: errorInfo(error) })) } : {}),
     service,
   };
 }

@@ -3,7 +3,7 @@
  * stage and `blue-agent bundle create`. The harness adapter finds the native files by the rules of the recorded
  * profile, git names the repository, and the bundle writer packs, bounds and hashes everything.
  */
-import { writeBundle, type BundleResult } from '../bundle/index.js';
+import { writeBundle, type BundleRedaction, type BundleResult } from '../bundle/index.js';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';
 import { ADAPTERS } from '../harnesses/index.js';
@@ -20,6 +20,11 @@ export interface AssembleInput {
   capturedAtUnixMs: number;
   /** Shared by the builds of one drain, so git is asked once per directory. */
   repositories?: RepositoryCache;
+  /** Not the end hook's capture: the bundle must be a consistent snapshot (SESSION_CHANGING otherwise). */
+  captureReason?: 'idle' | 'backfill';
+  resumable?: false;
+  /** The policy's session_upload.redact: the redactor every file goes through. */
+  redaction?: BundleRedaction;
 }
 
 /** Builds the bundle into `outFile`; with `profiles`, the files' roles are checked against the profile before any is read. */
@@ -39,10 +44,16 @@ export async function assembleBundle(ctx: Context, input: AssembleInput, outFile
       ...(collected.title === undefined ? {} : { title: collected.title }),
       ...(collected.summary === undefined ? {} : { summary: collected.summary }),
       ...(collected.root === undefined ? {} : { root: collected.root }),
+      ...(input.captureReason === undefined ? {} : { captureReason: input.captureReason }),
+      ...(input.resumable === undefined ? {} : { resumable: input.resumable }),
       files: collected.files,
     },
     outFile,
-    profiles === undefined ? {} : { profiles },
+    {
+      ...(profiles === undefined ? {} : { profiles }),
+      ...(input.captureReason === undefined ? {} : { stable: true }),
+      ...(input.redaction === undefined ? {} : { redaction: input.redaction }),
+    },
   );
 }
 

@@ -46,7 +46,20 @@ export interface BuildOptions {
 /** The default build: the record's recorded profile, its harness adapter, the bundle writer. */
 export const buildFromRecord: BuildFunction = (ctx, record, outFile, profiles, repositories) => {
   const { harness, interval } = captureInterval(profiles, record.harness, record.profile);
-  return assembleBundle(ctx, { harness, interval, payload: record.payload, capturedAtUnixMs: record.created_at_unix_ms, repositories }, outFile, profiles);
+  return assembleBundle(
+    ctx,
+    {
+      harness,
+      interval,
+      payload: record.payload,
+      capturedAtUnixMs: record.created_at_unix_ms,
+      repositories,
+      ...(record.capture_reason === undefined ? {} : { captureReason: record.capture_reason }),
+      ...(record.resumable === undefined ? {} : { resumable: record.resumable }),
+    },
+    outFile,
+    profiles,
+  );
 };
 
 /** The build stage: claims the due intake records of `only` not yet `tried`, one at a time, and builds each. */
@@ -83,12 +96,13 @@ export async function buildWaiting(ctx: Context, spool: Spool, report: DrainRepo
           documents = await DocumentCache.open(ctx.paths.documentCacheFile, true);
           profiles = await loadProfiles(ctx.paths.profilesDir, documents);
         }
+        const readStarted = ctx.clock.now();
         const result = await build(ctx, record, outFile, profiles, repositories);
         const content = contentDigest(result.manifest);
         // One session at a time from here to the commit: two captures of the same content built at once (a harness
         // that fires its end hook twice) must not both see "not captured yet".
         const outcome = await withLock(ctx.paths.locksDir, `captured:${record.harness}:${createHash('sha256').update(record.payload.session_id).digest('hex').slice(0, 32)}`, () =>
-          commitUnlessUnchanged(ctx, spool, claim, outFile, result, content),
+          commitUnlessUnchanged(ctx, spool, claim, outFile, result, content, readStarted),
         );
         if (outcome.unchanged !== undefined) {
           const last = outcome.unchanged;
@@ -118,6 +132,7 @@ export async function buildWaiting(ctx: Context, spool: Spool, report: DrainRepo
           session_id: record.payload.session_id,
           record: record.id,
           size: result.size,
+          capture_reason: record.capture_reason ?? 'hook',
         });
       } catch (error) {
         if (!(await spool.holds(claim))) {
@@ -172,16 +187,19 @@ async function commitUnlessUnchanged(
   outFile: string,
   result: BundleResult,
   content: string,
+  readStarted: number,
 ): Promise<{ unchanged?: CapturedRecord }> {
   const { record } = claim;
   const last = await lastCapture(ctx, record.harness, record.payload.session_id);
   if (last?.content_sha256 === content) {
     await spool.discardTemp(outFile);
     await spool.discardBuild(claim);
+    // The content read now is the content captured then: the idle sweep need not look at this session again.
+    await rememberCapture(ctx, { harness: last.harness, session_id: last.session_id, content_sha256: last.content_sha256, record: last.record, read_started_at_unix_ms: readStarted }).catch(() => undefined);
     return { unchanged: last };
   }
   await spool.commitReady(claim, outFile, { size: result.size, sha256: result.sha256 });
-  await rememberCapture(ctx, { harness: record.harness, session_id: record.payload.session_id, content_sha256: content, record: record.id }).catch((error: unknown) => {
+  await rememberCapture(ctx, { harness: record.harness, session_id: record.payload.session_id, content_sha256: content, record: record.id, read_started_at_unix_ms: readStarted }).catch((error: unknown) => {
     // Only costs a second upload of the same content later; the bundle itself is safe in ready/.
     ctx.logger.warn('could not remember what the capture held', { record: record.id, error: (error as Error).message });
   });
@@ -203,6 +221,13 @@ async function settleFailure(ctx: Context, spool: Spool, claim: Claim, error: un
     report.stopped = { code: 'SPOOL_FULL', reason: blue.message };
     await appendCaptureLog(ctx.paths.captureLogFile, { event: 'retry', record: record.id, session_id: record.payload.session_id, code: 'SPOOL_FULL', reason });
     return true;
+  }
+  if (blue.code === 'SESSION_CHANGING' && record.capture_reason !== undefined) {
+    // Nobody said the session ended, and it is being written to: not idle after all. The sweep captures it once it is.
+    await spool.discardBuild(claim);
+    report.changing.push({ id: record.id, harness: record.harness, session_id: record.payload.session_id, reason: blue.message });
+    await appendCaptureLog(ctx.paths.captureLogFile, { event: 'changing', harness: record.harness, profile: record.profile, session_id: record.payload.session_id, record: record.id, code: blue.code, reason: blue.message });
+    return false;
   }
   const failure: RecordError = { code: blue.code, message: describe(blue), at_unix_ms: at };
   const permanent = PERMANENT.has(blue.code);

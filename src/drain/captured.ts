@@ -34,6 +34,11 @@ export interface CapturedRecord {
   /** The spool record that built it. */
   record: string;
   at_unix_ms: number;
+  /**
+   * When the build started reading the session: a session whose files have not changed since (their modification
+   * time is older) holds nothing this capture did not (the idle sweep's test). Absent in older records.
+   */
+  read_started_at_unix_ms?: number;
 }
 
 /** The session's content as a bundle holds it: profile, and each file's role, native path, size and SHA-256. */

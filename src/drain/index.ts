@@ -58,6 +58,7 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
     left_ready: 0,
     waiting: [],
     deferred: [],
+    changing: [],
     superseded: [],
     notes: [],
   };

@@ -68,6 +68,14 @@ export interface DeferredEntry {
   pid: number;
 }
 
+/** An idle or backfill capture dropped unbuilt: the session was being written to after all (the sweep tries again). */
+export interface ChangingEntry {
+  id: string;
+  harness: string;
+  session_id: string;
+  reason: string;
+}
+
 /** A record left waiting (in intake or ready) that this drain did not try: it is not due yet after an earlier failure. */
 export interface WaitingEntry {
   id: string;
@@ -118,6 +126,8 @@ export interface DrainReport {
    * built by a later drain once it has. Not a failure.
    */
   deferred: DeferredEntry[];
+  /** Idle and backfill captures dropped because their session changed while it was read: not idle after all. */
+  changing: ChangingEntry[];
   /**
    * Why uploads were skipped or cut short, when they were: no Control API configured and capture disabled (not
    * errors); the policy could not be checked, the Control API could not be reached, or it refused the token (with

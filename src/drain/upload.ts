@@ -191,7 +191,8 @@ async function uploadOne(
     return undefined;
   }
   // Resumable when the profile it was captured under can restore it (the resume picker lists only those).
-  const resumable = findInterval(profiles, manifest.compatibility_profile)?.interval.operations.includes('session_resume') === true;
+  // A session whose files predate its profile (backfill found it so) is not resumable, whatever the profile says.
+  const resumable = manifest.resumable !== false && findInterval(profiles, manifest.compatibility_profile)?.interval.operations.includes('session_resume') === true;
   const result = await uploadBundle(client, { bundleFile, size: record.bundle.size, sha256: record.bundle.sha256, manifest, resumable, verified: true }, options);
   if (!(await spool.holds(claim))) return undefined; // judged dead and taken over: the record is another drain's now
   switch (result.kind) {

@@ -292,3 +292,88 @@ export async function readTailOf(abs: string, maxBytes: number, rule: SafeReadOp
 export function captureRead(file: CheckedFile): SafeReadOptions {
   return { code: 'ARTIFACT_INVALID', maxBytes: MAX_FILE_BYTES, expect: { dev: file.dev, ino: file.ino } };
 }
+
+/** A file `findSessionFiles` found: where it is, its session id, its size and modification time. */
+export interface FoundSessionFile {
+  abs: string;
+  id: string;
+  size: number;
+  mtimeMs: number;
+}
+
+/**
+ * Lists the sessions' marker files below `root`: folders down to `depth` levels (none followed through a link), then
+ * every regular file whose name `idOf` turns into a valid session id. At most `limit` files and a bounded number of
+ * folders are looked at; `truncated` says when the bound stopped the walk. A missing root lists nothing.
+ */
+export async function findSessionFiles(
+  root: string,
+  options: { depth: number; idOf: (name: string) => string | undefined; limit: number; maxDirs?: number },
+): Promise<{ files: FoundSessionFile[]; truncated: boolean }> {
+  const files: FoundSessionFile[] = [];
+  const maxDirs = options.maxDirs ?? 20_000;
+  let dirs = 0;
+  let truncated = false;
+  const walk = async (dir: string, level: number): Promise<void> => {
+    if (truncated) return;
+    if (++dirs > maxDirs) {
+      truncated = true;
+      return;
+    }
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const entry of entries) {
+      if (truncated) return;
+      const abs = path.join(dir, entry.name);
+      if (level < options.depth) {
+        if (entry.isDirectory()) await walk(abs, level + 1);
+        continue;
+      }
+      if (!entry.isFile()) continue;
+      const id = options.idOf(entry.name);
+      if (id === undefined || sessionIdProblem(id) !== undefined) continue;
+      if (files.length >= options.limit) {
+        truncated = true;
+        return;
+      }
+      const info = await lstat(abs).catch(() => undefined);
+      if (info === undefined || !info.isFile()) continue;
+      files.push({ abs, id, size: info.size, mtimeMs: info.mtimeMs });
+    }
+  };
+  const real = await realpath(root).catch(() => undefined);
+  if (real !== undefined) await walk(root, 0);
+  return { files, truncated };
+}
+
+/**
+ * The first JSONL records of a session file (at most `bytes` of it, read by the safe-read rule), for what a listing
+ * reads lazily: the version a session was written by. Undefined when the file cannot be read by the rule.
+ */
+export async function headRecords(file: string, bytes: number): Promise<unknown[] | undefined> {
+  let head: Buffer | undefined;
+  try {
+    head = await readChecked(file, { code: 'ARTIFACT_INVALID', maxBytes: Number.MAX_SAFE_INTEGER, head: bytes, optional: true });
+  } catch {
+    return undefined;
+  }
+  if (head === undefined) return undefined;
+  const lines = head.toString('utf8').split('\n');
+  // The last line may be cut in the middle.
+  if (head.length >= bytes) lines.pop();
+  const records: unknown[] = [];
+  for (const line of lines) {
+    if (line.trim() === '') continue;
+    try {
+      records.push(JSON.parse(line));
+    } catch {
+      // A damaged line says nothing.
+    }
+  }
+  return records;
+}

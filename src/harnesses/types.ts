@@ -237,6 +237,37 @@ export interface HarnessDemo {
   managedHook(text: string): { command: string; timeoutSeconds: number } | undefined;
 }
 
+/**
+ * A session found on disk by `listSessions`: what its end hook would have handed over, and the file whose size and
+ * modification time say whether it changed (the transcript, written at every turn).
+ */
+export interface NativeSession {
+  payload: HookPayload;
+  file: string;
+  size: number;
+  mtimeMs: number;
+  /** The harness version that wrote the session, as its files say; undefined when they do not. Reads the file's head. */
+  version(): Promise<string | undefined>;
+}
+
+/** Every session of one harness on this machine, as far as the profile can read them. */
+export interface SessionListing {
+  /** Folders to watch for sessions changing, and how many folder levels below each the sessions' files lie. */
+  watch: { dir: string; depth: number }[];
+  sessions: NativeSession[];
+  /** The listing stopped at its bound (`limit` sessions, or too many folders). */
+  truncated: boolean;
+}
+
+/** A harness's own deletion of old sessions (a retention setting). */
+export interface SessionCleanup {
+  /** Sessions not changed for this many days are deleted by the harness. */
+  days: number;
+  /** The setting and the file it is read from (or its default), for messages. */
+  setting: string;
+  file: string;
+}
+
 export interface HarnessAdapter {
   readonly name: HarnessName;
   /** How people call it (the profile's display_name). */
@@ -275,6 +306,13 @@ export interface HarnessAdapter {
    * BlueError `ARTIFACT_INVALID` naming the file and the reason for anything that must not be captured.
    */
   collectSession(ctx: Context, input: CollectInput): Promise<CollectedSession>;
+  /**
+   * Every session of this harness on disk that `interval` can capture (at most `limit`), for the idle sweep and
+   * backfill. Reads folder listings and `stat`s only. Absent: this harness's sessions are captured by its hook alone.
+   */
+  listSessions?(ctx: Context, interval: Interval, limit: number): Promise<SessionListing>;
+  /** The harness's own deletion of old sessions, when it has one (read from its settings). */
+  sessionCleanup?(ctx: Context): Promise<SessionCleanup | undefined>;
   /**
    * After the file holds the managed hook: a state that still keeps it from running, such as a hook trust
    * (`awaiting_trust`) or the user's switch that turns every hook off (`hooks_disabled`; the reason names it).

@@ -11,7 +11,7 @@ import type { HarnessAdapter } from '../harnesses/types.js';
 import { detectVersion, findExecutable, VersionCache } from '../profiles/detect.js';
 import { HARNESSES, loadProfiles, type LoadedProfiles } from '../profiles/index.js';
 import { resolvePolicy, type ResolvedPolicy } from '../policy/index.js';
-import type { AgentConfig, HarnessName } from '../schema/index.js';
+import type { AgentConfig, GovernancePolicy, HarnessName, Interval } from '../schema/index.js';
 import { removeEmptyDirs } from '../util/fs.js';
 import { applyFilePlan, needsLedgerUpdate, recordOwnership } from './apply.js';
 import { decide, type Decision, type HarnessState, type Installation } from './decide.js';
@@ -107,6 +107,35 @@ export async function reconcile(ctx: Context, options: ReconcileOptions): Promis
     harnesses: reports,
     ok: reports.every((r) => r.state !== 'error'),
   };
+}
+
+/** A harness whose sessions the policy captures here, with the profile interval its installed version captures by. */
+export interface CaptureTarget {
+  harness: HarnessName;
+  interval: Interval;
+  version: string;
+}
+
+/**
+ * The harnesses whose sessions are captured on this machine under `policy`: installed, allowed, a supported version,
+ * capture on (what reconcile installs a hook for, whether or not the harness runs it yet). Reads versions from the
+ * cache reconcile keeps; writes nothing.
+ */
+export async function captureTargets(ctx: Context, policy: GovernancePolicy, only?: ReadonlySet<string>): Promise<CaptureTarget[]> {
+  const { config } = await loadAgentConfig(ctx);
+  const profiles = await loadProfiles(ctx.paths.profilesDir, await DocumentCache.open(ctx.paths.documentCacheFile, false));
+  const cache = await VersionCache.open(ctx);
+  const targets: CaptureTarget[] = [];
+  for (const harness of HARNESSES) {
+    if (only !== undefined && !only.has(harness)) continue;
+    const loaded = profiles.get(harness);
+    if (loaded === undefined) continue;
+    const installation = await inspect(ctx, loaded, config, cache);
+    const decision = decide(harness, loaded, installation, policy, ctx.self);
+    if (decision.desired === null || decision.desired === undefined || decision.interval === undefined || installation.version === undefined) continue;
+    targets.push({ harness, interval: decision.interval, version: installation.version });
+  }
+  return targets;
 }
 
 async function inspect(ctx: Context, loaded: LoadedProfiles, config: AgentConfig, cache: VersionCache): Promise<Installation> {

@@ -91,6 +91,10 @@ export interface SpoolRecord {
   next_attempt_at_unix_ms?: number;
   /** Not built before this harness process has exited (its capture event fires after every turn). */
   wait_for_exit?: WaitForExit;
+  /** What captured it when not the hook: the agent's idle sweep, or backfill. */
+  capture_reason?: CaptureReason;
+  /** false: the session's files predate its capture profile; it is uploaded as not resumable. */
+  resumable?: false;
   /** Set on commit: the bundle in bundles/<id>.bundle. */
   bundle?: { size: number; sha256: string; built_at_unix_ms: number };
   /** Upload tries of the bundle that ended in an error to retry (kept apart from the build attempts). */
@@ -107,7 +111,12 @@ export interface IntakeInput {
   createdAtUnixMs: number;
   /** Build it only once this process (the harness that fired the hook) has exited. */
   waitForExit?: WaitForExit;
+  reason?: CaptureReason;
+  resumable?: false;
 }
+
+/** Captures not made by a session's end hook: the agent found the session idle, or backfill found it never uploaded. */
+export type CaptureReason = 'idle' | 'backfill';
 
 /** A harness process a capture waits for (the profile's capture.wait_for_exit): its pid and start. */
 export interface WaitForExit {
@@ -424,6 +433,8 @@ export class Spool extends SpoolView {
         attempts: 0,
         interruptions: 0,
         ...(input.waitForExit === undefined ? {} : { wait_for_exit: input.waitForExit }),
+        ...(input.reason === undefined ? {} : { capture_reason: input.reason }),
+        ...(input.resumable === undefined ? {} : { resumable: input.resumable }),
       };
       try {
         await this.writeRecord(path.join(this.dir('intake'), `${record.id}.json`), record, 'link');
@@ -868,7 +879,10 @@ function parseRecord(text: string, id: string): SpoolRecord | string {
   if (typeof r.harness !== 'string' || typeof r.profile !== 'string') return 'the record has no harness or profile';
   if (r.payload === null || typeof r.payload !== 'object' || typeof r.payload.session_id !== 'string') return 'the record has no session id';
   if (typeof r.created_at_unix_ms !== 'number') return 'the record has no creation time';
-  return { ...r, attempts: typeof r.attempts === 'number' ? r.attempts : 0, interruptions: typeof r.interruptions === 'number' ? r.interruptions : 0 } as SpoolRecord;
+  const record = { ...r, attempts: typeof r.attempts === 'number' ? r.attempts : 0, interruptions: typeof r.interruptions === 'number' ? r.interruptions : 0 } as SpoolRecord;
+  if (record.capture_reason !== undefined && record.capture_reason !== 'idle' && record.capture_reason !== 'backfill') delete record.capture_reason;
+  if (record.resumable !== undefined && record.resumable !== false) delete record.resumable;
+  return record;
 }
 
 function damagedRecord(id: string): SpoolRecord {

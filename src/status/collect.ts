@@ -8,9 +8,10 @@ import type { Context } from '../context.js';
 import { readLastDrain, readRunState, type AgentRunState, type LastDrain } from '../daemon/state.js';
 import { processRuns } from '../lock/liveness.js';
 import type { ResolvedPolicy } from '../policy/index.js';
-import { loadProfiles } from '../profiles/index.js';
+import { findInterval, loadProfiles } from '../profiles/index.js';
 import { reconcile, type HarnessReport } from '../reconcile/index.js';
-import type { AgentConfig } from '../schema/index.js';
+import type { AgentConfig, HarnessName, Interval } from '../schema/index.js';
+import { sessionsStatus, type SessionsStatus } from '../sweep/status.js';
 import { serviceStatus, type ServiceState } from '../service/index.js';
 import { errorInfo, noPolicy, readPolicyOffline, type ErrorInfo } from './policy.js';
 import { readSpoolStatus, type SpoolStatus } from './spool.js';
@@ -75,6 +76,8 @@ export interface StatusReport {
   harnesses: HarnessStatus[];
   harnesses_error?: ErrorInfo;
   spool: SpoolStatus;
+  /** Sessions captured without their end hook (idle sweep, backfill), and sessions at risk of the harness's own cleanup. */
+  sessions: SessionsStatus | { error: ErrorInfo };
   last_drain: LastDrain | null;
   agent: AgentStatus;
   service: ServiceState | { error: ErrorInfo };
@@ -126,6 +129,8 @@ export async function collectStatus(ctx: Context): Promise<StatusReport> {
     harnessesError = configError;
   }
 
+  const sessions = await collectSessions(ctx, harnesses).catch((error: unknown) => ({ error: errorInfo(error) }));
+
   return {
     now_unix_ms: now,
     config_file: ctx.paths.configFile,
@@ -135,6 +140,7 @@ export async function collectStatus(ctx: Context): Promise<StatusReport> {
     harnesses,
     ...(harnessesError === undefined ? {} : { harnesses_error: harnessesError }),
     spool,
+    sessions,
     last_drain: lastDrain ?? null,
     agent,
     service,
@@ -167,6 +173,20 @@ export async function inspectHarnesses(ctx: Context, policy: ResolvedPolicy | un
     };
   });
 }
+
+/** The sweep's view of the harnesses whose sessions are captured here (a hook is wanted, whether or not it runs yet). */
+export async function collectSessions(ctx: Context, harnesses: readonly HarnessStatus[]): Promise<SessionsStatus> {
+  const profiles = await loadProfiles(ctx.paths.profilesDir);
+  const targets: { harness: HarnessName; interval: Interval }[] = [];
+  for (const h of harnesses) {
+    if (h.profile === null || !CAPTURING.has(h.state)) continue;
+    const found = findInterval(profiles, h.profile);
+    if (found !== undefined) targets.push(found);
+  }
+  return sessionsStatus(ctx, targets);
+}
+
+const CAPTURING: ReadonlySet<string> = new Set(['active', 'awaiting_trust', 'hooks_disabled']);
 
 /** Policy errors the agent keeps hitting that leave no cached policy behind (the pin drops it): shown in its place. */
 const REFUSALS = new Set(['CLIENT_VERSION_MISMATCH', 'POLICY_INCOMPATIBLE']);

@@ -3,6 +3,7 @@
  */
 import path from 'node:path';
 import { formatAge } from '../reconcile/render.js';
+import { AT_RISK_DAYS } from '../sweep/status.js';
 import { serviceStateJson, type ServiceState } from '../service/index.js';
 import type { AgentStatus, HarnessStatus, PolicyStatus, StatusReport } from './collect.js';
 import type { ErrorInfo } from './policy.js';
@@ -40,6 +41,9 @@ export function renderStatus(report: StatusReport, options: RenderOptions): stri
   const spool = renderSpool(report.spool, now, options.home, c);
   section('Spool', spool[0]!, spool.slice(1));
 
+  const sessions = renderSessions(report.sessions, now, c);
+  if (sessions.length > 0) section('Sessions', sessions[0]!, sessions.slice(1));
+
   const d = report.last_drain;
   if (d === null) section('Last drain', c.dim('none recorded'));
   else {
@@ -58,6 +62,25 @@ export function renderStatus(report: StatusReport, options: RenderOptions): stri
   const service = renderService(report.service, options.home, c);
   section('Service', service[0]!, service.slice(1));
   return `${out.join('\n')}\n`;
+}
+
+/** Per harness: sessions on disk and captured, what the sweep and backfill captured, sessions at risk of cleanup. */
+export function renderSessions(s: StatusReport['sessions'], now: number, c: Palette): string[] {
+  if ('error' in s) return [c.yellow(`error: ${s.error.message}`)];
+  const lines: string[] = [];
+  for (const h of s.harnesses) {
+    lines.push(
+      `${h.harness}: ${h.on_disk} on disk, ${h.captured} captured; ${h.idle_captures} captured idle (no end hook), ${h.backfill_captures} by backfill` +
+        (h.watching_since_unix_ms === null ? c.dim(' (not followed yet: the agent follows them once it runs)') : ''),
+    );
+    if (h.at_risk !== null && h.at_risk.count > 0) {
+      lines.push(
+        c.yellow(`warning: ${h.at_risk.count} ${h.harness} session(s) never uploaded will be deleted by ${h.harness} itself within ${AT_RISK_DAYS} days (${h.at_risk.setting}: ${h.at_risk.days} days); run \`blue-agent backfill --harness ${h.harness}\``),
+      );
+    }
+  }
+  if (lines.length > 0) lines.push(c.dim(s.backfill_finished_at_unix_ms === null ? 'backfill: never run to the end here' : `backfill: last went through every session ${ago(s.backfill_finished_at_unix_ms, now)}`));
+  return lines;
 }
 
 function renderPolicy(p: PolicyStatus, now: number, home: string, c: Palette): string[] {

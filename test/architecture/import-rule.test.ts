@@ -6,7 +6,7 @@
  *
  * Layers, top to bottom; a unit imports its own layer or a lower one, never a higher one:
  *   entry          cli
- *   use cases      capture, drain, upload, reconcile, restore, resume, sessions, status, doctor, service, daemon,
+ *   use cases      capture, drain, upload, sweep, reconcile, restore, resume, sessions, status, doctor, service, daemon,
  *                  demo, control-plane — between them only the edges in USE_CASE_EDGES
  *   infrastructure the harness registry, harness folders, harness contract, harness-kit, control-api, policy,
  *                  profiles, bundle, spool, lock, config, schema
@@ -32,7 +32,7 @@ interface Edge {
 }
 
 const ENTRY = ['cli'];
-const USE_CASES = ['capture', 'drain', 'upload', 'reconcile', 'restore', 'resume', 'sessions', 'status', 'doctor', 'service', 'daemon', 'demo', 'control-plane'];
+const USE_CASES = ['capture', 'drain', 'upload', 'sweep', 'reconcile', 'restore', 'resume', 'sessions', 'status', 'doctor', 'service', 'daemon', 'demo', 'control-plane'];
 const BASE = ['util', 'errors', 'context', 'logger'];
 const REGISTRY = 'harnesses/index';
 const CONTRACT = 'harnesses';
@@ -41,10 +41,11 @@ const CONTRACT = 'harnesses';
 const USE_CASE_EDGES: Record<string, string[]> = {
   drain: ['capture', 'upload'], // the drain appends to the capture log; it hands bundles to the uploader
   resume: ['restore', 'drain'], // restores the chosen bundle; reads the repository the way a capture does
-  daemon: ['reconcile'], // the scheduled reconcile
+  daemon: ['reconcile', 'sweep'], // the scheduled reconcile; the idle sweep and the agent's backfill
+  sweep: ['capture', 'drain', 'reconcile'], // logs what it spools; remembers captures as the drain does, drains backfill's batches; captures what reconcile would hook
   service: ['daemon', 'reconcile'], // the unit runs the daemon; install reconciles first
-  status: ['daemon', 'service', 'reconcile'], // reads the daemon's state, the service's, a dry reconcile
-  doctor: ['status', 'service', 'reconcile'], // the checks run on status's findings
+  status: ['daemon', 'service', 'reconcile', 'sweep'], // reads the daemon's state, the service's, a dry reconcile, the sweep's cursors
+  doctor: ['status', 'service', 'reconcile', 'sweep'], // the checks run on status's findings (sessions at risk among them)
   demo: ['control-plane', 'resume'], // the demo starts a local server and resumes from it
   'control-plane': ['sessions'], // search reads a completed bundle's conversation as `sessions export` does
 };

@@ -388,3 +388,78 @@ describe('extractBundle', () => {
     expect(await filesUnder(empty)).toEqual([]);
   });
 });
+
+describe('a consistent snapshot (stable), for captures nobody said had ended', () => {
+  async function growing(): Promise<{ input: BundleInput; file: string; append: () => Promise<void> }> {
+    const root = path.join(dir, 'root');
+    await mkdir(root, { recursive: true });
+    const file = path.join(root, 'transcript.jsonl');
+    // Random bytes deflate slowly enough that an append lands while the file is read.
+    await writeFile(file, randomBytes(24 * 1024 * 1024));
+    const input: BundleInput = {
+      harness: 'claude',
+      profile: 'claude-v2_0_12',
+      sessionId: 'growing-session',
+      capturedAtUnixMs: 1,
+      root,
+      captureReason: 'idle',
+      files: [{ role: 'primary_transcript', name: 'transcript.jsonl', nativePath: 'transcript.jsonl', path: file }],
+    };
+    const append = async () => {
+      const handle = await open(file, 'a');
+      await handle.write('{"type":"user"}\n');
+      await handle.close();
+    };
+    return { input, file, append };
+  }
+
+  it('refuses with SESSION_CHANGING when a file changes while it is read, and leaves nothing behind', async () => {
+    const { input, append } = await growing();
+    const out = path.join(dir, 'stable.bundle');
+    const writing = writeBundle(input, out, { stable: true });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await append();
+    const error = await rejected(writing);
+    expect(error.code).toBe('SESSION_CHANGING');
+    expect(error.message).toContain('changed while it was being read');
+    expect(existsSync(out)).toBe(false);
+    expect((await readdir(dir)).filter((n) => n.includes('.partial'))).toEqual([]);
+  });
+
+  it('without it, a file still being appended to is cut at the size it had at open; the manifest records why it was captured', async () => {
+    const { input, append } = await growing();
+    const out = path.join(dir, 'cut.bundle');
+    const writing = writeBundle(input, out);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await append();
+    const written = await writing;
+    expect(written.manifest.files[0]!.size).toBe(24 * 1024 * 1024);
+    expect(written.manifest.capture_reason).toBe('idle');
+    expect((await verifyBundle(out, { profiles })).manifest.capture_reason).toBe('idle');
+  });
+});
+
+it('a redactor sees every file whole; sizes and digests describe the redacted bytes, and the manifest names the rules', async () => {
+  const root = path.join(dir, 'redact-root');
+  await mkdir(root, { recursive: true });
+  const file = path.join(root, 'transcript.jsonl');
+  await writeFile(file, '{"text":"token ghp_0123456789abcdefghijklmnopqrstuvwxyz"}\n');
+  const out = path.join(dir, 'redacted.bundle');
+  const written = await writeBundle(
+    {
+      harness: 'claude',
+      profile: 'claude-v2_0_12',
+      sessionId: 'redacted-session',
+      capturedAtUnixMs: 1,
+      root,
+      files: [{ role: 'primary_transcript', name: 'transcript.jsonl', nativePath: 'transcript.jsonl', path: file }],
+    },
+    out,
+    { redaction: { rules: 'test-rules', version: '1', redact: (bytes) => ({ bytes: Buffer.from(bytes.toString('utf8').replace(/ghp_[A-Za-z0-9]{36}/g, '[REDACTED:GITHUB_TOKEN]')), replaced: 1 }) } },
+  );
+  const expected = '{"text":"token [REDACTED:GITHUB_TOKEN]"}\n';
+  expect(written.manifest.redaction).toEqual({ mode: 'secrets', rules: 'test-rules', version: '1', replaced: 1 });
+  expect(written.manifest.files[0]).toMatchObject({ size: Buffer.byteLength(expected), sha256: createHash('sha256').update(expected).digest('hex') });
+  const verified = await verifyBundle(out, { profiles });
+  expect(verified.manifest.redaction?.rules).toBe('test-rules');
+});

@@ -81,6 +81,7 @@ describe('doctor', () => {
       'spool',
       ...HARNESSES.map((h) => `harness:${h}`),
       'codex-trust',
+      'sessions-at-risk',
       'service',
     ]);
     expect(result.list.filter((c) => c.status !== 'ok')).toEqual([]);

@@ -296,7 +296,7 @@ describe('drain uploads', () => {
       id: `r${i}`, state: 'ready' as const, harness: 'claude', profile: CLAUDE_PROFILE, session_id: `s${i}`, code: 'UPLOAD_FAILED', reason: 'connection refused', failed_at_unix_ms: 0, attempts: 1, next_attempt_at_unix_ms: 1_000,
     }));
     const text = renderDrain({
-      recovered: { released: [], completed: [], failed: [], temps_removed: 0 }, built: [], unchanged: [], failed: [], retried: [], left: 0, uploaded: [], discarded: [], left_ready: 23, waiting, deferred: [], superseded: [], notes: [],
+      recovered: { released: [], completed: [], failed: [], temps_removed: 0 }, built: [], unchanged: [], failed: [], retried: [], left: 0, uploaded: [], discarded: [], left_ready: 23, waiting, deferred: [], changing: [], superseded: [], notes: [],
     });
     expect(text.split('\n').filter((l) => l.startsWith('waiting r'))).toHaveLength(20);
     expect(text).toContain('waiting … and 3 more after an earlier failure');

@@ -48,6 +48,13 @@ export interface ModelStub {
   /** Requests the stub had no route for (answered 404). */
   unknown: StubRequest[];
   reply: string;
+  /**
+   * While set, a model request it matches is never answered (the connection stays open until the stub closes): a turn
+   * hangs mid-way, as when the model stalls and the person kills the harness.
+   */
+  hold: ((request: StubRequest) => boolean) | undefined;
+  /** Requests held so far. */
+  held: StubRequest[];
   /** Requests to one path (method optional). */
   requestsTo(path: string, method?: string): StubRequest[];
   /** The bodies POSTed to one path, as JSON text, one per line: what a conversation sent the model. */
@@ -72,6 +79,8 @@ export async function startModelStub(options: ModelStubOptions = {}): Promise<Mo
     requests,
     unknown,
     reply: options.reply ?? 'Hello from the stub model.',
+    hold: undefined,
+    held: [],
     requestsTo: (p, method) => requests.filter((r) => r.path === p && (method === undefined || r.method === method)),
     textSentTo: (p) =>
       requests
@@ -110,6 +119,11 @@ export async function startModelStub(options: ModelStubOptions = {}): Promise<Mo
       at: Date.now(),
     };
     requests.push(record);
+    if (record.method === 'POST' && stub.hold?.(record) === true) {
+      stub.held.push(record);
+      options.log?.(`model-stub: ${record.method} ${record.path} held`);
+      return;
+    }
     const status = route(record, res);
     record.status = status;
     if (status === 404) unknown.push(record);

@@ -4,12 +4,13 @@
  * the model stub, the Control API, and the helpers that check them). Read the world's fields inside a test: they are
  * fresh for each one.
  */
-import { readdirSync } from 'node:fs';
-import { chmod, mkdir, realpath, writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync } from 'node:fs';
+import { chmod, mkdir, readdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { verifyBundle } from '../../src/bundle/index.js';
-import type { Context } from '../../src/context.js';
+import { bufferOutput, type Context } from '../../src/context.js';
+import { Daemon } from '../../src/daemon/index.js';
 import { assembleBundle } from '../../src/drain/assemble.js';
 import { findInterval, loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
 import { applyRestore, prepareRestore, recoverRestores } from '../../src/restore/index.js';
@@ -348,6 +349,20 @@ export function useReconcileHome() {
   };
 }
 
+/** Files below `dir` (at most 8 levels, each read up to 4 MiB) whose bytes contain `word`. */
+async function filesMentioning(dir: string, word: string, depth = 0): Promise<string[]> {
+  const found: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory() && depth < 8) found.push(...(await filesMentioning(file, word, depth + 1)));
+    else if (entry.isFile()) {
+      const bytes = await readFile(file).catch(() => Buffer.alloc(0));
+      if (bytes.length <= 4 * 1024 * 1024 && bytes.includes(word)) found.push(file);
+    }
+  }
+  return found;
+}
+
 /**
  * The round trip people rely on, with the real Control API: on machine A (one HOME) reconcile installs the managed
  * hook, a session ends, the hook captures it and the worker uploads it; on machine B (another HOME, another
@@ -379,13 +394,58 @@ export function useResumeRoundTrip() {
     destination = await realpath(path.join(b.root, 'elsewhere', 'shop-copy'));
   });
 
+  let agent: Daemon | undefined;
+  let agentOut: ReturnType<typeof bufferOutput> | undefined;
+
   afterEach(async () => {
+    await agent?.stop('test-end');
+    agent = undefined;
     await waitForWorkers(a.env.BLUE_AGENT_HOME!, 60_000).catch(() => undefined);
     await stub.close();
     await stack.close();
     await a.cleanup();
     await b.cleanup();
   });
+
+  /**
+   * `blue-agent run` on machine A, in this process (its steps and drains as child processes, as always), with the idle
+   * time shortened to `idleMs` and a sweep every second; stopped after the test.
+   */
+  async function startAgentOnA(bin: string, idleMs: number): Promise<Daemon> {
+    agentOut = bufferOutput();
+    agent = await Daemon.start(a.context({ env: { PATH: pathWith(bin) }, stdout: agentOut }), {
+      idleCaptureMs: idleMs,
+      sweepMs: 1_000,
+      intakeDelayMs: 100,
+      drainSchedule: '0 0 1 1 *',
+      logTarget: { kind: 'stdout' },
+      policyPush: false,
+    });
+    // Sessions are followed from the agent's first sweep on (older ones are backfill's): wait for it.
+    await waitFor('the agent\'s first sweep', () => (agentOut!.text().includes('"msg":"reconciled"') && existsSync(path.join(a.env.BLUE_AGENT_HOME!, 'cursors')) ? true : undefined), 60_000, 100);
+    return agent;
+  }
+
+  /**
+   * Runs a session on A whose first turn hangs (the model never answers the prompt with `word`), and SIGKILLs the
+   * harness's process group once the turn is under way: no end hook can run. Resolves once it is gone.
+   */
+  async function killedMidTurn(word: string, run: (onSpawn: (pid: number) => void) => Promise<HarnessRunResult>): Promise<HarnessRunResult> {
+    stub.hold = (r) => JSON.stringify(r.body ?? '').includes(word);
+    let pid: number | undefined;
+    const running = run((p) => (pid = p));
+    await waitFor('the turn under way (the model asked)', () => (stub.held.length > 0 ? true : undefined), 60_000, 50);
+    // The harness has written the prompt to its session (it may buffer a write briefly): only then is it killed.
+    await waitFor('the prompt in a session file on machine A', async () => ((await filesMentioning(a.home, word)).length > 0 ? true : undefined), 30_000, 100);
+    process.kill(-pid!, 'SIGKILL');
+    const result = await running;
+    stub.hold = undefined;
+    return result;
+  }
+
+  function agentLog(): string {
+    return agentOut?.text() ?? '';
+  }
 
   function pathWith(bin: string): string {
     return `${path.dirname(bin)}:${path.dirname(process.execPath)}:/usr/bin:/bin`;
@@ -454,6 +514,7 @@ export function useResumeRoundTrip() {
       return destination;
     },
     CODE_WORD, FIRST_PROMPT, SECOND_PROMPT, TEST_TIMEOUT_MS, pathWith, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB,
+    startAgentOnA, killedMidTurn, agentLog,
   };
 }
 

@@ -32,6 +32,8 @@ export interface HarnessRunOptions {
   timeoutMs?: number;
   /** Extra arguments (see each runner for where they go). */
   args?: readonly string[];
+  /** Told the process's pid once it started (it leads its own process group). */
+  onSpawn?: (pid: number) => void;
 }
 
 export interface HarnessRunResult {
@@ -152,12 +154,13 @@ export function describeRun(result: HarnessRunResult, extra = ''): string {
 export function runProcess(
   file: string,
   args: readonly string[],
-  { env, cwd, timeoutMs = 60_000 }: { env: Record<string, string>; cwd: string; timeoutMs?: number | undefined },
+  { env, cwd, timeoutMs = 60_000, onSpawn }: { env: Record<string, string>; cwd: string; timeoutMs?: number | undefined; onSpawn?: ((pid: number) => void) | undefined },
 ): Promise<HarnessRunResult> {
   const started = Date.now();
   const command = [file, ...args];
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    if (child.pid !== undefined) onSpawn?.(child.pid);
     let stdout = '';
     let stderr = '';
     let timedOut = false;

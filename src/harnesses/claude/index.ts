@@ -10,6 +10,7 @@ import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter } from '../types.js';
 import { claudeDemo } from './demo.js';
 import { planClaudeRestore } from './restore.js';
+import { claudeCleanup, listClaudeSessions } from './listing.js';
 import { collectClaudeSession } from './session.js';
 import { planClaudeHook } from './settings-plan.js';
 import { claudeTranscriptReader } from './transcript.js';
@@ -56,6 +57,12 @@ export const claude: HarnessAdapter = {
   planHook: planClaudeHook,
   collectSession(ctx, input) {
     return collectClaudeSession(ctx, input, configRoot(ctx));
+  },
+  listSessions(ctx, interval, limit) {
+    return listClaudeSessions(configRoot(ctx), interval, limit);
+  },
+  sessionCleanup(ctx) {
+    return claudeCleanup(ctx, configRoot(ctx));
   },
   planRestore(ctx, input) {
     return Promise.resolve().then(() => planClaudeRestore(ctx, input, configRoot(ctx)));

@@ -17,6 +17,7 @@ import type { HarnessAdapter, HarnessDoctorCheck, HookPlan, HookPlanInput, Manag
 import { parseJsonText, planJson } from './json-plan.js';
 import { isRecord, listHandlers, own } from './model.js';
 import { planCodexRestore } from './restore.js';
+import { listCodexSessions } from './listing.js';
 import { collectCodexSession } from './session.js';
 import { codexTranscriptReader } from './transcript.js';
 import { parseTomlText, planToml } from './toml-plan.js';
@@ -155,6 +156,9 @@ export const codex: HarnessAdapter = {
   planHook,
   collectSession(ctx, input) {
     return collectCodexSession(ctx, input, configRoot(ctx));
+  },
+  listSessions(ctx, interval, limit) {
+    return listCodexSessions(configRoot(ctx), interval, limit);
   },
   planRestore(ctx, input) {
     return planCodexRestore(ctx, input, configRoot(ctx));

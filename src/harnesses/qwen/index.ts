@@ -10,6 +10,7 @@ import { BlueError } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter } from '../types.js';
+import { listQwenSessions } from './listing.js';
 import { planQwenRestore } from './restore.js';
 import { collectQwenSession } from './session.js';
 import { planQwenHook, qwenHooksDisabled } from './settings-plan.js';
@@ -61,6 +62,9 @@ export const qwen: HarnessAdapter = {
   },
   collectSession(ctx, input) {
     return collectQwenSession(ctx, input, qwenRuntimeDir(ctx));
+  },
+  listSessions(ctx, interval, limit) {
+    return listQwenSessions(qwenRuntimeDir(ctx), interval, limit);
   },
   planRestore(ctx, input) {
     return Promise.resolve().then(() => planQwenRestore(ctx, input, qwenRuntimeDir(ctx)));

@@ -40,6 +40,29 @@ export interface BundleManifest {
   title?: string;
   summary?: string;
   /**
+   * What captured the session: its end hook (hook; also when absent), the running agent once the session went idle without one (idle), or `blue-agent backfill` (backfill).
+   */
+  capture_reason?: 'hook' | 'idle' | 'backfill';
+  /**
+   * false: the session's files were written by a harness version older than the capture profile, so no restore places them; absent: as the profile says.
+   */
+  resumable?: boolean;
+  /**
+   * The bundle's text files went through the redactor before packing: sizes and digests describe the redacted bytes.
+   */
+  redaction?: {
+    mode: 'secrets';
+    /**
+     * The rule set applied.
+     */
+    rules: string;
+    version: string;
+    /**
+     * How many secrets were replaced.
+     */
+    replaced?: number;
+  };
+  /**
    * @minItems 1
    * @maxItems 2048
    */

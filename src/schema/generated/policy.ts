@@ -69,4 +69,12 @@ export interface SessionUpload {
    * Absolute http(s) URL of the Control API's presign route.
    */
   presign_url: string;
+  /**
+   * A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.
+   */
+  idle_capture_minutes?: number;
+  /**
+   * The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.
+   */
+  backfill?: boolean;
 }

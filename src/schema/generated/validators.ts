@@ -433,13 +433,13 @@ return errors === 0;
 }
 
 export const validateBundleManifest = validate12;
-const schema14 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/bundle-manifest.schema.json","title":"BundleManifest","description":"manifest.json of a blue-session-bundle-v1: what the bundle holds and where each file belongs natively. Field names and bounds follow Blue's session bundle.","type":"object","additionalProperties":false,"required":["schema_version","artifact_format","harness","compatibility_profile","native_session_id","captured_at_unix_ms","files"],"properties":{"schema_version":{"type":"integer","const":1},"artifact_format":{"type":"string","const":"blue-session-bundle-v1"},"harness":{"$ref":"harness-name.schema.json"},"compatibility_profile":{"description":"The profile that captured the session; restore always uses this profile.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+$"},"native_session_id":{"description":"The harness's own session id, by the one rule of src/util/session-id.ts: what every restore can use as a file name and an argument.","type":"string","minLength":1,"maxLength":512,"pattern":"^(?!.*\\.blue-agent-restore)[A-Za-z0-9][A-Za-z0-9._-]{0,511}$"},"captured_at_unix_ms":{"type":"integer","minimum":0,"maximum":9007199254740991},"cwd":{"type":"string","minLength":1,"maxLength":4096},"repository":{"type":"object","additionalProperties":false,"required":["root"],"properties":{"root":{"type":"string","minLength":1,"maxLength":4096},"remote":{"type":"string","minLength":1,"maxLength":4096}}},"title":{"type":"string","maxLength":256},"summary":{"type":"string","maxLength":1024},"files":{"type":"array","minItems":1,"maxItems":2048,"items":{"$ref":"#/definitions/file"}}},"definitions":{"file":{"title":"BundleFile","type":"object","additionalProperties":false,"required":["role","path","size","sha256"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"path":{"description":"The entry's name inside the bundle: files/NNNN-<name>.","type":"string","minLength":1,"maxLength":1024,"pattern":"^files/[0-9]{4}-[A-Za-z0-9._-]+$"},"native_path":{"description":"Where the file lives, relative to the harness's session root. Never absolute.","type":"string","minLength":1,"maxLength":4096},"size":{"type":"integer","minimum":0,"maximum":67108864},"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"}}}}};
+const schema14 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/bundle-manifest.schema.json","title":"BundleManifest","description":"manifest.json of a blue-session-bundle-v1: what the bundle holds and where each file belongs natively. Field names and bounds follow Blue's session bundle.","type":"object","additionalProperties":false,"required":["schema_version","artifact_format","harness","compatibility_profile","native_session_id","captured_at_unix_ms","files"],"properties":{"schema_version":{"type":"integer","const":1},"artifact_format":{"type":"string","const":"blue-session-bundle-v1"},"harness":{"$ref":"harness-name.schema.json"},"compatibility_profile":{"description":"The profile that captured the session; restore always uses this profile.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+$"},"native_session_id":{"description":"The harness's own session id, by the one rule of src/util/session-id.ts: what every restore can use as a file name and an argument.","type":"string","minLength":1,"maxLength":512,"pattern":"^(?!.*\\.blue-agent-restore)[A-Za-z0-9][A-Za-z0-9._-]{0,511}$"},"captured_at_unix_ms":{"type":"integer","minimum":0,"maximum":9007199254740991},"cwd":{"type":"string","minLength":1,"maxLength":4096},"repository":{"type":"object","additionalProperties":false,"required":["root"],"properties":{"root":{"type":"string","minLength":1,"maxLength":4096},"remote":{"type":"string","minLength":1,"maxLength":4096}}},"title":{"type":"string","maxLength":256},"summary":{"type":"string","maxLength":1024},"capture_reason":{"description":"What captured the session: its end hook (hook; also when absent), the running agent once the session went idle without one (idle), or `blue-agent backfill` (backfill).","type":"string","enum":["hook","idle","backfill"]},"resumable":{"description":"false: the session's files were written by a harness version older than the capture profile, so no restore places them; absent: as the profile says.","type":"boolean"},"redaction":{"description":"The bundle's text files went through the redactor before packing: sizes and digests describe the redacted bytes.","type":"object","additionalProperties":false,"required":["mode","rules","version"],"properties":{"mode":{"type":"string","enum":["secrets"]},"rules":{"description":"The rule set applied.","type":"string","minLength":1,"maxLength":64,"pattern":"^[A-Za-z0-9._-]+$"},"version":{"type":"string","minLength":1,"maxLength":64,"pattern":"^[A-Za-z0-9._-]+$"},"replaced":{"description":"How many secrets were replaced.","type":"integer","minimum":0,"maximum":9007199254740991}}},"files":{"type":"array","minItems":1,"maxItems":2048,"items":{"$ref":"#/definitions/file"}}},"definitions":{"file":{"title":"BundleFile","type":"object","additionalProperties":false,"required":["role","path","size","sha256"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"path":{"description":"The entry's name inside the bundle: files/NNNN-<name>.","type":"string","minLength":1,"maxLength":1024,"pattern":"^files/[0-9]{4}-[A-Za-z0-9._-]+$"},"native_path":{"description":"Where the file lives, relative to the harness's session root. Never absolute.","type":"string","minLength":1,"maxLength":4096},"size":{"type":"integer","minimum":0,"maximum":67108864},"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"}}}}};
 const func13 = Object.prototype.hasOwnProperty;
 const pattern3 = new RegExp("^[A-Za-z0-9._-]+$", "u");
 const pattern4 = new RegExp("^(?!.*\\.blue-agent-restore)[A-Za-z0-9][A-Za-z0-9._-]{0,511}$", "u");
 const schema16 = {"title":"BundleFile","type":"object","additionalProperties":false,"required":["role","path","size","sha256"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"path":{"description":"The entry's name inside the bundle: files/NNNN-<name>.","type":"string","minLength":1,"maxLength":1024,"pattern":"^files/[0-9]{4}-[A-Za-z0-9._-]+$"},"native_path":{"description":"Where the file lives, relative to the harness's session root. Never absolute.","type":"string","minLength":1,"maxLength":4096},"size":{"type":"integer","minimum":0,"maximum":67108864},"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"}}};
-const pattern5 = new RegExp("^files/[0-9]{4}-[A-Za-z0-9._-]+$", "u");
-const pattern6 = new RegExp("^[0-9a-f]{64}$", "u");
+const pattern7 = new RegExp("^files/[0-9]{4}-[A-Za-z0-9._-]+$", "u");
+const pattern8 = new RegExp("^[0-9a-f]{64}$", "u");
 
 function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -543,7 +543,7 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(!pattern5.test(data1)){
+if(!pattern7.test(data1)){
 const err9 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/pattern",keyword:"pattern",params:{pattern: "^files/[0-9]{4}-[A-Za-z0-9._-]+$"},message:"must match pattern \""+"^files/[0-9]{4}-[A-Za-z0-9._-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err9];
@@ -638,7 +638,7 @@ errors++;
 if(data.sha256 !== undefined){
 let data4 = data.sha256;
 if(typeof data4 === "string"){
-if(!pattern6.test(data4)){
+if(!pattern8.test(data4)){
 const err17 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err17];
@@ -1149,11 +1149,10 @@ vErrors.push(err40);
 errors++;
 }
 }
-if(data.files !== undefined){
-let data12 = data.files;
-if(Array.isArray(data12)){
-if(data12.length > 2048){
-const err41 = {instancePath:instancePath+"/files",schemaPath:"#/properties/files/maxItems",keyword:"maxItems",params:{limit: 2048},message:"must NOT have more than 2048 items"};
+if(data.capture_reason !== undefined){
+let data12 = data.capture_reason;
+if(typeof data12 !== "string"){
+const err41 = {instancePath:instancePath+"/capture_reason",schemaPath:"#/properties/capture_reason/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -1162,8 +1161,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(data12.length < 1){
-const err42 = {instancePath:instancePath+"/files",schemaPath:"#/properties/files/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(!(((data12 === "hook") || (data12 === "idle")) || (data12 === "backfill"))){
+const err42 = {instancePath:instancePath+"/capture_reason",schemaPath:"#/properties/capture_reason/enum",keyword:"enum",params:{allowedValues: schema14.properties.capture_reason.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -1172,16 +1171,10 @@ vErrors.push(err42);
 }
 errors++;
 }
-const len0 = data12.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate13(data12[i0], {instancePath:instancePath+"/files/" + i0,parentData:data12,parentDataProperty:i0,rootData}))){
-vErrors = vErrors === null ? validate13.errors : vErrors.concat(validate13.errors);
-errors = vErrors.length;
 }
-}
-}
-else {
-const err43 = {instancePath:instancePath+"/files",schemaPath:"#/properties/files/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.resumable !== undefined){
+if(typeof data.resumable !== "boolean"){
+const err43 = {instancePath:instancePath+"/resumable",schemaPath:"#/properties/resumable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -1191,14 +1184,261 @@ vErrors.push(err43);
 errors++;
 }
 }
-}
-else {
-const err44 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.redaction !== undefined){
+let data14 = data.redaction;
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+if(data14.mode === undefined){
+const err44 = {instancePath:instancePath+"/redaction",schemaPath:"#/properties/redaction/required",keyword:"required",params:{missingProperty: "mode"},message:"must have required property '"+"mode"+"'"};
 if(vErrors === null){
 vErrors = [err44];
 }
 else {
 vErrors.push(err44);
+}
+errors++;
+}
+if(data14.rules === undefined){
+const err45 = {instancePath:instancePath+"/redaction",schemaPath:"#/properties/redaction/required",keyword:"required",params:{missingProperty: "rules"},message:"must have required property '"+"rules"+"'"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if(data14.version === undefined){
+const err46 = {instancePath:instancePath+"/redaction",schemaPath:"#/properties/redaction/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+for(const key2 in data14){
+if(!((((key2 === "mode") || (key2 === "rules")) || (key2 === "version")) || (key2 === "replaced"))){
+const err47 = {instancePath:instancePath+"/redaction",schemaPath:"#/properties/redaction/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+if(data14.mode !== undefined){
+let data15 = data14.mode;
+if(typeof data15 !== "string"){
+const err48 = {instancePath:instancePath+"/redaction/mode",schemaPath:"#/properties/redaction/properties/mode/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+if(!(data15 === "secrets")){
+const err49 = {instancePath:instancePath+"/redaction/mode",schemaPath:"#/properties/redaction/properties/mode/enum",keyword:"enum",params:{allowedValues: schema14.properties.redaction.properties.mode.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+if(data14.rules !== undefined){
+let data16 = data14.rules;
+if(typeof data16 === "string"){
+if(func2(data16) > 64){
+const err50 = {instancePath:instancePath+"/redaction/rules",schemaPath:"#/properties/redaction/properties/rules/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+if(func2(data16) < 1){
+const err51 = {instancePath:instancePath+"/redaction/rules",schemaPath:"#/properties/redaction/properties/rules/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+if(!pattern3.test(data16)){
+const err52 = {instancePath:instancePath+"/redaction/rules",schemaPath:"#/properties/redaction/properties/rules/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+$"+"\""};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+}
+else {
+const err53 = {instancePath:instancePath+"/redaction/rules",schemaPath:"#/properties/redaction/properties/rules/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+if(data14.version !== undefined){
+let data17 = data14.version;
+if(typeof data17 === "string"){
+if(func2(data17) > 64){
+const err54 = {instancePath:instancePath+"/redaction/version",schemaPath:"#/properties/redaction/properties/version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(func2(data17) < 1){
+const err55 = {instancePath:instancePath+"/redaction/version",schemaPath:"#/properties/redaction/properties/version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+if(!pattern3.test(data17)){
+const err56 = {instancePath:instancePath+"/redaction/version",schemaPath:"#/properties/redaction/properties/version/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+$"+"\""};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+else {
+const err57 = {instancePath:instancePath+"/redaction/version",schemaPath:"#/properties/redaction/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+if(data14.replaced !== undefined){
+let data18 = data14.replaced;
+if(!(((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18))) && (isFinite(data18)))){
+const err58 = {instancePath:instancePath+"/redaction/replaced",schemaPath:"#/properties/redaction/properties/replaced/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+if((typeof data18 == "number") && (isFinite(data18))){
+if(data18 > 9007199254740991 || isNaN(data18)){
+const err59 = {instancePath:instancePath+"/redaction/replaced",schemaPath:"#/properties/redaction/properties/replaced/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+if(data18 < 0 || isNaN(data18)){
+const err60 = {instancePath:instancePath+"/redaction/replaced",schemaPath:"#/properties/redaction/properties/replaced/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err61 = {instancePath:instancePath+"/redaction",schemaPath:"#/properties/redaction/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+if(data.files !== undefined){
+let data19 = data.files;
+if(Array.isArray(data19)){
+if(data19.length > 2048){
+const err62 = {instancePath:instancePath+"/files",schemaPath:"#/properties/files/maxItems",keyword:"maxItems",params:{limit: 2048},message:"must NOT have more than 2048 items"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+if(data19.length < 1){
+const err63 = {instancePath:instancePath+"/files",schemaPath:"#/properties/files/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+const len0 = data19.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate13(data19[i0], {instancePath:instancePath+"/files/" + i0,parentData:data19,parentDataProperty:i0,rootData}))){
+vErrors = vErrors === null ? validate13.errors : vErrors.concat(validate13.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err64 = {instancePath:instancePath+"/files",schemaPath:"#/properties/files/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+}
+}
+else {
+const err65 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
 }
 errors++;
 }
@@ -1623,7 +1863,7 @@ return errors === 0;
 export const validateCapturedSession = validate16;
 const schema19 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-captured-session.schema.json","title":"CapturedSession","description":"A captured session as the caller may see it (Blue's CapturedSession): an item of GET /session-uploads, and `session` of GET /session-uploads/{id}. The artifact fields (status, size, digest, profile, format, title...) are its current artifact's. Fields a later server adds are allowed and ignored.","type":"object","required":["id","user_id","user_email","harness","compatibility_profile","native_session_id","artifact_format","resumable","sharing_mode","share_recipient_count","updated_at"],"properties":{"id":{"description":"The captured session's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"user_id":{"description":"Its owner.","type":"string","maxLength":64},"user_email":{"type":"string","maxLength":320},"harness":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"native_session_id":{"type":"string","maxLength":512},"cwd":{"type":["string","null"],"maxLength":4096},"artifact_format":{"type":"string","maxLength":128},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":1024},"summary":{"type":["string","null"],"maxLength":4096},"source_captured_at":{"type":["string","null"],"maxLength":64},"repository":{"type":"object","properties":{"root":{"type":["string","null"],"maxLength":4096},"remote":{"type":["string","null"],"maxLength":4096}}},"sharing_mode":{"type":"string","enum":["private","workspace","selected"]},"share_recipient_count":{"type":"integer","minimum":0},"shared":{"description":"In the resumable picker: the caller is not its owner.","type":"boolean"},"updated_at":{"type":"string","maxLength":64},"status":{"description":"The current artifact's status.","type":["string","null"],"maxLength":32},"size_bytes":{"type":["integer","null"],"minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"retention_expires_at":{"type":["string","null"],"maxLength":64},"sha256":{"description":"Extension: the current artifact's SHA-256 (downloads are checked against it).","type":["string","null"],"pattern":"^[0-9a-f]{64}$"},"snippet":{"description":"With q: a short passage of what the session says around the match, the matched words between [ and ] (blue-agent's Control API).","type":["string","null"],"maxLength":2000},"artifact_id":{"description":"Extension: the current artifact's id.","oneOf":[{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},{"type":"null"}]}}};
 const schema21 = {"type":"string","pattern":"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"};
-const pattern7 = new RegExp("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", "u");
+const pattern9 = new RegExp("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", "u");
 
 function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-captured-session.schema.json" */;
@@ -1743,7 +1983,7 @@ errors++;
 if(data.id !== undefined){
 let data0 = data.id;
 if(typeof data0 === "string"){
-if(!pattern7.test(data0)){
+if(!pattern9.test(data0)){
 const err11 = {instancePath:instancePath+"/id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -2290,7 +2530,7 @@ vErrors.push(err54);
 errors++;
 }
 if(typeof data23 === "string"){
-if(!pattern6.test(data23)){
+if(!pattern8.test(data23)){
 const err55 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err55];
@@ -2334,7 +2574,7 @@ let valid3 = false;
 let passing0 = null;
 const _errs54 = errors;
 if(typeof data25 === "string"){
-if(!pattern7.test(data25)){
+if(!pattern9.test(data25)){
 const err58 = {instancePath:instancePath+"/artifact_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
 if(vErrors === null){
 vErrors = [err58];
@@ -2476,7 +2716,7 @@ let valid3 = false;
 let passing0 = null;
 const _errs6 = errors;
 if(typeof data2 === "string"){
-if(!pattern7.test(data2)){
+if(!pattern9.test(data2)){
 const err3 = {instancePath:instancePath+"/next_cursor",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
 if(vErrors === null){
 vErrors = [err3];
@@ -2664,7 +2904,7 @@ return errors === 0;
 export const validateClientStatusReport = validate20;
 const schema27 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-client-status.schema.json","title":"ClientStatusReport","description":"Body of POST /client-status (Blue's ClientStatusReport): what one machine applied. Fields the contract does not name are tolerated and kept.","type":"object","required":["instance_id","client_version","platform","applied","files_ok"],"properties":{"instance_id":{"type":"string","minLength":1,"maxLength":128,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"hostname":{"type":["string","null"],"maxLength":255},"client_version":{"type":"string","minLength":1,"maxLength":64},"platform":{"type":"string","minLength":1,"maxLength":32},"config_revision":{"type":["string","null"],"maxLength":128},"applied":{"description":"The configuration revision is applied (every harness it names reconciled).","type":"boolean"},"files_ok":{"description":"The managed native files are as the agent wrote them.","type":"boolean"},"harnesses":{"type":"array","maxItems":64,"items":{"oneOf":[{"description":"An applied harness's name.","type":"string","maxLength":64},{"$ref":"#/definitions/harnessInventoryEntry"}]}},"packages":{"type":"array","maxItems":1024},"reconciliation_attempt":{"oneOf":[{"type":"object","required":["harness","revision"],"properties":{"harness":{"type":"string","maxLength":64},"revision":{"type":"string","maxLength":128}}},{"type":"null"}]},"error":{"type":["string","null"],"maxLength":4096}},"definitions":{"harnessInventoryEntry":{"type":"object","required":["name","api_allowed","client_supported","installed","reconciled"],"properties":{"name":{"type":"string","maxLength":64},"api_allowed":{"type":"boolean"},"client_supported":{"type":"boolean"},"installed":{"type":"boolean"},"reconciled":{"type":"boolean"},"path":{"type":"string","maxLength":4096},"raw_version":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"compatibility_deprecated":{"type":"boolean"},"compatibility_error":{"type":"string","maxLength":1024},"compatibility_warning":{"type":"string","maxLength":1024}}}}};
 const schema28 = {"type":"object","required":["name","api_allowed","client_supported","installed","reconciled"],"properties":{"name":{"type":"string","maxLength":64},"api_allowed":{"type":"boolean"},"client_supported":{"type":"boolean"},"installed":{"type":"boolean"},"reconciled":{"type":"boolean"},"path":{"type":"string","maxLength":4096},"raw_version":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"compatibility_deprecated":{"type":"boolean"},"compatibility_error":{"type":"string","maxLength":1024},"compatibility_warning":{"type":"string","maxLength":1024}}};
-const pattern13 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
+const pattern15 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-client-status.schema.json" */;
@@ -2744,7 +2984,7 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(!pattern13.test(data0)){
+if(!pattern15.test(data0)){
 const err7 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\""};
 if(vErrors === null){
 vErrors = [err7];
@@ -3504,7 +3744,7 @@ return errors === 0;
 
 export const validateCompleteRequest = validate21;
 const schema29 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-complete.schema.json","title":"CompleteRequest","description":"Optional body of POST /session-uploads/{upload_id}/complete. The contract defines none and Blue's server ignores it; when a client repeats what it presigned, a mismatch is refused. Other fields are tolerated.","type":"object","properties":{"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0}}};
-const pattern14 = new RegExp("^[0-9a-fA-F]{64}$", "u");
+const pattern16 = new RegExp("^[0-9a-fA-F]{64}$", "u");
 
 function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-complete.schema.json" */;
@@ -3514,7 +3754,7 @@ if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.sha256 !== undefined){
 let data0 = data.sha256;
 if(typeof data0 === "string"){
-if(!pattern14.test(data0)){
+if(!pattern16.test(data0)){
 const err0 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err0];
@@ -3607,7 +3847,7 @@ errors++;
 if(data.id !== undefined){
 let data0 = data.id;
 if(typeof data0 === "string"){
-if(!pattern7.test(data0)){
+if(!pattern9.test(data0)){
 const err2 = {instancePath:instancePath+"/id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
 if(vErrors === null){
 vErrors = [err2];
@@ -3655,7 +3895,7 @@ errors++;
 if(data.session_id !== undefined){
 let data2 = data.session_id;
 if(typeof data2 === "string"){
-if(!pattern7.test(data2)){
+if(!pattern9.test(data2)){
 const err6 = {instancePath:instancePath+"/session_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -4343,7 +4583,7 @@ errors++;
 if(data.artifact_id !== undefined){
 let data5 = data.artifact_id;
 if(typeof data5 === "string"){
-if(!pattern7.test(data5)){
+if(!pattern9.test(data5)){
 const err9 = {instancePath:instancePath+"/artifact_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
 if(vErrors === null){
 vErrors = [err9];
@@ -4393,7 +4633,7 @@ errors++;
 if(data.sha256 !== undefined){
 let data7 = data.sha256;
 if(typeof data7 === "string"){
-if(!pattern6.test(data7)){
+if(!pattern8.test(data7)){
 const err13 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -5020,7 +5260,7 @@ return errors === 0;
 
 export const validatePresignRequest = validate29;
 const schema40 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presign.schema.json","title":"PresignRequest","description":"Body of POST /session-uploads/presign (Blue's SessionUploadPresignRequest): the artifact a client is about to upload. Fields the contract does not name are tolerated and ignored. Text fields never hold NUL (PostgreSQL cannot store it), and names no control characters.","type":"object","required":["harness","session_id","sha256","size_bytes","content_type"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"compatibility_profile":{"description":"The profile that captured it; absent: recorded as \"legacy\" (no profile).","type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"session_id":{"description":"The harness's native session id.","type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0,"maximum":134217728},"content_type":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"cwd":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"artifact_format":{"type":"string","enum":["legacy-raw","blue-session-bundle-v1"]},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"summary":{"type":["string","null"],"maxLength":1024,"pattern":"^[^\\u0000]*$"},"captured_at_unix_ms":{"type":"integer","minimum":0},"repository_root":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"repository_remote":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"}}};
-const pattern23 = new RegExp("^[^\\u0000]*$", "u");
+const pattern25 = new RegExp("^[^\\u0000]*$", "u");
 
 function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-presign.schema.json" */;
@@ -5123,7 +5363,7 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(!pattern13.test(data1)){
+if(!pattern15.test(data1)){
 const err9 = {instancePath:instancePath+"/compatibility_profile",schemaPath:"#/properties/compatibility_profile/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\""};
 if(vErrors === null){
 vErrors = [err9];
@@ -5168,7 +5408,7 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(!pattern13.test(data2)){
+if(!pattern15.test(data2)){
 const err13 = {instancePath:instancePath+"/session_id",schemaPath:"#/properties/session_id/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -5193,7 +5433,7 @@ errors++;
 if(data.sha256 !== undefined){
 let data3 = data.sha256;
 if(typeof data3 === "string"){
-if(!pattern14.test(data3)){
+if(!pattern16.test(data3)){
 const err15 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err15];
@@ -5273,7 +5513,7 @@ vErrors.push(err21);
 }
 errors++;
 }
-if(!pattern13.test(data5)){
+if(!pattern15.test(data5)){
 const err22 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\""};
 if(vErrors === null){
 vErrors = [err22];
@@ -5318,7 +5558,7 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(!pattern23.test(data6)){
+if(!pattern25.test(data6)){
 const err26 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err26];
@@ -5388,7 +5628,7 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(!pattern23.test(data9)){
+if(!pattern25.test(data9)){
 const err32 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err32];
@@ -5423,7 +5663,7 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(!pattern23.test(data10)){
+if(!pattern25.test(data10)){
 const err35 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err35];
@@ -5483,7 +5723,7 @@ vErrors.push(err39);
 }
 errors++;
 }
-if(!pattern23.test(data12)){
+if(!pattern25.test(data12)){
 const err40 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err40];
@@ -5518,7 +5758,7 @@ vErrors.push(err42);
 }
 errors++;
 }
-if(!pattern23.test(data13)){
+if(!pattern25.test(data13)){
 const err43 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err43];
@@ -5586,7 +5826,7 @@ errors++;
 if(data.upload_id !== undefined){
 let data0 = data.upload_id;
 if(typeof data0 === "string"){
-if(!pattern7.test(data0)){
+if(!pattern9.test(data0)){
 const err3 = {instancePath:instancePath+"/upload_id",schemaPath:"#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
 if(vErrors === null){
 vErrors = [err3];
@@ -5734,7 +5974,7 @@ errors++;
 if(data.session_id !== undefined){
 let data7 = data.session_id;
 if(typeof data7 === "string"){
-if(!pattern7.test(data7)){
+if(!pattern9.test(data7)){
 const err15 = {instancePath:instancePath+"/session_id",schemaPath:"#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
 if(vErrors === null){
 vErrors = [err15];
@@ -5954,7 +6194,7 @@ errors++;
 if(data5.id !== undefined){
 let data6 = data5.id;
 if(typeof data6 === "string"){
-if(!pattern7.test(data6)){
+if(!pattern9.test(data6)){
 const err13 = {instancePath:instancePath+"/artifacts/" + i1+"/id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -6539,7 +6779,7 @@ errors++;
 if(data.id !== undefined){
 let data0 = data.id;
 if(typeof data0 === "string"){
-if(!pattern7.test(data0)){
+if(!pattern9.test(data0)){
 const err3 = {instancePath:instancePath+"/id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
 if(vErrors === null){
 vErrors = [err3];
@@ -6842,8 +7082,8 @@ return errors === 0;
 
 export const validateTokenAnswer = validate35;
 const schema48 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-token-answer.schema.json","title":"TokenAnswer","description":"A successful answer of POST /api/auth/oauth2/token (RFC 6749 §5.1): for a device code or a refresh token. Fields a later server adds are allowed and ignored.","type":"object","required":["access_token","token_type"],"properties":{"access_token":{"type":"string","minLength":1,"maxLength":4096,"pattern":"^[A-Za-z0-9._~+/=-]+$"},"token_type":{"type":"string","pattern":"^[Bb][Ee][Aa][Rr][Ee][Rr]$"},"expires_in":{"type":"integer","minimum":1},"refresh_token":{"type":"string","minLength":1,"maxLength":4096,"pattern":"^[A-Za-z0-9._~+/=-]+$"},"scope":{"type":"string","maxLength":1024}}};
-const pattern30 = new RegExp("^[A-Za-z0-9._~+/=-]+$", "u");
-const pattern31 = new RegExp("^[Bb][Ee][Aa][Rr][Ee][Rr]$", "u");
+const pattern32 = new RegExp("^[A-Za-z0-9._~+/=-]+$", "u");
+const pattern33 = new RegExp("^[Bb][Ee][Aa][Rr][Ee][Rr]$", "u");
 
 function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-token-answer.schema.json" */;
@@ -6893,7 +7133,7 @@ vErrors.push(err3);
 }
 errors++;
 }
-if(!pattern30.test(data0)){
+if(!pattern32.test(data0)){
 const err4 = {instancePath:instancePath+"/access_token",schemaPath:"#/properties/access_token/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._~+/=-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._~+/=-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err4];
@@ -6918,7 +7158,7 @@ errors++;
 if(data.token_type !== undefined){
 let data1 = data.token_type;
 if(typeof data1 === "string"){
-if(!pattern31.test(data1)){
+if(!pattern33.test(data1)){
 const err6 = {instancePath:instancePath+"/token_type",schemaPath:"#/properties/token_type/pattern",keyword:"pattern",params:{pattern: "^[Bb][Ee][Aa][Rr][Ee][Rr]$"},message:"must match pattern \""+"^[Bb][Ee][Aa][Rr][Ee][Rr]$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -6988,7 +7228,7 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(!pattern30.test(data3)){
+if(!pattern32.test(data3)){
 const err12 = {instancePath:instancePath+"/refresh_token",schemaPath:"#/properties/refresh_token/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._~+/=-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._~+/=-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err12];
@@ -8650,10 +8890,10 @@ return errors === 0;
 }
 
 export const validateGovernancePolicy = validate40;
-const schema56 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of the contract's document (packages, gateway, telemetry, managed_config, mcp, ...) and fields a later contract adds are tolerated and ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}}}};
+const schema56 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of the contract's document (packages, gateway, telemetry, managed_config, mcp, ...) and fields a later contract adds are tolerated and ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"}}}}};
 const schema57 = {"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."};
-const schema58 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"}}};
-const pattern33 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
+const schema58 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"}}};
+const pattern35 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
 
 function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/policy.schema.json" */;
@@ -8725,7 +8965,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!pattern33.test(data0)){
+if(!pattern35.test(data0)){
 const err5 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err5];
@@ -9117,9 +9357,10 @@ vErrors.push(err34);
 errors++;
 }
 }
-}
-else {
-const err35 = {instancePath:instancePath+"/session_upload",schemaPath:"#/definitions/sessionUpload/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data10.idle_capture_minutes !== undefined){
+let data12 = data10.idle_capture_minutes;
+if(!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))){
+const err35 = {instancePath:instancePath+"/session_upload/idle_capture_minutes",schemaPath:"#/definitions/sessionUpload/properties/idle_capture_minutes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -9128,12 +9369,9 @@ vErrors.push(err35);
 }
 errors++;
 }
-}
-if(data.required_capabilities !== undefined){
-let data12 = data.required_capabilities;
-if(Array.isArray(data12)){
-if(data12.length > 64){
-const err36 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if((typeof data12 == "number") && (isFinite(data12))){
+if(data12 > 10080 || isNaN(data12)){
+const err36 = {instancePath:instancePath+"/session_upload/idle_capture_minutes",schemaPath:"#/definitions/sessionUpload/properties/idle_capture_minutes/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10080},message:"must be <= 10080"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -9142,12 +9380,8 @@ vErrors.push(err36);
 }
 errors++;
 }
-const len1 = data12.length;
-for(let i2=0; i2<len1; i2++){
-let data13 = data12[i2];
-if(typeof data13 === "string"){
-if(func2(data13) > 64){
-const err37 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(data12 < 1 || isNaN(data12)){
+const err37 = {instancePath:instancePath+"/session_upload/idle_capture_minutes",schemaPath:"#/definitions/sessionUpload/properties/idle_capture_minutes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -9156,8 +9390,11 @@ vErrors.push(err37);
 }
 errors++;
 }
-if(func2(data13) < 1){
-const err38 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+}
+if(data10.backfill !== undefined){
+if(typeof data10.backfill !== "boolean"){
+const err38 = {instancePath:instancePath+"/session_upload/backfill",schemaPath:"#/definitions/sessionUpload/properties/backfill/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -9167,8 +9404,9 @@ vErrors.push(err38);
 errors++;
 }
 }
+}
 else {
-const err39 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err39 = {instancePath:instancePath+"/session_upload",schemaPath:"#/definitions/sessionUpload/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -9178,18 +9416,11 @@ vErrors.push(err39);
 errors++;
 }
 }
-let i3 = data12.length;
-let j1;
-if(i3 > 1){
-const indices1 = {};
-for(;i3--;){
-let item1 = data12[i3];
-if(typeof item1 !== "string"){
-continue;
-}
-if(typeof indices1[item1] == "number"){
-j1 = indices1[item1];
-const err40 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"};
+if(data.required_capabilities !== undefined){
+let data14 = data.required_capabilities;
+if(Array.isArray(data14)){
+if(data14.length > 64){
+const err40 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -9197,14 +9428,13 @@ else {
 vErrors.push(err40);
 }
 errors++;
-break;
 }
-indices1[item1] = i3;
-}
-}
-}
-else {
-const err41 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const len1 = data14.length;
+for(let i2=0; i2<len1; i2++){
+let data15 = data14[i2];
+if(typeof data15 === "string"){
+if(func2(data15) > 64){
+const err41 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -9213,12 +9443,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-}
-if(data.minimum_client_version !== undefined){
-let data14 = data.minimum_client_version;
-if(typeof data14 === "string"){
-if(func2(data14) > 64){
-const err42 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(func2(data15) < 1){
+const err42 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -9227,8 +9453,9 @@ vErrors.push(err42);
 }
 errors++;
 }
-if(func2(data14) < 1){
-const err43 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+else {
+const err43 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -9238,8 +9465,18 @@ vErrors.push(err43);
 errors++;
 }
 }
-else {
-const err44 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+let i3 = data14.length;
+let j1;
+if(i3 > 1){
+const indices1 = {};
+for(;i3--;){
+let item1 = data14[i3];
+if(typeof item1 !== "string"){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j1 = indices1[item1];
+const err44 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -9247,13 +9484,14 @@ else {
 vErrors.push(err44);
 }
 errors++;
+break;
+}
+indices1[item1] = i3;
 }
 }
-if(data.required_client_version !== undefined){
-let data15 = data.required_client_version;
-if(typeof data15 === "string"){
-if(func2(data15) > 64){
-const err45 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+}
+else {
+const err45 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -9262,8 +9500,12 @@ vErrors.push(err45);
 }
 errors++;
 }
-if(func2(data15) < 1){
-const err46 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.minimum_client_version !== undefined){
+let data16 = data.minimum_client_version;
+if(typeof data16 === "string"){
+if(func2(data16) > 64){
+const err46 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -9272,9 +9514,8 @@ vErrors.push(err46);
 }
 errors++;
 }
-}
-else {
-const err47 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data16) < 1){
+const err47 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -9284,14 +9525,60 @@ vErrors.push(err47);
 errors++;
 }
 }
-}
 else {
-const err48 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err48 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err48];
 }
 else {
 vErrors.push(err48);
+}
+errors++;
+}
+}
+if(data.required_client_version !== undefined){
+let data17 = data.required_client_version;
+if(typeof data17 === "string"){
+if(func2(data17) > 64){
+const err49 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+if(func2(data17) < 1){
+const err50 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+}
+else {
+const err52 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
 }
 errors++;
 }
@@ -9305,10 +9592,10 @@ const schema61 = {"type":"object","additionalProperties":false,"required":["prof
 const schema62 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
 const schema65 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
 const func0 = runtime1.default;
-const pattern36 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
-const pattern37 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
-const pattern41 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
-const pattern43 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
+const pattern38 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
+const pattern39 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
+const pattern43 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
+const pattern45 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
 
 function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -9399,7 +9686,7 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(!pattern36.test(data0)){
+if(!pattern38.test(data0)){
 const err8 = {instancePath:instancePath+"/profile",schemaPath:"#/properties/profile/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -9434,7 +9721,7 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(!pattern37.test(data1)){
+if(!pattern39.test(data1)){
 const err11 = {instancePath:instancePath+"/introduced",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -9469,7 +9756,7 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(!pattern37.test(data2)){
+if(!pattern39.test(data2)){
 const err14 = {instancePath:instancePath+"/before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -9504,7 +9791,7 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(!pattern37.test(data3)){
+if(!pattern39.test(data3)){
 const err17 = {instancePath:instancePath+"/verified_before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err17];
@@ -9713,7 +10000,7 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(!pattern36.test(data10)){
+if(!pattern38.test(data10)){
 const err34 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err34];
@@ -9819,7 +10106,7 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(!pattern41.test(data12)){
+if(!pattern43.test(data12)){
 const err42 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err42];
@@ -10247,7 +10534,7 @@ vErrors.push(err78);
 }
 errors++;
 }
-if(!pattern41.test(data24)){
+if(!pattern43.test(data24)){
 const err79 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err79];
@@ -10282,7 +10569,7 @@ vErrors.push(err81);
 }
 errors++;
 }
-if(!pattern43.test(data25)){
+if(!pattern45.test(data25)){
 const err82 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+(-[a-z0-9]+)*$"},message:"must match pattern \""+"^[a-z0-9]+(-[a-z0-9]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err82];

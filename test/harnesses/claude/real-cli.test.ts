@@ -4,7 +4,7 @@
  * session resumes in another HOME; and the whole round trip through the Control API.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { claudeProjectKey } from '../../../src/harnesses/claude/session.js';
@@ -166,6 +166,38 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
       const command = await resumeOnB(upload.id, bin);
       expect(command).toEqual(['claude', '--resume', upload.native_session_id]);
 
+      stub.clear();
+      const resumed = await runClaude({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000 });
+      expectResumedWithHistory(resumed, '/v1/messages');
+    },
+    TEST_TIMEOUT_MS,
+  );
+});
+
+describe('a session killed mid-turn, so no end hook runs, is captured once idle and resumes on machine B', () => {
+  const w = useResumeRoundTrip();
+  const { TEST_TIMEOUT_MS } = w;
+
+  it(
+    'Claude Code',
+    async () => {
+      const { a, stub, sourceCwd, destination, b, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, startAgentOnA, killedMidTurn, agentLog, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const bin = harnessBin('claude');
+      await startAgentOnA(bin, 4_000);
+      const settings = path.join(claudeDir(harnessEnv(a.home)), 'settings.json');
+      await waitFor('the managed hook, installed by the agent', async () => ((await readFile(settings, 'utf8').catch(() => '')).includes('capture --harness claude') ? true : undefined), 60_000, 100);
+
+      const killed = await killedMidTurn(CODE_WORD, (onSpawn) => runClaude({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, env: a.env, timeoutMs: 90_000, onSpawn }));
+      expect(killed.signal, explain(killed)).toBe('SIGKILL');
+      const upload = await uploadedFromA('claude');
+
+      // Captured by the agent's sweep, never by the hook (which could not run).
+      const log = captureLog(a.env.BLUE_AGENT_HOME!);
+      const spooled = log.filter((e) => e.event === 'spooled');
+      expect(spooled, `${JSON.stringify(log)}\n${agentLog()}`).toEqual([expect.objectContaining({ session_id: upload.native_session_id, capture_reason: 'idle' })]);
+      expect(log.find((e) => e.event === 'built')).toMatchObject({ capture_reason: 'idle' });
+
+      const command = await resumeOnB(upload.id, bin);
       stub.clear();
       const resumed = await runClaude({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000 });
       expectResumedWithHistory(resumed, '/v1/messages');

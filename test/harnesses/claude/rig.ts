@@ -30,7 +30,7 @@ export async function runClaude(options: HarnessRunOptions): Promise<HarnessRunR
     options.isolationRoot,
   );
   await mkdir(env.CLAUDE_CONFIG_DIR!, { recursive: true });
-  return runProcess(options.bin, [...(options.args ?? []), '-p', options.prompt], { env, cwd: options.cwd, timeoutMs: options.timeoutMs });
+  return runProcess(options.bin, [...(options.args ?? []), '-p', options.prompt], { env, cwd: options.cwd, timeoutMs: options.timeoutMs, onSpawn: options.onSpawn });
 }
 
 /** Adds a user `SessionEnd` group to Claude's settings.json (creating it when missing). */

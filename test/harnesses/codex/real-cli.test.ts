@@ -9,6 +9,7 @@ import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
 import { reconcile } from '../../../src/reconcile/index.js';
+import { captureLog } from '../../support/cli-process.js';
 import { harnessBin } from '../../support/harness-bins.js';
 import { useCaptureHome, useOfflineSession, type Payload, useReconcileHome, useRestoreRoundTrip, useResumeRoundTrip } from '../../support/real-cli.js';
 import { appendStdinCommand, harnessEnv, readJsonLines, waitFor } from '../../support/run-harness.js';
@@ -215,3 +216,38 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+describe('a session killed mid-turn, so no end hook runs, is captured once idle and resumes on machine B', () => {
+  const w = useResumeRoundTrip();
+  const { TEST_TIMEOUT_MS } = w;
+
+  it(
+    'Codex',
+    async () => {
+      const { a, b, stub, sourceCwd, destination, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, startAgentOnA, killedMidTurn, agentLog, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const bin = harnessBin('codex');
+      const home = codexHome(harnessEnv(a.home));
+      await writeCodexProviderConfig(home, stub.url);
+      await startAgentOnA(bin, 4_000);
+      await waitFor('the managed hook, installed by the agent', async () => ((await readFile(path.join(home, 'config.toml'), 'utf8').catch(() => '')).includes('capture --harness codex') ? true : undefined), 60_000, 100);
+
+      // Hook trust bypassed, as a user who trusted the hook: only the kill keeps it from running.
+      const killed = await killedMidTurn(CODE_WORD, (onSpawn) =>
+        runCodex({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, env: a.env, bypassHookTrust: true, writeConfig: false, timeoutMs: 90_000, onSpawn }),
+      );
+      expect(killed.signal, explain(killed)).toBe('SIGKILL');
+      const upload = await uploadedFromA('codex');
+
+      const log = captureLog(a.env.BLUE_AGENT_HOME!);
+      const spooled = log.filter((e) => e.event === 'spooled');
+      expect(spooled, `${JSON.stringify(log)}\n${agentLog()}`).toEqual([expect.objectContaining({ session_id: upload.native_session_id, capture_reason: 'idle' })]);
+
+      await writeCodexProviderConfig(codexHome(harnessEnv(b.home)), stub.url);
+      const command = await resumeOnB(upload.id, bin);
+      stub.clear();
+      const resumed = await runCodex({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, writeConfig: false, timeoutMs: 90_000 });
+      expectResumedWithHistory(resumed, '/v1/responses');
+    },
+    TEST_TIMEOUT_MS,
+  );
+});

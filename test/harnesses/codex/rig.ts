@@ -42,7 +42,7 @@ export async function runCodex(options: CodexRunOptions): Promise<HarnessRunResu
   const args = ['exec', ...(options.args ?? []), '--skip-git-repo-check'];
   if (options.bypassHookTrust === true) args.push('--dangerously-bypass-hook-trust');
   args.push(options.prompt);
-  return runProcess(options.bin, args, { env, cwd: options.cwd, timeoutMs: options.timeoutMs });
+  return runProcess(options.bin, args, { env, cwd: options.cwd, timeoutMs: options.timeoutMs, onSpawn: options.onSpawn });
 }
 
 const CODEX_ROOT_KEYS_BEGIN = '# blue-agent test: model stub provider (root keys)';
