@@ -553,8 +553,11 @@ export class Daemon {
       result = { ok: false, idle_ms: this.idleMs ?? 0, watch: [], enqueued: 0, active: 0, error: taskError(error) };
     }
     if (this.stopping) return;
-    if (result.ok) this.idleMs = result.idle_ms;
-    await this.sessions.setDirs(result.watch);
+    // A failed step says nothing about the folders: the watches stay as they are.
+    if (result.ok) {
+      this.idleMs = result.idle_ms;
+      await this.sessions.setDirs(result.watch);
+    }
     const backfilled = result.backfill?.enqueued ?? 0;
     if (result.error !== undefined) this.log.warn('idle sweep failed', { code: result.error.code, error: result.error.message });
     else if (result.enqueued > 0 || backfilled > 0) {

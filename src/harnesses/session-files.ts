@@ -20,7 +20,8 @@ import type { Interval } from '../schema/index.js';
 import { openChecked, readAt, readChecked, type SafeReadOptions } from '../util/safe-read.js';
 import { SESSION_ID_RULE, sessionIdProblem } from '../util/session-id.js';
 import { printable } from '../util/terminal-text.js';
-import type { ArtifactRole, SessionFile } from './types.js';
+import { isRecord } from '../util/record.js';
+import type { ArtifactRole, NativeSession, SessionFile } from './types.js';
 
 /** Blue's caps: one file at most 64 MiB, a bundle at most 2048 files. */
 export const MAX_FILE_BYTES = 64 * 1024 * 1024;
@@ -349,6 +350,28 @@ export async function findSessionFiles(
   const real = await realpath(root).catch(() => undefined);
   if (real !== undefined) await walk(root, 0);
   return { files, truncated };
+}
+
+/**
+ * The sessions a listing found, each named by its marker file (the payload a hook would have handed over names it as
+ * the transcript); `version` reads the version that wrote it, lazily.
+ */
+export function nativeSessions(files: readonly FoundSessionFile[], version: (file: FoundSessionFile) => Promise<string | undefined>): NativeSession[] {
+  return files.map((f) => ({
+    payload: { session_id: f.id, transcript_path: f.abs },
+    file: f.abs,
+    size: f.size,
+    mtimeMs: f.mtimeMs,
+    version: () => version(f),
+  }));
+}
+
+/** The first string `field` of the first JSONL records that have one (within `bytes` of the file's head). */
+export async function headField(file: string, bytes: number, field: string): Promise<string | undefined> {
+  for (const record of (await headRecords(file, bytes)) ?? []) {
+    if (isRecord(record) && typeof record[field] === 'string') return record[field];
+  }
+  return undefined;
 }
 
 /**

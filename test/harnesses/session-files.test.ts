@@ -115,3 +115,32 @@ describe('checkRoleCounts', () => {
     expect(many.hint).toMatch(/larger than Blue bundles allow/);
   });
 });
+
+describe('findSessionFiles (listings for the idle sweep and backfill)', () => {
+  it('lists regular files at the depth asked whose names give a valid id; no link, FIFO or folder; bounded; a missing root lists nothing', async () => {
+    const { mkdtemp, mkdir, writeFile, symlink, rm } = await import('node:fs/promises');
+    const { execFileSync } = await import('node:child_process');
+    const { tmpdir } = await import('node:os');
+    const { findSessionFiles } = await import('../../src/harnesses/session-files.js');
+    const root = await mkdtemp(path.join(tmpdir(), 'blue-agent-listing-'));
+    try {
+      await mkdir(path.join(root, 'proj', 'dir.jsonl'), { recursive: true });
+      await writeFile(path.join(root, 'proj', 'a.jsonl'), 'x');
+      await writeFile(path.join(root, 'proj', 'b.jsonl'), 'yy');
+      await writeFile(path.join(root, 'proj', 'notes.txt'), 'z');
+      await writeFile(path.join(root, 'top.jsonl'), 'not at the depth');
+      await writeFile(path.join(root, 'proj', '..bad.jsonl'), 'bad id');
+      await symlink(path.join(root, 'proj', 'a.jsonl'), path.join(root, 'proj', 'link.jsonl'));
+      execFileSync('mkfifo', [path.join(root, 'proj', 'fifo.jsonl')]);
+      const idOf = (name: string) => (name.endsWith('.jsonl') ? name.slice(0, -6) : undefined);
+      const all = await findSessionFiles(root, { depth: 1, idOf, limit: 10 });
+      expect(all.files.map((f) => [f.id, f.size])).toEqual([['a', 1], ['b', 2]]);
+      expect(all.truncated).toBe(false);
+      const cut = await findSessionFiles(root, { depth: 1, idOf, limit: 1 });
+      expect([cut.files.length, cut.truncated]).toEqual([1, true]);
+      expect(await findSessionFiles(path.join(root, 'absent'), { depth: 1, idOf, limit: 10 })).toEqual({ files: [], truncated: false });
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});

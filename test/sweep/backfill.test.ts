@@ -102,7 +102,7 @@ it('finds every session never uploaded, oldest first, captures them once, and is
   expect(after.body.sessions.backfill_finished_at_unix_ms).toEqual(expect.any(Number));
 }, 120_000);
 
-it('refuses while the policy disables capture, and names a bad --since', async () => {
+it('refuses while the policy disables capture, and names a bad --since or --rate', async () => {
   stack.server.store.publishPolicy({ ttl_seconds: 1 }, Date.now());
   const off = await runCli(['backfill'], { env, timeoutMs: 30_000 });
   expect(off.code).toBe(1);
@@ -110,4 +110,7 @@ it('refuses while the policy disables capture, and names a bad --since', async (
   const bad = await runCli(['backfill', '--since', 'yesterday'], { env, timeoutMs: 30_000 });
   expect(bad.code).toBe(2);
   expect(bad.stderr).toContain('--since "yesterday" is not a date');
+  const rate = await runCli(['backfill', '--rate', '0'], { env, timeoutMs: 30_000 });
+  expect(rate.code).toBe(2);
+  expect(rate.stderr).toContain('--rate "0" is not a whole number of sessions per minute');
 });

@@ -6,9 +6,8 @@
 import path from 'node:path';
 import type { Context } from '../../context.js';
 import type { Interval } from '../../schema/index.js';
-import { isRecord } from '../../util/record.js';
 import { readChecked } from '../../util/safe-read.js';
-import { findSessionFiles, headRecords, sessionRootOf } from '../session-files.js';
+import { findSessionFiles, headField, nativeSessions, sessionRootOf } from '../session-files.js';
 import type { SessionCleanup, SessionListing } from '../types.js';
 
 /** Claude Code's default for cleanupPeriodDays. */
@@ -24,22 +23,7 @@ export async function listClaudeSessions(configDir: string, interval: Interval, 
     limit,
     idOf: (name) => (name.endsWith('.jsonl') && !name.startsWith('agent-') ? name.slice(0, -'.jsonl'.length) : undefined),
   });
-  return {
-    watch: [{ dir: root, depth: 1 }],
-    truncated,
-    sessions: files.map((f) => ({
-      payload: { session_id: f.id, transcript_path: f.abs },
-      file: f.abs,
-      size: f.size,
-      mtimeMs: f.mtimeMs,
-      version: async () => {
-        for (const record of (await headRecords(f.abs, VERSION_HEAD_BYTES)) ?? []) {
-          if (isRecord(record) && typeof record.version === 'string') return record.version;
-        }
-        return undefined;
-      },
-    })),
-  };
+  return { watch: [{ dir: root, depth: 1 }], truncated, sessions: nativeSessions(files, (f) => headField(f.abs, VERSION_HEAD_BYTES, 'version')) };
 }
 
 export async function claudeCleanup(ctx: Context, configDir: string): Promise<SessionCleanup | undefined> {

@@ -5,7 +5,7 @@
  */
 import type { Interval } from '../../schema/index.js';
 import { isRecord } from '../../util/record.js';
-import { findSessionFiles, headRecords, sessionRootOf } from '../session-files.js';
+import { findSessionFiles, headRecords, nativeSessions, sessionRootOf } from '../session-files.js';
 import type { SessionListing } from '../types.js';
 
 const ROLLOUT = /^rollout-.+-([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})\.jsonl(?:\.zst)?$/;
@@ -17,17 +17,11 @@ export async function listCodexSessions(codexHome: string, interval: Interval, l
   return {
     watch: [{ dir: root, depth: 3 }],
     truncated,
-    sessions: files.map((f) => ({
-      payload: { session_id: f.id, transcript_path: f.abs },
-      file: f.abs,
-      size: f.size,
-      mtimeMs: f.mtimeMs,
-      version: async () => {
-        if (f.abs.endsWith('.zst')) return undefined;
-        const meta = ((await headRecords(f.abs, META_HEAD_BYTES)) ?? []).find((r) => isRecord(r) && r.type === 'session_meta');
-        const version = isRecord(meta) && isRecord(meta.payload) ? meta.payload.cli_version : undefined;
-        return typeof version === 'string' ? version : undefined;
-      },
-    })),
+    sessions: nativeSessions(files, async (f) => {
+      if (f.abs.endsWith('.zst')) return undefined;
+      const meta = ((await headRecords(f.abs, META_HEAD_BYTES)) ?? []).find((r) => isRecord(r) && r.type === 'session_meta');
+      const version = isRecord(meta) && isRecord(meta.payload) ? meta.payload.cli_version : undefined;
+      return typeof version === 'string' ? version : undefined;
+    }),
   };
 }

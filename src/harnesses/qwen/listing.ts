@@ -4,8 +4,7 @@
  */
 import path from 'node:path';
 import type { Interval } from '../../schema/index.js';
-import { isRecord } from '../../util/record.js';
-import { findSessionFiles, headRecords, sessionRootOf } from '../session-files.js';
+import { findSessionFiles, headField, nativeSessions, sessionRootOf } from '../session-files.js';
 import type { SessionListing } from '../types.js';
 
 const VERSION_HEAD_BYTES = 64 * 1024;
@@ -17,23 +16,7 @@ export async function listQwenSessions(runtimeDir: string, interval: Interval, l
     limit,
     idOf: (name) => (name.endsWith('.jsonl') ? name.slice(0, -'.jsonl'.length) : undefined),
   });
-  return {
-    watch: [{ dir: root, depth: 2 }],
-    truncated,
-    // Only `<key>/chats/<id>.jsonl`: other folders at that depth hold no sessions.
-    sessions: files
-      .filter((f) => path.basename(path.dirname(f.abs)) === 'chats')
-      .map((f) => ({
-        payload: { session_id: f.id, transcript_path: f.abs },
-        file: f.abs,
-        size: f.size,
-        mtimeMs: f.mtimeMs,
-        version: async () => {
-          for (const record of (await headRecords(f.abs, VERSION_HEAD_BYTES)) ?? []) {
-            if (isRecord(record) && typeof record.version === 'string') return record.version;
-          }
-          return undefined;
-        },
-      })),
-  };
+  // Only `<key>/chats/<id>.jsonl`: other folders at that depth hold no sessions.
+  const chats = files.filter((f) => path.basename(path.dirname(f.abs)) === 'chats');
+  return { watch: [{ dir: root, depth: 2 }], truncated, sessions: nativeSessions(chats, (f) => headField(f.abs, VERSION_HEAD_BYTES, 'version')) };
 }
