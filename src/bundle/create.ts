@@ -70,7 +70,7 @@ export interface BundleRedaction {
   /** Recorded in the manifest: the rule set and its version. */
   rules: string;
   version: string;
-  redact(bytes: Buffer, file: { role: string; name: string }): Redacted;
+  redact(bytes: Buffer, file: { role: string; name: string }): Redacted | Promise<Redacted>;
 }
 
 export interface BundleResult {
@@ -223,7 +223,7 @@ async function produceTar(input: BundleInput, planned: Planned[], limits: Limits
     if (options.redaction !== undefined) {
       // Redacted files are read whole (each at most the per-file cap): the tar header needs the size of what is packed.
       const original = p.source.kind === 'content' ? p.source.bytes : await readWhole(p, p.source.path, p.source.stat, limits, options.stable === true);
-      const out = options.redaction.redact(original, { role: p.file.role, name: p.file.name });
+      const out = await options.redaction.redact(original, { role: p.file.role, name: p.file.name });
       replaced += out.replaced;
       p.size = out.bytes.length;
       if (p.size > limits.fileBytes) throw refuse(`${p.label}: is ${p.size} bytes once redacted, over the ${formatBytes(limits.fileBytes)} cap for one file`);

@@ -13,10 +13,11 @@
  */
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { BundleResult } from '../bundle/index.js';
+import type { BundleRedaction, BundleResult } from '../bundle/index.js';
 import { appendCaptureLog } from '../capture/log.js';
 import type { Context } from '../context.js';
 import { BlueError, toBlueError } from '../errors.js';
+import type { ResolvedPolicy } from '../policy/index.js';
 import { loadProfiles, type ProfileSet } from '../profiles/index.js';
 import { withLock } from '../lock/lock.js';
 import { DocumentCache } from '../schema/document-cache.js';
@@ -32,7 +33,14 @@ export const SETTLE_MS = 1_000;
 /** Errors that say the session itself cannot be captured: retrying gives the same answer. */
 const PERMANENT = new Set(['ARTIFACT_INVALID', 'BUNDLE_INVALID', 'CAPTURE_REFUSED', 'PROFILE_UNKNOWN', 'UNSAFE_PATH']);
 
-export type BuildFunction = (ctx: Context, record: SpoolRecord, outFile: string, profiles: ProfileSet, repositories: RepositoryCache) => Promise<BundleResult>;
+export type BuildFunction = (
+  ctx: Context,
+  record: SpoolRecord,
+  outFile: string,
+  profiles: ProfileSet,
+  repositories: RepositoryCache,
+  redaction?: BundleRedaction,
+) => Promise<BundleResult>;
 
 export interface BuildOptions {
   settleMs?: number;
@@ -41,10 +49,12 @@ export interface BuildOptions {
   maxAttempts?: number;
   /** Replaces the session -> bundle step (tests make it fail or stall). */
   build?: BuildFunction;
+  /** The policy in force, asked once per drain (shared with the upload stage): its session_upload.redact. */
+  policy?: () => Promise<ResolvedPolicy>;
 }
 
 /** The default build: the record's recorded profile, its harness adapter, the bundle writer. */
-export const buildFromRecord: BuildFunction = (ctx, record, outFile, profiles, repositories) => {
+export const buildFromRecord: BuildFunction = (ctx, record, outFile, profiles, repositories, redaction) => {
   const { harness, interval } = captureInterval(profiles, record.harness, record.profile);
   return assembleBundle(
     ctx,
@@ -56,6 +66,7 @@ export const buildFromRecord: BuildFunction = (ctx, record, outFile, profiles, r
       repositories,
       ...(record.capture_reason === undefined ? {} : { captureReason: record.capture_reason }),
       ...(record.resumable === undefined ? {} : { resumable: record.resumable }),
+      ...(redaction === undefined ? {} : { redaction }),
     },
     outFile,
     profiles,
@@ -70,6 +81,7 @@ export async function buildWaiting(ctx: Context, spool: Spool, report: DrainRepo
   const repositories: RepositoryCache = new Map();
   let profiles: ProfileSet | undefined;
   let documents: DocumentCache | undefined;
+  let redaction: BundleRedaction | undefined | null = null;
   try {
     for (;;) {
       const claim = await spool.claimNext('intake', { skip: tried, skipNotDue: true, only });
@@ -96,8 +108,9 @@ export async function buildWaiting(ctx: Context, spool: Spool, report: DrainRepo
           documents = await DocumentCache.open(ctx.paths.documentCacheFile, true);
           profiles = await loadProfiles(ctx.paths.profilesDir, documents);
         }
+        if (redaction === null) redaction = await redactionInForce(ctx, options.policy);
         const readStarted = ctx.clock.now();
-        const result = await build(ctx, record, outFile, profiles, repositories);
+        const result = await build(ctx, record, outFile, profiles, repositories, redaction);
         const content = contentDigest(result.manifest);
         // One session at a time from here to the commit: two captures of the same content built at once (a harness
         // that fires its end hook twice) must not both see "not captured yet".
@@ -147,6 +160,23 @@ export async function buildWaiting(ctx: Context, spool: Spool, report: DrainRepo
   } finally {
     await documents?.save().catch(() => undefined);
   }
+}
+
+/**
+ * The redactor the policy in force asks for (`session_upload.redact: secrets`), or none. A policy that cannot be read
+ * now means none: the upload stage, which cannot upload without the policy, refuses a bundle built without the
+ * redaction the policy asks for, so nothing unredacted leaves the machine either way.
+ */
+async function redactionInForce(ctx: Context, policy: (() => Promise<ResolvedPolicy>) | undefined): Promise<BundleRedaction | undefined> {
+  let mode: string | undefined;
+  try {
+    mode = (await policy?.())?.policy.session_upload?.redact;
+  } catch (error) {
+    ctx.logger.debug('no policy to say whether to redact; building without', { error: (error as Error).message });
+  }
+  if (mode !== 'secrets') return undefined;
+  const { secretsRedaction } = await import('../redaction/index.js');
+  return secretsRedaction();
 }
 
 /**

@@ -5,7 +5,9 @@
  * arrived (at most MAX_DRAIN_PASSES). What it did is its report (report.ts).
  */
 import { appendCaptureLog } from '../capture/log.js';
+import { loadAgentConfig } from '../config.js';
 import type { Context } from '../context.js';
+import { resolvePolicy, type ResolvedPolicy } from '../policy/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { harnessRuns, Spool, type SpoolIO, type SpoolRecord } from '../spool/index.js';
 import { buildWaiting, type BuildOptions } from './build.js';
@@ -63,6 +65,14 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
     notes: [],
   };
 
+  // The policy is asked at most once per drain, by whichever stage needs it first (the build for its redaction).
+  if (options.policy === undefined) {
+    let asked: Promise<ResolvedPolicy> | undefined;
+    options = {
+      ...options,
+      policy: () => (asked ??= loadAgentConfig(ctx).then(({ config }) => resolvePolicy(ctx, { dryRun: false, config }))),
+    };
+  }
   // Each record is tried at most once per drain (a transient failure waits for the next drain); records that are
   // not due yet join these sets too, so a backlog of delayed records is read once per drain, not once per claim.
   const seen: Seen = { intake: new Set(), ready: new Set() };

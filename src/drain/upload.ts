@@ -15,7 +15,7 @@ import { loadAgentConfig } from '../config.js';
 import { controlSettings, type ControlSettings } from '../control-api/settings.js';
 import type { Context } from '../context.js';
 import { toBlueError } from '../errors.js';
-import { resolvePolicy } from '../policy/index.js';
+import { resolvePolicy, type ResolvedPolicy } from '../policy/index.js';
 import { findInterval, loadProfiles, type ProfileSet } from '../profiles/index.js';
 import { DocumentCache } from '../schema/document-cache.js';
 import type { Claim, Spool } from '../spool/index.js';
@@ -30,6 +30,8 @@ export interface UploadOptions {
   discard?: boolean;
   /** Passed to every uploadBundle call (tests shorten the retries). */
   upload?: Omit<UploadBundleOptions, 'presignUrl'>;
+  /** The policy in force, asked once per drain (shared with the build stage). */
+  policy?: () => Promise<ResolvedPolicy>;
 }
 
 /** A note for the report: the error's code, what happened and what to do. */
@@ -72,7 +74,7 @@ export async function uploadReady(ctx: Context, spool: Spool, report: DrainRepor
 
   let policy;
   try {
-    const resolved = await resolvePolicy(ctx, { dryRun: false, config });
+    const resolved = await (options.policy?.() ?? resolvePolicy(ctx, { dryRun: false, config }));
     policy = resolved.policy;
     if (resolved.source === 'cached') {
       // The Control API did not answer: uploads are tried with the last-known-good policy, and will most likely wait.
@@ -127,7 +129,7 @@ export async function uploadReady(ctx: Context, spool: Spool, report: DrainRepor
       const claim = await spool.claimNext('ready', { skip: tried, skipNotDue: true, only });
       if (claim === undefined) break;
       tried.add(claim.id);
-      const stop = await uploadOne(ctx, spool, report, claim, client, profiles, { ...options.upload, ...(presignUrl === undefined ? {} : { presignUrl }) });
+      const stop = await uploadOne(ctx, spool, report, claim, client, profiles, { ...options.upload, ...(presignUrl === undefined ? {} : { presignUrl }) }, policy.session_upload.redact === 'secrets');
       if (stop !== undefined) {
         // The agent's setup or the Control API, not the record: the other records wait too.
         const note = problemNote('uploads stopped', stop.code, stop.reason, await setupHint(settings, stop.code, undefined));
@@ -149,6 +151,7 @@ async function uploadOne(
   client: ControlClient,
   profiles: ProfileSet,
   options: UploadBundleOptions,
+  redactionRequired: boolean,
 ): Promise<{ code: string; reason: string } | undefined> {
   const { record } = claim;
   const at = ctx.clock.now();
@@ -188,6 +191,15 @@ async function uploadOne(
     manifest = await readManifest(bundleFile);
   } catch (error) {
     await failWith('BUNDLE_INVALID', `the spooled bundle's manifest cannot be read: ${toBlueError(error).message}`);
+    return undefined;
+  }
+  if (redactionRequired && manifest.redaction === undefined) {
+    // Built before the policy asked for redaction: these bytes never leave the machine. The session's own files are
+    // still there, so backfill captures it again, redacted (the failed record's capture is forgotten).
+    await failWith(
+      'REDACTION_REQUIRED',
+      `the bundle was built without redaction, and the policy now asks for session_upload.redact: secrets; it is not uploaded (run \`blue-agent backfill --harness ${record.harness}\` to capture the session again, redacted)`,
+    );
     return undefined;
   }
   // Resumable when the profile it was captured under can restore it (the resume picker lists only those).

@@ -77,4 +77,8 @@ export interface SessionUpload {
    * The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.
    */
   backfill?: boolean;
+  /**
+   * What is removed from every text file of a bundle before it is spooled: none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.
+   */
+  redact?: 'none' | 'secrets';
 }

@@ -8890,9 +8890,9 @@ return errors === 0;
 }
 
 export const validateGovernancePolicy = validate40;
-const schema56 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of the contract's document (packages, gateway, telemetry, managed_config, mcp, ...) and fields a later contract adds are tolerated and ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"}}}}};
+const schema56 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of the contract's document (packages, gateway, telemetry, managed_config, mcp, ...) and fields a later contract adds are tolerated and ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled: none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}}}}};
 const schema57 = {"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."};
-const schema58 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"}}};
+const schema58 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled: none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}}};
 const pattern35 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
 
 function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -9404,9 +9404,10 @@ vErrors.push(err38);
 errors++;
 }
 }
-}
-else {
-const err39 = {instancePath:instancePath+"/session_upload",schemaPath:"#/definitions/sessionUpload/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data10.redact !== undefined){
+let data14 = data10.redact;
+if(typeof data14 !== "string"){
+const err39 = {instancePath:instancePath+"/session_upload/redact",schemaPath:"#/definitions/sessionUpload/properties/redact/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -9415,12 +9416,8 @@ vErrors.push(err39);
 }
 errors++;
 }
-}
-if(data.required_capabilities !== undefined){
-let data14 = data.required_capabilities;
-if(Array.isArray(data14)){
-if(data14.length > 64){
-const err40 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(!((data14 === "none") || (data14 === "secrets"))){
+const err40 = {instancePath:instancePath+"/session_upload/redact",schemaPath:"#/definitions/sessionUpload/properties/redact/enum",keyword:"enum",params:{allowedValues: schema58.properties.redact.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -9429,12 +9426,10 @@ vErrors.push(err40);
 }
 errors++;
 }
-const len1 = data14.length;
-for(let i2=0; i2<len1; i2++){
-let data15 = data14[i2];
-if(typeof data15 === "string"){
-if(func2(data15) > 64){
-const err41 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+}
+}
+else {
+const err41 = {instancePath:instancePath+"/session_upload",schemaPath:"#/definitions/sessionUpload/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -9443,8 +9438,12 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(func2(data15) < 1){
-const err42 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.required_capabilities !== undefined){
+let data15 = data.required_capabilities;
+if(Array.isArray(data15)){
+if(data15.length > 64){
+const err42 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -9453,9 +9452,12 @@ vErrors.push(err42);
 }
 errors++;
 }
-}
-else {
-const err43 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const len1 = data15.length;
+for(let i2=0; i2<len1; i2++){
+let data16 = data15[i2];
+if(typeof data16 === "string"){
+if(func2(data16) > 64){
+const err43 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -9464,19 +9466,8 @@ vErrors.push(err43);
 }
 errors++;
 }
-}
-let i3 = data14.length;
-let j1;
-if(i3 > 1){
-const indices1 = {};
-for(;i3--;){
-let item1 = data14[i3];
-if(typeof item1 !== "string"){
-continue;
-}
-if(typeof indices1[item1] == "number"){
-j1 = indices1[item1];
-const err44 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"};
+if(func2(data16) < 1){
+const err44 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -9484,14 +9475,10 @@ else {
 vErrors.push(err44);
 }
 errors++;
-break;
-}
-indices1[item1] = i3;
-}
 }
 }
 else {
-const err45 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err45 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -9501,11 +9488,18 @@ vErrors.push(err45);
 errors++;
 }
 }
-if(data.minimum_client_version !== undefined){
-let data16 = data.minimum_client_version;
-if(typeof data16 === "string"){
-if(func2(data16) > 64){
-const err46 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+let i3 = data15.length;
+let j1;
+if(i3 > 1){
+const indices1 = {};
+for(;i3--;){
+let item1 = data15[i3];
+if(typeof item1 !== "string"){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j1 = indices1[item1];
+const err46 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -9513,9 +9507,14 @@ else {
 vErrors.push(err46);
 }
 errors++;
+break;
 }
-if(func2(data16) < 1){
-const err47 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+indices1[item1] = i3;
+}
+}
+}
+else {
+const err47 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -9525,8 +9524,11 @@ vErrors.push(err47);
 errors++;
 }
 }
-else {
-const err48 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.minimum_client_version !== undefined){
+let data17 = data.minimum_client_version;
+if(typeof data17 === "string"){
+if(func2(data17) > 64){
+const err48 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -9535,12 +9537,8 @@ vErrors.push(err48);
 }
 errors++;
 }
-}
-if(data.required_client_version !== undefined){
-let data17 = data.required_client_version;
-if(typeof data17 === "string"){
-if(func2(data17) > 64){
-const err49 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(func2(data17) < 1){
+const err49 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -9549,8 +9547,9 @@ vErrors.push(err49);
 }
 errors++;
 }
-if(func2(data17) < 1){
-const err50 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+else {
+const err50 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -9560,8 +9559,11 @@ vErrors.push(err50);
 errors++;
 }
 }
-else {
-const err51 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.required_client_version !== undefined){
+let data18 = data.required_client_version;
+if(typeof data18 === "string"){
+if(func2(data18) > 64){
+const err51 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -9570,15 +9572,36 @@ vErrors.push(err51);
 }
 errors++;
 }
-}
-}
-else {
-const err52 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(func2(data18) < 1){
+const err52 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err52];
 }
 else {
 vErrors.push(err52);
+}
+errors++;
+}
+}
+else {
+const err53 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+}
+else {
+const err54 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
 }
 errors++;
 }

@@ -6,6 +6,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { claudeProjectKey } from '../../../src/harnesses/claude/session.js';
 import { reconcile } from '../../../src/reconcile/index.js';
@@ -201,6 +202,35 @@ describe('a session killed mid-turn, so no end hook runs, is captured once idle 
       stub.clear();
       const resumed = await runClaude({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000 });
       expectResumedWithHistory(resumed, '/v1/messages');
+    },
+    TEST_TIMEOUT_MS,
+  );
+});
+
+describe('a session captured under `redact: secrets` restores and resumes with the real CLI, its secret replaced', () => {
+  const w = useResumeRoundTrip();
+  const { TEST_TIMEOUT_MS } = w;
+
+  it(
+    'Claude Code',
+    async () => {
+      const { a, b, stack, stub, sourceCwd, destination, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const token = 'ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue';
+      stack.server.store.publishPolicy({ session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign`, redact: 'secrets' } }, Date.now());
+      const bin = harnessBin('claude');
+      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['claude'] })).harnesses[0]).toMatchObject({ state: 'active' });
+      const first = await runClaude({ bin, home: a.home, cwd: sourceCwd, prompt: `${FIRST_PROMPT} My token is ${token}.`, stubUrl: stub.url, env: a.env, timeoutMs: 90_000 });
+      expect(first.exitCode, explain(first)).toBe(0);
+      const upload = await uploadedFromA('claude');
+      expect(gunzipSync(await stack.download(upload.id)).includes(token)).toBe(false);
+
+      const command = await resumeOnB(upload.id, bin);
+      stub.clear();
+      const resumed = await runClaude({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000 });
+      expectResumedWithHistory(resumed, '/v1/messages');
+      const sent = stub.textSentTo('/v1/messages');
+      expect(sent).toContain('[REDACTED:GITHUB_TOKEN]');
+      expect(sent).not.toContain(token);
     },
     TEST_TIMEOUT_MS,
   );

@@ -1,0 +1,134 @@
+/**
+ * The redactor: a corpus of planted secrets of every kind the policy promises to catch, each found and replaced with
+ * the file still valid in its own format; and a corpus of ordinary text (this project's own sources, docs and the
+ * recorded sessions of every harness, as transcript lines) in which almost nothing is replaced — the false-positive
+ * rate is measured and printed, and bounded.
+ */
+import { generateKeyPairSync } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REDACTION_RULES, REDACTION_VERSION, redactBytes, redactText, secretsRedaction } from '../../src/redaction/index.js';
+import { entropy } from '../../src/redaction/rules.js';
+import { repoRoot } from '../support/context.js';
+
+const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
+const ec = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'sec1', format: 'pem' }).toString();
+const pkcs8 = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+
+/** Each planted secret, the kind it is reported as, and the text it sits in. */
+const PLANTED: { kind: string; secret: string; around: (s: string) => string }[] = [
+  { kind: 'AWS_ACCESS_KEY_ID', secret: 'AKIAZ3MSJV7LQH4P2XKW', around: (s) => `the access key is ${s} for prod` },
+  { kind: 'AWS_SECRET_ACCESS_KEY', secret: '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', around: (s) => `AWS_SECRET_ACCESS_KEY=${s}` },
+  { kind: 'PRIVATE_KEY', secret: rsa.trim(), around: (s) => JSON.stringify({ type: 'service_account', private_key: s }) },
+  { kind: 'GITHUB_TOKEN', secret: 'ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue', around: (s) => `git remote set-url origin https://x:${s}@github.com/o/r` },
+  { kind: 'GITHUB_TOKEN', secret: `github_pat_11ABCDEFG0Rk3Lm9Qr2Tv7_a1B2c3D4e5F6g7H8i9J0ka1B2c3D4e5F6g7H8i9J0ka1B2c3D4e5F6g7H8i`, around: (s) => `token: ${s}` },
+  { kind: 'GITLAB_PERSONAL_ACCESS_TOKEN', secret: 'glpat-Xk3Lm9Qr2Tv7Wz4Yb1Nc', around: (s) => `GITLAB_TOKEN ${s}` },
+  { kind: 'SLACK_TOKEN', secret: 'xoxb-412345678901-4123456789012-Rk3Lm9Qr2Tv7Wz4Yb1NcHs6J', around: (s) => `slack bot ${s}` },
+  { kind: 'INCOMING_WEBHOOK', secret: 'https://hooks.slack.com/services/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', around: (s) => `post to ${s} please` },
+  { kind: 'NPM_ACCESS_TOKEN', secret: 'npm_Rk3Lm9Qr2Tv7Wz4Yb1NcHs6JdF0gAa8Ue5Xp', around: (s) => `//registry.npmjs.org/:_authToken=${s}` },
+  { kind: 'OPENAI_TOKEN', secret: `sk-proj-${'Rk3Lm9Qr2Tv7Wz4Yb1Nc'.repeat(3).slice(0, 58)}T3BlbkFJ${'Hs6JdF0gAa8Ue5Xp2Lq9'.repeat(3).slice(0, 58)}`, around: (s) => `OPENAI_API_KEY="${s}"` },
+  { kind: 'ANTHROPIC_API_KEY', secret: `sk-ant-api03-${'Rk3Lm9Qr2Tv7Wz4Yb1Nc_Hs6JdF0gAa8Ue5Xp2Lq9'.repeat(2)}Rk3Lm9Qr2Tv7-AA`, around: (s) => `export ANTHROPIC_API_KEY=${s}` },
+  { kind: 'PRIVATE_KEY', secret: rsa.trim(), around: (s) => `cat id_rsa\n${s}\n` },
+  { kind: 'PRIVATE_KEY', secret: ec.trim(), around: (s) => `the EC key:\n${s}` },
+  { kind: 'PRIVATE_KEY', secret: pkcs8.trim(), around: (s) => `${s}` },
+  { kind: 'JWT', secret: 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c2VyLTQyIiwiZXhwIjoxOTAwMDAwMDAwfQ.Qk3Lm9Qr2Tv7Wz4Yb1NcHs6JdF0gAa8Ue5Xp2Lq9Zk', around: (s) => `session cookie ${s}` },
+  { kind: 'BEARER_TOKEN', secret: 'Rk3Lm9Qr2Tv7Wz4Yb1NcHs6JdF0gAa8', around: (s) => `curl -H 'Authorization: Bearer ${s}' https://api.example.com` },
+  { kind: 'BASIC_AUTH', secret: 'YWRtaW46UzNjcjN0UGFzc3cwcmQh', around: (s) => `Authorization: Basic ${s}` },
+  { kind: 'PASSWORD', secret: 'S3cr3t!Passw0rd', around: (s) => `DB_PASSWORD=${s}` },
+  { kind: 'PASSWORD', secret: 'hunter2-Xq7zL', around: (s) => `password: "${s}"` },
+  { kind: 'SECRET', secret: 'a8f3K29dLq0Zx7Vb4Nm1Ws6Ty5Hr2Pe', around: (s) => `client_secret = '${s}'` },
+  { kind: 'SECRET', secret: 'Zk4Qw8Er2Ty6Ui0Op3As7Df1Gh5Jk9Lz', around: (s) => `{"api_key": "${s}"}` },
+  { kind: 'POSTGRE_SQL_CONNECTION', secret: 'postgres://app:Pg5ecret9@db.internal:5432/app', around: (s) => `DATABASE_URL=${s}` },
+  { kind: 'STRIPE_SECRET_KEY_LIVE', secret: `sk_live_${'Rk3Lm9Qr2Tv7Wz4Yb1NcHs6J'.repeat(2)}`, around: (s) => `stripe key ${s}` },
+];
+
+/** A transcript line as harnesses write them: the secret inside a string value, beside numbers and nesting. */
+function line(text: string, n: number): string {
+  return JSON.stringify({ type: 'user', uuid: `u${n}`, big: 0, message: { role: 'user', content: [{ type: 'text', text }] } }).replace('"big":0', '"big":12345678901234567890');
+}
+
+describe('planted secrets of every kind', () => {
+  it('are each found and replaced; every line still parses, and every other byte is kept', async () => {
+    const lines = PLANTED.map((p, i) => line(p.around(p.secret), i));
+    const text = `${lines.join('\n')}\n`;
+    const out = await redactText(text);
+    const redacted = out.text.split('\n');
+    expect(redacted).toHaveLength(lines.length + 1);
+    PLANTED.forEach((p, i) => {
+      const l = redacted[i]!;
+      // The secret is gone, whole or in part: no line keeps more than a few characters of it.
+      for (const piece of p.secret.match(/.{12}/gs) ?? []) expect(l, `${p.kind}: ${l}`).not.toContain(JSON.stringify(piece).slice(1, -1));
+      expect(l, p.kind).toContain('[REDACTED:');
+      // Still JSON, and the number too big for a double is exactly as it was (nothing re-encoded but the string).
+      expect(() => JSON.parse(l)).not.toThrow();
+      expect(l.startsWith(`{"type":"user","uuid":"u${i}","big":12345678901234567890,`)).toBe(true);
+    });
+    // Each is named by its kind.
+    PLANTED.forEach((p, i) => expect(redacted[i], p.kind).toContain(`[REDACTED:${p.kind}]`));
+    expect(out.replaced).toBeGreaterThanOrEqual(PLANTED.length);
+  });
+
+  it('JSON keys are names, not content; plain text is redacted as a whole; bytes that are not UTF-8 text are left alone', async () => {
+    const json = `{"ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue": 1, "v": "ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue"}`;
+    expect((await redactText(json)).text).toBe(`{"ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue": 1, "v": "[REDACTED:GITHUB_TOKEN]"}`);
+    expect((await redactText('plan:\n  token ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue\n')).text).toBe('plan:\n  token [REDACTED:GITHUB_TOKEN]\n');
+    const binary = Buffer.concat([Buffer.from('ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue'), Buffer.from([0, 1, 2])]);
+    expect((await redactBytes(binary)).bytes).toBe(binary);
+    const latin1 = Buffer.from([0x67, 0x68, 0x70, 0x5f, 0xff, 0xfe]);
+    expect(await redactBytes(latin1)).toEqual({ bytes: latin1, replaced: 0 });
+    const clean = Buffer.from('{"a":"nothing secret here"}\n');
+    expect((await redactBytes(clean)).bytes).toBe(clean);
+  });
+
+  it('leaves what names a credential instead of holding one, and a secretlint-disable comment switches nothing off', async () => {
+    const names = ['password: string', 'password = process.env.DB_PASSWORD', 'api_key=${API_KEY}', 'token: credentials.refresh_token', 'secret: <your secret>', 'PASSWORD=changeme'];
+    for (const text of names) expect((await redactText(text)).replaced, text).toBe(0);
+    expect((await redactText('// secretlint-disable\nghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue')).replaced).toBe(1);
+  });
+
+  it('names its rule set and version for the manifest', () => {
+    expect(secretsRedaction()).toMatchObject({ rules: REDACTION_RULES, version: REDACTION_VERSION });
+    expect(entropy('aaaa')).toBe(0);
+    expect(entropy('abcd')).toBe(2);
+  });
+});
+
+function walk(dir: string, out: string[] = []): string[] {
+  for (const name of readdirSync(dir)) {
+    const file = path.join(dir, name);
+    if (statSync(file).isDirectory()) walk(file, out);
+    else out.push(file);
+  }
+  return out;
+}
+
+describe('ordinary transcripts', () => {
+  it('are left almost untouched: the false-positive rate is measured and stays under 1 in 10,000 lines', async () => {
+    const root = repoRoot;
+    // Sources (code full of words like token, password, secret and key), docs, and every harness's recorded sessions.
+    const files = [
+      ...walk(path.join(root, 'src')).filter((f) => !f.includes(`${path.sep}generated${path.sep}`) && !f.includes(`${path.sep}redaction${path.sep}`)),
+      ...walk(path.join(root, 'docs')),
+      path.join(root, 'README.md'),
+      path.join(root, 'ARCHITECTURE.md'),
+      ...walk(path.join(root, 'fixtures', 'sessions')),
+    ].filter((f) => /\.(ts|tsx|md|json|jsonl|yaml|txt|css)$/.test(f));
+    let lines = 0;
+    let replaced = 0;
+    const found: string[] = [];
+    for (const file of files) {
+      const text = readFileSync(file, 'utf8');
+      // Recorded sessions as they are; other files as a harness records a file it read: one string per line.
+      const transcript = file.endsWith('.jsonl') || file.endsWith('.json') ? text : text.split('\n').map((l) => JSON.stringify({ type: 'tool_result', content: l })).join('\n');
+      lines += transcript.split('\n').length;
+      const out = await redactText(transcript);
+      replaced += out.replaced;
+      if (out.replaced > 0) found.push(`${path.relative(root, file)}: ${out.kinds.join(', ')}`);
+    }
+    const perTenThousand = (replaced / lines) * 10_000;
+    console.log(`redaction false positives: ${replaced} in ${lines} lines of ${files.length} files (${perTenThousand.toFixed(2)} per 10,000 lines)${found.length > 0 ? `\n  ${found.join('\n  ')}` : ''}`);
+    expect(lines).toBeGreaterThan(30_000);
+    expect(perTenThousand, found.join('\n')).toBeLessThan(1);
+  });
+});
