@@ -149,6 +149,26 @@ which is not a failure.`,
     });
 
   program
+    .command('import <source> <file>')
+    .description('import conversations from another tool as sessions on the Control API (source: chatgpt-export)')
+    .option('--json', 'print the report as JSON')
+    .addHelpText(
+      'after',
+      `
+chatgpt-export: the conversations.json of a ChatGPT data export (Settings, Data controls, Export data; at most
+256 MiB, read as a stream). Each conversation becomes a session (provider chatgpt_export, not resumable) with its
+title and the messages of the thread ChatGPT shows, found by search. Importing again stores nothing new for a
+conversation that did not change, and a new revision of the same session for one that did.
+
+Example:
+  blue-agent import chatgpt-export ~/Downloads/chatgpt/conversations.json`,
+    )
+    .action(async (source: string, file: string, opts: { json?: boolean }) => {
+      const { importCommand } = await import('./import.js');
+      state.exitCode = await importCommand(ctx, source, file, opts);
+    });
+
+  program
     .command('backfill')
     .description('capture every local session that was never uploaded, oldest first (history from before blue-agent)')
     .addOption(harnessOption)
@@ -212,14 +232,41 @@ Examples:
   const sessions = program.command('sessions').description('list, show, share, delete and export the captured sessions on the Control API');
   sessions
     .command('list')
-    .description('your sessions, newest first (with --all: every session the Control API lets you see)')
-    .option('--q <text>', 'search what sessions say, their titles, summaries, folders and ids (every word must match)')
+    .description('your sessions, newest first (with --all: every session the Control API lets you see), with how many there are')
+    .option('--q <text>', 'search what sessions say, their titles, summaries, tags, folders and ids (every word must match)')
     .addOption(harnessOption)
+    .option('--provider <name>', 'only sessions from this provider (a harness, or where a stored or imported record came from: chatgpt_export); repeatable', (value: string, previous: string[] | undefined) => [...(previous ?? []), value])
+    .option('--tag <tag>', 'only sessions carrying this tag')
+    .option('--limit <n>', 'at most this many rows, 1 to 200 (default 20)')
+    .option('--offset <n>', 'skip this many rows first (default 0)')
     .option('--all', 'every session you may see, not only your own')
-    .option('--json', 'print as JSON')
-    .action(async (opts: { q?: string; harness?: string[]; all?: boolean; json?: boolean }) => {
+    .option('--json', 'print as JSON: {all, total, offset, limit, truncated, sessions}')
+    .action(async (opts: { q?: string; harness?: string[]; provider?: string[]; tag?: string; limit?: string; offset?: string; all?: boolean; json?: boolean }) => {
       const { sessionsListCommand } = await import('./sessions.js');
       state.exitCode = await sessionsListCommand(ctx, opts);
+    });
+  sessions
+    .command('store')
+    .description('store a session from stdin on the Control API: a transcript, notes, a conversation (never resumable)')
+    .option('--title <title>', 'its title (required, not blank, at most 256 characters)')
+    .option('--provider <name>', 'where it came from (required): a harness name or any other, lower-case letters, digits, _, . and -')
+    .option('--tag <tag>', 'a word to find and filter it by (sessions list --tag); repeatable, at most 32', (value: string, previous: string[] | undefined) => [...(previous ?? []), value])
+    .option('--provider-session-id <id>', "the provider's own id of the session: storing it again updates the same session")
+    .option('--json', 'print the result as JSON')
+    .addHelpText(
+      'after',
+      `
+The content is read from stdin (UTF-8 text, not empty, at most 16 MiB). Every flag is checked first, and a problem
+names the flag. Without --provider-session-id the session is named by what it says, so storing the same content
+again stores nothing new. Stored sessions are found by search and by their tags, shown in the dashboard, shared,
+exported and deleted like any other; they cannot be resumed.
+
+Example:
+  blue-agent sessions store --title "Incident review" --provider notes --tag incident --tag q3 < review.md`,
+    )
+    .action(async (opts: { title?: string; provider?: string; tag?: string[]; providerSessionId?: string; json?: boolean }) => {
+      const { sessionsStoreCommand } = await import('./sessions.js');
+      state.exitCode = await sessionsStoreCommand(ctx, opts);
     });
   sessions
     .command('show <id>')

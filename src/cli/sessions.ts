@@ -2,6 +2,7 @@
  * `blue-agent sessions list|show|share|export`: the captured sessions on the Control API. This module does the I/O;
  * the Control API calls are in src/control-api/sessions.ts and the export rendering in src/sessions/export.ts.
  */
+import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,12 +13,12 @@ import { loadProfiles } from '../profiles/index.js';
 import { printable, sessionLabel, SessionsApi, type CapturedSession, type SessionDetail, type Sharing, type SharingMode } from '../control-api/sessions.js';
 
 export { sessionLabel };
-import { EXPORT_FORMATS, readTranscript, renderJson, renderMarkdown, wantedFiles, type ExportFormat, type ExportInput } from '../sessions/export.js';
+import { EXPORT_FORMATS, readTranscript, renderJson, renderMarkdown, renderRecordJson, renderRecordMarkdown, wantedFiles, type ExportFormat, type ExportInput, type RecordExportInput } from '../sessions/export.js';
+import { parseRecord, RECORD_FORMAT } from '../bundle/record.js';
 import type { TranscriptSource } from '../harness-kit/transcript.js';
+import { MAX_STORE_BYTES, storeRecord, uploadRecord, type StoreFlags } from '../sessions/store.js';
 
 const SHARING_MODES = ['private', 'workspace', 'selected'] as const;
-/** Sessions listed at most. */
-const LIST_MAX = 1000;
 const MAX_RECIPIENTS = 100;
 /** Recipients named at most by `show`. */
 const SHOWN_RECIPIENTS = 20;
@@ -57,41 +58,72 @@ function shortTime(iso: string): string {
 // ---------------------------------------------------------------------------------------------------------------
 // list
 
+/** `sessions list --limit`: how many rows at most, and by default. */
+export const LIST_LIMIT_MAX = 200;
+export const LIST_LIMIT_DEFAULT = 20;
+const PROVIDER = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
+
+export interface ListFlags {
+  q?: string;
+  harness?: string[];
+  provider?: string[];
+  tag?: string;
+  all?: boolean;
+  json?: boolean;
+  limit?: string;
+  offset?: string;
+}
+
+/** A whole number flag in [min, max]; a usage error naming the flag otherwise. */
+function wholeFlag(name: string, value: string | undefined, min: number, max: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!/^\d{1,9}$/.test(value.trim()) || n < min || n > max) throw usageError(`--${name} must be a whole number from ${min} to ${max}, not "${printable(value).slice(0, 20)}"`, `For example: --${name} ${fallback === 0 ? 20 : fallback}.`);
+  return n;
+}
+
 /**
- * One row per captured session that has a completed upload (the Control API lists no other); `owned` is the caller's
- * own (GET /auth/me), since the Control API answers administrators with everything.
+ * One row per session with a completed upload (the Control API lists no other), newest first (best match first with
+ * --q), `--limit` rows from `--offset`, and how many there are in all. Without --all only the caller's own
+ * (the Control API filters by owner, so the total counts them alone).
  */
-export async function sessionsListCommand(ctx: Context, opts: { q?: string; harness?: string[]; all?: boolean; json?: boolean }): Promise<number> {
-  const harnesses = [...new Set(opts.harness ?? [])];
+export async function sessionsListCommand(ctx: Context, opts: ListFlags): Promise<number> {
+  const limit = wholeFlag('limit', opts.limit, 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT);
+  const offset = wholeFlag('offset', opts.offset, 0, 1_000_000_000, 0);
+  const harnesses = [...new Set([...(opts.harness ?? []), ...(opts.provider ?? [])])];
+  for (const h of harnesses) {
+    if (!PROVIDER.test(h)) throw usageError(`--provider "${printable(h).slice(0, 64)}" is not a harness or provider name`, 'Lower-case letters, digits, "_", "." and "-": --provider chatgpt_export.');
+  }
+  const tag = opts.tag;
+  if (tag !== undefined && (tag.trim() === '' || /[\s,\u0000-\u001f\u007f]/.test(tag) || tag.length > 64)) throw usageError('--tag must be one word of 1 to 64 characters', 'For example: --tag design.');
   const q = opts.q?.trim();
-  const { rows, truncated, others } = await withApi(ctx, async (api) => {
-    const { items, truncated } = await api.list(
-      {
-        ...(q === undefined || q === '' ? {} : { q }),
-        ...(harnesses.length === 1 ? { harness: harnesses[0] } : {}),
-      },
-      { max: LIST_MAX },
-    );
+  const query = { ...(q === undefined || q === '' ? {} : { q }), ...(harnesses.length === 0 ? {} : { harnesses }), ...(tag === undefined ? {} : { tag }) };
+  const { rows, total, others } = await withApi(ctx, async (api) => {
     const me = await api.me();
-    const listed = items.filter((s) => harnesses.length === 0 || harnesses.includes(s.harness)).map((s) => ({ session: s, owned: s.user_id === me.id, json: sessionJson(api, s, s.user_id === me.id) }));
-    return { rows: listed.filter((r) => opts.all === true || r.owned), truncated, others: listed.length };
+    const { items, total } = await api.window({ ...query, ...(opts.all === true ? {} : { owner: me.id }) }, offset, limit);
+    const rows = items.map((s) => ({ session: s, owned: s.user_id === me.id, json: sessionJson(api, s, s.user_id === me.id) }));
+    // Nothing of yours: say whether others are visible (one more question, only then).
+    const others = opts.all !== true && total === 0 ? (await api.window(query, 0, 1)).total : 0;
+    return { rows, total, others };
   });
+  const truncated = offset + rows.length < total;
   if (opts.json === true) {
-    writeJson(ctx, { all: opts.all === true, truncated, sessions: rows.map((r) => r.json) });
+    writeJson(ctx, { all: opts.all === true, total, offset, limit, truncated, sessions: rows.map((r) => r.json) });
     return 0;
   }
   if (rows.length === 0) {
-    ctx.stdout.write(
-      opts.all === true
-        ? 'No sessions.\n'
-        : `No sessions of yours${q === undefined || q === '' ? '' : ' match'}.${others > 0 ? ' Others are visible to you: add --all to see them.' : ''}\n`,
-    );
+    const none =
+      total > 0
+        ? `No sessions from --offset ${offset}: there ${total === 1 ? 'is' : 'are'} ${total}.`
+        : opts.all === true
+          ? 'No sessions.'
+          : `No sessions of yours${q === undefined || q === '' ? '' : ' match'}.${others > 0 ? ' Others are visible to you: add --all to see them.' : ''}`;
+    ctx.stdout.write(`${none}\n`);
     return 0;
   }
-  const columns = terminalColumns(ctx);
-  ctx.stdout.write(sessionTable(rows, columns));
-  const footer = `${rows.length} session${rows.length === 1 ? '' : 's'}${truncated ? ` (the first ${LIST_MAX}; narrow it with --q or --harness)` : ''}.`;
-  ctx.stdout.write(`${footer}\n`);
+  ctx.stdout.write(sessionTable(rows, terminalColumns(ctx)));
+  const shown = offset === 0 && !truncated ? `${total} session${total === 1 ? '' : 's'}.` : `${offset + 1}-${offset + rows.length} of ${total} sessions${truncated ? ` (next: --offset ${offset + rows.length})` : ''}.`;
+  ctx.stdout.write(`${shown}\n`);
   return 0;
 }
 
@@ -107,7 +139,7 @@ const MIN_OWNER = 10;
 /** The table `sessions list` prints; on a terminal narrower than it, ids are shortened to 8 characters, then titles cut. */
 export function sessionTable(rows: readonly { session: CapturedSession; owned: boolean }[], columns?: number): string {
   const header = ['TITLE', 'HARNESS', 'OWNER', 'STATUS', 'UPDATED', 'ID'];
-  let cells = rows.map(({ session: s, owned }) => [sessionLabel(s), s.harness, printable(ownerLabel(s, owned)), s.status ?? '-', shortTime(printable(s.updated_at)), s.id]);
+  let cells = rows.map(({ session: s, owned }) => [`${sessionLabel(s)}${s.tags.length === 0 ? '' : ` #${s.tags.join(' #')}`}`, s.harness, printable(ownerLabel(s, owned)), s.status ?? '-', shortTime(printable(s.updated_at)), s.id]);
   const width = (all: string[][]) => {
     const widths = header.map((h, col) => Math.max(h.length, ...all.map((r) => r[col]!.length)));
     return { widths, total: widths.reduce((a, b) => a + b, 0) + 2 * (widths.length - 1) };
@@ -133,6 +165,41 @@ export function sessionTable(rows: readonly { session: CapturedSession; owned: b
   };
   const line = (r: string[]) => `${r.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd()}\n`;
   return line(header) + cells.map((r, i) => line(r) + snippet(i)).join('');
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// store
+
+/** At most this much is read from stdin for a stored session. */
+async function readContent(ctx: Context): Promise<string> {
+  if (ctx.stdin.isTTY) throw usageError('sessions store reads the session from stdin, and stdin is a terminal', 'Pipe it in: blue-agent sessions store --title T --provider P < notes.md');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.stdin.stream() as AsyncIterable<Buffer | string>) {
+    const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    size += buffer.length;
+    if (size > MAX_STORE_BYTES) throw usageError(`the content on stdin is larger than ${formatBytes(MAX_STORE_BYTES)}`, 'Store a smaller session, or split it.');
+    chunks.push(buffer);
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+  } catch {
+    throw usageError('the content on stdin is not UTF-8 text', 'Store text: a transcript, notes, a conversation.');
+  }
+}
+
+/** `sessions store`: a session record from stdin, with its title, provider and tags; never resumable. */
+export async function sessionsStoreCommand(ctx: Context, opts: StoreFlags & { json?: boolean }): Promise<number> {
+  // Every flag is checked before stdin is read, and all of it before the Control API is asked anything.
+  storeRecord(opts, 'x');
+  const record = storeRecord(opts, await readContent(ctx));
+  const stored = await withApi(ctx, (api) => uploadRecord(api.client, record));
+  if (opts.json === true) {
+    writeJson(ctx, { id: stored.id ?? null, already: stored.already, provider: record.provider, native_session_id: stored.native_session_id, title: record.title, tags: record.tags });
+    return 0;
+  }
+  ctx.stdout.write(`${stored.already ? 'Already stored' : 'Stored'} "${printable(record.title)}" (${record.provider})${stored.id === undefined ? '' : ` as ${stored.id}`}.\n`);
+  return 0;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -293,7 +360,7 @@ export async function sessionsExportCommand(ctx: Context, idOrFile: string, opts
   );
   const profiles = await loadProfiles(ctx.paths.profilesDir);
   const temp = await mkdtemp(path.join(tmpdir(), 'blue-agent-export-'));
-  let input: ExportInput;
+  let input: ExportInput | RecordExportInput;
   try {
     if (isFile) {
       input = await readBundle(local, path.join(temp, 'bundle'), profiles, format);
@@ -302,13 +369,17 @@ export async function sessionsExportCommand(ctx: Context, idOrFile: string, opts
         const session = await api.resolve(idOrFile);
         const file = path.join(temp, 'bundle.tar.gz');
         await api.download(session, file);
+        if (session.artifact_format === RECORD_FORMAT) {
+          const bytes = await readFile(file);
+          return { record: parseRecord(bytes, `session ${session.id}`), session, object: { size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') } };
+        }
         return { ...(await readBundle(file, path.join(temp, 'bundle'), profiles, format)), session };
       });
     }
   } finally {
     await rm(temp, { recursive: true, force: true });
   }
-  const text = format === 'json' ? renderJson(input) : renderMarkdown(input);
+  const text = 'record' in input ? (format === 'json' ? renderRecordJson(input) : renderRecordMarkdown(input)) : format === 'json' ? renderJson(input) : renderMarkdown(input);
   if (opts.out === undefined) {
     ctx.stdout.write(text);
     return 0;

@@ -22,6 +22,7 @@ import type { SessionDetail as SessionDetailAnswer } from '../schema/generated/c
 import type { SessionSharing } from '../schema/generated/control-sharing-state.js';
 import type { SharingUpdated } from '../schema/generated/control-sharing-updated.js';
 import * as validators from '../schema/generated/validators.js';
+import { RECORD_FORMAT } from '../bundle/record.js';
 import { printable } from '../util/terminal-text.js';
 import { checkAnswer, ControlClient, unusableAnswer } from './client.js';
 import { UploadError } from './errors.js';
@@ -55,6 +56,8 @@ export interface CapturedSession {
   repository: { root: string | null; remote: string | null };
   sharing_mode: SharingMode;
   share_recipient_count: number;
+  /** Words a stored or imported record carries (this project's extension; none from Blue's server). */
+  tags: string[];
   shared?: boolean;
   updated_at: string;
   status: string | null;
@@ -211,6 +214,30 @@ export class SessionsApi {
   }
 
   /**
+   * One page of sessions by position, newest first (or best match first with `q`), with how many there are in all:
+   * what `sessions list --limit --offset` shows. Pages of at most 100 are asked for until `limit` are there.
+   */
+  async window(query: { q?: string; harnesses?: readonly string[]; tag?: string; owner?: string }, offset: number, limit: number): Promise<{ items: CapturedSession[]; total: number }> {
+    const items: CapturedSession[] = [];
+    let total = 0;
+    while (items.length < limit) {
+      const url = this.client.routeUrl('session-uploads');
+      if (query.harnesses !== undefined && query.harnesses.length > 0) url.searchParams.set('harness', query.harnesses.join(','));
+      if (query.owner !== undefined) url.searchParams.set('user_id', query.owner);
+      if (query.tag !== undefined) url.searchParams.set('tag', query.tag);
+      if (query.q !== undefined) url.searchParams.set('q', query.q.slice(0, MAX_QUERY));
+      const want = Math.min(PAGE_LIMIT, limit - items.length);
+      url.searchParams.set('offset', String(offset + items.length));
+      url.searchParams.set('per_page', String(want));
+      const body = checkAnswer<CapturedSessionList>(validators.validateCapturedSessionList, await this.call(() => this.client.requestJson('GET', url)), 'GET /session-uploads');
+      total = body.total ?? total;
+      items.push(...body.items.map(forDisplay));
+      if (body.items.length < want) break;
+    }
+    return { items: items.slice(0, limit), total: Math.max(total, offset + items.length) };
+  }
+
+  /**
    * The first `limit` sessions a search (`q`) finds, best matches first, each with its snippet where the server has
    * one: what the resume picker asks for as the person types (`resumable: true`).
    */
@@ -303,6 +330,11 @@ export class SessionsApi {
       const visible = await this.byPrefix(id, {}).catch(() => ({ items: [] as CapturedSession[], more: false }));
       const marked = visible.items.length === 1 ? visible.items[0] : undefined;
       if (marked === undefined || marked.resumable) throw notFound(idOrPrefix, { resumable: true });
+      if (marked.artifact_format === RECORD_FORMAT) {
+        throw new BlueError('SESSION_WRONG_KIND', `session ${marked.id} (${marked.title ?? marked.native_session_id}) is a record stored from ${marked.harness}, not a session a harness captured: there is nothing to resume`, {
+          hint: `Read it with \`blue-agent sessions export ${marked.id.slice(0, 8)} --format markdown\`.`,
+        });
+      }
       throw notResumable(marked, 'its upload is marked as not resumable (its harness or profile could not restore it)');
     }
     if (this.expired(resumable)) {
@@ -573,6 +605,7 @@ function forDisplay(s: CapturedSessionAnswer): CapturedSession {
     repository: { root: opt(s.repository?.root), remote: opt(s.repository?.remote) },
     sharing_mode: s.sharing_mode,
     share_recipient_count: s.share_recipient_count,
+    tags: (s.tags ?? []).map((t) => printable(t).slice(0, 64)),
     ...(s.shared === undefined ? {} : { shared: s.shared }),
     updated_at: printable(s.updated_at),
     status: opt(s.status, 32),

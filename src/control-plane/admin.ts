@@ -18,7 +18,7 @@ import { originOf } from '../util/url.js';
 import type { BlobStore } from './blobs/types.js';
 import { storedSearchText } from './search-text.js';
 import { governanceProblems } from './governance.js';
-import { API_SCOPES, MEMBER_SCOPES, openStore, requireDataDir, type ControlStore, type Grant, type PolicyRevision, type StoreOptions, type User } from './store/index.js';
+import { API_SCOPES, MEMBER_SCOPES, openStore, READABLE_FORMATS, requireDataDir, type ControlStore, type Grant, type PolicyRevision, type StoreOptions, type User } from './store/index.js';
 
 const EMAIL = /^[^\s@]{1,200}@[^\s@]{1,200}$/;
 
@@ -313,7 +313,7 @@ export async function reindex(
       const batch = await store.indexable(after, 50);
       if (batch.length === 0) break;
       for (const { session_id: sessionId, artifact } of batch) {
-        const text = artifact.artifact_format === ARTIFACT_FORMAT && !artifact.blob_deleted ? await storedSearchText(blobs, artifact, profiles) : undefined;
+        const text = READABLE_FORMATS.has(artifact.artifact_format) && !artifact.blob_deleted ? await storedSearchText(blobs, artifact, profiles) : undefined;
         if (!(await store.setSearchText(sessionId, artifact.id, text ?? ''))) result.skipped++;
         else if (text === undefined) result.without_text++;
         else result.indexed++;

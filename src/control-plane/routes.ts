@@ -8,6 +8,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import * as validators from '../schema/generated/validators.js';
+import { RECORD_FORMAT } from '../bundle/record.js';
 import type { AuditEventPage } from '../schema/generated/control-audit-events.js';
 import type { CapturedSession as CapturedSessionView } from '../schema/generated/control-captured-session.js';
 import type { CapturedSessionList } from '../schema/generated/control-captured-sessions.js';
@@ -381,6 +382,9 @@ async function presign(rc: RouteContext, req: Request): Promise<void> {
   const body = validateBody<PresignRequest>(validators.validatePresignRequest as Validate, await readJsonBody(req.raw, rc.maxBodyBytes, false, rc.bodyTimeoutMs), 'presign request');
   const profile = body.compatibility_profile ?? LEGACY_PROFILE;
   const format = body.artifact_format ?? LEGACY_FORMAT;
+  // A harness's session names its harness; a record a person stored or imported names any provider.
+  if (format !== RECORD_FORMAT && !HARNESS_NAMES.includes(body.harness)) throw badRequest(`/harness must be one of ${HARNESS_NAMES.join(', ')} (a session record, artifact_format ${RECORD_FORMAT}, may name any provider)`);
+  if (format === RECORD_FORMAT && body.resumable === true) throw badRequest('a session record is never resumable; presign it with resumable false', 'not_resumable');
   const known = rc.profiles?.get(body.harness);
   const described = profile === LEGACY_PROFILE ? undefined : known?.get(profile);
   if (profile !== LEGACY_PROFILE && known !== undefined && described === undefined) {
@@ -410,6 +414,7 @@ async function presign(rc: RouteContext, req: Request): Promise<void> {
       captured_at_unix_ms: body.captured_at_unix_ms === undefined || body.captured_at_unix_ms === 0 ? null : body.captured_at_unix_ms,
       repository_root: body.repository_root ?? null,
       repository_remote: body.repository_remote ?? null,
+      ...(body.tags === undefined ? {} : { tags: body.tags }),
     },
     now,
     rc.retentionMs,
@@ -598,8 +603,11 @@ async function facets(rc: RouteContext, req: Request): Promise<void> {
 }
 
 const CURSOR_PARAMS = ['cursor', 'limit'];
-const NUMBERED_PARAMS = ['page', 'per_page', 'q', 'updated_from', 'updated_to', 'sort'];
-const LIST_PARAMS = [...CURSOR_PARAMS, ...NUMBERED_PARAMS, 'harness', 'user_id', 'status', 'resumable', 'id_prefix'];
+const NUMBERED_PARAMS = ['page', 'per_page', 'offset', 'q', 'updated_from', 'updated_to', 'sort'];
+const LIST_PARAMS = [...CURSOR_PARAMS, ...NUMBERED_PARAMS, 'harness', 'tag', 'user_id', 'status', 'resumable', 'id_prefix'];
+/** The schema's provider and tag rules (schemas/session-record.schema.json), for query parameters. */
+const PROVIDER = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
+const TAG = /^[^\s\u0000-\u001f\u007f,]{1,64}$/;
 
 /**
  * Two ways of paging, as Blue's server: numbered (`page`, `per_page`, `q`, `sort` or `updated_*` given: total and
@@ -625,8 +633,16 @@ async function listSessions(rc: RouteContext, req: Request): Promise<void> {
   }
   const harness = params.one('harness');
   if (harness !== undefined) {
-    if (!HARNESS_NAMES.includes(harness)) throw badRequest(`harness must be one of ${HARNESS_NAMES.join(', ')}`);
-    query.harness = harness;
+    // One name, or several separated by commas (extension): sessions of any of them.
+    const names = [...new Set(harness.split(','))];
+    if (names.length > 32 || names.some((n) => !PROVIDER.test(n))) throw badRequest('harness must be harness or provider names (lower-case letters, digits, _, . and -), separated by commas');
+    if (names.length === 1) query.harness = names[0];
+    else query.harnesses = names;
+  }
+  const tag = params.one('tag');
+  if (tag !== undefined) {
+    if (!TAG.test(tag)) throw badRequest('tag must be 1 to 64 characters without white space, commas or control characters');
+    query.tag = tag;
   }
   const userId = params.one('user_id');
   if (userId !== undefined) {
@@ -666,9 +682,12 @@ async function listSessions(rc: RouteContext, req: Request): Promise<void> {
     return sessions;
   };
   if (numbered) {
-    const page = intParam('page', params.one('page'), 1, Number.MAX_SAFE_INTEGER) ?? 1;
     const perPage = intParam('per_page', params.one('per_page'), 1, MAX_PAGE) ?? DEFAULT_NUMBERED_PAGE;
-    const found = await rc.store.listSessions(user, { ...query, limit: perPage, offset: (page - 1) * perPage, count: true }, now);
+    // Extension: `offset` instead of `page`, for callers that page by items (`sessions list --offset`).
+    const offset = intParam('offset', params.one('offset'), 0, Number.MAX_SAFE_INTEGER);
+    if (offset !== undefined && params.has('page')) throw badRequest('page and offset cannot be combined; use one');
+    const page = offset === undefined ? (intParam('page', params.one('page'), 1, Number.MAX_SAFE_INTEGER) ?? 1) : Math.floor(offset / perPage) + 1;
+    const found = await rc.store.listSessions(user, { ...query, limit: perPage, offset: offset ?? (page - 1) * perPage, count: true }, now);
     const total = found.total ?? 0;
     const body: CapturedSessionList = { items: (await withSnippets(found.sessions)).map(view), page, per_page: perPage, total, total_pages: total === 0 ? 0 : Math.ceil(total / perPage) };
     sendJson(req.reply, 200, body);
@@ -749,6 +768,7 @@ export function sessionView(session: CapturedSession, now: number, newest?: Arti
     repository: { root: described?.repository_root ?? null, remote: described?.repository_remote ?? null },
     sharing_mode: session.sharing_mode,
     share_recipient_count: session.share_recipient_count,
+    tags: session.tags,
     updated_at: iso(session.updated_at),
     status: current?.status ?? null,
     size_bytes: current?.size_bytes ?? null,

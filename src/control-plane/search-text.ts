@@ -12,6 +12,8 @@ import type { ProfileSet } from '../profiles/index.js';
 import type { BlobStore } from './blobs/types.js';
 import type { Artifact } from './store/index.js';
 import { readTranscript, wantedFiles } from '../sessions/export.js';
+import { MAX_RECORD_BYTES, parseRecord, RECORD_FORMAT, recordSearchParts, recordTranscript, type SessionRecord } from '../bundle/record.js';
+import { readChecked } from '../util/safe-read.js';
 
 /** At most this much text of one session is indexed (the first of it: how a session starts says what it is about). */
 export const MAX_SEARCH_TEXT_CHARS = 200_000;
@@ -22,30 +24,53 @@ export type Conversation = ReturnType<typeof readTranscript>;
  * What the stored object of `artifact` says, for search, or undefined when it is gone, not what was uploaded, or not
  * a readable bundle. A blob store that cannot be read throws (the caller tries again later).
  */
-export async function storedSearchText(blobs: BlobStore, artifact: Pick<Artifact, 'blob_key' | 'size_bytes' | 'sha256'>, profiles: ProfileSet): Promise<string | undefined> {
+export async function storedSearchText(blobs: BlobStore, artifact: StoredArtifact, profiles: ProfileSet): Promise<string | undefined> {
+  if (artifact.artifact_format === RECORD_FORMAT) {
+    const record = await withStoredObject(blobs, artifact, (file) => readRecord(file));
+    return record === undefined ? undefined : boundedText(recordSearchParts(record));
+  }
   const transcript = await storedTranscript(blobs, artifact, profiles);
   return transcript === undefined ? undefined : searchText(transcript);
 }
+
+type StoredArtifact = Pick<Artifact, 'blob_key' | 'size_bytes' | 'sha256' | 'artifact_format'>;
 
 /**
  * The conversation of the stored object of `artifact` (the transcript viewer's, and search's), or undefined when it
  * is gone, not what was uploaded, or not a readable bundle. A blob store that cannot be read throws.
  */
-export async function storedTranscript(blobs: BlobStore, artifact: Pick<Artifact, 'blob_key' | 'size_bytes' | 'sha256'>, profiles: ProfileSet): Promise<Conversation | undefined> {
+export async function storedTranscript(blobs: BlobStore, artifact: StoredArtifact, profiles: ProfileSet): Promise<Conversation | undefined> {
+  if (artifact.artifact_format === RECORD_FORMAT) {
+    const record = await withStoredObject(blobs, artifact, (file) => readRecord(file));
+    return record === undefined ? undefined : recordTranscript(record);
+  }
+  return withStoredObject(blobs, artifact, (file, work) => readConversation(file, work, profiles));
+}
+
+/**
+ * Runs `read` on the stored object of `artifact`: a local object where it is (verified at complete; its URL binds the
+ * digest), any other copied into a temporary folder and checked against what was completed. Undefined when it is gone,
+ * not what was uploaded, or `read` fails on it; a blob store that cannot be read throws.
+ */
+async function withStoredObject<T>(blobs: BlobStore, artifact: StoredArtifact, read: (file: string, work: string) => Promise<T>): Promise<T | undefined> {
   const work = await mkdtemp(path.join(tmpdir(), 'blue-control-read-'));
   try {
-    // A local object is read where it is (verified at complete; its URL binds the digest); any other is copied here
-    // and checked against what was completed.
     let file = blobs.fileOf?.(artifact.blob_key);
     if (file === undefined) {
-      file = path.join(work, 'bundle');
+      file = path.join(work, 'object');
       const stored = await blobs.stat(artifact.blob_key, { copyTo: file });
       if (stored === undefined || stored.size !== artifact.size_bytes || stored.sha256 !== artifact.sha256) return undefined;
     }
-    return await readConversation(file, work, profiles).catch(() => undefined);
+    return await read(file, work).catch(() => undefined);
   } finally {
     await rm(work, { recursive: true, force: true });
   }
+}
+
+/** A session record in `file`, read within its size limit. */
+async function readRecord(file: string): Promise<SessionRecord> {
+  const bytes = await readChecked(file, { code: 'BUNDLE_INVALID', maxBytes: MAX_RECORD_BYTES });
+  return parseRecord(bytes!, 'the stored session record');
 }
 
 /** The conversation of the bundle in `file` (verified and extracted in a temporary folder under `workRoot`). */
@@ -81,9 +106,16 @@ export function searchText(transcript: Conversation): string {
     for (const section of t.sections ?? []) add(section.transcript);
   };
   add(transcript);
-  // Masked after joining, so a secret split over two turns is still one match for the rules; cut after masking, so
-  // a cut never leaves half a secret unmasked.
-  return cutAtCodePoint(maskSecrets(parts.join('\n')), MAX_SEARCH_TEXT_CHARS);
+  return boundedText(parts);
+}
+
+/**
+ * Parts joined one per line, masked and cut: masked after joining, so a secret split over two turns is still one
+ * match for the rules; cut after masking, so a cut never leaves half a secret unmasked.
+ */
+function boundedText(parts: readonly string[]): string {
+  const text = parts.map((p) => p.replace(/[\s\u0000]+/g, ' ').trim()).filter((p) => p !== '').join('\n');
+  return cutAtCodePoint(maskSecrets(text.slice(0, MAX_SEARCH_TEXT_CHARS * 2)), MAX_SEARCH_TEXT_CHARS);
 }
 
 function cutAtCodePoint(text: string, max: number): string {

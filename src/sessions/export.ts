@@ -7,6 +7,7 @@
 import type { BundleManifest } from '../bundle/index.js';
 import { ADAPTERS } from '../harnesses/index.js';
 import type { CapturedSession } from '../control-api/sessions.js';
+import { recordTranscript, type SessionRecord } from '../bundle/record.js';
 import { cleanText, emptyTranscript, type Transcript, type TranscriptReader, type TranscriptSource, type TranscriptTurn } from '../harness-kit/transcript.js';
 
 export const EXPORT_FORMATS = ['markdown', 'json'] as const;
@@ -94,6 +95,46 @@ export function renderMarkdown(input: ExportInput): string {
   for (const section of input.transcript?.sections ?? []) {
     out.add(`\n## ${inline(cleanText(section.title).replace(/\s+/g, ' ').trim())}\n`);
     renderTranscript(out, section.transcript, '###');
+  }
+  return out.finish();
+}
+
+/** A session record (stored or imported) and, from the Control API, its session. */
+export interface RecordExportInput {
+  record: SessionRecord;
+  session?: CapturedSession;
+  object: { size: number; sha256: string };
+}
+
+function recordTitle(input: RecordExportInput): string {
+  const title = cleanText(input.record.title).replace(/\s+/g, ' ').trim();
+  return title !== '' ? title : `Session ${(input.session?.id ?? input.record.provider_session_id ?? '').slice(0, 8)}`;
+}
+
+export function renderRecordJson(input: RecordExportInput): string {
+  const doc = { id: input.session?.id ?? null, source: 'control-api', title: recordTitle(input), session: input.session ?? null, object: input.object, record: input.record };
+  return `${JSON.stringify(doc, null, 2)}\n`;
+}
+
+/** The heading (the title, else `Session <first 8 of the id>`), the metadata list, then what the record says. */
+export function renderRecordMarkdown(input: RecordExportInput): string {
+  const { record: r, session: s } = input;
+  const out = new Bounded(MAX_MARKDOWN_CHARS);
+  out.add(`# ${inline(recordTitle(input))}\n\n`);
+  const fields: [string, string | undefined][] = [
+    ['Id', s === undefined ? undefined : code(s.id)],
+    ['Provider', inline(r.provider)],
+    ['Provider session id', r.provider_session_id === undefined ? undefined : code(r.provider_session_id)],
+    ['Tags', r.tags.length === 0 ? undefined : r.tags.map((t) => code(t)).join(', ')],
+    ['Created', r.created_at_unix_ms === undefined ? undefined : new Date(r.created_at_unix_ms).toISOString()],
+    ['Updated', s?.updated_at === undefined ? undefined : inline(s.updated_at)],
+    ['Resumable', 'no (a stored record)'],
+  ];
+  for (const [key, value] of fields) if (value !== undefined) out.add(`- **${key}:** ${value}\n`);
+  if (r.content !== undefined) out.add(`\n## Content\n\n${safeBlock(r.content)}\n`);
+  if (r.messages !== undefined) {
+    out.add('\n## Conversation\n');
+    renderTranscript(out, recordTranscript({ ...r, content: undefined }), '###');
   }
   return out.finish();
 }

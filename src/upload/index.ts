@@ -18,8 +18,13 @@ import { DEFAULT_RETRY_POLICY, realRetryEnv, rescheduleDelay, withRetry, type Re
 export { uploadFile, type UploadExpectation, type UploadFileOptions } from './put.js';
 
 /** The manifest fields the presign request carries. */
-export type UploadManifest = Pick<BundleManifest, 'harness' | 'native_session_id' | 'compatibility_profile' | 'captured_at_unix_ms'> &
-  Partial<Pick<BundleManifest, 'artifact_format' | 'cwd' | 'repository' | 'title' | 'summary'>>;
+export type UploadManifest = Pick<BundleManifest, 'native_session_id' | 'compatibility_profile' | 'captured_at_unix_ms'> &
+  Partial<Pick<BundleManifest, 'cwd' | 'repository' | 'title' | 'summary'>> & {
+    /** A harness; for a session record, its provider. */
+    harness: string;
+    /** A bundle's, or a session record's (`blue-session-record-v1`). */
+    artifact_format?: string;
+  };
 
 /** What a ready spool record knows about its bundle. */
 export interface UploadItem {
@@ -31,6 +36,10 @@ export interface UploadItem {
   resumable?: boolean;
   /** The caller re-hashed the bundle just before: the upload need not hash it again (see `uploadFile`). */
   verified?: boolean;
+  /** What is uploaded, when not a bundle (a session record). */
+  contentType?: string;
+  /** The session's tags (a record's). */
+  tags?: string[];
 }
 
 export type UploadResult =
@@ -66,9 +75,10 @@ export function presignRequest(item: UploadItem): PresignRequest {
     session_id: m.native_session_id,
     sha256: item.sha256,
     size_bytes: item.size,
-    content_type: BUNDLE_CONTENT_TYPE,
+    content_type: item.contentType ?? BUNDLE_CONTENT_TYPE,
     compatibility_profile: m.compatibility_profile,
-    artifact_format: m.artifact_format ?? ARTIFACT_FORMAT,
+    artifact_format: (m.artifact_format ?? ARTIFACT_FORMAT) as PresignRequest['artifact_format'],
+    ...(item.tags === undefined ? {} : { tags: item.tags }),
     captured_at_unix_ms: m.captured_at_unix_ms,
     ...(m.cwd === undefined ? {} : { cwd: m.cwd }),
     ...(item.resumable === undefined ? {} : { resumable: item.resumable }),

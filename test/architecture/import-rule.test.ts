@@ -48,6 +48,7 @@ const USE_CASE_EDGES: Record<string, string[]> = {
   doctor: ['status', 'service', 'reconcile', 'sweep'], // the checks run on status's findings (sessions at risk among them)
   demo: ['control-plane', 'resume'], // the demo starts a local server and resumes from it
   'control-plane': ['sessions'], // search reads a completed bundle's conversation as `sessions export` does
+  sessions: ['upload'], // a stored or imported session record is uploaded as a bundle is
 };
 
 /** What the server may import beyond the shared units, by file, with the reason. */

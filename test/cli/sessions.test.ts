@@ -283,10 +283,11 @@ describe('the Control API unreachable', () => {
   }
 
   it('sessions list, show and resume ID say CONTROL_API_UNREACHABLE with what to check, not UPLOAD_FAILED', async () => {
-    for (const argv of [['sessions', 'list'], ['sessions', 'show', ids.aliceClaude!], ['resume', ids.aliceClaude!.slice(0, 8)]]) {
-      const { code, stderr } = await at('http://127.0.0.1:9', argv);
+    // `sessions list` asks who the caller is first (it lists their own sessions by owner), the others the sessions.
+    for (const [argv, first] of [[['sessions', 'list'], 'auth/me'], [['sessions', 'show', ids.aliceClaude!], 'session-uploads'], [['resume', ids.aliceClaude!.slice(0, 8)], 'session-uploads']] as const) {
+      const { code, stderr } = await at('http://127.0.0.1:9', [...argv]);
       expect(code, argv.join(' ')).toBe(1);
-      expect(stderr).toContain('error [CONTROL_API_UNREACHABLE]: cannot reach the Control API: GET http://127.0.0.1:9/session-uploads');
+      expect(stderr).toContain(`error [CONTROL_API_UNREACHABLE]: cannot reach the Control API: GET http://127.0.0.1:9/${first}`);
       expect(stderr).toContain('check control_url / BLUE_AGENT_CONTROL_URL; run `blue-agent doctor`');
       expect(stderr).not.toContain('UPLOAD_FAILED');
     }

@@ -49,6 +49,11 @@ describe.each(BACKENDS)('bad input (%s)', (backend) => {
       ),
       [{ ...presignBody(bytes), compatibility_profile: 'claude\u0000' }, 400, /compatibility_profile must match/],
       [{ ...presignBody(bytes), content_type: 'text/plain\u0000' }, 400, /content_type must match/],
+      // Session records: any provider by the provider rule, never resumable, tags one word each.
+      [{ ...presignBody(bytes), harness: 'Not A Provider', artifact_format: 'blue-session-record-v1' }, 400, /harness must match/],
+      [{ ...presignBody(bytes), harness: 'notes', artifact_format: 'blue-session-record-v1', resumable: true }, 400, /a session record is never resumable/],
+      [{ ...presignBody(bytes), tags: ['two words'] }, 400, /tags\/0 must match/],
+      [{ ...presignBody(bytes), tags: Array.from({ length: 33 }, (_, i) => `t${i}`) }, 400, /tags must NOT have more than 32 items/],
     ];
     for (const [body, status, message] of cases) {
       const answer = await t.call('POST', '/session-uploads/presign', t.alice.token, body);

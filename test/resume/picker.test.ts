@@ -25,6 +25,7 @@ function upload(over: Partial<CapturedSession>): CapturedSession {
     repository: { root: null, remote: null },
     sharing_mode: 'private',
     share_recipient_count: 0,
+    tags: [],
     updated_at: '2026-05-01T11:00:00Z',
     status: 'complete',
     size_bytes: 10,

@@ -226,6 +226,8 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
   INSERT INTO tokens (hash, grant_id, kind) SELECT u.token_hash, g.id, 'access' FROM users u JOIN grants g ON g.user_id = u.id;
   ALTER TABLE users DROP COLUMN token_hash;
   `,
+  // 6: a session's tags (a JSON array of strings), as SQLite's version 8.
+  `ALTER TABLE sessions ADD COLUMN tags text NOT NULL DEFAULT '[]';`,
 ];
 
 /**

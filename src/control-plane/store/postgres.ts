@@ -21,7 +21,7 @@ import { schemaTooNew } from './sqlite-migrations.js';
 import { likePattern, toArtifact, toAuditEvent, toSession } from './sqlite.js';
 import { insertPersonalToken, PostgresIdentity } from './postgres-identity.js';
 import { etagOf } from './tokens.js';
-import { API_SCOPES, MAX_SEARCH_TOTAL, MEMBER_SCOPES, searchWords } from './types.js';
+import { API_SCOPES, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchWords } from './types.js';
 import type {
   Artifact,
   AuditEvent,
@@ -396,6 +396,12 @@ export class PostgresStore implements ControlStore {
   // Sessions and artifacts
 
   async presign(input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult> {
+    const result = await this.presignArtifact(input, now, retentionMs);
+    if (input.tags !== undefined) await this.db.run('UPDATE sessions SET tags = $1 WHERE id = $2', JSON.stringify(input.tags), result.artifact.session_id);
+    return result;
+  }
+
+  private async presignArtifact(input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult> {
     // The common case, a session seen for the first time: the session and its first artifact in one statement (one
     // round trip, its own transaction). When the session exists already, the statement inserts nothing and the
     // general path below runs.
@@ -554,8 +560,8 @@ export class PostgresStore implements ControlStore {
         now,
         now + retentionMs,
         artifactId,
-        // A session bundle's text is read by the indexer, after the answer.
-        artifact.artifact_format === ARTIFACT_FORMAT,
+        // A session bundle's (or record's) text is read by the indexer, after the answer.
+        READABLE_FORMATS.has(artifact.artifact_format),
       ))!;
       return toArtifact(done);
     });
@@ -693,6 +699,8 @@ export class PostgresStore implements ControlStore {
     }
     if (query.id_prefix !== undefined) where.push(`substr(s.id, 1, ${p.add(query.id_prefix.length)}::integer) = ${p.add(query.id_prefix)}`);
     if (query.harness !== undefined) where.push(`s.harness = ${p.add(query.harness)}`);
+    if (query.harnesses !== undefined) where.push(`s.harness = ANY(${p.add([...query.harnesses])}::text[])`);
+    if (query.tag !== undefined) where.push(`s.tags::jsonb ? ${p.add(query.tag)}`);
     if (query.owner_id !== undefined) where.push(`s.owner_id = ${p.add(query.owner_id)}`);
     if (query.status !== undefined) where.push(`a.status = ${p.add(query.status)}`);
     if (query.updated_from !== undefined) where.push(`s.updated_at >= ${p.add(query.updated_from)}`);

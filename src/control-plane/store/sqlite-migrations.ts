@@ -288,6 +288,8 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
     }
     db.exec(`UPDATE users SET token_hash = 'moved:' || id`);
   },
+  // 8: a session's tags (a JSON array of strings): records people store and import carry them, for search and filters.
+  `ALTER TABLE sessions ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';`,
 ];
 
 /** The scopes of the personal tokens version 7 carries over (store/types.ts: API_SCOPES, MEMBER_SCOPES then). */

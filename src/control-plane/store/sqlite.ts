@@ -29,7 +29,7 @@ import type {
   SharingMode,
   User,
 } from './types.js';
-import { API_SCOPES, MAX_SEARCH_TOTAL, MEMBER_SCOPES, searchPlace, searchWords } from './types.js';
+import { API_SCOPES, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchPlace, searchWords } from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | null;
@@ -260,6 +260,12 @@ export class SqliteStore implements ControlStore {
   // Sessions and artifacts
 
   async presign(input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult> {
+    const result = await this.presignArtifact(input, now, retentionMs);
+    if (input.tags !== undefined) this.run('UPDATE sessions SET tags = ? WHERE id = ?', JSON.stringify(input.tags), result.artifact.session_id);
+    return result;
+  }
+
+  private presignArtifact(input: NewArtifact, now: number, retentionMs: number): PresignResult {
     return this.transaction(() => {
       let sessionRow = this.get('SELECT id FROM sessions WHERE owner_id = ? AND harness = ? AND native_session_id = ?', input.owner_id, input.harness, input.native_session_id);
       if (sessionRow === undefined) {
@@ -360,9 +366,9 @@ export class SqliteStore implements ControlStore {
         this.run('UPDATE sessions SET current_artifact_id = ?, updated_at = ? WHERE id = ?', artifactId, now, artifact.session_id);
         // The search entry follows the current artifact, in the same transaction. A session bundle's entry is the
         // indexer's to write (with what it says, shortly): the previous upload's goes now.
-        if (artifact.artifact_format !== ARTIFACT_FORMAT) this.writeSearch(artifact.session_id, artifact, '');
+        if (!READABLE_FORMATS.has(artifact.artifact_format)) this.writeSearch(artifact.session_id, artifact, '');
         else this.run('DELETE FROM session_search WHERE rowid = (SELECT rowid FROM session_search_ids WHERE session_id = ?)', artifact.session_id);
-        if (artifact.artifact_format === ARTIFACT_FORMAT) {
+        if (READABLE_FORMATS.has(artifact.artifact_format)) {
           this.run(
             `INSERT INTO search_queue (session_id, artifact_id, queued_at, claimed_until) VALUES (?, ?, ?, 0)
              ON CONFLICT (session_id) DO UPDATE SET artifact_id = excluded.artifact_id, queued_at = excluded.queued_at, claimed_until = 0`,
@@ -531,6 +537,14 @@ export class SqliteStore implements ControlStore {
     if (query.harness !== undefined) {
       where.push('s.harness = ?');
       args.push(query.harness);
+    }
+    if (query.harnesses !== undefined) {
+      where.push(`s.harness IN (${query.harnesses.map(() => '?').join(', ') || 'NULL'})`);
+      args.push(...query.harnesses);
+    }
+    if (query.tag !== undefined) {
+      where.push('EXISTS (SELECT 1 FROM json_each(s.tags) WHERE value = ?)');
+      args.push(query.tag);
     }
     if (query.owner_id !== undefined) {
       where.push('s.owner_id = ?');
@@ -804,8 +818,20 @@ export function toSession(row: Row, current: Artifact | undefined): CapturedSess
     created_at: Number(row.created_at),
     updated_at: Number(row.updated_at),
     share_recipient_count: Number(row.share_recipient_count),
+    tags: tagsOf(row.tags),
     current,
   };
+}
+
+/** The tags column (a JSON array of strings; absent before the column existed). */
+function tagsOf(value: unknown): string[] {
+  if (typeof value !== 'string') return [];
+  try {
+    const tags = JSON.parse(value) as unknown;
+    return Array.isArray(tags) ? tags.filter((t): t is string => typeof t === 'string') : [];
+  } catch {
+    return [];
+  }
 }
 
 /** FTS5's query for `q`: every word, quoted (no operator of the user's reaches the parser), the last one as a prefix. */

@@ -7,6 +7,8 @@
  * artifact. The newest presigned artifact that completed is the session's current one (`current_artifact_id`): an
  * artifact that completes after a newer one had is superseded at once, so a retried upload never rolls a session back.
  */
+import { ARTIFACT_FORMAT } from '../../bundle/limits.js';
+import { RECORD_FORMAT } from '../../bundle/record.js';
 
 export const ARTIFACT_STATUSES = ['pending', 'complete', 'superseded', 'failed'] as const;
 export type ArtifactStatus = (typeof ARTIFACT_STATUSES)[number];
@@ -72,8 +74,15 @@ export interface CapturedSession {
   updated_at: number;
   /** How many people it reaches: every other member (workspace), its grants (selected), none (private). */
   share_recipient_count: number;
+  /** Words people gave a record they stored or import { ARTIFACT_FORMAT } from '../../bundle/limits.js';
+import { RECORD_FORMAT } from '../../bundle/record.js';
+imported (none for captured sessions). */
+  tags: string[];
   current: Artifact | undefined;
 }
+
+/** Artifact formats whose stored object the indexer reads for what the session says: bundles and session records. */
+export const READABLE_FORMATS: ReadonlySet<string> = new Set([ARTIFACT_FORMAT, RECORD_FORMAT]);
 
 /** What a presign asks for: whose session, and the artifact's bytes and description. */
 export interface NewArtifact
@@ -95,6 +104,8 @@ export interface NewArtifact
   owner_id: string;
   harness: string;
   native_session_id: string;
+  /** Replaces the session's tags when given. */
+  tags?: string[] | undefined;
 }
 
 export interface PresignResult {
@@ -111,6 +122,10 @@ export interface SessionQuery {
   /** Session ids that start with this (lower-case hex and dashes). */
   id_prefix?: string | undefined;
   harness?: string | undefined;
+  /** Sessions of any of these harnesses or providers. */
+  harnesses?: readonly string[] | undefined;
+  /** Sessions carrying this tag. */
+  tag?: string | undefined;
   /** Sessions this user owns. */
   owner_id?: string | undefined;
   status?: ArtifactStatus | undefined;

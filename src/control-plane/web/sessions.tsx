@@ -3,6 +3,7 @@
  * revisions, download, the resume command, sharing for its owner, deletion, and the transcript). Every access rule
  * is session-actions.ts's, as for the API; administrators see the organisation's sessions.
  */
+import { RECORD_FORMAT } from '../../bundle/record.js';
 import { formatBytes } from '../../bundle/limits.js';
 import { maskSecrets } from '../../harness-kit/secrets.js';
 import { HttpError } from '../http.js';
@@ -32,6 +33,7 @@ async function signedIn(rc: RouteContext, req: Request): Promise<BrowserSession 
 interface ListParams {
   q: string;
   harness: string;
+  tag: string;
   owner: string;
   status: string;
   from: string;
@@ -56,7 +58,8 @@ function listParams(url: URL): { params: ListParams; problems: string[] } {
   return {
     params: {
       q: get('q'),
-      harness: get('harness'),
+      harness: /^[a-z0-9][a-z0-9_.-]{0,63}$/.test(get('harness')) ? get('harness') : '',
+      tag: /^[^\s\u0000-\u001f\u007f,]{1,64}$/.test(get('tag')) ? get('tag') : '',
       owner: get('owner'),
       status: (ARTIFACT_STATUSES as readonly string[]).includes(get('status')) ? get('status') : '',
       from: day('from', 'From'),
@@ -86,6 +89,7 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
   const query: SessionQuery = { sort: 'updated_desc', limit: PER_PAGE, offset: (params.page - 1) * PER_PAGE, count: true };
   if (params.q !== '') query.q = params.q;
   if (params.harness !== '') query.harness = params.harness;
+  if (params.tag !== '') query.tag = params.tag;
   if (params.status !== '') query.status = params.status as ArtifactStatus;
   if (params.from !== '') query.updated_from = Date.parse(`${params.from}T00:00:00Z`);
   if (params.to !== '') query.updated_before = Date.parse(`${params.to}T00:00:00Z`) + 86_400_000;
@@ -111,6 +115,10 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
         <div class="field grow">
           <label for="q">Search</label>
           <input type="search" id="q" name="q" value={params.q} placeholder="Words from titles, summaries, what was said, folders, ids" />
+        </div>
+        <div class="field">
+          <label for="tag">Tag</label>
+          <input type="text" id="tag" name="tag" value={params.tag} autocomplete="off" size={12} />
         </div>
         <div class="field">
           <label for="harness">Harness</label>
@@ -189,6 +197,11 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
               </a>
               <div class="meta">
                 <span class="badge">{s.harness}</span>
+                {s.tags.map((t) => (
+                  <a class="badge" href={listHref(params, { tag: t, page: 1 })} key={t}>
+                    #{t}
+                  </a>
+                ))}
                 <span>{owned ? 'yours' : s.sharing_mode === 'private' ? s.owner_email : `shared by ${s.owner_email}`}</span>
                 <span>{s.current?.status ?? '—'}</span>
                 <span>{s.current === undefined ? '—' : formatBytes(s.current.size_bytes)}</span>
@@ -281,8 +294,14 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
         </p>
       )}
       <dl class="facts">
-        <dt>Harness</dt>
+        <dt>{current?.artifact_format === RECORD_FORMAT ? 'Provider' : 'Harness'}</dt>
         <dd>{session.harness}</dd>
+        {session.tags.length === 0 ? null : (
+          <>
+            <dt>Tags</dt>
+            <dd>{session.tags.map((t) => `#${t}`).join(' ')}</dd>
+          </>
+        )}
         <dt>Owner</dt>
         <dd>{owned ? `you (${session.owner_email})` : session.owner_email}</dd>
         <dt>Recorded in</dt>

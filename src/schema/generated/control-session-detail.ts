@@ -60,6 +60,12 @@ export interface CapturedSession {
   cwd?: string | null;
   artifact_format: string;
   resumable: boolean;
+  /**
+   * Extension: words a stored or imported record carries, to find and filter by.
+   *
+   * @maxItems 32
+   */
+  tags?: string[];
   title?: string | null;
   summary?: string | null;
   source_captured_at?: string | null;

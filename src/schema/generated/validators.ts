@@ -1861,7 +1861,7 @@ return errors === 0;
 }
 
 export const validateCapturedSession = validate16;
-const schema19 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-captured-session.schema.json","title":"CapturedSession","description":"A captured session as the caller may see it (Blue's CapturedSession): an item of GET /session-uploads, and `session` of GET /session-uploads/{id}. The artifact fields (status, size, digest, profile, format, title...) are its current artifact's. Fields a later server adds are allowed and ignored.","type":"object","required":["id","user_id","user_email","harness","compatibility_profile","native_session_id","artifact_format","resumable","sharing_mode","share_recipient_count","updated_at"],"properties":{"id":{"description":"The captured session's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"user_id":{"description":"Its owner.","type":"string","maxLength":64},"user_email":{"type":"string","maxLength":320},"harness":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"native_session_id":{"type":"string","maxLength":512},"cwd":{"type":["string","null"],"maxLength":4096},"artifact_format":{"type":"string","maxLength":128},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":1024},"summary":{"type":["string","null"],"maxLength":4096},"source_captured_at":{"type":["string","null"],"maxLength":64},"repository":{"type":"object","properties":{"root":{"type":["string","null"],"maxLength":4096},"remote":{"type":["string","null"],"maxLength":4096}}},"sharing_mode":{"type":"string","enum":["private","workspace","selected"]},"share_recipient_count":{"type":"integer","minimum":0},"shared":{"description":"In the resumable picker: the caller is not its owner.","type":"boolean"},"updated_at":{"type":"string","maxLength":64},"status":{"description":"The current artifact's status.","type":["string","null"],"maxLength":32},"size_bytes":{"type":["integer","null"],"minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"retention_expires_at":{"type":["string","null"],"maxLength":64},"sha256":{"description":"Extension: the current artifact's SHA-256 (downloads are checked against it).","type":["string","null"],"pattern":"^[0-9a-f]{64}$"},"snippet":{"description":"With q: a short passage of what the session says around the match, the matched words between [ and ] (blue-agent's Control API).","type":["string","null"],"maxLength":2000},"artifact_id":{"description":"Extension: the current artifact's id.","oneOf":[{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},{"type":"null"}]}}};
+const schema19 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-captured-session.schema.json","title":"CapturedSession","description":"A captured session as the caller may see it (Blue's CapturedSession): an item of GET /session-uploads, and `session` of GET /session-uploads/{id}. The artifact fields (status, size, digest, profile, format, title...) are its current artifact's. Fields a later server adds are allowed and ignored.","type":"object","required":["id","user_id","user_email","harness","compatibility_profile","native_session_id","artifact_format","resumable","sharing_mode","share_recipient_count","updated_at"],"properties":{"id":{"description":"The captured session's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"user_id":{"description":"Its owner.","type":"string","maxLength":64},"user_email":{"type":"string","maxLength":320},"harness":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"native_session_id":{"type":"string","maxLength":512},"cwd":{"type":["string","null"],"maxLength":4096},"artifact_format":{"type":"string","maxLength":128},"resumable":{"type":"boolean"},"tags":{"description":"Extension: words a stored or imported record carries, to find and filter by.","type":"array","maxItems":32,"items":{"type":"string","maxLength":64}},"title":{"type":["string","null"],"maxLength":1024},"summary":{"type":["string","null"],"maxLength":4096},"source_captured_at":{"type":["string","null"],"maxLength":64},"repository":{"type":"object","properties":{"root":{"type":["string","null"],"maxLength":4096},"remote":{"type":["string","null"],"maxLength":4096}}},"sharing_mode":{"type":"string","enum":["private","workspace","selected"]},"share_recipient_count":{"type":"integer","minimum":0},"shared":{"description":"In the resumable picker: the caller is not its owner.","type":"boolean"},"updated_at":{"type":"string","maxLength":64},"status":{"description":"The current artifact's status.","type":["string","null"],"maxLength":32},"size_bytes":{"type":["integer","null"],"minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"retention_expires_at":{"type":["string","null"],"maxLength":64},"sha256":{"description":"Extension: the current artifact's SHA-256 (downloads are checked against it).","type":["string","null"],"pattern":"^[0-9a-f]{64}$"},"snippet":{"description":"With q: a short passage of what the session says around the match, the matched words between [ and ] (blue-agent's Control API).","type":["string","null"],"maxLength":2000},"artifact_id":{"description":"Extension: the current artifact's id.","oneOf":[{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},{"type":"null"}]}}};
 const schema21 = {"type":"string","pattern":"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"};
 const pattern9 = new RegExp("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", "u");
 
@@ -2192,10 +2192,11 @@ vErrors.push(err27);
 errors++;
 }
 }
-if(data.title !== undefined){
-let data9 = data.title;
-if((typeof data9 !== "string") && (data9 !== null)){
-const err28 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema19.properties.title.type},message:"must be string,null"};
+if(data.tags !== undefined){
+let data9 = data.tags;
+if(Array.isArray(data9)){
+if(data9.length > 32){
+const err28 = {instancePath:instancePath+"/tags",schemaPath:"#/properties/tags/maxItems",keyword:"maxItems",params:{limit: 32},message:"must NOT have more than 32 items"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -2204,9 +2205,12 @@ vErrors.push(err28);
 }
 errors++;
 }
-if(typeof data9 === "string"){
-if(func2(data9) > 1024){
-const err29 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+const len0 = data9.length;
+for(let i0=0; i0<len0; i0++){
+let data10 = data9[i0];
+if(typeof data10 === "string"){
+if(func2(data10) > 64){
+const err29 = {instancePath:instancePath+"/tags/" + i0,schemaPath:"#/properties/tags/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -2216,11 +2220,8 @@ vErrors.push(err29);
 errors++;
 }
 }
-}
-if(data.summary !== undefined){
-let data10 = data.summary;
-if((typeof data10 !== "string") && (data10 !== null)){
-const err30 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema19.properties.summary.type},message:"must be string,null"};
+else {
+const err30 = {instancePath:instancePath+"/tags/" + i0,schemaPath:"#/properties/tags/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -2229,9 +2230,10 @@ vErrors.push(err30);
 }
 errors++;
 }
-if(typeof data10 === "string"){
-if(func2(data10) > 4096){
-const err31 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+}
+}
+else {
+const err31 = {instancePath:instancePath+"/tags",schemaPath:"#/properties/tags/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -2241,11 +2243,10 @@ vErrors.push(err31);
 errors++;
 }
 }
-}
-if(data.source_captured_at !== undefined){
-let data11 = data.source_captured_at;
+if(data.title !== undefined){
+let data11 = data.title;
 if((typeof data11 !== "string") && (data11 !== null)){
-const err32 = {instancePath:instancePath+"/source_captured_at",schemaPath:"#/properties/source_captured_at/type",keyword:"type",params:{type: schema19.properties.source_captured_at.type},message:"must be string,null"};
+const err32 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema19.properties.title.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -2255,8 +2256,8 @@ vErrors.push(err32);
 errors++;
 }
 if(typeof data11 === "string"){
-if(func2(data11) > 64){
-const err33 = {instancePath:instancePath+"/source_captured_at",schemaPath:"#/properties/source_captured_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(func2(data11) > 1024){
+const err33 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -2267,13 +2268,10 @@ errors++;
 }
 }
 }
-if(data.repository !== undefined){
-let data12 = data.repository;
-if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
-if(data12.root !== undefined){
-let data13 = data12.root;
-if((typeof data13 !== "string") && (data13 !== null)){
-const err34 = {instancePath:instancePath+"/repository/root",schemaPath:"#/properties/repository/properties/root/type",keyword:"type",params:{type: schema19.properties.repository.properties.root.type},message:"must be string,null"};
+if(data.summary !== undefined){
+let data12 = data.summary;
+if((typeof data12 !== "string") && (data12 !== null)){
+const err34 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema19.properties.summary.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -2282,9 +2280,9 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(typeof data13 === "string"){
-if(func2(data13) > 4096){
-const err35 = {instancePath:instancePath+"/repository/root",schemaPath:"#/properties/repository/properties/root/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(typeof data12 === "string"){
+if(func2(data12) > 4096){
+const err35 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -2295,10 +2293,10 @@ errors++;
 }
 }
 }
-if(data12.remote !== undefined){
-let data14 = data12.remote;
-if((typeof data14 !== "string") && (data14 !== null)){
-const err36 = {instancePath:instancePath+"/repository/remote",schemaPath:"#/properties/repository/properties/remote/type",keyword:"type",params:{type: schema19.properties.repository.properties.remote.type},message:"must be string,null"};
+if(data.source_captured_at !== undefined){
+let data13 = data.source_captured_at;
+if((typeof data13 !== "string") && (data13 !== null)){
+const err36 = {instancePath:instancePath+"/source_captured_at",schemaPath:"#/properties/source_captured_at/type",keyword:"type",params:{type: schema19.properties.source_captured_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -2307,9 +2305,9 @@ vErrors.push(err36);
 }
 errors++;
 }
-if(typeof data14 === "string"){
-if(func2(data14) > 4096){
-const err37 = {instancePath:instancePath+"/repository/remote",schemaPath:"#/properties/repository/properties/remote/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(typeof data13 === "string"){
+if(func2(data13) > 64){
+const err37 = {instancePath:instancePath+"/source_captured_at",schemaPath:"#/properties/source_captured_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -2320,9 +2318,13 @@ errors++;
 }
 }
 }
-}
-else {
-const err38 = {instancePath:instancePath+"/repository",schemaPath:"#/properties/repository/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.repository !== undefined){
+let data14 = data.repository;
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+if(data14.root !== undefined){
+let data15 = data14.root;
+if((typeof data15 !== "string") && (data15 !== null)){
+const err38 = {instancePath:instancePath+"/repository/root",schemaPath:"#/properties/repository/properties/root/type",keyword:"type",params:{type: schema19.properties.repository.properties.root.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -2331,11 +2333,9 @@ vErrors.push(err38);
 }
 errors++;
 }
-}
-if(data.sharing_mode !== undefined){
-let data15 = data.sharing_mode;
-if(typeof data15 !== "string"){
-const err39 = {instancePath:instancePath+"/sharing_mode",schemaPath:"#/properties/sharing_mode/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data15 === "string"){
+if(func2(data15) > 4096){
+const err39 = {instancePath:instancePath+"/repository/root",schemaPath:"#/properties/repository/properties/root/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -2344,8 +2344,12 @@ vErrors.push(err39);
 }
 errors++;
 }
-if(!(((data15 === "private") || (data15 === "workspace")) || (data15 === "selected"))){
-const err40 = {instancePath:instancePath+"/sharing_mode",schemaPath:"#/properties/sharing_mode/enum",keyword:"enum",params:{allowedValues: schema19.properties.sharing_mode.enum},message:"must be equal to one of the allowed values"};
+}
+}
+if(data14.remote !== undefined){
+let data16 = data14.remote;
+if((typeof data16 !== "string") && (data16 !== null)){
+const err40 = {instancePath:instancePath+"/repository/remote",schemaPath:"#/properties/repository/properties/remote/type",keyword:"type",params:{type: schema19.properties.repository.properties.remote.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -2354,11 +2358,9 @@ vErrors.push(err40);
 }
 errors++;
 }
-}
-if(data.share_recipient_count !== undefined){
-let data16 = data.share_recipient_count;
-if(!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))){
-const err41 = {instancePath:instancePath+"/share_recipient_count",schemaPath:"#/properties/share_recipient_count/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(typeof data16 === "string"){
+if(func2(data16) > 4096){
+const err41 = {instancePath:instancePath+"/repository/remote",schemaPath:"#/properties/repository/properties/remote/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -2367,9 +2369,11 @@ vErrors.push(err41);
 }
 errors++;
 }
-if((typeof data16 == "number") && (isFinite(data16))){
-if(data16 < 0 || isNaN(data16)){
-const err42 = {instancePath:instancePath+"/share_recipient_count",schemaPath:"#/properties/share_recipient_count/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/repository",schemaPath:"#/properties/repository/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -2379,10 +2383,10 @@ vErrors.push(err42);
 errors++;
 }
 }
-}
-if(data.shared !== undefined){
-if(typeof data.shared !== "boolean"){
-const err43 = {instancePath:instancePath+"/shared",schemaPath:"#/properties/shared/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.sharing_mode !== undefined){
+let data17 = data.sharing_mode;
+if(typeof data17 !== "string"){
+const err43 = {instancePath:instancePath+"/sharing_mode",schemaPath:"#/properties/sharing_mode/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -2391,12 +2395,8 @@ vErrors.push(err43);
 }
 errors++;
 }
-}
-if(data.updated_at !== undefined){
-let data18 = data.updated_at;
-if(typeof data18 === "string"){
-if(func2(data18) > 64){
-const err44 = {instancePath:instancePath+"/updated_at",schemaPath:"#/properties/updated_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(!(((data17 === "private") || (data17 === "workspace")) || (data17 === "selected"))){
+const err44 = {instancePath:instancePath+"/sharing_mode",schemaPath:"#/properties/sharing_mode/enum",keyword:"enum",params:{allowedValues: schema19.properties.sharing_mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -2406,8 +2406,10 @@ vErrors.push(err44);
 errors++;
 }
 }
-else {
-const err45 = {instancePath:instancePath+"/updated_at",schemaPath:"#/properties/updated_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.share_recipient_count !== undefined){
+let data18 = data.share_recipient_count;
+if(!(((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18))) && (isFinite(data18)))){
+const err45 = {instancePath:instancePath+"/share_recipient_count",schemaPath:"#/properties/share_recipient_count/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -2416,11 +2418,9 @@ vErrors.push(err45);
 }
 errors++;
 }
-}
-if(data.status !== undefined){
-let data19 = data.status;
-if((typeof data19 !== "string") && (data19 !== null)){
-const err46 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: schema19.properties.status.type},message:"must be string,null"};
+if((typeof data18 == "number") && (isFinite(data18))){
+if(data18 < 0 || isNaN(data18)){
+const err46 = {instancePath:instancePath+"/share_recipient_count",schemaPath:"#/properties/share_recipient_count/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -2429,9 +2429,11 @@ vErrors.push(err46);
 }
 errors++;
 }
-if(typeof data19 === "string"){
-if(func2(data19) > 32){
-const err47 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters"};
+}
+}
+if(data.shared !== undefined){
+if(typeof data.shared !== "boolean"){
+const err47 = {instancePath:instancePath+"/shared",schemaPath:"#/properties/shared/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -2441,11 +2443,11 @@ vErrors.push(err47);
 errors++;
 }
 }
-}
-if(data.size_bytes !== undefined){
-let data20 = data.size_bytes;
-if((!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))) && (data20 !== null)){
-const err48 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/type",keyword:"type",params:{type: schema19.properties.size_bytes.type},message:"must be integer,null"};
+if(data.updated_at !== undefined){
+let data20 = data.updated_at;
+if(typeof data20 === "string"){
+if(func2(data20) > 64){
+const err48 = {instancePath:instancePath+"/updated_at",schemaPath:"#/properties/updated_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -2454,9 +2456,9 @@ vErrors.push(err48);
 }
 errors++;
 }
-if((typeof data20 == "number") && (isFinite(data20))){
-if(data20 < 0 || isNaN(data20)){
-const err49 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+else {
+const err49 = {instancePath:instancePath+"/updated_at",schemaPath:"#/properties/updated_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -2466,11 +2468,10 @@ vErrors.push(err49);
 errors++;
 }
 }
-}
-if(data.content_type !== undefined){
-let data21 = data.content_type;
+if(data.status !== undefined){
+let data21 = data.status;
 if((typeof data21 !== "string") && (data21 !== null)){
-const err50 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/type",keyword:"type",params:{type: schema19.properties.content_type.type},message:"must be string,null"};
+const err50 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: schema19.properties.status.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -2480,8 +2481,8 @@ vErrors.push(err50);
 errors++;
 }
 if(typeof data21 === "string"){
-if(func2(data21) > 256){
-const err51 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(func2(data21) > 32){
+const err51 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -2492,10 +2493,10 @@ errors++;
 }
 }
 }
-if(data.retention_expires_at !== undefined){
-let data22 = data.retention_expires_at;
-if((typeof data22 !== "string") && (data22 !== null)){
-const err52 = {instancePath:instancePath+"/retention_expires_at",schemaPath:"#/properties/retention_expires_at/type",keyword:"type",params:{type: schema19.properties.retention_expires_at.type},message:"must be string,null"};
+if(data.size_bytes !== undefined){
+let data22 = data.size_bytes;
+if((!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))) && (data22 !== null)){
+const err52 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/type",keyword:"type",params:{type: schema19.properties.size_bytes.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -2504,9 +2505,9 @@ vErrors.push(err52);
 }
 errors++;
 }
-if(typeof data22 === "string"){
-if(func2(data22) > 64){
-const err53 = {instancePath:instancePath+"/retention_expires_at",schemaPath:"#/properties/retention_expires_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if((typeof data22 == "number") && (isFinite(data22))){
+if(data22 < 0 || isNaN(data22)){
+const err53 = {instancePath:instancePath+"/size_bytes",schemaPath:"#/properties/size_bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -2517,10 +2518,10 @@ errors++;
 }
 }
 }
-if(data.sha256 !== undefined){
-let data23 = data.sha256;
+if(data.content_type !== undefined){
+let data23 = data.content_type;
 if((typeof data23 !== "string") && (data23 !== null)){
-const err54 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/type",keyword:"type",params:{type: schema19.properties.sha256.type},message:"must be string,null"};
+const err54 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/type",keyword:"type",params:{type: schema19.properties.content_type.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -2530,8 +2531,8 @@ vErrors.push(err54);
 errors++;
 }
 if(typeof data23 === "string"){
-if(!pattern8.test(data23)){
-const err55 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
+if(func2(data23) > 256){
+const err55 = {instancePath:instancePath+"/content_type",schemaPath:"#/properties/content_type/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -2542,10 +2543,10 @@ errors++;
 }
 }
 }
-if(data.snippet !== undefined){
-let data24 = data.snippet;
+if(data.retention_expires_at !== undefined){
+let data24 = data.retention_expires_at;
 if((typeof data24 !== "string") && (data24 !== null)){
-const err56 = {instancePath:instancePath+"/snippet",schemaPath:"#/properties/snippet/type",keyword:"type",params:{type: schema19.properties.snippet.type},message:"must be string,null"};
+const err56 = {instancePath:instancePath+"/retention_expires_at",schemaPath:"#/properties/retention_expires_at/type",keyword:"type",params:{type: schema19.properties.retention_expires_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -2555,8 +2556,8 @@ vErrors.push(err56);
 errors++;
 }
 if(typeof data24 === "string"){
-if(func2(data24) > 2000){
-const err57 = {instancePath:instancePath+"/snippet",schemaPath:"#/properties/snippet/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(func2(data24) > 64){
+const err57 = {instancePath:instancePath+"/retention_expires_at",schemaPath:"#/properties/retention_expires_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -2567,15 +2568,10 @@ errors++;
 }
 }
 }
-if(data.artifact_id !== undefined){
-let data25 = data.artifact_id;
-const _errs53 = errors;
-let valid3 = false;
-let passing0 = null;
-const _errs54 = errors;
-if(typeof data25 === "string"){
-if(!pattern9.test(data25)){
-const err58 = {instancePath:instancePath+"/artifact_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
+if(data.sha256 !== undefined){
+let data25 = data.sha256;
+if((typeof data25 !== "string") && (data25 !== null)){
+const err58 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/type",keyword:"type",params:{type: schema19.properties.sha256.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -2584,9 +2580,9 @@ vErrors.push(err58);
 }
 errors++;
 }
-}
-else {
-const err59 = {instancePath:instancePath+"/artifact_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data25 === "string"){
+if(!pattern8.test(data25)){
+const err59 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{64}$"},message:"must match pattern \""+"^[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -2595,14 +2591,12 @@ vErrors.push(err59);
 }
 errors++;
 }
-var _valid0 = _errs54 === errors;
-if(_valid0){
-valid3 = true;
-passing0 = 0;
 }
-const _errs57 = errors;
-if(data25 !== null){
-const err60 = {instancePath:instancePath+"/artifact_id",schemaPath:"#/properties/artifact_id/oneOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+}
+if(data.snippet !== undefined){
+let data26 = data.snippet;
+if((typeof data26 !== "string") && (data26 !== null)){
+const err60 = {instancePath:instancePath+"/snippet",schemaPath:"#/properties/snippet/type",keyword:"type",params:{type: schema19.properties.snippet.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -2611,19 +2605,9 @@ vErrors.push(err60);
 }
 errors++;
 }
-var _valid0 = _errs57 === errors;
-if(_valid0 && valid3){
-valid3 = false;
-passing0 = [passing0, 1];
-}
-else {
-if(_valid0){
-valid3 = true;
-passing0 = 1;
-}
-}
-if(!valid3){
-const err61 = {instancePath:instancePath+"/artifact_id",schemaPath:"#/properties/artifact_id/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(typeof data26 === "string"){
+if(func2(data26) > 2000){
+const err61 = {instancePath:instancePath+"/snippet",schemaPath:"#/properties/snippet/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -2632,11 +2616,78 @@ vErrors.push(err61);
 }
 errors++;
 }
+}
+}
+if(data.artifact_id !== undefined){
+let data27 = data.artifact_id;
+const _errs57 = errors;
+let valid5 = false;
+let passing0 = null;
+const _errs58 = errors;
+if(typeof data27 === "string"){
+if(!pattern9.test(data27)){
+const err62 = {instancePath:instancePath+"/artifact_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},message:"must match pattern \""+"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"+"\""};
+if(vErrors === null){
+vErrors = [err62];
+}
 else {
-errors = _errs53;
+vErrors.push(err62);
+}
+errors++;
+}
+}
+else {
+const err63 = {instancePath:instancePath+"/artifact_id",schemaPath:"control-presigned-upload.schema.json#/definitions/uuid/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+var _valid0 = _errs58 === errors;
+if(_valid0){
+valid5 = true;
+passing0 = 0;
+}
+const _errs61 = errors;
+if(data27 !== null){
+const err64 = {instancePath:instancePath+"/artifact_id",schemaPath:"#/properties/artifact_id/oneOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+var _valid0 = _errs61 === errors;
+if(_valid0 && valid5){
+valid5 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid5 = true;
+passing0 = 1;
+}
+}
+if(!valid5){
+const err65 = {instancePath:instancePath+"/artifact_id",schemaPath:"#/properties/artifact_id/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+else {
+errors = _errs57;
 if(vErrors !== null){
-if(_errs53){
-vErrors.length = _errs53;
+if(_errs57){
+vErrors.length = _errs57;
 }
 else {
 vErrors = null;
@@ -2646,12 +2697,12 @@ vErrors = null;
 }
 }
 else {
-const err62 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err66 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err62];
+vErrors = [err66];
 }
 else {
-vErrors.push(err62);
+vErrors.push(err66);
 }
 errors++;
 }
@@ -5259,8 +5310,13 @@ return errors === 0;
 }
 
 export const validatePresignRequest = validate29;
-const schema40 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presign.schema.json","title":"PresignRequest","description":"Body of POST /session-uploads/presign (Blue's SessionUploadPresignRequest): the artifact a client is about to upload. Fields the contract does not name are tolerated and ignored. Text fields never hold NUL (PostgreSQL cannot store it), and names no control characters.","type":"object","required":["harness","session_id","sha256","size_bytes","content_type"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"compatibility_profile":{"description":"The profile that captured it; absent: recorded as \"legacy\" (no profile).","type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"session_id":{"description":"The harness's native session id.","type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0,"maximum":134217728},"content_type":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"cwd":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"artifact_format":{"type":"string","enum":["legacy-raw","blue-session-bundle-v1"]},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"summary":{"type":["string","null"],"maxLength":1024,"pattern":"^[^\\u0000]*$"},"captured_at_unix_ms":{"type":"integer","minimum":0},"repository_root":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"repository_remote":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"}}};
+const schema40 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presign.schema.json","title":"PresignRequest","description":"Body of POST /session-uploads/presign (Blue's SessionUploadPresignRequest): the artifact a client is about to upload. Fields the contract does not name are tolerated and ignored. Text fields never hold NUL (PostgreSQL cannot store it), and names no control characters.","type":"object","required":["harness","session_id","sha256","size_bytes","content_type"],"properties":{"harness":{"description":"A harness name; for a session record (artifact_format blue-session-record-v1), its provider.","$ref":"session-record.schema.json#/definitions/provider"},"compatibility_profile":{"description":"The profile that captured it; absent: recorded as \"legacy\" (no profile).","type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"session_id":{"description":"The harness's native session id.","type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0,"maximum":134217728},"content_type":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"cwd":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"artifact_format":{"type":"string","enum":["legacy-raw","blue-session-bundle-v1","blue-session-record-v1"]},"tags":{"description":"Extension: the session's tags (replaces them).","type":"array","maxItems":32,"uniqueItems":true,"items":{"$ref":"session-record.schema.json#/definitions/tag"}},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"summary":{"type":["string","null"],"maxLength":1024,"pattern":"^[^\\u0000]*$"},"captured_at_unix_ms":{"type":"integer","minimum":0},"repository_root":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"repository_remote":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"}}};
+const schema42 = {"description":"Where the session came from: a harness name, or any other provider (chatgpt_export): lower-case letters, digits, `_`, `.` and `-`.","type":"string","pattern":"^[a-z0-9][a-z0-9_.-]{0,63}$"};
+const schema43 = {"description":"A word to find and filter by.","type":"string","pattern":"^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"};
+const pattern21 = new RegExp("^[a-z0-9][a-z0-9_.-]{0,63}$", "u");
 const pattern25 = new RegExp("^[^\\u0000]*$", "u");
+const pattern24 = new RegExp("^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$", "u");
+const func0 = runtime1.default;
 
 function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-presign.schema.json" */;
@@ -5319,8 +5375,9 @@ errors++;
 }
 if(data.harness !== undefined){
 let data0 = data.harness;
-if(typeof data0 !== "string"){
-const err5 = {instancePath:instancePath+"/harness",schemaPath:"harness-name.schema.json/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data0 === "string"){
+if(!pattern21.test(data0)){
+const err5 = {instancePath:instancePath+"/harness",schemaPath:"session-record.schema.json#/definitions/provider/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9][a-z0-9_.-]{0,63}$"},message:"must match pattern \""+"^[a-z0-9][a-z0-9_.-]{0,63}$"+"\""};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -5329,8 +5386,9 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!((((((data0 === "claude") || (data0 === "codex")) || (data0 === "gemini")) || (data0 === "kimi")) || (data0 === "opencode")) || (data0 === "qwen"))){
-const err6 = {instancePath:instancePath+"/harness",schemaPath:"harness-name.schema.json/enum",keyword:"enum",params:{allowedValues: schema12.enum},message:"must be equal to one of the allowed values"};
+}
+else {
+const err6 = {instancePath:instancePath+"/harness",schemaPath:"session-record.schema.json#/definitions/provider/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -5582,7 +5640,7 @@ vErrors.push(err27);
 }
 errors++;
 }
-if(!((data7 === "legacy-raw") || (data7 === "blue-session-bundle-v1"))){
+if(!(((data7 === "legacy-raw") || (data7 === "blue-session-bundle-v1")) || (data7 === "blue-session-record-v1"))){
 const err28 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/enum",keyword:"enum",params:{allowedValues: schema40.properties.artifact_format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
@@ -5593,9 +5651,11 @@ vErrors.push(err28);
 errors++;
 }
 }
-if(data.resumable !== undefined){
-if(typeof data.resumable !== "boolean"){
-const err29 = {instancePath:instancePath+"/resumable",schemaPath:"#/properties/resumable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.tags !== undefined){
+let data8 = data.tags;
+if(Array.isArray(data8)){
+if(data8.length > 32){
+const err29 = {instancePath:instancePath+"/tags",schemaPath:"#/properties/tags/maxItems",keyword:"maxItems",params:{limit: 32},message:"must NOT have more than 32 items"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -5604,11 +5664,12 @@ vErrors.push(err29);
 }
 errors++;
 }
-}
-if(data.title !== undefined){
-let data9 = data.title;
-if((typeof data9 !== "string") && (data9 !== null)){
-const err30 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema40.properties.title.type},message:"must be string,null"};
+const len0 = data8.length;
+for(let i0=0; i0<len0; i0++){
+let data9 = data8[i0];
+if(typeof data9 === "string"){
+if(!pattern24.test(data9)){
+const err30 = {instancePath:instancePath+"/tags/" + i0,schemaPath:"session-record.schema.json#/definitions/tag/pattern",keyword:"pattern",params:{pattern: "^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"},message:"must match pattern \""+"^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -5617,9 +5678,9 @@ vErrors.push(err30);
 }
 errors++;
 }
-if(typeof data9 === "string"){
-if(func2(data9) > 256){
-const err31 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+}
+else {
+const err31 = {instancePath:instancePath+"/tags/" + i0,schemaPath:"session-record.schema.json#/definitions/tag/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -5628,8 +5689,15 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(!pattern25.test(data9)){
-const err32 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
+}
+let i1 = data8.length;
+let j0;
+if(i1 > 1){
+outer0:
+for(;i1--;){
+for(j0 = i1; j0--;){
+if(func0(data8[i1], data8[j0])){
+const err32 = {instancePath:instancePath+"/tags",schemaPath:"#/properties/tags/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -5637,13 +5705,14 @@ else {
 vErrors.push(err32);
 }
 errors++;
+break outer0;
 }
 }
 }
-if(data.summary !== undefined){
-let data10 = data.summary;
-if((typeof data10 !== "string") && (data10 !== null)){
-const err33 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema40.properties.summary.type},message:"must be string,null"};
+}
+}
+else {
+const err33 = {instancePath:instancePath+"/tags",schemaPath:"#/properties/tags/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -5652,9 +5721,10 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(typeof data10 === "string"){
-if(func2(data10) > 1024){
-const err34 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+}
+if(data.resumable !== undefined){
+if(typeof data.resumable !== "boolean"){
+const err34 = {instancePath:instancePath+"/resumable",schemaPath:"#/properties/resumable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -5663,8 +5733,11 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(!pattern25.test(data10)){
-const err35 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
+}
+if(data.title !== undefined){
+let data11 = data.title;
+if((typeof data11 !== "string") && (data11 !== null)){
+const err35 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema40.properties.title.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -5673,12 +5746,9 @@ vErrors.push(err35);
 }
 errors++;
 }
-}
-}
-if(data.captured_at_unix_ms !== undefined){
-let data11 = data.captured_at_unix_ms;
-if(!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))){
-const err36 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(typeof data11 === "string"){
+if(func2(data11) > 256){
+const err36 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -5687,9 +5757,8 @@ vErrors.push(err36);
 }
 errors++;
 }
-if((typeof data11 == "number") && (isFinite(data11))){
-if(data11 < 0 || isNaN(data11)){
-const err37 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(!pattern25.test(data11)){
+const err37 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -5700,10 +5769,10 @@ errors++;
 }
 }
 }
-if(data.repository_root !== undefined){
-let data12 = data.repository_root;
+if(data.summary !== undefined){
+let data12 = data.summary;
 if((typeof data12 !== "string") && (data12 !== null)){
-const err38 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/type",keyword:"type",params:{type: schema40.properties.repository_root.type},message:"must be string,null"};
+const err38 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema40.properties.summary.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -5713,8 +5782,8 @@ vErrors.push(err38);
 errors++;
 }
 if(typeof data12 === "string"){
-if(func2(data12) > 4096){
-const err39 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(func2(data12) > 1024){
+const err39 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -5724,7 +5793,7 @@ vErrors.push(err39);
 errors++;
 }
 if(!pattern25.test(data12)){
-const err40 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
+const err40 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -5735,10 +5804,10 @@ errors++;
 }
 }
 }
-if(data.repository_remote !== undefined){
-let data13 = data.repository_remote;
-if((typeof data13 !== "string") && (data13 !== null)){
-const err41 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/type",keyword:"type",params:{type: schema40.properties.repository_remote.type},message:"must be string,null"};
+if(data.captured_at_unix_ms !== undefined){
+let data13 = data.captured_at_unix_ms;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err41 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -5747,9 +5816,9 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(typeof data13 === "string"){
-if(func2(data13) > 4096){
-const err42 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 < 0 || isNaN(data13)){
+const err42 = {instancePath:instancePath+"/captured_at_unix_ms",schemaPath:"#/properties/captured_at_unix_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -5758,8 +5827,12 @@ vErrors.push(err42);
 }
 errors++;
 }
-if(!pattern25.test(data13)){
-const err43 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
+}
+}
+if(data.repository_root !== undefined){
+let data14 = data.repository_root;
+if((typeof data14 !== "string") && (data14 !== null)){
+const err43 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/type",keyword:"type",params:{type: schema40.properties.repository_root.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -5768,16 +5841,72 @@ vErrors.push(err43);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err44 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data14 === "string"){
+if(func2(data14) > 4096){
+const err44 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
 if(vErrors === null){
 vErrors = [err44];
 }
 else {
 vErrors.push(err44);
+}
+errors++;
+}
+if(!pattern25.test(data14)){
+const err45 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+}
+if(data.repository_remote !== undefined){
+let data15 = data.repository_remote;
+if((typeof data15 !== "string") && (data15 !== null)){
+const err46 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/type",keyword:"type",params:{type: schema40.properties.repository_remote.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+if(typeof data15 === "string"){
+if(func2(data15) > 4096){
+const err47 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+if(!pattern25.test(data15)){
+const err48 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err49 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
 }
 errors++;
 }
@@ -6024,10 +6153,10 @@ validate17.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionDetail = validate30;
-const schema42 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-session-detail.schema.json","title":"SessionDetail","description":"Answer of GET /session-uploads/{id}: the captured session, who it is shared with, and its artifacts (every upload of it, newest first).","type":"object","required":["session","artifacts"],"properties":{"session":{"$ref":"control-captured-session.schema.json"},"sharing":{"type":"object","properties":{"user_ids":{"type":"array","maxItems":10000,"items":{"type":"string","maxLength":64}}}},"artifacts":{"type":"array","maxItems":10000,"items":{"type":"object","required":["id","sha256","size_bytes","status","created_at"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"sha256":{"type":"string","maxLength":64},"size_bytes":{"type":"integer","minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"status":{"type":"string","maxLength":32},"created_at":{"type":"string","maxLength":64},"completed_at":{"type":["string","null"],"maxLength":64},"retention_expires_at":{"type":["string","null"],"maxLength":64},"compatibility_profile":{"description":"Extension.","type":["string","null"],"maxLength":256},"artifact_format":{"description":"Extension.","type":["string","null"],"maxLength":128},"resumable":{"description":"Extension.","type":"boolean"},"expired":{"description":"Extension: past retention, or its object is gone.","type":"boolean"}}}}}};
+export const validateSessionDetail = validate31;
+const schema46 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-session-detail.schema.json","title":"SessionDetail","description":"Answer of GET /session-uploads/{id}: the captured session, who it is shared with, and its artifacts (every upload of it, newest first).","type":"object","required":["session","artifacts"],"properties":{"session":{"$ref":"control-captured-session.schema.json"},"sharing":{"type":"object","properties":{"user_ids":{"type":"array","maxItems":10000,"items":{"type":"string","maxLength":64}}}},"artifacts":{"type":"array","maxItems":10000,"items":{"type":"object","required":["id","sha256","size_bytes","status","created_at"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"sha256":{"type":"string","maxLength":64},"size_bytes":{"type":"integer","minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"status":{"type":"string","maxLength":32},"created_at":{"type":"string","maxLength":64},"completed_at":{"type":["string","null"],"maxLength":64},"retention_expires_at":{"type":["string","null"],"maxLength":64},"compatibility_profile":{"description":"Extension.","type":["string","null"],"maxLength":256},"artifact_format":{"description":"Extension.","type":["string","null"],"maxLength":128},"resumable":{"description":"Extension.","type":"boolean"},"expired":{"description":"Extension: past retention, or its object is gone.","type":"boolean"}}}}}};
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-session-detail.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -6269,7 +6398,7 @@ errors++;
 if(data5.content_type !== undefined){
 let data9 = data5.content_type;
 if((typeof data9 !== "string") && (data9 !== null)){
-const err19 = {instancePath:instancePath+"/artifacts/" + i1+"/content_type",schemaPath:"#/properties/artifacts/items/properties/content_type/type",keyword:"type",params:{type: schema42.properties.artifacts.items.properties.content_type.type},message:"must be string,null"};
+const err19 = {instancePath:instancePath+"/artifacts/" + i1+"/content_type",schemaPath:"#/properties/artifacts/items/properties/content_type/type",keyword:"type",params:{type: schema46.properties.artifacts.items.properties.content_type.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -6344,7 +6473,7 @@ errors++;
 if(data5.completed_at !== undefined){
 let data12 = data5.completed_at;
 if((typeof data12 !== "string") && (data12 !== null)){
-const err25 = {instancePath:instancePath+"/artifacts/" + i1+"/completed_at",schemaPath:"#/properties/artifacts/items/properties/completed_at/type",keyword:"type",params:{type: schema42.properties.artifacts.items.properties.completed_at.type},message:"must be string,null"};
+const err25 = {instancePath:instancePath+"/artifacts/" + i1+"/completed_at",schemaPath:"#/properties/artifacts/items/properties/completed_at/type",keyword:"type",params:{type: schema46.properties.artifacts.items.properties.completed_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -6369,7 +6498,7 @@ errors++;
 if(data5.retention_expires_at !== undefined){
 let data13 = data5.retention_expires_at;
 if((typeof data13 !== "string") && (data13 !== null)){
-const err27 = {instancePath:instancePath+"/artifacts/" + i1+"/retention_expires_at",schemaPath:"#/properties/artifacts/items/properties/retention_expires_at/type",keyword:"type",params:{type: schema42.properties.artifacts.items.properties.retention_expires_at.type},message:"must be string,null"};
+const err27 = {instancePath:instancePath+"/artifacts/" + i1+"/retention_expires_at",schemaPath:"#/properties/artifacts/items/properties/retention_expires_at/type",keyword:"type",params:{type: schema46.properties.artifacts.items.properties.retention_expires_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -6394,7 +6523,7 @@ errors++;
 if(data5.compatibility_profile !== undefined){
 let data14 = data5.compatibility_profile;
 if((typeof data14 !== "string") && (data14 !== null)){
-const err29 = {instancePath:instancePath+"/artifacts/" + i1+"/compatibility_profile",schemaPath:"#/properties/artifacts/items/properties/compatibility_profile/type",keyword:"type",params:{type: schema42.properties.artifacts.items.properties.compatibility_profile.type},message:"must be string,null"};
+const err29 = {instancePath:instancePath+"/artifacts/" + i1+"/compatibility_profile",schemaPath:"#/properties/artifacts/items/properties/compatibility_profile/type",keyword:"type",params:{type: schema46.properties.artifacts.items.properties.compatibility_profile.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -6419,7 +6548,7 @@ errors++;
 if(data5.artifact_format !== undefined){
 let data15 = data5.artifact_format;
 if((typeof data15 !== "string") && (data15 !== null)){
-const err31 = {instancePath:instancePath+"/artifacts/" + i1+"/artifact_format",schemaPath:"#/properties/artifacts/items/properties/artifact_format/type",keyword:"type",params:{type: schema42.properties.artifacts.items.properties.artifact_format.type},message:"must be string,null"};
+const err31 = {instancePath:instancePath+"/artifacts/" + i1+"/artifact_format",schemaPath:"#/properties/artifacts/items/properties/artifact_format/type",keyword:"type",params:{type: schema46.properties.artifacts.items.properties.artifact_format.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -6500,14 +6629,14 @@ vErrors.push(err37);
 }
 errors++;
 }
-validate30.errors = vErrors;
+validate31.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionSharing = validate32;
-const schema44 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-state.schema.json","title":"SessionSharing","description":"Answer of GET /session-uploads/{id}/sharing: the mode, whether the caller may change it, and who the session reaches.","type":"object","required":["mode","can_edit","recipient_count","recipients"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"can_edit":{"type":"boolean"},"recipient_count":{"type":"integer","minimum":0},"recipients":{"type":"array","maxItems":100000,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
+export const validateSessionSharing = validate33;
+const schema48 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-state.schema.json","title":"SessionSharing","description":"Answer of GET /session-uploads/{id}/sharing: the mode, whether the caller may change it, and who the session reaches.","type":"object","required":["mode","can_edit","recipient_count","recipients"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"can_edit":{"type":"boolean"},"recipient_count":{"type":"integer","minimum":0},"recipients":{"type":"array","maxItems":100000,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-sharing-state.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -6565,7 +6694,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(((data0 === "private") || (data0 === "workspace")) || (data0 === "selected"))){
-const err5 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema44.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema48.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -6734,14 +6863,14 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate32.errors = vErrors;
+validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSharingUpdated = validate33;
-const schema45 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-updated.schema.json","title":"SharingUpdated","description":"Answer of PUT /session-uploads/{id}/sharing: the session's new mode and recipients (the owner never among them).","type":"object","required":["id","mode","user_ids"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","maxLength":64}}}};
+export const validateSharingUpdated = validate34;
+const schema49 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-updated.schema.json","title":"SharingUpdated","description":"Answer of PUT /session-uploads/{id}/sharing: the session's new mode and recipients (the owner never among them).","type":"object","required":["id","mode","user_ids"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","maxLength":64}}}};
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-sharing-updated.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -6814,7 +6943,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(((data1 === "private") || (data1 === "workspace")) || (data1 === "selected"))){
-const err6 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema45.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema49.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -6886,14 +7015,14 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate33.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSharingRequest = validate34;
-const schema47 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing.schema.json","title":"SharingRequest","description":"Body of PUT /session-uploads/{id}/sharing: replaces who may see the session. Recipients are named by user id (`emails` is an extension of this server).","type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","minLength":1,"maxLength":320}},"emails":{"type":"array","maxItems":500,"items":{"type":"string","minLength":3,"maxLength":320}}}};
+export const validateSharingRequest = validate35;
+const schema51 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing.schema.json","title":"SharingRequest","description":"Body of PUT /session-uploads/{id}/sharing: replaces who may see the session. Recipients are named by user id (`emails` is an extension of this server).","type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","minLength":1,"maxLength":320}},"emails":{"type":"array","maxItems":500,"items":{"type":"string","minLength":3,"maxLength":320}}}};
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-sharing.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -6933,7 +7062,7 @@ vErrors.push(err2);
 errors++;
 }
 if(!(((data0 === "private") || (data0 === "workspace")) || (data0 === "selected"))){
-const err3 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema47.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema51.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -7076,16 +7205,16 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate34.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
 
-export const validateTokenAnswer = validate35;
-const schema48 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-token-answer.schema.json","title":"TokenAnswer","description":"A successful answer of POST /api/auth/oauth2/token (RFC 6749 §5.1): for a device code or a refresh token. Fields a later server adds are allowed and ignored.","type":"object","required":["access_token","token_type"],"properties":{"access_token":{"type":"string","minLength":1,"maxLength":4096,"pattern":"^[A-Za-z0-9._~+/=-]+$"},"token_type":{"type":"string","pattern":"^[Bb][Ee][Aa][Rr][Ee][Rr]$"},"expires_in":{"type":"integer","minimum":1},"refresh_token":{"type":"string","minLength":1,"maxLength":4096,"pattern":"^[A-Za-z0-9._~+/=-]+$"},"scope":{"type":"string","maxLength":1024}}};
-const pattern32 = new RegExp("^[A-Za-z0-9._~+/=-]+$", "u");
-const pattern33 = new RegExp("^[Bb][Ee][Aa][Rr][Ee][Rr]$", "u");
+export const validateTokenAnswer = validate36;
+const schema52 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-token-answer.schema.json","title":"TokenAnswer","description":"A successful answer of POST /api/auth/oauth2/token (RFC 6749 §5.1): for a device code or a refresh token. Fields a later server adds are allowed and ignored.","type":"object","required":["access_token","token_type"],"properties":{"access_token":{"type":"string","minLength":1,"maxLength":4096,"pattern":"^[A-Za-z0-9._~+/=-]+$"},"token_type":{"type":"string","pattern":"^[Bb][Ee][Aa][Rr][Ee][Rr]$"},"expires_in":{"type":"integer","minimum":1},"refresh_token":{"type":"string","minLength":1,"maxLength":4096,"pattern":"^[A-Za-z0-9._~+/=-]+$"},"scope":{"type":"string","maxLength":1024}}};
+const pattern40 = new RegExp("^[A-Za-z0-9._~+/=-]+$", "u");
+const pattern41 = new RegExp("^[Bb][Ee][Aa][Rr][Ee][Rr]$", "u");
 
-function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-token-answer.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -7133,7 +7262,7 @@ vErrors.push(err3);
 }
 errors++;
 }
-if(!pattern32.test(data0)){
+if(!pattern40.test(data0)){
 const err4 = {instancePath:instancePath+"/access_token",schemaPath:"#/properties/access_token/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._~+/=-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._~+/=-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err4];
@@ -7158,7 +7287,7 @@ errors++;
 if(data.token_type !== undefined){
 let data1 = data.token_type;
 if(typeof data1 === "string"){
-if(!pattern33.test(data1)){
+if(!pattern41.test(data1)){
 const err6 = {instancePath:instancePath+"/token_type",schemaPath:"#/properties/token_type/pattern",keyword:"pattern",params:{pattern: "^[Bb][Ee][Aa][Rr][Ee][Rr]$"},message:"must match pattern \""+"^[Bb][Ee][Aa][Rr][Ee][Rr]$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -7228,7 +7357,7 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(!pattern32.test(data3)){
+if(!pattern40.test(data3)){
 const err12 = {instancePath:instancePath+"/refresh_token",schemaPath:"#/properties/refresh_token/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._~+/=-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._~+/=-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err12];
@@ -7286,15 +7415,15 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate35.errors = vErrors;
+validate36.errors = vErrors;
 return errors === 0;
 }
 
-export const validateTokenList = validate36;
-const schema49 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-tokens.schema.json","title":"TokenList","description":"Answer of GET /users/{id}/tokens (the user, or an administrator): the user's sign-ins, newest first, revoked and lapsed ones too (for 90 days). A sign-in is a personal token or a device sign-in (its access and refresh tokens); the tokens themselves are never shown again. DELETE /tokens/{id} answers one item.","type":"object","required":["items"],"additionalProperties":false,"properties":{"items":{"type":"array","items":{"$ref":"#/definitions/token"}}},"definitions":{"token":{"type":"object","required":["id","user_id","kind","label","scopes","created_at","last_used_at","expires_at","revoked_at","active"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"user_id":{"type":"string","maxLength":64},"kind":{"description":"personal: made by an administrator (users add, tokens add), never expires; device: a device-flow sign-in, refreshed by its client.","enum":["personal","device"]},"label":{"description":"What it is: who made it and for what, or the client that signed in.","type":"string","maxLength":256},"scopes":{"type":"array","items":{"type":"string","maxLength":64}},"created_at":{"type":"string","maxLength":64},"last_used_at":{"type":["string","null"],"maxLength":64},"expires_at":{"description":"When a device sign-in lapses unless refreshed; null for a personal token.","type":["string","null"],"maxLength":64},"revoked_at":{"type":["string","null"],"maxLength":64},"active":{"description":"Neither revoked nor lapsed: its tokens work.","type":"boolean"}}}}};
-const schema50 = {"type":"object","required":["id","user_id","kind","label","scopes","created_at","last_used_at","expires_at","revoked_at","active"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"user_id":{"type":"string","maxLength":64},"kind":{"description":"personal: made by an administrator (users add, tokens add), never expires; device: a device-flow sign-in, refreshed by its client.","enum":["personal","device"]},"label":{"description":"What it is: who made it and for what, or the client that signed in.","type":"string","maxLength":256},"scopes":{"type":"array","items":{"type":"string","maxLength":64}},"created_at":{"type":"string","maxLength":64},"last_used_at":{"type":["string","null"],"maxLength":64},"expires_at":{"description":"When a device sign-in lapses unless refreshed; null for a personal token.","type":["string","null"],"maxLength":64},"revoked_at":{"type":["string","null"],"maxLength":64},"active":{"description":"Neither revoked nor lapsed: its tokens work.","type":"boolean"}}};
+export const validateTokenList = validate37;
+const schema53 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-tokens.schema.json","title":"TokenList","description":"Answer of GET /users/{id}/tokens (the user, or an administrator): the user's sign-ins, newest first, revoked and lapsed ones too (for 90 days). A sign-in is a personal token or a device sign-in (its access and refresh tokens); the tokens themselves are never shown again. DELETE /tokens/{id} answers one item.","type":"object","required":["items"],"additionalProperties":false,"properties":{"items":{"type":"array","items":{"$ref":"#/definitions/token"}}},"definitions":{"token":{"type":"object","required":["id","user_id","kind","label","scopes","created_at","last_used_at","expires_at","revoked_at","active"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"user_id":{"type":"string","maxLength":64},"kind":{"description":"personal: made by an administrator (users add, tokens add), never expires; device: a device-flow sign-in, refreshed by its client.","enum":["personal","device"]},"label":{"description":"What it is: who made it and for what, or the client that signed in.","type":"string","maxLength":256},"scopes":{"type":"array","items":{"type":"string","maxLength":64}},"created_at":{"type":"string","maxLength":64},"last_used_at":{"type":["string","null"],"maxLength":64},"expires_at":{"description":"When a device sign-in lapses unless refreshed; null for a personal token.","type":["string","null"],"maxLength":64},"revoked_at":{"type":["string","null"],"maxLength":64},"active":{"description":"Neither revoked nor lapsed: its tokens work.","type":"boolean"}}}}};
+const schema54 = {"type":"object","required":["id","user_id","kind","label","scopes","created_at","last_used_at","expires_at","revoked_at","active"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"user_id":{"type":"string","maxLength":64},"kind":{"description":"personal: made by an administrator (users add, tokens add), never expires; device: a device-flow sign-in, refreshed by its client.","enum":["personal","device"]},"label":{"description":"What it is: who made it and for what, or the client that signed in.","type":"string","maxLength":256},"scopes":{"type":"array","items":{"type":"string","maxLength":64}},"created_at":{"type":"string","maxLength":64},"last_used_at":{"type":["string","null"],"maxLength":64},"expires_at":{"description":"When a device sign-in lapses unless refreshed; null for a personal token.","type":["string","null"],"maxLength":64},"revoked_at":{"type":["string","null"],"maxLength":64},"active":{"description":"Neither revoked nor lapsed: its tokens work.","type":"boolean"}}};
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-tokens.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -7429,7 +7558,7 @@ vErrors.push(err11);
 errors++;
 }
 for(const key1 in data1){
-if(!(func13.call(schema50.properties, key1))){
+if(!(func13.call(schema54.properties, key1))){
 const err12 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/definitions/token/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err12];
@@ -7493,7 +7622,7 @@ errors++;
 if(data1.kind !== undefined){
 let data4 = data1.kind;
 if(!((data4 === "personal") || (data4 === "device"))){
-const err17 = {instancePath:instancePath+"/items/" + i0+"/kind",schemaPath:"#/definitions/token/properties/kind/enum",keyword:"enum",params:{allowedValues: schema50.properties.kind.enum},message:"must be equal to one of the allowed values"};
+const err17 = {instancePath:instancePath+"/items/" + i0+"/kind",schemaPath:"#/definitions/token/properties/kind/enum",keyword:"enum",params:{allowedValues: schema54.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -7597,7 +7726,7 @@ errors++;
 if(data1.last_used_at !== undefined){
 let data9 = data1.last_used_at;
 if((typeof data9 !== "string") && (data9 !== null)){
-const err25 = {instancePath:instancePath+"/items/" + i0+"/last_used_at",schemaPath:"#/definitions/token/properties/last_used_at/type",keyword:"type",params:{type: schema50.properties.last_used_at.type},message:"must be string,null"};
+const err25 = {instancePath:instancePath+"/items/" + i0+"/last_used_at",schemaPath:"#/definitions/token/properties/last_used_at/type",keyword:"type",params:{type: schema54.properties.last_used_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -7622,7 +7751,7 @@ errors++;
 if(data1.expires_at !== undefined){
 let data10 = data1.expires_at;
 if((typeof data10 !== "string") && (data10 !== null)){
-const err27 = {instancePath:instancePath+"/items/" + i0+"/expires_at",schemaPath:"#/definitions/token/properties/expires_at/type",keyword:"type",params:{type: schema50.properties.expires_at.type},message:"must be string,null"};
+const err27 = {instancePath:instancePath+"/items/" + i0+"/expires_at",schemaPath:"#/definitions/token/properties/expires_at/type",keyword:"type",params:{type: schema54.properties.expires_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -7647,7 +7776,7 @@ errors++;
 if(data1.revoked_at !== undefined){
 let data11 = data1.revoked_at;
 if((typeof data11 !== "string") && (data11 !== null)){
-const err29 = {instancePath:instancePath+"/items/" + i0+"/revoked_at",schemaPath:"#/definitions/token/properties/revoked_at/type",keyword:"type",params:{type: schema50.properties.revoked_at.type},message:"must be string,null"};
+const err29 = {instancePath:instancePath+"/items/" + i0+"/revoked_at",schemaPath:"#/definitions/token/properties/revoked_at/type",keyword:"type",params:{type: schema54.properties.revoked_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -7716,14 +7845,14 @@ vErrors.push(err34);
 }
 errors++;
 }
-validate36.errors = vErrors;
+validate37.errors = vErrors;
 return errors === 0;
 }
 
-export const validateUserList = validate37;
-const schema51 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-users.schema.json","title":"UserList","description":"Answer of GET /users (administrators): every user of the organisation, oldest first.","type":"object","required":["items"],"additionalProperties":false,"properties":{"items":{"type":"array","items":{"type":"object","required":["id","email","role","created_at","active_tokens"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320},"role":{"enum":["admin","member"]},"created_at":{"description":"ISO 8601 UTC.","type":"string","maxLength":64},"active_tokens":{"description":"Sign-ins (personal tokens and device sign-ins) neither revoked nor lapsed.","type":"integer","minimum":0}}}}}};
+export const validateUserList = validate38;
+const schema55 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-users.schema.json","title":"UserList","description":"Answer of GET /users (administrators): every user of the organisation, oldest first.","type":"object","required":["items"],"additionalProperties":false,"properties":{"items":{"type":"array","items":{"type":"object","required":["id","email","role","created_at","active_tokens"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320},"role":{"enum":["admin","member"]},"created_at":{"description":"ISO 8601 UTC.","type":"string","maxLength":64},"active_tokens":{"description":"Sign-ins (personal tokens and device sign-ins) neither revoked nor lapsed.","type":"integer","minimum":0}}}}}};
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-users.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -7872,7 +8001,7 @@ errors++;
 if(data1.role !== undefined){
 let data4 = data1.role;
 if(!((data4 === "admin") || (data4 === "member"))){
-const err12 = {instancePath:instancePath+"/items/" + i0+"/role",schemaPath:"#/properties/items/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema51.properties.items.items.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/items/" + i0+"/role",schemaPath:"#/properties/items/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema55.properties.items.items.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -7967,15 +8096,15 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate37.errors = vErrors;
+validate38.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessMetadataDocument = validate38;
-const schema52 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/harness-metadata.schema.json","title":"HarnessMetadataDocument","description":"Answer of GET /harness-metadata (Blue's harness registry): each harness, its generations (the compatibility profiles' intervals) and what they can do. Generated from profiles/*.yaml; `display_name`-like extensions are allowed.","type":"object","required":["contract_version","harnesses"],"properties":{"contract_version":{"type":"integer","minimum":1},"harnesses":{"type":"array","maxItems":64,"items":{"type":"object","required":["key","aliases","label","description","binary_names","install_command_template","capabilities","component_rules","generations"],"properties":{"key":{"type":"string","maxLength":64},"aliases":{"type":"array","items":{"type":"string","maxLength":64}},"label":{"type":"string","maxLength":128},"description":{"type":"string","maxLength":1024},"binary_names":{"type":"array","items":{"type":"string","maxLength":64}},"install_command_template":{"type":"string","maxLength":1024},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"generations":{"type":"array","items":{"type":"object","required":["profile","introduced","verified_before","lifecycle","capabilities","component_rules"],"properties":{"profile":{"type":"string","maxLength":256},"introduced":{"type":"string","maxLength":64},"before":{"type":["string","null"],"maxLength":64},"verified_before":{"type":"string","maxLength":64},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"verified_by":{"description":"Extension: how the certified versions were exercised.","type":"string","enum":["cli","fixtures"]},"capture_event":{"description":"Extension: the native event the capture hook runs on.","type":"string","maxLength":64}}}}}}}},"definitions":{"componentRules":{"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}}}};
-const schema53 = {"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}};
+export const validateHarnessMetadataDocument = validate39;
+const schema56 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/harness-metadata.schema.json","title":"HarnessMetadataDocument","description":"Answer of GET /harness-metadata (Blue's harness registry): each harness, its generations (the compatibility profiles' intervals) and what they can do. Generated from profiles/*.yaml; `display_name`-like extensions are allowed.","type":"object","required":["contract_version","harnesses"],"properties":{"contract_version":{"type":"integer","minimum":1},"harnesses":{"type":"array","maxItems":64,"items":{"type":"object","required":["key","aliases","label","description","binary_names","install_command_template","capabilities","component_rules","generations"],"properties":{"key":{"type":"string","maxLength":64},"aliases":{"type":"array","items":{"type":"string","maxLength":64}},"label":{"type":"string","maxLength":128},"description":{"type":"string","maxLength":1024},"binary_names":{"type":"array","items":{"type":"string","maxLength":64}},"install_command_template":{"type":"string","maxLength":1024},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"generations":{"type":"array","items":{"type":"object","required":["profile","introduced","verified_before","lifecycle","capabilities","component_rules"],"properties":{"profile":{"type":"string","maxLength":256},"introduced":{"type":"string","maxLength":64},"before":{"type":["string","null"],"maxLength":64},"verified_before":{"type":"string","maxLength":64},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"verified_by":{"description":"Extension: how the certified versions were exercised.","type":"string","enum":["cli","fixtures"]},"capture_event":{"description":"Extension: the native event the capture hook runs on.","type":"string","maxLength":64}}}}}}}},"definitions":{"componentRules":{"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}}}};
+const schema57 = {"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}};
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/harness-metadata.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -8556,7 +8685,7 @@ errors++;
 if(data18.before !== undefined){
 let data21 = data18.before;
 if((typeof data21 !== "string") && (data21 !== null)){
-const err48 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/before",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/before/type",keyword:"type",params:{type: schema52.properties.harnesses.items.properties.generations.items.properties.before.type},message:"must be string,null"};
+const err48 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/before",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/before/type",keyword:"type",params:{type: schema56.properties.harnesses.items.properties.generations.items.properties.before.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -8616,7 +8745,7 @@ vErrors.push(err52);
 errors++;
 }
 if(!((data23 === "supported") || (data23 === "deprecated"))){
-const err53 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/lifecycle",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema52.properties.harnesses.items.properties.generations.items.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
+const err53 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/lifecycle",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema56.properties.harnesses.items.properties.generations.items.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -8761,7 +8890,7 @@ vErrors.push(err64);
 errors++;
 }
 if(!((data30 === "cli") || (data30 === "fixtures"))){
-const err65 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/verified_by",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema52.properties.harnesses.items.properties.generations.items.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
+const err65 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/verified_by",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema56.properties.harnesses.items.properties.generations.items.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -8855,13 +8984,13 @@ vErrors.push(err72);
 }
 errors++;
 }
-validate38.errors = vErrors;
+validate39.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessName = validate39;
+export const validateHarnessName = validate40;
 
-function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/harness-name.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -8885,17 +9014,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate39.errors = vErrors;
+validate40.errors = vErrors;
 return errors === 0;
 }
 
-export const validateGovernancePolicy = validate40;
-const schema56 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of the contract's document (packages, gateway, telemetry, managed_config, mcp, ...) and fields a later contract adds are tolerated and ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled: none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}}}}};
-const schema57 = {"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."};
-const schema58 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled: none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}}};
-const pattern35 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
+export const validateGovernancePolicy = validate41;
+const schema60 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of the contract's document (packages, gateway, telemetry, managed_config, mcp, ...) and fields a later contract adds are tolerated and ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled: none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}}}}};
+const schema61 = {"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."};
+const schema62 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled: none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}}};
+const pattern43 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
 
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/policy.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -8965,7 +9094,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!pattern35.test(data0)){
+if(!pattern43.test(data0)){
 const err5 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err5];
@@ -9417,7 +9546,7 @@ vErrors.push(err39);
 errors++;
 }
 if(!((data14 === "none") || (data14 === "secrets"))){
-const err40 = {instancePath:instancePath+"/session_upload/redact",schemaPath:"#/definitions/sessionUpload/properties/redact/enum",keyword:"enum",params:{allowedValues: schema58.properties.redact.enum},message:"must be equal to one of the allowed values"};
+const err40 = {instancePath:instancePath+"/session_upload/redact",schemaPath:"#/definitions/sessionUpload/properties/redact/enum",keyword:"enum",params:{allowedValues: schema62.properties.redact.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -9605,22 +9734,21 @@ vErrors.push(err54);
 }
 errors++;
 }
-validate40.errors = vErrors;
+validate41.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessProfiles = validate41;
-const schema59 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
-const schema61 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
-const schema62 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
-const schema65 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
-const func0 = runtime1.default;
-const pattern38 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
-const pattern39 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
-const pattern43 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
-const pattern45 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
+export const validateHarnessProfiles = validate42;
+const schema63 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
+const schema65 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
+const schema66 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
+const schema69 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
+const pattern46 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
+const pattern47 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
+const pattern51 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
+const pattern53 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -9675,7 +9803,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!(func13.call(schema61.properties, key0))){
+if(!(func13.call(schema65.properties, key0))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -9709,7 +9837,7 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(!pattern38.test(data0)){
+if(!pattern46.test(data0)){
 const err8 = {instancePath:instancePath+"/profile",schemaPath:"#/properties/profile/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -9744,7 +9872,7 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(!pattern39.test(data1)){
+if(!pattern47.test(data1)){
 const err11 = {instancePath:instancePath+"/introduced",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -9779,7 +9907,7 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(!pattern39.test(data2)){
+if(!pattern47.test(data2)){
 const err14 = {instancePath:instancePath+"/before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -9814,7 +9942,7 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(!pattern39.test(data3)){
+if(!pattern47.test(data3)){
 const err17 = {instancePath:instancePath+"/verified_before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err17];
@@ -9884,7 +10012,7 @@ vErrors.push(err22);
 errors++;
 }
 if(!((data5 === "cli") || (data5 === "fixtures"))){
-const err23 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema61.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
+const err23 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema65.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -9907,7 +10035,7 @@ vErrors.push(err24);
 errors++;
 }
 if(!((data6 === "supported") || (data6 === "deprecated"))){
-const err25 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema61.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
+const err25 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema65.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -9944,7 +10072,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!(((data8 === "session_capture") || (data8 === "session_resume")) || (data8 === "restore_rewrite"))){
-const err28 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema65.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema69.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -10023,7 +10151,7 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(!pattern38.test(data10)){
+if(!pattern46.test(data10)){
 const err34 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err34];
@@ -10129,7 +10257,7 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(!pattern43.test(data12)){
+if(!pattern51.test(data12)){
 const err42 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err42];
@@ -10432,7 +10560,7 @@ vErrors.push(err67);
 errors++;
 }
 if(!(((data20 === "SessionEnd") || (data20 === "Stop")) || (data20 === "session.idle"))){
-const err68 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema61.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err68 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema65.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -10557,7 +10685,7 @@ vErrors.push(err78);
 }
 errors++;
 }
-if(!pattern43.test(data24)){
+if(!pattern51.test(data24)){
 const err79 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err79];
@@ -10592,7 +10720,7 @@ vErrors.push(err81);
 }
 errors++;
 }
-if(!pattern45.test(data25)){
+if(!pattern53.test(data25)){
 const err82 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+(-[a-z0-9]+)*$"},message:"must match pattern \""+"^[a-z0-9]+(-[a-z0-9]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err82];
@@ -10907,12 +11035,12 @@ vErrors.push(err106);
 }
 errors++;
 }
-validate42.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/profile.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -11275,8 +11403,8 @@ errors++;
 }
 const len1 = data8.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate42(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
-vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
+if(!(validate43(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
+vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
 errors = vErrors.length;
 }
 }
@@ -11303,7 +11431,529 @@ vErrors.push(err32);
 }
 errors++;
 }
-validate41.errors = vErrors;
+validate42.errors = vErrors;
+return errors === 0;
+}
+
+export const validateSessionRecord = validate30;
+const schema41 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/session-record.schema.json","title":"SessionRecord","description":"A session record (artifact format blue-session-record-v1): a conversation a person stored (`blue-agent sessions store`) or imported (`blue-agent import chatgpt-export`) rather than one a harness captured. Never resumable. The Control API reads it for search and the transcript viewer.","type":"object","additionalProperties":false,"required":["format","provider","title","tags"],"properties":{"format":{"type":"string","const":"blue-session-record-v1"},"provider":{"$ref":"#/definitions/provider"},"provider_session_id":{"description":"The provider's own id of the conversation, when it has one.","type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$"},"title":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000]*\\S[^\\u0000]*$"},"tags":{"type":"array","maxItems":32,"uniqueItems":true,"items":{"$ref":"#/definitions/tag"}},"created_at_unix_ms":{"description":"When the conversation began, when known.","type":"integer","minimum":0,"maximum":9007199254740991},"content":{"description":"What the session says, as text: what `sessions store` read.","type":"string","maxLength":33554432,"pattern":"^[^\\u0000]*$"},"messages":{"description":"What the session says, as turns: what an import read.","type":"array","maxItems":100000,"items":{"type":"object","additionalProperties":false,"required":["role","text"],"properties":{"role":{"type":"string","enum":["user","assistant","system","tool"]},"text":{"type":"string","maxLength":33554432,"pattern":"^[^\\u0000]*$"},"created_at_unix_ms":{"type":"integer","minimum":0,"maximum":9007199254740991}}}}},"definitions":{"provider":{"description":"Where the session came from: a harness name, or any other provider (chatgpt_export): lower-case letters, digits, `_`, `.` and `-`.","type":"string","pattern":"^[a-z0-9][a-z0-9_.-]{0,63}$"},"tag":{"description":"A word to find and filter by.","type":"string","pattern":"^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"}}};
+const pattern22 = new RegExp("^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$", "u");
+const pattern23 = new RegExp("^[^\\u0000]*\\S[^\\u0000]*$", "u");
+
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/session-record.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.format === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.provider === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.title === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "title"},message:"must have required property '"+"title"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.tags === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tags"},message:"must have required property '"+"tags"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((((((key0 === "format") || (key0 === "provider")) || (key0 === "provider_session_id")) || (key0 === "title")) || (key0 === "tags")) || (key0 === "created_at_unix_ms")) || (key0 === "content")) || (key0 === "messages"))){
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.format !== undefined){
+let data0 = data.format;
+if(typeof data0 !== "string"){
+const err5 = {instancePath:instancePath+"/format",schemaPath:"#/properties/format/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if("blue-session-record-v1" !== data0){
+const err6 = {instancePath:instancePath+"/format",schemaPath:"#/properties/format/const",keyword:"const",params:{allowedValue: "blue-session-record-v1"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.provider !== undefined){
+let data1 = data.provider;
+if(typeof data1 === "string"){
+if(!pattern21.test(data1)){
+const err7 = {instancePath:instancePath+"/provider",schemaPath:"#/definitions/provider/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9][a-z0-9_.-]{0,63}$"},message:"must match pattern \""+"^[a-z0-9][a-z0-9_.-]{0,63}$"+"\""};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/provider",schemaPath:"#/definitions/provider/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.provider_session_id !== undefined){
+let data2 = data.provider_session_id;
+if(typeof data2 === "string"){
+if(func2(data2) > 512){
+const err9 = {instancePath:instancePath+"/provider_session_id",schemaPath:"#/properties/provider_session_id/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(func2(data2) < 1){
+const err10 = {instancePath:instancePath+"/provider_session_id",schemaPath:"#/properties/provider_session_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(!pattern22.test(data2)){
+const err11 = {instancePath:instancePath+"/provider_session_id",schemaPath:"#/properties/provider_session_id/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$"+"\""};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/provider_session_id",schemaPath:"#/properties/provider_session_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.title !== undefined){
+let data3 = data.title;
+if(typeof data3 === "string"){
+if(func2(data3) > 256){
+const err13 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(func2(data3) < 1){
+const err14 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(!pattern23.test(data3)){
+const err15 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*\\S[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*\\S[^\\u0000]*$"+"\""};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data.tags !== undefined){
+let data4 = data.tags;
+if(Array.isArray(data4)){
+if(data4.length > 32){
+const err17 = {instancePath:instancePath+"/tags",schemaPath:"#/properties/tags/maxItems",keyword:"maxItems",params:{limit: 32},message:"must NOT have more than 32 items"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+const len0 = data4.length;
+for(let i0=0; i0<len0; i0++){
+let data5 = data4[i0];
+if(typeof data5 === "string"){
+if(!pattern24.test(data5)){
+const err18 = {instancePath:instancePath+"/tags/" + i0,schemaPath:"#/definitions/tag/pattern",keyword:"pattern",params:{pattern: "^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"},message:"must match pattern \""+"^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"+"\""};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/tags/" + i0,schemaPath:"#/definitions/tag/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+let i1 = data4.length;
+let j0;
+if(i1 > 1){
+outer0:
+for(;i1--;){
+for(j0 = i1; j0--;){
+if(func0(data4[i1], data4[j0])){
+const err20 = {instancePath:instancePath+"/tags",schemaPath:"#/properties/tags/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+break outer0;
+}
+}
+}
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/tags",schemaPath:"#/properties/tags/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.created_at_unix_ms !== undefined){
+let data6 = data.created_at_unix_ms;
+if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
+const err22 = {instancePath:instancePath+"/created_at_unix_ms",schemaPath:"#/properties/created_at_unix_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if((typeof data6 == "number") && (isFinite(data6))){
+if(data6 > 9007199254740991 || isNaN(data6)){
+const err23 = {instancePath:instancePath+"/created_at_unix_ms",schemaPath:"#/properties/created_at_unix_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+if(data6 < 0 || isNaN(data6)){
+const err24 = {instancePath:instancePath+"/created_at_unix_ms",schemaPath:"#/properties/created_at_unix_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+}
+if(data.content !== undefined){
+let data7 = data.content;
+if(typeof data7 === "string"){
+if(func2(data7) > 33554432){
+const err25 = {instancePath:instancePath+"/content",schemaPath:"#/properties/content/maxLength",keyword:"maxLength",params:{limit: 33554432},message:"must NOT have more than 33554432 characters"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(!pattern25.test(data7)){
+const err26 = {instancePath:instancePath+"/content",schemaPath:"#/properties/content/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+else {
+const err27 = {instancePath:instancePath+"/content",schemaPath:"#/properties/content/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data.messages !== undefined){
+let data8 = data.messages;
+if(Array.isArray(data8)){
+if(data8.length > 100000){
+const err28 = {instancePath:instancePath+"/messages",schemaPath:"#/properties/messages/maxItems",keyword:"maxItems",params:{limit: 100000},message:"must NOT have more than 100000 items"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+const len1 = data8.length;
+for(let i2=0; i2<len1; i2++){
+let data9 = data8[i2];
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(data9.role === undefined){
+const err29 = {instancePath:instancePath+"/messages/" + i2,schemaPath:"#/properties/messages/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if(data9.text === undefined){
+const err30 = {instancePath:instancePath+"/messages/" + i2,schemaPath:"#/properties/messages/items/required",keyword:"required",params:{missingProperty: "text"},message:"must have required property '"+"text"+"'"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+for(const key1 in data9){
+if(!(((key1 === "role") || (key1 === "text")) || (key1 === "created_at_unix_ms"))){
+const err31 = {instancePath:instancePath+"/messages/" + i2,schemaPath:"#/properties/messages/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+if(data9.role !== undefined){
+let data10 = data9.role;
+if(typeof data10 !== "string"){
+const err32 = {instancePath:instancePath+"/messages/" + i2+"/role",schemaPath:"#/properties/messages/items/properties/role/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+if(!((((data10 === "user") || (data10 === "assistant")) || (data10 === "system")) || (data10 === "tool"))){
+const err33 = {instancePath:instancePath+"/messages/" + i2+"/role",schemaPath:"#/properties/messages/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema41.properties.messages.items.properties.role.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+if(data9.text !== undefined){
+let data11 = data9.text;
+if(typeof data11 === "string"){
+if(func2(data11) > 33554432){
+const err34 = {instancePath:instancePath+"/messages/" + i2+"/text",schemaPath:"#/properties/messages/items/properties/text/maxLength",keyword:"maxLength",params:{limit: 33554432},message:"must NOT have more than 33554432 characters"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+if(!pattern25.test(data11)){
+const err35 = {instancePath:instancePath+"/messages/" + i2+"/text",schemaPath:"#/properties/messages/items/properties/text/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+else {
+const err36 = {instancePath:instancePath+"/messages/" + i2+"/text",schemaPath:"#/properties/messages/items/properties/text/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+if(data9.created_at_unix_ms !== undefined){
+let data12 = data9.created_at_unix_ms;
+if(!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))){
+const err37 = {instancePath:instancePath+"/messages/" + i2+"/created_at_unix_ms",schemaPath:"#/properties/messages/items/properties/created_at_unix_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+if((typeof data12 == "number") && (isFinite(data12))){
+if(data12 > 9007199254740991 || isNaN(data12)){
+const err38 = {instancePath:instancePath+"/messages/" + i2+"/created_at_unix_ms",schemaPath:"#/properties/messages/items/properties/created_at_unix_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if(data12 < 0 || isNaN(data12)){
+const err39 = {instancePath:instancePath+"/messages/" + i2+"/created_at_unix_ms",schemaPath:"#/properties/messages/items/properties/created_at_unix_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/messages/" + i2,schemaPath:"#/properties/messages/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+}
+else {
+const err41 = {instancePath:instancePath+"/messages",schemaPath:"#/properties/messages/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+}
+else {
+const err42 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+validate30.errors = vErrors;
 return errors === 0;
 }
 

@@ -80,6 +80,29 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     expect((await (await browser(t.bob)).get('/sessions?q=watchdog')).text).toContain('No sessions match.');
   });
 
+  it('shows stored records with their tags, filters by tag, and reads what a record says in the transcript viewer', async () => {
+    t = await startTestServer({ backend });
+    const record = Buffer.from(`${JSON.stringify({ format: 'blue-session-record-v1', provider: 'notes', title: 'Design notes', tags: ['design', 'q<3'], content: 'We chose <b>the queue</b> design.' })}\n`);
+    const done = await t.upload(t.alice, record, { harness: 'notes', session_id: 'note-1', title: 'Design notes', artifact_format: 'blue-session-record-v1', content_type: 'application/vnd.blue.session-record+json', tags: ['design', 'q<3'] });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    await upload(t.alice, 'sess-other', 'Something else', ['Hello.', 'Hi.']);
+    await t.server.searchIdle();
+    const alice = await browser(t.alice);
+    const list = await alice.get('/sessions');
+    expect(list.text).toContain('href="/sessions?tag=design">#design</a>');
+    // Tags are text: escaped like everything else.
+    expect(list.text).toContain('#q&lt;3');
+    const byTag = await alice.get('/sessions?tag=design');
+    expect(byTag.text).toContain('1 session<');
+    expect(byTag.text).not.toContain('Something else');
+    expect((await alice.get('/sessions?q=queue')).text).toContain(`href="/sessions/${done.sessionId}"`);
+    const page = await alice.get(`/sessions/${done.sessionId}`);
+    expect(page.text).toContain('<dt>Provider</dt>');
+    expect(page.text).toContain('#design #q&lt;3');
+    // Its transcript is what the record says, escaped.
+    expect(page.text).toContain('<div class="text">We chose &lt;b>the queue&lt;/b> design.</div>');
+  });
+
   it('shows a session: metadata, revisions, the resume command, and the transcript escaped, masked and cut', async () => {
     t = await startTestServer({ backend });
     const long = `${'x'.repeat(2_000)}TAIL-OF-THE-LONG-TURN`;
