@@ -279,6 +279,8 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
   const find = (req.url.searchParams.get('find') ?? '').trim().slice(0, 200);
   const found = owned && find !== '' ? (await rc.store.searchUsers(find, user.id, 10)).filter((u) => !recipients.some((r) => r.id === u.id)) : [];
   const current = session.current;
+  // A stored or imported record: no harness folder, no profile, nothing to resume.
+  const record = current?.artifact_format === RECORD_FORMAT;
   const saved = req.url.searchParams.get('saved');
   sendPage(
     req.reply,
@@ -294,7 +296,7 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
         </p>
       )}
       <dl class="facts">
-        <dt>{current?.artifact_format === RECORD_FORMAT ? 'Provider' : 'Harness'}</dt>
+        <dt>{record ? 'Provider' : 'Harness'}</dt>
         <dd>{session.harness}</dd>
         {session.tags.length === 0 ? null : (
           <>
@@ -304,10 +306,14 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
         )}
         <dt>Owner</dt>
         <dd>{owned ? `you (${session.owner_email})` : session.owner_email}</dd>
-        <dt>Recorded in</dt>
-        <dd>
-          <code>{current?.cwd ?? '(unknown)'}</code>
-        </dd>
+        {record ? null : (
+          <>
+            <dt>Recorded in</dt>
+            <dd>
+              <code>{current?.cwd ?? '(unknown)'}</code>
+            </dd>
+          </>
+        )}
         {current?.repository_remote == null ? null : (
           <>
             <dt>Repository</dt>
@@ -324,8 +330,8 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
         <dd>{when(session.updated_at)}</dd>
         <dt>Status</dt>
         <dd>{current?.status ?? 'no verified upload yet'}</dd>
-        <dt>Profile</dt>
-        <dd>{current?.compatibility_profile ?? '—'}</dd>
+        <dt>{record ? 'Kind' : 'Profile'}</dt>
+        <dd>{record ? 'a stored record (not resumable)' : (current?.compatibility_profile ?? '—')}</dd>
         {current?.summary == null ? null : (
           <>
             <dt>Summary</dt>

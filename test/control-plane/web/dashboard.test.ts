@@ -98,6 +98,8 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     expect((await alice.get('/sessions?q=queue')).text).toContain(`href="/sessions/${done.sessionId}"`);
     const page = await alice.get(`/sessions/${done.sessionId}`);
     expect(page.text).toContain('<dt>Provider</dt>');
+    expect(page.text).toContain('<dt>Kind</dt><dd>a stored record (not resumable)</dd>');
+    expect(page.text).not.toContain('Recorded in');
     expect(page.text).toContain('#design #q&lt;3');
     // Its transcript is what the record says, escaped.
     expect(page.text).toContain('<div class="text">We chose &lt;b>the queue&lt;/b> design.</div>');
