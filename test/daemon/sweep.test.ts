@@ -5,12 +5,14 @@
  * session from before the agent started is left to backfill. Its step and drain run as child processes, as always.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, utimes } from 'node:fs/promises';
+import { mkdir, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { bufferOutput } from '../../src/context.js';
 import { Daemon } from '../../src/daemon/index.js';
 import { readRunState } from '../../src/daemon/state.js';
+import { sweepTask } from '../../src/daemon/tasks.js';
+import { drain } from '../../src/drain/index.js';
 import { agentHome, uploadPolicy, waitFor, type AgentHome } from '../support/agent-home.js';
 import { captureLog, claudeSession } from '../support/cli-process.js';
 import { startUploadStack, type UploadStack } from '../support/fault-proxy.js';
@@ -61,4 +63,27 @@ it('captures a session left idle, found by the watch of its folder, and leaves o
   const state = await readRunState(ctx);
   expect(state?.last_sweep).toMatchObject({ ok: true, idle_ms: 1_500 });
   expect(out.text()).toContain('sessions captured without their end hook');
+}, 60_000);
+
+it("the agent's one backfill after install (policy backfill: true): history in slices the drains upload, then never again", async () => {
+  const claude = path.join(t.home, '.claude');
+  const cwd = path.join(t.root, 'work');
+  const ids = ['88888888-8888-4888-8888-888888888881', '88888888-8888-4888-8888-888888888882', '88888888-8888-4888-8888-888888888883'];
+  for (const [i, id] of ids.entries()) {
+    const s = await claudeSession(claude, { id, cwd, prompt: `old session ${i}`, companions: false });
+    const at = new Date(Date.now() - (10 - i) * 86_400_000);
+    await utimes(s.transcript, at, at);
+  }
+  const snapshot = path.join(t.root, 'policy.json');
+  await writeFile(snapshot, JSON.stringify({ revision: 1, session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign`, backfill: true } }));
+  const ctx = t.context({ env: { BLUE_AGENT_CONTROL_URL: stack.proxy.url, BLUE_AGENT_TOKEN: stack.token } });
+  const first = await sweepTask(ctx, snapshot);
+  expect(first).toMatchObject({ ok: true, enqueued: 0, backfill: { enqueued: 3, remaining: 0 } });
+  expect(captureLog(t.stateDir).filter((e) => e.event === 'spooled').map((e) => [e.session_id, e.capture_reason])).toEqual(ids.map((id) => [id, 'backfill']));
+  expect(existsSync(path.join(t.stateDir, 'backfill.json'))).toBe(true);
+  // Done once: a later sweep backfills nothing, even with the policy still asking.
+  const second = await sweepTask(ctx, snapshot);
+  expect(second.backfill).toBeUndefined();
+  await drain(ctx);
+  expect((await stack.listUploads()).map((u) => u.native_session_id).sort()).toEqual(ids);
 }, 60_000);
