@@ -65,8 +65,9 @@ async function spoolSessions(dir, env, cwd, count) {
     runnerTs,
     `import { readFileSync } from 'node:fs';
 import { Spool } from ${JSON.stringify(path.join(root, 'src/spool/index.ts'))};
+import { stateLayout } from ${JSON.stringify(path.join(root, 'src/context.ts'))};
 const [stateDir, payloadFile] = process.argv.slice(2);
-const spool = await Spool.open(stateDir);
+const spool = await Spool.open(stateLayout(stateDir));
 const list = JSON.parse(readFileSync(payloadFile, 'utf8'));
 const base = Date.now() - 600_000;
 for (let i = 0; i < list.length; i++) {
@@ -192,7 +193,7 @@ for (let i = 0; i < Number(n); i++) {
     if (leftInSpool !== 0) problems.push(`${leftInSpool} files left in the spool`);
     const items = await listAll(server.url, server.token);
     const complete = items.filter((i) => i.status === 'complete');
-    const serverSessions = new Set(complete.map((i) => i.session_id));
+    const serverSessions = new Set(complete.map((i) => i.native_session_id));
     if (items.length !== count || complete.length !== count || serverSessions.size !== count || !sessions.every((s) => serverSessions.has(s))) {
       problems.push(`server: ${items.length} uploads listed, ${complete.length} complete, ${serverSessions.size} distinct sessions`);
     }

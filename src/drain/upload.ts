@@ -32,7 +32,12 @@ export interface UploadOptions {
   upload?: Omit<UploadBundleOptions, 'presignUrl'>;
   /** The policy in force, asked once per drain (shared with the build stage). */
   policy?: () => Promise<ResolvedPolicy>;
+  /** Uploads in flight at once (default UPLOAD_WINDOW). */
+  uploadWindow?: number;
 }
+
+/** Uploads in flight at once: enough to overlap the Control API's per-upload work, few enough to spare a laptop. */
+export const UPLOAD_WINDOW = 8;
 
 /** A note for the report: the error's code, what happened and what to do. */
 function problemNote(what: string, code: string, message: string, hint: string | undefined): string {
@@ -125,18 +130,26 @@ export async function uploadReady(ctx: Context, spool: Spool, report: DrainRepor
       report.stopped = { code: blue.code, reason: blue.message };
       return;
     }
-    for (;;) {
-      const claim = await spool.claimNext('ready', { skip: tried, skipNotDue: true, only });
-      if (claim === undefined) break;
-      tried.add(claim.id);
-      const stop = await uploadOne(ctx, spool, report, claim, client, profiles, { ...options.upload, ...(presignUrl === undefined ? {} : { presignUrl }) }, policy.session_upload.redact === 'secrets');
-      if (stop !== undefined) {
-        // The agent's setup or the Control API, not the record: the other records wait too.
-        const note = problemNote('uploads stopped', stop.code, stop.reason, await setupHint(settings, stop.code, undefined));
-        if (!report.notes.includes(note)) report.notes.push(note);
-        break;
+    // A bounded window of uploads in flight, over the client's keep-alive connections: the Control API's own work per
+    // upload (its database, the object's fsync, re-hashing on complete) overlaps instead of adding up. Claims keep
+    // every record with exactly one worker.
+    let stopped = false;
+    const redactionRequired = policy.session_upload.redact === 'secrets';
+    const worker = async (): Promise<void> => {
+      while (!stopped) {
+        const claim = await spool.claimNext('ready', { skip: tried, skipNotDue: true, only });
+        if (claim === undefined) return;
+        tried.add(claim.id);
+        const stop = await uploadOne(ctx, spool, report, claim, client, profiles, { ...options.upload, ...(presignUrl === undefined ? {} : { presignUrl }) }, redactionRequired);
+        if (stop !== undefined && !stopped) {
+          // The agent's setup or the Control API, not the record: the other records wait too.
+          stopped = true;
+          const note = problemNote('uploads stopped', stop.code, stop.reason, await setupHint(settings, stop.code, undefined));
+          if (!report.notes.includes(note)) report.notes.push(note);
+        }
       }
-    }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, options.uploadWindow ?? UPLOAD_WINDOW) }, () => worker()));
   } finally {
     await client.close();
   }

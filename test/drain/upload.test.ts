@@ -14,6 +14,7 @@ import { drainCommand } from '../../src/cli/drain.js';
 import { spoolListCommand } from '../../src/cli/spool.js';
 import { bufferOutput, stateLayout, type Context } from '../../src/context.js';
 import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
+import type { BlobStore } from '../../src/control-plane/blobs/types.js';
 import { createControlServer, type ControlServer } from '../../src/control-plane/server.js';
 import { openStore } from '../../src/control-plane/store/index.js';
 import { Spool, type SpoolRecord } from '../../src/spool/index.js';
@@ -428,4 +429,42 @@ describe('drain uploads', () => {
     expect(items.map((i) => [i.native_session_id, i.sha256, i.size_bytes]).sort()).toEqual(built.map((b) => [b.session_id, b.sha256, b.size]).sort());
     for (const item of items) expect(sha256(await download(item.id))).toBe(item.sha256);
   }, 120_000);
+});
+
+describe('uploads in a bounded window', () => {
+  it('keeps several uploads in flight at once, never more than the window, each record uploaded once', async () => {
+    // The server checks each stored object on complete: count the checks under way at once. Each waits until a third
+    // one arrives (or a second passes), so uploads that ran one after the other would never overlap.
+    await srv.close();
+    let inFlight = 0;
+    let most = 0;
+    const waiters: (() => void)[] = [];
+    const wrapBlobs = (inner: BlobStore): BlobStore => ({
+      ...inner,
+      stat: async (key, options) => {
+        inFlight++;
+        most = Math.max(most, inFlight);
+        if (inFlight >= 3) for (const w of waiters.splice(0)) w();
+        else await new Promise<void>((resolve) => waiters.push(resolve) && setTimeout(resolve, 1_000).unref());
+        try {
+          return await inner.stat(key, options);
+        } finally {
+          inFlight--;
+        }
+      },
+    });
+    srv = await startTestServer({ wrapBlobs });
+    srv.server.store.publishPolicy({ session_upload: { presign_url: `${srv.url}/session-uploads/presign` } }, srv.clock.now());
+    env = { BLUE_AGENT_CONTROL_URL: srv.url, BLUE_AGENT_TOKEN: srv.alice.token };
+    ctx = t.context({ env, clock: { now: () => now } });
+    const count = 12;
+    for (let i = 0; i < count; i++) await enqueue(await session(`5a0b0c0d-0000-4000-8000-${String(i).padStart(12, '0')}`, `task ${i}`));
+    await drain(ctx, { skipUploads: true });
+    const report = await drain(ctx, { uploadWindow: 4 });
+    expect(report.uploaded).toHaveLength(count);
+    expect(new Set(report.uploaded.map((u) => u.session_id)).size).toBe(count);
+    expect(most).toBeGreaterThanOrEqual(3);
+    expect(most).toBeLessThanOrEqual(4);
+    expect(spoolContents()).toEqual(EMPTY);
+  });
 });
