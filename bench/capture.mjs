@@ -112,7 +112,7 @@ async function workerDone(stateDir) {
   const spooled = lines().findLast((line) => line.event === 'spooled');
   if (spooled === undefined) throw new Error('the capture hook logged no spooled record');
   for (;;) {
-    const done = lines().find((line) => line.record === spooled.record && ['built', 'build_failed', 'retry'].includes(line.event));
+    const done = lines().find((line) => line.record === spooled.record && ['built', 'unchanged', 'build_failed', 'retry'].includes(line.event));
     if (done !== undefined && !running(done.pid)) break;
     if (Date.now() > deadline) throw new Error(`the capture worker did not finish record ${spooled.record} within 60 s`);
     await sleep(10);

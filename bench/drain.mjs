@@ -6,9 +6,9 @@
 // requests from one Node process is the floor for the HTTP part of uploading 1,000 records on this machine with this
 // server; what the drain spends above it is spool work (claims, fsyncs, hashing, manifests) and the server's own work
 // per upload (SQLite, fsynced blob writes, re-hashing on complete). `node -e 0` would only anchor start-up, which is a
-// rounding error here. No target is set for the ratio: it is printed to spot regressions. The bench passes when every
-// record was uploaded exactly once (drain report, spool and server listing agree) and the drain's peak RSS stays under
-// 256 MiB.
+// rounding error here. The bench passes when every record was uploaded exactly once (drain report, spool and server
+// listing agree), the drain's peak RSS stays under 256 MiB, and it uploads at least 500 records a second, at most 1.5x
+// the bare HTTP cost.
 //
 // Setup, untimed: 1,000 tiny Claude sessions are spooled as intake records (with the spool module, as the capture hook
 // would), and a first `drain --json` with no Control API configured builds them all into ready records.
@@ -201,12 +201,15 @@ for (let i = 0; i < Number(n); i++) {
     const perSecond = count / (drained.ms / 1000);
     const rss = drained.maxRssKiB === undefined ? undefined : drained.maxRssKiB / 1024;
     const rssPass = rss === undefined || rss < 256;
-    const pass = problems.length === 0 && rssPass;
+    // The targets: at least 500 records a second, at most 1.5x what the bare HTTP round trips cost.
+    const ratio = drained.ms / anchorMs;
+    const speedPass = perSecond >= 500 && ratio <= 1.5;
+    const pass = problems.length === 0 && rssPass && speedPass;
     const bytes = report.uploaded.reduce((n, u) => n + u.size, 0);
     console.log(
       `drain upload (${count} small bundles, ${(bytes / count / 1024).toFixed(1)} KiB avg): ${drained.ms.toFixed(0)} ms = ${perSecond.toFixed(0)} records/s ` +
         `(${(drained.ms / count).toFixed(2)} ms/record) vs ${3 * count} HTTP requests from node ${anchorMs.toFixed(0)} ms ` +
-        `(${((anchorMs / count)).toFixed(2)} ms per 3 requests) -> ratio ${(drained.ms / anchorMs).toFixed(2)}x (no target); ` +
+        `(${((anchorMs / count)).toFixed(2)} ms per 3 requests) -> ratio ${ratio.toFixed(2)}x (target >= 500 records/s and <= 1.5x: ${speedPass ? 'met' : 'not met'}); ` +
         `exactly once: ${problems.length === 0 ? 'yes' : `NO (${problems.join('; ')})`}; ` +
         `peak RSS ${rss === undefined ? `unknown (${TIME} missing)` : `${rss.toFixed(1)} MiB`} (target < 256 MiB) ${pass ? 'PASS' : 'FAIL'}`,
     );

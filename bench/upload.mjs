@@ -83,7 +83,7 @@ async function presign(server, sha256) {
     }),
   });
   const body = await res.json();
-  if (res.status !== 201 || body.status !== 'pending') throw new Error(`presign answered ${res.status}: ${JSON.stringify(body)}`);
+  if (res.status !== 200 || body.status !== 'pending') throw new Error(`presign answered ${res.status}: ${JSON.stringify(body)}`);
   return { method: body.method, url: body.upload_url, headers: body.headers };
 }
 
