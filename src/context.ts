@@ -3,7 +3,7 @@
  * output, child processes — comes through here, so tests build a Context around a temporary HOME instead of patching
  * globals.
  */
-import { readFileSync, realpathSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { isatty } from 'node:tty';
@@ -105,6 +105,11 @@ export interface SelfInfo {
   node: string;
   /** Absolute, resolved path of the agent's entry script. */
   entry: string;
+  /**
+   * The sh capture hook (`bin/blue-agent-hook`) beside the entry, when there is one: managed hooks then run it, and it
+   * runs the entry only to drain. Without it, they run `node <entry> capture` itself.
+   */
+  hook?: string;
   version: string;
 }
 
@@ -222,7 +227,8 @@ export function defaultSelf(): SelfInfo {
   } catch {
     // Running from an unusual layout: the unresolved path is still the best we have.
   }
-  return { node: process.execPath, entry: resolved, version: packageVersion() };
+  const hook = path.join(path.dirname(resolved), 'blue-agent-hook');
+  return { node: process.execPath, entry: resolved, ...(process.platform !== 'win32' && existsSync(hook) ? { hook } : {}), version: packageVersion() };
 }
 
 function packageVersion(): string {
@@ -258,8 +264,15 @@ export function createContext(overrides: ContextOverrides = {}): Context {
     stdout,
     stderr,
     run: createProcessRunner(),
-    self: { ...defaultSelf(), ...overrides.self },
+    self: selfInfo(overrides.self),
   };
+}
+
+/** This agent, or the one the overrides name: the default sh hook is the one beside the default entry, no other's. */
+function selfInfo(given: Partial<SelfInfo> | undefined): SelfInfo {
+  const { hook, ...rest } = defaultSelf();
+  const keepHook = given?.entry === undefined && hook !== undefined;
+  return { ...rest, ...(keepHook ? { hook } : {}), ...given };
 }
 
 function clockOf(given: ContextOverrides['clock']): Clock {

@@ -157,6 +157,24 @@ class ObjectScanner {
   }
 }
 
+/**
+ * The payload in bytes that were read off stdin by someone else (the sh hook): the first JSON object, judged as
+ * `readPayloadText` and `parsePayload` judge a payload read here. Throws PayloadRefused.
+ */
+export function payloadFromBytes(bytes: Buffer, maxBytes: number = MAX_PAYLOAD_BYTES): HookPayload {
+  if (bytes.length === 0) throw new PayloadRefused('the payload on stdin is empty');
+  const scanner = new ObjectScanner();
+  const end = scanner.feed(bytes);
+  if (scanner.rejected !== undefined) throw new PayloadRefused(scanner.rejected);
+  if (end < 0) {
+    if (bytes.length > maxBytes) throw tooLarge(maxBytes);
+    if (!scanner.started) throw new PayloadRefused('the payload on stdin is empty');
+    throw new PayloadRefused(`the payload on stdin was not complete when the hook stopped reading (${bytes.length} bytes received)`);
+  }
+  if (end > maxBytes) throw tooLarge(maxBytes);
+  return parsePayload(bytes.subarray(0, end).toString('utf8'));
+}
+
 /** Parses and validates the payload text; throws PayloadRefused naming the first rule broken. */
 export function parsePayload(text: string): HookPayload {
   let data: unknown;

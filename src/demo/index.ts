@@ -252,13 +252,21 @@ export async function runDemo(ctx: Context, options: DemoOptions): Promise<DemoR
       throwIfAborted(signal);
       if (result.timedOut) throw cause('TIMEOUT', `the hook did not exit within its ${hook.timeoutSeconds} s timeout`);
       if (result.exitCode !== 0) throw cause(captureCode(result.stderr), `the hook exited ${result.exitCode ?? 'abnormally'}: ${oneLine(result.stderr) || 'no output'}`);
-      const spooled = (await readCaptureLog(a.paths.captureLogFile)).filter((e) => e.event === 'spooled' && e.session_id === session.sessionId).at(-1);
-      if (spooled === undefined) throw cause('INTERNAL', `the hook exited 0 but ${path.basename(a.paths.captureLogFile)} has no spooled entry for the session`);
+      // The sh hook hands the payload over and returns; the drain it started admits it into the spool moments later.
+      const admittedBy = Date.now() + 30_000;
+      let spooled: Awaited<ReturnType<typeof readCaptureLog>>[number] | undefined;
+      for (;;) {
+        spooled = (await readCaptureLog(a.paths.captureLogFile)).filter((e) => e.event === 'spooled' && e.session_id === session.sessionId).at(-1);
+        if (spooled !== undefined || Date.now() > admittedBy) break;
+        throwIfAborted(signal);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      if (spooled === undefined) throw cause('INTERNAL', `the hook exited 0 but ${path.basename(a.paths.captureLogFile)} has no spooled entry for the session within 30 s`);
       const workerPid = typeof spooled.worker_pid === 'number' ? spooled.worker_pid : undefined;
       if (workerPid !== undefined) cleanups.push(() => stopWorker(workerPid));
       return {
         value: { workerPid, record: spooled.record },
-        summary: `ran the hook command from ${short(root, settingsFile)} with \`sh -c\`, the SessionEnd payload on stdin: spooled record ${String(spooled.record)} in ${ms} ms, worker ${workerPid ?? 'not started'} detached`,
+        summary: `ran the hook command from ${short(root, settingsFile)} with \`sh -c\`, the SessionEnd payload on stdin: handed over in ${ms} ms; the detached worker ${workerPid ?? '(none)'} spooled record ${String(spooled.record)}`,
         notes: [`hook: ${short(root, hook.command)}`],
         details: { settings_file: settingsFile, command: hook.command, payload, hook_ms: ms, record: spooled.record, worker_pid: workerPid ?? null, spool: a.paths.spoolDir },
       };

@@ -4,6 +4,7 @@
  * into bundles and the upload stage (upload.ts) sends ready bundles to the Control API, in passes until nothing new
  * arrived (at most MAX_DRAIN_PASSES). What it did is its report (report.ts).
  */
+import { admitHookCaptures } from '../capture/inbox.js';
 import { appendCaptureLog } from '../capture/log.js';
 import { loadAgentConfig } from '../config.js';
 import type { Context } from '../context.js';
@@ -45,6 +46,8 @@ interface Seen {
 
 export async function drain(ctx: Context, options: DrainOptions = {}): Promise<DrainReport> {
   const spool = await Spool.open(ctx.paths, { now: () => ctx.clock.now(), ...(options.io === undefined ? {} : { io: options.io }) });
+  // What the sh hook handed over becomes intake first (or is refused), so this drain builds it.
+  await admitHookCaptures(ctx, spool);
   const recovered = await spool.releaseDeadClaims();
   const tempsRemoved = await spool.removeOrphanTemps();
   for (const id of recovered.released) await appendCaptureLog(ctx.paths.captureLogFile, { event: 'recovered', record: id, reason: 'its worker died; released for another build' });

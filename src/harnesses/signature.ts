@@ -1,7 +1,9 @@
 /**
  * How a managed hook command is written and recognised. A command is ours when, read as shell words, it runs the
- * agent's entry (`blue-agent`, `blue-agent.js`) with `capture --harness <name>`. That stays true when the agent moves
- * or the profile changes, which is what lets reconcile find and repair a stale entry.
+ * agent's entry (`blue-agent`, `blue-agent.js`) with `capture --harness <name>`: directly, after a Node binary, or
+ * through the sh hook (`sh blue-agent-hook NODE ENTRY capture ...`, which does the same without starting Node.js).
+ * That stays true when the agent moves or the profile changes, which is what lets reconcile find and repair a stale
+ * entry, and move one from one form to the other.
  */
 import type { SelfInfo } from '../context.js';
 import type { HarnessName } from '../schema/index.js';
@@ -9,20 +11,22 @@ import type { ManagedHook } from './types.js';
 
 const ENTRY_NAMES = new Set(['blue-agent', 'blue-agent.js', 'blue-agent.mjs', 'blue-agent.cjs']);
 const NODE_NAME = /^(node|nodejs)(\d[\d.]*)?$/;
+const SH_HOOK_NAME = 'blue-agent-hook';
+const SHELL_NAME = /^(sh|dash|bash)$/;
 
 function basename(word: string): string {
   return word.slice(word.lastIndexOf('/') + 1);
 }
 
 export function buildManagedHook(
-  self: Pick<SelfInfo, 'node' | 'entry'>,
+  self: Pick<SelfInfo, 'node' | 'entry' | 'hook'>,
   harness: HarnessName,
   profile: string,
   event: string,
   timeoutSeconds: number,
   requires?: ManagedHook['requires'],
 ): ManagedHook {
-  const argv = [self.node, self.entry, 'capture', '--harness', harness, '--profile', profile];
+  const argv = [...(self.hook === undefined ? [] : ['/bin/sh', self.hook]), self.node, self.entry, 'capture', '--harness', harness, '--profile', profile];
   return { harness, profile, event, timeoutSeconds, argv, command: argv.map(shellQuote).join(' '), ...(requires === undefined || requires.length === 0 ? {} : { requires }) };
 }
 
@@ -84,7 +88,8 @@ export function isManagedArgv(words: readonly string[], harness: HarnessName): b
   const launches =
     runner.length === 0 ||
     (runner.length === 1 && NODE_NAME.test(runner[0]!)) ||
-    (runner.length === 2 && runner[0] === 'env' && NODE_NAME.test(runner[1]!));
+    (runner.length === 2 && runner[0] === 'env' && NODE_NAME.test(runner[1]!)) ||
+    (runner.length === 3 && SHELL_NAME.test(runner[0]!) && runner[1] === SH_HOOK_NAME && NODE_NAME.test(runner[2]!));
   if (!launches) return false;
   const rest = words.slice(verb + 1);
   const flag = rest.indexOf('--harness');

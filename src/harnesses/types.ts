@@ -16,7 +16,7 @@ export interface ManagedHook {
   profile: string;
   /** Lifecycle event that triggers capture (the profile's capture.event: `SessionEnd`, `session.idle`). */
   event: string;
-  /** Shell command line: quoted Node binary, quoted agent entry, `capture --harness <h> --profile <p>`. */
+  /** Shell command line: [`/bin/sh` and the sh hook,] quoted Node binary, quoted agent entry, `capture --harness <h> --profile <p>`. */
   command: string;
   /** The same command as an argument vector, for hooks that spawn without a shell (a plugin). */
   argv: readonly string[];

@@ -11,6 +11,8 @@
  *   failed/<id>.json               given up, with the reason and the attempts
  *   bundles/<id>.bundle            the bundle of a ready record
  *   tmp/<id>.<pid>.<kind>.<r>.tmp  every file is written here first, fsynced, then renamed into place
+ *   inbox/<pid>-<n>.hook           a capture the sh hook (bin/blue-agent-hook) handed over, not yet checked; a drain
+ *                                  admits it (<pid>-<n>.<drain pid>.admit while it does) into intake/ or refuses it
  *
  * The one invariant everything rests on: a record is exactly one file in exactly one state folder. It changes state
  * only by a rename of that file (claim, release, commit, fail), and its content only by its claim holder renaming a
@@ -46,7 +48,7 @@ export type ClaimableState = keyof typeof CLAIMS;
 const RECORD_DIRS: readonly RecordState[] = ['intake', 'building', 'ready', 'uploading', 'failed'];
 /** Folders that hold claims (record files named `<id>.<pid>.json`). */
 const CLAIM_DIRS: ReadonlySet<RecordState> = new Set(Object.values(CLAIMS));
-const ALL_DIRS = [...RECORD_DIRS, 'bundles', 'tmp'] as const;
+const ALL_DIRS = [...RECORD_DIRS, 'bundles', 'tmp', 'inbox'] as const;
 
 /** A capture waits for its harness to exit at most this long (a session left open for days is captured meanwhile). */
 export const WAIT_FOR_EXIT_MAX_MS = 12 * 60 * 60_000;
@@ -67,6 +69,12 @@ const ID = '[0-9a-z]{9}-[0-9a-f]{10}';
 const RECORD_NAME = new RegExp(`^(${ID})\\.json$`);
 const CLAIM_NAME = new RegExp(`^(${ID})\\.(\\d{1,10})\\.json$`);
 const TEMP_NAME = new RegExp(`^(${ID})\\.(\\d{1,10})\\.([a-z]+)\\.[0-9a-f]+\\.tmp$`);
+/** The sh hook's files in inbox/: handed over, being admitted by a drain, being written. */
+const HOOK_NAME = /^(\d{1,10}-\d{1,6})\.hook$/;
+const ADMIT_NAME = /^(\d{1,10}-\d{1,6})\.(\d{1,10})\.admit$/;
+const HOOK_TEMP_NAME = /^\.hook\.(\d{1,10})\.tmp$/;
+/** The sh hook writes its file within a few seconds; one left for longer was cut short (the hook was killed). */
+const HOOK_TEMP_STALE_MS = 60_000;
 
 export interface RecordError {
   code: string;
@@ -104,6 +112,14 @@ export interface SpoolRecord {
   failed_at_unix_ms?: number;
 }
 
+/** An inbox file this process claimed: `name` is the hook's (`<pid>-<n>`), `file` where the claim is now. */
+export interface InboxClaim {
+  name: string;
+  file: string;
+  mtimeMs: number;
+  ino: number;
+}
+
 export interface IntakeInput {
   harness: string;
   profile: string;
@@ -113,6 +129,8 @@ export interface IntakeInput {
   waitForExit?: WaitForExit;
   reason?: CaptureReason;
   resumable?: false;
+  /** The record's id when it is known in advance (an admitted inbox file's); a new one otherwise. */
+  id?: string;
 }
 
 /** Captures not made by a session's end hook: the agent found the session idle, or backfill found it never uploaded. */
@@ -239,6 +257,11 @@ export class SpoolView {
     return ALL_DIRS.map((sub) => ({ path: path.join(this.root, sub), transient: sub === 'tmp' }));
   }
 
+  /** Captures the sh hook handed over that no drain has admitted yet (being admitted included). */
+  async handedOver(): Promise<number> {
+    return (await listDir(this.dir('inbox'))).filter((name) => HOOK_NAME.test(name) || ADMIT_NAME.test(name)).length;
+  }
+
   /** The folder new captures land in: a watch on it learns of them. */
   intakeDir(): string {
     return this.dir('intake');
@@ -251,7 +274,7 @@ export class SpoolView {
     await Promise.all(ALL_DIRS.map((sub) => checkPrivateDir(path.join(this.root, sub), 'spool directory', false, this.ownerUid)));
   }
 
-  protected dir(state: RecordState | 'bundles' | 'tmp'): string {
+  protected dir(state: RecordState | 'bundles' | 'tmp' | 'inbox'): string {
     return path.join(this.root, state);
   }
 
@@ -425,7 +448,7 @@ export class Spool extends SpoolView {
     for (let attempt = 0; ; attempt++) {
       const record: SpoolRecord = {
         format: RECORD_FORMAT,
-        id: newRecordId(input.createdAtUnixMs),
+        id: input.id ?? newRecordId(input.createdAtUnixMs),
         harness: input.harness,
         profile: input.profile,
         payload: input.payload,
@@ -440,9 +463,64 @@ export class Spool extends SpoolView {
         await this.writeRecord(path.join(this.dir('intake'), `${record.id}.json`), record, 'link');
         return record;
       } catch (error) {
-        if (errno(error) !== 'EEXIST' || attempt >= 3) throw error;
+        if (errno(error) !== 'EEXIST' || attempt >= 3 || input.id !== undefined) throw error;
       }
     }
+  }
+
+  /**
+   * The sh hook's files waiting in inbox/, oldest first, each claimed for this process by a rename (so two drains
+   * never admit one twice): files of drains that died while admitting them first, then new ones; at most `limit`.
+   */
+  async claimInbox(limit: number): Promise<InboxClaim[]> {
+    const dir = this.dir('inbox');
+    const names = await listDir(dir);
+    const claims: InboxClaim[] = [];
+    const take = async (name: string, base: string) => {
+      const file = path.join(dir, `${base}.${process.pid}.admit`);
+      try {
+        await rename(path.join(dir, name), file);
+      } catch (error) {
+        if (errno(error) === 'ENOENT') return; // another drain took it
+        throw error;
+      }
+      const info = await lstat(file);
+      claims.push({ name: base, file, mtimeMs: info.mtimeMs, ino: info.ino });
+    };
+    for (const name of names) {
+      const admit = ADMIT_NAME.exec(name);
+      if (admit === null || claims.length >= limit) continue;
+      const pid = Number(admit[2]);
+      if (pid !== process.pid && !processRuns(pid)) await take(name, admit[1]!);
+    }
+    const fresh: { name: string; base: string; mtimeMs: number }[] = [];
+    for (const name of names) {
+      const hook = HOOK_NAME.exec(name);
+      if (hook === null) continue;
+      const info = await lstat(path.join(dir, name)).catch(() => undefined);
+      if (info !== undefined) fresh.push({ name, base: hook[1]!, mtimeMs: info.mtimeMs });
+    }
+    fresh.sort((a, b) => a.mtimeMs - b.mtimeMs);
+    for (const { name, base } of fresh) {
+      if (claims.length >= limit) break;
+      await take(name, base);
+    }
+    return claims;
+  }
+
+  /** Done with an inbox file (admitted into intake/, or refused). */
+  async finishInbox(claim: InboxClaim): Promise<void> {
+    await unlinkIfExists(claim.file);
+  }
+
+  /** Whether a record with this id is in any state (an admission cut short may have written it already). */
+  async hasRecord(id: string): Promise<boolean> {
+    for (const state of RECORD_DIRS) {
+      for (const name of await listDir(this.dir(state))) {
+        if (name === `${id}.json` || (name.startsWith(`${id}.`) && CLAIM_NAME.test(name))) return true;
+      }
+    }
+    return false;
   }
 
   /**
@@ -719,6 +797,15 @@ export class Spool extends SpoolView {
       }
     }
     if (removed > 0) await fsyncDir(this.dir('tmp'));
+    // The sh hook's temp files: a hook that was killed while it wrote leaves one behind.
+    for (const name of await listDir(this.dir('inbox'))) {
+      const hook = HOOK_TEMP_NAME.exec(name);
+      if (hook === null) continue;
+      const file = path.join(this.dir('inbox'), name);
+      const info = await lstat(file).catch(() => undefined);
+      if (info === undefined || (now - info.mtimeMs <= HOOK_TEMP_STALE_MS && processRuns(Number(hook[1])))) continue;
+      if (await unlinkIfExists(file)) removed++;
+    }
     return removed;
   }
 

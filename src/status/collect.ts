@@ -105,6 +105,7 @@ export async function collectStatus(ctx: Context): Promise<StatusReport> {
         root: ctx.paths.spoolDir,
         exists: false,
         counts: { intake: 0, building: 0, ready: 0, uploading: 0, failed: 0 },
+        handed_over: 0,
         waiting: 0,
         oldest_waiting: null,
         error: errorInfo(error),

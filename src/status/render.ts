@@ -137,7 +137,10 @@ function renderHarness(h: HarnessStatus, c: Palette): string[] {
 function renderSpool(s: SpoolStatus, now: number, home: string, c: Palette): string[] {
   const lines: string[] = [];
   if (s.error !== undefined) return [c.red(`error: ${s.error.message}`), ...hintLines(s.error, c)];
-  const parts = (['intake', 'building', 'ready', 'uploading'] as const).filter((k) => s.counts[k] > 0).map((k) => `${k} ${s.counts[k]}`);
+  const parts = [
+    ...(s.handed_over > 0 ? [`handed over ${s.handed_over}`] : []),
+    ...(['intake', 'building', 'ready', 'uploading'] as const).filter((k) => s.counts[k] > 0).map((k) => `${k} ${s.counts[k]}`),
+  ];
   const failed = s.counts.failed > 0 ? c.yellow(`, ${s.counts.failed} failed`) : '';
   lines.push(s.waiting === 0 && s.counts.failed === 0 ? `empty${s.exists ? '' : c.dim(' (not created yet)')}` : `${s.waiting} waiting${parts.length > 0 ? ` (${parts.join(', ')})` : ''}${failed}`);
   const o = s.oldest_waiting;

@@ -23,6 +23,8 @@ export interface SpoolStatus {
   root: string;
   exists: boolean;
   counts: Record<RecordState, number>;
+  /** Captures the sh hook handed over that no drain has admitted yet (counted in `waiting`). */
+  handed_over: number;
   /** Records not yet uploaded and not failed. */
   waiting: number;
   oldest_waiting: WaitingRecord | null;
@@ -38,11 +40,12 @@ export async function readSpoolStatus(ctx: Context): Promise<SpoolStatus> {
     root,
     exists: false,
     counts: { intake: 0, building: 0, ready: 0, uploading: 0, failed: 0 },
+    handed_over: 0,
     waiting: 0,
     oldest_waiting: null,
   });
   if (!(await view.exists())) return empty();
-  const status = { ...empty(), exists: true };
+  const status = { ...empty(), exists: true, handed_over: await view.handedOver().catch(() => 0) };
   let records: ListedRecord[] | undefined;
   try {
     // Reading records checks the spool's safety, which a spool that lacks folders fails: that one is counted by name.
@@ -65,7 +68,7 @@ export async function readSpoolStatus(ctx: Context): Promise<SpoolStatus> {
 function summarise(status: SpoolStatus, records: readonly ListedRecord[]): SpoolStatus {
   for (const r of records) status.counts[r.state]++;
   const waiting = records.filter((r) => r.state !== 'failed');
-  status.waiting = waiting.length;
+  status.waiting = waiting.length + status.handed_over;
   // Record ids sort by creation time.
   const oldest = [...waiting].sort((a, b) => createdAt(a) - createdAt(b) || (a.id < b.id ? -1 : 1))[0];
   if (oldest !== undefined) {

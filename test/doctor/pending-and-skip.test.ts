@@ -42,7 +42,7 @@ function report(harnesses: HarnessStatus[]): StatusReport {
     state_dir: '/s',
     policy: { revision: 1, source: 'file', location: '/p', fetched_at_unix_ms: null, age_seconds: null, stale: false, capture_enabled: true, warnings: [] },
     harnesses,
-    spool: { root: '/s/spool', exists: false, counts: { intake: 0, building: 0, ready: 0, uploading: 0, failed: 0 }, waiting: 0, oldest_waiting: null },
+    spool: { root: '/s/spool', exists: false, counts: { intake: 0, building: 0, ready: 0, uploading: 0, failed: 0 }, handed_over: 0, waiting: 0, oldest_waiting: null },
     sessions: { harnesses: [], backfill_finished_at_unix_ms: null },
     last_drain: null,
     agent: { state: 'absent', pid: null, started_at_unix_ms: null, updated_at_unix_ms: null, detail: null, last_reconcile: null, next_drain_at_unix_ms: null, next_policy_check_at_unix_ms: null, policy_error: null },

@@ -154,6 +154,7 @@ describe('transitions', () => {
       failed: [],
       bundles: [`${record.id}.bundle`],
       tmp: [],
+      inbox: [],
     });
     expect(await readFile(spool.bundleFile(record.id), 'utf8')).toBe('bundle bytes');
     expect(((await stat(spool.bundleFile(record.id))).mode & 0o777).toString(8)).toBe('600');

@@ -3,7 +3,7 @@
  * records every request — status must not make one, and must not write a single byte.
  */
 import { spawnSync } from 'node:child_process';
-import { chmod, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeLastDrain, writeRunState } from '../../src/daemon/state.js';
@@ -47,6 +47,9 @@ describe('status', () => {
     expect((await s.cli(['reconcile'], { clock: { now: () => now - 42_000 } })).code).toBe(0);
     const ids = await enqueue(s.stateDir, 'claude', ['sess-old', 'sess-new'], [now - 2 * 3600_000, now - 3600_000]);
     await writeLastDrain(s.ctx, { finished_at_unix_ms: now - 300_000, ok: true, built: 1, uploaded: 3, failed: 0, retried: 0, left: 0, left_ready: 0, notes: [] });
+    // A capture the sh hook handed over that no drain has admitted yet.
+    await mkdir(path.join(s.stateDir, 'spool', 'inbox'), { recursive: true, mode: 0o700 });
+    await writeFile(path.join(s.stateDir, 'spool', 'inbox', '4242-0.hook'), 'blue-agent-hook-v1\n\n{}', { mode: 0o600 });
 
     const requests = api.requests.length;
     const before = await snapshot(s.t.root);
@@ -61,7 +64,7 @@ describe('status', () => {
     expect(report).toMatchObject({
       ok: true,
       policy: { revision: 7, source: 'cached', location: `${api.origin}/governance-config`, stale: false, capture_enabled: true, warnings: [] },
-      spool: { exists: true, counts: { intake: 2, building: 0, ready: 0, uploading: 0, failed: 0 }, waiting: 2, oldest_waiting: { id: ids[0], state: 'intake', harness: 'claude', session_id: 'sess-old', created_at_unix_ms: now - 2 * 3600_000 } },
+      spool: { exists: true, counts: { intake: 2, building: 0, ready: 0, uploading: 0, failed: 0 }, handed_over: 1, waiting: 3, oldest_waiting: { id: ids[0], state: 'intake', harness: 'claude', session_id: 'sess-old', created_at_unix_ms: now - 2 * 3600_000 } },
       last_drain: { ok: true, uploaded: 3 },
       agent: { state: 'absent' },
       service: { manager: expect.any(String) },
@@ -76,7 +79,7 @@ describe('status', () => {
     expect(human.stdout).toMatch(/^Policy +revision 7 \(cached: http:\/\/127\.0\.0\.1:\d+\/governance-config, fetched 42 s ago\)$/m);
     expect(human.stdout).toMatch(/^ {2}claude +active +claude-v2_0_12 +2\.1\.332$/m);
     expect(human.stdout).toMatch(/^ {2}codex +not_installed/m);
-    expect(human.stdout).toMatch(/^Spool +2 waiting \(intake 2\)$/m);
+    expect(human.stdout).toMatch(/^Spool +3 waiting \(handed over 1, intake 2\)$/m);
     expect(human.stdout).toContain(`oldest waiting: ${ids[0]} (intake, claude, captured 2 h ago)`);
     expect(human.stdout).toMatch(/^Last drain +5 min ago: ok \(built 1, uploaded 3, failed 0, retried 0, left 0\)$/m);
     expect(human.stdout).toMatch(/^Agent +not running$/m);

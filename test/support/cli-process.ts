@@ -125,7 +125,7 @@ export async function claudeSession(
 // ---------------------------------------------------------------------------------------------------------------
 // The spool from the outside
 
-export const SPOOL_FOLDERS = ['intake', 'building', 'ready', 'failed', 'bundles', 'tmp'] as const;
+export const SPOOL_FOLDERS = ['intake', 'building', 'ready', 'failed', 'bundles', 'tmp', 'inbox'] as const;
 
 /** File names in each spool folder. */
 export function spoolFiles(stateDir: string): Record<(typeof SPOOL_FOLDERS)[number], string[]> {
@@ -171,7 +171,9 @@ export async function waitForWorkers(stateDir: string, timeoutMs = 20_000): Prom
       // Each hook names the worker it started: wait for those too, even before they have logged anything.
       ...log.filter((l) => l.event === 'spooled' && typeof l.worker_pid === 'number').map((l) => l.worker_pid as number),
     ];
-    if (files.building.length === 0 && untried.length === 0 && workers.every((pid) => !running(pid))) return;
+    // What the sh hook handed over is not tried until a drain has admitted it.
+    const handedOver = files.inbox.filter((name) => name.endsWith('.hook'));
+    if (files.building.length === 0 && untried.length === 0 && handedOver.length === 0 && workers.every((pid) => !running(pid))) return;
     if (Date.now() > deadline) throw new Error(`the capture workers did not finish within ${timeoutMs} ms: ${JSON.stringify(files)}`);
     await sleep(25);
   }

@@ -91,6 +91,8 @@ describe('capture with the real CLI', () => {
       const bin = harnessBin('claude');
       const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['claude'] });
       expect(report.harnesses[0]).toMatchObject({ state: 'active', profile: 'claude-v2_0_12' });
+      // The hook Claude Code runs is the sh hook: it hands the payload over, and the drain it starts admits it.
+      expect(await readFile(path.join(claudeDir(harnessEnv(t.home)), 'settings.json'), 'utf8')).toContain(`'/bin/sh' '${path.resolve('bin/blue-agent-hook')}' `);
 
       const prompt = 'Summarise the README in one line.';
       const result = await runClaude({ bin, home: t.home, cwd, prompt, stubUrl: stub.url, env: t.env, timeoutMs: 60_000 });
@@ -103,6 +105,7 @@ describe('capture with the real CLI', () => {
       expect(record.payload.transcript_path).toContain(path.join(claudeDir(harnessEnv(t.home)), 'projects'));
       await expectVerifiedBundle(record, 'claude', 'claude-v2_0_12', { title: prompt, summary: prompt });
       expect(captureLog(stateDir).map((l) => l.event)).toEqual(['spooled', 'built']);
+      expect(captureLog(stateDir)[0]).toMatchObject({ hook_pid: expect.any(Number) });
     },
     TEST_TIMEOUT_MS,
   );
