@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import type { Context } from './context.js';
-import { agentConfigSchema, parseYamlText, validateDocument, type AgentConfig } from './schema/index.js';
+import type { AgentConfig } from './schema/index.js';
 import { readTextIfExists } from './util/fs.js';
 
 export type { AgentConfig } from './schema/index.js';
@@ -20,6 +20,8 @@ export async function loadAgentConfig(ctx: Context): Promise<LoadedAgentConfig> 
   const file = ctx.paths.configFile;
   const text = await readTextIfExists(file);
   if (text === null) return { config: {}, file, exists: false };
+  // The YAML parser and the validators load only when there is a file to read.
+  const { agentConfigSchema, parseYamlText, validateDocument } = await import('./schema/index.js');
   const parsed = parseYamlText(text, file, 'CONFIG_PARSE');
   // A file holding only comments is a config with nothing set, not a type error.
   if (parsed.data === null || parsed.data === undefined) return { config: {}, file, exists: true };

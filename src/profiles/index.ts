@@ -6,7 +6,7 @@ import path from 'node:path';
 import semver from 'semver';
 import { BlueError } from '../errors.js';
 import { DocumentCache } from '../schema/document-cache.js';
-import { loadDocument, profileSchema, type HarnessName, type HarnessProfiles, type Interval, type Operation } from '../schema/index.js';
+import type { HarnessName, HarnessProfiles, Interval, Operation } from '../schema/index.js';
 
 export { HARNESSES } from '../schema/generated/harness-names.js';
 
@@ -40,10 +40,16 @@ export async function loadProfiles(dir: string, documents: DocumentCache = Docum
     });
   }
   const set = new Map<HarnessName, LoadedProfiles>();
-  for (const name of names) {
+  // Read together, then taken in name order, so the first bad file is still the one reported.
+  const reads = await Promise.allSettled(names.map((name) => readFile(path.join(dir, name), 'utf8')));
+  for (const [i, name] of names.entries()) {
     const file = path.join(dir, name);
-    const text = await readFile(file, 'utf8');
-    const doc = documents.load(`profile:${file}`, text, (t) => loadDocument(profileSchema, t, file));
+    const read = reads[i]!;
+    if (read.status === 'rejected') throw read.reason;
+    const doc = await documents.loadAsync(`profile:${file}`, read.value, async (t) => {
+      const { loadDocument, profileSchema } = await import('../schema/index.js');
+      return loadDocument(profileSchema, t, file);
+    });
     if (set.has(doc.harness)) {
       throw new BlueError('PROFILE_INVALID', `${file}: harness "${doc.harness}" is already described by ${set.get(doc.harness)!.file}`, {
         file,

@@ -10,7 +10,7 @@ import { ADAPTERS } from '../harnesses/index.js';
 import type { HarnessAdapter } from '../harnesses/types.js';
 import { detectVersion, findExecutable, VersionCache } from '../profiles/detect.js';
 import { HARNESSES, loadProfiles, type LoadedProfiles } from '../profiles/index.js';
-import { resolvePolicy, type ResolvedPolicy } from '../policy/index.js';
+import { resolvePolicy, type ResolvedPolicy } from '../policy/resolve.js';
 import type { AgentConfig, GovernancePolicy, HarnessName, Interval } from '../schema/index.js';
 import { removeEmptyDirs } from '../util/fs.js';
 import { applyFilePlan, needsLedgerUpdate, recordOwnership } from './apply.js';
@@ -70,27 +70,32 @@ export interface ReconcileReport {
 }
 
 export async function reconcile(ctx: Context, options: ReconcileOptions): Promise<ReconcileReport> {
-  const { config } = await loadAgentConfig(ctx);
-  const documents = await DocumentCache.open(ctx.paths.documentCacheFile, !options.dryRun);
-  const resolved =
+  // Independent reads run together; a failure is still reported in the order the steps come (policy, then profiles).
+  const [{ config }, documents] = await Promise.all([loadAgentConfig(ctx), DocumentCache.open(ctx.paths.documentCacheFile, !options.dryRun)]);
+  const [resolved, profiles, cache, ledger] = await inOrder([
     options.policy ??
-    (await resolvePolicy(ctx, {
-      dryRun: options.dryRun,
-      config,
-      documents,
-      ...(options.policyFile === undefined ? {} : { policyFile: options.policyFile }),
-    }));
-  const profiles = await loadProfiles(ctx.paths.profilesDir, documents);
-  const cache = await VersionCache.open(ctx);
-  const ledger = await readLedger(ctx);
+      resolvePolicy(ctx, {
+        dryRun: options.dryRun,
+        config,
+        documents,
+        ...(options.policyFile === undefined ? {} : { policyFile: options.policyFile }),
+      }),
+    loadProfiles(ctx.paths.profilesDir, documents),
+    VersionCache.open(ctx),
+    readLedger(ctx),
+  ] as const);
   const wanted = options.harnesses !== undefined && options.harnesses.length > 0 ? new Set(options.harnesses) : undefined;
+  const selected = HARNESSES.flatMap((harness) => {
+    const loaded = wanted === undefined || wanted.has(harness) ? profiles.get(harness) : undefined;
+    return loaded === undefined ? [] : [{ harness, loaded }];
+  });
 
+  // Looking for the binaries and their versions only reads (and, on a cold cache, runs `--version`): all at once.
+  // Plans are made and applied one harness after the other, as before.
+  const installations = await Promise.all(selected.map(({ loaded }) => inspect(ctx, loaded, config, cache)));
   const reports: HarnessReport[] = [];
-  for (const harness of HARNESSES) {
-    if (wanted !== undefined && !wanted.has(harness)) continue;
-    const loaded = profiles.get(harness);
-    if (loaded === undefined) continue;
-    reports.push(await reconcileHarness(ctx, ADAPTERS[harness], loaded, config, resolved, cache, ledger, options.dryRun));
+  for (const [i, { harness, loaded }] of selected.entries()) {
+    reports.push(await reconcileHarness(ctx, ADAPTERS[harness], loaded, installations[i]!, resolved, ledger, options.dryRun));
   }
   if (!options.dryRun) await Promise.all([cache.save(), documents.save()]);
 
@@ -107,6 +112,13 @@ export async function reconcile(ctx: Context, options: ReconcileOptions): Promis
     harnesses: reports,
     ok: reports.every((r) => r.state !== 'error'),
   };
+}
+
+/** Awaits every step and throws the first failure in the order given, not the order they happen to fail in. */
+async function inOrder<T extends readonly unknown[]>(steps: T): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+  const settled = await Promise.allSettled(steps);
+  for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
+  return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value) as { -readonly [K in keyof T]: Awaited<T[K]> };
 }
 
 /** A harness whose sessions the policy captures here, with the profile interval its installed version captures by. */
@@ -159,13 +171,11 @@ async function reconcileHarness(
   ctx: Context,
   adapter: HarnessAdapter,
   loaded: LoadedProfiles,
-  config: AgentConfig,
+  installation: Installation,
   resolved: ResolvedPolicy,
-  cache: VersionCache,
   ledger: LedgerData,
   dryRun: boolean,
 ): Promise<HarnessReport> {
-  const installation = await inspect(ctx, loaded, config, cache);
   const decision = decide(adapter.name, loaded, installation, resolved.policy, ctx.self);
   const base = {
     harness: adapter.name,

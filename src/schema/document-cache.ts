@@ -46,7 +46,20 @@ export class DocumentCache {
   load<T>(key: string, text: string, parse: (text: string) => T): T {
     const entry = this.entries.get(key);
     if (entry !== undefined && entry.text === text) return entry.data as T;
-    const data = parse(text);
+    return this.remember(key, text, parse(text));
+  }
+
+  /**
+   * `load` for a parser that is itself loaded on demand: a hit never imports the YAML parser or the schema validators,
+   * the largest modules a no-change reconcile would otherwise load.
+   */
+  async loadAsync<T>(key: string, text: string, parse: (text: string) => Promise<T>): Promise<T> {
+    const entry = this.entries.get(key);
+    if (entry !== undefined && entry.text === text) return entry.data as T;
+    return this.remember(key, text, await parse(text));
+  }
+
+  private remember<T>(key: string, text: string, data: T): T {
     this.entries.delete(key);
     this.entries.set(key, { text, data });
     while (this.entries.size > MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);

@@ -9,9 +9,6 @@ import type { Interval } from '../../schema/index.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter } from '../types.js';
 import { claudeDemo } from './demo.js';
-import { planClaudeRestore } from './restore.js';
-import { claudeCleanup, listClaudeSessions } from './listing.js';
-import { collectClaudeSession } from './session.js';
 import { planClaudeHook } from './settings-plan.js';
 import { claudeTranscriptReader } from './transcript.js';
 
@@ -40,6 +37,7 @@ function hookFileName(interval: Interval): string {
   return normal;
 }
 
+// Session code (capture, listing, restore) loads when first used: reconcile plans hooks without it.
 export const claude: HarnessAdapter = {
   name: 'claude',
   displayName: HARNESS_DISPLAY_NAMES.claude,
@@ -55,16 +53,20 @@ export const claude: HarnessAdapter = {
     return [path.join(configRoot(ctx), SETTINGS_FILE)];
   },
   planHook: planClaudeHook,
-  collectSession(ctx, input) {
+  async collectSession(ctx, input) {
+    const { collectClaudeSession } = await import('./session.js');
     return collectClaudeSession(ctx, input, configRoot(ctx));
   },
-  listSessions(ctx, interval, limit) {
+  async listSessions(ctx, interval, limit) {
+    const { listClaudeSessions } = await import('./listing.js');
     return listClaudeSessions(configRoot(ctx), interval, limit);
   },
-  sessionCleanup(ctx) {
+  async sessionCleanup(ctx) {
+    const { claudeCleanup } = await import('./listing.js');
     return claudeCleanup(ctx, configRoot(ctx));
   },
-  planRestore(ctx, input) {
-    return Promise.resolve().then(() => planClaudeRestore(ctx, input, configRoot(ctx)));
+  async planRestore(ctx, input) {
+    const { planClaudeRestore } = await import('./restore.js');
+    return planClaudeRestore(ctx, input, configRoot(ctx));
   },
 };

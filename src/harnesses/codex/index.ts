@@ -16,9 +16,6 @@ import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter, HarnessDoctorCheck, HookPlan, HookPlanInput, ManagedHook } from '../types.js';
 import { parseJsonText, planJson } from './json-plan.js';
 import { isRecord, listHandlers, own } from './model.js';
-import { planCodexRestore } from './restore.js';
-import { listCodexSessions } from './listing.js';
-import { collectCodexSession } from './session.js';
 import { codexTranscriptReader } from './transcript.js';
 import { parseTomlText, planToml } from './toml-plan.js';
 import { hookStateKey, hookStates, hooksFeatureOff, hookTrustHash } from './trust.js';
@@ -135,6 +132,7 @@ const trustCheck: HarnessDoctorCheck = {
   },
 };
 
+// Session code (capture, listing, restore) loads when first used: reconcile plans hooks without it.
 export const codex: HarnessAdapter = {
   name: 'codex',
   displayName: HARNESS_DISPLAY_NAMES.codex,
@@ -154,13 +152,16 @@ export const codex: HarnessAdapter = {
     return [path.join(root, CONFIG_TOML), path.join(root, HOOKS_JSON)];
   },
   planHook,
-  collectSession(ctx, input) {
+  async collectSession(ctx, input) {
+    const { collectCodexSession } = await import('./session.js');
     return collectCodexSession(ctx, input, configRoot(ctx));
   },
-  listSessions(ctx, interval, limit) {
+  async listSessions(ctx, interval, limit) {
+    const { listCodexSessions } = await import('./listing.js');
     return listCodexSessions(configRoot(ctx), interval, limit);
   },
-  planRestore(ctx, input) {
+  async planRestore(ctx, input) {
+    const { planCodexRestore } = await import('./restore.js');
     return planCodexRestore(ctx, input, configRoot(ctx));
   },
   pendingState,

@@ -8,8 +8,6 @@ import { BlueError } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter } from '../types.js';
-import { planGeminiRestore } from './restore.js';
-import { collectGeminiSession } from './session.js';
 import { geminiHooksDisabled, planGeminiHook } from './settings-plan.js';
 import { geminiTranscriptReader } from './transcript.js';
 
@@ -31,6 +29,7 @@ function hookFileName(interval: Interval): string {
   return name;
 }
 
+// Session code (capture, listing, restore) loads when first used: reconcile plans hooks without it.
 export const gemini: HarnessAdapter = {
   name: 'gemini',
   displayName: HARNESS_DISPLAY_NAMES.gemini,
@@ -49,10 +48,12 @@ export const gemini: HarnessAdapter = {
     const reason = geminiHooksDisabled(text);
     return reason === undefined ? undefined : { state: 'hooks_disabled', reason };
   },
-  collectSession(ctx, input) {
+  async collectSession(ctx, input) {
+    const { collectGeminiSession } = await import('./session.js');
     return collectGeminiSession(ctx, input, configRoot(ctx));
   },
-  planRestore(ctx, input) {
+  async planRestore(ctx, input) {
+    const { planGeminiRestore } = await import('./restore.js');
     return planGeminiRestore(ctx, input, configRoot(ctx));
   },
 };

@@ -48,10 +48,6 @@ import {
 import { isManagedCommand } from '../signature.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter, HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
-import { planKimiRestore } from './legacy/restore.js';
-import { collectKimiSession } from './legacy/session.js';
-import { planKimiCodeRestore } from './restore.js';
-import { collectKimiCodeSession } from './session.js';
 import { kimiTranscriptReader } from './transcript.js';
 
 const CONFIG_FILE = 'config.toml';
@@ -98,6 +94,7 @@ function shareDir(ctx: Context): string {
 
 const isKimiCli = (interval: Interval) => interval.profile === KIMI_CLI_PROFILE;
 
+// Session code (capture, listing, restore) loads when first used: reconcile plans hooks without it.
 export const kimi: HarnessAdapter = {
   name: 'kimi',
   displayName: HARNESS_DISPLAY_NAMES.kimi,
@@ -138,12 +135,14 @@ export const kimi: HarnessAdapter = {
     return planKimiHook(input);
   },
 
-  collectSession(ctx, input) {
-    return isKimiCli(input.interval) ? collectKimiSession(ctx, input, shareDir(ctx)) : collectKimiCodeSession(ctx, input, codeHome(ctx));
+  async collectSession(ctx, input) {
+    if (isKimiCli(input.interval)) return (await import('./legacy/session.js')).collectKimiSession(ctx, input, shareDir(ctx));
+    return (await import('./session.js')).collectKimiCodeSession(ctx, input, codeHome(ctx));
   },
 
-  planRestore(ctx, input) {
-    return Promise.resolve().then(() => (isKimiCli(input.interval) ? planKimiRestore(ctx, input, shareDir(ctx)) : planKimiCodeRestore(ctx, input, codeHome(ctx))));
+  async planRestore(ctx, input) {
+    if (isKimiCli(input.interval)) return (await import('./legacy/restore.js')).planKimiRestore(ctx, input, shareDir(ctx));
+    return (await import('./restore.js')).planKimiCodeRestore(ctx, input, codeHome(ctx));
   },
 };
 

@@ -11,8 +11,6 @@ import { isManagedArgv } from '../signature.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter, HookPlan, HookPlanInput } from '../types.js';
 import { embeddedArgv, hasPluginHeader, renderPlugin } from './plugin.js';
-import { opencodeDataDir, planOpencodeRestore } from './restore.js';
-import { collectOpencodeSession } from './session.js';
 import { opencodeTranscriptReader } from './transcript.js';
 
 const PLUGIN_FILE = 'blue-agent-session-upload.js';
@@ -20,6 +18,7 @@ const PLUGIN_FILE = 'blue-agent-session-upload.js';
 const PLUGIN_DIRS = ['plugin', 'plugins'] as const;
 const DEFAULT_HOOK_FILE = `plugin/${PLUGIN_FILE}`;
 
+// Session code (capture, listing, restore) loads when first used: reconcile plans hooks without it.
 export const opencode: HarnessAdapter = {
   name: 'opencode',
   displayName: HARNESS_DISPLAY_NAMES.opencode,
@@ -58,11 +57,13 @@ export const opencode: HarnessAdapter = {
     return { text: text === rendered ? text : rendered, owned: { whole_file: true }, managedFound: ours ? 1 : 0 };
   },
 
-  collectSession(ctx, input) {
+  async collectSession(ctx, input) {
+    const { collectOpencodeSession } = await import('./session.js');
     return collectOpencodeSession(ctx, input);
   },
 
-  planRestore(ctx, input) {
+  async planRestore(ctx, input) {
+    const { opencodeDataDir, planOpencodeRestore } = await import('./restore.js');
     return planOpencodeRestore(ctx, input, opencodeDataDir(ctx));
   },
 };

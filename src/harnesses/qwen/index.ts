@@ -10,9 +10,6 @@ import { BlueError } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter } from '../types.js';
-import { listQwenSessions } from './listing.js';
-import { planQwenRestore } from './restore.js';
-import { collectQwenSession } from './session.js';
 import { planQwenHook, qwenHooksDisabled } from './settings-plan.js';
 import { qwenTranscriptReader } from './transcript.js';
 
@@ -42,6 +39,7 @@ function hookFileName(interval: Interval): string {
   return name;
 }
 
+// Session code (capture, listing, restore) loads when first used: reconcile plans hooks without it.
 export const qwen: HarnessAdapter = {
   name: 'qwen',
   displayName: HARNESS_DISPLAY_NAMES.qwen,
@@ -60,13 +58,16 @@ export const qwen: HarnessAdapter = {
     const reason = qwenHooksDisabled(text);
     return reason === undefined ? undefined : { state: 'hooks_disabled', reason };
   },
-  collectSession(ctx, input) {
+  async collectSession(ctx, input) {
+    const { collectQwenSession } = await import('./session.js');
     return collectQwenSession(ctx, input, qwenRuntimeDir(ctx));
   },
-  listSessions(ctx, interval, limit) {
+  async listSessions(ctx, interval, limit) {
+    const { listQwenSessions } = await import('./listing.js');
     return listQwenSessions(qwenRuntimeDir(ctx), interval, limit);
   },
-  planRestore(ctx, input) {
-    return Promise.resolve().then(() => planQwenRestore(ctx, input, qwenRuntimeDir(ctx)));
+  async planRestore(ctx, input) {
+    const { planQwenRestore } = await import('./restore.js');
+    return planQwenRestore(ctx, input, qwenRuntimeDir(ctx));
   },
 };
