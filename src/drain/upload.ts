@@ -1,10 +1,10 @@
 /**
  * The drain's upload stage: every due ready record is claimed into uploading/, its bundle re-verified against the
- * record (size and SHA-256: a bundle that changed on disk is failed, never uploaded), and uploaded to the Control
- * API. Uploaded: the local copy goes. Retry: back to ready with the next attempt time. Failed: failed/ with the
- * server's reason. With no Control API configured nothing is uploaded (the bundles wait, with a note in the report);
- * with a policy that has no session_upload block (capture disabled) nothing is uploaded and the records are kept,
- * or discarded with `discard`.
+ * record (size and SHA-256, or the file identity the spool recorded at commit with the digest checked on the way out:
+ * a bundle that changed on disk is failed, never uploaded), and uploaded to the Control API. Uploaded: the local copy
+ * goes. Retry: back to ready with the next attempt time. Failed: failed/ with the server's reason. With no Control API
+ * configured nothing is uploaded (the bundles wait, with a note in the report); with a policy that has no
+ * session_upload block (capture disabled) nothing is uploaded and the records are kept, or discarded with `discard`.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -135,9 +135,11 @@ export async function uploadReady(ctx: Context, spool: Spool, report: DrainRepor
     // every record with exactly one worker.
     let stopped = false;
     const redactionRequired = policy.session_upload.redact === 'secrets';
+    // The pass's records, listed once and shared by the workers.
+    const claimNext = spool.claimer('ready', [...only], { skip: tried, skipNotDue: true });
     const worker = async (): Promise<void> => {
       while (!stopped) {
-        const claim = await spool.claimNext('ready', { skip: tried, skipNotDue: true, only });
+        const claim = await claimNext();
         if (claim === undefined) return;
         tried.add(claim.id);
         const stop = await uploadOne(ctx, spool, report, claim, client, profiles, { ...options.upload, ...(presignUrl === undefined ? {} : { presignUrl }) }, redactionRequired);
@@ -184,20 +186,25 @@ async function uploadOne(
     return undefined;
   }
   const bundleFile = spool.bundleFile(record.id);
-  // The spooled bytes must still be the ones built: a bundle changed on disk is never uploaded.
-  let actual: { size: number; sha256: string } | undefined;
-  try {
-    actual = await hashFile(bundleFile);
-  } catch (error) {
-    await failWith('BUNDLE_INVALID', `the spooled bundle cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-    return undefined;
-  }
-  if (actual.size !== record.bundle.size || actual.sha256 !== record.bundle.sha256) {
-    await failWith(
-      'BUNDLE_INVALID',
-      `the spooled bundle changed on disk: it has ${actual.size} bytes and SHA-256 ${actual.sha256}, the record says ${record.bundle.size} bytes and ${record.bundle.sha256}`,
-    );
-    return undefined;
+  // The spooled bytes must still be the ones built: a bundle changed on disk is never uploaded. The very file that was
+  // committed (its identity unchanged) is not read twice: the upload hashes it on the way out and refuses to complete
+  // other bytes, and the Control API checks the digest too.
+  const unchanged = await spool.bundleUnchanged(record);
+  if (!unchanged) {
+    let actual: { size: number; sha256: string } | undefined;
+    try {
+      actual = await hashFile(bundleFile);
+    } catch (error) {
+      await failWith('BUNDLE_INVALID', `the spooled bundle cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+      return undefined;
+    }
+    if (actual.size !== record.bundle.size || actual.sha256 !== record.bundle.sha256) {
+      await failWith(
+        'BUNDLE_INVALID',
+        `the spooled bundle changed on disk: it has ${actual.size} bytes and SHA-256 ${actual.sha256}, the record says ${record.bundle.size} bytes and ${record.bundle.sha256}`,
+      );
+      return undefined;
+    }
   }
   let manifest;
   try {
@@ -218,7 +225,7 @@ async function uploadOne(
   // Resumable when the profile it was captured under can restore it (the resume picker lists only those).
   // A session whose files predate its profile (backfill found it so) is not resumable, whatever the profile says.
   const resumable = manifest.resumable !== false && findInterval(profiles, manifest.compatibility_profile)?.interval.operations.includes('session_resume') === true;
-  const result = await uploadBundle(client, { bundleFile, size: record.bundle.size, sha256: record.bundle.sha256, manifest, resumable, verified: true }, options);
+  const result = await uploadBundle(client, { bundleFile, size: record.bundle.size, sha256: record.bundle.sha256, manifest, resumable, verified: !unchanged }, options);
   if (!(await spool.holds(claim))) return undefined; // judged dead and taken over: the record is another drain's now
   switch (result.kind) {
     case 'uploaded':

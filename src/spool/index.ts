@@ -18,18 +18,28 @@
  * only by a rename of that file (claim, release, commit, fail), and its content only by its claim holder renaming a
  * fsynced temp file over its own claim. A crash at any point therefore leaves the record in its old state or its new
  * one, never in two; a half-written file can only ever be a temp file, which is removed once its writer is dead.
+ * Record files are never written in place, so a record file's inode (with its size and mtime, against a reused inode)
+ * names its content: a record read before its claim is the claimed one when the claim has the same identity.
+ *
+ * Each state change is made durable by one fsync, of the folder the record lands in (or leaves, when it leaves the
+ * spool): a journaling filesystem commits a rename whole, and in order, and state changes that land in one folder at the
+ * same time share that fsync. A claim is not fsynced by itself: a power cut that loses it only leaves the record where
+ * it was before, and the holder's next change of the record, which is fsynced, makes the claim durable with it.
  *
  * A claim belongs to a live process: one whose pid still runs and which refreshes the claim's mtime (a heartbeat,
  * so a reused pid cannot hold a record forever). Recovery takes a dead claim over by renaming it to its own pid (so
  * two recoverers never both act), then finishes the commit when the claim already names its fsynced bundle, or else
  * removes what the dead worker left and releases the record back to where it was claimed from.
  *
- * Uploads claim `ready` records into `uploading/` the same way. A finished upload is committed by rewriting the claim
- * to name the upload id (`uploaded`), then removing the bundle, then the claim: recovery finishes that removal for a
- * dead claim that already names its upload, and releases any other dead upload claim back to `ready` (bundle kept;
- * the Control API answers a re-presign of the same bytes with the upload it already has, so nothing is stored twice).
+ * Uploads claim `ready` records into `uploading/` the same way. A finished upload is committed by removing the claim,
+ * then the bundle (a bundle left by a crash in between names no record and is removed later). Recovery releases a dead
+ * upload claim back to `ready` (bundle kept; the Control API answers a re-presign of the same bytes with the upload it
+ * already has, so nothing is stored twice), or finishes the removal of one that names its upload (`uploaded`, which
+ * earlier versions wrote first); a claim whose bundle was deleted from outside fails at its next upload, as before. A ready record names its bundle's size, SHA-256
+ * and file identity (device, inode, size, mtime) as written: a bundle whose identity is unchanged need not be re-read
+ * to be trusted before its upload, which hashes it on the way out anyway.
  */
-import { constants } from 'node:fs';
+import { constants, type BigIntStats } from 'node:fs';
 import { link, lstat, mkdir, open, readdir, readFile, rename, stat, unlink, utimes, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { BlueError } from '../errors.js';
@@ -69,6 +79,9 @@ const ID = '[0-9a-z]{9}-[0-9a-f]{10}';
 const RECORD_NAME = new RegExp(`^(${ID})\\.json$`);
 const CLAIM_NAME = new RegExp(`^(${ID})\\.(\\d{1,10})\\.json$`);
 const TEMP_NAME = new RegExp(`^(${ID})\\.(\\d{1,10})\\.([a-z]+)\\.[0-9a-f]+\\.tmp$`);
+const BUNDLE_NAME = new RegExp(`^(${ID})\\.bundle$`);
+/** A bundle no record names is removed once it is this old. */
+const ORPHAN_BUNDLE_MS = 60_000;
 /** The sh hook's files in inbox/: handed over, being admitted by a drain, being written. */
 const HOOK_NAME = /^(\d{1,10}-\d{1,6})\.hook$/;
 const ADMIT_NAME = /^(\d{1,10}-\d{1,6})\.(\d{1,10})\.admit$/;
@@ -104,7 +117,7 @@ export interface SpoolRecord {
   /** false: the session's files predate its capture profile; it is uploaded as not resumable. */
   resumable?: false;
   /** Set on commit: the bundle in bundles/<id>.bundle. */
-  bundle?: { size: number; sha256: string; built_at_unix_ms: number };
+  bundle?: { size: number; sha256: string; built_at_unix_ms: number; /** `bundleIdentity` of the file as committed. */ identity?: string };
   /** Upload tries of the bundle that ended in an error to retry (kept apart from the build attempts). */
   upload_attempts?: number;
   /** Set on an upload claim once the Control API holds the bundle: what is left is removing the local copy. */
@@ -220,6 +233,33 @@ const heldClaims = new Map<string, NodeJS.Timeout>();
 /** Record ids this process is recovering right now. */
 const recovering = new Set<string>();
 const liveTemps = new Set<string>();
+
+/**
+ * Folder fsyncs per folder: the one running, and the one that starts after it, which every state change made meanwhile
+ * joins. A change made while an fsync runs may have missed it, so it waits for the next one, never a running one.
+ */
+const dirSyncs = new Map<string, { running?: Promise<void>; next?: Promise<void> }>();
+
+function syncDir(dir: string): Promise<void> {
+  let sync = dirSyncs.get(dir);
+  if (sync === undefined) dirSyncs.set(dir, (sync = {}));
+  const entry = sync;
+  if (entry.next !== undefined) return entry.next;
+  const start = (): Promise<void> => {
+    const run = fsyncDir(dir).finally(() => {
+      if (entry.running === run) entry.running = undefined;
+      if (entry.running === undefined && entry.next === undefined && dirSyncs.get(dir) === entry) dirSyncs.delete(dir);
+    });
+    entry.running = run;
+    return run;
+  };
+  if (entry.running === undefined) return start();
+  entry.next = entry.running.then(() => {
+    entry.next = undefined;
+    return start();
+  });
+  return entry.next;
+}
 
 /**
  * The spool as its readers see it (status, doctor, the agent's scheduler, a drain's report): it never creates, moves
@@ -536,47 +576,77 @@ export class Spool extends SpoolView {
     from: ClaimableState,
     options: { skip?: Set<string>; skipNotDue?: boolean; only?: ReadonlySet<string> } = {},
   ): Promise<Claim | undefined> {
-    await this.checkSafe();
-    const now = this.now();
-    const ids = (await this.idsIn(from)).filter((id) => options.skip?.has(id) !== true && options.only?.has(id) !== false);
-    // Oldest first, but records whose worker died while on them go after the others: a record that kills its worker
-    // must not hold up the rest, and a run of unlucky crashes must not pile up on one record.
-    const deferred: string[] = [];
-    for (const id of ids) {
-      const { dueAt, interrupted } = await this.schedule(from, id);
-      if (dueAt > now) {
-        if (options.skipNotDue === true) options.skip?.add(id);
-        continue;
-      }
-      if (interrupted) {
-        deferred.push(id);
-        continue;
-      }
-      const claim = await this.claim(from, id);
-      if (claim !== undefined) return claim;
-    }
-    for (const id of deferred) {
-      const claim = await this.claim(from, id);
-      if (claim !== undefined) return claim;
-    }
-    return undefined;
+    const ids = (await this.idsIn(from)).filter((id) => options.only?.has(id) !== false);
+    return this.claimer(from, ids, options)();
   }
 
   /**
-   * When a waiting record may be built again (0: now; never while the harness it waits for still runs), and whether a
-   * worker died on it before. Unreadable records are due: claiming them fails them.
+   * Claims from a list of `from`'s ids taken once (a drain's pass), by claimNext's rules: each call claims the next
+   * due record of the list, undefined when none is left. Workers may share it: each id is tried by one of them, and no
+   * call lists the folder again (a backlog of thousands made every claim re-read the folder).
    */
-  private async schedule(state: ClaimableState, id: string): Promise<{ dueAt: number; interrupted: boolean }> {
-    const record = await this.peek(state, id);
-    const waiting = state === 'intake' && record !== undefined && harnessRuns(record);
-    return {
-      dueAt: waiting ? Number.POSITIVE_INFINITY : typeof record?.next_attempt_at_unix_ms === 'number' ? record.next_attempt_at_unix_ms : 0,
-      interrupted: typeof record?.interruptions === 'number' && record.interruptions > 0,
+  claimer(from: ClaimableState, ids: readonly string[], options: { skip?: Set<string>; skipNotDue?: boolean } = {}): () => Promise<Claim | undefined> {
+    const queue = [...ids].sort();
+    // Oldest first, but records whose worker died while on them go after the others: a record that kills its worker
+    // must not hold up the rest, and a run of unlucky crashes must not pile up on one record.
+    const deferred: { id: string; peeked: Peeked | undefined }[] = [];
+    let next = 0;
+    let nextDeferred = 0;
+    let checked: Promise<void> | undefined;
+    return async () => {
+      await (checked ??= this.checkSafe());
+      const now = this.now();
+      while (next < queue.length) {
+        const id = queue[next++]!;
+        if (options.skip?.has(id) === true) continue;
+        const peeked = await this.peekFile(from, id);
+        const { dueAt, interrupted } = schedule(from, peeked?.record);
+        if (dueAt > now) {
+          if (options.skipNotDue === true) options.skip?.add(id);
+          continue;
+        }
+        if (interrupted) {
+          deferred.push({ id, peeked });
+          continue;
+        }
+        const claim = await this.claim(from, id, peeked);
+        if (claim !== undefined) return claim;
+      }
+      while (nextDeferred < deferred.length) {
+        const { id, peeked } = deferred[nextDeferred++]!;
+        const claim = await this.claim(from, id, peeked);
+        if (claim !== undefined) return claim;
+      }
+      return undefined;
     };
   }
 
-  /** Claims one record by renaming it into the claim folder; undefined when another process got it first. */
-  async claim(from: ClaimableState, id: string): Promise<Claim | undefined> {
+  /** The record file `id` in `state` with its text and inode; undefined when it is gone. */
+  private async peekFile(state: ClaimableState, id: string): Promise<Peeked | undefined> {
+    let handle: FileHandle | undefined;
+    try {
+      handle = await open(path.join(this.dir(state), `${id}.json`), constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
+      const info = await handle.stat({ bigint: true });
+      const text = await handle.readFile('utf8');
+      let data: unknown;
+      try {
+        data = JSON.parse(text);
+      } catch {
+        data = undefined;
+      }
+      return { identity: fileIdentity(info), text, record: data !== null && typeof data === 'object' ? (data as Partial<SpoolRecord>) : undefined };
+    } catch {
+      return undefined;
+    } finally {
+      await handle?.close().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Claims one record by renaming it into the claim folder; undefined when another process got it first. `peeked`, the
+   * record as read just before, is used as the claim's record when the claim is that same file (its inode).
+   */
+  async claim(from: ClaimableState, id: string, peeked?: Peeked): Promise<Claim | undefined> {
     const source = path.join(this.dir(from), `${id}.json`);
     const file = path.join(this.dir(CLAIMS[from]), `${id}.${process.pid}.json`);
     try {
@@ -585,9 +655,8 @@ export class Spool extends SpoolView {
       if (errno(error) === 'ENOENT') return undefined;
       throw error;
     }
-    await fsyncDir(this.dir(from));
-    await fsyncDir(this.dir(CLAIMS[from]));
-    return this.hold(id, from, file);
+    const text = peeked === undefined ? undefined : await lstat(file, { bigint: true }).then((info) => (fileIdentity(info) === peeked.identity ? peeked.text : undefined));
+    return this.hold(id, from, file, text);
   }
 
   /**
@@ -596,12 +665,12 @@ export class Spool extends SpoolView {
    */
   async commitReady(claim: Claim, bundleTemp: string, bundle: { size: number; sha256: string }): Promise<SpoolRecord> {
     await this.assertHeld(claim);
-    await syncFile(bundleTemp);
+    const identity = await syncFile(bundleTemp);
     const target = this.bundleFile(claim.id);
     await rename(bundleTemp, target);
     liveTemps.delete(bundleTemp);
     await fsyncDir(this.dir('bundles'));
-    const record: SpoolRecord = { ...claim.record, bundle: { ...bundle, built_at_unix_ms: this.now() } };
+    const record: SpoolRecord = { ...claim.record, bundle: { ...bundle, built_at_unix_ms: this.now(), ...(identity.size === bundle.size ? { identity: identity.id } : {}) } };
     delete record.last_error;
     delete record.next_attempt_at_unix_ms;
     await this.rewriteClaim(claim, record);
@@ -653,15 +722,25 @@ export class Spool extends SpoolView {
   }
 
   /**
-   * Commits a finished upload: the claim is rewritten to name the upload (so a crash from here on is finished by
-   * recovery, never uploaded again), then the bundle and the claim are removed. The record leaves the spool.
+   * Commits a finished upload: the claim is removed, then the bundle (a crash in between leaves a bundle without a
+   * record, removed later, never uploaded again). The record leaves the spool.
    */
   async completeUpload(claim: Claim, uploadId: string): Promise<SpoolRecord> {
     if (claim.from !== 'ready') throw new BlueError('INTERNAL', `spool record ${claim.id} is not an upload claim`);
+    await this.assertHeld(claim);
     const record: SpoolRecord = { ...claim.record, uploaded: { upload_id: uploadId, at_unix_ms: this.now() } };
-    await this.rewriteClaim(claim, record);
     await this.removeClaimed(claim);
     return record;
+  }
+
+  /**
+   * True when the bundle of a ready record is the very file that was committed (same device, inode, size and mtime):
+   * its bytes are then the hashed ones, short of someone rewriting it in place and resetting its mtime.
+   */
+  async bundleUnchanged(record: SpoolRecord): Promise<boolean> {
+    if (record.bundle?.identity === undefined) return false;
+    const info = await stat(this.bundleFile(record.id), { bigint: true }).catch(() => undefined);
+    return info !== undefined && info.isFile() && bundleIdentity(info) === record.bundle.identity;
   }
 
   /**
@@ -681,15 +760,19 @@ export class Spool extends SpoolView {
     await this.removeClaimed(claim);
   }
 
+  /**
+   * Removes the claim (the record leaves the spool: one fsync of its folder), then the bundle and this process's temp
+   * files. A crash in between leaves a bundle no record names, which removeOrphanTemps removes: a claim is never left
+   * without its bundle, so a dead upload claim whose bundle is gone means the bundle was deleted, not uploaded.
+   */
   private async removeClaimed(claim: Claim): Promise<void> {
-    await this.removeLeftovers(claim.id);
-    await fsyncDir(this.dir('bundles'));
     try {
       await unlinkIfExists(claim.file);
     } finally {
       this.drop(claim);
     }
-    await fsyncDir(path.dirname(claim.file));
+    await syncDir(path.dirname(claim.file));
+    await this.removeLeftovers(claim.id);
   }
 
   /**
@@ -759,6 +842,7 @@ export class Spool extends SpoolView {
       await this.move(claim, 'ready');
       report.completed.push(id);
     } else if (from === 'ready' && claim.record.uploaded !== undefined) {
+      // Its commit had begun (earlier versions named the upload in the claim first).
       await this.removeClaimed(claim);
       report.completed.push(id);
     } else if (from === 'ready') {
@@ -797,6 +881,15 @@ export class Spool extends SpoolView {
       }
     }
     if (removed > 0) await fsyncDir(this.dir('tmp'));
+    // Bundles no record names: an upload's commit removes the claim first, and a crash may come before the bundle goes.
+    for (const name of await listDir(this.dir('bundles'))) {
+      const bundle = BUNDLE_NAME.exec(name);
+      if (bundle === null || (await this.hasRecord(bundle[1]!))) continue;
+      const file = path.join(this.dir('bundles'), name);
+      const info = await lstat(file).catch(() => undefined);
+      // A bundle is renamed into place while its build claim exists: young ones are left alone all the same.
+      if (info !== undefined && now - info.mtimeMs > ORPHAN_BUNDLE_MS && (await unlinkIfExists(file))) removed++;
+    }
     // The sh hook's temp files: a hook that was killed while it wrote leaves one behind.
     for (const name of await listDir(this.dir('inbox'))) {
       const hook = HOOK_TEMP_NAME.exec(name);
@@ -811,14 +904,15 @@ export class Spool extends SpoolView {
 
   // -------------------------------------------------------------------------------------------------------------
 
-  private async hold(id: string, from: ClaimableState, file: string): Promise<Claim> {
+  /** Holds the claim `file` (its heartbeat) and reads it, unless its `text` was already read. */
+  private async hold(id: string, from: ClaimableState, file: string, text?: string): Promise<Claim> {
     const timer = setInterval(() => {
       const now = new Date();
       utimes(file, now, now).catch(() => undefined);
     }, HEARTBEAT_MS);
     timer.unref();
     heldClaims.set(file, timer);
-    const parsed = parseRecord(await readFile(file, 'utf8'), id);
+    const parsed = parseRecord(text ?? (await readFile(file, 'utf8')), id);
     if (typeof parsed === 'string') {
       return { id, from, file, damaged: parsed, record: damagedRecord(id) };
     }
@@ -875,8 +969,7 @@ export class Spool extends SpoolView {
     } finally {
       this.drop(claim);
     }
-    await fsyncDir(this.dir(to));
-    await fsyncDir(path.dirname(claim.file));
+    await syncDir(this.dir(to));
   }
 
   private drop(claim: Claim): void {
@@ -892,6 +985,10 @@ export class Spool extends SpoolView {
   }
 
   private async removeTempsOf(id: string, pid: number): Promise<void> {
+    // This process's temp files are all in liveTemps (an earlier process's with our pid are removeOrphanTemps' job):
+    // a record it made none for (every upload) needs no listing of tmp/.
+    const prefix = path.join(this.dir('tmp'), `${id}.`);
+    if (pid === process.pid && ![...liveTemps].some((file) => file.startsWith(prefix))) return;
     for (const name of await listDir(this.dir('tmp'))) {
       const owner = tempOwner(name);
       if (owner === undefined || owner.pid !== pid || !owner.name.startsWith(`${id}.`)) continue;
@@ -1069,15 +1166,47 @@ async function unlinkIfExists(file: string): Promise<boolean> {
   }
 }
 
-/** Flushes a file written by someone else (the bundle writer) to disk. */
-async function syncFile(file: string): Promise<void> {
+/** Flushes a file written by someone else (the bundle writer) to disk; its size and identity (`bundleIdentity`). */
+async function syncFile(file: string): Promise<{ size: number; id: string }> {
   const handle = await open(file, constants.O_RDWR | (constants.O_NOFOLLOW ?? 0));
   try {
     await handle.chmod(0o600);
     await handle.sync();
+    const info = await handle.stat({ bigint: true });
+    return { size: Number(info.size), id: bundleIdentity(info) };
   } finally {
     await handle.close();
   }
+}
+
+/** A file's identity: what a rename keeps and a rewrite changes (device, inode, size, mtime in ns). */
+function bundleIdentity(info: BigIntStats): string {
+  return `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}`;
+}
+
+/** A record file as read before its claim: its inode, its text, and what it seems to hold. */
+/** Inode, size and mtime (ns): an inode freed and reused for a new record file is told apart by its write time. */
+function fileIdentity(info: BigIntStats): string {
+  return `${info.ino}:${info.size}:${info.mtimeNs}`;
+}
+
+interface Peeked {
+  /** `fileIdentity` of the file read. */
+  identity: string;
+  text: string;
+  record: Partial<SpoolRecord> | undefined;
+}
+
+/**
+ * When a waiting record may be built again (0: now; never while the harness it waits for still runs), and whether a
+ * worker died on it before. Unreadable records are due: claiming them fails them.
+ */
+function schedule(state: ClaimableState, record: Partial<SpoolRecord> | undefined): { dueAt: number; interrupted: boolean } {
+  const waiting = state === 'intake' && record !== undefined && harnessRuns(record);
+  return {
+    dueAt: waiting ? Number.POSITIVE_INFINITY : typeof record?.next_attempt_at_unix_ms === 'number' ? record.next_attempt_at_unix_ms : 0,
+    interrupted: typeof record?.interruptions === 'number' && record.interruptions > 0,
+  };
 }
 
 function errno(error: unknown): string | undefined {

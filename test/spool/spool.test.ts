@@ -146,7 +146,9 @@ describe('transitions', () => {
     const temp = await fakeBundle(spool, record.id);
     now += 5;
     const ready = await spool.commitReady(claim, temp, { size: 12, sha256: 'a'.repeat(64) });
-    expect(ready.bundle).toEqual({ size: 12, sha256: 'a'.repeat(64), built_at_unix_ms: now });
+    // The file's identity as committed (device, inode, size, mtime): a ready bundle still holding it need not be re-hashed.
+    const info = await stat(spool.bundleFile(record.id), { bigint: true });
+    expect(ready.bundle).toEqual({ size: 12, sha256: 'a'.repeat(64), built_at_unix_ms: now, identity: `${info.dev}:${info.ino}:12:${info.mtimeNs}` });
     expect(spoolFiles(stateDir)).toEqual({
       intake: [],
       building: [],
@@ -474,5 +476,65 @@ describe('upload claims', () => {
     expect(spoolFiles(stateDir)).toMatchObject({ ready: [`${a.id}.json`], bundles: [`${a.id}.bundle`] });
     expect(uploading()).toEqual([]);
     expect(readJson<SpoolRecord>(path.join(dir, 'ready', `${a.id}.json`))).toMatchObject({ interruptions: 1, bundle: { size: 12 } });
+  });
+
+  it('an upload commit killed between its two removals leaves a bundle no record names, removed later; a deleted bundle is never taken as uploaded', async () => {
+    let at = now;
+    const spool = await Spool.open(stateLayout(stateDir), { now: () => at });
+    const a = await readyRecord(spool, 'up-committing');
+    const b = await readyRecord(spool, 'up-bundle-deleted');
+    const pid = await deadPid();
+    const dir = path.join(stateDir, 'spool');
+    const { rename, unlink, utimes } = await import('node:fs/promises');
+    // a: killed after the commit removed its claim, before the bundle went.
+    await unlink(path.join(dir, 'ready', `${a.id}.json`));
+    // b: a dead upload claim whose bundle someone deleted: released, and its next upload fails it (not "completed").
+    await rename(path.join(dir, 'ready', `${b.id}.json`), path.join(dir, 'uploading', `${b.id}.${pid}.json`));
+    await unlink(spool.bundleFile(b.id));
+    expect(await spool.releaseDeadClaims()).toEqual({ released: [b.id], completed: [], failed: [] });
+    expect(spoolFiles(stateDir).ready).toEqual([`${b.id}.json`]);
+
+    // A young orphan bundle is left alone (a build may be between its bundle and its record); an old one goes.
+    expect(await spool.removeOrphanTemps()).toBe(0);
+    expect(spoolFiles(stateDir).bundles).toEqual([`${a.id}.bundle`]);
+    const old = new Date(Date.now() - 120_000);
+    await utimes(spool.bundleFile(a.id), old, old);
+    at = Date.now();
+    expect(await spool.removeOrphanTemps()).toBe(1);
+    expect(spoolFiles(stateDir).bundles).toEqual([]);
+    expect(uploading()).toEqual([]);
+  });
+
+  it('a ready bundle is trusted unread only while it is the very file committed', async () => {
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
+    const a = await readyRecord(spool, 'up-identity');
+    const record = readJson<SpoolRecord>(path.join(stateDir, 'spool', 'ready', `${a.id}.json`));
+    expect(await spool.bundleUnchanged(record)).toBe(true);
+    // Same size, rewritten in place: its mtime moves on (set here: the clock may not have ticked yet).
+    await writeFile(spool.bundleFile(a.id), 'bundle byteZ');
+    const { utimes } = await import('node:fs/promises');
+    await utimes(spool.bundleFile(a.id), new Date(now + 1_000), new Date(now + 1_000));
+    expect(await spool.bundleUnchanged(record)).toBe(false);
+    // A record from before identities were kept is always re-hashed.
+    expect(await spool.bundleUnchanged({ ...record, bundle: { ...record.bundle!, identity: undefined } })).toBe(false);
+  });
+
+  it('workers sharing a claimer claim each record once, oldest first, and a record replaced after it was read is read again', async () => {
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
+    const ids = [];
+    for (let i = 0; i < 6; i++) ids.push((await readyRecord(spool, `up-shared-${i}`)).id);
+    const next = spool.claimer('ready', ids);
+    const claimed = (await Promise.all([1, 2, 3].map(async () => {
+      const mine = [];
+      for (let c = await next(); c !== undefined; c = await next()) mine.push(c.id);
+      return mine;
+    }))).flat();
+    expect(claimed.sort()).toEqual([...ids].sort());
+    expect(await next()).toBeUndefined();
+
+    const b = await readyRecord(spool, 'up-reread');
+    const claim = (await spool.claim('ready', b.id, { identity: 'another file', text: 'not the record', record: undefined }))!;
+    expect(claim.damaged).toBeUndefined();
+    expect(claim.record).toMatchObject({ id: b.id, payload: { session_id: 'up-reread' } });
   });
 });
