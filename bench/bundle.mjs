@@ -11,6 +11,9 @@ import { compare, report } from './lib.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const MiB = 1024 * 1024;
+/** Against the anchors measured in the same run (interleaved), and the runner's own peak RSS. */
+const TIME_TARGET = 0.7;
+const RSS_TARGET_MIB = 64;
 
 /** Deterministic JSONL with a transcript's mix of repeated keys, prose, identifiers and code: gzip -6 gets about 4:1. */
 async function writeTranscript(file, bytes, seed) {
@@ -63,10 +66,19 @@ async function makeRunner(dir) {
     `import { writeBundle } from ${JSON.stringify(path.join(root, 'src/bundle/create.ts'))};
 import { verifyBundle } from ${JSON.stringify(path.join(root, 'src/bundle/verify.ts'))};
 import { loadProfiles } from ${JSON.stringify(path.join(root, 'src/profiles/index.ts'))};
-const [mode, input, out] = process.argv.slice(2);
+import { DocumentCache } from ${JSON.stringify(path.join(root, 'src/schema/document-cache.ts'))};
+const [mode, input, out, cacheFile] = process.argv.slice(2);
+// Profiles come through the validated-document cache, as \`bundle create\` loads them: unchanged profile files are not
+// parsed (YAML) and validated again.
+const loadCached = async () => {
+  const documents = await DocumentCache.open(cacheFile, true);
+  const profiles = await loadProfiles(${JSON.stringify(path.join(root, 'profiles'))}, documents);
+  await documents.save();
+  return profiles;
+};
 const result = mode === 'write'
   ? await writeBundle(JSON.parse(input), out)
-  : await verifyBundle(out, { profiles: await loadProfiles(${JSON.stringify(path.join(root, 'profiles'))}) });
+  : await verifyBundle(out, { profiles: await loadCached() });
 process.stdout.write(JSON.stringify({ size: result.size, sha256: result.sha256, maxRssKiB: process.resourceUsage().maxRSS }) + '\\n');
 `,
   );
@@ -99,8 +111,9 @@ export async function run() {
     const runner = await makeRunner(dir);
     const bundle = path.join(dir, 'session.bundle');
     const anchorOut = path.join(dir, 'anchor.tgz');
+    const cacheFile = path.join(dir, 'documents.json');
     const runOnce = (mode) => {
-      const r = spawnSync(process.execPath, [runner, mode, input, bundle], { encoding: 'utf8' });
+      const r = spawnSync(process.execPath, [runner, mode, input, bundle, cacheFile], { encoding: 'utf8' });
       if (r.status !== 0) throw new Error(`bundle ${mode} failed: ${r.stderr}`);
       return JSON.parse(r.stdout);
     };
@@ -112,20 +125,24 @@ export async function run() {
     console.log(`bundle: 100.0 MiB of JSONL -> ${(written.size / MiB).toFixed(1)} MiB (tar -czf: ${(Number(anchorSize) / MiB).toFixed(1)} MiB)`);
     const results = [];
     const opts = { rounds: 3, runs: 1 };
-    results.push(report('bundle write (100 MiB)', compare([process.execPath, runner, 'write', input, bundle], anchorWrite, opts), 1.5, 'tar -czf + sha256sum'));
+    results.push(report('bundle write (100 MiB)', compare([process.execPath, runner, 'write', input, bundle], anchorWrite, opts), TIME_TARGET, 'tar -czf + sha256sum'));
 
     const rss = written.maxRssKiB / 1024;
-    const rssPass = rss < 128;
-    console.log(`bundle write peak RSS: ${rss.toFixed(1)} MiB (target < 128 MiB) ${rssPass ? 'PASS' : 'FAIL'}`);
+    const rssPass = rss < RSS_TARGET_MIB;
+    console.log(`bundle write peak RSS: ${rss.toFixed(1)} MiB (target < ${RSS_TARGET_MIB} MiB) ${rssPass ? 'PASS' : 'FAIL'}`);
     results.push(rssPass);
 
+    // The first run fills the document cache; the one measured finds it warm, as every run after the first does.
+    runOnce('verify');
     const verified = runOnce('verify');
     if (verified.sha256 !== written.sha256) throw new Error('verify saw a different bundle');
     const anchorVerify = ['sh', '-c', `tar -xzOf ${anchorOut} | sha256sum >/dev/null`];
-    results.push(report('bundle verify (100 MiB)', compare([process.execPath, runner, 'verify', input, bundle], anchorVerify, opts), 1.5, 'tar -xzOf | sha256sum'));
+    results.push(
+      report('bundle verify (100 MiB)', compare([process.execPath, runner, 'verify', input, bundle, cacheFile], anchorVerify, opts), TIME_TARGET, 'tar -xzOf | sha256sum'),
+    );
     const vrss = verified.maxRssKiB / 1024;
-    const vrssPass = vrss < 128;
-    console.log(`bundle verify peak RSS: ${vrss.toFixed(1)} MiB (target < 128 MiB) ${vrssPass ? 'PASS' : 'FAIL'}`);
+    const vrssPass = vrss < RSS_TARGET_MIB;
+    console.log(`bundle verify peak RSS: ${vrss.toFixed(1)} MiB (target < ${RSS_TARGET_MIB} MiB) ${vrssPass ? 'PASS' : 'FAIL'}`);
     results.push(vrssPass);
     return results.every(Boolean);
   } finally {

@@ -1,7 +1,7 @@
 /**
  * Writing a bundle in one streamed pass: each session file is read in chunks into the tar while its SHA-256 is
- * computed, the tar is deflated, and the compressed bytes are hashed on their way to disk. Memory stays at a few
- * chunks whatever the file sizes. The manifest, which needs every digest, is the last entry.
+ * computed, the tar is deflated in blocks on the threadpool (deflate.ts), and the compressed bytes are hashed on their
+ * way to disk. Memory stays at a few blocks whatever the file sizes. The manifest, which needs every digest, is the last entry.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
@@ -13,6 +13,7 @@ import type { ProfileSet } from '../profiles/index.js';
 import { bundleManifestSchema, validateDocument, type HarnessName } from '../schema/index.js';
 import { fsyncDir } from '../util/fs.js';
 import { checkFile, openChecked, readAt, type SafeReadOptions } from '../util/safe-read.js';
+import { ParallelDeflate } from './deflate.js';
 import { GZIP_HEADER, gzipTrailer } from './gzip.js';
 import { formatBytes, limitsWith, type Limits } from './limits.js';
 import {
@@ -95,8 +96,6 @@ export interface WriteBundleOptions {
   redaction?: BundleRedaction;
 }
 
-const READ_CHUNK = 256 * 1024;
-const OUTPUT_CHUNK = 64 * 1024;
 const HINT = 'The session cannot be bundled as it is; the message names the file and the reason.';
 
 function refuse(what: string, file?: string): BlueError {
@@ -140,56 +139,48 @@ export async function writeBundle(input: BundleInput, outFile: string, options: 
       while (offset < chunk.length) offset += (await handle.write(chunk, offset, chunk.length - offset)).bytesWritten;
     };
 
-    const deflate = zlib.createDeflateRaw({ level: 6, chunkSize: OUTPUT_CHUNK });
-    let failure: unknown;
-    let abort: (error: unknown) => void = () => undefined;
-    // Settles every pending wait once anything fails: a destroyed stream may never call back a write it holds.
-    const aborted = new Promise<never>((_, reject) => {
-      abort = reject;
-    });
-    aborted.catch(() => undefined);
-    const fail = (error: unknown): void => {
-      failure ??= error;
-      abort(error);
-      deflate.destroy();
-    };
-    const drained = (async () => {
-      await write(GZIP_HEADER);
-      for await (const chunk of deflate) await write(chunk as Buffer);
-    })().catch(fail);
-
     let crc = 0;
     let uncompressed = 0;
-    /** Hands a chunk to deflate; resolves once zlib has consumed it, after which the buffer may be reused. */
-    const feed = (chunk: Buffer): Promise<void> => {
+    /** CRC, size and the caps for each stretch of the tar before it is compressed. */
+    const account = (chunk: Buffer): void => {
       crc = zlib.crc32(chunk, crc);
       uncompressed += chunk.length;
       // The same bomb guard a reader applies, so that every bundle written can be read.
-      if (uncompressed > limits.tarBytes) return Promise.reject(refuse(`the bundle would decompress to more than ${formatBytes(limits.tarBytes)}`));
+      if (uncompressed > limits.tarBytes) throw refuse(`the bundle would decompress to more than ${formatBytes(limits.tarBytes)}`);
       if (uncompressed > limits.ratioFloorBytes && uncompressed > limits.maxRatio * compressed) {
-        return Promise.reject(
-          refuse(`the session's files compress more than ${limits.maxRatio}:1, which a restore refuses as a possible decompression bomb`),
-        );
+        throw refuse(`the session's files compress more than ${limits.maxRatio}:1, which a restore refuses as a possible decompression bomb`);
       }
-      return Promise.race([new Promise<void>((resolve, reject) => deflate.write(chunk, (error) => (error ? reject(error) : resolve()))), aborted]);
+    };
+    const deflate = new ParallelDeflate(write);
+    const sink: TarSink = {
+      write: async (chunk) => {
+        account(chunk);
+        await deflate.write(chunk);
+      },
+      space: () => deflate.space(),
+      commit: (chunk) => {
+        account(chunk);
+        deflate.commit(chunk.length);
+      },
     };
 
-    let manifest: BundleManifest | undefined;
+    let manifest: BundleManifest;
     try {
-      manifest = await produceTar(input, planned, limits, feed, options);
-      deflate.end();
+      await write(GZIP_HEADER);
+      manifest = await produceTar(input, planned, limits, sink, options);
+      await deflate.end();
     } catch (error) {
-      fail(error);
+      // Nothing may still be writing to the file when it is closed and removed.
+      await deflate.settle(error);
+      throw error;
     }
-    await drained;
-    if (failure !== undefined) throw failure;
     await write(gzipTrailer(crc, uncompressed));
     await handle.sync();
     await handle.close();
     out = undefined;
     await rename(temp, outFile);
     await fsyncDir(dir);
-    return { manifest: manifest!, size: compressed, sha256: bundleHash.digest('hex') };
+    return { manifest, size: compressed, sha256: bundleHash.digest('hex') };
   } catch (error) {
     await out?.close().catch(() => undefined);
     await unlink(temp).catch(() => undefined);
@@ -197,24 +188,18 @@ export async function writeBundle(input: BundleInput, outFile: string, options: 
   }
 }
 
-/**
- * Feeds the whole tar to `feed`: each file read in chunks into two alternating buffers (one is read and hashed while
- * zlib consumes the other), then the manifest and the end-of-archive marker. Returns the manifest.
- */
-async function produceTar(input: BundleInput, planned: Planned[], limits: Limits, feed: (chunk: Buffer) => Promise<void>, options: WriteBundleOptions): Promise<BundleManifest> {
-  const ring = [Buffer.allocUnsafe(READ_CHUNK), Buffer.allocUnsafe(READ_CHUNK)];
-  const inFlight: Promise<void>[] = [Promise.resolve(), Promise.resolve()];
-  let slot = 0;
-  const send = (chunk: Buffer, into: number): void => {
-    const sent = feed(chunk);
-    // Awaited before the slot is reused; a failure is raised there, not as an unhandled rejection.
-    sent.catch(() => undefined);
-    inFlight[into] = sent;
-  };
-  const settle = async (): Promise<void> => {
-    await Promise.all(inFlight);
-  };
+/** Where the tar goes: copied in, or read straight into the room the deflater offers and then committed. */
+interface TarSink {
+  write(chunk: Buffer): Promise<void>;
+  space(): Promise<Buffer>;
+  commit(chunk: Buffer): void;
+}
 
+/**
+ * Writes the whole tar to `sink`: each file read in chunks straight into the deflater's current block and hashed
+ * there, then the manifest and the end-of-archive marker. Returns the manifest.
+ */
+async function produceTar(input: BundleInput, planned: Planned[], limits: Limits, sink: TarSink, options: WriteBundleOptions): Promise<BundleManifest> {
   const digests: string[] = [];
   let total = 0;
   let replaced = 0;
@@ -228,12 +213,12 @@ async function produceTar(input: BundleInput, planned: Planned[], limits: Limits
       p.size = out.bytes.length;
       if (p.size > limits.fileBytes) throw refuse(`${p.label}: is ${p.size} bytes once redacted, over the ${formatBytes(limits.fileBytes)} cap for one file`);
       hash.update(out.bytes);
-      await feed(fileHeader(p.entry, p.size));
-      if (p.size > 0) await feed(out.bytes);
+      await sink.write(fileHeader(p.entry, p.size));
+      if (p.size > 0) await sink.write(out.bytes);
     } else if (p.source.kind === 'content') {
       hash.update(p.source.bytes);
-      await feed(fileHeader(p.entry, p.size));
-      if (p.size > 0) await feed(p.source.bytes);
+      await sink.write(fileHeader(p.entry, p.size));
+      if (p.size > 0) await sink.write(p.source.bytes);
     } else {
       const handle = await openSessionFile(p, p.source.path, p.source.stat);
       let opened: Stats;
@@ -242,23 +227,19 @@ async function produceTar(input: BundleInput, planned: Planned[], limits: Limits
         opened = await handle.stat();
         p.size = opened.size;
         if (p.size > limits.fileBytes) throw refuse(`${p.label}: is ${p.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`);
-        await feed(fileHeader(p.entry, p.size));
+        await sink.write(fileHeader(p.entry, p.size));
         let position = 0;
         while (position < p.size) {
-          await inFlight[slot];
-          const buffer = ring[slot]!;
-          const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, p.size - position), position);
+          const room = await sink.space();
+          const { bytesRead } = await handle.read(room, 0, Math.min(room.length, p.size - position), position);
           if (bytesRead === 0) throw refuse(`${p.label}: shrank while being read (${position} of ${p.size} bytes)`);
-          const chunk = buffer.subarray(0, bytesRead);
+          const chunk = room.subarray(0, bytesRead);
           hash.update(chunk);
           position += bytesRead;
-          send(chunk, slot);
-          slot ^= 1;
+          sink.commit(chunk);
         }
-        await settle();
         if (options.stable === true) await checkUnchanged(p, handle, opened);
       } finally {
-        await settle().catch(() => undefined);
         await handle.close();
       }
     }
@@ -266,7 +247,7 @@ async function produceTar(input: BundleInput, planned: Planned[], limits: Limits
     if (total > limits.contentBytes) {
       throw refuse(`the session's files add up to more than ${formatBytes(limits.contentBytes)}, the cap for one bundle (at ${p.label})`);
     }
-    if (p.size % 512 !== 0) await feed(padding(p.size));
+    if (p.size % 512 !== 0) await sink.write(padding(p.size));
     digests.push(hash.digest('hex'));
   }
   const manifest = describe(
@@ -276,7 +257,7 @@ async function produceTar(input: BundleInput, planned: Planned[], limits: Limits
   );
   const bytes = serializeManifest(manifest);
   if (bytes.length > limits.manifestBytes) throw refuse(`the bundle manifest would be ${bytes.length} bytes, over the ${formatBytes(limits.manifestBytes)} cap`);
-  await feed(Buffer.concat([fileHeader(MANIFEST_NAME, bytes.length), bytes, padding(bytes.length), END_OF_ARCHIVE]));
+  await sink.write(Buffer.concat([fileHeader(MANIFEST_NAME, bytes.length), bytes, padding(bytes.length), END_OF_ARCHIVE]));
   return manifest;
 }
 

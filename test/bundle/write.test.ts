@@ -19,6 +19,7 @@ import {
   writeBundle,
   type BundleInput,
 } from '../../src/bundle/index.js';
+import { DEFLATE_BLOCK } from '../../src/bundle/deflate.js';
 import type { SessionFile } from '../../src/harnesses/types.js';
 import type { ProfileSet } from '../../src/profiles/index.js';
 import { rejected } from '../support/errors.js';
@@ -133,6 +134,44 @@ describe('writeBundle', () => {
     // A changed byte in a file changes the bundle.
     await writeFile(input.files[1]!.path!, 'changed\n');
     expect((await writeBundle(input, path.join(dir, 'c.bundle'))).sha256).not.toBe(a.sha256);
+  });
+
+  it('compresses in parallel blocks into one standard deflate stream that gunzip, GNU tar and verify read, reproducibly', async () => {
+    // Many blocks (more than are ever in flight), text that refers back across block boundaries, and random bytes.
+    const lines = Array.from({ length: 40_000 }, (_, i) => `{"turn":${i},"text":"the same words again ${i % 97}"}`).join('\n');
+    const random = randomBytes(DEFLATE_BLOCK * 2 + 1234);
+    const input: BundleInput = {
+      harness: 'opencode',
+      profile: 'opencode-v1_2_0',
+      sessionId: 'ses_1',
+      capturedAtUnixMs: 5,
+      files: [{ role: 'portable_export', name: 'export.json', content: Buffer.concat([Buffer.from(lines), random]) }],
+    };
+    const out = path.join(dir, 'big.bundle');
+    const written = await writeBundle(input, out, { profiles });
+    const bytes = await readFile(out);
+    expect(bytes.length).toBeLessThan(lines.length / 4 + random.length + 4096);
+    expect(parseTar(zlib.gunzipSync(bytes))[0]!.data).toEqual(input.files[0]!.content);
+    expect(execFileSync('tar', ['-xzOf', out, 'files/0000-export.json'], { maxBuffer: 64 * 1024 * 1024 }).equals(input.files[0]!.content!)).toBe(true);
+    expect(await verifyBundle(out, { profiles })).toEqual(written);
+    expect((await writeBundle(input, path.join(dir, 'again.bundle'), { profiles })).sha256).toBe(written.sha256);
+  });
+
+  it('ends the deflate stream properly when the tar fills its last block exactly', async () => {
+    // Headers, manifest and end marker are multiples of 512: pad the one file so the tar is a whole number of blocks.
+    const probe = await writeBundle(
+      { harness: 'opencode', profile: 'opencode-v1_2_0', sessionId: 'ses_1', capturedAtUnixMs: 5, files: [{ role: 'portable_export', name: 'f.json', content: Buffer.alloc(512, 0x61) }] },
+      path.join(dir, 'probe.bundle'),
+    );
+    const tarBytes = zlib.gunzipSync(await readFile(path.join(dir, 'probe.bundle'))).length;
+    const content = Buffer.alloc(DEFLATE_BLOCK * 3 - (tarBytes - 512), 0x61);
+    const out = path.join(dir, 'exact.bundle');
+    await writeBundle({ harness: 'opencode', profile: 'opencode-v1_2_0', sessionId: 'ses_1', capturedAtUnixMs: 5, files: [{ role: 'portable_export', name: 'f.json', content }] }, out);
+    const tarred = zlib.gunzipSync(await readFile(out));
+    expect(tarred.length % DEFLATE_BLOCK).toBe(0);
+    expect(parseTar(tarred)[0]!.data).toEqual(content);
+    expect(probe.size).toBeGreaterThan(0);
+    await verifyBundle(out, { profiles });
   });
 
   it('writes fixed gzip and tar headers: mode 0600, mtime 0, uid/gid 0, no names, files then manifest', async () => {
