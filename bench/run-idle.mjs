@@ -1,7 +1,7 @@
 // An idle `blue-agent run` (the built CLI, a temporary HOME, a real local Control API from `control-plane serve`),
 // beside a bare `node -e "setTimeout(()=>{},N)"` measured the same way in the same run: CPU time used over the
 // window (from /proc/<pid>/stat, the process and its waited-for children) and peak memory (VmHWM from
-// /proc/<pid>/status). Targets: memory under 2x the bare process, CPU time under 1% of the wall time.
+// /proc/<pid>/status). Targets: memory at most 1.3x the bare process, CPU time under 1% of the wall time.
 // BLUE_AGENT_BENCH_IDLE_SECONDS (or --seconds N) shortens the 60 s window for a quick check.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -102,10 +102,10 @@ export async function run() {
 
     const cpuPct = (agent.cpuMs / agent.wallMs) * 100;
     const memRatio = agent.peakKb / bare.peakKb;
-    const pass = cpuPct < 1 && memRatio < 2;
+    const pass = cpuPct < 1 && memRatio <= 1.3;
     console.log(
       `run idle (${(windowMs / 1000).toFixed(0)} s): CPU ${agent.cpuMs.toFixed(0)} ms (${cpuPct.toFixed(3)}% of wall, target < 1%) vs bare node ${bare.cpuMs.toFixed(0)} ms; ` +
-        `peak memory ${(agent.peakKb / 1024).toFixed(1)} MiB vs bare node ${(bare.peakKb / 1024).toFixed(1)} MiB -> ratio ${memRatio.toFixed(2)}x (target < 2x) ${pass ? 'PASS' : 'FAIL'}`,
+        `peak memory ${(agent.peakKb / 1024).toFixed(1)} MiB vs bare node ${(bare.peakKb / 1024).toFixed(1)} MiB -> ratio ${memRatio.toFixed(2)}x (target <= 1.3x) ${pass ? 'PASS' : 'FAIL'}`,
     );
     return pass;
   } finally {

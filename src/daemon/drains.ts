@@ -1,5 +1,5 @@
 /**
- * Drains from the run loop: on a node-cron schedule (default every 5 minutes) and soon after a new intake record
+ * Drains from the run loop: on a cron schedule (cron.ts; default every 5 minutes) and soon after a new intake record
  * appears in `<state>/spool/intake/`, never two at a time in this process.
  *
  * Each drain is the CLI's own `blue-agent drain --json`, run as a child process, rather than `drain()` in-process:
@@ -19,10 +19,10 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import chokidar, { type FSWatcher } from 'chokidar';
-import cron, { type ScheduledTask } from 'node-cron';
 import type { Context } from '../context.js';
 import type { Logger } from '../logger.js';
 import { Spool } from '../spool/index.js';
+import { scheduleCron, validCron, type CronTimer } from './cron.js';
 import { writeLastDrain, type LastDrain } from './state.js';
 
 export const DEFAULT_DRAIN_SCHEDULE = '*/5 * * * *';
@@ -105,7 +105,7 @@ export interface DrainSchedulerOptions {
 }
 
 export class DrainScheduler {
-  private task: ScheduledTask | undefined;
+  private task: CronTimer | undefined;
   private intake: FSWatcher | undefined;
   private intakeTimer: NodeJS.Timeout | undefined;
   private readonly seen = new Set<string>();
@@ -142,12 +142,12 @@ export class DrainScheduler {
   reschedule(expr: string): void {
     if (this.stopping || expr === this.scheduleExpr) return;
     this.scheduleExpr = expr;
-    void this.task?.destroy();
+    this.task?.stop();
     this.startCron();
   }
 
   nextRunAt(): number | undefined {
-    return this.task?.getNextRun()?.getTime();
+    return this.task?.nextAt();
   }
 
   /** Drain now, or right after the running drain when one runs (several requests meanwhile make one drain). */
@@ -202,7 +202,7 @@ export class DrainScheduler {
     clearTimeout(this.intakeTimer);
     const task = this.task;
     this.task = undefined;
-    await task?.destroy();
+    task?.stop();
     await this.intake?.close();
     const running = this.running;
     if (running === undefined) return;
@@ -217,7 +217,7 @@ export class DrainScheduler {
   }
 
   private startCron(): void {
-    this.task = cron.schedule(this.scheduleExpr, () => this.request('schedule'), { name: 'blue-agent-drain', noOverlap: true });
+    this.task = scheduleCron(this.scheduleExpr, () => this.request('schedule'));
   }
 
   private onIntake(file: string): void {
@@ -311,5 +311,5 @@ async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
 }
 
 export function validDrainSchedule(expr: string): boolean {
-  return cron.validate(expr);
+  return validCron(expr);
 }

@@ -1,7 +1,7 @@
 /**
  * The run loop in-process, against a real Control API on loopback (behind the fault proxy, to take it away and
  * bring it back), a temporary HOME and a fake `claude` on PATH. Intervals are shortened through DaemonOptions; the
- * code paths are the real ones (chokidar, node-cron, the drain CLI as a child process).
+ * code paths are the real ones (chokidar, the cron timer, the drain CLI as a child process).
  */
 import { copyFile, mkdir, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
