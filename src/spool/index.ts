@@ -31,11 +31,12 @@
  * two recoverers never both act), then finishes the commit when the claim already names its fsynced bundle, or else
  * removes what the dead worker left and releases the record back to where it was claimed from.
  *
- * Uploads claim `ready` records into `uploading/` the same way. A finished upload is committed by removing the claim,
- * then the bundle (a bundle left by a crash in between names no record and is removed later). Recovery releases a dead
- * upload claim back to `ready` (bundle kept; the Control API answers a re-presign of the same bytes with the upload it
- * already has, so nothing is stored twice), or finishes the removal of one that names its upload (`uploaded`, which
- * earlier versions wrote first); a claim whose bundle was deleted from outside fails at its next upload, as before. A ready record names its bundle's size, SHA-256
+ * Uploads claim `ready` records into `uploading/` the same way. A finished upload is committed by renaming its bundle
+ * aside into tmp/, then removing the claim, then the bundle. Recovery finishes the removal for a dead upload claim whose
+ * bundle was renamed aside (or that names its upload, `uploaded`, as earlier versions wrote first), and releases any
+ * other dead upload claim back to `ready` (bundle kept; the Control API answers a re-presign of the same bytes with the
+ * upload it already has, so nothing is stored twice); one whose bundle was deleted from outside fails at its next
+ * upload. A ready record names its bundle's size, SHA-256
  * and file identity (device, inode, size, mtime) as written: a bundle whose identity is unchanged need not be re-read
  * to be trusted before its upload, which hashes it on the way out anyway.
  */
@@ -79,9 +80,8 @@ const ID = '[0-9a-z]{9}-[0-9a-f]{10}';
 const RECORD_NAME = new RegExp(`^(${ID})\\.json$`);
 const CLAIM_NAME = new RegExp(`^(${ID})\\.(\\d{1,10})\\.json$`);
 const TEMP_NAME = new RegExp(`^(${ID})\\.(\\d{1,10})\\.([a-z]+)\\.[0-9a-f]+\\.tmp$`);
-const BUNDLE_NAME = new RegExp(`^(${ID})\\.bundle$`);
-/** A bundle no record names is removed once it is this old. */
-const ORPHAN_BUNDLE_MS = 60_000;
+/** A bundle renamed aside while its record is removed for good (see removeClaimed). */
+const REMOVED_KIND = 'removed';
 /** The sh hook's files in inbox/: handed over, being admitted by a drain, being written. */
 const HOOK_NAME = /^(\d{1,10}-\d{1,6})\.hook$/;
 const ADMIT_NAME = /^(\d{1,10}-\d{1,6})\.(\d{1,10})\.admit$/;
@@ -430,13 +430,16 @@ export class SpoolView {
     return out;
   }
 
-  /** Whether a drain has anything to act on: a record in intake or ready, or a claim (a live or a dead process's). */
+  /**
+   * Whether a drain has anything to act on: a record in intake or ready, or a claim (a live or a dead process's), or a
+   * capture the sh hook handed over (its own drain may never have run).
+   */
   async hasWork(): Promise<boolean> {
     for (const state of ['intake', 'ready', 'building', 'uploading'] as const) {
       const names = await readdir(this.dir(state)).catch(() => [] as string[]);
       if (names.some((n) => n.endsWith('.json'))) return true;
     }
-    return false;
+    return (await this.handedOver().catch(() => 0)) > 0;
   }
 }
 
@@ -761,18 +764,30 @@ export class Spool extends SpoolView {
   }
 
   /**
-   * Removes the claim (the record leaves the spool: one fsync of its folder), then the bundle and this process's temp
-   * files. A crash in between leaves a bundle no record names, which removeOrphanTemps removes: a claim is never left
-   * without its bundle, so a dead upload claim whose bundle is gone means the bundle was deleted, not uploaded.
+   * Removes a claimed record for good: its bundle is first renamed aside into tmp/ (kind `removed`, this pid), then
+   * the claim goes (the record leaves the spool: one fsync of its folder), then the bundle. A crash before the claim
+   * goes leaves a dead claim beside its `removed` bundle, which recovery finishes; a crash after it leaves a temp file
+   * of a dead process, which removeOrphanTemps removes. A dead upload claim without either had its bundle deleted
+   * from outside: it is not taken as uploaded.
    */
   private async removeClaimed(claim: Claim): Promise<void> {
+    const aside = this.tempFile(claim.id, REMOVED_KIND);
+    let moved = true;
+    try {
+      await rename(this.bundleFile(claim.id), aside);
+    } catch (error) {
+      if (errno(error) !== 'ENOENT') throw error;
+      moved = false;
+    }
     try {
       await unlinkIfExists(claim.file);
     } finally {
       this.drop(claim);
     }
     await syncDir(path.dirname(claim.file));
-    await this.removeLeftovers(claim.id);
+    if (moved) await unlinkIfExists(aside);
+    liveTemps.delete(aside);
+    await this.removeTempsOf(claim.id, process.pid);
   }
 
   /**
@@ -834,6 +849,10 @@ export class Spool extends SpoolView {
   /** Finishes, releases or fails a dead worker's claim that this process has just taken over. */
   private async recoverClaim(claim: Claim, deadPid: number, report: RecoveryReport): Promise<void> {
     const { id, from } = claim;
+    const committedRemoval = (await listDir(this.dir('tmp'))).some((name) => {
+      const owner = tempOwner(name);
+      return owner !== undefined && owner.pid === deadPid && owner.name.startsWith(`${id}.${deadPid}.${REMOVED_KIND}.`);
+    });
     await this.removeTempsOf(id, deadPid);
     if (claim.damaged !== undefined) {
       await this.fail(claim, { code: 'SPOOL_RECORD_DAMAGED', message: claim.damaged, at_unix_ms: this.now() });
@@ -841,8 +860,8 @@ export class Spool extends SpoolView {
     } else if (from === 'intake' && (await this.bundleCommitted(claim.record))) {
       await this.move(claim, 'ready');
       report.completed.push(id);
-    } else if (from === 'ready' && claim.record.uploaded !== undefined) {
-      // Its commit had begun (earlier versions named the upload in the claim first).
+    } else if (from === 'ready' && (claim.record.uploaded !== undefined || committedRemoval)) {
+      // Its commit had begun: the bundle was moved aside for removal (earlier versions named the upload in the claim).
       await this.removeClaimed(claim);
       report.completed.push(id);
     } else if (from === 'ready') {
@@ -881,15 +900,6 @@ export class Spool extends SpoolView {
       }
     }
     if (removed > 0) await fsyncDir(this.dir('tmp'));
-    // Bundles no record names: an upload's commit removes the claim first, and a crash may come before the bundle goes.
-    for (const name of await listDir(this.dir('bundles'))) {
-      const bundle = BUNDLE_NAME.exec(name);
-      if (bundle === null || (await this.hasRecord(bundle[1]!))) continue;
-      const file = path.join(this.dir('bundles'), name);
-      const info = await lstat(file).catch(() => undefined);
-      // A bundle is renamed into place while its build claim exists: young ones are left alone all the same.
-      if (info !== undefined && now - info.mtimeMs > ORPHAN_BUNDLE_MS && (await unlinkIfExists(file))) removed++;
-    }
     // The sh hook's temp files: a hook that was killed while it wrote leaves one behind.
     for (const name of await listDir(this.dir('inbox'))) {
       const hook = HOOK_TEMP_NAME.exec(name);

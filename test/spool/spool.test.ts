@@ -478,30 +478,38 @@ describe('upload claims', () => {
     expect(readJson<SpoolRecord>(path.join(dir, 'ready', `${a.id}.json`))).toMatchObject({ interruptions: 1, bundle: { size: 12 } });
   });
 
-  it('an upload commit killed between its two removals leaves a bundle no record names, removed later; a deleted bundle is never taken as uploaded', async () => {
-    let at = now;
-    const spool = await Spool.open(stateLayout(stateDir), { now: () => at });
-    const a = await readyRecord(spool, 'up-committing');
-    const b = await readyRecord(spool, 'up-bundle-deleted');
+  it('an upload commit killed at any step is finished, never uploaded again; a bundle deleted from outside is never taken as uploaded', async () => {
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
+    const a = await readyRecord(spool, 'up-moved-aside');
+    const b = await readyRecord(spool, 'up-claim-gone');
+    const c = await readyRecord(spool, 'up-bundle-deleted');
     const pid = await deadPid();
     const dir = path.join(stateDir, 'spool');
-    const { rename, unlink, utimes } = await import('node:fs/promises');
-    // a: killed after the commit removed its claim, before the bundle went.
-    await unlink(path.join(dir, 'ready', `${a.id}.json`));
-    // b: a dead upload claim whose bundle someone deleted: released, and its next upload fails it (not "completed").
-    await rename(path.join(dir, 'ready', `${b.id}.json`), path.join(dir, 'uploading', `${b.id}.${pid}.json`));
-    await unlink(spool.bundleFile(b.id));
-    expect(await spool.releaseDeadClaims()).toEqual({ released: [b.id], completed: [], failed: [] });
-    expect(spoolFiles(stateDir).ready).toEqual([`${b.id}.json`]);
+    const { rename, unlink } = await import('node:fs/promises');
+    const aside = (id: string) => path.join(dir, 'tmp', `${id}.${pid}.removed.00000000.tmp`);
+    // a: killed after its bundle was renamed aside, before the claim went.
+    await rename(path.join(dir, 'ready', `${a.id}.json`), path.join(dir, 'uploading', `${a.id}.${pid}.json`));
+    await rename(spool.bundleFile(a.id), aside(a.id));
+    // b: killed after the claim went, before the bundle set aside did.
+    await unlink(path.join(dir, 'ready', `${b.id}.json`));
+    await rename(spool.bundleFile(b.id), aside(b.id));
+    // c: a dead upload claim whose bundle someone deleted: released, and its next upload fails it (not "completed").
+    await rename(path.join(dir, 'ready', `${c.id}.json`), path.join(dir, 'uploading', `${c.id}.${pid}.json`));
+    await unlink(spool.bundleFile(c.id));
 
-    // A young orphan bundle is left alone (a build may be between its bundle and its record); an old one goes.
-    expect(await spool.removeOrphanTemps()).toBe(0);
-    expect(spoolFiles(stateDir).bundles).toEqual([`${a.id}.bundle`]);
-    const old = new Date(Date.now() - 120_000);
-    await utimes(spool.bundleFile(a.id), old, old);
-    at = Date.now();
+    expect(await spool.releaseDeadClaims()).toEqual({ released: [c.id], completed: [a.id], failed: [] });
     expect(await spool.removeOrphanTemps()).toBe(1);
-    expect(spoolFiles(stateDir).bundles).toEqual([]);
+    expect(spoolFiles(stateDir)).toMatchObject({ ready: [`${c.id}.json`], bundles: [], tmp: [] });
+    expect(uploading()).toEqual([]);
+  });
+
+  it('an upload commit leaves nothing behind: the claim, the bundle and the bundle set aside are gone', async () => {
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
+    const a = await readyRecord(spool, 'up-commit');
+    const claim = (await spool.claimNext('ready'))!;
+    expect(claim.id).toBe(a.id);
+    await spool.completeUpload(claim, 'up-1');
+    expect(spoolFiles(stateDir)).toMatchObject({ ready: [], bundles: [], tmp: [] });
     expect(uploading()).toEqual([]);
   });
 

@@ -90,6 +90,19 @@ describe('SpoolView', () => {
     expect(await view.listByName()).toMatchObject([{ id: claim!.id, state: 'building' }]);
     await spool.release(claim!);
   });
+
+  it('counts a capture the sh hook handed over (its own drain may never have run) as work', async () => {
+    const spool = await Spool.open(t.ctx.paths);
+    const view = new SpoolView(t.ctx.paths);
+    const inbox = view.folders().find((f) => path.basename(f.path) === 'inbox')!.path;
+    // A temp file of a hook still writing is not work yet.
+    await writeFile(path.join(inbox, '.hook.4242.tmp'), 'blue-agent-hook-v1\n');
+    expect(await view.hasWork()).toBe(false);
+    await writeFile(path.join(inbox, '4242-0.hook'), 'blue-agent-hook-v1\n\n{}');
+    expect(await view.hasWork()).toBe(true);
+    expect(await view.handedOver()).toBe(1);
+    expect(spool.root).toBe(view.root);
+  });
 });
 
 /** The spool's folder names, from the view itself, and the record states (its interface's words for records). */

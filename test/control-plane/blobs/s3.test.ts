@@ -323,7 +323,7 @@ describe('S3 blob store credentials from the AWS SDK default chain', () => {
   let dir: string;
   let s3: S3rverInstance;
   let endpoint: string;
-  let home: string;
+  let home: string | undefined;
   let n = 0;
 
   beforeAll(async () => {
@@ -333,8 +333,11 @@ describe('S3 blob store credentials from the AWS SDK default chain', () => {
     endpoint = `http://127.0.0.1:${port}`;
   });
 
-  afterEach(() => {
+  afterEach(async () => {
     vi.unstubAllEnvs();
+    // Each case's shared-files folder goes with it.
+    if (home !== undefined) await rm(home, { recursive: true, force: true });
+    home = undefined;
   });
 
   afterAll(async () => {
@@ -344,6 +347,7 @@ describe('S3 blob store credentials from the AWS SDK default chain', () => {
 
   /** An empty AWS environment, then `env`; the shared files live in a fresh folder (absent unless written). */
   async function ambient(env: Record<string, string>, files: { credentials?: string; config?: string } = {}): Promise<void> {
+    if (home !== undefined) await rm(home, { recursive: true, force: true });
     home = await mkdtemp(path.join(tmpdir(), 'blobs-s3c-home-'));
     for (const name of Object.keys(process.env)) if (name.startsWith('AWS_')) vi.stubEnv(name, undefined);
     const credentialsFile = path.join(home, `credentials-${++n}`);
