@@ -4,8 +4,7 @@
  * Entries hold ids, names and our own reasons only; payload text never goes in, and every string is passed through
  * the logger's secret masking and cut short. Logging never throws: it must not turn a capture into a failure.
  */
-import { constants } from 'node:fs';
-import { mkdir, open, rename, type FileHandle } from 'node:fs/promises';
+import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { redact } from '../util/redact.js';
 
@@ -48,37 +47,54 @@ export interface LogOptions {
 
 export async function appendCaptureLog(file: string, entry: CaptureLogEntry, options: LogOptions = {}): Promise<void> {
   try {
-    const line = `${JSON.stringify({ time: new Date(options.now ?? Date.now()).toISOString(), pid: process.pid, ...clean(entry) })}\n`;
+    const line = Buffer.from(`${JSON.stringify({ time: new Date(options.now ?? Date.now()).toISOString(), pid: process.pid, ...clean(entry) })}\n`, 'utf8');
     const maxBytes = options.maxBytes ?? MAX_LOG_BYTES;
-    let handle = await openLog(file);
-    try {
-      let info = await handle.stat();
-      if (info.size > 0 && info.size + Buffer.byteLength(line) > maxBytes) {
-        // One generation is kept; two processes rotating at once lose at most a few lines.
-        await rename(file, `${file}.1`).catch(() => undefined);
-        await handle.close();
-        handle = await openLog(file);
-        info = await handle.stat();
+    let fd = openLog(file);
+    let info = fstatSync(fd);
+    if (info.size > 0 && info.size + line.length > maxBytes) {
+      // One generation is kept; two processes rotating at once lose at most a few lines.
+      try {
+        renameSync(file, `${file}.1`);
+      } catch {
+        // Another process rotated it first.
       }
-      if ((info.mode & 0o777) !== 0o600) await handle.chmod(0o600);
-      await handle.write(line);
-    } finally {
-      await handle.close();
+      fd = openLog(file);
+      info = fstatSync(fd);
     }
+    if ((info.mode & 0o777) !== 0o600) fchmodSync(fd, 0o600);
+    // One write to a file opened for appending: lines of processes writing at once never interleave.
+    writeSync(fd, line);
   } catch {
     // Best effort: a full disk or an unwritable state dir is reported by the capture itself.
   }
 }
 
-async function openLog(file: string): Promise<FileHandle> {
+/**
+ * The log stays open in a process that writes it (a drain writes a line per record): it is reopened only when the
+ * path no longer names the open file (rotated or removed by another process, or another log). Synchronous calls: a
+ * line is one small write, cheaper done at once than as a round trip through the thread pool.
+ */
+let held: { file: string; fd: number; dev: number; ino: number } | undefined;
+
+function openLog(file: string): number {
+  if (held !== undefined) {
+    const at = lstatSync(file, { throwIfNoEntry: false });
+    if (held.file === file && at !== undefined && at.dev === held.dev && at.ino === held.ino) return held.fd;
+    closeSync(held.fd);
+    held = undefined;
+  }
   const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0);
+  let fd: number;
   try {
-    return await open(file, flags, 0o600);
+    fd = openSync(file, flags, 0o600);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-    return open(file, flags, 0o600);
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    fd = openSync(file, flags, 0o600);
   }
+  const info = fstatSync(fd);
+  held = { file, fd, dev: info.dev, ino: info.ino };
+  return fd;
 }
 
 /** A name from the command line or a record (harness, profile): kept when it looks like one, else replaced. */

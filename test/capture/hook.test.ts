@@ -5,7 +5,7 @@
  * in the spool. How fast it returns is measured against bare Node start-up in bench/capture.mjs.
  */
 import { execFileSync } from 'node:child_process';
-import { chmod, cp, lstat, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, cp, lstat, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -347,6 +347,20 @@ describe('capture.log', () => {
     }
     const lines = (await readFile(current, 'utf8')).trim().split('\n');
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ event: 'refused', reason: expect.stringContaining('entry 39') });
+  });
+
+  it('a log another process rotated, or someone removed, gets the next line: the writer keeps no stale file open', async () => {
+    const { appendCaptureLog } = await import('../../src/capture/log.js');
+    const current = path.join(stateDir, 'capture.log');
+    await appendCaptureLog(current, { event: 'refused', reason: 'first' });
+    await rename(current, `${current}.1`);
+    await appendCaptureLog(current, { event: 'refused', reason: 'after the rotation' });
+    expect(await readFile(current, 'utf8')).toContain('after the rotation');
+    expect(await readFile(`${current}.1`, 'utf8')).not.toContain('after the rotation');
+    await rm(stateDir, { recursive: true, force: true });
+    await appendCaptureLog(current, { event: 'refused', reason: 'after the removal' });
+    expect(await readFile(current, 'utf8')).toContain('after the removal');
+    expect(((await stat(stateDir)).mode & 0o777).toString(8)).toBe('700');
   });
 
   it('masks secrets and cuts long fields', async () => {
