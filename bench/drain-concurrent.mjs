@@ -9,11 +9,11 @@
 // Control API configured.
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cleanEnv, cpuMsOf, listAll, spoolSessions, startServer, timed } from './drain.mjs';
+import { builtBacklog, cpuMsOf, listAll, startServer } from './drain.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const entry = path.join(root, 'bin', 'blue-agent.js');
@@ -35,24 +35,7 @@ export async function run({ count = 1000, drains = 3 } = {}) {
   const dir = await mkdtemp(path.join(tmpdir(), 'blue-agent-bench-drain-concurrent-'));
   let server;
   try {
-    const home = path.join(dir, 'home');
-    const cwd = path.join(dir, 'project');
-    await mkdir(cwd, { recursive: true });
-    const stateDir = path.join(home, '.local', 'state', 'blue-agent');
-    const env = cleanEnv({
-      HOME: home,
-      CLAUDE_CONFIG_DIR: path.join(home, '.claude'),
-      XDG_CONFIG_HOME: path.join(home, '.config'),
-      XDG_STATE_HOME: path.join(home, '.local', 'state'),
-      BLUE_AGENT_HOME: stateDir,
-      BLUE_AGENT_CONFIG: path.join(home, '.config', 'blue-agent', 'config.yaml'),
-    });
-    const sessions = await spoolSessions(dir, env, cwd, count);
-    const first = timed([process.execPath, entry, 'drain', '--json'], env, cwd);
-    const built = JSON.parse(first.stdout);
-    if (built.built.length !== count || built.left_ready !== count) {
-      throw new Error(`the building drain built ${built.built.length} of ${count} records (left_ready ${built.left_ready}): ${first.stderr.slice(0, 2000)}`);
-    }
+    const { env, cwd, stateDir, sessions } = await builtBacklog(dir, count);
 
     server = await startServer(dir);
     const uploadEnv = { ...env, BLUE_AGENT_CONTROL_URL: server.url, BLUE_AGENT_TOKEN: server.token };

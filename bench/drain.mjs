@@ -134,30 +134,39 @@ export async function listAll(url, token) {
   return items;
 }
 
+/**
+ * A HOME under `dir` whose spool holds `count` tiny Claude sessions built into ready bundles (a drain with uploads off):
+ * the backlog a drain then uploads. Returns its environment, working directory, state dir, session ids and the
+ * building drain's timing.
+ */
+export async function builtBacklog(dir, count) {
+  const home = path.join(dir, 'home');
+  const cwd = path.join(dir, 'project');
+  await mkdir(cwd, { recursive: true });
+  const stateDir = path.join(home, '.local', 'state', 'blue-agent');
+  const env = cleanEnv({
+    HOME: home,
+    CLAUDE_CONFIG_DIR: path.join(home, '.claude'),
+    XDG_CONFIG_HOME: path.join(home, '.config'),
+    XDG_STATE_HOME: path.join(home, '.local', 'state'),
+    BLUE_AGENT_HOME: stateDir,
+    BLUE_AGENT_CONFIG: path.join(home, '.config', 'blue-agent', 'config.yaml'),
+  });
+  const sessions = await spoolSessions(dir, env, cwd, count);
+
+  const first = timed([process.execPath, entry, 'drain', '--json'], env, cwd);
+  const built = JSON.parse(first.stdout);
+  if (built.built.length !== count || built.left_ready !== count) {
+    throw new Error(`the building drain built ${built.built.length} of ${count} records (left_ready ${built.left_ready}): ${first.stderr.slice(0, 2000)}`);
+  }
+  return { env, cwd, stateDir, sessions, first };
+}
+
 export async function run({ count = 1000 } = {}) {
   const dir = await mkdtemp(path.join(tmpdir(), 'blue-agent-bench-drain-'));
   let server;
   try {
-    const home = path.join(dir, 'home');
-    const cwd = path.join(dir, 'project');
-    await mkdir(cwd, { recursive: true });
-    const stateDir = path.join(home, '.local', 'state', 'blue-agent');
-    const env = cleanEnv({
-      HOME: home,
-      CLAUDE_CONFIG_DIR: path.join(home, '.claude'),
-      XDG_CONFIG_HOME: path.join(home, '.config'),
-      XDG_STATE_HOME: path.join(home, '.local', 'state'),
-      BLUE_AGENT_HOME: stateDir,
-      BLUE_AGENT_CONFIG: path.join(home, '.config', 'blue-agent', 'config.yaml'),
-    });
-    const sessions = await spoolSessions(dir, env, cwd, count);
-
-    // Build every record with uploads off (no Control API configured).
-    const first = timed([process.execPath, entry, 'drain', '--json'], env, cwd);
-    const built = JSON.parse(first.stdout);
-    if (built.built.length !== count || built.left_ready !== count) {
-      throw new Error(`the building drain built ${built.built.length} of ${count} records (left_ready ${built.left_ready}): ${first.stderr.slice(0, 2000)}`);
-    }
+    const { env, cwd, stateDir, sessions, first } = await builtBacklog(dir, count);
 
     server = await startServer(dir);
     const uploadEnv = { ...env, BLUE_AGENT_CONTROL_URL: server.url, BLUE_AGENT_TOKEN: server.token };
