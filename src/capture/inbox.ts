@@ -34,15 +34,17 @@ export interface Admitted {
 
 export async function admitHookCaptures(ctx: Context, spool: Spool): Promise<Admitted> {
   const result: Admitted = { admitted: [], refused: 0 };
-  for (const claim of await spool.claimInbox(MAX_ADMITTED)) {
+  const claims = await spool.claimInbox(MAX_ADMITTED);
+  let known: Set<string> | undefined;
+  for (const [index, claim] of claims.entries()) {
     let header: HookHeader | undefined;
     const hookPid = Number(claim.name.slice(0, claim.name.indexOf('-')));
     try {
       const bytes = await readInboxFile(claim.file);
       header = parseHeader(bytes);
       const id = recordId(claim);
-      if (await spool.hasRecord(id)) {
-        // Admitted already by a drain that died before it could remove the file.
+      // A dead drain may have written the record before it could remove the file (listed once per batch).
+      if (claim.takenOver && (known ??= await spool.recordIds()).has(id)) {
         await spool.finishInbox(claim);
         continue;
       }
@@ -74,8 +76,21 @@ export async function admitHookCaptures(ctx: Context, spool: Spool): Promise<Adm
       await spool.finishInbox(claim);
     } catch (error) {
       const refusal = error instanceof PayloadRefused || (error instanceof BlueError && error.code === 'CAPTURE_REFUSED');
-      // Anything else (a full disk) leaves the file claimed: the next drain takes over a dead drain's claims.
-      if (!refusal) throw error;
+      if (!refusal) {
+        // A full disk, profiles that cannot be read: this file and the rest wait for the next drain, and this drain goes
+        // on to build and upload what the spool holds (an upload frees the disk).
+        const blue = toBlueError(error);
+        await appendCaptureLog(ctx.paths.captureLogFile, {
+          event: 'failed',
+          harness: safeName(header?.harness),
+          profile: safeName(header?.profile),
+          code: blue.code,
+          reason: `the capture was not admitted yet: ${blue.message}`,
+          hook_pid: hookPid,
+        });
+        for (const rest of claims.slice(index)) await spool.releaseInbox(rest);
+        break;
+      }
       const blue = error instanceof PayloadRefused ? new BlueError('CAPTURE_REFUSED', error.message) : toBlueError(error);
       await appendCaptureLog(ctx.paths.captureLogFile, {
         event: 'refused',
@@ -102,8 +117,18 @@ interface HookHeader {
   end: number;
 }
 
+/** What cannot be the hook's file under its name: refused and removed, never a reason to stop admitting. */
+const NOT_A_FILE = new Set(['ELOOP', 'EISDIR', 'ENOTDIR', 'EACCES', 'EPERM', 'ENXIO', 'ENODEV', 'EOPNOTSUPP']);
+
 async function readInboxFile(file: string): Promise<Buffer> {
-  const handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+  let handle;
+  try {
+    handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? '';
+    if (NOT_A_FILE.has(code)) throw refused(`the inbox holds something that is not the hook's file under its name (${code})`);
+    throw error;
+  }
   try {
     const info = await handle.stat();
     if (!info.isFile()) throw refused('the hook left something that is not a file in the inbox');

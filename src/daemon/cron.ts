@@ -5,8 +5,9 @@
  * resident memory, more than the rest of its schedule needs by far). Date's own local-time getters need none of it.
  *
  * Fields: `*`, `?` (day fields), numbers, ranges `a-b`, steps `*\/n`, `a-b/n` and `a/n`, lists `a,b`, month and
- * weekday names (`jan`, `mon`), 7 for Sunday, and `d#n` (the n-th weekday d of the month). As in Vixie cron, when both
- * day-of-month and day-of-week are restricted, a day matching either runs.
+ * weekday names (`jan` or `january`, `mon` or `monday`), 7 for Sunday, and `d#n` (the n-th weekday d of the month).
+ * As in Vixie cron, when both day-of-month and day-of-week are restricted (neither starts with `*`), a day matching
+ * either runs. Times inside the hour skipped when clocks go forward do not occur that day.
  */
 
 export interface CronSpec {
@@ -25,6 +26,8 @@ export interface CronSpec {
 
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
 const WEEKDAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
+const MONTH_NAMES = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
+const WEEKDAY_NAMES = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'];
 /** Days searched for the next time at most: a spec that never comes due within them (30 February) has none. */
 const SEARCH_DAYS = 8 * 366;
 /** A timer never waits longer than this before it looks again (the clock may have been changed meanwhile). */
@@ -34,6 +37,8 @@ interface FieldRule {
   min: number;
   max: number;
   names?: readonly string[];
+  /** The same values spelled out (`monday`, `january`). */
+  longNames?: readonly string[];
   /** Names count from this number (months from 1). */
   nameBase?: number;
 }
@@ -43,8 +48,8 @@ const RULES = {
   minute: { min: 0, max: 59 },
   hour: { min: 0, max: 23 },
   day: { min: 1, max: 31 },
-  month: { min: 1, max: 12, names: MONTHS, nameBase: 1 },
-  weekday: { min: 0, max: 7, names: WEEKDAYS, nameBase: 0 },
+  month: { min: 1, max: 12, names: MONTHS, longNames: MONTH_NAMES, nameBase: 1 },
+  weekday: { min: 0, max: 7, names: WEEKDAYS, longNames: WEEKDAY_NAMES, nameBase: 0 },
 } satisfies Record<string, FieldRule>;
 
 /** The parsed expression, or why it is not one. */
@@ -71,8 +76,9 @@ export function parseCron(expr: string): CronSpec | string {
     months: parsed.months as Set<number>,
     weekdays,
     nthWeekdays: nth,
-    daysRestricted: !/^[*?]$/.test(day!),
-    weekdaysRestricted: !/^[*?]$/.test(weekday!),
+    // As Vixie cron: a day field that starts with `*` (`*/2` too) or is `?` does not restrict the day.
+    daysRestricted: !(day!.startsWith('*') || day === '?'),
+    weekdaysRestricted: !(weekday!.startsWith('*') || weekday === '?'),
   };
   if (nextCronTime(spec, new Date()) === undefined) return `"${expr.trim()}" never comes due`;
   return spec;
@@ -88,7 +94,7 @@ function field(text: string, rule: FieldRule, what: string, question = false, nt
   if (question && text === '?') text = '*';
   for (const part of text.split(',')) {
     if (nth !== undefined && part.includes('#')) {
-      const m = /^([0-7]|[a-z]{3})#([1-5])$/i.exec(part);
+      const m = /^([0-7]|[a-z]{3,9})#([1-5])$/i.exec(part);
       const weekday = m === null ? undefined : value(m[1]!, rule);
       if (m === null || weekday === undefined) return bad('has a bad d#n (weekday, then 1 to 5)');
       nth.push({ weekday: weekday === 7 ? 0 : weekday, nth: Number(m[2]) });
@@ -113,7 +119,8 @@ function field(text: string, rule: FieldRule, what: string, question = false, nt
 }
 
 function value(text: string, rule: FieldRule): number | undefined {
-  const named = rule.names?.indexOf(text.toLowerCase()) ?? -1;
+  const lower = text.toLowerCase();
+  const named = Math.max(rule.names?.indexOf(lower) ?? -1, rule.longNames?.indexOf(lower) ?? -1);
   if (named >= 0) return named + (rule.nameBase ?? 0);
   if (!/^[0-9]{1,2}$/.test(text)) return undefined;
   const n = Number(text);
@@ -130,23 +137,32 @@ function dayMatches(spec: CronSpec, date: Date): boolean {
 
 /** The first time after `after` (to the second, local time) that the spec names; undefined when there is none soon. */
 export function nextCronTime(spec: CronSpec, after: Date): Date | undefined {
-  const t = new Date(after.getTime());
-  t.setMilliseconds(0);
-  t.setSeconds(t.getSeconds() + 1);
+  // Seconds and minutes advance in absolute time: a local-time setter inside the hour repeated when clocks go back
+  // reads the time as its first occurrence and would step backwards. Hours, days and months use local time, as a
+  // schedule means them; a step that lands at or before `after` (that same hour) is stepped past.
+  const t = new Date(Math.floor(after.getTime() / 1000) * 1000 + 1000);
   const limit = after.getTime() + SEARCH_DAYS * 86_400_000;
   while (t.getTime() <= limit) {
     if (!spec.months.has(t.getMonth() + 1)) {
+      const before = t.getTime();
       t.setMonth(t.getMonth() + 1, 1);
       t.setHours(0, 0, 0, 0);
+      if (t.getTime() <= before) t.setTime(before + 3600_000);
     } else if (!dayMatches(spec, t)) {
+      const before = t.getTime();
       t.setDate(t.getDate() + 1);
       t.setHours(0, 0, 0, 0);
+      if (t.getTime() <= before) t.setTime(before + 3600_000);
     } else if (!spec.hours.has(t.getHours())) {
+      const before = t.getTime();
       t.setHours(t.getHours() + 1, 0, 0, 0);
+      if (t.getTime() <= before) t.setTime((Math.floor(before / 3600_000) + 1) * 3600_000);
     } else if (!spec.minutes.has(t.getMinutes())) {
-      t.setMinutes(t.getMinutes() + 1, 0, 0);
+      t.setTime((Math.floor(t.getTime() / 60_000) + 1) * 60_000);
     } else if (!spec.seconds.has(t.getSeconds())) {
-      t.setSeconds(t.getSeconds() + 1, 0);
+      t.setTime(t.getTime() + 1000);
+    } else if (t.getTime() <= after.getTime()) {
+      t.setTime(t.getTime() + 1000);
     } else {
       return t;
     }
@@ -171,8 +187,12 @@ export function scheduleCron(expr: string, tick: () => void, now: () => number =
     if (stopped || due === undefined) return;
     timer = setTimeout(() => {
       if (stopped || due === undefined) return;
-      // Fired early (the wait was capped, or the clock went back): wait on for the same time.
-      if (now() < due.getTime()) return arm();
+      // Fired early (the wait was capped, or the clock went back): wait for the first time due from now, which is never
+      // later than the one awaited.
+      if (now() < due.getTime()) {
+        due = nextCronTime(spec, new Date(now() - 1000)) ?? due;
+        return arm();
+      }
       due = nextCronTime(spec, new Date(Math.max(now(), due.getTime())));
       arm();
       tick();

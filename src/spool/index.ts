@@ -41,7 +41,7 @@
  * to be trusted before its upload, which hashes it on the way out anyway.
  */
 import { constants, type BigIntStats } from 'node:fs';
-import { link, lstat, mkdir, open, readdir, readFile, rename, stat, unlink, utimes, type FileHandle } from 'node:fs/promises';
+import { link, lstat, mkdir, open, readdir, readFile, rename, rm, stat, unlink, utimes, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { BlueError } from '../errors.js';
 import type { HookPayload } from '../harnesses/types.js';
@@ -88,6 +88,8 @@ const ADMIT_NAME = /^(\d{1,10}-\d{1,6})\.(\d{1,10})\.admit$/;
 const HOOK_TEMP_NAME = /^\.hook\.(\d{1,10})\.tmp$/;
 /** The sh hook writes its file within a few seconds; one left for longer was cut short (the hook was killed). */
 const HOOK_TEMP_STALE_MS = 60_000;
+/** An admission takes milliseconds: a claim on an inbox file older than this is a dead drain's, whatever its pid. */
+const ADMIT_STALE_MS = 10 * 60_000;
 
 export interface RecordError {
   code: string;
@@ -131,6 +133,8 @@ export interface InboxClaim {
   file: string;
   mtimeMs: number;
   ino: number;
+  /** Claimed from a drain that died while admitting it: its record may exist already. */
+  takenOver: boolean;
 }
 
 export interface IntakeInput {
@@ -513,13 +517,17 @@ export class Spool extends SpoolView {
 
   /**
    * The sh hook's files waiting in inbox/, oldest first, each claimed for this process by a rename (so two drains
-   * never admit one twice): files of drains that died while admitting them first, then new ones; at most `limit`.
+   * never admit one twice): files of drains that died while admitting them first (`takenOver`), then new ones; at
+   * most `limit`. An admitting drain is dead when its pid no longer runs, or when its claim is older than any
+   * admission takes (its pid was reused), or when the pid is this process's own (an earlier process had it).
    */
   async claimInbox(limit: number): Promise<InboxClaim[]> {
     const dir = this.dir('inbox');
     const names = await listDir(dir);
+    const now = this.now();
     const claims: InboxClaim[] = [];
-    const take = async (name: string, base: string) => {
+    const bases = new Set<string>();
+    const take = async (name: string, base: string, takenOver: boolean) => {
       const file = path.join(dir, `${base}.${process.pid}.admit`);
       try {
         await rename(path.join(dir, name), file);
@@ -528,42 +536,68 @@ export class Spool extends SpoolView {
         throw error;
       }
       const info = await lstat(file);
-      claims.push({ name: base, file, mtimeMs: info.mtimeMs, ino: info.ino });
+      claims.push({ name: base, file, mtimeMs: info.mtimeMs, ino: info.ino, takenOver });
     };
     for (const name of names) {
       const admit = ADMIT_NAME.exec(name);
-      if (admit === null || claims.length >= limit) continue;
+      if (admit === null) continue;
+      // A base being admitted is never claimed twice in one batch: both claims would have the same name.
+      bases.add(admit[1]!);
+      if (claims.length >= limit) continue;
       const pid = Number(admit[2]);
-      if (pid !== process.pid && !processRuns(pid)) await take(name, admit[1]!);
+      const info = await lstat(path.join(dir, name)).catch(() => undefined);
+      if (info === undefined) continue;
+      if (pid === process.pid || !processRuns(pid) || now - info.ctimeMs > ADMIT_STALE_MS) await take(name, admit[1]!, true);
     }
     const fresh: { name: string; base: string; mtimeMs: number }[] = [];
     for (const name of names) {
       const hook = HOOK_NAME.exec(name);
-      if (hook === null) continue;
+      if (hook === null || bases.has(hook[1]!)) continue;
       const info = await lstat(path.join(dir, name)).catch(() => undefined);
       if (info !== undefined) fresh.push({ name, base: hook[1]!, mtimeMs: info.mtimeMs });
     }
     fresh.sort((a, b) => a.mtimeMs - b.mtimeMs);
     for (const { name, base } of fresh) {
       if (claims.length >= limit) break;
-      await take(name, base);
+      await take(name, base, false);
     }
     return claims;
   }
 
-  /** Done with an inbox file (admitted into intake/, or refused). */
+  /** Done with an inbox file (admitted into intake/, or refused), whatever it turned out to be. */
   async finishInbox(claim: InboxClaim): Promise<void> {
-    await unlinkIfExists(claim.file);
+    await rm(claim.file, { recursive: true, force: true });
   }
 
-  /** Whether a record with this id is in any state (an admission cut short may have written it already). */
-  async hasRecord(id: string): Promise<boolean> {
-    for (const state of RECORD_DIRS) {
+  /** Gives an inbox file back unadmitted (a transient error: the next drain tries it again). */
+  async releaseInbox(claim: InboxClaim): Promise<void> {
+    const back = path.join(this.dir('inbox'), `${claim.name}.hook`);
+    if (await exists(back)) return; // the name is taken again: the claim stays, and is taken over once this process is gone
+    await rename(claim.file, back).catch(() => undefined);
+  }
+
+  /** Ids of the records claimed (building or uploading), by any process. */
+  private async claimedIds(): Promise<Set<string>> {
+    const ids = new Set<string>();
+    for (const state of CLAIM_DIRS) {
       for (const name of await listDir(this.dir(state))) {
-        if (name === `${id}.json` || (name.startsWith(`${id}.`) && CLAIM_NAME.test(name))) return true;
+        const match = CLAIM_NAME.exec(name);
+        if (match !== null) ids.add(match[1]!);
       }
     }
-    return false;
+    return ids;
+  }
+
+  /** Every record id in any state (an admission cut short may have written its record already): one listing each. */
+  async recordIds(): Promise<Set<string>> {
+    const ids = new Set<string>();
+    for (const state of RECORD_DIRS) {
+      for (const name of await listDir(this.dir(state))) {
+        const match = (CLAIM_DIRS.has(state) ? CLAIM_NAME : RECORD_NAME).exec(name);
+        if (match !== null) ids.add(match[1]!);
+      }
+    }
+    return ids;
   }
 
   /**
@@ -725,8 +759,8 @@ export class Spool extends SpoolView {
   }
 
   /**
-   * Commits a finished upload: the claim is removed, then the bundle (a crash in between leaves a bundle without a
-   * record, removed later, never uploaded again). The record leaves the spool.
+   * Commits a finished upload: the bundle is set aside, then the claim removed, then the bundle (see removeClaimed:
+   * recovery finishes a commit cut short, and never uploads it again). The record leaves the spool.
    */
   async completeUpload(claim: Claim, uploadId: string): Promise<SpoolRecord> {
     if (claim.from !== 'ready') throw new BlueError('INTERNAL', `spool record ${claim.id} is not an upload claim`);
@@ -887,12 +921,18 @@ export class Spool extends SpoolView {
   async removeOrphanTemps(): Promise<number> {
     let removed = 0;
     const now = this.now();
+    let claimed: Set<string> | undefined;
     for (const name of await listDir(this.dir('tmp'))) {
       const file = path.join(this.dir('tmp'), name);
       const owner = tempOwner(name);
       if (liveTemps.has(owner === undefined ? file : path.join(this.dir('tmp'), owner.name))) continue;
       const info = await lstat(file).catch(() => undefined);
       if (info === undefined) continue;
+      // A bundle set aside for removal is what tells recovery its claim's commit had begun: it stays while the claim does.
+      if (owner !== undefined && owner.name.split('.')[2] === REMOVED_KIND) {
+        claimed ??= await this.claimedIds();
+        if (claimed.has(owner.name.slice(0, owner.name.indexOf('.')))) continue;
+      }
       const old = now - info.mtimeMs > TEMP_STALE_MS;
       // A name we do not know is left alone until it is old: it may belong to a newer blue-agent.
       if (old || (owner !== undefined && (owner.pid === process.pid || !processRuns(owner.pid)))) {

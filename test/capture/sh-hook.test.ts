@@ -198,6 +198,15 @@ describe('the hook hands the payload over', () => {
     expect(await inboxFiles()).toEqual([]);
   });
 
+  it('takes a state folder that is a link to a folder of the user\'s, as blue-agent does', async () => {
+    const real = path.join(t.root, 'real-state');
+    await mkdir(real, { mode: 0o700 });
+    const linked = path.join(t.root, 'linked-state');
+    await symlink(real, linked);
+    expect(await runHook(JSON.stringify({ session_id: SESSION }), { env: { BLUE_AGENT_HOME: linked } })).toEqual({ code: 0, stderr: '' });
+    expect(await readdir(path.join(real, 'spool', 'inbox'))).toHaveLength(1);
+  });
+
   it('finds the state folder as blue-agent does: XDG_STATE_HOME, else ~/.local/state', async () => {
     const xdg = path.join(t.root, 'xdg-state');
     expect(await runHook(JSON.stringify({ session_id: SESSION }), { env: { BLUE_AGENT_HOME: undefined, XDG_STATE_HOME: xdg } })).toEqual({ code: 0, stderr: '' });
@@ -273,13 +282,31 @@ describe('what the drain refuses when it admits', () => {
     });
   }
 
-  it('a file not written by the hook, and a FIFO, under a hook file name', async () => {
+  it('a file not written by the hook, a FIFO, a link and a folder under hook file names: each refused and removed, the rest admitted', async () => {
     await mkdir(inbox, { recursive: true, mode: 0o700 });
     await writeFile(path.join(inbox, '1-0.hook'), `something else\n\n{"session_id":"${SESSION}"}`);
     await mkfifo(path.join(inbox, '2-0.hook'));
-    expect(await admit()).toEqual({ admitted: [], refused: 2 });
-    expect(captureLog(stateDir).map((l) => l.reason)).toEqual(expect.arrayContaining([expect.stringMatching(/does not start with blue-agent-hook-v1/), expect.stringMatching(/not a file/)]));
+    const target = path.join(t.root, 'elsewhere.json');
+    await writeFile(target, 'kept');
+    await symlink(target, path.join(inbox, '3-0.hook'));
+    await mkdir(path.join(inbox, '4-0.hook', 'inside'), { recursive: true });
+    expect(await runHook(JSON.stringify({ session_id: SESSION }))).toEqual({ code: 0, stderr: '' });
+    expect(await admit()).toMatchObject({ admitted: [expect.any(String)], refused: 4 });
+    expect(captureLog(stateDir).map((l) => l.reason)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/does not start with blue-agent-hook-v1/), expect.stringMatching(/not a file/), expect.stringMatching(/ELOOP/)]),
+    );
     expect(await inboxFiles()).toEqual([]);
+    expect(await readFile(target, 'utf8')).toBe('kept');
+  });
+
+  it('a transient failure (profiles that cannot be read) gives the file back for the next drain, and stops nothing else', async () => {
+    expect(await runHook(JSON.stringify({ session_id: SESSION }))).toEqual({ code: 0, stderr: '' });
+    const [name] = await inboxFiles();
+    const broken = t.context({ env: { BLUE_AGENT_PROFILES_DIR: path.join(t.root, 'no-profiles') } });
+    expect(await admitHookCaptures(broken, await Spool.open(broken.paths))).toEqual({ admitted: [], refused: 0 });
+    expect(await inboxFiles()).toEqual([name]);
+    expect(captureLog(stateDir)).toEqual([expect.objectContaining({ event: 'failed', reason: expect.stringContaining('not admitted yet') })]);
+    expect(await admit()).toMatchObject({ admitted: [expect.any(String)], refused: 0 });
   });
 });
 
@@ -337,6 +364,27 @@ describe('crashes', () => {
     expect(await admit()).toEqual({ admitted: [], refused: 0 });
     expect(intakeRecords()).toHaveLength(1);
     expect(await inboxFiles()).toEqual([]);
+  });
+
+  it('a dead drain\'s claim and a new hand-over under the same name (the hook\'s pid reused) are both admitted, neither lost', async () => {
+    expect(await runHook(JSON.stringify({ session_id: SESSION }))).toEqual({ code: 0, stderr: '' });
+    const [name] = await inboxFiles();
+    const base = name!.replace(/\.hook$/, '');
+    await rename(path.join(inbox, name!), path.join(inbox, `${base}.4194305.admit`));
+    const other = 'b1b2c3d4-0000-4000-8000-000000000002';
+    await writeFile(path.join(inbox, name!), `${HOOK_FORMAT}\nharness=claude\nprofile=${CLAUDE_PROFILE}\nparent=1\n\n${JSON.stringify({ session_id: other })}`);
+    expect((await admit()).admitted).toHaveLength(1);
+    expect((await admit()).admitted).toHaveLength(1);
+    expect(intakeRecords().map((r) => r.payload.session_id).sort()).toEqual([SESSION, other].sort());
+    expect(await inboxFiles()).toEqual([]);
+  });
+
+  it('a claim older than any admission takes is a dead drain\'s, even when its pid runs again', async () => {
+    expect(await runHook(JSON.stringify({ session_id: SESSION }))).toEqual({ code: 0, stderr: '' });
+    const [name] = await inboxFiles();
+    await rename(path.join(inbox, name!), path.join(inbox, name!.replace(/\.hook$/, `.${process.ppid}.admit`)));
+    const later = await Spool.open(t.ctx.paths, { now: () => Date.now() + 11 * 60_000 });
+    expect((await admitHookCaptures(t.ctx, later)).admitted).toHaveLength(1);
   });
 
   it("a live drain's claim is left to it", async () => {
