@@ -8,12 +8,11 @@
 // Setup, untimed: as in bench/drain.mjs, the records are spooled as intake records and built by a first drain with no
 // Control API configured.
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { builtBacklog, cpuMsOf, listAll, startServer } from './drain.mjs';
+import { builtBacklog, cpuMsOf, emptiedOnce, startServer } from './drain.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const entry = path.join(root, 'bin', 'blue-agent.js');
@@ -67,14 +66,7 @@ export async function run({ count = 1000, drains = 3 } = {}) {
     if (already !== 0) problems.push(`${already} reported as already on the server (uploaded twice)`);
     const failed = reports.reduce((n, r) => n + r.failed.length + r.retried.length, 0);
     if (failed !== 0) problems.push(`${failed} failed or retried`);
-    const leftInSpool = ['intake', 'building', 'ready', 'uploading', 'failed', 'bundles'].reduce((n, f) => n + readdirSync(path.join(stateDir, 'spool', f)).length, 0);
-    if (leftInSpool !== 0) problems.push(`${leftInSpool} files left in the spool`);
-    const items = await listAll(server.url, server.token);
-    const complete = items.filter((i) => i.status === 'complete');
-    const serverSessions = new Set(complete.map((i) => i.native_session_id));
-    if (items.length !== count || complete.length !== count || serverSessions.size !== count || !sessions.every((s) => serverSessions.has(s))) {
-      problems.push(`server: ${items.length} uploads listed, ${complete.length} complete, ${serverSessions.size} distinct sessions`);
-    }
+    problems.push(...(await emptiedOnce(stateDir, server, sessions)));
 
     const pass = problems.length === 0;
     const perSecond = count / (ms / 1000);

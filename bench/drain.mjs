@@ -162,6 +162,22 @@ export async function builtBacklog(dir, count) {
   return { env, cwd, stateDir, sessions, first };
 }
 
+/** What is wrong, if anything, after a backlog of `sessions` was uploaded: files left in the spool, or the server not
+ * holding exactly one complete upload of each session. */
+export async function emptiedOnce(stateDir, server, sessions) {
+  const problems = [];
+  const leftInSpool = ['intake', 'building', 'ready', 'uploading', 'failed', 'bundles'].reduce((n, f) => n + readdirSync(path.join(stateDir, 'spool', f)).length, 0);
+  if (leftInSpool !== 0) problems.push(`${leftInSpool} files left in the spool`);
+  const items = await listAll(server.url, server.token);
+  const complete = items.filter((i) => i.status === 'complete');
+  const serverSessions = new Set(complete.map((i) => i.native_session_id));
+  const count = sessions.length;
+  if (items.length !== count || complete.length !== count || serverSessions.size !== count || !sessions.every((s) => serverSessions.has(s))) {
+    problems.push(`server: ${items.length} uploads listed, ${complete.length} complete, ${serverSessions.size} distinct sessions`);
+  }
+  return problems;
+}
+
 export async function run({ count = 1000 } = {}) {
   const dir = await mkdtemp(path.join(tmpdir(), 'blue-agent-bench-drain-'));
   let server;
@@ -207,17 +223,7 @@ for (let i = 0; i < Number(n); i++) {
     if (report.failed.length + report.retried.length + report.left_ready !== 0) {
       problems.push(`failed ${report.failed.length}, retried ${report.retried.length}, left_ready ${report.left_ready}`);
     }
-    const leftInSpool = ['intake', 'building', 'ready', 'uploading', 'failed', 'bundles'].reduce(
-      (n, f) => n + readdirSync(path.join(stateDir, 'spool', f)).length,
-      0,
-    );
-    if (leftInSpool !== 0) problems.push(`${leftInSpool} files left in the spool`);
-    const items = await listAll(server.url, server.token);
-    const complete = items.filter((i) => i.status === 'complete');
-    const serverSessions = new Set(complete.map((i) => i.native_session_id));
-    if (items.length !== count || complete.length !== count || serverSessions.size !== count || !sessions.every((s) => serverSessions.has(s))) {
-      problems.push(`server: ${items.length} uploads listed, ${complete.length} complete, ${serverSessions.size} distinct sessions`);
-    }
+    problems.push(...(await emptiedOnce(stateDir, server, sessions)));
 
     const perSecond = count / (drained.ms / 1000);
     const rss = drained.maxRssKiB === undefined ? undefined : drained.maxRssKiB / 1024;
