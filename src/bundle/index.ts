@@ -4,6 +4,6 @@
  */
 export { BUNDLE_CONTENT_TYPE, ARTIFACT_FORMAT, LIMITS, formatBytes, type Limits } from './limits.js';
 export { writeBundle, type BundleInput, type BundleRedaction, type BundleResult, type Redacted, type WriteBundleOptions } from './create.js';
-export { verifyBundle, readManifest, type VerifyOptions } from './verify.js';
+export { verifyBundle, readManifest, validManifest, type VerifyOptions } from './verify.js';
 export { extractBundle, type ExtractResult } from './extract.js';
 export { MANIFEST_NAME, type BundleFile, type BundleManifest } from './manifest.js';

@@ -117,6 +117,11 @@ export function parseManifest(bytes: Buffer, file: string): BundleManifest {
   } catch (error) {
     throw fail(`has a manifest.json that is not valid JSON: ${(error as Error).message}`);
   }
+  return validManifest(data, file);
+}
+
+/** A manifest already parsed (kept beside its bundle), held to the schema as one read from the bundle is. */
+export function validManifest(data: unknown, file: string): BundleManifest {
   try {
     return validateDocument(bundleManifestSchema, data, `${file}: manifest.json`);
   } catch (error) {

@@ -33,6 +33,9 @@ export const SETTLE_MS = 1_000;
 /** Errors that say the session itself cannot be captured: retrying gives the same answer. */
 const PERMANENT = new Set(['ARTIFACT_INVALID', 'BUNDLE_INVALID', 'CAPTURE_REFUSED', 'PROFILE_UNKNOWN', 'UNSAFE_PATH']);
 
+/** The largest manifest kept in a ready record (characters of its JSON); a larger one is read from the bundle. */
+export const RECORD_MANIFEST_MAX = 64 * 1024;
+
 export type BuildFunction = (
   ctx: Context,
   record: SpoolRecord,
@@ -228,7 +231,10 @@ async function commitUnlessUnchanged(
     await rememberCapture(ctx, { harness: last.harness, session_id: last.session_id, content_sha256: last.content_sha256, record: last.record, read_started_at_unix_ms: readStarted }).catch(() => undefined);
     return { unchanged: last };
   }
-  await spool.commitReady(claim, outFile, { size: result.size, sha256: result.sha256 });
+  // The manifest rides along in the record (a few KiB, usually): the manifest is the bundle's last entry, so reading
+  // it back for the upload would inflate the whole bundle.
+  const manifest = JSON.stringify(result.manifest).length <= RECORD_MANIFEST_MAX ? { manifest: result.manifest } : {};
+  await spool.commitReady(claim, outFile, { size: result.size, sha256: result.sha256, ...manifest });
   await rememberCapture(ctx, { harness: record.harness, session_id: record.payload.session_id, content_sha256: content, record: record.id, read_started_at_unix_ms: readStarted }).catch((error: unknown) => {
     // Only costs a second upload of the same content later; the bundle itself is safe in ready/.
     ctx.logger.warn('could not remember what the capture held', { record: record.id, error: (error as Error).message });

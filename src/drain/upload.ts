@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { readManifest } from '../bundle/index.js';
+import { readManifest, validManifest } from '../bundle/index.js';
 import { appendCaptureLog } from '../capture/log.js';
 import { loadAgentConfig } from '../config.js';
 import { controlSettings, type ControlSettings } from '../control-api/settings.js';
@@ -208,7 +208,8 @@ async function uploadOne(
   }
   let manifest;
   try {
-    manifest = await readManifest(bundleFile);
+    // The manifest the record kept is the bundle's own while the bundle is the very file committed.
+    manifest = unchanged && record.bundle.manifest !== undefined ? validManifest(record.bundle.manifest, bundleFile) : await readManifest(bundleFile);
   } catch (error) {
     await failWith('BUNDLE_INVALID', `the spooled bundle's manifest cannot be read: ${toBlueError(error).message}`);
     return undefined;

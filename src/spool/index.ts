@@ -119,7 +119,15 @@ export interface SpoolRecord {
   /** false: the session's files predate its capture profile; it is uploaded as not resumable. */
   resumable?: false;
   /** Set on commit: the bundle in bundles/<id>.bundle. */
-  bundle?: { size: number; sha256: string; built_at_unix_ms: number; /** `bundleIdentity` of the file as committed. */ identity?: string };
+  bundle?: {
+    size: number;
+    sha256: string;
+    built_at_unix_ms: number;
+    /** `bundleIdentity` of the file as committed. */
+    identity?: string;
+    /** The bundle's manifest as written (when small): its upload need not inflate the bundle to find it. */
+    manifest?: unknown;
+  };
   /** Upload tries of the bundle that ended in an error to retry (kept apart from the build attempts). */
   upload_attempts?: number;
   /** Set on an upload claim once the Control API holds the bundle: what is left is removing the local copy. */
@@ -700,7 +708,7 @@ export class Spool extends SpoolView {
    * Commits a built bundle: the fsynced `bundleTemp` becomes bundles/<id>.bundle, the claim is rewritten to name it,
    * and the claim moves to ready/ — that rename is the commit point.
    */
-  async commitReady(claim: Claim, bundleTemp: string, bundle: { size: number; sha256: string }): Promise<SpoolRecord> {
+  async commitReady(claim: Claim, bundleTemp: string, bundle: { size: number; sha256: string; manifest?: unknown }): Promise<SpoolRecord> {
     await this.assertHeld(claim);
     const identity = await syncFile(bundleTemp);
     const target = this.bundleFile(claim.id);

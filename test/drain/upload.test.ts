@@ -303,6 +303,24 @@ describe('drain uploads', () => {
     expect(text).toContain('waiting … and 3 more after an earlier failure');
   });
 
+  it('the ready record keeps the bundle\'s manifest, and the upload takes it from there instead of inflating the bundle', async () => {
+    const a = await enqueue(await session('kept-0001', 'Manifest kept in the record'));
+    const b = await enqueue(await session('kept-0002', 'Manifest read from the bundle'));
+    await drain(ctx, { skipUploads: true });
+    const readyFile = (id: string) => path.join(stateDir, 'spool', 'ready', `${id}.json`);
+    const ready = readJson<SpoolRecord>(readyFile(a.id));
+    expect(ready.bundle!.manifest).toMatchObject({ title: 'Manifest kept in the record', compatibility_profile: CLAUDE_PROFILE });
+    // What the upload sends is the record's manifest (here given another title; the bundle is untouched, so its
+    // identity still holds). b's record has none, as a record written by an earlier blue-agent: read from the bundle.
+    await writeFile(readyFile(a.id), JSON.stringify({ ...ready, bundle: { ...ready.bundle, manifest: { ...(ready.bundle!.manifest as object), title: 'Taken from the record' } } }));
+    const rb = readJson<SpoolRecord>(readyFile(b.id));
+    delete rb.bundle!.manifest;
+    await writeFile(readyFile(b.id), JSON.stringify(rb));
+    const report = await drain(ctx, { upload: fastRetry });
+    expect(report.uploaded).toHaveLength(2);
+    expect((await listUploads()).map((i: { title: string }) => i.title).sort()).toEqual(['Manifest read from the bundle', 'Taken from the record']);
+  });
+
   it('a bundle changed on disk after it was spooled is failed before any upload, and never uploaded', async () => {
     const record = await enqueue(await session('tamper-0001', 'Tamper with me'));
     await drain(ctx, { skipUploads: true });
