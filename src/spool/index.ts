@@ -584,22 +584,13 @@ export class Spool extends SpoolView {
     await rename(claim.file, back).catch(() => undefined);
   }
 
-  /** Ids of the records claimed (building or uploading), by any process. */
-  private async claimedIds(): Promise<Set<string>> {
+  /**
+   * The ids of the records in `states` (every state by default: an admission cut short may have written its record
+   * already), claims included: one listing per folder.
+   */
+  async recordIds(states: Iterable<RecordState> = RECORD_DIRS): Promise<Set<string>> {
     const ids = new Set<string>();
-    for (const state of CLAIM_DIRS) {
-      for (const name of await listDir(this.dir(state))) {
-        const match = CLAIM_NAME.exec(name);
-        if (match !== null) ids.add(match[1]!);
-      }
-    }
-    return ids;
-  }
-
-  /** Every record id in any state (an admission cut short may have written its record already): one listing each. */
-  async recordIds(): Promise<Set<string>> {
-    const ids = new Set<string>();
-    for (const state of RECORD_DIRS) {
+    for (const state of states) {
       for (const name of await listDir(this.dir(state))) {
         const match = (CLAIM_DIRS.has(state) ? CLAIM_NAME : RECORD_NAME).exec(name);
         if (match !== null) ids.add(match[1]!);
@@ -608,10 +599,6 @@ export class Spool extends SpoolView {
     return ids;
   }
 
-  /**
-   * Claims the oldest record in `from` that is not in `skip` and is due (not waiting out a retry delay); undefined
-   * when there is none.
-   */
   /**
    * Claims the next due record of `from`, skipping the ids in `skip` and, with `only`, any id not in it. With
    * `skipNotDue`, ids found not due yet are added to `skip`, so that a caller claiming in a loop reads each delayed
@@ -938,7 +925,7 @@ export class Spool extends SpoolView {
       if (info === undefined) continue;
       // A bundle set aside for removal is what tells recovery its claim's commit had begun: it stays while the claim does.
       if (owner !== undefined && owner.name.split('.')[2] === REMOVED_KIND) {
-        claimed ??= await this.claimedIds();
+        claimed ??= await this.recordIds(CLAIM_DIRS);
         if (claimed.has(owner.name.slice(0, owner.name.indexOf('.')))) continue;
       }
       const old = now - info.mtimeMs > TEMP_STALE_MS;

@@ -161,6 +161,22 @@ describe('the hook hands the payload over', () => {
     expect(captureLog(stateDir)).toContainEqual(expect.objectContaining({ event: 'spooled', session_id: SESSION }));
   });
 
+  it('the drain it starts holds none of the harness\'s descriptors: a pipe the harness left open on fd 3 is not kept', async () => {
+    // A stand-in for Node that records which descriptors it was started with.
+    const fdsNode = path.join(t.root, 'fds-node');
+    const fdsLog = path.join(t.root, 'fds.log');
+    await writeFile(fdsNode, `#!/bin/sh\nls /proc/$$/fd >'${fdsLog}.tmp' && mv '${fdsLog}.tmp' '${fdsLog}'\n`, { mode: 0o755 });
+    const env: Record<string, string> = { ...t.env };
+    const child = spawn('/bin/sh', [HOOK, fdsNode, ENTRY, 'capture', '--harness', 'claude', '--profile', CLAUDE_PROFILE], { env, stdio: ['pipe', 'ignore', 'ignore', 'pipe'] });
+    child.stdin!.end(JSON.stringify({ session_id: SESSION }));
+    expect(await new Promise((resolve) => child.on('exit', resolve))).toBe(0);
+    const deadline = Date.now() + 10_000;
+    while (!existsSync(fdsLog) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const fds = (await readFile(fdsLog, 'utf8')).split('\n').filter((l) => l !== '');
+    expect(fds).not.toContain('3');
+    expect(fds).toEqual(expect.arrayContaining(['0', '1', '2']));
+  });
+
   it('returns when the payload is in, even while the writer keeps stdin open, and the drain judges what arrived', async () => {
     const result = runHook(JSON.stringify({ session_id: SESSION }), { keepOpen: true });
     expect(await result).toEqual({ code: 0, stderr: '' });
