@@ -7,7 +7,7 @@ import { Daemon } from '../daemon/index.js';
 import { EXIT_ALREADY_RUNNING } from '../daemon/lock.js';
 import { detectLogTarget, type LogTarget } from '../daemon/log.js';
 import { BlueError } from '../errors.js';
-import { LAUNCHD_LABEL } from '../service/spec.js';
+import { LAUNCHD_LABEL } from '../service/label.js';
 import { serveTask, TASK_ENV } from '../daemon/task-process.js';
 
 export async function runCommand(ctx: Context): Promise<number> {

@@ -3,18 +3,22 @@
  * the Control API's own origin. `requestJson` is what the session-upload, session and status routes use: every
  * failure is an UploadError that says whether a retry can help. The policy fetch (governance-config.ts) uses `send`
  * for its own answers (ETag, same-origin redirects). No message ever holds the token or a signed URL's query.
+ * The pool (undici) is made on first use; `openStream` (the policy event stream the long-running agent holds) goes
+ * through Node's own HTTP client instead, which keeps the idle agent small: undici's dispatcher alone is about
+ * 16 MiB resident, node:http about 1.
  */
 import type { Dispatcher } from 'undici';
 import { loadAgentConfig } from '../config.js';
 import { controlSettings, TOKEN_ENV } from './settings.js';
 import type { Context, Env } from '../context.js';
 import { BlueError } from '../errors.js';
-import { describeSchemaError, type AjvError } from '../schema/index.js';
+import { describeSchemaError, type AjvError } from '../schema/describe.js';
 import { UploadError } from './errors.js';
 import { originOf } from '../util/url.js';
 import { header, parseRetryAfter, readCapped, ResponseTooLarge, routeUrl, serverError, statusKind } from './http.js';
 import { describeNetworkError, safeUrl, scrubText } from './scrub.js';
 import { createDispatcher, loadUndici } from './undici.js';
+import { openStream, type StreamAnswer } from './stream.js';
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
 /** Control API answers are small JSON documents. */
@@ -55,12 +59,11 @@ export class ControlClient {
   private readonly tokenSource: string;
   private readonly now: () => number;
 
-  private constructor(
-    private readonly undici: typeof import('undici'),
-    /** Shared by the Control API calls and the signed-URL transfers: one pool, one set of timeouts and proxy settings. */
-    readonly dispatcher: Dispatcher,
-    options: ControlClientOptions,
-  ) {
+  private readonly env: Env;
+  private readonly connectMs: number;
+  private pool: Promise<{ undici: typeof import('undici'); dispatcher: Dispatcher }> | undefined;
+
+  private constructor(options: ControlClientOptions) {
     this.controlUrl = options.controlUrl;
     this.origin = originOf(options.controlUrl);
     this.token = options.token;
@@ -69,17 +72,28 @@ export class ControlClient {
     this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.userAgent = options.userAgent;
     this.now = options.now ?? Date.now;
+    this.env = options.env;
+    this.connectMs = options.connectTimeoutMs ?? Math.min(this.timeoutMs, 10_000);
   }
 
   static async create(options: ControlClientOptions): Promise<ControlClient> {
     if (originOf(options.controlUrl) === '') {
       throw new BlueError('CONFIG_INVALID', `the Control API URL ${safeUrl(options.controlUrl)} is not an http(s) URL`);
     }
-    // Loaded on first use: most commands never talk to the network.
-    const undici = await loadUndici();
-    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const connectMs = options.connectTimeoutMs ?? Math.min(timeoutMs, 10_000);
-    return new ControlClient(undici, createDispatcher(undici, options.env, { connectMs, responseMs: timeoutMs }), options);
+    return new ControlClient(options);
+  }
+
+  /**
+   * The connection pool, made on first use (undici loads then: most commands never talk to the network). Shared by
+   * the Control API calls and the signed-URL transfers: one pool, one set of timeouts and proxy settings.
+   */
+  connectionPool(): Promise<Dispatcher> {
+    return this.connect().then((pool) => pool.dispatcher);
+  }
+
+  private connect(): Promise<{ undici: typeof import('undici'); dispatcher: Dispatcher }> {
+    this.pool ??= loadUndici().then((undici) => ({ undici, dispatcher: createDispatcher(undici, this.env, { connectMs: this.connectMs, responseMs: this.timeoutMs }) }));
+    return this.pool;
   }
 
   /** A client from the agent config and environment; throws CONFIG_INVALID when no Control API is configured. */
@@ -113,19 +127,35 @@ export class ControlClient {
    * API's origin: a token must not travel somewhere the configuration did not name.
    */
   async send(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: URL, options: SendOptions = {}): Promise<Dispatcher.ResponseData> {
+    const headers = this.headersFor(url, options);
+    const { undici, dispatcher } = await this.connect();
+    return undici.request(url, {
+      method,
+      headers,
+      ...(options.json === undefined ? {} : { body: options.json }),
+      dispatcher,
+      signal: options.signal ?? AbortSignal.timeout(this.timeoutMs),
+    });
+  }
+
+  /**
+   * A long-lived GET, the answer unread, with `send`'s rules (the token only to the Control API's origin, the proxy
+   * settings of the environment). The client's timeout bounds connecting, the wait for the answer and each silence in
+   * it; `signal` ends it. Rejects as `send` does when no answer came.
+   */
+  async openStream(url: URL, options: { headers?: Record<string, string>; signal: AbortSignal }): Promise<StreamAnswer> {
+    const headers = this.headersFor(url, options);
+    return openStream(url, { headers, env: this.env, connectMs: this.connectMs, idleMs: this.timeoutMs, signal: options.signal });
+  }
+
+  private headersFor(url: URL, options: SendOptions): Record<string, string> {
     if (url.origin !== this.origin) {
       throw new UploadError('service', 'UPLOAD_FAILED', `refusing to send the token to ${url.origin}, which is not the Control API (${this.origin})`);
     }
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.userAgent, ...options.headers };
     if (this.token !== undefined) headers.authorization = `Bearer ${this.token}`;
     if (options.json !== undefined) headers['content-type'] = 'application/json';
-    return this.undici.request(url, {
-      method,
-      headers,
-      ...(options.json === undefined ? {} : { body: options.json }),
-      dispatcher: this.dispatcher,
-      signal: options.signal ?? AbortSignal.timeout(this.timeoutMs),
-    });
+    return headers;
   }
 
   /**
@@ -178,11 +208,12 @@ export class ControlClient {
     let text: string;
     let status: number;
     try {
-      const response = await this.undici.request(url, {
+      const { undici, dispatcher } = await this.connect();
+      const response = await undici.request(url, {
         method: 'POST',
         headers: { accept: 'application/json', 'user-agent': this.userAgent, 'content-type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams(fields).toString(),
-        dispatcher: this.dispatcher,
+        dispatcher,
         signal: AbortSignal.timeout(this.timeoutMs),
       });
       status = response.statusCode;
@@ -204,9 +235,11 @@ export class ControlClient {
     return scrubText(text, this.token);
   }
 
-  /** Closes the connection pool. */
+  /** Closes the connection pool, if one was made. */
   async close(): Promise<void> {
-    await this.dispatcher.destroy().catch(() => undefined);
+    const pool = this.pool;
+    this.pool = undefined;
+    if (pool !== undefined) await pool.then((p) => p.dispatcher.destroy()).catch(() => undefined);
   }
 
   private failure(where: string, status: number, text: string, retryAfter: string | undefined): UploadError {

@@ -58,7 +58,7 @@ export async function readCapped(response: Dispatcher.ResponseData, maxBytes: nu
 }
 
 /** Reads at most `maxBytes` of an answer's body for a message and throws the rest away. */
-export async function readSome(response: Dispatcher.ResponseData, maxBytes: number): Promise<string> {
+export async function readSome(response: { body: AsyncIterable<unknown> & { destroy(): unknown } }, maxBytes: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {

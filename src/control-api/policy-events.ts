@@ -6,11 +6,11 @@
  * Bounded: a line longer than MAX_LINE_BYTES ends the stream, and silence longer than the idle timeout (no event, no
  * keepalive) is a dead connection.
  */
-import type { Dispatcher } from 'undici';
 import { BlueError } from '../errors.js';
-import { ControlClient } from './client.js';
+import type { ControlClient } from './client.js';
 import { contractHeaders } from './contract.js';
-import { discard, header, parseRetryAfter, readSome, routeUrl, serverError } from './http.js';
+import { header, parseRetryAfter, readSome, routeUrl, serverError } from './http.js';
+import type { StreamAnswer } from './stream.js';
 import { describeNetworkError, safeUrl } from './scrub.js';
 
 export const POLICY_EVENTS_ROUTE = 'governance-config/events';
@@ -122,9 +122,9 @@ export interface StreamOptions {
 export async function readPolicyEvents(client: ControlClient, options: StreamOptions): Promise<StreamEnd> {
   const url = routeUrl(client.controlUrl, POLICY_EVENTS_ROUTE);
   const where = `GET ${safeUrl(url.href)}`;
-  let response: Dispatcher.ResponseData;
+  let response: StreamAnswer;
   try {
-    response = await client.send('GET', url, { headers: { ...contractHeaders(), accept: 'text/event-stream' }, signal: options.signal });
+    response = await client.openStream(url, { headers: { ...contractHeaders(), accept: 'text/event-stream' }, signal: options.signal });
   } catch (error) {
     if (options.signal.aborted) return { kind: 'aborted' };
     if (error instanceof BlueError) return { kind: 'failed', reason: error.message };
@@ -132,7 +132,7 @@ export async function readPolicyEvents(client: ControlClient, options: StreamOpt
   }
   const status = response.statusCode;
   if (status === 404 || status === 405 || status === 501) {
-    await discard(response);
+    response.body.destroy();
     return { kind: 'unsupported', status };
   }
   const type = header(response.headers, 'content-type') ?? '';

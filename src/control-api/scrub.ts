@@ -37,6 +37,7 @@ export function networkFailure(error: unknown): NetworkFailure {
   const code = typeof err?.code === 'string' ? err.code : typeof err?.cause?.code === 'string' ? err.cause.code : undefined;
   switch (code) {
     case 'UND_ERR_CONNECT_TIMEOUT':
+    case 'CONNECT_TIMEOUT':
       return { words: 'connect timeout', code: undefined, timedOut: false };
     case 'UND_ERR_HEADERS_TIMEOUT':
     case 'UND_ERR_BODY_TIMEOUT':

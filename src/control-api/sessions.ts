@@ -451,7 +451,7 @@ export class SessionsApi {
       response = await undici.request(signed.url, {
         method: 'GET',
         headers: { ...signed.headers, 'user-agent': this.client.userAgent },
-        dispatcher: this.client.dispatcher,
+        dispatcher: await this.client.connectionPool(),
         signal: AbortSignal.timeout(budgetMs),
       });
     } catch (error) {

@@ -17,12 +17,13 @@
  * nothing and writes nothing: an idle agent stays idle.
  */
 import { spawn } from 'node:child_process';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import chokidar, { type FSWatcher } from 'chokidar';
 import type { Context } from '../context.js';
 import type { Logger } from '../logger.js';
 import { Spool } from '../spool/index.js';
 import { scheduleCron, validCron, type CronTimer } from './cron.js';
+import { FolderWatch } from './native-watch.js';
 import { writeLastDrain, type LastDrain } from './state.js';
 
 export const DEFAULT_DRAIN_SCHEDULE = '*/5 * * * *';
@@ -106,7 +107,7 @@ export interface DrainSchedulerOptions {
 
 export class DrainScheduler {
   private task: CronTimer | undefined;
-  private intake: FSWatcher | undefined;
+  private intake: FolderWatch | undefined;
   private intakeTimer: NodeJS.Timeout | undefined;
   private readonly seen = new Set<string>();
   private running: { process: DrainProcess; interrupted: boolean; finished: Promise<void> } | undefined;
@@ -132,10 +133,16 @@ export class DrainScheduler {
     // The spool's folders must exist for the watch to see records land in intake/ (open creates them, private).
     const spool = await Spool.open(this.options.ctx.paths, { now: () => this.options.ctx.clock.now() });
     const dir = spool.intakeDir();
-    this.intake = chokidar.watch(dir, { ignoreInitial: true, depth: 0, atomic: false });
-    this.intake.on('add', (file) => this.onIntake(file));
-    this.intake.on('error', (error) => this.options.log.warn('intake watcher error', { error: String(error) }));
-    await new Promise<void>((resolve) => this.intake!.once('ready', () => resolve()));
+    // A name the watch reports may have come or gone: only a record that is there is new. Without a name, the
+    // schedule finds the record.
+    this.intake = new FolderWatch(
+      dir,
+      (name) => {
+        if (name?.endsWith('.json')) void isFile(path.join(dir, name)).then((there) => there && this.onIntake(name));
+      },
+      (error) => this.options.log.warn('intake watcher error', { error: String(error) }),
+    );
+    await this.intake.start();
   }
 
   /** Replaces the schedule (SIGHUP with a new drain_schedule). */
@@ -220,9 +227,8 @@ export class DrainScheduler {
     this.task = scheduleCron(this.scheduleExpr, () => this.request('schedule'));
   }
 
-  private onIntake(file: string): void {
-    const name = path.basename(file);
-    if (!name.endsWith('.json')) return;
+  private onIntake(name: string): void {
+    if (this.stopping) return;
     // A record released back to intake after a failed try is not new: the schedule retries it.
     if (this.seen.has(name)) return;
     if (this.seen.size > 10_000) this.seen.clear();
@@ -312,4 +318,11 @@ async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
 
 export function validDrainSchedule(expr: string): boolean {
   return validCron(expr);
+}
+
+async function isFile(file: string): Promise<boolean> {
+  return stat(file).then(
+    (info) => info.isFile(),
+    () => false,
+  );
 }

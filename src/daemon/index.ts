@@ -39,7 +39,7 @@ export interface DaemonOptions {
   fullReconcileMs?: number;
   /** The periodic safety check of the watched files' fingerprints (a `stat` each; a reconcile only when one differs). */
   driftCheckMs?: number;
-  /** How config files are watched; chokidar by default. */
+  /** How config files are watched; native watches of their folders by default. */
   watch?: WatchFactory;
   /** Quiet time after a new capture before its drain. */
   intakeDelayMs?: number;
@@ -67,7 +67,7 @@ export interface DaemonOptions {
   idleCaptureMs?: number;
   /** The periodic idle sweep (a sweep also comes once the idle time has passed after a session changed). */
   sweepMs?: number;
-  /** How session folders are watched; chokidar by default. */
+  /** How session folders are watched; native watches by default. */
   watchSessions?: DirWatchFactory;
 }
 

@@ -1,9 +1,9 @@
 /**
- * Watches the folders that hold active harnesses' sessions (chokidar, native watches, bounded in depth and in the
- * number of folders) and says, debounced, that sessions changed: the agent then looks again once the idle time has
+ * Watches the folders that hold active harnesses' sessions (native watches, native-watch.ts, bounded in depth and in
+ * the number of folders) and says, debounced, that sessions changed: the agent then looks again once the idle time has
  * passed. The watch only brings the sweep forward; a periodic sweep catches whatever a watch misses.
  */
-import chokidar, { type FSWatcher } from 'chokidar';
+import { watchTree } from './native-watch.js';
 import type { Logger } from '../logger.js';
 
 /** At most this many session folders are watched (a harness has one or two). */
@@ -17,13 +17,7 @@ export interface WatchedDir {
 
 export type DirWatchFactory = (dir: WatchedDir, onEvent: () => void, onError: (error: unknown) => void) => Promise<{ close(): Promise<void> }>;
 
-export const chokidarDirWatch: DirWatchFactory = async ({ dir, depth }, onEvent, onError) => {
-  const watcher: FSWatcher = chokidar.watch(dir, { ignoreInitial: true, persistent: true, depth });
-  watcher.on('all', () => onEvent());
-  watcher.on('error', onError);
-  await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
-  return { close: () => watcher.close() };
-};
+export const nativeDirWatch: DirWatchFactory = ({ dir, depth }, onEvent, onError) => watchTree(dir, depth, onEvent, onError);
 
 export class SessionWatch {
   private handles = new Map<string, { close(): Promise<void> }>();
@@ -46,7 +40,7 @@ export class SessionWatch {
     for (const [key, dir] of wanted) {
       if (this.handles.has(key)) continue;
       try {
-        const handle = await (this.options.watch ?? chokidarDirWatch)(dir, () => this.changed(), (error) => this.options.log.warn('session watch error', { dir: dir.dir, error: String(error) }));
+        const handle = await (this.options.watch ?? nativeDirWatch)(dir, () => this.changed(), (error) => this.options.log.warn('session watch error', { dir: dir.dir, error: String(error) }));
         if (this.closed) {
           await handle.close();
           return;

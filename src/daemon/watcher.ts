@@ -1,5 +1,5 @@
 /**
- * Watches the native config files the agent manages (chokidar, native fs.watch, no polling) and asks for a reconcile
+ * Watches the native config files the agent manages (native watches of their folders, native-watch.ts; no polling) and asks for a reconcile
  * shortly after one changes. The agent's own writes do not count: each reconcile step hands back the fingerprint
  * (device, inode, size, mtime, ctime) of every watched file as its writes left it, and the run loop `remember`s them.
  * The decision is taken when the debounce timer fires, not when the event arrives — the event of an own write
@@ -14,7 +14,7 @@
  */
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import chokidar, { type FSWatcher } from 'chokidar';
+import { watchFiles, type WatchHandle } from './native-watch.js';
 import type { Logger } from '../logger.js';
 
 export interface Fingerprint {
@@ -47,29 +47,20 @@ export function sameFingerprint(a: Fingerprint | undefined, b: Fingerprint): boo
   return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
 }
 
-/** A running watch; `close` stops it. */
-export interface WatchHandle {
-  close(): Promise<void>;
-}
+export type { WatchHandle } from './native-watch.js';
 
-/** Starts watching `files` and resolves once changes to them are reported through `onEvent` (chokidar's `ready`). */
+/** Starts watching `files` and resolves once changes to them are reported through `onEvent`. */
 export type WatchFactory = (files: string[], onEvent: (file: string) => void, onError: (error: unknown) => void) => Promise<WatchHandle>;
 
-/** Native watches through chokidar; a missing file is watched through its folder, for when it appears. */
-export const chokidarWatch: WatchFactory = async (files, onEvent, onError) => {
-  const watcher: FSWatcher = chokidar.watch(files, { ignoreInitial: true, persistent: true });
-  watcher.on('all', (_event, file) => onEvent(path.resolve(file)));
-  watcher.on('error', onError);
-  await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
-  return { close: () => watcher.close() };
-};
+/** Native watches of the files' folders; a missing folder is watched through its nearest ancestor until it appears. */
+export const nativeWatch: WatchFactory = watchFiles;
 
 export interface ConfigWatcherOptions {
   debounceMs: number;
   log: Logger;
   /** Called once per burst of changes, with the files that changed. */
   onChange(files: string[]): void;
-  /** How files are watched; chokidar by default. */
+  /** How files are watched; native watches by default. */
   watch?: WatchFactory;
 }
 
@@ -109,7 +100,7 @@ export class ConfigWatcher {
       this.changed.delete(f);
     }
     for (const f of added) this.files.add(f);
-    const next = await (this.options.watch ?? chokidarWatch)(
+    const next = await (this.options.watch ?? nativeWatch)(
       [...this.files],
       (file) => this.onEvent(path.resolve(file)),
       (error) => this.options.log.warn('config watcher error', { error: String(error) }),
@@ -179,7 +170,7 @@ export class ConfigWatcher {
   }
 
   private onEvent(file: string): void {
-    // Chokidar watches a missing file through its folder and reports that folder's other entries too.
+    // A folder's watch may report a file of it that is not (or no longer) watched.
     if (this.closed || !this.files.has(file)) return;
     this.changed.add(file);
     clearTimeout(this.timer);

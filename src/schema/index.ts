@@ -10,19 +10,15 @@ import type { AgentConfig } from './generated/agent-config.js';
 import type { BundleManifest } from './generated/bundle-manifest.js';
 import type { GovernancePolicy } from './generated/policy.js';
 import type { HarnessProfiles } from './generated/profile.js';
+import { describeSchemaError, type AjvError } from './describe.js';
 
 export type { AgentConfig } from './generated/agent-config.js';
 export type { BundleManifest, BundleFile } from './generated/bundle-manifest.js';
 export type { GovernancePolicy, HarnessRule } from './generated/policy.js';
 export type { HarnessName } from './generated/harness-name.js';
 export type { HarnessProfiles, Interval, Operation } from './generated/profile.js';
+export { describeSchemaError, type AjvError } from './describe.js';
 
-export interface AjvError {
-  instancePath: string;
-  keyword: string;
-  message?: string;
-  params: Record<string, unknown>;
-}
 type Validate = ((data: unknown) => boolean) & { errors?: AjvError[] | null };
 
 export interface SchemaKind<T> {
@@ -111,22 +107,6 @@ function pickError(errors: AjvError[]): AjvError | undefined {
   return errors.find((e) => e.keyword !== 'oneOf' && e.keyword !== 'anyOf' && e.keyword !== 'if') ?? errors[0];
 }
 
-/** What an ajv error expects, in words (shared with the Control API's request validation). */
-export function describeSchemaError(error: AjvError): string {
-  const p = error.params;
-  switch (error.keyword) {
-    case 'additionalProperties':
-      return `has an unknown field "${String(p.additionalProperty)}"`;
-    case 'required':
-      return `is missing the required field "${String(p.missingProperty)}"`;
-    case 'enum':
-      return `must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
-    case 'propertyNames':
-      return `has an unknown key "${String(p.propertyName)}"`;
-    default:
-      return error.message ?? 'is invalid';
-  }
-}
 
 function positionOf(source: { doc: Document; lines: LineCounter }, jsonPath: string): { line: number; column: number } | undefined {
   const segments = jsonPath

@@ -9,8 +9,7 @@ import { ADAPTERS } from '../harnesses/index.js';
 /** Marker text every unit blue-agent writes carries (a comment in both formats). */
 export const MARKER = 'Managed by blue-agent';
 
-/** The LaunchAgent's label (reverse-DNS); also its plist's file name. The one place it is spelled. */
-export const LAUNCHD_LABEL = 'com.blue-agent.agent';
+export { LAUNCHD_LABEL } from './label.js';
 
 /**
  * The variables passed on to the service, when set at install time: where the agent keeps its state and config,

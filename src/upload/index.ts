@@ -127,10 +127,11 @@ export async function uploadBundle(client: ControlClient, item: UploadItem, opti
       const captured = presigned.session_id === undefined ? {} : { session_id: presigned.session_id };
       if (presigned.status === 'complete') return { kind: 'uploaded', upload_id: uploadId, already: true, ...captured };
       try {
+        const dispatcher = await client.connectionPool();
         await withRetry(
           () =>
             uploadFile(presigned.upload, item.bundleFile, item, {
-              dispatcher: client.dispatcher,
+              dispatcher,
               timeoutMs: client.timeoutMs,
               userAgent: client.userAgent,
               now: env.now,

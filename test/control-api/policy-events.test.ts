@@ -172,4 +172,44 @@ describe('readPolicyEvents', () => {
     expect(got).toEqual(['1']);
     await c3.close();
   });
+
+  it('goes through the proxy the environment names, and straight to a host no_proxy names', async () => {
+    const url = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end('event: revision\ndata: {"revision":"p"}\n\n'));
+    // A forward proxy: absolute-form requests, passed on to their origin.
+    const proxied: string[] = [];
+    const proxy = http.createServer((req, res) => {
+      proxied.push(req.url ?? '');
+      const target = new URL(req.url ?? '');
+      const onward = http.request(target, { method: req.method, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      onward.on('error', () => res.writeHead(502).end());
+      req.pipe(onward);
+    });
+    servers.push(proxy);
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const read = async (env: Record<string, string>) => {
+      const c = await ControlClient.create({ controlUrl: url, token: 't0ken', tokenSource: 'test', env, userAgent: 'test', timeoutMs: 5_000 });
+      const revisions: string[] = [];
+      await readPolicyEvents(c, { onRevision: (r) => revisions.push(r), signal: new AbortController().signal });
+      await c.close();
+      return revisions;
+    };
+    expect(await read({ http_proxy: proxyUrl })).toEqual(['p']);
+    expect(proxied).toEqual([`${url}/governance-config/events`]);
+    expect(await read({ HTTP_PROXY: proxyUrl, NO_PROXY: '127.0.0.1' })).toEqual(['p']);
+    expect(proxied).toHaveLength(1);
+  });
+
+  it('gives up on a server that never answers after the timeout', async () => {
+    const mute = await serve(() => undefined);
+    const c = await client(mute, 300);
+    expect(await readPolicyEvents(c, { onRevision: () => undefined, signal: new AbortController().signal })).toMatchObject({
+      kind: 'failed',
+      reason: expect.stringContaining('timed out after 0.3 s'),
+    });
+    await c.close();
+  });
 });

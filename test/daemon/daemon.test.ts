@@ -1,7 +1,7 @@
 /**
  * The run loop in-process, against a real Control API on loopback (behind the fault proxy, to take it away and
  * bring it back), a temporary HOME and a fake `claude` on PATH. Intervals are shortened through DaemonOptions; the
- * code paths are the real ones (chokidar, the cron timer, the drain CLI as a child process).
+ * code paths are the real ones (native file watches, the cron timer, the drain CLI as a child process).
  */
 import { copyFile, mkdir, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bufferOutput, stateLayout } from '../../src/context.js';
 import { Daemon, type DaemonOptions } from '../../src/daemon/index.js';
 import { readRunState } from '../../src/daemon/state.js';
-import { chokidarWatch, type WatchFactory } from '../../src/daemon/watcher.js';
+import { nativeWatch, type WatchFactory } from '../../src/daemon/watcher.js';
 import { processTasks, type TaskRunner } from '../../src/daemon/task-process.js';
 import { Spool } from '../../src/spool/index.js';
 import { startUploadStack, type UploadStack } from '../support/fault-proxy.js';
@@ -360,7 +360,7 @@ describe('blue-agent run: changes no watch event reports', () => {
         await writeFile(t.settings, '{\n  "theme": "dark"\n}\n');
         rewritten = true;
       }
-      return chokidarWatch(files, onEvent, onError);
+      return nativeWatch(files, onEvent, onError);
     };
     await start({ watch });
     await waitFor('the rewrite', () => rewritten);
