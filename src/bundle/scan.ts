@@ -12,9 +12,10 @@ import { GZIP_HEADER_MAX, GZIP_TRAILER_BYTES, parseGzipHeader } from './gzip.js'
 import { formatBytes, type Limits } from './limits.js';
 import { FILE_ENTRY_PATTERN, MANIFEST_NAME } from './manifest.js';
 import { TarReader, type TarEntry, type Violation } from './tar.js';
+import { RawInflater, type InflateStep } from './zlib-handle.js';
 
 const READ_CHUNK = 256 * 1024;
-const INFLATE_CHUNK = 64 * 1024;
+const INFLATE_CHUNK = 128 * 1024;
 export const BUNDLE_HINT = 'The bundle is damaged or was not made by blue-agent: do not restore it. Download or capture it again.';
 
 export function violation(file: string): Violation {
@@ -155,94 +156,88 @@ export async function scanBundle(handle: FileHandle, file: string, options: Scan
     fail,
   );
 
-  const inflater = zlib.createInflateRaw({ chunkSize: INFLATE_CHUNK });
-  let inflaterEnded = false;
-  inflater.once('end', () => {
-    inflaterEnded = true;
-  });
-  let failure: unknown;
-  const stop = (error: unknown): void => {
-    failure ??= error;
-    inflater.destroy();
-  };
+  const inflater = new RawInflater();
+  // Two output buffers alternate: zlib fills one on the threadpool while the other is checked, hashed and parsed.
+  const outputs = [Buffer.allocUnsafe(INFLATE_CHUNK), Buffer.allocUnsafe(INFLATE_CHUNK)];
+  let which = 0;
+  let inFlight: Promise<InflateStep> | undefined;
   let crc = 0;
   let uncompressed = 0;
-  let consumerDone = false;
-  const consumer = (async () => {
-    for await (const chunk of inflater as AsyncIterable<Buffer>) {
-      uncompressed += chunk.length;
-      if (uncompressed > limits.tarBytes) {
-        throw fail(`decompresses to more than ${formatBytes(limits.tarBytes)}; reading stopped (decompression bomb guard)`);
+  let consumed = 0;
+  /** Inflates one stretch of the deflate stream into the tar; false once the stream has ended before its end. */
+  const inflate = async (input: Buffer, last: boolean): Promise<boolean> => {
+    let offset = 0;
+    let step = (inFlight = inflater.step(input, 0, outputs[which]!, last));
+    for (;;) {
+      const output = outputs[which]!;
+      const { produced, consumed: used } = await step;
+      inFlight = undefined;
+      offset += used;
+      consumed += used;
+      const full = produced === output.length;
+      which ^= 1;
+      if (full) step = inFlight = inflater.step(input, offset, outputs[which]!, last);
+      if (produced > 0) {
+        uncompressed += produced;
+        if (uncompressed > limits.tarBytes) {
+          throw fail(`decompresses to more than ${formatBytes(limits.tarBytes)}; reading stopped (decompression bomb guard)`);
+        }
+        if (uncompressed > limits.ratioFloorBytes && uncompressed > limits.maxRatio * Math.max(consumed, 1)) {
+          throw fail(
+            `expands more than ${limits.maxRatio}:1 (${formatBytes(uncompressed)} from ${formatBytes(consumed)}); reading stopped (decompression bomb guard)`,
+          );
+        }
+        const chunk = output.subarray(0, produced);
+        crc = zlib.crc32(chunk, crc);
+        // The buffer is filled again only after this resolves: the tar reader and the sink are done with the chunk.
+        await tar.push(chunk);
       }
-      const consumed = Math.max(inflater.bytesWritten, 1);
-      if (uncompressed > limits.ratioFloorBytes && uncompressed > limits.maxRatio * consumed) {
-        throw fail(
-          `expands more than ${limits.maxRatio}:1 (${formatBytes(uncompressed)} from ${formatBytes(consumed)}); reading stopped (decompression bomb guard)`,
-        );
-      }
-      crc = zlib.crc32(chunk, crc);
-      await tar.push(chunk);
+      if (!full) return offset === input.length;
     }
-  })()
-    .catch(stop)
-    .finally(() => {
-      consumerDone = true;
-    });
+  };
 
-  // Two read buffers alternate: one is filled and hashed while zlib consumes the other, and neither is reused before
-  // zlib is done with it. Every wait also ends when the consumer does, since an ended inflater takes no more input;
-  // the rest of the file is still read, for its digest and the gzip trailer.
+  // Two read buffers alternate: the next one is read while the current one is hashed and inflated.
+  const ring = [Buffer.allocUnsafe(READ_CHUNK), Buffer.allocUnsafe(READ_CHUNK)];
+  let slot = 0;
+  const readInto = (buffer: Buffer, position: number) => handle.read(buffer, 0, Math.min(buffer.length, size - position), position);
+  let pending: ReturnType<typeof readInto> | undefined = readInto(ring[0]!, 0);
   try {
-    const ring = [Buffer.allocUnsafe(READ_CHUNK), Buffer.allocUnsafe(READ_CHUNK)];
-    const inFlight: Promise<unknown>[] = [Promise.resolve(), Promise.resolve()];
-    let slot = 0;
     let position = 0;
-    while (position < size && failure === undefined) {
-      if (!consumerDone) await Promise.race([inFlight[slot], consumer]);
-      if (failure !== undefined) break;
+    while (position < size) {
       const buffer = ring[slot]!;
-      const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, size - position), position);
+      const { bytesRead } = await pending!;
+      pending = undefined;
       if (bytesRead === 0) throw fail('shrank while being read');
+      const next = position + bytesRead;
+      slot ^= 1;
+      if (next < size) pending = readInto(ring[slot]!, next);
       const chunk = buffer.subarray(0, bytesRead);
       bundleHash.update(chunk);
-      if (position + bytesRead > end) {
+      if (next > end) {
         const tail = Math.max(position, end);
         chunk.copy(trailer, tail - end, tail - position);
       }
       const from = Math.max(position, start) - position;
-      const to = Math.min(position + bytesRead, end) - position;
-      if (to > from && !consumerDone) {
-        const written = new Promise<void>((resolve, reject) => inflater.write(chunk.subarray(from, to), (error) => (error ? reject(error) : resolve())));
-        written.catch(() => undefined);
-        inFlight[slot] = written;
-        slot ^= 1;
+      const to = Math.min(next, end) - position;
+      if (to > from && !(await inflate(chunk.subarray(from, to), next >= end))) {
+        throw fail(`has ${end - start - consumed} bytes of data after the end of the compressed stream`);
       }
-      position += bytesRead;
-    }
-    if (failure === undefined) {
-      await Promise.race([Promise.all(inFlight), consumer]);
-      inflater.end();
+      position = next;
     }
   } catch (error) {
-    stop(error);
-  }
-  await consumer;
-
-  let stopped = false;
-  if (failure instanceof Stop) stopped = true;
-  else if (failure instanceof BlueError) throw failure;
-  else if (failure !== undefined) {
-    const code = (failure as NodeJS.ErrnoException).code ?? '';
+    if (error instanceof Stop) return { size, sha256: '', files, manifest };
+    if (error instanceof BlueError) throw error;
+    const code = (error as NodeJS.ErrnoException).code ?? '';
     if (code === 'Z_BUF_ERROR') throw fail('is truncated: the compressed stream ends early');
-    if (code.startsWith('Z_')) throw fail(`has damaged compressed data (${(failure as Error).message})`);
-    // The deflate stream ended while input remained: Node reports the unread rest in one of several ways.
-    if (inflaterEnded) throw fail('has data after the end of the compressed stream');
-    throw failure;
+    if (code.startsWith('Z_')) throw fail(`has damaged compressed data (${(error as Error).message})`);
+    throw error;
+  } finally {
+    // zlib may still be using the buffers, and a read the file, when reading stops early.
+    await inFlight?.catch(() => undefined);
+    inflater.close();
+    await pending?.catch(() => undefined);
   }
-  if (stopped) return { size, sha256: '', files, manifest };
 
-  const consumed = inflater.bytesWritten;
-  if (consumed < end - start) throw fail(`has ${end - start - consumed} bytes of data after the end of the compressed stream`);
   if (trailer.readUInt32LE(0) !== crc >>> 0 || trailer.readUInt32LE(4) !== uncompressed % 2 ** 32) {
     throw fail('has a gzip checksum that does not match its content: the compressed data is damaged');
   }
