@@ -1,10 +1,11 @@
 /**
  * The drain's upload stage: every due ready record is claimed into uploading/, its bundle re-verified against the
- * record (size and SHA-256, or the file identity the spool recorded at commit with the digest checked on the way out:
- * a bundle that changed on disk is failed, never uploaded), and uploaded to the Control API. Uploaded: the local copy
- * goes. Retry: back to ready with the next attempt time. Failed: failed/ with the server's reason. With no Control API
- * configured nothing is uploaded (the bundles wait, with a note in the report); with a policy that has no
- * session_upload block (capture disabled) nothing is uploaded and the records are kept, or discarded with `discard`.
+ * record (size and SHA-256, or the file identity the spool recorded at commit with the digest checked on the way out,
+ * by the upload or by the storage service: a bundle that changed on disk is failed, never uploaded), and uploaded to
+ * the Control API. Uploaded: the local copy goes. Retry: back to ready with the next attempt time. Failed: failed/
+ * with the server's reason. With no Control API configured nothing is uploaded (the bundles wait, with a note in the
+ * report); with a policy that has no session_upload block (capture disabled) nothing is uploaded and the records are
+ * kept, or discarded with `discard`.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -188,7 +189,8 @@ async function uploadOne(
   const bundleFile = spool.bundleFile(record.id);
   // The spooled bytes must still be the ones built: a bundle changed on disk is never uploaded. The very file that was
   // committed (its identity unchanged) is not read twice: the upload hashes it on the way out and refuses to complete
-  // other bytes, and the Control API checks the digest too.
+  // other bytes (or, when the signed URL carries the digest as a checksum, the storage service refuses them), and the
+  // Control API checks the digest too.
   const unchanged = await spool.bundleUnchanged(record);
   if (!unchanged) {
     let actual: { size: number; sha256: string } | undefined;

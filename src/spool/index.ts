@@ -38,7 +38,8 @@
  * upload it already has, so nothing is stored twice); one whose bundle was deleted from outside fails at its next
  * upload. A ready record names its bundle's size, SHA-256
  * and file identity (device, inode, size, mtime) as written: a bundle whose identity is unchanged need not be re-read
- * to be trusted before its upload, which hashes it on the way out anyway.
+ * to be trusted before its upload, whose bytes are checked on the way out anyway (by the upload, or by the storage
+ * service against a signed checksum).
  */
 import { constants, type BigIntStats } from 'node:fs';
 import { link, lstat, mkdir, open, readdir, readFile, rename, rm, stat, unlink, utimes, type FileHandle } from 'node:fs/promises';

@@ -16,9 +16,14 @@ import { BlueError } from '../errors.js';
 
 /** The slowest upload still waited for: a stalled connection must not hold a drain forever. */
 const MIN_BYTES_PER_SECOND = 32 * 1024;
-/** The body is read in chunks of this size into a small ring of reused buffers (see readChunks). */
-const READ_CHUNK = 256 * 1024;
-const RING = 4;
+/**
+ * The body is read in chunks of this size into a small ring of reused buffers (see readChunks). Every chunk costs a
+ * read on the thread pool, a socket write and its drain: at 1 MiB the upload takes about 30% less CPU than at 256 KiB.
+ */
+const READ_CHUNK = 1024 * 1024;
+const RING = 2;
+/** The checksum header S3 (and the Control API's own store) checks the body against when it is signed. */
+const CHECKSUM_HEADER = 'x-amz-checksum-sha256';
 /** Headers the agent sets itself from the file, whatever the signed headers say. */
 const OWN_HEADERS = new Set(['content-length', 'transfer-encoding', 'host', 'connection']);
 
@@ -37,8 +42,8 @@ export interface UploadFileOptions {
   undici?: typeof import('undici');
   /**
    * Hash the bytes on their way out and refuse to call the upload done when they are not the recorded ones (default
-   * true). A caller that has just re-hashed the file may skip it: the Control API checks the stored object's digest
-   * before it completes an upload anyway, and hashing competes with the upload for CPU.
+   * true). A caller that has just re-hashed the file may skip it. It is skipped anyway when the storage service itself
+   * refuses other bytes (see storageChecksDigest): hashing competes with the upload for CPU.
    */
   verifyDigest?: boolean;
 }
@@ -83,16 +88,16 @@ export async function uploadFile(signed: SignedUpload, file: string, expected: U
     headers['content-length'] = String(expected.size);
     if (options.userAgent !== undefined && headers['user-agent'] === undefined) headers['user-agent'] = options.userAgent;
 
-    // Hashed on the way out: a bundle that changed under us must not be completed as if it were the recorded one.
-    const hash = createHash('sha256');
-    const verify = options.verifyDigest !== false;
+    // Hashed on the way out, unless the storage service checks the digest itself: a bundle that changed under us must
+    // not be completed as if it were the recorded one.
+    const hash = options.verifyDigest !== false && !storageChecksDigest(signed, expected.sha256) ? createHash('sha256') : undefined;
     let sent = 0;
     const body =
       expected.size === 0
         ? Buffer.alloc(0)
         : // undici's types name only streams, but it sends any async iterable (the path its own fetch() uploads take).
           (readChunks(handle, expected.size, (chunk) => {
-            if (verify) hash.update(chunk);
+            hash?.update(chunk);
             sent += chunk.length;
           }) as unknown as Readable);
     const budgetMs = options.timeoutMs + Math.ceil((expected.size / MIN_BYTES_PER_SECOND) * 1000);
@@ -112,7 +117,7 @@ export async function uploadFile(signed: SignedUpload, file: string, expected: U
     const status = response.statusCode;
     if (status >= 200 && status < 300) {
       await response.body.dump().catch(() => undefined);
-      if (verify && (sent !== expected.size || hash.digest('hex') !== expected.sha256.toLowerCase())) {
+      if (hash !== undefined && (sent !== expected.size || hash.digest('hex') !== expected.sha256.toLowerCase())) {
         throw new UploadError('record', 'UPLOAD_FAILED', `the bundle ${file} changed while it was uploaded (its SHA-256 is not the recorded one)`, {
           file,
           hint: 'The upload is not completed; capture the session again.',
@@ -151,6 +156,25 @@ function expired(message: string, extra: { status: number; serverCode?: string }
   });
 }
 
+/**
+ * Whether the storage service refuses a body that is not the recorded bytes: the signed headers carry the recorded
+ * digest as x-amz-checksum-sha256, which S3 checks the body against (answering 400 BadDigest), and so does the Control
+ * API's own store. A SigV4 URL must list it among its signed headers (S3 enforces no checksum it was not signed for).
+ * A digest merely stored with the object (x-amz-meta-sha256, what Blue's server presigns) is metadata S3 never checks
+ * against the body: then the client hashes.
+ */
+export function storageChecksDigest(signed: SignedUpload, sha256: string): boolean {
+  const checksum = Object.entries(signed.headers).find(([name]) => name.toLowerCase() === CHECKSUM_HEADER)?.[1];
+  if (checksum === undefined || !/^[0-9a-f]{64}$/i.test(sha256) || checksum.trim() !== Buffer.from(sha256, 'hex').toString('base64')) return false;
+  let signedHeaders: string | null;
+  try {
+    signedHeaders = new URL(signed.url).searchParams.get('X-Amz-SignedHeaders');
+  } catch {
+    return false;
+  }
+  return signedHeaders === null || signedHeaders.toLowerCase().split(';').includes(CHECKSUM_HEADER);
+}
+
 /** The storage service's reason: S3-style XML `<Code>`/`<Message>`, or a Control-API-style JSON error. */
 function storageError(text: string): { code: string | undefined; text: string } | undefined {
   const json = serverError(text);
@@ -166,8 +190,8 @@ function storageError(text: string): { code: string | undefined; text: string } 
  * file read stream does) cost twice the CPU of the upload itself in allocation and page faults, and on a machine where
  * the storage service runs too that CPU is the throughput. Reuse is safe because undici asks for the next chunk only
  * after the socket took the previous one: a chunk larger than the socket's high-water mark makes the write return
- * false and undici waits for 'drain' (everything flushed to the kernel) first. The spare buffers of the ring are a
- * margin on top, and the storage service's digest check refuses any body that differs from the file.
+ * false and undici waits for 'drain' (everything flushed to the kernel) first. The spare buffer of the ring is a
+ * margin on top, and a storage service that checks the digest refuses any body that differs from the file.
  */
 async function* readChunks(handle: FileHandle, size: number, onChunk: (chunk: Buffer) => void): AsyncGenerator<Buffer> {
   const ring = Array.from({ length: RING }, () => Buffer.allocUnsafeSlow(Math.min(READ_CHUNK, size)));

@@ -15,7 +15,7 @@ import { BlueError } from '../../src/errors.js';
 import { ControlClient } from '../../src/control-api/client.js';
 import { UploadError } from '../../src/control-api/errors.js';
 import { presignRequest, resolvePresignUrl, uploadBundle, type UploadItem, type UploadResult } from '../../src/upload/index.js';
-import { uploadFile } from '../../src/upload/put.js';
+import { storageChecksDigest, uploadFile } from '../../src/upload/put.js';
 import { backoffDelay, withRetry, type RetryEnv, type RetryPolicy } from '../../src/upload/retry.js';
 
 const TOKEN = 'tok_SECRET_abcdef0123456789';
@@ -85,6 +85,8 @@ function controlApi(
     presign?: (n: number, res: ServerResponse, body: unknown) => boolean;
     put?: (n: number, res: ServerResponse, body: Buffer, seen: Seen) => boolean;
     complete?: (n: number, res: ServerResponse) => boolean;
+    /** The signed headers for a digest (default: S3's checksum header, as this project's Control API signs it). */
+    signedHeaders?: (sha256: string) => Record<string, string>;
   } = {},
 ): { presigns: number; puts: number; completes: number; stored: Buffer | undefined } {
   const state = { presigns: 0, puts: 0, completes: 0, stored: undefined as Buffer | undefined };
@@ -98,7 +100,10 @@ function controlApi(
         status: 'pending',
         upload_url: `${storage.origin}/bucket/obj-${state.presigns}?X-Amz-Credential=AKIA%2Fx&X-Amz-Signature=${SIGNATURE}-${state.presigns}`,
         method: 'PUT',
-        headers: { 'content-type': BUNDLE_CONTENT_TYPE, 'x-amz-checksum-sha256': Buffer.from(parsed.sha256, 'hex').toString('base64') },
+        headers: {
+          'content-type': BUNDLE_CONTENT_TYPE,
+          ...(script.signedHeaders?.(parsed.sha256) ?? { 'x-amz-checksum-sha256': Buffer.from(parsed.sha256, 'hex').toString('base64') }),
+        },
         complete_url: `${api.origin}/api/session-uploads/up_1/complete`,
       });
       return;
@@ -114,6 +119,12 @@ function controlApi(
   storage.handle((req, res, body, seen) => {
     state.puts++;
     if (script.put?.(state.puts, res, body, seen) === true) return;
+    // As S3 does with a signed checksum header: a body with another digest is refused, never stored.
+    const checksum = req.headers['x-amz-checksum-sha256'];
+    if (checksum !== undefined && checksum !== createHash('sha256').update(body).digest('base64')) {
+      res.writeHead(400, { 'content-type': 'application/xml' }).end('<Error><Code>BadDigest</Code><Message>The SHA256 you specified did not match the calculated checksum.</Message></Error>');
+      return;
+    }
     state.stored = body;
     res.writeHead(200, { etag: '"abc"' }).end();
   });
@@ -424,11 +435,24 @@ describe('uploadBundle', () => {
     expect(state.puts).toBe(0);
   });
 
-  it('does not complete a bundle whose content is not the recorded digest', async () => {
+  it('does not complete a bundle whose content is not the recorded digest (the storage service only keeps the digest)', async () => {
+    const { api, storage, client } = await setup();
+    // Blue's server presigns the digest as object metadata, which S3 stores without checking it against the body.
+    const state = controlApi(api, storage, { signedHeaders: (sha256) => ({ 'x-amz-meta-sha256': sha256 }) });
+    const result = await uploadBundle(client, { ...item, sha256: '0'.repeat(64) }, { retry: policy, retryEnv: fakeEnv() });
+    expect(result).toMatchObject({ kind: 'failed', code: 'UPLOAD_FAILED' });
+    expect((result as { reason: string }).reason).toContain('its SHA-256 is not the recorded one');
+    expect(state.puts).toBe(1);
+    expect(state.completes).toBe(0);
+  });
+
+  it('does not complete a bundle whose content is not the recorded digest (the storage service checks a signed checksum)', async () => {
     const { api, storage, client } = await setup();
     const state = controlApi(api, storage);
     const result = await uploadBundle(client, { ...item, sha256: '0'.repeat(64) }, { retry: policy, retryEnv: fakeEnv() });
-    expect(result).toMatchObject({ kind: 'failed', code: 'UPLOAD_FAILED' });
+    expect(result).toMatchObject({ kind: 'failed', code: 'UPLOAD_REJECTED', status: 400 });
+    expect((result as { reason: string }).reason).toContain('[BadDigest]');
+    expect(state.stored).toBeUndefined();
     expect(state.completes).toBe(0);
   });
 });
@@ -496,6 +520,29 @@ describe('presign URL from the policy', () => {
     const foreign = { session_upload: { presign_url: 'https://evil.example/presign' } } as never;
     expect(() => resolvePresignUrl(client, foreign, { file: 'policy' })).toThrow(/neither the Control API's origin/);
     expect(() => resolvePresignUrl(client, foreign, { file: 'policy', allowedOrigins: ['https://evil.example'] })).toThrow(/token is only sent to the Control API/);
+  });
+});
+
+describe('storageChecksDigest', () => {
+  const sha256 = createHash('sha256').update('bundle').digest('hex');
+  const checksum = Buffer.from(sha256, 'hex').toString('base64');
+  const sigv4 = (signed: string) => `https://bucket.s3.example.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-SignedHeaders=${encodeURIComponent(signed)}&X-Amz-Signature=abc`;
+
+  it('trusts a checksum header the storage service was signed to check, carrying the recorded digest', () => {
+    // This project's Control API: S3 URLs sign the header; its own store signs the digest into the URL and checks both.
+    expect(storageChecksDigest({ method: 'PUT', url: sigv4('content-length;host;x-amz-checksum-sha256'), headers: { 'x-amz-checksum-sha256': checksum } }, sha256)).toBe(true);
+    expect(storageChecksDigest({ method: 'PUT', url: 'http://127.0.0.1:9/blobs/k?sig=abc', headers: { 'X-Amz-Checksum-SHA256': checksum } }, sha256.toUpperCase())).toBe(true);
+  });
+
+  it('hashes on the way out when the storage service would not refuse other bytes', () => {
+    const url = 'https://bucket.s3.example.com/k?X-Amz-Signature=abc';
+    // Metadata (Blue's server), no digest at all, another digest, a malformed record digest.
+    expect(storageChecksDigest({ method: 'PUT', url, headers: { 'x-amz-meta-sha256': sha256 } }, sha256)).toBe(false);
+    expect(storageChecksDigest({ method: 'PUT', url, headers: {} }, sha256)).toBe(false);
+    expect(storageChecksDigest({ method: 'PUT', url, headers: { 'x-amz-checksum-sha256': Buffer.alloc(32).toString('base64') } }, sha256)).toBe(false);
+    expect(storageChecksDigest({ method: 'PUT', url, headers: { 'x-amz-checksum-sha256': checksum } }, 'not-a-digest')).toBe(false);
+    // A SigV4 URL that does not sign the header: S3 enforces no checksum it was not signed for.
+    expect(storageChecksDigest({ method: 'PUT', url: sigv4('content-length;host'), headers: { 'x-amz-checksum-sha256': checksum } }, sha256)).toBe(false);
   });
 });
 
