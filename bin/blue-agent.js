@@ -2,14 +2,31 @@
 // Entry point: kept tiny so start-up cost stays in the commands that need it. The Node.js version is checked before
 // anything else loads (this file avoids syntax an old Node.js cannot parse, so that the check gets to run).
 import module from 'module';
+import { fileURLToPath } from 'url';
 import { checkNodeVersion } from './node-version.js';
 
 if (checkNodeVersion(process)) {
   // Reuse V8's compiled code across runs: the capture hook and reconcile are short-lived processes.
   if (typeof module.enableCompileCache === 'function') module.enableCompileCache();
-  import('../dist/main.js')
-    .then(function (loaded) {
-      return loaded.main(process.argv.slice(2));
+  var argv = process.argv.slice(2);
+  // A plain `reconcile` runs from its one-file build, with a code cache of its own (./code-cache.js); the bundle says
+  // undefined for any other reconcile, which the full CLI then parses.
+  var plain =
+    argv[0] === 'reconcile'
+      ? import('./code-cache.js').then(function (cache) {
+          var bundle = cache.loadBundle(fileURLToPath(new URL('../dist/reconcile.cjs', import.meta.url)), module.getCompileCacheDir());
+          return bundle.exports.run(argv).then(function (code) {
+            if (code === 0) bundle.save();
+            return code;
+          });
+        })
+      : Promise.resolve(undefined);
+  plain
+    .then(function (code) {
+      if (code !== undefined) return code;
+      return import('../dist/main.js').then(function (loaded) {
+        return loaded.main(argv);
+      });
     })
     .then(function (code) {
       process.exitCode = code;

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Builds dist/: one ES module bundle for the CLI, with each command in its own chunk so a command loads only what
 // it uses. Fewer, larger files start markedly faster than hundreds of small modules.
+// Beside it, dist/reconcile.cjs: a plain `reconcile` in one CommonJS file, with undici and execa in dist/vendor/.
 //
 // Files are replaced one by one with a rename, and only when their bytes change: a CLI process started from dist/
 // while it is rebuilt never finds a file missing or half written. Chunks no longer produced are removed.
@@ -39,6 +40,45 @@ const result = await build({
   },
 });
 
+// A plain `reconcile` as one CommonJS file: bin/blue-agent.js runs it through vm.Script with a V8 code cache taken after
+// a run, which holds every function the run compiled (an ES module's cache, taken at load, holds only its top level).
+// Loading and compiling the reconcile's code is most of what a reconcile that changes nothing costs.
+const commonJs = {
+  write: false,
+  absWorkingDir: root,
+  outdir: 'dist',
+  outExtension: { '.js': '.cjs' },
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  mainFields: ['module', 'main'],
+  target: 'node22',
+  sourcemap: true,
+  legalComments: 'linked',
+  logLevel: 'warning',
+  define: { 'import.meta.url': '__blueModuleUrl' },
+  banner: { js: "var __blueModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
+};
+const plainReconcile = await build({
+  ...commonJs,
+  entryPoints: { reconcile: 'src/cli/plain-reconcile.ts' },
+  // undici (the Control API's HTTP client) and execa (running a harness for its version) are most of the code, and
+  // neither runs in a reconcile that changes nothing: the bundle requires them from files of their own when it needs
+  // them (import() would need vm modules, still experimental, in a script run by vm).
+  supported: { 'dynamic-import': false },
+  plugins: [
+    {
+      name: 'vendor-files',
+      setup(b) {
+        b.onResolve({ filter: /^(undici|execa)$/ }, (args) =>
+          args.kind === 'dynamic-import' ? { path: `./vendor/${args.path}.cjs`, external: true } : undefined,
+        );
+      },
+    },
+  ],
+});
+const vendor = await build({ ...commonJs, entryPoints: { 'vendor/undici': 'undici', 'vendor/execa': 'execa' } });
+
 // The dashboard's stylesheet and scripts (src/control-plane/web/assets), served by `control-plane serve` from
 // dist/assets: minified, for browsers, no source maps.
 const assets = await build({
@@ -60,7 +100,7 @@ const assets = await build({
 });
 
 const produced = new Set();
-for (const file of [...result.outputFiles, ...assets.outputFiles]) {
+for (const file of [...result.outputFiles, ...plainReconcile.outputFiles, ...vendor.outputFiles, ...assets.outputFiles]) {
   produced.add(file.path);
   const current = await readFile(file.path).catch(() => undefined);
   if (current !== undefined && Buffer.compare(current, file.contents) === 0) continue;

@@ -5,7 +5,9 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { createContext, type Context } from '../context.js';
 import { BlueError, EXIT_FAILURE, EXIT_USAGE, toBlueError, usageError } from '../errors.js';
 import { HARNESS_DISPLAY_NAMES, HARNESSES } from '../harnesses/names.js';
-import { escapeControls } from '../util/terminal-text.js';
+import { reportError } from './output.js';
+
+export { reportError } from './output.js';
 
 export interface RunState {
   exitCode: number;
@@ -744,14 +746,4 @@ function commandPath(program: Command, argv: readonly string[]): string[] {
     if (command.commands.length === 0) break;
   }
   return names;
-}
-
-export function reportError(ctx: Context, error: BlueError, json: boolean): void {
-  if (json) {
-    ctx.stdout.write(`${JSON.stringify({ ok: false, error: error.toJSON() }, null, 2)}\n`);
-    return;
-  }
-  // Messages quote what came from elsewhere (native files, bundles, servers): no control character reaches the terminal.
-  ctx.stderr.write(`blue-agent: error [${error.code}]: ${escapeControls(error.message)}\n`);
-  if (error.hint !== undefined) ctx.stderr.write(`  hint: ${escapeControls(error.hint)}\n`);
 }

@@ -27,7 +27,6 @@
  */
 import { access } from 'node:fs/promises';
 import path from 'node:path';
-import { isDeepStrictEqual } from 'node:util';
 import { parse } from 'smol-toml';
 import type { Context } from '../../context.js';
 import { BlueError, lineColumnAt } from '../../errors.js';
@@ -49,6 +48,10 @@ import { isManagedCommand } from '../signature.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter, HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
 import { kimiTranscriptReader } from './transcript.js';
+
+// Not `import … from 'node:util'`: importing it as an ES module loads everything util keeps lazy (worker_threads,
+// parseArgs, the diff engine): milliseconds of every command that loads the adapters.
+const { isDeepStrictEqual } = process.getBuiltinModule('node:util');
 
 const CONFIG_FILE = 'config.toml';
 const LEGACY_CONFIG_FILE = 'config.json';

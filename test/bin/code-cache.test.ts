@@ -1,0 +1,142 @@
+/**
+ * A plain `reconcile` runs from dist/reconcile.cjs with a V8 code cache taken after a run (bin/code-cache.js): the
+ * cache is written once, used after, made anew when V8 refuses it, and never read from a file another user could
+ * have written. Run from bin/, the bundle answers as the full CLI does.
+ */
+import { spawnSync } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+// @ts-expect-error plain JavaScript without declarations (bin/ loads with zero dependencies)
+import { cacheFileFor, loadBundle } from '../../bin/code-cache.js';
+import { versionStubs } from '../support/context.js';
+
+const ROOT = path.join(import.meta.dirname, '..', '..');
+const ENTRY = path.join(ROOT, 'bin', 'blue-agent.js');
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'blue-agent-code-cache-'));
+});
+afterEach(async () => rm(dir, { recursive: true, force: true }));
+
+interface Loaded {
+  exports: { answer(): number; sibling(): string };
+  cacheRejected: boolean;
+  save(): void;
+}
+
+/** A small bundle whose functions only run when called, and that requires a file beside it. */
+async function writeBundle(): Promise<string> {
+  const file = path.join(dir, 'bundle.cjs');
+  await writeFile(path.join(dir, 'sibling.cjs'), 'module.exports = "beside " + require("node:path").basename(__dirname);\n');
+  await writeFile(file, 'exports.answer = function () { return [1, 2, 3].reduce((a, b) => a * b) * 7; };\nexports.sibling = () => require("./sibling.cjs");\n');
+  return file;
+}
+
+describe('the code cache of a bundle', () => {
+  it('is written after the first run and used by the next', async () => {
+    const file = await writeBundle();
+    const cacheDir = path.join(dir, 'cache');
+    await mkdir(cacheDir);
+    const first = loadBundle(file, cacheDir) as Loaded;
+    expect(first.exports.answer()).toBe(42);
+    expect(first.exports.sibling()).toBe(`beside ${path.basename(dir)}`);
+    first.save();
+    const cacheFile = cacheFileFor(file, cacheDir) as string;
+    const written = await stat(cacheFile);
+    expect(written.mode & 0o777).toBe(0o600);
+    expect(await readdir(cacheDir)).toEqual([path.basename(cacheFile)]);
+
+    const second = loadBundle(file, cacheDir) as Loaded;
+    expect(second.cacheRejected).toBe(false);
+    expect(second.exports.answer()).toBe(42);
+    second.save();
+    // A cache V8 took is kept as it is.
+    expect((await stat(cacheFile)).mtimeMs).toBe(written.mtimeMs);
+  });
+
+  it('is made anew when V8 refuses it', async () => {
+    const file = await writeBundle();
+    const cacheFile = cacheFileFor(file, dir) as string;
+    await writeFile(cacheFile, 'not a code cache', { mode: 0o600 });
+    const loaded = loadBundle(file, dir) as Loaded;
+    expect(loaded.cacheRejected).toBe(true);
+    expect(loaded.exports.answer()).toBe(42);
+    loaded.save();
+    expect((await readFile(cacheFile)).toString()).not.toBe('not a code cache');
+    expect((loadBundle(file, dir) as Loaded).cacheRejected).toBe(false);
+  });
+
+  it('is not read from a file others may write', async () => {
+    const file = await writeBundle();
+    const cacheFile = cacheFileFor(file, dir) as string;
+    await writeFile(cacheFile, 'planted');
+    await chmod(cacheFile, 0o666);
+    const loaded = loadBundle(file, dir) as Loaded;
+    // Not read at all (a read cache would have been refused), and replaced by one of this user's.
+    expect(loaded.cacheRejected).toBe(false);
+    loaded.save();
+    expect((await stat(cacheFile)).mode & 0o777).toBe(0o600);
+    expect((await readFile(cacheFile)).toString()).not.toBe('planted');
+  });
+
+  it('is neither read nor written in a folder others may write (Node.js keeps its cache under the shared temporary folder)', async () => {
+    const file = await writeBundle();
+    const shared = path.join(dir, 'shared');
+    await mkdir(shared);
+    await chmod(shared, 0o777);
+    expect(cacheFileFor(file, shared)).toBeUndefined();
+    const loaded = loadBundle(file, shared) as Loaded;
+    expect(loaded.exports.answer()).toBe(42);
+    loaded.save();
+    expect(await readdir(shared)).toEqual([]);
+  });
+
+  it('names the bundle as it is now: another build is another cache', async () => {
+    const file = await writeBundle();
+    const before = cacheFileFor(file, dir);
+    await writeFile(file, `${await readFile(file, 'utf8')}exports.more = 1;\n`);
+    expect(cacheFileFor(file, dir)).not.toBe(before);
+    expect(cacheFileFor(file, undefined)).toBeUndefined();
+  });
+});
+
+describe('a plain reconcile run from bin/', () => {
+  it('answers as the full CLI does, and leaves its code cache', async () => {
+    const home = path.join(dir, 'home');
+    const cacheDir = path.join(dir, 'compile-cache');
+    // The versions the reconcile bench runs with: every harness found ends active or awaiting trust, exit 0.
+    const bin = await versionStubs(dir, { claude: '2.1.332 (Claude Code)', codex: 'codex-cli 0.171.0', kimi: 'kimi, version 1.49.0', opencode: '1.18.33' });
+    await mkdir(path.join(home, '.codex'), { recursive: true });
+    const policy = path.join(dir, 'policy.yaml');
+    await writeFile(policy, 'revision: 3\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: "https://control.example/presign" }\n');
+    const env = {
+      ...process.env,
+      HOME: home,
+      PATH: `${bin}:/usr/bin:/bin`,
+      XDG_CONFIG_HOME: path.join(home, '.config'),
+      XDG_DATA_HOME: path.join(home, '.local', 'share'),
+      XDG_STATE_HOME: path.join(home, '.local', 'state'),
+      BLUE_AGENT_HOME: path.join(home, '.local', 'state', 'blue-agent'),
+      BLUE_AGENT_CONFIG: path.join(home, '.config', 'blue-agent', 'config.yaml'),
+      NODE_COMPILE_CACHE: cacheDir,
+    };
+    const cli = (...args: string[]) => spawnSync(process.execPath, [ENTRY, ...args], { env, encoding: 'utf8' });
+    // `--policy=FILE` is not the plain spelling: the full CLI (commander) parses it.
+    const full = cli('reconcile', '--dry-run', '--json', `--policy=${policy}`);
+    const plain = cli('reconcile', '--dry-run', '--json', '--policy', policy);
+    expect(full.status).toBe(0);
+    expect(plain).toMatchObject({ status: full.status, stdout: full.stdout, stderr: full.stderr });
+    expect(JSON.parse(plain.stdout).harnesses.length).toBeGreaterThan(0);
+    const caches = (await readdir(cacheDir, { recursive: true })).filter((f) => /blue-agent-.*\.v8cache$/.test(String(f)));
+    expect(caches).toHaveLength(1);
+
+    const human = cli('reconcile', '--dry-run', '--policy', policy);
+    expect(human).toMatchObject({ status: 0, stdout: cli('reconcile', '--dry-run', `--policy=${policy}`).stdout });
+    const failed = [cli('reconcile', '--json', '--policy', path.join(dir, 'missing.yaml')), cli('reconcile', '--json', `--policy=${path.join(dir, 'missing.yaml')}`)];
+    expect(failed[0]).toMatchObject({ status: failed[1]!.status, stdout: failed[1]!.stdout, stderr: failed[1]!.stderr });
+    expect(failed[0]!.status).toBe(1);
+  });
+});
