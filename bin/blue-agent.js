@@ -20,7 +20,13 @@ if (checkNodeVersion(process)) {
             return code;
           });
         })
-      : Promise.resolve(undefined);
+      : // A bare `run` (the long-running agent and its step children) starts without the full CLI: building commander's
+        // program with every command's help would stay resident in the agent for as long as it runs.
+        argv.length === 1 && argv[0] === 'run'
+        ? import('../dist/agent.js').then(function (loaded) {
+            return loaded.run();
+          })
+        : Promise.resolve(undefined);
   plain
     .then(function (code) {
       if (code !== undefined) return code;

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Builds dist/: one ES module bundle for the CLI, with each command in its own chunk so a command loads only what
-// it uses. Fewer, larger files start markedly faster than hundreds of small modules.
+// it uses. Fewer, larger files start markedly faster than hundreds of small modules. dist/agent.js, a second entry
+// sharing those chunks, is a bare `run` without commander (src/cli/agent.ts).
 // Beside it, dist/reconcile.cjs: a plain `reconcile` in one CommonJS file, with undici and execa in dist/vendor/.
 //
 // Files are replaced one by one with a rename, and only when their bytes change: a CLI process started from dist/
@@ -15,7 +16,7 @@ const dist = path.join(root, 'dist');
 const result = await build({
   write: false,
   absWorkingDir: root,
-  entryPoints: { main: 'src/cli/main.ts' },
+  entryPoints: { main: 'src/cli/main.ts', agent: 'src/cli/agent.ts' },
   outdir: 'dist',
   chunkNames: 'chunks/[name]-[hash]',
   bundle: true,

@@ -4,7 +4,6 @@
  * they travel in, and the client-version pin rule. One place, so what is claimed and what is checked cannot drift
  * apart. The policy module applies these to documents (src/policy/compat.ts); governance-config.ts sends them.
  */
-import semver from 'semver';
 import { BlueError } from '../errors.js';
 import { printable } from '../util/terminal-text.js';
 
@@ -78,8 +77,8 @@ export type ClientVersionVerdict =
  * judges it: another major blocks, another release of the same major is a recommendation. `where` names the source.
  */
 export function judgeClientVersion(required: string, own: string, where: string): ClientVersionVerdict {
-  const pinned = semver.valid(required);
-  if (pinned === null || pinned !== required) {
+  const pinned = exactRelease(required) ? required : null;
+  if (pinned === null) {
     // A pin is canonical exact SemVer (Blue's server refuses anything else); a range would make "the major" unknown.
     return {
       kind: 'mismatch',
@@ -88,10 +87,10 @@ export function judgeClientVersion(required: string, own: string, where: string)
       }),
     };
   }
-  const mine = semver.valid(own);
+  const mine = exactRelease(own) ? own : null;
   if (mine !== null && mine === pinned) return { kind: 'same' };
-  if (mine !== null && semver.major(mine) === semver.major(pinned)) {
-    return { kind: 'recommended', warning: `the organisation recommends blue-agent ${pinned}; this is ${own} (same major ${semver.major(pinned)}: the policy applies)` };
+  if (mine !== null && major(mine) === major(pinned)) {
+    return { kind: 'recommended', warning: `the organisation recommends blue-agent ${pinned}; this is ${own} (same major ${major(pinned)}: the policy applies)` };
   }
   return {
     kind: 'mismatch',
@@ -110,4 +109,24 @@ export function policyIncompatible(where: string, why: string, requiredVersion?:
   return new BlueError('POLICY_INCOMPATIBLE', `${where}: ${why}`, {
     hint: `This blue-agent speaks governance contract ${CONTRACT_VERSION} with capabilities ${CAPABILITIES.join(', ')}. ${installHint(requiredVersion)}`,
   });
+}
+
+/** SemVer 2.0's own expression, without build metadata (a pin names a release). */
+const RELEASE = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?$/;
+
+/**
+ * Whether `version` is one exact SemVer release in its canonical spelling: what `semver.valid(v) === v` says (the
+ * tests hold the two equal), without loading the semver package into the long-running agent, which only sends these
+ * headers.
+ */
+export function exactRelease(version: string): boolean {
+  if (version.length > 256 || !RELEASE.test(version)) return false;
+  return version
+    .split('-')[0]!
+    .split('.')
+    .every((n) => Number.isSafeInteger(Number(n)));
+}
+
+function major(version: string): number {
+  return Number(version.slice(0, version.indexOf('.')));
 }
