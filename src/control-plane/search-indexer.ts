@@ -3,14 +3,16 @@
  * verified and queues the session (store: search_queue, in the same transaction); this loop claims queued sessions a
  * few at a time (a claim lasts `leaseMs`, so a server that dies leaves its claims to another), reads each bundle from
  * the blob store, and writes its text into the session's search entry only while that upload is still the current one.
- * One session at a time per server: memory is bounded by one bundle's text. Woken by each complete, and every
- * `pollMs` for what other replicas or an earlier life of this one left.
+ * One bundle at a time per server, and the texts of one claim (at most 10, each bounded) written in one transaction.
+ * Woken by completes, and every `pollMs` for what other replicas or an earlier life of this one left. Indexing yields
+ * to uploads: a complete wakes it once uploads have been quiet for `quietMs`, and at the latest `maxDelayMs` after the
+ * first complete it has not indexed yet, so a backlog being drained is acknowledged first and indexed in batches.
  */
 import type { ProfileSet } from '../profiles/index.js';
 import type { BlobStore } from './blobs/types.js';
 import type { ServerLog } from './log.js';
 import { storedSearchText } from './search-text.js';
-import type { ControlStore } from './store/index.js';
+import type { ControlStore, SearchIndexed } from './store/index.js';
 
 export interface SearchIndexerOptions {
   store: ControlStore;
@@ -19,6 +21,10 @@ export interface SearchIndexerOptions {
   log: ServerLog;
   now: () => number;
   pollMs?: number;
+  /** Quiet time after a complete before indexing (default 1 s)... */
+  quietMs?: number;
+  /** ...but never longer than this after the first complete not yet indexed (default 10 s). */
+  maxDelayMs?: number;
   leaseMs?: number;
   /** Index only when `idle()` is awaited: no round at start, after a complete or on a timer (tests that play another replica). */
   manual?: boolean;
@@ -26,6 +32,9 @@ export interface SearchIndexerOptions {
 
 export class SearchIndexer {
   private timer: NodeJS.Timeout | undefined;
+  private kickTimer: NodeJS.Timeout | undefined;
+  /** When the first complete not yet indexed woke the indexer (monotonic ms). */
+  private kickedAt: number | undefined;
   private running: Promise<void> | undefined;
   private again = false;
   private closed = false;
@@ -34,12 +43,21 @@ export class SearchIndexer {
 
   /** Starts polling (the first round at once). */
   start(): void {
-    if (this.options.manual !== true) this.kick();
+    if (this.options.manual !== true) this.round();
   }
 
-  /** Work may be waiting: a round now (or right after the one under way). */
+  /** An upload completed: a round once uploads are quiet (see above). */
   kick(): void {
-    if (this.options.manual !== true) this.round();
+    if (this.options.manual === true || this.closed) return;
+    const now = performance.now();
+    this.kickedAt ??= now;
+    const wait = Math.max(0, Math.min(this.options.quietMs ?? 1_000, this.kickedAt + (this.options.maxDelayMs ?? 10_000) - now));
+    clearTimeout(this.kickTimer);
+    this.kickTimer = setTimeout(() => {
+      this.kickTimer = this.kickedAt = undefined;
+      this.round();
+    }, wait);
+    this.kickTimer.unref();
   }
 
   private round(): void {
@@ -77,6 +95,7 @@ export class SearchIndexer {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.timer);
+    clearTimeout(this.kickTimer);
     await this.running;
   }
 
@@ -86,13 +105,16 @@ export class SearchIndexer {
       if (this.closed) return;
       const batch = await this.options.store.claimSearchWork(this.options.now(), lease, 10);
       if (batch.length === 0) return;
+      const done: SearchIndexed[] = [];
       for (const { session_id: sessionId, artifact } of batch) {
-        if (this.closed) return;
+        if (this.closed) break;
         const text = await storedSearchText(this.options.blobs(), artifact, this.options.profiles);
         if (text === undefined) this.options.log('info', `session ${sessionId}: upload ${artifact.id} is searchable by its title only (its bundle cannot be read)`, { event: 'search_text_unreadable' });
-        await this.options.store.setSearchText(sessionId, artifact.id, text ?? '');
-        await this.options.store.searchWorkDone(sessionId, artifact.id);
+        done.push({ session_id: sessionId, artifact_id: artifact.id, text: text ?? '' });
       }
+      // What a claim read is written together; what it did not read is left to its lease.
+      await this.options.store.searchIndexed(done);
+      if (this.closed) return;
     }
   }
 }

@@ -3,10 +3,13 @@
  * own transcript reader (the same one `sessions export` uses), secrets masked by the rules titles follow, bounded per
  * session. Tool output is left out: it is mostly file contents and command noise, and it is where secrets hide.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { extractBundle } from '../bundle/extract.js';
+import { limitsWith } from '../bundle/limits.js';
+import { scanBundle, violation } from '../bundle/scan.js';
+import { checkScan, withBundle } from '../bundle/verify.js';
 import { maskSecrets } from '../harness-kit/secrets.js';
 import type { ProfileSet } from '../profiles/index.js';
 import type { BlobStore } from './blobs/types.js';
@@ -44,7 +47,7 @@ export async function storedTranscript(blobs: BlobStore, artifact: StoredArtifac
     const record = await withStoredObject(blobs, artifact, (file) => readRecord(file));
     return record === undefined ? undefined : recordTranscript(record);
   }
-  return withStoredObject(blobs, artifact, (file, work) => readConversation(file, work, profiles));
+  return withStoredObject(blobs, artifact, (file) => readConversation(file, profiles));
 }
 
 /**
@@ -52,16 +55,15 @@ export async function storedTranscript(blobs: BlobStore, artifact: StoredArtifac
  * digest), any other copied into a temporary folder and checked against what was completed. Undefined when it is gone,
  * not what was uploaded, or `read` fails on it; a blob store that cannot be read throws.
  */
-async function withStoredObject<T>(blobs: BlobStore, artifact: StoredArtifact, read: (file: string, work: string) => Promise<T>): Promise<T | undefined> {
+async function withStoredObject<T>(blobs: BlobStore, artifact: StoredArtifact, read: (file: string) => Promise<T>): Promise<T | undefined> {
+  const local = blobs.fileOf?.(artifact.blob_key);
+  if (local !== undefined) return read(local).catch(() => undefined);
   const work = await mkdtemp(path.join(tmpdir(), 'blue-control-read-'));
   try {
-    let file = blobs.fileOf?.(artifact.blob_key);
-    if (file === undefined) {
-      file = path.join(work, 'object');
-      const stored = await blobs.stat(artifact.blob_key, { copyTo: file });
-      if (stored === undefined || stored.size !== artifact.size_bytes || stored.sha256 !== artifact.sha256) return undefined;
-    }
-    return await read(file, work).catch(() => undefined);
+    const file = path.join(work, 'object');
+    const stored = await blobs.stat(artifact.blob_key, { copyTo: file });
+    if (stored === undefined || stored.size !== artifact.size_bytes || stored.sha256 !== artifact.sha256) return undefined;
+    return await read(file).catch(() => undefined);
   } finally {
     await rm(work, { recursive: true, force: true });
   }
@@ -73,21 +75,79 @@ async function readRecord(file: string): Promise<SessionRecord> {
   return parseRecord(bytes!, 'the stored session record');
 }
 
-/** The conversation of the bundle in `file` (verified and extracted in a temporary folder under `workRoot`). */
-async function readConversation(file: string, workRoot: string, profiles: ProfileSet): Promise<Conversation> {
-  const dir = await mkdtemp(path.join(workRoot, 'index-'));
-  try {
-    const result = await extractBundle(file, path.join(dir, 'files'), { profiles });
-    const manifest = result.manifest;
-    const sources = [];
-    for (const i of wantedFiles(manifest)) {
-      const f = manifest.files[i]!;
-      sources.push({ role: f.role, path: f.path, ...(f.native_path === undefined ? {} : { native_path: f.native_path }), bytes: await readFile(result.files[i]!) });
+/**
+ * Up to this many bytes of a bundle's files are kept in memory while it is verified, so that a small bundle is read
+ * once; a larger one is read a second time for the files its transcript reader wants.
+ */
+export const ONE_PASS_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The conversation of the bundle in `file`, verified as `extractBundle` verifies it (every entry's digest against the
+ * manifest, the profile), read in memory: nothing is written to disk.
+ */
+async function readConversation(file: string, profiles: ProfileSet): Promise<Conversation> {
+  const limits = limitsWith(undefined);
+  return withBundle(file, async (handle) => {
+    // Each kept file in one buffer of the size its entry declares (the scan holds entries to their size and limits).
+    const kept = new Map<string, { bytes: Buffer; filled: number }>();
+    let keptBytes = 0;
+    let keeping = true;
+    let current: { bytes: Buffer; filled: number } | undefined;
+    const keep = (name: string, size: number): void => {
+      current = { bytes: Buffer.allocUnsafe(size), filled: 0 };
+      kept.set(name, current);
+    };
+    const write = async (chunk: Buffer): Promise<void> => {
+      if (current === undefined) return;
+      current.filled += chunk.copy(current.bytes, current.filled);
+    };
+    const close = async (): Promise<void> => void (current = undefined);
+    const first = await scanBundle(handle, file, {
+      limits,
+      sink: {
+        async open(name, size) {
+          keptBytes += size;
+          if (keptBytes > ONE_PASS_BYTES) {
+            keeping = false;
+            kept.clear();
+          }
+          current = undefined;
+          if (keeping) keep(name, size);
+        },
+        write,
+        close,
+      },
+    });
+    const manifest = checkScan(first, file, profiles, limits);
+    const wanted = wantedFiles(manifest);
+    if (!keeping) {
+      // The second pass keeps only the wanted files and checks them again: the file may have changed in between.
+      const names = new Set(wanted.map((i) => manifest.files[i]!.path));
+      const second = await scanBundle(handle, file, {
+        limits,
+        sink: {
+          async open(name, size) {
+            current = undefined;
+            if (names.has(name)) keep(name, size);
+          },
+          write,
+          close,
+        },
+      });
+      if (second.sha256 !== first.sha256) throw violation(file)('changed while being read');
     }
+    const sources = wanted.map((i) => {
+      const f = manifest.files[i]!;
+      const entry = kept.get(f.path);
+      const bytes = entry === undefined ? Buffer.alloc(0) : entry.bytes.subarray(0, entry.filled);
+      // Bytes kept in the first pass are the ones its digests were taken of; a second pass's are checked here.
+      if (!keeping && (bytes.length !== f.size || createHash('sha256').update(bytes).digest('hex') !== f.sha256)) {
+        throw violation(file)(`changed while being read (${f.path} differs)`);
+      }
+      return { role: f.role, path: f.path, ...(f.native_path === undefined ? {} : { native_path: f.native_path }), bytes };
+    });
     return readTranscript(manifest, sources);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 /** The user and assistant turns (subagents' too), one per line, white space collapsed, masked and cut. */

@@ -152,6 +152,29 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     expect(second.sessionId).toBe(first.sessionId);
   });
 
+  it("writes a claim's texts in one go: each only while its upload is current, and each claimed entry leaves the queue", async () => {
+    t = await startTestServer({ backend, indexer: { manual: true } });
+    const store = t.server.store;
+    const options = (sessionId: string) => ({ session_id: sessionId, title: 'Batch', artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true });
+    const one = await t.upload(t.alice, await claudeBundle('sess-one', 'Batch', ['alpha words', 'ok.']), options('sess-one'));
+    const two = await t.upload(t.alice, await claudeBundle('sess-two', 'Batch', ['beta words', 'ok.']), options('sess-two'));
+    const claimed = await store.claimSearchWork(t.clock.now(), 60_000, 10);
+    expect(claimed.map((c) => c.artifact.id).sort()).toEqual([one.uploadId, two.uploadId].sort());
+    // sess-two gets a newer upload while its claim is being read: that text is stale, the new upload queued afresh.
+    await t.upload(t.alice, await claudeBundle('sess-two', 'Batch', ['gamma words', 'ok.']), options('sess-two'));
+    await store.searchIndexed([
+      { session_id: one.sessionId, artifact_id: one.uploadId, text: 'alpha words' },
+      { session_id: two.sessionId, artifact_id: two.uploadId, text: 'beta words' },
+    ]);
+    expect((await search('alpha')).map((h) => h.id)).toEqual([one.sessionId]);
+    expect(await search('beta')).toEqual([]);
+    // Only the newer upload of sess-two is left to read.
+    const left = await store.claimSearchWork(t.clock.now(), 60_000, 10);
+    expect(left.map((c) => c.session_id)).toEqual([two.sessionId]);
+    expect(left[0]!.artifact.id).not.toBe(two.uploadId);
+    await store.searchIndexed([]);
+  });
+
   it('a claim whose server died is taken again once it lapses', async () => {
     t = await startTestServer({ backend, indexer: { manual: true } });
     const store = t.server.store;

@@ -2,8 +2,16 @@
  * What the server indexes of a session: the user and assistant text of its conversation and of its subagents', not
  * tool output, secrets masked, bounded.
  */
-import { describe, expect, it } from 'vitest';
-import { MAX_SEARCH_TEXT_CHARS, searchText } from '../../src/control-plane/search-text.js';
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
+import { MAX_SEARCH_TEXT_CHARS, ONE_PASS_BYTES, searchText, storedSearchText } from '../../src/control-plane/search-text.js';
+import { loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
+import { repoRoot } from '../support/context.js';
+import { conversationBundle } from '../support/conversation-bundle.js';
 
 type Conversation = Parameters<typeof searchText>[0];
 const conversation = (turns: { role: 'user' | 'assistant' | 'tool'; text: string }[], sections?: { title: string; transcript: Conversation }[]): Conversation => ({
@@ -44,5 +52,45 @@ describe('searchText', () => {
     const text = searchText(huge);
     expect(text.length).toBeLessThanOrEqual(MAX_SEARCH_TEXT_CHARS);
     expect(() => encodeURIComponent(text)).not.toThrow();
+  });
+});
+
+describe('storedSearchText', () => {
+  let work: string;
+  let profiles: ProfileSet;
+  beforeAll(async () => {
+    work = await mkdtemp(path.join(tmpdir(), 'blue-search-text-'));
+    profiles = await loadProfiles(path.join(repoRoot, 'profiles'));
+  });
+  afterAll(async () => {
+    await rm(work, { recursive: true, force: true });
+  });
+
+  /** The search text of `bytes` stored in a local blob store, as the indexer reads it. */
+  async function stored(bytes: Buffer, name: string): Promise<string | undefined> {
+    const blobs = await createLocalBlobStore({ dir: path.join(work, `blobs-${name}`), publicUrl: 'http://127.0.0.1:1', secret: 'x'.repeat(32) });
+    const key = `sessions/${name}.tar.gz`;
+    await mkdir(path.dirname(blobs.fileOf!(key)), { recursive: true });
+    await writeFile(blobs.fileOf!(key), bytes);
+    const artifact = { blob_key: key, size_bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), artifact_format: 'blue-session-bundle-v1' };
+    return storedSearchText(blobs, artifact, profiles);
+  }
+
+  const turns = ['Why does the watchdog race the uploader?', 'It takes the lock twice; I serialised them.'];
+  const toolOutput = (bytes: number) => JSON.stringify({ type: 'user', message: { role: 'user', content: [{ type: 'tool_result', content: 'y'.repeat(bytes) }] } });
+
+  it('reads a small bundle (kept in memory while verified) and a large one (read again for the transcript) alike', async () => {
+    const small = await conversationBundle(work, { sessionId: 'small', title: 't', cwd: '/p', turns });
+    const large = await conversationBundle(work, { sessionId: 'large', title: 't', cwd: '/p', turns, extra: [toolOutput(ONE_PASS_BYTES + 1024)] });
+    const expected = 'Why does the watchdog race the uploader?\nIt takes the lock twice; I serialised them.';
+    expect(await stored(small, 'small')).toBe(expected);
+    expect(await stored(large, 'large')).toBe(expected);
+  });
+
+  it('reads nothing of a bundle whose bytes are not what its manifest says', async () => {
+    const bytes = await conversationBundle(work, { sessionId: 'bad', title: 't', cwd: '/p', turns });
+    const broken = Buffer.from(bytes);
+    broken[Math.floor(broken.length / 2)]! ^= 0xff;
+    expect(await stored(broken, 'broken')).toBeUndefined();
   });
 });

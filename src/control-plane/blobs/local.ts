@@ -5,11 +5,10 @@
  * matches is renamed into place.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { constants, createReadStream, createWriteStream } from 'node:fs';
-import { access, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { constants, createReadStream } from 'node:fs';
+import { access, mkdir, open, readFile, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
-import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { BlueError } from '../../errors.js';
 import { fsyncDir } from '../../util/fs.js';
@@ -107,6 +106,42 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
 
   const fileOf = (key: string): string => path.join(dir, ...key.split('/'));
 
+  /** Folders known to exist: a new object's folder is made once, not on every upload. */
+  const folders = new Set<string>();
+  async function openNew(file: string): Promise<FileHandle> {
+    const folder = path.dirname(file);
+    if (!folders.has(folder)) {
+      await mkdir(folder, { recursive: true, mode: 0o700 });
+      folders.add(folder);
+    }
+    try {
+      return await open(file, 'wx', 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      // Removed since: made again.
+      await mkdir(folder, { recursive: true, mode: 0o700 });
+      return open(file, 'wx', 0o600);
+    }
+  }
+
+  // Group commit of folder entries: one fsync of a folder covers every rename into it that finished before the fsync
+  // began, so concurrent uploads share one. An upload whose rename finished while an fsync was under way waits for
+  // the next, which starts once that one ends.
+  const folderSyncs = new Map<string, { running: Promise<void>; next?: Promise<void> }>();
+  function startFolderSync(folder: string): Promise<void> {
+    const running = fsyncDir(folder).finally(() => {
+      const state = folderSyncs.get(folder);
+      if (state?.running === running && state.next === undefined) folderSyncs.delete(folder);
+    });
+    folderSyncs.set(folder, { running });
+    return running;
+  }
+  function syncFolder(folder: string): Promise<void> {
+    const state = folderSyncs.get(folder);
+    if (state === undefined) return startFolderSync(folder);
+    return (state.next ??= state.running.then(() => startFolderSync(folder)));
+  }
+
   async function receive(request: IncomingMessage, response: ServerResponse, key: string, size: number, sha256: string): Promise<void> {
     const declared = request.headers['content-length'];
     if (declared === undefined || !/^\d+$/.test(declared) || Number(declared) !== size) {
@@ -119,24 +154,25 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
       return;
     }
     const target = fileOf(key);
-    await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
-    const temp = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString('hex')}.upload`);
+    const folder = path.dirname(target);
+    const temp = path.join(folder, `.${path.basename(target)}.${randomBytes(6).toString('hex')}.upload`);
     const hash = createHash('sha256');
     let received = 0;
-    const meter = new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        received += chunk.length;
-        if (received > size) {
-          callback(new BlueError('ARTIFACT_INVALID', `the body is longer than the signed ${size} bytes`));
-          return;
-        }
-        hash.update(chunk);
-        callback(null, chunk);
-      },
-    });
     try {
-      // flush: fsync before close, so the rename below never exposes a file whose bytes are not on disk.
-      await pipeline(request, meter, createWriteStream(temp, { flags: 'wx', mode: 0o600, flush: true }));
+      const handle = await openNew(temp);
+      try {
+        // One chunk at a time, each written before the next is read: memory stays bounded whatever the size.
+        for await (const chunk of request as AsyncIterable<Buffer>) {
+          received += chunk.length;
+          if (received > size) throw new BlueError('ARTIFACT_INVALID', `the body is longer than the signed ${size} bytes`);
+          hash.update(chunk);
+          for (let offset = 0; offset < chunk.length; ) offset += (await handle.write(chunk, offset)).bytesWritten;
+        }
+        // On disk before the rename below can expose it.
+        await handle.datasync();
+      } finally {
+        await handle.close();
+      }
     } catch (error) {
       await unlink(temp).catch(() => undefined);
       sendError(response, 400, 'ARTIFACT_INVALID', error instanceof Error ? error.message : 'upload failed');
@@ -154,7 +190,7 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
       return;
     }
     await rename(temp, target);
-    await fsyncDir(path.dirname(target));
+    await syncFolder(folder);
     const info = await stat(target);
     if (receivedDigests.size >= MAX_REMEMBERED) receivedDigests.delete(receivedDigests.keys().next().value!);
     receivedDigests.set(target, { ino: info.ino, size: info.size, mtimeMs: info.mtimeMs, ctimeMs: info.ctimeMs, sha256: digest });

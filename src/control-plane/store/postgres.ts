@@ -33,6 +33,7 @@ import type {
   NewAuditEvent,
   PolicyRevision,
   PresignResult,
+  SearchIndexed,
   SessionQuery,
   SharingMode,
   User,
@@ -600,17 +601,17 @@ export class PostgresStore implements ControlStore {
   }
 
   async setSearchText(sessionId: string, artifactId: string, text: string): Promise<boolean> {
-    // One statement: the entry is written only while the artifact is the session's current one.
-    const written = await this.db.run(
-      `INSERT INTO session_search (session_id, body, document)
-       SELECT s.id, $3::text, ${searchDocument('$3::text')}
-       FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id = $1 AND a.id = $2
-       ON CONFLICT (session_id) DO UPDATE SET body = excluded.body, document = excluded.document`,
-      sessionId,
-      artifactId,
-      text,
-    );
-    return written > 0;
+    return writeSearchText(this.db, sessionId, artifactId, text);
+  }
+
+  async searchIndexed(done: readonly SearchIndexed[]): Promise<void> {
+    if (done.length === 0) return;
+    await this.transaction(async (db) => {
+      for (const d of done) {
+        await writeSearchText(db, d.session_id, d.artifact_id, d.text);
+        await db.run('DELETE FROM search_queue WHERE session_id = $1 AND artifact_id = $2', d.session_id, d.artifact_id);
+      }
+    });
   }
 
   async reindexCursor(): Promise<string | undefined> {
@@ -865,6 +866,20 @@ async function insertAudit(db: Db, event: NewAuditEvent, now: number): Promise<v
     event.owner_id,
     JSON.stringify(event.details),
   );
+}
+
+/** Writes a session's search entry, only while `artifactId` is its current artifact (one statement); whether it did. */
+async function writeSearchText(db: Db, sessionId: string, artifactId: string, text: string): Promise<boolean> {
+  const written = await db.run(
+    `INSERT INTO session_search (session_id, body, document)
+     SELECT s.id, $3::text, ${searchDocument('$3::text')}
+     FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id = $1 AND a.id = $2
+     ON CONFLICT (session_id) DO UPDATE SET body = excluded.body, document = excluded.document`,
+    sessionId,
+    artifactId,
+    text,
+  );
+  return written > 0;
 }
 
 async function artifactIn(db: Db, id: string): Promise<Artifact | undefined> {

@@ -25,6 +25,7 @@ import type {
   NewAuditEvent,
   PolicyRevision,
   PresignResult,
+  SearchIndexed,
   SessionQuery,
   SharingMode,
   User,
@@ -260,77 +261,83 @@ export class SqliteStore implements ControlStore {
   // Sessions and artifacts
 
   async presign(input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult> {
-    const result = await this.presignArtifact(input, now, retentionMs);
-    if (input.tags !== undefined) this.run('UPDATE sessions SET tags = ? WHERE id = ?', JSON.stringify(input.tags), result.artifact.session_id);
-    return result;
+    return this.transaction(() => {
+      const result = this.presignArtifact(input, now, retentionMs);
+      if (input.tags !== undefined) this.run('UPDATE sessions SET tags = ? WHERE id = ?', JSON.stringify(input.tags), result.artifact.session_id);
+      return result;
+    });
   }
 
+  /** Inside the caller's transaction. */
   private presignArtifact(input: NewArtifact, now: number, retentionMs: number): PresignResult {
-    return this.transaction(() => {
-      let sessionRow = this.get('SELECT id FROM sessions WHERE owner_id = ? AND harness = ? AND native_session_id = ?', input.owner_id, input.harness, input.native_session_id);
-      if (sessionRow === undefined) {
-        const id = randomUUID();
-        this.run(
-          `INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at)
-           VALUES (?, ?, ?, ?, 'private', NULL, ?, ?)`,
-          id,
-          input.owner_id,
-          input.harness,
-          input.native_session_id,
-          now,
-          now,
-        );
-        sessionRow = { id };
-      }
-      const sessionId = String(sessionRow.id);
-      const session = this.sessionSync(sessionId)!;
-      // The same bytes are already the session's current artifact: nothing to upload.
-      const current = session.current;
-      if (current !== undefined && current.status === 'complete' && !current.blob_deleted && current.retention_deadline > now && current.sha256 === input.sha256 && current.size_bytes === input.size_bytes) {
-        return { artifact: current, outcome: 'complete' as const };
-      }
-      // A retried presign of bytes not yet verified gets the same artifact again, with a fresh URL.
-      const same = this.get(
-        `SELECT id FROM artifacts WHERE session_id = ? AND sha256 = ? AND size_bytes = ? AND status IN ('pending', 'failed') AND blob_deleted = 0
-         ORDER BY revision DESC LIMIT 1`,
-        sessionId,
-        input.sha256,
-        input.size_bytes,
-      );
-      if (same !== undefined) {
-        this.run(
-          `UPDATE artifacts SET status = 'pending', failure = NULL, content_type = ?, compatibility_profile = ?, artifact_format = ?,
-             resumable = ?, cwd = ?, title = ?, summary = ?, captured_at_unix_ms = ?, repository_root = ?, repository_remote = ?,
-             updated_at = ?, retention_deadline = ? WHERE id = ?`,
-          ...describe(input),
-          now,
-          now + retentionMs,
-          String(same.id),
-        );
-        this.run('UPDATE sessions SET updated_at = ? WHERE id = ?', now, sessionId);
-        return { artifact: this.artifactSync(String(same.id))!, outcome: 'reused' as const };
-      }
-      const last = this.get('SELECT MAX(revision) AS r FROM artifacts WHERE session_id = ?', sessionId) as { r: number | null };
-      const id = randomUUID();
+    const sessionRow = this.get('SELECT id, current_artifact_id FROM sessions WHERE owner_id = ? AND harness = ? AND native_session_id = ?', input.owner_id, input.harness, input.native_session_id);
+    // A new session has no artifacts: its first is revision 1, and there is nothing to reuse.
+    if (sessionRow === undefined) {
+      const sessionId = randomUUID();
       this.run(
-        `INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
-           artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote, blob_key,
-           created_at, updated_at, retention_deadline)
-         VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        id,
+        `INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at)
+         VALUES (?, ?, ?, ?, 'private', NULL, ?, ?)`,
         sessionId,
-        (last.r ?? 0) + 1,
-        input.size_bytes,
-        input.sha256,
-        ...describe(input),
-        `sessions/${id}.tar.gz`,
+        input.owner_id,
+        input.harness,
+        input.native_session_id,
         now,
+        now,
+      );
+      return { artifact: this.insertArtifact(sessionId, 1, input, now, retentionMs), outcome: 'created' as const };
+    }
+    const sessionId = String(sessionRow.id);
+    // The same bytes are already the session's current artifact: nothing to upload.
+    const current = sessionRow.current_artifact_id === null ? undefined : this.artifactSync(String(sessionRow.current_artifact_id));
+    if (current !== undefined && current.status === 'complete' && !current.blob_deleted && current.retention_deadline > now && current.sha256 === input.sha256 && current.size_bytes === input.size_bytes) {
+      return { artifact: current, outcome: 'complete' as const };
+    }
+    // A retried presign of bytes not yet verified gets the same artifact again, with a fresh URL.
+    const same = this.get(
+      `SELECT id FROM artifacts WHERE session_id = ? AND sha256 = ? AND size_bytes = ? AND status IN ('pending', 'failed') AND blob_deleted = 0
+       ORDER BY revision DESC LIMIT 1`,
+      sessionId,
+      input.sha256,
+      input.size_bytes,
+    );
+    if (same !== undefined) {
+      this.run(
+        `UPDATE artifacts SET status = 'pending', failure = NULL, content_type = ?, compatibility_profile = ?, artifact_format = ?,
+           resumable = ?, cwd = ?, title = ?, summary = ?, captured_at_unix_ms = ?, repository_root = ?, repository_remote = ?,
+           updated_at = ?, retention_deadline = ? WHERE id = ?`,
+        ...describe(input),
         now,
         now + retentionMs,
+        String(same.id),
       );
       this.run('UPDATE sessions SET updated_at = ? WHERE id = ?', now, sessionId);
-      return { artifact: this.artifactSync(id)!, outcome: 'created' as const };
-    });
+      return { artifact: this.artifactSync(String(same.id))!, outcome: 'reused' as const };
+    }
+    const last = this.get('SELECT MAX(revision) AS r FROM artifacts WHERE session_id = ?', sessionId) as { r: number | null };
+    const artifact = this.insertArtifact(sessionId, (last.r ?? 0) + 1, input, now, retentionMs);
+    this.run('UPDATE sessions SET updated_at = ? WHERE id = ?', now, sessionId);
+    return { artifact, outcome: 'created' as const };
+  }
+
+  private insertArtifact(sessionId: string, revision: number, input: NewArtifact, now: number, retentionMs: number): Artifact {
+    const id = randomUUID();
+    this.run(
+      `INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
+         artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote, blob_key,
+         created_at, updated_at, retention_deadline)
+       VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      id,
+      sessionId,
+      revision,
+      input.size_bytes,
+      input.sha256,
+      ...describe(input),
+      `sessions/${id}.tar.gz`,
+      now,
+      now,
+      now + retentionMs,
+    );
+    return this.artifactSync(id)!;
   }
 
   async artifact(id: string): Promise<{ artifact: Artifact; session: CapturedSession } | undefined> {
@@ -411,12 +418,25 @@ export class SqliteStore implements ControlStore {
   }
 
   async setSearchText(sessionId: string, artifactId: string, text: string): Promise<boolean> {
-    return this.transaction(() => {
-      const current = this.get('SELECT a.* FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id = ? AND a.id = ?', sessionId, artifactId);
-      if (current === undefined) return false;
-      this.writeSearch(sessionId, toArtifact(current), text);
-      return true;
+    return this.transaction(() => this.setSearchTextSync(sessionId, artifactId, text));
+  }
+
+  async searchIndexed(done: readonly SearchIndexed[]): Promise<void> {
+    if (done.length === 0) return;
+    // One transaction for the batch: one commit, and one new full-text segment rather than one per session.
+    this.transaction(() => {
+      for (const d of done) {
+        this.setSearchTextSync(d.session_id, d.artifact_id, d.text);
+        this.run('DELETE FROM search_queue WHERE session_id = ? AND artifact_id = ?', d.session_id, d.artifact_id);
+      }
     });
+  }
+
+  private setSearchTextSync(sessionId: string, artifactId: string, text: string): boolean {
+    const current = this.get('SELECT a.* FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id = ? AND a.id = ?', sessionId, artifactId);
+    if (current === undefined) return false;
+    this.writeSearch(sessionId, toArtifact(current), text);
+    return true;
   }
 
   async reindexCursor(): Promise<string | undefined> {

@@ -202,6 +202,11 @@ export interface ControlStore {
   claimSearchWork(now: number, leaseMs: number, limit: number): Promise<{ session_id: string; artifact: Artifact }[]>;
   /** The session's text from `artifactId` is indexed (or cannot be): its queue entry goes, unless a newer upload queued it again. */
   searchWorkDone(sessionId: string, artifactId: string): Promise<void>;
+  /**
+   * The indexer's results for claimed sessions, in one transaction: each text written as setSearchText writes it (only
+   * while its artifact is still current), and each queue entry gone as searchWorkDone takes it.
+   */
+  searchIndexed(done: readonly SearchIndexed[]): Promise<void>;
   /** A short passage of each session's search entry around what `q` matches (`[` and `]` around the match), by id. */
   snippets(sessionIds: readonly string[], q: string): Promise<Map<string, string>>;
   /** Sessions with a current artifact, by id after `afterId`, for `reindex`; and how many there are in all. */
@@ -443,4 +448,11 @@ export const MAX_SEARCH_TOTAL = 1_000;
 /** The words of where a session ran and its native id, for search: path components and id parts. */
 export function searchPlace(cwd: string | null, nativeSessionId: string): string {
   return `${cwd ?? ''} ${nativeSessionId}`.replace(/[\p{P}\p{S}]+/gu, ' ').trim();
+}
+
+/** What the indexer read of one claimed session: the text of its queued artifact ('' when the bundle cannot be read). */
+export interface SearchIndexed {
+  session_id: string;
+  artifact_id: string;
+  text: string;
 }

@@ -1,0 +1,51 @@
+/**
+ * The search indexer yields to uploads: completes arriving one after another wake it only once they have been quiet
+ * for `quietMs`, and never later than `maxDelayMs` after the first one it has not indexed. The store is a counter of
+ * the rounds asked for (the indexing itself is tested through the API in api-search.test.ts).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SearchIndexer } from '../../src/control-plane/search-indexer.js';
+import type { ControlStore } from '../../src/control-plane/store/index.js';
+
+let indexer: SearchIndexer | undefined;
+afterEach(async () => indexer?.close());
+
+function counting(options: { quietMs: number; maxDelayMs: number }): { rounds: () => number; indexer: SearchIndexer } {
+  let rounds = 0;
+  const store = {
+    claimSearchWork: async () => {
+      rounds++;
+      return [];
+    },
+    searchIndexed: async () => undefined,
+  } as unknown as ControlStore;
+  const made = new SearchIndexer({ store, blobs: () => undefined as never, profiles: undefined as never, log: () => undefined, now: Date.now, pollMs: 60_000, ...options });
+  indexer = made;
+  return { rounds: () => rounds, indexer: made };
+}
+
+describe('SearchIndexer', () => {
+  it('waits for completes to be quiet before a round', async () => {
+    const { rounds, indexer } = counting({ quietMs: 2_000, maxDelayMs: 60_000 });
+    for (let i = 0; i < 10; i++) {
+      indexer.kick();
+      await sleep(50);
+    }
+    // Completes every 50 ms: none was followed by 2 s of quiet yet.
+    expect(rounds()).toBe(0);
+    const deadline = Date.now() + 10_000;
+    while (rounds() === 0 && Date.now() < deadline) await sleep(50);
+    expect(rounds()).toBe(1);
+  });
+
+  it('runs a round at the latest maxDelayMs after the first complete, however busy uploads are', async () => {
+    const { rounds, indexer } = counting({ quietMs: 2_000, maxDelayMs: 300 });
+    const until = Date.now() + 10_000;
+    while (Date.now() < until && rounds() === 0) {
+      indexer.kick();
+      await sleep(50);
+    }
+    expect(rounds()).toBe(1);
+  });
+});
