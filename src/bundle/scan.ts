@@ -158,7 +158,9 @@ export async function scanBundle(handle: FileHandle, file: string, options: Scan
 
   const inflater = new RawInflater();
   // Two output buffers alternate: zlib fills one on the threadpool while the other is checked, hashed and parsed.
-  const outputs = [Buffer.allocUnsafe(INFLATE_CHUNK), Buffer.allocUnsafe(INFLATE_CHUNK)];
+  // A small bundle gets small ones (transcripts inflate about 4:1; a fuller buffer only means one more step).
+  const outputSize = Math.min(INFLATE_CHUNK, Math.max(16 * 1024, size * 8));
+  const outputs = [Buffer.allocUnsafe(outputSize), Buffer.allocUnsafe(outputSize)];
   let which = 0;
   let inFlight: Promise<InflateStep> | undefined;
   let crc = 0;
@@ -196,8 +198,9 @@ export async function scanBundle(handle: FileHandle, file: string, options: Scan
     }
   };
 
-  // Two read buffers alternate: the next one is read while the current one is hashed and inflated.
-  const ring = [Buffer.allocUnsafe(READ_CHUNK), Buffer.allocUnsafe(READ_CHUNK)];
+  // Two read buffers alternate: the next one is read while the current one is hashed and inflated. No larger than the
+  // bundle: most are a few KiB, and the drain and the server's indexer scan them by the thousand.
+  const ring = [Buffer.allocUnsafe(Math.min(READ_CHUNK, size)), Buffer.allocUnsafe(Math.min(READ_CHUNK, size))];
   let slot = 0;
   const readInto = (buffer: Buffer, position: number) => handle.read(buffer, 0, Math.min(buffer.length, size - position), position);
   let pending: ReturnType<typeof readInto> | undefined = readInto(ring[0]!, 0);
