@@ -41,7 +41,7 @@ await (await client.send('GET', client.routeUrl('health'))).body.dump();
 const before = process.memoryUsage().rss;
 const start = performance.now();
 // As the drain calls it for a bundle that is still the file it committed (not re-hashed before the upload).
-const result = await uploadFile(JSON.parse(signedJson), file, { size: Number(size), sha256 }, { dispatcher, timeoutMs: client.timeoutMs, userAgent: client.userAgent });
+const result = await uploadFile(JSON.parse(signedJson), file, { size: Number(size), sha256 }, { dispatcher, timeoutMs: client.timeoutMs, userAgent: client.userAgent, controlOrigin: client.origin });
 const ms = performance.now() - start;
 await client.close();
 process.stdout.write(JSON.stringify({ ms, status: result.status, bytes: result.bytes, rssBeforeKiB: Math.round(before / 1024), maxRssKiB: process.resourceUsage().maxRSS }) + '\\n');

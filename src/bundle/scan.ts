@@ -167,9 +167,14 @@ export async function scanBundle(handle: FileHandle, file: string, options: Scan
   let uncompressed = 0;
   let consumed = 0;
   /** Inflates one stretch of the deflate stream into the tar; false once the stream has ended before its end. */
+  // A step or read runs while other work is awaited: a failure of it must not count as unhandled before it is awaited.
+  const watched = <T>(promise: Promise<T>): Promise<T> => {
+    promise.catch(() => undefined);
+    return promise;
+  };
   const inflate = async (input: Buffer, last: boolean): Promise<boolean> => {
     let offset = 0;
-    let step = (inFlight = inflater.step(input, 0, outputs[which]!, last));
+    let step = (inFlight = watched(inflater.step(input, 0, outputs[which]!, last)));
     for (;;) {
       const output = outputs[which]!;
       const { produced, consumed: used } = await step;
@@ -178,7 +183,7 @@ export async function scanBundle(handle: FileHandle, file: string, options: Scan
       consumed += used;
       const full = produced === output.length;
       which ^= 1;
-      if (full) step = inFlight = inflater.step(input, offset, outputs[which]!, last);
+      if (full) step = inFlight = watched(inflater.step(input, offset, outputs[which]!, last));
       if (produced > 0) {
         uncompressed += produced;
         if (uncompressed > limits.tarBytes) {
@@ -202,7 +207,7 @@ export async function scanBundle(handle: FileHandle, file: string, options: Scan
   // bundle: most are a few KiB, and the drain and the server's indexer scan them by the thousand.
   const ring = [Buffer.allocUnsafe(Math.min(READ_CHUNK, size)), Buffer.allocUnsafe(Math.min(READ_CHUNK, size))];
   let slot = 0;
-  const readInto = (buffer: Buffer, position: number) => handle.read(buffer, 0, Math.min(buffer.length, size - position), position);
+  const readInto = (buffer: Buffer, position: number) => watched(handle.read(buffer, 0, Math.min(buffer.length, size - position), position));
   let pending: ReturnType<typeof readInto> | undefined = readInto(ring[0]!, 0);
   try {
     let position = 0;

@@ -92,8 +92,12 @@ export class ControlClient {
   }
 
   private connect(): Promise<{ undici: typeof import('undici'); dispatcher: Dispatcher }> {
-    this.pool ??= loadUndici().then((undici) => ({ undici, dispatcher: createDispatcher(undici, this.env, { connectMs: this.connectMs, responseMs: this.timeoutMs }) }));
-    return this.pool;
+    const pool = (this.pool ??= loadUndici().then((undici) => ({ undici, dispatcher: createDispatcher(undici, this.env, { connectMs: this.connectMs, responseMs: this.timeoutMs }) })));
+    // A pool that could not be made (a bad proxy URL) is tried again by the next call.
+    pool.catch(() => {
+      if (this.pool === pool) this.pool = undefined;
+    });
+    return pool;
   }
 
   /** A client from the agent config and environment; throws CONFIG_INVALID when no Control API is configured. */

@@ -31,14 +31,21 @@ export function openStream(url: URL, request: StreamRequest): Promise<StreamAnsw
   const agent = new lib.Agent({ keepAlive: false, proxyEnv: proxyEnv(request.env) } as import('node:https').AgentOptions);
   return new Promise((resolve, reject) => {
     const req = lib.request(url, { method: 'GET', headers: request.headers, agent, signal: request.signal });
+    let answer: IncomingMessage | undefined;
     const connectTimer = setTimeout(() => req.destroy(timeoutError('CONNECT_TIMEOUT', 'connect timeout')), request.connectMs);
     req.once('socket', (socket) => {
       if (!socket.connecting) clearTimeout(connectTimer);
       else socket.once('connect', () => clearTimeout(connectTimer));
     });
-    req.setTimeout(request.idleMs, () => req.destroy(timeoutError('STREAM_TIMEOUT', 'timed out')));
+    req.setTimeout(request.idleMs, () => {
+      // The body, once there, is what the reader waits on: it must end with the timeout, not a reset.
+      const error = timeoutError('STREAM_TIMEOUT', 'timed out');
+      answer?.destroy(error);
+      req.destroy(error);
+    });
     req.once('response', (response) => {
       clearTimeout(connectTimer);
+      answer = response;
       resolve({ statusCode: response.statusCode ?? 0, headers: response.headers, body: response });
     });
     req.once('error', (error) => {
@@ -53,14 +60,16 @@ export function openStream(url: URL, request: StreamRequest): Promise<StreamAnsw
   });
 }
 
-/** What `proxyEnv` reads, from the Context's environment (never process.env directly). */
+/**
+ * What `proxyEnv` reads, from the Context's environment (never process.env directly). As in the pool (undici's
+ * EnvHttpProxyAgent), https goes through the http proxy when no https proxy is named.
+ */
 function proxyEnv(env: Env): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of ['http_proxy', 'HTTP_PROXY', 'https_proxy', 'HTTPS_PROXY', 'no_proxy', 'NO_PROXY']) {
-    const value = env[name];
-    if (value !== undefined && value !== '') out[name] = value;
-  }
-  return out;
+  const pick = (lower: string, upper: string) => [env[lower], env[upper]].find((v) => v !== undefined && v !== '');
+  const http = pick('http_proxy', 'HTTP_PROXY');
+  const https = pick('https_proxy', 'HTTPS_PROXY') ?? http;
+  const none = pick('no_proxy', 'NO_PROXY');
+  return { ...(http === undefined ? {} : { http_proxy: http }), ...(https === undefined ? {} : { https_proxy: https }), ...(none === undefined ? {} : { no_proxy: none }) };
 }
 
 /** A timeout as `networkFailure` reads it: a name of TimeoutError is "timed out"; a code, the connect timeout. */

@@ -106,14 +106,23 @@ export class SearchIndexer {
       const batch = await this.options.store.claimSearchWork(this.options.now(), lease, 10);
       if (batch.length === 0) return;
       const done: SearchIndexed[] = [];
+      let failed: unknown;
       for (const { session_id: sessionId, artifact } of batch) {
         if (this.closed) break;
-        const text = await storedSearchText(this.options.blobs(), artifact, this.options.profiles);
+        let text: string | undefined;
+        try {
+          text = await storedSearchText(this.options.blobs(), artifact, this.options.profiles);
+        } catch (error) {
+          // The blob store failed (not the bundle): this one waits for its lease; the rest of the claim goes on.
+          failed ??= error;
+          continue;
+        }
         if (text === undefined) this.options.log('info', `session ${sessionId}: upload ${artifact.id} is searchable by its title only (its bundle cannot be read)`, { event: 'search_text_unreadable' });
         done.push({ session_id: sessionId, artifact_id: artifact.id, text: text ?? '' });
       }
       // What a claim read is written together; what it did not read is left to its lease.
       await this.options.store.searchIndexed(done);
+      if (failed !== undefined) throw failed;
       if (this.closed) return;
     }
   }

@@ -30,6 +30,9 @@ export class FolderWatch implements WatchHandle {
   private checking = false;
   /** A check asked for while one runs (true: watch again whatever it finds). */
   private pending: boolean | undefined;
+  /** After a watch failed: the wait before the next try, doubling up to a minute while it keeps failing. */
+  private retryMs = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly dir: string,
@@ -51,6 +54,7 @@ export class FolderWatch implements WatchHandle {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.retryTimer);
     this.watcher?.close();
     this.watcher = undefined;
   }
@@ -64,8 +68,8 @@ export class FolderWatch implements WatchHandle {
       if (ino !== undefined) {
         try {
           const watcher = watch(at, { persistent: true }, (_event, name) => this.event(at, name));
-          // A watch that fails later (its folder unmounted, the watch limit) is set up again from scratch.
-          watcher.on('error', () => void this.recheck(true));
+          // A watch that fails later (its folder unmounted, the event stream lost) is set up again, after a while.
+          watcher.on('error', (error) => this.failed(watcher, error));
           if (this.closed) watcher.close();
           else [this.watcher, this.at, this.ino] = [watcher, at, ino];
           // The next folder down may have been made before this watch was in place: it raised no event here.
@@ -87,10 +91,23 @@ export class FolderWatch implements WatchHandle {
 
   private event(at: string, name: string | Buffer | null): void {
     if (this.closed || at !== this.at) return;
+    this.retryMs = 0;
     if (at === this.dir) this.onEvent(name === null ? undefined : String(name));
+    // While an ancestor is watched, only the next folder down appearing matters (a home folder changes all the time).
+    else if (name !== null && String(name) !== path.relative(at, this.dir).split(path.sep)[0]) return;
     // The folder itself may have been removed or replaced (its watch then sees nothing more), or, while an ancestor
     // is watched, the folder may be there now.
     void this.recheck(false);
+  }
+
+  private failed(watcher: FSWatcher, error: unknown): void {
+    if (this.closed || watcher !== this.watcher) return;
+    this.onError(error);
+    watcher.close();
+    this.watcher = undefined;
+    this.retryMs = Math.min(60_000, Math.max(1_000, this.retryMs * 2));
+    this.retryTimer = setTimeout(() => void this.recheck(true), this.retryMs);
+    this.retryTimer.unref();
   }
 
   private async recheck(force: boolean): Promise<void> {
@@ -150,12 +167,17 @@ export async function watchFiles(files: readonly string[], onEvent: (file: strin
 export async function watchTree(dir: string, depth: number, onEvent: () => void, onError: OnError, maxFolders = 1024): Promise<WatchHandle> {
   const folders = new Map<string, FolderWatch>();
   let closed = false;
-  let full = false;
+  // Said once per kind: a watch limit reached would otherwise be said again at every new folder.
+  const said = new Set<string>();
+  const report: OnError = (error) => {
+    const kind = (error as NodeJS.ErrnoException | undefined)?.code ?? 'other';
+    if (!said.has(kind)) onError(error);
+    said.add(kind);
+  };
   const add = async (folder: string, level: number): Promise<void> => {
     if (closed || folders.has(folder)) return;
     if (folders.size >= maxFolders) {
-      if (!full) onError(new Error(`${dir}: more than ${maxFolders} folders; the ones beyond are not watched`));
-      full = true;
+      report(Object.assign(new Error(`${dir}: more than ${maxFolders} folders; the ones beyond are not watched`), { code: 'TOO_MANY_FOLDERS' }));
       return;
     }
     const w = new FolderWatch(
@@ -165,19 +187,29 @@ export async function watchTree(dir: string, depth: number, onEvent: () => void,
         if (level >= depth || closed) return;
         // A new folder below is watched too; undefined (which entry is unknown, or the folder reappeared): look at all.
         if (name === undefined) void addChildren(folder, level);
-        else void addIfFolder(path.join(folder, name), level + 1);
+        else void childChanged(path.join(folder, name), level + 1);
       },
-      onError,
+      report,
       // The top folder is watched through its ancestors while it is missing; one below it that goes is forgotten.
-      level === 0 ? undefined : () => folders.delete(folder),
+      level === 0
+        ? undefined
+        : () => {
+            if (folders.get(folder) === w) folders.delete(folder);
+          },
     );
     folders.set(folder, w);
     await w.start();
-    if (!w.watching) folders.delete(folder);
+    if (!w.watching && folders.get(folder) === w) folders.delete(folder);
     else if (level < depth) await addChildren(folder, level);
   };
-  const addIfFolder = async (folder: string, level: number): Promise<void> => {
-    if ((await folderIno(folder)) !== undefined) await add(folder, level);
+  // A folder below that appeared is watched; one that went is forgotten (where the platform does not tell its own
+  // watch that its folder went, as FSEvents does not).
+  const childChanged = async (folder: string, level: number): Promise<void> => {
+    if ((await folderIno(folder)) !== undefined) return add(folder, level);
+    const gone = folders.get(folder);
+    if (gone === undefined) return;
+    folders.delete(folder);
+    await gone.close();
   };
   const addChildren = async (folder: string, level: number): Promise<void> => {
     const entries = await readdir(folder, { withFileTypes: true }).catch(() => []);

@@ -136,6 +136,7 @@ export async function uploadBundle(client: ControlClient, item: UploadItem, opti
               userAgent: client.userAgent,
               now: env.now,
               verifyDigest: item.verified !== true,
+              controlOrigin: client.origin,
             }),
           retrying('upload'),
         );

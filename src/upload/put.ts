@@ -46,6 +46,8 @@ export interface UploadFileOptions {
    * refuses other bytes (see storageChecksDigest): hashing competes with the upload for CPU.
    */
   verifyDigest?: boolean;
+  /** The Control API's origin: its own blob store checks the digest its URLs carry (see storageChecksDigest). */
+  controlOrigin?: string;
 }
 
 export interface UploadFileResult {
@@ -90,7 +92,7 @@ export async function uploadFile(signed: SignedUpload, file: string, expected: U
 
     // Hashed on the way out, unless the storage service checks the digest itself: a bundle that changed under us must
     // not be completed as if it were the recorded one.
-    const hash = options.verifyDigest !== false && !storageChecksDigest(signed, expected.sha256) ? createHash('sha256') : undefined;
+    const hash = options.verifyDigest !== false && !storageChecksDigest(signed, expected.sha256, options.controlOrigin) ? createHash('sha256') : undefined;
     let sent = 0;
     const body =
       expected.size === 0
@@ -158,21 +160,23 @@ function expired(message: string, extra: { status: number; serverCode?: string }
 
 /**
  * Whether the storage service refuses a body that is not the recorded bytes: the signed headers carry the recorded
- * digest as x-amz-checksum-sha256, which S3 checks the body against (answering 400 BadDigest), and so does the Control
- * API's own store. A SigV4 URL must list it among its signed headers (S3 enforces no checksum it was not signed for).
- * A digest merely stored with the object (x-amz-meta-sha256, what Blue's server presigns) is metadata S3 never checks
- * against the body: then the client hashes.
+ * digest as x-amz-checksum-sha256, which S3 checks the body against (answering 400 BadDigest) when the SigV4 URL
+ * lists it among its signed headers (S3 enforces no checksum it was not signed for), and which the Control API's own
+ * store (a URL on `controlOrigin`, signed its own way) checks too. A digest merely stored with the object
+ * (x-amz-meta-sha256, what Blue's server presigns), or a URL signed some other way elsewhere: then the client hashes.
  */
-export function storageChecksDigest(signed: SignedUpload, sha256: string): boolean {
+export function storageChecksDigest(signed: SignedUpload, sha256: string, controlOrigin?: string): boolean {
   const checksum = Object.entries(signed.headers).find(([name]) => name.toLowerCase() === CHECKSUM_HEADER)?.[1];
   if (checksum === undefined || !/^[0-9a-f]{64}$/i.test(sha256) || checksum.trim() !== Buffer.from(sha256, 'hex').toString('base64')) return false;
-  let signedHeaders: string | null;
+  let url: URL;
   try {
-    signedHeaders = new URL(signed.url).searchParams.get('X-Amz-SignedHeaders');
+    url = new URL(signed.url);
   } catch {
     return false;
   }
-  return signedHeaders === null || signedHeaders.toLowerCase().split(';').includes(CHECKSUM_HEADER);
+  const signedHeaders = url.searchParams.get('X-Amz-SignedHeaders');
+  if (signedHeaders !== null) return signedHeaders.toLowerCase().split(';').includes(CHECKSUM_HEADER);
+  return controlOrigin !== undefined && url.origin === controlOrigin;
 }
 
 /** The storage service's reason: S3-style XML `<Code>`/`<Message>`, or a Control-API-style JSON error. */

@@ -140,7 +140,11 @@ describe('readPolicyEvents', () => {
   it('gives up on a silent connection after the idle timeout, on an endless line, and stops when aborted', async () => {
     const silent = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders());
     const c1 = await client(silent, 300);
-    expect(await readPolicyEvents(c1, { onRevision: () => undefined, signal: new AbortController().signal })).toMatchObject({ kind: 'ended', events: 0 });
+    expect(await readPolicyEvents(c1, { onRevision: () => undefined, signal: new AbortController().signal })).toMatchObject({
+      kind: 'ended',
+      events: 0,
+      reason: expect.stringContaining('timed out after 0.3 s'),
+    });
     await c1.close();
 
     const endless = await serve((_req, res) => {
@@ -201,6 +205,17 @@ describe('readPolicyEvents', () => {
     expect(proxied).toEqual([`${url}/governance-config/events`]);
     expect(await read({ HTTP_PROXY: proxyUrl, NO_PROXY: '127.0.0.1' })).toEqual(['p']);
     expect(proxied).toHaveLength(1);
+
+    // https through the http proxy when no https proxy is named, as the pool does: a CONNECT tunnel (refused here).
+    const tunnels: string[] = [];
+    proxy.on('connect', (req: http.IncomingMessage, socket: import('node:net').Socket) => {
+      tunnels.push(req.url ?? '');
+      socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+    });
+    const secure = await ControlClient.create({ controlUrl: 'https://127.0.0.1:9/prefix', token: 't0ken', tokenSource: 'test', env: { http_proxy: proxyUrl }, userAgent: 'test', timeoutMs: 5_000 });
+    expect(await readPolicyEvents(secure, { onRevision: () => undefined, signal: new AbortController().signal })).toMatchObject({ kind: 'failed' });
+    await secure.close();
+    expect(tunnels).toEqual(['127.0.0.1:9']);
   });
 
   it('gives up on a server that never answers after the timeout', async () => {

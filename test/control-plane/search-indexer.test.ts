@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SearchIndexer } from '../../src/control-plane/search-indexer.js';
-import type { ControlStore } from '../../src/control-plane/store/index.js';
+import type { ControlStore, SearchIndexed } from '../../src/control-plane/store/index.js';
 
 let indexer: SearchIndexer | undefined;
 afterEach(async () => indexer?.close());
@@ -47,5 +47,24 @@ describe('SearchIndexer', () => {
       await sleep(50);
     }
     expect(rounds()).toBe(1);
+  });
+
+  it('writes what a claim read even when the blob store fails on one of its sessions', async () => {
+    const claim = ['a', 'b', 'c'].map((id) => ({ session_id: `s-${id}`, artifact: { id, blob_key: id, size_bytes: 1, sha256: 'x', artifact_format: 'blue-session-bundle-v1' } }));
+    const written: SearchIndexed[][] = [];
+    const store = {
+      claimSearchWork: async () => (written.length === 0 ? claim : []),
+      searchIndexed: async (done: readonly SearchIndexed[]) => void written.push([...done]),
+    } as unknown as ControlStore;
+    const blobs = {
+      stat: async (key: string) => {
+        if (key === 'b') throw new Error('AccessDenied');
+        return undefined; // gone: searchable by title only
+      },
+    };
+    const logged: string[] = [];
+    indexer = new SearchIndexer({ store, blobs: () => blobs as never, profiles: undefined as never, log: (_level, message) => void logged.push(message), now: Date.now, manual: true });
+    await indexer.idle();
+    expect(written[0]?.map((d) => d.artifact_id)).toEqual(['a', 'c']);
   });
 });

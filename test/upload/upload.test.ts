@@ -531,7 +531,7 @@ describe('storageChecksDigest', () => {
   it('trusts a checksum header the storage service was signed to check, carrying the recorded digest', () => {
     // This project's Control API: S3 URLs sign the header; its own store signs the digest into the URL and checks both.
     expect(storageChecksDigest({ method: 'PUT', url: sigv4('content-length;host;x-amz-checksum-sha256'), headers: { 'x-amz-checksum-sha256': checksum } }, sha256)).toBe(true);
-    expect(storageChecksDigest({ method: 'PUT', url: 'http://127.0.0.1:9/blobs/k?sig=abc', headers: { 'X-Amz-Checksum-SHA256': checksum } }, sha256.toUpperCase())).toBe(true);
+    expect(storageChecksDigest({ method: 'PUT', url: 'http://127.0.0.1:9/blobs/k?sig=abc', headers: { 'X-Amz-Checksum-SHA256': checksum } }, sha256.toUpperCase(), 'http://127.0.0.1:9')).toBe(true);
   });
 
   it('hashes on the way out when the storage service would not refuse other bytes', () => {
@@ -541,6 +541,9 @@ describe('storageChecksDigest', () => {
     expect(storageChecksDigest({ method: 'PUT', url, headers: {} }, sha256)).toBe(false);
     expect(storageChecksDigest({ method: 'PUT', url, headers: { 'x-amz-checksum-sha256': Buffer.alloc(32).toString('base64') } }, sha256)).toBe(false);
     expect(storageChecksDigest({ method: 'PUT', url, headers: { 'x-amz-checksum-sha256': checksum } }, 'not-a-digest')).toBe(false);
+    // A URL signed some other way, not the Control API's own store's.
+    expect(storageChecksDigest({ method: 'PUT', url: 'http://127.0.0.1:9/blobs/k?sig=abc', headers: { 'x-amz-checksum-sha256': checksum } }, sha256)).toBe(false);
+    expect(storageChecksDigest({ method: 'PUT', url: 'http://127.0.0.1:9/blobs/k?sig=abc', headers: { 'x-amz-checksum-sha256': checksum } }, sha256, 'http://127.0.0.1:8')).toBe(false);
     // A SigV4 URL that does not sign the header: S3 enforces no checksum it was not signed for.
     expect(storageChecksDigest({ method: 'PUT', url: sigv4('content-length;host'), headers: { 'x-amz-checksum-sha256': checksum } }, sha256)).toBe(false);
   });
