@@ -13,15 +13,12 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dist = path.join(root, 'dist');
-const result = await build({
+/** What every Node.js build of the CLI shares. */
+const forNode = {
   write: false,
   absWorkingDir: root,
-  entryPoints: { main: 'src/cli/main.ts', agent: 'src/cli/agent.ts' },
   outdir: 'dist',
-  chunkNames: 'chunks/[name]-[hash]',
   bundle: true,
-  splitting: true,
-  format: 'esm',
   platform: 'node',
   // Prefer ES module builds: some packages' CommonJS entries are UMD wrappers with dynamic require().
   mainFields: ['module', 'main'],
@@ -29,6 +26,13 @@ const result = await build({
   sourcemap: true,
   legalComments: 'linked',
   logLevel: 'warning',
+};
+const result = await build({
+  ...forNode,
+  entryPoints: { main: 'src/cli/main.ts', agent: 'src/cli/agent.ts' },
+  chunkNames: 'chunks/[name]-[hash]',
+  splitting: true,
+  format: 'esm',
   // Bundled CommonJS dependencies call require() for Node built-ins and read __filename.
   banner: {
     js: [
@@ -45,18 +49,9 @@ const result = await build({
 // a run, which holds every function the run compiled (an ES module's cache, taken at load, holds only its top level).
 // Loading and compiling the reconcile's code is most of what a reconcile that changes nothing costs.
 const commonJs = {
-  write: false,
-  absWorkingDir: root,
-  outdir: 'dist',
+  ...forNode,
   outExtension: { '.js': '.cjs' },
-  bundle: true,
   format: 'cjs',
-  platform: 'node',
-  mainFields: ['module', 'main'],
-  target: 'node22',
-  sourcemap: true,
-  legalComments: 'linked',
-  logLevel: 'warning',
   define: { 'import.meta.url': '__blueModuleUrl' },
   banner: { js: "var __blueModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
 };
