@@ -67,7 +67,7 @@ export class FolderWatch implements WatchHandle {
       const ino = await folderIno(at);
       if (ino !== undefined) {
         try {
-          const watcher = watch(at, { persistent: true }, (_event, name) => this.event(at, name));
+          const watcher = watch(at, { persistent: true }, (kind, name) => this.event(at, kind, name));
           // A watch that fails later (its folder unmounted, the event stream lost) is set up again, after a while.
           watcher.on('error', (error) => this.failed(watcher, error));
           if (this.closed) watcher.close();
@@ -89,15 +89,16 @@ export class FolderWatch implements WatchHandle {
     }
   }
 
-  private event(at: string, name: string | Buffer | null): void {
+  private event(at: string, kind: string, name: string | Buffer | null): void {
     if (this.closed || at !== this.at) return;
     this.retryMs = 0;
     if (at === this.dir) this.onEvent(name === null ? undefined : String(name));
-    // While an ancestor is watched, only the next folder down appearing matters (a home folder changes all the time).
-    else if (name !== null && String(name) !== path.relative(at, this.dir).split(path.sep)[0]) return;
-    // The folder itself may have been removed or replaced (its watch then sees nothing more), or, while an ancestor
-    // is watched, the folder may be there now.
-    void this.recheck(false);
+    // While an ancestor is watched, only the next folder down appearing matters (a home folder changes all the time),
+    // and the ancestor itself going (an event about the watched folder itself carries its own name).
+    else if (name !== null && String(name) !== path.relative(at, this.dir).split(path.sep)[0] && String(name) !== path.basename(at)) return;
+    // An entry came or went: it may be the folder itself, removed or replaced (its watch then sees nothing more), or,
+    // while an ancestor is watched, the folder now there. A file written in place ('change') says neither.
+    if (kind === 'rename') void this.recheck(false);
   }
 
   private failed(watcher: FSWatcher, error: unknown): void {

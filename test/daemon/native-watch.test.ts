@@ -79,6 +79,21 @@ describe('watchFiles', () => {
     await until(() => events.includes(file), 'a file in the folder made again');
   });
 
+  it('keeps watching when the ancestor it watches for a missing folder is removed and made again', async () => {
+    const root = tempDir();
+    await mkdir(path.join(root, 'a'));
+    const file = path.join(root, 'a', 'b', 'f.json');
+    const events: string[] = [];
+    // a/b is missing: a is watched for it.
+    handles.push(await watchFiles([file], (f) => events.push(f), () => undefined));
+    await rm(path.join(root, 'a'), { recursive: true });
+    await sleep(100);
+    await mkdir(path.join(root, 'a', 'b'), { recursive: true });
+    await sleep(100);
+    await writeFile(file, '{}');
+    await until(() => events.includes(file), 'a file in the folder made after its ancestor was made again');
+  });
+
   it('says nothing more once closed', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'f.json');
