@@ -34,7 +34,7 @@ function privateFolder(dir) {
 }
 
 /** The bytes of `file` when this user owns it and nobody else may write it; undefined otherwise. */
-export function readOwnFile(file) {
+function readOwnFile(file) {
   var fd;
   try {
     fd = fs.openSync(file, 'r');
@@ -49,7 +49,7 @@ export function readOwnFile(file) {
 }
 
 /** Writes `bytes` to `file` through a private temporary file renamed into place; a failure only loses the cache. */
-export function writeCacheFile(file, bytes) {
+function writeCacheFile(file, bytes) {
   var temp = file + '.' + process.pid + '.tmp';
   try {
     // Exclusive: never through a file or link that is already there.

@@ -8,22 +8,17 @@ import { createContext, type Context } from '../context.js';
 import { BlueError, EXIT_FAILURE, toBlueError } from '../errors.js';
 import { HARNESSES } from '../harnesses/names.js';
 import { reportError } from './output.js';
+import type { ReconcileOptions } from './reconcile.js';
 
-export interface ReconcileArgs {
-  dryRun?: boolean;
-  json?: boolean;
-  policy?: string;
-  harness?: string[];
-}
 
 /**
  * The options of `reconcile` when `argv` is one with nothing but its own options, each spelled the one plain way
  * (`--policy FILE`, `--harness NAME` with a known name); undefined for anything else, which the full CLI parses.
  * What it returns is what commander makes of the same argv.
  */
-export function plainReconcileArgs(argv: readonly string[]): ReconcileArgs | undefined {
+export function plainReconcileArgs(argv: readonly string[]): ReconcileOptions | undefined {
   if (argv[0] !== 'reconcile') return undefined;
-  const args: ReconcileArgs = {};
+  const args: ReconcileOptions = {};
   for (let i = 1; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--dry-run') args.dryRun = true;
@@ -40,7 +35,7 @@ export function plainReconcileArgs(argv: readonly string[]): ReconcileArgs | und
 }
 
 /** Runs a plain reconcile and returns the exit code, reporting a failure as the full CLI does. */
-export async function runPlainReconcile(ctx: Context, args: ReconcileArgs, argv: readonly string[]): Promise<number> {
+export async function runPlainReconcile(ctx: Context, args: ReconcileOptions, argv: readonly string[]): Promise<number> {
   try {
     const { reconcileCommand } = await import('./reconcile.js');
     return await reconcileCommand(ctx, args);

@@ -4,10 +4,15 @@ import { renderHuman, toJson } from '../reconcile/render.js';
 import type { HarnessName } from '../schema/index.js';
 import { useColor } from './output.js';
 
-export async function reconcileCommand(
-  ctx: Context,
-  opts: { dryRun?: boolean; json?: boolean; policy?: string; harness?: string[] },
-): Promise<number> {
+/** The options of `reconcile`, as commander (main.ts) or the plain reading (plain-reconcile.ts) hands them on. */
+export interface ReconcileOptions {
+  dryRun?: boolean;
+  json?: boolean;
+  policy?: string;
+  harness?: string[];
+}
+
+export async function reconcileCommand(ctx: Context, opts: ReconcileOptions): Promise<number> {
   const report = await reconcile(ctx, {
     dryRun: opts.dryRun === true,
     ...(opts.policy === undefined ? {} : { policyFile: opts.policy }),

@@ -48,7 +48,7 @@ export function openStream(url: URL, request: StreamRequest): Promise<StreamAnsw
       answer = response;
       resolve({ statusCode: response.statusCode ?? 0, headers: response.headers, body: response });
     });
-    req.once('error', (error) => {
+    req.on('error', (error) => {
       clearTimeout(connectTimer);
       reject(error);
     });
