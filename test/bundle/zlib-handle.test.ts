@@ -2,6 +2,7 @@
  * The zlib handle driven directly: raw inflate in bounded steps into buffers the caller reuses, with zlib's errors,
  * and the parallel deflater's blocks, which must be exactly what zlib itself makes of each block and its dictionary.
  */
+import { createHook } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
@@ -91,6 +92,32 @@ describe('ParallelDeflate', () => {
     }
     const bytes = Buffer.concat(out);
     expect(bytes.equals(Buffer.concat(expected))).toBe(true);
+    expect(zlib.inflateRawSync(bytes).equals(input)).toBe(true);
+  });
+
+  it('keeps one zlib state per block in flight, however many blocks, each restarted with its own dictionary', async () => {
+    const block = 4 * 1024;
+    const depth = 2;
+    const input = text.subarray(0, block * 40 + 123);
+    const run = async () => {
+      const out: Buffer[] = [];
+      const deflate = new ParallelDeflate(async (chunk) => void out.push(Buffer.from(chunk)), block, depth);
+      for (let at = 0; at < input.length; at += 3000) await deflate.write(input.subarray(at, at + 3000));
+      await deflate.end();
+      return Buffer.concat(out);
+    };
+    await run();
+    // Every zlib state is a native handle, an async resource of type ZLIB.
+    let handles = 0;
+    const hook = createHook({ init: (_id, type) => void (type === 'ZLIB' && handles++) }).enable();
+    let bytes: Buffer;
+    try {
+      bytes = await run();
+    } finally {
+      hook.disable();
+    }
+    expect(handles).toBeGreaterThan(0);
+    expect(handles).toBeLessThanOrEqual(depth + 1);
     expect(zlib.inflateRawSync(bytes).equals(input)).toBe(true);
   });
 });
