@@ -2,12 +2,12 @@
  * What the agent tells the Control API after each reconcile (`POST /client-status`, Blue's ClientStatusReport:
  * schemas/control-client-status.schema.json), and the instance id that names this machine and user there.
  */
-import { randomUUID } from 'node:crypto';
 import { arch, hostname } from 'node:os';
 import type { Context } from '../context.js';
 import type { ClientStatusReport, HarnessInventoryEntry } from '../schema/generated/control-client-status.js';
 import type { HarnessName } from '../schema/index.js';
 import { readTextIfExists, writeStateFile } from '../util/fs.js';
+import { randomUuid } from '../util/fs-light.js';
 
 /** What the run loop keeps of one harness from a reconcile report (made in the task child: plain JSON). */
 export interface HarnessSummary {
@@ -44,7 +44,7 @@ export async function instanceId(ctx: Context): Promise<string> {
   const file = ctx.paths.instanceIdFile;
   const existing = (await readTextIfExists(file))?.trim();
   if (existing !== undefined && INSTANCE_ID.test(existing)) return existing;
-  const id = randomUUID();
+  const id = randomUuid();
   await writeStateFile(file, `${id}\n`);
   return id;
 }

@@ -11,12 +11,12 @@
  * again. (Deleting a stale lock and creating one's own instead lets two contenders both win: the second deletes the
  * lock the first has just created.)
  */
-import { createHash, randomBytes } from 'node:crypto';
 import { link, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BlueError } from '../errors.js';
-import { ensurePrivateDir } from '../util/fs.js';
+import { ensurePrivateDir, sha256 } from '../util/fs.js';
+import { randomHex } from '../util/fs-light.js';
 import { staleOwnerReason, systemLockWorld, type LockWorld } from './liveness.js';
 
 /** A takeover marker older than this was left by a contender that died holding it (holding it takes milliseconds). */
@@ -46,7 +46,7 @@ export async function acquireLockFile(
   judge: (owner: Record<string, unknown>) => string | undefined,
   decide: LockDecision,
 ): Promise<HeldLock> {
-  const unique = () => `${file}.${world.pid}.${randomBytes(6).toString('hex')}`;
+  const unique = () => `${file}.${world.pid}.${randomHex(12)}`;
   let misses = 0;
   for (let attempt = 0; ; ) {
     if (await createWhole(file, text, unique)) return heldLock(file, text);
@@ -188,7 +188,7 @@ const heldTokens = new Set<string>();
 
 /** The file of the per-file lock for `key` in `locksDir`. */
 export function lockFileFor(locksDir: string, key: string): string {
-  return path.join(locksDir, `${createHash('sha256').update(key).digest('hex').slice(0, 32)}.lock`);
+  return path.join(locksDir, `${sha256(key).slice(0, 32)}.lock`);
 }
 
 /**
@@ -204,7 +204,7 @@ export async function withLock<T>(locksDir: string, key: string, fn: () => Promi
   const owner = lockOwner(world, now());
   const selfStart = world.startedAt(world.pid);
   // `token` and `created` are read by earlier versions of blue-agent (its host after the `@`).
-  const token = `${world.pid}@${world.host}#${randomBytes(6).toString('hex')}`;
+  const token = `${world.pid}@${world.host}#${randomHex(12)}`;
   const record = { token, ...owner, ...(selfStart === undefined ? {} : { pid_started_at_unix_ms: selfStart }), key, created: owner.started_at_unix_ms };
   const deadline = now() + timeoutMs;
   await ensurePrivateDir(locksDir);

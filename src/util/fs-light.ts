@@ -4,7 +4,7 @@
  * write-file-atomic — so that loading them costs the hook nothing it can avoid. Hashing, lossless text and the safe
  * native-file writes are in util/fs.ts.
  */
-import { constants } from 'node:fs';
+import { closeSync, constants, openSync, readSync } from 'node:fs';
 import { chown, mkdir, open, realpath, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { fromSystemError, isSystemError } from '../errors.js';
@@ -84,4 +84,26 @@ export function randomHex(digits: number): string {
   let out = '';
   while (out.length < digits) out += Math.floor(Math.random() * 0x100000000).toString(16).padStart(8, '0');
   return out.slice(0, digits);
+}
+
+/**
+ * A random (version 4) UUID from the kernel's entropy: node:crypto would stay loaded, and resident (3 MiB), in the
+ * long-running agent that needs one UUID in its life.
+ */
+export function randomUuid(): string {
+  const bytes = Buffer.alloc(16);
+  const fd = openSync('/dev/urandom', 'r');
+  try {
+    for (let at = 0; at < bytes.length; ) {
+      const n = readSync(fd, bytes, at, bytes.length - at, null);
+      if (n === 0) throw new Error('/dev/urandom gave no bytes');
+      at += n;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  bytes[6] = (bytes[6]! & 0x0f) | 0x40;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

@@ -1,19 +1,22 @@
 /**
  * File primitives that never leave a half-written file behind.
  */
-import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { chmod, chown, lstat, mkdir, open, readlink, realpath, rename, rmdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { BlueError, fromSystemError, isSystemError } from '../errors.js';
-import { fsyncDir } from './fs-light.js';
+import { fsyncDir, randomHex } from './fs-light.js';
 import { decodeLossless, encodeLossless } from './lossless.js';
 
 // The primitives the capture hook also needs live in fs-light.ts (no crypto there); every other module takes them here.
 export { ensurePrivateDir, fsyncDir, writeStateFile } from './fs-light.js';
 
+/**
+ * node:crypto is loaded on the first digest, not with this module: the long-running agent, which imports this module
+ * and never hashes, would otherwise keep it resident (3 MiB).
+ */
 export function sha256(text: string | Buffer): string {
-  return createHash('sha256').update(text).digest('hex');
+  return process.getBuiltinModule('node:crypto').createHash('sha256').update(text).digest('hex');
 }
 
 /**
@@ -273,7 +276,7 @@ export async function replaceFileAtomically(target: string, content: string, opt
   if (before !== null && !before.isFile()) throw notRegular(target, before);
   const bytes = encodeLossless(content);
   if (before === null) await mkdir(dir, { recursive: true, mode: 0o700 });
-  const temp = path.join(dir, `.${path.basename(target)}.blue-agent-${randomBytes(6).toString('hex')}.tmp`);
+  const temp = path.join(dir, `.${path.basename(target)}.blue-agent-${randomHex(12)}.tmp`);
   const mode = before === null ? (options.newFileMode ?? 0o600) : before.mode & 0o7777;
   const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
   try {

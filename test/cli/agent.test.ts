@@ -2,6 +2,7 @@
  * A bare `run` starts from src/cli/agent.ts (dist/agent.js) without commander: the same agent, and a failure to start
  * reported exactly as the full program reports it.
  */
+import { build } from 'esbuild';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -21,6 +22,22 @@ describe('the bare run entry', () => {
     const source = await readFile(path.join(import.meta.dirname, '../../src/cli/agent.ts'), 'utf8');
     expect(source).not.toMatch(/^import[^;]*'commander'/m);
     expect(source).not.toMatch(/^import[^;]*'\.\/main\.js'/m);
+  });
+
+  it('loads neither node:crypto, undici nor chokidar: what it imports stays resident for as long as it runs', async () => {
+    const root = path.join(import.meta.dirname, '../..');
+    const { metafile } = await build({ absWorkingDir: root, entryPoints: ['src/cli/agent.ts'], bundle: true, write: false, metafile: true, platform: 'node', format: 'esm', splitting: true, outdir: 'out', mainFields: ['module', 'main'], logLevel: 'silent' });
+    // What the agent's own process loads: static imports only (the dynamic ones are its step children's).
+    const loaded = new Set<string>();
+    const next = ['src/cli/agent.ts'];
+    for (let file = next.pop(); file !== undefined; file = next.pop()) {
+      if (loaded.has(file)) continue;
+      loaded.add(file);
+      for (const i of metafile.inputs[file]?.imports ?? []) if (i.kind === 'import-statement' || i.kind === 'require-call') next.push(i.path);
+    }
+    expect(loaded).toContain('src/daemon/index.ts');
+    expect(loaded).toContain('src/control-api/stream.ts');
+    expect([...loaded].filter((f) => /^(node:)?crypto$|node_modules\/(undici|chokidar)\//.test(f))).toEqual([]);
   });
 
   it('reports an agent that cannot start as the full program does', async () => {

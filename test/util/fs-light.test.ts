@@ -6,7 +6,7 @@ import { lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { writeStateFile } from '../../src/util/fs-light.js';
+import { randomUuid, writeStateFile } from '../../src/util/fs-light.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -51,5 +51,19 @@ describe('writeStateFile', () => {
     await writeFile(path.join(dir, 'gone'), 'a file, not a folder');
     await expect(writeStateFile(file, 'new')).rejects.toMatchObject({ code: expect.any(String), file });
     expect(await readFile(path.join(dir, 'gone'), 'utf8')).toBe('a file, not a folder');
+  });
+});
+
+describe('randomUuid', () => {
+  it('gives version 4 UUIDs (RFC 9562 variant), every one different', () => {
+    const ids = Array.from({ length: 2000 }, () => randomUuid());
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Set(ids).size).toBe(ids.length);
+    // Every hex digit outside the fixed bits takes many values: the bytes are random, not a counter or a constant.
+    const positions = ids[0]!.replace(/-/g, '').length;
+    for (let i = 0; i < positions; i++) {
+      if (i === 12 || i === 16) continue;
+      expect(new Set(ids.map((id) => id.replace(/-/g, '')[i])).size).toBeGreaterThan(8);
+    }
   });
 });
