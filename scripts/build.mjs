@@ -74,6 +74,15 @@ const plainReconcile = await build({
   ],
 });
 const vendor = await build({ ...commonJs, entryPoints: { 'vendor/undici': 'undici', 'vendor/execa': 'execa' } });
+// esbuild escapes strings, not regular expressions or comments. One character past ASCII anywhere in the bundle makes
+// V8 hold its whole source as two-byte text, decoded on a slow path in every run (7% of a reconcile's instructions).
+for (const file of plainReconcile.outputFiles.filter((f) => f.path.endsWith('.cjs'))) {
+  const at = file.text.search(/[^\x00-\x7f]/);
+  if (at >= 0) {
+    const line = file.text.slice(0, at).split('\n').length;
+    throw new Error(`${path.relative(root, file.path)}:${line}: ${JSON.stringify(file.text.slice(Math.max(0, at - 30), at + 10))} is not ASCII; escape it in the source (\\uXXXX)`);
+  }
+}
 
 // The dashboard's stylesheet and scripts (src/control-plane/web/assets), served by `control-plane serve` from
 // dist/assets: minified, for browsers, no source maps.

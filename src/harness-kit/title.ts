@@ -94,7 +94,7 @@ export function cutText(text: string, max: number, options: { wordBoundary?: boo
     const space = head.search(/\s\S*$/u);
     if (space > 0 && codePointLength(head.slice(0, space)) >= Math.floor(budget * 0.6)) head = head.slice(0, space);
   }
-  head = head.replace(/[\s,;:.\-–—…]+$/u, '');
+  head = head.replace(/[\s,;:.\-\u2013\u2014\u2026]+$/u, '');
   return `${head}${ELLIPSIS}`;
 }
 

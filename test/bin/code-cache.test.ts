@@ -104,6 +104,12 @@ describe('the code cache of a bundle', () => {
 });
 
 describe('a plain reconcile run from bin/', () => {
+  it('runs from a bundle of ASCII only: V8 keeps any other source as two-byte text, decoded slowly on every run', async () => {
+    const source = await readFile(path.join(ROOT, 'dist', 'reconcile.cjs'), 'latin1');
+    expect(source.length).toBeGreaterThan(100_000);
+    expect(source.match(/.{0,30}[^\x00-\x7f]+/)?.[0]).toBeUndefined();
+  });
+
   it('answers as the full CLI does, and leaves its code cache', async () => {
     const home = path.join(dir, 'home');
     const cacheDir = path.join(dir, 'compile-cache');
