@@ -6,7 +6,6 @@
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { isatty } from 'node:tty';
 import { fileURLToPath } from 'node:url';
 import { createLogger, type Logger } from './logger.js';
 import { createProcessRunner, type ProcessRunner } from './util/process.js';
@@ -295,7 +294,10 @@ function streamOutput(stream: NodeJS.WriteStream): Output {
 /** process.stdin, opened only when a command reads keys (a hook's stdin is left to the code that reads it). */
 function processInput(): Input {
   return {
-    isTTY: isatty(0),
+    // Asked only by the commands that read keys: node:tty (and node:net with it) is not loaded for the others.
+    get isTTY() {
+      return process.getBuiltinModule('node:tty').isatty(0);
+    },
     stream: () => process.stdin,
     setRawMode: (raw) => {
       if (process.stdin.isTTY) process.stdin.setRawMode(raw);

@@ -16,7 +16,6 @@
  *
  * Kept free of node:crypto and other heavy modules: the capture hook's spool imports it.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { hostname, uptime } from 'node:os';
 
@@ -134,6 +133,8 @@ export function processStart(pid: number): string | undefined {
 export function processStartedAt(pid: number): number | undefined {
   if (process.platform === 'win32' || !Number.isSafeInteger(pid) || pid <= 0) return undefined;
   try {
+    // node:child_process (with node:dgram and more) loads only here: most checks never ask ps.
+    const { execFileSync } = process.getBuiltinModule('node:child_process');
     const text = execFileSync('ps', ['-o', 'lstart=', '-p', String(pid)], { encoding: 'utf8', timeout: 2_000, stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, LC_ALL: 'C', LANG: 'C' } }).trim();
     const ms = Date.parse(text);
     return Number.isFinite(ms) ? ms : undefined;

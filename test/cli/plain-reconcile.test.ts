@@ -1,3 +1,4 @@
+import { build } from 'esbuild';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -57,6 +58,14 @@ describe('a plain reconcile', () => {
     [['profiles', 'list']],
   ])('leaves %j to the full program', (argv) => {
     expect(plainReconcileArgs(argv)).toBeUndefined();
+  });
+
+  it('imports neither node:zlib, node:child_process nor node:tty: what a reconcile that changes nothing never uses, it never loads', async () => {
+    const root = path.join(import.meta.dirname, '../..');
+    const { metafile } = await build({ absWorkingDir: root, entryPoints: ['src/cli/plain-reconcile.ts'], bundle: true, write: false, metafile: true, platform: 'node', format: 'cjs', outdir: 'out', mainFields: ['module', 'main'], supported: { 'dynamic-import': false }, external: ['undici', 'execa'], logLevel: 'silent' });
+    const importers = Object.entries(metafile.inputs).filter(([, input]) => input.imports.some((i) => /^node:(zlib|child_process|tty)$/.test(i.path)));
+    expect(Object.keys(metafile.inputs)).toContain('src/harnesses/codex/transcript.ts');
+    expect(importers.map(([file]) => file)).toEqual([]);
   });
 
   it('is built without commander or the full program', async () => {

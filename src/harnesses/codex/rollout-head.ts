@@ -3,7 +3,6 @@
  * `session_meta` both capture and restore read. Opened and read by the caller's safe-read rule; at most `maxBytes`
  * are returned.
  */
-import * as zlib from 'node:zlib';
 import { openChecked, readChecked, type SafeReadOptions } from '../../util/safe-read.js';
 
 /** Why a rollout's start could not be read; callers turn it into their own error. */
@@ -21,6 +20,8 @@ export async function readRolloutHead(file: string, maxBytes: number, rule: Safe
 }
 
 async function zstdHead(file: string, maxBytes: number, rule: SafeReadOptions): Promise<Buffer> {
+  // node:zlib loads with the first compressed rollout, not with every command that knows Codex.
+  const zlib = process.getBuiltinModule('node:zlib');
   if (typeof zlib.createZstdDecompress !== 'function') throw new RolloutHeadError('no-zstd', 'this Node.js has no zstd support');
   const { handle } = (await openChecked(file, { ...rule, optional: false }))!;
   const source = handle.createReadStream({ start: 0 });

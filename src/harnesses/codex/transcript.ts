@@ -6,7 +6,6 @@
  * event stream (`event_msg`), which repeats the same messages. A compressed rollout (`.jsonl.zst`) is decompressed
  * within a bound.
  */
-import zlib from 'node:zlib';
 import {
   blocksText,
   emptyTranscript,
@@ -70,7 +69,8 @@ export function readCodexRollout(file: Pick<TranscriptSource, 'bytes'>): Transcr
   let bytes = file.bytes;
   if (ZSTD_MAGIC.every((b, i) => bytes[i] === b)) {
     try {
-      bytes = zlib.zstdDecompressSync(bytes, { maxOutputLength: MAX_DECOMPRESSED });
+      // node:zlib loads with the first compressed rollout, not with every command that knows Codex.
+      bytes = process.getBuiltinModule('node:zlib').zstdDecompressSync(bytes, { maxOutputLength: MAX_DECOMPRESSED });
     } catch {
       return emptyTranscript(1);
     }
