@@ -41,7 +41,7 @@
  * to be trusted before its upload, whose bytes are checked on the way out anyway (by the upload, or by the storage
  * service against a signed checksum).
  */
-import { constants, type BigIntStats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, renameSync, statSync, unlinkSync, type BigIntStats } from 'node:fs';
 import { link, lstat, mkdir, open, readdir, readFile, rename, rm, stat, unlink, utimes, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { BlueError } from '../errors.js';
@@ -654,13 +654,18 @@ export class Spool extends SpoolView {
     };
   }
 
-  /** The record file `id` in `state` with its text and inode; undefined when it is gone. */
+  /**
+   * The record file `id` in `state` with its text and inode; undefined when it is gone. Read synchronously, like the
+   * claim's rename and stats (see `claim`): a record is a few hundred bytes.
+   */
   private async peekFile(state: ClaimableState, id: string): Promise<Peeked | undefined> {
-    let handle: FileHandle | undefined;
+    let fd: number | undefined;
     try {
-      handle = await open(path.join(this.dir(state), `${id}.json`), constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
-      const info = await handle.stat({ bigint: true });
-      const text = await handle.readFile('utf8');
+      // Non-blocking, and only a regular file is read: anything else put there must not hold up the event loop.
+      fd = openSync(path.join(this.dir(state), `${id}.json`), constants.O_RDONLY | constants.O_NONBLOCK | (constants.O_NOFOLLOW ?? 0));
+      const info = fstatSync(fd, { bigint: true });
+      if (!info.isFile()) return undefined;
+      const text = readFileSync(fd, 'utf8');
       let data: unknown;
       try {
         data = JSON.parse(text);
@@ -671,24 +676,28 @@ export class Spool extends SpoolView {
     } catch {
       return undefined;
     } finally {
-      await handle?.close().catch(() => undefined);
+      if (fd !== undefined) closeQuietly(fd);
     }
   }
 
   /**
    * Claims one record by renaming it into the claim folder; undefined when another process got it first. `peeked`, the
    * record as read just before, is used as the claim's record when the claim is that same file (its inode).
+   *
+   * The claim's rename and stats, like every metadata call a record's upload makes here (peek, claim, hold checks,
+   * removal; not the fsyncs), are synchronous: each takes microseconds in the spool's own folders, and a round trip
+   * through the thread pool costs several times that in CPU (a drain of a backlog makes about fifteen per record).
    */
   async claim(from: ClaimableState, id: string, peeked?: Peeked): Promise<Claim | undefined> {
     const source = path.join(this.dir(from), `${id}.json`);
     const file = path.join(this.dir(CLAIMS[from]), `${id}.${process.pid}.json`);
     try {
-      await rename(source, file);
+      renameSync(source, file);
     } catch (error) {
       if (errno(error) === 'ENOENT') return undefined;
       throw error;
     }
-    const text = peeked === undefined ? undefined : await lstat(file, { bigint: true }).then((info) => (fileIdentity(info) === peeked.identity ? peeked.text : undefined));
+    const text = peeked !== undefined && fileIdentity(lstatSync(file, { bigint: true })) === peeked.identity ? peeked.text : undefined;
     return this.hold(id, from, file, text);
   }
 
@@ -772,7 +781,12 @@ export class Spool extends SpoolView {
    */
   async bundleUnchanged(record: SpoolRecord): Promise<boolean> {
     if (record.bundle?.identity === undefined) return false;
-    const info = await stat(this.bundleFile(record.id), { bigint: true }).catch(() => undefined);
+    let info: BigIntStats | undefined;
+    try {
+      info = statSync(this.bundleFile(record.id), { bigint: true, throwIfNoEntry: false });
+    } catch {
+      return false;
+    }
     return info !== undefined && info.isFile() && bundleIdentity(info) === record.bundle.identity;
   }
 
@@ -804,18 +818,18 @@ export class Spool extends SpoolView {
     const aside = this.tempFile(claim.id, REMOVED_KIND);
     let moved = true;
     try {
-      await rename(this.bundleFile(claim.id), aside);
+      renameSync(this.bundleFile(claim.id), aside);
     } catch (error) {
       if (errno(error) !== 'ENOENT') throw error;
       moved = false;
     }
     try {
-      await unlinkIfExists(claim.file);
+      unlinkSyncIfExists(claim.file);
     } finally {
       this.drop(claim);
     }
     await syncDir(path.dirname(claim.file));
-    if (moved) await unlinkIfExists(aside);
+    if (moved) unlinkSyncIfExists(aside);
     liveTemps.delete(aside);
     await this.removeTempsOf(claim.id, process.pid);
   }
@@ -967,14 +981,9 @@ export class Spool extends SpoolView {
 
   /** True while the claim file is still where this process put it. */
   async holds(claim: Claim): Promise<boolean> {
-    try {
-      await stat(claim.file);
-      return true;
-    } catch (error) {
-      if (errno(error) !== 'ENOENT') throw error;
-      this.drop(claim);
-      return false;
-    }
+    if (statSync(claim.file, { throwIfNoEntry: false }) !== undefined) return true;
+    this.drop(claim);
+    return false;
   }
 
   /** Removes a temp file this process made and no longer needs. */
@@ -984,10 +993,7 @@ export class Spool extends SpoolView {
   }
 
   private async assertHeld(claim: Claim): Promise<void> {
-    try {
-      await stat(claim.file);
-    } catch (error) {
-      if (errno(error) !== 'ENOENT') throw error;
+    if (statSync(claim.file, { throwIfNoEntry: false }) === undefined) {
       this.drop(claim);
       throw new BlueError('INTERNAL', `the claim on spool record ${claim.id} was taken over by another worker`, {
         hint: 'Another blue-agent worker judged this one dead; it builds the record instead.',
@@ -1199,6 +1205,24 @@ async function listDir(dir: string): Promise<string[]> {
   } catch (error) {
     if (errno(error) === 'ENOENT') return [];
     throw error;
+  }
+}
+
+function unlinkSyncIfExists(file: string): boolean {
+  try {
+    unlinkSync(file);
+    return true;
+  } catch (error) {
+    if (errno(error) === 'ENOENT') return false;
+    throw error;
+  }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // Read only: nothing is lost.
   }
 }
 

@@ -4,6 +4,7 @@
  * token is never sent here: the signed URL is its own credential, and may belong to another origin.
  */
 import { createHash } from 'node:crypto';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
@@ -64,11 +65,18 @@ export interface UploadFileResult {
 export async function uploadFile(signed: SignedUpload, file: string, expected: UploadExpectation, options: UploadFileOptions): Promise<UploadFileResult> {
   const where = `${signed.method} ${safeUrl(signed.url)}`;
   const undici = options.undici ?? (await loadUndici());
-  const handle = await open(file, 'r').catch((error: NodeJS.ErrnoException) => {
+  const cannotOpen = (error: NodeJS.ErrnoException): never => {
     throw new UploadError('record', 'UPLOAD_FAILED', `cannot open the bundle ${file}: ${error.code ?? 'error'}`, { file });
-  });
+  };
+  // A bundle that fits in one chunk (most sessions) is read whole at once, synchronously, and sent as one buffer: a
+  // few KiB cost less to read than the four trips through the thread pool and the streamed body a larger one takes.
+  let handle: FileHandle | undefined;
+  let whole: { info: Stats; bytes?: Buffer } | undefined;
+  if (expected.size <= READ_CHUNK) whole = readSmall(file, expected.size, cannotOpen, where);
+  // Non-blocking, as in readSmall: a FIFO put in the bundle's place fails the size check instead of taking a thread.
+  else handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK).catch(cannotOpen);
   try {
-    const info = await handle.stat();
+    const info = whole?.info ?? (await handle!.stat());
     if (!info.isFile() || info.size !== expected.size) {
       throw new UploadError(
         'record',
@@ -94,14 +102,18 @@ export async function uploadFile(signed: SignedUpload, file: string, expected: U
     // not be completed as if it were the recorded one.
     const hash = options.verifyDigest !== false && !storageChecksDigest(signed, expected.sha256, options.controlOrigin) ? createHash('sha256') : undefined;
     let sent = 0;
-    const body =
-      expected.size === 0
-        ? Buffer.alloc(0)
-        : // undici's types name only streams, but it sends any async iterable (the path its own fetch() uploads take).
-          (readChunks(handle, expected.size, (chunk) => {
-            hash?.update(chunk);
-            sent += chunk.length;
-          }) as unknown as Readable);
+    let body: Buffer | Readable;
+    if (whole?.bytes !== undefined) {
+      hash?.update(whole.bytes);
+      sent = whole.bytes.length;
+      body = whole.bytes;
+    } else {
+      // undici's types name only streams, but it sends any async iterable (the path its own fetch() uploads take).
+      body = readChunks(handle!, expected.size, (chunk) => {
+        hash?.update(chunk);
+        sent += chunk.length;
+      }) as unknown as Readable;
+    }
     const budgetMs = options.timeoutMs + Math.ceil((expected.size / MIN_BYTES_PER_SECOND) * 1000);
 
     let response: Dispatcher.ResponseData;
@@ -147,8 +159,38 @@ export async function uploadFile(signed: SignedUpload, file: string, expected: U
     if (error instanceof BlueError) throw error;
     throw new UploadError('transient', 'UPLOAD_FAILED', `${where}: ${describeNetworkError(error)}`);
   } finally {
-    await handle.close().catch(() => undefined);
+    await handle?.close().catch(() => undefined);
   }
+}
+
+/** The file's identity and, when it is a regular file of `size` bytes, those bytes. */
+function readSmall(file: string, size: number, cannotOpen: (error: NodeJS.ErrnoException) => never, where: string): { info: Stats; bytes?: Buffer } {
+  let fd: number;
+  try {
+    // Non-blocking: a FIFO put in the bundle's place must not hang the event loop at open (it fails the size check).
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    return cannotOpen(error as NodeJS.ErrnoException);
+  }
+  try {
+    const info = fstatSync(fd);
+    return info.isFile() && info.size === size ? { info, bytes: readWhole(fd, size) } : { info };
+  } catch (error) {
+    throw new UploadError('transient', 'UPLOAD_FAILED', `${where}: ${describeNetworkError(error)}`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The first `size` bytes of `fd`, read at once (a file that ends before is one that changed since its stat). */
+function readWhole(fd: number, size: number): Buffer {
+  const bytes = Buffer.allocUnsafe(size);
+  for (let position = 0; position < size; ) {
+    const read = readSync(fd, bytes, position, size - position, position);
+    if (read === 0) throw new Error(`the file ended after ${position} of ${size} bytes`);
+    position += read;
+  }
+  return bytes;
 }
 
 function expired(message: string, extra: { status: number; serverCode?: string }): never {

@@ -3,6 +3,7 @@
  * (the signed URL), with faults injected — down then up, 5xx, 429 with Retry-After, resets mid-body, 4xx with a JSON
  * error, an expired signature — and a check that no message ever carries the token or a signature.
  */
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -431,6 +432,20 @@ describe('uploadBundle', () => {
     const { api, storage, client } = await setup();
     const state = controlApi(api, storage);
     const result = await uploadBundle(client, { ...item, size: item.size + 1 }, { retry: policy, retryEnv: fakeEnv() });
+    expect(result).toMatchObject({ kind: 'failed', code: 'UPLOAD_FAILED' });
+    expect(state.puts).toBe(0);
+  });
+
+  it.each([
+    ['read whole', 10],
+    ['streamed', 3 * MiB + 17],
+  ])('neither uploads nor waits on a FIFO put where a bundle (%s) should be', async (how, size) => {
+    const { api, storage, client } = await setup();
+    const state = controlApi(api, storage);
+    const fifo = path.join(dir, `fifo-${size}.bundle`);
+    execFileSync('mkfifo', [fifo]);
+    // Nothing ever writes to it: an open to read would wait forever (on the event loop, for a bundle read whole).
+    const result = await uploadBundle(client, { ...item, size, bundleFile: fifo }, { retry: policy, retryEnv: fakeEnv() });
     expect(result).toMatchObject({ kind: 'failed', code: 'UPLOAD_FAILED' });
     expect(state.puts).toBe(0);
   });
