@@ -2,8 +2,8 @@
  * pigz's technique inside one process: the tar stream is cut into fixed-size blocks, each deflated on the libuv
  * threadpool (a few at once), primed with the 32 KiB before it as a dictionary and ended byte-aligned (Z_SYNC_FLUSH),
  * the last with Z_FINISH. Concatenated in order they are one standard raw deflate stream. The cut points depend only
- * on the bytes, never on timing, so equal input still gives an equal bundle. Each block is compressed by a zlib state and
- * into an output buffer that both serve block after block (zlib-handle.ts).
+ * on the bytes, never on timing, so equal input still gives an equal bundle. Each block is compressed into an output
+ * buffer that is reused (zlib-handle.ts).
  */
 import zlib from 'node:zlib';
 import { ZlibHandle } from './zlib-handle.js';
@@ -15,72 +15,39 @@ export const DEFLATE_DEPTH = 3;
 const WINDOW = 32 * 1024;
 const LEVEL = 6;
 
-interface DeflateJob {
-  input: Buffer;
-  output: Buffer;
-  flush: number;
-  pieces: Buffer[];
-  resolve: (pieces: Buffer[]) => void;
-  reject: (error: Error) => void;
-}
-
 /**
- * One zlib deflate state, reused block after block: each block restarts it with its own dictionary. Compresses into
- * the slot's output buffer (copying it out whenever it fills) and returns the compressed pieces; the last one is a view
- * of that buffer, valid until the slot is reused.
+ * Deflates `input` on the threadpool into `output` (copying it out whenever it fills) and returns the compressed
+ * pieces; the last one is a view of `output`, valid until `output` is reused.
  */
-class BlockDeflater {
-  private readonly handle: ZlibHandle;
-  /** The block being compressed. */
-  private job: DeflateJob | undefined;
-  private started = false;
-
-  constructor() {
-    this.handle = new ZlibHandle({
+function deflateBlock(input: Buffer, output: Buffer, dictionary: Buffer | undefined, flush: number): Promise<Buffer[]> {
+  return new Promise((resolve, reject) => {
+    const pieces: Buffer[] = [];
+    const deflater = new ZlibHandle({
       mode: zlib.constants.DEFLATERAW,
       level: LEVEL,
+      ...(dictionary === undefined ? {} : { dictionary }),
       afterWrite: (handle) => {
-        const job = this.job!;
         const [outputLeft, inputLeft] = handle.state;
         if (outputLeft === 0) {
           // Full: more may follow (incompressible data).
-          job.pieces.push(Buffer.from(job.output));
-          handle.write(job.flush, job.input, job.input.length - inputLeft!, job.output);
+          pieces.push(Buffer.from(output));
+          handle.write(flush, input, input.length - inputLeft!, output);
           return;
         }
-        this.job = undefined;
-        job.pieces.push(job.output.subarray(0, job.output.length - outputLeft!));
-        job.resolve(job.pieces);
+        handle.close();
+        pieces.push(output.subarray(0, output.length - outputLeft!));
+        resolve(pieces);
       },
-      failed: (error) => {
-        const job = this.job!;
-        this.job = undefined;
-        job.reject(error);
-      },
+      failed: reject,
     });
-  }
-
-  deflate(input: Buffer, output: Buffer, dictionary: Buffer | undefined, flush: number): Promise<Buffer[]> {
-    // A fresh handle already holds no dictionary; its first stream needs no restart unless it has one.
-    if (this.started || dictionary !== undefined) this.handle.restart(dictionary);
-    this.started = true;
-    return new Promise((resolve, reject) => {
-      this.job = { input, output, flush, pieces: [], resolve, reject };
-      this.handle.write(flush, input, 0, output);
-    });
-  }
-
-  /** Frees zlib's state; only once no block is being compressed. */
-  close(): void {
-    this.handle.close();
-  }
+    deflater.write(flush, input, 0, output);
+  });
 }
 
 interface Slot {
   input: Buffer;
   /** Half a block: transcripts compress about 4:1; anything that does not fit is copied out. */
   output: Buffer;
-  deflater: BlockDeflater;
 }
 
 interface InFlight {
@@ -92,8 +59,7 @@ interface InFlight {
 export class ParallelDeflate {
   private readonly free: Slot[] = [];
   private readonly inFlight: InFlight[] = [];
-  /** Every slot made; each keeps its zlib state until the stream ends. */
-  private readonly slots: Slot[] = [];
+  private allocated = 0;
   private slot: Slot | undefined;
   private fill = 0;
   private dictionary: Buffer | undefined;
@@ -112,7 +78,7 @@ export class ParallelDeflate {
   async space(): Promise<Buffer> {
     this.check();
     if (this.slot === undefined) {
-      if (this.free.length === 0 && this.slots.length > this.depth) await this.retireOldest();
+      if (this.free.length === 0 && this.allocated > this.depth) await this.retireOldest();
       this.slot = this.free.pop() ?? this.allocate();
       this.fill = 0;
     }
@@ -138,11 +104,9 @@ export class ParallelDeflate {
 
   /** Sends the last block (Z_FINISH) and waits until every block has been output. */
   async end(): Promise<void> {
-    // The last block may be empty: Z_FINISH alone gives a few bytes.
-    await this.space();
+    this.check();
     this.dispatch(true);
     await this.written;
-    this.closeDeflaters();
     this.check();
   }
 
@@ -150,11 +114,6 @@ export class ParallelDeflate {
   async settle(error: unknown): Promise<void> {
     this.failure ??= { error };
     await Promise.allSettled([...this.inFlight.map((f) => f.done), this.written]);
-    this.closeDeflaters();
-  }
-
-  private closeDeflaters(): void {
-    for (const slot of this.slots) slot.deflater.close();
   }
 
   private allocateDictionary(): Buffer {
@@ -164,13 +123,8 @@ export class ParallelDeflate {
   }
 
   private allocate(): Slot {
-    const slot = {
-      input: Buffer.allocUnsafe(this.blockSize),
-      output: Buffer.allocUnsafe(Math.ceil(this.blockSize / 2)),
-      deflater: new BlockDeflater(),
-    };
-    this.slots.push(slot);
-    return slot;
+    this.allocated++;
+    return { input: Buffer.allocUnsafe(this.blockSize), output: Buffer.allocUnsafe(Math.ceil(this.blockSize / 2)) };
   }
 
   private check(): void {
@@ -185,8 +139,9 @@ export class ParallelDeflate {
   }
 
   private dispatch(final: boolean): void {
-    const slot = this.slot!;
-    const input = slot.input.subarray(0, this.fill);
+    // The last block may be empty and have no slot of its own: Z_FINISH alone gives a few bytes.
+    const slot = this.slot ?? { input: Buffer.alloc(0), output: Buffer.allocUnsafe(64) };
+    const input = slot.input.subarray(0, this.slot === undefined ? 0 : this.fill);
     const dictionary = this.dictionary;
     if (!final) {
       // Copied: the block's buffer is reused once it is compressed, while the next block may still need its tail. The
@@ -197,9 +152,10 @@ export class ParallelDeflate {
       tail.copy(copy);
       this.dictionary = copy.subarray(0, tail.length);
     }
+    const owned = this.slot !== undefined;
     this.slot = undefined;
     this.fill = 0;
-    const compressed = slot.deflater.deflate(input, slot.output, dictionary, final ? zlib.constants.Z_FINISH : zlib.constants.Z_SYNC_FLUSH);
+    const compressed = deflateBlock(input, slot.output, dictionary, final ? zlib.constants.Z_FINISH : zlib.constants.Z_SYNC_FLUSH);
     const previous = this.written;
     const done = (async () => {
       const pieces = await compressed;
@@ -214,6 +170,6 @@ export class ParallelDeflate {
       this.failure ??= { error };
     });
     this.written = done;
-    this.inFlight.push({ slot, done });
+    if (owned) this.inFlight.push({ slot, done });
   }
 }

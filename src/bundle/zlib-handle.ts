@@ -18,7 +18,6 @@ interface NativeZlib {
     dictionary: Buffer | undefined,
   ): void;
   write(flush: number, input: Uint8Array, inOffset: number, inLength: number, output: Uint8Array, outOffset: number, outLength: number): void;
-  reset(): void;
   close(): void;
   onerror: (message: string, errno: number, code: string) => void;
 }
@@ -32,7 +31,7 @@ function nativeZlib(): NativeZlibClass {
     const stream = zlib.createInflateRaw();
     const handle = (stream as unknown as { _handle?: NativeZlib | null })._handle;
     stream.destroy();
-    if (typeof handle?.init !== 'function' || typeof handle.write !== 'function' || typeof handle.reset !== 'function') {
+    if (typeof handle?.init !== 'function' || typeof handle.write !== 'function') {
       throw new Error('this Node.js has no zlib handle to drive: cannot read or write bundles');
     }
     nativeClass = handle.constructor as NativeZlibClass;
@@ -54,8 +53,7 @@ export class ZlibHandle {
   /** After each write: [output room left, input left]. */
   readonly state = new Uint32Array(2);
   private readonly native: NativeZlib;
-  private readonly level: number;
-  private readonly afterWrite: () => void;
+  private readonly init: (dictionary: Buffer | undefined) => void;
   private closed = false;
 
   constructor(options: ZlibHandleOptions) {
@@ -64,25 +62,11 @@ export class ZlibHandle {
       this.close();
       options.failed(Object.assign(new Error(message), { errno, code }));
     };
-    this.level = options.level ?? zlib.constants.Z_DEFAULT_COMPRESSION;
+    const level = options.level ?? zlib.constants.Z_DEFAULT_COMPRESSION;
     // The callback holds this object, and with it `state`, which the native side writes into, for as long as it lives.
-    this.afterWrite = () => options.afterWrite(this);
+    const afterWrite = () => options.afterWrite(this);
+    this.init = (dictionary) => this.native.init(15, level, 8, zlib.constants.Z_DEFAULT_STRATEGY, this.state, afterWrite, dictionary);
     this.init(options.dictionary);
-  }
-
-  /**
-   * Starts a new stream primed with `dictionary` (none when undefined), keeping zlib's state allocated: node:zlib's
-   * `init` replaces the handle's copy of the dictionary (freeing the one before) and `reset` applies it. A new handle
-   * per stream would keep every dictionary's copy in native memory until a full GC, which a long write of little
-   * garbage never triggers. Not while a write is on the threadpool.
-   */
-  restart(dictionary: Buffer | undefined): void {
-    this.init(dictionary);
-    this.native.reset();
-  }
-
-  private init(dictionary: Buffer | undefined): void {
-    this.native.init(15, this.level, 8, zlib.constants.Z_DEFAULT_STRATEGY, this.state, this.afterWrite, dictionary);
   }
 
   /**
@@ -97,6 +81,10 @@ export class ZlibHandle {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    // The handle keeps its own copy of the dictionary after close, until a full GC collects the handle (which a long
+    // write of little garbage never makes: 32 KiB per bundle block). node:zlib's `init` swaps it for an empty one, and
+    // frees it, without touching zlib's state, which close() then ends.
+    this.init(undefined);
     this.native.close();
   }
 }
