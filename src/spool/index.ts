@@ -981,7 +981,7 @@ export class Spool extends SpoolView {
 
   /** True while the claim file is still where this process put it. */
   async holds(claim: Claim): Promise<boolean> {
-    if (statSync(claim.file, { throwIfNoEntry: false }) !== undefined) return true;
+    if (claimFileExists(claim.file)) return true;
     this.drop(claim);
     return false;
   }
@@ -993,7 +993,7 @@ export class Spool extends SpoolView {
   }
 
   private async assertHeld(claim: Claim): Promise<void> {
-    if (statSync(claim.file, { throwIfNoEntry: false }) === undefined) {
+    if (!claimFileExists(claim.file)) {
       this.drop(claim);
       throw new BlueError('INTERNAL', `the claim on spool record ${claim.id} was taken over by another worker`, {
         hint: 'Another blue-agent worker judged this one dead; it builds the record instead.',
@@ -1204,6 +1204,17 @@ async function listDir(dir: string): Promise<string[]> {
     return await readdir(dir);
   } catch (error) {
     if (errno(error) === 'ENOENT') return [];
+    throw error;
+  }
+}
+
+/** Whether the claim file is there: gone (ENOENT) is false; any other error (ENOTDIR included) is thrown. */
+function claimFileExists(file: string): boolean {
+  try {
+    statSync(file);
+    return true;
+  } catch (error) {
+    if (errno(error) === 'ENOENT') return false;
     throw error;
   }
 }

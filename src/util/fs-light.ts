@@ -88,19 +88,23 @@ export function randomHex(digits: number): string {
 
 /**
  * A random (version 4) UUID from the kernel's entropy: node:crypto would stay loaded, and resident (3 MiB), in the
- * long-running agent that needs one UUID in its life.
+ * long-running agent that needs one UUID in its life. Where `source` cannot be read (no /dev/urandom), node:crypto's.
  */
-export function randomUuid(): string {
+export function randomUuid(source = '/dev/urandom'): string {
   const bytes = Buffer.alloc(16);
-  const fd = openSync('/dev/urandom', 'r');
   try {
-    for (let at = 0; at < bytes.length; ) {
-      const n = readSync(fd, bytes, at, bytes.length - at, null);
-      if (n === 0) throw new Error('/dev/urandom gave no bytes');
-      at += n;
+    const fd = openSync(source, 'r');
+    try {
+      for (let at = 0; at < bytes.length; ) {
+        const n = readSync(fd, bytes, at, bytes.length - at, null);
+        if (n === 0) throw new Error(`${source} ended`);
+        at += n;
+      }
+    } finally {
+      closeSync(fd);
     }
-  } finally {
-    closeSync(fd);
+  } catch {
+    return process.getBuiltinModule('node:crypto').randomUUID();
   }
   bytes[6] = (bytes[6]! & 0x0f) | 0x40;
   bytes[8] = (bytes[8]! & 0x3f) | 0x80;

@@ -66,4 +66,11 @@ describe('randomUuid', () => {
       expect(new Set(ids.map((id) => id.replace(/-/g, '')[i])).size).toBeGreaterThan(8);
     }
   });
+
+  it('falls back to node:crypto where the kernel source cannot be read, or ends early', () => {
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    const ids = [randomUuid('/nonexistent/urandom'), randomUuid('/nonexistent/urandom'), randomUuid('/dev/null')];
+    for (const id of ids) expect(id).toMatch(uuid);
+    expect(new Set(ids).size).toBe(3);
+  });
 });
