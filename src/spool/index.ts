@@ -824,12 +824,12 @@ export class Spool extends SpoolView {
       moved = false;
     }
     try {
-      unlinkSyncIfExists(claim.file);
+      existed(() => unlinkSync(claim.file));
     } finally {
       this.drop(claim);
     }
     await syncDir(path.dirname(claim.file));
-    if (moved) unlinkSyncIfExists(aside);
+    if (moved) existed(() => unlinkSync(aside));
     liveTemps.delete(aside);
     await this.removeTempsOf(claim.id, process.pid);
   }
@@ -981,7 +981,7 @@ export class Spool extends SpoolView {
 
   /** True while the claim file is still where this process put it. */
   async holds(claim: Claim): Promise<boolean> {
-    if (claimFileExists(claim.file)) return true;
+    if (existed(() => statSync(claim.file))) return true;
     this.drop(claim);
     return false;
   }
@@ -993,7 +993,7 @@ export class Spool extends SpoolView {
   }
 
   private async assertHeld(claim: Claim): Promise<void> {
-    if (!claimFileExists(claim.file)) {
+    if (!existed(() => statSync(claim.file))) {
       this.drop(claim);
       throw new BlueError('INTERNAL', `the claim on spool record ${claim.id} was taken over by another worker`, {
         hint: 'Another blue-agent worker judged this one dead; it builds the record instead.',
@@ -1208,20 +1208,10 @@ async function listDir(dir: string): Promise<string[]> {
   }
 }
 
-/** Whether the claim file is there: gone (ENOENT) is false; any other error (ENOTDIR included) is thrown. */
-function claimFileExists(file: string): boolean {
+/** Runs a synchronous call on a file: false when the file is gone (ENOENT); any other error (ENOTDIR too) is thrown. */
+function existed(call: () => unknown): boolean {
   try {
-    statSync(file);
-    return true;
-  } catch (error) {
-    if (errno(error) === 'ENOENT') return false;
-    throw error;
-  }
-}
-
-function unlinkSyncIfExists(file: string): boolean {
-  try {
-    unlinkSync(file);
+    call();
     return true;
   } catch (error) {
     if (errno(error) === 'ENOENT') return false;
