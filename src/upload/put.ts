@@ -72,7 +72,7 @@ export async function uploadFile(signed: SignedUpload, file: string, expected: U
   // few KiB cost less to read than the four trips through the thread pool and the streamed body a larger one takes.
   let handle: FileHandle | undefined;
   let whole: { info: Stats; bytes?: Buffer } | undefined;
-  if (expected.size <= READ_CHUNK) whole = readSmall(file, expected.size, cannotOpen, where);
+  if (expected.size <= READ_CHUNK) whole = readSmall(file, expected.size, cannotOpen);
   // Non-blocking, as in readSmall: a FIFO put in the bundle's place fails the size check instead of taking a thread.
   else handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK).catch(cannotOpen);
   try {
@@ -164,7 +164,7 @@ export async function uploadFile(signed: SignedUpload, file: string, expected: U
 }
 
 /** The file's identity and, when it is a regular file of `size` bytes, those bytes. */
-function readSmall(file: string, size: number, cannotOpen: (error: NodeJS.ErrnoException) => never, where: string): { info: Stats; bytes?: Buffer } {
+function readSmall(file: string, size: number, cannotOpen: (error: NodeJS.ErrnoException) => never): { info: Stats; bytes?: Buffer } {
   let fd: number;
   try {
     // Non-blocking: a FIFO put in the bundle's place must not hang the event loop at open (it fails the size check).
@@ -176,7 +176,9 @@ function readSmall(file: string, size: number, cannotOpen: (error: NodeJS.ErrnoE
     const info = fstatSync(fd);
     return info.isFile() && info.size === size ? { info, bytes: readWhole(fd, size) } : { info };
   } catch (error) {
-    throw new UploadError('transient', 'UPLOAD_FAILED', `${where}: ${describeNetworkError(error)}`);
+    // A read error, or a file that shrank since its stat: tried again later, as a streamed upload would be.
+    const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new UploadError('transient', 'UPLOAD_FAILED', `cannot read the bundle ${file}: ${why}`, { file });
   } finally {
     closeSync(fd);
   }
