@@ -3,7 +3,7 @@
  * output, child processes — comes through here, so tests build a Context around a temporary HOME instead of patching
  * globals.
  */
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, fstatSync, readFileSync, realpathSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -249,8 +249,8 @@ export interface ContextOverrides {
 export function createContext(overrides: ContextOverrides = {}): Context {
   const env = overrides.env ?? process.env;
   const platform = overrides.platform ?? process.platform;
-  const stdout = overrides.stdout ?? streamOutput(process.stdout);
-  const stderr = overrides.stderr ?? streamOutput(process.stderr);
+  const stdout = overrides.stdout ?? descriptorOutput(1, () => process.stdout);
+  const stderr = overrides.stderr ?? descriptorOutput(2, () => process.stderr);
   const paths = resolvePaths(env, platform);
   return {
     env,
@@ -279,16 +279,63 @@ function clockOf(given: ContextOverrides['clock']): Clock {
   return { now: () => given.now(), utcOffsetMinutes: given.utcOffsetMinutes === undefined ? systemUtcOffsetMinutes : (at) => given.utcOffsetMinutes!(at) };
 }
 
-function streamOutput(stream: NodeJS.WriteStream): Output {
+/**
+ * stdout or stderr, written to the descriptor directly. process.stdout (with node:stream, and node:net for a pipe or a
+ * terminal) is made only for a terminal's size, or once a write cannot go straight through: most commands print
+ * their report and exit, and making the stream cost a no-change reconcile 2 ms. Node.js writes stdout and stderr
+ * synchronously on Linux too, so nothing is reordered. A reader that has gone away (`| head`) ends the output quietly.
+ */
+function descriptorOutput(fd: 1 | 2, stream: () => NodeJS.WriteStream): Output {
+  let viaStream = false;
+  let closed = false;
+  let terminal: boolean | undefined;
+  const isTTY = (): boolean =>
+    // Only a character device can be a terminal; node:tty (and node:net with it) loads only to tell which.
+    (terminal ??= isCharacterDevice(fd) && process.getBuiltinModule('node:tty').isatty(fd));
   return {
-    write: (text) => void stream.write(text),
-    isTTY: Boolean(stream.isTTY),
-    size: () => (stream.isTTY && stream.columns > 0 ? { columns: stream.columns, rows: stream.rows > 0 ? stream.rows : 24 } : undefined),
+    write: (text) => {
+      if (closed) return;
+      let rest: Buffer | string = text;
+      if (!viaStream) {
+        const bytes = Buffer.from(text, 'utf8');
+        let at = 0;
+        try {
+          while (at < bytes.length) at += writeSync(fd, bytes, at);
+          return;
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'EPIPE') {
+            closed = true;
+            return;
+          }
+          // EAGAIN (a descriptor left non-blocking by another process) and the rest: the stream knows how to wait.
+          viaStream = true;
+          rest = bytes.subarray(at);
+        }
+      }
+      stream().write(rest);
+    },
+    get isTTY() {
+      return isTTY();
+    },
+    size: () => {
+      if (!isTTY()) return undefined;
+      const s = stream();
+      return s.columns > 0 ? { columns: s.columns, rows: s.rows > 0 ? s.rows : 24 } : undefined;
+    },
     onResize: (listener) => {
-      stream.on('resize', listener);
-      return () => void stream.off('resize', listener);
+      const s = stream();
+      s.on('resize', listener);
+      return () => void s.off('resize', listener);
     },
   };
+}
+
+function isCharacterDevice(fd: number): boolean {
+  try {
+    return fstatSync(fd).isCharacterDevice();
+  } catch {
+    return false;
+  }
 }
 
 /** process.stdin, opened only when a command reads keys (a hook's stdin is left to the code that reads it). */

@@ -3,7 +3,7 @@
  * cache is written once, used after, made anew when V8 refuses it, and never read from a file another user could
  * have written. Run from bin/, the bundle answers as the full CLI does.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,6 +14,28 @@ import { versionStubs } from '../support/context.js';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
 const ENTRY = path.join(ROOT, 'bin', 'blue-agent.js');
+
+/** A backup's name says which file (a hash of its path) and when. */
+const BACKUP_NAME = /\.[0-9a-f]{8}\.\d{4}-\d\d-\d\dT[\d-]+Z\.bak/g;
+
+function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.keys(value).sort().map((key) => [key, sortedKeys((value as Record<string, unknown>)[key])]));
+}
+
+/** The environment of a user whose home is `home`, everything blue-agent keeps inside it. */
+function homeEnv(home: string): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    HOME: home,
+    XDG_CONFIG_HOME: path.join(home, '.config'),
+    XDG_DATA_HOME: path.join(home, '.local', 'share'),
+    XDG_STATE_HOME: path.join(home, '.local', 'state'),
+    BLUE_AGENT_HOME: path.join(home, '.local', 'state', 'blue-agent'),
+    BLUE_AGENT_CONFIG: path.join(home, '.config', 'blue-agent', 'config.yaml'),
+  };
+}
 
 let dir: string;
 beforeEach(async () => {
@@ -108,6 +130,76 @@ describe('a plain reconcile run from bin/', () => {
     const source = await readFile(path.join(ROOT, 'dist', 'reconcile.cjs'), 'latin1');
     expect(source.length).toBeGreaterThan(100_000);
     expect(source.match(/.{0,30}[^\x00-\x7f]+/)?.[0]).toBeUndefined();
+  });
+
+  it('makes its file system calls synchronously: node:fs/promises is not in the bundle', async () => {
+    const source = await readFile(path.join(ROOT, 'dist', 'reconcile.cjs'), 'utf8');
+    expect(source).toMatch(/src\/util\/fs-promises-sync\.ts/);
+    expect(source).not.toMatch(/require\("(node:)?fs\/promises"\)/);
+  });
+
+  it('makes the changes the full CLI makes, and then changes nothing', async () => {
+    const bin = await versionStubs(dir, { claude: '2.1.332 (Claude Code)', codex: 'codex-cli 0.171.0', kimi: 'kimi, version 1.49.0', opencode: '1.18.33' });
+    const policy = path.join(dir, 'policy.yaml');
+    await writeFile(policy, 'revision: 3\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: "https://control.example/presign" }\n');
+    const homes = { plain: path.join(dir, 'plain'), full: path.join(dir, 'full') };
+    const cli = (home: string, ...args: string[]) => {
+      const env = { ...homeEnv(home), PATH: `${bin}:/usr/bin:/bin`, NODE_COMPILE_CACHE: path.join(dir, 'compile-cache') };
+      const result = spawnSync(process.execPath, [ENTRY, ...args], { env, encoding: 'utf8' });
+      const mask = (text: string) => text.replaceAll(home, '<home>').replace(BACKUP_NAME, '.<hash>.<time>.bak');
+      return { status: result.status, stdout: mask(result.stdout), stderr: mask(result.stderr) };
+    };
+    for (const home of Object.values(homes)) {
+      await mkdir(path.join(home, '.codex'), { recursive: true });
+      await mkdir(path.join(home, '.claude'), { recursive: true });
+      await writeFile(path.join(home, '.claude', 'settings.json'), '{\n  // mine\n  "model": "opus"\n}\n');
+    }
+    const first = cli(homes.plain, 'reconcile', '--json', '--policy', policy);
+    expect(first.status).toBe(0);
+    expect(first).toEqual(cli(homes.full, 'reconcile', '--json', `--policy=${policy}`));
+    expect(JSON.parse(first.stdout).harnesses.filter((h: { action: string }) => h.action !== 'unchanged').length).toBeGreaterThan(2);
+    const tree = async (home: string) => {
+      const files = (await readdir(home, { recursive: true, withFileTypes: true })).filter((e) => e.isFile() && !e.name.endsWith('.lock'));
+      const out: Record<string, string> = {};
+      for (const e of files) {
+        const file = path.join(e.parentPath, e.name);
+        const text = await readFile(file, 'utf8');
+        // The version cache lists binaries in the order their probes ended.
+        out[path.relative(home, file).replace(BACKUP_NAME, '.<hash>.<time>.bak')] = (e.name === 'versions.json' ? JSON.stringify(sortedKeys(JSON.parse(text))) : text)
+          .replaceAll(home, '<home>')
+          .replace(BACKUP_NAME, '.<hash>.<time>.bak')
+          .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<time>');
+      }
+      return out;
+    };
+    const written = await tree(homes.plain);
+    expect(Object.keys(written)).toEqual(expect.arrayContaining(['.claude/settings.json', '.local/state/blue-agent/ledger.json']));
+    expect(written['.claude/settings.json']).toContain('// mine');
+    expect(written).toEqual(await tree(homes.full));
+    const again = cli(homes.plain, 'reconcile', '--json', '--policy', policy);
+    expect(again.status).toBe(0);
+    expect(JSON.parse(again.stdout).harnesses.every((h: { action: string }) => h.action === 'unchanged')).toBe(true);
+    expect(await tree(homes.plain)).toEqual(written);
+  });
+
+  it('ends quietly when the reader of its output has gone away', async () => {
+    const bin = await versionStubs(dir, { claude: '2.1.332 (Claude Code)', opencode: '1.18.33' });
+    await mkdir(path.join(dir, 'home'));
+    const env = { ...homeEnv(path.join(dir, 'home')), PATH: `${bin}:/usr/bin:/bin`, NODE_COMPILE_CACHE: path.join(dir, 'compile-cache') };
+    const policy = path.join(dir, 'policy.yaml');
+    await writeFile(policy, 'revision: 3\nsession_upload: { presign_url: "https://control.example/presign" }\n');
+    const args = ['--dry-run', '--policy', policy];
+    const whole = spawnSync(process.execPath, [ENTRY, 'reconcile', ...args], { env, encoding: 'utf8' });
+    expect(whole, whole.stdout).toMatchObject({ status: 0 });
+    for (const more of [[], ['--json']]) {
+      const child = spawn(process.execPath, [ENTRY, 'reconcile', ...args, ...more], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      // Closed before the child has started: its first write finds no reader.
+      child.stdout.destroy();
+      let stderr = '';
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      const code = await new Promise((resolve) => child.on('close', resolve));
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    }
   });
 
   it('answers as the full CLI does, and leaves its code cache', async () => {
