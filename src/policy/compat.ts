@@ -4,12 +4,12 @@
  * harness names it uses. Errors mean "apply nothing"; warnings travel with the resolved policy, so `reconcile`,
  * `status` and `doctor` show them. Pure: the caller drops the cached policy when a pin blocks (index.ts).
  */
-import semver from 'semver';
 import { BlueError } from '../errors.js';
 import { CAPABILITIES, CONTRACT_VERSION, installHint, judgeClientVersion, policyIncompatible } from '../control-api/contract.js';
 import { HARNESSES } from '../schema/generated/harness-names.js';
 import type { GovernancePolicy } from '../schema/index.js';
 import { printable } from '../util/terminal-text.js';
+import { compareVersions, validVersion } from '../util/semver.js';
 
 export interface CompatibilityInput {
   /** This agent's version (`ctx.self.version`). */
@@ -61,9 +61,9 @@ export function checkCompatibility(policy: GovernancePolicy, input: Compatibilit
   // negotiation, not this field, decides whether a client may consume the document. So it warns, never blocks.
   const floor = policy.minimum_client_version;
   if (floor !== undefined) {
-    const min = semver.valid(floor);
+    const min = validVersion(floor);
     if (min === null) warnings.push(`minimum_client_version "${printable(floor).slice(0, 64)}" is not a SemVer version; ignored`);
-    else if (semver.valid(clientVersion) !== null && semver.lt(clientVersion, min)) {
+    else if (validVersion(clientVersion) !== null && compareVersions(clientVersion, min) < 0) {
       warnings.push(`the organisation's rollout floor is blue-agent ${min}, and this is ${clientVersion}: update when you can (${installHint(min)})`);
     }
   }

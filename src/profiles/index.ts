@@ -3,10 +3,10 @@
  */
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import semver from 'semver';
 import { BlueError } from '../errors.js';
 import { DocumentCache } from '../schema/document-cache.js';
 import type { HarnessName, HarnessProfiles, Interval, Operation } from '../schema/index.js';
+import { compareVersions, validVersion } from '../util/semver.js';
 
 export { HARNESSES } from '../schema/generated/harness-names.js';
 
@@ -94,10 +94,10 @@ export function checkProfiles(set: ProfileSet): ProfileProblem[] {
       if (other !== undefined) problems.push({ ...at, message: `profile name ${interval.profile} is also used in ${other}` });
       seenNames.set(interval.profile, file);
       if (interval.verified_before === undefined) problems.push({ ...at, message: 'verified_before is missing' });
-      if (interval.before !== undefined && semver.compare(interval.before, interval.introduced) <= 0) {
+      if (interval.before !== undefined && compareVersions(interval.before, interval.introduced) <= 0) {
         problems.push({ ...at, message: `before ${interval.before} is not after introduced ${interval.introduced}` });
       }
-      if (interval.verified_before !== undefined && semver.compare(interval.verified_before, interval.introduced) < 0) {
+      if (interval.verified_before !== undefined && compareVersions(interval.verified_before, interval.introduced) < 0) {
         problems.push({ ...at, message: `verified_before ${interval.verified_before} is below introduced ${interval.introduced}` });
       }
       for (const op of interval.operations) {
@@ -132,18 +132,18 @@ export function checkProfiles(set: ProfileSet): ProfileProblem[] {
         const at = { file, profile: interval.profile };
         const earlier = doc.intervals.find((i) => i.profile === name);
         if (earlier === undefined) problems.push({ ...at, message: `resumes ${name}, which is not a profile of ${doc.harness}` });
-        else if (semver.compare(earlier.introduced, interval.introduced) >= 0) problems.push({ ...at, message: `resumes ${name}, which is not an earlier interval` });
+        else if (compareVersions(earlier.introduced, interval.introduced) >= 0) problems.push({ ...at, message: `resumes ${name}, which is not an earlier interval` });
         else if (!earlier.operations.includes('session_resume')) problems.push({ ...at, message: `resumes ${name}, whose sessions are not resumable (no session_resume)` });
       }
       if ((interval.resumes ?? []).length > 0 && !interval.operations.includes('session_resume')) {
         problems.push({ file, profile: interval.profile, message: 'lists resumes without session_resume' });
       }
     }
-    const sorted = [...doc.intervals].sort((a, b) => semver.compare(a.introduced, b.introduced));
+    const sorted = [...doc.intervals].sort((a, b) => compareVersions(a.introduced, b.introduced));
     for (let i = 1; i < sorted.length; i++) {
       const prev = sorted[i - 1]!;
       const next = sorted[i]!;
-      if (prev.before === undefined || semver.compare(prev.before, next.introduced) > 0) {
+      if (prev.before === undefined || compareVersions(prev.before, next.introduced) > 0) {
         problems.push({
           file,
           profile: next.profile,
@@ -162,7 +162,7 @@ export function parseVersionOutput(loaded: LoadedProfiles, output: string): stri
   for (const pattern of loaded.patterns) {
     const version = pattern.exec(line)?.groups?.version;
     if (version !== undefined) {
-      const clean = semver.valid(version);
+      const clean = validVersion(version);
       if (clean !== null) return clean;
     }
   }
@@ -178,9 +178,9 @@ export interface IntervalChoice {
 /** The interval holding `version` (half-open: introduced <= v < before), prerelease-aware. */
 export function selectInterval(doc: HarnessProfiles, version: string): IntervalChoice | undefined {
   for (const interval of doc.intervals) {
-    if (semver.compare(version, interval.introduced) < 0) continue;
-    if (interval.before !== undefined && semver.compare(version, interval.before) >= 0) continue;
-    return { interval, verified: semver.compare(version, interval.verified_before) < 0 };
+    if (compareVersions(version, interval.introduced) < 0) continue;
+    if (interval.before !== undefined && compareVersions(version, interval.before) >= 0) continue;
+    return { interval, verified: compareVersions(version, interval.verified_before) < 0 };
   }
   return undefined;
 }

@@ -2,12 +2,12 @@
  * Pure: from the policy and what is installed, what each harness should have — a state, a reason a person can read,
  * and the one managed hook it should carry (or none).
  */
-import semver from 'semver';
 import type { SelfInfo } from '../context.js';
 import { buildManagedHook } from '../harnesses/signature.js';
 import type { ManagedHook } from '../harnesses/types.js';
 import { selectInterval, type LoadedProfiles } from '../profiles/index.js';
 import type { GovernancePolicy, HarnessName, Interval } from '../schema/index.js';
+import { compareVersions, noRanges, rangeCheck, type RangeCheck } from '../util/semver.js';
 
 export type HarnessState =
   | 'active'
@@ -38,12 +38,19 @@ export interface Decision {
   desired: ManagedHook | null | undefined;
 }
 
+/** The range check decide needs under `policy`: semver's range grammar loads only for a policy that states a version_requirement. */
+export function policyRangeCheck(policy: GovernancePolicy): Promise<RangeCheck> {
+  return rangeCheck(Object.values(policy.harnesses ?? {}).map((rule) => rule?.version_requirement));
+}
+
 export function decide(
   harness: HarnessName,
   loaded: LoadedProfiles,
   installation: Installation,
   policy: GovernancePolicy,
   self: Pick<SelfInfo, 'node' | 'entry'>,
+  /** rangeCheck for this policy's version_requirement ranges; the default, for a policy without any. */
+  inRange: RangeCheck = noRanges,
 ): Decision {
   const name = loaded.doc.display_name;
   if (installation.error !== undefined) {
@@ -62,7 +69,7 @@ export function decide(
     return { state: 'not_allowed', reason: `policy revision ${policy.revision} does not list ${harness} in allowed_harnesses`, ...located, desired: null };
   }
   if (choice === undefined) {
-    const first = [...loaded.doc.intervals].sort((a, b) => semver.compare(a.introduced, b.introduced))[0];
+    const first = [...loaded.doc.intervals].sort((a, b) => compareVersions(a.introduced, b.introduced))[0];
     return {
       state: 'unsupported_version',
       reason: `${name} ${version} is outside every compatibility profile${first ? ` (capture starts at ${first.introduced})` : ''}`,
@@ -74,7 +81,7 @@ export function decide(
     return { state: 'unsupported_version', reason: `profile ${interval.profile} does not support session capture`, ...located, desired: null };
   }
   const rule = policy.harnesses?.[harness];
-  if (rule?.version_requirement !== undefined && !semver.satisfies(version, rule.version_requirement, { includePrerelease: true })) {
+  if (rule?.version_requirement !== undefined && !inRange(version, rule.version_requirement)) {
     return {
       state: 'unsupported_version',
       reason: `${name} ${version} does not satisfy the policy's version_requirement "${rule.version_requirement}"`,

@@ -14,7 +14,8 @@ import { resolvePolicy, type ResolvedPolicy } from '../policy/resolve.js';
 import type { AgentConfig, GovernancePolicy, HarnessName, Interval } from '../schema/index.js';
 import { removeEmptyDirs } from '../util/fs.js';
 import { applyFilePlan, needsLedgerUpdate, recordOwnership } from './apply.js';
-import { decide, type Decision, type HarnessState, type Installation } from './decide.js';
+import { decide, policyRangeCheck, type Decision, type HarnessState, type Installation } from './decide.js';
+import type { RangeCheck } from '../util/semver.js';
 import { readLedger, type LedgerData } from './ledger.js';
 import { planHarness, type FileAction, type FilePlan } from './plan.js';
 
@@ -93,9 +94,10 @@ export async function reconcile(ctx: Context, options: ReconcileOptions): Promis
   // Looking for the binaries and their versions only reads (and, on a cold cache, runs `--version`): all at once.
   // Plans are made and applied one harness after the other, as before.
   const installations = await Promise.all(selected.map(({ loaded }) => inspect(ctx, loaded, config, cache)));
+  const inRange = await policyRangeCheck(resolved.policy);
   const reports: HarnessReport[] = [];
   for (const [i, { harness, loaded }] of selected.entries()) {
-    reports.push(await reconcileHarness(ctx, ADAPTERS[harness], loaded, installations[i]!, resolved, ledger, options.dryRun));
+    reports.push(await reconcileHarness(ctx, ADAPTERS[harness], loaded, installations[i]!, resolved, inRange, ledger, options.dryRun));
   }
   if (!options.dryRun) await Promise.all([cache.save(), documents.save()]);
 
@@ -137,13 +139,14 @@ export async function captureTargets(ctx: Context, policy: GovernancePolicy, onl
   const { config } = await loadAgentConfig(ctx);
   const profiles = await loadProfiles(ctx.paths.profilesDir, await DocumentCache.open(ctx.paths.documentCacheFile, false));
   const cache = await VersionCache.open(ctx);
+  const inRange = await policyRangeCheck(policy);
   const targets: CaptureTarget[] = [];
   for (const harness of HARNESSES) {
     if (only !== undefined && !only.has(harness)) continue;
     const loaded = profiles.get(harness);
     if (loaded === undefined) continue;
     const installation = await inspect(ctx, loaded, config, cache);
-    const decision = decide(harness, loaded, installation, policy, ctx.self);
+    const decision = decide(harness, loaded, installation, policy, ctx.self, inRange);
     if (decision.desired === null || decision.desired === undefined || decision.interval === undefined || installation.version === undefined) continue;
     targets.push({ harness, interval: decision.interval, version: installation.version });
   }
@@ -173,10 +176,11 @@ async function reconcileHarness(
   loaded: LoadedProfiles,
   installation: Installation,
   resolved: ResolvedPolicy,
+  inRange: RangeCheck,
   ledger: LedgerData,
   dryRun: boolean,
 ): Promise<HarnessReport> {
-  const decision = decide(adapter.name, loaded, installation, resolved.policy, ctx.self);
+  const decision = decide(adapter.name, loaded, installation, resolved.policy, ctx.self, inRange);
   const base = {
     harness: adapter.name,
     installed: installation.installed,

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadProfiles, type LoadedProfiles, type ProfileSet } from '../../src/profiles/index.js';
-import { decide, type Installation } from '../../src/reconcile/decide.js';
+import { decide, policyRangeCheck, type Installation } from '../../src/reconcile/decide.js';
 import type { GovernancePolicy, Interval } from '../../src/schema/index.js';
 import { repoRoot } from '../support/context.js';
 
@@ -66,10 +66,11 @@ describe('decide: reasons and edges', () => {
     }
   });
 
-  it('a prerelease is measured against version_requirement like any version', () => {
+  it('a prerelease is measured against version_requirement like any version', async () => {
     const rule = (version_requirement: string): GovernancePolicy => ({ ...policy, harnesses: { codex: { version_requirement } } });
-    expect(decide('codex', codex, installed('0.160.0-beta.1'), rule('>=0.150.0'), self).state).toBe('active');
-    const below = decide('codex', codex, installed('0.160.0-beta.1'), rule('>=0.160.0'), self);
+    const decideUnder = async (ruled: GovernancePolicy) => decide('codex', codex, installed('0.160.0-beta.1'), ruled, self, await policyRangeCheck(ruled));
+    expect((await decideUnder(rule('>=0.150.0'))).state).toBe('active');
+    const below = await decideUnder(rule('>=0.160.0'));
     expect(below.state).toBe('unsupported_version');
     expect(below.reason).toBe('Codex CLI 0.160.0-beta.1 does not satisfy the policy\'s version_requirement ">=0.160.0"');
   });

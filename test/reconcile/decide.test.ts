@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
-import { decide, type Installation } from '../../src/reconcile/decide.js';
+import { decide, policyRangeCheck, type Installation } from '../../src/reconcile/decide.js';
 import type { GovernancePolicy } from '../../src/schema/index.js';
 import { repoRoot } from '../support/context.js';
 
@@ -55,8 +55,9 @@ describe('decide', () => {
     expect(d.reason).toContain('0.145.0');
   });
 
-  it('unsupported_version when the policy requirement is not met', () => {
-    const d = decide('claude', profiles.get('claude')!, installed('2.1.200'), { ...policy, harnesses: { claude: { version_requirement: '>=2.2.0' } } }, self);
+  it('unsupported_version when the policy requirement is not met', async () => {
+    const ruled: GovernancePolicy = { ...policy, harnesses: { claude: { version_requirement: '>=2.2.0' } } };
+    const d = decide('claude', profiles.get('claude')!, installed('2.1.200'), ruled, self, await policyRangeCheck(ruled));
     expect([d.state, d.desired]).toEqual(['unsupported_version', null]);
     expect(d.reason).toContain('>=2.2.0');
   });

@@ -166,6 +166,17 @@ describe('reconcile', () => {
     await expect(stat(claudeSettings())).rejects.toThrow();
   });
 
+  it("holds a harness to the policy's version_requirement, and the other harnesses to none", async () => {
+    const claude = VERSIONS.claude!.split(' ')[0]!;
+    await writeFile(policy, ENABLED.replace('harnesses:\n', `harnesses:\n  claude: { version_requirement: ">${claude}" }\n`));
+    const report = byHarness(await reconcile(ctx, { dryRun: false, policyFile: policy, harnesses: ['claude', 'codex'] }));
+    expect(report.claude).toMatchObject({ state: 'unsupported_version', action: 'unchanged' });
+    expect(report.claude!.reason).toContain(`version_requirement ">${claude}"`);
+    expect(report.codex).toMatchObject({ action: 'create' });
+    await writeFile(policy, ENABLED.replace('harnesses:\n', `harnesses:\n  claude: { version_requirement: "<=${claude}" }\n`));
+    expect(byHarness(await reconcile(ctx, { dryRun: false, policyFile: policy, harnesses: ['claude'] })).claude).toMatchObject({ state: 'active', action: 'create' });
+  });
+
   it('reports harnesses that are not installed without touching their files', async () => {
     const bare = t.context({ env: { PATH: '/nonexistent' }, self: SELF });
     const report = await reconcile(bare, { dryRun: false, policyFile: policy });
