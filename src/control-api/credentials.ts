@@ -5,7 +5,6 @@
  * credentials' lock and reads the file again first: refresh tokens are spent once, and two processes spending the
  * same one would end the sign-in.
  */
-import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { chmod, lstat, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -17,7 +16,7 @@ import * as validators from '../schema/generated/validators.js';
 import type { DeviceAuthorization } from '../schema/generated/control-device-authorization.js';
 import type { MetaharnessDiscovery } from '../schema/generated/control-discovery.js';
 import type { TokenAnswer } from '../schema/generated/control-token-answer.js';
-import { fsyncDir } from '../util/fs.js';
+import { fsyncDir, randomHex } from '../util/fs-light.js';
 import { printable } from '../util/terminal-text.js';
 import { checkAnswer, ControlClient } from './client.js';
 
@@ -214,7 +213,7 @@ export async function writeTokenFile(file: string, text: string): Promise<void> 
       hint: `Remove ${file}, or point token_file in the agent config at a regular file, then log in again.`,
     });
   }
-  const temp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  const temp = path.join(dir, `.${path.basename(file)}.${randomHex(12)}.tmp`);
   const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
   try {
     try {

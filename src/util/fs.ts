@@ -7,16 +7,14 @@ import path from 'node:path';
 import { BlueError, fromSystemError, isSystemError } from '../errors.js';
 import { fsyncDir, randomHex } from './fs-light.js';
 import { decodeLossless, encodeLossless } from './lossless.js';
+import { sha256Hex } from './sha256.js';
 
 // The primitives the capture hook also needs live in fs-light.ts (no crypto there); every other module takes them here.
 export { ensurePrivateDir, fsyncDir, writeStateFile } from './fs-light.js';
 
-/**
- * node:crypto is loaded on the first digest, not with this module: the long-running agent, which imports this module
- * and never hashes, would otherwise keep it resident (3 MiB).
- */
+/** SHA-256 (hex) of a text or a file's bytes, without node:crypto (./sha256.ts says why). */
 export function sha256(text: string | Buffer): string {
-  return process.getBuiltinModule('node:crypto').createHash('sha256').update(text).digest('hex');
+  return sha256Hex(text);
 }
 
 /**

@@ -9,7 +9,6 @@
  * lstat comes first so that nothing but a regular file is ever opened (opening a device can have effects of its own).
  * Every refusal is a BlueError with the caller's code, naming the file and the reason.
  */
-import { createHash } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
 import { BlueError, type ErrorCode } from '../errors.js';
@@ -170,7 +169,8 @@ export async function sha256Checked(file: string, options: SafeReadOptions): Pro
   if (opened === undefined) return undefined;
   const { handle } = opened;
   try {
-    const hash = createHash('sha256');
+    // node:crypto on first use: most that reads checked files never hashes them.
+    const hash = process.getBuiltinModule('node:crypto').createHash('sha256');
     const buffer = Buffer.allocUnsafe(HASH_CHUNK);
     let position = 0;
     for (;;) {

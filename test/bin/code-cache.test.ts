@@ -143,12 +143,13 @@ describe('a plain reconcile run from bin/', () => {
     const policy = path.join(dir, 'policy.yaml');
     await writeFile(policy, 'revision: 3\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: "https://control.example/presign" }\n');
     const homes = { plain: path.join(dir, 'plain'), full: path.join(dir, 'full') };
-    const cli = (home: string, ...args: string[]) => {
+    const node = (home: string, ...args: string[]) => {
       const env = { ...homeEnv(home), PATH: `${bin}:/usr/bin:/bin`, NODE_COMPILE_CACHE: path.join(dir, 'compile-cache') };
-      const result = spawnSync(process.execPath, [ENTRY, ...args], { env, encoding: 'utf8' });
+      const result = spawnSync(process.execPath, args, { env, encoding: 'utf8' });
       const mask = (text: string) => text.replaceAll(home, '<home>').replace(BACKUP_NAME, '.<hash>.<time>.bak');
       return { status: result.status, stdout: mask(result.stdout), stderr: mask(result.stderr) };
     };
+    const cli = (home: string, ...args: string[]) => node(home, ENTRY, ...args);
     for (const home of Object.values(homes)) {
       await mkdir(path.join(home, '.codex'), { recursive: true });
       await mkdir(path.join(home, '.claude'), { recursive: true });
@@ -176,8 +177,14 @@ describe('a plain reconcile run from bin/', () => {
     expect(Object.keys(written)).toEqual(expect.arrayContaining(['.claude/settings.json', '.local/state/blue-agent/ledger.json']));
     expect(written['.claude/settings.json']).toContain('// mine');
     expect(written).toEqual(await tree(homes.full));
-    const again = cli(homes.plain, 'reconcile', '--json', '--policy', policy);
+    // A run that changes nothing loads neither node:crypto nor node:fs/promises (nor node:stream with them).
+    const loaded = path.join(dir, 'loaded.json');
+    await writeFile(path.join(dir, 'record.cjs'), `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(loaded)}, JSON.stringify(process.moduleLoadList)));\n`);
+    const again = node(homes.plain, '--require', path.join(dir, 'record.cjs'), ENTRY, 'reconcile', '--json', '--policy', policy);
     expect(again.status).toBe(0);
+    const modules = JSON.parse(await readFile(loaded, 'utf8')) as string[];
+    expect(modules).toContain('NativeModule vm');
+    expect(modules.filter((m) => /^NativeModule (crypto|fs\/promises|stream)$/.test(m))).toEqual([]);
     expect(JSON.parse(again.stdout).harnesses.every((h: { action: string }) => h.action === 'unchanged')).toBe(true);
     expect(await tree(homes.plain)).toEqual(written);
   });

@@ -7,7 +7,7 @@
  * (`version_for_toml`: sha256 of key-sorted compact JSON), codex-rs/hooks/src/config_rules.rs (`hook_states_from_stack`).
  * Key and hash were checked against `hooks/list` of the codex-cli 0.171.0 app server.
  */
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../util/sha256.js';
 import { isRecord, own, SESSION_END_MAX_TIMEOUT } from './model.js';
 
 /** Events whose `matcher` Codex keeps (and hashes); for the others it is ignored. */
@@ -69,7 +69,7 @@ export function hookTrustHash(event: string, group: Record<string, unknown>, han
   const matcher = own(group, 'matcher');
   if (EVENTS_WITH_MATCHERS.has(event) && typeof matcher === 'string') identity.matcher = matcher;
   const json = JSON.stringify(sortKeys(identity));
-  return `sha256:${createHash('sha256').update(json, 'utf8').digest('hex')}`;
+  return `sha256:${sha256Hex(json)}`;
 }
 
 export interface HookState {

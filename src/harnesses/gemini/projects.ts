@@ -10,11 +10,11 @@
  * The registry's answer is computed here without writing anything; the path is the resolved one (Gemini CLI keys
  * projects by the real path of its working directory).
  */
-import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { isRecord } from '../../util/record.js';
 import { readChecked } from '../../util/safe-read.js';
+import { sha256Hex } from '../../util/sha256.js';
 
 export const PROJECT_ROOT_FILE = '.project_root';
 /** The folder name before 0.29. */
@@ -28,7 +28,7 @@ const MAX_MARKER_BYTES = 64 * 1024;
 const MAX_FOLDERS = 20_000;
 
 export function projectHash(dir: string): string {
-  return createHash('sha256').update(dir).digest('hex');
+  return sha256Hex(dir);
 }
 
 export function slugify(text: string): string {

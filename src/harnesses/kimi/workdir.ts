@@ -5,7 +5,7 @@
  * and trimmed again (`workspace` when nothing, `.` or `..` is left); the hash is the first 12 hex digits of the
  * SHA-256 of the path. The same key names the workspace in a session's `runtime.set_binding` records.
  */
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../util/sha256.js';
 
 export function kimiCodeWorkDirKey(cwd: string): string {
   const normalized = cwd.replace(/\\/g, '/').replace(/\/+$/, '');
@@ -16,7 +16,7 @@ export function kimiCodeWorkDirKey(cwd: string): string {
     .slice(0, 40)
     .replace(/^-+|-+$/g, '');
   if (slug === '' || slug === '.' || slug === '..') slug = 'workspace';
-  return `wd_${slug}_${createHash('sha256').update(normalized).digest('hex').slice(0, 12)}`;
+  return `wd_${slug}_${sha256Hex(normalized).slice(0, 12)}`;
 }
 
 /** A work-dir folder name as Kimi Code writes them. */

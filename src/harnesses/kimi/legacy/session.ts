@@ -15,7 +15,6 @@
  * Roles: `wire.jsonl` -> agent_wire_history; the sanitised `state.json` -> kimi_state (bytes made here); everything
  * else, the plan file included -> session_state. The session root is the share dir itself.
  */
-import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context } from '../../../context.js';
@@ -56,7 +55,8 @@ export function kimiCanonicalPath(cwd: string): string {
 }
 
 export function kimiWorkDirHash(cwd: string): string {
-  return createHash('md5').update(kimiCanonicalPath(cwd), 'utf8').digest('hex');
+  // node:crypto on first use: a reconcile loads this module and never asks.
+  return process.getBuiltinModule('node:crypto').createHash('md5').update(kimiCanonicalPath(cwd), 'utf8').digest('hex');
 }
 
 /** The keys of state.json kept for resume; every other key is dropped. */
