@@ -4,21 +4,19 @@
 //
 // The cache lives in Node.js's compile cache folder, under a name made of the bundle's identity (device, inode, size,
 // mtime); V8 refuses a cache made by another V8, with other flags or for another source, and it is then made anew.
-// Only a cache file owned by this user and writable by nobody else is read. Plain JavaScript without dependencies.
-//
-// Built-ins by getBuiltinModule, not import: an import builds each one's ES module facade, which reads every export and
-// so loads what the built-in keeps lazy (fs.promises and all it needs). Only loaded on a Node.js that has passed the
-// version check.
-var fs = process.getBuiltinModule('fs');
-var module = process.getBuiltinModule('module');
-var path = process.getBuiltinModule('path');
-var vm = process.getBuiltinModule('vm');
+// Only a cache file owned by this user and writable by nobody else is read. Plain JavaScript without dependencies,
+// CommonJS like all of bin/ (an ES module's import of a built-in would build its facade, which reads every export and
+// so loads what the built-in keeps lazy: fs.promises and all it needs).
+var fs = require('fs');
+var nodeModule = require('module');
+var path = require('path');
+var vm = require('vm');
 
 /**
  * The cache file for `file` in `dir`, or undefined when there is no folder to keep it in: none, or one another user
  * could write to (Node.js's default is under the shared temporary folder).
  */
-export function cacheFileFor(file, dir) {
+function cacheFileFor(file, dir) {
   if (!dir || !privateFolder(dir)) return undefined;
   var st = fs.statSync(file);
   return path.join(dir, 'blue-agent-' + [st.dev, st.ino, st.size, Math.floor(st.mtimeMs)].join('-') + '.v8cache');
@@ -69,7 +67,7 @@ function writeCacheFile(file, bytes) {
  * bundle's exports, and save(), to be called once the bundle has done its work: it writes the cache when there was
  * none or V8 refused it.
  */
-export function loadBundle(file, cacheDir) {
+function loadBundle(file, cacheDir) {
   var source = fs.readFileSync(file, 'utf8');
   var cacheFile = cacheDir ? cacheFileFor(file, cacheDir) : undefined;
   var cached = cacheFile ? readOwnFile(cacheFile) : undefined;
@@ -78,7 +76,7 @@ export function loadBundle(file, cacheDir) {
     cachedData: cached,
   });
   var loaded = { exports: {} };
-  script.runInThisContext()(loaded.exports, module.createRequire(file), loaded, file, path.dirname(file));
+  script.runInThisContext()(loaded.exports, nodeModule.createRequire(file), loaded, file, path.dirname(file));
   return {
     exports: loaded.exports,
     cacheRejected: cached !== undefined && script.cachedDataRejected === true,
@@ -87,3 +85,6 @@ export function loadBundle(file, cacheDir) {
     },
   };
 }
+
+exports.cacheFileFor = cacheFileFor;
+exports.loadBundle = loadBundle;

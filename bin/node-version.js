@@ -3,11 +3,11 @@
 // even an old Node.js parses it. `engines.node` in package.json says the same (a test keeps them in step).
 
 /** The oldest supported release: [major, minor]. */
-export var MINIMUM = [22, 22];
-export var RECOMMENDED_MAJOR = 24;
+var MINIMUM = [22, 22];
+var RECOMMENDED_MAJOR = 24;
 
 /** Why `version` (`process.versions.node`, e.g. `20.20.2`) cannot run blue-agent, or undefined when it can. */
-export function nodeVersionProblem(version, execPath) {
+function nodeVersionProblem(version, execPath) {
   var match = /^v?(\d+)\.(\d+)\.(\d+)/.exec(String(version));
   var major = match ? Number(match[1]) : 0;
   var minor = match ? Number(match[2]) : 0;
@@ -21,13 +21,13 @@ export function nodeVersionProblem(version, execPath) {
 }
 
 /** The exit code of a run refused for its Node.js version (a failure, as documented). */
-export var EXIT_NODE_UNSUPPORTED = 1;
+var EXIT_NODE_UNSUPPORTED = 1;
 
 /**
  * Refuses an unsupported Node.js: one line on stderr (or the JSON error envelope on stdout with `--json`).
  * Returns true when the process may go on.
  */
-export function checkNodeVersion(proc) {
+function checkNodeVersion(proc) {
   var problem = nodeVersionProblem(proc.versions.node, proc.execPath);
   if (problem === undefined) return true;
   if (proc.argv.indexOf('--json') !== -1) {
@@ -38,3 +38,9 @@ export function checkNodeVersion(proc) {
   proc.exitCode = EXIT_NODE_UNSUPPORTED;
   return false;
 }
+
+exports.MINIMUM = MINIMUM;
+exports.RECOMMENDED_MAJOR = RECOMMENDED_MAJOR;
+exports.nodeVersionProblem = nodeVersionProblem;
+exports.EXIT_NODE_UNSUPPORTED = EXIT_NODE_UNSUPPORTED;
+exports.checkNodeVersion = checkNodeVersion;
