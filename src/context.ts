@@ -3,7 +3,7 @@
  * output, child processes — comes through here, so tests build a Context around a temporary HOME instead of patching
  * globals.
  */
-import { existsSync, fstatSync, readFileSync, realpathSync, writeSync } from 'node:fs';
+import { existsSync, fstatSync, readFileSync, realpathSync, statSync, writeSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -280,23 +280,39 @@ function clockOf(given: ContextOverrides['clock']): Clock {
 }
 
 /**
- * stdout or stderr, written to the descriptor directly. process.stdout (with node:stream, and node:net for a pipe or a
- * terminal) is made only for a terminal's size, or once a write cannot go straight through: most commands print
- * their report and exit, and making the stream cost a no-change reconcile 2 ms. Node.js writes stdout and stderr
- * synchronously on Linux too, so nothing is reordered. A reader that has gone away (`| head`) ends the output quietly.
+ * stdout or stderr. A file or a terminal (or /dev/null) is written on its descriptor directly, as Node.js's stream
+ * would write it, synchronously: the stream (with node:stream, and node:net for a terminal) is made only for a
+ * terminal's size or a write that cannot go straight through. Most commands print a report and exit, and making the
+ * stream cost a no-change reconcile 2 ms. A pipe or a socket (the journal of the long-running agent) keeps the stream,
+ * which never blocks on a stalled reader. A reader that has gone away (`| head`) ends the output quietly either way.
  */
 function descriptorOutput(fd: 1 | 2, stream: () => NodeJS.WriteStream): Output {
-  let viaStream = false;
   let closed = false;
+  let info: Stats | null | undefined;
+  let direct: boolean | undefined;
   let terminal: boolean | undefined;
+  let opened: NodeJS.WriteStream | undefined;
+  const kind = (): Stats | null => (info ??= statOf(fd));
   const isTTY = (): boolean =>
-    // Only a character device can be a terminal; node:tty (and node:net with it) loads only to tell which.
-    (terminal ??= isCharacterDevice(fd) && process.getBuiltinModule('node:tty').isatty(fd));
+    // Only a character device can be a terminal, and /dev/null (cron jobs, scripts, services) is none: node:tty, and
+    // node:net with it, loads only to tell the others apart.
+    (terminal ??= kind()?.isCharacterDevice() === true && !isDevNull(kind()!) && process.getBuiltinModule('node:tty').isatty(fd));
+  const open = (): NodeJS.WriteStream => {
+    if (opened === undefined) {
+      opened = stream();
+      opened.on('error', (error: NodeJS.ErrnoException) => {
+        if (error.code !== 'EPIPE') throw error;
+        closed = true;
+      });
+    }
+    return opened;
+  };
   return {
     write: (text) => {
       if (closed) return;
       let rest: Buffer | string = text;
-      if (!viaStream) {
+      direct ??= kind()?.isFile() === true || kind()?.isCharacterDevice() === true;
+      if (direct) {
         const bytes = Buffer.from(text, 'utf8');
         let at = 0;
         try {
@@ -307,34 +323,43 @@ function descriptorOutput(fd: 1 | 2, stream: () => NodeJS.WriteStream): Output {
             closed = true;
             return;
           }
-          // EAGAIN (a descriptor left non-blocking by another process) and the rest: the stream knows how to wait.
-          viaStream = true;
+          // EAGAIN (a terminal left non-blocking by another program) and the rest: the stream knows how to wait.
+          direct = false;
           rest = bytes.subarray(at);
         }
       }
-      stream().write(rest);
+      open().write(rest);
     },
     get isTTY() {
       return isTTY();
     },
     size: () => {
       if (!isTTY()) return undefined;
-      const s = stream();
+      const s = open();
       return s.columns > 0 ? { columns: s.columns, rows: s.rows > 0 ? s.rows : 24 } : undefined;
     },
     onResize: (listener) => {
-      const s = stream();
+      if (!isTTY()) return () => undefined;
+      const s = open();
       s.on('resize', listener);
       return () => void s.off('resize', listener);
     },
   };
 }
 
-function isCharacterDevice(fd: number): boolean {
+function isDevNull(info: Stats): boolean {
   try {
-    return fstatSync(fd).isCharacterDevice();
+    return statSync('/dev/null').rdev === info.rdev;
   } catch {
     return false;
+  }
+}
+
+function statOf(fd: number): Stats | null {
+  try {
+    return fstatSync(fd);
+  } catch {
+    return null;
   }
 }
 
