@@ -7,7 +7,7 @@ import { buildManagedHook } from '../harnesses/signature.js';
 import type { ManagedHook } from '../harnesses/types.js';
 import { selectInterval, type LoadedProfiles } from '../profiles/index.js';
 import type { GovernancePolicy, HarnessName, Interval } from '../schema/index.js';
-import { compareVersions, noRanges, rangeCheck, type RangeCheck } from '../util/semver.js';
+import { compareVersions, rangeCheck, type RangeCheck } from '../util/semver.js';
 
 export type HarnessState =
   | 'active'
@@ -49,8 +49,8 @@ export function decide(
   installation: Installation,
   policy: GovernancePolicy,
   self: Pick<SelfInfo, 'node' | 'entry'>,
-  /** rangeCheck for this policy's version_requirement ranges; the default, for a policy without any. */
-  inRange: RangeCheck = noRanges,
+  /** policyRangeCheck(policy), or noRanges for a policy known to state no version_requirement. */
+  inRange: RangeCheck,
 ): Decision {
   const name = loaded.doc.display_name;
   if (installation.error !== undefined) {

@@ -51,16 +51,28 @@ import type { Readable } from 'node:stream';
 /** A FileHandle over a descriptor, for the methods the code calls on one. */
 export class FileHandle {
   #closed = false;
-  constructor(readonly fd: number) {}
+  /** -1 once closed, as node:fs/promises says: the number may be another file's by then. */
+  fd: number;
+  constructor(fd: number) {
+    this.fd = fd;
+  }
+
+  /** The descriptor, or the EBADF a closed handle answers with (never a number another file may have by now). */
+  #open(): number {
+    if (this.#closed) throw Object.assign(new Error('EBADF: bad file descriptor, the file handle is closed'), { code: 'EBADF', errno: -9 });
+    return this.fd;
+  }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    closeSync(this.fd);
+    const fd = this.fd;
+    this.fd = -1;
+    closeSync(fd);
   }
 
   async stat(options?: StatOptions): Promise<Stats> {
-    return fstatSync(this.fd, options) as Stats;
+    return fstatSync(this.#open(), options) as Stats;
   }
 
   /** read(buffer, offset?, length?, position?), read(buffer, { offset, length, position }) or read({ buffer, ... }). */
@@ -76,63 +88,69 @@ export class FileHandle {
     else options = { buffer: first, offset: offset ?? 0, length: length ?? undefined, position };
     const buffer = options.buffer ?? Buffer.alloc(16384);
     const at = options.offset ?? 0;
-    const bytesRead = readSync(this.fd, buffer, at, options.length ?? buffer.byteLength - at, options.position ?? null);
+    const bytesRead = readSync(this.#open(), buffer, at, options.length ?? buffer.byteLength - at, options.position ?? null);
     return { bytesRead, buffer };
   }
 
   async readFile(options?: BufferEncoding | { encoding?: BufferEncoding | null } | null): Promise<string | Buffer> {
-    return readWhole(this.fd, options);
+    return readWhole(this.#open(), options);
   }
 
   /** write(buffer, offset?, length?, position?) or write(string, position?, encoding?). */
   async write(data: NodeJS.ArrayBufferView | string, ...rest: unknown[]): Promise<{ bytesWritten: number; buffer: NodeJS.ArrayBufferView | string }> {
     const bytesWritten =
       typeof data === 'string'
-        ? writeSync(this.fd, data, rest[0] as number | null | undefined, rest[1] as BufferEncoding | undefined)
-        : writeSync(this.fd, data, rest[0] as number | undefined, rest[1] as number | undefined, rest[2] as number | null | undefined);
+        ? writeSync(this.#open(), data, rest[0] as number | null | undefined, rest[1] as BufferEncoding | undefined)
+        : writeSync(this.#open(), data, rest[0] as number | undefined, rest[1] as number | undefined, rest[2] as number | null | undefined);
     return { bytesWritten, buffer: data };
   }
 
   async writeFile(data: string | NodeJS.ArrayBufferView, options?: WriteFileOptions): Promise<void> {
-    writeFileSync(this.fd, data, options);
+    writeFileSync(this.#open(), data, options);
   }
 
   async sync(): Promise<void> {
-    fsyncSync(this.fd);
+    fsyncSync(this.#open());
   }
 
   async datasync(): Promise<void> {
-    fdatasyncSync(this.fd);
+    fdatasyncSync(this.#open());
   }
 
   async chmod(mode: Mode): Promise<void> {
-    fchmodSync(this.fd, mode);
+    fchmodSync(this.#open(), mode);
   }
 
   async chown(uid: number, gid: number): Promise<void> {
-    fchownSync(this.fd, uid, gid);
+    fchownSync(this.#open(), uid, gid);
   }
 
   async truncate(length?: number): Promise<void> {
-    ftruncateSync(this.fd, length);
+    ftruncateSync(this.#open(), length);
   }
 
   /**
-   * A stream of the file from `start` to `end` (inclusive), read synchronously like everything else here. It never
-   * closes the descriptor, and nothing of it is in flight when close() does.
+   * A stream of the file from `start` (the descriptor's position when not given) to `end` (inclusive), read
+   * synchronously like everything else here. It never closes the descriptor, and nothing of it is in flight when
+   * close() does.
    */
   createReadStream(options: { start?: number; end?: number; highWaterMark?: number } = {}): Readable {
-    let position = options.start ?? 0;
-    const end = options.end ?? Infinity;
+    let position: number | null = options.start ?? null;
+    let left = options.end === undefined ? Infinity : options.end + 1 - (options.start ?? 0);
     const { Readable } = process.getBuiltinModule('node:stream');
     const stream: Readable = new Readable({
       highWaterMark: options.highWaterMark ?? 64 * 1024,
       read: (size) => {
-        if (this.#closed) return void stream.destroy(Object.assign(new Error('EBADF: the file handle is closed'), { code: 'EBADF' }));
-        const want = Math.min(size, end + 1 - position);
-        const buffer = Buffer.allocUnsafe(Math.max(0, want));
-        const got = want > 0 ? readSync(this.fd, buffer, 0, want, position) : 0;
-        position += got;
+        const want = Math.max(0, Math.min(size, left));
+        const buffer = Buffer.allocUnsafe(want);
+        let got: number;
+        try {
+          got = want > 0 ? readSync(this.#open(), buffer, 0, want, position) : 0;
+        } catch (error) {
+          return void stream.destroy(error as Error);
+        }
+        if (position !== null) position += got;
+        left -= got;
         stream.push(got === 0 ? null : buffer.subarray(0, got));
       },
     });
@@ -155,7 +173,8 @@ export const writeFile = (async (file: PathLike | FileHandle, data: string | Nod
 export const stat = settled(statSync) as unknown as typeof fsp.stat;
 export const lstat = settled(lstatSync) as unknown as typeof fsp.lstat;
 export const readdir = settled(readdirSync) as unknown as typeof fsp.readdir;
-export const realpath = settled(realpathSync) as unknown as typeof fsp.realpath;
+// The system's realpath(3), as node:fs/promises calls it (realpathSync walks the path with lstat, and words errors otherwise).
+export const realpath = settled(realpathSync.native) as unknown as typeof fsp.realpath;
 export const readlink = settled(readlinkSync) as unknown as typeof fsp.readlink;
 export const access = settled(accessSync) as unknown as typeof fsp.access;
 export const mkdir = settled(mkdirSync) as unknown as typeof fsp.mkdir;

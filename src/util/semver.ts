@@ -47,6 +47,7 @@ export function validVersion(text: unknown): string | null {
 
 /** semver.compare: -1, 0 or 1 as `a` is below, equal to or above `b` (build metadata ignored); throws on a non-version. */
 export function compareVersions(a: string, b: string): -1 | 0 | 1 {
+  for (const text of [a, b]) if (typeof text === 'string' && text.length > MAX_LENGTH) throw new TypeError(`version is longer than ${MAX_LENGTH} characters`);
   const x = parseVersion(a) ?? invalid(a);
   const y = parseVersion(b) ?? invalid(b);
   if (x.version === y.version) return 0;

@@ -17,17 +17,26 @@ interface Compressor {
   compress(count: number): void;
 }
 
-let compiled: Compressor | undefined;
+/** The compiled module; null where this Node.js runs without WebAssembly (`--jitless`). */
+let compiled: Compressor | null | undefined;
 
-function compressor(): Compressor {
-  compiled ??= new WebAssembly.Instance(new WebAssembly.Module(Buffer.from(SHA256_WASM, 'base64'))).exports as unknown as Compressor;
+function compressor(): Compressor | null {
+  if (compiled === undefined) {
+    try {
+      compiled = new WebAssembly.Instance(new WebAssembly.Module(Buffer.from(SHA256_WASM, 'base64'))).exports as unknown as Compressor;
+    } catch {
+      compiled = null;
+    }
+  }
   return compiled;
 }
 
 /** The SHA-256 of `data` (a string is hashed as UTF-8), as 64 lowercase hex digits. */
 export function sha256Hex(data: string | Uint8Array): string {
   const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-  const { memory, compress } = compressor();
+  const wasm = compressor();
+  if (wasm === null) return process.getBuiltinModule('node:crypto').createHash('sha256').update(bytes).digest('hex');
+  const { memory, compress } = wasm;
   const heap = new Uint8Array(memory.buffer);
   const view = new DataView(memory.buffer);
   INITIAL.forEach((word, i) => view.setUint32(i * 4, word, true));

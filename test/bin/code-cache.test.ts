@@ -4,6 +4,7 @@
  * have written. Run from bin/, the bundle answers as the full CLI does.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -143,13 +144,17 @@ describe('a plain reconcile run from bin/', () => {
     const policy = path.join(dir, 'policy.yaml');
     await writeFile(policy, 'revision: 3\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: "https://control.example/presign" }\n');
     const homes = { plain: path.join(dir, 'plain'), full: path.join(dir, 'full') };
-    const node = (home: string, ...args: string[]) => {
+    /** Node.js with `args`; its stdout is a file when `stdoutFile` is given (as a file or a terminal is written), else a pipe. */
+    const node = (home: string, args: string[], stdoutFile?: string) => {
       const env = { ...homeEnv(home), PATH: `${bin}:/usr/bin:/bin`, NODE_COMPILE_CACHE: path.join(dir, 'compile-cache') };
-      const result = spawnSync(process.execPath, args, { env, encoding: 'utf8' });
+      const out = stdoutFile === undefined ? 'pipe' : openSync(stdoutFile, 'w');
+      const result = spawnSync(process.execPath, args, { env, encoding: 'utf8', stdio: ['ignore', out, 'pipe'] });
+      if (typeof out === 'number') closeSync(out);
       const mask = (text: string) => text.replaceAll(home, '<home>').replace(BACKUP_NAME, '.<hash>.<time>.bak');
-      return { status: result.status, stdout: mask(result.stdout), stderr: mask(result.stderr) };
+      const stdout = stdoutFile === undefined ? result.stdout : readFileSync(stdoutFile, 'utf8');
+      return { status: result.status, stdout: mask(stdout), stderr: mask(result.stderr) };
     };
-    const cli = (home: string, ...args: string[]) => node(home, ENTRY, ...args);
+    const cli = (home: string, ...args: string[]) => node(home, [ENTRY, ...args]);
     for (const home of Object.values(homes)) {
       await mkdir(path.join(home, '.codex'), { recursive: true });
       await mkdir(path.join(home, '.claude'), { recursive: true });
@@ -177,15 +182,24 @@ describe('a plain reconcile run from bin/', () => {
     expect(Object.keys(written)).toEqual(expect.arrayContaining(['.claude/settings.json', '.local/state/blue-agent/ledger.json']));
     expect(written['.claude/settings.json']).toContain('// mine');
     expect(written).toEqual(await tree(homes.full));
-    // A run that changes nothing loads neither node:crypto nor node:fs/promises (nor node:stream with them).
+    // A run that changes nothing, its report written to a file, loads neither node:crypto nor node:fs/promises, nor
+    // node:stream (which either would bring, as would making process.stdout).
     const loaded = path.join(dir, 'loaded.json');
     await writeFile(path.join(dir, 'record.cjs'), `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(loaded)}, JSON.stringify(process.moduleLoadList)));\n`);
-    const again = node(homes.plain, '--require', path.join(dir, 'record.cjs'), ENTRY, 'reconcile', '--json', '--policy', policy);
+    const again = node(homes.plain, ['--require', path.join(dir, 'record.cjs'), ENTRY, 'reconcile', '--json', '--policy', policy], path.join(dir, 'report.json'));
     expect(again.status).toBe(0);
     const modules = JSON.parse(await readFile(loaded, 'utf8')) as string[];
     expect(modules).toContain('NativeModule vm');
     expect(modules.filter((m) => /^NativeModule (crypto|fs\/promises|stream)$/.test(m))).toEqual([]);
     expect(JSON.parse(again.stdout).harnesses.every((h: { action: string }) => h.action === 'unchanged')).toBe(true);
+    expect(await tree(homes.plain)).toEqual(written);
+    // Its report for a person, thrown away (cron, scripts): /dev/null is no terminal, told without node:tty.
+    expect(node(homes.plain, ['--require', path.join(dir, 'record.cjs'), ENTRY, 'reconcile', '--policy', policy], '/dev/null').status).toBe(0);
+    expect((JSON.parse(await readFile(loaded, 'utf8')) as string[]).filter((m) => /^NativeModule (tty|net|stream|crypto)$/.test(m))).toEqual([]);
+    // Where Node.js runs without WebAssembly, files are hashed by node:crypto, to the same ledger.
+    const jitless = node(homes.plain, ['--jitless', ENTRY, 'reconcile', '--json', '--policy', policy]);
+    expect(jitless).toMatchObject({ status: 0, stderr: '' });
+    expect(JSON.parse(jitless.stdout).harnesses.every((h: { action: string }) => h.action === 'unchanged')).toBe(true);
     expect(await tree(homes.plain)).toEqual(written);
   });
 

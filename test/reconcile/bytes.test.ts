@@ -12,6 +12,7 @@ import { main } from '../../src/cli/main.js';
 import { ADAPTERS } from '../../src/harnesses/index.js';
 import { recordIntent } from '../../src/reconcile/apply.js';
 import { decide } from '../../src/reconcile/decide.js';
+import { noRanges } from '../../src/util/semver.js';
 import { reconcile, type ReconcileReport } from '../../src/reconcile/index.js';
 import { readLedger } from '../../src/reconcile/ledger.js';
 import { planHarness } from '../../src/reconcile/plan.js';
@@ -72,7 +73,7 @@ async function cli(args: string[]): Promise<{ code: number; out: string }> {
 /** The plan a real run would make for Claude, made by hand so a test can stop between its steps. */
 async function claudePlan() {
   const loaded = (await loadProfiles(ctx.paths.profilesDir)).get('claude')!;
-  const d = decide('claude', loaded, { installed: true, version: '2.1.332' }, { revision: 1, session_upload: { presign_url: 'https://x.example/p' } }, SELF);
+  const d = decide('claude', loaded, { installed: true, version: '2.1.332' }, { revision: 1, session_upload: { presign_url: 'https://x.example/p' } }, SELF, noRanges);
   return (await planHarness(ctx, ADAPTERS.claude, d.interval, d.desired!, await readLedger(ctx))).files[0]!;
 }
 

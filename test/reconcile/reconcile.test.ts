@@ -7,6 +7,7 @@ import { ADAPTERS } from '../../src/harnesses/index.js';
 import { isManagedCommand } from '../../src/harnesses/signature.js';
 import { applyFilePlan } from '../../src/reconcile/apply.js';
 import { reconcile, type ReconcileReport } from '../../src/reconcile/index.js';
+import { noRanges } from '../../src/util/semver.js';
 import { planHarness } from '../../src/reconcile/plan.js';
 import { readLedger } from '../../src/reconcile/ledger.js';
 import { makeTestHome, versionStubs, type TestHome } from '../support/context.js';
@@ -212,7 +213,7 @@ describe('reconcile', () => {
     const { decide } = await import('../../src/reconcile/decide.js');
     const { loadProfiles } = await import('../../src/profiles/index.js');
     const loaded = (await loadProfiles(ctx.paths.profilesDir)).get('claude')!;
-    const d = decide('claude', loaded, { installed: true, version: '2.1.332' }, { revision: 1, session_upload: { presign_url: 'https://x.example/p' } }, SELF);
+    const d = decide('claude', loaded, { installed: true, version: '2.1.332' }, { revision: 1, session_upload: { presign_url: 'https://x.example/p' } }, SELF, noRanges);
     const plan = await planHarness(ctx, ADAPTERS.claude, d.interval, d.desired!, await readLedger(ctx));
     // Someone edits the file after the plan was made.
     await writeFile(claudeSettings(), '{\n  "a": 1,\n  "b": 2\n}\n');

@@ -45,6 +45,11 @@ const CALLS: [string, (fs: Module, d: string) => Promise<unknown>][] = [
   ['readdir', async (fs, d) => (await fs.readdir(d)).sort()],
   ['readdir withFileTypes', async (fs, d) => (await fs.readdir(d, { withFileTypes: true })).map((e) => [e.name, e.isDirectory()]).sort()],
   ['realpath', (fs, d) => fs.realpath(path.join(d, 'x', 'y', '..'))],
+  ['realpath missing parent', (fs, d) => fs.realpath(path.join(d, 'none', 'y'))],
+  ['realpath link loop', async (fs, d) => {
+    await real.symlink('loop', path.join(d, 'loop')).catch(() => undefined);
+    return fs.realpath(path.join(d, 'loop', 'y'));
+  }],
   ['readlink not a link', (fs, d) => fs.readlink(path.join(d, 'a.txt'))],
   ['access', (fs, d) => fs.access(path.join(d, 'none'))],
   ['link', (fs, d) => fs.link(path.join(d, 'a.txt'), path.join(d, 'b.txt'))],
@@ -104,6 +109,13 @@ describe('node:fs/promises made synchronous', () => {
       for await (const chunk of again.createReadStream({ start: 1 })) chunks.push(chunk as Buffer);
       steps.push(Buffer.concat(chunks).toString());
       await again.close();
+      // Without a start, a stream reads on from where the descriptor is.
+      const third = await fs.open(file, 'r');
+      await third.read(Buffer.alloc(2), 0, 2, null);
+      const rest: Buffer[] = [];
+      for await (const chunk of third.createReadStream({ end: 3 })) rest.push(chunk as Buffer);
+      steps.push(Buffer.concat(rest).toString());
+      await third.close();
       return steps;
     };
     const sync = await exercise(shim as unknown as Module, 'sync.txt');
@@ -122,6 +134,7 @@ describe('node:fs/promises made synchronous', () => {
     await new Promise<void>((resolve) => stream.once('close', () => resolve()));
     await expect(handle.stat()).resolves.toBeDefined();
     await handle.close();
+    expect(handle.fd).toBe(-1);
     await expect(handle.stat()).rejects.toMatchObject({ code: 'EBADF' });
     const late = handle.createReadStream();
     await expect(new Promise<void>((resolve, reject) => late.on('error', reject).on('end', () => resolve()).resume())).rejects.toMatchObject({ code: 'EBADF' });
