@@ -1,9 +1,10 @@
-// An idle `blue-agent run` (the built CLI, a temporary HOME, a real local Control API from `control-plane serve`),
+// An idle `blue-agent run` (the built CLI, started as its user service starts it: the command `service install
+// --dry-run` renders, Node.js flags included; a temporary HOME, a real local Control API from `control-plane serve`),
 // beside a bare `node -e "setTimeout(()=>{},N)"` measured the same way in the same run: CPU time used over the
 // window (from /proc/<pid>/stat, the process and its waited-for children) and peak memory (VmHWM from
 // /proc/<pid>/status). Targets: memory at most 1.3x the bare process, CPU time under 1% of the wall time.
 // BLUE_AGENT_BENCH_IDLE_SECONDS (or --seconds N) shortens the 60 s window for a quick check.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,17 @@ function seconds() {
   const value = flag >= 0 ? process.argv[flag + 1] : process.env.BLUE_AGENT_BENCH_IDLE_SECONDS;
   const n = Number(value ?? 60);
   return Number.isFinite(n) && n > 0 ? n : 60;
+}
+
+/** The command the systemd user unit would start the agent with (its ExecStart, unquoted), as `service install` renders it. */
+function serviceCommand(env) {
+  const r = spawnSync(process.execPath, [entry, 'service', 'install', '--dry-run', '--json'], { env, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`service install --dry-run failed: ${r.stderr}`);
+  const line = JSON.parse(r.stdout).content.split('\n').find((l) => l.startsWith('ExecStart='));
+  if (line === undefined) throw new Error('the rendered service has no ExecStart');
+  const words = [...line.slice('ExecStart='.length).matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1].replace(/\\(.)/g, '$1').replace(/%%/g, '%').replace(/\$\$/g, '$'));
+  if (words.at(-1) !== 'run' || words.at(-2) !== entry) throw new Error(`unexpected ExecStart: ${line}`);
+  return words;
 }
 
 /** utime + stime (+ children that were waited for), in ms. */
@@ -97,7 +109,7 @@ export async function run() {
       }
       await sleep(1_000);
     };
-    const agent = await measure([process.execPath, entry, 'run'], env, windowMs, agentReady);
+    const agent = await measure(serviceCommand(env), env, windowMs, agentReady);
     const bare = await measure([process.execPath, '-e', `setTimeout(()=>{},${windowMs + 60_000})`], env, windowMs, () => sleep(1_000));
 
     const cpuPct = (agent.cpuMs / agent.wallMs) * 100;

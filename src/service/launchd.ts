@@ -2,7 +2,7 @@
  * Pure: the LaunchAgent property list that runs `blue-agent run` in the user's GUI session.
  */
 import { BlueError } from '../errors.js';
-import { LAUNCHD_LABEL, MARKER, type ServiceSpec } from './spec.js';
+import { agentCommand, LAUNCHD_LABEL, MARKER, type ServiceSpec } from './spec.js';
 
 export const LAUNCHD_MARKER_COMMENT = `<!-- ${MARKER}: written by \`blue-agent service install\`; edits are overwritten. -->`;
 
@@ -22,7 +22,7 @@ export function renderLaunchdPlist(spec: ServiceSpec): string {
     `\t<string>${xml(LAUNCHD_LABEL)}</string>`,
     '\t<key>ProgramArguments</key>',
     '\t<array>',
-    ...[spec.node, spec.entry, 'run'].map((word) => `\t\t<string>${xml(word)}</string>`),
+    ...agentCommand(spec).map((word) => `\t\t<string>${xml(word)}</string>`),
     '\t</array>',
   ];
   // BLUE_AGENT_LOG=file: the agent logs to its own run.log, rotated at 1 MiB. launchd never rotates StandardOutPath,

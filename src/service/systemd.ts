@@ -3,7 +3,7 @@
  */
 import { BlueError } from '../errors.js';
 import { EXIT_ALREADY_RUNNING } from '../daemon/lock.js';
-import { MARKER, type ServiceSpec } from './spec.js';
+import { agentCommand, MARKER, type ServiceSpec } from './spec.js';
 
 export const SYSTEMD_UNIT_NAME = 'blue-agent.service';
 
@@ -15,7 +15,7 @@ export function isOurSystemdUnit(text: string): boolean {
 }
 
 export function renderSystemdUnit(spec: ServiceSpec): string {
-  const exec = [spec.node, spec.entry, 'run'].map((word) => quoteExecWord(word, 'ExecStart')).join(' ');
+  const exec = agentCommand(spec).map((word) => quoteExecWord(word, 'ExecStart')).join(' ');
   const env = spec.env.map(([name, value]) => `Environment=${quoteValue(`${name}=${value}`, `Environment ${name}`)}`);
   return [
     SYSTEMD_MARKER_LINE,

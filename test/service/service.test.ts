@@ -63,7 +63,7 @@ Description=blue-agent: keeps coding-agent harnesses wired to the session-captur
 
 [Service]
 Type=simple
-ExecStart="<NODE>" "<ROOT>/agent dir/bin/blue-agent.js" "run"
+ExecStart="<NODE>" "--max-opt=0" "--max-semi-space-size=1" "<ROOT>/agent dir/bin/blue-agent.js" "run"
 Environment="BLUE_AGENT_HOME=<ROOT>/home/.local/state/blue-agent"
 Environment="BLUE_AGENT_CONFIG=<ROOT>/home/.config/blue-agent/config.yaml"
 Environment="XDG_CONFIG_HOME=<ROOT>/home/.config"
@@ -164,7 +164,7 @@ describe('rendering', () => {
       const { stdout } = await exec('python3', ['-c', 'import json,plistlib,sys; print(json.dumps(plistlib.load(open(sys.argv[1],"rb"))))', file]);
       expect(JSON.parse(stdout)).toEqual({
         Label: 'com.blue-agent.agent',
-        ProgramArguments: [process.execPath, '/Users/me/A & <B>/blue-agent.js', 'run'],
+        ProgramArguments: [process.execPath, '--max-opt=0', '--max-semi-space-size=1', '/Users/me/A & <B>/blue-agent.js', 'run'],
         EnvironmentVariables: { BLUE_AGENT_HOME: '/Users/me/Library/Application Support/blue-agent', PATH: '/usr/bin:/bin', BLUE_AGENT_LOG: 'file' },
         RunAtLoad: true,
         KeepAlive: { SuccessfulExit: false },
@@ -218,6 +218,8 @@ Would create <ROOT>/home/Library/LaunchAgents/com.blue-agent.agent.plist:
 	<key>ProgramArguments</key>
 	<array>
 		<string><NODE></string>
+		<string>--max-opt=0</string>
+		<string>--max-semi-space-size=1</string>
 		<string><ROOT>/agent dir/bin/blue-agent.js</string>
 		<string>run</string>
 	</array>
