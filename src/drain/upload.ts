@@ -37,8 +37,12 @@ export interface UploadOptions {
   uploadWindow?: number;
 }
 
-/** Uploads in flight at once: enough to overlap the Control API's per-upload work, few enough to spare a laptop. */
-export const UPLOAD_WINDOW = 8;
+/**
+ * Uploads in flight at once: enough to overlap the Control API's per-upload work, few enough to spare a laptop. A small
+ * upload mostly waits on disks (the Control API's fsyncs, the spool's renames and removals): on 2 cores, 1,000 of them
+ * drained at 390 a second with 4 in flight, 480-500 with 8, 540-580 with 16, and no faster with 32.
+ */
+export const UPLOAD_WINDOW = 16;
 
 /** A note for the report: the error's code, what happened and what to do. */
 function problemNote(what: string, code: string, message: string, hint: string | undefined): string {
