@@ -139,6 +139,12 @@ describe('a plain reconcile run from bin/', () => {
     expect(source).not.toMatch(/require\("(node:)?fs\/promises"\)/);
   });
 
+  it('takes each built-in as it is: none is copied per importing module (add one imported by default to builtins-as-they-are in scripts/build.mjs)', async () => {
+    const source = await readFile(path.join(ROOT, 'dist', 'reconcile.cjs'), 'utf8');
+    expect(source).toMatch(/^\/\/ builtin:node:path$/m);
+    expect(source.match(/__toESM\(require\("node:[^"]+"\)[^)]*\)/g) ?? []).toEqual([]);
+  });
+
   it('makes the changes the full CLI makes, and then changes nothing', async () => {
     const bin = await versionStubs(dir, { claude: '2.1.332 (Claude Code)', codex: 'codex-cli 0.171.0', kimi: 'kimi, version 1.49.0', opencode: '1.18.33' });
     const policy = path.join(dir, 'policy.yaml');
