@@ -7,15 +7,12 @@ import path from 'node:path';
 import { BlueError, fromSystemError, isSystemError } from '../errors.js';
 import { fsyncDir, randomHex } from './fs-light.js';
 import { decodeLossless, encodeLossless } from './lossless.js';
-import { sha256Hex } from './sha256.js';
 
 // The primitives the capture hook also needs live in fs-light.ts (no crypto there); every other module takes them here.
 export { ensurePrivateDir, fsyncDir, writeStateFile } from './fs-light.js';
 
 /** SHA-256 (hex) of a text or a file's bytes, without node:crypto (./sha256.ts says why). */
-export function sha256(text: string | Buffer): string {
-  return sha256Hex(text);
-}
+export { sha256Hex as sha256 } from './sha256.js';
 
 /**
  * The largest file the agent reads as a whole: harness configs and its own state are a few KiB, so anything this large
