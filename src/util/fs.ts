@@ -2,7 +2,7 @@
  * File primitives that never leave a half-written file behind.
  */
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
-import { chmod, chown, lstat, mkdir, open, readlink, realpath, rename, rmdir, stat, unlink } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, open, readlink, realpath, rename, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { BlueError, fromSystemError, isSystemError } from '../errors.js';
 import { fsyncDir, randomHex } from './fs-light.js';
@@ -13,6 +13,27 @@ export { ensurePrivateDir, fsyncDir, writeStateFile } from './fs-light.js';
 
 /** SHA-256 (hex) of a text or a file's bytes, without node:crypto (./sha256.ts says why). */
 export { sha256Hex as sha256 } from './sha256.js';
+
+/**
+ * Writes every byte of `buffers` at the handle's position, in order: one writev, then plain writes for whatever a short
+ * writev left (a file system may take fewer bytes than asked, e.g. when interrupted).
+ */
+export async function writeBuffers(handle: Pick<FileHandle, 'write' | 'writev'>, buffers: readonly Buffer[]): Promise<void> {
+  if (buffers.length === 0) return;
+  let { bytesWritten: skip } = await handle.writev(buffers as Buffer[]);
+  for (const buffer of buffers) {
+    if (skip >= buffer.length) {
+      skip -= buffer.length;
+      continue;
+    }
+    for (let offset = skip; offset < buffer.length; ) {
+      const { bytesWritten } = await handle.write(buffer, offset, buffer.length - offset);
+      if (bytesWritten === 0) throw new BlueError('IO_ERROR', 'the file system took no bytes of a write');
+      offset += bytesWritten;
+    }
+    skip = 0;
+  }
+}
 
 /**
  * The largest file the agent reads as a whole: harness configs and its own state are a few KiB, so anything this large

@@ -1,10 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { missingParents, readBytesIfExists, readBytesIfExistsSync, removeEmptyDirs, resolveWriteTarget } from '../../src/util/fs.js';
+import { missingParents, readBytesIfExists, readBytesIfExistsSync, removeEmptyDirs, resolveWriteTarget, writeBuffers } from '../../src/util/fs.js';
 
 let root: string;
 beforeEach(async () => {
@@ -85,5 +85,57 @@ describe('resolveWriteTarget', () => {
     await removeEmptyDirs([path.join(root, 'a'), path.join(root, 'a', 'b'), path.join(root, 'a', 'b', 'c'), path.join(root, 'k'), path.join(root, 'k', 'l')]);
     expect((await readdir(root)).sort()).toEqual(['k']);
     expect(await readdir(path.join(root, 'k'))).toEqual(['keep']);
+  });
+});
+
+describe('writeBuffers', () => {
+  const buffers = [Buffer.from('first-'), Buffer.from(''), Buffer.from('second-'), Buffer.from('third')];
+
+  /** A handle that takes at most `perWritev` bytes in a writev and `perWrite` in a write, appending to `out`. */
+  function shortHandle(perWritev: number, perWrite: number, out: Buffer[]) {
+    return {
+      writev: async (list: Buffer[]) => {
+        const all = Buffer.concat(list).subarray(0, perWritev);
+        out.push(all);
+        return { bytesWritten: all.length, buffers: list };
+      },
+      write: async (buffer: Buffer, offset = 0, length = buffer.length - offset) => {
+        const part = buffer.subarray(offset, offset + Math.min(length, perWrite));
+        out.push(part);
+        return { bytesWritten: part.length, buffer };
+      },
+    } as never;
+  }
+
+  it('writes every byte in order when writev and write take only part of what they are given', async () => {
+    for (const [perWritev, perWrite] of [
+      [0, 1],
+      [3, 2],
+      [6, 4],
+      [13, 100],
+      [18, 1],
+      [100, 1],
+    ] as const) {
+      const out: Buffer[] = [];
+      await writeBuffers(shortHandle(perWritev, perWrite, out), buffers);
+      expect(Buffer.concat(out).toString()).toBe('first-second-third');
+    }
+  });
+
+  it('fails instead of looping when the file system takes nothing', async () => {
+    await expect(writeBuffers(shortHandle(2, 0, []), buffers)).rejects.toMatchObject({ code: 'IO_ERROR' });
+  });
+
+  it('appends to a real file at its position', async () => {
+    const file = path.join(root, 'out');
+    const handle = await open(file, 'w');
+    try {
+      await writeBuffers(handle, buffers);
+      await writeBuffers(handle, []);
+      await writeBuffers(handle, [Buffer.from('!')]);
+    } finally {
+      await handle.close();
+    }
+    expect(await readFile(file, 'utf8')).toBe('first-second-third!');
   });
 });

@@ -10,8 +10,8 @@ import { access, mkdir, open, readFile, rename, stat, unlink, type FileHandle } 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { BlueError } from '../../errors.js';
-import { fsyncDir } from '../../util/fs.js';
+import { BlueError, isSystemError } from '../../errors.js';
+import { fsyncDir, writeBuffers } from '../../util/fs.js';
 import { assertValidKey, assertValidObject, hexToBase64, isValidKey } from './keys.js';
 import type { BlobStore, SignedRequest, StoredObject } from './types.js';
 
@@ -27,6 +27,13 @@ export interface LocalBlobStoreOptions {
 
 /** Sent by clients of both stores; the local store checks it against the signed digest when present. */
 const CHECKSUM_HEADER = 'x-amz-checksum-sha256';
+/**
+ * The bytes of an upload gathered before they are written. Written chunk by chunk, each 64 KiB socket read waited for
+ * its own trip through the thread pool and a 128 MiB upload went at the pace of those 2,048 trips (310 ms on a 2-core
+ * machine; about 210 ms in batches of 512 KiB or 1 MiB, 230 ms in 256 KiB, bench/upload.mjs). An upload holds two
+ * batches at most: the one being written and the one filling.
+ */
+const WRITE_BATCH = 512 * 1024;
 
 async function loadOrCreateSecret(dir: string): Promise<Buffer> {
   const file = path.join(dir, '.secret');
@@ -51,6 +58,15 @@ async function loadOrCreateSecret(dir: string): Promise<Buffer> {
     });
   }
   return Buffer.from(text, 'hex');
+}
+
+/** File-system calls of an upload: an error from one of them is the store's, not the request's. */
+const STORAGE_CALLS = new Set(['open', 'mkdir', 'write', 'fsync', 'fdatasync', 'close']);
+
+/** The error code when `error` is the store's own failure (not the client's body or connection). */
+function storageFailure(error: unknown): string | undefined {
+  if (error instanceof BlueError) return error.code === 'IO_ERROR' ? error.code : undefined;
+  return isSystemError(error) && error.syscall !== undefined && STORAGE_CALLS.has(error.syscall) ? error.code : undefined;
 }
 
 function sendError(response: ServerResponse, status: number, code: string, message: string): void {
@@ -160,22 +176,44 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
     let received = 0;
     try {
       const handle = await openNew(temp);
+      // The body's chunks (a socket read each, 64 KiB at most) are written in batches, one batch on the thread pool
+      // while the next is read: memory stays within two batches whatever the size.
+      let batch: Buffer[] = [];
+      let batched = 0;
+      let writing: Promise<void> | undefined;
+      const writeBatch = async (): Promise<void> => {
+        await writing;
+        const buffers = batch;
+        batch = [];
+        batched = 0;
+        writing = writeBuffers(handle, buffers);
+        // Its failure is taken where it is awaited; until then it must not count as an unhandled rejection.
+        writing.catch(() => undefined);
+      };
       try {
-        // One chunk at a time, each written before the next is read: memory stays bounded whatever the size.
         for await (const chunk of request as AsyncIterable<Buffer>) {
           received += chunk.length;
           if (received > size) throw new BlueError('ARTIFACT_INVALID', `the body is longer than the signed ${size} bytes`);
           hash.update(chunk);
-          for (let offset = 0; offset < chunk.length; ) offset += (await handle.write(chunk, offset)).bytesWritten;
+          batch.push(chunk);
+          batched += chunk.length;
+          if (batched >= WRITE_BATCH) await writeBatch();
         }
+        await writeBatch();
+        await writing;
         // On disk before the rename below can expose it.
         await handle.datasync();
       } finally {
+        await writing?.catch(() => undefined);
         await handle.close();
       }
     } catch (error) {
       await unlink(temp).catch(() => undefined);
-      sendError(response, 400, 'ARTIFACT_INVALID', error instanceof Error ? error.message : 'upload failed');
+      // The store's own failure (a full or broken disk) is not the body's: the client tries again later, and no
+      // server path goes into the answer.
+      const failure = storageFailure(error);
+      if (failure !== undefined) sendError(response, 503, 'STORAGE_UNAVAILABLE', `the blob store could not keep the upload (${failure}); try again later`);
+      else sendError(response, 400, 'ARTIFACT_INVALID', error instanceof Error ? error.message : 'upload failed');
       return;
     }
     const digest = hash.digest('hex');
