@@ -17,7 +17,7 @@
 // laptop nothing): the uploader's own throughput against curl's.
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -108,6 +108,23 @@ server.listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:'
 process.on('SIGTERM', () => process.exit(0));
 `;
 
+/**
+ * [ns on a CPU, ns runnable but waiting for one, switches out because it waited for something (voluntary), switches
+ * out because another thread took the CPU (involuntary)] of a process's main thread, or undefined off Linux.
+ */
+function mainThreadSched(pid) {
+  if (pid === undefined) return undefined;
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').trim().split(' ').map(Number);
+    const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
+    const count = (name) => Number(new RegExp(`^${name}:\\s*(\\d+)`, 'm').exec(status)?.[1]);
+    const fields = [run, wait, count('voluntary_ctxt_switches'), count('nonvoluntary_ctxt_switches')];
+    return fields.every(Number.isFinite) ? fields : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 let presigns = 0;
 async function presign(server, sha256) {
   const res = await fetch(`${server.url}/session-uploads/presign`, {
@@ -167,28 +184,34 @@ export async function run({ rounds = 7 } = {}) {
       return { ms: Number(seconds) * 1000 };
     };
     const mibps = (ms) => SIZE / MiB / (ms / 1000);
-    /** Median times of uploadFile and curl to the URLs `target()` gives, in alternating rounds after a warm-up of each. */
-    const compare = async (target, after) => {
+    /**
+     * Median times of uploadFile and curl to the URLs `target()` gives, in alternating rounds after a warm-up of each;
+     * with `pid`, also what each upload cost that process's main thread (see mainThreadSched).
+     */
+    const compare = async (target, cleanUp, pid) => {
       // Warm-up, untimed: the file is in the page cache and both paths have run once.
       await viaUploader(await target());
-      await after();
+      await cleanUp();
       await viaCurl(await target());
-      await after();
-      const up = [];
-      const curl = [];
+      await cleanUp();
+      const runs = { up: [], curl: [] };
+      const sched = { up: [], curl: [] };
       for (let i = 0; i < rounds; i++) {
         for (const which of i % 2 === 0 ? ['up', 'curl'] : ['curl', 'up']) {
-          if (which === 'up') up.push(await viaUploader(await target()));
-          else curl.push(await viaCurl(await target()));
-          await after();
+          const signed = await target();
+          const before = mainThreadSched(pid);
+          runs[which].push(which === 'up' ? await viaUploader(signed) : await viaCurl(signed));
+          const then = mainThreadSched(pid);
+          if (before !== undefined && then !== undefined) sched[which].push(then.map((v, k) => v - before[k]));
+          await cleanUp();
         }
       }
-      const upMs = median(up.map((u) => u.ms));
-      const curlMs = median(curl.map((c) => c.ms));
-      return { up, upMs, curlMs, ratio: mibps(upMs) / mibps(curlMs) };
+      const upMs = median(runs.up.map((u) => u.ms));
+      const curlMs = median(runs.curl.map((c) => c.ms));
+      return { up: runs.up, upMs, curlMs, ratio: mibps(upMs) / mibps(curlMs), sched };
     };
 
-    const toServer = await compare(() => presign(server, sha256), dropBlobs);
+    const toServer = await compare(() => presign(server, sha256), dropBlobs, server.child.pid);
     const peak = Math.max(...toServer.up.map((u) => u.maxRssKiB)) / 1024;
     const growth = Math.max(...toServer.up.map((u) => u.maxRssKiB - u.rssBeforeKiB)) / 1024;
     const speedPass = toServer.ratio >= 1;
@@ -200,6 +223,15 @@ export async function run({ rounds = 7 } = {}) {
     console.log(
       `upload peak RSS: ${peak.toFixed(1)} MiB, at most ${growth.toFixed(1)} MiB above its RSS before the upload (target < 128 MiB growth) ${rssPass ? 'PASS' : 'FAIL'}`,
     );
+    // The server's main thread is the bottleneck: its time on a CPU is the same whichever client sends; what differs
+    // is how long it waited, runnable, for a CPU the client held, and how often it had to stop.
+    if (toServer.sched.up.length > 0 && toServer.sched.curl.length > 0) {
+      const line = (list) => {
+        const at = (k) => median(list.map((v) => v[k]));
+        return `on a CPU ${(at(0) / 1e6).toFixed(0)} ms, runnable but waiting ${(at(1) / 1e6).toFixed(0)} ms, switched out ${at(3).toFixed(0)} times by another thread and ${at(2).toFixed(0)} times to wait for data`;
+      };
+      console.log(`upload: the Control API's main thread per upload (medians), uploadFile: ${line(toServer.sched.up)}; curl: ${line(toServer.sched.curl)}`);
+    }
 
     // Signed as S3 signs a checksum (X-Amz-SignedHeaders names it), so that uploadFile leaves the check to the
     // receiver, as it does for the Control API's own URLs above.
