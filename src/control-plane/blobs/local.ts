@@ -5,7 +5,7 @@
  * matches is renamed into place.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { constants, createReadStream, statSync } from 'node:fs';
+import { constants, createReadStream, statSync, type Stats } from 'node:fs';
 import { access, mkdir, open, readFile, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
@@ -34,6 +34,7 @@ const CHECKSUM_HEADER = 'x-amz-checksum-sha256';
  * batches at most: the one being written and the one filling.
  */
 const WRITE_BATCH = 512 * 1024;
+const WRITE_BATCH_CHUNKS = 256;
 
 async function loadOrCreateSecret(dir: string): Promise<Buffer> {
   const file = path.join(dir, '.secret');
@@ -60,13 +61,56 @@ async function loadOrCreateSecret(dir: string): Promise<Buffer> {
   return Buffer.from(text, 'hex');
 }
 
+/**
+ * Writes the chunks pushed to it (an upload's socket reads, 64 KiB at most each) in batches of WRITE_BATCH bytes or
+ * WRITE_BATCH_CHUNKS chunks, whichever comes first, one batch on the thread pool while the next fills: memory stays
+ * within two batches, and a client trickling bytes cannot make a batch of thousands of tiny Buffers.
+ */
+export function batchedWriter(handle: Pick<FileHandle, 'write' | 'writev'>): { push(chunk: Buffer): Promise<void>; end(): Promise<void>; settled(): Promise<void> } {
+  let batch: Buffer[] = [];
+  let bytes = 0;
+  let writing: Promise<void> | undefined;
+  const flush = async (): Promise<void> => {
+    await writing;
+    const buffers = batch;
+    batch = [];
+    bytes = 0;
+    writing = writeBuffers(handle, buffers);
+    // Its failure is taken where it is awaited; until then it must not count as an unhandled rejection.
+    writing.catch(() => undefined);
+  };
+  return {
+    async push(chunk) {
+      batch.push(chunk);
+      bytes += chunk.length;
+      if (bytes >= WRITE_BATCH || batch.length >= WRITE_BATCH_CHUNKS) await flush();
+    },
+    async end() {
+      await flush();
+      await writing;
+    },
+    /** Once no write is under way, whatever its outcome: before the file is closed. */
+    async settled() {
+      await writing?.catch(() => undefined);
+    },
+  };
+}
+
 /** File-system calls of an upload: an error from one of them is the store's, not the request's. */
-const STORAGE_CALLS = new Set(['open', 'mkdir', 'write', 'fsync', 'fdatasync', 'close']);
+const STORAGE_CALLS = new Set(['open', 'mkdir', 'write', 'fsync', 'fdatasync', 'close', 'rename', 'stat']);
 
 /** The error code when `error` is the store's own failure (not the client's body or connection). */
 function storageFailure(error: unknown): string | undefined {
   if (error instanceof BlueError) return error.code === 'IO_ERROR' ? error.code : undefined;
   return isSystemError(error) && error.syscall !== undefined && STORAGE_CALLS.has(error.syscall) ? error.code : undefined;
+}
+
+/**
+ * The store's own failure (a full or broken disk) is not the body's: answered 503, which the client tries again
+ * later, with the error code and no server path.
+ */
+function unavailable(response: ServerResponse, code: string): void {
+  sendError(response, 503, 'STORAGE_UNAVAILABLE', `the blob store could not keep the upload (${code}); try again later`);
 }
 
 function sendError(response: ServerResponse, status: number, code: string, message: string): void {
@@ -176,43 +220,25 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
     let received = 0;
     try {
       const handle = await openNew(temp);
-      // The body's chunks (a socket read each, 64 KiB at most) are written in batches, one batch on the thread pool
-      // while the next is read: memory stays within two batches whatever the size.
-      let batch: Buffer[] = [];
-      let batched = 0;
-      let writing: Promise<void> | undefined;
-      const writeBatch = async (): Promise<void> => {
-        await writing;
-        const buffers = batch;
-        batch = [];
-        batched = 0;
-        writing = writeBuffers(handle, buffers);
-        // Its failure is taken where it is awaited; until then it must not count as an unhandled rejection.
-        writing.catch(() => undefined);
-      };
+      const writer = batchedWriter(handle);
       try {
         for await (const chunk of request as AsyncIterable<Buffer>) {
           received += chunk.length;
           if (received > size) throw new BlueError('ARTIFACT_INVALID', `the body is longer than the signed ${size} bytes`);
           hash.update(chunk);
-          batch.push(chunk);
-          batched += chunk.length;
-          if (batched >= WRITE_BATCH) await writeBatch();
+          await writer.push(chunk);
         }
-        await writeBatch();
-        await writing;
+        await writer.end();
         // On disk before the rename below can expose it.
         await handle.datasync();
       } finally {
-        await writing?.catch(() => undefined);
+        await writer.settled();
         await handle.close();
       }
     } catch (error) {
       await unlink(temp).catch(() => undefined);
-      // The store's own failure (a full or broken disk) is not the body's: the client tries again later, and no
-      // server path goes into the answer.
       const failure = storageFailure(error);
-      if (failure !== undefined) sendError(response, 503, 'STORAGE_UNAVAILABLE', `the blob store could not keep the upload (${failure}); try again later`);
+      if (failure !== undefined) unavailable(response, failure);
       else sendError(response, 400, 'ARTIFACT_INVALID', error instanceof Error ? error.message : 'upload failed');
       return;
     }
@@ -227,11 +253,18 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
       );
       return;
     }
-    await rename(temp, target);
-    await syncFolder(folder);
-    // Synchronous, as in stat() below: a stat of a file just written takes microseconds, less than its trip through
-    // the thread pool.
-    const info = statSync(target);
+    let info: Stats;
+    try {
+      await rename(temp, target);
+      await syncFolder(folder);
+      // Synchronous, as in stat() below: a stat of a file just written takes microseconds, less than its trip through
+      // the thread pool.
+      info = statSync(target);
+    } catch (error) {
+      await unlink(temp).catch(() => undefined);
+      unavailable(response, storageFailure(error) ?? 'EIO');
+      return;
+    }
     if (receivedDigests.size >= MAX_REMEMBERED) receivedDigests.delete(receivedDigests.keys().next().value!);
     receivedDigests.set(target, { ino: info.ino, size: info.size, mtimeMs: info.mtimeMs, ctimeMs: info.ctimeMs, sha256: digest });
     response.writeHead(200, { [CHECKSUM_HEADER]: hexToBase64(digest), 'content-length': 0 });

@@ -1,9 +1,9 @@
 /**
- * How the local blob store writes an upload: in batches of at least 512 KiB (not one write per socket read), one batch
+ * How the local blob store writes an upload: in batches of 512 KiB or 256 socket reads (not one write per read), one batch
  * written at a time, and a failing disk answered as the store's failure (503, tried again later), not the body's.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,7 +13,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { BlobStore, SignedRequest } from '../../../src/control-plane/blobs/types.js';
 
 /** Every batch written, in order; `gate` (when set) holds each write until the test lets it go; `fail` fails the nth. */
-const writes: { bytes: number; release: () => void }[] = [];
+const writes: { bytes: number; buffers: number; release: () => void }[] = [];
 let gate = false;
 let failAt = Infinity;
 vi.mock('../../../src/util/fs.js', async (original) => {
@@ -25,7 +25,7 @@ vi.mock('../../../src/util/fs.js', async (original) => {
       if (bytes === 0) return;
       const n = writes.length + 1;
       await new Promise<void>((resolve) => {
-        writes.push({ bytes, release: resolve });
+        writes.push({ bytes, buffers: buffers.length, release: resolve });
         if (!gate) resolve();
       });
       if (n === failAt) throw Object.assign(new Error("ENOSPC: no space left on device, write '/srv/secret/path'"), { code: 'ENOSPC', errno: -28, syscall: 'write' });
@@ -33,7 +33,7 @@ vi.mock('../../../src/util/fs.js', async (original) => {
     },
   };
 });
-const { createLocalBlobStore } = await import('../../../src/control-plane/blobs/local.js');
+const { batchedWriter, createLocalBlobStore } = await import('../../../src/control-plane/blobs/local.js');
 
 const MiB = 1024 * 1024;
 const sha256 = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
@@ -116,5 +116,38 @@ describe('local blob store: writing an upload', () => {
     const left = await readdir(path.join(dir, 'store', 'sessions'));
     expect(left).toEqual([]);
     expect(await store.stat('sessions/full.tar.gz')).toBeUndefined();
+  });
+
+  it('batches by count as well as bytes: 1,000 tiny reads make batches of 256 buffers at most', async () => {
+    const written: Buffer[] = [];
+    const handle = {
+      writev: async (list: Buffer[]) => {
+        written.push(...list);
+        return { bytesWritten: list.reduce((sum, b) => sum + b.length, 0), buffers: list };
+      },
+      write: async () => {
+        throw new Error('not expected: writev took everything');
+      },
+    };
+    const writer = batchedWriter(handle as never);
+    const chunks = Array.from({ length: 1000 }, (_, i) => Buffer.from(String(i % 10)));
+    for (const chunk of chunks) await writer.push(chunk);
+    await writer.end();
+    expect(writes.map((w) => w.buffers)).toEqual([256, 256, 256, 232]);
+    expect(Buffer.concat(written).equals(Buffer.concat(chunks))).toBe(true);
+  });
+
+  it('answers 503 when the object cannot be put in place, and leaves no temporary file', async () => {
+    const body = randomBytes(1000);
+    // A folder where the object should go: the rename into place fails.
+    const target = store.fileOf!('sessions/taken.tar.gz');
+    await mkdir(target, { recursive: true });
+    await writeFile(path.join(target, 'x'), 'x');
+    const signed = await store.presignUpload('sessions/taken.tar.gz', { size: body.length, sha256: sha256(body) }, Date.now() + 60_000);
+    const answer = await put(signed, body, 1000);
+    expect(answer.status).toBe(503);
+    expect(JSON.parse(answer.text)).toMatchObject({ code: 'STORAGE_UNAVAILABLE' });
+    expect(answer.text).not.toContain(dir);
+    expect(await readdir(path.join(dir, 'store', 'sessions'))).toEqual(['taken.tar.gz']);
   });
 });
