@@ -2,7 +2,7 @@
  * The embedded database: SQLite (`<data>/control.db`, `node:sqlite`), for one machine or a small team. WAL lets the
  * admin commands write while `serve` runs; writes that read before they write take the database's write lock first
  * (BEGIN IMMEDIATE), so concurrent writers (serve and the admin commands) serialise cleanly. Statements are prepared
- * once per connection. Bearer tokens are never stored: only their SHA-256.
+ * once per connection, and compiled once (planOnce). Bearer tokens are never stored: only their SHA-256.
  */
 import { randomUUID } from 'node:crypto';
 import { chmodSync, closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, statSync } from 'node:fs';
@@ -106,7 +106,7 @@ export class SqliteStore implements ControlStore {
   private prepare(sql: string): StatementSync {
     let statement = this.statements.get(sql);
     if (statement === undefined) {
-      statement = this.db.prepare(sql);
+      statement = this.db.prepare(planOnce(sql));
       this.statements.set(sql, statement);
     }
     return statement;
@@ -127,13 +127,13 @@ export class SqliteStore implements ControlStore {
 
   /** Runs `fn` in one IMMEDIATE transaction (the write lock taken before anything is read). */
   private transaction<T>(fn: () => T): T {
-    this.db.exec('BEGIN IMMEDIATE');
+    this.prepare('BEGIN IMMEDIATE').run();
     try {
       const result = fn();
-      this.db.exec('COMMIT');
+      this.prepare('COMMIT').run();
       return result;
     } catch (error) {
-      this.db.exec('ROLLBACK');
+      this.prepare('ROLLBACK').run();
       throw error;
     }
   }
@@ -859,4 +859,21 @@ function ftsMatch(q: string): string | undefined {
   const words = searchWords(q);
   if (words.length === 0) return undefined;
   return words.map((w, i) => `"${w}"${i === words.length - 1 ? '*' : ''}`).join(' ');
+}
+
+/**
+ * `sql` with each bound value written `+?` (outside quoted text): the same value to SQLite (a unary plus changes
+ * neither it, its affinity nor its collation), which its planner does not look at. It does look at a bare `?` in many
+ * statements (a join, an ORDER BY: 25 of this store's), and then compiles such a statement again each time a value is
+ * bound to it, a parse and a plan on every call: the token lookup behind every request took 12 µs instead of 3.
+ * No plan here depends on a value.
+ */
+export function planOnce(sql: string): string {
+  let out = '';
+  let quoted = false;
+  for (const char of sql) {
+    if (char === "'") quoted = !quoted;
+    out += char === '?' && !quoted ? '+?' : char;
+  }
+  return out;
 }
