@@ -19,13 +19,13 @@ const FTS5_SHADOW = /^session_search_(data|idx|content|docsize|config)$/;
 /** Authorizer actions that begin the compile of a statement. */
 const BEGINS = new Set([constants.SQLITE_SELECT, constants.SQLITE_INSERT, constants.SQLITE_DELETE, constants.SQLITE_TRANSACTION]);
 
+type Asked = { action: number; table: string | null };
+
 /**
  * Whether the authorizer calls `asked` compiled any statement of the store's own. FTS5 compiles statements of its own
  * on its shadow tables while the index is searched or written (on SQLite 3.54 again on every search once the index has
  * several segments): out of the store's reach, and told apart by naming only shadow tables.
  */
-type Asked = { action: number; table: string | null };
-
 function compilesOfTheStore(asked: readonly Asked[]): boolean {
   const compiles: Asked[][] = [];
   for (const call of asked) {
