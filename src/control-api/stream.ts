@@ -18,7 +18,7 @@ export interface StreamRequest {
   headers: Record<string, string>;
   env: Env;
   connectMs: number;
-  /** The longest wait for the answer, and the longest silence within it. */
+  /** The longest wait for the answer (its status line and headers, in all), and the longest silence within it. */
   idleMs: number;
   signal: AbortSignal;
 }
@@ -33,6 +33,8 @@ export function openStream(url: URL, request: StreamRequest): Promise<StreamAnsw
     const req = lib.request(url, { method: 'GET', headers: request.headers, agent, signal: request.signal });
     let answer: IncomingMessage | undefined;
     const connectTimer = setTimeout(() => req.destroy(timeoutError('CONNECT_TIMEOUT', 'connect timeout')), request.connectMs);
+    // The idle timeout below restarts with every byte: headers trickled a byte at a time would never end without this.
+    const answerTimer = setTimeout(() => req.destroy(timeoutError('STREAM_TIMEOUT', 'timed out')), request.idleMs);
     req.once('socket', (socket) => {
       if (!socket.connecting) clearTimeout(connectTimer);
       else socket.once('connect', () => clearTimeout(connectTimer));
@@ -45,15 +47,18 @@ export function openStream(url: URL, request: StreamRequest): Promise<StreamAnsw
     });
     req.once('response', (response) => {
       clearTimeout(connectTimer);
+      clearTimeout(answerTimer);
       answer = response;
       resolve({ statusCode: response.statusCode ?? 0, headers: response.headers, body: response });
     });
     req.on('error', (error) => {
       clearTimeout(connectTimer);
+      clearTimeout(answerTimer);
       reject(error);
     });
     req.once('close', () => {
       clearTimeout(connectTimer);
+      clearTimeout(answerTimer);
       agent.destroy();
     });
     req.end();

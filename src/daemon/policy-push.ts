@@ -4,8 +4,8 @@
  * seconds instead of at its next ttl. The stream only says *that* something changed: the policy itself is still
  * fetched and validated by the usual check, so polling stays the fallback and the source of truth.
  * A dropped stream is opened again after a backoff (1 s doubling to 60 s, ±20% jitter, never before Retry-After;
- * a stream that was open starts again from 1 s); a Control API without the route (404/405/501) is asked again only
- * hourly, in case it is upgraded.
+ * a stream that named revisions and then ended starts again from 1 s, one that broke a bound of the stream backs off
+ * like a failure); a Control API without the route (404/405/501) is asked again only hourly, in case it is upgraded.
  */
 import type { Env } from '../context.js';
 import { ControlClient } from '../control-api/client.js';
@@ -79,11 +79,13 @@ export class PolicyPush {
 
   private async loop(target: PushTarget, signal: AbortSignal): Promise<void> {
     let failures = 0;
+    /** Streams dropped in a row for breaking a bound: they open fine, so opening proves nothing until one ends well. */
+    let refusals = 0;
     let quiet = false;
     while (!signal.aborted) {
       const end = await this.once(target, signal, () => {
+        if (refusals > 0) return;
         if (failures > 0 || !quiet) this.deps.log.info('policy event stream open', { url: `${target.controlUrl.replace(/\/+$/, '')}/governance-config/events` });
-        failures = 0;
         quiet = true;
       });
       if (signal.aborted || end.kind === 'aborted') return;
@@ -92,18 +94,22 @@ export class PolicyPush {
         this.deps.log.info('the Control API has no policy event stream; checking on the ttl only', { status: end.status, next_try_in_ms: this.options.unsupportedRetryMs });
         delayMs = this.options.unsupportedRetryMs;
         quiet = false;
-      } else if (end.kind === 'ended' && failures === 0 && end.events > 0) {
+      } else if (end.kind === 'ended' && end.events > 0) {
         // A stream that was open and ended (the server's lifetime limit, a replica restarting): straight back, spread.
+        failures = 0;
+        refusals = 0;
         delayMs = this.jitter(this.options.backoffBaseMs);
         this.deps.log.debug('policy event stream ended; reconnecting', { reason: end.reason, next_try_in_ms: delayMs });
       } else {
         failures++;
+        refusals = end.kind === 'refused' ? refusals + 1 : 0;
         const backoff = Math.min(this.options.backoffCapMs, this.options.backoffBaseMs * 2 ** Math.min(failures - 1, 30));
         const retryAfter = end.kind === 'failed' ? end.retryAfterMs : undefined;
         delayMs = Math.min(this.options.backoffCapMs, Math.max(this.jitter(backoff), retryAfter ?? 0));
-        // Said once when the stream goes away, then only in the debug log: a laptop offline for a day logs one line.
+        // Said once when the stream goes away (or first breaks a bound), then only in the debug log: a laptop offline
+        // for a day, or a server that keeps breaking its stream, logs one line.
         const fields = { reason: end.reason, failures, next_try_in_ms: delayMs };
-        if (quiet) this.deps.log.warn('policy event stream unavailable; retrying (the ttl check goes on)', fields);
+        if (quiet || refusals === 1) this.deps.log.warn('policy event stream unavailable; retrying (the ttl check goes on)', fields);
         else this.deps.log.debug('policy event stream unavailable; retrying', fields);
         quiet = false;
       }

@@ -3,11 +3,11 @@
  * revision an event names, and one stream read from loopback servers that answer well, badly or not at all.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ControlClient } from '../../src/control-api/client.js';
-import { EventStreamParser, MAX_LINE_BYTES, readPolicyEvents, revisionOf, type ServerSentEvent } from '../../src/control-api/policy-events.js';
+import { EventStreamParser, MAX_LINE_BYTES, readPolicyEvents, revisionOf, STREAM_LIMITS, StreamBoundError, type ServerSentEvent } from '../../src/control-api/policy-events.js';
 
 const parseAll = (chunks: Uint8Array[]): ServerSentEvent[] => {
   const parser = new EventStreamParser();
@@ -53,6 +53,68 @@ describe('EventStreamParser', () => {
     const parser = new EventStreamParser();
     expect(() => parser.push(Buffer.from(`data: ${'x'.repeat(MAX_LINE_BYTES)}`))).toThrow(/longer than/);
   });
+
+  it('strips a byte-order mark at the start of the stream only, even split across chunks', () => {
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    expect(parseAll([bom.subarray(0, 2), Buffer.concat([bom.subarray(2), Buffer.from('data: a\n\n')])])).toEqual([{ event: 'message', data: 'a', id: undefined }]);
+    expect(parseAll([Buffer.from('data: a\n\n'), bom, Buffer.from('data: b\n\n')])).toEqual([{ event: 'message', data: 'a', id: undefined }]);
+  });
+
+  // What a hostile or broken server may send forever, each with the bound that stops it. Fed in chunks of every size
+  // up to a socket read's, the parser stops within the bound and never holds more than one line and one event.
+  const line = (text: string) => `${text}\n`;
+  const big = 'x'.repeat(1000);
+  const hostile: [string, (i: number) => string, RegExp][] = [
+    ['data lines, never a blank line', () => line(`data: ${big}`), new RegExp(`event of the stream is longer than ${STREAM_LIMITS.eventBytes} bytes`)],
+    ['short data lines, never a blank line', () => line('data: x'), new RegExp(`more than ${STREAM_LIMITS.eventLines} lines`)],
+    ['unknown fields, never a blank line', () => line(`retry-later: ${big}`), /event of the stream is longer than/],
+    ['comments only', () => line(`: ${big}`), new RegExp(`more than ${STREAM_LIMITS.bytesWithoutEvent} bytes without an event`)],
+    ['keepalives and blank lines only', () => ': keepalive\n\n', /without an event/],
+    ['blank lines only', () => '\r\n', /without an event/],
+    ['events that name no revision', (i) => `event: other\nid: ${i}\ndata: {"n":${i}}\n\n`, /without an event/],
+    ['revision events without a usable revision', () => `event: revision\ndata: {"revision":""}\n\n`, /without an event/],
+  ];
+  it.each(hostile)('stops a stream of %s, holding only what one line and one event need', (_name, next, reason) => {
+    const parser = new EventStreamParser(STREAM_LIMITS, (event) => revisionOf(event) !== undefined);
+    const most = 3 * STREAM_LIMITS.lineBytes + STREAM_LIMITS.eventBytes;
+    let sent = 0;
+    let error: unknown;
+    for (let i = 0; error === undefined && sent < 8 * STREAM_LIMITS.bytesWithoutEvent; i++) {
+      const chunk = Buffer.from(next(i).repeat(1 + (i % 50)));
+      sent += chunk.length;
+      try {
+        parser.push(chunk);
+      } catch (caught) {
+        error = caught;
+      }
+      expect(parser.retainedBytes).toBeLessThanOrEqual(most);
+    }
+    expect(error).toBeInstanceOf(StreamBoundError);
+    expect((error as Error).message).toMatch(reason);
+    expect(sent).toBeLessThanOrEqual(STREAM_LIMITS.bytesWithoutEvent + 64 * 1024);
+  });
+
+  it('counts every byte since the last wanted event, and starts again at each', () => {
+    const limits = { ...STREAM_LIMITS, bytesWithoutEvent: 200 };
+    const parser = new EventStreamParser(limits, (event) => event.event === 'revision');
+    const keepalive = ': k\n\n';
+    const revision = 'event: revision\ndata: {"revision":"r"}\n\n';
+    expect(keepalive.length * 32 + revision.length).toBe(200);
+    // Up to the bound with the event's own bytes, then again after it, within one chunk and across chunks.
+    expect(parser.push(Buffer.from(keepalive.repeat(32) + revision + keepalive.repeat(32)))).toHaveLength(1);
+    expect(parser.push(Buffer.from(revision))).toHaveLength(1);
+    expect(() => parser.push(Buffer.from(keepalive.repeat(41)))).toThrow(StreamBoundError);
+    // The events a chunk completed before it broke a bound are handed over with the error.
+    const fresh = new EventStreamParser(limits, (event) => event.event === 'revision');
+    const error = (() => {
+      try {
+        fresh.push(Buffer.from(revision + keepalive.repeat(41)));
+      } catch (caught) {
+        return caught as StreamBoundError;
+      }
+    })();
+    expect(error?.events).toEqual([{ event: 'revision', data: '{"revision":"r"}', id: undefined }]);
+  });
 });
 
 describe('revisionOf', () => {
@@ -71,9 +133,15 @@ describe('revisionOf', () => {
 
 describe('readPolicyEvents', () => {
   const servers: http.Server[] = [];
+  const sockets: net.Server[] = [];
+  const connections: net.Socket[] = [];
   afterEach(async () => {
     for (const s of servers.splice(0)) {
       s.closeAllConnections();
+      await new Promise((resolve) => s.close(resolve));
+    }
+    for (const s of sockets.splice(0)) {
+      for (const socket of connections.splice(0)) socket.destroy();
       await new Promise((resolve) => s.close(resolve));
     }
   });
@@ -156,7 +224,7 @@ describe('readPolicyEvents', () => {
     });
     const c2 = await client(endless);
     expect(await readPolicyEvents(c2, { onRevision: () => undefined, signal: new AbortController().signal })).toMatchObject({
-      kind: 'ended',
+      kind: 'refused',
       reason: expect.stringContaining(`longer than ${MAX_LINE_BYTES} bytes`),
     });
     await c2.close();
@@ -175,6 +243,63 @@ describe('readPolicyEvents', () => {
     expect(await reading).toEqual({ kind: 'aborted' });
     expect(got).toEqual(['1']);
     await c3.close();
+  });
+
+  it('drops a stream that sends data lines, comments or other events forever, naming the bound it broke', async () => {
+    const cases: [string, RegExp][] = [
+      [`data: ${'x'.repeat(1000)}\n`, new RegExp(`an event of the stream is longer than ${STREAM_LIMITS.eventBytes} bytes; dropped it`)],
+      [`: ${'x'.repeat(1000)}\n`, new RegExp(`more than ${STREAM_LIMITS.bytesWithoutEvent} bytes without an event; dropped it`)],
+      ['event: other\ndata: {}\n\n', /without an event; dropped it/],
+    ];
+    for (const [unit, reason] of cases) {
+      let written = 0;
+      const url = await serve((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('event: revision\ndata: {"revision":"r1"}\n\n');
+        const chunk = unit.repeat(Math.ceil(16_384 / unit.length));
+        // Far past every bound, then the stream ends: a reader without bounds would see it end, not drop it.
+        const pump = () => {
+          while (written < 32 * 1024 * 1024 && !res.destroyed) {
+            written += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', pump);
+          }
+          res.end();
+        };
+        pump();
+      });
+      const c = await client(url);
+      const revisions: string[] = [];
+      const end = await readPolicyEvents(c, { onRevision: (r) => revisions.push(r), signal: new AbortController().signal });
+      await c.close();
+      expect(end).toMatchObject({ kind: 'refused', events: 1, reason: expect.stringMatching(reason) });
+      expect(revisions).toEqual(['r1']);
+      expect(written).toBeLessThan(32 * 1024 * 1024);
+    }
+  });
+
+  it('gives up on an answer whose headers trickle in, however short each silence', async () => {
+    let lines = 0;
+    const server = net.createServer((socket) => {
+      connections.push(socket);
+      socket.on('error', () => undefined);
+      socket.write('HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n');
+      // A header line every 20 ms; bounded: after 10 s the answer completes with an event.
+      const timer = setInterval(() => {
+        if (++lines < 500) return void socket.write(`x-wait-${lines}: 1\r\n`);
+        clearInterval(timer);
+        socket.end('\r\nevent: revision\ndata: {"revision":"late"}\n\n');
+      }, 20);
+      socket.on('close', () => clearInterval(timer));
+    });
+    sockets.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const c = await client(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, 400);
+    expect(await readPolicyEvents(c, { onRevision: () => undefined, signal: new AbortController().signal })).toMatchObject({
+      kind: 'failed',
+      reason: expect.stringContaining('timed out after 0.4 s'),
+    });
+    await c.close();
+    expect(lines).toBeLessThan(500);
   });
 
   it('goes through the proxy the environment names, and straight to a host no_proxy names', async () => {
