@@ -57,10 +57,17 @@ export async function readCapped(response: Dispatcher.ResponseData, maxBytes: nu
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** Reads at most `maxBytes` of an answer's body for a message and throws the rest away. */
-export async function readSome(response: { body: AsyncIterable<unknown> & { destroy(): unknown } }, maxBytes: number): Promise<string> {
+/** How long `readSome` waits for a message in all: a timeout between chunks alone lets a trickle go on for hours. */
+export const MESSAGE_READ_MS = 5_000;
+
+/**
+ * Reads at most `maxBytes` of an answer's body, for at most `timeoutMs` in all, for a message, and throws the rest
+ * away.
+ */
+export async function readSome(response: { body: AsyncIterable<unknown> & { destroy(): unknown } }, maxBytes: number, timeoutMs = MESSAGE_READ_MS): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
+  const timer = setTimeout(() => response.body.destroy(), timeoutMs);
   try {
     for await (const chunk of response.body as AsyncIterable<Buffer>) {
       if (size < maxBytes) chunks.push(chunk.subarray(0, maxBytes - size));
@@ -69,6 +76,8 @@ export async function readSome(response: { body: AsyncIterable<unknown> & { dest
     }
   } catch {
     // Only for a message: what arrived is enough.
+  } finally {
+    clearTimeout(timer);
   }
   response.body.destroy();
   return Buffer.concat(chunks).toString('utf8');

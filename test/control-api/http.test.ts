@@ -1,5 +1,16 @@
-import { describe, expect, it } from 'vitest';
-import { parseRetryAfter, routeUrl, serverError, statusKind } from '../../src/control-api/http.js';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { request } from 'undici';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseRetryAfter, readSome, routeUrl, serverError, statusKind } from '../../src/control-api/http.js';
+
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
 
 describe('base URL', () => {
   it('keeps the base URL path prefix and drops its query and fragment', () => {
@@ -39,5 +50,33 @@ describe('answers', () => {
     expect(serverError('{"error":"a\\u001b[2Jb","code":"c\\nd"}')).toEqual({ code: 'c d', message: 'a [2Jb' });
     expect(serverError('<html>')).toBeUndefined();
     expect(serverError(JSON.stringify({ error: { message: 'x'.repeat(1000) } }))?.message).toHaveLength(300);
+  });
+});
+
+describe('readSome', () => {
+  it('stops at its byte bound, and at its deadline however steadily the body trickles in', async () => {
+    let sent = 0;
+    const server = createServer((_req, res) => {
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      // One byte every 20 ms: no silence is long enough for an idle timeout. Bounded: at most 10 s of it.
+      const timer = setInterval(() => {
+        if (++sent > 500) {
+          clearInterval(timer);
+          res.end();
+        } else res.write('e');
+      }, 20);
+      res.on('close', () => clearInterval(timer));
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+
+    const slow = await request(url);
+    const text = await readSome(slow, 4096, 300);
+    expect(text).toMatch(/^e*$/);
+    expect(sent).toBeLessThan(500);
+
+    const bounded = await request(url);
+    expect(await readSome(bounded, 3, 10_000)).toBe('eee');
   });
 });
