@@ -14,8 +14,9 @@ import type { Context, Env } from '../context.js';
 import { BlueError } from '../errors.js';
 import { describeSchemaError, type AjvError } from '../schema/describe.js';
 import { UploadError } from './errors.js';
+import { JsonTooDeep, parseJsonBounded } from '../util/json-depth.js';
 import { originOf } from '../util/url.js';
-import { header, parseRetryAfter, readCapped, ResponseTooLarge, routeUrl, serverError, statusKind } from './http.js';
+import { header, MAX_ANSWER_DEPTH, parseRetryAfter, readCapped, ResponseTooLarge, routeUrl, serverError, statusKind } from './http.js';
 import { describeNetworkError, safeUrl, scrubText } from './scrub.js';
 import { createDispatcher, loadUndici } from './undici.js';
 import { openStream, type StreamAnswer } from './stream.js';
@@ -193,8 +194,11 @@ export class ControlClient {
     if (status >= 200 && status < 300) {
       if (text.trim() === '') return {};
       try {
-        return JSON.parse(text) as unknown;
-      } catch {
+        return parseJsonBounded(text, MAX_ANSWER_DEPTH);
+      } catch (error) {
+        if (error instanceof JsonTooDeep) {
+          throw new UploadError('service', 'UPLOAD_FAILED', `${where}: the answer ${error.message}; refusing it`, { status, hint: 'Check that control_url points at the Control API.' });
+        }
         // A captive portal or proxy answering 200 with HTML is not the Control API.
         throw new UploadError('transient', 'UPLOAD_FAILED', `${where}: the answer is not JSON`, { status });
       }
@@ -228,8 +232,9 @@ export class ControlClient {
       });
     }
     try {
-      return { status, body: JSON.parse(text) as unknown };
-    } catch {
+      return { status, body: parseJsonBounded(text, MAX_ANSWER_DEPTH) };
+    } catch (error) {
+      if (error instanceof JsonTooDeep) throw unusableAnswer(where, `it ${error.message}`);
       return { status, body: undefined };
     }
   }

@@ -29,6 +29,12 @@ export function header(headers: Record<string, string | string[] | undefined>, n
   return Array.isArray(value) ? value[0] : value;
 }
 
+/**
+ * The deepest nesting accepted in a JSON answer. Answers nest a few levels; what reads them (validators,
+ * JSON.stringify when a policy is kept) recurses, so deeper text is refused before it is parsed.
+ */
+export const MAX_ANSWER_DEPTH = 64;
+
 /** Thrown by `readCapped` when an answer is larger than allowed (what arrived is thrown away). */
 export class ResponseTooLarge extends Error {
   constructor(readonly maxBytes: number) {

@@ -8,7 +8,8 @@ import { BlueError } from '../errors.js';
 import { dropLastKnownGood, readLastKnownGood, writeLastKnownGood, type LastKnownGood } from './cache.js';
 import { checkCompatibility, isPinRefusal } from './compat.js';
 import { DEFAULT_FETCH_TIMEOUT_MS, fetchGovernanceConfig, governanceConfigUrl } from '../control-api/governance-config.js';
-import { parseRetryAfter } from '../control-api/http.js';
+import { MAX_ANSWER_DEPTH, parseRetryAfter } from '../control-api/http.js';
+import { JsonTooDeep, parseJsonBounded } from '../util/json-depth.js';
 import { DEFAULT_TTL_SECONDS, type ResolveOptions, type ResolvedPolicy } from './resolve.js';
 import { MAX_POLICY_BYTES, checkUploadOrigin, validatePolicy, type OriginRules } from './validate.js';
 
@@ -160,8 +161,14 @@ export function fetchedPolicy(
   const { location, etag, now } = at;
   let data: unknown;
   try {
-    data = JSON.parse(text.replace(/^\uFEFF/, ''));
+    data = parseJsonBounded(text.replace(/^\uFEFF/, ''), MAX_ANSWER_DEPTH);
   } catch (error) {
+    if (error instanceof JsonTooDeep) {
+      throw new BlueError('POLICY_INVALID', `${location}: the response ${error.message}; refusing it`, {
+        file: location,
+        hint: 'A governance policy nests a few levels; check that control_url points at the Control API.',
+      });
+    }
     throw new BlueError('POLICY_INVALID', `${location}: the response is not valid JSON (${(error as Error).message})`, {
       file: location,
       hint: 'The Control API must answer GET /governance-config with a JSON policy; check its logs.',

@@ -151,6 +151,39 @@ describe('ControlClient', () => {
     expect(await failure(c.requestJson('GET', c.routeUrl('x')))).toMatchObject({ kind: 'transient', message: expect.stringContaining('not JSON') });
   });
 
+  it('refuses an answer nested deeper than the bound, from a JSON route and from a form POST', async () => {
+    const deep = `{"items":[],"x":${'['.repeat(10_000)}${']'.repeat(10_000)}}`;
+    const api = await startApi((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(deep));
+    const c = await client(api.origin);
+    expect(await failure(c.requestJson('GET', c.routeUrl('x')))).toMatchObject({ kind: 'service', message: expect.stringContaining('nests deeper than 64 levels') });
+    await expect(c.postForm(c.routeUrl('oauth2/token'), { grant_type: 'x' })).rejects.toMatchObject({ message: expect.stringContaining('nests deeper than 64 levels') });
+    // Nesting inside strings is text, not depth.
+    const shallow = JSON.stringify({ items: [], x: '['.repeat(10_000) });
+    const ok = await startApi((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(shallow));
+    const other = await client(ok.origin);
+    expect(await other.requestJson('GET', other.routeUrl('x'))).toEqual(JSON.parse(shallow));
+  });
+
+  it('bounds a whole answer in time, however steadily it trickles in', async () => {
+    let sent = 0;
+    const api = await startApi((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"x":"');
+      // One byte every 20 ms keeps every silence far below the timeout; bounded: at most 10 s of it.
+      const timer = setInterval(() => {
+        if (++sent > 500) {
+          clearInterval(timer);
+          res.end('"}');
+        } else res.write('a');
+      }, 20);
+      res.on('close', () => clearInterval(timer));
+    });
+    const c = await ControlClient.create({ controlUrl: api.origin, token: TOKEN, tokenSource: 't', env: {}, userAgent: 'x', timeoutMs: 400 });
+    clients.push(c);
+    expect(await failure(c.requestJson('GET', c.routeUrl('x')))).toMatchObject({ kind: 'transient', message: expect.stringMatching(/timed out|aborted/) });
+    expect(sent).toBeLessThan(500);
+  });
+
   it('builds a client from the configuration, and says when there is none', async () => {
     const home = await makeTestHome({ BLUE_AGENT_CONTROL_URL: 'https://control.example/blue', BLUE_AGENT_TOKEN: TOKEN });
     try {

@@ -307,6 +307,21 @@ describe('resolvePolicy from the Control API', () => {
     expect(error.message).toContain('not valid JSON');
   });
 
+  it('refuses a policy nested deeper than the bound before anything walks it, and keeps the last-known-good', async () => {
+    const ctx = ctxFor(server.origin);
+    await resolve(ctx);
+    const before = await readFile(lastKnownGoodPath(ctx), 'utf8');
+    // Unknown fields are allowed (forward compatibility); this one would overflow the stack of JSON.stringify when
+    // the policy is kept, far from the fetch.
+    const deep = `${'['.repeat(50_000)}${']'.repeat(50_000)}`;
+    const text = JSON.stringify({ ...policyFor(server.origin), revision: 8, future: 'DEEP' }).replace('"DEEP"', deep);
+    server.setHandler((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(text));
+    const error = await failure(resolve(ctx));
+    expect(error.code).toBe('POLICY_INVALID');
+    expect(error.message).toContain('nests deeper than 64 levels');
+    expect(await readFile(lastKnownGoodPath(ctx), 'utf8')).toBe(before);
+  });
+
   it('refuses a foreign presign_url and accepts one allowed by allowed_upload_origins', async () => {
     const ctx = ctxFor(server.origin);
     server.setPolicy({ revision: 9, session_upload: { presign_url: 'https://uploads.example.com/presign' } });
