@@ -89,9 +89,15 @@ export async function readSome(response: { body: AsyncIterable<unknown> & { dest
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** Discards an answer's body (its connection goes back to the pool). */
-export async function discard(response: Dispatcher.ResponseData): Promise<void> {
-  await response.body.dump().catch(() => undefined);
+/** The most of a body read to discard it; past it the connection is dropped instead. */
+const DISCARD_BYTES = 128 * 1024;
+
+/**
+ * Discards an answer's body (its connection goes back to the pool): at most DISCARD_BYTES of it, for at most
+ * `timeoutMs` in all, after which the connection is dropped instead.
+ */
+export async function discard(response: Dispatcher.ResponseData, timeoutMs = MESSAGE_READ_MS): Promise<void> {
+  await response.body.dump({ limit: DISCARD_BYTES, signal: AbortSignal.timeout(timeoutMs) }).catch(() => undefined);
 }
 
 export function isJsonType(contentType: string | undefined): boolean {
