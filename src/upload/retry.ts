@@ -73,7 +73,10 @@ export async function withRetry<T>(step: (attempt: number) => Promise<T>, option
   }
 }
 
+/** A Retry-After longer than this is shortened to it: a misconfigured server must not park a record for days. */
+export const MAX_RETRY_AFTER_MS = 6 * 60 * 60_000;
+
 /** The wait a later drain should leave before the next try after `error` ended a retry loop. */
 export function rescheduleDelay(error: { retryAfterMs?: number | undefined }, policy: RetryPolicy, random: () => number): number {
-  return Math.max(error.retryAfterMs ?? 0, backoffDelay(policy.maxAttempts, policy, random));
+  return Math.max(Math.min(error.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS), backoffDelay(policy.maxAttempts, policy, random));
 }
