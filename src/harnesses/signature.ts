@@ -1,9 +1,10 @@
 /**
- * How a managed hook command is written and recognised. A command is ours when, read as shell words, it runs the
- * agent's entry (`blue-agent`, `blue-agent.js`) with `capture --harness <name>`: directly, after a Node binary, or
- * through the sh hook (`sh blue-agent-hook NODE ENTRY capture ...`, which does the same without starting Node.js).
- * That stays true when the agent moves or the profile changes, which is what lets reconcile find and repair a stale
- * entry, and move one from one form to the other.
+ * How a managed hook command is written and recognised. A command is ours only in exactly the shape
+ * `buildManagedHook` writes it: `[/bin/sh <hook>] <node> <entry> capture --harness <name> --profile <profile>`, each
+ * word as `shellQuote` writes it, nothing before, between or after. The paths and the profile may be any (the agent
+ * moves, profiles change), which is what lets reconcile find and repair a stale entry and move one from one form to
+ * the other; anything else — an extra word, a shell operator (even glued to a word), another flag — is the user's
+ * command, however much of ours it contains, and is never touched.
  */
 import type { SelfInfo } from '../context.js';
 import type { HarnessName } from '../schema/index.js';
@@ -12,7 +13,10 @@ import type { ManagedHook } from './types.js';
 const ENTRY_NAMES = new Set(['blue-agent', 'blue-agent.js', 'blue-agent.mjs', 'blue-agent.cjs']);
 const NODE_NAME = /^(node|nodejs)(\d[\d.]*)?$/;
 const SH_HOOK_NAME = 'blue-agent-hook';
-const SHELL_NAME = /^(sh|dash|bash)$/;
+/** The shell the sh hook runs under, as buildManagedHook writes it. */
+const SHELL = '/bin/sh';
+/** A profile name: the words a profile file's names are made of (never an operator, a quote or a space). */
+const PROFILE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,255}$/;
 
 function basename(word: string): string {
   return word.slice(word.lastIndexOf('/') + 1);
@@ -26,7 +30,7 @@ export function buildManagedHook(
   timeoutSeconds: number,
   requires?: ManagedHook['requires'],
 ): ManagedHook {
-  const argv = [...(self.hook === undefined ? [] : ['/bin/sh', self.hook]), self.node, self.entry, 'capture', '--harness', harness, '--profile', profile];
+  const argv = [...(self.hook === undefined ? [] : [SHELL, self.hook]), self.node, self.entry, 'capture', '--harness', harness, '--profile', profile];
   return { harness, profile, event, timeoutSeconds, argv, command: argv.map(shellQuote).join(' '), ...(requires === undefined || requires.length === 0 ? {} : { requires }) };
 }
 
@@ -73,26 +77,31 @@ export function shellWords(command: string): string[] {
   return words;
 }
 
-/** True when `command` (a shell command line) is a managed capture hook for `harness`. */
+/** True when `command` (a shell command line) is a managed capture hook for `harness`, spelled as it is written. */
 export function isManagedCommand(command: string, harness: HarnessName): boolean {
-  return isManagedArgv(shellWords(command), harness);
+  const words = shellWords(command);
+  // Read back as words, it must be written exactly so: no operator, quote or space that shellWords reads past.
+  return isManagedArgv(words, harness) && words.map(shellQuote).join(' ') === command;
 }
 
-/** True when an argument vector is a managed capture hook for `harness`. */
+/** True when an argument vector is a managed capture hook for `harness`: buildManagedHook's words, nothing else. */
 export function isManagedArgv(words: readonly string[], harness: HarnessName): boolean {
-  const verb = words.indexOf('capture');
-  if (verb < 1) return false;
-  // The agent's entry must be the program that runs: alone, after a Node binary, or after `env node`.
-  if (!ENTRY_NAMES.has(basename(words[verb - 1]!))) return false;
-  const runner = words.slice(0, verb - 1).map(basename);
-  const launches =
-    runner.length === 0 ||
-    (runner.length === 1 && NODE_NAME.test(runner[0]!)) ||
-    (runner.length === 2 && runner[0] === 'env' && NODE_NAME.test(runner[1]!)) ||
-    (runner.length === 3 && SHELL_NAME.test(runner[0]!) && runner[1] === SH_HOOK_NAME && NODE_NAME.test(runner[2]!));
-  if (!launches) return false;
-  const rest = words.slice(verb + 1);
-  const flag = rest.indexOf('--harness');
-  const named = flag >= 0 ? rest[flag + 1] : rest.find((w) => w.startsWith('--harness='))?.slice('--harness='.length);
-  return named === harness;
+  const viaHook = words.length === 9;
+  if (!viaHook && words.length !== 7) return false;
+  if (viaHook && (words[0] !== SHELL || !isPathTo(words[1]!, (name) => name === SH_HOOK_NAME))) return false;
+  const [node, entry, verb, harnessFlag, named, profileFlag, profile] = words.slice(viaHook ? 2 : 0);
+  return (
+    isPathTo(node!, (name) => NODE_NAME.test(name)) &&
+    isPathTo(entry!, (name) => ENTRY_NAMES.has(name)) &&
+    verb === 'capture' &&
+    harnessFlag === '--harness' &&
+    named === harness &&
+    profileFlag === '--profile' &&
+    PROFILE.test(profile!)
+  );
+}
+
+/** An absolute path whose last segment `name` accepts. */
+function isPathTo(word: string, name: (base: string) => boolean): boolean {
+  return word.startsWith('/') && name(basename(word));
 }

@@ -174,7 +174,7 @@ describe('codex planHook (config.toml)', () => {
   });
 
   it('refuses to edit a managed hook written inline, but leaves a right one alone', () => {
-    const inline = `[[hooks.SessionEnd]]\nhooks = [{ type = "command", command = "/opt/old/blue-agent capture --harness codex" }]\n`;
+    const inline = `[[hooks.SessionEnd]]\nhooks = [{ type = "command", command = "'/usr/local/bin/node' '/opt/old/blue-agent.js' capture --harness codex --profile codex-v0_140_0" }]\n`;
     expect(thrown(() => plan(inline)).code).toBe('NATIVE_CONFIG_CONFLICT');
     const right = `[[hooks.SessionEnd]]\nhooks = [{ type = "command", command = "${COMMAND.replace(/"/g, '\\"')}", timeout = 3 }]\n`;
     expect(plan(right).text).toBe(right);
@@ -344,7 +344,7 @@ describe('codex planHook (hooks.json)', () => {
       {
         hooks: {
           SessionEnd: [
-            { hooks: [{ type: 'command', command: 'echo user' }, { type: 'command', command: '/old/blue-agent capture --harness codex' }] },
+            { hooks: [{ type: 'command', command: 'echo user' }, { type: 'command', command: "'/old/bin/node' '/old/blue-agent' capture --harness codex --profile codex-v0_140_0" }] },
             { hooks: [{ type: 'command', command: "'/old/node' '/old/blue-agent.js' capture --harness codex --profile p" }] },
           ],
         },

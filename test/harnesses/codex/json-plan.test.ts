@@ -8,7 +8,8 @@ const FILE = '/home/me/.codex/hooks.json';
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
 const desired = buildManagedHook(SELF, 'codex', 'codex-v0_145_0', 'SessionEnd', 3);
 const C = JSON.stringify(desired.command);
-const OLD = JSON.stringify('/opt/old/blue-agent capture --harness codex');
+// A managed command an earlier install wrote (another Node.js, another path, an older profile).
+const OLD = JSON.stringify(`'/usr/local/bin/node' '/opt/old/blue-agent/bin/blue-agent.js' capture --harness codex --profile codex-v0_140_0`);
 const RIGHT = `{"type": "command", "command": ${C}, "timeout": 3}`;
 const STALE = `{"type": "command", "command": ${OLD}, "timeout": 3}`;
 const USER = `{"type": "command", "command": "echo user"}`;

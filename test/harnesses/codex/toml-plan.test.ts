@@ -10,7 +10,8 @@ const FILE = '/home/me/.codex/config.toml';
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
 const desired = buildManagedHook(SELF, 'codex', 'codex-v0_145_0', 'SessionEnd', 3);
 const COMMAND = `'/usr/bin/node' '/opt/blue-agent/bin/blue-agent.js' capture --harness codex --profile codex-v0_145_0`;
-const OLD = `/opt/old/blue-agent capture --harness codex`;
+// A managed command an earlier install wrote (another Node.js, another path, an older profile).
+const OLD = `'/usr/local/bin/node' '/opt/old/blue-agent/bin/blue-agent.js' capture --harness codex --profile codex-v0_140_0`;
 const BLOCK = ['[[hooks.SessionEnd]]', '[[hooks.SessionEnd.hooks]]', 'type = "command"', `command = "${COMMAND}"`, 'timeout = 3', ''].join('\n');
 
 function plan(text: string | null, hook: ManagedHook | null = desired, owned?: OwnershipRecord): HookPlan {
