@@ -173,6 +173,9 @@ describe('SQLite store statements', () => {
     await id.oidcUser('https://idp.example', `sub-${n}`);
     await id.createOidcLogin(`state-${n}`, { code_verifier: 'v', nonce: 'n', next: '/' }, now, 60_000);
     await id.takeOidcLogin(`state-${n}`, now + 1);
+    const window = await id.takeAttempt(`misses-${n}`, { allowed: 1, windowMs: 60_000 }, now);
+    await id.takeAttempt(`misses-${n}`, { allowed: 1, windowMs: 60_000 }, now + 1);
+    await id.returnAttempt(`misses-${n}`, window!);
     await id.purgeExpired(now + 10_000_000);
   }
 

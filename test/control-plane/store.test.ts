@@ -1,6 +1,7 @@
 /**
  * The store on both databases, below the routes: two connections (a server and an admin command, or two replicas)
- * writing the same database, tokens found by their hash only, artifacts numbered per captured session.
+ * writing the same database, tokens found by their hash only, artifacts numbered per captured session, attempts
+ * limited by one statement whatever the concurrency.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -61,5 +62,29 @@ describe.each(BACKENDS)('control store (%s)', (backend) => {
     expect(a.artifact.session_id).toBe(b.artifact.session_id);
     expect(c.artifact.session_id).not.toBe(a.artifact.session_id);
     expect(await s.presign(base, 2, 1000)).toMatchObject({ outcome: 'reused', artifact: { id: a.artifact.id } });
+  });
+
+  it('takes no more attempts than allowed in a window, however many four connections ask for at once', async () => {
+    const stores = [await store(), await store(), await store(), await store()];
+    const limit = { allowed: 10, windowMs: 60_000 };
+    const taken = await Promise.all(Array.from({ length: 200 }, (_, i) => stores[i % 4]!.identity.takeAttempt('k', limit, 1000)));
+    expect(taken.filter((end) => end !== undefined)).toEqual(Array(10).fill(61_000));
+    // Another key has a window of its own.
+    expect(await stores[0]!.identity.takeAttempt('other', limit, 2000)).toBe(62_000);
+    // One given back is one more to take, once; given back to a window that is over, it is not.
+    await stores[1]!.identity.returnAttempt('k', 61_000);
+    const again = await Promise.all(Array.from({ length: 20 }, (_, i) => stores[i % 4]!.identity.takeAttempt('k', limit, 5000)));
+    expect(again.filter((end) => end !== undefined)).toEqual([61_000]);
+    await stores[2]!.identity.returnAttempt('k', 60_999);
+    expect(await stores[3]!.identity.takeAttempt('k', limit, 5000)).toBeUndefined();
+    // The window ends a window's length after its first attempt; the next starts with the next attempt.
+    expect(await stores[0]!.identity.takeAttempt('k', limit, 60_999)).toBeUndefined();
+    const next = await Promise.all(Array.from({ length: 40 }, (_, i) => stores[i % 4]!.identity.takeAttempt('k', limit, 61_000)));
+    expect(next.filter((end) => end !== undefined)).toEqual(Array(10).fill(121_000));
+    await stores[0]!.identity.returnAttempt('k', 61_000);
+    expect(await stores[0]!.identity.takeAttempt('k', limit, 61_000)).toBeUndefined();
+    // Windows that are over go with the other expired sign-in records.
+    expect(await stores[0]!.identity.purgeExpired(121_000)).toBe(2);
+    expect(await stores[0]!.identity.takeAttempt('k', limit, 121_000)).toBe(181_000);
   });
 });

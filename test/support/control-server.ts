@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { vi } from 'vitest';
 import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
 import type { BlobStore } from '../../src/control-plane/blobs/types.js';
 import { harnessMetadataDocument, knownProfiles } from '../../src/control-plane/harness-metadata.js';
@@ -91,6 +92,26 @@ export async function freePort(): Promise<number> {
   const { port } = probe.address() as { port: number };
   await new Promise((resolve) => probe.close(resolve));
   return port;
+}
+
+/**
+ * Another replica of `t`'s server, as another process would be: its modules loaded afresh (no module state shared with
+ * `t`'s), a store of its own on the same database, the same blob directory and clock. Closed by the caller.
+ */
+export async function startReplica(t: TestServer): Promise<{ url: string; close(): Promise<void> }> {
+  vi.resetModules();
+  const fresh = (await import('../../src/control-plane/server.js')) as typeof import('../../src/control-plane/server.js');
+  const stores = (await import('../../src/control-plane/store/index.js')) as typeof import('../../src/control-plane/store/index.js');
+  const blobs = (await import('../../src/control-plane/blobs/local.js')) as typeof import('../../src/control-plane/blobs/local.js');
+  const replica = fresh.createControlServer({
+    store: await stores.openStore(t.storeOptions),
+    blobs: (publicUrl) => blobs.createLocalBlobStore({ dir: t.blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => t.clock.now() }),
+    clock: t.clock,
+    gc: { intervalMs: 0 },
+    assetsDir: path.join(repoRoot, 'dist', 'assets'),
+  });
+  const { url } = await replica.listen('127.0.0.1', 0);
+  return { url, close: () => replica.close() };
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {

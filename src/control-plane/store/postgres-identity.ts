@@ -5,7 +5,7 @@
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { GRANT_HISTORY_MS, hashToken, LAST_USED_GRANULARITY_MS, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
-import type { BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewDeviceCode, OidcLogin, TokenCaller, TokenLifetimes, User } from './types.js';
+import type { AttemptLimit, BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewDeviceCode, OidcLogin, TokenCaller, TokenLifetimes, User } from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | boolean | null;
@@ -174,6 +174,27 @@ export class PostgresIdentity implements IdentityStore {
     });
   }
 
+  async takeAttempt(key: string, limit: AttemptLimit, now: number): Promise<number | undefined> {
+    // One statement: the row's lock orders concurrent takes of one key, each seeing the count the last one left.
+    const row = await this.pg.db.get(
+      `INSERT INTO rate_windows AS w (key, used, ends_at) VALUES ($1, 1, $2)
+       ON CONFLICT (key) DO UPDATE SET
+         used = CASE WHEN w.ends_at <= $3 THEN 1 ELSE w.used + 1 END,
+         ends_at = CASE WHEN w.ends_at <= $3 THEN excluded.ends_at ELSE w.ends_at END
+       WHERE w.ends_at <= $3 OR w.used < $4
+       RETURNING ends_at`,
+      key,
+      now + limit.windowMs,
+      now,
+      limit.allowed,
+    );
+    return row === undefined ? undefined : Number(row.ends_at);
+  }
+
+  async returnAttempt(key: string, windowEnd: number): Promise<void> {
+    await this.pg.db.run('UPDATE rate_windows SET used = used - 1 WHERE key = $1 AND ends_at = $2 AND used > 0', key, windowEnd);
+  }
+
   async createBrowserSession(userId: string, now: number, ttlMs: number): Promise<{ token: string; csrf: string }> {
     const token = newSecret();
     const csrf = newSecret();
@@ -242,6 +263,7 @@ export class PostgresIdentity implements IdentityStore {
       rows += await db.run('DELETE FROM browser_sessions WHERE expires_at <= $1', now);
       rows += await db.run('DELETE FROM sign_in_links WHERE expires_at <= $1', now);
       rows += await db.run('DELETE FROM oidc_logins WHERE expires_at <= $1', now);
+      rows += await db.run('DELETE FROM rate_windows WHERE ends_at <= $1', now);
       rows += await db.run('DELETE FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= $1', now);
       const before = now - GRANT_HISTORY_MS;
       rows += await db.run('DELETE FROM grants WHERE revoked_at <= $1 OR expires_at <= $1', before);

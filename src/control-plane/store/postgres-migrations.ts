@@ -228,6 +228,8 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
   `,
   // 6: a session's tags (a JSON array of strings), as SQLite's version 8.
   `ALTER TABLE sessions ADD COLUMN tags text NOT NULL DEFAULT '[]';`,
+  // 7: rate windows, as SQLite's version 9.
+  `CREATE TABLE rate_windows (key text COLLATE "C" PRIMARY KEY, used integer NOT NULL, ends_at bigint NOT NULL);`,
 ];
 
 /**

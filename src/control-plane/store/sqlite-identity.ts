@@ -4,7 +4,7 @@
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { GRANT_HISTORY_MS, hashToken, LAST_USED_GRANULARITY_MS, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
-import type { BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewDeviceCode, OidcLogin, TokenCaller, TokenLifetimes, User } from './types.js';
+import type { AttemptLimit, BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewDeviceCode, OidcLogin, TokenCaller, TokenLifetimes, User } from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | null;
@@ -178,6 +178,28 @@ export class SqliteIdentity implements IdentityStore {
     return { access_token: access, refresh_token: refresh, access_expires_at: accessExpires, scopes, grant_id: grantId };
   }
 
+  async takeAttempt(key: string, limit: AttemptLimit, now: number): Promise<number | undefined> {
+    const row = this.db.get(
+      `INSERT INTO rate_windows (key, used, ends_at) VALUES (?, 1, ?)
+       ON CONFLICT (key) DO UPDATE SET
+         used = CASE WHEN ends_at <= ? THEN 1 ELSE used + 1 END,
+         ends_at = CASE WHEN ends_at <= ? THEN excluded.ends_at ELSE ends_at END
+       WHERE ends_at <= ? OR used < ?
+       RETURNING ends_at`,
+      key,
+      now + limit.windowMs,
+      now,
+      now,
+      now,
+      limit.allowed,
+    );
+    return row === undefined ? undefined : Number(row.ends_at);
+  }
+
+  async returnAttempt(key: string, windowEnd: number): Promise<void> {
+    this.db.run('UPDATE rate_windows SET used = used - 1 WHERE key = ? AND ends_at = ? AND used > 0', key, windowEnd);
+  }
+
   async createBrowserSession(userId: string, now: number, ttlMs: number): Promise<{ token: string; csrf: string }> {
     const token = newSecret();
     const csrf = newSecret();
@@ -237,6 +259,7 @@ export class SqliteIdentity implements IdentityStore {
       rows += this.db.run('DELETE FROM browser_sessions WHERE expires_at <= ?', now);
       rows += this.db.run('DELETE FROM sign_in_links WHERE expires_at <= ?', now);
       rows += this.db.run('DELETE FROM oidc_logins WHERE expires_at <= ?', now);
+      rows += this.db.run('DELETE FROM rate_windows WHERE ends_at <= ?', now);
       rows += this.db.run('DELETE FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= ?', now);
       const before = now - GRANT_HISTORY_MS;
       rows += this.db.run('DELETE FROM grants WHERE revoked_at <= ? OR expires_at <= ?', before, before);

@@ -290,6 +290,9 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
   },
   // 8: a session's tags (a JSON array of strings): records people store and import carry them, for search and filters.
   `ALTER TABLE sessions ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';`,
+  // 9: rate windows: the attempts a key (a person's wrong device codes) used in its window, counted in the database
+  //    so that one statement takes one and the limit holds however many requests and replicas ask at once.
+  `CREATE TABLE rate_windows (key TEXT PRIMARY KEY, used INTEGER NOT NULL, ends_at INTEGER NOT NULL);`,
 ];
 
 /** The scopes of the personal tokens version 7 carries over (store/types.ts: API_SCOPES, MEMBER_SCOPES then). */

@@ -341,6 +341,12 @@ export interface OidcLogin {
   next: string;
 }
 
+/** A limit on attempts: at most `allowed` in a window of `windowMs`, which starts with its first attempt. */
+export interface AttemptLimit {
+  allowed: number;
+  windowMs: number;
+}
+
 export interface IdentityStore {
   /** The caller of an access or personal token; `expired` for an access token past its time; undefined otherwise. */
   authenticate(token: string, now: number): Promise<TokenCaller | 'expired' | undefined>;
@@ -367,6 +373,15 @@ export interface IdentityStore {
   pollDeviceCode(deviceHash: string, clientId: string, now: number, lifetimes: TokenLifetimes, slowDownMs: number): Promise<DevicePoll>;
   /** New tokens for a refresh token (which is spent); a spent one used again revokes its whole sign-in. */
   refresh(refreshToken: string, clientId: string, now: number, lifetimes: TokenLifetimes): Promise<IssuedTokens | undefined>;
+
+  /**
+   * Takes one of the attempts `key` has left in its window (a new window starts once the last is over): the window's
+   * end when one was left, undefined when none was. One statement checks and counts, so however many requests and
+   * replicas ask at once, no more than `limit.allowed` are taken in a window.
+   */
+  takeAttempt(key: string, limit: AttemptLimit, now: number): Promise<number | undefined>;
+  /** Gives back an attempt taken in the window ending `windowEnd` (it succeeded, and only failures count); none once that window is over. */
+  returnAttempt(key: string, windowEnd: number): Promise<void>;
 
   createBrowserSession(userId: string, now: number, ttlMs: number): Promise<{ token: string; csrf: string }>;
   browserSession(token: string, now: number): Promise<BrowserSession | undefined>;

@@ -5,7 +5,7 @@
  */
 import { HttpError } from '../http.js';
 import type { Request, RouteContext } from '../routes.js';
-import type { BrowserSession } from '../store/index.js';
+import type { AttemptLimit, BrowserSession } from '../store/index.js';
 import { formatUserCode, normaliseUserCode } from '../store/tokens.js';
 import { browserSession, clearedSessionCookie, cookie, readPagePost, redirect, safeNext, sendPage, sessionCookie, sessionCookieName, toSignIn } from './http.js';
 import { Page } from './layout.js';
@@ -21,25 +21,24 @@ const SCOPE_WORDS: Record<string, string> = {
 
 /**
  * User codes a person may get wrong before the page stops looking them up for a while (RFC 8628 §5.1: 20^8 codes
- * are too few to be left open to guessing). Counted per server process: each replica slows a guesser down alike.
+ * are too few to be left open to guessing). Counted in the database: one limit for every replica, however many
+ * look-ups arrive at once.
  */
 export const CODE_MISSES_ALLOWED = 10;
 export const CODE_MISS_WINDOW_MS = 10 * 60_000;
-const codeMisses = new Map<string, { count: number; since: number }>();
+const CODE_MISSES: AttemptLimit = { allowed: CODE_MISSES_ALLOWED, windowMs: CODE_MISS_WINDOW_MS };
 
-/** Whether `userId` has used up their wrong codes for now; a miss is counted with `miss`. */
-function codeLookupsBlocked(userId: string, now: number): boolean {
-  const entry = codeMisses.get(userId);
-  if (entry !== undefined && now - entry.since >= CODE_MISS_WINDOW_MS) codeMisses.delete(userId);
-  return (codeMisses.get(userId)?.count ?? 0) >= CODE_MISSES_ALLOWED;
-}
-
-function miss(userId: string, now: number): void {
-  const entry = codeMisses.get(userId);
-  if (entry === undefined || now - entry.since >= CODE_MISS_WINDOW_MS) codeMisses.set(userId, { count: 1, since: now });
-  else entry.count++;
-  // Bounded: the oldest entries go first.
-  if (codeMisses.size > 10_000) codeMisses.delete(codeMisses.keys().next().value!);
+/**
+ * `find` run as one of `userId`'s code look-ups: each takes an attempt before it looks, so no more look-ups run than
+ * the attempts left, and one that finds what it looked for gives its attempt back (only misses count).
+ */
+async function lookUpCode<T>(rc: RouteContext, userId: string, find: () => Promise<T | undefined>): Promise<T | undefined> {
+  const key = `device-code-miss:${userId}`;
+  const window = await rc.store.identity.takeAttempt(key, CODE_MISSES, rc.now());
+  if (window === undefined) throw tooManyCodes();
+  const found = await find();
+  if (found !== undefined) await rc.store.identity.returnAttempt(key, window);
+  return found;
 }
 
 function tooManyCodes(): HttpError {
@@ -147,11 +146,9 @@ export async function devicePage(rc: RouteContext, req: Request): Promise<void> 
   if (session === undefined) return toSignIn(req);
   const typed = req.url.searchParams.get('user_code');
   if (typed === null || typed.trim() === '') return sendPage(req.reply, 200, <EnterCode session={session} />);
-  if (codeLookupsBlocked(session.user.id, rc.now())) throw tooManyCodes();
   const userCode = normaliseUserCode(typed);
-  const code = userCode === undefined ? undefined : await rc.store.identity.pendingDeviceCode(userCode, rc.now());
+  const code = await lookUpCode(rc, session.user.id, async () => (userCode === undefined ? undefined : rc.store.identity.pendingDeviceCode(userCode, rc.now())));
   if (userCode === undefined || code === undefined) {
-    miss(session.user.id, rc.now());
     return sendPage(req.reply, 404, <EnterCode session={session} problem="No sign-in is waiting for that code: check it, or start again in the terminal (a code lasts 10 minutes)." />);
   }
   const scopes = code.scopes.filter((s) => s !== 'admin' || session.user.is_admin);
@@ -201,10 +198,10 @@ export async function deviceDecision(rc: RouteContext, req: Request): Promise<vo
   const userCode = normaliseUserCode(form.get('user_code') ?? '');
   const decision = form.get('decision');
   if (userCode === undefined || (decision !== 'approve' && decision !== 'deny')) throw new HttpError(400, 'invalid_request', 'the form needs a user code and a decision');
-  if (codeLookupsBlocked(session.user.id, rc.now())) throw tooManyCodes();
-  const decided = await rc.store.identity.decideDeviceCode(userCode, decision === 'approve' ? session.user.id : undefined, rc.now());
-  if (!decided) {
-    miss(session.user.id, rc.now());
+  const decided = await lookUpCode(rc, session.user.id, async () =>
+    (await rc.store.identity.decideDeviceCode(userCode, decision === 'approve' ? session.user.id : undefined, rc.now())) ? true : undefined,
+  );
+  if (decided === undefined) {
     return sendPage(req.reply, 409, <EnterCode session={session} problem="That code is not waiting any more: it was answered already, or it expired. Start again in the terminal." />);
   }
   sendPage(

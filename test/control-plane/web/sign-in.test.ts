@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DEVICE_GRANT } from '../../../src/control-plane/identity/oauth.js';
 import { CONTENT_SECURITY_POLICY, safeNext, sessionCookie } from '../../../src/control-plane/web/http.js';
 import { CODE_MISS_WINDOW_MS, CODE_MISSES_ALLOWED } from '../../../src/control-plane/web/sign-in.js';
-import { BACKENDS, startTestServer, type TestServer, type TestUser } from '../../support/control-server.js';
+import { BACKENDS, startReplica, startTestServer, type TestServer, type TestUser } from '../../support/control-server.js';
 
 describe.each(BACKENDS)('signing a browser in (%s)', (backend) => {
   let t: TestServer;
@@ -142,6 +142,36 @@ describe.each(BACKENDS)('signing a browser in (%s)', (backend) => {
     expect((await browse('GET', `/device?user_code=${code.user_code}`, { cookie: (await signedIn(t.alice)).cookie })).status).toBe(200);
     t.clock.advance(CODE_MISS_WINDOW_MS);
     expect((await browse('GET', `/device?user_code=${code.user_code}`, { cookie })).status).toBe(200);
+  });
+
+  it('holds the limit of wrong codes however many arrive at once, by the page and by its form, on two replicas', async () => {
+    t = await startTestServer({ backend });
+    const replica = await startReplica(t);
+    try {
+      const { cookie, csrf } = await signedIn(t.carol);
+      const attempts = 300;
+      const statuses = await Promise.all(
+        Array.from({ length: attempts }, async (_, i) => {
+          const base = i % 2 === 0 ? t.url : replica.url;
+          const response =
+            i % 4 < 2
+              ? await fetch(`${base}/device?user_code=BBBB-BBBB`, { headers: { cookie }, redirect: 'manual' })
+              : await fetch(`${base}/device`, {
+                  method: 'POST',
+                  headers: { cookie, origin: base, 'content-type': 'application/x-www-form-urlencoded' },
+                  body: new URLSearchParams({ csrf, user_code: 'BBBB-BBBB', decision: 'approve' }).toString(),
+                  redirect: 'manual',
+                });
+          await response.arrayBuffer();
+          return response.status;
+        }),
+      );
+      // A miss is 404 on the page and 409 by the form; every other attempt was refused before looking the code up.
+      const misses = statuses.filter((s) => s === 404 || s === 409).length;
+      expect([misses, statuses.filter((s) => s === 429).length]).toEqual([CODE_MISSES_ALLOWED, attempts - CODE_MISSES_ALLOWED]);
+    } finally {
+      await replica.close();
+    }
   });
 
   it('lists and revokes the person’s own tokens on the account page', async () => {
