@@ -13,6 +13,8 @@ import type { AuditEventPage } from '../schema/generated/control-audit-events.js
 import type { CapturedSession as CapturedSessionView } from '../schema/generated/control-captured-session.js';
 import type { CapturedSessionList } from '../schema/generated/control-captured-sessions.js';
 import type { ClientStatusReport } from '../schema/generated/control-client-status.js';
+import type { ClientStatusList } from '../schema/generated/control-client-statuses.js';
+import { MAX_CLIENT_STATUS_BYTES } from '../schema/limits.js';
 import type { CompleteRequest } from '../schema/generated/control-complete.js';
 import { HARNESSES } from '../schema/generated/harness-names.js';
 import type { PresignRequest } from '../schema/generated/control-presign.js';
@@ -354,22 +356,33 @@ async function harnessMetadata(rc: RouteContext, req: Request): Promise<void> {
   sendJson(req.reply, 200, metadata.body, headers);
 }
 
-/** `GET /client-status` (an extension): the latest report of every machine, for administrators (optionally one user's). */
+/**
+ * `GET /client-status` (an extension): the latest report of every machine, for administrators (optionally one user's),
+ * a page at a time: `page` and `per_page`, in an order new reports do not change.
+ */
 async function listClientStatus(rc: RouteContext, req: Request): Promise<void> {
   if (!caller(req).is_admin) throw forbidden('only administrators may read client status reports');
-  for (const key of req.url.searchParams.keys()) {
-    if (key !== 'user_id') throw badRequest(`unknown query parameter "${key.slice(0, 100)}"; use user_id`);
-  }
-  const userId = req.url.searchParams.get('user_id');
-  const reports = (await rc.store.clientStatuses()).filter((r) => userId === null || r.user_id === userId);
-  sendJson(req.reply, 200, {
-    items: reports.map((r) => ({ user_id: r.user_id, instance_id: r.instance_id, received_at: iso(r.received_at), report: r.report })),
-  });
+  const params = queryParams(req, ['user_id', 'page', 'per_page']);
+  const userId = params.one('user_id');
+  if (userId !== undefined && !new RegExp(`^${UUID}$`).test(userId)) throw badRequest('user_id must be a user id (a UUID)');
+  const perPage = intParam('per_page', params.one('per_page'), 1, MAX_PAGE) ?? MAX_PAGE;
+  const page = intParam('page', params.one('page'), 1, Number.MAX_SAFE_INTEGER) ?? 1;
+  const found = await rc.store.clientStatuses({ user_id: userId, limit: perPage, offset: (page - 1) * perPage });
+  const body: ClientStatusList = {
+    items: found.items.map((r) => ({ user_id: r.user_id, user_email: r.user_email, instance_id: r.instance_id, received_at: iso(r.received_at), report: r.report as object })),
+    page,
+    per_page: perPage,
+    total: found.total,
+    total_pages: Math.ceil(found.total / perPage),
+  };
+  sendJson(req.reply, 200, body);
 }
 
+/** `POST /client-status`: a machine's report, kept as its latest (store: at most MAX_MACHINES_PER_USER per person). */
 async function clientStatus(rc: RouteContext, req: Request): Promise<void> {
   const user = caller(req);
-  const body = validateBody<ClientStatusReport>(validators.validateClientStatusReport as Validate, await readJsonBody(req.raw, rc.maxBodyBytes, false, rc.bodyTimeoutMs), 'client status');
+  const raw = await readJsonBody(req.raw, Math.min(rc.maxBodyBytes, MAX_CLIENT_STATUS_BYTES), false, rc.bodyTimeoutMs);
+  const body = validateBody<ClientStatusReport>(validators.validateClientStatusReport as Validate, raw, 'client status');
   if (body.instance_id.trim() === '' || body.client_version.trim() === '') throw badRequest('instance_id and client_version must not be blank');
   await rc.store.recordClientStatus(user.id, body.instance_id, body, rc.now());
   sendEmpty(req.reply, 204);

@@ -6,6 +6,7 @@ import { arch, hostname } from 'node:os';
 import type { Context } from '../context.js';
 import type { ClientStatusReport, HarnessInventoryEntry } from '../schema/generated/control-client-status.js';
 import type { HarnessName } from '../schema/index.js';
+import { MAX_CLIENT_STATUS_BYTES } from '../schema/limits.js';
 import { readTextIfExists, writeStateFile } from '../util/fs.js';
 import { randomUuid } from '../util/fs-light.js';
 
@@ -85,6 +86,8 @@ export function inventoryEntry(h: HarnessSummary, corrected: boolean): HarnessIn
   };
 }
 
+type Report = ClientStatusReport & { architecture: string };
+
 /**
  * The report after a reconcile of `revision`: `applied` when every harness reconciled without error, `files_ok` when
  * no managed file was left unreadable or unwritten, and the first failed harness as `reconciliation_attempt` with its
@@ -96,11 +99,11 @@ export function clientStatusBody(
   report: { harnesses: readonly HarnessSummary[] } | undefined,
   revision: number | string | undefined,
   corrected: ReadonlySet<string>,
-): ClientStatusReport & { architecture: string } {
+): Report {
   const harnesses = report?.harnesses ?? [];
   const configRevision = revision === undefined ? null : String(revision).slice(0, 128);
   const failed = harnesses.find((h) => h.state === 'error');
-  return {
+  return withinBound({
     instance_id: id,
     hostname: hostname().slice(0, 255),
     client_version: ctx.self.version.slice(0, 64),
@@ -114,5 +117,37 @@ export function clientStatusBody(
     ...(failed === undefined || configRevision === null
       ? {}
       : { reconciliation_attempt: { harness: failed.harness, revision: configRevision }, error: `${failed.harness}: ${failed.reason}`.slice(0, 4096) }),
-  };
+  });
+}
+
+/**
+ * The report within what the Control API accepts (MAX_CLIENT_STATUS_BYTES), however long the paths and messages it
+ * carries: without the harnesses' paths, then with their messages cut, then with only what each harness's state needs.
+ */
+function withinBound(body: Report): Report {
+  const entries = (body.harnesses ?? []).filter((h) => typeof h !== 'string');
+  const short = (text: string | undefined, key: 'compatibility_error' | 'compatibility_warning') => (text === undefined ? {} : { [key]: text.slice(0, 128) });
+  const smaller: (() => Report)[] = [
+    () => ({ ...body, harnesses: entries.map(({ path: _path, ...rest }) => rest) }),
+    () => ({
+      ...body,
+      ...(body.error == null ? {} : { error: body.error.slice(0, 256) }),
+      harnesses: entries.map(({ path: _path, raw_version: _raw, compatibility_error: error, compatibility_warning: warning, ...rest }) => ({
+        ...rest,
+        ...short(error, 'compatibility_error'),
+        ...short(warning, 'compatibility_warning'),
+      })),
+    }),
+    () => {
+      const { error: _error, reconciliation_attempt: _attempt, hostname, ...rest } = body;
+      const state = (h: HarnessInventoryEntry) => ({ name: h.name, api_allowed: h.api_allowed, client_supported: h.client_supported, installed: h.installed, reconciled: h.reconciled });
+      return { ...rest, hostname: hostname?.slice(0, 64) ?? null, harnesses: entries.map(state) };
+    },
+  ];
+  let fitted = body;
+  for (const next of smaller) {
+    if (Buffer.byteLength(JSON.stringify(fitted)) <= MAX_CLIENT_STATUS_BYTES) return fitted;
+    fitted = next();
+  }
+  return fitted;
 }

@@ -105,28 +105,67 @@ describe.each(BACKENDS)('Control API routes (%s)', (backend) => {
       const ok = await t.call('POST', '/client-status', t.alice.token, { ...report('machine-1', 'r1'), architecture: 'x86_64', harnesses: ['claude', { name: 'codex', api_allowed: true, client_supported: true, installed: false, reconciled: false }] });
       expect([ok.status, ok.body]).toEqual([204, undefined]);
       await t.call('POST', '/client-status', t.alice.token, report('machine-1', 'r2'));
-      const stored = await t.server.store.clientStatuses();
-      expect(stored).toHaveLength(1);
-      expect(stored[0]).toMatchObject({ user_id: t.alice.id, instance_id: 'machine-1', report: { config_revision: 'r2' } });
+      const stored = await t.server.store.clientStatuses({ limit: 10, offset: 0 });
+      expect(stored.total).toBe(1);
+      expect(stored.items[0]).toMatchObject({ user_id: t.alice.id, user_email: 'alice@example.com', instance_id: 'machine-1', report: { config_revision: 'r2' } });
       const bad = await t.call('POST', '/client-status', t.alice.token, { instance_id: 'x', client_version: '1', platform: 'linux' });
       expect([bad.status, bad.body.code]).toEqual([400, 'validation_failed']);
       expect(bad.body.error).toMatch(/applied/);
       expect((await t.call('POST', '/client-status', t.alice.token, { ...report(' ', 'r'), instance_id: ' ' })).status).toBe(400);
     });
 
-    it('GET /client-status lists the latest report per machine to administrators only, optionally for one user', async () => {
+    it('GET /client-status lists the latest report per machine to administrators only, a page at a time, optionally for one user', async () => {
+      await t.call('POST', '/client-status', t.bob.token, report('bob-desktop', 'r2'));
       await t.call('POST', '/client-status', t.alice.token, report('alice-laptop', 'r1'));
       await t.call('POST', '/client-status', t.alice.token, report('alice-laptop', 'r2'));
-      await t.call('POST', '/client-status', t.bob.token, report('bob-desktop', 'r2'));
+      await t.call('POST', '/client-status', t.alice.token, report('alice-desktop', 'r2'));
       const all = await t.call('GET', '/client-status', t.admin.token);
-      expect(all.body.items.map((i: any) => [i.user_id, i.instance_id, i.report.config_revision]).sort()).toEqual(
-        [[t.alice.id, 'alice-laptop', 'r2'], [t.bob.id, 'bob-desktop', 'r2']].sort(),
-      );
+      // By person, then machine: an order new reports do not change.
+      expect(all.body.items.map((i: any) => [i.user_email, i.instance_id, i.report.config_revision])).toEqual([
+        ['alice@example.com', 'alice-desktop', 'r2'],
+        ['alice@example.com', 'alice-laptop', 'r2'],
+        ['bob@example.com', 'bob-desktop', 'r2'],
+      ]);
+      expect(all.body).toMatchObject({ page: 1, per_page: 100, total: 3, total_pages: 1 });
       expect(all.body.items[0].received_at).toMatch(/^\d{4}-\d\d-\d\dT/);
+      await t.call('POST', '/client-status', t.alice.token, report('alice-laptop', 'r3'));
+      const second = await t.call('GET', '/client-status?page=2&per_page=2', t.admin.token);
+      expect([second.body.items.map((i: any) => i.instance_id), second.body.total, second.body.total_pages]).toEqual([['bob-desktop'], 3, 2]);
+      expect((await t.call('GET', '/client-status?page=3&per_page=2', t.admin.token)).body.items).toEqual([]);
       expect((await t.call('GET', `/client-status?user_id=${t.bob.id}`, t.admin.token)).body.items.map((i: any) => i.instance_id)).toEqual(['bob-desktop']);
       const member = await t.call('GET', '/client-status', t.alice.token);
       expect([member.status, member.body.error]).toEqual([403, 'only administrators may read client status reports']);
-      expect((await t.call('GET', '/client-status?host=x', t.admin.token)).status).toBe(400);
+      for (const bad of ['host=x', 'per_page=101', 'page=0', 'user_id=bob']) expect((await t.call('GET', `/client-status?${bad}`, t.admin.token)).status, bad).toBe(400);
+    });
+
+    it("keeps each person's 20 machines that reported last: one more replaces the least recent, and is never refused", async () => {
+      for (let i = 1; i <= 25; i++) {
+        t.clock.advance(1000);
+        expect((await t.call('POST', '/client-status', t.alice.token, report(`machine-${i}`, 'r1'))).status).toBe(204);
+        // The first machine keeps reporting: it stays.
+        if (i % 5 === 0) expect((await t.call('POST', '/client-status', t.alice.token, report('machine-1', 'r1'))).status).toBe(204);
+      }
+      await t.call('POST', '/client-status', t.bob.token, report('bob-desktop', 'r1'));
+      const alice = await t.call('GET', `/client-status?user_id=${t.alice.id}`, t.admin.token);
+      expect(alice.body.total).toBe(20);
+      const kept = alice.body.items.map((i: any) => Number(i.instance_id.slice('machine-'.length))).sort((a: number, b: number) => a - b);
+      expect(kept).toEqual([1, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25]);
+      // Another person's machines are theirs.
+      expect((await t.call('GET', `/client-status?user_id=${t.bob.id}`, t.admin.token)).body.total).toBe(1);
+    });
+
+    it('refuses a report larger than 16 KiB, whatever carries its size, and one with more than 32 fields', async () => {
+      const big = await t.call('POST', '/client-status', t.alice.token, { ...report('machine-1', 'r1'), padding: 'x'.repeat(16 * 1024) });
+      expect([big.status, big.body.code]).toEqual([413, 'body_too_large']);
+      const packages = Array.from({ length: 100 }, (_, i) => ({ id: `p${i}`, version: '1', sha256: 'a'.repeat(64), harness: 'claude', state: 'applied', error: 'e'.repeat(100) }));
+      expect((await t.call('POST', '/client-status', t.alice.token, { ...report('machine-1', 'r1'), packages })).status).toBe(413);
+      const odd = await t.call('POST', '/client-status', t.alice.token, { ...report('machine-1', 'r1'), packages: [{ anything: 'x'.repeat(1000) }] });
+      expect([odd.status, odd.body.code]).toEqual([400, 'validation_failed']);
+      const fields = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`extra_${i}`, 1]));
+      expect((await t.call('POST', '/client-status', t.alice.token, { ...report('machine-1', 'r1'), ...fields })).status).toBe(400);
+      expect((await t.server.store.clientStatuses({ limit: 10, offset: 0 })).total).toBe(0);
+      // What an agent sends is far within.
+      expect((await t.call('POST', '/client-status', t.alice.token, { ...report('machine-1', 'r1'), padding: 'x'.repeat(8 * 1024) })).status).toBe(204);
     });
   });
 

@@ -113,7 +113,8 @@ describe('SQLite store statements', () => {
     await store.publishPolicy({ allowed_harnesses: ['claude'], n }, now);
     await store.currentPolicy();
     await store.recordClientStatus(ada.id, `laptop-${n}`, { ok: true }, now);
-    await store.clientStatuses();
+    await store.clientStatuses({ limit: 10, offset: 0 });
+    await store.clientStatuses({ user_id: ada.id, limit: 10, offset: 0 });
 
     const presigned = await store.presign(newArtifact(ada.id, { native_session_id: `s-${n}`, title: `title ${n}` }), now, 60_000);
     await store.presign(newArtifact(ada.id, { native_session_id: `s-${n}`, title: `title ${n}` }), now + 1, 60_000);

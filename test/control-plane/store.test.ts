@@ -1,13 +1,13 @@
 /**
  * The store on both databases, below the routes: two connections (a server and an admin command, or two replicas)
  * writing the same database, tokens found by their hash only, artifacts numbered per captured session, attempts
- * limited by one statement whatever the concurrency.
+ * limited by one statement and machines per person bounded, whatever the concurrency.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { API_SCOPES, hashToken, openStore, type ControlStore, type StoreOptions } from '../../src/control-plane/store/index.js';
+import { API_SCOPES, hashToken, MAX_MACHINES_PER_USER, openStore, type ControlStore, type StoreOptions } from '../../src/control-plane/store/index.js';
 import { BACKENDS } from '../support/control-server.js';
 import { freshDatabase } from '../support/postgres-db.js';
 import { newArtifact } from '../support/store-inputs.js';
@@ -62,6 +62,20 @@ describe.each(BACKENDS)('control store (%s)', (backend) => {
     expect(a.artifact.session_id).toBe(b.artifact.session_id);
     expect(c.artifact.session_id).not.toBe(a.artifact.session_id);
     expect(await s.presign(base, 2, 1000)).toMatchObject({ outcome: 'reused', artifact: { id: a.artifact.id } });
+  });
+
+  it("keeps no more than each person's bound of machines, however many new ones four connections report at once", async () => {
+    const stores = [await store(), await store(), await store(), await store()];
+    const { user: ada } = await stores[0]!.addUser('ada@example.com', false, 1);
+    const { user: bob } = await stores[0]!.addUser('bob@example.com', false, 1);
+    await stores[0]!.recordClientStatus(bob.id, 'bob-1', { n: 0 }, 1);
+    await Promise.all(Array.from({ length: 100 }, (_, i) => stores[i % 4]!.recordClientStatus(ada.id, `ada-${i}`, { n: i }, 1000 + i)));
+    const kept = await stores[1]!.clientStatuses({ user_id: ada.id, limit: 100, offset: 0 });
+    expect([kept.total, kept.items.length]).toEqual([MAX_MACHINES_PER_USER, MAX_MACHINES_PER_USER]);
+    expect((await stores[2]!.clientStatuses({ limit: 100, offset: 0 })).total).toBe(MAX_MACHINES_PER_USER + 1);
+    // A machine already kept reports again without pushing another out.
+    await stores[3]!.recordClientStatus(ada.id, kept.items[0]!.instance_id, { n: 'again' }, 2000);
+    expect((await stores[0]!.clientStatuses({ user_id: ada.id, limit: 1, offset: 0 })).total).toBe(MAX_MACHINES_PER_USER);
   });
 
   it('takes no more attempts than allowed in a window, however many four connections ask for at once', async () => {

@@ -112,7 +112,7 @@ describe('blue-agent run (in-process)', () => {
   it('restores a managed hook removed by hand, reports the correction, and does not loop on its own write', async () => {
     await start();
     await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
-    await waitFor('the first client status', async () => (await stack.server.store.clientStatuses()).length > 0);
+    await waitFor('the first client status', async () => (await stack.server.store.clientStatuses({ limit: 1, offset: 0 })).total > 0);
     await sleep(400);
     const reconciledBefore = lines('reconciled').length;
     const statusPosts = () => stack.proxy.seen.filter((r) => r.path.includes('client-status')).length;
@@ -124,11 +124,11 @@ describe('blue-agent run (in-process)', () => {
     const corrected = await waitFor('a drift correction in the log', () => lines('drift corrected', (l) => l.harness === 'claude')[0]);
     expect(corrected).toMatchObject({ level: 'warn', trigger: 'drift', action: 'create' });
     await waitFor('the correction in client-status', async () =>
-      (await stack.server.store.clientStatuses()).some((r) => JSON.stringify(r.report).includes('"drift_corrected":true')),
+      (await stack.server.store.clientStatuses({ limit: 10, offset: 0 })).items.some((r) => JSON.stringify(r.report).includes('"drift_corrected":true')),
     );
     // Blue's ClientStatusReport: the revision applied, the managed files as written, one inventory entry per harness
     // (`drift_corrected` is the agent's extension on the entry).
-    const report = (await stack.server.store.clientStatuses())[0]!.report as any;
+    const report = (await stack.server.store.clientStatuses({ limit: 1, offset: 0 })).items[0]!.report as any;
     expect(report).toMatchObject({ client_version: expect.any(String), platform: 'linux', architecture: expect.any(String), config_revision: expect.any(String), applied: true, files_ok: true });
     expect(report).not.toHaveProperty('policy_revision');
     expect(report.instance_id).toBe((await readFile(path.join(t.stateDir, 'instance-id'), 'utf8')).trim());

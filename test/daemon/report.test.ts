@@ -1,11 +1,12 @@
 /**
  * The client status the agent reports after a reconcile (src/daemon/report.ts): Blue's ClientStatusReport, valid by
  * our schema and by the contract's own, with `applied`, `files_ok`, one HarnessInventoryEntry per harness and the
- * failed harness as `reconciliation_attempt` with its `error`.
+ * failed harness as `reconciliation_attempt` with its `error`, within the size the Control API accepts.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { clientStatusBody, type HarnessSummary } from '../../src/daemon/report.js';
 import { validateClientStatusReport } from '../../src/schema/generated/validators.js';
+import { MAX_CLIENT_STATUS_BYTES } from '../../src/schema/limits.js';
 import { blueValidator } from '../support/contract.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 
@@ -86,6 +87,22 @@ describe('clientStatusBody', () => {
       { name: 'kimi', client_supported: false, compatibility_error: 'Kimi 0.1.0 is outside every compatibility profile' },
       { name: 'codex', compatibility_deprecated: true, compatibility_warning: expect.stringContaining('0.200.0 is at or past the certified ceiling of codex-v0_145_0'), drift_corrected: true },
     ]);
+  });
+
+  it('stays within what the Control API accepts however long its paths and messages, keeping every harness state', () => {
+    const long = (n: number) => 'é'.repeat(n);
+    const names = ['claude', 'codex', 'gemini', 'kimi', 'opencode', 'qwen'] as const;
+    const harnesses = names.map((name, i) =>
+      harness({ harness: name, path: `/${long(5000)}`, raw_version: long(300), state: i === 0 ? 'error' : 'unverified_version', reason: long(2000), file_error: i === 0 }),
+    );
+    const body = clientStatusBody(t.ctx, 'inst-1', { harnesses }, 'r1', new Set());
+    valid(body);
+    expect(Buffer.byteLength(JSON.stringify(body))).toBeLessThanOrEqual(MAX_CLIENT_STATUS_BYTES);
+    expect(body).toMatchObject({ applied: false, files_ok: false, config_revision: 'r1' });
+    expect(body.harnesses?.map((h) => (typeof h === 'string' ? h : [h.name, h.installed, h.reconciled]))).toEqual(names.map((name, i) => [name, true, i !== 0]));
+    // An ordinary report is sent whole.
+    const ordinary = clientStatusBody(t.ctx, 'inst-1', { harnesses: names.map((name) => harness({ harness: name })) }, 'r1', new Set());
+    expect(ordinary.harnesses?.every((h) => typeof h !== 'string' && h.path === '/usr/bin/claude')).toBe(true);
   });
 
   it('before any revision is known, nothing is claimed applied', () => {

@@ -31,6 +31,7 @@ const OURS: { method: string; route: RegExp; schema: string; validate: Validate 
   { method: 'PUT', route: new RegExp(`^/session-uploads/${ID}/sharing$`), schema: 'control-sharing-updated', validate: validators.validateSharingUpdated as Validate },
   { method: 'GET', route: /^\/audit-events$/, schema: 'control-audit-events', validate: validators.validateAuditEventPage as Validate },
   { method: 'GET', route: /^\/users$/, schema: 'control-users', validate: validators.validateUserList as Validate },
+  { method: 'GET', route: /^\/client-status$/, schema: 'control-client-statuses', validate: validators.validateClientStatusList as Validate },
   { method: 'GET', route: new RegExp(`^/users/${ID}/tokens$`), schema: 'control-tokens', validate: validators.validateTokenList as Validate },
   { method: 'POST', route: /^\/api\/auth\/device\/code$/, schema: 'control-device-authorization', validate: validators.validateDeviceAuthorization as Validate },
   { method: 'POST', route: /^\/api\/auth\/oauth2\/token$/, schema: 'control-token-answer', validate: validators.validateTokenAnswer as Validate },

@@ -19,6 +19,7 @@ import type {
   AuditEvent,
   AuditQuery,
   CapturedSession,
+  ClientStatusQuery,
   ClientStatusRecord,
   ControlStore,
   NewArtifact,
@@ -30,7 +31,7 @@ import type {
   SharingMode,
   User,
 } from './types.js';
-import { API_SCOPES, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchPlace, searchWords } from './types.js';
+import { API_SCOPES, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchPlace, searchWords } from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | null;
@@ -240,23 +241,39 @@ export class SqliteStore implements ControlStore {
   // Client status
 
   async recordClientStatus(userId: string, instanceId: string, report: unknown, now: number): Promise<void> {
-    this.run(
-      `INSERT INTO client_status (user_id, instance_id, report, received_at) VALUES (?, ?, ?, ?)
-       ON CONFLICT (user_id, instance_id) DO UPDATE SET report = excluded.report, received_at = excluded.received_at`,
-      userId,
-      instanceId,
-      JSON.stringify(report),
-      now,
-    );
+    this.transaction(() => {
+      this.run(
+        `INSERT INTO client_status (user_id, instance_id, report, received_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (user_id, instance_id) DO UPDATE SET report = excluded.report, received_at = excluded.received_at`,
+        userId,
+        instanceId,
+        JSON.stringify(report),
+        now,
+      );
+      // The person's other machines beyond the bound, those that reported least recently.
+      this.run(
+        `DELETE FROM client_status WHERE user_id = ? AND instance_id IN
+           (SELECT instance_id FROM client_status WHERE user_id = ? AND instance_id <> ? ORDER BY received_at DESC, instance_id DESC LIMIT -1 OFFSET ?)`,
+        userId,
+        userId,
+        instanceId,
+        MAX_MACHINES_PER_USER - 1,
+      );
+    });
   }
 
-  async clientStatuses(): Promise<ClientStatusRecord[]> {
-    return this.all('SELECT * FROM client_status ORDER BY received_at DESC').map((r) => ({
-      user_id: String(r.user_id),
-      instance_id: String(r.instance_id),
-      report: JSON.parse(String(r.report)) as unknown,
-      received_at: Number(r.received_at),
-    }));
+  async clientStatuses(query: ClientStatusQuery): Promise<{ items: ClientStatusRecord[]; total: number }> {
+    const userId = query.user_id ?? null;
+    const rows = this.all(
+      `SELECT c.*, u.email AS user_email FROM client_status c JOIN users u ON u.id = c.user_id
+       WHERE (? IS NULL OR c.user_id = ?) ORDER BY u.email, u.id, c.instance_id LIMIT ? OFFSET ?`,
+      userId,
+      userId,
+      query.limit,
+      query.offset,
+    );
+    const total = Number(this.get('SELECT COUNT(*) AS n FROM client_status WHERE (? IS NULL OR user_id = ?)', userId, userId)!.n);
+    return { items: rows.map(toClientStatus), total };
   }
 
   // Sessions and artifacts
@@ -726,6 +743,16 @@ export function toAuditEvent(row: Record<string, unknown>): AuditEvent {
     session_id: String(row.session_id),
     owner_id: String(row.owner_id),
     details: JSON.parse(String(row.details)) as Record<string, unknown>,
+  };
+}
+
+export function toClientStatus(row: Record<string, unknown>): ClientStatusRecord {
+  return {
+    user_id: String(row.user_id),
+    user_email: String(row.user_email),
+    instance_id: String(row.instance_id),
+    report: JSON.parse(String(row.report)) as unknown,
+    received_at: Number(row.received_at),
   };
 }
 

@@ -145,9 +145,24 @@ export interface SessionQuery {
 
 export interface ClientStatusRecord {
   user_id: string;
+  user_email: string;
   instance_id: string;
   report: unknown;
   received_at: number;
+}
+
+/**
+ * The machines whose reports are kept per person: a report from one more replaces the report of the machine that
+ * reported least recently. A person who reinstalls (a new instance id) is never refused, and a member who invents
+ * machines only pushes out their own.
+ */
+export const MAX_MACHINES_PER_USER = 20;
+
+/** One page of the machines' reports, by e-mail address, person and instance id (an order new reports keep). */
+export interface ClientStatusQuery {
+  user_id?: string | undefined;
+  limit: number;
+  offset: number;
 }
 
 export interface ControlStore {
@@ -186,8 +201,10 @@ export interface ControlStore {
   setPublicUrl(url: string): Promise<void>;
   currentPolicy(): Promise<PolicyRevision | undefined>;
 
+  /** Keeps `report` as the latest of the machine; the person's other machines beyond MAX_MACHINES_PER_USER go, least recent first. */
   recordClientStatus(userId: string, instanceId: string, report: unknown, now: number): Promise<void>;
-  clientStatuses(): Promise<ClientStatusRecord[]>;
+  /** A page of the machines' latest reports, and how many there are in all. */
+  clientStatuses(query: ClientStatusQuery): Promise<{ items: ClientStatusRecord[]; total: number }>;
 
   presign(input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult>;
   artifact(id: string): Promise<{ artifact: Artifact; session: CapturedSession } | undefined>;

@@ -9,12 +9,13 @@ import { MAX_POLICY_BYTES } from '../../policy/validate.js';
 import { checkPolicyText, presignOriginWarning } from '../admin.js';
 import { HttpError } from '../http.js';
 import type { Request, RouteContext } from '../routes.js';
-import { AUDIT_ACTIONS, type AuditAction, type BrowserSession } from '../store/index.js';
+import { AUDIT_ACTIONS, MAX_MACHINES_PER_USER, type AuditAction, type BrowserSession } from '../store/index.js';
 import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
 import { Page, when } from './layout.js';
 import { TokenTable } from './tokens.js';
 
 const AUDIT_PAGE = 50;
+const MACHINES_PAGE = 50;
 /** A policy may be as large as agents accept one (escaped in a form, up to three times that). */
 const POLICY_FORM = { maxValue: MAX_POLICY_BYTES, maxBytes: 3 * MAX_POLICY_BYTES + 4096 };
 
@@ -69,19 +70,26 @@ interface Report {
   harnesses?: (string | { name?: string; installed?: boolean; reconciled?: boolean; raw_version?: string })[];
 }
 
-/** GET /admin/clients: each machine's latest report. */
+/** GET /admin/clients: each machine's latest report, a page at a time (`page`), by person and machine. */
 export async function adminClients(rc: RouteContext, req: Request): Promise<void> {
   const session = await administrator(rc, req);
   if (session === undefined) return;
-  const [reports, users, policy] = await Promise.all([rc.store.clientStatuses(), rc.store.listUsers(), rc.store.currentPolicy()]);
-  const email = new Map(users.map((u) => [u.id, u.email]));
+  const pageText = req.url.searchParams.get('page') ?? '1';
+  const page = /^[1-9]\d{0,5}$/.test(pageText) ? Number(pageText) : 1;
+  const [found, policy] = await Promise.all([rc.store.clientStatuses({ limit: MACHINES_PAGE, offset: (page - 1) * MACHINES_PAGE }), rc.store.currentPolicy()]);
+  const reports = found.items;
+  const pages = Math.max(1, Math.ceil(found.total / MACHINES_PAGE));
+  const href = (n: number) => (n === 1 ? '/admin/clients' : `/admin/clients?page=${n}`);
   sendPage(
     req.reply,
     200,
     <AdminPage session={session} tab="clients" title="Machines">
-      <p class="muted">The latest report of each machine. The current policy revision is {policy === undefined ? 'none yet' : <code>{policy.revision}</code>}.</p>
+      <p class="muted">
+        The latest report of each machine ({found.total} in all; each person’s {MAX_MACHINES_PER_USER} that reported last). The current policy revision is{' '}
+        {policy === undefined ? 'none yet' : <code>{policy.revision}</code>}.
+      </p>
       {reports.length === 0 ? (
-        <p>No machine has reported yet.</p>
+        <p>{found.total === 0 ? 'No machine has reported yet.' : <a href={href(1)}>No machines on this page: back to the first.</a>}</p>
       ) : (
         <table class="responsive">
           <thead>
@@ -104,7 +112,7 @@ export async function adminClients(rc: RouteContext, req: Request): Promise<void
                     {report.hostname ?? r.instance_id}
                     <div class="muted">{report.platform ?? ''}</div>
                   </td>
-                  <td>{email.get(r.user_id) ?? r.user_id}</td>
+                  <td>{r.user_email}</td>
                   <td>{report.client_version ?? '—'}</td>
                   <td>
                     <code>{report.config_revision ?? '—'}</code>
@@ -133,6 +141,23 @@ export async function adminClients(rc: RouteContext, req: Request): Promise<void
             })}
           </tbody>
         </table>
+      )}
+      {pages <= 1 ? null : (
+        <nav class="pager" aria-label="Pages">
+          {page > 1 ? (
+            <a href={href(Math.min(page - 1, pages))} rel="prev">
+              ← Previous
+            </a>
+          ) : null}
+          <span>
+            Page {page} of {pages}
+          </span>
+          {page < pages ? (
+            <a href={href(page + 1)} rel="next">
+              Next →
+            </a>
+          ) : null}
+        </nav>
       )}
     </AdminPage>,
   );

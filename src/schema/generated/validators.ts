@@ -2953,8 +2953,9 @@ return errors === 0;
 }
 
 export const validateClientStatusReport = validate20;
-const schema27 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-client-status.schema.json","title":"ClientStatusReport","description":"Body of POST /client-status (Blue's ClientStatusReport): what one machine applied. Fields the contract does not name are tolerated and kept.","type":"object","required":["instance_id","client_version","platform","applied","files_ok"],"properties":{"instance_id":{"type":"string","minLength":1,"maxLength":128,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"hostname":{"type":["string","null"],"maxLength":255},"client_version":{"type":"string","minLength":1,"maxLength":64},"platform":{"type":"string","minLength":1,"maxLength":32},"config_revision":{"type":["string","null"],"maxLength":128},"applied":{"description":"The configuration revision is applied (every harness it names reconciled).","type":"boolean"},"files_ok":{"description":"The managed native files are as the agent wrote them.","type":"boolean"},"harnesses":{"type":"array","maxItems":64,"items":{"oneOf":[{"description":"An applied harness's name.","type":"string","maxLength":64},{"$ref":"#/definitions/harnessInventoryEntry"}]}},"packages":{"type":"array","maxItems":1024},"reconciliation_attempt":{"oneOf":[{"type":"object","required":["harness","revision"],"properties":{"harness":{"type":"string","maxLength":64},"revision":{"type":"string","maxLength":128}}},{"type":"null"}]},"error":{"type":["string","null"],"maxLength":4096}},"definitions":{"harnessInventoryEntry":{"type":"object","required":["name","api_allowed","client_supported","installed","reconciled"],"properties":{"name":{"type":"string","maxLength":64},"api_allowed":{"type":"boolean"},"client_supported":{"type":"boolean"},"installed":{"type":"boolean"},"reconciled":{"type":"boolean"},"path":{"type":"string","maxLength":4096},"raw_version":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"compatibility_deprecated":{"type":"boolean"},"compatibility_error":{"type":"string","maxLength":1024},"compatibility_warning":{"type":"string","maxLength":1024}}}}};
+const schema27 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-client-status.schema.json","title":"ClientStatusReport","description":"Body of POST /client-status (Blue's ClientStatusReport): what one machine applied. Fields the contract does not name are tolerated and kept, up to 32 fields in all. The whole body is at most 16 KiB (src/schema/limits.ts); the server keeps the reports of each person's 20 machines that reported last.","type":"object","required":["instance_id","client_version","platform","applied","files_ok"],"maxProperties":32,"properties":{"instance_id":{"type":"string","minLength":1,"maxLength":128,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"hostname":{"type":["string","null"],"maxLength":255},"client_version":{"type":"string","minLength":1,"maxLength":64},"platform":{"type":"string","minLength":1,"maxLength":32},"config_revision":{"type":["string","null"],"maxLength":128},"applied":{"description":"The configuration revision is applied (every harness it names reconciled).","type":"boolean"},"files_ok":{"description":"The managed native files are as the agent wrote them.","type":"boolean"},"harnesses":{"type":"array","maxItems":64,"items":{"oneOf":[{"description":"An applied harness's name.","type":"string","maxLength":64},{"$ref":"#/definitions/harnessInventoryEntry"}]}},"packages":{"type":"array","maxItems":256,"items":{"$ref":"#/definitions/packageStatus"}},"reconciliation_attempt":{"oneOf":[{"type":"object","required":["harness","revision"],"properties":{"harness":{"type":"string","maxLength":64},"revision":{"type":"string","maxLength":128}}},{"type":"null"}]},"error":{"type":["string","null"],"maxLength":4096}},"definitions":{"packageStatus":{"description":"Blue's PackageStatus: one managed package on the machine.","type":"object","required":["id","version","sha256","harness","state"],"properties":{"id":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"sha256":{"type":"string","maxLength":64},"harness":{"type":"string","maxLength":64},"state":{"enum":["applied","drifted","pending","failed","quarantined"]},"error":{"type":["string","null"],"maxLength":1024}}},"harnessInventoryEntry":{"type":"object","required":["name","api_allowed","client_supported","installed","reconciled"],"properties":{"name":{"type":"string","maxLength":64},"api_allowed":{"type":"boolean"},"client_supported":{"type":"boolean"},"installed":{"type":"boolean"},"reconciled":{"type":"boolean"},"path":{"type":"string","maxLength":4096},"raw_version":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"compatibility_deprecated":{"type":"boolean"},"compatibility_error":{"type":"string","maxLength":1024},"compatibility_warning":{"type":"string","maxLength":1024}}}}};
 const schema28 = {"type":"object","required":["name","api_allowed","client_supported","installed","reconciled"],"properties":{"name":{"type":"string","maxLength":64},"api_allowed":{"type":"boolean"},"client_supported":{"type":"boolean"},"installed":{"type":"boolean"},"reconciled":{"type":"boolean"},"path":{"type":"string","maxLength":4096},"raw_version":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"compatibility_deprecated":{"type":"boolean"},"compatibility_error":{"type":"string","maxLength":1024},"compatibility_warning":{"type":"string","maxLength":1024}}};
+const schema29 = {"description":"Blue's PackageStatus: one managed package on the machine.","type":"object","required":["id","version","sha256","harness","state"],"properties":{"id":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"sha256":{"type":"string","maxLength":64},"harness":{"type":"string","maxLength":64},"state":{"enum":["applied","drifted","pending","failed","quarantined"]},"error":{"type":["string","null"],"maxLength":1024}}};
 const pattern15 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -2962,8 +2963,8 @@ function validate20(data, {instancePath="", parentData, parentDataProperty, root
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.instance_id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "instance_id"},message:"must have required property '"+"instance_id"+"'"};
+if(Object.keys(data).length > 32){
+const err0 = {instancePath,schemaPath:"#/maxProperties",keyword:"maxProperties",params:{limit: 32},message:"must NOT have more than 32 properties"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -2972,8 +2973,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.client_version === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "client_version"},message:"must have required property '"+"client_version"+"'"};
+if(data.instance_id === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "instance_id"},message:"must have required property '"+"instance_id"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2982,8 +2983,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.platform === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "platform"},message:"must have required property '"+"platform"+"'"};
+if(data.client_version === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "client_version"},message:"must have required property '"+"client_version"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -2992,8 +2993,8 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(data.applied === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "applied"},message:"must have required property '"+"applied"+"'"};
+if(data.platform === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "platform"},message:"must have required property '"+"platform"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -3002,8 +3003,8 @@ vErrors.push(err3);
 }
 errors++;
 }
-if(data.files_ok === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "files_ok"},message:"must have required property '"+"files_ok"+"'"};
+if(data.applied === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "applied"},message:"must have required property '"+"applied"+"'"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3012,11 +3013,8 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(data.instance_id !== undefined){
-let data0 = data.instance_id;
-if(typeof data0 === "string"){
-if(func2(data0) > 128){
-const err5 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(data.files_ok === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "files_ok"},message:"must have required property '"+"files_ok"+"'"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3025,8 +3023,11 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(func2(data0) < 1){
-const err6 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data.instance_id !== undefined){
+let data0 = data.instance_id;
+if(typeof data0 === "string"){
+if(func2(data0) > 128){
+const err6 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3035,8 +3036,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(!pattern15.test(data0)){
-const err7 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\""};
+if(func2(data0) < 1){
+const err7 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -3045,9 +3046,8 @@ vErrors.push(err7);
 }
 errors++;
 }
-}
-else {
-const err8 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!pattern15.test(data0)){
+const err8 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\""};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -3057,10 +3057,8 @@ vErrors.push(err8);
 errors++;
 }
 }
-if(data.hostname !== undefined){
-let data1 = data.hostname;
-if((typeof data1 !== "string") && (data1 !== null)){
-const err9 = {instancePath:instancePath+"/hostname",schemaPath:"#/properties/hostname/type",keyword:"type",params:{type: schema27.properties.hostname.type},message:"must be string,null"};
+else {
+const err9 = {instancePath:instancePath+"/instance_id",schemaPath:"#/properties/instance_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3069,14 +3067,27 @@ vErrors.push(err9);
 }
 errors++;
 }
-if(typeof data1 === "string"){
-if(func2(data1) > 255){
-const err10 = {instancePath:instancePath+"/hostname",schemaPath:"#/properties/hostname/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+}
+if(data.hostname !== undefined){
+let data1 = data.hostname;
+if((typeof data1 !== "string") && (data1 !== null)){
+const err10 = {instancePath:instancePath+"/hostname",schemaPath:"#/properties/hostname/type",keyword:"type",params:{type: schema27.properties.hostname.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err10];
 }
 else {
 vErrors.push(err10);
+}
+errors++;
+}
+if(typeof data1 === "string"){
+if(func2(data1) > 255){
+const err11 = {instancePath:instancePath+"/hostname",schemaPath:"#/properties/hostname/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
 }
 errors++;
 }
@@ -3086,17 +3097,7 @@ if(data.client_version !== undefined){
 let data2 = data.client_version;
 if(typeof data2 === "string"){
 if(func2(data2) > 64){
-const err11 = {instancePath:instancePath+"/client_version",schemaPath:"#/properties/client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-if(func2(data2) < 1){
-const err12 = {instancePath:instancePath+"/client_version",schemaPath:"#/properties/client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const err12 = {instancePath:instancePath+"/client_version",schemaPath:"#/properties/client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -3105,9 +3106,8 @@ vErrors.push(err12);
 }
 errors++;
 }
-}
-else {
-const err13 = {instancePath:instancePath+"/client_version",schemaPath:"#/properties/client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data2) < 1){
+const err13 = {instancePath:instancePath+"/client_version",schemaPath:"#/properties/client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -3117,11 +3117,8 @@ vErrors.push(err13);
 errors++;
 }
 }
-if(data.platform !== undefined){
-let data3 = data.platform;
-if(typeof data3 === "string"){
-if(func2(data3) > 32){
-const err14 = {instancePath:instancePath+"/platform",schemaPath:"#/properties/platform/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters"};
+else {
+const err14 = {instancePath:instancePath+"/client_version",schemaPath:"#/properties/client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -3130,8 +3127,12 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(func2(data3) < 1){
-const err15 = {instancePath:instancePath+"/platform",schemaPath:"#/properties/platform/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.platform !== undefined){
+let data3 = data.platform;
+if(typeof data3 === "string"){
+if(func2(data3) > 32){
+const err15 = {instancePath:instancePath+"/platform",schemaPath:"#/properties/platform/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -3140,9 +3141,8 @@ vErrors.push(err15);
 }
 errors++;
 }
-}
-else {
-const err16 = {instancePath:instancePath+"/platform",schemaPath:"#/properties/platform/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data3) < 1){
+const err16 = {instancePath:instancePath+"/platform",schemaPath:"#/properties/platform/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -3152,10 +3152,8 @@ vErrors.push(err16);
 errors++;
 }
 }
-if(data.config_revision !== undefined){
-let data4 = data.config_revision;
-if((typeof data4 !== "string") && (data4 !== null)){
-const err17 = {instancePath:instancePath+"/config_revision",schemaPath:"#/properties/config_revision/type",keyword:"type",params:{type: schema27.properties.config_revision.type},message:"must be string,null"};
+else {
+const err17 = {instancePath:instancePath+"/platform",schemaPath:"#/properties/platform/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -3164,9 +3162,11 @@ vErrors.push(err17);
 }
 errors++;
 }
-if(typeof data4 === "string"){
-if(func2(data4) > 128){
-const err18 = {instancePath:instancePath+"/config_revision",schemaPath:"#/properties/config_revision/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+}
+if(data.config_revision !== undefined){
+let data4 = data.config_revision;
+if((typeof data4 !== "string") && (data4 !== null)){
+const err18 = {instancePath:instancePath+"/config_revision",schemaPath:"#/properties/config_revision/type",keyword:"type",params:{type: schema27.properties.config_revision.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -3175,11 +3175,9 @@ vErrors.push(err18);
 }
 errors++;
 }
-}
-}
-if(data.applied !== undefined){
-if(typeof data.applied !== "boolean"){
-const err19 = {instancePath:instancePath+"/applied",schemaPath:"#/properties/applied/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(typeof data4 === "string"){
+if(func2(data4) > 128){
+const err19 = {instancePath:instancePath+"/config_revision",schemaPath:"#/properties/config_revision/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -3189,9 +3187,10 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data.files_ok !== undefined){
-if(typeof data.files_ok !== "boolean"){
-const err20 = {instancePath:instancePath+"/files_ok",schemaPath:"#/properties/files_ok/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if(data.applied !== undefined){
+if(typeof data.applied !== "boolean"){
+const err20 = {instancePath:instancePath+"/applied",schemaPath:"#/properties/applied/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -3201,16 +3200,28 @@ vErrors.push(err20);
 errors++;
 }
 }
-if(data.harnesses !== undefined){
-let data7 = data.harnesses;
-if(Array.isArray(data7)){
-if(data7.length > 64){
-const err21 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(data.files_ok !== undefined){
+if(typeof data.files_ok !== "boolean"){
+const err21 = {instancePath:instancePath+"/files_ok",schemaPath:"#/properties/files_ok/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err21];
 }
 else {
 vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.harnesses !== undefined){
+let data7 = data.harnesses;
+if(Array.isArray(data7)){
+if(data7.length > 64){
+const err22 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
 }
 errors++;
 }
@@ -3223,23 +3234,23 @@ let passing0 = null;
 const _errs19 = errors;
 if(typeof data8 === "string"){
 if(func2(data8) > 64){
-const err22 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/oneOf/0/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err22];
-}
-else {
-vErrors.push(err22);
-}
-errors++;
-}
-}
-else {
-const err23 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/oneOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err23 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/oneOf/0/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err23];
 }
 else {
 vErrors.push(err23);
+}
+errors++;
+}
+}
+else {
+const err24 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/oneOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
 }
 errors++;
 }
@@ -3251,17 +3262,7 @@ passing0 = 0;
 const _errs21 = errors;
 if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
 if(data8.name === undefined){
-const err24 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
-if(vErrors === null){
-vErrors = [err24];
-}
-else {
-vErrors.push(err24);
-}
-errors++;
-}
-if(data8.api_allowed === undefined){
-const err25 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/required",keyword:"required",params:{missingProperty: "api_allowed"},message:"must have required property '"+"api_allowed"+"'"};
+const err25 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -3270,8 +3271,8 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(data8.client_supported === undefined){
-const err26 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/required",keyword:"required",params:{missingProperty: "client_supported"},message:"must have required property '"+"client_supported"+"'"};
+if(data8.api_allowed === undefined){
+const err26 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/required",keyword:"required",params:{missingProperty: "api_allowed"},message:"must have required property '"+"api_allowed"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -3280,8 +3281,8 @@ vErrors.push(err26);
 }
 errors++;
 }
-if(data8.installed === undefined){
-const err27 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/required",keyword:"required",params:{missingProperty: "installed"},message:"must have required property '"+"installed"+"'"};
+if(data8.client_supported === undefined){
+const err27 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/required",keyword:"required",params:{missingProperty: "client_supported"},message:"must have required property '"+"client_supported"+"'"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -3290,8 +3291,8 @@ vErrors.push(err27);
 }
 errors++;
 }
-if(data8.reconciled === undefined){
-const err28 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/required",keyword:"required",params:{missingProperty: "reconciled"},message:"must have required property '"+"reconciled"+"'"};
+if(data8.installed === undefined){
+const err28 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/required",keyword:"required",params:{missingProperty: "installed"},message:"must have required property '"+"installed"+"'"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -3300,11 +3301,8 @@ vErrors.push(err28);
 }
 errors++;
 }
-if(data8.name !== undefined){
-let data9 = data8.name;
-if(typeof data9 === "string"){
-if(func2(data9) > 64){
-const err29 = {instancePath:instancePath+"/harnesses/" + i0+"/name",schemaPath:"#/definitions/harnessInventoryEntry/properties/name/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(data8.reconciled === undefined){
+const err29 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/required",keyword:"required",params:{missingProperty: "reconciled"},message:"must have required property '"+"reconciled"+"'"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -3313,9 +3311,11 @@ vErrors.push(err29);
 }
 errors++;
 }
-}
-else {
-const err30 = {instancePath:instancePath+"/harnesses/" + i0+"/name",schemaPath:"#/definitions/harnessInventoryEntry/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data8.name !== undefined){
+let data9 = data8.name;
+if(typeof data9 === "string"){
+if(func2(data9) > 64){
+const err30 = {instancePath:instancePath+"/harnesses/" + i0+"/name",schemaPath:"#/definitions/harnessInventoryEntry/properties/name/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -3325,9 +3325,8 @@ vErrors.push(err30);
 errors++;
 }
 }
-if(data8.api_allowed !== undefined){
-if(typeof data8.api_allowed !== "boolean"){
-const err31 = {instancePath:instancePath+"/harnesses/" + i0+"/api_allowed",schemaPath:"#/definitions/harnessInventoryEntry/properties/api_allowed/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+else {
+const err31 = {instancePath:instancePath+"/harnesses/" + i0+"/name",schemaPath:"#/definitions/harnessInventoryEntry/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -3337,9 +3336,9 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data8.client_supported !== undefined){
-if(typeof data8.client_supported !== "boolean"){
-const err32 = {instancePath:instancePath+"/harnesses/" + i0+"/client_supported",schemaPath:"#/definitions/harnessInventoryEntry/properties/client_supported/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data8.api_allowed !== undefined){
+if(typeof data8.api_allowed !== "boolean"){
+const err32 = {instancePath:instancePath+"/harnesses/" + i0+"/api_allowed",schemaPath:"#/definitions/harnessInventoryEntry/properties/api_allowed/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -3349,9 +3348,9 @@ vErrors.push(err32);
 errors++;
 }
 }
-if(data8.installed !== undefined){
-if(typeof data8.installed !== "boolean"){
-const err33 = {instancePath:instancePath+"/harnesses/" + i0+"/installed",schemaPath:"#/definitions/harnessInventoryEntry/properties/installed/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data8.client_supported !== undefined){
+if(typeof data8.client_supported !== "boolean"){
+const err33 = {instancePath:instancePath+"/harnesses/" + i0+"/client_supported",schemaPath:"#/definitions/harnessInventoryEntry/properties/client_supported/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -3361,9 +3360,9 @@ vErrors.push(err33);
 errors++;
 }
 }
-if(data8.reconciled !== undefined){
-if(typeof data8.reconciled !== "boolean"){
-const err34 = {instancePath:instancePath+"/harnesses/" + i0+"/reconciled",schemaPath:"#/definitions/harnessInventoryEntry/properties/reconciled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data8.installed !== undefined){
+if(typeof data8.installed !== "boolean"){
+const err34 = {instancePath:instancePath+"/harnesses/" + i0+"/installed",schemaPath:"#/definitions/harnessInventoryEntry/properties/installed/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -3373,11 +3372,9 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data8.path !== undefined){
-let data14 = data8.path;
-if(typeof data14 === "string"){
-if(func2(data14) > 4096){
-const err35 = {instancePath:instancePath+"/harnesses/" + i0+"/path",schemaPath:"#/definitions/harnessInventoryEntry/properties/path/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(data8.reconciled !== undefined){
+if(typeof data8.reconciled !== "boolean"){
+const err35 = {instancePath:instancePath+"/harnesses/" + i0+"/reconciled",schemaPath:"#/definitions/harnessInventoryEntry/properties/reconciled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -3387,8 +3384,11 @@ vErrors.push(err35);
 errors++;
 }
 }
-else {
-const err36 = {instancePath:instancePath+"/harnesses/" + i0+"/path",schemaPath:"#/definitions/harnessInventoryEntry/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data8.path !== undefined){
+let data14 = data8.path;
+if(typeof data14 === "string"){
+if(func2(data14) > 4096){
+const err36 = {instancePath:instancePath+"/harnesses/" + i0+"/path",schemaPath:"#/definitions/harnessInventoryEntry/properties/path/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -3398,11 +3398,8 @@ vErrors.push(err36);
 errors++;
 }
 }
-if(data8.raw_version !== undefined){
-let data15 = data8.raw_version;
-if(typeof data15 === "string"){
-if(func2(data15) > 256){
-const err37 = {instancePath:instancePath+"/harnesses/" + i0+"/raw_version",schemaPath:"#/definitions/harnessInventoryEntry/properties/raw_version/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+else {
+const err37 = {instancePath:instancePath+"/harnesses/" + i0+"/path",schemaPath:"#/definitions/harnessInventoryEntry/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -3412,8 +3409,11 @@ vErrors.push(err37);
 errors++;
 }
 }
-else {
-const err38 = {instancePath:instancePath+"/harnesses/" + i0+"/raw_version",schemaPath:"#/definitions/harnessInventoryEntry/properties/raw_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data8.raw_version !== undefined){
+let data15 = data8.raw_version;
+if(typeof data15 === "string"){
+if(func2(data15) > 256){
+const err38 = {instancePath:instancePath+"/harnesses/" + i0+"/raw_version",schemaPath:"#/definitions/harnessInventoryEntry/properties/raw_version/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -3423,11 +3423,8 @@ vErrors.push(err38);
 errors++;
 }
 }
-if(data8.version !== undefined){
-let data16 = data8.version;
-if(typeof data16 === "string"){
-if(func2(data16) > 64){
-const err39 = {instancePath:instancePath+"/harnesses/" + i0+"/version",schemaPath:"#/definitions/harnessInventoryEntry/properties/version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+else {
+const err39 = {instancePath:instancePath+"/harnesses/" + i0+"/raw_version",schemaPath:"#/definitions/harnessInventoryEntry/properties/raw_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -3437,8 +3434,11 @@ vErrors.push(err39);
 errors++;
 }
 }
-else {
-const err40 = {instancePath:instancePath+"/harnesses/" + i0+"/version",schemaPath:"#/definitions/harnessInventoryEntry/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data8.version !== undefined){
+let data16 = data8.version;
+if(typeof data16 === "string"){
+if(func2(data16) > 64){
+const err40 = {instancePath:instancePath+"/harnesses/" + i0+"/version",schemaPath:"#/definitions/harnessInventoryEntry/properties/version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -3448,11 +3448,8 @@ vErrors.push(err40);
 errors++;
 }
 }
-if(data8.compatibility_profile !== undefined){
-let data17 = data8.compatibility_profile;
-if(typeof data17 === "string"){
-if(func2(data17) > 256){
-const err41 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_profile",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_profile/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+else {
+const err41 = {instancePath:instancePath+"/harnesses/" + i0+"/version",schemaPath:"#/definitions/harnessInventoryEntry/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -3462,8 +3459,11 @@ vErrors.push(err41);
 errors++;
 }
 }
-else {
-const err42 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_profile",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_profile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data8.compatibility_profile !== undefined){
+let data17 = data8.compatibility_profile;
+if(typeof data17 === "string"){
+if(func2(data17) > 256){
+const err42 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_profile",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_profile/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -3473,9 +3473,8 @@ vErrors.push(err42);
 errors++;
 }
 }
-if(data8.compatibility_deprecated !== undefined){
-if(typeof data8.compatibility_deprecated !== "boolean"){
-const err43 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_deprecated",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_deprecated/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+else {
+const err43 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_profile",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_profile/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -3485,11 +3484,9 @@ vErrors.push(err43);
 errors++;
 }
 }
-if(data8.compatibility_error !== undefined){
-let data19 = data8.compatibility_error;
-if(typeof data19 === "string"){
-if(func2(data19) > 1024){
-const err44 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_error",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_error/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(data8.compatibility_deprecated !== undefined){
+if(typeof data8.compatibility_deprecated !== "boolean"){
+const err44 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_deprecated",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_deprecated/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -3499,8 +3496,11 @@ vErrors.push(err44);
 errors++;
 }
 }
-else {
-const err45 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_error",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_error/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data8.compatibility_error !== undefined){
+let data19 = data8.compatibility_error;
+if(typeof data19 === "string"){
+if(func2(data19) > 1024){
+const err45 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_error",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_error/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -3510,11 +3510,8 @@ vErrors.push(err45);
 errors++;
 }
 }
-if(data8.compatibility_warning !== undefined){
-let data20 = data8.compatibility_warning;
-if(typeof data20 === "string"){
-if(func2(data20) > 1024){
-const err46 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_warning",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_warning/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+else {
+const err46 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_error",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_error/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -3524,8 +3521,11 @@ vErrors.push(err46);
 errors++;
 }
 }
-else {
-const err47 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_warning",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_warning/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data8.compatibility_warning !== undefined){
+let data20 = data8.compatibility_warning;
+if(typeof data20 === "string"){
+if(func2(data20) > 1024){
+const err47 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_warning",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_warning/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -3535,14 +3535,25 @@ vErrors.push(err47);
 errors++;
 }
 }
-}
 else {
-const err48 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err48 = {instancePath:instancePath+"/harnesses/" + i0+"/compatibility_warning",schemaPath:"#/definitions/harnessInventoryEntry/properties/compatibility_warning/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err48];
 }
 else {
 vErrors.push(err48);
+}
+errors++;
+}
+}
+}
+else {
+const err49 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
 }
 errors++;
 }
@@ -3558,12 +3569,12 @@ passing0 = 1;
 }
 }
 if(!valid3){
-const err49 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+const err50 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
 if(vErrors === null){
-vErrors = [err49];
+vErrors = [err50];
 }
 else {
-vErrors.push(err49);
+vErrors.push(err50);
 }
 errors++;
 }
@@ -3581,21 +3592,7 @@ vErrors = null;
 }
 }
 else {
-const err50 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err50];
-}
-else {
-vErrors.push(err50);
-}
-errors++;
-}
-}
-if(data.packages !== undefined){
-let data21 = data.packages;
-if(Array.isArray(data21)){
-if(data21.length > 1024){
-const err51 = {instancePath:instancePath+"/packages",schemaPath:"#/properties/packages/maxItems",keyword:"maxItems",params:{limit: 1024},message:"must NOT have more than 1024 items"};
+const err51 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -3605,8 +3602,11 @@ vErrors.push(err51);
 errors++;
 }
 }
-else {
-const err52 = {instancePath:instancePath+"/packages",schemaPath:"#/properties/packages/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.packages !== undefined){
+let data21 = data.packages;
+if(Array.isArray(data21)){
+if(data21.length > 256){
+const err52 = {instancePath:instancePath+"/packages",schemaPath:"#/properties/packages/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -3615,16 +3615,12 @@ vErrors.push(err52);
 }
 errors++;
 }
-}
-if(data.reconciliation_attempt !== undefined){
-let data22 = data.reconciliation_attempt;
-const _errs51 = errors;
-let valid6 = false;
-let passing1 = null;
-const _errs52 = errors;
+const len1 = data21.length;
+for(let i1=0; i1<len1; i1++){
+let data22 = data21[i1];
 if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
-if(data22.harness === undefined){
-const err53 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/required",keyword:"required",params:{missingProperty: "harness"},message:"must have required property '"+"harness"+"'"};
+if(data22.id === undefined){
+const err53 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -3633,8 +3629,8 @@ vErrors.push(err53);
 }
 errors++;
 }
-if(data22.revision === undefined){
-const err54 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/required",keyword:"required",params:{missingProperty: "revision"},message:"must have required property '"+"revision"+"'"};
+if(data22.version === undefined){
+const err54 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -3643,11 +3639,8 @@ vErrors.push(err54);
 }
 errors++;
 }
-if(data22.harness !== undefined){
-let data23 = data22.harness;
-if(typeof data23 === "string"){
-if(func2(data23) > 64){
-const err55 = {instancePath:instancePath+"/reconciliation_attempt/harness",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/harness/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(data22.sha256 === undefined){
+const err55 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/required",keyword:"required",params:{missingProperty: "sha256"},message:"must have required property '"+"sha256"+"'"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -3656,9 +3649,8 @@ vErrors.push(err55);
 }
 errors++;
 }
-}
-else {
-const err56 = {instancePath:instancePath+"/reconciliation_attempt/harness",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/harness/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data22.harness === undefined){
+const err56 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/required",keyword:"required",params:{missingProperty: "harness"},message:"must have required property '"+"harness"+"'"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -3667,12 +3659,8 @@ vErrors.push(err56);
 }
 errors++;
 }
-}
-if(data22.revision !== undefined){
-let data24 = data22.revision;
-if(typeof data24 === "string"){
-if(func2(data24) > 128){
-const err57 = {instancePath:instancePath+"/reconciliation_attempt/revision",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/revision/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(data22.state === undefined){
+const err57 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/required",keyword:"required",params:{missingProperty: "state"},message:"must have required property '"+"state"+"'"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -3681,9 +3669,11 @@ vErrors.push(err57);
 }
 errors++;
 }
-}
-else {
-const err58 = {instancePath:instancePath+"/reconciliation_attempt/revision",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/revision/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data22.id !== undefined){
+let data23 = data22.id;
+if(typeof data23 === "string"){
+if(func2(data23) > 256){
+const err58 = {instancePath:instancePath+"/packages/" + i1+"/id",schemaPath:"#/definitions/packageStatus/properties/id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -3693,9 +3683,8 @@ vErrors.push(err58);
 errors++;
 }
 }
-}
 else {
-const err59 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err59 = {instancePath:instancePath+"/packages/" + i1+"/id",schemaPath:"#/definitions/packageStatus/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -3704,14 +3693,12 @@ vErrors.push(err59);
 }
 errors++;
 }
-var _valid1 = _errs52 === errors;
-if(_valid1){
-valid6 = true;
-passing1 = 0;
 }
-const _errs58 = errors;
-if(data22 !== null){
-const err60 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+if(data22.version !== undefined){
+let data24 = data22.version;
+if(typeof data24 === "string"){
+if(func2(data24) > 64){
+const err60 = {instancePath:instancePath+"/packages/" + i1+"/version",schemaPath:"#/definitions/packageStatus/properties/version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -3720,19 +3707,9 @@ vErrors.push(err60);
 }
 errors++;
 }
-var _valid1 = _errs58 === errors;
-if(_valid1 && valid6){
-valid6 = false;
-passing1 = [passing1, 1];
 }
 else {
-if(_valid1){
-valid6 = true;
-passing1 = 1;
-}
-}
-if(!valid6){
-const err61 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf",keyword:"oneOf",params:{passingSchemas: passing1},message:"must match exactly one schema in oneOf"};
+const err61 = {instancePath:instancePath+"/packages/" + i1+"/version",schemaPath:"#/definitions/packageStatus/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -3741,22 +3718,12 @@ vErrors.push(err61);
 }
 errors++;
 }
-else {
-errors = _errs51;
-if(vErrors !== null){
-if(_errs51){
-vErrors.length = _errs51;
 }
-else {
-vErrors = null;
-}
-}
-}
-}
-if(data.error !== undefined){
-let data25 = data.error;
-if((typeof data25 !== "string") && (data25 !== null)){
-const err62 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: schema27.properties.error.type},message:"must be string,null"};
+if(data22.sha256 !== undefined){
+let data25 = data22.sha256;
+if(typeof data25 === "string"){
+if(func2(data25) > 64){
+const err62 = {instancePath:instancePath+"/packages/" + i1+"/sha256",schemaPath:"#/definitions/packageStatus/properties/sha256/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -3765,9 +3732,9 @@ vErrors.push(err62);
 }
 errors++;
 }
-if(typeof data25 === "string"){
-if(func2(data25) > 4096){
-const err63 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+}
+else {
+const err63 = {instancePath:instancePath+"/packages/" + i1+"/sha256",schemaPath:"#/definitions/packageStatus/properties/sha256/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -3777,10 +3744,11 @@ vErrors.push(err63);
 errors++;
 }
 }
-}
-}
-else {
-const err64 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data22.harness !== undefined){
+let data26 = data22.harness;
+if(typeof data26 === "string"){
+if(func2(data26) > 64){
+const err64 = {instancePath:instancePath+"/packages/" + i1+"/harness",schemaPath:"#/definitions/packageStatus/properties/harness/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -3789,15 +3757,673 @@ vErrors.push(err64);
 }
 errors++;
 }
+}
+else {
+const err65 = {instancePath:instancePath+"/packages/" + i1+"/harness",schemaPath:"#/definitions/packageStatus/properties/harness/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+}
+if(data22.state !== undefined){
+let data27 = data22.state;
+if(!(((((data27 === "applied") || (data27 === "drifted")) || (data27 === "pending")) || (data27 === "failed")) || (data27 === "quarantined"))){
+const err66 = {instancePath:instancePath+"/packages/" + i1+"/state",schemaPath:"#/definitions/packageStatus/properties/state/enum",keyword:"enum",params:{allowedValues: schema29.properties.state.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+}
+if(data22.error !== undefined){
+let data28 = data22.error;
+if((typeof data28 !== "string") && (data28 !== null)){
+const err67 = {instancePath:instancePath+"/packages/" + i1+"/error",schemaPath:"#/definitions/packageStatus/properties/error/type",keyword:"type",params:{type: schema29.properties.error.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+if(typeof data28 === "string"){
+if(func2(data28) > 1024){
+const err68 = {instancePath:instancePath+"/packages/" + i1+"/error",schemaPath:"#/definitions/packageStatus/properties/error/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err69 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+}
+}
+else {
+const err70 = {instancePath:instancePath+"/packages",schemaPath:"#/properties/packages/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+}
+if(data.reconciliation_attempt !== undefined){
+let data29 = data.reconciliation_attempt;
+const _errs65 = errors;
+let valid10 = false;
+let passing1 = null;
+const _errs66 = errors;
+if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
+if(data29.harness === undefined){
+const err71 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/required",keyword:"required",params:{missingProperty: "harness"},message:"must have required property '"+"harness"+"'"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+if(data29.revision === undefined){
+const err72 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/required",keyword:"required",params:{missingProperty: "revision"},message:"must have required property '"+"revision"+"'"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+if(data29.harness !== undefined){
+let data30 = data29.harness;
+if(typeof data30 === "string"){
+if(func2(data30) > 64){
+const err73 = {instancePath:instancePath+"/reconciliation_attempt/harness",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/harness/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+}
+else {
+const err74 = {instancePath:instancePath+"/reconciliation_attempt/harness",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/harness/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+}
+if(data29.revision !== undefined){
+let data31 = data29.revision;
+if(typeof data31 === "string"){
+if(func2(data31) > 128){
+const err75 = {instancePath:instancePath+"/reconciliation_attempt/revision",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/revision/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+}
+else {
+const err76 = {instancePath:instancePath+"/reconciliation_attempt/revision",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/revision/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+}
+}
+else {
+const err77 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+var _valid1 = _errs66 === errors;
+if(_valid1){
+valid10 = true;
+passing1 = 0;
+}
+const _errs72 = errors;
+if(data29 !== null){
+const err78 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+var _valid1 = _errs72 === errors;
+if(_valid1 && valid10){
+valid10 = false;
+passing1 = [passing1, 1];
+}
+else {
+if(_valid1){
+valid10 = true;
+passing1 = 1;
+}
+}
+if(!valid10){
+const err79 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf",keyword:"oneOf",params:{passingSchemas: passing1},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+else {
+errors = _errs65;
+if(vErrors !== null){
+if(_errs65){
+vErrors.length = _errs65;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data.error !== undefined){
+let data32 = data.error;
+if((typeof data32 !== "string") && (data32 !== null)){
+const err80 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: schema27.properties.error.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+if(typeof data32 === "string"){
+if(func2(data32) > 4096){
+const err81 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err82 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
 validate20.errors = vErrors;
 return errors === 0;
 }
 
-export const validateCompleteRequest = validate21;
-const schema29 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-complete.schema.json","title":"CompleteRequest","description":"Optional body of POST /session-uploads/{upload_id}/complete. The contract defines none and Blue's server ignores it; when a client repeats what it presigned, a mismatch is refused. Other fields are tolerated.","type":"object","properties":{"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0}}};
-const pattern16 = new RegExp("^[0-9a-fA-F]{64}$", "u");
+export const validateClientStatusList = validate21;
+const schema30 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-client-statuses.schema.json","title":"ClientStatusList","description":"Answer of GET /client-status (administrators): one page of the latest report of each machine, ordered by its person's e-mail address, then person, then instance id (an order new reports do not change).","type":"object","required":["items","page","per_page","total","total_pages"],"additionalProperties":false,"properties":{"items":{"type":"array","maxItems":100,"items":{"type":"object","required":["user_id","user_email","instance_id","received_at","report"],"additionalProperties":false,"properties":{"user_id":{"type":"string","maxLength":64},"user_email":{"type":"string","maxLength":320},"instance_id":{"type":"string","maxLength":128},"received_at":{"description":"ISO 8601 UTC.","type":"string","maxLength":64},"report":{"description":"The report as the machine sent it (control-client-status).","type":"object"}}}},"page":{"type":"integer","minimum":1},"per_page":{"type":"integer","minimum":1,"maximum":100},"total":{"description":"Machines in all (of the one person asked for with user_id).","type":"integer","minimum":0},"total_pages":{"type":"integer","minimum":0}}};
 
 function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/control-client-statuses.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.items === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "items"},message:"must have required property '"+"items"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.page === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "page"},message:"must have required property '"+"page"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.per_page === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "per_page"},message:"must have required property '"+"per_page"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.total === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "total"},message:"must have required property '"+"total"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.total_pages === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "total_pages"},message:"must have required property '"+"total_pages"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((key0 === "items") || (key0 === "page")) || (key0 === "per_page")) || (key0 === "total")) || (key0 === "total_pages"))){
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.items !== undefined){
+let data0 = data.items;
+if(Array.isArray(data0)){
+if(data0.length > 100){
+const err6 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.user_id === undefined){
+const err7 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "user_id"},message:"must have required property '"+"user_id"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data1.user_email === undefined){
+const err8 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "user_email"},message:"must have required property '"+"user_email"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data1.instance_id === undefined){
+const err9 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "instance_id"},message:"must have required property '"+"instance_id"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data1.received_at === undefined){
+const err10 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "received_at"},message:"must have required property '"+"received_at"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data1.report === undefined){
+const err11 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "report"},message:"must have required property '"+"report"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+for(const key1 in data1){
+if(!(((((key1 === "user_id") || (key1 === "user_email")) || (key1 === "instance_id")) || (key1 === "received_at")) || (key1 === "report"))){
+const err12 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data1.user_id !== undefined){
+let data2 = data1.user_id;
+if(typeof data2 === "string"){
+if(func2(data2) > 64){
+const err13 = {instancePath:instancePath+"/items/" + i0+"/user_id",schemaPath:"#/properties/items/items/properties/user_id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/items/" + i0+"/user_id",schemaPath:"#/properties/items/items/properties/user_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data1.user_email !== undefined){
+let data3 = data1.user_email;
+if(typeof data3 === "string"){
+if(func2(data3) > 320){
+const err15 = {instancePath:instancePath+"/items/" + i0+"/user_email",schemaPath:"#/properties/items/items/properties/user_email/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/items/" + i0+"/user_email",schemaPath:"#/properties/items/items/properties/user_email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data1.instance_id !== undefined){
+let data4 = data1.instance_id;
+if(typeof data4 === "string"){
+if(func2(data4) > 128){
+const err17 = {instancePath:instancePath+"/items/" + i0+"/instance_id",schemaPath:"#/properties/items/items/properties/instance_id/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/items/" + i0+"/instance_id",schemaPath:"#/properties/items/items/properties/instance_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data1.received_at !== undefined){
+let data5 = data1.received_at;
+if(typeof data5 === "string"){
+if(func2(data5) > 64){
+const err19 = {instancePath:instancePath+"/items/" + i0+"/received_at",schemaPath:"#/properties/items/items/properties/received_at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/items/" + i0+"/received_at",schemaPath:"#/properties/items/items/properties/received_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data1.report !== undefined){
+let data6 = data1.report;
+if(!(data6 && typeof data6 == "object" && !Array.isArray(data6))){
+const err21 = {instancePath:instancePath+"/items/" + i0+"/report",schemaPath:"#/properties/items/items/properties/report/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data.page !== undefined){
+let data7 = data.page;
+if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
+const err24 = {instancePath:instancePath+"/page",schemaPath:"#/properties/page/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if((typeof data7 == "number") && (isFinite(data7))){
+if(data7 < 1 || isNaN(data7)){
+const err25 = {instancePath:instancePath+"/page",schemaPath:"#/properties/page/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+}
+if(data.per_page !== undefined){
+let data8 = data.per_page;
+if(!(((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8))) && (isFinite(data8)))){
+const err26 = {instancePath:instancePath+"/per_page",schemaPath:"#/properties/per_page/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if((typeof data8 == "number") && (isFinite(data8))){
+if(data8 > 100 || isNaN(data8)){
+const err27 = {instancePath:instancePath+"/per_page",schemaPath:"#/properties/per_page/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(data8 < 1 || isNaN(data8)){
+const err28 = {instancePath:instancePath+"/per_page",schemaPath:"#/properties/per_page/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+}
+if(data.total !== undefined){
+let data9 = data.total;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err29 = {instancePath:instancePath+"/total",schemaPath:"#/properties/total/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if((typeof data9 == "number") && (isFinite(data9))){
+if(data9 < 0 || isNaN(data9)){
+const err30 = {instancePath:instancePath+"/total",schemaPath:"#/properties/total/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+if(data.total_pages !== undefined){
+let data10 = data.total_pages;
+if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
+const err31 = {instancePath:instancePath+"/total_pages",schemaPath:"#/properties/total_pages/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+if((typeof data10 == "number") && (isFinite(data10))){
+if(data10 < 0 || isNaN(data10)){
+const err32 = {instancePath:instancePath+"/total_pages",schemaPath:"#/properties/total_pages/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err33 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+validate21.errors = vErrors;
+return errors === 0;
+}
+
+export const validateCompleteRequest = validate22;
+const schema31 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-complete.schema.json","title":"CompleteRequest","description":"Optional body of POST /session-uploads/{upload_id}/complete. The contract defines none and Blue's server ignores it; when a client repeats what it presigned, a mismatch is refused. Other fields are tolerated.","type":"object","properties":{"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0}}};
+const pattern16 = new RegExp("^[0-9a-fA-F]{64}$", "u");
+
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-complete.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -3863,14 +4489,14 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate21.errors = vErrors;
+validate22.errors = vErrors;
 return errors === 0;
 }
 
-export const validateCompletedUpload = validate22;
-const schema30 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-completed-upload.schema.json","title":"CompletedUpload","description":"Answer of POST /session-uploads/{upload_id}/complete: the artifact is verified. `superseded` when a newer artifact of the same session had already completed.","type":"object","required":["id","status"],"properties":{"id":{"description":"The artifact's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"status":{"type":"string","enum":["complete","superseded"]},"session_id":{"description":"Extension: the captured session's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"}}};
+export const validateCompletedUpload = validate23;
+const schema32 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-completed-upload.schema.json","title":"CompletedUpload","description":"Answer of POST /session-uploads/{upload_id}/complete: the artifact is verified. `superseded` when a newer artifact of the same session had already completed.","type":"object","required":["id","status"],"properties":{"id":{"description":"The artifact's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"status":{"type":"string","enum":["complete","superseded"]},"session_id":{"description":"Extension: the captured session's id.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"}}};
 
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-completed-upload.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -3933,7 +4559,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!((data1 === "complete") || (data1 === "superseded"))){
-const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema30.properties.status.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema32.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3979,14 +4605,14 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate22.errors = vErrors;
+validate23.errors = vErrors;
 return errors === 0;
 }
 
-export const validateDeviceAuthorization = validate23;
-const schema33 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-device-authorization.schema.json","title":"DeviceAuthorization","description":"Answer of POST /api/auth/device/code (RFC 8628 §3.2). Fields a later server adds are allowed and ignored.","type":"object","required":["device_code","user_code","verification_uri","expires_in"],"properties":{"device_code":{"type":"string","minLength":1,"maxLength":1024},"user_code":{"type":"string","minLength":1,"maxLength":64},"verification_uri":{"type":"string","minLength":1,"maxLength":2048},"verification_uri_complete":{"type":"string","maxLength":2048},"expires_in":{"type":"integer","minimum":1,"maximum":86400},"interval":{"type":"integer","minimum":1,"maximum":600}}};
+export const validateDeviceAuthorization = validate24;
+const schema35 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-device-authorization.schema.json","title":"DeviceAuthorization","description":"Answer of POST /api/auth/device/code (RFC 8628 §3.2). Fields a later server adds are allowed and ignored.","type":"object","required":["device_code","user_code","verification_uri","expires_in"],"properties":{"device_code":{"type":"string","minLength":1,"maxLength":1024},"user_code":{"type":"string","minLength":1,"maxLength":64},"verification_uri":{"type":"string","minLength":1,"maxLength":2048},"verification_uri_complete":{"type":"string","maxLength":2048},"expires_in":{"type":"integer","minimum":1,"maximum":86400},"interval":{"type":"integer","minimum":1,"maximum":600}}};
 
-function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-device-authorization.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -4242,14 +4868,14 @@ vErrors.push(err21);
 }
 errors++;
 }
-validate23.errors = vErrors;
+validate24.errors = vErrors;
 return errors === 0;
 }
 
-export const validateMetaharnessDiscovery = validate24;
-const schema34 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-discovery.schema.json","title":"MetaharnessDiscovery","description":"Answer of GET /.well-known/metaharness (Blue's MetaharnessDiscovery): the Control API's canonical URL and where its clients sign in.","type":"object","required":["version","control_api_url","oauth"],"properties":{"version":{"type":"integer","enum":[1]},"control_api_url":{"type":"string","maxLength":2048},"oauth":{"type":"object","required":["issuer","client_id","scopes"],"properties":{"issuer":{"type":"string","maxLength":2048},"client_id":{"type":"string","minLength":1,"maxLength":256},"scopes":{"type":"array","maxItems":64,"items":{"type":"string","minLength":1,"maxLength":128}}}}}};
+export const validateMetaharnessDiscovery = validate25;
+const schema36 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-discovery.schema.json","title":"MetaharnessDiscovery","description":"Answer of GET /.well-known/metaharness (Blue's MetaharnessDiscovery): the Control API's canonical URL and where its clients sign in.","type":"object","required":["version","control_api_url","oauth"],"properties":{"version":{"type":"integer","enum":[1]},"control_api_url":{"type":"string","maxLength":2048},"oauth":{"type":"object","required":["issuer","client_id","scopes"],"properties":{"issuer":{"type":"string","maxLength":2048},"client_id":{"type":"string","minLength":1,"maxLength":256},"scopes":{"type":"array","maxItems":64,"items":{"type":"string","minLength":1,"maxLength":128}}}}}};
 
-function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-discovery.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -4297,7 +4923,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data0 === 1)){
-const err4 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/enum",keyword:"enum",params:{allowedValues: schema34.properties.version.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/enum",keyword:"enum",params:{allowedValues: schema36.properties.version.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4509,14 +5135,14 @@ vErrors.push(err21);
 }
 errors++;
 }
-validate24.errors = vErrors;
+validate25.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionDownload = validate25;
-const schema35 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-download.schema.json","title":"SessionDownload","description":"Answer of POST /session-uploads/{id}/download: a short-lived URL to read the session's current artifact. The extensions say how to fetch it and what to expect.","type":"object","required":["download_url"],"properties":{"download_url":{"type":"string","maxLength":8192},"expires_in_seconds":{"type":"integer","minimum":0},"method":{"description":"Extension.","type":"string","enum":["GET"]},"headers":{"description":"Extension: headers to send unchanged.","type":"object","additionalProperties":{"type":"string"}},"artifact_id":{"description":"Extension.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"size_bytes":{"description":"Extension.","type":"integer","minimum":0},"sha256":{"description":"Extension.","type":"string","pattern":"^[0-9a-f]{64}$"},"content_type":{"description":"Extension.","type":"string","maxLength":256}}};
+export const validateSessionDownload = validate26;
+const schema37 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-download.schema.json","title":"SessionDownload","description":"Answer of POST /session-uploads/{id}/download: a short-lived URL to read the session's current artifact. The extensions say how to fetch it and what to expect.","type":"object","required":["download_url"],"properties":{"download_url":{"type":"string","maxLength":8192},"expires_in_seconds":{"type":"integer","minimum":0},"method":{"description":"Extension.","type":"string","enum":["GET"]},"headers":{"description":"Extension: headers to send unchanged.","type":"object","additionalProperties":{"type":"string"}},"artifact_id":{"description":"Extension.","$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"size_bytes":{"description":"Extension.","type":"integer","minimum":0},"sha256":{"description":"Extension.","type":"string","pattern":"^[0-9a-f]{64}$"},"content_type":{"description":"Extension.","type":"string","maxLength":256}}};
 
-function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-download.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -4594,7 +5220,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(data2 === "GET")){
-const err6 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema35.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema37.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -4742,14 +5368,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate25.errors = vErrors;
+validate26.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionFacets = validate26;
-const schema37 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-facets.schema.json","title":"SessionFacets","description":"Answer of GET /session-uploads/facets: owners (at most 10) and harnesses of the sessions the caller may see.","type":"object","required":["users","harnesses"],"properties":{"users":{"type":"array","maxItems":10,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}},"harnesses":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":64}}}};
+export const validateSessionFacets = validate27;
+const schema39 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-facets.schema.json","title":"SessionFacets","description":"Answer of GET /session-uploads/facets: owners (at most 10) and harnesses of the sessions the caller may see.","type":"object","required":["users","harnesses"],"properties":{"users":{"type":"array","maxItems":10,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}},"harnesses":{"type":"array","maxItems":64,"items":{"type":"string","maxLength":64}}}};
 
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-facets.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -4947,14 +5573,14 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate26.errors = vErrors;
+validate27.errors = vErrors;
 return errors === 0;
 }
 
-export const validateIdentity = validate27;
-const schema38 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-identity.schema.json","title":"Identity","description":"Answer of GET /auth/me: who the bearer token belongs to. expires_at is the token's expiry in Unix seconds, null for a token that does not expire.","type":"object","required":["id","email","role"],"properties":{"id":{"type":"string","maxLength":64},"sub":{"type":"string","maxLength":256},"email":{"type":"string","maxLength":320},"org_id":{"type":"string","maxLength":64},"role":{"type":"string","enum":["admin","member"]},"expires_at":{"type":["integer","null"]},"current_revision":{"type":["string","null"],"maxLength":128}}};
+export const validateIdentity = validate28;
+const schema40 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-identity.schema.json","title":"Identity","description":"Answer of GET /auth/me: who the bearer token belongs to. expires_at is the token's expiry in Unix seconds, null for a token that does not expire.","type":"object","required":["id","email","role"],"properties":{"id":{"type":"string","maxLength":64},"sub":{"type":"string","maxLength":256},"email":{"type":"string","maxLength":320},"org_id":{"type":"string","maxLength":64},"role":{"type":"string","enum":["admin","member"]},"expires_at":{"type":["integer","null"]},"current_revision":{"type":["string","null"],"maxLength":128}}};
 
-function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-identity.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -5102,7 +5728,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!((data4 === "admin") || (data4 === "member"))){
-const err12 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema38.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema40.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -5115,7 +5741,7 @@ errors++;
 if(data.expires_at !== undefined){
 let data5 = data.expires_at;
 if((!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: schema38.properties.expires_at.type},message:"must be integer,null"};
+const err13 = {instancePath:instancePath+"/expires_at",schemaPath:"#/properties/expires_at/type",keyword:"type",params:{type: schema40.properties.expires_at.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -5128,7 +5754,7 @@ errors++;
 if(data.current_revision !== undefined){
 let data6 = data.current_revision;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err14 = {instancePath:instancePath+"/current_revision",schemaPath:"#/properties/current_revision/type",keyword:"type",params:{type: schema38.properties.current_revision.type},message:"must be string,null"};
+const err14 = {instancePath:instancePath+"/current_revision",schemaPath:"#/properties/current_revision/type",keyword:"type",params:{type: schema40.properties.current_revision.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -5161,14 +5787,14 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate27.errors = vErrors;
+validate28.errors = vErrors;
 return errors === 0;
 }
 
-export const validateShareMembers = validate28;
-const schema39 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-members.schema.json","title":"ShareMembers","description":"Answer of GET /session-uploads/members: at most 10 members a session may be shared with (the caller left out).","type":"object","required":["items"],"properties":{"items":{"type":"array","maxItems":10,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
+export const validateShareMembers = validate29;
+const schema41 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-members.schema.json","title":"ShareMembers","description":"Answer of GET /session-uploads/members: at most 10 members a session may be shared with (the caller left out).","type":"object","required":["items"],"properties":{"items":{"type":"array","maxItems":10,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-members.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -5305,20 +5931,20 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate28.errors = vErrors;
+validate29.errors = vErrors;
 return errors === 0;
 }
 
-export const validatePresignRequest = validate29;
-const schema40 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presign.schema.json","title":"PresignRequest","description":"Body of POST /session-uploads/presign (Blue's SessionUploadPresignRequest): the artifact a client is about to upload. Fields the contract does not name are tolerated and ignored. Text fields never hold NUL (PostgreSQL cannot store it), and names no control characters.","type":"object","required":["harness","session_id","sha256","size_bytes","content_type"],"properties":{"harness":{"description":"A harness name; for a session record (artifact_format blue-session-record-v1), its provider.","$ref":"session-record.schema.json#/definitions/provider"},"compatibility_profile":{"description":"The profile that captured it; absent: recorded as \"legacy\" (no profile).","type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"session_id":{"description":"The harness's native session id.","type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0,"maximum":134217728},"content_type":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"cwd":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"artifact_format":{"type":"string","enum":["legacy-raw","blue-session-bundle-v1","blue-session-record-v1"]},"tags":{"description":"Extension: the session's tags (replaces them).","type":"array","maxItems":32,"uniqueItems":true,"items":{"$ref":"session-record.schema.json#/definitions/tag"}},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"summary":{"type":["string","null"],"maxLength":1024,"pattern":"^[^\\u0000]*$"},"captured_at_unix_ms":{"type":"integer","minimum":0},"repository_root":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"repository_remote":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"}}};
-const schema42 = {"description":"Where the session came from: a harness name, or any other provider (chatgpt_export): lower-case letters, digits, `_`, `.` and `-`.","type":"string","pattern":"^[a-z0-9][a-z0-9_.-]{0,63}$"};
-const schema43 = {"description":"A word to find and filter by.","type":"string","pattern":"^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"};
+export const validatePresignRequest = validate30;
+const schema42 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presign.schema.json","title":"PresignRequest","description":"Body of POST /session-uploads/presign (Blue's SessionUploadPresignRequest): the artifact a client is about to upload. Fields the contract does not name are tolerated and ignored. Text fields never hold NUL (PostgreSQL cannot store it), and names no control characters.","type":"object","required":["harness","session_id","sha256","size_bytes","content_type"],"properties":{"harness":{"description":"A harness name; for a session record (artifact_format blue-session-record-v1), its provider.","$ref":"session-record.schema.json#/definitions/provider"},"compatibility_profile":{"description":"The profile that captured it; absent: recorded as \"legacy\" (no profile).","type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"session_id":{"description":"The harness's native session id.","type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0,"maximum":134217728},"content_type":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"cwd":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"artifact_format":{"type":"string","enum":["legacy-raw","blue-session-bundle-v1","blue-session-record-v1"]},"tags":{"description":"Extension: the session's tags (replaces them).","type":"array","maxItems":32,"uniqueItems":true,"items":{"$ref":"session-record.schema.json#/definitions/tag"}},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"summary":{"type":["string","null"],"maxLength":1024,"pattern":"^[^\\u0000]*$"},"captured_at_unix_ms":{"type":"integer","minimum":0},"repository_root":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"repository_remote":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"}}};
+const schema44 = {"description":"Where the session came from: a harness name, or any other provider (chatgpt_export): lower-case letters, digits, `_`, `.` and `-`.","type":"string","pattern":"^[a-z0-9][a-z0-9_.-]{0,63}$"};
+const schema45 = {"description":"A word to find and filter by.","type":"string","pattern":"^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"};
 const pattern21 = new RegExp("^[a-z0-9][a-z0-9_.-]{0,63}$", "u");
 const pattern25 = new RegExp("^[^\\u0000]*$", "u");
 const pattern24 = new RegExp("^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$", "u");
 const func0 = runtime1.default;
 
-function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-presign.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -5596,7 +6222,7 @@ errors++;
 if(data.cwd !== undefined){
 let data6 = data.cwd;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err24 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/type",keyword:"type",params:{type: schema40.properties.cwd.type},message:"must be string,null"};
+const err24 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/type",keyword:"type",params:{type: schema42.properties.cwd.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -5641,7 +6267,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!(((data7 === "legacy-raw") || (data7 === "blue-session-bundle-v1")) || (data7 === "blue-session-record-v1"))){
-const err28 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/enum",keyword:"enum",params:{allowedValues: schema40.properties.artifact_format.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/artifact_format",schemaPath:"#/properties/artifact_format/enum",keyword:"enum",params:{allowedValues: schema42.properties.artifact_format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -5737,7 +6363,7 @@ errors++;
 if(data.title !== undefined){
 let data11 = data.title;
 if((typeof data11 !== "string") && (data11 !== null)){
-const err35 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema40.properties.title.type},message:"must be string,null"};
+const err35 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema42.properties.title.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -5772,7 +6398,7 @@ errors++;
 if(data.summary !== undefined){
 let data12 = data.summary;
 if((typeof data12 !== "string") && (data12 !== null)){
-const err38 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema40.properties.summary.type},message:"must be string,null"};
+const err38 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: schema42.properties.summary.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -5832,7 +6458,7 @@ errors++;
 if(data.repository_root !== undefined){
 let data14 = data.repository_root;
 if((typeof data14 !== "string") && (data14 !== null)){
-const err43 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/type",keyword:"type",params:{type: schema40.properties.repository_root.type},message:"must be string,null"};
+const err43 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/type",keyword:"type",params:{type: schema42.properties.repository_root.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -5867,7 +6493,7 @@ errors++;
 if(data.repository_remote !== undefined){
 let data15 = data.repository_remote;
 if((typeof data15 !== "string") && (data15 !== null)){
-const err46 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/type",keyword:"type",params:{type: schema40.properties.repository_remote.type},message:"must be string,null"};
+const err46 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/type",keyword:"type",params:{type: schema42.properties.repository_remote.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -5910,7 +6536,7 @@ vErrors.push(err49);
 }
 errors++;
 }
-validate29.errors = vErrors;
+validate30.errors = vErrors;
 return errors === 0;
 }
 
@@ -6153,10 +6779,10 @@ validate17.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionDetail = validate31;
-const schema46 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-session-detail.schema.json","title":"SessionDetail","description":"Answer of GET /session-uploads/{id}: the captured session, who it is shared with, and its artifacts (every upload of it, newest first).","type":"object","required":["session","artifacts"],"properties":{"session":{"$ref":"control-captured-session.schema.json"},"sharing":{"type":"object","properties":{"user_ids":{"type":"array","maxItems":10000,"items":{"type":"string","maxLength":64}}}},"artifacts":{"type":"array","maxItems":10000,"items":{"type":"object","required":["id","sha256","size_bytes","status","created_at"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"sha256":{"type":"string","maxLength":64},"size_bytes":{"type":"integer","minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"status":{"type":"string","maxLength":32},"created_at":{"type":"string","maxLength":64},"completed_at":{"type":["string","null"],"maxLength":64},"retention_expires_at":{"type":["string","null"],"maxLength":64},"compatibility_profile":{"description":"Extension.","type":["string","null"],"maxLength":256},"artifact_format":{"description":"Extension.","type":["string","null"],"maxLength":128},"resumable":{"description":"Extension.","type":"boolean"},"expired":{"description":"Extension: past retention, or its object is gone.","type":"boolean"}}}}}};
+export const validateSessionDetail = validate32;
+const schema48 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-session-detail.schema.json","title":"SessionDetail","description":"Answer of GET /session-uploads/{id}: the captured session, who it is shared with, and its artifacts (every upload of it, newest first).","type":"object","required":["session","artifacts"],"properties":{"session":{"$ref":"control-captured-session.schema.json"},"sharing":{"type":"object","properties":{"user_ids":{"type":"array","maxItems":10000,"items":{"type":"string","maxLength":64}}}},"artifacts":{"type":"array","maxItems":10000,"items":{"type":"object","required":["id","sha256","size_bytes","status","created_at"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"sha256":{"type":"string","maxLength":64},"size_bytes":{"type":"integer","minimum":0},"content_type":{"type":["string","null"],"maxLength":256},"status":{"type":"string","maxLength":32},"created_at":{"type":"string","maxLength":64},"completed_at":{"type":["string","null"],"maxLength":64},"retention_expires_at":{"type":["string","null"],"maxLength":64},"compatibility_profile":{"description":"Extension.","type":["string","null"],"maxLength":256},"artifact_format":{"description":"Extension.","type":["string","null"],"maxLength":128},"resumable":{"description":"Extension.","type":"boolean"},"expired":{"description":"Extension: past retention, or its object is gone.","type":"boolean"}}}}}};
 
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-session-detail.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -6398,7 +7024,7 @@ errors++;
 if(data5.content_type !== undefined){
 let data9 = data5.content_type;
 if((typeof data9 !== "string") && (data9 !== null)){
-const err19 = {instancePath:instancePath+"/artifacts/" + i1+"/content_type",schemaPath:"#/properties/artifacts/items/properties/content_type/type",keyword:"type",params:{type: schema46.properties.artifacts.items.properties.content_type.type},message:"must be string,null"};
+const err19 = {instancePath:instancePath+"/artifacts/" + i1+"/content_type",schemaPath:"#/properties/artifacts/items/properties/content_type/type",keyword:"type",params:{type: schema48.properties.artifacts.items.properties.content_type.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -6473,7 +7099,7 @@ errors++;
 if(data5.completed_at !== undefined){
 let data12 = data5.completed_at;
 if((typeof data12 !== "string") && (data12 !== null)){
-const err25 = {instancePath:instancePath+"/artifacts/" + i1+"/completed_at",schemaPath:"#/properties/artifacts/items/properties/completed_at/type",keyword:"type",params:{type: schema46.properties.artifacts.items.properties.completed_at.type},message:"must be string,null"};
+const err25 = {instancePath:instancePath+"/artifacts/" + i1+"/completed_at",schemaPath:"#/properties/artifacts/items/properties/completed_at/type",keyword:"type",params:{type: schema48.properties.artifacts.items.properties.completed_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -6498,7 +7124,7 @@ errors++;
 if(data5.retention_expires_at !== undefined){
 let data13 = data5.retention_expires_at;
 if((typeof data13 !== "string") && (data13 !== null)){
-const err27 = {instancePath:instancePath+"/artifacts/" + i1+"/retention_expires_at",schemaPath:"#/properties/artifacts/items/properties/retention_expires_at/type",keyword:"type",params:{type: schema46.properties.artifacts.items.properties.retention_expires_at.type},message:"must be string,null"};
+const err27 = {instancePath:instancePath+"/artifacts/" + i1+"/retention_expires_at",schemaPath:"#/properties/artifacts/items/properties/retention_expires_at/type",keyword:"type",params:{type: schema48.properties.artifacts.items.properties.retention_expires_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -6523,7 +7149,7 @@ errors++;
 if(data5.compatibility_profile !== undefined){
 let data14 = data5.compatibility_profile;
 if((typeof data14 !== "string") && (data14 !== null)){
-const err29 = {instancePath:instancePath+"/artifacts/" + i1+"/compatibility_profile",schemaPath:"#/properties/artifacts/items/properties/compatibility_profile/type",keyword:"type",params:{type: schema46.properties.artifacts.items.properties.compatibility_profile.type},message:"must be string,null"};
+const err29 = {instancePath:instancePath+"/artifacts/" + i1+"/compatibility_profile",schemaPath:"#/properties/artifacts/items/properties/compatibility_profile/type",keyword:"type",params:{type: schema48.properties.artifacts.items.properties.compatibility_profile.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -6548,7 +7174,7 @@ errors++;
 if(data5.artifact_format !== undefined){
 let data15 = data5.artifact_format;
 if((typeof data15 !== "string") && (data15 !== null)){
-const err31 = {instancePath:instancePath+"/artifacts/" + i1+"/artifact_format",schemaPath:"#/properties/artifacts/items/properties/artifact_format/type",keyword:"type",params:{type: schema46.properties.artifacts.items.properties.artifact_format.type},message:"must be string,null"};
+const err31 = {instancePath:instancePath+"/artifacts/" + i1+"/artifact_format",schemaPath:"#/properties/artifacts/items/properties/artifact_format/type",keyword:"type",params:{type: schema48.properties.artifacts.items.properties.artifact_format.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -6629,14 +7255,14 @@ vErrors.push(err37);
 }
 errors++;
 }
-validate31.errors = vErrors;
+validate32.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionSharing = validate33;
-const schema48 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-state.schema.json","title":"SessionSharing","description":"Answer of GET /session-uploads/{id}/sharing: the mode, whether the caller may change it, and who the session reaches.","type":"object","required":["mode","can_edit","recipient_count","recipients"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"can_edit":{"type":"boolean"},"recipient_count":{"type":"integer","minimum":0},"recipients":{"type":"array","maxItems":100000,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
+export const validateSessionSharing = validate34;
+const schema50 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-state.schema.json","title":"SessionSharing","description":"Answer of GET /session-uploads/{id}/sharing: the mode, whether the caller may change it, and who the session reaches.","type":"object","required":["mode","can_edit","recipient_count","recipients"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"can_edit":{"type":"boolean"},"recipient_count":{"type":"integer","minimum":0},"recipients":{"type":"array","maxItems":100000,"items":{"type":"object","required":["id","email"],"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}}}}};
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-sharing-state.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -6694,7 +7320,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(((data0 === "private") || (data0 === "workspace")) || (data0 === "selected"))){
-const err5 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema48.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema50.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -6863,14 +7489,14 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate33.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSharingUpdated = validate34;
-const schema49 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-updated.schema.json","title":"SharingUpdated","description":"Answer of PUT /session-uploads/{id}/sharing: the session's new mode and recipients (the owner never among them).","type":"object","required":["id","mode","user_ids"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","maxLength":64}}}};
+export const validateSharingUpdated = validate35;
+const schema51 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing-updated.schema.json","title":"SharingUpdated","description":"Answer of PUT /session-uploads/{id}/sharing: the session's new mode and recipients (the owner never among them).","type":"object","required":["id","mode","user_ids"],"properties":{"id":{"$ref":"control-presigned-upload.schema.json#/definitions/uuid"},"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","maxLength":64}}}};
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-sharing-updated.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -6943,7 +7569,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(((data1 === "private") || (data1 === "workspace")) || (data1 === "selected"))){
-const err6 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema49.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema51.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -7015,14 +7641,14 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate34.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSharingRequest = validate35;
-const schema51 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing.schema.json","title":"SharingRequest","description":"Body of PUT /session-uploads/{id}/sharing: replaces who may see the session. Recipients are named by user id (`emails` is an extension of this server).","type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","minLength":1,"maxLength":320}},"emails":{"type":"array","maxItems":500,"items":{"type":"string","minLength":3,"maxLength":320}}}};
+export const validateSharingRequest = validate36;
+const schema53 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-sharing.schema.json","title":"SharingRequest","description":"Body of PUT /session-uploads/{id}/sharing: replaces who may see the session. Recipients are named by user id (`emails` is an extension of this server).","type":"object","additionalProperties":false,"required":["mode"],"properties":{"mode":{"type":"string","enum":["private","workspace","selected"]},"user_ids":{"type":"array","maxItems":500,"items":{"type":"string","minLength":1,"maxLength":320}},"emails":{"type":"array","maxItems":500,"items":{"type":"string","minLength":3,"maxLength":320}}}};
 
-function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-sharing.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -7062,7 +7688,7 @@ vErrors.push(err2);
 errors++;
 }
 if(!(((data0 === "private") || (data0 === "workspace")) || (data0 === "selected"))){
-const err3 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema51.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema53.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -7205,16 +7831,16 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate35.errors = vErrors;
+validate36.errors = vErrors;
 return errors === 0;
 }
 
-export const validateTokenAnswer = validate36;
-const schema52 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-token-answer.schema.json","title":"TokenAnswer","description":"A successful answer of POST /api/auth/oauth2/token (RFC 6749 §5.1): for a device code or a refresh token. Fields a later server adds are allowed and ignored.","type":"object","required":["access_token","token_type"],"properties":{"access_token":{"type":"string","minLength":1,"maxLength":4096,"pattern":"^[A-Za-z0-9._~+/=-]+$"},"token_type":{"type":"string","pattern":"^[Bb][Ee][Aa][Rr][Ee][Rr]$"},"expires_in":{"type":"integer","minimum":1},"refresh_token":{"type":"string","minLength":1,"maxLength":4096,"pattern":"^[A-Za-z0-9._~+/=-]+$"},"scope":{"type":"string","maxLength":1024}}};
+export const validateTokenAnswer = validate37;
+const schema54 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-token-answer.schema.json","title":"TokenAnswer","description":"A successful answer of POST /api/auth/oauth2/token (RFC 6749 §5.1): for a device code or a refresh token. Fields a later server adds are allowed and ignored.","type":"object","required":["access_token","token_type"],"properties":{"access_token":{"type":"string","minLength":1,"maxLength":4096,"pattern":"^[A-Za-z0-9._~+/=-]+$"},"token_type":{"type":"string","pattern":"^[Bb][Ee][Aa][Rr][Ee][Rr]$"},"expires_in":{"type":"integer","minimum":1},"refresh_token":{"type":"string","minLength":1,"maxLength":4096,"pattern":"^[A-Za-z0-9._~+/=-]+$"},"scope":{"type":"string","maxLength":1024}}};
 const pattern40 = new RegExp("^[A-Za-z0-9._~+/=-]+$", "u");
 const pattern41 = new RegExp("^[Bb][Ee][Aa][Rr][Ee][Rr]$", "u");
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-token-answer.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -7415,15 +8041,15 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate36.errors = vErrors;
+validate37.errors = vErrors;
 return errors === 0;
 }
 
-export const validateTokenList = validate37;
-const schema53 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-tokens.schema.json","title":"TokenList","description":"Answer of GET /users/{id}/tokens (the user, or an administrator): the user's sign-ins, newest first, revoked and lapsed ones too (for 90 days). A sign-in is a personal token or a device sign-in (its access and refresh tokens); the tokens themselves are never shown again. DELETE /tokens/{id} answers one item.","type":"object","required":["items"],"additionalProperties":false,"properties":{"items":{"type":"array","items":{"$ref":"#/definitions/token"}}},"definitions":{"token":{"type":"object","required":["id","user_id","kind","label","scopes","created_at","last_used_at","expires_at","revoked_at","active"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"user_id":{"type":"string","maxLength":64},"kind":{"description":"personal: made by an administrator (users add, tokens add), never expires; device: a device-flow sign-in, refreshed by its client.","enum":["personal","device"]},"label":{"description":"What it is: who made it and for what, or the client that signed in.","type":"string","maxLength":256},"scopes":{"type":"array","items":{"type":"string","maxLength":64}},"created_at":{"type":"string","maxLength":64},"last_used_at":{"type":["string","null"],"maxLength":64},"expires_at":{"description":"When a device sign-in lapses unless refreshed; null for a personal token.","type":["string","null"],"maxLength":64},"revoked_at":{"type":["string","null"],"maxLength":64},"active":{"description":"Neither revoked nor lapsed: its tokens work.","type":"boolean"}}}}};
-const schema54 = {"type":"object","required":["id","user_id","kind","label","scopes","created_at","last_used_at","expires_at","revoked_at","active"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"user_id":{"type":"string","maxLength":64},"kind":{"description":"personal: made by an administrator (users add, tokens add), never expires; device: a device-flow sign-in, refreshed by its client.","enum":["personal","device"]},"label":{"description":"What it is: who made it and for what, or the client that signed in.","type":"string","maxLength":256},"scopes":{"type":"array","items":{"type":"string","maxLength":64}},"created_at":{"type":"string","maxLength":64},"last_used_at":{"type":["string","null"],"maxLength":64},"expires_at":{"description":"When a device sign-in lapses unless refreshed; null for a personal token.","type":["string","null"],"maxLength":64},"revoked_at":{"type":["string","null"],"maxLength":64},"active":{"description":"Neither revoked nor lapsed: its tokens work.","type":"boolean"}}};
+export const validateTokenList = validate38;
+const schema55 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-tokens.schema.json","title":"TokenList","description":"Answer of GET /users/{id}/tokens (the user, or an administrator): the user's sign-ins, newest first, revoked and lapsed ones too (for 90 days). A sign-in is a personal token or a device sign-in (its access and refresh tokens); the tokens themselves are never shown again. DELETE /tokens/{id} answers one item.","type":"object","required":["items"],"additionalProperties":false,"properties":{"items":{"type":"array","items":{"$ref":"#/definitions/token"}}},"definitions":{"token":{"type":"object","required":["id","user_id","kind","label","scopes","created_at","last_used_at","expires_at","revoked_at","active"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"user_id":{"type":"string","maxLength":64},"kind":{"description":"personal: made by an administrator (users add, tokens add), never expires; device: a device-flow sign-in, refreshed by its client.","enum":["personal","device"]},"label":{"description":"What it is: who made it and for what, or the client that signed in.","type":"string","maxLength":256},"scopes":{"type":"array","items":{"type":"string","maxLength":64}},"created_at":{"type":"string","maxLength":64},"last_used_at":{"type":["string","null"],"maxLength":64},"expires_at":{"description":"When a device sign-in lapses unless refreshed; null for a personal token.","type":["string","null"],"maxLength":64},"revoked_at":{"type":["string","null"],"maxLength":64},"active":{"description":"Neither revoked nor lapsed: its tokens work.","type":"boolean"}}}}};
+const schema56 = {"type":"object","required":["id","user_id","kind","label","scopes","created_at","last_used_at","expires_at","revoked_at","active"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"user_id":{"type":"string","maxLength":64},"kind":{"description":"personal: made by an administrator (users add, tokens add), never expires; device: a device-flow sign-in, refreshed by its client.","enum":["personal","device"]},"label":{"description":"What it is: who made it and for what, or the client that signed in.","type":"string","maxLength":256},"scopes":{"type":"array","items":{"type":"string","maxLength":64}},"created_at":{"type":"string","maxLength":64},"last_used_at":{"type":["string","null"],"maxLength":64},"expires_at":{"description":"When a device sign-in lapses unless refreshed; null for a personal token.","type":["string","null"],"maxLength":64},"revoked_at":{"type":["string","null"],"maxLength":64},"active":{"description":"Neither revoked nor lapsed: its tokens work.","type":"boolean"}}};
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-tokens.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -7558,7 +8184,7 @@ vErrors.push(err11);
 errors++;
 }
 for(const key1 in data1){
-if(!(func13.call(schema54.properties, key1))){
+if(!(func13.call(schema56.properties, key1))){
 const err12 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/definitions/token/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err12];
@@ -7622,7 +8248,7 @@ errors++;
 if(data1.kind !== undefined){
 let data4 = data1.kind;
 if(!((data4 === "personal") || (data4 === "device"))){
-const err17 = {instancePath:instancePath+"/items/" + i0+"/kind",schemaPath:"#/definitions/token/properties/kind/enum",keyword:"enum",params:{allowedValues: schema54.properties.kind.enum},message:"must be equal to one of the allowed values"};
+const err17 = {instancePath:instancePath+"/items/" + i0+"/kind",schemaPath:"#/definitions/token/properties/kind/enum",keyword:"enum",params:{allowedValues: schema56.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -7726,7 +8352,7 @@ errors++;
 if(data1.last_used_at !== undefined){
 let data9 = data1.last_used_at;
 if((typeof data9 !== "string") && (data9 !== null)){
-const err25 = {instancePath:instancePath+"/items/" + i0+"/last_used_at",schemaPath:"#/definitions/token/properties/last_used_at/type",keyword:"type",params:{type: schema54.properties.last_used_at.type},message:"must be string,null"};
+const err25 = {instancePath:instancePath+"/items/" + i0+"/last_used_at",schemaPath:"#/definitions/token/properties/last_used_at/type",keyword:"type",params:{type: schema56.properties.last_used_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -7751,7 +8377,7 @@ errors++;
 if(data1.expires_at !== undefined){
 let data10 = data1.expires_at;
 if((typeof data10 !== "string") && (data10 !== null)){
-const err27 = {instancePath:instancePath+"/items/" + i0+"/expires_at",schemaPath:"#/definitions/token/properties/expires_at/type",keyword:"type",params:{type: schema54.properties.expires_at.type},message:"must be string,null"};
+const err27 = {instancePath:instancePath+"/items/" + i0+"/expires_at",schemaPath:"#/definitions/token/properties/expires_at/type",keyword:"type",params:{type: schema56.properties.expires_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -7776,7 +8402,7 @@ errors++;
 if(data1.revoked_at !== undefined){
 let data11 = data1.revoked_at;
 if((typeof data11 !== "string") && (data11 !== null)){
-const err29 = {instancePath:instancePath+"/items/" + i0+"/revoked_at",schemaPath:"#/definitions/token/properties/revoked_at/type",keyword:"type",params:{type: schema54.properties.revoked_at.type},message:"must be string,null"};
+const err29 = {instancePath:instancePath+"/items/" + i0+"/revoked_at",schemaPath:"#/definitions/token/properties/revoked_at/type",keyword:"type",params:{type: schema56.properties.revoked_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -7845,14 +8471,14 @@ vErrors.push(err34);
 }
 errors++;
 }
-validate37.errors = vErrors;
+validate38.errors = vErrors;
 return errors === 0;
 }
 
-export const validateUserList = validate38;
-const schema55 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-users.schema.json","title":"UserList","description":"Answer of GET /users (administrators): every user of the organisation, oldest first.","type":"object","required":["items"],"additionalProperties":false,"properties":{"items":{"type":"array","items":{"type":"object","required":["id","email","role","created_at","active_tokens"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320},"role":{"enum":["admin","member"]},"created_at":{"description":"ISO 8601 UTC.","type":"string","maxLength":64},"active_tokens":{"description":"Sign-ins (personal tokens and device sign-ins) neither revoked nor lapsed.","type":"integer","minimum":0}}}}}};
+export const validateUserList = validate39;
+const schema57 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-users.schema.json","title":"UserList","description":"Answer of GET /users (administrators): every user of the organisation, oldest first.","type":"object","required":["items"],"additionalProperties":false,"properties":{"items":{"type":"array","items":{"type":"object","required":["id","email","role","created_at","active_tokens"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320},"role":{"enum":["admin","member"]},"created_at":{"description":"ISO 8601 UTC.","type":"string","maxLength":64},"active_tokens":{"description":"Sign-ins (personal tokens and device sign-ins) neither revoked nor lapsed.","type":"integer","minimum":0}}}}}};
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-users.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -8001,7 +8627,7 @@ errors++;
 if(data1.role !== undefined){
 let data4 = data1.role;
 if(!((data4 === "admin") || (data4 === "member"))){
-const err12 = {instancePath:instancePath+"/items/" + i0+"/role",schemaPath:"#/properties/items/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema55.properties.items.items.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/items/" + i0+"/role",schemaPath:"#/properties/items/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema57.properties.items.items.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -8096,15 +8722,15 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate38.errors = vErrors;
+validate39.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessMetadataDocument = validate39;
-const schema56 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/harness-metadata.schema.json","title":"HarnessMetadataDocument","description":"Answer of GET /harness-metadata (Blue's harness registry): each harness, its generations (the compatibility profiles' intervals) and what they can do. Generated from profiles/*.yaml; `display_name`-like extensions are allowed.","type":"object","required":["contract_version","harnesses"],"properties":{"contract_version":{"type":"integer","minimum":1},"harnesses":{"type":"array","maxItems":64,"items":{"type":"object","required":["key","aliases","label","description","binary_names","install_command_template","capabilities","component_rules","generations"],"properties":{"key":{"type":"string","maxLength":64},"aliases":{"type":"array","items":{"type":"string","maxLength":64}},"label":{"type":"string","maxLength":128},"description":{"type":"string","maxLength":1024},"binary_names":{"type":"array","items":{"type":"string","maxLength":64}},"install_command_template":{"type":"string","maxLength":1024},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"generations":{"type":"array","items":{"type":"object","required":["profile","introduced","verified_before","lifecycle","capabilities","component_rules"],"properties":{"profile":{"type":"string","maxLength":256},"introduced":{"type":"string","maxLength":64},"before":{"type":["string","null"],"maxLength":64},"verified_before":{"type":"string","maxLength":64},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"verified_by":{"description":"Extension: how the certified versions were exercised.","type":"string","enum":["cli","fixtures"]},"capture_event":{"description":"Extension: the native event the capture hook runs on.","type":"string","maxLength":64}}}}}}}},"definitions":{"componentRules":{"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}}}};
-const schema57 = {"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}};
+export const validateHarnessMetadataDocument = validate40;
+const schema58 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/harness-metadata.schema.json","title":"HarnessMetadataDocument","description":"Answer of GET /harness-metadata (Blue's harness registry): each harness, its generations (the compatibility profiles' intervals) and what they can do. Generated from profiles/*.yaml; `display_name`-like extensions are allowed.","type":"object","required":["contract_version","harnesses"],"properties":{"contract_version":{"type":"integer","minimum":1},"harnesses":{"type":"array","maxItems":64,"items":{"type":"object","required":["key","aliases","label","description","binary_names","install_command_template","capabilities","component_rules","generations"],"properties":{"key":{"type":"string","maxLength":64},"aliases":{"type":"array","items":{"type":"string","maxLength":64}},"label":{"type":"string","maxLength":128},"description":{"type":"string","maxLength":1024},"binary_names":{"type":"array","items":{"type":"string","maxLength":64}},"install_command_template":{"type":"string","maxLength":1024},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"generations":{"type":"array","items":{"type":"object","required":["profile","introduced","verified_before","lifecycle","capabilities","component_rules"],"properties":{"profile":{"type":"string","maxLength":256},"introduced":{"type":"string","maxLength":64},"before":{"type":["string","null"],"maxLength":64},"verified_before":{"type":"string","maxLength":64},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"capabilities":{"type":"array","items":{"type":"string","maxLength":64}},"component_rules":{"$ref":"#/definitions/componentRules"},"verified_by":{"description":"Extension: how the certified versions were exercised.","type":"string","enum":["cli","fixtures"]},"capture_event":{"description":"Extension: the native event the capture hook runs on.","type":"string","maxLength":64}}}}}}}},"definitions":{"componentRules":{"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}}}};
+const schema59 = {"type":"object","required":["agents_require_plugin","hooks_require_plugin","hooks_as_plugin_modules"],"properties":{"agents_require_plugin":{"type":"boolean"},"hooks_require_plugin":{"type":"boolean"},"hooks_as_plugin_modules":{"type":"boolean"}}};
 
-function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/harness-metadata.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -8685,7 +9311,7 @@ errors++;
 if(data18.before !== undefined){
 let data21 = data18.before;
 if((typeof data21 !== "string") && (data21 !== null)){
-const err48 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/before",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/before/type",keyword:"type",params:{type: schema56.properties.harnesses.items.properties.generations.items.properties.before.type},message:"must be string,null"};
+const err48 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/before",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/before/type",keyword:"type",params:{type: schema58.properties.harnesses.items.properties.generations.items.properties.before.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -8745,7 +9371,7 @@ vErrors.push(err52);
 errors++;
 }
 if(!((data23 === "supported") || (data23 === "deprecated"))){
-const err53 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/lifecycle",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema56.properties.harnesses.items.properties.generations.items.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
+const err53 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/lifecycle",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema58.properties.harnesses.items.properties.generations.items.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -8890,7 +9516,7 @@ vErrors.push(err64);
 errors++;
 }
 if(!((data30 === "cli") || (data30 === "fixtures"))){
-const err65 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/verified_by",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema56.properties.harnesses.items.properties.generations.items.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
+const err65 = {instancePath:instancePath+"/harnesses/" + i0+"/generations/" + i4+"/verified_by",schemaPath:"#/properties/harnesses/items/properties/generations/items/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema58.properties.harnesses.items.properties.generations.items.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -8984,13 +9610,13 @@ vErrors.push(err72);
 }
 errors++;
 }
-validate39.errors = vErrors;
+validate40.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessName = validate40;
+export const validateHarnessName = validate41;
 
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/harness-name.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -9014,17 +9640,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate40.errors = vErrors;
+validate41.errors = vErrors;
 return errors === 0;
 }
 
-export const validateGovernancePolicy = validate41;
-const schema60 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of the contract's document (packages, gateway, telemetry, managed_config, mcp, ...) and fields a later contract adds are tolerated and ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled: none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}}}}};
-const schema61 = {"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."};
-const schema62 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled: none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}}};
+export const validateGovernancePolicy = validate42;
+const schema62 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of the contract's document (packages, gateway, telemetry, managed_config, mcp, ...) and fields a later contract adds are tolerated and ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled: none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}}}}};
+const schema63 = {"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."};
+const schema64 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled: none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}}};
 const pattern43 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/policy.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -9546,7 +10172,7 @@ vErrors.push(err39);
 errors++;
 }
 if(!((data14 === "none") || (data14 === "secrets"))){
-const err40 = {instancePath:instancePath+"/session_upload/redact",schemaPath:"#/definitions/sessionUpload/properties/redact/enum",keyword:"enum",params:{allowedValues: schema62.properties.redact.enum},message:"must be equal to one of the allowed values"};
+const err40 = {instancePath:instancePath+"/session_upload/redact",schemaPath:"#/definitions/sessionUpload/properties/redact/enum",keyword:"enum",params:{allowedValues: schema64.properties.redact.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -9734,21 +10360,21 @@ vErrors.push(err54);
 }
 errors++;
 }
-validate41.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessProfiles = validate42;
-const schema63 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
-const schema65 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
-const schema66 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
-const schema69 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
+export const validateHarnessProfiles = validate43;
+const schema65 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
+const schema67 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
+const schema68 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
+const schema71 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
 const pattern46 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
 const pattern47 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
 const pattern51 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
 const pattern53 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
 
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -9803,7 +10429,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!(func13.call(schema65.properties, key0))){
+if(!(func13.call(schema67.properties, key0))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -10012,7 +10638,7 @@ vErrors.push(err22);
 errors++;
 }
 if(!((data5 === "cli") || (data5 === "fixtures"))){
-const err23 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema65.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
+const err23 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema67.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -10035,7 +10661,7 @@ vErrors.push(err24);
 errors++;
 }
 if(!((data6 === "supported") || (data6 === "deprecated"))){
-const err25 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema65.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
+const err25 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema67.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -10072,7 +10698,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!(((data8 === "session_capture") || (data8 === "session_resume")) || (data8 === "restore_rewrite"))){
-const err28 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema69.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema71.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -10560,7 +11186,7 @@ vErrors.push(err67);
 errors++;
 }
 if(!(((data20 === "SessionEnd") || (data20 === "Stop")) || (data20 === "session.idle"))){
-const err68 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema65.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err68 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema67.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -11035,12 +11661,12 @@ vErrors.push(err106);
 }
 errors++;
 }
-validate43.errors = vErrors;
+validate44.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/profile.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -11403,8 +12029,8 @@ errors++;
 }
 const len1 = data8.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate43(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
-vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
+if(!(validate44(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
+vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
 errors = vErrors.length;
 }
 }
@@ -11431,16 +12057,16 @@ vErrors.push(err32);
 }
 errors++;
 }
-validate42.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
 
-export const validateSessionRecord = validate30;
-const schema41 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/session-record.schema.json","title":"SessionRecord","description":"A session record (artifact format blue-session-record-v1): a conversation a person stored (`blue-agent sessions store`) or imported (`blue-agent import chatgpt-export`) rather than one a harness captured. Never resumable. The Control API reads it for search and the transcript viewer.","type":"object","additionalProperties":false,"required":["format","provider","title","tags"],"properties":{"format":{"type":"string","const":"blue-session-record-v1"},"provider":{"$ref":"#/definitions/provider"},"provider_session_id":{"description":"The provider's own id of the conversation, when it has one.","type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$"},"title":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000]*\\S[^\\u0000]*$"},"tags":{"type":"array","maxItems":32,"uniqueItems":true,"items":{"$ref":"#/definitions/tag"}},"created_at_unix_ms":{"description":"When the conversation began, when known.","type":"integer","minimum":0,"maximum":9007199254740991},"content":{"description":"What the session says, as text: what `sessions store` read.","type":"string","maxLength":33554432,"pattern":"^[^\\u0000]*$"},"messages":{"description":"What the session says, as turns: what an import read.","type":"array","maxItems":100000,"items":{"type":"object","additionalProperties":false,"required":["role","text"],"properties":{"role":{"type":"string","enum":["user","assistant","system","tool"]},"text":{"type":"string","maxLength":33554432,"pattern":"^[^\\u0000]*$"},"created_at_unix_ms":{"type":"integer","minimum":0,"maximum":9007199254740991}}}}},"definitions":{"provider":{"description":"Where the session came from: a harness name, or any other provider (chatgpt_export): lower-case letters, digits, `_`, `.` and `-`.","type":"string","pattern":"^[a-z0-9][a-z0-9_.-]{0,63}$"},"tag":{"description":"A word to find and filter by.","type":"string","pattern":"^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"}}};
+export const validateSessionRecord = validate31;
+const schema43 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/session-record.schema.json","title":"SessionRecord","description":"A session record (artifact format blue-session-record-v1): a conversation a person stored (`blue-agent sessions store`) or imported (`blue-agent import chatgpt-export`) rather than one a harness captured. Never resumable. The Control API reads it for search and the transcript viewer.","type":"object","additionalProperties":false,"required":["format","provider","title","tags"],"properties":{"format":{"type":"string","const":"blue-session-record-v1"},"provider":{"$ref":"#/definitions/provider"},"provider_session_id":{"description":"The provider's own id of the conversation, when it has one.","type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$"},"title":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000]*\\S[^\\u0000]*$"},"tags":{"type":"array","maxItems":32,"uniqueItems":true,"items":{"$ref":"#/definitions/tag"}},"created_at_unix_ms":{"description":"When the conversation began, when known.","type":"integer","minimum":0,"maximum":9007199254740991},"content":{"description":"What the session says, as text: what `sessions store` read.","type":"string","maxLength":33554432,"pattern":"^[^\\u0000]*$"},"messages":{"description":"What the session says, as turns: what an import read.","type":"array","maxItems":100000,"items":{"type":"object","additionalProperties":false,"required":["role","text"],"properties":{"role":{"type":"string","enum":["user","assistant","system","tool"]},"text":{"type":"string","maxLength":33554432,"pattern":"^[^\\u0000]*$"},"created_at_unix_ms":{"type":"integer","minimum":0,"maximum":9007199254740991}}}}},"definitions":{"provider":{"description":"Where the session came from: a harness name, or any other provider (chatgpt_export): lower-case letters, digits, `_`, `.` and `-`.","type":"string","pattern":"^[a-z0-9][a-z0-9_.-]{0,63}$"},"tag":{"description":"A word to find and filter by.","type":"string","pattern":"^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"}}};
 const pattern22 = new RegExp("^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$", "u");
 const pattern23 = new RegExp("^[^\\u0000]*\\S[^\\u0000]*$", "u");
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/session-record.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -11838,7 +12464,7 @@ vErrors.push(err32);
 errors++;
 }
 if(!((((data10 === "user") || (data10 === "assistant")) || (data10 === "system")) || (data10 === "tool"))){
-const err33 = {instancePath:instancePath+"/messages/" + i2+"/role",schemaPath:"#/properties/messages/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema41.properties.messages.items.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err33 = {instancePath:instancePath+"/messages/" + i2+"/role",schemaPath:"#/properties/messages/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema43.properties.messages.items.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -11953,7 +12579,7 @@ vErrors.push(err42);
 }
 errors++;
 }
-validate30.errors = vErrors;
+validate31.errors = vErrors;
 return errors === 0;
 }
 

@@ -168,6 +168,34 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     expect((await alice.get(`/sessions/${id}`)).status).toBe(404);
   });
 
+  it('pages the machines, by person and machine, with page links that stay meaningful', async () => {
+    t = await startTestServer({ backend });
+    const hosts: [TestUser, number][] = [
+      [t.carol, 15],
+      [t.alice, 20],
+      [t.bob, 20],
+    ];
+    for (const [user, count] of hosts) {
+      for (let i = 0; i < count; i++) await t.server.store.recordClientStatus(user.id, `${user.email.split('@')[0]}-${String(i).padStart(2, '0')}`, { hostname: `host-${user.email.split('@')[0]}-${i}` }, t.clock.now() + i);
+    }
+    const admin = await browser(t.admin);
+    const rows = (text: string) => [...text.matchAll(/<tr><td>host-([a-z]+-\d+)/g)].map((m) => m[1]);
+    const first = await admin.get('/admin/clients');
+    expect(first.text).toContain('55 in all');
+    expect(rows(first.text)).toHaveLength(50);
+    expect(rows(first.text).slice(0, 2)).toEqual(['alice-0', 'alice-1']);
+    expect(first.text).toContain('Page 1 of 2');
+    expect(first.text).toContain('<a href="/admin/clients?page=2" rel="next">');
+    // A machine reporting again keeps its place.
+    await t.server.store.recordClientStatus(t.alice.id, 'alice-00', { hostname: 'host-alice-0' }, t.clock.now() + 100);
+    const second = await admin.get('/admin/clients?page=2');
+    expect(rows(second.text)).toEqual(['carol-10', 'carol-11', 'carol-12', 'carol-13', 'carol-14']);
+    expect(second.text).toContain('<a href="/admin/clients" rel="prev">');
+    expect(second.text).not.toContain('rel="next"');
+    expect((await admin.get('/admin/clients?page=9')).text).toContain('No machines on this page');
+    expect(rows((await admin.get('/admin/clients?page=x')).text)).toEqual(rows(first.text));
+  });
+
   it("gives administrators the organisation's machines, users and tokens, audit log and policy, and nobody else", async () => {
     t = await startTestServer({ backend });
     await t.server.store.publishPolicy({ allowed_harnesses: ['claude'] }, t.clock.now());
