@@ -4,6 +4,7 @@
  */
 import { findInterval, type ProfileSet } from '../profiles/index.js';
 import type { BundleFile, BundleManifest } from '../schema/index.js';
+import { CONTROL_CHARACTERS } from '../util/terminal-text.js';
 import { ARTIFACT_FORMAT, LIMITS } from './limits.js';
 
 export type { BundleFile, BundleManifest } from '../schema/index.js';
@@ -17,9 +18,9 @@ export function fileEntryName(index: number, name: string): string {
   return `files/${String(index).padStart(4, '0')}-${name}`;
 }
 
-// C0 controls, DEL, C1 controls and bidirectional controls (overrides, embeddings, isolates, marks): nothing
-// legitimate in a path carries them, and they can rewrite a terminal or reorder what a person reads.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+// Control and bidirectional characters (util/terminal-text.ts): nothing legitimate in a path carries them, and they
+// can rewrite a terminal or reorder what a person reads.
+const CONTROL = new RegExp(`[${CONTROL_CHARACTERS}]`);
 
 /** Why `name` cannot be a file's bundle name, or undefined. */
 export function nameProblem(name: string): string | undefined {

@@ -5,6 +5,7 @@
  * titles (./title.ts) where a record keeps the user's turn, so a format is understood in one place.
  */
 import { isRecord } from '../util/record.js';
+import { CONTROL_CHARACTERS } from '../util/terminal-text.js';
 import type { UserTurnOf } from './title.js';
 
 export type TurnRole = 'user' | 'assistant' | 'tool';
@@ -60,7 +61,8 @@ export const MAX_LINE_CHARS = 8 * 1024 * 1024;
 export const TOOL_SUMMARY_MAX = 200;
 
 const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-Z\\-_]/g;
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+/** The control and bidirectional characters every shown text is held to (util/terminal-text.ts), tabs and line feeds kept. */
+const CONTROL = new RegExp(`(?![\\t\\n])[${CONTROL_CHARACTERS}]`, 'g');
 
 /** Terminal escape sequences and control characters removed; new lines normalised, tabs kept. */
 export function cleanText(text: string): string {

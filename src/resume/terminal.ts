@@ -5,6 +5,7 @@
  */
 import { emitKeypressEvents } from 'node:readline';
 import type { Context } from '../context.js';
+import { printable } from '../util/terminal-text.js';
 
 export interface Key {
   /** The text the key types, when it types one. */
@@ -118,7 +119,7 @@ export function textWidth(text: string): number {
 
 /** `text` cut to at most `width` columns, ending in an ellipsis when it was cut; control characters become spaces. */
 export function fit(text: string, width: number): string {
-  const clean = text.replace(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]+/g, ' ');
+  const clean = printable(text);
   if (width <= 0) return '';
   if (textWidth(clean) <= width) return clean;
   let out = '';

@@ -1,10 +1,17 @@
 /**
- * Text that came from elsewhere (a bundle, a server, a native file) is shown on terminals: control characters
- * (escape sequences among them, C1 included) and bidirectional overrides must not reach one, or a crafted string
- * could move the cursor, recolour, retitle or reorder what a person reads.
+ * Text that came from elsewhere (a bundle, a server, a native file, a person) is shown on terminals and on the
+ * dashboard's pages: control characters (escape sequences among them, C1 included) and bidirectional formatting
+ * characters must not reach either, or a crafted string could move the cursor, recolour, retitle or reorder what a
+ * person reads (a title that displays reversed).
  */
-const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-const UNSAFE_OR_BREAK = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]+/g;
+
+/**
+ * The one set, as a regular expression's character class: C0 controls, DEL, C1 controls, and the bidirectional
+ * formatting characters (the Arabic letter mark, LRM and RLM, embeddings and overrides, isolates).
+ */
+export const CONTROL_CHARACTERS = '\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069';
+const UNSAFE = new RegExp(`(?![\\t\\n])[${CONTROL_CHARACTERS}]`, 'g');
+const UNSAFE_OR_BREAK = new RegExp(`[${CONTROL_CHARACTERS}]+`, 'g');
 
 /** For one-line fields (titles, ids, paths): every control character, line breaks included, becomes a space. */
 export function printable(text: string): string {

@@ -4,7 +4,8 @@
  * (the real CLI, which then holds refreshable credentials); find an uploaded session by a word of its third turn and
  * read its transcript; share it with a member, who then sees it in their list, and take it back; a member cannot
  * reach someone else's session by URL; delete it. Pages are checked for labels and for a phone's width, and the main
- * ones are photographed into a temporary folder (BLUE_SCREENSHOTS to keep them).
+ * ones are photographed into a temporary folder (BLUE_SCREENSHOTS to keep them). A title with control and
+ * bidirectional characters is read as the browser shows it: escaped, never reordered.
  */
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -199,4 +200,31 @@ describe.each(BACKENDS)('the dashboard in Chromium (%s)', (backend) => {
       await erin.close();
     }
   }, 120_000);
+
+  it('shows a title that holds control and bidirectional characters escaped, never reordered, wherever it shows it', async () => {
+    t = await startTestServer({ backend });
+    const hostile = 'Quarterly report\u202Efdp.exe\u2066\u200f\u001b[31m\u0085';
+    const bytes = await conversationBundle(work, { sessionId: 'evil-title', title: hostile, cwd: '/home/dana/evil', turns: ['Hi.', 'Hello.'] });
+    const uploaded = await t.upload(t.alice, bytes, { session_id: 'evil-title', title: hostile, cwd: '/home/dana/evil\u202e', tags: ['tag\u202eevil'] });
+    const secret = await t.server.store.identity.createSignInLink(t.alice.id, t.clock.now(), 60_000);
+    const signed = await fetch(`${t.url}/auth/link`, { method: 'POST', redirect: 'manual', headers: { origin: t.url, 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${secret}` });
+    const [name, value] = signed.headers.get('set-cookie')!.split(';')[0]!.split('=') as [string, string];
+    const context = await chromium.newContext();
+    try {
+      await context.addCookies([{ name, value, url: t.url }]);
+      const page = await context.newPage();
+      const raw = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+      const shown = 'Quarterly report\\u202efdp.exe\\u2066\\u200f\\u001b[31m\\u0085';
+      for (const route of ['/sessions', `/sessions/${uploaded.sessionId}`]) {
+        await page.goto(`${t.url}${route}`);
+        const text = await page.evaluate(() => `${document.title}\n${document.body.innerText}`);
+        expect(raw.exec(text)?.[0], route).toBeUndefined();
+        expect(text, route).toContain(shown);
+      }
+      expect(await page.title()).toBe(`${shown} · Blue Control`);
+      expect(await page.textContent('h1')).toBe(shown);
+    } finally {
+      await context.close();
+    }
+  });
 });

@@ -129,6 +129,8 @@ describe('fitting text', () => {
     expect(fit('short', 8)).toBe('short');
     expect(textWidth(fit('日本語のタイトルです', 7))).toBeLessThanOrEqual(7);
     expect(fit('a\u001b[31mb', 10)).toBe('a [31mb');
+    // Every bidirectional mark too, as every text shown is held to (util/terminal-text.ts).
+    expect(fit('a\u200eb\u200fc\u061cd\u202ee', 20)).toBe('a b c d e');
     expect(fitPath('/home/me/projects/deep/dir', 12)).toBe('…ts/deep/dir');
     expect(textWidth(fitPath('/home/me/projects/deep/dir', 12))).toBeLessThanOrEqual(12);
   });

@@ -1,11 +1,13 @@
 /**
  * The browser side of the Control API: HTML answers with a strict Content-Security-Policy, the session cookie
  * (HttpOnly, SameSite=Lax, Secure and `__Host-` over TLS), and forms checked for their origin and CSRF token. Pages
- * are rendered on the server with Preact (every interpolated string escaped); no page runs a script it did not ship.
+ * are rendered on the server with Preact (every interpolated string escaped, every control character shown escaped); no
+ * page runs a script it did not ship.
  */
 import type { FastifyReply } from 'fastify';
 import type { VNode } from 'preact';
 import { renderToStaticMarkup } from 'preact-render-to-string';
+import { escapeControls } from '../../util/terminal-text.js';
 import { HttpError, readFormBody } from '../http.js';
 import type { Request, RouteContext } from '../routes.js';
 import type { BrowserSession } from '../store/index.js';
@@ -36,7 +38,18 @@ const PAGE_HEADERS = {
 };
 
 export function sendPage(reply: FastifyReply, status: number, page: VNode): void {
-  void reply.code(status).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(`<!doctype html>${renderToStaticMarkup(page)}`);
+  void reply.code(status).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(pageHtml(page));
+}
+
+/**
+ * A page as browsers get it. Every text on it, whatever it came from (titles, tags, folders, names, host names, audit
+ * details, a policy, a message), is held to the rule the CLI shows text by (util/terminal-text.ts): control and
+ * bidirectional formatting characters are shown escaped (`\u202e`), so none can reorder, hide or restyle what a
+ * person reads. Applied to the rendered page, which every page is, so none can forget it; the markup itself holds no
+ * such character. CR and CRLF are LF first, as HTML reads them anyway (a text area keeps its lines).
+ */
+export function pageHtml(page: VNode): string {
+  return `<!doctype html>${escapeControls(renderToStaticMarkup(page).replace(/\r\n?/g, '\n'))}`;
 }
 
 /** A redirect to a path of this server (303: the browser follows with GET, after a form too). */

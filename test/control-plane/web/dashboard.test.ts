@@ -2,8 +2,9 @@
  * The Sessions dashboard over HTTP, on both databases: the list (search with snippets, facets with counts, filters,
  * paging), a session's page (metadata, revisions, the resume command, the transcript escaped and masked, long text
  * behind "Show more", tool output collapsed), sharing and deleting through its forms, downloads, what members may
- * not reach, and the administrators' pages (machines, users and tokens, the audit log, policy publish with a diff).
- * test/e2e/dashboard.test.ts clicks through the same pages in Chromium.
+ * not reach, the administrators' pages (machines, paged; users and tokens, the audit log, policy publish with a diff),
+ * and every text on them with its control and bidirectional characters escaped. test/e2e/dashboard.test.ts clicks
+ * through the same pages in Chromium.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -166,6 +167,50 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     expect((await alice.post(`/sessions/${id}/delete`, {})).status).toBe(400);
     expect((await alice.post(`/sessions/${id}/delete`, { confirm: 'yes' })).location).toBe('/sessions?deleted=1');
     expect((await alice.get(`/sessions/${id}`)).status).toBe(404);
+  });
+
+  it('shows every text with its control and bidirectional characters escaped, on every page that shows it', async () => {
+    t = await startTestServer({ backend });
+    // C0 (a bell, an escape), DEL, C1 (NEL, CSI), the marks (ALM, LRM, RLM), an embedding, an override, isolates.
+    const controls = '\u0007\u001b\u007f\u0085\u009b\u061c\u200e\u200f\u202a\u202e\u2066\u2067\u2068\u2069';
+    const escaped = '\\u0007\\u001b\\u007f\\u0085\\u009b\\u061c\\u200e\\u200f\\u202a\\u202e\\u2066\\u2067\\u2068\\u2069';
+    const evil = (what: string) => `${what}\u202Egnp.exe${controls}`;
+    const shown = (what: string) => `${what}\\u202egnp.exe${escaped}`;
+    const raw = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+    const bytes = await conversationBundle(work, { sessionId: 'sess-evil', title: 'plain', cwd: CWD, turns: ['Hi.', 'Hello.'] });
+    const { sessionId: id } = await t.upload(t.alice, bytes, {
+      session_id: 'sess-evil',
+      title: evil('title'),
+      summary: evil('summary'),
+      cwd: evil('/home/folder'),
+      repository_remote: evil('git@example.com:repo'),
+      // A tag holds no C0 control; C1 and bidirectional ones it may.
+      tags: ['tag\u202ex\u0085y'],
+    });
+    await t.server.store.addUser(evil('mallory@example.com'), false, t.clock.now());
+    const report = { hostname: evil('host'), platform: evil('os'), client_version: evil('1'), config_revision: evil('r'), error: evil('error'), harnesses: [evil('claude'), { name: evil('codex'), raw_version: evil('0.1') }] };
+    await t.server.store.recordClientStatus(t.alice.id, 'laptop-1', report, t.clock.now());
+    await t.server.store.publishPolicy({ allowed_harnesses: ['claude'], note: evil('policy') }, t.clock.now());
+    const admin = await browser(t.admin);
+    const pages: [string, string[]][] = [
+      ['/sessions', [shown('title'), 'tag\\u202ex\\u0085y']],
+      [`/sessions/${id}`, [`<title>${shown('title')} · Blue Control</title>`, shown('summary'), shown('/home/folder'), shown('git@example.com:repo')]],
+      [`/sessions?owner=${encodeURIComponent(evil('nobody'))}`, [shown('nobody')]],
+      ['/admin/clients', ['host', 'os', '1', 'r', 'error', 'claude', 'codex', '0.1'].map(shown)],
+      ['/admin/users', [shown('mallory@example.com')]],
+      ['/admin/policy', [shown('policy')]],
+    ];
+    for (const [route, texts] of pages) {
+      const page = await admin.get(route);
+      expect(page.status, route).toBe(200);
+      expect(raw.exec(page.text)?.[0], route).toBeUndefined();
+      for (const text of texts) expect(page.text, route).toContain(text);
+    }
+    // What the audit log keeps of a deleted session: its title.
+    expect((await admin.post(`/sessions/${id}/delete`, { confirm: 'yes' })).status).toBe(303);
+    const audit = await admin.get('/admin/audit');
+    expect(raw.exec(audit.text)?.[0]).toBeUndefined();
+    expect(audit.text).toContain('title\\u202egnp.exe');
   });
 
   it('pages the machines, by person and machine, with page links that stay meaningful', async () => {
