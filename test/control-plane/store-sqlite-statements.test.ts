@@ -111,7 +111,9 @@ describe('SQLite store statements', () => {
     await store.listUsers();
     await store.searchUsers('bob', ada.id, 10);
     await store.publishPolicy({ allowed_harnesses: ['claude'], n }, now);
-    await store.currentPolicy();
+    const current = await store.currentPolicy();
+    await store.publishPolicyOver({ allowed_harnesses: ['codex'], n }, current!.revision, now);
+    await store.setAdmin(bob.id, false, ada.id);
     await store.recordClientStatus(ada.id, `laptop-${n}`, { ok: true }, now);
     await store.clientStatuses({ limit: 10, offset: 0 });
     await store.clientStatuses({ user_id: ada.id, limit: 10, offset: 0 });

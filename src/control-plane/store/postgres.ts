@@ -308,9 +308,16 @@ export class PostgresStore implements ControlStore {
     });
   }
 
-  async setAdmin(userId: string, isAdmin: boolean): Promise<void> {
-    if (!storable(userId)) return;
-    await this.db.run('UPDATE users SET is_admin = $1 WHERE id = $2', isAdmin, userId);
+  async setAdmin(userId: string, isAdmin: boolean, by?: string): Promise<boolean> {
+    if (!storable(userId) || (by !== undefined && !storable(by))) return false;
+    return this.transaction(async (db) => {
+      // Both people's rows locked, in one order: two administrators who change each other's role at once, on any
+      // replicas, run one after the other, and the second is no longer an administrator.
+      const rows = await db.all('SELECT id, is_admin FROM users WHERE id IN ($1, $2) ORDER BY id FOR UPDATE', userId, by ?? userId);
+      if (by !== undefined && rows.find((r) => r.id === by)?.is_admin !== true) return false;
+      await db.run('UPDATE users SET is_admin = $1 WHERE id = $2', isAdmin, userId);
+      return true;
+    });
   }
 
   async userById(id: string): Promise<User | undefined> {
@@ -355,6 +362,15 @@ export class PostgresStore implements ControlStore {
     return this.transaction(async (db) => {
       await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
       return (await db.get('SELECT 1 FROM policy_revisions LIMIT 1')) === undefined ? insertPolicy(db, body, now) : undefined;
+    });
+  }
+
+  async publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number): Promise<PolicyRevision | undefined> {
+    return this.transaction(async (db) => {
+      // Exclusive: every other publish waits, so the revision read here is still the current one when this one is added.
+      await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
+      const current = await db.get('SELECT revision FROM policy_revisions ORDER BY seq DESC LIMIT 1');
+      return (current === undefined ? undefined : String(current.revision)) === base ? insertPolicy(db, body, now) : undefined;
     });
   }
 

@@ -175,8 +175,12 @@ export class SqliteStore implements ControlStore {
     });
   }
 
-  async setAdmin(userId: string, isAdmin: boolean): Promise<void> {
-    this.run('UPDATE users SET is_admin = ? WHERE id = ?', isAdmin ? 1 : 0, userId);
+  async setAdmin(userId: string, isAdmin: boolean, by?: string): Promise<boolean> {
+    return this.transaction(() => {
+      if (by !== undefined && Number(this.get('SELECT is_admin FROM users WHERE id = ?', by)?.is_admin ?? 0) !== 1) return false;
+      this.run('UPDATE users SET is_admin = ? WHERE id = ?', isAdmin ? 1 : 0, userId);
+      return true;
+    });
   }
 
   async userById(id: string): Promise<User | undefined> {
@@ -221,6 +225,13 @@ export class SqliteStore implements ControlStore {
 
   async publishFirstPolicy(body: Record<string, unknown>, now: number): Promise<PolicyRevision | undefined> {
     return this.transaction(() => (this.get('SELECT 1 FROM policy_revisions LIMIT 1') === undefined ? this.insertPolicy(body, now) : undefined));
+  }
+
+  async publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number): Promise<PolicyRevision | undefined> {
+    return this.transaction(() => {
+      const current = this.get('SELECT revision FROM policy_revisions ORDER BY seq DESC LIMIT 1');
+      return (current === undefined ? undefined : String(current.revision)) === base ? this.insertPolicy(body, now) : undefined;
+    });
   }
 
   async publicUrl(): Promise<string | undefined> {

@@ -183,7 +183,11 @@ export interface ControlStore {
   addFirstAdmin(email: string, now: number): Promise<{ user: User; token: string } | undefined>;
   /** The user of `email`, made (a member, without a token) when there is none: a first sign-in. */
   provisionUser(email: string, now: number): Promise<User>;
-  setAdmin(userId: string, isAdmin: boolean): Promise<void>;
+  /**
+   * Makes `userId` an administrator or a member; asked by administrator `by`, only while `by` still is one (false
+   * otherwise). Checked and changed in one transaction: two administrators who demote each other at once leave one.
+   */
+  setAdmin(userId: string, isAdmin: boolean, by?: string): Promise<boolean>;
   userById(id: string): Promise<User | undefined>;
   userByEmail(email: string): Promise<User | undefined>;
   listUsers(): Promise<User[]>;
@@ -196,6 +200,11 @@ export interface ControlStore {
   publishPolicy(body: Record<string, unknown>, now: number): Promise<PolicyRevision>;
   /** Publishes `body` only when no revision exists yet (a first start, however many replicas start at once). */
   publishFirstPolicy(body: Record<string, unknown>, now: number): Promise<PolicyRevision | undefined>;
+  /**
+   * Publishes `body` only while `base` is the current revision (undefined: none yet), checked and published in one
+   * transaction; undefined when another revision was published since `base` (from any replica).
+   */
+  publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number): Promise<PolicyRevision | undefined>;
   /** Where agents reach the servers (every `serve` records it; `policy publish` checks presign URLs against it). */
   publicUrl(): Promise<string | undefined>;
   setPublicUrl(url: string): Promise<void>;

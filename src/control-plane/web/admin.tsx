@@ -217,7 +217,8 @@ export async function adminSetRole(rc: RouteContext, req: Request): Promise<void
   if ((await rc.store.userById(id)) === undefined) throw new HttpError(404, 'not_found', 'no such user');
   const role = form.get('role');
   if (role !== 'admin' && role !== 'member') throw new HttpError(400, 'invalid_request', 'role must be admin or member');
-  await rc.store.setAdmin(id, role === 'admin');
+  // Checked again as the role changes: an administrator demoted meanwhile (by one they were demoting) changes nothing.
+  if (!(await rc.store.setAdmin(id, role === 'admin', session.user.id))) throw new HttpError(403, 'forbidden', 'you are no longer an administrator');
   redirect(req.reply, '/admin/users');
 }
 
@@ -399,12 +400,14 @@ export async function adminPolicyPublish(rc: RouteContext, req: Request): Promis
   if (session === undefined) return;
   const form = await readPagePost(rc, req, session, POLICY_FORM);
   const text = form.get('policy') ?? '';
-  const current = await rc.store.currentPolicy();
-  if ((form.get('base') ?? '') !== (current?.revision ?? '')) {
+  const result = checked(text);
+  if ('problem' in result) return sendPage(req.reply, 400, <PolicyPage session={session} currentRevision={(await rc.store.currentPolicy())?.revision} text={text} problem={result.problem} />);
+  // Whether the reviewed revision is still the current one is asked as the policy is published, from any replica.
+  const base = form.get('base') ?? '';
+  const published = await rc.store.publishPolicyOver(result.body, base === '' ? undefined : base, rc.now());
+  if (published === undefined) {
+    const current = await rc.store.currentPolicy();
     return sendPage(req.reply, 409, <PolicyPage session={session} currentRevision={current?.revision} text={text} problem="Another revision was published since you reviewed the changes: review them again." />);
   }
-  const result = checked(text);
-  if ('problem' in result) return sendPage(req.reply, 400, <PolicyPage session={session} currentRevision={current?.revision} text={text} problem={result.problem} />);
-  const published = await rc.store.publishPolicy(result.body, rc.now());
   redirect(req.reply, `/admin/policy?published=${encodeURIComponent(published.revision)}`);
 }

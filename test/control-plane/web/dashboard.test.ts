@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { BACKENDS, startTestServer, type TestServer, type TestUser } from '../../support/control-server.js';
+import { BACKENDS, startReplica, startTestServer, type TestServer, type TestUser } from '../../support/control-server.js';
 import { conversationBundle } from '../../support/conversation-bundle.js';
 
 const CWD = '/home/dev/project';
@@ -34,21 +34,21 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     expect(done.status, JSON.stringify(done.body)).toBe(200);
     return done.sessionId;
   }
-  /** A signed-in browser of `user`. */
-  async function browser(user: TestUser) {
+  /** A signed-in browser of `user` (of the server at `base`, t's unless given). */
+  async function browser(user: TestUser, base = t.url) {
     const secret = await t.server.store.identity.createSignInLink(user.id, t.clock.now(), 60_000);
-    const signed = await fetch(`${t.url}/auth/link`, { method: 'POST', redirect: 'manual', headers: { origin: t.url, 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${secret}` });
+    const signed = await fetch(`${base}/auth/link`, { method: 'POST', redirect: 'manual', headers: { origin: base, 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${secret}` });
     const cookie = signed.headers.get('set-cookie')!.split(';')[0]!;
     const get = async (route: string) => {
-      const response = await fetch(`${t.url}${route}`, { redirect: 'manual', headers: { cookie } });
+      const response = await fetch(`${base}${route}`, { redirect: 'manual', headers: { cookie } });
       return { status: response.status, text: await response.text(), location: response.headers.get('location'), headers: response.headers };
     };
     const csrf = /name="csrf" value="([^"]+)"/.exec((await get('/account')).text)![1]!;
     const post = async (route: string, fields: Record<string, string>) => {
-      const response = await fetch(`${t.url}${route}`, {
+      const response = await fetch(`${base}${route}`, {
         method: 'POST',
         redirect: 'manual',
-        headers: { cookie, origin: t.url, 'content-type': 'application/x-www-form-urlencoded' },
+        headers: { cookie, origin: base, 'content-type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams({ csrf, ...fields }).toString(),
       });
       return { status: response.status, text: await response.text(), location: response.headers.get('location') };
@@ -211,6 +211,40 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     const audit = await admin.get('/admin/audit');
     expect(raw.exec(audit.text)?.[0]).toBeUndefined();
     expect(audit.text).toContain('title\\u202egnp.exe');
+  });
+
+  it('publishes one policy of many reviewed against the same revision and sent at once, on two replicas', async () => {
+    t = await startTestServer({ backend });
+    const replica = await startReplica(t);
+    try {
+      const base = (await t.server.store.publishPolicy({ allowed_harnesses: ['claude'] }, t.clock.now())).revision;
+      const admins = [await browser(t.admin), await browser(t.admin, replica.url)];
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => admins[i % 2]!.post('/admin/policy/publish', { policy: `allowed_harnesses: [claude]\nnote: "${i}"\n`, base })));
+      expect(answers.map((a) => a.status).sort()).toEqual([303, ...Array(19).fill(409)]);
+      const published = (await t.server.store.currentPolicy())!;
+      expect(answers.find((a) => a.status === 303)!.location).toBe(`/admin/policy?published=${published.revision}`);
+      expect(answers.filter((a) => a.status === 409).every((a) => a.text.includes('Another revision was published since you reviewed the changes'))).toBe(true);
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it('keeps an administrator when two demote each other at once, on two replicas', async () => {
+    t = await startTestServer({ backend });
+    const replica = await startReplica(t);
+    try {
+      for (let round = 0; round < 10; round++) {
+        await t.server.store.setAdmin(t.bob.id, true);
+        await t.server.store.setAdmin(t.admin.id, true);
+        const [admin, bob] = [await browser(t.admin), await browser(t.bob, replica.url)];
+        const answers = await Promise.all([admin.post(`/admin/users/${t.bob.id}/role`, { role: 'member' }), bob.post(`/admin/users/${t.admin.id}/role`, { role: 'member' })]);
+        const admins = (await t.server.store.listUsers()).filter((u) => u.is_admin);
+        expect(admins, `round ${round}`).toHaveLength(1);
+        expect(answers.map((a) => a.status).sort(), `round ${round}`).toEqual([303, 403]);
+      }
+    } finally {
+      await replica.close();
+    }
   });
 
   it('pages the machines, by person and machine, with page links that stay meaningful', async () => {
