@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { clientStatusBody, type HarnessSummary } from '../../src/daemon/report.js';
+import { HARNESSES } from '../../src/harnesses/names.js';
 import { validateClientStatusReport } from '../../src/schema/generated/validators.js';
 import { MAX_CLIENT_STATUS_BYTES } from '../../src/schema/limits.js';
 import { blueValidator } from '../support/contract.js';
@@ -91,7 +92,7 @@ describe('clientStatusBody', () => {
 
   it('stays within what the Control API accepts however long its paths and messages, keeping every harness state', () => {
     const long = (n: number) => 'é'.repeat(n);
-    const names = ['claude', 'codex', 'gemini', 'kimi', 'opencode', 'qwen'] as const;
+    const names = HARNESSES;
     const harnesses = names.map((name, i) =>
       harness({ harness: name, path: `/${long(5000)}`, raw_version: long(300), state: i === 0 ? 'error' : 'unverified_version', reason: long(2000), file_error: i === 0 }),
     );
