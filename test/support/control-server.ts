@@ -1,7 +1,8 @@
 /**
  * A real Control API on 127.0.0.1 with a real database — SQLite in a temporary directory, or a fresh database of the
  * run's PostgreSQL cluster (`backend: 'postgres'`) — and the local blob store, plus a few users, for the control-plane
- * tests. Every answer a test sees through `call` is checked against the server's schemas and Blue's contract.
+ * tests, and replicas of it (`startReplica`: another server on the same database, with module state of its own). Every
+ * answer a test sees through `call` is checked against the server's schemas and Blue's contract.
  */
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
