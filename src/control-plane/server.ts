@@ -370,7 +370,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
 }
 
 async function offerToBlobs(rc: RouteContext, request: IncomingMessage, response: ServerResponse): Promise<boolean> {
-  return rc.blobs.serve !== undefined && rc.blobs.serve(request, response);
+  return rc.blobs.serve !== undefined && rc.blobs.serve(request, response, { wanted: (key) => rc.store.uploadWanted(key, rc.now()) });
 }
 
 /** The method as a metric label: the ones the routes take, anything else `other` (a bounded label set). */

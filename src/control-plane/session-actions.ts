@@ -11,6 +11,12 @@ import { isExpired, type Artifact, type AuditAction, type CapturedSession, type 
 /** Named recipients of one session, at most (as Blue's server). */
 export const MAX_RECIPIENTS = 500;
 
+/**
+ * How long after its upload URL expires a PUT may still be arriving: S3 checks a presigned URL's expiry when the
+ * request begins, and a bundle takes a while to arrive (the local store's within the server's request timeout).
+ */
+export const UPLOAD_LANDING_MS = 60 * 60_000;
+
 /** The session when `user` may see it; otherwise 404, whether or not it exists. */
 export async function visibleSession(rc: RouteContext, user: User, id: string): Promise<CapturedSession> {
   const session = await rc.store.session(id);
@@ -73,13 +79,15 @@ export async function changeSharing(rc: RouteContext, user: User, session: Captu
 /**
  * Deletes a captured session, every revision of it — metadata, sharing, search entry, objects — by its owner or an
  * administrator, and records it in the audit log. The database forgets it first (in one transaction with the audit
- * entry, the objects' keys queued); the objects go next, and what cannot be deleted now stays queued for `gc`.
+ * entry, the objects' keys queued); the objects go next, and `gc` deletes them once more after every upload URL signed
+ * for them has expired: the local store refuses a PUT to a deleted session's URL, an S3 bucket cannot.
  */
 export async function removeSession(rc: RouteContext, user: User, session: CapturedSession): Promise<void> {
   if (session.owner_id !== user.id && !user.is_admin) throw forbidden(`only the owner of session ${session.id} or an administrator may delete it`);
   const now = rc.now();
   const details = { harness: session.harness, native_session_id: session.native_session_id, title: session.current?.title ?? null };
-  const keys = await rc.store.deleteSession(session.id, audited(user, session, 'session.delete', details), now, now + rc.uploadUrlTtlMs);
+  // Every upload URL signed for the session is expired by then, and what it was still carrying has landed.
+  const keys = await rc.store.deleteSession(session.id, audited(user, session, 'session.delete', details), now, now + rc.uploadUrlTtlMs + UPLOAD_LANDING_MS);
   if (keys === undefined) throw notFound(`no session ${session.id}`);
   for (const key of keys) {
     try {

@@ -1,18 +1,23 @@
 /**
  * Deleting captured sessions and the audit log, on both databases: who may delete (owner, administrator; a recipient
  * is refused, a stranger told nothing exists), what goes (every revision's metadata, sharing and object, a pending
- * upload's object too once its URL can no longer be used), what is written down (downloads, sharing changes,
- * deletions, administrators' reads), who may read the log, and that the database keeps it append-only.
+ * upload's object too once its URL can no longer be used), that a deleted session's signed URLs write nothing that
+ * stays (the local store refuses them; what reaches an S3 bucket, which cannot, gc deletes), what is written down
+ * (downloads, sharing changes, deletions, administrators' reads), who may read the log, and that the database keeps it
+ * append-only.
  */
 import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { collectGarbage } from '../../src/control-plane/admin.js';
 import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
+import { createS3BlobStore } from '../../src/control-plane/blobs/s3.js';
 import type { BlobStore } from '../../src/control-plane/blobs/types.js';
 import { BACKENDS, presignBody, startTestServer, type TestServer, type TestUser } from '../support/control-server.js';
+import { startS3rver, type TestBucket } from '../support/s3rver.js';
 
 const RESUMABLE = { artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true };
 const HOUR = 60 * 60_000;
@@ -58,8 +63,9 @@ describe.each(BACKENDS)('deleting sessions and the audit log (%s)', (backend) =>
     // The other session is untouched.
     expect((await t.call('GET', `/session-uploads/${kept.id}`, t.alice.token)).status).toBe(200);
     for (const file of kept.files) expect(existsSync(file)).toBe(true);
-    // Nothing left to collect.
-    expect(await t.server.store.blobDeletionsDue(t.clock.now() + 24 * HOUR, 10)).toEqual([]);
+    // Nothing to collect now; the keys are deleted once more when no URL signed for them can deliver bytes any more.
+    expect(await t.server.store.blobDeletionsDue(t.clock.now(), 10)).toEqual([]);
+    expect((await t.server.store.blobDeletionsDue(t.clock.now() + 2 * HOUR, 10)).sort()).toEqual(files.map((f) => `sessions/${path.basename(f)}`).sort());
 
     const log = await audit('?action=session.delete');
     expect(log.items).toEqual([
@@ -97,28 +103,54 @@ describe.each(BACKENDS)('deleting sessions and the audit log (%s)', (backend) =>
     expect((await audit('?action=session.delete')).items).toMatchObject([{ actor: { id: t.admin.id }, owner_id: t.alice.id, session_id: hidden.id }]);
   });
 
-  it('a pending upload\'s object is deleted once more after its URL expires, so a PUT that lands after the delete is not kept', async () => {
-    t = await startTestServer({ backend });
-    const bytes = Buffer.from('late bytes');
-    const presigned = await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(bytes, { session_id: 'late' }));
+  /** presign → PUT → complete by hand: the answers, for a test that uses the upload URL again. */
+  async function uploaded(user: TestUser, bytes: Buffer, fields: Record<string, unknown>): Promise<{ upload_id: string; session_id: string; upload_url: string; headers: Record<string, string>; complete_url: string }> {
+    const presigned = await t.call('POST', '/session-uploads/presign', user.token, presignBody(bytes, fields));
     expect(presigned.status).toBe(200);
-    expect((await t.call('DELETE', `/session-uploads/${presigned.body.session_id}`, t.alice.token)).status).toBe(204);
-    // The URL was signed before the delete: the bytes still land.
-    const put = await fetch(presigned.body.upload_url, { method: 'PUT', headers: presigned.body.headers, body: bytes });
-    expect(put.status).toBe(200);
-    const file = path.join(t.blobDir, 'sessions', `${presigned.body.upload_id}.tar.gz`);
-    expect(existsSync(file)).toBe(true);
-    // Complete finds nothing to complete.
-    expect((await t.call('POST', new URL(presigned.body.complete_url).pathname, t.alice.token)).status).toBe(404);
+    expect((await fetch(presigned.body.upload_url, { method: 'PUT', headers: presigned.body.headers, body: new Uint8Array(bytes) })).status).toBe(200);
+    expect((await t.call('POST', new URL(presigned.body.complete_url).pathname, user.token)).status).toBe(200);
+    return presigned.body;
+  }
+
+  it('a deleted session\'s upload URLs, still within their time, write nothing; complete finds nothing', async () => {
+    t = await startTestServer({ backend });
+    const one = Buffer.from('first revision');
+    const two = Buffer.from('second revision');
+    const superseded = await uploaded(t.alice, one, { session_id: 'gone' });
+    const current = await uploaded(t.alice, two, { session_id: 'gone' });
+    const pendingBytes = Buffer.from('third revision, never completed');
+    const pending = (await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(pendingBytes, { session_id: 'gone' }))).body;
+    // Before the delete, a verified upload's URL carries only the same bytes again, which the store takes.
+    expect((await fetch(current.upload_url, { method: 'PUT', headers: current.headers, body: new Uint8Array(two) })).status).toBe(200);
+
+    expect((await t.call('DELETE', `/session-uploads/${current.session_id}`, t.alice.token)).status).toBe(204);
+    for (const [signed, bytes] of [[superseded, one], [current, two], [pending, pendingBytes]] as const) {
+      const put = await fetch(signed.upload_url, { method: 'PUT', headers: signed.headers, body: new Uint8Array(bytes) });
+      expect([put.status, ((await put.json()) as { code: string }).code]).toEqual([410, 'UPLOAD_GONE']);
+      expect(existsSync(path.join(t.blobDir, 'sessions', `${signed.upload_id}.tar.gz`))).toBe(false);
+      expect((await t.call('POST', new URL(signed.complete_url).pathname, t.alice.token)).status).toBe(404);
+    }
+    expect((await t.call('GET', `/session-uploads/${current.session_id}`, t.alice.token)).status).toBe(404);
+  });
+
+  it('gc deletes whatever reaches a deleted session\'s keys until every URL signed for them has expired, whatever their status', async () => {
+    t = await startTestServer({ backend });
+    const verified = await uploaded(t.alice, Buffer.from('verified bytes'), { session_id: 'late' });
+    const pending = (await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(Buffer.from('pending bytes'), { session_id: 'late' }))).body;
+    expect((await t.call('DELETE', `/session-uploads/${verified.session_id}`, t.alice.token)).status).toBe(204);
+    // Bytes that reached the keys after the delete (a PUT to an S3 bucket, which no server can refuse).
+    const files = [verified, pending].map((p) => path.join(t.blobDir, 'sessions', `${p.upload_id}.tar.gz`));
+    for (const file of files) await writeFile(file, 'landed late');
 
     const blobs = await createLocalBlobStore({ dir: t.blobDir, publicUrl: t.url, secret: 'x'.repeat(32) });
-    // Before the URL's expiry, gc leaves the queued key alone.
-    expect(await collectGarbage(t.storeOptions, blobs, t.clock.now() + 60_000)).toEqual({ deleted: [], deleted_objects: [], failed: [], expired_sign_in_records: 0 });
-    expect(existsSync(file)).toBe(true);
+    // While an upload URL may still deliver bytes, gc leaves the queued keys alone.
+    expect(await collectGarbage(t.storeOptions, blobs, t.clock.now() + 15 * 60_000)).toEqual({ deleted: [], deleted_objects: [], failed: [], expired_sign_in_records: 0 });
+    for (const file of files) expect(existsSync(file)).toBe(true);
     const later = t.clock.now() + 2 * HOUR;
-    expect(await collectGarbage(t.storeOptions, blobs, later)).toEqual({ deleted: [], deleted_objects: [`sessions/${presigned.body.upload_id}.tar.gz`], failed: [], expired_sign_in_records: 0 });
-    expect(existsSync(file)).toBe(false);
-    expect(await t.server.store.blobDeletionsDue(later, 10)).toEqual([]);
+    const collected = await collectGarbage(t.storeOptions, blobs, later);
+    expect(collected.deleted_objects.sort()).toEqual(files.map((f) => `sessions/${path.basename(f)}`).sort());
+    for (const file of files) expect(existsSync(file)).toBe(false);
+    expect(await t.server.store.blobDeletionsDue(later + 365 * 24 * HOUR, 10)).toEqual([]);
   });
 
   it('an object the store cannot delete at once stays queued, and gc deletes it', async () => {
@@ -231,5 +263,52 @@ describe.each(BACKENDS)('deleting sessions and the audit log (%s)', (backend) =>
       }
     }
     expect((await audit()).items).toMatchObject([{ action: 'session.delete', actor: { email: t.alice.email } }]);
+  });
+});
+
+describe.each(BACKENDS)('a deleted session\'s objects in an S3 bucket (%s)', (backend) => {
+  let bucket: TestBucket;
+  let blobs: BlobStore;
+  let t: TestServer;
+  beforeAll(async () => {
+    bucket = await startS3rver();
+    blobs = await createS3BlobStore(bucket.options);
+  });
+  afterAll(async () => {
+    await blobs?.close();
+    await bucket?.close();
+  });
+  afterEach(async () => {
+    await t?.close();
+  });
+
+  it('a URL signed before the delete still writes to the bucket, but complete refuses and gc deletes what it wrote', async () => {
+    // s3rver judges a URL's expiry by the real clock.
+    t = await startTestServer({ backend, startAt: Date.now(), blobs: () => createS3BlobStore(bucket.options) });
+    const bytes = Buffer.from('bytes for the bucket');
+    const presigned = (await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(bytes, { session_id: 'bucketed' }))).body;
+    const put = () => fetch(presigned.upload_url, { method: 'PUT', headers: presigned.headers, body: new Uint8Array(bytes) });
+    expect((await put()).status).toBe(200);
+    expect((await t.call('POST', new URL(presigned.complete_url).pathname, t.alice.token)).status).toBe(200);
+    const pendingBytes = Buffer.from('presigned, not uploaded yet');
+    const pending = (await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(pendingBytes, { session_id: 'bucketed' }))).body;
+    const key = `sessions/${presigned.upload_id}.tar.gz`;
+    const pendingKey = `sessions/${pending.upload_id}.tar.gz`;
+    expect(await blobs.stat(key)).toBeDefined();
+
+    expect((await t.call('DELETE', `/session-uploads/${presigned.session_id}`, t.alice.token)).status).toBe(204);
+    expect(await blobs.stat(key)).toBeUndefined();
+    // The bucket takes what a URL it signed carries: no server can take a presigned URL back.
+    expect((await put()).status).toBe(200);
+    expect((await fetch(pending.upload_url, { method: 'PUT', headers: pending.headers, body: new Uint8Array(pendingBytes) })).status).toBe(200);
+    for (const p of [presigned, pending]) expect((await t.call('POST', new URL(p.complete_url).pathname, t.alice.token)).status).toBe(404);
+    expect(await blobs.stat(key)).toBeDefined();
+
+    const soon = await collectGarbage(t.storeOptions, blobs, t.clock.now() + 15 * 60_000);
+    expect(soon.deleted_objects).toEqual([]);
+    const later = await collectGarbage(t.storeOptions, blobs, t.clock.now() + 2 * HOUR);
+    expect(later.deleted_objects.sort()).toEqual([key, pendingKey].sort());
+    expect(await blobs.stat(key)).toBeUndefined();
+    expect(await blobs.stat(pendingKey)).toBeUndefined();
   });
 });

@@ -72,6 +72,8 @@ export interface TestServerOptions {
   startAt?: number;
   /** Stands between the server and its local blob store (fault injection). */
   wrapBlobs?: (blobs: BlobStore) => BlobStore;
+  /** Another blob store than the local one (an S3 bucket); `blobDir` is then unused. */
+  blobs?: () => Promise<BlobStore>;
   /** Background garbage collection (off unless given: tests call gc themselves). */
   gc?: ControlServerOptions['gc'];
   indexer?: ControlServerOptions['indexer'];
@@ -130,6 +132,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     store,
     ...(profiles === undefined ? {} : { harnessMetadata: harnessMetadataDocument(profiles), profiles: knownProfiles(profiles), bundleProfiles: profiles }),
     blobs: async (publicUrl) => {
+      if (options.blobs !== undefined) return options.blobs();
       const local = await createLocalBlobStore({ dir: blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => clock.now() });
       return options.wrapBlobs?.(local) ?? local;
     },

@@ -2,7 +2,7 @@
  * The embedded blob store: objects are files under one directory, and upload/download URLs point at the Control API
  * itself, signed with a server secret. The signature binds the method, key, expiry and, for uploads, the exact size
  * and SHA-256, so a URL cannot be reused for other bytes; the body is hashed while it is written and only a body that
- * matches is renamed into place.
+ * matches is renamed into place, and only while the Control API still wants it (a URL outlives a deleted session).
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { constants, createReadStream, statSync, type Stats } from 'node:fs';
@@ -13,7 +13,7 @@ import { pipeline } from 'node:stream/promises';
 import { BlueError, isSystemError } from '../../errors.js';
 import { fsyncDir, writeBuffers } from '../../util/fs.js';
 import { assertValidKey, assertValidObject, hexToBase64, isValidKey } from './keys.js';
-import type { BlobStore, SignedRequest, StoredObject } from './types.js';
+import type { BlobStore, SignedRequest, StoredObject, UploadGate } from './types.js';
 
 export interface LocalBlobStoreOptions {
   dir: string;
@@ -113,6 +113,22 @@ function unavailable(response: ServerResponse, code: string): void {
   sendError(response, 503, 'STORAGE_UNAVAILABLE', `the blob store could not keep the upload (${code}); try again later`);
 }
 
+/**
+ * Whether the Control API still wants bytes at `key`; when not, the upload is answered: 410 for a validly signed URL
+ * whose session was deleted (or whose upload expired or failed), 503 when the database cannot tell now.
+ */
+async function admitted(response: ServerResponse, uploads: UploadGate, key: string): Promise<boolean> {
+  let wanted: boolean;
+  try {
+    wanted = await uploads.wanted(key);
+  } catch {
+    sendError(response, 503, 'STORAGE_UNAVAILABLE', 'the Control API cannot tell now whether this upload is still wanted; try again later');
+    return false;
+  }
+  if (!wanted) sendError(response, 410, 'UPLOAD_GONE', 'this upload URL takes no bytes any more: the session it was signed for was deleted, or its upload expired or failed');
+  return wanted;
+}
+
 function sendError(response: ServerResponse, status: number, code: string, message: string): void {
   if (response.headersSent) {
     response.destroy();
@@ -202,7 +218,8 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
     return (state.next ??= state.running.then(() => startFolderSync(folder)));
   }
 
-  async function receive(request: IncomingMessage, response: ServerResponse, key: string, size: number, sha256: string): Promise<void> {
+  async function receive(request: IncomingMessage, response: ServerResponse, key: string, size: number, sha256: string, uploads: UploadGate): Promise<void> {
+    if (!(await admitted(response, uploads, key))) return;
     const declared = request.headers['content-length'];
     if (declared === undefined || !/^\d+$/.test(declared) || Number(declared) !== size) {
       sendError(response, 400, 'ARTIFACT_INVALID', `the body must be exactly ${size} bytes with a Content-Length header`);
@@ -255,6 +272,11 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
     }
     let info: Stats;
     try {
+      // Asked again: the session may have been deleted while the bytes arrived (its objects deleted before this rename).
+      if (!(await admitted(response, uploads, key))) {
+        await unlink(temp).catch(() => undefined);
+        return;
+      }
       await rename(temp, target);
       await syncFolder(folder);
       // Synchronous, as in stat() below: a stat of a file just written takes microseconds, less than its trip through
@@ -291,7 +313,7 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
     await pipeline(createReadStream(file), response);
   }
 
-  async function answer(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {
+  async function answer(request: IncomingMessage, response: ServerResponse, url: URL, uploads: UploadGate): Promise<void> {
     const key = url.pathname.slice(prefix.length);
     const method = request.method ?? 'GET';
     if (method !== 'PUT' && method !== 'GET' && method !== 'HEAD') {
@@ -327,7 +349,7 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
       sendError(response, 403, 'AUTH_FAILED', 'the blob URL has expired');
       return;
     }
-    if (signedMethod === 'PUT') await receive(request, response, key, size, sha256);
+    if (signedMethod === 'PUT') await receive(request, response, key, size, sha256, uploads);
     else await send(request, response, key);
   }
 
@@ -391,11 +413,11 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
       return { size, sha256: hash.digest('hex') };
     },
 
-    async serve(request: IncomingMessage, response: ServerResponse): Promise<boolean> {
+    async serve(request: IncomingMessage, response: ServerResponse, uploads: UploadGate): Promise<boolean> {
       const url = new URL(request.url ?? '/', 'http://localhost');
       if (!url.pathname.startsWith(prefix)) return false;
       try {
-        await answer(request, response, url);
+        await answer(request, response, url, uploads);
       } catch (error) {
         // Includes a client that goes away mid-download; uploads clean up their temp file before getting here.
         sendError(response, 500, 'INTERNAL', error instanceof Error ? error.message : 'blob request failed');

@@ -20,6 +20,14 @@ export interface StoredObject {
   sha256: string;
 }
 
+/**
+ * What the Control API says of a key a signed upload URL names: whether bytes put there may be kept. A URL cannot be
+ * taken back once given out, but what it was signed for can go (a session deleted, an upload expired or failed).
+ */
+export interface UploadGate {
+  wanted(key: string): Promise<boolean>;
+}
+
 export interface BlobStore {
   readonly kind: 'local' | 's3';
   /** A URL that accepts exactly `size` bytes whose SHA-256 is `sha256` at `key`, until `expiresAtUnixMs`. */
@@ -33,9 +41,10 @@ export interface BlobStore {
   stat(key: string, options?: { copyTo?: string | undefined }): Promise<StoredObject | undefined>;
   /**
    * Stores whose URLs point at the Control API itself (the local store) answer them here: true when the request was
-   * theirs and has been answered. The server offers every request to it before its own routes.
+   * theirs and has been answered. The server offers every request to it before its own routes; an upload is kept only
+   * while `uploads` wants its key.
    */
-  serve?(request: IncomingMessage, response: ServerResponse): Promise<boolean>;
+  serve?(request: IncomingMessage, response: ServerResponse, uploads: UploadGate): Promise<boolean>;
   /** Throws when the store cannot be used now (for `GET /ready`): the folder is gone or read-only, the bucket unreachable. */
   check?(): Promise<void>;
   /** Removes the object; no error when it is already gone. */

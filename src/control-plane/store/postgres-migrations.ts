@@ -230,6 +230,8 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
   `ALTER TABLE sessions ADD COLUMN tags text NOT NULL DEFAULT '[]';`,
   // 7: rate windows, as SQLite's version 9.
   `CREATE TABLE rate_windows (key text COLLATE "C" PRIMARY KEY, used integer NOT NULL, ends_at bigint NOT NULL);`,
+  // 8: when a deleted session's object is deleted for the last time (SQLite's version 10).
+  `ALTER TABLE blob_deletions ADD COLUMN keep_until bigint NOT NULL DEFAULT 0;`,
 ];
 
 /**

@@ -552,6 +552,10 @@ export class PostgresStore implements ControlStore {
     return { artifact: toArtifact(artifact), session: sessionOf(row) };
   }
 
+  async uploadWanted(blobKey: string, now: number): Promise<boolean> {
+    return (await this.db.get(`SELECT 1 FROM artifacts WHERE blob_key = $1 AND status IN ('pending', 'complete', 'superseded') AND NOT blob_deleted AND retention_deadline > $2`, blobKey, now)) !== undefined;
+  }
+
   async markFailed(artifactId: string, reason: string, now: number): Promise<void> {
     await this.db.run(`UPDATE artifacts SET status = 'failed', failure = $1, updated_at = $2 WHERE id = $3 AND status = 'pending'`, reason, now, artifactId);
   }
@@ -832,13 +836,15 @@ export class PostgresStore implements ControlStore {
     return this.transaction(async (db) => {
       // Locked as presign and complete lock it: an upload of this session in flight waits, then finds it gone.
       if ((await db.get('SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE', sessionId)) === undefined) return undefined;
-      const stored = await db.all('SELECT blob_key, status FROM artifacts WHERE session_id = $1 AND NOT blob_deleted', sessionId);
+      const stored = await db.all('SELECT blob_key FROM artifacts WHERE session_id = $1', sessionId);
       for (const row of stored) {
         await db.run(
-          `INSERT INTO blob_deletions (blob_key, not_before) VALUES ($1, $2)
-           ON CONFLICT (blob_key) DO UPDATE SET not_before = GREATEST(blob_deletions.not_before, excluded.not_before)`,
+          `INSERT INTO blob_deletions (blob_key, not_before, keep_until) VALUES ($1, $2, $3)
+           ON CONFLICT (blob_key) DO UPDATE SET not_before = LEAST(blob_deletions.not_before, excluded.not_before),
+             keep_until = GREATEST(blob_deletions.keep_until, excluded.keep_until)`,
           String(row.blob_key),
-          row.status === 'pending' ? pendingUntil : now,
+          now,
+          pendingUntil,
         );
       }
       await db.run('UPDATE sessions SET current_artifact_id = NULL WHERE id = $1', sessionId);
@@ -857,7 +863,13 @@ export class PostgresStore implements ControlStore {
   }
 
   async blobDeleted(key: string, now: number): Promise<void> {
-    await this.db.run('DELETE FROM blob_deletions WHERE blob_key = $1 AND not_before <= $2', key, now);
+    // One statement: gone for good, or due again at keep_until.
+    await this.db.run(
+      `WITH done AS (DELETE FROM blob_deletions WHERE blob_key = $1 AND not_before <= $2 AND keep_until <= $2)
+       UPDATE blob_deletions SET not_before = keep_until WHERE blob_key = $1 AND not_before <= $2 AND keep_until > $2`,
+      key,
+      now,
+    );
   }
 
   async appendAudit(event: NewAuditEvent, now: number): Promise<void> {

@@ -293,6 +293,9 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
   // 9: rate windows: the attempts a key (a person's wrong device codes) used in its window, counted in the database
   //    so that one statement takes one and the limit holds however many requests and replicas ask at once.
   `CREATE TABLE rate_windows (key TEXT PRIMARY KEY, used INTEGER NOT NULL, ends_at INTEGER NOT NULL);`,
+  // 10: a deleted session's object is deleted at once and again once no upload URL signed for it can deliver bytes
+  //    (keep_until); a row queued before keeps its one time.
+  `ALTER TABLE blob_deletions ADD COLUMN keep_until INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 /** The scopes of the personal tokens version 7 carries over (store/types.ts: API_SCOPES, MEMBER_SCOPES then). */

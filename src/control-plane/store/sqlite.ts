@@ -375,6 +375,10 @@ export class SqliteStore implements ControlStore {
     return { artifact, session: this.sessionSync(artifact.session_id)! };
   }
 
+  async uploadWanted(blobKey: string, now: number): Promise<boolean> {
+    return this.get(`SELECT 1 FROM artifacts WHERE blob_key = ? AND status IN ('pending', 'complete', 'superseded') AND blob_deleted = 0 AND retention_deadline > ?`, blobKey, now) !== undefined;
+  }
+
   private artifactSync(id: string): Artifact | undefined {
     const row = this.get('SELECT * FROM artifacts WHERE id = ?', id);
     return row === undefined ? undefined : toArtifact(row);
@@ -689,12 +693,14 @@ export class SqliteStore implements ControlStore {
   async deleteSession(sessionId: string, audit: NewAuditEvent, now: number, pendingUntil: number): Promise<string[] | undefined> {
     return this.transaction(() => {
       if (this.get('SELECT 1 FROM sessions WHERE id = ?', sessionId) === undefined) return undefined;
-      const stored = this.all('SELECT blob_key, status FROM artifacts WHERE session_id = ? AND blob_deleted = 0', sessionId);
+      const stored = this.all('SELECT blob_key FROM artifacts WHERE session_id = ?', sessionId);
       for (const row of stored) {
         this.run(
-          'INSERT INTO blob_deletions (blob_key, not_before) VALUES (?, ?) ON CONFLICT (blob_key) DO UPDATE SET not_before = MAX(not_before, excluded.not_before)',
+          `INSERT INTO blob_deletions (blob_key, not_before, keep_until) VALUES (?, ?, ?)
+           ON CONFLICT (blob_key) DO UPDATE SET not_before = MIN(not_before, excluded.not_before), keep_until = MAX(keep_until, excluded.keep_until)`,
           String(row.blob_key),
-          row.status === 'pending' ? pendingUntil : now,
+          now,
+          pendingUntil,
         );
       }
       this.run('UPDATE sessions SET current_artifact_id = NULL WHERE id = ?', sessionId);
@@ -714,7 +720,10 @@ export class SqliteStore implements ControlStore {
   }
 
   async blobDeleted(key: string, now: number): Promise<void> {
-    this.run('DELETE FROM blob_deletions WHERE blob_key = ? AND not_before <= ?', key, now);
+    this.transaction(() => {
+      this.run('DELETE FROM blob_deletions WHERE blob_key = ? AND not_before <= ? AND keep_until <= ?', key, now, now);
+      this.run('UPDATE blob_deletions SET not_before = keep_until WHERE blob_key = ? AND not_before <= ? AND keep_until > ?', key, now, now);
+    });
   }
 
   async appendAudit(event: NewAuditEvent, now: number): Promise<void> {

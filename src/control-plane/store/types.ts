@@ -217,6 +217,13 @@ export interface ControlStore {
 
   presign(input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult>;
   artifact(id: string): Promise<{ artifact: Artifact; session: CapturedSession } | undefined>;
+  /**
+   * Whether bytes PUT to `blobKey` may be kept: it is the key of an artifact that exists (so its session does), is
+   * pending or verified (a verified one's URL can only carry the same bytes again), and is before its retention
+   * deadline with its object not collected. A signed URL outlives what it was signed for (a deleted session, an expired
+   * or failed upload); the stores that answer their own URLs ask this before they write.
+   */
+  uploadWanted(blobKey: string, now: number): Promise<boolean>;
   markFailed(artifactId: string, reason: string, now: number): Promise<void>;
   /**
    * Marks the artifact verified: current when no newer artifact of its session completed, else superseded. When it
@@ -266,14 +273,15 @@ export interface ControlStore {
   /**
    * Deletes a captured session with every artifact, grant and (later) index entry, and records `audit` with it, in
    * one transaction. The objects are not the database's: their keys go into a queue of objects to delete, and are
-   * answered for the caller to delete now (`blobDeleted` each). A pending artifact's key stays queued until
-   * `pendingUntil` (when its upload URL expires) so that a PUT that lands after the delete is deleted too.
-   * Undefined when there is no such session (deleted meanwhile).
+   * answered for the caller to delete now (`blobDeleted` each). Every key is due at once and once more at
+   * `pendingUntil` (when no upload URL signed for it can deliver bytes any more), whatever its artifact's status: a URL
+   * signed for an upload that completed or failed still writes to an S3 bucket, so bytes that land after the delete are
+   * deleted too. Undefined when there is no such session (deleted meanwhile).
    */
   deleteSession(sessionId: string, audit: NewAuditEvent, now: number, pendingUntil: number): Promise<string[] | undefined>;
   /** Queued object keys whose deletion is due (gc). */
   blobDeletionsDue(now: number, limit: number): Promise<string[]>;
-  /** The object is gone: its queue entry goes too, unless it must be deleted again later (`pendingUntil`). */
+  /** The due object is gone: its queue entry goes too, or is due again at its `pendingUntil` when that is still to come. */
   blobDeleted(key: string, now: number): Promise<void>;
 
   /** Appends to the audit log (append-only: the database refuses to change or remove an entry). */

@@ -71,7 +71,7 @@ describe('local blob store: writing an upload', () => {
     gate = false;
     failAt = Infinity;
     dir = await mkdtemp(path.join(tmpdir(), 'blobs-write-'));
-    server = http.createServer((request, response) => void store.serve!(request, response));
+    server = http.createServer((request, response) => void store.serve!(request, response, { wanted: async () => true }));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     store = await createLocalBlobStore({ dir: path.join(dir, 'store'), publicUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, secret: 'x'.repeat(32) });
   });

@@ -44,12 +44,15 @@ describe('local blob store', () => {
   let store: BlobStore;
   let now: number;
   let baseUrl: string;
+  /** What the Control API would say of each upload's key (every key is wanted unless a test says otherwise). */
+  let wanted: (key: string) => Promise<boolean>;
 
   beforeEach(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'blobs-local-'));
     now = Date.now();
+    wanted = async () => true;
     server = http.createServer((request, response) => {
-      store.serve!(request, response)
+      store.serve!(request, response, { wanted: (key) => wanted(key) })
         .then((handled) => {
           if (!handled) response.writeHead(404).end('not a blob');
         })
@@ -124,6 +127,44 @@ describe('local blob store', () => {
     const again = await readSoFar();
     expect(await store.stat('sessions/u2/rev-1')).toEqual({ size: data.length, sha256: sha256(tampered) });
     expect(await readSoFar() - again).toBeGreaterThanOrEqual(data.length);
+  });
+
+  it('keeps nothing the Control API no longer wants at a validly signed URL: 410, asked before and after the bytes arrive', async () => {
+    const data = randomBytes(200_000);
+    const up = await store.presignUpload('sessions/gone', { size: data.length, sha256: sha256(data) }, now + 60_000);
+    const asked: string[] = [];
+    wanted = async (key) => {
+      asked.push(key);
+      return false;
+    };
+    const refused = await put(up, data);
+    expect([refused.status, JSON.parse(refused.body.toString()).code]).toEqual([410, 'UPLOAD_GONE']);
+    expect(asked).toEqual(['sessions/gone']);
+    expect(await storedFiles()).toEqual([]);
+
+    // Wanted when the upload began, not once its bytes were in (its session deleted meanwhile): nothing is renamed into
+    // place, and the bytes received are removed.
+    asked.length = 0;
+    wanted = async (key) => {
+      asked.push(key);
+      return asked.length === 1;
+    };
+    const late = await put(up, Readable.from([data.subarray(0, 1000), data.subarray(1000)]));
+    expect(late.status).toBe(410);
+    expect(asked).toEqual(['sessions/gone', 'sessions/gone']);
+    expect(await storedFiles()).toEqual([]);
+
+    // A database that cannot answer: tried again later (503), nothing kept.
+    wanted = async () => {
+      throw new Error('the database is restarting');
+    };
+    const unknown = await put(up, data);
+    expect([unknown.status, JSON.parse(unknown.body.toString()).code]).toEqual([503, 'STORAGE_UNAVAILABLE']);
+    expect(await storedFiles()).toEqual([]);
+
+    wanted = async () => true;
+    expect((await put(up, data)).status).toBe(200);
+    expect(await storedFiles()).toEqual(['sessions/gone']);
   });
 
   it('keeps a generated secret private and reuses it across restarts', async () => {
