@@ -7,6 +7,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { reindex } from '../../src/control-plane/admin.js';
 import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
@@ -225,6 +227,39 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     // A new session of the same native id is indexed afresh.
     const again = await upload(t.alice, 'sess-rev', 'Evolving', ['duckdb again.', 'Yes.']);
     expect((await search('duckdb')).map((h) => h.id)).toEqual([again]);
+  });
+
+  /** The text the database keeps in the session's search entry (undefined: no entry), read below the store. */
+  async function storedText(sessionId: string): Promise<string | undefined> {
+    if (backend === 'sqlite') {
+      const db = new DatabaseSync(path.join(t.dataDir, 'control.db'));
+      try {
+        const row = db.prepare('SELECT x.body FROM session_search x JOIN session_search_ids i ON i.rowid = x.rowid WHERE i.session_id = ?').get(sessionId) as { body: string } | undefined;
+        return row?.body;
+      } finally {
+        db.close();
+      }
+    }
+    const db = new pg.Client({ connectionString: t.storeOptions.databaseUrl });
+    await db.connect();
+    try {
+      return (await db.query<{ body: string }>('SELECT body FROM session_search WHERE session_id = $1', [sessionId])).rows[0]?.body;
+    } finally {
+      await db.end();
+    }
+  }
+
+  it("a session without an entry (not indexed yet, or just replaced by a complete) gets no snippet, never another session's", async () => {
+    t = await startTestServer({ backend, indexer: { manual: true } });
+    const store = t.server.store;
+    const options = (sessionId: string) => ({ session_id: sessionId, title: 'Private', artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true });
+    const bobs = await t.upload(t.bob, await claudeBundle('sess-bob', 'Private', ['the narwhal budget is secret', 'ok.']), options('sess-bob'));
+    await t.server.searchIdle();
+    const alices = await t.upload(t.alice, await claudeBundle('sess-alice', 'Private', ['a narwhal', 'ok.']), options('sess-alice'));
+    // Alice's is queued, not indexed yet; a listing may still name it while its entry is being replaced.
+    expect(await storedText(alices.sessionId)).toBeUndefined();
+    expect(await store.snippets([alices.sessionId], 'narwhal')).toEqual(new Map());
+    expect(await store.snippets([alices.sessionId, bobs.sessionId], 'narwhal')).toEqual(new Map([[bobs.sessionId, expect.stringContaining('budget')]]));
   });
 
   it('control-plane reindex rebuilds every entry from the stored bundles, and goes on where a stopped run left off', async () => {

@@ -34,7 +34,7 @@ import type {
 import { API_SCOPES, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchPlace, searchWords } from './types.js';
 
 type Row = Record<string, unknown>;
-type Value = string | number | null;
+type Value = string | number | bigint | null;
 
 const SESSION_SELECT = `SELECT s.*, us.email AS owner_email,
     CASE s.sharing_mode
@@ -503,11 +503,14 @@ export class SqliteStore implements ControlStore {
     const out = new Map<string, string>();
     if (match === undefined) return out;
     for (const id of sessionIds) {
+      const entry = this.get('SELECT rowid FROM session_search_ids WHERE session_id = ?', id);
+      if (entry === undefined) continue;
+      // Beside MATCH, FTS5 keeps to a rowid only when it is given as an INTEGER: a REAL (what a JS number binds as) or a
+      // NULL matches every row, and the snippet would be another session's.
       const row = this.get(
-        `SELECT snippet(session_search, -1, '[', ']', '…', 16) AS snippet FROM session_search
-         WHERE session_search MATCH ? AND rowid = (SELECT rowid FROM session_search_ids WHERE session_id = ?)`,
+        `SELECT snippet(session_search, -1, '[', ']', '…', 16) AS snippet FROM session_search WHERE session_search MATCH ? AND rowid = ?`,
         match,
-        id,
+        BigInt(Number(entry.rowid)),
       );
       if (row !== undefined && typeof row.snippet === 'string' && row.snippet !== '') out.set(id, row.snippet);
     }
