@@ -205,6 +205,7 @@ export async function gcCommand(ctx: Context, opts: DataOptions & BlobOptions): 
       { ok: result.failed.length === 0, ...result },
       `Deleted ${result.deleted.length} expired object${result.deleted.length === 1 ? '' : 's'}` +
         (result.deleted_objects.length === 0 ? '' : ` and ${result.deleted_objects.length} of deleted sessions`) +
+        (result.expired_search_entries === 0 ? '' : `; removed the search entries of ${result.expired_search_entries} expired session${result.expired_search_entries === 1 ? '' : 's'}`) +
         '.\n' +
         result.failed.map((f) => `  could not delete ${f.id}: ${f.error}\n`).join(''),
     );
@@ -236,7 +237,7 @@ export async function reindexCommand(ctx: Context, opts: DataOptions & BlobOptio
     }
   };
   try {
-    const result = await reindex(where, blobs, profiles, { restart: opts.restart === true, onProgress: progress });
+    const result = await reindex(where, blobs, profiles, () => ctx.clock.now(), { restart: opts.restart === true, onProgress: progress });
     if (tty && result.total > 0) ctx.stderr.write('\n');
     print(
       ctx,
@@ -245,6 +246,7 @@ export async function reindexCommand(ctx: Context, opts: DataOptions & BlobOptio
       `Reindexed ${result.indexed + result.without_text} session${result.indexed + result.without_text === 1 ? '' : 's'}` +
         `${result.resumed_after === null ? '' : ` (went on after ${result.resumed_after})`}: ${result.indexed} with what they say, ` +
         `${result.without_text} by title and summary only (no readable bundle)` +
+        `${result.expired === 0 ? '' : `; ${result.expired} expired and left out of search`}` +
         `${result.skipped === 0 ? '' : `; ${result.skipped} changed meanwhile and were indexed by their new upload`}.\n`,
     );
     return 0;

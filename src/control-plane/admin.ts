@@ -18,7 +18,7 @@ import { originOf } from '../util/url.js';
 import type { BlobStore } from './blobs/types.js';
 import { storedSearchText } from './search-text.js';
 import { governanceProblems } from './governance.js';
-import { API_SCOPES, MEMBER_SCOPES, openStore, READABLE_FORMATS, requireDataDir, type ControlStore, type Grant, type PolicyRevision, type StoreOptions, type User } from './store/index.js';
+import { API_SCOPES, isExpired, MEMBER_SCOPES, openStore, READABLE_FORMATS, requireDataDir, type ControlStore, type Grant, type PolicyRevision, type StoreOptions, type User } from './store/index.js';
 
 const EMAIL = /^[^\s@]{1,200}@[^\s@]{1,200}$/;
 
@@ -229,6 +229,8 @@ export interface GarbageCollected {
   /** Keys of deleted sessions' objects that went. */
   deleted_objects: string[];
   failed: { id: string; error: string }[];
+  /** Search entries of sessions whose current upload expired: what their bundle said, deleted. */
+  expired_search_entries: number;
   /** Expired device codes, browser sessions, sign-in links and tokens, and sign-ins that ended long ago, deleted. */
   expired_sign_in_records: number;
 }
@@ -240,13 +242,16 @@ export async function collectGarbage(where: StoreOptions, blobs: BlobStore, now:
 
 /**
  * Deletes the objects that are due: past their retention (the artifact stays, marked expired) and of deleted sessions;
- * and the sign-in records that expired. Idempotent, so replicas (and the CLI) may run it at the same time.
+ * the search entries of sessions whose current upload expired (what was read from the bundle goes with it); and the
+ * sign-in records that expired. Idempotent, so replicas (and the CLI) may run it at the same time.
  */
 export async function collectWith(store: ControlStore, blobs: BlobStore, now: number): Promise<GarbageCollected> {
   const deleted: string[] = [];
   const deletedObjects: string[] = [];
   const failed: { id: string; error: string }[] = [];
   const failedIds = new Set<string>();
+  // First, whatever becomes of the objects: search has left these sessions out since their deadline.
+  const expiredSearch = await store.dropExpiredSearch(now);
   /** Deletes each object of `batch` not failed before; false when nothing was left to try. */
   const sweep = async <T>(batch: T[], idOf: (item: T) => string, keyOf: (item: T) => string, done: (item: T) => Promise<void>): Promise<boolean> => {
     const todo = batch.filter((item) => !failedIds.has(idOf(item)));
@@ -277,7 +282,7 @@ export async function collectWith(store: ControlStore, blobs: BlobStore, now: nu
     })
   );
   const expired = await store.identity.purgeExpired(now);
-  return { deleted, deleted_objects: deletedObjects, failed, expired_sign_in_records: expired };
+  return { deleted, deleted_objects: deletedObjects, failed, expired_search_entries: expiredSearch, expired_sign_in_records: expired };
 }
 
 export interface ReindexResult {
@@ -287,6 +292,8 @@ export interface ReindexResult {
   without_text: number;
   /** Sessions whose current upload changed while they were read: their complete indexed the new one. */
   skipped: number;
+  /** Sessions whose current upload is past its retention deadline: no entry (search leaves them out). */
+  expired: number;
   total: number;
   /** Where an interrupted run was taken up (a session id), or null for a run from the start. */
   resumed_after: string | null;
@@ -295,26 +302,30 @@ export interface ReindexResult {
 /**
  * `control-plane reindex`: rebuilds every session's search entry from its current upload's object, one session at a
  * time (memory bounded by one bundle's text), in session id order. The position is saved after each session, so a run
- * that is stopped goes on from there next time (`restart` starts over).
+ * that is stopped goes on from there next time (`restart` starts over). A session whose upload expired gets no entry.
  */
 export async function reindex(
   where: StoreOptions,
   blobs: BlobStore,
   profiles: ProfileSet,
+  now: () => number,
   options: { restart?: boolean; onProgress?: (done: number, total: number) => void } = {},
 ): Promise<ReindexResult> {
   return withStore({ ...where, create: false }, async (store) => {
     const saved = options.restart === true ? undefined : await store.reindexCursor();
     const total = await store.countIndexable();
-    const result: ReindexResult = { indexed: 0, without_text: 0, skipped: 0, total, resumed_after: saved ?? null };
+    const result: ReindexResult = { indexed: 0, without_text: 0, skipped: 0, expired: 0, total, resumed_after: saved ?? null };
+    await store.dropExpiredSearch(now());
     let after = saved ?? '';
     let done = 0;
     for (;;) {
       const batch = await store.indexable(after, 50);
       if (batch.length === 0) break;
       for (const { session_id: sessionId, artifact } of batch) {
-        const text = READABLE_FORMATS.has(artifact.artifact_format) && !artifact.blob_deleted ? await storedSearchText(blobs, artifact, profiles) : undefined;
-        if (!(await store.setSearchText(sessionId, artifact.id, text ?? ''))) result.skipped++;
+        const expired = isExpired(artifact, now());
+        const text = READABLE_FORMATS.has(artifact.artifact_format) && !expired ? await storedSearchText(blobs, artifact, profiles) : undefined;
+        if (expired) result.expired++;
+        else if (!(await store.setSearchText(sessionId, artifact.id, text ?? '', now()))) result.skipped++;
         else if (text === undefined) result.without_text++;
         else result.indexed++;
         after = sessionId;

@@ -691,7 +691,7 @@ async function listSessions(rc: RouteContext, req: Request): Promise<void> {
     ...(query.q === undefined ? {} : { snippet: snippets.get(s.id) ?? null }),
   });
   const withSnippets = async (sessions: CapturedSession[]) => {
-    if (query.q !== undefined) snippets = await rc.store.snippets(sessions.map((s) => s.id), query.q);
+    if (query.q !== undefined) snippets = await rc.store.snippets(sessions.map((s) => s.id), query.q, now);
     return sessions;
   };
   if (numbered) {

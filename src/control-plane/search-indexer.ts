@@ -121,7 +121,7 @@ export class SearchIndexer {
         done.push({ session_id: sessionId, artifact_id: artifact.id, text: text ?? '' });
       }
       // What a claim read is written together; what it did not read is left to its lease.
-      await this.options.store.searchIndexed(done);
+      await this.options.store.searchIndexed(done, this.options.now());
       if (failed !== undefined) throw failed;
       if (this.closed) return;
     }

@@ -144,7 +144,7 @@ describe.each(BACKENDS)('deleting sessions and the audit log (%s)', (backend) =>
 
     const blobs = await createLocalBlobStore({ dir: t.blobDir, publicUrl: t.url, secret: 'x'.repeat(32) });
     // While an upload URL may still deliver bytes, gc leaves the queued keys alone.
-    expect(await collectGarbage(t.storeOptions, blobs, t.clock.now() + 15 * 60_000)).toEqual({ deleted: [], deleted_objects: [], failed: [], expired_sign_in_records: 0 });
+    expect(await collectGarbage(t.storeOptions, blobs, t.clock.now() + 15 * 60_000)).toEqual({ deleted: [], deleted_objects: [], failed: [], expired_search_entries: 0, expired_sign_in_records: 0 });
     for (const file of files) expect(existsSync(file)).toBe(true);
     const later = t.clock.now() + 2 * HOUR;
     const collected = await collectGarbage(t.storeOptions, blobs, later);

@@ -2,7 +2,7 @@
  * Full-text search of what sessions say, on both databases: the server reads a completed bundle's conversation with
  * the harness's transcript reader and indexes it with the title and summary (FTS5, tsvector); `q` finds sessions by a
  * word of their conversation, ranks title matches first, answers a snippet around the match, takes any text without
- * an error, never indexes secrets, and the index follows revisions and deletions exactly.
+ * an error, never indexes secrets, and the index follows revisions, deletions and retention exactly.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,7 +10,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { reindex } from '../../src/control-plane/admin.js';
+import { collectGarbage, reindex } from '../../src/control-plane/admin.js';
 import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
 import { loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
 import { BACKENDS, startTestServer, type TestServer, type TestUser } from '../support/control-server.js';
@@ -117,9 +117,10 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     const store = t.server.store;
     for (let i = 0; i < 1001; i++) {
       // The first has the word in its title too: ranked, it would come first; newest first, it is last.
-      const { artifact } = await store.presign(newArtifact(t.alice.id, { native_session_id: `many-${i}`, sha256: i.toString(16).padStart(64, '0'), title: i === 0 ? 'plentiful first' : `Session ${i}` }), 1000 + i, 86_400_000);
-      await store.complete(artifact.id, 1000 + i, 86_400_000);
-      await store.setSearchText(artifact.session_id, artifact.id, 'plentiful words everywhere');
+      const at = t.clock.now() - 10_000 + i;
+      const { artifact } = await store.presign(newArtifact(t.alice.id, { native_session_id: `many-${i}`, sha256: i.toString(16).padStart(64, '0'), title: i === 0 ? 'plentiful first' : `Session ${i}` }), at, 86_400_000);
+      await store.complete(artifact.id, at, 86_400_000);
+      await store.setSearchText(artifact.session_id, artifact.id, 'plentiful words everywhere', at);
     }
     const page = await t.call('GET', '/session-uploads?q=plentiful&per_page=3', t.alice.token);
     expect(page.status).toBe(200);
@@ -145,7 +146,7 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
       session_id: 'sess-q', title: 'Queued', artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true,
     });
     // The one who claimed the first is too late: its text is not written, and its done leaves the new entry queued.
-    expect(await store.setSearchText(first.sessionId, first.uploadId, 'first words')).toBe(false);
+    expect(await store.setSearchText(first.sessionId, first.uploadId, 'first words', t.clock.now())).toBe(false);
     await store.searchWorkDone(first.sessionId, first.uploadId);
     await t.server.searchIdle();
     expect(await search('second')).toHaveLength(1);
@@ -167,14 +168,14 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     await store.searchIndexed([
       { session_id: one.sessionId, artifact_id: one.uploadId, text: 'alpha words' },
       { session_id: two.sessionId, artifact_id: two.uploadId, text: 'beta words' },
-    ]);
+    ], t.clock.now());
     expect((await search('alpha')).map((h) => h.id)).toEqual([one.sessionId]);
     expect(await search('beta')).toEqual([]);
     // Only the newer upload of sess-two is left to read.
     const left = await store.claimSearchWork(t.clock.now(), 60_000, 10);
     expect(left.map((c) => c.session_id)).toEqual([two.sessionId]);
     expect(left[0]!.artifact.id).not.toBe(two.uploadId);
-    await store.searchIndexed([]);
+    await store.searchIndexed([], t.clock.now());
   });
 
   it('a claim whose server died is taken again once it lapses', async () => {
@@ -249,6 +250,43 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     }
   }
 
+  it('an upload past its retention deadline is searched no more: no match, no snippet from its deadline on, and gc removes its entry', async () => {
+    t = await startTestServer({ backend, retentionDays: 1 });
+    const old = await upload(t.alice, 'sess-old', 'Airship notes', ['The zeppelin hangar leaks.', 'Patched the zeppelin roof.']);
+    t.clock.advance(12 * 3_600_000);
+    const fresh = await upload(t.alice, 'sess-fresh', 'Fresh notes', ['Another zeppelin story.', 'Fine.']);
+    expect((await search('zeppelin')).map((h) => h.id).sort()).toEqual([old, fresh].sort());
+    expect(await storedText(old)).toContain('zeppelin hangar');
+
+    // Past the first one's deadline, before any gc: its words, its title and a piece of its name find nothing, for its
+    // owner or an administrator, in the resume picker neither; it shows no snippet.
+    t.clock.advance(13 * 3_600_000);
+    expect((await search('zeppelin')).map((h) => h.id)).toEqual([fresh]);
+    expect((await search('zeppelin', t.admin)).map((h) => h.id)).toEqual([fresh]);
+    expect(await search('hangar')).toEqual([]);
+    expect(await search('airship')).toEqual([]);
+    expect((await search('-')).map((h) => h.id)).toEqual([fresh]);
+    expect((await t.call('GET', '/session-uploads?resumable=true&q=hangar&page=1', t.alice.token)).body).toMatchObject({ total: 0, items: [] });
+    expect(await t.server.store.snippets([old, fresh], 'zeppelin', t.clock.now())).toEqual(new Map([[fresh, expect.stringContaining('[zeppelin]')]]));
+    // Listed still, by what its upload declared: its download is 410, its metadata stays.
+    const listed = await t.call('GET', '/session-uploads', t.alice.token);
+    expect(listed.body.items.find((i: { id: string }) => i.id === old)).toMatchObject({ title: 'Airship notes' });
+    expect((await t.call('POST', `/session-uploads/${old}/download`, t.alice.token, {})).status).toBe(410);
+
+    // gc removes what was read from its bundle, whether or not its object could go yet.
+    const blobs = await createLocalBlobStore({ dir: t.blobDir, publicUrl: t.url, secret: 'x'.repeat(32) });
+    const collected = await collectGarbage(t.storeOptions, blobs, t.clock.now());
+    expect(collected).toMatchObject({ expired_search_entries: 1, failed: [] });
+    expect(await storedText(old)).toBeUndefined();
+    expect(await storedText(fresh)).toContain('zeppelin');
+    expect((await collectGarbage(t.storeOptions, blobs, t.clock.now())).expired_search_entries).toBe(0);
+    // reindex gives it no entry either.
+    const rebuilt = await reindex(t.storeOptions, blobs, profiles, t.clock.now, { restart: true });
+    expect(rebuilt).toMatchObject({ indexed: 1, expired: 1, total: 2 });
+    expect(await storedText(old)).toBeUndefined();
+    expect((await search('zeppelin')).map((h) => h.id)).toEqual([fresh]);
+  });
+
   it("a session without an entry (not indexed yet, or just replaced by a complete) gets no snippet, never another session's", async () => {
     t = await startTestServer({ backend, indexer: { manual: true } });
     const store = t.server.store;
@@ -258,8 +296,28 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     const alices = await t.upload(t.alice, await claudeBundle('sess-alice', 'Private', ['a narwhal', 'ok.']), options('sess-alice'));
     // Alice's is queued, not indexed yet; a listing may still name it while its entry is being replaced.
     expect(await storedText(alices.sessionId)).toBeUndefined();
-    expect(await store.snippets([alices.sessionId], 'narwhal')).toEqual(new Map());
-    expect(await store.snippets([alices.sessionId, bobs.sessionId], 'narwhal')).toEqual(new Map([[bobs.sessionId, expect.stringContaining('budget')]]));
+    expect(await store.snippets([alices.sessionId], 'narwhal', t.clock.now())).toEqual(new Map());
+    expect(await store.snippets([alices.sessionId, bobs.sessionId], 'narwhal', t.clock.now())).toEqual(new Map([[bobs.sessionId, expect.stringContaining('budget')]]));
+  });
+
+  it('an upload whose deadline passes before the indexer reads it is never indexed', async () => {
+    t = await startTestServer({ backend, retentionDays: 1, indexer: { manual: true } });
+    const store = t.server.store;
+    const done = await t.upload(t.alice, await claudeBundle('sess-late', 'Late', ['the quokka enclosure', 'ok.']), {
+      session_id: 'sess-late', title: 'Late', artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true,
+    });
+    // Claimed by a server that read it, but wrote only after the deadline: nothing is written.
+    const claimed = await store.claimSearchWork(t.clock.now(), 60_000, 10);
+    expect(claimed).toHaveLength(1);
+    t.clock.advance(25 * 3_600_000);
+    await store.searchIndexed([{ session_id: done.sessionId, artifact_id: done.uploadId, text: 'the quokka enclosure' }], t.clock.now());
+    expect(await store.setSearchText(done.sessionId, done.uploadId, 'the quokka enclosure', t.clock.now())).toBe(false);
+    expect(await storedText(done.sessionId)).toBeUndefined();
+    // Nor is it handed out to be read again.
+    t.clock.advance(61_000);
+    expect(await store.claimSearchWork(t.clock.now(), 60_000, 10)).toEqual([]);
+    await t.server.searchIdle();
+    expect(await storedText(done.sessionId)).toBeUndefined();
   });
 
   it('control-plane reindex rebuilds every entry from the stored bundles, and goes on where a stopped run left off', async () => {
@@ -274,7 +332,7 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     // An index that has lost what the sessions say (as after an upgrade that indexes more).
     for (const id of ids) {
       const session = (await t.server.store.session(id))!;
-      expect(await t.server.store.setSearchText(id, session.current_artifact_id!, '')).toBe(true);
+      expect(await t.server.store.setSearchText(id, session.current_artifact_id!, '', t.clock.now())).toBe(true);
     }
     expect(await search('bravo')).toEqual([]);
 
@@ -282,7 +340,7 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     const seen: number[] = [];
     // Stopped after two sessions: the position is kept.
     await expect(
-      reindex(t.storeOptions, blobs, profiles, {
+      reindex(t.storeOptions, blobs, profiles, t.clock.now, {
         onProgress: (done, total) => {
           seen.push(done);
           expect(total).toBe(4);
@@ -291,7 +349,7 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
       }),
     ).rejects.toThrow('stopped');
     expect(await t.server.store.reindexCursor()).toBe(all[1]);
-    const rest = await reindex(t.storeOptions, blobs, profiles, { onProgress: (done) => seen.push(done) });
+    const rest = await reindex(t.storeOptions, blobs, profiles, t.clock.now, { onProgress: (done) => seen.push(done) });
     expect(rest.resumed_after).toBe(all[1]);
     expect(rest.indexed + rest.without_text).toBe(2);
     expect(rest.total).toBe(4);
@@ -299,8 +357,8 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     expect(await t.server.store.reindexCursor()).toBeUndefined();
 
     // From the start: every session, the raw upload by its title only.
-    const full = await reindex(t.storeOptions, blobs, profiles, { restart: true });
-    expect(full).toEqual({ indexed: 3, without_text: 1, skipped: 0, total: 4, resumed_after: null });
+    const full = await reindex(t.storeOptions, blobs, profiles, t.clock.now, { restart: true });
+    expect(full).toEqual({ indexed: 3, without_text: 1, skipped: 0, expired: 0, total: 4, resumed_after: null });
     for (const word of ['alpha', 'bravo']) expect((await search(word)).length, word).toBe(1);
     expect((await search('charlie', t.bob)).length).toBe(1);
   });

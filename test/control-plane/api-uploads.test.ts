@@ -227,7 +227,7 @@ describe.each(BACKENDS)('uploads (%s)', (backend) => {
       const { uploadId, sessionId } = await t.upload(t.alice, bundle('old'));
       const blobs = t.server.blobs;
       const key = (await t.server.store.artifact(uploadId))!.artifact.blob_key;
-      expect(await collectGarbage(t.storeOptions, blobs, t.clock.now())).toEqual({ deleted: [], deleted_objects: [], failed: [], expired_sign_in_records: 0 });
+      expect(await collectGarbage(t.storeOptions, blobs, t.clock.now())).toEqual({ deleted: [], deleted_objects: [], failed: [], expired_search_entries: 0, expired_sign_in_records: 0 });
       expect(await blobs.stat(key)).toBeDefined();
       const { deleted } = await collectGarbage(t.storeOptions, blobs, t.clock.now() + 31 * DAY);
       expect(deleted).toEqual([uploadId]);

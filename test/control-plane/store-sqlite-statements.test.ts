@@ -134,9 +134,9 @@ describe('SQLite store statements', () => {
     await store.canView(session, bob);
 
     const claimed = await store.claimSearchWork(now + 3, 60_000, 10);
-    await store.searchIndexed(claimed.map((c) => ({ session_id: c.session_id, artifact_id: c.artifact.id, text: `fixing the parser ${n}` })));
-    await store.setSearchText(session.id, artifact.id, `fixing the parser again ${n}`);
-    await store.snippets([session.id], 'parser');
+    await store.searchIndexed(claimed.map((c) => ({ session_id: c.session_id, artifact_id: c.artifact.id, text: `fixing the parser ${n}` })), now + 3);
+    await store.setSearchText(session.id, artifact.id, `fixing the parser again ${n}`, now + 3);
+    await store.snippets([session.id], 'parser', now + 3);
     await store.indexable('', 10);
     await store.countIndexable();
     await store.setReindexCursor(session.id);
@@ -153,6 +153,7 @@ describe('SQLite store statements', () => {
     await store.appendAudit(audit, now + 5);
     await store.auditEvents({ limit: 10, session_id: session.id });
     await store.expiredArtifacts(now + 120_000, 10);
+    await store.dropExpiredSearch(now + 120_000);
     await store.deleteSession(session.id, { ...audit, action: 'session.delete' }, now + 6, now + 7);
     const keys = await store.blobDeletionsDue(now + 8, 10);
     for (const key of keys) await store.blobDeleted(key, now + 8);

@@ -202,10 +202,10 @@ describe('every --json command result carries ok', () => {
     expect(okFirst(published.stdout)).toMatchObject({ ok: true, revision: expect.stringMatching(/^[0-9a-f-]{36}$/), ignored_revision: 2 });
     const gc = await inProcess(['control-plane', 'gc', '--data', data, '--json']);
     expect(gc.code, gc.stderr).toBe(0);
-    expect(okFirst(gc.stdout)).toEqual({ ok: true, deleted: [], deleted_objects: [], failed: [], expired_sign_in_records: 0 });
+    expect(okFirst(gc.stdout)).toEqual({ ok: true, deleted: [], deleted_objects: [], failed: [], expired_search_entries: 0, expired_sign_in_records: 0 });
     const reindexed = await inProcess(['control-plane', 'reindex', '--data', data, '--json']);
     expect(reindexed.code, reindexed.stderr).toBe(0);
-    expect(okFirst(reindexed.stdout)).toEqual({ ok: true, indexed: 0, without_text: 0, skipped: 0, total: 0, resumed_after: null });
+    expect(okFirst(reindexed.stdout)).toEqual({ ok: true, indexed: 0, without_text: 0, skipped: 0, expired: 0, total: 0, resumed_after: null });
   });
 });
 

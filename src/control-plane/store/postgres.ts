@@ -614,7 +614,9 @@ export class PostgresStore implements ControlStore {
     const rows = await this.db.all(
       `WITH claimed AS (
          UPDATE search_queue SET claimed_until = $2
-         WHERE session_id IN (SELECT session_id FROM search_queue WHERE claimed_until <= $1 ORDER BY queued_at, session_id LIMIT $3 FOR UPDATE SKIP LOCKED)
+         WHERE session_id IN (SELECT q.session_id FROM search_queue q JOIN artifacts a ON a.id = q.artifact_id
+                              WHERE q.claimed_until <= $1 AND NOT a.blob_deleted AND a.retention_deadline > $1
+                              ORDER BY q.queued_at, q.session_id LIMIT $3 FOR UPDATE OF q SKIP LOCKED)
          RETURNING session_id, artifact_id
        )
        SELECT c.session_id AS q_session_id, a.* FROM claimed c JOIN artifacts a ON a.id = c.artifact_id`,
@@ -641,15 +643,15 @@ export class PostgresStore implements ControlStore {
     return Number((await this.db.get('SELECT COUNT(*) AS n FROM sessions WHERE current_artifact_id IS NOT NULL'))!.n);
   }
 
-  async setSearchText(sessionId: string, artifactId: string, text: string): Promise<boolean> {
-    return writeSearchText(this.db, sessionId, artifactId, text);
+  async setSearchText(sessionId: string, artifactId: string, text: string, now: number): Promise<boolean> {
+    return writeSearchText(this.db, sessionId, artifactId, text, now);
   }
 
-  async searchIndexed(done: readonly SearchIndexed[]): Promise<void> {
+  async searchIndexed(done: readonly SearchIndexed[], now: number): Promise<void> {
     if (done.length === 0) return;
     await this.transaction(async (db) => {
       for (const d of done) {
-        await writeSearchText(db, d.session_id, d.artifact_id, d.text);
+        await writeSearchText(db, d.session_id, d.artifact_id, d.text, now);
         await db.run('DELETE FROM search_queue WHERE session_id = $1 AND artifact_id = $2', d.session_id, d.artifact_id);
       }
     });
@@ -665,7 +667,7 @@ export class PostgresStore implements ControlStore {
     else await this.db.run(`INSERT INTO settings (key, value) VALUES ('reindex_after', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, after);
   }
 
-  async snippets(sessionIds: readonly string[], q: string): Promise<Map<string, string>> {
+  async snippets(sessionIds: readonly string[], q: string, now: number): Promise<Map<string, string>> {
     const query = tsQuery(q);
     const out = new Map<string, string>();
     if (query === undefined || sessionIds.length === 0) return out;
@@ -674,9 +676,10 @@ export class PostgresStore implements ControlStore {
       `SELECT x.session_id, ts_headline('simple', COALESCE(NULLIF(x.body, ''), a.title, ''), to_tsquery('simple', $1),
          'StartSel=[, StopSel=], MaxWords=24, MinWords=8, MaxFragments=1, FragmentDelimiter=" … "') AS snippet
        FROM session_search x JOIN sessions s ON s.id = x.session_id JOIN artifacts a ON a.id = s.current_artifact_id
-       WHERE x.session_id = ANY($2::text[]) AND x.document @@ to_tsquery('simple', $1)`,
+       WHERE x.session_id = ANY($2::text[]) AND x.document @@ to_tsquery('simple', $1) AND NOT a.blob_deleted AND a.retention_deadline > $3`,
       query,
       [...sessionIds],
+      now,
     );
     for (const row of rows) if (typeof row.snippet === 'string' && row.snippet !== '') out.set(String(row.session_id), row.snippet);
     return out;
@@ -727,7 +730,9 @@ export class PostgresStore implements ControlStore {
     if (query.resumable === true || !viewer.is_admin) where.push(visible(p.add(viewer.id)));
     if (query.resumable === true) where.push(`a.resumable AND a.status = 'complete' AND NOT a.blob_deleted AND a.retention_deadline > ${p.add(now)}`);
     // q: the words of the full-text index (title, summary, what the session says, its folder and native id), through
-    // its GIN index; a q without a word (punctuation only) is a piece of an id, folder, title or summary, as before.
+    // its GIN index; a q without a word (punctuation only) is a piece of an id, folder, title or summary, as before. An
+    // expired session holds nothing to find any more.
+    if (query.q !== undefined) where.push(`NOT a.blob_deleted AND a.retention_deadline > ${p.add(now)}`);
     const tsquery = query.q === undefined ? undefined : tsQuery(query.q);
     const matched = tsquery === undefined ? undefined : p.add(tsquery);
     const matches =
@@ -832,6 +837,18 @@ export class PostgresStore implements ControlStore {
   async markBlobDeleted(artifactId: string): Promise<void> {
     await this.db.run('UPDATE artifacts SET blob_deleted = TRUE WHERE id = $1', artifactId);
   }
+
+  async dropExpiredSearch(now: number): Promise<number> {
+    return this.transaction(async (db) => {
+      const dropped = await db.run(
+        `DELETE FROM session_search x USING sessions s, artifacts a
+         WHERE s.id = x.session_id AND a.id = s.current_artifact_id AND (a.blob_deleted OR a.retention_deadline <= $1)`,
+        now,
+      );
+      await db.run('DELETE FROM search_queue q USING artifacts a WHERE a.id = q.artifact_id AND (a.blob_deleted OR a.retention_deadline <= $1)', now);
+      return dropped;
+    });
+  }
   async deleteSession(sessionId: string, audit: NewAuditEvent, now: number, pendingUntil: number): Promise<string[] | undefined> {
     return this.transaction(async (db) => {
       // Locked as presign and complete lock it: an upload of this session in flight waits, then finds it gone.
@@ -917,16 +934,21 @@ async function insertAudit(db: Db, event: NewAuditEvent, now: number): Promise<v
   );
 }
 
-/** Writes a session's search entry, only while `artifactId` is its current artifact (one statement); whether it did. */
-async function writeSearchText(db: Db, sessionId: string, artifactId: string, text: string): Promise<boolean> {
+/**
+ * Writes a session's search entry, only while `artifactId` is its current artifact and not expired at `now` (one
+ * statement); whether it did.
+ */
+async function writeSearchText(db: Db, sessionId: string, artifactId: string, text: string, now: number): Promise<boolean> {
   const written = await db.run(
     `INSERT INTO session_search (session_id, body, document)
      SELECT s.id, $3::text, ${searchDocument('$3::text')}
-     FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id = $1 AND a.id = $2
+     FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id
+     WHERE s.id = $1 AND a.id = $2 AND NOT a.blob_deleted AND a.retention_deadline > $4
      ON CONFLICT (session_id) DO UPDATE SET body = excluded.body, document = excluded.document`,
     sessionId,
     artifactId,
     text,
+    now,
   );
   return written > 0;
 }

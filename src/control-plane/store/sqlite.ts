@@ -426,7 +426,8 @@ export class SqliteStore implements ControlStore {
     return this.transaction(() => {
       const rows = this.all(
         `SELECT q.session_id, a.* FROM search_queue q JOIN artifacts a ON a.id = q.artifact_id
-         WHERE q.claimed_until <= ? ORDER BY q.queued_at, q.session_id LIMIT ?`,
+         WHERE q.claimed_until <= ? AND a.blob_deleted = 0 AND a.retention_deadline > ? ORDER BY q.queued_at, q.session_id LIMIT ?`,
+        now,
         now,
         limit,
       );
@@ -450,23 +451,28 @@ export class SqliteStore implements ControlStore {
     return Number(this.get('SELECT COUNT(*) AS n FROM sessions WHERE current_artifact_id IS NOT NULL')!.n);
   }
 
-  async setSearchText(sessionId: string, artifactId: string, text: string): Promise<boolean> {
-    return this.transaction(() => this.setSearchTextSync(sessionId, artifactId, text));
+  async setSearchText(sessionId: string, artifactId: string, text: string, now: number): Promise<boolean> {
+    return this.transaction(() => this.setSearchTextSync(sessionId, artifactId, text, now));
   }
 
-  async searchIndexed(done: readonly SearchIndexed[]): Promise<void> {
+  async searchIndexed(done: readonly SearchIndexed[], now: number): Promise<void> {
     if (done.length === 0) return;
     // One transaction for the batch: one commit, and one new full-text segment rather than one per session.
     this.transaction(() => {
       for (const d of done) {
-        this.setSearchTextSync(d.session_id, d.artifact_id, d.text);
+        this.setSearchTextSync(d.session_id, d.artifact_id, d.text, now);
         this.run('DELETE FROM search_queue WHERE session_id = ? AND artifact_id = ?', d.session_id, d.artifact_id);
       }
     });
   }
 
-  private setSearchTextSync(sessionId: string, artifactId: string, text: string): boolean {
-    const current = this.get('SELECT a.* FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id = ? AND a.id = ?', sessionId, artifactId);
+  private setSearchTextSync(sessionId: string, artifactId: string, text: string, now: number): boolean {
+    const current = this.get(
+      'SELECT a.* FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id = ? AND a.id = ? AND a.blob_deleted = 0 AND a.retention_deadline > ?',
+      sessionId,
+      artifactId,
+      now,
+    );
     if (current === undefined) return false;
     this.writeSearch(sessionId, toArtifact(current), text);
     return true;
@@ -498,12 +504,17 @@ export class SqliteStore implements ControlStore {
     );
   }
 
-  async snippets(sessionIds: readonly string[], q: string): Promise<Map<string, string>> {
+  async snippets(sessionIds: readonly string[], q: string, now: number): Promise<Map<string, string>> {
     const match = ftsMatch(q);
     const out = new Map<string, string>();
     if (match === undefined) return out;
     for (const id of sessionIds) {
-      const entry = this.get('SELECT rowid FROM session_search_ids WHERE session_id = ?', id);
+      const entry = this.get(
+        `SELECT i.rowid FROM session_search_ids i JOIN sessions s ON s.id = i.session_id JOIN artifacts a ON a.id = s.current_artifact_id
+         WHERE i.session_id = ? AND a.blob_deleted = 0 AND a.retention_deadline > ?`,
+        id,
+        now,
+      );
       if (entry === undefined) continue;
       // Beside MATCH, FTS5 keeps to a rowid only when it is given as an INTEGER: a REAL (what a JS number binds as) or a
       // NULL matches every row, and the snippet would be another session's.
@@ -578,7 +589,12 @@ export class SqliteStore implements ControlStore {
       args.push(now);
     }
     // q: the words of the full-text index (title, summary, what the session says, its folder and native id); a q
-    // without a word (punctuation only) is a piece of an id, folder, title or summary, as before.
+    // without a word (punctuation only) is a piece of an id, folder, title or summary, as before. An expired session
+    // holds nothing to find any more.
+    if (query.q !== undefined) {
+      where.push('a.blob_deleted = 0 AND a.retention_deadline > ?');
+      args.push(now);
+    }
     const match = query.q === undefined ? undefined : ftsMatch(query.q);
     if (query.q !== undefined && match === undefined) {
       const like = likePattern(query.q);
@@ -691,6 +707,25 @@ export class SqliteStore implements ControlStore {
 
   async markBlobDeleted(artifactId: string): Promise<void> {
     this.run('UPDATE artifacts SET blob_deleted = 1 WHERE id = ?', artifactId);
+  }
+
+  async dropExpiredSearch(now: number): Promise<number> {
+    return this.transaction(() => {
+      const expired = this.all(
+        `SELECT i.rowid, i.session_id FROM session_search_ids i JOIN sessions s ON s.id = i.session_id
+         JOIN artifacts a ON a.id = s.current_artifact_id WHERE a.blob_deleted = 1 OR a.retention_deadline <= ?`,
+        now,
+      );
+      for (const row of expired) {
+        this.run('DELETE FROM session_search WHERE rowid = ?', Number(row.rowid));
+        this.run('DELETE FROM session_search_ids WHERE rowid = ?', Number(row.rowid));
+      }
+      this.run(
+        'DELETE FROM search_queue WHERE EXISTS (SELECT 1 FROM artifacts a WHERE a.id = search_queue.artifact_id AND (a.blob_deleted = 1 OR a.retention_deadline <= ?))',
+        now,
+      );
+      return expired.length;
+    });
   }
 
   async deleteSession(sessionId: string, audit: NewAuditEvent, now: number, pendingUntil: number): Promise<string[] | undefined> {

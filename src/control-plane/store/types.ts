@@ -118,6 +118,7 @@ export interface PresignResult {
 export interface SessionQuery {
   /** Picker mode: owned or shared sessions only (administrators included), resumable current artifacts not expired. */
   resumable?: boolean | undefined;
+  /** Words (or a piece of an id, folder, title or summary) to search for: sessions whose current artifact is expired never match. */
   q?: string | undefined;
   /** Session ids that start with this (lower-case hex and dashes). */
   id_prefix?: string | undefined;
@@ -231,22 +232,37 @@ export interface ControlStore {
    * session bundle is queued for the indexer).
    */
   complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact>;
-  /** Queued sessions whose bundle is to be read for search, each claimed until `now + leaseMs` (not handed out again meanwhile). */
+  /**
+   * Queued sessions whose bundle is to be read for search, each claimed until `now + leaseMs` (not handed out again
+   * meanwhile); an expired artifact is never handed out (gc removes its queue entry).
+   */
   claimSearchWork(now: number, leaseMs: number, limit: number): Promise<{ session_id: string; artifact: Artifact }[]>;
   /** The session's text from `artifactId` is indexed (or cannot be): its queue entry goes, unless a newer upload queued it again. */
   searchWorkDone(sessionId: string, artifactId: string): Promise<void>;
   /**
    * The indexer's results for claimed sessions, in one transaction: each text written as setSearchText writes it (only
-   * while its artifact is still current), and each queue entry gone as searchWorkDone takes it.
+   * while its artifact is still current and not expired at `now`), and each queue entry gone as searchWorkDone takes it.
    */
-  searchIndexed(done: readonly SearchIndexed[]): Promise<void>;
-  /** A short passage of each session's search entry around what `q` matches (`[` and `]` around the match), by id. */
-  snippets(sessionIds: readonly string[], q: string): Promise<Map<string, string>>;
+  searchIndexed(done: readonly SearchIndexed[], now: number): Promise<void>;
+  /**
+   * A short passage of each session's search entry around what `q` matches (`[` and `]` around the match), by id; none
+   * for a session whose current artifact is expired at `now`.
+   */
+  snippets(sessionIds: readonly string[], q: string, now: number): Promise<Map<string, string>>;
   /** Sessions with a current artifact, by id after `afterId`, for `reindex`; and how many there are in all. */
   indexable(afterId: string, limit: number): Promise<{ session_id: string; artifact: Artifact }[]>;
   countIndexable(): Promise<number>;
-  /** Replaces a session's search entry with `text` and its current artifact's title and summary, when `artifactId` is still current; false otherwise. */
-  setSearchText(sessionId: string, artifactId: string, text: string): Promise<boolean>;
+  /**
+   * Replaces a session's search entry with `text` and its current artifact's title and summary, when `artifactId` is
+   * still current and not expired at `now`; false otherwise.
+   */
+  setSearchText(sessionId: string, artifactId: string, text: string, now: number): Promise<boolean>;
+  /**
+   * Removes the search entry (what its bundle says, and the title, summary and place indexed with it) and the indexer's
+   * queue entry of every session whose current artifact is expired at `now`; how many entries went. A search already
+   * leaves such sessions out from their deadline on; this is gc's, so that their text is not kept either.
+   */
+  dropExpiredSearch(now: number): Promise<number>;
   /** Where an interrupted `reindex` goes on from (a session id); undefined: from the start. */
   reindexCursor(): Promise<string | undefined>;
   setReindexCursor(after: string | undefined): Promise<void>;

@@ -102,7 +102,7 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
   query.sort = params.sort === '' ? (query.q === undefined ? 'updated_desc' : 'relevance') : (params.sort as SessionQuery['sort']);
   const { sort: _sort, limit: _limit, offset: _offset, count: _count, ...filter } = query;
   const [found, counts] = await Promise.all([rc.store.listSessions(user, query, now), rc.store.countByHarness(user, { ...filter, harness: undefined }, now)]);
-  const snippets = query.q === undefined ? new Map<string, string>() : await rc.store.snippets(found.sessions.map((s) => s.id), query.q);
+  const snippets = query.q === undefined ? new Map<string, string>() : await rc.store.snippets(found.sessions.map((s) => s.id), query.q, now);
   const total = found.total ?? 0;
   const pages = Math.max(1, Math.ceil(total / PER_PAGE));
   const harnesses = Object.keys(counts).sort();
@@ -235,24 +235,33 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
   );
 }
 
-/** Uploads are immutable: a read transcript (bounded) is kept for the next views, the last few of them. */
-const transcripts = new Map<string, Conversation | undefined>();
+/**
+ * Uploads are immutable: a read transcript (bounded) is kept for the next views, the last few of them, until its
+ * upload's retention deadline (what was read of a bundle goes with it).
+ */
+const transcripts = new Map<string, { conversation: Conversation | undefined; deadline: number }>();
 const KEPT_TRANSCRIPTS = 16;
 /** Bundles read at once for pages, at most; more wait their turn (each read unpacks a bundle). */
 const READS_AT_ONCE = 2;
 let reading = 0;
 const waiting: (() => void)[] = [];
 
+/** Drops the kept transcripts whose upload passed its retention deadline. */
+function forgetExpiredTranscripts(now: number): void {
+  for (const [id, kept] of transcripts) if (kept.deadline <= now) transcripts.delete(id);
+}
+
 /** The conversation of a verified upload as a page shows it, or undefined when it cannot be read as a session. */
 async function transcriptOf(rc: RouteContext, artifact: Artifact): Promise<Conversation | undefined> {
   if (rc.bundleProfiles === undefined) return undefined;
-  if (transcripts.has(artifact.id)) return transcripts.get(artifact.id);
+  if (isExpired(artifact, rc.now())) return undefined;
+  if (transcripts.has(artifact.id)) return transcripts.get(artifact.id)!.conversation;
   while (reading >= READS_AT_ONCE) await new Promise<void>((resolve) => waiting.push(resolve));
   reading++;
   try {
     const read = await storedTranscript(rc.blobs, artifact, rc.bundleProfiles);
     const shown = read === undefined ? undefined : bounded(read);
-    transcripts.set(artifact.id, shown);
+    transcripts.set(artifact.id, { conversation: shown, deadline: artifact.retention_deadline });
     if (transcripts.size > KEPT_TRANSCRIPTS) transcripts.delete(transcripts.keys().next().value!);
     return shown;
   } finally {
@@ -269,6 +278,7 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
   const session = await visibleSession(rc, user, req.params[0]!);
   await auditAdminRead(rc, user, session, 'page');
   const now = rc.now();
+  forgetExpiredTranscripts(now);
   const artifacts = await rc.store.artifactsOf(session.id);
   const owned = session.owner_id === user.id;
   const wanted = req.url.searchParams.get('revision');
