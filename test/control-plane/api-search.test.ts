@@ -300,6 +300,20 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     expect(await store.snippets([alices.sessionId, bobs.sessionId], 'narwhal', t.clock.now())).toEqual(new Map([[bobs.sessionId, expect.stringContaining('budget')]]));
   });
 
+  it('a session deleted while the indexer reads it gets no entry back', async () => {
+    t = await startTestServer({ backend, indexer: { manual: true } });
+    const store = t.server.store;
+    const done = await t.upload(t.alice, await claudeBundle('sess-gone', 'Gone', ['the axolotl tank', 'ok.']), {
+      session_id: 'sess-gone', title: 'Gone', artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true,
+    });
+    expect(await store.claimSearchWork(t.clock.now(), 60_000, 10)).toHaveLength(1);
+    expect((await t.call('DELETE', `/session-uploads/${done.sessionId}`, t.alice.token)).status).toBe(204);
+    await store.searchIndexed([{ session_id: done.sessionId, artifact_id: done.uploadId, text: 'the axolotl tank' }], t.clock.now());
+    expect(await store.setSearchText(done.sessionId, done.uploadId, 'the axolotl tank', t.clock.now())).toBe(false);
+    expect(await storedText(done.sessionId)).toBeUndefined();
+    expect(await search('axolotl', t.admin)).toEqual([]);
+  });
+
   it('an upload whose deadline passes before the indexer reads it is never indexed', async () => {
     t = await startTestServer({ backend, retentionDays: 1, indexer: { manual: true } });
     const store = t.server.store;

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/control-plane/store/postgres.js';
 import { migratePostgres, POSTGRES_MIGRATIONS } from '../../src/control-plane/store/postgres-migrations.js';
 import { hashToken } from '../../src/control-plane/store/tokens.js';
-import { API_SCOPES, type NewArtifact } from '../../src/control-plane/store/types.js';
+import { API_SCOPES, type Artifact, type NewArtifact } from '../../src/control-plane/store/types.js';
 import { BlueError } from '../../src/errors.js';
 import { newArtifact } from '../support/store-inputs.js';
 import { freshDatabase } from '../support/postgres-db.js';
@@ -212,6 +212,53 @@ describe('PostgreSQL store', () => {
         expect(artifacts.find((x) => x.id === older.id)?.status).toBe('superseded');
         expect((await b.session(older.session_id))?.current_artifact_id).toBe(newer.id);
       }
+    });
+
+    it("writes no entry for a session deleted on another replica while the indexer writes its text, and the rest of the indexer's batch", async () => {
+      const url = await freshDatabase();
+      const [server, other] = [await open(url), await open(url)];
+      const { user } = await server.addUser('ada@example.com', false, 1);
+      const bundles = await Promise.all(['a', 'b'].map(async (bytes, i) => {
+        const { artifact } = await server.presign({ ...artifactInput(user.id, bytes), native_session_id: `sess-${i}`, artifact_format: 'blue-session-bundle-v1' }, 1000, 30 * DAY);
+        return server.complete(artifact.id, 1000, 30 * DAY);
+      }));
+      const [doomed, kept] = bundles as [Artifact, Artifact];
+      expect((await server.claimSearchWork(2000, 60_000, 10)).map((c) => c.session_id).sort()).toEqual([doomed.session_id, kept.session_id].sort());
+
+      // The delete is held just before it commits (its audit entry waits on a lock of the test's), having removed
+      // the session and its search and queue entries.
+      const holder = new pg.Client({ connectionString: url });
+      await holder.connect();
+      const waiting = async (n: number): Promise<void> => {
+        for (let i = 0; i < 500; i++) {
+          const rows = await holder.query(`SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+          if (Number(rows.rows[0].n) >= n) return;
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        throw new Error(`fewer than ${n} statements came to wait on a lock`);
+      };
+      try {
+        await holder.query('BEGIN');
+        await holder.query('LOCK TABLE audit_events IN SHARE MODE');
+        const audit = { actor: user, action: 'session.delete' as const, session_id: doomed.session_id, owner_id: user.id, details: {} };
+        const deleted = other.deleteSession(doomed.session_id, audit, 3000, 4000);
+        await waiting(1);
+        const indexed = server.searchIndexed(
+          [
+            { session_id: kept.session_id, artifact_id: kept.id, text: 'kept words' },
+            { session_id: doomed.session_id, artifact_id: doomed.id, text: 'doomed words' },
+          ],
+          3000,
+        );
+        await waiting(2);
+        await holder.query('COMMIT');
+        expect(await deleted).toEqual([doomed.blob_key]);
+        await indexed;
+      } finally {
+        await holder.end();
+      }
+      expect(await query(url, 'SELECT session_id, body FROM session_search')).toEqual([{ session_id: kept.session_id, body: 'kept words' }]);
+      expect(await count(url, 'search_queue')).toBe(0);
     });
 
     it('makes one first administrator and one first policy however many replicas start at once', async () => {

@@ -936,7 +936,9 @@ async function insertAudit(db: Db, event: NewAuditEvent, now: number): Promise<v
 
 /**
  * Writes a session's search entry, only while `artifactId` is its current artifact and not expired at `now` (one
- * statement); whether it did.
+ * statement); whether it did. The session's row is locked as it is read: a delete or a complete of the session under
+ * way elsewhere is waited for, and the row is read again after it (a deleted session gets no entry, and the rest of
+ * the indexer's batch is written).
  */
 async function writeSearchText(db: Db, sessionId: string, artifactId: string, text: string, now: number): Promise<boolean> {
   const written = await db.run(
@@ -944,6 +946,7 @@ async function writeSearchText(db: Db, sessionId: string, artifactId: string, te
      SELECT s.id, $3::text, ${searchDocument('$3::text')}
      FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id
      WHERE s.id = $1 AND a.id = $2 AND NOT a.blob_deleted AND a.retention_deadline > $4
+     FOR KEY SHARE OF s
      ON CONFLICT (session_id) DO UPDATE SET body = excluded.body, document = excluded.document`,
     sessionId,
     artifactId,
