@@ -22,7 +22,7 @@ import type { SessionDetail } from '../schema/generated/control-session-detail.j
 import type { SharingRequest } from '../schema/generated/control-sharing.js';
 import type { ProfileSet } from '../profiles/index.js';
 import type { BlobStore } from './blobs/types.js';
-import { auditAdminRead, changeSharing, downloadLink, removeSession, visibleSession } from './session-actions.js';
+import { auditAdminRead, changeSharing, downloadLink, removeSession, searchSnippets, visibleSession } from './session-actions.js';
 import { deviceAuthorization, revocationEndpoint, tokenEndpoint, type IdentitySettings } from './identity/oauth.js';
 import type { OidcSignIn } from './identity/oidc.js';
 import { listUsers, listUserTokens, revokeUserToken } from './identity/users.js';
@@ -691,7 +691,7 @@ async function listSessions(rc: RouteContext, req: Request): Promise<void> {
     ...(query.q === undefined ? {} : { snippet: snippets.get(s.id) ?? null }),
   });
   const withSnippets = async (sessions: CapturedSession[]) => {
-    if (query.q !== undefined) snippets = await rc.store.snippets(sessions.map((s) => s.id), query.q, now);
+    if (query.q !== undefined) snippets = await searchSnippets(rc, user, sessions, query.q);
     return sessions;
   };
   if (numbered) {

@@ -29,9 +29,27 @@ export function audited(user: User, session: CapturedSession, action: AuditActio
   return { actor: { id: user.id, email: user.email }, action, session_id: session.id, owner_id: session.owner_id, details };
 }
 
+/** Whether `user` reads `session` as an administrator (a session not theirs): such a read is in the audit log. */
+function adminRead(user: User, session: CapturedSession): boolean {
+  return user.is_admin && session.owner_id !== user.id;
+}
+
 /** An administrator reading a session that is not theirs is in the audit log. */
 export async function auditAdminRead(rc: RouteContext, user: User, session: CapturedSession, what: string): Promise<void> {
-  if (user.is_admin && session.owner_id !== user.id) await rc.store.appendAudit(audited(user, session, 'session.read', { what }), rc.now());
+  if (adminRead(user, session)) await rc.store.appendAudit(audited(user, session, 'session.read', { what }), rc.now());
+}
+
+/**
+ * The snippets of a search's `sessions` for `user` (see ControlStore.snippets): passages of what each says, so an
+ * administrator's snippets of sessions not theirs are reads like their pages: one `session.read` entry (`search`) for
+ * each session shown with one, written before any is shown.
+ */
+export async function searchSnippets(rc: RouteContext, user: User, sessions: readonly CapturedSession[], q: string): Promise<Map<string, string>> {
+  const now = rc.now();
+  const snippets = await rc.store.snippets(sessions.map((s) => s.id), q, now);
+  const read = sessions.filter((s) => snippets.has(s.id) && adminRead(user, s));
+  if (read.length > 0) await rc.store.appendAudits(read.map((s) => audited(user, s, 'session.read', { what: 'search' })), now);
+  return snippets;
 }
 
 /**

@@ -3,11 +3,12 @@
  * is refused, a stranger told nothing exists), what goes (every revision's metadata, sharing and object, a pending
  * upload's object too once its URL can no longer be used), that a deleted session's signed URLs write nothing that
  * stays (the local store refuses them; what reaches an S3 bucket, which cannot, gc deletes), what is written down
- * (downloads, sharing changes, deletions, administrators' reads), who may read the log, and that the database keeps it
- * append-only.
+ * (downloads, sharing changes, deletions, administrators' reads of pages, details and search snippets), who may read
+ * the log, and that the database keeps it append-only.
  */
 import { existsSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
@@ -17,10 +18,18 @@ import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
 import { createS3BlobStore } from '../../src/control-plane/blobs/s3.js';
 import type { BlobStore } from '../../src/control-plane/blobs/types.js';
 import { BACKENDS, presignBody, startTestServer, type TestServer, type TestUser } from '../support/control-server.js';
+import { conversationBundle } from '../support/conversation-bundle.js';
 import { startS3rver, type TestBucket } from '../support/s3rver.js';
 
 const RESUMABLE = { artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true };
 const HOUR = 60 * 60_000;
+let work: string;
+beforeAll(async () => {
+  work = await mkdtemp(path.join(tmpdir(), 'blue-delete-audit-'));
+});
+afterAll(async () => {
+  await rm(work, { recursive: true, force: true });
+});
 
 describe.each(BACKENDS)('deleting sessions and the audit log (%s)', (backend) => {
   let t: TestServer;
@@ -218,6 +227,39 @@ describe.each(BACKENDS)('deleting sessions and the audit log (%s)', (backend) =>
     expect((await audit('?action=session.read')).items).toHaveLength(2);
     expect((await audit(`?session_id=${a.id}&action=session.share`)).items).toHaveLength(2);
     expect((await audit('?session_id=00000000-0000-4000-8000-000000000000')).items).toEqual([]);
+  });
+
+  it("logs an administrator's search snippets of sessions not theirs, one read per session shown, as their pages are", async () => {
+    t = await startTestServer({ backend });
+    const bundle = (name: string, words: string) => conversationBundle(work, { sessionId: name, title: name, cwd: '/w', turns: [words, 'ok.'] });
+    const uploadSaying = async (user: TestUser, name: string, words: string) =>
+      (await t.upload(user, await bundle(name, words), { session_id: name, title: name, cwd: '/w', ...RESUMABLE })).sessionId;
+    const alices = await uploadSaying(t.alice, 'alice-private', 'the pangolin ledger');
+    const bobs = await uploadSaying(t.bob, 'bob-shared', 'a pangolin sighting');
+    expect((await t.call('PUT', `/session-uploads/${bobs}/sharing`, t.bob.token, { mode: 'workspace' })).status).toBe(200);
+    const admins = await uploadSaying(t.admin, 'admin-own', 'my pangolin');
+    await uploadSaying(t.alice, 'alice-other', 'nothing to see');
+    const before = (await audit()).items.length;
+
+    const searched = await t.call('GET', '/session-uploads?q=pangolin', t.admin.token);
+    expect(searched.body.items.map((i: { id: string }) => i.id).sort()).toEqual([alices, bobs, admins].sort());
+    for (const item of searched.body.items) expect(item.snippet).toContain('[pangolin]');
+    const reads = (await audit()).items.slice(before);
+    expect(reads.map((e) => [e.action, e.session_id, e.owner_id, e.actor.id, e.details]).sort()).toEqual(
+      [
+        ['session.read', alices, t.alice.id, t.admin.id, { what: 'search' }],
+        ['session.read', bobs, t.bob.id, t.admin.id, { what: 'search' }],
+      ].sort(),
+    );
+    // The resume picker's search too: the administrator's own and what was shared with them.
+    const picked = await t.call('GET', '/session-uploads?resumable=true&q=pangolin&page=1', t.admin.token);
+    expect(picked.body.items.map((i: { id: string }) => i.id).sort()).toEqual([bobs, admins].sort());
+    expect((await audit(`?session_id=${bobs}&action=session.read`)).items).toHaveLength(2);
+    // A member's search reads nothing that is not theirs to read: not logged; nor is a listing without q.
+    const logged = (await audit()).items.length;
+    expect((await t.call('GET', '/session-uploads?q=pangolin', t.alice.token)).body.items).toHaveLength(2);
+    expect((await t.call('GET', '/session-uploads', t.admin.token)).status).toBe(200);
+    expect((await audit()).items).toHaveLength(logged);
   });
 
   it('is for administrators, with every bad parameter named', async () => {

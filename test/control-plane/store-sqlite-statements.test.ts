@@ -151,6 +151,7 @@ describe('SQLite store statements', () => {
 
     const audit = { actor: ada, action: 'session.read' as const, session_id: session.id, owner_id: ada.id, details: {} };
     await store.appendAudit(audit, now + 5);
+    await store.appendAudits([audit, audit], now + 5);
     await store.auditEvents({ limit: 10, session_id: session.id });
     await store.expiredArtifacts(now + 120_000, 10);
     await store.dropExpiredSearch(now + 120_000);

@@ -893,6 +893,12 @@ export class PostgresStore implements ControlStore {
     await insertAudit(this.db, event, now);
   }
 
+  async appendAudits(events: readonly NewAuditEvent[], now: number): Promise<void> {
+    await this.transaction(async (db) => {
+      for (const event of events) await insertAudit(db, event, now);
+    });
+  }
+
   async auditEvents(query: AuditQuery): Promise<AuditEvent[]> {
     const p = new Params();
     const where = [`seq > ${p.add(query.after ?? 0)}`];

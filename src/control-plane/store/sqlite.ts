@@ -768,6 +768,12 @@ export class SqliteStore implements ControlStore {
     this.insertAudit(event, now);
   }
 
+  async appendAudits(events: readonly NewAuditEvent[], now: number): Promise<void> {
+    this.transaction(() => {
+      for (const event of events) this.insertAudit(event, now);
+    });
+  }
+
   async auditEvents(query: AuditQuery): Promise<AuditEvent[]> {
     const where = ['seq > ?'];
     const args: Value[] = [query.after ?? 0];

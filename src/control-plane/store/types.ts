@@ -302,6 +302,8 @@ export interface ControlStore {
 
   /** Appends to the audit log (append-only: the database refuses to change or remove an entry). */
   appendAudit(event: NewAuditEvent, now: number): Promise<void>;
+  /** Appends entries in this order, all or none. */
+  appendAudits(events: readonly NewAuditEvent[], now: number): Promise<void>;
   /** Audit entries in the order they were written, after `query.after`. */
   auditEvents(query: AuditQuery): Promise<AuditEvent[]>;
 }
@@ -457,7 +459,10 @@ export interface IdentityStore {
 export const AUDIT_ACTIONS = ['session.read', 'session.download', 'session.share', 'session.delete'] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-/** Who did what to which session, and what it involved (a sharing's mode and recipients, an artifact's id). */
+/**
+ * Who did what to which session, and what it involved (a sharing's mode and recipients, an artifact's id, what of it an
+ * administrator read: `page`, `detail`, `sharing`, `search`).
+ */
 export interface NewAuditEvent {
   actor: Pick<User, 'id' | 'email'>;
   action: AuditAction;

@@ -9,7 +9,7 @@ import { maskSecrets } from '../../harness-kit/secrets.js';
 import { HttpError } from '../http.js';
 import type { Request, RouteContext } from '../routes.js';
 import { storedTranscript, type Conversation } from '../search-text.js';
-import { auditAdminRead, changeSharing, downloadLink, removeSession, visibleSession } from '../session-actions.js';
+import { auditAdminRead, changeSharing, downloadLink, removeSession, searchSnippets, visibleSession } from '../session-actions.js';
 import { ARTIFACT_STATUSES, isExpired, SHARING_MODES, type Artifact, type ArtifactStatus, type BrowserSession, type CapturedSession, type SessionQuery, type SharingMode } from '../store/index.js';
 import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
 import { Page, when } from './layout.js';
@@ -102,7 +102,7 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
   query.sort = params.sort === '' ? (query.q === undefined ? 'updated_desc' : 'relevance') : (params.sort as SessionQuery['sort']);
   const { sort: _sort, limit: _limit, offset: _offset, count: _count, ...filter } = query;
   const [found, counts] = await Promise.all([rc.store.listSessions(user, query, now), rc.store.countByHarness(user, { ...filter, harness: undefined }, now)]);
-  const snippets = query.q === undefined ? new Map<string, string>() : await rc.store.snippets(found.sessions.map((s) => s.id), query.q, now);
+  const snippets = query.q === undefined ? new Map<string, string>() : await searchSnippets(rc, user, found.sessions, query.q);
   const total = found.total ?? 0;
   const pages = Math.max(1, Math.ceil(total / PER_PAGE));
   const harnesses = Object.keys(counts).sort();

@@ -2,9 +2,9 @@
  * The Sessions dashboard over HTTP, on both databases: the list (search with snippets, facets with counts, filters,
  * paging), a session's page (metadata, revisions, the resume command, the transcript escaped and masked, long text
  * behind "Show more", tool output collapsed), sharing and deleting through its forms, downloads, what members may
- * not reach, the administrators' pages (machines, paged; users and tokens, the audit log, policy publish with a diff),
- * and every text on them with its control and bidirectional characters escaped. test/e2e/dashboard.test.ts clicks
- * through the same pages in Chromium.
+ * not reach, administrators' search snippets of others' sessions in the audit log, the administrators' pages
+ * (machines, paged; users and tokens, the audit log, policy publish with a diff), and every text on them with its
+ * control and bidirectional characters escaped. test/e2e/dashboard.test.ts clicks through the same pages in Chromium.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -79,6 +79,21 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     expect((await fetch(`${t.url}/sessions`, { redirect: 'manual' })).headers.get('location')).toBe('/sign-in?next=%2Fsessions');
     // Another member sees none of it.
     expect((await (await browser(t.bob)).get('/sessions?q=watchdog')).text).toContain('No sessions match.');
+  });
+
+  it("logs an administrator's search snippets of members' sessions, as their pages are", async () => {
+    t = await startTestServer({ backend });
+    const alices = await upload(t.alice, 'sess-private', 'Private notes', ['The okapi budget.', 'Noted.']);
+    await upload(t.admin, 'sess-admin', 'Own notes', ['An okapi of mine.', 'Mine.']);
+    const reads = async () => (await t.server.store.auditEvents({ limit: 100, action: 'session.read' })).map((e) => [e.session_id, e.actor_id, e.details]);
+    const found = await (await browser(t.admin)).get('/sessions?q=okapi');
+    expect(found.text).toContain('2 sessions');
+    expect(found.text).toMatch(/class="snippet">[^<]*\[okapi\] budget/);
+    expect(await reads()).toEqual([[alices, t.admin.id, { what: 'search' }]]);
+    // Alice's own search, and the administrator's listing without a search, read nothing of anyone else's.
+    expect((await (await browser(t.alice)).get('/sessions?q=okapi')).text).toContain('1 session<');
+    expect((await (await browser(t.admin)).get('/sessions')).status).toBe(200);
+    expect(await reads()).toHaveLength(1);
   });
 
   it('shows stored records with their tags, filters by tag, and reads what a record says in the transcript viewer', async () => {
