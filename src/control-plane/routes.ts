@@ -478,6 +478,8 @@ async function complete(rc: RouteContext, req: Request): Promise<void> {
     throw badRequest(`upload ${artifact.id} does not match its presign: ${reason}`, 'digest_mismatch');
   }
   const completed = await rc.store.complete(artifact.id, rc.now(), rc.retentionMs);
+  // Its session was deleted while the bytes were checked (their object goes with it).
+  if (completed === undefined) throw notFound(`no session upload ${artifact.id}`);
   rc.metrics.uploaded(completed.size_bytes);
   // What the session says is read off the request path (search-indexer.ts).
   rc.indexer?.kick();

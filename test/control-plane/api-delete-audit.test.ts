@@ -142,6 +142,30 @@ describe.each(BACKENDS)('deleting sessions and the audit log (%s)', (backend) =>
     expect((await t.call('GET', `/session-uploads/${current.session_id}`, t.alice.token)).status).toBe(404);
   });
 
+  it('a complete that finds its session deleted while it checked the bytes answers 404 and verifies nothing', async () => {
+    let deleteDuringStat: (() => Promise<void>) | undefined;
+    const wrapBlobs = (inner: BlobStore): BlobStore => ({
+      ...inner,
+      stat: async (key, options) => {
+        const stored = await inner.stat(key, options);
+        // The session's owner deletes it while complete reads the bytes.
+        await deleteDuringStat?.();
+        deleteDuringStat = undefined;
+        return stored;
+      },
+    });
+    t = await startTestServer({ backend, wrapBlobs });
+    const bytes = Buffer.from('racing bytes');
+    const presigned = (await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(bytes, { session_id: 'racing' }))).body;
+    expect((await fetch(presigned.upload_url, { method: 'PUT', headers: presigned.headers, body: new Uint8Array(bytes) })).status).toBe(200);
+    deleteDuringStat = async () => void expect((await t.call('DELETE', `/session-uploads/${presigned.session_id}`, t.alice.token)).status).toBe(204);
+    const completed = await t.call('POST', new URL(presigned.complete_url).pathname, t.alice.token);
+    expect([completed.status, completed.body.code]).toEqual([404, 'not_found']);
+    expect(deleteDuringStat).toBeUndefined();
+    expect(await t.server.store.artifact(presigned.upload_id)).toBeUndefined();
+    expect((await t.call('GET', '/session-uploads', t.alice.token)).body.items).toEqual([]);
+  });
+
   it('gc deletes whatever reaches a deleted session\'s keys until every URL signed for them has expired, whatever their status', async () => {
     t = await startTestServer({ backend });
     const verified = await uploaded(t.alice, Buffer.from('verified bytes'), { session_id: 'late' });

@@ -120,7 +120,7 @@ describe('SQLite store statements', () => {
 
     const presigned = await store.presign(newArtifact(ada.id, { native_session_id: `s-${n}`, title: `title ${n}` }), now, 60_000);
     await store.presign(newArtifact(ada.id, { native_session_id: `s-${n}`, title: `title ${n}` }), now + 1, 60_000);
-    const artifact = await store.complete(presigned.artifact.id, now + 2, 60_000);
+    const artifact = (await store.complete(presigned.artifact.id, now + 2, 60_000))!;
     const failed = await store.presign(newArtifact(ada.id, { native_session_id: `f-${n}`, sha256: 'b'.repeat(64) }), now, 60_000);
     await store.markFailed(failed.artifact.id, 'bad bytes', now + 2);
     await store.uploadWanted(artifact.blob_key, now + 3);

@@ -560,12 +560,12 @@ export class PostgresStore implements ControlStore {
     await this.db.run(`UPDATE artifacts SET status = 'failed', failure = $1, updated_at = $2 WHERE id = $3 AND status = 'pending'`, reason, now, artifactId);
   }
 
-  async complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact> {
+  async complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact | undefined> {
     return this.transaction(async (db) => {
       // The artifact, read with its session locked: completes (and presigns) of one session run one after the other,
       // and what an earlier complete of this session wrote is seen.
       const row = await db.get('SELECT a.* FROM artifacts a JOIN sessions s ON s.id = a.session_id WHERE a.id = $1 FOR UPDATE OF s', artifactId);
-      if (row === undefined) throw new Error(`complete: no artifact ${artifactId}`);
+      if (row === undefined) return undefined;
       const artifact = toArtifact(row);
       if (artifact.status === 'complete' || artifact.status === 'superseded') return artifact;
       // One statement (its parts see the same snapshot, taken under the session's lock): an artifact of a newer

@@ -388,9 +388,10 @@ export class SqliteStore implements ControlStore {
     this.run(`UPDATE artifacts SET status = 'failed', failure = ?, updated_at = ? WHERE id = ? AND status = 'pending'`, reason, now, artifactId);
   }
 
-  async complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact> {
+  async complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact | undefined> {
     return this.transaction(() => {
-      const artifact = this.artifactSync(artifactId)!;
+      const artifact = this.artifactSync(artifactId);
+      if (artifact === undefined) return undefined;
       if (artifact.status === 'complete' || artifact.status === 'superseded') return artifact;
       const newer = this.get(`SELECT 1 FROM artifacts WHERE session_id = ? AND status IN ('complete', 'superseded') AND revision > ?`, artifact.session_id, artifact.revision);
       this.run(

@@ -229,9 +229,9 @@ export interface ControlStore {
   /**
    * Marks the artifact verified: current when no newer artifact of its session completed, else superseded. When it
    * becomes current, the session's search entry becomes its (title, summary, place; what it says is read later: a
-   * session bundle is queued for the indexer).
+   * session bundle is queued for the indexer). Undefined when there is no such artifact (its session deleted meanwhile).
    */
-  complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact>;
+  complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact | undefined>;
   /**
    * Queued sessions whose bundle is to be read for search, each claimed until `now + leaseMs` (not handed out again
    * meanwhile); an expired artifact is never handed out (gc removes its queue entry).
