@@ -13,7 +13,8 @@ export const MAX_RECIPIENTS = 500;
 
 /**
  * How long after its upload URL expires a PUT may still be arriving: S3 checks a presigned URL's expiry when the
- * request begins, and a bundle takes a while to arrive (the local store's within the server's request timeout).
+ * request begins, and a bundle takes a while to arrive (at the local store, no longer than the server's request
+ * timeout).
  */
 export const UPLOAD_LANDING_MS = 60 * 60_000;
 
