@@ -235,6 +235,23 @@ describe.each(BACKENDS)('uploads (%s)', (backend) => {
       expect((await t.call('POST', `/session-uploads/${sessionId}/download`, t.alice.token)).status).toBe(410);
     });
 
+    it('an upload URL still within its time writes nothing once its upload expired and gc deleted the object', async () => {
+      // A retention shorter than an upload URL's lifetime: the URL outlives the artifact's object.
+      await t.close();
+      t = await startTestServer({ backend, retentionDays: 0.0001 });
+      const { collectGarbage } = await import('../../src/control-plane/admin.js');
+      const bytes = bundle('brief');
+      const presigned = (await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(bytes))).body;
+      const put = () => fetch(presigned.upload_url, { method: 'PUT', headers: presigned.headers, body: new Uint8Array(bytes) });
+      expect((await put()).status).toBe(200);
+      expect((await t.call('POST', new URL(presigned.complete_url).pathname, t.alice.token)).status).toBe(200);
+      t.clock.advance(60_000);
+      expect((await collectGarbage(t.storeOptions, t.server.blobs, t.clock.now())).deleted).toEqual([presigned.upload_id]);
+      const again = await put();
+      expect([again.status, ((await again.json()) as { code: string }).code]).toEqual([410, 'UPLOAD_GONE']);
+      expect(await t.server.blobs.stat(`sessions/${presigned.upload_id}.tar.gz`)).toBeUndefined();
+    });
+
     it('does not download a session that has no verified artifact', async () => {
       const presigned = await t.call('POST', '/session-uploads/presign', t.alice.token, presignBody(bundle('p')));
       const answer = await t.call('POST', `/session-uploads/${presigned.body.session_id}/download`, t.alice.token);
