@@ -10,7 +10,7 @@ import path from 'node:path';
 import { limitsWith } from '../bundle/limits.js';
 import { scanBundle, violation } from '../bundle/scan.js';
 import { checkScan, withBundle } from '../bundle/verify.js';
-import { maskSecrets } from '../harness-kit/secrets.js';
+import { maskSecrets } from '../util/secrets.js';
 import type { ProfileSet } from '../profiles/index.js';
 import type { BlobStore } from './blobs/types.js';
 import type { Artifact } from './store/index.js';

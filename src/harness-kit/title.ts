@@ -19,7 +19,7 @@
  */
 import { isRecord } from '../util/record.js';
 import { isInjected } from './injected.js';
-import { maskSecrets } from './secrets.js';
+import { maskSecrets } from '../util/secrets.js';
 
 export const NATIVE_TITLE_MAX = 256;
 export const DERIVED_TITLE_MAX = 80;

@@ -2,9 +2,9 @@
  * The one redactor of session content (policy `session_upload.redact: secrets`): every text file of a bundle goes
  * through it before it is packed. Secrets are found by secretlint's recommended rule preset (`@secretlint/core` and
  * `@secretlint/secretlint-rule-preset-recommend`: cloud keys, GitHub, GitLab, Slack, npm, OpenAI, Anthropic, Stripe
- * and other service tokens, private keys, credentials in URLs and database connection strings) and by the rules of
- * rules.ts (JWTs, bearer and basic credentials, credentials assigned in code or configuration, high-entropy values
- * under key-like names), and each is replaced by `[REDACTED:<KIND>]`.
+ * and other service tokens, private keys, credentials in URLs and database connection strings) and by the secret rules
+ * every masking shares (src/util/secrets.ts: PEM keys, JWTs, bearer and basic credentials, service token prefixes,
+ * credentials assigned to a name that says so), and each is replaced by `[REDACTED:<KIND>]`.
  *
  * Each file stays valid in its own format: in JSON and JSONL only string values are looked at and only a changed value
  * is re-encoded in place (every other byte is kept, so every line still parses); other text is redacted as it is.
@@ -14,11 +14,11 @@ import { lintSource } from '@secretlint/core';
 import { rules as recommendedRules } from '@secretlint/secretlint-rule-preset-recommend';
 import type { BundleRedaction, Redacted } from '../bundle/index.js';
 import { jsonStrings } from './json-strings.js';
-import { ownFindings, type Finding } from './rules.js';
+import { findSecrets as ruleFindings, mergeFindings, replaceSpans, type Finding } from '../util/secrets.js';
 
 /** Recorded in every redacted bundle's manifest: the rule sets, and secretlint's version with our rules' revision. */
 export const REDACTION_RULES = 'secretlint-recommend.blue-agent';
-export const REDACTION_VERSION = '13.1.0-1';
+export const REDACTION_VERSION = '13.1.0-2';
 
 const SEPARATOR = '\n\n';
 
@@ -40,17 +40,11 @@ export async function redactText(text: string): Promise<{ text: string; replaced
   let replaced = 0;
   const kinds: string[] = [];
   const redacted = values.map((value, i) => {
-    const spans = merge(findings[i]!);
+    const spans = mergeFindings(findings[i]!);
     if (spans.length === 0) return value;
-    let out = '';
-    let at = 0;
-    for (const span of spans) {
-      out += `${value.slice(at, span.start)}[REDACTED:${span.kind}]`;
-      at = span.end;
-      replaced++;
-      kinds.push(span.kind);
-    }
-    return out + value.slice(at);
+    replaced += spans.length;
+    for (const span of spans) kinds.push(span.kind);
+    return replaceSpans(value, spans);
   });
   if (replaced === 0) return { text, replaced, kinds };
   if (strings === undefined) return { text: redacted[0]!, replaced, kinds };
@@ -82,9 +76,9 @@ export function secretsRedaction(): BundleRedaction {
   return { rules: REDACTION_RULES, version: REDACTION_VERSION, redact: (bytes) => redactBytes(bytes) };
 }
 
-/** Per value, what secretlint (run once over all values) and our rules find in it. */
-async function findSecrets(values: readonly string[]): Promise<Finding[][]> {
-  const found: Finding[][] = values.map((v) => ownFindings(v));
+/** Per value, what secretlint (run once over all values) and the shared rules find in it; secretlint's names win. */
+async function findSecrets(values: readonly string[]): Promise<(Finding & { rank: number })[][]> {
+  const found: (Finding & { rank: number })[][] = values.map((v) => ruleFindings(v).map((f) => ({ ...f, rank: 0 })));
   const starts: number[] = [];
   let joined = '';
   for (const v of values) {
@@ -107,7 +101,7 @@ async function findSecrets(values: readonly string[]): Promise<Finding[][]> {
     for (; i < values.length && starts[i]! < to; i++) {
       const start = Math.max(0, from - starts[i]!);
       const end = Math.min(values[i]!.length, to - starts[i]!);
-      if (end > start) found[i]!.push({ start, end, kind: kindOf(m.messageId, m.ruleId) });
+      if (end > start) found[i]!.push({ start, end, kind: kindOf(m.messageId, m.ruleId), rank: 1 });
     }
   }
   return found;
@@ -119,25 +113,6 @@ function kindOf(messageId: string, ruleId: string): string {
   if (KIND.test(snake)) return snake;
   const name = ruleId.replace(/^.*secretlint-rule-/, '').replace(/[^A-Za-z0-9]+/g, '_').toUpperCase();
   return KIND.test(name) ? name : 'SECRET';
-}
-
-/** Kinds that say only where a value stood (an assignment), not what it is: a rule that knows the format names it. */
-const GENERIC = new Set(['SECRET', 'PASSWORD']);
-
-/** Sorted, overlapping spans joined; the joined span takes the first specific kind. */
-function merge(findings: Finding[]): Finding[] {
-  const sorted = [...findings].sort((a, b) => a.start - b.start || b.end - a.end);
-  const out: Finding[] = [];
-  for (const f of sorted) {
-    const last = out.at(-1);
-    if (last === undefined || f.start >= last.end) {
-      out.push({ ...f });
-      continue;
-    }
-    last.end = Math.max(last.end, f.end);
-    if (GENERIC.has(last.kind) && !GENERIC.has(f.kind)) last.kind = f.kind;
-  }
-  return out;
 }
 
 function upperBound(sorted: readonly number[], value: number): number {

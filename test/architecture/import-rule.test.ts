@@ -56,10 +56,8 @@ const SERVER_SHARED = ['schema', 'errors', 'util', 'bundle', 'profiles'];
 const SERVER_EXCEPTIONS: Record<string, string> = {
   // Publishing a policy applies the same rules the agent applies when it reads one.
   'src/policy/validate.ts': 'the policy rules',
-  // Search indexes what a session says as `sessions export` reads it: the harness's own transcript reader, and the
-  // secret masking titles have.
+  // Search indexes what a session says as `sessions export` reads it: the harness's own transcript reader.
   'src/sessions/export.ts': 'the conversation of a bundle',
-  'src/harness-kit/secrets.ts': 'the secret masking of titles',
 };
 /** Units that may import the server: they start one. */
 const SERVER_USERS = ['cli', 'demo'];

@@ -5,7 +5,7 @@
  */
 import { RECORD_FORMAT } from '../../bundle/record.js';
 import { formatBytes } from '../../bundle/limits.js';
-import { maskSecrets } from '../../harness-kit/secrets.js';
+import { maskSecrets } from '../../util/secrets.js';
 import { HttpError } from '../http.js';
 import type { Request, RouteContext } from '../routes.js';
 import { storedTranscript, type Conversation } from '../search-text.js';

@@ -4,7 +4,7 @@
  * it is text to Preact (escaped); nothing from a transcript is ever markup, a link or a script.
  */
 import type { ComponentChildren } from 'preact';
-import { maskSecrets } from '../../harness-kit/secrets.js';
+import { maskSecrets } from '../../util/secrets.js';
 import type { Conversation } from '../search-text.js';
 
 /** Text shown before "Show more"; a turn's text at most; tool output and a tool call at most (then cut). */

@@ -134,7 +134,7 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     expect(page.text).toContain('&lt;script>alert(&quot;turn&quot;)&lt;/script>');
     expect(page.text).not.toContain('<script>alert');
     expect(page.text).not.toContain('sk-ant-api03-abcdefghijklmnopqrstuvwxyz');
-    expect(page.text).toContain('[redacted]');
+    expect(page.text).toContain('[REDACTED:ANTHROPIC_API_KEY]');
     expect(page.text).toMatch(/<details class="more"><summary>Show more \([\d,]+ more characters\)<\/summary>[^<]*TAIL-OF-THE-LONG-TURN/);
     expect(page.text).toMatch(/<details class="turn tool"><summary>Tool output[^<]*<\/summary><pre>OUTPUT-OF-THE-TOOL<\/pre><\/details>/);
     expect(page.text).toMatch(/<td>1<\/td><td>complete<\/td>/);
