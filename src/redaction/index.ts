@@ -6,56 +6,109 @@
  * every masking shares (src/util/secrets.ts: PEM keys, JWTs, bearer and basic credentials, service token prefixes,
  * credentials assigned to a name that says so), and each is replaced by `[REDACTED:<KIND>]`.
  *
- * Each file stays valid in its own format: in JSON and JSONL only string values are looked at and only a changed value
- * is re-encoded in place (every other byte is kept, so every line still parses); other text is redacted as it is.
- * Bytes that are not UTF-8 text (or hold NUL) are not text and are packed as they are.
+ * Each file stays valid in its own format: in JSON, and in each JSONL line that parses, only strings are looked at —
+ * values and keys — and only a changed one is re-encoded in place (every other byte is kept, so every such line still
+ * parses); a line that does not parse (the last one, cut off by a crash) and any other text is redacted as it is.
+ * Beside each string alone, the values of one chain (json-strings.ts) are scanned joined, so a secret streamed in
+ * parts is found, and a value under a credential's key is judged as assigned to it. Bytes that are not UTF-8 text (or
+ * hold NUL) are not text and are packed as they are.
  */
-import { lintSource } from '@secretlint/core';
-import { rules as recommendedRules } from '@secretlint/secretlint-rule-preset-recommend';
 import type { BundleRedaction, Redacted } from '../bundle/index.js';
-import { jsonStrings } from './json-strings.js';
-import { findSecrets as ruleFindings, mergeFindings, replaceSpans, type Finding } from '../util/secrets.js';
+import { mergeFindings, replaceSpans, type Finding } from '../util/secrets.js';
+import { jsonPieces, textPiece, type JsonPiece } from './json-strings.js';
+import { ALONE, findIn, type Ranked } from './scan.js';
 
 /** Recorded in every redacted bundle's manifest: the rule sets, and secretlint's version with our rules' revision. */
 export const REDACTION_RULES = 'secretlint-recommend.blue-agent';
 export const REDACTION_VERSION = '13.1.0-2';
 
-const SEPARATOR = '\n\n';
+export interface RedactedText {
+  text: string;
+  replaced: number;
+  kinds: string[];
+}
 
-/**
- * The preset's rules, registered one by one: a rule disabled inside a preset is still run (secretlint 13), and the
- * comment filter must not run — nothing in a transcript may switch a rule off (`secretlint-disable` comments are text
- * like any other). AWS access key ids are identifiers rather than secrets, but they name an account: replaced too.
- */
-const RULES = recommendedRules
-  .filter((rule) => rule.meta.id !== '@secretlint/secretlint-rule-filter-comments')
-  .map((rule) => ({ id: rule.meta.id, rule, ...(rule.meta.id === '@secretlint/secretlint-rule-aws' ? { options: { enableIDScanRule: true } } : {}) }));
-const KIND = /^[A-Z0-9_]{1,64}$/;
+/** Finds and replaces the secrets of `text`: JSON and JSONL line by line (string values and keys), other text as it is. */
+export async function redactText(text: string): Promise<RedactedText> {
+  return redactPieces(text, jsonPieces(text));
+}
 
-/** Finds and replaces the secrets of `text`, read as JSON/JSONL string values when it is that, else as a whole. */
-export async function redactText(text: string): Promise<{ text: string; replaced: number; kinds: string[] }> {
-  const strings = jsonStrings(text);
-  const values = strings === undefined ? [text] : strings.map((s) => s.value);
-  const findings = await findSecrets(values);
+/** Finds and replaces the secrets of a short text read as plain text (a title, a folder, a remote, a tag). */
+export async function redactPlain(text: string): Promise<RedactedText> {
+  return redactPieces(text, text === '' ? [] : [textPiece(text)]);
+}
+
+async function redactPieces(text: string, pieces: readonly JsonPiece[]): Promise<RedactedText> {
+  const findings = await findIn(pieces);
   let replaced = 0;
   const kinds: string[] = [];
-  const redacted = values.map((value, i) => {
-    const spans = mergeFindings(findings[i]!);
-    if (spans.length === 0) return value;
+  const redacted = pieces.map((piece, i) => {
+    const found = findings[i];
+    if (found === undefined || found.length === 0) return piece.value;
+    const spans = spansOf(found);
     replaced += spans.length;
     for (const span of spans) kinds.push(span.kind);
-    return replaceSpans(value, spans);
+    return replaceSpans(piece.value, spans);
   });
   if (replaced === 0) return { text, replaced, kinds };
-  if (strings === undefined) return { text: redacted[0]!, replaced, kinds };
+  distinctKeys(pieces, redacted);
   let out = '';
   let at = 0;
-  strings.forEach((s, i) => {
-    if (redacted[i] === s.value) return;
-    out += text.slice(at, s.start) + JSON.stringify(redacted[i]);
-    at = s.end;
+  pieces.forEach((piece, i) => {
+    if (redacted[i] === piece.value) return;
+    out += text.slice(at, piece.start) + (piece.kind === 'text' ? redacted[i] : JSON.stringify(redacted[i]));
+    at = piece.end;
   });
   return { text: out + text.slice(at), replaced, kinds };
+}
+
+/**
+ * A piece's spans: what was found in it alone, each named by its own kind; then what a join adds around them (the part
+ * of a secret streamed across values that falls in this one), named by the join's finding.
+ */
+function spansOf(found: readonly Ranked[]): Finding[] {
+  const alone = mergeFindings(found.filter((f) => f.rank >= ALONE));
+  const added: Ranked[] = [];
+  for (const f of found) {
+    if (f.rank >= ALONE) continue;
+    let at = f.start;
+    for (const a of alone) {
+      if (a.end <= at || a.start >= f.end) continue;
+      if (a.start > at) added.push({ ...f, start: at, end: a.start });
+      at = Math.max(at, a.end);
+    }
+    if (at < f.end) added.push({ ...f, start: at, end: f.end });
+  }
+  return added.length === 0 ? alone : [...alone, ...mergeFindings(added)].sort((a, b) => a.start - b.start);
+}
+
+/**
+ * Keys of one object stay distinct once redacted (two secrets as keys would otherwise become one key, and a reader
+ * would keep only the last): a redacted key that meets another key of its object is numbered.
+ */
+function distinctKeys(pieces: readonly JsonPiece[], redacted: string[]): void {
+  const objects = new Set<number>();
+  pieces.forEach((p, i) => {
+    if (p.kind === 'key' && redacted[i] !== p.value) objects.add(p.object);
+  });
+  if (objects.size === 0) return;
+  const keys = new Map<number, number[]>();
+  pieces.forEach((p, i) => {
+    if (p.kind !== 'key' || !objects.has(p.object)) return;
+    const list = keys.get(p.object);
+    if (list === undefined) keys.set(p.object, [i]);
+    else list.push(i);
+  });
+  for (const indexes of keys.values()) {
+    const used = new Set(indexes.filter((i) => redacted[i] === pieces[i]!.value).map((i) => redacted[i]!));
+    for (const i of indexes) {
+      if (redacted[i] === pieces[i]!.value) continue;
+      let name = redacted[i]!;
+      for (let n = 2; used.has(name); n++) name = `${redacted[i]} (${n})`;
+      redacted[i] = name;
+      used.add(name);
+    }
+  }
 }
 
 /** A file's bytes, redacted when they are UTF-8 text. */
@@ -74,54 +127,4 @@ export async function redactBytes(bytes: Buffer): Promise<Redacted> {
 /** The bundle writer's redactor for `redact: secrets`. */
 export function secretsRedaction(): BundleRedaction {
   return { rules: REDACTION_RULES, version: REDACTION_VERSION, redact: (bytes) => redactBytes(bytes) };
-}
-
-/** Per value, what secretlint (run once over all values) and the shared rules find in it; secretlint's names win. */
-async function findSecrets(values: readonly string[]): Promise<(Finding & { rank: number })[][]> {
-  const found: (Finding & { rank: number })[][] = values.map((v) => ruleFindings(v).map((f) => ({ ...f, rank: 0 })));
-  const starts: number[] = [];
-  let joined = '';
-  for (const v of values) {
-    starts.push(joined.length);
-    joined += v + SEPARATOR;
-  }
-  if (joined.trim() === '') return found;
-  const result = await lintSource({
-    source: { filePath: 'session.txt', content: joined, contentType: 'text', ext: '.txt' },
-    options: {
-      noPhysicFilePath: true,
-      config: { rules: RULES },
-    },
-  });
-  for (const m of result.messages) {
-    const [from, to] = m.range;
-    let i = upperBound(starts, from) - 1;
-    if (i < 0) continue;
-    // A match may run over the separator into the next value: each value gets its own part.
-    for (; i < values.length && starts[i]! < to; i++) {
-      const start = Math.max(0, from - starts[i]!);
-      const end = Math.min(values[i]!.length, to - starts[i]!);
-      if (end > start) found[i]!.push({ start, end, kind: kindOf(m.messageId, m.ruleId), rank: 1 });
-    }
-  }
-  return found;
-}
-
-/** `GITHUB_TOKEN` as it is; `AWSSecretAccessKey` -> `AWS_SECRET_ACCESS_KEY`; else the rule's name. */
-function kindOf(messageId: string, ruleId: string): string {
-  const snake = messageId.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/([A-Z])([A-Z][a-z])/g, '$1_$2').toUpperCase();
-  if (KIND.test(snake)) return snake;
-  const name = ruleId.replace(/^.*secretlint-rule-/, '').replace(/[^A-Za-z0-9]+/g, '_').toUpperCase();
-  return KIND.test(name) ? name : 'SECRET';
-}
-
-function upperBound(sorted: readonly number[], value: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid]! <= value) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }

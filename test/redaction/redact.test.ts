@@ -1,6 +1,7 @@
 /**
  * The redactor: a corpus of planted secrets of every kind the policy promises to catch, each found and replaced with
- * the file still valid in its own format; and a corpus of ordinary text (this project's own sources, docs and the
+ * the file still valid in its own format; JSONL judged line by line (a line a crash cut off is plain text), keys read
+ * as content and kept distinct, secrets streamed in parts found across them; and a corpus of ordinary text (this project's own sources, docs and the
  * recorded sessions of every harness, as transcript lines) in which almost nothing is replaced — the false-positive
  * rate is measured and printed, and bounded.
  */
@@ -74,9 +75,13 @@ describe('planted secrets of every kind', () => {
     expect(out.replaced).toBeGreaterThanOrEqual(PLANTED.length);
   });
 
-  it('JSON keys are names, not content; plain text is redacted as a whole; bytes that are not UTF-8 text are left alone', async () => {
+  it('JSON keys are content too, and stay distinct; plain text is redacted as a whole; bytes that are not UTF-8 text are left alone', async () => {
     const json = `{"ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue": 1, "v": "ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue"}`;
-    expect((await redactText(json)).text).toBe(`{"ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue": 1, "v": "[REDACTED:GITHUB_TOKEN]"}`);
+    expect((await redactText(json)).text).toBe(`{"[REDACTED:GITHUB_TOKEN]": 1, "v": "[REDACTED:GITHUB_TOKEN]"}`);
+    // Two secrets as keys of one object stay two keys (a reader keeps only the last of equal keys).
+    const two = `{"ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue":1,"ghp_Z8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Uf":2,"[REDACTED:GITHUB_TOKEN] (2)":3,"n":{"ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue":4}}`;
+    const out = JSON.parse((await redactText(two)).text) as Record<string, unknown>;
+    expect(out).toEqual({ '[REDACTED:GITHUB_TOKEN]': 1, '[REDACTED:GITHUB_TOKEN] (3)': 2, '[REDACTED:GITHUB_TOKEN] (2)': 3, n: { '[REDACTED:GITHUB_TOKEN]': 4 } });
     expect((await redactText('plan:\n  token ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue\n')).text).toBe('plan:\n  token [REDACTED:GITHUB_TOKEN]\n');
     const binary = Buffer.concat([Buffer.from('ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue'), Buffer.from([0, 1, 2])]);
     expect((await redactBytes(binary)).bytes).toBe(binary);
@@ -84,6 +89,59 @@ describe('planted secrets of every kind', () => {
     expect(await redactBytes(latin1)).toEqual({ bytes: latin1, replaced: 0 });
     const clean = Buffer.from('{"a":"nothing secret here"}\n');
     expect((await redactBytes(clean)).bytes).toBe(clean);
+  });
+
+  it('judges JSONL line by line: a line cut off by a crash is redacted as plain text, every other line as JSON', async () => {
+    const stripe = `sk_live_${'Rk3Lm9Qr2Tv7Wz4Yb1NcHs6J'.repeat(2)}`;
+    // Quotes inside a string are escaped in the line (`password: \"...\"`): only a JSON reading sees the value.
+    const whole = [line(`STRIPE_API_KEY=${stripe} is in .env`, 0), line('DB_PASSWORD=Zq8vR2kLm9x and password: "Summer2024x"', 1)];
+    const torn = line(`export STRIPE_API_KEY=${stripe}\nDB_PASSWORD=Zq8vR2kLm9x\nthen`, 2).slice(0, -12);
+    const out = await redactText(`${whole.join('\n')}\n${torn}`);
+    for (const secret of [stripe, 'Zq8vR2kLm9x', 'Summer2024x']) expect(out.text).not.toContain(secret);
+    const lines = out.text.split('\n');
+    expect(lines).toHaveLength(3);
+    // The lines that parsed still parse, with only their strings changed; the torn one is still cut where it was.
+    expect((JSON.parse(lines[0]!) as { message: { content: { text: string }[] } }).message.content[0]!.text).toBe('STRIPE_API_KEY=[REDACTED:STRIPE_SECRET_KEY_LIVE] is in .env');
+    expect((JSON.parse(lines[1]!) as { message: { content: { text: string }[] } }).message.content[0]!.text).toBe('DB_PASSWORD=[REDACTED:PASSWORD] and password: "[REDACTED:PASSWORD]"');
+    expect(lines[2]!.startsWith('{"type":"user","uuid":"u2"')).toBe(true);
+    expect(() => JSON.parse(lines[2]!)).toThrow();
+  });
+
+  it('finds a secret streamed in parts: consecutive records\' deltas, the blocks of one message, a tool call\'s argument deltas', async () => {
+    const token = 'ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue';
+    const said = `run GITHUB_TOKEN=${token} and PGPASSWORD=Hunter2Secret psql, with this key:\n${rsa.trim()}\ndone`;
+    const parts = said.match(/[^]{1,5}/g)!;
+    const deltas = parts.map((text, i) => JSON.stringify({ type: 'context.append_loop_event', time: i, event: { type: 'content.part', part: { type: 'text', text } } }));
+    const blocks = JSON.stringify({ type: 'assistant', message: { content: said.match(/[^]{1,700}/g)!.map((text) => ({ type: 'text', text })) } });
+    const args = JSON.stringify({ username: 'alice', password: 'Summer2024x' }).match(/.{1,4}/g)!.map((delta) => JSON.stringify({ type: 'response.function_call_arguments.delta', delta }));
+    const out = await redactText([...deltas, blocks, ...args].join('\n'));
+    const records = out.text.split('\n').map((l) => JSON.parse(l) as { event?: { part: { text: string } }; message?: { content: { text: string }[] }; delta?: string });
+    const streamed = records.flatMap((r) => (r.event === undefined ? [] : [r.event.part.text])).join('');
+    const message = records.flatMap((r) => r.message?.content.map((b) => b.text) ?? []).join('');
+    const called = records.flatMap((r) => (r.delta === undefined ? [] : [r.delta])).join('');
+    for (const joined of [streamed, message]) {
+      for (const secret of [token, 'Hunter2Secret', ...(rsa.match(/[A-Za-z0-9+/]{12}/g) ?? [])]) expect(joined).not.toContain(secret);
+      expect(joined).toContain('run GITHUB_TOKEN=[REDACTED:');
+      expect(joined).toContain('psql, with this key:');
+    }
+    expect(called).not.toContain('Summer2024x');
+    expect(called).toContain('"username":"alice"');
+  });
+
+  it('joins only what may be one message: items of a list of strings stand alone, and a whole token ending one value leaves the next alone', async () => {
+    const tags = JSON.stringify({ tags: ['DB_PASSWORD=Zq8vR2kLm9x', 'ops'] });
+    expect(JSON.parse((await redactText(tags)).text)).toEqual({ tags: ['DB_PASSWORD=[REDACTED:PASSWORD]', 'ops'] });
+    const stripe = `sk_live_${'Rk3Lm9Qr2Tv7Wz4Yb1NcHs6J'.repeat(2)}`;
+    const replies = [`the key is ${stripe}`, 'Thanks, rotating it now'].map((text) => JSON.stringify({ message: { text } })).join('\n');
+    const out = (await redactText(replies)).text.split('\n').map((l) => (JSON.parse(l) as { message: { text: string } }).message.text);
+    expect(out).toEqual(['the key is [REDACTED:STRIPE_SECRET_KEY_LIVE]', 'Thanks, rotating it now']);
+  });
+
+  it('judges a value under a key that names a credential as assigned to it, whatever its entropy', async () => {
+    const out = await redactText(`${JSON.stringify({ username: 'alice', password: 'Summer2024x', db: { PGPASSWORD: 'Hunter2Secret', api_key: 'k3y4Prod9Xz' } })}\n`);
+    expect(JSON.parse(out.text)).toEqual({ username: 'alice', password: '[REDACTED:PASSWORD]', db: { PGPASSWORD: '[REDACTED:PASSWORD]', api_key: '[REDACTED:SECRET]' } });
+    const names = JSON.stringify({ password: 'hashedPassword', api_key: 'process.env.API_KEY', secret: '<your secret>', password_hint: 'Summer2024x' });
+    expect((await redactText(names)).replaced).toBe(0);
   });
 
   it('leaves what names a credential instead of holding one, and a secretlint-disable comment switches nothing off', async () => {
