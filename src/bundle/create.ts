@@ -16,6 +16,7 @@ import { checkFile, openChecked, readAt, type SafeReadOptions } from '../util/sa
 import { ParallelDeflate } from './deflate.js';
 import { GZIP_HEADER, gzipTrailer } from './gzip.js';
 import { formatBytes, limitsWith, type Limits } from './limits.js';
+import { protectMetadata } from './metadata.js';
 import {
   buildManifest,
   fileEntryName,
@@ -66,12 +67,14 @@ export interface Redacted {
   replaced: number;
 }
 
-/** Passes every file of a bundle through one redactor (each file whole, within the per-file cap). */
+/** Passes every file of a bundle through one redactor (each file whole, within the per-file cap), and its manifest's texts. */
 export interface BundleRedaction {
   /** Recorded in the manifest: the rule set and its version. */
   rules: string;
   version: string;
   redact(bytes: Buffer, file: { role: string; name: string }): Redacted | Promise<Redacted>;
+  /** One short text of the manifest (a title, a folder), read as plain text. */
+  redactText(text: string): Promise<{ text: string; replaced: number }>;
 }
 
 export interface BundleResult {
@@ -112,11 +115,13 @@ interface Planned {
 
 /**
  * Writes the bundle for `input` to `outFile` (atomically: a private temporary file beside it, renamed into place), and
- * returns its manifest, size and SHA-256. Throws ARTIFACT_INVALID naming the file and the reason for anything that
+ * returns its manifest, size and SHA-256; the texts beside the files (title, summary, folders, remote) are redacted or
+ * masked first (metadata.ts). Throws ARTIFACT_INVALID naming the file and the reason for anything that
  * must not be captured; nothing is left behind on failure.
  */
-export async function writeBundle(input: BundleInput, outFile: string, options: WriteBundleOptions = {}): Promise<BundleResult> {
+export async function writeBundle(given: BundleInput, outFile: string, options: WriteBundleOptions = {}): Promise<BundleResult> {
   const limits = limitsWith(options.limits);
+  const { input, replaced } = await protectMetadata(given, options.redaction);
   const planned = await plan(input, limits);
   const provisional = describe(input, planned.map((p) => ({ p, sha256: '0'.repeat(64) })));
   if (options.profiles !== undefined) {
@@ -167,7 +172,7 @@ export async function writeBundle(input: BundleInput, outFile: string, options: 
     let manifest: BundleManifest;
     try {
       await write(GZIP_HEADER);
-      manifest = await produceTar(input, planned, limits, sink, options);
+      manifest = await produceTar(input, planned, limits, sink, options, replaced);
       await deflate.end();
     } catch (error) {
       // Nothing may still be writing to the file when it is closed and removed.
@@ -199,10 +204,10 @@ interface TarSink {
  * Writes the whole tar to `sink`: each file read in chunks straight into the deflater's current block and hashed
  * there, then the manifest and the end-of-archive marker. Returns the manifest.
  */
-async function produceTar(input: BundleInput, planned: Planned[], limits: Limits, sink: TarSink, options: WriteBundleOptions): Promise<BundleManifest> {
+async function produceTar(input: BundleInput, planned: Planned[], limits: Limits, sink: TarSink, options: WriteBundleOptions, inMetadata: number): Promise<BundleManifest> {
   const digests: string[] = [];
   let total = 0;
-  let replaced = 0;
+  let replaced = inMetadata;
   for (const p of planned) {
     const hash = createHash('sha256');
     if (options.redaction !== undefined) {

@@ -1,6 +1,7 @@
 /**
  * The one redactor of session content (policy `session_upload.redact: secrets`): every text file of a bundle goes
- * through it before it is packed. Secrets are found by secretlint's recommended rule preset (`@secretlint/core` and
+ * through it before it is packed, and every text sent beside it (the manifest's title, summary, folders and remote).
+ * Secrets are found by secretlint's recommended rule preset (`@secretlint/core` and
  * `@secretlint/secretlint-rule-preset-recommend`: cloud keys, GitHub, GitLab, Slack, npm, OpenAI, Anthropic, Stripe
  * and other service tokens, private keys, credentials in URLs and database connection strings) and by the secret rules
  * every masking shares (src/util/secrets.ts: PEM keys, JWTs, bearer and basic credentials, service token prefixes,
@@ -126,5 +127,5 @@ export async function redactBytes(bytes: Buffer): Promise<Redacted> {
 
 /** The bundle writer's redactor for `redact: secrets`. */
 export function secretsRedaction(): BundleRedaction {
-  return { rules: REDACTION_RULES, version: REDACTION_VERSION, redact: (bytes) => redactBytes(bytes) };
+  return { rules: REDACTION_RULES, version: REDACTION_VERSION, redact: (bytes) => redactBytes(bytes), redactText: (text) => redactPlain(text) };
 }

@@ -491,13 +491,23 @@ it('a redactor sees every file whole; sizes and digests describe the redacted by
       sessionId: 'redacted-session',
       capturedAtUnixMs: 1,
       root,
+      title: 'token ghp_0123456789abcdefghijklmnopqrstuvwxyz',
       files: [{ role: 'primary_transcript', name: 'transcript.jsonl', nativePath: 'transcript.jsonl', path: file }],
     },
     out,
-    { redaction: { rules: 'test-rules', version: '1', redact: (bytes) => ({ bytes: Buffer.from(bytes.toString('utf8').replace(/ghp_[A-Za-z0-9]{36}/g, '[REDACTED:GITHUB_TOKEN]')), replaced: 1 }) } },
+    {
+      redaction: {
+        rules: 'test-rules',
+        version: '1',
+        redact: (bytes) => ({ bytes: Buffer.from(bytes.toString('utf8').replace(/ghp_[A-Za-z0-9]{36}/g, '[REDACTED:GITHUB_TOKEN]')), replaced: 1 }),
+        redactText: async (text) => ({ text: text.replace(/ghp_[A-Za-z0-9]{36}/g, '[REDACTED:TEST]'), replaced: 1 }),
+      },
+    },
   );
   const expected = '{"text":"token [REDACTED:GITHUB_TOKEN]"}\n';
-  expect(written.manifest.redaction).toEqual({ mode: 'secrets', rules: 'test-rules', version: '1', replaced: 1 });
+  // The manifest's title went through the same redactor, and counts.
+  expect(written.manifest.title).toBe('token [REDACTED:TEST]');
+  expect(written.manifest.redaction).toEqual({ mode: 'secrets', rules: 'test-rules', version: '1', replaced: 2 });
   expect(written.manifest.files[0]).toMatchObject({ size: Buffer.byteLength(expected), sha256: createHash('sha256').update(expected).digest('hex') });
   const verified = await verifyBundle(out, { profiles });
   expect(verified.manifest.redaction?.rules).toBe('test-rules');

@@ -150,8 +150,9 @@ describe('planted secrets of every kind', () => {
     expect((await redactText('// secretlint-disable\nghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue')).replaced).toBe(1);
   });
 
-  it('names its rule set and version for the manifest', () => {
+  it('names its rule set and version for the manifest, and reads a manifest\'s text as plain text', async () => {
     expect(secretsRedaction()).toMatchObject({ rules: REDACTION_RULES, version: REDACTION_VERSION });
+    expect(await secretsRedaction().redactText('{"title": "DB_PASSWORD=Zq8vR2kLm9x"}')).toEqual({ text: '{"title": "DB_PASSWORD=[REDACTED:PASSWORD]"}', replaced: 1, kinds: ['PASSWORD'] });
     expect(entropy('aaaa')).toBe(0);
     expect(entropy('abcd')).toBe(2);
   });
