@@ -10,7 +10,7 @@ import { SessionsApi } from '../control-api/sessions.js';
 import type { Context } from '../context.js';
 import { toBlueError, usageError } from '../errors.js';
 import { conversationRecord, readConversations } from '../sessions/chatgpt.js';
-import { uploadRecord } from '../sessions/store.js';
+import { recordRedaction, uploadRecord } from '../sessions/store.js';
 
 export const IMPORT_SOURCES = ['chatgpt-export'] as const;
 
@@ -30,6 +30,7 @@ export async function importCommand(ctx: Context, source: string, file: string, 
   const where = path.resolve(ctx.cwd, file);
   const report: ImportReport = { source, file: where, conversations: 0, imported: 0, unchanged: 0, failed: [] };
   const progress = opts.json !== true && ctx.stderr.isTTY === true;
+  const redact = await recordRedaction(ctx);
   const api = await SessionsApi.fromContext(ctx);
   try {
     for await (const item of readConversations(where)) {
@@ -49,7 +50,7 @@ export async function importCommand(ctx: Context, source: string, file: string, 
         continue;
       }
       try {
-        const stored = await uploadRecord(api.client, record);
+        const stored = await uploadRecord(api.client, record, redact);
         if (stored.already) report.unchanged++;
         else report.imported++;
       } catch (error) {

@@ -16,7 +16,7 @@ export { sessionLabel };
 import { EXPORT_FORMATS, readTranscript, renderJson, renderMarkdown, renderRecordJson, renderRecordMarkdown, wantedFiles, type ExportFormat, type ExportInput, type RecordExportInput } from '../sessions/export.js';
 import { parseRecord, RECORD_FORMAT } from '../bundle/record.js';
 import type { TranscriptSource } from '../harness-kit/transcript.js';
-import { MAX_STORE_BYTES, storeRecord, uploadRecord, type StoreFlags } from '../sessions/store.js';
+import { MAX_STORE_BYTES, recordRedaction, storeRecord, uploadRecord, type StoreFlags } from '../sessions/store.js';
 
 const SHARING_MODES = ['private', 'workspace', 'selected'] as const;
 const MAX_RECIPIENTS = 100;
@@ -193,12 +193,14 @@ export async function sessionsStoreCommand(ctx: Context, opts: StoreFlags & { js
   // Every flag is checked before stdin is read, and all of it before the Control API is asked anything.
   storeRecord(opts, 'x');
   const record = storeRecord(opts, await readContent(ctx));
-  const stored = await withApi(ctx, (api) => uploadRecord(api.client, record));
+  const redact = await recordRedaction(ctx);
+  const stored = await withApi(ctx, (api) => uploadRecord(api.client, record, redact));
+  const sent = stored.record;
   if (opts.json === true) {
-    writeJson(ctx, { id: stored.id ?? null, already: stored.already, provider: record.provider, native_session_id: stored.native_session_id, title: record.title, tags: record.tags });
+    writeJson(ctx, { id: stored.id ?? null, already: stored.already, provider: sent.provider, native_session_id: stored.native_session_id, title: sent.title, tags: sent.tags });
     return 0;
   }
-  ctx.stdout.write(`${stored.already ? 'Already stored' : 'Stored'} "${printable(record.title)}" (${record.provider})${stored.id === undefined ? '' : ` as ${stored.id}`}.\n`);
+  ctx.stdout.write(`${stored.already ? 'Already stored' : 'Stored'} "${printable(sent.title)}" (${sent.provider})${stored.id === undefined ? '' : ` as ${stored.id}`}.\n`);
   return 0;
 }
 

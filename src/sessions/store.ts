@@ -3,16 +3,21 @@
  * provider and tags) and `import chatgpt-export` (every conversation of ChatGPT's data export). Each record is
  * uploaded like a bundle — presign, PUT, complete — so it is stored, shared, kept and deleted like any session; it is
  * never resumable. Its native id is the provider's session id, or the digest of what it says, so storing or importing
- * the same conversation again is the same session and the same bytes: nothing new is stored.
+ * the same conversation again is the same session and the same bytes: nothing new is stored. The policy's
+ * `session_upload.redact` holds for it as for a bundle: redacted whole, or its title and tags masked.
  */
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { RECORD_CONTENT_TYPE, RECORD_FORMAT, recordNativeId, serializeRecord, type SessionRecord } from '../bundle/record.js';
+import { checkRecord, RECORD_CONTENT_TYPE, RECORD_FORMAT, recordNativeId, serializeRecord, type SessionRecord } from '../bundle/record.js';
+import { loadAgentConfig } from '../config.js';
 import type { ControlClient } from '../control-api/client.js';
-import { BlueError, usageError } from '../errors.js';
+import type { Context } from '../context.js';
+import { BlueError, toBlueError, usageError } from '../errors.js';
+import { resolvePolicy } from '../policy/index.js';
 import { uploadBundle, type UploadBundleOptions } from '../upload/index.js';
+import { maskSecrets } from '../util/secrets.js';
 
 /** The record's content, read from stdin, at most this large. */
 export const MAX_STORE_BYTES = 16 * 1024 * 1024;
@@ -62,10 +67,48 @@ export interface StoredRecord {
   /** The Control API held exactly these bytes already: nothing new was stored. */
   already: boolean;
   native_session_id: string;
+  /** The record as it was sent: redacted, or its title and tags masked. */
+  record: SessionRecord;
 }
 
-/** Uploads `record` (presign, PUT, complete). Throws UPLOAD_FAILED with the Control API's reason when it is refused. */
-export async function uploadRecord(client: ControlClient, record: SessionRecord, options: UploadBundleOptions = {}): Promise<StoredRecord> {
+/** What the policy in force says of session uploads' secrets: `secrets` to redact them; a Control API without a policy asks for nothing. */
+export async function recordRedaction(ctx: Context): Promise<'secrets' | undefined> {
+  const { config } = await loadAgentConfig(ctx);
+  try {
+    const { policy } = await resolvePolicy(ctx, { dryRun: false, config });
+    return policy.session_upload?.redact === 'secrets' ? 'secrets' : undefined;
+  } catch (error) {
+    if (toBlueError(error).code === 'POLICY_MISSING') return undefined;
+    throw error;
+  }
+}
+
+/**
+ * The record as it may leave the machine. Under `redact: secrets` the whole record goes through the redactor (what it
+ * says, its title, its tags, its ids); otherwise its title and tags, shown in every list, are masked by the one masking
+ * rule, as a captured session's are. Each stays within its bounds.
+ */
+export async function protectRecord(record: SessionRecord, redact: 'secrets' | undefined): Promise<SessionRecord> {
+  const bounded = (r: SessionRecord): SessionRecord => ({ ...r, title: cut(r.title, 256), tags: [...new Set(r.tags.map((t) => cut(t, 64)))] });
+  if (redact !== 'secrets') return bounded({ ...record, title: maskSecrets(record.title), tags: record.tags.map((t) => maskSecrets(t)) });
+  const { redactText } = await import('../redaction/index.js');
+  const out = await redactText(serializeRecord(record).toString('utf8'));
+  return out.replaced === 0 ? record : checkRecord(bounded(JSON.parse(out.text) as SessionRecord), 'the redacted session record');
+}
+
+/** At most `max` UTF-16 units, never half a surrogate pair: a marker may be longer than the secret it replaced. */
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const end = /[\uD800-\uDBFF]/.test(text[max - 2] ?? '') ? max - 2 : max - 1;
+  return `${text.slice(0, end)}\u2026`;
+}
+
+/**
+ * Uploads `record` (presign, PUT, complete), protected as `redact` (the policy's) says. Throws UPLOAD_FAILED with the
+ * Control API's reason when it is refused.
+ */
+export async function uploadRecord(client: ControlClient, given: SessionRecord, redact: 'secrets' | undefined, options: UploadBundleOptions = {}): Promise<StoredRecord> {
+  const record = await protectRecord(given, redact);
   const bytes = serializeRecord(record);
   const work = await mkdtemp(path.join(tmpdir(), 'blue-agent-record-'));
   try {
@@ -100,7 +143,7 @@ export async function uploadRecord(client: ControlClient, record: SessionRecord,
         hint: result.kind === 'retry' ? 'Try again later (`blue-agent doctor` checks the connection).' : 'The message is the Control API\'s; correct what it names.',
       });
     }
-    return { id: result.session_id, already: result.already, native_session_id: nativeId };
+    return { id: result.session_id, already: result.already, native_session_id: nativeId, record };
   } finally {
     await rm(work, { recursive: true, force: true });
   }
