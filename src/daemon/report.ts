@@ -9,6 +9,7 @@ import type { HarnessName } from '../schema/index.js';
 import { MAX_CLIENT_STATUS_BYTES } from '../schema/limits.js';
 import { readTextIfExists, writeStateFile } from '../util/fs.js';
 import { randomUuid } from '../util/fs-light.js';
+import { maskSecrets } from '../util/secrets.js';
 
 /** What the run loop keeps of one harness from a reconcile report (made in the task child: plain JSON). */
 export interface HarnessSummary {
@@ -61,7 +62,7 @@ const ARCHITECTURES: Record<string, string> = { x64: 'x86_64', arm64: 'aarch64',
  * somebody had changed or removed.
  */
 export function inventoryEntry(h: HarnessSummary, corrected: boolean): HarnessInventoryEntry & { drift_corrected?: true } {
-  const text = (value: string, max: number) => value.slice(0, max);
+  const text = (value: string, max: number) => reportText(value, max);
   const failed = h.state === 'error';
   const warning =
     h.state === 'unverified_version'
@@ -116,7 +117,7 @@ export function clientStatusBody(
     harnesses: harnesses.map((h) => inventoryEntry(h, corrected.has(h.harness))),
     ...(failed === undefined || configRevision === null
       ? {}
-      : { reconciliation_attempt: { harness: failed.harness, revision: configRevision }, error: `${failed.harness}: ${failed.reason}`.slice(0, 4096) }),
+      : { reconciliation_attempt: { harness: failed.harness, revision: configRevision }, error: reportText(`${failed.harness}: ${failed.reason}`, 4096) }),
   });
 }
 
@@ -150,4 +151,12 @@ function withinBound(body: Report): Report {
     fitted = next();
   }
   return fitted;
+}
+
+/**
+ * A text of the report, masked by the one masking rule and bounded: a reason may quote what it could not read (a
+ * parser's message shows the start of a settings file, keys and all), and the report is kept on the Control API.
+ */
+function reportText(value: string, max: number): string {
+  return maskSecrets(value).slice(0, max);
 }

@@ -106,6 +106,16 @@ describe('clientStatusBody', () => {
     expect(ordinary.harnesses?.every((h) => typeof h !== 'string' && h.path === '/usr/bin/claude')).toBe(true);
   });
 
+  it('masks secrets a reason quotes, by the one masking rule, before it is bounded', () => {
+    const reason = `cannot parse ~/.claude/settings.json: Unexpected token '}', "{"env": {"ANTHROPIC_API_KEY": "sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe", "DB_PASSWORD": "Zq8vR2kLm9x"}" is not valid JSON`;
+    const body = clientStatusBody(t.ctx, 'inst-1', { harnesses: [harness({ state: 'error', reason, action: 'error' })] }, 'r1', new Set());
+    valid(body);
+    const sent = JSON.stringify(body);
+    for (const secret of ['sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe', 'Zq8vR2kLm9x']) expect(sent).not.toContain(secret);
+    expect(body.error).toContain('"ANTHROPIC_API_KEY": "[REDACTED:ANTHROPIC_API_KEY]"');
+    expect(body.harnesses?.[0]).toMatchObject({ compatibility_error: expect.stringContaining('"DB_PASSWORD": "[REDACTED:PASSWORD]"') });
+  });
+
   it('before any revision is known, nothing is claimed applied', () => {
     const body = clientStatusBody(t.ctx, 'inst-1', undefined, undefined, new Set());
     valid(body);
