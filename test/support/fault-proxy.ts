@@ -13,6 +13,7 @@ import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
 import type { BlobStore } from '../../src/control-plane/blobs/types.js';
 import { openStore } from '../../src/control-plane/store/index.js';
 import { createControlServer, type ControlServer } from '../../src/control-plane/server.js';
+import type { ProfileSet } from '../../src/profiles/index.js';
 
 export type FaultAction =
   /** Answer for the upstream, without forwarding (the request body is read first). */
@@ -188,9 +189,9 @@ export interface UploadStack {
 
 /**
  * A Control API with a real clock behind a fault proxy, with one user and a policy that uploads. `blobs` defaults to
- * the local store in `<root>/blobs`.
+ * the local store in `<root>/blobs`; with `profiles`, the server reads bundles by them and indexes them for search.
  */
-export async function startUploadStack(options: { uploadUrlTtlSeconds?: number; blobs?: (publicUrl: string) => Promise<BlobStore> } = {}): Promise<UploadStack> {
+export async function startUploadStack(options: { uploadUrlTtlSeconds?: number; blobs?: (publicUrl: string) => Promise<BlobStore>; profiles?: ProfileSet } = {}): Promise<UploadStack> {
   const root = await mkdtemp(path.join(tmpdir(), 'blue-e2e-upload-'));
   const blobDir = path.join(root, 'blobs');
   const proxy = await startFaultProxy();
@@ -199,6 +200,7 @@ export async function startUploadStack(options: { uploadUrlTtlSeconds?: number; 
     publicUrl: proxy.url,
     blobs: options.blobs ?? ((publicUrl) => createLocalBlobStore({ dir: blobDir, publicUrl, secret: 'x'.repeat(32) })),
     uploadUrlTtlSeconds: options.uploadUrlTtlSeconds,
+    ...(options.profiles === undefined ? {} : { bundleProfiles: options.profiles }),
   });
   const { url: directUrl } = await server.listen('127.0.0.1', 0);
   proxy.target = directUrl;
