@@ -78,7 +78,7 @@ export interface SessionUpload {
    */
   backfill?: boolean;
   /**
-   * What is removed from every text file of a bundle before it is spooled: none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.
+   * What is removed from every text file of a bundle before it is spooled, and from the texts sent beside it (title, summary, working folder, repository; a session record whole): none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.
    */
   redact?: 'none' | 'secrets';
 }
