@@ -1,0 +1,68 @@
+/**
+ * `./blue-agent`, the checkout's launcher, run from a folder of the caller's and through symbolic links: the command
+ * runs in the caller's folder (relative paths are the caller's), and the checkout is found through any chain of
+ * links, absolute or relative.
+ */
+import { mkdir, readFile, realpath, stat, symlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
+import { fixtureBundle } from '../support/fixture-bundles.js';
+import { LAUNCHER, plainPath, runFile } from '../support/launcher.js';
+
+let t: TestHome;
+let env: Record<string, string>;
+/** The caller's folder: outside the checkout. */
+let work: string;
+
+beforeEach(async () => {
+  t = await makeTestHome();
+  env = { ...t.env, PATH: plainPath() };
+  work = path.join(t.home, 'work');
+  await mkdir(work);
+  await writeFile(path.join(work, 'good.yaml'), 'revision: 7\n');
+});
+afterEach(async () => t.cleanup());
+
+const VERSION = (JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
+
+describe('./blue-agent from a folder of the caller', () => {
+  it('reads a relative --policy in the caller\'s folder', async () => {
+    const result = await runFile(LAUNCHER, ['reconcile', '--dry-run', '--json', '--policy', 'good.yaml'], { env, cwd: work });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout) as { policy: { revision: unknown; source: string; location: string } };
+    expect(report.policy).toMatchObject({ revision: 7, source: 'file', location: path.join(await realpath(work), 'good.yaml') });
+  });
+
+  it('writes sessions export --out into the caller\'s folder', async () => {
+    await fixtureBundle('opencode', path.join(work, 'session.bundle'), { title: 'From the caller' });
+    const result = await runFile(LAUNCHER, ['sessions', 'export', 'session.bundle', '--format', 'markdown', '--out', 'out.md'], { env, cwd: work });
+    expect(result.code).toBe(0);
+    expect(await readFile(path.join(work, 'out.md'), 'utf8')).toContain('From the caller');
+    await expect(stat(path.join(repoRoot, 'out.md'))).rejects.toThrow(/ENOENT/);
+  });
+});
+
+describe('./blue-agent through symbolic links', () => {
+  it('runs through an absolute link, a relative link, a link to a link and a link to the checkout\'s folder', async () => {
+    const bin = path.join(t.home, 'bin');
+    const other = path.join(t.home, 'other');
+    await mkdir(bin);
+    await mkdir(other);
+    await symlink(LAUNCHER, path.join(bin, 'absolute'));
+    await symlink(path.relative(bin, LAUNCHER), path.join(bin, 'relative'));
+    await symlink('../bin/relative', path.join(other, 'chained'));
+    await symlink(path.join(other, 'chained'), path.join(bin, 'twice'));
+    await symlink(repoRoot, path.join(t.home, 'checkout'));
+    const links = [path.join(bin, 'absolute'), path.join(bin, 'relative'), path.join(other, 'chained'), path.join(bin, 'twice'), path.join(t.home, 'checkout', 'blue-agent')];
+    for (const link of links) {
+      const result = await runFile(link, ['--version'], { env, cwd: work });
+      expect({ link, ...result }).toEqual({ link, code: 0, stdout: `${VERSION}\n`, stderr: '' });
+    }
+    // A relative path to the link, from the caller's folder; the command still runs there.
+    const relative = await runFile('../bin/relative', ['reconcile', '--dry-run', '--json', '--policy', 'good.yaml'], { env, cwd: work });
+    expect(relative.code).toBe(0);
+    expect((JSON.parse(relative.stdout) as { policy: { revision: unknown } }).policy.revision).toBe(7);
+  });
+});
