@@ -10,18 +10,32 @@ import { delimiter, join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error plain JavaScript without declarations (bin/ loads with zero dependencies)
-import { checkNodeVersion, EXIT_NODE_UNSUPPORTED, MINIMUM, nodeVersionProblem } from '../../bin/node-version.js';
+import { checkNodeVersion, EXIT_NODE_UNSUPPORTED, installerBeside, MINIMUM, nodeVersionProblem } from '../../bin/node-version.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const ENTRY = join(ROOT, 'bin', 'blue-agent.js');
+const INSTALLER = join(ROOT, 'scripts', 'install-launcher');
 
 describe('which Node.js versions run blue-agent', () => {
   it.each(['20.20.2', 'v20.20.2', '18.19.0', '22.21.9', '22.0.0', '21.7.3', '0.10.48', 'garbage', ''])('%s is refused', (version) => {
     const problem = nodeVersionProblem(version, '/usr/bin/node') as string;
     expect(problem).toMatch(/^blue-agent needs Node\.js 22\.22 or newer, and this is Node\.js /);
     expect(problem).toContain('/usr/bin/node');
-    expect(problem).toMatch(/install Node\.js 24 LTS .*\.\/blue-agent/);
+    expect(problem).toMatch(/; install Node\.js 24 LTS \(https:\/\/nodejs\.org\/en\/download, or `nvm install 24`\), or run scripts\/install-launcher in a checkout of blue-agent for a `blue-agent` command that installs Node\.js 24 for itself$/);
     expect(problem).not.toContain('\n');
+  });
+
+  it('names the checkout\'s install-launcher first when there is one, quoted for the shell when it must be', () => {
+    expect(nodeVersionProblem('20.20.2', '/usr/bin/node', '/src/blue-agent/scripts/install-launcher')).toBe(
+      'blue-agent needs Node.js 22.22 or newer, and this is Node.js 20.20.2 (/usr/bin/node); run /src/blue-agent/scripts/install-launcher ' +
+        'for a `blue-agent` command that installs Node.js 24 for itself, or install Node.js 24 LTS (https://nodejs.org/en/download, or `nvm install 24`)',
+    );
+    expect(nodeVersionProblem('20.20.2', undefined, "/home/o'neil/my src/scripts/install-launcher")).toContain("; run '/home/o'\\''neil/my src/scripts/install-launcher' for a");
+  });
+
+  it('finds the install-launcher of the checkout the entry script is in, and none elsewhere', () => {
+    expect(installerBeside(join(ROOT, 'bin'))).toBe(INSTALLER);
+    expect(installerBeside(join(ROOT, 'schemas', 'nowhere'))).toBeUndefined();
   });
 
   it.each(['22.22.0', '22.23.2', '23.0.0', '24.0.0', '24.22.3', 'v26.10.0', '100.0.0'])('%s runs it', (version) => {
@@ -94,7 +108,8 @@ describe.runIf(OLD_NODE !== undefined)(`the entry script on a real old Node.js (
       expect(result.stdout).toBe('');
       const lines = result.stderr.split('\n').filter(Boolean);
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(/^blue-agent: error \[NODE_UNSUPPORTED\]: blue-agent needs Node\.js 22\.22 or newer, and this is Node\.js \d+\.\d+\.\d+ \(.+\); install Node\.js 24 LTS/);
+      expect(lines[0]).toMatch(/^blue-agent: error \[NODE_UNSUPPORTED\]: blue-agent needs Node\.js 22\.22 or newer, and this is Node\.js \d+\.\d+\.\d+ \(.+\); run /);
+      expect(lines[0]).toContain(`; run ${INSTALLER} for a \`blue-agent\` command that installs Node.js 24 for itself, or install Node.js 24 LTS`);
     } finally {
       await rm(home, { recursive: true, force: true });
     }

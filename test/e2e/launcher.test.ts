@@ -1,7 +1,7 @@
 /**
  * `./blue-agent`, the checkout's launcher, run from a folder of the caller's and through symbolic links: the command
  * runs in the caller's folder (relative paths are the caller's), and the checkout is found through any chain of
- * links, absolute or relative.
+ * links, absolute or relative. At a terminal it says how to get `blue-agent` on PATH when it is not there.
  */
 import { mkdir, readFile, realpath, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
 import { fixtureBundle } from '../support/fixture-bundles.js';
 import { LAUNCHER, plainPath, runFile } from '../support/launcher.js';
+import { startPty } from '../support/pty-session.js';
 
 let t: TestHome;
 let env: Record<string, string>;
@@ -64,5 +65,29 @@ describe('./blue-agent through symbolic links', () => {
     const relative = await runFile('../bin/relative', ['reconcile', '--dry-run', '--json', '--policy', 'good.yaml'], { env, cwd: work });
     expect(relative.code).toBe(0);
     expect((JSON.parse(relative.stdout) as { policy: { revision: unknown } }).policy.revision).toBe(7);
+  });
+});
+
+describe('./blue-agent at a terminal', () => {
+  async function atTerminal(pathVar: string): Promise<string> {
+    const session = startPty(LAUNCHER, ['--version'], { env: { ...env, PATH: pathVar }, cwd: work, timeoutMs: 60_000 });
+    const { exitCode, stdout } = await session.done();
+    expect(exitCode).toBe(0);
+    return stdout;
+  }
+
+  it('says how to put `blue-agent` on PATH when it is not there, and nothing once it is', async () => {
+    // The terminal wraps long lines: compared without white space.
+    const without = (await atTerminal(plainPath())).replace(/\s+/g, '');
+    const note = `note: the commands blue-agent prints start with \`blue-agent\`, which is not on PATH; ${path.join(await realpath(repoRoot), 'scripts', 'install-launcher')} puts`;
+    expect(without).toContain(note.replace(/\s+/g, ''));
+    expect(without).toContain(VERSION);
+
+    const bin = path.join(t.home, 'bin');
+    await mkdir(bin);
+    await symlink(LAUNCHER, path.join(bin, 'blue-agent'));
+    const withIt = await atTerminal(`${bin}:${plainPath()}`);
+    expect(withIt).not.toContain('note:');
+    expect(withIt.trim()).toBe(VERSION);
   });
 });
