@@ -394,19 +394,22 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
     throw error;
   }
   ctx.stdout.write(`Control API listening on ${url} (${store.backend === 'postgres' ? `database ${store.location}` : `data ${dir}`}, ${server.blobs.kind} blob store)\n`);
+  // The administration commands printed below reach this server's data as printed (a database URL given as a flag
+  // holds its password, so it is named, not printed).
+  const where = `${opts.data === undefined ? '' : ` --data ${shellQuote(dir)}`}${opts.databaseUrl === undefined ? '' : ' --database-url URL'}`;
   if (started.admin !== undefined) {
     // The token itself is never printed: a terminal's output often ends up in a log (a service's journal).
     // The sign-in link is printed: it works once, within 15 minutes, and only in a browser.
     ctx.stdout.write(
       `Created the administrator ${started.admin.email}; its token is in ${started.admin.tokenFile} (readable only by you).\n` +
         `Log this machine in with:\n  blue-agent login --control-url ${publicUrl} --token-stdin < ${shellQuote(started.admin.tokenFile)}\n` +
-        `Sign in to the dashboard with this one-time link (within 15 minutes; \`control-plane users link ${started.admin.email}\` makes another):\n  ${started.admin.signInUrl}\n`,
+        `Sign in to the dashboard with this one-time link (within 15 minutes; \`blue-agent control-plane users link ${shellQuote(started.admin.email)}${where}\` makes another):\n  ${started.admin.signInUrl}\n`,
     );
   }
   if (started.policy !== undefined) {
     ctx.stdout.write(
       `Published a default policy (revision ${started.policy.revision}): capture on for every harness, uploads presigned at ${publicUrl}/session-uploads/presign.\n` +
-        `Publish your own with: blue-agent control-plane policy publish FILE${opts.data === undefined ? '' : ` --data ${shellQuote(dir)}`}\n`,
+        `Publish your own with: blue-agent control-plane policy publish FILE${where}\n`,
     );
   }
   await new Promise<void>((resolve) => {

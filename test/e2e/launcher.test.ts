@@ -1,11 +1,13 @@
 /**
  * `./blue-agent`, the checkout's launcher, run from a folder of the caller's and through symbolic links: the command
  * runs in the caller's folder (relative paths are the caller's), and the checkout is found through any chain of
- * links, absolute or relative. At a terminal it says how to get `blue-agent` on PATH when it is not there.
+ * links, absolute or relative. At a terminal it says how to get `blue-agent` on PATH when it is not there; once it
+ * is, the commands blue-agent prints run as printed.
  */
 import { mkdir, readFile, realpath, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { serveCommand } from '../../src/cli/control-plane.js';
 import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
 import { fixtureBundle } from '../support/fixture-bundles.js';
 import { LAUNCHER, plainPath, runFile } from '../support/launcher.js';
@@ -89,5 +91,46 @@ describe('./blue-agent at a terminal', () => {
     const withIt = await atTerminal(`${bin}:${plainPath()}`);
     expect(withIt).not.toContain('note:');
     expect(withIt.trim()).toBe(VERSION);
+  });
+});
+
+describe('the commands `control-plane serve` prints', () => {
+  it('run as printed, in a shell, with `blue-agent` on PATH', async () => {
+    const bin = path.join(t.home, 'bin');
+    await mkdir(bin);
+    await symlink(LAUNCHER, path.join(bin, 'blue-agent'));
+    const shellEnv = { ...env, PATH: `${bin}:${plainPath()}` };
+    // A data folder whose name the shell must be given quoted.
+    const data = path.join(t.root, "the team's data");
+    let stop!: () => void;
+    const stopped = new Promise<void>((resolve) => (stop = resolve));
+    const serving = serveCommand(t.context({ cwd: work }), { listen: '127.0.0.1:0', data }, stopped);
+    try {
+      let printed = '';
+      for (let i = 0; i < 250 && !printed.includes('Publish your own with'); i++) {
+        await Promise.race([serving, new Promise((resolve) => setTimeout(resolve, 20))]);
+        printed = t.stdout.text();
+      }
+      const url = /listening on (http:\/\/\S+)/.exec(printed)![1]!;
+      const login = /^ {2}(blue-agent login .*)$/m.exec(printed)?.[1];
+      const link = /`(blue-agent control-plane users link [^`]*)` makes another/.exec(printed)?.[1];
+      const publish = /Publish your own with: (blue-agent control-plane policy publish FILE.*)$/m.exec(printed)?.[1];
+      expect({ login, link, publish }, printed).toEqual({ login: expect.any(String), link: expect.any(String), publish: expect.any(String) });
+
+      const sh = (line: string) => runFile('/bin/sh', ['-c', line], { env: shellEnv, cwd: work });
+      expect(await sh(login!)).toMatchObject({ code: 0 });
+      const linked = await sh(link!);
+      expect(linked, linked.stderr).toMatchObject({ code: 0, stdout: expect.stringContaining(`${url}/auth/link#`) });
+      await writeFile(path.join(work, 'team.yaml'), `revision: 8\nsession_upload: { presign_url: "${url}/session-uploads/presign" }\n`);
+      const published = await sh(publish!.replace('FILE', 'team.yaml'));
+      expect(published, published.stderr).toMatchObject({ code: 0 });
+      const revision = /Published policy revision (\S+)\./.exec(published.stdout)?.[1];
+      const applied = await sh('blue-agent reconcile --dry-run --json');
+      expect(applied.code, applied.stderr).toBe(0);
+      expect((JSON.parse(applied.stdout) as { policy: unknown }).policy).toMatchObject({ revision, source: 'fetched' });
+    } finally {
+      stop();
+      await serving;
+    }
   });
 });
