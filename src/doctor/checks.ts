@@ -237,7 +237,7 @@ export function checkHarness(h: HarnessStatus): Check {
         id,
         status: 'warn',
         message: `${what} is unverified: at or past ${h.profile ?? 'its profile'}'s certified ceiling ${h.verified_before ?? '?'}, so capture is off`,
-        fix: `certify it (in the blue-agent repository): ${certify}; or let the policy allow it (harnesses.${h.harness}.allow_unverified_versions: true); or install a version of ${h.harness} below ${h.verified_before ?? 'the ceiling'}`,
+        fix: `certify it in a checkout of blue-agent: ${certify}; or let the policy allow it (harnesses.${h.harness}.allow_unverified_versions: true); or install a version of ${h.harness} below ${h.verified_before ?? 'the ceiling'}`,
       };
     case 'hooks_disabled':
       return {
@@ -260,7 +260,7 @@ export function checkHarness(h: HarnessStatus): Check {
     return { id, status: 'warn', message: `${what}${profile}, ${h.state}: ${pendingNote(h.pending)}`, fix: 'blue-agent reconcile' };
   }
   if (h.verified === false && (h.state === 'active' || h.state === 'awaiting_trust')) {
-    return { id, status: 'warn', message: `${what}${profile}: capturing with an unverified version (allowed by the policy; ceiling ${h.verified_before ?? '?'})`, fix: `certify it (in the blue-agent repository): ${certify}` };
+    return { id, status: 'warn', message: `${what}${profile}: capturing with an unverified version (allowed by the policy; ceiling ${h.verified_before ?? '?'})`, fix: `certify it in a checkout of blue-agent: ${certify}` };
   }
   const certified = h.verified === true && h.verified_before !== null ? `, certified below ${h.verified_before}` : '';
   return { id, status: 'ok', message: `${what}${profile}${certified}: ${h.state}` };

@@ -92,7 +92,7 @@ export function decide(
   if (!verified && rule?.allow_unverified_versions !== true) {
     return {
       state: 'unverified_version',
-      reason: `${name} ${version} is at or past the certified ceiling ${interval.verified_before} of ${interval.profile}; capture stays off unless the policy sets allow_unverified_versions; certify it: ${certifyCommand(harness, version)}`,
+      reason: `${name} ${version} is at or past the certified ceiling ${interval.verified_before} of ${interval.profile}; capture stays off unless the policy sets allow_unverified_versions; certify it in a checkout of blue-agent: ${certifyCommand(harness, version)}`,
       ...located,
       desired: null,
     };
@@ -103,7 +103,10 @@ export function decide(
   return { state: 'active', reason: `managed ${interval.capture.event} capture hook for ${interval.profile}${note}${misses}`, ...located, desired: hook };
 }
 
-/** The command that certifies one harness version (run in the blue-agent repository; see README "Certification"). */
+/**
+ * The command that certifies one harness version, run in a checkout of blue-agent (README "Certification"); through
+ * scripts/with-node24, so that it runs as printed whatever the Node.js on PATH.
+ */
 export function certifyCommand(harness: string, version: string): string {
-  return `npm run certify -- --harness ${harness} --version ${version}`;
+  return `scripts/with-node24 npm run certify -- --harness ${harness} --version ${version}`;
 }

@@ -172,7 +172,7 @@ describe('doctor', () => {
     expect(result.checks['harness:opencode']).toMatchObject({
       status: 'warn',
       message: 'opencode 1.19.0 is unverified: at or past opencode-v1_2_0\'s certified ceiling 1.18.34-0, so capture is off',
-      fix: expect.stringContaining('npm run certify -- --harness opencode --version 1.19.0'),
+      fix: expect.stringContaining('certify it in a checkout of blue-agent: scripts/with-node24 npm run certify -- --harness opencode --version 1.19.0'),
     });
   });
 
@@ -252,7 +252,7 @@ describe('doctor', () => {
       pending: null,
       hint: null,
     };
-    expect(checkHarness(base)).toMatchObject({ status: 'warn', fix: expect.stringContaining('npm run certify -- --harness claude --version 2.1.400') });
+    expect(checkHarness(base)).toMatchObject({ status: 'warn', fix: expect.stringContaining('scripts/with-node24 npm run certify -- --harness claude --version 2.1.400') });
     expect(checkHarness({ ...base, state: 'error', reason: 'settings.json:3:1: bad', hint: 'Fix the JSON' })).toEqual({ id: 'harness:claude', status: 'fail', message: 'settings.json:3:1: bad', fix: 'Fix the JSON' });
     expect(checkHarness({ ...base, state: 'not_installed', installed: false, version: null })).toMatchObject({ status: 'ok' });
     expect(checkHarness({ ...base, state: 'unsupported_version', reason: 'Claude Code 1.0.0 is outside every compatibility profile' })).toMatchObject({ status: 'warn', fix: expect.stringContaining('blue-agent profiles list') });

@@ -69,7 +69,7 @@ describe('decide', () => {
     expect(unverified).toMatchObject({ state: 'unverified_version', desired: null, verified: false });
     // The reason names the command that certifies this version (reconcile and status print it).
     expect(unverified.reason).toBe(
-      'Claude Code 2.1.333 is at or past the certified ceiling 2.1.333-0 of claude-v2_0_12; capture stays off unless the policy sets allow_unverified_versions; certify it: npm run certify -- --harness claude --version 2.1.333',
+      'Claude Code 2.1.333 is at or past the certified ceiling 2.1.333-0 of claude-v2_0_12; capture stays off unless the policy sets allow_unverified_versions; certify it in a checkout of blue-agent: scripts/with-node24 npm run certify -- --harness claude --version 2.1.333',
     );
     const allowed = decide('claude', profiles.get('claude')!, past, { ...policy, harnesses: { claude: { allow_unverified_versions: true } } }, self, noRanges);
     expect(allowed.state).toBe('active');

@@ -120,7 +120,7 @@ describe('status', () => {
     // Not reconciled yet: the hook is missing, and status says what reconcile would do.
     expect(h.claude).toMatchObject({ state: 'active', pending: 'create' });
     expect(human).toMatch(/^ {2}opencode +unverified_version +opencode-v1_2_0 +1\.19\.0 \(unverified\)$/m);
-    expect(human).toContain('certify it: npm run certify -- --harness opencode --version 1.19.0');
+    expect(human).toContain('certify it in a checkout of blue-agent: scripts/with-node24 npm run certify -- --harness opencode --version 1.19.0');
     // Missing, not "out of date": the row is marked and the note comes right under it.
     expect(human).toMatch(/^ {2}claude +active \(missing hook\) +claude-v2_0_12 +2\.1\.332\n {12}the managed hook is missing: `blue-agent reconcile` adds it$/m);
     expect(human).not.toContain('out of date');
