@@ -27,6 +27,8 @@ beforeEach(async () => {
 });
 afterEach(async () => t.cleanup());
 
+/** Each test starts the launcher a few times: bounded generously, for a slow machine. */
+const SLOW = 180_000;
 const VERSION = (JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
 describe('./blue-agent from a folder of the caller', () => {
@@ -36,7 +38,7 @@ describe('./blue-agent from a folder of the caller', () => {
     expect(result.code).toBe(0);
     const report = JSON.parse(result.stdout) as { policy: { revision: unknown; source: string; location: string } };
     expect(report.policy).toMatchObject({ revision: 7, source: 'file', location: path.join(await realpath(work), 'good.yaml') });
-  });
+  }, SLOW);
 
   it('writes sessions export --out into the caller\'s folder', async () => {
     await fixtureBundle('opencode', path.join(work, 'session.bundle'), { title: 'From the caller' });
@@ -44,7 +46,7 @@ describe('./blue-agent from a folder of the caller', () => {
     expect(result.code).toBe(0);
     expect(await readFile(path.join(work, 'out.md'), 'utf8')).toContain('From the caller');
     await expect(stat(path.join(repoRoot, 'out.md'))).rejects.toThrow(/ENOENT/);
-  });
+  }, SLOW);
 });
 
 describe('./blue-agent through symbolic links', () => {
@@ -67,7 +69,7 @@ describe('./blue-agent through symbolic links', () => {
     const relative = await runFile('../bin/relative', ['reconcile', '--dry-run', '--json', '--policy', 'good.yaml'], { env, cwd: work });
     expect(relative.code).toBe(0);
     expect((JSON.parse(relative.stdout) as { policy: { revision: unknown } }).policy.revision).toBe(7);
-  });
+  }, SLOW);
 });
 
 describe('./blue-agent at a terminal', () => {
@@ -91,7 +93,7 @@ describe('./blue-agent at a terminal', () => {
     const withIt = await atTerminal(`${bin}:${plainPath()}`);
     expect(withIt).not.toContain('note:');
     expect(withIt.trim()).toBe(VERSION);
-  });
+  }, SLOW);
 });
 
 describe('the commands `control-plane serve` prints', () => {
@@ -107,7 +109,7 @@ describe('the commands `control-plane serve` prints', () => {
     const serving = serveCommand(t.context({ cwd: work }), { listen: '127.0.0.1:0', data }, stopped);
     try {
       let printed = '';
-      for (let i = 0; i < 250 && !printed.includes('Publish your own with'); i++) {
+      for (let i = 0; i < 3000 && !printed.includes('Publish your own with'); i++) {
         await Promise.race([serving, new Promise((resolve) => setTimeout(resolve, 20))]);
         printed = t.stdout.text();
       }
@@ -132,5 +134,5 @@ describe('the commands `control-plane serve` prints', () => {
       stop();
       await serving;
     }
-  });
+  }, SLOW);
 });

@@ -27,6 +27,8 @@ afterEach(async () => t.cleanup());
 
 /** What the link points at: the launcher's own path, links in the checkout's path resolved. */
 const TARGET = await realpath(LAUNCHER);
+/** Each test starts the launcher a few times: bounded generously, for a slow machine. */
+const SLOW = 180_000;
 const VERSION = (JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
 const install = (args: string[] = [], pathVar = plainPath()) => runFile(INSTALL_LAUNCHER, args, { env: { ...env, PATH: pathVar }, cwd: work });
 
@@ -41,13 +43,13 @@ describe('scripts/install-launcher', () => {
 
     const byName = await runFile('/bin/sh', ['-c', 'blue-agent --version'], { env: { ...env, PATH: `${bin}:${plainPath()}` }, cwd: work });
     expect(byName).toEqual({ code: 0, stdout: `${VERSION}\n`, stderr: '' });
-  });
+  }, SLOW);
 
   it('changes nothing when run again, and says nothing of PATH once the folder is on it', async () => {
     expect((await install()).code).toBe(0);
     const again = await install([], `${bin}:${plainPath()}`);
     expect(again).toEqual({ code: 0, stdout: `already installed: ${link} -> ${TARGET}\nblue-agent ${VERSION} runs\n`, stderr: '' });
-  });
+  }, SLOW);
 
   it('warns when another blue-agent comes first on PATH', async () => {
     const other = path.join(t.root, 'global');
@@ -56,7 +58,7 @@ describe('scripts/install-launcher', () => {
     const result = await install([], `${other}:${bin}:${plainPath()}`);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`warning: another blue-agent comes first on PATH: ${path.join(other, 'blue-agent')}\n`);
-  });
+  }, SLOW);
 
   it('replaces a link of that name, and leaves anything else there alone', async () => {
     await mkdir(bin, { recursive: true });
@@ -73,7 +75,7 @@ describe('scripts/install-launcher', () => {
     expect(refused).toMatchObject({ code: 1, stdout: '' });
     expect(refused.stderr).toBe(`install-launcher: ${path.join(dir, 'blue-agent')} exists and is not a link: remove it, or install into another folder with --dir DIR\n`);
     expect(await readFile(path.join(dir, 'blue-agent'), 'utf8')).toBe('mine\n');
-  });
+  }, SLOW);
 
   it('--uninstall removes its own link only', async () => {
     const dir = path.join(t.root, 'tools');
@@ -86,9 +88,9 @@ describe('scripts/install-launcher', () => {
     const refused = await install(['--uninstall', '--dir', dir]);
     expect(refused).toEqual({ code: 1, stdout: '', stderr: `install-launcher: ${path.join(dir, 'blue-agent')} is not a link to ${TARGET}; left alone\n` });
     expect(await readlink(path.join(dir, 'blue-agent'))).toBe('/elsewhere/blue-agent');
-  });
+  }, SLOW);
 
   it('refuses what it does not know, with its usage', async () => {
     expect(await install(['--frobnicate'])).toEqual({ code: 2, stdout: '', stderr: 'usage: scripts/install-launcher [--uninstall] [--dir DIR]\n' });
-  });
+  }, SLOW);
 });

@@ -27,5 +27,5 @@ describe('scripts/with-node24', () => {
     await symlink(path.relative(t.home, WITH_NODE24), path.join(t.home, 'with-node24'));
     const linked = await runFile('../with-node24', ['node', '-p', 'process.cwd()'], { env, cwd: work });
     expect(linked).toEqual({ code: 0, stdout: `${await realpath(work)}\n`, stderr: '' });
-  });
+  }, 120_000);
 });
