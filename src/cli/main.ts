@@ -391,7 +391,7 @@ manager, otherwise written to run.log in the state directory.`,
     if (action === 'install') command.option('--dry-run', 'print the unit and the commands, change nothing');
     if (action === 'uninstall') command.option('--dry-run', 'show what would be stopped and removed, change nothing');
     command.option('--json', 'print as JSON');
-    if (action === 'uninstall') command.option('--remove-hooks', 'also remove the managed hooks from every harness config');
+    if (action === 'uninstall') command.option('--remove-hooks', 'also stop a running agent and remove the managed hooks from every harness config');
     command.action(async (opts: { dryRun?: boolean; json?: boolean; removeHooks?: boolean }) => {
       const { serviceCommand } = await import('./service.js');
       state.exitCode = await serviceCommand(ctx, action, opts);
