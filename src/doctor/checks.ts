@@ -48,7 +48,7 @@ export function runChecks(facts: DoctorFacts): Check[] {
       checkSpool(facts.spool, facts.platform),
       ...HARNESSES.map((h) => skip(`harness:${h}`)),
       ...HARNESS_CHECK_IDS.map(skip),
-      checkService(facts.service),
+      checkService(facts.service, facts),
     ];
   }
   return [
@@ -61,7 +61,7 @@ export function runChecks(facts: DoctorFacts): Check[] {
     ...checkHarnesses(facts.harnesses),
     ...harnessChecks(facts.harnesses),
     ...(facts.sessions === undefined ? [] : [checkSessionsAtRisk(facts.sessions)]),
-    checkService(facts.service),
+    checkService(facts.service, facts),
   ];
 }
 
@@ -271,10 +271,12 @@ function harnessChecks(harnesses: DoctorFacts['harnesses']): Check[] {
   return HARNESS_CHECKS.map(({ harness, check }): Check => ({ id: check.id, ...check.judge(statusOf(harness)) }));
 }
 
-export function checkService(service: ServiceState | { error: ErrorInfo }): Check {
+export function checkService(service: ServiceState | { error: ErrorInfo }, here: Pick<DoctorFacts, 'serviceHere' | 'agent'> = { agent: { running: false, pid: null } }): Check {
   const id = 'service';
   if ('error' in service) return { id, status: 'warn', message: `cannot read the service state: ${service.error.message}`, fix: service.error.hint ?? 'run `blue-agent service status` for details' };
+  const byHand = here.agent.running ? `the agent runs (pid ${here.agent.pid}) without a service manager: it stops when its session ends` : undefined;
   if (service.manager === 'none') {
+    if (byHand !== undefined) return { id, status: 'ok', message: `no service manager here${service.detail === '' ? '' : ` (${service.detail})`}; ${byHand}` };
     return {
       id,
       status: 'warn',
@@ -283,9 +285,16 @@ export function checkService(service: ServiceState | { error: ErrorInfo }): Chec
     };
   }
   const unit = service.unitFile ?? 'the unit';
+  if (here.serviceHere !== undefined) {
+    // `service install` cannot work in this session: say why, and what does.
+    const { why, fix } = here.serviceHere;
+    const leftover = service.installed && service.ours ? `; ${unit} is installed but cannot run` : '';
+    if (byHand !== undefined) return { id, status: 'ok', message: `the ${service.manager} service cannot run here: ${why}${leftover}; ${byHand}` };
+    return { id, status: 'warn', message: `the ${service.manager} service cannot run here: ${why}${leftover}; the agent does not run, so drift is not repaired and drains are not scheduled`, fix };
+  }
   const detail = service.detail === '' ? '' : ` (${service.detail})`;
   const warn = (message: string, fix = 'blue-agent service install'): Check => ({ id, status: 'warn', message, fix });
-  if (!service.installed) return warn(`the ${service.manager} service is not installed`);
+  if (!service.installed) return warn(`the ${service.manager} service is not installed${byHand === undefined ? '' : `; ${byHand}`}`);
   if (!service.ours) return warn(`${unit} exists but was not written by blue-agent`, `move ${unit} aside, then run \`blue-agent service install\``);
   if (!service.current) return warn(`${unit} is out of date${detail}`);
   if (service.enabled === false) return warn(`${unit} is installed but not enabled`);
@@ -296,7 +305,7 @@ export function checkService(service: ServiceState | { error: ErrorInfo }): Chec
     );
   }
   if (service.enabled === undefined || service.active === undefined) {
-    // The manager could not be asked (no user manager in this session, a timeout): nothing says the agent runs.
+    // The manager could not be asked (a timeout, or no answer that says why): nothing says the agent runs.
     const ask = service.manager === 'systemd' ? 'systemctl --user status blue-agent.service' : `launchctl print gui/$(id -u)/${LAUNCHD_LABEL}`;
     return warn(
       `${unit} is installed, but ${service.manager} could not say whether it is enabled and running${detail}`,

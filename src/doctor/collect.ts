@@ -12,9 +12,9 @@ import { BlueError } from '../errors.js';
 import { fetchGovernanceConfig, governanceConfigUrl } from '../control-api/governance-config.js';
 import { fetchedPolicy, MAX_POLICY_BYTES, type ResolvedPolicy } from '../policy/index.js';
 import type { AgentConfig } from '../schema/index.js';
-import { serviceStatus, type ServiceState } from '../service/index.js';
+import { serviceStatus, unavailableReason, type ServiceState } from '../service/index.js';
 import { SpoolView } from '../spool/index.js';
-import { collectSessions, inspectHarnesses, type HarnessStatus } from '../status/collect.js';
+import { collectSessions, inspectHarnesses, readAgentStatus, type HarnessStatus } from '../status/collect.js';
 import type { SessionsStatus } from '../sweep/status.js';
 import { errorInfo, readPolicyOffline, type ErrorInfo } from '../status/policy.js';
 
@@ -81,6 +81,10 @@ export interface DoctorFacts {
   /** Sessions the harnesses' own cleanup will delete before they are uploaded (undefined: not looked at). */
   sessions?: SessionsStatus | { error: ErrorInfo };
   service: ServiceState | { error: ErrorInfo };
+  /** Why the service cannot run in this session, and what works instead (undefined: nothing says it cannot). */
+  serviceHere?: { why: string; fix: string };
+  /** The agent as its state file tells: running (by the service or by hand), and its pid. */
+  agent: { running: boolean; pid: number | null };
 }
 
 export async function collectDoctorFacts(ctx: Context, options: DoctorOptions = {}): Promise<DoctorFacts> {
@@ -97,12 +101,14 @@ export async function collectDoctorFacts(ctx: Context, options: DoctorOptions = 
 
   // A config that does not parse says nothing about the Control API or the token: they are not probed (the checks
   // that read them are skipped).
-  const [control, spool, service, required] = await Promise.all([
+  const [control, spool, service, required, agent] = await Promise.all([
     configError === undefined ? controlFacts(ctx, config, options.timeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS) : unreadControl(),
     spoolFacts(ctx),
     serviceStatus(ctx).catch((error: unknown) => ({ error: errorInfo(error) })),
     requiredNode(ctx),
+    readAgentStatus(ctx),
   ]);
+  const serviceHere = 'error' in service ? undefined : unavailableReason(ctx, service.availability);
 
   // The policy the harnesses are judged by: a configured file, else what the Control API just answered, else the
   // last-known-good copy.
@@ -135,6 +141,8 @@ export async function collectDoctorFacts(ctx: Context, options: DoctorOptions = 
     harnesses,
     ...(Array.isArray(harnesses) ? { sessions: await collectSessions(ctx, harnesses).catch((error: unknown) => ({ error: errorInfo(error) })) } : {}),
     service,
+    ...(serviceHere === undefined ? {} : { serviceHere }),
+    agent: { running: agent.state === 'running', pid: agent.pid },
   };
 }
 

@@ -87,6 +87,11 @@ export interface StatusReport {
 export const RUN_STATE_STALE_MS = 60 * 60 * 1000;
 const RUN_STATE_GRACE_MS = 10 * 60 * 1000;
 
+/** The running agent as its state file tells (`blue-agent run` started by the service or by hand). */
+export async function readAgentStatus(ctx: Context): Promise<AgentStatus> {
+  return agentStatus(await readRunState(ctx), ctx.clock.now());
+}
+
 export async function collectStatus(ctx: Context): Promise<StatusReport> {
   const now = ctx.clock.now();
   let config: AgentConfig = {};

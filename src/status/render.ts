@@ -178,7 +178,11 @@ function renderAgent(a: AgentStatus, now: number, c: Palette): string[] {
 function renderService(s: ServiceState | { error: ErrorInfo }, home: string, c: Palette): string[] {
   if ('error' in s) return [c.red(`error: ${s.error.message}`), ...hintLines(s.error, c)];
   if (s.manager === 'none') return [c.dim(`no service manager${s.detail === '' ? '' : ` (${s.detail})`}`)];
-  if (!s.installed) return [`${s.manager}: ${c.yellow('not installed')}`, c.dim('install it: blue-agent service install')];
+  if (!s.installed) {
+    // Where the manager cannot run the service in this session, `service install` would only fail.
+    const here = s.availability === undefined || s.availability === 'available' || s.availability === 'unknown';
+    return [`${s.manager}: ${c.yellow('not installed')}`, c.dim(here ? 'install it: blue-agent service install' : `${s.detail}; \`blue-agent doctor\` says what runs the agent here`)];
+  }
   const flags = [
     s.ours ? undefined : c.yellow('not ours'),
     s.current ? undefined : c.yellow('out of date'),

@@ -237,6 +237,41 @@ describe('doctor', () => {
     expect(status.service).toMatchObject({ manager: 'systemd', unit_file: unit, installed: true, ours: false, enabled: true, active: false });
   });
 
+  it('the service cannot run in this session: no `service install` advice, but what works here; a hand-run agent is ok', async () => {
+    await healthy();
+    // systemctl without a user manager to reach (the words of the real one), on a machine systemd runs.
+    const noUserManager = (system: string) =>
+      writeFile(
+        path.join(s.bin, 'systemctl'),
+        `#!/bin/sh\nif [ "$1" = is-system-running ]; then echo ${system}; exit 1; fi\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n`,
+        { mode: 0o755 },
+      );
+    await noUserManager('running');
+    let result = await doctor();
+    expect(result.checks.service).toMatchObject({
+      status: 'warn',
+      message: expect.stringMatching(/^the systemd service cannot run here: there is no systemd user manager in this session .*; the agent does not run/),
+      fix: expect.stringContaining('`loginctl enable-linger $USER`, log in again and run `blue-agent service install` again; or run the agent yourself: `blue-agent run`'),
+    });
+
+    // Not a machine systemd runs (a container): lingering would not help.
+    await noUserManager('offline');
+    result = await doctor();
+    expect(result.checks.service!.message).toContain('systemd does not run this machine');
+    expect(result.checks.service!.fix).toMatch(/^run the agent yourself: `blue-agent run` in a session that stays open \(tmux or screen\), or at boot from cron/);
+    expect(result.checks.service!.fix).not.toContain('service install');
+
+    // A unit left by an earlier install is named as one that cannot run.
+    await installUnit();
+    result = await doctor();
+    expect(result.checks.service!.message).toContain('blue-agent.service is installed but cannot run');
+
+    // The agent started by hand (its state file, this very process as its pid): that is what works here.
+    await writeFile(path.join(s.stateDir, 'agent-run.json'), JSON.stringify({ pid: process.pid, started_at_unix_ms: Date.now(), updated_at_unix_ms: Date.now() }));
+    result = await doctor();
+    expect(result.checks.service).toMatchObject({ status: 'ok', message: expect.stringContaining(`the agent runs (pid ${process.pid}) without a service manager`) });
+  });
+
   it('pure checks: states map to ok / warn / fail with a fix', () => {
     const base: HarnessStatus = {
       harness: 'claude',

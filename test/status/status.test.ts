@@ -214,6 +214,19 @@ describe('status', () => {
     void api;
   });
 
+  it('a service that cannot run in this session is not offered as the fix', async () => {
+    await writeFile(
+      path.join(s.bin, 'systemctl'),
+      '#!/bin/sh\nif [ "$1" = is-system-running ]; then echo running; exit 0; fi\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n',
+      { mode: 0o755 },
+    );
+    const human = await s.cli(['status'], { platform: 'linux' });
+    expect(human.stdout).toMatch(/^Service +systemd: not installed\n +not installed; systemctl --user could not answer: Failed to connect to bus: No medium found \(no systemd user manager in this session\); `blue-agent doctor` says what runs the agent here$/m);
+    expect(human.stdout).not.toContain('blue-agent service install');
+    const json = JSON.parse((await s.cli(['status', '--json'], { platform: 'linux' })).stdout);
+    expect(json.service).toMatchObject({ installed: false, availability: 'no_user_manager' });
+  });
+
   it('counts a spool that fails its safety check, and says why', async () => {
     const now = Date.now();
     await enqueue(s.stateDir, 'claude', ['a', 'b', 'c'], [now - 60_000, now - 50_000, now - 40_000]);
