@@ -32,6 +32,8 @@ export interface Installation {
 export interface Decision {
   state: HarnessState;
   reason: string;
+  /** With state error: the error's code. */
+  code?: string;
   interval?: Interval;
   verified?: boolean;
   /** The managed hook to have; null for none. Undefined: do not touch this harness at all. */
@@ -54,7 +56,7 @@ export function decide(
 ): Decision {
   const name = loaded.doc.display_name;
   if (installation.error !== undefined) {
-    return { state: 'error', reason: installation.error.message, desired: undefined };
+    return { state: 'error', reason: installation.error.message, code: installation.error.code, desired: undefined };
   }
   if (!installation.installed || installation.version === undefined) {
     return { state: 'not_installed', reason: `${name} (\`${loaded.doc.binary}\`) was not found on PATH`, desired: null };

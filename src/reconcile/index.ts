@@ -52,6 +52,8 @@ export interface HarnessReport {
   verified: boolean | null;
   state: HarnessState;
   reason: string;
+  /** With state error: the error's code (the first, when several files failed). */
+  code?: string;
   action: HarnessAction;
   files: FileReport[];
 }
@@ -191,7 +193,7 @@ async function reconcileHarness(
     verified: decision.verified ?? null,
   };
   if (decision.desired === undefined) {
-    return { ...base, state: decision.state, reason: decision.reason, action: 'error', files: [] };
+    return { ...base, state: decision.state, reason: decision.reason, ...(decision.code === undefined ? {} : { code: decision.code }), action: 'error', files: [] };
   }
 
   const plan = await planHarness(ctx, adapter, decision.interval, decision.desired, ledger);
@@ -201,6 +203,7 @@ async function reconcileHarness(
       ...base,
       state: 'error',
       reason: plan.errors.map((e) => e.error.message).join('; '),
+      code: plan.errors[0]!.error.code,
       action: 'error',
       files: [
         ...plan.files.map((p) => ({ path: p.file, action: 'unchanged' as const })),
@@ -227,6 +230,7 @@ async function reconcileHarness(
         ...base,
         state: 'error',
         reason: blue.message,
+        code: blue.code,
         action: 'error',
         files: [
           ...applied.map((a) => fileReport(a.plan, a.backup)),

@@ -42,6 +42,8 @@ export interface HarnessStatus {
   verified_before: string | null;
   state: HarnessReport['state'];
   reason: string;
+  /** With state error: the error's code. */
+  code?: string;
   /**
    * What `blue-agent reconcile` would do to this harness's managed hook now, or null when nothing: `create` (the hook
    * is missing — an `active` harness captures nothing until it is added), `update` (out of date), `remove` (no longer
@@ -174,6 +176,7 @@ export async function inspectHarnesses(ctx: Context, policy: ResolvedPolicy | un
       verified_before: interval?.verified_before ?? null,
       state: h.state,
       reason: noPolicyReason ? 'no governance policy is available, so capture is off' : h.reason,
+      ...(h.code === undefined ? {} : { code: h.code }),
       pending: h.action === 'create' || h.action === 'update' || h.action === 'remove' ? h.action : null,
       hint: fileHint(h),
     };

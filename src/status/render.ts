@@ -130,7 +130,7 @@ function renderHarness(h: HarnessStatus, c: Palette): string[] {
   const indent = ' '.repeat(LABEL);
   // The pending change first: it says whether the state above is in force yet.
   if (h.pending !== null) lines.push(`${indent}${c.yellow(pendingNote(h.pending))}`);
-  lines.push(`${indent}${c.dim(h.reason)}`);
+  lines.push(`${indent}${c.dim(h.code === undefined ? h.reason : `[${h.code}] ${h.reason}`)}`);
   return lines;
 }
 

@@ -36,7 +36,7 @@ describe('decide', () => {
 
   it('leaves a harness alone when its version cannot be read', () => {
     const d = decide('codex', profiles.get('codex')!, { installed: true, path: '/x', error: { code: 'VERSION_DETECT_FAILED', message: 'boom' } }, policy, self, noRanges);
-    expect([d.state, d.desired, d.reason]).toEqual(['error', undefined, 'boom']);
+    expect([d.state, d.desired, d.reason, d.code]).toEqual(['error', undefined, 'boom', 'VERSION_DETECT_FAILED']);
   });
 
   it('capture_disabled without a session_upload block', () => {

@@ -139,6 +139,8 @@ describe('reconcile', () => {
     const report = await reconcile(ctx, { dryRun: false, policyFile: policy });
     const claude = byHarness(report).claude!;
     expect(claude.state).toBe('error');
+    // The harness's error names its code, as the file's does (the status report and `status` carry it).
+    expect(claude.code).toBe('NATIVE_CONFIG_PARSE');
     expect(claude.files[0]!.error).toMatchObject({ code: 'NATIVE_CONFIG_PARSE', line: 3 });
     expect(claude.reason).toMatch(/settings\.json:3:\d+/);
     expect(await readFile(claudeSettings(), 'utf8')).toBe(broken);

@@ -128,6 +128,20 @@ describe('status', () => {
     expect(human).toMatch(/^Spool +empty \(not created yet\)$/m);
   });
 
+  it('a harness in error says its code, in --json and on its line', async () => {
+    const file = path.join(s.t.root, 'policy.yaml');
+    await writeFile(file, 'revision: 3\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n');
+    await s.config(`policy_file: ${file}\n`);
+    await s.harnesses({ claude: '2.1.332 (Claude Code)' });
+    await mkdir(path.join(s.t.home, '.claude'), { recursive: true });
+    await writeFile(path.join(s.t.home, '.claude', 'settings.json'), '{\n  "hooks": { oops }\n}\n');
+    const report = JSON.parse((await s.cli(['status', '--json'])).stdout);
+    const h = Object.fromEntries(report.harnesses.map((x: { harness: string }) => [x.harness, x]));
+    expect(h.claude).toMatchObject({ state: 'error', code: 'NATIVE_CONFIG_PARSE' });
+    expect(h.codex).not.toHaveProperty('code');
+    expect((await s.cli(['status'])).stdout).toMatch(/^ {2}claude +error +claude-v2_0_12 +2\.1\.332\n {12}\[NATIVE_CONFIG_PARSE\] .*settings\.json/m);
+  });
+
   it('with no policy configured, still inspects the harnesses and says capture is off', async () => {
     await s.harnesses({ claude: '2.1.332 (Claude Code)' });
     const before = await snapshot(s.t.root);
