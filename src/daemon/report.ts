@@ -32,6 +32,8 @@ export interface HarnessSummary {
   verified: boolean | null;
   state: string;
   reason: string;
+  /** With state error: the error's code. */
+  code?: string;
   action: string;
   /** Files the reconcile changed (or failed on). */
   files: string[];
@@ -56,10 +58,14 @@ const PLATFORMS: Partial<Record<NodeJS.Platform, string>> = { darwin: 'macos', w
 /** And architectures as `std::env::consts::ARCH` does. */
 const ARCHITECTURES: Record<string, string> = { x64: 'x86_64', arm64: 'aarch64', ia32: 'x86' };
 
+const STATE_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
+
 /**
- * One harness as the contract's HarnessInventoryEntry. `drift_corrected` is an extension (the contract's entries are
- * open, and Blue's server keeps `harnesses` as sent): this report follows a reconcile that put back a managed hook
- * somebody had changed or removed.
+ * One harness as the contract's HarnessInventoryEntry. The contract's fields say only whether it is installed and
+ * reconciled; its real state (`awaiting_trust`: the hook is written but the harness will not run it yet) is in the
+ * extensions `state`, `state_code` (an error's code) and `state_reason` (the reason no compatibility field carries).
+ * `drift_corrected`, another extension (the contract's entries are open, and Blue's server keeps `harnesses` as
+ * sent), says this report follows a reconcile that put back a managed hook somebody had changed or removed.
  */
 export function inventoryEntry(h: HarnessSummary, corrected: boolean): HarnessInventoryEntry & { drift_corrected?: true } {
   const text = (value: string, max: number) => reportText(value, max);
@@ -70,6 +76,8 @@ export function inventoryEntry(h: HarnessSummary, corrected: boolean): HarnessIn
       : h.verified === false && h.state === 'active'
         ? `${h.version ?? 'this version'} is at or past the certified ceiling of ${h.profile ?? 'its profile'}; captured because the policy allows unverified versions`
         : undefined;
+  const error = failed || (h.installed && !h.supported);
+  const explained = error || warning !== undefined || h.state === 'active' || h.state === 'not_installed';
   return {
     name: h.harness,
     api_allowed: h.allowed,
@@ -81,8 +89,11 @@ export function inventoryEntry(h: HarnessSummary, corrected: boolean): HarnessIn
     ...(h.version === null ? {} : { version: text(h.version, 64) }),
     ...(h.profile === null ? {} : { compatibility_profile: text(h.profile, 256) }),
     ...(h.profile === null ? {} : { compatibility_deprecated: h.deprecated }),
-    ...(failed || (h.installed && !h.supported) ? { compatibility_error: text(h.reason, 1024) } : {}),
+    ...(error ? { compatibility_error: text(h.reason, 1024) } : {}),
     ...(warning === undefined ? {} : { compatibility_warning: text(warning, 1024) }),
+    state: h.state.slice(0, 32),
+    ...(failed && h.code !== undefined && STATE_CODE.test(h.code) ? { state_code: h.code } : {}),
+    ...(explained ? {} : { state_reason: text(h.reason, 1024) }),
     ...(corrected ? { drift_corrected: true as const } : {}),
   };
 }
@@ -123,25 +134,36 @@ export function clientStatusBody(
 
 /**
  * The report within what the Control API accepts (MAX_CLIENT_STATUS_BYTES), however long the paths and messages it
- * carries: without the harnesses' paths, then with their messages cut, then with only what each harness's state needs.
+ * carries: without the harnesses' paths, then with their messages cut, then with only what each harness's state needs
+ * (the contract's flags, the state and an error's code).
  */
 function withinBound(body: Report): Report {
   const entries = (body.harnesses ?? []).filter((h) => typeof h !== 'string');
-  const short = (text: string | undefined, key: 'compatibility_error' | 'compatibility_warning') => (text === undefined ? {} : { [key]: text.slice(0, 128) });
+  type Message = 'compatibility_error' | 'compatibility_warning' | 'state_reason';
+  const short = (text: string | undefined, key: Message) => (text === undefined ? {} : { [key]: text.slice(0, 128) });
   const smaller: (() => Report)[] = [
     () => ({ ...body, harnesses: entries.map(({ path: _path, ...rest }) => rest) }),
     () => ({
       ...body,
       ...(body.error == null ? {} : { error: body.error.slice(0, 256) }),
-      harnesses: entries.map(({ path: _path, raw_version: _raw, compatibility_error: error, compatibility_warning: warning, ...rest }) => ({
+      harnesses: entries.map(({ path: _path, raw_version: _raw, compatibility_error: error, compatibility_warning: warning, state_reason: reason, ...rest }) => ({
         ...rest,
         ...short(error, 'compatibility_error'),
         ...short(warning, 'compatibility_warning'),
+        ...short(reason, 'state_reason'),
       })),
     }),
     () => {
       const { error: _error, reconciliation_attempt: _attempt, hostname, ...rest } = body;
-      const state = (h: HarnessInventoryEntry) => ({ name: h.name, api_allowed: h.api_allowed, client_supported: h.client_supported, installed: h.installed, reconciled: h.reconciled });
+      const state = (h: HarnessInventoryEntry) => ({
+        name: h.name,
+        api_allowed: h.api_allowed,
+        client_supported: h.client_supported,
+        installed: h.installed,
+        reconciled: h.reconciled,
+        ...(h.state === undefined ? {} : { state: h.state }),
+        ...(h.state_code === undefined ? {} : { state_code: h.state_code }),
+      });
       return { ...rest, hostname: hostname?.slice(0, 64) ?? null, harnesses: entries.map(state) };
     },
   ];

@@ -134,6 +134,7 @@ export async function reconcileTask(ctx: Context, snapshot: string): Promise<Rec
         verified: h.verified,
         state: h.state,
         reason: h.reason,
+        ...(h.code === undefined ? {} : { code: h.code }),
         action: h.action,
         files: h.files.filter((f) => f.action !== 'unchanged').map((f) => f.path),
         file_error: h.files.some((f) => f.action === 'error'),

@@ -67,7 +67,51 @@ interface Report {
   applied?: boolean;
   files_ok?: boolean;
   error?: string | null;
-  harnesses?: (string | { name?: string; installed?: boolean; reconciled?: boolean; raw_version?: string })[];
+  harnesses?: (string | InventoryEntry)[];
+}
+
+/** One harness of a report, as a machine sent it (blue-agent's extensions included; other clients' may lack them). */
+interface InventoryEntry {
+  name?: string;
+  installed?: boolean;
+  reconciled?: boolean;
+  raw_version?: string;
+  state?: string;
+  state_code?: string;
+  state_reason?: string;
+  compatibility_error?: string;
+  compatibility_warning?: string;
+}
+
+/** States in which the harness captures sessions as the policy asks. */
+const CAPTURING_STATES = new Set(['active', 'unverified_version']);
+/** States an administrator need not act on: capture is off here on purpose, or there is nothing to capture. */
+const QUIET_STATES = new Set(['not_installed', 'not_allowed', 'capture_disabled']);
+
+/**
+ * A harness as the machine reported it: its real state when the machine says it (an agent that says only
+ * installed/reconciled is shown as before), with an error's code and the reason in a line of its own.
+ */
+function HarnessLine({ h }: { h: InventoryEntry }) {
+  const state = typeof h.state === 'string' ? h.state : undefined;
+  const label =
+    state === undefined
+      ? h.installed === false
+        ? 'not installed'
+        : h.reconciled === true
+          ? 'reconciled'
+          : 'not reconciled'
+      : state === 'error' && typeof h.state_code === 'string'
+        ? `error [${h.state_code}]`
+        : state.replace(/_/g, ' ');
+  const tone = state === undefined ? (h.reconciled === false ? 'danger' : undefined) : CAPTURING_STATES.has(state) ? 'ok' : QUIET_STATES.has(state) ? 'muted' : 'danger';
+  const reason = [h.compatibility_error, h.state_reason, h.compatibility_warning].find((r) => typeof r === 'string' && r !== '');
+  return (
+    <>
+      {[h.name ?? '?', h.raw_version].filter((part) => typeof part === 'string' && part !== '').join(' ')}: <span class={tone}>{label}</span>
+      {reason === undefined ? null : <div class="muted">{reason}</div>}
+    </>
+  );
 }
 
 /** GET /admin/clients: each machine's latest report, a page at a time (`page`), by person and machine. */
@@ -129,7 +173,7 @@ export async function adminClients(rc: RouteContext, req: Request): Promise<void
                           <li key={i}>{h}</li>
                         ) : (
                           <li key={i}>
-                            {h.name ?? '?'} {h.raw_version === undefined ? '' : h.raw_version}: {h.installed === false ? 'not installed' : h.reconciled === true ? 'reconciled' : 'not reconciled'}
+                            <HarnessLine h={h} />
                           </li>
                         ),
                       )}

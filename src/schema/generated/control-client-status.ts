@@ -44,6 +44,18 @@ export interface HarnessInventoryEntry {
   compatibility_deprecated?: boolean;
   compatibility_error?: string;
   compatibility_warning?: string;
+  /**
+   * An extension: the harness's state as the agent's reconcile decided it, what `blue-agent status` shows: active, not_installed, not_allowed, unsupported_version, unverified_version, capture_disabled, awaiting_trust (the harness runs the managed hook only once the user trusts it), hooks_disabled (the user's switch turns every hook off), error. A state a newer agent adds is kept as sent.
+   */
+  state?: string;
+  /**
+   * An extension: with state error, the error's code.
+   */
+  state_code?: string;
+  /**
+   * An extension: why the harness is in its state, when neither compatibility_error nor compatibility_warning says it (awaiting_trust, hooks_disabled, not_allowed, capture_disabled).
+   */
+  state_reason?: string;
 }
 /**
  * Blue's PackageStatus: one managed package on the machine.

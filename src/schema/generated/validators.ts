@@ -2953,10 +2953,12 @@ return errors === 0;
 }
 
 export const validateClientStatusReport = validate20;
-const schema27 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-client-status.schema.json","title":"ClientStatusReport","description":"Body of POST /client-status (Blue's ClientStatusReport): what one machine applied. Fields the contract does not name are tolerated and kept, up to 32 fields in all. The whole body is at most 16 KiB (src/schema/limits.ts); the server keeps the reports of each person's 20 machines that reported last.","type":"object","required":["instance_id","client_version","platform","applied","files_ok"],"maxProperties":32,"properties":{"instance_id":{"type":"string","minLength":1,"maxLength":128,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"hostname":{"type":["string","null"],"maxLength":255},"client_version":{"type":"string","minLength":1,"maxLength":64},"platform":{"type":"string","minLength":1,"maxLength":32},"config_revision":{"type":["string","null"],"maxLength":128},"applied":{"description":"The configuration revision is applied (every harness it names reconciled).","type":"boolean"},"files_ok":{"description":"The managed native files are as the agent wrote them.","type":"boolean"},"harnesses":{"type":"array","maxItems":64,"items":{"oneOf":[{"description":"An applied harness's name.","type":"string","maxLength":64},{"$ref":"#/definitions/harnessInventoryEntry"}]}},"packages":{"type":"array","maxItems":256,"items":{"$ref":"#/definitions/packageStatus"}},"reconciliation_attempt":{"oneOf":[{"type":"object","required":["harness","revision"],"properties":{"harness":{"type":"string","maxLength":64},"revision":{"type":"string","maxLength":128}}},{"type":"null"}]},"error":{"type":["string","null"],"maxLength":4096}},"definitions":{"packageStatus":{"description":"Blue's PackageStatus: one managed package on the machine.","type":"object","required":["id","version","sha256","harness","state"],"properties":{"id":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"sha256":{"type":"string","maxLength":64},"harness":{"type":"string","maxLength":64},"state":{"enum":["applied","drifted","pending","failed","quarantined"]},"error":{"type":["string","null"],"maxLength":1024}}},"harnessInventoryEntry":{"type":"object","required":["name","api_allowed","client_supported","installed","reconciled"],"properties":{"name":{"type":"string","maxLength":64},"api_allowed":{"type":"boolean"},"client_supported":{"type":"boolean"},"installed":{"type":"boolean"},"reconciled":{"type":"boolean"},"path":{"type":"string","maxLength":4096},"raw_version":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"compatibility_deprecated":{"type":"boolean"},"compatibility_error":{"type":"string","maxLength":1024},"compatibility_warning":{"type":"string","maxLength":1024}}}}};
-const schema28 = {"type":"object","required":["name","api_allowed","client_supported","installed","reconciled"],"properties":{"name":{"type":"string","maxLength":64},"api_allowed":{"type":"boolean"},"client_supported":{"type":"boolean"},"installed":{"type":"boolean"},"reconciled":{"type":"boolean"},"path":{"type":"string","maxLength":4096},"raw_version":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"compatibility_deprecated":{"type":"boolean"},"compatibility_error":{"type":"string","maxLength":1024},"compatibility_warning":{"type":"string","maxLength":1024}}};
+const schema27 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-client-status.schema.json","title":"ClientStatusReport","description":"Body of POST /client-status (Blue's ClientStatusReport): what one machine applied. Fields the contract does not name are tolerated and kept, up to 32 fields in all. The whole body is at most 16 KiB (src/schema/limits.ts); the server keeps the reports of each person's 20 machines that reported last.","type":"object","required":["instance_id","client_version","platform","applied","files_ok"],"maxProperties":32,"properties":{"instance_id":{"type":"string","minLength":1,"maxLength":128,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"hostname":{"type":["string","null"],"maxLength":255},"client_version":{"type":"string","minLength":1,"maxLength":64},"platform":{"type":"string","minLength":1,"maxLength":32},"config_revision":{"type":["string","null"],"maxLength":128},"applied":{"description":"The configuration revision is applied (every harness it names reconciled).","type":"boolean"},"files_ok":{"description":"The managed native files are as the agent wrote them.","type":"boolean"},"harnesses":{"type":"array","maxItems":64,"items":{"oneOf":[{"description":"An applied harness's name.","type":"string","maxLength":64},{"$ref":"#/definitions/harnessInventoryEntry"}]}},"packages":{"type":"array","maxItems":256,"items":{"$ref":"#/definitions/packageStatus"}},"reconciliation_attempt":{"oneOf":[{"type":"object","required":["harness","revision"],"properties":{"harness":{"type":"string","maxLength":64},"revision":{"type":"string","maxLength":128}}},{"type":"null"}]},"error":{"type":["string","null"],"maxLength":4096}},"definitions":{"packageStatus":{"description":"Blue's PackageStatus: one managed package on the machine.","type":"object","required":["id","version","sha256","harness","state"],"properties":{"id":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"sha256":{"type":"string","maxLength":64},"harness":{"type":"string","maxLength":64},"state":{"enum":["applied","drifted","pending","failed","quarantined"]},"error":{"type":["string","null"],"maxLength":1024}}},"harnessInventoryEntry":{"type":"object","required":["name","api_allowed","client_supported","installed","reconciled"],"properties":{"name":{"type":"string","maxLength":64},"api_allowed":{"type":"boolean"},"client_supported":{"type":"boolean"},"installed":{"type":"boolean"},"reconciled":{"type":"boolean"},"path":{"type":"string","maxLength":4096},"raw_version":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"compatibility_deprecated":{"type":"boolean"},"compatibility_error":{"type":"string","maxLength":1024},"compatibility_warning":{"type":"string","maxLength":1024},"state":{"description":"An extension: the harness's state as the agent's reconcile decided it, what `blue-agent status` shows: active, not_installed, not_allowed, unsupported_version, unverified_version, capture_disabled, awaiting_trust (the harness runs the managed hook only once the user trusts it), hooks_disabled (the user's switch turns every hook off), error. A state a newer agent adds is kept as sent.","type":"string","maxLength":32,"pattern":"^[a-z][a-z_]*$"},"state_code":{"description":"An extension: with state error, the error's code.","type":"string","maxLength":64,"pattern":"^[A-Z][A-Z0-9_]*$"},"state_reason":{"description":"An extension: why the harness is in its state, when neither compatibility_error nor compatibility_warning says it (awaiting_trust, hooks_disabled, not_allowed, capture_disabled).","type":"string","maxLength":1024}}}}};
+const schema28 = {"type":"object","required":["name","api_allowed","client_supported","installed","reconciled"],"properties":{"name":{"type":"string","maxLength":64},"api_allowed":{"type":"boolean"},"client_supported":{"type":"boolean"},"installed":{"type":"boolean"},"reconciled":{"type":"boolean"},"path":{"type":"string","maxLength":4096},"raw_version":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"compatibility_profile":{"type":"string","maxLength":256},"compatibility_deprecated":{"type":"boolean"},"compatibility_error":{"type":"string","maxLength":1024},"compatibility_warning":{"type":"string","maxLength":1024},"state":{"description":"An extension: the harness's state as the agent's reconcile decided it, what `blue-agent status` shows: active, not_installed, not_allowed, unsupported_version, unverified_version, capture_disabled, awaiting_trust (the harness runs the managed hook only once the user trusts it), hooks_disabled (the user's switch turns every hook off), error. A state a newer agent adds is kept as sent.","type":"string","maxLength":32,"pattern":"^[a-z][a-z_]*$"},"state_code":{"description":"An extension: with state error, the error's code.","type":"string","maxLength":64,"pattern":"^[A-Z][A-Z0-9_]*$"},"state_reason":{"description":"An extension: why the harness is in its state, when neither compatibility_error nor compatibility_warning says it (awaiting_trust, hooks_disabled, not_allowed, capture_disabled).","type":"string","maxLength":1024}}};
 const schema29 = {"description":"Blue's PackageStatus: one managed package on the machine.","type":"object","required":["id","version","sha256","harness","state"],"properties":{"id":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"sha256":{"type":"string","maxLength":64},"harness":{"type":"string","maxLength":64},"state":{"enum":["applied","drifted","pending","failed","quarantined"]},"error":{"type":["string","null"],"maxLength":1024}}};
 const pattern15 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
+const pattern16 = new RegExp("^[a-z][a-z_]*$", "u");
+const pattern17 = new RegExp("^[A-Z][A-Z0-9_]*$", "u");
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-client-status.schema.json" */;
@@ -3546,14 +3548,109 @@ vErrors.push(err48);
 errors++;
 }
 }
-}
-else {
-const err49 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data8.state !== undefined){
+let data21 = data8.state;
+if(typeof data21 === "string"){
+if(func2(data21) > 32){
+const err49 = {instancePath:instancePath+"/harnesses/" + i0+"/state",schemaPath:"#/definitions/harnessInventoryEntry/properties/state/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters"};
 if(vErrors === null){
 vErrors = [err49];
 }
 else {
 vErrors.push(err49);
+}
+errors++;
+}
+if(!pattern16.test(data21)){
+const err50 = {instancePath:instancePath+"/harnesses/" + i0+"/state",schemaPath:"#/definitions/harnessInventoryEntry/properties/state/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z_]*$"},message:"must match pattern \""+"^[a-z][a-z_]*$"+"\""};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/harnesses/" + i0+"/state",schemaPath:"#/definitions/harnessInventoryEntry/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+if(data8.state_code !== undefined){
+let data22 = data8.state_code;
+if(typeof data22 === "string"){
+if(func2(data22) > 64){
+const err52 = {instancePath:instancePath+"/harnesses/" + i0+"/state_code",schemaPath:"#/definitions/harnessInventoryEntry/properties/state_code/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+if(!pattern17.test(data22)){
+const err53 = {instancePath:instancePath+"/harnesses/" + i0+"/state_code",schemaPath:"#/definitions/harnessInventoryEntry/properties/state_code/pattern",keyword:"pattern",params:{pattern: "^[A-Z][A-Z0-9_]*$"},message:"must match pattern \""+"^[A-Z][A-Z0-9_]*$"+"\""};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+else {
+const err54 = {instancePath:instancePath+"/harnesses/" + i0+"/state_code",schemaPath:"#/definitions/harnessInventoryEntry/properties/state_code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+}
+if(data8.state_reason !== undefined){
+let data23 = data8.state_reason;
+if(typeof data23 === "string"){
+if(func2(data23) > 1024){
+const err55 = {instancePath:instancePath+"/harnesses/" + i0+"/state_reason",schemaPath:"#/definitions/harnessInventoryEntry/properties/state_reason/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+else {
+const err56 = {instancePath:instancePath+"/harnesses/" + i0+"/state_reason",schemaPath:"#/definitions/harnessInventoryEntry/properties/state_reason/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+}
+else {
+const err57 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/definitions/harnessInventoryEntry/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
 }
 errors++;
 }
@@ -3569,12 +3666,12 @@ passing0 = 1;
 }
 }
 if(!valid3){
-const err50 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+const err58 = {instancePath:instancePath+"/harnesses/" + i0,schemaPath:"#/properties/harnesses/items/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
 if(vErrors === null){
-vErrors = [err50];
+vErrors = [err58];
 }
 else {
-vErrors.push(err50);
+vErrors.push(err58);
 }
 errors++;
 }
@@ -3592,99 +3689,7 @@ vErrors = null;
 }
 }
 else {
-const err51 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err51];
-}
-else {
-vErrors.push(err51);
-}
-errors++;
-}
-}
-if(data.packages !== undefined){
-let data21 = data.packages;
-if(Array.isArray(data21)){
-if(data21.length > 256){
-const err52 = {instancePath:instancePath+"/packages",schemaPath:"#/properties/packages/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
-if(vErrors === null){
-vErrors = [err52];
-}
-else {
-vErrors.push(err52);
-}
-errors++;
-}
-const len1 = data21.length;
-for(let i1=0; i1<len1; i1++){
-let data22 = data21[i1];
-if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
-if(data22.id === undefined){
-const err53 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err53];
-}
-else {
-vErrors.push(err53);
-}
-errors++;
-}
-if(data22.version === undefined){
-const err54 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
-if(vErrors === null){
-vErrors = [err54];
-}
-else {
-vErrors.push(err54);
-}
-errors++;
-}
-if(data22.sha256 === undefined){
-const err55 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/required",keyword:"required",params:{missingProperty: "sha256"},message:"must have required property '"+"sha256"+"'"};
-if(vErrors === null){
-vErrors = [err55];
-}
-else {
-vErrors.push(err55);
-}
-errors++;
-}
-if(data22.harness === undefined){
-const err56 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/required",keyword:"required",params:{missingProperty: "harness"},message:"must have required property '"+"harness"+"'"};
-if(vErrors === null){
-vErrors = [err56];
-}
-else {
-vErrors.push(err56);
-}
-errors++;
-}
-if(data22.state === undefined){
-const err57 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/required",keyword:"required",params:{missingProperty: "state"},message:"must have required property '"+"state"+"'"};
-if(vErrors === null){
-vErrors = [err57];
-}
-else {
-vErrors.push(err57);
-}
-errors++;
-}
-if(data22.id !== undefined){
-let data23 = data22.id;
-if(typeof data23 === "string"){
-if(func2(data23) > 256){
-const err58 = {instancePath:instancePath+"/packages/" + i1+"/id",schemaPath:"#/definitions/packageStatus/properties/id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
-if(vErrors === null){
-vErrors = [err58];
-}
-else {
-vErrors.push(err58);
-}
-errors++;
-}
-}
-else {
-const err59 = {instancePath:instancePath+"/packages/" + i1+"/id",schemaPath:"#/definitions/packageStatus/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err59 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -3694,11 +3699,11 @@ vErrors.push(err59);
 errors++;
 }
 }
-if(data22.version !== undefined){
-let data24 = data22.version;
-if(typeof data24 === "string"){
-if(func2(data24) > 64){
-const err60 = {instancePath:instancePath+"/packages/" + i1+"/version",schemaPath:"#/definitions/packageStatus/properties/version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(data.packages !== undefined){
+let data24 = data.packages;
+if(Array.isArray(data24)){
+if(data24.length > 256){
+const err60 = {instancePath:instancePath+"/packages",schemaPath:"#/properties/packages/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -3707,9 +3712,12 @@ vErrors.push(err60);
 }
 errors++;
 }
-}
-else {
-const err61 = {instancePath:instancePath+"/packages/" + i1+"/version",schemaPath:"#/definitions/packageStatus/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const len1 = data24.length;
+for(let i1=0; i1<len1; i1++){
+let data25 = data24[i1];
+if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
+if(data25.id === undefined){
+const err61 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -3718,12 +3726,8 @@ vErrors.push(err61);
 }
 errors++;
 }
-}
-if(data22.sha256 !== undefined){
-let data25 = data22.sha256;
-if(typeof data25 === "string"){
-if(func2(data25) > 64){
-const err62 = {instancePath:instancePath+"/packages/" + i1+"/sha256",schemaPath:"#/definitions/packageStatus/properties/sha256/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(data25.version === undefined){
+const err62 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -3732,9 +3736,8 @@ vErrors.push(err62);
 }
 errors++;
 }
-}
-else {
-const err63 = {instancePath:instancePath+"/packages/" + i1+"/sha256",schemaPath:"#/definitions/packageStatus/properties/sha256/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data25.sha256 === undefined){
+const err63 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/required",keyword:"required",params:{missingProperty: "sha256"},message:"must have required property '"+"sha256"+"'"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -3743,12 +3746,8 @@ vErrors.push(err63);
 }
 errors++;
 }
-}
-if(data22.harness !== undefined){
-let data26 = data22.harness;
-if(typeof data26 === "string"){
-if(func2(data26) > 64){
-const err64 = {instancePath:instancePath+"/packages/" + i1+"/harness",schemaPath:"#/definitions/packageStatus/properties/harness/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(data25.harness === undefined){
+const err64 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/required",keyword:"required",params:{missingProperty: "harness"},message:"must have required property '"+"harness"+"'"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -3757,9 +3756,8 @@ vErrors.push(err64);
 }
 errors++;
 }
-}
-else {
-const err65 = {instancePath:instancePath+"/packages/" + i1+"/harness",schemaPath:"#/definitions/packageStatus/properties/harness/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data25.state === undefined){
+const err65 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/required",keyword:"required",params:{missingProperty: "state"},message:"must have required property '"+"state"+"'"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -3768,11 +3766,11 @@ vErrors.push(err65);
 }
 errors++;
 }
-}
-if(data22.state !== undefined){
-let data27 = data22.state;
-if(!(((((data27 === "applied") || (data27 === "drifted")) || (data27 === "pending")) || (data27 === "failed")) || (data27 === "quarantined"))){
-const err66 = {instancePath:instancePath+"/packages/" + i1+"/state",schemaPath:"#/definitions/packageStatus/properties/state/enum",keyword:"enum",params:{allowedValues: schema29.properties.state.enum},message:"must be equal to one of the allowed values"};
+if(data25.id !== undefined){
+let data26 = data25.id;
+if(typeof data26 === "string"){
+if(func2(data26) > 256){
+const err66 = {instancePath:instancePath+"/packages/" + i1+"/id",schemaPath:"#/definitions/packageStatus/properties/id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -3782,10 +3780,8 @@ vErrors.push(err66);
 errors++;
 }
 }
-if(data22.error !== undefined){
-let data28 = data22.error;
-if((typeof data28 !== "string") && (data28 !== null)){
-const err67 = {instancePath:instancePath+"/packages/" + i1+"/error",schemaPath:"#/definitions/packageStatus/properties/error/type",keyword:"type",params:{type: schema29.properties.error.type},message:"must be string,null"};
+else {
+const err67 = {instancePath:instancePath+"/packages/" + i1+"/id",schemaPath:"#/definitions/packageStatus/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -3794,9 +3790,12 @@ vErrors.push(err67);
 }
 errors++;
 }
-if(typeof data28 === "string"){
-if(func2(data28) > 1024){
-const err68 = {instancePath:instancePath+"/packages/" + i1+"/error",schemaPath:"#/definitions/packageStatus/properties/error/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+}
+if(data25.version !== undefined){
+let data27 = data25.version;
+if(typeof data27 === "string"){
+if(func2(data27) > 64){
+const err68 = {instancePath:instancePath+"/packages/" + i1+"/version",schemaPath:"#/definitions/packageStatus/properties/version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -3806,10 +3805,8 @@ vErrors.push(err68);
 errors++;
 }
 }
-}
-}
 else {
-const err69 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err69 = {instancePath:instancePath+"/packages/" + i1+"/version",schemaPath:"#/definitions/packageStatus/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -3819,9 +3816,11 @@ vErrors.push(err69);
 errors++;
 }
 }
-}
-else {
-const err70 = {instancePath:instancePath+"/packages",schemaPath:"#/properties/packages/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data25.sha256 !== undefined){
+let data28 = data25.sha256;
+if(typeof data28 === "string"){
+if(func2(data28) > 64){
+const err70 = {instancePath:instancePath+"/packages/" + i1+"/sha256",schemaPath:"#/definitions/packageStatus/properties/sha256/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -3831,15 +3830,8 @@ vErrors.push(err70);
 errors++;
 }
 }
-if(data.reconciliation_attempt !== undefined){
-let data29 = data.reconciliation_attempt;
-const _errs65 = errors;
-let valid10 = false;
-let passing1 = null;
-const _errs66 = errors;
-if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
-if(data29.harness === undefined){
-const err71 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/required",keyword:"required",params:{missingProperty: "harness"},message:"must have required property '"+"harness"+"'"};
+else {
+const err71 = {instancePath:instancePath+"/packages/" + i1+"/sha256",schemaPath:"#/definitions/packageStatus/properties/sha256/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -3848,8 +3840,12 @@ vErrors.push(err71);
 }
 errors++;
 }
-if(data29.revision === undefined){
-const err72 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/required",keyword:"required",params:{missingProperty: "revision"},message:"must have required property '"+"revision"+"'"};
+}
+if(data25.harness !== undefined){
+let data29 = data25.harness;
+if(typeof data29 === "string"){
+if(func2(data29) > 64){
+const err72 = {instancePath:instancePath+"/packages/" + i1+"/harness",schemaPath:"#/definitions/packageStatus/properties/harness/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -3858,11 +3854,9 @@ vErrors.push(err72);
 }
 errors++;
 }
-if(data29.harness !== undefined){
-let data30 = data29.harness;
-if(typeof data30 === "string"){
-if(func2(data30) > 64){
-const err73 = {instancePath:instancePath+"/reconciliation_attempt/harness",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/harness/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+}
+else {
+const err73 = {instancePath:instancePath+"/packages/" + i1+"/harness",schemaPath:"#/definitions/packageStatus/properties/harness/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -3872,8 +3866,10 @@ vErrors.push(err73);
 errors++;
 }
 }
-else {
-const err74 = {instancePath:instancePath+"/reconciliation_attempt/harness",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/harness/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data25.state !== undefined){
+let data30 = data25.state;
+if(!(((((data30 === "applied") || (data30 === "drifted")) || (data30 === "pending")) || (data30 === "failed")) || (data30 === "quarantined"))){
+const err74 = {instancePath:instancePath+"/packages/" + i1+"/state",schemaPath:"#/definitions/packageStatus/properties/state/enum",keyword:"enum",params:{allowedValues: schema29.properties.state.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -3883,11 +3879,10 @@ vErrors.push(err74);
 errors++;
 }
 }
-if(data29.revision !== undefined){
-let data31 = data29.revision;
-if(typeof data31 === "string"){
-if(func2(data31) > 128){
-const err75 = {instancePath:instancePath+"/reconciliation_attempt/revision",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/revision/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(data25.error !== undefined){
+let data31 = data25.error;
+if((typeof data31 !== "string") && (data31 !== null)){
+const err75 = {instancePath:instancePath+"/packages/" + i1+"/error",schemaPath:"#/definitions/packageStatus/properties/error/type",keyword:"type",params:{type: schema29.properties.error.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -3896,9 +3891,9 @@ vErrors.push(err75);
 }
 errors++;
 }
-}
-else {
-const err76 = {instancePath:instancePath+"/reconciliation_attempt/revision",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/revision/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data31 === "string"){
+if(func2(data31) > 1024){
+const err76 = {instancePath:instancePath+"/packages/" + i1+"/error",schemaPath:"#/definitions/packageStatus/properties/error/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -3909,8 +3904,9 @@ errors++;
 }
 }
 }
+}
 else {
-const err77 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err77 = {instancePath:instancePath+"/packages/" + i1,schemaPath:"#/definitions/packageStatus/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -3919,14 +3915,10 @@ vErrors.push(err77);
 }
 errors++;
 }
-var _valid1 = _errs66 === errors;
-if(_valid1){
-valid10 = true;
-passing1 = 0;
 }
-const _errs72 = errors;
-if(data29 !== null){
-const err78 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+}
+else {
+const err78 = {instancePath:instancePath+"/packages",schemaPath:"#/properties/packages/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -3935,7 +3927,112 @@ vErrors.push(err78);
 }
 errors++;
 }
+}
+if(data.reconciliation_attempt !== undefined){
+let data32 = data.reconciliation_attempt;
+const _errs71 = errors;
+let valid10 = false;
+let passing1 = null;
+const _errs72 = errors;
+if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
+if(data32.harness === undefined){
+const err79 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/required",keyword:"required",params:{missingProperty: "harness"},message:"must have required property '"+"harness"+"'"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+if(data32.revision === undefined){
+const err80 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/required",keyword:"required",params:{missingProperty: "revision"},message:"must have required property '"+"revision"+"'"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+if(data32.harness !== undefined){
+let data33 = data32.harness;
+if(typeof data33 === "string"){
+if(func2(data33) > 64){
+const err81 = {instancePath:instancePath+"/reconciliation_attempt/harness",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/harness/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+}
+else {
+const err82 = {instancePath:instancePath+"/reconciliation_attempt/harness",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/harness/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+}
+if(data32.revision !== undefined){
+let data34 = data32.revision;
+if(typeof data34 === "string"){
+if(func2(data34) > 128){
+const err83 = {instancePath:instancePath+"/reconciliation_attempt/revision",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/revision/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+}
+else {
+const err84 = {instancePath:instancePath+"/reconciliation_attempt/revision",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/properties/revision/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+}
+}
+else {
+const err85 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
+}
+errors++;
+}
 var _valid1 = _errs72 === errors;
+if(_valid1){
+valid10 = true;
+passing1 = 0;
+}
+const _errs78 = errors;
+if(data32 !== null){
+const err86 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+if(vErrors === null){
+vErrors = [err86];
+}
+else {
+vErrors.push(err86);
+}
+errors++;
+}
+var _valid1 = _errs78 === errors;
 if(_valid1 && valid10){
 valid10 = false;
 passing1 = [passing1, 1];
@@ -3947,20 +4044,20 @@ passing1 = 1;
 }
 }
 if(!valid10){
-const err79 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf",keyword:"oneOf",params:{passingSchemas: passing1},message:"must match exactly one schema in oneOf"};
+const err87 = {instancePath:instancePath+"/reconciliation_attempt",schemaPath:"#/properties/reconciliation_attempt/oneOf",keyword:"oneOf",params:{passingSchemas: passing1},message:"must match exactly one schema in oneOf"};
 if(vErrors === null){
-vErrors = [err79];
+vErrors = [err87];
 }
 else {
-vErrors.push(err79);
+vErrors.push(err87);
 }
 errors++;
 }
 else {
-errors = _errs65;
+errors = _errs71;
 if(vErrors !== null){
-if(_errs65){
-vErrors.length = _errs65;
+if(_errs71){
+vErrors.length = _errs71;
 }
 else {
 vErrors = null;
@@ -3969,25 +4066,25 @@ vErrors = null;
 }
 }
 if(data.error !== undefined){
-let data32 = data.error;
-if((typeof data32 !== "string") && (data32 !== null)){
-const err80 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: schema27.properties.error.type},message:"must be string,null"};
+let data35 = data.error;
+if((typeof data35 !== "string") && (data35 !== null)){
+const err88 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: schema27.properties.error.type},message:"must be string,null"};
 if(vErrors === null){
-vErrors = [err80];
+vErrors = [err88];
 }
 else {
-vErrors.push(err80);
+vErrors.push(err88);
 }
 errors++;
 }
-if(typeof data32 === "string"){
-if(func2(data32) > 4096){
-const err81 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(typeof data35 === "string"){
+if(func2(data35) > 4096){
+const err89 = {instancePath:instancePath+"/error",schemaPath:"#/properties/error/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
 if(vErrors === null){
-vErrors = [err81];
+vErrors = [err89];
 }
 else {
-vErrors.push(err81);
+vErrors.push(err89);
 }
 errors++;
 }
@@ -3995,12 +4092,12 @@ errors++;
 }
 }
 else {
-const err82 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err90 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err82];
+vErrors = [err90];
 }
 else {
-vErrors.push(err82);
+vErrors.push(err90);
 }
 errors++;
 }
@@ -4421,7 +4518,7 @@ return errors === 0;
 
 export const validateCompleteRequest = validate22;
 const schema31 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-complete.schema.json","title":"CompleteRequest","description":"Optional body of POST /session-uploads/{upload_id}/complete. The contract defines none and Blue's server ignores it; when a client repeats what it presigned, a mismatch is refused. Other fields are tolerated.","type":"object","properties":{"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0}}};
-const pattern16 = new RegExp("^[0-9a-fA-F]{64}$", "u");
+const pattern18 = new RegExp("^[0-9a-fA-F]{64}$", "u");
 
 function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-complete.schema.json" */;
@@ -4431,7 +4528,7 @@ if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.sha256 !== undefined){
 let data0 = data.sha256;
 if(typeof data0 === "string"){
-if(!pattern16.test(data0)){
+if(!pattern18.test(data0)){
 const err0 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err0];
@@ -5939,9 +6036,9 @@ export const validatePresignRequest = validate30;
 const schema42 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-presign.schema.json","title":"PresignRequest","description":"Body of POST /session-uploads/presign (Blue's SessionUploadPresignRequest): the artifact a client is about to upload. Fields the contract does not name are tolerated and ignored. Text fields never hold NUL (PostgreSQL cannot store it), and names no control characters.","type":"object","required":["harness","session_id","sha256","size_bytes","content_type"],"properties":{"harness":{"description":"A harness name; for a session record (artifact_format blue-session-record-v1), its provider.","$ref":"session-record.schema.json#/definitions/provider"},"compatibility_profile":{"description":"The profile that captured it; absent: recorded as \"legacy\" (no profile).","type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"session_id":{"description":"The harness's native session id.","type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"sha256":{"type":"string","pattern":"^[0-9a-fA-F]{64}$"},"size_bytes":{"type":"integer","minimum":0,"maximum":134217728},"content_type":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"cwd":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"artifact_format":{"type":"string","enum":["legacy-raw","blue-session-bundle-v1","blue-session-record-v1"]},"tags":{"description":"Extension: the session's tags (replaces them).","type":"array","maxItems":32,"uniqueItems":true,"items":{"$ref":"session-record.schema.json#/definitions/tag"}},"resumable":{"type":"boolean"},"title":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"summary":{"type":["string","null"],"maxLength":1024,"pattern":"^[^\\u0000]*$"},"captured_at_unix_ms":{"type":"integer","minimum":0},"repository_root":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"},"repository_remote":{"type":["string","null"],"maxLength":4096,"pattern":"^[^\\u0000]*$"}}};
 const schema44 = {"description":"Where the session came from: a harness name, or any other provider (chatgpt_export): lower-case letters, digits, `_`, `.` and `-`.","type":"string","pattern":"^[a-z0-9][a-z0-9_.-]{0,63}$"};
 const schema45 = {"description":"A word to find and filter by.","type":"string","pattern":"^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"};
-const pattern21 = new RegExp("^[a-z0-9][a-z0-9_.-]{0,63}$", "u");
-const pattern25 = new RegExp("^[^\\u0000]*$", "u");
-const pattern24 = new RegExp("^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$", "u");
+const pattern23 = new RegExp("^[a-z0-9][a-z0-9_.-]{0,63}$", "u");
+const pattern27 = new RegExp("^[^\\u0000]*$", "u");
+const pattern26 = new RegExp("^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$", "u");
 const func0 = runtime1.default;
 
 function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -6002,7 +6099,7 @@ errors++;
 if(data.harness !== undefined){
 let data0 = data.harness;
 if(typeof data0 === "string"){
-if(!pattern21.test(data0)){
+if(!pattern23.test(data0)){
 const err5 = {instancePath:instancePath+"/harness",schemaPath:"session-record.schema.json#/definitions/provider/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9][a-z0-9_.-]{0,63}$"},message:"must match pattern \""+"^[a-z0-9][a-z0-9_.-]{0,63}$"+"\""};
 if(vErrors === null){
 vErrors = [err5];
@@ -6117,7 +6214,7 @@ errors++;
 if(data.sha256 !== undefined){
 let data3 = data.sha256;
 if(typeof data3 === "string"){
-if(!pattern16.test(data3)){
+if(!pattern18.test(data3)){
 const err15 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err15];
@@ -6242,7 +6339,7 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(!pattern25.test(data6)){
+if(!pattern27.test(data6)){
 const err26 = {instancePath:instancePath+"/cwd",schemaPath:"#/properties/cwd/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err26];
@@ -6294,7 +6391,7 @@ const len0 = data8.length;
 for(let i0=0; i0<len0; i0++){
 let data9 = data8[i0];
 if(typeof data9 === "string"){
-if(!pattern24.test(data9)){
+if(!pattern26.test(data9)){
 const err30 = {instancePath:instancePath+"/tags/" + i0,schemaPath:"session-record.schema.json#/definitions/tag/pattern",keyword:"pattern",params:{pattern: "^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"},message:"must match pattern \""+"^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err30];
@@ -6383,7 +6480,7 @@ vErrors.push(err36);
 }
 errors++;
 }
-if(!pattern25.test(data11)){
+if(!pattern27.test(data11)){
 const err37 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err37];
@@ -6418,7 +6515,7 @@ vErrors.push(err39);
 }
 errors++;
 }
-if(!pattern25.test(data12)){
+if(!pattern27.test(data12)){
 const err40 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err40];
@@ -6478,7 +6575,7 @@ vErrors.push(err44);
 }
 errors++;
 }
-if(!pattern25.test(data14)){
+if(!pattern27.test(data14)){
 const err45 = {instancePath:instancePath+"/repository_root",schemaPath:"#/properties/repository_root/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err45];
@@ -6513,7 +6610,7 @@ vErrors.push(err47);
 }
 errors++;
 }
-if(!pattern25.test(data15)){
+if(!pattern27.test(data15)){
 const err48 = {instancePath:instancePath+"/repository_remote",schemaPath:"#/properties/repository_remote/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err48];
@@ -7837,8 +7934,8 @@ return errors === 0;
 
 export const validateTokenAnswer = validate37;
 const schema54 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-token-answer.schema.json","title":"TokenAnswer","description":"A successful answer of POST /api/auth/oauth2/token (RFC 6749 §5.1): for a device code or a refresh token. Fields a later server adds are allowed and ignored.","type":"object","required":["access_token","token_type"],"properties":{"access_token":{"type":"string","minLength":1,"maxLength":4096,"pattern":"^[A-Za-z0-9._~+/=-]+$"},"token_type":{"type":"string","pattern":"^[Bb][Ee][Aa][Rr][Ee][Rr]$"},"expires_in":{"type":"integer","minimum":1},"refresh_token":{"type":"string","minLength":1,"maxLength":4096,"pattern":"^[A-Za-z0-9._~+/=-]+$"},"scope":{"type":"string","maxLength":1024}}};
-const pattern40 = new RegExp("^[A-Za-z0-9._~+/=-]+$", "u");
-const pattern41 = new RegExp("^[Bb][Ee][Aa][Rr][Ee][Rr]$", "u");
+const pattern42 = new RegExp("^[A-Za-z0-9._~+/=-]+$", "u");
+const pattern43 = new RegExp("^[Bb][Ee][Aa][Rr][Ee][Rr]$", "u");
 
 function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-token-answer.schema.json" */;
@@ -7888,7 +7985,7 @@ vErrors.push(err3);
 }
 errors++;
 }
-if(!pattern40.test(data0)){
+if(!pattern42.test(data0)){
 const err4 = {instancePath:instancePath+"/access_token",schemaPath:"#/properties/access_token/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._~+/=-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._~+/=-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err4];
@@ -7913,7 +8010,7 @@ errors++;
 if(data.token_type !== undefined){
 let data1 = data.token_type;
 if(typeof data1 === "string"){
-if(!pattern41.test(data1)){
+if(!pattern43.test(data1)){
 const err6 = {instancePath:instancePath+"/token_type",schemaPath:"#/properties/token_type/pattern",keyword:"pattern",params:{pattern: "^[Bb][Ee][Aa][Rr][Ee][Rr]$"},message:"must match pattern \""+"^[Bb][Ee][Aa][Rr][Ee][Rr]$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -7983,7 +8080,7 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(!pattern40.test(data3)){
+if(!pattern42.test(data3)){
 const err12 = {instancePath:instancePath+"/refresh_token",schemaPath:"#/properties/refresh_token/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._~+/=-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._~+/=-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err12];
@@ -9648,7 +9745,7 @@ export const validateGovernancePolicy = validate42;
 const schema62 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of the contract's document (packages, gateway, telemetry, managed_config, mcp, ...) and fields a later contract adds are tolerated and ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled, and from the texts sent beside it (title, summary, working folder, repository; a session record whole): none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}}}}};
 const schema63 = {"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."};
 const schema64 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled, and from the texts sent beside it (title, summary, working folder, repository; a session record whole): none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}}};
-const pattern43 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
+const pattern45 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
 
 function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/policy.schema.json" */;
@@ -9720,7 +9817,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!pattern43.test(data0)){
+if(!pattern45.test(data0)){
 const err5 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err5];
@@ -10369,10 +10466,10 @@ const schema65 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"htt
 const schema67 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
 const schema68 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
 const schema71 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
-const pattern46 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
-const pattern47 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
-const pattern51 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
-const pattern53 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
+const pattern48 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
+const pattern49 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
+const pattern53 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
+const pattern55 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
 
 function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -10463,7 +10560,7 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(!pattern46.test(data0)){
+if(!pattern48.test(data0)){
 const err8 = {instancePath:instancePath+"/profile",schemaPath:"#/properties/profile/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -10498,7 +10595,7 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(!pattern47.test(data1)){
+if(!pattern49.test(data1)){
 const err11 = {instancePath:instancePath+"/introduced",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -10533,7 +10630,7 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(!pattern47.test(data2)){
+if(!pattern49.test(data2)){
 const err14 = {instancePath:instancePath+"/before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -10568,7 +10665,7 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(!pattern47.test(data3)){
+if(!pattern49.test(data3)){
 const err17 = {instancePath:instancePath+"/verified_before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err17];
@@ -10777,7 +10874,7 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(!pattern46.test(data10)){
+if(!pattern48.test(data10)){
 const err34 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err34];
@@ -10883,7 +10980,7 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(!pattern51.test(data12)){
+if(!pattern53.test(data12)){
 const err42 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err42];
@@ -11311,7 +11408,7 @@ vErrors.push(err78);
 }
 errors++;
 }
-if(!pattern51.test(data24)){
+if(!pattern53.test(data24)){
 const err79 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err79];
@@ -11346,7 +11443,7 @@ vErrors.push(err81);
 }
 errors++;
 }
-if(!pattern53.test(data25)){
+if(!pattern55.test(data25)){
 const err82 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+(-[a-z0-9]+)*$"},message:"must match pattern \""+"^[a-z0-9]+(-[a-z0-9]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err82];
@@ -12063,8 +12160,8 @@ return errors === 0;
 
 export const validateSessionRecord = validate31;
 const schema43 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/session-record.schema.json","title":"SessionRecord","description":"A session record (artifact format blue-session-record-v1): a conversation a person stored (`blue-agent sessions store`) or imported (`blue-agent import chatgpt-export`) rather than one a harness captured. Never resumable. The Control API reads it for search and the transcript viewer.","type":"object","additionalProperties":false,"required":["format","provider","title","tags"],"properties":{"format":{"type":"string","const":"blue-session-record-v1"},"provider":{"$ref":"#/definitions/provider"},"provider_session_id":{"description":"The provider's own id of the conversation, when it has one.","type":"string","minLength":1,"maxLength":512,"pattern":"^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$"},"title":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[^\\u0000]*\\S[^\\u0000]*$"},"tags":{"type":"array","maxItems":32,"uniqueItems":true,"items":{"$ref":"#/definitions/tag"}},"created_at_unix_ms":{"description":"When the conversation began, when known.","type":"integer","minimum":0,"maximum":9007199254740991},"content":{"description":"What the session says, as text: what `sessions store` read.","type":"string","maxLength":33554432,"pattern":"^[^\\u0000]*$"},"messages":{"description":"What the session says, as turns: what an import read.","type":"array","maxItems":100000,"items":{"type":"object","additionalProperties":false,"required":["role","text"],"properties":{"role":{"type":"string","enum":["user","assistant","system","tool"]},"text":{"type":"string","maxLength":33554432,"pattern":"^[^\\u0000]*$"},"created_at_unix_ms":{"type":"integer","minimum":0,"maximum":9007199254740991}}}}},"definitions":{"provider":{"description":"Where the session came from: a harness name, or any other provider (chatgpt_export): lower-case letters, digits, `_`, `.` and `-`.","type":"string","pattern":"^[a-z0-9][a-z0-9_.-]{0,63}$"},"tag":{"description":"A word to find and filter by.","type":"string","pattern":"^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"}}};
-const pattern22 = new RegExp("^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$", "u");
-const pattern23 = new RegExp("^[^\\u0000]*\\S[^\\u0000]*$", "u");
+const pattern24 = new RegExp("^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$", "u");
+const pattern25 = new RegExp("^[^\\u0000]*\\S[^\\u0000]*$", "u");
 
 function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/session-record.schema.json" */;
@@ -12149,7 +12246,7 @@ errors++;
 if(data.provider !== undefined){
 let data1 = data.provider;
 if(typeof data1 === "string"){
-if(!pattern21.test(data1)){
+if(!pattern23.test(data1)){
 const err7 = {instancePath:instancePath+"/provider",schemaPath:"#/definitions/provider/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9][a-z0-9_.-]{0,63}$"},message:"must match pattern \""+"^[a-z0-9][a-z0-9_.-]{0,63}$"+"\""};
 if(vErrors === null){
 vErrors = [err7];
@@ -12194,7 +12291,7 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(!pattern22.test(data2)){
+if(!pattern24.test(data2)){
 const err11 = {instancePath:instancePath+"/provider_session_id",schemaPath:"#/properties/provider_session_id/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -12239,7 +12336,7 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(!pattern23.test(data3)){
+if(!pattern25.test(data3)){
 const err15 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*\\S[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*\\S[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err15];
@@ -12278,7 +12375,7 @@ const len0 = data4.length;
 for(let i0=0; i0<len0; i0++){
 let data5 = data4[i0];
 if(typeof data5 === "string"){
-if(!pattern24.test(data5)){
+if(!pattern26.test(data5)){
 const err18 = {instancePath:instancePath+"/tags/" + i0,schemaPath:"#/definitions/tag/pattern",keyword:"pattern",params:{pattern: "^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"},message:"must match pattern \""+"^[^\\s\\u0000-\\u001f\\u007f,]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err18];
@@ -12380,7 +12477,7 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(!pattern25.test(data7)){
+if(!pattern27.test(data7)){
 const err26 = {instancePath:instancePath+"/content",schemaPath:"#/properties/content/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err26];
@@ -12487,7 +12584,7 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(!pattern25.test(data11)){
+if(!pattern27.test(data11)){
 const err35 = {instancePath:instancePath+"/messages/" + i2+"/text",schemaPath:"#/properties/messages/items/properties/text/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err35];

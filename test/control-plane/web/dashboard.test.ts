@@ -262,6 +262,48 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     }
   });
 
+  it("shows each machine's harnesses in their real state, as the machine reported it, on the page and through the API", async () => {
+    t = await startTestServer({ backend });
+    const trust = 'Codex runs the managed Stop hook only once you trust it: open `codex`, run /hooks and trust it';
+    const report = {
+      instance_id: 'laptop-1',
+      hostname: 'alices-laptop',
+      client_version: '1.0.0',
+      platform: 'linux',
+      config_revision: 'r1',
+      applied: false,
+      files_ok: false,
+      harnesses: [
+        { name: 'codex', api_allowed: true, client_supported: true, installed: true, reconciled: true, raw_version: 'codex-cli 0.171.0', state: 'awaiting_trust', state_reason: trust },
+        { name: 'claude', api_allowed: true, client_supported: true, installed: true, reconciled: false, state: 'error', state_code: 'NATIVE_CONFIG_PARSE', compatibility_error: 'cannot parse settings.json' },
+        { name: 'gemini', api_allowed: true, client_supported: true, installed: false, reconciled: true, state: 'not_installed' },
+      ],
+    };
+    expect((await t.call('POST', '/client-status', t.alice.token, report)).status).toBe(204);
+    // A client that says only what the contract names (installed, reconciled) is shown as it says.
+    const contractOnly = { instance_id: 'laptop-2', hostname: 'bobs-laptop', client_version: '0.9.0', platform: 'linux', applied: true, files_ok: true, harnesses: [{ name: 'codex', api_allowed: true, client_supported: true, installed: true, reconciled: true }] };
+    expect((await t.call('POST', '/client-status', t.bob.token, contractOnly)).status).toBe(204);
+
+    const listed = await t.call('GET', '/client-status', t.admin.token);
+    expect(listed.status).toBe(200);
+    const alices = (listed.body.items as { instance_id: string; report: typeof report }[]).find((i) => i.instance_id === 'laptop-1')!;
+    expect(alices.report.harnesses.map((h) => [h.name, h.state, h.state_code ?? null])).toEqual([
+      ['codex', 'awaiting_trust', null],
+      ['claude', 'error', 'NATIVE_CONFIG_PARSE'],
+      ['gemini', 'not_installed', null],
+    ]);
+
+    const page = (await (await browser(t.admin)).get('/admin/clients')).text;
+    const items = [...page.matchAll(/<li>(.*?)<\/li>/gs)].map((m) => m[1]!.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim());
+    expect(items).toEqual([
+      'codex codex-cli 0.171.0: awaiting trust Codex runs the managed Stop hook only once you trust it: open `codex`, run /hooks and trust it',
+      'claude: error [NATIVE_CONFIG_PARSE] cannot parse settings.json',
+      'gemini: not installed',
+      'codex: reconciled',
+    ]);
+    expect(page).not.toContain('codex-cli 0.171.0: reconciled');
+  });
+
   it('pages the machines, by person and machine, with page links that stay meaningful', async () => {
     t = await startTestServer({ backend });
     const hosts: [TestUser, number][] = [
