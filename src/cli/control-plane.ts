@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { Context } from '../context.js';
 import { usageError } from '../errors.js';
 import type { OidcSettings } from '../control-plane/identity/oidc.js';
-import type { Grant, StoreOptions } from '../control-plane/store/index.js';
+import type { AuditActor, Grant, StoreOptions } from '../control-plane/store/index.js';
 
 export interface DataOptions {
   data?: string;
@@ -61,13 +61,23 @@ function storeOptions(ctx: Context, opts: DataOptions, create: boolean): StoreOp
   return { dataDir: dataDir(ctx, opts), databaseUrl: databaseUrl(ctx, opts), create };
 }
 
+/**
+ * Who the audit log says ran an administration command: the local operator, by their OS user (a person with the
+ * database at hand is the server's operator, whatever account they sign in with elsewhere).
+ */
+export function operator(ctx: Context): AuditActor {
+  const name = ctx.env.USER ?? ctx.env.LOGNAME ?? '';
+  const uid = process.getuid?.();
+  return { kind: 'cli', name: (name.trim() === '' ? (uid === undefined ? 'unknown' : `uid ${uid}`) : name.trim()).slice(0, 256) };
+}
+
 function print(ctx: Context, opts: DataOptions, json: unknown, text: string): void {
   ctx.stdout.write(opts.json === true ? `${JSON.stringify(json, null, 2)}\n` : text);
 }
 
 export async function usersAddCommand(ctx: Context, email: string, opts: DataOptions & { admin?: boolean }): Promise<number> {
   const { addUser } = await import('../control-plane/admin.js');
-  const { user, token } = await addUser(storeOptions(ctx, opts, true), email, opts.admin === true, ctx.clock.now());
+  const { user, token } = await addUser(storeOptions(ctx, opts, true), email, opts.admin === true, ctx.clock.now(), operator(ctx));
   print(
     ctx,
     opts,
@@ -80,7 +90,7 @@ export async function usersAddCommand(ctx: Context, email: string, opts: DataOpt
 
 export async function usersLinkCommand(ctx: Context, email: string, opts: DataOptions): Promise<number> {
   const { makeSignInLink } = await import('../control-plane/admin.js');
-  const { user, url, expires_at: expires } = await makeSignInLink(storeOptions(ctx, opts, false), email, ctx.clock.now());
+  const { user, url, expires_at: expires } = await makeSignInLink(storeOptions(ctx, opts, false), email, ctx.clock.now(), operator(ctx));
   print(
     ctx,
     opts,
@@ -128,7 +138,7 @@ function tokenJson(grant: Grant, now: number): Record<string, unknown> {
 
 export async function tokensAddCommand(ctx: Context, email: string, opts: DataOptions & { label?: string }): Promise<number> {
   const { addToken } = await import('../control-plane/admin.js');
-  const { user, token, grant } = await addToken(storeOptions(ctx, opts, false), email, opts.label, ctx.clock.now());
+  const { user, token, grant } = await addToken(storeOptions(ctx, opts, false), email, opts.label, ctx.clock.now(), operator(ctx));
   print(
     ctx,
     opts,
@@ -148,14 +158,14 @@ export async function tokensListCommand(ctx: Context, email: string | undefined,
 
 export async function tokensRevokeCommand(ctx: Context, id: string, opts: DataOptions): Promise<number> {
   const { revokeToken } = await import('../control-plane/admin.js');
-  const grant = await revokeToken(storeOptions(ctx, opts, false), id.trim(), ctx.clock.now());
+  const grant = await revokeToken(storeOptions(ctx, opts, false), id.trim(), ctx.clock.now(), operator(ctx));
   print(ctx, opts, { ok: true, ...tokenJson(grant, ctx.clock.now()) }, `Revoked ${grant.id} (${grant.user_email}, ${grant.label}): its tokens no longer work.\n`);
   return 0;
 }
 
 export async function policyPublishCommand(ctx: Context, file: string, opts: DataOptions): Promise<number> {
   const { publishPolicy } = await import('../control-plane/admin.js');
-  const { published, ignoredRevision, warnings } = await publishPolicy(storeOptions(ctx, opts, false), path.resolve(ctx.cwd, file), ctx.clock.now());
+  const { published, ignoredRevision, warnings } = await publishPolicy(storeOptions(ctx, opts, false), path.resolve(ctx.cwd, file), ctx.clock.now(), operator(ctx));
   if (opts.json !== true) for (const warning of warnings) ctx.stderr.write(`warning: ${warning}\n`);
   print(
     ctx,
@@ -388,7 +398,7 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
   try {
     // Where agents reach this server: `policy publish` (run without the server) checks presign_url against it.
     await store.setPublicUrl(publicUrl);
-    started = await firstStart(store, dir, publicUrl, ctx.clock.now());
+    started = await firstStart(store, dir, publicUrl, ctx.clock.now(), operator(ctx));
   } catch (error) {
     await server.close();
     throw error;

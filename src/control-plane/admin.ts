@@ -18,17 +18,21 @@ import { originOf } from '../util/url.js';
 import type { BlobStore } from './blobs/types.js';
 import { storedSearchText } from './search-text.js';
 import { governanceProblems } from './governance.js';
-import { API_SCOPES, isExpired, MEMBER_SCOPES, openStore, READABLE_FORMATS, requireDataDir, type ControlStore, type Grant, type PolicyRevision, type StoreOptions, type User } from './store/index.js';
+import { API_SCOPES, isExpired, MEMBER_SCOPES, openStore, READABLE_FORMATS, requireDataDir, type AuditActor, type ControlStore, type Grant, type PolicyRevision, type StoreOptions, type User } from './store/index.js';
 
 const EMAIL = /^[^\s@]{1,200}@[^\s@]{1,200}$/;
 
-export async function addUser(where: StoreOptions, email: string, isAdmin: boolean, now: number): Promise<{ user: User; token: string }> {
+/**
+ * Administration commands record what they do in the audit log, by `by` (the local operator: `cli` and their OS
+ * user), in the transaction of the change itself.
+ */
+export async function addUser(where: StoreOptions, email: string, isAdmin: boolean, now: number, by?: AuditActor): Promise<{ user: User; token: string }> {
   if (!EMAIL.test(email) || email.length > 320) throw usageError(`"${email}" is not an e-mail address`, 'Give the user\'s e-mail, e.g. ada@example.com.');
   return withStore({ ...where, create: true }, async (store) => {
     if ((await store.userByEmail(email)) !== undefined) {
       throw new BlueError('USAGE', `a user ${email} already exists`, { hint: 'Each e-mail address has one user and one token.' });
     }
-    return store.addUser(email, isAdmin, now);
+    return store.addUser(email, isAdmin, now, by);
   });
 }
 
@@ -44,11 +48,11 @@ async function userNamed(store: ControlStore, email: string): Promise<User> {
 }
 
 /** `control-plane tokens add`: a new personal token for an existing user (every scope their role allows). */
-export async function addToken(where: StoreOptions, email: string, label: string | undefined, now: number): Promise<{ user: User; token: string; grant: Grant }> {
+export async function addToken(where: StoreOptions, email: string, label: string | undefined, now: number, by?: AuditActor): Promise<{ user: User; token: string; grant: Grant }> {
   return withStore({ ...where, create: false }, async (store) => {
     const user = await userNamed(store, email);
     const scopes = user.is_admin ? API_SCOPES : MEMBER_SCOPES;
-    const made = await store.identity.addPersonalToken(user.id, scopes, (label ?? 'token from tokens add').slice(0, 200), now);
+    const made = await store.identity.addPersonalToken(user.id, scopes, (label ?? 'token from tokens add').slice(0, 200), now, by);
     return { user, ...made };
   });
 }
@@ -62,14 +66,14 @@ export function signInLinkUrl(publicUrl: string, secret: string): string {
 }
 
 /** `control-plane users link`: a one-time browser sign-in link for a user, on the URL `serve` recorded. */
-export async function makeSignInLink(where: StoreOptions, email: string, now: number): Promise<{ user: User; url: string; expires_at: number }> {
+export async function makeSignInLink(where: StoreOptions, email: string, now: number, by?: AuditActor): Promise<{ user: User; url: string; expires_at: number }> {
   return withStore({ ...where, create: false }, async (store) => {
     const user = await userNamed(store, email);
     const publicUrl = await store.publicUrl();
     if (publicUrl === undefined) {
       throw new BlueError('USAGE', 'this Control API has not been served yet, so its address is not known', { hint: 'Start `blue-agent control-plane serve` once, then make the link.' });
     }
-    const secret = await store.identity.createSignInLink(user.id, now, SIGN_IN_LINK_TTL_MS);
+    const secret = await store.identity.createSignInLink(user.id, now, SIGN_IN_LINK_TTL_MS, by);
     return { user, url: signInLinkUrl(publicUrl, secret), expires_at: now + SIGN_IN_LINK_TTL_MS };
   });
 }
@@ -80,9 +84,9 @@ export async function listTokens(where: StoreOptions, email: string | undefined)
 }
 
 /** `control-plane tokens revoke`: ends a sign-in; its tokens fail at the next request to any replica. */
-export async function revokeToken(where: StoreOptions, id: string, now: number): Promise<Grant> {
+export async function revokeToken(where: StoreOptions, id: string, now: number, by?: AuditActor): Promise<Grant> {
   return withStore({ ...where, create: false }, async (store) => {
-    const revoked = await store.identity.revokeGrant(id, now);
+    const revoked = await store.identity.revokeGrant(id, now, by);
     if (revoked === undefined) throw new BlueError('USAGE', `there is no token ${id}`, { hint: 'See `blue-agent control-plane tokens list`.' });
     return revoked;
   });
@@ -124,7 +128,7 @@ export function checkPolicyText(text: string, where: string): { body: Record<str
  * Validates a policy file with the agent's own validator, and Blue's rules for what clients it needs, and publishes it
  * as the next revision. The revision id is the server's to make, so whatever the file says is replaced (and reported).
  */
-export async function publishPolicy(where: StoreOptions, file: string, now: number): Promise<{ published: PolicyRevision; ignoredRevision: unknown; warnings: string[] }> {
+export async function publishPolicy(where: StoreOptions, file: string, now: number, by?: AuditActor): Promise<{ published: PolicyRevision; ignoredRevision: unknown; warnings: string[] }> {
   // A mistyped --data is the first thing to say, before anything about the file.
   if (where.databaseUrl === undefined || where.databaseUrl === '') requireDataDir(where.dataDir);
   let size: number;
@@ -137,7 +141,7 @@ export async function publishPolicy(where: StoreOptions, file: string, now: numb
   const { body, ignoredRevision } = checkPolicyText(await readFile(file, 'utf8'), file);
   return withStore({ ...where, create: false }, async (store) => {
     const warning = presignOriginWarning(body, await store.publicUrl());
-    return { published: await store.publishPolicy(body, now), ignoredRevision, warnings: warning === undefined ? [] : [warning] };
+    return { published: await store.publishPolicy(body, now, by), ignoredRevision, warnings: warning === undefined ? [] : [warning] };
   });
 }
 
@@ -203,21 +207,21 @@ export interface FirstStart {
 /**
  * What `serve` does on a Control API without users or without a policy: creates an administrator (its token in a
  * 0600 file of the data directory, so that it reaches neither a terminal log nor argv) and publishes the default
- * policy. Both happen at most once, however many replicas start at the same time.
+ * policy. Both happen at most once, however many replicas start at the same time; the audit log says `by` did them.
  */
-export async function firstStart(store: ControlStore, dataDir: string, publicUrl: string, now: number): Promise<FirstStart> {
+export async function firstStart(store: ControlStore, dataDir: string, publicUrl: string, now: number, by?: AuditActor): Promise<FirstStart> {
   const started: FirstStart = {};
-  const created = await store.addFirstAdmin(FIRST_ADMIN_EMAIL, now);
+  const created = await store.addFirstAdmin(FIRST_ADMIN_EMAIL, now, by);
   if (created !== undefined) {
     const tokenFile = path.join(dataDir, ADMIN_TOKEN_FILE);
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     writePrivate(tokenFile, `${created.token}\n`);
-    const secret = await store.identity.createSignInLink(created.user.id, now, SIGN_IN_LINK_TTL_MS);
+    const secret = await store.identity.createSignInLink(created.user.id, now, SIGN_IN_LINK_TTL_MS, by);
     started.admin = { email: created.user.email, tokenFile, signInUrl: signInLinkUrl(publicUrl, secret) };
   }
   const body = defaultPolicy(publicUrl);
   validatePolicy({ ...body, revision: 1 }, '(default policy)');
-  const published = await store.publishFirstPolicy(body, now);
+  const published = await store.publishFirstPolicy(body, now, by);
   if (published !== undefined) started.policy = published;
   return started;
 }

@@ -40,6 +40,7 @@ import { badRequest, forbidden, HttpError, notFound, readJsonBody, sendEmpty, se
 import {
   ARTIFACT_STATUSES,
   AUDIT_ACTIONS,
+  auditSummary,
   isExpired,
   LEGACY_FORMAT,
   LEGACY_PROFILE,
@@ -580,19 +581,21 @@ async function auditEvents(rc: RouteContext, req: Request): Promise<void> {
     after,
     limit: limit + 1,
     action: action as AuditAction | undefined,
-    actor_id: boundedText(params.one('actor_id'), 'actor_id'),
-    session_id: boundedText(params.one('session_id'), 'session_id'),
+    // An entry of no session keeps '' as its session: an empty filter is none, not "entries of no session".
+    actor_id: boundedText(params.one('actor_id'), 'actor_id') || undefined,
+    session_id: boundedText(params.one('session_id'), 'session_id') || undefined,
   });
   const items = page.slice(0, limit);
   const body: AuditEventPage = {
     items: items.map((e) => ({
       seq: e.seq,
       at: iso(e.at),
-      actor: { id: e.actor_id, email: e.actor_email },
+      actor: { kind: e.actor_kind, id: e.actor_id, email: e.actor_email },
       action: e.action,
       session_id: e.session_id,
       owner_id: e.owner_id,
       details: e.details,
+      summary: auditSummary(e),
     })),
     next_after: page.length > limit ? items.at(-1)!.seq : null,
   };

@@ -6,7 +6,7 @@
  */
 import { badRequest, forbidden, HttpError, notFound } from './http.js';
 import type { RouteContext } from './routes.js';
-import { isExpired, type Artifact, type AuditAction, type CapturedSession, type NewAuditEvent, type SharingMode, type User } from './store/index.js';
+import { isExpired, userActor, type Artifact, type AuditAction, type CapturedSession, type NewAuditEvent, type SharingMode, type User } from './store/index.js';
 
 /** Named recipients of one session, at most (as Blue's server). */
 export const MAX_RECIPIENTS = 500;
@@ -27,7 +27,7 @@ export async function visibleSession(rc: RouteContext, user: User, id: string): 
 
 /** The audit entry of `action` on `session` by `user`. */
 export function audited(user: User, session: CapturedSession, action: AuditAction, details: Record<string, unknown> = {}): NewAuditEvent {
-  return { actor: { id: user.id, email: user.email }, action, session_id: session.id, owner_id: session.owner_id, details };
+  return { actor: userActor(user), action, session_id: session.id, owner_id: session.owner_id, details };
 }
 
 /** Whether `user` reads `session` as an administrator (a session not theirs): such a read is in the audit log. */

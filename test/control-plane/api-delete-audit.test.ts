@@ -50,7 +50,7 @@ describe.each(BACKENDS)('deleting sessions and the audit log (%s)', (backend) =>
   const audit = async (query = '') => {
     const got = await t.call('GET', `/audit-events${query}`, t.admin.token);
     expect(got.status).toBe(200);
-    return got.body as { items: { seq: number; at: string; actor: { id: string; email: string }; action: string; session_id: string; owner_id: string; details: Record<string, unknown> }[]; next_after: number | null };
+    return got.body as { items: { seq: number; at: string; actor: { kind: string; id: string; email: string | null }; action: string; session_id: string | null; owner_id: string | null; details: Record<string, unknown>; summary: string }[]; next_after: number | null };
   };
 
   it('the owner deletes every revision, its sharing and its objects; it is gone for everyone, and the deletion is logged', async () => {
@@ -81,11 +81,12 @@ describe.each(BACKENDS)('deleting sessions and the audit log (%s)', (backend) =>
       {
         seq: expect.any(Number),
         at: new Date(t.clock.now()).toISOString(),
-        actor: { id: t.alice.id, email: t.alice.email },
+        actor: { kind: 'user', id: t.alice.id, email: t.alice.email },
         action: 'session.delete',
         session_id: id,
         owner_id: t.alice.id,
         details: { harness: 'claude', native_session_id: 'doomed', title: 'doomed' },
+        summary: 'deleted the claude session doomed "doomed"',
       },
     ]);
     // The same session uploaded again is a new session.

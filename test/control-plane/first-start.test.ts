@@ -20,7 +20,7 @@ import { freshDatabase } from '../support/postgres-db.js';
 
 let home: TestHome;
 beforeEach(async () => {
-  home = await makeTestHome({ BLUE_AGENT_LOG_LEVEL: 'info' });
+  home = await makeTestHome({ BLUE_AGENT_LOG_LEVEL: 'info', USER: 'ops' });
   delete home.env.BLUE_CONTROL_DATA;
 });
 afterEach(async () => {
@@ -130,6 +130,12 @@ describe.each(BACKENDS)('control-plane serve on a fresh machine (%s)', (backend)
       expect((await store.listUsers()).map((u) => u.email)).toEqual(['admin@localhost']);
       expect((await store.currentPolicy())?.created_at).toBeDefined();
       expect(await store.publicUrl()).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      // The audit log says what the first start and `users link` did, by the local operator.
+      const log = await store.auditEvents({ limit: 100 });
+      expect(log.map((e) => [e.action, e.actor_kind, e.actor_id])).toEqual(
+        ['user.add', 'token.create', 'sign_in_link.create', 'policy.publish', 'sign_in_link.create'].map((action) => [action, 'cli', 'ops']),
+      );
+      expect(log[3]!.details).toMatchObject({ revision: (await store.currentPolicy())!.revision, previous_revision: null });
     } finally {
       await store.close();
     }

@@ -240,7 +240,7 @@ describe('PostgreSQL store', () => {
       try {
         await holder.query('BEGIN');
         await holder.query('LOCK TABLE audit_events IN SHARE MODE');
-        const audit = { actor: user, action: 'session.delete' as const, session_id: doomed.session_id, owner_id: user.id, details: {} };
+        const audit = { actor: { kind: 'user' as const, id: user.id, email: user.email }, action: 'session.delete' as const, session_id: doomed.session_id, owner_id: user.id, details: {} };
         const deleted = other.deleteSession(doomed.session_id, audit, 3000, 4000);
         await waiting(1);
         const indexed = server.searchIndexed(

@@ -103,17 +103,21 @@ describe('SQLite store statements', () => {
   /** Most of what a server does: sign-ins, uploads, listings, sharing, search, deletion and the sweeps. */
   async function rounds(n: number): Promise<void> {
     const now = 1_000_000 * n;
-    const { user: ada, token } = await store.addUser(`ada${n}@example.com`, true, now);
+    const operator = { kind: 'cli' as const, name: 'ops' };
+    const { user: ada, token } = await store.addUser(`ada${n}@example.com`, true, now, operator);
     const { user: bob } = await store.addUser(`bob${n}@example.com`, false, now);
+    const byAda = { kind: 'user' as const, id: ada.id, email: ada.email };
     await store.identity.authenticate(token, now + 1);
     await store.userById(bob.id);
     await store.userByEmail(`BOB${n}@example.com`);
     await store.listUsers();
     await store.searchUsers('bob', ada.id, 10);
-    await store.publishPolicy({ allowed_harnesses: ['claude'], n }, now);
+    await store.publishPolicy({ allowed_harnesses: ['claude'], n }, now, operator);
     const current = await store.currentPolicy();
-    await store.publishPolicyOver({ allowed_harnesses: ['codex'], n }, current!.revision, now);
-    await store.setAdmin(bob.id, false, ada.id);
+    await store.publishPolicyOver({ allowed_harnesses: ['codex'], n }, current!.revision, now, byAda);
+    await store.setAdmin(bob.id, true, { by: byAda, now });
+    await store.setAdmin(bob.id, false, { by: byAda, now });
+    await store.provisionUser(`carol${n}@example.com`, now, { kind: 'identity_provider', issuer: 'https://idp.example' });
     await store.recordClientStatus(ada.id, `laptop-${n}`, { ok: true }, now);
     await store.clientStatuses({ limit: 10, offset: 0 });
     await store.clientStatuses({ user_id: ada.id, limit: 10, offset: 0 });
@@ -149,7 +153,7 @@ describe('SQLite store statements', () => {
     await store.facets(ada, 'bo', undefined);
     await store.countByHarness(ada, {}, now + 4);
 
-    const audit = { actor: ada, action: 'session.read' as const, session_id: session.id, owner_id: ada.id, details: {} };
+    const audit = { actor: byAda, action: 'session.read' as const, session_id: session.id, owner_id: ada.id, details: {} };
     await store.appendAudit(audit, now + 5);
     await store.appendAudits([audit, audit], now + 5);
     await store.auditEvents({ limit: 10, session_id: session.id });
@@ -160,11 +164,11 @@ describe('SQLite store statements', () => {
     for (const key of keys) await store.blobDeleted(key, now + 8);
 
     const id = store.identity;
-    const personal = await id.addPersonalToken(bob.id, ['session:read'], `laptop ${n}`, now);
+    const personal = await id.addPersonalToken(bob.id, ['session:read'], `laptop ${n}`, now, operator);
     await id.grants(bob.id);
     await id.grant(personal.grant.id);
+    await id.revokeGrant(personal.grant.id, now + 1, byAda);
     await id.revokeToken(personal.token, now + 1);
-    await id.revokeGrant(personal.grant.id, now + 1);
     const device = { device_hash: `d${n}`.padEnd(64, '0'), user_code: `CODE-${n}`, client_id: 'blue-agent', scopes: ['session:read'], client_label: 'laptop', created_at: now, expires_at: now + 60_000, interval_ms: 0 };
     await id.createDeviceCode(device);
     await id.pendingDeviceCode(device.user_code, now + 1);
@@ -175,6 +179,7 @@ describe('SQLite store statements', () => {
     await id.browserSession(browser.token, now + 1);
     await id.endBrowserSession(browser.token);
     await id.useSignInLink(await id.createSignInLink(bob.id, now, 60_000), now + 1);
+    await id.createSignInLink(bob.id, now, 60_000, operator);
     await id.bindOidcSubject('https://idp.example', `sub-${n}`, bob.id);
     await id.oidcUser('https://idp.example', `sub-${n}`);
     await id.createOidcLogin(`state-${n}`, { code_verifier: 'v', nonce: 'n', next: '/' }, now, 60_000);

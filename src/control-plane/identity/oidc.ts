@@ -121,14 +121,16 @@ export class OidcSignIn {
       if (subject === '' || !/^[^\s@]{1,200}@[^\s@]{1,200}$/.test(email) || !verified || /@localhost$/i.test(email)) {
         return redirect(req.reply, '/sign-in?failed=email', { 'set-cookie': clear });
       }
-      user = await rc.store.provisionUser(email, rc.now());
+      user = await rc.store.provisionUser(email, rc.now(), { kind: 'identity_provider', issuer });
       if (!(await rc.store.identity.bindOidcSubject(issuer, subject, user.id))) {
         rc.log('info', `browser sign-in refused: ${email} is bound to another subject of ${issuer}`, { event: 'oidc_refused' });
         return redirect(req.reply, '/sign-in?failed=account', { 'set-cookie': clear });
       }
     }
     const groups = Array.isArray(claims.groups) ? claims.groups.filter((g): g is string => typeof g === 'string') : [];
-    if (this.settings.adminGroup !== undefined && groups.includes(this.settings.adminGroup) && !user.is_admin) await rc.store.setAdmin(user.id, true);
+    if (this.settings.adminGroup !== undefined && groups.includes(this.settings.adminGroup) && !user.is_admin) {
+      await rc.store.setAdmin(user.id, true, { by: { kind: 'identity_provider', issuer }, now: rc.now(), group: this.settings.adminGroup });
+    }
     await signInBrowser(rc, req, user.id, login.next, [clear]);
   }
 }

@@ -7,7 +7,7 @@ import type { Token, TokenList } from '../../schema/generated/control-tokens.js'
 import type { UserList } from '../../schema/generated/control-users.js';
 import { forbidden, notFound, sendJson } from '../http.js';
 import { caller, type Request, type RouteContext } from '../routes.js';
-import type { Grant } from '../store/index.js';
+import { userActor, type Grant } from '../store/index.js';
 
 const iso = (at: number | null): string | null => (at === null ? null : new Date(at).toISOString());
 
@@ -61,7 +61,7 @@ export async function revokeUserToken(rc: RouteContext, req: Request): Promise<v
   const grant = await rc.store.identity.grant(id);
   if (grant === undefined || (grant.user_id !== user.id && !user.is_admin)) throw notFound(`no token ${id}`);
   const now = rc.now();
-  const revoked = await rc.store.identity.revokeGrant(id, now);
+  const revoked = await rc.store.identity.revokeGrant(id, now, userActor(user));
   if (revoked === undefined) throw notFound(`no token ${id}`);
   sendJson(req.reply, 200, tokenView(revoked, now));
 }

@@ -9,6 +9,7 @@ import type { ControlStore } from './types.js';
 export * from './types.js';
 export { hashToken, newToken, TOKEN_PREFIX } from './tokens.js';
 export { requireDataDir } from './sqlite.js';
+export { actorName, auditSummary, userActor } from './audit.js';
 
 export interface StoreOptions {
   dataDir: string;

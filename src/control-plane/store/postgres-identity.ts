@@ -5,7 +5,8 @@
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { GRANT_HISTORY_MS, hashToken, LAST_USED_GRANULARITY_MS, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
-import type { AttemptLimit, BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewDeviceCode, OidcLogin, TokenCaller, TokenLifetimes, User } from './types.js';
+import { signInLinkMade, tokenCreated, tokenRevoked } from './audit.js';
+import type { AttemptLimit, AuditActor, BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewAuditEvent, NewDeviceCode, OidcLogin, TokenCaller, TokenLifetimes, User } from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | boolean | null;
@@ -24,6 +25,8 @@ export interface PgAccess {
   toUser(row: Row): User;
   /** Whether PostgreSQL can hold the text (no NUL): a lookup by one that cannot finds nothing. */
   storable(text: string): boolean;
+  /** Appends an audit entry, in `db` (the caller's transaction). */
+  audit(db: PgQueries, event: NewAuditEvent, now: number): Promise<void>;
 }
 
 const GRANT_SELECT = 'SELECT g.*, u.email AS user_email FROM grants g JOIN users u ON u.id = g.user_id';
@@ -51,8 +54,12 @@ export class PostgresIdentity implements IdentityStore {
     return { user: this.pg.toUser(row), grant_id: String(row.grant_id), scopes: String(row.scopes).split(' ') };
   }
 
-  async addPersonalToken(userId: string, scopes: readonly string[], label: string, now: number): Promise<{ token: string; grant: Grant }> {
-    return this.pg.transaction((db) => insertPersonalToken(db, userId, scopes, label, now));
+  async addPersonalToken(userId: string, scopes: readonly string[], label: string, now: number, by?: AuditActor): Promise<{ token: string; grant: Grant }> {
+    return this.pg.transaction(async (db) => {
+      const made = await insertPersonalToken(db, userId, scopes, label, now);
+      if (by !== undefined) await this.pg.audit(db, tokenCreated(by, made.grant), now);
+      return made;
+    });
   }
 
   async grants(userId: string | undefined): Promise<Grant[]> {
@@ -70,10 +77,15 @@ export class PostgresIdentity implements IdentityStore {
     return row === undefined ? undefined : toGrant(row);
   }
 
-  async revokeGrant(id: string, now: number): Promise<Grant | undefined> {
+  async revokeGrant(id: string, now: number, by?: AuditActor): Promise<Grant | undefined> {
     if (!this.pg.storable(id)) return undefined;
-    await this.pg.db.run('UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', now, id);
-    return this.grant(id);
+    return this.pg.transaction(async (db) => {
+      const revoked = await db.run('UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', now, id);
+      const row = await db.get(`${GRANT_SELECT} WHERE g.id = $1`, id);
+      const grant = row === undefined ? undefined : toGrant(row);
+      if (grant !== undefined && revoked > 0 && by !== undefined) await this.pg.audit(db, tokenRevoked(by, grant), now);
+      return grant;
+    });
   }
 
   async revokeToken(token: string, now: number): Promise<boolean> {
@@ -217,10 +229,19 @@ export class PostgresIdentity implements IdentityStore {
     await this.pg.db.run('DELETE FROM browser_sessions WHERE hash = $1', hashToken(token));
   }
 
-  async createSignInLink(userId: string, now: number, ttlMs: number): Promise<string> {
+  async createSignInLink(userId: string, now: number, ttlMs: number, by?: AuditActor): Promise<string> {
     const token = newSecret();
-    await this.pg.db.run('INSERT INTO sign_in_links (hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)', hashToken(token), userId, now, now + ttlMs);
-    return token;
+    const insert = (db: PgQueries) => db.run('INSERT INTO sign_in_links (hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)', hashToken(token), userId, now, now + ttlMs);
+    if (by === undefined) {
+      await insert(this.pg.db);
+      return token;
+    }
+    return this.pg.transaction(async (db) => {
+      await insert(db);
+      const row = await db.get(`SELECT ${USER_COLUMNS} FROM users u WHERE u.id = $1`, userId);
+      if (row !== undefined) await this.pg.audit(db, signInLinkMade(by, this.pg.toUser(row), now + ttlMs), now);
+      return token;
+    });
   }
 
   async useSignInLink(token: string, now: number): Promise<User | undefined> {

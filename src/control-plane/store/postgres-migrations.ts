@@ -232,6 +232,8 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
   `CREATE TABLE rate_windows (key text COLLATE "C" PRIMARY KEY, used integer NOT NULL, ends_at bigint NOT NULL);`,
   // 8: when a deleted session's object is deleted for the last time (SQLite's version 10).
   `ALTER TABLE blob_deletions ADD COLUMN keep_until bigint NOT NULL DEFAULT 0;`,
+  // 9: who acted in an audit entry: a person, the local operator or the identity provider (SQLite's version 11).
+  `ALTER TABLE audit_events ADD COLUMN actor_kind text NOT NULL DEFAULT 'user';`,
 ];
 
 /**

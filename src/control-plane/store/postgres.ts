@@ -18,12 +18,14 @@ import { ARTIFACT_FORMAT } from '../../bundle/limits.js';
 import { BlueError } from '../../errors.js';
 import { LOCK_NAMESPACE, LOCKS, searchDocument, migratePostgres, POSTGRES_MIGRATIONS } from './postgres-migrations.js';
 import { schemaTooNew } from './sqlite-migrations.js';
-import { likePattern, toArtifact, toAuditEvent, toClientStatus, toSession } from './sqlite.js';
+import { likePattern, toArtifact, toClientStatus, toSession } from './sqlite.js';
+import { auditEventOf, auditRow, policyPublished, roleChanged, tokenCreated, userAdded } from './audit.js';
 import { insertPersonalToken, PostgresIdentity } from './postgres-identity.js';
 import { etagOf } from './tokens.js';
 import { API_SCOPES, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchWords } from './types.js';
 import type {
   Artifact,
+  AuditActor,
   AuditEvent,
   AuditQuery,
   CapturedSession,
@@ -34,6 +36,7 @@ import type {
   NewAuditEvent,
   PolicyRevision,
   PresignResult,
+  RoleChange,
   SearchIndexed,
   SessionQuery,
   SharingMode,
@@ -188,7 +191,7 @@ export class PostgresStore implements ControlStore {
     private readonly pool: pg.Pool,
   ) {
     this.db = new Db(pool);
-    this.identity = new PostgresIdentity({ db: this.db, transaction: (fn) => this.transaction(fn), toUser, storable });
+    this.identity = new PostgresIdentity({ db: this.db, transaction: (fn) => this.transaction(fn), toUser, storable, audit: (db, event, now) => insertAudit(db, event, now) });
   }
 
   /** Connects (a bounded pool), brings the schema up to date, and refuses a database of a newer release. */
@@ -283,39 +286,44 @@ export class PostgresStore implements ControlStore {
 
   // Users
 
-  async addUser(email: string, isAdmin: boolean, now: number): Promise<{ user: User; token: string }> {
+  async addUser(email: string, isAdmin: boolean, now: number, by?: AuditActor): Promise<{ user: User; token: string }> {
     return this.transaction(async (db) => {
       // Shared: any number of additions at once, but never while a first start is deciding whether there are users.
       await db.run('SELECT pg_advisory_xact_lock_shared($1, $2)', LOCK_NAMESPACE, LOCKS.users);
-      return insertUser(db, email, isAdmin, now);
+      return insertUser(db, email, isAdmin, now, by);
     });
   }
 
-  async addFirstAdmin(email: string, now: number): Promise<{ user: User; token: string } | undefined> {
+  async addFirstAdmin(email: string, now: number, by?: AuditActor): Promise<{ user: User; token: string } | undefined> {
     return this.transaction(async (db) => {
       await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.users);
-      return (await db.get('SELECT 1 FROM users LIMIT 1')) === undefined ? insertUser(db, email, true, now) : undefined;
+      return (await db.get('SELECT 1 FROM users LIMIT 1')) === undefined ? insertUser(db, email, true, now, by) : undefined;
     });
   }
 
-  async provisionUser(email: string, now: number): Promise<User> {
+  async provisionUser(email: string, now: number, by?: AuditActor): Promise<User> {
     return this.transaction(async (db) => {
       await db.run('SELECT pg_advisory_xact_lock_shared($1, $2)', LOCK_NAMESPACE, LOCKS.users);
       // Two first sign-ins at once: one inserts, the other finds it.
       const user: User = { id: randomUUID(), email, is_admin: false, created_at: now };
-      await db.run('INSERT INTO users (id, email, is_admin, created_at) VALUES ($1, $2, false, $3) ON CONFLICT ((lower(email))) DO NOTHING', user.id, email, now);
+      const made = await db.run('INSERT INTO users (id, email, is_admin, created_at) VALUES ($1, $2, false, $3) ON CONFLICT ((lower(email))) DO NOTHING', user.id, email, now);
+      if (made > 0 && by !== undefined) await insertAudit(db, userAdded(by, user), now);
       return toUser((await db.get('SELECT * FROM users WHERE lower(email) = lower($1)', email))!);
     });
   }
 
-  async setAdmin(userId: string, isAdmin: boolean, by?: string): Promise<boolean> {
+  async setAdmin(userId: string, isAdmin: boolean, change?: RoleChange): Promise<boolean> {
+    const by = change?.by.kind === 'user' ? change.by.id : undefined;
     if (!storable(userId) || (by !== undefined && !storable(by))) return false;
     return this.transaction(async (db) => {
       // Both people's rows locked, in one order: two administrators who change each other's role at once, on any
       // replicas, run one after the other, and the second is no longer an administrator.
-      const rows = await db.all('SELECT id, is_admin FROM users WHERE id IN ($1, $2) ORDER BY id FOR UPDATE', userId, by ?? userId);
+      const rows = await db.all('SELECT * FROM users WHERE id IN ($1, $2) ORDER BY id FOR UPDATE', userId, by ?? userId);
       if (by !== undefined && rows.find((r) => r.id === by)?.is_admin !== true) return false;
+      const row = rows.find((r) => r.id === userId);
+      if (row === undefined || toUser(row).is_admin === isAdmin) return true;
       await db.run('UPDATE users SET is_admin = $1 WHERE id = $2', isAdmin, userId);
+      if (change !== undefined) await insertAudit(db, roleChanged(change, toUser(row), isAdmin), change.now);
       return true;
     });
   }
@@ -351,26 +359,27 @@ export class PostgresStore implements ControlStore {
 
   // Policy
 
-  async publishPolicy(body: Record<string, unknown>, now: number): Promise<PolicyRevision> {
+  async publishPolicy(body: Record<string, unknown>, now: number, by?: AuditActor): Promise<PolicyRevision> {
     return this.transaction(async (db) => {
-      await db.run('SELECT pg_advisory_xact_lock_shared($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
-      return insertPolicy(db, body, now);
+      // Exclusive once its audit entry names the revision it follows: publishes run one after the other.
+      await db.run(by === undefined ? 'SELECT pg_advisory_xact_lock_shared($1, $2)' : 'SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
+      return insertPolicy(db, body, now, by);
     });
   }
 
-  async publishFirstPolicy(body: Record<string, unknown>, now: number): Promise<PolicyRevision | undefined> {
+  async publishFirstPolicy(body: Record<string, unknown>, now: number, by?: AuditActor): Promise<PolicyRevision | undefined> {
     return this.transaction(async (db) => {
       await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
-      return (await db.get('SELECT 1 FROM policy_revisions LIMIT 1')) === undefined ? insertPolicy(db, body, now) : undefined;
+      return (await db.get('SELECT 1 FROM policy_revisions LIMIT 1')) === undefined ? insertPolicy(db, body, now, by) : undefined;
     });
   }
 
-  async publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number): Promise<PolicyRevision | undefined> {
+  async publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number, by?: AuditActor): Promise<PolicyRevision | undefined> {
     return this.transaction(async (db) => {
       // Exclusive: every other publish waits, so the revision read here is still the current one when this one is added.
       await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
       const current = await db.get('SELECT revision FROM policy_revisions ORDER BY seq DESC LIMIT 1');
-      return (current === undefined ? undefined : String(current.revision)) === base ? insertPolicy(db, body, now) : undefined;
+      return (current === undefined ? undefined : String(current.revision)) === base ? insertPolicy(db, body, now, by) : undefined;
     });
   }
 
@@ -384,9 +393,7 @@ export class PostgresStore implements ControlStore {
   }
 
   async currentPolicy(): Promise<PolicyRevision | undefined> {
-    const row = await this.db.get('SELECT * FROM policy_revisions ORDER BY seq DESC LIMIT 1');
-    if (row === undefined) return undefined;
-    return { revision: String(row.revision), body: JSON.parse(String(row.body)) as Record<string, unknown>, etag: String(row.etag), created_at: Number(row.created_at) };
+    return currentPolicyIn(this.db);
   }
 
   // Client status
@@ -906,38 +913,42 @@ export class PostgresStore implements ControlStore {
     if (query.actor_id !== undefined) where.push(`actor_id = ${p.add(query.actor_id)}`);
     if (query.session_id !== undefined) where.push(`session_id = ${p.add(query.session_id)}`);
     const rows = await this.db.all(`SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ${p.add(query.limit)}`, ...p.values);
-    return rows.map(toAuditEvent);
+    return rows.map(auditEventOf);
   }
 
 }
 
-async function insertUser(db: Db, email: string, isAdmin: boolean, now: number): Promise<{ user: User; token: string }> {
+/** A user and a personal token (and, with `by`, both in the audit log), in `db` (the caller's transaction). */
+async function insertUser(db: Db, email: string, isAdmin: boolean, now: number, by: AuditActor | undefined): Promise<{ user: User; token: string }> {
   const user: User = { id: randomUUID(), email, is_admin: isAdmin, created_at: now };
   await db.run('INSERT INTO users (id, email, is_admin, created_at) VALUES ($1, $2, $3, $4)', user.id, email, isAdmin, now);
-  const { token } = await insertPersonalToken(db, user.id, isAdmin ? API_SCOPES : MEMBER_SCOPES, 'token from users add', now);
+  if (by !== undefined) await insertAudit(db, userAdded(by, user), now);
+  const { token, grant } = await insertPersonalToken(db, user.id, isAdmin ? API_SCOPES : MEMBER_SCOPES, 'token from users add', now);
+  if (by !== undefined) await insertAudit(db, tokenCreated(by, grant), now);
   return { user, token };
 }
 
-async function insertPolicy(db: Db, body: Record<string, unknown>, now: number): Promise<PolicyRevision> {
+async function currentPolicyIn(db: Db): Promise<PolicyRevision | undefined> {
+  const row = await db.get('SELECT * FROM policy_revisions ORDER BY seq DESC LIMIT 1');
+  if (row === undefined) return undefined;
+  return { revision: String(row.revision), body: JSON.parse(String(row.body)) as Record<string, unknown>, etag: String(row.etag), created_at: Number(row.created_at) };
+}
+
+/** A new revision (and, with `by`, its audit entry: what changed since the current one), in the caller's transaction. */
+async function insertPolicy(db: Db, body: Record<string, unknown>, now: number, by: AuditActor | undefined): Promise<PolicyRevision> {
+  const previous = by === undefined ? undefined : await currentPolicyIn(db);
   const revision = randomUUID();
   const full = { ...body, revision };
   const text = JSON.stringify(full);
   const etag = etagOf(text);
   await db.run('INSERT INTO policy_revisions (revision, body, etag, created_at) VALUES ($1, $2, $3, $4)', revision, text, etag, now);
-  return { revision, body: full, etag, created_at: now };
+  const published = { revision, body: full, etag, created_at: now };
+  if (by !== undefined) await insertAudit(db, policyPublished(by, previous, published), now);
+  return published;
 }
 
-async function insertAudit(db: Db, event: NewAuditEvent, now: number): Promise<void> {
-  await db.run(
-    'INSERT INTO audit_events (at, actor_id, actor_email, action, session_id, owner_id, details) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-    now,
-    event.actor.id,
-    event.actor.email,
-    event.action,
-    event.session_id,
-    event.owner_id,
-    JSON.stringify(event.details),
-  );
+async function insertAudit(db: Pick<Db, 'run'>, event: NewAuditEvent, now: number): Promise<void> {
+  await db.run('INSERT INTO audit_events (at, actor_kind, actor_id, actor_email, action, session_id, owner_id, details) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', now, ...auditRow(event));
 }
 
 /**

@@ -4,7 +4,8 @@
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { GRANT_HISTORY_MS, hashToken, LAST_USED_GRANULARITY_MS, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
-import type { AttemptLimit, BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewDeviceCode, OidcLogin, TokenCaller, TokenLifetimes, User } from './types.js';
+import { signInLinkMade, tokenCreated, tokenRevoked } from './audit.js';
+import type { AttemptLimit, AuditActor, BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewAuditEvent, NewDeviceCode, OidcLogin, TokenCaller, TokenLifetimes, User } from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | null;
@@ -17,6 +18,8 @@ export interface SqliteAccess {
   run(sql: string, ...args: Value[]): number;
   transaction<T>(fn: () => T): T;
   toUser(row: Row): User;
+  /** Appends an audit entry, in the caller's transaction. */
+  audit(event: NewAuditEvent, now: number): void;
 }
 
 const GRANT_SELECT = 'SELECT g.*, u.email AS user_email FROM grants g JOIN users u ON u.id = g.user_id';
@@ -43,17 +46,19 @@ export class SqliteIdentity implements IdentityStore {
     return { user: this.db.toUser(row), grant_id: String(row.grant_id), scopes: String(row.scopes).split(' ') };
   }
 
-  async addPersonalToken(userId: string, scopes: readonly string[], label: string, now: number): Promise<{ token: string; grant: Grant }> {
-    return this.db.transaction(() => this.insertPersonalToken(userId, scopes, label, now));
+  async addPersonalToken(userId: string, scopes: readonly string[], label: string, now: number, by?: AuditActor): Promise<{ token: string; grant: Grant }> {
+    return this.db.transaction(() => this.insertPersonalToken(userId, scopes, label, now, by));
   }
 
-  /** A personal sign-in and its token; inside the caller's transaction. */
-  insertPersonalToken(userId: string, scopes: readonly string[], label: string, now: number): { token: string; grant: Grant } {
+  /** A personal sign-in and its token (with `by`, in the audit log); inside the caller's transaction. */
+  insertPersonalToken(userId: string, scopes: readonly string[], label: string, now: number, by?: AuditActor): { token: string; grant: Grant } {
     const token = newToken();
     const id = randomUUID();
     this.db.run(`INSERT INTO grants (id, user_id, kind, scopes, label, created_at) VALUES (?, ?, 'personal', ?, ?, ?)`, id, userId, scopes.join(' '), label, now);
     this.db.run(`INSERT INTO tokens (hash, grant_id, kind) VALUES (?, ?, 'access')`, hashToken(token), id);
-    return { token, grant: toGrant(this.db.get(`${GRANT_SELECT} WHERE g.id = ?`, id)!) };
+    const grant = toGrant(this.db.get(`${GRANT_SELECT} WHERE g.id = ?`, id)!);
+    if (by !== undefined) this.db.audit(tokenCreated(by, grant), now);
+    return { token, grant };
   }
 
   async grants(userId: string | undefined): Promise<Grant[]> {
@@ -66,11 +71,13 @@ export class SqliteIdentity implements IdentityStore {
     return row === undefined ? undefined : toGrant(row);
   }
 
-  async revokeGrant(id: string, now: number): Promise<Grant | undefined> {
+  async revokeGrant(id: string, now: number, by?: AuditActor): Promise<Grant | undefined> {
     return this.db.transaction(() => {
-      this.db.run('UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', now, id);
+      const revoked = this.db.run('UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', now, id);
       const row = this.db.get(`${GRANT_SELECT} WHERE g.id = ?`, id);
-      return row === undefined ? undefined : toGrant(row);
+      const grant = row === undefined ? undefined : toGrant(row);
+      if (grant !== undefined && revoked > 0 && by !== undefined) this.db.audit(tokenRevoked(by, grant), now);
+      return grant;
     });
   }
 
@@ -216,10 +223,14 @@ export class SqliteIdentity implements IdentityStore {
     this.db.run('DELETE FROM browser_sessions WHERE hash = ?', hashToken(token));
   }
 
-  async createSignInLink(userId: string, now: number, ttlMs: number): Promise<string> {
+  async createSignInLink(userId: string, now: number, ttlMs: number, by?: AuditActor): Promise<string> {
     const token = newSecret();
-    this.db.run('INSERT INTO sign_in_links (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)', hashToken(token), userId, now, now + ttlMs);
-    return token;
+    return this.db.transaction(() => {
+      this.db.run('INSERT INTO sign_in_links (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)', hashToken(token), userId, now, now + ttlMs);
+      const row = by === undefined ? undefined : this.db.get('SELECT * FROM users WHERE id = ?', userId);
+      if (by !== undefined && row !== undefined) this.db.audit(signInLinkMade(by, this.db.toUser(row), now + ttlMs), now);
+      return token;
+    });
   }
 
   async useSignInLink(token: string, now: number): Promise<User | undefined> {

@@ -296,6 +296,9 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
   // 10: a deleted session's object is deleted at once and again once no upload URL signed for it can deliver bytes
   //    (keep_until); a row queued before keeps its one time.
   `ALTER TABLE blob_deletions ADD COLUMN keep_until INTEGER NOT NULL DEFAULT 0;`,
+  // 11: the audit log records administration too: who acted is a person (user), the local operator (cli: actor_id is
+  //     the OS user) or the identity provider (actor_id is its issuer); an entry of no session keeps '' as its session.
+  `ALTER TABLE audit_events ADD COLUMN actor_kind TEXT NOT NULL DEFAULT 'user';`,
 ];
 
 /** The scopes of the personal tokens version 7 carries over (store/types.ts: API_SCOPES, MEMBER_SCOPES then). */

@@ -12,10 +12,12 @@ import { ARTIFACT_FORMAT } from '../../bundle/limits.js';
 import { BlueError } from '../../errors.js';
 import { migrateSqlite, SQLITE_MIGRATIONS, schemaTooNew, sqliteSchemaVersion } from './sqlite-migrations.js';
 import { SqliteIdentity } from './sqlite-identity.js';
+import { auditEventOf, auditRow, policyPublished, roleChanged, userAdded } from './audit.js';
 import { etagOf } from './tokens.js';
 import type {
   Artifact,
   ArtifactStatus,
+  AuditActor,
   AuditEvent,
   AuditQuery,
   CapturedSession,
@@ -26,6 +28,7 @@ import type {
   NewAuditEvent,
   PolicyRevision,
   PresignResult,
+  RoleChange,
   SearchIndexed,
   SessionQuery,
   SharingMode,
@@ -62,6 +65,7 @@ export class SqliteStore implements ControlStore {
       run: (sql, ...args) => this.run(sql, ...args),
       transaction: (fn) => this.transaction(fn),
       toUser,
+      audit: (event, now) => this.insertAudit(event, now),
     });
   }
 
@@ -146,39 +150,44 @@ export class SqliteStore implements ControlStore {
 
   // Users
 
-  async addUser(email: string, isAdmin: boolean, now: number): Promise<{ user: User; token: string }> {
-    return this.transaction(() => this.insertUser(email, isAdmin, now));
+  async addUser(email: string, isAdmin: boolean, now: number, by?: AuditActor): Promise<{ user: User; token: string }> {
+    return this.transaction(() => this.insertUser(email, isAdmin, now, by));
   }
 
-  /** A user and a personal token; inside the caller's transaction. */
-  private insertUser(email: string, isAdmin: boolean, now: number): { user: User; token: string } {
-    const user = this.insertBareUser(email, isAdmin, now);
-    const { token } = this.identity.insertPersonalToken(user.id, isAdmin ? API_SCOPES : MEMBER_SCOPES, 'token from users add', now);
+  /** A user and a personal token (and, with `by`, both in the audit log); inside the caller's transaction. */
+  private insertUser(email: string, isAdmin: boolean, now: number, by: AuditActor | undefined): { user: User; token: string } {
+    const user = this.insertBareUser(email, isAdmin, now, by);
+    const { token } = this.identity.insertPersonalToken(user.id, isAdmin ? API_SCOPES : MEMBER_SCOPES, 'token from users add', now, by);
     return { user, token };
   }
 
-  private insertBareUser(email: string, isAdmin: boolean, now: number): User {
+  private insertBareUser(email: string, isAdmin: boolean, now: number, by: AuditActor | undefined): User {
     const user: User = { id: randomUUID(), email, is_admin: isAdmin, created_at: now };
     // token_hash is unread since version 7; it holds no token (see sqlite-migrations.ts).
     this.run('INSERT INTO users (id, email, is_admin, token_hash, created_at) VALUES (?, ?, ?, ?, ?)', user.id, email, isAdmin ? 1 : 0, `none:${user.id}`, now);
+    if (by !== undefined) this.insertAudit(userAdded(by, user), now);
     return user;
   }
 
-  async addFirstAdmin(email: string, now: number): Promise<{ user: User; token: string } | undefined> {
-    return this.transaction(() => (this.get('SELECT 1 FROM users LIMIT 1') === undefined ? this.insertUser(email, true, now) : undefined));
+  async addFirstAdmin(email: string, now: number, by?: AuditActor): Promise<{ user: User; token: string } | undefined> {
+    return this.transaction(() => (this.get('SELECT 1 FROM users LIMIT 1') === undefined ? this.insertUser(email, true, now, by) : undefined));
   }
 
-  async provisionUser(email: string, now: number): Promise<User> {
+  async provisionUser(email: string, now: number, by?: AuditActor): Promise<User> {
     return this.transaction(() => {
       const row = this.get('SELECT * FROM users WHERE email = ?', email);
-      return row === undefined ? this.insertBareUser(email, false, now) : toUser(row);
+      return row === undefined ? this.insertBareUser(email, false, now, by) : toUser(row);
     });
   }
 
-  async setAdmin(userId: string, isAdmin: boolean, by?: string): Promise<boolean> {
+  async setAdmin(userId: string, isAdmin: boolean, change?: RoleChange): Promise<boolean> {
     return this.transaction(() => {
-      if (by !== undefined && Number(this.get('SELECT is_admin FROM users WHERE id = ?', by)?.is_admin ?? 0) !== 1) return false;
+      const by = change?.by;
+      if (by?.kind === 'user' && Number(this.get('SELECT is_admin FROM users WHERE id = ?', by.id)?.is_admin ?? 0) !== 1) return false;
+      const row = this.get('SELECT * FROM users WHERE id = ?', userId);
+      if (row === undefined || toUser(row).is_admin === isAdmin) return true;
       this.run('UPDATE users SET is_admin = ? WHERE id = ?', isAdmin ? 1 : 0, userId);
+      if (change !== undefined) this.insertAudit(roleChanged(change, toUser(row), isAdmin), change.now);
       return true;
     });
   }
@@ -210,27 +219,31 @@ export class SqliteStore implements ControlStore {
 
   // Policy
 
-  async publishPolicy(body: Record<string, unknown>, now: number): Promise<PolicyRevision> {
-    return this.insertPolicy(body, now);
+  async publishPolicy(body: Record<string, unknown>, now: number, by?: AuditActor): Promise<PolicyRevision> {
+    return this.transaction(() => this.insertPolicy(body, now, by));
   }
 
-  private insertPolicy(body: Record<string, unknown>, now: number): PolicyRevision {
+  /** A new revision (and, with `by`, its audit entry: what changed since the current one); in the caller's transaction. */
+  private insertPolicy(body: Record<string, unknown>, now: number, by: AuditActor | undefined): PolicyRevision {
+    const previous = by === undefined ? undefined : this.currentPolicySync();
     const revision = randomUUID();
     const full = { ...body, revision };
     const text = JSON.stringify(full);
     const etag = etagOf(text);
     this.run('INSERT INTO policy_revisions (revision, body, etag, created_at) VALUES (?, ?, ?, ?)', revision, text, etag, now);
-    return { revision, body: full, etag, created_at: now };
+    const published = { revision, body: full, etag, created_at: now };
+    if (by !== undefined) this.insertAudit(policyPublished(by, previous, published), now);
+    return published;
   }
 
-  async publishFirstPolicy(body: Record<string, unknown>, now: number): Promise<PolicyRevision | undefined> {
-    return this.transaction(() => (this.get('SELECT 1 FROM policy_revisions LIMIT 1') === undefined ? this.insertPolicy(body, now) : undefined));
+  async publishFirstPolicy(body: Record<string, unknown>, now: number, by?: AuditActor): Promise<PolicyRevision | undefined> {
+    return this.transaction(() => (this.get('SELECT 1 FROM policy_revisions LIMIT 1') === undefined ? this.insertPolicy(body, now, by) : undefined));
   }
 
-  async publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number): Promise<PolicyRevision | undefined> {
+  async publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number, by?: AuditActor): Promise<PolicyRevision | undefined> {
     return this.transaction(() => {
       const current = this.get('SELECT revision FROM policy_revisions ORDER BY seq DESC LIMIT 1');
-      return (current === undefined ? undefined : String(current.revision)) === base ? this.insertPolicy(body, now) : undefined;
+      return (current === undefined ? undefined : String(current.revision)) === base ? this.insertPolicy(body, now, by) : undefined;
     });
   }
 
@@ -244,6 +257,10 @@ export class SqliteStore implements ControlStore {
   }
 
   async currentPolicy(): Promise<PolicyRevision | undefined> {
+    return this.currentPolicySync();
+  }
+
+  private currentPolicySync(): PolicyRevision | undefined {
     const row = this.get('SELECT * FROM policy_revisions ORDER BY seq DESC LIMIT 1');
     if (row === undefined) return undefined;
     return { revision: String(row.revision), body: JSON.parse(String(row.body)) as Record<string, unknown>, etag: String(row.etag), created_at: Number(row.created_at) };
@@ -781,34 +798,12 @@ export class SqliteStore implements ControlStore {
     if (query.action !== undefined) (where.push('action = ?'), args.push(query.action));
     if (query.actor_id !== undefined) (where.push('actor_id = ?'), args.push(query.actor_id));
     if (query.session_id !== undefined) (where.push('session_id = ?'), args.push(query.session_id));
-    return this.all(`SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ?`, ...args, query.limit).map(toAuditEvent);
+    return this.all(`SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ?`, ...args, query.limit).map(auditEventOf);
   }
 
   private insertAudit(event: NewAuditEvent, now: number): void {
-    this.run(
-      'INSERT INTO audit_events (at, actor_id, actor_email, action, session_id, owner_id, details) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      now,
-      event.actor.id,
-      event.actor.email,
-      event.action,
-      event.session_id,
-      event.owner_id,
-      JSON.stringify(event.details),
-    );
+    this.run('INSERT INTO audit_events (at, actor_kind, actor_id, actor_email, action, session_id, owner_id, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', now, ...auditRow(event));
   }
-}
-
-export function toAuditEvent(row: Record<string, unknown>): AuditEvent {
-  return {
-    seq: Number(row.seq),
-    at: Number(row.at),
-    actor_id: String(row.actor_id),
-    actor_email: String(row.actor_email),
-    action: String(row.action) as AuditEvent['action'],
-    session_id: String(row.session_id),
-    owner_id: String(row.owner_id),
-    details: JSON.parse(String(row.details)) as Record<string, unknown>,
-  };
 }
 
 export function toClientStatus(row: Record<string, unknown>): ClientStatusRecord {

@@ -178,17 +178,21 @@ export interface ControlStore {
   /** The organisation this server is (made once, at the first start). */
   organizationId(): Promise<string>;
 
-  /** A user with a personal token (every scope; an administrator's includes `admin`). */
-  addUser(email: string, isAdmin: boolean, now: number): Promise<{ user: User; token: string }>;
-  /** An administrator, only when there is no user at all (the first start); undefined otherwise. */
-  addFirstAdmin(email: string, now: number): Promise<{ user: User; token: string } | undefined>;
-  /** The user of `email`, made (a member, without a token) when there is none: a first sign-in. */
-  provisionUser(email: string, now: number): Promise<User>;
   /**
-   * Makes `userId` an administrator or a member; asked by administrator `by`, only while `by` still is one (false
-   * otherwise). Checked and changed in one transaction: two administrators who demote each other at once leave one.
+   * A user with a personal token (every scope; an administrator's includes `admin`). With `by`, the audit log records
+   * who added them and the token, in the same transaction (so do the other changes below that take `by`).
    */
-  setAdmin(userId: string, isAdmin: boolean, by?: string): Promise<boolean>;
+  addUser(email: string, isAdmin: boolean, now: number, by?: AuditActor): Promise<{ user: User; token: string }>;
+  /** An administrator, only when there is no user at all (the first start); undefined otherwise. */
+  addFirstAdmin(email: string, now: number, by?: AuditActor): Promise<{ user: User; token: string } | undefined>;
+  /** The user of `email`, made (a member, without a token) when there is none: a first sign-in. */
+  provisionUser(email: string, now: number, by?: AuditActor): Promise<User>;
+  /**
+   * Makes `userId` an administrator or a member. Asked by a person (`change.by` a user), only while they still are an
+   * administrator (false otherwise): checked and changed in one transaction, so two administrators who demote each
+   * other at once leave one. A role that changed is in the audit log, by `change.by` at `change.now`.
+   */
+  setAdmin(userId: string, isAdmin: boolean, change?: RoleChange): Promise<boolean>;
   userById(id: string): Promise<User | undefined>;
   userByEmail(email: string): Promise<User | undefined>;
   listUsers(): Promise<User[]>;
@@ -197,15 +201,18 @@ export interface ControlStore {
   /** At most `limit` users but `excludeId` whose e-mail contains `q` (case-insensitive), by e-mail. */
   searchUsers(q: string | undefined, excludeId: string | undefined, limit: number): Promise<User[]>;
 
-  /** Publishes `body` as a new revision with a fresh id. */
-  publishPolicy(body: Record<string, unknown>, now: number): Promise<PolicyRevision>;
+  /**
+   * Publishes `body` as a new revision with a fresh id. With `by`, the audit log records it with what changed since
+   * the revision it follows (publishes run one after the other, so that one is exact).
+   */
+  publishPolicy(body: Record<string, unknown>, now: number, by?: AuditActor): Promise<PolicyRevision>;
   /** Publishes `body` only when no revision exists yet (a first start, however many replicas start at once). */
-  publishFirstPolicy(body: Record<string, unknown>, now: number): Promise<PolicyRevision | undefined>;
+  publishFirstPolicy(body: Record<string, unknown>, now: number, by?: AuditActor): Promise<PolicyRevision | undefined>;
   /**
    * Publishes `body` only while `base` is the current revision (undefined: none yet), checked and published in one
    * transaction; undefined when another revision was published since `base` (from any replica).
    */
-  publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number): Promise<PolicyRevision | undefined>;
+  publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number, by?: AuditActor): Promise<PolicyRevision | undefined>;
   /** Where agents reach the servers (every `serve` records it; `policy publish` checks presign URLs against it). */
   publicUrl(): Promise<string | undefined>;
   setPublicUrl(url: string): Promise<void>;
@@ -403,12 +410,12 @@ export interface IdentityStore {
   /** The caller of an access or personal token; `expired` for an access token past its time; undefined otherwise. */
   authenticate(token: string, now: number): Promise<TokenCaller | 'expired' | undefined>;
   /** A new personal token for `userId` (never expires; revocable). */
-  addPersonalToken(userId: string, scopes: readonly string[], label: string, now: number): Promise<{ token: string; grant: Grant }>;
+  addPersonalToken(userId: string, scopes: readonly string[], label: string, now: number, by?: AuditActor): Promise<{ token: string; grant: Grant }>;
   /** Sign-ins of one user (or everyone's), newest first; revoked ones too. */
   grants(userId: string | undefined): Promise<Grant[]>;
   grant(id: string): Promise<Grant | undefined>;
   /** Revokes a sign-in: every token of it fails from now on. Undefined when there is no such grant. */
-  revokeGrant(id: string, now: number): Promise<Grant | undefined>;
+  revokeGrant(id: string, now: number, by?: AuditActor): Promise<Grant | undefined>;
   /** Revokes the sign-in a token (access, refresh or personal) belongs to; false when no sign-in has it. */
   revokeToken(token: string, now: number): Promise<boolean>;
 
@@ -439,7 +446,7 @@ export interface IdentityStore {
   browserSession(token: string, now: number): Promise<BrowserSession | undefined>;
   endBrowserSession(token: string): Promise<void>;
   /** A one-time sign-in link's secret for `userId`, good until `now + ttlMs`. */
-  createSignInLink(userId: string, now: number, ttlMs: number): Promise<string>;
+  createSignInLink(userId: string, now: number, ttlMs: number, by?: AuditActor): Promise<string>;
   /** The user a sign-in link names, once: the link is spent. */
   useSignInLink(token: string, now: number): Promise<User | undefined>;
 
@@ -456,19 +463,37 @@ export interface IdentityStore {
   purgeExpired(now: number): Promise<number>;
 }
 
-export const AUDIT_ACTIONS = ['session.read', 'session.download', 'session.share', 'session.delete'] as const;
+export const SESSION_AUDIT_ACTIONS = ['session.read', 'session.download', 'session.share', 'session.delete'] as const;
+/** What administering the server does: policies, users and their roles, tokens, sign-in links. */
+export const ADMIN_AUDIT_ACTIONS = ['policy.publish', 'user.add', 'user.role', 'token.create', 'token.revoke', 'sign_in_link.create'] as const;
+export const AUDIT_ACTIONS = [...SESSION_AUDIT_ACTIONS, ...ADMIN_AUDIT_ACTIONS] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /**
- * Who did what to which session, and what it involved (a sharing's mode and recipients, an artifact's id, what of it an
- * administrator read: `page`, `detail`, `sharing`, `search`).
+ * Who did what the audit log records: a signed-in person; the local operator, running an administration command
+ * (`blue-agent control-plane …`, `serve`'s first start) on the server's machine, named by their OS user; or the
+ * organisation's identity provider (a first sign-in provisions a person, its group makes them an administrator).
+ */
+export type AuditActor = { kind: 'user'; id: string; email: string } | { kind: 'cli'; name: string } | { kind: 'identity_provider'; issuer: string };
+
+/** Who changes a role, and when; `group`: the identity provider's group that made the person an administrator. */
+export interface RoleChange {
+  by: AuditActor;
+  now: number;
+  group?: string;
+}
+
+/**
+ * Who did what, and what it involved: to a session (a sharing's mode and recipients, an artifact's id, what of it an
+ * administrator read: `page`, `detail`, `sharing`, `search`), or to the server's administration (store/audit.ts).
  */
 export interface NewAuditEvent {
-  actor: Pick<User, 'id' | 'email'>;
+  actor: AuditActor;
   action: AuditAction;
-  session_id: string;
+  /** The session it concerns: session actions only. */
+  session_id?: string;
   /** The session's owner then: it stays readable after the session and even the user are gone. */
-  owner_id: string;
+  owner_id?: string;
   details: Record<string, unknown>;
 }
 
@@ -476,11 +501,14 @@ export interface AuditEvent {
   /** Its place in the log: strictly increasing. */
   seq: number;
   at: number;
+  actor_kind: AuditActor['kind'];
+  /** A person's user id, the operator's OS user, or the identity provider's issuer. */
   actor_id: string;
-  actor_email: string;
+  /** A person's e-mail address (null for the others). */
+  actor_email: string | null;
   action: AuditAction;
-  session_id: string;
-  owner_id: string;
+  session_id: string | null;
+  owner_id: string | null;
   details: Record<string, unknown>;
 }
 

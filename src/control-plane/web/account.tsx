@@ -3,6 +3,7 @@
  * each revocable here; a revoked one fails at its next request.
  */
 import { HttpError } from '../http.js';
+import { userActor } from '../store/index.js';
 import type { Request, RouteContext } from '../routes.js';
 import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
 import { Page } from './layout.js';
@@ -37,6 +38,6 @@ export async function revokeOwnToken(rc: RouteContext, req: Request): Promise<vo
   await readPagePost(rc, req, session);
   const grant = await rc.store.identity.grant(req.params[0]!);
   if (grant === undefined || grant.user_id !== session.user.id) throw new HttpError(404, 'not_found', 'no such token of yours');
-  await rc.store.identity.revokeGrant(grant.id, rc.now());
+  await rc.store.identity.revokeGrant(grant.id, rc.now(), userActor(session.user));
   redirect(req.reply, '/account#tokens');
 }

@@ -9,7 +9,7 @@ import { MAX_POLICY_BYTES } from '../../policy/validate.js';
 import { checkPolicyText, presignOriginWarning } from '../admin.js';
 import { HttpError } from '../http.js';
 import type { Request, RouteContext } from '../routes.js';
-import { AUDIT_ACTIONS, MAX_MACHINES_PER_USER, type AuditAction, type BrowserSession } from '../store/index.js';
+import { actorName, AUDIT_ACTIONS, auditSummary, MAX_MACHINES_PER_USER, userActor, type AuditAction, type BrowserSession } from '../store/index.js';
 import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
 import { Page, when } from './layout.js';
 import { TokenTable } from './tokens.js';
@@ -247,7 +247,7 @@ export async function adminRevokeToken(rc: RouteContext, req: Request): Promise<
   const session = await administrator(rc, req);
   if (session === undefined) return;
   await readPagePost(rc, req, session);
-  if ((await rc.store.identity.revokeGrant(req.params[0]!, rc.now())) === undefined) throw new HttpError(404, 'not_found', 'no such token');
+  if ((await rc.store.identity.revokeGrant(req.params[0]!, rc.now(), userActor(session.user))) === undefined) throw new HttpError(404, 'not_found', 'no such token');
   redirect(req.reply, '/admin/users');
 }
 
@@ -262,7 +262,7 @@ export async function adminSetRole(rc: RouteContext, req: Request): Promise<void
   const role = form.get('role');
   if (role !== 'admin' && role !== 'member') throw new HttpError(400, 'invalid_request', 'role must be admin or member');
   // Checked again as the role changes: an administrator demoted meanwhile (by one they were demoting) changes nothing.
-  if (!(await rc.store.setAdmin(id, role === 'admin', session.user.id))) throw new HttpError(403, 'forbidden', 'you are no longer an administrator');
+  if (!(await rc.store.setAdmin(id, role === 'admin', { by: userActor(session.user), now: rc.now() }))) throw new HttpError(403, 'forbidden', 'you are no longer an administrator');
   redirect(req.reply, '/admin/users');
 }
 
@@ -307,7 +307,7 @@ export async function adminAudit(rc: RouteContext, req: Request): Promise<void> 
               <th scope="col">Who</th>
               <th scope="col">Action</th>
               <th scope="col">Session</th>
-              <th scope="col">Details</th>
+              <th scope="col">What</th>
             </tr>
           </thead>
           <tbody>
@@ -315,13 +315,16 @@ export async function adminAudit(rc: RouteContext, req: Request): Promise<void> 
               <tr key={e.seq}>
                 <td>{e.seq}</td>
                 <td>{when(e.at)}</td>
-                <td>{e.actor_email}</td>
+                <td>{actorName(e)}</td>
                 <td>{e.action}</td>
                 <td>
-                  {e.action === 'session.delete' ? <code>{e.session_id}</code> : <a href={`/sessions/${e.session_id}`}>{e.session_id.slice(0, 8)}</a>}
+                  {e.session_id === null ? '—' : e.action === 'session.delete' ? <code>{e.session_id}</code> : <a href={`/sessions/${e.session_id}`}>{e.session_id.slice(0, 8)}</a>}
                 </td>
                 <td>
-                  <code>{JSON.stringify(e.details)}</code>
+                  {auditSummary(e)}
+                  <div class="muted">
+                    <code>{JSON.stringify(e.details)}</code>
+                  </div>
                 </td>
               </tr>
             ))}
@@ -448,7 +451,7 @@ export async function adminPolicyPublish(rc: RouteContext, req: Request): Promis
   if ('problem' in result) return sendPage(req.reply, 400, <PolicyPage session={session} currentRevision={(await rc.store.currentPolicy())?.revision} text={text} problem={result.problem} />);
   // Whether the reviewed revision is still the current one is asked as the policy is published, from any replica.
   const base = form.get('base') ?? '';
-  const published = await rc.store.publishPolicyOver(result.body, base === '' ? undefined : base, rc.now());
+  const published = await rc.store.publishPolicyOver(result.body, base === '' ? undefined : base, rc.now(), userActor(session.user));
   if (published === undefined) {
     const current = await rc.store.currentPolicy();
     return sendPage(req.reply, 409, <PolicyPage session={session} currentRevision={current?.revision} text={text} problem="Another revision was published since you reviewed the changes: review them again." />);

@@ -1447,7 +1447,7 @@ return errors === 0;
 }
 
 export const validateAuditEventPage = validate15;
-const schema18 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-audit-events.schema.json","title":"AuditEventPage","description":"Answer of GET /audit-events (administrators): audit entries oldest first; next_after is the seq to pass as `after` for the next page, null on the last.","type":"object","required":["items","next_after"],"additionalProperties":false,"properties":{"items":{"type":"array","maxItems":100,"items":{"type":"object","required":["seq","at","actor","action","session_id","owner_id","details"],"additionalProperties":false,"properties":{"seq":{"description":"The entry's place in the log: strictly increasing.","type":"integer","minimum":1},"at":{"description":"When, as an ISO 8601 UTC time.","type":"string","maxLength":64},"actor":{"type":"object","required":["id","email"],"additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64},"email":{"type":"string","maxLength":320}}},"action":{"description":"session.read: an administrator read a session that is not theirs; session.download: a download URL was given out; session.share: the owner changed the sharing; session.delete: the session was deleted.","enum":["session.read","session.download","session.share","session.delete"]},"session_id":{"type":"string","maxLength":64},"owner_id":{"description":"The session's owner when it happened.","type":"string","maxLength":64},"details":{"description":"What the action involved: the artifact downloaded, the sharing before and after, what was deleted.","type":"object"}}}},"next_after":{"type":["integer","null"]}}};
+const schema18 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/control-audit-events.schema.json","title":"AuditEventPage","description":"Answer of GET /audit-events (administrators): audit entries oldest first, of what was done to sessions and to the server's administration; next_after is the seq to pass as `after` for the next page, null on the last.","type":"object","required":["items","next_after"],"additionalProperties":false,"properties":{"items":{"type":"array","maxItems":100,"items":{"type":"object","required":["seq","at","actor","action","session_id","owner_id","details","summary"],"additionalProperties":false,"properties":{"seq":{"description":"The entry's place in the log: strictly increasing.","type":"integer","minimum":1},"at":{"description":"When, as an ISO 8601 UTC time.","type":"string","maxLength":64},"actor":{"description":"Who did it: a signed-in person (kind user: their id and e-mail), the local operator running an administration command on the server's machine (kind cli: id is the OS user, e-mail null), or the identity provider (kind identity_provider: id is its issuer, e-mail null; a person provisioned on first sign-in, or made an administrator by its group).","type":"object","required":["kind","id","email"],"additionalProperties":false,"properties":{"kind":{"enum":["user","cli","identity_provider"]},"id":{"type":"string","maxLength":2048},"email":{"type":["string","null"],"maxLength":320}}},"action":{"description":"session.read: an administrator read a session that is not theirs; session.download: a download URL was given out; session.share: the owner changed the sharing; session.delete: the session was deleted; policy.publish: a policy revision was published; user.add: a user was added; user.role: a user's role changed; token.create: a personal token was made; token.revoke: a token or device sign-in was revoked; sign_in_link.create: a one-time sign-in link was made.","enum":["session.read","session.download","session.share","session.delete","policy.publish","user.add","user.role","token.create","token.revoke","sign_in_link.create"]},"session_id":{"description":"The session, for a session action; null otherwise.","type":["string","null"],"maxLength":64},"owner_id":{"description":"The session's owner when it happened; null for an action on no session.","type":["string","null"],"maxLength":64},"details":{"description":"What the action involved: the artifact downloaded, the sharing before and after, what was deleted; the revision published with the one it follows and the top-level keys and harnesses that changed; the user, role, token or link.","type":"object"},"summary":{"description":"What happened, in a sentence a person reads.","type":"string","maxLength":4096}}}},"next_after":{"type":["integer","null"]}}};
 
 function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/control-audit-events.schema.json" */;
@@ -1573,9 +1573,8 @@ vErrors.push(err10);
 }
 errors++;
 }
-for(const key1 in data1){
-if(!(((((((key1 === "seq") || (key1 === "at")) || (key1 === "actor")) || (key1 === "action")) || (key1 === "session_id")) || (key1 === "owner_id")) || (key1 === "details"))){
-const err11 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(data1.summary === undefined){
+const err11 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/required",keyword:"required",params:{missingProperty: "summary"},message:"must have required property '"+"summary"+"'"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1584,11 +1583,9 @@ vErrors.push(err11);
 }
 errors++;
 }
-}
-if(data1.seq !== undefined){
-let data2 = data1.seq;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err12 = {instancePath:instancePath+"/items/" + i0+"/seq",schemaPath:"#/properties/items/items/properties/seq/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key1 in data1){
+if(!((((((((key1 === "seq") || (key1 === "at")) || (key1 === "actor")) || (key1 === "action")) || (key1 === "session_id")) || (key1 === "owner_id")) || (key1 === "details")) || (key1 === "summary"))){
+const err12 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -1597,9 +1594,11 @@ vErrors.push(err12);
 }
 errors++;
 }
-if((typeof data2 == "number") && (isFinite(data2))){
-if(data2 < 1 || isNaN(data2)){
-const err13 = {instancePath:instancePath+"/items/" + i0+"/seq",schemaPath:"#/properties/items/items/properties/seq/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data1.seq !== undefined){
+let data2 = data1.seq;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err13 = {instancePath:instancePath+"/items/" + i0+"/seq",schemaPath:"#/properties/items/items/properties/seq/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -1608,13 +1607,9 @@ vErrors.push(err13);
 }
 errors++;
 }
-}
-}
-if(data1.at !== undefined){
-let data3 = data1.at;
-if(typeof data3 === "string"){
-if(func2(data3) > 64){
-const err14 = {instancePath:instancePath+"/items/" + i0+"/at",schemaPath:"#/properties/items/items/properties/at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 < 1 || isNaN(data2)){
+const err14 = {instancePath:instancePath+"/items/" + i0+"/seq",schemaPath:"#/properties/items/items/properties/seq/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -1624,8 +1619,12 @@ vErrors.push(err14);
 errors++;
 }
 }
-else {
-const err15 = {instancePath:instancePath+"/items/" + i0+"/at",schemaPath:"#/properties/items/items/properties/at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data1.at !== undefined){
+let data3 = data1.at;
+if(typeof data3 === "string"){
+if(func2(data3) > 64){
+const err15 = {instancePath:instancePath+"/items/" + i0+"/at",schemaPath:"#/properties/items/items/properties/at/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -1635,11 +1634,8 @@ vErrors.push(err15);
 errors++;
 }
 }
-if(data1.actor !== undefined){
-let data4 = data1.actor;
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
-if(data4.id === undefined){
-const err16 = {instancePath:instancePath+"/items/" + i0+"/actor",schemaPath:"#/properties/items/items/properties/actor/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+else {
+const err16 = {instancePath:instancePath+"/items/" + i0+"/at",schemaPath:"#/properties/items/items/properties/at/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -1648,8 +1644,12 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(data4.email === undefined){
-const err17 = {instancePath:instancePath+"/items/" + i0+"/actor",schemaPath:"#/properties/items/items/properties/actor/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
+}
+if(data1.actor !== undefined){
+let data4 = data1.actor;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(data4.kind === undefined){
+const err17 = {instancePath:instancePath+"/items/" + i0+"/actor",schemaPath:"#/properties/items/items/properties/actor/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -1658,9 +1658,8 @@ vErrors.push(err17);
 }
 errors++;
 }
-for(const key2 in data4){
-if(!((key2 === "id") || (key2 === "email"))){
-const err18 = {instancePath:instancePath+"/items/" + i0+"/actor",schemaPath:"#/properties/items/items/properties/actor/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(data4.id === undefined){
+const err18 = {instancePath:instancePath+"/items/" + i0+"/actor",schemaPath:"#/properties/items/items/properties/actor/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -1669,12 +1668,8 @@ vErrors.push(err18);
 }
 errors++;
 }
-}
-if(data4.id !== undefined){
-let data5 = data4.id;
-if(typeof data5 === "string"){
-if(func2(data5) > 64){
-const err19 = {instancePath:instancePath+"/items/" + i0+"/actor/id",schemaPath:"#/properties/items/items/properties/actor/properties/id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(data4.email === undefined){
+const err19 = {instancePath:instancePath+"/items/" + i0+"/actor",schemaPath:"#/properties/items/items/properties/actor/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -1683,9 +1678,9 @@ vErrors.push(err19);
 }
 errors++;
 }
-}
-else {
-const err20 = {instancePath:instancePath+"/items/" + i0+"/actor/id",schemaPath:"#/properties/items/items/properties/actor/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key2 in data4){
+if(!(((key2 === "kind") || (key2 === "id")) || (key2 === "email"))){
+const err20 = {instancePath:instancePath+"/items/" + i0+"/actor",schemaPath:"#/properties/items/items/properties/actor/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1695,11 +1690,10 @@ vErrors.push(err20);
 errors++;
 }
 }
-if(data4.email !== undefined){
-let data6 = data4.email;
-if(typeof data6 === "string"){
-if(func2(data6) > 320){
-const err21 = {instancePath:instancePath+"/items/" + i0+"/actor/email",schemaPath:"#/properties/items/items/properties/actor/properties/email/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+if(data4.kind !== undefined){
+let data5 = data4.kind;
+if(!(((data5 === "user") || (data5 === "cli")) || (data5 === "identity_provider"))){
+const err21 = {instancePath:instancePath+"/items/" + i0+"/actor/kind",schemaPath:"#/properties/items/items/properties/actor/properties/kind/enum",keyword:"enum",params:{allowedValues: schema18.properties.items.items.properties.actor.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -1709,8 +1703,11 @@ vErrors.push(err21);
 errors++;
 }
 }
-else {
-const err22 = {instancePath:instancePath+"/items/" + i0+"/actor/email",schemaPath:"#/properties/items/items/properties/actor/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data4.id !== undefined){
+let data6 = data4.id;
+if(typeof data6 === "string"){
+if(func2(data6) > 2048){
+const err22 = {instancePath:instancePath+"/items/" + i0+"/actor/id",schemaPath:"#/properties/items/items/properties/actor/properties/id/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1720,9 +1717,8 @@ vErrors.push(err22);
 errors++;
 }
 }
-}
 else {
-const err23 = {instancePath:instancePath+"/items/" + i0+"/actor",schemaPath:"#/properties/items/items/properties/actor/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err23 = {instancePath:instancePath+"/items/" + i0+"/actor/id",schemaPath:"#/properties/items/items/properties/actor/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -1732,10 +1728,10 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data1.action !== undefined){
-let data7 = data1.action;
-if(!((((data7 === "session.read") || (data7 === "session.download")) || (data7 === "session.share")) || (data7 === "session.delete"))){
-const err24 = {instancePath:instancePath+"/items/" + i0+"/action",schemaPath:"#/properties/items/items/properties/action/enum",keyword:"enum",params:{allowedValues: schema18.properties.items.items.properties.action.enum},message:"must be equal to one of the allowed values"};
+if(data4.email !== undefined){
+let data7 = data4.email;
+if((typeof data7 !== "string") && (data7 !== null)){
+const err24 = {instancePath:instancePath+"/items/" + i0+"/actor/email",schemaPath:"#/properties/items/items/properties/actor/properties/email/type",keyword:"type",params:{type: schema18.properties.items.items.properties.actor.properties.email.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -1744,12 +1740,9 @@ vErrors.push(err24);
 }
 errors++;
 }
-}
-if(data1.session_id !== undefined){
-let data8 = data1.session_id;
-if(typeof data8 === "string"){
-if(func2(data8) > 64){
-const err25 = {instancePath:instancePath+"/items/" + i0+"/session_id",schemaPath:"#/properties/items/items/properties/session_id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(typeof data7 === "string"){
+if(func2(data7) > 320){
+const err25 = {instancePath:instancePath+"/items/" + i0+"/actor/email",schemaPath:"#/properties/items/items/properties/actor/properties/email/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1759,8 +1752,10 @@ vErrors.push(err25);
 errors++;
 }
 }
+}
+}
 else {
-const err26 = {instancePath:instancePath+"/items/" + i0+"/session_id",schemaPath:"#/properties/items/items/properties/session_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err26 = {instancePath:instancePath+"/items/" + i0+"/actor",schemaPath:"#/properties/items/items/properties/actor/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1770,11 +1765,10 @@ vErrors.push(err26);
 errors++;
 }
 }
-if(data1.owner_id !== undefined){
-let data9 = data1.owner_id;
-if(typeof data9 === "string"){
-if(func2(data9) > 64){
-const err27 = {instancePath:instancePath+"/items/" + i0+"/owner_id",schemaPath:"#/properties/items/items/properties/owner_id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(data1.action !== undefined){
+let data8 = data1.action;
+if(!((((((((((data8 === "session.read") || (data8 === "session.download")) || (data8 === "session.share")) || (data8 === "session.delete")) || (data8 === "policy.publish")) || (data8 === "user.add")) || (data8 === "user.role")) || (data8 === "token.create")) || (data8 === "token.revoke")) || (data8 === "sign_in_link.create"))){
+const err27 = {instancePath:instancePath+"/items/" + i0+"/action",schemaPath:"#/properties/items/items/properties/action/enum",keyword:"enum",params:{allowedValues: schema18.properties.items.items.properties.action.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1784,8 +1778,10 @@ vErrors.push(err27);
 errors++;
 }
 }
-else {
-const err28 = {instancePath:instancePath+"/items/" + i0+"/owner_id",schemaPath:"#/properties/items/items/properties/owner_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data1.session_id !== undefined){
+let data9 = data1.session_id;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err28 = {instancePath:instancePath+"/items/" + i0+"/session_id",schemaPath:"#/properties/items/items/properties/session_id/type",keyword:"type",params:{type: schema18.properties.items.items.properties.session_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1794,11 +1790,9 @@ vErrors.push(err28);
 }
 errors++;
 }
-}
-if(data1.details !== undefined){
-let data10 = data1.details;
-if(!(data10 && typeof data10 == "object" && !Array.isArray(data10))){
-const err29 = {instancePath:instancePath+"/items/" + i0+"/details",schemaPath:"#/properties/items/items/properties/details/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data9 === "string"){
+if(func2(data9) > 64){
+const err29 = {instancePath:instancePath+"/items/" + i0+"/session_id",schemaPath:"#/properties/items/items/properties/session_id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1809,8 +1803,10 @@ errors++;
 }
 }
 }
-else {
-const err30 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data1.owner_id !== undefined){
+let data10 = data1.owner_id;
+if((typeof data10 !== "string") && (data10 !== null)){
+const err30 = {instancePath:instancePath+"/items/" + i0+"/owner_id",schemaPath:"#/properties/items/items/properties/owner_id/type",keyword:"type",params:{type: schema18.properties.items.items.properties.owner_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1819,10 +1815,9 @@ vErrors.push(err30);
 }
 errors++;
 }
-}
-}
-else {
-const err31 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(typeof data10 === "string"){
+if(func2(data10) > 64){
+const err31 = {instancePath:instancePath+"/items/" + i0+"/owner_id",schemaPath:"#/properties/items/items/properties/owner_id/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1832,10 +1827,11 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data.next_after !== undefined){
-let data11 = data.next_after;
-if((!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))) && (data11 !== null)){
-const err32 = {instancePath:instancePath+"/next_after",schemaPath:"#/properties/next_after/type",keyword:"type",params:{type: schema18.properties.next_after.type},message:"must be integer,null"};
+}
+if(data1.details !== undefined){
+let data11 = data1.details;
+if(!(data11 && typeof data11 == "object" && !Array.isArray(data11))){
+const err32 = {instancePath:instancePath+"/items/" + i0+"/details",schemaPath:"#/properties/items/items/properties/details/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1845,14 +1841,76 @@ vErrors.push(err32);
 errors++;
 }
 }
-}
-else {
-const err33 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data1.summary !== undefined){
+let data12 = data1.summary;
+if(typeof data12 === "string"){
+if(func2(data12) > 4096){
+const err33 = {instancePath:instancePath+"/items/" + i0+"/summary",schemaPath:"#/properties/items/items/properties/summary/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
 if(vErrors === null){
 vErrors = [err33];
 }
 else {
 vErrors.push(err33);
+}
+errors++;
+}
+}
+else {
+const err34 = {instancePath:instancePath+"/items/" + i0+"/summary",schemaPath:"#/properties/items/items/properties/summary/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+}
+else {
+const err35 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+}
+else {
+const err36 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+if(data.next_after !== undefined){
+let data13 = data.next_after;
+if((!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))) && (data13 !== null)){
+const err37 = {instancePath:instancePath+"/next_after",schemaPath:"#/properties/next_after/type",keyword:"type",params:{type: schema18.properties.next_after.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+}
+else {
+const err38 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
 }
 errors++;
 }

@@ -57,10 +57,25 @@ describe.each(BACKENDS)('signing in with the identity provider (%s)', (backend) 
     expect((await t!.server.store.listUsers()).filter((u) => u.email === 'dana@example.com')).toHaveLength(1);
   });
 
-  it('makes members of the configured group administrators', async () => {
+  it('makes members of the configured group administrators, and the audit log says the provider did', async () => {
     await start('blue-admins');
     const { jar } = await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'erin@example.com');
     expect(await account(jar)).toContain('(administrator)');
+    const erin = (await t!.server.store.userByEmail('erin@example.com'))!;
+    const log = await t!.call('GET', '/audit-events', t!.admin.token);
+    const provider = { kind: 'identity_provider', id: idp!.issuer, email: null };
+    expect(log.body.items.map((e: { action: string; actor: unknown; details: unknown; summary: string }) => [e.action, e.actor, e.details, e.summary])).toEqual([
+      ['user.add', provider, { user_id: erin.id, email: 'erin@example.com', role: 'member' }, 'added member erin@example.com'],
+      [
+        'user.role',
+        provider,
+        { user_id: erin.id, email: 'erin@example.com', from: 'member', to: 'admin', group: 'blue-admins' },
+        'made erin@example.com an administrator (was a member), as a member of the group blue-admins',
+      ],
+    ]);
+    // Signing in again changes nothing, and records nothing.
+    await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'erin@example.com');
+    expect((await t!.call('GET', '/audit-events', t!.admin.token)).body.items).toHaveLength(2);
     // Without a group configured, nobody becomes one by signing in.
     await t!.close();
     await idp!.close();
