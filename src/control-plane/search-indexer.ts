@@ -1,8 +1,10 @@
 /**
  * The indexer: reads what completed sessions say, off the request path. `complete` answers as soon as the upload is
- * verified and queues the session (store: search_queue, in the same transaction); this loop claims queued sessions a
- * few at a time (a claim lasts `leaseMs`, so a server that dies leaves its claims to another), reads each bundle from
- * the blob store, and writes its text into the session's search entry only while that upload is still the current one.
+ * verified, with the session's search entry already holding the upload's title, summary and place (and the text of the
+ * upload before, until this loop replaces it), and queues the session (store: search_queue, in the same transaction);
+ * this loop claims queued sessions a few at a time (a claim lasts `leaseMs`, so a server that dies leaves its claims to
+ * another), reads each bundle from the blob store, and writes its text into the session's search entry only while that
+ * upload is still the current one.
  * One bundle at a time per server, and the texts of one claim (at most 10, each bounded) written in one transaction.
  * Woken by completes, and every `pollMs` for what other replicas or an earlier life of this one left. Indexing yields
  * to uploads: a complete wakes it once uploads have been quiet for `quietMs`, and at the latest `maxDelayMs` after the

@@ -79,6 +79,41 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     expect(await search('watchdog', t.bob)).toEqual([]);
   });
 
+  it('finds a session by its title, summary, native id (its first 8 characters too), folder or repository as soon as complete answers', async () => {
+    // The indexer never runs here unless asked: nothing is waited for.
+    t = await startTestServer({ backend, indexer: { manual: true } });
+    const native = '0e2c1a4e-7b1f-4c55-9a51-2b4d7a4d8e10';
+    const place = { cwd: '/home/dev/airship', repository_root: '/home/dev/airship', repository_remote: 'git@github.com:example/blimpworks.git' };
+    const revision = async (title: string, summary: string, turns: string[]) => {
+      const bytes = await conversationBundle(work, { sessionId: native, title, cwd: place.cwd, turns });
+      const done = await t.upload(t.alice, bytes, { session_id: native, title, summary, ...place, artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true });
+      expect(done.status, JSON.stringify(done.body)).toBe(200);
+      return done.sessionId;
+    };
+    const found = async (q: string) => (await search(q)).map((h) => h.id);
+    const id = await revision('Tidy the zeppelin hangar', 'Patched the quokka enclosure', ['The narwhal budget is tight.', 'Agreed.']);
+    for (const q of ['zeppelin', 'quokka enclosure', native, native.slice(0, 8), native.slice(0, 8).toUpperCase(), 'airship', '/home/dev/airship', 'blimpworks', 'github.com:example/blimpworks']) {
+      expect(await found(q), q).toEqual([id]);
+    }
+    // Blue's listing contract, numbered: the first 8 characters of a native id.
+    const listed = await t.call('GET', `/session-uploads?q=${native.slice(0, 8)}&page=1&per_page=25`, t.alice.token);
+    expect(listed.body).toMatchObject({ total: 1, items: [{ id, native_session_id: native }] });
+    // What it says follows, from the indexer; the metadata stays searchable.
+    expect(await found('narwhal')).toEqual([]);
+    await t.server.searchIdle();
+    for (const q of ['narwhal', 'zeppelin', native.slice(0, 8), 'blimpworks']) expect(await found(q), q).toEqual([id]);
+
+    // A new revision: its title and summary at once, the old ones gone; the previous conversation answers until the new
+    // one is indexed.
+    await revision('Repaint the gondola', 'Chose the walrus grey', ['The pelican paint dries slowly.', 'Fine.']);
+    for (const q of ['gondola', 'walrus', native.slice(0, 8), 'narwhal']) expect(await found(q), q).toEqual([id]);
+    for (const q of ['zeppelin', 'quokka', 'pelican']) expect(await found(q), q).toEqual([]);
+    expect(await storedText(id)).toContain('narwhal');
+    await t.server.searchIdle();
+    for (const q of ['pelican', 'gondola', 'walrus', native.slice(0, 8), 'blimpworks']) expect(await found(q), q).toEqual([id]);
+    expect(await found('narwhal')).toEqual([]);
+  });
+
   it('ranks a title match above a match deep in the conversation, in numbered mode', async () => {
     t = await startTestServer({ backend });
     const deep = await upload(t.alice, 'sess-deep', 'Tidy the build', ['Tidy it.', 'While at it I noticed the cache key ignores the lockfile.']);
@@ -294,8 +329,8 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     const bobs = await t.upload(t.bob, await claudeBundle('sess-bob', 'Private', ['the narwhal budget is secret', 'ok.']), options('sess-bob'));
     await t.server.searchIdle();
     const alices = await t.upload(t.alice, await claudeBundle('sess-alice', 'Private', ['a narwhal', 'ok.']), options('sess-alice'));
-    // Alice's is queued, not indexed yet; a listing may still name it while its entry is being replaced.
-    expect(await storedText(alices.sessionId)).toBeUndefined();
+    // Alice's is queued, not indexed yet: its entry holds its title, summary and place, and no text.
+    expect(await storedText(alices.sessionId)).toBe('');
     expect(await store.snippets([alices.sessionId], 'narwhal', t.clock.now())).toEqual(new Map());
     expect(await store.snippets([alices.sessionId, bobs.sessionId], 'narwhal', t.clock.now())).toEqual(new Map([[bobs.sessionId, expect.stringContaining('budget')]]));
   });
@@ -320,18 +355,19 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     const done = await t.upload(t.alice, await claudeBundle('sess-late', 'Late', ['the quokka enclosure', 'ok.']), {
       session_id: 'sess-late', title: 'Late', artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true,
     });
-    // Claimed by a server that read it, but wrote only after the deadline: nothing is written.
+    // Claimed by a server that read it, but wrote only after the deadline: no text is written (the entry holds the
+    // metadata complete wrote).
     const claimed = await store.claimSearchWork(t.clock.now(), 60_000, 10);
     expect(claimed).toHaveLength(1);
     t.clock.advance(25 * 3_600_000);
     await store.searchIndexed([{ session_id: done.sessionId, artifact_id: done.uploadId, text: 'the quokka enclosure' }], t.clock.now());
     expect(await store.setSearchText(done.sessionId, done.uploadId, 'the quokka enclosure', t.clock.now())).toBe(false);
-    expect(await storedText(done.sessionId)).toBeUndefined();
+    expect(await storedText(done.sessionId)).toBe('');
     // Nor is it handed out to be read again.
     t.clock.advance(61_000);
     expect(await store.claimSearchWork(t.clock.now(), 60_000, 10)).toEqual([]);
     await t.server.searchIdle();
-    expect(await storedText(done.sessionId)).toBeUndefined();
+    expect(await storedText(done.sessionId)).toBe('');
   });
 
   it('control-plane reindex rebuilds every entry from the stored bundles, and goes on where a stopped run left off', async () => {

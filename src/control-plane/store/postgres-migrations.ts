@@ -95,12 +95,13 @@ const SCHEMA_1 = `
 
 /**
  * The search document of session `s` whose current artifact is `a`, with `body` (an SQL expression) as its text:
- * title A, summary B, text C, place D (the folder's and native id's words).
+ * title A, summary B, text C, place D (the words of the folder, the native id and the repository's root and remote).
  */
 export function searchDocument(body: string): string {
+  const place = `COALESCE(a.cwd, '') || ' ' || s.native_session_id || ' ' || COALESCE(a.repository_root, '') || ' ' || COALESCE(a.repository_remote, '')`;
   return `setweight(to_tsvector('simple', COALESCE(a.title, '')), 'A') || setweight(to_tsvector('simple', COALESCE(a.summary, '')), 'B')
     || setweight(to_tsvector('simple', ${body}), 'C')
-    || setweight(to_tsvector('simple', regexp_replace(COALESCE(a.cwd, '') || ' ' || s.native_session_id, '[[:punct:]]+', ' ', 'g')), 'D')`;
+    || setweight(to_tsvector('simple', regexp_replace(${place}, '[[:punct:]]+', ' ', 'g')), 'D')`;
 }
 
 export const POSTGRES_MIGRATIONS: readonly Step[] = [

@@ -590,14 +590,15 @@ export class PostgresStore implements ControlStore {
            WHERE session_id = $1 AND status = 'complete' AND id <> $5 AND NOT (SELECT found FROM newer)
          ), now_current AS (
            UPDATE sessions SET current_artifact_id = $5, updated_at = $3 WHERE id = $1 AND NOT (SELECT found FROM newer)
+         ), kept AS (
+           -- What a session bundle says is the indexer's to write (shortly): until then the previous upload's text stays.
+           SELECT COALESCE((SELECT body FROM session_search WHERE session_id = $1 AND $6::boolean), '') AS body
          ), search AS (
-           -- A session bundle's entry is the indexer's to write (with what it says, shortly): the previous one goes.
+           -- The entry takes the new upload's title, summary and place now, in this transaction.
            INSERT INTO session_search (session_id, body, document)
-           SELECT s.id, '', ${searchDocument("''")}
-           FROM sessions s JOIN artifacts a ON a.id = $5 WHERE s.id = $1 AND NOT (SELECT found FROM newer) AND NOT $6::boolean
+           SELECT s.id, k.body, ${searchDocument('k.body')}
+           FROM sessions s JOIN artifacts a ON a.id = $5 CROSS JOIN kept k WHERE s.id = $1 AND NOT (SELECT found FROM newer)
            ON CONFLICT (session_id) DO UPDATE SET body = excluded.body, document = excluded.document
-         ), cleared AS (
-           DELETE FROM session_search WHERE session_id = $1 AND $6::boolean AND NOT (SELECT found FROM newer)
          ), queued AS (
            INSERT INTO search_queue (session_id, artifact_id, queued_at, claimed_until)
            SELECT $1, $5, $3, 0 WHERE NOT (SELECT found FROM newer) AND $6::boolean

@@ -422,11 +422,12 @@ export class SqliteStore implements ControlStore {
       if (newer === undefined) {
         this.run(`UPDATE artifacts SET status = 'superseded', updated_at = ? WHERE session_id = ? AND status = 'complete' AND id <> ?`, now, artifact.session_id, artifactId);
         this.run('UPDATE sessions SET current_artifact_id = ?, updated_at = ? WHERE id = ?', artifactId, now, artifact.session_id);
-        // The search entry follows the current artifact, in the same transaction. A session bundle's entry is the
-        // indexer's to write (with what it says, shortly): the previous upload's goes now.
-        if (!READABLE_FORMATS.has(artifact.artifact_format)) this.writeSearch(artifact.session_id, artifact, '');
-        else this.run('DELETE FROM session_search WHERE rowid = (SELECT rowid FROM session_search_ids WHERE session_id = ?)', artifact.session_id);
-        if (READABLE_FORMATS.has(artifact.artifact_format)) {
+        // The search entry follows the current artifact, in the same transaction: its title, summary and place at once.
+        // What a session bundle says is the indexer's to write (shortly); until then the previous upload's text stays.
+        const readable = READABLE_FORMATS.has(artifact.artifact_format);
+        const previous = readable ? this.get('SELECT x.body FROM session_search x JOIN session_search_ids i ON i.rowid = x.rowid WHERE i.session_id = ?', artifact.session_id) : undefined;
+        this.writeSearch(artifact.session_id, artifact, typeof previous?.body === 'string' ? previous.body : '');
+        if (readable) {
           this.run(
             `INSERT INTO search_queue (session_id, artifact_id, queued_at, claimed_until) VALUES (?, ?, ?, 0)
              ON CONFLICT (session_id) DO UPDATE SET artifact_id = excluded.artifact_id, queued_at = excluded.queued_at, claimed_until = 0`,
@@ -507,7 +508,7 @@ export class SqliteStore implements ControlStore {
   }
 
   /** The session's search entry: its current artifact's title and summary, `text`, and its place; in the caller's transaction. */
-  private writeSearch(sessionId: string, artifact: Pick<Artifact, 'title' | 'summary' | 'cwd'>, text: string): void {
+  private writeSearch(sessionId: string, artifact: Pick<Artifact, 'title' | 'summary' | 'cwd' | 'repository_root' | 'repository_remote'>, text: string): void {
     const native = String(this.get('SELECT native_session_id FROM sessions WHERE id = ?', sessionId)!.native_session_id);
     this.run('INSERT OR IGNORE INTO session_search_ids (session_id) VALUES (?)', sessionId);
     const rowid = Number(this.get('SELECT rowid FROM session_search_ids WHERE session_id = ?', sessionId)!.rowid);
@@ -518,7 +519,7 @@ export class SqliteStore implements ControlStore {
       artifact.title ?? '',
       artifact.summary ?? '',
       text,
-      searchPlace(artifact.cwd, native),
+      searchPlace(artifact, native),
     );
   }
 

@@ -235,8 +235,10 @@ export interface ControlStore {
   markFailed(artifactId: string, reason: string, now: number): Promise<void>;
   /**
    * Marks the artifact verified: current when no newer artifact of its session completed, else superseded. When it
-   * becomes current, the session's search entry becomes its (title, summary, place; what it says is read later: a
-   * session bundle is queued for the indexer). Undefined when there is no such artifact (its session deleted meanwhile).
+   * becomes current, the session's search entry takes its title, summary and place in the same transaction, so a search
+   * finds it by them as soon as complete answers; what a session bundle says is read later (it is queued for the
+   * indexer), and until then the entry keeps the text of the upload before (none for a first upload, and none for an
+   * upload that is no session bundle). Undefined when there is no such artifact (its session deleted meanwhile).
    */
   complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact | undefined>;
   /**
@@ -543,9 +545,16 @@ export function searchWords(q: string): string[] {
  */
 export const MAX_SEARCH_TOTAL = 1_000;
 
-/** The words of where a session ran and its native id, for search: path components and id parts. */
-export function searchPlace(cwd: string | null, nativeSessionId: string): string {
-  return `${cwd ?? ''} ${nativeSessionId}`.replace(/[\p{P}\p{S}]+/gu, ' ').trim();
+/**
+ * The words of where a session ran, its native id and its repository, for search: path components, id parts, the
+ * repository's root and remote.
+ */
+export function searchPlace(artifact: Pick<Artifact, 'cwd' | 'repository_root' | 'repository_remote'>, nativeSessionId: string): string {
+  return [artifact.cwd, nativeSessionId, artifact.repository_root, artifact.repository_remote]
+    .map((part) => part ?? '')
+    .join(' ')
+    .replace(/[\p{P}\p{S}]+/gu, ' ')
+    .trim();
 }
 
 /** What the indexer read of one claimed session: the text of its queued artifact ('' when the bundle cannot be read). */
