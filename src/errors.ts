@@ -9,6 +9,11 @@ import { printable } from './util/terminal-text.js';
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
+/**
+ * Nothing failed, but the work is not done yet: run it again later (sysexits' EX_TEMPFAIL). `drain`: records another
+ * drain holds, whose outcome that drain reports.
+ */
+export const EXIT_TEMPFAIL = 75;
 
 export type ErrorCode =
   | 'USAGE'

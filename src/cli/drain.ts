@@ -6,7 +6,7 @@ import { appendCaptureLog } from '../capture/log.js';
 import { writeLastDrain } from '../daemon/state.js';
 import { drain, LINGER_MS, type DrainOptions, type DrainReport } from '../drain/index.js';
 import type { Context } from '../context.js';
-import { toBlueError } from '../errors.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_TEMPFAIL, toBlueError } from '../errors.js';
 
 export async function drainCommand(
   ctx: Context,
@@ -27,8 +27,10 @@ export async function drainCommand(
     await appendCaptureLog(ctx.paths.captureLogFile, { event: 'failed', code: blue.code, reason: `drain stopped: ${blue.message}` });
     throw error;
   }
-  // A record left waiting after an earlier failure is not ok either: this drain did not get it through.
-  const ok = report.failed.length === 0 && report.retried.length === 0 && report.waiting.length === 0 && report.stopped === undefined;
+  // A record left waiting after an earlier failure is not ok either: this drain did not get it through. Nor is one
+  // another drain holds: nothing failed here, but whether it gets through is not known yet.
+  const failed = report.failed.length > 0 || report.retried.length > 0 || report.waiting.length > 0 || report.stopped !== undefined;
+  const ok = !failed && report.held.length === 0;
   // For `status`: the outcome of the latest drain, whoever ran it. Never a reason to fail the drain itself.
   await writeLastDrain(ctx, {
     finished_at_unix_ms: ctx.clock.now(),
@@ -39,13 +41,19 @@ export async function drainCommand(
     retried: report.retried.length,
     left: report.left,
     left_ready: report.left_ready,
+    waiting: report.waiting.length,
+    ...(report.held.length === 0 ? {} : { held: report.held.slice(0, MAX_HELD_KEPT).map(({ id, state, pid }) => ({ id, state, pid })) }),
     ...(report.stopped === undefined ? {} : { stopped: report.stopped }),
     notes: report.notes,
   }).catch(() => undefined);
   if (opts.json === true) ctx.stdout.write(`${JSON.stringify({ ok, ...report }, null, 2)}\n`);
   else if (opts.quiet !== true) ctx.stdout.write(renderDrain(report));
-  return ok ? 0 : 1;
+  // Held elsewhere only: not a failure, and not done either; a script runs `drain` again later to learn the outcome.
+  return failed ? EXIT_FAILURE : ok ? EXIT_OK : EXIT_TEMPFAIL;
 }
+
+/** last-drain.json names at most this many records held by another drain (and counts none beyond). */
+const MAX_HELD_KEPT = 20;
 
 /** Records waiting after an earlier failure shown one per line at most; the rest are counted. */
 export const MAX_WAITING_LINES = 20;
@@ -79,11 +87,14 @@ export function renderDrain(report: DrainReport): string {
     lines.push(`waiting … and ${report.waiting.length - MAX_WAITING_LINES} more after an earlier failure (\`blue-agent spool list\` shows them all)`);
   }
   for (const d of report.deferred) lines.push(`deferred ${d.id}  ${d.harness} ${d.session_id}  built once the harness (pid ${d.pid}) has exited`);
+  for (const h of report.held) {
+    lines.push(`held    ${h.id}  ${h.harness} ${h.session_id}  being ${h.state === 'uploading' ? 'uploaded' : 'built'} by another drain (pid ${h.pid}): its outcome is that drain's`);
+  }
   for (const note of report.notes) lines.push(`note: ${note}`);
   if (report.stopped !== undefined) lines.push(`stopped early: ${report.stopped.reason}`);
   lines.push(
     `${report.built.length} built, ${report.unchanged.length > 0 ? `${report.unchanged.length} unchanged, ` : ''}${report.uploaded.length} uploaded, ${report.failed.length} failed, ${report.retried.length} to retry, ` +
-      `${report.left} waiting to be built, ${report.left_ready} waiting to be uploaded`,
+      `${report.left} waiting to be built, ${report.left_ready} waiting to be uploaded${report.held.length > 0 ? `, ${report.held.length} held by another drain` : ''}`,
   );
   return `${lines.join('\n')}\n`;
 }

@@ -291,12 +291,21 @@ function parseSummary(stdout: string): DrainSummary | undefined {
       retried: count(report.retried),
       left: count(report.left),
       left_ready: count(report.left_ready),
+      ...(Array.isArray(report.held) && report.held.length > 0 ? { held: heldOf(report.held) } : {}),
       ...(typeof report.stopped === 'object' && report.stopped !== null ? { stopped: report.stopped as DrainSummary['stopped'] & object } : {}),
       notes: Array.isArray(report.notes) ? report.notes.filter((n): n is string => typeof n === 'string') : [],
     };
   } catch {
     return undefined;
   }
+}
+
+/** The records another drain held, as last-drain.json keeps them (at most 20). */
+function heldOf(held: unknown[]): NonNullable<DrainSummary['held']> {
+  return held.slice(0, 20).flatMap((h) => {
+    const { id, state, pid } = (h ?? {}) as Record<string, unknown>;
+    return typeof id === 'string' && (state === 'building' || state === 'uploading') && typeof pid === 'number' ? [{ id, state, pid }] : [];
+  });
 }
 
 function firstLine(text: string): string {

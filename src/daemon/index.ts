@@ -14,7 +14,7 @@
 import { loadAgentConfig, type AgentConfig } from '../config.js';
 import { controlSettings } from '../control-api/settings.js';
 import type { Context } from '../context.js';
-import { BlueError, toBlueError } from '../errors.js';
+import { BlueError, EXIT_TEMPFAIL, toBlueError } from '../errors.js';
 import { SpoolView } from '../spool/index.js';
 import { CorrectionBackoff, DEFAULT_CORRECTION_BACKOFF, type CorrectionBackoffOptions } from './backoff.js';
 import { DEFAULT_DRAIN_SCHEDULE, DrainScheduler, spawnDrain, validDrainSchedule, type DrainLauncher, type DrainResult } from './drains.js';
@@ -615,11 +615,14 @@ export class Daemon {
       ok: result.ok,
       ms: result.finished_at_unix_ms - result.started_at_unix_ms,
       ...(s === undefined ? {} : { built: s.built, uploaded: s.uploaded, failed: s.failed, retried: s.retried, left: s.left, left_ready: s.left_ready }),
+      ...(s?.held === undefined ? {} : { held: s.held.length }),
       ...(result.interrupted ? { interrupted: true } : {}),
       ...(result.released.length > 0 ? { released: result.released } : {}),
       ...(result.error === undefined ? {} : { error: result.error }),
     };
     if (result.ok) this.log.info('drain finished', fields);
+    // Nothing failed: another drain (one a capture started) holds records, and reports them itself.
+    else if (result.exit_code === EXIT_TEMPFAIL) this.log.info('drain finished; another drain holds some records', fields);
     else this.log.warn('drain finished with problems', fields);
     this.state.last_drain = {
       at_unix_ms: result.finished_at_unix_ms,

@@ -10,7 +10,7 @@ import { writeStateFile } from '../util/fs.js';
 /** `<state>/last-drain.json`: the outcome of the most recent drain, whoever ran it (hook worker, service, person). */
 export interface LastDrain {
   finished_at_unix_ms: number;
-  /** Nothing failed, nothing left to retry, not stopped early. */
+  /** Nothing failed, nothing left to retry, nothing held by another drain, not stopped early. */
   ok: boolean;
   built: number;
   uploaded: number;
@@ -19,6 +19,13 @@ export interface LastDrain {
   /** Records still waiting to be built / uploaded when it ended. */
   left: number;
   left_ready: number;
+  /** Of those, records left waiting after an earlier failure (not tried: not due yet). Absent in earlier versions' files. */
+  waiting?: number;
+  /**
+   * Records another drain held when it ended (at most 20 named): it could not try them, and their outcome is that
+   * drain's. Absent when none (and in files of earlier versions).
+   */
+  held?: { id: string; state: 'building' | 'uploading'; pid: number }[];
   /** Why it stopped early (a full disk, uploads refused), when it did. */
   stopped?: { code: string; reason: string };
   notes: string[];

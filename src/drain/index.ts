@@ -65,6 +65,7 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
     deferred: [],
     changing: [],
     superseded: [],
+    held: [],
     notes: [],
   };
 
@@ -107,6 +108,7 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
       if (waiting !== undefined) report.waiting.push(waiting);
     }
   }
+  report.held = await spool.heldByOthers();
   return report;
 }
 

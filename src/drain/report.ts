@@ -2,7 +2,7 @@
  * What a drain reports (`blue-agent drain --json`, the agent's last-drain summary): what was built, uploaded,
  * failed, retried, discarded and left waiting, and why uploads were skipped or the drain stopped.
  */
-import type { RecoveryReport, SpoolRecord, SpoolView } from '../spool/index.js';
+import type { HeldRecord, RecoveryReport, SpoolRecord, SpoolView } from '../spool/index.js';
 
 export interface UploadedEntry {
   id: string;
@@ -128,6 +128,11 @@ export interface DrainReport {
   deferred: DeferredEntry[];
   /** Idle and backfill captures dropped because their session changed while it was read: not idle after all. */
   changing: ChangingEntry[];
+  /**
+   * Records another drain held when this one ended (being built or uploaded by it, a live process): this drain could
+   * not try them, and what becomes of them is that drain's to report. Any of them makes the drain not ok.
+   */
+  held: HeldRecord[];
   /**
    * Why uploads were skipped or cut short, when they were: no Control API configured and capture disabled (not
    * errors); the policy could not be checked, the Control API could not be reached, or it refused the token (with

@@ -210,6 +210,17 @@ export interface RecoveryReport {
   failed: string[];
 }
 
+/** A record another live process (another drain) holds. */
+export interface HeldRecord {
+  id: string;
+  /** `building`: being built; `uploading`: being uploaded. */
+  state: 'building' | 'uploading';
+  /** The process that holds it. */
+  pid: number;
+  harness: string;
+  session_id: string;
+}
+
 export interface ListedRecord {
   id: string;
   state: RecordState;
@@ -855,6 +866,30 @@ export class Spool extends SpoolView {
     await this.rewriteClaim(claim, record);
     await this.move(claim, 'failed');
     return record;
+  }
+
+  /**
+   * The records another live process holds — being built or uploaded by another drain — by the rule releaseDeadClaims
+   * follows: a claim of another pid that still runs and refreshes it. What becomes of them is that process's to say.
+   */
+  async heldByOthers(): Promise<HeldRecord[]> {
+    const held: HeldRecord[] = [];
+    for (const claimDir of Object.values(CLAIMS)) {
+      for (const name of await listDir(this.dir(claimDir))) {
+        const match = CLAIM_NAME.exec(name);
+        if (match === null) continue;
+        const [, id, pidText] = match as unknown as [string, string, string];
+        const pid = Number(pidText);
+        const file = path.join(this.dir(claimDir), name);
+        if (pid === process.pid || (await claimIsDead(file, pid, this.now()))) continue;
+        // Read as it is: its holder may be rewriting it (then it is named by its id alone).
+        const text = await readFile(file, 'utf8').catch(() => '');
+        const parsed = text === '' ? undefined : parseRecord(text, id);
+        const record = typeof parsed === 'object' ? parsed : undefined;
+        held.push({ id, state: claimDir, pid, harness: record?.harness ?? '?', session_id: record?.payload.session_id ?? '?' });
+      }
+    }
+    return held.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /** Recovers every claim whose worker is gone (see the module comment). Safe to run from several processes at once. */

@@ -48,11 +48,19 @@ export function renderStatus(report: StatusReport, options: RenderOptions): stri
   if (d === null) section('Last drain', c.dim('none recorded'));
   else {
     const counts = `built ${d.built}, uploaded ${d.uploaded}, failed ${d.failed}, retried ${d.retried}, left ${d.left}`;
+    const held = Array.isArray(d.held) ? d.held.filter((h) => typeof h?.pid === 'number') : [];
+    const heldText =
+      held.length === 0
+        ? ''
+        : `${held.length} record${held.length === 1 ? '' : 's'} held by another drain (pid ${[...new Set(held.map((h) => h.pid))].join(', ')}), whose outcome that drain reports`;
+    const clean = d.failed === 0 && d.retried === 0 && (d.waiting ?? 0) === 0 && d.stopped === undefined;
     const result = d.ok
       ? c.green('ok')
       : d.stopped?.code === 'INTERRUPTED'
         ? c.yellow(`interrupted: ${d.stopped.reason} (the spool is intact; the next drain goes on)`)
-        : c.yellow(d.stopped === undefined ? 'not clean' : `stopped: ${d.stopped.reason}`);
+        : clean && held.length > 0
+          ? c.yellow(`not finished: ${heldText}`)
+          : c.yellow(`${d.stopped === undefined ? 'not clean' : `stopped: ${d.stopped.reason}`}${heldText === '' ? '' : `; ${heldText}`}`);
     section('Last drain', `${ago(d.finished_at_unix_ms, now)}: ${result} (${counts})`, d.notes.slice(0, 3).map((n) => c.dim(n)));
   }
 

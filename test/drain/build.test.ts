@@ -346,6 +346,7 @@ describe('output', () => {
       retried: 0,
       left: 0,
       left_ready: 1,
+      waiting: 0,
       notes: [expect.stringContaining('no Control API is configured')],
     });
 

@@ -21,6 +21,7 @@ import { Spool, type SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { sha256, startTestServer, type TestServer } from '../support/control-server.js';
 import { claudeSession, CLAUDE_PROFILE, readJson, runCli, type ClaudeSession } from '../support/cli-process.js';
+import { startUploadStack } from '../support/fault-proxy.js';
 
 let t: TestHome;
 let srv: TestServer;
@@ -297,7 +298,7 @@ describe('drain uploads', () => {
       id: `r${i}`, state: 'ready' as const, harness: 'claude', profile: CLAUDE_PROFILE, session_id: `s${i}`, code: 'UPLOAD_FAILED', reason: 'connection refused', failed_at_unix_ms: 0, attempts: 1, next_attempt_at_unix_ms: 1_000,
     }));
     const text = renderDrain({
-      recovered: { released: [], completed: [], failed: [], temps_removed: 0 }, built: [], unchanged: [], failed: [], retried: [], left: 0, uploaded: [], discarded: [], left_ready: 23, waiting, deferred: [], changing: [], superseded: [], notes: [],
+      recovered: { released: [], completed: [], failed: [], temps_removed: 0 }, built: [], unchanged: [], failed: [], retried: [], left: 0, uploaded: [], discarded: [], left_ready: 23, waiting, deferred: [], changing: [], superseded: [], held: [], notes: [],
     });
     expect(text.split('\n').filter((l) => l.startsWith('waiting r'))).toHaveLength(20);
     expect(text).toContain('waiting … and 3 more after an earlier failure');
@@ -446,6 +447,59 @@ describe('drain uploads', () => {
     expect(items.map((i) => i.native_session_id).sort()).toEqual(sessions.map((s) => s.id).sort());
     expect(items.map((i) => [i.native_session_id, i.sha256, i.size_bytes]).sort()).toEqual(built.map((b) => [b.session_id, b.sha256, b.size]).sort());
     for (const item of items) expect(sha256(await download(item.id))).toBe(item.sha256);
+  }, 120_000);
+});
+
+describe('a record another drain holds', () => {
+  it('is reported as held, with the holder, by the drain report, its --json, its exit code and status; the holder reports the outcome', async () => {
+    const stack = await startUploadStack();
+    // The first drain's presign reaches the server, and its answer is held here until the second drain has run.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    stack.proxy.rules.push({ method: 'POST', path: /^\/session-uploads\/presign$/, times: 1, action: { kind: 'before-relay', hook: () => released } });
+    const childEnv = { ...t.env, BLUE_AGENT_CONTROL_URL: stack.proxy.url, BLUE_AGENT_TOKEN: stack.token };
+    const uploading = path.join(stateDir, 'spool', 'uploading');
+    let first: ReturnType<typeof runCli> | undefined;
+    try {
+      const s = await session('5e1d0000-0000-4000-8000-000000000001', 'The only record');
+      const record = await enqueue(s);
+      expect((await drain(ctx, { skipUploads: true })).built.map((b) => b.id)).toEqual([record.id]);
+
+      first = runCli(['drain', '--json'], { env: childEnv, timeoutMs: 60_000 });
+      const holder = first.child.pid!;
+      const deadline = Date.now() + 20_000;
+      while (stack.proxy.count('POST', /^\/session-uploads\/presign$/) === 0 && Date.now() < deadline) await sleep(20);
+      expect(readdirSync(uploading)).toEqual([`${record.id}.${holder}.json`]);
+
+      // The second drain: nothing it could try, nothing failed; the record is another drain's, and it says so.
+      const second = await runCli(['drain', '--json'], { env: childEnv, timeoutMs: 30_000 });
+      expect(second.code, second.stdout + second.stderr).toBe(75);
+      const report = JSON.parse(second.stdout);
+      expect(report).toMatchObject({ ok: false, built: [], uploaded: [], failed: [], retried: [], waiting: [], left: 0, left_ready: 0 });
+      expect(report.held).toEqual([{ id: record.id, state: 'uploading', pid: holder, harness: 'claude', session_id: s.id }]);
+      const human = await runCli(['drain'], { env: childEnv, timeoutMs: 30_000 });
+      expect(human.code).toBe(75);
+      expect(human.stdout).toContain(`held    ${record.id}  claude ${s.id}  being uploaded by another drain (pid ${holder})`);
+      expect(human.stdout).toMatch(/^0 built, 0 uploaded, 0 failed, 0 to retry, 0 waiting to be built, 0 waiting to be uploaded, 1 held by another drain$/m);
+      const status = await runCli(['status', '--json'], { env: childEnv, timeoutMs: 30_000 });
+      expect(JSON.parse(status.stdout).last_drain).toMatchObject({ ok: false, failed: 0, retried: 0, waiting: 0, held: [{ id: record.id, state: 'uploading', pid: holder }] });
+      const statusText = (await runCli(['status'], { env: childEnv, timeoutMs: 30_000 })).stdout;
+      expect(statusText).toMatch(new RegExp(`^Last drain +.*: not finished: 1 record held by another drain \\(pid ${holder}\\), whose outcome that drain reports`, 'm'));
+      expect(statusText).not.toMatch(/^Last drain .*: ok/m);
+
+      // The holder goes on and reports what became of it.
+      release();
+      const done = await first;
+      expect(done.code, done.stdout + done.stderr).toBe(0);
+      expect(JSON.parse(done.stdout)).toMatchObject({ ok: true, uploaded: [{ id: record.id }], held: [] });
+      expect(JSON.parse((await runCli(['status', '--json'], { env: childEnv, timeoutMs: 30_000 })).stdout).last_drain).toMatchObject({ ok: true, uploaded: 1 });
+      expect((await stack.listUploads()).map((u) => u.native_session_id)).toEqual([s.id]);
+    } finally {
+      release();
+      first?.child.kill('SIGKILL');
+      await first?.catch(() => undefined);
+      await stack.close();
+    }
   }, 120_000);
 });
 

@@ -312,6 +312,24 @@ describe('recovery after a crash', () => {
     expect(spoolFiles(stateDir)).toMatchObject({ intake: [`${dead.id}.json`], building: [path.basename(mine.file)] });
   });
 
+  it("names the records another live process holds, not its own or a dead worker's", async () => {
+    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
+    const mine = await enqueue(spool, 'mine');
+    await spool.claimNext('intake');
+    const dead = await enqueue(spool, 'dead');
+    await killedWorker(dead.id);
+    const theirs = await enqueue(spool, 'theirs');
+    const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], { stdio: 'ignore' });
+    try {
+      const { rename } = await import('node:fs/promises');
+      await rename(path.join(stateDir, 'spool', 'intake', `${theirs.id}.json`), path.join(stateDir, 'spool', 'building', `${theirs.id}.${other.pid}.json`));
+      expect(await spool.heldByOthers()).toEqual([{ id: theirs.id, state: 'building', pid: other.pid, harness: 'claude', session_id: 'theirs' }]);
+      expect(mine.id).not.toBe(theirs.id);
+    } finally {
+      other.kill('SIGKILL');
+    }
+  });
+
   it('a record whose worker died goes after the records nobody has tried yet', async () => {
     const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const unlucky = await enqueue(spool, 'unlucky');
