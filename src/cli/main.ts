@@ -143,7 +143,10 @@ Without --once, a drain makes another pass when captures arrived while it ran (a
 last capture of a burst does not wait for the next drain. Records waiting for a later retry are left for a later
 drain either way: a drain never sleeps through a back-off. A capture whose harness fires its hook after every turn
 (its profile says wait_for_exit) is built once that harness process has exited; until then it is listed as deferred,
-which is not a failure.`,
+which is not a failure. A record another drain is building or uploading is listed as held, with that drain's pid.
+
+Exit codes: 0 everything went through; 1 a record failed, is to be retried or left waiting, or the drain stopped
+early; 75 nothing failed, but another drain held records: run it again later to learn their outcome.`,
     )
     .action(async (opts: { once?: boolean; json?: boolean; quiet?: boolean; discard?: boolean; linger?: boolean }) => {
       const { drainCommand } = await import('./drain.js');
