@@ -11,6 +11,7 @@ import type { BundleManifest } from './generated/bundle-manifest.js';
 import type { GovernancePolicy } from './generated/policy.js';
 import type { HarnessProfiles } from './generated/profile.js';
 import { describeSchemaError, type AjvError } from './describe.js';
+import { yamlProblem } from './yaml-errors.js';
 
 export type { AgentConfig } from './generated/agent-config.js';
 export type { BundleManifest, BundleFile } from './generated/bundle-manifest.js';
@@ -62,14 +63,13 @@ export const bundleManifestSchema: SchemaKind<BundleManifest> = {
 export function parseYamlText(text: string, file: string, errorCode: ErrorCode): { data: unknown; doc: Document; lines: LineCounter } {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
-  const first = doc.errors[0];
-  if (first !== undefined) {
-    const pos = lines.linePos(first.pos[0]);
-    throw new BlueError(errorCode, `${file}:${pos.line}:${pos.col}: ${first.message.split('\n')[0]}`, {
+  if (doc.errors.length > 0) {
+    const problem = yamlProblem(text, doc, lines);
+    throw new BlueError(errorCode, `${file}:${problem.line}:${problem.column}: ${problem.message}`, {
       file,
-      line: pos.line,
-      column: pos.col,
-      hint: 'Fix the syntax error at that position.',
+      line: problem.line,
+      column: problem.column,
+      hint: problem.hint,
     });
   }
   return { data: doc.toJS({ maxAliasCount: 100 }), doc, lines };

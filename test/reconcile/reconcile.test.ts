@@ -280,6 +280,13 @@ describe('reconcile command', () => {
     expect((await cli(['teleport'])).code).toBe(2);
   });
 
+  it('a YAML error names the line to fix: a key indented too deep, not the value above it', async () => {
+    await writeFile(policy, 'revision: 5\nsession_upload:\n  presign_url: https://control.example/session-uploads/presign\n  idle_capture_minutes: 30\n    backfill: true\n');
+    const { code, err } = await cli(['reconcile', '--dry-run', '--policy', policy]);
+    expect(code).toBe(1);
+    expect(err).toContain(`error [POLICY_INVALID]: ${policy}:5:5: line 5 is indented deeper than line 4`);
+  });
+
   it('a missing policy file is a clear failure', async () => {
     const { code, err } = await cli(['reconcile', '--policy', path.join(t.root, 'nope.yaml')]);
     expect(code).toBe(1);

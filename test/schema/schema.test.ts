@@ -94,7 +94,7 @@ describe('document validation', () => {
 
   it('rejects duplicate keys', () => {
     const error = fail(() => loadDocument(policySchema, 'revision: 1\nrevision: 2\n', 'p.yaml'));
-    expect(error.message).toMatch(/^p\.yaml:2:1: .*unique/i);
+    expect(error.message).toMatch(/^p\.yaml:2:1: .*twice/i);
   });
 
   it('accepts a valid policy', () => {
