@@ -5,6 +5,10 @@
 //   src/schema/generated/harness-names.ts  the same names as a module with no imports, for the capture hook's start-up
 //   src/schema/generated/<name>.ts    TypeScript types (json-schema-to-typescript)
 //   src/schema/generated/validators.ts  precompiled ajv validators (standalone code: no compile cost at start-up)
+//   src/schema/generated/known-keys.ts  the keys each closed object of a document people write may hold, for
+//                                       "did you mean" when a key is unknown
+// Besides the schemas' own validators, a policy someone writes is checked by a closed variant of policy.schema.json
+// (GovernancePolicyAuthored): derived here, so that the schema stays the one statement of which keys exist.
 // `--check` compares instead of writing and exits 1 when anything is stale.
 import { readFile, readdir, writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -77,6 +81,55 @@ if (!check) {
 }
 
 const names = (await readdir(schemasDir)).filter((f) => f.endsWith('.schema.json')).sort();
+
+/**
+ * The closed variant of a schema: every object that lists its properties and says nothing of others accepts no
+ * other key. An object that states `additionalProperties` (a map, or an open object) keeps what it says.
+ */
+function closed(node) {
+  if (Array.isArray(node)) return node.map(closed);
+  if (node === null || typeof node !== 'object') return node;
+  const copy = Object.fromEntries(Object.entries(node).map(([key, value]) => [key, key === 'properties' || key === 'definitions' ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, closed(v)])) : closed(value)]));
+  if (node.properties !== undefined && node.additionalProperties === undefined) copy.additionalProperties = false;
+  return copy;
+}
+const authored = new Map([['policy.schema.json', 'GovernancePolicyAuthored']]);
+
+/**
+ * For each closed object of `schema`, the keys it holds, by the schema path ajv reports an unknown key at (without its
+ * last segment); for `propertyNames` naming an enum schema, that enum. A cross-file reference to a schema with closed
+ * objects of its own would make paths ambiguous (ajv reports them relative to that file): refused.
+ */
+async function knownKeys(schema) {
+  const table = {};
+  const walk = async (node, at) => {
+    if (Array.isArray(node)) {
+      for (const [i, item] of node.entries()) await walk(item, `${at}/${i}`);
+      return;
+    }
+    if (node === null || typeof node !== 'object') return;
+    if (node.additionalProperties === false && node.properties !== undefined) table[at] = Object.keys(node.properties);
+    const names = node.propertyNames?.$ref;
+    if (typeof names === 'string' && !names.startsWith('#')) {
+      const target = JSON.parse(await readFile(path.join(schemasDir, names), 'utf8'));
+      if (Array.isArray(target.enum)) table[`${at}/propertyNames`] = target.enum;
+    }
+    if (typeof node.$ref === 'string' && !node.$ref.startsWith('#')) {
+      const target = JSON.parse(await readFile(path.join(schemasDir, node.$ref), 'utf8'));
+      if (Object.keys(await knownKeys(target)).length > 0) throw new Error(`${at}: a reference to ${node.$ref}, which has closed objects of its own, makes unknown-key paths ambiguous`);
+    }
+    for (const [key, value] of Object.entries(node)) {
+      if (key === 'properties' || key === 'definitions') {
+        for (const [name, sub] of Object.entries(value)) await walk(sub, `${at}/${key}/${name}`);
+      } else if (key !== 'enum' && key !== 'const' && key !== 'examples' && key !== 'default') await walk(value, `${at}/${key}`);
+    }
+  };
+  await walk(schema, '#');
+  return table;
+}
+/** The documents people write, whose unknown keys are answered with the nearest known one. */
+const written = ['AgentConfig', 'HarnessProfiles', 'GovernancePolicyAuthored'];
+const keysByTitle = {};
 const outputs = new Map();
 const ajv = new Ajv({ allErrors: true, strict: true, code: { source: true, esm: true, lines: true } });
 const exportsMap = {};
@@ -95,6 +148,14 @@ for (const file of names) {
   outputs.set(`${base}.ts`, ts);
   ajv.addSchema(schema, schema.$id);
   exportsMap[`validate${schema.title}`] = schema.$id;
+  if (written.includes(schema.title)) keysByTitle[schema.title] = await knownKeys(schema);
+  const strict = authored.get(file);
+  if (strict !== undefined) {
+    const variant = { ...closed(schema), $id: schema.$id.replace(/\.schema\.json$/, '-authored.schema.json'), title: strict };
+    ajv.addSchema(variant, variant.$id);
+    exportsMap[`validate${strict}`] = variant.$id;
+    if (written.includes(strict)) keysByTitle[strict] = await knownKeys(variant);
+  }
 }
 
 // ajv's standalone output still says require() for its runtime helpers; hoist them into ESM imports.
@@ -119,6 +180,11 @@ outputs.set(
     `export const HARNESS_DISPLAY_NAMES: Readonly<Record<HarnessName, string>> = {\n${harnesses.map((h) => `  ${h}: ${JSON.stringify(displayNames[h])},\n`).join('')}};\n\n` +
     `/** Harnesses whose profile is certified on fixtures (verified_by: fixtures), not on a CLI installed here. */\n` +
     `export const FIXTURE_CERTIFIED: readonly HarnessName[] = [${fixtureCertified.map((h) => `'${h}'`).join(', ')}];\n`,
+);
+outputs.set(
+  'known-keys.ts',
+  `${banner}\n/** Per document kind (its schema's title): the keys each closed object may hold, by the schema path ajv reports an unknown key at. */\n` +
+    `export const KNOWN_KEYS: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>> = ${JSON.stringify(keysByTitle, null, 2)};\n`,
 );
 outputs.set('validators.ts', `${banner}// @ts-nocheck\n/* eslint-disable */\n${imports.join('\n')}\n${code}\n`);
 

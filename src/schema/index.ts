@@ -3,9 +3,11 @@
  * (no schema compilation at start-up); every error names the file, the JSON path, what was expected and, for YAML and
  * JSON text, the line and column.
  */
-import { LineCounter, parseDocument, isNode, type Document } from 'yaml';
+import { LineCounter, parseDocument, isMap, isNode, isScalar, type Document, type Node } from 'yaml';
 import { BlueError, type ErrorCode } from '../errors.js';
 import * as validators from './generated/validators.js';
+import { KNOWN_KEYS } from './generated/known-keys.js';
+import { nearest } from '../util/suggest.js';
 import type { AgentConfig } from './generated/agent-config.js';
 import type { BundleManifest } from './generated/bundle-manifest.js';
 import type { GovernancePolicy } from './generated/policy.js';
@@ -26,14 +28,15 @@ export interface SchemaKind<T> {
   name: string;
   validate: Validate;
   errorCode: ErrorCode;
-  /** Extra advice for specific mistakes, keyed by a predicate on the error. */
-  advise?: (error: AjvError) => string | undefined;
+  /** The keys of each closed object (generated KNOWN_KEYS), for the nearest known key when one is unknown. */
+  knownKeys?: Readonly<Record<string, readonly string[]>>;
   readonly _type?: T;
 }
 
 /**
- * The policy schema is open (Blue's GovernanceConfig carries much blue-agent ignores); the rules it cannot state, such
- * as session_upload being global, are policy/validate.ts's.
+ * A policy as agents read it from the Control API: open (Blue's GovernanceConfig carries much blue-agent ignores, and
+ * a newer server may add fields); the rules it cannot state, such as session_upload being global, are
+ * policy/validate.ts's.
  */
 export const policySchema: SchemaKind<GovernancePolicy> = {
   name: 'policy',
@@ -41,16 +44,29 @@ export const policySchema: SchemaKind<GovernancePolicy> = {
   errorCode: 'POLICY_INVALID',
 };
 
+/**
+ * A policy someone writes (a local policy file, a revision to publish): the closed variant `npm run gen` derives from
+ * the same schema, so that a mistyped key (which could switch capture off) is refused with the nearest known one.
+ */
+export const authoredPolicySchema: SchemaKind<GovernancePolicy> = {
+  name: 'policy',
+  validate: validators.validateGovernancePolicyAuthored as Validate,
+  errorCode: 'POLICY_INVALID',
+  knownKeys: KNOWN_KEYS.GovernancePolicyAuthored,
+};
+
 export const profileSchema: SchemaKind<HarnessProfiles> = {
   name: 'compatibility profile',
   validate: validators.validateHarnessProfiles as Validate,
   errorCode: 'PROFILE_INVALID',
+  knownKeys: KNOWN_KEYS.HarnessProfiles,
 };
 
 export const agentConfigSchema: SchemaKind<AgentConfig> = {
   name: 'agent config',
   validate: validators.validateAgentConfig as Validate,
   errorCode: 'CONFIG_INVALID',
+  knownKeys: KNOWN_KEYS.AgentConfig,
 };
 
 export const bundleManifestSchema: SchemaKind<BundleManifest> = {
@@ -83,44 +99,132 @@ export function validateDocument<T>(
   source?: { doc: Document; lines: LineCounter },
 ): T {
   if (kind.validate(data)) return data as T;
-  const errors = kind.validate.errors ?? [];
-  const error = pickError(errors);
+  const errors = significant(kind.validate.errors ?? []);
+  const error = pickError(errors, source);
   const jsonPath = error === undefined ? '' : error.instancePath;
-  const expectation = error === undefined ? 'is invalid' : describeSchemaError(error);
-  // An unknown field is pointed at itself, not at the object holding it.
-  const pointAt =
-    error?.keyword === 'additionalProperties' ? `${jsonPath}/${String(error.params.additionalProperty).replace(/~/g, '~0').replace(/\//g, '~1')}` : jsonPath;
-  const where = source === undefined ? undefined : positionOf(source, pointAt);
+  const unknown = error === undefined ? undefined : unknownKey(error);
+  const suggestion = error === undefined ? undefined : suggest(kind, error, unknown, data);
+  const expectation = error === undefined ? 'is invalid' : describeSchemaError(error, suggestion);
+  const where = source === undefined || error === undefined ? undefined : errorPosition(source, error, unknown);
   const location = where === undefined ? file : `${file}:${where.line}:${where.column}`;
   const more = errors.length > 1 ? ` (and ${errors.length - 1} more problem${errors.length > 2 ? 's' : ''})` : '';
-  const advice = error === undefined ? undefined : kind.advise?.(error);
   throw new BlueError(kind.errorCode, `${location}: invalid ${kind.name}: ${jsonPath || '/'} ${expectation}${more}`, {
     file,
     path: jsonPath || '/',
     ...(where ?? {}),
-    hint: advice ?? `Fix ${jsonPath || 'the document'} in ${file} to match schemas/ and try again.`,
+    hint: hintFor(kind, error, unknown, suggestion, jsonPath, file),
   });
 }
 
-/** Prefers the most specific error: not the umbrella `oneOf`/`anyOf` ones. */
-function pickError(errors: AjvError[]): AjvError | undefined {
-  return errors.find((e) => e.keyword !== 'oneOf' && e.keyword !== 'anyOf' && e.keyword !== 'if') ?? errors[0];
+/** The key an unknown-key error is about. */
+function unknownKey(error: AjvError): string | undefined {
+  if (error.keyword === 'additionalProperties') return String(error.params.additionalProperty);
+  if (error.keyword === 'propertyNames') return String(error.params.propertyName);
+  return undefined;
 }
 
+/** The keys the object an unknown-key error is about may hold (the generated table is keyed as ajv reports it). */
+function knownKeysAt<T>(kind: SchemaKind<T>, error: AjvError): readonly string[] | undefined {
+  const at = error.keyword === 'additionalProperties' ? error.schemaPath.replace(/\/additionalProperties$/, '') : error.schemaPath;
+  return kind.knownKeys?.[at];
+}
 
-function positionOf(source: { doc: Document; lines: LineCounter }, jsonPath: string): { line: number; column: number } | undefined {
-  const segments = jsonPath
+/** The nearest known key to an unknown one, or the nearest allowed value to a string that is not one. */
+function suggest<T>(kind: SchemaKind<T>, error: AjvError, unknown: string | undefined, data: unknown): string | undefined {
+  if (unknown !== undefined) {
+    const known = knownKeysAt(kind, error);
+    return known === undefined ? undefined : nearest(unknown, known);
+  }
+  if (error.keyword === 'enum') {
+    const value = valueAt(data, error.instancePath);
+    const allowed = (error.params.allowedValues as unknown[]).filter((v): v is string => typeof v === 'string');
+    return typeof value === 'string' ? nearest(value, allowed) : undefined;
+  }
+  return undefined;
+}
+
+function hintFor<T>(kind: SchemaKind<T>, error: AjvError | undefined, unknown: string | undefined, suggestion: string | undefined, jsonPath: string, file: string): string {
+  if (unknown !== undefined && error !== undefined) {
+    const shown = JSON.stringify(unknown.slice(0, 64));
+    if (suggestion !== undefined) return `Rename ${shown} to "${suggestion}" in ${file}.`;
+    const known = knownKeysAt(kind, error);
+    return known === undefined ? `Remove ${shown} from ${jsonPath || 'the document'} in ${file}.` : `Remove ${shown} from ${jsonPath || 'the top level'} in ${file}; the keys there are ${known.join(', ')}.`;
+  }
+  if (suggestion !== undefined) return `Did you mean "${suggestion}"? Fix ${jsonPath} in ${file}.`;
+  return `Fix ${jsonPath || 'the document'} in ${file} to match schemas/ and try again.`;
+}
+
+/** The data at a JSON pointer, or undefined. */
+function valueAt(data: unknown, jsonPath: string): unknown {
+  let node = data;
+  for (const segment of pointerSegments(jsonPath)) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<string, unknown>)[String(segment)];
+  }
+  return node;
+}
+
+/**
+ * The problems worth telling: a key a `propertyNames` error names is reported by ajv twice (that error, and its inner
+ * one); a field missing beside an unknown key is most likely that key mistyped (`presign_ur`), which says more.
+ */
+function significant(errors: AjvError[]): AjvError[] {
+  const named = errors.filter((e) => (e as { propertyName?: unknown }).propertyName === undefined);
+  const withUnknown = new Set(named.filter((e) => unknownKey(e) !== undefined).map((e) => e.instancePath));
+  const told = named.filter((e) => !(e.keyword === 'required' && withUnknown.has(e.instancePath)));
+  return told.length > 0 ? told : errors;
+}
+
+/**
+ * The most specific error (not an umbrella `oneOf`/`anyOf`/`if`), and of those the one earliest in the text when it is
+ * known: the first problem a person reads.
+ */
+function pickError(errors: AjvError[], source: { doc: Document; lines: LineCounter } | undefined): AjvError | undefined {
+  const specific = errors.filter((e) => e.keyword !== 'oneOf' && e.keyword !== 'anyOf' && e.keyword !== 'if');
+  if (specific.length === 0) return errors[0];
+  if (source === undefined) return specific[0];
+  // Bounded: a hostile document may have any number of problems; the first ones are enough to choose from.
+  const ranked = specific.slice(0, 100).map((e, i) => ({ e, i, at: errorOffset(source, e) }));
+  ranked.sort((a, b) => a.at - b.at || a.i - b.i);
+  return ranked[0]!.e;
+}
+
+function errorOffset(source: { doc: Document }, error: AjvError): number {
+  const unknown = unknownKey(error);
+  const node = unknown === undefined ? nodeAt(source.doc, pointerSegments(error.instancePath)) : keyNode(source.doc, pointerSegments(error.instancePath), unknown);
+  return node?.range?.[0] ?? Number.MAX_SAFE_INTEGER;
+}
+
+/** Where to point: an unknown key at itself, anything else at its value (a missing field at the nearest parent). */
+function errorPosition(source: { doc: Document; lines: LineCounter }, error: AjvError, unknown: string | undefined): { line: number; column: number } | undefined {
+  const segments = pointerSegments(error.instancePath);
+  const node = (unknown === undefined ? undefined : keyNode(source.doc, segments, unknown)) ?? nodeAt(source.doc, segments);
+  if (node?.range === undefined || node.range === null) return undefined;
+  const pos = source.lines.linePos(node.range[0]);
+  return { line: pos.line, column: pos.col };
+}
+
+function pointerSegments(jsonPath: string): (string | number)[] {
+  return jsonPath
     .split('/')
     .slice(1)
     .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
     .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
-  // Walk up until a node exists: a missing field is reported at its parent.
+}
+
+/** The key node of `key` in the mapping at `segments`. */
+function keyNode(doc: Document, segments: (string | number)[], key: string): Node | undefined {
+  const map = segments.length === 0 ? doc.contents : doc.getIn(segments, true);
+  if (!isMap(map)) return undefined;
+  const pair = map.items.find((item) => isScalar(item.key) && String(item.key.value) === key);
+  return pair !== undefined && isNode(pair.key) ? pair.key : undefined;
+}
+
+/** The deepest existing node along `segments`: a missing field is reported at its parent. */
+function nodeAt(doc: Document, segments: (string | number)[]): Node | undefined {
   for (let n = segments.length; n >= 0; n--) {
-    const node = n === 0 ? source.doc.contents : source.doc.getIn(segments.slice(0, n), true);
-    if (isNode(node) && node.range) {
-      const pos = source.lines.linePos(node.range[0]);
-      return { line: pos.line, column: pos.col };
-    }
+    const node = n === 0 ? doc.contents : doc.getIn(segments.slice(0, n), true);
+    if (isNode(node) && node.range) return node;
   }
   return undefined;
 }

@@ -9800,8 +9800,8 @@ return errors === 0;
 }
 
 export const validateGovernancePolicy = validate42;
-const schema62 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of the contract's document (packages, gateway, telemetry, managed_config, mcp, ...) and fields a later contract adds are tolerated and ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled, and from the texts sent beside it (title, summary, working folder, repository; a session record whole): none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}}}}};
-const schema63 = {"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"}},"description":"What blue-agent acts on; managed_config, mcp and package_overrides are tolerated."};
+const schema62 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy.schema.json","title":"GovernancePolicy","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of Blue's document (packages, gateway, telemetry; a harness's managed_config, mcp, package_overrides) is named but not checked: it is for Blue's own clients. Agents tolerate fields a fetched revision carries beyond these (a later contract may add some). A policy someone writes (a local policy file, a revision to publish) is held to the closed variant `npm run gen` derives from this schema: every object that lists its properties accepts no other key, so a mistyped key is refused instead of ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64},"packages":{"description":"Blue's managed packages (ManagedPackage[]); blue-agent does not act on them."},"gateway":{"description":"Blue's inference gateway (GatewayConfig); blue-agent does not act on it."},"telemetry":{"description":"Blue's telemetry sink ({sink_url}); blue-agent does not act on it."}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"},"managed_config":{"description":"Blue's managed harness settings (ManagedConfig); blue-agent does not act on them."},"mcp":{"description":"Blue's MCP server suggestions (McpServer[]); blue-agent does not act on them."},"package_overrides":{"description":"Blue's per-harness package overrides; blue-agent does not act on them."}},"description":"What blue-agent acts on (version_requirement, allow_unverified_versions), and the names of Blue's other harness settings."},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled, and from the texts sent beside it (title, summary, working folder, repository; a session record whole): none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}}}}};
+const schema63 = {"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"},"managed_config":{"description":"Blue's managed harness settings (ManagedConfig); blue-agent does not act on them."},"mcp":{"description":"Blue's MCP server suggestions (McpServer[]); blue-agent does not act on them."},"package_overrides":{"description":"Blue's per-harness package overrides; blue-agent does not act on them."}},"description":"What blue-agent acts on (version_requirement, allow_unverified_versions), and the names of Blue's other harness settings."};
 const schema64 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled, and from the texts sent beside it (title, summary, working folder, repository; a session record whole): none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}}};
 const pattern45 = new RegExp("^[A-Za-z0-9._:-]+$", "u");
 
@@ -10519,17 +10519,772 @@ validate42.errors = vErrors;
 return errors === 0;
 }
 
-export const validateHarnessProfiles = validate43;
-const schema65 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
-const schema67 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
-const schema68 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
-const schema71 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
-const pattern48 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
-const pattern49 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
-const pattern53 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
-const pattern55 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
+export const validateGovernancePolicyAuthored = validate43;
+const schema65 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/policy-authored.schema.json","title":"GovernancePolicyAuthored","description":"A governance configuration revision (Blue's GovernanceConfig): which harnesses may capture sessions and where uploads are presigned. What blue-agent acts on is validated here; the rest of Blue's document (packages, gateway, telemetry; a harness's managed_config, mcp, package_overrides) is named but not checked: it is for Blue's own clients. Agents tolerate fields a fetched revision carries beyond these (a later contract may add some). A policy someone writes (a local policy file, a revision to publish) is held to the closed variant `npm run gen` derives from this schema: every object that lists its properties accepts no other key, so a mistyped key is refused instead of ignored.","type":"object","required":["revision"],"properties":{"revision":{"description":"Identifies this revision (a string in the contract; an integer from older servers).","oneOf":[{"type":"integer","minimum":0},{"type":"string","minLength":1,"maxLength":128,"pattern":"^[A-Za-z0-9._:-]+$"}]},"contract_version":{"description":"Version of the governance contract this revision needs from its clients (1 when absent); a client that speaks an older one is refused (HTTP 426).","type":"integer","minimum":1,"maximum":1000},"ttl_seconds":{"description":"How long a fetched revision stays fresh before it must be fetched again; 300 when absent.","type":"integer","minimum":1,"maximum":2592000},"required":{"description":"Fail closed: when the cached revision is older than ttl_seconds and the Control API cannot be reached, change nothing.","type":"boolean"},"allowed_harnesses":{"description":"Harnesses that may capture sessions. Absent: every harness. Names this blue-agent does not know are ignored.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"harnesses":{"description":"Per-harness rules. Names this blue-agent does not know are ignored.","type":"object","propertyNames":{"type":"string","maxLength":64},"additionalProperties":{"$ref":"#/definitions/harnessRule"}},"session_upload":{"description":"Session capture is on when this block is present. Global: never under a harness.","$ref":"#/definitions/sessionUpload"},"required_capabilities":{"description":"Client capabilities this revision needs (the Control API answers 426 to a client that lacks one).","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":64}},"minimum_client_version":{"description":"The organisation's rollout floor: older clients are told to update.","type":"string","minLength":1,"maxLength":64},"required_client_version":{"description":"The exact client release the organisation pins (a SemVer release such as 1.4.2): another major is refused, another release of the same major warned about.","type":"string","minLength":1,"maxLength":64},"packages":{"description":"Blue's managed packages (ManagedPackage[]); blue-agent does not act on them."},"gateway":{"description":"Blue's inference gateway (GatewayConfig); blue-agent does not act on it."},"telemetry":{"description":"Blue's telemetry sink ({sink_url}); blue-agent does not act on it."}},"definitions":{"harnessRule":{"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"},"managed_config":{"description":"Blue's managed harness settings (ManagedConfig); blue-agent does not act on them."},"mcp":{"description":"Blue's MCP server suggestions (McpServer[]); blue-agent does not act on them."},"package_overrides":{"description":"Blue's per-harness package overrides; blue-agent does not act on them."}},"description":"What blue-agent acts on (version_requirement, allow_unverified_versions), and the names of Blue's other harness settings.","additionalProperties":false},"sessionUpload":{"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled, and from the texts sent beside it (title, summary, working folder, repository; a session record whole): none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}},"additionalProperties":false}},"additionalProperties":false};
+const schema66 = {"type":"object","properties":{"version_requirement":{"description":"A semver range the installed version must satisfy, e.g. \">=2.0.12 <3\".","type":"string","minLength":1,"maxLength":256},"allow_unverified_versions":{"description":"Capture on versions past the profile's verified_before ceiling.","type":"boolean"},"managed_config":{"description":"Blue's managed harness settings (ManagedConfig); blue-agent does not act on them."},"mcp":{"description":"Blue's MCP server suggestions (McpServer[]); blue-agent does not act on them."},"package_overrides":{"description":"Blue's per-harness package overrides; blue-agent does not act on them."}},"description":"What blue-agent acts on (version_requirement, allow_unverified_versions), and the names of Blue's other harness settings.","additionalProperties":false};
+const schema67 = {"type":"object","required":["presign_url"],"properties":{"presign_url":{"description":"Absolute http(s) URL of the Control API's presign route.","type":"string","minLength":8,"maxLength":2048,"pattern":"^https?://"},"idle_capture_minutes":{"description":"A session whose files have not changed for this many minutes and whose latest content was never captured (its end hook never ran: a killed harness, a closed terminal) is captured by the running agent. 30 when absent.","type":"integer","minimum":1,"maximum":10080},"backfill":{"description":"The running agent captures, once, every local session the active profiles can read that was never uploaded (`blue-agent backfill`), oldest first.","type":"boolean"},"redact":{"description":"What is removed from every text file of a bundle before it is spooled, and from the texts sent beside it (title, summary, working folder, repository; a session record whole): none (the default), or secrets (well-known token formats, private keys, credentials in assignments and headers), each replaced by [REDACTED:<KIND>]. A bundle built without it is not uploaded while the policy asks for it.","type":"string","enum":["none","secrets"]}},"additionalProperties":false};
 
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://blue-agent.dev/schemas/policy-authored.schema.json" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.revision === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "revision"},message:"must have required property '"+"revision"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(func13.call(schema65.properties, key0))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.revision !== undefined){
+let data0 = data.revision;
+const _errs3 = errors;
+let valid1 = false;
+let passing0 = null;
+const _errs4 = errors;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err2 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 < 0 || isNaN(data0)){
+const err3 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/0/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+var _valid0 = _errs4 === errors;
+if(_valid0){
+valid1 = true;
+passing0 = 0;
+}
+const _errs6 = errors;
+if(typeof data0 === "string"){
+if(func2(data0) > 128){
+const err4 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(func2(data0) < 1){
+const err5 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(!pattern45.test(data0)){
+const err6 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:-]+$"+"\""};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+var _valid0 = _errs6 === errors;
+if(_valid0 && valid1){
+valid1 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid1 = true;
+passing0 = 1;
+}
+}
+if(!valid1){
+const err8 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+else {
+errors = _errs3;
+if(vErrors !== null){
+if(_errs3){
+vErrors.length = _errs3;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data.contract_version !== undefined){
+let data1 = data.contract_version;
+if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
+const err9 = {instancePath:instancePath+"/contract_version",schemaPath:"#/properties/contract_version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if((typeof data1 == "number") && (isFinite(data1))){
+if(data1 > 1000 || isNaN(data1)){
+const err10 = {instancePath:instancePath+"/contract_version",schemaPath:"#/properties/contract_version/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data1 < 1 || isNaN(data1)){
+const err11 = {instancePath:instancePath+"/contract_version",schemaPath:"#/properties/contract_version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+if(data.ttl_seconds !== undefined){
+let data2 = data.ttl_seconds;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err12 = {instancePath:instancePath+"/ttl_seconds",schemaPath:"#/properties/ttl_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 > 2592000 || isNaN(data2)){
+const err13 = {instancePath:instancePath+"/ttl_seconds",schemaPath:"#/properties/ttl_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2592000},message:"must be <= 2592000"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(data2 < 1 || isNaN(data2)){
+const err14 = {instancePath:instancePath+"/ttl_seconds",schemaPath:"#/properties/ttl_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+if(data.required !== undefined){
+if(typeof data.required !== "boolean"){
+const err15 = {instancePath:instancePath+"/required",schemaPath:"#/properties/required/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.allowed_harnesses !== undefined){
+let data4 = data.allowed_harnesses;
+if(Array.isArray(data4)){
+if(data4.length > 64){
+const err16 = {instancePath:instancePath+"/allowed_harnesses",schemaPath:"#/properties/allowed_harnesses/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+const len0 = data4.length;
+for(let i0=0; i0<len0; i0++){
+let data5 = data4[i0];
+if(typeof data5 === "string"){
+if(func2(data5) > 64){
+const err17 = {instancePath:instancePath+"/allowed_harnesses/" + i0,schemaPath:"#/properties/allowed_harnesses/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(func2(data5) < 1){
+const err18 = {instancePath:instancePath+"/allowed_harnesses/" + i0,schemaPath:"#/properties/allowed_harnesses/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/allowed_harnesses/" + i0,schemaPath:"#/properties/allowed_harnesses/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+let i1 = data4.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data4[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err20 = {instancePath:instancePath+"/allowed_harnesses",schemaPath:"#/properties/allowed_harnesses/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/allowed_harnesses",schemaPath:"#/properties/allowed_harnesses/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.harnesses !== undefined){
+let data6 = data.harnesses;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+for(const key1 in data6){
+const _errs20 = errors;
+if(typeof key1 === "string"){
+if(func2(key1) > 64){
+const err22 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/propertyNames/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters",propertyName:key1};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/propertyNames/type",keyword:"type",params:{type: "string"},message:"must be string",propertyName:key1};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+var valid5 = _errs20 === errors;
+if(!valid5){
+const err24 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+for(const key2 in data6){
+let data7 = data6[key2];
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+for(const key3 in data7){
+if(!(((((key3 === "version_requirement") || (key3 === "allow_unverified_versions")) || (key3 === "managed_config")) || (key3 === "mcp")) || (key3 === "package_overrides"))){
+const err25 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/harnessRule/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+if(data7.version_requirement !== undefined){
+let data8 = data7.version_requirement;
+if(typeof data8 === "string"){
+if(func2(data8) > 256){
+const err26 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/version_requirement",schemaPath:"#/definitions/harnessRule/properties/version_requirement/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if(func2(data8) < 1){
+const err27 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/version_requirement",schemaPath:"#/definitions/harnessRule/properties/version_requirement/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/version_requirement",schemaPath:"#/definitions/harnessRule/properties/version_requirement/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data7.allow_unverified_versions !== undefined){
+if(typeof data7.allow_unverified_versions !== "boolean"){
+const err29 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unverified_versions",schemaPath:"#/definitions/harnessRule/properties/allow_unverified_versions/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/harnesses/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/definitions/harnessRule/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+else {
+const err31 = {instancePath:instancePath+"/harnesses",schemaPath:"#/properties/harnesses/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+if(data.session_upload !== undefined){
+let data10 = data.session_upload;
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+if(data10.presign_url === undefined){
+const err32 = {instancePath:instancePath+"/session_upload",schemaPath:"#/definitions/sessionUpload/required",keyword:"required",params:{missingProperty: "presign_url"},message:"must have required property '"+"presign_url"+"'"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+for(const key4 in data10){
+if(!((((key4 === "presign_url") || (key4 === "idle_capture_minutes")) || (key4 === "backfill")) || (key4 === "redact"))){
+const err33 = {instancePath:instancePath+"/session_upload",schemaPath:"#/definitions/sessionUpload/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+if(data10.presign_url !== undefined){
+let data11 = data10.presign_url;
+if(typeof data11 === "string"){
+if(func2(data11) > 2048){
+const err34 = {instancePath:instancePath+"/session_upload/presign_url",schemaPath:"#/definitions/sessionUpload/properties/presign_url/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+if(func2(data11) < 8){
+const err35 = {instancePath:instancePath+"/session_upload/presign_url",schemaPath:"#/definitions/sessionUpload/properties/presign_url/minLength",keyword:"minLength",params:{limit: 8},message:"must NOT have fewer than 8 characters"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+if(!pattern0.test(data11)){
+const err36 = {instancePath:instancePath+"/session_upload/presign_url",schemaPath:"#/definitions/sessionUpload/properties/presign_url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+else {
+const err37 = {instancePath:instancePath+"/session_upload/presign_url",schemaPath:"#/definitions/sessionUpload/properties/presign_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+if(data10.idle_capture_minutes !== undefined){
+let data12 = data10.idle_capture_minutes;
+if(!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))){
+const err38 = {instancePath:instancePath+"/session_upload/idle_capture_minutes",schemaPath:"#/definitions/sessionUpload/properties/idle_capture_minutes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if((typeof data12 == "number") && (isFinite(data12))){
+if(data12 > 10080 || isNaN(data12)){
+const err39 = {instancePath:instancePath+"/session_upload/idle_capture_minutes",schemaPath:"#/definitions/sessionUpload/properties/idle_capture_minutes/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10080},message:"must be <= 10080"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+if(data12 < 1 || isNaN(data12)){
+const err40 = {instancePath:instancePath+"/session_upload/idle_capture_minutes",schemaPath:"#/definitions/sessionUpload/properties/idle_capture_minutes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+}
+if(data10.backfill !== undefined){
+if(typeof data10.backfill !== "boolean"){
+const err41 = {instancePath:instancePath+"/session_upload/backfill",schemaPath:"#/definitions/sessionUpload/properties/backfill/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+if(data10.redact !== undefined){
+let data14 = data10.redact;
+if(typeof data14 !== "string"){
+const err42 = {instancePath:instancePath+"/session_upload/redact",schemaPath:"#/definitions/sessionUpload/properties/redact/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+if(!((data14 === "none") || (data14 === "secrets"))){
+const err43 = {instancePath:instancePath+"/session_upload/redact",schemaPath:"#/definitions/sessionUpload/properties/redact/enum",keyword:"enum",params:{allowedValues: schema67.properties.redact.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+}
+else {
+const err44 = {instancePath:instancePath+"/session_upload",schemaPath:"#/definitions/sessionUpload/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+if(data.required_capabilities !== undefined){
+let data15 = data.required_capabilities;
+if(Array.isArray(data15)){
+if(data15.length > 64){
+const err45 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+const len1 = data15.length;
+for(let i2=0; i2<len1; i2++){
+let data16 = data15[i2];
+if(typeof data16 === "string"){
+if(func2(data16) > 64){
+const err46 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+if(func2(data16) < 1){
+const err47 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+else {
+const err48 = {instancePath:instancePath+"/required_capabilities/" + i2,schemaPath:"#/properties/required_capabilities/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+let i3 = data15.length;
+let j1;
+if(i3 > 1){
+const indices1 = {};
+for(;i3--;){
+let item1 = data15[i3];
+if(typeof item1 !== "string"){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j1 = indices1[item1];
+const err49 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+break;
+}
+indices1[item1] = i3;
+}
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/required_capabilities",schemaPath:"#/properties/required_capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+if(data.minimum_client_version !== undefined){
+let data17 = data.minimum_client_version;
+if(typeof data17 === "string"){
+if(func2(data17) > 64){
+const err51 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+if(func2(data17) < 1){
+const err52 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+}
+else {
+const err53 = {instancePath:instancePath+"/minimum_client_version",schemaPath:"#/properties/minimum_client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+if(data.required_client_version !== undefined){
+let data18 = data.required_client_version;
+if(typeof data18 === "string"){
+if(func2(data18) > 64){
+const err54 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(func2(data18) < 1){
+const err55 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+else {
+const err56 = {instancePath:instancePath+"/required_client_version",schemaPath:"#/properties/required_client_version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+}
+else {
+const err57 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+validate43.errors = vErrors;
+return errors === 0;
+}
+
+export const validateHarnessProfiles = validate44;
+const schema68 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://blue-agent.dev/schemas/profile.schema.json","title":"HarnessProfiles","description":"One harness's compatibility profiles: how to recognise its version and, per half-open version interval, what can be captured and restored and where the managed hook goes.","type":"object","additionalProperties":false,"required":["harness","display_name","binary","version_output","intervals"],"properties":{"harness":{"$ref":"harness-name.schema.json"},"display_name":{"type":"string","minLength":1,"maxLength":64},"binary":{"description":"Executable name searched on PATH.","type":"string","pattern":"^[A-Za-z0-9._-]+$","maxLength":64},"package":{"description":"Where the harness is published, for people and for certification.","type":"string","maxLength":256},"version_output":{"description":"Registered forms of `<binary> --version` output: regular expressions with a named group `version`, matched against the trimmed first line.","type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["pattern","example"],"properties":{"pattern":{"type":"string","minLength":1,"maxLength":512},"example":{"type":"string","minLength":1,"maxLength":256}}}},"intervals":{"type":"array","minItems":1,"maxItems":64,"items":{"$ref":"#/definitions/interval"}}},"definitions":{"semver":{"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},"operation":{"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]},"interval":{"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}}}};
+const schema70 = {"type":"object","additionalProperties":false,"required":["profile","introduced","verified_before","lifecycle","operations"],"properties":{"profile":{"description":"Stable profile name recorded in bundles, e.g. claude-v2_0_12.","type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},"introduced":{"description":"First version of the interval (inclusive).","$ref":"#/definitions/semver"},"before":{"description":"First version after the interval (exclusive). Absent: open-ended.","$ref":"#/definitions/semver"},"verified_before":{"description":"Certification ceiling (exclusive): versions from here on are unverified. Equal to `introduced` when no version of the interval has been certified.","$ref":"#/definitions/semver"},"display_name":{"description":"The name of the CLI these versions are, when it is not the harness's (a CLI the harness succeeded, under the same binary name): shown in the compatibility table.","type":"string","minLength":1,"maxLength":64},"verified_by":{"description":"How the certified versions were exercised: the real CLI, or fixtures that follow the harness's source.","type":"string","enum":["cli","fixtures"]},"lifecycle":{"type":"string","enum":["supported","deprecated"]},"operations":{"type":"array","uniqueItems":true,"maxItems":8,"items":{"$ref":"#/definitions/operation"}},"resumes":{"description":"Earlier profiles of the same harness whose sessions this interval's versions resume too (they read that older data). A session is resumed by a version of the interval it was captured under, or of one that lists its profile here; any other is refused.","type":"array","uniqueItems":true,"maxItems":64,"items":{"type":"string","minLength":1,"maxLength":256,"pattern":"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"}},"session":{"description":"What a captured session holds: the folder its native files live in and the bundle roles with how many files each may have.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"root":{"description":"The session root, relative to the harness's home (Claude's config dir, CODEX_HOME, Kimi's share dir). Every captured file lies inside it and native paths are relative to it. Absent: files have no native place (restored through the harness itself).","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"roles":{"type":"array","minItems":1,"maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["role","min","max"],"properties":{"role":{"$ref":"artifact-role.schema.json"},"min":{"type":"integer","minimum":0,"maximum":2048},"max":{"type":"integer","minimum":1,"maximum":2048},"restore_rewrite":{"description":"What a restore into another folder changes in these files' bytes, for people (the harness refuses the captured bytes there). The bundle keeps the captured bytes and their digests; the restore journal records what was written. Needs the operation restore_rewrite.","type":"string","minLength":1,"maxLength":256}}}}}},"capture":{"description":"How sessions are captured: the lifecycle event and where the managed hook goes.","type":"object","additionalProperties":false,"required":["event","hook"],"properties":{"event":{"type":"string","enum":["SessionEnd","Stop","session.idle"]},"wait_for_exit":{"description":"The event fires after every turn (and at the end of a headless run): a capture is built only once the harness process that fired the hook has exited, so each session is captured once, in its last state.","type":"boolean"},"misses":{"description":"Sessions the capture event never fires for (a headless mode that fires no session end), for people: reconcile and status say it with the harness's state.","type":"string","minLength":1,"maxLength":256},"hook":{"type":"object","additionalProperties":false,"required":["file","format","timeout_seconds"],"properties":{"file":{"description":"Hook file, relative to the harness's configuration root.","type":"string","minLength":1,"maxLength":256,"pattern":"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},"format":{"description":"The native hook format, which picks the harness planner that writes it (each adapter names the formats it plans).","type":"string","pattern":"^[a-z0-9]+(-[a-z0-9]+)*$","maxLength":64},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600},"requires":{"description":"Settings the harness needs in the hook file before it runs hooks at all (an early version's enabling switch). Reconcile adds each that is absent as part of the managed entry, removes it with the entry, and refuses to override one the user set to another value.","type":"array","minItems":1,"maxItems":8,"items":{"type":"object","additionalProperties":false,"required":["key","value"],"properties":{"key":{"description":"The key path from the top of the file, e.g. [tools, enableHooks].","type":"array","minItems":1,"maxItems":8,"items":{"type":"string","minLength":1,"maxLength":128}},"value":{"anyOf":[{"type":"boolean"},{"type":"number"},{"type":"string"}]}}}}}}}}}};
+const schema71 = {"type":"string","maxLength":64,"pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"};
+const schema74 = {"description":"What the profile's harness versions can do with a session: capture it, resume it after a restore, and (restore_rewrite) have a restore into another folder change the bytes of the roles that declare restore_rewrite.","type":"string","enum":["session_capture","session_resume","restore_rewrite"]};
+const pattern50 = new RegExp("^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$", "u");
+const pattern51 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
+const pattern55 = new RegExp("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$", "u");
+const pattern57 = new RegExp("^[a-z0-9]+(-[a-z0-9]+)*$", "u");
+
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -10584,7 +11339,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!(func13.call(schema67.properties, key0))){
+if(!(func13.call(schema70.properties, key0))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -10618,7 +11373,7 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(!pattern48.test(data0)){
+if(!pattern50.test(data0)){
 const err8 = {instancePath:instancePath+"/profile",schemaPath:"#/properties/profile/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -10653,7 +11408,7 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(!pattern49.test(data1)){
+if(!pattern51.test(data1)){
 const err11 = {instancePath:instancePath+"/introduced",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -10688,7 +11443,7 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(!pattern49.test(data2)){
+if(!pattern51.test(data2)){
 const err14 = {instancePath:instancePath+"/before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -10723,7 +11478,7 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(!pattern49.test(data3)){
+if(!pattern51.test(data3)){
 const err17 = {instancePath:instancePath+"/verified_before",schemaPath:"#/definitions/semver/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err17];
@@ -10793,7 +11548,7 @@ vErrors.push(err22);
 errors++;
 }
 if(!((data5 === "cli") || (data5 === "fixtures"))){
-const err23 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema67.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
+const err23 = {instancePath:instancePath+"/verified_by",schemaPath:"#/properties/verified_by/enum",keyword:"enum",params:{allowedValues: schema70.properties.verified_by.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -10816,7 +11571,7 @@ vErrors.push(err24);
 errors++;
 }
 if(!((data6 === "supported") || (data6 === "deprecated"))){
-const err25 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema67.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
+const err25 = {instancePath:instancePath+"/lifecycle",schemaPath:"#/properties/lifecycle/enum",keyword:"enum",params:{allowedValues: schema70.properties.lifecycle.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -10853,7 +11608,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!(((data8 === "session_capture") || (data8 === "session_resume")) || (data8 === "restore_rewrite"))){
-const err28 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema71.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/operations/" + i0,schemaPath:"#/definitions/operation/enum",keyword:"enum",params:{allowedValues: schema74.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -10932,7 +11687,7 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(!pattern48.test(data10)){
+if(!pattern50.test(data10)){
 const err34 = {instancePath:instancePath+"/resumes/" + i2,schemaPath:"#/properties/resumes/items/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[a-z0-9]+-v[0-9]+_[0-9]+_[0-9]+[A-Za-z0-9_.-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err34];
@@ -11038,7 +11793,7 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(!pattern53.test(data12)){
+if(!pattern55.test(data12)){
 const err42 = {instancePath:instancePath+"/session/root",schemaPath:"#/properties/session/properties/root/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err42];
@@ -11341,7 +12096,7 @@ vErrors.push(err67);
 errors++;
 }
 if(!(((data20 === "SessionEnd") || (data20 === "Stop")) || (data20 === "session.idle"))){
-const err68 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema67.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err68 = {instancePath:instancePath+"/capture/event",schemaPath:"#/properties/capture/properties/event/enum",keyword:"enum",params:{allowedValues: schema70.properties.capture.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -11466,7 +12221,7 @@ vErrors.push(err78);
 }
 errors++;
 }
-if(!pattern53.test(data24)){
+if(!pattern55.test(data24)){
 const err79 = {instancePath:instancePath+"/capture/hook/file",schemaPath:"#/properties/capture/properties/hook/properties/file/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"},message:"must match pattern \""+"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err79];
@@ -11501,7 +12256,7 @@ vErrors.push(err81);
 }
 errors++;
 }
-if(!pattern55.test(data25)){
+if(!pattern57.test(data25)){
 const err82 = {instancePath:instancePath+"/capture/hook/format",schemaPath:"#/properties/capture/properties/hook/properties/format/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]+(-[a-z0-9]+)*$"},message:"must match pattern \""+"^[a-z0-9]+(-[a-z0-9]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err82];
@@ -11816,12 +12571,12 @@ vErrors.push(err106);
 }
 errors++;
 }
-validate44.errors = vErrors;
+validate45.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://blue-agent.dev/schemas/profile.schema.json" */;
 let vErrors = null;
 let errors = 0;
@@ -12184,8 +12939,8 @@ errors++;
 }
 const len1 = data8.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate44(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
-vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
+if(!(validate45(data8[i1], {instancePath:instancePath+"/intervals/" + i1,parentData:data8,parentDataProperty:i1,rootData}))){
+vErrors = vErrors === null ? validate45.errors : vErrors.concat(validate45.errors);
 errors = vErrors.length;
 }
 }
@@ -12212,7 +12967,7 @@ vErrors.push(err32);
 }
 errors++;
 }
-validate43.errors = vErrors;
+validate44.errors = vErrors;
 return errors === 0;
 }
 
