@@ -116,7 +116,7 @@ export function checkPolicyText(text: string, where: string): { body: Record<str
   }
   const record = data as Record<string, unknown>;
   // Validate with a stand-in revision: the text need not (and should not) carry one.
-  validatePolicy({ ...record, revision: 1 }, where, parsed);
+  validatePolicy({ ...record, revision: 1 }, where, parsed, 'authored');
   const problems = governanceProblems(record);
   if (problems.length > 0) throw new BlueError('POLICY_INVALID', `${where}: ${problems[0]!}`, { file: where, hint: problems.length > 1 ? `Also: ${problems.slice(1).join('; ')}` : undefined });
   const { revision: ignoredRevision, ...given } = record;
@@ -220,7 +220,7 @@ export async function firstStart(store: ControlStore, dataDir: string, publicUrl
     started.admin = { email: created.user.email, tokenFile, signInUrl: signInLinkUrl(publicUrl, secret) };
   }
   const body = defaultPolicy(publicUrl);
-  validatePolicy({ ...body, revision: 1 }, '(default policy)');
+  validatePolicy({ ...body, revision: 1 }, '(default policy)', undefined, 'authored');
   const published = await store.publishFirstPolicy(body, now, by);
   if (published !== undefined) started.policy = published;
   return started;

@@ -113,9 +113,10 @@ export async function reconcileTask(ctx: Context, snapshot: string): Promise<Rec
   const watch = new Set<string>();
   for (const adapter of Object.values(ADAPTERS)) for (const f of adapter.knownHookFiles(ctx)) watch.add(f);
   try {
-    const report = await reconcile(ctx, { dryRun: false, policyFile: snapshot });
+    // The snapshot is the revision policyTask fetched (or a policy file it read): checked there, by its own rules.
+    const report = await reconcile(ctx, { dryRun: false, policyFile: snapshot, policyOrigin: 'fetched' });
     // For the client status: what the policy allows and what the profiles support (both cached by reconcile).
-    const policy = await loadPolicyFile(snapshot);
+    const policy = await loadPolicyFile(snapshot, undefined, 'fetched');
     const profiles = await loadProfiles(ctx.paths.profilesDir);
     const harnesses: HarnessSummary[] = report.harnesses.map((h) => {
       for (const f of h.files) if (path.isAbsolute(f.path)) watch.add(f.path);
@@ -164,7 +165,7 @@ export async function sweepTask(ctx: Context, snapshot: string, idleMs?: number)
   const { sweepIdle } = await import('../sweep/index.js');
   let result: SweepTaskResult = { ok: true, idle_ms: idleMs ?? 0, watch: [], enqueued: 0, active: 0 };
   try {
-    const policy = await loadPolicyFile(snapshot);
+    const policy = await loadPolicyFile(snapshot, undefined, 'fetched');
     const report = await sweepIdle(ctx, policy, idleMs === undefined ? {} : { idleMs });
     result = {
       ok: true,

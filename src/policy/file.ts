@@ -6,13 +6,17 @@ import { open } from 'node:fs/promises';
 import { BlueError } from '../errors.js';
 import { DocumentCache } from '../schema/document-cache.js';
 import type { GovernancePolicy } from '../schema/index.js';
+import type { PolicyOrigin } from './validate.js';
 import { originOf } from '../util/url.js';
 
 /** Largest policy accepted from a file or the network: a policy is a few hundred bytes. */
 export const MAX_POLICY_BYTES = 1024 * 1024;
 
-/** Reads a local policy file (YAML or JSON); text validated in an earlier run comes from `documents`. */
-export async function loadPolicyFile(file: string, documents: DocumentCache = DocumentCache.none()): Promise<GovernancePolicy> {
+/**
+ * Reads a local policy file (YAML or JSON); text validated in an earlier run comes from `documents`. A file is someone's
+ * own policy (`authored`: unknown keys refused) unless it is this agent's copy of a fetched revision (`fetched`).
+ */
+export async function loadPolicyFile(file: string, documents: DocumentCache = DocumentCache.none(), origin: PolicyOrigin = 'authored'): Promise<GovernancePolicy> {
   let handle;
   try {
     handle = await open(file, 'r');
@@ -40,7 +44,9 @@ export async function loadPolicyFile(file: string, documents: DocumentCache = Do
         hint: 'A policy is a small YAML or JSON document; check that the path names the right file.',
       });
     }
-    return await documents.loadAsync(`policy:${file}`, await handle.readFile('utf8'), async (text) => (await import('./validate.js')).parsePolicyText(text, file));
+    // Keyed by origin too: text validated by the other rules (or by a release without them) is validated again.
+    const key = `${origin === 'authored' ? 'authored-policy' : 'policy'}:${file}`;
+    return await documents.loadAsync(key, await handle.readFile('utf8'), async (text) => (await import('./validate.js')).parsePolicyText(text, file, origin));
   } finally {
     await handle.close();
   }

@@ -8,5 +8,5 @@ export { DEFAULT_TTL_SECONDS, resolvePolicy, type PolicySource, type ResolveOpti
 export { fetchedPolicy, formatDuration } from './remote.js';
 export { lastKnownGoodPath, readLastKnownGood, type LastKnownGood } from './cache.js';
 export { governanceConfigUrl } from '../control-api/governance-config.js';
-export { MAX_POLICY_BYTES, checkUploadOrigin, loadPolicyFile, parsePolicyText, validatePolicy } from './validate.js';
+export { MAX_POLICY_BYTES, checkUploadOrigin, loadPolicyFile, parsePolicyText, unknownPolicyFields, validatePolicy, type PolicyOrigin } from './validate.js';
 export { checkCompatibility, unknownHarnesses } from './compat.js';

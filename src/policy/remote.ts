@@ -11,7 +11,8 @@ import { DEFAULT_FETCH_TIMEOUT_MS, fetchGovernanceConfig, governanceConfigUrl } 
 import { MAX_ANSWER_DEPTH, parseRetryAfter } from '../control-api/http.js';
 import { JsonTooDeep, parseJsonBounded } from '../util/json-depth.js';
 import { DEFAULT_TTL_SECONDS, type ResolveOptions, type ResolvedPolicy } from './resolve.js';
-import { MAX_POLICY_BYTES, checkUploadOrigin, validatePolicy, type OriginRules } from './validate.js';
+import { MAX_POLICY_BYTES, checkUploadOrigin, unknownPolicyFields, validatePolicy, type OriginRules } from './validate.js';
+import { printable } from '../util/terminal-text.js';
 
 /** A cache entry claiming to come from the future beyond this slack has an unknown age: treat it as stale. */
 const CLOCK_SKEW_MS = 5 * 60 * 1000;
@@ -176,6 +177,10 @@ export function fetchedPolicy(
   }
   const policy = validatePolicy(data, location);
   const warnings = at.warnings ?? [];
+  const unknown = unknownPolicyFields(data);
+  if (unknown.length > 0) {
+    warnings.push(`revision ${printable(String(policy.revision))} has fields this blue-agent does not know: ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''} (ignored; a newer Control API may add fields)`);
+  }
   warnings.push(...checkCompatibility(policy, { clientVersion: at.clientVersion, where: location, headerPin: at.headerPin }));
   warnings.push(...checkUploadOrigin(policy, { ...at.originRules, file: location }));
   return {

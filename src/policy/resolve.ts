@@ -11,6 +11,7 @@ import type { DocumentCache } from '../schema/document-cache.js';
 import type { AgentConfig, GovernancePolicy } from '../schema/index.js';
 import { checkCompatibility } from './compat.js';
 import { checkUploadOrigin, loadPolicyFile } from './file.js';
+import type { PolicyOrigin } from './validate.js';
 
 export type PolicySource = 'file' | 'fetched' | 'cached';
 
@@ -34,6 +35,8 @@ export interface ResolvedPolicy {
 export interface ResolveOptions {
   /** `--policy FILE`: takes precedence over the config's policy_file and the Control API. */
   policyFile?: string | undefined;
+  /** Who wrote `policyFile`: someone (`authored`, the default) or this agent, copying a fetched revision (`fetched`). */
+  policyOrigin?: PolicyOrigin;
   /** Change nothing on disk: no last-known-good write, no fetched_at refresh. */
   dryRun: boolean;
   config: AgentConfig;
@@ -67,7 +70,9 @@ export async function resolvePolicy(ctx: Context, options: ResolveOptions): Prom
         ? resolveConfigPath(ctx, config.policy_file)
         : undefined;
   if (file !== undefined) {
-    const policy = await loadPolicyFile(file, options.documents);
+    // The config's policy_file is always someone's own; --policy may be the running agent's copy of a fetched revision.
+    const origin = options.policyFile === undefined ? 'authored' : (options.policyOrigin ?? 'authored');
+    const policy = await loadPolicyFile(file, options.documents, origin);
     const warnings = [...checkCompatibility(policy, { clientVersion: ctx.self.version, where: file }), ...checkUploadOrigin(policy, { ...originRules, file })];
     return { policy, source: 'file', location: file, revision: policy.revision, stale: false, warnings };
   }

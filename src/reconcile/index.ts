@@ -11,6 +11,7 @@ import type { HarnessAdapter } from '../harnesses/types.js';
 import { detectVersion, findExecutable, VersionCache } from '../profiles/detect.js';
 import { HARNESSES, loadProfiles, type LoadedProfiles } from '../profiles/index.js';
 import { resolvePolicy, type ResolvedPolicy } from '../policy/resolve.js';
+import type { PolicyOrigin } from '../policy/validate.js';
 import type { AgentConfig, GovernancePolicy, HarnessName, Interval } from '../schema/index.js';
 import { removeEmptyDirs } from '../util/fs.js';
 import { applyFilePlan, needsLedgerUpdate, recordOwnership } from './apply.js';
@@ -24,6 +25,8 @@ export type { HarnessState } from './decide.js';
 export interface ReconcileOptions {
   dryRun: boolean;
   policyFile?: string;
+  /** Who wrote `policyFile`: someone (the default), or this agent copying a fetched revision (the running agent's steps). */
+  policyOrigin?: PolicyOrigin;
   /** Only these harnesses; all when empty or absent. */
   harnesses?: readonly HarnessName[];
   /** A policy the caller already resolved (`status` reads it offline): used instead of resolving one here. */
@@ -82,6 +85,7 @@ export async function reconcile(ctx: Context, options: ReconcileOptions): Promis
         config,
         documents,
         ...(options.policyFile === undefined ? {} : { policyFile: options.policyFile }),
+        ...(options.policyOrigin === undefined ? {} : { policyOrigin: options.policyOrigin }),
       }),
     loadProfiles(ctx.paths.profilesDir, documents),
     VersionCache.open(ctx),

@@ -212,6 +212,33 @@ describe.each(['sqlite', 'postgres'] as const)('control-plane users and policy p
     expect((await run('control-plane', 'policy', 'publish', file, ...where)).code).toBe(0);
     expect((await current())?.body).toMatchObject({ required_client_version: '2.1.0', contract_version: 3 });
   });
+
+  const PRESIGN = 'https://control.example.com/session-uploads/presign';
+  const json = (answer: { stdout: string }) => JSON.parse(answer.stdout) as Record<string, any>;
+
+  it('refuses a key it does not know at any level, naming file:line:col and the key meant, publishing nothing', async () => {
+    const file = path.join(home.root, 'typo.yaml');
+    const cases: [text: string, at: string, message: string][] = [
+      [`allowed_harnesses: [claude]\nsesion_upload:\n  presign_url: ${PRESIGN}\n`, '2:1', '/ has an unknown field "sesion_upload" (did you mean "session_upload"?)'],
+      [`harnesses:\n  claude:\n    version_requirment: ">=2"\nsession_upload:\n  presign_url: ${PRESIGN}\n`, '3:5', '/harnesses/claude has an unknown field "version_requirment" (did you mean "version_requirement"?)'],
+      [`session_upload:\n  presign_url: ${PRESIGN}\n  backfil: true\n`, '3:3', '/session_upload has an unknown field "backfil" (did you mean "backfill"?)'],
+      [`allowed_harnesses: [claude, cladue]\nsession_upload:\n  presign_url: ${PRESIGN}\n`, '1:29', '/allowed_harnesses/1 names the harness "cladue", which blue-agent does not know (did you mean "claude"?)'],
+    ];
+    for (const [text, at, message] of cases) {
+      await writeFile(file, text);
+      const human = await run('control-plane', 'policy', 'publish', file, ...where);
+      expect(human.code, text).toBe(1);
+      expect(human.stderr, text).toContain(`error [POLICY_INVALID]: ${file}:${at}: invalid policy: ${message}`);
+      const answer = await run('control-plane', 'policy', 'publish', file, ...where, '--json');
+      expect(answer.code, text).toBe(1);
+      expect(json(answer).error, text).toMatchObject({ code: 'POLICY_INVALID', file, line: Number(at.split(':')[0]), column: Number(at.split(':')[1]) });
+    }
+    expect(await current()).toBeUndefined();
+    // Blue's fields blue-agent does not act on are published as they are.
+    await writeFile(file, `packages: []\ngateway: { type: litellm }\ntelemetry: { sink_url: "https://t.example" }\nharnesses:\n  claude: { managed_config: { model: m }, mcp: [], package_overrides: {} }\n`);
+    expect((await run('control-plane', 'policy', 'publish', file, ...where)).code).toBe(0);
+    expect((await current())?.body).toMatchObject({ packages: [], gateway: { type: 'litellm' }, harnesses: { claude: { mcp: [] } } });
+  });
 });
 
 describe('control-plane serve', () => {

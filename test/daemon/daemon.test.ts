@@ -109,6 +109,19 @@ describe('blue-agent run (in-process)', () => {
     await waitFor('a 304', () => stack.proxy.seen.some((r) => r.path.includes('governance-config') && r.status === 304));
   });
 
+  it('applies a fetched revision that carries fields this blue-agent does not know, and says so', async () => {
+    // A newer Control API's revision: fields at the top level, under a harness and under session_upload.
+    const policy = uploadPolicy(stack.proxy.url);
+    await stack.server.store.publishPolicy(
+      { ...policy, added_later: { x: 1 }, harnesses: { claude: { new_rule: true } }, session_upload: { ...(policy.session_upload as object), new_option: 1 } },
+      Date.now(),
+    );
+    await start();
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    expect(log().filter((l) => l.level === 'warn' && String(l.msg).includes('has fields this blue-agent does not know: added_later, harnesses.claude.new_rule, session_upload.new_option'))).not.toHaveLength(0);
+    await waitFor('the reconcile in agent-run.json', async () => (await readRunState(t.ctx))?.last_reconcile?.ok === true, 10_000);
+  });
+
   it('restores a managed hook removed by hand, reports the correction, and does not loop on its own write', async () => {
     await start();
     await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);

@@ -418,6 +418,15 @@ describe("Blue's rules for clients: contract, capabilities, client-version pins"
     expect(resolved.warnings).toEqual([expect.stringContaining('names harness this blue-agent does not know: cursor (ignored')]);
   });
 
+  it('applies a revision with fields a newer server adds, warning once per fetch and keeping them in the last-known-good', async () => {
+    server.setPolicy(policyFor(server.origin, { revision: 'r9', sesion_upload: {}, harnesses: { claude: { new_rule: 1 } } }));
+    const ctx = agent();
+    const resolved = await resolve(ctx);
+    expect(resolved).toMatchObject({ source: 'fetched', revision: 'r9', policy: { sesion_upload: {} } });
+    expect(resolved.warnings).toEqual(['revision r9 has fields this blue-agent does not know: harnesses.claude.new_rule, sesion_upload (ignored; a newer Control API may add fields)']);
+    expect((await readLkg(ctx)).policy).toMatchObject({ revision: 'r9', harnesses: { claude: { new_rule: 1 } } });
+  });
+
   it('refuses a revision needing a newer contract or a capability it lacks, keeps the last-known-good and does not fall back on it', async () => {
     const ctx = agent();
     await resolve(ctx);

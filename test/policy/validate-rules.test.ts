@@ -33,7 +33,7 @@ describe('validatePolicy: data that is not a mapping', () => {
   }
 
   it('refuses an empty or comment-only policy text as POLICY_INVALID', () => {
-    for (const text of ['', '# nothing here\n']) expect(thrown(() => parsePolicyText(text, 'p.yaml')).code).toBe('POLICY_INVALID');
+    for (const text of ['', '# nothing here\n']) expect(thrown(() => parsePolicyText(text, 'p.yaml', 'authored')).code).toBe('POLICY_INVALID');
   });
 });
 
@@ -45,7 +45,7 @@ describe('validatePolicy: version_requirement', () => {
 
   it('names the field, the range, the position and a fix', () => {
     const text = 'revision: 1\nharnesses:\n  codex:\n    version_requirement: ">=2.0 <<3"\n';
-    const error = thrown(() => parsePolicyText(text, 'p.yaml'));
+    const error = thrown(() => parsePolicyText(text, 'p.yaml', 'authored'));
     expect(error.message).toBe('p.yaml:4:5: invalid policy: /harnesses/codex/version_requirement is not a valid semver range: ">=2.0 <<3"');
     expect([error.code, error.file, error.path, error.line, error.column]).toEqual(['POLICY_INVALID', 'p.yaml', '/harnesses/codex/version_requirement', 4, 5]);
     expect(error.hint).toBe('Use a range such as ">=2.0.12 <3" or "^0.145.0" for /harnesses/codex/version_requirement.');
@@ -56,7 +56,7 @@ describe('validatePolicy: presign_url', () => {
   const withUrl = (url: string) => `revision: 1\nsession_upload:\n  presign_url: "${url}"\n`;
   for (const url of ['https://user@control.example/presign', 'https://:secret@control.example/presign', 'https://user:secret@control.example/presign']) {
     it(`refuses credentials in the URL (${url.replace(/\/presign$/, '')})`, () => {
-      const error = thrown(() => parsePolicyText(withUrl(url), 'p.yaml'));
+      const error = thrown(() => parsePolicyText(withUrl(url), 'p.yaml', 'authored'));
       expect(error.message).toBe('p.yaml:3:3: invalid policy: /session_upload/presign_url must be an absolute http(s) URL without credentials');
       expect([error.code, error.file, error.path, error.line, error.column]).toEqual(['POLICY_INVALID', 'p.yaml', '/session_upload/presign_url', 3, 3]);
       expect(error.hint).toBe('Set presign_url to the Control API presign route, e.g. https://control.example.com/session-uploads/presign.');
@@ -65,13 +65,13 @@ describe('validatePolicy: presign_url', () => {
 
   for (const url of ['ftp://control.example/presign', 'control.example/presign', 'file:///etc/passwd']) {
     it(`refuses a URL that is not absolute http(s): ${url}`, () => {
-      expect(thrown(() => parsePolicyText(withUrl(url), 'p.yaml')).path).toBe('/session_upload/presign_url');
+      expect(thrown(() => parsePolicyText(withUrl(url), 'p.yaml', 'authored')).path).toBe('/session_upload/presign_url');
     });
   }
 
   it('accepts plain http and https URLs', () => {
     for (const url of ['http://127.0.0.1:8080/presign', 'https://control.example/presign']) {
-      expect(parsePolicyText(withUrl(url), 'p.yaml').session_upload?.presign_url).toBe(url);
+      expect(parsePolicyText(withUrl(url), 'p.yaml', 'authored').session_upload?.presign_url).toBe(url);
     }
   });
 });

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BlueError } from '../../src/errors.js';
-import { checkUploadOrigin, loadPolicyFile, parsePolicyText, validatePolicy } from '../../src/policy/index.js';
+import { checkUploadOrigin, loadPolicyFile, parsePolicyText, unknownPolicyFields, validatePolicy } from '../../src/policy/index.js';
+import { DocumentCache } from '../../src/schema/document-cache.js';
 import { rejected, thrown } from '../support/errors.js';
 
 let dir: string;
@@ -71,7 +72,7 @@ describe('validatePolicy', () => {
       '      presign_url: https://control.example.com/session-uploads/presign',
       '',
     ].join('\n');
-    const error = thrown(() => parsePolicyText(text, 'policy.yaml'));
+    const error = thrown(() => parsePolicyText(text, 'policy.yaml', 'authored'));
     expect(error.code).toBe('POLICY_INVALID');
     expect(error.path).toBe('/harnesses/codex/session_upload');
     expect(error.message).toContain('/harnesses/codex/session_upload');
@@ -82,7 +83,7 @@ describe('validatePolicy', () => {
 
   it('rejects a version_requirement that is not a semver range, naming the field and line', () => {
     const text = '{\n  "revision": 1,\n  "harnesses": {\n    "claude": { "version_requirement": ">=2.x.y lol" }\n  }\n}\n';
-    const error = thrown(() => parsePolicyText(text, 'policy.json'));
+    const error = thrown(() => parsePolicyText(text, 'policy.json', 'authored'));
     expect(error.code).toBe('POLICY_INVALID');
     expect(error.path).toBe('/harnesses/claude/version_requirement');
     expect(error.message).toContain('not a valid semver range');
@@ -202,5 +203,50 @@ describe('loadPolicyFile', () => {
     const error = await rejected(loadPolicyFile(file));
     expect(error.code).toBe('POLICY_INVALID');
     expect(error.message).toContain('larger than');
+  });
+});
+
+describe('a policy someone writes, and one fetched', () => {
+  const typo = { revision: 1, sesion_upload: { presign_url: 'https://control.example.com/session-uploads/presign' } };
+
+  it('refuses a key the schema does not name in a policy someone writes, and tolerates it in a fetched one', () => {
+    const error = thrown(() => validatePolicy(typo, 'p.json', undefined, 'authored'));
+    expect([error.code, error.path]).toEqual(['POLICY_INVALID', '/']);
+    expect(error.message).toContain('has an unknown field "sesion_upload" (did you mean "session_upload"?)');
+    expect(validatePolicy(typo, 'p.json')).toEqual(typo);
+    expect(validatePolicy(typo, 'p.json', undefined, 'fetched')).toEqual(typo);
+  });
+
+  it('refuses a harness name a letter or two from a known one where it is written, and ignores other names', () => {
+    const text = 'revision: 1\nallowed_harnesses:\n  - codex\n  - cladue\n';
+    const listed = thrown(() => parsePolicyText(text, 'policy.yaml', 'authored'));
+    expect([listed.path, listed.line, listed.column]).toEqual(['/allowed_harnesses/1', 4, 5]);
+    expect(listed.message).toContain('names the harness "cladue", which blue-agent does not know (did you mean "claude"?)');
+    const keyed = thrown(() => parsePolicyText('revision: 1\nharnesses:\n  codx: { version_requirement: ">=0.145.0" }\n', 'policy.yaml', 'authored'));
+    expect([keyed.path, keyed.line, keyed.column]).toEqual(['/harnesses/codx', 3, 3]);
+    expect(keyed.hint).toMatch(/^Write "codex"/);
+    // Blue's registry may name harnesses blue-agent lacks: far from every known name, they are not typos.
+    expect(parsePolicyText('revision: 1\nallowed_harnesses: [claude, cursor]\n', 'policy.yaml', 'authored').allowed_harnesses).toEqual(['claude', 'cursor']);
+    expect(parsePolicyText(text, 'policy.yaml', 'fetched').allowed_harnesses).toEqual(['codex', 'cladue']);
+  });
+
+  it('names the fields of a fetched revision this blue-agent does not know, at every level', () => {
+    expect(unknownPolicyFields({ ...good, added_later: 1, harnesses: { claude: { new_rule: true, managed_config: {} } }, session_upload: { presign_url: good.session_upload.presign_url, zip: 'x' } })).toEqual([
+      'added_later',
+      'harnesses.claude.new_rule',
+      'session_upload.zip',
+    ]);
+    expect(unknownPolicyFields({ ...good, packages: [], gateway: {}, telemetry: {} })).toEqual([]);
+  });
+
+  it('a policy file is held to the written rules unless it is the copy of a fetched revision, whatever the document cache says', async () => {
+    const file = path.join(dir, 'policy.yaml');
+    await writeFile(file, 'revision: 1\nttl_second: 60\n');
+    const cacheFile = path.join(dir, 'documents.json');
+    const documents = await DocumentCache.open(cacheFile, true);
+    expect(await loadPolicyFile(file, documents, 'fetched')).toEqual({ revision: 1, ttl_second: 60 });
+    await documents.save();
+    const error = await rejected(loadPolicyFile(file, await DocumentCache.open(cacheFile, true)));
+    expect(error.message).toMatch(/policy\.yaml:2:1: invalid policy: \/ has an unknown field "ttl_second" \(did you mean "ttl_seconds"\?\)/);
   });
 });

@@ -280,6 +280,31 @@ describe('reconcile command', () => {
     expect((await cli(['teleport'])).code).toBe(2);
   });
 
+  it('refuses a policy file with a mistyped key at any level, naming file:line:col and the key meant, and writes nothing', async () => {
+    const cases: [text: string, where: string, meant: string][] = [
+      [ENABLED.replace('session_upload:', 'sesion_upload:'), '4:1', '/ has an unknown field "sesion_upload" (did you mean "session_upload"?)'],
+      [ENABLED.replace('allow_unverified_versions', 'allow_unverified_version'), '3:11', '/harnesses/kimi has an unknown field "allow_unverified_version" (did you mean "allow_unverified_versions"?)'],
+      [`${ENABLED}ttl_secs: 60\n`, '5:1', '/ has an unknown field "ttl_secs" (did you mean "ttl_seconds"?)'],
+      [ENABLED.replace('presign_url', 'presign_ur'), '4:19', '/session_upload has an unknown field "presign_ur" (did you mean "presign_url"?)'],
+    ];
+    const before = await snapshot(t.home);
+    for (const [text, where, meant] of cases) {
+      await writeFile(policy, text);
+      const human = await cli(['reconcile', '--dry-run', '--policy', policy]);
+      expect(human.code, text).toBe(1);
+      expect(human.err, text).toContain(`blue-agent: error [POLICY_INVALID]: ${policy}:${where}: invalid policy: ${meant}`);
+      expect(human.err, text).toMatch(/hint: Rename "\w+" to "\w+" in /);
+      const json = await cli(['reconcile', '--policy', policy, '--json']);
+      expect(json.code, text).toBe(1);
+      const error = (JSON.parse(json.out) as { error: { code: string; file: string; line: number; column: number } }).error;
+      expect(`${error.code} ${error.file}:${error.line}:${error.column}`, text).toBe(`POLICY_INVALID ${policy}:${where}`);
+    }
+    expect(await snapshot(t.home)).toEqual(before);
+    // Blue's fields blue-agent does not act on stay accepted.
+    await writeFile(policy, `${ENABLED}packages: []\ngateway: { type: litellm }\ntelemetry: { sink_url: "https://t.example" }\n`);
+    expect((await cli(['reconcile', '--dry-run', '--policy', policy])).code).toBe(0);
+  });
+
   it('a YAML error names the line to fix: a key indented too deep, not the value above it', async () => {
     await writeFile(policy, 'revision: 5\nsession_upload:\n  presign_url: https://control.example/session-uploads/presign\n  idle_capture_minutes: 30\n    backfill: true\n');
     const { code, err } = await cli(['reconcile', '--dry-run', '--policy', policy]);

@@ -82,7 +82,7 @@ describe('document validation', () => {
   it("tolerates what the policy schema does not name (Blue's GovernanceConfig); session_upload under a harness is the policy rules' to refuse", () => {
     const text = '{"revision": "r1", "packages": [], "harnesses": {"codex": {"managed_config": {"model": "m"}, "session_upload": {"presign_url": "https://x.example/p"}}}}';
     expect(loadDocument(policySchema, text, 'policy.json')).toMatchObject({ revision: 'r1' });
-    expect(fail(() => parsePolicyText(text, 'policy.json')).message).toContain('session_upload is global');
+    expect(fail(() => parsePolicyText(text, 'policy.json', 'authored')).message).toContain('session_upload is global');
   });
 
   it('reports YAML syntax errors with their position', () => {

@@ -234,7 +234,7 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     try {
       const base = (await t.server.store.publishPolicy({ allowed_harnesses: ['claude'] }, t.clock.now())).revision;
       const admins = [await browser(t.admin), await browser(t.admin, replica.url)];
-      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => admins[i % 2]!.post('/admin/policy/publish', { policy: `allowed_harnesses: [claude]\nnote: "${i}"\n`, base })));
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => admins[i % 2]!.post('/admin/policy/publish', { policy: `allowed_harnesses: [claude]\nttl_seconds: ${60 + i}\n`, base })));
       expect(answers.map((a) => a.status).sort()).toEqual([303, ...Array(19).fill(409)]);
       const published = (await t.server.store.currentPolicy())!;
       expect(answers.find((a) => a.status === 303)!.location).toBe(`/admin/policy?published=${published.revision}`);
@@ -242,6 +242,18 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     } finally {
       await replica.close();
     }
+  });
+
+  it('refuses a mistyped key with the key meant, when reviewing and when publishing', async () => {
+    t = await startTestServer({ backend });
+    const before = (await t.server.store.publishPolicy({ allowed_harnesses: ['claude'] }, t.clock.now())).revision;
+    const admin = await browser(t.admin);
+    const typo = `allowed_harnesses: [claude]\nsesion_upload:\n  presign_url: ${t.url}/session-uploads/presign\n`;
+    for (const answer of [await admin.post('/admin/policy/preview', { policy: typo }), await admin.post('/admin/policy/publish', { policy: typo, base: before })]) {
+      expect(answer.status).toBe(400);
+      expect(answer.text).toContain('the policy:2:1: invalid policy: / has an unknown field &quot;sesion_upload&quot; (did you mean &quot;session_upload&quot;?)');
+    }
+    expect((await t.server.store.currentPolicy())!.revision).toBe(before);
   });
 
   it('keeps an administrator when two demote each other at once, on two replicas', async () => {
