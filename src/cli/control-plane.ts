@@ -177,6 +177,21 @@ export async function policyPublishCommand(ctx: Context, file: string, opts: Dat
   return 0;
 }
 
+/** `control-plane policy show`: a revision exactly as it was published (the document served, with --json). */
+export async function policyShowCommand(ctx: Context, opts: DataOptions & { revision?: string }): Promise<number> {
+  const { publishedText, showPolicy } = await import('../control-plane/admin.js');
+  const shown = await showPolicy(storeOptions(ctx, opts, false), opts.revision?.trim());
+  const text = publishedText(shown);
+  if (opts.json === true) {
+    const answer = { ok: true, revision: shown.revision, published_at: new Date(shown.created_at).toISOString(), etag: shown.etag, text: shown.text, document: shown.body };
+    ctx.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+    return 0;
+  }
+  if (shown.text === null) ctx.stderr.write(`(revision ${shown.revision} was published before texts were kept: this is its document, as YAML)\n`);
+  ctx.stdout.write(text.endsWith('\n') || text === '' ? text : `${text}\n`);
+  return 0;
+}
+
 function checkBlobOptions(opts: BlobOptions): void {
   const kind = opts.blobStore ?? 'local';
   if (kind !== 'local' && kind !== 's3') throw usageError(`unknown blob store "${kind}"`, 'Use --blob-store local or --blob-store s3.');

@@ -660,17 +660,34 @@ Examples:
       const { tokensRevokeCommand } = await import('./control-plane.js');
       state.exitCode = await tokensRevokeCommand(ctx, id, opts);
     });
-  controlPlane
-    .command('policy')
-    .description('manage governance policy revisions')
+  const policy = controlPlane.command('policy').description('manage governance policy revisions');
+  policy
     .command('publish <file>')
     .description('validate a policy (YAML or JSON) and make it the next revision; the server sets `revision`')
     .addOption(dataOption())
-      .addOption(databaseOption())
+    .addOption(databaseOption())
     .option('--json', 'print as JSON')
+    .addHelpText(
+      'after',
+      `
+A key the policy schema does not name is refused, with the nearest known one ("did you mean session_upload?");
+Blue's fields blue-agent does not act on (packages, gateway, telemetry, a harness's managed_config, mcp,
+package_overrides) are accepted.`,
+    )
     .action(async (file: string, opts: { data?: string; databaseUrl?: string; json?: boolean }) => {
       const { policyPublishCommand } = await import('./control-plane.js');
       state.exitCode = await policyPublishCommand(ctx, file, opts);
+    });
+  policy
+    .command('show')
+    .description('print the current policy revision (or --revision ID) exactly as it was published')
+    .option('--revision <id>', 'the revision to show (its id, as `policy publish` printed it)')
+    .addOption(dataOption())
+    .addOption(databaseOption())
+    .option('--json', 'print {revision, published_at, etag, text, document} as JSON: the text as published and the document served')
+    .action(async (opts: { data?: string; databaseUrl?: string; json?: boolean; revision?: string }) => {
+      const { policyShowCommand } = await import('./control-plane.js');
+      state.exitCode = await policyShowCommand(ctx, opts);
     });
   blobOptions(
     controlPlane

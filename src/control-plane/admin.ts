@@ -8,8 +8,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { stringify } from 'yaml';
 import { ARTIFACT_FORMAT } from '../bundle/limits.js';
-import { BlueError, usageError } from '../errors.js';
+import { BlueError, lineColumnAt, usageError } from '../errors.js';
 import { MAX_POLICY_BYTES, validatePolicy } from '../policy/validate.js';
 import { FIXTURE_CERTIFIED, HARNESSES } from '../schema/generated/harness-names.js';
 import { parseYamlText } from '../schema/index.js';
@@ -109,6 +110,12 @@ async function withStore<T>(where: StoreOptions, fn: (store: ControlStore) => Pr
  */
 export function checkPolicyText(text: string, where: string): { body: Record<string, unknown>; ignoredRevision: unknown } {
   if (Buffer.byteLength(text) > MAX_POLICY_BYTES) throw new BlueError('POLICY_INVALID', `${where} is larger than ${MAX_POLICY_BYTES} bytes`, { file: where });
+  // The text is kept as published, and PostgreSQL's text holds no NUL (nor does a YAML document).
+  const nul = text.indexOf('\u0000');
+  if (nul >= 0) {
+    const at = lineColumnAt(text, nul);
+    throw new BlueError('POLICY_INVALID', `${where}:${at.line}:${at.column}: a policy is text, and this one holds a NUL character`, { file: where, ...at, hint: 'Check that the file is the policy, saved as UTF-8 text.' });
+  }
   const parsed = parseYamlText(text, where, 'POLICY_INVALID');
   const data = parsed.data;
   if (typeof data !== 'object' || data === null || Array.isArray(data)) {
@@ -126,7 +133,8 @@ export function checkPolicyText(text: string, where: string): { body: Record<str
 
 /**
  * Validates a policy file with the agent's own validator, and Blue's rules for what clients it needs, and publishes it
- * as the next revision. The revision id is the server's to make, so whatever the file says is replaced (and reported).
+ * as the next revision, its text kept as written. The revision id is the server's to make, so whatever the file says
+ * is replaced (and reported).
  */
 export async function publishPolicy(where: StoreOptions, file: string, now: number, by?: AuditActor): Promise<{ published: PolicyRevision; ignoredRevision: unknown; warnings: string[] }> {
   // A mistyped --data is the first thing to say, before anything about the file.
@@ -138,11 +146,32 @@ export async function publishPolicy(where: StoreOptions, file: string, now: numb
     throw new BlueError('POLICY_MISSING', `cannot read the policy file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, { file });
   }
   if (size > MAX_POLICY_BYTES) throw new BlueError('POLICY_INVALID', `the policy file ${file} is larger than ${MAX_POLICY_BYTES} bytes`, { file });
-  const { body, ignoredRevision } = checkPolicyText(await readFile(file, 'utf8'), file);
+  const text = await readFile(file, 'utf8');
+  const { body, ignoredRevision } = checkPolicyText(text, file);
   return withStore({ ...where, create: false }, async (store) => {
     const warning = presignOriginWarning(body, await store.publicUrl());
-    return { published: await store.publishPolicy(body, now, by), ignoredRevision, warnings: warning === undefined ? [] : [warning] };
+    return { published: await store.publishPolicy(body, now, { text, by }), ignoredRevision, warnings: warning === undefined ? [] : [warning] };
   });
+}
+
+/** `control-plane policy show`: the current revision, or the one named. */
+export async function showPolicy(where: StoreOptions, revision: string | undefined): Promise<PolicyRevision> {
+  return withStore({ ...where, create: false }, async (store) => {
+    const found = revision === undefined ? await store.currentPolicy() : await store.policyRevision(revision);
+    if (found !== undefined) return found;
+    if (revision === undefined) throw new BlueError('POLICY_MISSING', 'no policy has been published yet', { hint: 'Publish one with `blue-agent control-plane policy publish FILE` (or start `control-plane serve`, which publishes a default one).' });
+    throw new BlueError('POLICY_MISSING', `there is no policy revision ${JSON.stringify(revision.slice(0, 128))}`, { hint: 'Give a revision id as `policy publish` printed it, or leave --revision out for the current one.' });
+  });
+}
+
+/**
+ * The text a revision was published as; for one published before texts were kept, its document as YAML (without the
+ * revision id, which the server makes).
+ */
+export function publishedText(revision: Pick<PolicyRevision, 'body' | 'text'>): string {
+  if (revision.text !== null) return revision.text;
+  const { revision: _id, ...rest } = revision.body;
+  return stringify(rest);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -221,7 +250,8 @@ export async function firstStart(store: ControlStore, dataDir: string, publicUrl
   }
   const body = defaultPolicy(publicUrl);
   validatePolicy({ ...body, revision: 1 }, '(default policy)', undefined, 'authored');
-  const published = await store.publishFirstPolicy(body, now, by);
+  const text = `# The policy a first start publishes: capture on for every harness, uploads presigned by this server.\n${stringify(body)}`;
+  const published = await store.publishFirstPolicy(body, now, { text, by });
   if (published !== undefined) started.policy = published;
   return started;
 }

@@ -31,6 +31,7 @@ const BAD: string[][] = [
   ['control-plane', 'serve', '--listen', '127.0.0.1:0', '--oidc-issuer', 'https://idp.example.com', '--oidc-client-id', 'x', '--data', '{home}/control'],
   ['control-plane', 'serve', '--listen', '127.0.0.1:0', '--oidc-issuer', 'https://idp.example.com', '--data', '{home}/control'],
   ['control-plane', 'policy', 'publish', 'policy.yaml', '--data', '{home}/nowhere'],
+  ['control-plane', 'policy', 'show', '--data', '{home}/nowhere'],
   ['control-plane', 'gc', '--data', '{home}/nowhere'],
   ['control-plane', 'reindex', '--data', '{home}/nowhere'],
   ['login'],

@@ -239,6 +239,36 @@ describe.each(['sqlite', 'postgres'] as const)('control-plane users and policy p
     expect((await run('control-plane', 'policy', 'publish', file, ...where)).code).toBe(0);
     expect((await current())?.body).toMatchObject({ packages: [], gateway: { type: 'litellm' }, harnesses: { claude: { mcp: [] } } });
   });
+
+  it('policy show prints a revision exactly as it was published, current or named, and the document served with --json', async () => {
+    const file = path.join(home.root, 'policy.yaml');
+    const text = `# Capture on for Claude only, until the pilot ends.\nallowed_harnesses: [claude]   # not yet codex\nsession_upload:\n  presign_url: ${PRESIGN}\n  redact: secrets\n`;
+    await writeFile(file, text);
+    expect((await run('control-plane', 'policy', 'publish', file, ...where)).code).toBe(0);
+    const first = (await current())!;
+    await writeFile(file, `{"session_upload": {"presign_url": "${PRESIGN}"}}`);
+    expect((await run('control-plane', 'policy', 'publish', file, ...where)).code).toBe(0);
+    const shown = await run('control-plane', 'policy', 'show', ...where);
+    expect([shown.code, shown.stdout, shown.stderr]).toEqual([0, `{"session_upload": {"presign_url": "${PRESIGN}"}}\n`, '']);
+    const named = await run('control-plane', 'policy', 'show', '--revision', first.revision, ...where);
+    expect(named.stdout).toBe(text);
+    const answer = json(await run('control-plane', 'policy', 'show', '--revision', first.revision, ...where, '--json'));
+    expect(answer).toEqual({ ok: true, revision: first.revision, published_at: new Date(first.created_at).toISOString(), etag: first.etag, text, document: first.body });
+    const missing = await run('control-plane', 'policy', 'show', '--revision', 'no-such-revision', ...where, '--json');
+    expect([missing.code, json(missing).error.code]).toEqual([1, 'POLICY_MISSING']);
+    // A revision published before texts were kept: its document, as YAML, and a word on stderr.
+    const store = await openStore({ dataDir: data, databaseUrl: backend === 'postgres' ? where[1] : undefined });
+    const old = await store.publishPolicy({ ttl_seconds: 60, allowed_harnesses: ['claude'] }, 1).finally(() => store.close());
+    const untold = await run('control-plane', 'policy', 'show', ...where);
+    expect(untold.stdout).toBe('ttl_seconds: 60\nallowed_harnesses:\n  - claude\n');
+    expect(untold.stderr).toContain(`revision ${old.revision} was published before texts were kept`);
+  });
+
+  it('policy show says when nothing has been published yet', async () => {
+    const answer = await run('control-plane', 'policy', 'show', ...where);
+    expect(answer.code).toBe(1);
+    expect(answer.stderr).toContain('error [POLICY_MISSING]: no policy has been published yet');
+  });
 });
 
 describe('control-plane serve', () => {
@@ -375,6 +405,21 @@ describe('migrations', () => {
     db.prepare('INSERT INTO schema_version (version, applied_at) VALUES (?, ?)').run(99, Date.now());
     db.close();
     expect(() => SqliteStore.open(dir)).toThrow(new RegExp(`schema version 99, newer than this blue-agent understands \\(${SQLITE_MIGRATIONS.length}\\)`));
+  });
+
+  it('keeps the policy revisions of version 10, without a published text, current and readable', async () => {
+    const db = new DatabaseSync(path.join(dir, 'control.db'));
+    migrateSqlite(db, 'control.db', SQLITE_MIGRATIONS.slice(0, 10));
+    db.prepare(`INSERT INTO policy_revisions (revision, body, etag, created_at) VALUES ('r1', '{"revision":"r1","ttl_seconds":60}', '"e1"', 5)`).run();
+    db.close();
+    const store = SqliteStore.open(dir);
+    try {
+      expect(await store.currentPolicy()).toEqual({ revision: 'r1', body: { revision: 'r1', ttl_seconds: 60 }, text: null, etag: '"e1"', created_at: 5 });
+      const next = await store.publishPolicyOver({ ttl_seconds: 30 }, 'r1', 6, { text: 'ttl_seconds: 30 # shorter\n' });
+      expect((await store.policyRevision(next!.revision))?.text).toBe('ttl_seconds: 30 # shorter\n');
+    } finally {
+      await store.close();
+    }
   });
 
   it("carries each user's token of version 6 over as a personal sign-in, and keeps no token in users", async () => {

@@ -129,6 +129,8 @@ describe.each(BACKENDS)('control-plane serve on a fresh machine (%s)', (backend)
     try {
       expect((await store.listUsers()).map((u) => u.email)).toEqual(['admin@localhost']);
       expect((await store.currentPolicy())?.created_at).toBeDefined();
+      // Kept as a text too, which `policy show` prints and the dashboard edits.
+      expect((await store.currentPolicy())?.text).toMatch(/^# The policy a first start publishes: .*\nsession_upload:\n  presign_url: http:\/\/127\.0\.0\.1:\d+\/session-uploads\/presign\n$/s);
       expect(await store.publicUrl()).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       // The audit log says what the first start and `users link` did, by the local operator.
       const log = await store.auditEvents({ limit: 100 });

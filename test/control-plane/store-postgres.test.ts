@@ -93,6 +93,22 @@ describe('PostgreSQL store', () => {
       expect((await query(url, `SELECT column_name FROM information_schema.columns WHERE table_name = 'users'`)).map((r) => r.column_name)).not.toContain('token_hash');
     });
 
+    it('keeps the policy revisions of version 8, without a published text, current and readable', async () => {
+      const url = await freshDatabase();
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        await migratePostgres(client, 'test', POSTGRES_MIGRATIONS.slice(0, 8));
+        await client.query(`INSERT INTO policy_revisions (revision, body, etag, created_at) VALUES ('r1', '{"revision":"r1","ttl_seconds":60}', '"e1"', 5)`);
+      } finally {
+        await client.end();
+      }
+      const store = await open(url);
+      expect(await store.currentPolicy()).toEqual({ revision: 'r1', body: { revision: 'r1', ttl_seconds: 60 }, text: null, etag: '"e1"', created_at: 5 });
+      const next = await store.publishPolicyOver({ ttl_seconds: 30 }, 'r1', 6, { text: 'ttl_seconds: 30 # shorter\n' });
+      expect((await store.policyRevision(next!.revision))?.text).toBe('ttl_seconds: 30 # shorter\n');
+    });
+
     it('refuses a database whose schema is newer than this code, at open and in check()', async () => {
       const url = await freshDatabase();
       const running = await open(url);
@@ -284,5 +300,6 @@ describe('PostgreSQL store', () => {
     expect(await store.searchUsers('a\u0000', undefined, 10)).toEqual([]);
     expect(await store.listSessions(user, { q: 'sess\u0000', sort: 'updated_desc', limit: 10, count: true }, 1000)).toEqual({ sessions: [], total: 0 });
     expect((await store.facets(user, '\u0000', undefined)).users).toEqual([]);
+    expect(await store.policyRevision('r\u0000')).toBeUndefined();
   });
 });

@@ -112,9 +112,9 @@ describe('SQLite store statements', () => {
     await store.userByEmail(`BOB${n}@example.com`);
     await store.listUsers();
     await store.searchUsers('bob', ada.id, 10);
-    await store.publishPolicy({ allowed_harnesses: ['claude'], n }, now, operator);
+    await store.publishPolicy({ allowed_harnesses: ['claude'], n }, now, { by: operator });
     const current = await store.currentPolicy();
-    await store.publishPolicyOver({ allowed_harnesses: ['codex'], n }, current!.revision, now, byAda);
+    await store.publishPolicyOver({ allowed_harnesses: ['codex'], n }, current!.revision, now, { by: byAda });
     await store.setAdmin(bob.id, true, { by: byAda, now });
     await store.setAdmin(bob.id, false, { by: byAda, now });
     await store.provisionUser(`carol${n}@example.com`, now, { kind: 'identity_provider', issuer: 'https://idp.example' });

@@ -41,6 +41,20 @@ describe.each(BACKENDS)('control store (%s)', (backend) => {
     expect(await server.organizationId()).toBe(await admin.organizationId());
   });
 
+  it("keeps a policy revision's text as published beside the document it serves, and finds any revision by its id", async () => {
+    const s = await store();
+    const text = '# Capture on.\nallowed_harnesses: [claude]   # only Claude\r\nsession_upload: { presign_url: "https://c.example/p" }\n';
+    const first = await s.publishPolicy({ allowed_harnesses: ['claude'], session_upload: { presign_url: 'https://c.example/p' } }, 1, { text });
+    const second = await s.publishPolicyOver({ allowed_harnesses: ['codex'] }, first.revision, 2, { text: 'allowed_harnesses: [codex]\n' });
+    const untold = await (await store()).publishPolicy({ ttl_seconds: 60 }, 3);
+    expect(first.text).toBe(text);
+    expect(await s.policyRevision(first.revision)).toEqual({ revision: first.revision, body: { allowed_harnesses: ['claude'], session_upload: { presign_url: 'https://c.example/p' }, revision: first.revision }, text, etag: first.etag, created_at: 1 });
+    expect((await s.policyRevision(second!.revision))?.text).toBe('allowed_harnesses: [codex]\n');
+    expect(await s.currentPolicy()).toEqual({ ...untold, text: null });
+    expect(await s.policyRevision('no-such-revision')).toBeUndefined();
+    expect(await s.publishFirstPolicy({ ttl_seconds: 1 }, 4, { text: 'ttl_seconds: 1\n' })).toBeUndefined();
+  });
+
   it('finds users by their token only (never by its hash), and by e-mail whatever its case', async () => {
     const s = await store();
     const { user, token } = await s.addUser('ada@example.com', true, 1);

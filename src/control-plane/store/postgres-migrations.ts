@@ -235,6 +235,8 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
   `ALTER TABLE blob_deletions ADD COLUMN keep_until bigint NOT NULL DEFAULT 0;`,
   // 9: who acted in an audit entry: a person, the local operator or the identity provider (SQLite's version 11).
   `ALTER TABLE audit_events ADD COLUMN actor_kind text NOT NULL DEFAULT 'user';`,
+  // 10: a policy revision's text as it was published (SQLite's version 12).
+  `ALTER TABLE policy_revisions ADD COLUMN published_text text;`,
 ];
 
 /**

@@ -26,6 +26,7 @@ import { API_SCOPES, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, REA
 import type {
   Artifact,
   AuditActor,
+  PublishOptions,
   AuditEvent,
   AuditQuery,
   CapturedSession,
@@ -359,27 +360,27 @@ export class PostgresStore implements ControlStore {
 
   // Policy
 
-  async publishPolicy(body: Record<string, unknown>, now: number, by?: AuditActor): Promise<PolicyRevision> {
+  async publishPolicy(body: Record<string, unknown>, now: number, options: PublishOptions = {}): Promise<PolicyRevision> {
     return this.transaction(async (db) => {
       // Exclusive once its audit entry names the revision it follows: publishes run one after the other.
-      await db.run(by === undefined ? 'SELECT pg_advisory_xact_lock_shared($1, $2)' : 'SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
-      return insertPolicy(db, body, now, by);
+      await db.run(options.by === undefined ? 'SELECT pg_advisory_xact_lock_shared($1, $2)' : 'SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
+      return insertPolicy(db, body, now, options);
     });
   }
 
-  async publishFirstPolicy(body: Record<string, unknown>, now: number, by?: AuditActor): Promise<PolicyRevision | undefined> {
+  async publishFirstPolicy(body: Record<string, unknown>, now: number, options: PublishOptions = {}): Promise<PolicyRevision | undefined> {
     return this.transaction(async (db) => {
       await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
-      return (await db.get('SELECT 1 FROM policy_revisions LIMIT 1')) === undefined ? insertPolicy(db, body, now, by) : undefined;
+      return (await db.get('SELECT 1 FROM policy_revisions LIMIT 1')) === undefined ? insertPolicy(db, body, now, options) : undefined;
     });
   }
 
-  async publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number, by?: AuditActor): Promise<PolicyRevision | undefined> {
+  async publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number, options: PublishOptions = {}): Promise<PolicyRevision | undefined> {
     return this.transaction(async (db) => {
       // Exclusive: every other publish waits, so the revision read here is still the current one when this one is added.
       await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
       const current = await db.get('SELECT revision FROM policy_revisions ORDER BY seq DESC LIMIT 1');
-      return (current === undefined ? undefined : String(current.revision)) === base ? insertPolicy(db, body, now, by) : undefined;
+      return (current === undefined ? undefined : String(current.revision)) === base ? insertPolicy(db, body, now, options) : undefined;
     });
   }
 
@@ -394,6 +395,12 @@ export class PostgresStore implements ControlStore {
 
   async currentPolicy(): Promise<PolicyRevision | undefined> {
     return currentPolicyIn(this.db);
+  }
+
+  async policyRevision(revision: string): Promise<PolicyRevision | undefined> {
+    if (!storable(revision)) return undefined;
+    const row = await this.db.get('SELECT * FROM policy_revisions WHERE revision = $1', revision);
+    return row === undefined ? undefined : toPolicyRevision(row);
   }
 
   // Client status
@@ -931,19 +938,18 @@ async function insertUser(db: Db, email: string, isAdmin: boolean, now: number, 
 
 async function currentPolicyIn(db: Db): Promise<PolicyRevision | undefined> {
   const row = await db.get('SELECT * FROM policy_revisions ORDER BY seq DESC LIMIT 1');
-  if (row === undefined) return undefined;
-  return { revision: String(row.revision), body: JSON.parse(String(row.body)) as Record<string, unknown>, etag: String(row.etag), created_at: Number(row.created_at) };
+  return row === undefined ? undefined : toPolicyRevision(row);
 }
 
 /** A new revision (and, with `by`, its audit entry: what changed since the current one), in the caller's transaction. */
-async function insertPolicy(db: Db, body: Record<string, unknown>, now: number, by: AuditActor | undefined): Promise<PolicyRevision> {
+async function insertPolicy(db: Db, body: Record<string, unknown>, now: number, { text, by }: PublishOptions): Promise<PolicyRevision> {
   const previous = by === undefined ? undefined : await currentPolicyIn(db);
   const revision = randomUUID();
   const full = { ...body, revision };
-  const text = JSON.stringify(full);
-  const etag = etagOf(text);
-  await db.run('INSERT INTO policy_revisions (revision, body, etag, created_at) VALUES ($1, $2, $3, $4)', revision, text, etag, now);
-  const published = { revision, body: full, etag, created_at: now };
+  const served = JSON.stringify(full);
+  const etag = etagOf(served);
+  await db.run('INSERT INTO policy_revisions (revision, body, etag, created_at, published_text) VALUES ($1, $2, $3, $4, $5)', revision, served, etag, now, text ?? null);
+  const published = { revision, body: full, text: text ?? null, etag, created_at: now };
   if (by !== undefined) await insertAudit(db, policyPublished(by, previous, published), now);
   return published;
 }
@@ -1006,6 +1012,16 @@ function describe(input: NewArtifact): Value[] {
     input.repository_root,
     input.repository_remote,
   ];
+}
+
+function toPolicyRevision(row: Row): PolicyRevision {
+  return {
+    revision: String(row.revision),
+    body: JSON.parse(String(row.body)) as Record<string, unknown>,
+    text: row.published_text === null || row.published_text === undefined ? null : String(row.published_text),
+    etag: String(row.etag),
+    created_at: Number(row.created_at),
+  };
 }
 
 function toUser(row: Row): User {

@@ -299,6 +299,9 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
   // 11: the audit log records administration too: who acted is a person (user), the local operator (cli: actor_id is
   //     the OS user) or the identity provider (actor_id is its issuer); an entry of no session keeps '' as its session.
   `ALTER TABLE audit_events ADD COLUMN actor_kind TEXT NOT NULL DEFAULT 'user';`,
+  // 12: a policy revision's text as it was published (comments and layout kept), which `policy show` and the dashboard
+  //    show; revisions published before have none.
+  `ALTER TABLE policy_revisions ADD COLUMN published_text TEXT;`,
 ];
 
 /** The scopes of the personal tokens version 7 carries over (store/types.ts: API_SCOPES, MEMBER_SCOPES then). */

@@ -18,6 +18,7 @@ import type {
   Artifact,
   ArtifactStatus,
   AuditActor,
+  PublishOptions,
   AuditEvent,
   AuditQuery,
   CapturedSession,
@@ -219,31 +220,31 @@ export class SqliteStore implements ControlStore {
 
   // Policy
 
-  async publishPolicy(body: Record<string, unknown>, now: number, by?: AuditActor): Promise<PolicyRevision> {
-    return this.transaction(() => this.insertPolicy(body, now, by));
+  async publishPolicy(body: Record<string, unknown>, now: number, options: PublishOptions = {}): Promise<PolicyRevision> {
+    return this.transaction(() => this.insertPolicy(body, now, options));
   }
 
   /** A new revision (and, with `by`, its audit entry: what changed since the current one); in the caller's transaction. */
-  private insertPolicy(body: Record<string, unknown>, now: number, by: AuditActor | undefined): PolicyRevision {
+  private insertPolicy(body: Record<string, unknown>, now: number, { text, by }: PublishOptions): PolicyRevision {
     const previous = by === undefined ? undefined : this.currentPolicySync();
     const revision = randomUUID();
     const full = { ...body, revision };
-    const text = JSON.stringify(full);
-    const etag = etagOf(text);
-    this.run('INSERT INTO policy_revisions (revision, body, etag, created_at) VALUES (?, ?, ?, ?)', revision, text, etag, now);
-    const published = { revision, body: full, etag, created_at: now };
+    const served = JSON.stringify(full);
+    const etag = etagOf(served);
+    this.run('INSERT INTO policy_revisions (revision, body, etag, created_at, published_text) VALUES (?, ?, ?, ?, ?)', revision, served, etag, now, text ?? null);
+    const published = { revision, body: full, text: text ?? null, etag, created_at: now };
     if (by !== undefined) this.insertAudit(policyPublished(by, previous, published), now);
     return published;
   }
 
-  async publishFirstPolicy(body: Record<string, unknown>, now: number, by?: AuditActor): Promise<PolicyRevision | undefined> {
-    return this.transaction(() => (this.get('SELECT 1 FROM policy_revisions LIMIT 1') === undefined ? this.insertPolicy(body, now, by) : undefined));
+  async publishFirstPolicy(body: Record<string, unknown>, now: number, options: PublishOptions = {}): Promise<PolicyRevision | undefined> {
+    return this.transaction(() => (this.get('SELECT 1 FROM policy_revisions LIMIT 1') === undefined ? this.insertPolicy(body, now, options) : undefined));
   }
 
-  async publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number, by?: AuditActor): Promise<PolicyRevision | undefined> {
+  async publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number, options: PublishOptions = {}): Promise<PolicyRevision | undefined> {
     return this.transaction(() => {
       const current = this.get('SELECT revision FROM policy_revisions ORDER BY seq DESC LIMIT 1');
-      return (current === undefined ? undefined : String(current.revision)) === base ? this.insertPolicy(body, now, by) : undefined;
+      return (current === undefined ? undefined : String(current.revision)) === base ? this.insertPolicy(body, now, options) : undefined;
     });
   }
 
@@ -262,8 +263,12 @@ export class SqliteStore implements ControlStore {
 
   private currentPolicySync(): PolicyRevision | undefined {
     const row = this.get('SELECT * FROM policy_revisions ORDER BY seq DESC LIMIT 1');
-    if (row === undefined) return undefined;
-    return { revision: String(row.revision), body: JSON.parse(String(row.body)) as Record<string, unknown>, etag: String(row.etag), created_at: Number(row.created_at) };
+    return row === undefined ? undefined : toPolicyRevision(row);
+  }
+
+  async policyRevision(revision: string): Promise<PolicyRevision | undefined> {
+    const row = this.get('SELECT * FROM policy_revisions WHERE revision = ?', revision);
+    return row === undefined ? undefined : toPolicyRevision(row);
   }
 
   // Client status
@@ -878,6 +883,16 @@ export function requireDataDir(dataDir: string): void {
   if (!existsSync(file)) {
     throw new BlueError('USAGE', `${dataDir} is not a Control API data directory: it holds no control.db`, { hint, file });
   }
+}
+
+function toPolicyRevision(row: Row): PolicyRevision {
+  return {
+    revision: String(row.revision),
+    body: JSON.parse(String(row.body)) as Record<string, unknown>,
+    text: row.published_text === null || row.published_text === undefined ? null : String(row.published_text),
+    etag: String(row.etag),
+    created_at: Number(row.created_at),
+  };
 }
 
 function toUser(row: Row): User {

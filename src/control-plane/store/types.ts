@@ -28,9 +28,18 @@ export interface User {
 export interface PolicyRevision {
   /** The revision id (a UUID string; revisions published before ids were strings keep their number as text). */
   revision: string;
+  /** The document `GET /governance-config` serves. */
   body: Record<string, unknown>;
+  /** The text as it was published (YAML or JSON, comments kept); null for revisions published before texts were kept. */
+  text: string | null;
   etag: string;
   created_at: number;
+}
+
+/** How a revision is published: the text it was read from (kept as published), and who published it (audited). */
+export interface PublishOptions {
+  text?: string | undefined;
+  by?: AuditActor | undefined;
 }
 
 /** An upload of a session: its bytes, how it was captured, and where it is in its life. */
@@ -202,21 +211,24 @@ export interface ControlStore {
   searchUsers(q: string | undefined, excludeId: string | undefined, limit: number): Promise<User[]>;
 
   /**
-   * Publishes `body` as a new revision with a fresh id. With `by`, the audit log records it with what changed since
-   * the revision it follows (publishes run one after the other, so that one is exact).
+   * Publishes `body` as a new revision with a fresh id; `text` is the document it was read from, kept as published.
+   * With `by`, the audit log records it with what changed since the revision it follows (publishes run one after the
+   * other, so that one is exact).
    */
-  publishPolicy(body: Record<string, unknown>, now: number, by?: AuditActor): Promise<PolicyRevision>;
+  publishPolicy(body: Record<string, unknown>, now: number, options?: PublishOptions): Promise<PolicyRevision>;
   /** Publishes `body` only when no revision exists yet (a first start, however many replicas start at once). */
-  publishFirstPolicy(body: Record<string, unknown>, now: number, by?: AuditActor): Promise<PolicyRevision | undefined>;
+  publishFirstPolicy(body: Record<string, unknown>, now: number, options?: PublishOptions): Promise<PolicyRevision | undefined>;
   /**
    * Publishes `body` only while `base` is the current revision (undefined: none yet), checked and published in one
    * transaction; undefined when another revision was published since `base` (from any replica).
    */
-  publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number, by?: AuditActor): Promise<PolicyRevision | undefined>;
+  publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number, options?: PublishOptions): Promise<PolicyRevision | undefined>;
   /** Where agents reach the servers (every `serve` records it; `policy publish` checks presign URLs against it). */
   publicUrl(): Promise<string | undefined>;
   setPublicUrl(url: string): Promise<void>;
   currentPolicy(): Promise<PolicyRevision | undefined>;
+  /** The revision with this id, current or not. */
+  policyRevision(revision: string): Promise<PolicyRevision | undefined>;
 
   /** Keeps `report` as the latest of the machine; the person's other machines beyond MAX_MACHINES_PER_USER go, least recent first. */
   recordClientStatus(userId: string, instanceId: string, report: unknown, now: number): Promise<void>;

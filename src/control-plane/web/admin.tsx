@@ -451,7 +451,7 @@ export async function adminPolicyPublish(rc: RouteContext, req: Request): Promis
   if ('problem' in result) return sendPage(req.reply, 400, <PolicyPage session={session} currentRevision={(await rc.store.currentPolicy())?.revision} text={text} problem={result.problem} />);
   // Whether the reviewed revision is still the current one is asked as the policy is published, from any replica.
   const base = form.get('base') ?? '';
-  const published = await rc.store.publishPolicyOver(result.body, base === '' ? undefined : base, rc.now(), userActor(session.user));
+  const published = await rc.store.publishPolicyOver(result.body, base === '' ? undefined : base, rc.now(), { by: userActor(session.user) });
   if (published === undefined) {
     const current = await rc.store.currentPolicy();
     return sendPage(req.reply, 409, <PolicyPage session={session} currentRevision={current?.revision} text={text} problem="Another revision was published since you reviewed the changes: review them again." />);

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { actorName, auditSummary, MAX_SUMMARY_CHARS, policyPublished } from '../../../src/control-plane/store/audit.js';
 import type { PolicyRevision } from '../../../src/control-plane/store/types.js';
 
-const revision = (id: string, body: Record<string, unknown>): PolicyRevision => ({ revision: id, body: { ...body, revision: id }, etag: '"x"', created_at: 0 });
+const revision = (id: string, body: Record<string, unknown>): PolicyRevision => ({ revision: id, body: { ...body, revision: id }, text: null, etag: '"x"', created_at: 0 });
 const operator = { kind: 'cli' as const, name: 'ops' };
 
 describe('policyPublished', () => {
