@@ -163,16 +163,20 @@ export async function tokensRevokeCommand(ctx: Context, id: string, opts: DataOp
   return 0;
 }
 
-export async function policyPublishCommand(ctx: Context, file: string, opts: DataOptions): Promise<number> {
+export async function policyPublishCommand(ctx: Context, file: string, opts: DataOptions & { confirm?: boolean }): Promise<number> {
   const { publishPolicy } = await import('../control-plane/admin.js');
-  const { published, ignoredRevision, warnings } = await publishPolicy(storeOptions(ctx, opts, false), path.resolve(ctx.cwd, file), ctx.clock.now(), operator(ctx));
+  const { published, ignoredRevision, warnings, captureStop } = await publishPolicy(storeOptions(ctx, opts, false), path.resolve(ctx.cwd, file), ctx.clock.now(), {
+    confirm: opts.confirm === true,
+    by: operator(ctx),
+  });
   if (opts.json !== true) for (const warning of warnings) ctx.stderr.write(`warning: ${warning}\n`);
   print(
     ctx,
     opts,
-    { ok: true, revision: published.revision, etag: published.etag, ignored_revision: ignoredRevision ?? null, warnings },
+    { ok: true, revision: published.revision, etag: published.etag, ignored_revision: ignoredRevision ?? null, warnings, stops_capture: captureStop !== undefined },
     `Published policy revision ${published.revision}.\n` +
-      (ignoredRevision === undefined ? '' : `(The file's revision ${JSON.stringify(ignoredRevision)} was replaced: the server makes revision ids.)\n`),
+      (ignoredRevision === undefined ? '' : `(The file's revision ${JSON.stringify(ignoredRevision)} was replaced: the server makes revision ids.)\n`) +
+      (captureStop === undefined ? '' : `Session capture stops: ${captureStop.effect}.\n`),
   );
   return 0;
 }

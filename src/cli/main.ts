@@ -664,6 +664,7 @@ Examples:
   policy
     .command('publish <file>')
     .description('validate a policy (YAML or JSON) and make it the next revision; the server sets `revision`')
+    .option('--confirm', 'publish even though the revision stops session capture on every machine')
     .addOption(dataOption())
     .addOption(databaseOption())
     .option('--json', 'print as JSON')
@@ -672,9 +673,11 @@ Examples:
       `
 A key the policy schema does not name is refused, with the nearest known one ("did you mean session_upload?");
 Blue's fields blue-agent does not act on (packages, gateway, telemetry, a harness's managed_config, mcp,
-package_overrides) are accepted.`,
+package_overrides) are accepted. A revision that stops session capture on every machine (it drops session_upload
+while the current revision has it, or allows no harness) is refused with POLICY_CONFIRMATION_REQUIRED unless
+--confirm: every machine would remove its capture hooks at its next reconcile.`,
     )
-    .action(async (file: string, opts: { data?: string; databaseUrl?: string; json?: boolean }) => {
+    .action(async (file: string, opts: { data?: string; databaseUrl?: string; json?: boolean; confirm?: boolean }) => {
       const { policyPublishCommand } = await import('./control-plane.js');
       state.exitCode = await policyPublishCommand(ctx, file, opts);
     });

@@ -19,6 +19,7 @@ import { originOf } from '../util/url.js';
 import type { BlobStore } from './blobs/types.js';
 import { storedSearchText } from './search-text.js';
 import { governanceProblems } from './governance.js';
+import { captureStops, type CaptureStop } from './policy-review.js';
 import { API_SCOPES, isExpired, MEMBER_SCOPES, openStore, READABLE_FORMATS, requireDataDir, type AuditActor, type ControlStore, type Grant, type PolicyRevision, type StoreOptions, type User } from './store/index.js';
 
 const EMAIL = /^[^\s@]{1,200}@[^\s@]{1,200}$/;
@@ -131,12 +132,24 @@ export function checkPolicyText(text: string, where: string): { body: Record<str
   return { body: given.allowed_harnesses === undefined ? { ...given, allowed_harnesses: [...HARNESSES] } : given, ignoredRevision };
 }
 
+export interface Published {
+  published: PolicyRevision;
+  ignoredRevision: unknown;
+  warnings: string[];
+  /** Set when the revision stops capture on every machine (published because it was confirmed). */
+  captureStop?: CaptureStop;
+}
+
+/** How many times a publish looks again when other revisions are published between its check and its write. */
+const PUBLISH_ATTEMPTS = 5;
+
 /**
  * Validates a policy file with the agent's own validator, and Blue's rules for what clients it needs, and publishes it
  * as the next revision, its text kept as written. The revision id is the server's to make, so whatever the file says
- * is replaced (and reported).
+ * is replaced (and reported). A revision that would stop capture on every machine (captureStops) is refused
+ * (POLICY_CONFIRMATION_REQUIRED) unless `confirm`; the check and the publish see the same current revision.
  */
-export async function publishPolicy(where: StoreOptions, file: string, now: number, by?: AuditActor): Promise<{ published: PolicyRevision; ignoredRevision: unknown; warnings: string[] }> {
+export async function publishPolicy(where: StoreOptions, file: string, now: number, options: { confirm?: boolean; by?: AuditActor } = {}): Promise<Published> {
   // A mistyped --data is the first thing to say, before anything about the file.
   if (where.databaseUrl === undefined || where.databaseUrl === '') requireDataDir(where.dataDir);
   let size: number;
@@ -150,8 +163,27 @@ export async function publishPolicy(where: StoreOptions, file: string, now: numb
   const { body, ignoredRevision } = checkPolicyText(text, file);
   return withStore({ ...where, create: false }, async (store) => {
     const warning = presignOriginWarning(body, await store.publicUrl());
-    return { published: await store.publishPolicy(body, now, { text, by }), ignoredRevision, warnings: warning === undefined ? [] : [warning] };
+    const warnings = warning === undefined ? [] : [warning];
+    for (let attempt = 0; attempt < PUBLISH_ATTEMPTS; attempt++) {
+      const current = await store.currentPolicy();
+      const captureStop = captureStops(current?.body, body);
+      if (captureStop !== undefined && options.confirm !== true) throw confirmationRequired(file, current!.revision, captureStop);
+      const published = await store.publishPolicyOver(body, current?.revision, now, { text, by: options.by });
+      if (published !== undefined) return { published, ignoredRevision, warnings, ...(captureStop === undefined ? {} : { captureStop }) };
+    }
+    throw new BlueError('CONCURRENT_MODIFICATION', `other policy revisions kept being published while ${file} was: nothing was published`, {
+      file,
+      hint: 'Run the command again (see the current revision with `blue-agent control-plane policy show`).',
+    });
   });
+}
+
+function confirmationRequired(file: string, current: string, stop: CaptureStop): BlueError {
+  return new BlueError(
+    'POLICY_CONFIRMATION_REQUIRED',
+    `${file} would stop session capture on every machine: ${stop.reasons.join('; ')} (the current revision is ${current}); once it is published, ${stop.effect}. Nothing was published`,
+    { file, hint: `If that is what you want, publish it again with --confirm; if not, fix ${file}.` },
+  );
 }
 
 /** `control-plane policy show`: the current revision, or the one named. */

@@ -183,7 +183,7 @@ describe.each(['sqlite', 'postgres'] as const)('control-plane users and policy p
     expect(first.stdout).toMatch(/Published policy revision [0-9a-f-]{36}\./);
     expect(first.stdout).toMatch(/77.*replaced/);
     await writeFile(file, '{"ttl_seconds": 60}');
-    const second = JSON.parse((await run('control-plane', 'policy', 'publish', file, ...where, '--json')).stdout) as { revision: string };
+    const second = JSON.parse((await run('control-plane', 'policy', 'publish', file, ...where, '--json', '--confirm')).stdout) as { revision: string };
     expect(second).toMatchObject({ revision: expect.stringMatching(/^[0-9a-f-]{36}$/), ignored_revision: null });
     expect((await current())?.body).toEqual({ ttl_seconds: 60, allowed_harnesses: [...HARNESSES], revision: second.revision });
   });
@@ -215,6 +215,7 @@ describe.each(['sqlite', 'postgres'] as const)('control-plane users and policy p
 
   const PRESIGN = 'https://control.example.com/session-uploads/presign';
   const json = (answer: { stdout: string }) => JSON.parse(answer.stdout) as Record<string, any>;
+  const refusedReason = (answer: { stderr: string }) => /would stop session capture on every machine: (.*)/.exec(answer.stderr)?.[1];
 
   it('refuses a key it does not know at any level, naming file:line:col and the key meant, publishing nothing', async () => {
     const file = path.join(home.root, 'typo.yaml');
@@ -238,6 +239,33 @@ describe.each(['sqlite', 'postgres'] as const)('control-plane users and policy p
     await writeFile(file, `packages: []\ngateway: { type: litellm }\ntelemetry: { sink_url: "https://t.example" }\nharnesses:\n  claude: { managed_config: { model: m }, mcp: [], package_overrides: {} }\n`);
     expect((await run('control-plane', 'policy', 'publish', file, ...where)).code).toBe(0);
     expect((await current())?.body).toMatchObject({ packages: [], gateway: { type: 'litellm' }, harnesses: { claude: { mcp: [] } } });
+  });
+
+  it('asks for --confirm before a revision that stops capture on every machine, and says what it does', async () => {
+    const file = path.join(home.root, 'policy.yaml');
+    await writeFile(file, `allowed_harnesses: [claude]\nsession_upload:\n  presign_url: ${PRESIGN}\n`);
+    expect((await run('control-plane', 'policy', 'publish', file, ...where)).code).toBe(0);
+    const capturing = (await current())!.revision;
+    for (const text of ['allowed_harnesses: [claude]\n', `allowed_harnesses: []\nsession_upload:\n  presign_url: ${PRESIGN}\n`]) {
+      await writeFile(file, text);
+      const refused = await run('control-plane', 'policy', 'publish', file, ...where);
+      expect(refused.code, text).toBe(1);
+      expect(refused.stderr, text).toContain(`error [POLICY_CONFIRMATION_REQUIRED]: ${file} would stop session capture on every machine: `);
+      expect(refused.stderr, text).toContain(`(the current revision is ${capturing}); once it is published, every machine removes its capture hooks at its next reconcile, and sessions are no longer captured. Nothing was published`);
+      expect(refused.stderr, text).toContain('hint: If that is what you want, publish it again with --confirm');
+      expect(json(await run('control-plane', 'policy', 'publish', file, ...where, '--json')).error.code, text).toBe('POLICY_CONFIRMATION_REQUIRED');
+      expect((await current())!.revision, text).toBe(capturing);
+    }
+    expect(refusedReason(await run('control-plane', 'policy', 'publish', file, ...where))).toMatch(/its allowed_harnesses allows none of the harnesses blue-agent captures/);
+    await writeFile(file, 'allowed_harnesses: [claude]\n');
+    expect(refusedReason(await run('control-plane', 'policy', 'publish', file, ...where))).toMatch(/it drops session_upload, which the current revision has/);
+    const confirmed = await run('control-plane', 'policy', 'publish', file, ...where, '--confirm');
+    expect(confirmed.code).toBe(0);
+    expect(confirmed.stdout).toContain('Session capture stops: every machine removes its capture hooks at its next reconcile');
+    expect((await current())!.body.session_upload).toBeUndefined();
+    // Capture is off already: nothing left to stop, no confirmation asked.
+    await writeFile(file, 'allowed_harnesses: [codex]\n');
+    expect(json(await run('control-plane', 'policy', 'publish', file, ...where, '--json'))).toMatchObject({ ok: true, stops_capture: false });
   });
 
   it('policy show prints a revision exactly as it was published, current or named, and the document served with --json', async () => {
@@ -288,7 +316,8 @@ describe('control-plane serve', () => {
       // A policy published while the server runs is served at once (after the default a first start publishes).
       const file = path.join(home.root, 'policy.yaml');
       await writeFile(file, 'allowed_harnesses: [claude]\n');
-      const published = JSON.parse((await run('control-plane', 'policy', 'publish', file, '--data', data, '--json')).stdout) as { revision: string };
+      // Without session_upload, over the default that has it: capture stops, so it is confirmed.
+      const published = JSON.parse((await run('control-plane', 'policy', 'publish', file, '--data', data, '--json', '--confirm')).stdout) as { revision: string };
       const policy = await fetch(`${url}/governance-config`, { headers: auth });
       expect(await policy.json()).toEqual({ allowed_harnesses: ['claude'], revision: published.revision });
       // The installed compatibility profiles are the server's harness metadata.
