@@ -27,7 +27,8 @@ import { deviceAuthorization, revocationEndpoint, tokenEndpoint, type IdentitySe
 import type { OidcSignIn } from './identity/oidc.js';
 import { listUsers, listUserTokens, revokeUserToken } from './identity/users.js';
 import { accountPage, revokeOwnToken } from './web/account.js';
-import { adminAudit, adminClients, adminHome, adminPolicy, adminPolicyPreview, adminPolicyPublish, adminRevokeToken, adminSetRole, adminUsers } from './web/admin.js';
+import { adminAudit, adminClients, adminHome, adminRevokeToken, adminSetRole, adminUsers } from './web/admin.js';
+import { adminPolicy, adminPolicyPreview, adminPolicyPublish } from './web/policy.js';
 import { serveAsset } from './web/assets.js';
 import { sessionDelete, sessionDownload, sessionPage, sessionSharing, sessionsPage } from './web/sessions.js';
 import { redirect as redirectPage } from './web/http.js';

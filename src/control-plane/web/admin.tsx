@@ -1,12 +1,8 @@
 /**
  * Administration, for administrators only: every machine's last status report, users (their role and their tokens,
- * revocable), the audit log, and publishing a policy with its difference from the current one shown first.
+ * revocable) and the audit log; the frame of every administration page (the policy's is policy.tsx).
  */
-import { diffLines } from 'diff';
 import type { ComponentChildren } from 'preact';
-import { BlueError } from '../../errors.js';
-import { MAX_POLICY_BYTES } from '../../policy/validate.js';
-import { checkPolicyText, presignOriginWarning } from '../admin.js';
 import { HttpError } from '../http.js';
 import type { Request, RouteContext } from '../routes.js';
 import { actorName, AUDIT_ACTIONS, auditSummary, MAX_MACHINES_PER_USER, userActor, type AuditAction, type BrowserSession } from '../store/index.js';
@@ -16,11 +12,9 @@ import { TokenTable } from './tokens.js';
 
 const AUDIT_PAGE = 50;
 const MACHINES_PAGE = 50;
-/** A policy may be as large as agents accept one (escaped in a form, up to three times that). */
-const POLICY_FORM = { maxValue: MAX_POLICY_BYTES, maxBytes: 3 * MAX_POLICY_BYTES + 4096 };
 
 /** The signed-in administrator; anyone else is sent to sign in or refused. */
-async function administrator(rc: RouteContext, req: Request): Promise<BrowserSession | undefined> {
+export async function administrator(rc: RouteContext, req: Request): Promise<BrowserSession | undefined> {
   const session = await browserSession(rc, req);
   if (session === undefined) {
     toSignIn(req);
@@ -32,7 +26,7 @@ async function administrator(rc: RouteContext, req: Request): Promise<BrowserSes
 
 type Tab = 'clients' | 'users' | 'audit' | 'policy';
 
-function AdminPage({ session, tab, title, children }: { session: BrowserSession; tab: Tab; title: string; children: ComponentChildren }) {
+export function AdminPage({ session, tab, title, children }: { session: BrowserSession; tab: Tab; title: string; children: ComponentChildren }) {
   const tabs: [Tab, string][] = [
     ['clients', 'Machines'],
     ['users', 'Users and tokens'],
@@ -338,123 +332,4 @@ export async function adminAudit(rc: RouteContext, req: Request): Promise<void> 
       ) : null}
     </AdminPage>,
   );
-}
-
-/** The current revision's body as the diff shows it (without its revision id). */
-function policyText(body: Record<string, unknown> | undefined): string {
-  if (body === undefined) return '';
-  const { revision: _revision, ...rest } = body;
-  return `${JSON.stringify(rest, null, 2)}\n`;
-}
-
-/** GET /admin/policy: the current policy, and a form to propose a new one (YAML or JSON). */
-export async function adminPolicy(rc: RouteContext, req: Request): Promise<void> {
-  const session = await administrator(rc, req);
-  if (session === undefined) return;
-  const current = await rc.store.currentPolicy();
-  sendPage(req.reply, 200, <PolicyPage session={session} currentRevision={current?.revision} text={policyText(current?.body)} published={req.url.searchParams.get('published') ?? undefined} />);
-}
-
-function PolicyPage(props: { session: BrowserSession; currentRevision: string | undefined; text: string; problem?: string; diff?: ReturnType<typeof diffLines>; warnings?: string[]; published?: string | undefined }) {
-  const { session, currentRevision, text, problem, diff, warnings, published } = props;
-  return (
-    <AdminPage session={session} tab="policy" title="Policy">
-      {published === undefined ? null : (
-        <p class="notice" role="status">
-          Published revision <code>{published}</code>. Agents hear of it at once.
-        </p>
-      )}
-      <p class="muted">Current revision: {currentRevision === undefined ? 'none yet' : <code>{currentRevision}</code>}. Edit below (YAML or JSON), then review the difference before publishing.</p>
-      {problem === undefined ? null : (
-        <p class="warning" role="alert">
-          {problem}
-        </p>
-      )}
-      {(warnings ?? []).map((w) => (
-        <p class="warning" key={w}>
-          {w}
-        </p>
-      ))}
-      {diff === undefined ? null : (
-        <section aria-labelledby="diff">
-          <h2 id="diff">Changes against the current policy</h2>
-          <div class="diff" role="region" aria-label="Difference">
-            {diff.map((part, i) =>
-              part.value
-                .replace(/\n$/, '')
-                .split('\n')
-                .map((line, j) => (
-                  <span class={part.added === true ? 'add' : part.removed === true ? 'del' : 'same'} key={`${i}.${j}`}>
-                    {part.added === true ? '+ ' : part.removed === true ? '- ' : '  '}
-                    {line}
-                  </span>
-                )),
-            )}
-          </div>
-          <form method="post" action="/admin/policy/publish">
-            <input type="hidden" name="csrf" value={session.csrf} />
-            <input type="hidden" name="policy" value={text} />
-            <input type="hidden" name="base" value={currentRevision ?? ''} />
-            <div class="actions">
-              <button type="submit" class="primary">
-                Publish this policy
-              </button>
-            </div>
-          </form>
-        </section>
-      )}
-      <form method="post" action="/admin/policy/preview">
-        <input type="hidden" name="csrf" value={session.csrf} />
-        <label for="policy">Policy</label>
-        <textarea id="policy" name="policy" rows={22} spellcheck={false}>
-          {text}
-        </textarea>
-        <div class="actions">
-          <button type="submit">Review changes</button>
-        </div>
-      </form>
-    </AdminPage>
-  );
-}
-
-/** The proposed policy checked as agents will check it; its body, or the reason it is refused. */
-function checked(text: string): { body: Record<string, unknown> } | { problem: string } {
-  try {
-    return { body: checkPolicyText(text, 'the policy').body };
-  } catch (error) {
-    if (error instanceof BlueError) return { problem: `${error.message}${error.hint === undefined ? '' : ` ${error.hint}`}` };
-    throw error;
-  }
-}
-
-/** POST /admin/policy/preview: what would change. */
-export async function adminPolicyPreview(rc: RouteContext, req: Request): Promise<void> {
-  const session = await administrator(rc, req);
-  if (session === undefined) return;
-  const form = await readPagePost(rc, req, session, POLICY_FORM);
-  const text = form.get('policy') ?? '';
-  const current = await rc.store.currentPolicy();
-  const result = checked(text);
-  if ('problem' in result) return sendPage(req.reply, 400, <PolicyPage session={session} currentRevision={current?.revision} text={text} problem={result.problem} />);
-  const warning = presignOriginWarning(result.body, rc.publicUrl());
-  const diff = diffLines(policyText(current?.body), policyText(result.body));
-  sendPage(req.reply, 200, <PolicyPage session={session} currentRevision={current?.revision} text={text} diff={diff} warnings={warning === undefined ? [] : [warning]} />);
-}
-
-/** POST /admin/policy/publish: publishes what was reviewed, unless another revision was published meanwhile. */
-export async function adminPolicyPublish(rc: RouteContext, req: Request): Promise<void> {
-  const session = await administrator(rc, req);
-  if (session === undefined) return;
-  const form = await readPagePost(rc, req, session, POLICY_FORM);
-  const text = form.get('policy') ?? '';
-  const result = checked(text);
-  if ('problem' in result) return sendPage(req.reply, 400, <PolicyPage session={session} currentRevision={(await rc.store.currentPolicy())?.revision} text={text} problem={result.problem} />);
-  // Whether the reviewed revision is still the current one is asked as the policy is published, from any replica.
-  const base = form.get('base') ?? '';
-  const published = await rc.store.publishPolicyOver(result.body, base === '' ? undefined : base, rc.now(), { by: userActor(session.user) });
-  if (published === undefined) {
-    const current = await rc.store.currentPolicy();
-    return sendPage(req.reply, 409, <PolicyPage session={session} currentRevision={current?.revision} text={text} problem="Another revision was published since you reviewed the changes: review them again." />);
-  }
-  redirect(req.reply, `/admin/policy?published=${encodeURIComponent(published.revision)}`);
 }

@@ -205,7 +205,7 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     await t.server.store.addUser(evil('mallory@example.com'), false, t.clock.now());
     const report = { hostname: evil('host'), platform: evil('os'), client_version: evil('1'), config_revision: evil('r'), error: evil('error'), harnesses: [evil('claude'), { name: evil('codex'), raw_version: evil('0.1') }] };
     await t.server.store.recordClientStatus(t.alice.id, 'laptop-1', report, t.clock.now());
-    await t.server.store.publishPolicy({ allowed_harnesses: ['claude'], note: evil('policy') }, t.clock.now());
+    await t.server.store.publishPolicy({ allowed_harnesses: ['claude'] }, t.clock.now(), { text: `# ${evil('policy')}\nallowed_harnesses: [claude]\n` });
     const admin = await browser(t.admin);
     const pages: [string, string[]][] = [
       ['/sessions', [shown('title'), 'tag\\u202ex\\u0085y']],
@@ -244,6 +244,26 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     }
   });
 
+  it('shows the policy as it was published, comments kept, reviews a new text against it and keeps that text', async () => {
+    t = await startTestServer({ backend });
+    const presign = `${t.url}/session-uploads/presign`;
+    const published = `# Capture for Claude only, during the pilot.\nallowed_harnesses: [claude]  # not codex yet\nsession_upload:\n  presign_url: ${presign}\n`;
+    await t.server.store.publishPolicy({ allowed_harnesses: ['claude'], session_upload: { presign_url: presign } }, t.clock.now(), { text: published });
+    const admin = await browser(t.admin);
+    const page = await admin.get('/admin/policy');
+    expect(page.text).toContain(`<textarea id="policy" name="policy" rows="22" spellcheck="false"># Capture for Claude only, during the pilot.\nallowed_harnesses: [claude]  # not codex yet\n`);
+    expect(page.text).not.toContain('&quot;allowed_harnesses&quot;');
+    // A browser sends a textarea's line breaks as CRLF: kept as typed, with LF.
+    const next = published.replace('[claude]  # not codex yet', '[claude, codex]  # the pilot grows').replace(/\n/g, '\r\n');
+    const preview = await admin.post('/admin/policy/preview', { policy: next });
+    expect(preview.text).toContain('<span class="del">- allowed_harnesses: [claude]  # not codex yet</span>');
+    expect(preview.text).toContain('<span class="add">+ allowed_harnesses: [claude, codex]  # the pilot grows</span>');
+    expect(preview.text).toContain('<span class="same">  # Capture for Claude only, during the pilot.</span>');
+    const base = (await t.server.store.currentPolicy())!.revision;
+    expect((await admin.post('/admin/policy/publish', { policy: next, base })).status).toBe(303);
+    expect((await t.server.store.currentPolicy())!.text).toBe(next.replace(/\r\n/g, '\n'));
+  });
+
   it('refuses a mistyped key with the key meant, when reviewing and when publishing', async () => {
     t = await startTestServer({ backend });
     const before = (await t.server.store.publishPolicy({ allowed_harnesses: ['claude'] }, t.clock.now())).revision;
@@ -254,6 +274,27 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
       expect(answer.text).toContain('the policy:2:1: invalid policy: / has an unknown field &quot;sesion_upload&quot; (did you mean &quot;session_upload&quot;?)');
     }
     expect((await t.server.store.currentPolicy())!.revision).toBe(before);
+  });
+
+  it('asks for the box to be ticked before publishing a revision that stops capture on every machine', async () => {
+    t = await startTestServer({ backend });
+    const before = await t.server.store.publishPolicy({ allowed_harnesses: ['claude'], session_upload: { presign_url: `${t.url}/session-uploads/presign` } }, t.clock.now());
+    const admin = await browser(t.admin);
+    const off = 'allowed_harnesses: [claude]\n';
+    const preview = await admin.post('/admin/policy/preview', { policy: off });
+    expect(preview.status).toBe(200);
+    expect(preview.text).toContain('This revision stops session capture on every machine: it drops session_upload, which the current revision has. Once it is published, every machine removes its capture hooks at its next reconcile, and sessions are no longer captured.');
+    expect(preview.text).toContain('<input type="checkbox" name="confirm" value="yes" required/> I understand: every machine removes its capture hooks at its next reconcile, and sessions are no longer captured');
+    const unticked = await admin.post('/admin/policy/publish', { policy: off, base: before.revision });
+    expect(unticked.status).toBe(400);
+    expect(unticked.text).toContain('tick the box to confirm');
+    expect(unticked.text).toContain('name="confirm"');
+    expect((await t.server.store.currentPolicy())!.revision).toBe(before.revision);
+    const ticked = await admin.post('/admin/policy/publish', { policy: off, base: before.revision, confirm: 'yes' });
+    expect(ticked.status).toBe(303);
+    expect((await t.server.store.currentPolicy())!.body).toEqual({ allowed_harnesses: ['claude'], revision: expect.any(String) });
+    // An ordinary change asks for nothing.
+    expect((await admin.post('/admin/policy/preview', { policy: 'allowed_harnesses: [claude, codex]\n' })).text).not.toContain('name="confirm"');
   });
 
   it('keeps an administrator when two demote each other at once, on two replicas', async () => {
@@ -368,7 +409,7 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     const current = (await t.server.store.currentPolicy())!.revision;
     const preview = await admin.post('/admin/policy/preview', { policy: 'allowed_harnesses: [claude, codex]\n' });
     expect(preview.status).toBe(200);
-    expect(preview.text).toContain('<span class="add">+     &quot;codex&quot;</span>');
+    expect(preview.text).toContain('<span class="add">+ allowed_harnesses: [claude, codex]</span>');
     // A policy far larger than an ordinary form field is reviewed too.
     const commented = await admin.post('/admin/policy/preview', { policy: `# ${'why '.repeat(20_000)}\nallowed_harnesses: [claude]\n` });
     expect(commented.status).toBe(200);
