@@ -256,6 +256,14 @@ describe('what the hook refuses itself: one line on stderr, one in capture.log, 
     });
   }
 
+  it('takes nothing of the caller\'s environment for its own: a file named by `tmp` there is not removed', async () => {
+    const kept = path.join(t.root, 'kept');
+    await writeFile(kept, 'kept');
+    const result = await runHook('{}', { args: ['capture', '--harness', 'claude', '--profile', 'p', '--x'], env: { tmp: kept } });
+    expect(result.code).toBe(1);
+    expect(await readFile(kept, 'utf8')).toBe('kept');
+  });
+
   it('an inbox that is a symbolic link', async () => {
     const elsewhere = path.join(t.root, 'elsewhere');
     await mkdir(elsewhere, { mode: 0o700 });
