@@ -43,20 +43,47 @@ interface HookRun {
   stderr: string;
 }
 
-function runHook(
-  input: string | Buffer | undefined,
-  options: { args?: string[]; env?: Record<string, string | undefined>; keepOpen?: boolean; node?: string } = {},
-): Promise<HookRun> & { pid: number } {
+interface HookOptions {
+  args?: string[];
+  env?: Record<string, string | undefined>;
+  keepOpen?: boolean;
+  node?: string;
+  /** Writes the input in pieces of this many bytes, each once the one before is in the pipe (reads come back short). */
+  pieceBytes?: number;
+  /** Keeps writing `text` every `everyMs` until the hook exits (a writer that never ends). */
+  trickle?: { text: string; everyMs: number };
+}
+
+function runHook(input: string | Buffer | undefined, options: HookOptions = {}): Promise<HookRun> & { pid: number } {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries({ ...t.env, ...options.env })) if (value !== undefined) env[key] = value;
   const args = options.args ?? ['capture', '--harness', 'claude', '--profile', CLAUDE_PROFILE];
   const child = spawn('/bin/sh', [HOOK, options.node ?? fakeNode, ENTRY, ...args], { env, stdio: ['pipe', 'ignore', 'pipe'] });
   let stderr = '';
+  let exited = false;
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
   child.stdin.on('error', () => undefined);
-  if (input !== undefined) child.stdin.write(input);
-  if (options.keepOpen !== true) child.stdin.end();
-  const done = new Promise<HookRun>((resolve) => child.on('close', (code) => resolve({ code, stderr })));
+  const write = async (): Promise<void> => {
+    const bytes = input === undefined ? Buffer.alloc(0) : Buffer.from(input);
+    const piece = options.pieceBytes ?? Math.max(1, bytes.length);
+    for (let at = 0; at < bytes.length && !exited; at += piece) {
+      await new Promise<void>((resolve) => child.stdin.write(bytes.subarray(at, at + piece), () => resolve()));
+    }
+    // Ends with the hook, which stops reading within seconds; bounded all the same.
+    const trickle = options.trickle;
+    for (let round = 0; trickle !== undefined && !exited && round < 1000; round++) {
+      child.stdin.write(trickle.text);
+      await new Promise((r) => setTimeout(r, trickle.everyMs));
+    }
+    if (options.keepOpen !== true) child.stdin.end();
+  };
+  const done = new Promise<HookRun>((resolve) =>
+    child.on('close', (code) => {
+      exited = true;
+      resolve({ code, stderr });
+    }),
+  );
+  void write();
   return Object.assign(done, { pid: child.pid! });
 }
 
@@ -105,6 +132,21 @@ describe('the hook hands the payload over', () => {
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     for (const dir of [stateDir, path.join(stateDir, 'spool'), inbox]) expect((await stat(dir)).mode & 0o777).toBe(0o700);
     await expectDrainStarted();
+  });
+
+  it('a payload of exactly 1 MiB, written in small pieces, is handed over byte for byte', async () => {
+    // A pattern whose period divides no block size: a block lost, doubled or out of order would show.
+    const payload = Buffer.alloc(MAX_PAYLOAD_BYTES);
+    for (let i = 0; i < payload.length; i++) payload[i] = 0x61 + (i % 26);
+    payload.write(`{"session_id":"${SESSION}","reason":"`);
+    payload.write('"}', MAX_PAYLOAD_BYTES - 2);
+    expect(await runHook(payload, { pieceBytes: 1000 })).toEqual({ code: 0, stderr: '' });
+    const files = await inboxFiles();
+    expect(files).toHaveLength(1);
+    const bytes = await readFile(path.join(inbox, files[0]!));
+    const kept = bytes.subarray(bytes.indexOf('\n\n') + 2);
+    expect(kept.length).toBe(MAX_PAYLOAD_BYTES);
+    expect(Buffer.compare(kept, payload)).toBe(0);
   });
 
   it('is admitted by the drain as the same intake record `capture` writes, and logged as spooled', async () => {
@@ -203,6 +245,8 @@ describe('the hook hands the payload over', () => {
     const env = { PATH: bin };
     expect(await runHook(JSON.stringify({ session_id: SESSION }), { env })).toEqual({ code: 0, stderr: '' });
     expect(await runHook('{"session_id":"x"', { env, keepOpen: true })).toEqual({ code: 0, stderr: '' });
+    expect(await runHook(Buffer.alloc(MAX_PAYLOAD_BYTES + 1, 0x20), { env, pieceBytes: 1000 })).toEqual({ code: 1, stderr: expect.stringMatching(/larger than 1048576 bytes/) });
+    expect(await runHook('{"session_id":"x","reason":"', { env, trickle: { text: 'x'.repeat(64), everyMs: 100 } })).toEqual({ code: 1, stderr: expect.stringMatching(/still coming/) });
     expect(await admit()).toMatchObject({ refused: 1, admitted: [expect.any(String)] });
     await expectDrainStarted(2);
   });
@@ -233,9 +277,24 @@ describe('the hook hands the payload over', () => {
 });
 
 describe('what the hook refuses itself: one line on stderr, one in capture.log, exit 1, nothing handed over', () => {
-  const cases: { name: string; input: string | Buffer; args?: string[]; reason: RegExp }[] = [
+  const cases: { name: string; input: string | Buffer; args?: string[]; writer?: Pick<HookOptions, 'pieceBytes' | 'trickle'>; reason: RegExp }[] = [
     { name: 'an empty payload', input: '', reason: /the payload on stdin is empty/ },
     { name: 'a payload over 1 MiB', input: Buffer.alloc(MAX_PAYLOAD_BYTES + 1, 0x20), reason: /larger than 1048576 bytes/ },
+    // Each read returns what the pipe holds: however short, the reading goes on to the end or past the bound.
+    { name: 'a payload over 1 MiB written in small pieces', input: Buffer.alloc(MAX_PAYLOAD_BYTES + 1, 0x20), writer: { pieceBytes: 1000 }, reason: /larger than 1048576 bytes/ },
+    // A writer still sending is refused whatever it had sent by then: so is any payload over 1 MiB, however slow.
+    {
+      name: 'a payload still coming when the hook stops reading (a piece every few milliseconds)',
+      input: `{"session_id":"${SESSION}","reason":"`,
+      writer: { trickle: { text: 'x'.repeat(64), everyMs: 5 } },
+      reason: /still coming when the hook stopped reading/,
+    },
+    {
+      name: 'a payload still coming when the hook stops reading (a piece every tenth of a second)',
+      input: `{"session_id":"${SESSION}","reason":"`,
+      writer: { trickle: { text: 'x'.repeat(64), everyMs: 100 } },
+      reason: /still coming when the hook stopped reading/,
+    },
     { name: 'no --profile', input: '{}', args: ['capture', '--harness', 'claude'], reason: /--harness and --profile are required/ },
     { name: 'an unknown flag', input: '{}', args: ['capture', '--harness', 'claude', '--profile', 'p', '--x'], reason: /usage: sh blue-agent-hook/ },
     { name: 'a harness that is not a name', input: '{}', args: ['capture', '--harness', '../x', '--profile', 'p'], reason: /the harness name must be letters/ },
@@ -243,7 +302,7 @@ describe('what the hook refuses itself: one line on stderr, one in capture.log, 
   ];
   for (const c of cases) {
     it(c.name, async () => {
-      const result = await runHook(c.input, c.args === undefined ? {} : { args: c.args });
+      const result = await runHook(c.input, { ...c.writer, ...(c.args === undefined ? {} : { args: c.args }) });
       expect(result.code).toBe(1);
       expect(result.stderr).toMatch(/^blue-agent capture: refused: .*\n$/);
       expect(result.stderr).toMatch(c.reason);
@@ -256,12 +315,20 @@ describe('what the hook refuses itself: one line on stderr, one in capture.log, 
     });
   }
 
-  it('takes nothing of the caller\'s environment for its own: a file named by `tmp` there is not removed', async () => {
+  it('takes nothing of the caller\'s environment for its own: a file named by `tmp` is not removed, a process named by `clock` not stopped', async () => {
     const kept = path.join(t.root, 'kept');
     await writeFile(kept, 'kept');
-    const result = await runHook('{}', { args: ['capture', '--harness', 'claude', '--profile', 'p', '--x'], env: { tmp: kept } });
-    expect(result.code).toBe(1);
-    expect(await readFile(kept, 'utf8')).toBe('kept');
+    const bystander = spawn('sleep', ['60'], { stdio: 'ignore' });
+    try {
+      const result = await runHook('{}', { args: ['capture', '--harness', 'claude', '--profile', 'p', '--x'], env: { tmp: kept, clock: String(bystander.pid) } });
+      expect(result.code).toBe(1);
+      // A signal the hook sent would have been reaped with the hook's own exit.
+      await new Promise((r) => setImmediate(r));
+      expect(bystander.signalCode).toBeNull();
+      expect(await readFile(kept, 'utf8')).toBe('kept');
+    } finally {
+      bystander.kill();
+    }
   });
 
   it('an inbox that is a symbolic link', async () => {
