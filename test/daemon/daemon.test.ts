@@ -74,13 +74,13 @@ describe('blue-agent run (in-process)', () => {
     await mkdir(path.dirname(t.settings), { recursive: true });
     await writeUserHook('echo user-hook');
     await start();
-    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
     expect(await settingsText()).toContain('echo user-hook');
 
     // A new revision without session_upload: picked up by the next check, due after the ttl (1 s ± 10%), and
     // reconciled at once.
     const off = await stack.server.store.publishPolicy({ ttl_seconds: 1 }, Date.now());
-    await waitFor('the managed hook to go', async () => !(await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the managed hook to go', async () => !(await settingsText()).includes(MANAGED));
     const checks = lines('policy checked');
     expect(checks.length).toBeGreaterThanOrEqual(2);
     for (const check of checks) {
@@ -99,7 +99,7 @@ describe('blue-agent run (in-process)', () => {
 
     // And back on again with the next revision.
     const on = await stack.server.store.publishPolicy(uploadPolicy(stack.proxy.url), Date.now());
-    await waitFor('the managed hook again', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the managed hook again', async () => (await settingsText()).includes(MANAGED));
 
     const state = await readRunState(t.ctx);
     expect(state).toMatchObject({ pid: process.pid, policy: { revision: on.revision, source: 'fetched', failures: 0 }, last_reconcile: { ok: true } });
@@ -124,7 +124,7 @@ describe('blue-agent run (in-process)', () => {
 
   it('restores a managed hook removed by hand, reports the correction, and does not loop on its own write', async () => {
     await start();
-    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
     await waitFor('the first client status', async () => (await stack.server.store.clientStatuses({ limit: 1, offset: 0 })).total > 0);
     await sleep(400);
     const reconciledBefore = lines('reconciled').length;
@@ -133,7 +133,7 @@ describe('blue-agent run (in-process)', () => {
 
     // A person deletes the managed hook (here: the whole file, as `rm` would).
     await unlink(t.settings);
-    await waitFor('the hook restored', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the hook restored', async () => (await settingsText()).includes(MANAGED));
     const corrected = await waitFor('a drift correction in the log', () => lines('drift corrected', (l) => l.harness === 'claude')[0]);
     expect(corrected).toMatchObject({ level: 'warn', trigger: 'drift', action: 'create' });
     await waitFor('the correction in client-status', async () =>
@@ -162,7 +162,7 @@ describe('blue-agent run (in-process)', () => {
 
   it('does not write the file when only a user entry changed', async () => {
     await start();
-    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
     await waitFor('the first reconcile to settle', () => lines('reconciled').length > 0);
     await sleep(300);
     await writeUserHook('echo edited-by-the-user');
@@ -177,12 +177,12 @@ describe('blue-agent run (in-process)', () => {
 
   it('uses the last-known-good policy and backs off while the server is away, honours Retry-After, and recovers', async () => {
     await start();
-    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
     await stack.proxy.stop();
     const retries = await waitFor('four failed checks', () => {
       const l = lines('policy check will be retried');
       return l.length >= 4 ? l : undefined;
-    }, 15_000);
+    });
     const delays = retries.slice(0, 4).map((l) => l.next_check_in_ms as number);
     for (let i = 1; i < delays.length; i++) expect(delays[i]).toBeGreaterThan(delays[i - 1]!);
     expect(Math.max(...delays)).toBeLessThanOrEqual(1_600);
@@ -201,10 +201,10 @@ describe('blue-agent run (in-process)', () => {
     // Back, but first saying "come back in 2 s".
     stack.proxy.rules.push({ method: 'GET', path: /governance-config$/, times: 1, action: { kind: 'answer', status: 503, headers: { 'retry-after': '2' } } });
     await stack.proxy.start();
-    const honoured = await waitFor('a Retry-After', () => lines('policy check will be retried', (l) => l.basis === 'retry-after')[0], 10_000);
+    const honoured = await waitFor('a Retry-After', () => lines('policy check will be retried', (l) => l.basis === 'retry-after')[0]);
     expect(honoured).toMatchObject({ retry_after_ms: 2_000, next_check_in_ms: 2_000 });
     const saidAt = Date.parse(honoured.time);
-    const recovered = await waitFor('a successful check', () => lines('policy checked', (l) => Date.parse(l.time) > saidAt)[0], 10_000);
+    const recovered = await waitFor('a successful check', () => lines('policy checked', (l) => Date.parse(l.time) > saidAt)[0]);
     expect(Date.parse(recovered.time) - saidAt).toBeGreaterThanOrEqual(1_900);
     expect(recovered).toMatchObject({ ok: true, failures: 0, basis: 'ttl' });
     await waitFor('agent-run.json to show the recovery', async () => (await readRunState(t.ctx))?.policy?.failures === 0 && (await readRunState(t.ctx))?.policy?.source === 'fetched');
@@ -214,7 +214,7 @@ describe('blue-agent run (in-process)', () => {
     stack.server.store.publishPolicy({ session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign` } }, Date.now());
     // No jitter: the delay is the ttl itself.
     await start({ random: () => 0.5 });
-    const checked = await waitFor('a policy check', () => lines('policy checked')[0], 10_000);
+    const checked = await waitFor('a policy check', () => lines('policy checked')[0]);
     expect(checked).toMatchObject({ ok: true, basis: 'ttl', next_check_in_ms: 300_000 });
     const state = await waitFor('agent-run.json with the policy', async () => (await readRunState(t.ctx))?.policy);
     expect(state.next_check_at_unix_ms - state.checked_at_unix_ms!).toBeGreaterThanOrEqual(300_000);
@@ -222,7 +222,7 @@ describe('blue-agent run (in-process)', () => {
 
   it('drains a new intake record at once, without waiting for the schedule', async () => {
     await start();
-    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
     const session = await claudeSession(path.join(t.home, '.claude'), { id: 'sess-daemon-1', cwd: t.home, prompt: 'hello' });
     const spool = await Spool.open(stateLayout(t.stateDir));
     await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: Date.now() });
@@ -230,7 +230,7 @@ describe('blue-agent run (in-process)', () => {
       if (process.env.DEBUG_DAEMON) console.log(out.text());
       const items = await stack.listUploads();
       return items.some((u) => u.status === 'complete') ? items : undefined;
-    }, 20_000);
+    });
     expect(uploads).toHaveLength(1);
     const finished = await waitFor('the drain in the log', () => lines('drain finished')[0]);
     expect(finished).toMatchObject({ trigger: 'intake', ok: true, uploaded: 1 });
@@ -249,7 +249,7 @@ describe('blue-agent run (in-process)', () => {
     await waitFor('a first reconcile', () => lines('reconciled')[0]);
     expect(lines('reconciled')[0]!.harnesses.claude).toEqual({ state: 'not_installed', action: 'unchanged' });
     await copyFile(path.join(t.root, 'claude.saved'), claude);
-    await waitFor('the hook for the new harness', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the hook for the new harness', async () => (await settingsText()).includes(MANAGED));
     const updated = await waitFor('the update in the log', () => lines('hooks updated', (l) => l.harness === 'claude')[0]);
     expect(updated).toMatchObject({ trigger: 'periodic', action: 'create', state: 'active' });
     expect(lines('drift corrected')).toEqual([]);
@@ -279,8 +279,8 @@ describe('blue-agent run: policy push', () => {
   it('reconciles a published revision at once, long before its ttl, through the event stream', async () => {
     stack.server.store.publishPolicy(uploadPolicy(stack.proxy.url, { ttl_seconds: HOUR }), Date.now());
     await start(PUSH);
-    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
-    await waitFor('the stream', () => lines('policy event stream open')[0], 10_000);
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
+    await waitFor('the stream', () => lines('policy event stream open')[0]);
     // The start is over once no check has been logged for a while (the stream's first event may have asked for one).
     let last = -1;
     let still = 0;
@@ -290,12 +290,12 @@ describe('blue-agent run: policy push', () => {
       last = now;
       await sleep(200);
       return still >= 4;
-    }, 20_000);
+    });
     const checksBefore = lines('policy checked').length;
     // The next ttl check is an hour away: only the stream can bring this revision in.
     const publishedAt = Date.now();
     const off = await stack.server.store.publishPolicy({ ttl_seconds: HOUR }, publishedAt);
-    await waitFor('the managed hook to go', async () => !(await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the managed hook to go', async () => !(await settingsText()).includes(MANAGED));
     await waitFor('the reconcile', () => lines('reconciled', (l) => l.trigger === 'policy' && l.revision === off.revision)[0]);
     expect(lines('policy revision published', (l) => l.revision === off.revision)).toHaveLength(1);
     expect(lines('policy checked').length).toBe(checksBefore + 1);
@@ -308,19 +308,19 @@ describe('blue-agent run: policy push', () => {
   it('opens the stream again after the server was away, and picks up what was published meanwhile', async () => {
     stack.server.store.publishPolicy(uploadPolicy(stack.proxy.url, { ttl_seconds: HOUR }), Date.now());
     await start(PUSH);
-    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
-    await waitFor('the stream', () => lines('policy event stream open')[0], 10_000);
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
+    await waitFor('the stream', () => lines('policy event stream open')[0]);
     // A revision the stream named while the first check ran makes one check more: let it finish, or it could be the
     // one that finds the next revision, not the stream.
-    await waitFor('the checks under way to finish', () => lines('policy checked').length >= 1 + lines('policy revision published').length, 10_000);
+    await waitFor('the checks under way to finish', () => lines('policy checked').length >= 1 + lines('policy revision published').length);
     await stack.proxy.stop();
-    await waitFor('the stream to be missed', () => lines('policy event stream unavailable; retrying (the ttl check goes on)')[0], 10_000);
+    await waitFor('the stream to be missed', () => lines('policy event stream unavailable; retrying (the ttl check goes on)')[0]);
     const off = await stack.server.store.publishPolicy({ ttl_seconds: HOUR }, Date.now());
     await sleep(500);
     // Said once, not once per retry.
     expect(lines('policy event stream unavailable; retrying (the ttl check goes on)')).toHaveLength(1);
     await stack.proxy.start();
-    await waitFor('the managed hook to go', async () => !(await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the managed hook to go', async () => !(await settingsText()).includes(MANAGED));
     expect(lines('policy event stream open').length).toBeGreaterThanOrEqual(2);
     expect(lines('policy revision published', (l) => l.revision === off.revision)).toHaveLength(1);
     // Retried on the short backoff these tests set (its cap), the first retry said at warn and the rest at debug.
@@ -333,19 +333,19 @@ describe('blue-agent run: policy push', () => {
   it('falls back to the ttl check against a Control API without the stream', async () => {
     stack.proxy.rules.push({ method: 'GET', path: /\/governance-config\/events$/, times: 1_000, action: { kind: 'answer', status: 404 } });
     await start(PUSH);
-    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
-    const said = await waitFor('the fallback', () => lines('the Control API has no policy event stream; checking on the ttl only')[0], 10_000);
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
+    const said = await waitFor('the fallback', () => lines('the Control API has no policy event stream; checking on the ttl only')[0]);
     expect(said).toMatchObject({ status: 404, next_try_in_ms: 3_600_000 });
     // Polling (ttl 1 s) still brings a new revision in.
     await stack.server.store.publishPolicy({ ttl_seconds: 1 }, Date.now());
-    await waitFor('the managed hook to go', async () => !(await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the managed hook to go', async () => !(await settingsText()).includes(MANAGED));
     expect(lines('policy revision published')).toEqual([]);
     expect(stack.proxy.count('GET', /\/governance-config\/events$/)).toBe(1);
   });
 
   it('does not subscribe with push turned off', async () => {
     await start({ policyPush: false });
-    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
     await sleep(300);
     expect(stack.proxy.count('GET', /\/governance-config\/events$/)).toBe(0);
   });
@@ -377,7 +377,7 @@ describe('blue-agent run: changes no watch event reports', () => {
     };
     await start({ watch });
     await waitFor('the rewrite', () => rewritten);
-    await waitFor('the hook restored', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the hook restored', async () => (await settingsText()).includes(MANAGED));
     expect(await settingsText()).toContain('"theme": "dark"');
     const corrected = await waitFor('a drift correction in the log', () => lines('drift corrected', (l) => l.harness === 'claude')[0]);
     expect(corrected).toMatchObject({ trigger: 'drift', level: 'warn' });
@@ -386,10 +386,10 @@ describe('blue-agent run: changes no watch event reports', () => {
   it('the periodic check repairs a change whose event never came', async () => {
     const silent: WatchFactory = async () => ({ close: async () => undefined });
     await start({ watch: silent, driftCheckMs: 100 });
-    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
     await waitFor('the first reconcile', () => lines('reconciled')[0]);
     await unlink(t.settings);
-    await waitFor('the hook restored', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the hook restored', async () => (await settingsText()).includes(MANAGED));
     expect(lines('drift check found changed files')[0]).toMatchObject({ files: [path.resolve(t.settings)] });
     await waitFor('a drift correction in the log', () => lines('drift corrected', (l) => l.harness === 'claude' && l.action === 'create')[0]);
   });
@@ -398,7 +398,7 @@ describe('blue-agent run: changes no watch event reports', () => {
     const count = { reconciles: 0 };
     const silent: WatchFactory = async () => ({ close: async () => undefined });
     const d = await start({ watch: silent, driftCheckMs: 60 * 60_000, tasks: countingTasks(count) });
-    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
+    await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
     await waitFor('the first reconcile', () => lines('reconciled')[0]);
     const before = count.reconciles;
     expect(await d.checkDrift()).toEqual([]);
