@@ -299,7 +299,7 @@ export function useReconcileHome() {
     profile: string,
     options: { allowRepeats?: boolean; event?: string; sessionId?: RegExp } = {},
   ): Promise<{ argv: string[]; payload: Payload }[]> {
-    const calls = await waitFor('the managed hook', async () => ((await managedCalls()).length > 0 ? managedCalls() : undefined), 10_000);
+    const calls = await waitFor('the managed hook', async () => ((await managedCalls()).length > 0 ? managedCalls() : undefined));
     if (options.allowRepeats !== true) expect(calls).toHaveLength(1);
     for (const call of calls) {
       expect(call.argv).toEqual(['capture', '--harness', harness, '--profile', profile]);

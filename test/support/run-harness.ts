@@ -124,8 +124,11 @@ export async function readJsonLines(file: string): Promise<unknown[]> {
   return out;
 }
 
-/** Polls `probe` until it returns something other than undefined, or throws after `timeoutMs`. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 5_000, everyMs = 50): Promise<T> {
+/**
+ * Polls `probe` until it returns something other than undefined, or throws after `timeoutMs`: a bound on what never
+ * comes, generous because a loaded machine starts processes slowly; what comes ends the wait at once.
+ */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000, everyMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
