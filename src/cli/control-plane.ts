@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import type { Context } from '../context.js';
-import { usageError } from '../errors.js';
+import { BlueError, usageError } from '../errors.js';
 import type { OidcSettings } from '../control-plane/identity/oidc.js';
 import type { AuditActor, Grant, StoreOptions } from '../control-plane/store/index.js';
 
@@ -298,12 +298,21 @@ export function parseListen(value: string): { host: string; port: number } {
   return { host: match[1] ?? match[2]!, port };
 }
 
-/** A socket that cannot be bound is a matter of the --listen given, not a bug. */
+/**
+ * A socket that cannot be bound: the port taken or not allowed is this machine's state (exit 1, its own code); an
+ * address the machine does not have is a wrong --listen (a usage error). Never a bug.
+ */
 function listenError(error: unknown, host: string, port: number): unknown {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   const where = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-  if (code === 'EADDRINUSE') return usageError(`${where} is in use; choose another --listen`, 'Another process listens there (perhaps another `control-plane serve`); stop it or pick a free port.');
-  if (code === 'EACCES') return usageError(`not allowed to listen on ${where}; choose another --listen`, 'Ports below 1024 need privileges: use a port of 1024 or more.');
+  if (code === 'EADDRINUSE') {
+    return new BlueError('ADDRESS_IN_USE', `cannot listen on ${where}: port ${port} is in use by another process`, {
+      hint: `Stop the process that listens on port ${port} (perhaps another \`control-plane serve\`: \`ss -ltnp\` names it), or give --listen another port.`,
+    });
+  }
+  if (code === 'EACCES') {
+    return new BlueError('PERMISSION_DENIED', `cannot listen on ${where}: not allowed to use port ${port}`, { hint: 'Ports below 1024 need privileges: use a port of 1024 or more (--listen HOST:8080).' });
+  }
   if (code === 'EADDRNOTAVAIL') return usageError(`${host} is not an address of this machine; choose another --listen`, 'Use 127.0.0.1, 0.0.0.0 or an address this machine has.');
   return error;
 }

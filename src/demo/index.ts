@@ -426,8 +426,8 @@ function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 
 function listenCause(error: unknown, port: number): CauseError {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  if (code === 'EADDRINUSE') return cause('USAGE', `127.0.0.1:${port} is in use`, 'Leave --port out to use a free port, or pick another one.');
-  if (code === 'EACCES') return cause('USAGE', `not allowed to listen on 127.0.0.1:${port}`, 'Use a port of 1024 or more, or leave --port out.');
+  if (code === 'EADDRINUSE') return cause('ADDRESS_IN_USE', `127.0.0.1:${port} is in use`, 'Leave --port out to use a free port, or pick another one.');
+  if (code === 'EACCES') return cause('PERMISSION_DENIED', `not allowed to listen on 127.0.0.1:${port}`, 'Use a port of 1024 or more, or leave --port out.');
   return cause(code ?? 'INTERNAL', `the Control API could not listen on 127.0.0.1:${port}: ${(error as Error).message}`);
 }
 

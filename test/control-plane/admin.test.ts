@@ -386,15 +386,17 @@ describe('control-plane serve', () => {
     expect(home.stderr.text()).not.toContain('wrong-token');
   });
 
-  it('a port in use is a usage error naming the address, not a bug', async () => {
+  it('a port in use is ADDRESS_IN_USE (exit 1), naming the port and what to do, not a bug nor a usage error', async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as AddressInfo).port;
     try {
       const answer = await run('control-plane', 'serve', '--listen', `127.0.0.1:${port}`, '--data', data);
-      expect(answer.code).toBe(2);
-      expect(answer.stderr).toContain(`error [USAGE]: 127.0.0.1:${port} is in use; choose another --listen`);
-      expect(answer.stderr).not.toMatch(/INTERNAL|bug/);
+      expect(answer.code).toBe(1);
+      expect(answer.stderr).toBe(
+        `blue-agent: error [ADDRESS_IN_USE]: cannot listen on 127.0.0.1:${port}: port ${port} is in use by another process\n` +
+          `  hint: Stop the process that listens on port ${port} (perhaps another \`control-plane serve\`: \`ss -ltnp\` names it), or give --listen another port.\n`,
+      );
     } finally {
       await new Promise((resolve) => blocker.close(resolve));
     }

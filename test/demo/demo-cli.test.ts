@@ -133,15 +133,15 @@ describe('blue-agent demo', () => {
         expect(json.code, json.stdout).toBe(1);
         const report = JSON.parse(json.stdout);
         expect(report.ok).toBe(false);
-        expect(report.error).toMatchObject({ code: 'DEMO_STEP_FAILED', step: { n: 1, id: 'control-api' }, cause: { code: 'USAGE', message: `127.0.0.1:${port} is in use` } });
-        expect(report.error.message).toBe(`step 1 (control-api) failed: [USAGE] 127.0.0.1:${port} is in use`);
+        expect(report.error).toMatchObject({ code: 'DEMO_STEP_FAILED', step: { n: 1, id: 'control-api' }, cause: { code: 'ADDRESS_IN_USE', message: `127.0.0.1:${port} is in use` } });
+        expect(report.error.message).toBe(`step 1 (control-api) failed: [ADDRESS_IN_USE] 127.0.0.1:${port} is in use`);
         expect(report.error.hint).toMatch(/--port/);
         expect(report.steps).toEqual([expect.objectContaining({ n: 1, id: 'control-api', ok: false })]);
 
         const human = await runCli(['demo', '--port', String(port)], { env, cwd: home, timeoutMs: 60_000 });
         expect(human.code).toBe(1);
-        expect(human.stdout).toMatch(/ 1\. control-api {2}FAILED \[USAGE\] 127\.0\.0\.1:\d+ is in use/);
-        expect(human.stderr).toContain(`blue-agent: error [DEMO_STEP_FAILED]: step 1 (control-api) failed: [USAGE] 127.0.0.1:${port} is in use`);
+        expect(human.stdout).toMatch(/ 1\. control-api {2}FAILED \[ADDRESS_IN_USE\] 127\.0\.0\.1:\d+ is in use/);
+        expect(human.stderr).toContain(`blue-agent: error [DEMO_STEP_FAILED]: step 1 (control-api) failed: [ADDRESS_IN_USE] 127.0.0.1:${port} is in use`);
         expect(demoRoots()).toEqual([]);
       } finally {
         await new Promise((resolve) => blocker.close(resolve));
