@@ -9,7 +9,7 @@
  */
 import type { Dispatcher } from 'undici';
 import { loadAgentConfig } from '../config.js';
-import { controlSettings, TOKEN_ENV } from './settings.js';
+import { CONTROL_URL_ENV, controlSettings, TOKEN_ENV } from './settings.js';
 import type { Context, Env } from '../context.js';
 import { BlueError } from '../errors.js';
 import { describeSchemaError, type AjvError } from '../schema/describe.js';
@@ -269,11 +269,10 @@ export class ControlClient {
       });
     }
     if (status === 404 || status === 405) {
-      // Most often a wrong control_url or path prefix: failing every record over it would lose them all.
-      return new UploadError('service', 'UPLOAD_FAILED', message, {
-        ...extra,
-        hint: 'Check control_url (or BLUE_AGENT_CONTROL_URL): it must be the Control API base URL, including any path prefix.',
-      });
+      // Most often a wrong control_url or path prefix: failing every record over it would lose them all. (A session
+      // route's 404 about one session is told apart by the caller, by its status.)
+      const wrong = wrongControlUrl(message, this.controlUrl);
+      return new UploadError('service', wrong.code, wrong.message, { ...extra, hint: wrong.hint! });
     }
     if (statusKind(status) === 'transient') {
       const retryAfterMs = parseRetryAfter(retryAfter, this.now());
@@ -281,6 +280,18 @@ export class ControlClient {
     }
     return new UploadError('record', 'UPLOAD_REJECTED', message, extra);
   }
+}
+
+/**
+ * A server answered at the Control API URL, but 404 (or 405) for one of the Control API's routes (`answered` says
+ * which, fit for a message): what answers there is not the Control API, most often because the URL's path prefix is
+ * wrong or missing.
+ */
+export function wrongControlUrl(answered: string, controlUrl: string): BlueError {
+  const prefix = new URL(controlUrl).pathname.replace(/\/+$/, '');
+  return new BlueError('CONTROL_URL_WRONG', `${answered}; a server answers at ${originOf(controlUrl)} but not with the Control API's routes${prefix === '' ? '' : ` under the path ${prefix}`}`, {
+    hint: `Check the Control API URL (--control-url, control_url or ${CONTROL_URL_ENV}): it must be the Control API's base URL, with its path prefix if it has one (https://example.com/blue), and nothing more.`,
+  });
 }
 
 /**

@@ -178,6 +178,8 @@ async function discover(client: ControlClient): Promise<unknown> {
     return await client.requestJson('GET', client.routeUrl('.well-known/metaharness'));
   } catch (error) {
     const status = (error as { status?: number }).status;
+    // The discovery route missing and the policy route too: not the Control API (its answer says so, CONTROL_URL_WRONG).
+    if (status === 404 && (await isWrongUrl(client))) throw error;
     if (status === 404) {
       throw new BlueError('AUTH_FAILED', `the Control API at ${client.controlUrl} offers no device sign-in (GET /.well-known/metaharness answered 404)`, {
         hint: 'Check --control-url, or sign in with a token from an administrator: blue-agent login --control-url URL --token-stdin < token-file.',
@@ -187,6 +189,19 @@ async function discover(client: ControlClient): Promise<unknown> {
       throw new BlueError('CONTROL_API_UNREACHABLE', error.message, { hint: 'Check the network and --control-url, then try again.' });
     }
     throw error;
+  }
+}
+
+/**
+ * After a 404 for discovery: whether the URL is not the Control API's at all (its policy route is missing too), rather
+ * than a Control API without device sign-in (which answers that route, if only to ask for a token).
+ */
+async function isWrongUrl(client: ControlClient): Promise<boolean> {
+  try {
+    await client.requestJson('GET', client.routeUrl('governance-config'));
+    return false;
+  } catch (error) {
+    return error instanceof BlueError && error.code === 'CONTROL_URL_WRONG';
   }
 }
 

@@ -10,7 +10,7 @@ import type { Dispatcher } from 'undici';
 import type { Env } from '../context.js';
 import { BlueError } from '../errors.js';
 import { printable } from '../util/terminal-text.js';
-import { ControlClient } from './client.js';
+import { ControlClient, wrongControlUrl } from './client.js';
 import { contractHeaders, judgeClientVersion, policyIncompatible, REQUIRED_CLIENT_VERSION_HEADER } from './contract.js';
 import { discard, header, isJsonType, readCapped, readSome, resolveLocation, ResponseTooLarge, routeUrl, serverError } from './http.js';
 import { describeNetworkError, networkFailure, safeUrl } from './scrub.js';
@@ -144,13 +144,15 @@ async function fetchWith(client: ControlClient, signal: AbortSignal, req: FetchR
         hint: 'An administrator publishes one on the server: `blue-agent control-plane policy publish FILE` (examples/policy.yaml is a start).',
       });
     }
+    if (status === 404 || status === 405) {
+      // A server answered, but not the Control API's route: the URL, or its path prefix, is not the Control API's.
+      await discard(response);
+      throw wrongControlUrl(`${where} answered HTTP ${status}`, new URL('.', req.url).href);
+    }
     if (status !== 200) {
       await discard(response);
       throw new BlueError('POLICY_UNREACHABLE', `${where} answered HTTP ${status}`, {
-        hint:
-          status === 404
-            ? 'Check control_url (or BLUE_AGENT_CONTROL_URL): it must be the Control API base URL, including any path prefix.'
-            : 'Check control_url (or BLUE_AGENT_CONTROL_URL) and the Control API logs.',
+        hint: 'Check control_url (or BLUE_AGENT_CONTROL_URL) and the Control API logs.',
       });
     }
     const type = header(response.headers, 'content-type');

@@ -103,6 +103,15 @@ describe('blue-agent login (device flow)', () => {
     await expect(stat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
+  it('tells a URL with a wrong path prefix apart from a server without device sign-in', async () => {
+    t = await startTestServer();
+    expect(await main(['login', '--control-url', `${t.url}/blue`, '--json'], home.ctx)).toBe(1);
+    const error = (JSON.parse(home.stdout.text()) as { error: { code: string; message: string; hint: string } }).error;
+    expect(error.code).toBe('CONTROL_URL_WRONG');
+    expect(error.message).toContain(`a server answers at ${t.url} but not with the Control API's routes under the path /blue`);
+    await expect(stat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
   it('tells a server without device sign-in apart, pointing at --token-stdin', async () => {
     const policy = await startPolicyServer({ revision: 1 });
     try {

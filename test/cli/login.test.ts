@@ -92,6 +92,20 @@ describe('blue-agent login', () => {
     expect(await readFile(tokenFile(), 'utf8')).toBe(`${TOKEN}\n`);
   });
 
+  it('says a URL whose path prefix is wrong reaches a server that is not the Control API there, and saves nothing', async () => {
+    const prefixed = await startPolicyServer({ revision: 1 }, { prefix: '/blue' });
+    try {
+      const error = await rejected(loginCommand(t.ctx, { controlUrl: `${prefixed.origin}/blu`, tokenStdin: true }, stdin(TOKEN)));
+      expect(error.code).toBe('CONTROL_URL_WRONG');
+      expect(error.message).toBe(`GET ${prefixed.origin}/blu/governance-config answered HTTP 404; a server answers at ${prefixed.origin} but not with the Control API's routes under the path /blu`);
+      expect(error.hint).toMatch(/base URL, with its path prefix/);
+    } finally {
+      await prefixed.close();
+    }
+    await expect(lstat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(lstat(configFile())).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
   it.each([
     ['not a URL', 'control.example.com'],
     ['another scheme', 'ftp://control.example.com'],
@@ -121,8 +135,9 @@ describe('blue-agent login', () => {
     const error = await rejected(loginCommand(t.ctx, { controlUrl: server.origin }, input));
     expect(error.message).toContain('offers no device sign-in');
     expect(input.readableEnded).toBe(false);
-    expect(server.requests.map((r) => r.url)).toEqual(['/.well-known/metaharness']);
-    expect(server.requests[0]!.headers.authorization).toBeUndefined();
+    // No discovery document, but the policy route answers: a Control API without device sign-in, not a wrong URL.
+    expect(server.requests.map((r) => r.url)).toEqual(['/.well-known/metaharness', '/governance-config']);
+    expect(server.requests.map((r) => r.headers.authorization)).toEqual([undefined, undefined]);
   });
 
   it('refuses to write the token through a symbolic link', async () => {

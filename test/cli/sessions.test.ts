@@ -313,6 +313,13 @@ describe('the Control API unreachable', () => {
     }
   });
 
+  it('a Control API URL with a wrong path prefix says the server there is not the Control API', async () => {
+    const { code, stderr } = await at(`${server.url}/blue`, ['sessions', 'list']);
+    expect(code).toBe(1);
+    expect(stderr).toContain(`error [CONTROL_URL_WRONG]: GET ${server.url}/blue/auth/me answered HTTP 404: [not_found] no route /blue/auth/me; a server answers at ${server.url} but not with the Control API's routes under the path /blue`);
+    expect(stderr).toContain('with its path prefix if it has one');
+  });
+
   it('a refused BLUE_AGENT_TOKEN says the environment overrides the token file', async () => {
     const stderr = bufferOutput();
     const code = await main(['sessions', 'list'], t.context({ stderr, env: { BLUE_AGENT_CONTROL_URL: server.url, BLUE_AGENT_TOKEN: 'blue_not-a-real-token' } }));

@@ -126,6 +126,6 @@ describe('fetchGovernanceConfig', () => {
       await expect(fetchGovernanceConfig(request(server.origin))).rejects.toMatchObject({ code: 'POLICY_MISSING' });
     }
     server.setHandler((_req, res) => res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}'));
-    await expect(fetchGovernanceConfig(request(server.origin))).rejects.toMatchObject({ code: 'POLICY_UNREACHABLE' });
+    await expect(fetchGovernanceConfig(request(server.origin))).rejects.toMatchObject({ code: 'CONTROL_URL_WRONG' });
   });
 });

@@ -275,9 +275,9 @@ describe('resolvePolicy from the Control API', () => {
     expect(error.message).toContain('none is configured');
   });
 
-  it('reports a 404 as a configuration problem', async () => {
+  it('reports a 404 as a wrong Control API URL', async () => {
     const error = await failure(resolve(ctxFor(`${server.origin}/wrong-prefix`)));
-    expect(error.code).toBe('POLICY_UNREACHABLE');
+    expect(error.code).toBe('CONTROL_URL_WRONG');
     expect(error.message).toContain('404');
     expect(error.hint).toContain('path prefix');
   });
