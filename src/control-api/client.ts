@@ -101,23 +101,33 @@ export class ControlClient {
     return pool;
   }
 
-  /** A client from the agent config and environment; throws CONFIG_INVALID when no Control API is configured. */
-  static async fromContext(ctx: Context, options: { timeoutMs?: number; maxResponseBytes?: number } = {}): Promise<ControlClient> {
+  /**
+   * A client from the agent config and environment; throws NOT_LOGGED_IN when no Control API is configured, and, with
+   * `requireToken`, when there is no token for it either (every route people's commands call needs one).
+   */
+  static async fromContext(ctx: Context, options: { timeoutMs?: number; maxResponseBytes?: number; requireToken?: boolean } = {}): Promise<ControlClient> {
     const { config } = await loadAgentConfig(ctx);
     const settings = controlSettings(ctx, config);
     if (settings.controlUrl === undefined) {
-      throw new BlueError('CONFIG_INVALID', 'no Control API is configured, so captured sessions cannot be uploaded', {
-        hint: 'Run `blue-agent login --control-url URL`, or set BLUE_AGENT_CONTROL_URL and BLUE_AGENT_TOKEN.',
+      throw new BlueError('NOT_LOGGED_IN', 'not logged in: no Control API is configured on this machine', {
+        hint: 'Run `blue-agent login --control-url URL` (the Control API your administrator gave you), or set BLUE_AGENT_CONTROL_URL and BLUE_AGENT_TOKEN.',
+      });
+    }
+    const { requireToken, ...limits } = options;
+    const token = await settings.readToken();
+    if (token === undefined && requireToken === true) {
+      throw new BlueError('NOT_LOGGED_IN', `not logged in to the Control API at ${safeUrl(settings.controlUrl)}: no token in ${settings.tokenFile}, and ${TOKEN_ENV} is not set`, {
+        hint: 'Run `blue-agent login` to sign in there again, or set BLUE_AGENT_TOKEN.',
       });
     }
     return ControlClient.create({
       controlUrl: settings.controlUrl,
-      token: await settings.readToken(),
+      token,
       tokenSource: settings.tokenSource,
       env: ctx.env,
       userAgent: `blue-agent/${ctx.self.version}`,
       now: () => ctx.clock.now(),
-      ...options,
+      ...limits,
     });
   }
 

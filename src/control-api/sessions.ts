@@ -148,7 +148,7 @@ export class SessionsApi {
   ) {}
 
   static async fromContext(ctx: Context): Promise<SessionsApi> {
-    return new SessionsApi(await ControlClient.fromContext(ctx), () => ctx.clock.now());
+    return new SessionsApi(await ControlClient.fromContext(ctx, { requireToken: true }), () => ctx.clock.now());
   }
 
   async close(): Promise<void> {

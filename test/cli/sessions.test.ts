@@ -313,6 +313,19 @@ describe('the Control API unreachable', () => {
     }
   });
 
+  it('before any login, says not logged in and how to log in; with a Control API but no token, the same', async () => {
+    for (const env of [{}, { BLUE_AGENT_CONTROL_URL: server.url }] as Record<string, string>[]) {
+      const stdout = bufferOutput();
+      const code = await main(['sessions', 'list', '--json'], t.context({ stdout, env: { ...env, BLUE_AGENT_TOKEN: '' } }));
+      expect(code, JSON.stringify(env)).toBe(1);
+      const { error } = JSON.parse(stdout.text()) as { error: { code: string; message: string; hint: string } };
+      expect(error.code).toBe('NOT_LOGGED_IN');
+      expect(error.message).toMatch(/^not logged in/);
+      expect(error.message).not.toContain('upload');
+      expect(error.hint).toMatch(/blue-agent login/);
+    }
+  });
+
   it('a Control API URL with a wrong path prefix says the server there is not the Control API', async () => {
     const { code, stderr } = await at(`${server.url}/blue`, ['sessions', 'list']);
     expect(code).toBe(1);

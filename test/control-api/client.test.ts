@@ -193,7 +193,7 @@ describe('ControlClient', () => {
       expect(c.routeUrl('session-uploads/presign').href).toBe('https://control.example/blue/session-uploads/presign');
       const bare = await makeTestHome();
       try {
-        await expect(ControlClient.fromContext(bare.ctx)).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
+        await expect(ControlClient.fromContext(bare.ctx)).rejects.toMatchObject({ code: 'NOT_LOGGED_IN', message: 'not logged in: no Control API is configured on this machine' });
       } finally {
         await bare.cleanup();
       }
