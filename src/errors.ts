@@ -15,6 +15,11 @@ export const EXIT_USAGE = 2;
  */
 export const EXIT_TEMPFAIL = 75;
 
+/** The exit code of a command a signal stopped, as shells report one: 128 and the signal's number. */
+export function signalExitCode(signal: 'SIGINT' | 'SIGTERM'): number {
+  return signal === 'SIGINT' ? 130 : 143;
+}
+
 export type ErrorCode =
   | 'USAGE'
   | 'CONFIG_INVALID'
@@ -33,6 +38,7 @@ export type ErrorCode =
   | 'LOGIN_DENIED'
   | 'LOGIN_EXPIRED'
   | 'NOT_LOGGED_IN'
+  | 'INTERRUPTED'
   | 'CONTROL_URL_WRONG'
   | 'VERSION_UNRECOGNISED'
   | 'VERSION_DETECT_FAILED'

@@ -1,14 +1,15 @@
 /**
- * `blue-agent login --control-url URL [--no-browser] [--json]`: signs this machine in with the device flow (a code
- * to approve in a browser; credentials that refresh themselves), or, with `--token-stdin [--no-verify]`, saves a
- * bearer token an administrator made. Either way it saves where the Control API is (control_url in the agent config,
- * spliced in so that everything else in the file keeps its bytes and comments) and the token or credentials (the
- * token file, 0600, written atomically). A token is taken only from stdin — argv is visible to every user of the
+ * `blue-agent login [--control-url URL] [--no-browser] [--json]`: signs this machine in with the device flow (a code
+ * to approve in a browser; credentials that refresh themselves), or, with `--token-stdin [--offline]`, saves a bearer
+ * token an administrator made. Either way it saves where the Control API is (control_url in the agent config, spliced
+ * in so that everything else in the file keeps its bytes and comments) and the token or credentials (the token file,
+ * 0600, written atomically). Without --control-url it signs in again where it did before (BLUE_AGENT_CONTROL_URL, else
+ * the saved control_url), and says so. A token is taken only from stdin — argv is visible to every user of the
  * machine — and never appears in output, logs or error messages.
  *
- * Verification of a token from stdin: it is tried against GET <url>/governance-config. A refused token (401/403) or a
- * wrong URL saves nothing. An unreachable Control API saves anyway with a warning, since a machine is often set up
- * before it can reach the network the Control API lives on; --no-verify skips the check.
+ * Verification of a token from stdin: it is tried against GET <url>/governance-config. A refused token (401/403), a
+ * wrong URL or an unreachable Control API saves nothing; with --offline an unreachable one saves the token unchecked
+ * (a machine set up before it can reach the network the Control API lives on), while one that answers still checks it.
  */
 import type { Readable } from 'node:stream';
 import { parseDocument, isMap } from 'yaml';
@@ -19,7 +20,7 @@ import { deviceSignIn, writeTokenFile, type Credentials } from '../control-api/c
 import { fetchGovernanceConfig, governanceConfigUrl } from '../control-api/governance-config.js';
 import { ControlClient } from '../control-api/client.js';
 import { SessionsApi } from '../control-api/sessions.js';
-import { BlueError, toBlueError, usageError } from '../errors.js';
+import { BlueError, signalExitCode, toBlueError, usageError } from '../errors.js';
 import { MAX_POLICY_BYTES } from '../policy/validate.js';
 import { agentConfigSchema, parseYamlText, validateDocument } from '../schema/index.js';
 import { readTextIfExists, replaceFileAtomically, resolveWriteTarget } from '../util/fs.js';
@@ -29,10 +30,11 @@ const MAX_TOKEN_BYTES = 8 * 1024;
 const VERIFY_TIMEOUT_MS = 10_000;
 
 export interface LoginOptions {
+  /** Undefined: BLUE_AGENT_CONTROL_URL, else the saved control_url. */
   controlUrl?: string;
   tokenStdin?: boolean;
-  /** False with --no-verify. */
-  verify?: boolean;
+  /** --offline: a token from stdin is saved unchecked when the Control API cannot be reached. */
+  offline?: boolean;
   /** False with --no-browser: the device flow only prints where to go. */
   browser?: boolean;
   json?: boolean;
@@ -41,9 +43,11 @@ export interface LoginOptions {
 export interface LoginReport {
   ok: true;
   control_url: string;
+  /** Where the URL came from: the flag, the environment, or the control_url saved by an earlier login. */
+  control_url_source: ControlUrlSource;
   config_file: string;
   token_file: string;
-  /** True when the Control API accepted the token; false when the check was skipped or could not be made. */
+  /** True when the Control API accepted the token; false when it could not be reached (--offline). */
   verified: boolean;
   /** `device`: signed in with the device flow (credentials that refresh); `token`: a token from stdin. */
   method: 'device' | 'token';
@@ -61,7 +65,7 @@ export async function loginCommand(ctx: Context, opts: LoginOptions, stdin: Read
       ...(report.email === undefined ? [] : [`signed in as ${report.email}`]),
       `control_url ${report.control_url} saved in ${report.config_file}`,
       report.method === 'device' ? `credentials saved in ${report.token_file} (mode 0600; the access token refreshes itself)` : `token saved in ${report.token_file} (mode 0600)`,
-      report.verified ? 'the Control API accepted the token' : 'the token was not verified',
+      report.verified ? 'the Control API accepted the token' : 'the token was not checked (--offline)',
       ...report.warnings.map((w) => `warning: ${w}`),
     ];
     ctx.stdout.write(`${lines.join('\n')}\n`);
@@ -70,57 +74,83 @@ export async function loginCommand(ctx: Context, opts: LoginOptions, stdin: Read
 }
 
 export async function login(ctx: Context, opts: LoginOptions, stdin: Readable): Promise<LoginReport> {
-  if (opts.controlUrl === undefined) throw usageError('--control-url is required', 'Example: blue-agent login --control-url https://control.example.com');
-  const controlUrl = normaliseControlUrl(opts.controlUrl);
+  const { controlUrl, source } = await controlUrlFor(ctx, opts.controlUrl);
+  if (source !== '--control-url') ctx.stderr.write(`Signing in to the Control API at ${controlUrl} (${SOURCE_WORDS[source](ctx)}; --control-url URL signs in elsewhere).\n`);
   if (opts.tokenStdin !== true) {
-    if (opts.verify === false) throw usageError('--no-verify applies to a token from stdin only', 'The device flow always checks what it gets; drop --no-verify, or add --token-stdin.');
-    return deviceLogin(ctx, controlUrl, opts);
+    if (opts.offline === true) throw usageError('--offline applies to a token from stdin only', 'The device flow needs the Control API: drop --offline, or add --token-stdin.');
+    return deviceLogin(ctx, controlUrl, source, opts);
   }
   // Without a pipe the terminal is stdin: say what is awaited rather than seem to hang.
   if ((stdin as { isTTY?: boolean }).isTTY === true) ctx.stderr.write('Paste the token, then press Enter and Ctrl-D:\n');
   const token = await readToken(stdin);
   const warnings: string[] = [];
 
-  let verified = false;
-  if (opts.verify !== false) {
-    const outcome = await fetchGovernanceConfig({
-      url: governanceConfigUrl(controlUrl),
-      token,
-      tokenSource: 'stdin',
-      etag: undefined,
-      timeoutMs: VERIFY_TIMEOUT_MS,
-      maxBytes: MAX_POLICY_BYTES,
-      userAgent: `blue-agent/${ctx.self.version}`,
-      clientVersion: ctx.self.version,
-      env: ctx.env,
-    }).catch((error: unknown) => {
-      // The server took the token (it authenticates before it looks for a policy) but has no policy to give yet, or
-      // none this blue-agent may apply (426, another major pinned): the token is good, the policy is another matter.
-      if (error instanceof BlueError && (error.code === 'POLICY_MISSING' || error.code === 'POLICY_INCOMPATIBLE' || error.code === 'CLIENT_VERSION_MISMATCH')) {
-        warnings.push(`${error.message}; saved anyway. ${error.hint ?? ''}`);
-        return { kind: 'ok' as const };
-      }
-      throw error;
-    });
-    if (outcome.kind === 'unavailable') {
-      warnings.push(`could not verify the token: the Control API at ${new URL(controlUrl).origin} ${outcome.reason}; saved anyway`);
-    } else {
-      verified = true;
+  const outcome = await fetchGovernanceConfig({
+    url: governanceConfigUrl(controlUrl),
+    token,
+    tokenSource: 'stdin',
+    etag: undefined,
+    timeoutMs: VERIFY_TIMEOUT_MS,
+    maxBytes: MAX_POLICY_BYTES,
+    userAgent: `blue-agent/${ctx.self.version}`,
+    clientVersion: ctx.self.version,
+    env: ctx.env,
+  }).catch((error: unknown) => {
+    // The server took the token (it authenticates before it looks for a policy) but has no policy to give yet, or
+    // none this blue-agent may apply (426, another major pinned): the token is good, the policy is another matter.
+    if (error instanceof BlueError && (error.code === 'POLICY_MISSING' || error.code === 'POLICY_INCOMPATIBLE' || error.code === 'CLIENT_VERSION_MISMATCH')) {
+      warnings.push(`${error.message}; saved anyway. ${error.hint ?? ''}`);
+      return { kind: 'ok' as const };
     }
+    throw error;
+  });
+  const origin = new URL(controlUrl).origin;
+  if (outcome.kind === 'unavailable') {
+    // Saving a token nobody checked is a choice, never a fallback: a typo in the URL would otherwise pass unnoticed.
+    if (opts.offline !== true) {
+      throw new BlueError('CONTROL_API_UNREACHABLE', `cannot check the token: the Control API at ${origin} ${outcome.reason}; nothing was saved`, {
+        hint: `Check --control-url and the network, then try again; to save the token unchecked on a machine that cannot reach the Control API yet, add --offline.`,
+      });
+    }
+    warnings.push(`the token was not checked: the Control API at ${origin} ${outcome.reason}; saved anyway (--offline)`);
   }
 
   const tokenFile = await save(ctx, controlUrl, `${token}\n`, warnings);
-  return { ok: true, control_url: controlUrl, config_file: ctx.paths.configFile, token_file: tokenFile, verified, method: 'token', warnings };
+  return { ok: true, control_url: controlUrl, control_url_source: source, config_file: ctx.paths.configFile, token_file: tokenFile, verified: outcome.kind !== 'unavailable', method: 'token', warnings };
+}
+
+export type ControlUrlSource = '--control-url' | typeof CONTROL_URL_ENV | 'control_url';
+
+const SOURCE_WORDS: Record<ControlUrlSource, (ctx: Context) => string> = {
+  '--control-url': () => 'from --control-url',
+  [CONTROL_URL_ENV]: () => `from ${CONTROL_URL_ENV}`,
+  control_url: (ctx) => `control_url saved in ${ctx.paths.configFile}`,
+};
+
+/** --control-url, else where the other commands find the Control API: BLUE_AGENT_CONTROL_URL, else the saved control_url. */
+async function controlUrlFor(ctx: Context, given: string | undefined): Promise<{ controlUrl: string; source: ControlUrlSource }> {
+  if (given !== undefined) return { controlUrl: normaliseControlUrl(given), source: '--control-url' };
+  const settings = controlSettings(ctx, (await loadAgentConfig(ctx)).config);
+  if (settings.controlUrl === undefined || settings.controlUrlSource === undefined) {
+    throw usageError('no Control API to sign in to: give --control-url (login saves it, so later logins need it no more)', 'Example: blue-agent login --control-url https://control.example.com');
+  }
+  try {
+    return { controlUrl: normaliseControlUrl(settings.controlUrl), source: settings.controlUrlSource };
+  } catch (error) {
+    const where = settings.controlUrlSource === 'control_url' ? `control_url in ${ctx.paths.configFile}` : CONTROL_URL_ENV;
+    throw new BlueError('CONFIG_INVALID', `${where}: ${(error as BlueError).message.replace(/^--control-url /, 'the URL ')}`, { hint: 'Give --control-url URL: login saves it in place of this one.' });
+  }
 }
 
 /**
  * The device flow: the code and where to approve it on stderr (and the browser opened at that page where one can
  * be), then the credentials saved once approved, and who they are for.
  */
-async function deviceLogin(ctx: Context, controlUrl: string, opts: LoginOptions): Promise<LoginReport> {
+async function deviceLogin(ctx: Context, controlUrl: string, source: ControlUrlSource, opts: LoginOptions): Promise<LoginReport> {
   const abort = new AbortController();
-  const interrupted = () => abort.abort();
+  const interrupted = (signal: NodeJS.Signals) => abort.abort(signal);
   process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   let credentials: Credentials;
   try {
     credentials = await deviceSignIn(ctx, controlUrl, {
@@ -136,10 +166,18 @@ async function deviceLogin(ctx: Context, controlUrl: string, opts: LoginOptions)
       },
     });
   } catch (error) {
-    if (abort.signal.aborted) throw new BlueError('LOGIN_EXPIRED', 'the sign-in was stopped before it was approved', { hint: 'Run `blue-agent login` again to sign in.' });
+    if (abort.signal.aborted) {
+      // Stopped by the person (or the system), as any command a signal stops: exit 130 (Ctrl-C) or 143 (SIGTERM).
+      const signal = abort.signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT';
+      throw new BlueError('INTERRUPTED', `the sign-in was stopped (${signal === 'SIGINT' ? 'Ctrl-C' : signal}) before the code was approved; nothing was saved`, {
+        hint: 'Run `blue-agent login` again to sign in.',
+        exitCode: signalExitCode(signal),
+      });
+    }
     throw error;
   } finally {
     process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
   }
   const warnings: string[] = [];
   const client = await ControlClient.create({ controlUrl, token: credentials.access_token, tokenSource: 'the new sign-in', env: ctx.env, userAgent: `blue-agent/${ctx.self.version}`, timeoutMs: VERIFY_TIMEOUT_MS });
@@ -151,7 +189,7 @@ async function deviceLogin(ctx: Context, controlUrl: string, opts: LoginOptions)
     await api.close();
   }
   const tokenFile = await save(ctx, controlUrl, `${JSON.stringify(credentials)}\n`, warnings);
-  return { ok: true, control_url: controlUrl, config_file: ctx.paths.configFile, token_file: tokenFile, verified: true, method: 'device', email: me.email, warnings };
+  return { ok: true, control_url: controlUrl, control_url_source: source, config_file: ctx.paths.configFile, token_file: tokenFile, verified: true, method: 'device', email: me.email, warnings };
 }
 
 /** Opens `url` in the person's browser when this machine has a desktop; never waits for it, never fails the login. */

@@ -48,7 +48,8 @@ export function buildProgram(ctx: Context, state: RunState): Command {
     `
 Exit codes: 0 success, 1 failure (details on stderr, or in the --json document), 2 usage error,
 3 \`run\`: another agent is already running for this user (LOCK_TIMEOUT; any other LOCK_TIMEOUT exits 1).
-\`resume\` exits with the launched harness's own status, and 130 or 143 when interrupted by SIGINT or SIGTERM.
+\`resume\` exits with the launched harness's own status; \`resume\`, \`demo\` and \`login\` exit 130 or 143 when
+interrupted by SIGINT (Ctrl-C) or SIGTERM.
 Environment: BLUE_AGENT_HOME (state), BLUE_AGENT_CONFIG (config file), BLUE_AGENT_CONTROL_URL, BLUE_AGENT_TOKEN.`,
   );
 
@@ -205,31 +206,33 @@ Examples:
   program
     .command('login')
     .description('sign this machine in to a Control API: approve a code in a browser (device flow), or save a token from stdin')
-    .requiredOption('--control-url <url>', 'the Control API base URL (http or https, may carry a path prefix)')
+    .option('--control-url <url>', 'the Control API base URL (http or https, may carry a path prefix); default: where this machine signed in before')
     .option('--no-browser', 'print where to approve the code without opening a browser')
     .option('--token-stdin', 'instead of the device flow, read a token an administrator made from stdin (never from argv: every user sees argv)')
-    .option('--no-verify', 'with --token-stdin: save without checking the token against GET <url>/governance-config')
+    .option('--offline', 'with --token-stdin: when the Control API cannot be reached, save the token unchecked instead of failing')
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
       `
 Without --token-stdin: prints a code and a URL (and opens the browser there when this machine has a desktop); once
 the code is approved in the browser, saves credentials whose short-lived access token refreshes itself. The
-Control API names where to sign in (GET <url>/.well-known/metaharness). Ctrl-C stops waiting.
+Control API names where to sign in (GET <url>/.well-known/metaharness). Ctrl-C stops waiting (exit 130).
 
-With --token-stdin: the token is checked against the Control API first: a refused token saves nothing; an
-unreachable Control API saves anyway, with a warning.
+With --token-stdin: the token is checked against the Control API first: a refused token, a wrong URL or an
+unreachable Control API saves nothing; with --offline an unreachable one saves the token unchecked, with a warning.
 
 Either way, control_url is saved in the agent config (only that key changes; comments are kept) and the token or
-credentials in the token file (<state dir>/token, or token_file from the config), mode 0600.
+credentials in the token file (<state dir>/token, or token_file from the config), mode 0600. Without --control-url,
+login signs in again where BLUE_AGENT_CONTROL_URL or the saved control_url points, and says which.
 BLUE_AGENT_CONTROL_URL and BLUE_AGENT_TOKEN still override what is saved.
 
 Examples:
   blue-agent login --control-url https://control.example.com
+  blue-agent login
   blue-agent login --control-url https://control.example.com --token-stdin < token.txt
   printf %s "$TOKEN" | blue-agent login --control-url https://example.com/blue --token-stdin --json`,
     )
-    .action(async (opts: { controlUrl: string; tokenStdin?: boolean; verify?: boolean; browser?: boolean; json?: boolean }) => {
+    .action(async (opts: { controlUrl?: string; tokenStdin?: boolean; offline?: boolean; browser?: boolean; json?: boolean }) => {
       const { loginCommand } = await import('./login.js');
       state.exitCode = await loginCommand(ctx, opts);
     });

@@ -12,6 +12,7 @@ import { controlSettings } from '../../src/control-api/settings.js';
 import { main } from '../../src/cli/main.js';
 import { startTestServer, type TestServer, type TestUser } from '../support/control-server.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
+import { runCli } from '../support/cli-process.js';
 import { startPolicyServer } from '../support/policy-server.js';
 
 let home: TestHome;
@@ -101,6 +102,21 @@ describe('blue-agent login (device flow)', () => {
     expect(await main(['login', '--control-url', t.url, '--json'], home.ctx)).toBe(1);
     expect(JSON.parse(home.stdout.text())).toMatchObject({ ok: false, error: { code: 'LOGIN_EXPIRED' } });
     await expect(stat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('Ctrl-C while it waits for approval stops it as an interruption (exit 130, INTERRUPTED), saving nothing', async () => {
+    t = await startTestServer({ liveClock: true, identity: { deviceIntervalMs: 1_000 } });
+    const login = runCli(['login', '--control-url', t.url, '--no-browser'], { env: home.env, timeoutMs: 30_000 });
+    let printed = '';
+    login.child.stderr!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+    for (let i = 0; i < 400 && !printed.includes('Ctrl-C stops'); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    expect(printed).toContain('Ctrl-C stops');
+    login.child.kill('SIGINT');
+    const done = await login;
+    expect(done.code, done.stderr).toBe(130);
+    expect(done.stderr).toContain('blue-agent: error [INTERRUPTED]: the sign-in was stopped (Ctrl-C) before the code was approved; nothing was saved');
+    await expect(stat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(stat(home.env.BLUE_AGENT_CONFIG!)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('tells a URL with a wrong path prefix apart from a server without device sign-in', async () => {

@@ -55,12 +55,17 @@ describe('blue-agent login', () => {
     await mkdir(path.dirname(configFile()), { recursive: true });
     const before = '# managed by ops\ncontrol_url: https://old.example # the old one\nallowed_upload_origins:\n  - https://uploads.example # S3\n';
     await writeFile(configFile(), before, { mode: 0o640 });
-    await loginCommand(t.ctx, { controlUrl: `${server.origin}/prefix/`, tokenStdin: true, verify: false }, stdin(TOKEN));
-    const after = await readFile(configFile(), 'utf8');
-    expect(after).toBe(before.replace('https://old.example', `${server.origin}/prefix`));
+    const prefixed = await startPolicyServer({ revision: 1 }, { prefix: '/prefix' });
+    try {
+      await loginCommand(t.ctx, { controlUrl: `${prefixed.origin}/prefix/`, tokenStdin: true }, stdin(TOKEN));
+      expect(prefixed.requests.map((r) => r.url)).toEqual(['/prefix/governance-config']);
+      const after = await readFile(configFile(), 'utf8');
+      expect(after).toBe(before.replace('https://old.example', `${prefixed.origin}/prefix`));
+    } finally {
+      await prefixed.close();
+    }
     expect((await stat(configFile())).mode & 0o777).toBe(0o640);
-    expect(server.requests).toHaveLength(0);
-    expect(t.stdout.text()).toContain('not verified');
+    expect(t.stdout.text()).toContain('the Control API accepted the token');
     expect(everything()).not.toContain(TOKEN);
   });
 
@@ -83,13 +88,30 @@ describe('blue-agent login', () => {
     expect(server.requests[0]!.headers['x-blue-contract-version']).toBe('3');
   });
 
-  it('saves with a warning when the Control API cannot be reached', async () => {
+  it('saves nothing when the Control API cannot be reached, and says how to save offline', async () => {
     const origin = await closedOrigin();
-    await loginCommand(t.ctx, { controlUrl: origin, tokenStdin: true, json: true }, stdin(TOKEN));
+    const error = await rejected(loginCommand(t.ctx, { controlUrl: origin, tokenStdin: true, json: true }, stdin(TOKEN)));
+    expect(error.code).toBe('CONTROL_API_UNREACHABLE');
+    expect(error.message).toMatch(/cannot check the token: the Control API at http:\/\/127\.0\.0\.1:\d+ unreachable \(ECONNREFUSED\); nothing was saved/);
+    expect(error.hint).toContain('--offline');
+    await expect(lstat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(lstat(configFile())).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('with --offline, saves the token unchecked when the Control API cannot be reached, and says so', async () => {
+    const origin = await closedOrigin();
+    await loginCommand(t.ctx, { controlUrl: origin, tokenStdin: true, offline: true, json: true }, stdin(TOKEN));
     const report = JSON.parse(t.stdout.text()) as { verified: boolean; warnings: string[] };
     expect(report.verified).toBe(false);
-    expect(report.warnings[0]).toMatch(/could not verify the token.*saved anyway/);
+    expect(report.warnings[0]).toMatch(/the token was not checked: .*unreachable \(ECONNREFUSED\); saved anyway \(--offline\)/);
     expect(await readFile(tokenFile(), 'utf8')).toBe(`${TOKEN}\n`);
+  });
+
+  it('with --offline, still refuses a token a reachable Control API refuses', async () => {
+    server.setHandler((_req, res) => res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"no"}'));
+    const error = await rejected(loginCommand(t.ctx, { controlUrl: server.origin, tokenStdin: true, offline: true }, stdin(TOKEN)));
+    expect(error.code).toBe('AUTH_FAILED');
+    await expect(lstat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('says a URL whose path prefix is wrong reaches a server that is not the Control API there, and saves nothing', async () => {
@@ -104,6 +126,30 @@ describe('blue-agent login', () => {
     }
     await expect(lstat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
     await expect(lstat(configFile())).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('without --control-url, signs in again where it signed in before, and says so; with nothing saved, asks for it', async () => {
+    const none = await rejected(loginCommand(t.ctx, { tokenStdin: true }, stdin(TOKEN)));
+    expect(none.code).toBe('USAGE');
+    expect(none.message).toMatch(/no Control API to sign in to: give --control-url/);
+    await loginCommand(t.ctx, { controlUrl: server.origin, tokenStdin: true }, stdin(TOKEN));
+    await writeFile(tokenFile(), 'old-token\n', { mode: 0o600 });
+    const before = t.stdout.text().length;
+    expect(await loginCommand(t.ctx, { tokenStdin: true, json: true }, stdin(`${TOKEN}2`))).toBe(0);
+    expect(JSON.parse(t.stdout.text().slice(before))).toMatchObject({ control_url: server.origin, control_url_source: 'control_url', verified: true });
+    expect(t.stderr.text()).toContain(`Signing in to the Control API at ${server.origin} (control_url saved in ${configFile()}; --control-url URL signs in elsewhere).`);
+    expect(await readFile(tokenFile(), 'utf8')).toBe(`${TOKEN}2\n`);
+    expect(server.requests.at(-1)!.headers.authorization).toBe(`Bearer ${TOKEN}2`);
+    // The environment names the Control API for every command, so for login too.
+    const other = await startPolicyServer({ revision: 1 });
+    try {
+      const ctx = t.context({ env: { BLUE_AGENT_CONTROL_URL: other.origin } });
+      await loginCommand(ctx, { tokenStdin: true }, stdin(TOKEN));
+      expect(other.requests).toHaveLength(1);
+      expect(t.stderr.text()).toContain(`Signing in to the Control API at ${other.origin} (from BLUE_AGENT_CONTROL_URL;`);
+    } finally {
+      await other.close();
+    }
   });
 
   it.each([
@@ -144,7 +190,7 @@ describe('blue-agent login', () => {
     const elsewhere = path.join(t.root, 'elsewhere');
     await mkdir(path.dirname(tokenFile()), { recursive: true });
     await symlink(elsewhere, tokenFile());
-    const error = await rejected(loginCommand(t.ctx, { controlUrl: server.origin, tokenStdin: true, verify: false }, stdin(TOKEN)));
+    const error = await rejected(loginCommand(t.ctx, { controlUrl: server.origin, tokenStdin: true }, stdin(TOKEN)));
     expect(error.code).toBe('UNSAFE_PATH');
     await expect(lstat(elsewhere)).rejects.toMatchObject({ code: 'ENOENT' });
     await expect(lstat(configFile())).rejects.toMatchObject({ code: 'ENOENT' });
@@ -154,7 +200,7 @@ describe('blue-agent login', () => {
     await writeFile(path.join(t.root, 'plain'), 'x');
     const stateDir = path.join(t.root, 'plain', 'state');
     const ctx = t.context({ env: { BLUE_AGENT_HOME: stateDir } });
-    const error = await rejected(loginCommand(ctx, { controlUrl: server.origin, tokenStdin: true, verify: false }, stdin(TOKEN)));
+    const error = await rejected(loginCommand(ctx, { controlUrl: server.origin, tokenStdin: true }, stdin(TOKEN)));
     expect(error.code).toBe('NOT_A_DIRECTORY');
     expect(error.file).toBe(path.join(stateDir, 'token'));
     expect(error.message).toMatch(new RegExp(`^cannot write the token to ${path.join(stateDir, 'token')}: a part of the path is not a directory \\(ENOTDIR: mkdir`));
@@ -172,7 +218,7 @@ describe('blue-agent login', () => {
 
   it('says when the environment overrides what was saved', async () => {
     const ctx = t.context({ env: { BLUE_AGENT_TOKEN: 'other', BLUE_AGENT_CONTROL_URL: 'https://env.example' } });
-    await loginCommand(ctx, { controlUrl: server.origin, tokenStdin: true, verify: false, json: true }, stdin(TOKEN));
+    await loginCommand(ctx, { controlUrl: server.origin, tokenStdin: true, json: true }, stdin(TOKEN));
     const report = JSON.parse(t.stdout.text()) as { warnings: string[] };
     expect(report.warnings.join('\n')).toMatch(/BLUE_AGENT_CONTROL_URL is set[\s\S]*BLUE_AGENT_TOKEN is set/);
   });
@@ -180,7 +226,7 @@ describe('blue-agent login', () => {
   it('is registered in the CLI with help and JSON errors', async () => {
     expect(await main(['login', '--help'], t.ctx)).toBe(0);
     expect(t.stdout.text()).toContain('--token-stdin');
-    expect(t.stdout.text()).toContain('--no-verify');
+    expect(t.stdout.text()).toContain('--offline');
     const code = await main(['login', '--control-url', 'ftp://x.example', '--token-stdin', '--json'], t.ctx);
     expect(code).toBe(2);
     expect(t.stdout.text()).toContain('"code": "USAGE"');

@@ -35,7 +35,7 @@ const BAD: string[][] = [
   ['control-plane', 'gc', '--data', '{home}/nowhere'],
   ['control-plane', 'reindex', '--data', '{home}/nowhere'],
   ['login'],
-  ['login', '--control-url', 'http://127.0.0.1:9', '--no-verify'],
+  ['login', '--control-url', 'http://127.0.0.1:9', '--offline'],
   ['login', '--control-url', 'ftp://example.com', '--token-stdin'],
   ['sessions', 'share', 'abc'],
   ['sessions', 'show'],
