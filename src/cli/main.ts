@@ -224,7 +224,7 @@ unreachable Control API saves nothing; with --offline an unreachable one saves t
 Either way, control_url is saved in the agent config (only that key changes; comments are kept) and the token or
 credentials in the token file (<state dir>/token, or token_file from the config), mode 0600. Without --control-url,
 login signs in again where BLUE_AGENT_CONTROL_URL or the saved control_url points, and says which.
-BLUE_AGENT_CONTROL_URL and BLUE_AGENT_TOKEN still override what is saved.
+BLUE_AGENT_CONTROL_URL and BLUE_AGENT_TOKEN still override what is saved. \`blue-agent logout\` signs out.
 
 Examples:
   blue-agent login --control-url https://control.example.com
@@ -235,6 +235,30 @@ Examples:
     .action(async (opts: { controlUrl?: string; tokenStdin?: boolean; offline?: boolean; browser?: boolean; json?: boolean }) => {
       const { loginCommand } = await import('./login.js');
       state.exitCode = await loginCommand(ctx, opts);
+    });
+
+  program
+    .command('logout')
+    .description('sign this machine out: remove the saved token or credentials, and end a device sign-in on the Control API')
+    .option('--revoke', 'also revoke a token that came from --token-stdin (by default it is only removed here: it may be in use elsewhere)')
+    .option('--json', 'print the result as JSON')
+    .addHelpText(
+      'after',
+      `
+Removes the token file (<state dir>/token, or token_file from the config). A device sign-in (\`blue-agent login\`
+without --token-stdin) belongs to this machine alone: it is revoked on the Control API first, so its tokens stop
+working everywhere. A token an administrator made (\`login --token-stdin\`) may be in use elsewhere, so it is
+revoked only with --revoke. Revoking is best effort: when the Control API cannot be reached or does not revoke, the
+credentials are still removed here and the report says what is left to do. control_url stays saved, so that
+\`blue-agent login\` signs in there again. Nothing saved is not an error (exit 0).
+
+Examples:
+  blue-agent logout
+  blue-agent logout --revoke --json`,
+    )
+    .action(async (opts: { revoke?: boolean; json?: boolean }) => {
+      const { logoutCommand } = await import('./logout.js');
+      state.exitCode = await logoutCommand(ctx, opts);
     });
 
   const sessions = program.command('sessions').description('list, show, share, delete and export the captured sessions on the Control API');
