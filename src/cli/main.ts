@@ -348,7 +348,7 @@ Example:
   sessions
     .command('export <id-or-file>')
     .description('render a session as markdown (readable conversation) or json (manifest and metadata)')
-    .requiredOption('--format <format>', 'markdown or json')
+    .option('--format <format>', 'markdown or json', 'markdown')
     .option('--out <file>', 'write to this file (mode 0600) instead of stdout')
     .addHelpText(
       'after',
@@ -358,7 +358,7 @@ verified) or, when it names an existing file, a local bundle, verified the same 
 0600 (a file that already exists is overwritten and keeps its mode).
 
 Examples:
-  blue-agent sessions export 3d394c86 --format markdown --out session.md
+  blue-agent sessions export 3d394c86 --out session.md
   blue-agent sessions export ./session.bundle --format json`,
     )
     .action(async (idOrFile: string, opts: { format: string; out?: string }) => {

@@ -241,6 +241,8 @@ describe('sessions share', () => {
 describe('sessions export from the Control API', () => {
   it('downloads, verifies and renders the same markdown as the bundle file, with the id and updated time', async () => {
     const { code, stdout, stderr } = await as(server.bob, ['sessions', 'export', ids.bobOpencode!.slice(0, 10), '--format', 'markdown']);
+    // Markdown is what an export is without --format.
+    expect((await as(server.bob, ['sessions', 'export', ids.bobOpencode!.slice(0, 10)])).stdout).toBe(stdout);
     expect(stderr).toBe('');
     expect(code).toBe(0);
     const golden = await readFile(goldenExport('opencode', 'md'), 'utf8');

@@ -33,11 +33,11 @@ describe('sessions export of a bundle file: golden output per harness', () => {
   for (const { harness, fixture, older } of allFixtures()) {
     const name = older ? `${harness} (${fixture.profile})` : harness;
     const golden = (format: 'md' | 'json') => goldenExport(harness, format, older ? fixture : undefined);
-    it(`${name}: markdown`, async () => {
+    it(`${name}: markdown (without --format)`, async () => {
       const file = path.join(t.root, `${harness}.bundle`);
       const title = fixture.title;
       await fixtureBundle(harness, file, title === undefined ? {} : { title }, fixture);
-      const { code, stdout, stderr } = await run('sessions', 'export', file, '--format', 'markdown');
+      const { code, stdout, stderr } = await run('sessions', 'export', file);
       expect(stderr).toBe('');
       expect(code).toBe(0);
       await expect(stdout).toMatchFileSnapshot(golden('md'));
