@@ -24,6 +24,7 @@ import { storeUnavailable } from './store/unavailable.js';
 import { DEFAULT_IDENTITY, type IdentitySettings } from './identity/oauth.js';
 import { OidcSignIn, type OidcSettings } from './identity/oidc.js';
 import { sendErrorPage } from './web/errors.js';
+import { wantsPage } from './web/http.js';
 
 export interface ControlServerOptions {
   /** The opened database (store/index.ts `openStore`); the server closes it. */
@@ -240,7 +241,9 @@ export function createControlServer(options: ControlServerOptions): ControlServe
   app.setNotFoundHandler(async (request) => {
     const path = request.parsedUrl?.pathname ?? pathOnly(request.raw.url);
     const route = ROUTES.find((r) => r.pattern.test(path));
-    if (route === undefined) throw new HttpError(404, 'not_found', `no route ${path.slice(0, 200)}`);
+    if (route === undefined) {
+      throw new HttpError(404, 'not_found', wantsPage(request.raw.headers.accept) ? `There is no page at ${path.slice(0, 200)}.` : `no route ${path.slice(0, 200)}`);
+    }
     const allow = Object.keys(route.methods).join(', ');
     throw new HttpError(405, 'method_not_allowed', `${path.slice(0, 200)} accepts ${allow}`, { allow });
   });
@@ -250,7 +253,9 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       settle(request.raw, { finished: true, outcome: `aborted: ${error instanceof ClientGoneError ? error.message : 'the client closed the connection mid-request'}` });
       return reply.hijack();
     }
-    const page = (request.routeOptions.config as { page?: boolean } | undefined)?.page === true;
+    // A page's error is a page; so is an unmatched path's, to a browser (an API client gets JSON).
+    const config = request.routeOptions.config as { page?: boolean; template?: string } | undefined;
+    const page = config?.page === true || (config?.template === undefined && wantsPage(request.raw.headers.accept));
     if (error instanceof HttpError) {
       const entry = requests.get(request.raw);
       if (entry !== undefined) entry.outcome = `${error.status} ${error.code}`;

@@ -52,6 +52,27 @@ export function pageHtml(page: VNode): string {
   return `<!doctype html>${escapeControls(renderToStaticMarkup(page).replace(/\r\n?/g, '\n'))}`;
 }
 
+/**
+ * Whether a request that matched no route is a browser's, to be answered with a page: its Accept header names HTML
+ * and prefers it at least as much as JSON. API clients (blue-agent sends `application/json`, fetch and curl `*\/*`)
+ * get JSON.
+ */
+export function wantsPage(accept: string | undefined): boolean {
+  if (accept === undefined || accept.length > 1024) return false;
+  const quality = (type: string): number => {
+    let best = 0;
+    for (const part of accept.split(',')) {
+      const [name, ...params] = part.trim().toLowerCase().split(';');
+      if (name?.trim() !== type) continue;
+      const q = params.map((p) => /^\s*q\s*=\s*([0-9.]+)\s*$/.exec(p)?.[1]).find((v) => v !== undefined);
+      best = Math.max(best, q === undefined ? 1 : Math.min(1, Number(q) || 0));
+    }
+    return best;
+  };
+  const html = Math.max(quality('text/html'), quality('application/xhtml+xml'));
+  return html > 0 && html >= quality('application/json');
+}
+
 /** A redirect to a path of this server (303: the browser follows with GET, after a form too). */
 export function redirect(reply: FastifyReply, to: string, headers: Record<string, string | string[]> = {}): void {
   void reply.code(303).headers({ ...PAGE_HEADERS, location: to, ...headers }).send();

@@ -96,6 +96,30 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     expect(await reads()).toHaveLength(1);
   });
 
+  it('answers a browser a page, and an API client JSON, for an address that is no page and a session that is none', async () => {
+    t = await startTestServer({ backend });
+    const html = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
+    const page = await fetch(`${t.url}/no/such/page`, { headers: html });
+    expect([page.status, page.headers.get('content-type'), page.headers.get('content-security-policy')]).toEqual([404, 'text/html; charset=utf-8', expect.stringContaining("default-src 'none'")]);
+    expect(await page.text()).toContain('<p role="alert">There is no page at /no/such/page.</p>');
+    for (const accept of ['application/json', '*/*', 'application/json, text/html;q=0.5']) {
+      const api = await fetch(`${t.url}/no/such/page`, { headers: { accept } });
+      expect([api.status, api.headers.get('content-type')], accept).toEqual([404, 'application/json; charset=utf-8']);
+      expect(await api.json()).toEqual({ error: 'no route /no/such/page', code: 'not_found' });
+    }
+    // A page's address with a method it does not take: a page too.
+    const method = await fetch(`${t.url}/sessions`, { method: 'DELETE', headers: html });
+    expect([method.status, method.headers.get('content-type')]).toEqual([405, 'text/html; charset=utf-8']);
+    const alice = await browser(t.alice);
+    for (const [route, said] of [
+      ['/sessions/00000000-0000-4000-8000-000000000000', 'no session 00000000-0000-4000-8000-000000000000'],
+    ] as const) {
+      const missing = await alice.get(route);
+      expect([missing.status, missing.headers.get('content-type')], route).toEqual([404, 'text/html; charset=utf-8']);
+      expect(missing.text, route).toContain(`<p role="alert">${said}</p>`);
+    }
+  });
+
   it('shows stored records with their tags, filters by tag, and reads what a record says in the transcript viewer', async () => {
     t = await startTestServer({ backend });
     const record = Buffer.from(`${JSON.stringify({ format: 'blue-session-record-v1', provider: 'notes', title: 'Design notes', tags: ['design', 'q<3'], content: 'We chose <b>the queue</b> design.' })}\n`);
