@@ -23,6 +23,7 @@ import type { SessionSharing } from '../schema/generated/control-sharing-state.j
 import type { SharingUpdated } from '../schema/generated/control-sharing-updated.js';
 import * as validators from '../schema/generated/validators.js';
 import { RECORD_FORMAT } from '../bundle/record.js';
+import { FULL_SESSION_ID, MIN_SESSION_PREFIX, SESSION_ID_PREFIX } from '../util/session-ref.js';
 import { printable } from '../util/terminal-text.js';
 import { checkAnswer, ControlClient, unusableAnswer } from './client.js';
 import { UploadError } from './errors.js';
@@ -127,10 +128,10 @@ export interface DownloadProgress {
   total: number | undefined;
 }
 
-/** Session ids are UUIDs; people may type the first 8 or more characters. */
-const FULL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const ID_PREFIX = /^[0-9a-f]{8}[0-9a-f-]{0,28}$/;
-export const MIN_PREFIX = 8;
+/** Session ids are UUIDs; people may type the first 8 or more characters (util/session-ref.ts, the dashboard's rule too). */
+const FULL_ID = FULL_SESSION_ID;
+const ID_PREFIX = SESSION_ID_PREFIX;
+export const MIN_PREFIX = MIN_SESSION_PREFIX;
 /** The contract's largest page. */
 const PAGE_LIMIT = 100;
 /** At most this many pages are walked for one listing. */

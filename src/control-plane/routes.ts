@@ -141,6 +141,22 @@ export interface Route {
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 const ID = `:id(^${UUID}$)`;
+/** A session as a page's address names it: its id, or the start of it as the CLI takes it (the page resolves it). */
+const SESSION_REF = ':id(^[0-9A-Fa-f-]{1,36}$)';
+/** A route's parameters as a pattern (405 or 404) and as people read them (metrics). */
+const PARAM = /:id\(\^(.+?)\$\)/g;
+
+/** The path as a regular expression: its text as it is, each parameter as its own pattern. */
+function pathPattern(path: string): RegExp {
+  const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  let source = '';
+  let last = 0;
+  for (const match of path.matchAll(PARAM)) {
+    source += `${literal(path.slice(last, match.index))}(?:${match[1]})`;
+    last = match.index + match[0].length;
+  }
+  return new RegExp(`^${source}${literal(path.slice(last))}$`);
+}
 
 /** A route; each method of one that is not public names the scope it needs (`[handler, scope]`). */
 function route(path: string, methods: Partial<Record<string, Handler | [Handler, ApiScope | 'any']>>, options: { public?: boolean; page?: boolean } = {}): Route {
@@ -154,9 +170,9 @@ function route(path: string, methods: Partial<Record<string, Handler | [Handler,
   }
   return {
     path,
-    pattern: new RegExp(`^${path.replaceAll(ID, UUID).replaceAll('.', '\\.')}$`),
+    pattern: pathPattern(path),
     public: options.public === true || options.page === true,
-    template: path.replaceAll(ID, '{id}'),
+    template: path.replace(PARAM, '{id}'),
     methods: handlers,
     scopes,
     page: options.page === true,
@@ -200,7 +216,7 @@ export const ROUTES: readonly Route[] = [
   route('/device', { GET: devicePage, POST: deviceDecision }, { page: true }),
   route('/account', { GET: accountPage }, { page: true }),
   route('/sessions', { GET: sessionsPage }, { page: true }),
-  route(`/sessions/${ID}`, { GET: sessionPage }, { page: true }),
+  route(`/sessions/${SESSION_REF}`, { GET: sessionPage }, { page: true }),
   route(`/sessions/${ID}/sharing`, { POST: sessionSharing }, { page: true }),
   route(`/sessions/${ID}/delete`, { POST: sessionDelete }, { page: true }),
   route(`/sessions/${ID}/download`, { GET: sessionDownload }, { page: true }),

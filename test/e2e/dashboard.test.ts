@@ -152,6 +152,14 @@ describe.each(BACKENDS)('the dashboard in Chromium (%s)', (backend) => {
       await checkContrast(page, 'session');
       await page.screenshot({ path: path.join(shots, `session-${backend}.png`), fullPage: true });
 
+      // The id's start, as the CLI takes it, leads to the session; an address that is no page is a page saying so.
+      await page.goto(`${url}/sessions/${uploaded.sessionId.slice(0, 8)}`);
+      expect(page.url()).toBe(`${url}/sessions/${uploaded.sessionId}`);
+      const nowhere = await page.goto(`${url}/sessions/${uploaded.sessionId}/nowhere`);
+      expect([nowhere!.status(), nowhere!.headers()['content-type']]).toEqual([404, 'text/html; charset=utf-8']);
+      expect(await page.textContent('h1')).toBe('Not found');
+      await page.goto(`${url}/sessions/${uploaded.sessionId}`);
+
       // Shared with Erin through the member picker: she sees it; taken back: she no longer does, not even by URL.
       const erinPage = await erin.newPage();
       await signIn(erinPage, 'erin@example.com');

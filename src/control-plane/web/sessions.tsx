@@ -6,6 +6,7 @@
 import { RECORD_FORMAT } from '../../bundle/record.js';
 import { formatBytes } from '../../bundle/limits.js';
 import { maskSecrets } from '../../util/secrets.js';
+import { MIN_SESSION_PREFIX, sessionRef, type SessionRef } from '../../util/session-ref.js';
 import { HttpError } from '../http.js';
 import type { Request, RouteContext } from '../routes.js';
 import { storedTranscript, type Conversation } from '../search-text.js';
@@ -270,12 +271,60 @@ async function transcriptOf(rc: RouteContext, artifact: Artifact): Promise<Conve
   }
 }
 
-/** GET /sessions/{id}: the session's page; `?revision=` shows an earlier upload's transcript, `?find=` looks for people to share with. */
+/** Sessions an ambiguous id prefix lists at most. */
+const PREFIX_MATCHES = 20;
+
+/**
+ * A session named as the CLI takes it, by the start of its id (or its id in capitals): to its page when one session
+ * the person may see starts so, a page listing them when several do (409: the address names none of them alone).
+ */
+async function sessionByRef(rc: RouteContext, req: Request, browser: BrowserSession, ref: SessionRef): Promise<void> {
+  if (ref.kind === 'id') return redirect(req.reply, `/sessions/${ref.id}${req.url.search}`);
+  const { sessions } = await rc.store.listSessions(browser.user, { id_prefix: ref.prefix, sort: 'updated_desc', limit: PREFIX_MATCHES + 1, offset: 0 }, rc.now());
+  if (sessions.length === 0) throw new HttpError(404, 'not_found', `No session you may see has an id starting with ${ref.prefix}.`);
+  if (sessions.length === 1) return redirect(req.reply, `/sessions/${sessions[0]!.id}${req.url.search}`);
+  sendPage(
+    req.reply,
+    409,
+    <Page title={`Sessions starting with ${ref.prefix}`} session={browser} nav="sessions">
+      <h1>Several sessions start with {ref.prefix}</h1>
+      <p role="alert">The address names none of them alone: choose one, or give more characters of its id.</p>
+      <ul class="sessions">
+        {sessions.slice(0, PREFIX_MATCHES).map((s) => (
+          <li class="session" key={s.id}>
+            <a class="title clamp" href={`/sessions/${s.id}`}>
+              {titleOf(s)}
+            </a>
+            <div class="meta">
+              <code>{s.id}</code>
+              <span class="badge">{s.harness}</span>
+              <span>{s.owner_id === browser.user.id ? 'yours' : s.owner_email}</span>
+              <span>
+                <time datetime={new Date(s.updated_at).toISOString()}>{when(s.updated_at)}</time>
+              </span>
+            </div>
+          </li>
+        ))}
+      </ul>
+      {sessions.length > PREFIX_MATCHES ? <p class="muted">And more: give more characters of the id.</p> : null}
+    </Page>,
+  );
+}
+
+/**
+ * GET /sessions/{id}: the session's page; `?revision=` shows an earlier upload's transcript, `?find=` looks for people
+ * to share with. The id may be given as the CLI takes it: the start of it (sessionByRef).
+ */
 export async function sessionPage(rc: RouteContext, req: Request): Promise<void> {
   const browser = await signedIn(rc, req);
   if (browser === undefined) return;
   const user = browser.user;
-  const session = await visibleSession(rc, user, req.params[0]!);
+  const ref = sessionRef(req.params[0]!);
+  if (ref === undefined) {
+    throw new HttpError(404, 'not_found', `${req.params[0]!} is not a session id: give its full id, or its first ${MIN_SESSION_PREFIX} or more characters, as the list shows them.`);
+  }
+  if (ref.kind === 'prefix' || ref.id !== req.params[0]) return sessionByRef(rc, req, browser, ref);
+  const session = await visibleSession(rc, user, ref.id);
   await auditAdminRead(rc, user, session, 'page');
   const now = rc.now();
   forgetExpiredTranscripts(now);

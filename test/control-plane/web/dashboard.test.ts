@@ -113,11 +113,27 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     const alice = await browser(t.alice);
     for (const [route, said] of [
       ['/sessions/00000000-0000-4000-8000-000000000000', 'no session 00000000-0000-4000-8000-000000000000'],
+      ['/sessions/12ab', '12ab is not a session id: give its full id, or its first 8 or more characters, as the list shows them.'],
+      ['/sessions/0123abcd', 'No session you may see has an id starting with 0123abcd.'],
     ] as const) {
       const missing = await alice.get(route);
       expect([missing.status, missing.headers.get('content-type')], route).toEqual([404, 'text/html; charset=utf-8']);
       expect(missing.text, route).toContain(`<p role="alert">${said}</p>`);
     }
+  });
+
+  it('takes the start of a session id, as the CLI does, to the one session it names', async () => {
+    t = await startTestServer({ backend });
+    const id = await upload(t.alice, 'sess-prefix', 'By its prefix', ['One.', 'Two.']);
+    const alice = await browser(t.alice);
+    for (const given of [id.slice(0, 8), id.slice(0, 13), id.slice(0, 8).toUpperCase(), id.toUpperCase()]) {
+      const answer = await alice.get(`/sessions/${given}?revision=x`);
+      expect([answer.status, answer.location], given).toEqual([303, `/sessions/${id}?revision=x`]);
+    }
+    expect((await alice.get(`/sessions/${id.slice(0, 8)}`)).location).toBe(`/sessions/${id}`);
+    // Only among the sessions the person may see, as the CLI's listing.
+    const bob = await browser(t.bob);
+    expect((await bob.get(`/sessions/${id.slice(0, 8)}`)).status).toBe(404);
   });
 
   it('shows stored records with their tags, filters by tag, and reads what a record says in the transcript viewer', async () => {
