@@ -22,7 +22,7 @@ import type { SessionDetail } from '../schema/generated/control-session-detail.j
 import type { SharingRequest } from '../schema/generated/control-sharing.js';
 import type { ProfileSet } from '../profiles/index.js';
 import type { BlobStore } from './blobs/types.js';
-import { auditAdminRead, changeSharing, downloadLink, removeSession, searchSnippets, visibleSession } from './session-actions.js';
+import { auditAdminRead, changeSharing, downloadLink, removeSession, searchSnippets, snippetText, visibleSession, type Snippet } from './session-actions.js';
 import { deviceAuthorization, revocationEndpoint, tokenEndpoint, type IdentitySettings } from './identity/oauth.js';
 import type { OidcSignIn } from './identity/oidc.js';
 import { listUsers, listUserTokens, revokeUserToken } from './identity/users.js';
@@ -706,12 +706,15 @@ async function listSessions(rc: RouteContext, req: Request): Promise<void> {
     query.sort = 'relevance';
   }
   const now = rc.now();
-  let snippets = new Map<string, string>();
-  const view = (s: CapturedSession) => ({
-    ...sessionView(s, now),
-    ...(picker ? { shared: s.owner_id !== user.id } : {}),
-    ...(query.q === undefined ? {} : { snippet: snippets.get(s.id) ?? null }),
-  });
+  let snippets = new Map<string, Snippet>();
+  const view = (s: CapturedSession) => {
+    const snippet = snippets.get(s.id);
+    return {
+      ...sessionView(s, now),
+      ...(picker ? { shared: s.owner_id !== user.id } : {}),
+      ...(query.q === undefined ? {} : { snippet: snippet === undefined ? null : snippetText(snippet) }),
+    };
+  };
   const withSnippets = async (sessions: CapturedSession[]) => {
     if (query.q !== undefined) snippets = await searchSnippets(rc, user, sessions, query.q);
     return sessions;

@@ -4,6 +4,7 @@
  * download and delete everything, people a session is shared with may view and download it but never change its
  * sharing. A session the person may not see is "not found", whether or not it exists.
  */
+import { randomBytes } from 'node:crypto';
 import { badRequest, forbidden, HttpError, notFound } from './http.js';
 import type { RouteContext } from './routes.js';
 import { isExpired, userActor, type Artifact, type AuditAction, type CapturedSession, type NewAuditEvent, type SharingMode, type User } from './store/index.js';
@@ -40,17 +41,46 @@ export async function auditAdminRead(rc: RouteContext, user: User, session: Capt
   if (adminRead(user, session)) await rc.store.appendAudit(audited(user, session, 'session.read', { what }), rc.now());
 }
 
+/** A search snippet: passages of what a session says, the ones the search matched marked. */
+export type Snippet = readonly { text: string; match: boolean }[];
+
 /**
  * The snippets of a search's `sessions` for `user` (see ControlStore.snippets): passages of what each says, so an
  * administrator's snippets of sessions not theirs are reads like their pages: one `session.read` entry (`search`) for
- * each session shown with one, written before any is shown.
+ * each session shown with one, written before any is shown. The matches are marked by the store with marks made for
+ * this call alone, so nothing a session says (a `[` of its own, say) can pass for a match.
  */
-export async function searchSnippets(rc: RouteContext, user: User, sessions: readonly CapturedSession[], q: string): Promise<Map<string, string>> {
+export async function searchSnippets(rc: RouteContext, user: User, sessions: readonly CapturedSession[], q: string): Promise<Map<string, Snippet>> {
   const now = rc.now();
-  const snippets = await rc.store.snippets(sessions.map((s) => s.id), q, now);
-  const read = sessions.filter((s) => snippets.has(s.id) && adminRead(user, s));
+  const nonce = randomBytes(16).toString('hex');
+  const marks = { start: `MATCH${nonce}START`, stop: `MATCH${nonce}STOP` };
+  const marked = await rc.store.snippets(sessions.map((s) => s.id), q, now, marks);
+  const read = sessions.filter((s) => marked.has(s.id) && adminRead(user, s));
   if (read.length > 0) await rc.store.appendAudits(read.map((s) => audited(user, s, 'session.read', { what: 'search' })), now);
-  return snippets;
+  return new Map([...marked].map(([id, text]) => [id, snippetParts(text, marks)]));
+}
+
+/** The passages of a marked snippet; a mark without its pair is dropped, never shown. */
+function snippetParts(text: string, marks: { start: string; stop: string }): Snippet {
+  const parts: { text: string; match: boolean }[] = [];
+  let rest = text;
+  while (rest !== '') {
+    const start = rest.indexOf(marks.start);
+    const stop = start === -1 ? -1 : rest.indexOf(marks.stop, start + marks.start.length);
+    if (stop === -1) {
+      parts.push({ text: rest.replaceAll(marks.start, '').replaceAll(marks.stop, ''), match: false });
+      break;
+    }
+    if (start > 0) parts.push({ text: rest.slice(0, start).replaceAll(marks.stop, ''), match: false });
+    parts.push({ text: rest.slice(start + marks.start.length, stop), match: true });
+    rest = rest.slice(stop + marks.stop.length);
+  }
+  return parts.filter((p) => p.text !== '');
+}
+
+/** A snippet as text (the API's `snippet`, the CLI's): each match between `[` and `]`. */
+export function snippetText(snippet: Snippet): string {
+  return snippet.map((p) => (p.match ? `[${p.text}]` : p.text)).join('');
 }
 
 /**

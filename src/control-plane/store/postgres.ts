@@ -22,7 +22,7 @@ import { likePattern, toArtifact, toClientStatus, toSession } from './sqlite.js'
 import { auditEventOf, auditRow, policyPublished, roleChanged, tokenCreated, userAdded } from './audit.js';
 import { insertPersonalToken, PostgresIdentity } from './postgres-identity.js';
 import { etagOf } from './tokens.js';
-import { API_SCOPES, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchWords } from './types.js';
+import { API_SCOPES, BRACKETS, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchWords } from './types.js';
 import type {
   Artifact,
   AuditActor,
@@ -40,6 +40,7 @@ import type {
   RoleChange,
   SearchIndexed,
   SessionQuery,
+  SnippetMarks,
   SharingMode,
   User,
 } from './types.js';
@@ -682,19 +683,19 @@ export class PostgresStore implements ControlStore {
     else await this.db.run(`INSERT INTO settings (key, value) VALUES ('reindex_after', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, after);
   }
 
-  async snippets(sessionIds: readonly string[], q: string, now: number): Promise<Map<string, string>> {
+  async snippets(sessionIds: readonly string[], q: string, now: number, marks: SnippetMarks = BRACKETS): Promise<Map<string, string>> {
     const query = tsQuery(q);
     const out = new Map<string, string>();
     if (query === undefined || sessionIds.length === 0) return out;
     // Only the page's sessions: ts_headline reads the whole text.
     const rows = await this.db.all(
-      `SELECT x.session_id, ts_headline('simple', COALESCE(NULLIF(x.body, ''), a.title, ''), to_tsquery('simple', $1),
-         'StartSel=[, StopSel=], MaxWords=24, MinWords=8, MaxFragments=1, FragmentDelimiter=" … "') AS snippet
+      `SELECT x.session_id, ts_headline('simple', COALESCE(NULLIF(x.body, ''), a.title, ''), to_tsquery('simple', $1), $4) AS snippet
        FROM session_search x JOIN sessions s ON s.id = x.session_id JOIN artifacts a ON a.id = s.current_artifact_id
        WHERE x.session_id = ANY($2::text[]) AND x.document @@ to_tsquery('simple', $1) AND NOT a.blob_deleted AND a.retention_deadline > $3`,
       query,
       [...sessionIds],
       now,
+      `StartSel=${marks.start}, StopSel=${marks.stop}, MaxWords=24, MinWords=8, MaxFragments=1, FragmentDelimiter=" … "`,
     );
     for (const row of rows) if (typeof row.snippet === 'string' && row.snippet !== '') out.set(String(row.session_id), row.snippet);
     return out;

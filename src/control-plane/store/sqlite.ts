@@ -32,10 +32,11 @@ import type {
   RoleChange,
   SearchIndexed,
   SessionQuery,
+  SnippetMarks,
   SharingMode,
   User,
 } from './types.js';
-import { API_SCOPES, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchPlace, searchWords } from './types.js';
+import { API_SCOPES, BRACKETS, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchPlace, searchWords } from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | bigint | null;
@@ -528,7 +529,7 @@ export class SqliteStore implements ControlStore {
     );
   }
 
-  async snippets(sessionIds: readonly string[], q: string, now: number): Promise<Map<string, string>> {
+  async snippets(sessionIds: readonly string[], q: string, now: number, marks: SnippetMarks = BRACKETS): Promise<Map<string, string>> {
     const match = ftsMatch(q);
     const out = new Map<string, string>();
     if (match === undefined) return out;
@@ -543,7 +544,9 @@ export class SqliteStore implements ControlStore {
       // Beside MATCH, FTS5 keeps to a rowid only when it is given as an INTEGER: a REAL (what a JS number binds as) or a
       // NULL matches every row, and the snippet would be another session's.
       const row = this.get(
-        `SELECT snippet(session_search, -1, '[', ']', '…', 16) AS snippet FROM session_search WHERE session_search MATCH ? AND rowid = ?`,
+        `SELECT snippet(session_search, -1, ?, ?, '…', 16) AS snippet FROM session_search WHERE session_search MATCH ? AND rowid = ?`,
+        marks.start,
+        marks.stop,
         match,
         BigInt(Number(entry.rowid)),
       );

@@ -124,6 +124,12 @@ export interface PresignResult {
   outcome: 'created' | 'reused' | 'complete';
 }
 
+/** What a snippet puts before and after each match: no space, comma, quote or `=` (PostgreSQL reads them in an option list). */
+export interface SnippetMarks {
+  start: string;
+  stop: string;
+}
+
 export interface SessionQuery {
   /** Picker mode: owned or shared sessions only (administrators included), resumable current artifacts not expired. */
   resumable?: boolean | undefined;
@@ -266,10 +272,10 @@ export interface ControlStore {
    */
   searchIndexed(done: readonly SearchIndexed[], now: number): Promise<void>;
   /**
-   * A short passage of each session's search entry around what `q` matches (`[` and `]` around the match), by id; none
-   * for a session whose current artifact is expired at `now`.
+   * A short passage of each session's search entry around what `q` matches (`marks` around each match: `[` and `]`
+   * unless given), by id; none for a session whose current artifact is expired at `now`.
    */
-  snippets(sessionIds: readonly string[], q: string, now: number): Promise<Map<string, string>>;
+  snippets(sessionIds: readonly string[], q: string, now: number, marks?: SnippetMarks): Promise<Map<string, string>>;
   /** Sessions with a current artifact, by id after `afterId`, for `reindex`; and how many there are in all. */
   indexable(afterId: string, limit: number): Promise<{ session_id: string; artifact: Artifact }[]>;
   countIndexable(): Promise<number>;
@@ -556,6 +562,9 @@ export function searchWords(q: string): string[] {
  * newest-first order, not ranked (ranking every session that holds a common word costs more than it tells).
  */
 export const MAX_SEARCH_TOTAL = 1_000;
+
+/** A snippet's marks for people who read it as text (the API, the CLI): the matched words between `[` and `]`. */
+export const BRACKETS: SnippetMarks = { start: '[', stop: ']' };
 
 /**
  * The words of where a session ran, its native id and its repository, for search: path components, id parts, the

@@ -10,7 +10,7 @@ import { MIN_SESSION_PREFIX, sessionRef, type SessionRef } from '../../util/sess
 import { HttpError } from '../http.js';
 import type { Request, RouteContext } from '../routes.js';
 import { storedTranscript, type Conversation } from '../search-text.js';
-import { auditAdminRead, changeSharing, downloadLink, removeSession, searchSnippets, visibleSession } from '../session-actions.js';
+import { auditAdminRead, changeSharing, downloadLink, removeSession, searchSnippets, visibleSession, type Snippet } from '../session-actions.js';
 import { ARTIFACT_STATUSES, isExpired, SHARING_MODES, type Artifact, type ArtifactStatus, type BrowserSession, type CapturedSession, type SessionQuery, type SharingMode } from '../store/index.js';
 import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
 import { Page, when } from './layout.js';
@@ -103,7 +103,7 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
   query.sort = params.sort === '' ? (query.q === undefined ? 'updated_desc' : 'relevance') : (params.sort as SessionQuery['sort']);
   const { sort: _sort, limit: _limit, offset: _offset, count: _count, ...filter } = query;
   const [found, counts] = await Promise.all([rc.store.listSessions(user, query, now), rc.store.countByHarness(user, { ...filter, harness: undefined }, now)]);
-  const snippets = query.q === undefined ? new Map<string, string>() : await searchSnippets(rc, user, found.sessions, query.q);
+  const snippets = query.q === undefined ? new Map<string, Snippet>() : await searchSnippets(rc, user, found.sessions, query.q);
   const total = found.total ?? 0;
   const pages = Math.max(1, Math.ceil(total / PER_PAGE));
   const harnesses = Object.keys(counts).sort();
@@ -210,7 +210,7 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
                   <time datetime={new Date(s.updated_at).toISOString()}>{when(s.updated_at)}</time>
                 </span>
               </div>
-              {snippet === undefined ? null : <p class="snippet">{maskSecrets(snippet)}</p>}
+              {snippet === undefined ? null : <SnippetText snippet={snippet} />}
             </li>
           );
         })}
@@ -234,6 +234,17 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
       )}
     </Page>,
   );
+}
+
+/**
+ * A search's passage with its matches highlighted. Each part is text to Preact (escaped); only the parts the store
+ * marked are <mark>. Masked as one text first: when masking changes it, it is shown masked and unmarked rather than a
+ * secret split across a mark being missed.
+ */
+function SnippetText({ snippet }: { snippet: Snippet }) {
+  const plain = snippet.map((p) => p.text).join('');
+  const masked = maskSecrets(plain);
+  return <p class="snippet">{masked !== plain ? masked : snippet.map((p, i) => (p.match ? <mark key={i}>{p.text}</mark> : p.text))}</p>;
 }
 
 /**

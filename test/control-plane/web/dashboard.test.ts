@@ -70,7 +70,7 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     const found = await alice.get('/sessions?q=watchdog');
     expect(found.text).toContain('1 session<');
     expect(found.text).toContain(`href="/sessions/${flaky}"`);
-    expect(found.text).toMatch(/class="snippet">[^<]*\[watchdog\]/);
+    expect(found.text).toMatch(/class="snippet">[^<]*<mark>watchdog<\/mark>/);
     expect(found.text).not.toContain('Write the release notes');
     expect((await alice.get('/sessions?status=failed')).text).toContain('No sessions match.');
     expect((await alice.get('/sessions?from=2099-01-01')).text).toContain('No sessions match.');
@@ -88,12 +88,29 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     const reads = async () => (await t.server.store.auditEvents({ limit: 100, action: 'session.read' })).map((e) => [e.session_id, e.actor_id, e.details]);
     const found = await (await browser(t.admin)).get('/sessions?q=okapi');
     expect(found.text).toContain('2 sessions');
-    expect(found.text).toMatch(/class="snippet">[^<]*\[okapi\] budget/);
+    expect(found.text).toMatch(/class="snippet">[^<]*<mark>okapi<\/mark> budget/);
     expect(await reads()).toEqual([[alices, t.admin.id, { what: 'search' }]]);
     // Alice's own search, and the administrator's listing without a search, read nothing of anyone else's.
     expect((await (await browser(t.alice)).get('/sessions?q=okapi')).text).toContain('1 session<');
     expect((await (await browser(t.admin)).get('/sessions')).status).toBe(200);
     expect(await reads()).toHaveLength(1);
+  });
+
+  it("highlights a search's matches with <mark>, which no text of a session can forge", async () => {
+    t = await startTestServer({ backend });
+    // The session's own brackets and markup are text, even around the word searched for.
+    const id = await upload(t.alice, 'sess-marks', 'Walrus notes', ['The [forged] walrus met a [walrus] and a <mark>fake</mark> one.', 'Noted.']);
+    await t.server.searchIdle();
+    const found = await (await browser(t.alice)).get('/sessions?q=walrus');
+    expect(found.text).toContain(`href="/sessions/${id}"`);
+    const snippet = /<p class="snippet">([\s\S]*?)<\/p>/.exec(found.text)![1]!;
+    // (PostgreSQL's passage leaves markup out, SQLite's keeps it as text.)
+    expect(snippet).toContain('forged] <mark>walrus</mark> met a [<mark>walrus</mark>] and a ');
+    expect(snippet.match(/<mark>/g)).toHaveLength(2);
+    expect(snippet).not.toContain('<mark>fake');
+    // The API and the CLI read the snippet as text, the matches between [ and ], as before.
+    const listed = await t.call('GET', '/session-uploads?q=walrus', t.alice.token);
+    expect(listed.body.items[0].snippet).toContain('forged] [walrus] met a [[walrus]] and a ');
   });
 
   it('answers a browser a page, and an API client JSON, for an address that is no page and a session that is none', async () => {
