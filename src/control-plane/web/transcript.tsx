@@ -7,8 +7,13 @@ import type { ComponentChildren } from 'preact';
 import { maskSecrets } from '../../util/secrets.js';
 import type { Conversation } from '../search-text.js';
 
-/** Text shown before "Show more"; a turn's text at most; tool output and a tool call at most (then cut). */
+/**
+ * Text shown before "Show more" (characters, and lines: a screen of short lines is as tall as one of long ones; tool
+ * output, opened, shows fewer); a turn's text at most; tool output and a tool call at most (then cut).
+ */
 const SHOWN_CHARS = 1_500;
+const SHOWN_LINES = 30;
+const TOOL_SHOWN_LINES = 12;
 const TURN_CHARS = 20_000;
 const TOOL_CHARS = 4_000;
 const TOOL_CALL_CHARS = 300;
@@ -62,7 +67,7 @@ function Turns({ transcript }: { transcript: Conversation }) {
               Tool output{turn.name === undefined ? '' : ` (${turn.name})`}
               {turn.error === true ? ' — error' : ''}
             </summary>
-            <pre>{maskSecrets(turn.text)}</pre>
+            <ToolOutput text={maskSecrets(turn.text)} />
           </details>
         ) : (
           <section class={`turn ${turn.role}`} key={i} aria-label={`${ROLE_NAMES[turn.role] ?? turn.role} turn`}>
@@ -98,21 +103,59 @@ function Turns({ transcript }: { transcript: Conversation }) {
   );
 }
 
-/** Text with the part past SHOWN_CHARS behind a "Show more" disclosure (no script needed). */
+/** Text with the part past SHOWN_CHARS or SHOWN_LINES behind a "Show more" disclosure (no script needed). */
 function LongText({ text }: { text: string }): ComponentChildren {
-  if (text.length <= SHOWN_CHARS) return <div class="text">{text}</div>;
-  // Cut after a word where there is one near the limit.
-  const space = text.lastIndexOf(' ', SHOWN_CHARS);
-  const at = space > SHOWN_CHARS - 200 ? space + 1 : boundary(text, SHOWN_CHARS);
+  const at = shownUpTo(text, SHOWN_CHARS, SHOWN_LINES);
+  if (at === undefined) return <div class="text">{text}</div>;
   return (
     <div class="text">
       {text.slice(0, at)}
       <details class="more">
-        <summary>Show more ({(text.length - at).toLocaleString('en')} more characters)</summary>
+        <summary>Show more ({howMuch(text.slice(at))})</summary>
         {text.slice(at)}
       </details>
     </div>
   );
+}
+
+/** Tool output as it came (preformatted), its first lines shown and the rest behind "Show more". */
+function ToolOutput({ text }: { text: string }): ComponentChildren {
+  const at = shownUpTo(text, SHOWN_CHARS, TOOL_SHOWN_LINES);
+  if (at === undefined) return <pre>{text}</pre>;
+  return (
+    <>
+      <pre>{text.slice(0, at)}</pre>
+      <details class="more output">
+        <summary>Show more ({howMuch(text.slice(at))})</summary>
+        <pre>{text.slice(at)}</pre>
+      </details>
+    </>
+  );
+}
+
+/**
+ * Where the shown part of `text` ends: after its `lines`-th line, or near `chars` characters (after a word where there
+ * is one), whichever comes first; undefined when all of it is shown.
+ */
+function shownUpTo(text: string, chars: number, lines: number): number | undefined {
+  let at: number | undefined;
+  if (text.length > chars) {
+    const space = text.lastIndexOf(' ', chars);
+    at = space > chars - 200 ? space + 1 : boundary(text, chars);
+  }
+  let end = -1;
+  for (let line = 0; line < lines && end < text.length; line++) {
+    end = text.indexOf('\n', end + 1);
+    if (end === -1) break;
+  }
+  if (end !== -1 && end + 1 < text.length && (at === undefined || end + 1 < at)) at = end + 1;
+  return at;
+}
+
+/** What "Show more" holds: lines when there are several, else characters. */
+function howMuch(rest: string): string {
+  const lines = rest.replace(/\n$/, '').split('\n').length;
+  return lines > 1 ? `${lines.toLocaleString('en')} more lines` : `${rest.length.toLocaleString('en')} more characters`;
 }
 
 function cut(text: string, max: number): string {

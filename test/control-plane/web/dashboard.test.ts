@@ -182,7 +182,9 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     t = await startTestServer({ backend });
     const long = `${'x'.repeat(2_000)}TAIL-OF-THE-LONG-TURN`;
     const tool = JSON.stringify({ type: 'user', sessionId: 'sess-show', cwd: CWD, message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'OUTPUT-OF-THE-TOOL' }] } });
-    const id = await upload(t.alice, 'sess-show', 'Show <b>me</b>', ['<script>alert("turn")</script> with key sk-ant-api03-abcdefghijklmnopqrstuvwxyz', long, 'Third turn.', 'Fourth.'], [tool]);
+    const lines = Array.from({ length: 40 }, (_, i) => `output line ${i + 1}`).join('\n');
+    const longTool = JSON.stringify({ type: 'user', sessionId: 'sess-show', cwd: CWD, message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't2', content: lines }] } });
+    const id = await upload(t.alice, 'sess-show', 'Show <b>me</b>', ['<script>alert("turn")</script> with key sk-ant-api03-abcdefghijklmnopqrstuvwxyz', long, 'Third turn.', 'Fourth.'], [tool, longTool]);
     const alice = await browser(t.alice);
     const page = await alice.get(`/sessions/${id}`);
     expect(page.status).toBe(200);
@@ -194,6 +196,8 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     expect(page.text).toContain('[REDACTED:ANTHROPIC_API_KEY]');
     expect(page.text).toMatch(/<details class="more"><summary>Show more \([\d,]+ more characters\)<\/summary>[^<]*TAIL-OF-THE-LONG-TURN/);
     expect(page.text).toMatch(/<details class="turn tool"><summary>Tool output[^<]*<\/summary><pre>OUTPUT-OF-THE-TOOL<\/pre><\/details>/);
+    // Long tool output, once opened, shows its first lines; the rest is behind its own "Show more".
+    expect(page.text).toMatch(/<pre>output line 1\n[^<]*output line 12\n<\/pre><details class="more output"><summary>Show more \(28 more lines\)<\/summary><pre>output line 13\n/);
     expect(page.text).toMatch(/<td>1<\/td><td>complete<\/td>/);
     expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
     // The download is the bundle, through a short-lived URL, and in the audit log.

@@ -30,6 +30,15 @@ describe('bounded', () => {
     expect(small.sections?.[0]?.transcript.turns[0]?.text).toBe('sub');
   });
 
+  it('shows long tool output, once opened, by its first lines, and the rest behind "Show more"; long text too', () => {
+    const output = Array.from({ length: 40 }, (_, i) => `line ${i + 1}`).join('\n');
+    const prose = Array.from({ length: 50 }, (_, i) => `para ${i + 1}`).join('\n');
+    const html = renderToStaticMarkup(TranscriptView({ transcript: bounded(conversation([turn('tool', output), turn('assistant', prose), turn('tool', 'short\noutput')])) }));
+    expect(html).toContain(`<pre>${Array.from({ length: 12 }, (_, i) => `line ${i + 1}\n`).join('')}</pre><details class="more output"><summary>Show more (28 more lines)</summary><pre>line 13\n`);
+    expect(html).toContain(`para 30\n<details class="more"><summary>Show more (20 more lines)</summary>para 31\n`);
+    expect(html).toContain('<pre>short\noutput</pre></details>');
+  });
+
   it('renders everything as text', () => {
     const html = renderToStaticMarkup(TranscriptView({ transcript: bounded(conversation([turn('user', '<img src=x onerror=alert(1)>', ['<b>tool</b>'])])) }));
     expect(html).toContain('&lt;img src=x onerror=alert(1)>');
