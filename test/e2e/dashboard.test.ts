@@ -150,6 +150,12 @@ describe.each(BACKENDS)('the dashboard in Chromium (%s)', (backend) => {
       await page.getByText(/^Show more/).click();
       await page.getByText('The tokenizer now reports line and column.').first().waitFor();
       expect(await page.inputValue('#resume-command')).toBe(`blue-agent resume ${uploaded.sessionId}`);
+      // The transcript leads: its top is the page's first content below the title; what is said of the session is
+      // beside it on a wide screen.
+      const top = async (selector: string) => (await page.locator(selector).boundingBox())!.y;
+      expect(await top('#transcript')).toBeLessThanOrEqual(await top('#about'));
+      expect(await top('#transcript')).toBeLessThan(await top('#sharing'));
+      expect(await top('#transcript')).toBeLessThan(await top('#delete'));
       await checkPage(page, 'session');
       await checkContrast(page, 'session');
       await page.screenshot({ path: path.join(shots, `session-${backend}.png`), fullPage: true });

@@ -365,132 +365,138 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
           {saved === 'sharing' ? 'Sharing saved.' : 'Saved.'}
         </p>
       )}
-      <dl class="facts">
-        <dt>{record ? 'Provider' : 'Harness'}</dt>
-        <dd>{session.harness}</dd>
-        {session.tags.length === 0 ? null : (
-          <>
-            <dt>Tags</dt>
-            <dd>{session.tags.map((t) => `#${t}`).join(' ')}</dd>
-          </>
-        )}
-        <dt>Owner</dt>
-        <dd>{owned ? `you (${session.owner_email})` : session.owner_email}</dd>
-        {record ? null : (
-          <>
-            <dt>Recorded in</dt>
-            <dd>
-              <code>{current?.cwd ?? '(unknown)'}</code>
-            </dd>
-          </>
-        )}
-        {current?.repository_remote == null ? null : (
-          <>
-            <dt>Repository</dt>
-            <dd>
-              <code>{current.repository_remote}</code>
-            </dd>
-          </>
-        )}
-        <dt>Native session id</dt>
-        <dd>
-          <code>{session.native_session_id}</code>
-        </dd>
-        <dt>Updated</dt>
-        <dd>{when(session.updated_at)}</dd>
-        <dt>Status</dt>
-        <dd>{current?.status ?? 'no verified upload yet'}</dd>
-        <dt>{record ? 'Kind' : 'Profile'}</dt>
-        <dd>{record ? 'a stored record (not resumable)' : (current?.compatibility_profile ?? '—')}</dd>
-        {current?.summary == null ? null : (
-          <>
-            <dt>Summary</dt>
-            <dd>{maskSecrets(current.summary)}</dd>
-          </>
-        )}
-      </dl>
+      {/* The transcript is what the page is for: first, and the widest column; what is said about the session beside it. */}
+      <div class="session-page">
+        <div class="session-main">
+          <section aria-labelledby="transcript">
+            <h2 id="transcript">Transcript{shown !== undefined && shown.id !== current?.id ? ` (revision ${shown.revision})` : ''}</h2>
+            {transcript === undefined ? <p class="muted">No readable transcript: the upload is not a session bundle, is not verified yet, or has expired.</p> : <TranscriptView transcript={transcript} />}
+          </section>
 
-      {current !== undefined && current.resumable && readable(current) ? (
-        <section aria-labelledby="resume">
-          <h2 id="resume">Resume it on your machine</h2>
-          <div class="copy">
-            <input type="text" readonly value={`blue-agent resume ${session.id}`} id="resume-command" aria-label="Resume command" class="command" />
-            <button type="button" data-copy="resume-command">
-              Copy
-            </button>
-          </div>
-        </section>
-      ) : null}
-
-      <section aria-labelledby="revisions">
-        <h2 id="revisions">Revisions</h2>
-        <table class="responsive">
-          <thead>
-            <tr>
-              <th scope="col">#</th>
-              <th scope="col">Status</th>
-              <th scope="col">Size</th>
-              <th scope="col">SHA-256</th>
-              <th scope="col">Captured</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {artifacts.map((a) => (
-              <tr key={a.id} aria-current={a.id === shown?.id ? 'true' : undefined}>
-                <td>{a.revision}</td>
-                <td>{isExpired(a, now) && a.status !== 'pending' ? `${a.status}, expired` : a.status}</td>
-                <td>{formatBytes(a.size_bytes)}</td>
-                <td>
-                  <code class="digest" title={a.sha256}>
-                    {a.sha256.slice(0, 16)}…
-                  </code>
-                </td>
-                <td>{when(a.captured_at_unix_ms ?? a.created_at)}</td>
-                <td>
-                  {readable(a) ? (
-                    <>
-                      <a href={`/sessions/${session.id}/download?artifact=${a.id}`}>Download</a>
-                      {a.id === shown?.id ? null : (
+          <section aria-labelledby="revisions">
+            <h2 id="revisions">Revisions</h2>
+            <table class="responsive">
+              <thead>
+                <tr>
+                  <th scope="col">#</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Size</th>
+                  <th scope="col">SHA-256</th>
+                  <th scope="col">Captured</th>
+                  <th scope="col">
+                    <span class="sr-only">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {artifacts.map((a) => (
+                  <tr key={a.id} aria-current={a.id === shown?.id ? 'true' : undefined}>
+                    <td>{a.revision}</td>
+                    <td>{isExpired(a, now) && a.status !== 'pending' ? `${a.status}, expired` : a.status}</td>
+                    <td>{formatBytes(a.size_bytes)}</td>
+                    <td>
+                      <code class="digest" title={a.sha256}>
+                        {a.sha256.slice(0, 16)}…
+                      </code>
+                    </td>
+                    <td>{when(a.captured_at_unix_ms ?? a.created_at)}</td>
+                    <td>
+                      {readable(a) ? (
                         <>
-                          {' · '}
-                          <a href={`/sessions/${session.id}?revision=${a.id}#transcript`}>Transcript</a>
+                          <a href={`/sessions/${session.id}/download?artifact=${a.id}`}>Download</a>
+                          {a.id === shown?.id ? null : (
+                            <>
+                              {' · '}
+                              <a href={`/sessions/${session.id}?revision=${a.id}#transcript`}>Transcript</a>
+                            </>
+                          )}
                         </>
-                      )}
-                    </>
-                  ) : null}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </section>
+                      ) : null}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </section>
+        </div>
+        <aside class="session-side" aria-labelledby="about">
+          <h2 id="about">About this session</h2>
+          <dl class="facts">
+            <dt>{record ? 'Provider' : 'Harness'}</dt>
+            <dd>{session.harness}</dd>
+            {session.tags.length === 0 ? null : (
+              <>
+                <dt>Tags</dt>
+                <dd>{session.tags.map((t) => `#${t}`).join(' ')}</dd>
+              </>
+            )}
+            <dt>Owner</dt>
+            <dd>{owned ? `you (${session.owner_email})` : session.owner_email}</dd>
+            {record ? null : (
+              <>
+                <dt>Recorded in</dt>
+                <dd>
+                  <code>{current?.cwd ?? '(unknown)'}</code>
+                </dd>
+              </>
+            )}
+            {current?.repository_remote == null ? null : (
+              <>
+                <dt>Repository</dt>
+                <dd>
+                  <code>{current.repository_remote}</code>
+                </dd>
+              </>
+            )}
+            <dt>Native session id</dt>
+            <dd>
+              <code>{session.native_session_id}</code>
+            </dd>
+            <dt>Updated</dt>
+            <dd>{when(session.updated_at)}</dd>
+            <dt>Status</dt>
+            <dd>{current?.status ?? 'no verified upload yet'}</dd>
+            <dt>{record ? 'Kind' : 'Profile'}</dt>
+            <dd>{record ? 'a stored record (not resumable)' : (current?.compatibility_profile ?? '—')}</dd>
+            {current?.summary == null ? null : (
+              <>
+                <dt>Summary</dt>
+                <dd>{maskSecrets(current.summary)}</dd>
+              </>
+            )}
+          </dl>
 
-      {owned ? <SharingForm csrf={browser.csrf} session={session} recipients={recipients} find={find} found={found} /> : session.sharing_mode === 'private' ? null : <p class="muted">Shared with you by {session.owner_email}.</p>}
+          {current !== undefined && current.resumable && readable(current) ? (
+            <section aria-labelledby="resume">
+              <h2 id="resume">Resume it on your machine</h2>
+              <div class="copy">
+                <input type="text" readonly value={`blue-agent resume ${session.id}`} id="resume-command" aria-label="Resume command" class="command" />
+                <button type="button" data-copy="resume-command">
+                  Copy
+                </button>
+              </div>
+            </section>
+          ) : null}
 
-      <section aria-labelledby="transcript">
-        <h2 id="transcript">Transcript{shown !== undefined && shown.id !== current?.id ? ` (revision ${shown.revision})` : ''}</h2>
-        {transcript === undefined ? <p class="muted">No readable transcript: the upload is not a session bundle, is not verified yet, or has expired.</p> : <TranscriptView transcript={transcript} />}
-      </section>
+          {owned ? <SharingForm csrf={browser.csrf} session={session} recipients={recipients} find={find} found={found} /> : session.sharing_mode === 'private' ? null : <p class="muted">Shared with you by {session.owner_email}.</p>}
 
-      {owned || user.is_admin ? (
-        <section aria-labelledby="delete">
-          <h2 id="delete">Delete</h2>
-          <form method="post" action={`/sessions/${session.id}/delete`} class="danger-zone">
-            <input type="hidden" name="csrf" value={browser.csrf} />
-            <p>Deletes every revision of this session, its sharing and its search entry, for everyone. This cannot be undone.</p>
-            <label class="check">
-              <input type="checkbox" name="confirm" value="yes" required /> I want to delete this session
-            </label>
-            <button type="submit" class="danger">
-              Delete session
-            </button>
-          </form>
-        </section>
-      ) : null}
-
+          {owned || user.is_admin ? (
+            <section aria-labelledby="delete">
+              <h2 id="delete">Delete</h2>
+              <form method="post" action={`/sessions/${session.id}/delete`} class="danger-zone">
+                <input type="hidden" name="csrf" value={browser.csrf} />
+                <p>Deletes every revision of this session, its sharing and its search entry, for everyone. This cannot be undone.</p>
+                <label class="check">
+                  <input type="checkbox" name="confirm" value="yes" required /> I want to delete this session
+                </label>
+                <button type="submit" class="danger">
+                  Delete session
+                </button>
+              </form>
+            </section>
+          ) : null}
+        </aside>
+      </div>
     </Page>,
   );
 }

@@ -198,6 +198,10 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     expect(page.text).toMatch(/<details class="turn tool"><summary>Tool output[^<]*<\/summary><pre>OUTPUT-OF-THE-TOOL<\/pre><\/details>/);
     // Long tool output, once opened, shows its first lines; the rest is behind its own "Show more".
     expect(page.text).toMatch(/<pre>output line 1\n[^<]*output line 12\n<\/pre><details class="more output"><summary>Show more \(28 more lines\)<\/summary><pre>output line 13\n/);
+    // The transcript is the page's main content: first, before what is said about the session and its controls.
+    const at = (marker: string) => page.text.indexOf(marker);
+    expect(at('id="transcript"')).toBeGreaterThan(0);
+    for (const after of ['id="revisions"', 'id="about"', 'id="resume"', 'id="sharing"', 'id="delete"']) expect(at('id="transcript"'), after).toBeLessThan(at(after));
     expect(page.text).toMatch(/<td>1<\/td><td>complete<\/td>/);
     expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
     // The download is the bundle, through a short-lived URL, and in the audit log.
