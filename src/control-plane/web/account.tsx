@@ -25,7 +25,9 @@ export async function accountPage(rc: RouteContext, req: Request): Promise<void>
         Signed in as <strong>{session.user.email}</strong> ({session.user.is_admin ? 'administrator' : 'member'}).
       </p>
       <h2 id="tokens">Your tokens</h2>
-      <p class="muted">Personal tokens and the devices you signed in with `blue-agent login`. The tokens themselves are never shown again.</p>
+      <p class="muted">
+        Personal tokens and the devices you signed in with <code>blue-agent login</code>. The tokens themselves are never shown again.
+      </p>
       <TokenTable grants={grants} csrf={session.csrf} now={now} revokeAction={(g) => `/account/tokens/${g.id}/revoke`} />
     </Page>,
   );

@@ -7,7 +7,7 @@ import { HttpError } from '../http.js';
 import type { Request, RouteContext } from '../routes.js';
 import { actorName, AUDIT_ACTIONS, auditSummary, MAX_MACHINES_PER_USER, userActor, type AuditAction, type BrowserSession } from '../store/index.js';
 import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
-import { Page, when } from './layout.js';
+import { Page, Prose, when } from './layout.js';
 import { TokenTable } from './tokens.js';
 
 const AUDIT_PAGE = 50;
@@ -106,6 +106,11 @@ function HarnessLine({ h }: { h: InventoryEntry }) {
       {reason === undefined ? null : <div class="muted">{reason}</div>}
     </>
   );
+}
+
+/** A harness as a report names it: its name and, when known, its version, one space between (none left dangling). */
+export function harnessLabel(name: string | undefined, version: string | undefined): string {
+  return [name ?? '?', version].filter((part): part is string => part !== undefined && part.trim() !== '').join(' ');
 }
 
 /** GET /admin/clients: each machine's latest report, a page at a time (`page`), by person and machine. */

@@ -61,11 +61,24 @@ export function Page({ title, session, nav, children }: PageProps) {
   );
 }
 
+/**
+ * A message written for a terminal as well (an error, a warning), its `backquoted` commands shown as code. Every piece
+ * stays text to Preact: nothing in the message becomes markup but the <code> around what was quoted.
+ */
+export function Prose({ text }: { text: string }) {
+  const pieces = text.split('`');
+  // An odd number of backquotes leaves the last one unpaired: shown as it is.
+  if (pieces.length % 2 === 0) return <>{text}</>;
+  return <>{pieces.map((piece, i) => (i % 2 === 1 ? <code key={i}>{piece}</code> : piece))}</>;
+}
+
 export function ErrorPage({ status, message }: { status: number; message: string }) {
   return (
     <Page title={`Error ${status}`}>
       <h1>{status === 404 ? 'Not found' : status === 403 ? 'Not allowed' : 'Something went wrong'}</h1>
-      <p role="alert">{message}</p>
+      <p role="alert">
+        <Prose text={message} />
+      </p>
       <p>
         <a href="/">Back to the start</a>
       </p>

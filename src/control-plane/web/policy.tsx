@@ -12,7 +12,7 @@ import type { Request, RouteContext } from '../routes.js';
 import { userActor, type BrowserSession, type PolicyRevision } from '../store/index.js';
 import { administrator, AdminPage } from './admin.js';
 import { readPagePost, redirect, sendPage } from './http.js';
-import { when } from './layout.js';
+import { Prose, when } from './layout.js';
 
 /** A policy may be as large as agents accept one (escaped in a form, up to three times that). */
 const POLICY_FORM = { maxValue: MAX_POLICY_BYTES, maxBytes: 3 * MAX_POLICY_BYTES + 4096 };
@@ -52,7 +52,7 @@ function PolicyPage(props: { session: BrowserSession; current: PolicyRevision | 
       )}
       {(review?.warnings ?? []).map((w) => (
         <p class="warning" key={w}>
-          {w}
+          <Prose text={w} />
         </p>
       ))}
       {review === undefined ? null : <ReviewSection session={session} current={current} text={text} review={review} />}

@@ -458,9 +458,13 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     const alice = await browser(t.alice);
     for (const page of ['/admin/clients', '/admin/users', '/admin/audit', '/admin/policy']) expect((await alice.get(page)).status, page).toBe(403);
 
+    await t.server.store.recordClientStatus(t.bob.id, 'desktop-1', { hostname: 'bobs-desktop', harnesses: [{ name: 'gemini', installed: false }, { name: 'codex', raw_version: 'codex-cli 0.1.0', installed: true, reconciled: true }] }, t.clock.now());
     const machines = await admin.get('/admin/clients');
     expect(machines.text).toContain('alices-laptop');
     expect(machines.text).toContain('applied, not the current revision');
+    // A harness without a version is its name alone: no space before the colon.
+    expect(machines.text).toContain('<li>gemini: not installed</li>');
+    expect(machines.text).toContain('<li>codex codex-cli 0.1.0: reconciled</li>');
 
     const users = await admin.get('/admin/users');
     const revoke = new RegExp(`action="/admin/tokens/([0-9a-f-]{36})/revoke"[^>]*><input type="hidden" name="csrf" value="[^"]+"/><button type="submit" class="danger" aria-label="Revoke token from users add of alice@example.com, created `).exec(users.text);
@@ -478,6 +482,9 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     // A policy far larger than an ordinary form field is reviewed too.
     const commented = await admin.post('/admin/policy/preview', { policy: `# ${'why '.repeat(20_000)}\nallowed_harnesses: [claude]\n` });
     expect(commented.status).toBe(200);
+    // A warning names a command as code, not between the backquotes a terminal's text carries.
+    const foreign = await admin.post('/admin/policy/preview', { policy: 'session_upload:\n  presign_url: https://elsewhere.example/session-uploads/presign\n' });
+    expect(foreign.text).toContain('(recorded by <code>control-plane serve</code>)');
     const refused = await admin.post('/admin/policy/preview', { policy: 'allowed_harnesses: nope\n' });
     expect([refused.status, refused.text.includes('role="alert"')]).toEqual([400, true]);
     const published = await admin.post('/admin/policy/publish', { policy: 'allowed_harnesses: [claude, codex]\n', base: current });

@@ -179,6 +179,9 @@ describe.each(BACKENDS)('signing a browser in (%s)', (backend) => {
     const { cookie, csrf } = await signedIn(t.carol);
     const page = await browse('GET', '/account', { cookie });
     expect(page.text).toContain('token from users add');
+    // A command is shown as code, not as the backquotes a terminal's text would carry.
+    expect(page.text).toContain('the devices you signed in with <code>blue-agent login</code>.');
+    expect(page.text).not.toContain('`');
     const id = /action="\/account\/tokens\/([0-9a-f-]{36})\/revoke"/.exec(page.text)![1]!;
     expect((await browse('POST', `/account/tokens/${id}/revoke`, { cookie, form: { csrf } })).location).toBe('/account#tokens');
     expect((await t.call('GET', '/auth/me', t.carol.token)).status).toBe(401);
