@@ -34,7 +34,7 @@ export async function addUser(where: StoreOptions, email: string, isAdmin: boole
     if ((await store.userByEmail(email)) !== undefined) {
       throw new BlueError('USAGE', `a user ${email} already exists`, { hint: 'Each e-mail address has one user and one token.' });
     }
-    return store.addUser(email, isAdmin, now, by);
+    return store.addUser(email, isAdmin, now, { by });
   });
 }
 

@@ -171,7 +171,7 @@ export async function runDemo(ctx: Context, options: DemoOptions): Promise<DemoR
       } catch (error) {
         throw listenCause(error, options.port ?? 0);
       }
-      const { token, user } = await server.store.addUser(DEMO_USER, false, Date.now());
+      const { token, user } = await server.store.addUser(DEMO_USER, false, Date.now(), { tokenLabel: 'token made by blue-agent demo' });
       const policy = await server.store.publishPolicy(
         { contract_version: 1, ttl_seconds: 3600, required: false, allowed_harnesses: [harness.name], session_upload: { presign_url: `${url}/session-uploads/presign` } },
         Date.now(),

@@ -128,6 +128,8 @@ describe.each(BACKENDS)('control-plane serve on a fresh machine (%s)', (backend)
     const store = await openDb();
     try {
       expect((await store.listUsers()).map((u) => u.email)).toEqual(['admin@localhost']);
+      // Its token says what made it.
+      expect((await store.identity.grants(undefined)).map((g) => g.label)).toEqual(['token made by serve for the first administrator']);
       expect((await store.currentPolicy())?.created_at).toBeDefined();
       // Kept as a text too, which `policy show` prints and the dashboard edits.
       expect((await store.currentPolicy())?.text).toMatch(/^# The policy a first start publishes: .*\nsession_upload:\n  presign_url: http:\/\/127\.0\.0\.1:\d+\/session-uploads\/presign\n$/s);

@@ -104,7 +104,7 @@ describe('SQLite store statements', () => {
   async function rounds(n: number): Promise<void> {
     const now = 1_000_000 * n;
     const operator = { kind: 'cli' as const, name: 'ops' };
-    const { user: ada, token } = await store.addUser(`ada${n}@example.com`, true, now, operator);
+    const { user: ada, token } = await store.addUser(`ada${n}@example.com`, true, now, { by: operator });
     const { user: bob } = await store.addUser(`bob${n}@example.com`, false, now);
     const byAda = { kind: 'user' as const, id: ada.id, email: ada.email };
     await store.identity.authenticate(token, now + 1);

@@ -22,7 +22,7 @@ import { likePattern, toArtifact, toClientStatus, toSession } from './sqlite.js'
 import { auditEventOf, auditRow, policyPublished, roleChanged, tokenCreated, userAdded } from './audit.js';
 import { insertPersonalToken, PostgresIdentity } from './postgres-identity.js';
 import { etagOf } from './tokens.js';
-import { API_SCOPES, BRACKETS, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchWords } from './types.js';
+import { API_SCOPES, BRACKETS, FIRST_ADMIN_TOKEN_LABEL, USERS_ADD_TOKEN_LABEL, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchWords } from './types.js';
 import type {
   Artifact,
   AuditActor,
@@ -288,18 +288,18 @@ export class PostgresStore implements ControlStore {
 
   // Users
 
-  async addUser(email: string, isAdmin: boolean, now: number, by?: AuditActor): Promise<{ user: User; token: string }> {
+  async addUser(email: string, isAdmin: boolean, now: number, { by, tokenLabel = USERS_ADD_TOKEN_LABEL }: { by?: AuditActor | undefined; tokenLabel?: string } = {}): Promise<{ user: User; token: string }> {
     return this.transaction(async (db) => {
       // Shared: any number of additions at once, but never while a first start is deciding whether there are users.
       await db.run('SELECT pg_advisory_xact_lock_shared($1, $2)', LOCK_NAMESPACE, LOCKS.users);
-      return insertUser(db, email, isAdmin, now, by);
+      return insertUser(db, email, isAdmin, now, tokenLabel, by);
     });
   }
 
   async addFirstAdmin(email: string, now: number, by?: AuditActor): Promise<{ user: User; token: string } | undefined> {
     return this.transaction(async (db) => {
       await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.users);
-      return (await db.get('SELECT 1 FROM users LIMIT 1')) === undefined ? insertUser(db, email, true, now, by) : undefined;
+      return (await db.get('SELECT 1 FROM users LIMIT 1')) === undefined ? insertUser(db, email, true, now, FIRST_ADMIN_TOKEN_LABEL, by) : undefined;
     });
   }
 
@@ -928,11 +928,11 @@ export class PostgresStore implements ControlStore {
 }
 
 /** A user and a personal token (and, with `by`, both in the audit log), in `db` (the caller's transaction). */
-async function insertUser(db: Db, email: string, isAdmin: boolean, now: number, by: AuditActor | undefined): Promise<{ user: User; token: string }> {
+async function insertUser(db: Db, email: string, isAdmin: boolean, now: number, tokenLabel: string, by: AuditActor | undefined): Promise<{ user: User; token: string }> {
   const user: User = { id: randomUUID(), email, is_admin: isAdmin, created_at: now };
   await db.run('INSERT INTO users (id, email, is_admin, created_at) VALUES ($1, $2, $3, $4)', user.id, email, isAdmin, now);
   if (by !== undefined) await insertAudit(db, userAdded(by, user), now);
-  const { token, grant } = await insertPersonalToken(db, user.id, isAdmin ? API_SCOPES : MEMBER_SCOPES, 'token from users add', now);
+  const { token, grant } = await insertPersonalToken(db, user.id, isAdmin ? API_SCOPES : MEMBER_SCOPES, tokenLabel, now);
   if (by !== undefined) await insertAudit(db, tokenCreated(by, grant), now);
   return { user, token };
 }

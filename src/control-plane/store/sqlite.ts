@@ -36,7 +36,7 @@ import type {
   SharingMode,
   User,
 } from './types.js';
-import { API_SCOPES, BRACKETS, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchPlace, searchWords } from './types.js';
+import { API_SCOPES, BRACKETS, FIRST_ADMIN_TOKEN_LABEL, USERS_ADD_TOKEN_LABEL, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchPlace, searchWords } from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | bigint | null;
@@ -152,14 +152,14 @@ export class SqliteStore implements ControlStore {
 
   // Users
 
-  async addUser(email: string, isAdmin: boolean, now: number, by?: AuditActor): Promise<{ user: User; token: string }> {
-    return this.transaction(() => this.insertUser(email, isAdmin, now, by));
+  async addUser(email: string, isAdmin: boolean, now: number, { by, tokenLabel = USERS_ADD_TOKEN_LABEL }: { by?: AuditActor | undefined; tokenLabel?: string } = {}): Promise<{ user: User; token: string }> {
+    return this.transaction(() => this.insertUser(email, isAdmin, now, tokenLabel, by));
   }
 
   /** A user and a personal token (and, with `by`, both in the audit log); inside the caller's transaction. */
-  private insertUser(email: string, isAdmin: boolean, now: number, by: AuditActor | undefined): { user: User; token: string } {
+  private insertUser(email: string, isAdmin: boolean, now: number, tokenLabel: string, by: AuditActor | undefined): { user: User; token: string } {
     const user = this.insertBareUser(email, isAdmin, now, by);
-    const { token } = this.identity.insertPersonalToken(user.id, isAdmin ? API_SCOPES : MEMBER_SCOPES, 'token from users add', now, by);
+    const { token } = this.identity.insertPersonalToken(user.id, isAdmin ? API_SCOPES : MEMBER_SCOPES, tokenLabel, now, by);
     return { user, token };
   }
 
@@ -172,7 +172,7 @@ export class SqliteStore implements ControlStore {
   }
 
   async addFirstAdmin(email: string, now: number, by?: AuditActor): Promise<{ user: User; token: string } | undefined> {
-    return this.transaction(() => (this.get('SELECT 1 FROM users LIMIT 1') === undefined ? this.insertUser(email, true, now, by) : undefined));
+    return this.transaction(() => (this.get('SELECT 1 FROM users LIMIT 1') === undefined ? this.insertUser(email, true, now, FIRST_ADMIN_TOKEN_LABEL, by) : undefined));
   }
 
   async provisionUser(email: string, now: number, by?: AuditActor): Promise<User> {

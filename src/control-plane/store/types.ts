@@ -194,11 +194,12 @@ export interface ControlStore {
   organizationId(): Promise<string>;
 
   /**
-   * A user with a personal token (every scope; an administrator's includes `admin`). With `by`, the audit log records
-   * who added them and the token, in the same transaction (so do the other changes below that take `by`).
+   * A user with a personal token (every scope; an administrator's includes `admin`), its label saying who made it
+   * (`control-plane users add` unless `tokenLabel` says otherwise). With `by`, the audit log records who added them
+   * and the token, in the same transaction (so do the other changes below that take `by`).
    */
-  addUser(email: string, isAdmin: boolean, now: number, by?: AuditActor): Promise<{ user: User; token: string }>;
-  /** An administrator, only when there is no user at all (the first start); undefined otherwise. */
+  addUser(email: string, isAdmin: boolean, now: number, options?: { by?: AuditActor | undefined; tokenLabel?: string }): Promise<{ user: User; token: string }>;
+  /** An administrator, only when there is no user at all (the first start); undefined otherwise. Its token is labelled so. */
   addFirstAdmin(email: string, now: number, by?: AuditActor): Promise<{ user: User; token: string } | undefined>;
   /** The user of `email`, made (a member, without a token) when there is none: a first sign-in. */
   provisionUser(email: string, now: number, by?: AuditActor): Promise<User>;
@@ -562,6 +563,10 @@ export function searchWords(q: string): string[] {
  * newest-first order, not ranked (ranking every session that holds a common word costs more than it tells).
  */
 export const MAX_SEARCH_TOTAL = 1_000;
+
+/** The label of the token a user is made with: what made it, as the token lists show it. */
+export const USERS_ADD_TOKEN_LABEL = 'token from users add';
+export const FIRST_ADMIN_TOKEN_LABEL = 'token made by serve for the first administrator';
 
 /** A snippet's marks for people who read it as text (the API, the CLI): the matched words between `[` and `]`. */
 export const BRACKETS: SnippetMarks = { start: '[', stop: ']' };
