@@ -317,6 +317,15 @@ function listenError(error: unknown, host: string, port: number): unknown {
   return error;
 }
 
+/**
+ * What the other control-plane commands need to reach the database `serve` uses, as flags to print after them: the
+ * data directory unless it is the default, and a PostgreSQL URL by its variable (its password is never printed).
+ */
+function adminFlags(ctx: Context, where: StoreOptions): string {
+  if (where.databaseUrl !== undefined) return ' --database-url "$BLUE_CONTROL_DATABASE_URL"';
+  return where.dataDir === ctx.paths.controlDataDir ? '' : ` --data ${shellQuote(where.dataDir)}`;
+}
+
 /** A path as one shell word. */
 function shellQuote(value: string): string {
   return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
@@ -397,7 +406,9 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
   const gcMinutes = opts.gcInterval === undefined ? 60 : opts.gcInterval === '0' ? 0 : positiveNumber('--gc-interval', opts.gcInterval)!;
   const format = logFormat(ctx, opts);
   checkBlobOptions(opts);
-  const store = await openStore(storeOptions(ctx, opts, true));
+  const where = storeOptions(ctx, opts, true);
+  const flags = adminFlags(ctx, where);
+  const store = await openStore(where);
   const server = createControlServer({
     store,
     harnessMetadata: harnessMetadataDocument(profiles),
@@ -406,6 +417,7 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
     publicUrl: opts.publicUrl,
     assetsDir: ctx.paths.webAssetsDir,
     oidc,
+    adminFlags: flags,
     blobs: (publicUrl) => openBlobs(ctx, dir, opts, publicUrl),
     clock: ctx.clock,
     retentionDays,
@@ -432,22 +444,20 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
     throw error;
   }
   ctx.stdout.write(`Control API listening on ${url} (${store.backend === 'postgres' ? `database ${store.location}` : `data ${dir}`}, ${server.blobs.kind} blob store)\n`);
-  // The administration commands printed below reach this server's data as printed (a database URL given as a flag
-  // holds its password, so it is named, not printed).
-  const where = `${opts.data === undefined ? '' : ` --data ${shellQuote(dir)}`}${opts.databaseUrl === undefined ? '' : ' --database-url URL'}`;
   if (started.admin !== undefined) {
     // The token itself is never printed: a terminal's output often ends up in a log (a service's journal).
     // The sign-in link is printed: it works once, within 15 minutes, and only in a browser.
     ctx.stdout.write(
       `Created the administrator ${started.admin.email}; its token is in ${started.admin.tokenFile} (readable only by you).\n` +
         `Log this machine in with:\n  blue-agent login --control-url ${publicUrl} --token-stdin < ${shellQuote(started.admin.tokenFile)}\n` +
-        `Sign in to the dashboard with this one-time link (within 15 minutes; \`blue-agent control-plane users link ${shellQuote(started.admin.email)}${where}\` makes another):\n  ${started.admin.signInUrl}\n`,
+        `Sign in to the dashboard with this one-time link (it works once, within 15 minutes):\n  ${started.admin.signInUrl}\n` +
+        `Make another, at any time, with:\n  blue-agent control-plane users link ${shellQuote(started.admin.email)}${flags}\n`,
     );
   }
   if (started.policy !== undefined) {
     ctx.stdout.write(
       `Published a default policy (revision ${started.policy.revision}): capture on for every harness, uploads presigned at ${publicUrl}/session-uploads/presign.\n` +
-        `Publish your own with: blue-agent control-plane policy publish FILE${where}\n`,
+        `Publish your own with: blue-agent control-plane policy publish FILE${flags}\n`,
     );
   }
   await new Promise<void>((resolve) => {

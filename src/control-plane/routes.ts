@@ -95,6 +95,11 @@ export interface RouteContext {
   oidc?: OidcSignIn | undefined;
   /** The profiles bundles are read with (the transcript viewer, search); undefined: transcripts are not shown. */
   bundleProfiles?: ProfileSet | undefined;
+  /**
+   * What `control-plane` commands on this server's machine add to reach its database (` --data DIR`; empty for the
+   * default), for the commands pages print.
+   */
+  adminFlags: string;
 }
 
 export interface EventStreamLimits {

@@ -70,6 +70,8 @@ export interface ControlServerOptions {
   assetsDir?: string | undefined;
   /** Browser sign-in through an OpenID provider; absent: one-time sign-in links only. */
   oidc?: OidcSettings | undefined;
+  /** What `control-plane` commands add to reach this server's database (` --data DIR`), for the commands pages print. */
+  adminFlags?: string | undefined;
 }
 
 export interface ControlServer {
@@ -116,6 +118,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     assetsDir: options.assetsDir,
     oidc: options.oidc === undefined ? undefined : new OidcSignIn(options.oidc),
     bundleProfiles: options.bundleProfiles,
+    adminFlags: options.adminFlags ?? '',
     revisions: new RevisionFeed(store, { intervalMs: options.events?.pollMs, log }),
     log,
     metrics,

@@ -95,7 +95,12 @@ describe.each(BACKENDS)('control-plane serve on a fresh machine (%s)', (backend)
       const first = await signIn();
       expect([first.status, first.headers.get('location'), first.headers.get('set-cookie')?.startsWith('blue_session=')]).toEqual([303, '/', true]);
       expect((await signIn()).headers.get('location')).toBe('/sign-in?failed=link');
-      // `users link` makes another, on the same server.
+      // `users link` makes another, on the same server, as serve printed it and as the signed-out page says.
+      const flags = databaseUrl === undefined ? '' : ' --database-url "$BLUE_CONTROL_DATABASE_URL"';
+      expect(server.printed).toContain(`Make another, at any time, with:\n  blue-agent control-plane users link admin@localhost${flags}\n`);
+      const signedOut = await (await fetch(`${server.url}/sign-in`)).text();
+      expect(signedOut).toContain(`The administrator <code>control-plane serve</code> created, admin@localhost, gets a new link the same way`);
+      expect(signedOut).toContain(`<pre>blue-agent control-plane users link admin@localhost${flags.replaceAll('"', '&quot;')}</pre>`);
       const made = JSON.parse((await run('control-plane', 'users', 'link', 'admin@localhost', '--json')).stdout) as { url: string; email: string };
       expect(made).toMatchObject({ email: 'admin@localhost', url: expect.stringMatching(new RegExp(`^${server.url.replaceAll('.', '\\.')}/auth/link#[A-Za-z0-9_-]{43}$`)) });
       expect((await run('control-plane', 'users', 'link', 'nobody@example.com')).stderr).toMatch(/there is no user nobody@example.com/);
@@ -144,6 +149,23 @@ describe.each(BACKENDS)('control-plane serve on a fresh machine (%s)', (backend)
       await store.close();
     }
     expect(home.stdout.text() + home.stderr.text()).not.toContain((await readFile(path.join(defaultData(), 'admin-token'), 'utf8')).trim());
+  });
+
+  it('with --data, prints the commands that reach it with --data, and the signed-out page says the same', async () => {
+    if (databaseUrl !== undefined) return; // PostgreSQL: the data directory holds no database.
+    const data = path.join(home.root, 'my control');
+    const server = await serve({ data });
+    try {
+      const flags = ` --data '${data}'`;
+      expect(server.printed).toContain(`  blue-agent control-plane users link admin@localhost${flags}\n`);
+      expect(server.printed).toContain(`Publish your own with: blue-agent control-plane policy publish FILE${flags}\n`);
+      expect(await (await fetch(`${server.url}/sign-in`)).text()).toContain(`<pre>blue-agent control-plane users link admin@localhost --data '${data}'</pre>`);
+      // As printed, it works.
+      const made = await run('control-plane', 'users', 'link', 'admin@localhost', '--data', data, '--json');
+      expect(made.code, made.stderr).toBe(0);
+    } finally {
+      await server.stop();
+    }
   });
 
   it('presigns at --public-url when given, and policy publish warns when presign_url leaves the recorded origin', async () => {

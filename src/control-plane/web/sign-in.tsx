@@ -3,6 +3,7 @@
  * provider, a person signs in with a one-time link an administrator makes (`control-plane users link`, or the one a
  * first start prints); its secret travels in the URL's fragment, so no server, proxy or Referer ever sees it.
  */
+import { FIRST_ADMIN_EMAIL, SIGN_IN_LINK_TTL_MS } from '../admin.js';
 import { HttpError } from '../http.js';
 import type { Request, RouteContext } from '../routes.js';
 import type { AttemptLimit, BrowserSession } from '../store/index.js';
@@ -58,6 +59,8 @@ export async function signInPage(rc: RouteContext, req: Request): Promise<void> 
   const next = safeNext(req.url.searchParams.get('next') ?? undefined);
   if ((await browserSession(rc, req)) !== undefined) return redirect(req.reply, next);
   const failed = req.url.searchParams.get('failed');
+  // The administrator a first start made signs in by link alone (no identity provider knows it): say how to get one.
+  const firstAdmin = await rc.store.userByEmail(FIRST_ADMIN_EMAIL);
   sendPage(
     req.reply,
     200,
@@ -84,9 +87,18 @@ export async function signInPage(rc: RouteContext, req: Request): Promise<void> 
         )}
         <p>
           {rc.oidc === undefined ? 'Sign in with a one-time link from an administrator.' : 'Or use a one-time sign-in link from an administrator.'} An
-          administrator makes one with:
+          administrator makes one, on the machine this server runs on, with:
         </p>
-        <pre>blue-agent control-plane users link you@example.com</pre>
+        <pre>{`blue-agent control-plane users link you@example.com${rc.adminFlags}`}</pre>
+        {firstAdmin === undefined ? null : (
+          <>
+            <p>
+              The administrator <code>control-plane serve</code> created, {firstAdmin.email}, gets a new link the same way (each link works once, within{' '}
+              {Math.round(SIGN_IN_LINK_TTL_MS / 60_000)} minutes):
+            </p>
+            <pre>{`blue-agent control-plane users link ${firstAdmin.email}${rc.adminFlags}`}</pre>
+          </>
+        )}
       </div>
     </Page>,
   );
