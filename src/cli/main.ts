@@ -777,9 +777,14 @@ export async function main(argv: readonly string[], ctx: Context = createContext
 
 /** A commander parse error (unknown flag, missing argument, bad value) as a USAGE error naming the command's help. */
 function parseError(error: CommanderError, program: Command, argv: readonly string[]): BlueError {
-  const message = error.message.replace(/^error:\s*/, '').trim();
+  // Commander puts its suggestion for a typo on a line of its own: it belongs in the hint, the message stays one line.
+  const [first = '', ...rest] = error.message.replace(/^error:\s*/, '').trim().split('\n');
+  const suggested = /^\(Did you mean (?<name>.+)\?\)$/.exec(rest.join(' ').trim())?.groups?.name;
   const names = commandPath(program, argv);
-  return usageError(message, `run \`${['blue-agent', ...names].join(' ')} --help\``);
+  const help = `run \`${['blue-agent', ...names].join(' ')} --help\``;
+  const isCommand = suggested !== undefined && !suggested.startsWith('-');
+  const guess = suggested === undefined ? undefined : isCommand ? `blue-agent ${[...names, suggested].join(' ')}` : suggested;
+  return usageError(first.trim(), guess === undefined ? help : `did you mean \`${guess}\`? Else ${help}`);
 }
 
 /** The (sub)command names that argv selects, as far as they are known: `['control-plane', 'users', 'add']`. */

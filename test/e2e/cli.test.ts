@@ -141,7 +141,7 @@ describe('parse errors in the standard form', () => {
     [['reconcile', '--harness', 'emacs'], 'unknown harness "emacs"', 'blue-agent reconcile --help'],
     [['control-plane', 'users', 'add', '--admin', '--bogus'], "unknown option '--bogus'", 'blue-agent control-plane users add --help'],
     [['sessions', 'share', '3d394c86'], "required option '--mode <mode>' not specified", 'blue-agent sessions share --help'],
-    [['bogus'], "unknown command 'bogus'", 'blue-agent --help'],
+    [['frobnicate'], "unknown command 'frobnicate'", 'blue-agent --help'],
     [['service', 'status', '--dry-run'], "unknown option '--dry-run'", 'blue-agent service status --help'],
   ])('%j: USAGE error with a hint, exit 2', async (args, message, help) => {
     const human = await inProcess(args);
@@ -161,6 +161,19 @@ describe('parse errors in the standard form', () => {
     const doc = JSON.parse(json.stdout) as { ok: boolean; error: { code: string; message: string; hint: string } };
     expect(doc).toEqual({ ok: false, error: { code: 'USAGE', message: expect.stringContaining(message), hint: `run \`${help}\`` } });
     expect(doc.error.message).not.toMatch(/^error:/);
+  });
+
+  it.each([
+    [['reconcil'], "unknown command 'reconcil'", '  hint: did you mean `blue-agent reconcile`? Else run `blue-agent --help`'],
+    [['sessions', 'lst'], "unknown command 'lst'", '  hint: did you mean `blue-agent sessions list`? Else run `blue-agent sessions --help`'],
+    [['reconcile', '--dry-rn'], "unknown option '--dry-rn'", '  hint: did you mean `--dry-run`? Else run `blue-agent reconcile --help`'],
+  ])('%j: a typo gets one message line and the suggestion in its hint', async (args, message, hint) => {
+    const human = await inProcess(args);
+    expect(human.code).toBe(2);
+    const lines = human.stderr.split('\n');
+    expect(lines[0]).toBe(`blue-agent: error [USAGE]: ${message}`);
+    expect(lines[1]).toBe(hint);
+    expect(human.stderr).not.toContain('(Did you mean');
   });
 
   it('--help and --version still print on stdout and exit 0', async () => {
@@ -237,7 +250,7 @@ describe('help texts', () => {
     const exported = (await inProcess(['sessions', 'export', '--help'])).stdout;
     expect(exported).toContain('names an existing file, a local bundle');
     expect(exported).toContain('0600');
-    expect(exported).toContain('blue-agent sessions export 3d394c86 --format markdown');
+    expect(exported).toContain('blue-agent sessions export 3d394c86 --out session.md');
     const create = (await inProcess(['bundle', 'create', '--help'])).stdout;
     expect(create).toContain('--harness, --session and --out are required');
     expect(create).toContain('blue-agent bundle create --harness claude --session');

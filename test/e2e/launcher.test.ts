@@ -115,7 +115,7 @@ describe('the commands `control-plane serve` prints', () => {
       }
       const url = /listening on (http:\/\/\S+)/.exec(printed)![1]!;
       const login = /^ {2}(blue-agent login .*)$/m.exec(printed)?.[1];
-      const link = /`(blue-agent control-plane users link [^`]*)` makes another/.exec(printed)?.[1];
+      const link = /Make another, at any time, with:\n {2}(blue-agent control-plane users link .*)$/m.exec(printed)?.[1];
       const publish = /Publish your own with: (blue-agent control-plane policy publish FILE.*)$/m.exec(printed)?.[1];
       expect({ login, link, publish }, printed).toEqual({ login: expect.any(String), link: expect.any(String), publish: expect.any(String) });
 

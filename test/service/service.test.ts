@@ -641,7 +641,8 @@ describe('an agent config that does not validate', () => {
     const { code, err } = await cli(context(), ['service', 'install']);
     expect(code).toBe(1);
     expect(err).toMatch(new RegExp(`error \\[CONFIG_INVALID\\]: ${escapeRe(file)}:\\d+:\\d+: .*: the service would fail at start, so it is not installed`));
-    expect(err).toContain('  hint: Fix the syntax error at that position. Then run `blue-agent service install` again.');
+    // The hint is the YAML error's own (which line to fix, and how), then what to run once it is fixed.
+    expect(err).toMatch(/\n {2}hint: .+\. Then run `blue-agent service install` again\.\n/);
     const json = await cli(context(), ['service', 'install', '--json']);
     expect(JSON.parse(json.out)).toMatchObject({ ok: false, error: { code: 'CONFIG_INVALID', file } });
     expect(await fakes.calls()).toEqual([]);

@@ -463,8 +463,8 @@ describe.each(BACKENDS)('the Sessions dashboard (%s)', (backend) => {
     expect(machines.text).toContain('alices-laptop');
     expect(machines.text).toContain('applied, not the current revision');
     // A harness without a version is its name alone: no space before the colon.
-    expect(machines.text).toContain('<li>gemini: not installed</li>');
-    expect(machines.text).toContain('<li>codex codex-cli 0.1.0: reconciled</li>');
+    expect(machines.text).toContain('<li>gemini: <span>not installed</span></li>');
+    expect(machines.text).toContain('<li>codex codex-cli 0.1.0: <span>reconciled</span></li>');
 
     const users = await admin.get('/admin/users');
     const revoke = new RegExp(`action="/admin/tokens/([0-9a-f-]{36})/revoke"[^>]*><input type="hidden" name="csrf" value="[^"]+"/><button type="submit" class="danger" aria-label="Revoke token from users add of alice@example.com, created `).exec(users.text);
