@@ -82,11 +82,19 @@ function toOption(declaration: OptionDeclaration): Option {
   return option;
 }
 
-/** Loads the help of each command in `declarations` that argv names and has help to load (`loadHelp`). */
-export async function loadHelp(declarations: readonly CommandDeclaration[], argv: readonly string[]): Promise<Map<CommandDeclaration, string>> {
-  const loaded = new Map<CommandDeclaration, string>();
+/**
+ * Loads the help of each command in `declarations`, or among their subcommands, that argv names and has help to load
+ * (`loadHelp`).
+ */
+export async function loadHelp(
+  declarations: readonly CommandDeclaration[],
+  argv: readonly string[],
+  loaded = new Map<CommandDeclaration, string>(),
+): Promise<Map<CommandDeclaration, string>> {
   for (const declaration of declarations) {
-    if (declaration.loadHelp !== undefined && argv.includes(nameOf(declaration))) loaded.set(declaration, await declaration.loadHelp());
+    if (!argv.includes(nameOf(declaration))) continue;
+    if (declaration.loadHelp !== undefined) loaded.set(declaration, await declaration.loadHelp());
+    await loadHelp(declaration.subcommands ?? [], argv, loaded);
   }
   return loaded;
 }
