@@ -6,7 +6,6 @@
  * 403, so ids of other people's sessions cannot be probed.
  */
 import type { IncomingMessage } from 'node:http';
-import type { FastifyReply } from 'fastify';
 import * as validators from '../schema/generated/validators.js';
 import { RECORD_FORMAT } from '../bundle/record.js';
 import type { AuditEventPage } from '../schema/generated/control-audit-events.js';
@@ -20,11 +19,8 @@ import { HARNESSES } from '../schema/generated/harness-names.js';
 import type { PresignRequest } from '../schema/generated/control-presign.js';
 import type { SessionDetail } from '../schema/generated/control-session-detail.js';
 import type { SharingRequest } from '../schema/generated/control-sharing.js';
-import type { ProfileSet } from '../profiles/index.js';
-import type { BlobStore } from './blobs/types.js';
 import { auditAdminRead, changeSharing, downloadLink, removeSession, searchSnippets, snippetText, visibleSession, type Snippet } from './session-actions.js';
-import { deviceAuthorization, revocationEndpoint, tokenEndpoint, type IdentitySettings } from './identity/oauth.js';
-import type { OidcSignIn } from './identity/oidc.js';
+import { deviceAuthorization, revocationEndpoint, tokenEndpoint } from './identity/oauth.js';
 import { listUsers, listUserTokens, revokeUserToken } from './identity/users.js';
 import { accountPage, revokeOwnToken } from './web/account.js';
 import { adminAudit, adminClients, adminHome, adminRevokeToken, adminSetRole, adminUsers } from './web/admin.js';
@@ -34,9 +30,7 @@ import { sessionDelete, sessionDownload, sessionPage, sessionSharing, sessionsPa
 import { redirect as redirectPage } from './web/http.js';
 import { deviceDecision, devicePage, signInLinkPage, signInPage, signInWithLink, signOut } from './web/sign-in.js';
 import { CLIENT_CAPABILITIES_HEADER, CONTRACT_VERSION_HEADER, REQUIRED_CLIENT_VERSION_HEADER, requiredClientVersion, unmetContract } from './governance.js';
-import type { ServerLog } from './log.js';
-import type { ServerMetrics } from './metrics.js';
-import type { RevisionFeed } from './revision-feed.js';
+import { caller, type ProviderSignIn, type Request, type RouteContext } from './route-context.js';
 import { badRequest, forbidden, HttpError, notFound, readJsonBody, sendEmpty, sendJson, sendText, validateBody, type Validate } from './http.js';
 import {
   ARTIFACT_STATUSES,
@@ -51,9 +45,7 @@ import {
   type ApiScope,
   type AuditAction,
   type CapturedSession,
-  type ControlStore,
   type SessionQuery,
-  type User,
 } from './store/index.js';
 
 /** The harness names the schemas accept (schemas/harness-name.schema.json). */
@@ -65,66 +57,6 @@ export const MAX_PAGE = 100;
 export const DEFAULT_AUDIT_PAGE = 100;
 /** The scopes discovery names: OpenID's (accepted, no right of their own) and the API's (store/types.ts). */
 export const SCOPES = ['openid', 'profile', 'email', 'offline_access', ...API_SCOPES];
-
-export interface RouteContext {
-  store: ControlStore;
-  blobs: BlobStore;
-  now(): number;
-  publicUrl(): string;
-  uploadUrlTtlMs: number;
-  downloadUrlTtlMs: number;
-  retentionMs: number;
-  maxBodyBytes: number;
-  /** How long a JSON body may take to arrive (then 408). */
-  bodyTimeoutMs: number;
-  /** `GET /harness-metadata`: the compatibility profiles this server vouches for, with their ETag. */
-  harnessMetadata?: { body: unknown; etag: string } | undefined;
-  /** The profiles a presign may name, per harness, and whether each resumes sessions; undefined: any is accepted. */
-  profiles?: ReadonlyMap<string, ReadonlyMap<string, { resumes: boolean }>> | undefined;
-  /** New governance revisions, for `GET /governance-config/events`. */
-  revisions: RevisionFeed;
-  eventStreams: EventStreamLimits;
-  log: ServerLog;
-  metrics: ServerMetrics;
-  /** Reads what completed sessions say, for search; undefined: only titles and summaries are indexed. */
-  indexer?: { kick(): void } | undefined;
-  identitySettings: IdentitySettings;
-  /** Where the dashboard's built stylesheet and scripts are (dist/assets); undefined: none are served. */
-  assetsDir?: string | undefined;
-  /** Browser sign-in through the organisation's identity provider; undefined: sign-in links only. */
-  oidc?: OidcSignIn | undefined;
-  /** The profiles bundles are read with (the transcript viewer, search); undefined: transcripts are not shown. */
-  bundleProfiles?: ProfileSet | undefined;
-  /**
-   * What `control-plane` commands on this server's machine add to reach its database (` --data DIR`; empty for the
-   * default), for the commands pages print.
-   */
-  adminFlags: string;
-}
-
-export interface EventStreamLimits {
-  /** A `: keepalive` comment this often, so proxies and clients know the stream is alive (Blue: 15 s). */
-  keepaliveMs: number;
-  /** Streams this server holds open at most; more are answered 503 with Retry-After. */
-  maxStreams: number;
-  /**
-   * A stream is ended after this long (±10%), and the client reconnects: its token is checked again, and streams
-   * spread over replicas that started since.
-   */
-  maxLifetimeMs: number;
-}
-
-export interface Request {
-  raw: IncomingMessage;
-  reply: FastifyReply;
-  url: URL;
-  /**
-   * The caller; public routes have none. An administrator whose token lacks the `admin` scope is a member here: every
-   * administrator's right below follows the token's scope as well as the person's role.
-   */
-  user: User | undefined;
-  params: string[];
-}
 
 type Handler = (rc: RouteContext, req: Request) => Promise<void>;
 
@@ -237,7 +169,7 @@ export const ROUTES: readonly Route[] = [
   route(`/account/tokens/${ID}/revoke`, { POST: revokeOwnToken }, { page: true }),
 ];
 
-function withOidc(rc: RouteContext): OidcSignIn {
+function withOidc(rc: RouteContext): ProviderSignIn {
   if (rc.oidc === undefined) throw new HttpError(404, 'not_found', 'this server signs people in with sign-in links only: it has no identity provider configured');
   return rc.oidc;
 }
@@ -245,12 +177,6 @@ function withOidc(rc: RouteContext): OidcSignIn {
 /** GET /: the sessions. */
 async function home(_rc: RouteContext, req: Request): Promise<void> {
   redirectPage(req.reply, '/sessions');
-}
-
-/** The caller of a route that is not public (the server authenticates before the handler runs). */
-export function caller(req: Request): User {
-  if (req.user === undefined) throw new HttpError(401, 'unauthenticated', 'send a bearer token: Authorization: Bearer <token>');
-  return req.user;
 }
 
 // System

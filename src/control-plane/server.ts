@@ -18,10 +18,11 @@ import { createMetrics } from './metrics.js';
 import { collectWith } from './admin.js';
 import { RevisionFeed } from './revision-feed.js';
 import { SearchIndexer } from './search-indexer.js';
-import { ROUTES, type RouteContext } from './routes.js';
+import type { RouteContext } from './route-context.js';
+import { ROUTES } from './routes.js';
 import type { ApiScope, ControlStore, User } from './store/index.js';
 import { storeUnavailable } from './store/unavailable.js';
-import { DEFAULT_IDENTITY, type IdentitySettings } from './identity/oauth.js';
+import { DEFAULT_IDENTITY, type IdentitySettings } from './identity/settings.js';
 import { OidcSignIn, type OidcSettings } from './identity/oidc.js';
 import { sendErrorPage } from './web/errors.js';
 import { wantsPage } from './web/http.js';
@@ -64,7 +65,7 @@ export interface ControlServerOptions {
    * hour); 0 turns it off.
    */
   gc?: { intervalMs?: number | undefined; firstMs?: number | undefined } | undefined;
-  /** Token, device code, browser session and sign-in link lifetimes (identity/oauth.ts: DEFAULT_IDENTITY). */
+  /** Token, device code, browser session and sign-in link lifetimes (identity/settings.ts: DEFAULT_IDENTITY). */
   identity?: Partial<IdentitySettings> | undefined;
   /** The dashboard's built assets (dist/assets). */
   assetsDir?: string | undefined;

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { badRequest, forbidden, HttpError, notFound } from './http.js';
-import type { RouteContext } from './routes.js';
+import type { RouteContext } from './route-context.js';
 import { isExpired, userActor, type Artifact, type AuditAction, type CapturedSession, type NewAuditEvent, type SharingMode, type User } from './store/index.js';
 
 /** Named recipients of one session, at most (as Blue's server). */

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { printable } from '../../util/terminal-text.js';
 import { HttpError, readFormBody, sendJson } from '../http.js';
-import type { Request, RouteContext } from '../routes.js';
+import type { Request, RouteContext } from '../route-context.js';
 import { API_SCOPES, type IssuedTokens } from '../store/index.js';
 import { formatUserCode, newSecret, newUserCode } from '../store/tokens.js';
 
@@ -18,25 +18,6 @@ export const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 export const AGENT_CLIENT_ID = 'blue-agent';
 /** RFC 8628 §3.5: every slow_down adds this to the interval. */
 export const SLOW_DOWN_MS = 5_000;
-
-export interface IdentitySettings {
-  accessTtlMs: number;
-  /** A device sign-in lapses when not refreshed for this long. */
-  refreshTtlMs: number;
-  deviceCodeTtlMs: number;
-  deviceIntervalMs: number;
-  browserSessionTtlMs: number;
-  signInLinkTtlMs: number;
-}
-
-export const DEFAULT_IDENTITY: IdentitySettings = {
-  accessTtlMs: 60 * 60_000,
-  refreshTtlMs: 30 * 86_400_000,
-  deviceCodeTtlMs: 10 * 60_000,
-  deviceIntervalMs: 5_000,
-  browserSessionTtlMs: 12 * 60 * 60_000,
-  signInLinkTtlMs: 15 * 60_000,
-};
 
 /** An OAuth error answer (RFC 6749 §5.2): 400 unless said, `error` and a description a person can act on. */
 class OAuthError extends HttpError {

@@ -8,7 +8,7 @@
 import * as oidc from 'openid-client';
 import { printable } from '../../util/terminal-text.js';
 import { HttpError } from '../http.js';
-import type { Request, RouteContext } from '../routes.js';
+import type { ProviderSignIn, Request, RouteContext } from '../route-context.js';
 import { cookie, redirect, safeNext } from '../web/http.js';
 import { signInBrowser } from '../web/sign-in.js';
 
@@ -40,7 +40,7 @@ export function loopbackIssuer(issuer: URL): boolean {
   return ['127.0.0.1', '[::1]', 'localhost'].includes(issuer.hostname);
 }
 
-export class OidcSignIn {
+export class OidcSignIn implements ProviderSignIn {
   readonly name: string;
   private configuration: Promise<oidc.Configuration> | undefined;
 

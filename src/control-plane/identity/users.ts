@@ -6,7 +6,7 @@
 import type { Token, TokenList } from '../../schema/generated/control-tokens.js';
 import type { UserList } from '../../schema/generated/control-users.js';
 import { forbidden, notFound, sendJson } from '../http.js';
-import { caller, type Request, type RouteContext } from '../routes.js';
+import { caller, type Request, type RouteContext } from '../route-context.js';
 import { userActor, type Grant } from '../store/index.js';
 
 const iso = (at: number | null): string | null => (at === null ? null : new Date(at).toISOString());

@@ -4,7 +4,7 @@
  */
 import { HttpError } from '../http.js';
 import { userActor } from '../store/index.js';
-import type { Request, RouteContext } from '../routes.js';
+import type { Request, RouteContext } from '../route-context.js';
 import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
 import { Page } from './layout.js';
 import { TokenTable } from './tokens.js';

@@ -4,7 +4,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import { HttpError } from '../http.js';
-import type { Request, RouteContext } from '../routes.js';
+import type { Request, RouteContext } from '../route-context.js';
 import { actorName, AUDIT_ACTIONS, auditSummary, MAX_MACHINES_PER_USER, userActor, type AuditAction, type BrowserSession } from '../store/index.js';
 import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
 import { Page, Prose, when } from './layout.js';

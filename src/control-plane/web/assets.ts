@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { HttpError, sendEmpty } from '../http.js';
-import type { Request, RouteContext } from '../routes.js';
+import type { Request, RouteContext } from '../route-context.js';
 
 const TYPES: Record<string, string> = {
   'app.css': 'text/css; charset=utf-8',

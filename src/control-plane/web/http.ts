@@ -9,7 +9,7 @@ import type { VNode } from 'preact';
 import { renderToStaticMarkup } from 'preact-render-to-string';
 import { escapeControls } from '../../util/terminal-text.js';
 import { HttpError, readFormBody } from '../http.js';
-import type { Request, RouteContext } from '../routes.js';
+import type { Request, RouteContext } from '../route-context.js';
 import type { BrowserSession } from '../store/index.js';
 
 /**

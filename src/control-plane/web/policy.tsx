@@ -8,7 +8,7 @@ import { BlueError } from '../../errors.js';
 import { MAX_POLICY_BYTES } from '../../policy/validate.js';
 import { checkPolicyText, presignOriginWarning, publishedText } from '../admin.js';
 import { captureStops, type CaptureStop } from '../policy-review.js';
-import type { Request, RouteContext } from '../routes.js';
+import type { Request, RouteContext } from '../route-context.js';
 import { userActor, type BrowserSession, type PolicyRevision } from '../store/index.js';
 import { administrator, AdminPage } from './admin.js';
 import { readPagePost, redirect, sendPage } from './http.js';

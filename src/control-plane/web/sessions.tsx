@@ -8,7 +8,7 @@ import { formatBytes } from '../../bundle/limits.js';
 import { maskSecrets } from '../../util/secrets.js';
 import { MIN_SESSION_PREFIX, sessionRef, type SessionRef } from '../../util/session-ref.js';
 import { HttpError } from '../http.js';
-import type { Request, RouteContext } from '../routes.js';
+import type { Request, RouteContext } from '../route-context.js';
 import { storedTranscript, type Conversation } from '../search-text.js';
 import { auditAdminRead, changeSharing, downloadLink, removeSession, searchSnippets, visibleSession, type Snippet } from '../session-actions.js';
 import { ARTIFACT_STATUSES, isExpired, SHARING_MODES, type Artifact, type ArtifactStatus, type BrowserSession, type CapturedSession, type SessionQuery, type SharingMode } from '../store/index.js';

@@ -5,7 +5,7 @@
  */
 import { FIRST_ADMIN_EMAIL, SIGN_IN_LINK_TTL_MS } from '../admin.js';
 import { HttpError } from '../http.js';
-import type { Request, RouteContext } from '../routes.js';
+import type { Request, RouteContext } from '../route-context.js';
 import type { AttemptLimit, BrowserSession } from '../store/index.js';
 import { formatUserCode, normaliseUserCode } from '../store/tokens.js';
 import { browserSession, clearedSessionCookie, cookie, readPagePost, redirect, safeNext, sendPage, sessionCookie, sessionCookieName, toSignIn } from './http.js';
