@@ -14,7 +14,8 @@
 import type { Readable } from 'node:stream';
 import { parseDocument, isMap } from 'yaml';
 import { loadAgentConfig } from '../config.js';
-import { CONTROL_URL_ENV, TOKEN_ENV, controlSettings } from '../control-api/settings.js';
+import { CONTROL_URL_ENV, TOKEN_ENV } from '../control-api/env.js';
+import { controlSettings } from '../control-api/settings.js';
 import type { Context } from '../context.js';
 import { deviceSignIn, writeTokenFile, type Credentials } from '../control-api/credentials.js';
 import { fetchGovernanceConfig, governanceConfigUrl } from '../control-api/governance-config.js';

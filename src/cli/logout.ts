@@ -7,7 +7,8 @@
 import { loadAgentConfig } from '../config.js';
 import type { Context } from '../context.js';
 import { signOut, type SignedOut } from '../control-api/credentials.js';
-import { controlSettings, TOKEN_ENV } from '../control-api/settings.js';
+import { TOKEN_ENV } from '../control-api/env.js';
+import { controlSettings } from '../control-api/settings.js';
 import { toBlueError } from '../errors.js';
 
 export interface LogoutOptions {

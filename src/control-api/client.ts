@@ -8,11 +8,10 @@
  * 16 MiB resident, node:http about 1.
  */
 import type { Dispatcher } from 'undici';
-import { loadAgentConfig } from '../config.js';
-import { CONTROL_URL_ENV, controlSettings, TOKEN_ENV } from './settings.js';
-import type { Context, Env } from '../context.js';
+import type { Env } from '../context.js';
 import { BlueError } from '../errors.js';
 import { describeSchemaError, type AjvError } from '../schema/describe.js';
+import { CONTROL_URL_ENV, TOKEN_ENV } from './env.js';
 import { UploadError } from './errors.js';
 import { JsonTooDeep, parseJsonBounded } from '../util/json-depth.js';
 import { originOf } from '../util/url.js';
@@ -99,36 +98,6 @@ export class ControlClient {
       if (this.pool === pool) this.pool = undefined;
     });
     return pool;
-  }
-
-  /**
-   * A client from the agent config and environment; throws NOT_LOGGED_IN when no Control API is configured, and, with
-   * `requireToken`, when there is no token for it either (every route people's commands call needs one).
-   */
-  static async fromContext(ctx: Context, options: { timeoutMs?: number; maxResponseBytes?: number; requireToken?: boolean } = {}): Promise<ControlClient> {
-    const { config } = await loadAgentConfig(ctx);
-    const settings = controlSettings(ctx, config);
-    if (settings.controlUrl === undefined) {
-      throw new BlueError('NOT_LOGGED_IN', 'not logged in: no Control API is configured on this machine', {
-        hint: 'Run `blue-agent login --control-url URL` (the Control API your administrator gave you), or set BLUE_AGENT_CONTROL_URL and BLUE_AGENT_TOKEN.',
-      });
-    }
-    const { requireToken, ...limits } = options;
-    const token = await settings.readToken();
-    if (token === undefined && requireToken === true) {
-      throw new BlueError('NOT_LOGGED_IN', `not logged in to the Control API at ${safeUrl(settings.controlUrl)}: no token in ${settings.tokenFile}, and ${TOKEN_ENV} is not set`, {
-        hint: 'Run `blue-agent login` to sign in there again, or set BLUE_AGENT_TOKEN.',
-      });
-    }
-    return ControlClient.create({
-      controlUrl: settings.controlUrl,
-      token,
-      tokenSource: settings.tokenSource,
-      env: ctx.env,
-      userAgent: `blue-agent/${ctx.self.version}`,
-      now: () => ctx.clock.now(),
-      ...limits,
-    });
   }
 
   /** `<control_url>/<route>`, keeping the base URL's path prefix. */

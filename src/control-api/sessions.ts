@@ -25,10 +25,11 @@ import * as validators from '../schema/generated/validators.js';
 import { RECORD_FORMAT } from '../bundle/record.js';
 import { FULL_SESSION_ID, MIN_SESSION_PREFIX, SESSION_ID_PREFIX } from '../util/session-ref.js';
 import { printable } from '../util/terminal-text.js';
-import { checkAnswer, ControlClient, unusableAnswer } from './client.js';
+import { checkAnswer, type ControlClient, unusableAnswer } from './client.js';
 import { UploadError } from './errors.js';
 import { header, readSome } from './http.js';
 import { describeNetworkError, safeUrl, scrubText } from './scrub.js';
+import { controlClient } from './settings.js';
 import { loadUndici } from './undici.js';
 
 export { printable };
@@ -149,7 +150,7 @@ export class SessionsApi {
   ) {}
 
   static async fromContext(ctx: Context): Promise<SessionsApi> {
-    return new SessionsApi(await ControlClient.fromContext(ctx, { requireToken: true }), () => ctx.clock.now());
+    return new SessionsApi(await controlClient(ctx, { requireToken: true }), () => ctx.clock.now());
   }
 
   async close(): Promise<void> {

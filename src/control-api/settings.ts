@@ -1,12 +1,16 @@
 /**
- * Where the Control API is and which token it gets: derived from the agent config and the environment (which wins).
- * The token comes from BLUE_AGENT_TOKEN or the token file: a bare token, or the credentials of a device sign-in
- * (credentials.ts), whose access token is refreshed first when it is about to expire.
+ * Where the Control API is and which token it gets: derived from the agent config and the environment (which wins),
+ * and the client made from them (`controlClient`). The token comes from BLUE_AGENT_TOKEN or the token file: a bare
+ * token, or the credentials of a device sign-in (credentials.ts), whose access token is refreshed first when it is
+ * about to expire.
  */
 import { readFile, stat } from 'node:fs/promises';
-import { resolveConfigPath, type AgentConfig } from '../config.js';
+import { loadAgentConfig, resolveConfigPath, type AgentConfig } from '../config.js';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';
+import { ControlClient } from './client.js';
+import { CONTROL_URL_ENV, TOKEN_ENV } from './env.js';
+import { safeUrl } from './scrub.js';
 
 export interface ControlSettings {
   /** The Control API base URL (may carry a path prefix), or undefined when none is configured. */
@@ -20,9 +24,6 @@ export interface ControlSettings {
   /** The bearer token, or undefined when none is configured. Never log what this returns. */
   readToken(): Promise<string | undefined>;
 }
-
-export const CONTROL_URL_ENV = 'BLUE_AGENT_CONTROL_URL';
-export const TOKEN_ENV = 'BLUE_AGENT_TOKEN';
 
 /** Resolves the Control API URL and token source. Throws CONFIG_INVALID for a malformed URL. */
 export function controlSettings(ctx: Context, config: AgentConfig): ControlSettings {
@@ -43,6 +44,36 @@ export function controlSettings(ctx: Context, config: AgentConfig): ControlSetti
   };
 }
 
+/**
+ * The Control API client of this machine's agent config and environment; throws NOT_LOGGED_IN when no Control API is
+ * configured, and, with `requireToken`, when there is no token for it either (every route people's commands call
+ * needs one).
+ */
+export async function controlClient(ctx: Context, options: { timeoutMs?: number; maxResponseBytes?: number; requireToken?: boolean } = {}): Promise<ControlClient> {
+  const { config } = await loadAgentConfig(ctx);
+  const settings = controlSettings(ctx, config);
+  if (settings.controlUrl === undefined) {
+    throw new BlueError('NOT_LOGGED_IN', 'not logged in: no Control API is configured on this machine', {
+      hint: 'Run `blue-agent login --control-url URL` (the Control API your administrator gave you), or set BLUE_AGENT_CONTROL_URL and BLUE_AGENT_TOKEN.',
+    });
+  }
+  const { requireToken, ...limits } = options;
+  const token = await settings.readToken();
+  if (token === undefined && requireToken === true) {
+    throw new BlueError('NOT_LOGGED_IN', `not logged in to the Control API at ${safeUrl(settings.controlUrl)}: no token in ${settings.tokenFile}, and ${TOKEN_ENV} is not set`, {
+      hint: 'Run `blue-agent login` to sign in there again, or set BLUE_AGENT_TOKEN.',
+    });
+  }
+  return ControlClient.create({
+    controlUrl: settings.controlUrl,
+    token,
+    tokenSource: settings.tokenSource,
+    env: ctx.env,
+    userAgent: `blue-agent/${ctx.self.version}`,
+    now: () => ctx.clock.now(),
+    ...limits,
+  });
+}
 
 function checkControlUrl(value: string, where: string): void {
   let url: URL;

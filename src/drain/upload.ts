@@ -13,14 +13,14 @@ import { stat } from 'node:fs/promises';
 import { readManifest, validManifest } from '../bundle/index.js';
 import { appendCaptureLog } from '../capture/log.js';
 import { loadAgentConfig } from '../config.js';
-import { controlSettings, type ControlSettings } from '../control-api/settings.js';
+import { controlClient, controlSettings, type ControlSettings } from '../control-api/settings.js';
 import type { Context } from '../context.js';
 import { toBlueError } from '../errors.js';
 import { resolvePolicy, type ResolvedPolicy } from '../policy/index.js';
 import { findInterval, loadProfiles, type ProfileSet } from '../profiles/index.js';
 import { DocumentCache } from '../schema/document-cache.js';
 import type { Claim, Spool } from '../spool/index.js';
-import { authFailedHint, ControlClient } from '../control-api/client.js';
+import { authFailedHint, type ControlClient } from '../control-api/client.js';
 import { resolvePresignUrl, uploadBundle, type UploadBundleOptions } from '../upload/index.js';
 import { DEFAULT_RETRY_POLICY, rescheduleDelay } from '../upload/retry.js';
 import { forgetCapture } from './captured.js';
@@ -124,7 +124,7 @@ export async function uploadReady(ctx: Context, spool: Spool, report: DrainRepor
   }
 
   const profiles = await loadProfiles(ctx.paths.profilesDir, await DocumentCache.open(ctx.paths.documentCacheFile, true));
-  const client = await ControlClient.fromContext(ctx);
+  const client = await controlClient(ctx);
   try {
     let presignUrl: string | undefined;
     try {

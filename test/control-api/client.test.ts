@@ -1,13 +1,12 @@
 /**
  * The one Control API client against a loopback server: where the token goes (only to the Control API's origin),
- * what a refused token's hint says, how it is built from the configuration, and that no failure names a secret.
+ * what a refused token's hint says, and that no failure names a secret.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ControlClient } from '../../src/control-api/client.js';
 import { UploadError } from '../../src/control-api/errors.js';
-import { makeTestHome } from '../support/context.js';
 
 const TOKEN = 'tok_SECRET_abcdef0123456789';
 
@@ -182,23 +181,5 @@ describe('ControlClient', () => {
     clients.push(c);
     expect(await failure(c.requestJson('GET', c.routeUrl('x')))).toMatchObject({ kind: 'transient', message: expect.stringMatching(/timed out|aborted/) });
     expect(sent).toBeLessThan(500);
-  });
-
-  it('builds a client from the configuration, and says when there is none', async () => {
-    const home = await makeTestHome({ BLUE_AGENT_CONTROL_URL: 'https://control.example/blue', BLUE_AGENT_TOKEN: TOKEN });
-    try {
-      const c = await ControlClient.fromContext(home.ctx);
-      clients.push(c);
-      expect(c.origin).toBe('https://control.example');
-      expect(c.routeUrl('session-uploads/presign').href).toBe('https://control.example/blue/session-uploads/presign');
-      const bare = await makeTestHome();
-      try {
-        await expect(ControlClient.fromContext(bare.ctx)).rejects.toMatchObject({ code: 'NOT_LOGGED_IN', message: 'not logged in: no Control API is configured on this machine' });
-      } finally {
-        await bare.cleanup();
-      }
-    } finally {
-      await home.cleanup();
-    }
   });
 });

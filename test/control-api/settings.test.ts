@@ -1,11 +1,12 @@
 /**
- * Where the Control API is and which token it gets: the environment over the config, the token file's safety checks.
+ * Where the Control API is and which token it gets: the environment over the config, the token file's safety checks,
+ * and the client made from them.
  * (A device sign-in's credentials and their refresh: test/cli/login-device.test.ts.)
  */
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { controlSettings } from '../../src/control-api/settings.js';
+import { controlClient, controlSettings } from '../../src/control-api/settings.js';
 import { makeTestHome, type TestHome } from '../support/context.js';
 import { rejected } from '../support/errors.js';
 
@@ -85,5 +86,28 @@ describe('controlSettings', () => {
     expect(error.code).toBe('CONFIG_INVALID');
     expect(error.message).toContain('BLUE_AGENT_TOKEN');
     expect(JSON.stringify(error.toJSON())).not.toContain(SECRET);
+  });
+});
+
+describe('controlClient', () => {
+  it('builds a client from the configuration, and says when there is none', async () => {
+    const home = await makeTestHome({ BLUE_AGENT_CONTROL_URL: 'https://control.example/blue', BLUE_AGENT_TOKEN: SECRET });
+    try {
+      const c = await controlClient(home.ctx);
+      try {
+        expect(c.origin).toBe('https://control.example');
+        expect(c.routeUrl('session-uploads/presign').href).toBe('https://control.example/blue/session-uploads/presign');
+      } finally {
+        await c.close();
+      }
+      const bare = await makeTestHome();
+      try {
+        await expect(controlClient(bare.ctx)).rejects.toMatchObject({ code: 'NOT_LOGGED_IN', message: 'not logged in: no Control API is configured on this machine' });
+      } finally {
+        await bare.cleanup();
+      }
+    } finally {
+      await home.cleanup();
+    }
   });
 });
