@@ -22,7 +22,7 @@ import { fetchGovernanceConfig, governanceConfigUrl } from '../control-api/gover
 import { ControlClient } from '../control-api/client.js';
 import { SessionsApi } from '../control-api/sessions.js';
 import { BlueError, signalExitCode, toBlueError, usageError } from '../errors.js';
-import { MAX_POLICY_BYTES } from '../policy/validate.js';
+import { MAX_POLICY_BYTES } from '../schema/limits.js';
 import { agentConfigSchema, parseYamlText, validateDocument } from '../schema/index.js';
 import { readTextIfExists, replaceFileAtomically, resolveWriteTarget } from '../util/fs.js';
 

@@ -6,11 +6,9 @@ import { open } from 'node:fs/promises';
 import { BlueError } from '../errors.js';
 import { DocumentCache } from '../schema/document-cache.js';
 import type { GovernancePolicy } from '../schema/index.js';
+import { MAX_POLICY_BYTES } from '../schema/limits.js';
 import type { PolicyOrigin } from './validate.js';
 import { originOf } from '../util/url.js';
-
-/** Largest policy accepted from a file or the network: a policy is a few hundred bytes. */
-export const MAX_POLICY_BYTES = 1024 * 1024;
 
 /**
  * Reads a local policy file (YAML or JSON); text validated in an earlier run comes from `documents`. A file is someone's

@@ -4,9 +4,11 @@
  * (compat.ts: the organisation's client-version pin, the contract version, the capabilities); when the pin refuses
  * this blue-agent, the last-known-good copy is deleted too, so nothing keeps being applied from it.
  */
-export { DEFAULT_TTL_SECONDS, resolvePolicy, type PolicySource, type ResolveOptions, type ResolvedPolicy } from './resolve.js';
+export { resolvePolicy } from './resolve.js';
+export { DEFAULT_TTL_SECONDS, type PolicySource, type ResolveOptions, type ResolvedPolicy } from './resolved.js';
 export { fetchedPolicy, formatDuration } from './remote.js';
 export { lastKnownGoodPath, readLastKnownGood, type LastKnownGood } from './cache.js';
 export { governanceConfigUrl } from '../control-api/governance-config.js';
-export { MAX_POLICY_BYTES, checkUploadOrigin, loadPolicyFile, parsePolicyText, unknownPolicyFields, validatePolicy, type PolicyOrigin } from './validate.js';
+export { checkUploadOrigin, loadPolicyFile } from './file.js';
+export { parsePolicyText, unknownPolicyFields, validatePolicy, type PolicyOrigin } from './validate.js';
 export { checkCompatibility, unknownHarnesses } from './compat.js';

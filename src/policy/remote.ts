@@ -10,8 +10,10 @@ import { checkCompatibility, isPinRefusal } from './compat.js';
 import { DEFAULT_FETCH_TIMEOUT_MS, fetchGovernanceConfig, governanceConfigUrl } from '../control-api/governance-config.js';
 import { MAX_ANSWER_DEPTH, parseRetryAfter } from '../control-api/http.js';
 import { JsonTooDeep, parseJsonBounded } from '../util/json-depth.js';
-import { DEFAULT_TTL_SECONDS, type ResolveOptions, type ResolvedPolicy } from './resolve.js';
-import { MAX_POLICY_BYTES, checkUploadOrigin, unknownPolicyFields, validatePolicy, type OriginRules } from './validate.js';
+import { DEFAULT_TTL_SECONDS, type ResolveOptions, type ResolvedPolicy } from './resolved.js';
+import { MAX_POLICY_BYTES } from '../schema/limits.js';
+import { checkUploadOrigin, type OriginRules } from './file.js';
+import { unknownPolicyFields, validatePolicy } from './validate.js';
 import { printable } from '../util/terminal-text.js';
 
 /** A cache entry claiming to come from the future beyond this slack has an unknown age: treat it as stale. */

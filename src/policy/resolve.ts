@@ -7,56 +7,9 @@ import { resolveConfigPath } from '../config.js';
 import { controlSettings } from '../control-api/settings.js';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';
-import type { DocumentCache } from '../schema/document-cache.js';
-import type { AgentConfig, GovernancePolicy } from '../schema/index.js';
 import { checkCompatibility } from './compat.js';
 import { checkUploadOrigin, loadPolicyFile } from './file.js';
-import type { PolicyOrigin } from './validate.js';
-
-export type PolicySource = 'file' | 'fetched' | 'cached';
-
-export interface ResolvedPolicy {
-  policy: GovernancePolicy;
-  source: PolicySource;
-  /** The policy file path or the governance-config URL (never with secrets). */
-  location: string;
-  revision: number | string;
-  /** When the policy was last fetched or confirmed by the Control API (ms); absent for a file. */
-  fetchedAt?: number;
-  ageSeconds?: number;
-  /** A cached revision older than its ttl_seconds. */
-  stale: boolean;
-  etag?: string;
-  /** The Control API answered 304: the last-known-good revision is current. */
-  notModified?: boolean;
-  warnings: string[];
-}
-
-export interface ResolveOptions {
-  /** `--policy FILE`: takes precedence over the config's policy_file and the Control API. */
-  policyFile?: string | undefined;
-  /** Who wrote `policyFile`: someone (`authored`, the default) or this agent, copying a fetched revision (`fetched`). */
-  policyOrigin?: PolicyOrigin;
-  /** Change nothing on disk: no last-known-good write, no fetched_at refresh. */
-  dryRun: boolean;
-  config: AgentConfig;
-  /** Bound on the whole request; defaults to 10 s. */
-  timeoutMs?: number;
-  /** Policy files validated in earlier runs. */
-  documents?: DocumentCache;
-  /**
-   * Told when the Control API could not be asked (network down, 5xx, 429...), before falling back or failing, with the
-   * server's Retry-After in milliseconds when it sent one. The run loop uses it to back off.
-   */
-  onUnavailable?: (info: { reason: string; retryAfterMs?: number }) => void;
-}
-
-/**
- * A policy that states no ttl_seconds is fresh for 300 s, Blue's default ("client cache TTL, 300 when absent"): the
- * running agent checks again that often (so removing session_upload reaches machines within minutes), and a
- * `required` policy past it fails closed.
- */
-export const DEFAULT_TTL_SECONDS = 300;
+import type { ResolveOptions, ResolvedPolicy } from './resolved.js';
 
 export async function resolvePolicy(ctx: Context, options: ResolveOptions): Promise<ResolvedPolicy> {
   const { config } = options;

@@ -13,8 +13,6 @@ import { nearest } from '../util/suggest.js';
 import { printable } from '../util/terminal-text.js';
 import { parseHttpUrl } from '../util/url.js';
 
-export { MAX_POLICY_BYTES, checkUploadOrigin, loadPolicyFile, type OriginRules } from './file.js';
-
 export interface TextSource {
   doc: Document;
   lines: LineCounter;

@@ -10,7 +10,7 @@ import { originOf } from '../util/url.js';
 import { safeUrl } from '../control-api/scrub.js';
 import { complete, presign, type PresignRequest } from '../control-api/uploads.js';
 import { BlueError } from '../errors.js';
-import { checkUploadOrigin } from '../policy/validate.js';
+import { checkUploadOrigin } from '../policy/file.js';
 import type { GovernancePolicy } from '../schema/index.js';
 import { uploadFile } from './put.js';
 import { DEFAULT_RETRY_POLICY, realRetryEnv, rescheduleDelay, withRetry, type RetryEnv, type RetryPolicy } from './retry.js';

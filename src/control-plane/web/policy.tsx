@@ -5,7 +5,7 @@
  */
 import { diffLines } from 'diff';
 import { BlueError } from '../../errors.js';
-import { MAX_POLICY_BYTES } from '../../policy/validate.js';
+import { MAX_POLICY_BYTES } from '../../schema/limits.js';
 import { checkPolicyText, presignOriginWarning, publishedText } from '../admin.js';
 import { captureStops, type CaptureStop } from '../policy-review.js';
 import type { Request, RouteContext } from '../route-context.js';
