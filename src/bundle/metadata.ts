@@ -8,7 +8,7 @@
  * added to the manifest must be one or the other (test/bundle/metadata.test.ts reads the schema).
  */
 import { maskSecrets } from '../util/secrets.js';
-import type { BundleInput, BundleRedaction } from './create.js';
+import type { BundleInput, BundleRedaction } from './input.js';
 
 /** Manifest fields of a fixed form, never free text (`files[].native_path` places a file on restore). */
 export const STRUCTURAL_FIELDS = [

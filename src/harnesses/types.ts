@@ -3,7 +3,7 @@
  * HarnessAdapter, one line in src/harnesses/index.ts, one profile file in profiles/ (then `npm run gen`), its
  * fixtures and tests, and its entry in harness-versions.lock.json (ARCHITECTURE.md, "Adding a harness").
  */
-import type { SessionFile } from '../bundle/create.js';
+import type { SessionFile } from '../bundle/input.js';
 import type { Context } from '../context.js';
 import type { RequiredSetting } from '../harness-kit/required-settings.js';
 import type { TranscriptReader } from '../harness-kit/transcript.js';

@@ -183,7 +183,7 @@ describe('the import rule', () => {
   it('the graph holds the imports that are there: static, across lines, type-only and dynamic', () => {
     const has = (from: string, to: string) => graph.some((e) => e.from === from && e.to === to);
     expect(has('src/harnesses/index.ts', 'src/harnesses/claude/index.ts')).toBe(true);
-    expect(has('src/harnesses/types.ts', 'src/bundle/create.ts')).toBe(true); // import type
+    expect(has('src/harnesses/types.ts', 'src/bundle/input.ts')).toBe(true); // import type
     expect(has('src/capture/profiles.ts', 'src/profiles/index.ts')).toBe(true); // import()
     expect(has('src/profiles/index.ts', 'src/schema/generated/harness-names.ts')).toBe(true); // export … from
     expect(importsOf('src/a/x.ts', "import {\n  a,\n  b,\n} from '../b/y.js';\nimport './z.js';")).toEqual([
