@@ -46,8 +46,6 @@ export const CAPABILITIES = [
   'unverified_harness_versions',
 ] as const;
 
-export type Capability = (typeof CAPABILITIES)[number];
-
 export const CONTRACT_VERSION_HEADER = 'x-blue-contract-version';
 export const CAPABILITIES_HEADER = 'x-blue-capabilities';
 export const REQUIRED_CLIENT_VERSION_HEADER = 'x-blue-required-client-version';

@@ -16,8 +16,6 @@ import { pendingNote } from '../status/render.js';
 import { certifyCommand } from '../reconcile/decide.js';
 import type { ControlFacts, DoctorFacts, SpoolFacts } from './collect.js';
 
-export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
-
 /** A check's verdict: every warning and failure carries what to run or do (the type will not let one without). */
 export type Check =
   | { id: string; status: 'ok' | 'skip'; message: string; fix?: undefined }

@@ -60,8 +60,6 @@ interface Where {
   shift: number;
 }
 
-export type SettingsWhere = Where;
-
 const MAX_SETTINGS = 8;
 const MAX_KEY_DEPTH = 8;
 
