@@ -283,8 +283,9 @@ function clockOf(given: ContextOverrides['clock']): Clock {
  * stdout or stderr. A file or a terminal (or /dev/null) is written on its descriptor directly, as Node.js's stream
  * would write it, synchronously: the stream (with node:stream, and node:net for a terminal) is made only for a
  * terminal's size or a write that cannot go straight through. Most commands print a report and exit, and making the
- * stream cost a no-change reconcile 2 ms. A pipe or a socket (the journal of the long-running agent) keeps the stream,
- * which never blocks on a stalled reader. A reader that has gone away (`| head`) ends the output quietly either way.
+ * stream was a visible part of a no-change reconcile (bench/reconcile-noop.mjs). A pipe or a socket (the journal of the
+ * long-running agent) keeps the stream, which never blocks on a stalled reader. A reader that has gone away (`| head`)
+ * ends the output quietly either way.
  */
 function descriptorOutput(fd: 1 | 2, stream: () => NodeJS.WriteStream): Output {
   let closed = false;

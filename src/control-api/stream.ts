@@ -1,8 +1,8 @@
 /**
  * One long-lived GET on Node's own HTTP client (ControlClient.openStream). node:http and node:https are loaded with
  * require on first use: an ES module import of node:http evaluates its lazy `WebSocket` export, which loads Node's
- * bundled undici (about 14 MiB). The environment's proxy settings apply as in the pool (Node's `proxyEnv`: http_proxy,
- * https_proxy, no_proxy, CONNECT for https).
+ * bundled undici, and keeps it resident (bench/run-idle.mjs). The environment's proxy settings apply as in the pool
+ * (Node's `proxyEnv`: http_proxy, https_proxy, no_proxy, CONNECT for https).
  */
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';

@@ -1,8 +1,8 @@
 /**
  * The drain schedule: a cron expression (5 fields, or 6 with seconds first) in local time, and a timer that fires at
  * each of its times. Written here rather than taken from a cron package because the agent stays resident: the one it
- * replaces formatted every tick through Intl.DateTimeFormat, which pages ICU's data into the agent (about 18 MiB of
- * resident memory, more than the rest of its schedule needs by far). Date's own local-time getters need none of it.
+ * replaces formatted every tick through Intl.DateTimeFormat, which pages ICU's data into the agent (resident memory far
+ * beyond what the rest of its schedule needs: bench/run-idle.mjs). Date's own local-time getters need none of it.
  *
  * Fields: `*`, `?` (day fields), numbers, ranges `a-b`, steps `*\/n`, `a-b/n` and `a/n`, lists `a,b`, month and
  * weekday names (`jan` or `january`, `mon` or `monday`), 7 for Sunday, and `d#n` (the n-th weekday d of the month).

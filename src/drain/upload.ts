@@ -39,8 +39,8 @@ export interface UploadOptions {
 
 /**
  * Uploads in flight at once: enough to overlap the Control API's per-upload work, few enough to spare a laptop. A small
- * upload mostly waits on disks (the Control API's fsyncs, the spool's renames and removals): on 2 cores, 1,000 of them
- * drained at 390 a second with 4 in flight, 480-500 with 8, 540-580 with 16, and no faster with 32.
+ * upload mostly waits on disks (the Control API's fsyncs, the spool's renames and removals): more in flight drain a
+ * backlog faster up to about this many, and more than this gain nothing (bench/drain.mjs).
  */
 export const UPLOAD_WINDOW = 16;
 

@@ -61,7 +61,7 @@ export function codePointLength(text: string): number {
   return n;
 }
 
-// Made on first use: building a Segmenter loads ICU data (about 4 ms), which commands that never cut a title skip.
+// Made on first use: building a Segmenter loads ICU data, which commands that never cut a title skip.
 let graphemes: Intl.Segmenter | undefined;
 
 /**

@@ -34,8 +34,8 @@ export const PASSED_VARIABLES: readonly string[] = [
 /**
  * The long-running agent's Node.js flags. It waits (timers, watches, one HTTP stream) and runs every heavy step in a
  * child process of its own (started without them), so it runs interpreted: V8's optimizing compilers, paged in and
- * compiling at start-up, kept 3.5 MiB more resident for as long as it runs (--max-opt=0), and its young generation
- * stays at 1 MiB (--max-semi-space-size=1), what allocating little needs.
+ * compiling at start-up, would stay resident for as long as it runs (--max-opt=0; bench/run-idle.mjs), and its young
+ * generation stays at 1 MiB (--max-semi-space-size=1), what allocating little needs.
  */
 export const AGENT_NODE_FLAGS: readonly string[] = ['--max-opt=0', '--max-semi-space-size=1'];
 

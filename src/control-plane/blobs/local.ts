@@ -29,8 +29,8 @@ export interface LocalBlobStoreOptions {
 const CHECKSUM_HEADER = 'x-amz-checksum-sha256';
 /**
  * The bytes of an upload gathered before they are written. Written chunk by chunk, each 64 KiB socket read waited for
- * its own trip through the thread pool and a 128 MiB upload went at the pace of those 2,048 trips (310 ms on a 2-core
- * machine; about 210 ms in batches of 512 KiB or 1 MiB, 230 ms in 256 KiB, bench/upload.mjs). An upload holds two
+ * its own trip through the thread pool and an upload went at the pace of those trips; batches of this size make far
+ * fewer (bench/upload.mjs). An upload holds two
  * batches at most: the one being written and the one filling.
  */
 const WRITE_BATCH = 512 * 1024;
