@@ -20,6 +20,13 @@ const SCOPE_WORDS: Record<string, string> = {
   admin: 'administer: users, their tokens, the audit log, every machine’s status',
 };
 
+/** How long ago a device sign-in started, in whole minutes, as a sentence says it ("just now", "1 minute ago"). */
+function startedAgo(ms: number): string {
+  const minutes = Math.max(0, Math.round(ms / 60_000));
+  if (minutes === 0) return 'just now';
+  return minutes === 1 ? '1 minute ago' : `${minutes} minutes ago`;
+}
+
 /**
  * User codes a person may get wrong before the page stops looking them up for a while (RFC 8628 §5.1: 20^8 codes
  * are too few to be left open to guessing). Counted in the database: one limit for every replica, however many
@@ -172,7 +179,7 @@ export async function devicePage(rc: RouteContext, req: Request): Promise<void> 
         <h1>Sign in a device?</h1>
         <p>
           A device that calls itself <strong>{code.client_label}</strong> asks to act as <strong>{session.user.email}</strong>, started{' '}
-          {Math.max(0, Math.round((rc.now() - code.created_at) / 60_000))} minutes ago, with the code
+          {startedAgo(rc.now() - code.created_at)}, with the code
         </p>
         <p class="code" aria-label="code">
           {formatUserCode(userCode)}

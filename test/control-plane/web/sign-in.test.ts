@@ -108,6 +108,11 @@ describe.each(BACKENDS)('signing a browser in (%s)', (backend) => {
     expect(page.text).not.toContain('<script>alert');
     expect(page.text).toContain(code.user_code);
     expect(page.text).toContain('upload, share and delete your sessions');
+    expect(page.text.replace(/<[^>]*>/g, '')).toContain('started just now, with the code');
+    t.clock.advance(60_000);
+    expect((await browse('GET', path, { cookie })).text.replace(/<[^>]*>/g, '')).toContain('started 1 minute ago, with the code');
+    t.clock.advance(60_000);
+    expect((await browse('GET', path, { cookie })).text.replace(/<[^>]*>/g, '')).toContain('started 2 minutes ago, with the code');
     expect((await browse('GET', '/device?user_code=BBBB-BBBB', { cookie })).status).toBe(404);
 
     // Without the CSRF token nothing is decided.
