@@ -5,6 +5,7 @@
 import type { Context } from '../context.js';
 import type { RunResult } from '../util/process.js';
 import { LAUNCHD_LABEL } from './label.js';
+import { cronLine, serviceSpec } from './spec.js';
 
 /** Mutating service-manager commands: starting a service may take a moment. */
 export const COMMAND_TIMEOUT_MS = 30_000;
@@ -109,7 +110,7 @@ export async function launchdAvailability(ctx: Context): Promise<Availability> {
 export function foregroundAdvice(ctx: Context): string {
   const inWsl = ctx.env.WSL_DISTRO_NAME !== undefined && ctx.env.WSL_DISTRO_NAME !== '';
   const wsl = inWsl ? '; or turn systemd on in WSL ([boot] systemd=true in /etc/wsl.conf, then `wsl --shutdown`) and install the service' : '';
-  return `run the agent yourself: \`blue-agent run\` in a session that stays open (tmux or screen), or at boot from cron (\`@reboot blue-agent run\`)${wsl}`;
+  return `run the agent yourself: \`blue-agent run\` in a session that stays open (tmux or screen), or at boot from cron (this line in \`crontab -e\`, which gives the agent the PATH it needs to find the harnesses: \`${cronLine(serviceSpec(ctx))}\`)${wsl}`;
 }
 
 /** Why the service cannot run here, and what works instead; undefined when the manager is there (or nothing is known). */

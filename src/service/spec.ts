@@ -44,6 +44,22 @@ export function agentCommand(spec: Pick<ServiceSpec, 'node' | 'entry'>): string[
   return [spec.node, ...AGENT_NODE_FLAGS, spec.entry, 'run'];
 }
 
+/**
+ * The crontab line that starts the agent at boot where no service manager can: the command and environment the unit
+ * would have. Cron runs it with its own minimal environment (PATH=/usr/bin:/bin: no ~/.local/bin, no npm's global
+ * bin), where `blue-agent` is not found and a harness not found is a harness whose hook the agent removes. Cron turns
+ * an unescaped `%` into a newline.
+ */
+export function cronLine(spec: Pick<ServiceSpec, 'node' | 'entry' | 'env'>): string {
+  const words = [...spec.env.map(([name, value]) => `${name}=${cronQuote(value)}`), ...agentCommand(spec).map(cronQuote)];
+  return `@reboot ${words.join(' ')}`.replace(/%/g, '\\%');
+}
+
+/** POSIX shell quoting for a crontab command: bare when safe, else single quotes (a `'` inside becomes `'\''`). */
+function cronQuote(word: string): string {
+  return /^[A-Za-z0-9_@+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
 export interface ServiceSpec {
   /** Absolute Node.js binary. */
   node: string;

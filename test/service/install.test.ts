@@ -3,6 +3,7 @@
  * the folders it made; and its hint says what can run the agent here. The service managers are the stand-ins of
  * test/support/service-fakes.ts, failing the way the real ones do.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -53,10 +54,18 @@ describe('systemd', () => {
   it('without systemd on the machine (a container, WSL): no lingering advice, the agent run by hand instead', async () => {
     await h.fail('no-bus');
     await h.systemState('offline');
-    const { code, err } = await h.cli(h.context('linux', { WSL_DISTRO_NAME: 'Debian' }), ['service', 'install']);
+    const ctx = h.context('linux', { WSL_DISTRO_NAME: 'Debian', PATH: `${path.join(h.t.home, '.local', 'bin')}:${path.join(h.t.root, "it's 100%")}:/usr/bin:/bin` });
+    const { code, err } = await h.cli(ctx, ['service', 'install']);
     expect(code).toBe(1);
     expect(err).toContain('systemd does not run this machine (a container, or WSL without systemd), so there is no user manager');
-    expect(err).toContain('`blue-agent run` in a session that stays open (tmux or screen), or at boot from cron (`@reboot blue-agent run`)');
+    expect(err).toContain('`blue-agent run` in a session that stays open (tmux or screen), or at boot from cron (this line in `crontab -e`');
+    // The crontab line works as cron runs it: `sh -c`, an environment of cron's own, `\%` for a `%`. It starts the
+    // agent the unit would start, with the PATH the harnesses were found on.
+    const line = /`(@reboot [^`]*)`/.exec(err)![1]!;
+    const seen = path.join(h.t.root, 'cron-run.json');
+    await writeFile(ctx.self.entry, `require('node:fs').writeFileSync(${JSON.stringify(seen)}, JSON.stringify({ argv: process.argv.slice(2), path: process.env.PATH }));\n`);
+    execFileSync('/usr/bin/env', ['-i', `HOME=${h.t.home}`, 'PATH=/usr/bin:/bin', '/bin/sh', '-c', line.slice('@reboot '.length).replace(/\\%/g, '%')], { timeout: 30_000 });
+    expect(JSON.parse(await readFile(seen, 'utf8'))).toEqual({ argv: ['run'], path: ctx.env.PATH });
     expect(err).toContain('[boot] systemd=true in /etc/wsl.conf');
     expect(err).not.toContain('enable-linger');
     expect(existsSync(h.unitPath())).toBe(false);
