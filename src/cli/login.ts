@@ -109,11 +109,11 @@ export async function login(ctx: Context, opts: LoginOptions, stdin: Readable): 
   if (outcome.kind === 'unavailable') {
     // Saving a token nobody checked is a choice, never a fallback: a typo in the URL would otherwise pass unnoticed.
     if (opts.offline !== true) {
-      throw new BlueError('CONTROL_API_UNREACHABLE', `cannot check the token: the Control API at ${origin} ${outcome.reason}; nothing was saved`, {
+      throw new BlueError('CONTROL_API_UNREACHABLE', `cannot check the token with the Control API at ${origin}: ${outcome.reason}; nothing was saved`, {
         hint: `Check --control-url and the network, then try again; to save the token unchecked on a machine that cannot reach the Control API yet, add --offline.`,
       });
     }
-    warnings.push(`the token was not checked: the Control API at ${origin} ${outcome.reason}; saved anyway (--offline)`);
+    warnings.push(`the token was not checked with the Control API at ${origin}: ${outcome.reason}; saved anyway (--offline)`);
   }
 
   const tokenFile = await save(ctx, controlUrl, `${token}\n`, warnings);

@@ -92,7 +92,7 @@ describe('blue-agent login', () => {
     const origin = await closedOrigin();
     const error = await rejected(loginCommand(t.ctx, { controlUrl: origin, tokenStdin: true, json: true }, stdin(TOKEN)));
     expect(error.code).toBe('CONTROL_API_UNREACHABLE');
-    expect(error.message).toMatch(/cannot check the token: the Control API at http:\/\/127\.0\.0\.1:\d+ unreachable \(ECONNREFUSED\); nothing was saved/);
+    expect(error.message).toMatch(/cannot check the token with the Control API at http:\/\/127\.0\.0\.1:\d+: unreachable \(ECONNREFUSED\); nothing was saved/);
     expect(error.hint).toContain('--offline');
     await expect(lstat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
     await expect(lstat(configFile())).rejects.toMatchObject({ code: 'ENOENT' });
@@ -103,7 +103,7 @@ describe('blue-agent login', () => {
     await loginCommand(t.ctx, { controlUrl: origin, tokenStdin: true, offline: true, json: true }, stdin(TOKEN));
     const report = JSON.parse(t.stdout.text()) as { verified: boolean; warnings: string[] };
     expect(report.verified).toBe(false);
-    expect(report.warnings[0]).toMatch(/the token was not checked: .*unreachable \(ECONNREFUSED\); saved anyway \(--offline\)/);
+    expect(report.warnings[0]).toMatch(/the token was not checked with the Control API at http:\/\/127\.0\.0\.1:\d+: unreachable \(ECONNREFUSED\); saved anyway \(--offline\)/);
     expect(await readFile(tokenFile(), 'utf8')).toBe(`${TOKEN}\n`);
   });
 
