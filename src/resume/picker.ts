@@ -91,8 +91,12 @@ export function scrollOffset(offset: number, cursor: number, count: number, room
   return first;
 }
 
-/** Widths of the columns shown at `width` columns; dropped columns get 0. Pure. */
-export function layout(columns: readonly Column[], width: number): number[] {
+/**
+ * Widths of the columns shown at `width` columns; dropped columns get 0. Pure. `widest`, the widest text each column
+ * shows (its name included), keeps a column from growing past what it holds, so the width goes where the text is
+ * cut (an owner "you" padded to 26 characters while the title is cut at 12).
+ */
+export function layout(columns: readonly Column[], width: number, widest?: readonly number[]): number[] {
   const shown = columns.map(() => true);
   const need = () => columns.reduce((sum, c, i) => sum + (shown[i] ? c.min : 0), 0) + 2 * (shown.filter(Boolean).length - 1);
   const order = columns
@@ -104,24 +108,34 @@ export function layout(columns: readonly Column[], width: number): number[] {
     shown[i] = false;
   }
   const widths = columns.map((c, i) => (shown[i] ? c.min : 0));
+  /** How wide column `i` may grow: its max, and no wider than its text when that is known. */
+  const cap = (i: number) => {
+    const c = columns[i]!;
+    const limit = c.max ?? (c.flex !== undefined ? Infinity : c.min);
+    const text = widest?.[i];
+    return text === undefined ? limit : Math.min(limit, Math.max(c.min, text));
+  };
   let left = width - need();
-  // Fixed columns grow to their max first, then the flexible ones share the rest.
+  // Fixed columns grow to their cap first, then the flexible ones share the rest.
   for (const [i, c] of columns.entries()) {
     if (!shown[i] || c.flex !== undefined || left <= 0) continue;
-    const grow = Math.min(left, (c.max ?? c.min) - c.min);
+    const grow = Math.min(left, cap(i) - widths[i]!);
     widths[i]! += grow;
     left -= grow;
   }
-  const flexTotal = columns.reduce((sum, c, i) => sum + (shown[i] && c.flex !== undefined ? c.flex : 0), 0);
-  if (left > 0 && flexTotal > 0) {
+  // By their shares; what one cannot take (at its cap) goes round to the others, a bounded number of rounds.
+  for (let round = 0; round < columns.length && left > 0; round++) {
+    const flexible = columns.map((c, i) => ({ c, i })).filter(({ c, i }) => shown[i] && c.flex !== undefined && widths[i]! < cap(i));
+    const flexTotal = flexible.reduce((sum, { c }) => sum + c.flex!, 0);
+    if (flexTotal === 0) break;
     let given = 0;
-    const flexible = columns.map((c, i) => ({ c, i })).filter(({ c, i }) => shown[i] && c.flex !== undefined);
     for (const [n, { c, i }] of flexible.entries()) {
       const share = n === flexible.length - 1 ? left - given : Math.floor((left * c.flex!) / flexTotal);
-      const capped = c.max === undefined ? share : Math.min(share, c.max - widths[i]!);
+      const capped = Math.min(share, cap(i) - widths[i]!);
       widths[i]! += capped;
       given += capped;
     }
+    left -= given;
   }
   // A single column narrower than its minimum still gets the whole line.
   if (need() > width) {
@@ -187,7 +201,9 @@ export function select<T>(ctx: Context, options: SelectOptions<T>): Promise<T | 
         lines.push(fit(options.note, width));
       }
       const rowWidth = width - 2;
-      const widths = layout(options.columns, rowWidth);
+      const widest = options.columns.map((col) => textWidth(col.name));
+      for (const item of shown) for (const [i, text] of item.cells.entries()) widest[i] = Math.max(widest[i] ?? 0, textWidth(printable(text)));
+      const widths = layout(options.columns, rowWidth, widest);
       lines.push(c.dim(fit(`  ${renderRow(options.columns, widths, options.columns.map((col) => col.name))}`, width)));
       // A failed search says why on the line above the keys (its end, where the server's reason is).
       const failed = searchFailed === undefined ? undefined : `Search failed: ${fitPath(searchFailed, Math.max(1, width - 15))}`;

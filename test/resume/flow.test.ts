@@ -143,4 +143,16 @@ describe('fitting text', () => {
     expect(layout(SESSION_COLUMNS, 30).filter((w) => w > 0).length).toBeLessThan(SESSION_COLUMNS.length);
     expect(layout(SESSION_COLUMNS, 140).every((w) => w > 0)).toBe(true);
   });
+  it('gives the width to the text that is cut, not to a column wider than what it holds', () => {
+    // An 80-column terminal: the row has 77. The owner "you" needs no more than its heading, the folder its path.
+    const cells = ['Explain the build steps of this project', 'claude', 'you', '/tmp/nu/work/proj', '18 min ago'];
+    const widest = SESSION_COLUMNS.map((c, i) => Math.max(c.name.length, cells[i]!.length));
+    const widths = layout(SESSION_COLUMNS, 77, widest);
+    expect(widths.slice(1)).toEqual([7, 10, 17, 10]);
+    expect(renderRow(SESSION_COLUMNS, widths, cells)).toBe('Explain the build steps …  claude   you         /tmp/nu/work/proj  18 min ago');
+    // Room for everything: every column as wide as its text, and nothing cut.
+    const wide = layout(SESSION_COLUMNS, 120, widest);
+    expect(wide).toEqual(widest.map((w, i) => Math.max(w, SESSION_COLUMNS[i]!.min)));
+    expect(renderRow(SESSION_COLUMNS, wide, cells)).toBe('Explain the build steps of this project  claude   you         /tmp/nu/work/proj  18 min ago');
+  });
 });
