@@ -73,7 +73,8 @@ export function buildProgram(ctx: Context, state: RunState, loadedHelp: Readonly
     'after',
     `
 Exit codes: 0 success, 1 failure (details on stderr, or in the --json document), 2 usage error,
-3 \`run\`: another agent is already running for this user (LOCK_TIMEOUT; any other LOCK_TIMEOUT exits 1).
+3 \`run\`: another agent is already running for this user (LOCK_TIMEOUT; any other LOCK_TIMEOUT exits 1),
+75 \`drain\`: nothing failed, but another drain held records (run it again later).
 \`resume\` exits with the launched harness's own status; \`resume\`, \`demo\` and \`login\` exit 130 or 143 when
 interrupted by SIGINT (Ctrl-C) or SIGTERM.
 Environment: BLUE_AGENT_HOME (state), BLUE_AGENT_CONFIG (config file), BLUE_AGENT_CONTROL_URL, BLUE_AGENT_TOKEN.`,

@@ -227,6 +227,7 @@ describe('help texts', () => {
     const help = (await inProcess(['--help'])).stdout;
     expect(help).toContain('2 usage error');
     expect(help).toMatch(/3 `run`: another agent is already running/);
+    expect(help).toContain('75 `drain`: nothing failed, but another drain held records');
     expect(help).toContain('130 or 143');
   });
 
