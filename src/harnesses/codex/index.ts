@@ -98,6 +98,8 @@ function pendingState(ctx: Context, text: string, hook: ManagedHook): { state: '
     const groups = own(hooks, hook.event) as unknown[];
     const group = isRecord(groups[target.group]) ? (groups[target.group] as Record<string, unknown>) : {};
     const key = hookStateKey(source, hook.event, target.group, target.handler);
+    // Named as the TOML key Codex keeps its trust under: bare, `/path/config.toml:session_end:0:0` reads as a line and column.
+    const where = `hooks.state."${key}"`;
     const hash = hookTrustHash(hook.event, group, target.value);
     if (hooksFeatureOff(config)) {
       return { state: 'awaiting_trust', reason: `hooks are turned off in ${configFile} (${HOOKS_OFF}); Codex runs no hook until they are on` };
@@ -105,13 +107,13 @@ function pendingState(ctx: Context, text: string, hook: ManagedHook): { state: '
     const state = hookStates(config).get(key);
     const how = TRUST_STEP;
     if (state?.enabled === false) {
-      return { state: 'awaiting_trust', reason: `the managed ${hook.event} hook is disabled in Codex (${key}); open \`codex\`, run /hooks and enable it` };
+      return { state: 'awaiting_trust', reason: `the managed ${hook.event} hook is disabled in Codex (${where}); open \`codex\`, run /hooks and enable it` };
     }
     if (state?.trustedHash === hash) return undefined;
     if (state?.trustedHash !== undefined) {
-      return { state: 'awaiting_trust', reason: `the managed ${hook.event} hook changed since it was trusted (${key}); Codex skips it until you ${how} again` };
+      return { state: 'awaiting_trust', reason: `the managed ${hook.event} hook changed since it was trusted (${where}); Codex skips it until you ${how} again` };
     }
-    return { state: 'awaiting_trust', reason: `Codex runs the managed ${hook.event} hook only once you trust it (${key}): ${how}` };
+    return { state: 'awaiting_trust', reason: `Codex runs the managed ${hook.event} hook only once you trust it (${where}): ${how}` };
   } catch (error) {
     const what = error instanceof Error ? error.message : String(error);
     return { state: 'awaiting_trust', reason: `could not confirm that Codex trusts the managed hook: ${what}` };

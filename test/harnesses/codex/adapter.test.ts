@@ -438,11 +438,11 @@ describe('codex pendingState (hook trust)', () => {
     const key = `${root}/config.toml:session_end:2:0`;
     const untrusted = codex.pendingState!(ctx, text, desired);
     expect(untrusted?.state).toBe('awaiting_trust');
-    expect(untrusted?.reason).toContain(key);
+    expect(untrusted?.reason).toContain(`(hooks.state."${key}")`);
     expect(untrusted?.reason).toContain('/hooks');
     expect(codex.pendingState!(ctx, text + trust(key, CODEX_0171_HASH), desired)).toBeUndefined();
-    expect(codex.pendingState!(ctx, text + trust(key, 'sha256:old'), desired)?.reason).toContain('changed');
-    expect(codex.pendingState!(ctx, text + trust(key, CODEX_0171_HASH, 'enabled = false\n'), desired)?.reason).toContain('disabled');
+    expect(codex.pendingState!(ctx, text + trust(key, 'sha256:old'), desired)?.reason).toContain(`changed since it was trusted (hooks.state."${key}")`);
+    expect(codex.pendingState!(ctx, text + trust(key, CODEX_0171_HASH, 'enabled = false\n'), desired)?.reason).toContain(`disabled in Codex (hooks.state."${key}")`);
     expect(codex.pendingState!(ctx, text + trust(`${root}/config.toml:session_end:0:0`, CODEX_0171_HASH), desired)?.state).toBe('awaiting_trust');
     expect(codex.pendingState!(ctx, `[features]\nhooks = false\n${text}${trust(key, CODEX_0171_HASH)}`, desired)?.reason).toContain('[features]');
   });
