@@ -6,11 +6,38 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { API_SCOPES, hashToken, MAX_MACHINES_PER_USER, openStore, type ControlStore, type StoreOptions } from '../../src/control-plane/store/index.js';
 import { BACKENDS } from '../support/control-server.js';
 import { freshDatabase } from '../support/postgres-db.js';
 import { newArtifact } from '../support/store-inputs.js';
+
+/** Makes the database refuse a session whose tags are `tags` (a trigger of the test's, on the database itself). */
+async function refuseTags(where: StoreOptions, tags: string[]): Promise<void> {
+  const refused = JSON.stringify(tags).replaceAll("'", "''");
+  if (where.databaseUrl === undefined) {
+    const db = new DatabaseSync(path.join(where.dataDir, 'control.db'));
+    try {
+      for (const event of ['INSERT', 'UPDATE OF tags']) {
+        db.exec(`CREATE TRIGGER "refuse ${event}" BEFORE ${event} ON sessions WHEN NEW.tags = '${refused}' BEGIN SELECT RAISE(ABORT, 'tags refused'); END`);
+      }
+    } finally {
+      db.close();
+    }
+    return;
+  }
+  const client = new pg.Client({ connectionString: where.databaseUrl });
+  await client.connect();
+  try {
+    await client.query(`CREATE FUNCTION refuse_tags() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.tags = '${refused}' THEN RAISE EXCEPTION 'tags refused'; END IF; RETURN NEW; END $$`);
+    await client.query('CREATE TRIGGER refuse_tags BEFORE INSERT OR UPDATE ON sessions FOR EACH ROW EXECUTE FUNCTION refuse_tags()');
+  } finally {
+    await client.end();
+  }
+}
 
 describe.each(BACKENDS)('control store (%s)', (backend) => {
   let dir: string;
@@ -76,6 +103,21 @@ describe.each(BACKENDS)('control store (%s)', (backend) => {
     expect(a.artifact.session_id).toBe(b.artifact.session_id);
     expect(c.artifact.session_id).not.toBe(a.artifact.session_id);
     expect(await s.presign(base, 2, 1000)).toMatchObject({ outcome: 'reused', artifact: { id: a.artifact.id } });
+  });
+
+  it("changes a session's tags with its presign, all or none, whether the session is new or not", async () => {
+    const s = await store();
+    const { user } = await s.addUser('ada@example.com', false, 1);
+    await refuseTags(where, ['refused']);
+    const first = newArtifact(user.id, { tags: ['refused'] });
+    await expect(s.presign(first, 1, 1000)).rejects.toThrow(/tags refused/);
+    // Nothing of the refused presign was kept: the same bytes make a new session's first artifact.
+    const made = await s.presign({ ...first, tags: ['kept'] }, 2, 1000);
+    expect(made).toMatchObject({ outcome: 'created', artifact: { revision: 1 } });
+    const other = { ...first, sha256: 'b'.repeat(64) };
+    await expect(s.presign(other, 3, 1000)).rejects.toThrow(/tags refused/);
+    expect(await s.presign({ ...other, tags: undefined }, 4, 1000)).toMatchObject({ outcome: 'created', artifact: { revision: 2 } });
+    expect((await s.session(made.artifact.session_id))?.tags).toEqual(['kept']);
   });
 
   it("keeps no more than each person's bound of machines, however many new ones four connections report at once", async () => {

@@ -1,7 +1,7 @@
 /**
  * The shared database: PostgreSQL (`--database-url`), for any number of stateless replicas of the Control API. It
- * mirrors the embedded backend (sqlite.ts) statement by statement; what SQLite gets from its single writer, this gets
- * from row and advisory locks:
+ * mirrors the embedded backend (sqlite.ts) statement by statement, and an upload's presign and complete decide by the
+ * same rules (uploads.ts); what SQLite gets from its single writer, this gets from row and advisory locks:
  * - presign and complete lock the captured session's row (SELECT ... FOR UPDATE) before reading it, so concurrent
  *   calls for one session, from any replica, run one after the other: one session, one artifact per revision, one
  *   current artifact;
@@ -22,7 +22,8 @@ import { likePattern, toArtifact, toClientStatus, toSession } from './sqlite.js'
 import { auditEventOf, auditRow, policyPublished, roleChanged, tokenCreated, userAdded } from './audit.js';
 import { insertPersonalToken, PostgresIdentity } from './postgres-identity.js';
 import { etagOf } from './tokens.js';
-import { API_SCOPES, BRACKETS, FIRST_ADMIN_TOKEN_LABEL, USERS_ADD_TOKEN_LABEL, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchWords } from './types.js';
+import { firstPresign, planComplete, planPresign, type PresignFacts } from './uploads.js';
+import { API_SCOPES, BRACKETS, FIRST_ADMIN_TOKEN_LABEL, USERS_ADD_TOKEN_LABEL, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, searchWords } from './types.js';
 import type {
   Artifact,
   AuditActor,
@@ -449,25 +450,20 @@ export class PostgresStore implements ControlStore {
   // Sessions and artifacts
 
   async presign(input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult> {
-    const result = await this.presignArtifact(input, now, retentionMs);
-    if (input.tags !== undefined) await this.db.run('UPDATE sessions SET tags = $1 WHERE id = $2', JSON.stringify(input.tags), result.artifact.session_id);
-    return result;
-  }
-
-  private async presignArtifact(input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult> {
-    // The common case, a session seen for the first time: the session and its first artifact in one statement (one
-    // round trip, its own transaction). When the session exists already, the statement inserts nothing and the
-    // general path below runs.
+    // The common case, a session seen for the first time: the session (with its tags) and its first artifact in one
+    // statement (one round trip, its own transaction). When the session exists already, the statement inserts nothing
+    // and the general path below runs.
+    const first = firstPresign(now, retentionMs);
     const id = randomUUID();
-    const first = await this.db.get(
+    const made = await this.db.get(
       `WITH made AS (
-         INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, 'private', NULL, $5, $5) ON CONFLICT (owner_id, harness, native_session_id) DO NOTHING RETURNING id
+         INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at, tags)
+         VALUES ($1, $2, $3, $4, 'private', NULL, $5, $5, COALESCE($22::text, '[]')) ON CONFLICT (owner_id, harness, native_session_id) DO NOTHING RETURNING id
        )
        INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
          artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote, blob_key,
          created_at, updated_at, retention_deadline)
-       SELECT $6, made.id, 1, 'pending', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $5, $5, $20 FROM made
+       SELECT $6, made.id, $21, 'pending', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $5, $5, $20 FROM made
        RETURNING *`,
       randomUUID(),
       input.owner_id,
@@ -479,82 +475,12 @@ export class PostgresStore implements ControlStore {
       input.sha256,
       ...describe(input),
       `sessions/${id}.tar.gz`,
-      now + retentionMs,
+      first.deadline,
+      first.revision,
+      tagsOf(input),
     );
-    if (first !== undefined) return { artifact: toArtifact(first), outcome: 'created' };
-    return this.transaction(async (db) => {
-      // The session row exists (made here, or by a concurrent presign that committed first) and is locked: every other
-      // presign or complete of this session waits until this transaction ends. A row this statement made is ours
-      // until commit (a concurrent insert of the same key waits on the unique index), so only an existing one is
-      // locked with a second statement. The common case, a new session, takes two statements and no reads.
-      const made = await db.get(
-        `INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, 'private', NULL, $5, $5) ON CONFLICT (owner_id, harness, native_session_id) DO NOTHING RETURNING id`,
-        randomUUID(),
-        input.owner_id,
-        input.harness,
-        input.native_session_id,
-        now,
-      );
-      let sessionId: string;
-      let nextRevision = 1;
-      if (made !== undefined) {
-        sessionId = String(made.id);
-      } else {
-        const locked = (await db.get(
-          'SELECT id FROM sessions WHERE owner_id = $1 AND harness = $2 AND native_session_id = $3 FOR UPDATE',
-          input.owner_id,
-          input.harness,
-          input.native_session_id,
-        ))!;
-        sessionId = String(locked.id);
-        // Read after the lock (a statement of its own, so with a snapshot taken after it): a concurrent presign of this
-        // session that committed meanwhile is counted.
-        nextRevision = Number((await db.get('SELECT MAX(revision) AS r FROM artifacts WHERE session_id = $1', sessionId))!.r ?? 0) + 1;
-        const session = (await sessionIn(db, sessionId))!;
-        // The same bytes are already the session's current artifact: nothing to upload.
-        const current = session.current;
-        if (current !== undefined && current.status === 'complete' && !current.blob_deleted && current.retention_deadline > now && current.sha256 === input.sha256 && current.size_bytes === input.size_bytes) {
-          return { artifact: current, outcome: 'complete' as const };
-        }
-        // A retried presign of bytes not yet verified gets the same artifact again, with a fresh URL.
-        const same = await db.get(
-          `UPDATE artifacts SET status = 'pending', failure = NULL, content_type = $1, compatibility_profile = $2, artifact_format = $3,
-             resumable = $4, cwd = $5, title = $6, summary = $7, captured_at_unix_ms = $8, repository_root = $9, repository_remote = $10,
-             updated_at = $11, retention_deadline = $12
-           WHERE id = (SELECT id FROM artifacts WHERE session_id = $13 AND sha256 = $14 AND size_bytes = $15 AND status IN ('pending', 'failed')
-                         AND NOT blob_deleted ORDER BY revision DESC LIMIT 1)
-           RETURNING *`,
-          ...describe(input),
-          now,
-          now + retentionMs,
-          sessionId,
-          input.sha256,
-          input.size_bytes,
-        );
-        await db.run('UPDATE sessions SET updated_at = $1 WHERE id = $2', now, sessionId);
-        if (same !== undefined) return { artifact: toArtifact(same), outcome: 'reused' as const };
-      }
-      const id = randomUUID();
-      const inserted = (await db.get(
-        `INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
-           artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote, blob_key,
-           created_at, updated_at, retention_deadline)
-         VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
-         RETURNING *`,
-        id,
-        sessionId,
-        nextRevision,
-        input.size_bytes,
-        input.sha256,
-        ...describe(input),
-        `sessions/${id}.tar.gz`,
-        now,
-        now,
-        now + retentionMs,
-      ))!;
-      return { artifact: toArtifact(inserted), outcome: 'created' as const };
-    });
+    if (made !== undefined) return { artifact: toArtifact(made), outcome: 'created' };
+    return this.transaction((db) => presignIn(db, input, now, retentionMs));
   }
 
   async artifact(id: string): Promise<{ artifact: Artifact; session: CapturedSession } | undefined> {
@@ -577,49 +503,47 @@ export class PostgresStore implements ControlStore {
 
   async complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact | undefined> {
     return this.transaction(async (db) => {
-      // The artifact, read with its session locked: completes (and presigns) of one session run one after the other,
-      // and what an earlier complete of this session wrote is seen.
+      // The artifact, read with its session locked: completes (and presigns) of one session run one after the other.
       const row = await db.get('SELECT a.* FROM artifacts a JOIN sessions s ON s.id = a.session_id WHERE a.id = $1 FOR UPDATE OF s', artifactId);
       if (row === undefined) return undefined;
       const artifact = toArtifact(row);
-      if (artifact.status === 'complete' || artifact.status === 'superseded') return artifact;
-      // One statement (its parts see the same snapshot, taken under the session's lock): an artifact of a newer
-      // revision that completed already makes this one superseded at once; otherwise this one is current, and the
-      // session's complete one before it is superseded.
+      // Read after the lock (a statement of its own, so with a snapshot taken after it): what an earlier complete of
+      // this session wrote is seen.
+      const current = await db.get('SELECT c.revision FROM sessions s JOIN artifacts c ON c.id = s.current_artifact_id WHERE s.id = $1', artifact.session_id);
+      const plan = planComplete(artifact, current === undefined ? undefined : Number(current.revision), now, retentionMs);
+      if (plan === undefined) return artifact;
+      // One statement writes what the plan says (its parts see the same snapshot, taken under the session's lock).
       const done = (await db.get(
-        `WITH newer AS (
-           SELECT EXISTS (SELECT 1 FROM artifacts WHERE session_id = $1 AND status IN ('complete', 'superseded') AND revision > $2) AS found
-         ), done AS (
-           UPDATE artifacts SET status = CASE WHEN (SELECT found FROM newer) THEN 'superseded' ELSE 'complete' END,
-             failure = NULL, completed_at = $3, updated_at = $3, retention_deadline = $4
+        `WITH done AS (
+           UPDATE artifacts SET status = $2, failure = NULL, completed_at = $3, updated_at = $3, retention_deadline = $4
            WHERE id = $5 RETURNING *
          ), older AS (
            UPDATE artifacts SET status = 'superseded', updated_at = $3
-           WHERE session_id = $1 AND status = 'complete' AND id <> $5 AND NOT (SELECT found FROM newer)
+           WHERE session_id = $1 AND status = 'complete' AND id <> $5 AND $6::boolean
          ), now_current AS (
-           UPDATE sessions SET current_artifact_id = $5, updated_at = $3 WHERE id = $1 AND NOT (SELECT found FROM newer)
+           UPDATE sessions SET current_artifact_id = $5, updated_at = $3 WHERE id = $1 AND $6::boolean
          ), kept AS (
            -- What a session bundle says is the indexer's to write (shortly): until then the previous upload's text stays.
-           SELECT COALESCE((SELECT body FROM session_search WHERE session_id = $1 AND $6::boolean), '') AS body
+           SELECT COALESCE((SELECT body FROM session_search WHERE session_id = $1 AND $7::boolean), '') AS body
          ), search AS (
            -- The entry takes the new upload's title, summary and place now, in this transaction.
            INSERT INTO session_search (session_id, body, document)
            SELECT s.id, k.body, ${searchDocument('k.body')}
-           FROM sessions s JOIN artifacts a ON a.id = $5 CROSS JOIN kept k WHERE s.id = $1 AND NOT (SELECT found FROM newer)
+           FROM sessions s JOIN artifacts a ON a.id = $5 CROSS JOIN kept k WHERE s.id = $1 AND $6::boolean
            ON CONFLICT (session_id) DO UPDATE SET body = excluded.body, document = excluded.document
          ), queued AS (
            INSERT INTO search_queue (session_id, artifact_id, queued_at, claimed_until)
-           SELECT $1, $5, $3, 0 WHERE NOT (SELECT found FROM newer) AND $6::boolean
+           SELECT $1, $5, $3, 0 WHERE $7::boolean
            ON CONFLICT (session_id) DO UPDATE SET artifact_id = excluded.artifact_id, queued_at = excluded.queued_at, claimed_until = 0
          )
          SELECT * FROM done`,
         artifact.session_id,
-        artifact.revision,
+        plan.status,
         now,
-        now + retentionMs,
+        plan.deadline,
         artifactId,
-        // A session bundle's (or record's) text is read by the indexer, after the answer.
-        READABLE_FORMATS.has(artifact.artifact_format),
+        plan.current,
+        plan.readable,
       ))!;
       return toArtifact(done);
     });
@@ -935,6 +859,98 @@ async function insertUser(db: Db, email: string, isAdmin: boolean, now: number, 
   const { token, grant } = await insertPersonalToken(db, user.id, isAdmin ? API_SCOPES : MEMBER_SCOPES, tokenLabel, now);
   if (by !== undefined) await insertAudit(db, tokenCreated(by, grant), now);
   return { user, token };
+}
+
+/**
+ * A presign of a session that may exist, in `db` (its transaction): the session's row is made or locked first
+ * (SELECT ... FOR UPDATE), so every other presign or complete of it, from any replica, waits until this transaction
+ * ends; the facts planPresign decides on are read after the lock, and the tags are written with the artifact.
+ */
+async function presignIn(db: Db, input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult> {
+  // Made here when a concurrent presign's session was deleted meanwhile; a row this statement made is ours until
+  // commit (a concurrent insert of the same key waits on the unique index).
+  const made = await db.get(
+    `INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at, tags)
+     VALUES ($1, $2, $3, $4, 'private', NULL, $5, $5, COALESCE($6::text, '[]')) ON CONFLICT (owner_id, harness, native_session_id) DO NOTHING RETURNING id`,
+    randomUUID(),
+    input.owner_id,
+    input.harness,
+    input.native_session_id,
+    now,
+    tagsOf(input),
+  );
+  let sessionId: string;
+  let facts: PresignFacts | undefined;
+  if (made !== undefined) {
+    sessionId = String(made.id);
+  } else {
+    const locked = (await db.get(
+      'SELECT id, current_artifact_id FROM sessions WHERE owner_id = $1 AND harness = $2 AND native_session_id = $3 FOR UPDATE',
+      input.owner_id,
+      input.harness,
+      input.native_session_id,
+    ))!;
+    sessionId = String(locked.id);
+    // Read after the lock (statements of their own, so with a snapshot taken after it): a concurrent presign of this
+    // session that committed meanwhile is seen.
+    const same = (await db.get(
+      `SELECT m.last_revision, a.* FROM (SELECT MAX(revision) AS last_revision FROM artifacts WHERE session_id = $1) m
+       LEFT JOIN LATERAL (SELECT * FROM artifacts WHERE session_id = $1 AND sha256 = $2 AND size_bytes = $3 ORDER BY revision DESC LIMIT 1) a ON TRUE`,
+      sessionId,
+      input.sha256,
+      input.size_bytes,
+    ))!;
+    facts = {
+      current: locked.current_artifact_id === null ? undefined : await artifactIn(db, String(locked.current_artifact_id)),
+      sameBytes: same.id === null ? undefined : toArtifact(same),
+      lastRevision: Number(same.last_revision ?? 0),
+    };
+  }
+  const plan = planPresign(facts, input, now, retentionMs);
+  if (plan.outcome === 'complete') {
+    if (input.tags !== undefined) await db.run('UPDATE sessions SET tags = $1 WHERE id = $2', tagsOf(input), sessionId);
+    return { artifact: plan.artifact, outcome: 'complete' };
+  }
+  if (made === undefined) {
+    await db.run(`UPDATE sessions SET updated_at = $1, tags = COALESCE($2::text, tags) WHERE id = $3`, now, tagsOf(input), sessionId);
+  }
+  if (plan.outcome === 'reused') {
+    const reused = (await db.get(
+      `UPDATE artifacts SET status = 'pending', failure = NULL, content_type = $1, compatibility_profile = $2, artifact_format = $3,
+         resumable = $4, cwd = $5, title = $6, summary = $7, captured_at_unix_ms = $8, repository_root = $9, repository_remote = $10,
+         updated_at = $11, retention_deadline = $12
+       WHERE id = $13 RETURNING *`,
+      ...describe(input),
+      now,
+      plan.deadline,
+      plan.artifactId,
+    ))!;
+    return { artifact: toArtifact(reused), outcome: 'reused' };
+  }
+  const id = randomUUID();
+  const inserted = (await db.get(
+    `INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
+       artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote, blob_key,
+       created_at, updated_at, retention_deadline)
+     VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+     RETURNING *`,
+    id,
+    sessionId,
+    plan.revision,
+    input.size_bytes,
+    input.sha256,
+    ...describe(input),
+    `sessions/${id}.tar.gz`,
+    now,
+    now,
+    plan.deadline,
+  ))!;
+  return { artifact: toArtifact(inserted), outcome: 'created' };
+}
+
+/** The tags a presign replaces the session's with, as the column holds them; null: the session's stay. */
+function tagsOf(input: NewArtifact): string | null {
+  return input.tags === undefined ? null : JSON.stringify(input.tags);
 }
 
 async function currentPolicyIn(db: Db): Promise<PolicyRevision | undefined> {

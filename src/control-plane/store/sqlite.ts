@@ -14,6 +14,7 @@ import { migrateSqlite, SQLITE_MIGRATIONS, schemaTooNew, sqliteSchemaVersion } f
 import { SqliteIdentity } from './sqlite-identity.js';
 import { auditEventOf, auditRow, policyPublished, roleChanged, userAdded } from './audit.js';
 import { etagOf } from './tokens.js';
+import { planComplete, planPresign, type PresignFacts } from './uploads.js';
 import type {
   Artifact,
   ArtifactStatus,
@@ -36,7 +37,7 @@ import type {
   SharingMode,
   User,
 } from './types.js';
-import { API_SCOPES, BRACKETS, FIRST_ADMIN_TOKEN_LABEL, USERS_ADD_TOKEN_LABEL, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, READABLE_FORMATS, searchPlace, searchWords } from './types.js';
+import { API_SCOPES, BRACKETS, FIRST_ADMIN_TOKEN_LABEL, USERS_ADD_TOKEN_LABEL, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, searchPlace, searchWords } from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | bigint | null;
@@ -320,12 +321,13 @@ export class SqliteStore implements ControlStore {
     });
   }
 
-  /** Inside the caller's transaction. */
+  /** Inside the caller's transaction: the facts planPresign decides on, and what it decides. */
   private presignArtifact(input: NewArtifact, now: number, retentionMs: number): PresignResult {
     const sessionRow = this.get('SELECT id, current_artifact_id FROM sessions WHERE owner_id = ? AND harness = ? AND native_session_id = ?', input.owner_id, input.harness, input.native_session_id);
-    // A new session has no artifacts: its first is revision 1, and there is nothing to reuse.
+    const sessionId = sessionRow === undefined ? randomUUID() : String(sessionRow.id);
+    const plan = planPresign(sessionRow === undefined ? undefined : this.presignFacts(sessionId, sessionRow, input), input, now, retentionMs);
+    if (plan.outcome === 'complete') return { artifact: plan.artifact, outcome: 'complete' };
     if (sessionRow === undefined) {
-      const sessionId = randomUUID();
       this.run(
         `INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at)
          VALUES (?, ?, ?, ?, 'private', NULL, ?, ?)`,
@@ -336,42 +338,33 @@ export class SqliteStore implements ControlStore {
         now,
         now,
       );
-      return { artifact: this.insertArtifact(sessionId, 1, input, now, retentionMs), outcome: 'created' as const };
-    }
-    const sessionId = String(sessionRow.id);
-    // The same bytes are already the session's current artifact: nothing to upload.
-    const current = sessionRow.current_artifact_id === null ? undefined : this.artifactSync(String(sessionRow.current_artifact_id));
-    if (current !== undefined && current.status === 'complete' && !current.blob_deleted && current.retention_deadline > now && current.sha256 === input.sha256 && current.size_bytes === input.size_bytes) {
-      return { artifact: current, outcome: 'complete' as const };
-    }
-    // A retried presign of bytes not yet verified gets the same artifact again, with a fresh URL.
-    const same = this.get(
-      `SELECT id FROM artifacts WHERE session_id = ? AND sha256 = ? AND size_bytes = ? AND status IN ('pending', 'failed') AND blob_deleted = 0
-       ORDER BY revision DESC LIMIT 1`,
-      sessionId,
-      input.sha256,
-      input.size_bytes,
-    );
-    if (same !== undefined) {
-      this.run(
-        `UPDATE artifacts SET status = 'pending', failure = NULL, content_type = ?, compatibility_profile = ?, artifact_format = ?,
-           resumable = ?, cwd = ?, title = ?, summary = ?, captured_at_unix_ms = ?, repository_root = ?, repository_remote = ?,
-           updated_at = ?, retention_deadline = ? WHERE id = ?`,
-        ...describe(input),
-        now,
-        now + retentionMs,
-        String(same.id),
-      );
+    } else {
       this.run('UPDATE sessions SET updated_at = ? WHERE id = ?', now, sessionId);
-      return { artifact: this.artifactSync(String(same.id))!, outcome: 'reused' as const };
     }
-    const last = this.get('SELECT MAX(revision) AS r FROM artifacts WHERE session_id = ?', sessionId) as { r: number | null };
-    const artifact = this.insertArtifact(sessionId, (last.r ?? 0) + 1, input, now, retentionMs);
-    this.run('UPDATE sessions SET updated_at = ? WHERE id = ?', now, sessionId);
-    return { artifact, outcome: 'created' as const };
+    if (plan.outcome === 'created') return { artifact: this.insertArtifact(sessionId, plan.revision, input, now, plan.deadline), outcome: 'created' };
+    this.run(
+      `UPDATE artifacts SET status = 'pending', failure = NULL, content_type = ?, compatibility_profile = ?, artifact_format = ?,
+         resumable = ?, cwd = ?, title = ?, summary = ?, captured_at_unix_ms = ?, repository_root = ?, repository_remote = ?,
+         updated_at = ?, retention_deadline = ? WHERE id = ?`,
+      ...describe(input),
+      now,
+      plan.deadline,
+      plan.artifactId,
+    );
+    return { artifact: this.artifactSync(plan.artifactId)!, outcome: 'reused' };
   }
 
-  private insertArtifact(sessionId: string, revision: number, input: NewArtifact, now: number, retentionMs: number): Artifact {
+  private presignFacts(sessionId: string, sessionRow: Row, input: NewArtifact): PresignFacts {
+    const same = this.get('SELECT * FROM artifacts WHERE session_id = ? AND sha256 = ? AND size_bytes = ? ORDER BY revision DESC LIMIT 1', sessionId, input.sha256, input.size_bytes);
+    const last = this.get('SELECT MAX(revision) AS r FROM artifacts WHERE session_id = ?', sessionId)!;
+    return {
+      current: sessionRow.current_artifact_id === null ? undefined : this.artifactSync(String(sessionRow.current_artifact_id)),
+      sameBytes: same === undefined ? undefined : toArtifact(same),
+      lastRevision: Number(last.r ?? 0),
+    };
+  }
+
+  private insertArtifact(sessionId: string, revision: number, input: NewArtifact, now: number, deadline: number): Artifact {
     const id = randomUUID();
     this.run(
       `INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
@@ -387,7 +380,7 @@ export class SqliteStore implements ControlStore {
       `sessions/${id}.tar.gz`,
       now,
       now,
-      now + retentionMs,
+      deadline,
     );
     return this.artifactSync(id)!;
   }
@@ -415,25 +408,17 @@ export class SqliteStore implements ControlStore {
     return this.transaction(() => {
       const artifact = this.artifactSync(artifactId);
       if (artifact === undefined) return undefined;
-      if (artifact.status === 'complete' || artifact.status === 'superseded') return artifact;
-      const newer = this.get(`SELECT 1 FROM artifacts WHERE session_id = ? AND status IN ('complete', 'superseded') AND revision > ?`, artifact.session_id, artifact.revision);
-      this.run(
-        `UPDATE artifacts SET status = ?, failure = NULL, completed_at = ?, updated_at = ?, retention_deadline = ? WHERE id = ?`,
-        newer === undefined ? 'complete' : 'superseded',
-        now,
-        now,
-        now + retentionMs,
-        artifactId,
-      );
-      if (newer === undefined) {
+      const current = this.get('SELECT c.revision FROM sessions s JOIN artifacts c ON c.id = s.current_artifact_id WHERE s.id = ?', artifact.session_id);
+      const plan = planComplete(artifact, current === undefined ? undefined : Number(current.revision), now, retentionMs);
+      if (plan === undefined) return artifact;
+      this.run(`UPDATE artifacts SET status = ?, failure = NULL, completed_at = ?, updated_at = ?, retention_deadline = ? WHERE id = ?`, plan.status, now, now, plan.deadline, artifactId);
+      if (plan.current) {
         this.run(`UPDATE artifacts SET status = 'superseded', updated_at = ? WHERE session_id = ? AND status = 'complete' AND id <> ?`, now, artifact.session_id, artifactId);
         this.run('UPDATE sessions SET current_artifact_id = ?, updated_at = ? WHERE id = ?', artifactId, now, artifact.session_id);
         // The search entry follows the current artifact, in the same transaction: its title, summary and place at once.
-        // What a session bundle says is the indexer's to write (shortly); until then the previous upload's text stays.
-        const readable = READABLE_FORMATS.has(artifact.artifact_format);
-        const previous = readable ? this.get('SELECT x.body FROM session_search x JOIN session_search_ids i ON i.rowid = x.rowid WHERE i.session_id = ?', artifact.session_id) : undefined;
+        const previous = plan.readable ? this.get('SELECT x.body FROM session_search x JOIN session_search_ids i ON i.rowid = x.rowid WHERE i.session_id = ?', artifact.session_id) : undefined;
         this.writeSearch(artifact.session_id, artifact, typeof previous?.body === 'string' ? previous.body : '');
-        if (readable) {
+        if (plan.readable) {
           this.run(
             `INSERT INTO search_queue (session_id, artifact_id, queued_at, claimed_until) VALUES (?, ?, ?, 0)
              ON CONFLICT (session_id) DO UPDATE SET artifact_id = excluded.artifact_id, queued_at = excluded.queued_at, claimed_until = 0`,

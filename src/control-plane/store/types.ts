@@ -5,7 +5,8 @@
  *
  * A captured session is one harness session of one owner (owner, harness, native session id); each upload of it is an
  * artifact. The newest presigned artifact that completed is the session's current one (`current_artifact_id`): an
- * artifact that completes after a newer one had is superseded at once, so a retried upload never rolls a session back.
+ * artifact that completes after a newer one had is superseded at once, so a retried upload never rolls a session back
+ * (these rules, once for both backends: uploads.ts).
  */
 import { ARTIFACT_FORMAT } from '../../bundle/limits.js';
 import { RECORD_FORMAT } from '../../bundle/record.js';
