@@ -21,7 +21,8 @@ import { schemaTooNew } from './sqlite-migrations.js';
 import { likePattern, toArtifact, toClientStatus, toSession } from './sqlite.js';
 import { auditEventOf, auditRow, policyPublished, roleChanged, tokenCreated, userAdded } from './audit.js';
 import { insertPersonalToken, PostgresIdentity } from './postgres-identity.js';
-import { etagOf } from './tokens.js';
+import { newRevision, toPolicyRevision } from './revisions.js';
+import { mayView } from './sharing.js';
 import { firstPresign, planComplete, planPresign, type PresignFacts } from './uploads.js';
 import { API_SCOPES, BRACKETS, FIRST_ADMIN_TOKEN_LABEL, USERS_ADD_TOKEN_LABEL, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, searchWords } from './types.js';
 import type {
@@ -634,11 +635,8 @@ export class PostgresStore implements ControlStore {
   }
 
   async canView(session: CapturedSession, viewer: User): Promise<boolean> {
-    if (viewer.is_admin || session.owner_id === viewer.id) return true;
-    // Recipients see a session once it has a verified artifact, as in listings.
-    if (session.current_artifact_id === null) return false;
-    if (session.sharing_mode === 'workspace') return true;
-    return session.sharing_mode === 'selected' && (await this.db.get('SELECT 1 FROM session_grants WHERE session_id = $1 AND user_id = $2', session.id, viewer.id)) !== undefined;
+    const may = mayView(session, viewer);
+    return may === 'if-granted' ? (await this.db.get('SELECT 1 FROM session_grants WHERE session_id = $1 AND user_id = $2', session.id, viewer.id)) !== undefined : may;
   }
 
   async grants(sessionId: string): Promise<string[]> {
@@ -961,12 +959,8 @@ async function currentPolicyIn(db: Db): Promise<PolicyRevision | undefined> {
 /** A new revision (and, with `by`, its audit entry: what changed since the current one), in the caller's transaction. */
 async function insertPolicy(db: Db, body: Record<string, unknown>, now: number, { text, by }: PublishOptions): Promise<PolicyRevision> {
   const previous = by === undefined ? undefined : await currentPolicyIn(db);
-  const revision = randomUUID();
-  const full = { ...body, revision };
-  const served = JSON.stringify(full);
-  const etag = etagOf(served);
-  await db.run('INSERT INTO policy_revisions (revision, body, etag, created_at, published_text) VALUES ($1, $2, $3, $4, $5)', revision, served, etag, now, text ?? null);
-  const published = { revision, body: full, text: text ?? null, etag, created_at: now };
+  const { published, served } = newRevision(body, now, text);
+  await db.run('INSERT INTO policy_revisions (revision, body, etag, created_at, published_text) VALUES ($1, $2, $3, $4, $5)', published.revision, served, published.etag, now, published.text);
   if (by !== undefined) await insertAudit(db, policyPublished(by, previous, published), now);
   return published;
 }
@@ -1029,16 +1023,6 @@ function describe(input: NewArtifact): Value[] {
     input.repository_root,
     input.repository_remote,
   ];
-}
-
-function toPolicyRevision(row: Row): PolicyRevision {
-  return {
-    revision: String(row.revision),
-    body: JSON.parse(String(row.body)) as Record<string, unknown>,
-    text: row.published_text === null || row.published_text === undefined ? null : String(row.published_text),
-    etag: String(row.etag),
-    created_at: Number(row.created_at),
-  };
 }
 
 function toUser(row: Row): User {

@@ -13,7 +13,8 @@ import { BlueError } from '../../errors.js';
 import { migrateSqlite, SQLITE_MIGRATIONS, schemaTooNew, sqliteSchemaVersion } from './sqlite-migrations.js';
 import { SqliteIdentity } from './sqlite-identity.js';
 import { auditEventOf, auditRow, policyPublished, roleChanged, userAdded } from './audit.js';
-import { etagOf } from './tokens.js';
+import { newRevision, toPolicyRevision } from './revisions.js';
+import { mayView } from './sharing.js';
 import { planComplete, planPresign, type PresignFacts } from './uploads.js';
 import type {
   Artifact,
@@ -229,12 +230,8 @@ export class SqliteStore implements ControlStore {
   /** A new revision (and, with `by`, its audit entry: what changed since the current one); in the caller's transaction. */
   private insertPolicy(body: Record<string, unknown>, now: number, { text, by }: PublishOptions): PolicyRevision {
     const previous = by === undefined ? undefined : this.currentPolicySync();
-    const revision = randomUUID();
-    const full = { ...body, revision };
-    const served = JSON.stringify(full);
-    const etag = etagOf(served);
-    this.run('INSERT INTO policy_revisions (revision, body, etag, created_at, published_text) VALUES (?, ?, ?, ?, ?)', revision, served, etag, now, text ?? null);
-    const published = { revision, body: full, text: text ?? null, etag, created_at: now };
+    const { published, served } = newRevision(body, now, text);
+    this.run('INSERT INTO policy_revisions (revision, body, etag, created_at, published_text) VALUES (?, ?, ?, ?, ?)', published.revision, served, published.etag, now, published.text);
     if (by !== undefined) this.insertAudit(policyPublished(by, previous, published), now);
     return published;
   }
@@ -560,11 +557,8 @@ export class SqliteStore implements ControlStore {
   }
 
   async canView(session: CapturedSession, viewer: User): Promise<boolean> {
-    if (viewer.is_admin || session.owner_id === viewer.id) return true;
-    // Recipients see a session once it has a verified artifact, as in listings.
-    if (session.current_artifact_id === null) return false;
-    if (session.sharing_mode === 'workspace') return true;
-    return session.sharing_mode === 'selected' && this.get('SELECT 1 FROM session_grants WHERE session_id = ? AND user_id = ?', session.id, viewer.id) !== undefined;
+    const may = mayView(session, viewer);
+    return may === 'if-granted' ? this.get('SELECT 1 FROM session_grants WHERE session_id = ? AND user_id = ?', session.id, viewer.id) !== undefined : may;
   }
 
   async grants(sessionId: string): Promise<string[]> {
@@ -871,16 +865,6 @@ export function requireDataDir(dataDir: string): void {
   if (!existsSync(file)) {
     throw new BlueError('USAGE', `${dataDir} is not a Control API data directory: it holds no control.db`, { hint, file });
   }
-}
-
-function toPolicyRevision(row: Row): PolicyRevision {
-  return {
-    revision: String(row.revision),
-    body: JSON.parse(String(row.body)) as Record<string, unknown>,
-    text: row.published_text === null || row.published_text === undefined ? null : String(row.published_text),
-    etag: String(row.etag),
-    created_at: Number(row.created_at),
-  };
 }
 
 function toUser(row: Row): User {

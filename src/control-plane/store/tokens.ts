@@ -41,11 +41,6 @@ export function formatUserCode(code: string): string {
   return `${code.slice(0, 4)}-${code.slice(4)}`;
 }
 
-/** The ETag of a governance revision's document. */
-export function etagOf(text: string): string {
-  return `"${createHash('sha256').update(text).digest('base64url').slice(0, 32)}"`;
-}
-
 type Row = Record<string, unknown>;
 const num = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
 
