@@ -3,8 +3,9 @@
  * (sqlite-identity.ts). What must be whole across replicas (a device code turned into tokens once, a refresh token
  * spent once) locks its row (FOR UPDATE) in one transaction.
  */
-import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { GRANT_HISTORY_MS, hashToken, LAST_USED_GRANULARITY_MS, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
+import { randomUUID } from 'node:crypto';
+import { judgeToken, planPoll, planRefresh } from './sign-ins.js';
+import { GRANT_HISTORY_MS, hashToken, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
 import { signInLinkMade, tokenCreated, tokenRevoked } from './audit.js';
 import type { AttemptLimit, AuditActor, BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewAuditEvent, NewDeviceCode, OidcLogin, TokenCaller, TokenLifetimes, User } from './types.js';
 
@@ -44,14 +45,10 @@ export class PostgresIdentity implements IdentityStore {
        FROM tokens t JOIN grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id WHERE t.hash = $1`,
       hash,
     );
-    if (row === undefined || row.token_kind !== 'access' || row.revoked_at !== null) return undefined;
-    // The index lookup already matched; compare again in constant time so the answer never depends on a prefix.
-    if (!timingSafeEqual(Buffer.from(String(row.hash), 'hex'), Buffer.from(hash, 'hex'))) return undefined;
-    if (row.token_expires_at !== null && Number(row.token_expires_at) <= now) return 'expired';
-    if (row.last_used_at === null || Number(row.last_used_at) <= now - LAST_USED_GRANULARITY_MS) {
-      await this.pg.db.run('UPDATE grants SET last_used_at = $1 WHERE id = $2', now, String(row.grant_id));
-    }
-    return { user: this.pg.toUser(row), grant_id: String(row.grant_id), scopes: String(row.scopes).split(' ') };
+    const judged = judgeToken(row, hash, now);
+    if (judged === undefined || judged === 'expired') return judged;
+    if (judged.touch) await this.pg.db.run('UPDATE grants SET last_used_at = $1 WHERE id = $2', now, judged.grantId);
+    return { user: this.pg.toUser(row!), grant_id: judged.grantId, scopes: judged.scopes };
   }
 
   async addPersonalToken(userId: string, scopes: readonly string[], label: string, now: number, by?: AuditActor): Promise<{ token: string; grant: Grant }> {
@@ -134,32 +131,23 @@ export class PostgresIdentity implements IdentityStore {
     return this.pg.transaction(async (db): Promise<DevicePoll> => {
       // Locked: two polls of one code (two replicas) never both get its tokens.
       const row = await db.get('SELECT d.*, u.is_admin FROM device_codes d LEFT JOIN users u ON u.id = d.user_id WHERE d.device_hash = $1 FOR UPDATE OF d', deviceHash);
-      if (row === undefined || row.client_id !== clientId) return { outcome: 'unknown' };
-      const code = toDeviceCode(row);
-      if (code.expires_at <= now) return { outcome: 'expired' };
-      const last = row.last_poll_at === null ? undefined : Number(row.last_poll_at);
-      if (last !== undefined && now - last < code.interval_ms) {
-        // RFC 8628 §3.5: slow down, and the interval grows by 5 seconds for this and every later poll.
-        await db.run('UPDATE device_codes SET interval_ms = interval_ms + $1, last_poll_at = $2 WHERE device_hash = $3', slowDownMs, now, deviceHash);
-        return { outcome: 'slow_down' };
-      }
-      await db.run('UPDATE device_codes SET last_poll_at = $1 WHERE device_hash = $2', now, deviceHash);
-      if (code.status === 'pending') return { outcome: 'pending' };
-      // Answered once: the code goes with the answer.
-      await db.run('DELETE FROM device_codes WHERE device_hash = $1', deviceHash);
-      if (code.status === 'denied' || code.user_id === null) return { outcome: 'denied' };
-      const scopes = row.is_admin === true ? code.scopes : code.scopes.filter((scope) => scope !== 'admin');
+      const code = row === undefined ? undefined : { ...toDeviceCode(row), last_poll_at: row.last_poll_at === null ? null : Number(row.last_poll_at) };
+      const plan = planPoll(code, row?.is_admin === true, clientId, now);
+      if (plan.outcome === 'slow_down') await db.run('UPDATE device_codes SET interval_ms = interval_ms + $1, last_poll_at = $2 WHERE device_hash = $3', slowDownMs, now, deviceHash);
+      if (plan.outcome === 'pending') await db.run('UPDATE device_codes SET last_poll_at = $1 WHERE device_hash = $2', now, deviceHash);
+      if (plan.outcome === 'denied' || plan.outcome === 'approved') await db.run('DELETE FROM device_codes WHERE device_hash = $1', deviceHash);
+      if (plan.outcome !== 'approved') return { outcome: plan.outcome };
       const grantId = randomUUID();
       await db.run(
         `INSERT INTO grants (id, user_id, kind, client_id, scopes, label, created_at) VALUES ($1, $2, 'device', $3, $4, $5, $6)`,
         grantId,
-        code.user_id,
+        plan.userId,
         clientId,
-        scopes.join(' '),
-        code.client_label,
+        plan.scopes.join(' '),
+        code!.client_label,
         now,
       );
-      return { outcome: 'approved', tokens: await issue(db, grantId, scopes, now, lifetimes) };
+      return { outcome: 'approved', tokens: await issue(db, grantId, plan.scopes, now, lifetimes) };
     });
   }
 
@@ -172,17 +160,15 @@ export class PostgresIdentity implements IdentityStore {
          FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.hash = $1 FOR UPDATE OF t, g`,
         hash,
       );
-      if (row === undefined || row.token_kind !== 'refresh' || row.revoked_at !== null || row.client_id !== clientId) return undefined;
-      const grantId = String(row.grant_id);
-      if (row.used_at !== null) {
-        // A spent refresh token used again: it was copied. The whole sign-in ends (RFC 9700 §4.14.2).
-        await db.run('UPDATE grants SET revoked_at = $1 WHERE id = $2', now, grantId);
+      const plan = planRefresh(row, clientId, now);
+      if (plan.action === 'refuse') return undefined;
+      if (plan.action === 'revoke') {
+        await db.run('UPDATE grants SET revoked_at = $1 WHERE id = $2', now, plan.grantId);
         return undefined;
       }
-      if (Number(row.token_expires_at) <= now) return undefined;
       await db.run('UPDATE tokens SET used_at = $1 WHERE hash = $2', now, hash);
-      await db.run(`DELETE FROM tokens WHERE grant_id = $1 AND kind = 'access' AND expires_at <= $2`, grantId, now);
-      return issue(db, grantId, String(row.scopes).split(' '), now, lifetimes);
+      await db.run(`DELETE FROM tokens WHERE grant_id = $1 AND kind = 'access' AND expires_at <= $2`, plan.grantId, now);
+      return issue(db, plan.grantId, plan.scopes, now, lifetimes);
     });
   }
 

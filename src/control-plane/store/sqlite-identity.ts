@@ -2,8 +2,9 @@
  * Sign-ins on the embedded database (SQLite): the IdentityStore of sqlite.ts. Every change that must be whole (a
  * device code turned into tokens, a refresh token spent for new ones) is one IMMEDIATE transaction.
  */
-import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { GRANT_HISTORY_MS, hashToken, LAST_USED_GRANULARITY_MS, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
+import { randomUUID } from 'node:crypto';
+import { judgeToken, planPoll, planRefresh } from './sign-ins.js';
+import { GRANT_HISTORY_MS, hashToken, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
 import { signInLinkMade, tokenCreated, tokenRevoked } from './audit.js';
 import type { AttemptLimit, AuditActor, BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewAuditEvent, NewDeviceCode, OidcLogin, TokenCaller, TokenLifetimes, User } from './types.js';
 
@@ -36,14 +37,10 @@ export class SqliteIdentity implements IdentityStore {
        FROM tokens t JOIN grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id WHERE t.hash = ?`,
       hash,
     );
-    if (row === undefined || row.token_kind !== 'access' || row.revoked_at !== null) return undefined;
-    // The index lookup already matched; compare again in constant time so the answer never depends on a prefix.
-    if (!timingSafeEqual(Buffer.from(String(row.hash), 'hex'), Buffer.from(hash, 'hex'))) return undefined;
-    if (row.token_expires_at !== null && Number(row.token_expires_at) <= now) return 'expired';
-    if (row.last_used_at === null || Number(row.last_used_at) <= now - LAST_USED_GRANULARITY_MS) {
-      this.db.run('UPDATE grants SET last_used_at = ? WHERE id = ?', now, String(row.grant_id));
-    }
-    return { user: this.db.toUser(row), grant_id: String(row.grant_id), scopes: String(row.scopes).split(' ') };
+    const judged = judgeToken(row, hash, now);
+    if (judged === undefined || judged === 'expired') return judged;
+    if (judged.touch) this.db.run('UPDATE grants SET last_used_at = ? WHERE id = ?', now, judged.grantId);
+    return { user: this.db.toUser(row!), grant_id: judged.grantId, scopes: judged.scopes };
   }
 
   async addPersonalToken(userId: string, scopes: readonly string[], label: string, now: number, by?: AuditActor): Promise<{ token: string; grant: Grant }> {
@@ -123,32 +120,23 @@ export class SqliteIdentity implements IdentityStore {
   async pollDeviceCode(deviceHash: string, clientId: string, now: number, lifetimes: TokenLifetimes, slowDownMs: number): Promise<DevicePoll> {
     return this.db.transaction((): DevicePoll => {
       const row = this.db.get('SELECT d.*, u.is_admin FROM device_codes d LEFT JOIN users u ON u.id = d.user_id WHERE d.device_hash = ?', deviceHash);
-      if (row === undefined || row.client_id !== clientId) return { outcome: 'unknown' };
-      const code = toDeviceCode(row);
-      if (code.expires_at <= now) return { outcome: 'expired' };
-      const last = row.last_poll_at === null ? undefined : Number(row.last_poll_at);
-      if (last !== undefined && now - last < code.interval_ms) {
-        // RFC 8628 §3.5: slow down, and the interval grows by 5 seconds for this and every later poll.
-        this.db.run('UPDATE device_codes SET interval_ms = interval_ms + ?, last_poll_at = ? WHERE device_hash = ?', slowDownMs, now, deviceHash);
-        return { outcome: 'slow_down' };
-      }
-      this.db.run('UPDATE device_codes SET last_poll_at = ? WHERE device_hash = ?', now, deviceHash);
-      if (code.status === 'pending') return { outcome: 'pending' };
-      // Answered once: the code goes with the answer.
-      this.db.run('DELETE FROM device_codes WHERE device_hash = ?', deviceHash);
-      if (code.status === 'denied' || code.user_id === null) return { outcome: 'denied' };
-      const scopes = Number(row.is_admin) === 1 ? code.scopes : code.scopes.filter((scope) => scope !== 'admin');
+      const code = row === undefined ? undefined : { ...toDeviceCode(row), last_poll_at: row.last_poll_at === null ? null : Number(row.last_poll_at) };
+      const plan = planPoll(code, Number(row?.is_admin) === 1, clientId, now);
+      if (plan.outcome === 'slow_down') this.db.run('UPDATE device_codes SET interval_ms = interval_ms + ?, last_poll_at = ? WHERE device_hash = ?', slowDownMs, now, deviceHash);
+      if (plan.outcome === 'pending') this.db.run('UPDATE device_codes SET last_poll_at = ? WHERE device_hash = ?', now, deviceHash);
+      if (plan.outcome === 'denied' || plan.outcome === 'approved') this.db.run('DELETE FROM device_codes WHERE device_hash = ?', deviceHash);
+      if (plan.outcome !== 'approved') return { outcome: plan.outcome };
       const grantId = randomUUID();
       this.db.run(
         `INSERT INTO grants (id, user_id, kind, client_id, scopes, label, created_at) VALUES (?, ?, 'device', ?, ?, ?, ?)`,
         grantId,
-        code.user_id,
+        plan.userId,
         clientId,
-        scopes.join(' '),
-        code.client_label,
+        plan.scopes.join(' '),
+        code!.client_label,
         now,
       );
-      return { outcome: 'approved', tokens: this.issue(grantId, scopes, now, lifetimes) };
+      return { outcome: 'approved', tokens: this.issue(grantId, plan.scopes, now, lifetimes) };
     });
   }
 
@@ -160,17 +148,15 @@ export class SqliteIdentity implements IdentityStore {
          FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.hash = ?`,
         hash,
       );
-      if (row === undefined || row.token_kind !== 'refresh' || row.revoked_at !== null || row.client_id !== clientId) return undefined;
-      const grantId = String(row.grant_id);
-      if (row.used_at !== null) {
-        // A spent refresh token used again: it was copied. The whole sign-in ends (RFC 9700 §4.14.2).
-        this.db.run('UPDATE grants SET revoked_at = ? WHERE id = ?', now, grantId);
+      const plan = planRefresh(row, clientId, now);
+      if (plan.action === 'refuse') return undefined;
+      if (plan.action === 'revoke') {
+        this.db.run('UPDATE grants SET revoked_at = ? WHERE id = ?', now, plan.grantId);
         return undefined;
       }
-      if (Number(row.token_expires_at) <= now) return undefined;
       this.db.run('UPDATE tokens SET used_at = ? WHERE hash = ?', now, hash);
-      this.db.run(`DELETE FROM tokens WHERE grant_id = ? AND kind = 'access' AND expires_at <= ?`, grantId, now);
-      return this.issue(grantId, String(row.scopes).split(' '), now, lifetimes);
+      this.db.run(`DELETE FROM tokens WHERE grant_id = ? AND kind = 'access' AND expires_at <= ?`, plan.grantId, now);
+      return this.issue(plan.grantId, plan.scopes, now, lifetimes);
     });
   }
 
