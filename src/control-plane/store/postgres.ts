@@ -22,6 +22,7 @@ import { likePattern, toArtifact, toClientStatus, toSession } from './sqlite.js'
 import { auditEventOf, auditRow, policyPublished, roleChanged, tokenCreated, userAdded } from './audit.js';
 import { insertPersonalToken, PostgresIdentity } from './postgres-identity.js';
 import { newRevision, toPolicyRevision } from './revisions.js';
+import { planRoleChange } from './roles.js';
 import { mayView } from './sharing.js';
 import { firstPresign, planComplete, planPresign, type PresignFacts } from './uploads.js';
 import { API_SCOPES, BRACKETS, FIRST_ADMIN_TOKEN_LABEL, USERS_ADD_TOKEN_LABEL, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, searchWords } from './types.js';
@@ -322,12 +323,12 @@ export class PostgresStore implements ControlStore {
     return this.transaction(async (db) => {
       // Both people's rows locked, in one order: two administrators who change each other's role at once, on any
       // replicas, run one after the other, and the second is no longer an administrator.
-      const rows = await db.all('SELECT * FROM users WHERE id IN ($1, $2) ORDER BY id FOR UPDATE', userId, by ?? userId);
-      if (by !== undefined && rows.find((r) => r.id === by)?.is_admin !== true) return false;
-      const row = rows.find((r) => r.id === userId);
-      if (row === undefined || toUser(row).is_admin === isAdmin) return true;
+      const rows = (await db.all('SELECT * FROM users WHERE id IN ($1, $2) ORDER BY id FOR UPDATE', userId, by ?? userId)).map(toUser);
+      const target = rows.find((u) => u.id === userId);
+      const plan = planRoleChange(change, rows.find((u) => u.id === by), target, isAdmin);
+      if (plan !== 'change') return plan === 'unchanged';
       await db.run('UPDATE users SET is_admin = $1 WHERE id = $2', isAdmin, userId);
-      if (change !== undefined) await insertAudit(db, roleChanged(change, toUser(row), isAdmin), change.now);
+      if (change !== undefined) await insertAudit(db, roleChanged(change, target!, isAdmin), change.now);
       return true;
     });
   }

@@ -14,6 +14,7 @@ import { migrateSqlite, SQLITE_MIGRATIONS, schemaTooNew, sqliteSchemaVersion } f
 import { SqliteIdentity } from './sqlite-identity.js';
 import { auditEventOf, auditRow, policyPublished, roleChanged, userAdded } from './audit.js';
 import { newRevision, toPolicyRevision } from './revisions.js';
+import { planRoleChange } from './roles.js';
 import { mayView } from './sharing.js';
 import { planComplete, planPresign, type PresignFacts } from './uploads.js';
 import type {
@@ -186,12 +187,13 @@ export class SqliteStore implements ControlStore {
 
   async setAdmin(userId: string, isAdmin: boolean, change?: RoleChange): Promise<boolean> {
     return this.transaction(() => {
-      const by = change?.by;
-      if (by?.kind === 'user' && Number(this.get('SELECT is_admin FROM users WHERE id = ?', by.id)?.is_admin ?? 0) !== 1) return false;
+      const changer = change?.by.kind === 'user' ? this.get('SELECT * FROM users WHERE id = ?', change.by.id) : undefined;
       const row = this.get('SELECT * FROM users WHERE id = ?', userId);
-      if (row === undefined || toUser(row).is_admin === isAdmin) return true;
+      const target = row === undefined ? undefined : toUser(row);
+      const plan = planRoleChange(change, changer === undefined ? undefined : toUser(changer), target, isAdmin);
+      if (plan !== 'change') return plan === 'unchanged';
       this.run('UPDATE users SET is_admin = ? WHERE id = ?', isAdmin ? 1 : 0, userId);
-      if (change !== undefined) this.insertAudit(roleChanged(change, toUser(row), isAdmin), change.now);
+      if (change !== undefined) this.insertAudit(roleChanged(change, target!, isAdmin), change.now);
       return true;
     });
   }
