@@ -64,10 +64,10 @@ const plainReconcile = await build({
   supported: { 'dynamic-import': false },
   plugins: [
     {
-      // A one-shot process makes its file system calls synchronously (src/util/fs-promises-sync.ts says why).
+      // A one-shot process makes its file system calls synchronously (src/util/startup/fs-promises-sync.ts says why).
       name: 'sync-fs',
       setup(b) {
-        b.onResolve({ filter: /^node:fs\/promises$/ }, () => ({ path: path.join(root, 'src', 'util', 'fs-promises-sync.ts') }));
+        b.onResolve({ filter: /^node:fs\/promises$/ }, () => ({ path: path.join(root, 'src', 'util', 'startup', 'fs-promises-sync.ts') }));
       },
     },
     {

@@ -16,7 +16,7 @@ import * as validators from '../schema/generated/validators.js';
 import type { DeviceAuthorization } from '../schema/generated/control-device-authorization.js';
 import type { MetaharnessDiscovery } from '../schema/generated/control-discovery.js';
 import type { TokenAnswer } from '../schema/generated/control-token-answer.js';
-import { fsyncDir, randomHex } from '../util/fs-light.js';
+import { fsyncDir, randomHex } from '../util/startup/fs-light.js';
 import { printable } from '../util/terminal-text.js';
 import { checkAnswer, ControlClient } from './client.js';
 

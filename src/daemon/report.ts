@@ -8,7 +8,7 @@ import type { ClientStatusReport, HarnessInventoryEntry } from '../schema/genera
 import type { HarnessName } from '../schema/index.js';
 import { MAX_CLIENT_STATUS_BYTES } from '../schema/limits.js';
 import { readTextIfExists, writeStateFile } from '../util/fs.js';
-import { randomUuid } from '../util/fs-light.js';
+import { randomUuid } from '../util/startup/fs-light.js';
 import { maskSecrets } from '../util/secrets.js';
 
 /** What the run loop keeps of one harness from a reconcile report (made in the task child: plain JSON). */

@@ -16,7 +16,7 @@ import type { BundleManifest } from '../bundle/index.js';
 import type { Context } from '../context.js';
 import { isRecord } from '../util/record.js';
 import { readChecked } from '../util/safe-read.js';
-import { writeStateFile } from '../util/fs-light.js';
+import { writeStateFile } from '../util/startup/fs-light.js';
 
 const FORMAT = 'blue-agent-captured-v1';
 /** A record is a few hundred bytes; anything larger is not one. */

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BlueError } from '../errors.js';
 import { ensurePrivateDir, sha256 } from '../util/fs.js';
-import { randomHex } from '../util/fs-light.js';
+import { randomHex } from '../util/startup/fs-light.js';
 import { staleOwnerReason, systemLockWorld, type LockWorld } from './liveness.js';
 
 /** A takeover marker older than this was left by a contender that died holding it (holding it takes milliseconds). */

@@ -4,7 +4,7 @@
  * in the private state directory; a damaged or foreign cache is simply ignored.
  */
 import { readFile } from 'node:fs/promises';
-import { writeStateFile } from '../util/fs-light.js';
+import { writeStateFile } from '../util/startup/fs-light.js';
 
 interface Entry {
   text: string;

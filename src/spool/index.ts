@@ -47,7 +47,7 @@ import path from 'node:path';
 import { BlueError } from '../errors.js';
 import type { HookPayload } from '../harnesses/types.js';
 import { processRuns, staleOwnerReason, systemLockWorld } from '../lock/liveness.js';
-import { fsyncDir, randomHex } from '../util/fs-light.js';
+import { fsyncDir, randomHex } from '../util/startup/fs-light.js';
 
 export const RECORD_FORMAT = 'blue-agent-spool-record-v1';
 

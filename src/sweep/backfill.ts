@@ -14,7 +14,7 @@ import { toBlueError } from '../errors.js';
 import { captureTargets, type CaptureTarget } from '../reconcile/index.js';
 import type { GovernancePolicy } from '../schema/index.js';
 import { Spool } from '../spool/index.js';
-import { writeStateFile } from '../util/fs-light.js';
+import { writeStateFile } from '../util/startup/fs-light.js';
 import { readCursors, updateCursors } from './cursors.js';
 import { readChecked } from '../util/safe-read.js';
 import { lastCaptures, listTarget } from './index.js';

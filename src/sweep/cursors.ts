@@ -9,7 +9,7 @@ import type { Context } from '../context.js';
 import { withLock } from '../lock/lock.js';
 import { isRecord } from '../util/record.js';
 import { readChecked } from '../util/safe-read.js';
-import { writeStateFile } from '../util/fs-light.js';
+import { writeStateFile } from '../util/startup/fs-light.js';
 import type { Cursor } from './plan.js';
 
 const FORMAT = 'blue-agent-session-cursors-v1';

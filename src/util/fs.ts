@@ -5,14 +5,14 @@ import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 
 import { chmod, chown, lstat, mkdir, open, readlink, realpath, rename, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { BlueError, fromSystemError, isSystemError } from '../errors.js';
-import { fsyncDir, randomHex } from './fs-light.js';
+import { fsyncDir, randomHex } from './startup/fs-light.js';
 import { decodeLossless, encodeLossless } from './lossless.js';
 
-// The primitives the capture hook also needs live in fs-light.ts (no crypto there); every other module takes them here.
-export { ensurePrivateDir, fsyncDir, writeStateFile } from './fs-light.js';
+// The primitives the capture hook also needs live in startup/fs-light.ts (no crypto there; startup/README.md); every other module takes them here.
+export { ensurePrivateDir, fsyncDir, writeStateFile } from './startup/fs-light.js';
 
 /** SHA-256 (hex) of a text or a file's bytes, without node:crypto (./sha256.ts says why). */
-export { sha256Hex as sha256 } from './sha256.js';
+export { sha256Hex as sha256 } from './startup/sha256.js';
 
 /**
  * Writes every byte of `buffers` at the handle's position, in order: one writev, then plain writes for whatever a short

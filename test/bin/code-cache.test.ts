@@ -135,7 +135,7 @@ describe('a plain reconcile run from bin/', () => {
 
   it('makes its file system calls synchronously: node:fs/promises is not in the bundle', async () => {
     const source = await readFile(path.join(ROOT, 'dist', 'reconcile.cjs'), 'utf8');
-    expect(source).toMatch(/src\/util\/fs-promises-sync\.ts/);
+    expect(source).toMatch(/src\/util\/startup\/fs-promises-sync\.ts/);
     expect(source).not.toMatch(/require\("(node:)?fs\/promises"\)/);
   });
 

@@ -26,7 +26,7 @@ function heavy(inputs: Metafile['inputs']): string[] {
 describe('the capture hook loads no crypto', () => {
   it('src/capture/hook.ts reaches neither node:crypto nor write-file-atomic, through the spool and the light fs module', async () => {
     const inputs = await importGraph('src/capture/hook.ts');
-    expect(Object.keys(inputs)).toEqual(expect.arrayContaining(['src/spool/index.ts', 'src/util/fs-light.ts', 'src/lock/liveness.ts', 'src/schema/document-cache.ts']));
+    expect(Object.keys(inputs)).toEqual(expect.arrayContaining(['src/spool/index.ts', 'src/util/startup/fs-light.ts', 'src/lock/liveness.ts', 'src/schema/document-cache.ts']));
     expect(heavy(inputs)).toEqual([]);
   });
 

@@ -7,7 +7,7 @@
  * (`version_for_toml`: sha256 of key-sorted compact JSON), codex-rs/hooks/src/config_rules.rs (`hook_states_from_stack`).
  * Key and hash were checked against `hooks/list` of the codex-cli 0.171.0 app server.
  */
-import { sha256Hex } from '../../util/sha256.js';
+import { sha256Hex } from '../../util/startup/sha256.js';
 import { isRecord, own, SESSION_END_MAX_TIMEOUT } from './model.js';
 
 /** Events whose `matcher` Codex keeps (and hashes); for the others it is ignored. */

@@ -14,7 +14,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { isRecord } from '../../util/record.js';
 import { readChecked } from '../../util/safe-read.js';
-import { sha256Hex } from '../../util/sha256.js';
+import { sha256Hex } from '../../util/startup/sha256.js';
 
 export const PROJECT_ROOT_FILE = '.project_root';
 /** The folder name before 0.29. */

@@ -5,7 +5,7 @@
  * and trimmed again (`workspace` when nothing, `.` or `..` is left); the hash is the first 12 hex digits of the
  * SHA-256 of the path. The same key names the workspace in a session's `runtime.set_binding` records.
  */
-import { sha256Hex } from '../../util/sha256.js';
+import { sha256Hex } from '../../util/startup/sha256.js';
 
 export function kimiCodeWorkDirKey(cwd: string): string {
   const normalized = cwd.replace(/\\/g, '/').replace(/\/+$/, '');

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { sha256Hex } from '../../src/util/sha256.js';
+import { sha256Hex } from '../../../src/util/startup/sha256.js';
 
 const reference = (data: string | Uint8Array) => createHash('sha256').update(data).digest('hex');
 
@@ -36,8 +36,8 @@ describe('sha256Hex', () => {
     }
   });
 
-  it('runs from a module that is up to date with src/util/sha256.wat', () => {
-    const root = path.join(import.meta.dirname, '..', '..');
+  it('runs from a module that is up to date with src/util/startup/sha256.wat', () => {
+    const root = path.join(import.meta.dirname, '..', '..', '..');
     expect(execFileSync(process.execPath, [path.join(root, 'scripts', 'gen-wasm.mjs'), '--check'], { encoding: 'utf8' })).toContain('up to date');
   });
 });

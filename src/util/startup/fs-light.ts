@@ -7,7 +7,7 @@
 import { closeSync, constants, openSync, readSync } from 'node:fs';
 import { chown, mkdir, open, realpath, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { fromSystemError, isSystemError } from '../errors.js';
+import { fromSystemError, isSystemError } from '../../errors.js';
 
 export async function ensurePrivateDir(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });

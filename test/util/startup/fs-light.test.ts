@@ -6,7 +6,7 @@ import { lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { randomUuid, writeStateFile } from '../../src/util/fs-light.js';
+import { randomUuid, writeStateFile } from '../../../src/util/startup/fs-light.js';
 
 let dir: string;
 beforeEach(async () => {

@@ -1,5 +1,5 @@
 /**
- * The one-shot reconcile's node:fs/promises (src/util/fs-promises-sync.ts) answers every call the code makes as
+ * The one-shot reconcile's node:fs/promises (src/util/startup/fs-promises-sync.ts) answers every call the code makes as
  * node:fs/promises does: the same values, the same errors, on file handles too; and it has every name the code imports.
  */
 import * as real from 'node:fs/promises';
@@ -7,7 +7,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import * as shim from '../../src/util/fs-promises-sync.js';
+import * as shim from '../../../src/util/startup/fs-promises-sync.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -156,7 +156,7 @@ describe('node:fs/promises made synchronous', () => {
         }
       }
     };
-    await walk(path.join(import.meta.dirname, '..', '..', 'src'));
+    await walk(path.join(import.meta.dirname, '..', '..', '..', 'src'));
     expect(names.size).toBeGreaterThan(10);
     expect([...names].filter((name) => !(name in shim)).sort()).toEqual([]);
   });
