@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Entry point: kept tiny so start-up cost stays in the commands that need it. The Node.js version is checked before
 // anything else loads (this file avoids syntax an old Node.js cannot parse, so that the check gets to run).
-// bin/ is CommonJS (bin/package.json): an ES module entry would start Node.js's module loader and resolver first, 2 ms
-// of a reconcile that changes nothing.
+// bin/ is CommonJS (bin/package.json): an ES module entry would start Node.js's module loader and resolver first.
+// What each start-up measure buys: src/util/startup/README.md.
 var nodeModule = require('module');
 var path = require('path');
 var checkNodeVersion = require('./node-version.js').checkNodeVersion;
