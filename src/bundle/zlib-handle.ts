@@ -2,7 +2,7 @@
  * node:zlib's native handle, driven directly so that zlib writes into output buffers that are reused. Node's zlib
  * streams and one-shot functions put every output byte in a fresh buffer (no public API takes the caller's): for a
  * bundle that is its whole compressed size when writing and its whole decompressed size when reading, garbage that
- * waits for the GC (tens of MiB of RSS) after costing page faults. The handle is the one node:zlib's streams drive,
+ * waits for the GC, resident, after costing page faults. The handle is the one node:zlib's streams drive,
  * with the same calls, and its work runs on the threadpool as theirs does. With public zlib in its place, a bundle's
  * writer holds far more memory and takes longer (bench/bundle.mjs shows both); the handle being private, its test
  * names the Node.js versions it was checked on (test/bundle/zlib-handle.test.ts).

@@ -944,7 +944,7 @@ function ftsMatch(q: string): string | undefined {
  * neither it, its affinity nor its collation), but one its planner leaves alone. SQLite 3.54 lets the value of a bare
  * `?` steer the plan of many statements (a join, an ORDER BY: 25 of this store's) and compiles such a statement again
  * whenever that binding changes, which node:sqlite does on every call: a parse and a plan each time (the token lookup
- * behind every request took 12 µs instead of 3). No plan here depends on a value. SQL here has no comments and no
+ * behind every request took several times as long). No plan here depends on a value. SQL here has no comments and no
  * quoted identifiers, so single quotes are the only quoting to skip.
  */
 export function planOnce(sql: string): string {

@@ -77,7 +77,7 @@ async function writeNow(file: string, content: string | Buffer, mode: number): P
 }
 
 /**
- * Random hex digits for temp names. Math.random, not node:crypto (which costs the hook about 10 ms to load): they only
+ * Random hex digits for temp names. Math.random, not node:crypto (which costs the hook more to load than it does): they only
  * need to differ, and temp files are opened exclusively.
  */
 export function randomHex(digits: number): string {
@@ -87,7 +87,7 @@ export function randomHex(digits: number): string {
 }
 
 /**
- * A random (version 4) UUID from the kernel's entropy: node:crypto would stay loaded, and resident (3 MiB), in the
+ * A random (version 4) UUID from the kernel's entropy: node:crypto would stay loaded, and resident, in the
  * long-running agent that needs one UUID in its life. Where `source` cannot be read (no /dev/urandom), node:crypto's.
  */
 export function randomUuid(source = '/dev/urandom'): string {

@@ -1,8 +1,8 @@
 /**
  * node:fs/promises for the one-shot reconcile (dist/reconcile.cjs, scripts/build.mjs): the same calls, made
  * synchronously and returned as settled promises. A process that does one thing has nothing to run while a call is on
- * libuv's thread pool; the hand-offs there and back, and loading node:fs/promises, were an eighth of a no-change
- * reconcile (about 5 ms of 40). The long-running agent and every other command keep node:fs/promises.
+ * libuv's thread pool; the hand-offs there and back, and loading node:fs/promises, were a large share of a
+ * no-change reconcile (src/util/startup/README.md). The long-running agent and every other command keep node:fs/promises.
  *
  * Only what the code imports from node:fs/promises is here (the build fails on a name that is missing); file handles
  * have the methods the code calls. Calls that could block stay as safe as they were: native files are opened with

@@ -1,9 +1,9 @@
 /**
  * SHA-256 (FIPS 180-4) of a text or a file's bytes, without node:crypto. A reconcile hashes the few native files it
  * manages (a few KiB each) to keep its ledger; loading node:crypto for that (with node:stream and everything else it
- * loads) cost it more than all the rest of its own work, 3.7 ms. The compression function is WebAssembly
- * (src/util/startup/sha256.wat), which V8 compiles in microseconds; plain JavaScript, interpreted in a short-lived process, was
- * slower than loading node:crypto. Streams of bulk data (bundles, transcripts) keep node:crypto's hash.
+ * loads) cost it more than all the rest of its own work (src/util/startup/README.md). The compression function is
+ * WebAssembly (sha256.wat), which V8 compiles in microseconds; plain JavaScript, interpreted in a short-lived
+ * process, was slower than loading node:crypto. Streams of bulk data (bundles, transcripts) keep node:crypto's hash.
  */
 import { SHA256_WASM } from './sha256-wasm.generated.js';
 
