@@ -665,12 +665,6 @@ export class Daemon {
   }
 }
 
-/** Starts the agent and resolves with its exit code once it has stopped. */
-export async function runAgent(ctx: Context, options: DaemonOptions = {}): Promise<{ daemon: Daemon; exitCode: Promise<number> }> {
-  const daemon = await Daemon.start(ctx, options);
-  return { daemon, exitCode: daemon.stopped };
-}
-
 function checkSchedule(expr: string, file: string): string {
   if (!validDrainSchedule(expr)) {
     throw new BlueError('CONFIG_INVALID', `${file}: drain_schedule "${expr.slice(0, 100)}" is not a valid cron expression`, {

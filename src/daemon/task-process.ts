@@ -73,11 +73,6 @@ export function processTasks(ctx: Context, timeoutMs = 120_000): TaskRunner {
   return runner;
 }
 
-/** Each task in this process (tests that want one process; the memory then stays with the agent). */
-export function inProcessTasks(ctx: Context): TaskRunner {
-  return async (request) => (await import('./tasks.js')).runTask(ctx, request);
-}
-
 /** The child's side: read the request, run it, print the answer. */
 export async function serveTask(ctx: Context): Promise<number> {
   const ignore = () => undefined;

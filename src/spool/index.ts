@@ -1132,10 +1132,6 @@ export function newRecordId(nowMs: number): string {
   return `${Math.max(0, Math.trunc(nowMs)).toString(36).padStart(9, '0').slice(-9)}-${randomHex(10)}`;
 }
 
-export function isRecordId(value: string): boolean {
-  return new RegExp(`^${ID}$`).test(value);
-}
-
 /** The record in `text`, or why it is not one. */
 function parseRecord(text: string, id: string): SpoolRecord | string {
   let data: unknown;
