@@ -20,6 +20,7 @@ import { spawn } from 'node:child_process';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context } from '../context.js';
+import { BlueError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { Spool } from '../spool/index.js';
 import { scheduleCron, validCron, type CronTimer } from './cron.js';
@@ -327,6 +328,17 @@ async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
 
 export function validDrainSchedule(expr: string): boolean {
   return validCron(expr);
+}
+
+/** `expr` when it is a valid drain schedule; CONFIG_INVALID, naming the config `file`, when not. */
+export function checkDrainSchedule(expr: string, file: string): string {
+  if (!validDrainSchedule(expr)) {
+    throw new BlueError('CONFIG_INVALID', `${file}: drain_schedule "${expr.slice(0, 100)}" is not a valid cron expression`, {
+      file,
+      hint: 'Use five fields (minute hour day month weekday), e.g. "*/5 * * * *" for every 5 minutes, or six with seconds first.',
+    });
+  }
+  return expr;
 }
 
 async function isFile(file: string): Promise<boolean> {

@@ -6,6 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Context } from '../context.js';
+import { toBlueError } from '../errors.js';
 import type { TaskRequest } from './tasks.js';
 
 export const TASK_ENV = 'BLUE_AGENT_RUN_TASK';
@@ -86,4 +87,10 @@ export async function serveTask(ctx: Context): Promise<number> {
   const answer = await runTask(ctx, request);
   ctx.stdout.write(`${JSON.stringify(answer)}\n`);
   return 0;
+}
+
+/** A task that failed outside its own error handling, as the code and message its result carries. */
+export function taskError(error: unknown): { code: string; message: string } {
+  const blue = toBlueError(error);
+  return { code: blue.code, message: blue.message };
 }
