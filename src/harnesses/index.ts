@@ -25,14 +25,6 @@ export const ADAPTERS: Readonly<Record<HarnessName, HarnessAdapter>> = {
 
 export type { HarnessAdapter, HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from './types.js';
 
-export function adapterFor(name: string): HarnessAdapter {
-  const adapter = (ADAPTERS as Record<string, HarnessAdapter | undefined>)[name];
-  if (adapter === undefined) {
-    throw new BlueError('USAGE', `unknown harness "${name}"`, { hint: `Use one of: ${Object.keys(ADAPTERS).join(', ')}.` });
-  }
-  return adapter;
-}
-
 /** The adapter whose planner writes the native hook format a profile declares (capture.hook.format), if any. */
 export function adapterForHookFormat(format: string): HarnessAdapter | undefined {
   return Object.values(ADAPTERS).find((adapter) => adapter.hookFormat === format);

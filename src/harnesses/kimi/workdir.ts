@@ -21,5 +21,3 @@ export function kimiCodeWorkDirKey(cwd: string): string {
 
 /** A work-dir folder name as Kimi Code writes them. */
 export const WORK_DIR_KEY = /^wd_[a-z0-9._-]{1,40}_[0-9a-f]{12}$/;
-/** A Kimi Code session id (`session_<uuid>`), and the id of a session migrated from kimi-cli (`ses_<uuid>`). */
-export const KIMI_CODE_SESSION = /^(?:session|ses)_[0-9a-f-]{36}$/;
