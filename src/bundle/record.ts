@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { BlueError } from '../errors.js';
-import { cleanText, type Transcript, type TranscriptTurn } from '../harness-kit/transcript.js';
+import { cleanText, type Transcript, type TranscriptTurn } from './transcript.js';
 import * as validators from '../schema/generated/validators.js';
 import type { SessionRecord } from '../schema/generated/session-record.js';
 

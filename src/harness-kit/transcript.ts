@@ -1,38 +1,14 @@
 /**
- * A harness-neutral view of a conversation, for reading and exporting: each harness's transcript reader
- * (src/harnesses/<h>/transcript.ts) turns its native files into these turns. Readers are pure functions over bytes:
- * bounded, and never throwing on a line they do not understand (it is skipped and counted). The same reader tells
- * titles (./title.ts) where a record keeps the user's turn, so a format is understood in one place.
+ * What each harness's transcript reader (src/harnesses/<h>/transcript.ts) is built from: it turns its native files into
+ * the harness-neutral conversation of ../bundle/transcript.ts, for reading and exporting. Readers are pure functions
+ * over bytes: bounded, and never throwing on a line they do not understand (it is skipped and counted). The same
+ * reader tells titles (./title.ts) where a record keeps the user's turn, so a format is understood in one place.
  */
+import { cleanText, type Transcript, type TranscriptTurn } from '../bundle/transcript.js';
 import { isRecord } from '../util/record.js';
-import { CONTROL_CHARACTERS } from '../util/terminal-text.js';
 import type { UserTurnOf } from './title.js';
 
-export type TurnRole = 'user' | 'assistant' | 'tool';
-
-export interface TranscriptTurn {
-  role: TurnRole;
-  /** The readable text, control characters removed (new lines and tabs kept). */
-  text: string;
-  /** Tool calls the turn made, one short line each (`Bash: seq 1 9000`). */
-  tools?: string[];
-  /** For a tool turn: the tool's name, when the transcript says it. */
-  name?: string;
-  /** ISO 8601, when the transcript records a time. */
-  at?: string;
-  /** The tool reported an error. */
-  error?: boolean;
-}
-
-export interface Transcript {
-  turns: TranscriptTurn[];
-  /** Records that could not be read (not JSON, unexpected shape) and were skipped. */
-  skipped: number;
-  /** More turns than the cap: the rest were left out. */
-  truncated: boolean;
-  /** Further conversations inside the session (subagents), each with a title. */
-  sections?: { title: string; transcript: Transcript }[];
-}
+export { cleanText, type Transcript, type TranscriptTurn, type TurnRole } from '../bundle/transcript.js';
 
 /** One file of a verified bundle, as a reader sees it. */
 export interface TranscriptSource {
@@ -59,15 +35,6 @@ export const MAX_RECORDS = 200_000;
 export const MAX_LINE_CHARS = 8 * 1024 * 1024;
 /** Tool call summaries are cut at this many characters. */
 export const TOOL_SUMMARY_MAX = 200;
-
-const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-Z\\-_]/g;
-/** The control and bidirectional characters every shown text is held to (util/terminal-text.ts), tabs and line feeds kept. */
-const CONTROL = new RegExp(`(?![\\t\\n])[${CONTROL_CHARACTERS}]`, 'g');
-
-/** Terminal escape sequences and control characters removed; new lines normalised, tabs kept. */
-export function cleanText(text: string): string {
-  return text.replace(/\r\n?/g, '\n').replace(ANSI, '').replace(CONTROL, '');
-}
 
 /** One line of text: white space collapsed, cut at `max` characters with an ellipsis. */
 export function oneLine(text: string, max = TOOL_SUMMARY_MAX): string {

@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { Context } from '../context.js';
 import { BlueError } from '../errors.js';
 import { writeStateFile } from '../util/fs.js';
-import { findExecutable } from '../harness-kit/executable.js';
+import { findExecutable } from '../util/executable.js';
 import { parseVersionOutput, type LoadedProfiles } from './index.js';
 
 export { findExecutable };

@@ -11,7 +11,7 @@ import { LIMITS } from '../../bundle/limits.js';
 import type { Context } from '../../context.js';
 import { isRecord } from '../../util/record.js';
 import { BlueError } from '../../errors.js';
-import { findExecutable } from '../../harness-kit/executable.js';
+import { findExecutable } from '../../util/executable.js';
 import { checkedSessionId, entriesOf, restoreUnsafe } from '../restore-files.js';
 import { MAX_FILE_BYTES } from '../session-files.js';
 import { readChecked } from '../../util/safe-read.js';

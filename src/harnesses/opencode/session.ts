@@ -11,7 +11,7 @@
 import type { Context } from '../../context.js';
 import { isRecord } from '../../util/record.js';
 import { firstUserTurn, nativeMetadataOf, titleAndSummary, type NativeMetadata } from '../../harness-kit/title.js';
-import { findExecutable } from '../../harness-kit/executable.js';
+import { findExecutable } from '../../util/executable.js';
 import type { CollectedSession, CollectInput, SessionFile } from '../types.js';
 import { artifactInvalid, assertSessionId, checkRoleCounts, MAX_FILE_BYTES } from '../session-files.js';
 import { opencodeTranscriptReader } from './transcript.js';

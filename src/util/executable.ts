@@ -1,4 +1,4 @@
-/** Finding a harness's executable on PATH, the way a shell would (absolute directories only). */
+/** Finding an executable on PATH, the way a shell would (absolute directories only). */
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import path from 'node:path';
