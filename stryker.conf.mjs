@@ -28,10 +28,9 @@ export default {
     'src/harnesses/session-files.ts:41-47',
     'src/harnesses/session-files.ts:65-78',
     'src/harnesses/session-files.ts:222-265',
-    'src/harnesses/codex/toml-plan.ts',
-    'src/harnesses/codex/json-plan.ts',
-    // The planner only: the adapter above it (config root, hook file look-up) touches the disk.
-    'src/harnesses/kimi/index.ts:122-462',
+    'src/harnesses/codex/plan-toml.ts',
+    'src/harnesses/codex/plan-json.ts',
+    'src/harnesses/kimi/plan.ts',
     'src/harness-kit/json-splice.ts',
     'src/harness-kit/toml-text.ts',
     'src/reconcile/plan.ts:58-87',
@@ -44,8 +43,7 @@ export default {
     // The hook payload's rules (above them, the reader works on a stream against a deadline).
     'src/capture/payload.ts:160-202',
     // OpenCode's planner and the recognition of its plugin file (the rest of plugin.ts is the plugin's source text).
-    'src/harnesses/opencode/index.ts:44-59',
-    'src/harnesses/opencode/index.ts:70-75',
+    'src/harnesses/opencode/plan.ts',
     'src/harnesses/opencode/plugin.ts:228-245',
   ],
   // Vitest only strips types, so there are no type checks to disable; and the preprocessor that disables them would

@@ -9,7 +9,7 @@ import type { Interval } from '../../schema/index.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter } from '../types.js';
 import { claudeDemo } from './demo.js';
-import { planClaudeHook } from './settings-plan.js';
+import { planClaudeHook } from './plan.js';
 import { claudeTranscriptReader } from './transcript.js';
 
 const SETTINGS_FILE = 'settings.json';

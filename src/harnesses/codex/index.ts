@@ -8,16 +8,16 @@ import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseLenientJson } from 'jsonc-parser';
 import type { Context } from '../../context.js';
-import { BlueError } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
 import { readBytesIfExistsSync, readNativeText } from '../../util/fs.js';
 import { decodeLossless } from '../../util/lossless.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
-import type { HarnessAdapter, HarnessDoctorCheck, HookPlan, HookPlanInput, ManagedHook } from '../types.js';
-import { parseJsonText, planJson } from './json-plan.js';
+import type { HarnessAdapter, HarnessDoctorCheck, ManagedHook } from '../types.js';
+import { planCodexHook } from './plan.js';
+import { parseJsonText } from './plan-json.js';
 import { isRecord, listHandlers, own } from './model.js';
 import { codexTranscriptReader } from './transcript.js';
-import { parseTomlText, planToml } from './toml-plan.js';
+import { parseTomlText } from './plan-toml.js';
 import { hookStateKey, hookStates, hooksFeatureOff, hookTrustHash } from './trust.js';
 
 export const CONFIG_TOML = 'config.toml';
@@ -54,19 +54,6 @@ async function holdsHooks(file: string): Promise<boolean> {
     return isRecord(value) && Object.hasOwn(value, 'hooks');
   } catch {
     return false;
-  }
-}
-
-function planHook(input: HookPlanInput): HookPlan {
-  try {
-    return path.extname(input.file).toLowerCase() === '.json' ? planJson(input) : planToml(input);
-  } catch (error) {
-    if (error instanceof BlueError) throw error;
-    throw new BlueError('NATIVE_CONFIG_CONFLICT', `${input.file}: cannot plan the managed Codex hook in this file`, {
-      file: input.file,
-      hint: 'The file has a shape blue-agent does not handle; add or remove the blue-agent hook by hand, and please report the file layout.',
-      cause: error,
-    });
   }
 }
 
@@ -153,7 +140,7 @@ export const codex: HarnessAdapter = {
     const root = configRoot(ctx);
     return [path.join(root, CONFIG_TOML), path.join(root, HOOKS_JSON)];
   },
-  planHook,
+  planHook: planCodexHook,
   async collectSession(ctx, input) {
     const { collectCodexSession } = await import('./session.js');
     return collectCodexSession(ctx, input, configRoot(ctx));

@@ -8,7 +8,7 @@ import { BlueError } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter } from '../types.js';
-import { geminiHooksDisabled, planGeminiHook } from './settings-plan.js';
+import { geminiHooksDisabled, planGeminiHook } from './plan.js';
 import { geminiTranscriptReader } from './transcript.js';
 
 const SETTINGS_FILE = 'settings.json';

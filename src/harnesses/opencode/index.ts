@@ -5,12 +5,10 @@
  */
 import path from 'node:path';
 import type { Context } from '../../context.js';
-import { BlueError } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
-import { isManagedArgv } from '../signature.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
-import type { HarnessAdapter, HookPlan, HookPlanInput } from '../types.js';
-import { embeddedArgv, hasPluginHeader, renderPlugin } from './plugin.js';
+import type { HarnessAdapter } from '../types.js';
+import { planOpencodeHook } from './plan.js';
 import { opencodeTranscriptReader } from './transcript.js';
 
 const PLUGIN_FILE = 'blue-agent-session-upload.js';
@@ -40,22 +38,7 @@ export const opencode: HarnessAdapter = {
     return PLUGIN_DIRS.map((dir) => path.join(root, dir, PLUGIN_FILE));
   },
 
-  planHook({ text, file, desired }: HookPlanInput): HookPlan {
-    const ours = text !== null && isOurPlugin(text);
-    if (desired === null) {
-      // A file there that is not ours is the user's: nothing of the agent's to remove.
-      if (!ours) return { text, owned: undefined, managedFound: 0 };
-      return { text: null, owned: undefined, managedFound: 1 };
-    }
-    if (text !== null && !ours) {
-      throw new BlueError('NATIVE_CONFIG_CONFLICT', 'an OpenCode plugin that blue-agent did not write already sits where its capture plugin goes', {
-        file,
-        hint: 'Rename or move that file (it is yours; blue-agent never overwrites it), then run `blue-agent reconcile` again.',
-      });
-    }
-    const rendered = renderPlugin(desired);
-    return { text: text === rendered ? text : rendered, owned: { whole_file: true }, managedFound: ours ? 1 : 0 };
-  },
+  planHook: planOpencodeHook,
 
   async collectSession(ctx, input) {
     const { collectOpencodeSession } = await import('./session.js');
@@ -67,10 +50,3 @@ export const opencode: HarnessAdapter = {
     return planOpencodeRestore(ctx, input, opencodeDataDir(ctx));
   },
 };
-
-/** Ours: the fixed header line and an embedded capture command for OpenCode. */
-export function isOurPlugin(text: string): boolean {
-  if (!hasPluginHeader(text)) return false;
-  const argv = embeddedArgv(text);
-  return argv !== undefined && isManagedArgv(argv, 'opencode');
-}

@@ -10,7 +10,7 @@ import { BlueError } from '../../errors.js';
 import type { Interval } from '../../schema/index.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter } from '../types.js';
-import { planQwenHook, qwenHooksDisabled } from './settings-plan.js';
+import { planQwenHook, qwenHooksDisabled } from './plan.js';
 import { qwenTranscriptReader } from './transcript.js';
 
 const SETTINGS_FILE = 'settings.json';

@@ -3,7 +3,7 @@ import { parse } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
 import { codex } from '../../../src/harnesses/codex/index.js';
 import { listHandlers, userView } from '../../../src/harnesses/codex/model.js';
-import { tomlString } from '../../../src/harnesses/codex/toml-plan.js';
+import { tomlString } from '../../../src/harnesses/codex/plan-toml.js';
 import { buildManagedHook } from '../../../src/harnesses/signature.js';
 import type { ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
 

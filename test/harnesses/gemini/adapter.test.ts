@@ -8,7 +8,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Context } from '../../../src/context.js';
-import { GEMINI_HOOK_NAME, geminiHooksDisabled } from '../../../src/harnesses/gemini/settings-plan.js';
+import { GEMINI_HOOK_NAME, geminiHooksDisabled } from '../../../src/harnesses/gemini/plan.js';
 import { reconcile } from '../../../src/reconcile/index.js';
 import { makeTestHome, repoRoot, versionStubs, type TestHome } from '../../support/context.js';
 

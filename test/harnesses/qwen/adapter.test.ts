@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { QWEN_HOOK_NAME, qwenHooksDisabled } from '../../../src/harnesses/qwen/settings-plan.js';
+import { QWEN_HOOK_NAME, qwenHooksDisabled } from '../../../src/harnesses/qwen/plan.js';
 import { reconcile } from '../../../src/reconcile/index.js';
 import { makeTestHome, repoRoot, versionStubs, type TestHome } from '../../support/context.js';
 

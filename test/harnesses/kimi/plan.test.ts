@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { kimi } from '../../../src/harnesses/kimi/index.js';
+import { planKimiHook } from '../../../src/harnesses/kimi/plan.js';
 import { buildManagedHook } from '../../../src/harnesses/signature.js';
 import type { HookPlan, ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
 import { thrown } from '../../support/errors.js';
@@ -13,7 +13,7 @@ const T = `${lines().join('\n')}\n`;
 const USER = '[[hooks]]\nevent = "Stop"\ncommand = "x"\n';
 
 function plan(text: string | null, hook: ManagedHook | null = desired, owned?: OwnershipRecord): HookPlan {
-  return kimi.planHook({ text, file: FILE, desired: hook, owned });
+  return planKimiHook({ text, file: FILE, desired: hook, owned });
 }
 
 describe('kimi planner: appending', () => {
