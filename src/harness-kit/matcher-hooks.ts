@@ -42,7 +42,8 @@ import {
   type MatcherHooksOwnership,
   type OwnershipRecord,
 } from './matcher-hooks-ownership.js';
-import { addRequiredSettings, removeAddedSettings, type RequiredSetting } from './required-settings.js';
+import type { RequiredSetting } from '../harnesses/types.js';
+import { addRequiredSettings, removeAddedSettings } from './required-settings.js';
 import { lineIndent } from './text.js';
 
 /** What the planner needs of the managed hook (the harness contract's `ManagedHook` has more). */

@@ -16,6 +16,7 @@
  */
 import { parseTree, type ParseError } from 'jsonc-parser';
 import { BlueError, errorAt, lineColumnAt } from '../errors.js';
+import type { RequiredSetting } from '../harnesses/types.js';
 import {
   appendChild,
   applyAll,
@@ -33,12 +34,6 @@ import {
   type JsonValue,
   type Node,
 } from './json-splice.js';
-
-/** A setting the harness needs: the key path from the top-level object, and its value. */
-export interface RequiredSetting {
-  readonly key: readonly string[];
-  readonly value: boolean | number | string;
-}
 
 /** What the ledger keeps of one setting the agent added. */
 export type AddedSetting = {

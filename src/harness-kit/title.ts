@@ -18,6 +18,7 @@
  * The "…" counts toward the limit. Masking runs before cutting, so a cut never leaves half a key readable.
  */
 import { isRecord } from '../util/record.js';
+import type { UserTurn, UserTurnOf } from '../harnesses/types.js';
 import { isInjected } from './injected.js';
 import { maskSecrets } from '../util/secrets.js';
 
@@ -202,18 +203,8 @@ export function parseTranscript(text: string, maxRecords = HEAD_MAX_RECORDS): un
 const COMMAND_NAME = /<command-name>(.*?)<\/command-name>/s;
 const BASH_INPUT = /<bash-input>([\s\S]*?)<\/bash-input>/;
 
-/** What one transcript record holds of the user's turn, as a harness's reader finds it. */
-export interface UserTurn {
-  texts: string[];
-  /** A tool result rides in this user entry: it is the harness speaking, not the user. */
-  toolResult: boolean;
-}
-
 /** Record types that carry a user's turn when a record has a `type`; everything else (attachments, API logs) does not. */
 const USER_RECORD_TYPES = new Set(['user', 'message']);
-
-/** How a harness finds the user's turn in one record of its transcript; undefined when the record holds none. */
-export type UserTurnOf = (record: unknown) => UserTurn | undefined;
 
 /** Texts of a content value (a string, or an array of strings and text parts) added to `into`. */
 export function textsOf(value: unknown, into: UserTurn): void {

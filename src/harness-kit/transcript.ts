@@ -6,26 +6,11 @@
  */
 import { cleanText, type Transcript, type TranscriptTurn } from '../bundle/transcript.js';
 import { isRecord } from '../util/record.js';
-import type { UserTurnOf } from './title.js';
+import type { TranscriptReader, TranscriptSource } from '../harnesses/types.js';
 
 export { cleanText, type Transcript, type TranscriptTurn, type TurnRole } from '../bundle/transcript.js';
 
-/** One file of a verified bundle, as a reader sees it. */
-export interface TranscriptSource {
-  role: string;
-  /** The manifest's `path` (`files/0001-transcript.jsonl`). */
-  path: string;
-  native_path?: string;
-  bytes: Uint8Array;
-}
-
-export interface TranscriptReader {
-  /** The files the reader wants (only these are read from the bundle). */
-  wants(file: { role: string; path: string; native_path?: string }): boolean;
-  read(files: readonly TranscriptSource[], sessionId: string): Transcript;
-  /** The user's turn one record of the harness's transcript holds, for the title and preview (./title.ts). */
-  userTurn: UserTurnOf;
-}
+export type { TranscriptReader, TranscriptSource };
 
 /** At most this many turns per conversation. */
 export const MAX_TURNS = 5000;

@@ -5,10 +5,15 @@
  */
 import type { SessionFile } from '../bundle/input.js';
 import type { Context } from '../context.js';
-import type { RequiredSetting } from '../harness-kit/required-settings.js';
-import type { TranscriptReader } from '../harness-kit/transcript.js';
+import type { Transcript } from '../bundle/transcript.js';
 import type { BundleFile, BundleManifest } from '../schema/generated/bundle-manifest.js';
 import type { HarnessName, Interval } from '../schema/index.js';
+
+/** A setting the harness needs: the key path from the top-level object, and its value. */
+export interface RequiredSetting {
+  readonly key: readonly string[];
+  readonly value: boolean | number | string;
+}
 
 /** The managed capture hook the agent wants in a harness's native configuration. */
 export interface ManagedHook {
@@ -325,4 +330,32 @@ export interface HarnessAdapter {
    * BlueError `RESTORE_UNSAFE` for any file whose role or native path the profile does not allow.
    */
   planRestore(ctx: Context, input: RestoreInput): Promise<RestorePlan>;
+}
+
+/** One file of a verified bundle, as a transcript reader sees it. */
+export interface TranscriptSource {
+  role: string;
+  /** The manifest's `path` (`files/0001-transcript.jsonl`). */
+  path: string;
+  native_path?: string;
+  bytes: Uint8Array;
+}
+
+/** What one transcript record holds of the user's turn, as a harness's reader finds it. */
+export interface UserTurn {
+  texts: string[];
+  /** A tool result rides in this user entry: it is the harness speaking, not the user. */
+  toolResult: boolean;
+}
+
+/** How a harness finds the user's turn in one record of its transcript; undefined when the record holds none. */
+export type UserTurnOf = (record: unknown) => UserTurn | undefined;
+
+/** A harness's transcript reader (built on src/harness-kit/transcript.ts): its native files in, the conversation out. */
+export interface TranscriptReader {
+  /** The files the reader wants (only these are read from the bundle). */
+  wants(file: { role: string; path: string; native_path?: string }): boolean;
+  read(files: readonly TranscriptSource[], sessionId: string): Transcript;
+  /** The user's turn one record of the harness's transcript holds, for the title and preview (harness-kit/title.ts). */
+  userTurn: UserTurnOf;
 }

@@ -3,7 +3,7 @@
  * and the one managed hook it should carry (or none).
  */
 import type { SelfInfo } from '../context.js';
-import { buildManagedHook } from '../harnesses/signature.js';
+import { buildManagedHook } from '../harness-kit/signature.js';
 import type { ManagedHook } from '../harnesses/types.js';
 import { selectInterval, type LoadedProfiles } from '../profiles/index.js';
 import type { GovernancePolicy, HarnessName, Interval } from '../schema/index.js';

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
-import { isManagedCommand } from '../../src/harnesses/signature.js';
+import { isManagedCommand } from '../../src/harness-kit/signature.js';
 import { makeTestHome, repoRoot, type TestHome } from '../support/context.js';
 import { startPolicyServer } from '../support/policy-server.js';
 import { HARNESSES } from '../../src/harnesses/names.js';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Context } from '../../src/context.js';
 import { HARNESSES } from '../../src/harnesses/names.js';
-import { buildManagedHook } from '../../src/harnesses/signature.js';
+import { buildManagedHook } from '../../src/harness-kit/signature.js';
 import { reconcile } from '../../src/reconcile/index.js';
 import { makeTestHome, versionStubs, type TestHome } from '../support/context.js';
 import { versionLines } from '../support/rigs.js';

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { claude } from '../../src/harnesses/claude/index.js';
-import { buildManagedHook } from '../../src/harnesses/signature.js';
+import { buildManagedHook } from '../../src/harness-kit/signature.js';
 import { actionOf, checkHookFormat, planText } from '../../src/reconcile/plan.js';
 import type { Interval } from '../../src/schema/index.js';
 import { thrown } from '../support/errors.js';

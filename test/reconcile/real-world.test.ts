@@ -10,7 +10,7 @@ import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Context } from '../../src/context.js';
-import { isManagedCommand } from '../../src/harnesses/signature.js';
+import { isManagedCommand } from '../../src/harness-kit/signature.js';
 import { reconcile } from '../../src/reconcile/index.js';
 import { makeTestHome, repoRoot, versionStubs, type TestHome } from '../support/context.js';
 import type { HarnessName } from '../../src/schema/index.js';

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bufferOutput, type Context } from '../../src/context.js';
 import { main } from '../../src/cli/main.js';
 import { ADAPTERS } from '../../src/harnesses/index.js';
-import { isManagedCommand } from '../../src/harnesses/signature.js';
+import { isManagedCommand } from '../../src/harness-kit/signature.js';
 import { applyFilePlan } from '../../src/reconcile/apply.js';
 import { reconcile, type ReconcileReport } from '../../src/reconcile/index.js';
 import { noRanges } from '../../src/util/semver.js';

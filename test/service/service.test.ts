@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import type { Context } from '../../src/context.js';
-import { isManagedCommand } from '../../src/harnesses/signature.js';
+import { isManagedCommand } from '../../src/harness-kit/signature.js';
 import { reconcile } from '../../src/reconcile/index.js';
 import { serviceStatus } from '../../src/service/index.js';
 import { renderLaunchdPlist } from '../../src/service/launchd.js';

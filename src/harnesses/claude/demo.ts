@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { parse as parseJsonc } from 'jsonc-parser';
-import { isManagedCommand } from '../signature.js';
+import { isManagedCommand } from '../../harness-kit/signature.js';
 import type { HarnessDemo } from '../types.js';
 import { claudeProjectKey } from './session.js';
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { Context } from '../../context.js';
 import type { Interval } from '../../schema/index.js';
 import { readChecked } from '../../util/safe-read.js';
-import { findSessionFiles, headField, nativeSessions, sessionRootOf } from '../session-files.js';
+import { findSessionFiles, headField, nativeSessions, sessionRootOf } from '../../harness-kit/session-files.js';
 import type { SessionCleanup, SessionListing } from '../types.js';
 
 /** Claude Code's default for cleanupPeriodDays. */

@@ -4,7 +4,7 @@
  */
 import { planMatcherHooks, type MatcherHooksDialect } from '../../harness-kit/matcher-hooks.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
-import { isManagedCommand } from '../signature.js';
+import { isManagedCommand } from '../../harness-kit/signature.js';
 import type { HookPlan, HookPlanInput, ManagedHook } from '../types.js';
 
 export const CLAUDE_SETTINGS: MatcherHooksDialect<ManagedHook> = {

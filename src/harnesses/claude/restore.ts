@@ -13,7 +13,7 @@ import type { Stats } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context } from '../../context.js';
-import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../restore-files.js';
+import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../../harness-kit/restore-files.js';
 import type { RestoreDuplicate, RestoreInput, RestorePlacement, RestorePlan } from '../types.js';
 import { claudeProjectKey } from './session.js';
 

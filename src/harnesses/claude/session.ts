@@ -44,7 +44,7 @@ import {
   readTail,
   sessionRootOf,
   SessionRoot,
-} from '../session-files.js';
+} from '../../harness-kit/session-files.js';
 import { readChecked } from '../../util/safe-read.js';
 import { claudeUserTurn } from './transcript.js';
 

@@ -20,7 +20,8 @@ import {
   type TranscriptReader,
   type TranscriptSource,
 } from '../../harness-kit/transcript.js';
-import { messageUserTurn, type UserTurn } from '../../harness-kit/title.js';
+import { messageUserTurn } from '../../harness-kit/title.js';
+import type { UserTurn } from '../types.js';
 
 const SUBAGENT = /(?:^|\/)subagents\/(?:[^/]+\/)*agent-([A-Za-z0-9._-]+)\.jsonl$/;
 const SUBAGENT_META = /(?:^|\/)subagents\/(?:[^/]+\/)*agent-([A-Za-z0-9._-]+)\.meta\.json$/;

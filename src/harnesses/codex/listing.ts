@@ -5,7 +5,7 @@
  */
 import type { Interval } from '../../schema/index.js';
 import { isRecord } from '../../util/record.js';
-import { findSessionFiles, headRecords, nativeSessions, sessionRootOf } from '../session-files.js';
+import { findSessionFiles, headRecords, nativeSessions, sessionRootOf } from '../../harness-kit/session-files.js';
 import type { SessionListing } from '../types.js';
 
 const ROLLOUT = /^rollout-.+-([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})\.jsonl(?:\.zst)?$/;

@@ -4,7 +4,7 @@
  */
 import { BlueError, errorAt, lineColumnAt } from '../../errors.js';
 import { isTomlTable } from '../../harness-kit/toml-text.js';
-import { isManagedCommand } from '../signature.js';
+import { isManagedCommand } from '../../harness-kit/signature.js';
 import type { ManagedHook } from '../types.js';
 
 /**

@@ -14,7 +14,7 @@ import path from 'node:path';
 import type { Context } from '../../context.js';
 import { LIMITS } from '../../bundle/limits.js';
 import { isRecord } from '../../util/record.js';
-import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../restore-files.js';
+import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../../harness-kit/restore-files.js';
 import type { RestoreIndexMerge, RestoreInput, RestorePlan } from '../types.js';
 import { printable } from '../../util/terminal-text.js';
 import { readRolloutHead, RolloutHeadError } from './rollout-head.js';

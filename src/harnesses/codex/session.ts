@@ -37,7 +37,7 @@ import {
   readTailOf,
   sessionRootOf,
   SessionRoot,
-} from '../session-files.js';
+} from '../../harness-kit/session-files.js';
 import { codexUserTurn } from './transcript.js';
 
 const SESSION_INDEX = 'session_index.jsonl';

@@ -20,7 +20,8 @@ import {
   type TranscriptReader,
   type TranscriptSource,
 } from '../../harness-kit/transcript.js';
-import { messageUserTurn, textsOf, type UserTurn } from '../../harness-kit/title.js';
+import { messageUserTurn, textsOf } from '../../harness-kit/title.js';
+import type { UserTurn } from '../types.js';
 
 /** A decompressed rollout is read up to this size. */
 const MAX_DECOMPRESSED = 256 * 1024 * 1024;

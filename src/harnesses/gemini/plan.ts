@@ -10,7 +10,7 @@ import { parse, type ParseError } from 'jsonc-parser';
 import { planMatcherHooks, type MatcherHooksDialect } from '../../harness-kit/matcher-hooks.js';
 import { isRecord } from '../../util/record.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
-import { isManagedCommand } from '../signature.js';
+import { isManagedCommand } from '../../harness-kit/signature.js';
 import type { HookPlan, HookPlanInput, ManagedHook } from '../types.js';
 
 export const GEMINI_HOOK_NAME = 'blue-agent-capture';

@@ -14,7 +14,7 @@ import semver from 'semver';
 import type { Context } from '../../context.js';
 import { BlueError } from '../../errors.js';
 import { readChecked } from '../../util/safe-read.js';
-import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../restore-files.js';
+import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../../harness-kit/restore-files.js';
 import type { RestoreDuplicate, RestoreIndexMerge, RestoreInput, RestorePlacement, RestorePlan } from '../types.js';
 import { chatSessionId, isChatFileOf } from './chat.js';
 import { HASH_FOLDER, PROJECT_ROOT_FILE, projectHash, projectSlug, SLUG_FOLDER } from './projects.js';

@@ -30,7 +30,7 @@ import {
   readTail,
   sessionRootOf,
   SessionRoot,
-} from '../session-files.js';
+} from '../../harness-kit/session-files.js';
 import { chatSessionId, isChatFileOf, readGeminiChat } from './chat.js';
 import { HASH_FOLDER, projectHash, projectSlug, SLUG_FOLDER } from './projects.js';
 import { geminiUserTurn } from './transcript.js';

@@ -34,7 +34,7 @@ import {
   tomlString,
   type TomlSection,
 } from '../../harness-kit/toml-text.js';
-import { isManagedCommand } from '../signature.js';
+import { isManagedCommand } from '../../harness-kit/signature.js';
 import type { HookPlan, HookPlanInput, ManagedHook, OwnershipRecord } from '../types.js';
 
 // Not `import … from 'node:util'`: importing it as an ES module loads everything util keeps lazy (worker_threads,

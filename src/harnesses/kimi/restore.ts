@@ -8,7 +8,7 @@
  */
 import path from 'node:path';
 import type { Context } from '../../context.js';
-import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../restore-files.js';
+import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../../harness-kit/restore-files.js';
 import type { RestoreIndexMerge, RestoreInput, RestorePlacement, RestorePlan } from '../types.js';
 import { AGENT_PARTS, SESSION_PARTS } from './session.js';
 import { AGENT_ID, encodeState, relocatedState } from './state.js';

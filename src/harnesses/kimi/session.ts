@@ -19,7 +19,7 @@ import path from 'node:path';
 import type { Context } from '../../context.js';
 import { firstUserTurn, HEAD_MAX_BYTES, parseTranscript, titleAndSummary } from '../../harness-kit/title.js';
 import type { CollectedSession, CollectInput, SessionFile } from '../types.js';
-import { artifactInvalid, assertSessionId, checkRoleCounts, entryName, fileOf, MAX_SESSION_FILES, readHead, sessionRootOf, SessionRoot } from '../session-files.js';
+import { artifactInvalid, assertSessionId, checkRoleCounts, entryName, fileOf, MAX_SESSION_FILES, readHead, sessionRootOf, SessionRoot } from '../../harness-kit/session-files.js';
 import { AGENT_ID, encodeState, sanitizeKimiCodeState, stateDirectory } from './state.js';
 import { kimiCodeUserTurn } from './transcript.js';
 import { kimiCodeWorkDirKey, WORK_DIR_KEY } from './workdir.js';

@@ -3,7 +3,7 @@
  * removed; a file at its path that the agent did not write is the user's and never touched.
  */
 import { BlueError } from '../../errors.js';
-import { isManagedArgv } from '../signature.js';
+import { isManagedArgv } from '../../harness-kit/signature.js';
 import type { HookPlan, HookPlanInput } from '../types.js';
 import { embeddedArgv, hasPluginHeader, renderPlugin } from './plugin.js';
 

@@ -13,7 +13,7 @@ import { isRecord } from '../../util/record.js';
 import { firstUserTurn, nativeMetadataOf, titleAndSummary, type NativeMetadata } from '../../harness-kit/title.js';
 import { findExecutable } from '../../util/executable.js';
 import type { CollectedSession, CollectInput, SessionFile } from '../types.js';
-import { artifactInvalid, assertSessionId, checkRoleCounts, MAX_FILE_BYTES } from '../session-files.js';
+import { artifactInvalid, assertSessionId, checkRoleCounts, MAX_FILE_BYTES } from '../../harness-kit/session-files.js';
 import { opencodeTranscriptReader } from './transcript.js';
 
 export const EXPORT_TIMEOUT_MS = 60_000;

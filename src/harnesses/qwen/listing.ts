@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import type { Interval } from '../../schema/index.js';
-import { findSessionFiles, headField, nativeSessions, sessionRootOf } from '../session-files.js';
+import { findSessionFiles, headField, nativeSessions, sessionRootOf } from '../../harness-kit/session-files.js';
 import type { SessionListing } from '../types.js';
 
 const VERSION_HEAD_BYTES = 64 * 1024;

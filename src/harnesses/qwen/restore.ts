@@ -7,7 +7,7 @@
  */
 import { parseTree, type Node } from 'jsonc-parser';
 import type { Context } from '../../context.js';
-import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../restore-files.js';
+import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../../harness-kit/restore-files.js';
 import type { RestoreInput, RestorePlacement, RestorePlan } from '../types.js';
 import { qwenProjectKey } from './session.js';
 

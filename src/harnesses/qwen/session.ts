@@ -12,7 +12,7 @@ import type { Context } from '../../context.js';
 import { firstUserTurn, HEAD_MAX_BYTES, parseTranscript, titleAndSummary } from '../../harness-kit/title.js';
 import { isRecord } from '../../util/record.js';
 import type { CollectedSession, CollectInput } from '../types.js';
-import { artifactInvalid, assertSessionId, checkRoleCounts, fileOf, readHead, readTail, sessionRootOf, SessionRoot, type CheckedFile } from '../session-files.js';
+import { artifactInvalid, assertSessionId, checkRoleCounts, fileOf, readHead, readTail, sessionRootOf, SessionRoot, type CheckedFile } from '../../harness-kit/session-files.js';
 import { qwenUserTurn } from './transcript.js';
 
 const TAIL_BYTES = 1024 * 1024;

@@ -4,7 +4,8 @@
  * answers (`parts[].functionResponse`); `system` records (telemetry, slash commands, titles, snapshots) are not
  * conversation.
  */
-import { messageUserTurn, type UserTurn } from '../../harness-kit/title.js';
+import { messageUserTurn } from '../../harness-kit/title.js';
+import type { UserTurn } from '../types.js';
 import {
   emptyTranscript,
   isInjected,

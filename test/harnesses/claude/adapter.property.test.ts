@@ -3,7 +3,7 @@ import { createScanner, stripComments } from 'jsonc-parser';
 import { describe, expect, it } from 'vitest';
 import { BlueError } from '../../../src/errors.js';
 import { claude } from '../../../src/harnesses/claude/index.js';
-import { buildManagedHook, isManagedCommand } from '../../../src/harnesses/signature.js';
+import { buildManagedHook, isManagedCommand } from '../../../src/harness-kit/signature.js';
 import type { HookPlan, ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
 
 const RUNS = { numRuns: 200 };

@@ -4,7 +4,7 @@ import { parse as parseJsonc } from 'jsonc-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { claude } from '../../../src/harnesses/claude/index.js';
-import { buildManagedHook, isManagedCommand } from '../../../src/harnesses/signature.js';
+import { buildManagedHook, isManagedCommand } from '../../../src/harness-kit/signature.js';
 import type { HookPlan, ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
 import type { Interval } from '../../../src/schema/index.js';
 import { makeTestHome, repoRoot, type TestHome } from '../../support/context.js';

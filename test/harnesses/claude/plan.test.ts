@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { claude } from '../../../src/harnesses/claude/index.js';
-import { buildManagedHook } from '../../../src/harnesses/signature.js';
+import { buildManagedHook } from '../../../src/harness-kit/signature.js';
 import type { HookPlan, ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
 import { thrown } from '../../support/errors.js';
 

@@ -5,7 +5,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { claude } from '../../../src/harnesses/claude/index.js';
 import { claudeProjectKey } from '../../../src/harnesses/claude/session.js';
 import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
-import { MAX_FILE_BYTES } from '../../../src/harnesses/session-files.js';
+import { MAX_FILE_BYTES } from '../../../src/harness-kit/session-files.js';
 import type { Interval } from '../../../src/schema/index.js';
 import { makeTestHome, type TestHome } from '../../support/context.js';
 import { harnessBin } from '../../support/harness-bins.js';

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { codex } from '../../../src/harnesses/codex/index.js';
 import { listHandlers, userView } from '../../../src/harnesses/codex/model.js';
 import { tomlString } from '../../../src/harnesses/codex/plan-toml.js';
-import { buildManagedHook } from '../../../src/harnesses/signature.js';
+import { buildManagedHook } from '../../../src/harness-kit/signature.js';
 import type { ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
 
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };

@@ -9,7 +9,7 @@ import { BlueError } from '../../../src/errors.js';
 import { codex } from '../../../src/harnesses/codex/index.js';
 import { checkOutcome, listHandlers, userView } from '../../../src/harnesses/codex/model.js';
 import { hookStateKey, hookTrustHash } from '../../../src/harnesses/codex/trust.js';
-import { buildManagedHook } from '../../../src/harnesses/signature.js';
+import { buildManagedHook } from '../../../src/harness-kit/signature.js';
 import type { HookPlan, ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
 import type { Interval } from '../../../src/schema/index.js';
 import { makeTestHome, repoRoot, type TestHome } from '../../support/context.js';

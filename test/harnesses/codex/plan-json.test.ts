@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseJsonText, planJson } from '../../../src/harnesses/codex/plan-json.js';
-import { buildManagedHook } from '../../../src/harnesses/signature.js';
+import { buildManagedHook } from '../../../src/harness-kit/signature.js';
 import type { HookPlan, ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
 import { thrown } from '../../support/errors.js';
 

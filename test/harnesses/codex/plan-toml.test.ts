@@ -2,7 +2,7 @@ import { parse } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
 import { listHandlers } from '../../../src/harnesses/codex/model.js';
 import { planToml, readTomlRecord, renderTomlBlock, tomlString } from '../../../src/harnesses/codex/plan-toml.js';
-import { buildManagedHook } from '../../../src/harnesses/signature.js';
+import { buildManagedHook } from '../../../src/harness-kit/signature.js';
 import type { HookPlan, ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
 import { thrown } from '../../support/errors.js';
 

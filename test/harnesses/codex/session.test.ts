@@ -3,7 +3,7 @@ import path from 'node:path';
 import { zstdCompressSync } from 'node:zlib';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { codex } from '../../../src/harnesses/codex/index.js';
-import { MAX_FILE_BYTES } from '../../../src/harnesses/session-files.js';
+import { MAX_FILE_BYTES } from '../../../src/harness-kit/session-files.js';
 import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
 import type { Interval } from '../../../src/schema/index.js';
 import { makeTestHome, type TestHome } from '../../support/context.js';

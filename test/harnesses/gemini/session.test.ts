@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { gemini } from '../../../src/harnesses/gemini/index.js';
 import { projectHash, slugify } from '../../../src/harnesses/gemini/projects.js';
-import { MAX_FILE_BYTES } from '../../../src/harnesses/session-files.js';
+import { MAX_FILE_BYTES } from '../../../src/harness-kit/session-files.js';
 import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
 import type { BlueError } from '../../../src/errors.js';
 import type { Interval } from '../../../src/schema/index.js';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { parse } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
 import { kimi } from '../../../src/harnesses/kimi/index.js';
-import { buildManagedHook, isManagedCommand } from '../../../src/harnesses/signature.js';
+import { buildManagedHook, isManagedCommand } from '../../../src/harness-kit/signature.js';
 import type { ManagedHook } from '../../../src/harnesses/types.js';
 import { tomlString } from '../../../src/harness-kit/toml-text.js';
 

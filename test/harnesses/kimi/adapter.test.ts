@@ -4,7 +4,7 @@ import path from 'node:path';
 import { parse } from 'smol-toml';
 import { afterEach, describe, expect, it } from 'vitest';
 import { kimi } from '../../../src/harnesses/kimi/index.js';
-import { buildManagedHook, isManagedCommand } from '../../../src/harnesses/signature.js';
+import { buildManagedHook, isManagedCommand } from '../../../src/harness-kit/signature.js';
 import type { HookPlan, ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
 import type { Interval } from '../../../src/schema/index.js';
 import { makeTestHome, repoRoot, type TestHome } from '../../support/context.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { planKimiHook } from '../../../src/harnesses/kimi/plan.js';
-import { buildManagedHook } from '../../../src/harnesses/signature.js';
+import { buildManagedHook } from '../../../src/harness-kit/signature.js';
 import type { HookPlan, ManagedHook, OwnershipRecord } from '../../../src/harnesses/types.js';
 import { thrown } from '../../support/errors.js';
 

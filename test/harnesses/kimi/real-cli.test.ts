@@ -13,7 +13,7 @@ import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
 import { kimiCodeWorkDirKey } from '../../../src/harnesses/kimi/workdir.js';
-import { buildManagedHook } from '../../../src/harnesses/signature.js';
+import { buildManagedHook } from '../../../src/harness-kit/signature.js';
 import { reconcile } from '../../../src/reconcile/index.js';
 import { captureLog, spoolFiles } from '../../support/cli-process.js';
 import { harnessBin } from '../../support/harness-bins.js';

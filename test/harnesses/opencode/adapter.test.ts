@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { opencode } from '../../../src/harnesses/opencode/index.js';
 import { isOurPlugin } from '../../../src/harnesses/opencode/plan.js';
 import { PLUGIN_HEADER, renderPlugin, type PluginTimings } from '../../../src/harnesses/opencode/plugin.js';
-import { buildManagedHook } from '../../../src/harnesses/signature.js';
+import { buildManagedHook } from '../../../src/harness-kit/signature.js';
 import type { ManagedHook } from '../../../src/harnesses/types.js';
 import type { Interval } from '../../../src/schema/index.js';
 import { makeTestHome, repoRoot, type TestHome } from '../../support/context.js';

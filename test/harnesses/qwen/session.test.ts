@@ -9,7 +9,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { BlueError } from '../../../src/errors.js';
 import { qwen } from '../../../src/harnesses/qwen/index.js';
 import { qwenProjectKey } from '../../../src/harnesses/qwen/session.js';
-import { MAX_FILE_BYTES } from '../../../src/harnesses/session-files.js';
+import { MAX_FILE_BYTES } from '../../../src/harness-kit/session-files.js';
 import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
 import type { Interval } from '../../../src/schema/index.js';
 import { makeTestHome, type TestHome } from '../../support/context.js';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { Context } from '../../../context.js';
 import { isRecord } from '../../../util/record.js';
 import { BlueError } from '../../../errors.js';
-import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../../restore-files.js';
+import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../../../harness-kit/restore-files.js';
 import type { RestoreInput, RestorePlacement, RestorePlan } from '../../types.js';
 import { kimiCanonicalPath, kimiWorkDirHash } from './session.js';
 

@@ -31,7 +31,7 @@ import {
   readHead,
   sessionRootOf,
   SessionRoot,
-} from '../../session-files.js';
+} from '../../../harness-kit/session-files.js';
 import { kimiUserTurn } from './transcript.js';
 
 const STATE_FILE = 'state.json';

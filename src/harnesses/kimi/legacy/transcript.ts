@@ -23,7 +23,8 @@ import {
   type TranscriptReader,
   type TranscriptSource,
 } from '../../../harness-kit/transcript.js';
-import { messageUserTurn, textsOf, type UserTurn } from '../../../harness-kit/title.js';
+import { messageUserTurn, textsOf } from '../../../harness-kit/title.js';
+import type { UserTurn } from '../../types.js';
 
 const SUBAGENT_WIRE = /(?:^|\/)subagents\/([A-Za-z0-9._-]+)\/wire\.jsonl$/;
 const SUBAGENT_META = /(?:^|\/)subagents\/([A-Za-z0-9._-]+)\/meta\.json$/;

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../../src/harnesses/restore-files.js';
+import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../../src/harness-kit/restore-files.js';
 import type { RestoreInput, RestorePlacement } from '../../src/harnesses/types.js';
 import type { Interval } from '../../src/schema/index.js';
 import { thrown } from '../support/errors.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildManagedHook, isManagedArgv, isManagedCommand, shellQuote, shellWords } from '../../src/harnesses/signature.js';
+import { buildManagedHook, isManagedArgv, isManagedCommand, shellQuote, shellWords } from '../../src/harness-kit/signature.js';
 
 describe('managed hook signature', () => {
   const hook = buildManagedHook({ node: '/opt/node 24/bin/node', entry: "/home/o'brien/blue-agent/bin/blue-agent.js" }, 'claude', 'claude-v2_0_12', 'SessionEnd', 10);

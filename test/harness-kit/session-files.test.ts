@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { artifactInvalid, assertSessionId, checkRoleCounts, entryName, fileOf, MAX_SESSION_FILES, nativeSegments, sessionRootOf } from '../../src/harnesses/session-files.js';
+import { artifactInvalid, assertSessionId, checkRoleCounts, entryName, fileOf, MAX_SESSION_FILES, nativeSegments, sessionRootOf } from '../../src/harness-kit/session-files.js';
 import type { SessionFile } from '../../src/harnesses/types.js';
 import type { Interval } from '../../src/schema/index.js';
 import { thrown } from '../support/errors.js';
@@ -121,7 +121,7 @@ describe('findSessionFiles (listings for the idle sweep and backfill)', () => {
     const { mkdtemp, mkdir, writeFile, symlink, rm } = await import('node:fs/promises');
     const { execFileSync } = await import('node:child_process');
     const { tmpdir } = await import('node:os');
-    const { findSessionFiles } = await import('../../src/harnesses/session-files.js');
+    const { findSessionFiles } = await import('../../src/harness-kit/session-files.js');
     const root = await mkdtemp(path.join(tmpdir(), 'blue-agent-listing-'));
     try {
       await mkdir(path.join(root, 'proj', 'dir.jsonl'), { recursive: true });

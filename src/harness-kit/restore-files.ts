@@ -8,7 +8,7 @@ import { nativePathProblem } from '../bundle/manifest.js';
 import { BlueError } from '../errors.js';
 import { sessionIdProblem } from '../util/session-id.js';
 import { printable } from '../util/terminal-text.js';
-import type { ArtifactRole, RestoreInput, RestorePlacement } from './types.js';
+import type { ArtifactRole, RestoreInput, RestorePlacement } from '../harnesses/types.js';
 
 export function restoreUnsafe(what: string, hint = 'This bundle holds something no harness of this profile writes; do not restore it, and report where it came from.'): BlueError {
   return new BlueError('RESTORE_UNSAFE', what, { hint });

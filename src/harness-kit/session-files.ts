@@ -21,7 +21,7 @@ import { openChecked, readAt, readChecked, type SafeReadOptions } from '../util/
 import { SESSION_ID_RULE, sessionIdProblem } from '../util/session-id.js';
 import { printable } from '../util/terminal-text.js';
 import { isRecord } from '../util/record.js';
-import type { ArtifactRole, NativeSession, SessionFile } from './types.js';
+import type { ArtifactRole, NativeSession, SessionFile } from '../harnesses/types.js';
 
 /** Blue's caps: one file at most 64 MiB, a bundle at most 2048 files. */
 export const MAX_FILE_BYTES = 64 * 1024 * 1024;

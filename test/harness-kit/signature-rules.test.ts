@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildManagedHook, isManagedArgv, isManagedCommand, shellQuote, shellWords } from '../../src/harnesses/signature.js';
+import { buildManagedHook, isManagedArgv, isManagedCommand, shellQuote, shellWords } from '../../src/harness-kit/signature.js';
 
 // Reading shell words and recognising the managed capture command, edge by edge.
 

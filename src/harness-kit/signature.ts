@@ -8,7 +8,7 @@
  */
 import type { SelfInfo } from '../context.js';
 import type { HarnessName } from '../schema/index.js';
-import type { ManagedHook } from './types.js';
+import type { ManagedHook } from '../harnesses/types.js';
 
 const ENTRY_NAMES = new Set(['blue-agent', 'blue-agent.js', 'blue-agent.mjs', 'blue-agent.cjs']);
 const NODE_NAME = /^(node|nodejs)(\d[\d.]*)?$/;
