@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ADAPTERS, adapterForHookFormat, demoHarness } from '../../src/harnesses/index.js';
@@ -28,6 +28,18 @@ describe('the harness registry', () => {
       for (const interval of loaded.doc.intervals) if (interval.capture !== undefined) expect(interval.capture.hook.format).toBe(adapter.hookFormat);
       expect(adapterForHookFormat(adapter.hookFormat)).toBe(adapter);
       expect(typeof adapter.transcript.userTurn).toBe('function');
+    }
+  });
+
+  it('every harness folder keeps each role in the file named after it', async () => {
+    const roles = ['index.ts', 'plan.ts', 'session.ts', 'restore.ts', 'transcript.ts'];
+    for (const adapter of Object.values(ADAPTERS)) {
+      const files = await readdir(path.join(ROOT, 'src', 'harnesses', adapter.name));
+      for (const role of roles) expect(files, `${adapter.name}: ${role}`).toContain(role);
+      // The session listing is optional: a harness that lists its sessions does it in listing.ts.
+      expect(files.includes('listing.ts'), `${adapter.name}: listing.ts`).toBe(adapter.listSessions !== undefined);
+      // A planner's helpers are named after it (plan-<part>.ts), never the other way round.
+      expect(files.filter((f) => /.-plan\.ts$/.test(f)), adapter.name).toEqual([]);
     }
   });
 
