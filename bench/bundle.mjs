@@ -63,16 +63,16 @@ async function makeRunner(dir) {
   const entry = path.join(dir, 'runner.ts');
   await writeFile(
     entry,
-    `import { writeBundle } from ${JSON.stringify(path.join(root, 'src/bundle/create.ts'))};
-import { verifyBundle } from ${JSON.stringify(path.join(root, 'src/bundle/verify.ts'))};
-import { loadProfiles } from ${JSON.stringify(path.join(root, 'src/profiles/index.ts'))};
-import { DocumentCache } from ${JSON.stringify(path.join(root, 'src/schema/document-cache.ts'))};
+    `import { writeBundle } from ${JSON.stringify(path.join(root, 'packages/contract/src/bundle/create.ts'))};
+import { verifyBundle } from ${JSON.stringify(path.join(root, 'packages/contract/src/bundle/verify.ts'))};
+import { loadProfiles } from ${JSON.stringify(path.join(root, 'packages/contract/src/profiles/index.ts'))};
+import { DocumentCache } from ${JSON.stringify(path.join(root, 'packages/contract/src/schema/document-cache.ts'))};
 const [mode, input, out, cacheFile] = process.argv.slice(2);
 // Profiles come through the validated-document cache, as \`bundle create\` loads them: unchanged profile files are not
 // parsed (YAML) and validated again.
 const loadCached = async () => {
   const documents = await DocumentCache.open(cacheFile, true);
-  const profiles = await loadProfiles(${JSON.stringify(path.join(root, 'profiles'))}, documents);
+  const profiles = await loadProfiles(${JSON.stringify(path.join(root, 'packages', 'agent', 'profiles'))}, documents);
   await documents.save();
   return profiles;
 };

@@ -18,8 +18,8 @@ import { fileURLToPath } from 'node:url';
 import { median } from './lib.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const entry = path.join(root, 'bin', 'blue-agent.js');
-const shHook = path.join(root, 'bin', 'blue-agent-hook');
+const entry = path.join(root, 'packages', 'agent', 'bin', 'blue-agent.js');
+const shHook = path.join(root, 'packages', 'agent', 'bin', 'blue-agent-hook');
 const MiB = 1024 * 1024;
 const PROFILE = 'claude-v2_0_12';
 const TARGET = 0.5;

@@ -22,7 +22,7 @@ import { cleanEnv } from './drain.mjs';
 import { startListening } from './lib.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const entry = path.join(root, 'bin', 'blue-agent.js');
+const entry = path.join(root, 'packages', 'agent', 'bin', 'blue-agent.js');
 const AGENTS = 50;
 
 const LOAD = `

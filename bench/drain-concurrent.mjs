@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { builtBacklog, cpuMsOf, emptiedOnce, startServer } from './drain.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const entry = path.join(root, 'bin', 'blue-agent.js');
+const entry = path.join(root, 'packages', 'agent', 'bin', 'blue-agent.js');
 
 /** Runs `argv` to its end without blocking the others; resolves with its exit code and output. */
 function runAsync(argv, env, cwd) {

@@ -22,7 +22,7 @@ import { compileRunner } from '../scripts/compile-runner.mjs';
 import { startListening } from './lib.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const entry = path.join(root, 'bin', 'blue-agent.js');
+const entry = path.join(root, 'packages', 'agent', 'bin', 'blue-agent.js');
 const PROFILE = 'claude-v2_0_12';
 const MiB = 1024 * 1024;
 const TIME = '/usr/bin/time';
@@ -64,8 +64,8 @@ export async function spoolSessions(dir, env, cwd, count) {
   await writeFile(
     runnerTs,
     `import { readFileSync } from 'node:fs';
-import { Spool } from ${JSON.stringify(path.join(root, 'src/spool/index.ts'))};
-import { stateLayout } from ${JSON.stringify(path.join(root, 'src/context.ts'))};
+import { Spool } from ${JSON.stringify(path.join(root, 'packages/agent/src/spool/index.ts'))};
+import { stateLayout } from ${JSON.stringify(path.join(root, 'packages/agent/src/context.ts'))};
 const [stateDir, payloadFile] = process.argv.slice(2);
 const spool = await Spool.open(stateLayout(stateDir));
 const list = JSON.parse(readFileSync(payloadFile, 'utf8'));

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const entry = path.join(root, 'bin', 'blue-agent.js');
+const entry = path.join(root, 'packages', 'agent', 'bin', 'blue-agent.js');
 const MiB = 1024 * 1024;
 const SIZE = 1.9 * MiB;
 const PEAK = 'data:text/javascript,process.on("exit",()=>process.stderr.write("\\nMAXRSS="+process.resourceUsage().maxRSS*1024+"\\n"))';

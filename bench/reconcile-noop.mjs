@@ -9,7 +9,7 @@ import { compare, report } from './lib.mjs';
 /** A no-change reconcile may cost at most twice a bare Node start-up. */
 const TARGET = 2;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const entry = path.join(root, 'bin', 'blue-agent.js');
+const entry = path.join(root, 'packages', 'agent', 'bin', 'blue-agent.js');
 
 /**
  * A layout in `dir` where `blue-agent reconcile --policy FILE` changes nothing (its first run, made here, installed the

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { cleanEnv, startServer } from './drain.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const entry = path.join(root, 'bin', 'blue-agent.js');
+const entry = path.join(root, 'packages', 'agent', 'bin', 'blue-agent.js');
 // Clock ticks per second for /proc/<pid>/stat: 100 on every Linux configuration Node supports.
 const HZ = 100;
 

@@ -14,7 +14,7 @@ import { cleanEnv } from './drain.mjs';
 import { startListening } from './lib.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const entry = path.join(root, 'bin', 'blue-agent.js');
+const entry = path.join(root, 'packages', 'agent', 'bin', 'blue-agent.js');
 const VOCABULARY = 20_000;
 const WORDS_PER_SESSION = 120;
 const QUERIES = 200;

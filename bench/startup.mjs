@@ -58,7 +58,7 @@ export async function run() {
 
     // Hashing a small native file in a fresh process: the WebAssembly SHA-256 against node:crypto.
     const hash = "'x'.repeat(4096)";
-    const sha256 = JSON.stringify(path.join(root, 'src/util/startup/sha256.ts'));
+    const sha256 = JSON.stringify(path.join(root, 'packages/contract/src/util/startup/sha256.ts'));
     const wasm = await file(
       dir,
       'wasm.ts',

@@ -35,8 +35,8 @@ async function makeRunner(dir) {
   const entry = path.join(dir, 'runner.ts');
   await writeFile(
     entry,
-    `import { ControlClient } from ${JSON.stringify(path.join(root, 'src/control-api/client.ts'))};
-import { uploadFile } from ${JSON.stringify(path.join(root, 'src/upload/put.ts'))};
+    `import { ControlClient } from ${JSON.stringify(path.join(root, 'packages/agent/src/control-api/client.ts'))};
+import { uploadFile } from ${JSON.stringify(path.join(root, 'packages/agent/src/upload/put.ts'))};
 const [controlUrl, signedJson, file, size, sha256] = process.argv.slice(2);
 const client = await ControlClient.create({ controlUrl, token: undefined, tokenSource: 'none', env: process.env, userAgent: 'blue-agent-bench' });
 const dispatcher = await client.connectionPool();

@@ -22,8 +22,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ADAPTERS } from '../../src/harnesses/index.js';
-import { HARNESSES } from '../../src/harnesses/names.js';
+import { ADAPTERS } from '../../packages/agent/src/harnesses/index.js';
+import { HARNESSES } from '../../packages/agent/src/harnesses/names.js';
 import { RIGS, lockedHarnesses } from '../support/rigs.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');

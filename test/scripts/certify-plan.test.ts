@@ -1,7 +1,7 @@
 /** What `npm run certify` plans from its flags and the lock file, without installing or running anything. */
 import { describe, expect, it } from 'vitest';
 import { crossTargets, latestQueries, parseArgs, plan, resumableIn, resumesFrom, targetLabel } from '../../scripts/certify-plan.mjs';
-import { FIXTURE_CERTIFIED } from '../../src/schema/generated/harness-names.js';
+import { FIXTURE_CERTIFIED } from '../../packages/contract/src/schema/generated/harness-names.js';
 
 const lock = {
   alpha: { package: '@org/alpha', versions: ['1.0.0', '2.3.0'] },

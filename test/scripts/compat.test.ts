@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { README, ceilingAfter, raiseCeiling, renderCompatTable, spliceCeiling, withCompatTable } from '../../scripts/compat.mjs';
-import { repoRoot } from '../support/context.js';
+import { agentRoot } from '../support/context.js';
 
 describe('README compatibility table', () => {
   it('is up to date with the profiles and the lock file (run `npm run docs:compat`)', () => {
@@ -45,7 +45,7 @@ describe('certification ceilings', () => {
   });
 
   it('splices only the ceiling lines of one interval, keeping comments and formatting', () => {
-    const text = readFileSync(path.join(repoRoot, 'profiles', 'claude.yaml'), 'utf8');
+    const text = readFileSync(path.join(agentRoot, 'profiles', 'claude.yaml'), 'utf8');
     const out = spliceCeiling(text, 'claude-v2_0_12', '2.1.400-0', 'cli');
     const before = text.split('\n');
     const after = out.split('\n');

@@ -7,12 +7,12 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import type { Context } from '../../src/context.js';
-import { loadProfiles, selectInterval, type ProfileSet } from '../../src/profiles/index.js';
-import type { HarnessName, Interval } from '../../src/schema/index.js';
+import type { Context } from '../../packages/agent/src/context.js';
+import { loadProfiles, selectInterval, type ProfileSet } from '../../packages/contract/src/profiles/index.js';
+import type { HarnessName, Interval } from '../../packages/contract/src/schema/index.js';
 import { targetLabel } from '../../scripts/certify-plan.mjs';
 import { captureLog, runCli, waitForWorkers } from './cli-process.js';
-import { makeTestHome, repoRoot, type TestHome } from './context.js';
+import { agentRoot, makeTestHome, type TestHome } from './context.js';
 import { startUploadStack, type UploadStack } from './fault-proxy.js';
 import { startModelStub, type ModelStub } from './model-stub.js';
 import { describeRun, harnessEnv, readJsonLines, waitFor, type HarnessRunResult } from './run-harness.js';
@@ -90,7 +90,7 @@ function firstLines(text: string, n: number): string {
 
 let profileSet: ProfileSet | undefined;
 export async function intervalFor(harness: HarnessName, version: string): Promise<Interval> {
-  profileSet ??= await loadProfiles(path.join(repoRoot, 'profiles'));
+  profileSet ??= await loadProfiles(path.join(agentRoot, 'profiles'));
   const choice = selectInterval(profileSet.get(harness)!.doc, version);
   if (choice === undefined) throw new Error(`${harness} ${version} is outside every profile in profiles/${harness}.yaml`);
   return choice.interval;

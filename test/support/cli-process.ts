@@ -7,11 +7,11 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { HookPayload } from '../../src/harnesses/types.js';
-import { processRuns } from '../../src/lock/liveness.js';
-import { repoRoot } from './context.js';
+import type { HookPayload } from '../../packages/agent/src/harnesses/types.js';
+import { processRuns } from '../../packages/agent/src/lock/liveness.js';
+import { agentRoot } from './context.js';
 
-export const ENTRY = path.join(repoRoot, 'bin', 'blue-agent.js');
+export const ENTRY = path.join(agentRoot, 'bin', 'blue-agent.js');
 export const CLAUDE_PROFILE = 'claude-v2_0_12';
 
 export interface CliResult {

@@ -5,7 +5,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bufferOutput, createContext, type Context, type ContextOverrides } from '../../src/context.js';
+import { bufferOutput, createContext, type Context, type ContextOverrides } from '../../packages/agent/src/context.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 

@@ -10,7 +10,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import formatsModule from 'ajv-formats';
-import * as validators from '../../src/schema/generated/validators.js';
+import * as validators from '../../packages/contract/src/schema/generated/validators.js';
 import { repoRoot } from './context.js';
 
 type Validate = ((data: unknown) => boolean) & { errors?: { instancePath: string; message?: string }[] | null };

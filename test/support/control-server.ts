@@ -9,14 +9,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { vi } from 'vitest';
-import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
-import type { BlobStore } from '../../src/control-plane/blobs/types.js';
-import { harnessMetadataDocument, knownProfiles } from '../../src/control-plane/harness-metadata.js';
-import { createControlServer, type ControlServer, type ControlServerOptions } from '../../src/control-plane/server.js';
-import { openStore, type StoreOptions } from '../../src/control-plane/store/index.js';
-import { loadProfiles } from '../../src/profiles/index.js';
+import { createLocalBlobStore } from '../../packages/control-api/src/blobs/local.js';
+import type { BlobStore } from '../../packages/control-api/src/blobs/types.js';
+import { harnessMetadataDocument, knownProfiles } from '../../packages/control-api/src/harness-metadata.js';
+import { createControlServer, type ControlServer, type ControlServerOptions } from '../../packages/control-api/src/server.js';
+import { openStore, type StoreOptions } from '../../packages/control-api/src/store/index.js';
+import { loadProfiles } from '../../packages/contract/src/profiles/index.js';
 import { checkAnswerContract } from './contract.js';
-import { repoRoot } from './context.js';
+import { agentRoot, controlApiRoot } from './context.js';
 import { freshDatabase } from './postgres-db.js';
 
 export const BUNDLE_TYPE = 'application/vnd.blue.session-bundle+tar+gzip';
@@ -103,15 +103,15 @@ export async function freePort(): Promise<number> {
  */
 export async function startReplica(t: TestServer): Promise<{ url: string; close(): Promise<void> }> {
   vi.resetModules();
-  const fresh = (await import('../../src/control-plane/server.js')) as typeof import('../../src/control-plane/server.js');
-  const stores = (await import('../../src/control-plane/store/index.js')) as typeof import('../../src/control-plane/store/index.js');
-  const blobs = (await import('../../src/control-plane/blobs/local.js')) as typeof import('../../src/control-plane/blobs/local.js');
+  const fresh = (await import('../../packages/control-api/src/server.js')) as typeof import('../../packages/control-api/src/server.js');
+  const stores = (await import('../../packages/control-api/src/store/index.js')) as typeof import('../../packages/control-api/src/store/index.js');
+  const blobs = (await import('../../packages/control-api/src/blobs/local.js')) as typeof import('../../packages/control-api/src/blobs/local.js');
   const replica = fresh.createControlServer({
     store: await stores.openStore(t.storeOptions),
     blobs: (publicUrl) => blobs.createLocalBlobStore({ dir: t.blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => t.clock.now() }),
     clock: t.clock,
     gc: { intervalMs: 0 },
-    assetsDir: path.join(repoRoot, 'dist', 'assets'),
+    assetsDir: path.join(controlApiRoot, 'dist', 'assets'),
   });
   const { url } = await replica.listen('127.0.0.1', 0);
   return { url, close: () => replica.close() };
@@ -125,7 +125,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   let offset = 0;
   const clock =
     options.liveClock === true ? { now: () => Date.now() + offset, advance: (ms: number) => void (offset += ms) } : { now: () => now, advance: (ms: number) => void (now += ms) };
-  const profiles = options.profiles === false ? undefined : await loadProfiles(path.join(repoRoot, 'profiles'));
+  const profiles = options.profiles === false ? undefined : await loadProfiles(path.join(agentRoot, 'profiles'));
   const storeOptions: StoreOptions = { dataDir, databaseUrl: options.backend === 'postgres' ? await freshDatabase() : undefined };
   const store = await openStore(storeOptions);
   const server = createControlServer({
@@ -145,7 +145,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     gc: options.gc ?? { intervalMs: 0 },
     identity: options.identity,
     oidc: options.oidc,
-    assetsDir: path.join(repoRoot, 'dist', 'assets'),
+    assetsDir: path.join(controlApiRoot, 'dist', 'assets'),
     indexer: options.indexer,
   });
   const { url } = await server.listen('127.0.0.1', options.port ?? 0);

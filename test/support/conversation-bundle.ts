@@ -4,10 +4,10 @@
  */
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { writeBundle } from '../../src/bundle/index.js';
-import { loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
+import { writeBundle } from '../../packages/contract/src/bundle/index.js';
+import { loadProfiles, type ProfileSet } from '../../packages/contract/src/profiles/index.js';
 import { claudeProjectKey } from './cli-process.js';
-import { repoRoot } from './context.js';
+import { agentRoot } from './context.js';
 
 let profiles: Promise<ProfileSet> | undefined;
 
@@ -31,7 +31,7 @@ export async function conversationBundle(work: string, c: Conversation): Promise
   });
   await writeFile(path.join(src, key, `${c.sessionId}.jsonl`), `${[...lines, ...(c.extra ?? [])].join('\n')}\n`);
   const out = path.join(src, 'bundle.tar.gz');
-  profiles ??= loadProfiles(path.join(repoRoot, 'profiles'));
+  profiles ??= loadProfiles(path.join(agentRoot, 'profiles'));
   await writeBundle(
     {
       harness: 'claude',

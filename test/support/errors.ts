@@ -2,7 +2,7 @@
  * Catching the BlueError a call is expected to throw, so a test can go on to check its code, message and position.
  */
 import { expect } from 'vitest';
-import { BlueError } from '../../src/errors.js';
+import { BlueError } from '../../packages/contract/src/errors.js';
 
 /** Runs `fn`, expects it to throw a BlueError, and returns that error. */
 export function thrown(fn: () => unknown): BlueError {

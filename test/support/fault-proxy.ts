@@ -9,11 +9,11 @@ import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createLocalBlobStore } from '../../src/control-plane/blobs/local.js';
-import type { BlobStore } from '../../src/control-plane/blobs/types.js';
-import { openStore } from '../../src/control-plane/store/index.js';
-import { createControlServer, type ControlServer } from '../../src/control-plane/server.js';
-import type { ProfileSet } from '../../src/profiles/index.js';
+import { createLocalBlobStore } from '../../packages/control-api/src/blobs/local.js';
+import type { BlobStore } from '../../packages/control-api/src/blobs/types.js';
+import { openStore } from '../../packages/control-api/src/store/index.js';
+import { createControlServer, type ControlServer } from '../../packages/control-api/src/server.js';
+import type { ProfileSet } from '../../packages/contract/src/profiles/index.js';
 
 export type FaultAction =
   /** Answer for the upstream, without forwarding (the request body is read first). */

@@ -4,10 +4,10 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { writeBundle, type BundleResult } from '../../src/bundle/index.js';
-import type { SessionFile } from '../../src/harnesses/types.js';
-import { HARNESSES } from '../../src/harnesses/names.js';
-import type { HarnessName } from '../../src/schema/index.js';
+import { writeBundle, type BundleResult } from '../../packages/contract/src/bundle/index.js';
+import type { SessionFile } from '../../packages/agent/src/harnesses/types.js';
+import { HARNESSES } from '../../packages/agent/src/harnesses/names.js';
+import type { HarnessName } from '../../packages/contract/src/schema/index.js';
 import { fixtureDir, readRecorded, shippedProfiles, substitute } from './recorded-sessions.js';
 import { repoRoot } from './context.js';
 import { fixturePlaceholders, rigFor, type FixtureRig } from './rigs.js';

@@ -6,15 +6,15 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import type { BundleInput } from '../../src/bundle/index.js';
-import { loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
-import { repoRoot } from './context.js';
+import type { BundleInput } from '../../packages/contract/src/bundle/index.js';
+import { loadProfiles, type ProfileSet } from '../../packages/contract/src/profiles/index.js';
+import { agentRoot } from './context.js';
 
 export const sha = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
 
 let cached: ProfileSet | undefined;
 export async function shippedProfiles(): Promise<ProfileSet> {
-  cached ??= await loadProfiles(path.join(repoRoot, 'profiles'));
+  cached ??= await loadProfiles(path.join(agentRoot, 'profiles'));
   return cached;
 }
 

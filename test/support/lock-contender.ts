@@ -7,9 +7,9 @@
  * process now), every other pid runs.
  */
 import { createInterface } from 'node:readline';
-import { BlueError } from '../../src/errors.js';
-import { withLock } from '../../src/lock/lock.js';
-import type { LockWorld } from '../../src/lock/liveness.js';
+import { BlueError } from '../../packages/contract/src/errors.js';
+import { withLock } from '../../packages/agent/src/lock/lock.js';
+import type { LockWorld } from '../../packages/agent/src/lock/liveness.js';
 
 const [locksDir, key, bootAt, stalePid, timeout] = process.argv.slice(2) as [string, string, string, string, string];
 const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();

@@ -3,7 +3,7 @@
  * `{type, command, timeout}` with the timeout in seconds, one that writes `{name, type, command, timeout}` with the
  * timeout in milliseconds, and the managed hook both are tested with.
  */
-import type { MatcherHook, MatcherHooksDialect } from '../../src/harness-kit/matcher-hooks.js';
+import type { MatcherHook, MatcherHooksDialect } from '../../packages/agent/src/harness-kit/matcher-hooks.js';
 
 export const EXAMPLE_HOOK: MatcherHook = {
   event: 'SessionEnd',

@@ -8,16 +8,16 @@ import { existsSync, readdirSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, expect } from 'vitest';
-import { verifyBundle } from '../../src/bundle/index.js';
-import { bufferOutput, type Context } from '../../src/context.js';
-import { Daemon } from '../../src/daemon/index.js';
-import { assembleBundle } from '../../src/drain/assemble.js';
-import { findInterval, loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
-import { applyRestore, prepareRestore, recoverRestores } from '../../src/restore/index.js';
-import type { HarnessName } from '../../src/schema/index.js';
-import type { SpoolRecord } from '../../src/spool/index.js';
+import { verifyBundle } from '../../packages/contract/src/bundle/index.js';
+import { bufferOutput, type Context } from '../../packages/agent/src/context.js';
+import { Daemon } from '../../packages/agent/src/daemon/index.js';
+import { assembleBundle } from '../../packages/agent/src/drain/assemble.js';
+import { findInterval, loadProfiles, type ProfileSet } from '../../packages/contract/src/profiles/index.js';
+import { applyRestore, prepareRestore, recoverRestores } from '../../packages/agent/src/restore/index.js';
+import type { HarnessName } from '../../packages/contract/src/schema/index.js';
+import type { SpoolRecord } from '../../packages/agent/src/spool/index.js';
 import { captureLog, readJson, runCli, spoolFiles, waitForWorkers } from './cli-process.js';
-import { makeTestHome, repoRoot, type TestHome } from './context.js';
+import { agentRoot, makeTestHome, type TestHome } from './context.js';
 import { startUploadStack, type UploadStack } from './fault-proxy.js';
 import { startModelStub, type ModelStub } from './model-stub.js';
 import { fixtureProfile, restoreHome, shippedProfiles } from './restore-homes.js';
@@ -48,7 +48,7 @@ export function useOfflineSession() {
   let hookOut: string;
 
   beforeAll(async () => {
-    profiles = await loadProfiles(path.join(repoRoot, 'profiles'));
+    profiles = await loadProfiles(path.join(agentRoot, 'profiles'));
   });
 
   beforeEach(async () => {

@@ -5,10 +5,10 @@
 import { chmod, mkdir, readdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'vitest';
-import { BlueError } from '../../src/errors.js';
-import { findInterval, loadProfiles, type ProfileSet } from '../../src/profiles/index.js';
-import type { Interval } from '../../src/schema/index.js';
-import { repoRoot } from './context.js';
+import { BlueError } from '../../packages/contract/src/errors.js';
+import { findInterval, loadProfiles, type ProfileSet } from '../../packages/contract/src/profiles/index.js';
+import type { Interval } from '../../packages/contract/src/schema/index.js';
+import { agentRoot, repoRoot } from './context.js';
 
 export const FIXTURES = path.join(repoRoot, 'fixtures', 'sessions');
 
@@ -75,7 +75,7 @@ let profiles: Promise<ProfileSet> | undefined;
 
 /** The shipped profiles (profiles/), loaded once. */
 export function shippedProfiles(): Promise<ProfileSet> {
-  profiles ??= loadProfiles(path.join(repoRoot, 'profiles'));
+  profiles ??= loadProfiles(path.join(agentRoot, 'profiles'));
   return profiles;
 }
 

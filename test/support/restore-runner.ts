@@ -4,9 +4,9 @@
  * Arguments: bundle, destination, profiles dir, delay per step in ms.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createContext } from '../../src/context.js';
-import { loadProfiles } from '../../src/profiles/index.js';
-import { applyRestore, prepareRestore, realRestoreIO, type RestoreIO } from '../../src/restore/index.js';
+import { createContext } from '../../packages/agent/src/context.js';
+import { loadProfiles } from '../../packages/contract/src/profiles/index.js';
+import { applyRestore, prepareRestore, realRestoreIO, type RestoreIO } from '../../packages/agent/src/restore/index.js';
 
 const [bundleFile, destination, profilesDir, delay] = process.argv.slice(2) as [string, string, string, string];
 const ms = Number(delay);

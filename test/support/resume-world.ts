@@ -8,11 +8,11 @@ import { chmod, lstat, mkdir, readdir, readFile, readlink, writeFile } from 'nod
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn as ptySpawn, type IPty } from '@lydell/node-pty';
-import { writeBundle } from '../../src/bundle/index.js';
-import { loadProfiles } from '../../src/profiles/index.js';
+import { writeBundle } from '../../packages/contract/src/bundle/index.js';
+import { loadProfiles } from '../../packages/contract/src/profiles/index.js';
 import { startTestServer, type TestServer, type TestUser } from './control-server.js';
 import { ENTRY, claudeProjectKey, runCli, type CliResult } from './cli-process.js';
-import { makeTestHome, repoRoot, type TestHome } from './context.js';
+import { agentRoot, makeTestHome, type TestHome } from './context.js';
 
 export { claudeProjectKey };
 
@@ -122,7 +122,7 @@ export async function uploadClaudeSession(
       ],
     },
     out,
-    { profiles: await loadProfiles(path.join(repoRoot, 'profiles')) },
+    { profiles: await loadProfiles(path.join(agentRoot, 'profiles')) },
   );
   const bytes = await readFile(out);
   return { ...(await uploadBytes(world, bytes, { sessionId, cwd, title: options.title ?? 'Fix the flaky test', remote: options.remote, resumable: options.resumable, profile, user: options.user })), sessionId, bytes };

@@ -8,15 +8,15 @@
  *     against the model stub, add a user's own hook, and resume;
  *   - `certifyOnFixtures` (harnesses certified on fixtures, FIXTURE_CERTIFIED): the certification run without a CLI.
  */
-import { FIXTURE_CERTIFIED } from '../../src/schema/generated/harness-names.js';
-import type { SessionFile } from '../../src/harnesses/types.js';
-import type { HarnessName } from '../../src/schema/index.js';
-import { claude } from '../harnesses/claude/rig.js';
-import { codex } from '../harnesses/codex/rig.js';
-import { gemini } from '../harnesses/gemini/rig.js';
-import { kimi } from '../harnesses/kimi/rig.js';
-import { opencode } from '../harnesses/opencode/rig.js';
-import { qwen } from '../harnesses/qwen/rig.js';
+import { FIXTURE_CERTIFIED } from '../../packages/contract/src/schema/generated/harness-names.js';
+import type { SessionFile } from '../../packages/agent/src/harnesses/types.js';
+import type { HarnessName } from '../../packages/contract/src/schema/index.js';
+import { claude } from '../../packages/agent/test/harnesses/claude/rig.js';
+import { codex } from '../../packages/agent/test/harnesses/codex/rig.js';
+import { gemini } from '../../packages/agent/test/harnesses/gemini/rig.js';
+import { kimi } from '../../packages/agent/test/harnesses/kimi/rig.js';
+import { opencode } from '../../packages/agent/test/harnesses/opencode/rig.js';
+import { qwen } from '../../packages/agent/test/harnesses/qwen/rig.js';
 import type { Target, TargetResult } from './certify.js';
 import type { HarnessRunOptions, HarnessRunResult } from './run-harness.js';
 import type { RecordedSession } from './recorded-sessions.js';

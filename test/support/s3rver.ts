@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { S3BlobStoreOptions } from '../../src/control-plane/blobs/s3.js';
+import type { S3BlobStoreOptions } from '../../packages/control-api/src/blobs/s3.js';
 
 interface S3rverInstance {
   run(): Promise<{ address: string; port: number }>;

@@ -11,10 +11,10 @@
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { main } from '../../src/cli/main.js';
-import type { Context } from '../../src/context.js';
-import { LAUNCHD_LABEL } from '../../src/service/label.js';
-import { reconcile } from '../../src/reconcile/index.js';
+import { main } from '../../packages/agent/src/cli/main.js';
+import type { Context } from '../../packages/agent/src/context.js';
+import { LAUNCHD_LABEL } from '../../packages/agent/src/service/label.js';
+import { reconcile } from '../../packages/agent/src/reconcile/index.js';
 import { makeTestHome, versionStubs, type TestHome } from './context.js';
 
 const SYSTEMCTL = `#!/bin/sh

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Spool, SpoolRecord } from '../../src/spool/index.js';
+import type { Spool, SpoolRecord } from '../../packages/agent/src/spool/index.js';
 import { readJson } from './cli-process.js';
 
 const PAYLOAD = { session_id: 'sess-1', cwd: '/work/project', transcript_path: '/home/me/.claude/projects/-work-project/sess-1.jsonl' };

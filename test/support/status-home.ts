@@ -4,11 +4,11 @@
  */
 import { chmod, lstat, mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { bufferOutput, stateLayout, type Context } from '../../src/context.js';
-import { main } from '../../src/cli/main.js';
-import { Spool } from '../../src/spool/index.js';
+import { bufferOutput, stateLayout, type Context } from '../../packages/agent/src/context.js';
+import { main } from '../../packages/agent/src/cli/main.js';
+import { Spool } from '../../packages/agent/src/spool/index.js';
 import { makeTestHome, type TestHome } from './context.js';
-import type { HarnessName } from '../../src/schema/index.js';
+import type { HarnessName } from '../../packages/contract/src/schema/index.js';
 import { versionLines } from './rigs.js';
 
 export const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };

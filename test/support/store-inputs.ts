@@ -2,7 +2,7 @@
  * What the Control API's store tests presign: a legacy upload (no profile, raw bytes) of a Claude Code session, with
  * only what a test names changed.
  */
-import type { NewArtifact } from '../../src/control-plane/store/index.js';
+import type { NewArtifact } from '../../packages/control-api/src/store/index.js';
 
 export function newArtifact(ownerId: string, fields: Partial<NewArtifact> = {}): NewArtifact {
   return {
