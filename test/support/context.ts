@@ -8,6 +8,10 @@ import { fileURLToPath } from 'node:url';
 import { bufferOutput, createContext, type Context, type ContextOverrides } from '../../packages/agent/src/context.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The packages' folders: the agent ships bin/, dist/, profiles/ and demo/; the contract schemas/; the server dist/assets. */
+export const agentRoot = path.join(repoRoot, 'packages', 'agent');
+export const contractRoot = path.join(repoRoot, 'packages', 'contract');
+export const controlApiRoot = path.join(repoRoot, 'packages', 'control-api');
 
 export interface TestHome {
   root: string;

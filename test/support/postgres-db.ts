@@ -4,6 +4,8 @@
  */
 import { inject } from 'vitest';
 import { createDatabaseAt } from './postgres.js';
+// The names the global setup provides (its declaration of vitest's ProvidedContext), for every package's type-check.
+import type {} from './postgres-global-setup.js';
 
 /** The URL (`postgres://postgres:…@127.0.0.1:<port>/<name>`) of a database created for the caller. */
 export async function freshDatabase(): Promise<string> {

@@ -13,8 +13,14 @@ const BLOCKS_BYTES = 65536 - BLOCKS_AT;
 const INITIAL = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
 
 interface Compressor {
-  memory: WebAssembly.Memory;
+  memory: { readonly buffer: ArrayBuffer };
   compress(count: number): void;
+}
+
+/** What this module uses of Node.js's WebAssembly global (@types/node does not declare it; lib.dom would). */
+interface WebAssemblyApi {
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object) => { readonly exports: object };
 }
 
 /** The compiled module; null where this Node.js runs without WebAssembly (`--jitless`). */
@@ -23,7 +29,8 @@ let compiled: Compressor | null | undefined;
 function compressor(): Compressor | null {
   if (compiled === undefined) {
     try {
-      compiled = new WebAssembly.Instance(new WebAssembly.Module(Buffer.from(SHA256_WASM, 'base64'))).exports as unknown as Compressor;
+      const wasm = (globalThis as unknown as { WebAssembly: WebAssemblyApi }).WebAssembly;
+      compiled = new wasm.Instance(new wasm.Module(Buffer.from(SHA256_WASM, 'base64'))).exports as unknown as Compressor;
     } catch {
       compiled = null;
     }
