@@ -7,8 +7,8 @@ import { fileURLToPath } from 'node:url';
 import wabt from 'wabt';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const source = path.join(root, 'src', 'util', 'startup', 'sha256.wat');
-const target = path.join(root, 'src', 'util', 'startup', 'sha256-wasm.generated.ts');
+const source = path.join(root, 'packages', 'contract', 'src', 'util', 'startup', 'sha256.wat');
+const target = path.join(root, 'packages', 'contract', 'src', 'util', 'startup', 'sha256-wasm.generated.ts');
 
 const { parseWat } = await wabt();
 const module = parseWat(path.basename(source), await readFile(source, 'utf8'));

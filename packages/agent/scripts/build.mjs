@@ -1,8 +1,11 @@
 #!/usr/bin/env node
-// Builds dist/: one ES module bundle for the CLI, with each command in its own chunk so a command loads only what
+// Builds the agent's dist/: one ES module bundle for the CLI, with each command in its own chunk so a command loads only what
 // it uses. Fewer, larger files start markedly faster than hundreds of small modules. dist/agent.js, a second entry
 // sharing those chunks, is a bare `run` without commander (src/cli/agent.ts).
 // Beside it, dist/reconcile.cjs: a plain `reconcile` in one CommonJS file, with undici and execa in dist/vendor/.
+//
+// The contract's sources are bundled in (the 'source' export condition); the Control API is not: the commands that
+// start it import @blue-agent/control-api at run time, from its own dist/, when it is installed.
 //
 // Files are replaced one by one with a rename, and only when their bytes change: a CLI process started from dist/
 // while it is rebuilt never finds a file missing or half written. Chunks no longer produced are removed.
@@ -26,6 +29,8 @@ const forNode = {
   sourcemap: true,
   legalComments: 'linked',
   logLevel: 'warning',
+  conditions: ['source'],
+  external: ['@blue-agent/control-api', '@blue-agent/control-api/*'],
 };
 const result = await build({
   ...forNode,
@@ -64,10 +69,11 @@ const plainReconcile = await build({
   supported: { 'dynamic-import': false },
   plugins: [
     {
-      // A one-shot process makes its file system calls synchronously (src/util/startup/fs-promises-sync.ts says why).
+      // A one-shot process makes its file system calls synchronously (the contract's util/startup/fs-promises-sync.ts
+      // says why).
       name: 'sync-fs',
       setup(b) {
-        b.onResolve({ filter: /^node:fs\/promises$/ }, () => ({ path: path.join(root, 'src', 'util', 'startup', 'fs-promises-sync.ts') }));
+        b.onResolve({ filter: /^node:fs\/promises$/ }, () => ({ path: path.join(root, '..', 'contract', 'src', 'util', 'startup', 'fs-promises-sync.ts') }));
       },
     },
     {
@@ -105,28 +111,8 @@ for (const file of plainReconcile.outputFiles.filter((f) => f.path.endsWith('.cj
   }
 }
 
-// The dashboard's stylesheet and scripts (src/control-plane/web/assets), served by `control-plane serve` from
-// dist/assets: minified, for browsers, no source maps.
-const assets = await build({
-  write: false,
-  absWorkingDir: root,
-  entryPoints: {
-    'assets/app': 'src/control-plane/web/assets/app.css',
-    'assets/dashboard': 'src/control-plane/web/assets/dashboard.ts',
-    'assets/link': 'src/control-plane/web/assets/link.ts',
-  },
-  outdir: 'dist',
-  bundle: true,
-  minify: true,
-  format: 'iife',
-  platform: 'browser',
-  target: ['chrome120', 'firefox120', 'safari17'],
-  legalComments: 'none',
-  logLevel: 'warning',
-});
-
 const produced = new Set();
-for (const file of [...result.outputFiles, ...plainReconcile.outputFiles, ...vendor.outputFiles, ...assets.outputFiles]) {
+for (const file of [...result.outputFiles, ...plainReconcile.outputFiles, ...vendor.outputFiles]) {
   produced.add(file.path);
   const current = await readFile(file.path).catch(() => undefined);
   if (current !== undefined && Buffer.compare(current, file.contents) === 0) continue;
