@@ -1,16 +1,14 @@
-import { configDefaults, defineConfig } from 'vitest/config';
+import { defineConfig } from 'vitest/config';
+import { packageConfig } from './vitest.shared.js';
 
+// `npm test` at the root: every package's tests, and the rules over the whole repository (test/architecture,
+// test/scripts). `npx vitest run packages/agent/test/drain` runs one folder of one package.
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // The certification suite runs the whole loop against every locked CLI version: `npm run certify`.
-    exclude: [...configDefaults.exclude, 'test/certify/**'],
-    // The build and harness CLIs; one throwaway PostgreSQL cluster for the Control API's tests (freshDatabase()).
-    globalSetup: ['test/global-setup.ts', 'test/support/postgres-global-setup.ts'],
-    // A bound on a hung test, not a measure of speed: on one loaded core a test takes several times as long.
-    testTimeout: 120_000,
-    hookTimeout: 120_000,
-    pool: 'forks',
+    projects: [
+      'packages/*/vitest.config.ts',
+      { ...packageConfig('repository', { include: ['test/architecture/**/*.test.ts', 'test/scripts/**/*.test.ts'] }), extends: false },
+    ],
     maxWorkers: 2,
   },
 });

@@ -1,45 +1,45 @@
-import { configDefaults, defineConfig } from 'vitest/config';
+import { configDefaults } from 'vitest/config';
+import { packageConfig } from './vitest.shared.js';
 
 // The unit suites that cover the pure planners, validators and decision modules, for mutation testing
 // (`npm run mutation`, see stryker.conf.mjs). No global setup: none of these suites runs `dist/` or a harness CLI,
 // so each mutant run stays fast. Suites that start processes, real harnesses or servers are left out.
-export default defineConfig({
-  test: {
-    include: [
-      'test/bundle/**/*.test.ts',
-      'test/policy/**/*.test.ts',
-      'test/reconcile/**/*.test.ts',
-      'test/harnesses/**/*.test.ts',
-      'test/harness-kit/**/*.test.ts',
-      'test/profiles/**/*.test.ts',
-      'test/daemon/schedule*.test.ts',
-      'test/daemon/backoff*.test.ts',
-      'test/lock/liveness*.test.ts',
-      'test/util/session-id*.test.ts',
-      'test/util/lossless*.test.ts',
-      'test/harness-kit/**/*.test.ts',
-      'test/capture/payload-rules.test.ts',
-    ],
-    exclude: [
-      ...configDefaults.exclude,
-      'test/certify/**',
-      'test/e2e/**',
-      'test/**/*real-harness*.test.ts',
-      // The session suites: they read recorded sessions from disk and run the real CLIs (none is a planner's suite).
-      'test/harnesses/*/session.test.ts',
-      // Each harness's real-CLI suites and its round trip through the Control API (test/support/real-cli.ts).
-      'test/harnesses/*/real-cli.test.ts',
-      'test/harnesses/*/round-trip.test.ts',
-      'test/bundle/cli.test.ts',
-      'test/bundle/memory.test.ts',
-      'test/reconcile/control-api.test.ts',
-      'test/reconcile/reconcile.test.ts',
-    ],
-    // An empty harness cache: the real-CLI blocks inside unit suites (`describe.runIf(hasHarness(...))`) skip, as the
-    // real-harness suites above do; otherwise every mutant they cover would start a harness CLI.
-    env: { BLUE_AGENT_HARNESS_CACHE: `${import.meta.dirname}/.mutation-no-harnesses` },
-    testTimeout: 30_000,
-    pool: 'forks',
-    maxWorkers: 1,
-  },
+export default packageConfig('mutation', {
+  include: [
+    'packages/*/test/bundle/**/*.test.ts',
+    'packages/*/test/policy/**/*.test.ts',
+    'packages/*/test/reconcile/**/*.test.ts',
+    'packages/*/test/harnesses/**/*.test.ts',
+    'packages/*/test/harness-kit/**/*.test.ts',
+    'packages/*/test/profiles/**/*.test.ts',
+    'packages/*/test/daemon/schedule*.test.ts',
+    'packages/*/test/daemon/backoff*.test.ts',
+    'packages/*/test/lock/liveness*.test.ts',
+    'packages/*/test/util/session-id*.test.ts',
+    'packages/*/test/util/lossless*.test.ts',
+    'packages/*/test/harness-kit/**/*.test.ts',
+    'packages/*/test/capture/payload-rules.test.ts',
+  ],
+  exclude: [
+    ...configDefaults.exclude,
+    'packages/*/test/certify/**',
+    'packages/*/test/e2e/**',
+    'packages/*/test/**/*real-harness*.test.ts',
+    // The session suites: they read recorded sessions from disk and run the real CLIs (none is a planner's suite).
+    'packages/*/test/harnesses/*/session.test.ts',
+    // Each harness's real-CLI suites and its round trip through the Control API (test/support/real-cli.ts).
+    'packages/*/test/harnesses/*/real-cli.test.ts',
+    'packages/*/test/harnesses/*/round-trip.test.ts',
+    'packages/*/test/bundle/cli.test.ts',
+    'packages/*/test/bundle/memory.test.ts',
+    'packages/*/test/reconcile/control-api.test.ts',
+    'packages/*/test/reconcile/reconcile.test.ts',
+  ],
+  // An empty harness cache: the real-CLI blocks inside unit suites (`describe.runIf(hasHarness(...))`) skip, as the
+  // real-harness suites above do; otherwise every mutant they cover would start a harness CLI.
+  env: { BLUE_AGENT_HARNESS_CACHE: `${import.meta.dirname}/.mutation-no-harnesses` },
+  testTimeout: 30_000,
+  pool: 'forks',
+  maxWorkers: 1,
+  globalSetup: [],
 });

@@ -89,7 +89,7 @@ describe('the state layout', () => {
 
 describe("the README's state table", () => {
   it('names every file and folder of the layout', () => {
-    const readme = readFileSync(path.join(import.meta.dirname, '..', 'README.md'), 'utf8');
+    const readme = readFileSync(path.join(import.meta.dirname, '..', '..', '..', 'README.md'), 'utf8');
     const table = readme.slice(readme.indexOf('## Where state lives'), readme.indexOf('\n## ', readme.indexOf('## Where state lives') + 1));
     const missing = relative.map((parts) => parts.join('/')).filter((name) => {
       // cache/, locks/ …: a folder's row names it with a trailing slash; files by their path.

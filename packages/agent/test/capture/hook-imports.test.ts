@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 async function importGraph(entry: string): Promise<Metafile['inputs']> {
-  const result = await build({ absWorkingDir: root, entryPoints: [entry], bundle: true, write: false, metafile: true, platform: 'node', format: 'esm', outdir: 'out', mainFields: ['module', 'main'], logLevel: 'silent' });
+  const result = await build({ absWorkingDir: root, entryPoints: [entry], bundle: true, write: false, metafile: true, platform: 'node', format: 'esm', outdir: 'out', mainFields: ['module', 'main'], conditions: ['source'], logLevel: 'silent' });
   return result.metafile.inputs;
 }
 
@@ -26,11 +26,11 @@ function heavy(inputs: Metafile['inputs']): string[] {
 describe('the capture hook loads no crypto', () => {
   it('src/capture/hook.ts reaches neither node:crypto nor write-file-atomic, through the spool and the light fs module', async () => {
     const inputs = await importGraph('src/capture/hook.ts');
-    expect(Object.keys(inputs)).toEqual(expect.arrayContaining(['src/spool/index.ts', 'src/util/startup/fs-light.ts', 'src/lock/liveness.ts', 'src/schema/document-cache.ts']));
+    expect(Object.keys(inputs)).toEqual(expect.arrayContaining(['src/spool/index.ts', '../contract/src/util/startup/fs-light.ts', 'src/lock/liveness.ts', '../contract/src/schema/document-cache.ts']));
     expect(heavy(inputs)).toEqual([]);
   });
 
   it('the check sees them where they are (bundle/scan.ts hashes what it reads)', async () => {
-    expect(heavy(await importGraph('src/bundle/scan.ts'))).toContain('src/bundle/scan.ts');
+    expect(heavy(await importGraph('../contract/src/bundle/scan.ts'))).toContain('../contract/src/bundle/scan.ts');
   });
 });

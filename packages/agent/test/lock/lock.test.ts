@@ -126,7 +126,7 @@ describe('per-file lock takeover between processes', () => {
   let runner: string;
   beforeAll(async () => {
     work = await mkdtemp(path.join(tmpdir(), 'blue-file-lock-runner-'));
-    runner = await compileRunner(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'support', 'lock-contender.ts'), path.join(work, 'lock-contender.mjs'));
+    runner = await compileRunner(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..', 'test', 'support', 'lock-contender.ts'), path.join(work, 'lock-contender.mjs'));
   });
   afterAll(async () => {
     await rm(work, { recursive: true, force: true });

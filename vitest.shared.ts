@@ -1,0 +1,28 @@
+import { defaultClientConditions, defaultServerConditions } from 'vite';
+import { configDefaults, defineConfig, type ViteUserConfig } from 'vitest/config';
+
+const root = import.meta.dirname;
+
+/**
+ * What every package's test run shares. Packages import each other's TypeScript sources through the 'source' export
+ * condition, as the type-check and the builds do. The global setups: the builds and the harness CLIs
+ * (test/global-setup.ts); one throwaway PostgreSQL cluster for the Control API's tests (freshDatabase()).
+ */
+export function packageConfig(name: string, test: NonNullable<ViteUserConfig['test']> = {}): ViteUserConfig {
+  return defineConfig({
+    resolve: { conditions: ['source', ...defaultClientConditions] },
+    ssr: { resolve: { conditions: ['source', ...defaultServerConditions] } },
+    test: {
+      name,
+      include: ['test/**/*.test.ts'],
+      exclude: [...configDefaults.exclude],
+      globalSetup: [`${root}/test/global-setup.ts`, `${root}/test/support/postgres-global-setup.ts`],
+      // A bound on a hung test, not a measure of speed: on one loaded core a test takes several times as long.
+      testTimeout: 120_000,
+      hookTimeout: 120_000,
+      pool: 'forks',
+      maxWorkers: 2,
+      ...test,
+    },
+  });
+}
