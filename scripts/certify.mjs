@@ -31,7 +31,7 @@ function runVitest(env) {
   return new Promise((resolve, reject) => {
     const vitest = path.join(repoRoot, 'node_modules', 'vitest', 'vitest.mjs');
     const child = spawn(process.execPath, [vitest, 'run', '-c', 'vitest.certify.config.ts'], {
-      cwd: repoRoot,
+      cwd: path.join(repoRoot, 'packages', 'agent'),
       env: { ...process.env, ...env },
       stdio: 'inherit',
     });
@@ -85,7 +85,7 @@ async function updateProfiles(results) {
   }
   if (originals.size > 0) {
     const check = await new Promise((resolve) => {
-      const child = spawn(process.execPath, [path.join(repoRoot, 'bin', 'blue-agent.js'), 'profiles', 'check'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [path.join(repoRoot, 'packages', 'agent', 'bin', 'blue-agent.js'), 'profiles', 'check'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
       let text = '';
       child.stdout.on('data', (d) => (text += d));
       child.stderr.on('data', (d) => (text += d));

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const entry = path.join(root, 'bin', 'blue-agent.js');
+const entry = path.join(root, 'packages', 'agent', 'bin', 'blue-agent.js');
 const out = path.resolve(process.argv[2] ?? path.join(root, 'docs', 'dashboard.png'));
 const work = await mkdtemp(path.join(tmpdir(), 'blue-screenshot-'));
 const home = path.join(work, 'home');

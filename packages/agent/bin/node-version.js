@@ -32,11 +32,11 @@ function shellWord(file) {
 }
 
 /**
- * The checkout's scripts/install-launcher beside this file, or undefined: an installed package has none, and a path
- * with control characters would not print as one line.
+ * The checkout's scripts/install-launcher, three folders up from this one (packages/agent/bin), or undefined: an
+ * installed package has none, and a path with control characters would not print as one line.
  */
 function installerBeside(dir) {
-  var file = require('path').join(dir, '..', 'scripts', 'install-launcher');
+  var file = require('path').join(dir, '..', '..', '..', 'scripts', 'install-launcher');
   try {
     return require('fs').statSync(file).isFile() && !/[\u0000-\u001f\u007f]/.test(file) ? file : undefined;
   } catch (error) {

@@ -14,7 +14,7 @@ import { checkNodeVersion, EXIT_NODE_UNSUPPORTED, installerBeside, MINIMUM, node
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const ENTRY = join(ROOT, 'bin', 'blue-agent.js');
-const INSTALLER = join(ROOT, 'scripts', 'install-launcher');
+const INSTALLER = join(ROOT, '..', '..', 'scripts', 'install-launcher');
 
 describe('which Node.js versions run blue-agent', () => {
   it.each(['20.20.2', 'v20.20.2', '18.19.0', '22.21.9', '22.0.0', '21.7.3', '0.10.48', 'garbage', ''])('%s is refused', (version) => {
