@@ -58,6 +58,7 @@ export type ErrorCode =
   | 'SESSION_CHANGING'
   | 'UPLOAD_FAILED'
   | 'CONTROL_API_UNREACHABLE'
+  | 'CONTROL_API_NOT_INSTALLED'
   | 'UPLOAD_REJECTED'
   | 'UPLOAD_EXPIRED'
   | 'RESTORE_UNSUPPORTED'
@@ -111,7 +112,19 @@ export interface BlueErrorOptions {
   cause?: unknown;
 }
 
+/**
+ * What marks a BlueError, whichever copy of this module made it: the agent's bundle and the Control API's each carry
+ * one, and an error the server's code throws reaches the agent's command line through `control-plane` and `demo`.
+ */
+const BLUE_ERROR = Symbol.for('blue-agent.BlueError');
+
 export class BlueError extends Error {
+  /** `instanceof BlueError` holds for a BlueError of either copy; a subclass checks its own prototype chain. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (this !== BlueError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return typeof value === 'object' && value !== null && (value as { [BLUE_ERROR]?: unknown })[BLUE_ERROR] === true;
+  }
+
   readonly code: ErrorCode;
   readonly hint: string | undefined;
   readonly file: string | undefined;
@@ -151,6 +164,8 @@ export class BlueError extends Error {
     };
   }
 }
+
+Object.defineProperty(BlueError.prototype, BLUE_ERROR, { value: true });
 
 export function usageError(message: string, hint: string): BlueError {
   return new BlueError('USAGE', message, { hint });

@@ -194,3 +194,30 @@ describe('real failures from the filesystem', () => {
     expect(wrapped.message).toBe(`${dir}: is a directory, not a file (EISDIR: rm)`);
   });
 });
+
+describe('BlueError across copies of this module', () => {
+  // The agent's bundle and the Control API's each carry a copy of errors.ts; the agent judges the server's errors.
+  const otherCopy = async (): Promise<typeof import('../src/errors.js')> => {
+    const specifier = '../src/errors.ts?another-copy';
+    return (await import(/* @vite-ignore */ specifier)) as typeof import('../src/errors.js');
+  };
+
+  it('is a BlueError to the other copy, and keeps its code and exit code through toBlueError', async () => {
+    const other = await otherCopy();
+    expect(other.BlueError).not.toBe(BlueError);
+    const made = new other.BlueError('PROFILE_UNKNOWN', 'no such profile', { hint: 'list them', exitCode: 3 });
+    expect(made instanceof BlueError).toBe(true);
+    expect(toBlueError(made)).toBe(made);
+    expect(toBlueError(made)).toMatchObject({ code: 'PROFILE_UNKNOWN', exitCode: 3, hint: 'list them' });
+  });
+
+  it('is not claimed for other errors, and a subclass still checks its own chain', async () => {
+    const other = await otherCopy();
+    class Narrower extends BlueError {}
+    expect(new Error('plain') instanceof BlueError).toBe(false);
+    expect({ code: 'USAGE', message: 'looks like one' } instanceof BlueError).toBe(false);
+    expect(new other.BlueError('USAGE', 'x') instanceof Narrower).toBe(false);
+    expect(new Narrower('USAGE', 'x') instanceof Narrower).toBe(true);
+    expect(new Narrower('USAGE', 'x') instanceof other.BlueError).toBe(true);
+  });
+});
