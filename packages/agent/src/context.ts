@@ -73,12 +73,10 @@ export interface Paths extends StateLayout {
   controlDataDir: string;
   /** Shipped compatibility profiles. */
   profilesDir: string;
-  /** Shipped JSON Schemas. */
-  schemasDir: string;
+  /** The agent's package.json (its `engines`: the Node.js it supports). */
+  packageFile: string;
   /** Shipped assets of `blue-agent demo` (a recorded session). */
   demoDir: string;
-  /** The Control API dashboard's built stylesheet and scripts (`npm run build`). */
-  webAssetsDir: string;
 }
 
 export interface Output {
@@ -179,9 +177,8 @@ export function resolvePaths(env: Env, platform: NodeJS.Platform): Paths {
     configFile: absoluteOr(env.BLUE_AGENT_CONFIG, path.join(xdgConfig, 'blue-agent', 'config.yaml')),
     controlDataDir: path.join(xdgData, 'blue-agent', 'control'),
     profilesDir: absoluteOr(env.BLUE_AGENT_PROFILES_DIR, path.join(packageRoot, 'profiles')),
-    schemasDir: path.join(packageRoot, 'schemas'),
+    packageFile: path.join(packageRoot, 'package.json'),
     demoDir: path.join(packageRoot, 'demo'),
-    webAssetsDir: path.join(packageRoot, 'dist', 'assets'),
   };
 }
 

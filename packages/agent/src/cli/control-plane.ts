@@ -398,6 +398,7 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
   const { loadProfiles } = await import('@blue-agent/contract/profiles/index.js');
   const { harnessMetadataDocument, knownProfiles } = await import('@blue-agent/control-api/harness-metadata.js');
   const { openStore } = await import('@blue-agent/control-api/store/index.js');
+  const { webAssetsDir } = await import('@blue-agent/control-api/web/assets-dir.js');
   const profiles = await loadProfiles(ctx.paths.profilesDir);
   // Every option is checked before the database is opened: a refused command creates no data directory.
   const retentionDays = positiveNumber('--retention-days', opts.retentionDays);
@@ -415,7 +416,7 @@ export async function serveCommand(ctx: Context, opts: ServeOptions, stop?: Prom
     profiles: knownProfiles(profiles),
     bundleProfiles: profiles,
     publicUrl: opts.publicUrl,
-    assetsDir: ctx.paths.webAssetsDir,
+    assetsDir: webAssetsDir(),
     oidc,
     adminFlags: flags,
     blobs: (publicUrl) => openBlobs(ctx, dir, opts, publicUrl),

@@ -26,6 +26,7 @@ import { spool } from './commands/spool.js';
 import { status } from './commands/status.js';
 import { addCommand, loadHelp, type CommandDeclaration } from './declaration.js';
 import { reportError } from './output.js';
+import { controlApiMissing } from '../control-api-package.js';
 
 export { reportError } from './output.js';
 
@@ -106,8 +107,9 @@ export async function main(argv: readonly string[], ctx: Context = createContext
       reportError(ctx, parseError(error, program, argv), wantsJson);
       return EXIT_USAGE;
     }
-    reportError(ctx, toBlueError(error), wantsJson);
-    return error instanceof BlueError ? error.exitCode : EXIT_FAILURE;
+    const failure = controlApiMissing(error);
+    reportError(ctx, toBlueError(failure), wantsJson);
+    return failure instanceof BlueError ? failure.exitCode : EXIT_FAILURE;
   }
 }
 

@@ -26,6 +26,7 @@ import type { HarnessName } from '@blue-agent/contract/schema/index.js';
 import { launchLine } from '../resume/flow.js';
 import { demoLayout, machineEnv, standInScript, type MachineLayout } from './layout.js';
 import { installRecordedSession, readRecordedAsset, type RecordedAsset } from './session.js';
+import { controlApiMissing } from '../control-api-package.js';
 
 export const DEMO_USER = 'demo@example.invalid';
 
@@ -394,7 +395,7 @@ function cause(code: string, message: string, hint?: string): CauseError {
 function causeOf(error: unknown, outer: AbortSignal | undefined): StepCause {
   if (outer?.aborted === true) return { code: 'INTERRUPTED', message: `interrupted by ${String(outer.reason)}; the temporary directories were cleaned up` };
   if (error instanceof CauseError) return error.stepCause;
-  const blue = toBlueError(error);
+  const blue = toBlueError(controlApiMissing(error));
   return { code: blue.code, message: blue.message, ...(blue.hint === undefined ? {} : { hint: blue.hint }) };
 }
 

@@ -155,7 +155,7 @@ async function unreadControl(): Promise<ControlFacts> {
 /** `engines.node` of blue-agent's own package.json. */
 async function requiredNode(ctx: Context): Promise<string> {
   try {
-    const pkg = JSON.parse(await readFile(path.join(path.dirname(ctx.paths.schemasDir), 'package.json'), 'utf8')) as { engines?: { node?: unknown } };
+    const pkg = JSON.parse(await readFile(ctx.paths.packageFile, 'utf8')) as { engines?: { node?: unknown } };
     return typeof pkg.engines?.node === 'string' ? pkg.engines.node : FALLBACK_NODE_RANGE;
   } catch {
     return FALLBACK_NODE_RANGE;
