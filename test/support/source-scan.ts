@@ -21,7 +21,7 @@ export interface PathCall {
 }
 
 export interface ScannedSource {
-  /** Relative to the repository, with forward slashes (`src/spool/index.ts`). */
+  /** Relative to the repository, with forward slashes (`packages/agent/src/spool/index.ts`). */
   file: string;
   literals: Literal[];
   pathCalls: PathCall[];
@@ -29,7 +29,7 @@ export interface ScannedSource {
   stringArrays: { items: string[]; line: number }[];
 }
 
-/** Every `.ts` file under `src/`, scanned. */
+/** Every `.ts` file under the packages' `src/`, scanned. */
 export function scanSources(): ScannedSource[] {
   const out: ScannedSource[] = [];
   const walk = (dir: string): void => {
@@ -39,7 +39,7 @@ export function scanSources(): ScannedSource[] {
       else if (entry.name.endsWith('.ts')) out.push(scanSource(path.relative(repoRoot, full).split(path.sep).join('/'), readFileSync(full, 'utf8')));
     }
   };
-  walk(path.join(repoRoot, 'src'));
+  for (const pkg of readdirSync(path.join(repoRoot, 'packages'))) walk(path.join(repoRoot, 'packages', pkg, 'src'));
   return out.sort((a, b) => (a.file < b.file ? -1 : 1));
 }
 

@@ -50,12 +50,12 @@ function texts(): { file: string; text: string }[] {
     for (const entry of readdirSync(path.join(repoRoot, dir), { withFileTypes: true })) {
       const rel = `${dir}/${entry.name}`;
       if (entry.isDirectory()) {
-        if (rel !== 'src/schema/generated') walk(rel, keep);
+        if (rel !== 'packages/contract/src/schema/generated') walk(rel, keep);
       } else if (keep(entry.name)) files.push(rel);
     }
   };
-  walk('src', (name) => /\.tsx?$/.test(name));
-  walk('bin', (name) => name.endsWith('.js'));
+  for (const pkg of readdirSync(path.join(repoRoot, 'packages'))) walk(`packages/${pkg}/src`, (name) => /\.tsx?$/.test(name));
+  walk('packages/agent/bin', (name) => name.endsWith('.js'));
   walk('docs', (name) => name.endsWith('.md'));
   return files.map((file) => ({ file, text: readFileSync(path.join(repoRoot, file), 'utf8') }));
 }

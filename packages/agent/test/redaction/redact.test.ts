@@ -173,7 +173,7 @@ describe('ordinary transcripts', () => {
     // Sources (code full of words like token, password, secret and key), docs, and every harness's recorded sessions.
     const files = [
       // Not the rules' own sources, full of the very patterns they look for.
-      ...walk(path.join(root, 'src')).filter((f) => !f.includes(`${path.sep}generated${path.sep}`) && !f.includes(`${path.sep}redaction${path.sep}`) && !f.endsWith(`${path.sep}util${path.sep}secrets.ts`)),
+      ...['contract', 'agent', 'control-api'].flatMap((pkg) => walk(path.join(root, 'packages', pkg, 'src'))).filter((f) => !f.includes(`${path.sep}generated${path.sep}`) && !f.includes(`${path.sep}redaction${path.sep}`) && !f.endsWith(`${path.sep}util${path.sep}secrets.ts`)),
       ...walk(path.join(root, 'docs')),
       path.join(root, 'README.md'),
       path.join(root, 'ARCHITECTURE.md'),

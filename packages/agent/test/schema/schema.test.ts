@@ -21,9 +21,9 @@ describe('generated types and validators', () => {
   it('the check fails when a schema changes without regenerating', async () => {
     const copy = await mkdtemp(path.join(tmpdir(), 'blue-agent-gen-'));
     try {
-      for (const dir of ['profiles', 'schemas', 'scripts', 'src/schema/generated']) await cp(path.join(repoRoot, dir), path.join(copy, dir), { recursive: true });
+      for (const dir of ['packages/agent/profiles', 'packages/contract/schemas', 'scripts', 'packages/contract/src/schema/generated']) await cp(path.join(repoRoot, dir), path.join(copy, dir), { recursive: true });
       await symlink(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'));
-      const file = path.join(copy, 'schemas', 'policy.schema.json');
+      const file = path.join(copy, 'packages', 'contract', 'schemas', 'policy.schema.json');
       const schema = JSON.parse(await readFile(file, 'utf8'));
       schema.properties.ttl_seconds.description = 'Changed.';
       await writeFile(file, JSON.stringify(schema, null, 2));
@@ -38,22 +38,22 @@ describe('generated types and validators', () => {
   it('the harness-name and artifact-role enums follow the profile files: a new profile file makes the check fail until regenerated', async () => {
     const copy = await mkdtemp(path.join(tmpdir(), 'blue-agent-gen-'));
     try {
-      for (const dir of ['profiles', 'schemas', 'scripts', 'src/schema/generated']) await cp(path.join(repoRoot, dir), path.join(copy, dir), { recursive: true });
+      for (const dir of ['packages/agent/profiles', 'packages/contract/schemas', 'scripts', 'packages/contract/src/schema/generated']) await cp(path.join(repoRoot, dir), path.join(copy, dir), { recursive: true });
       await symlink(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'));
-      const kimi = await readFile(path.join(copy, 'profiles', 'kimi.yaml'), 'utf8');
+      const kimi = await readFile(path.join(copy, 'packages', 'agent', 'profiles', 'kimi.yaml'), 'utf8');
       // A harness of its own brings a bundle role of its own.
-      await writeFile(path.join(copy, 'profiles', 'zed.yaml'), kimi.replace(/^harness: kimi$/m, 'harness: zed').replace('role: kimi_state', 'role: zed_state'));
+      await writeFile(path.join(copy, 'packages', 'agent', 'profiles', 'zed.yaml'), kimi.replace(/^harness: kimi$/m, 'harness: zed').replace('role: kimi_state', 'role: zed_state'));
       const result = await run(process.execPath, ['scripts/gen-schema.mjs', '--check'], { cwd: copy }).catch((e: { code: number; stderr: string }) => e);
       expect((result as { code: number }).code).toBe(1);
       expect((result as { stderr: string }).stderr).toContain('harness-name.schema.json');
       await run(process.execPath, ['scripts/gen-schema.mjs'], { cwd: copy });
-      expect(JSON.parse(await readFile(path.join(copy, 'schemas', 'harness-name.schema.json'), 'utf8')).enum).toEqual([...HARNESSES, 'zed'].sort());
-      expect(await readFile(path.join(copy, 'src', 'schema', 'generated', 'harness-names.ts'), 'utf8')).toContain(`[${[...HARNESSES, 'zed'].sort().map((h) => `'${h}'`).join(', ')}]`);
-      expect(await readFile(path.join(copy, 'src', 'schema', 'generated', 'validators.ts'), 'utf8')).toContain('"zed"');
-      const roles = JSON.parse(await readFile(path.join(copy, 'schemas', 'artifact-role.schema.json'), 'utf8')).enum as string[];
+      expect(JSON.parse(await readFile(path.join(copy, 'packages', 'contract', 'schemas', 'harness-name.schema.json'), 'utf8')).enum).toEqual([...HARNESSES, 'zed'].sort());
+      expect(await readFile(path.join(copy, 'packages', 'contract', 'src', 'schema', 'generated', 'harness-names.ts'), 'utf8')).toContain(`[${[...HARNESSES, 'zed'].sort().map((h) => `'${h}'`).join(', ')}]`);
+      expect(await readFile(path.join(copy, 'packages', 'contract', 'src', 'schema', 'generated', 'validators.ts'), 'utf8')).toContain('"zed"');
+      const roles = JSON.parse(await readFile(path.join(copy, 'packages', 'contract', 'schemas', 'artifact-role.schema.json'), 'utf8')).enum as string[];
       expect(roles).toContain('zed_state');
       expect(roles).toContain('kimi_state');
-      expect(await readFile(path.join(copy, 'src', 'schema', 'generated', 'validators.ts'), 'utf8')).toContain('"zed_state"');
+      expect(await readFile(path.join(copy, 'packages', 'contract', 'src', 'schema', 'generated', 'validators.ts'), 'utf8')).toContain('"zed_state"');
     } finally {
       await rm(copy, { recursive: true, force: true });
     }

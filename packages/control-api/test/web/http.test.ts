@@ -1,5 +1,5 @@
 /**
- * The one place pages are rendered (src/control-plane/web/http.ts): whatever a page holds, its control and
+ * The one place pages are rendered (web/http.ts): whatever a page holds, its control and
  * bidirectional characters reach the browser escaped, in text and attributes alike, and no other module renders one.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -41,7 +41,7 @@ describe('pages as browsers get them', () => {
         else if (/\.tsx?$/.test(entry.name) && /from 'preact-render-to-string'/.test(readFileSync(full, 'utf8'))) renderers.push(path.relative(repoRoot, full));
       }
     };
-    walk(path.join(repoRoot, 'src'));
-    expect(renderers).toEqual([path.join('src', 'control-plane', 'web', 'http.ts')]);
+    for (const pkg of readdirSync(path.join(repoRoot, 'packages'))) walk(path.join(repoRoot, 'packages', pkg, 'src'));
+    expect(renderers).toEqual([path.join('packages', 'control-api', 'src', 'web', 'http.ts')]);
   });
 });
