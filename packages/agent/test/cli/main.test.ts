@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandDeclaration } from '../../src/cli/declaration.js';
 import { buildProgram } from '../../src/cli/main.js';
-import { makeTestHome, repoRoot, type TestHome } from '../../../../test/support/context.js';
+import { agentRoot, makeTestHome, type TestHome } from '../../../../test/support/context.js';
 
 const COMMANDS_DIR = 'src/cli/commands';
 /** The files of src/cli/ the program is built from. */
@@ -28,8 +28,8 @@ const isDeclaration = (value: unknown): value is CommandDeclaration =>
 describe('the command line', () => {
   it('holds every command a file of src/cli/commands/ declares', async () => {
     const declared: string[] = [];
-    for (const file of readdirSync(path.join(repoRoot, COMMANDS_DIR)).filter((f) => f.endsWith('.ts'))) {
-      const module = (await import(path.join(repoRoot, COMMANDS_DIR, file))) as Record<string, unknown>;
+    for (const file of readdirSync(path.join(agentRoot, COMMANDS_DIR)).filter((f) => f.endsWith('.ts'))) {
+      const module = (await import(path.join(agentRoot, COMMANDS_DIR, file))) as Record<string, unknown>;
       for (const value of Object.values(module)) if (isDeclaration(value)) declared.push(value.usage.split(' ')[0]!);
     }
     const program = buildProgram(t.ctx, { exitCode: 0 });
@@ -39,7 +39,7 @@ describe('the command line', () => {
 
   it("loads none of the commands' own modules and no use case at start", async () => {
     const { metafile } = await build({
-      absWorkingDir: repoRoot,
+      absWorkingDir: agentRoot,
       entryPoints: ['src/cli/main.ts'],
       bundle: true,
       write: false,

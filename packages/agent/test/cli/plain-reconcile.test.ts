@@ -62,7 +62,7 @@ describe('a plain reconcile', () => {
 
   it('imports neither node:zlib, node:child_process, node:tty nor node:crypto: what a reconcile that changes nothing never uses, it never loads', async () => {
     const root = path.join(import.meta.dirname, '../..');
-    const { metafile } = await build({ absWorkingDir: root, entryPoints: ['src/cli/plain-reconcile.ts'], bundle: true, write: false, metafile: true, platform: 'node', format: 'cjs', outdir: 'out', mainFields: ['module', 'main'], supported: { 'dynamic-import': false }, external: ['undici', 'execa'], logLevel: 'silent' });
+    const { metafile } = await build({ absWorkingDir: root, entryPoints: ['src/cli/plain-reconcile.ts'], bundle: true, write: false, metafile: true, platform: 'node', format: 'cjs', outdir: 'out', mainFields: ['module', 'main'], conditions: ['source'], supported: { 'dynamic-import': false }, external: ['undici', 'execa'], logLevel: 'silent' });
     const importers = Object.entries(metafile.inputs).filter(([, input]) => input.imports.some((i) => /^node:(zlib|child_process|tty|crypto)$/.test(i.path)));
     expect(Object.keys(metafile.inputs)).toContain('src/harnesses/codex/transcript.ts');
     expect(importers.map(([file]) => file)).toEqual([]);

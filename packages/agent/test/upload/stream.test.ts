@@ -69,7 +69,7 @@ it('uploads a 64 MiB bundle with bounded memory, every byte intact', async () =>
     const entry = path.join(dir, 'child.ts');
     await writeFile(
       entry,
-      `import { uploadFile } from ${JSON.stringify(path.join(repoRoot, 'src/upload/put.ts'))};
+      `import { uploadFile } from ${JSON.stringify(path.join(repoRoot, 'packages/agent/src/upload/put.ts'))};
 import { Agent } from 'undici';
 const peak = () => process.resourceUsage().maxRSS * 1024;
 const dispatcher = new Agent();

@@ -43,8 +43,8 @@ it('bundles, verifies and extracts 100 MiB with bounded memory', async () => {
   const entry = path.join(dir, 'child.ts');
   await writeFile(
     entry,
-    `import { writeBundle, verifyBundle, extractBundle } from ${JSON.stringify(path.join(repoRoot, 'src/bundle/index.ts'))};
-import { loadProfiles } from ${JSON.stringify(path.join(repoRoot, 'src/profiles/index.ts'))};
+    `import { writeBundle, verifyBundle, extractBundle } from ${JSON.stringify(path.join(repoRoot, 'packages/contract/src/bundle/index.ts'))};
+import { loadProfiles } from ${JSON.stringify(path.join(repoRoot, 'packages/contract/src/profiles/index.ts'))};
 const profiles = await loadProfiles(${JSON.stringify(path.join(agentRoot, 'profiles'))});
 const peak = () => process.resourceUsage().maxRSS * 1024;
 const start = peak();
