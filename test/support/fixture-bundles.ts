@@ -21,7 +21,7 @@ export const HARNESS_LIST: readonly HarnessName[] = HARNESSES;
  * `export-<version>.<format>` for an older recording (its rig's `olderFixtures`).
  */
 export function goldenExport(harness: HarnessName, format: 'md' | 'json', older?: FixtureRig): string {
-  return path.join(repoRoot, 'test', 'harnesses', harness, 'golden', older === undefined ? `export.${format}` : `export-${older.version}.${format}`);
+  return path.join(repoRoot, 'packages', 'agent', 'test', 'harnesses', harness, 'golden', older === undefined ? `export.${format}` : `export-${older.version}.${format}`);
 }
 
 /** The recording's temporary root, as if the session had run for a user `dev`. */

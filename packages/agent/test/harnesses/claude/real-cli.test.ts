@@ -10,6 +10,7 @@ import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { claudeProjectKey } from '../../../src/harnesses/claude/session.js';
 import { reconcile } from '../../../src/reconcile/index.js';
+import { agentRoot } from '../../../../../test/support/context.js';
 import { captureLog } from '../../../../../test/support/cli-process.js';
 import { harnessBin } from '../../../../../test/support/harness-bins.js';
 import { useCaptureHome, useOfflineSession, type Payload, useReconcileHome, useRestoreRoundTrip, useResumeRoundTrip } from '../../../../../test/support/real-cli.js';
@@ -92,7 +93,7 @@ describe('capture with the real CLI', () => {
       const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['claude'] });
       expect(report.harnesses[0]).toMatchObject({ state: 'active', profile: 'claude-v2_0_12' });
       // The hook Claude Code runs is the sh hook: it hands the payload over, and the drain it starts admits it.
-      expect(await readFile(path.join(claudeDir(harnessEnv(t.home)), 'settings.json'), 'utf8')).toContain(`'/bin/sh' '${path.resolve('bin/blue-agent-hook')}' `);
+      expect(await readFile(path.join(claudeDir(harnessEnv(t.home)), 'settings.json'), 'utf8')).toContain(`'/bin/sh' '${path.join(agentRoot, 'bin', 'blue-agent-hook')}' `);
 
       const prompt = 'Summarise the README in one line.';
       const result = await runClaude({ bin, home: t.home, cwd, prompt, stubUrl: stub.url, env: t.env, timeoutMs: 60_000 });
