@@ -10,15 +10,17 @@ import type { Interval } from '@blue-agent/contract/schema/index.js';
 import { lockedHarnesses, RIGS } from '../../../../test/support/rigs.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
+const SCHEMAS = path.resolve(ROOT, '..', 'contract', 'schemas');
+const LOCK = path.resolve(ROOT, '..', '..', 'harness-versions.lock.json');
 
 describe('the harness registry', () => {
   it('agrees with the generated names, the shared schema enum, the profiles and the lock file', async () => {
     expect(Object.keys(ADAPTERS)).toEqual([...HARNESSES]);
-    const schema = JSON.parse(await readFile(path.join(ROOT, 'schemas', 'harness-name.schema.json'), 'utf8')) as { enum: string[] };
+    const schema = JSON.parse(await readFile(path.join(SCHEMAS, 'harness-name.schema.json'), 'utf8')) as { enum: string[] };
     expect(schema.enum).toEqual([...HARNESSES]);
     const profiles = await loadProfiles(path.join(ROOT, 'profiles'));
     expect([...profiles.keys()].sort()).toEqual([...HARNESSES]);
-    const lock = JSON.parse(await readFile(path.join(ROOT, 'harness-versions.lock.json'), 'utf8')) as Record<string, unknown>;
+    const lock = JSON.parse(await readFile(LOCK, 'utf8')) as Record<string, unknown>;
     for (const name of Object.keys(lock)) expect(HARNESSES).toContain(name);
     for (const [name, adapter] of Object.entries(ADAPTERS)) {
       const loaded = profiles.get(adapter.name)!;
@@ -45,7 +47,7 @@ describe('the harness registry', () => {
 
   it("every schema that speaks of harnesses references the one shared definition instead of listing names", async () => {
     for (const file of ['agent-config', 'bundle-manifest', 'profile']) {
-      const text = await readFile(path.join(ROOT, 'schemas', `${file}.schema.json`), 'utf8');
+      const text = await readFile(path.join(SCHEMAS, `${file}.schema.json`), 'utf8');
       expect(text, file).toContain('"$ref": "harness-name.schema.json"');
       for (const h of HARNESSES) expect(text, file).not.toContain(`"${h}"`);
     }
@@ -53,7 +55,7 @@ describe('the harness registry', () => {
     // name, never a list: names this blue-agent does not know are ignored. A presign names a provider (a session
     // record's may be any): the server holds a bundle's to the registry's names (test/control-plane/api-bad-input).
     for (const file of ['policy', 'control-client-status', 'control-captured-session', 'harness-metadata', 'control-presign']) {
-      const text = await readFile(path.join(ROOT, 'schemas', `${file}.schema.json`), 'utf8');
+      const text = await readFile(path.join(SCHEMAS, `${file}.schema.json`), 'utf8');
       for (const h of HARNESSES) expect(text, file).not.toContain(`"${h}"`);
     }
   });
