@@ -11,7 +11,9 @@ const root = import.meta.dirname;
 export function packageConfig(name: string, test: NonNullable<ViteUserConfig['test']> = {}): ViteUserConfig {
   return defineConfig({
     resolve: { conditions: ['source', ...defaultClientConditions] },
-    ssr: { resolve: { conditions: ['source', ...defaultServerConditions] } },
+    // Not 'module': a dependency's ES build for bundlers (the AWS SDK's dist-es) imports paths without extensions,
+    // which Node.js, loading it, cannot resolve.
+    ssr: { resolve: { conditions: ['source', ...defaultServerConditions.filter((c) => c !== 'module')] } },
     test: {
       name,
       include: ['test/**/*.test.ts'],
