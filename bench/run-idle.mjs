@@ -68,7 +68,10 @@ async function measure(argv, env, windowMs, ready) {
   } finally {
     child.kill('SIGTERM');
     const end = await exited;
-    if (argv.includes('run') && end.code !== 0) throw new Error(`blue-agent run did not stop cleanly on SIGTERM (${JSON.stringify(end)}): ${stderr}`);
+    if (argv.includes('run') && end.code !== 0) {
+      // biome-ignore lint/correctness/noUnsafeFinally: an agent that ignores SIGTERM fails the benchmark
+      throw new Error(`blue-agent run did not stop cleanly on SIGTERM (${JSON.stringify(end)}): ${stderr}`);
+    }
   }
 }
 

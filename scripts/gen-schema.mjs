@@ -188,7 +188,7 @@ outputs.set(
 );
 outputs.set('validators.ts', `${banner}// @ts-nocheck\n/* eslint-disable */\n${imports.join('\n')}\n${code}\n`);
 
-let stale = [];
+const stale = [];
 for (const [target, content] of schemaOutputs) {
   if (check && (await readFile(target, 'utf8').catch(() => null)) !== content) stale.push(path.relative(root, target));
 }

@@ -89,7 +89,8 @@ function sse(res: ServerResponse, body: Record<string, unknown>, block: Block): 
   const isTool = block.type === 'tool_use';
   const message = { id: `msg_stub${Date.now().toString(36)}`, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage };
   if (body.stream !== true) {
-    return json(res, { ...message, content: [block], stop_reason: isTool ? 'tool_use' : 'end_turn' });
+    json(res, { ...message, content: [block], stop_reason: isTool ? 'tool_use' : 'end_turn' });
+    return;
   }
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   const event = (name: string, data: unknown) => res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);

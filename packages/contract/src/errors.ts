@@ -121,6 +121,7 @@ const BLUE_ERROR = Symbol.for('blue-agent.BlueError');
 export class BlueError extends Error {
   /** `instanceof BlueError` holds for a BlueError of either copy; a subclass checks its own prototype chain. */
   static override [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class `instanceof` asks about, a subclass or BlueError
     if (this !== BlueError) return Function.prototype[Symbol.hasInstance].call(this, value);
     return typeof value === 'object' && value !== null && (value as { [BLUE_ERROR]?: unknown })[BLUE_ERROR] === true;
   }

@@ -9,7 +9,6 @@ import { mkdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { ARTIFACT_FORMAT } from '@blue-agent/contract/bundle/limits.js';
 import { BlueError, lineColumnAt, usageError } from '@blue-agent/contract/errors.js';
 import { validatePolicy } from '@blue-agent/contract/policy/validate.js';
 import { MAX_POLICY_BYTES } from '@blue-agent/contract/schema/limits.js';

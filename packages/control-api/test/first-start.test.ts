@@ -137,7 +137,7 @@ describe.each(BACKENDS)('control-plane serve on a fresh machine (%s)', (backend)
       expect((await store.identity.grants(undefined)).map((g) => g.label)).toEqual(['token made by serve for the first administrator']);
       expect((await store.currentPolicy())?.created_at).toBeDefined();
       // Kept as a text too, which `policy show` prints and the dashboard edits.
-      expect((await store.currentPolicy())?.text).toMatch(/^# The policy a first start publishes: .*\nsession_upload:\n  presign_url: http:\/\/127\.0\.0\.1:\d+\/session-uploads\/presign\n$/s);
+      expect((await store.currentPolicy())?.text).toMatch(/^# The policy a first start publishes: .*\nsession_upload:\n {2}presign_url: http:\/\/127\.0\.0\.1:\d+\/session-uploads\/presign\n$/s);
       expect(await store.publicUrl()).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       // The audit log says what the first start and `users link` did, by the local operator.
       const log = await store.auditEvents({ limit: 100 });

@@ -3,7 +3,7 @@
  * it runs — and the commander command built from it. Each command's declaration is `commands/<command>.ts`; its run
  * is `<command>.ts`.
  */
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { Context } from '../context.js';
 
 export interface OptionDeclaration {

@@ -11,7 +11,7 @@
 import { appendFileSync, fstatSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Env, Output } from '../context.js';
-import { type LogLevel, type Logger } from '../logger.js';
+import type { LogLevel, Logger } from '../logger.js';
 import { redact } from '@blue-agent/contract/util/redact.js';
 
 export const DEFAULT_LOG_MAX_BYTES = 1024 * 1024;

@@ -17,7 +17,6 @@ import { chmod, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parse as parseJsonc } from 'jsonc-parser';
 import { resolvePaths, type Context, type Paths } from '../context.js';
 import { BlueError, toBlueError } from '@blue-agent/contract/errors.js';
 import { demoHarness } from '../harnesses/index.js';

@@ -16,7 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { BundleRedaction, BundleResult } from '@blue-agent/contract/bundle/index.js';
 import { appendCaptureLog } from '../capture/log.js';
 import type { Context } from '../context.js';
-import { BlueError, toBlueError } from '@blue-agent/contract/errors.js';
+import { type BlueError, toBlueError } from '@blue-agent/contract/errors.js';
 import type { ResolvedPolicy } from '../policy/index.js';
 import { loadProfiles, type ProfileSet } from '@blue-agent/contract/profiles/index.js';
 import { withLock } from '../lock/lock.js';

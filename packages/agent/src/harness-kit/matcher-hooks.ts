@@ -151,7 +151,11 @@ export function planMatcherHooks<H extends MatcherHook>(input: MatcherHooksInput
   const where: Where = { file, name: dialect.displayName, managed, full: text ?? '', shift: bom.length };
   // Settings added with the hook come out first and go back in last: the hooks are planned on the file without them.
   const added = record?.settings ?? [];
-  const body = original === null || original.trim() === '' || added.length === 0 ? original : (parseUser(original, where), removeAddedSettings(original, added, where));
+  const body =
+    original === null || original.trim() === '' || added.length === 0
+      ? original
+      : // biome-ignore lint/complexity/noCommaOperator: parsed as the user's first, so their typo is theirs
+        (parseUser(original, where), removeAddedSettings(original, added, where));
   const requires = desired?.requires ?? [];
 
   if (desired === null) {

@@ -3,7 +3,6 @@
  * answer is cached by the binary's real path, size and mtime, so a warm reconcile starts no child process.
  */
 import { readFile, realpath, stat } from 'node:fs/promises';
-import path from 'node:path';
 import type { Context } from '../context.js';
 import { BlueError } from '@blue-agent/contract/errors.js';
 import { writeStateFile } from '@blue-agent/contract/util/fs.js';

@@ -5,7 +5,7 @@
 import { loadAgentConfig } from '../config.js';
 import { DocumentCache } from '@blue-agent/contract/schema/document-cache.js';
 import type { Context } from '../context.js';
-import { BlueError, toBlueError } from '@blue-agent/contract/errors.js';
+import { type BlueError, toBlueError } from '@blue-agent/contract/errors.js';
 import { ADAPTERS } from '../harnesses/index.js';
 import type { HarnessAdapter } from '../harnesses/types.js';
 import { detectVersion, findExecutable, VersionCache } from '../profiles/detect.js';

@@ -158,7 +158,10 @@ function joinChains(pieces: readonly JsonPiece[]): Join[] {
   pieces.forEach((p, i) => {
     if (p.chain < 0 || p.value === '') return;
     const length = p.value.length;
-    if (length <= 2 * JOIN_EDGE) return append(p.chain!, i, 0, length);
+    if (length <= 2 * JOIN_EDGE) {
+      append(p.chain!, i, 0, length);
+      return;
+    }
     append(p.chain!, i, 0, JOIN_EDGE);
     close(p.chain!);
     append(p.chain!, i, length - JOIN_EDGE, JOIN_EDGE);

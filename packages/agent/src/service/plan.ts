@@ -221,7 +221,7 @@ export async function planUninstall(ctx: Context, options: { removeHooks?: boole
 }
 
 /** The link `systemctl --user enable` makes for our unit (its WantedBy=default.target), and whether it is there. */
-async function enableLink(ctx: Context, unitFile: string): Promise<{ file: string; existed: boolean }> {
+async function enableLink(_ctx: Context, unitFile: string): Promise<{ file: string; existed: boolean }> {
   const file = path.join(path.dirname(unitFile), 'default.target.wants', path.basename(unitFile));
   const existed = await lstat(file).then(
     () => true,

@@ -10,7 +10,7 @@
  *   spool.ts        the writer, opened: folders created and checked, new captures, the sh hook's inbox
  *   fs.ts, disk-full.ts, private-dir.ts   the spool's own file system helpers
  */
-export { type Claim, type SpoolIO } from './claims.js';
+export type { Claim, SpoolIO } from './claims.js';
 export { isDiskFull } from './disk-full.js';
 export type { ClaimableState } from './layout.js';
 export {

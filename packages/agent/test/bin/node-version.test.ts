@@ -9,6 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
+// biome-ignore format: the directive below holds for one line
 // @ts-expect-error plain JavaScript without declarations (bin/ loads with zero dependencies)
 import { checkNodeVersion, EXIT_NODE_UNSUPPORTED, installerBeside, MINIMUM, nodeVersionProblem } from '../../bin/node-version.js';
 

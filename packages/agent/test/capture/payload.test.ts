@@ -6,7 +6,7 @@ import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readPayloadText } from '../../src/capture/payload.js';
 
-let closers: (() => void)[] = [];
+const closers: (() => void)[] = [];
 afterEach(() => {
   for (const close of closers.splice(0)) close();
 });

@@ -19,7 +19,7 @@ describe('managed hook signature', () => {
     [`'/usr/bin/node' '/x/bin/blue-agent.js' capture --harness claude --profile p; logger done`, false],
     [`'/usr/bin/node' '/x/bin/blue-agent.js' capture --harness claude --profile p | tee -a /tmp/log`, false],
     [`'/usr/bin/node' '/x/bin/blue-agent.js' capture --harness claude --profile p >>/tmp/log 2>&1`, false],
-    [`'/usr/bin/node' '/x/bin/blue-agent.js' capture --harness claude --profile p\;x`, false],
+    [`'/usr/bin/node' '/x/bin/blue-agent.js' capture --harness claude --profile p;x`, false],
     [`'/usr/bin/node' '/x/bin/blue-agent.js' capture --harness claude --profile "p"`, false],
     [`'/usr/bin/node' '/x/bin/blue-agent.js' capture --harness claude --profile p `, false],
     [` '/usr/bin/node' '/x/bin/blue-agent.js' capture --harness claude --profile p`, false],

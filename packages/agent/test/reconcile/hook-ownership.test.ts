@@ -5,7 +5,7 @@
  * then `&&` and a script of theirs — is the user's: reconcile never reports it as an update, installs its own hook
  * beside it, removes only its own, and keeps every byte of the user's.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Context } from '../../src/context.js';

@@ -71,7 +71,7 @@ describe('planted secrets of every kind', () => {
       expect(l.startsWith(`{"type":"user","uuid":"u${i}","big":12345678901234567890,`)).toBe(true);
     });
     // Each is named by its kind.
-    PLANTED.forEach((p, i) => expect(redacted[i], p.kind).toContain(`[REDACTED:${p.kind}]`));
+    for (const [i, p] of PLANTED.entries()) expect(redacted[i], p.kind).toContain(`[REDACTED:${p.kind}]`);
     expect(out.replaced).toBeGreaterThanOrEqual(PLANTED.length);
   });
 
@@ -110,9 +110,9 @@ describe('planted secrets of every kind', () => {
   it('finds a secret streamed in parts: consecutive records\' deltas, the blocks of one message, a tool call\'s argument deltas', async () => {
     const token = 'ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue';
     const said = `run GITHUB_TOKEN=${token} and PGPASSWORD=Hunter2Secret psql, with this key:\n${rsa.trim()}\ndone`;
-    const parts = said.match(/[^]{1,5}/g)!;
+    const parts = said.match(/[\s\S]{1,5}/g)!;
     const deltas = parts.map((text, i) => JSON.stringify({ type: 'context.append_loop_event', time: i, event: { type: 'content.part', part: { type: 'text', text } } }));
-    const blocks = JSON.stringify({ type: 'assistant', message: { content: said.match(/[^]{1,700}/g)!.map((text) => ({ type: 'text', text })) } });
+    const blocks = JSON.stringify({ type: 'assistant', message: { content: said.match(/[\s\S]{1,700}/g)!.map((text) => ({ type: 'text', text })) } });
     const args = JSON.stringify({ username: 'alice', password: 'Summer2024x' }).match(/.{1,4}/g)!.map((delta) => JSON.stringify({ type: 'response.function_call_arguments.delta', delta }));
     const out = await redactText([...deltas, blocks, ...args].join('\n'));
     const records = out.text.split('\n').map((l) => JSON.parse(l) as { event?: { part: { text: string } }; message?: { content: { text: string }[] }; delta?: string });

@@ -439,7 +439,7 @@ describe('uploadBundle', () => {
   it.each([
     ['read whole', 10],
     ['streamed', 3 * MiB + 17],
-  ])('neither uploads nor waits on a FIFO put where a bundle (%s) should be', async (how, size) => {
+  ])('neither uploads nor waits on a FIFO put where a bundle (%s) should be', async (_how, size) => {
     const { api, storage, client } = await setup();
     const state = controlApi(api, storage);
     const fifo = path.join(dir, `fifo-${size}.bundle`);

@@ -140,7 +140,7 @@ export function readBytesIfExistsSync(file: string, limit = MAX_FILE_BYTES): Buf
     const info = fstatSync(fd);
     if (!info.isFile()) throw notRegular(file, info);
     if (info.size > limit) throw tooLarge(file, info.size, limit);
-    const buffer = Buffer.allocUnsafe(limit + 1 > info.size + 1 ? info.size + 1 : limit + 1);
+    const buffer = Buffer.allocUnsafe(Math.min(limit + 1 , info.size + 1));
     const chunks: Buffer[] = [];
     let total = 0;
     for (;;) {

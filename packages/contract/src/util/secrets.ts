@@ -23,7 +23,7 @@ export function marker(kind: string): string {
 
 /** A PEM private key block with its END line, and one cut before it (a preview may end inside a key). */
 const PEM_PRIVATE_KEY = /-----BEGIN (?<type>[A-Z0-9 ]{0,40})PRIVATE KEY(?: BLOCK)?-----(?<body>[A-Za-z0-9+/=\s\\:,-]{40,20000}?)-----END \k<type>PRIVATE KEY(?: BLOCK)?-----/g;
-const PEM_CUT = /-----BEGIN (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?-----(?:\s|\\n)+[A-Za-z0-9+/=]{8}[^]*$/;
+const PEM_CUT = /-----BEGIN (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?-----(?:\s|\\n)+[A-Za-z0-9+/=]{8}[\s\S]*$/;
 /** Three base64url parts, the first two JSON objects (`eyJ` is `{"`). */
 const JWT = /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g;
 const BEARER = /\b(?:[Bb]earer|BEARER|Token)\s+(?<secret>[A-Za-z0-9._~+/-]{16,}=*)/g;

@@ -14,7 +14,6 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { ARTIFACT_FORMAT } from '@blue-agent/contract/bundle/limits.js';
 import { BlueError } from '@blue-agent/contract/errors.js';
 import { LOCK_NAMESPACE, LOCKS, searchDocument, migratePostgres, POSTGRES_MIGRATIONS } from './postgres-migrations.js';
 import { schemaTooNew } from './sqlite-migrations.js';

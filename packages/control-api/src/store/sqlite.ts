@@ -8,7 +8,6 @@ import { randomUUID } from 'node:crypto';
 import { chmodSync, closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { ARTIFACT_FORMAT } from '@blue-agent/contract/bundle/limits.js';
 import { BlueError } from '@blue-agent/contract/errors.js';
 import { migrateSqlite, SQLITE_MIGRATIONS, schemaTooNew, sqliteSchemaVersion } from './sqlite-migrations.js';
 import { SqliteIdentity } from './sqlite-identity.js';
@@ -785,9 +784,18 @@ export class SqliteStore implements ControlStore {
   async auditEvents(query: AuditQuery): Promise<AuditEvent[]> {
     const where = ['seq > ?'];
     const args: Value[] = [query.after ?? 0];
-    if (query.action !== undefined) (where.push('action = ?'), args.push(query.action));
-    if (query.actor_id !== undefined) (where.push('actor_id = ?'), args.push(query.actor_id));
-    if (query.session_id !== undefined) (where.push('session_id = ?'), args.push(query.session_id));
+    if (query.action !== undefined) {
+      where.push('action = ?');
+      args.push(query.action);
+    }
+    if (query.actor_id !== undefined) {
+      where.push('actor_id = ?');
+      args.push(query.actor_id);
+    }
+    if (query.session_id !== undefined) {
+      where.push('session_id = ?');
+      args.push(query.session_id);
+    }
     return this.all(`SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ?`, ...args, query.limit).map(auditEventOf);
   }
 

@@ -7,7 +7,7 @@ import { HttpError } from '../http.js';
 import type { Request, RouteContext } from '../route-context.js';
 import { actorName, AUDIT_ACTIONS, auditSummary, MAX_MACHINES_PER_USER, userActor, type AuditAction, type BrowserSession } from '../store/index.js';
 import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
-import { Page, Prose, when } from './layout.js';
+import { Page, when } from './layout.js';
 import { TokenTable } from './tokens.js';
 
 const AUDIT_PAGE = 50;

@@ -181,7 +181,7 @@ export async function devicePage(rc: RouteContext, req: Request): Promise<void> 
           A device that calls itself <strong>{code.client_label}</strong> asks to act as <strong>{session.user.email}</strong>, started{' '}
           {startedAgo(rc.now() - code.created_at)}, with the code
         </p>
-        <p class="code" aria-label="code">
+        <p class="code">
           {formatUserCode(userCode)}
         </p>
         <p>It may:</p>

@@ -246,7 +246,7 @@ describe('S3 blob store behind a SigV4-verifying gateway', () => {
     const longer = Buffer.concat([data, Buffer.from('!')]);
     expect((await put(up, longer, { ...up.headers, 'content-length': String(longer.length) })).status).toBe(403);
 
-    const { ['x-amz-checksum-sha256']: _dropped, ...withoutChecksum } = up.headers;
+    const { 'x-amz-checksum-sha256': _dropped, ...withoutChecksum } = up.headers;
     expect((await put(up, other, withoutChecksum)).status).toBe(403);
 
     const forged = await createS3BlobStore({ ...base, endpoint, credentials: { ...credentials, secretAccessKey: 'not-the-secret' } });

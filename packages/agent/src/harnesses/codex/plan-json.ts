@@ -128,7 +128,7 @@ function updateKeeper(text: string, keeper: LocatedJson, desired: ManagedHook): 
   let handler = keeper.handler;
   let current = text;
   for (const key of ['type', 'command', 'timeout'] as const) {
-    const node = lastNamed(handler, key)?.children![1];
+    const node = lastNamed(handler, key)?.children?.[1];
     if (node !== undefined && nodeValue(node) === wanted[key]) continue;
     const edit: Edit =
       node !== undefined

@@ -41,7 +41,7 @@ async function plan(options: { folder?: string; installedVersion?: string; files
   const folder = options.folder ?? 'original';
   const entries = options.files ?? [{ role: 'primary_transcript', native_path: `${folder}/chats/${CHAT}` }];
   const staged: string[] = [];
-  for (const [i, entry] of entries.entries()) {
+  for (const [i, _entry] of entries.entries()) {
     const file = path.join(home.root, 'staged', `${i}`);
     await mkdir(path.dirname(file), { recursive: true });
     await writeFile(file, TEXT);

@@ -40,7 +40,9 @@ describe('Kimi Code wire: runtime bindings', () => {
         const text = lines.join('\n');
         const out = withWorkspace(Buffer.from(text), 'wd_q_222222222222').toString().split('\n');
         expect(out).toHaveLength(lines.length);
-        lines.forEach((line, i) => expect(out[i]).toBe(line === binding('wd_p_111111111111') ? binding('wd_q_222222222222') : line));
+        for (const [i, line] of lines.entries()) {
+          expect(out[i]).toBe(line === binding('wd_p_111111111111') ? binding('wd_q_222222222222') : line);
+        }
       }),
     );
   });

@@ -46,7 +46,9 @@ export function sha256Hex(data: string | Uint8Array): string {
   const { memory, compress } = wasm;
   const heap = new Uint8Array(memory.buffer);
   const view = new DataView(memory.buffer);
-  INITIAL.forEach((word, i) => view.setUint32(i * 4, word, true));
+  INITIAL.forEach((word, i) => {
+    view.setUint32(i * 4, word, true);
+  });
 
   // Whole blocks, as many as the memory holds at a time.
   const whole = bytes.length - (bytes.length % 64);
