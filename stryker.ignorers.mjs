@@ -11,7 +11,8 @@ function callsInternal(statement) {
   );
 }
 
-/** `throw new BlueError('INTERNAL', ...)` as a statement: the same call spelled out, as in the Codex planner's edit check. */
+/** `throw new BlueError('INTERNAL', ...)` as a statement: the same call spelled out, as in the Codex planner's edit
+ * check. */
 function throwsInternal(statement) {
   const thrown = statement?.type === 'ThrowStatement' ? statement.argument : undefined;
   return (
@@ -36,8 +37,13 @@ const selfChecks = {
       (p) =>
         (p.isIfStatement() && (callsInternal(p.node.consequent) || throwsInternal(p.node.consequent))) ||
         (p.isFunctionDeclaration() && SELF_CHECK_FUNCTIONS.has(p.node.id?.name)) ||
-        (p.isExpressionStatement() && p.node.expression.type === 'CallExpression' && p.node.expression.callee.name === 'verifyInstalled') ||
-        (p.isCatchClause() && p.node.body.body.length === 1 && p.node.body.body[0].type === 'ReturnStatement' && p.node.body.body[0].argument?.callee?.name === 'internal'),
+        (p.isExpressionStatement() &&
+          p.node.expression.type === 'CallExpression' &&
+          p.node.expression.callee.name === 'verifyInstalled') ||
+        (p.isCatchClause() &&
+          p.node.body.body.length === 1 &&
+          p.node.body.body[0].type === 'ReturnStatement' &&
+          p.node.body.body[0].argument?.callee?.name === 'internal'),
     );
     return inside ? 'a self-check that only a planning bug can reach (mutation.md)' : undefined;
   },

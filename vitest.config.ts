@@ -7,7 +7,10 @@ export default defineConfig({
   test: {
     projects: [
       'packages/*/vitest.config.ts',
-      { ...packageConfig('repository', { include: ['test/architecture/**/*.test.ts', 'test/scripts/**/*.test.ts'] }), extends: false },
+      {
+        ...packageConfig('repository', { include: ['test/architecture/**/*.test.ts', 'test/scripts/**/*.test.ts'] }),
+        extends: false,
+      },
     ],
     maxWorkers: 2,
   },

@@ -15,7 +15,8 @@ const MiB = 1024 * 1024;
 const TIME_TARGET = 0.7;
 const RSS_TARGET_MIB = 64;
 
-/** Deterministic JSONL with a transcript's mix of repeated keys, prose, identifiers and code: gzip -6 gets about 4:1. */
+/** Deterministic JSONL with a transcript's mix of repeated keys, prose, identifiers and code: gzip -6 gets about 4:1.
+ * */
 async function writeTranscript(file, bytes, seed) {
   let state = seed >>> 0;
   const next = () => {
@@ -25,7 +26,11 @@ async function writeTranscript(file, bytes, seed) {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  const words = 'the a function return const value error file test build run change line code type string number import export async await module config session user assistant tool result output input path read write check fix when then because which'.split(' ');
+  const words = (
+    'the a function return const value error file test build run change line code type string number import export ' +
+    'async await module config session user assistant tool result output input path read write check fix when ' +
+    'then because which'
+  ).split(' ');
   const pick = () => words[Math.floor(next() * words.length)];
   const hex = (n) => Array.from({ length: n }, () => Math.floor(next() * 16).toString(16)).join('');
   const handle = await open(file, 'w');
@@ -43,7 +48,9 @@ async function writeTranscript(file, bytes, seed) {
             parentUuid: `${hex(8)}-${hex(4)}-${hex(4)}-${hex(4)}-${hex(12)}`,
             timestamp: new Date(1_700_000_000_000 + turn * 1000).toISOString(),
             message: { role: turn % 2 ? 'assistant' : 'user', content: [{ type: 'text', text }] },
-            ...(turn % 5 === 0 ? { toolUseResult: { stdout: `${hex(40)}\n${text.toUpperCase()}\n`, exitCode: 0 } } : {}),
+            ...(turn % 5 === 0
+              ? { toolUseResult: { stdout: `${hex(40)}\n${text.toUpperCase()}\n`, exitCode: 0 } }
+              : {}),
           }),
         );
         turn++;
@@ -104,8 +111,18 @@ export async function run() {
       capturedAtUnixMs: 1_700_000_000_000,
       root: projects,
       files: [
-        { role: 'primary_transcript', name: 'c0ffee.jsonl', nativePath: '-home-dev-app/c0ffee.jsonl', path: transcript },
-        { role: 'session_companion', name: 'agent-1.jsonl', nativePath: '-home-dev-app/c0ffee/subagents/agent-1.jsonl', path: companion },
+        {
+          role: 'primary_transcript',
+          name: 'c0ffee.jsonl',
+          nativePath: '-home-dev-app/c0ffee.jsonl',
+          path: transcript,
+        },
+        {
+          role: 'session_companion',
+          name: 'agent-1.jsonl',
+          nativePath: '-home-dev-app/c0ffee/subagents/agent-1.jsonl',
+          path: companion,
+        },
       ],
     });
     const runner = await makeRunner(dir);
@@ -122,14 +139,26 @@ export async function run() {
     const anchorWrite = ['sh', '-c', `tar -czf ${anchorOut} -C ${projects} . && sha256sum ${anchorOut} >/dev/null`];
     spawnSync(anchorWrite[0], anchorWrite.slice(1));
     const anchorSize = spawnSync('stat', ['-c', '%s', anchorOut], { encoding: 'utf8' }).stdout.trim();
-    console.log(`bundle: 100.0 MiB of JSONL -> ${(written.size / MiB).toFixed(1)} MiB (tar -czf: ${(Number(anchorSize) / MiB).toFixed(1)} MiB)`);
+    console.log(
+      `bundle: 100.0 MiB of JSONL -> ${(written.size / MiB).toFixed(1)} MiB (tar -czf: ` +
+        `${(Number(anchorSize) / MiB).toFixed(1)} MiB)`,
+    );
     const results = [];
     const opts = { rounds: 3, runs: 1 };
-    results.push(report('bundle write (100 MiB)', compare([process.execPath, runner, 'write', input, bundle], anchorWrite, opts), TIME_TARGET, 'tar -czf + sha256sum'));
+    results.push(
+      report(
+        'bundle write (100 MiB)',
+        compare([process.execPath, runner, 'write', input, bundle], anchorWrite, opts),
+        TIME_TARGET,
+        'tar -czf + sha256sum',
+      ),
+    );
 
     const rss = written.maxRssKiB / 1024;
     const rssPass = rss < RSS_TARGET_MIB;
-    console.log(`bundle write peak RSS: ${rss.toFixed(1)} MiB (target < ${RSS_TARGET_MIB} MiB) ${rssPass ? 'PASS' : 'FAIL'}`);
+    console.log(
+      `bundle write peak RSS: ${rss.toFixed(1)} MiB (target < ${RSS_TARGET_MIB} MiB) ${rssPass ? 'PASS' : 'FAIL'}`,
+    );
     results.push(rssPass);
 
     // The first run fills the document cache; the one measured finds it warm, as every run after the first does.
@@ -138,11 +167,18 @@ export async function run() {
     if (verified.sha256 !== written.sha256) throw new Error('verify saw a different bundle');
     const anchorVerify = ['sh', '-c', `tar -xzOf ${anchorOut} | sha256sum >/dev/null`];
     results.push(
-      report('bundle verify (100 MiB)', compare([process.execPath, runner, 'verify', input, bundle, cacheFile], anchorVerify, opts), TIME_TARGET, 'tar -xzOf | sha256sum'),
+      report(
+        'bundle verify (100 MiB)',
+        compare([process.execPath, runner, 'verify', input, bundle, cacheFile], anchorVerify, opts),
+        TIME_TARGET,
+        'tar -xzOf | sha256sum',
+      ),
     );
     const vrss = verified.maxRssKiB / 1024;
     const vrssPass = vrss < RSS_TARGET_MIB;
-    console.log(`bundle verify peak RSS: ${vrss.toFixed(1)} MiB (target < ${RSS_TARGET_MIB} MiB) ${vrssPass ? 'PASS' : 'FAIL'}`);
+    console.log(
+      `bundle verify peak RSS: ${vrss.toFixed(1)} MiB (target < ${RSS_TARGET_MIB} MiB) ${vrssPass ? 'PASS' : 'FAIL'}`,
+    );
     results.push(vrssPass);
     return results.every(Boolean);
   } finally {

@@ -48,7 +48,8 @@ export async function run({ rounds = 8, runs = 2, loadRounds = 10 } = {}) {
     const hook = ['/bin/sh', shHook, process.execPath, entry, ...args];
     const nodeHook = [process.execPath, entry, ...args];
     const anchor = [process.execPath, '-e', '0'];
-    const payload = (t) => `${JSON.stringify({ session_id: t.id, transcript_path: t.file, cwd, hook_event_name: 'SessionEnd', reason: 'other' })}\n`;
+    const payload = (t) =>
+      `${JSON.stringify({ session_id: t.id, transcript_path: t.file, cwd, hook_event_name: 'SessionEnd', reason: 'other' })}\n`;
 
     const once = async (argv, input, waitForDrain) => {
       const before = waitForDrain ? spooledCount(stateDir) : 0;
@@ -71,19 +72,27 @@ export async function run({ rounds = 8, runs = 2, loadRounds = 10 } = {}) {
       for (let i = 0; i < runs; i++) {
         times.node.push(await once(anchor, payload(small), false));
         const order = (r + i) % 2 === 0 ? ['small', 'large'] : ['large', 'small'];
-        for (const which of order) times[which].push(await once(hook, payload(which === 'small' ? small : large), true));
+        for (const which of order)
+          times[which].push(await once(hook, payload(which === 'small' ? small : large), true));
       }
       times.nodeHook.push(await once(nodeHook, payload(small), true));
     }
     const nodeMs = median(times.node);
     const smallMs = median(times.small);
     const largeMs = median(times.large);
-    const ratios = { small: smallMs / nodeMs, large: largeMs / nodeMs, spread: Math.max(smallMs, largeMs) / Math.min(smallMs, largeMs) };
+    const ratios = {
+      small: smallMs / nodeMs,
+      large: largeMs / nodeMs,
+      spread: Math.max(smallMs, largeMs) / Math.min(smallMs, largeMs),
+    };
     const pass = ratios.small <= TARGET && ratios.large <= TARGET && ratios.spread <= 1.1;
     console.log(
-      `capture hook (sh): 1 KiB transcript ${smallMs.toFixed(1)} ms (${ratios.small.toFixed(2)}x), 100 MiB transcript ${largeMs.toFixed(1)} ms ` +
-        `(${ratios.large.toFixed(2)}x) vs node -e 0 ${nodeMs.toFixed(1)} ms (target <= ${TARGET}x); 100 MiB / 1 KiB ${ratios.spread.toFixed(2)} ` +
-        `(target <= 1.10) ${pass ? 'PASS' : 'FAIL'}; \`node ENTRY capture\` for comparison: ${median(times.nodeHook).toFixed(1)} ms (${(median(times.nodeHook) / nodeMs).toFixed(2)}x)`,
+      `capture hook (sh): 1 KiB transcript ${smallMs.toFixed(1)} ms (${ratios.small.toFixed(2)}x), 100 MiB ` +
+        `transcript ${largeMs.toFixed(1)} ms ` +
+        (`(${ratios.large.toFixed(2)}x) vs node -e 0 ${nodeMs.toFixed(1)} ms (target <= ${TARGET}x); 100 MiB / 1 ` +
+          `KiB ${ratios.spread.toFixed(2)} `) +
+        (`(target <= 1.10) ${pass ? 'PASS' : 'FAIL'}; \`node ENTRY capture\` for comparison: ` +
+          `${median(times.nodeHook).toFixed(1)} ms (${(median(times.nodeHook) / nodeMs).toFixed(2)}x)`),
     );
 
     // Under load: a drain builds a backlog of 100 MiB captures (handed over by hooks that started no drain of their
@@ -103,13 +112,18 @@ export async function run({ rounds = 8, runs = 2, loadRounds = 10 } = {}) {
     }
     const stillRunning = drainRunning;
     await exited;
-    if (!stillRunning || loaded.hook.length < 3) console.log('capture hook while a drain runs: the drain ended before enough runs were timed (it was faster than expected)');
+    if (!stillRunning || loaded.hook.length < 3)
+      console.log(
+        'capture hook while a drain runs: the drain ended before enough runs were timed (it was faster than expected)',
+      );
     const loadedNode = median(loaded.node);
     const loadedHook = median(loaded.hook);
     const loadedPass = loaded.hook.length >= 3 && loadedHook / loadedNode <= TARGET;
     console.log(
-      `capture hook (sh) while a drain builds 100 MiB sessions: ${loadedHook.toFixed(1)} ms vs node -e 0 ${loadedNode.toFixed(1)} ms under the same load ` +
-        `-> ${(loadedHook / loadedNode).toFixed(2)}x (target <= ${TARGET}x, ${loaded.hook.length} runs) ${loadedPass ? 'PASS' : 'FAIL'}`,
+      `capture hook (sh) while a drain builds 100 MiB sessions: ${loadedHook.toFixed(1)} ms vs node -e 0 ` +
+        `${loadedNode.toFixed(1)} ms under the same load ` +
+        (`-> ${(loadedHook / loadedNode).toFixed(2)}x (target <= ${TARGET}x, ${loaded.hook.length} runs) ` +
+          `${loadedPass ? 'PASS' : 'FAIL'}`),
     );
     return pass && loadedPass;
   } finally {
@@ -125,7 +139,9 @@ async function transcript(dir, id, bytes) {
   const handle = await open(file, 'w');
   try {
     if (bytes <= block.length) await handle.write(block.subarray(0, bytes));
-    else for (let written = 0; written < bytes; written += block.length) await handle.write(block.subarray(0, Math.min(block.length, bytes - written)));
+    else
+      for (let written = 0; written < bytes; written += block.length)
+        await handle.write(block.subarray(0, Math.min(block.length, bytes - written)));
     // On disk before timing starts: writeback of 100 MiB must not slow the hook's own fsyncs.
     await handle.sync();
   } finally {
@@ -160,7 +176,9 @@ async function drainDone(stateDir, spooledBefore) {
     const spooled = lines.filter((line) => line.event === 'spooled');
     if (spooled.length > spooledBefore) {
       const record = spooled.at(-1).record;
-      const done = lines.find((line) => line.record === record && ['built', 'unchanged', 'build_failed', 'retry'].includes(line.event));
+      const done = lines.find(
+        (line) => line.record === record && ['built', 'unchanged', 'build_failed', 'retry'].includes(line.event),
+      );
       const inbox = readdirSync(path.join(stateDir, 'spool', 'inbox')).filter((name) => name.endsWith('.hook'));
       if (done !== undefined && !running(done.pid) && inbox.length === 0) break;
     }

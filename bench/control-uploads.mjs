@@ -115,7 +115,21 @@ async function measure(label, urls, token, { seconds, warmup, env, dir, watch = 
   const groups = Object.entries(watch);
   const before = groups.map(([, pids]) => cpuSeconds(pids()));
   const started = Date.now();
-  const r = spawnSync('/usr/bin/time', ['-f', '%U %S', process.execPath, load, JSON.stringify(urls), token, String(seconds), String(warmup), String(AGENTS)], { env, encoding: 'utf8', timeout: (seconds + warmup + 120) * 1000 });
+  const r = spawnSync(
+    '/usr/bin/time',
+    [
+      '-f',
+      '%U %S',
+      process.execPath,
+      load,
+      JSON.stringify(urls),
+      token,
+      String(seconds),
+      String(warmup),
+      String(AGENTS),
+    ],
+    { env, encoding: 'utf8', timeout: (seconds + warmup + 120) * 1000 },
+  );
   if (r.status !== 0) throw new Error(`${label}: the load generator exited ${r.status}: ${r.stderr}`);
   const out = JSON.parse(r.stdout);
   const wall = (Date.now() - started) / 1000;
@@ -142,10 +156,21 @@ export async function run({ seconds = 8, warmup = 2 } = {}) {
     // Embedded default.
     const data = path.join(dir, 'embedded');
     await mkdir(data);
-    const embedded = await startListening([process.execPath, entry, 'control-plane', 'serve', '--listen', '127.0.0.1:0', '--data', data], env);
+    const embedded = await startListening(
+      [process.execPath, entry, 'control-plane', 'serve', '--listen', '127.0.0.1:0', '--data', data],
+      env,
+    );
     stops.push(embedded.stop);
-    const token = JSON.parse(cli(['control-plane', 'users', 'add', 'bench@example.com', '--data', data, '--json'], env)).token;
-    const sqlite = await measure('embedded', [embedded.url], token, { seconds, warmup, env, dir, watch: { servers: () => [embedded.child.pid] } });
+    const token = JSON.parse(
+      cli(['control-plane', 'users', 'add', 'bench@example.com', '--data', data, '--json'], env),
+    ).token;
+    const sqlite = await measure('embedded', [embedded.url], token, {
+      seconds,
+      warmup,
+      env,
+      dir,
+      watch: { servers: () => [embedded.child.pid] },
+    });
     await embedded.stop();
 
     // PostgreSQL, durable, as a deployment runs it.
@@ -161,34 +186,49 @@ export async function run({ seconds = 8, warmup = 2 } = {}) {
       const pgEnv = { ...env, BLUE_CONTROL_DATABASE_URL: databaseUrl };
       const servers = [];
       for (let i = 0; i < n; i++) {
-        const s = await startListening([process.execPath, entry, 'control-plane', 'serve', '--listen', '127.0.0.1:0', '--data', shared], pgEnv);
+        const s = await startListening(
+          [process.execPath, entry, 'control-plane', 'serve', '--listen', '127.0.0.1:0', '--data', shared],
+          pgEnv,
+        );
         stops.push(s.stop);
         servers.push(s);
       }
       const pgToken = JSON.parse(cli(['control-plane', 'users', 'add', 'bench@example.com', '--json'], pgEnv)).token;
-      const result = await measure(`postgres x${n}`, servers.map((s) => s.url), pgToken, {
-        seconds,
-        warmup,
-        env,
-        dir,
-        watch: { servers: () => servers.map((s) => s.child.pid), database: () => cluster.processIds() },
-      });
+      const result = await measure(
+        `postgres x${n}`,
+        servers.map((s) => s.url),
+        pgToken,
+        {
+          seconds,
+          warmup,
+          env,
+          dir,
+          watch: { servers: () => servers.map((s) => s.child.pid), database: () => cluster.processIds() },
+        },
+      );
       replicas.push(result);
       for (const s of servers) await s.stop();
     }
 
     const line = (label, r, target) =>
       console.log(
-        `control uploads (${label}, ${AGENTS} agents, 2 KiB): ${r.perSecond.toFixed(0)}/s -> ${(r.perSecond / floor.perSecond).toFixed(2)}x the HTTP floor ` +
+        `control uploads (${label}, ${AGENTS} agents, 2 KiB): ${r.perSecond.toFixed(0)}/s -> ` +
+          `${(r.perSecond / floor.perSecond).toFixed(2)}x the HTTP floor ` +
           `(${floor.perSecond.toFixed(0)}/s)${target === undefined ? '' : ` ${target}`}; CPU cores busy: ` +
-          Object.entries(r.busy).map(([name, cores]) => `${name} ${cores.toFixed(2)}`).join(', '),
+          Object.entries(r.busy)
+            .map(([name, cores]) => `${name} ${cores.toFixed(2)}`)
+            .join(', '),
       );
     const embeddedPass = sqlite.perSecond >= 600 && sqlite.errors === 0;
     line('embedded SQLite', sqlite, `(target >= 600/s) ${embeddedPass ? 'PASS' : 'FAIL'}`);
     const [one, two, three] = replicas;
     line('PostgreSQL, 1 replica', one);
     const twoPass = two.perSecond >= 1.5 * one.perSecond;
-    line('PostgreSQL, 2 replicas', two, `= ${(two.perSecond / one.perSecond).toFixed(2)}x one replica (target >= 1.5x) ${twoPass ? 'PASS' : 'FAIL'}`);
+    line(
+      'PostgreSQL, 2 replicas',
+      two,
+      `= ${(two.perSecond / one.perSecond).toFixed(2)}x one replica (target >= 1.5x) ${twoPass ? 'PASS' : 'FAIL'}`,
+    );
     const threePass = three.perSecond >= 800;
     line('PostgreSQL, 3 replicas', three, `(target >= 800/s) ${threePass ? 'PASS' : 'FAIL'}`);
     // What limits the replicas here: the CPU one upload costs (replicas, database and load generator together) against
@@ -197,8 +237,10 @@ export async function run({ seconds = 8, warmup = 2 } = {}) {
     for (const [n, r] of replicas.entries()) {
       const msPerUpload = (Object.values(r.busy).reduce((a, b) => a + b, 0) / r.perSecond) * 1000;
       console.log(
-        `control uploads (PostgreSQL, ${n + 1} replica${n === 0 ? '' : 's'}): ${msPerUpload.toFixed(2)} ms of CPU per upload in all; ` +
-          `${cores} cores allow at most about ${Math.floor((cores * 1000) / msPerUpload)}/s on this machine, however many replicas`,
+        `control uploads (PostgreSQL, ${n + 1} replica${n === 0 ? '' : 's'}): ${msPerUpload.toFixed(2)} ms of CPU ` +
+          `per upload in all; ` +
+          (`${cores} cores allow at most about ${Math.floor((cores * 1000) / msPerUpload)}/s on this machine, ` +
+            `however many replicas`),
       );
     }
     const errorsPass = replicas.every((r) => r.errors === 0);

@@ -1,9 +1,9 @@
 // Three `drain --json` processes started at once on the same backlog of 1,000 small ready bundles, uploading to a local
-// Control API (the built CLI's `control-plane serve`, a real process). Claims are what keep them apart: the bench passes
-// when every record was uploaded exactly once over all three (each record in exactly one drain's report, none reported
-// as already on the server, the server listing one complete upload per session, nothing left in the spool), and prints
-// the records a second of the whole (from the first start to the last exit). The speed is printed, not judged: three
-// drains share the same two cores with the server, and bench/drain.mjs holds the speed target.
+// Control API (the built CLI's `control-plane serve`, a real process). Claims are what keep them apart: the bench
+// passes when every record was uploaded exactly once over all three (each record in exactly one drain's report, none
+// reported as already on the server, the server listing one complete upload per session, nothing left in the spool),
+// and prints the records a second of the whole (from the first start to the last exit). The speed is printed, not
+// judged: three drains share the same two cores with the server, and bench/drain.mjs holds the speed target.
 //
 // Setup, untimed: as in bench/drain.mjs, the records are spooled as intake records and built by a first drain with no
 // Control API configured.
@@ -40,7 +40,9 @@ export async function run({ count = 1000, drains = 3 } = {}) {
     const uploadEnv = { ...env, BLUE_AGENT_CONTROL_URL: server.url, BLUE_AGENT_TOKEN: server.token };
     const serverCpuBefore = cpuMsOf(server.child.pid);
     const start = process.hrtime.bigint();
-    const results = await Promise.all(Array.from({ length: drains }, () => runAsync([process.execPath, entry, 'drain', '--json'], uploadEnv, cwd)));
+    const results = await Promise.all(
+      Array.from({ length: drains }, () => runAsync([process.execPath, entry, 'drain', '--json'], uploadEnv, cwd)),
+    );
     const ms = Number(process.hrtime.bigint() - start) / 1e6;
     const serverCpuMs = serverCpuBefore === undefined ? undefined : cpuMsOf(server.child.pid) - serverCpuBefore;
 
@@ -61,7 +63,10 @@ export async function run({ count = 1000, drains = 3 } = {}) {
     for (const report of reports) for (const u of report.uploaded) byRecord.set(u.id, (byRecord.get(u.id) ?? 0) + 1);
     const twice = [...byRecord.values()].filter((n) => n > 1).length;
     const uploaded = reports.reduce((n, r) => n + r.uploaded.length, 0);
-    if (byRecord.size !== count || twice !== 0 || uploaded !== count) problems.push(`reports: ${uploaded} uploads of ${byRecord.size} records, ${twice} records uploaded more than once`);
+    if (byRecord.size !== count || twice !== 0 || uploaded !== count)
+      problems.push(
+        `reports: ${uploaded} uploads of ${byRecord.size} records, ${twice} records uploaded more than once`,
+      );
     const already = reports.reduce((n, r) => n + r.uploaded.filter((u) => u.already).length, 0);
     if (already !== 0) problems.push(`${already} reported as already on the server (uploaded twice)`);
     const failed = reports.reduce((n, r) => n + r.failed.length + r.retried.length, 0);
@@ -71,7 +76,8 @@ export async function run({ count = 1000, drains = 3 } = {}) {
     const pass = problems.length === 0;
     const perSecond = count / (ms / 1000);
     console.log(
-      `drain x${drains} at once (${count} small bundles, one backlog): ${ms.toFixed(0)} ms = ${perSecond.toFixed(0)} records/s; ` +
+      `drain x${drains} at once (${count} small bundles, one backlog): ${ms.toFixed(0)} ms = ` +
+        `${perSecond.toFixed(0)} records/s; ` +
         `per drain ${reports.map((r) => r.uploaded.length).join(' + ')} uploaded; ` +
         `Control API CPU ${serverCpuMs === undefined ? '?' : `${(serverCpuMs / count).toFixed(2)} ms/record`}; ` +
         `exactly once: ${pass ? 'yes' : `NO (${problems.join('; ')})`} ${pass ? 'PASS' : 'FAIL'}`,

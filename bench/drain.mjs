@@ -1,5 +1,5 @@
-// Draining 1,000 small ready bundles into a local Control API (the built CLI's `control-plane serve` with its local blob
-// store, a real process) with `drain --json`, beside a tiny Node process that makes 3,000 sequential authenticated
+// Draining 1,000 small ready bundles into a local Control API (the built CLI's `control-plane serve` with its local
+// blob store, a real process) with `drain --json`, beside a tiny Node process that makes 3,000 sequential authenticated
 // requests to the same server (GET /governance-config, keep-alive) measured in the same run.
 //
 // Why that anchor: a drain makes three round trips per record (presign, PUT to the signed URL, complete), so 3,000
@@ -30,7 +30,16 @@ const TIME = '/usr/bin/time';
 /** process.env without proxy settings: every request here goes to 127.0.0.1. */
 export function cleanEnv(extra = {}) {
   const env = { ...process.env };
-  for (const name of ['http_proxy', 'HTTP_PROXY', 'https_proxy', 'HTTPS_PROXY', 'all_proxy', 'ALL_PROXY', 'BLUE_AGENT_CONTROL_URL', 'BLUE_AGENT_TOKEN']) {
+  for (const name of [
+    'http_proxy',
+    'HTTP_PROXY',
+    'https_proxy',
+    'HTTPS_PROXY',
+    'all_proxy',
+    'ALL_PROXY',
+    'BLUE_AGENT_CONTROL_URL',
+    'BLUE_AGENT_TOKEN',
+  ]) {
     delete env[name];
   }
   return { ...env, ...extra };
@@ -50,8 +59,13 @@ export async function startServer(dir) {
   const data = path.join(dir, 'control');
   await mkdir(data, { recursive: true });
   const env = cleanEnv();
-  const { url, child, stop } = await startListening([process.execPath, entry, 'control-plane', 'serve', '--listen', '127.0.0.1:0', '--data', data], env);
-  const token = JSON.parse(cli(['control-plane', 'users', 'add', 'bench@example.com', '--data', data, '--json'], env)).token;
+  const { url, child, stop } = await startListening(
+    [process.execPath, entry, 'control-plane', 'serve', '--listen', '127.0.0.1:0', '--data', data],
+    env,
+  );
+  const token = JSON.parse(
+    cli(['control-plane', 'users', 'add', 'bench@example.com', '--data', data, '--json'], env),
+  ).token;
   const policy = path.join(dir, 'policy.yaml');
   await writeFile(policy, `session_upload: { presign_url: "${url}/session-uploads/presign" }\n`);
   cli(['control-plane', 'policy', 'publish', policy, '--data', data, '--json'], env);
@@ -85,8 +99,20 @@ for (let i = 0; i < list.length; i++) {
     const transcript = path.join(projects, `${id}.jsonl`);
     const base = { sessionId: id, cwd, version: '2.1.197', timestamp: '2026-11-30T10:00:00.000Z' };
     const lines = [
-      { ...base, type: 'user', uuid: 'u1', parentUuid: null, message: { role: 'user', content: `Small task number ${i}` } },
-      { ...base, type: 'assistant', uuid: 'a1', parentUuid: 'u1', message: { role: 'assistant', content: [{ type: 'text', text: 'Done.' }] } },
+      {
+        ...base,
+        type: 'user',
+        uuid: 'u1',
+        parentUuid: null,
+        message: { role: 'user', content: `Small task number ${i}` },
+      },
+      {
+        ...base,
+        type: 'assistant',
+        uuid: 'a1',
+        parentUuid: 'u1',
+        message: { role: 'assistant', content: [{ type: 'text', text: 'Done.' }] },
+      },
     ];
     await writeFile(transcript, `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
     payloads.push({ session_id: id, transcript_path: transcript, cwd, hook_event_name: 'SessionEnd', reason: 'other' });
@@ -98,7 +124,8 @@ for (let i = 0; i < list.length; i++) {
   return payloads.map((p) => p.session_id);
 }
 
-/** Runs `argv` under /usr/bin/time (when present); returns wall ms, stdout, peak RSS in KiB and CPU ms (user + system). */
+/** Runs `argv` under /usr/bin/time (when present); returns wall ms, stdout, peak RSS in KiB and CPU ms (user + system).
+ * */
 export function timed(argv, env, cwd) {
   const haveTime = existsSync(TIME);
   const full = haveTime ? [TIME, '-f', 'maxrss_kib=%M cpu_s=%U+%S', ...argv] : argv;
@@ -106,7 +133,14 @@ export function timed(argv, env, cwd) {
   const r = spawnSync(full[0], full.slice(1), { env, cwd, encoding: 'utf8', maxBuffer: 256 * MiB });
   const ms = Number(process.hrtime.bigint() - start) / 1e6;
   const m = /maxrss_kib=(\d+) cpu_s=([\d.]+)\+([\d.]+)\s*$/.exec(r.stderr ?? '');
-  return { ms, status: r.status, stdout: r.stdout, stderr: r.stderr, maxRssKiB: m === null ? undefined : Number(m[1]), cpuMs: m === null ? undefined : (Number(m[2]) + Number(m[3])) * 1000 };
+  return {
+    ms,
+    status: r.status,
+    stdout: r.stdout,
+    stderr: r.stderr,
+    maxRssKiB: m === null ? undefined : Number(m[1]),
+    cpuMs: m === null ? undefined : (Number(m[2]) + Number(m[3])) * 1000,
+  };
 }
 
 /** CPU time (user + system, ms) a running process has used so far, from /proc; undefined where there is none. */
@@ -135,8 +169,8 @@ export async function listAll(url, token) {
 }
 
 /**
- * A HOME under `dir` whose spool holds `count` tiny Claude sessions built into ready bundles (a drain with uploads off):
- * the backlog a drain then uploads. Returns its environment, working directory, state dir, session ids and the
+ * A HOME under `dir` whose spool holds `count` tiny Claude sessions built into ready bundles (a drain with uploads
+ * off): the backlog a drain then uploads. Returns its environment, working directory, state dir, session ids and the
  * building drain's timing.
  */
 export async function builtBacklog(dir, count) {
@@ -157,7 +191,10 @@ export async function builtBacklog(dir, count) {
   const first = timed([process.execPath, entry, 'drain', '--json'], env, cwd);
   const built = JSON.parse(first.stdout);
   if (built.built.length !== count || built.left_ready !== count) {
-    throw new Error(`the building drain built ${built.built.length} of ${count} records (left_ready ${built.left_ready}): ${first.stderr.slice(0, 2000)}`);
+    throw new Error(
+      `the building drain built ${built.built.length} of ${count} records (left_ready ${built.left_ready}): ` +
+        `${first.stderr.slice(0, 2000)}`,
+    );
   }
   return { env, cwd, stateDir, sessions, first };
 }
@@ -166,14 +203,24 @@ export async function builtBacklog(dir, count) {
  * holding exactly one complete upload of each session. */
 export async function emptiedOnce(stateDir, server, sessions) {
   const problems = [];
-  const leftInSpool = ['intake', 'building', 'ready', 'uploading', 'failed', 'bundles'].reduce((n, f) => n + readdirSync(path.join(stateDir, 'spool', f)).length, 0);
+  const leftInSpool = ['intake', 'building', 'ready', 'uploading', 'failed', 'bundles'].reduce(
+    (n, f) => n + readdirSync(path.join(stateDir, 'spool', f)).length,
+    0,
+  );
   if (leftInSpool !== 0) problems.push(`${leftInSpool} files left in the spool`);
   const items = await listAll(server.url, server.token);
   const complete = items.filter((i) => i.status === 'complete');
   const serverSessions = new Set(complete.map((i) => i.native_session_id));
   const count = sessions.length;
-  if (items.length !== count || complete.length !== count || serverSessions.size !== count || !sessions.every((s) => serverSessions.has(s))) {
-    problems.push(`server: ${items.length} uploads listed, ${complete.length} complete, ${serverSessions.size} distinct sessions`);
+  if (
+    items.length !== count ||
+    complete.length !== count ||
+    serverSessions.size !== count ||
+    !sessions.every((s) => serverSessions.has(s))
+  ) {
+    problems.push(
+      `server: ${items.length} uploads listed, ${complete.length} complete, ${serverSessions.size} distinct sessions`,
+    );
   }
   return problems;
 }
@@ -194,7 +241,15 @@ for (let i = 0; i < Number(n); i++) {
   await r.arrayBuffer();
   if (r.status !== 200) throw new Error('status ' + r.status);
 }`;
-    const anchorArgv = [process.execPath, '--input-type=module', '-e', anchorScript, `${server.url}/governance-config`, server.token, String(3 * count)];
+    const anchorArgv = [
+      process.execPath,
+      '--input-type=module',
+      '-e',
+      anchorScript,
+      `${server.url}/governance-config`,
+      server.token,
+      String(3 * count),
+    ];
     const anchorBefore = timed(anchorArgv, env, cwd);
     if (anchorBefore.status !== 0) throw new Error(`anchor failed: ${anchorBefore.stderr}`);
 
@@ -217,11 +272,16 @@ for (let i = 0; i < Number(n); i++) {
     const uploadIds = new Set(report.uploaded.map((u) => u.upload_id));
     if (drained.status !== 0 || report.ok !== true) problems.push(`drain exited ${drained.status}, ok ${report.ok}`);
     if (report.uploaded.length !== count || uploadedSessions.size !== count || uploadIds.size !== count) {
-      problems.push(`report: ${report.uploaded.length} uploaded, ${uploadedSessions.size} sessions, ${uploadIds.size} upload ids`);
+      problems.push(
+        `report: ${report.uploaded.length} uploaded, ${uploadedSessions.size} sessions, ${uploadIds.size} upload ids`,
+      );
     }
-    if (report.uploaded.some((u) => u.already)) problems.push(`${report.uploaded.filter((u) => u.already).length} reported as already on the server`);
+    if (report.uploaded.some((u) => u.already))
+      problems.push(`${report.uploaded.filter((u) => u.already).length} reported as already on the server`);
     if (report.failed.length + report.retried.length + report.left_ready !== 0) {
-      problems.push(`failed ${report.failed.length}, retried ${report.retried.length}, left_ready ${report.left_ready}`);
+      problems.push(
+        `failed ${report.failed.length}, retried ${report.retried.length}, left_ready ${report.left_ready}`,
+      );
     }
     problems.push(...(await emptiedOnce(stateDir, server, sessions)));
 
@@ -234,21 +294,29 @@ for (let i = 0; i < Number(n); i++) {
     const pass = problems.length === 0 && rssPass && speedPass;
     const bytes = report.uploaded.reduce((n, u) => n + u.size, 0);
     console.log(
-      `drain upload (${count} small bundles, ${(bytes / count / 1024).toFixed(1)} KiB avg): ${drained.ms.toFixed(0)} ms = ${perSecond.toFixed(0)} records/s ` +
-        `(${(drained.ms / count).toFixed(2)} ms/record) vs ${3 * count} HTTP requests from node ${anchorMs.toFixed(0)} ms ` +
-        `(${((anchorMs / count)).toFixed(2)} ms per 3 requests) -> ratio ${ratio.toFixed(2)}x; ` +
+      `drain upload (${count} small bundles, ${(bytes / count / 1024).toFixed(1)} KiB avg): ` +
+        `${drained.ms.toFixed(0)} ms = ${perSecond.toFixed(0)} records/s ` +
+        (`(${(drained.ms / count).toFixed(2)} ms/record) vs ${3 * count} HTTP requests from node ` +
+          `${anchorMs.toFixed(0)} ms `) +
+        `(${(anchorMs / count).toFixed(2)} ms per 3 requests) -> ratio ${ratio.toFixed(2)}x; ` +
         `exactly once: ${problems.length === 0 ? 'yes' : `NO (${problems.join('; ')})`}; ` +
-        `peak RSS ${rss === undefined ? `unknown (${TIME} missing)` : `${rss.toFixed(1)} MiB`} (target < 256 MiB) ${pass ? 'PASS' : 'FAIL'}`,
+        (`peak RSS ${rss === undefined ? `unknown (${TIME} missing)` : `${rss.toFixed(1)} MiB`} (target < 256 MiB) ` +
+          `${pass ? 'PASS' : 'FAIL'}`),
     );
     console.log(
-      `  speed: ${perSecond.toFixed(0)} records/s (target >= 500) ${perSecond >= 500 ? 'PASS' : 'FAIL'}, ratio ${ratio.toFixed(2)}x (target <= 1.5x) ${ratio <= 1.5 ? 'PASS' : 'FAIL'}`,
+      `  speed: ${perSecond.toFixed(0)} records/s (target >= 500) ${perSecond >= 500 ? 'PASS' : 'FAIL'}, ratio ` +
+        `${ratio.toFixed(2)}x (target <= 1.5x) ${ratio <= 1.5 ? 'PASS' : 'FAIL'}`,
     );
     // Where the CPU went: two processes share the machine, so the server's own cost bounds what the drain can reach.
     console.log(
       `  CPU: drain ${drained.cpuMs === undefined ? '?' : `${(drained.cpuMs / count).toFixed(2)} ms/record`}, ` +
-        `Control API ${serverCpuMs === undefined ? '?' : `${(serverCpuMs / count).toFixed(2)} ms/record`} (its process, threads included)`,
+        (`Control API ${serverCpuMs === undefined ? '?' : `${(serverCpuMs / count).toFixed(2)} ms/record`} (its ` +
+          `process, threads included)`),
     );
-    console.log(`  (setup: building the ${count} records with uploads off took ${first.ms.toFixed(0)} ms, peak RSS ${((first.maxRssKiB ?? 0) / 1024).toFixed(1)} MiB)`);
+    console.log(
+      `  (setup: building the ${count} records with uploads off took ${first.ms.toFixed(0)} ms, peak RSS ` +
+        `${((first.maxRssKiB ?? 0) / 1024).toFixed(1)} MiB)`,
+    );
     return pass;
   } finally {
     await server?.stop();

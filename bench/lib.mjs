@@ -34,14 +34,15 @@ export function compare(subject, anchor, { rounds = 5, runs = 4, env, cwd } = {}
 export function report(name, { subjectMs, anchorMs, ratio }, target, anchorName) {
   const pass = ratio <= target;
   console.log(
-    `${name}: ${subjectMs.toFixed(1)} ms vs ${anchorName} ${anchorMs.toFixed(1)} ms -> ratio ${ratio.toFixed(2)}x (target <= ${target}x) ${pass ? 'PASS' : 'FAIL'}`,
+    `${name}: ${subjectMs.toFixed(1)} ms vs ${anchorName} ${anchorMs.toFixed(1)} ms -> ratio ${ratio.toFixed(2)}x ` +
+      `(target <= ${target}x) ${pass ? 'PASS' : 'FAIL'}`,
   );
   return pass;
 }
 
 /**
- * Starts a child process that prints `listening on URL` (the Control API, a stand-in server); resolves with the URL, the
- * child and stop() (SIGTERM, then waits for its exit). Rejects when it exits or has not said so within 30 s.
+ * Starts a child process that prints `listening on URL` (the Control API, a stand-in server); resolves with the URL,
+ * the child and stop() (SIGTERM, then waits for its exit). Rejects when it exits or has not said so within 30 s.
  */
 export async function startListening(argv, env) {
   const child = spawn(argv[0], argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -12,7 +12,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const entry = path.join(root, 'packages', 'agent', 'bin', 'blue-agent.js');
 const MiB = 1024 * 1024;
 const SIZE = 1.9 * MiB;
-const PEAK = 'data:text/javascript,process.on("exit",()=>process.stderr.write("\\nMAXRSS="+process.resourceUsage().maxRSS*1024+"\\n"))';
+const PEAK =
+  'data:text/javascript,process.on("exit",()=>process.stderr.write("\\nMAXRSS="+process.resourceUsage().maxRSS*1024+"\\n"))';
 
 function settings(shape) {
   if (shape === 'empty') return '{}\n';
@@ -44,7 +45,11 @@ async function measure(shape) {
       BLUE_AGENT_HOME: path.join(dir, 'state'),
       BLUE_AGENT_CONFIG: path.join(dir, 'config.yaml'),
     };
-    const r = spawnSync(process.execPath, ['--import', PEAK, entry, 'reconcile', '--dry-run', '--policy', policy, '--harness', 'claude'], { env, encoding: 'utf8', maxBuffer: 256 * MiB });
+    const r = spawnSync(
+      process.execPath,
+      ['--import', PEAK, entry, 'reconcile', '--dry-run', '--policy', policy, '--harness', 'claude'],
+      { env, encoding: 'utf8', maxBuffer: 256 * MiB },
+    );
     if (r.status !== 0) throw new Error(`reconcile failed (${shape}):\n${r.stdout}\n${r.stderr}`);
     return { rss: Number(/MAXRSS=(\d+)/.exec(r.stderr)?.[1] ?? NaN), output: Buffer.byteLength(r.stdout) };
   } finally {
@@ -67,7 +72,11 @@ export async function run() {
     const ratio = (m.rss - base.rss) / SIZE;
     const pass = ratio <= target && m.output <= 64 * 1024;
     ok &&= pass;
-    console.log(`reconcile --dry-run, ${(SIZE / MiB).toFixed(1)} MiB settings.json (${shape}): peak RSS +${((m.rss - base.rss) / MiB).toFixed(0)} MiB above an empty file, ${ratio.toFixed(1)}x the file (target ${target}x), ${m.output} bytes of output ${pass ? 'PASS' : 'FAIL'}`);
+    console.log(
+      `reconcile --dry-run, ${(SIZE / MiB).toFixed(1)} MiB settings.json (${shape}): peak RSS +` +
+        `${((m.rss - base.rss) / MiB).toFixed(0)} MiB above an empty file, ${ratio.toFixed(1)}x the file (target ` +
+        `${target}x), ${m.output} bytes of output ${pass ? 'PASS' : 'FAIL'}`,
+    );
   }
   return ok;
 }

@@ -19,7 +19,12 @@ export async function noChangeReconcile(dir) {
   const home = path.join(dir, 'home');
   const bin = path.join(dir, 'bin');
   await mkdir(bin, { recursive: true });
-  const versions = { claude: '2.1.332 (Claude Code)', codex: 'codex-cli 0.171.0', kimi: 'kimi, version 1.49.0', opencode: '1.18.33' };
+  const versions = {
+    claude: '2.1.332 (Claude Code)',
+    codex: 'codex-cli 0.171.0',
+    kimi: 'kimi, version 1.49.0',
+    opencode: '1.18.33',
+  };
   for (const [name, output] of Object.entries(versions)) {
     await writeFile(path.join(bin, name), `#!/bin/sh\necho '${output}'\n`, { mode: 0o755 });
   }

@@ -25,13 +25,21 @@ function seconds() {
   return Number.isFinite(n) && n > 0 ? n : 60;
 }
 
-/** The command the systemd user unit would start the agent with (its ExecStart, unquoted), as `service install` renders it. */
+/** The command the systemd user unit would start the agent with (its ExecStart, unquoted), as `service install` renders
+ * it. */
 function serviceCommand(env) {
-  const r = spawnSync(process.execPath, [entry, 'service', 'install', '--dry-run', '--json'], { env, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [entry, 'service', 'install', '--dry-run', '--json'], {
+    env,
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`service install --dry-run failed: ${r.stderr}`);
-  const line = JSON.parse(r.stdout).content.split('\n').find((l) => l.startsWith('ExecStart='));
+  const line = JSON.parse(r.stdout)
+    .content.split('\n')
+    .find((l) => l.startsWith('ExecStart='));
   if (line === undefined) throw new Error('the rendered service has no ExecStart');
-  const words = [...line.slice('ExecStart='.length).matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1].replace(/\\(.)/g, '$1').replace(/%%/g, '%').replace(/\$\$/g, '$'));
+  const words = [...line.slice('ExecStart='.length).matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) =>
+    m[1].replace(/\\(.)/g, '$1').replace(/%%/g, '%').replace(/\$\$/g, '$'),
+  );
   if (words.at(-1) !== 'run' || words.at(-2) !== entry) throw new Error(`unexpected ExecStart: ${line}`);
   return words;
 }
@@ -113,14 +121,18 @@ export async function run() {
       await sleep(1_000);
     };
     const agent = await measure(serviceCommand(env), env, windowMs, agentReady);
-    const bare = await measure([process.execPath, '-e', `setTimeout(()=>{},${windowMs + 60_000})`], env, windowMs, () => sleep(1_000));
+    const bare = await measure([process.execPath, '-e', `setTimeout(()=>{},${windowMs + 60_000})`], env, windowMs, () =>
+      sleep(1_000),
+    );
 
     const cpuPct = (agent.cpuMs / agent.wallMs) * 100;
     const memRatio = agent.peakKb / bare.peakKb;
     const pass = cpuPct < 1 && memRatio <= 1.3;
     console.log(
-      `run idle (${(windowMs / 1000).toFixed(0)} s): CPU ${agent.cpuMs.toFixed(0)} ms (${cpuPct.toFixed(3)}% of wall, target < 1%) vs bare node ${bare.cpuMs.toFixed(0)} ms; ` +
-        `peak memory ${(agent.peakKb / 1024).toFixed(1)} MiB vs bare node ${(bare.peakKb / 1024).toFixed(1)} MiB -> ratio ${memRatio.toFixed(2)}x (target <= 1.3x) ${pass ? 'PASS' : 'FAIL'}`,
+      `run idle (${(windowMs / 1000).toFixed(0)} s): CPU ${agent.cpuMs.toFixed(0)} ms (${cpuPct.toFixed(3)}% of ` +
+        `wall, target < 1%) vs bare node ${bare.cpuMs.toFixed(0)} ms; ` +
+        (`peak memory ${(agent.peakKb / 1024).toFixed(1)} MiB vs bare node ${(bare.peakKb / 1024).toFixed(1)} MiB ` +
+          `-> ratio ${memRatio.toFixed(2)}x (target <= 1.3x) ${pass ? 'PASS' : 'FAIL'}`),
     );
     return pass;
   } finally {

@@ -12,5 +12,17 @@ import { run as search } from './search.mjs';
 import { run as startup } from './startup.mjs';
 import { run as upload } from './upload.mjs';
 
-const results = [await reconcileNoop(), await capture(), await bundle(), await drain(), await drainConcurrent(), await upload(), await runIdle(), await reconcileLarge(), await controlUploads(), await search(), await startup()];
+const results = [
+  await reconcileNoop(),
+  await capture(),
+  await bundle(),
+  await drain(),
+  await drainConcurrent(),
+  await upload(),
+  await runIdle(),
+  await reconcileLarge(),
+  await controlUploads(),
+  await search(),
+  await startup(),
+];
 process.exitCode = results.every(Boolean) ? 0 : 1;

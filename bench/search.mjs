@@ -28,19 +28,29 @@ function cli(args, env) {
 /** Adds sessions `from`..`to` of `owner`, each with a current artifact and its search entry, in the database itself. */
 export async function populate(db, owner, from, to) {
   await db.query('BEGIN');
-  await db.query(`CREATE TEMP TABLE gen ON COMMIT DROP AS
-    SELECT g, gen_random_uuid()::text AS sid, gen_random_uuid()::text AS aid FROM generate_series($1::int, $2::int) g`, [from, to]);
-  await db.query(`INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at)
-    SELECT sid, $1, 'claude', 'native-' || g, 'private', NULL, g, g FROM gen`, [owner]);
+  await db.query(
+    `CREATE TEMP TABLE gen ON COMMIT DROP AS
+    SELECT g, gen_random_uuid()::text AS sid, gen_random_uuid()::text AS aid FROM generate_series($1::int, $2::int) g`,
+    [from, to],
+  );
+  await db.query(
+    `INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at)
+    SELECT sid, $1, 'claude', 'native-' || g, 'private', NULL, g, g FROM gen`,
+    [owner],
+  );
   await db.query(`INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
-      artifact_format, resumable, cwd, title, summary, blob_key, created_at, updated_at, completed_at, retention_deadline)
-    SELECT aid, sid, 1, 'complete', 2048, repeat('a', 64), 'application/vnd.blue.session-bundle+tar+gzip', 'claude-v2_0_12',
-      'blue-session-bundle-v1', true, '/home/dev/p' || (g % 50), 'Session ' || g, NULL, 'sessions/' || aid || '.tar.gz', g, g, g, 9000000000000
+      artifact_format, resumable, cwd, title, summary, blob_key, created_at, updated_at, completed_at,
+      retention_deadline)
+    SELECT aid, sid, 1, 'complete', 2048, repeat('a', 64), 'application/vnd.blue.session-bundle+tar+gzip',
+    'claude-v2_0_12',
+      'blue-session-bundle-v1', true, '/home/dev/p' || (g % 50), 'Session ' || g, NULL, 'sessions/' || aid ||
+      '.tar.gz', g, g, g, 9000000000000
     FROM gen`);
   await db.query('UPDATE sessions s SET current_artifact_id = gen.aid FROM gen WHERE s.id = gen.sid');
   // Zipf-like: the index of a word is the vocabulary size to a random power, so low indexes are common.
   await db.query(`INSERT INTO session_search (session_id, body, document)
-    SELECT t.sid, t.body, setweight(to_tsvector('simple', 'Session ' || t.g), 'A') || setweight(to_tsvector('simple', t.body), 'C')
+    SELECT t.sid, t.body, setweight(to_tsvector('simple', 'Session ' || t.g), 'A') || setweight(to_tsvector('simple',
+    t.body), 'C')
     FROM (SELECT gen.sid, gen.g, (SELECT string_agg('w' || floor(power(${VOCABULARY}, random()))::int, ' ') FROM generate_series(1, ${WORDS_PER_SESSION}) k WHERE gen.g > 0) AS body FROM gen) t`);
   await db.query('COMMIT');
   await db.query('ANALYZE');
@@ -65,7 +75,15 @@ async function timeRequests(urls, token) {
     if (kind !== undefined) byKind.set(kind, [...(byKind.get(kind) ?? []), ms]);
   }
   times.sort((a, b) => a - b);
-  const kinds = Object.fromEntries([...byKind].map(([k, v]) => [k, percentile(v.sort((a, b) => a - b), 95)]));
+  const kinds = Object.fromEntries(
+    [...byKind].map(([k, v]) => [
+      k,
+      percentile(
+        v.sort((a, b) => a - b),
+        95,
+      ),
+    ]),
+  );
   return { p50: percentile(times, 50), p95: percentile(times, 95), kinds };
 }
 
@@ -76,7 +94,10 @@ function queries(base) {
     const rare = () => `w${5000 + Math.floor(Math.random() * 15000)}`;
     const common = () => `w${1 + Math.floor(Math.random() * 20)}`;
     const q = kind === 0 ? rare() : kind === 1 ? common() : kind === 2 ? `${common()} ${rare()}` : rare().slice(0, 4);
-    out.push({ kind: ['rare word', 'common word', 'common and rare', 'prefix'][kind], url: `${base}/session-uploads?q=${encodeURIComponent(q)}&per_page=25` });
+    out.push({
+      kind: ['rare word', 'common word', 'common and rare', 'prefix'][kind],
+      url: `${base}/session-uploads?q=${encodeURIComponent(q)}&per_page=25`,
+    });
   }
   return out;
 }
@@ -94,8 +115,24 @@ export async function run({ small = 10_000, large = 100_000 } = {}) {
     const env = cleanEnv({ BLUE_CONTROL_DATABASE_URL: databaseUrl });
     const data = path.join(dir, 'data');
     await mkdir(data);
-    const added = JSON.parse(cli(['control-plane', 'users', 'add', 'bench@example.com', '--data', data, '--json'], env));
-    server = await startListening([process.execPath, entry, 'control-plane', 'serve', '--listen', '127.0.0.1:0', '--data', data, '--gc-interval', '0'], env);
+    const added = JSON.parse(
+      cli(['control-plane', 'users', 'add', 'bench@example.com', '--data', data, '--json'], env),
+    );
+    server = await startListening(
+      [
+        process.execPath,
+        entry,
+        'control-plane',
+        'serve',
+        '--listen',
+        '127.0.0.1:0',
+        '--data',
+        data,
+        '--gc-interval',
+        '0',
+      ],
+      env,
+    );
     const { default: pg } = await import('pg');
     const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
@@ -109,13 +146,22 @@ export async function run({ small = 10_000, large = 100_000 } = {}) {
       // Warm the caches as a running server has them, then measure.
       await timeRequests(queries(server.url).slice(0, 20), added.token);
       const search = await timeRequests(queries(server.url), added.token);
-      const listing = await timeRequests(Array.from({ length: QUERIES }, () => `${server.url}/session-uploads?page=1&per_page=25`), added.token);
+      const listing = await timeRequests(
+        Array.from({ length: QUERIES }, () => `${server.url}/session-uploads?page=1&per_page=25`),
+        added.token,
+      );
       results.push({ size, search, listing });
       console.log(
-        `search (PostgreSQL, ${size.toLocaleString('en')} sessions, ${QUERIES} queries): p50 ${search.p50.toFixed(1)} ms, p95 ${search.p95.toFixed(1)} ms -> ` +
-          `${(search.p95 / listing.p95).toFixed(2)}x a plain listing's p95 (${listing.p95.toFixed(1)} ms); filled in ${filled} s`,
+        `search (PostgreSQL, ${size.toLocaleString('en')} sessions, ${QUERIES} queries): p50 ` +
+          `${search.p50.toFixed(1)} ms, p95 ${search.p95.toFixed(1)} ms -> ` +
+          (`${(search.p95 / listing.p95).toFixed(2)}x a plain listing's p95 (${listing.p95.toFixed(1)} ms); filled ` +
+            `in ${filled} s`),
       );
-      console.log(`  p95 by query: ${Object.entries(search.kinds).map(([k, v]) => `${k} ${v.toFixed(1)} ms`).join(', ')}`);
+      console.log(
+        `  p95 by query: ${Object.entries(search.kinds)
+          .map(([k, v]) => `${k} ${v.toFixed(1)} ms`)
+          .join(', ')}`,
+      );
     }
     await db.end();
     const [a, b] = results;
@@ -124,8 +170,10 @@ export async function run({ small = 10_000, large = 100_000 } = {}) {
     const projected = b.search.p95 * growth;
     const pass = b.search.p95 <= 50;
     console.log(
-      `search: p95 grew ${growth.toFixed(2)}x from ${a.size.toLocaleString('en')} to ${b.size.toLocaleString('en')} sessions; ` +
-        `projected at 1,000,000: about ${projected.toFixed(0)} ms; target p95 <= 50 ms at ${b.size.toLocaleString('en')} ${pass ? 'PASS' : 'FAIL'}`,
+      `search: p95 grew ${growth.toFixed(2)}x from ${a.size.toLocaleString('en')} to ${b.size.toLocaleString('en')} ` +
+        `sessions; ` +
+        (`projected at 1,000,000: about ${projected.toFixed(0)} ms; target p95 <= 50 ms at ` +
+          `${b.size.toLocaleString('en')} ${pass ? 'PASS' : 'FAIL'}`),
     );
     return pass;
   } finally {

@@ -21,7 +21,8 @@ function print(name, r) {
 
 /** `argv` run by a parent that adds `extra` to its environment: compare() gives both sides one environment. */
 function withEnv(argv, extra) {
-  const child = `require('child_process').spawnSync(${JSON.stringify(argv[0])}, ${JSON.stringify(argv.slice(1))}, ` +
+  const child =
+    `require('child_process').spawnSync(${JSON.stringify(argv[0])}, ${JSON.stringify(argv.slice(1))}, ` +
     `{ stdio: 'ignore', env: { ...process.env, ...${JSON.stringify(extra)} } }).status`;
   return [process.execPath, '-e', `process.exitCode = ${child}`];
 }

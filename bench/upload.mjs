@@ -2,8 +2,8 @@
 // presigns) with `uploadFile` from src/upload/put.ts, over the dispatcher the drain uses, to a presigned URL of a local
 // Control API (the built CLI's `control-plane serve`, local blob store, a real process), beside `curl -T` of the same
 // file to a fresh presigned URL of the same server with the same signed headers, in the same run. Rounds alternate
-// which goes first. Targets: uploadFile's throughput at least curl's (1.0x), and the uploader's peak RSS at most 128 MiB
-// above its RSS just before the upload (it streams the file, never holds it).
+// which goes first. Targets: uploadFile's throughput at least curl's (1.0x), and the uploader's peak RSS at most 128
+// MiB above its RSS just before the upload (it streams the file, never holds it).
 //
 // Both are timed from request to answer only (curl's %{time_total}; uploadFile's call), not process start-up. The
 // server hashes and fsyncs every byte before it answers, on the same machine, so both see the same server-side cost.
@@ -142,7 +142,8 @@ async function presign(server, sha256) {
     }),
   });
   const body = await res.json();
-  if (res.status !== 200 || body.status !== 'pending') throw new Error(`presign answered ${res.status}: ${JSON.stringify(body)}`);
+  if (res.status !== 200 || body.status !== 'pending')
+    throw new Error(`presign answered ${res.status}: ${JSON.stringify(body)}`);
   return { method: body.method, url: body.upload_url, headers: body.headers };
 }
 
@@ -164,7 +165,10 @@ export async function run({ rounds = 7 } = {}) {
     const env = cleanEnv();
 
     const viaUploader = async (signed) => {
-      const r = spawnSync(process.execPath, [runner, server.url, JSON.stringify(signed), file, String(SIZE), sha256], { env, encoding: 'utf8' });
+      const r = spawnSync(process.execPath, [runner, server.url, JSON.stringify(signed), file, String(SIZE), sha256], {
+        env,
+        encoding: 'utf8',
+      });
       if (r.status !== 0) throw new Error(`uploadFile failed: ${r.stderr}`);
       const out = JSON.parse(r.stdout);
       if (out.status !== 200 || out.bytes !== SIZE) throw new Error(`uploadFile: ${r.stdout}`);
@@ -176,11 +180,28 @@ export async function run({ rounds = 7 } = {}) {
         .flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
       const r = spawnSync(
         CURL,
-        ['-sS', '--noproxy', '*', '-o', '/dev/null', '-w', '%{http_code} %{time_total} %{size_upload}', '-X', signed.method, '-T', file, '-H', 'Expect:', ...headers, signed.url],
+        [
+          '-sS',
+          '--noproxy',
+          '*',
+          '-o',
+          '/dev/null',
+          '-w',
+          '%{http_code} %{time_total} %{size_upload}',
+          '-X',
+          signed.method,
+          '-T',
+          file,
+          '-H',
+          'Expect:',
+          ...headers,
+          signed.url,
+        ],
         { env, encoding: 'utf8' },
       );
       const [code, seconds, uploaded] = r.stdout.trim().split(' ');
-      if (r.status !== 0 || code !== '200' || Number(uploaded) !== SIZE) throw new Error(`curl: exit ${r.status}, ${r.stdout} ${r.stderr}`);
+      if (r.status !== 0 || code !== '200' || Number(uploaded) !== SIZE)
+        throw new Error(`curl: exit ${r.status}, ${r.stdout} ${r.stderr}`);
       return { ms: Number(seconds) * 1000 };
     };
     const mibps = (ms) => SIZE / MiB / (ms / 1000);
@@ -217,20 +238,28 @@ export async function run({ rounds = 7 } = {}) {
     const speedPass = toServer.ratio >= 1;
     const rssPass = growth < 128;
     console.log(
-      `upload (128 MiB, uploadFile): ${mibps(toServer.upMs).toFixed(0)} MiB/s (${toServer.upMs.toFixed(0)} ms) vs curl -T ${mibps(toServer.curlMs).toFixed(0)} MiB/s (${toServer.curlMs.toFixed(0)} ms) ` +
+      `upload (128 MiB, uploadFile): ${mibps(toServer.upMs).toFixed(0)} MiB/s (${toServer.upMs.toFixed(0)} ms) vs ` +
+        `curl -T ${mibps(toServer.curlMs).toFixed(0)} MiB/s (${toServer.curlMs.toFixed(0)} ms) ` +
         `-> ratio ${toServer.ratio.toFixed(2)}x (target >= 1.0x) ${speedPass ? 'PASS' : 'FAIL'}`,
     );
     console.log(
-      `upload peak RSS: ${peak.toFixed(1)} MiB, at most ${growth.toFixed(1)} MiB above its RSS before the upload (target < 128 MiB growth) ${rssPass ? 'PASS' : 'FAIL'}`,
+      `upload peak RSS: ${peak.toFixed(1)} MiB, at most ${growth.toFixed(1)} MiB above its RSS before the upload ` +
+        `(target < 128 MiB growth) ${rssPass ? 'PASS' : 'FAIL'}`,
     );
     // The server's main thread is the bottleneck: its time on a CPU is the same whichever client sends; what differs
     // is how long it waited, runnable, for a CPU the client held, and how often it had to stop.
     if (toServer.sched.up.length > 0 && toServer.sched.curl.length > 0) {
       const line = (list) => {
         const at = (k) => median(list.map((v) => v[k]));
-        return `on a CPU ${(at(0) / 1e6).toFixed(0)} ms, runnable but waiting ${(at(1) / 1e6).toFixed(0)} ms, switched out ${at(3).toFixed(0)} times by another thread and ${at(2).toFixed(0)} times to wait for data`;
+        return (
+          `on a CPU ${(at(0) / 1e6).toFixed(0)} ms, runnable but waiting ${(at(1) / 1e6).toFixed(0)} ms, ` +
+          `switched out ${at(3).toFixed(0)} times by another thread and ${at(2).toFixed(0)} times to wait for data`
+        );
       };
-      console.log(`upload: the Control API's main thread per upload (medians), uploadFile: ${line(toServer.sched.up)}; curl: ${line(toServer.sched.curl)}`);
+      console.log(
+        `upload: the Control API's main thread per upload (medians), uploadFile: ${line(toServer.sched.up)}; curl: ` +
+          `${line(toServer.sched.curl)}`,
+      );
     }
 
     // Signed as S3 signs a checksum (X-Amz-SignedHeaders names it), so that uploadFile leaves the check to the
@@ -246,8 +275,10 @@ export async function run({ rounds = 7 } = {}) {
       async () => undefined,
     );
     console.log(
-      `upload to a receiver that only counts bytes (for information): uploadFile ${mibps(toDiscard.upMs).toFixed(0)} MiB/s (${toDiscard.upMs.toFixed(0)} ms) ` +
-        `vs curl -T ${mibps(toDiscard.curlMs).toFixed(0)} MiB/s (${toDiscard.curlMs.toFixed(0)} ms) -> ratio ${toDiscard.ratio.toFixed(2)}x`,
+      `upload to a receiver that only counts bytes (for information): uploadFile ` +
+        `${mibps(toDiscard.upMs).toFixed(0)} MiB/s (${toDiscard.upMs.toFixed(0)} ms) ` +
+        (`vs curl -T ${mibps(toDiscard.curlMs).toFixed(0)} MiB/s (${toDiscard.curlMs.toFixed(0)} ms) -> ratio ` +
+          `${toDiscard.ratio.toFixed(2)}x`),
     );
     return speedPass && rssPass;
   } finally {

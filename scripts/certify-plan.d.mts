@@ -21,12 +21,25 @@ export interface Target {
 }
 export const USAGE: string;
 export function parseArgs(argv: string[]): CertifyOptions;
-export function latestQueries(lock: HarnessLock, opts: Pick<CertifyOptions, 'harness'>): { harness: string; package: string }[];
+export function latestQueries(
+  lock: HarnessLock,
+  opts: Pick<CertifyOptions, 'harness'>,
+): { harness: string; package: string }[];
 export type Resumable = (harness: string, version: string) => boolean;
 export function resumableIn(docs: readonly unknown[]): Resumable;
 /** May version `to` resume a session captured by version `from`? */
 export type CanResume = (harness: string, from: string, to: string) => boolean;
 export function resumesFrom(docs: readonly unknown[]): CanResume;
-export function crossTargets(lock: HarnessLock, resumable: Resumable, canResume?: CanResume): { harness: string; from: string; version: string; method: 'cross' }[];
+export function crossTargets(
+  lock: HarnessLock,
+  resumable: Resumable,
+  canResume?: CanResume,
+): { harness: string; from: string; version: string; method: 'cross' }[];
 export function targetLabel(target: { version: string; from?: string }): string;
-export function plan(lock: HarnessLock, opts: CertifyOptions, latest?: Map<string, string>, resumable?: Resumable, canResume?: CanResume): Target[];
+export function plan(
+  lock: HarnessLock,
+  opts: CertifyOptions,
+  latest?: Map<string, string>,
+  resumable?: Resumable,
+  canResume?: CanResume,
+): Target[];

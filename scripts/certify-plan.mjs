@@ -3,7 +3,8 @@ import { parseArgs as parseFlags } from 'node:util';
 import semver from 'semver';
 import { FIXTURE_HARNESSES, fixtureVersions, inInterval } from './compat.mjs';
 
-export const USAGE = 'usage: npm run certify [-- --harness NAME] [--version X | --latest] [--update-profiles] [--results FILE]';
+export const USAGE =
+  'usage: npm run certify [-- --harness NAME] [--version X | --latest] [--update-profiles] [--results FILE]';
 
 export function parseArgs(argv) {
   // node:util's parser: --flag value and --flag=value, unknown flags refused.
@@ -26,9 +27,11 @@ export function parseArgs(argv) {
     results: values.results,
     help: values.help === true,
   };
-  if (opts.version !== undefined && opts.latest) throw new Error('--version and --latest name the version two ways: give one');
+  if (opts.version !== undefined && opts.latest)
+    throw new Error('--version and --latest name the version two ways: give one');
   if (opts.version !== undefined && opts.harness === undefined) throw new Error('--version needs --harness');
-  if (opts.version !== undefined && semver.valid(opts.version) === null) throw new Error(`--version ${opts.version} is not an exact version`);
+  if (opts.version !== undefined && semver.valid(opts.version) === null)
+    throw new Error(`--version ${opts.version} is not an exact version`);
   return opts;
 }
 
@@ -45,7 +48,11 @@ export function latestQueries(lock, opts) {
  */
 export function resumableIn(docs) {
   return (harness, version) =>
-    docs.some((doc) => doc?.harness === harness && (doc.intervals ?? []).some((i) => inInterval(version, i) && (i.operations ?? []).includes('session_resume')));
+    docs.some(
+      (doc) =>
+        doc?.harness === harness &&
+        (doc.intervals ?? []).some((i) => inInterval(version, i) && (i.operations ?? []).includes('session_resume')),
+    );
 }
 
 /**
@@ -53,7 +60,8 @@ export function resumableIn(docs) {
  * lie in one interval, or when `to`'s interval lists `from`'s profile under `resumes`. From the profile documents.
  */
 export function resumesFrom(docs) {
-  const intervalOf = (harness, version) => docs.find((doc) => doc?.harness === harness)?.intervals?.find((i) => inInterval(version, i));
+  const intervalOf = (harness, version) =>
+    docs.find((doc) => doc?.harness === harness)?.intervals?.find((i) => inInterval(version, i));
   return (harness, from, to) => {
     const captured = intervalOf(harness, from);
     const resuming = intervalOf(harness, to);
@@ -106,18 +114,30 @@ export function plan(lock, opts, latest = new Map(), resumable = () => false, ca
       if (newest === undefined) throw new Error(`no newest version of ${harness} was found`);
       versions = [newest];
     }
-    for (const version of versions) targets.push({ harness, version, method: 'cli', package: entry.package, runtime_deps: entry.runtime_deps, locked: entry.versions.includes(version) });
+    for (const version of versions)
+      targets.push({
+        harness,
+        version,
+        method: 'cli',
+        package: entry.package,
+        runtime_deps: entry.runtime_deps,
+        locked: entry.versions.includes(version),
+      });
     if (opts.version === undefined && !opts.latest) {
-      for (const cross of crossTargets({ [harness]: entry }, resumable, canResume)) targets.push({ ...cross, package: entry.package, runtime_deps: entry.runtime_deps, locked: true });
+      for (const cross of crossTargets({ [harness]: entry }, resumable, canResume))
+        targets.push({ ...cross, package: entry.package, runtime_deps: entry.runtime_deps, locked: true });
     }
   }
   for (const harness of Object.keys(FIXTURE_HARNESSES)) {
     if (opts.harness !== undefined && harness !== opts.harness) continue;
     const versions = fixtureVersions(harness);
     if (opts.version !== undefined && !versions.includes(opts.version)) {
-      throw new Error(`${harness} is certified on fixtures; there are fixtures for ${versions.join(', ')}, not ${opts.version}`);
+      throw new Error(
+        `${harness} is certified on fixtures; there are fixtures for ${versions.join(', ')}, not ${opts.version}`,
+      );
     }
-    for (const version of opts.version === undefined ? versions : [opts.version]) targets.push({ harness, version, method: 'fixtures', locked: true });
+    for (const version of opts.version === undefined ? versions : [opts.version])
+      targets.push({ harness, version, method: 'fixtures', locked: true });
   }
   return targets;
 }

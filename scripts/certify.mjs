@@ -3,7 +3,8 @@
 // the harness cache, runs the whole loop against each (test/certify/certify.test.ts: reconcile with a user hook
 // beside the managed one, a real offline session, capture, drain, resume on a second HOME, native resume with the
 // earlier turns), and for each harness with two or more resumable locked versions a session captured by the oldest
-// and resumed by the newest; prints a table and exits 1 when any step failed. Harnesses without a CLI here are certified on their fixtures.
+// and resumed by the newest; prints a table and exits 1 when any step failed. Harnesses without a CLI here are
+// certified on their fixtures.
 //
 //   npm run certify [-- --harness NAME] [--version X | --latest] [--update-profiles] [--results FILE]
 //
@@ -21,7 +22,13 @@ import semver from 'semver';
 import YAML from 'yaml';
 import { latestQueries, parseArgs, plan, resumableIn, resumesFrom, targetLabel, USAGE } from './certify-plan.mjs';
 import { inInterval, raiseCeiling, readProfiles, repoRoot, spliceCeiling, updateReadme } from './compat.mjs';
-import { addLockedVersion, DEFAULT_LOCK_FILE, defaultCacheDir, installHarness, readLock } from './install-harnesses.mjs';
+import {
+  addLockedVersion,
+  DEFAULT_LOCK_FILE,
+  defaultCacheDir,
+  installHarness,
+  readLock,
+} from './install-harnesses.mjs';
 import { latestVersion } from './registry.mjs';
 
 const STEPS = ['install', 'reconcile', 'session', 'capture', 'drain', 'restore', 'resume'];
@@ -41,14 +48,28 @@ function runVitest(env) {
 }
 
 function passed(result) {
-  return result !== undefined && STEPS.every((s) => result.steps[s]?.status === 'passed' || result.steps[s]?.status === 'n/a');
+  return (
+    result !== undefined &&
+    STEPS.every((s) => result.steps[s]?.status === 'passed' || result.steps[s]?.status === 'n/a')
+  );
 }
 
 function table(rows) {
   const head = ['harness', 'version', 'profile', 'by', ...STEPS, 'time'];
-  const body = rows.map((r) => [r.harness, r.version, r.profile ?? '?', r.method, ...STEPS.map((s) => MARK[r.steps[s]?.status] ?? 'no result'), `${(r.ms / 1000).toFixed(1)} s`]);
+  const body = rows.map((r) => [
+    r.harness,
+    r.version,
+    r.profile ?? '?',
+    r.method,
+    ...STEPS.map((s) => MARK[r.steps[s]?.status] ?? 'no result'),
+    `${(r.ms / 1000).toFixed(1)} s`,
+  ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));
-  const line = (cells) => cells.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
+  const line = (cells) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
 }
 
@@ -62,17 +83,30 @@ async function updateProfiles(results) {
     for (const interval of doc.intervals) {
       const mine = results.filter((r) => r.harness === doc.harness && inInterval(r.version, interval));
       if (mine.length === 0) continue;
-      const { ceiling, raised, blockedBy } = raiseCeiling(interval.verified_before, mine.map((r) => ({ version: r.version, passed: passed(r) })));
+      const { ceiling, raised, blockedBy } = raiseCeiling(
+        interval.verified_before,
+        mine.map((r) => ({ version: r.version, passed: passed(r) })),
+      );
       const method = mine.every((r) => r.method === 'fixtures') ? 'fixtures' : 'cli';
       const stopped = blockedBy === undefined ? '' : ` (${doc.harness} ${blockedBy} failed: no raise past it)`;
       if (raised) {
         text = spliceCeiling(text, interval.profile, ceiling, method);
-        out.push(`${interval.profile}: verified_before ${interval.verified_before} -> ${ceiling} (verified_by: ${method})${stopped}`);
+        out.push(
+          `${interval.profile}: verified_before ${interval.verified_before} -> ${ceiling} (verified_by: ${method})` +
+            `${stopped}`,
+        );
       } else {
         if (blockedBy !== undefined && semver.gt(interval.verified_before, blockedBy)) {
-          out.push(`${interval.profile}: WARNING: ${doc.harness} ${blockedBy} failed but lies below the ceiling ${interval.verified_before}; the ceiling is never lowered automatically: lower it by hand`);
+          out.push(
+            `${interval.profile}: WARNING: ${doc.harness} ${blockedBy} failed but lies below the ceiling ` +
+              `${interval.verified_before}; the ceiling is never lowered automatically: lower it by hand`,
+          );
         } else out.push(`${interval.profile}: verified_before stays ${interval.verified_before}${stopped}`);
-        if (semver.gt(interval.verified_before, interval.introduced) && interval.verified_by === undefined && mine.some(passed)) {
+        if (
+          semver.gt(interval.verified_before, interval.introduced) &&
+          interval.verified_by === undefined &&
+          mine.some(passed)
+        ) {
           text = spliceCeiling(text, interval.profile, interval.verified_before, method);
         }
       }
@@ -85,7 +119,11 @@ async function updateProfiles(results) {
   }
   if (originals.size > 0) {
     const check = await new Promise((resolve) => {
-      const child = spawn(process.execPath, [path.join(repoRoot, 'packages', 'agent', 'bin', 'blue-agent.js'), 'profiles', 'check'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(
+        process.execPath,
+        [path.join(repoRoot, 'packages', 'agent', 'bin', 'blue-agent.js'), 'profiles', 'check'],
+        { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       let text = '';
       child.stdout.on('data', (d) => (text += d));
       child.stderr.on('data', (d) => (text += d));
@@ -123,7 +161,10 @@ async function main() {
       for (const { harness, package: pkg } of latestQueries(lock, opts)) {
         const version = await latestVersion(pkg);
         latest.set(harness, version);
-        log(`${harness}: the newest version of ${pkg} is ${version}${lock[harness].versions.includes(version) ? ' (locked already)' : ''}`);
+        log(
+          `${harness}: the newest version of ${pkg} is ${version}` +
+            `${lock[harness].versions.includes(version) ? ' (locked already)' : ''}`,
+        );
       }
     }
     const docs = readProfiles().map(({ doc }) => doc);
@@ -136,7 +177,14 @@ async function main() {
   const installFailures = new Map();
   for (const t of targets.filter((x) => x.method === 'cli')) {
     try {
-      const r = await installHarness({ harness: t.harness, pkg: t.package, version: t.version, runtime_deps: t.runtime_deps, cache, log });
+      const r = await installHarness({
+        harness: t.harness,
+        pkg: t.package,
+        version: t.version,
+        runtime_deps: t.runtime_deps,
+        cache,
+        log,
+      });
       if (r.action === 'cached') log(`${t.harness} ${t.version}: cached in ${r.dir}`);
     } catch (error) {
       // The suite records the install step as failed (the CLI is not in the cache); the reason is printed below.
@@ -154,7 +202,14 @@ async function main() {
       BLUE_AGENT_SKIP_HARNESS_INSTALL: '1',
       BLUE_AGENT_HARNESS_CACHE: cache,
       BLUE_AGENT_CERTIFY_RESULTS: resultsFile,
-      BLUE_AGENT_CERTIFY_TARGETS: JSON.stringify(targets.map(({ harness, version, method, from }) => ({ harness, version, method, ...(from === undefined ? {} : { from }) }))),
+      BLUE_AGENT_CERTIFY_TARGETS: JSON.stringify(
+        targets.map(({ harness, version, method, from }) => ({
+          harness,
+          version,
+          method,
+          ...(from === undefined ? {} : { from }),
+        })),
+      ),
     });
     if (existsSync(resultsFile)) results = JSON.parse(readFileSync(resultsFile, 'utf8'));
   } finally {
@@ -164,26 +219,44 @@ async function main() {
   const rows = targets.map((t) => {
     const r = results.find((x) => x.harness === t.harness && x.version === targetLabel(t));
     if (r !== undefined) return r;
-    return { harness: t.harness, version: targetLabel(t), method: t.method, profile: null, steps: { install: { status: 'failed', ms: 0, detail: `no result: the certification suite exited ${code}` } }, ms: 0 };
+    return {
+      harness: t.harness,
+      version: targetLabel(t),
+      method: t.method,
+      profile: null,
+      steps: { install: { status: 'failed', ms: 0, detail: `no result: the certification suite exited ${code}` } },
+      ms: 0,
+    };
   });
   process.stdout.write(`\nCertification (${((Date.now() - started) / 1000).toFixed(0)} s)\n\n${table(rows)}\n`);
   const failures = rows.filter((r) => !passed(r));
   for (const r of failures) {
     const [step, s] = Object.entries(r.steps).find(([, x]) => x.status === 'failed') ?? ['?', { detail: 'incomplete' }];
     const install = installFailures.get(`${r.harness} ${r.version}`);
-    process.stdout.write(`\n${r.harness} ${r.version}: ${step} failed:\n${(install ?? s.detail ?? '').split('\n').map((l) => `  ${l}`).join('\n')}\n`);
+    process.stdout.write(
+      `\n${r.harness} ${r.version}: ${step} failed:\n${(install ?? s.detail ?? '')
+        .split('\n')
+        .map((l) => `  ${l}`)
+        .join('\n')}\n`,
+    );
   }
   if (opts.results !== undefined) writeFileSync(path.resolve(opts.results), `${JSON.stringify(rows, null, 2)}\n`);
 
   for (const t of targets) {
-    if (t.method === 'cli' && !t.locked && passed(rows.find((r) => r.harness === t.harness && r.version === t.version))) {
+    if (
+      t.method === 'cli' &&
+      !t.locked &&
+      passed(rows.find((r) => r.harness === t.harness && r.version === t.version))
+    ) {
       addLockedVersion(DEFAULT_LOCK_FILE, t.harness, t.version);
       process.stdout.write(`\n${t.harness} ${t.version} passed: added to harness-versions.lock.json\n`);
     }
   }
   if (opts.updateProfiles && opts.latest && failures.length > 0) {
     // Keeping up with releases: a ceiling moves only when the newest of every harness asked for passed.
-    process.stdout.write(`\nno ceiling raised: ${failures.map((r) => `${r.harness} ${r.version}`).join(', ')} failed\n`);
+    process.stdout.write(
+      `\nno ceiling raised: ${failures.map((r) => `${r.harness} ${r.version}`).join(', ')} failed\n`,
+    );
     return 1;
   }
   if (opts.updateProfiles) {

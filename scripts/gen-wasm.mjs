@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Compiles src/util/startup/sha256.wat (SHA-256's compression function) to src/util/startup/sha256-wasm.generated.ts: the module's
-// bytes, base64, for src/util/startup/sha256.ts. `--check` compares instead of writing and exits 1 when the file is stale.
+// Compiles src/util/startup/sha256.wat (SHA-256's compression function) to src/util/startup/sha256-wasm.generated.ts:
+// the module's bytes, base64, for src/util/startup/sha256.ts. `--check` compares instead of writing and exits 1 when
+// the file is stale.
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -33,7 +33,10 @@ export interface InstallResult {
 export const repoRoot: string;
 export const DEFAULT_LOCK_FILE: string;
 export const MARKER_FILE: string;
-export function runtimeDeps(entry: Pick<LockEntry, 'runtime_deps'> | undefined, version: string): { folder: string; packages: string[] } | undefined;
+export function runtimeDeps(
+  entry: Pick<LockEntry, 'runtime_deps'> | undefined,
+  version: string,
+): { folder: string; packages: string[] } | undefined;
 export function defaultCacheDir(env?: Readonly<Record<string, string | undefined>>): string;
 export function readLock(file?: string): HarnessLock;
 export function latestLocked(lock: HarnessLock, harness: string): string;

@@ -42,15 +42,26 @@ export function readLock(file = DEFAULT_LOCK_FILE) {
   } catch (error) {
     throw new Error(`cannot read the harness lock file ${file}: ${error.message}`);
   }
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new Error(`${file}: expected an object of harnesses`);
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc))
+    throw new Error(`${file}: expected an object of harnesses`);
   for (const [harness, entry] of Object.entries(doc)) {
     if (!/^[a-z][a-z0-9-]*$/.test(harness)) throw new Error(`${file}: "${harness}" is not a harness name`);
     const deps = entry?.runtime_deps;
-    if (deps !== undefined && (typeof deps?.folder !== 'string' || !/^[A-Za-z0-9._-]+$/.test(deps.folder) || !Array.isArray(deps.packages) || !deps.packages.every((p) => typeof p === 'string' && p !== ''))) {
-      throw new Error(`${file}: ${harness}.runtime_deps must be { "folder": a folder name, "packages": a list of package specs }`);
+    if (
+      deps !== undefined &&
+      (typeof deps?.folder !== 'string' ||
+        !/^[A-Za-z0-9._-]+$/.test(deps.folder) ||
+        !Array.isArray(deps.packages) ||
+        !deps.packages.every((p) => typeof p === 'string' && p !== ''))
+    ) {
+      throw new Error(
+        `${file}: ${harness}.runtime_deps must be { "folder": a folder name, "packages": a list of package specs }`,
+      );
     }
-    if (typeof entry?.package !== 'string' || entry.package === '') throw new Error(`${file}: ${harness}.package must be a package name`);
-    if (!Array.isArray(entry.versions) || entry.versions.length === 0) throw new Error(`${file}: ${harness}.versions must be a non-empty list`);
+    if (typeof entry?.package !== 'string' || entry.package === '')
+      throw new Error(`${file}: ${harness}.package must be a package name`);
+    if (!Array.isArray(entry.versions) || entry.versions.length === 0)
+      throw new Error(`${file}: ${harness}.versions must be a non-empty list`);
     for (const v of entry.versions) {
       // Exact versions only: a range would make the cache folder name lie about what it holds.
       if (typeof v !== 'string' || !/^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$/.test(v)) {
@@ -72,7 +83,9 @@ export function addLockedVersion(file, harness, version) {
   const versions = [...new Set([...doc[harness].versions, version])].sort(compareVersions);
   const node = findNodeAtLocation(parseTree(text), [harness, 'versions']);
   if (node === undefined) throw new Error(`${file}: ${harness}.versions not found`);
-  const next = `${text.slice(0, node.offset)}[${versions.map((v) => JSON.stringify(v)).join(', ')}]${text.slice(node.offset + node.length)}`;
+  const next =
+    `${text.slice(0, node.offset)}[${versions.map((v) => JSON.stringify(v)).join(', ')}]` +
+    `${text.slice(node.offset + node.length)}`;
   writeFileSync(file, next);
   readLock(file);
 }
@@ -80,7 +93,8 @@ export function addLockedVersion(file, harness, version) {
 /** The newest locked version of a harness (versions compared numerically, prerelease before release). */
 export function latestLocked(lock, harness) {
   const entry = lock[harness];
-  if (entry === undefined) throw new Error(`harness "${harness}" is not in the lock file (known: ${Object.keys(lock).join(', ')})`);
+  if (entry === undefined)
+    throw new Error(`harness "${harness}" is not in the lock file (known: ${Object.keys(lock).join(', ')})`);
   return [...entry.versions].sort(compareVersions).at(-1);
 }
 
@@ -157,7 +171,15 @@ export function installCommand(harness, version) {
  * Installs one harness version unless the cache already holds it. Returns
  * `{ harness, version, package, dir, bin, action: 'cached' | 'installed', durationMs }`.
  */
-export async function installHarness({ harness, pkg, version, runtime_deps, cache = defaultCacheDir(), log = () => {}, npm = 'npm' }) {
+export async function installHarness({
+  harness,
+  pkg,
+  version,
+  runtime_deps,
+  cache = defaultCacheDir(),
+  log = () => {},
+  npm = 'npm',
+}) {
   const started = Date.now();
   const dir = installDir(cache, harness, version);
   const existing = installedBin(cache, harness, version);
@@ -169,11 +191,15 @@ export async function installHarness({ harness, pkg, version, runtime_deps, cach
   const partial = path.join(cache, `${PARTIAL_PREFIX}${harness}-${version}-${process.pid}-${Date.now().toString(36)}`);
   log(`installing ${pkg}@${version} into ${dir}`);
   try {
-    await runChecked(npm, ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', partial, `${pkg}@${version}`], {
-      cwd: cache,
-      timeoutMs: NPM_TIMEOUT_MS,
-      what: `npm install ${pkg}@${version}`,
-    });
+    await runChecked(
+      npm,
+      ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', partial, `${pkg}@${version}`],
+      {
+        cwd: cache,
+        timeoutMs: NPM_TIMEOUT_MS,
+        what: `npm install ${pkg}@${version}`,
+      },
+    );
     const relBin = await binRelativePath(partial, pkg, harness);
     await ensureRunnable(partial, pkg, relBin, version, log);
     const deps = runtimeDeps({ runtime_deps }, version);
@@ -181,13 +207,34 @@ export async function installHarness({ harness, pkg, version, runtime_deps, cach
       const depsDir = path.join(partial, deps.folder);
       await mkdir(depsDir, { recursive: true });
       // Saved exactly, as the harness itself would, so the lock file's root lists each package.
-      await runChecked(npm, ['install', '--save-exact', '--ignore-scripts', '--no-audit', '--no-fund', '--prefix', depsDir, ...deps.packages], {
-        cwd: cache,
-        timeoutMs: NPM_TIMEOUT_MS,
-        what: `npm install ${deps.packages.join(' ')}`,
-      });
+      await runChecked(
+        npm,
+        [
+          'install',
+          '--save-exact',
+          '--ignore-scripts',
+          '--no-audit',
+          '--no-fund',
+          '--prefix',
+          depsDir,
+          ...deps.packages,
+        ],
+        {
+          cwd: cache,
+          timeoutMs: NPM_TIMEOUT_MS,
+          what: `npm install ${deps.packages.join(' ')}`,
+        },
+      );
     }
-    const marker = { layout: LAYOUT, harness, package: pkg, version, bin: relBin, runtimeDeps: deps?.folder, installedAt: new Date().toISOString() };
+    const marker = {
+      layout: LAYOUT,
+      harness,
+      package: pkg,
+      version,
+      bin: relBin,
+      runtimeDeps: deps?.folder,
+      installedAt: new Date().toISOString(),
+    };
     await writeFile(path.join(partial, MARKER_FILE), `${JSON.stringify(marker, null, 2)}\n`);
     if (readMarker(dir) !== undefined) {
       // Another run finished the same version first: keep theirs.
@@ -217,21 +264,40 @@ export async function installHarness({ harness, pkg, version, runtime_deps, cach
  * Installs every locked version (or the one harness / version asked for), one after the other: the CLIs are a few
  * hundred MB each and parallel downloads gain little on a small machine.
  */
-export async function installAll({ lockFile = DEFAULT_LOCK_FILE, cache = defaultCacheDir(), harness, version, log = () => {} } = {}) {
+export async function installAll({
+  lockFile = DEFAULT_LOCK_FILE,
+  cache = defaultCacheDir(),
+  harness,
+  version,
+  log = () => {},
+} = {}) {
   const lock = readLock(lockFile);
   const names = harness === undefined ? Object.keys(lock) : [harness];
   const results = [];
   for (const name of names) {
     const entry = lock[name];
-    if (entry === undefined) throw new Error(`harness "${name}" is not in ${lockFile} (known: ${Object.keys(lock).join(', ')})`);
+    if (entry === undefined)
+      throw new Error(`harness "${name}" is not in ${lockFile} (known: ${Object.keys(lock).join(', ')})`);
     let versions = entry.versions;
     if (version !== undefined) {
       if (!versions.includes(version)) {
-        throw new Error(`${name} ${version} is not locked in ${lockFile} (locked: ${versions.join(', ')}); add it there first`);
+        throw new Error(
+          `${name} ${version} is not locked in ${lockFile} (locked: ${versions.join(', ')}); add it there first`,
+        );
       }
       versions = [version];
     }
-    for (const v of versions) results.push(await installHarness({ harness: name, pkg: entry.package, version: v, runtime_deps: entry.runtime_deps, cache, log }));
+    for (const v of versions)
+      results.push(
+        await installHarness({
+          harness: name,
+          pkg: entry.package,
+          version: v,
+          runtime_deps: entry.runtime_deps,
+          cache,
+          log,
+        }),
+      );
   }
   return results;
 }
@@ -261,13 +327,20 @@ async function ensureRunnable(prefix, pkg, relBin, version, log) {
   const manifest = JSON.parse(await readFile(path.join(pkgDir, 'package.json'), 'utf8'));
   const postinstall = manifest.scripts?.postinstall;
   if (typeof postinstall === 'string') {
-    log(`${pkg}@${version}: the binary did not start (${first.output.trim().slice(0, 200)}); running its postinstall script`);
+    log(
+      `${pkg}@${version}: the binary did not start (${first.output.trim().slice(0, 200)}); running its postinstall ` +
+        `script`,
+    );
     await runChecked('sh', ['-c', postinstall], { cwd: pkgDir, timeoutMs: NPM_TIMEOUT_MS, what: `${pkg} postinstall` });
     const second = await versionOf(bin);
     if (second.ok && second.output.includes(version)) return;
-    throw new Error(`${pkg}@${version}: ${relBin} --version printed ${JSON.stringify(second.output.trim().slice(0, 300))}`);
+    throw new Error(
+      `${pkg}@${version}: ${relBin} --version printed ${JSON.stringify(second.output.trim().slice(0, 300))}`,
+    );
   }
-  throw new Error(`${pkg}@${version}: ${relBin} --version printed ${JSON.stringify(first.output.trim().slice(0, 300))}`);
+  throw new Error(
+    `${pkg}@${version}: ${relBin} --version printed ${JSON.stringify(first.output.trim().slice(0, 300))}`,
+  );
 }
 
 async function versionOf(bin) {
@@ -376,7 +449,9 @@ async function main() {
     return 2;
   }
   if (opts.help) {
-    process.stdout.write('usage: node scripts/install-harnesses.mjs [--harness NAME] [--version X] [--json] [--cache DIR] [--lock FILE]\n');
+    process.stdout.write(
+      'usage: node scripts/install-harnesses.mjs [--harness NAME] [--version X] [--json] [--cache DIR] [--lock FILE]\n',
+    );
     return 0;
   }
   const cache = opts.cache ?? defaultCacheDir();

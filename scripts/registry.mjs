@@ -15,7 +15,8 @@ export function registryUrl(env = process.env) {
 
 /** `@scope/name` → `@scope%2fname`, as npm spells a package in registry paths. */
 export function escapedName(pkg) {
-  if (!/^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*$/.test(pkg)) throw new Error(`"${pkg}" is not an npm package name`);
+  if (!/^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*$/.test(pkg))
+    throw new Error(`"${pkg}" is not an npm package name`);
   return pkg.replace('/', '%2f');
 }
 
@@ -28,13 +29,23 @@ export async function latestVersion(pkg, { registry = registryUrl(), fetchImpl =
   const where = `${pkg} on ${url.origin}`;
   let response;
   try {
-    response = await fetchImpl(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs), redirect: 'follow' });
+    response = await fetchImpl(url, {
+      headers: { accept: 'application/json' },
+      signal: AbortSignal.timeout(timeoutMs),
+      redirect: 'follow',
+    });
   } catch (error) {
-    throw new Error(`could not ask for the newest version of ${where}: ${error.name === 'TimeoutError' ? `no answer in ${timeoutMs / 1000} s` : error.message}`);
+    throw new Error(
+      `could not ask for the newest version of ${where}: ` +
+        `${error.name === 'TimeoutError' ? `no answer in ${timeoutMs / 1000} s` : error.message}`,
+    );
   }
   if (!response.ok) {
     await response.body?.cancel();
-    throw new Error(`could not ask for the newest version of ${where}: HTTP ${response.status}${response.status === 404 ? ' (no such package)' : ''}`);
+    throw new Error(
+      `could not ask for the newest version of ${where}: HTTP ${response.status}` +
+        `${response.status === 404 ? ' (no such package)' : ''}`,
+    );
   }
   const text = await readCapped(response, MAX_BYTES);
   if (text === undefined) throw new Error(`the registry's dist-tags of ${where} are larger than ${MAX_BYTES} bytes`);
@@ -45,7 +56,8 @@ export async function latestVersion(pkg, { registry = registryUrl(), fetchImpl =
     throw new Error(`the registry's dist-tags of ${where} are not JSON`);
   }
   const latest = tags !== null && typeof tags === 'object' ? tags.latest : undefined;
-  if (typeof latest !== 'string' || semver.valid(latest) === null) throw new Error(`the registry names no exact "latest" version of ${where}`);
+  if (typeof latest !== 'string' || semver.valid(latest) === null)
+    throw new Error(`the registry names no exact "latest" version of ${where}`);
   return latest;
 }
 

@@ -13,7 +13,8 @@ export default async function setup(): Promise<void> {
   // Suites that run the CLI as a process use the agent's dist/, and its `control-plane` commands the Control API's:
   // build both from the current sources first.
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-  for (const pkg of ['agent', 'control-api']) execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: path.join(root, 'packages', pkg), stdio: 'inherit' });
+  for (const pkg of ['agent', 'control-api'])
+    execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: path.join(root, 'packages', pkg), stdio: 'inherit' });
   if (process.env.BLUE_AGENT_SKIP_HARNESS_INSTALL === '1') return;
   const log = (line: string) => void process.stderr.write(`[harnesses] ${line}\n`);
   try {

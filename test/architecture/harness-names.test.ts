@@ -15,7 +15,8 @@
  *     test/support/rigs.ts (the rig registry: one import and one entry per harness, nothing else); data files
  *     (golden files) are not code, and this file's cases show enumerations on purpose;
  *   - everywhere else, no enumeration of harnesses: no map keyed by harness name (an object literal typed
- *     `Record<HarnessName, …>`, or a map over a union of names), no lookup in an object literal keyed by harness names, no `case '<name>':`, no list or union
+ *     `Record<HarnessName, …>`, or a map over a union of names), no lookup in an object literal keyed by harness names,
+ * no `case '<name>':`, no list or union
  *     of names that holds every harness or every harness with a locked CLI, and no file that compares values with
  *     two or more harness names (an if-chain or a ternary over harnesses). Iterate the registry (`HARNESSES`, `RIGS`,
  *     the lock file) and ask the harness's rig instead.
@@ -52,7 +53,11 @@ async function filesUnder(dir: string): Promise<string[]> {
 const names = new RegExp(HARNESSES.join('|'), 'gi');
 
 function allowed(file: string): boolean {
-  return file.startsWith(GENERATED) || file === REGISTRY || HARNESSES.some((h) => file.startsWith(`${HARNESS_FOLDERS}/${h}/`));
+  return (
+    file.startsWith(GENERATED) ||
+    file === REGISTRY ||
+    HARNESSES.some((h) => file.startsWith(`${HARNESS_FOLDERS}/${h}/`))
+  );
 }
 
 /**
@@ -71,7 +76,13 @@ export function enumerations(file: string, text: string, every: readonly (readon
   text.split('\n').forEach((line, i) => {
     const at = `${file}:${i + 1}: ${line.trim().slice(0, 120)}`;
     const names = new Set([...line.matchAll(quoted)].map((m) => m[1]!.toLowerCase()));
-    if (keyedMap.test(line) || switchCase.test(line) || lookup.test(line) || every.some((set) => set.length > 1 && set.every((h) => names.has(h)))) found.push(at);
+    if (
+      keyedMap.test(line) ||
+      switchCase.test(line) ||
+      lookup.test(line) ||
+      every.some((set) => set.length > 1 && set.every((h) => names.has(h)))
+    )
+      found.push(at);
     for (const m of line.matchAll(compared)) {
       const h = (m[1] ?? m[2])!.toLowerCase();
       if (!comparisons.has(h)) comparisons.set(h, at);
@@ -104,7 +115,9 @@ describe('harness names', () => {
   });
 
   it('appear in the registry only as one import and one entry per harness', async () => {
-    const lines = (await readFile(path.join(ROOT, REGISTRY), 'utf8')).split('\n').filter((line) => line.match(names) !== null);
+    const lines = (await readFile(path.join(ROOT, REGISTRY), 'utf8'))
+      .split('\n')
+      .filter((line) => line.match(names) !== null);
     const expected = HARNESSES.flatMap((h) => [`import { ${h} } from './${h}/index.js';`, `  ${h},`]);
     expect(lines.sort()).toEqual(expected.sort());
     expect(Object.keys(ADAPTERS)).toEqual([...HARNESSES]);
@@ -129,8 +142,13 @@ describe('harnesses in the tests', () => {
   });
 
   it('appear in the rig registry only as one import and one entry per harness', async () => {
-    const lines = (await readFile(path.join(ROOT, RIG_REGISTRY), 'utf8')).split('\n').filter((line) => line.match(names) !== null);
-    const expected = HARNESSES.flatMap((h) => [`import { ${h} } from '../../${HARNESS_TESTS}/${h}/rig.js';`, `  ${h},`]);
+    const lines = (await readFile(path.join(ROOT, RIG_REGISTRY), 'utf8'))
+      .split('\n')
+      .filter((line) => line.match(names) !== null);
+    const expected = HARNESSES.flatMap((h) => [
+      `import { ${h} } from '../../${HARNESS_TESTS}/${h}/rig.js';`,
+      `  ${h},`,
+    ]);
     expect(lines.sort()).toEqual(expected.sort());
     expect(Object.keys(RIGS)).toEqual([...HARNESSES]);
     for (const [key, rig] of Object.entries(RIGS)) expect(rig.name).toBe(key);
@@ -160,6 +178,8 @@ describe('harnesses in the tests', () => {
     ];
     expect(examples.flatMap((line) => enumerations('t.ts', line, every))).toEqual([]);
     expect(allowedInTests(`${HARNESS_TESTS}/${a}/rig.ts`) && allowedInTests(RIG_REGISTRY)).toBe(true);
-    expect(allowedInTests('test/support/fixture-bundles.ts') || allowedInTests(`packages/agent/test/sessions/${a}.test.ts`)).toBe(false);
+    expect(
+      allowedInTests('test/support/fixture-bundles.ts') || allowedInTests(`packages/agent/test/sessions/${a}.test.ts`),
+    ).toBe(false);
   });
 });

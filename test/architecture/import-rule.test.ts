@@ -14,7 +14,8 @@
  *
  * Layers, top to bottom; a unit imports its own layer or a lower one, never a higher one:
  *   entry          cli
- *   use cases      capture, drain, upload, sweep, reconcile, restore, resume, sessions, status, doctor, service, daemon,
+ *   use cases      capture, drain, upload, sweep, reconcile, restore, resume, sessions, status, doctor, service,
+ * daemon,
  *                  demo, control-plane — between them only the edges in USE_CASE_EDGES
  *   infrastructure the harness registry, harness folders, harness contract, harness-kit, control-api, policy,
  *                  profiles, bundle, spool, lock, config, schema
@@ -42,7 +43,11 @@ interface Edge {
 }
 
 /** The workspace's packages: folder under packages/ → package name. */
-const PACKAGES: Record<string, string> = { contract: '@blue-agent/contract', agent: 'blue-agent', 'control-api': '@blue-agent/control-api' };
+const PACKAGES: Record<string, string> = {
+  contract: '@blue-agent/contract',
+  agent: 'blue-agent',
+  'control-api': '@blue-agent/control-api',
+};
 /** What the Control API takes from the agent, by file, with the reason. */
 const AGENT_FOR_SERVER: Record<string, string> = {
   // Search indexes what a session says as `sessions export` reads it: the harness's own transcript reader.
@@ -50,7 +55,22 @@ const AGENT_FOR_SERVER: Record<string, string> = {
 };
 
 const ENTRY = ['cli'];
-const USE_CASES = ['capture', 'drain', 'upload', 'sweep', 'reconcile', 'restore', 'resume', 'sessions', 'status', 'doctor', 'service', 'daemon', 'demo', 'control-plane'];
+const USE_CASES = [
+  'capture',
+  'drain',
+  'upload',
+  'sweep',
+  'reconcile',
+  'restore',
+  'resume',
+  'sessions',
+  'status',
+  'doctor',
+  'service',
+  'daemon',
+  'demo',
+  'control-plane',
+];
 const BASE = ['util', 'errors', 'context', 'logger'];
 const REGISTRY = 'harnesses/index';
 const CONTRACT = 'harnesses';
@@ -94,7 +114,10 @@ function packageOf(file: string): string {
 /** The unit a file under packages/<folder>/src/ belongs to. */
 function unitOf(file: string): string {
   if (packageOf(file) === 'control-api') return 'control-plane';
-  const parts = file.replace(/\.tsx?$/, '').split('/').slice(3);
+  const parts = file
+    .replace(/\.tsx?$/, '')
+    .split('/')
+    .slice(3);
   if (parts.length === 1) return parts[0]!;
   if (parts[0] === 'harnesses') {
     if (parts.length === 2) return parts[1] === 'index' ? REGISTRY : CONTRACT;
@@ -112,7 +135,8 @@ function layerOf(unit: string): number {
 
 const isHarnessFolder = (unit: string): boolean => unit.startsWith('harnesses/') && unit !== REGISTRY;
 
-/** Every way the rule is broken by these edges: one line per offending import, plus one per forbidden cycle or circle. */
+/** Every way the rule is broken by these edges: one line per offending import, plus one per forbidden cycle or circle.
+ * */
 function violations(edges: readonly Edge[]): string[] {
   const out: string[] = [];
   const units = new Map<string, Set<string>>();
@@ -127,7 +151,8 @@ function violations(edges: readonly Edge[]): string[] {
     if (pa !== pb) {
       if (!dependsOn(pa, pb)) broken(`${PACKAGES[pa]}'s package.json does not depend on ${PACKAGES[pb]}`);
       if (pa === 'contract') broken('the contract imports no other package');
-      if (pa === 'control-api' && pb === 'agent' && !(to in AGENT_FOR_SERVER)) broken('the Control API takes from the agent only what AGENT_FOR_SERVER names');
+      if (pa === 'control-api' && pb === 'agent' && !(to in AGENT_FOR_SERVER))
+        broken('the Control API takes from the agent only what AGENT_FOR_SERVER names');
     }
     const a = unitOf(from);
     const b = unitOf(to);
@@ -135,17 +160,23 @@ function violations(edges: readonly Edge[]): string[] {
     if (!units.has(a)) units.set(a, new Set());
     units.get(a)!.add(b);
     if (layerOf(b) < layerOf(a)) broken(`${a} may not import ${b}, a higher layer`);
-    if (layerOf(a) === 1 && layerOf(b) === 1 && !(USE_CASE_EDGES[a] ?? []).includes(b)) broken(`${a} → ${b} is not a use-case edge of the rule`);
-    if (isHarnessFolder(b) && a !== REGISTRY) broken(`only the registry (src/harnesses/index.ts) imports a harness folder`);
+    if (layerOf(a) === 1 && layerOf(b) === 1 && !(USE_CASE_EDGES[a] ?? []).includes(b))
+      broken(`${a} → ${b} is not a use-case edge of the rule`);
+    if (isHarnessFolder(b) && a !== REGISTRY)
+      broken(`only the registry (src/harnesses/index.ts) imports a harness folder`);
     if (isHarnessFolder(a) && b === REGISTRY) broken('a harness does not import the registry');
-    if (a === 'harness-kit' && !KIT_MAY_IMPORT.includes(b)) broken('the harness kit imports only the contract, the formats and the base layer');
-    if (b === 'control-plane' && !SERVER_USERS.includes(a)) broken('only the entry point and the demo import the server');
+    if (a === 'harness-kit' && !KIT_MAY_IMPORT.includes(b))
+      broken('the harness kit imports only the contract, the formats and the base layer');
+    if (b === 'control-plane' && !SERVER_USERS.includes(a))
+      broken('only the entry point and the demo import the server');
   }
   for (const cycle of cycles(units)) {
-    if (!CYCLES_ALLOWED.some((allowed) => allowed.join() === cycle.join())) out.push(`cycle between units: ${cycle.join(', ')}`);
+    if (!CYCLES_ALLOWED.some((allowed) => allowed.join() === cycle.join()))
+      out.push(`cycle between units: ${cycle.join(', ')}`);
   }
   for (const circle of cycles(files)) {
-    if (!FILE_CIRCLES_ALLOWED.some((allowed) => allowed.join() === circle.join())) out.push(`import circle between files: ${circle.join(', ')}`);
+    if (!FILE_CIRCLES_ALLOWED.some((allowed) => allowed.join() === circle.join()))
+      out.push(`import circle between files: ${circle.join(', ')}`);
   }
   return out;
 }
@@ -210,7 +241,9 @@ function sourceFile(file: string): string {
 /** The imports of one source file that reach a workspace package's source (relative or by package name). */
 function importsOf(file: string, text: string): Edge[] {
   return specifiersOf(text).flatMap((s) => {
-    const target = s.startsWith('.') ? path.posix.normalize(path.posix.join(path.posix.dirname(file), s)) : workspaceTarget(s);
+    const target = s.startsWith('.')
+      ? path.posix.normalize(path.posix.join(path.posix.dirname(file), s))
+      : workspaceTarget(s);
     return target === undefined ? [] : [{ from: file, to: sourceFile(target) }];
   });
 }
@@ -226,7 +259,8 @@ interface Manifest {
   dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
 }
-const manifest = (folder: string): Manifest => JSON.parse(readFileSync(path.join(repoRoot, 'packages', folder, 'package.json'), 'utf8')) as Manifest;
+const manifest = (folder: string): Manifest =>
+  JSON.parse(readFileSync(path.join(repoRoot, 'packages', folder, 'package.json'), 'utf8')) as Manifest;
 
 /** Whether the package in `folder` may import `dependency` (an npm or a workspace package name, or a folder). */
 function dependsOn(folder: string, dependency: string): boolean {
@@ -282,30 +316,97 @@ describe('the import rule', () => {
     expect(has(`${S}/search-text.ts`, `${A}/sessions/export.ts`)).toBe(true);
     expect(has(`${S}/routes.ts`, `${S}/web/account.tsx`)).toBe(true); // to a .tsx
     expect(has(`${S}/web/account.tsx`, `${S}/route-context.ts`)).toBe(true); // from a .tsx
-    expect(importsOf(`${A}/a/x.ts`, "import {\n  a,\n  b,\n} from '../b/y.js';\nimport './z.js';\nimport { c } from '@blue-agent/contract/c.js';")).toEqual([
+    expect(
+      importsOf(
+        `${A}/a/x.ts`,
+        "import {\n  a,\n  b,\n} from '../b/y.js';\nimport './z.js';\nimport { c } from '@blue-agent/contract/c.js';",
+      ),
+    ).toEqual([
       { from: `${A}/a/x.ts`, to: `${A}/b/y.ts` },
       { from: `${A}/a/x.ts`, to: `${A}/a/z.ts` },
       { from: `${A}/a/x.ts`, to: `${C}/c.ts` },
     ]);
     // A comment or a string that mentions an import is not one; an npm package is no edge of the graph.
-    expect(importsOf(`${A}/a/x.ts`, " * import { a } from '../b/y.js'\nconst s = \"see './c.js'\";\nimport { d } from 'yaml';")).toEqual([]);
-    expect(['yaml', '@aws-sdk/client-s3/x', 'node:fs', './y.js'].map(npmPackageOf)).toEqual(['yaml', '@aws-sdk/client-s3', undefined, undefined]);
+    expect(
+      importsOf(
+        `${A}/a/x.ts`,
+        " * import { a } from '../b/y.js'\nconst s = \"see './c.js'\";\nimport { d } from 'yaml';",
+      ),
+    ).toEqual([]);
+    expect(['yaml', '@aws-sdk/client-s3/x', 'node:fs', './y.js'].map(npmPackageOf)).toEqual([
+      'yaml',
+      '@aws-sdk/client-s3',
+      undefined,
+      undefined,
+    ]);
   });
 
   it.each<[string, Edge[], RegExp]>([
-    ['base importing infrastructure', [{ from: `${C}/util/fs.ts`, to: `${A}/spool/index.ts` }], /util may not import spool, a higher layer/],
-    ['infrastructure importing a use case', [{ from: `${A}/spool/index.ts`, to: `${A}/drain/build.ts` }], /spool may not import drain/],
-    ['a use case importing the command line', [{ from: `${A}/restore/index.ts`, to: `${A}/cli/output.ts` }], /restore may not import cli/],
-    ['a use-case edge not in the rule', [{ from: `${A}/restore/index.ts`, to: `${A}/daemon/state.ts` }], /restore → daemon is not a use-case edge/],
-    ['a harness folder imported outside the registry', [{ from: `${A}/reconcile/plan.ts`, to: `${A}/harnesses/claude/index.ts` }], /only the registry/],
-    ['one harness importing another', [{ from: `${A}/harnesses/codex/index.ts`, to: `${A}/harnesses/claude/transcript.ts` }], /only the registry/],
-    ['a harness importing the registry', [{ from: `${A}/harnesses/kimi/index.ts`, to: `${A}/harnesses/index.ts` }], /does not import the registry/],
-    ['the kit importing a harness', [{ from: `${A}/harness-kit/title.ts`, to: `${A}/harnesses/claude/transcript.ts` }], /the harness kit imports only/],
-    ['the kit importing the registry', [{ from: `${A}/harness-kit/title.ts`, to: `${A}/harnesses/index.ts` }], /the harness kit imports only/],
-    ['the kit importing the rest of the agent', [{ from: `${A}/harness-kit/title.ts`, to: `${C}/policy/validate.ts` }], /the harness kit imports only/],
-    ['the contract importing the agent', [{ from: `${C}/bundle/create.ts`, to: `${A}/spool/index.ts` }], /package.json does not depend on blue-agent[\s\S]*the contract imports no other package/],
-    ['the server importing the agent beyond what it shares', [{ from: `${S}/routes.ts`, to: `${A}/spool/index.ts` }], /takes from the agent only what AGENT_FOR_SERVER names/],
-    ['the agent side importing the server', [{ from: `${A}/drain/upload.ts`, to: `${S}/server.ts` }], /only the entry point and the demo/],
+    [
+      'base importing infrastructure',
+      [{ from: `${C}/util/fs.ts`, to: `${A}/spool/index.ts` }],
+      /util may not import spool, a higher layer/,
+    ],
+    [
+      'infrastructure importing a use case',
+      [{ from: `${A}/spool/index.ts`, to: `${A}/drain/build.ts` }],
+      /spool may not import drain/,
+    ],
+    [
+      'a use case importing the command line',
+      [{ from: `${A}/restore/index.ts`, to: `${A}/cli/output.ts` }],
+      /restore may not import cli/,
+    ],
+    [
+      'a use-case edge not in the rule',
+      [{ from: `${A}/restore/index.ts`, to: `${A}/daemon/state.ts` }],
+      /restore → daemon is not a use-case edge/,
+    ],
+    [
+      'a harness folder imported outside the registry',
+      [{ from: `${A}/reconcile/plan.ts`, to: `${A}/harnesses/claude/index.ts` }],
+      /only the registry/,
+    ],
+    [
+      'one harness importing another',
+      [{ from: `${A}/harnesses/codex/index.ts`, to: `${A}/harnesses/claude/transcript.ts` }],
+      /only the registry/,
+    ],
+    [
+      'a harness importing the registry',
+      [{ from: `${A}/harnesses/kimi/index.ts`, to: `${A}/harnesses/index.ts` }],
+      /does not import the registry/,
+    ],
+    [
+      'the kit importing a harness',
+      [{ from: `${A}/harness-kit/title.ts`, to: `${A}/harnesses/claude/transcript.ts` }],
+      /the harness kit imports only/,
+    ],
+    [
+      'the kit importing the registry',
+      [{ from: `${A}/harness-kit/title.ts`, to: `${A}/harnesses/index.ts` }],
+      /the harness kit imports only/,
+    ],
+    [
+      'the kit importing the rest of the agent',
+      [{ from: `${A}/harness-kit/title.ts`, to: `${C}/policy/validate.ts` }],
+      /the harness kit imports only/,
+    ],
+    [
+      'the contract importing the agent',
+      [{ from: `${C}/bundle/create.ts`, to: `${A}/spool/index.ts` }],
+      /package.json does not depend on blue-agent[\s\S]*the contract imports no other package/,
+    ],
+    [
+      'the server importing the agent beyond what it shares',
+      [{ from: `${S}/routes.ts`, to: `${A}/spool/index.ts` }],
+      /takes from the agent only what AGENT_FOR_SERVER names/,
+    ],
+    [
+      'the agent side importing the server',
+      [{ from: `${A}/drain/upload.ts`, to: `${S}/server.ts` }],
+      /only the entry point and the demo/,
+    ],
     [
       'a cycle between units',
       [

@@ -46,7 +46,11 @@ const isCode = (file: string): boolean => /\.(ts|mts|cts|js|mjs|cjs)$/.test(file
  * folder or file exists at `p`, relative to the repository; `testable(name)` names the packages whose sources the
  * package's tests may mirror (itself and what it depends on).
  */
-function layoutProblems(files: readonly string[], exists: (p: string) => boolean, testable: (pkg: string) => string[]): string[] {
+function layoutProblems(
+  files: readonly string[],
+  exists: (p: string) => boolean,
+  testable: (pkg: string) => string[],
+): string[] {
   const out: string[] = [];
   for (const file of files) {
     if (file.startsWith(SUPPORT)) {
@@ -63,7 +67,8 @@ function layoutProblems(files: readonly string[], exists: (p: string) => boolean
       } else {
         const mirror = ROOT_FOLDERS[top];
         const dir = path.posix.dirname(file).split('/').slice(2);
-        if (mirror !== undefined && !exists([mirror, ...dir].join('/'))) out.push(`${file}: ${[mirror, ...dir].join('/')}/ does not exist`);
+        if (mirror !== undefined && !exists([mirror, ...dir].join('/')))
+          out.push(`${file}: ${[mirror, ...dir].join('/')}/ does not exist`);
       }
       continue;
     }
@@ -74,29 +79,40 @@ function layoutProblems(files: readonly string[], exists: (p: string) => boolean
     if (!isTest(rel)) {
       const rig = RIG.exec(file);
       if (rig !== null) {
-        if (!exists(`packages/agent/src/harnesses/${rig[1]}`)) out.push(`${file}: a rig for packages/agent/src/harnesses/${rig[1]}/, which does not exist`);
+        if (!exists(`packages/agent/src/harnesses/${rig[1]}`))
+          out.push(`${file}: a rig for packages/agent/src/harnesses/${rig[1]}/, which does not exist`);
       } else if (isCode(rel)) out.push(`${file}: a helper outside test/support/`);
       continue;
     }
     if (dir === '.' && ROOT_IS_A_FOLDER.includes(pkg)) continue;
     if (dir === '.') {
       const module = `${path.posix.basename(rel).replace(/(\.property)?\.test\.ts$|\.record\.ts$/, '')}.ts`;
-      if (!sources.some((src) => exists(`${src}/${module}`))) out.push(`${file}: at its test/'s root, but no ${module} at the root of ${sources.join(' or ')}`);
+      if (!sources.some((src) => exists(`${src}/${module}`)))
+        out.push(`${file}: at its test/'s root, but no ${module} at the root of ${sources.join(' or ')}`);
     } else if (top in (EXCEPTIONS[pkg] ?? {})) {
       const mirror = EXCEPTIONS[pkg]![top];
       const rest = dir.split('/').slice(1);
-      if (mirror !== undefined && !exists([mirror, ...rest].join('/'))) out.push(`${file}: ${[mirror, ...rest].join('/')}/ does not exist`);
-    } else if (!sources.some((src) => exists(`${src}/${dir}`))) out.push(`${file}: ${dir}/ is in none of ${sources.join(', ')}`);
+      if (mirror !== undefined && !exists([mirror, ...rest].join('/')))
+        out.push(`${file}: ${[mirror, ...rest].join('/')}/ does not exist`);
+    } else if (!sources.some((src) => exists(`${src}/${dir}`)))
+      out.push(`${file}: ${dir}/ is in none of ${sources.join(', ')}`);
   }
   return out;
 }
 
 /** The package itself and the workspace packages its package.json depends on (in any way), by folder. */
 function testable(pkg: string): string[] {
-  const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'packages', pkg, 'package.json'), 'utf8')) as Record<string, Record<string, string> | undefined>;
-  const names = new Set(['dependencies', 'devDependencies', 'peerDependencies'].flatMap((k) => Object.keys(manifest[k] ?? {})));
+  const manifest = JSON.parse(readFileSync(path.join(repoRoot, 'packages', pkg, 'package.json'), 'utf8')) as Record<
+    string,
+    Record<string, string> | undefined
+  >;
+  const names = new Set(
+    ['dependencies', 'devDependencies', 'peerDependencies'].flatMap((k) => Object.keys(manifest[k] ?? {})),
+  );
   const folders = readdirSync(path.join(repoRoot, 'packages')).filter((folder) => {
-    const name = (JSON.parse(readFileSync(path.join(repoRoot, 'packages', folder, 'package.json'), 'utf8')) as { name: string }).name;
+    const name = (
+      JSON.parse(readFileSync(path.join(repoRoot, 'packages', folder, 'package.json'), 'utf8')) as { name: string }
+    ).name;
     return names.has(name);
   });
   return [pkg, ...folders];
@@ -116,14 +132,24 @@ const inRepo = (p: string): boolean => existsSync(path.join(repoRoot, p));
 
 describe('the test tree', () => {
   it('mirrors the sources, with shared helpers in test/support/ only', () => {
-    const files = [...filesUnder('test'), ...readdirSync(path.join(repoRoot, 'packages')).flatMap((pkg) => filesUnder(`packages/${pkg}/test`))];
+    const files = [
+      ...filesUnder('test'),
+      ...readdirSync(path.join(repoRoot, 'packages')).flatMap((pkg) => filesUnder(`packages/${pkg}/test`)),
+    ];
     expect(files.filter(isTest).length).toBeGreaterThan(100);
     expect(layoutProblems(files, inRepo, testable)).toEqual([]);
   });
 
   it('the rule sees what is out of place', () => {
     const exists = (p: string) =>
-      ['packages/agent/src/drain', 'packages/agent/src/harnesses/claude', 'packages/agent/src/config.ts', 'packages/contract/src/util', 'packages/agent/bin', 'scripts'].includes(p);
+      [
+        'packages/agent/src/drain',
+        'packages/agent/src/harnesses/claude',
+        'packages/agent/src/config.ts',
+        'packages/contract/src/util',
+        'packages/agent/bin',
+        'scripts',
+      ].includes(p);
     const deps = (pkg: string) => (pkg === 'agent' ? ['agent', 'contract'] : [pkg]);
     expect(
       layoutProblems(
@@ -156,9 +182,12 @@ describe('the test tree', () => {
         deps,
       ),
     ).toEqual([
-      'packages/agent/test/sessions-cli/export.test.ts: sessions-cli/ is in none of packages/agent/src, packages/contract/src',
-      'packages/agent/test/harnesses/codex/session.test.ts: harnesses/codex/ is in none of packages/agent/src, packages/contract/src',
-      "packages/agent/test/schema.test.ts: at its test/'s root, but no schema.ts at the root of packages/agent/src or packages/contract/src",
+      'packages/agent/test/sessions-cli/export.test.ts: sessions-cli/ is in none of packages/agent/src, ' +
+        'packages/contract/src',
+      'packages/agent/test/harnesses/codex/session.test.ts: harnesses/codex/ is in none of packages/agent/src, ' +
+        'packages/contract/src',
+      "packages/agent/test/schema.test.ts: at its test/'s root, but no schema.ts at the root of packages/agent/src " +
+        'or packages/contract/src',
       'packages/contract/test/drain/build.test.ts: drain/ is in none of packages/contract/src',
       'packages/agent/test/drain/helpers.ts: a helper outside test/support/',
       'test/support/leftover.test.ts: a test in test/support/ (helpers only)',
@@ -170,14 +199,23 @@ describe('the test tree', () => {
   });
 
   it('the paths the test configuration names exist', () => {
-    const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
     const named = pkg.scripts['test:hermetic']!.split(/\s+/).filter((w) => w.startsWith('packages/'));
     expect(named.length).toBeGreaterThan(0);
-    for (const config of ['packages/agent/vitest.config.ts', 'packages/agent/vitest.certify.config.ts', 'packages/agent/vitest.record.config.ts']) {
+    for (const config of [
+      'packages/agent/vitest.config.ts',
+      'packages/agent/vitest.certify.config.ts',
+      'packages/agent/vitest.record.config.ts',
+    ]) {
       const dir = path.posix.dirname(config);
-      for (const m of readFileSync(path.join(repoRoot, config), 'utf8').matchAll(/'(test\/[^'*]*?)(?:\*\*[^']*)?'/g)) named.push(`${dir}/${m[1]!.replace(/\/$/, '')}`);
+      for (const m of readFileSync(path.join(repoRoot, config), 'utf8').matchAll(/'(test\/[^'*]*?)(?:\*\*[^']*)?'/g))
+        named.push(`${dir}/${m[1]!.replace(/\/$/, '')}`);
     }
-    const missing = named.filter((p) => !inRepo(p) || (p.endsWith('.ts') && !statSync(path.join(repoRoot, p)).isFile()));
+    const missing = named.filter(
+      (p) => !inRepo(p) || (p.endsWith('.ts') && !statSync(path.join(repoRoot, p)).isFile()),
+    );
     expect(missing).toEqual([]);
   });
 });

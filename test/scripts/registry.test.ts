@@ -34,7 +34,10 @@ afterAll(async () => {
 
 describe('latestVersion', () => {
   it('reads the latest dist-tag, spelling a scoped name as npm does', async () => {
-    answers.set('/npm/-/package/@openai%2fcodex/dist-tags', { status: 200, body: '{"latest":"0.172.0","alpha":"0.173.0-alpha.1"}' });
+    answers.set('/npm/-/package/@openai%2fcodex/dist-tags', {
+      status: 200,
+      body: '{"latest":"0.172.0","alpha":"0.173.0-alpha.1"}',
+    });
     answers.set('/npm/-/package/opencode-ai/dist-tags', { status: 200, body: '{"latest":"1.19.0"}' });
     expect(await latestVersion('@openai/codex', { registry })).toBe('0.172.0');
     expect(await latestVersion('opencode-ai', { registry })).toBe('1.19.0');
@@ -49,7 +52,9 @@ describe('latestVersion', () => {
     answers.set('/npm/-/package/e/dist-tags', { status: 200, body: `{"latest":"1.0.0","x":"${'x'.repeat(70_000)}"}` });
     answers.set('/npm/-/package/f/dist-tags', { status: 200, body: 'null' });
     const origin = new URL(registry).origin;
-    await expect(latestVersion('a', { registry })).rejects.toThrow(`the registry names no exact "latest" version of a on ${origin}`);
+    await expect(latestVersion('a', { registry })).rejects.toThrow(
+      `the registry names no exact "latest" version of a on ${origin}`,
+    );
     await expect(latestVersion('b', { registry })).rejects.toThrow('no exact "latest" version of b');
     await expect(latestVersion('c', { registry })).rejects.toThrow('dist-tags of c on');
     await expect(latestVersion('d', { registry })).rejects.toThrow('HTTP 503');
@@ -64,7 +69,8 @@ describe('latestVersion', () => {
   });
 
   it('refuses what is not a package name before asking', async () => {
-    for (const name of ['', '../x', '@scope', 'a/b/c', 'A B']) expect(() => escapedName(name)).toThrow('is not an npm package name');
+    for (const name of ['', '../x', '@scope', 'a/b/c', 'A B'])
+      expect(() => escapedName(name)).toThrow('is not an npm package name');
     await expect(latestVersion('../../etc', { registry })).rejects.toThrow('is not an npm package name');
   });
 });

@@ -19,7 +19,7 @@ beforeEach(async () => {
 afterEach(async () => t.cleanup());
 
 describe('scripts/with-node24', () => {
-  it('runs the command in the caller\'s folder, also through a relative link', async () => {
+  it("runs the command in the caller's folder, also through a relative link", async () => {
     const env = { ...t.env, PATH: plainPath() };
     const direct = await runFile(WITH_NODE24, ['node', '-p', 'process.cwd()'], { env, cwd: work });
     expect(direct).toEqual({ code: 0, stdout: `${await realpath(work)}\n`, stderr: '' });

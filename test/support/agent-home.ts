@@ -22,14 +22,22 @@ export async function agentHome(env: Record<string, string> = {}): Promise<Agent
   await mkdir(bin);
   await writeFile(path.join(bin, 'claude'), `#!/bin/sh\necho '${CLAUDE_VERSION}'\n`, { mode: 0o755 });
   t.env.PATH = `${bin}:/usr/bin:/bin`;
-  return Object.assign(t, { bin, stateDir: t.env.BLUE_AGENT_HOME!, settings: path.join(t.home, '.claude', 'settings.json') });
+  return Object.assign(t, {
+    bin,
+    stateDir: t.env.BLUE_AGENT_HOME!,
+    settings: path.join(t.home, '.claude', 'settings.json'),
+  });
 }
 
 /**
  * Polls `check` until it returns a value that is not undefined/false, or fails after `timeoutMs`: a bound on what
  * never comes, generous because a loaded machine is slow; what comes ends the wait at once.
  */
-export async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -103,7 +103,8 @@ class Answer extends Error {
   }
 }
 
-const fail = (status: number, message: string, headers: Record<string, string> = {}) => new Answer(status, { error: message }, headers);
+const fail = (status: number, message: string, headers: Record<string, string> = {}) =>
+  new Answer(status, { error: message }, headers);
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 export async function startBlueContractServer(options: { clientVersion: string }): Promise<BlueContractServer> {
@@ -111,7 +112,12 @@ export async function startBlueContractServer(options: { clientVersion: string }
   let offset = 0;
   const clock = { now: () => Date.now() + offset, advance: (ms: number) => void (offset += ms) };
   const org = randomUUID();
-  const user = (name: string, role: BlueUser['role'] = 'member'): BlueUser => ({ id: randomUUID(), email: `${name}@example.com`, role, token: `blue_${name}_${randomUUID()}` });
+  const user = (name: string, role: BlueUser['role'] = 'member'): BlueUser => ({
+    id: randomUUID(),
+    email: `${name}@example.com`,
+    role,
+    token: `blue_${name}_${randomUUID()}`,
+  });
   const users = { alice: user('alice'), bob: user('bob'), carol: user('carol'), admin: user('admin', 'admin') };
   const everyone = Object.values(users);
   const sessions = new Map<string, Session>();
@@ -129,7 +135,13 @@ export async function startBlueContractServer(options: { clientVersion: string }
 
   const base = (): Record<string, unknown> => ({
     contract_version: 3,
-    required_capabilities: ['adapter_intervals', 'compiled_harness_registry', 'transactional_reconcile', 'versioned_state', 'tenant_client_version_pin'],
+    required_capabilities: [
+      'adapter_intervals',
+      'compiled_harness_registry',
+      'transactional_reconcile',
+      'versioned_state',
+      'tenant_client_version_pin',
+    ],
     minimum_client_version: options.clientVersion,
     required_client_version: options.clientVersion,
     ttl_seconds: 300,
@@ -168,14 +180,26 @@ export async function startBlueContractServer(options: { clientVersion: string }
 
   /** Blue's enforce_client_capabilities: before anything else of GET /governance-config. */
   function governanceAnswer(req: SeenRequest): Answer {
-    const pin: Record<string, string> = typeof governance.required_client_version === 'string' ? { 'x-blue-required-client-version': governance.required_client_version } : {};
+    const pin: Record<string, string> =
+      typeof governance.required_client_version === 'string'
+        ? { 'x-blue-required-client-version': governance.required_client_version }
+        : {};
     const claimed = Number.parseInt(String(req.headers['x-blue-contract-version'] ?? ''), 10);
     const contract = Number.isNaN(claimed) ? 1 : claimed;
     const needed = typeof governance.contract_version === 'number' ? governance.contract_version : 1;
-    if (contract < needed) throw fail(426, `governance contract ${needed} requires a newer client; client reports ${contract}`, pin);
-    const capabilities = new Set(String(req.headers['x-blue-capabilities'] ?? '').split(',').map((c) => c.trim()).filter((c) => c !== ''));
-    const missing = ((governance.required_capabilities as string[] | undefined) ?? []).filter((c) => !capabilities.has(c));
-    if (missing.length > 0) throw fail(426, `governance requires unsupported client capabilities: ${missing.join(', ')}`, pin);
+    if (contract < needed)
+      throw fail(426, `governance contract ${needed} requires a newer client; client reports ${contract}`, pin);
+    const capabilities = new Set(
+      String(req.headers['x-blue-capabilities'] ?? '')
+        .split(',')
+        .map((c) => c.trim())
+        .filter((c) => c !== ''),
+    );
+    const missing = ((governance.required_capabilities as string[] | undefined) ?? []).filter(
+      (c) => !capabilities.has(c),
+    );
+    if (missing.length > 0)
+      throw fail(426, `governance requires unsupported client capabilities: ${missing.join(', ')}`, pin);
     return new Answer(200, governance, pin);
   }
 
@@ -199,7 +223,11 @@ export async function startBlueContractServer(options: { clientVersion: string }
             verified_before: '2.1.253-0',
             lifecycle: 'supported',
             capabilities: ['mcp', 'hooks', 'session_upload', 'session_start', 'session_resume'],
-            component_rules: { agents_require_plugin: false, hooks_require_plugin: false, hooks_as_plugin_modules: false },
+            component_rules: {
+              agents_require_plugin: false,
+              hooks_require_plugin: false,
+              hooks_as_plugin_modules: false,
+            },
           },
         ],
       },
@@ -208,11 +236,15 @@ export async function startBlueContractServer(options: { clientVersion: string }
 
   // -- sessions -----------------------------------------------------------------------------------------------------
 
-  const mayView = (who: BlueUser, s: Session) => who.role === 'admin' || s.owner.id === who.id || s.sharing === 'workspace' || s.grants.has(who.id);
+  const mayView = (who: BlueUser, s: Session) =>
+    who.role === 'admin' || s.owner.id === who.id || s.sharing === 'workspace' || s.grants.has(who.id);
   const recipients = (s: Session) =>
-    (s.sharing === 'workspace' ? everyone.filter((u) => u.id !== s.owner.id) : s.sharing === 'selected' ? everyone.filter((u) => s.grants.has(u.id)) : []).sort((a, b) =>
-      a.email.localeCompare(b.email),
-    );
+    (s.sharing === 'workspace'
+      ? everyone.filter((u) => u.id !== s.owner.id)
+      : s.sharing === 'selected'
+        ? everyone.filter((u) => s.grants.has(u.id))
+        : []
+    ).sort((a, b) => a.email.localeCompare(b.email));
 
   /** Blue's session_json + share_recipient_count: contract fields only. */
   function sessionJson(s: Session): Record<string, unknown> {
@@ -249,19 +281,30 @@ export async function startBlueContractServer(options: { clientVersion: string }
     const matches = (s: Session) =>
       s.current !== null &&
       (harness === null || s.harness === harness) &&
-      (text === undefined || text === '' || [s.nativeId, s.cwd ?? '', s.title ?? '', s.summary ?? ''].some((v) => v.toLowerCase().includes(text)));
+      (text === undefined ||
+        text === '' ||
+        [s.nativeId, s.cwd ?? '', s.title ?? '', s.summary ?? ''].some((v) => v.toLowerCase().includes(text)));
     const cursorPage = (all: Session[], extra: (s: Session) => Record<string, unknown>) => {
       const limit = Math.min(100, Math.max(1, Number(q.get('limit') ?? 50)));
       const cursor = q.get('cursor');
       const from = cursor === null ? 0 : all.findIndex((s) => s.id === cursor) + 1;
       if (cursor !== null && from === 0) return { items: [], next_cursor: null };
       const page = all.slice(from, from + limit);
-      return { items: page.map((s) => ({ ...sessionJson(s), ...extra(s) })), next_cursor: from + limit < all.length ? page.at(-1)!.id : null };
+      return {
+        items: page.map((s) => ({ ...sessionJson(s), ...extra(s) })),
+        next_cursor: from + limit < all.length ? page.at(-1)!.id : null,
+      };
     };
     if (q.get('resumable') === 'true') {
       // The picker: owned, workspace-shared or granted only (administrators too), resumable and complete.
       const all = [...sessions.values()]
-        .filter((s) => matches(s) && s.resumable && artifacts.get(s.current!)?.status === 'complete' && (s.owner.id === who.id || s.sharing === 'workspace' || s.grants.has(who.id)))
+        .filter(
+          (s) =>
+            matches(s) &&
+            s.resumable &&
+            artifacts.get(s.current!)?.status === 'complete' &&
+            (s.owner.id === who.id || s.sharing === 'workspace' || s.grants.has(who.id)),
+        )
         .sort(newestFirst);
       return cursorPage(all, (s) => ({ shared: s.owner.id !== who.id }));
     }
@@ -273,7 +316,13 @@ export async function startBlueContractServer(options: { clientVersion: string }
       const perPage = Number(q.get('per_page') ?? 25);
       if (!(page >= 1) || !(perPage >= 1 && perPage <= 100)) throw fail(400, 'per_page must be between 1 and 100');
       const total = visible.length;
-      return { items: visible.slice((page - 1) * perPage, page * perPage).map(sessionJson), page, per_page: perPage, total, total_pages: total === 0 ? 0 : Math.ceil(total / perPage) };
+      return {
+        items: visible.slice((page - 1) * perPage, page * perPage).map(sessionJson),
+        page,
+        per_page: perPage,
+        total,
+        total_pages: total === 0 ? 0 : Math.ceil(total / perPage),
+      };
     }
     return cursorPage(visible, () => ({}));
   }
@@ -290,30 +339,63 @@ export async function startBlueContractServer(options: { clientVersion: string }
     if (!BLUE_HARNESSES.has(harness)) throw fail(400, 'unknown harness');
     const sha = String(body.sha256);
     const size = Number(body.size_bytes);
-    if (!/^[0-9a-fA-F]{64}$/.test(sha) || !(size >= 0 && size <= 128 * 1024 * 1024)) throw fail(400, 'invalid size or sha256');
+    if (!/^[0-9a-fA-F]{64}$/.test(sha) || !(size >= 0 && size <= 128 * 1024 * 1024))
+      throw fail(400, 'invalid size or sha256');
     const format = (body.artifact_format as string | undefined) ?? 'legacy-raw';
     const profile = (body.compatibility_profile as string | undefined) ?? 'legacy';
-    if (body.resumable === true && (format !== 'blue-session-bundle-v1' || profile === 'legacy')) throw fail(400, 'resumable uploads require a supported bundle format and compatibility profile');
+    if (body.resumable === true && (format !== 'blue-session-bundle-v1' || profile === 'legacy'))
+      throw fail(400, 'resumable uploads require a supported bundle format and compatibility profile');
     const key = `${who.id}\u0000${harness}\u0000${profile}\u0000${String(body.session_id)}`;
-    let s = [...sessions.values()].find((x) => `${x.owner.id}\u0000${x.harness}\u0000${x.profile}\u0000${x.nativeId}` === key);
+    let s = [...sessions.values()].find(
+      (x) => `${x.owner.id}\u0000${x.harness}\u0000${x.profile}\u0000${x.nativeId}` === key,
+    );
     const fields = {
       cwd: (body.cwd as string | null | undefined) ?? null,
       format,
       resumable: body.resumable === true,
       title: (body.title as string | null | undefined) ?? null,
       summary: (body.summary as string | null | undefined) ?? null,
-      capturedAt: typeof body.captured_at_unix_ms === 'number' && body.captured_at_unix_ms > 0 ? body.captured_at_unix_ms : null,
+      capturedAt:
+        typeof body.captured_at_unix_ms === 'number' && body.captured_at_unix_ms > 0 ? body.captured_at_unix_ms : null,
       repositoryRoot: (body.repository_root as string | null | undefined) ?? null,
       repositoryRemote: (body.repository_remote as string | null | undefined) ?? null,
       updatedAt: clock.now(),
     };
     if (s === undefined) {
-      s = { id: randomUUID(), owner: who, harness, profile, nativeId: String(body.session_id), sharing: 'private', grants: new Set(), current: null, ...fields };
+      s = {
+        id: randomUUID(),
+        owner: who,
+        harness,
+        profile,
+        nativeId: String(body.session_id),
+        sharing: 'private',
+        grants: new Set(),
+        current: null,
+        ...fields,
+      };
       sessions.set(s.id, s);
     } else Object.assign(s, fields);
     const existing = [...artifacts.values()].find((a) => a.session === s.id && a.sha256 === sha);
-    if (existing?.status === 'complete') return { upload_id: existing.id, status: 'complete', upload_url: null, method: null, headers: {}, complete_url: null };
-    const artifact: Artifact = existing ?? { id: randomUUID(), session: s.id, sha256: sha, size, contentType: String(body.content_type), status: 'pending', createdAt: clock.now(), completedAt: null, retentionAt: null };
+    if (existing?.status === 'complete')
+      return {
+        upload_id: existing.id,
+        status: 'complete',
+        upload_url: null,
+        method: null,
+        headers: {},
+        complete_url: null,
+      };
+    const artifact: Artifact = existing ?? {
+      id: randomUUID(),
+      session: s.id,
+      sha256: sha,
+      size,
+      contentType: String(body.content_type),
+      status: 'pending',
+      createdAt: clock.now(),
+      completedAt: null,
+      retentionAt: null,
+    };
     Object.assign(artifact, { status: 'pending', size, contentType: String(body.content_type) });
     artifacts.set(artifact.id, artifact);
     return {
@@ -337,7 +419,8 @@ export async function startBlueContractServer(options: { clientVersion: string }
       a.status = 'failed';
       throw fail(400, 'uploaded blob size or checksum does not match');
     }
-    for (const other of artifacts.values()) if (other.session === s.id && other.status === 'complete') other.status = 'superseded';
+    for (const other of artifacts.values())
+      if (other.session === s.id && other.status === 'complete') other.status = 'superseded';
     Object.assign(a, { status: 'complete', completedAt: clock.now(), retentionAt: clock.now() + RETENTION_MS });
     s.current = a.id;
     s.updatedAt = clock.now();
@@ -350,13 +433,21 @@ export async function startBlueContractServer(options: { clientVersion: string }
     if (s === undefined || a?.status !== 'complete') throw fail(404, 'completed session artifact not found');
     if (!mayView(who, s)) throw fail(403, 'session access denied');
     if (a.retentionAt !== null && a.retentionAt <= clock.now()) throw fail(410, 'session artifact has expired');
-    return { download_url: `${storageUrl}/bucket/${a.id}?X-Amz-Signature=${randomUUID()}`, expires_in_seconds: PRESIGN_TTL_S };
+    return {
+      download_url: `${storageUrl}/bucket/${a.id}?X-Amz-Signature=${randomUUID()}`,
+      expires_in_seconds: PRESIGN_TTL_S,
+    };
   }
 
   function sharingState(who: BlueUser, id: string): Record<string, unknown> {
     const s = session(who, id);
     const r = recipients(s);
-    return { mode: s.sharing, can_edit: s.owner.id === who.id, recipient_count: r.length, recipients: r.map((u) => ({ id: u.id, email: u.email })) };
+    return {
+      mode: s.sharing,
+      can_edit: s.owner.id === who.id,
+      recipient_count: r.length,
+      recipients: r.map((u) => ({ id: u.id, email: u.email })),
+    };
   }
 
   function updateSharing(who: BlueUser, id: string, raw: string): Record<string, unknown> {
@@ -368,16 +459,22 @@ export async function startBlueContractServer(options: { clientVersion: string }
       throw new Answer(400, 'Failed to parse the request body as JSON');
     }
     const unknown = Object.keys(body).filter((k) => k !== 'mode' && k !== 'user_ids');
-    if (unknown.length > 0) throw new Answer(422, `Failed to deserialize the JSON body into the target type: unknown field \`${unknown[0]}\``);
+    if (unknown.length > 0)
+      throw new Answer(
+        422,
+        `Failed to deserialize the JSON body into the target type: unknown field \`${unknown[0]}\``,
+      );
     const mode = body.mode;
     const ids = (body.user_ids as string[] | undefined) ?? [];
-    if (mode !== 'private' && mode !== 'workspace' && mode !== 'selected') throw fail(400, 'sharing mode must be private, workspace, or selected');
+    if (mode !== 'private' && mode !== 'workspace' && mode !== 'selected')
+      throw fail(400, 'sharing mode must be private, workspace, or selected');
     if (mode !== 'selected' && ids.length > 0) throw fail(400, 'user_ids are only valid for selected sharing');
     const s = session(who, id, true);
     if (s.owner.id !== who.id) throw fail(403, 'only the session owner may change sharing');
     const unique = [...new Set(ids)].filter((u) => u !== s.owner.id).sort();
     if (mode === 'selected' && unique.length === 0) throw fail(400, 'selected sharing requires at least one recipient');
-    if (unique.some((u) => !everyone.some((e) => e.id === u))) throw fail(400, 'all recipients must be active workspace members');
+    if (unique.some((u) => !everyone.some((e) => e.id === u)))
+      throw fail(400, 'all recipients must be active workspace members');
     s.sharing = mode;
     s.grants = new Set(mode === 'selected' ? unique : []);
     return { id: s.id, mode, user_ids: mode === 'selected' ? unique : [] };
@@ -389,7 +486,16 @@ export async function startBlueContractServer(options: { clientVersion: string }
     return {
       session: sessionJson(s),
       sharing: { user_ids: [...s.grants].sort() },
-      artifacts: list.map((a) => ({ id: a.id, sha256: a.sha256, size_bytes: a.size, content_type: a.contentType, status: a.status, created_at: iso(a.createdAt), completed_at: iso(a.completedAt), retention_expires_at: iso(a.retentionAt) })),
+      artifacts: list.map((a) => ({
+        id: a.id,
+        sha256: a.sha256,
+        size_bytes: a.size,
+        content_type: a.contentType,
+        status: a.status,
+        created_at: iso(a.createdAt),
+        completed_at: iso(a.completedAt),
+        retention_expires_at: iso(a.retentionAt),
+      })),
     };
   }
 
@@ -398,7 +504,11 @@ export async function startBlueContractServer(options: { clientVersion: string }
   /** The request body against the contract's request schema, and the fields Blue's server would refuse. */
   function checkRequest(operation: string, schema: string | { inline: unknown }, body: unknown): void {
     const validate = blueValidator(schema);
-    if (validate !== undefined && !validate(body)) problems.push(`${operation} request: ${validate.errors?.[0]?.instancePath || '/'} ${validate.errors?.[0]?.message ?? 'is invalid'}`);
+    if (validate !== undefined && !validate(body))
+      problems.push(
+        `${operation} request: ${validate.errors?.[0]?.instancePath || '/'} ` +
+          `${validate.errors?.[0]?.message ?? 'is invalid'}`,
+      );
   }
 
   function route(req: SeenRequest, who: BlueUser): Answer {
@@ -412,18 +522,35 @@ export async function startBlueContractServer(options: { clientVersion: string }
     };
     const id = /^\/session-uploads\/([0-9a-f-]{36})(\/[a-z]+)?$/.exec(p);
     if (method === 'GET' && p === '/auth/me') {
-      return new Answer(200, { id: who.id, sub: `idp|${who.id}`, email: who.email, org_id: org, role: who.role, expires_at: Math.floor(clock.now() / 1000) + 3600, current_revision: governance.revision });
+      return new Answer(200, {
+        id: who.id,
+        sub: `idp|${who.id}`,
+        email: who.email,
+        org_id: org,
+        role: who.role,
+        expires_at: Math.floor(clock.now() / 1000) + 3600,
+        current_revision: governance.revision,
+      });
     }
     if (method === 'GET' && p === '/governance-config') return governanceAnswer(req);
     if (method === 'GET' && p === '/harness-metadata') return new Answer(200, harnessMetadata);
     if (method === 'POST' && p === '/client-status') {
       const body = json();
       checkRequest('reportClientStatus', 'ClientStatusReport.json', body);
-      if (typeof body?.instance_id !== 'string' || body.instance_id.trim() === '' || typeof body.client_version !== 'string' || body.client_version.trim() === '') {
+      if (
+        typeof body?.instance_id !== 'string' ||
+        body.instance_id.trim() === '' ||
+        typeof body.client_version !== 'string' ||
+        body.client_version.trim() === ''
+      ) {
         throw fail(400, 'instance_id and client_version are required');
       }
       const attempt = body.reconciliation_attempt as { harness?: string; revision?: string } | null | undefined;
-      if (attempt !== undefined && attempt !== null && (!attempt.harness || !attempt.revision || typeof body.error !== 'string' || body.error.trim() === '')) {
+      if (
+        attempt !== undefined &&
+        attempt !== null &&
+        (!attempt.harness || !attempt.revision || typeof body.error !== 'string' || body.error.trim() === '')
+      ) {
         throw fail(400, 'reconciliation_attempt requires harness, revision, and a non-empty error');
       }
       statuses.push(body);
@@ -438,7 +565,10 @@ export async function startBlueContractServer(options: { clientVersion: string }
     if (method === 'GET' && p === '/session-uploads/members') {
       const q = query.get('q')?.trim().toLowerCase() ?? '';
       if (q.length > 200) throw fail(400, 'q must be 200 characters or fewer');
-      const items = everyone.filter((u) => u.id !== who.id && u.email.toLowerCase().includes(q)).sort((a, b) => a.email.localeCompare(b.email)).slice(0, 10);
+      const items = everyone
+        .filter((u) => u.id !== who.id && u.email.toLowerCase().includes(q))
+        .sort((a, b) => a.email.localeCompare(b.email))
+        .slice(0, 10);
       return new Answer(200, { items: items.map((u) => ({ id: u.id, email: u.email })) });
     }
     if (id !== null) {
@@ -448,7 +578,21 @@ export async function startBlueContractServer(options: { clientVersion: string }
       if (method === 'POST' && tail === '/download') return new Answer(200, download(who, target!));
       if (method === 'GET' && tail === '/sharing') return new Answer(200, sharingState(who, target!));
       if (method === 'PUT' && tail === '/sharing') {
-        checkRequest('updateSessionSharing', { inline: { type: 'object', required: ['mode'], additionalProperties: false, properties: { mode: { type: 'string' }, user_ids: { type: 'array', items: { type: 'string', format: 'uuid' } } } } }, json());
+        checkRequest(
+          'updateSessionSharing',
+          {
+            inline: {
+              type: 'object',
+              required: ['mode'],
+              additionalProperties: false,
+              properties: {
+                mode: { type: 'string' },
+                user_ids: { type: 'array', items: { type: 'string', format: 'uuid' } },
+              },
+            },
+          },
+          json(),
+        );
         return new Answer(200, updateSharing(who, target!, req.body));
       }
     }
@@ -467,7 +611,14 @@ export async function startBlueContractServer(options: { clientVersion: string }
       headers['content-type'] = 'application/json';
       text = JSON.stringify(answer.body);
       if (req.origin === 'control') {
-        for (const problem of blueContractProblems(req.method, req.path, answer.status, answer.body, headers['content-type'])) problems.push(`answer: ${problem}`);
+        for (const problem of blueContractProblems(
+          req.method,
+          req.path,
+          answer.status,
+          answer.body,
+          headers['content-type'],
+        ))
+          problems.push(`answer: ${problem}`);
       }
     }
     res.writeHead(answer.status, headers).end(text);
@@ -480,7 +631,15 @@ export async function startBlueContractServer(options: { clientVersion: string }
       raw.on('end', () => {
         const at = new URL(raw.url ?? '/', 'http://x');
         const body = Buffer.concat(chunks);
-        const req: SeenRequest = { origin, method: raw.method ?? '', path: at.pathname, query: at.searchParams, headers: raw.headers, body: body.toString('utf8'), raw: body };
+        const req: SeenRequest = {
+          origin,
+          method: raw.method ?? '',
+          path: at.pathname,
+          query: at.searchParams,
+          headers: raw.headers,
+          body: body.toString('utf8'),
+          raw: body,
+        };
         requests.push(req);
         handler(req, res);
       });
@@ -501,7 +660,8 @@ export async function startBlueContractServer(options: { clientVersion: string }
 
   storage = serve('storage', (req, res) => {
     const bytes = req.raw;
-    if (req.headers.authorization !== undefined || everyone.some((u) => JSON.stringify(req.headers).includes(u.token))) problems.push(`the bearer token reached the storage service (${req.method} ${req.path})`);
+    if (req.headers.authorization !== undefined || everyone.some((u) => JSON.stringify(req.headers).includes(u.token)))
+      problems.push(`the bearer token reached the storage service (${req.method} ${req.path})`);
     const a = artifacts.get(/^\/bucket\/([0-9a-f-]{36})$/.exec(req.path)?.[1] ?? '');
     if (a === undefined || !req.query.has('X-Amz-Signature')) {
       res.writeHead(403, { 'content-type': 'application/xml' }).end('<Error><Code>AccessDenied</Code></Error>');
@@ -509,7 +669,9 @@ export async function startBlueContractServer(options: { clientVersion: string }
     }
     if (req.method === 'PUT') {
       if (req.headers['content-type'] !== a.contentType) {
-        res.writeHead(403, { 'content-type': 'application/xml' }).end('<Error><Code>SignatureDoesNotMatch</Code></Error>');
+        res
+          .writeHead(403, { 'content-type': 'application/xml' })
+          .end('<Error><Code>SignatureDoesNotMatch</Code></Error>');
         return;
       }
       const meta = req.headers['x-amz-meta-sha256'];

@@ -10,9 +10,15 @@ import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 
 export function chromiumPath(): string {
-  const candidates = [process.env.BLUE_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => p !== undefined && p !== '');
+  const candidates = [process.env.BLUE_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter(
+    (p): p is string => p !== undefined && p !== '',
+  );
   const found = candidates.find((p) => existsSync(p));
-  if (found === undefined) throw new Error(`no Chromium at ${candidates.join(', ')}: install Debian's chromium package (apt-get install chromium), or set BLUE_CHROMIUM`);
+  if (found === undefined)
+    throw new Error(
+      `no Chromium at ${candidates.join(', ')}: install Debian's chromium package (apt-get install chromium), or ` +
+        `set BLUE_CHROMIUM`,
+    );
   return found;
 }
 
@@ -20,7 +26,16 @@ export async function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: chromiumPath(),
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
+    ],
   });
 }
 

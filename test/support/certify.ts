@@ -36,7 +36,8 @@ export interface TargetResult {
 
 const resultsFile = process.env.BLUE_AGENT_CERTIFY_RESULTS || undefined;
 
-/** `cli`: one version's real CLI; `fixtures`: fixtures that follow its source; `cross`: captured by `from`, resumed by `version`. */
+/** `cli`: one version's real CLI; `fixtures`: fixtures that follow its source; `cross`: captured by `from`, resumed by
+ * `version`. */
 export type Method = 'cli' | 'fixtures' | 'cross';
 
 export interface Target {
@@ -60,8 +61,17 @@ export class Recorder {
   private failed = false;
   private readonly started = Date.now();
   constructor(target: Target) {
-    const steps = Object.fromEntries(STEPS.map((s) => [s, { status: 'skipped', ms: 0 } satisfies StepResult])) as Record<StepName, StepResult>;
-    this.result = { harness: target.harness, version: targetLabel(target), method: target.method, profile: null, steps, ms: 0 };
+    const steps = Object.fromEntries(
+      STEPS.map((s) => [s, { status: 'skipped', ms: 0 } satisfies StepResult]),
+    ) as Record<StepName, StepResult>;
+    this.result = {
+      harness: target.harness,
+      version: targetLabel(target),
+      method: target.method,
+      profile: null,
+      steps,
+      ms: 0,
+    };
   }
   async step(name: StepName, fn: () => Promise<string | void>): Promise<void> {
     if (this.failed) return;
@@ -71,7 +81,11 @@ export class Recorder {
       this.result.steps[name] = { status: 'passed', ms: Date.now() - t0, ...(detail ? { detail } : {}) };
     } catch (error) {
       this.failed = true;
-      this.result.steps[name] = { status: 'failed', ms: Date.now() - t0, detail: firstLines((error as Error).message, 60) };
+      this.result.steps[name] = {
+        status: 'failed',
+        ms: Date.now() - t0,
+        detail: firstLines((error as Error).message, 60),
+      };
     }
   }
   notApplicable(name: StepName, why: string): void {
@@ -92,7 +106,8 @@ let profileSet: ProfileSet | undefined;
 export async function intervalFor(harness: HarnessName, version: string): Promise<Interval> {
   profileSet ??= await loadProfiles(path.join(agentRoot, 'profiles'));
   const choice = selectInterval(profileSet.get(harness)!.doc, version);
-  if (choice === undefined) throw new Error(`${harness} ${version} is outside every profile in profiles/${harness}.yaml`);
+  if (choice === undefined)
+    throw new Error(`${harness} ${version} is outside every profile in profiles/${harness}.yaml`);
   return choice.interval;
 }
 
@@ -149,7 +164,11 @@ export function pathWith(bin: string): string {
 }
 
 export function explain(r: Machines, result: HarnessRunResult): string {
-  return describeRun(result, `--- model stub\n${r.stub.summary() || '(none)'}\n--- capture.log A\n${JSON.stringify(captureLog(r.a.env.BLUE_AGENT_HOME!), null, 1)}`);
+  return describeRun(
+    result,
+    `--- model stub\n${r.stub.summary() || '(none)'}\n--- capture.log A\n` +
+      `${JSON.stringify(captureLog(r.a.env.BLUE_AGENT_HOME!), null, 1)}`,
+  );
 }
 
 export function check(condition: boolean, message: () => string): void {
@@ -157,7 +176,10 @@ export function check(condition: boolean, message: () => string): void {
 }
 
 /** The sessions the user hook (or plugin) saw end, read from its lines by `sessionsOf`; waits for one. */
-export async function userHookSessions(r: Machines, sessionsOf: (lines: readonly Record<string, any>[]) => string[]): Promise<string[]> {
+export async function userHookSessions(
+  r: Machines,
+  sessionsOf: (lines: readonly Record<string, any>[]) => string[],
+): Promise<string[]> {
   return waitFor(
     'the user hook',
     async () => {
@@ -174,7 +196,8 @@ export async function captured(r: Machines, harness: string): Promise<string> {
     'the managed hook to capture the session (spooled, then built)',
     () => {
       const log = captureLog(r.a.env.BLUE_AGENT_HOME!);
-      const spooled = log.find((l) => l.event === 'spooled' && l.harness === harness) ?? log.find((l) => l.event === 'spooled');
+      const spooled =
+        log.find((l) => l.event === 'spooled' && l.harness === harness) ?? log.find((l) => l.event === 'spooled');
       const built = log.find((l) => l.event === 'built');
       const failed = log.find((l) => l.event === 'build_failed' || l.event === 'refused' || l.event === 'failed');
       if (failed !== undefined) throw new Error(`capture failed: ${JSON.stringify(failed)}`);
@@ -186,7 +209,11 @@ export async function captured(r: Machines, harness: string): Promise<string> {
 }
 
 /** `blue-agent drain --json` on machine A, then the session listed complete on the Control API. */
-export async function drained(r: Machines, harness: string, sessionId: string): Promise<{ id: string; native_session_id: string }> {
+export async function drained(
+  r: Machines,
+  harness: string,
+  sessionId: string,
+): Promise<{ id: string; native_session_id: string }> {
   await waitForWorkers(r.a.env.BLUE_AGENT_HOME!, 60_000);
   const result = await runCli(['drain', '--json'], { env: r.a.env, timeoutMs: 90_000 });
   check(result.code === 0, () => `blue-agent drain exited ${result.code}:\n${result.stdout}\n${result.stderr}`);
@@ -196,17 +223,38 @@ export async function drained(r: Machines, harness: string, sessionId: string): 
     60_000,
     200,
   );
-  check(upload.native_session_id === sessionId, () => `the Control API holds session ${upload.native_session_id}, the hook captured ${sessionId}`);
+  check(
+    upload.native_session_id === sessionId,
+    () => `the Control API holds session ${upload.native_session_id}, the hook captured ${sessionId}`,
+  );
   return upload;
 }
 
 /** `blue-agent resume ID --dest DIR --yes --no-launch --json` on machine B; returns the native resume command. */
-export async function restoredOnB(r: Machines, id: string, bin: string, extraEnv: Record<string, string> = {}): Promise<string[]> {
+export async function restoredOnB(
+  r: Machines,
+  id: string,
+  bin: string,
+  extraEnv: Record<string, string> = {},
+): Promise<string[]> {
   const env = { ...harnessEnv(r.b.home, { ...r.b.env, ...extraEnv, PATH: pathWith(bin) }) };
-  const result = await runCli(['resume', id, '--dest', r.destination, '--yes', '--no-launch', '--json'], { env, cwd: r.destination, timeoutMs: 120_000 });
+  const result = await runCli(['resume', id, '--dest', r.destination, '--yes', '--no-launch', '--json'], {
+    env,
+    cwd: r.destination,
+    timeoutMs: 120_000,
+  });
   check(result.code === 0, () => `blue-agent resume exited ${result.code}:\n${result.stdout}\n${result.stderr}`);
-  const report = JSON.parse(result.stdout) as { ok: boolean; dry_run: boolean; id: string; destination: string; command: string[] };
-  check(report.ok && !report.dry_run && report.id === id && report.destination === r.destination, () => `unexpected resume report: ${result.stdout}`);
+  const report = JSON.parse(result.stdout) as {
+    ok: boolean;
+    dry_run: boolean;
+    id: string;
+    destination: string;
+    command: string[];
+  };
+  check(
+    report.ok && !report.dry_run && report.id === id && report.destination === r.destination,
+    () => `unexpected resume report: ${result.stdout}`,
+  );
   return report.command;
 }
 
@@ -215,7 +263,12 @@ export function agentOn(home: TestHome, bin: string): Context {
 }
 
 /** Runs a hook command the way a harness that runs `sh -c COMMAND` with the payload on stdin does. */
-export function shell(command: string, input: string, env: Record<string, string>, cwd: string): Promise<number | null> {
+export function shell(
+  command: string,
+  input: string,
+  env: Record<string, string>,
+  cwd: string,
+): Promise<number | null> {
   return new Promise((resolve, reject) => {
     const child = spawn('/bin/sh', ['-c', command], { env, cwd, stdio: ['pipe', 'ignore', 'ignore'] });
     child.once('error', reject);

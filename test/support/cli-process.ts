@@ -53,7 +53,12 @@ export function runCli(args: readonly string[], options: CliOptions): Promise<Cl
       clearTimeout(timer);
       // Output pipes may still hold the last bytes: wait for them to close.
       const finish = () =>
-        resolve({ code, signal, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8') });
+        resolve({
+          code,
+          signal,
+          stdout: Buffer.concat(stdout).toString('utf8'),
+          stderr: Buffer.concat(stderr).toString('utf8'),
+        });
       if (child.stdout!.closed && child.stderr!.closed) finish();
       else child.on('close', finish);
       if (options.keepStdinOpen === true) child.stdin!.destroy();
@@ -62,7 +67,13 @@ export function runCli(args: readonly string[], options: CliOptions): Promise<Cl
   return Object.assign(done, { child });
 }
 
-export function capture(env: Record<string, string>, payload: unknown, harness = 'claude', profile = CLAUDE_PROFILE, extra: Partial<CliOptions> = {}) {
+export function capture(
+  env: Record<string, string>,
+  payload: unknown,
+  harness = 'claude',
+  profile = CLAUDE_PROFILE,
+  extra: Partial<CliOptions> = {},
+) {
   const input = typeof payload === 'string' || Buffer.isBuffer(payload) ? payload : `${JSON.stringify(payload)}\n`;
   return runCli(['capture', '--harness', harness, '--profile', profile], { env, input, ...extra });
 }
@@ -97,7 +108,13 @@ export async function claudeSession(
   const base = { sessionId: options.id, cwd: options.cwd, version: '2.1.197', timestamp: '2026-11-30T10:00:00.000Z' };
   const lines = [
     { ...base, type: 'user', uuid: 'u1', parentUuid: null, message: { role: 'user', content: options.prompt } },
-    { ...base, type: 'assistant', uuid: 'a1', parentUuid: 'u1', message: { role: 'assistant', content: [{ type: 'text', text: 'Done.' }] } },
+    {
+      ...base,
+      type: 'assistant',
+      uuid: 'a1',
+      parentUuid: 'u1',
+      message: { role: 'assistant', content: [{ type: 'text', text: 'Done.' }] },
+    },
   ];
   let text = lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
   if (options.padBytes !== undefined && options.padBytes > 0) {
@@ -109,7 +126,10 @@ export async function claudeSession(
   if (options.companions !== false) {
     await mkdir(path.join(companionDir, 'subagents'), { recursive: true });
     await mkdir(path.join(companionDir, 'tool-results'), { recursive: true });
-    await writeFile(path.join(companionDir, 'subagents', 'agent-a1.jsonl'), `${JSON.stringify({ ...base, type: 'user', message: { role: 'user', content: 'sub' } })}\n`);
+    await writeFile(
+      path.join(companionDir, 'subagents', 'agent-a1.jsonl'),
+      `${JSON.stringify({ ...base, type: 'user', message: { role: 'user', content: 'sub' } })}\n`,
+    );
     await writeFile(path.join(companionDir, 'subagents', 'agent-a1.meta.json'), '{"agentType":"general-purpose"}\n');
     await writeFile(path.join(companionDir, 'tool-results', 'toolu_01.txt'), 'tool output\n');
   }
@@ -118,7 +138,13 @@ export async function claudeSession(
     cwd: options.cwd,
     transcript,
     companionDir,
-    payload: { session_id: options.id, transcript_path: transcript, cwd: options.cwd, hook_event_name: 'SessionEnd', reason: 'other' },
+    payload: {
+      session_id: options.id,
+      transcript_path: transcript,
+      cwd: options.cwd,
+      hook_event_name: 'SessionEnd',
+      reason: 'other',
+    },
   };
 }
 
@@ -167,14 +193,25 @@ export async function waitForWorkers(stateDir: string, timeoutMs = 20_000): Prom
     });
     const log = captureLog(stateDir);
     const workers = [
-      ...log.filter((l) => l.event !== 'spooled' && l.event !== 'refused' && l.event !== 'failed').map((l) => l.pid as number),
+      ...log
+        .filter((l) => l.event !== 'spooled' && l.event !== 'refused' && l.event !== 'failed')
+        .map((l) => l.pid as number),
       // Each hook names the worker it started: wait for those too, even before they have logged anything.
-      ...log.filter((l) => l.event === 'spooled' && typeof l.worker_pid === 'number').map((l) => l.worker_pid as number),
+      ...log
+        .filter((l) => l.event === 'spooled' && typeof l.worker_pid === 'number')
+        .map((l) => l.worker_pid as number),
     ];
     // What the sh hook handed over is not tried until a drain has admitted it.
     const handedOver = files.inbox.filter((name) => name.endsWith('.hook'));
-    if (files.building.length === 0 && untried.length === 0 && handedOver.length === 0 && workers.every((pid) => !running(pid))) return;
-    if (Date.now() > deadline) throw new Error(`the capture workers did not finish within ${timeoutMs} ms: ${JSON.stringify(files)}`);
+    if (
+      files.building.length === 0 &&
+      untried.length === 0 &&
+      handedOver.length === 0 &&
+      workers.every((pid) => !running(pid))
+    )
+      return;
+    if (Date.now() > deadline)
+      throw new Error(`the capture workers did not finish within ${timeoutMs} ms: ${JSON.stringify(files)}`);
     await sleep(25);
   }
 }

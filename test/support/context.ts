@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { bufferOutput, createContext, type Context, type ContextOverrides } from '../../packages/agent/src/context.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-/** The packages' folders: the agent ships bin/, dist/, profiles/ and demo/; the contract schemas/; the server dist/assets. */
+/** The packages' folders: the agent ships bin/, dist/, profiles/ and demo/; the contract schemas/; the server
+ * dist/assets. */
 export const agentRoot = path.join(repoRoot, 'packages', 'agent');
 export const contractRoot = path.join(repoRoot, 'packages', 'contract');
 export const controlApiRoot = path.join(repoRoot, 'packages', 'control-api');
@@ -42,7 +43,14 @@ export async function makeTestHome(extraEnv: Record<string, string> = {}): Promi
   const stderr = bufferOutput();
   // UTC unless a test gives its own time zone: no result depends on the machine's.
   const context = (overrides: ContextOverrides & { env?: Record<string, string> } = {}) =>
-    createContext({ cwd: home, stdout, stderr, ...overrides, clock: { now: () => Date.now(), utcOffsetMinutes: () => 0, ...overrides.clock }, env: { ...env, ...overrides.env } });
+    createContext({
+      cwd: home,
+      stdout,
+      stderr,
+      ...overrides,
+      clock: { now: () => Date.now(), utcOffsetMinutes: () => 0, ...overrides.clock },
+      env: { ...env, ...overrides.env },
+    });
   const { mkdir } = await import('node:fs/promises');
   await mkdir(home, { recursive: true });
   return {
@@ -64,6 +72,7 @@ export async function makeTestHome(extraEnv: Record<string, string> = {}): Promi
 export async function versionStubs(root: string, versions: Record<string, string>): Promise<string> {
   const bin = path.join(root, 'bin');
   await mkdir(bin, { recursive: true });
-  for (const [name, output] of Object.entries(versions)) await writeFile(path.join(bin, name), `#!/bin/sh\necho '${output}'\n`, { mode: 0o755 });
+  for (const [name, output] of Object.entries(versions))
+    await writeFile(path.join(bin, name), `#!/bin/sh\necho '${output}'\n`, { mode: 0o755 });
   return bin;
 }

@@ -12,7 +12,11 @@ import { vi } from 'vitest';
 import { createLocalBlobStore } from '../../packages/control-api/src/blobs/local.js';
 import type { BlobStore } from '../../packages/control-api/src/blobs/types.js';
 import { harnessMetadataDocument, knownProfiles } from '../../packages/control-api/src/harness-metadata.js';
-import { createControlServer, type ControlServer, type ControlServerOptions } from '../../packages/control-api/src/server.js';
+import {
+  createControlServer,
+  type ControlServer,
+  type ControlServerOptions,
+} from '../../packages/control-api/src/server.js';
 import { openStore, type StoreOptions } from '../../packages/control-api/src/store/index.js';
 import { loadProfiles } from '../../packages/contract/src/profiles/index.js';
 import { checkAnswerContract } from './contract.js';
@@ -41,9 +45,19 @@ export interface TestServer {
   bob: TestUser;
   carol: TestUser;
   /** One request; a successful answer is checked against its route's schema (test/support/contract.ts). */
-  call(method: string, route: string, token: string | undefined, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  call(
+    method: string,
+    route: string,
+    token: string | undefined,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   /** presign → PUT → complete; returns the complete answer, the artifact's id and the captured session's. */
-  upload(user: TestUser, bytes: Buffer, fields?: Record<string, unknown>): Promise<{ status: number; body: any; uploadId: string; sessionId: string }>;
+  upload(
+    user: TestUser,
+    bytes: Buffer,
+    fields?: Record<string, unknown>,
+  ): Promise<{ status: number; body: any; uploadId: string; sessionId: string }>;
   close(): Promise<void>;
 }
 
@@ -52,7 +66,14 @@ export function sha256(bytes: Buffer): string {
 }
 
 export function presignBody(bytes: Buffer, fields: Record<string, unknown> = {}): Record<string, unknown> {
-  return { harness: 'claude', session_id: 'sess-1', sha256: sha256(bytes), size_bytes: bytes.length, content_type: BUNDLE_TYPE, ...fields };
+  return {
+    harness: 'claude',
+    session_id: 'sess-1',
+    sha256: sha256(bytes),
+    size_bytes: bytes.length,
+    content_type: BUNDLE_TYPE,
+    ...fields,
+  };
 }
 
 export type Backend = 'sqlite' | 'postgres';
@@ -68,7 +89,8 @@ export interface TestServerOptions {
   timeouts?: ControlServerOptions['timeouts'];
   log?: ControlServerOptions['log'];
   events?: ControlServerOptions['events'];
-  /** Where the server's clock starts (default 2026-01-01): the real time for tests whose agents judge expiry by theirs. */
+  /** Where the server's clock starts (default 2026-01-01): the real time for tests whose agents judge expiry by theirs.
+   * */
   startAt?: number;
   /** Stands between the server and its local blob store (fault injection). */
   wrapBlobs?: (blobs: BlobStore) => BlobStore;
@@ -103,12 +125,19 @@ export async function freePort(): Promise<number> {
  */
 export async function startReplica(t: TestServer): Promise<{ url: string; close(): Promise<void> }> {
   vi.resetModules();
-  const fresh = (await import('../../packages/control-api/src/server.js')) as typeof import('../../packages/control-api/src/server.js');
-  const stores = (await import('../../packages/control-api/src/store/index.js')) as typeof import('../../packages/control-api/src/store/index.js');
-  const blobs = (await import('../../packages/control-api/src/blobs/local.js')) as typeof import('../../packages/control-api/src/blobs/local.js');
+  const fresh = (await import(
+    '../../packages/control-api/src/server.js'
+  )) as typeof import('../../packages/control-api/src/server.js');
+  const stores = (await import(
+    '../../packages/control-api/src/store/index.js'
+  )) as typeof import('../../packages/control-api/src/store/index.js');
+  const blobs = (await import(
+    '../../packages/control-api/src/blobs/local.js'
+  )) as typeof import('../../packages/control-api/src/blobs/local.js');
   const replica = fresh.createControlServer({
     store: await stores.openStore(t.storeOptions),
-    blobs: (publicUrl) => blobs.createLocalBlobStore({ dir: t.blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => t.clock.now() }),
+    blobs: (publicUrl) =>
+      blobs.createLocalBlobStore({ dir: t.blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => t.clock.now() }),
     clock: t.clock,
     gc: { intervalMs: 0 },
     assetsDir: path.join(controlApiRoot, 'dist', 'assets'),
@@ -124,16 +153,32 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   let now = options.startAt ?? Date.UTC(2026, 0, 1);
   let offset = 0;
   const clock =
-    options.liveClock === true ? { now: () => Date.now() + offset, advance: (ms: number) => void (offset += ms) } : { now: () => now, advance: (ms: number) => void (now += ms) };
+    options.liveClock === true
+      ? { now: () => Date.now() + offset, advance: (ms: number) => void (offset += ms) }
+      : { now: () => now, advance: (ms: number) => void (now += ms) };
   const profiles = options.profiles === false ? undefined : await loadProfiles(path.join(agentRoot, 'profiles'));
-  const storeOptions: StoreOptions = { dataDir, databaseUrl: options.backend === 'postgres' ? await freshDatabase() : undefined };
+  const storeOptions: StoreOptions = {
+    dataDir,
+    databaseUrl: options.backend === 'postgres' ? await freshDatabase() : undefined,
+  };
   const store = await openStore(storeOptions);
   const server = createControlServer({
     store,
-    ...(profiles === undefined ? {} : { harnessMetadata: harnessMetadataDocument(profiles), profiles: knownProfiles(profiles), bundleProfiles: profiles }),
+    ...(profiles === undefined
+      ? {}
+      : {
+          harnessMetadata: harnessMetadataDocument(profiles),
+          profiles: knownProfiles(profiles),
+          bundleProfiles: profiles,
+        }),
     blobs: async (publicUrl) => {
       if (options.blobs !== undefined) return options.blobs();
-      const local = await createLocalBlobStore({ dir: blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => clock.now() });
+      const local = await createLocalBlobStore({
+        dir: blobDir,
+        publicUrl,
+        secret: 'x'.repeat(32),
+        clock: () => clock.now(),
+      });
       return options.wrapBlobs?.(local) ?? local;
     },
     clock,

@@ -27,7 +27,13 @@ export async function conversationBundle(work: string, c: Conversation): Promise
   await mkdir(path.join(src, key), { recursive: true });
   const lines = c.turns.map((text, i) => {
     const role = i % 2 === 0 ? 'user' : 'assistant';
-    return JSON.stringify({ type: role, sessionId: c.sessionId, cwd: c.cwd, timestamp: '2026-01-01T10:00:00.000Z', message: { role, content: text } });
+    return JSON.stringify({
+      type: role,
+      sessionId: c.sessionId,
+      cwd: c.cwd,
+      timestamp: '2026-01-01T10:00:00.000Z',
+      message: { role, content: text },
+    });
   });
   await writeFile(path.join(src, key, `${c.sessionId}.jsonl`), `${[...lines, ...(c.extra ?? [])].join('\n')}\n`);
   const out = path.join(src, 'bundle.tar.gz');
@@ -41,7 +47,14 @@ export async function conversationBundle(work: string, c: Conversation): Promise
       cwd: c.cwd,
       title: c.title,
       root: src,
-      files: [{ role: 'primary_transcript', name: `${c.sessionId}.jsonl`, nativePath: `${key}/${c.sessionId}.jsonl`, path: path.join(src, key, `${c.sessionId}.jsonl`) }],
+      files: [
+        {
+          role: 'primary_transcript',
+          name: `${c.sessionId}.jsonl`,
+          nativePath: `${key}/${c.sessionId}.jsonl`,
+          path: path.join(src, key, `${c.sessionId}.jsonl`),
+        },
+      ],
     },
     out,
     { profiles: await profiles },

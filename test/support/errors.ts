@@ -15,7 +15,8 @@ export function thrown(fn: () => unknown): BlueError {
   throw new Error('expected a BlueError');
 }
 
-/** Awaits `work` (a promise, or a function run first), expects it to reject with a BlueError, and returns that error. */
+/** Awaits `work` (a promise, or a function run first), expects it to reject with a BlueError, and returns that error.
+ * */
 export async function rejected(work: Promise<unknown> | (() => unknown)): Promise<BlueError> {
   try {
     await (typeof work === 'function' ? work() : work);

@@ -83,10 +83,18 @@ export async function startFaultProxy(): Promise<FaultProxy> {
 
   const server = http.createServer((req, res) => {
     const pathname = (req.url ?? '/').split('?')[0]!;
-    const seen: SeenRequest = { method: req.method ?? '?', path: pathname, query: (req.url ?? '').slice(pathname.length), at: Date.now(), fault: 'pass' };
+    const seen: SeenRequest = {
+      method: req.method ?? '?',
+      path: pathname,
+      query: (req.url ?? '').slice(pathname.length),
+      at: Date.now(),
+      fault: 'pass',
+    };
     proxy.seen.push(seen);
     res.on('finish', () => (seen.status = res.statusCode));
-    const rule = proxy.rules.find((r) => r.times > 0 && (r.method === undefined || r.method === req.method) && r.path.test(pathname));
+    const rule = proxy.rules.find(
+      (r) => r.times > 0 && (r.method === undefined || r.method === req.method) && r.path.test(pathname),
+    );
     if (rule !== undefined) {
       rule.times--;
       seen.fault = rule.action.kind;
@@ -98,18 +106,34 @@ export async function startFaultProxy(): Promise<FaultProxy> {
     socket.on('close', () => sockets.delete(socket));
   });
 
-  async function handle(req: http.IncomingMessage, res: http.ServerResponse, action: FaultAction | undefined): Promise<void> {
+  async function handle(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    action: FaultAction | undefined,
+  ): Promise<void> {
     if (action?.kind === 'answer') {
       req.resume();
       await new Promise((resolve) => req.once('end', resolve));
-      const body = action.body ?? JSON.stringify({ error: { code: 'injected', message: `injected HTTP ${action.status}` } });
-      res.writeHead(action.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...action.headers });
+      const body =
+        action.body ?? JSON.stringify({ error: { code: 'injected', message: `injected HTTP ${action.status}` } });
+      res.writeHead(action.status, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        ...action.headers,
+      });
       res.end(body);
       return;
     }
     if (action?.kind === 'delay') await sleep(action.ms);
     const target = new URL(proxy.target);
-    const upstream = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers, agent: false });
+    const upstream = http.request({
+      host: target.hostname,
+      port: target.port,
+      method: req.method,
+      path: req.url,
+      headers: req.headers,
+      agent: false,
+    });
     upstream.on('error', () => res.destroy());
     // A client gone (or cut off by stop()) takes its upstream request with it: long-lived streams included.
     res.on('close', () => upstream.destroy());
@@ -191,7 +215,13 @@ export interface UploadStack {
  * A Control API with a real clock behind a fault proxy, with one user and a policy that uploads. `blobs` defaults to
  * the local store in `<root>/blobs`; with `profiles`, the server reads bundles by them and indexes them for search.
  */
-export async function startUploadStack(options: { uploadUrlTtlSeconds?: number; blobs?: (publicUrl: string) => Promise<BlobStore>; profiles?: ProfileSet } = {}): Promise<UploadStack> {
+export async function startUploadStack(
+  options: {
+    uploadUrlTtlSeconds?: number;
+    blobs?: (publicUrl: string) => Promise<BlobStore>;
+    profiles?: ProfileSet;
+  } = {},
+): Promise<UploadStack> {
   const root = await mkdtemp(path.join(tmpdir(), 'blue-e2e-upload-'));
   const blobDir = path.join(root, 'blobs');
   const proxy = await startFaultProxy();
@@ -205,12 +235,18 @@ export async function startUploadStack(options: { uploadUrlTtlSeconds?: number; 
   const { url: directUrl } = await server.listen('127.0.0.1', 0);
   proxy.target = directUrl;
   const { token } = await server.store.addUser('alice@example.com', false, Date.now());
-  await server.store.publishPolicy({ session_upload: { presign_url: `${proxy.url}/session-uploads/presign` } }, Date.now());
+  await server.store.publishPolicy(
+    { session_upload: { presign_url: `${proxy.url}/session-uploads/presign` } },
+    Date.now(),
+  );
 
   const call = async (method: string, route: string, body?: unknown): Promise<{ status: number; body: any }> => {
     const response = await fetch(`${directUrl}${route}`, {
       method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     return { status: response.status, body: await response.json() };
@@ -231,7 +267,10 @@ export async function startUploadStack(options: { uploadUrlTtlSeconds?: number; 
     async download(sessionId) {
       const signed = await call('POST', `/session-uploads/${sessionId}/download`, {});
       if (signed.status !== 200) throw new Error(`download answered ${signed.status}`);
-      const response = await fetch(signed.body.download_url, { method: signed.body.method, headers: signed.body.headers });
+      const response = await fetch(signed.body.download_url, {
+        method: signed.body.method,
+        headers: signed.body.headers,
+      });
       if (response.status !== 200) throw new Error(`signed download answered ${response.status}`);
       return Buffer.from(await response.arrayBuffer());
     },

@@ -21,7 +21,16 @@ export const HARNESS_LIST: readonly HarnessName[] = HARNESSES;
  * `export-<version>.<format>` for an older recording (its rig's `olderFixtures`).
  */
 export function goldenExport(harness: HarnessName, format: 'md' | 'json', older?: FixtureRig): string {
-  return path.join(repoRoot, 'packages', 'agent', 'test', 'harnesses', harness, 'golden', older === undefined ? `export.${format}` : `export-${older.version}.${format}`);
+  return path.join(
+    repoRoot,
+    'packages',
+    'agent',
+    'test',
+    'harnesses',
+    harness,
+    'golden',
+    older === undefined ? `export.${format}` : `export-${older.version}.${format}`,
+  );
 }
 
 /** The recording's temporary root, as if the session had run for a user `dev`. */
@@ -45,7 +54,10 @@ async function content(file: string): Promise<Uint8Array> {
 }
 
 /** The files a capture of the harness's recorded fixture (or of `fixture`) holds, with their roles and native paths. */
-export async function fixtureFiles(harness: HarnessName, fixture: FixtureRig = rigFor(harness).fixture): Promise<{ sessionId: string; files: SessionFile[] }> {
+export async function fixtureFiles(
+  harness: HarnessName,
+  fixture: FixtureRig = rigFor(harness).fixture,
+): Promise<{ sessionId: string; files: SessionFile[] }> {
   const dir = await fixtureDir(harness, fixture.version);
   const recorded = await readRecorded(dir);
   const id = recorded.session_id;

@@ -94,7 +94,10 @@ export function tarOf(entries: RawEntry[], options: { end?: 0 | 1 | 2; after?: B
 export const gzip = (data: Buffer): Buffer => zlib.gzipSync(data);
 
 /** A valid Codex bundle's parts: one rollout file and its manifest, to be broken one way at a time. */
-export function codexParts(overrides: Record<string, unknown> = {}): { content: Buffer; manifest: Record<string, unknown> } {
+export function codexParts(overrides: Record<string, unknown> = {}): {
+  content: Buffer;
+  manifest: Record<string, unknown>;
+} {
   const content = Buffer.from('{"type":"session_meta"}\n{"type":"message","text":"hello"}\n');
   const manifest: Record<string, unknown> = {
     schema_version: 1,
@@ -118,7 +121,11 @@ export function codexParts(overrides: Record<string, unknown> = {}): { content: 
 }
 
 export function codexBundle(
-  edit: (parts: { content: Buffer; manifest: Record<string, unknown>; entries: RawEntry[] }) => RawEntry[] | void = () => undefined,
+  edit: (parts: {
+    content: Buffer;
+    manifest: Record<string, unknown>;
+    entries: RawEntry[];
+  }) => RawEntry[] | void = () => undefined,
 ): Buffer {
   const { content, manifest } = codexParts();
   const entries: RawEntry[] = [{ name: 'files/0000-rollout.jsonl', data: content }];
@@ -148,7 +155,12 @@ export async function claudeSession(root: string): Promise<BundleInput> {
     root: projects,
     files: [
       { role: 'primary_transcript', name: 'c0ffee.jsonl', nativePath: '-home-dev-app/c0ffee.jsonl', path: transcript },
-      { role: 'session_companion', name: 'agent-1.jsonl', nativePath: '-home-dev-app/c0ffee/subagents/agent-1.jsonl', path: companion },
+      {
+        role: 'session_companion',
+        name: 'agent-1.jsonl',
+        nativePath: '-home-dev-app/c0ffee/subagents/agent-1.jsonl',
+        path: companion,
+      },
     ],
   };
 }

@@ -29,10 +29,15 @@ export function lockedVersions(harness: string): string[] {
 export function harnessInstall(harness: string, version?: string): InstalledHarness {
   const lock = readLock(DEFAULT_LOCK_FILE);
   if (lock[harness] === undefined) {
-    throw new Error(`harness "${harness}" is not in ${path.basename(DEFAULT_LOCK_FILE)} (locked: ${Object.keys(lock).join(', ')})`);
+    throw new Error(
+      `harness "${harness}" is not in ${path.basename(DEFAULT_LOCK_FILE)} (locked: ${Object.keys(lock).join(', ')})`,
+    );
   }
   if (version !== undefined && !lock[harness]!.versions.includes(version)) {
-    throw new Error(`${harness} ${version} is not in ${path.basename(DEFAULT_LOCK_FILE)} (locked: ${lock[harness]!.versions.join(', ')}); add it there first`);
+    throw new Error(
+      `${harness} ${version} is not in ${path.basename(DEFAULT_LOCK_FILE)} (locked: ` +
+        `${lock[harness]!.versions.join(', ')}); add it there first`,
+    );
   }
   const chosen = version ?? latestLocked(lock, harness);
   const installed = installedHarness(harnessCacheDir(), harness, chosen);

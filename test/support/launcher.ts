@@ -23,11 +23,21 @@ export interface ScriptResult {
 }
 
 /** Runs `file args` in `cwd` with exactly `env`; killed after `timeoutMs`. */
-export function runFile(file: string, args: readonly string[], options: { env: Record<string, string>; cwd: string; timeoutMs?: number }): Promise<ScriptResult> {
+export function runFile(
+  file: string,
+  args: readonly string[],
+  options: { env: Record<string, string>; cwd: string; timeoutMs?: number },
+): Promise<ScriptResult> {
   return new Promise((resolve, reject) => {
-    execFile(file, [...args], { env: options.env, cwd: options.cwd, timeout: options.timeoutMs ?? 60_000, encoding: 'utf8' }, (error, stdout, stderr) => {
-      if (error !== null && typeof error.code !== 'number') reject(new Error(`${file} did not run: ${error.message}\n${stderr}`));
-      else resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr });
-    });
+    execFile(
+      file,
+      [...args],
+      { env: options.env, cwd: options.cwd, timeout: options.timeoutMs ?? 60_000, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        if (error !== null && typeof error.code !== 'number')
+          reject(new Error(`${file} did not run: ${error.message}\n${stderr}`));
+        else resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr });
+      },
+    );
   });
 }

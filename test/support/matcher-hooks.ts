@@ -23,5 +23,10 @@ export const SECONDS_DIALECT: MatcherHooksDialect = {
 export const MILLISECONDS_DIALECT: MatcherHooksDialect = {
   displayName: 'Other CLI',
   isManagedCommand: isExampleCommand,
-  entry: (hook) => ({ name: 'blue-agent-capture', type: 'command', command: hook.command, timeout: hook.timeoutSeconds * 1000 }),
+  entry: (hook) => ({
+    name: 'blue-agent-capture',
+    type: 'command',
+    command: hook.command,
+    timeout: hook.timeoutSeconds * 1000,
+  }),
 };

@@ -143,16 +143,25 @@ export async function startModelStub(options: ModelStubOptions = {}): Promise<Mo
     if (r.method === 'GET' && p.endsWith('/v1/models')) return modelList(r, res);
     const gemini = /\/v1beta\/models\/([^/:]+):(streamGenerateContent|generateContent|countTokens)$/.exec(p);
     if (r.method === 'POST' && gemini !== null) return geminiGenerate(body, gemini[1]!, gemini[2]!, res);
-    if (r.method === 'GET' && p.endsWith('/v1beta/models')) return sendJson(res, 200, { models: [{ name: 'models/stub-model', displayName: 'Stub' }] });
-    if (r.method === 'HEAD' || (r.method === 'GET' && (p === '' || p === '/v1'))) return sendJson(res, 200, { ok: true });
-    return sendJson(res, 404, { error: { type: 'not_found', message: `model stub has no route for ${r.method} ${r.path}` } });
+    if (r.method === 'GET' && p.endsWith('/v1beta/models'))
+      return sendJson(res, 200, { models: [{ name: 'models/stub-model', displayName: 'Stub' }] });
+    if (r.method === 'HEAD' || (r.method === 'GET' && (p === '' || p === '/v1')))
+      return sendJson(res, 200, { ok: true });
+    return sendJson(res, 404, {
+      error: { type: 'not_found', message: `model stub has no route for ${r.method} ${r.path}` },
+    });
   }
 
   function anthropicMessages(body: Record<string, unknown>, res: ServerResponse): number {
     const model = typeof body.model === 'string' ? body.model : 'claude-stub';
     const id = nextId('msg');
     const text = stub.reply;
-    const usage = { input_tokens: estimateTokens(body), output_tokens: estimateTokens(text), cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+    const usage = {
+      input_tokens: estimateTokens(body),
+      output_tokens: estimateTokens(text),
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+    };
     if (body.stream !== true) {
       return sendJson(res, 200, {
         id,
@@ -168,9 +177,22 @@ export async function startModelStub(options: ModelStubOptions = {}): Promise<Mo
     const sse = startSse(res, { 'request-id': nextId('req') });
     sse.event('message_start', {
       type: 'message_start',
-      message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } },
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { ...usage, output_tokens: 1 },
+      },
     });
-    sse.event('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
+    sse.event('content_block_start', {
+      type: 'content_block_start',
+      index: 0,
+      content_block: { type: 'text', text: '' },
+    });
     sse.event('ping', { type: 'ping' });
     sse.event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } });
     sse.event('content_block_stop', { type: 'content_block_stop', index: 0 });
@@ -212,7 +234,8 @@ export async function startModelStub(options: ModelStubOptions = {}): Promise<Mo
     }
     const sse = startSse(res);
     let seq = 0;
-    const emit = (type: string, data: Record<string, unknown>) => sse.event(type, { type, sequence_number: seq++, ...data });
+    const emit = (type: string, data: Record<string, unknown>) =>
+      sse.event(type, { type, sequence_number: seq++, ...data });
     emit('response.created', { response: { ...base, status: 'in_progress', output: [] } });
     emit('response.in_progress', { response: { ...base, status: 'in_progress', output: [] } });
     emit('response.output_item.added', {
@@ -246,7 +269,11 @@ export async function startModelStub(options: ModelStubOptions = {}): Promise<Mo
     const text = stub.reply;
     const promptTokens = estimateTokens(body);
     const completionTokens = estimateTokens(text);
-    const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+    const usage = {
+      prompt_tokens: promptTokens,
+      completion_tokens: completionTokens,
+      total_tokens: promptTokens + completionTokens,
+    };
     if (body.stream !== true) {
       return sendJson(res, 200, {
         id,
@@ -259,7 +286,14 @@ export async function startModelStub(options: ModelStubOptions = {}): Promise<Mo
     }
     const sse = startSse(res);
     const chunk = (delta: Record<string, unknown>, finish: string | null, extra: Record<string, unknown> = {}) =>
-      sse.data({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }], ...extra });
+      sse.data({
+        id,
+        object: 'chat.completion.chunk',
+        created,
+        model,
+        choices: [{ index: 0, delta, finish_reason: finish }],
+        ...extra,
+      });
     chunk({ role: 'assistant', content: '' }, null);
     chunk({ content: text }, null);
     chunk({}, 'stop', { usage });
@@ -275,24 +309,52 @@ export async function startModelStub(options: ModelStubOptions = {}): Promise<Mo
   function geminiGenerate(body: Record<string, unknown>, model: string, method: string, res: ServerResponse): number {
     if (method === 'countTokens') return sendJson(res, 200, { totalTokens: estimateTokens(body) });
     const config = (body.generationConfig ?? {}) as Record<string, unknown>;
-    const wantsJson = config.responseMimeType === 'application/json' || config.responseSchema !== undefined || config.responseJsonSchema !== undefined;
-    const text = wantsJson ? JSON.stringify({ reasoning: 'stub', next_speaker: 'user', model_choice: 'flash' }) : stub.reply;
-    const usageMetadata = { promptTokenCount: estimateTokens(body), candidatesTokenCount: estimateTokens(text), totalTokenCount: estimateTokens(body) + estimateTokens(text) };
+    const wantsJson =
+      config.responseMimeType === 'application/json' ||
+      config.responseSchema !== undefined ||
+      config.responseJsonSchema !== undefined;
+    const text = wantsJson
+      ? JSON.stringify({ reasoning: 'stub', next_speaker: 'user', model_choice: 'flash' })
+      : stub.reply;
+    const usageMetadata = {
+      promptTokenCount: estimateTokens(body),
+      candidatesTokenCount: estimateTokens(text),
+      totalTokenCount: estimateTokens(body) + estimateTokens(text),
+    };
     const candidate = (part: string, finishReason?: string) => ({
       content: { role: 'model', parts: [{ text: part }] },
       ...(finishReason === undefined ? {} : { finishReason }),
       index: 0,
     });
     const responseId = nextId('gen');
-    const contents = Array.isArray(body.contents) ? (body.contents as { parts?: { functionResponse?: unknown }[] }[]) : [];
+    const contents = Array.isArray(body.contents)
+      ? (body.contents as { parts?: { functionResponse?: unknown }[] }[])
+      : [];
     const answersTool = contents.at(-1)?.parts?.some((p) => p.functionResponse !== undefined) === true;
     if (method === 'streamGenerateContent' && !wantsJson && options.geminiToolCall !== undefined && !answersTool) {
       const sse = startSse(res);
-      sse.data({ candidates: [{ content: { role: 'model', parts: [{ functionCall: options.geminiToolCall }] }, finishReason: 'STOP', index: 0 }], usageMetadata, modelVersion: model, responseId });
+      sse.data({
+        candidates: [
+          {
+            content: { role: 'model', parts: [{ functionCall: options.geminiToolCall }] },
+            finishReason: 'STOP',
+            index: 0,
+          },
+        ],
+        usageMetadata,
+        modelVersion: model,
+        responseId,
+      });
       sse.end();
       return 200;
     }
-    if (method === 'generateContent') return sendJson(res, 200, { candidates: [candidate(text, 'STOP')], usageMetadata, modelVersion: model, responseId });
+    if (method === 'generateContent')
+      return sendJson(res, 200, {
+        candidates: [candidate(text, 'STOP')],
+        usageMetadata,
+        modelVersion: model,
+        responseId,
+      });
     const sse = startSse(res);
     // Two chunks, the second with the finish reason, as the API streams a reply.
     const half = Math.ceil(text.length / 2);
@@ -313,7 +375,10 @@ export async function startModelStub(options: ModelStubOptions = {}): Promise<Mo
         last_id: 'claude-stub',
       });
     }
-    return sendJson(res, 200, { object: 'list', data: [{ id: 'stub-model', object: 'model', created, owned_by: 'stub' }] });
+    return sendJson(res, 200, {
+      object: 'list',
+      data: [{ id: 'stub-model', object: 'model', created, owned_by: 'stub' }],
+    });
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -327,7 +392,12 @@ export async function startModelStub(options: ModelStubOptions = {}): Promise<Mo
 }
 
 function startSse(res: ServerResponse, headers: Record<string, string> = {}) {
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...headers });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    ...headers,
+  });
   return {
     event: (name: string, data: unknown) => void res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`),
     data: (data: unknown) => void res.write(`data: ${JSON.stringify(data)}\n\n`),

@@ -37,7 +37,16 @@ export async function startOidcProvider(redirectUri: string, accounts: OidcAccou
   const clientSecret = 'blue-control-test-secret-0123456789';
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const provider = new Provider(issuer, {
-    clients: [{ client_id: clientId, client_secret: clientSecret, redirect_uris: [redirectUri], response_types: ['code'], grant_types: ['authorization_code'], token_endpoint_auth_method: 'client_secret_post' }],
+    clients: [
+      {
+        client_id: clientId,
+        client_secret: clientSecret,
+        redirect_uris: [redirectUri],
+        response_types: ['code'],
+        grant_types: ['authorization_code'],
+        token_endpoint_auth_method: 'client_secret_post',
+      },
+    ],
     jwks: { keys: [{ ...privateKey.export({ format: 'jwk' }), kid: 'test', use: 'sig', alg: 'RS256' } as never] },
     cookies: { keys: ['blue-oidc-test-cookie-key-0123456789'] },
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['groups'] },
@@ -48,7 +57,10 @@ export async function startOidcProvider(redirectUri: string, accounts: OidcAccou
       const account = known.get(sub);
       if (account === undefined) return undefined;
       const verified = account.verified === null ? {} : { email_verified: account.verified ?? true };
-      return { accountId: sub, claims: async () => ({ sub, email: account.email, ...verified, groups: account.groups ?? [] }) };
+      return {
+        accountId: sub,
+        claims: async () => ({ sub, email: account.email, ...verified, groups: account.groups ?? [] }),
+      };
     },
   });
   const callback = provider.callback();
@@ -66,9 +78,11 @@ export async function startOidcProvider(redirectUri: string, accounts: OidcAccou
     if (!submitted) {
       res.setHeader('content-type', 'text/html; charset=utf-8');
       res.end(
-        `<!doctype html><html lang="en"><head><title>Test identity provider</title></head><body><h1>Test identity provider</h1>` +
+        `<!doctype html><html lang="en"><head><title>Test identity provider</title></head><body><h1>Test identity ` +
+          `provider</h1>` +
           `<form method="post" action="/interaction/${details.uid}/login"><label for="email">E-mail</label>` +
-          `<input id="email" name="email" type="email" required><button type="submit">Sign in</button></form></body></html>`,
+          (`<input id="email" name="email" type="email" required><button type="submit">Sign ` +
+            `in</button></form></body></html>`),
       );
       return;
     }
@@ -76,14 +90,24 @@ export async function startOidcProvider(redirectUri: string, accounts: OidcAccou
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const email = new URLSearchParams(Buffer.concat(chunks).toString()).get('email') ?? '';
     if (!known.has(email)) {
-      await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'no such account' }, { mergeWithLastSubmission: false });
+      await provider.interactionFinished(
+        req,
+        res,
+        { error: 'access_denied', error_description: 'no such account' },
+        { mergeWithLastSubmission: false },
+      );
       return;
     }
     // Signed in and consented at once: the test provider asks nothing more.
     const grant = new provider.Grant({ accountId: email, clientId: String(details.params.client_id) });
     grant.addOIDCScope(String(details.params.scope));
     const grantId = await grant.save();
-    await provider.interactionFinished(req, res, { login: { accountId: email }, consent: { grantId } }, { mergeWithLastSubmission: false });
+    await provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId: email }, consent: { grantId } },
+      { mergeWithLastSubmission: false },
+    );
   }
 
   return {
@@ -126,16 +150,25 @@ export class CookieJar {
 
 /**
  * A browser's round trip: GET `start` on the Control API, through the provider's sign-in page as the account `email`
- * (its subject), back to the Control API's callback. Answers where it ended (the last redirect's target) and the jar holding the session cookie.
+ * (its subject), back to the Control API's callback. Answers where it ended (the last redirect's target) and the jar
+ * holding the session cookie.
  */
-export async function signInThroughProvider(start: string, email: string, jar = new CookieJar()): Promise<{ landed: string; jar: CookieJar; visited: string[] }> {
+export async function signInThroughProvider(
+  start: string,
+  email: string,
+  jar = new CookieJar(),
+): Promise<{ landed: string; jar: CookieJar; visited: string[] }> {
   const visited: string[] = [];
   let url = new URL(start);
   let init: RequestInit = { method: 'GET' };
   for (let hops = 0; hops < 20; hops++) {
     visited.push(url.href);
     const cookie = jar.header(url);
-    const response = await fetch(url, { ...init, redirect: 'manual', headers: { ...(init.headers as Record<string, string>), ...(cookie === undefined ? {} : { cookie }) } });
+    const response = await fetch(url, {
+      ...init,
+      redirect: 'manual',
+      headers: { ...(init.headers as Record<string, string>), ...(cookie === undefined ? {} : { cookie }) },
+    });
     jar.store(url, response);
     const location = response.headers.get('location');
     if (location !== null && response.status >= 300 && response.status < 400) {
@@ -147,7 +180,11 @@ export async function signInThroughProvider(start: string, email: string, jar = 
     const form = /<form method="post" action="(\/interaction\/[\w-]+\/login)">/.exec(text);
     if (form === null) return { landed: url.href, jar, visited };
     url = new URL(form[1]!, url);
-    init = { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ email }).toString() };
+    init = {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ email }).toString(),
+    };
   }
   throw new Error(`too many redirects: ${visited.join(' → ')}`);
 }

@@ -2,7 +2,13 @@
  * A tiny Control API on loopback for policy tests: serves one policy with an ETag, answers 304 to a matching
  * If-None-Match, and records every request it sees.
  */
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface SeenRequest {

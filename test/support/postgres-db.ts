@@ -12,7 +12,8 @@ export async function freshDatabase(): Promise<string> {
   const url = inject('postgresUrl');
   if (!url) {
     throw new Error(
-      `no PostgreSQL cluster for this run: ${inject('postgresProblem') || 'the vitest config does not run test/support/postgres-global-setup.ts (globalSetup)'}`,
+      `no PostgreSQL cluster for this run: ` +
+        `${inject('postgresProblem') || 'the vitest config does not run test/support/postgres-global-setup.ts (globalSetup)'}`,
     );
   }
   return createDatabaseAt(url);

@@ -77,7 +77,12 @@ function serverEnv(): Record<string, string> {
 /** `postgres --version` of `dir`, or undefined when it does not run. */
 function versionOf(dir: string): { major: number; version: string } | undefined {
   try {
-    const out = execFileSync(path.join(dir, 'postgres'), ['--version'], { encoding: 'utf8', env: serverEnv(), stdio: ['ignore', 'pipe', 'ignore'], timeout: 10_000 });
+    const out = execFileSync(path.join(dir, 'postgres'), ['--version'], {
+      encoding: 'utf8',
+      env: serverEnv(),
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 10_000,
+    });
     const m = /\(PostgreSQL\)\s+(\d+)(?:\.(\d+))?/.exec(out);
     return m === null ? undefined : { major: Number(m[1]), version: m[2] === undefined ? m[1]! : `${m[1]}.${m[2]}` };
   } catch {
@@ -85,12 +90,14 @@ function versionOf(dir: string): { major: number; version: string } | undefined 
   }
 }
 
-const hasServer = (dir: string): boolean => existsSync(path.join(dir, 'initdb')) && existsSync(path.join(dir, 'postgres'));
+const hasServer = (dir: string): boolean =>
+  existsSync(path.join(dir, 'initdb')) && existsSync(path.join(dir, 'postgres'));
 
 /** Every directory that holds both `initdb` and `postgres`, symlinks resolved, without duplicates. */
 function candidateDirs(): string[] {
   const dirs: string[] = [];
-  if (existsSync(DEBIAN_ROOT)) for (const major of readdirSync(DEBIAN_ROOT)) dirs.push(path.join(DEBIAN_ROOT, major, 'bin'));
+  if (existsSync(DEBIAN_ROOT))
+    for (const major of readdirSync(DEBIAN_ROOT)) dirs.push(path.join(DEBIAN_ROOT, major, 'bin'));
   for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
     if (dir === '' || !existsSync(path.join(dir, 'initdb'))) continue;
     // A PATH entry may hold symlinks into the real bin directory (/usr/local/bin/initdb -> /usr/lib/postgresql/15/bin).
@@ -206,8 +213,14 @@ async function waitGone(pids: readonly number[], ms: number): Promise<void> {
 const quoteIdent = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
 /** Creates an empty database `name` (a unique one unless given) on the server of `adminUrl`; returns its URL. */
-export async function createDatabaseAt(adminUrl: string, name = `test_${randomBytes(12).toString('hex')}`): Promise<string> {
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`createDatabase: ${JSON.stringify(name)} is not a plain lowercase SQL name of at most 63 characters`);
+export async function createDatabaseAt(
+  adminUrl: string,
+  name = `test_${randomBytes(12).toString('hex')}`,
+): Promise<string> {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name))
+    throw new Error(
+      `createDatabase: ${JSON.stringify(name)} is not a plain lowercase SQL name of at most 63 characters`,
+    );
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
@@ -233,8 +246,10 @@ export async function startPostgres(options: StartOptions = {}): Promise<PgClust
   const bin = findPostgresBinaries();
   if (bin === undefined) {
     throw new Error(
-      `no PostgreSQL server binaries (initdb and postgres, version ${MIN_MAJOR} or newer) in ${DEBIAN_ROOT}/*/bin or on PATH: ` +
-        'install Debian\'s postgresql package (apt-get install postgresql) or put a PostgreSQL server\'s bin directory on PATH',
+      `no PostgreSQL server binaries (initdb and postgres, version ${MIN_MAJOR} or newer) in ${DEBIAN_ROOT}/*/bin ` +
+        `or on PATH: ` +
+        ("install Debian's postgresql package (apt-get install postgresql) or put a PostgreSQL server's bin " +
+          'directory on PATH'),
     );
   }
   const user = serverUser();
@@ -260,7 +275,10 @@ export async function startPostgres(options: StartOptions = {}): Promise<PgClust
     }
   };
   const url = (): string => `postgres://${SUPERUSER}:${password}@127.0.0.1:${port}/postgres`;
-  const processIds = (): number[] => (child?.pid === undefined || child.exitCode !== null || child.signalCode !== null ? [] : [child.pid, ...descendantsOf(child.pid)]);
+  const processIds = (): number[] =>
+    child?.pid === undefined || child.exitCode !== null || child.signalCode !== null
+      ? []
+      : [child.pid, ...descendantsOf(child.pid)];
 
   /**
    * At exit without `stop()` (a crashed or interrupted run): an immediate shutdown, waited for synchronously (the
@@ -283,12 +301,25 @@ export async function startPostgres(options: StartOptions = {}): Promise<PgClust
     try {
       await execFileAsync(
         path.join(bin.dir, 'initdb'),
-        ['-D', dataDir, '-U', SUPERUSER, `--pwfile=${pwfile}`, '--auth=scram-sha-256', '--locale=C', '--encoding=UTF8', '--no-sync'],
+        [
+          '-D',
+          dataDir,
+          '-U',
+          SUPERUSER,
+          `--pwfile=${pwfile}`,
+          '--auth=scram-sha-256',
+          '--locale=C',
+          '--encoding=UTF8',
+          '--no-sync',
+        ],
         { cwd: dir, env: serverEnv(), timeout: 120_000, ...spawnAs },
       );
     } catch (error) {
       const e = error as { stderr?: string; message: string };
-      throw new Error(`initdb (${bin.dir}) failed${user === undefined ? '' : ` as uid ${user.uid}`}: ${(e.stderr ?? '').trim() || e.message}`);
+      throw new Error(
+        `initdb (${bin.dir}) failed${user === undefined ? '' : ` as uid ${user.uid}`}: ` +
+          `${(e.stderr ?? '').trim() || e.message}`,
+      );
     } finally {
       await unlink(pwfile);
     }
@@ -304,14 +335,43 @@ export async function startPostgres(options: StartOptions = {}): Promise<PgClust
     try {
       // prettier-ignore
       const args = [
-        '-D', dataDir, '-p', String(port), '-h', '127.0.0.1', '-k', dir,
-        ...(options.durable === true ? [] : ['-c', 'fsync=off', '-c', 'full_page_writes=off']), '-c', 'wal_level=minimal',
-        '-c', 'max_wal_senders=0', '-c', `max_connections=${MAX_CONNECTIONS}`, '-c', 'huge_pages=off', '-c', 'jit=off',
+        '-D',
+        dataDir,
+        '-p',
+        String(port),
+        '-h',
+        '127.0.0.1',
+        '-k',
+        dir,
+        ...(options.durable === true ? [] : ['-c', 'fsync=off', '-c', 'full_page_writes=off']),
+        '-c',
+        'wal_level=minimal',
+        '-c',
+        'max_wal_senders=0',
+        '-c',
+        `max_connections=${MAX_CONNECTIONS}`,
+        '-c',
+        'huge_pages=off',
+        '-c',
+        'jit=off',
         // A crashed backend takes the cluster down (and fails the tests loudly) rather than being restarted.
-        '-c', 'restart_after_crash=off',
-        '-c', 'timezone=UTC', '-c', 'log_timezone=UTC', '-c', 'lc_messages=C', '-c', 'unix_socket_permissions=0700',
+        '-c',
+        'restart_after_crash=off',
+        '-c',
+        'timezone=UTC',
+        '-c',
+        'log_timezone=UTC',
+        '-c',
+        'lc_messages=C',
+        '-c',
+        'unix_socket_permissions=0700',
       ];
-      proc = spawn(path.join(bin.dir, 'postgres'), args, { cwd: dir, env: serverEnv(), stdio: ['ignore', fd, fd], ...spawnAs });
+      proc = spawn(path.join(bin.dir, 'postgres'), args, {
+        cwd: dir,
+        env: serverEnv(),
+        stdio: ['ignore', fd, fd],
+        ...spawnAs,
+      });
     } finally {
       closeSync(fd);
     }
@@ -333,13 +393,20 @@ export async function startPostgres(options: StartOptions = {}): Promise<PgClust
     for (;;) {
       if (exit !== undefined) {
         const tail = logTail();
-        if (/could not bind|Address already in use/.test(tail.split('\n').slice(-5).join('\n'))) throw new Error('port taken');
-        throw new Error(`postgres exited during start-up (${spawnError?.message ?? `code ${exit.code}, signal ${exit.signal}`}); server log:\n${tail}`);
+        if (/could not bind|Address already in use/.test(tail.split('\n').slice(-5).join('\n')))
+          throw new Error('port taken');
+        throw new Error(
+          `postgres exited during start-up (${spawnError?.message ?? `code ${exit.code}, signal ${exit.signal}`}); ` +
+            `server log:\n${tail}`,
+        );
       }
       if (Date.now() > deadline) {
         signal([proc.pid!, ...descendantsOf(proc.pid!)], 'SIGKILL');
         await exited;
-        throw new Error(`postgres did not accept connections on 127.0.0.1:${port} within ${READY_TIMEOUT_MS / 1000} s; server log:\n${logTail()}`);
+        throw new Error(
+          `postgres did not accept connections on 127.0.0.1:${port} within ${READY_TIMEOUT_MS / 1000} s; server ` +
+            `log:\n${logTail()}`,
+        );
       }
       const client = new pg.Client({ connectionString: url(), connectionTimeoutMillis: 2_000 });
       client.on('error', () => {});
@@ -416,7 +483,11 @@ export async function startPostgres(options: StartOptions = {}): Promise<PgClust
           await launch();
         } catch (error) {
           const message = (error as Error).message;
-          throw new Error(message === 'port taken' ? `restart: port ${port} is taken by another process now; server log:\n${logTail()}` : message);
+          throw new Error(
+            message === 'port taken'
+              ? `restart: port ${port} is taken by another process now; server log:\n${logTail()}`
+              : message,
+          );
         }
       }),
     kill: () =>

@@ -45,7 +45,13 @@ export interface PtyOptions {
 export function startPty(bin: string, args: readonly string[], options: PtyOptions): PtySession {
   const started = Date.now();
   const terminal = new Terminal({ cols: COLUMNS, rows: ROWS, allowProposedApi: true, scrollback: 5000 });
-  const child: IPty = ptySpawn(bin, [...args], { name: 'xterm-256color', cols: COLUMNS, rows: ROWS, cwd: options.cwd, env: { ...options.env, TERM: 'xterm-256color' } });
+  const child: IPty = ptySpawn(bin, [...args], {
+    name: 'xterm-256color',
+    cols: COLUMNS,
+    rows: ROWS,
+    cwd: options.cwd,
+    env: { ...options.env, TERM: 'xterm-256color' },
+  });
   let raw = '';
   child.onData((data) => {
     raw = raw.length > 4_000_000 ? raw : raw + data;
@@ -95,7 +101,11 @@ export function startPty(bin: string, args: readonly string[], options: PtyOptio
     },
     async waitFor(what, test, timeoutMs = 60_000) {
       if (!(await session.waitUntil(test, timeoutMs))) {
-        throw new Error(`pty: ${ended === undefined ? `timed out after ${timeoutMs} ms` : `the process ended (exit ${ended.exitCode})`} waiting for ${what}; the screen:\n${session.screen()}`);
+        throw new Error(
+          `pty: ` +
+            `${ended === undefined ? `timed out after ${timeoutMs} ms` : `the process ended (exit ${ended.exitCode})`} ` +
+            `waiting for ${what}; the screen:\n${session.screen()}`,
+        );
       }
     },
     async type(text) {
@@ -112,7 +122,16 @@ export function startPty(bin: string, args: readonly string[], options: PtyOptio
       await settle();
       const text = session.all();
       terminal.dispose();
-      return { exitCode: e.exitCode, signal: null, stdout: text, stderr: '', durationMs: Date.now() - started, timedOut, command: [bin, ...args], env: options.env };
+      return {
+        exitCode: e.exitCode,
+        signal: null,
+        stdout: text,
+        stderr: '',
+        durationMs: Date.now() - started,
+        timedOut,
+        command: [bin, ...args],
+        env: options.env,
+      };
     },
     kill: killGroup,
   };

@@ -93,7 +93,11 @@ export function useOfflineSession() {
     get hookOut() {
       return hookOut;
     },
-    REPLY, SESSION_TIMEOUT_MS, TEST_TIMEOUT_MS, explain, expectSessionOk,
+    REPLY,
+    SESSION_TIMEOUT_MS,
+    TEST_TIMEOUT_MS,
+    explain,
+    expectSessionOk,
   };
 }
 
@@ -120,7 +124,10 @@ export function useCaptureHome() {
     await mkdir(cwd, { recursive: true });
     cwd = await realpath(cwd);
     policy = path.join(t.root, 'policy.yaml');
-    await writeFile(policy, 'revision: 1\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n');
+    await writeFile(
+      policy,
+      'revision: 1\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n',
+    );
   });
 
   afterEach(async () => {
@@ -131,11 +138,17 @@ export function useCaptureHome() {
 
   /** The agent as installed: `self` is the real built entry (the Context default), the harness found on PATH. */
   function agentContext(harnessBinary: string): Context {
-    return t.context({ env: { PATH: `${path.dirname(harnessBinary)}:${path.dirname(process.execPath)}:/usr/bin:/bin` } });
+    return t.context({
+      env: { PATH: `${path.dirname(harnessBinary)}:${path.dirname(process.execPath)}:/usr/bin:/bin` },
+    });
   }
 
   function explain(result: HarnessRunResult): string {
-    return describeRun(result, `--- model stub requests\n${stub.summary() || '(none)'}\n--- capture.log\n${JSON.stringify(captureLog(stateDir), null, 1)}`);
+    return describeRun(
+      result,
+      `--- model stub requests\n${stub.summary() || '(none)'}\n--- capture.log\n` +
+        `${JSON.stringify(captureLog(stateDir), null, 1)}`,
+    );
   }
 
   /**
@@ -147,15 +160,24 @@ export function useCaptureHome() {
       'finished captures in the spool',
       () => {
         const files = spoolFiles(stateDir);
-        const finished = [...files.ready.map((n) => ['ready', n] as const), ...files.failed.map((n) => ['failed', n] as const)];
+        const finished = [
+          ...files.ready.map((n) => ['ready', n] as const),
+          ...files.failed.map((n) => ['failed', n] as const),
+        ];
         return finished.length > 0 && files.intake.length === 0 && files.building.length === 0 ? finished : undefined;
       },
       timeoutMs,
       100,
     ).catch((error: Error) => {
-      throw new Error(`${error.message}\n--- spool ${JSON.stringify(spoolFiles(stateDir))}\n--- capture.log\n${JSON.stringify(captureLog(stateDir), null, 1)}\n--- model stub\n${stub.summary()}`);
+      throw new Error(
+        `${error.message}\n--- spool ${JSON.stringify(spoolFiles(stateDir))}\n--- capture.log\n` +
+          `${JSON.stringify(captureLog(stateDir), null, 1)}\n--- model stub\n${stub.summary()}`,
+      );
     });
-    return done.map(([state, name]) => ({ state, record: readJson<SpoolRecord>(path.join(stateDir, 'spool', state, name)) }));
+    return done.map(([state, name]) => ({
+      state,
+      record: readJson<SpoolRecord>(path.join(stateDir, 'spool', state, name)),
+    }));
   }
 
   /** Waits for the one capture of this run to reach a final state; returns its record. */
@@ -164,13 +186,19 @@ export function useCaptureHome() {
       'a finished capture in the spool',
       () => {
         const files = spoolFiles(stateDir);
-        const finished = [...files.ready.map((n) => ['ready', n] as const), ...files.failed.map((n) => ['failed', n] as const)];
+        const finished = [
+          ...files.ready.map((n) => ['ready', n] as const),
+          ...files.failed.map((n) => ['failed', n] as const),
+        ];
         return finished.length > 0 && files.intake.length === 0 && files.building.length === 0 ? finished : undefined;
       },
       timeoutMs,
       100,
     ).catch((error: Error) => {
-      throw new Error(`${error.message}\n--- spool ${JSON.stringify(spoolFiles(stateDir))}\n--- capture.log\n${JSON.stringify(captureLog(stateDir), null, 1)}\n--- model stub\n${stub.summary()}`);
+      throw new Error(
+        `${error.message}\n--- spool ${JSON.stringify(spoolFiles(stateDir))}\n--- capture.log\n` +
+          `${JSON.stringify(captureLog(stateDir), null, 1)}\n--- model stub\n${stub.summary()}`,
+      );
     });
     expect(done, JSON.stringify(captureLog(stateDir))).toHaveLength(1);
     const [state, name] = done[0]!;
@@ -178,7 +206,12 @@ export function useCaptureHome() {
   }
 
   /** The ready bundle verifies, in process and through the CLI, and carries the session, its title and preview. */
-  async function expectVerifiedBundle(record: SpoolRecord, harness: string, profile: string, text: { title: string; summary?: string }): Promise<void> {
+  async function expectVerifiedBundle(
+    record: SpoolRecord,
+    harness: string,
+    profile: string,
+    text: { title: string; summary?: string },
+  ): Promise<void> {
     const bundle = path.join(stateDir, 'spool', 'bundles', `${record.id}.bundle`);
     const verified = await verifyBundle(bundle, { profiles: await loadProfiles(t.ctx.paths.profilesDir) });
     expect(record.bundle).toMatchObject({ size: verified.size, sha256: verified.sha256 });
@@ -213,7 +246,13 @@ export function useCaptureHome() {
     get stateDir() {
       return stateDir;
     },
-    REPLY, TEST_TIMEOUT_MS, agentContext, explain, oneFinishedCapture, finishedCaptures, expectVerifiedBundle,
+    REPLY,
+    TEST_TIMEOUT_MS,
+    agentContext,
+    explain,
+    oneFinishedCapture,
+    finishedCaptures,
+    expectVerifiedBundle,
   };
 }
 
@@ -263,13 +302,17 @@ export function useReconcileHome() {
         `import { appendFileSync } from 'node:fs';`,
         `const chunks = [];`,
         `for await (const chunk of process.stdin) chunks.push(chunk);`,
-        `appendFileSync(${JSON.stringify(managedOut)}, JSON.stringify({ argv: process.argv.slice(2), stdin: Buffer.concat(chunks).toString('utf8') }) + '\\n');`,
+        `appendFileSync(${JSON.stringify(managedOut)}, JSON.stringify({ argv: process.argv.slice(2), stdin: ` +
+          `Buffer.concat(chunks).toString('utf8') }) + '\\n');`,
         '',
       ].join('\n'),
     );
     await chmod(recorder, 0o755);
     policy = path.join(t.root, 'policy.yaml');
-    await writeFile(policy, 'revision: 1\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n');
+    await writeFile(
+      policy,
+      'revision: 1\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n',
+    );
   });
 
   afterEach(async () => {
@@ -292,14 +335,17 @@ export function useReconcileHome() {
   /**
    * The managed hook ran exactly once (or, with `allowRepeats`, one or more times for one session: a harness that
    * fires its end hook twice), as `capture` for this harness and profile, with a payload of the profile's capture
-   * event (`event`, SessionEnd unless said) naming a session id of the harness's shape (`sessionId`, a UUID unless said).
+   * event (`event`, SessionEnd unless said) naming a session id of the harness's shape (`sessionId`, a UUID unless
+   * said).
    */
   async function expectOneSessionEnd(
     harness: string,
     profile: string,
     options: { allowRepeats?: boolean; event?: string; sessionId?: RegExp } = {},
   ): Promise<{ argv: string[]; payload: Payload }[]> {
-    const calls = await waitFor('the managed hook', async () => ((await managedCalls()).length > 0 ? managedCalls() : undefined));
+    const calls = await waitFor('the managed hook', async () =>
+      (await managedCalls()).length > 0 ? managedCalls() : undefined,
+    );
     if (options.allowRepeats !== true) expect(calls).toHaveLength(1);
     for (const call of calls) {
       expect(call.argv).toEqual(['capture', '--harness', harness, '--profile', profile]);
@@ -345,7 +391,13 @@ export function useReconcileHome() {
     get policy() {
       return policy;
     },
-    REPLY, TEST_TIMEOUT_MS, agentContext, managedCalls, expectOneSessionEnd, expectUserHookFor, explain,
+    REPLY,
+    TEST_TIMEOUT_MS,
+    agentContext,
+    managedCalls,
+    expectOneSessionEnd,
+    expectUserHookFor,
+    explain,
   };
 }
 
@@ -422,7 +474,15 @@ export function useResumeRoundTrip() {
       policyPush: false,
     });
     // Sessions are followed from the agent's first sweep on (older ones are backfill's): wait for it.
-    await waitFor('the agent\'s first sweep', () => (agentOut!.text().includes('"msg":"reconciled"') && existsSync(path.join(a.env.BLUE_AGENT_HOME!, 'cursors')) ? true : undefined), 60_000, 100);
+    await waitFor(
+      "the agent's first sweep",
+      () =>
+        agentOut!.text().includes('"msg":"reconciled"') && existsSync(path.join(a.env.BLUE_AGENT_HOME!, 'cursors'))
+          ? true
+          : undefined,
+      60_000,
+      100,
+    );
     return agent;
   }
 
@@ -430,13 +490,21 @@ export function useResumeRoundTrip() {
    * Runs a session on A whose first turn hangs (the model never answers the prompt with `word`), and SIGKILLs the
    * harness's process group once the turn is under way: no end hook can run. Resolves once it is gone.
    */
-  async function killedMidTurn(word: string, run: (onSpawn: (pid: number) => void) => Promise<HarnessRunResult>): Promise<HarnessRunResult> {
+  async function killedMidTurn(
+    word: string,
+    run: (onSpawn: (pid: number) => void) => Promise<HarnessRunResult>,
+  ): Promise<HarnessRunResult> {
     stub.hold = (r) => JSON.stringify(r.body ?? '').includes(word);
     let pid: number | undefined;
     const running = run((p) => (pid = p));
     await waitFor('the turn under way (the model asked)', () => (stub.held.length > 0 ? true : undefined), 60_000, 50);
     // The harness has written the prompt to its session (it may buffer a write briefly): only then is it killed.
-    await waitFor('the prompt in a session file on machine A', async () => ((await filesMentioning(a.home, word)).length > 0 ? true : undefined), 30_000, 100);
+    await waitFor(
+      'the prompt in a session file on machine A',
+      async () => ((await filesMentioning(a.home, word)).length > 0 ? true : undefined),
+      30_000,
+      100,
+    );
     process.kill(-pid!, 'SIGKILL');
     const result = await running;
     stub.hold = undefined;
@@ -456,10 +524,15 @@ export function useResumeRoundTrip() {
   }
 
   function explain(result: HarnessRunResult): string {
-    return describeRun(result, `--- model stub\n${stub.summary() || '(none)'}\n--- capture.log A\n${JSON.stringify(captureLog(a.env.BLUE_AGENT_HOME!), null, 1)}`);
+    return describeRun(
+      result,
+      `--- model stub\n${stub.summary() || '(none)'}\n--- capture.log A\n` +
+        `${JSON.stringify(captureLog(a.env.BLUE_AGENT_HOME!), null, 1)}`,
+    );
   }
 
-  /** The native resume ran, and the model was sent the new prompt with the earlier turn (the code word) at `modelPath`. */
+  /** The native resume ran, and the model was sent the new prompt with the earlier turn (the code word) at `modelPath`.
+   * */
   function expectResumedWithHistory(resumed: HarnessRunResult, modelPath: string): void {
     expect(resumed.exitCode, explain(resumed)).toBe(0);
     const sent = stub.textSentTo(modelPath);
@@ -478,8 +551,16 @@ export function useResumeRoundTrip() {
       );
     } catch (error) {
       const state = a.env.BLUE_AGENT_HOME!;
-      const spool = Object.fromEntries(['intake', 'building', 'ready', 'uploading', 'failed'].map((d) => [d, readdirSync(path.join(state, 'spool', d), { withFileTypes: false }).length]));
-      throw new Error(`${(error as Error).message}\n--- spool A ${JSON.stringify(spool)}\n--- capture.log A\n${JSON.stringify(captureLog(state), null, 1)}\n--- uploads ${JSON.stringify(await stack.listUploads())}`);
+      const spool = Object.fromEntries(
+        ['intake', 'building', 'ready', 'uploading', 'failed'].map((d) => [
+          d,
+          readdirSync(path.join(state, 'spool', d), { withFileTypes: false }).length,
+        ]),
+      );
+      throw new Error(
+        `${(error as Error).message}\n--- spool A ${JSON.stringify(spool)}\n--- capture.log A\n` +
+          `${JSON.stringify(captureLog(state), null, 1)}\n--- uploads ${JSON.stringify(await stack.listUploads())}`,
+      );
     }
   }
 
@@ -487,9 +568,20 @@ export function useResumeRoundTrip() {
   async function resumeOnB(id: string, bin: string, extraEnv: Record<string, string> = {}): Promise<string[]> {
     const env = { ...harnessEnv(b.home, { ...b.env, ...extraEnv, PATH: pathWith(bin) }) };
     // An unambiguous prefix is enough.
-    const result = await runCli(['resume', id.slice(0, 13), '--dest', destination, '--yes', '--no-launch', '--json'], { env, cwd: destination, timeoutMs: 120_000 });
+    const result = await runCli(['resume', id.slice(0, 13), '--dest', destination, '--yes', '--no-launch', '--json'], {
+      env,
+      cwd: destination,
+      timeoutMs: 120_000,
+    });
     expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
-    const report = JSON.parse(result.stdout) as { ok: boolean; dry_run: boolean; id: string; destination: string; restored: string[]; command: string[] };
+    const report = JSON.parse(result.stdout) as {
+      ok: boolean;
+      dry_run: boolean;
+      id: string;
+      destination: string;
+      restored: string[];
+      command: string[];
+    };
     expect(report).toMatchObject({ ok: true, dry_run: false, id, destination });
     return report.command;
   }
@@ -513,8 +605,19 @@ export function useResumeRoundTrip() {
     get destination() {
       return destination;
     },
-    CODE_WORD, FIRST_PROMPT, SECOND_PROMPT, TEST_TIMEOUT_MS, pathWith, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB,
-    startAgentOnA, killedMidTurn, agentLog,
+    CODE_WORD,
+    FIRST_PROMPT,
+    SECOND_PROMPT,
+    TEST_TIMEOUT_MS,
+    pathWith,
+    agentOn,
+    explain,
+    expectResumedWithHistory,
+    uploadedFromA,
+    resumeOnB,
+    startAgentOnA,
+    killedMidTurn,
+    agentLog,
   };
 }
 
@@ -553,14 +656,17 @@ export function useRestoreRoundTrip() {
 
   /** The agent's Context on a home, with the harness on PATH (a capture or a restore may run the CLI). */
   function agentContext(home: TestHome, bin: string, extra: Record<string, string> = {}): Context {
-    return home.context({ env: { PATH: `${path.dirname(bin)}:${path.dirname(process.execPath)}:/usr/bin:/bin`, ...extra } });
+    return home.context({
+      env: { PATH: `${path.dirname(bin)}:${path.dirname(process.execPath)}:/usr/bin:/bin`, ...extra },
+    });
   }
 
   function explain(result: HarnessRunResult): string {
     return describeRun(result, `--- model stub requests\n${stub.summary() || '(none)'}`);
   }
 
-  /** The native resume ran, and the model was sent the new prompt with the earlier turn (the code word) at `modelPath`. */
+  /** The native resume ran, and the model was sent the new prompt with the earlier turn (the code word) at `modelPath`.
+   * */
   function expectResumedWithHistory(resumed: HarnessRunResult, modelPath: string): void {
     expect(resumed.exitCode, explain(resumed)).toBe(0);
     const sent = stub.textSentTo(modelPath);
@@ -568,19 +674,39 @@ export function useRestoreRoundTrip() {
     expect(sent, explain(resumed)).toContain(CODE_WORD);
   }
 
-  /** Bundles a session of HOME A exactly as the capture worker does (by the fixture's profile unless `profile` names one). */
-  async function bundleFromA(harness: HarnessName, ctx: Context, payload: { session_id: string; cwd: string; transcript_path?: string }, profile = fixtureProfile(harness)): Promise<string> {
+  /** Bundles a session of HOME A exactly as the capture worker does (by the fixture's profile unless `profile` names
+   * one). */
+  async function bundleFromA(
+    harness: HarnessName,
+    ctx: Context,
+    payload: { session_id: string; cwd: string; transcript_path?: string },
+    profile = fixtureProfile(harness),
+  ): Promise<string> {
     const profiles = await shippedProfiles();
     const interval = findInterval(profiles, profile)!.interval;
     const out = path.join(a.root, `${harness}.bundle`);
-    await assembleBundle(ctx, { harness, interval, payload: { ...payload, hook_event_name: 'SessionEnd' }, capturedAtUnixMs: Date.now() }, out, profiles);
+    await assembleBundle(
+      ctx,
+      { harness, interval, payload: { ...payload, hook_event_name: 'SessionEnd' }, capturedAtUnixMs: Date.now() },
+      out,
+      profiles,
+    );
     return out;
   }
 
   /** Restores into HOME B under the other destination; returns the native id and the resume command. */
-  async function restoreIntoB(ctx: Context, bundle: string, options: { installedVersion?: string } = {}): Promise<{ sessionId: string; resumeArgv: string[] }> {
+  async function restoreIntoB(
+    ctx: Context,
+    bundle: string,
+    options: { installedVersion?: string } = {},
+  ): Promise<{ sessionId: string; resumeArgv: string[] }> {
     expect(await recoverRestores(ctx)).toEqual({ rolledBack: [], completed: [] });
-    const prepared = await prepareRestore(ctx, { bundleFile: bundle, destination, profiles: await shippedProfiles(), ...options });
+    const prepared = await prepareRestore(ctx, {
+      bundleFile: bundle,
+      destination,
+      profiles: await shippedProfiles(),
+      ...options,
+    });
     try {
       expect(prepared.collision).toBe('none');
       const result = await applyRestore(ctx, prepared);
@@ -606,6 +732,14 @@ export function useRestoreRoundTrip() {
     get destination() {
       return destination;
     },
-    CODE_WORD, FIRST_PROMPT, SECOND_PROMPT, TEST_TIMEOUT_MS, agentContext, explain, expectResumedWithHistory, bundleFromA, restoreIntoB,
+    CODE_WORD,
+    FIRST_PROMPT,
+    SECOND_PROMPT,
+    TEST_TIMEOUT_MS,
+    agentContext,
+    explain,
+    expectResumedWithHistory,
+    bundleFromA,
+    restoreIntoB,
   };
 }

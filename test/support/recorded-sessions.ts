@@ -29,7 +29,9 @@ export async function readRecorded(dir: string): Promise<RecordedSession> {
 
 /** A version folder of a harness's fixtures: `version`, or the one recorded last. */
 export async function fixtureDir(harness: string, version?: string): Promise<string> {
-  const versions = (await readdir(path.join(FIXTURES, harness), { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
+  const versions = (await readdir(path.join(FIXTURES, harness), { withFileTypes: true }))
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name);
   if (versions.length === 0) throw new Error(`no fixtures for ${harness} under ${FIXTURES}`);
   if (version !== undefined) {
     if (!versions.includes(version)) throw new Error(`no fixtures of ${harness} ${version} under ${FIXTURES}`);

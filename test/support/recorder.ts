@@ -32,10 +32,16 @@ export function scrub(text: string, p: Placeholders): string {
 }
 
 /** Copies a file or folder with `scrub` applied to contents and names; `transform` edits each file's text first. */
-export async function copyScrubbed(from: string, to: string, p: Placeholders, transform: (text: string) => string = (t) => t): Promise<void> {
+export async function copyScrubbed(
+  from: string,
+  to: string,
+  p: Placeholders,
+  transform: (text: string) => string = (t) => t,
+): Promise<void> {
   if ((await stat(from)).isDirectory()) {
     await mkdir(to, { recursive: true });
-    for (const name of await readdir(from)) await copyScrubbed(path.join(from, name), path.join(to, scrub(name, p)), p, transform);
+    for (const name of await readdir(from))
+      await copyScrubbed(path.join(from, name), path.join(to, scrub(name, p)), p, transform);
     return;
   }
   await mkdir(path.dirname(to), { recursive: true });

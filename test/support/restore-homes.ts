@@ -33,7 +33,13 @@ export async function restoreHome(): Promise<TestHome> {
   const state = await mkdtemp(path.join(tmpdir(), 'blue-agent-restore-state-'));
   const home = await makeTestHome({ BLUE_AGENT_HOME: state });
   const cleanup = home.cleanup;
-  return { ...home, cleanup: async () => { await cleanup(); await rm(state, { recursive: true, force: true }); } };
+  return {
+    ...home,
+    cleanup: async () => {
+      await cleanup();
+      await rm(state, { recursive: true, force: true });
+    },
+  };
 }
 
 /**
@@ -41,7 +47,10 @@ export async function restoreHome(): Promise<TestHome> {
  * target (`elsewhere/<name>` under its root, real path). `use` receives fresh ones before each test; both homes are
  * removed after it.
  */
-export function useRestoreHomes(destinationName: string, use: (homes: { source: TestHome; target: TestHome; destination: string }) => void): void {
+export function useRestoreHomes(
+  destinationName: string,
+  use: (homes: { source: TestHome; target: TestHome; destination: string }) => void,
+): void {
   let homes: { source: TestHome; target: TestHome; destination: string } | undefined;
   beforeEach(async () => {
     const source = await restoreHome();
@@ -70,9 +79,15 @@ export interface FixtureSession {
  * sessions, and bundles it into `out`, exactly as the capture worker does. Only for harnesses whose sessions are read
  * from the disk (their rig's `fixture.install`); `rig` picks one of its older recordings.
  */
-export async function fixtureBundle(harness: HarnessName, source: TestHome, out: string, rig: FixtureRig = rigFor(harness).fixture): Promise<FixtureSession> {
+export async function fixtureBundle(
+  harness: HarnessName,
+  source: TestHome,
+  out: string,
+  rig: FixtureRig = rigFor(harness).fixture,
+): Promise<FixtureSession> {
   const install = rig.install;
-  if (install === undefined) throw new Error(`the ${harness} fixture is not laid out on a disk (its rig has no fixture.install)`);
+  if (install === undefined)
+    throw new Error(`the ${harness} fixture is not laid out on a disk (its rig has no fixture.install)`);
   const fixture = await fixtureDir(harness, rig.version);
   const recorded = await readRecorded(fixture);
   const cwd = path.join(source.root, 'work', 'proj');
@@ -85,9 +100,16 @@ export async function fixtureBundle(harness: HarnessName, source: TestHome, out:
     session_id: recorded.session_id,
     cwd: realCwd,
     hook_event_name: 'SessionEnd',
-    ...(typeof recorded.transcript_path === 'string' ? { transcript_path: substitute(recorded.transcript_path, vars) } : {}),
+    ...(typeof recorded.transcript_path === 'string'
+      ? { transcript_path: substitute(recorded.transcript_path, vars) }
+      : {}),
   };
-  const result = await assembleBundle(source.ctx, { harness, interval, payload, capturedAtUnixMs: 1_700_000_000_000 }, out, set);
+  const result = await assembleBundle(
+    source.ctx,
+    { harness, interval, payload, capturedAtUnixMs: 1_700_000_000_000 },
+    out,
+    set,
+  );
   return { bundle: out, result, sessionId: recorded.session_id, cwd: realCwd };
 }
 
@@ -102,7 +124,11 @@ export interface RawFile {
  * A bundle written by hand, byte for byte as the writer lays bundles out, but with whatever manifest the test wants:
  * the hostile bundles a verified-looking download could hold.
  */
-export async function rawBundle(out: string, fields: { harness: HarnessName; profile: string; sessionId: string; title?: string }, files: RawFile[]): Promise<void> {
+export async function rawBundle(
+  out: string,
+  fields: { harness: HarnessName; profile: string; sessionId: string; title?: string },
+  files: RawFile[],
+): Promise<void> {
   const entries = files.map((f, i) => {
     const bytes = Buffer.isBuffer(f.content) ? f.content : Buffer.from(f.content);
     return { name: fileEntryName(i, f.name), bytes, file: f };
@@ -142,7 +168,10 @@ export async function rawBundle(out: string, fields: { harness: HarnessName; pro
  * Every entry below `dir`: type, mode and content hash of files, link targets; mtimes left out. The agent's own state
  * folder (`.local/state`: journals, locks) is not part of the machine the restore changes, and is left out.
  */
-export async function snapshot(dir: string, exclude: readonly string[] = ['.local/state']): Promise<Record<string, string>> {
+export async function snapshot(
+  dir: string,
+  exclude: readonly string[] = ['.local/state'],
+): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   const visit = async (abs: string, rel: string): Promise<void> => {
     if (exclude.includes(rel)) return;
@@ -155,8 +184,12 @@ export async function snapshot(dir: string, exclude: readonly string[] = ['.loca
     if (info.isSymbolicLink()) out[rel] = `link ${await readlink(abs)}`;
     else if (info.isDirectory()) {
       out[rel] = `dir ${(info.mode & 0o777).toString(8)}`;
-      for (const name of (await readdir(abs)).sort()) await visit(path.join(abs, name), rel === '' ? name : `${rel}/${name}`);
-    } else out[rel] = `file ${(info.mode & 0o777).toString(8)} ${createHash('sha256').update(await readFile(abs)).digest('hex')}`;
+      for (const name of (await readdir(abs)).sort())
+        await visit(path.join(abs, name), rel === '' ? name : `${rel}/${name}`);
+    } else
+      out[rel] = `file ${(info.mode & 0o777).toString(8)} ${createHash('sha256')
+        .update(await readFile(abs))
+        .digest('hex')}`;
   };
   await visit(dir, '');
   return out;

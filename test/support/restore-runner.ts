@@ -10,10 +10,12 @@ import { applyRestore, prepareRestore, realRestoreIO, type RestoreIO } from '../
 
 const [bundleFile, destination, profilesDir, delay] = process.argv.slice(2) as [string, string, string, string];
 const ms = Number(delay);
-const slow = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
-  await sleep(ms);
-  return fn(...args);
-};
+const slow =
+  <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+  async (...args: A): Promise<R> => {
+    await sleep(ms);
+    return fn(...args);
+  };
 const io: RestoreIO = {
   mkdir: slow(realRestoreIO.mkdir),
   link: slow(realRestoreIO.link),

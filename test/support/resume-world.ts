@@ -29,7 +29,9 @@ export interface World {
   close(): Promise<void>;
 }
 
-export async function startWorld(options: { claudeVersion?: string | null; policy?: Record<string, unknown> } = {}): Promise<World> {
+export async function startWorld(
+  options: { claudeVersion?: string | null; policy?: Record<string, unknown> } = {},
+): Promise<World> {
   const server = await startTestServer({ startAt: Date.now() }); // resume judges expiry by the machine's own clock
   const home = await makeTestHome();
   const bin = path.join(home.root, 'bin');
@@ -72,7 +74,8 @@ export async function fakeClaude(bin: string, version: string): Promise<string> 
   const file = path.join(bin, 'claude');
   await writeFile(
     file,
-    `#!/bin/sh\nif [ "$1" = "--version" ]; then echo "${version} (Claude Code)"; exit 0; fi\necho "FAKE-CLAUDE args=$* cwd=$(pwd)"\nexit 7\n`,
+    `#!/bin/sh\nif [ "$1" = "--version" ]; then echo "${version} (Claude Code)"; exit 0; fi\necho "FAKE-CLAUDE ` +
+      `args=$* cwd=$(pwd)"\nexit 7\n`,
   );
   await chmod(file, 0o755);
   return file;
@@ -95,14 +98,20 @@ export async function uploadClaudeSession(
     turns?: string[];
   } = {},
 ): Promise<{ capturedId: string; artifactId: string; sessionId: string; bytes: Buffer }> {
-  const sessionId = options.sessionId ?? `5e55${String(++counter).padStart(4, '0')}-aaaa-4bbb-8ccc-${Date.now().toString(16).padStart(12, '0').slice(-12)}`;
+  const sessionId =
+    options.sessionId ??
+    `5e55${String(++counter).padStart(4, '0')}-aaaa-4bbb-8ccc-${Date.now().toString(16).padStart(12, '0').slice(-12)}`;
   const cwd = options.cwd ?? world.project;
   const src = path.join(world.server.root, `src-${sessionId}`);
   const key = claudeProjectKey(cwd);
   await mkdir(path.join(src, key, sessionId, 'subagents'), { recursive: true });
-  const line = (type: string, text: string) => JSON.stringify({ type, sessionId, cwd, message: { role: type, content: text } });
+  const line = (type: string, text: string) =>
+    JSON.stringify({ type, sessionId, cwd, message: { role: type, content: text } });
   const turns = [options.title ?? 'Fix the flaky test', ...(options.turns ?? ['Done.'])];
-  await writeFile(path.join(src, key, `${sessionId}.jsonl`), turns.map((text, i) => `${line(i % 2 === 0 ? 'user' : 'assistant', text)}\n`).join(''));
+  await writeFile(
+    path.join(src, key, `${sessionId}.jsonl`),
+    turns.map((text, i) => `${line(i % 2 === 0 ? 'user' : 'assistant', text)}\n`).join(''),
+  );
   await writeFile(path.join(src, key, sessionId, 'subagents', 'agent-1.jsonl'), `${line('user', 'sub')}\n`);
   const out = path.join(world.server.root, `bundle-${sessionId}.tar.gz`);
   const profile = options.profile ?? 'claude-v2_0_12';
@@ -117,22 +126,53 @@ export async function uploadClaudeSession(
       title: options.title ?? 'Fix the flaky test',
       root: src,
       files: [
-        { role: 'primary_transcript', name: `${sessionId}.jsonl`, nativePath: `${key}/${sessionId}.jsonl`, path: path.join(src, key, `${sessionId}.jsonl`) },
-        { role: 'session_companion', name: 'agent-1.jsonl', nativePath: `${key}/${sessionId}/subagents/agent-1.jsonl`, path: path.join(src, key, sessionId, 'subagents', 'agent-1.jsonl') },
+        {
+          role: 'primary_transcript',
+          name: `${sessionId}.jsonl`,
+          nativePath: `${key}/${sessionId}.jsonl`,
+          path: path.join(src, key, `${sessionId}.jsonl`),
+        },
+        {
+          role: 'session_companion',
+          name: 'agent-1.jsonl',
+          nativePath: `${key}/${sessionId}/subagents/agent-1.jsonl`,
+          path: path.join(src, key, sessionId, 'subagents', 'agent-1.jsonl'),
+        },
       ],
     },
     out,
     { profiles: await loadProfiles(path.join(agentRoot, 'profiles')) },
   );
   const bytes = await readFile(out);
-  return { ...(await uploadBytes(world, bytes, { sessionId, cwd, title: options.title ?? 'Fix the flaky test', remote: options.remote, resumable: options.resumable, profile, user: options.user })), sessionId, bytes };
+  return {
+    ...(await uploadBytes(world, bytes, {
+      sessionId,
+      cwd,
+      title: options.title ?? 'Fix the flaky test',
+      remote: options.remote,
+      resumable: options.resumable,
+      profile,
+      user: options.user,
+    })),
+    sessionId,
+    bytes,
+  };
 }
 
 /** Uploads any bytes (hostile bundles included) as a session of `harness`. */
 export async function uploadBytes(
   world: World,
   bytes: Buffer,
-  options: { sessionId: string; cwd?: string; title?: string; remote?: string | undefined; resumable?: boolean | undefined; profile?: string; user?: TestUser | undefined; harness?: string },
+  options: {
+    sessionId: string;
+    cwd?: string;
+    title?: string;
+    remote?: string | undefined;
+    resumable?: boolean | undefined;
+    profile?: string;
+    user?: TestUser | undefined;
+    harness?: string;
+  },
 ): Promise<{ capturedId: string; artifactId: string }> {
   const done = await world.server.upload(options.user ?? world.server.alice, bytes, {
     harness: options.harness ?? 'claude',
@@ -142,15 +182,25 @@ export async function uploadBytes(
     cwd: options.cwd ?? world.project,
     resumable: options.resumable ?? true,
     title: options.title ?? 'A session',
-    ...(options.remote === undefined ? {} : { repository_root: options.cwd ?? world.project, repository_remote: options.remote }),
+    ...(options.remote === undefined
+      ? {}
+      : { repository_root: options.cwd ?? world.project, repository_remote: options.remote }),
   });
   if (done.status !== 200) throw new Error(`upload failed: ${JSON.stringify(done.body)}`);
   // Resume names the captured session (its contract id), not one upload of it.
   return { capturedId: done.sessionId, artifactId: done.uploadId };
 }
 
-export function cli(world: World, args: string[], extra: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
-  return runCli(['resume', ...args], { env: { ...world.env, ...extra.env }, cwd: extra.cwd ?? world.project, timeoutMs: 30_000 });
+export function cli(
+  world: World,
+  args: string[],
+  extra: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<CliResult> {
+  return runCli(['resume', ...args], {
+    env: { ...world.env, ...extra.env },
+    cwd: extra.cwd ?? world.project,
+    timeoutMs: 30_000,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -170,7 +220,9 @@ export async function snapshot(dir: string): Promise<Record<string, string>> {
       } else if (info.isSymbolicLink()) {
         out[rel] = `link:${await readlink(full)}`;
       } else {
-        out[rel] = createHash('sha256').update(await readFile(full)).digest('hex');
+        out[rel] = createHash('sha256')
+          .update(await readFile(full))
+          .digest('hex');
       }
     }
   };
@@ -181,11 +233,21 @@ export async function snapshot(dir: string): Promise<Record<string, string>> {
 // ---------------------------------------------------------------------------------------------------------------
 // A real pseudo-terminal
 
-export const KEYS = { up: '\u001b[A', down: '\u001b[B', enter: '\r', esc: '\u001b', ctrlC: '\u0003', backspace: '\u007f' };
+export const KEYS = {
+  up: '\u001b[A',
+  down: '\u001b[B',
+  enter: '\r',
+  esc: '\u001b',
+  ctrlC: '\u0003',
+  backspace: '\u007f',
+};
 
 export function stripAnsi(text: string): string {
   // CSI, OSC, and single-character escapes.
-  return text.replace(/\u001b\[[0-?]*[ -/]*[@-~]/g, '').replace(/\u001b\][^\u0007\u001b]*(\u0007|\u001b\\)/g, '').replace(/\u001b[@-Z\\-_]/g, '');
+  return text
+    .replace(/\u001b\[[0-?]*[ -/]*[@-~]/g, '')
+    .replace(/\u001b\][^\u0007\u001b]*(\u0007|\u001b\\)/g, '')
+    .replace(/\u001b[@-Z\\-_]/g, '');
 }
 
 export interface Pty {
@@ -206,7 +268,11 @@ export interface Pty {
   kill(): void;
 }
 
-export function runPty(world: World, args: string[], options: { cwd?: string; columns?: number; rows?: number; env?: Record<string, string> } = {}): Pty {
+export function runPty(
+  world: World,
+  args: string[],
+  options: { cwd?: string; columns?: number; rows?: number; env?: Record<string, string> } = {},
+): Pty {
   const term = ptySpawn(process.execPath, [ENTRY, 'resume', ...args], {
     name: 'xterm-256color',
     cols: options.columns ?? 120,
@@ -237,7 +303,10 @@ export function runPty(world: World, args: string[], options: { cwd?: string; co
       const deadline = Date.now() + timeoutMs;
       const test = (s: string) => (typeof pattern === 'string' ? s.includes(pattern) : pattern.test(s));
       while (!test(stripAnsi(output.slice(from)))) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${String(pattern)}; screen so far:\n${stripAnsi(output).slice(-3000)}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `timed out waiting for ${String(pattern)}; screen so far:\n${stripAnsi(output).slice(-3000)}`,
+          );
         await sleep(20);
       }
     },

@@ -61,7 +61,12 @@ export interface FixtureRig {
    * The files a capture of the recording holds, with their roles and native paths; `content(file)` reads a file of
    * the recording with its placeholders replaced, `vars` are those placeholders.
    */
-  files(dir: string, recorded: RecordedSession, vars: Readonly<Record<string, string>>, content: (file: string) => Promise<Uint8Array>): Promise<SessionFile[]>;
+  files(
+    dir: string,
+    recorded: RecordedSession,
+    vars: Readonly<Record<string, string>>,
+    content: (file: string) => Promise<Uint8Array>,
+  ): Promise<SessionFile[]>;
   /**
    * Lays the recording out in `home` as if it had been recorded there in `cwd` (under the test root `root`), where the
    * harness keeps its sessions; returns the placeholders used. Absent: its sessions are not read from the disk.
@@ -108,7 +113,8 @@ export function rigFor(harness: string): HarnessRig {
 /** The rig of a harness whose CLI is locked; throws for one certified on fixtures. */
 export function cliRig(harness: string): CliRig {
   const cli = rigFor(harness).cli;
-  if (cli === undefined) throw new Error(`harness "${harness}" has no CLI rig (no entry in harness-versions.lock.json)`);
+  if (cli === undefined)
+    throw new Error(`harness "${harness}" has no CLI rig (no entry in harness-versions.lock.json)`);
   return cli;
 }
 
@@ -129,7 +135,10 @@ export function fixturePlaceholders(cwd: string): Record<string, string> {
 
 /** Every recording of every rig: its fixture, then its older ones. */
 export function allFixtures(): { harness: HarnessName; fixture: FixtureRig; older: boolean }[] {
-  return HARNESS_RIGS.flatMap((r) => [{ harness: r.name, fixture: r.fixture, older: false }, ...(r.olderFixtures ?? []).map((fixture) => ({ harness: r.name, fixture, older: true }))]);
+  return HARNESS_RIGS.flatMap((r) => [
+    { harness: r.name, fixture: r.fixture, older: false },
+    ...(r.olderFixtures ?? []).map((fixture) => ({ harness: r.name, fixture, older: true })),
+  ]);
 }
 
 /** The location variables of every harness for `home` (see harnessEnv). */

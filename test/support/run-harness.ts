@@ -49,7 +49,13 @@ export interface HarnessRunResult {
 }
 
 /** The environment variables that locate files, besides each harness's own (its rig's `locations`). */
-const BASE_LOCATION_VARIABLES = ['HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME', 'XDG_CACHE_HOME'] as const;
+const BASE_LOCATION_VARIABLES = [
+  'HOME',
+  'XDG_CONFIG_HOME',
+  'XDG_DATA_HOME',
+  'XDG_STATE_HOME',
+  'XDG_CACHE_HOME',
+] as const;
 
 /** The environment variables that locate a harness's files; all of them point inside the isolated home. */
 export function locationVariables(): string[] {
@@ -61,11 +67,15 @@ export const STUB_MODEL = 'stub-model';
 
 /**
  * The environment for a harness run in `home`, built from nothing but PATH so the developer's own variables
- * (API keys, proxies, a harness's own variables) cannot leak in. The locations match what a Context built on the same HOME
- * resolves (makeTestHome), so reconcile edits the files the run reads; pass the TestHome's env as overrides so the
+ * (API keys, proxies, a harness's own variables) cannot leak in. The locations match what a Context built on the same
+ * HOME resolves (makeTestHome), so reconcile edits the files the run reads; pass the TestHome's env as overrides so the
  * hooks the harness spawns see the same BLUE_AGENT_* locations too.
  */
-export function harnessEnv(home: string, overrides: EnvOverrides = {}, isolationRoot: string = home): Record<string, string> {
+export function harnessEnv(
+  home: string,
+  overrides: EnvOverrides = {},
+  isolationRoot: string = home,
+): Record<string, string> {
   const user = safeUser();
   const base: Record<string, string | undefined> = {
     // The Node that runs the tests goes first: a CLI may be launched by `#!/usr/bin/env node`.
@@ -86,7 +96,8 @@ export function harnessEnv(home: string, overrides: EnvOverrides = {}, isolation
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries({ ...base, ...overrides })) if (value !== undefined) env[key] = value;
   const nodeDir = path.dirname(process.execPath);
-  if (!(env.PATH ?? '').split(path.delimiter).includes(nodeDir)) env.PATH = [nodeDir, env.PATH ?? ''].join(path.delimiter);
+  if (!(env.PATH ?? '').split(path.delimiter).includes(nodeDir))
+    env.PATH = [nodeDir, env.PATH ?? ''].join(path.delimiter);
   const root = path.resolve(isolationRoot);
   for (const key of locationVariables()) {
     const value = env[key];
@@ -128,7 +139,12 @@ export async function readJsonLines(file: string): Promise<unknown[]> {
  * Polls `probe` until it returns something other than undefined, or throws after `timeoutMs`: a bound on what never
  * comes, generous because a loaded machine starts processes slowly; what comes ends the wait at once.
  */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000, everyMs = 50): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 60_000,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -143,7 +159,8 @@ export function describeRun(result: HarnessRunResult, extra = ''): string {
   const tail = (s: string) => (s.length > 4000 ? `…${s.slice(-4000)}` : s);
   return [
     `$ ${result.command.join(' ')}`,
-    `exit ${result.exitCode}${result.signal ? ` (${result.signal})` : ''}${result.timedOut ? ' TIMED OUT' : ''} in ${result.durationMs} ms`,
+    `exit ${result.exitCode}${result.signal ? ` (${result.signal})` : ''}${result.timedOut ? ' TIMED OUT' : ''} in ` +
+      `${result.durationMs} ms`,
     `--- stdout\n${tail(result.stdout)}`,
     `--- stderr\n${tail(result.stderr)}`,
     extra,
@@ -157,7 +174,17 @@ export function describeRun(result: HarnessRunResult, extra = ''): string {
 export function runProcess(
   file: string,
   args: readonly string[],
-  { env, cwd, timeoutMs = 60_000, onSpawn }: { env: Record<string, string>; cwd: string; timeoutMs?: number | undefined; onSpawn?: ((pid: number) => void) | undefined },
+  {
+    env,
+    cwd,
+    timeoutMs = 60_000,
+    onSpawn,
+  }: {
+    env: Record<string, string>;
+    cwd: string;
+    timeoutMs?: number | undefined;
+    onSpawn?: ((pid: number) => void) | undefined;
+  },
 ): Promise<HarnessRunResult> {
   const started = Date.now();
   const command = [file, ...args];
@@ -226,4 +253,3 @@ function safeUser(): string {
     return 'user';
   }
 }
-

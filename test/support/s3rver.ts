@@ -22,10 +22,22 @@ export interface TestBucket {
 
 export async function startS3rver(bucket = 'bundles'): Promise<TestBucket> {
   const dir = await mkdtemp(path.join(tmpdir(), 'blue-s3rver-'));
-  const s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, configureBuckets: [{ name: bucket, configs: [] }] });
+  const s3 = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory: dir,
+    configureBuckets: [{ name: bucket, configs: [] }],
+  });
   const { port } = await s3.run();
   return {
-    options: { endpoint: `http://127.0.0.1:${port}`, bucket, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } },
+    options: {
+      endpoint: `http://127.0.0.1:${port}`,
+      bucket,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    },
     close: async () => {
       await s3.close();
       await rm(dir, { recursive: true, force: true });

@@ -40,20 +40,35 @@ export async function startScriptedAnthropicStub(mainPrompt: string, reply: stri
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const body = chunks.length === 0 ? {} : (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>);
-    if (req.method === 'POST' && url.pathname.endsWith('/v1/messages/count_tokens')) return json(res, { input_tokens: 100 });
+    const body =
+      chunks.length === 0 ? {} : (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>);
+    if (req.method === 'POST' && url.pathname.endsWith('/v1/messages/count_tokens'))
+      return json(res, { input_tokens: 100 });
     if (req.method === 'GET' && url.pathname.endsWith('/v1/models')) return json(res, { data: [], has_more: false });
-    if (req.method !== 'POST' || !url.pathname.endsWith('/v1/messages')) return json(res, { error: { type: 'not_found' } }, 404);
+    if (req.method !== 'POST' || !url.pathname.endsWith('/v1/messages'))
+      return json(res, { error: { type: 'not_found' } }, 404);
     const messages = (body.messages ?? []) as Message[];
     const tools = ((body.tools ?? []) as { name?: string }[]).map((t) => t.name);
     const firstUser = messages.find((m) => m.role === 'user');
     const isMain = firstUser !== undefined && JSON.stringify(firstUser.content).includes(mainPrompt);
-    const toolResults = messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).filter((b) => b.type === 'tool_result').length;
+    const toolResults = messages
+      .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+      .filter((b) => b.type === 'tool_result').length;
     let answer: { kind: string; block: Block };
     if (isMain && tools.includes('Agent') && toolResults === 0) {
-      answer = { kind: 'agent', block: toolUse('Agent', { description: 'List files', prompt: SUBAGENT_PROMPT, subagent_type: 'general-purpose' }) };
+      answer = {
+        kind: 'agent',
+        block: toolUse('Agent', {
+          description: 'List files',
+          prompt: SUBAGENT_PROMPT,
+          subagent_type: 'general-purpose',
+        }),
+      };
     } else if (isMain && tools.includes('Bash') && toolResults === 1) {
-      answer = { kind: 'bash', block: toolUse('Bash', { command: LARGE_OUTPUT_COMMAND, description: 'Print many numbers' }) };
+      answer = {
+        kind: 'bash',
+        block: toolUse('Bash', { command: LARGE_OUTPUT_COMMAND, description: 'Print many numbers' }),
+      };
     } else {
       answer = { kind: 'text', block: { type: 'text', text: reply } };
     }
@@ -87,7 +102,16 @@ function sse(res: ServerResponse, body: Record<string, unknown>, block: Block): 
   const model = typeof body.model === 'string' ? body.model : 'claude-stub';
   const usage = { input_tokens: 100, output_tokens: 10, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
   const isTool = block.type === 'tool_use';
-  const message = { id: `msg_stub${Date.now().toString(36)}`, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage };
+  const message = {
+    id: `msg_stub${Date.now().toString(36)}`,
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    usage,
+  };
   if (body.stream !== true) {
     json(res, { ...message, content: [block], stop_reason: isTool ? 'tool_use' : 'end_turn' });
     return;
@@ -97,13 +121,25 @@ function sse(res: ServerResponse, body: Record<string, unknown>, block: Block): 
   event('message_start', { type: 'message_start', message });
   if (isTool) {
     event('content_block_start', { type: 'content_block_start', index: 0, content_block: { ...block, input: {} } });
-    event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } });
+    event('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) },
+    });
   } else {
     event('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
-    event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: block.text } });
+    event('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text: block.text },
+    });
   }
   event('content_block_stop', { type: 'content_block_stop', index: 0 });
-  event('message_delta', { type: 'message_delta', delta: { stop_reason: isTool ? 'tool_use' : 'end_turn', stop_sequence: null }, usage: { output_tokens: 10 } });
+  event('message_delta', {
+    type: 'message_delta',
+    delta: { stop_reason: isTool ? 'tool_use' : 'end_turn', stop_sequence: null },
+    usage: { output_tokens: 10 },
+  });
   event('message_stop', { type: 'message_stop' });
   res.end();
 }

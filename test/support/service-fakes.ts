@@ -166,7 +166,8 @@ export async function serviceHome(): Promise<ServiceHome> {
 }
 
 /** A policy that captures, as a local file. */
-export const CAPTURE_POLICY = 'revision: 5\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n';
+export const CAPTURE_POLICY =
+  'revision: 5\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n';
 
 export interface ManagedHook {
   /** Put first on PATH: a Claude Code stand-in that prints a supported version. */
@@ -184,7 +185,10 @@ export async function installManagedHook(home: ServiceHome): Promise<ManagedHook
   await writeFile(policy, CAPTURE_POLICY);
   const settings = path.join(home.t.home, '.claude', 'settings.json');
   const hooked = async () => /capture --harness claude/.test(await readFile(settings, 'utf8').catch(() => ''));
-  const report = await reconcile(home.context('linux', { PATH: `${bin}:/usr/bin:/bin` }), { dryRun: false, policyFile: policy });
+  const report = await reconcile(home.context('linux', { PATH: `${bin}:/usr/bin:/bin` }), {
+    dryRun: false,
+    policyFile: policy,
+  });
   if (!report.ok || !(await hooked())) throw new Error('the managed hook was not installed');
   return { bin, policy, settings, hooked };
 }

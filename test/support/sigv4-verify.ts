@@ -41,7 +41,9 @@ export function signingKey(secretAccessKey: string, day: string, region: string,
 /** `20130524T000000Z` as a time, or NaN. */
 function parseStamp(stamp: string): number {
   const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(stamp);
-  return m === null ? Number.NaN : Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6]));
+  return m === null
+    ? Number.NaN
+    : Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6]));
 }
 
 function header(request: ReceivedRequest, name: string): string | undefined {
@@ -67,7 +69,11 @@ function queryPairs(search: string): [string, string][] {
  * Presigned URLs must not have expired; header-signed requests must be dated within 15 minutes of `nowMs`.
  */
 export function verifySigV4(request: ReceivedRequest, secrets: Record<string, string>, nowMs = Date.now()): Verdict {
-  const refuse = (code: 'AccessDenied' | 'SignatureDoesNotMatch' | 'InvalidAccessKeyId', reason: string): Verdict => ({ ok: false, code, reason });
+  const refuse = (code: 'AccessDenied' | 'SignatureDoesNotMatch' | 'InvalidAccessKeyId', reason: string): Verdict => ({
+    ok: false,
+    code,
+    reason,
+  });
   const url = new URL(request.url, 'http://placeholder');
   const query = queryPairs(url.search);
   const q = (name: string): string | undefined => query.find(([k]) => k === name)?.[1];
@@ -90,10 +96,13 @@ export function verifySigV4(request: ReceivedRequest, secrets: Record<string, st
     signedQuery = query.filter(([k]) => k !== 'X-Amz-Signature');
     const expires = Number(q('X-Amz-Expires'));
     const signedAt = parseStamp(stamp);
-    if (!Number.isInteger(expires) || expires < 1 || expires > 604_800) return refuse('AccessDenied', 'X-Amz-Expires out of range');
+    if (!Number.isInteger(expires) || expires < 1 || expires > 604_800)
+      return refuse('AccessDenied', 'X-Amz-Expires out of range');
     if (!(nowMs <= signedAt + expires * 1000)) return refuse('AccessDenied', 'Request has expired');
   } else {
-    const m = /^AWS4-HMAC-SHA256 Credential=([^,]+), ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$/.exec(authorization);
+    const m = /^AWS4-HMAC-SHA256 Credential=([^,]+), ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$/.exec(
+      authorization,
+    );
     if (m === null) return refuse('AccessDenied', 'malformed Authorization header');
     [, credential = '', signedHeaders = '', signature = ''] = m;
     stamp = header(request, 'x-amz-date') ?? '';
@@ -106,10 +115,12 @@ export function verifySigV4(request: ReceivedRequest, secrets: Record<string, st
   const [accessKeyId = '', day = '', region = '', service = '', terminator = ''] = credential.split('/');
   const secret = secrets[accessKeyId];
   if (secret === undefined) return refuse('InvalidAccessKeyId', 'unknown access key id');
-  if (terminator !== 'aws4_request' || !stamp.startsWith(day)) return refuse('AccessDenied', 'malformed credential scope');
+  if (terminator !== 'aws4_request' || !stamp.startsWith(day))
+    return refuse('AccessDenied', 'malformed credential scope');
 
   const names = signedHeaders.split(';');
-  if (!names.includes('host') || [...names].sort().join(';') !== signedHeaders) return refuse('AccessDenied', 'malformed SignedHeaders');
+  if (!names.includes('host') || [...names].sort().join(';') !== signedHeaders)
+    return refuse('AccessDenied', 'malformed SignedHeaders');
   let canonicalHeaders = '';
   for (const name of names) {
     const value = header(request, name);
@@ -124,9 +135,21 @@ export function verifySigV4(request: ReceivedRequest, secrets: Record<string, st
     .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
     .map(([k, v]) => `${k}=${v}`)
     .join('&');
-  const canonicalRequest = [request.method, canonicalUri, canonicalQuery, canonicalHeaders, signedHeaders, payloadHash].join('\n');
+  const canonicalRequest = [
+    request.method,
+    canonicalUri,
+    canonicalQuery,
+    canonicalHeaders,
+    signedHeaders,
+    payloadHash,
+  ].join('\n');
   const scope = `${day}/${region}/${service}/aws4_request`;
-  const stringToSign = ['AWS4-HMAC-SHA256', stamp, scope, createHash('sha256').update(canonicalRequest, 'utf8').digest('hex')].join('\n');
+  const stringToSign = [
+    'AWS4-HMAC-SHA256',
+    stamp,
+    scope,
+    createHash('sha256').update(canonicalRequest, 'utf8').digest('hex'),
+  ].join('\n');
   const expected = hmac(signingKey(secret, day, region, service), stringToSign).toString('hex');
   if (expected !== signature) return refuse('SignatureDoesNotMatch', 'the signature does not match the request');
   return { ok: true, accessKeyId };

@@ -36,7 +36,8 @@ export function scanSources(): ScannedSource[] {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(full);
-      else if (entry.name.endsWith('.ts')) out.push(scanSource(path.relative(repoRoot, full).split(path.sep).join('/'), readFileSync(full, 'utf8')));
+      else if (entry.name.endsWith('.ts'))
+        out.push(scanSource(path.relative(repoRoot, full).split(path.sep).join('/'), readFileSync(full, 'utf8')));
     }
   };
   for (const pkg of readdirSync(path.join(repoRoot, 'packages'))) walk(path.join(repoRoot, 'packages', pkg, 'src'));
@@ -54,7 +55,11 @@ export function scanSource(file: string, text: string): ScannedSource {
   const lastSignificant = (): string => masked.trimEnd().slice(-1);
   const regexMayStart = (): boolean => {
     const before = masked.trimEnd();
-    return before === '' || /[(,=:[!&|?{};+\-*%<>~^]$/.test(before) || /\b(return|typeof|case|of|in|void|yield|await)$/.test(before);
+    return (
+      before === '' ||
+      /[(,=:[!&|?{};+\-*%<>~^]$/.test(before) ||
+      /\b(return|typeof|case|of|in|void|yield|await)$/.test(before)
+    );
   };
   const take = (kind: Literal['kind'], content: string, startLine: number) => {
     literals.push({ text: content, kind, line: startLine });
@@ -148,7 +153,8 @@ export function scanSource(file: string, text: string): ScannedSource {
     const m = PLACEHOLDER.exec(code.trim());
     return m === null ? undefined : literals[Number(m[1])]!.text;
   };
-  const unmask = (code: string): string => code.replace(/\u0000(\d+)\u0000/g, (_, n: string) => JSON.stringify(literals[Number(n)]!.text));
+  const unmask = (code: string): string =>
+    code.replace(/\u0000(\d+)\u0000/g, (_, n: string) => JSON.stringify(literals[Number(n)]!.text));
 
   const pathCalls: PathCall[] = [];
   for (const match of masked.matchAll(/\bpath\.(?:join|resolve)\(/g)) {
@@ -169,7 +175,13 @@ export function scanSource(file: string, text: string): ScannedSource {
       } else current += d;
     }
     if (current.trim() !== '') args.push(current);
-    pathCalls.push({ args: args.map((a) => ({ ...(literalOf(a) === undefined ? {} : { literal: literalOf(a)! }), code: unmask(a).trim() })), line: lineOf(match.index) });
+    pathCalls.push({
+      args: args.map((a) => ({
+        ...(literalOf(a) === undefined ? {} : { literal: literalOf(a)! }),
+        code: unmask(a).trim(),
+      })),
+      line: lineOf(match.index),
+    });
   }
 
   const stringArrays: ScannedSource['stringArrays'] = [];

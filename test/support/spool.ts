@@ -9,11 +9,20 @@ import path from 'node:path';
 import type { Spool, SpoolRecord } from '../../packages/agent/src/spool/index.js';
 import { readJson } from './cli-process.js';
 
-const PAYLOAD = { session_id: 'sess-1', cwd: '/work/project', transcript_path: '/home/me/.claude/projects/-work-project/sess-1.jsonl' };
+const PAYLOAD = {
+  session_id: 'sess-1',
+  cwd: '/work/project',
+  transcript_path: '/home/me/.claude/projects/-work-project/sess-1.jsonl',
+};
 
 /** A new intake record of session `sessionId`, created at `createdAt`. */
 export async function enqueueRecord(spool: Spool, createdAt: number, sessionId = 'sess-1'): Promise<SpoolRecord> {
-  return spool.enqueueIntake({ harness: 'claude', profile: 'claude-v2_0_12', payload: { ...PAYLOAD, session_id: sessionId }, createdAtUnixMs: createdAt });
+  return spool.enqueueIntake({
+    harness: 'claude',
+    profile: 'claude-v2_0_12',
+    payload: { ...PAYLOAD, session_id: sessionId },
+    createdAtUnixMs: createdAt,
+  });
 }
 
 /** Writes a bundle-like temp file for a claim, the way the worker's bundle writer would. */
@@ -43,7 +52,12 @@ export async function deadPid(): Promise<number> {
  * pid), and optionally a partial bundle temp file, a bundle already renamed into place, or a claim that already names
  * that bundle (built at `builtAt`). Returns the dead pid.
  */
-export async function killedWorker(stateDir: string, builtAt: number, id: string, leave: { temp?: boolean; bundle?: string; named?: boolean } = {}): Promise<number> {
+export async function killedWorker(
+  stateDir: string,
+  builtAt: number,
+  id: string,
+  leave: { temp?: boolean; bundle?: string; named?: boolean } = {},
+): Promise<number> {
   const pid = await deadPid();
   const spool = path.join(stateDir, 'spool');
   const claim = path.join(spool, 'building', `${id}.${pid}.json`);
@@ -55,7 +69,13 @@ export async function killedWorker(stateDir: string, builtAt: number, id: string
   if (leave.bundle !== undefined) await writeFile(path.join(spool, 'bundles', `${id}.bundle`), leave.bundle);
   if (leave.named === true) {
     const record = readJson<SpoolRecord>(claim);
-    await writeFile(claim, JSON.stringify({ ...record, bundle: { size: leave.bundle?.length ?? 0, sha256: 'b'.repeat(64), built_at_unix_ms: builtAt } }));
+    await writeFile(
+      claim,
+      JSON.stringify({
+        ...record,
+        bundle: { size: leave.bundle?.length ?? 0, sha256: 'b'.repeat(64), built_at_unix_ms: builtAt },
+      }),
+    );
   }
   return pid;
 }

@@ -26,7 +26,10 @@ export interface Setup {
   /** A new context (same HOME and PATH) with overrides, e.g. a clock. */
   context(overrides?: Parameters<TestHome['context']>[0]): Context;
   /** Runs the CLI; returns the exit code and what it printed. */
-  cli(argv: string[], overrides?: Parameters<TestHome['context']>[0]): Promise<{ code: number; stdout: string; stderr: string }>;
+  cli(
+    argv: string[],
+    overrides?: Parameters<TestHome['context']>[0],
+  ): Promise<{ code: number; stdout: string; stderr: string }>;
   cleanup(): Promise<void>;
 }
 
@@ -37,7 +40,8 @@ export async function setup(): Promise<Setup> {
   const stateDir = t.env.BLUE_AGENT_HOME!;
   await mkdir(stateDir, { recursive: true, mode: 0o700 });
   const env = { PATH: `${bin}:/usr/bin:/bin` };
-  const context: Setup['context'] = (overrides = {}) => t.context({ self: SELF, ...overrides, env: { ...env, ...overrides.env } });
+  const context: Setup['context'] = (overrides = {}) =>
+    t.context({ self: SELF, ...overrides, env: { ...env, ...overrides.env } });
   const s: Setup = {
     t,
     bin,
@@ -70,11 +74,21 @@ export async function setup(): Promise<Setup> {
 }
 
 /** Captures in the spool, as the hook writes them. */
-export async function enqueue(stateDir: string, harness: string, sessionIds: string[], createdAt: number[]): Promise<string[]> {
+export async function enqueue(
+  stateDir: string,
+  harness: string,
+  sessionIds: string[],
+  createdAt: number[],
+): Promise<string[]> {
   const spool = await Spool.open(stateLayout(stateDir));
   const ids: string[] = [];
   for (const [i, session] of sessionIds.entries()) {
-    const record = await spool.enqueueIntake({ harness, profile: 'claude-v2_0_12', payload: { session_id: session }, createdAtUnixMs: createdAt[i]! });
+    const record = await spool.enqueueIntake({
+      harness,
+      profile: 'claude-v2_0_12',
+      payload: { session_id: session },
+      createdAtUnixMs: createdAt[i]!,
+    });
     ids.push(record.id);
   }
   return ids;
@@ -91,7 +105,9 @@ export async function snapshot(dir: string): Promise<Record<string, string>> {
         out[`${full}/`] = `dir:${(info.mode & 0o7777).toString(8)}:${info.mtimeMs}`;
         await walk(full);
       } else {
-        out[full] = `${info.mtimeMs}:${(info.mode & 0o7777).toString(8)}:${info.isSymbolicLink() ? await readlink(full) : await readFile(full, 'utf8')}`;
+        out[full] =
+          `${info.mtimeMs}:${(info.mode & 0o7777).toString(8)}:` +
+          `${info.isSymbolicLink() ? await readlink(full) : await readFile(full, 'utf8')}`;
       }
     }
   };

@@ -17,7 +17,10 @@ if (checkNodeVersion(process)) {
   var plain =
     argv[0] === 'reconcile'
       ? Promise.resolve().then(function () {
-          var bundle = require('./code-cache.js').loadBundle(path.join(dist, 'reconcile.cjs'), nodeModule.getCompileCacheDir());
+          var bundle = require('./code-cache.js').loadBundle(
+            path.join(dist, 'reconcile.cjs'),
+            nodeModule.getCompileCacheDir(),
+          );
           return bundle.exports.run(argv).then(function (code) {
             if (code === 0) bundle.save();
             return code;

@@ -81,7 +81,8 @@ function loadBundle(file, cacheDir) {
     exports: loaded.exports,
     cacheRejected: cached !== undefined && script.cachedDataRejected === true,
     save: function () {
-      if (cacheFile && (cached === undefined || script.cachedDataRejected)) writeCacheFile(cacheFile, script.createCachedData());
+      if (cacheFile && (cached === undefined || script.cachedDataRejected))
+        writeCacheFile(cacheFile, script.createCachedData());
     },
   };
 }

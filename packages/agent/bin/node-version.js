@@ -15,10 +15,20 @@ function nodeVersionProblem(version, execPath, installer) {
   var major = match ? Number(match[1]) : 0;
   var minor = match ? Number(match[2]) : 0;
   if (major > MINIMUM[0] || (major === MINIMUM[0] && minor >= MINIMUM[1])) return undefined;
-  var nodejs = 'install Node.js ' + RECOMMENDED_MAJOR + ' LTS (https://nodejs.org/en/download, or `nvm install ' + RECOMMENDED_MAJOR + '`)';
+  var nodejs =
+    'install Node.js ' +
+    RECOMMENDED_MAJOR +
+    ' LTS (https://nodejs.org/en/download, or `nvm install ' +
+    RECOMMENDED_MAJOR +
+    '`)';
   var launcher = ' for a `blue-agent` command that installs Node.js ' + RECOMMENDED_MAJOR + ' for itself';
   return (
-    'blue-agent needs Node.js ' + MINIMUM[0] + '.' + MINIMUM[1] + ' or newer, and this is Node.js ' + (match ? match[0].replace(/^v/, '') : String(version)) +
+    'blue-agent needs Node.js ' +
+    MINIMUM[0] +
+    '.' +
+    MINIMUM[1] +
+    ' or newer, and this is Node.js ' +
+    (match ? match[0].replace(/^v/, '') : String(version)) +
     (execPath ? ' (' + execPath + ')' : '') +
     (installer
       ? '; run ' + shellWord(installer) + launcher + ', or ' + nodejs
@@ -55,7 +65,9 @@ function checkNodeVersion(proc) {
   var problem = nodeVersionProblem(proc.versions.node, proc.execPath, installerBeside(__dirname));
   if (problem === undefined) return true;
   if (proc.argv.indexOf('--json') !== -1) {
-    proc.stdout.write(JSON.stringify({ ok: false, error: { code: 'NODE_UNSUPPORTED', message: problem } }, null, 2) + '\n');
+    proc.stdout.write(
+      JSON.stringify({ ok: false, error: { code: 'NODE_UNSUPPORTED', message: problem } }, null, 2) + '\n',
+    );
   } else {
     proc.stderr.write('blue-agent: error [NODE_UNSUPPORTED]: ' + problem + '\n');
   }

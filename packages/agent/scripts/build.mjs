@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// Builds the agent's dist/: one ES module bundle for the CLI, with each command in its own chunk so a command loads only what
-// it uses. Fewer, larger files start markedly faster than hundreds of small modules. dist/agent.js, a second entry
-// sharing those chunks, is a bare `run` without commander (src/cli/agent.ts).
+// Builds the agent's dist/: one ES module bundle for the CLI, with each command in its own chunk so a command loads
+// only what it uses. Fewer, larger files start markedly faster than hundreds of small modules. dist/agent.js, a second
+// entry sharing those chunks, is a bare `run` without commander (src/cli/agent.ts).
 // Beside it, dist/reconcile.cjs: a plain `reconcile` in one CommonJS file, with undici and execa in dist/vendor/.
 //
 // The contract's sources are bundled in (the 'source' export condition); the Control API is not: the commands that
@@ -50,8 +50,9 @@ const result = await build({
   },
 });
 
-// A plain `reconcile` as one CommonJS file: bin/blue-agent.js runs it through vm.Script with a V8 code cache taken after
-// a run, which holds every function the run compiled (an ES module's cache, taken at load, holds only its top level).
+// A plain `reconcile` as one CommonJS file: bin/blue-agent.js runs it through vm.Script with a V8 code cache taken
+// after a run, which holds every function the run compiled (an ES module's cache, taken at load, holds only its top
+// level).
 // Loading and compiling the reconcile's code is most of what a reconcile that changes nothing costs.
 const commonJs = {
   ...forNode,
@@ -73,7 +74,9 @@ const plainReconcile = await build({
       // says why).
       name: 'sync-fs',
       setup(b) {
-        b.onResolve({ filter: /^node:fs\/promises$/ }, () => ({ path: path.join(root, '..', 'contract', 'src', 'util', 'startup', 'fs-promises-sync.ts') }));
+        b.onResolve({ filter: /^node:fs\/promises$/ }, () => ({
+          path: path.join(root, '..', 'contract', 'src', 'util', 'startup', 'fs-promises-sync.ts'),
+        }));
       },
     },
     {
@@ -83,10 +86,19 @@ const plainReconcile = await build({
       // (test/bin/code-cache.test.ts says so when another is).
       name: 'builtins-as-they-are',
       setup(b) {
-        b.onResolve({ filter: /^node:path$/ }, (args) => (args.kind === 'import-statement' ? { path: args.path, namespace: 'builtin' } : undefined));
+        b.onResolve({ filter: /^node:path$/ }, (args) =>
+          args.kind === 'import-statement' ? { path: args.path, namespace: 'builtin' } : undefined,
+        );
         b.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => {
-          const names = Object.keys(process.getBuiltinModule(args.path)).filter((name) => /^[A-Za-z_$][\w$]*$/.test(name) && name !== 'default');
-          return { contents: `const m = require(${JSON.stringify(args.path)});\nexport default m;\nexport const { ${names.join(', ')} } = m;\n`, loader: 'js' };
+          const names = Object.keys(process.getBuiltinModule(args.path)).filter(
+            (name) => /^[A-Za-z_$][\w$]*$/.test(name) && name !== 'default',
+          );
+          return {
+            contents:
+              `const m = require(${JSON.stringify(args.path)});\nexport default m;\nexport const { ` +
+              `${names.join(', ')} } = m;\n`,
+            loader: 'js',
+          };
         });
       },
     },
@@ -107,7 +119,10 @@ for (const file of plainReconcile.outputFiles.filter((f) => f.path.endsWith('.cj
   const at = file.text.search(/[^\x00-\x7f]/);
   if (at >= 0) {
     const line = file.text.slice(0, at).split('\n').length;
-    throw new Error(`${path.relative(root, file.path)}:${line}: ${JSON.stringify(file.text.slice(Math.max(0, at - 30), at + 10))} is not ASCII; escape it in the source (\\uXXXX)`);
+    throw new Error(
+      `${path.relative(root, file.path)}:${line}: ${JSON.stringify(file.text.slice(Math.max(0, at - 30), at + 10))} ` +
+        `is not ASCII; escape it in the source (\\uXXXX)`,
+    );
   }
 }
 

@@ -39,7 +39,8 @@ export interface StateLayout {
   captureLogFile: string;
   /** The spool of captured sessions; its inner layout belongs to `src/spool/`. */
   spoolDir: string;
-  /** What each native session's last capture held (`src/drain/captured.ts`), so unchanged content is not uploaded twice. */
+  /** What each native session's last capture held (`src/drain/captured.ts`), so unchanged content is not uploaded
+   * twice. */
   capturedDir: string;
   /** The idle sweep's cursor per native session (`src/sweep/cursors.ts`): one file per harness. */
   cursorsDir: string;
@@ -69,7 +70,8 @@ export interface Paths extends StateLayout {
   dataHome: string;
   /** Agent config file. `BLUE_AGENT_CONFIG`. */
   configFile: string;
-  /** The reference Control API's default data directory (`control-plane --data` and `BLUE_CONTROL_DATA` override it). */
+  /** The reference Control API's default data directory (`control-plane --data` and `BLUE_CONTROL_DATA` override it).
+   * */
   controlDataDir: string;
   /** Shipped compatibility profiles. */
   profilesDir: string;
@@ -144,7 +146,10 @@ function findPackageRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
     try {
-      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
       if (pkg.name === 'blue-agent') {
         packageVersionFound = pkg.version;
         return dir;
@@ -224,7 +229,12 @@ export function defaultSelf(): SelfInfo {
     // Running from an unusual layout: the unresolved path is still the best we have.
   }
   const hook = path.join(path.dirname(resolved), 'blue-agent-hook');
-  return { node: process.execPath, entry: resolved, ...(process.platform !== 'win32' && existsSync(hook) ? { hook } : {}), version: packageVersion() };
+  return {
+    node: process.execPath,
+    entry: resolved,
+    ...(process.platform !== 'win32' && existsSync(hook) ? { hook } : {}),
+    version: packageVersion(),
+  };
 }
 
 function packageVersion(): string {
@@ -273,7 +283,11 @@ function selfInfo(given: Partial<SelfInfo> | undefined): SelfInfo {
 
 function clockOf(given: ContextOverrides['clock']): Clock {
   if (given === undefined) return { now: () => Date.now(), utcOffsetMinutes: systemUtcOffsetMinutes };
-  return { now: () => given.now(), utcOffsetMinutes: given.utcOffsetMinutes === undefined ? systemUtcOffsetMinutes : (at) => given.utcOffsetMinutes!(at) };
+  return {
+    now: () => given.now(),
+    utcOffsetMinutes:
+      given.utcOffsetMinutes === undefined ? systemUtcOffsetMinutes : (at) => given.utcOffsetMinutes!(at),
+  };
 }
 
 /**
@@ -294,7 +308,8 @@ function descriptorOutput(fd: 1 | 2, stream: () => NodeJS.WriteStream): Output {
   const isTTY = (): boolean =>
     // Only a character device can be a terminal, and /dev/null (cron jobs, scripts, services) is none: node:tty, and
     // node:net with it, loads only to tell the others apart.
-    (terminal ??= kind()?.isCharacterDevice() === true && !isDevNull(kind()!) && process.getBuiltinModule('node:tty').isatty(fd));
+    (terminal ??=
+      kind()?.isCharacterDevice() === true && !isDevNull(kind()!) && process.getBuiltinModule('node:tty').isatty(fd));
   const open = (): NodeJS.WriteStream => {
     if (opened === undefined) {
       opened = stream();

@@ -10,10 +10,16 @@ export function controlApiMissing(error: unknown): unknown {
   const failure = error as { code?: unknown; message?: unknown } | null | undefined;
   if (failure?.code !== 'ERR_MODULE_NOT_FOUND' || typeof failure.message !== 'string') return error;
   if (failure.message.includes("'@blue-agent/control-api'")) {
-    return new BlueError('CONTROL_API_NOT_INSTALLED', 'the Control API is not installed: it is the @blue-agent/control-api package, beside blue-agent', {
-      hint: 'Install it with `npm install -g @blue-agent/control-api` (or run blue-agent from a checkout, which has it).',
-      cause: error,
-    });
+    return new BlueError(
+      'CONTROL_API_NOT_INSTALLED',
+      'the Control API is not installed: it is the @blue-agent/control-api package, beside blue-agent',
+      {
+        hint:
+          'Install it with `npm install -g @blue-agent/control-api` (or run blue-agent from a checkout, which ' +
+          'has it).',
+        cause: error,
+      },
+    );
   }
   if (/[\\/]control-api[\\/]dist[\\/]/.test(failure.message)) {
     return new BlueError('CONTROL_API_NOT_INSTALLED', 'the Control API package is not built', {

@@ -32,7 +32,9 @@ describe('loadAgentConfig', () => {
   });
 
   it('reads a valid YAML config', async () => {
-    await writeConfig('control_url: https://control.example.com/blue\nallowed_upload_origins:\n  - https://uploads.example.com\n');
+    await writeConfig(
+      'control_url: https://control.example.com/blue\nallowed_upload_origins:\n  - https://uploads.example.com\n',
+    );
     const loaded = await loadAgentConfig(t.ctx);
     expect(loaded.exists).toBe(true);
     expect(loaded.config).toEqual({

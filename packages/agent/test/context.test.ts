@@ -13,7 +13,8 @@ const layout = stateLayout(STATE);
 const relative = Object.values(layout)
   .filter((p) => p !== STATE)
   .map((p) => path.relative(STATE, p).split(path.sep));
-/** File names of the layout distinctive enough to be refused wherever a literal ends in one (`ledger.json`, `run.log`). */
+/** File names of the layout distinctive enough to be refused wherever a literal ends in one (`ledger.json`, `run.log`).
+ * */
 const FILE_NAMES = [...new Set(relative.map((parts) => parts.at(-1)!).filter((name) => /[.-]/.test(name)))];
 /** Every name of the layout, refused as an argument of path.join / path.resolve. */
 const SEGMENTS = new Set(relative.flat());
@@ -24,7 +25,8 @@ function statePathLiterals(source: ScannedSource): string[] {
   const ending = new RegExp(`(^|/)(${FILE_NAMES.map((n) => n.replace(/[.]/g, '\\.')).join('|')})$`);
   for (const literal of source.literals) {
     if (ending.test(literal.text)) found.push(`${source.file}:${literal.line} names ${JSON.stringify(literal.text)}`);
-    if (literal.kind === 'template' && /\$\{[^}]*\bstateDir\}\//.test(literal.text)) found.push(`${source.file}:${literal.line} builds \`${literal.text}\``);
+    if (literal.kind === 'template' && /\$\{[^}]*\bstateDir\}\//.test(literal.text))
+      found.push(`${source.file}:${literal.line} builds \`${literal.text}\``);
   }
   for (const call of source.pathCalls) {
     for (const arg of call.args) {
@@ -42,29 +44,53 @@ describe('the state layout', () => {
     const values = Object.values(layout);
     expect(new Set(values).size).toBe(values.length);
     for (const value of values) expect(value === STATE || value.startsWith(`${STATE}/`)).toBe(true);
-    expect(layout).toMatchObject<Partial<StateLayout>>({ ledgerFile: '/state/ledger.json', spoolDir: '/state/spool', locksDir: '/state/locks', captureLogFile: '/state/capture.log' });
+    expect(layout).toMatchObject<Partial<StateLayout>>({
+      ledgerFile: '/state/ledger.json',
+      spoolDir: '/state/spool',
+      locksDir: '/state/locks',
+      captureLogFile: '/state/capture.log',
+    });
   });
 
   it('is what Context.paths carries, under BLUE_AGENT_HOME; the Control API data follows XDG_DATA_HOME', () => {
-    const paths = resolvePaths({ HOME: '/home/me', BLUE_AGENT_HOME: '/elsewhere/state', XDG_DATA_HOME: '/data' }, 'linux');
+    const paths = resolvePaths(
+      { HOME: '/home/me', BLUE_AGENT_HOME: '/elsewhere/state', XDG_DATA_HOME: '/data' },
+      'linux',
+    );
     expect(paths).toMatchObject(stateLayout('/elsewhere/state'));
     expect(paths.controlDataDir).toBe('/data/blue-agent/control');
-    expect(resolvePaths({ HOME: '/home/me', XDG_DATA_HOME: 'relative' }, 'linux').controlDataDir).toBe('/home/me/.local/share/blue-agent/control');
+    expect(resolvePaths({ HOME: '/home/me', XDG_DATA_HOME: 'relative' }, 'linux').controlDataDir).toBe(
+      '/home/me/.local/share/blue-agent/control',
+    );
   });
 
   it('carries the XDG config and data homes, each when absolute, else its default under HOME', () => {
-    expect(resolvePaths({ HOME: '/home/me', XDG_CONFIG_HOME: '/cfg', XDG_DATA_HOME: '/data' }, 'linux')).toMatchObject({ configHome: '/cfg', dataHome: '/data' });
-    for (const unset of [{}, { XDG_CONFIG_HOME: '', XDG_DATA_HOME: '' }, { XDG_CONFIG_HOME: 'cfg', XDG_DATA_HOME: 'data' }]) {
-      expect(resolvePaths({ HOME: '/home/me', ...unset }, 'linux')).toMatchObject({ configHome: '/home/me/.config', dataHome: '/home/me/.local/share' });
+    expect(resolvePaths({ HOME: '/home/me', XDG_CONFIG_HOME: '/cfg', XDG_DATA_HOME: '/data' }, 'linux')).toMatchObject({
+      configHome: '/cfg',
+      dataHome: '/data',
+    });
+    for (const unset of [
+      {},
+      { XDG_CONFIG_HOME: '', XDG_DATA_HOME: '' },
+      { XDG_CONFIG_HOME: 'cfg', XDG_DATA_HOME: 'data' },
+    ]) {
+      expect(resolvePaths({ HOME: '/home/me', ...unset }, 'linux')).toMatchObject({
+        configHome: '/home/me/.config',
+        dataHome: '/home/me/.local/share',
+      });
     }
   });
 
-  it('is spelled in src/context.ts alone: no other module names a state file or joins a path onto the state directory', () => {
-    const found = scanSources()
-      .filter((s) => s.file !== 'packages/agent/src/context.ts')
-      .flatMap(statePathLiterals);
-    expect(found).toEqual([]);
-  });
+  it(
+    'is spelled in src/context.ts alone: no other module names a state file or joins a path onto the state ' +
+      'directory',
+    () => {
+      const found = scanSources()
+        .filter((s) => s.file !== 'packages/agent/src/context.ts')
+        .flatMap(statePathLiterals);
+      expect(found).toEqual([]);
+    },
+  );
 
   it('the scan finds the spellings it refuses', () => {
     const source = scanSource(
@@ -90,11 +116,16 @@ describe('the state layout', () => {
 describe("the README's state table", () => {
   it('names every file and folder of the layout', () => {
     const readme = readFileSync(path.join(import.meta.dirname, '..', '..', '..', 'README.md'), 'utf8');
-    const table = readme.slice(readme.indexOf('## Where state lives'), readme.indexOf('\n## ', readme.indexOf('## Where state lives') + 1));
-    const missing = relative.map((parts) => parts.join('/')).filter((name) => {
-      // cache/, locks/ …: a folder's row names it with a trailing slash; files by their path.
-      return !table.includes(`\`${name}\``) && !table.includes(`\`${name}/\``) && !table.includes(`\`${name}/<`);
-    });
+    const table = readme.slice(
+      readme.indexOf('## Where state lives'),
+      readme.indexOf('\n## ', readme.indexOf('## Where state lives') + 1),
+    );
+    const missing = relative
+      .map((parts) => parts.join('/'))
+      .filter((name) => {
+        // cache/, locks/ …: a folder's row names it with a trailing slash; files by their path.
+        return !table.includes(`\`${name}\``) && !table.includes(`\`${name}/\``) && !table.includes(`\`${name}/<`);
+      });
     expect(missing).toEqual([]);
   });
 });

@@ -20,7 +20,8 @@ describe('without the Control API package', () => {
   beforeAll(async () => {
     // What `npm install -g` of blue-agent's package puts in place (bin, dist, profiles, demo), outside the workspace.
     alone = await mkdtemp(path.join(tmpdir(), 'blue-agent-alone-'));
-    for (const part of ['bin', 'dist', 'profiles', 'demo', 'package.json']) await cp(path.join(agentRoot, part), path.join(alone, 'blue-agent', part), { recursive: true });
+    for (const part of ['bin', 'dist', 'profiles', 'demo', 'package.json'])
+      await cp(path.join(agentRoot, part), path.join(alone, 'blue-agent', part), { recursive: true });
     t = await makeTestHome();
   });
   afterAll(async () => {
@@ -30,7 +31,11 @@ describe('without the Control API package', () => {
 
   const cli = async (args: string[]) => {
     try {
-      const { stdout, stderr } = await run(process.execPath, [path.join(alone, 'blue-agent', 'bin', 'blue-agent.js'), ...args], { env: t.env, cwd: t.home, timeout: 60_000 });
+      const { stdout, stderr } = await run(
+        process.execPath,
+        [path.join(alone, 'blue-agent', 'bin', 'blue-agent.js'), ...args],
+        { env: t.env, cwd: t.home, timeout: 60_000 },
+      );
       return { code: 0, stdout, stderr };
     } catch (error) {
       const e = error as { code?: number; stdout?: string; stderr?: string };
@@ -41,7 +46,13 @@ describe('without the Control API package', () => {
   it('control-plane names the package to install, with its own code', async () => {
     const result = await cli(['control-plane', 'users', 'list', '--json']);
     expect(result.code).toBe(1);
-    expect(JSON.parse(result.stdout)).toMatchObject({ ok: false, error: { code: 'CONTROL_API_NOT_INSTALLED', hint: expect.stringContaining('npm install -g @blue-agent/control-api') } });
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      ok: false,
+      error: {
+        code: 'CONTROL_API_NOT_INSTALLED',
+        hint: expect.stringContaining('npm install -g @blue-agent/control-api'),
+      },
+    });
   });
 
   it('the agent works without it', async () => {
@@ -52,7 +63,9 @@ describe('without the Control API package', () => {
 
 describe('controlApiMissing', () => {
   it('leaves every other error as it was', () => {
-    const other = Object.assign(new Error("Cannot find package 'undici' imported from /x.js"), { code: 'ERR_MODULE_NOT_FOUND' });
+    const other = Object.assign(new Error("Cannot find package 'undici' imported from /x.js"), {
+      code: 'ERR_MODULE_NOT_FOUND',
+    });
     expect(controlApiMissing(other)).toBe(other);
     const plain = new Error('@blue-agent/control-api broke');
     expect(controlApiMissing(plain)).toBe(plain);

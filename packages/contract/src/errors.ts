@@ -206,7 +206,13 @@ function fileAt(file: string, at?: { line: number; column: number }): string {
 }
 
 /** An error about a place in a file: the message leads with `file:line:column` and the position is kept. */
-export function errorAt(code: ErrorCode, file: string, at: { line: number; column: number } | undefined, what: string, hint: string): BlueError {
+export function errorAt(
+  code: ErrorCode,
+  file: string,
+  at: { line: number; column: number } | undefined,
+  what: string,
+  hint: string,
+): BlueError {
   return new BlueError(code, `${fileAt(file, at)}: ${what}`, {
     file,
     ...(at === undefined ? {} : { line: at.line, column: at.column }),
@@ -227,7 +233,8 @@ export interface SystemError extends Error {
 export interface SystemErrorContext {
   /** What was being done, as a verb phrase that takes the file: `write the bundle to`, `update`. */
   action?: string;
-  /** The path the person gave or knows (an `--out` file, a harness's config file) when the call failed on it or beside it. */
+  /** The path the person gave or knows (an `--out` file, a harness's config file) when the call failed on it or beside
+   * it. */
   file?: string;
 }
 
@@ -253,8 +260,10 @@ interface ErrnoClass {
 }
 
 const PERMISSIONS = (file: string, dir: string) =>
-  `Check the owner and permissions of ${dir} and ${file} (ls -ld ${dir} ${file}): the user blue-agent runs as must be allowed to do this`;
-const NOT_EMPTY_OR_EXISTS = (file: string) => `Something is already at ${file} (ls -ld ${file}): move it away or choose another path, then run the command again.`;
+  `Check the owner and permissions of ${dir} and ${file} (ls -ld ${dir} ${file}): the user blue-agent runs as must ` +
+  `be allowed to do this`;
+const NOT_EMPTY_OR_EXISTS = (file: string) =>
+  `Something is already at ${file} (ls -ld ${file}): move it away or choose another path, then run the command again.`;
 
 /**
  * Every errno an ordinary machine produces for file work, by class. Codes not here (EINVAL, EBADF, EFAULT, ...) mean
@@ -269,39 +278,52 @@ export const SYSTEM_ERROR_CLASSES: Readonly<Record<string, ErrnoClass>> = {
   ELOOP: {
     code: 'UNSAFE_PATH',
     what: 'too many levels of symbolic links',
-    hint: (file) => `A symbolic link on this path points back to itself or is nested too deep (ls -l ${file}): fix or remove it.`,
+    hint: (file) =>
+      `A symbolic link on this path points back to itself or is nested too deep (ls -l ${file}): fix or remove it.`,
   },
-  ENAMETOOLONG: { code: 'PATH_INVALID', what: 'the path, or a name in it, is too long', hint: () => 'Use a shorter path.' },
+  ENAMETOOLONG: {
+    code: 'PATH_INVALID',
+    what: 'the path, or a name in it, is too long',
+    hint: () => 'Use a shorter path.',
+  },
   EACCES: { code: 'PERMISSION_DENIED', what: 'permission denied', hint: (file, dir) => `${PERMISSIONS(file, dir)}.` },
   EPERM: {
     code: 'PERMISSION_DENIED',
     what: 'operation not permitted',
-    hint: (file, dir) => `${PERMISSIONS(file, dir)}; an immutable or append-only file refuses changes too (lsattr ${file}).`,
+    hint: (file, dir) =>
+      `${PERMISSIONS(file, dir)}; an immutable or append-only file refuses changes too (lsattr ${file}).`,
   },
   EROFS: {
     code: 'PERMISSION_DENIED',
     what: 'the filesystem is read-only',
-    hint: (_file, dir) => `The filesystem holding ${dir} is mounted read-only (findmnt -T ${dir}): remount it read-write or use a path on another one.`,
+    hint: (_file, dir) =>
+      `The filesystem holding ${dir} is mounted read-only (findmnt -T ${dir}): remount it read-write or use a path ` +
+      `on another one.`,
   },
   ENOSPC: {
     code: 'NO_SPACE',
     what: 'no space left on the device',
-    hint: (_file, dir) => `Free space (or inodes) on the filesystem holding ${dir} (df -h ${dir}; df -i ${dir}), then run the command again.`,
+    hint: (_file, dir) =>
+      `Free space (or inodes) on the filesystem holding ${dir} (df -h ${dir}; df -i ${dir}), then run the command ` +
+      `again.`,
   },
   EDQUOT: {
     code: 'NO_SPACE',
     what: 'disk quota exceeded',
-    hint: (_file, dir) => `Your quota on the filesystem holding ${dir} is used up (quota -s): free space, then run the command again.`,
+    hint: (_file, dir) =>
+      `Your quota on the filesystem holding ${dir} is used up (quota -s): free space, then run the command again.`,
   },
   EFBIG: {
     code: 'NO_SPACE',
     what: 'the file is too large',
-    hint: (_file, dir) => `The file would pass the largest size allowed (ulimit -f, or the limit of the filesystem holding ${dir}).`,
+    hint: (_file, dir) =>
+      `The file would pass the largest size allowed (ulimit -f, or the limit of the filesystem holding ${dir}).`,
   },
   EISDIR: {
     code: 'NOT_A_FILE',
     what: 'is a directory, not a file',
-    hint: (file) => `Give the path of a file, not of a directory (ls -ld ${file}); move the directory away if a file belongs there.`,
+    hint: (file) =>
+      `Give the path of a file, not of a directory (ls -ld ${file}); move the directory away if a file belongs there.`,
   },
   ENXIO: {
     code: 'NOT_A_FILE',
@@ -316,14 +338,17 @@ export const SYSTEM_ERROR_CLASSES: Readonly<Record<string, ErrnoClass>> = {
   ENOTDIR: {
     code: 'NOT_A_DIRECTORY',
     what: 'a part of the path is not a directory',
-    hint: (file) => `A folder on the path ${file} is a file (check each part with ls -ld): fix the path or move that file away.`,
+    hint: (file) =>
+      `A folder on the path ${file} is a file (check each part with ls -ld): fix the path or move that file away.`,
   },
   EEXIST: { code: 'PATH_EXISTS', what: 'already exists', hint: NOT_EMPTY_OR_EXISTS },
   ENOTEMPTY: { code: 'PATH_EXISTS', what: 'is a directory that is not empty', hint: NOT_EMPTY_OR_EXISTS },
   EBUSY: {
     code: 'FILE_BUSY',
     what: 'busy (in use by another program, or a mount point)',
-    hint: (file) => `Another program holds ${file}, or it is a mount point (fuser -v ${file}; findmnt ${file}): try again once it is free.`,
+    hint: (file) =>
+      `Another program holds ${file}, or it is a mount point (fuser -v ${file}; findmnt ${file}): try again once ` +
+      `it is free.`,
   },
   ETXTBSY: {
     code: 'FILE_BUSY',
@@ -333,7 +358,8 @@ export const SYSTEM_ERROR_CLASSES: Readonly<Record<string, ErrnoClass>> = {
   EAGAIN: {
     code: 'RESOURCE_LIMIT',
     what: 'resource temporarily unavailable',
-    hint: () => 'The system is short of a resource (processes, memory, locks) right now: run the command again in a moment.',
+    hint: () =>
+      'The system is short of a resource (processes, memory, locks) right now: run the command again in a moment.',
   },
   EMFILE: {
     code: 'RESOURCE_LIMIT',
@@ -345,37 +371,55 @@ export const SYSTEM_ERROR_CLASSES: Readonly<Record<string, ErrnoClass>> = {
     what: 'too many open files on this system',
     hint: () => 'Close programs that hold many files (or raise fs.file-max), then run the command again.',
   },
-  ENOMEM: { code: 'RESOURCE_LIMIT', what: 'not enough memory', hint: () => 'Free memory (close other programs), then run the command again.' },
-  ENOBUFS: { code: 'RESOURCE_LIMIT', what: 'no buffer space available', hint: () => 'Free memory (close other programs), then run the command again.' },
+  ENOMEM: {
+    code: 'RESOURCE_LIMIT',
+    what: 'not enough memory',
+    hint: () => 'Free memory (close other programs), then run the command again.',
+  },
+  ENOBUFS: {
+    code: 'RESOURCE_LIMIT',
+    what: 'no buffer space available',
+    hint: () => 'Free memory (close other programs), then run the command again.',
+  },
   EMLINK: {
     code: 'RESOURCE_LIMIT',
     what: 'too many links',
-    hint: (_file, dir) => `${dir} holds as many links or folders as its filesystem allows: remove some, then run the command again.`,
+    hint: (_file, dir) =>
+      `${dir} holds as many links or folders as its filesystem allows: remove some, then run the command again.`,
   },
   EIO: {
     code: 'IO_ERROR',
     what: 'input/output error',
-    hint: (_file, dir) => `The device holding ${dir} reported an error (see dmesg): check the disk or network mount, then run the command again.`,
+    hint: (_file, dir) =>
+      `The device holding ${dir} reported an error (see dmesg): check the disk or network mount, then run the ` +
+      `command again.`,
   },
   ESTALE: {
     code: 'IO_ERROR',
     what: 'stale file handle',
-    hint: (_file, dir) => `The network filesystem holding ${dir} lost track of the file: remount it, then run the command again.`,
+    hint: (_file, dir) =>
+      `The network filesystem holding ${dir} lost track of the file: remount it, then run the command again.`,
   },
   EXDEV: {
     code: 'IO_ERROR',
     what: 'cannot move a file across filesystems',
-    hint: (file) => `${file} is on another filesystem than its folder (a bind mount?): write it in place by other means, or remove the mount.`,
+    hint: (file) =>
+      `${file} is on another filesystem than its folder (a bind mount?): write it in place by other means, or ` +
+      `remove the mount.`,
   },
   ENOTSUP: {
     code: 'IO_ERROR',
     what: 'the filesystem does not support this operation',
-    hint: (_file, dir) => `The filesystem holding ${dir} does not support what blue-agent needs (findmnt -T ${dir}): use a path on a local filesystem.`,
+    hint: (_file, dir) =>
+      `The filesystem holding ${dir} does not support what blue-agent needs (findmnt -T ${dir}): use a path on a ` +
+      `local filesystem.`,
   },
   EOPNOTSUPP: {
     code: 'IO_ERROR',
     what: 'the filesystem does not support this operation',
-    hint: (_file, dir) => `The filesystem holding ${dir} does not support what blue-agent needs (findmnt -T ${dir}): use a path on a local filesystem.`,
+    hint: (_file, dir) =>
+      `The filesystem holding ${dir} does not support what blue-agent needs (findmnt -T ${dir}): use a path on a ` +
+      `local filesystem.`,
   },
 };
 
@@ -391,12 +435,18 @@ export function fromSystemError(error: SystemError, context: SystemErrorContext 
   const failing = error.dest !== undefined && ABOUT_DEST.has(errno) ? error.dest : error.path;
   const shown = context.file ?? failing;
   const known = Object.hasOwn(SYSTEM_ERROR_CLASSES, errno) ? SYSTEM_ERROR_CLASSES[errno] : undefined;
-  const lead = [context.action === undefined ? undefined : `cannot ${context.action}`, shown === undefined ? undefined : printable(shown)]
+  const lead = [
+    context.action === undefined ? undefined : `cannot ${context.action}`,
+    shown === undefined ? undefined : printable(shown),
+  ]
     .filter((part) => part !== undefined)
     .join(' ');
-  const call = [error.syscall, failing !== undefined && failing !== shown ? printable(failing) : undefined].filter((part) => part !== undefined).join(' ');
+  const call = [error.syscall, failing !== undefined && failing !== shown ? printable(failing) : undefined]
+    .filter((part) => part !== undefined)
+    .join(' ');
   let message: string;
-  if (known === undefined) message = lead === '' ? error.message : `${lead}: ${error.message}`; // a bug: Node's own words
+  if (known === undefined)
+    message = lead === '' ? error.message : `${lead}: ${error.message}`; // a bug: Node's own words
   else if (lead === '') message = `${error.syscall ?? 'a system call'} failed: ${known.what} (${errno})`;
   else message = `${lead}: ${known.what} (${errno}${call === '' ? '' : `: ${call}`})`;
   // The hint speaks of the person's path (a temporary beside it is a detail of how blue-agent writes) and of the folder
@@ -405,8 +455,15 @@ export function fromSystemError(error: SystemError, context: SystemErrorContext 
   const hint =
     known === undefined
       ? 'This is a bug in blue-agent; please report it with the command you ran.'
-      : known.hint(shown === undefined ? 'the file' : shellWord(shown), folder === undefined ? 'its folder' : shellWord(path.dirname(folder)));
-  return new BlueError(known?.code ?? 'INTERNAL', message, { hint, ...(shown === undefined ? {} : { file: shown }), cause: error });
+      : known.hint(
+          shown === undefined ? 'the file' : shellWord(shown),
+          folder === undefined ? 'its folder' : shellWord(path.dirname(folder)),
+        );
+  return new BlueError(known?.code ?? 'INTERNAL', message, {
+    hint,
+    ...(shown === undefined ? {} : { file: shown }),
+    cause: error,
+  });
 }
 
 /** A path as one word a person can paste into a shell: quoted when it holds anything but the usual characters. */

@@ -6,13 +6,27 @@ import { mkdir, mkdtemp, readFile, rename, rm, rmdir, symlink, writeFile } from 
 import { constants, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BlueError, fromSystemError, isSystemError, SYSTEM_ERROR_CLASSES, toBlueError, type ErrorCode, type SystemError } from '../src/errors.js';
+import {
+  BlueError,
+  fromSystemError,
+  isSystemError,
+  SYSTEM_ERROR_CLASSES,
+  toBlueError,
+  type ErrorCode,
+  type SystemError,
+} from '../src/errors.js';
 
 /** A system error built the way Node builds one for a failed fs call. */
 function systemError(code: string, syscall: string, file?: string, dest?: string): SystemError {
   const errno = (constants.errno as Record<string, number | undefined>)[code] ?? 1;
   const where = file === undefined ? '' : ` '${file}'${dest === undefined ? '' : ` -> '${dest}'`}`;
-  return Object.assign(new Error(`${code}: failure, ${syscall}${where}`), { code, errno: -errno, syscall, ...(file === undefined ? {} : { path: file }), ...(dest === undefined ? {} : { dest }) });
+  return Object.assign(new Error(`${code}: failure, ${syscall}${where}`), {
+    code,
+    errno: -errno,
+    syscall,
+    ...(file === undefined ? {} : { path: file }),
+    ...(dest === undefined ? {} : { dest }),
+  });
 }
 
 /** Every class, with the code it must get and a word its hint must hold (a command to run, or what to change). */
@@ -77,12 +91,20 @@ describe('fromSystemError: every errno class', () => {
 
 describe('fromSystemError: what the message says', () => {
   it("leads with the action and the person's path, and names the temporary the call failed on after it", () => {
-    const error = fromSystemError(systemError('ENOENT', 'open', '/no/such/dir/.x.1a2b.partial'), { action: 'write the bundle to', file: '/no/such/dir/x' });
+    const error = fromSystemError(systemError('ENOENT', 'open', '/no/such/dir/.x.1a2b.partial'), {
+      action: 'write the bundle to',
+      file: '/no/such/dir/x',
+    });
     expect(error.code).toBe('PATH_NOT_FOUND');
-    expect(error.message).toBe('cannot write the bundle to /no/such/dir/x: no such file or directory (ENOENT: open /no/such/dir/.x.1a2b.partial)');
+    expect(error.message).toBe(
+      'cannot write the bundle to /no/such/dir/x: no such file or directory (ENOENT: open ' +
+        '/no/such/dir/.x.1a2b.partial)',
+    );
     expect(error.file).toBe('/no/such/dir/x');
     // The hint is about the person's path and its folder, not about the temporary.
-    expect(error.hint).toBe('Check the path: /no/such/dir/x (or, for a new file, its folder /no/such/dir) must exist (ls -ld /no/such/dir).');
+    expect(error.hint).toBe(
+      'Check the path: /no/such/dir/x (or, for a new file, its folder /no/such/dir) must exist (ls -ld /no/such/dir).',
+    );
   });
 
   it('for a rename onto a directory, the destination is what is in the way', () => {
@@ -98,20 +120,34 @@ describe('fromSystemError: what the message says', () => {
       file: '/home/dev/.local/state/blue-agent/ledger.json',
     });
     expect(error.code).toBe('PERMISSION_DENIED');
-    expect(error.message).toMatch(/^cannot write blue-agent's state file \/home\/dev\/\.local\/state\/blue-agent\/ledger\.json: permission denied/);
-    expect(error.hint).toContain('ls -ld /home/dev/.local/state/blue-agent /home/dev/.local/state/blue-agent/ledger.json');
+    expect(error.message).toMatch(
+      /^cannot write blue-agent's state file \/home\/dev\/\.local\/state\/blue-agent\/ledger\.json: permission denied/,
+    );
+    expect(error.hint).toContain(
+      'ls -ld /home/dev/.local/state/blue-agent /home/dev/.local/state/blue-agent/ledger.json',
+    );
   });
 
   it('a folder that could not be created: the hint names the folder above it, where the permission is missing', () => {
-    const error = fromSystemError(systemError('EACCES', 'mkdir', '/srv/state/cache'), { action: "write blue-agent's state file", file: '/srv/state/cache/versions.json' });
-    expect(error.message).toBe("cannot write blue-agent's state file /srv/state/cache/versions.json: permission denied (EACCES: mkdir /srv/state/cache)");
+    const error = fromSystemError(systemError('EACCES', 'mkdir', '/srv/state/cache'), {
+      action: "write blue-agent's state file",
+      file: '/srv/state/cache/versions.json',
+    });
+    expect(error.message).toBe(
+      "cannot write blue-agent's state file /srv/state/cache/versions.json: permission denied (EACCES: mkdir " +
+        '/srv/state/cache)',
+    );
     expect(error.hint).toBe(
-      'Check the owner and permissions of /srv/state and /srv/state/cache/versions.json (ls -ld /srv/state /srv/state/cache/versions.json): the user blue-agent runs as must be allowed to do this.',
+      'Check the owner and permissions of /srv/state and /srv/state/cache/versions.json (ls -ld /srv/state ' +
+        '/srv/state/cache/versions.json): the user blue-agent runs as must be allowed to do this.',
     );
   });
 
   it('ENOSPC names the filesystem to free space on', () => {
-    const error = fromSystemError(systemError('ENOSPC', 'write'), { action: 'write the export to', file: '/data/out.md' });
+    const error = fromSystemError(systemError('ENOSPC', 'write'), {
+      action: 'write the export to',
+      file: '/data/out.md',
+    });
     expect(error.message).toBe('cannot write the export to /data/out.md: no space left on the device (ENOSPC: write)');
     expect(error.hint).toContain('df -h /data');
   });
@@ -143,7 +179,9 @@ describe('what stays INTERNAL', () => {
   });
 
   it('a programming error, and anything that is not a system error', () => {
-    const typeError = Object.assign(new TypeError('The "path" argument must be of type string'), { code: 'ERR_INVALID_ARG_TYPE' });
+    const typeError = Object.assign(new TypeError('The "path" argument must be of type string'), {
+      code: 'ERR_INVALID_ARG_TYPE',
+    });
     expect(isSystemError(typeError)).toBe(false);
     expect(toBlueError(typeError).code).toBe('INTERNAL');
     expect(toBlueError(new Error('x')).code).toBe('INTERNAL');

@@ -20,7 +20,20 @@ import type { BlobStore } from './blobs/types.js';
 import { storedSearchText } from './search-text.js';
 import { governanceProblems } from './governance.js';
 import { captureStops, type CaptureStop } from './policy-review.js';
-import { API_SCOPES, isExpired, MEMBER_SCOPES, openStore, READABLE_FORMATS, requireDataDir, type AuditActor, type ControlStore, type Grant, type PolicyRevision, type StoreOptions, type User } from './store/index.js';
+import {
+  API_SCOPES,
+  isExpired,
+  MEMBER_SCOPES,
+  openStore,
+  READABLE_FORMATS,
+  requireDataDir,
+  type AuditActor,
+  type ControlStore,
+  type Grant,
+  type PolicyRevision,
+  type StoreOptions,
+  type User,
+} from './store/index.js';
 
 const EMAIL = /^[^\s@]{1,200}@[^\s@]{1,200}$/;
 
@@ -28,11 +41,20 @@ const EMAIL = /^[^\s@]{1,200}@[^\s@]{1,200}$/;
  * Administration commands record what they do in the audit log, by `by` (the local operator: `cli` and their OS
  * user), in the transaction of the change itself.
  */
-export async function addUser(where: StoreOptions, email: string, isAdmin: boolean, now: number, by?: AuditActor): Promise<{ user: User; token: string }> {
-  if (!EMAIL.test(email) || email.length > 320) throw usageError(`"${email}" is not an e-mail address`, 'Give the user\'s e-mail, e.g. ada@example.com.');
+export async function addUser(
+  where: StoreOptions,
+  email: string,
+  isAdmin: boolean,
+  now: number,
+  by?: AuditActor,
+): Promise<{ user: User; token: string }> {
+  if (!EMAIL.test(email) || email.length > 320)
+    throw usageError(`"${email}" is not an e-mail address`, "Give the user's e-mail, e.g. ada@example.com.");
   return withStore({ ...where, create: true }, async (store) => {
     if ((await store.userByEmail(email)) !== undefined) {
-      throw new BlueError('USAGE', `a user ${email} already exists`, { hint: 'Each e-mail address has one user and one token.' });
+      throw new BlueError('USAGE', `a user ${email} already exists`, {
+        hint: 'Each e-mail address has one user and one token.',
+      });
     }
     return store.addUser(email, isAdmin, now, { by });
   });
@@ -45,16 +67,29 @@ export async function listUsers(where: StoreOptions): Promise<User[]> {
 /** The user of `email`, or a USAGE error naming it. */
 async function userNamed(store: ControlStore, email: string): Promise<User> {
   const user = await store.userByEmail(email);
-  if (user === undefined) throw new BlueError('USAGE', `there is no user ${email}`, { hint: 'See `blue-agent control-plane users list`.' });
+  if (user === undefined)
+    throw new BlueError('USAGE', `there is no user ${email}`, { hint: 'See `blue-agent control-plane users list`.' });
   return user;
 }
 
 /** `control-plane tokens add`: a new personal token for an existing user (every scope their role allows). */
-export async function addToken(where: StoreOptions, email: string, label: string | undefined, now: number, by?: AuditActor): Promise<{ user: User; token: string; grant: Grant }> {
+export async function addToken(
+  where: StoreOptions,
+  email: string,
+  label: string | undefined,
+  now: number,
+  by?: AuditActor,
+): Promise<{ user: User; token: string; grant: Grant }> {
   return withStore({ ...where, create: false }, async (store) => {
     const user = await userNamed(store, email);
     const scopes = user.is_admin ? API_SCOPES : MEMBER_SCOPES;
-    const made = await store.identity.addPersonalToken(user.id, scopes, (label ?? 'token from tokens add').slice(0, 200), now, by);
+    const made = await store.identity.addPersonalToken(
+      user.id,
+      scopes,
+      (label ?? 'token from tokens add').slice(0, 200),
+      now,
+      by,
+    );
     return { user, ...made };
   });
 }
@@ -68,12 +103,19 @@ export function signInLinkUrl(publicUrl: string, secret: string): string {
 }
 
 /** `control-plane users link`: a one-time browser sign-in link for a user, on the URL `serve` recorded. */
-export async function makeSignInLink(where: StoreOptions, email: string, now: number, by?: AuditActor): Promise<{ user: User; url: string; expires_at: number }> {
+export async function makeSignInLink(
+  where: StoreOptions,
+  email: string,
+  now: number,
+  by?: AuditActor,
+): Promise<{ user: User; url: string; expires_at: number }> {
   return withStore({ ...where, create: false }, async (store) => {
     const user = await userNamed(store, email);
     const publicUrl = await store.publicUrl();
     if (publicUrl === undefined) {
-      throw new BlueError('USAGE', 'this Control API has not been served yet, so its address is not known', { hint: 'Start `blue-agent control-plane serve` once, then make the link.' });
+      throw new BlueError('USAGE', 'this Control API has not been served yet, so its address is not known', {
+        hint: 'Start `blue-agent control-plane serve` once, then make the link.',
+      });
     }
     const secret = await store.identity.createSignInLink(user.id, now, SIGN_IN_LINK_TTL_MS, by);
     return { user, url: signInLinkUrl(publicUrl, secret), expires_at: now + SIGN_IN_LINK_TTL_MS };
@@ -82,14 +124,17 @@ export async function makeSignInLink(where: StoreOptions, email: string, now: nu
 
 /** `control-plane tokens list`: everyone's sign-ins, or one user's, newest first. */
 export async function listTokens(where: StoreOptions, email: string | undefined): Promise<Grant[]> {
-  return withStore({ ...where, create: false }, async (store) => store.identity.grants(email === undefined ? undefined : (await userNamed(store, email)).id));
+  return withStore({ ...where, create: false }, async (store) =>
+    store.identity.grants(email === undefined ? undefined : (await userNamed(store, email)).id),
+  );
 }
 
 /** `control-plane tokens revoke`: ends a sign-in; its tokens fail at the next request to any replica. */
 export async function revokeToken(where: StoreOptions, id: string, now: number, by?: AuditActor): Promise<Grant> {
   return withStore({ ...where, create: false }, async (store) => {
     const revoked = await store.identity.revokeGrant(id, now, by);
-    if (revoked === undefined) throw new BlueError('USAGE', `there is no token ${id}`, { hint: 'See `blue-agent control-plane tokens list`.' });
+    if (revoked === undefined)
+      throw new BlueError('USAGE', `there is no token ${id}`, { hint: 'See `blue-agent control-plane tokens list`.' });
     return revoked;
   });
 }
@@ -109,27 +154,45 @@ async function withStore<T>(where: StoreOptions, fn: (store: ControlStore) => Pr
  * the body to publish (without a revision: the server makes it) and the revision the text named, if any. `where`
  * names the text in errors (a file, or the dashboard's form).
  */
-export function checkPolicyText(text: string, where: string): { body: Record<string, unknown>; ignoredRevision: unknown } {
-  if (Buffer.byteLength(text) > MAX_POLICY_BYTES) throw new BlueError('POLICY_INVALID', `${where} is larger than ${MAX_POLICY_BYTES} bytes`, { file: where });
+export function checkPolicyText(
+  text: string,
+  where: string,
+): { body: Record<string, unknown>; ignoredRevision: unknown } {
+  if (Buffer.byteLength(text) > MAX_POLICY_BYTES)
+    throw new BlueError('POLICY_INVALID', `${where} is larger than ${MAX_POLICY_BYTES} bytes`, { file: where });
   // The text is kept as published, and PostgreSQL's text holds no NUL (nor does a YAML document).
   const nul = text.indexOf('\u0000');
   if (nul >= 0) {
     const at = lineColumnAt(text, nul);
-    throw new BlueError('POLICY_INVALID', `${where}:${at.line}:${at.column}: a policy is text, and this one holds a NUL character`, { file: where, ...at, hint: 'Check that the file is the policy, saved as UTF-8 text.' });
+    throw new BlueError(
+      'POLICY_INVALID',
+      `${where}:${at.line}:${at.column}: a policy is text, and this one holds a NUL character`,
+      { file: where, ...at, hint: 'Check that the file is the policy, saved as UTF-8 text.' },
+    );
   }
   const parsed = parseYamlText(text, where, 'POLICY_INVALID');
   const data = parsed.data;
   if (typeof data !== 'object' || data === null || Array.isArray(data)) {
-    throw new BlueError('POLICY_INVALID', `${where}: invalid policy: / must be a mapping of policy fields`, { file: where, path: '/' });
+    throw new BlueError('POLICY_INVALID', `${where}: invalid policy: / must be a mapping of policy fields`, {
+      file: where,
+      path: '/',
+    });
   }
   const record = data as Record<string, unknown>;
   // Validate with a stand-in revision: the text need not (and should not) carry one.
   validatePolicy({ ...record, revision: 1 }, where, parsed, 'authored');
   const problems = governanceProblems(record);
-  if (problems.length > 0) throw new BlueError('POLICY_INVALID', `${where}: ${problems[0]!}`, { file: where, hint: problems.length > 1 ? `Also: ${problems.slice(1).join('; ')}` : undefined });
+  if (problems.length > 0)
+    throw new BlueError('POLICY_INVALID', `${where}: ${problems[0]!}`, {
+      file: where,
+      hint: problems.length > 1 ? `Also: ${problems.slice(1).join('; ')}` : undefined,
+    });
   const { revision: ignoredRevision, ...given } = record;
   // The contract requires allowed_harnesses: a revision that leaves it out allows every harness this server knows.
-  return { body: given.allowed_harnesses === undefined ? { ...given, allowed_harnesses: [...HARNESSES] } : given, ignoredRevision };
+  return {
+    body: given.allowed_harnesses === undefined ? { ...given, allowed_harnesses: [...HARNESSES] } : given,
+    ignoredRevision,
+  };
 }
 
 export interface Published {
@@ -149,16 +212,26 @@ const PUBLISH_ATTEMPTS = 5;
  * is replaced (and reported). A revision that would stop capture on every machine (captureStops) is refused
  * (POLICY_CONFIRMATION_REQUIRED) unless `confirm`; the check and the publish see the same current revision.
  */
-export async function publishPolicy(where: StoreOptions, file: string, now: number, options: { confirm?: boolean; by?: AuditActor } = {}): Promise<Published> {
+export async function publishPolicy(
+  where: StoreOptions,
+  file: string,
+  now: number,
+  options: { confirm?: boolean; by?: AuditActor } = {},
+): Promise<Published> {
   // A mistyped --data is the first thing to say, before anything about the file.
   if (where.databaseUrl === undefined || where.databaseUrl === '') requireDataDir(where.dataDir);
   let size: number;
   try {
     size = (await stat(file)).size;
   } catch (error) {
-    throw new BlueError('POLICY_MISSING', `cannot read the policy file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, { file });
+    throw new BlueError(
+      'POLICY_MISSING',
+      `cannot read the policy file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+      { file },
+    );
   }
-  if (size > MAX_POLICY_BYTES) throw new BlueError('POLICY_INVALID', `the policy file ${file} is larger than ${MAX_POLICY_BYTES} bytes`, { file });
+  if (size > MAX_POLICY_BYTES)
+    throw new BlueError('POLICY_INVALID', `the policy file ${file} is larger than ${MAX_POLICY_BYTES} bytes`, { file });
   const text = await readFile(file, 'utf8');
   const { body, ignoredRevision } = checkPolicyText(text, file);
   return withStore({ ...where, create: false }, async (store) => {
@@ -167,21 +240,28 @@ export async function publishPolicy(where: StoreOptions, file: string, now: numb
     for (let attempt = 0; attempt < PUBLISH_ATTEMPTS; attempt++) {
       const current = await store.currentPolicy();
       const captureStop = captureStops(current?.body, body);
-      if (captureStop !== undefined && options.confirm !== true) throw confirmationRequired(file, current!.revision, captureStop);
+      if (captureStop !== undefined && options.confirm !== true)
+        throw confirmationRequired(file, current!.revision, captureStop);
       const published = await store.publishPolicyOver(body, current?.revision, now, { text, by: options.by });
-      if (published !== undefined) return { published, ignoredRevision, warnings, ...(captureStop === undefined ? {} : { captureStop }) };
+      if (published !== undefined)
+        return { published, ignoredRevision, warnings, ...(captureStop === undefined ? {} : { captureStop }) };
     }
-    throw new BlueError('CONCURRENT_MODIFICATION', `other policy revisions kept being published while ${file} was: nothing was published`, {
-      file,
-      hint: 'Run the command again (see the current revision with `blue-agent control-plane policy show`).',
-    });
+    throw new BlueError(
+      'CONCURRENT_MODIFICATION',
+      `other policy revisions kept being published while ${file} was: nothing was published`,
+      {
+        file,
+        hint: 'Run the command again (see the current revision with `blue-agent control-plane policy show`).',
+      },
+    );
   });
 }
 
 function confirmationRequired(file: string, current: string, stop: CaptureStop): BlueError {
   return new BlueError(
     'POLICY_CONFIRMATION_REQUIRED',
-    `${file} would stop session capture on every machine: ${stop.reasons.join('; ')} (the current revision is ${current}); once it is published, ${stop.effect}. Nothing was published`,
+    `${file} would stop session capture on every machine: ${stop.reasons.join('; ')} (the current revision is ` +
+      `${current}); once it is published, ${stop.effect}. Nothing was published`,
     { file, hint: `If that is what you want, publish it again with --confirm; if not, fix ${file}.` },
   );
 }
@@ -191,8 +271,15 @@ export async function showPolicy(where: StoreOptions, revision: string | undefin
   return withStore({ ...where, create: false }, async (store) => {
     const found = revision === undefined ? await store.currentPolicy() : await store.policyRevision(revision);
     if (found !== undefined) return found;
-    if (revision === undefined) throw new BlueError('POLICY_MISSING', 'no policy has been published yet', { hint: 'Publish one with `blue-agent control-plane policy publish FILE` (or start `control-plane serve`, which publishes a default one).' });
-    throw new BlueError('POLICY_MISSING', `there is no policy revision ${JSON.stringify(revision.slice(0, 128))}`, { hint: 'Give a revision id as `policy publish` printed it, or leave --revision out for the current one.' });
+    if (revision === undefined)
+      throw new BlueError('POLICY_MISSING', 'no policy has been published yet', {
+        hint:
+          'Publish one with `blue-agent control-plane policy publish FILE` (or start `control-plane serve`, ' +
+          'which publishes a default one).',
+      });
+    throw new BlueError('POLICY_MISSING', `there is no policy revision ${JSON.stringify(revision.slice(0, 128))}`, {
+      hint: 'Give a revision id as `policy publish` printed it, or leave --revision out for the current one.',
+    });
   });
 }
 
@@ -229,7 +316,8 @@ function writePrivate(file: string, text: string): void {
   }
 }
 
-/** Why agents of this server would refuse the policy's presign_url, or undefined when it is on the server's origin (or that is not known). */
+/** Why agents of this server would refuse the policy's presign_url, or undefined when it is on the server's origin (or
+ * that is not known). */
 export function presignOriginWarning(body: Record<string, unknown>, publicUrl: string | undefined): string | undefined {
   const upload = body.session_upload as { presign_url?: unknown } | undefined;
   const presign = typeof upload?.presign_url === 'string' ? upload.presign_url : undefined;
@@ -238,7 +326,8 @@ export function presignOriginWarning(body: Record<string, unknown>, publicUrl: s
   const target = originOf(presign);
   if (target === server) return undefined;
   return (
-    `session_upload.presign_url is on ${target || presign}, not on this server's origin ${server} (recorded by \`control-plane serve\`): ` +
+    `session_upload.presign_url is on ${target || presign}, not on this server's origin ${server} (recorded by ` +
+    `\`control-plane serve\`): ` +
     `agents refuse it (POLICY_FOREIGN_ORIGIN) unless their allowed_upload_origins lists it; use ${server}/session-uploads/presign`
   );
 }
@@ -270,7 +359,13 @@ export interface FirstStart {
  * 0600 file of the data directory, so that it reaches neither a terminal log nor argv) and publishes the default
  * policy. Both happen at most once, however many replicas start at the same time; the audit log says `by` did them.
  */
-export async function firstStart(store: ControlStore, dataDir: string, publicUrl: string, now: number, by?: AuditActor): Promise<FirstStart> {
+export async function firstStart(
+  store: ControlStore,
+  dataDir: string,
+  publicUrl: string,
+  now: number,
+  by?: AuditActor,
+): Promise<FirstStart> {
   const started: FirstStart = {};
   const created = await store.addFirstAdmin(FIRST_ADMIN_EMAIL, now, by);
   if (created !== undefined) {
@@ -282,7 +377,9 @@ export async function firstStart(store: ControlStore, dataDir: string, publicUrl
   }
   const body = defaultPolicy(publicUrl);
   validatePolicy({ ...body, revision: 1 }, '(default policy)', undefined, 'authored');
-  const text = `# The policy a first start publishes: capture on for every harness, uploads presigned by this server.\n${stringify(body)}`;
+  const text =
+    `# The policy a first start publishes: capture on for every harness, uploads presigned by this ` +
+    `server.\n${stringify(body)}`;
   const published = await store.publishFirstPolicy(body, now, { text, by });
   if (published !== undefined) started.policy = published;
   return started;
@@ -319,7 +416,12 @@ export async function collectWith(store: ControlStore, blobs: BlobStore, now: nu
   // First, whatever becomes of the objects: search has left these sessions out since their deadline.
   const expiredSearch = await store.dropExpiredSearch(now);
   /** Deletes each object of `batch` not failed before; false when nothing was left to try. */
-  const sweep = async <T>(batch: T[], idOf: (item: T) => string, keyOf: (item: T) => string, done: (item: T) => Promise<void>): Promise<boolean> => {
+  const sweep = async <T>(
+    batch: T[],
+    idOf: (item: T) => string,
+    keyOf: (item: T) => string,
+    done: (item: T) => Promise<void>,
+  ): Promise<boolean> => {
     const todo = batch.filter((item) => !failedIds.has(idOf(item)));
     for (const item of todo) {
       try {
@@ -334,21 +436,37 @@ export async function collectWith(store: ControlStore, blobs: BlobStore, now: nu
   };
   // Objects past their retention deadline: the artifact stays, marked expired.
   while (
-    await sweep(await store.expiredArtifacts(now, 500), (a) => a.id, (a) => a.blob_key, async (a) => {
-      await store.markBlobDeleted(a.id);
-      deleted.push(a.id);
-    })
+    await sweep(
+      await store.expiredArtifacts(now, 500),
+      (a) => a.id,
+      (a) => a.blob_key,
+      async (a) => {
+        await store.markBlobDeleted(a.id);
+        deleted.push(a.id);
+      },
+    )
   );
   // Objects of deleted sessions that could not be deleted at once, or may have been uploaded after (a PUT to a URL
   // signed before the delete).
   while (
-    await sweep(await store.blobDeletionsDue(now, 500), (key) => key, (key) => key, async (key) => {
-      await store.blobDeleted(key, now);
-      deletedObjects.push(key);
-    })
+    await sweep(
+      await store.blobDeletionsDue(now, 500),
+      (key) => key,
+      (key) => key,
+      async (key) => {
+        await store.blobDeleted(key, now);
+        deletedObjects.push(key);
+      },
+    )
   );
   const expired = await store.identity.purgeExpired(now);
-  return { deleted, deleted_objects: deletedObjects, failed, expired_search_entries: expiredSearch, expired_sign_in_records: expired };
+  return {
+    deleted,
+    deleted_objects: deletedObjects,
+    failed,
+    expired_search_entries: expiredSearch,
+    expired_sign_in_records: expired,
+  };
 }
 
 export interface ReindexResult {
@@ -380,7 +498,14 @@ export async function reindex(
   return withStore({ ...where, create: false }, async (store) => {
     const saved = options.restart === true ? undefined : await store.reindexCursor();
     const total = await store.countIndexable();
-    const result: ReindexResult = { indexed: 0, without_text: 0, skipped: 0, expired: 0, total, resumed_after: saved ?? null };
+    const result: ReindexResult = {
+      indexed: 0,
+      without_text: 0,
+      skipped: 0,
+      expired: 0,
+      total,
+      resumed_after: saved ?? null,
+    };
     await store.dropExpiredSearch(now());
     let after = saved ?? '';
     let done = 0;
@@ -389,7 +514,10 @@ export async function reindex(
       if (batch.length === 0) break;
       for (const { session_id: sessionId, artifact } of batch) {
         const expired = isExpired(artifact, now());
-        const text = READABLE_FORMATS.has(artifact.artifact_format) && !expired ? await storedSearchText(blobs, artifact, profiles) : undefined;
+        const text =
+          READABLE_FORMATS.has(artifact.artifact_format) && !expired
+            ? await storedSearchText(blobs, artifact, profiles)
+            : undefined;
         if (expired) result.expired++;
         else if (!(await store.setSearchText(sessionId, artifact.id, text ?? '', now()))) result.skipped++;
         else if (text === undefined) result.without_text++;

@@ -32,12 +32,24 @@ export function requiredClientVersion(body: Record<string, unknown>): string | u
  * Why a client that sent these headers cannot take this revision; undefined when it can. A missing or unreadable
  * contract version counts as 1, as in Blue's server.
  */
-export function unmetContract(body: Record<string, unknown>, versionHeader: string | undefined, capabilitiesHeader: string | undefined): string | undefined {
+export function unmetContract(
+  body: Record<string, unknown>,
+  versionHeader: string | undefined,
+  capabilitiesHeader: string | undefined,
+): string | undefined {
   const needed = typeof body.contract_version === 'number' ? body.contract_version : 1;
-  const parsed = versionHeader === undefined || !/^\d{1,9}$/.test(versionHeader.trim()) ? 1 : Number(versionHeader.trim());
+  const parsed =
+    versionHeader === undefined || !/^\d{1,9}$/.test(versionHeader.trim()) ? 1 : Number(versionHeader.trim());
   if (parsed < needed) return `governance contract ${needed} requires a newer client; the client reports ${parsed}`;
-  const declared = new Set((capabilitiesHeader ?? '').split(',').map((c) => c.trim()).filter((c) => c !== ''));
-  const required = Array.isArray(body.required_capabilities) ? body.required_capabilities.filter((c): c is string => typeof c === 'string') : [];
+  const declared = new Set(
+    (capabilitiesHeader ?? '')
+      .split(',')
+      .map((c) => c.trim())
+      .filter((c) => c !== ''),
+  );
+  const required = Array.isArray(body.required_capabilities)
+    ? body.required_capabilities.filter((c): c is string => typeof c === 'string')
+    : [];
   const missing = required.filter((c) => !declared.has(c));
   if (missing.length > 0) return `governance requires client capabilities it did not declare: ${missing.join(', ')}`;
   return undefined;
@@ -49,15 +61,23 @@ export function governanceProblems(body: Record<string, unknown>): string[] {
   const required = Array.isArray(body.required_capabilities) ? body.required_capabilities : [];
   for (const capability of required) {
     if (typeof capability !== 'string' || !(KNOWN_CAPABILITIES as readonly string[]).includes(capability)) {
-      problems.push(`required_capabilities names ${JSON.stringify(capability).slice(0, 80)}, which no client declares; use ${KNOWN_CAPABILITIES.join(', ')}`);
+      problems.push(
+        `required_capabilities names ${JSON.stringify(capability).slice(0, 80)}, which no client declares; use ` +
+          `${KNOWN_CAPABILITIES.join(', ')}`,
+      );
     }
   }
   const pin = body.required_client_version;
   if (pin !== undefined) {
     if (typeof pin !== 'string' || !EXACT_SEMVER.test(pin)) {
-      problems.push(`required_client_version must be one exact release such as 1.4.2, not ${JSON.stringify(pin).slice(0, 80)}`);
+      problems.push(
+        `required_client_version must be one exact release such as 1.4.2, not ${JSON.stringify(pin).slice(0, 80)}`,
+      );
     } else if (!required.includes('tenant_client_version_pin')) {
-      problems.push('required_client_version needs tenant_client_version_pin in required_capabilities, so that clients that cannot honour the pin are refused');
+      problems.push(
+        'required_client_version needs tenant_client_version_pin in required_capabilities, so that clients that ' +
+          'cannot honour the pin are refused',
+      );
     }
   }
   const floor = body.minimum_client_version;

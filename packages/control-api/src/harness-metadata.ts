@@ -11,7 +11,10 @@ import type { Interval } from '@blue-agent/contract/schema/index.js';
 /** The governance contract version whose registry shape this is. */
 export const HARNESS_METADATA_CONTRACT_VERSION = 1;
 
-const OPERATION_CAPABILITIES: Record<string, string> = { session_capture: 'session_upload', session_resume: 'session_resume' };
+const OPERATION_CAPABILITIES: Record<string, string> = {
+  session_capture: 'session_upload',
+  session_resume: 'session_resume',
+};
 
 function capabilitiesOf(interval: Interval): string[] {
   const capabilities = interval.capture === undefined ? [] : ['hooks'];
@@ -23,7 +26,11 @@ function capabilitiesOf(interval: Interval): string[] {
 }
 
 /** A hook in a plugin module (a hook format ending in `-plugin`) is a plugin; every other is a native config entry. */
-function componentRules(interval: Interval | undefined): { agents_require_plugin: boolean; hooks_require_plugin: boolean; hooks_as_plugin_modules: boolean } {
+function componentRules(interval: Interval | undefined): {
+  agents_require_plugin: boolean;
+  hooks_require_plugin: boolean;
+  hooks_as_plugin_modules: boolean;
+} {
   const plugin = interval?.capture?.hook.format.endsWith('-plugin') === true;
   return { agents_require_plugin: false, hooks_require_plugin: plugin, hooks_as_plugin_modules: plugin };
 }
@@ -54,7 +61,9 @@ export function harnessMetadataDocument(profiles: ProfileSet): unknown {
         key: doc.harness,
         aliases: [],
         label: doc.display_name,
-        description: `${doc.display_name} (${doc.package ?? doc.binary}): session capture and resume through its native hooks and files`,
+        description:
+          `${doc.display_name} (${doc.package ?? doc.binary}): session capture and resume through its ` +
+          `native hooks and files`,
         binary_names: [doc.binary],
         install_command_template: installCommand(doc.package),
         capabilities: [...new Set(generations.flatMap((g) => g.capabilities))].sort(),
@@ -68,6 +77,9 @@ export function harnessMetadataDocument(profiles: ProfileSet): unknown {
 /** The profiles a presign may name, per harness, and whether each resumes sessions. */
 export function knownProfiles(profiles: ProfileSet): Map<string, Map<string, { resumes: boolean }>> {
   return new Map(
-    [...profiles.values()].map(({ doc }) => [doc.harness, new Map(doc.intervals.map((i) => [i.profile, { resumes: i.operations.includes('session_resume') }]))]),
+    [...profiles.values()].map(({ doc }) => [
+      doc.harness,
+      new Map(doc.intervals.map((i) => [i.profile, { resumes: i.operations.includes('session_resume') }])),
+    ]),
   );
 }

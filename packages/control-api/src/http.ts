@@ -36,7 +36,12 @@ export const notFound = (message = 'not found'): HttpError => new HttpError(404,
 export const forbidden = (message: string): HttpError => new HttpError(403, 'forbidden', message);
 
 /** The reply side of a request: a Fastify reply (routes), or the raw response (errors before routing). */
-export function sendJson(reply: FastifyReply, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  reply: FastifyReply,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   void reply
     .code(status)
     .headers({ 'cache-control': 'no-store', ...headers })
@@ -83,11 +88,18 @@ export function sendError(response: ServerResponse, error: HttpError): void {
  * when `allowEmpty`; anything that is not `application/json` is refused before a byte is parsed. A client that goes
  * away mid-body is a ClientGoneError, not a failure of the server.
  */
-export async function readJsonBody(request: IncomingMessage, maxBytes: number, allowEmpty = false, timeoutMs = DEFAULT_BODY_TIMEOUT_MS): Promise<unknown> {
+export async function readJsonBody(
+  request: IncomingMessage,
+  maxBytes: number,
+  allowEmpty = false,
+  timeoutMs = DEFAULT_BODY_TIMEOUT_MS,
+): Promise<unknown> {
   const declared = request.headers['content-length'];
   if (declared !== undefined && Number(declared) > maxBytes) {
     request.resume();
-    throw new HttpError(413, 'body_too_large', `the request body is larger than ${maxBytes} bytes`, { connection: 'close' });
+    throw new HttpError(413, 'body_too_large', `the request body is larger than ${maxBytes} bytes`, {
+      connection: 'close',
+    });
   }
   const body = await readBody(request, maxBytes, timeoutMs);
   const size = body.length;
@@ -97,7 +109,11 @@ export async function readJsonBody(request: IncomingMessage, maxBytes: number, a
   }
   const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/json') {
-    throw new HttpError(415, 'unsupported_media_type', `the request body must be application/json, not ${type === '' ? 'untyped' : JSON.stringify(type.slice(0, 100))}`);
+    throw new HttpError(
+      415,
+      'unsupported_media_type',
+      `the request body must be application/json, not ${type === '' ? 'untyped' : JSON.stringify(type.slice(0, 100))}`,
+    );
   }
   const text = body.toString('utf8');
   try {
@@ -114,21 +130,35 @@ export const MAX_FORM_BYTES = 16 * 1024;
  * Reads an `application/x-www-form-urlencoded` body of at most `maxBytes` (MAX_FORM_BYTES unless a form needs more):
  * each field at most once (a repeated one is a 400, as RFC 6749 §3.2 asks), every value at most `maxValue` characters.
  */
-export async function readFormBody(request: IncomingMessage, timeoutMs = DEFAULT_BODY_TIMEOUT_MS, maxValue = 4096, maxBytes = MAX_FORM_BYTES): Promise<Map<string, string>> {
+export async function readFormBody(
+  request: IncomingMessage,
+  timeoutMs = DEFAULT_BODY_TIMEOUT_MS,
+  maxValue = 4096,
+  maxBytes = MAX_FORM_BYTES,
+): Promise<Map<string, string>> {
   const declared = request.headers['content-length'];
   if (declared !== undefined && Number(declared) > maxBytes) {
     request.resume();
-    throw new HttpError(413, 'body_too_large', `the request body is larger than ${maxBytes} bytes`, { connection: 'close' });
+    throw new HttpError(413, 'body_too_large', `the request body is larger than ${maxBytes} bytes`, {
+      connection: 'close',
+    });
   }
   const body = await readBody(request, maxBytes, timeoutMs);
   const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (body.length > 0 && type !== 'application/x-www-form-urlencoded') {
-    throw new HttpError(415, 'unsupported_media_type', `the request body must be application/x-www-form-urlencoded, not ${type === '' ? 'untyped' : JSON.stringify(type.slice(0, 100))}`);
+    throw new HttpError(
+      415,
+      'unsupported_media_type',
+      `the request body must be application/x-www-form-urlencoded, not ` +
+        `${type === '' ? 'untyped' : JSON.stringify(type.slice(0, 100))}`,
+    );
   }
   const fields = new Map<string, string>();
   for (const [name, value] of new URLSearchParams(body.toString('utf8'))) {
-    if (fields.has(name)) throw badRequest(`the form field ${JSON.stringify(name.slice(0, 50))} is given more than once`);
-    if (value.length > maxValue) throw badRequest(`the form field ${JSON.stringify(name.slice(0, 50))} is longer than ${maxValue} characters`);
+    if (fields.has(name))
+      throw badRequest(`the form field ${JSON.stringify(name.slice(0, 50))} is given more than once`);
+    if (value.length > maxValue)
+      throw badRequest(`the form field ${JSON.stringify(name.slice(0, 50))} is longer than ${maxValue} characters`);
     fields.set(name, value);
   }
   return fields;
@@ -166,17 +196,31 @@ function readBody(request: IncomingMessage, maxBytes: number, timeoutMs: number)
     };
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
-      if (size > maxBytes) finish(new HttpError(413, 'body_too_large', `the request body is larger than ${maxBytes} bytes`, { connection: 'close' }));
+      if (size > maxBytes)
+        finish(
+          new HttpError(413, 'body_too_large', `the request body is larger than ${maxBytes} bytes`, {
+            connection: 'close',
+          }),
+        );
       else chunks.push(chunk);
     };
     const onEnd = (): void => finish();
     const onGone = (): void =>
-      finish(new ClientGoneError(`the client closed the connection after ${size}${declared === undefined ? '' : ` of ${declared}`} body bytes`));
+      finish(
+        new ClientGoneError(
+          `the client closed the connection after ${size}${declared === undefined ? '' : ` of ${declared}`} body bytes`,
+        ),
+      );
     const onClose = (): void => {
       if (!request.complete) onGone();
     };
     const timer = setTimeout(
-      () => finish(new HttpError(408, 'request_timeout', `the request body did not arrive within ${timeoutMs} ms`, { connection: 'close' })),
+      () =>
+        finish(
+          new HttpError(408, 'request_timeout', `the request body did not arrive within ${timeoutMs} ms`, {
+            connection: 'close',
+          }),
+        ),
       timeoutMs,
     );
     // A late 'aborted' after giving up has nobody to tell.

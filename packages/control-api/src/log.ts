@@ -29,7 +29,8 @@ export function createServerLog(options: ServerLogOptions): ServerLog {
   return (level, line, fields) => {
     if (quiet && level === 'info') return;
     const time = new Date(now()).toISOString();
-    const text = options.format === 'json' ? JSON.stringify({ time, level, msg: line, ...fields }) : `${time} ${level} ${line}`;
+    const text =
+      options.format === 'json' ? JSON.stringify({ time, level, msg: line, ...fields }) : `${time} ${level} ${line}`;
     options.out.write(`${redact(text)}\n`);
   };
 }

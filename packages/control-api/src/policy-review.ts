@@ -13,14 +13,19 @@ export interface CaptureStop {
   effect: string;
 }
 
-export const CAPTURE_STOP_EFFECT = 'every machine removes its capture hooks at its next reconcile, and sessions are no longer captured';
+export const CAPTURE_STOP_EFFECT =
+  'every machine removes its capture hooks at its next reconcile, and sessions are no longer captured';
 
 /** Whether publishing `next` over `current` (undefined: no revision yet) stops capture everywhere, and why. */
-export function captureStops(current: Record<string, unknown> | undefined, next: Record<string, unknown>): CaptureStop | undefined {
+export function captureStops(
+  current: Record<string, unknown> | undefined,
+  next: Record<string, unknown>,
+): CaptureStop | undefined {
   if (current === undefined || !captures(current)) return undefined;
   const reasons: string[] = [];
   if (next.session_upload === undefined) reasons.push('it drops session_upload, which the current revision has');
-  else if (allowedHarnesses(next).length === 0) reasons.push(`its allowed_harnesses allows none of the harnesses blue-agent captures (${HARNESSES.join(', ')})`);
+  else if (allowedHarnesses(next).length === 0)
+    reasons.push(`its allowed_harnesses allows none of the harnesses blue-agent captures (${HARNESSES.join(', ')})`);
   return reasons.length === 0 ? undefined : { reasons, effect: CAPTURE_STOP_EFFECT };
 }
 

@@ -88,7 +88,11 @@ export class RevisionFeed {
       this.#latest = revision;
       for (const listener of [...this.#listeners.keys()]) this.#deliver(listener, revision);
     } catch (error) {
-      if (!this.#failing) this.#log('error', `governance revision feed: cannot read the current revision (${(error as Error).message}); retrying`);
+      if (!this.#failing)
+        this.#log(
+          'error',
+          `governance revision feed: cannot read the current revision (${(error as Error).message}); retrying`,
+        );
       this.#failing = true;
     }
   }

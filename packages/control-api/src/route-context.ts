@@ -85,6 +85,7 @@ export interface Request {
 
 /** The caller of a route that is not public (the server authenticates before the handler runs). */
 export function caller(req: Request): User {
-  if (req.user === undefined) throw new HttpError(401, 'unauthenticated', 'send a bearer token: Authorization: Bearer <token>');
+  if (req.user === undefined)
+    throw new HttpError(401, 'unauthenticated', 'send a bearer token: Authorization: Bearer <token>');
   return req.user;
 }

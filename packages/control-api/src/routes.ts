@@ -19,7 +19,16 @@ import { HARNESSES } from '@blue-agent/contract/schema/generated/harness-names.j
 import type { PresignRequest } from '@blue-agent/contract/schema/generated/control-presign.js';
 import type { SessionDetail } from '@blue-agent/contract/schema/generated/control-session-detail.js';
 import type { SharingRequest } from '@blue-agent/contract/schema/generated/control-sharing.js';
-import { auditAdminRead, changeSharing, downloadLink, removeSession, searchSnippets, snippetText, visibleSession, type Snippet } from './session-actions.js';
+import {
+  auditAdminRead,
+  changeSharing,
+  downloadLink,
+  removeSession,
+  searchSnippets,
+  snippetText,
+  visibleSession,
+  type Snippet,
+} from './session-actions.js';
 import { deviceAuthorization, revocationEndpoint, tokenEndpoint } from './identity/oauth.js';
 import { listUsers, listUserTokens, revokeUserToken } from './identity/users.js';
 import { accountPage, revokeOwnToken } from './web/account.js';
@@ -29,9 +38,26 @@ import { serveAsset } from './web/assets.js';
 import { sessionDelete, sessionDownload, sessionPage, sessionSharing, sessionsPage } from './web/sessions.js';
 import { redirect as redirectPage } from './web/http.js';
 import { deviceDecision, devicePage, signInLinkPage, signInPage, signInWithLink, signOut } from './web/sign-in.js';
-import { CLIENT_CAPABILITIES_HEADER, CONTRACT_VERSION_HEADER, REQUIRED_CLIENT_VERSION_HEADER, requiredClientVersion, unmetContract } from './governance.js';
+import {
+  CLIENT_CAPABILITIES_HEADER,
+  CONTRACT_VERSION_HEADER,
+  REQUIRED_CLIENT_VERSION_HEADER,
+  requiredClientVersion,
+  unmetContract,
+} from './governance.js';
 import { caller, type ProviderSignIn, type Request, type RouteContext } from './route-context.js';
-import { badRequest, forbidden, HttpError, notFound, readJsonBody, sendEmpty, sendJson, sendText, validateBody, type Validate } from './http.js';
+import {
+  badRequest,
+  forbidden,
+  HttpError,
+  notFound,
+  readJsonBody,
+  sendEmpty,
+  sendJson,
+  sendText,
+  validateBody,
+  type Validate,
+} from './http.js';
 import {
   ARTIFACT_STATUSES,
   AUDIT_ACTIONS,
@@ -96,7 +122,11 @@ function pathPattern(path: string): RegExp {
 }
 
 /** A route; each method of one that is not public names the scope it needs (`[handler, scope]`). */
-function route(path: string, methods: Partial<Record<string, Handler | [Handler, ApiScope | 'any']>>, options: { public?: boolean; page?: boolean } = {}): Route {
+function route(
+  path: string,
+  methods: Partial<Record<string, Handler | [Handler, ApiScope | 'any']>>,
+  options: { public?: boolean; page?: boolean } = {},
+): Route {
   const handlers: Route['methods'] = {};
   const scopes: Route['scopes'] = {};
   for (const [method, entry] of Object.entries(methods)) {
@@ -170,7 +200,12 @@ export const ROUTES: readonly Route[] = [
 ];
 
 function withOidc(rc: RouteContext): ProviderSignIn {
-  if (rc.oidc === undefined) throw new HttpError(404, 'not_found', 'this server signs people in with sign-in links only: it has no identity provider configured');
+  if (rc.oidc === undefined)
+    throw new HttpError(
+      404,
+      'not_found',
+      'this server signs people in with sign-in links only: it has no identity provider configured',
+    );
   return rc.oidc;
 }
 
@@ -183,7 +218,16 @@ async function home(_rc: RouteContext, req: Request): Promise<void> {
 
 async function discovery(rc: RouteContext, req: Request): Promise<void> {
   const base = rc.publicUrl();
-  sendJson(req.reply, 200, { version: 1, control_api_url: base, oauth: { issuer: `${base}/api/auth`, client_id: 'blue-agent', scopes: SCOPES } }, { 'cache-control': 'no-cache' });
+  sendJson(
+    req.reply,
+    200,
+    {
+      version: 1,
+      control_api_url: base,
+      oauth: { issuer: `${base}/api/auth`, client_id: 'blue-agent', scopes: SCOPES },
+    },
+    { 'cache-control': 'no-cache' },
+  );
 }
 
 async function health(_rc: RouteContext, req: Request): Promise<void> {
@@ -191,16 +235,26 @@ async function health(_rc: RouteContext, req: Request): Promise<void> {
 }
 
 /** Ready: the database answers with a schema this server knows, and the blob store is usable. */
-/** `GET /metrics`: Prometheus' text format, public as in Blue's contract (counts and latencies, nothing of a user's). */
+/** `GET /metrics`: Prometheus' text format, public as in Blue's contract (counts and latencies, nothing of a user's).
+ * */
 async function metricsText(rc: RouteContext, req: Request): Promise<void> {
-  req.reply.code(200).header('cache-control', 'no-store').type(rc.metrics.contentType).send(await rc.metrics.render());
+  req.reply
+    .code(200)
+    .header('cache-control', 'no-store')
+    .type(rc.metrics.contentType)
+    .send(await rc.metrics.render());
 }
 
 async function ready(rc: RouteContext, req: Request): Promise<void> {
   try {
     await rc.store.check();
   } catch (error) {
-    sendText(req.reply, 503, `not ready: ${error instanceof Error && /schema version/.test(error.message) ? 'the database schema is newer than this server' : 'the database is unavailable'}`);
+    sendText(
+      req.reply,
+      503,
+      `not ready: ` +
+        `${error instanceof Error && /schema version/.test(error.message) ? 'the database schema is newer than this server' : 'the database is unavailable'}`,
+    );
     return;
   }
   try {
@@ -234,7 +288,11 @@ async function governanceConfig(rc: RouteContext, req: Request): Promise<void> {
   if (policy === undefined) throw new HttpError(404, 'no_policy', 'no governance policy has been published yet');
   const pin = requiredClientVersion(policy.body);
   const pinHeader: Record<string, string> = pin === undefined ? {} : { [REQUIRED_CLIENT_VERSION_HEADER]: pin };
-  const unmet = unmetContract(policy.body, header(req.raw, CONTRACT_VERSION_HEADER), header(req.raw, CLIENT_CAPABILITIES_HEADER));
+  const unmet = unmetContract(
+    policy.body,
+    header(req.raw, CONTRACT_VERSION_HEADER),
+    header(req.raw, CLIENT_CAPABILITIES_HEADER),
+  );
   if (unmet !== undefined) throw new HttpError(426, 'client_upgrade_required', unmet, pinHeader);
   const headers = { etag: policy.etag, 'cache-control': 'no-cache', ...pinHeader };
   if (etagMatches(header(req.raw, 'if-none-match'), policy.etag)) {
@@ -253,7 +311,12 @@ async function governanceEvents(rc: RouteContext, req: Request): Promise<void> {
   caller(req);
   const limits = rc.eventStreams;
   if (rc.revisions.listeners >= limits.maxStreams) {
-    throw new HttpError(503, 'too_many_streams', 'this server holds as many event streams as it may; retry later or poll GET /governance-config', { 'retry-after': '30' });
+    throw new HttpError(
+      503,
+      'too_many_streams',
+      'this server holds as many event streams as it may; retry later or poll GET /governance-config',
+      { 'retry-after': '30' },
+    );
   }
   const response = req.reply.raw;
   req.reply.hijack();
@@ -268,7 +331,9 @@ async function governanceEvents(rc: RouteContext, req: Request): Promise<void> {
     const write = (text: string) => {
       if (!response.destroyed) response.write(text);
     };
-    const unsubscribe = rc.revisions.subscribe((revision) => write(`event: revision\nid: ${revision}\ndata: ${JSON.stringify({ revision })}\n\n`));
+    const unsubscribe = rc.revisions.subscribe((revision) =>
+      write(`event: revision\nid: ${revision}\ndata: ${JSON.stringify({ revision })}\n\n`),
+    );
     const keepalive = setInterval(() => write(': keepalive\n\n'), limits.keepaliveMs);
     const lifetime = setTimeout(() => response.end(), Math.round(limits.maxLifetimeMs * (0.9 + Math.random() * 0.2)));
     response.once('close', () => {
@@ -296,7 +361,8 @@ function etagMatches(header: string | undefined, etag: string): boolean {
 async function harnessMetadata(rc: RouteContext, req: Request): Promise<void> {
   caller(req);
   const metadata = rc.harnessMetadata;
-  if (metadata === undefined) throw new HttpError(404, 'no_metadata', 'this server was started without compatibility profiles');
+  if (metadata === undefined)
+    throw new HttpError(404, 'no_metadata', 'this server was started without compatibility profiles');
   const headers = { etag: metadata.etag, 'cache-control': 'no-cache' };
   if (etagMatches(header(req.raw, 'if-none-match'), metadata.etag)) {
     sendEmpty(req.reply, 304, headers);
@@ -313,12 +379,19 @@ async function listClientStatus(rc: RouteContext, req: Request): Promise<void> {
   if (!caller(req).is_admin) throw forbidden('only administrators may read client status reports');
   const params = queryParams(req, ['user_id', 'page', 'per_page']);
   const userId = params.one('user_id');
-  if (userId !== undefined && !new RegExp(`^${UUID}$`).test(userId)) throw badRequest('user_id must be a user id (a UUID)');
+  if (userId !== undefined && !new RegExp(`^${UUID}$`).test(userId))
+    throw badRequest('user_id must be a user id (a UUID)');
   const perPage = intParam('per_page', params.one('per_page'), 1, MAX_PAGE) ?? MAX_PAGE;
   const page = intParam('page', params.one('page'), 1, Number.MAX_SAFE_INTEGER) ?? 1;
   const found = await rc.store.clientStatuses({ user_id: userId, limit: perPage, offset: (page - 1) * perPage });
   const body: ClientStatusList = {
-    items: found.items.map((r) => ({ user_id: r.user_id, user_email: r.user_email, instance_id: r.instance_id, received_at: iso(r.received_at), report: r.report as object })),
+    items: found.items.map((r) => ({
+      user_id: r.user_id,
+      user_email: r.user_email,
+      instance_id: r.instance_id,
+      received_at: iso(r.received_at),
+      report: r.report as object,
+    })),
     page,
     per_page: perPage,
     total: found.total,
@@ -331,8 +404,13 @@ async function listClientStatus(rc: RouteContext, req: Request): Promise<void> {
 async function clientStatus(rc: RouteContext, req: Request): Promise<void> {
   const user = caller(req);
   const raw = await readJsonBody(req.raw, Math.min(rc.maxBodyBytes, MAX_CLIENT_STATUS_BYTES), false, rc.bodyTimeoutMs);
-  const body = validateBody<ClientStatusReport>(validators.validateClientStatusReport as Validate, raw, 'client status');
-  if (body.instance_id.trim() === '' || body.client_version.trim() === '') throw badRequest('instance_id and client_version must not be blank');
+  const body = validateBody<ClientStatusReport>(
+    validators.validateClientStatusReport as Validate,
+    raw,
+    'client status',
+  );
+  if (body.instance_id.trim() === '' || body.client_version.trim() === '')
+    throw badRequest('instance_id and client_version must not be blank');
   await rc.store.recordClientStatus(user.id, body.instance_id, body, rc.now());
   sendEmpty(req.reply, 204);
 }
@@ -341,22 +419,39 @@ async function clientStatus(rc: RouteContext, req: Request): Promise<void> {
 
 async function presign(rc: RouteContext, req: Request): Promise<void> {
   const user = caller(req);
-  const body = validateBody<PresignRequest>(validators.validatePresignRequest as Validate, await readJsonBody(req.raw, rc.maxBodyBytes, false, rc.bodyTimeoutMs), 'presign request');
+  const body = validateBody<PresignRequest>(
+    validators.validatePresignRequest as Validate,
+    await readJsonBody(req.raw, rc.maxBodyBytes, false, rc.bodyTimeoutMs),
+    'presign request',
+  );
   const profile = body.compatibility_profile ?? LEGACY_PROFILE;
   const format = body.artifact_format ?? LEGACY_FORMAT;
   // A harness's session names its harness; a record a person stored or imported names any provider.
-  if (format !== RECORD_FORMAT && !HARNESS_NAMES.includes(body.harness)) throw badRequest(`/harness must be one of ${HARNESS_NAMES.join(', ')} (a session record, artifact_format ${RECORD_FORMAT}, may name any provider)`);
-  if (format === RECORD_FORMAT && body.resumable === true) throw badRequest('a session record is never resumable; presign it with resumable false', 'not_resumable');
+  if (format !== RECORD_FORMAT && !HARNESS_NAMES.includes(body.harness))
+    throw badRequest(
+      `/harness must be one of ${HARNESS_NAMES.join(', ')} (a session record, artifact_format ${RECORD_FORMAT}, ` +
+        `may name any provider)`,
+    );
+  if (format === RECORD_FORMAT && body.resumable === true)
+    throw badRequest('a session record is never resumable; presign it with resumable false', 'not_resumable');
   const known = rc.profiles?.get(body.harness);
   const described = profile === LEGACY_PROFILE ? undefined : known?.get(profile);
   if (profile !== LEGACY_PROFILE && known !== undefined && described === undefined) {
-    throw badRequest(`/compatibility_profile ${JSON.stringify(profile).slice(0, 80)} is not a profile of ${body.harness}; give one of ${[...known.keys()].join(', ')}, or none`, 'unknown_profile');
+    throw badRequest(
+      `/compatibility_profile ${JSON.stringify(profile).slice(0, 80)} is not a profile of ${body.harness}; give ` +
+        `one of ${[...known.keys()].join(', ')}, or none`,
+      'unknown_profile',
+    );
   }
   if (body.resumable === true) {
     if (format !== 'blue-session-bundle-v1' || profile === LEGACY_PROFILE) {
-      throw badRequest('resumable uploads need artifact_format blue-session-bundle-v1 and a compatibility_profile', 'not_resumable');
+      throw badRequest(
+        'resumable uploads need artifact_format blue-session-bundle-v1 and a compatibility_profile',
+        'not_resumable',
+      );
     }
-    if (described !== undefined && !described.resumes) throw badRequest(`profile ${profile} does not resume sessions; presign it with resumable false`, 'not_resumable');
+    if (described !== undefined && !described.resumes)
+      throw badRequest(`profile ${profile} does not resume sessions; presign it with resumable false`, 'not_resumable');
   }
   const now = rc.now();
   const { artifact, outcome } = await rc.store.presign(
@@ -373,7 +468,8 @@ async function presign(rc: RouteContext, req: Request): Promise<void> {
       cwd: body.cwd ?? null,
       title: body.title ?? null,
       summary: body.summary ?? null,
-      captured_at_unix_ms: body.captured_at_unix_ms === undefined || body.captured_at_unix_ms === 0 ? null : body.captured_at_unix_ms,
+      captured_at_unix_ms:
+        body.captured_at_unix_ms === undefined || body.captured_at_unix_ms === 0 ? null : body.captured_at_unix_ms,
       repository_root: body.repository_root ?? null,
       repository_remote: body.repository_remote ?? null,
       ...(body.tags === undefined ? {} : { tags: body.tags }),
@@ -383,10 +479,23 @@ async function presign(rc: RouteContext, req: Request): Promise<void> {
   );
   if (outcome === 'complete') {
     // These bytes are already the session's current artifact: nothing to upload.
-    sendJson(req.reply, 200, { upload_id: artifact.id, status: 'complete', upload_url: null, method: null, headers: {}, complete_url: null, session_id: artifact.session_id, expires_at: null });
+    sendJson(req.reply, 200, {
+      upload_id: artifact.id,
+      status: 'complete',
+      upload_url: null,
+      method: null,
+      headers: {},
+      complete_url: null,
+      session_id: artifact.session_id,
+      expires_at: null,
+    });
     return;
   }
-  const signed = await rc.blobs.presignUpload(artifact.blob_key, { size: artifact.size_bytes, sha256: artifact.sha256 }, now + rc.uploadUrlTtlMs);
+  const signed = await rc.blobs.presignUpload(
+    artifact.blob_key,
+    { size: artifact.size_bytes, sha256: artifact.sha256 },
+    now + rc.uploadUrlTtlMs,
+  );
   sendJson(req.reply, 200, {
     upload_id: artifact.id,
     status: 'pending',
@@ -402,12 +511,24 @@ async function presign(rc: RouteContext, req: Request): Promise<void> {
 async function complete(rc: RouteContext, req: Request): Promise<void> {
   const user = caller(req);
   const found = await rc.store.artifact(req.params[0]!);
-  if (found === undefined || !(await rc.store.canView(found.session, user))) throw notFound(`no session upload ${req.params[0]!}`);
+  if (found === undefined || !(await rc.store.canView(found.session, user)))
+    throw notFound(`no session upload ${req.params[0]!}`);
   const { artifact, session } = found;
-  if (session.owner_id !== user.id && !user.is_admin) throw forbidden(`only the owner of upload ${artifact.id} may complete it`);
-  const body = validateBody<CompleteRequest>(validators.validateCompleteRequest as Validate, await readJsonBody(req.raw, rc.maxBodyBytes, true, rc.bodyTimeoutMs), 'complete request');
-  if ((body.sha256 !== undefined && body.sha256.toLowerCase() !== artifact.sha256) || (body.size_bytes !== undefined && body.size_bytes !== artifact.size_bytes)) {
-    throw badRequest(`the size or SHA-256 given does not match what was presigned for upload ${artifact.id}`, 'digest_mismatch');
+  if (session.owner_id !== user.id && !user.is_admin)
+    throw forbidden(`only the owner of upload ${artifact.id} may complete it`);
+  const body = validateBody<CompleteRequest>(
+    validators.validateCompleteRequest as Validate,
+    await readJsonBody(req.raw, rc.maxBodyBytes, true, rc.bodyTimeoutMs),
+    'complete request',
+  );
+  if (
+    (body.sha256 !== undefined && body.sha256.toLowerCase() !== artifact.sha256) ||
+    (body.size_bytes !== undefined && body.size_bytes !== artifact.size_bytes)
+  ) {
+    throw badRequest(
+      `the size or SHA-256 given does not match what was presigned for upload ${artifact.id}`,
+      'digest_mismatch',
+    );
   }
   if (artifact.status === 'complete' || artifact.status === 'superseded') {
     // Completing again is a retry of a request whose answer was lost: answer the same.
@@ -415,12 +536,21 @@ async function complete(rc: RouteContext, req: Request): Promise<void> {
     return;
   }
   if (artifact.status === 'failed') {
-    throw badRequest(`upload ${artifact.id} failed its check (${artifact.failure ?? 'unknown'}); presign and upload again`, 'upload_failed');
+    throw badRequest(
+      `upload ${artifact.id} failed its check (${artifact.failure ?? 'unknown'}); presign and upload again`,
+      'upload_failed',
+    );
   }
   const stored = await rc.blobs.stat(artifact.blob_key);
-  if (stored === undefined) throw badRequest(`nothing has been uploaded for ${artifact.id} yet; PUT the bundle to the upload_url first`, 'object_missing');
+  if (stored === undefined)
+    throw badRequest(
+      `nothing has been uploaded for ${artifact.id} yet; PUT the bundle to the upload_url first`,
+      'object_missing',
+    );
   if (stored.size !== artifact.size_bytes || stored.sha256 !== artifact.sha256) {
-    const reason = `stored object has ${stored.size} bytes and SHA-256 ${stored.sha256}; presigned ${artifact.size_bytes} bytes and ${artifact.sha256}`;
+    const reason =
+      `stored object has ${stored.size} bytes and SHA-256 ${stored.sha256}; presigned ` +
+      `${artifact.size_bytes} bytes and ${artifact.sha256}`;
     await rc.store.markFailed(artifact.id, reason, rc.now());
     // Bytes nobody vouched for are not kept; a failed delete is left for gc.
     await rc.blobs.delete(artifact.blob_key).catch(() => undefined);
@@ -500,7 +630,11 @@ async function putSharing(rc: RouteContext, req: Request): Promise<void> {
   const user = caller(req);
   const session = await visibleSession(rc, user, req.params[0]!);
   if (session.owner_id !== user.id) throw forbidden(`only the owner of session ${session.id} may change its sharing`);
-  const body = validateBody<SharingRequest>(validators.validateSharingRequest as Validate, await readJsonBody(req.raw, rc.maxBodyBytes, false, rc.bodyTimeoutMs), 'sharing request');
+  const body = validateBody<SharingRequest>(
+    validators.validateSharingRequest as Validate,
+    await readJsonBody(req.raw, rc.maxBodyBytes, false, rc.bodyTimeoutMs),
+    'sharing request',
+  );
   const ids = await changeSharing(rc, user, session, body.mode, [...(body.user_ids ?? []), ...(body.emails ?? [])]);
   sendJson(req.reply, 200, { id: session.id, mode: body.mode, user_ids: ids });
 }
@@ -517,14 +651,16 @@ async function deleteSession(rc: RouteContext, req: Request): Promise<void> {
   sendEmpty(req.reply, 204);
 }
 
-/** `GET /audit-events` (an extension, administrators): the audit log, oldest first, `after` a `seq` for the next page. */
+/** `GET /audit-events` (an extension, administrators): the audit log, oldest first, `after` a `seq` for the next page.
+ * */
 async function auditEvents(rc: RouteContext, req: Request): Promise<void> {
   if (!caller(req).is_admin) throw forbidden('only administrators may read the audit log');
   const params = queryParams(req, ['after', 'limit', 'action', 'actor_id', 'session_id']);
   const after = intParam('after', params.one('after'), 0, Number.MAX_SAFE_INTEGER);
   const limit = intParam('limit', params.one('limit'), 1, MAX_PAGE) ?? DEFAULT_AUDIT_PAGE;
   const action = params.one('action');
-  if (action !== undefined && !(AUDIT_ACTIONS as readonly string[]).includes(action)) throw badRequest(`action must be one of ${AUDIT_ACTIONS.join(', ')}`);
+  if (action !== undefined && !(AUDIT_ACTIONS as readonly string[]).includes(action))
+    throw badRequest(`action must be one of ${AUDIT_ACTIONS.join(', ')}`);
   const page = await rc.store.auditEvents({
     after,
     limit: limit + 1,
@@ -563,22 +699,35 @@ async function facets(rc: RouteContext, req: Request): Promise<void> {
   const params = queryParams(req, ['user_q', 'selected_user_id']);
   const userQ = boundedText(params.one('user_q'), 'user_q');
   const selected = params.one('selected_user_id');
-  if (selected !== undefined && !new RegExp(`^${UUID}$`).test(selected)) throw badRequest('selected_user_id must be a user id (a UUID)');
+  if (selected !== undefined && !new RegExp(`^${UUID}$`).test(selected))
+    throw badRequest('selected_user_id must be a user id (a UUID)');
   const found = await rc.store.facets(user, userQ, selected);
-  sendJson(req.reply, 200, { users: found.users.map((u) => ({ id: u.id, email: u.email })), harnesses: found.harnesses });
+  sendJson(req.reply, 200, {
+    users: found.users.map((u) => ({ id: u.id, email: u.email })),
+    harnesses: found.harnesses,
+  });
 }
 
 const CURSOR_PARAMS = ['cursor', 'limit'];
 const NUMBERED_PARAMS = ['page', 'per_page', 'offset', 'q', 'updated_from', 'updated_to', 'sort'];
-const LIST_PARAMS = [...CURSOR_PARAMS, ...NUMBERED_PARAMS, 'harness', 'tag', 'user_id', 'status', 'resumable', 'id_prefix'];
+const LIST_PARAMS = [
+  ...CURSOR_PARAMS,
+  ...NUMBERED_PARAMS,
+  'harness',
+  'tag',
+  'user_id',
+  'status',
+  'resumable',
+  'id_prefix',
+];
 /** The schema's provider and tag rules (schemas/session-record.schema.json), for query parameters. */
 const PROVIDER = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
 const TAG = /^[^\s\u0000-\u001f\u007f,]{1,64}$/;
 
 /**
  * Two ways of paging, as Blue's server: numbered (`page`, `per_page`, `q`, `sort` or `updated_*` given: total and
- * total_pages) and cursor. `resumable=true` is the resume picker's listing in either: owned or shared sessions, `shared`
- * on each (numbered when it searches as the person types).
+ * total_pages) and cursor. `resumable=true` is the resume picker's listing in either: owned or shared sessions,
+ * `shared` on each (numbered when it searches as the person types).
  */
 async function listSessions(rc: RouteContext, req: Request): Promise<void> {
   const user = caller(req);
@@ -586,7 +735,10 @@ async function listSessions(rc: RouteContext, req: Request): Promise<void> {
   const numbered = NUMBERED_PARAMS.some((name) => params.has(name));
   const picker = params.one('resumable') === 'true';
   if (numbered && CURSOR_PARAMS.some((name) => params.has(name))) {
-    throw badRequest(`page, per_page, q, sort and updated_from/updated_to cannot be combined with cursor or limit; use one way of paging`);
+    throw badRequest(
+      `page, per_page, q, sort and updated_from/updated_to cannot be combined with cursor or limit; use one way of ` +
+        `paging`,
+    );
   }
   const query: SessionQuery = { sort: 'updated_desc', limit: DEFAULT_CURSOR_PAGE };
   const q = boundedText(params.one('q'), 'q');
@@ -594,20 +746,25 @@ async function listSessions(rc: RouteContext, req: Request): Promise<void> {
   const idPrefix = params.one('id_prefix');
   if (idPrefix !== undefined) {
     // Resolves the short ids people type (`resume 3f2a91c0`): lower-case hex and dashes, a prefix of a session id.
-    if (!/^[0-9a-f-]{1,36}$/.test(idPrefix)) throw badRequest('id_prefix must be 1 to 36 lower-case hexadecimal digits and dashes');
+    if (!/^[0-9a-f-]{1,36}$/.test(idPrefix))
+      throw badRequest('id_prefix must be 1 to 36 lower-case hexadecimal digits and dashes');
     query.id_prefix = idPrefix;
   }
   const harness = params.one('harness');
   if (harness !== undefined) {
     // One name, or several separated by commas (extension): sessions of any of them.
     const names = [...new Set(harness.split(','))];
-    if (names.length > 32 || names.some((n) => !PROVIDER.test(n))) throw badRequest('harness must be harness or provider names (lower-case letters, digits, _, . and -), separated by commas');
+    if (names.length > 32 || names.some((n) => !PROVIDER.test(n)))
+      throw badRequest(
+        'harness must be harness or provider names (lower-case letters, digits, _, . and -), separated by commas',
+      );
     if (names.length === 1) query.harness = names[0];
     else query.harnesses = names;
   }
   const tag = params.one('tag');
   if (tag !== undefined) {
-    if (!TAG.test(tag)) throw badRequest('tag must be 1 to 64 characters without white space, commas or control characters');
+    if (!TAG.test(tag))
+      throw badRequest('tag must be 1 to 64 characters without white space, commas or control characters');
     query.tag = tag;
   }
   const userId = params.one('user_id');
@@ -617,20 +774,24 @@ async function listSessions(rc: RouteContext, req: Request): Promise<void> {
   }
   const status = params.one('status');
   if (status !== undefined) {
-    if (!(ARTIFACT_STATUSES as readonly string[]).includes(status)) throw badRequest(`status must be one of ${ARTIFACT_STATUSES.join(', ')}`);
+    if (!(ARTIFACT_STATUSES as readonly string[]).includes(status))
+      throw badRequest(`status must be one of ${ARTIFACT_STATUSES.join(', ')}`);
     query.status = status as ArtifactStatus;
   }
   const resumable = params.one('resumable');
-  if (resumable !== undefined && resumable !== 'true' && resumable !== 'false') throw badRequest('resumable must be true or false');
+  if (resumable !== undefined && resumable !== 'true' && resumable !== 'false')
+    throw badRequest('resumable must be true or false');
   if (picker) query.resumable = true;
   const from = dayParam('updated_from', params.one('updated_from'));
   const to = dayParam('updated_to', params.one('updated_to'));
-  if (from !== undefined && to !== undefined && from > to) throw badRequest('updated_from must be on or before updated_to');
+  if (from !== undefined && to !== undefined && from > to)
+    throw badRequest('updated_from must be on or before updated_to');
   if (from !== undefined) query.updated_from = from;
   if (to !== undefined) query.updated_before = to + 86_400_000;
   const sort = params.one('sort');
   if (sort !== undefined) {
-    if (sort !== 'updated_desc' && sort !== 'updated_asc' && sort !== 'relevance') throw badRequest('sort must be updated_desc, updated_asc or relevance');
+    if (sort !== 'updated_desc' && sort !== 'updated_asc' && sort !== 'relevance')
+      throw badRequest('sort must be updated_desc, updated_asc or relevance');
     query.sort = sort;
   } else if (query.q !== undefined) {
     // A search is ranked: the best matches of what sessions say first.
@@ -655,31 +816,55 @@ async function listSessions(rc: RouteContext, req: Request): Promise<void> {
     // Extension: `offset` instead of `page`, for callers that page by items (`sessions list --offset`).
     const offset = intParam('offset', params.one('offset'), 0, Number.MAX_SAFE_INTEGER);
     if (offset !== undefined && params.has('page')) throw badRequest('page and offset cannot be combined; use one');
-    const page = offset === undefined ? (intParam('page', params.one('page'), 1, Number.MAX_SAFE_INTEGER) ?? 1) : Math.floor(offset / perPage) + 1;
-    const found = await rc.store.listSessions(user, { ...query, limit: perPage, offset: offset ?? (page - 1) * perPage, count: true }, now);
+    const page =
+      offset === undefined
+        ? (intParam('page', params.one('page'), 1, Number.MAX_SAFE_INTEGER) ?? 1)
+        : Math.floor(offset / perPage) + 1;
+    const found = await rc.store.listSessions(
+      user,
+      { ...query, limit: perPage, offset: offset ?? (page - 1) * perPage, count: true },
+      now,
+    );
     const total = found.total ?? 0;
-    const body: CapturedSessionList = { items: (await withSnippets(found.sessions)).map(view), page, per_page: perPage, total, total_pages: total === 0 ? 0 : Math.ceil(total / perPage) };
+    const body: CapturedSessionList = {
+      items: (await withSnippets(found.sessions)).map(view),
+      page,
+      per_page: perPage,
+      total,
+      total_pages: total === 0 ? 0 : Math.ceil(total / perPage),
+    };
     sendJson(req.reply, 200, body);
     return;
   }
   const limit = intParam('limit', params.one('limit'), 1, MAX_PAGE) ?? DEFAULT_CURSOR_PAGE;
   const cursor = params.one('cursor');
   if (cursor !== undefined) {
-    if (!new RegExp(`^${UUID}$`).test(cursor)) throw badRequest('cursor is not one this server handed out (a session id); start again without it', 'invalid_cursor');
+    if (!new RegExp(`^${UUID}$`).test(cursor))
+      throw badRequest(
+        'cursor is not one this server handed out (a session id); start again without it',
+        'invalid_cursor',
+      );
     query.after_id = cursor;
   }
   // One row more than asked tells whether another page exists.
   const found = await rc.store.listSessions(user, { ...query, sort: 'updated_desc', limit: limit + 1 }, now);
   const page = await withSnippets(found.sessions.slice(0, limit));
-  const body: CapturedSessionList = { items: page.map(view), next_cursor: found.sessions.length > limit ? page.at(-1)!.id : null };
+  const body: CapturedSessionList = {
+    items: page.map(view),
+    next_cursor: found.sessions.length > limit ? page.at(-1)!.id : null,
+  };
   sendJson(req.reply, 200, body);
 }
 
 /** The query string: only `allowed` names, each at most once. */
-function queryParams(req: Request, allowed: readonly string[]): { one(name: string): string | undefined; has(name: string): boolean } {
+function queryParams(
+  req: Request,
+  allowed: readonly string[],
+): { one(name: string): string | undefined; has(name: string): boolean } {
   const params = req.url.searchParams;
   for (const key of params.keys()) {
-    if (!allowed.includes(key)) throw badRequest(`unknown query parameter "${key.slice(0, 100)}"; use ${allowed.join(', ')}`);
+    if (!allowed.includes(key))
+      throw badRequest(`unknown query parameter "${key.slice(0, 100)}"; use ${allowed.join(', ')}`);
   }
   return {
     has: (name) => params.has(name),
@@ -693,7 +878,8 @@ function queryParams(req: Request, allowed: readonly string[]): { one(name: stri
 
 function boundedText(value: string | undefined, name: string): string | undefined {
   if (value === undefined) return undefined;
-  if (value.length > MAX_QUERY_LENGTH) throw badRequest(`${name} is ${value.length} characters long; at most ${MAX_QUERY_LENGTH} are allowed`);
+  if (value.length > MAX_QUERY_LENGTH)
+    throw badRequest(`${name} is ${value.length} characters long; at most ${MAX_QUERY_LENGTH} are allowed`);
   return value;
 }
 
@@ -710,7 +896,8 @@ function dayParam(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
   const ms = match === null ? Number.NaN : Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3]));
-  if (!Number.isFinite(ms) || new Date(ms).toISOString().slice(0, 10) !== value) throw badRequest(`${name} must be a day, YYYY-MM-DD (UTC)`);
+  if (!Number.isFinite(ms) || new Date(ms).toISOString().slice(0, 10) !== value)
+    throw badRequest(`${name} must be a day, YYYY-MM-DD (UTC)`);
   return ms;
 }
 
@@ -751,4 +938,3 @@ export function sessionView(session: CapturedSession, now: number, newest?: Arti
 function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
-

@@ -28,7 +28,8 @@ export interface SearchIndexerOptions {
   /** ...but never longer than this after the first complete not yet indexed (default 10 s). */
   maxDelayMs?: number;
   leaseMs?: number;
-  /** Index only when `idle()` is awaited: no round at start, after a complete or on a timer (tests that play another replica). */
+  /** Index only when `idle()` is awaited: no round at start, after a complete or on a timer (tests that play another
+   * replica). */
   manual?: boolean;
 }
 
@@ -53,7 +54,10 @@ export class SearchIndexer {
     if (this.options.manual === true || this.closed) return;
     const now = performance.now();
     this.kickedAt ??= now;
-    const wait = Math.max(0, Math.min(this.options.quietMs ?? 1_000, this.kickedAt + (this.options.maxDelayMs ?? 10_000) - now));
+    const wait = Math.max(
+      0,
+      Math.min(this.options.quietMs ?? 1_000, this.kickedAt + (this.options.maxDelayMs ?? 10_000) - now),
+    );
     clearTimeout(this.kickTimer);
     this.kickTimer = setTimeout(() => {
       this.kickTimer = this.kickedAt = undefined;
@@ -70,7 +74,13 @@ export class SearchIndexer {
     }
     clearTimeout(this.timer);
     this.running = this.drain()
-      .catch((error: unknown) => this.options.log('error', `search indexing failed; it is tried again: ${error instanceof Error ? error.message : String(error)}`, { event: 'search_index_failed' }))
+      .catch((error: unknown) =>
+        this.options.log(
+          'error',
+          `search indexing failed; it is tried again: ${error instanceof Error ? error.message : String(error)}`,
+          { event: 'search_index_failed' },
+        ),
+      )
       .finally(() => {
         this.running = undefined;
         if (this.closed) return;
@@ -89,7 +99,11 @@ export class SearchIndexer {
   async idle(): Promise<void> {
     for (let round = 0; round < 1000 && !this.closed; round++) {
       await this.running;
-      if ((await this.options.store.claimSearchWork(this.options.now(), 0, 1)).length === 0 && this.running === undefined) return;
+      if (
+        (await this.options.store.claimSearchWork(this.options.now(), 0, 1)).length === 0 &&
+        this.running === undefined
+      )
+        return;
       this.round();
     }
   }
@@ -119,7 +133,12 @@ export class SearchIndexer {
           failed ??= error;
           continue;
         }
-        if (text === undefined) this.options.log('info', `session ${sessionId}: upload ${artifact.id} is searchable by its title only (its bundle cannot be read)`, { event: 'search_text_unreadable' });
+        if (text === undefined)
+          this.options.log(
+            'info',
+            `session ${sessionId}: upload ${artifact.id} is searchable by its title only (its bundle cannot be read)`,
+            { event: 'search_text_unreadable' },
+          );
         done.push({ session_id: sessionId, artifact_id: artifact.id, text: text ?? '' });
       }
       // What a claim read is written together; what it did not read is left to its lease.

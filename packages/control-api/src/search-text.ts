@@ -15,7 +15,14 @@ import type { ProfileSet } from '@blue-agent/contract/profiles/index.js';
 import type { BlobStore } from './blobs/types.js';
 import type { Artifact } from './store/index.js';
 import { readTranscript, wantedFiles } from 'blue-agent/sessions/export.js';
-import { MAX_RECORD_BYTES, parseRecord, RECORD_FORMAT, recordSearchParts, recordTranscript, type SessionRecord } from '@blue-agent/contract/bundle/record.js';
+import {
+  MAX_RECORD_BYTES,
+  parseRecord,
+  RECORD_FORMAT,
+  recordSearchParts,
+  recordTranscript,
+  type SessionRecord,
+} from '@blue-agent/contract/bundle/record.js';
 import { readChecked } from '@blue-agent/contract/util/safe-read.js';
 
 /** At most this much text of one session is indexed (the first of it: how a session starts says what it is about). */
@@ -27,7 +34,11 @@ export type Conversation = ReturnType<typeof readTranscript>;
  * What the stored object of `artifact` says, for search, or undefined when it is gone, not what was uploaded, or not
  * a readable bundle. A blob store that cannot be read throws (the caller tries again later).
  */
-export async function storedSearchText(blobs: BlobStore, artifact: StoredArtifact, profiles: ProfileSet): Promise<string | undefined> {
+export async function storedSearchText(
+  blobs: BlobStore,
+  artifact: StoredArtifact,
+  profiles: ProfileSet,
+): Promise<string | undefined> {
   if (artifact.artifact_format === RECORD_FORMAT) {
     const record = await withStoredObject(blobs, artifact, (file) => readRecord(file));
     return record === undefined ? undefined : boundedText(recordSearchParts(record));
@@ -42,7 +53,11 @@ type StoredArtifact = Pick<Artifact, 'blob_key' | 'size_bytes' | 'sha256' | 'art
  * The conversation of the stored object of `artifact` (the transcript viewer's, and search's), or undefined when it
  * is gone, not what was uploaded, or not a readable bundle. A blob store that cannot be read throws.
  */
-export async function storedTranscript(blobs: BlobStore, artifact: StoredArtifact, profiles: ProfileSet): Promise<Conversation | undefined> {
+export async function storedTranscript(
+  blobs: BlobStore,
+  artifact: StoredArtifact,
+  profiles: ProfileSet,
+): Promise<Conversation | undefined> {
   if (artifact.artifact_format === RECORD_FORMAT) {
     const record = await withStoredObject(blobs, artifact, (file) => readRecord(file));
     return record === undefined ? undefined : recordTranscript(record);
@@ -55,14 +70,19 @@ export async function storedTranscript(blobs: BlobStore, artifact: StoredArtifac
  * digest), any other copied into a temporary folder and checked against what was completed. Undefined when it is gone,
  * not what was uploaded, or `read` fails on it; a blob store that cannot be read throws.
  */
-async function withStoredObject<T>(blobs: BlobStore, artifact: StoredArtifact, read: (file: string) => Promise<T>): Promise<T | undefined> {
+async function withStoredObject<T>(
+  blobs: BlobStore,
+  artifact: StoredArtifact,
+  read: (file: string) => Promise<T>,
+): Promise<T | undefined> {
   const local = blobs.fileOf?.(artifact.blob_key);
   if (local !== undefined) return read(local).catch(() => undefined);
   const work = await mkdtemp(path.join(tmpdir(), 'blue-control-read-'));
   try {
     const file = path.join(work, 'object');
     const stored = await blobs.stat(artifact.blob_key, { copyTo: file });
-    if (stored === undefined || stored.size !== artifact.size_bytes || stored.sha256 !== artifact.sha256) return undefined;
+    if (stored === undefined || stored.size !== artifact.size_bytes || stored.sha256 !== artifact.sha256)
+      return undefined;
     return await read(file).catch(() => undefined);
   } finally {
     await rm(work, { recursive: true, force: true });
@@ -144,7 +164,12 @@ async function readConversation(file: string, profiles: ProfileSet): Promise<Con
       if (!keeping && (bytes.length !== f.size || createHash('sha256').update(bytes).digest('hex') !== f.sha256)) {
         throw violation(file)(`changed while being read (${f.path} differs)`);
       }
-      return { role: f.role, path: f.path, ...(f.native_path === undefined ? {} : { native_path: f.native_path }), bytes };
+      return {
+        role: f.role,
+        path: f.path,
+        ...(f.native_path === undefined ? {} : { native_path: f.native_path }),
+        bytes,
+      };
     });
     return readTranscript(manifest, sources);
   });
@@ -174,7 +199,10 @@ export function searchText(transcript: Conversation): string {
  * match for the rules; cut after masking, so a cut never leaves half a secret unmasked.
  */
 function boundedText(parts: readonly string[]): string {
-  const text = parts.map((p) => p.replace(/[\s\u0000]+/g, ' ').trim()).filter((p) => p !== '').join('\n');
+  const text = parts
+    .map((p) => p.replace(/[\s\u0000]+/g, ' ').trim())
+    .filter((p) => p !== '')
+    .join('\n');
   return cutAtCodePoint(maskSecrets(text.slice(0, MAX_SEARCH_TEXT_CHARS * 2)), MAX_SEARCH_TEXT_CHARS);
 }
 

@@ -46,7 +46,8 @@ export interface ControlServerOptions {
   harnessMetadata?: unknown;
   /** The profiles a presign may name (see knownProfiles); absent: any is accepted. */
   profiles?: RouteContext['profiles'];
-  /** The profiles themselves, to verify a completed bundle and index what it says; absent: titles and summaries only. */
+  /** The profiles themselves, to verify a completed bundle and index what it says; absent: titles and summaries only.
+   * */
   bundleProfiles?: ProfileSet | undefined;
   /** The search indexer's timings (search-indexer.ts). */
   indexer?: { pollMs?: number | undefined; leaseMs?: number | undefined; manual?: boolean | undefined } | undefined;
@@ -54,10 +55,20 @@ export interface ControlServerOptions {
    * Slow clients: all headers must arrive within `headersMs` (default 30 s) and the whole request within `requestMs`
    * (300 s, room for a bundle PUT to the local store), else 408; a JSON body within `bodyMs` (30 s), else 408.
    */
-  timeouts?: { headersMs?: number | undefined; requestMs?: number | undefined; bodyMs?: number | undefined } | undefined;
+  timeouts?:
+    | { headersMs?: number | undefined; requestMs?: number | undefined; bodyMs?: number | undefined }
+    | undefined;
   /** `GET /governance-config/events`: how often the database is asked for a new revision, and the streams' limits. */
-  events?: { pollMs?: number | undefined; keepaliveMs?: number | undefined; maxStreams?: number | undefined; maxLifetimeMs?: number | undefined } | undefined;
-  /** One line per request and per unexpected error, with its fields for structured logs (log.ts). Never given tokens. */
+  events?:
+    | {
+        pollMs?: number | undefined;
+        keepaliveMs?: number | undefined;
+        maxStreams?: number | undefined;
+        maxLifetimeMs?: number | undefined;
+      }
+    | undefined;
+  /** One line per request and per unexpected error, with its fields for structured logs (log.ts). Never given tokens.
+   * */
   log?: ServerLog | undefined;
   /**
    * Garbage collection in the background (collectWith: objects past retention and of deleted sessions), first after
@@ -71,7 +82,8 @@ export interface ControlServerOptions {
   assetsDir?: string | undefined;
   /** Browser sign-in through an OpenID provider; absent: one-time sign-in links only. */
   oidc?: OidcSettings | undefined;
-  /** What `control-plane` commands add to reach this server's database (` --data DIR`), for the commands pages print. */
+  /** What `control-plane` commands add to reach this server's database (` --data DIR`), for the commands pages print.
+   * */
   adminFlags?: string | undefined;
 }
 
@@ -131,7 +143,12 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     harnessMetadata:
       options.harnessMetadata === undefined
         ? undefined
-        : { body: options.harnessMetadata, etag: `"${createHash('sha256').update(JSON.stringify(options.harnessMetadata)).digest('base64url').slice(0, 27)}"` },
+        : {
+            body: options.harnessMetadata,
+            etag:
+              `"` +
+              `${createHash('sha256').update(JSON.stringify(options.harnessMetadata)).digest('base64url').slice(0, 27)}"`,
+          },
   };
 
   const headersTimeout = options.timeouts?.headersMs ?? 30_000;
@@ -144,19 +161,39 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     }
     const answer =
       error.code === 'HPE_HEADER_OVERFLOW'
-        ? { status: '431 Request Header Fields Too Large', code: 'headers_too_large', message: 'the request line or headers are too large' }
+        ? {
+            status: '431 Request Header Fields Too Large',
+            code: 'headers_too_large',
+            message: 'the request line or headers are too large',
+          }
         : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? { status: '408 Request Timeout', code: 'request_timeout', message: `the request did not arrive in time (headers within ${headersTimeout} ms, all of it within ${requestTimeout} ms)` }
+          ? {
+              status: '408 Request Timeout',
+              code: 'request_timeout',
+              message:
+                `the request did not arrive in time (headers within ${headersTimeout} ms, all of it within ` +
+                `${requestTimeout} ms)`,
+            }
           : { status: '400 Bad Request', code: 'bad_http', message: 'the request is not well-formed HTTP' };
-    log('info', `client error: ${answer.status.split(' ')[0]} ${answer.code}`, { event: 'client_error', status: Number(answer.status.split(' ')[0]), code: answer.code });
+    log('info', `client error: ${answer.status.split(' ')[0]} ${answer.code}`, {
+      event: 'client_error',
+      status: Number(answer.status.split(' ')[0]),
+      code: answer.code,
+    });
     const body = JSON.stringify({ error: answer.message, code: answer.code });
     const status = answer.status;
-    socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    socket.end(
+      `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: ` +
+        `close\r\n\r\n${body}`,
+    );
   };
 
   // One log line per request, once both its response has closed and its handling has finished (a handler may still be
   // reading the body of a client that is already gone): the status, or what happened instead.
-  const requests = new WeakMap<IncomingMessage, { started: number; closed: boolean; finished: boolean; outcome?: string; route?: string }>();
+  const requests = new WeakMap<
+    IncomingMessage,
+    { started: number; closed: boolean; finished: boolean; outcome?: string; route?: string }
+  >();
   const settle = (request: IncomingMessage, change: { closed?: true; finished?: true; outcome?: string }): void => {
     const entry = requests.get(request);
     if (entry === undefined) return;
@@ -166,8 +203,20 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     const ms = Date.now() - entry.started;
     const outcome = entry.outcome ?? '?';
     const status = /^\d{3}\b/.test(outcome) ? Number(outcome.slice(0, 3)) : null;
-    log('info', `${request.method ?? '?'} ${pathOnly(request.url)} ${outcome} ${ms}ms`, { event: 'request', method: request.method ?? '?', path: pathOnly(request.url), status, outcome, duration_ms: ms });
-    metrics.request(metricMethod(request.method), entry.route ?? 'unmatched', status === null ? 'aborted' : String(status), ms / 1000);
+    log('info', `${request.method ?? '?'} ${pathOnly(request.url)} ${outcome} ${ms}ms`, {
+      event: 'request',
+      method: request.method ?? '?',
+      path: pathOnly(request.url),
+      status,
+      outcome,
+      duration_ms: ms,
+    });
+    metrics.request(
+      metricMethod(request.method),
+      entry.route ?? 'unmatched',
+      status === null ? 'aborted' : String(status),
+      ms / 1000,
+    );
   };
   let server!: Server;
   const app: FastifyInstance = Fastify({
@@ -179,10 +228,16 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     serverFactory: (handler) => {
       server = createServer(
         // Node checks the two timeouts every connectionsCheckingInterval: often enough that a short one is kept.
-        { requestTimeout, headersTimeout, connectionsCheckingInterval: Math.min(30_000, Math.max(10, Math.floor(headersTimeout / 2))) },
+        {
+          requestTimeout,
+          headersTimeout,
+          connectionsCheckingInterval: Math.min(30_000, Math.max(10, Math.floor(headersTimeout / 2))),
+        },
         (request: IncomingMessage, response: ServerResponse) => {
           requests.set(request, { started: Date.now(), closed: false, finished: false });
-          response.once('close', () => settle(request, { closed: true, outcome: requests.get(request)?.outcome ?? String(response.statusCode) }));
+          response.once('close', () =>
+            settle(request, { closed: true, outcome: requests.get(request)?.outcome ?? String(response.statusCode) }),
+          );
           // The local blob store answers its own signed URLs before any route is looked at.
           void offerToBlobs(rc, request, response).then(
             (answered) => {
@@ -192,8 +247,16 @@ export function createControlServer(options: ControlServerOptions): ControlServe
               } else handler(request, response);
             },
             (error: unknown) => {
-              log('error', `internal error on ${request.method ?? '?'} ${pathOnly(request.url)}: ${(error as Error)?.stack ?? String(error)}`, { event: 'internal_error', method: request.method ?? '?', path: pathOnly(request.url) });
-              sendError(response, new HttpError(500, 'internal', 'the server failed to answer this request; the error is in its log'));
+              log(
+                'error',
+                `internal error on ${request.method ?? '?'} ${pathOnly(request.url)}: ` +
+                  `${(error as Error)?.stack ?? String(error)}`,
+                { event: 'internal_error', method: request.method ?? '?', path: pathOnly(request.url) },
+              );
+              sendError(
+                response,
+                new HttpError(500, 'internal', 'the server failed to answer this request; the error is in its log'),
+              );
               settle(request, { finished: true });
             },
           );
@@ -213,7 +276,8 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     const entry = requests.get(request.raw);
     if (entry !== undefined && template !== undefined) entry.route = template;
     const rawUrl = request.raw.url ?? '';
-    if (rawUrl.length > MAX_URL_LENGTH) throw new HttpError(400, 'url_too_long', `the request URL is longer than ${MAX_URL_LENGTH} characters`);
+    if (rawUrl.length > MAX_URL_LENGTH)
+      throw new HttpError(400, 'url_too_long', `the request URL is longer than ${MAX_URL_LENGTH} characters`);
     if (!rawUrl.startsWith('/')) throw new HttpError(400, 'bad_path', 'the request path is not valid');
     try {
       request.parsedUrl = new URL(rawUrl, 'http://control.invalid');
@@ -230,12 +294,24 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         url: route.path,
         config: { template: route.template, page: route.page },
         // After routing: public routes need no token, every other one is refused before anything else is read.
-        ...(route.public ? {} : { preHandler: async (request: FastifyRequest) => void (request.user = await authenticate(rc, request.raw, route.scopes[method]!)) }),
+        ...(route.public
+          ? {}
+          : {
+              preHandler: async (request: FastifyRequest) =>
+                void (request.user = await authenticate(rc, request.raw, route.scopes[method]!)),
+            }),
         handler: async (request: FastifyRequest, reply: FastifyReply) => {
           const params = Object.values((request.params ?? {}) as Record<string, string>);
-          await handle(rc, { raw: request.raw, reply, url: request.parsedUrl, user: route.public ? undefined : request.user, params });
+          await handle(rc, {
+            raw: request.raw,
+            reply,
+            url: request.parsedUrl,
+            user: route.public ? undefined : request.user,
+            params,
+          });
           // A handler that took the response over (an event stream) is through once it returns.
-          if (reply.sent && !requests.get(request.raw)?.finished) settle(request.raw, { finished: true, outcome: String(reply.raw.statusCode) });
+          if (reply.sent && !requests.get(request.raw)?.finished)
+            settle(request.raw, { finished: true, outcome: String(reply.raw.statusCode) });
         },
       });
     }
@@ -246,7 +322,13 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     const path = request.parsedUrl?.pathname ?? pathOnly(request.raw.url);
     const route = ROUTES.find((r) => r.pattern.test(path));
     if (route === undefined) {
-      throw new HttpError(404, 'not_found', wantsPage(request.raw.headers.accept) ? `There is no page at ${path.slice(0, 200)}.` : `no route ${path.slice(0, 200)}`);
+      throw new HttpError(
+        404,
+        'not_found',
+        wantsPage(request.raw.headers.accept)
+          ? `There is no page at ${path.slice(0, 200)}.`
+          : `no route ${path.slice(0, 200)}`,
+      );
     }
     const allow = Object.keys(route.methods).join(', ');
     throw new HttpError(405, 'method_not_allowed', `${path.slice(0, 200)} accepts ${allow}`, { allow });
@@ -254,7 +336,12 @@ export function createControlServer(options: ControlServerOptions): ControlServe
 
   app.setErrorHandler(async (error: unknown, request, reply) => {
     if (error instanceof ClientGoneError || (!request.raw.complete && request.raw.socket.destroyed)) {
-      settle(request.raw, { finished: true, outcome: `aborted: ${error instanceof ClientGoneError ? error.message : 'the client closed the connection mid-request'}` });
+      settle(request.raw, {
+        finished: true,
+        outcome:
+          `aborted: ` +
+          `${error instanceof ClientGoneError ? error.message : 'the client closed the connection mid-request'}`,
+      });
       return reply.hijack();
     }
     // A page's error is a page; so is an unmatched path's, to a browser (an API client gets JSON).
@@ -267,11 +354,26 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     }
     const unavailable = storeUnavailable(error);
     if (unavailable !== undefined) {
-      log('error', `${request.method} ${pathOnly(request.raw.url)}: ${unavailable}`, { event: 'database_unavailable', method: request.method, path: pathOnly(request.raw.url) });
-      return sendReplyError(reply, new HttpError(503, 'database_unavailable', `${unavailable}; try again shortly`, { 'retry-after': '2' }));
+      log('error', `${request.method} ${pathOnly(request.raw.url)}: ${unavailable}`, {
+        event: 'database_unavailable',
+        method: request.method,
+        path: pathOnly(request.raw.url),
+      });
+      return sendReplyError(
+        reply,
+        new HttpError(503, 'database_unavailable', `${unavailable}; try again shortly`, { 'retry-after': '2' }),
+      );
     }
-    log('error', `internal error on ${request.method} ${pathOnly(request.raw.url)}: ${(error as Error)?.stack ?? String(error)}`, { event: 'internal_error', method: request.method, path: pathOnly(request.raw.url) });
-    const internal = new HttpError(500, 'internal', 'the server failed to answer this request; the error is in its log');
+    log(
+      'error',
+      `internal error on ${request.method} ${pathOnly(request.raw.url)}: ${(error as Error)?.stack ?? String(error)}`,
+      { event: 'internal_error', method: request.method, path: pathOnly(request.raw.url) },
+    );
+    const internal = new HttpError(
+      500,
+      'internal',
+      'the server failed to answer this request; the error is in its log',
+    );
     return page ? sendErrorPage(reply, internal) : sendReplyError(reply, internal);
   });
 
@@ -286,7 +388,16 @@ export function createControlServer(options: ControlServerOptions): ControlServe
   const indexer =
     options.bundleProfiles === undefined
       ? undefined
-      : new SearchIndexer({ store, blobs: () => rc.blobs, profiles: options.bundleProfiles, log, now: () => clock.now(), pollMs: options.indexer?.pollMs, leaseMs: options.indexer?.leaseMs, manual: options.indexer?.manual });
+      : new SearchIndexer({
+          store,
+          blobs: () => rc.blobs,
+          profiles: options.bundleProfiles,
+          log,
+          now: () => clock.now(),
+          pollMs: options.indexer?.pollMs,
+          leaseMs: options.indexer?.leaseMs,
+          manual: options.indexer?.manual,
+        });
   rc.indexer = indexer;
 
   // Background garbage collection: idempotent, so every replica may run it; started at a random point of the interval.
@@ -300,15 +411,25 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       const objects = result.deleted.length + result.deleted_objects.length;
       metrics.collected({ objects, failed: result.failed.length }, (Date.now() - started) / 1000);
       if (objects > 0 || result.failed.length > 0) {
-        log(result.failed.length === 0 ? 'info' : 'error', `gc: deleted ${objects} object${objects === 1 ? '' : 's'}${result.failed.length === 0 ? '' : `, ${result.failed.length} could not be deleted (the first: ${result.failed[0]!.error})`}`, {
-          event: 'gc',
-          deleted: objects,
-          failed: result.failed.length,
-        });
+        log(
+          result.failed.length === 0 ? 'info' : 'error',
+          `gc: deleted ${objects} object${objects === 1 ? '' : 's'}` +
+            `${result.failed.length === 0 ? '' : `, ${result.failed.length} could not be deleted (the first: ${result.failed[0]!.error})`}`,
+          {
+            event: 'gc',
+            deleted: objects,
+            failed: result.failed.length,
+          },
+        );
       }
     } catch (error) {
       metrics.collected({ objects: 0, failed: 1 }, (Date.now() - started) / 1000);
-      log('error', `gc failed; it runs again in ${Math.round(gcEvery / 60_000)} min: ${error instanceof Error ? error.message : String(error)}`, { event: 'gc', failed: 1 });
+      log(
+        'error',
+        `gc failed; it runs again in ${Math.round(gcEvery / 60_000)} min: ` +
+          `${error instanceof Error ? error.message : String(error)}`,
+        { event: 'gc', failed: 1 },
+      );
     }
   };
   const scheduleGc = (delayMs: number): void => {
@@ -379,12 +500,17 @@ export function createControlServer(options: ControlServerOptions): ControlServe
 }
 
 async function offerToBlobs(rc: RouteContext, request: IncomingMessage, response: ServerResponse): Promise<boolean> {
-  return rc.blobs.serve !== undefined && rc.blobs.serve(request, response, { wanted: (key) => rc.store.uploadWanted(key, rc.now()) });
+  return (
+    rc.blobs.serve !== undefined &&
+    rc.blobs.serve(request, response, { wanted: (key) => rc.store.uploadWanted(key, rc.now()) })
+  );
 }
 
 /** The method as a metric label: the ones the routes take, anything else `other` (a bounded label set). */
 function metricMethod(method: string | undefined): string {
-  return method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE' || method === 'HEAD' ? method : 'other';
+  return method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE' || method === 'HEAD'
+    ? method
+    : 'other';
 }
 
 function sendReplyError(reply: FastifyReply, error: HttpError): FastifyReply {
@@ -417,26 +543,49 @@ const unboundBlobs: BlobStore = {
 async function authenticate(rc: RouteContext, request: IncomingMessage, scope: ApiScope | 'any'): Promise<User> {
   const header = request.headers.authorization;
   const challenge = (error?: string, description?: string) => ({
-    'www-authenticate': `Bearer realm="blue-control"${error === undefined ? '' : `, error="${error}"`}${description === undefined ? '' : `, error_description="${description}"`}`,
+    'www-authenticate':
+      `Bearer realm="blue-control"${error === undefined ? '' : `, error="${error}"`}` +
+      `${description === undefined ? '' : `, error_description="${description}"`}`,
   });
-  if (header === undefined) throw new HttpError(401, 'unauthenticated', 'send a bearer token: Authorization: Bearer <token>', challenge());
+  if (header === undefined)
+    throw new HttpError(401, 'unauthenticated', 'send a bearer token: Authorization: Bearer <token>', challenge());
   const match = /^Bearer +([A-Za-z0-9._~+/=-]+)$/i.exec(header);
   if (match === null || match[1]!.length > MAX_TOKEN_LENGTH) {
-    throw new HttpError(401, 'unauthenticated', 'the Authorization header must be "Bearer <token>"', challenge('invalid_request'));
+    throw new HttpError(
+      401,
+      'unauthenticated',
+      'the Authorization header must be "Bearer <token>"',
+      challenge('invalid_request'),
+    );
   }
   const found = await rc.store.identity.authenticate(match[1]!, rc.now());
   if (found === 'expired') {
-    throw new HttpError(401, 'token_expired', 'the access token expired; refresh it (blue-agent does so by itself) or sign in again', challenge('invalid_token', 'The access token expired'));
+    throw new HttpError(
+      401,
+      'token_expired',
+      'the access token expired; refresh it (blue-agent does so by itself) or sign in again',
+      challenge('invalid_token', 'The access token expired'),
+    );
   }
   if (found === undefined) {
-    throw new HttpError(401, 'invalid_token', 'the bearer token is not valid (unknown or revoked); sign in again: blue-agent login --control-url URL', challenge('invalid_token'));
+    throw new HttpError(
+      401,
+      'invalid_token',
+      'the bearer token is not valid (unknown or revoked); sign in again: blue-agent login --control-url URL',
+      challenge('invalid_token'),
+    );
   }
   // A member at an administrator's route hears that it is for administrators (from the route), not about scopes.
   const personCould = scope !== 'admin' || found.user.is_admin;
   if (scope !== 'any' && personCould && !found.scopes.includes(scope)) {
-    throw new HttpError(403, 'insufficient_scope', `this token may not do this: it needs the scope ${scope}; sign in again asking for it`, {
-      'www-authenticate': `Bearer realm="blue-control", error="insufficient_scope", scope="${scope}"`,
-    });
+    throw new HttpError(
+      403,
+      'insufficient_scope',
+      `this token may not do this: it needs the scope ${scope}; sign in again asking for it`,
+      {
+        'www-authenticate': `Bearer realm="blue-control", error="insufficient_scope", scope="${scope}"`,
+      },
+    );
   }
   return found.user.is_admin && !found.scopes.includes('admin') ? { ...found.user, is_admin: false } : found.user;
 }

@@ -7,7 +7,16 @@
 import { randomBytes } from 'node:crypto';
 import { badRequest, forbidden, HttpError, notFound } from './http.js';
 import type { RouteContext } from './route-context.js';
-import { isExpired, userActor, type Artifact, type AuditAction, type CapturedSession, type NewAuditEvent, type SharingMode, type User } from './store/index.js';
+import {
+  isExpired,
+  userActor,
+  type Artifact,
+  type AuditAction,
+  type CapturedSession,
+  type NewAuditEvent,
+  type SharingMode,
+  type User,
+} from './store/index.js';
 
 /** Named recipients of one session, at most (as Blue's server). */
 export const MAX_RECIPIENTS = 500;
@@ -27,7 +36,12 @@ export async function visibleSession(rc: RouteContext, user: User, id: string): 
 }
 
 /** The audit entry of `action` on `session` by `user`. */
-export function audited(user: User, session: CapturedSession, action: AuditAction, details: Record<string, unknown> = {}): NewAuditEvent {
+export function audited(
+  user: User,
+  session: CapturedSession,
+  action: AuditAction,
+  details: Record<string, unknown> = {},
+): NewAuditEvent {
   return { actor: userActor(user), action, session_id: session.id, owner_id: session.owner_id, details };
 }
 
@@ -37,7 +51,12 @@ function adminRead(user: User, session: CapturedSession): boolean {
 }
 
 /** An administrator reading a session that is not theirs is in the audit log. */
-export async function auditAdminRead(rc: RouteContext, user: User, session: CapturedSession, what: string): Promise<void> {
+export async function auditAdminRead(
+  rc: RouteContext,
+  user: User,
+  session: CapturedSession,
+  what: string,
+): Promise<void> {
   if (adminRead(user, session)) await rc.store.appendAudit(audited(user, session, 'session.read', { what }), rc.now());
 }
 
@@ -50,13 +69,27 @@ export type Snippet = readonly { text: string; match: boolean }[];
  * each session shown with one, written before any is shown. The matches are marked by the store with marks made for
  * this call alone, so nothing a session says (a `[` of its own, say) can pass for a match.
  */
-export async function searchSnippets(rc: RouteContext, user: User, sessions: readonly CapturedSession[], q: string): Promise<Map<string, Snippet>> {
+export async function searchSnippets(
+  rc: RouteContext,
+  user: User,
+  sessions: readonly CapturedSession[],
+  q: string,
+): Promise<Map<string, Snippet>> {
   const now = rc.now();
   const nonce = randomBytes(16).toString('hex');
   const marks = { start: `MATCH${nonce}START`, stop: `MATCH${nonce}STOP` };
-  const marked = await rc.store.snippets(sessions.map((s) => s.id), q, now, marks);
+  const marked = await rc.store.snippets(
+    sessions.map((s) => s.id),
+    q,
+    now,
+    marks,
+  );
   const read = sessions.filter((s) => marked.has(s.id) && adminRead(user, s));
-  if (read.length > 0) await rc.store.appendAudits(read.map((s) => audited(user, s, 'session.read', { what: 'search' })), now);
+  if (read.length > 0)
+    await rc.store.appendAudits(
+      read.map((s) => audited(user, s, 'session.read', { what: 'search' })),
+      now,
+    );
   return new Map([...marked].map(([id, text]) => [id, snippetParts(text, marks)]));
 }
 
@@ -87,41 +120,79 @@ export function snippetText(snippet: Snippet): string {
  * A short-lived download URL for a verified upload of the session (its current one unless `artifactId` names an
  * earlier revision), recorded in the audit log before it is given out.
  */
-export async function downloadLink(rc: RouteContext, user: User, session: CapturedSession, artifactId?: string): Promise<{ artifact: Artifact; url: string; method: string; headers: Record<string, string>; expiresAt: number }> {
-  const artifact = artifactId === undefined ? session.current : (await rc.store.artifactsOf(session.id)).find((a) => a.id === artifactId);
+export async function downloadLink(
+  rc: RouteContext,
+  user: User,
+  session: CapturedSession,
+  artifactId?: string,
+): Promise<{ artifact: Artifact; url: string; method: string; headers: Record<string, string>; expiresAt: number }> {
+  const artifact =
+    artifactId === undefined
+      ? session.current
+      : (await rc.store.artifactsOf(session.id)).find((a) => a.id === artifactId);
   if (artifact === undefined || (artifact.status !== 'complete' && artifact.status !== 'superseded')) {
-    throw new HttpError(404, 'no_artifact', `session ${session.id} has no verified upload${artifactId === undefined ? '' : ` ${artifactId}`} to download`);
+    throw new HttpError(
+      404,
+      'no_artifact',
+      `session ${session.id} has no verified upload${artifactId === undefined ? '' : ` ${artifactId}`} to download`,
+    );
   }
   const now = rc.now();
   if (isExpired(artifact, now)) {
-    throw new HttpError(410, 'expired', `that upload of session ${session.id} passed its retention deadline (${new Date(artifact.retention_deadline).toISOString()}) and its bundle is gone`);
+    throw new HttpError(
+      410,
+      'expired',
+      `that upload of session ${session.id} passed its retention deadline (` +
+        `${new Date(artifact.retention_deadline).toISOString()}) and its bundle is gone`,
+    );
   }
   const signed = await rc.blobs.presignDownload(artifact.blob_key, now + rc.downloadUrlTtlMs);
   // Written before the URL is given out: no download the log does not know of.
   await rc.store.appendAudit(audited(user, session, 'session.download', { artifact_id: artifact.id }), now);
-  return { artifact, url: signed.url, method: signed.method, headers: signed.headers, expiresAt: signed.expiresAtUnixMs };
+  return {
+    artifact,
+    url: signed.url,
+    method: signed.method,
+    headers: signed.headers,
+    expiresAt: signed.expiresAtUnixMs,
+  };
 }
 
 /**
  * Replaces who the session is shared with: its owner only; recipients by user id or e-mail, resolved here. Answers
  * the recipients' ids, sorted.
  */
-export async function changeSharing(rc: RouteContext, user: User, session: CapturedSession, mode: SharingMode, named: readonly string[]): Promise<string[]> {
+export async function changeSharing(
+  rc: RouteContext,
+  user: User,
+  session: CapturedSession,
+  mode: SharingMode,
+  named: readonly string[],
+): Promise<string[]> {
   if (session.owner_id !== user.id) throw forbidden(`only the owner of session ${session.id} may change its sharing`);
-  if (mode !== 'selected' && named.length > 0) throw badRequest(`recipients are only given with mode "selected", not "${mode}"`);
+  if (mode !== 'selected' && named.length > 0)
+    throw badRequest(`recipients are only given with mode "selected", not "${mode}"`);
   const ids = new Set<string>();
   for (const who of named) {
     // People name colleagues by e-mail more often than by id: either is taken.
-    const recipient = (await rc.store.userById(who)) ?? (who.includes('@') ? await rc.store.userByEmail(who) : undefined);
+    const recipient =
+      (await rc.store.userById(who)) ?? (who.includes('@') ? await rc.store.userByEmail(who) : undefined);
     if (recipient === undefined) throw badRequest(`unknown user "${who.slice(0, 320)}"`, 'unknown_user');
     ids.add(recipient.id);
   }
   ids.delete(user.id);
-  if (ids.size > MAX_RECIPIENTS) throw badRequest(`a session is shared with at most ${MAX_RECIPIENTS} people by name; share it with the workspace instead`);
-  if (mode === 'selected' && ids.size === 0) throw badRequest('mode "selected" needs at least one recipient other than you');
+  if (ids.size > MAX_RECIPIENTS)
+    throw badRequest(
+      `a session is shared with at most ${MAX_RECIPIENTS} people by name; share it with the workspace instead`,
+    );
+  if (mode === 'selected' && ids.size === 0)
+    throw badRequest('mode "selected" needs at least one recipient other than you');
   const sorted = [...ids].sort();
   await rc.store.setSharing(session.id, mode, sorted);
-  await rc.store.appendAudit(audited(user, session, 'session.share', { from: session.sharing_mode, mode, user_ids: sorted }), rc.now());
+  await rc.store.appendAudit(
+    audited(user, session, 'session.share', { from: session.sharing_mode, mode, user_ids: sorted }),
+    rc.now(),
+  );
   return sorted;
 }
 
@@ -132,18 +203,33 @@ export async function changeSharing(rc: RouteContext, user: User, session: Captu
  * for them has expired: the local store refuses a PUT to a deleted session's URL, an S3 bucket cannot.
  */
 export async function removeSession(rc: RouteContext, user: User, session: CapturedSession): Promise<void> {
-  if (session.owner_id !== user.id && !user.is_admin) throw forbidden(`only the owner of session ${session.id} or an administrator may delete it`);
+  if (session.owner_id !== user.id && !user.is_admin)
+    throw forbidden(`only the owner of session ${session.id} or an administrator may delete it`);
   const now = rc.now();
-  const details = { harness: session.harness, native_session_id: session.native_session_id, title: session.current?.title ?? null };
+  const details = {
+    harness: session.harness,
+    native_session_id: session.native_session_id,
+    title: session.current?.title ?? null,
+  };
   // Every upload URL signed for the session is expired by then, and what it was still carrying has landed.
-  const keys = await rc.store.deleteSession(session.id, audited(user, session, 'session.delete', details), now, now + rc.uploadUrlTtlMs + UPLOAD_LANDING_MS);
+  const keys = await rc.store.deleteSession(
+    session.id,
+    audited(user, session, 'session.delete', details),
+    now,
+    now + rc.uploadUrlTtlMs + UPLOAD_LANDING_MS,
+  );
   if (keys === undefined) throw notFound(`no session ${session.id}`);
   for (const key of keys) {
     try {
       await rc.blobs.delete(key);
       await rc.store.blobDeleted(key, now);
     } catch (error) {
-      rc.log('error', `session ${session.id} deleted, but not its object ${key} yet (gc will): ${error instanceof Error ? error.message : String(error)}`, { event: 'blob_delete_failed' });
+      rc.log(
+        'error',
+        `session ${session.id} deleted, but not its object ${key} yet (gc will): ` +
+          `${error instanceof Error ? error.message : String(error)}`,
+        { event: 'blob_delete_failed' },
+      );
     }
   }
 }

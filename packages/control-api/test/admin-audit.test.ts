@@ -40,9 +40,15 @@ describe.each(BACKENDS)('the audit log of administration (%s)', (backend) => {
   /** A signed-in browser of `user`: GET a page, POST a form (with its CSRF token). */
   async function browser(server: TestServer, user: TestUser) {
     const secret = await server.server.store.identity.createSignInLink(user.id, server.clock.now(), 60_000);
-    const signed = await fetch(`${server.url}/auth/link`, { method: 'POST', redirect: 'manual', headers: { origin: server.url, 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${secret}` });
+    const signed = await fetch(`${server.url}/auth/link`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { origin: server.url, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `token=${secret}`,
+    });
     const cookie = signed.headers.get('set-cookie')!.split(';')[0]!;
-    const get = async (route: string) => (await fetch(`${server.url}${route}`, { redirect: 'manual', headers: { cookie } })).text();
+    const get = async (route: string) =>
+      (await fetch(`${server.url}${route}`, { redirect: 'manual', headers: { cookie } })).text();
     const csrf = /name="csrf" value="([^"]+)"/.exec(await get('/account'))![1]!;
     const post = async (route: string, fields: Record<string, string>) => {
       const response = await fetch(`${server.url}${route}`, {
@@ -60,36 +66,81 @@ describe.each(BACKENDS)('the audit log of administration (%s)', (backend) => {
     t = await startTestServer({ backend });
     home = await makeTestHome({ USER: 'ops-ada' });
     await t.server.store.setPublicUrl(t.url);
-    const where = ['--data', t.dataDir, ...(t.storeOptions.databaseUrl === undefined ? [] : ['--database-url', t.storeOptions.databaseUrl])];
+    const where = [
+      '--data',
+      t.dataDir,
+      ...(t.storeOptions.databaseUrl === undefined ? [] : ['--database-url', t.storeOptions.databaseUrl]),
+    ];
     const run = async (...args: string[]) => {
       const from = home!.stdout.text().length;
       expect(await main([...args, ...where], home!.ctx), home!.stderr.text()).toBe(0);
       return home!.stdout.text().slice(from);
     };
-    const dana = JSON.parse(await run('control-plane', 'users', 'add', 'dana@example.com', '--admin', '--json')) as { user_id: string };
-    const token = JSON.parse(await run('control-plane', 'tokens', 'add', 'dana@example.com', '--label', 'nightly export', '--json')) as { id: string };
+    const dana = JSON.parse(await run('control-plane', 'users', 'add', 'dana@example.com', '--admin', '--json')) as {
+      user_id: string;
+    };
+    const token = JSON.parse(
+      await run('control-plane', 'tokens', 'add', 'dana@example.com', '--label', 'nightly export', '--json'),
+    ) as { id: string };
     await run('control-plane', 'tokens', 'revoke', token.id);
     // Revoked again: nothing changes, and nothing more is recorded.
     await run('control-plane', 'tokens', 'revoke', token.id);
-    const link = JSON.parse(await run('control-plane', 'users', 'link', 'dana@example.com', '--json')) as { expires_at: string };
+    const link = JSON.parse(await run('control-plane', 'users', 'link', 'dana@example.com', '--json')) as {
+      expires_at: string;
+    };
     const policy = path.join(home.root, 'policy.yaml');
-    await writeFile(policy, `allowed_harnesses: [claude, codex]\nttl_seconds: 600\nsession_upload: { presign_url: "${t.url}/session-uploads/presign" }\n`);
+    await writeFile(
+      policy,
+      `allowed_harnesses: [claude, codex]\nttl_seconds: 600\nsession_upload: { presign_url: "${t.url}/session-uploads/presign" ` +
+        `}\n`,
+    );
     const first = JSON.parse(await run('control-plane', 'policy', 'publish', policy, '--json')) as { revision: string };
-    await writeFile(policy, `allowed_harnesses: [claude, gemini]\nharnesses: { gemini: { allow_unverified_versions: true } }\nrequired: false\nsession_upload: { presign_url: "${t.url}/session-uploads/presign" }\n`);
-    const second = JSON.parse(await run('control-plane', 'policy', 'publish', policy, '--json')) as { revision: string };
+    await writeFile(
+      policy,
+      `allowed_harnesses: [claude, gemini]\nharnesses: { gemini: { allow_unverified_versions: true } }\nrequired: ` +
+        `false\nsession_upload: { presign_url: "${t.url}/session-uploads/presign" }\n`,
+    );
+    const second = JSON.parse(await run('control-plane', 'policy', 'publish', policy, '--json')) as {
+      revision: string;
+    };
 
     const entries = await audit(t);
     const operator = { kind: 'cli', id: 'ops-ada', email: null };
     expect(entries.map((e) => [e.action, e.actor, e.session_id, e.owner_id])).toEqual(
-      ['user.add', 'token.create', 'token.create', 'token.revoke', 'sign_in_link.create', 'policy.publish', 'policy.publish'].map((action) => [action, operator, null, null]),
+      [
+        'user.add',
+        'token.create',
+        'token.create',
+        'token.revoke',
+        'sign_in_link.create',
+        'policy.publish',
+        'policy.publish',
+      ].map((action) => [action, operator, null, null]),
     );
-    const [added, firstToken, nightly, revoked, linked, published, republished] = entries as [Entry, Entry, Entry, Entry, Entry, Entry, Entry];
+    const [added, firstToken, nightly, revoked, linked, published, republished] = entries as [
+      Entry,
+      Entry,
+      Entry,
+      Entry,
+      Entry,
+      Entry,
+      Entry,
+    ];
     expect(added.details).toEqual({ user_id: dana.user_id, email: 'dana@example.com', role: 'admin' });
     expect(firstToken.details).toMatchObject({ user_id: dana.user_id, label: 'token from users add' });
     expect(nightly.details).toMatchObject({ token_id: token.id, email: 'dana@example.com', label: 'nightly export' });
-    expect(revoked.details).toMatchObject({ token_id: token.id, email: 'dana@example.com', label: 'nightly export', kind: 'personal' });
+    expect(revoked.details).toMatchObject({
+      token_id: token.id,
+      email: 'dana@example.com',
+      label: 'nightly export',
+      kind: 'personal',
+    });
     expect(linked.details).toEqual({ user_id: dana.user_id, email: 'dana@example.com', expires_at: link.expires_at });
-    expect(published.details).toMatchObject({ revision: first.revision, previous_revision: null, keys_added: ['allowed_harnesses', 'session_upload', 'ttl_seconds'] });
+    expect(published.details).toMatchObject({
+      revision: first.revision,
+      previous_revision: null,
+      keys_added: ['allowed_harnesses', 'session_upload', 'ttl_seconds'],
+    });
     expect(republished.details).toEqual({
       revision: second.revision,
       previous_revision: first.revision,
@@ -110,11 +161,16 @@ describe.each(BACKENDS)('the audit log of administration (%s)', (backend) => {
       `created the token "nightly export" (${token.id}) for dana@example.com`,
       `revoked the token "nightly export" (${token.id}) of dana@example.com`,
       `made a one-time sign-in link for dana@example.com, good until ${link.expires_at}`,
-      `published policy revision ${first.revision} (the first): keys added: allowed_harnesses, session_upload, ttl_seconds`,
-      `published policy revision ${second.revision} (after ${first.revision}): keys added: harnesses, required; keys removed: ttl_seconds; keys changed: allowed_harnesses; ` +
+      `published policy revision ${first.revision} (the first): keys added: allowed_harnesses, session_upload, ` +
+        `ttl_seconds`,
+      `published policy revision ${second.revision} (after ${first.revision}): keys added: harnesses, required; ` +
+        `keys removed: ttl_seconds; keys changed: allowed_harnesses; ` +
         'harnesses now allowed: gemini; harnesses no longer allowed: codex; harness settings changed: gemini',
     ]);
-    expect((await audit(t, '?action=policy.publish')).map((e) => e.details.revision)).toEqual([first.revision, second.revision]);
+    expect((await audit(t, '?action=policy.publish')).map((e) => e.details.revision)).toEqual([
+      first.revision,
+      second.revision,
+    ]);
     expect((await audit(t, '?actor_id=ops-ada')).length).toBe(7);
     const page = await (await browser(t, t.admin)).get('/admin/audit');
     expect(page.split('cli (OS user ops-ada)').length - 1).toBe(7);
@@ -138,7 +194,12 @@ describe.each(BACKENDS)('the audit log of administration (%s)', (backend) => {
     // A policy published on the page, over the one published before.
     await t.server.store.publishPolicy({ allowed_harnesses: ['claude'], ttl_seconds: 300 }, t.clock.now());
     const base = (await t.server.store.currentPolicy())!.revision;
-    expect(await admin.post('/admin/policy/publish', { policy: 'allowed_harnesses: [claude, codex]\nttl_seconds: 300\n', base })).toBe(303);
+    expect(
+      await admin.post('/admin/policy/publish', {
+        policy: 'allowed_harnesses: [claude, codex]\nttl_seconds: 300\n',
+        base,
+      }),
+    ).toBe(303);
     const published = (await t.server.store.currentPolicy())!.revision;
 
     const entries = await audit(t);
@@ -156,9 +217,15 @@ describe.each(BACKENDS)('the audit log of administration (%s)', (backend) => {
       'made bob@example.com a member (was an administrator)',
       `revoked the token "token from users add" (${alices!.id}) of alice@example.com`,
       `revoked the token "token from users add" (${carols!.id}) of carol@example.com`,
-      `published policy revision ${published} (after ${base}): keys changed: allowed_harnesses; harnesses now allowed: codex`,
+      `published policy revision ${published} (after ${base}): keys changed: allowed_harnesses; harnesses now ` +
+        `allowed: codex`,
     ]);
-    expect(entries[4]!.details).toMatchObject({ revision: published, previous_revision: base, keys_changed: ['allowed_harnesses'], harnesses_allowed: ['codex'] });
+    expect(entries[4]!.details).toMatchObject({
+      revision: published,
+      previous_revision: base,
+      keys_changed: ['allowed_harnesses'],
+      harnesses_allowed: ['codex'],
+    });
     // A review that went stale publishes nothing, and records nothing.
     expect(await admin.post('/admin/policy/publish', { policy: 'allowed_harnesses: [claude]\n', base })).toBe(409);
     expect(await audit(t)).toHaveLength(5);

@@ -45,15 +45,31 @@ describe.each(BACKENDS)('bad input (%s)', (backend) => {
       [{ ...presignBody(bytes), title: 'x'.repeat(257) }, 400, /title/],
       // NUL, which PostgreSQL's text cannot hold: refused alike on both backends, naming the field.
       ...(['cwd', 'title', 'summary', 'repository_root', 'repository_remote'] as const).map(
-        (field): [unknown, number, RegExp] => [{ ...presignBody(bytes), [field]: 'a\u0000b' }, 400, new RegExp(`${field} must match`)],
+        (field): [unknown, number, RegExp] => [
+          { ...presignBody(bytes), [field]: 'a\u0000b' },
+          400,
+          new RegExp(`${field} must match`),
+        ],
       ),
       [{ ...presignBody(bytes), compatibility_profile: 'claude\u0000' }, 400, /compatibility_profile must match/],
       [{ ...presignBody(bytes), content_type: 'text/plain\u0000' }, 400, /content_type must match/],
       // Session records: any provider by the provider rule, never resumable, tags one word each.
-      [{ ...presignBody(bytes), harness: 'Not A Provider', artifact_format: 'blue-session-record-v1' }, 400, /harness must match/],
-      [{ ...presignBody(bytes), harness: 'notes', artifact_format: 'blue-session-record-v1', resumable: true }, 400, /a session record is never resumable/],
+      [
+        { ...presignBody(bytes), harness: 'Not A Provider', artifact_format: 'blue-session-record-v1' },
+        400,
+        /harness must match/,
+      ],
+      [
+        { ...presignBody(bytes), harness: 'notes', artifact_format: 'blue-session-record-v1', resumable: true },
+        400,
+        /a session record is never resumable/,
+      ],
       [{ ...presignBody(bytes), tags: ['two words'] }, 400, /tags\/0 must match/],
-      [{ ...presignBody(bytes), tags: Array.from({ length: 33 }, (_, i) => `t${i}`) }, 400, /tags must NOT have more than 32 items/],
+      [
+        { ...presignBody(bytes), tags: Array.from({ length: 33 }, (_, i) => `t${i}`) },
+        400,
+        /tags must NOT have more than 32 items/,
+      ],
     ];
     for (const [body, status, message] of cases) {
       const answer = await t.call('POST', '/session-uploads/presign', t.alice.token, body);
@@ -64,17 +80,29 @@ describe.each(BACKENDS)('bad input (%s)', (backend) => {
   });
 
   it('refuses oversized bodies, missing bodies and other media types', async () => {
-    expectError(await t.call('POST', '/session-uploads/presign', t.alice.token, { ...presignBody(bytes), title: 'x'.repeat(70_000) }), 413);
+    expectError(
+      await t.call('POST', '/session-uploads/presign', t.alice.token, {
+        ...presignBody(bytes),
+        title: 'x'.repeat(70_000),
+      }),
+      413,
+    );
     expectError(await t.call('POST', '/session-uploads/presign', t.alice.token), 400, /needs a JSON body/);
     expectError(
-      await t.call('POST', '/session-uploads/presign', t.alice.token, JSON.stringify(presignBody(bytes)), { 'content-type': 'text/plain' }),
+      await t.call('POST', '/session-uploads/presign', t.alice.token, JSON.stringify(presignBody(bytes)), {
+        'content-type': 'text/plain',
+      }),
       415,
     );
     // A body streamed without a length is bounded as it arrives.
     const chunked = await new Promise<number>((resolve, reject) => {
       const req = httpRequest(`${t.url}/client-status`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${t.alice.token}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+        headers: {
+          authorization: `Bearer ${t.alice.token}`,
+          'content-type': 'application/json',
+          'transfer-encoding': 'chunked',
+        },
       });
       req.on('response', (res) => {
         res.resume();
@@ -90,15 +118,25 @@ describe.each(BACKENDS)('bad input (%s)', (backend) => {
 
   it('bounds q and rejects unknown or malformed query parameters', async () => {
     expectError(await t.call('GET', `/session-uploads?q=${'a'.repeat(1000)}`, t.alice.token), 400, /at most 200/);
-    expectError(await t.call('GET', `/session-uploads?q=${'a'.repeat(10_000)}`, t.alice.token), 400, /longer than 8192/);
-    expectError(await t.call('GET', '/session-uploads?order=desc', t.alice.token), 400, /unknown query parameter "order"/);
+    expectError(
+      await t.call('GET', `/session-uploads?q=${'a'.repeat(10_000)}`, t.alice.token),
+      400,
+      /longer than 8192/,
+    );
+    expectError(
+      await t.call('GET', '/session-uploads?order=desc', t.alice.token),
+      400,
+      /unknown query parameter "order"/,
+    );
     expectError(await t.call('GET', '/session-uploads?limit=0', t.alice.token), 400, /limit/);
     expectError(await t.call('GET', '/session-uploads?limit=abc', t.alice.token), 400, /limit/);
     expectError(await t.call('GET', '/session-uploads?status=done', t.alice.token), 400, /status must be one of/);
     expectError(await t.call('GET', '/session-uploads?resumable=yes', t.alice.token), 400, /resumable/);
     expectError(await t.call('GET', '/session-uploads?harness=x&harness=y', t.alice.token), 400, /more than once/);
     // A URL too long for the server's header limit is answered, not dropped.
-    const huge = await fetch(`${t.url}/session-uploads?q=${'a'.repeat(20_000)}`, { headers: { authorization: `Bearer ${t.alice.token}` } });
+    const huge = await fetch(`${t.url}/session-uploads?q=${'a'.repeat(20_000)}`, {
+      headers: { authorization: `Bearer ${t.alice.token}` },
+    });
     expect(huge.status).toBeGreaterThanOrEqual(400);
     expect(huge.status).toBeLessThan(500);
   });

@@ -33,7 +33,12 @@ describe.each(BACKENDS)('governance revision events (%s)', (backend) => {
     expect(stream.status).toBe(200);
     expect(stream.headers['content-type']).toBe('text/event-stream; charset=utf-8');
     expect(stream.headers['cache-control']).toBe('no-store');
-    expect(await nextEvent(stream)).toEqual({ kind: 'event', event: 'revision', id: first.revision, data: JSON.stringify({ revision: first.revision }) });
+    expect(await nextEvent(stream)).toEqual({
+      kind: 'event',
+      event: 'revision',
+      id: first.revision,
+      data: JSON.stringify({ revision: first.revision }),
+    });
 
     const published: string[] = [];
     for (const harnesses of [['codex'], ['kimi'], ['opencode']]) {

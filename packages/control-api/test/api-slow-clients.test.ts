@@ -38,7 +38,8 @@ function answer(socket: Socket): Promise<string> {
 }
 
 const headers = (token: string, length: number) =>
-  `POST /client-status HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+  `POST /client-status HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${token}\r\nContent-Type: ` +
+  `application/json\r\nContent-Length: ${length}\r\n\r\n`;
 const HALF = '{"instance_id": "abc", "client_ver';
 
 async function stillServes(server: TestServer): Promise<void> {
@@ -69,7 +70,9 @@ describe.each(BACKENDS)('clients that abort or stall (%s)', (which) => {
     socket.write(headers(server.alice.token, 100) + HALF);
     const lines = await lineFor(/^POST \/client-status /);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^POST \/client-status aborted: the client closed the connection after \d+ of 100 body bytes \d+ms$/);
+    expect(lines[0]).toMatch(
+      /^POST \/client-status aborted: the client closed the connection after \d+ of 100 body bytes \d+ms$/,
+    );
     expect(log.filter((l) => l.level === 'error')).toEqual([]);
     expect(log.some((l) => /\n\s+at /.test(l.line) || l.line.includes('Error: aborted'))).toBe(false);
     await stillServes(server);
@@ -83,7 +86,9 @@ describe.each(BACKENDS)('clients that abort or stall (%s)', (which) => {
     const text = await received;
     expect(text).toMatch(/^HTTP\/1\.1 408 /);
     expect(text).toContain('"code":"request_timeout"');
-    expect(await lineFor(/^POST \/client-status /)).toEqual([expect.stringMatching(/^POST \/client-status 408 request_timeout \d+ms$/)]);
+    expect(await lineFor(/^POST \/client-status /)).toEqual([
+      expect.stringMatching(/^POST \/client-status 408 request_timeout \d+ms$/),
+    ]);
     expect(log.filter((l) => l.level === 'error')).toEqual([]);
     await stillServes(server);
   });

@@ -27,7 +27,8 @@ const UNREACHABLE: Record<string, Record<string, string>> = {
 function contractRequest(operationId: string, body: unknown): unknown {
   const operation = blueContract().operations.find((o) => o.operationId === operationId)!;
   const validate = blueValidator(operation.request)!;
-  if (!validate(body)) throw new Error(`${operationId}: the test's request breaks the contract: ${JSON.stringify(validate.errors)}`);
+  if (!validate(body))
+    throw new Error(`${operationId}: the test's request breaks the contract: ${JSON.stringify(validate.errors)}`);
   return body;
 }
 
@@ -89,27 +90,49 @@ describe.each(BACKENDS)("Blue's service contract (%s)", (backend) => {
     expect(current.status).toBe(200);
     expect(typeof current.body.revision).toBe('string');
     await t.server.store.publishPolicy(
-      { allowed_harnesses: ['claude'], contract_version: 2, required_capabilities: ['tenant_client_version_pin'], required_client_version: '1.4.0' },
+      {
+        allowed_harnesses: ['claude'],
+        contract_version: 2,
+        required_capabilities: ['tenant_client_version_pin'],
+        required_client_version: '1.4.0',
+      },
       t.clock.now(),
     );
     const old = await t.call('GET', '/governance-config', t.alice.token);
     expect([old.status, old.headers.get('x-blue-required-client-version')]).toEqual([426, '1.4.0']);
-    const able = await t.call('GET', '/governance-config', t.alice.token, undefined, { 'x-blue-contract-version': '2', 'x-blue-capabilities': 'tenant_client_version_pin' });
+    const able = await t.call('GET', '/governance-config', t.alice.token, undefined, {
+      'x-blue-contract-version': '2',
+      'x-blue-capabilities': 'tenant_client_version_pin',
+    });
     expect([able.status, able.headers.get('x-blue-required-client-version')]).toEqual([200, '1.4.0']);
     const metadata = await t.call('GET', '/harness-metadata', t.alice.token);
     expect(metadata.status).toBe(200);
-    expect(metadata.body.harnesses.map((h: { key: string }) => h.key)).toEqual(expect.arrayContaining(['claude', 'codex']));
+    expect(metadata.body.harnesses.map((h: { key: string }) => h.key)).toEqual(
+      expect.arrayContaining(['claude', 'codex']),
+    );
   });
 
   it('streams revisions in the wire format Blue clients parse', async () => {
     const stream = await openEventStream(`${t.url}/governance-config/events`, t.alice.token);
-    checkAnswerContract('GET', '/governance-config/events', stream.status, undefined, stream.headers['content-type'] ?? null);
+    checkAnswerContract(
+      'GET',
+      '/governance-config/events',
+      stream.status,
+      undefined,
+      stream.headers['content-type'] ?? null,
+    );
     const event = await nextEvent(stream);
     expect(event?.event).toBe('revision');
     expect(JSON.parse(event!.data!)).toEqual({ revision: event!.id });
     stream.close();
     const refused = await openEventStream(`${t.url}/governance-config/events`, undefined);
-    checkAnswerContract('GET', '/governance-config/events', refused.status, JSON.parse(refused.body), refused.headers['content-type'] ?? null);
+    checkAnswerContract(
+      'GET',
+      '/governance-config/events',
+      refused.status,
+      JSON.parse(refused.body),
+      refused.headers['content-type'] ?? null,
+    );
     expect(refused.status).toBe(401);
   });
 
@@ -154,7 +177,11 @@ describe.each(BACKENDS)("Blue's service contract (%s)", (backend) => {
     // complete before the upload: 400; after it: 200.
     const completePath = new URL(presigned.body.complete_url).pathname;
     expect((await t.call('POST', completePath, t.alice.token)).status).toBe(400);
-    const put = await fetch(presigned.body.upload_url, { method: presigned.body.method, headers: presigned.body.headers, body: bytes });
+    const put = await fetch(presigned.body.upload_url, {
+      method: presigned.body.method,
+      headers: presigned.body.headers,
+      body: bytes,
+    });
     expect(put.status).toBe(200);
     const completed = await t.call('POST', completePath, t.alice.token);
     expect([completed.status, completed.body.status]).toEqual([200, 'complete']);
@@ -163,19 +190,44 @@ describe.each(BACKENDS)("Blue's service contract (%s)", (backend) => {
     // list: cursor and numbered modes (200), a mix of both (400); facets; members.
     const listed = await t.call('GET', '/session-uploads?limit=10', t.alice.token);
     expect(listed.body.items.map((s: { id: string }) => s.id)).toEqual([sessionId]);
-    expect(listed.body.items[0]).toMatchObject({ native_session_id: 'codex-session-20260827', resumable: false, artifact_format: 'legacy-raw' });
-    expect((await t.call('GET', '/session-uploads?page=1&per_page=5&sort=updated_asc', t.alice.token)).body.total).toBe(1);
+    expect(listed.body.items[0]).toMatchObject({
+      native_session_id: 'codex-session-20260827',
+      resumable: false,
+      artifact_format: 'legacy-raw',
+    });
+    expect((await t.call('GET', '/session-uploads?page=1&per_page=5&sort=updated_asc', t.alice.token)).body.total).toBe(
+      1,
+    );
     expect((await t.call('GET', '/session-uploads?page=1&cursor=x', t.alice.token)).status).toBe(400);
     expect((await t.call('GET', '/session-uploads/facets', t.admin.token)).body.harnesses).toEqual(['codex']);
-    expect((await t.call('GET', '/session-uploads/members?q=bob', t.alice.token)).body.items).toEqual([{ id: t.bob.id, email: t.bob.email }]);
+    expect((await t.call('GET', '/session-uploads/members?q=bob', t.alice.token)).body.items).toEqual([
+      { id: t.bob.id, email: t.bob.email },
+    ]);
 
     // detail, sharing (read and change), download.
     expect((await t.call('GET', `/session-uploads/${sessionId}`, t.alice.token)).body.session.id).toBe(sessionId);
     const share = contractRequest('updateSessionSharing', { mode: 'selected', user_ids: [t.bob.id] });
-    expect((await t.call('PUT', `/session-uploads/${sessionId}/sharing`, t.alice.token, share)).body).toEqual({ id: sessionId, mode: 'selected', user_ids: [t.bob.id] });
-    expect((await t.call('GET', `/session-uploads/${sessionId}/sharing`, t.bob.token)).body).toMatchObject({ mode: 'selected', can_edit: false, recipient_count: 1 });
+    expect((await t.call('PUT', `/session-uploads/${sessionId}/sharing`, t.alice.token, share)).body).toEqual({
+      id: sessionId,
+      mode: 'selected',
+      user_ids: [t.bob.id],
+    });
+    expect((await t.call('GET', `/session-uploads/${sessionId}/sharing`, t.bob.token)).body).toMatchObject({
+      mode: 'selected',
+      can_edit: false,
+      recipient_count: 1,
+    });
     // A recipient may see the session but not change its sharing: the contract's 403.
-    expect((await t.call('PUT', `/session-uploads/${sessionId}/sharing`, t.bob.token, contractRequest('updateSessionSharing', { mode: 'private' }))).status).toBe(403);
+    expect(
+      (
+        await t.call(
+          'PUT',
+          `/session-uploads/${sessionId}/sharing`,
+          t.bob.token,
+          contractRequest('updateSessionSharing', { mode: 'private' }),
+        )
+      ).status,
+    ).toBe(403);
     const download = await t.call('POST', `/session-uploads/${sessionId}/download`, t.bob.token);
     expect(download.status).toBe(200);
     expect(Buffer.from(await (await fetch(download.body.download_url)).arrayBuffer())).toEqual(bytes);
@@ -206,7 +258,8 @@ describe.each(BACKENDS)("Blue's service contract (%s)", (backend) => {
     for (const operation of blueContract().operations) {
       const seen = contractCoverage.get(operation.operationId) ?? new Set<number>();
       for (const status of Object.keys(operation.responses)) {
-        if (!seen.has(Number(status)) && UNREACHABLE[operation.operationId]?.[status] === undefined) missing.push(`${operation.operationId} ${status}`);
+        if (!seen.has(Number(status)) && UNREACHABLE[operation.operationId]?.[status] === undefined)
+          missing.push(`${operation.operationId} ${status}`);
       }
     }
     expect(missing).toEqual([]);
@@ -216,9 +269,11 @@ describe.each(BACKENDS)("Blue's service contract (%s)", (backend) => {
 describe('the contract fixtures', () => {
   it('name a request schema for every operation with a body, and compile', async () => {
     for (const operation of blueContract().operations) {
-      if (operation.request !== undefined) expect(blueValidator(operation.request), operation.operationId).toBeDefined();
+      if (operation.request !== undefined)
+        expect(blueValidator(operation.request), operation.operationId).toBeDefined();
       for (const [status, response] of Object.entries(operation.responses)) {
-        if (response.schema !== undefined || response.inline !== undefined) expect(blueValidator(response.schema, response.inline), `${operation.operationId} ${status}`).toBeDefined();
+        if (response.schema !== undefined || response.inline !== undefined)
+          expect(blueValidator(response.schema, response.inline), `${operation.operationId} ${status}`).toBeDefined();
       }
     }
   });

@@ -9,7 +9,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BACKENDS, startTestServer, type TestServer } from '../../../test/support/control-server.js';
 
-const RESUMABLE = { artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true };
+const RESUMABLE = {
+  artifact_format: 'blue-session-bundle-v1',
+  compatibility_profile: 'claude-v2_0_12',
+  resumable: true,
+};
 
 /** The value of one series of the exposition, or undefined when it is absent. */
 function value(text: string, series: string): number | undefined {
@@ -42,25 +46,44 @@ describe.each(BACKENDS)('GET /metrics (%s)', (backend) => {
     await sleep(50);
 
     const text = await scrape();
-    expect(value(text, 'blue_control_http_requests_total{method="POST",route="/session-uploads/presign",status="200"}')).toBe(1);
-    expect(value(text, 'blue_control_http_requests_total{method="POST",route="/session-uploads/{id}/complete",status="200"}')).toBe(1);
-    expect(value(text, 'blue_control_http_requests_total{method="GET",route="/session-uploads/{id}",status="200"}')).toBe(1);
+    expect(
+      value(text, 'blue_control_http_requests_total{method="POST",route="/session-uploads/presign",status="200"}'),
+    ).toBe(1);
+    expect(
+      value(
+        text,
+        'blue_control_http_requests_total{method="POST",route="/session-uploads/{id}/complete",status="200"}',
+      ),
+    ).toBe(1);
+    expect(
+      value(text, 'blue_control_http_requests_total{method="GET",route="/session-uploads/{id}",status="200"}'),
+    ).toBe(1);
     expect(value(text, 'blue_control_http_requests_total{method="GET",route="/session-uploads",status="401"}')).toBe(1);
     expect(value(text, 'blue_control_http_requests_total{method="PUT",route="blob",status="200"}')).toBe(1);
     expect(value(text, 'blue_control_http_requests_total{method="GET",route="unmatched",status="404"}')).toBe(1);
     // No raw path or id ever becomes a label.
     expect(text).not.toContain('a1b2c3');
     expect(text).not.toContain(done.sessionId);
-    expect(value(text, 'blue_control_http_request_duration_seconds_count{method="POST",route="/session-uploads/presign"}')).toBe(1);
-    expect(value(text, 'blue_control_http_request_duration_seconds_bucket{le="+Inf",method="POST",route="/session-uploads/{id}/complete"}')).toBe(1);
+    expect(
+      value(text, 'blue_control_http_request_duration_seconds_count{method="POST",route="/session-uploads/presign"}'),
+    ).toBe(1);
+    expect(
+      value(
+        text,
+        'blue_control_http_request_duration_seconds_bucket{le="+Inf",method="POST",route="/session-uploads/{id}/complete"}',
+      ),
+    ).toBe(1);
     expect(value(text, 'blue_control_upload_bytes_total')).toBe(bytes.length);
     expect(value(text, 'blue_control_uploads_completed_total')).toBe(1);
     expect(value(text, `blue_control_database_info{backend="${backend}"}`)).toBe(1);
     expect(value(text, 'blue_control_process_cpu_user_seconds_total')).toBeGreaterThan(0);
-    if (backend === 'postgres') expect(value(text, 'blue_control_database_pool_connections{state="idle"}')).toBeGreaterThanOrEqual(1);
+    if (backend === 'postgres')
+      expect(value(text, 'blue_control_database_pool_connections{state="idle"}')).toBeGreaterThanOrEqual(1);
     else expect(text).not.toContain('blue_control_database_pool_connections{');
     // The scrape itself is counted once it is answered.
-    expect(value(await scrape(), 'blue_control_http_requests_total{method="GET",route="/metrics",status="200"}')).toBe(1);
+    expect(value(await scrape(), 'blue_control_http_requests_total{method="GET",route="/metrics",status="200"}')).toBe(
+      1,
+    );
   });
 
   it('collects garbage in the background and counts it', async () => {

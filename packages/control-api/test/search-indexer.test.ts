@@ -20,7 +20,15 @@ function counting(options: { quietMs: number; maxDelayMs: number }): { rounds: (
     },
     searchIndexed: async () => undefined,
   } as unknown as ControlStore;
-  const made = new SearchIndexer({ store, blobs: () => undefined as never, profiles: undefined as never, log: () => undefined, now: Date.now, pollMs: 60_000, ...options });
+  const made = new SearchIndexer({
+    store,
+    blobs: () => undefined as never,
+    profiles: undefined as never,
+    log: () => undefined,
+    now: Date.now,
+    pollMs: 60_000,
+    ...options,
+  });
   indexer = made;
   return { rounds: () => rounds, indexer: made };
 }
@@ -50,7 +58,10 @@ describe('SearchIndexer', () => {
   });
 
   it('writes what a claim read even when the blob store fails on one of its sessions', async () => {
-    const claim = ['a', 'b', 'c'].map((id) => ({ session_id: `s-${id}`, artifact: { id, blob_key: id, size_bytes: 1, sha256: 'x', artifact_format: 'blue-session-bundle-v1' } }));
+    const claim = ['a', 'b', 'c'].map((id) => ({
+      session_id: `s-${id}`,
+      artifact: { id, blob_key: id, size_bytes: 1, sha256: 'x', artifact_format: 'blue-session-bundle-v1' },
+    }));
     const written: SearchIndexed[][] = [];
     const store = {
       claimSearchWork: async () => (written.length === 0 ? claim : []),
@@ -63,7 +74,14 @@ describe('SearchIndexer', () => {
       },
     };
     const logged: string[] = [];
-    indexer = new SearchIndexer({ store, blobs: () => blobs as never, profiles: undefined as never, log: (_level, message) => void logged.push(message), now: Date.now, manual: true });
+    indexer = new SearchIndexer({
+      store,
+      blobs: () => blobs as never,
+      profiles: undefined as never,
+      log: (_level, message) => void logged.push(message),
+      now: Date.now,
+      manual: true,
+    });
     await indexer.idle();
     expect(written[0]?.map((d) => d.artifact_id)).toEqual(['a', 'c']);
   });

@@ -14,7 +14,10 @@ import { agentRoot } from '../../../test/support/context.js';
 import { conversationBundle } from '../../../test/support/conversation-bundle.js';
 
 type Conversation = Parameters<typeof searchText>[0];
-const conversation = (turns: { role: 'user' | 'assistant' | 'tool'; text: string }[], sections?: { title: string; transcript: Conversation }[]): Conversation => ({
+const conversation = (
+  turns: { role: 'user' | 'assistant' | 'tool'; text: string }[],
+  sections?: { title: string; transcript: Conversation }[],
+): Conversation => ({
   turns,
   skipped: 0,
   truncated: false,
@@ -22,25 +25,34 @@ const conversation = (turns: { role: 'user' | 'assistant' | 'tool'; text: string
 });
 
 describe('searchText', () => {
-  it('keeps user and assistant text, subagents included, one turn a line, white space collapsed; leaves tool output out', () => {
-    const text = searchText(
-      conversation(
-        [
-          { role: 'user', text: 'Fix   the\n\nflaky test' },
-          { role: 'tool', text: 'cat secret-file-contents' },
-          { role: 'assistant', text: 'Done:\tserialised the retries.' },
-        ],
-        [{ title: 'subagent', transcript: conversation([{ role: 'assistant', text: 'Listed the folder.' }]) }],
-      ),
-    );
-    expect(text).toBe('Fix the flaky test\nDone: serialised the retries.\nListed the folder.');
-  });
+  it(
+    'keeps user and assistant text, subagents included, one turn a line, white space collapsed; leaves tool ' +
+      'output out',
+    () => {
+      const text = searchText(
+        conversation(
+          [
+            { role: 'user', text: 'Fix   the\n\nflaky test' },
+            { role: 'tool', text: 'cat secret-file-contents' },
+            { role: 'assistant', text: 'Done:\tserialised the retries.' },
+          ],
+          [{ title: 'subagent', transcript: conversation([{ role: 'assistant', text: 'Listed the folder.' }]) }],
+        ),
+      );
+      expect(text).toBe('Fix the flaky test\nDone: serialised the retries.\nListed the folder.');
+    },
+  );
 
   it('masks secrets, and never leaves the start of one at the cut', () => {
     const token = `ghp_${'A1b2C3d4'.repeat(5)}`;
     expect(searchText(conversation([{ role: 'user', text: `use ${token} please` }]))).not.toContain(token);
     const long = 'x'.repeat(MAX_SEARCH_TEXT_CHARS - 10);
-    const cut = searchText(conversation([{ role: 'user', text: long }, { role: 'assistant', text: `key ${token}` }]));
+    const cut = searchText(
+      conversation([
+        { role: 'user', text: long },
+        { role: 'assistant', text: `key ${token}` },
+      ]),
+    );
     expect(cut.length).toBeLessThanOrEqual(MAX_SEARCH_TEXT_CHARS);
     // Cut after masking: the end is part of the mask, not `ghp_A` left over from a token cut in two.
     expect(cut).not.toContain('ghp_');
@@ -68,20 +80,39 @@ describe('storedSearchText', () => {
 
   /** The search text of `bytes` stored in a local blob store, as the indexer reads it. */
   async function stored(bytes: Buffer, name: string): Promise<string | undefined> {
-    const blobs = await createLocalBlobStore({ dir: path.join(work, `blobs-${name}`), publicUrl: 'http://127.0.0.1:1', secret: 'x'.repeat(32) });
+    const blobs = await createLocalBlobStore({
+      dir: path.join(work, `blobs-${name}`),
+      publicUrl: 'http://127.0.0.1:1',
+      secret: 'x'.repeat(32),
+    });
     const key = `sessions/${name}.tar.gz`;
     await mkdir(path.dirname(blobs.fileOf!(key)), { recursive: true });
     await writeFile(blobs.fileOf!(key), bytes);
-    const artifact = { blob_key: key, size_bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), artifact_format: 'blue-session-bundle-v1' };
+    const artifact = {
+      blob_key: key,
+      size_bytes: bytes.length,
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+      artifact_format: 'blue-session-bundle-v1',
+    };
     return storedSearchText(blobs, artifact, profiles);
   }
 
   const turns = ['Why does the watchdog race the uploader?', 'It takes the lock twice; I serialised them.'];
-  const toolOutput = (bytes: number) => JSON.stringify({ type: 'user', message: { role: 'user', content: [{ type: 'tool_result', content: 'y'.repeat(bytes) }] } });
+  const toolOutput = (bytes: number) =>
+    JSON.stringify({
+      type: 'user',
+      message: { role: 'user', content: [{ type: 'tool_result', content: 'y'.repeat(bytes) }] },
+    });
 
   it('reads a small bundle (kept in memory while verified) and a large one (read again for the transcript) alike', async () => {
     const small = await conversationBundle(work, { sessionId: 'small', title: 't', cwd: '/p', turns });
-    const large = await conversationBundle(work, { sessionId: 'large', title: 't', cwd: '/p', turns, extra: [toolOutput(ONE_PASS_BYTES + 1024)] });
+    const large = await conversationBundle(work, {
+      sessionId: 'large',
+      title: 't',
+      cwd: '/p',
+      turns,
+      extra: [toolOutput(ONE_PASS_BYTES + 1024)],
+    });
     const expected = 'Why does the watchdog race the uploader?\nIt takes the lock twice; I serialised them.';
     expect(await stored(small, 'small')).toBe(expected);
     expect(await stored(large, 'large')).toBe(expected);

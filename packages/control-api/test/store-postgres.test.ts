@@ -41,7 +41,8 @@ async function query(url: string, sql: string, params: unknown[] = []): Promise<
   }
 }
 
-const count = async (url: string, table: string): Promise<number> => Number((await query(url, `SELECT COUNT(*) AS n FROM ${table}`))[0]!.n);
+const count = async (url: string, table: string): Promise<number> =>
+  Number((await query(url, `SELECT COUNT(*) AS n FROM ${table}`))[0]!.n);
 
 function artifactInput(ownerId: string, bytes: string): NewArtifact {
   return newArtifact(ownerId, { sha256: bytes.repeat(64).slice(0, 64) });
@@ -79,18 +80,31 @@ describe('PostgreSQL store', () => {
       await client.connect();
       try {
         await migratePostgres(client, 'test', POSTGRES_MIGRATIONS.slice(0, 4));
-        await client.query(`INSERT INTO users (id, email, is_admin, token_hash, created_at) VALUES ('u-ada', 'ada@example.com', true, $1, 1), ('u-bea', 'bea@example.com', false, $2, 2)`, [
-          hashToken('blue_ada'),
-          hashToken('blue_bea'),
-        ]);
+        await client.query(
+          `INSERT INTO users (id, email, is_admin, token_hash, created_at) VALUES ('u-ada', 'ada@example.com', ` +
+            `true, $1, 1), ('u-bea', 'bea@example.com', false, $2, 2)`,
+          [hashToken('blue_ada'), hashToken('blue_bea')],
+        );
       } finally {
         await client.end();
       }
       const store = await open(url);
-      expect(await store.identity.authenticate('blue_ada', 10)).toMatchObject({ user: { id: 'u-ada', is_admin: true }, scopes: [...API_SCOPES] });
-      expect(await store.identity.authenticate('blue_bea', 10)).toMatchObject({ user: { id: 'u-bea', is_admin: false }, scopes: API_SCOPES.filter((s) => s !== 'admin') });
-      expect((await store.identity.grants('u-ada')).map((g) => [g.kind, g.label])).toEqual([['personal', 'token from users add']]);
-      expect((await query(url, `SELECT column_name FROM information_schema.columns WHERE table_name = 'users'`)).map((r) => r.column_name)).not.toContain('token_hash');
+      expect(await store.identity.authenticate('blue_ada', 10)).toMatchObject({
+        user: { id: 'u-ada', is_admin: true },
+        scopes: [...API_SCOPES],
+      });
+      expect(await store.identity.authenticate('blue_bea', 10)).toMatchObject({
+        user: { id: 'u-bea', is_admin: false },
+        scopes: API_SCOPES.filter((s) => s !== 'admin'),
+      });
+      expect((await store.identity.grants('u-ada')).map((g) => [g.kind, g.label])).toEqual([
+        ['personal', 'token from users add'],
+      ]);
+      expect(
+        (await query(url, `SELECT column_name FROM information_schema.columns WHERE table_name = 'users'`)).map(
+          (r) => r.column_name,
+        ),
+      ).not.toContain('token_hash');
     });
 
     it('keeps the policy revisions of version 8, without a published text, current and readable', async () => {
@@ -99,12 +113,21 @@ describe('PostgreSQL store', () => {
       await client.connect();
       try {
         await migratePostgres(client, 'test', POSTGRES_MIGRATIONS.slice(0, 8));
-        await client.query(`INSERT INTO policy_revisions (revision, body, etag, created_at) VALUES ('r1', '{"revision":"r1","ttl_seconds":60}', '"e1"', 5)`);
+        await client.query(
+          `INSERT INTO policy_revisions (revision, body, etag, created_at) VALUES ('r1', ` +
+            `'{"revision":"r1","ttl_seconds":60}', '"e1"', 5)`,
+        );
       } finally {
         await client.end();
       }
       const store = await open(url);
-      expect(await store.currentPolicy()).toEqual({ revision: 'r1', body: { revision: 'r1', ttl_seconds: 60 }, text: null, etag: '"e1"', created_at: 5 });
+      expect(await store.currentPolicy()).toEqual({
+        revision: 'r1',
+        body: { revision: 'r1', ttl_seconds: 60 },
+        text: null,
+        etag: '"e1"',
+        created_at: 5,
+      });
       const next = await store.publishPolicyOver({ ttl_seconds: 30 }, 'r1', 6, { text: 'ttl_seconds: 30 # shorter\n' });
       expect((await store.policyRevision(next!.revision))?.text).toBe('ttl_seconds: 30 # shorter\n');
     });
@@ -116,7 +139,11 @@ describe('PostgreSQL store', () => {
       await query(url, 'INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)', [newer, Date.now()]);
       const refused = await blueErrorOf(PostgresStore.open(url));
       expect(refused.code).toBe('CONFIG_INVALID');
-      expect(refused.message).toMatch(new RegExp(`schema version ${newer}, newer than this blue-agent understands \\(${POSTGRES_MIGRATIONS.length}\\)`));
+      expect(refused.message).toMatch(
+        new RegExp(
+          `schema version ${newer}, newer than this blue-agent understands \\(${POSTGRES_MIGRATIONS.length}\\)`,
+        ),
+      );
       await expect(running.check()).rejects.toThrow(/schema version/);
     });
 
@@ -179,7 +206,11 @@ describe('PostgreSQL store', () => {
       const url = await freshDatabase();
       const [a, b] = [await open(url), await open(url)];
       const { user } = await a.addUser('ada@example.com', false, 1);
-      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).presign(artifactInput(user.id, 'a'), 1000 + i, 30 * DAY)));
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 === 0 ? a : b).presign(artifactInput(user.id, 'a'), 1000 + i, 30 * DAY),
+        ),
+      );
       expect(new Set(results.map((r) => r.artifact.session_id)).size).toBe(1);
       expect(new Set(results.map((r) => r.artifact.id)).size).toBe(1);
       expect(results.filter((r) => r.outcome === 'created')).toHaveLength(1);
@@ -193,7 +224,11 @@ describe('PostgreSQL store', () => {
       const [a, b] = [await open(url), await open(url)];
       const { user } = await a.addUser('ada@example.com', false, 1);
       const first = await a.presign(artifactInput(user.id, 'a'), 1000, 30 * DAY);
-      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? b : a).presign(artifactInput(user.id, 'b'), 2000 + i, 30 * DAY)));
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 === 0 ? b : a).presign(artifactInput(user.id, 'b'), 2000 + i, 30 * DAY),
+        ),
+      );
       expect(new Set(results.map((r) => r.artifact.session_id))).toEqual(new Set([first.artifact.session_id]));
       expect(new Set(results.map((r) => r.artifact.id)).size).toBe(1);
       expect(results.map((r) => r.artifact.revision)).toEqual(Array(20).fill(2));
@@ -206,7 +241,9 @@ describe('PostgreSQL store', () => {
       const [a, b] = [await open(url), await open(url)];
       const { user } = await a.addUser('ada@example.com', false, 1);
       const digits = '0123456789';
-      const results = await Promise.all([...digits].map((d, i) => (i % 2 === 0 ? a : b).presign(artifactInput(user.id, d), 1000, 30 * DAY)));
+      const results = await Promise.all(
+        [...digits].map((d, i) => (i % 2 === 0 ? a : b).presign(artifactInput(user.id, d), 1000, 30 * DAY)),
+      );
       expect(results.every((r) => r.outcome === 'created')).toBe(true);
       expect(new Set(results.map((r) => r.artifact.session_id)).size).toBe(1);
       expect(results.map((r) => r.artifact.revision).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
@@ -221,7 +258,10 @@ describe('PostgreSQL store', () => {
         const older = (await a.presign(input, 1000, 30 * DAY)).artifact;
         const newer = (await a.presign({ ...input, sha256: 'b'.repeat(64) }, 1001, 30 * DAY)).artifact;
         // Alternate which replica completes which, and which call starts first.
-        const calls = round % 2 === 0 ? [a.complete(older.id, 2000, 30 * DAY), b.complete(newer.id, 2000, 30 * DAY)] : [b.complete(newer.id, 2000, 30 * DAY), a.complete(older.id, 2000, 30 * DAY)];
+        const calls =
+          round % 2 === 0
+            ? [a.complete(older.id, 2000, 30 * DAY), b.complete(newer.id, 2000, 30 * DAY)]
+            : [b.complete(newer.id, 2000, 30 * DAY), a.complete(older.id, 2000, 30 * DAY)];
         await Promise.all(calls);
         const artifacts = await a.artifactsOf(older.session_id);
         expect(artifacts.filter((x) => x.status === 'complete').map((x) => x.id)).toEqual([newer.id]);
@@ -230,52 +270,79 @@ describe('PostgreSQL store', () => {
       }
     });
 
-    it("writes no entry for a session deleted on another replica while the indexer writes its text, and the rest of the indexer's batch", async () => {
-      const url = await freshDatabase();
-      const [server, other] = [await open(url), await open(url)];
-      const { user } = await server.addUser('ada@example.com', false, 1);
-      const bundles = await Promise.all(['a', 'b'].map(async (bytes, i) => {
-        const { artifact } = await server.presign({ ...artifactInput(user.id, bytes), native_session_id: `sess-${i}`, artifact_format: 'blue-session-bundle-v1' }, 1000, 30 * DAY);
-        return server.complete(artifact.id, 1000, 30 * DAY);
-      }));
-      const [doomed, kept] = bundles as [Artifact, Artifact];
-      expect((await server.claimSearchWork(2000, 60_000, 10)).map((c) => c.session_id).sort()).toEqual([doomed.session_id, kept.session_id].sort());
-
-      // The delete is held just before it commits (its audit entry waits on a lock of the test's), having removed
-      // the session and its search and queue entries.
-      const holder = new pg.Client({ connectionString: url });
-      await holder.connect();
-      const waiting = async (n: number): Promise<void> => {
-        for (let i = 0; i < 500; i++) {
-          const rows = await holder.query(`SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-          if (Number(rows.rows[0].n) >= n) return;
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-        throw new Error(`fewer than ${n} statements came to wait on a lock`);
-      };
-      try {
-        await holder.query('BEGIN');
-        await holder.query('LOCK TABLE audit_events IN SHARE MODE');
-        const audit = { actor: { kind: 'user' as const, id: user.id, email: user.email }, action: 'session.delete' as const, session_id: doomed.session_id, owner_id: user.id, details: {} };
-        const deleted = other.deleteSession(doomed.session_id, audit, 3000, 4000);
-        await waiting(1);
-        const indexed = server.searchIndexed(
-          [
-            { session_id: kept.session_id, artifact_id: kept.id, text: 'kept words' },
-            { session_id: doomed.session_id, artifact_id: doomed.id, text: 'doomed words' },
-          ],
-          3000,
+    it(
+      'writes no entry for a session deleted on another replica while the indexer writes its text, and the rest ' +
+        "of the indexer's batch",
+      async () => {
+        const url = await freshDatabase();
+        const [server, other] = [await open(url), await open(url)];
+        const { user } = await server.addUser('ada@example.com', false, 1);
+        const bundles = await Promise.all(
+          ['a', 'b'].map(async (bytes, i) => {
+            const { artifact } = await server.presign(
+              {
+                ...artifactInput(user.id, bytes),
+                native_session_id: `sess-${i}`,
+                artifact_format: 'blue-session-bundle-v1',
+              },
+              1000,
+              30 * DAY,
+            );
+            return server.complete(artifact.id, 1000, 30 * DAY);
+          }),
         );
-        await waiting(2);
-        await holder.query('COMMIT');
-        expect(await deleted).toEqual([doomed.blob_key]);
-        await indexed;
-      } finally {
-        await holder.end();
-      }
-      expect(await query(url, 'SELECT session_id, body FROM session_search')).toEqual([{ session_id: kept.session_id, body: 'kept words' }]);
-      expect(await count(url, 'search_queue')).toBe(0);
-    });
+        const [doomed, kept] = bundles as [Artifact, Artifact];
+        expect((await server.claimSearchWork(2000, 60_000, 10)).map((c) => c.session_id).sort()).toEqual(
+          [doomed.session_id, kept.session_id].sort(),
+        );
+
+        // The delete is held just before it commits (its audit entry waits on a lock of the test's), having removed
+        // the session and its search and queue entries.
+        const holder = new pg.Client({ connectionString: url });
+        await holder.connect();
+        const waiting = async (n: number): Promise<void> => {
+          for (let i = 0; i < 500; i++) {
+            const rows = await holder.query(
+              `SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = ` +
+                `'Lock'`,
+            );
+            if (Number(rows.rows[0].n) >= n) return;
+            await new Promise((resolve) => setTimeout(resolve, 10));
+          }
+          throw new Error(`fewer than ${n} statements came to wait on a lock`);
+        };
+        try {
+          await holder.query('BEGIN');
+          await holder.query('LOCK TABLE audit_events IN SHARE MODE');
+          const audit = {
+            actor: { kind: 'user' as const, id: user.id, email: user.email },
+            action: 'session.delete' as const,
+            session_id: doomed.session_id,
+            owner_id: user.id,
+            details: {},
+          };
+          const deleted = other.deleteSession(doomed.session_id, audit, 3000, 4000);
+          await waiting(1);
+          const indexed = server.searchIndexed(
+            [
+              { session_id: kept.session_id, artifact_id: kept.id, text: 'kept words' },
+              { session_id: doomed.session_id, artifact_id: doomed.id, text: 'doomed words' },
+            ],
+            3000,
+          );
+          await waiting(2);
+          await holder.query('COMMIT');
+          expect(await deleted).toEqual([doomed.blob_key]);
+          await indexed;
+        } finally {
+          await holder.end();
+        }
+        expect(await query(url, 'SELECT session_id, body FROM session_search')).toEqual([
+          { session_id: kept.session_id, body: 'kept words' },
+        ]);
+        expect(await count(url, 'search_queue')).toBe(0);
+      },
+    );
 
     it('makes one first administrator and one first policy however many replicas start at once', async () => {
       const url = await freshDatabase();
@@ -283,7 +350,9 @@ describe('PostgreSQL store', () => {
       const admins = await Promise.all(stores.map((store, i) => store.addFirstAdmin('admin@example.com', 1000 + i)));
       expect(admins.filter((x) => x !== undefined)).toHaveLength(1);
       expect(await stores[0]!.listUsers()).toMatchObject([{ email: 'admin@example.com', is_admin: true }]);
-      const policies = await Promise.all(stores.map((store, i) => store.publishFirstPolicy({ version: 1, replica: i }, 1000)));
+      const policies = await Promise.all(
+        stores.map((store, i) => store.publishFirstPolicy({ version: 1, replica: i }, 1000)),
+      );
       const published = policies.filter((x) => x !== undefined);
       expect(published).toHaveLength(1);
       expect(await count(url, 'policy_revisions')).toBe(1);
@@ -298,7 +367,9 @@ describe('PostgreSQL store', () => {
     expect(await store.userByEmail('ada@example.com\u0000')).toBeUndefined();
     expect(await store.userById('\u0000')).toBeUndefined();
     expect(await store.searchUsers('a\u0000', undefined, 10)).toEqual([]);
-    expect(await store.listSessions(user, { q: 'sess\u0000', sort: 'updated_desc', limit: 10, count: true }, 1000)).toEqual({ sessions: [], total: 0 });
+    expect(
+      await store.listSessions(user, { q: 'sess\u0000', sort: 'updated_desc', limit: 10, count: true }, 1000),
+    ).toEqual({ sessions: [], total: 0 });
     expect((await store.facets(user, '\u0000', undefined)).users).toEqual([]);
     expect(await store.policyRevision('r\u0000')).toBeUndefined();
   });

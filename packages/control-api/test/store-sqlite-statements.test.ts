@@ -17,7 +17,12 @@ const METHODS: Method[] = ['get', 'all', 'run', 'iterate'];
 /** The tables FTS5 keeps the full-text index in. */
 const FTS5_SHADOW = /^session_search_(data|idx|content|docsize|config)$/;
 /** Authorizer actions that begin the compile of a statement. */
-const BEGINS = new Set([constants.SQLITE_SELECT, constants.SQLITE_INSERT, constants.SQLITE_DELETE, constants.SQLITE_TRANSACTION]);
+const BEGINS = new Set([
+  constants.SQLITE_SELECT,
+  constants.SQLITE_INSERT,
+  constants.SQLITE_DELETE,
+  constants.SQLITE_TRANSACTION,
+]);
 
 type Asked = { action: number; table: string | null };
 
@@ -71,7 +76,10 @@ describe('SQLite store statements', () => {
     for (const name of METHODS) {
       const original = StatementSync.prototype[name] as (...args: never[]) => unknown;
       originals.set(name, original);
-      (StatementSync.prototype as unknown as Record<Method, unknown>)[name] = function (this: StatementSync, ...args: never[]) {
+      (StatementSync.prototype as unknown as Record<Method, unknown>)[name] = function (
+        this: StatementSync,
+        ...args: never[]
+      ) {
         settle(undefined);
         try {
           return original.apply(this, args);
@@ -117,15 +125,26 @@ describe('SQLite store statements', () => {
     await store.publishPolicyOver({ allowed_harnesses: ['codex'], n }, current!.revision, now, { by: byAda });
     await store.setAdmin(bob.id, true, { by: byAda, now });
     await store.setAdmin(bob.id, false, { by: byAda, now });
-    await store.provisionUser(`carol${n}@example.com`, now, { kind: 'identity_provider', issuer: 'https://idp.example' });
+    await store.provisionUser(`carol${n}@example.com`, now, {
+      kind: 'identity_provider',
+      issuer: 'https://idp.example',
+    });
     await store.recordClientStatus(ada.id, `laptop-${n}`, { ok: true }, now);
     await store.clientStatuses({ limit: 10, offset: 0 });
     await store.clientStatuses({ user_id: ada.id, limit: 10, offset: 0 });
 
-    const presigned = await store.presign(newArtifact(ada.id, { native_session_id: `s-${n}`, title: `title ${n}` }), now, 60_000);
+    const presigned = await store.presign(
+      newArtifact(ada.id, { native_session_id: `s-${n}`, title: `title ${n}` }),
+      now,
+      60_000,
+    );
     await store.presign(newArtifact(ada.id, { native_session_id: `s-${n}`, title: `title ${n}` }), now + 1, 60_000);
     const artifact = (await store.complete(presigned.artifact.id, now + 2, 60_000))!;
-    const failed = await store.presign(newArtifact(ada.id, { native_session_id: `f-${n}`, sha256: 'b'.repeat(64) }), now, 60_000);
+    const failed = await store.presign(
+      newArtifact(ada.id, { native_session_id: `f-${n}`, sha256: 'b'.repeat(64) }),
+      now,
+      60_000,
+    );
     await store.markFailed(failed.artifact.id, 'bad bytes', now + 2);
     await store.uploadWanted(artifact.blob_key, now + 3);
     const found = await store.artifact(artifact.id);
@@ -138,7 +157,10 @@ describe('SQLite store statements', () => {
     await store.canView(session, bob);
 
     const claimed = await store.claimSearchWork(now + 3, 60_000, 10);
-    await store.searchIndexed(claimed.map((c) => ({ session_id: c.session_id, artifact_id: c.artifact.id, text: `fixing the parser ${n}` })), now + 3);
+    await store.searchIndexed(
+      claimed.map((c) => ({ session_id: c.session_id, artifact_id: c.artifact.id, text: `fixing the parser ${n}` })),
+      now + 3,
+    );
     await store.setSearchText(session.id, artifact.id, `fixing the parser again ${n}`, now + 3);
     await store.snippets([session.id], 'parser', now + 3);
     await store.indexable('', 10);
@@ -149,11 +171,21 @@ describe('SQLite store statements', () => {
     const base = { sort: 'updated_desc' as const, limit: 10 };
     await store.listSessions(ada, base, now + 4);
     await store.listSessions(bob, { ...base, q: 'parser', sort: 'relevance', count: true }, now + 4);
-    await store.listSessions(ada, { ...base, harness: 'claude', status: 'complete', updated_from: 0, after_id: session.id }, now + 4);
+    await store.listSessions(
+      ada,
+      { ...base, harness: 'claude', status: 'complete', updated_from: 0, after_id: session.id },
+      now + 4,
+    );
     await store.facets(ada, 'bo', undefined);
     await store.countByHarness(ada, {}, now + 4);
 
-    const audit = { actor: byAda, action: 'session.read' as const, session_id: session.id, owner_id: ada.id, details: {} };
+    const audit = {
+      actor: byAda,
+      action: 'session.read' as const,
+      session_id: session.id,
+      owner_id: ada.id,
+      details: {},
+    };
     await store.appendAudit(audit, now + 5);
     await store.appendAudits([audit, audit], now + 5);
     await store.auditEvents({ limit: 10, session_id: session.id });
@@ -169,12 +201,28 @@ describe('SQLite store statements', () => {
     await id.grant(personal.grant.id);
     await id.revokeGrant(personal.grant.id, now + 1, byAda);
     await id.revokeToken(personal.token, now + 1);
-    const device = { device_hash: `d${n}`.padEnd(64, '0'), user_code: `CODE-${n}`, client_id: 'blue-agent', scopes: ['session:read'], client_label: 'laptop', created_at: now, expires_at: now + 60_000, interval_ms: 0 };
+    const device = {
+      device_hash: `d${n}`.padEnd(64, '0'),
+      user_code: `CODE-${n}`,
+      client_id: 'blue-agent',
+      scopes: ['session:read'],
+      client_label: 'laptop',
+      created_at: now,
+      expires_at: now + 60_000,
+      interval_ms: 0,
+    };
     await id.createDeviceCode(device);
     await id.pendingDeviceCode(device.user_code, now + 1);
     await id.decideDeviceCode(device.user_code, bob.id, now + 1);
-    const poll = await id.pollDeviceCode(device.device_hash, 'blue-agent', now + 2, { accessMs: 60_000, refreshMs: 120_000 }, 0);
-    if (poll.outcome === 'approved') await id.refresh(poll.tokens.refresh_token, 'blue-agent', now + 3, { accessMs: 60_000, refreshMs: 120_000 });
+    const poll = await id.pollDeviceCode(
+      device.device_hash,
+      'blue-agent',
+      now + 2,
+      { accessMs: 60_000, refreshMs: 120_000 },
+      0,
+    );
+    if (poll.outcome === 'approved')
+      await id.refresh(poll.tokens.refresh_token, 'blue-agent', now + 3, { accessMs: 60_000, refreshMs: 120_000 });
     const browser = await id.createBrowserSession(bob.id, now, 60_000);
     await id.browserSession(browser.token, now + 1);
     await id.endBrowserSession(browser.token);
@@ -191,7 +239,12 @@ describe('SQLite store statements', () => {
   }
 
   it('compiles nothing the second time the same work runs', async () => {
-    expect(await compiledAgain(() => rounds(1), () => rounds(2))).toEqual([]);
+    expect(
+      await compiledAgain(
+        () => rounds(1),
+        () => rounds(2),
+      ),
+    ).toEqual([]);
   });
 
   it('would see a statement compiled again', async () => {
@@ -199,12 +252,17 @@ describe('SQLite store statements', () => {
     // sqlite3_prepare_v2, and so in every version).
     const db = (store as unknown as { db: DatabaseSync }).db;
     const lookup = db.prepare('SELECT id FROM users WHERE email LIKE ?');
-    const compiled = await compiledAgain(async () => void lookup.get('ada%'), async () => void lookup.get('bob%'));
+    const compiled = await compiledAgain(
+      async () => void lookup.get('ada%'),
+      async () => void lookup.get('bob%'),
+    );
     expect(compiled).toEqual([lookup.sourceSQL]);
   });
 
   it('binds every value outside quoted text as +?', () => {
-    expect(planOnce("SELECT '?', ? FROM t WHERE a = ? AND b = 'it''s ?' LIMIT ?")).toBe("SELECT '?', +? FROM t WHERE a = +? AND b = 'it''s ?' LIMIT +?");
+    expect(planOnce("SELECT '?', ? FROM t WHERE a = ? AND b = 'it''s ?' LIMIT ?")).toBe(
+      "SELECT '?', +? FROM t WHERE a = +? AND b = 'it''s ?' LIMIT +?",
+    );
   });
 
   it('keeps the error of a transaction that SQLite rolled back itself', () => {

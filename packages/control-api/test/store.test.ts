@@ -9,7 +9,14 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { API_SCOPES, hashToken, MAX_MACHINES_PER_USER, openStore, type ControlStore, type StoreOptions } from '../src/store/index.js';
+import {
+  API_SCOPES,
+  hashToken,
+  MAX_MACHINES_PER_USER,
+  openStore,
+  type ControlStore,
+  type StoreOptions,
+} from '../src/store/index.js';
 import { BACKENDS } from '../../../test/support/control-server.js';
 import { freshDatabase } from '../../../test/support/postgres-db.js';
 import { newArtifact } from '../../../test/support/store-inputs.js';
@@ -21,7 +28,10 @@ async function refuseTags(where: StoreOptions, tags: string[]): Promise<void> {
     const db = new DatabaseSync(path.join(where.dataDir, 'control.db'));
     try {
       for (const event of ['INSERT', 'UPDATE OF tags']) {
-        db.exec(`CREATE TRIGGER "refuse ${event}" BEFORE ${event} ON sessions WHEN NEW.tags = '${refused}' BEGIN SELECT RAISE(ABORT, 'tags refused'); END`);
+        db.exec(
+          `CREATE TRIGGER "refuse ${event}" BEFORE ${event} ON sessions WHEN NEW.tags = '${refused}' BEGIN SELECT ` +
+            `RAISE(ABORT, 'tags refused'); END`,
+        );
       }
     } finally {
       db.close();
@@ -33,7 +43,9 @@ async function refuseTags(where: StoreOptions, tags: string[]): Promise<void> {
   try {
     await client.query(`CREATE FUNCTION refuse_tags() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.tags = '${refused}' THEN RAISE EXCEPTION 'tags refused'; END IF; RETURN NEW; END $$`);
-    await client.query('CREATE TRIGGER refuse_tags BEFORE INSERT OR UPDATE ON sessions FOR EACH ROW EXECUTE FUNCTION refuse_tags()');
+    await client.query(
+      'CREATE TRIGGER refuse_tags BEFORE INSERT OR UPDATE ON sessions FOR EACH ROW EXECUTE FUNCTION refuse_tags()',
+    );
   } finally {
     await client.end();
   }
@@ -70,12 +82,30 @@ describe.each(BACKENDS)('control store (%s)', (backend) => {
 
   it("keeps a policy revision's text as published beside the document it serves, and finds any revision by its id", async () => {
     const s = await store();
-    const text = '# Capture on.\nallowed_harnesses: [claude]   # only Claude\r\nsession_upload: { presign_url: "https://c.example/p" }\n';
-    const first = await s.publishPolicy({ allowed_harnesses: ['claude'], session_upload: { presign_url: 'https://c.example/p' } }, 1, { text });
-    const second = await s.publishPolicyOver({ allowed_harnesses: ['codex'] }, first.revision, 2, { text: 'allowed_harnesses: [codex]\n' });
+    const text =
+      '# Capture on.\nallowed_harnesses: [claude]   # only Claude\r\nsession_upload: { presign_url: ' +
+      '"https://c.example/p" }\n';
+    const first = await s.publishPolicy(
+      { allowed_harnesses: ['claude'], session_upload: { presign_url: 'https://c.example/p' } },
+      1,
+      { text },
+    );
+    const second = await s.publishPolicyOver({ allowed_harnesses: ['codex'] }, first.revision, 2, {
+      text: 'allowed_harnesses: [codex]\n',
+    });
     const untold = await (await store()).publishPolicy({ ttl_seconds: 60 }, 3);
     expect(first.text).toBe(text);
-    expect(await s.policyRevision(first.revision)).toEqual({ revision: first.revision, body: { allowed_harnesses: ['claude'], session_upload: { presign_url: 'https://c.example/p' }, revision: first.revision }, text, etag: first.etag, created_at: 1 });
+    expect(await s.policyRevision(first.revision)).toEqual({
+      revision: first.revision,
+      body: {
+        allowed_harnesses: ['claude'],
+        session_upload: { presign_url: 'https://c.example/p' },
+        revision: first.revision,
+      },
+      text,
+      etag: first.etag,
+      created_at: 1,
+    });
     expect((await s.policyRevision(second!.revision))?.text).toBe('allowed_harnesses: [codex]\n');
     expect(await s.currentPolicy()).toEqual({ ...untold, text: null });
     expect(await s.policyRevision('no-such-revision')).toBeUndefined();
@@ -85,7 +115,10 @@ describe.each(BACKENDS)('control store (%s)', (backend) => {
   it('finds users by their token only (never by its hash), and by e-mail whatever its case', async () => {
     const s = await store();
     const { user, token } = await s.addUser('ada@example.com', true, 1);
-    expect(await s.identity.authenticate(token, 2)).toMatchObject({ user: { id: user.id, is_admin: true }, scopes: [...API_SCOPES] });
+    expect(await s.identity.authenticate(token, 2)).toMatchObject({
+      user: { id: user.id, is_admin: true },
+      scopes: [...API_SCOPES],
+    });
     expect(await s.identity.authenticate(`${token}x`, 2)).toBeUndefined();
     expect(await s.identity.authenticate(hashToken(token), 2)).toBeUndefined();
     expect((await s.userByEmail('ADA@example.com'))?.id).toBe(user.id);
@@ -116,7 +149,10 @@ describe.each(BACKENDS)('control store (%s)', (backend) => {
     expect(made).toMatchObject({ outcome: 'created', artifact: { revision: 1 } });
     const other = { ...first, sha256: 'b'.repeat(64) };
     await expect(s.presign(other, 3, 1000)).rejects.toThrow(/tags refused/);
-    expect(await s.presign({ ...other, tags: undefined }, 4, 1000)).toMatchObject({ outcome: 'created', artifact: { revision: 2 } });
+    expect(await s.presign({ ...other, tags: undefined }, 4, 1000)).toMatchObject({
+      outcome: 'created',
+      artifact: { revision: 2 },
+    });
     expect((await s.session(made.artifact.session_id))?.tags).toEqual(['kept']);
   });
 
@@ -125,31 +161,41 @@ describe.each(BACKENDS)('control store (%s)', (backend) => {
     const { user: ada } = await stores[0]!.addUser('ada@example.com', false, 1);
     const { user: bob } = await stores[0]!.addUser('bob@example.com', false, 1);
     await stores[0]!.recordClientStatus(bob.id, 'bob-1', { n: 0 }, 1);
-    await Promise.all(Array.from({ length: 100 }, (_, i) => stores[i % 4]!.recordClientStatus(ada.id, `ada-${i}`, { n: i }, 1000 + i)));
+    await Promise.all(
+      Array.from({ length: 100 }, (_, i) => stores[i % 4]!.recordClientStatus(ada.id, `ada-${i}`, { n: i }, 1000 + i)),
+    );
     const kept = await stores[1]!.clientStatuses({ user_id: ada.id, limit: 100, offset: 0 });
     expect([kept.total, kept.items.length]).toEqual([MAX_MACHINES_PER_USER, MAX_MACHINES_PER_USER]);
     expect((await stores[2]!.clientStatuses({ limit: 100, offset: 0 })).total).toBe(MAX_MACHINES_PER_USER + 1);
     // A machine already kept reports again without pushing another out.
     await stores[3]!.recordClientStatus(ada.id, kept.items[0]!.instance_id, { n: 'again' }, 2000);
-    expect((await stores[0]!.clientStatuses({ user_id: ada.id, limit: 1, offset: 0 })).total).toBe(MAX_MACHINES_PER_USER);
+    expect((await stores[0]!.clientStatuses({ user_id: ada.id, limit: 1, offset: 0 })).total).toBe(
+      MAX_MACHINES_PER_USER,
+    );
   });
 
   it('takes no more attempts than allowed in a window, however many four connections ask for at once', async () => {
     const stores = [await store(), await store(), await store(), await store()];
     const limit = { allowed: 10, windowMs: 60_000 };
-    const taken = await Promise.all(Array.from({ length: 200 }, (_, i) => stores[i % 4]!.identity.takeAttempt('k', limit, 1000)));
+    const taken = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => stores[i % 4]!.identity.takeAttempt('k', limit, 1000)),
+    );
     expect(taken.filter((end) => end !== undefined)).toEqual(Array(10).fill(61_000));
     // Another key has a window of its own.
     expect(await stores[0]!.identity.takeAttempt('other', limit, 2000)).toBe(62_000);
     // One given back is one more to take, once; given back to a window that is over, it is not.
     await stores[1]!.identity.returnAttempt('k', 61_000);
-    const again = await Promise.all(Array.from({ length: 20 }, (_, i) => stores[i % 4]!.identity.takeAttempt('k', limit, 5000)));
+    const again = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => stores[i % 4]!.identity.takeAttempt('k', limit, 5000)),
+    );
     expect(again.filter((end) => end !== undefined)).toEqual([61_000]);
     await stores[2]!.identity.returnAttempt('k', 60_999);
     expect(await stores[3]!.identity.takeAttempt('k', limit, 5000)).toBeUndefined();
     // The window ends a window's length after its first attempt; the next starts with the next attempt.
     expect(await stores[0]!.identity.takeAttempt('k', limit, 60_999)).toBeUndefined();
-    const next = await Promise.all(Array.from({ length: 40 }, (_, i) => stores[i % 4]!.identity.takeAttempt('k', limit, 61_000)));
+    const next = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => stores[i % 4]!.identity.takeAttempt('k', limit, 61_000)),
+    );
     expect(next.filter((end) => end !== undefined)).toEqual(Array(10).fill(121_000));
     await stores[0]!.identity.returnAttempt('k', 61_000);
     expect(await stores[0]!.identity.takeAttempt('k', limit, 61_000)).toBeUndefined();

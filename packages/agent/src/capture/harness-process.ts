@@ -40,7 +40,11 @@ export function readProcessInfo(pid: number): { ppid: number; name: string } | u
     }
   }
   try {
-    const text = execFileSync('ps', ['-o', 'ppid=,comm=', '-p', String(pid)], { encoding: 'utf8', timeout: 2_000, stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const text = execFileSync('ps', ['-o', 'ppid=,comm=', '-p', String(pid)], {
+      encoding: 'utf8',
+      timeout: 2_000,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
     const m = /^(\d+)\s+(.+)$/.exec(text);
     return m === null ? undefined : { ppid: Number(m[1]), name: path.basename(m[2]!) };
   } catch {
@@ -49,7 +53,10 @@ export function readProcessInfo(pid: number): { ppid: number; name: string } | u
 }
 
 /** The harness above this hook process (`parent` is its parent pid), or undefined when it cannot be told. */
-export function harnessProcess(parent: number = process.ppid, info: ProcessInfo = readProcessInfo): HarnessProcess | undefined {
+export function harnessProcess(
+  parent: number = process.ppid,
+  info: ProcessInfo = readProcessInfo,
+): HarnessProcess | undefined {
   let pid = parent;
   for (let step = 0; step < MAX_STEPS; step++) {
     const seen = info(pid);

@@ -1,7 +1,7 @@
 /**
- * The capture hook: what runs inside the harness's session-end budget (1 s by default for the tightest). It reads and checks
- * the payload, writes a small intake record into the spool, starts the detached drain process and returns. Its cost does not
- * depend on the session: the transcript is never opened here, only named.
+ * The capture hook: what runs inside the harness's session-end budget (1 s by default for the tightest). It reads and
+ * checks the payload, writes a small intake record into the spool, starts the detached drain process and returns. Its
+ * cost does not depend on the session: the transcript is never opened here, only named.
  *
  * Start-up stays lean: this module and what it imports load Node built-ins (not node:crypto), the spool and the log
  * only. Profiles come from the document cache file (the validated data reconcile stored, keyed by the profile files'
@@ -41,9 +41,7 @@ export interface HookOptions {
   ownerUid?: number;
 }
 
-export type HookOutcome =
-  | { ok: true; record: SpoolRecord }
-  | { ok: false; code: string; message: string };
+export type HookOutcome = { ok: true; record: SpoolRecord } | { ok: false; code: string; message: string };
 
 export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: HookOptions): Promise<HookOutcome> {
   const startedAt = ctx.clock.now();
@@ -63,9 +61,16 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
     const interval = await checkProfile(ctx, args.harness, args.profile);
     payload = parsePayload(await text);
     // An event fired after every turn: the capture is built once the harness has exited, of the session's last state.
-    const waitForExit = interval.capture?.wait_for_exit === true ? (options.harnessProcess ?? harnessProcess)() : undefined;
+    const waitForExit =
+      interval.capture?.wait_for_exit === true ? (options.harnessProcess ?? harnessProcess)() : undefined;
     const spool = await opening;
-    const record = await spool.enqueueIntake({ harness: args.harness, profile: args.profile, payload, createdAtUnixMs: startedAt, ...(waitForExit === undefined ? {} : { waitForExit }) });
+    const record = await spool.enqueueIntake({
+      harness: args.harness,
+      profile: args.profile,
+      payload,
+      createdAtUnixMs: startedAt,
+      ...(waitForExit === undefined ? {} : { waitForExit }),
+    });
     let spawnError: string | undefined;
     let drainPid: number | undefined;
     try {
@@ -82,7 +87,9 @@ export async function runCaptureHook(ctx: Context, args: CaptureArgs, options: H
       record: record.id,
       ...(waitForExit === undefined ? {} : { waits_for_pid: waitForExit.pid }),
       ...(drainPid === undefined ? {} : { worker_pid: drainPid }),
-      ...(spawnError === undefined ? {} : { code: 'WORKER_SPAWN', reason: `the worker could not be started: ${spawnError}` }),
+      ...(spawnError === undefined
+        ? {}
+        : { code: 'WORKER_SPAWN', reason: `the worker could not be started: ${spawnError}` }),
     });
     return { ok: true, record };
   } catch (error) {
@@ -109,13 +116,17 @@ export function startDetachedDrain(ctx: Context, options: { linger?: boolean } =
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(ctx.env)) if (value !== undefined) env[key] = value;
   // Never the harness's stdout/stderr: a harness may wait for them to close before it goes on.
-  const child = spawn(process.execPath, [ctx.self.entry, 'drain', '--quiet', ...(options.linger === true ? ['--linger'] : [])], {
-    detached: true,
-    stdio: 'ignore',
-    env,
-    cwd: ctx.paths.stateDir,
-    windowsHide: true,
-  });
+  const child = spawn(
+    process.execPath,
+    [ctx.self.entry, 'drain', '--quiet', ...(options.linger === true ? ['--linger'] : [])],
+    {
+      detached: true,
+      stdio: 'ignore',
+      env,
+      cwd: ctx.paths.stateDir,
+      windowsHide: true,
+    },
+  );
   child.on('error', () => undefined);
   child.unref();
   return child.pid;

@@ -75,10 +75,11 @@ export async function admitHookCaptures(ctx: Context, spool: Spool): Promise<Adm
       result.admitted.push(record.id);
       await spool.finishInbox(claim);
     } catch (error) {
-      const refusal = error instanceof PayloadRefused || (error instanceof BlueError && error.code === 'CAPTURE_REFUSED');
+      const refusal =
+        error instanceof PayloadRefused || (error instanceof BlueError && error.code === 'CAPTURE_REFUSED');
       if (!refusal) {
-        // A full disk, profiles that cannot be read: this file and the rest wait for the next drain, and this drain goes
-        // on to build and upload what the spool holds (an upload frees the disk).
+        // A full disk, profiles that cannot be read: this file and the rest wait for the next drain, and this drain
+        // goes on to build and upload what the spool holds (an upload frees the disk).
         const blue = toBlueError(error);
         await appendCaptureLog(ctx.paths.captureLogFile, {
           event: 'failed',
@@ -91,7 +92,8 @@ export async function admitHookCaptures(ctx: Context, spool: Spool): Promise<Adm
         for (const rest of claims.slice(index)) await spool.releaseInbox(rest);
         break;
       }
-      const blue = error instanceof PayloadRefused ? new BlueError('CAPTURE_REFUSED', error.message) : toBlueError(error);
+      const blue =
+        error instanceof PayloadRefused ? new BlueError('CAPTURE_REFUSED', error.message) : toBlueError(error);
       await appendCaptureLog(ctx.paths.captureLogFile, {
         event: 'refused',
         harness: safeName(header?.harness),
@@ -126,7 +128,8 @@ async function readInboxFile(file: string): Promise<Buffer> {
     handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? '';
-    if (NOT_A_FILE.has(code)) throw refused(`the inbox holds something that is not the hook's file under its name (${code})`);
+    if (NOT_A_FILE.has(code))
+      throw refused(`the inbox holds something that is not the hook's file under its name (${code})`);
     throw error;
   }
   try {
@@ -146,7 +149,8 @@ async function readInboxFile(file: string): Promise<Buffer> {
 function parseHeader(bytes: Buffer): HookHeader {
   const end = bytes.subarray(0, MAX_HEADER_BYTES).indexOf('\n\n');
   const lines = end < 0 ? [] : bytes.subarray(0, end).toString('utf8').split('\n');
-  if (lines[0] !== HOOK_FORMAT) throw refused(`the hook's file does not start with ${HOOK_FORMAT} (written by another blue-agent, or cut short)`);
+  if (lines[0] !== HOOK_FORMAT)
+    throw refused(`the hook's file does not start with ${HOOK_FORMAT} (written by another blue-agent, or cut short)`);
   const fields = new Map<string, string>();
   for (const line of lines.slice(1)) {
     const at = line.indexOf('=');
@@ -173,6 +177,8 @@ function harnessOf(header: HookHeader): WaitForExit | undefined {
 /** A record id (as the spool's: base-36 time, 40 bits) that the same inbox file always gets. */
 function recordId(claim: InboxClaim): string {
   const time = Math.max(0, Math.trunc(claim.mtimeMs)).toString(36).padStart(9, '0').slice(-9);
-  const digest = createHash('sha256').update(`${claim.name}\0${claim.ino}\0${Math.trunc(claim.mtimeMs)}`).digest('hex');
+  const digest = createHash('sha256')
+    .update(`${claim.name}\0${claim.ino}\0${Math.trunc(claim.mtimeMs)}`)
+    .digest('hex');
   return `${time}-${digest.slice(0, 10)}`;
 }

@@ -1,10 +1,21 @@
 /**
- * The capture log (`Paths.captureLogFile`): one JSON line per capture event (accepted, refused, failed, built), private to the user
- * and bounded in size. Hooks run without a terminal anyone reads, so this is where a refused capture can be found.
+ * The capture log (`Paths.captureLogFile`): one JSON line per capture event (accepted, refused, failed, built), private
+ * to the user and bounded in size. Hooks run without a terminal anyone reads, so this is where a refused capture can be
+ * found.
  * Entries hold ids, names and our own reasons only; payload text never goes in, and every string is passed through
  * the logger's secret masking and cut short. Logging never throws: it must not turn a capture into a failure.
  */
-import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 import { redact } from '@blue-agent/contract/util/redact.js';
 
@@ -47,7 +58,10 @@ export interface LogOptions {
 
 export async function appendCaptureLog(file: string, entry: CaptureLogEntry, options: LogOptions = {}): Promise<void> {
   try {
-    const line = Buffer.from(`${JSON.stringify({ time: new Date(options.now ?? Date.now()).toISOString(), pid: process.pid, ...clean(entry) })}\n`, 'utf8');
+    const line = Buffer.from(
+      `${JSON.stringify({ time: new Date(options.now ?? Date.now()).toISOString(), pid: process.pid, ...clean(entry) })}\n`,
+      'utf8',
+    );
     const maxBytes = options.maxBytes ?? MAX_LOG_BYTES;
     let fd = openLog(file);
     let info = fstatSync(fd);
@@ -107,7 +121,8 @@ function clean(entry: CaptureLogEntry): Record<string, string | number | boolean
   const out: Record<string, string | number | boolean> = {};
   for (const [key, value] of Object.entries(entry)) {
     if (value === undefined) continue;
-    out[key] = typeof value === 'string' ? redact(value.length > MAX_FIELD ? `${value.slice(0, MAX_FIELD)}…` : value) : value;
+    out[key] =
+      typeof value === 'string' ? redact(value.length > MAX_FIELD ? `${value.slice(0, MAX_FIELD)}…` : value) : value;
   }
   return out;
 }

@@ -82,21 +82,26 @@ export function readPayloadText(stream: Readable, options: ReadOptions = {}): Pr
       if (!scanner.started) return finish(new PayloadRefused('the payload on stdin is empty'));
       finish(new PayloadRefused('the payload on stdin ended before its JSON object was complete'));
     };
-    const onError = (error: Error) => finish(new PayloadRefused(`stdin could not be read (${(error as NodeJS.ErrnoException).code ?? error.message})`));
+    const onError = (error: Error) =>
+      finish(new PayloadRefused(`stdin could not be read (${(error as NodeJS.ErrnoException).code ?? error.message})`));
     // The deadline judges what had arrived by then, not what this process got round to reading: on a loaded machine
     // the timer can come due while the payload waits in the pipe, and timers run before pending reads. One more turn
     // of the event loop (its poll phase reads what is ready) comes before the verdict.
-    const timer = setTimeout(() => {
-      setImmediate(() =>
-        finish(
-          new PayloadRefused(
-            scanner.started
-              ? `the payload on stdin was not complete after ${Math.round(deadlineMs)} ms (${received} bytes received)`
-              : `no payload arrived on stdin within ${Math.round(deadlineMs)} ms`,
+    const timer = setTimeout(
+      () => {
+        setImmediate(() =>
+          finish(
+            new PayloadRefused(
+              scanner.started
+                ? `the payload on stdin was not complete after ${Math.round(deadlineMs)} ms (${received} bytes ` +
+                    `received)`
+                : `no payload arrived on stdin within ${Math.round(deadlineMs)} ms`,
+            ),
           ),
-        ),
-      );
-    }, Math.max(0, deadlineMs));
+        );
+      },
+      Math.max(0, deadlineMs),
+    );
     const onAbort = () => finish(new PayloadRefused('reading the payload was cancelled'));
     if (options.signal?.aborted === true) return onAbort();
     options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -169,7 +174,9 @@ export function payloadFromBytes(bytes: Buffer, maxBytes: number = MAX_PAYLOAD_B
   if (end < 0) {
     if (bytes.length > maxBytes) throw tooLarge(maxBytes);
     if (!scanner.started) throw new PayloadRefused('the payload on stdin is empty');
-    throw new PayloadRefused(`the payload on stdin was not complete when the hook stopped reading (${bytes.length} bytes received)`);
+    throw new PayloadRefused(
+      `the payload on stdin was not complete when the hook stopped reading (${bytes.length} bytes received)`,
+    );
   }
   if (end > maxBytes) throw tooLarge(maxBytes);
   return parsePayload(bytes.subarray(0, end).toString('utf8'));
@@ -183,7 +190,8 @@ export function parsePayload(text: string): HookPayload {
   } catch {
     throw new PayloadRefused('the payload on stdin is not valid JSON');
   }
-  if (data === null || typeof data !== 'object' || Array.isArray(data)) throw new PayloadRefused('the payload on stdin is not a JSON object');
+  if (data === null || typeof data !== 'object' || Array.isArray(data))
+    throw new PayloadRefused('the payload on stdin is not a JSON object');
   const raw = data as Record<string, unknown>;
   const sessionId = raw.session_id;
   if (typeof sessionId !== 'string') throw new PayloadRefused('the payload has no session_id string');
@@ -210,7 +218,8 @@ function absolutePath(raw: Record<string, unknown>, field: string): string | und
   if (value === undefined || value === null || value === '') return undefined;
   if (typeof value !== 'string') throw new PayloadRefused(`${field} must be a string`);
   if (value.includes('\0')) throw new PayloadRefused(`${field} contains a NUL character`);
-  if (value.length > MAX_PATH_LENGTH) throw new PayloadRefused(`${field} must be at most ${MAX_PATH_LENGTH} characters long`);
+  if (value.length > MAX_PATH_LENGTH)
+    throw new PayloadRefused(`${field} must be at most ${MAX_PATH_LENGTH} characters long`);
   if (!value.startsWith('/')) throw new PayloadRefused(`${field} must be an absolute path`);
   return value;
 }

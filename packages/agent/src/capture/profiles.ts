@@ -21,10 +21,13 @@ export async function checkProfile(ctx: Context, harness: string, profile: strin
     const interval = doc.intervals.find((i) => i.profile === profile);
     if (interval === undefined) continue;
     if (doc.harness !== harness) throw refused(`profile ${profile} belongs to ${doc.harness}, not to ${harness}`);
-    if (!interval.operations.includes('session_capture')) throw refused(`profile ${profile} does not support session capture`);
+    if (!interval.operations.includes('session_capture'))
+      throw refused(`profile ${profile} does not support session capture`);
     return interval;
   }
-  throw refused(`unknown compatibility profile "${safeName(profile)}"; run \`blue-agent reconcile\` to reinstall the hook`);
+  throw refused(
+    `unknown compatibility profile "${safeName(profile)}"; run \`blue-agent reconcile\` to reinstall the hook`,
+  );
 }
 
 /**
@@ -38,14 +41,18 @@ async function profileDocuments(ctx: Context): Promise<HarnessProfiles[]> {
   const cacheFile = ctx.paths.documentCacheFile;
   try {
     const [names, cacheText] = await Promise.all([readdir(dir), readFile(cacheFile, 'utf8')]);
-    const cache = JSON.parse(cacheText) as { version?: unknown; entries?: Record<string, { text?: unknown; data?: unknown }> };
+    const cache = JSON.parse(cacheText) as {
+      version?: unknown;
+      entries?: Record<string, { text?: unknown; data?: unknown }>;
+    };
     if (cache.version !== 1) throw new Error('miss');
     const entries = cache.entries;
     const docs: HarnessProfiles[] = [];
     for (const name of names.filter((n) => n.endsWith('.yaml') || n.endsWith('.yml')).sort()) {
       const file = path.join(dir, name);
       const entry = entries?.[`profile:${file}`];
-      if (entry === undefined || typeof entry.text !== 'string' || entry.text !== (await readFile(file, 'utf8'))) throw new Error('miss');
+      if (entry === undefined || typeof entry.text !== 'string' || entry.text !== (await readFile(file, 'utf8')))
+        throw new Error('miss');
       const doc = entry.data as HarnessProfiles;
       if (typeof doc?.harness !== 'string' || !Array.isArray(doc.intervals)) throw new Error('miss');
       docs.push(doc);
@@ -54,7 +61,10 @@ async function profileDocuments(ctx: Context): Promise<HarnessProfiles[]> {
   } catch {
     // A cache miss, or an unreadable folder that the full loader reports properly.
   }
-  const [{ DocumentCache }, { loadProfiles }] = await Promise.all([import('@blue-agent/contract/schema/document-cache.js'), import('@blue-agent/contract/profiles/index.js')]);
+  const [{ DocumentCache }, { loadProfiles }] = await Promise.all([
+    import('@blue-agent/contract/schema/document-cache.js'),
+    import('@blue-agent/contract/profiles/index.js'),
+  ]);
   const documents = await DocumentCache.open(cacheFile, true);
   const set = await loadProfiles(dir, documents);
   await documents.save().catch(() => undefined);

@@ -22,9 +22,15 @@ export interface BackfillFlags {
 export function parseSince(text: string, now: number): number {
   const days = /^(\d{1,5})d$/.exec(text);
   if (days !== null) return now - Number(days[1]) * 86_400_000;
-  const date = /^\d{4}-\d{2}-\d{2}$/.test(text) ? Date.parse(`${text}T00:00:00Z`) : /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(text) ? Date.parse(text) : NaN;
+  const date = /^\d{4}-\d{2}-\d{2}$/.test(text)
+    ? Date.parse(`${text}T00:00:00Z`)
+    : /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(text)
+      ? Date.parse(text)
+      : NaN;
   if (Number.isNaN(date)) {
-    throw new BlueError('USAGE', `--since "${text.slice(0, 64)}" is not a date`, { hint: 'Use a date (2026-11-01), a date and time with its offset (2026-11-01T09:00:00+01:00), or days back (30d).' });
+    throw new BlueError('USAGE', `--since "${text.slice(0, 64)}" is not a date`, {
+      hint: 'Use a date (2026-11-01), a date and time with its offset (2026-11-01T09:00:00+01:00), or days back (30d).',
+    });
   }
   return date;
 }
@@ -32,7 +38,12 @@ export function parseSince(text: string, now: number): number {
 export function parseRate(text: string | undefined): number {
   if (text === undefined) return DEFAULT_PER_MINUTE;
   const n = Number(text);
-  if (!/^\d{1,6}$/.test(text) || n < 1) throw new BlueError('USAGE', `--rate "${text.slice(0, 32)}" is not a whole number of sessions per minute (1 or more)`, { hint: `The default is ${DEFAULT_PER_MINUTE}.` });
+  if (!/^\d{1,6}$/.test(text) || n < 1)
+    throw new BlueError(
+      'USAGE',
+      `--rate "${text.slice(0, 32)}" is not a whole number of sessions per minute (1 or more)`,
+      { hint: `The default is ${DEFAULT_PER_MINUTE}.` },
+    );
   return n;
 }
 
@@ -40,11 +51,21 @@ export async function backfillCommand(ctx: Context, flags: BackfillFlags): Promi
   const since = flags.since === undefined ? undefined : parseSince(flags.since, ctx.clock.now());
   const perMinute = parseRate(flags.rate);
   const { config } = await loadAgentConfig(ctx);
-  const resolved = await resolvePolicy(ctx, { dryRun: flags.dryRun === true, config, ...(flags.policy === undefined ? {} : { policyFile: flags.policy }) });
+  const resolved = await resolvePolicy(ctx, {
+    dryRun: flags.dryRun === true,
+    config,
+    ...(flags.policy === undefined ? {} : { policyFile: flags.policy }),
+  });
   if (resolved.policy.session_upload === undefined) {
-    throw new BlueError('CAPTURE_REFUSED', `policy revision ${resolved.revision} disables session capture (it has no session_upload block)`, {
-      hint: 'Nothing is captured while capture is off; ask the administrators of the Control API, or pass --policy FILE.',
-    });
+    throw new BlueError(
+      'CAPTURE_REFUSED',
+      `policy revision ${resolved.revision} disables session capture (it has no session_upload block)`,
+      {
+        hint:
+          'Nothing is captured while capture is off; ask the administrators of the Control API, or pass ' +
+          '--policy FILE.',
+      },
+    );
   }
   const progress = flags.json !== true && ctx.stderr.isTTY === true;
   const report = await backfill(ctx, resolved.policy, {
@@ -66,15 +87,26 @@ export async function backfillCommand(ctx: Context, flags: BackfillFlags): Promi
 
 export function renderBackfill(r: BackfillReport): string {
   const lines: string[] = [];
-  for (const h of r.harnesses) lines.push(`${h.harness} (${h.profile}): ${h.sessions} session(s) on disk${h.truncated ? ' (listing cut at its bound)' : ''}`);
+  for (const h of r.harnesses)
+    lines.push(
+      `${h.harness} (${h.profile}): ${h.sessions} session(s) on disk` +
+        `${h.truncated ? ' (listing cut at its bound)' : ''}`,
+    );
   for (const h of r.unlisted) lines.push(`${h}: its sessions cannot be listed; they are captured by its hook alone`);
-  if (r.harnesses.length === 0 && r.unlisted.length === 0) lines.push('no harness captures sessions here (none installed, allowed and supported)');
+  if (r.harnesses.length === 0 && r.unlisted.length === 0)
+    lines.push('no harness captures sessions here (none installed, allowed and supported)');
   const skipped = r.skipped;
   lines.push(
-    `${r.dry_run ? 'would capture' : 'captured'} ${r.candidates.length} session(s); skipped ${skipped.captured} captured before, ${skipped.on_server} already on the Control API, ${skipped.queued} already in the spool, ${skipped.before_since} older than --since`,
+    `${r.dry_run ? 'would capture' : 'captured'} ${r.candidates.length} session(s); skipped ${skipped.captured} ` +
+      `captured before, ${skipped.on_server} already on the Control API, ${skipped.queued} already in the spool, ` +
+      `${skipped.before_since} older than --since`,
   );
   if (r.dry_run) {
-    for (const c of r.candidates) lines.push(`  ${new Date(c.mtime_ms).toISOString()}  ${c.harness}  ${c.session_id}${c.resumable ? '' : `  (written by ${c.version}, older than ${c.profile}: not resumable)`}`);
+    for (const c of r.candidates)
+      lines.push(
+        `  ${new Date(c.mtime_ms).toISOString()}  ${c.harness}  ${c.session_id}` +
+          `${c.resumable ? '' : `  (written by ${c.version}, older than ${c.profile}: not resumable)`}`,
+      );
   } else {
     lines.push(`built ${r.built}, uploaded ${r.uploaded}, unchanged ${r.unchanged}, failed ${r.failed.length}`);
     for (const f of r.failed) lines.push(`  failed ${f.session_id}: ${f.code} ${f.reason}`);

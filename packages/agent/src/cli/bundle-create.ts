@@ -40,7 +40,10 @@ export async function bundleCreateCommand(ctx: Context, opts: BundleCreateOption
       }),
     );
   } catch (error) {
-    if (error instanceof PayloadRefused) throw new BlueError('USAGE', error.message.replace(/^session_id/, '--session'), { hint: 'Run `blue-agent bundle create --help`.' });
+    if (error instanceof PayloadRefused)
+      throw new BlueError('USAGE', error.message.replace(/^session_id/, '--session'), {
+        hint: 'Run `blue-agent bundle create --help`.',
+      });
     throw error;
   }
   const documents = await DocumentCache.open(ctx.paths.documentCacheFile, true);
@@ -49,17 +52,27 @@ export async function bundleCreateCommand(ctx: Context, opts: BundleCreateOption
   const profile = opts.profile ?? (await installedProfile(ctx, profiles, harness));
   const { interval } = captureInterval(profiles, harness, profile);
   const out = path.resolve(ctx.cwd, opts.out);
-  const result = await assembleBundle(ctx, { harness, interval, payload, capturedAtUnixMs: ctx.clock.now() }, out, profiles).catch((error: unknown) => {
-    throw isSystemError(error) && aboutOutput(error, out) ? fromSystemError(error, { action: 'write the bundle to', file: out }) : error;
+  const result = await assembleBundle(
+    ctx,
+    { harness, interval, payload, capturedAtUnixMs: ctx.clock.now() },
+    out,
+    profiles,
+  ).catch((error: unknown) => {
+    throw isSystemError(error) && aboutOutput(error, out)
+      ? fromSystemError(error, { action: 'write the bundle to', file: out })
+      : error;
   });
   if (opts.json === true) {
-    ctx.stdout.write(`${JSON.stringify({ ok: true, file: out, size: result.size, sha256: result.sha256, manifest: result.manifest }, null, 2)}\n`);
+    ctx.stdout.write(
+      `${JSON.stringify({ ok: true, file: out, size: result.size, sha256: result.sha256, manifest: result.manifest }, null, 2)}\n`,
+    );
   } else {
     const m = result.manifest;
     ctx.stdout.write(
       [
         `wrote ${out}`,
-        `  ${m.harness} session ${m.native_session_id} (${m.compatibility_profile}), ${m.files.length} file${m.files.length === 1 ? '' : 's'}`,
+        `  ${m.harness} session ${m.native_session_id} (${m.compatibility_profile}), ${m.files.length} file` +
+          `${m.files.length === 1 ? '' : 's'}`,
         ...(m.title === undefined ? [] : [`  title: ${m.title}`]),
         `  ${result.size} bytes, sha256 ${result.sha256}`,
         '',
@@ -75,18 +88,26 @@ async function installedProfile(ctx: Context, profiles: ProfileSet, harness: Har
   const { config } = await loadAgentConfig(ctx);
   const binary = config.harnesses?.[harness]?.binary ?? (await findExecutable(loaded.doc.binary, ctx.env.PATH));
   if (binary === undefined) {
-    throw new BlueError('USAGE', `${loaded.doc.display_name} (\`${loaded.doc.binary}\`) was not found on PATH, so its profile is unknown`, {
-      hint: 'Name the profile with --profile (see `blue-agent profiles list`).',
-    });
+    throw new BlueError(
+      'USAGE',
+      `${loaded.doc.display_name} (\`${loaded.doc.binary}\`) was not found on PATH, so its profile is unknown`,
+      {
+        hint: 'Name the profile with --profile (see `blue-agent profiles list`).',
+      },
+    );
   }
   const cache = await VersionCache.open(ctx);
   const found = await detectVersion(ctx, loaded, binary, cache);
   await cache.save().catch(() => undefined);
   const choice = selectInterval(loaded.doc, found.version);
   if (choice === undefined) {
-    throw new BlueError('PROFILE_UNKNOWN', `${loaded.doc.display_name} ${found.version} is outside every compatibility profile`, {
-      hint: 'Name the profile with --profile (see `blue-agent profiles list`).',
-    });
+    throw new BlueError(
+      'PROFILE_UNKNOWN',
+      `${loaded.doc.display_name} ${found.version} is outside every compatibility profile`,
+      {
+        hint: 'Name the profile with --profile (see `blue-agent profiles list`).',
+      },
+    );
   }
   return choice.interval.profile;
 }
@@ -96,9 +117,14 @@ const HANDLE_WRITES = new Set(['write', 'writev', 'fsync', 'fdatasync', 'ftrunca
 
 /** Whether a failed call was on `out`: the file itself, its folder, the temporary written beside it, or a write. */
 function aboutOutput(error: SystemError, out: string): boolean {
-  if (error.path === undefined && error.dest === undefined) return error.syscall !== undefined && HANDLE_WRITES.has(error.syscall);
+  if (error.path === undefined && error.dest === undefined)
+    return error.syscall !== undefined && HANDLE_WRITES.has(error.syscall);
   const name = path.basename(out);
   return [error.path, error.dest].some(
-    (p) => p !== undefined && (p === out || p === path.dirname(out) || (path.dirname(p) === path.dirname(out) && path.basename(p).startsWith(`.${name}.`))),
+    (p) =>
+      p !== undefined &&
+      (p === out ||
+        p === path.dirname(out) ||
+        (path.dirname(p) === path.dirname(out) && path.basename(p).startsWith(`.${name}.`))),
   );
 }

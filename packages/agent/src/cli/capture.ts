@@ -7,9 +7,17 @@ import type { Context } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK } from '@blue-agent/contract/errors.js';
 import { runCaptureHook, type CaptureArgs, type HookOptions } from '../capture/hook.js';
 
-export async function captureCommand(ctx: Context, args: CaptureArgs, stdin: Readable = process.stdin, options: Omit<HookOptions, 'stdin'> = {}): Promise<number> {
+export async function captureCommand(
+  ctx: Context,
+  args: CaptureArgs,
+  stdin: Readable = process.stdin,
+  options: Omit<HookOptions, 'stdin'> = {},
+): Promise<number> {
   const outcome = await runCaptureHook(ctx, args, { ...options, stdin });
   if (outcome.ok) return EXIT_OK;
-  ctx.stderr.write(`blue-agent capture: ${outcome.code === 'CAPTURE_REFUSED' ? 'refused' : `failed [${outcome.code}]`}: ${outcome.message}\n`);
+  ctx.stderr.write(
+    `blue-agent capture: ${outcome.code === 'CAPTURE_REFUSED' ? 'refused' : `failed [${outcome.code}]`}: ` +
+      `${outcome.message}\n`,
+  );
   return EXIT_FAILURE;
 }

@@ -54,7 +54,8 @@ export interface Runner {
 export function addCommand(parent: Command, declaration: CommandDeclaration, runner: Runner): Command {
   const command = parent.command(declaration.usage).description(declaration.summary);
   for (const option of declaration.options ?? []) command.addOption(toOption(option));
-  if (declaration.loadHelp !== undefined) command.addHelpText('after', () => runner.loadedHelp.get(declaration) ?? declaration.help ?? '');
+  if (declaration.loadHelp !== undefined)
+    command.addHelpText('after', () => runner.loadedHelp.get(declaration) ?? declaration.help ?? '');
   else if (declaration.help !== undefined) command.addHelpText('after', declaration.help);
   if (declaration.run !== undefined) {
     // Commander passes the arguments, the options, then the command itself.

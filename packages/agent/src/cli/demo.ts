@@ -35,11 +35,26 @@ export async function demoCommand(ctx: Context, opts: DemoCommandOptions): Promi
         root = dir;
         if (json) return;
         out('blue-agent demo: capture, upload and restore of a session, on this machine, without a model API.');
-        out(`  Everything happens under DEMO=${dir}, in throwaway HOMEs (A captures, B restores); your own HOME, configs and harness variables are not read or written.`);
-        out('  real:     the reference Control API (in this process, on loopback) and the blue-agent commands it runs: login, reconcile,');
-        out('            the managed capture hook as reconcile wrote it, the capture worker, drain, sessions list, resume');
-        out(`  recorded: a ${asset.displayName} ${asset.version} session recorded offline from the real CLI (shipped with blue-agent), and a stand-in`);
-        out(`            \`${asset.binary}\` on PATH that only answers --version; no model is called and no real ${asset.displayName} runs`);
+        out(
+          `  Everything happens under DEMO=${dir}, in throwaway HOMEs (A captures, B restores); your own HOME, ` +
+            `configs and harness variables are not read or written.`,
+        );
+        out(
+          '  real:     the reference Control API (in this process, on loopback) and the blue-agent commands it ' +
+            'runs: login, reconcile,',
+        );
+        out(
+          '            the managed capture hook as reconcile wrote it, the capture worker, drain, sessions list, ' +
+            'resume',
+        );
+        out(
+          `  recorded: a ${asset.displayName} ${asset.version} session recorded offline from the real CLI (shipped ` +
+            `with blue-agent), and a stand-in`,
+        );
+        out(
+          `            \`${asset.binary}\` on PATH that only answers --version; no model is called and no real ` +
+            `${asset.displayName} runs`,
+        );
       },
       onStep: (step) => {
         if (!json) printStep(out, root, step);
@@ -54,7 +69,8 @@ export async function demoCommand(ctx: Context, opts: DemoCommandOptions): Promi
       ctx.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       return error.exitCode;
     }
-    if (!json && report !== undefined) out(report.kept ? `Kept DEMO=${report.root} for inspection.` : `Removed DEMO=${report.root}.`);
+    if (!json && report !== undefined)
+      out(report.kept ? `Kept DEMO=${report.root} for inspection.` : `Removed DEMO=${report.root}.`);
     throw error;
   } finally {
     process.off('SIGINT', onSignal);
@@ -62,11 +78,19 @@ export async function demoCommand(ctx: Context, opts: DemoCommandOptions): Promi
   }
 }
 
-const WIDTH = Math.max(...['control-api', 'reconcile', 'capture', 'restore', 'session', 'harness', 'drain', 'login', 'list'].map((s) => s.length));
+const WIDTH = Math.max(
+  ...['control-api', 'reconcile', 'capture', 'restore', 'session', 'harness', 'drain', 'login', 'list'].map(
+    (s) => s.length,
+  ),
+);
 
 function printStep(out: (line: string) => void, root: string, step: StepResult): void {
   const head = `${String(step.n).padStart(2)}. ${step.id.padEnd(WIDTH)}  `;
-  out(step.ok ? `${head}${short(root, step.summary)} (${step.ms} ms)` : `${head}FAILED ${short(root, step.summary)} (after ${step.ms} ms)`);
+  out(
+    step.ok
+      ? `${head}${short(root, step.summary)} (${step.ms} ms)`
+      : `${head}FAILED ${short(root, step.summary)} (after ${step.ms} ms)`,
+  );
   for (const note of step.notes) out(`${' '.repeat(head.length)}${short(root, note)}`);
 }
 
@@ -79,6 +103,9 @@ function printEnd(out: (line: string) => void, report: DemoReport, ms: number): 
   const port = report.control_url === null ? '' : new URL(report.control_url).port;
   out(`Kept DEMO=${report.root}:`);
   out(`  HOME A (captured): $DEMO/a/home   HOME B (restored): $DEMO/b/home   Control API data: $DEMO/control`);
-  out(`  The Control API has stopped; to look at it again: blue-agent control-plane serve --data ${report.root}/control --listen 127.0.0.1:${port}`);
+  out(
+    `  The Control API has stopped; to look at it again: blue-agent control-plane serve --data ${report.root}/control ` +
+      `--listen 127.0.0.1:${port}`,
+  );
   out(`  Remove it when done: rm -rf ${report.root}`);
 }

@@ -1,7 +1,8 @@
 /**
  * `blue-agent doctor [--json]`: checks this machine's set-up — Node.js, the agent config, the Control API and the
  * token (one bounded request), the policy, the spool's permissions, each harness against the profiles, the checks a
- * harness adds (its hook trust) and the service — and prints the fix for every problem. Changes nothing. Exits 1 when a check fails.
+ * harness adds (its hook trust) and the service — and prints the fix for every problem. Changes nothing. Exits 1 when a
+ * check fails.
  */
 import type { Context } from '../context.js';
 import { runChecks } from '../doctor/checks.js';

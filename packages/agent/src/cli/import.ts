@@ -23,9 +23,17 @@ export interface ImportReport {
   failed: { index: number; conversation: string | null; reason: string }[];
 }
 
-export async function importCommand(ctx: Context, source: string, file: string, opts: { json?: boolean }): Promise<number> {
+export async function importCommand(
+  ctx: Context,
+  source: string,
+  file: string,
+  opts: { json?: boolean },
+): Promise<number> {
   if (!(IMPORT_SOURCES as readonly string[]).includes(source)) {
-    throw usageError(`blue-agent cannot import "${source.slice(0, 40)}"; it imports ${IMPORT_SOURCES.join(', ')}`, 'For ChatGPT: blue-agent import chatgpt-export conversations.json');
+    throw usageError(
+      `blue-agent cannot import "${source.slice(0, 40)}"; it imports ${IMPORT_SOURCES.join(', ')}`,
+      'For ChatGPT: blue-agent import chatgpt-export conversations.json',
+    );
   }
   const where = path.resolve(ctx.cwd, file);
   const report: ImportReport = { source, file: where, conversations: 0, imported: 0, unchanged: 0, failed: [] };
@@ -35,7 +43,8 @@ export async function importCommand(ctx: Context, source: string, file: string, 
   try {
     for await (const item of readConversations(where)) {
       report.conversations++;
-      const fail = (conversation: string | null, reason: string) => report.failed.push({ index: item.index, conversation, reason });
+      const fail = (conversation: string | null, reason: string) =>
+        report.failed.push({ index: item.index, conversation, reason });
       if ('error' in item) {
         fail(null, item.error);
         continue;
@@ -46,7 +55,10 @@ export async function importCommand(ctx: Context, source: string, file: string, 
         continue;
       }
       if (serializeRecord(record).length > MAX_RECORD_BYTES) {
-        fail(record.provider_session_id ?? null, `it is larger than ${MAX_RECORD_BYTES / 1024 / 1024} MiB as a session record`);
+        fail(
+          record.provider_session_id ?? null,
+          `it is larger than ${MAX_RECORD_BYTES / 1024 / 1024} MiB as a session record`,
+        );
         continue;
       }
       try {
@@ -59,7 +71,11 @@ export async function importCommand(ctx: Context, source: string, file: string, 
         if (blue.code === 'CONTROL_API_UNREACHABLE' || blue.code === 'AUTH_FAILED') throw blue;
         fail(record.provider_session_id ?? null, blue.message);
       }
-      if (progress) ctx.stderr.write(`\rimport: ${report.conversations} conversations read, ${report.imported} imported, ${report.unchanged} unchanged, ${report.failed.length} failed\u001b[K`);
+      if (progress)
+        ctx.stderr.write(
+          `\rimport: ${report.conversations} conversations read, ${report.imported} imported, ${report.unchanged} ` +
+            `unchanged, ${report.failed.length} failed\u001b[K`,
+        );
     }
   } finally {
     if (progress) ctx.stderr.write('\n');
@@ -69,9 +85,16 @@ export async function importCommand(ctx: Context, source: string, file: string, 
   if (opts.json === true) {
     ctx.stdout.write(`${JSON.stringify({ ok, ...report }, null, 2)}\n`);
   } else {
-    ctx.stdout.write(`${report.conversations} conversation${report.conversations === 1 ? '' : 's'}: ${report.imported} imported, ${report.unchanged} already there, ${report.failed.length} failed.\n`);
-    for (const f of report.failed.slice(0, 20)) ctx.stdout.write(`  conversation ${f.index + 1}${f.conversation === null ? '' : ` (${f.conversation})`}: ${f.reason}\n`);
-    if (report.failed.length > 20) ctx.stdout.write(`  and ${report.failed.length - 20} more (--json lists them all)\n`);
+    ctx.stdout.write(
+      `${report.conversations} conversation${report.conversations === 1 ? '' : 's'}: ${report.imported} imported, ` +
+        `${report.unchanged} already there, ${report.failed.length} failed.\n`,
+    );
+    for (const f of report.failed.slice(0, 20))
+      ctx.stdout.write(
+        `  conversation ${f.index + 1}${f.conversation === null ? '' : ` (${f.conversation})`}: ${f.reason}\n`,
+      );
+    if (report.failed.length > 20)
+      ctx.stdout.write(`  and ${report.failed.length - 20} more (--json lists them all)\n`);
   }
   return ok ? 0 : 1;
 }

@@ -65,7 +65,9 @@ export async function loginCommand(ctx: Context, opts: LoginOptions, stdin: Read
     const lines = [
       ...(report.email === undefined ? [] : [`signed in as ${report.email}`]),
       `control_url ${report.control_url} saved in ${report.config_file}`,
-      report.method === 'device' ? `credentials saved in ${report.token_file} (mode 0600; the access token refreshes itself)` : `token saved in ${report.token_file} (mode 0600)`,
+      report.method === 'device'
+        ? `credentials saved in ${report.token_file} (mode 0600; the access token refreshes itself)`
+        : `token saved in ${report.token_file} (mode 0600)`,
       report.verified ? 'the Control API accepted the token' : 'the token was not checked (--offline)',
       ...report.warnings.map((w) => `warning: ${w}`),
     ];
@@ -76,13 +78,22 @@ export async function loginCommand(ctx: Context, opts: LoginOptions, stdin: Read
 
 export async function login(ctx: Context, opts: LoginOptions, stdin: Readable): Promise<LoginReport> {
   const { controlUrl, source } = await controlUrlFor(ctx, opts.controlUrl);
-  if (source !== '--control-url') ctx.stderr.write(`Signing in to the Control API at ${controlUrl} (${SOURCE_WORDS[source](ctx)}; --control-url URL signs in elsewhere).\n`);
+  if (source !== '--control-url')
+    ctx.stderr.write(
+      `Signing in to the Control API at ${controlUrl} (${SOURCE_WORDS[source](ctx)}; --control-url URL signs in ` +
+        `elsewhere).\n`,
+    );
   if (opts.tokenStdin !== true) {
-    if (opts.offline === true) throw usageError('--offline applies to a token from stdin only', 'The device flow needs the Control API: drop --offline, or add --token-stdin.');
+    if (opts.offline === true)
+      throw usageError(
+        '--offline applies to a token from stdin only',
+        'The device flow needs the Control API: drop --offline, or add --token-stdin.',
+      );
     return deviceLogin(ctx, controlUrl, source, opts);
   }
   // Without a pipe the terminal is stdin: say what is awaited rather than seem to hang.
-  if ((stdin as { isTTY?: boolean }).isTTY === true) ctx.stderr.write('Paste the token, then press Enter and Ctrl-D:\n');
+  if ((stdin as { isTTY?: boolean }).isTTY === true)
+    ctx.stderr.write('Paste the token, then press Enter and Ctrl-D:\n');
   const token = await readToken(stdin);
   const warnings: string[] = [];
 
@@ -99,7 +110,12 @@ export async function login(ctx: Context, opts: LoginOptions, stdin: Readable): 
   }).catch((error: unknown) => {
     // The server took the token (it authenticates before it looks for a policy) but has no policy to give yet, or
     // none this blue-agent may apply (426, another major pinned): the token is good, the policy is another matter.
-    if (error instanceof BlueError && (error.code === 'POLICY_MISSING' || error.code === 'POLICY_INCOMPATIBLE' || error.code === 'CLIENT_VERSION_MISMATCH')) {
+    if (
+      error instanceof BlueError &&
+      (error.code === 'POLICY_MISSING' ||
+        error.code === 'POLICY_INCOMPATIBLE' ||
+        error.code === 'CLIENT_VERSION_MISMATCH')
+    ) {
       warnings.push(`${error.message}; saved anyway. ${error.hint ?? ''}`);
       return { kind: 'ok' as const };
     }
@@ -109,15 +125,32 @@ export async function login(ctx: Context, opts: LoginOptions, stdin: Readable): 
   if (outcome.kind === 'unavailable') {
     // Saving a token nobody checked is a choice, never a fallback: a typo in the URL would otherwise pass unnoticed.
     if (opts.offline !== true) {
-      throw new BlueError('CONTROL_API_UNREACHABLE', `cannot check the token with the Control API at ${origin}: ${outcome.reason}; nothing was saved`, {
-        hint: `Check --control-url and the network, then try again; to save the token unchecked on a machine that cannot reach the Control API yet, add --offline.`,
-      });
+      throw new BlueError(
+        'CONTROL_API_UNREACHABLE',
+        `cannot check the token with the Control API at ${origin}: ${outcome.reason}; nothing was saved`,
+        {
+          hint:
+            `Check --control-url and the network, then try again; to save the token unchecked on a machine ` +
+            `that cannot reach the Control API yet, add --offline.`,
+        },
+      );
     }
-    warnings.push(`the token was not checked with the Control API at ${origin}: ${outcome.reason}; saved anyway (--offline)`);
+    warnings.push(
+      `the token was not checked with the Control API at ${origin}: ${outcome.reason}; saved anyway (--offline)`,
+    );
   }
 
   const tokenFile = await save(ctx, controlUrl, `${token}\n`, warnings);
-  return { ok: true, control_url: controlUrl, control_url_source: source, config_file: ctx.paths.configFile, token_file: tokenFile, verified: outcome.kind !== 'unavailable', method: 'token', warnings };
+  return {
+    ok: true,
+    control_url: controlUrl,
+    control_url_source: source,
+    config_file: ctx.paths.configFile,
+    token_file: tokenFile,
+    verified: outcome.kind !== 'unavailable',
+    method: 'token',
+    warnings,
+  };
 }
 
 export type ControlUrlSource = '--control-url' | typeof CONTROL_URL_ENV | 'control_url';
@@ -128,18 +161,30 @@ const SOURCE_WORDS: Record<ControlUrlSource, (ctx: Context) => string> = {
   control_url: (ctx) => `control_url saved in ${ctx.paths.configFile}`,
 };
 
-/** --control-url, else where the other commands find the Control API: BLUE_AGENT_CONTROL_URL, else the saved control_url. */
-async function controlUrlFor(ctx: Context, given: string | undefined): Promise<{ controlUrl: string; source: ControlUrlSource }> {
+/** --control-url, else where the other commands find the Control API: BLUE_AGENT_CONTROL_URL, else the saved
+ * control_url. */
+async function controlUrlFor(
+  ctx: Context,
+  given: string | undefined,
+): Promise<{ controlUrl: string; source: ControlUrlSource }> {
   if (given !== undefined) return { controlUrl: normaliseControlUrl(given), source: '--control-url' };
   const settings = controlSettings(ctx, (await loadAgentConfig(ctx)).config);
   if (settings.controlUrl === undefined || settings.controlUrlSource === undefined) {
-    throw usageError('no Control API to sign in to: give --control-url (login saves it, so later logins need it no more)', 'Example: blue-agent login --control-url https://control.example.com');
+    throw usageError(
+      'no Control API to sign in to: give --control-url (login saves it, so later logins need it no more)',
+      'Example: blue-agent login --control-url https://control.example.com',
+    );
   }
   try {
     return { controlUrl: normaliseControlUrl(settings.controlUrl), source: settings.controlUrlSource };
   } catch (error) {
-    const where = settings.controlUrlSource === 'control_url' ? `control_url in ${ctx.paths.configFile}` : CONTROL_URL_ENV;
-    throw new BlueError('CONFIG_INVALID', `${where}: ${(error as BlueError).message.replace(/^--control-url /, 'the URL ')}`, { hint: 'Give --control-url URL: login saves it in place of this one.' });
+    const where =
+      settings.controlUrlSource === 'control_url' ? `control_url in ${ctx.paths.configFile}` : CONTROL_URL_ENV;
+    throw new BlueError(
+      'CONFIG_INVALID',
+      `${where}: ${(error as BlueError).message.replace(/^--control-url /, 'the URL ')}`,
+      { hint: 'Give --control-url URL: login saves it in place of this one.' },
+    );
   }
 }
 
@@ -147,7 +192,12 @@ async function controlUrlFor(ctx: Context, given: string | undefined): Promise<{
  * The device flow: the code and where to approve it on stderr (and the browser opened at that page where one can
  * be), then the credentials saved once approved, and who they are for.
  */
-async function deviceLogin(ctx: Context, controlUrl: string, source: ControlUrlSource, opts: LoginOptions): Promise<LoginReport> {
+async function deviceLogin(
+  ctx: Context,
+  controlUrl: string,
+  source: ControlUrlSource,
+  opts: LoginOptions,
+): Promise<LoginReport> {
   const abort = new AbortController();
   const interrupted = (signal: NodeJS.Signals) => abort.abort(signal);
   process.once('SIGINT', interrupted);
@@ -170,10 +220,15 @@ async function deviceLogin(ctx: Context, controlUrl: string, source: ControlUrlS
     if (abort.signal.aborted) {
       // Stopped by the person (or the system), as any command a signal stops: exit 130 (Ctrl-C) or 143 (SIGTERM).
       const signal = abort.signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT';
-      throw new BlueError('INTERRUPTED', `the sign-in was stopped (${signal === 'SIGINT' ? 'Ctrl-C' : signal}) before the code was approved; nothing was saved`, {
-        hint: 'Run `blue-agent login` again to sign in.',
-        exitCode: signalExitCode(signal),
-      });
+      throw new BlueError(
+        'INTERRUPTED',
+        `the sign-in was stopped (${signal === 'SIGINT' ? 'Ctrl-C' : signal}) before the code was approved; ` +
+          `nothing was saved`,
+        {
+          hint: 'Run `blue-agent login` again to sign in.',
+          exitCode: signalExitCode(signal),
+        },
+      );
     }
     throw error;
   } finally {
@@ -181,7 +236,14 @@ async function deviceLogin(ctx: Context, controlUrl: string, source: ControlUrlS
     process.off('SIGTERM', interrupted);
   }
   const warnings: string[] = [];
-  const client = await ControlClient.create({ controlUrl, token: credentials.access_token, tokenSource: 'the new sign-in', env: ctx.env, userAgent: `blue-agent/${ctx.self.version}`, timeoutMs: VERIFY_TIMEOUT_MS });
+  const client = await ControlClient.create({
+    controlUrl,
+    token: credentials.access_token,
+    tokenSource: 'the new sign-in',
+    env: ctx.env,
+    userAgent: `blue-agent/${ctx.self.version}`,
+    timeoutMs: VERIFY_TIMEOUT_MS,
+  });
   const api = new SessionsApi(client, () => ctx.clock.now());
   let me;
   try {
@@ -190,7 +252,17 @@ async function deviceLogin(ctx: Context, controlUrl: string, source: ControlUrlS
     await api.close();
   }
   const tokenFile = await save(ctx, controlUrl, `${JSON.stringify(credentials)}\n`, warnings);
-  return { ok: true, control_url: controlUrl, control_url_source: source, config_file: ctx.paths.configFile, token_file: tokenFile, verified: true, method: 'device', email: me.email, warnings };
+  return {
+    ok: true,
+    control_url: controlUrl,
+    control_url_source: source,
+    config_file: ctx.paths.configFile,
+    token_file: tokenFile,
+    verified: true,
+    method: 'device',
+    email: me.email,
+    warnings,
+  };
 }
 
 /** Opens `url` in the person's browser when this machine has a desktop; never waits for it, never fails the login. */
@@ -200,7 +272,8 @@ async function openBrowser(ctx: Context, url: string): Promise<void> {
   await ctx.run(ctx.platform === 'darwin' ? 'open' : 'xdg-open', [url], { timeoutMs: 5_000 }).catch(() => undefined);
 }
 
-/** Saves the token file's text and control_url (everything that can be refused is checked before anything is written). */
+/** Saves the token file's text and control_url (everything that can be refused is checked before anything is written).
+ * */
 async function save(ctx: Context, controlUrl: string, tokenText: string, warnings: string[]): Promise<string> {
   const loaded = await loadAgentConfig(ctx);
   const settings = controlSettings(ctx, loaded.config);
@@ -212,7 +285,8 @@ async function save(ctx: Context, controlUrl: string, tokenText: string, warning
     throw toBlueError(error, { action: 'update the agent config', file: ctx.paths.configFile });
   });
   const envUrl = ctx.env[CONTROL_URL_ENV]?.trim();
-  if (envUrl !== undefined && envUrl !== '' && envUrl !== controlUrl) warnings.push(`${CONTROL_URL_ENV} is set and overrides the saved control_url`);
+  if (envUrl !== undefined && envUrl !== '' && envUrl !== controlUrl)
+    warnings.push(`${CONTROL_URL_ENV} is set and overrides the saved control_url`);
   if ((ctx.env[TOKEN_ENV]?.trim() ?? '') !== '') warnings.push(`${TOKEN_ENV} is set and overrides the saved token`);
   return settings.tokenFile;
 }
@@ -227,9 +301,14 @@ export function normaliseControlUrl(value: string): string {
     // The value is not echoed: a token pasted into the wrong option must not end up in a terminal log.
     throw usageError('--control-url is not a valid URL', hint);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw usageError(`--control-url must be http or https, not ${url.protocol}`, hint);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw usageError(`--control-url must be http or https, not ${url.protocol}`, hint);
   // Credentials in a URL end up in logs and process listings; the token has its own channel.
-  if (url.username !== '' || url.password !== '') throw usageError('--control-url must not contain credentials', 'Give the token on stdin with --token-stdin instead.');
+  if (url.username !== '' || url.password !== '')
+    throw usageError(
+      '--control-url must not contain credentials',
+      'Give the token on stdin with --token-stdin instead.',
+    );
   if (url.search !== '' || url.hash !== '') throw usageError('--control-url must not have a query or fragment', hint);
   const normalised = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
   if (normalised.length > 2048) throw usageError('--control-url is longer than 2048 characters', hint);
@@ -244,15 +323,25 @@ async function readToken(stdin: Readable): Promise<string> {
     size += buffer.length;
     if (size > MAX_TOKEN_BYTES) {
       stdin.destroy();
-      throw usageError(`the token on stdin is longer than ${MAX_TOKEN_BYTES} bytes`, 'Pipe in a file holding only the token.');
+      throw usageError(
+        `the token on stdin is longer than ${MAX_TOKEN_BYTES} bytes`,
+        'Pipe in a file holding only the token.',
+      );
     }
     chunks.push(buffer);
   }
   const token = Buffer.concat(chunks).toString('utf8').trim();
-  if (token === '') throw usageError('no token on stdin', 'Pipe the token in: blue-agent login --control-url URL --token-stdin < token-file');
+  if (token === '')
+    throw usageError(
+      'no token on stdin',
+      'Pipe the token in: blue-agent login --control-url URL --token-stdin < token-file',
+    );
   // Control characters would let the value split or corrupt the Authorization header.
   if (/[\u0000-\u001f\u007f\s]/.test(token)) {
-    throw usageError('the token on stdin contains white space or control characters', 'The token must be a single word; check what was piped in.');
+    throw usageError(
+      'the token on stdin contains white space or control characters',
+      'The token must be a single word; check what was piped in.',
+    );
   }
   return token;
 }
@@ -271,10 +360,14 @@ async function planControlUrl(configFile: string, controlUrl: string): Promise<(
     parseYamlText(before, configFile, 'CONFIG_PARSE');
     const doc = parseDocument(before, { uniqueKeys: true });
     if (doc.contents !== null && !isMap(doc.contents)) {
-      throw new BlueError('CONFIG_INVALID', `${configFile}: the agent config is not a mapping; cannot set control_url in it`, {
-        file: configFile,
-        hint: 'Fix the file so that it holds `key: value` settings, then log in again.',
-      });
+      throw new BlueError(
+        'CONFIG_INVALID',
+        `${configFile}: the agent config is not a mapping; cannot set control_url in it`,
+        {
+          file: configFile,
+          hint: 'Fix the file so that it holds `key: value` settings, then log in again.',
+        },
+      );
     }
     if (doc.get('control_url') === controlUrl) return undefined;
     doc.set('control_url', controlUrl);

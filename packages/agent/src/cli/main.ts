@@ -57,10 +57,15 @@ export interface RunState {
 }
 
 /** The program; `loadedHelp` holds the help that declarations loaded for this run (`loadHelp`). */
-export function buildProgram(ctx: Context, state: RunState, loadedHelp: ReadonlyMap<CommandDeclaration, string> = new Map()): Command {
+export function buildProgram(
+  ctx: Context,
+  state: RunState,
+  loadedHelp: ReadonlyMap<CommandDeclaration, string> = new Map(),
+): Command {
   const program = new Command('blue-agent')
     .description(
-      `Keeps coding-agent harnesses (${HARNESSES.map((h) => HARNESS_DISPLAY_NAMES[h]).join(', ')}) wired to the organisation's session-capture policy.`,
+      `Keeps coding-agent harnesses (${HARNESSES.map((h) => HARNESS_DISPLAY_NAMES[h]).join(', ')}) wired to the ` +
+        `organisation's session-capture policy.`,
     )
     .version(ctx.self.version, '-V, --version', 'print the blue-agent version')
     .configureOutput({
@@ -102,7 +107,12 @@ export async function main(argv: readonly string[], ctx: Context = createContext
     return state.exitCode;
   } catch (error) {
     if (error instanceof CommanderError && program !== undefined) {
-      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return 0;
+      if (
+        error.code === 'commander.helpDisplayed' ||
+        error.code === 'commander.version' ||
+        error.code === 'commander.help'
+      )
+        return 0;
       if (error.exitCode === 0) return 0;
       reportError(ctx, parseError(error, program, argv), wantsJson);
       return EXIT_USAGE;
@@ -116,12 +126,16 @@ export async function main(argv: readonly string[], ctx: Context = createContext
 /** A commander parse error (unknown flag, missing argument, bad value) as a USAGE error naming the command's help. */
 function parseError(error: CommanderError, program: Command, argv: readonly string[]): BlueError {
   // Commander puts its suggestion for a typo on a line of its own: it belongs in the hint, the message stays one line.
-  const [first = '', ...rest] = error.message.replace(/^error:\s*/, '').trim().split('\n');
+  const [first = '', ...rest] = error.message
+    .replace(/^error:\s*/, '')
+    .trim()
+    .split('\n');
   const suggested = /^\(Did you mean (?<name>.+)\?\)$/.exec(rest.join(' ').trim())?.groups?.name;
   const names = commandPath(program, argv);
   const help = `run \`${['blue-agent', ...names].join(' ')} --help\``;
   const isCommand = suggested !== undefined && !suggested.startsWith('-');
-  const guess = suggested === undefined ? undefined : isCommand ? `blue-agent ${[...names, suggested].join(' ')}` : suggested;
+  const guess =
+    suggested === undefined ? undefined : isCommand ? `blue-agent ${[...names, suggested].join(' ')}` : suggested;
   return usageError(first.trim(), guess === undefined ? help : `did you mean \`${guess}\`? Else ${help}`);
 }
 

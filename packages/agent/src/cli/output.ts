@@ -14,7 +14,8 @@ export function reportError(ctx: Context, error: BlueError, json: boolean): void
     ctx.stdout.write(`${JSON.stringify({ ok: false, error: error.toJSON() }, null, 2)}\n`);
     return;
   }
-  // Messages quote what came from elsewhere (native files, bundles, servers): no control character reaches the terminal.
+  // Messages quote what came from elsewhere (native files, bundles, servers): no control character reaches the
+  // terminal.
   ctx.stderr.write(`blue-agent: error [${error.code}]: ${escapeControls(error.message)}\n`);
   if (error.hint !== undefined) ctx.stderr.write(`  hint: ${escapeControls(error.hint)}\n`);
 }

@@ -10,7 +10,6 @@ import { HARNESSES } from '../harnesses/names.js';
 import { reportError } from './output.js';
 import type { ReconcileOptions } from './reconcile.js';
 
-
 /**
  * The options of `reconcile` when `argv` is one with nothing but its own options, each spelled the one plain way
  * (`--policy FILE`, `--harness NAME` with a known name); undefined for anything else, which the full CLI parses.
@@ -35,7 +34,11 @@ export function plainReconcileArgs(argv: readonly string[]): ReconcileOptions | 
 }
 
 /** Runs a plain reconcile and returns the exit code, reporting a failure as the full CLI does. */
-export async function runPlainReconcile(ctx: Context, args: ReconcileOptions, argv: readonly string[]): Promise<number> {
+export async function runPlainReconcile(
+  ctx: Context,
+  args: ReconcileOptions,
+  argv: readonly string[],
+): Promise<number> {
   try {
     const { reconcileCommand } = await import('./reconcile.js');
     return await reconcileCommand(ctx, args);

@@ -30,14 +30,22 @@ export async function profilesListCommand(ctx: Context, opts: { json?: boolean }
       r.harness,
       r.profile,
       `[${r.introduced}, ${r.before ?? '∞'})`,
-      r.verified_before === r.introduced ? 'none certified' : `${r.verified_before}${r.verified_by ? ` (${r.verified_by})` : ''}`,
+      r.verified_before === r.introduced
+        ? 'none certified'
+        : `${r.verified_before}${r.verified_by ? ` (${r.verified_by})` : ''}`,
       r.lifecycle,
       r.operations.join(',') || '-',
       r.event === null ? '-' : `${r.event} → ${r.hook_file}`,
     ]),
   ];
   const widths = table[0]!.map((_, col) => Math.max(...table.map((row) => row[col]!.length)));
-  for (const row of table) ctx.stdout.write(`${row.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd()}\n`);
+  for (const row of table)
+    ctx.stdout.write(
+      `${row
+        .map((cell, col) => cell.padEnd(widths[col]!))
+        .join('  ')
+        .trimEnd()}\n`,
+    );
   return 0;
 }
 
@@ -54,7 +62,11 @@ export async function profilesCheckCommand(ctx: Context, opts: { json?: boolean 
     return 0;
   }
   for (const p of problems) ctx.stderr.write(`${p.file}${p.profile ? ` (${p.profile})` : ''}: ${p.message}\n`);
-  throw new BlueError('PROFILE_INVALID', `${problems.length} problem${problems.length === 1 ? '' : 's'} in the compatibility profiles`, {
-    hint: 'Fix the intervals listed above.',
-  });
+  throw new BlueError(
+    'PROFILE_INVALID',
+    `${problems.length} problem${problems.length === 1 ? '' : 's'} in the compatibility profiles`,
+    {
+      hint: 'Fix the intervals listed above.',
+    },
+  );
 }

@@ -4,7 +4,11 @@
  */
 import type { Context } from '../context.js';
 
-export async function resumeCommand(ctx: Context, id: string | undefined, opts: { dest?: string; yes?: boolean; launch?: boolean; json?: boolean }): Promise<number> {
+export async function resumeCommand(
+  ctx: Context,
+  id: string | undefined,
+  opts: { dest?: string; yes?: boolean; launch?: boolean; json?: boolean },
+): Promise<number> {
   const { resume, Cancelled } = await import('../resume/run.js');
   try {
     return await resume(ctx, id, opts);

@@ -30,8 +30,15 @@ export async function runCommand(ctx: Context): Promise<number> {
     } catch (error) {
       // Another agent runs (exit 3; the systemd unit has RestartPreventExitStatus=3). launchd has no such setting and
       // restarts every non-zero exit of its job: started by our LaunchAgent, say so and exit 0 instead.
-      if (error instanceof BlueError && error.exitCode === EXIT_ALREADY_RUNNING && ctx.env.XPC_SERVICE_NAME === LAUNCHD_LABEL) {
-        throw new BlueError(error.code, error.message, { ...(error.hint === undefined ? {} : { hint: error.hint }), exitCode: 0 });
+      if (
+        error instanceof BlueError &&
+        error.exitCode === EXIT_ALREADY_RUNNING &&
+        ctx.env.XPC_SERVICE_NAME === LAUNCHD_LABEL
+      ) {
+        throw new BlueError(error.code, error.message, {
+          ...(error.hint === undefined ? {} : { hint: error.hint }),
+          exitCode: 0,
+        });
       }
       throw error;
     }
@@ -50,5 +57,8 @@ export async function runCommand(ctx: Context): Promise<number> {
 /** The line `run` prints at start in a terminal when its log goes to a file (the same target the agent detects). */
 export function logLocationLine(target: LogTarget, terminal: boolean): string | undefined {
   if (!terminal || target.kind !== 'file') return undefined;
-  return `blue-agent run: the agent is running; its log is ${target.file} (BLUE_AGENT_LOG=json logs here instead). Ctrl-C stops it.`;
+  return (
+    `blue-agent run: the agent is running; its log is ${target.file} (BLUE_AGENT_LOG=json logs here instead). ` +
+    `Ctrl-C stops it.`
+  );
 }

@@ -24,10 +24,18 @@ export interface ServiceCommandOptions {
   removeHooks?: boolean;
 }
 
-export async function serviceCommand(ctx: Context, action: 'install' | 'uninstall' | 'status', opts: ServiceCommandOptions): Promise<number> {
+export async function serviceCommand(
+  ctx: Context,
+  action: 'install' | 'uninstall' | 'status',
+  opts: ServiceCommandOptions,
+): Promise<number> {
   if (action === 'status') {
     const state = await serviceStatus(ctx);
-    ctx.stdout.write(opts.json === true ? `${JSON.stringify({ ok: true, ...serviceStateJson(state) }, null, 2)}\n` : renderStatus(state));
+    ctx.stdout.write(
+      opts.json === true
+        ? `${JSON.stringify({ ok: true, ...serviceStateJson(state) }, null, 2)}\n`
+        : renderStatus(state),
+    );
     return 0;
   }
   const dryRun = opts.dryRun === true;
@@ -38,14 +46,21 @@ export async function serviceCommand(ctx: Context, action: 'install' | 'uninstal
   // Only a dry run gets here with a config that does not validate (a real install is refused): warn.
   if (applied.plan.configError !== undefined) ctx.stderr.write(`warning: ${configWarning(applied.plan.configError)}\n`);
   const ok = applied.ok && (applied.hooks === undefined || applied.hooks.ok);
-  ctx.stdout.write(opts.json === true ? `${JSON.stringify(appliedJson(applied, ok), null, 2)}\n` : renderApplied(applied));
+  ctx.stdout.write(
+    opts.json === true ? `${JSON.stringify(appliedJson(applied, ok), null, 2)}\n` : renderApplied(applied),
+  );
   return ok ? 0 : 1;
 }
 
-
 export function renderStatus(state: ServiceState): string {
   const yesNo = (value: boolean | undefined) => (value === undefined ? 'unknown' : value ? 'yes' : 'no');
-  const installed = !state.installed ? 'no' : !state.ours ? 'yes, but not written by blue-agent' : state.current ? 'yes (current)' : 'yes (outdated: run `blue-agent service install`)';
+  const installed = !state.installed
+    ? 'no'
+    : !state.ours
+      ? 'yes, but not written by blue-agent'
+      : state.current
+        ? 'yes (current)'
+        : 'yes (outdated: run `blue-agent service install`)';
   return [
     `manager:   ${state.manager}`,
     `unit file: ${state.unitFile ?? '-'}`,
@@ -63,7 +78,11 @@ function hooksJson(report: ReconcileReport): unknown[] {
     state: h.state,
     reason: h.reason,
     action: h.action,
-    files: h.files.map((f) => ({ path: f.path, action: f.action, ...(f.error === undefined ? {} : { error: f.error }) })),
+    files: h.files.map((f) => ({
+      path: f.path,
+      action: f.action,
+      ...(f.error === undefined ? {} : { error: f.error }),
+    })),
   }));
 }
 
@@ -89,7 +108,8 @@ export function renderApplied(applied: AppliedPlan): string {
   const out: string[] = [];
   for (const note of plan.notes) out.push(`note: ${note}\n`);
   if (plan.action === 'install' && plan.file === 'unchanged') out.push(`${plan.unitFile} is unchanged\n`);
-  const outcomes: StepOutcome[] = applied.outcomes ?? plan.steps.map((step) => ({ step, status: dryRun ? 'planned' : 'done' }));
+  const outcomes: StepOutcome[] =
+    applied.outcomes ?? plan.steps.map((step) => ({ step, status: dryRun ? 'planned' : 'done' }));
   for (const outcome of outcomes) out.push(renderOutcome(outcome, applied));
   const name = plan.manager === 'systemd' ? `systemd user unit ${SYSTEMD_UNIT_NAME}` : `LaunchAgent ${LAUNCHD_LABEL}`;
   if (plan.action === 'install') {
@@ -128,10 +148,16 @@ function renderOutcome(outcome: StepOutcome, applied: AppliedPlan): string {
     }
     case 'stop-agent':
       if (status === 'failed') return `Not stopped: ${detail ?? 'the running agent'}\n`;
-      if (planned) return step.running === undefined ? '' : `Would stop the running agent (\`blue-agent run\`, pid ${step.running.pid}) and wait for it to exit\n`;
-      return (outcome.stopped ?? []).map((a) => `Stopped the running agent (\`blue-agent run\`, pid ${a.pid})\n`).join('');
+      if (planned)
+        return step.running === undefined
+          ? ''
+          : `Would stop the running agent (\`blue-agent run\`, pid ${step.running.pid}) and wait for it to exit\n`;
+      return (outcome.stopped ?? [])
+        .map((a) => `Stopped the running agent (\`blue-agent run\`, pid ${a.pid})\n`)
+        .join('');
     case 'remove-hooks':
-      if (status === 'skipped') return 'Left the managed hooks in place: the agent still runs and would put them back\n';
+      if (status === 'skipped')
+        return 'Left the managed hooks in place: the agent still runs and would put them back\n';
       if (status === 'failed') return `Could not remove the managed hooks: ${detail ?? 'unknown error'}\n`;
       return renderHooks(applied.hooks, planned);
   }
@@ -140,7 +166,8 @@ function renderOutcome(outcome: StepOutcome, applied: AppliedPlan): string {
 /** The closing lines of an uninstall that could not do everything: what was done, what was not, how to finish. */
 function unfinished(applied: AppliedPlan, outcomes: readonly StepOutcome[]): string {
   const { plan } = applied;
-  const is = (kind: Step['kind'], ...statuses: StepOutcome['status'][]) => outcomes.filter((o) => o.step.kind === kind && statuses.includes(o.status));
+  const is = (kind: Step['kind'], ...statuses: StepOutcome['status'][]) =>
+    outcomes.filter((o) => o.step.kind === kind && statuses.includes(o.status));
   const hooksGone = is('remove-hooks', 'done').length > 0 && applied.hooks?.ok !== false;
   const done = [
     ...(is('stop-agent', 'done').some((o) => (o.stopped ?? []).length > 0) ? ['the running agent is stopped'] : []),
@@ -150,8 +177,15 @@ function unfinished(applied: AppliedPlan, outcomes: readonly StepOutcome[]): str
   const manager = is('run', 'failed', 'skipped').map((o) => (o.step as Extract<Step, { kind: 'run' }>).argv);
   const agent = is('stop-agent', 'failed')[0]?.error;
   const notDone = [
-    ...(manager.length > 0 ? [`${plan.manager} did not do its part (${manager.map((argv) => argv.slice(argv[0] === 'systemctl' ? 2 : 1, argv[0] === 'systemctl' ? 3 : 2).join(' ')).join(', ')})`] : []),
-    ...(agent === undefined ? [] : ['the managed hooks were left in place: the agent still runs and would put them back']),
+    ...(manager.length > 0
+      ? [
+          `${plan.manager} did not do its part (` +
+            `${manager.map((argv) => argv.slice(argv[0] === 'systemctl' ? 2 : 1, argv[0] === 'systemctl' ? 3 : 2).join(' ')).join(', ')})`,
+        ]
+      : []),
+    ...(agent === undefined
+      ? []
+      : ['the managed hooks were left in place: the agent still runs and would put them back']),
     ...(applied.hooks?.ok === false ? ['some harnesses keep their managed hook (listed above as left untouched)'] : []),
     ...(is('remove', 'failed').length > 0 ? [`${plan.unitFile} was not removed`] : []),
     ...(is('remove-hooks', 'failed').length > 0 ? ['the managed hooks were not removed'] : []),
@@ -160,8 +194,15 @@ function unfinished(applied: AppliedPlan, outcomes: readonly StepOutcome[]): str
   if (manager.length > 0) {
     // With the unit file gone, `disable` has nothing to read: stopping the service is what is left to ask.
     const unitGone = is('remove', 'done').length > 0;
-    const commands = manager.map((argv) => (unitGone && plan.manager === 'systemd' && argv.includes('disable') ? ['systemctl', '--user', 'stop', SYSTEMD_UNIT_NAME] : argv));
-    lines.push(`hint: where ${plan.manager} can be reached (your login session at the machine), finish with: ${commands.map((argv) => argv.map(quoteWord).join(' ')).join(' && ')}`);
+    const commands = manager.map((argv) =>
+      unitGone && plan.manager === 'systemd' && argv.includes('disable')
+        ? ['systemctl', '--user', 'stop', SYSTEMD_UNIT_NAME]
+        : argv,
+    );
+    lines.push(
+      `hint: where ${plan.manager} can be reached (your login session at the machine), finish with: ` +
+        `${commands.map((argv) => argv.map(quoteWord).join(' ')).join(' && ')}`,
+    );
   }
   if (agent?.hint !== undefined) lines.push(`hint: ${agent.hint}`);
   if (applied.hooks?.ok === false) lines.push('hint: fix what each harness left untouched names, then run this again.');
@@ -178,13 +219,25 @@ function outcomeJson(outcome: StepOutcome): Record<string, unknown> {
         : step.kind === 'mkdir'
           ? { step: 'mkdir', dir: step.dir }
           : step.kind === 'stop-agent'
-            ? { step: 'stop-agent', running: step.running === undefined ? null : { pid: step.running.pid, host: step.running.host }, stopped: (outcome.stopped ?? []).map((a) => ({ pid: a.pid, host: a.host })) }
+            ? {
+                step: 'stop-agent',
+                running: step.running === undefined ? null : { pid: step.running.pid, host: step.running.host },
+                stopped: (outcome.stopped ?? []).map((a) => ({ pid: a.pid, host: a.host })),
+              }
             : { step: step.kind };
   return {
     ...what,
     status: outcome.status,
     ...(outcome.detail === undefined ? {} : { detail: outcome.detail }),
-    ...(outcome.error === undefined ? {} : { error: { code: outcome.error.code, message: outcome.error.message, ...(outcome.error.hint === undefined ? {} : { hint: outcome.error.hint }) } }),
+    ...(outcome.error === undefined
+      ? {}
+      : {
+          error: {
+            code: outcome.error.code,
+            message: outcome.error.message,
+            ...(outcome.error.hint === undefined ? {} : { hint: outcome.error.hint }),
+          },
+        }),
   };
 }
 

@@ -45,14 +45,23 @@ export function renderRecords(records: readonly ListedRecord[], root: string): s
       r.profile,
       shorten(r.session_id, 40),
       r.size === null ? '-' : String(r.size),
-      `${r.attempts}${r.upload_attempts > 0 ? ` (+${r.upload_attempts} upload)` : ''}${r.interruptions > 0 ? ` (+${r.interruptions} interrupted)` : ''}`,
+      `${r.attempts}${r.upload_attempts > 0 ? ` (+${r.upload_attempts} upload)` : ''}` +
+        `${r.interruptions > 0 ? ` (+${r.interruptions} interrupted)` : ''}`,
       r.created_at_unix_ms === null ? '-' : new Date(r.created_at_unix_ms).toISOString().replace(/\.\d+Z$/, 'Z'),
       // The last column, so never cut: the reason is usually at the end of the message.
       r.damaged ?? (r.last_error === null ? '-' : r.last_error.replace(/\s+/g, ' ')),
     ]),
   ];
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
-  return rows.map((row) => `${row.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd()}\n`).join('');
+  return rows
+    .map(
+      (row) =>
+        `${row
+          .map((cell, col) => cell.padEnd(widths[col]!))
+          .join('  ')
+          .trimEnd()}\n`,
+    )
+    .join('');
 }
 
 function shorten(text: string, max: number): string {

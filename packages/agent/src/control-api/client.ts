@@ -15,7 +15,16 @@ import { CONTROL_URL_ENV, TOKEN_ENV } from './env.js';
 import { UploadError } from './errors.js';
 import { JsonTooDeep, parseJsonBounded } from '@blue-agent/contract/util/json-depth.js';
 import { originOf } from '@blue-agent/contract/util/url.js';
-import { header, MAX_ANSWER_DEPTH, parseRetryAfter, readCapped, ResponseTooLarge, routeUrl, serverError, statusKind } from './http.js';
+import {
+  header,
+  MAX_ANSWER_DEPTH,
+  parseRetryAfter,
+  readCapped,
+  ResponseTooLarge,
+  routeUrl,
+  serverError,
+  statusKind,
+} from './http.js';
 import { describeNetworkError, safeUrl, scrubText } from './scrub.js';
 import { createDispatcher, loadUndici } from './undici.js';
 import { openStream, type StreamAnswer } from './stream.js';
@@ -92,7 +101,10 @@ export class ControlClient {
   }
 
   private connect(): Promise<{ undici: typeof import('undici'); dispatcher: Dispatcher }> {
-    const pool = (this.pool ??= loadUndici().then((undici) => ({ undici, dispatcher: createDispatcher(undici, this.env, { connectMs: this.connectMs, responseMs: this.timeoutMs }) })));
+    const pool = (this.pool ??= loadUndici().then((undici) => ({
+      undici,
+      dispatcher: createDispatcher(undici, this.env, { connectMs: this.connectMs, responseMs: this.timeoutMs }),
+    })));
     // A pool that could not be made (a bad proxy URL) is tried again by the next call.
     pool.catch(() => {
       if (this.pool === pool) this.pool = undefined;
@@ -110,7 +122,11 @@ export class ControlClient {
    * when no answer came (describe it with `describeNetworkError`), and with an UploadError for a URL off the Control
    * API's origin: a token must not travel somewhere the configuration did not name.
    */
-  async send(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: URL, options: SendOptions = {}): Promise<Dispatcher.ResponseData> {
+  async send(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    url: URL,
+    options: SendOptions = {},
+  ): Promise<Dispatcher.ResponseData> {
     const headers = this.headersFor(url, options);
     const { undici, dispatcher } = await this.connect();
     return undici.request(url, {
@@ -127,16 +143,33 @@ export class ControlClient {
    * settings of the environment). The client's timeout bounds connecting, the wait for the answer and each silence in
    * it; `signal` ends it. Rejects as `send` does when no answer came.
    */
-  async openStream(url: URL, options: { headers?: Record<string, string>; signal: AbortSignal }): Promise<StreamAnswer> {
+  async openStream(
+    url: URL,
+    options: { headers?: Record<string, string>; signal: AbortSignal },
+  ): Promise<StreamAnswer> {
     const headers = this.headersFor(url, options);
-    return openStream(url, { headers, env: this.env, connectMs: this.connectMs, idleMs: this.timeoutMs, signal: options.signal });
+    return openStream(url, {
+      headers,
+      env: this.env,
+      connectMs: this.connectMs,
+      idleMs: this.timeoutMs,
+      signal: options.signal,
+    });
   }
 
   private headersFor(url: URL, options: SendOptions): Record<string, string> {
     if (url.origin !== this.origin) {
-      throw new UploadError('service', 'UPLOAD_FAILED', `refusing to send the token to ${url.origin}, which is not the Control API (${this.origin})`);
+      throw new UploadError(
+        'service',
+        'UPLOAD_FAILED',
+        `refusing to send the token to ${url.origin}, which is not the Control API (${this.origin})`,
+      );
     }
-    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.userAgent, ...options.headers };
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      'user-agent': this.userAgent,
+      ...options.headers,
+    };
     if (this.token !== undefined) headers.authorization = `Bearer ${this.token}`;
     if (options.json !== undefined) headers['content-type'] = 'application/json';
     return headers;
@@ -162,12 +195,22 @@ export class ControlClient {
       text = await readCapped(response, this.maxResponseBytes);
     } catch (error) {
       if (error instanceof ResponseTooLarge) {
-        throw new UploadError('service', 'UPLOAD_FAILED', `${where}: the answer is larger than ${this.maxResponseBytes} bytes; refusing it`, {
-          status,
-          hint: 'Check that control_url points at the Control API.',
-        });
+        throw new UploadError(
+          'service',
+          'UPLOAD_FAILED',
+          `${where}: the answer is larger than ${this.maxResponseBytes} bytes; refusing it`,
+          {
+            status,
+            hint: 'Check that control_url points at the Control API.',
+          },
+        );
       }
-      throw new UploadError('transient', 'UPLOAD_FAILED', `${where}: ${describeNetworkError(error)} while reading the answer`, { status });
+      throw new UploadError(
+        'transient',
+        'UPLOAD_FAILED',
+        `${where}: ${describeNetworkError(error)} while reading the answer`,
+        { status },
+      );
     }
     if (status === 204) return undefined;
     if (status >= 200 && status < 300) {
@@ -176,7 +219,10 @@ export class ControlClient {
         return parseJsonBounded(text, MAX_ANSWER_DEPTH);
       } catch (error) {
         if (error instanceof JsonTooDeep) {
-          throw new UploadError('service', 'UPLOAD_FAILED', `${where}: the answer ${error.message}; refusing it`, { status, hint: 'Check that control_url points at the Control API.' });
+          throw new UploadError('service', 'UPLOAD_FAILED', `${where}: the answer ${error.message}; refusing it`, {
+            status,
+            hint: 'Check that control_url points at the Control API.',
+          });
         }
         // A captive portal or proxy answering 200 with HTML is not the Control API.
         throw new UploadError('transient', 'UPLOAD_FAILED', `${where}: the answer is not JSON`, { status });
@@ -191,14 +237,22 @@ export class ControlClient {
    */
   async postForm(url: URL, fields: Record<string, string>): Promise<{ status: number; body: unknown }> {
     const where = `POST ${safeUrl(url.href)}`;
-    if (url.origin !== this.origin) throw new BlueError('AUTH_FAILED', `refusing to sign in at ${url.origin}, which is not the Control API (${this.origin})`);
+    if (url.origin !== this.origin)
+      throw new BlueError(
+        'AUTH_FAILED',
+        `refusing to sign in at ${url.origin}, which is not the Control API (${this.origin})`,
+      );
     let text: string;
     let status: number;
     try {
       const { undici, dispatcher } = await this.connect();
       const response = await undici.request(url, {
         method: 'POST',
-        headers: { accept: 'application/json', 'user-agent': this.userAgent, 'content-type': 'application/x-www-form-urlencoded' },
+        headers: {
+          accept: 'application/json',
+          'user-agent': this.userAgent,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
         body: new URLSearchParams(fields).toString(),
         dispatcher,
         signal: AbortSignal.timeout(this.timeoutMs),
@@ -206,9 +260,13 @@ export class ControlClient {
       status = response.statusCode;
       text = await readCapped(response, this.maxResponseBytes);
     } catch (error) {
-      throw new BlueError('CONTROL_API_UNREACHABLE', `${where}: ${error instanceof ResponseTooLarge ? 'the answer is too large' : describeNetworkError(error)}`, {
-        hint: 'Check the network and --control-url, then try again.',
-      });
+      throw new BlueError(
+        'CONTROL_API_UNREACHABLE',
+        `${where}: ${error instanceof ResponseTooLarge ? 'the answer is too large' : describeNetworkError(error)}`,
+        {
+          hint: 'Check the network and --control-url, then try again.',
+        },
+      );
     }
     try {
       return { status, body: parseJsonBounded(text, MAX_ANSWER_DEPTH) };
@@ -232,7 +290,8 @@ export class ControlClient {
 
   private failure(where: string, status: number, text: string, retryAfter: string | undefined): UploadError {
     const server = serverError(text);
-    const said = server === undefined ? '' : `: ${server.code === undefined ? '' : `[${server.code}] `}${server.message}`;
+    const said =
+      server === undefined ? '' : `: ${server.code === undefined ? '' : `[${server.code}] `}${server.message}`;
     const message = this.scrub(`${where} answered HTTP ${status}${said}`);
     const extra = { status, ...(server?.code === undefined ? {} : { serverCode: server.code }) };
     if (status === 401 || status === 403) {
@@ -255,7 +314,10 @@ export class ControlClient {
     }
     if (statusKind(status) === 'transient') {
       const retryAfterMs = parseRetryAfter(retryAfter, this.now());
-      return new UploadError('transient', 'UPLOAD_FAILED', message, { ...extra, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+      return new UploadError('transient', 'UPLOAD_FAILED', message, {
+        ...extra,
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      });
     }
     return new UploadError('record', 'UPLOAD_REJECTED', message, extra);
   }
@@ -268,9 +330,16 @@ export class ControlClient {
  */
 export function wrongControlUrl(answered: string, controlUrl: string): BlueError {
   const prefix = new URL(controlUrl).pathname.replace(/\/+$/, '');
-  return new BlueError('CONTROL_URL_WRONG', `${answered}; a server answers at ${originOf(controlUrl)} but not with the Control API's routes${prefix === '' ? '' : ` under the path ${prefix}`}`, {
-    hint: `Check the Control API URL (--control-url, control_url or ${CONTROL_URL_ENV}): it must be the Control API's base URL, with its path prefix if it has one (https://example.com/blue), and nothing more.`,
-  });
+  return new BlueError(
+    'CONTROL_URL_WRONG',
+    `${answered}; a server answers at ${originOf(controlUrl)} but not with the Control API's routes` +
+      `${prefix === '' ? '' : ` under the path ${prefix}`}`,
+    {
+      hint:
+        `Check the Control API URL (--control-url, control_url or ${CONTROL_URL_ENV}): it must be the Control ` +
+        `API's base URL, with its path prefix if it has one (https://example.com/blue), and nothing more.`,
+    },
+  );
 }
 
 /**
@@ -279,20 +348,34 @@ export function wrongControlUrl(answered: string, controlUrl: string): BlueError
  */
 export function authFailedHint(tokenSource: string, hasToken: boolean): string {
   if (!hasToken) return 'No token is configured: run `blue-agent login --control-url URL`, or set BLUE_AGENT_TOKEN.';
-  if (tokenSource === TOKEN_ENV) return `The token was refused. ${TOKEN_ENV} (from the environment) overrides the token file: correct or unset it.`;
-  return `The token from ${tokenSource} was refused (revoked, or from another server): run \`blue-agent login --control-url URL\` again.`;
+  if (tokenSource === TOKEN_ENV)
+    return `The token was refused. ${TOKEN_ENV} (from the environment) overrides the token file: correct or unset it.`;
+  return (
+    `The token from ${tokenSource} was refused (revoked, or from another server): run \`blue-agent login ` +
+    `--control-url URL\` again.`
+  );
 }
 
 type Validate = ((data: unknown) => boolean) & { errors?: AjvError[] | null };
 
-/** An answer the Control API's contract does not allow: the server and this agent disagree, or it is not the Control API. */
+/** An answer the Control API's contract does not allow: the server and this agent disagree, or it is not the Control
+ * API. */
 export function unusableAnswer(where: string, why: string): BlueError {
-  return new BlueError('UPLOAD_FAILED', `${where}: the Control API's answer is not usable: ${why}`, { hint: 'Check that control_url points at the Control API.' });
+  return new BlueError('UPLOAD_FAILED', `${where}: the Control API's answer is not usable: ${why}`, {
+    hint: 'Check that control_url points at the Control API.',
+  });
 }
 
 /** Checks an answer against its generated validator (schemas/); throws `unusableAnswer` naming the first problem. */
 export function checkAnswer<T>(validate: Validate, value: unknown, where: string): T {
   if (validate(value)) return value as T;
-  const error = (validate.errors ?? []).find((e) => e.keyword !== 'oneOf' && e.keyword !== 'anyOf' && e.keyword !== 'if') ?? validate.errors?.[0];
-  throw unusableAnswer(where, error === undefined ? 'it does not match the contract' : `${error.instancePath || '/'} ${describeSchemaError(error)}`);
+  const error =
+    (validate.errors ?? []).find((e) => e.keyword !== 'oneOf' && e.keyword !== 'anyOf' && e.keyword !== 'if') ??
+    validate.errors?.[0];
+  throw unusableAnswer(
+    where,
+    error === undefined
+      ? 'it does not match the contract'
+      : `${error.instancePath || '/'} ${describeSchemaError(error)}`,
+  );
 }

@@ -10,11 +10,11 @@ import { printable } from '@blue-agent/contract/util/terminal-text.js';
 /**
  * The governance document shape this client reads: that of Blue's contract 0.2.0 client (gh-service
  * `GovernanceConfig::CONTRACT_VERSION` 3): string revisions, per-harness `version_requirement` and
- * `allow_unverified_versions`, capability negotiation, client-version pins. Blue's server stamps version-aware revisions
- * with 3, so a lower claim would be refused (426) exactly where blue-agent has something to enforce. Features outside
- * session capture (packages, gateway, managed_config, mcp) are tolerated and ignored; the capabilities that gate them
- * are not claimed (below), so a revision that needs them is refused rather than half-applied. Blue's newer builds
- * speak 4 (the gateway model catalog), which blue-agent does not implement.
+ * `allow_unverified_versions`, capability negotiation, client-version pins. Blue's server stamps version-aware
+ * revisions with 3, so a lower claim would be refused (426) exactly where blue-agent has something to enforce. Features
+ * outside session capture (packages, gateway, managed_config, mcp) are tolerated and ignored; the capabilities that
+ * gate them are not claimed (below), so a revision that needs them is refused rather than half-applied. Blue's newer
+ * builds speak 4 (the gateway model catalog), which blue-agent does not implement.
  */
 export const CONTRACT_VERSION = 3;
 
@@ -59,7 +59,8 @@ export function contractHeaders(): Record<string, string> {
 export function installHint(version: string | undefined): string {
   return version === undefined
     ? 'Update blue-agent to a release your organisation supports (ask the Control API administrator which).'
-    : `Install blue-agent ${version}, the release your organisation pins, then run this again (or ask the Control API administrator to change the pin).`;
+    : `Install blue-agent ${version}, the release your organisation pins, then run this again (or ask the Control ` +
+        `API administrator to change the pin).`;
 }
 
 export type ClientVersionVerdict =
@@ -67,7 +68,8 @@ export type ClientVersionVerdict =
   | { kind: 'same' }
   /** Same major, another release: it may apply, with a warning. */
   | { kind: 'recommended'; warning: string }
-  /** Another major (CLIENT_VERSION_MISMATCH), or a pin that is not an exact release (POLICY_INVALID): it must not apply. */
+  /** Another major (CLIENT_VERSION_MISMATCH), or a pin that is not an exact release (POLICY_INVALID): it must not
+   * apply. */
   | { kind: 'mismatch'; error: BlueError };
 
 /**
@@ -80,37 +82,58 @@ export function judgeClientVersion(required: string, own: string, where: string)
     // A pin is canonical exact SemVer (Blue's server refuses anything else); a range would make "the major" unknown.
     return {
       kind: 'mismatch',
-      error: new BlueError('POLICY_INVALID', `${where}: the required client version "${printable(required).slice(0, 64)}" is not an exact SemVer release`, {
-        hint: 'The organisation pins one release, such as 1.4.2 (never a range); tell the Control API administrator.',
-      }),
+      error: new BlueError(
+        'POLICY_INVALID',
+        `${where}: the required client version "${printable(required).slice(0, 64)}" is not an exact SemVer release`,
+        {
+          hint: 'The organisation pins one release, such as 1.4.2 (never a range); tell the Control API administrator.',
+        },
+      ),
     };
   }
   const mine = exactRelease(own) ? own : null;
   if (mine !== null && mine === pinned) return { kind: 'same' };
   if (mine !== null && major(mine) === major(pinned)) {
-    return { kind: 'recommended', warning: `the organisation recommends blue-agent ${pinned}; this is ${own} (same major ${major(pinned)}: the policy applies)` };
+    return {
+      kind: 'recommended',
+      warning:
+        `the organisation recommends blue-agent ${pinned}; this is ${own} (same major ${major(pinned)}: the ` +
+        `policy applies)`,
+    };
   }
   return {
     kind: 'mismatch',
-    error: clientVersionError(where, `the organisation requires blue-agent ${pinned}, and this is ${printable(own).slice(0, 64)}: another major version, which must not apply its policy`, pinned),
+    error: clientVersionError(
+      where,
+      `the organisation requires blue-agent ${pinned}, and this is ${printable(own).slice(0, 64)}: another major ` +
+        `version, which must not apply its policy`,
+      pinned,
+    ),
   };
 }
 
 function clientVersionError(where: string, why: string, version: string): BlueError {
-  return new BlueError('CLIENT_VERSION_MISMATCH', `${where}: ${why}; nothing is applied and the cached policy is dropped`, {
-    hint: `${installHint(version)} Managed hooks stay as they are until then.`,
-  });
+  return new BlueError(
+    'CLIENT_VERSION_MISMATCH',
+    `${where}: ${why}; nothing is applied and the cached policy is dropped`,
+    {
+      hint: `${installHint(version)} Managed hooks stay as they are until then.`,
+    },
+  );
 }
 
 /** A governance document (or a 426) this client cannot consume: it needs a newer contract or missing capabilities. */
 export function policyIncompatible(where: string, why: string, requiredVersion?: string): BlueError {
   return new BlueError('POLICY_INCOMPATIBLE', `${where}: ${why}`, {
-    hint: `This blue-agent speaks governance contract ${CONTRACT_VERSION} with capabilities ${CAPABILITIES.join(', ')}. ${installHint(requiredVersion)}`,
+    hint:
+      `This blue-agent speaks governance contract ${CONTRACT_VERSION} with capabilities ` +
+      `${CAPABILITIES.join(', ')}. ${installHint(requiredVersion)}`,
   });
 }
 
 /** SemVer 2.0's own expression, without build metadata (a pin names a release). */
-const RELEASE = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?$/;
+const RELEASE =
+  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?$/;
 
 /**
  * Whether `version` is one exact SemVer release in its canonical spelling: what `semver.valid(v) === v` says (the

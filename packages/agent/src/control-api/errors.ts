@@ -18,7 +18,8 @@ export class UploadError extends BlueError {
   readonly status: number | undefined;
   /** What the server asked for (Retry-After), in milliseconds. */
   readonly retryAfterMs: number | undefined;
-  /** The server's stable error code (`code` beside `error`, or the older `error.code`), when it sent one; Blue's server sends none. */
+  /** The server's stable error code (`code` beside `error`, or the older `error.code`), when it sent one; Blue's server
+   * sends none. */
   readonly serverCode: string | undefined;
 
   constructor(

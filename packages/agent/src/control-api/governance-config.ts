@@ -12,7 +12,17 @@ import { BlueError } from '@blue-agent/contract/errors.js';
 import { printable } from '@blue-agent/contract/util/terminal-text.js';
 import { ControlClient, wrongControlUrl } from './client.js';
 import { contractHeaders, judgeClientVersion, policyIncompatible, REQUIRED_CLIENT_VERSION_HEADER } from './contract.js';
-import { discard, header, isJsonType, readCapped, readSome, resolveLocation, ResponseTooLarge, routeUrl, serverError } from './http.js';
+import {
+  discard,
+  header,
+  isJsonType,
+  readCapped,
+  readSome,
+  resolveLocation,
+  ResponseTooLarge,
+  routeUrl,
+  serverError,
+} from './http.js';
 import { describeNetworkError, networkFailure, safeUrl } from './scrub.js';
 
 export const GOVERNANCE_CONFIG_ROUTE = 'governance-config';
@@ -41,7 +51,11 @@ export type FetchOutcome =
   /** `requiredClientVersion`: the server's X-Blue-Required-Client-Version, when it sent one. */
   | { kind: 'ok'; text: string; etag: string | undefined; requiredClientVersion?: string }
   | { kind: 'not-modified'; requiredClientVersion?: string }
-  | { kind: 'unavailable'; reason: string; /** The server's Retry-After header, when it sent one (503, 429). */ retryAfter?: string };
+  | {
+      kind: 'unavailable';
+      reason: string /** The server's Retry-After header, when it sent one (503, 429). */;
+      retryAfter?: string;
+    };
 
 /** `<control_url>/governance-config`, keeping any path prefix of the base URL and dropping its query and fragment. */
 export function governanceConfigUrl(controlUrl: string): URL {
@@ -71,7 +85,8 @@ export async function fetchGovernanceConfig(req: FetchRequest): Promise<FetchOut
   }
 }
 
-/** Why the Control API could not be asked, as the policy's warnings say it: `unreachable (ECONNREFUSED)`, `timed out after 10 s`. */
+/** Why the Control API could not be asked, as the policy's warnings say it: `unreachable (ECONNREFUSED)`, `timed out
+ * after 10 s`. */
 function unreachable(error: unknown, timeoutMs: number): string {
   const failure = networkFailure(error);
   if (failure.timedOut) return describeNetworkError(error, timeoutMs);
@@ -79,7 +94,10 @@ function unreachable(error: unknown, timeoutMs: number): string {
 }
 
 async function fetchWith(client: ControlClient, signal: AbortSignal, req: FetchRequest): Promise<FetchOutcome> {
-  const headers: Record<string, string> = { ...contractHeaders(), ...(req.etag === undefined ? {} : { 'if-none-match': req.etag }) };
+  const headers: Record<string, string> = {
+    ...contractHeaders(),
+    ...(req.etag === undefined ? {} : { 'if-none-match': req.etag }),
+  };
   let url = req.url;
   for (let hop = 0; ; hop++) {
     const response = await client.send('GET', url, { headers, signal });
@@ -89,7 +107,8 @@ async function fetchWith(client: ControlClient, signal: AbortSignal, req: FetchR
       await discard(response);
       const location = header(response.headers, 'location');
       const next = location === undefined ? undefined : resolveLocation(location, url);
-      if (next === undefined) return { kind: 'unavailable', reason: `answered HTTP ${status} without a usable Location` };
+      if (next === undefined)
+        return { kind: 'unavailable', reason: `answered HTTP ${status} without a usable Location` };
       // The bearer token must never follow a redirect to somebody else (a captive portal does exactly that).
       if (next.origin !== client.origin) {
         return { kind: 'unavailable', reason: `redirected to another origin (${next.origin}), which is refused` };
@@ -129,19 +148,26 @@ async function fetchWith(client: ControlClient, signal: AbortSignal, req: FetchR
       }
       throw policyIncompatible(
         `the Control API at ${client.origin}`,
-        `it refuses this blue-agent the governance policy (HTTP 426 Upgrade Required${said === undefined ? '' : `: ${said.message}`})`,
+        `it refuses this blue-agent the governance policy (HTTP 426 Upgrade Required` +
+          `${said === undefined ? '' : `: ${said.message}`})`,
         pinned,
       );
     }
     if (status >= 500 || status === 408 || status === 429) {
       await discard(response);
       const retryAfter = header(response.headers, 'retry-after');
-      return { kind: 'unavailable', reason: `answered HTTP ${status}`, ...(retryAfter === undefined ? {} : { retryAfter }) };
+      return {
+        kind: 'unavailable',
+        reason: `answered HTTP ${status}`,
+        ...(retryAfter === undefined ? {} : { retryAfter }),
+      };
     }
     if (status === 404 && (await isNoPolicyAnswer(response))) {
       // The Control API speaks, and the URL is right: nobody has published a policy yet.
       throw new BlueError('POLICY_MISSING', `the Control API at ${client.origin} has no governance policy yet`, {
-        hint: 'An administrator publishes one on the server: `blue-agent control-plane policy publish FILE` (examples/policy.yaml is a start).',
+        hint:
+          'An administrator publishes one on the server: `blue-agent control-plane policy publish FILE` ' +
+          '(examples/policy.yaml is a start).',
       });
     }
     if (status === 404 || status === 405) {
@@ -166,12 +192,21 @@ async function fetchWith(client: ControlClient, signal: AbortSignal, req: FetchR
       text = await readCapped(response, req.maxBytes);
     } catch (error) {
       if (!(error instanceof ResponseTooLarge)) throw error;
-      throw new BlueError('POLICY_INVALID', `${where}: the response is larger than ${req.maxBytes} bytes; refusing it`, {
-        hint: 'A governance policy is a small JSON document; check that control_url points at the Control API.',
-      });
+      throw new BlueError(
+        'POLICY_INVALID',
+        `${where}: the response is larger than ${req.maxBytes} bytes; refusing it`,
+        {
+          hint: 'A governance policy is a small JSON document; check that control_url points at the Control API.',
+        },
+      );
     }
     const pinned = requiredClientVersion(response.headers, where);
-    return { kind: 'ok', text, etag: header(response.headers, 'etag'), ...(pinned === undefined ? {} : { requiredClientVersion: pinned }) };
+    return {
+      kind: 'ok',
+      text,
+      etag: header(response.headers, 'etag'),
+      ...(pinned === undefined ? {} : { requiredClientVersion: pinned }),
+    };
   }
 }
 
@@ -184,9 +219,15 @@ function requiredClientVersion(headers: Dispatcher.ResponseData['headers'], wher
   if (raw === undefined) return undefined;
   const values = (Array.isArray(raw) ? raw : [raw]).flatMap((v) => v.split(',')).map((v) => v.trim());
   if (values.length !== 1 || values[0] === '') {
-    throw new BlueError('POLICY_INVALID', `${where}: the answer carries ${values.length === 1 ? 'an empty' : `${values.length} values of`} X-Blue-Required-Client-Version (${printable(values.join(', ')).slice(0, 120)}); exactly one release may be pinned`, {
-      hint: 'The Control API (or a proxy before it) sends a broken header; tell its administrator.',
-    });
+    throw new BlueError(
+      'POLICY_INVALID',
+      `${where}: the answer carries ${values.length === 1 ? 'an empty' : `${values.length} values of`} ` +
+        `X-Blue-Required-Client-Version (${printable(values.join(', ')).slice(0, 120)}); exactly one release may ` +
+        `be pinned`,
+      {
+        hint: 'The Control API (or a proxy before it) sends a broken header; tell its administrator.',
+      },
+    );
   }
   return printable(values[0]!).slice(0, 64);
 }

@@ -5,7 +5,6 @@
 import type { Dispatcher } from 'undici';
 import { isRecord } from '@blue-agent/contract/util/record.js';
 
-
 /** `<base>/<route>`, keeping any path prefix of the base URL and dropping its query and fragment. */
 export function routeUrl(base: string, route: string): URL {
   const url = new URL(base);
@@ -70,7 +69,11 @@ export const MESSAGE_READ_MS = 5_000;
  * Reads at most `maxBytes` of an answer's body, for at most `timeoutMs` in all, for a message, and throws the rest
  * away.
  */
-export async function readSome(response: { body: AsyncIterable<unknown> & { destroy(): unknown } }, maxBytes: number, timeoutMs = MESSAGE_READ_MS): Promise<string> {
+export async function readSome(
+  response: { body: AsyncIterable<unknown> & { destroy(): unknown } },
+  maxBytes: number,
+  timeoutMs = MESSAGE_READ_MS,
+): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   const timer = setTimeout(() => response.body.destroy(), timeoutMs);
@@ -149,6 +152,8 @@ export function serverError(text: string): { code: string | undefined; message: 
 }
 
 function clean(text: string, max: number): string {
-  return text.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim().slice(0, max);
+  return text
+    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+    .trim()
+    .slice(0, max);
 }
-

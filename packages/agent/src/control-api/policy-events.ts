@@ -38,7 +38,12 @@ export interface StreamLimits {
   bytesWithoutEvent: number;
 }
 
-export const STREAM_LIMITS: StreamLimits = { lineBytes: 16 * 1024, eventBytes: 32 * 1024, eventLines: 64, bytesWithoutEvent: 256 * 1024 };
+export const STREAM_LIMITS: StreamLimits = {
+  lineBytes: 16 * 1024,
+  eventBytes: 32 * 1024,
+  eventLines: 64,
+  bytesWithoutEvent: 256 * 1024,
+};
 /** The longest line accepted. */
 export const MAX_LINE_BYTES = STREAM_LIMITS.lineBytes;
 
@@ -156,25 +161,32 @@ export class EventStreamParser {
     this.pendingBytes = 0;
     if (this.atStart) {
       this.atStart = false;
-      if (bytes.length >= 3 && bytes[0] === BOM[0] && bytes[1] === BOM[1] && bytes[2] === BOM[2]) bytes = bytes.subarray(3);
+      if (bytes.length >= 3 && bytes[0] === BOM[0] && bytes[1] === BOM[1] && bytes[2] === BOM[2])
+        bytes = bytes.subarray(3);
     }
     return bytes.toString('utf8');
   }
 
   private checkLine(bytes: number): void {
-    if (bytes > this.limits.lineBytes) throw new StreamBoundError(`a line of the event stream is longer than ${this.limits.lineBytes} bytes`);
+    if (bytes > this.limits.lineBytes)
+      throw new StreamBoundError(`a line of the event stream is longer than ${this.limits.lineBytes} bytes`);
   }
 
   private checkQuiet(more: number): void {
     if (this.sinceEvent + more > this.limits.bytesWithoutEvent) {
-      throw new StreamBoundError(`the event stream sent more than ${this.limits.bytesWithoutEvent} bytes without an event`);
+      throw new StreamBoundError(
+        `the event stream sent more than ${this.limits.bytesWithoutEvent} bytes without an event`,
+      );
     }
   }
 
   /** One whole line (`size`: its bytes with the line break); the event it completes, when it completes a wanted one. */
   private line(line: string, size: number): ServerSentEvent | undefined {
     if (line === '') {
-      const event = this.data.length === 0 ? undefined : { event: this.event === '' ? 'message' : this.event, data: this.data.join('\n'), id: this.id };
+      const event =
+        this.data.length === 0
+          ? undefined
+          : { event: this.event === '' ? 'message' : this.event, data: this.data.join('\n'), id: this.id };
       this.event = '';
       this.data = [];
       this.dataBytes = 0;
@@ -185,8 +197,10 @@ export class EventStreamParser {
     if (line.startsWith(':')) return undefined;
     this.eventBytes += size;
     this.eventLines++;
-    if (this.eventBytes > this.limits.eventBytes) throw new StreamBoundError(`an event of the stream is longer than ${this.limits.eventBytes} bytes`);
-    if (this.eventLines > this.limits.eventLines) throw new StreamBoundError(`an event of the stream has more than ${this.limits.eventLines} lines`);
+    if (this.eventBytes > this.limits.eventBytes)
+      throw new StreamBoundError(`an event of the stream is longer than ${this.limits.eventBytes} bytes`);
+    if (this.eventLines > this.limits.eventLines)
+      throw new StreamBoundError(`an event of the stream has more than ${this.limits.eventLines} lines`);
     const colon = line.indexOf(':');
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? '' : line.slice(colon + 1);
@@ -211,14 +225,21 @@ export function revisionOf(event: ServerSentEvent): string | undefined {
   }
   if (typeof revision === 'number' && Number.isSafeInteger(revision)) revision = String(revision);
   if (typeof revision !== 'string') revision = event.id;
-  if (typeof revision !== 'string' || revision === '' || revision.length > MAX_REVISION_CHARS || /[\u0000-\u001f\u007f]/.test(revision)) return undefined;
+  if (
+    typeof revision !== 'string' ||
+    revision === '' ||
+    revision.length > MAX_REVISION_CHARS ||
+    /[\u0000-\u001f\u007f]/.test(revision)
+  )
+    return undefined;
   return revision;
 }
 
 export type StreamEnd =
   /** The stream was open and then ended (the server's lifetime limit, a restart, a dropped connection). */
   | { kind: 'ended'; reason: string; events: number }
-  /** The stream broke one of its bounds (StreamLimits) and was dropped: a broken or hostile server, or a path that mangles it. */
+  /** The stream broke one of its bounds (StreamLimits) and was dropped: a broken or hostile server, or a path that
+   * mangles it. */
   | { kind: 'refused'; reason: string; events: number }
   /** This Control API has no event stream: poll. */
   | { kind: 'unsupported'; status: number }
@@ -246,7 +267,10 @@ export async function readPolicyEvents(client: ControlClient, options: StreamOpt
   const where = `GET ${safeUrl(url.href)}`;
   let response: StreamAnswer;
   try {
-    response = await client.openStream(url, { headers: { ...contractHeaders(), accept: 'text/event-stream' }, signal: options.signal });
+    response = await client.openStream(url, {
+      headers: { ...contractHeaders(), accept: 'text/event-stream' },
+      signal: options.signal,
+    });
   } catch (error) {
     if (options.signal.aborted) return { kind: 'aborted' };
     if (error instanceof BlueError) return { kind: 'failed', reason: error.message };
@@ -261,11 +285,17 @@ export async function readPolicyEvents(client: ControlClient, options: StreamOpt
   if (status !== 200 || !/^text\/event-stream\b/i.test(type)) {
     const said = serverError(await readSome(response, 4096));
     const retryAfterMs = parseRetryAfter(header(response.headers, 'retry-after'), Date.now());
-    const why = status === 200 ? `answered ${type === '' ? 'without a content type' : printableType(type)}, not an event stream` : `answered HTTP ${status}`;
+    const why =
+      status === 200
+        ? `answered ${type === '' ? 'without a content type' : printableType(type)}, not an event stream`
+        : `answered HTTP ${status}`;
     return {
       kind: 'failed',
       status,
-      reason: client.scrub(`${where} ${why}${said === undefined ? '' : `: ${said.code === undefined ? '' : `[${said.code}] `}${said.message}`}`),
+      reason: client.scrub(
+        `${where} ${why}` +
+          `${said === undefined ? '' : `: ${said.code === undefined ? '' : `[${said.code}] `}${said.message}`}`,
+      ),
       ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
     };
   }

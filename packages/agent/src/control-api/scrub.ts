@@ -33,8 +33,10 @@ export interface NetworkFailure {
 /** Node and undici network failures (refused, reset, timeouts, DNS), by their class and code only. */
 export function networkFailure(error: unknown): NetworkFailure {
   const err = error as { name?: string; code?: unknown; cause?: { code?: unknown } } | null | undefined;
-  if (err?.name === 'TimeoutError' || err?.name === 'AbortError') return { words: 'timed out', code: undefined, timedOut: true };
-  const code = typeof err?.code === 'string' ? err.code : typeof err?.cause?.code === 'string' ? err.cause.code : undefined;
+  if (err?.name === 'TimeoutError' || err?.name === 'AbortError')
+    return { words: 'timed out', code: undefined, timedOut: true };
+  const code =
+    typeof err?.code === 'string' ? err.code : typeof err?.cause?.code === 'string' ? err.cause.code : undefined;
   switch (code) {
     case 'UND_ERR_CONNECT_TIMEOUT':
     case 'CONNECT_TIMEOUT':

@@ -28,12 +28,16 @@ export interface ControlSettings {
 /** Resolves the Control API URL and token source. Throws CONFIG_INVALID for a malformed URL. */
 export function controlSettings(ctx: Context, config: AgentConfig): ControlSettings {
   const fromEnv = nonEmpty(ctx.env[CONTROL_URL_ENV]);
-  const controlUrlSource = fromEnv !== undefined ? CONTROL_URL_ENV : config.control_url !== undefined ? 'control_url' : undefined;
+  const controlUrlSource =
+    fromEnv !== undefined ? CONTROL_URL_ENV : config.control_url !== undefined ? 'control_url' : undefined;
   const controlUrl = fromEnv ?? nonEmpty(config.control_url);
-  if (controlUrl !== undefined) checkControlUrl(controlUrl, controlUrlSource === CONTROL_URL_ENV ? CONTROL_URL_ENV : `control_url in ${ctx.paths.configFile}`);
+  if (controlUrl !== undefined)
+    checkControlUrl(
+      controlUrl,
+      controlUrlSource === CONTROL_URL_ENV ? CONTROL_URL_ENV : `control_url in ${ctx.paths.configFile}`,
+    );
 
-  const tokenFile =
-    config.token_file === undefined ? ctx.paths.tokenFile : resolveConfigPath(ctx, config.token_file);
+  const tokenFile = config.token_file === undefined ? ctx.paths.tokenFile : resolveConfigPath(ctx, config.token_file);
   const envToken = nonEmpty(ctx.env[TOKEN_ENV]);
   return {
     controlUrl,
@@ -49,20 +53,30 @@ export function controlSettings(ctx: Context, config: AgentConfig): ControlSetti
  * configured, and, with `requireToken`, when there is no token for it either (every route people's commands call
  * needs one).
  */
-export async function controlClient(ctx: Context, options: { timeoutMs?: number; maxResponseBytes?: number; requireToken?: boolean } = {}): Promise<ControlClient> {
+export async function controlClient(
+  ctx: Context,
+  options: { timeoutMs?: number; maxResponseBytes?: number; requireToken?: boolean } = {},
+): Promise<ControlClient> {
   const { config } = await loadAgentConfig(ctx);
   const settings = controlSettings(ctx, config);
   if (settings.controlUrl === undefined) {
     throw new BlueError('NOT_LOGGED_IN', 'not logged in: no Control API is configured on this machine', {
-      hint: 'Run `blue-agent login --control-url URL` (the Control API your administrator gave you), or set BLUE_AGENT_CONTROL_URL and BLUE_AGENT_TOKEN.',
+      hint:
+        'Run `blue-agent login --control-url URL` (the Control API your administrator gave you), or set ' +
+        'BLUE_AGENT_CONTROL_URL and BLUE_AGENT_TOKEN.',
     });
   }
   const { requireToken, ...limits } = options;
   const token = await settings.readToken();
   if (token === undefined && requireToken === true) {
-    throw new BlueError('NOT_LOGGED_IN', `not logged in to the Control API at ${safeUrl(settings.controlUrl)}: no token in ${settings.tokenFile}, and ${TOKEN_ENV} is not set`, {
-      hint: 'Run `blue-agent login` to sign in there again, or set BLUE_AGENT_TOKEN.',
-    });
+    throw new BlueError(
+      'NOT_LOGGED_IN',
+      `not logged in to the Control API at ${safeUrl(settings.controlUrl)}: no token in ${settings.tokenFile}, and ` +
+        `${TOKEN_ENV} is not set`,
+      {
+        hint: 'Run `blue-agent login` to sign in there again, or set BLUE_AGENT_TOKEN.',
+      },
+    );
   }
   return ControlClient.create({
     controlUrl: settings.controlUrl,
@@ -92,7 +106,9 @@ function checkControlUrl(value: string, where: string): void {
   // Credentials in a URL end up in logs and process listings; the token has its own channel.
   if (url.username !== '' || url.password !== '') {
     throw new BlueError('CONFIG_INVALID', `${where}: the Control API URL must not contain credentials`, {
-      hint: `Remove user:password@ from the URL and put the token in ${TOKEN_ENV} or the token file (blue-agent login).`,
+      hint:
+        `Remove user:password@ from the URL and put the token in ${TOKEN_ENV} or the token file (blue-agent ` +
+        `login).`,
     });
   }
 }
@@ -103,10 +119,14 @@ async function readTokenFile(ctx: Context, file: string): Promise<string | undef
     info = await stat(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new BlueError('CONFIG_INVALID', `cannot read the token file ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, {
-      file,
-      hint: 'Check the file and its permissions, or run `blue-agent login` again.',
-    });
+    throw new BlueError(
+      'CONFIG_INVALID',
+      `cannot read the token file ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+      {
+        file,
+        hint: 'Check the file and its permissions, or run `blue-agent login` again.',
+      },
+    );
   }
   if (!info.isFile()) {
     throw new BlueError('CONFIG_INVALID', `the token file ${file} is not a regular file`, {
@@ -118,7 +138,8 @@ async function readTokenFile(ctx: Context, file: string): Promise<string | undef
   if (ctx.platform !== 'win32' && (info.mode & 0o077) !== 0) {
     throw new BlueError(
       'CONFIG_INVALID',
-      `the token file ${file} is accessible by group or others (mode ${(info.mode & 0o777).toString(8).padStart(4, '0')}); refusing to use it`,
+      `the token file ${file} is accessible by group or others (mode ` +
+        `${(info.mode & 0o777).toString(8).padStart(4, '0')}); refusing to use it`,
       { file, hint: `Run \`chmod 600 ${file}\`, then try again.` },
     );
   }

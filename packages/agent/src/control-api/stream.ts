@@ -28,11 +28,17 @@ const load = createRequire(import.meta.url);
 export function openStream(url: URL, request: StreamRequest): Promise<StreamAnswer> {
   const https = url.protocol === 'https:';
   const lib = (https ? load('node:https') : load('node:http')) as typeof import('node:https');
-  const agent = new lib.Agent({ keepAlive: false, proxyEnv: proxyEnv(request.env) } as import('node:https').AgentOptions);
+  const agent = new lib.Agent({
+    keepAlive: false,
+    proxyEnv: proxyEnv(request.env),
+  } as import('node:https').AgentOptions);
   return new Promise((resolve, reject) => {
     const req = lib.request(url, { method: 'GET', headers: request.headers, agent, signal: request.signal });
     let answer: IncomingMessage | undefined;
-    const connectTimer = setTimeout(() => req.destroy(timeoutError('CONNECT_TIMEOUT', 'connect timeout')), request.connectMs);
+    const connectTimer = setTimeout(
+      () => req.destroy(timeoutError('CONNECT_TIMEOUT', 'connect timeout')),
+      request.connectMs,
+    );
     // The idle timeout below restarts with every byte: headers trickled a byte at a time would never end without this.
     const answerTimer = setTimeout(() => req.destroy(timeoutError('STREAM_TIMEOUT', 'timed out')), request.idleMs);
     req.once('socket', (socket) => {
@@ -74,7 +80,11 @@ function proxyEnv(env: Env): Record<string, string> {
   const http = pick('http_proxy', 'HTTP_PROXY');
   const https = pick('https_proxy', 'HTTPS_PROXY') ?? http;
   const none = pick('no_proxy', 'NO_PROXY');
-  return { ...(http === undefined ? {} : { http_proxy: http }), ...(https === undefined ? {} : { https_proxy: https }), ...(none === undefined ? {} : { no_proxy: none }) };
+  return {
+    ...(http === undefined ? {} : { http_proxy: http }),
+    ...(https === undefined ? {} : { https_proxy: https }),
+    ...(none === undefined ? {} : { no_proxy: none }),
+  };
 }
 
 /** A timeout as `networkFailure` reads it: a name of TimeoutError is "timed out"; a code, the connect timeout. */

@@ -28,7 +28,13 @@ export interface SignedUpload {
  */
 export type PresignResponse =
   | { upload_id: string; status: 'complete'; session_id?: string }
-  | { upload_id: string; status: 'pending'; upload: SignedUpload; complete_url: string | undefined; session_id?: string };
+  | {
+      upload_id: string;
+      status: 'pending';
+      upload: SignedUpload;
+      complete_url: string | undefined;
+      session_id?: string;
+    };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -50,10 +56,15 @@ export async function complete(
   completeUrl?: string,
   expected?: { sha256: string; size_bytes: number },
 ): Promise<{ session_id?: string }> {
-  const url = completeUrl === undefined ? client.routeUrl(`session-uploads/${encodeURIComponent(uploadId)}/complete`) : new URL(completeUrl);
+  const url =
+    completeUrl === undefined
+      ? client.routeUrl(`session-uploads/${encodeURIComponent(uploadId)}/complete`)
+      : new URL(completeUrl);
   const body = await client.requestJson('POST', url, expected ?? {});
   // `{id, status}` (Blue's), with `session_id` from this project's server; only that extension is read.
-  return isRecord(body) && typeof body.session_id === 'string' && UUID.test(body.session_id) ? { session_id: body.session_id } : {};
+  return isRecord(body) && typeof body.session_id === 'string' && UUID.test(body.session_id)
+    ? { session_id: body.session_id }
+    : {};
 }
 
 /**
@@ -69,14 +80,17 @@ export function parsePresignResponse(body: unknown, controlOrigin: string, presi
   const id = body.upload_id;
   // The id goes into a URL path and into spool records.
   if (typeof id !== 'string' || !/^[A-Za-z0-9._:-]{1,200}$/.test(id)) throw bad('upload_id is missing or malformed');
-  const captured = typeof body.session_id === 'string' && UUID.test(body.session_id) ? { session_id: body.session_id } : {};
+  const captured =
+    typeof body.session_id === 'string' && UUID.test(body.session_id) ? { session_id: body.session_id } : {};
   if (body.status === 'complete') return { upload_id: id, status: 'complete', ...captured };
-  if (body.status !== 'pending') throw bad(`status is ${JSON.stringify(body.status)?.slice(0, 40)}, not pending or complete`);
+  if (body.status !== 'pending')
+    throw bad(`status is ${JSON.stringify(body.status)?.slice(0, 40)}, not pending or complete`);
   const url = body.upload_url;
   if (typeof url !== 'string' || originOf(url) === '') throw bad('upload_url is missing or not an http(s) URL');
   if (new URL(url).username !== '' || new URL(url).password !== '') throw bad('upload_url carries credentials');
   const method = body.method ?? 'PUT';
-  if (method !== 'PUT' && method !== 'POST') throw bad(`method ${JSON.stringify(method)?.slice(0, 20)} is neither PUT nor POST`);
+  if (method !== 'PUT' && method !== 'POST')
+    throw bad(`method ${JSON.stringify(method)?.slice(0, 20)} is neither PUT nor POST`);
   const headers: Record<string, string> = {};
   if (body.headers !== undefined && body.headers !== null) {
     if (!isRecord(body.headers)) throw bad('headers is not an object');
@@ -88,15 +102,22 @@ export function parsePresignResponse(body: unknown, controlOrigin: string, presi
   }
   let completeUrl: string | undefined;
   if (body.complete_url !== undefined && body.complete_url !== null) {
-    if (typeof body.complete_url !== 'string' || body.complete_url.length > 8192) throw bad('complete_url is not a string');
+    if (typeof body.complete_url !== 'string' || body.complete_url.length > 8192)
+      throw bad('complete_url is not a string');
     const resolved = resolveCompleteUrl(body.complete_url, presignUrl);
     // complete carries the bearer token: it may only go back to the Control API itself (a protocol-relative
     // `//elsewhere/...` resolves to another origin and is refused here too).
     const origin = resolved === undefined ? '' : originOf(resolved.href);
     if (resolved === undefined || origin !== controlOrigin || resolved.username !== '' || resolved.password !== '') {
-      throw new UploadError('service', 'UPLOAD_FAILED', `the presign answer's complete_url is on ${origin || 'no http(s) origin'}, not on the Control API's origin ${controlOrigin}; refusing it`, {
-        hint: 'complete_url must be on the Control API origin, since the token is sent to it.',
-      });
+      throw new UploadError(
+        'service',
+        'UPLOAD_FAILED',
+        `the presign answer's complete_url is on ${origin || 'no http(s) origin'}, not on the Control API's origin ` +
+          `${controlOrigin}; refusing it`,
+        {
+          hint: 'complete_url must be on the Control API origin, since the token is sent to it.',
+        },
+      );
     }
     completeUrl = resolved.href;
   }

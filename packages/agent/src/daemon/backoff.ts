@@ -12,7 +12,11 @@ export interface CorrectionBackoffOptions {
   resetMs: number;
 }
 
-export const DEFAULT_CORRECTION_BACKOFF: CorrectionBackoffOptions = { baseMs: 1_000, capMs: 5 * 60_000, resetMs: 15 * 60_000 };
+export const DEFAULT_CORRECTION_BACKOFF: CorrectionBackoffOptions = {
+  baseMs: 1_000,
+  capMs: 5 * 60_000,
+  resetMs: 15 * 60_000,
+};
 
 export class CorrectionBackoff {
   private readonly entries = new Map<string, { count: number; last: number }>();
@@ -37,7 +41,8 @@ export class CorrectionBackoff {
     }
   }
 
-  /** How long a drift reconcile for these files has yet to wait (0: now), and for which file and how many corrections. */
+  /** How long a drift reconcile for these files has yet to wait (0: now), and for which file and how many corrections.
+   * */
   delayFor(files: Iterable<string>, now: number): { delayMs: number; file?: string; corrections?: number } {
     let best: { delayMs: number; file?: string; corrections?: number } = { delayMs: 0 };
     for (const raw of files) {

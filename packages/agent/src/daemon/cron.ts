@@ -26,7 +26,20 @@ export interface CronSpec {
 
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
 const WEEKDAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
-const MONTH_NAMES = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
+const MONTH_NAMES = [
+  'january',
+  'february',
+  'march',
+  'april',
+  'may',
+  'june',
+  'july',
+  'august',
+  'september',
+  'october',
+  'november',
+  'december',
+];
 const WEEKDAY_NAMES = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'];
 /** Days searched for the next time at most: a spec that never comes due within them (30 February) has none. */
 const SEARCH_DAYS = 8 * 366;
@@ -55,7 +68,8 @@ const RULES = {
 /** The parsed expression, or why it is not one. */
 export function parseCron(expr: string): CronSpec | string {
   const fields = expr.trim().split(/\s+/);
-  if (fields.length !== 5 && fields.length !== 6) return `a cron expression has 5 fields (or 6, seconds first), not ${fields.length}`;
+  if (fields.length !== 5 && fields.length !== 6)
+    return `a cron expression has 5 fields (or 6, seconds first), not ${fields.length}`;
   const [second, minute, hour, day, month, weekday] = fields.length === 6 ? fields : ['0', ...fields];
   const nth: { weekday: number; nth: number }[] = [];
   const parsed = {
@@ -88,7 +102,13 @@ export function validCron(expr: string): boolean {
   return typeof parseCron(expr) !== 'string';
 }
 
-function field(text: string, rule: FieldRule, what: string, question = false, nth?: { weekday: number; nth: number }[]): Set<number> | string {
+function field(
+  text: string,
+  rule: FieldRule,
+  what: string,
+  question = false,
+  nth?: { weekday: number; nth: number }[],
+): Set<number> | string {
   const out = new Set<number>();
   const bad = (why: string) => `the ${what} field "${text}" ${why}`;
   if (question && text === '?') text = '*';
@@ -130,7 +150,9 @@ function value(text: string, rule: FieldRule): number | undefined {
 function dayMatches(spec: CronSpec, date: Date): boolean {
   const weekday = date.getDay();
   const inMonth = spec.days.has(date.getDate());
-  const inWeek = spec.weekdays.has(weekday) || spec.nthWeekdays.some((n) => n.weekday === weekday && Math.ceil(date.getDate() / 7) === n.nth);
+  const inWeek =
+    spec.weekdays.has(weekday) ||
+    spec.nthWeekdays.some((n) => n.weekday === weekday && Math.ceil(date.getDate() / 7) === n.nth);
   if (spec.daysRestricted && spec.weekdaysRestricted) return inMonth || inWeek;
   return inMonth && inWeek;
 }
@@ -185,18 +207,21 @@ export function scheduleCron(expr: string, tick: () => void, now: () => number =
   let due = nextCronTime(spec, new Date(now()));
   const arm = () => {
     if (stopped || due === undefined) return;
-    timer = setTimeout(() => {
-      if (stopped || due === undefined) return;
-      // Fired early (the wait was capped, or the clock went back): wait for the first time due from now, which is never
-      // later than the one awaited.
-      if (now() < due.getTime()) {
-        due = nextCronTime(spec, new Date(now() - 1000)) ?? due;
-        return arm();
-      }
-      due = nextCronTime(spec, new Date(Math.max(now(), due.getTime())));
-      arm();
-      tick();
-    }, Math.min(MAX_WAIT_MS, Math.max(0, due.getTime() - now())));
+    timer = setTimeout(
+      () => {
+        if (stopped || due === undefined) return;
+        // Fired early (the wait was capped, or the clock went back): wait for the first time due from now, which is
+        // never later than the one awaited.
+        if (now() < due.getTime()) {
+          due = nextCronTime(spec, new Date(now() - 1000)) ?? due;
+          return arm();
+        }
+        due = nextCronTime(spec, new Date(Math.max(now(), due.getTime())));
+        arm();
+        tick();
+      },
+      Math.min(MAX_WAIT_MS, Math.max(0, due.getTime() - now())),
+    );
   };
   arm();
   return {

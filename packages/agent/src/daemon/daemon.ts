@@ -115,7 +115,11 @@ export class Daemon {
       periodicMs: options.sweepMs ?? SWEEP_MS,
       mayRun: () => this.resolved !== undefined && this.policyUsable,
       run: async () =>
-        (await this.tasks({ task: 'sweep', snapshot: this.snapshot, ...(options.idleCaptureMs === undefined ? {} : { idleMs: options.idleCaptureMs }) })) as SweepTaskResult,
+        (await this.tasks({
+          task: 'sweep',
+          snapshot: this.snapshot,
+          ...(options.idleCaptureMs === undefined ? {} : { idleMs: options.idleCaptureMs }),
+        })) as SweepTaskResult,
       onSwept: async (record, captured) => {
         this.state.last_sweep = record;
         await this.saveState();
@@ -128,7 +132,13 @@ export class Daemon {
       options.policyPush === false
         ? undefined
         : new PolicyPush(
-            { env: ctx.env, userAgent: `blue-agent/${ctx.self.version}`, log: this.log, random: this.random, onRevision: (r) => this.onRevisionPublished(r) },
+            {
+              env: ctx.env,
+              userAgent: `blue-agent/${ctx.self.version}`,
+              log: this.log,
+              random: this.random,
+              onRevision: (r) => this.onRevisionPublished(r),
+            },
             { ...DEFAULT_POLICY_PUSH, ...options.policyPush },
           );
     this.drains = new DrainScheduler({
@@ -149,7 +159,10 @@ export class Daemon {
     let daemon: Daemon;
     try {
       const { config } = await loadAgentConfig(ctx);
-      const drainSchedule = checkDrainSchedule(options.drainSchedule ?? config.drain_schedule ?? DEFAULT_DRAIN_SCHEDULE, ctx.paths.configFile);
+      const drainSchedule = checkDrainSchedule(
+        options.drainSchedule ?? config.drain_schedule ?? DEFAULT_DRAIN_SCHEDULE,
+        ctx.paths.configFile,
+      );
       daemon = new Daemon(ctx, options, config, lock, await instanceId(ctx), drainSchedule);
     } catch (error) {
       await lock.release();
@@ -189,7 +202,11 @@ export class Daemon {
       await this.push.stop();
       return;
     }
-    await this.push.start({ controlUrl: settings.controlUrl, tokenSource: settings.tokenSource, readToken: settings.readToken });
+    await this.push.start({
+      controlUrl: settings.controlUrl,
+      tokenSource: settings.tokenSource,
+      readToken: settings.readToken,
+    });
   }
 
   /**
@@ -222,7 +239,10 @@ export class Daemon {
         const next = nextPolicyCheck(this.failures, { ok: false }, this.schedule, this.random);
         this.failures = next.failures;
         nextDelay = next.delayMs;
-        this.log.error('policy check crashed; will be retried', { error: String(error), next_check_in_ms: next.delayMs });
+        this.log.error('policy check crashed; will be retried', {
+          error: String(error),
+          next_check_in_ms: next.delayMs,
+        });
       })
       .finally(() => {
         this.checking = undefined;
@@ -259,12 +279,19 @@ export class Daemon {
       const { config } = await loadAgentConfig(this.ctx);
       // A stop may have come while the file was read: a stopping agent starts nothing (no new cron task, no check).
       if (this.stopping) return;
-      const schedule = checkDrainSchedule(this.options.drainSchedule ?? config.drain_schedule ?? DEFAULT_DRAIN_SCHEDULE, this.ctx.paths.configFile);
+      const schedule = checkDrainSchedule(
+        this.options.drainSchedule ?? config.drain_schedule ?? DEFAULT_DRAIN_SCHEDULE,
+        this.ctx.paths.configFile,
+      );
       const settings = controlSettings(this.ctx, config);
       this.config = config;
       this.drains.reschedule(schedule);
       this.state.drain_schedule = schedule;
-      this.log.info('config reloaded', { file: this.ctx.paths.configFile, drain_schedule: schedule, control_url: settings.controlUrl ?? null });
+      this.log.info('config reloaded', {
+        file: this.ctx.paths.configFile,
+        drain_schedule: schedule,
+        control_url: settings.controlUrl ?? null,
+      });
       await this.subscribe(settings);
     } catch (error) {
       const blue = toBlueError(error);
@@ -300,16 +327,19 @@ export class Daemon {
     //   - a reconcile in progress finishes its writes (quick and bounded; at most reconcileStopMs, 8 s);
     //   - a policy check is waited for briefly: its one write, the last-known-good cache, is atomic.
     await Promise.all([
-      this.drains.stop(this.options.drainGraceMs ?? 5_000, this.options.drainKillMs ?? 5_000).catch((error: unknown) =>
-        this.log.error('stopping the drain failed', { error: String(error) }),
-      ),
+      this.drains
+        .stop(this.options.drainGraceMs ?? 5_000, this.options.drainKillMs ?? 5_000)
+        .catch((error: unknown) => this.log.error('stopping the drain failed', { error: String(error) })),
       this.reconciling === undefined ? undefined : within(this.reconciling, this.options.reconcileStopMs ?? 8_000),
-      this.sweeps.inFlight === undefined ? undefined : within(this.sweeps.inFlight, this.options.reconcileStopMs ?? 8_000),
+      this.sweeps.inFlight === undefined
+        ? undefined
+        : within(this.sweeps.inFlight, this.options.reconcileStopMs ?? 8_000),
       this.checking === undefined ? undefined : within(this.checking, 2_000),
     ]);
     // A step child still running (a hung reconcile or check, a client status) is stopped: SIGTERM, then SIGKILL.
     const left = await this.tasks.stop?.(this.options.taskKillMs ?? 2_000).catch(() => 0);
-    if (left !== undefined && left > 0) this.log.warn('stopped step processes that were still running', { count: left });
+    if (left !== undefined && left > 0)
+      this.log.warn('stopped step processes that were still running', { count: left });
     this.state.stopped_at_unix_ms = this.ctx.clock.now();
     await this.saveState(true);
     await this.lock.release();
@@ -343,7 +373,8 @@ export class Daemon {
       } else {
         outcome = { ok: true, ttlSeconds: resolved.ttlSeconds };
       }
-      for (const warning of resolved.warnings) if (resolved.source !== 'cached' || !warning.startsWith('Control API')) this.log.warn(warning);
+      for (const warning of resolved.warnings)
+        if (resolved.source !== 'cached' || !warning.startsWith('Control API')) this.log.warn(warning);
       const changed = resolved.key !== this.policyKey;
       this.resolved = resolved;
       if (changed) {
@@ -359,7 +390,12 @@ export class Daemon {
       lastError = error;
       // A required policy gone stale, or a revision this blue-agent may not apply (another major pinned: the cached
       // copy is gone too; a newer contract or missing capabilities): change nothing until that changes.
-      if (error.code === 'POLICY_STALE' || error.code === 'CLIENT_VERSION_MISMATCH' || error.code === 'POLICY_INCOMPATIBLE') this.policyUsable = false;
+      if (
+        error.code === 'POLICY_STALE' ||
+        error.code === 'CLIENT_VERSION_MISMATCH' ||
+        error.code === 'POLICY_INCOMPATIBLE'
+      )
+        this.policyUsable = false;
       this.log.warn('policy check failed', { code: error.code, error: error.message });
     }
     const next = nextPolicyCheck(this.failures, outcome, this.schedule, this.random);
@@ -392,7 +428,8 @@ export class Daemon {
   private requestReconcile(trigger: ReconcileTrigger): void {
     if (this.stopping) return;
     if (this.reconciling !== undefined) {
-      if (this.pendingReconcile === undefined || TRIGGER_RANK[trigger] > TRIGGER_RANK[this.pendingReconcile]) this.pendingReconcile = trigger;
+      if (this.pendingReconcile === undefined || TRIGGER_RANK[trigger] > TRIGGER_RANK[this.pendingReconcile])
+        this.pendingReconcile = trigger;
       return;
     }
     this.reconciling = this.runReconcile(trigger)
@@ -433,7 +470,13 @@ export class Daemon {
     for (const h of result.harnesses) {
       if (h.action === 'unchanged') continue;
       if (h.action === 'error') {
-        this.log.warn('harness not reconciled', { trigger, harness: h.harness, state: h.state, reason: h.reason, files: h.files });
+        this.log.warn('harness not reconciled', {
+          trigger,
+          harness: h.harness,
+          state: h.state,
+          reason: h.reason,
+          files: h.files,
+        });
         continue;
       }
       // A correction: the harness is as it was (same state, same version), yet its file needed changing — somebody or
@@ -442,9 +485,21 @@ export class Daemon {
       if (trigger !== 'policy' && before !== undefined && before.state === h.state && before.version === h.version) {
         corrected.add(h.harness);
         this.corrections.corrected(h.files, Date.now());
-        this.log.warn('drift corrected', { trigger, harness: h.harness, action: h.action, state: h.state, files: h.files });
+        this.log.warn('drift corrected', {
+          trigger,
+          harness: h.harness,
+          action: h.action,
+          state: h.state,
+          files: h.files,
+        });
       } else {
-        this.log.info('hooks updated', { trigger, harness: h.harness, action: h.action, state: h.state, files: h.files });
+        this.log.info('hooks updated', {
+          trigger,
+          harness: h.harness,
+          action: h.action,
+          state: h.state,
+          files: h.files,
+        });
       }
     }
     this.lastReport = { harnesses: result.harnesses };
@@ -458,7 +513,8 @@ export class Daemon {
     this.state.last_reconcile = { at_unix_ms: at, ok: result.ok, corrected: [...corrected], trigger };
     await this.saveState();
     // A new policy or a harness installed or upgraded may change what is swept and how long idle is.
-    if (trigger === 'policy' || trigger === 'start' || trigger === 'periodic' || this.state.last_sweep === undefined) this.requestSweep(this.ctx.clock.now());
+    if (trigger === 'policy' || trigger === 'start' || trigger === 'periodic' || this.state.last_sweep === undefined)
+      this.requestSweep(this.ctx.clock.now());
     await this.sendStatus(result.harnesses, corrected);
   }
 
@@ -481,7 +537,11 @@ export class Daemon {
     const body = clientStatusBody(this.ctx, this.instance, { harnesses }, this.resolved?.revision, corrected);
     let result: StatusTaskResult;
     try {
-      result = (await this.tasks({ task: 'status', body, timeoutMs: this.options.statusTimeoutMs ?? 10_000 })) as StatusTaskResult;
+      result = (await this.tasks({
+        task: 'status',
+        body,
+        timeoutMs: this.options.statusTimeoutMs ?? 10_000,
+      })) as StatusTaskResult;
     } catch (error) {
       result = { ok: false, error: taskError(error) };
     }
@@ -491,8 +551,15 @@ export class Daemon {
       this.log.info('client status reported', { revision: this.resolved?.revision ?? null, corrected: [...corrected] });
     } else {
       this.statusPending = true;
-      this.state.last_status_report = { at_unix_ms: at, ok: false, ...(result.error === undefined ? {} : { error: result.error.message }) };
-      this.log.warn('client status not reported; will try again', { code: result.error?.code ?? null, error: result.error?.message ?? null });
+      this.state.last_status_report = {
+        at_unix_ms: at,
+        ok: false,
+        ...(result.error === undefined ? {} : { error: result.error.message }),
+      };
+      this.log.warn('client status not reported; will try again', {
+        code: result.error?.code ?? null,
+        error: result.error?.message ?? null,
+      });
     }
     await this.saveState();
   }
@@ -503,7 +570,16 @@ export class Daemon {
       trigger: result.trigger,
       ok: result.ok,
       ms: result.finished_at_unix_ms - result.started_at_unix_ms,
-      ...(s === undefined ? {} : { built: s.built, uploaded: s.uploaded, failed: s.failed, retried: s.retried, left: s.left, left_ready: s.left_ready }),
+      ...(s === undefined
+        ? {}
+        : {
+            built: s.built,
+            uploaded: s.uploaded,
+            failed: s.failed,
+            retried: s.retried,
+            left: s.left,
+            left_ready: s.left_ready,
+          }),
       ...(s?.held === undefined ? {} : { held: s.held.length }),
       ...(result.interrupted ? { interrupted: true } : {}),
       ...(result.released.length > 0 ? { released: result.released } : {}),
@@ -511,7 +587,8 @@ export class Daemon {
     };
     if (result.ok) this.log.info('drain finished', fields);
     // Nothing failed: another drain (one a capture started) holds records, and reports them itself.
-    else if (result.exit_code === EXIT_TEMPFAIL) this.log.info('drain finished; another drain holds some records', fields);
+    else if (result.exit_code === EXIT_TEMPFAIL)
+      this.log.info('drain finished; another drain holds some records', fields);
     else this.log.warn('drain finished with problems', fields);
     this.state.last_drain = {
       at_unix_ms: result.finished_at_unix_ms,
@@ -531,7 +608,12 @@ export class Daemon {
     const wait = this.corrections.delayFor(files, Date.now());
     if (wait.delayMs > 0) {
       // The agent corrected this file moments ago and something changed it again: do not fight it in a tight loop.
-      this.log.warn('drift correction delayed: the file keeps changing', { files, file: wait.file, corrections: wait.corrections, delay_ms: wait.delayMs });
+      this.log.warn('drift correction delayed: the file keeps changing', {
+        files,
+        file: wait.file,
+        corrections: wait.corrections,
+        delay_ms: wait.delayMs,
+      });
       if (this.driftTimer === undefined) {
         this.driftTimer = setTimeout(() => {
           this.driftTimer = undefined;
@@ -550,7 +632,9 @@ export class Daemon {
     const next = this.drains.nextRunAt();
     if (next !== undefined && !final) this.state.next_drain_at_unix_ms = next;
     else delete this.state.next_drain_at_unix_ms;
-    await writeRunState(this.ctx, this.state).catch((error: unknown) => this.log.warn('cannot write agent-run.json', { error: String(error) }));
+    await writeRunState(this.ctx, this.state).catch((error: unknown) =>
+      this.log.warn('cannot write agent-run.json', { error: String(error) }),
+    );
   }
 }
 
@@ -566,7 +650,10 @@ function safeSettings(ctx: Context, config: AgentConfig) {
 async function within(promise: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([promise.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+    await Promise.race([
+      promise.catch(() => undefined),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }

@@ -79,12 +79,19 @@ export const spawnDrain: DrainLauncher = (ctx) => {
   child.stderr.on('data', (c: Buffer) => {
     if (err.length < 64) err.push(c);
   });
-  const done = new Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }>((resolve) => {
-    child.on('error', (error) => resolve({ code: null, signal: null, stdout: '', stderr: error.message }));
-    child.on('close', (code, signal) =>
-      resolve({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8').slice(0, 2000) }),
-    );
-  });
+  const done = new Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }>(
+    (resolve) => {
+      child.on('error', (error) => resolve({ code: null, signal: null, stdout: '', stderr: error.message }));
+      child.on('close', (code, signal) =>
+        resolve({
+          code,
+          signal,
+          stdout: Buffer.concat(out).toString('utf8'),
+          stderr: Buffer.concat(err).toString('utf8').slice(0, 2000),
+        }),
+      );
+    },
+  );
   return {
     ...(child.pid === undefined ? {} : { pid: child.pid }),
     done,
@@ -194,7 +201,9 @@ export class DrainScheduler {
     this.options.log.info('drain started', { trigger });
     entry.finished = process.done
       // Ended by a signal while the agent stops: interrupted, whoever sent it.
-      .then(async (exit) => this.finish(trigger, started, exit, entry.interrupted || (this.stopping && exit.signal !== null)))
+      .then(async (exit) =>
+        this.finish(trigger, started, exit, entry.interrupted || (this.stopping && exit.signal !== null)),
+      )
       .catch((error: unknown) => this.options.log.error('drain bookkeeping failed', { error: String(error) }))
       .finally(() => {
         this.running = undefined;
@@ -204,7 +213,8 @@ export class DrainScheduler {
       });
   }
 
-  /** Stops scheduling; lets a running drain go on for `graceMs`, then stops it (SIGTERM, then SIGKILL after `killMs`). */
+  /** Stops scheduling; lets a running drain go on for `graceMs`, then stops it (SIGTERM, then SIGKILL after `killMs`).
+   * */
   async stop(graceMs: number, killMs: number): Promise<void> {
     this.stopping = true;
     clearTimeout(this.intakeTimer);
@@ -263,7 +273,10 @@ export class DrainScheduler {
       const recovered = await spool.releaseDeadClaims();
       await spool.removeOrphanTemps();
       result.released = [...recovered.released, ...recovered.completed];
-      result.error = exit.signal !== null ? `the drain process ended on ${exit.signal}` : `the drain process exited with code ${exit.code}: ${firstLine(exit.stderr)}`;
+      result.error =
+        exit.signal !== null
+          ? `the drain process ended on ${exit.signal}`
+          : `the drain process exited with code ${exit.code}: ${firstLine(exit.stderr)}`;
       await writeLastDrain(ctx, {
         finished_at_unix_ms: result.finished_at_unix_ms,
         ok: false,
@@ -293,7 +306,9 @@ function parseSummary(stdout: string): DrainSummary | undefined {
       left: count(report.left),
       left_ready: count(report.left_ready),
       ...(Array.isArray(report.held) && report.held.length > 0 ? { held: heldOf(report.held) } : {}),
-      ...(typeof report.stopped === 'object' && report.stopped !== null ? { stopped: report.stopped as DrainSummary['stopped'] & object } : {}),
+      ...(typeof report.stopped === 'object' && report.stopped !== null
+        ? { stopped: report.stopped as DrainSummary['stopped'] & object }
+        : {}),
       notes: Array.isArray(report.notes) ? report.notes.filter((n): n is string => typeof n === 'string') : [],
     };
   } catch {
@@ -305,7 +320,9 @@ function parseSummary(stdout: string): DrainSummary | undefined {
 function heldOf(held: unknown[]): NonNullable<DrainSummary['held']> {
   return held.slice(0, 20).flatMap((h) => {
     const { id, state, pid } = (h ?? {}) as Record<string, unknown>;
-    return typeof id === 'string' && (state === 'building' || state === 'uploading') && typeof pid === 'number' ? [{ id, state, pid }] : [];
+    return typeof id === 'string' && (state === 'building' || state === 'uploading') && typeof pid === 'number'
+      ? [{ id, state, pid }]
+      : [];
   });
 }
 
@@ -333,10 +350,16 @@ export function validDrainSchedule(expr: string): boolean {
 /** `expr` when it is a valid drain schedule; CONFIG_INVALID, naming the config `file`, when not. */
 export function checkDrainSchedule(expr: string, file: string): string {
   if (!validDrainSchedule(expr)) {
-    throw new BlueError('CONFIG_INVALID', `${file}: drain_schedule "${expr.slice(0, 100)}" is not a valid cron expression`, {
-      file,
-      hint: 'Use five fields (minute hour day month weekday), e.g. "*/5 * * * *" for every 5 minutes, or six with seconds first.',
-    });
+    throw new BlueError(
+      'CONFIG_INVALID',
+      `${file}: drain_schedule "${expr.slice(0, 100)}" is not a valid cron expression`,
+      {
+        file,
+        hint:
+          'Use five fields (minute hour day month weekday), e.g. "*/5 * * * *" for every 5 minutes, or six ' +
+          'with seconds first.',
+      },
+    );
   }
   return expr;
 }

@@ -35,7 +35,11 @@ export function staleReason(owner: Partial<LockOwner>, world: LockWorld): string
 }
 
 /** Takes the agent's instance lock `file` (`Paths.runLockFile`), in a private folder made when missing. */
-export async function acquireInstanceLock(file: string, now: number, world: LockWorld = systemLockWorld()): Promise<InstanceLock> {
+export async function acquireInstanceLock(
+  file: string,
+  now: number,
+  world: LockWorld = systemLockWorld(),
+): Promise<InstanceLock> {
   await ensurePrivateDir(path.dirname(file));
   const text = `${JSON.stringify(lockOwner(world, now))}\n`;
   return acquireLockFile(
@@ -46,15 +50,25 @@ export async function acquireInstanceLock(file: string, now: number, world: Lock
     async (attempt, found, reason) => {
       if (reason !== undefined && attempt < MAX_LOOKS) return;
       const o = (found ?? {}) as Partial<LockOwner>;
-      const since = typeof o.started_at_unix_ms === 'number' ? `, running since ${new Date(o.started_at_unix_ms).toISOString()}` : '';
-      throw new BlueError('LOCK_TIMEOUT', `another \`blue-agent run\` is already running for this user (pid ${o.pid}${o.host !== undefined && o.host !== world.host ? ` on ${o.host}` : ''}${since})`, {
-        file,
-        exitCode: EXIT_ALREADY_RUNNING,
-        hint:
-          o.host !== undefined && o.host !== world.host
-            ? `The state directory is shared with ${o.host}; only one agent runs per user. If that agent is gone, remove ${file}.`
-            : 'Only one agent runs per user. Stop the other one first (`blue-agent service status` shows the service), or remove the lock file if that process is not blue-agent.',
-      });
+      const since =
+        typeof o.started_at_unix_ms === 'number'
+          ? `, running since ${new Date(o.started_at_unix_ms).toISOString()}`
+          : '';
+      throw new BlueError(
+        'LOCK_TIMEOUT',
+        `another \`blue-agent run\` is already running for this user (pid ${o.pid}` +
+          `${o.host !== undefined && o.host !== world.host ? ` on ${o.host}` : ''}${since})`,
+        {
+          file,
+          exitCode: EXIT_ALREADY_RUNNING,
+          hint:
+            o.host !== undefined && o.host !== world.host
+              ? `The state directory is shared with ${o.host}; only one agent runs per user. If that agent is ` +
+                `gone, remove ${file}.`
+              : 'Only one agent runs per user. Stop the other one first (`blue-agent service status` shows the ' +
+                'service), or remove the lock file if that process is not blue-agent.',
+        },
+      );
     },
   );
 }

@@ -30,7 +30,12 @@ export function stdoutIdentity(): string | undefined {
 }
 
 /** Where the log goes, from the environment the process was started with (and what its stdout is). */
-export function detectLogTarget(env: Env, logFile: string, maxBytes = DEFAULT_LOG_MAX_BYTES, stdoutId: () => string | undefined = stdoutIdentity): LogTarget {
+export function detectLogTarget(
+  env: Env,
+  logFile: string,
+  maxBytes = DEFAULT_LOG_MAX_BYTES,
+  stdoutId: () => string | undefined = stdoutIdentity,
+): LogTarget {
   const explicit = env.BLUE_AGENT_LOG?.trim().toLowerCase();
   const file: LogTarget = { kind: 'file', file: logFile, maxBytes };
   if (explicit === 'json' || explicit === 'stdout') return { kind: 'stdout' };
@@ -44,7 +49,12 @@ export interface RunLogger extends Logger {
   readonly target: LogTarget;
 }
 
-export function createRunLogger(options: { target: LogTarget; stdout: Output; env: Env; now?: () => number }): RunLogger {
+export function createRunLogger(options: {
+  target: LogTarget;
+  stdout: Output;
+  env: Env;
+  now?: () => number;
+}): RunLogger {
   const threshold = order[(options.env.BLUE_AGENT_LOG_LEVEL as LogLevel | undefined) ?? 'info'] ?? order.info;
   const now = options.now ?? Date.now;
   const { target } = options;

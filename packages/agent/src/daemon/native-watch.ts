@@ -95,7 +95,12 @@ export class FolderWatch implements WatchHandle {
     if (at === this.dir) this.onEvent(name === null ? undefined : String(name));
     // While an ancestor is watched, only the next folder down appearing matters (a home folder changes all the time),
     // and the ancestor itself going (an event about the watched folder itself carries its own name).
-    else if (name !== null && String(name) !== path.relative(at, this.dir).split(path.sep)[0] && String(name) !== path.basename(at)) return;
+    else if (
+      name !== null &&
+      String(name) !== path.relative(at, this.dir).split(path.sep)[0] &&
+      String(name) !== path.basename(at)
+    )
+      return;
     // An entry came or went: it may be the folder itself, removed or replaced (its watch then sees nothing more), or,
     // while an ancestor is watched, the folder now there. A file written in place ('change') says neither.
     if (kind === 'rename') void this.recheck(false);
@@ -141,7 +146,11 @@ export class FolderWatch implements WatchHandle {
  * Watches `files` through their folders and calls `onEvent(file)` when one of them may have changed. Resolves once
  * every watch is in place.
  */
-export async function watchFiles(files: readonly string[], onEvent: (file: string) => void, onError: OnError): Promise<WatchHandle> {
+export async function watchFiles(
+  files: readonly string[],
+  onEvent: (file: string) => void,
+  onError: OnError,
+): Promise<WatchHandle> {
   const byFolder = new Map<string, string[]>();
   for (const file of files.map((f) => path.resolve(f))) {
     const dir = path.dirname(file);
@@ -165,7 +174,13 @@ export async function watchFiles(files: readonly string[], onEvent: (file: strin
  * Watches `dir` and its folders down to `depth` levels below it (at most `maxFolders` in all) and calls `onEvent` for
  * any change in them. Folders created later are watched as they appear.
  */
-export async function watchTree(dir: string, depth: number, onEvent: () => void, onError: OnError, maxFolders = 1024): Promise<WatchHandle> {
+export async function watchTree(
+  dir: string,
+  depth: number,
+  onEvent: () => void,
+  onError: OnError,
+  maxFolders = 1024,
+): Promise<WatchHandle> {
   const folders = new Map<string, FolderWatch>();
   let closed = false;
   // Said once per kind: a watch limit reached would otherwise be said again at every new folder.
@@ -178,7 +193,11 @@ export async function watchTree(dir: string, depth: number, onEvent: () => void,
   const add = async (folder: string, level: number): Promise<void> => {
     if (closed || folders.has(folder)) return;
     if (folders.size >= maxFolders) {
-      report(Object.assign(new Error(`${dir}: more than ${maxFolders} folders; the ones beyond are not watched`), { code: 'TOO_MANY_FOLDERS' }));
+      report(
+        Object.assign(new Error(`${dir}: more than ${maxFolders} folders; the ones beyond are not watched`), {
+          code: 'TOO_MANY_FOLDERS',
+        }),
+      );
       return;
     }
     const w = new FolderWatch(

@@ -17,7 +17,8 @@ export interface DaemonOptions {
   debounceMs?: number;
   /** The periodic full reconcile. */
   fullReconcileMs?: number;
-  /** The periodic safety check of the watched files' fingerprints (a `stat` each; a reconcile only when one differs). */
+  /** The periodic safety check of the watched files' fingerprints (a `stat` each; a reconcile only when one differs).
+   * */
   driftCheckMs?: number;
   /** How config files are watched; native watches of their folders by default. */
   watch?: WatchFactory;
@@ -36,7 +37,8 @@ export interface DaemonOptions {
   statusTimeoutMs?: number;
   /** How the heavy steps run (policy check, reconcile, client status); a child process each by default. */
   tasks?: (ctx: Context) => TaskRunner;
-  /** On stop: how long a reconcile in progress may go on, and how long step children get between SIGTERM and SIGKILL. */
+  /** On stop: how long a reconcile in progress may go on, and how long step children get between SIGTERM and SIGKILL.
+   * */
   reconcileStopMs?: number;
   taskKillMs?: number;
   /** Repeated drift corrections of one file are spaced out (doubling from baseMs up to capMs). */

@@ -1,8 +1,9 @@
 /**
- * Policy push for `blue-agent run`: one long-lived `GET /governance-config/events` stream (control-api/policy-events.ts)
- * that tells the agent about a new revision as soon as it is published, so that it checks (and reconciles) within
- * seconds instead of at its next ttl. The stream only says *that* something changed: the policy itself is still
- * fetched and validated by the usual check, so polling stays the fallback and the source of truth.
+ * Policy push for `blue-agent run`: one long-lived `GET /governance-config/events` stream
+ * (control-api/policy-events.ts) that tells the agent about a new revision as soon as it is published, so that it
+ * checks (and reconciles) within seconds instead of at its next ttl. The stream only says *that* something changed: the
+ * policy itself is still fetched and validated by the usual check, so polling stays the fallback and the source of
+ * truth.
  * A dropped stream is opened again after a backoff (1 s doubling to 60 s, ±20% jitter, never before Retry-After;
  * a stream that named revisions and then ended starts again from 1 s, one that broke a bound of the stream backs off
  * like a failure); a Control API without the route (404/405/501) is asked again only hourly, in case it is upgraded.
@@ -19,7 +20,8 @@ export interface PolicyPushOptions {
   backoffCapMs: number;
   /** How long to wait before asking a Control API without an event stream again. */
   unsupportedRetryMs: number;
-  /** A new revision is acted on after a random wait in [0, spreadMs), so a fleet does not fetch all in the same instant. */
+  /** A new revision is acted on after a random wait in [0, spreadMs), so a fleet does not fetch all in the same
+   * instant. */
   spreadMs: number;
 }
 
@@ -85,13 +87,19 @@ export class PolicyPush {
     while (!signal.aborted) {
       const end = await this.once(target, signal, () => {
         if (refusals > 0) return;
-        if (failures > 0 || !quiet) this.deps.log.info('policy event stream open', { url: `${target.controlUrl.replace(/\/+$/, '')}/governance-config/events` });
+        if (failures > 0 || !quiet)
+          this.deps.log.info('policy event stream open', {
+            url: `${target.controlUrl.replace(/\/+$/, '')}/governance-config/events`,
+          });
         quiet = true;
       });
       if (signal.aborted || end.kind === 'aborted') return;
       let delayMs: number;
       if (end.kind === 'unsupported') {
-        this.deps.log.info('the Control API has no policy event stream; checking on the ttl only', { status: end.status, next_try_in_ms: this.options.unsupportedRetryMs });
+        this.deps.log.info('the Control API has no policy event stream; checking on the ttl only', {
+          status: end.status,
+          next_try_in_ms: this.options.unsupportedRetryMs,
+        });
         delayMs = this.options.unsupportedRetryMs;
         quiet = false;
       } else if (end.kind === 'ended' && end.events > 0) {
@@ -103,13 +111,17 @@ export class PolicyPush {
       } else {
         failures++;
         refusals = end.kind === 'refused' ? refusals + 1 : 0;
-        const backoff = Math.min(this.options.backoffCapMs, this.options.backoffBaseMs * 2 ** Math.min(failures - 1, 30));
+        const backoff = Math.min(
+          this.options.backoffCapMs,
+          this.options.backoffBaseMs * 2 ** Math.min(failures - 1, 30),
+        );
         const retryAfter = end.kind === 'failed' ? end.retryAfterMs : undefined;
         delayMs = Math.min(this.options.backoffCapMs, Math.max(this.jitter(backoff), retryAfter ?? 0));
         // Said once when the stream goes away (or first breaks a bound), then only in the debug log: a laptop offline
         // for a day, or a server that keeps breaking its stream, logs one line.
         const fields = { reason: end.reason, failures, next_try_in_ms: delayMs };
-        if (quiet || refusals === 1) this.deps.log.warn('policy event stream unavailable; retrying (the ttl check goes on)', fields);
+        if (quiet || refusals === 1)
+          this.deps.log.warn('policy event stream unavailable; retrying (the ttl check goes on)', fields);
         else this.deps.log.debug('policy event stream unavailable; retrying', fields);
         quiet = false;
       }
@@ -148,10 +160,13 @@ export class PolicyPush {
       return;
     }
     clearTimeout(this.spreadTimer);
-    this.spreadTimer = setTimeout(() => {
-      this.spreadTimer = undefined;
-      this.deps.onRevision(revision);
-    }, Math.floor(this.deps.random() * this.options.spreadMs));
+    this.spreadTimer = setTimeout(
+      () => {
+        this.spreadTimer = undefined;
+        this.deps.onRevision(revision);
+      },
+      Math.floor(this.deps.random() * this.options.spreadMs),
+    );
   }
 
   private jitter(ms: number): number {

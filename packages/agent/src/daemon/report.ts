@@ -4,7 +4,10 @@
  */
 import { arch, hostname } from 'node:os';
 import type { Context } from '../context.js';
-import type { ClientStatusReport, HarnessInventoryEntry } from '@blue-agent/contract/schema/generated/control-client-status.js';
+import type {
+  ClientStatusReport,
+  HarnessInventoryEntry,
+} from '@blue-agent/contract/schema/generated/control-client-status.js';
 import type { HarnessName } from '@blue-agent/contract/schema/index.js';
 import { MAX_CLIENT_STATUS_BYTES } from '@blue-agent/contract/schema/limits.js';
 import { readTextIfExists, writeStateFile } from '@blue-agent/contract/util/fs.js';
@@ -67,14 +70,18 @@ const STATE_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
  * `drift_corrected`, another extension (the contract's entries are open, and Blue's server keeps `harnesses` as
  * sent), says this report follows a reconcile that put back a managed hook somebody had changed or removed.
  */
-export function inventoryEntry(h: HarnessSummary, corrected: boolean): HarnessInventoryEntry & { drift_corrected?: true } {
+export function inventoryEntry(
+  h: HarnessSummary,
+  corrected: boolean,
+): HarnessInventoryEntry & { drift_corrected?: true } {
   const text = (value: string, max: number) => reportText(value, max);
   const failed = h.state === 'error';
   const warning =
     h.state === 'unverified_version'
       ? h.reason
       : h.verified === false && h.state === 'active'
-        ? `${h.version ?? 'this version'} is at or past the certified ceiling of ${h.profile ?? 'its profile'}; captured because the policy allows unverified versions`
+        ? `${h.version ?? 'this version'} is at or past the certified ceiling of ${h.profile ?? 'its profile'}; ` +
+          `captured because the policy allows unverified versions`
         : undefined;
   const error = failed || (h.installed && !h.supported);
   const explained = error || warning !== undefined || h.state === 'active' || h.state === 'not_installed';
@@ -128,7 +135,10 @@ export function clientStatusBody(
     harnesses: harnesses.map((h) => inventoryEntry(h, corrected.has(h.harness))),
     ...(failed === undefined || configRevision === null
       ? {}
-      : { reconciliation_attempt: { harness: failed.harness, revision: configRevision }, error: reportText(`${failed.harness}: ${failed.reason}`, 4096) }),
+      : {
+          reconciliation_attempt: { harness: failed.harness, revision: configRevision },
+          error: reportText(`${failed.harness}: ${failed.reason}`, 4096),
+        }),
   });
 }
 
@@ -146,12 +156,21 @@ function withinBound(body: Report): Report {
     () => ({
       ...body,
       ...(body.error == null ? {} : { error: body.error.slice(0, 256) }),
-      harnesses: entries.map(({ path: _path, raw_version: _raw, compatibility_error: error, compatibility_warning: warning, state_reason: reason, ...rest }) => ({
-        ...rest,
-        ...short(error, 'compatibility_error'),
-        ...short(warning, 'compatibility_warning'),
-        ...short(reason, 'state_reason'),
-      })),
+      harnesses: entries.map(
+        ({
+          path: _path,
+          raw_version: _raw,
+          compatibility_error: error,
+          compatibility_warning: warning,
+          state_reason: reason,
+          ...rest
+        }) => ({
+          ...rest,
+          ...short(error, 'compatibility_error'),
+          ...short(warning, 'compatibility_warning'),
+          ...short(reason, 'state_reason'),
+        }),
+      ),
     }),
     () => {
       const { error: _error, reconciliation_attempt: _attempt, hostname, ...rest } = body;

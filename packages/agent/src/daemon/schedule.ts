@@ -65,7 +65,9 @@ export function nextPolicyCheck(
   const failures = previousFailures + 1;
   // Jitter never pushes the wait past the cap.
   const backoff = Math.min(options.backoffCapMs, withJitter(backoffMs(failures, options), options.jitter, random));
-  const retryAfter = outcome.retryAfterMs === undefined ? undefined : Math.min(outcome.retryAfterMs, options.maxRetryAfterMs);
-  if (retryAfter !== undefined && retryAfter > backoff) return { failures, delayMs: clamp(retryAfter), basis: 'retry-after' };
+  const retryAfter =
+    outcome.retryAfterMs === undefined ? undefined : Math.min(outcome.retryAfterMs, options.maxRetryAfterMs);
+  if (retryAfter !== undefined && retryAfter > backoff)
+    return { failures, delayMs: clamp(retryAfter), basis: 'retry-after' };
   return { failures, delayMs: clamp(backoff), basis: 'backoff' };
 }

@@ -15,9 +15,14 @@ export interface WatchedDir {
   depth: number;
 }
 
-export type DirWatchFactory = (dir: WatchedDir, onEvent: () => void, onError: (error: unknown) => void) => Promise<{ close(): Promise<void> }>;
+export type DirWatchFactory = (
+  dir: WatchedDir,
+  onEvent: () => void,
+  onError: (error: unknown) => void,
+) => Promise<{ close(): Promise<void> }>;
 
-export const nativeDirWatch: DirWatchFactory = ({ dir, depth }, onEvent, onError) => watchTree(dir, depth, onEvent, onError);
+export const nativeDirWatch: DirWatchFactory = ({ dir, depth }, onEvent, onError) =>
+  watchTree(dir, depth, onEvent, onError);
 
 export class SessionWatch {
   private handles = new Map<string, { close(): Promise<void> }>();
@@ -40,14 +45,21 @@ export class SessionWatch {
     for (const [key, dir] of wanted) {
       if (this.handles.has(key)) continue;
       try {
-        const handle = await (this.options.watch ?? nativeDirWatch)(dir, () => this.changed(), (error) => this.options.log.warn('session watch error', { dir: dir.dir, error: String(error) }));
+        const handle = await (this.options.watch ?? nativeDirWatch)(
+          dir,
+          () => this.changed(),
+          (error) => this.options.log.warn('session watch error', { dir: dir.dir, error: String(error) }),
+        );
         if (this.closed) {
           await handle.close();
           return;
         }
         this.handles.set(key, handle);
       } catch (error) {
-        this.options.log.warn('cannot watch a session folder; the periodic sweep still finds its sessions', { dir: dir.dir, error: String(error) });
+        this.options.log.warn('cannot watch a session folder; the periodic sweep still finds its sessions', {
+          dir: dir.dir,
+          error: String(error),
+        });
       }
     }
   }

@@ -19,7 +19,8 @@ export interface LastDrain {
   /** Records still waiting to be built / uploaded when it ended. */
   left: number;
   left_ready: number;
-  /** Of those, records left waiting after an earlier failure (not tried: not due yet). Absent in earlier versions' files. */
+  /** Of those, records left waiting after an earlier failure (not tried: not due yet). Absent in earlier versions'
+   * files. */
   waiting?: number;
   /**
    * Records another drain held when it ended (at most 20 named): it could not try them, and their outcome is that
@@ -64,14 +65,23 @@ export interface AgentRunState {
   /** The drain schedule in force (cron expression). */
   drain_schedule?: string;
   /** The most recent drain the agent ran. */
-  last_drain?: { at_unix_ms: number; ok: boolean; trigger: string; uploaded: number; built: number; failed: number; interrupted: boolean };
+  last_drain?: {
+    at_unix_ms: number;
+    ok: boolean;
+    trigger: string;
+    uploaded: number;
+    built: number;
+    failed: number;
+    interrupted: boolean;
+  };
   /** Whether the latest `POST /client-status` went through. */
   last_status_report?: { at_unix_ms: number; ok: boolean; error?: string };
   /** Where the agent logs: `stdout` or the log file's path. */
   log?: string;
   /** Set when the agent stopped cleanly (SIGTERM/SIGINT). */
   stopped_at_unix_ms?: number;
-  /** The most recent idle sweep: sessions captured because they went idle without their end hook, and backfill's part. */
+  /** The most recent idle sweep: sessions captured because they went idle without their end hook, and backfill's part.
+   * */
   last_sweep?: {
     at_unix_ms: number;
     ok: boolean;
@@ -98,7 +108,10 @@ export async function writeLastDrain(ctx: Context, drain: LastDrain): Promise<vo
 }
 
 export async function readLastDrain(ctx: Context): Promise<LastDrain | undefined> {
-  return readJsonObject<LastDrain>(lastDrainPath(ctx), (v) => typeof v.finished_at_unix_ms === 'number' && typeof v.ok === 'boolean');
+  return readJsonObject<LastDrain>(
+    lastDrainPath(ctx),
+    (v) => typeof v.finished_at_unix_ms === 'number' && typeof v.ok === 'boolean',
+  );
 }
 
 export async function writeRunState(ctx: Context, state: AgentRunState): Promise<void> {
@@ -106,13 +119,20 @@ export async function writeRunState(ctx: Context, state: AgentRunState): Promise
 }
 
 export async function readRunState(ctx: Context): Promise<AgentRunState | undefined> {
-  return readJsonObject<AgentRunState>(runStatePath(ctx), (v) => typeof v.pid === 'number' && typeof v.updated_at_unix_ms === 'number');
+  return readJsonObject<AgentRunState>(
+    runStatePath(ctx),
+    (v) => typeof v.pid === 'number' && typeof v.updated_at_unix_ms === 'number',
+  );
 }
 
-async function readJsonObject<T>(file: string, valid: (value: Record<string, unknown>) => boolean): Promise<T | undefined> {
+async function readJsonObject<T>(
+  file: string,
+  valid: (value: Record<string, unknown>) => boolean,
+): Promise<T | undefined> {
   try {
     const value = JSON.parse(await readFile(file, 'utf8')) as unknown;
-    if (typeof value !== 'object' || value === null || Array.isArray(value) || !valid(value as Record<string, unknown>)) return undefined;
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || !valid(value as Record<string, unknown>))
+      return undefined;
     return value as T;
   } catch {
     return undefined;

@@ -28,7 +28,10 @@ export interface RunningAgent {
 }
 
 /** The agent that holds `file` (`Paths.runLockFile`) now, or undefined when none runs. Reads only. */
-export async function runningAgent(file: string, world: LockWorld = systemLockWorld()): Promise<RunningAgent | undefined> {
+export async function runningAgent(
+  file: string,
+  world: LockWorld = systemLockWorld(),
+): Promise<RunningAgent | undefined> {
   let owner: Partial<LockOwner>;
   try {
     owner = JSON.parse(await readFile(file, 'utf8')) as Partial<LockOwner>;
@@ -39,7 +42,12 @@ export async function runningAgent(file: string, world: LockWorld = systemLockWo
   if (owner === null || typeof owner !== 'object' || typeof owner.pid !== 'number') return undefined;
   if (staleReason(owner, world) !== undefined) return undefined;
   const host = typeof owner.host === 'string' ? owner.host : world.host;
-  return { pid: owner.pid, host, here: host === world.host, started_at_unix_ms: typeof owner.started_at_unix_ms === 'number' ? owner.started_at_unix_ms : undefined };
+  return {
+    pid: owner.pid,
+    host,
+    here: host === world.host,
+    started_at_unix_ms: typeof owner.started_at_unix_ms === 'number' ? owner.started_at_unix_ms : undefined,
+  };
 }
 
 export interface StoppedAgent {
@@ -53,7 +61,10 @@ export interface StoppedAgent {
  * Stops whatever agent runs (SIGTERM), waits at most `waitMs` for it to let go of its lock, and takes the lock.
  * `why` completes the refusal's message: "…, so <why>".
  */
-export async function stopAgentAndHold(file: string, options: { why: string; waitMs?: number; world?: LockWorld }): Promise<StoppedAgent> {
+export async function stopAgentAndHold(
+  file: string,
+  options: { why: string; waitMs?: number; world?: LockWorld },
+): Promise<StoppedAgent> {
   const world = options.world ?? systemLockWorld();
   const waitMs = options.waitMs ?? STOP_WAIT_MS;
   const deadline = Date.now() + waitMs;
@@ -67,12 +78,18 @@ export async function stopAgentAndHold(file: string, options: { why: string; wai
     const agent = await runningAgent(file, world);
     if (agent === undefined) {
       // Released (or found stale) meanwhile: take it at the next look.
-      if (Date.now() >= deadline) throw new BlueError('LOCK_TIMEOUT', `${file} kept changing while blue-agent waited for it`, { file, hint: 'Run the command again.' });
+      if (Date.now() >= deadline)
+        throw new BlueError('LOCK_TIMEOUT', `${file} kept changing while blue-agent waited for it`, {
+          file,
+          hint: 'Run the command again.',
+        });
       await sleep(POLL_MS);
       continue;
     }
     if (!agent.here) {
-      const hint = `Stop it there (\`blue-agent service uninstall\` on ${agent.host}, or end its \`blue-agent run\`), then run this again.`;
+      const hint =
+        `Stop it there (\`blue-agent service uninstall\` on ${agent.host}, or end its \`blue-agent ` +
+        `run\`), then run this again.`;
       throw refusal(file, agent, `it runs on ${agent.host}, which shares this state directory`, options.why, hint);
     }
     if (!stopped.some((a) => a.pid === agent.pid)) {
@@ -81,7 +98,13 @@ export async function stopAgentAndHold(file: string, options: { why: string; wai
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         if (code !== 'ESRCH') {
-          throw refusal(file, agent, `it cannot be signalled (${code ?? String(error)})`, options.why, `Stop it as the user it runs as (kill ${agent.pid}), then run this again.`);
+          throw refusal(
+            file,
+            agent,
+            `it cannot be signalled (${code ?? String(error)})`,
+            options.why,
+            `Stop it as the user it runs as (kill ${agent.pid}), then run this again.`,
+          );
         }
       }
       stopped.push(agent);
@@ -96,5 +119,10 @@ export async function stopAgentAndHold(file: string, options: { why: string; wai
 }
 
 function refusal(file: string, agent: RunningAgent, cause: string, why: string, hint: string): BlueError {
-  return new BlueError('AGENT_RUNNING', `the agent (\`blue-agent run\`, pid ${agent.pid}${agent.here ? '' : ` on ${agent.host}`}) could not be stopped: ${cause}, so ${why}`, { file, hint });
+  return new BlueError(
+    'AGENT_RUNNING',
+    `the agent (\`blue-agent run\`, pid ${agent.pid}${agent.here ? '' : ` on ${agent.host}`}) could not be ` +
+      `stopped: ${cause}, so ${why}`,
+    { file, hint },
+  );
 }

@@ -56,11 +56,14 @@ export class SweepLoop {
     if (this.at !== undefined && this.at <= at) return;
     clearTimeout(this.timer);
     this.at = at;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.at = undefined;
-      void this.sweep();
-    }, Math.max(0, at - this.options.now()));
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.at = undefined;
+        void this.sweep();
+      },
+      Math.max(0, at - this.options.now()),
+    );
   }
 
   /** Runs the idle sweep now (one at a time; a request meanwhile runs once more afterwards). */
@@ -113,9 +116,14 @@ export class SweepLoop {
       await this.sessions.setDirs(result.watch);
     }
     const backfilled = result.backfill?.enqueued ?? 0;
-    if (result.error !== undefined) log.warn('idle sweep failed', { code: result.error.code, error: result.error.message });
+    if (result.error !== undefined)
+      log.warn('idle sweep failed', { code: result.error.code, error: result.error.message });
     else if (result.enqueued > 0 || backfilled > 0) {
-      log.info('sessions captured without their end hook', { idle: result.enqueued, backfill: backfilled, backfill_remaining: result.backfill?.remaining ?? null });
+      log.info('sessions captured without their end hook', {
+        idle: result.enqueued,
+        backfill: backfilled,
+        backfill_remaining: result.backfill?.remaining ?? null,
+      });
     }
     const record: SweepRecord = {
       at_unix_ms: at,
@@ -123,13 +131,20 @@ export class SweepLoop {
       idle_ms: result.idle_ms,
       enqueued: result.enqueued,
       active: result.active,
-      ...(result.backfill === undefined ? {} : { backfill_enqueued: result.backfill.enqueued, backfill_remaining: result.backfill.remaining }),
+      ...(result.backfill === undefined
+        ? {}
+        : { backfill_enqueued: result.backfill.enqueued, backfill_remaining: result.backfill.remaining }),
       ...(result.error === undefined ? {} : { error: result.error }),
     };
     await this.options.onSwept(record, result.enqueued > 0 || backfilled > 0);
     // Next: when the first session being written to goes idle, or the periodic sweep, whichever is sooner.
     const then = now();
-    this.request(Math.min(then + periodicMs, result.next_due_at_unix_ms === undefined ? Infinity : Math.max(then, result.next_due_at_unix_ms + 1_000)));
+    this.request(
+      Math.min(
+        then + periodicMs,
+        result.next_due_at_unix_ms === undefined ? Infinity : Math.max(then, result.next_due_at_unix_ms + 1_000),
+      ),
+    );
   }
 
   /** A session folder changed: look again once the idle time has passed. */

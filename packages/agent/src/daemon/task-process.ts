@@ -54,7 +54,12 @@ export function processTasks(ctx: Context, timeoutMs = 120_000): TaskRunner {
         try {
           resolve(JSON.parse(Buffer.concat(out).toString('utf8')) as unknown);
         } catch {
-          reject(new Error(`the ${request.task} step ended (${signal ?? `exit code ${code}`}) without an answer: ${stderr.trim().split('\n')[0] ?? ''}`));
+          reject(
+            new Error(
+              `the ${request.task} step ended (${signal ?? `exit code ${code}`}) without an answer: ` +
+                `${stderr.trim().split('\n')[0] ?? ''}`,
+            ),
+          );
         }
       });
     });

@@ -143,7 +143,13 @@ export async function reconcileTask(ctx: Context, snapshot: string): Promise<Rec
     });
     return { ok: report.ok, harnesses, watch: [...watch], fingerprints: await fingerprints(watch) };
   } catch (error) {
-    return { ok: false, harnesses: [], watch: [...watch], fingerprints: await fingerprints(watch), error: taskError(error) };
+    return {
+      ok: false,
+      harnesses: [],
+      watch: [...watch],
+      fingerprints: await fingerprints(watch),
+      error: taskError(error),
+    };
   }
 }
 
@@ -178,7 +184,12 @@ export async function sweepTask(ctx: Context, snapshot: string, idleMs?: number)
     if (policy.session_upload?.backfill === true) {
       const { backfill, backfillFinishedAt } = await import('../sweep/backfill.js');
       if ((await backfillFinishedAt(ctx)) === undefined) {
-        const done = await backfill(ctx, policy, { dryRun: false, drainBatches: false, max: BACKFILL_SLICE, batch: BACKFILL_SLICE });
+        const done = await backfill(ctx, policy, {
+          dryRun: false,
+          drainBatches: false,
+          max: BACKFILL_SLICE,
+          batch: BACKFILL_SLICE,
+        });
         result.backfill = { enqueued: done.candidates.length, remaining: done.remaining };
       }
     }
@@ -188,7 +199,10 @@ export async function sweepTask(ctx: Context, snapshot: string, idleMs?: number)
   }
 }
 
-export function runTask(ctx: Context, request: TaskRequest): Promise<PolicyTaskResult | ReconcileTaskResult | StatusTaskResult | SweepTaskResult> {
+export function runTask(
+  ctx: Context,
+  request: TaskRequest,
+): Promise<PolicyTaskResult | ReconcileTaskResult | StatusTaskResult | SweepTaskResult> {
   switch (request.task) {
     case 'policy':
       return policyTask(ctx, request.config, request.snapshot);

@@ -1,7 +1,8 @@
 /**
- * Watches the native config files the agent manages (native watches of their folders, native-watch.ts; no polling) and asks for a reconcile
- * shortly after one changes. The agent's own writes do not count: each reconcile step hands back the fingerprint
- * (device, inode, size, mtime, ctime) of every watched file as its writes left it, and the run loop `remember`s them.
+ * Watches the native config files the agent manages (native watches of their folders, native-watch.ts; no polling) and
+ * asks for a reconcile shortly after one changes. The agent's own writes do not count: each reconcile step hands back
+ * the fingerprint (device, inode, size, mtime, ctime) of every watched file as its writes left it, and the run loop
+ * `remember`s them.
  * The decision is taken when the debounce timer fires, not when the event arrives — the event of an own write
  * usually arrives before the step has even answered — and while a reconcile runs (`hold`) it waits for that answer.
  * A file whose fingerprint is then exactly the remembered one is left alone, so a write by the agent can never start
@@ -29,7 +30,14 @@ export interface Fingerprint {
 export async function fingerprint(file: string): Promise<Fingerprint> {
   try {
     const info = await stat(file);
-    return { exists: true, dev: info.dev, ino: info.ino, size: info.size, mtimeMs: info.mtimeMs, ctimeMs: info.ctimeMs };
+    return {
+      exists: true,
+      dev: info.dev,
+      ino: info.ino,
+      size: info.size,
+      mtimeMs: info.mtimeMs,
+      ctimeMs: info.ctimeMs,
+    };
   } catch {
     return { exists: false };
   }
@@ -50,7 +58,11 @@ export function sameFingerprint(a: Fingerprint | undefined, b: Fingerprint): boo
 export type { WatchHandle } from './native-watch.js';
 
 /** Starts watching `files` and resolves once changes to them are reported through `onEvent`. */
-export type WatchFactory = (files: string[], onEvent: (file: string) => void, onError: (error: unknown) => void) => Promise<WatchHandle>;
+export type WatchFactory = (
+  files: string[],
+  onEvent: (file: string) => void,
+  onError: (error: unknown) => void,
+) => Promise<WatchHandle>;
 
 /** Native watches of the files' folders; a missing folder is watched through its nearest ancestor until it appears. */
 export const nativeWatch: WatchFactory = watchFiles;
@@ -151,7 +163,12 @@ export class ConfigWatcher {
     const found: string[] = [];
     for (const f of this.files) {
       const current = now[f];
-      if (current === undefined || sameFingerprint(this.known.get(f), current) || sameFingerprint(this.seen.get(f), current)) continue;
+      if (
+        current === undefined ||
+        sameFingerprint(this.known.get(f), current) ||
+        sameFingerprint(this.seen.get(f), current)
+      )
+        continue;
       this.seen.set(f, current);
       this.changed.add(f);
       found.push(f);

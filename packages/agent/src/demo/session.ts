@@ -66,16 +66,31 @@ export async function readRecordedAsset(demoDir: string): Promise<RecordedAsset>
     throw assetError(dir, `has no readable session.json (${(error as Error).message})`);
   }
   const { session_id: sessionId, prompt, transcript_path: transcriptPath } = doc;
-  if (doc.harness !== harness.name || doc.version !== version) throw assetError(dir, `does not describe a ${harness.displayName} session of its version`);
+  if (doc.harness !== harness.name || doc.version !== version)
+    throw assetError(dir, `does not describe a ${harness.displayName} session of its version`);
   if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) throw assetError(dir, 'has no valid session_id');
   const sessionsHome = `{{ROOT}}/home/${harness.demo.sessionsHome.split(path.sep).join('/')}`;
-  if (typeof transcriptPath !== 'string' || !transcriptPath.startsWith(`${sessionsHome}/`)) throw assetError(dir, `has no transcript_path under ${sessionsHome}`);
+  if (typeof transcriptPath !== 'string' || !transcriptPath.startsWith(`${sessionsHome}/`))
+    throw assetError(dir, `has no transcript_path under ${sessionsHome}`);
   const { displayName, demo } = harness;
-  return { dir, harness: harness.name, displayName, binary: demo.binary, version, sessionId, prompt: typeof prompt === 'string' ? prompt : '', transcriptPath };
+  return {
+    dir,
+    harness: harness.name,
+    displayName,
+    binary: demo.binary,
+    version,
+    sessionId,
+    prompt: typeof prompt === 'string' ? prompt : '',
+    transcriptPath,
+  };
 }
 
 /** Copies the recorded tree into the HOME where the harness keeps sessions, placeholders replaced; files 0600. */
-export async function installRecordedSession(asset: RecordedAsset, machine: MachineLayout, cwd: string): Promise<InstalledSession> {
+export async function installRecordedSession(
+  asset: RecordedAsset,
+  machine: MachineLayout,
+  cwd: string,
+): Promise<InstalledSession> {
   const { demo } = demoHarness();
   const vars: Record<string, string> = {
     ROOT: machine.root,
@@ -94,11 +109,17 @@ export async function installRecordedSession(asset: RecordedAsset, machine: Mach
   };
 }
 
-async function copyTree(from: string, to: string, vars: Record<string, string>, counts: { files: number; bytes: number }): Promise<void> {
+async function copyTree(
+  from: string,
+  to: string,
+  vars: Record<string, string>,
+  counts: { files: number; bytes: number },
+): Promise<void> {
   await mkdir(to, { recursive: true, mode: 0o700 });
   for (const entry of await readdir(from, { withFileTypes: true })) {
     const name = substitutedName(entry.name, vars);
-    if (name === undefined) throw assetError(from, `names a file that would leave its folder: ${JSON.stringify(entry.name)}`);
+    if (name === undefined)
+      throw assetError(from, `names a file that would leave its folder: ${JSON.stringify(entry.name)}`);
     const source = path.join(from, entry.name);
     const info = await lstat(source);
     if (info.isDirectory()) {
@@ -106,8 +127,12 @@ async function copyTree(from: string, to: string, vars: Record<string, string>, 
     } else if (info.isFile()) {
       counts.files++;
       counts.bytes += info.size;
-      if (counts.files > MAX_ASSET_FILES || counts.bytes > MAX_ASSET_BYTES) throw assetError(from, 'is larger than the shipped one');
-      await writeFile(path.join(to, name), substitute(await readFile(source, 'utf8'), vars), { mode: 0o600, flag: 'wx' });
+      if (counts.files > MAX_ASSET_FILES || counts.bytes > MAX_ASSET_BYTES)
+        throw assetError(from, 'is larger than the shipped one');
+      await writeFile(path.join(to, name), substitute(await readFile(source, 'utf8'), vars), {
+        mode: 0o600,
+        flag: 'wx',
+      });
     } else {
       throw assetError(from, `holds ${JSON.stringify(entry.name)}, which is not a regular file or folder`);
     }

@@ -103,7 +103,9 @@ export async function collectDoctorFacts(ctx: Context, options: DoctorOptions = 
   // A config that does not parse says nothing about the Control API or the token: they are not probed (the checks
   // that read them are skipped).
   const [control, spool, service, required, agent] = await Promise.all([
-    configError === undefined ? controlFacts(ctx, config, options.timeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS) : unreadControl(),
+    configError === undefined
+      ? controlFacts(ctx, config, options.timeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS)
+      : unreadControl(),
     spoolFacts(ctx),
     serviceStatus(ctx).catch((error: unknown) => ({ error: errorInfo(error) })),
     requiredNode(ctx),
@@ -116,7 +118,10 @@ export async function collectDoctorFacts(ctx: Context, options: DoctorOptions = 
   let policy: DoctorFacts['policy'];
   if (configError !== undefined) policy = { resolved: undefined, error: configError };
   else if (config.policy_file === undefined && control.probe?.kind === 'ok') {
-    policy = control.probe.policy !== undefined ? { resolved: control.probe.policy } : { resolved: undefined, ...(control.probe.policyError ? { error: control.probe.policyError } : {}) };
+    policy =
+      control.probe.policy !== undefined
+        ? { resolved: control.probe.policy }
+        : { resolved: undefined, ...(control.probe.policyError ? { error: control.probe.policyError } : {}) };
   } else {
     const offline = await readPolicyOffline(ctx, config);
     policy = { resolved: offline.resolved, ...(offline.error === undefined ? {} : { error: offline.error }) };
@@ -135,12 +140,19 @@ export async function collectDoctorFacts(ctx: Context, options: DoctorOptions = 
   return {
     platform: ctx.platform,
     node: { version: options.nodeVersion ?? process.versions.node, required },
-    config: { file: ctx.paths.configFile, exists, policyFile: config.policy_file, ...(configError === undefined ? {} : { error: configError }) },
+    config: {
+      file: ctx.paths.configFile,
+      exists,
+      policyFile: config.policy_file,
+      ...(configError === undefined ? {} : { error: configError }),
+    },
     control,
     policy,
     spool,
     harnesses,
-    ...(Array.isArray(harnesses) ? { sessions: await collectSessions(ctx, harnesses).catch((error: unknown) => ({ error: errorInfo(error) })) } : {}),
+    ...(Array.isArray(harnesses)
+      ? { sessions: await collectSessions(ctx, harnesses).catch((error: unknown) => ({ error: errorInfo(error) })) }
+      : {}),
     service,
     ...(serviceHere === undefined ? {} : { serviceHere }),
     agent: { running: agent.state === 'running', pid: agent.pid },
@@ -167,7 +179,14 @@ async function controlFacts(ctx: Context, config: AgentConfig, timeoutMs: number
   try {
     settings = controlSettings(ctx, config);
   } catch (error) {
-    return { url: undefined, urlSource: undefined, urlError: errorInfo(error), tokenSource: '-', token: 'missing', probe: undefined };
+    return {
+      url: undefined,
+      urlSource: undefined,
+      urlError: errorInfo(error),
+      tokenSource: '-',
+      token: 'missing',
+      probe: undefined,
+    };
   }
   const base = { url: settings.controlUrl, urlSource: settings.controlUrlSource, tokenSource: settings.tokenSource };
   let token: string | undefined;
@@ -195,15 +214,40 @@ async function controlFacts(ctx: Context, config: AgentConfig, timeoutMs: number
       env: ctx.env,
     });
     if (outcome.kind === 'unavailable') probe = { kind: 'unavailable', reason: outcome.reason };
-    else if (outcome.kind === 'not-modified') probe = { kind: 'error', error: { code: 'POLICY_UNREACHABLE', message: `GET ${url.href} answered 304 Not Modified to an unconditional request` } };
-    else probe = { kind: 'ok', ...probedPolicy(ctx, config, settings.controlUrl, url.href, outcome.text, outcome.etag, outcome.requiredClientVersion) };
+    else if (outcome.kind === 'not-modified')
+      probe = {
+        kind: 'error',
+        error: {
+          code: 'POLICY_UNREACHABLE',
+          message: `GET ${url.href} answered 304 Not Modified to an unconditional request`,
+        },
+      };
+    else
+      probe = {
+        kind: 'ok',
+        ...probedPolicy(
+          ctx,
+          config,
+          settings.controlUrl,
+          url.href,
+          outcome.text,
+          outcome.etag,
+          outcome.requiredClientVersion,
+        ),
+      };
   } catch (error) {
     const info = errorInfo(error);
-    if (error instanceof BlueError && (error.code === 'POLICY_INCOMPATIBLE' || error.code === 'CLIENT_VERSION_MISMATCH')) {
+    if (
+      error instanceof BlueError &&
+      (error.code === 'POLICY_INCOMPATIBLE' || error.code === 'CLIENT_VERSION_MISMATCH')
+    ) {
       // A 426: the Control API answers and took the token; it is the policy this blue-agent may not apply.
       probe = { kind: 'ok', policyError: info };
     } else {
-      probe = error instanceof BlueError && error.code === 'AUTH_FAILED' ? { kind: 'refused', error: info } : { kind: 'error', error: info };
+      probe =
+        error instanceof BlueError && error.code === 'AUTH_FAILED'
+          ? { kind: 'refused', error: info }
+          : { kind: 'error', error: info };
     }
   }
   return { ...base, token: tokenState, probe };
@@ -221,7 +265,16 @@ function probedPolicy(
 ): { policy?: ResolvedPolicy; policyError?: ErrorInfo } {
   try {
     const originRules = { controlUrl, allowedOrigins: config.allowed_upload_origins };
-    return { policy: fetchedPolicy(text, { location, etag, now: ctx.clock.now(), originRules, clientVersion: ctx.self.version, headerPin }) };
+    return {
+      policy: fetchedPolicy(text, {
+        location,
+        etag,
+        now: ctx.clock.now(),
+        originRules,
+        clientVersion: ctx.self.version,
+        headerPin,
+      }),
+    };
   } catch (error) {
     return { policyError: errorInfo(error) };
   }
@@ -278,5 +331,12 @@ async function pathFact(file: string, kind: 'dir' | 'file', follow: boolean): Pr
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  return { path: file, kind, mode: info.mode & 0o7777, uid: info.uid, isDirectory: info.isDirectory(), isSymbolicLink: info.isSymbolicLink() };
+  return {
+    path: file,
+    kind,
+    mode: info.mode & 0o7777,
+    uid: info.uid,
+    isDirectory: info.isDirectory(),
+    isSymbolicLink: info.isSymbolicLink(),
+  };
 }

@@ -19,12 +19,22 @@ export function renderDoctor(checks: readonly Check[], options: { color: boolean
   const width = Math.max(...checks.map((k) => k.id.length), 8) + 2;
   const out: string[] = [];
   for (const check of checks) {
-    const mark = check.status === 'ok' ? c.green('ok  ') : check.status === 'warn' ? c.yellow('warn') : check.status === 'skip' ? c.dim('skip') : c.red('fail');
+    const mark =
+      check.status === 'ok'
+        ? c.green('ok  ')
+        : check.status === 'warn'
+          ? c.yellow('warn')
+          : check.status === 'skip'
+            ? c.dim('skip')
+            : c.red('fail');
     out.push(`${mark}  ${check.id.padEnd(width)}${check.status === 'skip' ? c.dim(check.message) : check.message}`);
-    if (check.status === 'warn' || check.status === 'fail') out.push(`      ${' '.repeat(width)}${c.dim(`fix: ${check.fix}`)}`);
+    if (check.status === 'warn' || check.status === 'fail')
+      out.push(`      ${' '.repeat(width)}${c.dim(`fix: ${check.fix}`)}`);
   }
   const s = summarise(checks);
-  const line = `${s.ok} ok, ${s.warn} warning${s.warn === 1 ? '' : 's'}, ${s.fail} failure${s.fail === 1 ? '' : 's'}${s.skip > 0 ? `, ${s.skip} skipped` : ''}`;
+  const line =
+    `${s.ok} ok, ${s.warn} warning${s.warn === 1 ? '' : 's'}, ${s.fail} failure` +
+    `${s.fail === 1 ? '' : 's'}${s.skip > 0 ? `, ${s.skip} skipped` : ''}`;
   out.push('', s.fail > 0 ? c.red(line) : s.warn > 0 || s.skip > 0 ? c.yellow(line) : c.green(line));
   return `${out.join('\n')}\n`;
 }

@@ -27,8 +27,14 @@ export interface AssembleInput {
   redaction?: BundleRedaction;
 }
 
-/** Builds the bundle into `outFile`; with `profiles`, the files' roles are checked against the profile before any is read. */
-export async function assembleBundle(ctx: Context, input: AssembleInput, outFile: string, profiles?: ProfileSet): Promise<BundleResult> {
+/** Builds the bundle into `outFile`; with `profiles`, the files' roles are checked against the profile before any is
+ * read. */
+export async function assembleBundle(
+  ctx: Context,
+  input: AssembleInput,
+  outFile: string,
+  profiles?: ProfileSet,
+): Promise<BundleResult> {
   const adapter = ADAPTERS[input.harness];
   const collected = await adapter.collectSession(ctx, { interval: input.interval, payload: input.payload });
   const cwd = collected.cwd ?? input.payload.cwd;
@@ -61,11 +67,17 @@ export async function assembleBundle(ctx: Context, input: AssembleInput, outFile
  * The interval a recorded profile names, checked against the harness: a bundle is always made by the profile the
  * capture was installed with, never by whatever profile is newest.
  */
-export function captureInterval(profiles: ProfileSet, harness: string, profile: string): { harness: HarnessName; interval: Interval } {
+export function captureInterval(
+  profiles: ProfileSet,
+  harness: string,
+  profile: string,
+): { harness: HarnessName; interval: Interval } {
   const found = findInterval(profiles, profile);
   if (found === undefined) {
     throw new BlueError('PROFILE_UNKNOWN', `compatibility profile ${profile} is not known to this blue-agent`, {
-      hint: 'Profiles are only added, never renamed; this capture was made by a different blue-agent install. Run `blue-agent profiles list`.',
+      hint:
+        'Profiles are only added, never renamed; this capture was made by a different blue-agent install. Run ' +
+        '`blue-agent profiles list`.',
     });
   }
   if (found.harness !== harness) {

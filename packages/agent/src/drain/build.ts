@@ -21,13 +21,21 @@ import type { ResolvedPolicy } from '../policy/index.js';
 import { loadProfiles, type ProfileSet } from '@blue-agent/contract/profiles/index.js';
 import { withLock } from '../lock/lock.js';
 import { DocumentCache } from '@blue-agent/contract/schema/document-cache.js';
-import { isDiskFull, MAX_ATTEMPTS, type Claim, type RecordError, type Spool, type SpoolRecord } from '../spool/index.js';
+import {
+  isDiskFull,
+  MAX_ATTEMPTS,
+  type Claim,
+  type RecordError,
+  type Spool,
+  type SpoolRecord,
+} from '../spool/index.js';
 import { assembleBundle, captureInterval } from './assemble.js';
 import { contentDigest, lastCapture, rememberCapture, type CapturedRecord } from './captured.js';
 import { failedEntry, type DrainReport } from './report.js';
 import type { RepositoryCache } from './repository.js';
 
-/** Records younger than this wait before they are built: the harness may still be writing the session's last lines as it exits. */
+/** Records younger than this wait before they are built: the harness may still be writing the session's last lines as
+ * it exits. */
 export const SETTLE_MS = 1_000;
 
 /** Errors that say the session itself cannot be captured: retrying gives the same answer. */
@@ -77,7 +85,14 @@ export const buildFromRecord: BuildFunction = (ctx, record, outFile, profiles, r
 };
 
 /** The build stage: claims the due intake records of `only` not yet `tried`, one at a time, and builds each. */
-export async function buildWaiting(ctx: Context, spool: Spool, report: DrainReport, options: BuildOptions, tried: Set<string>, only: ReadonlySet<string>): Promise<void> {
+export async function buildWaiting(
+  ctx: Context,
+  spool: Spool,
+  report: DrainReport,
+  options: BuildOptions,
+  tried: Set<string>,
+  only: ReadonlySet<string>,
+): Promise<void> {
   const build = options.build ?? buildFromRecord;
   const settleMs = options.settleMs ?? SETTLE_MS;
   const maxAttempts = options.maxAttempts ?? MAX_ATTEMPTS;
@@ -100,7 +115,14 @@ export async function buildWaiting(ctx: Context, spool: Spool, report: DrainRepo
       if (by !== undefined) {
         await spool.discardBuild(claim);
         report.superseded.push({ id: record.id, harness: record.harness, session_id: record.payload.session_id, by });
-        await appendCaptureLog(ctx.paths.captureLogFile, { event: 'superseded', harness: record.harness, profile: record.profile, session_id: record.payload.session_id, record: record.id, by });
+        await appendCaptureLog(ctx.paths.captureLogFile, {
+          event: 'superseded',
+          harness: record.harness,
+          profile: record.profile,
+          session_id: record.payload.session_id,
+          record: record.id,
+          by,
+        });
         continue;
       }
       const age = ctx.clock.now() - record.created_at_unix_ms;
@@ -117,12 +139,20 @@ export async function buildWaiting(ctx: Context, spool: Spool, report: DrainRepo
         const content = contentDigest(result.manifest);
         // One session at a time from here to the commit: two captures of the same content built at once (a harness
         // that fires its end hook twice) must not both see "not captured yet".
-        const outcome = await withLock(ctx.paths.locksDir, `captured:${record.harness}:${createHash('sha256').update(record.payload.session_id).digest('hex').slice(0, 32)}`, () =>
-          commitUnlessUnchanged(ctx, spool, claim, outFile, result, content, readStarted),
+        const outcome = await withLock(
+          ctx.paths.locksDir,
+          `captured:${record.harness}:` +
+            `${createHash('sha256').update(record.payload.session_id).digest('hex').slice(0, 32)}`,
+          () => commitUnlessUnchanged(ctx, spool, claim, outFile, result, content, readStarted),
         );
         if (outcome.unchanged !== undefined) {
           const last = outcome.unchanged;
-          report.unchanged.push({ id: record.id, harness: record.harness, session_id: record.payload.session_id, same_as: last.record });
+          report.unchanged.push({
+            id: record.id,
+            harness: record.harness,
+            session_id: record.payload.session_id,
+            same_as: last.record,
+          });
           await appendCaptureLog(ctx.paths.captureLogFile, {
             event: 'unchanged',
             harness: record.harness,
@@ -170,7 +200,10 @@ export async function buildWaiting(ctx: Context, spool: Spool, report: DrainRepo
  * now means none: the upload stage, which cannot upload without the policy, refuses a bundle built without the
  * redaction the policy asks for, so nothing unredacted leaves the machine either way.
  */
-async function redactionInForce(ctx: Context, policy: (() => Promise<ResolvedPolicy>) | undefined): Promise<BundleRedaction | undefined> {
+async function redactionInForce(
+  ctx: Context,
+  policy: (() => Promise<ResolvedPolicy>) | undefined,
+): Promise<BundleRedaction | undefined> {
   let mode: string | undefined;
   try {
     mode = (await policy?.())?.policy.session_upload?.redact;
@@ -200,7 +233,8 @@ async function laterCaptureOfRun(spool: Spool, record: SpoolRecord): Promise<str
       theirs.proc_start === wait.proc_start &&
       theirs.started_at_unix_ms === wait.started_at_unix_ms &&
       typeof other.created_at_unix_ms === 'number' &&
-      (other.created_at_unix_ms > record.created_at_unix_ms || (other.created_at_unix_ms === record.created_at_unix_ms && id > record.id))
+      (other.created_at_unix_ms > record.created_at_unix_ms ||
+        (other.created_at_unix_ms === record.created_at_unix_ms && id > record.id))
     ) {
       return id;
     }
@@ -228,14 +262,26 @@ async function commitUnlessUnchanged(
     await spool.discardTemp(outFile);
     await spool.discardBuild(claim);
     // The content read now is the content captured then: the idle sweep need not look at this session again.
-    await rememberCapture(ctx, { harness: last.harness, session_id: last.session_id, content_sha256: last.content_sha256, record: last.record, read_started_at_unix_ms: readStarted }).catch(() => undefined);
+    await rememberCapture(ctx, {
+      harness: last.harness,
+      session_id: last.session_id,
+      content_sha256: last.content_sha256,
+      record: last.record,
+      read_started_at_unix_ms: readStarted,
+    }).catch(() => undefined);
     return { unchanged: last };
   }
   // The manifest rides along in the record (a few KiB, usually): the manifest is the bundle's last entry, so reading
   // it back for the upload would inflate the whole bundle.
   const manifest = JSON.stringify(result.manifest).length <= RECORD_MANIFEST_MAX ? { manifest: result.manifest } : {};
   await spool.commitReady(claim, outFile, { size: result.size, sha256: result.sha256, ...manifest });
-  await rememberCapture(ctx, { harness: record.harness, session_id: record.payload.session_id, content_sha256: content, record: record.id, read_started_at_unix_ms: readStarted }).catch((error: unknown) => {
+  await rememberCapture(ctx, {
+    harness: record.harness,
+    session_id: record.payload.session_id,
+    content_sha256: content,
+    record: record.id,
+    read_started_at_unix_ms: readStarted,
+  }).catch((error: unknown) => {
     // Only costs a second upload of the same content later; the bundle itself is safe in ready/.
     ctx.logger.warn('could not remember what the capture held', { record: record.id, error: (error as Error).message });
   });
@@ -243,7 +289,14 @@ async function commitUnlessUnchanged(
 }
 
 /** Records a failed build; true when the drain should stop (the disk is full). */
-async function settleFailure(ctx: Context, spool: Spool, claim: Claim, error: unknown, report: DrainReport, maxAttempts: number): Promise<boolean> {
+async function settleFailure(
+  ctx: Context,
+  spool: Spool,
+  claim: Claim,
+  error: unknown,
+  report: DrainReport,
+  maxAttempts: number,
+): Promise<boolean> {
   const { record } = claim;
   const blue = toBlueError(error);
   const at = ctx.clock.now();
@@ -255,14 +308,33 @@ async function settleFailure(ctx: Context, spool: Spool, claim: Claim, error: un
     await spool.release(claim, { error: { code: 'SPOOL_FULL', message: reason, at_unix_ms: at }, countAttempt: false });
     report.retried.push(failedEntry(record, 'SPOOL_FULL', reason));
     report.stopped = { code: 'SPOOL_FULL', reason: blue.message };
-    await appendCaptureLog(ctx.paths.captureLogFile, { event: 'retry', record: record.id, session_id: record.payload.session_id, code: 'SPOOL_FULL', reason });
+    await appendCaptureLog(ctx.paths.captureLogFile, {
+      event: 'retry',
+      record: record.id,
+      session_id: record.payload.session_id,
+      code: 'SPOOL_FULL',
+      reason,
+    });
     return true;
   }
   if (blue.code === 'SESSION_CHANGING' && record.capture_reason !== undefined) {
     // Nobody said the session ended, and it is being written to: not idle after all. The sweep captures it once it is.
     await spool.discardBuild(claim);
-    report.changing.push({ id: record.id, harness: record.harness, session_id: record.payload.session_id, reason: blue.message });
-    await appendCaptureLog(ctx.paths.captureLogFile, { event: 'changing', harness: record.harness, profile: record.profile, session_id: record.payload.session_id, record: record.id, code: blue.code, reason: blue.message });
+    report.changing.push({
+      id: record.id,
+      harness: record.harness,
+      session_id: record.payload.session_id,
+      reason: blue.message,
+    });
+    await appendCaptureLog(ctx.paths.captureLogFile, {
+      event: 'changing',
+      harness: record.harness,
+      profile: record.profile,
+      session_id: record.payload.session_id,
+      record: record.id,
+      code: blue.code,
+      reason: blue.message,
+    });
     return false;
   }
   const failure: RecordError = { code: blue.code, message: describe(blue), at_unix_ms: at };
@@ -270,7 +342,10 @@ async function settleFailure(ctx: Context, spool: Spool, claim: Claim, error: un
   if (permanent || record.attempts + 1 >= maxAttempts) {
     const failed = await spool.fail(
       claim,
-      { ...failure, message: permanent ? failure.message : `${failure.message} (after ${record.attempts + 1} attempts)` },
+      {
+        ...failure,
+        message: permanent ? failure.message : `${failure.message} (after ${record.attempts + 1} attempts)`,
+      },
       { countAttempt: true },
     );
     report.failed.push(failedEntry(failed, blue.code, failed.last_error!.message));
@@ -286,7 +361,13 @@ async function settleFailure(ctx: Context, spool: Spool, claim: Claim, error: un
   } else {
     const released = await spool.release(claim, { error: failure });
     report.retried.push(failedEntry(released, blue.code, failure.message));
-    await appendCaptureLog(ctx.paths.captureLogFile, { event: 'retry', record: record.id, session_id: record.payload.session_id, code: blue.code, reason: failure.message });
+    await appendCaptureLog(ctx.paths.captureLogFile, {
+      event: 'retry',
+      record: record.id,
+      session_id: record.payload.session_id,
+      code: blue.code,
+      reason: failure.message,
+    });
   }
   return false;
 }

@@ -43,8 +43,12 @@ export interface CapturedRecord {
 
 /** The session's content as a bundle holds it: profile, and each file's role, native path, size and SHA-256. */
 export function contentDigest(manifest: Pick<BundleManifest, 'compatibility_profile' | 'files'>): string {
-  const files = manifest.files.map((f) => [f.role, f.native_path ?? '', f.size, f.sha256] as const).sort((a, b) => (a.join('\0') < b.join('\0') ? -1 : a.join('\0') > b.join('\0') ? 1 : 0));
-  return createHash('sha256').update(JSON.stringify({ profile: manifest.compatibility_profile, files })).digest('hex');
+  const files = manifest.files
+    .map((f) => [f.role, f.native_path ?? '', f.size, f.sha256] as const)
+    .sort((a, b) => (a.join('\0') < b.join('\0') ? -1 : a.join('\0') > b.join('\0') ? 1 : 0));
+  return createHash('sha256')
+    .update(JSON.stringify({ profile: manifest.compatibility_profile, files }))
+    .digest('hex');
 }
 
 function recordFile(ctx: Context, harness: string, sessionId: string): string {
@@ -52,24 +56,42 @@ function recordFile(ctx: Context, harness: string, sessionId: string): string {
 }
 
 /** The last capture of this session, or undefined (none, or a record that cannot be read, which counts as none). */
-export async function lastCapture(ctx: Context, harness: string, sessionId: string): Promise<CapturedRecord | undefined> {
+export async function lastCapture(
+  ctx: Context,
+  harness: string,
+  sessionId: string,
+): Promise<CapturedRecord | undefined> {
   let bytes: Buffer | undefined;
   try {
-    bytes = await readChecked(recordFile(ctx, harness, sessionId), { code: 'SPOOL_UNSAFE', maxBytes: MAX_RECORD_BYTES, optional: true });
+    bytes = await readChecked(recordFile(ctx, harness, sessionId), {
+      code: 'SPOOL_UNSAFE',
+      maxBytes: MAX_RECORD_BYTES,
+      optional: true,
+    });
   } catch {
     return undefined;
   }
   if (bytes === undefined) return undefined;
   try {
     const doc = JSON.parse(bytes.toString('utf8')) as unknown;
-    if (!isRecord(doc) || doc.format !== FORMAT || doc.harness !== harness || doc.session_id !== sessionId || typeof doc.content_sha256 !== 'string') return undefined;
+    if (
+      !isRecord(doc) ||
+      doc.format !== FORMAT ||
+      doc.harness !== harness ||
+      doc.session_id !== sessionId ||
+      typeof doc.content_sha256 !== 'string'
+    )
+      return undefined;
     return doc as unknown as CapturedRecord;
   } catch {
     return undefined;
   }
 }
 
-export async function rememberCapture(ctx: Context, entry: Omit<CapturedRecord, 'format' | 'at_unix_ms'>): Promise<void> {
+export async function rememberCapture(
+  ctx: Context,
+  entry: Omit<CapturedRecord, 'format' | 'at_unix_ms'>,
+): Promise<void> {
   const record: CapturedRecord = { format: FORMAT, ...entry, at_unix_ms: ctx.clock.now() };
   await writeStateFile(recordFile(ctx, entry.harness, entry.session_id), `${JSON.stringify(record)}\n`);
   await pruneCaptures(ctx, entry.harness);

@@ -45,12 +45,20 @@ interface Seen {
 }
 
 export async function drain(ctx: Context, options: DrainOptions = {}): Promise<DrainReport> {
-  const spool = await Spool.open(ctx.paths, { now: () => ctx.clock.now(), ...(options.io === undefined ? {} : { io: options.io }) });
+  const spool = await Spool.open(ctx.paths, {
+    now: () => ctx.clock.now(),
+    ...(options.io === undefined ? {} : { io: options.io }),
+  });
   // What the sh hook handed over becomes intake first (or is refused), so this drain builds it.
   await admitHookCaptures(ctx, spool);
   const recovered = await spool.releaseDeadClaims();
   const tempsRemoved = await spool.removeOrphanTemps();
-  for (const id of recovered.released) await appendCaptureLog(ctx.paths.captureLogFile, { event: 'recovered', record: id, reason: 'its worker died; released for another build' });
+  for (const id of recovered.released)
+    await appendCaptureLog(ctx.paths.captureLogFile, {
+      event: 'recovered',
+      record: id,
+      reason: 'its worker died; released for another build',
+    });
   const report: DrainReport = {
     recovered: { ...recovered, temps_removed: tempsRemoved },
     built: [],
@@ -74,7 +82,8 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
     let asked: Promise<ResolvedPolicy> | undefined;
     options = {
       ...options,
-      policy: () => (asked ??= loadAgentConfig(ctx).then(({ config }) => resolvePolicy(ctx, { dryRun: false, config }))),
+      policy: () =>
+        (asked ??= loadAgentConfig(ctx).then(({ config }) => resolvePolicy(ctx, { dryRun: false, config }))),
     };
   }
   // Each record is tried at most once per drain (a transient failure waits for the next drain); records that are
@@ -94,14 +103,22 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
     }
     waiters = still;
   }
-  report.deferred = waiters.map(({ id, record }) => ({ id, harness: String(record.harness ?? '?'), session_id: String(record.payload?.session_id ?? '?'), pid: record.wait_for_exit!.pid }));
+  report.deferred = waiters.map(({ id, record }) => ({
+    id,
+    harness: String(record.harness ?? '?'),
+    session_id: String(record.payload?.session_id ?? '?'),
+    pid: record.wait_for_exit!.pid,
+  }));
 
   const leftIntake = await spool.idsIn('intake');
   const leftReady = await spool.idsIn('ready');
   report.left = leftIntake.length;
   report.left_ready = leftReady.length;
   const retried = new Set(report.retried.map((r) => r.id));
-  for (const [state, ids] of [['intake', leftIntake], ['ready', leftReady]] as const) {
+  for (const [state, ids] of [
+    ['intake', leftIntake],
+    ['ready', leftReady],
+  ] as const) {
     for (const id of ids) {
       if (retried.has(id)) continue;
       const waiting = await waitingEntry(spool, state, id);
@@ -113,7 +130,13 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
 }
 
 /** Build passes (and upload passes) until nothing new arrived, or once. */
-async function passes(ctx: Context, spool: Spool, report: DrainReport, options: DrainOptions, seen: Seen): Promise<void> {
+async function passes(
+  ctx: Context,
+  spool: Spool,
+  report: DrainReport,
+  options: DrainOptions,
+  seen: Seen,
+): Promise<void> {
   for (let pass = 1; ; pass++) {
     // A pass takes the records that are there when it starts: one that arrives meanwhile waits for the next pass.
     await buildWaiting(ctx, spool, report, options, seen.intake, new Set(await spool.idsIn('intake')));
@@ -122,8 +145,10 @@ async function passes(ctx: Context, spool: Spool, report: DrainReport, options: 
     }
     if (options.once === true || report.stopped !== undefined || pass >= MAX_DRAIN_PASSES) break;
     // Another pass only for records that arrived meanwhile.
-    const fresh = async (state: 'intake' | 'ready', known: Set<string>) => (await spool.idsIn(state)).some((id) => !known.has(id));
-    if (!(await fresh('intake', seen.intake)) && (options.skipUploads === true || !(await fresh('ready', seen.ready)))) break;
+    const fresh = async (state: 'intake' | 'ready', known: Set<string>) =>
+      (await spool.idsIn(state)).some((id) => !known.has(id));
+    if (!(await fresh('intake', seen.intake)) && (options.skipUploads === true || !(await fresh('ready', seen.ready))))
+      break;
   }
 }
 

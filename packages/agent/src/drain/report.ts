@@ -76,7 +76,8 @@ export interface ChangingEntry {
   reason: string;
 }
 
-/** A record left waiting (in intake or ready) that this drain did not try: it is not due yet after an earlier failure. */
+/** A record left waiting (in intake or ready) that this drain did not try: it is not due yet after an earlier failure.
+ * */
 export interface WaitingEntry {
   id: string;
   /** `intake`: waiting to be built; `ready`: built, waiting to be uploaded. */
@@ -144,7 +145,11 @@ export interface DrainReport {
 }
 
 /** The record's earlier failure, when it has one (a record that never failed is just waiting its turn). */
-export async function waitingEntry(spool: SpoolView, state: 'intake' | 'ready', id: string): Promise<WaitingEntry | undefined> {
+export async function waitingEntry(
+  spool: SpoolView,
+  state: 'intake' | 'ready',
+  id: string,
+): Promise<WaitingEntry | undefined> {
   const record = await spool.peek(state, id);
   // Moved on meanwhile, or unreadable (the next claim fails it with the reason).
   if (record === undefined) return undefined;

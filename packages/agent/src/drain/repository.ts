@@ -17,7 +17,11 @@ const MAX_LENGTH = 4096;
 /** Answers already asked of git, by directory: a drain builds many sessions from the same few directories. */
 export type RepositoryCache = Map<string, Promise<Repository | undefined>>;
 
-export async function readRepository(ctx: Context, cwd: string | undefined, cache?: RepositoryCache): Promise<Repository | undefined> {
+export async function readRepository(
+  ctx: Context,
+  cwd: string | undefined,
+  cache?: RepositoryCache,
+): Promise<Repository | undefined> {
   const key = cwd ?? '';
   const known = cache?.get(key);
   if (known !== undefined) return known;
@@ -40,7 +44,8 @@ async function askGit(ctx: Context, cwd: string | undefined): Promise<Repository
     GIT_OPTIONAL_LOCKS: '0',
     LC_ALL: 'C',
   };
-  const git = (args: string[]) => ctx.run('git', ['-C', cwd, ...args], { timeoutMs: GIT_TIMEOUT_MS, env, cwd, maxOutputBytes: 64 * 1024 });
+  const git = (args: string[]) =>
+    ctx.run('git', ['-C', cwd, ...args], { timeoutMs: GIT_TIMEOUT_MS, env, cwd, maxOutputBytes: 64 * 1024 });
   const top = await git(['rev-parse', '--show-toplevel']);
   if (top.spawnError !== undefined || top.timedOut || top.exitCode !== 0) return undefined;
   const root = top.stdout.trim();

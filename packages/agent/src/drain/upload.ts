@@ -66,7 +66,14 @@ async function setupHint(settings: ControlSettings, code: string, hint: string |
 }
 
 /** The upload stage: see the module comment. Never throws for a Control API or policy problem; records it instead. */
-export async function uploadReady(ctx: Context, spool: Spool, report: DrainReport, options: UploadOptions, tried: Set<string>, only: ReadonlySet<string>): Promise<void> {
+export async function uploadReady(
+  ctx: Context,
+  spool: Spool,
+  report: DrainReport,
+  options: UploadOptions,
+  tried: Set<string>,
+  only: ReadonlySet<string>,
+): Promise<void> {
   if ([...only].filter((id) => !tried.has(id)).length === 0) return;
   const { config } = await loadAgentConfig(ctx);
   const settings = controlSettings(ctx, config);
@@ -95,20 +102,36 @@ export async function uploadReady(ctx: Context, spool: Spool, report: DrainRepor
   } catch (error) {
     // No policy, no upload: every due record waits for a later drain, with the reason.
     const blue = toBlueError(error);
-    const note = problemNote('cannot check the governance policy, so nothing was uploaded', blue.code, blue.message, await setupHint(settings, blue.code, blue.hint));
+    const note = problemNote(
+      'cannot check the governance policy, so nothing was uploaded',
+      blue.code,
+      blue.message,
+      await setupHint(settings, blue.code, blue.hint),
+    );
     if (!report.notes.includes(note)) report.notes.push(note);
     for (;;) {
       const claim = await spool.claimNext('ready', { skip: tried, skipNotDue: true, only });
       if (claim === undefined) break;
       tried.add(claim.id);
-      await retryUpload(ctx, spool, report, claim, blue.code, `cannot check the governance policy: ${blue.message}`, rescheduleDelay({}, retryPolicy, random));
+      await retryUpload(
+        ctx,
+        spool,
+        report,
+        claim,
+        blue.code,
+        `cannot check the governance policy: ${blue.message}`,
+        rescheduleDelay({}, retryPolicy, random),
+      );
     }
     return;
   }
 
   if (policy.session_upload === undefined) {
     if (options.discard !== true) {
-      await leaveAll('the governance policy disables session upload (no session_upload): ready bundles are kept, not uploaded (drain --discard removes them)');
+      await leaveAll(
+        'the governance policy disables session upload (no session_upload): ready bundles are kept, not uploaded ' +
+          '(drain --discard removes them)',
+      );
       return;
     }
     for (;;) {
@@ -118,17 +141,27 @@ export async function uploadReady(ctx: Context, spool: Spool, report: DrainRepor
       await spool.discardUpload(claim);
       await forgetCapture(ctx, claim.record.harness, claim.record.payload.session_id, claim.id);
       report.discarded.push(claim.id);
-      await appendCaptureLog(ctx.paths.captureLogFile, { event: 'discarded', record: claim.id, reason: 'the governance policy disables session upload' });
+      await appendCaptureLog(ctx.paths.captureLogFile, {
+        event: 'discarded',
+        record: claim.id,
+        reason: 'the governance policy disables session upload',
+      });
     }
     return;
   }
 
-  const profiles = await loadProfiles(ctx.paths.profilesDir, await DocumentCache.open(ctx.paths.documentCacheFile, true));
+  const profiles = await loadProfiles(
+    ctx.paths.profilesDir,
+    await DocumentCache.open(ctx.paths.documentCacheFile, true),
+  );
   const client = await controlClient(ctx);
   try {
     let presignUrl: string | undefined;
     try {
-      presignUrl = resolvePresignUrl(client, policy, { allowedOrigins: config.allowed_upload_origins, file: 'the governance policy' });
+      presignUrl = resolvePresignUrl(client, policy, {
+        allowedOrigins: config.allowed_upload_origins,
+        file: 'the governance policy',
+      });
     } catch (error) {
       const blue = toBlueError(error);
       report.notes.push(`uploads refused: ${blue.message}`);
@@ -147,11 +180,25 @@ export async function uploadReady(ctx: Context, spool: Spool, report: DrainRepor
         const claim = await claimNext();
         if (claim === undefined) return;
         tried.add(claim.id);
-        const stop = await uploadOne(ctx, spool, report, claim, client, profiles, { ...options.upload, ...(presignUrl === undefined ? {} : { presignUrl }) }, redactionRequired);
+        const stop = await uploadOne(
+          ctx,
+          spool,
+          report,
+          claim,
+          client,
+          profiles,
+          { ...options.upload, ...(presignUrl === undefined ? {} : { presignUrl }) },
+          redactionRequired,
+        );
         if (stop !== undefined && !stopped) {
           // The agent's setup or the Control API, not the record: the other records wait too.
           stopped = true;
-          const note = problemNote('uploads stopped', stop.code, stop.reason, await setupHint(settings, stop.code, undefined));
+          const note = problemNote(
+            'uploads stopped',
+            stop.code,
+            stop.reason,
+            await setupHint(settings, stop.code, undefined),
+          );
           if (!report.notes.includes(note)) report.notes.push(note);
         }
       }
@@ -180,7 +227,13 @@ async function uploadOne(
     // Not uploaded: the next capture of the same content must not be taken for a duplicate.
     if (claim.damaged === undefined) await forgetCapture(ctx, record.harness, record.payload.session_id, record.id);
     report.failed.push({ ...failedEntry(failed, code, reason), stage: 'upload' });
-    await appendCaptureLog(ctx.paths.captureLogFile, { event: 'upload_failed', record: record.id, session_id: record.payload.session_id, code, reason });
+    await appendCaptureLog(ctx.paths.captureLogFile, {
+      event: 'upload_failed',
+      record: record.id,
+      session_id: record.payload.session_id,
+      code,
+      reason,
+    });
   };
   if (claim.damaged !== undefined) {
     await failWith('SPOOL_RECORD_DAMAGED', claim.damaged);
@@ -201,13 +254,17 @@ async function uploadOne(
     try {
       actual = await hashFile(bundleFile);
     } catch (error) {
-      await failWith('BUNDLE_INVALID', `the spooled bundle cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+      await failWith(
+        'BUNDLE_INVALID',
+        `the spooled bundle cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+      );
       return undefined;
     }
     if (actual.size !== record.bundle.size || actual.sha256 !== record.bundle.sha256) {
       await failWith(
         'BUNDLE_INVALID',
-        `the spooled bundle changed on disk: it has ${actual.size} bytes and SHA-256 ${actual.sha256}, the record says ${record.bundle.size} bytes and ${record.bundle.sha256}`,
+        `the spooled bundle changed on disk: it has ${actual.size} bytes and SHA-256 ${actual.sha256}, the record ` +
+          `says ${record.bundle.size} bytes and ${record.bundle.sha256}`,
       );
       return undefined;
     }
@@ -215,7 +272,10 @@ async function uploadOne(
   let manifest;
   try {
     // The manifest the record kept is the bundle's own while the bundle is the very file committed.
-    manifest = unchanged && record.bundle.manifest !== undefined ? validManifest(record.bundle.manifest, bundleFile) : await readManifest(bundleFile);
+    manifest =
+      unchanged && record.bundle.manifest !== undefined
+        ? validManifest(record.bundle.manifest, bundleFile)
+        : await readManifest(bundleFile);
   } catch (error) {
     await failWith('BUNDLE_INVALID', `the spooled bundle's manifest cannot be read: ${toBlueError(error).message}`);
     return undefined;
@@ -225,14 +285,22 @@ async function uploadOne(
     // still there, so backfill captures it again, redacted (the failed record's capture is forgotten).
     await failWith(
       'REDACTION_REQUIRED',
-      `the bundle was built without redaction, and the policy now asks for session_upload.redact: secrets; it is not uploaded (run \`blue-agent backfill --harness ${record.harness}\` to capture the session again, redacted)`,
+      `the bundle was built without redaction, and the policy now asks for session_upload.redact: secrets; it is ` +
+        `not uploaded (run \`blue-agent backfill --harness ${record.harness}\` to capture the session again, ` +
+        `redacted)`,
     );
     return undefined;
   }
   // Resumable when the profile it was captured under can restore it (the resume picker lists only those).
   // A session whose files predate its profile (backfill found it so) is not resumable, whatever the profile says.
-  const resumable = manifest.resumable !== false && findInterval(profiles, manifest.compatibility_profile)?.interval.operations.includes('session_resume') === true;
-  const result = await uploadBundle(client, { bundleFile, size: record.bundle.size, sha256: record.bundle.sha256, manifest, resumable, verified: !unchanged }, options);
+  const resumable =
+    manifest.resumable !== false &&
+    findInterval(profiles, manifest.compatibility_profile)?.interval.operations.includes('session_resume') === true;
+  const result = await uploadBundle(
+    client,
+    { bundleFile, size: record.bundle.size, sha256: record.bundle.sha256, manifest, resumable, verified: !unchanged },
+    options,
+  );
   if (!(await spool.holds(claim))) return undefined; // judged dead and taken over: the record is another drain's now
   switch (result.kind) {
     case 'uploaded':
@@ -265,12 +333,34 @@ async function uploadOne(
   }
 }
 
-async function retryUpload(ctx: Context, spool: Spool, report: DrainReport, claim: Claim, code: string, reason: string, delayMs: number): Promise<void> {
+async function retryUpload(
+  ctx: Context,
+  spool: Spool,
+  report: DrainReport,
+  claim: Claim,
+  code: string,
+  reason: string,
+  delayMs: number,
+): Promise<void> {
   const at = ctx.clock.now();
   const next = at + Math.max(0, delayMs);
-  const released = await spool.releaseUpload(claim, { error: { code, message: reason, at_unix_ms: at }, retryAtUnixMs: next });
-  report.retried.push({ ...failedEntry(released, code, reason), attempts: released.upload_attempts ?? 0, stage: 'upload', next_attempt_at_unix_ms: next });
-  await appendCaptureLog(ctx.paths.captureLogFile, { event: 'upload_retry', record: claim.id, session_id: claim.record.payload.session_id, code, reason });
+  const released = await spool.releaseUpload(claim, {
+    error: { code, message: reason, at_unix_ms: at },
+    retryAtUnixMs: next,
+  });
+  report.retried.push({
+    ...failedEntry(released, code, reason),
+    attempts: released.upload_attempts ?? 0,
+    stage: 'upload',
+    next_attempt_at_unix_ms: next,
+  });
+  await appendCaptureLog(ctx.paths.captureLogFile, {
+    event: 'upload_retry',
+    record: claim.id,
+    session_id: claim.record.payload.session_id,
+    code,
+    reason,
+  });
 }
 
 async function hashFile(file: string): Promise<{ size: number; sha256: string }> {

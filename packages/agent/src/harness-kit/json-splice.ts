@@ -1,7 +1,8 @@
 /**
  * The JSON splice engine every JSON planner uses. Reading jsonc-parser syntax trees against their text (where nodes
- * end, which properties an object holds) and text-level helpers for splicing JSON-with-comments: every change is an explicit insertion or deletion of a byte
- * range, so whatever lies outside those ranges (formatting, comments, key order) is kept exactly.
+ * end, which properties an object holds) and text-level helpers for splicing JSON-with-comments: every change is an
+ * explicit insertion or deletion of a byte range, so whatever lies outside those ranges (formatting, comments, key
+ * order) is kept exactly.
  *
  * jsonc-parser's `modify` re-formats the whole lines around an edit; that is fine for an editor but not for a
  * file whose bytes must come back unchanged, so the edits here are computed from the parse tree and the scanner.
@@ -60,7 +61,6 @@ export function lastNamed(object: Node | undefined, name: string): Node | undefi
 export function valueOf(prop: Node): Node | undefined {
   return propertyParts(prop)?.value;
 }
-
 
 /** Offset of the closing bracket or brace of an object or array node. */
 export function closeOf(container: Node): number {
@@ -316,7 +316,12 @@ export function appendChild(
     const close = closeOf(container);
     if (inlineFile) {
       const child = make('', true);
-      return { edits: [{ offset: close, length: 0, content: child.pre + child.core + child.post }], before: child.pre, after: child.post, comma: 'none' };
+      return {
+        edits: [{ offset: close, length: 0, content: child.pre + child.core + child.post }],
+        before: child.pre,
+        after: child.post,
+        comma: 'none',
+      };
     }
     const outer = lineIndent(text, container.offset);
     const inner = outer + style.unit;
@@ -326,23 +331,43 @@ export function appendChild(
     if (lastBreak !== undefined) {
       // `{\n}` or `{ // note\n}`: the new line goes before the line break that precedes the closing brace.
       const before = style.eol + inner + child.pre;
-      return { edits: [{ offset: lastBreak, length: 0, content: before + child.core + child.post }], before, after: child.post, comma: 'none' };
+      return {
+        edits: [{ offset: lastBreak, length: 0, content: before + child.core + child.post }],
+        before,
+        after: child.post,
+        comma: 'none',
+      };
     }
     const before = style.eol + inner + child.pre;
     const after = child.post + style.eol + outer;
-    return { edits: [{ offset: close, length: 0, content: before + child.core + after }], before, after, comma: 'none' };
+    return {
+      edits: [{ offset: close, length: 0, content: before + child.core + after }],
+      before,
+      after,
+      comma: 'none',
+    };
   }
   if (inlineFile || !spansLines(text, container)) {
     const child = make('', true);
     const before = style.comma + child.pre;
-    return { edits: [{ offset: endOf(last), length: 0, content: before + child.core + child.post }], before, after: child.post, comma: 'joined' };
+    return {
+      edits: [{ offset: endOf(last), length: 0, content: before + child.core + child.post }],
+      before,
+      after: child.post,
+      comma: 'joined',
+    };
   }
   const indent = lineIndent(text, last.offset);
   const child = make(indent, false);
   const point = appendPoint(text, last);
   if (point === endOf(last)) {
     const before = ',' + style.eol + indent + child.pre;
-    return { edits: [{ offset: point, length: 0, content: before + child.core + child.post }], before, after: child.post, comma: 'joined' };
+    return {
+      edits: [{ offset: point, length: 0, content: before + child.core + child.post }],
+      before,
+      after: child.post,
+      comma: 'joined',
+    };
   }
   const before = style.eol + indent + child.pre;
   return {
@@ -387,7 +412,12 @@ export function canonical(text: string, node: Node): string {
 export function nodeValue(node: Node): unknown {
   switch (node.type) {
     case 'object':
-      return Object.fromEntries((node.children ?? []).map((p) => [String(p.children?.[0]?.value), p.children?.[1] ? nodeValue(p.children[1]) : null]));
+      return Object.fromEntries(
+        (node.children ?? []).map((p) => [
+          String(p.children?.[0]?.value),
+          p.children?.[1] ? nodeValue(p.children[1]) : null,
+        ]),
+      );
     case 'array':
       return (node.children ?? []).map(nodeValue);
     default:
@@ -418,12 +448,21 @@ function indentUnit(text: string): string {
  * the container's last child, separated like the members before it. `cutChild` of the new member gives back exactly
  * the input; `inner` is what an empty container held, for that cut.
  */
-export function appendMember(text: string, container: Node, key: string | undefined, value: unknown): { edit: Edit; inner?: string } {
+export function appendMember(
+  text: string,
+  container: Node,
+  key: string | undefined,
+  value: unknown,
+): { edit: Edit; inner?: string } {
   const kids = container.children ?? [];
   const eol = eolOf(text);
   const unit = indentUnit(text);
   const render = (indent: string, multiline: boolean) => {
-    const body = multiline ? JSON.stringify(value, null, unit).split('\n').join(eol + indent) : JSON.stringify(value);
+    const body = multiline
+      ? JSON.stringify(value, null, unit)
+          .split('\n')
+          .join(eol + indent)
+      : JSON.stringify(value);
     const colon = multiline || /"\s*:\s/.test(text) ? ': ' : ':';
     return key === undefined ? body : `${JSON.stringify(key)}${colon}${body}`;
   };

@@ -46,7 +46,10 @@ export function readOwnership(owned: OwnershipRecord | undefined): MatcherHooksO
   if (r.v !== 1 || typeof r.event !== 'string') return undefined;
   if (r.base !== 'existing' && r.base !== 'missing' && r.base !== 'empty') return undefined;
   if (r.baseText !== undefined && (typeof r.baseText !== 'string' || r.baseText.trim() !== '')) return undefined;
-  if (r.created !== undefined && (!Array.isArray(r.created) || !r.created.every((c) => CONTAINERS.includes(c as Container)))) {
+  if (
+    r.created !== undefined &&
+    (!Array.isArray(r.created) || !r.created.every((c) => CONTAINERS.includes(c as Container)))
+  ) {
     return undefined;
   }
   let splice: MatcherHooksOwnership['splice'];
@@ -69,7 +72,14 @@ export function readOwnership(owned: OwnershipRecord | undefined): MatcherHooksO
     settings = readAddedSettings(r.settings);
     if (settings === undefined) return undefined;
   }
-  return makeOwnership(r.base, r.baseText as string | undefined, r.event, r.created as Container[] | undefined, splice, settings);
+  return makeOwnership(
+    r.base,
+    r.baseText as string | undefined,
+    r.event,
+    r.created as Container[] | undefined,
+    splice,
+    settings,
+  );
 }
 
 /** Builds a record with a fixed key order, so equal records serialise identically. */
@@ -88,6 +98,17 @@ export function makeOwnership(
     event,
     ...(created === undefined ? {} : { created: CONTAINERS.filter((c) => created.includes(c)) }),
     ...(splice === undefined ? {} : { splice }),
-    ...(settings === undefined || settings.length === 0 ? {} : { settings: settings.map((a) => ({ key: [...a.key], value: a.value, top: a.top, before: a.before, after: a.after, comma: a.comma })) }),
+    ...(settings === undefined || settings.length === 0
+      ? {}
+      : {
+          settings: settings.map((a) => ({
+            key: [...a.key],
+            value: a.value,
+            top: a.top,
+            before: a.before,
+            after: a.after,
+            comma: a.comma,
+          })),
+        }),
   };
 }

@@ -2,7 +2,8 @@
  * The planner for a JSON settings file (comments allowed) that keeps its hooks in matcher groups: from the current
  * text and the desired managed hook, the next text.
  *
- * Shape: `{"hooks": {"SessionEnd": [{"matcher": "", "hooks": [{"type": "command", "command": ..., "timeout": ...}]}]}}`.
+ * Shape: `{"hooks": {"SessionEnd": [{"matcher": "", "hooks": [{"type": "command", "command": ..., "timeout":
+ * ...}]}]}}`.
  * A hook object is managed when its `command` is a managed capture command; a matcher group whose hooks are all
  * managed is the agent's own group. Everything else belongs to the user and keeps its bytes.
  *
@@ -51,7 +52,8 @@ export interface MatcherHook {
   readonly event: string;
   readonly command: string;
   readonly timeoutSeconds: number;
-  /** Settings the harness needs before it runs hooks at all (the profile's capture.hook.requires; see required-settings.ts). */
+  /** Settings the harness needs before it runs hooks at all (the profile's capture.hook.requires; see
+   * required-settings.ts). */
   readonly requires?: readonly RequiredSetting[];
 }
 
@@ -142,7 +144,10 @@ interface Scan {
   managed: HookRef[];
 }
 
-export function planMatcherHooks<H extends MatcherHook>(input: MatcherHooksInput<H>, dialect: MatcherHooksDialect<H>): MatcherHooksPlan {
+export function planMatcherHooks<H extends MatcherHook>(
+  input: MatcherHooksInput<H>,
+  dialect: MatcherHooksDialect<H>,
+): MatcherHooksPlan {
   const { text, file, desired } = input;
   const record = readOwnership(input.owned);
   const bom = text?.startsWith(BOM) ? BOM : '';
@@ -161,18 +166,22 @@ export function planMatcherHooks<H extends MatcherHook>(input: MatcherHooksInput
   if (desired === null) {
     if (body === null || body.trim() === '') return { text, owned: undefined, managedFound: 0 };
     const result = planRemoval(body, record, where);
-    const out = result.restored || result.text === null ? result.text : result.text === original ? text : bom + result.text;
+    const out =
+      result.restored || result.text === null ? result.text : result.text === original ? text : bom + result.text;
     return { text: out, owned: undefined, managedFound: result.found };
   }
 
   // A missing or whitespace-only file is planned as an empty object; the record says how to give it back.
   const blank = body === null || body.trim() === '';
-  const base: MatcherHooksOwnership['base'] = body === null ? 'missing' : blank ? 'empty' : (record?.base ?? 'existing');
-  const baseText = body === null ? undefined : blank ? (text!.length <= BASE_TEXT_LIMIT ? text! : undefined) : record?.baseText;
+  const base: MatcherHooksOwnership['base'] =
+    body === null ? 'missing' : blank ? 'empty' : (record?.base ?? 'existing');
+  const baseText =
+    body === null ? undefined : blank ? (text!.length <= BASE_TEXT_LIMIT ? text! : undefined) : record?.baseText;
   const working = blank ? EMPTY_DOCUMENT : body;
   const result = planInstall(working, { event: desired.event, entry: dialect.entry(desired) }, record, where);
   const previous = record !== undefined && record.event === desired.event ? record : undefined;
-  const settings = requires.length === 0 ? { text: result.text, added: [] } : addRequiredSettings(result.text, requires, where);
+  const settings =
+    requires.length === 0 ? { text: result.text, added: [] } : addRequiredSettings(result.text, requires, where);
 
   let owned: OwnershipRecord;
   if (result.insertion !== undefined) {
@@ -183,7 +192,14 @@ export function planMatcherHooks<H extends MatcherHook>(input: MatcherHooksInput
     // file keeps an identical ledger entry.
     owned = input.owned!;
   } else if (previous !== undefined) {
-    owned = makeOwnership(previous.base, previous.baseText, previous.event, previous.created, previous.splice, settings.added);
+    owned = makeOwnership(
+      previous.base,
+      previous.baseText,
+      previous.event,
+      previous.created,
+      previous.splice,
+      settings.added,
+    );
   } else {
     // Found in place with no (usable) record: which containers came with it is unknown.
     owned = makeOwnership(base, baseText, desired.event, undefined, undefined, settings.added);
@@ -230,7 +246,8 @@ function parseUser(text: string, where: Where): Node {
       where.file,
       at(where, deep),
       `nested deeper than ${MAX_DEPTH} levels`,
-      `${where.name} settings are not expected to nest this deep; check the file for corruption, fix it, and run reconcile again.`,
+      `${where.name} settings are not expected to nest this deep; check the file for corruption, fix it, and run ` +
+        `reconcile again.`,
     );
   }
   const errors: ParseError[] = [];
@@ -344,34 +361,70 @@ function conflict(where: Where, node: Node, what: string, hint: string): never {
 function checkAddable(scanned: Scan, event: string, where: Where): void {
   const { root } = scanned;
   if (root.type !== 'object') {
-    conflict(where, root, `the top level is ${kindOf(root)}, not an object`, `${where.name} settings must be a JSON object ({ ... }); fix ${where.file} so blue-agent can add its ${event} hook.`);
+    conflict(
+      where,
+      root,
+      `the top level is ${kindOf(root)}, not an object`,
+      `${where.name} settings must be a JSON object ({ ... }); fix ${where.file} so blue-agent can add its ${event} ` +
+        `hook.`,
+    );
   }
   if (scanned.hooksProps.length > 1) {
-    conflict(where, scanned.hooksProps[1]!, '"hooks" appears more than once', 'Merge the duplicate "hooks" objects into one; only the last one takes effect.');
+    conflict(
+      where,
+      scanned.hooksProps[1]!,
+      '"hooks" appears more than once',
+      'Merge the duplicate "hooks" objects into one; only the last one takes effect.',
+    );
   }
   const hooksProp = scanned.hooksProps[0];
   if (hooksProp === undefined) return;
   const hooksObject = valueOf(hooksProp)!;
   if (hooksObject.type !== 'object') {
-    conflict(where, hooksObject, `"hooks" is ${kindOf(hooksObject)}, not an object`, `Make "hooks" an object keyed by event name, for example {"${event}": []}.`);
+    conflict(
+      where,
+      hooksObject,
+      `"hooks" is ${kindOf(hooksObject)}, not an object`,
+      `Make "hooks" an object keyed by event name, for example {"${event}": []}.`,
+    );
   }
   const eventProps = propsNamed(hooksObject, event);
   if (eventProps.length > 1) {
-    conflict(where, eventProps[1]!, `"hooks.${event}" appears more than once`, `Merge the duplicate "${event}" arrays into one; only the last one takes effect.`);
+    conflict(
+      where,
+      eventProps[1]!,
+      `"hooks.${event}" appears more than once`,
+      `Merge the duplicate "${event}" arrays into one; only the last one takes effect.`,
+    );
   }
   const array = eventProps[0] === undefined ? undefined : valueOf(eventProps[0]);
   if (array === undefined) return;
   if (array.type !== 'array') {
-    conflict(where, array, `"hooks.${event}" is ${kindOf(array)}, not an array`, `Make "hooks.${event}" an array of matcher groups: [{"matcher": "", "hooks": [...]}].`);
+    conflict(
+      where,
+      array,
+      `"hooks.${event}" is ${kindOf(array)}, not an array`,
+      `Make "hooks.${event}" an array of matcher groups: [{"matcher": "", "hooks": [...]}].`,
+    );
   }
   kids(array).forEach((group, index) => {
     const props = propsNamed(group, 'hooks');
     if (props.length > 1) {
-      conflict(where, props[1]!, `"hooks.${event}[${index}].hooks" appears more than once`, 'Merge the duplicate "hooks" arrays of that matcher group into one.');
+      conflict(
+        where,
+        props[1]!,
+        `"hooks.${event}[${index}].hooks" appears more than once`,
+        'Merge the duplicate "hooks" arrays of that matcher group into one.',
+      );
     }
     const value = props[0] === undefined ? undefined : valueOf(props[0]);
     if (value !== undefined && value.type !== 'array') {
-      conflict(where, value, `"hooks.${event}[${index}].hooks" is ${kindOf(value)}, not an array`, 'Make the "hooks" of each matcher group an array of hook objects: [{"type": "command", "command": "..."}].');
+      conflict(
+        where,
+        value,
+        `"hooks.${event}[${index}].hooks" is ${kindOf(value)}, not an array`,
+        'Make the "hooks" of each matcher group an array of hook objects: [{"type": "command", "command": "..."}].',
+      );
     }
   });
 }
@@ -384,7 +437,8 @@ function userGroup(text: string, group: Node, managed: Managed): string {
   const entries = kids(group).map((prop) => {
     const parts = propertyParts(prop);
     if (parts === undefined) return '?';
-    if (parts.key !== 'hooks' || parts.value.type !== 'array') return `${JSON.stringify(parts.key)}:${canonical(text, parts.value)}`;
+    if (parts.key !== 'hooks' || parts.value.type !== 'array')
+      return `${JSON.stringify(parts.key)}:${canonical(text, parts.value)}`;
     const hooks = kids(parts.value).filter((hook) => !isManagedHookNode(hook, managed));
     return `"hooks":[${hooks.map((hook) => canonical(text, hook)).join(',')}]`;
   });
@@ -475,7 +529,9 @@ function removeEmptyContainers(
     const hooksObject = valueOf(hooksProp)!;
     const going = new Set(
       scanned.events
-        .filter((e) => e.hooksObject === hooksObject && e.array !== undefined && isBareEmpty(text, e.array) && ours(e.name))
+        .filter(
+          (e) => e.hooksObject === hooksObject && e.array !== undefined && isBareEmpty(text, e.array) && ours(e.name),
+        )
         .map((e) => e.index),
     );
     if (going.size === 0) continue;
@@ -491,7 +547,10 @@ function removeEmptyContainers(
   const going = new Set(
     kids(root)
       .map((prop, index) => ({ prop, index }))
-      .filter(({ prop }) => scanned.hooksProps.includes(prop) && valueOf(prop)?.type === 'object' && isBareEmpty(text, valueOf(prop)!))
+      .filter(
+        ({ prop }) =>
+          scanned.hooksProps.includes(prop) && valueOf(prop)?.type === 'object' && isBareEmpty(text, valueOf(prop)!),
+      )
       .map(({ index }) => index),
   );
   return going.size === 0 ? text : edit(text, removeChildrenEdits(text, root, going), where);
@@ -501,9 +560,15 @@ function removeEmptyContainers(
  * Cuts out exactly the bytes the record says were inserted around the managed group, when the file still holds them
  * as they were: the way install-then-remove gives back the original bytes.
  */
-function exactCut(text: string, scanned: Scan, record: MatcherHooksOwnership | undefined, where: Where): string | undefined {
+function exactCut(
+  text: string,
+  scanned: Scan,
+  record: MatcherHooksOwnership | undefined,
+  where: Where,
+): string | undefined {
   const splice = record?.splice;
-  if (record === undefined || splice === undefined || scanned.managed.length !== 1 || scanned.hooksProps.length !== 1) return undefined;
+  if (record === undefined || splice === undefined || scanned.managed.length !== 1 || scanned.hooksProps.length !== 1)
+    return undefined;
   const events = scanned.events.filter((e) => e.name === record.event);
   const event = events[0];
   if (events.length !== 1 || event === undefined || event.array === undefined) return undefined;
@@ -511,7 +576,11 @@ function exactCut(text: string, scanned: Scan, record: MatcherHooksOwnership | u
   if (group === undefined || !group.own || group.hooks.length !== 1) return undefined;
   const start = group.node.offset - splice.before.length;
   const end = endOf(group.node) + splice.after.length;
-  if (start < 0 || text.slice(start, group.node.offset) !== splice.before || text.slice(endOf(group.node), end) !== splice.after) {
+  if (
+    start < 0 ||
+    text.slice(start, group.node.offset) !== splice.before ||
+    text.slice(endOf(group.node), end) !== splice.after
+  ) {
     return undefined;
   }
   const top =
@@ -562,7 +631,8 @@ function planRemoval(text: string, record: MatcherHooksOwnership | undefined, wh
   out = removeEmptyContainers(out, where, record, emptied, { keepHooks: false });
   const after = parseOwn(out, where);
   if (scan(after, where.managed).managed.length !== 0) internal(where, 'managed hooks remain after removal');
-  if (userView(out, after, where.managed) !== userView(text, root, where.managed)) internal(where, "removal would change the user's entries");
+  if (userView(out, after, where.managed) !== userView(text, root, where.managed))
+    internal(where, "removal would change the user's entries");
   if (record !== undefined && record.base !== 'existing' && /^\s*\{\s*\}\s*$/.test(out)) {
     return { text: record.base === 'missing' ? null : (record.baseText ?? ''), found, restored: true };
   }
@@ -637,7 +707,12 @@ interface InstallResult {
   insertion?: { created: Container[]; splice: NonNullable<MatcherHooksOwnership['splice']> };
 }
 
-function planInstall(text: string, desired: Wanted, record: MatcherHooksOwnership | undefined, where: Where): InstallResult {
+function planInstall(
+  text: string,
+  desired: Wanted,
+  record: MatcherHooksOwnership | undefined,
+  where: Where,
+): InstallResult {
   const root = parseUser(text, where);
   const first = scan(root, where.managed);
   checkAddable(first, desired.event, where);
@@ -705,7 +780,11 @@ function insertGroup(
     make = (indent, inline) =>
       inline
         ? { pre: `${key(desired.event)}[`, core: render(group, style, '', true), post: ']' }
-        : { pre: `${key(desired.event)}[${eol}${indent}${unit}`, core: render(group, style, indent + unit, false), post: `${eol}${indent}]` };
+        : {
+            pre: `${key(desired.event)}[${eol}${indent}${unit}`,
+            core: render(group, style, indent + unit, false),
+            post: `${eol}${indent}]`,
+          };
   } else {
     container = root;
     node = 'hooks';
@@ -727,14 +806,19 @@ function insertGroup(
   };
 }
 
-/** The safety net: the planned text parses, holds exactly the desired managed hook, and the user's entries as before. */
+/** The safety net: the planned text parses, holds exactly the desired managed hook, and the user's entries as before.
+ * */
 function verifyInstalled(out: string, input: string, inputRoot: Node, desired: Wanted, where: Where): void {
   const root = parseOwn(out, where);
   const scanned = scan(root, where.managed);
-  if (scanned.managed.length !== 1) internal(where, `${scanned.managed.length} managed hooks after planning, expected 1`);
+  if (scanned.managed.length !== 1)
+    internal(where, `${scanned.managed.length} managed hooks after planning, expected 1`);
   const event = scanned.events.find((e) => e.groups.some((g) => g.hooks.some((h) => h.managed)));
   const group = event?.groups.find((g) => g.hooks.some((h) => h.managed));
-  if (event?.name !== desired.event || group === undefined || !group.own) internal(where, 'the managed hook is not in its own group');
-  if (!hookIsRight(scanned.managed[0]!.node, desired) || !matcherIsRight(group.node)) internal(where, 'the managed hook is not as desired');
-  if (userView(out, root, where.managed) !== userView(input, inputRoot, where.managed)) internal(where, "the plan would change the user's entries");
+  if (event?.name !== desired.event || group === undefined || !group.own)
+    internal(where, 'the managed hook is not in its own group');
+  if (!hookIsRight(scanned.managed[0]!.node, desired) || !matcherIsRight(group.node))
+    internal(where, 'the managed hook is not as desired');
+  if (userView(out, root, where.managed) !== userView(input, inputRoot, where.managed))
+    internal(where, "the plan would change the user's entries");
 }

@@ -1,7 +1,7 @@
 /**
  * Settings a harness needs before it runs hooks at all (an early version's enabling switch, such as
- * `tools.enableHooks: true`), in a JSON settings file. The profile names them (`capture.hook.requires`); they belong to the
- * managed entry: added with it when absent, taken out with it, byte for byte.
+ * `tools.enableHooks: true`), in a JSON settings file. The profile names them (`capture.hook.requires`); they belong to
+ * the managed entry: added with it when absent, taken out with it, byte for byte.
  *
  *   - A setting the file already holds with the wanted value is the user's: left alone, never recorded.
  *   - One the file holds with another value (or a parent that is not an object) is the user's choice: refused, never
@@ -65,11 +65,29 @@ export function readAddedSettings(value: unknown): AddedSetting[] | undefined {
   for (const item of value) {
     if (item === null || typeof item !== 'object') return undefined;
     const r = item as Record<string, unknown>;
-    if (!Array.isArray(r.key) || r.key.length === 0 || r.key.length > MAX_KEY_DEPTH || !r.key.every((k) => typeof k === 'string')) return undefined;
+    if (
+      !Array.isArray(r.key) ||
+      r.key.length === 0 ||
+      r.key.length > MAX_KEY_DEPTH ||
+      !r.key.every((k) => typeof k === 'string')
+    )
+      return undefined;
     if (!['boolean', 'number', 'string'].includes(typeof r.value)) return undefined;
     if (!Number.isInteger(r.top) || (r.top as number) < 0 || (r.top as number) >= r.key.length) return undefined;
-    if (typeof r.before !== 'string' || typeof r.after !== 'string' || (r.comma !== 'joined' && r.comma !== 'separate' && r.comma !== 'none')) return undefined;
-    out.push({ key: [...(r.key as string[])], value: r.value as AddedSetting['value'], top: r.top as number, before: r.before, after: r.after, comma: r.comma });
+    if (
+      typeof r.before !== 'string' ||
+      typeof r.after !== 'string' ||
+      (r.comma !== 'joined' && r.comma !== 'separate' && r.comma !== 'none')
+    )
+      return undefined;
+    out.push({
+      key: [...(r.key as string[])],
+      value: r.value as AddedSetting['value'],
+      top: r.top as number,
+      before: r.before,
+      after: r.after,
+      comma: r.comma,
+    });
   }
   return out;
 }
@@ -94,13 +112,21 @@ function internal(where: Where, why: string): never {
 }
 
 /** The property nodes along `key` as far as they exist (the last of each name, as a JSON reader takes it). */
-function walk(root: Node, key: readonly string[]): { props: Node[]; blocked?: { node: Node; at: number; why: string } } {
+function walk(
+  root: Node,
+  key: readonly string[],
+): { props: Node[]; blocked?: { node: Node; at: number; why: string } } {
   const props: Node[] = [];
   let object: Node = root;
   for (let i = 0; i < key.length; i++) {
-    if (object.type !== 'object') return { props, blocked: { node: object, at: i, why: `"${key.slice(0, i).join('.')}" is not an object` } };
+    if (object.type !== 'object')
+      return { props, blocked: { node: object, at: i, why: `"${key.slice(0, i).join('.')}" is not an object` } };
     const named = propsNamed(object, key[i]!);
-    if (named.length > 1) return { props, blocked: { node: named[1]!, at: i, why: `"${key.slice(0, i + 1).join('.')}" appears more than once` } };
+    if (named.length > 1)
+      return {
+        props,
+        blocked: { node: named[1]!, at: i, why: `"${key.slice(0, i + 1).join('.')}" appears more than once` },
+      };
     const prop = named[0];
     if (prop === undefined) return { props };
     props.push(prop);
@@ -120,7 +146,14 @@ export function checkRequiredSettings(text: string, settings: readonly RequiredS
   for (const setting of settings) {
     const { props, blocked } = walk(root, setting.key);
     if (blocked !== undefined) {
-      throw errorAt('NATIVE_CONFIG_CONFLICT', where.file, lineColumnAt(where.full, blocked.node.offset + where.shift), blocked.why, `${where.name} needs ${dotted(setting.key)} = ${JSON.stringify(setting.value)} to run hooks; fix ${where.file} so blue-agent can set it, then run reconcile again.`);
+      throw errorAt(
+        'NATIVE_CONFIG_CONFLICT',
+        where.file,
+        lineColumnAt(where.full, blocked.node.offset + where.shift),
+        blocked.why,
+        `${where.name} needs ${dotted(setting.key)} = ${JSON.stringify(setting.value)} to run hooks; fix ` +
+          `${where.file} so blue-agent can set it, then run reconcile again.`,
+      );
     }
     if (props.length !== setting.key.length) continue;
     const value = valueOf(props.at(-1)!)!;
@@ -129,15 +162,22 @@ export function checkRequiredSettings(text: string, settings: readonly RequiredS
         'NATIVE_CONFIG_CONFLICT',
         where.file,
         lineColumnAt(where.full, value.offset + where.shift),
-        `${dotted(setting.key)} is ${canonical(text, value)}, which keeps ${where.name} from running hooks (the capture hook among them)`,
-        `blue-agent does not override a setting you made: set ${dotted(setting.key)} to ${JSON.stringify(setting.value)} (or remove it) and run reconcile again, or ask your administrator to leave ${where.name} out of the policy.`,
+        `${dotted(setting.key)} is ${canonical(text, value)}, which keeps ${where.name} from running hooks (the ` +
+          `capture hook among them)`,
+        `blue-agent does not override a setting you made: set ${dotted(setting.key)} to ` +
+          `${JSON.stringify(setting.value)} (or remove it) and run reconcile again, or ask your administrator to ` +
+          `leave ${where.name} out of the policy.`,
       );
     }
   }
 }
 
 /** Appends every absent setting; returns the text and what was added (in order). */
-export function addRequiredSettings(text: string, settings: readonly RequiredSetting[], where: Where): { text: string; added: AddedSetting[] } {
+export function addRequiredSettings(
+  text: string,
+  settings: readonly RequiredSetting[],
+  where: Where,
+): { text: string; added: AddedSetting[] } {
   checkRequiredSettings(text, settings, where);
   const added: AddedSetting[] = [];
   for (const setting of settings) {
@@ -152,14 +192,29 @@ export function addRequiredSettings(text: string, settings: readonly RequiredSet
     let value: JsonValue = setting.value;
     for (const k of setting.key.slice(top + 1).reverse()) value = { [k]: value };
     const name = setting.key[top]!;
-    const insertion = appendChild(text, container, style, inlineFile, (indent, inline) => ({ pre: '', core: `${JSON.stringify(name)}${style.colon}${render(value, style, indent, inline)}`, post: '' }));
+    const insertion = appendChild(text, container, style, inlineFile, (indent, inline) => ({
+      pre: '',
+      core: `${JSON.stringify(name)}${style.colon}${render(value, style, indent, inline)}`,
+      post: '',
+    }));
     text = applyAll(text, insertion.edits);
-    added.push({ key: [...setting.key], value: setting.value, top, before: insertion.before, after: insertion.after, comma: insertion.comma });
+    added.push({
+      key: [...setting.key],
+      value: setting.value,
+      top,
+      before: insertion.before,
+      after: insertion.after,
+      comma: insertion.comma,
+    });
   }
   const after = parse(text, where);
   for (const setting of settings) {
     const { props } = walk(after, setting.key);
-    if (props.length !== setting.key.length || canonical(text, valueOf(props.at(-1)!)!) !== JSON.stringify(setting.value)) internal(where, `${dotted(setting.key)} is not set after planning`);
+    if (
+      props.length !== setting.key.length ||
+      canonical(text, valueOf(props.at(-1)!)!) !== JSON.stringify(setting.value)
+    )
+      internal(where, `${dotted(setting.key)} is not set after planning`);
   }
   return { text, added };
 }
@@ -193,13 +248,21 @@ function removeOne(text: string, setting: AddedSetting, where: Where): string {
     start >= 0 &&
     text.slice(start, outer.offset) === setting.before &&
     text.slice(endOf(outer), end) === setting.after &&
-    (setting.comma === 'none' ? siblings.length === 1 : index === siblings.length - 1 && index > 0 && (setting.comma === 'joined' || text[endOf(siblings[index - 1]!)] === ','));
+    (setting.comma === 'none'
+      ? siblings.length === 1
+      : index === siblings.length - 1 &&
+        index > 0 &&
+        (setting.comma === 'joined' || text[endOf(siblings[index - 1]!)] === ','));
   if (exact) {
     const edits: Edit[] = [{ offset: start, length: end - start, content: '' }];
     if (setting.comma === 'separate') edits.push({ offset: endOf(siblings[index - 1]!), length: 1, content: '' });
     const cut = applyAll(text, edits);
     const errors: ParseError[] = [];
-    if (parseTree(cut, errors, { allowTrailingComma: false, disallowComments: false }) !== undefined && errors.length === 0) return cut;
+    if (
+      parseTree(cut, errors, { allowTrailingComma: false, disallowComments: false }) !== undefined &&
+      errors.length === 0
+    )
+      return cut;
   }
 
   // The file changed around it: the leaf goes, then each object the agent created that is left empty.

@@ -10,7 +10,11 @@ import { sessionIdProblem } from '@blue-agent/contract/util/session-id.js';
 import { printable } from '@blue-agent/contract/util/terminal-text.js';
 import type { ArtifactRole, RestoreInput, RestorePlacement } from '../harnesses/types.js';
 
-export function restoreUnsafe(what: string, hint = 'This bundle holds something no harness of this profile writes; do not restore it, and report where it came from.'): BlueError {
+export function restoreUnsafe(
+  what: string,
+  hint = 'This bundle holds something no harness of this profile writes; do not restore it, and report where it ' +
+    'came from.',
+): BlueError {
   return new BlueError('RESTORE_UNSAFE', what, { hint });
 }
 
@@ -18,31 +22,50 @@ export function restoreUnsafe(what: string, hint = 'This bundle holds something 
 export function checkedSessionId(input: RestoreInput): string {
   const id = input.manifest.native_session_id;
   const problem = sessionIdProblem(id);
-  if (problem !== undefined) throw restoreUnsafe(`the bundle's session id ${JSON.stringify(printable(id).slice(0, 80))} cannot name a file: it ${problem}`);
+  if (problem !== undefined)
+    throw restoreUnsafe(
+      `the bundle's session id ${JSON.stringify(printable(id).slice(0, 80))} cannot name a file: it ${problem}`,
+    );
   return id;
 }
 
 /** Splits a native path into plain segments; anything that could climb out, hide or mean two things is refused. */
 export function safeSegments(nativePath: string, label: string): string[] {
   const problem = nativePathProblem(nativePath);
-  if (problem !== undefined) throw restoreUnsafe(`${label}: native_path ${JSON.stringify(nativePath.slice(0, 200))} ${problem}`);
+  if (problem !== undefined)
+    throw restoreUnsafe(`${label}: native_path ${JSON.stringify(nativePath.slice(0, 200))} ${problem}`);
   return nativePath.split('/');
 }
 
 /** The manifest entries with their extracted files, each role checked against the interval. */
-export function entriesOf(input: RestoreInput): { role: ArtifactRole; nativePath: string | undefined; from: string; size: number; sha256: string; label: string }[] {
+export function entriesOf(
+  input: RestoreInput,
+): { role: ArtifactRole; nativePath: string | undefined; from: string; size: number; sha256: string; label: string }[] {
   const { manifest, files, interval } = input;
-  if (files.length !== manifest.files.length) throw restoreUnsafe(`the bundle lists ${manifest.files.length} files but ${files.length} were extracted`);
+  if (files.length !== manifest.files.length)
+    throw restoreUnsafe(`the bundle lists ${manifest.files.length} files but ${files.length} were extracted`);
   const roles = interval.session?.roles ?? [];
   return manifest.files.map((f, i) => {
     const label = `manifest.json: files[${i}] (${f.path})`;
-    if (!roles.some((r) => r.role === f.role)) throw restoreUnsafe(`${label}: role ${f.role} is not one profile ${interval.profile} restores`);
+    if (!roles.some((r) => r.role === f.role))
+      throw restoreUnsafe(`${label}: role ${f.role} is not one profile ${interval.profile} restores`);
     return { role: f.role, nativePath: f.native_path, from: files[i]!, size: f.size, sha256: f.sha256, label };
   });
 }
 
-export function placement(root: string, rel: string, entry: { role: ArtifactRole; from: string; size: number; sha256: string }): RestorePlacement {
-  return { from: entry.from, to: path.join(root, ...rel.split('/')), rel, role: entry.role, size: entry.size, sha256: entry.sha256 };
+export function placement(
+  root: string,
+  rel: string,
+  entry: { role: ArtifactRole; from: string; size: number; sha256: string },
+): RestorePlacement {
+  return {
+    from: entry.from,
+    to: path.join(root, ...rel.split('/')),
+    rel,
+    role: entry.role,
+    size: entry.size,
+    sha256: entry.sha256,
+  };
 }
 
 /** Two entries must never land on the same target. */

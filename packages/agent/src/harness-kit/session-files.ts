@@ -37,13 +37,20 @@ export function artifactInvalid(file: string, why: string, hint: string): BlueEr
   return new BlueError('ARTIFACT_INVALID', `${file}: ${why}`, { file, hint });
 }
 
-const LINK_HINT = 'blue-agent captures only regular files inside the session folder; replace the link with the file itself, or leave this session uncaptured.';
+const LINK_HINT =
+  'blue-agent captures only regular files inside the session folder; replace the link with the file itself, or ' +
+  'leave this session uncaptured.';
 
-/** The caller validates ids; this repeats the check (the one rule, util/session-id.ts) where an id becomes part of a path. */
+/** The caller validates ids; this repeats the check (the one rule, util/session-id.ts) where an id becomes part of a
+ * path. */
 export function assertSessionId(id: string, where: string): void {
   const problem = sessionIdProblem(id);
   if (problem !== undefined) {
-    throw artifactInvalid(where, `session id ${JSON.stringify(printable(id).slice(0, 80))} cannot name a file: it ${problem}`, `Session ids are ${SESSION_ID_RULE}; check what calls \`blue-agent capture\`.`);
+    throw artifactInvalid(
+      where,
+      `session id ${JSON.stringify(printable(id).slice(0, 80))} cannot name a file: it ${problem}`,
+      `Session ids are ${SESSION_ID_RULE}; check what calls \`blue-agent capture\`.`,
+    );
   }
 }
 
@@ -65,8 +72,16 @@ function code(error: unknown): string | undefined {
 /** Splits a native path into components, refusing anything that could climb out or be read two ways. */
 export function nativeSegments(rel: string, file: string): string[] {
   const segments = rel.split('/');
-  if (rel === '' || rel.length > MAX_NATIVE_PATH || segments.some((s) => s === '' || s === '.' || s === '..' || s.includes('\\') || s.includes('\0'))) {
-    throw artifactInvalid(file, 'has a path that cannot be stored as a native path (empty, "..", a backslash or too long)', 'Rename the file, or leave this session uncaptured.');
+  if (
+    rel === '' ||
+    rel.length > MAX_NATIVE_PATH ||
+    segments.some((s) => s === '' || s === '.' || s === '..' || s.includes('\\') || s.includes('\0'))
+  ) {
+    throw artifactInvalid(
+      file,
+      'has a path that cannot be stored as a native path (empty, "..", a backslash or too long)',
+      'Rename the file, or leave this session uncaptured.',
+    );
   }
   return segments;
 }
@@ -88,17 +103,29 @@ export class SessionRoot {
 
   static async open(root: string): Promise<SessionRoot> {
     if (!path.isAbsolute(root)) {
-      throw artifactInvalid(root, 'the session root is not an absolute path', 'Set the harness home variable to an absolute path.');
+      throw artifactInvalid(
+        root,
+        'the session root is not an absolute path',
+        'Set the harness home variable to an absolute path.',
+      );
     }
     const lexical = path.resolve(root);
     let real: string;
     try {
       real = await realpath(lexical);
     } catch (error) {
-      throw artifactInvalid(lexical, `the session root cannot be read (${code(error) ?? String(error)})`, 'Check that the harness has recorded sessions on this machine and that the folder is readable.');
+      throw artifactInvalid(
+        lexical,
+        `the session root cannot be read (${code(error) ?? String(error)})`,
+        'Check that the harness has recorded sessions on this machine and that the folder is readable.',
+      );
     }
     if (!(await stat(real)).isDirectory()) {
-      throw artifactInvalid(lexical, 'the session root is not a directory', 'Check the harness home; blue-agent reads sessions from this folder.');
+      throw artifactInvalid(
+        lexical,
+        'the session root is not a directory',
+        'Check the harness home; blue-agent reads sessions from this folder.',
+      );
     }
     return new SessionRoot(lexical, real);
   }
@@ -112,7 +139,8 @@ export class SessionRoot {
     const abs = path.resolve(file);
     for (const base of [this.path, this.real]) {
       const rel = path.relative(base, abs);
-      if (rel !== '' && !rel.startsWith(`..${path.sep}`) && rel !== '..' && !path.isAbsolute(rel)) return rel.split(path.sep).join('/');
+      if (rel !== '' && !rel.startsWith(`..${path.sep}`) && rel !== '..' && !path.isAbsolute(rel))
+        return rel.split(path.sep).join('/');
     }
     return undefined;
   }
@@ -131,7 +159,11 @@ export class SessionRoot {
         info = await lstat(current);
       } catch (error) {
         if (code(error) === 'ENOENT' || code(error) === 'ENOTDIR') return undefined;
-        throw artifactInvalid(current, `cannot be read (${code(error) ?? String(error)})`, 'Check the permissions of the session folder.');
+        throw artifactInvalid(
+          current,
+          `cannot be read (${code(error) ?? String(error)})`,
+          'Check the permissions of the session folder.',
+        );
       }
       if (info.isSymbolicLink()) throw artifactInvalid(current, 'is a symbolic link', LINK_HINT);
       if (i < segments.length - 1 && !info.isDirectory()) return undefined;
@@ -143,25 +175,45 @@ export class SessionRoot {
   async isDirectory(rel: string): Promise<boolean> {
     const info = await this.lstat(rel);
     if (info === undefined) return false;
-    if (!info.isDirectory()) throw artifactInvalid(this.abs(rel), 'is not a directory', 'The harness keeps a folder here; move the file away, or leave this session uncaptured.');
+    if (!info.isDirectory())
+      throw artifactInvalid(
+        this.abs(rel),
+        'is not a directory',
+        'The harness keeps a folder here; move the file away, or leave this session uncaptured.',
+      );
     return true;
   }
 
-  /** Checks one file for capture: regular, not a link, one hard link, readable, at most 64 MiB, really inside the root. */
+  /** Checks one file for capture: regular, not a link, one hard link, readable, at most 64 MiB, really inside the root.
+   * */
   async file(rel: string): Promise<CheckedFile> {
     const abs = this.abs(rel);
     const info = await this.lstat(rel);
-    if (info === undefined) throw artifactInvalid(abs, 'does not exist', 'The harness has not written this file; check the session id and that the session was saved.');
+    if (info === undefined)
+      throw artifactInvalid(
+        abs,
+        'does not exist',
+        'The harness has not written this file; check the session id and that the session was saved.',
+      );
     return this.checkRegular(rel, abs, info);
   }
 
   private async checkRegular(rel: string, abs: string, info: Stats): Promise<CheckedFile> {
     if (!info.isFile()) throw artifactInvalid(abs, `is not a regular file (${kindOf(info)})`, LINK_HINT);
     if (info.size > MAX_FILE_BYTES) {
-      throw artifactInvalid(abs, `is ${info.size} bytes, over the ${MAX_FILE_BYTES}-byte (64 MiB) limit for one file`, 'Blue bundles hold files of at most 64 MiB; this session cannot be captured whole.');
+      throw artifactInvalid(
+        abs,
+        `is ${info.size} bytes, over the ${MAX_FILE_BYTES}-byte (64 MiB) limit for one file`,
+        'Blue bundles hold files of at most 64 MiB; this session cannot be captured whole.',
+      );
     }
-    // One link only (a hard link may be any file of the machine), still the inode lstat saw: opened and checked by fstat.
-    const opened = await openChecked(abs, { code: 'ARTIFACT_INVALID', maxBytes: MAX_FILE_BYTES, expect: { dev: info.dev, ino: info.ino } });
+    // One link only (a hard link may be any file of the machine), still the inode lstat saw: opened and checked by
+    // fstat.
+    const opened = await openChecked(abs, {
+      code: 'ARTIFACT_INVALID',
+      maxBytes: MAX_FILE_BYTES,
+      expect: { dev: info.dev, ino: info.ino },
+    });
     await opened!.handle.close();
     const real = await realpath(abs);
     if (real !== path.join(this.real, ...rel.split('/'))) {
@@ -178,12 +230,21 @@ export class SessionRoot {
     const found: CheckedFile[] = [];
     const visit = async (dirRel: string, inside: string, depth: number): Promise<void> => {
       const dirAbs = this.abs(dirRel);
-      if (depth > MAX_DEPTH) throw artifactInvalid(dirAbs, `nests more than ${MAX_DEPTH} folders deep`, 'This does not look like a harness session folder; leave it uncaptured.');
+      if (depth > MAX_DEPTH)
+        throw artifactInvalid(
+          dirAbs,
+          `nests more than ${MAX_DEPTH} folders deep`,
+          'This does not look like a harness session folder; leave it uncaptured.',
+        );
       let entries;
       try {
         entries = await readdir(dirAbs, { withFileTypes: true });
       } catch (error) {
-        throw artifactInvalid(dirAbs, `cannot be listed (${code(error) ?? String(error)})`, 'Check the permissions of the session folder.');
+        throw artifactInvalid(
+          dirAbs,
+          `cannot be listed (${code(error) ?? String(error)})`,
+          'Check the permissions of the session folder.',
+        );
       }
       entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       for (const entry of entries) {
@@ -199,7 +260,11 @@ export class SessionRoot {
           continue;
         }
         if (found.length >= options.limit) {
-          throw artifactInvalid(this.abs(rel), `holds more than ${options.limit} files`, `Blue bundles hold at most ${MAX_SESSION_FILES} files; this session cannot be captured whole.`);
+          throw artifactInvalid(
+            this.abs(rel),
+            `holds more than ${options.limit} files`,
+            `Blue bundles hold at most ${MAX_SESSION_FILES} files; this session cannot be captured whole.`,
+          );
         }
         found.push(await this.checkRegular(childRel, childAbs, info));
       }
@@ -219,7 +284,8 @@ function kindOf(info: Stats): string {
   return 'not a regular file';
 }
 
-/** The session root of `interval` under the harness home; PROFILE_INVALID when the profile names none or an unsafe one. */
+/** The session root of `interval` under the harness home; PROFILE_INVALID when the profile names none or an unsafe one.
+ * */
 export function sessionRootOf(home: string, interval: Interval): string {
   const root = interval.session?.root;
   if (root === undefined) {
@@ -229,9 +295,13 @@ export function sessionRootOf(home: string, interval: Interval): string {
   }
   const normal = path.normalize(root);
   if (path.isAbsolute(normal) || normal === '..' || normal.startsWith(`..${path.sep}`)) {
-    throw new BlueError('PROFILE_INVALID', `profile ${interval.profile} names a session root outside the harness home: ${root}`, {
-      hint: 'session.root must be a path relative to the harness home, such as projects or sessions.',
-    });
+    throw new BlueError(
+      'PROFILE_INVALID',
+      `profile ${interval.profile} names a session root outside the harness home: ${root}`,
+      {
+        hint: 'session.root must be a path relative to the harness home, such as projects or sessions.',
+      },
+    );
   }
   return path.join(home, normal);
 }
@@ -245,22 +315,44 @@ export function fileOf(role: ArtifactRole, name: string, checked: CheckedFile): 
 export function checkRoleCounts(interval: Interval, files: readonly SessionFile[], where: string): void {
   const roles = interval.session?.roles;
   if (roles === undefined) {
-    throw new BlueError('PROFILE_INVALID', `profile ${interval.profile} says nothing about which session files it captures`, {
-      hint: 'Add session.roles to this interval of the harness profile.',
-    });
+    throw new BlueError(
+      'PROFILE_INVALID',
+      `profile ${interval.profile} says nothing about which session files it captures`,
+      {
+        hint: 'Add session.roles to this interval of the harness profile.',
+      },
+    );
   }
   if (files.length > MAX_SESSION_FILES) {
-    throw artifactInvalid(where, `the session has ${files.length} files, over the ${MAX_SESSION_FILES}-file limit`, 'Blue bundles hold at most 2048 files; this session cannot be captured whole.');
+    throw artifactInvalid(
+      where,
+      `the session has ${files.length} files, over the ${MAX_SESSION_FILES}-file limit`,
+      'Blue bundles hold at most 2048 files; this session cannot be captured whole.',
+    );
   }
   for (const file of files) {
     if (!roles.some((r) => r.role === file.role)) {
-      throw artifactInvalid(where, `profile ${interval.profile} does not capture ${file.role} files`, 'Use a blue-agent version whose profile matches this harness version.');
+      throw artifactInvalid(
+        where,
+        `profile ${interval.profile} does not capture ${file.role} files`,
+        'Use a blue-agent version whose profile matches this harness version.',
+      );
     }
   }
   for (const { role, min, max } of roles) {
     const count = files.filter((f) => f.role === role).length;
-    if (count < min) throw artifactInvalid(where, `the session has ${count} ${role} file(s); profile ${interval.profile} needs at least ${min}`, 'The harness did not write every file this profile expects; check that the session was saved.');
-    if (count > max) throw artifactInvalid(where, `the session has ${count} ${role} files; profile ${interval.profile} allows at most ${max}`, 'This session is larger than Blue bundles allow; it cannot be captured whole.');
+    if (count < min)
+      throw artifactInvalid(
+        where,
+        `the session has ${count} ${role} file(s); profile ${interval.profile} needs at least ${min}`,
+        'The harness did not write every file this profile expects; check that the session was saved.',
+      );
+    if (count > max)
+      throw artifactInvalid(
+        where,
+        `the session has ${count} ${role} files; profile ${interval.profile} allows at most ${max}`,
+        'This session is larger than Blue bundles allow; it cannot be captured whole.',
+      );
   }
 }
 
@@ -356,7 +448,10 @@ export async function findSessionFiles(
  * The sessions a listing found, each named by its marker file (the payload a hook would have handed over names it as
  * the transcript); `version` reads the version that wrote it, lazily.
  */
-export function nativeSessions(files: readonly FoundSessionFile[], version: (file: FoundSessionFile) => Promise<string | undefined>): NativeSession[] {
+export function nativeSessions(
+  files: readonly FoundSessionFile[],
+  version: (file: FoundSessionFile) => Promise<string | undefined>,
+): NativeSession[] {
   return files.map((f) => ({
     payload: { session_id: f.id, transcript_path: f.abs },
     file: f.abs,
@@ -381,7 +476,12 @@ export async function headField(file: string, bytes: number, field: string): Pro
 export async function headRecords(file: string, bytes: number): Promise<unknown[] | undefined> {
   let head: Buffer | undefined;
   try {
-    head = await readChecked(file, { code: 'ARTIFACT_INVALID', maxBytes: Number.MAX_SAFE_INTEGER, head: bytes, optional: true });
+    head = await readChecked(file, {
+      code: 'ARTIFACT_INVALID',
+      maxBytes: Number.MAX_SAFE_INTEGER,
+      head: bytes,
+      optional: true,
+    });
   } catch {
     return undefined;
   }

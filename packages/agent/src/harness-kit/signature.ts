@@ -30,8 +30,25 @@ export function buildManagedHook(
   timeoutSeconds: number,
   requires?: ManagedHook['requires'],
 ): ManagedHook {
-  const argv = [...(self.hook === undefined ? [] : [SHELL, self.hook]), self.node, self.entry, 'capture', '--harness', harness, '--profile', profile];
-  return { harness, profile, event, timeoutSeconds, argv, command: argv.map(shellQuote).join(' '), ...(requires === undefined || requires.length === 0 ? {} : { requires }) };
+  const argv = [
+    ...(self.hook === undefined ? [] : [SHELL, self.hook]),
+    self.node,
+    self.entry,
+    'capture',
+    '--harness',
+    harness,
+    '--profile',
+    profile,
+  ];
+  return {
+    harness,
+    profile,
+    event,
+    timeoutSeconds,
+    argv,
+    command: argv.map(shellQuote).join(' '),
+    ...(requires === undefined || requires.length === 0 ? {} : { requires }),
+  };
 }
 
 /** POSIX single-quoting; bare words stay bare so the command reads naturally. */

@@ -122,7 +122,10 @@ export function finishSummary(text: string | undefined): string | undefined {
 }
 
 /** The final title and summary: native values first, the first user turn otherwise. */
-export function titleAndSummary(input: { native?: NativeMetadata | undefined; firstUserTurn?: string | undefined }): TitleAndSummary {
+export function titleAndSummary(input: {
+  native?: NativeMetadata | undefined;
+  firstUserTurn?: string | undefined;
+}): TitleAndSummary {
   const title = finishNativeTitle(input.native?.title) ?? finishDerivedTitle(input.firstUserTurn);
   const summary = finishSummary(input.native?.preview) ?? finishSummary(input.firstUserTurn);
   return { ...(title === undefined ? {} : { title }), ...(summary === undefined ? {} : { summary }) };
@@ -144,7 +147,11 @@ function firstString(record: Record<string, unknown>, fields: readonly string[])
  * session id, exactly (same string, no case folding, no prefix match); with `idOptional`, a record with no id field
  * at all also counts (records inside the session's own files), but one whose ids all name something else never does.
  */
-export function nativeMetadataOf(record: unknown, sessionId: string, options: { idOptional?: boolean } = {}): NativeMetadata | undefined {
+export function nativeMetadataOf(
+  record: unknown,
+  sessionId: string,
+  options: { idOptional?: boolean } = {},
+): NativeMetadata | undefined {
   if (!isRecord(record)) return undefined;
   const ids = ID_FIELDS.map((field) => record[field]).filter((value) => value !== undefined && value !== null);
   if (ids.length === 0 ? options.idOptional !== true : !ids.includes(sessionId)) return undefined;
@@ -155,7 +162,11 @@ export function nativeMetadataOf(record: unknown, sessionId: string, options: { 
 }
 
 /** Over records in file order (oldest first): the newest title and the newest preview given for the session. */
-export function newestNativeMetadata(records: Iterable<unknown>, sessionId: string, options: { idOptional?: boolean } = {}): NativeMetadata | undefined {
+export function newestNativeMetadata(
+  records: Iterable<unknown>,
+  sessionId: string,
+  options: { idOptional?: boolean } = {},
+): NativeMetadata | undefined {
   let title: string | undefined;
   let preview: string | undefined;
   for (const record of records) {
@@ -203,7 +214,8 @@ export function parseTranscript(text: string, maxRecords = HEAD_MAX_RECORDS): un
 const COMMAND_NAME = /<command-name>(.*?)<\/command-name>/s;
 const BASH_INPUT = /<bash-input>([\s\S]*?)<\/bash-input>/;
 
-/** Record types that carry a user's turn when a record has a `type`; everything else (attachments, API logs) does not. */
+/** Record types that carry a user's turn when a record has a `type`; everything else (attachments, API logs) does not.
+ * */
 const USER_RECORD_TYPES = new Set(['user', 'message']);
 
 /** Texts of a content value (a string, or an array of strings and text parts) added to `into`. */
@@ -225,7 +237,10 @@ export function textsOf(value: unknown, into: UserTurn): void {
     }
     // Parts the harness made itself (file reads for @mentions, reminders) are marked synthetic or ignored.
     if (part.synthetic === true || part.ignored === true) continue;
-    if ((part.type === undefined || part.type === 'text' || part.type === 'input_text') && typeof part.text === 'string') {
+    if (
+      (part.type === undefined || part.type === 'text' || part.type === 'input_text') &&
+      typeof part.text === 'string'
+    ) {
       into.texts.push(part.text);
     }
   }
@@ -257,7 +272,11 @@ export function messageUserTurn(record: unknown): UserTurn | undefined {
  * A turn made only of a slash command counts only when nothing else does (the way harnesses show `/init` themselves).
  * `userTurnOf` is the harness's reading of one record.
  */
-export function firstUserTurn(records: Iterable<unknown>, userTurnOf: UserTurnOf = messageUserTurn, maxRecords = HEAD_MAX_RECORDS): string | undefined {
+export function firstUserTurn(
+  records: Iterable<unknown>,
+  userTurnOf: UserTurnOf = messageUserTurn,
+  maxRecords = HEAD_MAX_RECORDS,
+): string | undefined {
   let commandFallback: string | undefined;
   let seen = 0;
   for (const record of records) {

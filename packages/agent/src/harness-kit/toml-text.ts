@@ -17,7 +17,11 @@ export interface TomlRejection {
 }
 
 /** Parses a TOML document; when smol-toml rejects it, throws the error `reject` makes of the rejection. */
-export function parseTomlOr(text: string, reject: (rejection: TomlRejection) => Error, options?: TomlParseOptions): Record<string, unknown> {
+export function parseTomlOr(
+  text: string,
+  reject: (rejection: TomlRejection) => Error,
+  options?: TomlParseOptions,
+): Record<string, unknown> {
   try {
     return parse(text, options) as Record<string, unknown>;
   } catch (error) {
@@ -29,7 +33,15 @@ export function parseTomlOr(text: string, reject: (rejection: TomlRejection) => 
   }
 }
 
-const SHORT_ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\n': '\\n', '\t': '\\t', '\r': '\\r', '\b': '\\b', '\f': '\\f' };
+const SHORT_ESCAPES: Record<string, string> = {
+  '"': '\\"',
+  '\\': '\\\\',
+  '\n': '\\n',
+  '\t': '\\t',
+  '\r': '\\r',
+  '\b': '\\b',
+  '\f': '\\f',
+};
 
 /**
  * A TOML basic string. `hexCase` only sets the spelling of `\uXXXX` escapes; callers keep theirs so that the text
@@ -92,7 +104,16 @@ export class TomlScanError extends Error {
 }
 
 const BARE_KEY_CHAR = /[A-Za-z0-9_-]/;
-const SIMPLE_ESCAPES: Record<string, string> = { b: '\b', t: '\t', n: '\n', f: '\f', r: '\r', e: '\x1b', '"': '"', '\\': '\\' };
+const SIMPLE_ESCAPES: Record<string, string> = {
+  b: '\b',
+  t: '\t',
+  n: '\n',
+  f: '\f',
+  r: '\r',
+  e: '\x1b',
+  '"': '"',
+  '\\': '\\',
+};
 
 /**
  * The root section, then one section per table header in document order, each with its key/value lines. Offsets are

@@ -8,7 +8,12 @@ import { cleanText, type Transcript, type TranscriptTurn } from '@blue-agent/con
 import { isRecord } from '@blue-agent/contract/util/record.js';
 import type { TranscriptReader, TranscriptSource } from '../harnesses/types.js';
 
-export { cleanText, type Transcript, type TranscriptTurn, type TurnRole } from '@blue-agent/contract/bundle/transcript.js';
+export {
+  cleanText,
+  type Transcript,
+  type TranscriptTurn,
+  type TurnRole,
+} from '@blue-agent/contract/bundle/transcript.js';
 
 export type { TranscriptReader, TranscriptSource };
 
@@ -106,11 +111,17 @@ export class TurnList {
     const last = this.turns.at(-1);
     if (last !== undefined && last.role === 'assistant') {
       const clean = cleanText(text).replace(/\s+$/g, '');
-      if (clean.trim() !== '') last.text = last.text === '' ? clean.replace(/^\n+/, '') : `${last.text}\n\n${clean.replace(/^\n+/, '')}`;
+      if (clean.trim() !== '')
+        last.text = last.text === '' ? clean.replace(/^\n+/, '') : `${last.text}\n\n${clean.replace(/^\n+/, '')}`;
       if (tool !== undefined) (last.tools ??= []).push(oneLine(tool));
       return;
     }
-    this.push({ role: 'assistant', text, ...(tool === undefined ? {} : { tools: [tool] }), ...(at === undefined ? {} : { at }) });
+    this.push({
+      role: 'assistant',
+      text,
+      ...(tool === undefined ? {} : { tools: [tool] }),
+      ...(at === undefined ? {} : { at }),
+    });
   }
 }
 
@@ -126,7 +137,18 @@ export function toolSummary(name: string, input: unknown): string {
   }
   let detail = '';
   if (isRecord(args)) {
-    for (const key of ['command', 'cmd', 'file_path', 'path', 'filePath', 'pattern', 'query', 'url', 'description', 'prompt']) {
+    for (const key of [
+      'command',
+      'cmd',
+      'file_path',
+      'path',
+      'filePath',
+      'pattern',
+      'query',
+      'url',
+      'description',
+      'prompt',
+    ]) {
       const v = args[key];
       if (typeof v === 'string' && v.trim() !== '') {
         detail = v;
@@ -162,7 +184,12 @@ export function blocksText(content: unknown, types: readonly string[] = ['text',
   const parts: string[] = [];
   for (const block of content) {
     if (typeof block === 'string') parts.push(block);
-    else if (isRecord(block) && (block.type === undefined || types.includes(String(block.type))) && typeof block.text === 'string') parts.push(block.text);
+    else if (
+      isRecord(block) &&
+      (block.type === undefined || types.includes(String(block.type))) &&
+      typeof block.text === 'string'
+    )
+      parts.push(block.text);
   }
   return parts.join('\n\n');
 }
@@ -178,7 +205,11 @@ export const MAX_SUBAGENT_SECTIONS = 50;
  * Subagents' descriptions from their meta files: `meta` matches a meta file's native path, its group 1 naming the
  * subagent; a meta file that is not JSON counts as a skipped record of `main`.
  */
-export function subagentDescriptions(main: Transcript, files: readonly TranscriptSource[], meta: RegExp): Map<string, string> {
+export function subagentDescriptions(
+  main: Transcript,
+  files: readonly TranscriptSource[],
+  meta: RegExp,
+): Map<string, string> {
   const descriptions = new Map<string, string>();
   for (const file of files) {
     const m = meta.exec(file.native_path ?? '');
@@ -201,15 +232,32 @@ export function subagentDescriptions(main: Transcript, files: readonly Transcrip
 export function withSubagentSections(
   main: Transcript,
   files: readonly TranscriptSource[],
-  options: { pattern: RegExp; read: (bytes: Uint8Array) => Transcript; role?: string; descriptions?: ReadonlyMap<string, string> },
+  options: {
+    pattern: RegExp;
+    read: (bytes: Uint8Array) => Transcript;
+    role?: string;
+    descriptions?: ReadonlyMap<string, string>;
+  },
 ): Transcript {
   const subagents = files
-    .map((f) => ({ f, m: options.role === undefined || f.role === options.role ? options.pattern.exec(f.native_path ?? '') : null }))
+    .map((f) => ({
+      f,
+      m: options.role === undefined || f.role === options.role ? options.pattern.exec(f.native_path ?? '') : null,
+    }))
     .filter((x): x is { f: TranscriptSource; m: RegExpExecArray } => x.m !== null)
-    .sort((a, b) => ((a.f.native_path ?? '') < (b.f.native_path ?? '') ? -1 : (a.f.native_path ?? '') > (b.f.native_path ?? '') ? 1 : 0));
+    .sort((a, b) =>
+      (a.f.native_path ?? '') < (b.f.native_path ?? '')
+        ? -1
+        : (a.f.native_path ?? '') > (b.f.native_path ?? '')
+          ? 1
+          : 0,
+    );
   const sections = subagents.slice(0, MAX_SUBAGENT_SECTIONS).map(({ f, m }) => {
     const description = options.descriptions?.get(m[1]!);
-    return { title: `Subagent ${m[1]!}${description === undefined ? '' : `: ${description}`}`, transcript: options.read(f.bytes) };
+    return {
+      title: `Subagent ${m[1]!}${description === undefined ? '' : `: ${description}`}`,
+      transcript: options.read(f.bytes),
+    };
   });
   if (subagents.length > MAX_SUBAGENT_SECTIONS) main.truncated = true;
   return sections.length === 0 ? main : { ...main, sections };

@@ -21,12 +21,14 @@ export interface ManagedHook {
   profile: string;
   /** Lifecycle event that triggers capture (the profile's capture.event: `SessionEnd`, `session.idle`). */
   event: string;
-  /** Shell command line: [`/bin/sh` and the sh hook,] quoted Node binary, quoted agent entry, `capture --harness <h> --profile <p>`. */
+  /** Shell command line: [`/bin/sh` and the sh hook,] quoted Node binary, quoted agent entry, `capture --harness <h>
+   * --profile <p>`. */
   command: string;
   /** The same command as an argument vector, for hooks that spawn without a shell (a plugin). */
   argv: readonly string[];
   timeoutSeconds: number;
-  /** Settings the harness needs before it runs hooks at all (the profile's capture.hook.requires), added with the hook. */
+  /** Settings the harness needs before it runs hooks at all (the profile's capture.hook.requires), added with the hook.
+   * */
   requires?: readonly RequiredSetting[];
 }
 
@@ -208,7 +210,9 @@ export interface RestorePlan {
 }
 
 /** A doctor verdict: every warning and failure carries what to run or do. */
-export type DoctorVerdict = { status: 'ok'; message: string } | { status: 'warn' | 'fail'; message: string; fix: string };
+export type DoctorVerdict =
+  | { status: 'ok'; message: string }
+  | { status: 'warn' | 'fail'; message: string; fix: string };
 
 /** What a harness's own doctor check is told about it (the harness's line of `blue-agent status`). */
 export interface DoctorHarnessFacts {
@@ -251,7 +255,8 @@ export interface NativeSession {
   file: string;
   size: number;
   mtimeMs: number;
-  /** The harness version that wrote the session, as its files say; undefined when they do not. Reads the file's head. */
+  /** The harness version that wrote the session, as its files say; undefined when they do not. Reads the file's head.
+   * */
   version(): Promise<string | undefined>;
 }
 
@@ -323,7 +328,11 @@ export interface HarnessAdapter {
    * (`awaiting_trust`) or the user's switch that turns every hook off (`hooks_disabled`; the reason names it).
    * Undefined when the hook will run.
    */
-  pendingState?(ctx: Context, text: string, hook: ManagedHook): { state: 'awaiting_trust' | 'hooks_disabled'; reason: string } | undefined;
+  pendingState?(
+    ctx: Context,
+    text: string,
+    hook: ManagedHook,
+  ): { state: 'awaiting_trust' | 'hooks_disabled'; reason: string } | undefined;
   /**
    * Mirror image of collectSession: where each file of a verified bundle goes on this machine, which native indexes
    * must name the session, and how to resume it. Reads (the staged files, the disk) but never writes. Throws a
@@ -351,7 +360,8 @@ export interface UserTurn {
 /** How a harness finds the user's turn in one record of its transcript; undefined when the record holds none. */
 export type UserTurnOf = (record: unknown) => UserTurn | undefined;
 
-/** A harness's transcript reader (built on src/harness-kit/transcript.ts): its native files in, the conversation out. */
+/** A harness's transcript reader (built on src/harness-kit/transcript.ts): its native files in, the conversation out.
+ * */
 export interface TranscriptReader {
   /** The files the reader wants (only these are read from the bundle). */
   wants(file: { role: string; path: string; native_path?: string }): boolean;

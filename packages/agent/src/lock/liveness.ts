@@ -76,7 +76,11 @@ export const BOOT_SLACK_MS = 5 * 60_000;
  * Why the recorded owner cannot be running any more, or undefined when it may well be. Rules checked in order: boot,
  * age, host, our own pid, the pid's existence, its start time.
  */
-export function staleOwnerReason(owner: RecordedOwner, world: LockWorld, rules: LivenessRules = {}): string | undefined {
+export function staleOwnerReason(
+  owner: RecordedOwner,
+  world: LockWorld,
+  rules: LivenessRules = {},
+): string | undefined {
   const pid = owner.pid;
   if (typeof pid !== 'number' || !Number.isSafeInteger(pid)) return 'no owner recorded';
   const now = world.now?.() ?? Date.now();
@@ -84,9 +88,12 @@ export function staleOwnerReason(owner: RecordedOwner, world: LockWorld, rules: 
   const processStartedAt = finite(owner.processStartedAt);
   const procStart = typeof owner.procStart === 'string' ? owner.procStart : undefined;
   const start = processStartedAt ?? recordedAt;
-  if (start !== undefined && start < world.bootAt - (rules.bootSlackMs ?? BOOT_SLACK_MS)) return 'taken before this machine booted';
-  if (rules.maxAgeMs !== undefined && recordedAt !== undefined && now - recordedAt > rules.maxAgeMs) return `older than ${Math.round(rules.maxAgeMs / 1000)} s`;
-  if (owner.host !== undefined && owner.host !== world.host) return rules.otherHost === 'stale' ? `recorded on another host (${String(owner.host)})` : undefined;
+  if (start !== undefined && start < world.bootAt - (rules.bootSlackMs ?? BOOT_SLACK_MS))
+    return 'taken before this machine booted';
+  if (rules.maxAgeMs !== undefined && recordedAt !== undefined && now - recordedAt > rules.maxAgeMs)
+    return `older than ${Math.round(rules.maxAgeMs / 1000)} s`;
+  if (owner.host !== undefined && owner.host !== world.host)
+    return rules.otherHost === 'stale' ? `recorded on another host (${String(owner.host)})` : undefined;
   if (pid === world.pid) return rules.self === true ? undefined : `pid ${pid} is this process, which does not hold it`;
   const seen = world.probe(pid);
   if (seen === 'gone') return `pid ${pid} is gone`;
@@ -98,13 +105,16 @@ export function staleOwnerReason(owner: RecordedOwner, world: LockWorld, rules: 
   if (processStartedAt !== undefined) {
     const current = world.startedAt(pid);
     const slack = rules.startSlackMs ?? 5_000;
-    return current !== undefined && Math.abs(current - processStartedAt) > slack ? `pid ${pid} is another process now` : undefined;
+    return current !== undefined && Math.abs(current - processStartedAt) > slack
+      ? `pid ${pid} is another process now`
+      : undefined;
   }
   if (rules.writtenAtStart === true && recordedAt !== undefined) {
     // Only when the record was written: the process must have started shortly before (ps has a one-second
     // resolution), and not long before either.
     const at = world.startedAt(pid);
-    if (at !== undefined && (at > recordedAt + 2_000 || at < recordedAt - 10 * 60_000)) return `pid ${pid} is another process now`;
+    if (at !== undefined && (at > recordedAt + 2_000 || at < recordedAt - 10 * 60_000))
+      return `pid ${pid} is another process now`;
   }
   return undefined;
 }
@@ -135,7 +145,12 @@ export function processStartedAt(pid: number): number | undefined {
   try {
     // node:child_process (with node:dgram and more) loads only here: most checks never ask ps.
     const { execFileSync } = process.getBuiltinModule('node:child_process');
-    const text = execFileSync('ps', ['-o', 'lstart=', '-p', String(pid)], { encoding: 'utf8', timeout: 2_000, stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, LC_ALL: 'C', LANG: 'C' } }).trim();
+    const text = execFileSync('ps', ['-o', 'lstart=', '-p', String(pid)], {
+      encoding: 'utf8',
+      timeout: 2_000,
+      stdio: ['ignore', 'pipe', 'ignore'],
+      env: { ...process.env, LC_ALL: 'C', LANG: 'C' },
+    }).trim();
     const ms = Date.parse(text);
     return Number.isFinite(ms) ? ms : undefined;
   } catch {
@@ -182,5 +197,13 @@ export function systemLockWorld(): LockWorld {
     if (pid === process.pid) return Math.round(Date.now() - process.uptime() * 1000);
     return processStartedAt(pid);
   };
-  return { host: hostname(), pid: process.pid, bootAt, probe: probeProcess, procStart: processStart, startedAt, now: Date.now };
+  return {
+    host: hostname(),
+    pid: process.pid,
+    bootAt,
+    probe: probeProcess,
+    procStart: processStart,
+    startedAt,
+    now: Date.now,
+  };
 }

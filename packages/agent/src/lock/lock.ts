@@ -36,7 +36,11 @@ export interface HeldLock {
  * `owner` is its record, undefined when it is not one. Resolve to take a stale lock over, or to look again after
  * waiting for a live one; throw to give up. `attempt` counts these decisions from 0.
  */
-export type LockDecision = (attempt: number, owner: Record<string, unknown> | undefined, reason: string | undefined) => Promise<void>;
+export type LockDecision = (
+  attempt: number,
+  owner: Record<string, unknown> | undefined,
+  reason: string | undefined,
+) => Promise<void>;
 
 /** Creates `file` holding `text` once no live owner holds it, judging each record found there with `judge`. */
 export async function acquireLockFile(
@@ -105,7 +109,8 @@ async function takeOver(file: string, seen: string, pid: number, unique: () => s
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     // Left by a contender that died in the few steps it holds the marker for: removed once clearly old.
     const info = await stat(marker).catch(() => undefined);
-    if (info !== undefined && Date.now() - info.mtimeMs > TAKEOVER_STALE_MS) await unlink(marker).catch(() => undefined);
+    if (info !== undefined && Date.now() - info.mtimeMs > TAKEOVER_STALE_MS)
+      await unlink(marker).catch(() => undefined);
     await sleep(20 + Math.floor(Math.random() * 50));
     return;
   }
@@ -143,7 +148,9 @@ function heldLock(file: string, text: string): HeldLock {
 function parseRecord(text: string): Record<string, unknown> | undefined {
   try {
     const value = JSON.parse(text) as unknown;
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -183,7 +190,8 @@ export interface LockOptions {
   world?: LockWorld;
 }
 
-/** Tokens of the per-file locks this process holds: a lock naming our pid with another token is an earlier process's. */
+/** Tokens of the per-file locks this process holds: a lock naming our pid with another token is an earlier process's.
+ * */
 const heldTokens = new Set<string>();
 
 /** The file of the per-file lock for `key` in `locksDir`. */
@@ -195,7 +203,12 @@ export function lockFileFor(locksDir: string, key: string): string {
  * Runs `fn` holding the advisory lock for `key`, waiting up to `timeoutMs` for another holder (LOCK_TIMEOUT after
  * that). A lock whose owner cannot be running, or that is older than `staleMs`, is taken over.
  */
-export async function withLock<T>(locksDir: string, key: string, fn: () => Promise<T>, options: LockOptions = {}): Promise<T> {
+export async function withLock<T>(
+  locksDir: string,
+  key: string,
+  fn: () => Promise<T>,
+  options: LockOptions = {},
+): Promise<T> {
   const world = options.world ?? systemLockWorld();
   const now = () => world.now?.() ?? Date.now();
   const timeoutMs = options.timeoutMs ?? 15_000;
@@ -205,7 +218,13 @@ export async function withLock<T>(locksDir: string, key: string, fn: () => Promi
   const selfStart = world.startedAt(world.pid);
   // `token` and `created` are read by earlier versions of blue-agent (its host after the `@`).
   const token = `${world.pid}@${world.host}#${randomHex(12)}`;
-  const record = { token, ...owner, ...(selfStart === undefined ? {} : { pid_started_at_unix_ms: selfStart }), key, created: owner.started_at_unix_ms };
+  const record = {
+    token,
+    ...owner,
+    ...(selfStart === undefined ? {} : { pid_started_at_unix_ms: selfStart }),
+    key,
+    created: owner.started_at_unix_ms,
+  };
   const deadline = now() + timeoutMs;
   await ensurePrivateDir(locksDir);
   heldTokens.add(token);
@@ -215,7 +234,13 @@ export async function withLock<T>(locksDir: string, key: string, fn: () => Promi
       file,
       JSON.stringify(record),
       world,
-      (found) => staleOwnerReason(perFileOwner(found), world, { self: typeof found.token === 'string' && heldTokens.has(found.token), maxAgeMs: staleMs, otherHost: 'alive', foreign: 'alive' }),
+      (found) =>
+        staleOwnerReason(perFileOwner(found), world, {
+          self: typeof found.token === 'string' && heldTokens.has(found.token),
+          maxAgeMs: staleMs,
+          otherHost: 'alive',
+          foreign: 'alive',
+        }),
       async (attempt, _found, reason) => {
         if (reason !== undefined) return;
         if (now() >= deadline) {

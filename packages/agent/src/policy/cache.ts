@@ -25,13 +25,19 @@ export function lastKnownGoodPath(ctx: Context): string {
  * Reads the LKG. A damaged file, or one from another Control API, is ignored with a warning rather than trusted: it
  * is only a fallback, and a fallback must never be a way to inject a policy.
  */
-export async function readLastKnownGood(ctx: Context, url: string, warnings: string[]): Promise<LastKnownGood | undefined> {
+export async function readLastKnownGood(
+  ctx: Context,
+  url: string,
+  warnings: string[],
+): Promise<LastKnownGood | undefined> {
   const file = lastKnownGoodPath(ctx);
   let text: string | null;
   try {
     text = await readTextIfExists(file);
   } catch (error) {
-    warnings.push(`ignoring the last-known-good policy: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    warnings.push(
+      `ignoring the last-known-good policy: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
     return undefined;
   }
   if (text === null) return undefined;

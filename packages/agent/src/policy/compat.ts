@@ -5,7 +5,13 @@
  * `status` and `doctor` show them. Pure: the caller drops the cached policy when a pin blocks (index.ts).
  */
 import { BlueError } from '@blue-agent/contract/errors.js';
-import { CAPABILITIES, CONTRACT_VERSION, installHint, judgeClientVersion, policyIncompatible } from '../control-api/contract.js';
+import {
+  CAPABILITIES,
+  CONTRACT_VERSION,
+  installHint,
+  judgeClientVersion,
+  policyIncompatible,
+} from '../control-api/contract.js';
 import { HARNESSES } from '@blue-agent/contract/schema/generated/harness-names.js';
 import type { GovernancePolicy } from '@blue-agent/contract/schema/index.js';
 import { printable } from '@blue-agent/contract/util/terminal-text.js';
@@ -37,8 +43,13 @@ export function checkCompatibility(policy: GovernancePolicy, input: Compatibilit
   if (headerPin !== undefined && headerPin !== pin) {
     throw new BlueError(
       'POLICY_INVALID',
-      `${where}: the X-Blue-Required-Client-Version header (${headerPin}) and the document's required_client_version (${pin === undefined ? 'absent' : printable(pin)}) disagree`,
-      { hint: 'The Control API (or a proxy before it) answers inconsistently; tell its administrator. Nothing was applied.' },
+      `${where}: the X-Blue-Required-Client-Version header (${headerPin}) and the document's ` +
+        `required_client_version (${pin === undefined ? 'absent' : printable(pin)}) disagree`,
+      {
+        hint:
+          'The Control API (or a proxy before it) answers inconsistently; tell its administrator. Nothing was ' +
+          'applied.',
+      },
     );
   }
   if (pin !== undefined) {
@@ -49,12 +60,22 @@ export function checkCompatibility(policy: GovernancePolicy, input: Compatibilit
 
   const contract = policy.contract_version ?? 1;
   if (contract > CONTRACT_VERSION) {
-    throw policyIncompatible(where, `revision ${policy.revision} needs governance contract ${contract}, and this blue-agent speaks ${CONTRACT_VERSION}`, pin);
+    throw policyIncompatible(
+      where,
+      `revision ${policy.revision} needs governance contract ${contract}, and this blue-agent speaks ` +
+        `${CONTRACT_VERSION}`,
+      pin,
+    );
   }
   const known: readonly string[] = CAPABILITIES;
   const missing = (policy.required_capabilities ?? []).filter((c) => !known.includes(c));
   if (missing.length > 0) {
-    throw policyIncompatible(where, `revision ${policy.revision} requires client capabilities this blue-agent lacks: ${missing.map((c) => printable(c).slice(0, 64)).join(', ')}`, pin);
+    throw policyIncompatible(
+      where,
+      `revision ${policy.revision} requires client capabilities this blue-agent lacks: ` +
+        `${missing.map((c) => printable(c).slice(0, 64)).join(', ')}`,
+      pin,
+    );
   }
 
   // Blue treats minimum_client_version as an operator-visible rollout floor, informational only: capability
@@ -62,16 +83,21 @@ export function checkCompatibility(policy: GovernancePolicy, input: Compatibilit
   const floor = policy.minimum_client_version;
   if (floor !== undefined) {
     const min = validVersion(floor);
-    if (min === null) warnings.push(`minimum_client_version "${printable(floor).slice(0, 64)}" is not a SemVer version; ignored`);
+    if (min === null)
+      warnings.push(`minimum_client_version "${printable(floor).slice(0, 64)}" is not a SemVer version; ignored`);
     else if (validVersion(clientVersion) !== null && compareVersions(clientVersion, min) < 0) {
-      warnings.push(`the organisation's rollout floor is blue-agent ${min}, and this is ${clientVersion}: update when you can (${installHint(min)})`);
+      warnings.push(
+        `the organisation's rollout floor is blue-agent ${min}, and this is ${clientVersion}: update when you can (` +
+          `${installHint(min)})`,
+      );
     }
   }
 
   const unknown = unknownHarnesses(policy);
   if (unknown.length > 0) {
     warnings.push(
-      `revision ${policy.revision} names harness${unknown.length === 1 ? '' : 'es'} this blue-agent does not know: ${unknown.join(', ')} (ignored; known: ${HARNESSES.join(', ')})`,
+      `revision ${policy.revision} names harness${unknown.length === 1 ? '' : 'es'} this blue-agent does not know: ` +
+        `${unknown.join(', ')} (ignored; known: ${HARNESSES.join(', ')})`,
     );
   }
   return warnings;

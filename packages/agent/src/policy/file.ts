@@ -11,10 +11,15 @@ import type { PolicyOrigin } from '@blue-agent/contract/policy/validate.js';
 import { originOf } from '@blue-agent/contract/util/url.js';
 
 /**
- * Reads a local policy file (YAML or JSON); text validated in an earlier run comes from `documents`. A file is someone's
- * own policy (`authored`: unknown keys refused) unless it is this agent's copy of a fetched revision (`fetched`).
+ * Reads a local policy file (YAML or JSON); text validated in an earlier run comes from `documents`. A file is
+ * someone's own policy (`authored`: unknown keys refused) unless it is this agent's copy of a fetched revision
+ * (`fetched`).
  */
-export async function loadPolicyFile(file: string, documents: DocumentCache = DocumentCache.none(), origin: PolicyOrigin = 'authored'): Promise<GovernancePolicy> {
+export async function loadPolicyFile(
+  file: string,
+  documents: DocumentCache = DocumentCache.none(),
+  origin: PolicyOrigin = 'authored',
+): Promise<GovernancePolicy> {
   let handle;
   try {
     handle = await open(file, 'r');
@@ -44,7 +49,9 @@ export async function loadPolicyFile(file: string, documents: DocumentCache = Do
     }
     // Keyed by origin too: text validated by the other rules (or by a release without them) is validated again.
     const key = `${origin === 'authored' ? 'authored-policy' : 'policy'}:${file}`;
-    return await documents.loadAsync(key, await handle.readFile('utf8'), async (text) => (await import('@blue-agent/contract/policy/validate.js')).parsePolicyText(text, file, origin));
+    return await documents.loadAsync(key, await handle.readFile('utf8'), async (text) =>
+      (await import('@blue-agent/contract/policy/validate.js')).parsePolicyText(text, file, origin),
+    );
   } finally {
     await handle.close();
   }
@@ -73,17 +80,23 @@ export function checkUploadOrigin(policy: GovernancePolicy, rules: OriginRules):
   allowed.delete('');
   if (allowed.size === 0) {
     // A local file is the administrator's own statement; with nothing to compare against, trust it but say so.
-    return [`${rules.file}: session_upload.presign_url ${target} is not checked against a Control API origin (no control URL configured)`];
+    return [
+      `${rules.file}: session_upload.presign_url ${target} is not checked against a Control API origin (no control ` +
+        `URL configured)`,
+    ];
   }
   if (target !== '' && allowed.has(target)) return [];
   throw new BlueError(
     'POLICY_FOREIGN_ORIGIN',
-    `${rules.file}: /session_upload/presign_url points at ${target || presign}, which is neither the Control API's origin nor an allowed upload origin (${[...allowed].join(', ')}); a policy must not be able to send transcripts elsewhere`,
+    `${rules.file}: /session_upload/presign_url points at ${target || presign}, which is neither the Control API's ` +
+      `origin nor an allowed upload origin (${[...allowed].join(', ')}); a policy must not be able to send ` +
+      `transcripts elsewhere`,
     {
       file: rules.file,
       path: '/session_upload/presign_url',
-      hint: `If ${target || 'that origin'} is really your organisation's upload service, add it to allowed_upload_origins in the agent config.`,
+      hint:
+        `If ${target || 'that origin'} is really your organisation's upload service, add it to ` +
+        `allowed_upload_origins in the agent config.`,
     },
   );
 }
-

@@ -10,5 +10,10 @@ export { fetchedPolicy, formatDuration } from './remote.js';
 export { lastKnownGoodPath, readLastKnownGood, type LastKnownGood } from './cache.js';
 export { governanceConfigUrl } from '../control-api/governance-config.js';
 export { checkUploadOrigin, loadPolicyFile } from './file.js';
-export { parsePolicyText, unknownPolicyFields, validatePolicy, type PolicyOrigin } from '@blue-agent/contract/policy/validate.js';
+export {
+  parsePolicyText,
+  unknownPolicyFields,
+  validatePolicy,
+  type PolicyOrigin,
+} from '@blue-agent/contract/policy/validate.js';
 export { checkCompatibility, unknownHarnesses } from './compat.js';

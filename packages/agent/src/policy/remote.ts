@@ -7,7 +7,11 @@ import type { Context } from '../context.js';
 import { BlueError } from '@blue-agent/contract/errors.js';
 import { dropLastKnownGood, readLastKnownGood, writeLastKnownGood, type LastKnownGood } from './cache.js';
 import { checkCompatibility, isPinRefusal } from './compat.js';
-import { DEFAULT_FETCH_TIMEOUT_MS, fetchGovernanceConfig, governanceConfigUrl } from '../control-api/governance-config.js';
+import {
+  DEFAULT_FETCH_TIMEOUT_MS,
+  fetchGovernanceConfig,
+  governanceConfigUrl,
+} from '../control-api/governance-config.js';
 import { MAX_ANSWER_DEPTH, parseRetryAfter } from '../control-api/http.js';
 import { JsonTooDeep, parseJsonBounded } from '@blue-agent/contract/util/json-depth.js';
 import { DEFAULT_TTL_SECONDS, type ResolveOptions, type ResolvedPolicy } from './resolved.js';
@@ -64,15 +68,32 @@ export async function resolveFetchedPolicy(
 
   if (outcome.kind === 'ok') {
     const resolved = await refusing(() =>
-      fetchedPolicy(outcome.text, { location, etag: outcome.etag, now, originRules, warnings, clientVersion, headerPin: outcome.requiredClientVersion }),
+      fetchedPolicy(outcome.text, {
+        location,
+        etag: outcome.etag,
+        now,
+        originRules,
+        warnings,
+        clientVersion,
+        headerPin: outcome.requiredClientVersion,
+      }),
     );
-    const fresh: LastKnownGood = { policy: resolved.policy, fetched_at: now, url: location, ...(outcome.etag === undefined ? {} : { etag: outcome.etag }) };
+    const fresh: LastKnownGood = {
+      policy: resolved.policy,
+      fetched_at: now,
+      url: location,
+      ...(outcome.etag === undefined ? {} : { etag: outcome.etag }),
+    };
     if (!options.dryRun) await saveQuietly(ctx, fresh, warnings);
     return resolved;
   }
 
   if (outcome.kind === 'not-modified' && lkg !== undefined) {
-    warnings.push(...(await refusing(() => checkCompatibility(lkg.policy, { clientVersion, where: location, headerPin: outcome.requiredClientVersion }))));
+    warnings.push(
+      ...(await refusing(() =>
+        checkCompatibility(lkg.policy, { clientVersion, where: location, headerPin: outcome.requiredClientVersion }),
+      )),
+    );
     warnings.push(...checkUploadOrigin(lkg.policy, { ...originRules, file: location }));
     if (!options.dryRun) await saveQuietly(ctx, { ...lkg, fetched_at: now }, warnings);
     return {
@@ -89,16 +110,28 @@ export async function resolveFetchedPolicy(
     };
   }
 
-  const reason = outcome.kind === 'unavailable' ? outcome.reason : 'answered 304 Not Modified to an unconditional request';
+  const reason =
+    outcome.kind === 'unavailable' ? outcome.reason : 'answered 304 Not Modified to an unconditional request';
   const retryAfterMs = outcome.kind === 'unavailable' ? parseRetryAfter(outcome.retryAfter, now) : undefined;
   options.onUnavailable?.({ reason, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
   if (lkg === undefined) {
-    throw new BlueError('POLICY_UNREACHABLE', `cannot fetch the governance policy from ${location}: Control API ${reason}, and there is no last-known-good policy to fall back on`, {
-      hint: 'Check the network and control_url (or BLUE_AGENT_CONTROL_URL), then try again; or use --policy FILE for a local policy.',
-    });
+    throw new BlueError(
+      'POLICY_UNREACHABLE',
+      `cannot fetch the governance policy from ${location}: Control API ${reason}, and there is no last-known-good ` +
+        `policy to fall back on`,
+      {
+        hint:
+          'Check the network and control_url (or BLUE_AGENT_CONTROL_URL), then try again; or use --policy FILE ' +
+          'for a local policy.',
+      },
+    );
   }
   // The cached copy passes the same gate (it may have been written by another blue-agent release).
-  warnings.push(...(await refusing(() => checkCompatibility(lkg.policy, { clientVersion, where: `${location} (last-known-good)` }))));
+  warnings.push(
+    ...(await refusing(() =>
+      checkCompatibility(lkg.policy, { clientVersion, where: `${location} (last-known-good)` }),
+    )),
+  );
   return fallBack(ctx, lkg, location, reason, now, warnings, originRules);
 }
 
@@ -120,14 +153,20 @@ function fallBack(
   if (stale && policy.required === true) {
     throw new BlueError(
       'POLICY_STALE',
-      `refusing to change anything: Control API ${reason}, and the last-known-good revision ${policy.revision} is ${age}, past its ttl of ${formatDuration(ttl)} (the policy is required)`,
-      { hint: `Restore access to ${location} and run again; until a fresh policy is fetched, managed hooks stay as they are.` },
+      `refusing to change anything: Control API ${reason}, and the last-known-good revision ${policy.revision} is ` +
+        `${age}, past its ttl of ${formatDuration(ttl)} (the policy is required)`,
+      {
+        hint:
+          `Restore access to ${location} and run again; until a fresh policy is fetched, managed hooks stay as ` +
+          `they are.`,
+      },
     );
   }
   warnings.push(...checkUploadOrigin(policy, { ...originRules, file: location }));
   const fetched = fromFuture ? 'of unknown age' : `fetched ${formatDuration(ageSeconds)} ago`;
   warnings.unshift(`Control API ${reason}: using last-known-good revision ${policy.revision} ${fetched}`);
-  if (stale) warnings.push(`last-known-good revision ${policy.revision} is ${age}, past its ttl of ${formatDuration(ttl)}`);
+  if (stale)
+    warnings.push(`last-known-good revision ${policy.revision} is ${age}, past its ttl of ${formatDuration(ttl)}`);
   ctx.logger.debug('using the last-known-good policy', { location, revision: policy.revision });
   return {
     policy,
@@ -181,9 +220,15 @@ export function fetchedPolicy(
   const warnings = at.warnings ?? [];
   const unknown = unknownPolicyFields(data);
   if (unknown.length > 0) {
-    warnings.push(`revision ${printable(String(policy.revision))} has fields this blue-agent does not know: ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''} (ignored; a newer Control API may add fields)`);
+    warnings.push(
+      `revision ${printable(String(policy.revision))} has fields this blue-agent does not know: ` +
+        `${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ', …' : ''} (ignored; a newer Control API may ` +
+        `add fields)`,
+    );
   }
-  warnings.push(...checkCompatibility(policy, { clientVersion: at.clientVersion, where: location, headerPin: at.headerPin }));
+  warnings.push(
+    ...checkCompatibility(policy, { clientVersion: at.clientVersion, where: location, headerPin: at.headerPin }),
+  );
   warnings.push(...checkUploadOrigin(policy, { ...at.originRules, file: location }));
   return {
     policy,
@@ -203,7 +248,9 @@ async function saveQuietly(ctx: Context, lkg: LastKnownGood, warnings: string[])
   try {
     await writeLastKnownGood(ctx, lkg);
   } catch (error) {
-    warnings.push(`could not save the last-known-good policy: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    warnings.push(
+      `could not save the last-known-good policy: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
   }
 }
 

@@ -26,7 +26,10 @@ export async function resolvePolicy(ctx: Context, options: ResolveOptions): Prom
     // The config's policy_file is always someone's own; --policy may be the running agent's copy of a fetched revision.
     const origin = options.policyFile === undefined ? 'authored' : (options.policyOrigin ?? 'authored');
     const policy = await loadPolicyFile(file, options.documents, origin);
-    const warnings = [...checkCompatibility(policy, { clientVersion: ctx.self.version, where: file }), ...checkUploadOrigin(policy, { ...originRules, file })];
+    const warnings = [
+      ...checkCompatibility(policy, { clientVersion: ctx.self.version, where: file }),
+      ...checkUploadOrigin(policy, { ...originRules, file }),
+    ];
     return { policy, source: 'file', location: file, revision: policy.revision, stale: false, warnings };
   }
 

@@ -28,7 +28,8 @@ export interface ResolvedPolicy {
 export interface ResolveOptions {
   /** `--policy FILE`: takes precedence over the config's policy_file and the Control API. */
   policyFile?: string | undefined;
-  /** Who wrote `policyFile`: someone (`authored`, the default) or this agent, copying a fetched revision (`fetched`). */
+  /** Who wrote `policyFile`: someone (`authored`, the default) or this agent, copying a fetched revision (`fetched`).
+   * */
   policyOrigin?: PolicyOrigin;
   /** Change nothing on disk: no last-known-good write, no fetched_at refresh. */
   dryRun: boolean;

@@ -36,7 +36,8 @@ export class VersionCache {
     let data: CacheFile = { version: CACHE_VERSION, entries: {} };
     try {
       const parsed = JSON.parse(await readFile(file, 'utf8')) as CacheFile;
-      if (parsed?.version === CACHE_VERSION && typeof parsed.entries === 'object' && parsed.entries !== null) data = parsed;
+      if (parsed?.version === CACHE_VERSION && typeof parsed.entries === 'object' && parsed.entries !== null)
+        data = parsed;
     } catch {
       // Missing or damaged: start empty; it is only a cache.
     }
@@ -92,7 +93,9 @@ export async function detectVersion(
     maxOutputBytes: 64 * 1024,
   });
   if (result.spawnError !== undefined || result.timedOut || result.exitCode !== 0) {
-    const why = result.spawnError ?? (result.timedOut ? `timed out after ${VERSION_TIMEOUT_MS / 1000} s` : `exited with ${result.exitCode}`);
+    const why =
+      result.spawnError ??
+      (result.timedOut ? `timed out after ${VERSION_TIMEOUT_MS / 1000} s` : `exited with ${result.exitCode}`);
     throw new BlueError('VERSION_DETECT_FAILED', `\`${binary} --version\` failed: ${why}`, {
       hint: `Check that ${loaded.doc.display_name} runs from a terminal: ${binary} --version`,
     });
@@ -100,14 +103,25 @@ export async function detectVersion(
   const raw = firstLine(result.stdout) || firstLine(result.stderr);
   const version = parseVersionOutput(loaded, raw);
   if (version === undefined) {
-    throw new BlueError('VERSION_UNRECOGNISED', `${loaded.doc.display_name} printed a version blue-agent does not recognise: "${raw.slice(0, 120)}"`, {
-      hint: `Registered forms: ${loaded.doc.version_output.map((f) => `"${f.example}"`).join(', ')}. Update blue-agent, or add the form to ${loaded.file}.`,
-    });
+    throw new BlueError(
+      'VERSION_UNRECOGNISED',
+      `${loaded.doc.display_name} printed a version blue-agent does not recognise: "${raw.slice(0, 120)}"`,
+      {
+        hint:
+          `Registered forms: ${loaded.doc.version_output.map((f) => `"${f.example}"`).join(', ')}. Update ` +
+          `blue-agent, or add the form to ${loaded.file}.`,
+      },
+    );
   }
   cache.set(realPath, key, raw);
   return { path: binary, realPath, raw, version };
 }
 
 function firstLine(text: string): string {
-  return text.split(/\r?\n/).find((line) => line.trim() !== '')?.trim() ?? '';
+  return (
+    text
+      .split(/\r?\n/)
+      .find((line) => line.trim() !== '')
+      ?.trim() ?? ''
+  );
 }

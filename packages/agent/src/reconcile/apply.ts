@@ -8,7 +8,13 @@ import path from 'node:path';
 import type { Context } from '../context.js';
 import { BlueError, toBlueError } from '@blue-agent/contract/errors.js';
 import type { HarnessAdapter } from '../harnesses/types.js';
-import { readBytesIfExists, removeFileIfUnchanged, replaceFileAtomically, sha256, writeStateFile } from '@blue-agent/contract/util/fs.js';
+import {
+  readBytesIfExists,
+  removeFileIfUnchanged,
+  replaceFileAtomically,
+  sha256,
+  writeStateFile,
+} from '@blue-agent/contract/util/fs.js';
 import { decodeLossless, encodeLossless } from '@blue-agent/contract/util/lossless.js';
 import { withLock } from '../lock/lock.js';
 import { updateLedger, type LedgerData, type LedgerEntry } from './ledger.js';
@@ -49,7 +55,8 @@ export async function applyFilePlan(ctx: Context, adapter: HarnessAdapter, initi
         }
         return backup === undefined ? { plan } : { plan, backup };
       } catch (error) {
-        if (!(error instanceof BlueError) || error.code !== 'CONCURRENT_MODIFICATION' || attempt >= MAX_REPLANS) throw error;
+        if (!(error instanceof BlueError) || error.code !== 'CONCURRENT_MODIFICATION' || attempt >= MAX_REPLANS)
+          throw error;
       }
     }
   });
@@ -89,10 +96,18 @@ export function sameEntry(previous: LedgerEntry | undefined, next: LedgerEntry |
  * Write-ahead, before the native file changes: the entry for the new content, with the record of the content the
  * file still holds kept under `pending`. A removal needs none: the current entry describes the file until it is gone.
  */
-export async function recordIntent(ctx: Context, adapter: HarnessAdapter, plan: FilePlan, before: Buffer | null): Promise<void> {
+export async function recordIntent(
+  ctx: Context,
+  adapter: HarnessAdapter,
+  plan: FilePlan,
+  before: Buffer | null,
+): Promise<void> {
   const next = settledEntry(ctx, adapter, plan);
   if (next === undefined) return;
-  const pending = { sha256: before === null ? null : sha256(before), ...(plan.ownedBefore === undefined ? {} : { owned: plan.ownedBefore }) };
+  const pending = {
+    sha256: before === null ? null : sha256(before),
+    ...(plan.ownedBefore === undefined ? {} : { owned: plan.ownedBefore }),
+  };
   await updateLedger(ctx, (ledger) => {
     ledger.files[plan.file] = { ...next, pending };
     return true;
@@ -100,7 +115,12 @@ export async function recordIntent(ctx: Context, adapter: HarnessAdapter, plan: 
 }
 
 /** Whether settling these plans would change the ledger. */
-export function needsLedgerUpdate(ctx: Context, adapter: HarnessAdapter, ledger: LedgerData, plans: readonly FilePlan[]): boolean {
+export function needsLedgerUpdate(
+  ctx: Context,
+  adapter: HarnessAdapter,
+  ledger: LedgerData,
+  plans: readonly FilePlan[],
+): boolean {
   return plans.some((plan) => !sameEntry(ledger.files[plan.file], settledEntry(ctx, adapter, plan)));
 }
 
@@ -111,13 +131,19 @@ function verifyWritten(adapter: HarnessAdapter, plan: FilePlan, written: string)
   if (again.text !== written || again.managedFound !== expected) {
     throw new BlueError('WRITE_VERIFY_FAILED', `${plan.file} does not read back as intended after writing`, {
       file: plan.file,
-      hint: "The previous version is kept under backups/ in blue-agent's state directory; please report this with the file's content.",
+      hint:
+        "The previous version is kept under backups/ in blue-agent's state directory; please report this with " +
+        "the file's content.",
     });
   }
 }
 
 /** Settles in one ledger update what the agent now owns in each planned file (no write when nothing changed). */
-export async function recordOwnership(ctx: Context, adapter: HarnessAdapter, plans: readonly FilePlan[]): Promise<void> {
+export async function recordOwnership(
+  ctx: Context,
+  adapter: HarnessAdapter,
+  plans: readonly FilePlan[],
+): Promise<void> {
   await updateLedger(ctx, (ledger) => {
     let changed = false;
     for (const plan of plans) {
@@ -140,6 +166,7 @@ async function keepBackup(ctx: Context, adapter: HarnessAdapter, target: string,
   const file = path.join(dir, `${prefix}${stamp}.bak`);
   await writeStateFile(file, content);
   const old = (await readdir(dir)).filter((name) => name.startsWith(prefix)).sort();
-  for (const name of old.slice(0, Math.max(0, old.length - BACKUPS_KEPT))) await unlink(path.join(dir, name)).catch(() => undefined);
+  for (const name of old.slice(0, Math.max(0, old.length - BACKUPS_KEPT)))
+    await unlink(path.join(dir, name)).catch(() => undefined);
   return file;
 }

@@ -40,7 +40,8 @@ export interface Decision {
   desired: ManagedHook | null | undefined;
 }
 
-/** The range check decide needs under `policy`: semver's range grammar loads only for a policy that states a version_requirement. */
+/** The range check decide needs under `policy`: semver's range grammar loads only for a policy that states a
+ * version_requirement. */
 export function policyRangeCheck(policy: GovernancePolicy): Promise<RangeCheck> {
   return rangeCheck(Object.values(policy.harnesses ?? {}).map((rule) => rule?.version_requirement));
 }
@@ -59,28 +60,49 @@ export function decide(
     return { state: 'error', reason: installation.error.message, code: installation.error.code, desired: undefined };
   }
   if (!installation.installed || installation.version === undefined) {
-    return { state: 'not_installed', reason: `${name} (\`${loaded.doc.binary}\`) was not found on PATH`, desired: null };
+    return {
+      state: 'not_installed',
+      reason: `${name} (\`${loaded.doc.binary}\`) was not found on PATH`,
+      desired: null,
+    };
   }
   const version = installation.version;
   const choice = selectInterval(loaded.doc, version);
   const located = choice === undefined ? {} : { interval: choice.interval, verified: choice.verified };
   if (policy.session_upload === undefined) {
-    return { state: 'capture_disabled', reason: `policy revision ${policy.revision} has no session_upload block`, ...located, desired: null };
+    return {
+      state: 'capture_disabled',
+      reason: `policy revision ${policy.revision} has no session_upload block`,
+      ...located,
+      desired: null,
+    };
   }
   if (policy.allowed_harnesses !== undefined && !policy.allowed_harnesses.includes(harness)) {
-    return { state: 'not_allowed', reason: `policy revision ${policy.revision} does not list ${harness} in allowed_harnesses`, ...located, desired: null };
+    return {
+      state: 'not_allowed',
+      reason: `policy revision ${policy.revision} does not list ${harness} in allowed_harnesses`,
+      ...located,
+      desired: null,
+    };
   }
   if (choice === undefined) {
     const first = [...loaded.doc.intervals].sort((a, b) => compareVersions(a.introduced, b.introduced))[0];
     return {
       state: 'unsupported_version',
-      reason: `${name} ${version} is outside every compatibility profile${first ? ` (capture starts at ${first.introduced})` : ''}`,
+      reason:
+        `${name} ${version} is outside every compatibility profile` +
+        `${first ? ` (capture starts at ${first.introduced})` : ''}`,
       desired: null,
     };
   }
   const { interval, verified } = choice;
   if (!interval.operations.includes('session_capture') || interval.capture === undefined) {
-    return { state: 'unsupported_version', reason: `profile ${interval.profile} does not support session capture`, ...located, desired: null };
+    return {
+      state: 'unsupported_version',
+      reason: `profile ${interval.profile} does not support session capture`,
+      ...located,
+      desired: null,
+    };
   }
   const rule = policy.harnesses?.[harness];
   if (rule?.version_requirement !== undefined && !inRange(version, rule.version_requirement)) {
@@ -94,15 +116,30 @@ export function decide(
   if (!verified && rule?.allow_unverified_versions !== true) {
     return {
       state: 'unverified_version',
-      reason: `${name} ${version} is at or past the certified ceiling ${interval.verified_before} of ${interval.profile}; capture stays off unless the policy sets allow_unverified_versions; certify it in a checkout of blue-agent: ${certifyCommand(harness, version)}`,
+      reason:
+        `${name} ${version} is at or past the certified ceiling ${interval.verified_before} of ` +
+        `${interval.profile}; capture stays off unless the policy sets allow_unverified_versions; certify it in a ` +
+        `checkout of blue-agent: ${certifyCommand(harness, version)}`,
       ...located,
       desired: null,
     };
   }
-  const hook = buildManagedHook(self, harness, interval.profile, interval.capture.event, interval.capture.hook.timeout_seconds, interval.capture.hook.requires);
+  const hook = buildManagedHook(
+    self,
+    harness,
+    interval.profile,
+    interval.capture.event,
+    interval.capture.hook.timeout_seconds,
+    interval.capture.hook.requires,
+  );
   const note = verified ? '' : ` (unverified ${version} allowed by policy)`;
   const misses = interval.capture.misses === undefined ? '' : `; ${interval.capture.misses}`;
-  return { state: 'active', reason: `managed ${interval.capture.event} capture hook for ${interval.profile}${note}${misses}`, ...located, desired: hook };
+  return {
+    state: 'active',
+    reason: `managed ${interval.capture.event} capture hook for ${interval.profile}${note}${misses}`,
+    ...located,
+    desired: hook,
+  };
 }
 
 /**

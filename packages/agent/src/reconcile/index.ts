@@ -26,7 +26,8 @@ export type { HarnessState } from './decide.js';
 export interface ReconcileOptions {
   dryRun: boolean;
   policyFile?: string;
-  /** Who wrote `policyFile`: someone (the default), or this agent copying a fetched revision (the running agent's steps). */
+  /** Who wrote `policyFile`: someone (the default), or this agent copying a fetched revision (the running agent's
+   * steps). */
   policyOrigin?: PolicyOrigin;
   /** Only these harnesses; all when empty or absent. */
   harnesses?: readonly HarnessName[];
@@ -78,7 +79,10 @@ export interface ReconcileReport {
 
 export async function reconcile(ctx: Context, options: ReconcileOptions): Promise<ReconcileReport> {
   // Independent reads run together; a failure is still reported in the order the steps come (policy, then profiles).
-  const [{ config }, documents] = await Promise.all([loadAgentConfig(ctx), DocumentCache.open(ctx.paths.documentCacheFile, !options.dryRun)]);
+  const [{ config }, documents] = await Promise.all([
+    loadAgentConfig(ctx),
+    DocumentCache.open(ctx.paths.documentCacheFile, !options.dryRun),
+  ]);
   const [resolved, profiles, cache, ledger] = await inOrder([
     options.policy ??
       resolvePolicy(ctx, {
@@ -92,7 +96,8 @@ export async function reconcile(ctx: Context, options: ReconcileOptions): Promis
     VersionCache.open(ctx),
     readLedger(ctx),
   ] as const);
-  const wanted = options.harnesses !== undefined && options.harnesses.length > 0 ? new Set(options.harnesses) : undefined;
+  const wanted =
+    options.harnesses !== undefined && options.harnesses.length > 0 ? new Set(options.harnesses) : undefined;
   const selected = HARNESSES.flatMap((harness) => {
     const loaded = wanted === undefined || wanted.has(harness) ? profiles.get(harness) : undefined;
     return loaded === undefined ? [] : [{ harness, loaded }];
@@ -104,7 +109,18 @@ export async function reconcile(ctx: Context, options: ReconcileOptions): Promis
   const inRange = await policyRangeCheck(resolved.policy);
   const reports: HarnessReport[] = [];
   for (const [i, { harness, loaded }] of selected.entries()) {
-    reports.push(await reconcileHarness(ctx, ADAPTERS[harness], loaded, installations[i]!, resolved, inRange, ledger, options.dryRun));
+    reports.push(
+      await reconcileHarness(
+        ctx,
+        ADAPTERS[harness],
+        loaded,
+        installations[i]!,
+        resolved,
+        inRange,
+        ledger,
+        options.dryRun,
+      ),
+    );
   }
   if (!options.dryRun) await Promise.all([cache.save(), documents.save()]);
 
@@ -127,7 +143,9 @@ export async function reconcile(ctx: Context, options: ReconcileOptions): Promis
 async function inOrder<T extends readonly unknown[]>(steps: T): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
   const settled = await Promise.allSettled(steps);
   for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
-  return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value) as { -readonly [K in keyof T]: Awaited<T[K]> };
+  return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value) as {
+    -readonly [K in keyof T]: Awaited<T[K]>;
+  };
 }
 
 /** A harness whose sessions the policy captures here, with the profile interval its installed version captures by. */
@@ -142,9 +160,16 @@ export interface CaptureTarget {
  * capture on (what reconcile installs a hook for, whether or not the harness runs it yet). Reads versions from the
  * cache reconcile keeps; writes nothing.
  */
-export async function captureTargets(ctx: Context, policy: GovernancePolicy, only?: ReadonlySet<string>): Promise<CaptureTarget[]> {
+export async function captureTargets(
+  ctx: Context,
+  policy: GovernancePolicy,
+  only?: ReadonlySet<string>,
+): Promise<CaptureTarget[]> {
   const { config } = await loadAgentConfig(ctx);
-  const profiles = await loadProfiles(ctx.paths.profilesDir, await DocumentCache.open(ctx.paths.documentCacheFile, false));
+  const profiles = await loadProfiles(
+    ctx.paths.profilesDir,
+    await DocumentCache.open(ctx.paths.documentCacheFile, false),
+  );
   const cache = await VersionCache.open(ctx);
   const inRange = await policyRangeCheck(policy);
   const targets: CaptureTarget[] = [];
@@ -154,13 +179,24 @@ export async function captureTargets(ctx: Context, policy: GovernancePolicy, onl
     if (loaded === undefined) continue;
     const installation = await inspect(ctx, loaded, config, cache);
     const decision = decide(harness, loaded, installation, policy, ctx.self, inRange);
-    if (decision.desired === null || decision.desired === undefined || decision.interval === undefined || installation.version === undefined) continue;
+    if (
+      decision.desired === null ||
+      decision.desired === undefined ||
+      decision.interval === undefined ||
+      installation.version === undefined
+    )
+      continue;
     targets.push({ harness, interval: decision.interval, version: installation.version });
   }
   return targets;
 }
 
-async function inspect(ctx: Context, loaded: LoadedProfiles, config: AgentConfig, cache: VersionCache): Promise<Installation> {
+async function inspect(
+  ctx: Context,
+  loaded: LoadedProfiles,
+  config: AgentConfig,
+  cache: VersionCache,
+): Promise<Installation> {
   const configured = config.harnesses?.[loaded.harness]?.binary;
   const binary = configured ?? (await findExecutable(loaded.doc.binary, ctx.env.PATH));
   if (binary === undefined) return { installed: false };
@@ -198,7 +234,14 @@ async function reconcileHarness(
     verified: decision.verified ?? null,
   };
   if (decision.desired === undefined) {
-    return { ...base, state: decision.state, reason: decision.reason, ...(decision.code === undefined ? {} : { code: decision.code }), action: 'error', files: [] };
+    return {
+      ...base,
+      state: decision.state,
+      reason: decision.reason,
+      ...(decision.code === undefined ? {} : { code: decision.code }),
+      action: 'error',
+      files: [],
+    };
   }
 
   const plan = await planHarness(ctx, adapter, decision.interval, decision.desired, ledger);
@@ -222,13 +265,16 @@ async function reconcileHarness(
     try {
       applied = [];
       for (const filePlan of plan.files) {
-        applied.push(filePlan.action === 'unchanged' ? { plan: filePlan } : await applyFilePlan(ctx, adapter, filePlan));
+        applied.push(
+          filePlan.action === 'unchanged' ? { plan: filePlan } : await applyFilePlan(ctx, adapter, filePlan),
+        );
       }
       const plans = applied.map((a) => a.plan);
       // A file the agent removed takes the folders it once created for it along, when they are empty.
       for (const p of plans) if (p.after === null && p.createdDirs.length > 0) await removeEmptyDirs(p.createdDirs);
       // A written file left a write-ahead entry to settle; otherwise only a stale record needs a ledger write.
-      if (plans.some((p) => p.action !== 'unchanged') || needsLedgerUpdate(ctx, adapter, ledger, plans)) await recordOwnership(ctx, adapter, plans);
+      if (plans.some((p) => p.action !== 'unchanged') || needsLedgerUpdate(ctx, adapter, ledger, plans))
+        await recordOwnership(ctx, adapter, plans);
     } catch (error) {
       const blue = toBlueError(error);
       return {
@@ -245,7 +291,12 @@ async function reconcileHarness(
     }
   }
 
-  const { state, reason } = finalState(ctx, adapter, decision, applied.map((a) => a.plan));
+  const { state, reason } = finalState(
+    ctx,
+    adapter,
+    decision,
+    applied.map((a) => a.plan),
+  );
   return {
     ...base,
     state,
@@ -255,9 +306,15 @@ async function reconcileHarness(
   };
 }
 
-function finalState(ctx: Context, adapter: HarnessAdapter, decision: Decision, plans: readonly FilePlan[]): { state: HarnessState; reason: string } {
+function finalState(
+  ctx: Context,
+  adapter: HarnessAdapter,
+  decision: Decision,
+  plans: readonly FilePlan[],
+): { state: HarnessState; reason: string } {
   const hook = decision.desired;
-  if (decision.state !== 'active' || hook === null || hook === undefined || adapter.pendingState === undefined) return decision;
+  if (decision.state !== 'active' || hook === null || hook === undefined || adapter.pendingState === undefined)
+    return decision;
   const holder = plans.find((p) => p.desired !== null && p.after !== null);
   if (holder === undefined) return decision;
   return adapter.pendingState(ctx, holder.after!, hook) ?? decision;
@@ -281,4 +338,3 @@ function fileReport(plan: FilePlan, backup?: string): FileReport {
     ...(backup === undefined ? {} : { backup }),
   };
 }
-

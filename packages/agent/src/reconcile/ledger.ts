@@ -55,7 +55,8 @@ export async function readLedger(ctx: Context): Promise<LedgerData> {
  */
 export function ownershipFor(entry: LedgerEntry | undefined, current: string | null): OwnershipRecord | undefined {
   if (entry === undefined) return undefined;
-  if (entry.pending !== undefined && entry.pending.sha256 === current && entry.sha256 !== current) return entry.pending.owned;
+  if (entry.pending !== undefined && entry.pending.sha256 === current && entry.sha256 !== current)
+    return entry.pending.owned;
   return entry.owned;
 }
 
@@ -70,7 +71,10 @@ export async function updateLedger(ctx: Context, change: (data: LedgerData) => b
       const why = error instanceof Error ? error.message : String(error);
       throw new BlueError('LEDGER_WRITE_FAILED', `cannot write the ledger ${ledgerPath(ctx)}: ${why}`, {
         file: ledgerPath(ctx),
-        hint: `blue-agent records what it owns before it changes a harness file, so no harness file was changed; make ${ctx.paths.stateDir} writable (and ${path.basename(ctx.paths.ledgerFile)} a regular file), then run the command again.`,
+        hint:
+          `blue-agent records what it owns before it changes a harness file, so no harness file was changed; ` +
+          `make ${ctx.paths.stateDir} writable (and ${path.basename(ctx.paths.ledgerFile)} a regular file), then ` +
+          `run the command again.`,
         cause: error,
       });
     }

@@ -48,7 +48,8 @@ export async function hookFilesFor(
 ): Promise<{ primary: string | undefined; all: string[] }> {
   // Only a wanted hook needs a home; asking for one can fail (an unmigrated legacy config), removal must not.
   if (desired !== null && interval?.capture !== undefined) checkHookFormat(adapter, interval);
-  const primary = desired === null || interval?.capture === undefined ? undefined : await adapter.hookFile(ctx, interval);
+  const primary =
+    desired === null || interval?.capture === undefined ? undefined : await adapter.hookFile(ctx, interval);
   const all = new Set<string>(primary === undefined ? [] : [primary]);
   for (const file of adapter.knownHookFiles(ctx)) all.add(file);
   for (const [file, entry] of Object.entries(ledger.files)) if (entry.harness === adapter.name) all.add(file);
@@ -62,10 +63,15 @@ export async function hookFilesFor(
 export function checkHookFormat(adapter: HarnessAdapter, interval: Interval): void {
   const format = interval.capture?.hook.format;
   if (format === undefined || format === adapter.hookFormat) return;
-  throw new BlueError('PROFILE_INVALID', `profile ${interval.profile}: capture.hook.format is "${format}", but ${adapter.displayName}'s hooks are planned as "${adapter.hookFormat}"`, {
-    path: '/capture/hook/format',
-    hint: `Set capture.hook.format to ${adapter.hookFormat} in profiles/${adapter.name}.yaml.`,
-  });
+  throw new BlueError(
+    'PROFILE_INVALID',
+    `profile ${interval.profile}: capture.hook.format is "${format}", but ${adapter.displayName}'s hooks are ` +
+      `planned as "${adapter.hookFormat}"`,
+    {
+      path: '/capture/hook/format',
+      hint: `Set capture.hook.format to ${adapter.hookFormat} in profiles/${adapter.name}.yaml.`,
+    },
+  );
 }
 
 export function planText(
@@ -115,8 +121,18 @@ export async function planHarness(
       const target = await resolveWriteTarget(file);
       const before = bytes === null ? null : decodeLossless(bytes);
       const ownedBefore = ownershipFor(entry, bytes === null ? null : sha256(bytes));
-      const createdDirs = [...new Set([...(entry?.created_dirs ?? []), ...(bytes === null ? await missingParents(target) : [])])];
-      files.push({ file, target, desired: wanted, before, ownedBefore, createdDirs, ...planText(adapter, file, before, wanted, ownedBefore) });
+      const createdDirs = [
+        ...new Set([...(entry?.created_dirs ?? []), ...(bytes === null ? await missingParents(target) : [])]),
+      ];
+      files.push({
+        file,
+        target,
+        desired: wanted,
+        before,
+        ownedBefore,
+        createdDirs,
+        ...planText(adapter, file, before, wanted, ownedBefore),
+      });
     } catch (error) {
       errors.push({ file, error: toBlueError(error, { action: 'read', file }) });
     }

@@ -21,10 +21,13 @@ export function renderHuman(report: ReconcileReport, options: RenderOptions): st
   for (const warning of p.warnings) out.push(c.yellow(`  warning: ${warning}`));
   out.push('');
   for (const h of report.harnesses) out.push(...renderHarness(h, options, c));
-  const changed = report.harnesses.flatMap((h) => h.files).filter((f) => f.action !== 'unchanged' && f.action !== 'error');
+  const changed = report.harnesses
+    .flatMap((h) => h.files)
+    .filter((f) => f.action !== 'unchanged' && f.action !== 'error');
   const errors = report.harnesses.filter((h) => h.state === 'error').length;
   const verb = report.dry_run ? 'would change' : 'changed';
-  let summary = changed.length === 0 ? 'No file changes.' : `${changed.length} file${changed.length === 1 ? '' : 's'} ${verb}.`;
+  let summary =
+    changed.length === 0 ? 'No file changes.' : `${changed.length} file${changed.length === 1 ? '' : 's'} ${verb}.`;
   if (report.dry_run) summary += ' Dry run: nothing was written.';
   if (errors > 0) summary += ` ${errors} harness${errors === 1 ? '' : 'es'} in error.`;
   out.push(errors > 0 ? c.red(summary) : summary);
@@ -32,11 +35,21 @@ export function renderHuman(report: ReconcileReport, options: RenderOptions): st
 }
 
 function renderHarness(h: HarnessReport, options: RenderOptions, c: Palette): string[] {
-  const stateColor = h.state === 'active' ? c.green : h.state === 'error' ? c.red : h.state === 'awaiting_trust' || h.state === 'hooks_disabled' || h.state === 'unverified_version' ? c.yellow : c.dim;
+  const stateColor =
+    h.state === 'active'
+      ? c.green
+      : h.state === 'error'
+        ? c.red
+        : h.state === 'awaiting_trust' || h.state === 'hooks_disabled' || h.state === 'unverified_version'
+          ? c.yellow
+          : c.dim;
   const version = h.version ?? '-';
-  const head = `${c.bold(h.harness.padEnd(9))} ${stateColor(h.state.padEnd(19))} ${(h.profile ?? '-').padEnd(16)} ${version.padEnd(10)} ${h.action}`;
+  const head =
+    `${c.bold(h.harness.padEnd(9))} ${stateColor(h.state.padEnd(19))} ${(h.profile ?? '-').padEnd(16)} ` +
+    `${version.padEnd(10)} ${h.action}`;
   const lines = [head, c.dim(`  ${h.reason}`)];
-  if (h.path !== null) lines.push(c.dim(`  binary: ${tildify(h.path, options.home)}${h.raw_version ? ` (${h.raw_version})` : ''}`));
+  if (h.path !== null)
+    lines.push(c.dim(`  binary: ${tildify(h.path, options.home)}${h.raw_version ? ` (${h.raw_version})` : ''}`));
   for (const file of h.files) lines.push(...renderFile(file, options, c));
   lines.push('');
   return lines;
@@ -52,8 +65,13 @@ function renderFile(file: FileReport, options: RenderOptions, c: Palette): strin
     return [c.red(`  ${name}: ${shown}`), ...(e?.hint ? [c.dim(`    hint: ${e.hint}`)] : [])];
   }
   if (file.action === 'unchanged') return [c.dim(`  ${name}: unchanged`)];
-  const lines = [`  ${name}: ${file.action}${file.backup ? c.dim(` (previous version kept in ${tildify(file.backup, options.home)})`) : ''}`];
-  lines.push(...unifiedDiff(file.path, file.before ?? null, file.after ?? null).map((l) => `    ${colorDiffLine(l, c)}`));
+  const lines = [
+    `  ${name}: ${file.action}` +
+      `${file.backup ? c.dim(` (previous version kept in ${tildify(file.backup, options.home)})`) : ''}`,
+  ];
+  lines.push(
+    ...unifiedDiff(file.path, file.before ?? null, file.after ?? null).map((l) => `    ${colorDiffLine(l, c)}`),
+  );
   return lines;
 }
 
@@ -72,14 +90,21 @@ const CONTEXT = 3;
 export function unifiedDiff(file: string, before: string | null, after: string | null): string[] {
   const a = before ?? '';
   const b = after ?? '';
-  const header = formatPatch({ oldFileName: before === null ? '/dev/null' : `a${file}`, newFileName: after === null ? '/dev/null' : `b${file}`, hunks: [] } as unknown as StructuredPatch)
+  const header = formatPatch({
+    oldFileName: before === null ? '/dev/null' : `a${file}`,
+    newFileName: after === null ? '/dev/null' : `b${file}`,
+    hunks: [],
+  } as unknown as StructuredPatch)
     .split('\n')
     .filter((line) => line.startsWith('---') || line.startsWith('+++'));
   const { start, endA, endB } = changedRegion(a, b);
   const lineOffset = countLines(a, start);
   const sliceA = a.slice(start, endA);
   const sliceB = b.slice(start, endB);
-  const patch = structuredPatch('a', 'b', sliceA, sliceB, undefined, undefined, { context: CONTEXT, maxEditLength: DIFF_MAX_EDIT });
+  const patch = structuredPatch('a', 'b', sliceA, sliceB, undefined, undefined, {
+    context: CONTEXT,
+    maxEditLength: DIFF_MAX_EDIT,
+  });
   const hunks: StructuredPatch['hunks'] = patch?.hunks ?? [wholeHunk(sliceA, sliceB)];
   const out = [...header];
   let left = 0;
@@ -106,7 +131,12 @@ function changedRegion(a: string, b: string): { start: number; endA: number; end
   while (p < n && a.charCodeAt(p) === b.charCodeAt(p)) p++;
   let start = p === 0 ? 0 : a.lastIndexOf('\n', p - 1) + 1;
   let q = 0;
-  while (q < a.length - start && q < b.length - start && a.charCodeAt(a.length - 1 - q) === b.charCodeAt(b.length - 1 - q)) q++;
+  while (
+    q < a.length - start &&
+    q < b.length - start &&
+    a.charCodeAt(a.length - 1 - q) === b.charCodeAt(b.length - 1 - q)
+  )
+    q++;
   // The common tail starts at a line start in `a` (then also in `b`, the text being the same from there).
   let endA = a.length - q;
   if (endA > start && endA < a.length && a[endA - 1] !== '\n') {
@@ -194,6 +224,14 @@ interface Palette {
 }
 
 function palette(enabled: boolean): Palette {
-  const wrap = (open: number, close: number): Paint => (enabled ? (s) => `\u001b[${open}m${s}\u001b[${close}m` : (s) => s);
-  return { bold: wrap(1, 22), dim: wrap(2, 22), red: wrap(31, 39), green: wrap(32, 39), yellow: wrap(33, 39), cyan: wrap(36, 39) };
+  const wrap = (open: number, close: number): Paint =>
+    enabled ? (s) => `\u001b[${open}m${s}\u001b[${close}m` : (s) => s;
+  return {
+    bold: wrap(1, 22),
+    dim: wrap(2, 22),
+    red: wrap(31, 39),
+    green: wrap(32, 39),
+    yellow: wrap(33, 39),
+    cyan: wrap(36, 39),
+  };
 }

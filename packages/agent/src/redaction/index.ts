@@ -29,7 +29,8 @@ export interface RedactedText {
   kinds: string[];
 }
 
-/** Finds and replaces the secrets of `text`: JSON and JSONL line by line (string values and keys), other text as it is. */
+/** Finds and replaces the secrets of `text`: JSON and JSONL line by line (string values and keys), other text as it is.
+ * */
 export async function redactText(text: string): Promise<RedactedText> {
   return redactPieces(text, jsonPieces(text));
 }
@@ -127,5 +128,10 @@ export async function redactBytes(bytes: Buffer): Promise<Redacted> {
 
 /** The bundle writer's redactor for `redact: secrets`. */
 export function secretsRedaction(): BundleRedaction {
-  return { rules: REDACTION_RULES, version: REDACTION_VERSION, redact: (bytes) => redactBytes(bytes), redactText: (text) => redactPlain(text) };
+  return {
+    rules: REDACTION_RULES,
+    version: REDACTION_VERSION,
+    redact: (bytes) => redactBytes(bytes),
+    redactText: (text) => redactPlain(text),
+  };
 }

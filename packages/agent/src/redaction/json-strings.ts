@@ -12,7 +12,8 @@
 
 export interface JsonPiece {
   kind: 'value' | 'key' | 'text';
-  /** Offsets in the text: a string's opening quote and one past its closing quote; a text piece's first and last character. */
+  /** Offsets in the text: a string's opening quote and one past its closing quote; a text piece's first and last
+   * character. */
   start: number;
   end: number;
   /** The decoded string, or the text as it is. */
@@ -48,7 +49,16 @@ export function jsonPieces(text: string): JsonPiece[] {
   let runStart = -1;
   let runEnd = -1;
   const flush = (): void => {
-    if (runStart >= 0) out.push({ kind: 'text', start: runStart, end: runEnd, value: text.slice(runStart, runEnd), chain: -1, key: undefined, object: -1 });
+    if (runStart >= 0)
+      out.push({
+        kind: 'text',
+        start: runStart,
+        end: runEnd,
+        value: text.slice(runStart, runEnd),
+        chain: -1,
+        key: undefined,
+        object: -1,
+      });
     runStart = -1;
   };
   let any = false;
@@ -98,7 +108,14 @@ interface Frame {
 }
 
 /** The strings of the JSON document text[from, to) (known to parse), in order. */
-function tokenize(text: string, from: number, to: number, out: JsonPiece[], chains: Map<string, number>, counter: { objects: number }): void {
+function tokenize(
+  text: string,
+  from: number,
+  to: number,
+  out: JsonPiece[],
+  chains: Map<string, number>,
+  counter: { objects: number },
+): void {
   const stack: Frame[] = [];
   let expectKey = false;
   const chainOf = (path: string): number => {
@@ -106,7 +123,8 @@ function tokenize(text: string, from: number, to: number, out: JsonPiece[], chai
     if (chain === undefined) chains.set(path, (chain = chains.size));
     return chain;
   };
-  const childPath = (top: Frame | undefined): string => (top === undefined ? '' : top.object ? `${top.path}.${top.key}` : `${top.path}[]`);
+  const childPath = (top: Frame | undefined): string =>
+    top === undefined ? '' : top.object ? `${top.path}.${top.key}` : `${top.path}[]`;
   for (let i = from; i < to; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
@@ -115,7 +133,8 @@ function tokenize(text: string, from: number, to: number, out: JsonPiece[], chai
       const value = inner.includes('\\') ? (JSON.parse(text.slice(i, end)) as string) : inner;
       const top = stack.at(-1);
       if (top?.object === true && expectKey) {
-        if (!PLAIN_NAME.test(value)) out.push({ kind: 'key', start: i, end, value, chain: -1, key: undefined, object: top.id });
+        if (!PLAIN_NAME.test(value))
+          out.push({ kind: 'key', start: i, end, value, chain: -1, key: undefined, object: top.id });
         top.key = value;
         top.chain = -1;
         expectKey = false;
@@ -129,7 +148,13 @@ function tokenize(text: string, from: number, to: number, out: JsonPiece[], chai
       i = end - 1;
     } else if (c === 0x7b || c === 0x5b) {
       const top = stack.at(-1);
-      stack.push({ object: c === 0x7b, id: c === 0x7b ? counter.objects++ : -1, path: childPath(top), key: '', chain: -1 });
+      stack.push({
+        object: c === 0x7b,
+        id: c === 0x7b ? counter.objects++ : -1,
+        path: childPath(top),
+        key: '',
+        chain: -1,
+      });
       expectKey = c === 0x7b;
     } else if (c === 0x7d || c === 0x5d) {
       stack.pop();

@@ -38,7 +38,11 @@ const MEET_WINDOW = 512;
  */
 const RULES = recommendedRules
   .filter((rule) => rule.meta.id !== '@secretlint/secretlint-rule-filter-comments')
-  .map((rule) => ({ id: rule.meta.id, rule, ...(rule.meta.id === '@secretlint/secretlint-rule-aws' ? { options: { enableIDScanRule: true } } : {}) }));
+  .map((rule) => ({
+    id: rule.meta.id,
+    rule,
+    ...(rule.meta.id === '@secretlint/secretlint-rule-aws' ? { options: { enableIDScanRule: true } } : {}),
+  }));
 const KIND = /^[A-Z0-9_]{1,64}$/;
 
 /** A run of one chain's values joined; `slices` (in order) say which piece each stretch of `text` is from. */
@@ -55,13 +59,15 @@ export async function findIn(pieces: readonly JsonPiece[]): Promise<(Ranked[] | 
   };
   // Placed once everything found in the pieces alone is known (placeJoined asks).
   const inJoins: { join: Join; from: number; to: number; kind: string; rank: number }[] = [];
-  const addJoined = (join: Join, from: number, to: number, kind: string, rank: number): void => void inJoins.push({ join, from, to, kind, rank });
+  const addJoined = (join: Join, from: number, to: number, kind: string, rank: number): void =>
+    void inJoins.push({ join, from, to, kind, rank });
 
   pieces.forEach((p, i) => {
     if (p.kind === 'value' && p.key !== undefined && credentialName(p.key) && credentialValue(p.key, p.value)) {
       add(i, 0, p.value.length, /pass|pwd/i.test(p.key) ? 'PASSWORD' : 'SECRET', ALONE);
     }
-    // A short identifier (`assistant`, `tool_use`) holds nothing the rules find alone; it is still joined with its chain.
+    // A short identifier (`assistant`, `tool_use`) holds nothing the rules find alone; it is still joined with its
+    // chain.
     if (PLAIN_NAME.test(p.value)) return;
     for (const f of findSecrets(p.value)) add(i, f.start, f.end, f.kind, ALONE);
   });
@@ -92,7 +98,12 @@ export async function findIn(pieces: readonly JsonPiece[]): Promise<(Ranked[] | 
   const messages =
     joined.trim() === ''
       ? []
-      : (await lintSource({ source: { filePath: 'session.txt', content: joined, contentType: 'text', ext: '.txt' }, options: { noPhysicFilePath: true, config: { rules: RULES } } })).messages;
+      : (
+          await lintSource({
+            source: { filePath: 'session.txt', content: joined, contentType: 'text', ext: '.txt' },
+            options: { noPhysicFilePath: true, config: { rules: RULES } },
+          })
+        ).messages;
   for (const m of messages) {
     const [from, to] = m.range;
     const kind = kindOf(m.messageId, m.ruleId);
@@ -132,7 +143,13 @@ function placeJoined(
   const head = join.slices[first]!;
   const start = head.from + Math.max(0, from - head.at);
   const end = head.from + head.length;
-  const whole = (f: Ranked) => f.rank >= ALONE && f.start <= start && f.end >= end && f.kind !== 'PRIVATE_KEY' && f.kind !== 'PASSWORD' && f.kind !== 'SECRET';
+  const whole = (f: Ranked) =>
+    f.rank >= ALONE &&
+    f.start <= start &&
+    f.end >= end &&
+    f.kind !== 'PRIVATE_KEY' &&
+    f.kind !== 'PASSWORD' &&
+    f.kind !== 'SECRET';
   if (found[head.piece]?.some(whole) === true) return;
   for (let i = first; i <= last; i++) {
     const s = join.slices[i]!;
@@ -140,7 +157,8 @@ function placeJoined(
   }
 }
 
-/** Each chain's non-empty values, in order, joined; a long value ends one run with its head and starts the next with its tail. */
+/** Each chain's non-empty values, in order, joined; a long value ends one run with its head and starts the next with
+ * its tail. */
 function joinChains(pieces: readonly JsonPiece[]): Join[] {
   const joins: Join[] = [];
   const open = new Map<number, Join>();
@@ -153,7 +171,10 @@ function joinChains(pieces: readonly JsonPiece[]): Join[] {
     let join = open.get(chain);
     if (join === undefined) open.set(chain, (join = { text: '', slices: [] }));
     join.slices.push({ piece, from, at: join.text.length, length });
-    join.text += from === 0 && length === pieces[piece]!.value.length ? pieces[piece]!.value : pieces[piece]!.value.slice(from, from + length);
+    join.text +=
+      from === 0 && length === pieces[piece]!.value.length
+        ? pieces[piece]!.value
+        : pieces[piece]!.value.slice(from, from + length);
   };
   pieces.forEach((p, i) => {
     if (p.chain < 0 || p.value === '') return;
@@ -199,9 +220,15 @@ function firstSliceEndingAfter(join: Join, offset: number): number {
 
 /** `GITHUB_TOKEN` as it is; `AWSSecretAccessKey` -> `AWS_SECRET_ACCESS_KEY`; else the rule's name. */
 function kindOf(messageId: string, ruleId: string): string {
-  const snake = messageId.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/([A-Z])([A-Z][a-z])/g, '$1_$2').toUpperCase();
+  const snake = messageId
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/([A-Z])([A-Z][a-z])/g, '$1_$2')
+    .toUpperCase();
   if (KIND.test(snake)) return snake;
-  const name = ruleId.replace(/^.*secretlint-rule-/, '').replace(/[^A-Za-z0-9]+/g, '_').toUpperCase();
+  const name = ruleId
+    .replace(/^.*secretlint-rule-/, '')
+    .replace(/[^A-Za-z0-9]+/g, '_')
+    .toUpperCase();
   return KIND.test(name) ? name : 'SECRET';
 }
 

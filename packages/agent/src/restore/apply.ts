@@ -11,7 +11,8 @@
  *      the session root and the target must be the inode placed;
  *   5. each index is backed up by a hard link of the original, then replaced by a fsynced temp file (rename) —
  *      rollback is a rename of the backup, which needs no free space;
- *   6. A harness restored through its own import: that command runs in the destination; the journal is rewritten at once with the id it reports;
+ *   6. A harness restored through its own import: that command runs in the destination; the journal is rewritten at
+ * once with the id it reports;
  *   7. the journal says `placed` (the commit point); backups, staging and the journal are removed.
  *
  * Any failure before 7 rolls back what 4-6 did, in reverse; a crash is rolled back (or, after 7, finished) by
@@ -33,7 +34,16 @@ import { readChecked, sha256Checked } from '@blue-agent/contract/util/safe-read.
 import { isInside, type Inspection } from './inspect.js';
 import type { RestoreIO } from './io.js';
 import { printable } from '@blue-agent/contract/util/terminal-text.js';
-import { newJournalId, ownerFields, removeJournal, writeJournal, type JournalImport, type JournalIndex, type JournalTarget, type RestoreJournal } from './journal.js';
+import {
+  newJournalId,
+  ownerFields,
+  removeJournal,
+  writeJournal,
+  type JournalImport,
+  type JournalIndex,
+  type JournalTarget,
+  type RestoreJournal,
+} from './journal.js';
 
 export const IMPORT_TIMEOUT_MS = 120_000;
 const STAGING_MARK = '.blue-agent-restore-';
@@ -68,15 +78,30 @@ async function readIfExists(file: string, links = 1): Promise<Buffer | null> {
     throw error;
   }
   if (!info.isFile()) {
-    throw new BlueError('RESTORE_CONFLICT', `${file}: is not a regular file, so the session cannot be entered in it`, { file, hint: 'Move it away (it is yours; blue-agent never replaces it), then restore again.' });
-  }
-  if (info.size > MAX_INDEX_BYTES) {
-    throw new BlueError('RESTORE_CONFLICT', `${file}: is larger than ${MAX_INDEX_BYTES / (1024 * 1024)} MiB, more than blue-agent merges into`, {
+    throw new BlueError('RESTORE_CONFLICT', `${file}: is not a regular file, so the session cannot be entered in it`, {
       file,
-      hint: 'The file is left as it is. Let the harness compact it (or move it away), then restore again.',
+      hint: 'Move it away (it is yours; blue-agent never replaces it), then restore again.',
     });
   }
-  return (await readChecked(file, { code: 'RESTORE_UNSAFE', maxBytes: MAX_INDEX_BYTES, links, expect: { dev: info.dev, ino: info.ino }, optional: true })) ?? null;
+  if (info.size > MAX_INDEX_BYTES) {
+    throw new BlueError(
+      'RESTORE_CONFLICT',
+      `${file}: is larger than ${MAX_INDEX_BYTES / (1024 * 1024)} MiB, more than blue-agent merges into`,
+      {
+        file,
+        hint: 'The file is left as it is. Let the harness compact it (or move it away), then restore again.',
+      },
+    );
+  }
+  return (
+    (await readChecked(file, {
+      code: 'RESTORE_UNSAFE',
+      maxBytes: MAX_INDEX_BYTES,
+      links,
+      expect: { dev: info.dev, ino: info.ino },
+      optional: true,
+    })) ?? null
+  );
 }
 
 /** Where temp files and backups of a file go: beside it, hidden, named by the restore. */
@@ -90,7 +115,11 @@ export interface ApplyInput {
   staging: string;
 }
 
-export async function applyPlan(ctx: Context, { plan, inspection, staging }: ApplyInput, io: RestoreIO): Promise<ApplyResult> {
+export async function applyPlan(
+  ctx: Context,
+  { plan, inspection, staging }: ApplyInput,
+  io: RestoreIO,
+): Promise<ApplyResult> {
   const id = newJournalId();
   const now = new Date(ctx.clock.now());
 
@@ -103,7 +132,14 @@ export async function applyPlan(ctx: Context, { plan, inspection, staging }: App
     if (before !== null && after.equals(before)) continue;
     const mode = before === null ? 0o600 : (await stat(file)).mode & 0o7777;
     merges.push({
-      index: { file, existed: before !== null, backup: beside(file, id, 'backup'), temp: beside(file, id, 'tmp'), sha256_before: sha256(before), sha256_after: sha256(after)! },
+      index: {
+        file,
+        existed: before !== null,
+        backup: beside(file, id, 'backup'),
+        temp: beside(file, id, 'tmp'),
+        sha256_before: sha256(before),
+        sha256_after: sha256(after)!,
+      },
       mode,
       after,
       before,
@@ -115,7 +151,11 @@ export async function applyPlan(ctx: Context, { plan, inspection, staging }: App
   if (needsImport) {
     importBinary = await findExecutable(plan.import!.binary, ctx.env.PATH);
     if (importBinary === undefined) {
-      throw new BlueError('RESTORE_FAILED', `the ${plan.import!.binary} binary is not on PATH, so the session cannot be imported`, { hint: `Install ${plan.import!.binary}, or run blue-agent with the PATH it runs with.` });
+      throw new BlueError(
+        'RESTORE_FAILED',
+        `the ${plan.import!.binary} binary is not on PATH, so the session cannot be imported`,
+        { hint: `Install ${plan.import!.binary}, or run blue-agent with the PATH it runs with.` },
+      );
     }
   }
 
@@ -142,7 +182,9 @@ export async function applyPlan(ctx: Context, { plan, inspection, staging }: App
       sha256: p.sha256,
       size: p.size,
       temp: beside(p.to, id, 'tmp'),
-      ...(p.rewritten === undefined ? {} : { captured_sha256: p.rewritten.captured_sha256, rewritten: p.rewritten.what }),
+      ...(p.rewritten === undefined
+        ? {}
+        : { captured_sha256: p.rewritten.captured_sha256, rewritten: p.rewritten.what }),
     })),
     indexes: merges.map((m) => m.index),
     ...(needsImport ? { import: importStep(plan, importBinary!, plan.sessionId) } : {}),
@@ -162,7 +204,11 @@ export async function applyPlan(ctx: Context, { plan, inspection, staging }: App
       } catch (error) {
         if (errnoOf(error) !== 'EEXIST') throw error;
         const info = await lstat(dir);
-        if (!info.isDirectory()) throw new BlueError('RESTORE_CONFLICT', `${dir}: appeared while restoring and is not a folder`, { file: dir, hint: 'Move it away, then restore again.' });
+        if (!info.isDirectory())
+          throw new BlueError('RESTORE_CONFLICT', `${dir}: appeared while restoring and is not a folder`, {
+            file: dir,
+            hint: 'Move it away, then restore again.',
+          });
         existing.push(dir);
       }
       await fsyncDir(path.dirname(dir));
@@ -201,17 +247,29 @@ export async function applyPlan(ctx: Context, { plan, inspection, staging }: App
       if (journalWritten) await removeJournal(ctx.paths.restoresDir, id);
       if (kept.length > 0) {
         for (const why of kept) ctx.logger.warn('restore rolled back; a file was kept', { journal: id, why });
-        failure = new BlueError(failure.code, `${failure.message}; kept: ${kept.join('; ')}`, { hint: failure.hint, ...(failure.file === undefined ? {} : { file: failure.file }), cause: error });
+        failure = new BlueError(failure.code, `${failure.message}; kept: ${kept.join('; ')}`, {
+          hint: failure.hint,
+          ...(failure.file === undefined ? {} : { file: failure.file }),
+          cause: error,
+        });
       }
     } catch (rollbackError) {
-      throw new BlueError('RESTORE_FAILED', `${failure.message}; undoing the restore failed too (${(rollbackError as Error).message})`, {
-        hint: `Nothing is lost: the journal ${id} in ${ctx.paths.restoresDir} records what to undo; \`blue-agent resume\` finishes the rollback first.`,
-        cause: error,
-      });
+      throw new BlueError(
+        'RESTORE_FAILED',
+        `${failure.message}; undoing the restore failed too (${(rollbackError as Error).message})`,
+        {
+          hint:
+            `Nothing is lost: the journal ${id} in ${ctx.paths.restoresDir} records what to undo; \`blue-agent ` +
+            `resume\` finishes the rollback first.`,
+          cause: error,
+        },
+      );
     }
     throw failure;
   }
-  await finish(ctx, journal).catch((error: unknown) => ctx.logger.warn('restore cleanup left files for recovery', { journal: id, error: String(error) }));
+  await finish(ctx, journal).catch((error: unknown) =>
+    ctx.logger.warn('restore cleanup left files for recovery', { journal: id, error: String(error) }),
+  );
   return { sessionId, placed: journal.targets.map((t) => t.path), merged: merges.map((m) => m.index.file), skipped };
 }
 
@@ -221,20 +279,27 @@ async function checkParents(root: string, target: string): Promise<void> {
   while (current !== root && isInside(root, current)) {
     const info = await lstat(current);
     if (info.isSymbolicLink() || !info.isDirectory()) {
-      throw new BlueError('RESTORE_UNSAFE', `${current}: became a link or a file while restoring`, { file: current, hint: 'Something changed the harness folders during the restore; check them, then restore again.' });
+      throw new BlueError('RESTORE_UNSAFE', `${current}: became a link or a file while restoring`, {
+        file: current,
+        hint: 'Something changed the harness folders during the restore; check them, then restore again.',
+      });
     }
     current = path.dirname(current);
   }
 }
 
 function raced(file: string, why: string): BlueError {
-  return new BlueError('RESTORE_UNSAFE', `${file}: ${why} while restoring`, { file, hint: 'Something changed the harness folders during the restore; check them, then restore again.' });
+  return new BlueError('RESTORE_UNSAFE', `${file}: ${why} while restoring`, {
+    file,
+    hint: 'Something changed the harness folders during the restore; check them, then restore again.',
+  });
 }
 
 /** The folder `file` is in still resolves (links followed) to the session root as inspected, or below it. */
 async function checkResolved(realRoot: string, file: string): Promise<void> {
   const real = await realpath(path.dirname(file));
-  if (real !== realRoot && !isInside(realRoot, real)) throw raced(file, `its folder now resolves to ${real}, outside the session root ${realRoot}`);
+  if (real !== realRoot && !isInside(realRoot, real))
+    throw raced(file, `its folder now resolves to ${real}, outside the session root ${realRoot}`);
 }
 
 function sameInode(a: Stats, b: Stats): boolean {
@@ -254,7 +319,8 @@ async function place(io: RestoreIO, realRoot: string, target: JournalTarget, now
   } catch (error) {
     const code = errnoOf(error);
     if (code === 'EEXIST') throw conflictAppeared(target.path);
-    if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EMLINK') throw error;
+    if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EMLINK')
+      throw error;
     source = target.temp;
     await io.copyFile(target.staged, target.temp);
     await checkResolved(realRoot, target.temp);
@@ -273,18 +339,35 @@ async function place(io: RestoreIO, realRoot: string, target: JournalTarget, now
     }
   }
   await checkResolved(realRoot, target.path);
-  const [placed, from] = await Promise.all([lstat(target.path).catch(() => undefined), lstat(source).catch(() => undefined)]);
-  if (placed === undefined || from === undefined || !sameInode(placed, from)) throw raced(target.path, 'another file took the place of the one restored');
+  const [placed, from] = await Promise.all([
+    lstat(target.path).catch(() => undefined),
+    lstat(source).catch(() => undefined),
+  ]);
+  if (placed === undefined || from === undefined || !sameInode(placed, from))
+    throw raced(target.path, 'another file took the place of the one restored');
 }
 
 function conflictAppeared(target: string): BlueError {
-  return new BlueError('RESTORE_CONFLICT', `${target}: a file appeared there while restoring`, { file: target, hint: 'The harness may be running this session right now; close it, then restore again.' });
+  return new BlueError('RESTORE_CONFLICT', `${target}: a file appeared there while restoring`, {
+    file: target,
+    hint: 'The harness may be running this session right now; close it, then restore again.',
+  });
 }
 
-async function mergeIndex(io: RestoreIO, index: JournalIndex, before: Buffer | null, after: Buffer, mode: number): Promise<void> {
+async function mergeIndex(
+  io: RestoreIO,
+  index: JournalIndex,
+  before: Buffer | null,
+  after: Buffer,
+  mode: number,
+): Promise<void> {
   const dir = path.dirname(index.file);
   if (index.existed) await io.link(index.file, index.backup);
-  const handle = await open(index.temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  const handle = await open(
+    index.temp,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    mode,
+  );
   try {
     await io.write(handle, after);
     await handle.chmod(mode);
@@ -298,14 +381,21 @@ async function mergeIndex(io: RestoreIO, index: JournalIndex, before: Buffer | n
     const [now, backup] = await Promise.all([lstat(index.file).catch(() => undefined), lstat(index.backup)]);
     const current = now !== undefined && sameInode(now, backup) ? await readIfExists(index.file, 2) : null;
     if (current === null || before === null || !current.equals(before)) {
-      throw new BlueError('CONCURRENT_MODIFICATION', `${index.file} changed while blue-agent was restoring into it`, { file: index.file, hint: 'Run the restore again; the merge will be made from the new content.' });
+      throw new BlueError('CONCURRENT_MODIFICATION', `${index.file} changed while blue-agent was restoring into it`, {
+        file: index.file,
+        hint: 'Run the restore again; the merge will be made from the new content.',
+      });
     }
     await io.rename(index.temp, index.file);
   } else {
     try {
       await io.link(index.temp, index.file);
     } catch (error) {
-      if (errnoOf(error) === 'EEXIST') throw new BlueError('CONCURRENT_MODIFICATION', `${index.file} appeared while blue-agent was restoring`, { file: index.file, hint: 'Run the restore again.' });
+      if (errnoOf(error) === 'EEXIST')
+        throw new BlueError('CONCURRENT_MODIFICATION', `${index.file} appeared while blue-agent was restoring`, {
+          file: index.file,
+          hint: 'Run the restore again.',
+        });
       throw error;
     }
     await unlink(index.temp);
@@ -315,39 +405,74 @@ async function mergeIndex(io: RestoreIO, index: JournalIndex, before: Buffer | n
 
 async function runImport(ctx: Context, plan: RestorePlan, binary: string): Promise<string> {
   const step = plan.import!;
-  const result = await ctx.run(binary, step.args, { timeoutMs: IMPORT_TIMEOUT_MS, cwd: step.cwd, env: ctx.env, maxOutputBytes: 1024 * 1024 });
+  const result = await ctx.run(binary, step.args, {
+    timeoutMs: IMPORT_TIMEOUT_MS,
+    cwd: step.cwd,
+    env: ctx.env,
+    maxOutputBytes: 1024 * 1024,
+  });
   const what = `${step.binary} ${step.args[0] ?? ''}`.trim();
-  if (result.spawnError !== undefined) throw new BlueError('RESTORE_FAILED', `could not start ${binary} in ${step.cwd} (${result.spawnError})`, { hint: 'Check that the destination folder exists and that the harness binary runs.' });
-  if (result.timedOut) throw new BlueError('RESTORE_FAILED', `${what} did not finish within ${IMPORT_TIMEOUT_MS} ms`, { hint: 'The harness may be waiting on its database; close it and restore again.' });
+  if (result.spawnError !== undefined)
+    throw new BlueError('RESTORE_FAILED', `could not start ${binary} in ${step.cwd} (${result.spawnError})`, {
+      hint: 'Check that the destination folder exists and that the harness binary runs.',
+    });
+  if (result.timedOut)
+    throw new BlueError('RESTORE_FAILED', `${what} did not finish within ${IMPORT_TIMEOUT_MS} ms`, {
+      hint: 'The harness may be waiting on its database; close it and restore again.',
+    });
   if (result.exitCode !== 0) {
     const detail = result.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 500);
-    throw new BlueError('RESTORE_FAILED', `${what} exited with ${String(result.exitCode)}${detail === '' ? '' : `: ${detail}`}`, { hint: 'Check that the harness runs (try it by hand in the destination), then restore again.' });
+    throw new BlueError(
+      'RESTORE_FAILED',
+      `${what} exited with ${String(result.exitCode)}${detail === '' ? '' : `: ${detail}`}`,
+      { hint: 'Check that the harness runs (try it by hand in the destination), then restore again.' },
+    );
   }
   const id = step.parseId(result.stdout, result.stderr);
-  if (id === undefined) throw new BlueError('RESTORE_FAILED', `${what} did not report the id of the session it imported`, { hint: 'The harness\'s import output changed; use a blue-agent version whose profile matches this harness version.' });
+  if (id === undefined)
+    throw new BlueError('RESTORE_FAILED', `${what} did not report the id of the session it imported`, {
+      hint: "The harness's import output changed; use a blue-agent version whose profile matches this harness version.",
+    });
   return id;
 }
 
 function mapFailure(error: unknown, plan: RestorePlan): BlueError {
   const code = errnoOf(error);
   if (code === 'ENOSPC' || code === 'EDQUOT') {
-    return new BlueError('RESTORE_NO_SPACE', `the disk filled up while restoring session ${plan.sessionId} into ${plan.root}; everything placed was removed again`, {
-      hint: 'Free some space on that disk, then restore again.',
-      cause: error,
-    });
+    return new BlueError(
+      'RESTORE_NO_SPACE',
+      `the disk filled up while restoring session ${plan.sessionId} into ${plan.root}; everything placed was ` +
+        `removed again`,
+      {
+        hint: 'Free some space on that disk, then restore again.',
+        cause: error,
+      },
+    );
   }
   if (error instanceof BlueError) return error;
-  return new BlueError('RESTORE_FAILED', `restoring session ${plan.sessionId} into ${plan.root} failed (${code ?? (error as Error).message}); everything placed was removed again`, {
-    hint: 'Check the permissions and free space of the harness folders, then restore again.',
-    cause: error,
-  });
+  return new BlueError(
+    'RESTORE_FAILED',
+    `restoring session ${plan.sessionId} into ${plan.root} failed (${code ?? (error as Error).message}); ` +
+      `everything placed was removed again`,
+    {
+      hint: 'Check the permissions and free space of the harness folders, then restore again.',
+      cause: error,
+    },
+  );
 }
 
 /** The journal's import entry for `sessionId`: how to remove it and how to check that it is gone. */
 function importStep(plan: RestorePlan, binary: string, sessionId: string): JournalImport {
   const step = plan.import!;
   const check = step.existsCheck(sessionId);
-  return { binary, cwd: step.cwd, session_id: sessionId, remove_args: [...step.removeArgs(sessionId)], check_args: [...check.args], missing_pattern: check.missing.source };
+  return {
+    binary,
+    cwd: step.cwd,
+    session_id: sessionId,
+    remove_args: [...step.removeArgs(sessionId)],
+    check_args: [...check.args],
+    missing_pattern: check.missing.source,
+  };
 }
 
 /**
@@ -361,9 +486,11 @@ export async function rollBack(ctx: Context, journal: RestoreJournal): Promise<s
   for (const target of [...journal.targets].reverse()) {
     const state = await ownership(target);
     if (state === 'ours') await unlinkIfExists(target.path);
-    else if (state === 'changed') kept.push(`${target.path} was kept: it changed after the restore placed it (someone kept working in it)`);
+    else if (state === 'changed')
+      kept.push(`${target.path} was kept: it changed after the restore placed it (someone kept working in it)`);
     else if (state === 'foreign') kept.push(`${target.path} was kept: it is not the file the restore placed`);
-    else if (state === 'linked') kept.push(`${target.path} was kept: it has another hard link now, so it is not only the restore's`);
+    else if (state === 'linked')
+      kept.push(`${target.path} was kept: it has another hard link now, so it is not only the restore's`);
     // The temp (copy fallback) goes only after the target's identity was checked against it.
     await unlink(target.temp).catch(() => undefined);
   }
@@ -372,35 +499,76 @@ export async function rollBack(ctx: Context, journal: RestoreJournal): Promise<s
       await rmdir(dir);
     } catch (error) {
       // Not empty (someone's files), gone, or no longer a folder (a link now): not this restore's to remove.
-      if (errnoOf(error) !== 'ENOENT' && errnoOf(error) !== 'ENOTEMPTY' && errnoOf(error) !== 'EEXIST' && errnoOf(error) !== 'ENOTDIR') throw error;
+      if (
+        errnoOf(error) !== 'ENOENT' &&
+        errnoOf(error) !== 'ENOTEMPTY' &&
+        errnoOf(error) !== 'EEXIST' &&
+        errnoOf(error) !== 'ENOTDIR'
+      )
+        throw error;
     }
   }
-  for (const dir of new Set([...journal.targets.map((t) => path.dirname(t.path)), ...journal.dirs.map((d) => path.dirname(d))])) await fsyncDir(dir);
+  for (const dir of new Set([
+    ...journal.targets.map((t) => path.dirname(t.path)),
+    ...journal.dirs.map((d) => path.dirname(d)),
+  ]))
+    await fsyncDir(dir);
   await removeStaging(journal.staging);
   return kept;
 }
 
 /** Removes an imported session and confirms it is gone; if that cannot be confirmed, throws (the journal stays). */
 async function removeImported(ctx: Context, step: JournalImport): Promise<void> {
-  const removed = await ctx.run(step.binary, step.remove_args, { timeoutMs: IMPORT_TIMEOUT_MS, cwd: step.cwd, env: ctx.env, maxOutputBytes: 1024 * 1024 });
-  const removal = removed.spawnError ?? (removed.timedOut ? 'timed out' : removed.exitCode === 0 ? undefined : `exited with ${String(removed.exitCode)}: ${removed.stderr.trim().slice(-200)}`);
+  const removed = await ctx.run(step.binary, step.remove_args, {
+    timeoutMs: IMPORT_TIMEOUT_MS,
+    cwd: step.cwd,
+    env: ctx.env,
+    maxOutputBytes: 1024 * 1024,
+  });
+  const removal =
+    removed.spawnError ??
+    (removed.timedOut
+      ? 'timed out'
+      : removed.exitCode === 0
+        ? undefined
+        : `exited with ${String(removed.exitCode)}: ${removed.stderr.trim().slice(-200)}`);
   let gone: boolean | undefined;
   let why = '';
   if (step.check_args === undefined || step.missing_pattern === undefined) {
     // A journal of an older blue-agent: the removal's own exit is all there is.
     gone = removal === undefined ? true : undefined;
   } else {
-    const check = await ctx.run(step.binary, step.check_args, { timeoutMs: IMPORT_TIMEOUT_MS, cwd: step.cwd, env: ctx.env, maxOutputBytes: 1024 * 1024 });
-    if (check.spawnError !== undefined || check.timedOut) why = `checking with \`${[path.basename(step.binary), ...step.check_args].join(' ')}\` failed (${check.spawnError ?? 'timed out'})`;
+    const check = await ctx.run(step.binary, step.check_args, {
+      timeoutMs: IMPORT_TIMEOUT_MS,
+      cwd: step.cwd,
+      env: ctx.env,
+      maxOutputBytes: 1024 * 1024,
+    });
+    if (check.spawnError !== undefined || check.timedOut)
+      why =
+        `checking with \`${[path.basename(step.binary), ...step.check_args].join(' ')}\` failed (` +
+        `${check.spawnError ?? 'timed out'})`;
     else if (check.exitCode === 0) [gone, why] = [false, 'it is still there'];
     else if (new RegExp(step.missing_pattern, 'i').test(check.stderr)) gone = true;
-    else why = `\`${[path.basename(step.binary), ...step.check_args].join(' ')}\` exited with ${String(check.exitCode)}: ${check.stderr.trim().slice(-200)}`;
+    else
+      why =
+        `\`${[path.basename(step.binary), ...step.check_args].join(' ')}\` exited with ` +
+        `${String(check.exitCode)}: ${check.stderr.trim().slice(-200)}`;
   }
   if (gone === true) return;
   const command = [path.basename(step.binary), ...step.remove_args].join(' ');
-  throw new BlueError('RESTORE_FAILED', printable(`the imported session ${step.session_id} may remain in ${path.basename(step.binary)}: \`${command}\` ${removal ?? 'succeeded'}${why === '' ? '' : `, and ${why}`}`), {
-    hint: `The restore journal is kept; \`blue-agent resume\` tries again first. To remove it by hand: cd ${step.cwd} && ${command}`,
-  });
+  throw new BlueError(
+    'RESTORE_FAILED',
+    printable(
+      `the imported session ${step.session_id} may remain in ${path.basename(step.binary)}: \`${command}\` ` +
+        `${removal ?? 'succeeded'}${why === '' ? '' : `, and ${why}`}`,
+    ),
+    {
+      hint:
+        `The restore journal is kept; \`blue-agent resume\` tries again first. To remove it by hand: cd ` +
+        `${step.cwd} && ${command}`,
+    },
+  );
 }
 
 async function undoIndex(index: JournalIndex): Promise<void> {
@@ -411,21 +579,35 @@ async function undoIndex(index: JournalIndex): Promise<void> {
     if (backup === undefined) return; // The backup link comes first: without it the index was never touched.
     if (current !== undefined && current.ino === backup.ino && current.dev === backup.dev) {
       await unlinkIfExists(index.backup);
-    } else if (current !== undefined && current.isFile() && (await indexDigest(index.file, current)) === index.sha256_after) {
+    } else if (
+      current !== undefined &&
+      current.isFile() &&
+      (await indexDigest(index.file, current)) === index.sha256_after
+    ) {
       await rename(index.backup, index.file);
     } else {
       // Someone rewrote the index after the merge: theirs is newer than both; keep it.
       await unlinkIfExists(index.backup);
     }
-  } else if (current !== undefined && current.isFile() && (await indexDigest(index.file, current)) === index.sha256_after) {
+  } else if (
+    current !== undefined &&
+    current.isFile() &&
+    (await indexDigest(index.file, current)) === index.sha256_after
+  ) {
     await unlinkIfExists(index.file);
   }
   await fsyncDir(path.dirname(index.file));
 }
 
-/** The digest of an index this restore wrote (one name, the inode lstat saw); a hard link is refused and the journal stays. */
+/** The digest of an index this restore wrote (one name, the inode lstat saw); a hard link is refused and the journal
+ * stays. */
 function indexDigest(file: string, info: Stats): Promise<string | undefined> {
-  return sha256Checked(file, { code: 'RESTORE_UNSAFE', maxBytes: MAX_INDEX_BYTES, expect: { dev: info.dev, ino: info.ino }, optional: true });
+  return sha256Checked(file, {
+    code: 'RESTORE_UNSAFE',
+    maxBytes: MAX_INDEX_BYTES,
+    expect: { dev: info.dev, ino: info.ino },
+    optional: true,
+  });
 }
 
 /**
@@ -437,13 +619,22 @@ async function ownership(target: JournalTarget): Promise<'ours' | 'changed' | 'f
   const info = await lstat(target.path).catch(() => undefined);
   if (info === undefined) return 'absent';
   if (!info.isFile()) return 'foreign';
-  const sources = await Promise.all([lstat(target.staged).catch(() => undefined), lstat(target.temp).catch(() => undefined)]);
+  const sources = await Promise.all([
+    lstat(target.staged).catch(() => undefined),
+    lstat(target.temp).catch(() => undefined),
+  ]);
   if (!sources.some((s) => s !== undefined && s.isFile() && sameInode(s, info))) return 'foreign';
   if (info.size !== target.size) return 'changed';
   // Placed by a hard link, so two names: the target and the staged file (or the copy's temp). A third name is not ours.
   let digest: string | undefined;
   try {
-    digest = await sha256Checked(target.path, { code: 'RESTORE_UNSAFE', maxBytes: target.size, links: 2, expect: { dev: info.dev, ino: info.ino }, optional: true });
+    digest = await sha256Checked(target.path, {
+      code: 'RESTORE_UNSAFE',
+      maxBytes: target.size,
+      links: 2,
+      expect: { dev: info.dev, ino: info.ino },
+      optional: true,
+    });
   } catch (error) {
     if (error instanceof BlueError) return 'linked';
     throw error;

@@ -87,18 +87,32 @@ export interface RestoreResult {
 
 export async function prepareRestore(
   ctx: Context,
-  input: { bundleFile: string; destination: string; profiles: ProfileSet; /** The harness version that will resume it (RestoreInput.installedVersion). */ installedVersion?: string },
+  input: {
+    bundleFile: string;
+    destination: string;
+    profiles: ProfileSet /** The harness version that will resume it (RestoreInput.installedVersion). */;
+    installedVersion?: string;
+  },
 ): Promise<PreparedRestore> {
   const manifest = await readManifest(input.bundleFile);
   const found = findInterval(input.profiles, manifest.compatibility_profile);
   if (found === undefined || found.harness !== manifest.harness) {
-    throw new BlueError('RESTORE_UNSUPPORTED', `the bundle was captured with profile ${manifest.compatibility_profile}, which this blue-agent does not know for ${manifest.harness}`, {
-      hint: 'Update blue-agent: profiles are only ever added, and a bundle is restored by the profile that captured it.',
-    });
+    throw new BlueError(
+      'RESTORE_UNSUPPORTED',
+      `the bundle was captured with profile ${manifest.compatibility_profile}, which this blue-agent does not know ` +
+        `for ${manifest.harness}`,
+      {
+        hint:
+          'Update blue-agent: profiles are only ever added, and a bundle is restored by the profile that ' +
+          'captured it.',
+      },
+    );
   }
   if (!found.interval.operations.includes('session_resume')) {
     throw new BlueError('RESTORE_UNSUPPORTED', `profile ${found.interval.profile} does not support resuming sessions`, {
-      hint: 'Sessions captured from this harness version cannot be restored; `blue-agent profiles list` shows which can.',
+      hint:
+        'Sessions captured from this harness version cannot be restored; `blue-agent profiles list` shows ' +
+        'which can.',
     });
   }
   const destination = await resolveDestination(ctx, input.destination);
@@ -115,7 +129,8 @@ export async function prepareRestore(
     if (disposed) return;
     disposed = true;
     // A journal left by a rollback that could not finish still needs the staged files (identity by inode).
-    if (!(await listJournals(ctx.paths.restoresDir)).some((j) => j.journal?.staging === staging)) await removeStaging(staging);
+    if (!(await listJournals(ctx.paths.restoresDir)).some((j) => j.journal?.staging === staging))
+      await removeStaging(staging);
     liveStaging.delete(staging);
   };
   try {
@@ -141,7 +156,9 @@ export async function prepareRestore(
         conflicts: inspection.conflicts,
         indexes: plan.merges.map((m) => m.file),
         ...(plan.import === undefined ? {} : { import: [plan.import.binary, ...plan.import.args] }),
-        rewritten: plan.placements.flatMap((p) => (p.rewritten === undefined ? [] : [{ file: p.to, what: p.rewritten.what }])),
+        rewritten: plan.placements.flatMap((p) =>
+          p.rewritten === undefined ? [] : [{ file: p.to, what: p.rewritten.what }],
+        ),
       },
       collision: inspection.collision,
       resumeArgv: plan.resumeArgv,
@@ -155,7 +172,11 @@ export async function prepareRestore(
   }
 }
 
-export async function applyRestore(ctx: Context, prepared: PreparedRestore, options: { io?: RestoreIO } = {}): Promise<RestoreResult> {
+export async function applyRestore(
+  ctx: Context,
+  prepared: PreparedRestore,
+  options: { io?: RestoreIO } = {},
+): Promise<RestoreResult> {
   const io = options.io ?? realRestoreIO;
   if (prepared.collision === 'different') throw conflictError(prepared.plan, prepared.summary.conflicts);
   return withLock(
@@ -168,7 +189,10 @@ export async function applyRestore(ctx: Context, prepared: PreparedRestore, opti
       const inspection = await inspectPlan(ctx, prepared.plan);
       if (inspection.collision === 'different') throw conflictError(prepared.plan, inspection.conflicts);
       const result = await applyPlan(ctx, { plan: prepared.plan, inspection, staging: prepared.staging }, io);
-      const resumeArgv = result.sessionId === prepared.plan.sessionId ? prepared.resumeArgv : prepared.resumeArgv.map((a) => (a === prepared.plan.sessionId ? result.sessionId : a));
+      const resumeArgv =
+        result.sessionId === prepared.plan.sessionId
+          ? prepared.resumeArgv
+          : prepared.resumeArgv.map((a) => (a === prepared.plan.sessionId ? result.sessionId : a));
       return { ...result, resumeArgv };
     },
     { timeoutMs: 30_000, staleMs: LOCK_STALE_MS },
@@ -202,7 +226,8 @@ export async function recoverRestores(ctx: Context, options: RecoveryOptions = {
       ctx.logger.warn('restore journal cannot be read; left in place', { journal: id, reason: damaged });
       continue;
     }
-    if (ownerAlive(world, journal.pid, journal.host, journal.started_at_unix_ms, false, journal.pid_started_at_unix_ms)) continue;
+    if (ownerAlive(world, journal.pid, journal.host, journal.started_at_unix_ms, false, journal.pid_started_at_unix_ms))
+      continue;
     try {
       await withLock(
         ctx.paths.locksDir,
@@ -227,10 +252,16 @@ export async function recoverRestores(ctx: Context, options: RecoveryOptions = {
       );
     } catch (error) {
       if (error instanceof BlueError && error.code === 'LOCK_TIMEOUT') continue;
-      throw new BlueError('RESTORE_FAILED', `an interrupted restore (${describe(journal)}) could not be finished: ${(error as Error).message}`, {
-        hint: `Its journal stays in ${ctx.paths.restoresDir}; fix the cause (permissions, disk) and run \`blue-agent resume\` again.`,
-        cause: error,
-      });
+      throw new BlueError(
+        'RESTORE_FAILED',
+        `an interrupted restore (${describe(journal)}) could not be finished: ${(error as Error).message}`,
+        {
+          hint:
+            `Its journal stays in ${ctx.paths.restoresDir}; fix the cause (permissions, disk) and run ` +
+            `\`blue-agent resume\` again.`,
+          cause: error,
+        },
+      );
     }
   }
   await sweepStaging(ctx, world);
@@ -245,12 +276,20 @@ async function refusePending(ctx: Context, plan: RestorePlan): Promise<void> {
   const ours = new Set([...plan.placements.map((p) => p.to), ...plan.merges.map((m) => m.file)]);
   for (const { id, journal } of await listJournals(ctx.paths.restoresDir)) {
     if (journal === undefined) continue;
-    const named = [...(journal.targets ?? []).map((t) => t.path), ...(journal.indexes ?? []).map((i) => i.file)].find((f) => ours.has(f));
+    const named = [...(journal.targets ?? []).map((t) => t.path), ...(journal.indexes ?? []).map((i) => i.file)].find(
+      (f) => ours.has(f),
+    );
     if (named === undefined) continue;
-    throw new BlueError('RESTORE_FAILED', `an unfinished restore (${describe(journal)}) still names ${named}; this restore would write there too`, {
-      file: named,
-      hint: `Wait for that restore to end, then run \`blue-agent resume\` again (it finishes or undoes the interrupted one first). Its journal is ${journalFile(ctx.paths.restoresDir, id)}.`,
-    });
+    throw new BlueError(
+      'RESTORE_FAILED',
+      `an unfinished restore (${describe(journal)}) still names ${named}; this restore would write there too`,
+      {
+        file: named,
+        hint:
+          `Wait for that restore to end, then run \`blue-agent resume\` again (it finishes or undoes the ` +
+          `interrupted one first). Its journal is ${journalFile(ctx.paths.restoresDir, id)}.`,
+      },
+    );
   }
 }
 
@@ -259,14 +298,21 @@ function describe(journal: RestoreJournal): string {
 }
 
 /** The hint of a conflict the plan has no better advice for. */
-const CONFLICT_HINT = 'blue-agent never overwrites a local session. Resume the local copy as it is, or move it away (or delete it in the harness) and restore again.';
+const CONFLICT_HINT =
+  'blue-agent never overwrites a local session. Resume the local copy as it is, or move it away (or delete it in ' +
+  'the harness) and restore again.';
 
 function conflictError(plan: RestorePlan, conflicts: RestoreConflict[]): BlueError {
   const first = conflicts[0];
-  return new BlueError('RESTORE_CONFLICT', `this machine already has ${plan.harness} session ${plan.sessionId}${first === undefined ? ' with other content' : `: ${first.path}: ${first.why}`}`, {
-    ...(first === undefined || !path.isAbsolute(first.path) ? {} : { file: first.path }),
-    hint: first?.hint ?? CONFLICT_HINT,
-  });
+  return new BlueError(
+    'RESTORE_CONFLICT',
+    `this machine already has ${plan.harness} session ${plan.sessionId}` +
+      `${first === undefined ? ' with other content' : `: ${first.path}: ${first.why}`}`,
+    {
+      ...(first === undefined || !path.isAbsolute(first.path) ? {} : { file: first.path }),
+      hint: first?.hint ?? CONFLICT_HINT,
+    },
+  );
 }
 
 async function resolveDestination(ctx: Context, destination: string): Promise<string> {
@@ -275,20 +321,30 @@ async function resolveDestination(ctx: Context, destination: string): Promise<st
   try {
     real = await realpath(abs);
   } catch (error) {
-    throw new BlueError('DESTINATION_INVALID', `the destination ${abs} does not exist (${(error as NodeJS.ErrnoException).code ?? String(error)})`, {
-      file: abs,
-      hint: 'Create the folder (or check out the repository there) first, then restore into it.',
-    });
+    throw new BlueError(
+      'DESTINATION_INVALID',
+      `the destination ${abs} does not exist (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+      {
+        file: abs,
+        hint: 'Create the folder (or check out the repository there) first, then restore into it.',
+      },
+    );
   }
   if (!(await stat(real)).isDirectory()) {
-    throw new BlueError('DESTINATION_INVALID', `the destination ${abs} is not a folder`, { file: abs, hint: 'Restore into the folder you want to work in.' });
+    throw new BlueError('DESTINATION_INVALID', `the destination ${abs} is not a folder`, {
+      file: abs,
+      hint: 'Restore into the folder you want to work in.',
+    });
   }
   return real;
 }
 
 function mapPrepareError(error: NodeJS.ErrnoException, where: string): BlueError {
   if (error.code === 'ENOSPC' || error.code === 'EDQUOT') {
-    return new BlueError('RESTORE_NO_SPACE', `the disk is full: the bundle cannot be unpacked in ${where}`, { hint: 'Free some space on that disk, then restore again.', cause: error });
+    return new BlueError('RESTORE_NO_SPACE', `the disk is full: the bundle cannot be unpacked in ${where}`, {
+      hint: 'Free some space on that disk, then restore again.',
+      cause: error,
+    });
   }
   return new BlueError('RESTORE_FAILED', `the bundle cannot be unpacked in ${where} (${error.code ?? error.message})`, {
     hint: 'Check the permissions of the harness folder, then restore again.',
@@ -297,7 +353,11 @@ function mapPrepareError(error: NodeJS.ErrnoException, where: string): BlueError
 }
 
 async function writeOwner(staging: string): Promise<void> {
-  const handle = await open(path.join(staging, OWNER_FILE), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  const handle = await open(
+    path.join(staging, OWNER_FILE),
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    0o600,
+  );
   try {
     await handle.writeFile(JSON.stringify({ ...ownerFields(), started_at_unix_ms: Date.now() }));
   } finally {
@@ -314,10 +374,29 @@ const liveStaging = new Set<string>();
  * older than OWNER_STALE_MS, has no running owner here. An in-flight apply is also protected by the harness lock it
  * holds, which recovery takes before acting.
  */
-function ownerAlive(world: LockWorld, pid: unknown, host: unknown, startedAt: unknown, self = false, pidStartedAt?: unknown): boolean {
+function ownerAlive(
+  world: LockWorld,
+  pid: unknown,
+  host: unknown,
+  startedAt: unknown,
+  self = false,
+  pidStartedAt?: unknown,
+): boolean {
   // (The owner's own start time when recorded: a journal's started_at comes from the context's clock.)
-  const owner = { pid, host: typeof host === 'string' ? host : '', processStartedAt: pidStartedAt, recordedAt: startedAt };
-  const rules = { self, maxAgeMs: OWNER_STALE_MS, bootSlackMs: START_SLACK_MS, startSlackMs: START_SLACK_MS, otherHost: 'stale', foreign: 'alive' } as const;
+  const owner = {
+    pid,
+    host: typeof host === 'string' ? host : '',
+    processStartedAt: pidStartedAt,
+    recordedAt: startedAt,
+  };
+  const rules = {
+    self,
+    maxAgeMs: OWNER_STALE_MS,
+    bootSlackMs: START_SLACK_MS,
+    startSlackMs: START_SLACK_MS,
+    otherHost: 'stale',
+    foreign: 'alive',
+  } as const;
   return staleOwnerReason(owner, world, rules) === undefined;
 }
 
@@ -343,7 +422,18 @@ async function sweepStaging(ctx: Context, world: LockWorld): Promise<void> {
         // No owner yet: a prepare that died right after creating the folder, unless it is brand new.
         if (Date.now() - info.mtimeMs < 60_000) continue;
       }
-      if (owner.pid !== undefined && ownerAlive(world, owner.pid, owner.host, owner.started_at_unix_ms, liveStaging.has(dir), owner.pid_started_at_unix_ms)) continue;
+      if (
+        owner.pid !== undefined &&
+        ownerAlive(
+          world,
+          owner.pid,
+          owner.host,
+          owner.started_at_unix_ms,
+          liveStaging.has(dir),
+          owner.pid_started_at_unix_ms,
+        )
+      )
+        continue;
       // A journal still naming this folder is recovered above; never pull staging from under it.
       const journals = await listJournals(ctx.paths.restoresDir);
       if (journals.some((j) => j.journal?.staging === dir)) continue;

@@ -41,7 +41,9 @@ export interface Inspection {
 function unsafe(file: string, why: string): BlueError {
   return new BlueError('RESTORE_UNSAFE', `${file}: ${why}`, {
     file,
-    hint: 'blue-agent restores only into real folders of the harness; replace the link with a folder (or remove it), then restore again.',
+    hint:
+      'blue-agent restores only into real folders of the harness; replace the link with a folder (or remove ' +
+      'it), then restore again.',
   });
 }
 
@@ -65,7 +67,11 @@ async function lstatOrUndefined(file: string): Promise<Stats | undefined> {
  * file that may be anywhere on the machine) or a file swapped since the lstat is refused, not compared.
  */
 async function sameContent(file: string, info: Stats, want: { size: number; sha256: string }): Promise<boolean> {
-  const rule = { code: 'RESTORE_UNSAFE', maxBytes: Number.MAX_SAFE_INTEGER, expect: { dev: info.dev, ino: info.ino } } as const;
+  const rule = {
+    code: 'RESTORE_UNSAFE',
+    maxBytes: Number.MAX_SAFE_INTEGER,
+    expect: { dev: info.dev, ino: info.ino },
+  } as const;
   // Whatever its size: a hard link at a target is refused, not reported as a mere difference.
   await checkFile(file, rule);
   if (info.size !== want.size) return false;
@@ -115,9 +121,11 @@ export async function existingAncestor(dir: string): Promise<string> {
 
 export async function inspectPlan(ctx: Context, plan: RestorePlan): Promise<Inspection> {
   const root = path.resolve(plan.root);
-  if (plan.root !== plan.home && !isInside(path.resolve(plan.home), root)) throw unsafe(root, `the session root is outside the harness home ${plan.home}`);
+  if (plan.root !== plan.home && !isInside(path.resolve(plan.home), root))
+    throw unsafe(root, `the session root is outside the harness home ${plan.home}`);
   for (const p of plan.placements) {
-    if (!isInside(root, p.to) || path.join(root, ...p.rel.split('/')) !== p.to) throw unsafe(p.to, `is not inside the session root ${root}`);
+    if (!isInside(root, p.to) || path.join(root, ...p.rel.split('/')) !== p.to)
+      throw unsafe(p.to, `is not inside the session root ${root}`);
   }
 
   const create: RestorePlacement[] = [];
@@ -134,7 +142,15 @@ export async function inspectPlan(ctx: Context, plan: RestorePlan): Promise<Insp
   if (rootInfo === undefined) {
     base = await existingAncestor(root);
     const info = await lstat(base);
-    if (!info.isDirectory() && !(info.isSymbolicLink() && (await realpath(base).then(async (r) => (await lstat(r)).isDirectory()).catch(() => false)))) {
+    if (
+      !info.isDirectory() &&
+      !(
+        info.isSymbolicLink() &&
+        (await realpath(base)
+          .then(async (r) => (await lstat(r)).isDirectory())
+          .catch(() => false))
+      )
+    ) {
       throw unsafe(base, 'is not a folder, so the session root cannot be created below it');
     }
     const missing = await missingDirs(base, root, new Map());
@@ -144,12 +160,14 @@ export async function inspectPlan(ctx: Context, plan: RestorePlan): Promise<Insp
     realRoot = path.join(await realpath(base), path.relative(base, root));
   } else {
     const real = await realpath(root).catch(() => undefined);
-    if (real === undefined || !(await lstat(real)).isDirectory()) throw unsafe(root, 'the session root is not a folder');
+    if (real === undefined || !(await lstat(real)).isDirectory())
+      throw unsafe(root, 'the session root is not a folder');
     realRoot = real;
   }
 
   const aliasFor = new Map<RestorePlacement, string[]>();
-  for (const alias of plan.aliases ?? []) aliasFor.set(alias.sameAs, [...(aliasFor.get(alias.sameAs) ?? []), alias.file]);
+  for (const alias of plan.aliases ?? [])
+    aliasFor.set(alias.sameAs, [...(aliasFor.get(alias.sameAs) ?? []), alias.file]);
 
   for (const p of plan.placements) {
     const missing = await missingDirs(root, path.dirname(p.to), checked);
@@ -165,7 +183,8 @@ export async function inspectPlan(ctx: Context, plan: RestorePlan): Promise<Insp
       if (info.isSymbolicLink()) throw unsafe(p.to, 'is a symbolic link inside the session root');
       if (!info.isFile()) [state, why] = ['different', 'something other than a file is there'];
       else if (await sameContent(p.to, info, p)) state = 'identical';
-      else [state, why] = ['different', 'a file with other content is there (a local copy of this session that differs)'];
+      else
+        [state, why] = ['different', 'a file with other content is there (a local copy of this session that differs)'];
     }
     for (const alias of aliasFor.get(p) ?? []) {
       if (state === 'different') break;
@@ -186,8 +205,20 @@ export async function inspectPlan(ctx: Context, plan: RestorePlan): Promise<Insp
   for (const d of (await plan.duplicates?.()) ?? []) conflicts.push({ path: d.file, why: d.why, hint: d.hint });
 
   const imported = plan.import === undefined ? undefined : await plan.import.existing(ctx);
-  if (imported === 'different') conflicts.push({ path: `${plan.harness} session ${plan.sessionId}`, why: `${HARNESS_DISPLAY_NAMES[plan.harness]} already holds a session with this id and other messages` });
+  if (imported === 'different')
+    conflicts.push({
+      path: `${plan.harness} session ${plan.sessionId}`,
+      why: `${HARNESS_DISPLAY_NAMES[plan.harness]} already holds a session with this id and other messages`,
+    });
   const collision: Collision =
     conflicts.length > 0 ? 'different' : identical.length > 0 || imported === 'identical' ? 'identical' : 'none';
-  return { create, identical, conflicts, dirs: create.length === 0 ? [] : dirs.filter((d) => create.some((p) => p.to.startsWith(d + path.sep))), imported, collision, realRoot };
+  return {
+    create,
+    identical,
+    conflicts,
+    dirs: create.length === 0 ? [] : dirs.filter((d) => create.some((p) => p.to.startsWith(d + path.sep))),
+    imported,
+    collision,
+    realRoot,
+  };
 }

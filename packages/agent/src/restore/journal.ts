@@ -25,7 +25,8 @@ export interface JournalTarget {
   size: number;
   /** A temp copy in the target's folder, used only when the staging folder is on another filesystem. */
   temp: string;
-  /** A file rewritten for this destination: the bundle's digest of it (`sha256` is of the bytes written) and what changed. */
+  /** A file rewritten for this destination: the bundle's digest of it (`sha256` is of the bytes written) and what
+   * changed. */
   captured_sha256?: string;
   rewritten?: string;
 }
@@ -84,8 +85,16 @@ export function journalFile(dir: string, id: string): string {
 }
 
 /** This process as the owner of a journal or staging folder. */
-export function ownerFields(world: LockWorld = systemLockWorld()): { pid: number; host: string; pid_started_at_unix_ms: number } {
-  return { pid: world.pid, host: world.host, pid_started_at_unix_ms: world.startedAt(world.pid) ?? Math.round(Date.now() - process.uptime() * 1000) };
+export function ownerFields(world: LockWorld = systemLockWorld()): {
+  pid: number;
+  host: string;
+  pid_started_at_unix_ms: number;
+} {
+  return {
+    pid: world.pid,
+    host: world.host,
+    pid_started_at_unix_ms: world.startedAt(world.pid) ?? Math.round(Date.now() - process.uptime() * 1000),
+  };
 }
 
 /** Temp file in the same folder, written and fsynced, renamed over the journal, folder fsynced. */
@@ -93,7 +102,11 @@ export async function writeJournal(io: RestoreIO, dir: string, journal: RestoreJ
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const file = journalFile(dir, journal.id);
   const temp = path.join(dir, `.${journal.id}.${randomBytes(4).toString('hex')}.tmp`);
-  const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  const handle = await open(
+    temp,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    0o600,
+  );
   try {
     try {
       await io.write(handle, Buffer.from(`${JSON.stringify(journal, null, 2)}\n`));
@@ -134,7 +147,8 @@ export async function listJournals(dir: string): Promise<{ id: string; journal?:
     }
     try {
       const journal = JSON.parse(await readFile(path.join(dir, name), 'utf8')) as RestoreJournal;
-      if (journal.format !== JOURNAL_FORMAT || journal.id !== id) out.push({ id, damaged: 'not a restore journal of this blue-agent' });
+      if (journal.format !== JOURNAL_FORMAT || journal.id !== id)
+        out.push({ id, damaged: 'not a restore journal of this blue-agent' });
       else out.push({ id, journal });
     } catch (error) {
       out.push({ id, damaged: (error as Error).message });

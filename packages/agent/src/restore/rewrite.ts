@@ -27,17 +27,29 @@ async function rewritten(placement: RestorePlacement, interval: Interval): Promi
   const { rewrite, ...rest } = placement;
   const declared = interval.session?.roles.find((r) => r.role === placement.role)?.restore_rewrite;
   if (declared === undefined || !interval.operations.includes('restore_rewrite')) {
-    throw new BlueError('PROFILE_INVALID', `profile ${interval.profile} does not let a restore rewrite ${placement.role} files, yet the plan rewrites ${placement.rel} (${rewrite!.what})`, {
-      hint: `Declare it in the profile: operation restore_rewrite, and session.roles[].restore_rewrite on role ${placement.role}.`,
-    });
+    throw new BlueError(
+      'PROFILE_INVALID',
+      `profile ${interval.profile} does not let a restore rewrite ${placement.role} files, yet the plan rewrites ` +
+        `${placement.rel} (${rewrite!.what})`,
+      {
+        hint:
+          `Declare it in the profile: operation restore_rewrite, and session.roles[].restore_rewrite on role ` +
+          `${placement.role}.`,
+      },
+    );
   }
   const captured = (await readChecked(placement.from, { code: 'RESTORE_UNSAFE', maxBytes: LIMITS.fileBytes }))!;
   const bytes = rewrite!.apply(captured);
   if (bytes.equals(captured)) return rest;
   if (bytes.length > LIMITS.fileBytes) {
-    throw new BlueError('RESTORE_UNSAFE', `${placement.rel}: rewriting it for this folder (${rewrite!.what}) would make it larger than one bundle file may be`, {
-      hint: 'Restore into the folder the session was captured in, where nothing needs rewriting.',
-    });
+    throw new BlueError(
+      'RESTORE_UNSAFE',
+      `${placement.rel}: rewriting it for this folder (${rewrite!.what}) would make it larger than one bundle file ` +
+        `may be`,
+      {
+        hint: 'Restore into the folder the session was captured in, where nothing needs rewriting.',
+      },
+    );
   }
   const to = `${placement.from}${REWRITTEN_SUFFIX}`;
   const handle = await open(to, 'wx', 0o600);

@@ -17,9 +17,15 @@ export async function launch(ctx: Context, binary: string, argv: readonly string
     return await new Promise<number>((resolve, reject) => {
       const child = spawn(binary, argv.slice(1), { cwd, env: ctx.env as NodeJS.ProcessEnv, stdio: 'inherit' });
       child.once('error', (error) =>
-        reject(new BlueError('HARNESS_NOT_INSTALLED', `could not start ${binary}: ${error.message}`, { hint: 'Run the resume command shown above yourself.' })),
+        reject(
+          new BlueError('HARNESS_NOT_INSTALLED', `could not start ${binary}: ${error.message}`, {
+            hint: 'Run the resume command shown above yourself.',
+          }),
+        ),
       );
-      child.once('exit', (code, signal) => resolve(exitStatus(code, signal, constants.signals as Record<string, number>)));
+      child.once('exit', (code, signal) =>
+        resolve(exitStatus(code, signal, constants.signals as Record<string, number>)),
+      );
     });
   } finally {
     for (const signal of forwarded) process.off(signal, ignore);

@@ -78,7 +78,13 @@ export function mergeFound<T>(found: readonly SelectItem<T>[], local: readonly S
 }
 
 /** The first item to show so that the one at `cursor` is whole on `room` lines, each item `height(i)` lines. Pure. */
-export function scrollOffset(offset: number, cursor: number, count: number, room: number, height: (i: number) => number): number {
+export function scrollOffset(
+  offset: number,
+  cursor: number,
+  count: number,
+  room: number,
+  height: (i: number) => number,
+): number {
   const span = (from: number, to: number) => {
     let lines = 0;
     for (let i = from; i <= to; i++) lines += height(i);
@@ -98,7 +104,8 @@ export function scrollOffset(offset: number, cursor: number, count: number, room
  */
 export function layout(columns: readonly Column[], width: number, widest?: readonly number[]): number[] {
   const shown = columns.map(() => true);
-  const need = () => columns.reduce((sum, c, i) => sum + (shown[i] ? c.min : 0), 0) + 2 * (shown.filter(Boolean).length - 1);
+  const need = () =>
+    columns.reduce((sum, c, i) => sum + (shown[i] ? c.min : 0), 0) + 2 * (shown.filter(Boolean).length - 1);
   const order = columns
     .map((c, i) => ({ c, i }))
     .filter(({ c }) => c.drop !== undefined)
@@ -125,7 +132,9 @@ export function layout(columns: readonly Column[], width: number, widest?: reado
   }
   // By their shares; what one cannot take (at its cap) goes round to the others, a bounded number of rounds.
   for (let round = 0; round < columns.length && left > 0; round++) {
-    const flexible = columns.map((c, i) => ({ c, i })).filter(({ c, i }) => shown[i] && c.flex !== undefined && widths[i]! < cap(i));
+    const flexible = columns
+      .map((c, i) => ({ c, i }))
+      .filter(({ c, i }) => shown[i] && c.flex !== undefined && widths[i]! < cap(i));
     const flexTotal = flexible.reduce((sum, { c }) => sum + c.flex!, 0);
     if (flexTotal === 0) break;
     let given = 0;
@@ -158,7 +167,10 @@ export function renderRow(columns: readonly Column[], widths: readonly number[],
 }
 
 export function matchesFilter(search: string, filter: string): boolean {
-  const words = filter.toLowerCase().split(/\s+/).filter((w) => w !== '');
+  const words = filter
+    .toLowerCase()
+    .split(/\s+/)
+    .filter((w) => w !== '');
   return words.every((w) => search.includes(w));
 }
 
@@ -195,18 +207,34 @@ export function select<T>(ctx: Context, options: SelectOptions<T>): Promise<T | 
       lines.push(c.bold(fit(options.title, width)));
       if (options.filter) {
         const count = `${shown.length} of ${options.items.length}${searching ? ' · searching…' : ''}`;
-        const label = fit(`${options.search === undefined ? 'Filter' : 'Search'}: ${filter}`, Math.max(1, width - count.length - 2));
+        const label = fit(
+          `${options.search === undefined ? 'Filter' : 'Search'}: ${filter}`,
+          Math.max(1, width - count.length - 2),
+        );
         lines.push(label + ' '.repeat(Math.max(2, width - count.length - textWidth(label))) + c.dim(count));
       } else if (options.note !== undefined) {
         lines.push(fit(options.note, width));
       }
       const rowWidth = width - 2;
       const widest = options.columns.map((col) => textWidth(col.name));
-      for (const item of shown) for (const [i, text] of item.cells.entries()) widest[i] = Math.max(widest[i] ?? 0, textWidth(printable(text)));
+      for (const item of shown)
+        for (const [i, text] of item.cells.entries()) widest[i] = Math.max(widest[i] ?? 0, textWidth(printable(text)));
       const widths = layout(options.columns, rowWidth, widest);
-      lines.push(c.dim(fit(`  ${renderRow(options.columns, widths, options.columns.map((col) => col.name))}`, width)));
+      lines.push(
+        c.dim(
+          fit(
+            `  ${renderRow(
+              options.columns,
+              widths,
+              options.columns.map((col) => col.name),
+            )}`,
+            width,
+          ),
+        ),
+      );
       // A failed search says why on the line above the keys (its end, where the server's reason is).
-      const failed = searchFailed === undefined ? undefined : `Search failed: ${fitPath(searchFailed, Math.max(1, width - 15))}`;
+      const failed =
+        searchFailed === undefined ? undefined : `Search failed: ${fitPath(searchFailed, Math.max(1, width - 15))}`;
       const footer = failed === undefined ? 1 : 2;
       const room = Math.max(1, rows - lines.length - footer);
       const height = (i: number) => (shown[i]!.detail === undefined ? 1 : 2);
@@ -217,12 +245,15 @@ export function select<T>(ctx: Context, options: SelectOptions<T>): Promise<T | 
         const item = shown[i]!;
         const text = fit(renderRow(options.columns, widths, item.cells), rowWidth);
         lines.push(i === cursor ? c.inverse(`> ${text}`) : `  ${text}`);
-        if (item.detail !== undefined && lines.length < last) lines.push(c.dim(`    ${fit(printable(item.detail), Math.max(1, width - 4))}`));
+        if (item.detail !== undefined && lines.length < last)
+          lines.push(c.dim(`    ${fit(printable(item.detail), Math.max(1, width - 4))}`));
       }
       while (lines.length < rows - footer) lines.push('');
       if (failed !== undefined) lines.push(c.red(fit(failed, width)));
       const typing = options.search === undefined ? 'type to filter' : 'type to search';
-      const keys = options.filter ? `↑/↓ move · ${typing} · Enter choose · Esc cancel` : '↑/↓ move · Enter choose · Esc cancel';
+      const keys = options.filter
+        ? `↑/↓ move · ${typing} · Enter choose · Esc cancel`
+        : '↑/↓ move · Enter choose · Esc cancel';
       lines.push(c.dim(fit(keys, width)));
       ctx.stderr.write(`${CLEAR_SCREEN}${lines.slice(0, rows).join('\r\n')}`);
     };
@@ -240,22 +271,27 @@ export function select<T>(ctx: Context, options: SelectOptions<T>): Promise<T | 
       if (search === undefined || closed || searching || !searchable(text) || found?.text === text) return;
       searching = true;
       draw();
-      search(text).then(
-        (items) => {
-          found = { text, items };
-          searchFailed = undefined;
-        },
-        (error: unknown) => {
-          searchFailed = printable(error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error)).slice(0, 1000);
-        },
-      ).finally(() => {
-        searching = false;
-        if (closed) return;
-        refilter(true);
-        draw();
-        // Typed on while the server was asked: ask again for what is there now.
-        if (filter.trim() !== text) ask();
-      }).catch(() => {});
+      search(text)
+        .then(
+          (items) => {
+            found = { text, items };
+            searchFailed = undefined;
+          },
+          (error: unknown) => {
+            searchFailed = printable(
+              error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error),
+            ).slice(0, 1000);
+          },
+        )
+        .finally(() => {
+          searching = false;
+          if (closed) return;
+          refilter(true);
+          draw();
+          // Typed on while the server was asked: ask again for what is there now.
+          if (filter.trim() !== text) ask();
+        })
+        .catch(() => {});
     };
     /** The filter changed: the local filter at once, the server's search once typing pauses. */
     const typedOn = () => {
@@ -338,10 +374,31 @@ export function sessionItem(upload: CapturedSession, now: number, home?: string)
   const title = sessionLabel(upload);
   // The picker's listing (`resumable=true`) marks what the caller does not own as `shared`.
   const owner = upload.shared === true ? `shared by ${upload.user_email}` : 'you';
-  const where = upload.cwd === null ? '(unknown)' : home !== undefined && (upload.cwd === home || upload.cwd.startsWith(`${home}/`)) ? `~${upload.cwd.slice(home.length)}` : upload.cwd;
+  const where =
+    upload.cwd === null
+      ? '(unknown)'
+      : home !== undefined && (upload.cwd === home || upload.cwd.startsWith(`${home}/`))
+        ? `~${upload.cwd.slice(home.length)}`
+        : upload.cwd;
   const cells = [title, upload.harness, owner, where, ago(upload.updated_at, now)];
-  const search = [title, upload.summary ?? '', upload.harness, owner, upload.cwd ?? '', upload.native_session_id, upload.id].join('\n').toLowerCase();
-  return { value: upload, cells, search, key: upload.id, ...(upload.snippet === undefined ? {} : { detail: upload.snippet }) };
+  const search = [
+    title,
+    upload.summary ?? '',
+    upload.harness,
+    owner,
+    upload.cwd ?? '',
+    upload.native_session_id,
+    upload.id,
+  ]
+    .join('\n')
+    .toLowerCase();
+  return {
+    value: upload,
+    cells,
+    search,
+    key: upload.id,
+    ...(upload.snippet === undefined ? {} : { detail: upload.snippet }),
+  };
 }
 
 /** `5 min ago`, `3 h ago`, `2 days ago`, or the date. */

@@ -6,7 +6,10 @@ import { formatBytes } from '@blue-agent/contract/bundle/index.js';
 import type { Context } from '../context.js';
 import { CLEAR_LINE, fit, terminalSize } from './terminal.js';
 
-export function progressBar(ctx: Context, label: string): { update(received: number, total: number | undefined): void; done(): void } {
+export function progressBar(
+  ctx: Context,
+  label: string,
+): { update(received: number, total: number | undefined): void; done(): void } {
   if (!ctx.stderr.isTTY) return { update: () => undefined, done: () => undefined };
   let last = 0;
   let drawn = false;

@@ -6,7 +6,18 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context } from '../context.js';
 import { select } from './picker.js';
-import { CLEAR_LINE, KeySession, colours, fit, fitPath, isCancel, terminalSize, textWidth, typed, type Key } from './terminal.js';
+import {
+  CLEAR_LINE,
+  KeySession,
+  colours,
+  fit,
+  fitPath,
+  isCancel,
+  terminalSize,
+  textWidth,
+  typed,
+  type Key,
+} from './terminal.js';
 
 /** Asks a yes/no question on one line; resolves true only for `y`. */
 export function confirm(ctx: Context, question: string): Promise<boolean> {
@@ -39,7 +50,11 @@ export function confirm(ctx: Context, question: string): Promise<boolean> {
  * Reads a line of text. `check` returns an error message to show (and the question is asked again) or undefined to
  * accept. Resolves undefined when cancelled (Esc, Ctrl-C).
  */
-export function askText(ctx: Context, question: string, check: (text: string) => Promise<string | undefined>): Promise<string | undefined> {
+export function askText(
+  ctx: Context,
+  question: string,
+  check: (text: string) => Promise<string | undefined>,
+): Promise<string | undefined> {
   const c = colours(ctx);
   let text = '';
   let busy = false;
@@ -96,7 +111,11 @@ export function askText(ctx: Context, question: string, check: (text: string) =>
 }
 
 /** An existing directory named by `input` (relative to `cwd`, `~` for home), resolved; or the reason it is not one. */
-export async function checkDirectory(input: string, cwd: string, home: string): Promise<{ dir: string } | { problem: string }> {
+export async function checkDirectory(
+  input: string,
+  cwd: string,
+  home: string,
+): Promise<{ dir: string } | { problem: string }> {
   const trimmed = input.trim();
   if (trimmed === '') return { problem: 'Type a directory (Esc to cancel).' };
   if (trimmed.includes('\u0000')) return { problem: 'That is not a path.' };
@@ -114,7 +133,12 @@ export type DestinationKind = 'current' | 'recorded' | 'other';
  * Where to restore a session whose recorded directory differs from the current one: here, the recorded directory
  * (offered only when it exists on this machine), or another existing directory. Undefined when cancelled.
  */
-export async function askDestination(ctx: Context, current: string, recorded: string, recordedExists: boolean): Promise<string | undefined> {
+export async function askDestination(
+  ctx: Context,
+  current: string,
+  recorded: string,
+  recordedExists: boolean,
+): Promise<string | undefined> {
   const items: { value: DestinationKind; cells: string[]; search: string }[] = [
     { value: 'current', cells: ['The current directory', current], search: '' },
   ];

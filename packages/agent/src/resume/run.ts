@@ -74,7 +74,11 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
   let given: string | undefined;
   if (options.dest !== undefined) {
     const checked = await checkDirectory(options.dest, current, ctx.paths.home);
-    if ('problem' in checked) throw new BlueError('DESTINATION_INVALID', `--dest ${printable(options.dest)}: ${checked.problem}`, { hint: 'Give an existing directory.', exitCode: 2 });
+    if ('problem' in checked)
+      throw new BlueError('DESTINATION_INVALID', `--dest ${printable(options.dest)}: ${checked.problem}`, {
+        hint: 'Give an existing directory.',
+        exitCode: 2,
+      });
     given = await realpath(checked.dir);
   }
   const c = colours(ctx);
@@ -82,8 +86,12 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
 
   // A restore cut short by a crash is finished or undone before anything else.
   const recovered = await recoverRestores(ctx);
-  if (recovered.rolledBack.length > 0) say(`Rolled back ${recovered.rolledBack.length} interrupted restore${recovered.rolledBack.length === 1 ? '' : 's'}.`);
-  if (recovered.completed.length > 0) say(`Completed ${recovered.completed.length} interrupted restore${recovered.completed.length === 1 ? '' : 's'}.`);
+  if (recovered.rolledBack.length > 0)
+    say(
+      `Rolled back ${recovered.rolledBack.length} interrupted restore${recovered.rolledBack.length === 1 ? '' : 's'}.`,
+    );
+  if (recovered.completed.length > 0)
+    say(`Completed ${recovered.completed.length} interrupted restore${recovered.completed.length === 1 ? '' : 's'}.`);
   for (const warning of recovered.warnings ?? []) say(c.red(`Kept: ${printable(warning)}`));
 
   const { config } = await loadAgentConfig(ctx);
@@ -106,7 +114,8 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
         return 1;
       }
       // Typing searches what sessions say as well (the server's index), each match with its snippet.
-      const search = async (q: string) => (await api.search({ resumable: true, q }, PICKER_SEARCH_LIMIT)).filter(usable);
+      const search = async (q: string) =>
+        (await api.search({ resumable: true, q }, PICKER_SEARCH_LIMIT)).filter(usable);
       upload = await pickSession(ctx, sessions, listed.truncated, search);
       if (upload === undefined) throw new Cancelled('no session chosen');
     }
@@ -126,7 +135,10 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
     } else {
       destination = decision.dir;
     }
-    say(`${c.bold('Destination')}  ${printable(destination)}${recorded !== null && destination !== recordedReal ? c.dim(` (recorded in ${printable(recorded)})`) : ''}`);
+    say(
+      `${c.bold('Destination')}  ${printable(destination)}` +
+        `${recorded !== null && destination !== recordedReal ? c.dim(` (recorded in ${printable(recorded)})`) : ''}`,
+    );
 
     // 3. Download (a fresh signed URL; size and SHA-256 checked when the Control API states them), then verify the
     //    bundle itself by the profile the manifest names: every file against the manifest's size and digest.
@@ -146,60 +158,99 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
     if (found === undefined || !found.interval.operations.includes('session_resume')) {
       throw new BlueError(
         'SESSION_NOT_RESUMABLE',
-        `session ${upload.id} was captured under profile ${printable(manifest.compatibility_profile)}, which ${found === undefined ? 'this blue-agent does not know' : 'does not support session_resume'}`,
-        { hint: 'The bundle can still be downloaded or exported (`blue-agent sessions export`), but not resumed here. Nothing was changed.' },
+        `session ${upload.id} was captured under profile ${printable(manifest.compatibility_profile)}, which ` +
+          `${found === undefined ? 'this blue-agent does not know' : 'does not support session_resume'}`,
+        {
+          hint:
+            'The bundle can still be downloaded or exported (`blue-agent sessions export`), but not resumed ' +
+            'here. Nothing was changed.',
+        },
       );
     }
     if (manifest.harness !== upload.harness || manifest.native_session_id !== upload.native_session_id) {
-      throw new BlueError('BUNDLE_INVALID', `the bundle of ${upload.id} holds ${printable(manifest.harness)} session ${printable(manifest.native_session_id)}, but the Control API lists ${upload.harness} session ${upload.native_session_id}`, {
-        hint: 'Do not restore it; tell the Control API administrator. Nothing was changed.',
-      });
+      throw new BlueError(
+        'BUNDLE_INVALID',
+        `the bundle of ${upload.id} holds ${printable(manifest.harness)} session ` +
+          `${printable(manifest.native_session_id)}, but the Control API lists ${upload.harness} session ` +
+          `${upload.native_session_id}`,
+        {
+          hint: 'Do not restore it; tell the Control API administrator. Nothing was changed.',
+        },
+      );
     }
     const verified = await verifyBundle(bundleFile, { profiles });
-    say(`${c.bold('Bundle')}  verified: ${verified.manifest.files.length} file${verified.manifest.files.length === 1 ? '' : 's'}, ${formatBytes(verified.size)}, profile ${manifest.compatibility_profile}`);
+    say(
+      `${c.bold('Bundle')}  verified: ${verified.manifest.files.length} file` +
+        `${verified.manifest.files.length === 1 ? '' : 's'}, ${formatBytes(verified.size)}, profile ` +
+        `${manifest.compatibility_profile}`,
+    );
 
     // 4. Preflight: the harness, its version under the policy, the repository. Nothing written yet.
     const harness = found.harness;
     const loaded = requireProfiles(profiles, harness);
     const binary = config.harnesses?.[harness]?.binary ?? (await findExecutable(loaded.doc.binary, ctx.env.PATH));
     if (binary === undefined) {
-      throw new BlueError('HARNESS_NOT_INSTALLED', `${loaded.doc.display_name} (\`${loaded.doc.binary}\`) is not installed here: it was not found on PATH`, {
-        hint: `Install ${loaded.doc.display_name} ${found.interval.introduced} or newer, then run resume again. Nothing was changed.`,
-      });
+      throw new BlueError(
+        'HARNESS_NOT_INSTALLED',
+        `${loaded.doc.display_name} (\`${loaded.doc.binary}\`) is not installed here: it was not found on PATH`,
+        {
+          hint:
+            `Install ${loaded.doc.display_name} ${found.interval.introduced} or newer, then run resume again. ` +
+            `Nothing was changed.`,
+        },
+      );
     }
     const cache = await VersionCache.open(ctx);
     const detected = await detectVersion(ctx, loaded, binary, cache);
     const resolved = await resolvePolicy(ctx, { dryRun: true, config });
     const eligible = eligibility(harness, loaded.doc, found.interval, detected.version, resolved.policy);
     if (!eligible.ok) throw eligible.error;
-    say(`${c.bold('Harness')}  ${loaded.doc.display_name} ${detected.version} at ${printable(detected.path)}${eligible.note}`);
+    say(
+      `${c.bold('Harness')}  ${loaded.doc.display_name} ${detected.version} at ${printable(detected.path)}` +
+        `${eligible.note}`,
+    );
 
     const repository = compareRepository(manifest.repository, await readRepository(ctx, destination));
     if (repository.kind === 'mismatch') {
       if (!mode.interactive) throw repositoryRefused(repository, 'no-terminal');
-      say(c.red(`The session was recorded in a clone of ${printable(repository.recorded)}, but ${printable(repository.why)}.`));
+      say(
+        c.red(
+          `The session was recorded in a clone of ${printable(repository.recorded)}, but ${printable(repository.why)}.`,
+        ),
+      );
       if (!(await confirm(ctx, mismatchQuestion(repository)))) throw repositoryRefused(repository, 'declined');
     } else if (repository.kind === 'same') {
       say(`${c.bold('Repository')}  ${printable(repository.remote)}`);
     }
 
     // 5. The restore plan (staged, nothing placed yet).
-    const prepared = await prepareRestore(ctx, { bundleFile, destination, profiles, installedVersion: detected.version });
+    const prepared = await prepareRestore(ctx, {
+      bundleFile,
+      destination,
+      profiles,
+      installedVersion: detected.version,
+    });
     cleanups.push(() => prepared.dispose());
     if (prepared.collision === 'different') {
       const first = prepared.summary.conflicts[0];
       throw new BlueError(
         'RESTORE_CONFLICT',
-        `${loaded.doc.display_name} already has a session ${prepared.sessionId} on this machine${first === undefined ? ' with different content' : `: ${printable(first.path)}: ${printable(first.why)}`}`,
+        `${loaded.doc.display_name} already has a session ${prepared.sessionId} on this machine` +
+          `${first === undefined ? ' with different content' : `: ${printable(first.path)}: ${printable(first.why)}`}`,
         {
           ...(first !== undefined && path.isAbsolute(first.path) ? { file: first.path } : {}),
-          hint: `${first?.hint ?? 'It is never overwritten. Resume the local session as it is, or move it away first.'} Nothing was changed.`,
+          hint:
+            `${first?.hint ?? 'It is never overwritten. Resume the local session as it is, or move it away first.'} ` +
+            `Nothing was changed.`,
         },
       );
     }
     const line = launchLine(destination, prepared.resumeArgv);
     const planned = describePlan(prepared);
-    say(`${c.bold('Restore')}  ${prepared.collision === 'identical' ? 'already on this machine with the same content: nothing to write' : planned}`);
+    say(
+      `${c.bold('Restore')}  ` +
+        `${prepared.collision === 'identical' ? 'already on this machine with the same content: nothing to write' : planned}`,
+    );
     say(`${c.bold('Command')}  ${printable(line)}`);
 
     const report = (restored: string[], merged: string[], dryRun: boolean): ResumeReport => ({
@@ -227,15 +278,21 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
     // 6. The explicit choice. Default: keep things as they are.
     if (!mode.yes) {
       if (!mode.interactive) {
-        throw new BlueError('RESUME_CANCELLED', 'nothing was restored: there is no terminal to confirm on and --yes was not given', {
-          hint: 'Pass --yes to restore without a question, or --json for the plan alone.',
-        });
+        throw new BlueError(
+          'RESUME_CANCELLED',
+          'nothing was restored: there is no terminal to confirm on and --yes was not given',
+          {
+            hint: 'Pass --yes to restore without a question, or --json for the plan alone.',
+          },
+        );
       }
       const question = mode.launch ? `Restore and launch ${loaded.doc.display_name}?` : 'Restore the session?';
       if (!(await confirm(ctx, question))) throw new Cancelled('not restored');
     }
     if (!(await isDirectory(destination))) {
-      throw new BlueError('DESTINATION_INVALID', `the destination ${printable(destination)} no longer exists`, { hint: 'Nothing was changed. Choose an existing directory and run resume again.' });
+      throw new BlueError('DESTINATION_INVALID', `the destination ${printable(destination)} no longer exists`, {
+        hint: 'Nothing was changed. Choose an existing directory and run resume again.',
+      });
     }
 
     // 7. Restore (atomic, rolled back by the engine on failure), then launch or print.
@@ -245,10 +302,15 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
     const argv = result.resumeArgv.length > 0 ? result.resumeArgv : prepared.resumeArgv;
     const finalLine = launchLine(destination, argv);
     if (mode.json) {
-      ctx.stdout.write(`${JSON.stringify({ ...report(result.placed, result.merged, false), session_id: result.sessionId, command: argv }, null, 2)}\n`);
+      ctx.stdout.write(
+        `${JSON.stringify({ ...report(result.placed, result.merged, false), session_id: result.sessionId, command: argv }, null, 2)}\n`,
+      );
       return 0;
     }
-    say(`Restored ${result.placed.length} file${result.placed.length === 1 ? '' : 's'}${result.merged.length > 0 ? ` and ${result.merged.length} index entr${result.merged.length === 1 ? 'y' : 'ies'}` : ''}.`);
+    say(
+      `Restored ${result.placed.length} file${result.placed.length === 1 ? '' : 's'}` +
+        `${result.merged.length > 0 ? ` and ${result.merged.length} index entr${result.merged.length === 1 ? 'y' : 'ies'}` : ''}.`,
+    );
     if (!mode.launch) {
       if (options.launch !== false) say('Not a terminal: run this to resume the session.');
       ctx.stdout.write(`${finalLine}\n`);
@@ -307,10 +369,14 @@ class Interrupts {
       return;
     }
     this.received = signal;
-    const settled = this.applying === undefined ? Promise.resolve() : this.applying.then(() => undefined, () => undefined);
-    void settled
-      .then(() => runCleanups(this.cleanups))
-      .finally(() => process.exit(code));
+    const settled =
+      this.applying === undefined
+        ? Promise.resolve()
+        : this.applying.then(
+            () => undefined,
+            () => undefined,
+          );
+    void settled.then(() => runCleanups(this.cleanups)).finally(() => process.exit(code));
   }
 }
 
@@ -325,7 +391,10 @@ async function isDirectory(dir: string): Promise<boolean> {
 function describe(upload: CapturedSession): string {
   // The picker's listing says `shared` (the caller is not the owner); resume takes nothing else.
   const owner = upload.shared === true ? `shared by ${upload.user_email}` : 'yours';
-  return `${printable(upload.title ?? upload.native_session_id)} — ${upload.harness}, ${owner}, updated ${upload.updated_at} (${upload.id})`;
+  return (
+    `${printable(upload.title ?? upload.native_session_id)} — ${upload.harness}, ${owner}, updated ` +
+    `${upload.updated_at} (${upload.id})`
+  );
 }
 
 type Prepared = Awaited<ReturnType<typeof prepareRestore>>;
@@ -337,11 +406,17 @@ function planFiles(prepared: Prepared): { restored: string[]; merged: string[] }
 
 function describePlan(prepared: Prepared): string {
   const { restored, merged } = planFiles(prepared);
-  const parts = [`${restored.length} file${restored.length === 1 ? '' : 's'} to write under ${printable(prepared.plan.root)}`];
+  const parts = [
+    `${restored.length} file${restored.length === 1 ? '' : 's'} to write under ${printable(prepared.plan.root)}`,
+  ];
   if (merged.length > 0) parts.push(`${merged.length} index${merged.length === 1 ? '' : 'es'} to update`);
   if (prepared.summary.identical.length > 0) parts.push(`${prepared.summary.identical.length} already here`);
-  if (prepared.summary.rewritten.length > 0) parts.push(`${prepared.summary.rewritten.length} rewritten for this folder (${[...new Set(prepared.summary.rewritten.map((r) => printable(r.what)))].join('; ')})`);
-  if (prepared.summary.import !== undefined) parts.push(`imported with \`${prepared.summary.import.map(printable).join(' ')}\``);
+  if (prepared.summary.rewritten.length > 0)
+    parts.push(
+      `${prepared.summary.rewritten.length} rewritten for this folder (` +
+        `${[...new Set(prepared.summary.rewritten.map((r) => printable(r.what)))].join('; ')})`,
+    );
+  if (prepared.summary.import !== undefined)
+    parts.push(`imported with \`${prepared.summary.import.map(printable).join(' ')}\``);
   return parts.join(', ');
 }
-

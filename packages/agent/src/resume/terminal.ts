@@ -33,7 +33,12 @@ export function terminalSize(ctx: Context): { columns: number; rows: number } {
   return { columns: Math.max(10, size?.columns ?? 80), rows: Math.max(4, size?.rows ?? 24) };
 }
 
-export function colours(ctx: Context): { bold(s: string): string; dim(s: string): string; inverse(s: string): string; red(s: string): string } {
+export function colours(ctx: Context): {
+  bold(s: string): string;
+  dim(s: string): string;
+  inverse(s: string): string;
+  red(s: string): string;
+} {
   const on = (ctx.env.NO_COLOR === undefined || ctx.env.NO_COLOR === '') && ctx.stderr.isTTY;
   const wrap = (code: string, off: string) => (s: string) => (on ? `${ESC}${code}m${s}${ESC}${off}m` : s);
   return { bold: wrap('1', '22'), dim: wrap('2', '22'), inverse: wrap('7', '27'), red: wrap('31', '39') };
@@ -57,7 +62,12 @@ export class KeySession {
     this.stream = ctx.stdin.stream();
     emitKeypressEvents(this.stream);
     this.listener = (text, key) => {
-      onKey({ sequence: key?.sequence ?? text ?? '', name: key?.name, ctrl: key?.ctrl === true, meta: key?.meta === true });
+      onKey({
+        sequence: key?.sequence ?? text ?? '',
+        name: key?.name,
+        ctrl: key?.ctrl === true,
+        meta: key?.meta === true,
+      });
     };
     ctx.stdin.setRawMode?.(true);
     this.stream.on('keypress', this.listener);
@@ -83,7 +93,14 @@ export function isCancel(key: Key): boolean {
 /** Printable text a key types (nothing for control keys). */
 export function typed(key: Key): string {
   if (key.ctrl || key.meta) return '';
-  if (key.name === 'return' || key.name === 'enter' || key.name === 'tab' || key.name === 'backspace' || key.name === 'escape') return '';
+  if (
+    key.name === 'return' ||
+    key.name === 'enter' ||
+    key.name === 'tab' ||
+    key.name === 'backspace' ||
+    key.name === 'escape'
+  )
+    return '';
   const text = key.sequence;
   return /^[^\u0000-\u001f\u007f-\u009f]+$/u.test(text) ? text : '';
 }

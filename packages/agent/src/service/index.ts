@@ -12,15 +12,42 @@ import type { ReconcileReport } from '../reconcile/index.js';
 import { readTextIfExists } from '@blue-agent/contract/util/fs.js';
 import type { RunResult } from '@blue-agent/contract/util/process.js';
 import { applyInstall } from './install.js';
-import { firstLines, launchdAvailability, launchdTarget, runQuery, systemdAvailability, type Availability } from './manager.js';
-import { isOurs, planInstall, planUninstall, renderUnit, serviceManager, unitFilePath, type ServicePlan } from './plan.js';
+import {
+  firstLines,
+  launchdAvailability,
+  launchdTarget,
+  runQuery,
+  systemdAvailability,
+  type Availability,
+} from './manager.js';
+import {
+  isOurs,
+  planInstall,
+  planUninstall,
+  renderUnit,
+  serviceManager,
+  unitFilePath,
+  type ServicePlan,
+} from './plan.js';
 import { SYSTEMD_UNIT_NAME } from './systemd.js';
 import { applyUninstall, type StepOutcome } from './uninstall.js';
 
 export { LAUNCHD_LABEL } from './spec.js';
 export { SYSTEMD_UNIT_NAME } from './systemd.js';
 export { quoteWord, unavailableReason, type Availability } from './manager.js';
-export { checkAgentConfig, configWarning, planInstall, planUninstall, renderUnit, serviceManager, unitFilePath, type FileAction, type ServiceManager, type ServicePlan, type Step } from './plan.js';
+export {
+  checkAgentConfig,
+  configWarning,
+  planInstall,
+  planUninstall,
+  renderUnit,
+  serviceManager,
+  unitFilePath,
+  type FileAction,
+  type ServiceManager,
+  type ServicePlan,
+  type Step,
+} from './plan.js';
 export type { StepOutcome } from './uninstall.js';
 
 export interface ServiceState {
@@ -76,10 +103,20 @@ export async function serviceInstall(ctx: Context, options: { dryRun: boolean })
  * Stops and removes the service and, with `removeHooks`, the agent that runs and the managed hooks: every step it
  * can, reported one by one (`ok` is false when one failed or was skipped).
  */
-export async function serviceUninstall(ctx: Context, options: { dryRun: boolean; removeHooks?: boolean }): Promise<AppliedPlan> {
+export async function serviceUninstall(
+  ctx: Context,
+  options: { dryRun: boolean; removeHooks?: boolean },
+): Promise<AppliedPlan> {
   const plan = await planUninstall(ctx, options.removeHooks === true ? { removeHooks: true } : {});
   const applied = await applyUninstall(ctx, plan, { dryRun: options.dryRun });
-  return { plan, dryRun: options.dryRun, commands: applied.commands, outcomes: applied.outcomes, ok: applied.ok, ...(applied.hooks === undefined ? {} : { hooks: applied.hooks }) };
+  return {
+    plan,
+    dryRun: options.dryRun,
+    commands: applied.commands,
+    outcomes: applied.outcomes,
+    ok: applied.ok,
+    ...(applied.hooks === undefined ? {} : { hooks: applied.hooks }),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -107,7 +144,8 @@ export async function serviceStatus(ctx: Context): Promise<ServiceState> {
   const ours = text !== null && isOurs(ctx, text);
   let current = false;
   const notes: string[] = [];
-  if (text === null) notes.push(asked.availability === 'available' ? 'not installed (`blue-agent service install`)' : 'not installed');
+  if (text === null)
+    notes.push(asked.availability === 'available' ? 'not installed (`blue-agent service install`)' : 'not installed');
   else if (!ours) notes.push(`${unitFile} was not written by blue-agent`);
   else {
     try {
@@ -115,10 +153,24 @@ export async function serviceStatus(ctx: Context): Promise<ServiceState> {
     } catch (error) {
       notes.push(error instanceof Error ? error.message : String(error));
     }
-    notes.push(current ? 'installed and current' : 'installed, but not what `blue-agent service install` would write now (run it again)');
+    notes.push(
+      current
+        ? 'installed and current'
+        : 'installed, but not what `blue-agent service install` would write now (run it again)',
+    );
   }
   notes.push(...asked.notes);
-  return { manager, unitFile, installed, ours, current, enabled: asked.enabled, active: asked.active, availability: asked.availability, detail: notes.join('; ') };
+  return {
+    manager,
+    unitFile,
+    installed,
+    ours,
+    current,
+    enabled: asked.enabled,
+    active: asked.active,
+    availability: asked.availability,
+    detail: notes.join('; '),
+  };
 }
 
 interface ManagerAnswer {
@@ -140,7 +192,12 @@ async function askSystemd(ctx: Context): Promise<ManagerAnswer> {
     runQuery(ctx, ['systemctl', '--user', 'is-active', SYSTEMD_UNIT_NAME]),
   ]);
   if (isEnabled.spawnError !== undefined) {
-    return { enabled: undefined, active: undefined, availability: 'no_manager_command', notes: [`systemctl could not be run (${isEnabled.spawnError})`] };
+    return {
+      enabled: undefined,
+      active: undefined,
+      availability: 'no_manager_command',
+      notes: [`systemctl could not be run (${isEnabled.spawnError})`],
+    };
   }
   // An unknown unit: older systemctl says so on stderr only, newer ones print `not-found`.
   const e = answer(isEnabled) || (/No such file or directory|not found/i.test(isEnabled.stderr) ? 'not-found' : '');
@@ -152,18 +209,36 @@ async function askSystemd(ctx: Context): Promise<ManagerAnswer> {
   if (e !== '' && a !== '') return { enabled, active, availability: 'available', notes: [`${e}, ${a}`] };
   const availability = a !== '' ? 'available' : await systemdAvailability(ctx);
   const why = AVAILABILITY_NOTES[availability];
-  return { enabled, active, availability, notes: [`systemctl --user could not answer: ${firstLines(isActive.stderr || isEnabled.stderr) || 'no output'}${why === undefined ? '' : ` (${why})`}`] };
+  return {
+    enabled,
+    active,
+    availability,
+    notes: [
+      `systemctl --user could not answer: ${firstLines(isActive.stderr || isEnabled.stderr) || 'no output'}` +
+        `${why === undefined ? '' : ` (${why})`}`,
+    ],
+  };
 }
 
 async function askLaunchd(ctx: Context): Promise<ManagerAnswer> {
   const printed = await runQuery(ctx, ['launchctl', 'print', launchdTarget()]);
   if (printed.spawnError !== undefined || printed.timedOut) {
     const availability = printed.spawnError === undefined ? 'unknown' : 'no_manager_command';
-    return { enabled: undefined, active: undefined, availability, notes: [`launchctl could not be asked (${printed.spawnError ?? 'timed out'})`] };
+    return {
+      enabled: undefined,
+      active: undefined,
+      availability,
+      notes: [`launchctl could not be asked (${printed.spawnError ?? 'timed out'})`],
+    };
   }
   if (printed.exitCode === 0) {
     const state = /^\s*state = (.+)$/m.exec(printed.stdout)?.[1]?.trim();
-    return { enabled: true, active: state === 'running', availability: 'available', notes: [`loaded, ${state ?? 'state unknown'}`] };
+    return {
+      enabled: true,
+      active: state === 'running',
+      availability: 'available',
+      notes: [`loaded, ${state ?? 'state unknown'}`],
+    };
   }
   // Not loaded: is there a GUI session to load it into at all?
   const availability = await launchdAvailability(ctx);

@@ -8,7 +8,17 @@ import path from 'node:path';
 import type { Context } from '../context.js';
 import { BlueError, toBlueError } from '@blue-agent/contract/errors.js';
 import { ensurePrivateDir, removeFileIfUnchanged, replaceFileAtomically } from '@blue-agent/contract/util/fs.js';
-import { launchdAvailability, launchdDomain, quoteWord, runCommand, systemdAvailability, unavailableReason, unreachable, type Availability, type ManagerFailure } from './manager.js';
+import {
+  launchdAvailability,
+  launchdDomain,
+  quoteWord,
+  runCommand,
+  systemdAvailability,
+  unavailableReason,
+  unreachable,
+  type Availability,
+  type ManagerFailure,
+} from './manager.js';
 import { isOurs, type ServicePlan, type Step } from './plan.js';
 import { SYSTEMD_UNIT_NAME } from './systemd.js';
 
@@ -18,7 +28,11 @@ export interface InstallResult {
 }
 
 /** Carries out `plan` (an install); on failure undoes the steps done and throws what failed, with what was undone. */
-export async function applyInstall(ctx: Context, plan: ServicePlan, options: { dryRun: boolean }): Promise<InstallResult> {
+export async function applyInstall(
+  ctx: Context,
+  plan: ServicePlan,
+  options: { dryRun: boolean },
+): Promise<InstallResult> {
   const commands: string[][] = [];
   const done: Step[] = [];
   for (const step of plan.steps) {
@@ -50,7 +64,10 @@ async function applyStep(ctx: Context, step: Step): Promise<ManagerFailure | und
         expected: step.before,
         newFileMode: 0o644,
         verify: (text) => {
-          if (!isOurs(ctx, text)) throw new BlueError('WRITE_VERIFY_FAILED', `${step.file} does not hold the unit blue-agent wrote`, { file: step.file });
+          if (!isOurs(ctx, text))
+            throw new BlueError('WRITE_VERIFY_FAILED', `${step.file} does not hold the unit blue-agent wrote`, {
+              file: step.file,
+            });
         },
       }).catch(named('write the service unit', step.file));
       return undefined;
@@ -88,11 +105,20 @@ async function undoInstall(ctx: Context, plan: ServicePlan, done: readonly Step[
     if (failure === undefined) undo.undone.push(`ran ${argv.map(quoteWord).join(' ')}`);
     else undo.left.push(`${failure.message} (run it by hand)`);
   };
-  const enabled = [...done, failed].some((s) => s.kind === 'run' && s.argv[0] === 'systemctl' && s.argv[2] === 'enable');
+  const enabled = [...done, failed].some(
+    (s) => s.kind === 'run' && s.argv[0] === 'systemctl' && s.argv[2] === 'enable',
+  );
   const link = plan.enableLink;
   if (enabled && link !== undefined && !link.existed) {
     // Stop what `enable --now` may have started, then drop the link, by hand when systemctl cannot.
-    if (answered || failed.kind === 'run') await command(['systemctl', '--user', 'disable', ...(plan.file === 'create' ? ['--now'] : []), SYSTEMD_UNIT_NAME]);
+    if (answered || failed.kind === 'run')
+      await command([
+        'systemctl',
+        '--user',
+        'disable',
+        ...(plan.file === 'create' ? ['--now'] : []),
+        SYSTEMD_UNIT_NAME,
+      ]);
     await removeOurLink(link.file, plan.unitFile).then(
       (removed) => removed && undo.undone.push(`removed ${link.file}`),
       (error: unknown) => undo.left.push(`${link.file} (${toBlueError(error).message}): rm ${quoteWord(link.file)}`),
@@ -110,7 +136,8 @@ async function undoInstall(ctx: Context, plan: ServicePlan, done: readonly Step[
   if (plan.manager === 'systemd' && answered) await command(['systemctl', '--user', 'daemon-reload']);
   // launchd: the previous agent was booted out to load the new plist, which failed: load the previous one again.
   const bootedOut = done.some((s) => s.kind === 'run' && s.argv[1] === 'bootout');
-  if (plan.manager === 'launchd' && bootedOut) await command(['launchctl', 'bootstrap', launchdDomain(), plan.unitFile]);
+  if (plan.manager === 'launchd' && bootedOut)
+    await command(['launchctl', 'bootstrap', launchdDomain(), plan.unitFile]);
   return undo;
 }
 
@@ -126,7 +153,11 @@ async function putBack(step: Extract<Step, { kind: 'write' }>, undo: Undo): Prom
     }
   } catch (error) {
     const blue = toBlueError(error, { action: 'restore the service unit', file: step.file });
-    undo.left.push(step.before === null ? `${step.file} (${blue.message}): rm ${quoteWord(step.file)}` : `${step.file} (${blue.message})`);
+    undo.left.push(
+      step.before === null
+        ? `${step.file} (${blue.message}): rm ${quoteWord(step.file)}`
+        : `${step.file} (${blue.message})`,
+    );
   }
 }
 
@@ -159,7 +190,12 @@ export async function removeOurLink(link: string, unitFile: string): Promise<boo
 }
 
 /** The error a failed install ends with: what failed, why the manager could not, and what was undone or left. */
-async function installFailed(ctx: Context, plan: ServicePlan, failure: ManagerFailure | BlueError, undo: Undo): Promise<BlueError> {
+async function installFailed(
+  ctx: Context,
+  plan: ServicePlan,
+  failure: ManagerFailure | BlueError,
+  undo: Undo,
+): Promise<BlueError> {
   const undone = undo.left.length === 0 ? 'Nothing was left installed' : `Not undone: ${undo.left.join('; ')}`;
   const what = `${undo.undone.length === 0 ? '' : ` (${undo.undone.join(', ')})`}`;
   if (failure instanceof BlueError) {
@@ -177,7 +213,11 @@ async function installFailed(ctx: Context, plan: ServicePlan, failure: ManagerFa
 }
 
 /** When the manager could not be reached at all: why, from what it answers now. */
-async function whyUnavailable(ctx: Context, plan: ServicePlan, failure: ManagerFailure): Promise<Availability | undefined> {
+async function whyUnavailable(
+  ctx: Context,
+  plan: ServicePlan,
+  failure: ManagerFailure,
+): Promise<Availability | undefined> {
   if (failure.spawnError !== undefined) return 'no_manager_command';
   if (plan.manager === 'systemd') {
     if (!unreachable(failure)) return undefined;

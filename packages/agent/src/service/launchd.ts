@@ -4,7 +4,8 @@
 import { BlueError } from '@blue-agent/contract/errors.js';
 import { agentCommand, LAUNCHD_LABEL, MARKER, type ServiceSpec } from './spec.js';
 
-export const LAUNCHD_MARKER_COMMENT = `<!-- ${MARKER}: written by \`blue-agent service install\`; edits are overwritten. -->`;
+export const LAUNCHD_MARKER_COMMENT =
+  `<!-- ${MARKER}: written by \`blue-agent service install\`; edits are ` + `overwritten. -->`;
 
 export function isOurPlist(text: string): boolean {
   return text.includes(`<!-- ${MARKER}`);
@@ -28,7 +29,8 @@ export function renderLaunchdPlist(spec: ServiceSpec): string {
   // BLUE_AGENT_LOG=file: the agent logs to its own run.log, rotated at 1 MiB. launchd never rotates StandardOutPath,
   // so stdout would grow without bound; StandardErrorPath stays for what a crash prints.
   lines.push('\t<key>EnvironmentVariables</key>', '\t<dict>');
-  for (const [name, value] of [...spec.env, ['BLUE_AGENT_LOG', 'file'] as const]) lines.push(`\t\t<key>${xml(name)}</key>`, `\t\t<string>${xml(value)}</string>`);
+  for (const [name, value] of [...spec.env, ['BLUE_AGENT_LOG', 'file'] as const])
+    lines.push(`\t\t<key>${xml(name)}</key>`, `\t\t<string>${xml(value)}</string>`);
   lines.push('\t</dict>');
   lines.push(
     // Started at login (and at bootstrap), restarted when it exits with a failure, like systemd's Restart=on-failure.
@@ -59,9 +61,15 @@ export function renderLaunchdPlist(spec: ServiceSpec): string {
 function xml(text: string): string {
   // XML 1.0 cannot carry most control characters at all, even escaped.
   if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/.test(text)) {
-    throw new BlueError('SERVICE_FAILED', `a LaunchAgent property list cannot hold control characters: ${JSON.stringify(text)}`, {
-      hint: 'Install blue-agent (and Node.js) under a plain path, or unset that variable, then run `blue-agent service install` again.',
-    });
+    throw new BlueError(
+      'SERVICE_FAILED',
+      `a LaunchAgent property list cannot hold control characters: ${JSON.stringify(text)}`,
+      {
+        hint:
+          'Install blue-agent (and Node.js) under a plain path, or unset that variable, then run `blue-agent ' +
+          'service install` again.',
+      },
+    );
   }
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }

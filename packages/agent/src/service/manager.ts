@@ -19,7 +19,11 @@ function uid(): number {
 export const launchdDomain = (): string => `gui/${uid()}`;
 export const launchdTarget = (): string => `${launchdDomain()}/${LAUNCHD_LABEL}`;
 
-export async function runQuery(ctx: Context, argv: readonly string[], timeoutMs = QUERY_TIMEOUT_MS): Promise<RunResult> {
+export async function runQuery(
+  ctx: Context,
+  argv: readonly string[],
+  timeoutMs = QUERY_TIMEOUT_MS,
+): Promise<RunResult> {
   return ctx.run(argv[0]!, argv.slice(1), { timeoutMs, env: ctx.env, maxOutputBytes: 256 * 1024 });
 }
 
@@ -40,9 +44,16 @@ export async function runCommand(ctx: Context, argv: readonly string[]): Promise
   if (result.exitCode === 0) return undefined;
   const shown = argv.map(quoteWord).join(' ');
   if (result.spawnError !== undefined) {
-    return { argv, message: `${argv[0]} could not be run (${result.spawnError}), so \`${shown}\` did not happen`, spawnError: result.spawnError, said: '' };
+    return {
+      argv,
+      message: `${argv[0]} could not be run (${result.spawnError}), so \`${shown}\` did not happen`,
+      spawnError: result.spawnError,
+      said: '',
+    };
   }
-  const why = result.timedOut ? `did not finish within ${COMMAND_TIMEOUT_MS / 1000} s` : `failed (exit ${result.exitCode})`;
+  const why = result.timedOut
+    ? `did not finish within ${COMMAND_TIMEOUT_MS / 1000} s`
+    : `failed (exit ${result.exitCode})`;
   const said = firstLines(result.stderr || result.stdout);
   return { argv, message: `\`${shown}\` ${why}${said === '' ? '' : `: ${said}`}`, said };
 }
@@ -82,7 +93,13 @@ export function quoteWord(word: string): string {
  *     and a LaunchAgent runs only there;
  *   - `unknown`: the manager did not answer and nothing tells why.
  */
-export type Availability = 'available' | 'no_manager_command' | 'no_systemd' | 'no_user_manager' | 'no_gui_session' | 'unknown';
+export type Availability =
+  | 'available'
+  | 'no_manager_command'
+  | 'no_systemd'
+  | 'no_user_manager'
+  | 'no_gui_session'
+  | 'unknown';
 
 /** States `systemctl is-system-running` prints for a manager that runs (everything but `offline` and errors). */
 const RUNNING_STATES = new Set(['running', 'degraded', 'starting', 'initializing', 'maintenance', 'stopping']);
@@ -109,26 +126,47 @@ export async function launchdAvailability(ctx: Context): Promise<Availability> {
 /** What can run the agent where the service manager cannot: a sentence for a hint or a doctor's fix. */
 export function foregroundAdvice(ctx: Context): string {
   const inWsl = ctx.env.WSL_DISTRO_NAME !== undefined && ctx.env.WSL_DISTRO_NAME !== '';
-  const wsl = inWsl ? '; or turn systemd on in WSL ([boot] systemd=true in /etc/wsl.conf, then `wsl --shutdown`) and install the service' : '';
-  return `run the agent yourself: \`blue-agent run\` in a session that stays open (tmux or screen), or at boot from cron (this line in \`crontab -e\`, which gives the agent the PATH it needs to find the harnesses: \`${cronLine(serviceSpec(ctx))}\`)${wsl}`;
+  const wsl = inWsl
+    ? '; or turn systemd on in WSL ([boot] systemd=true in /etc/wsl.conf, then `wsl --shutdown`) and install the ' +
+      'service'
+    : '';
+  return (
+    `run the agent yourself: \`blue-agent run\` in a session that stays open (tmux or screen), or at boot ` +
+    `from cron (this line in \`crontab -e\`, which gives the agent the PATH it needs to find the harnesses: \`` +
+    `${cronLine(serviceSpec(ctx))}\`)${wsl}`
+  );
 }
 
-/** Why the service cannot run here, and what works instead; undefined when the manager is there (or nothing is known). */
-export function unavailableReason(ctx: Context, availability: Availability | undefined): { why: string; fix: string } | undefined {
+/** Why the service cannot run here, and what works instead; undefined when the manager is there (or nothing is known).
+ * */
+export function unavailableReason(
+  ctx: Context,
+  availability: Availability | undefined,
+): { why: string; fix: string } | undefined {
   switch (availability) {
     case 'no_manager_command':
-      return { why: `there is no ${ctx.platform === 'darwin' ? 'launchctl' : 'systemctl'} on PATH`, fix: foregroundAdvice(ctx) };
+      return {
+        why: `there is no ${ctx.platform === 'darwin' ? 'launchctl' : 'systemctl'} on PATH`,
+        fix: foregroundAdvice(ctx),
+      };
     case 'no_systemd':
-      return { why: 'systemd does not run this machine (a container, or WSL without systemd), so there is no user manager', fix: foregroundAdvice(ctx) };
+      return {
+        why: 'systemd does not run this machine (a container, or WSL without systemd), so there is no user manager',
+        fix: foregroundAdvice(ctx),
+      };
     case 'no_user_manager':
       return {
         why: 'there is no systemd user manager in this session (a remote login without lingering, or su/sudo)',
-        fix: `\`loginctl enable-linger $USER\`, log in again and run \`blue-agent service install\` again; or ${foregroundAdvice(ctx)}`,
+        fix:
+          `\`loginctl enable-linger $USER\`, log in again and run \`blue-agent service install\` again; or ` +
+          `${foregroundAdvice(ctx)}`,
       };
     case 'no_gui_session':
       return {
         why: 'a LaunchAgent runs in your login session at the Mac, and there is none now (an SSH login)',
-        fix: `log in at the Mac (or by screen sharing) and run \`blue-agent service install\` again; or ${foregroundAdvice(ctx)}`,
+        fix:
+          `log in at the Mac (or by screen sharing) and run \`blue-agent service install\` again; or ` +
+          `${foregroundAdvice(ctx)}`,
       };
     default:
       return undefined;

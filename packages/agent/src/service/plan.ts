@@ -23,7 +23,8 @@ export function serviceManager(ctx: Context): ServiceManager {
   return 'none';
 }
 
-/** Where the unit lives: `$XDG_CONFIG_HOME/systemd/user/blue-agent.service` or `~/Library/LaunchAgents/<label>.plist`. */
+/** Where the unit lives: `$XDG_CONFIG_HOME/systemd/user/blue-agent.service` or `~/Library/LaunchAgents/<label>.plist`.
+ * */
 export function unitFilePath(ctx: Context): string | undefined {
   switch (serviceManager(ctx)) {
     case 'systemd':
@@ -91,10 +92,16 @@ export async function checkAgentConfig(ctx: Context): Promise<BlueError | undefi
     const { config, file } = await loadAgentConfig(ctx);
     const schedule = config.drain_schedule;
     if (schedule !== undefined && !validDrainSchedule(schedule)) {
-      return new BlueError('CONFIG_INVALID', `${file}: drain_schedule "${schedule.slice(0, 100)}" is not a valid cron expression`, {
-        file,
-        hint: 'Use five fields (minute hour day month weekday), e.g. "*/5 * * * *" for every 5 minutes, or six with seconds first.',
-      });
+      return new BlueError(
+        'CONFIG_INVALID',
+        `${file}: drain_schedule "${schedule.slice(0, 100)}" is not a valid cron expression`,
+        {
+          file,
+          hint:
+            'Use five fields (minute hour day month weekday), e.g. "*/5 * * * *" for every 5 minutes, or six ' +
+            'with seconds first.',
+        },
+      );
     }
     return undefined;
   } catch (error) {
@@ -104,16 +111,23 @@ export async function checkAgentConfig(ctx: Context): Promise<BlueError | undefi
 
 /** The warning a dry run prints (stderr, and a `notes` entry in --json) when the agent config does not validate. */
 export function configWarning(error: BlueError): string {
-  return `the agent config does not validate, so the service would fail at start: ${error.message}${error.hint === undefined ? '' : ` (${error.hint.replace(/\.$/, '')})`}`;
+  return (
+    `the agent config does not validate, so the service would fail at start: ${error.message}` +
+    `${error.hint === undefined ? '' : ` (${error.hint.replace(/\.$/, '')})`}`
+  );
 }
 
 function requireManager(ctx: Context): { manager: Exclude<ServiceManager, 'none'>; unitFile: string } {
   const manager = serviceManager(ctx);
   const unitFile = unitFilePath(ctx);
   if (manager === 'none' || unitFile === undefined) {
-    throw new BlueError('SERVICE_UNSUPPORTED', `blue-agent can install its service with systemd (Linux) or launchd (macOS), not on ${ctx.platform}`, {
-      hint: 'Start `blue-agent run` with this system\'s own service manager or autostart mechanism.',
-    });
+    throw new BlueError(
+      'SERVICE_UNSUPPORTED',
+      `blue-agent can install its service with systemd (Linux) or launchd (macOS), not on ${ctx.platform}`,
+      {
+        hint: "Start `blue-agent run` with this system's own service manager or autostart mechanism.",
+      },
+    );
   }
   return { manager, unitFile };
 }
@@ -122,14 +136,22 @@ function foreignUnit(ctx: Context, file: string, verb: 'install' | 'uninstall'):
   const manager = serviceManager(ctx);
   const how =
     verb === 'install'
-      ? 'Move it aside (or remove it, if it is an old unit you wrote yourself), then run `blue-agent service install` again.'
+      ? 'Move it aside (or remove it, if it is an old unit you wrote yourself), then run `blue-agent service ' +
+        'install` again.'
       : manager === 'launchd'
-        ? `blue-agent leaves it alone; unload and remove it yourself: launchctl bootout ${launchdTarget()} && rm ${quoteWord(file)}`
-        : `blue-agent leaves it alone; stop and remove it yourself: systemctl --user disable --now ${SYSTEMD_UNIT_NAME} && rm ${quoteWord(file)}`;
-  return new BlueError('SERVICE_CONFLICT', `${file} exists but was not written by blue-agent (it lacks the "${MARKER}" marker), so it is not ${verb === 'install' ? 'overwritten' : 'removed'}`, {
-    file,
-    hint: how,
-  });
+        ? `blue-agent leaves it alone; unload and remove it yourself: launchctl bootout ${launchdTarget()} && rm ` +
+          `${quoteWord(file)}`
+        : `blue-agent leaves it alone; stop and remove it yourself: systemctl --user disable --now ` +
+          `${SYSTEMD_UNIT_NAME} && rm ${quoteWord(file)}`;
+  return new BlueError(
+    'SERVICE_CONFLICT',
+    `${file} exists but was not written by blue-agent (it lacks the "${MARKER}" marker), so it is not ` +
+      `${verb === 'install' ? 'overwritten' : 'removed'}`,
+    {
+      file,
+      hint: how,
+    },
+  );
 }
 
 export async function planInstall(ctx: Context): Promise<ServicePlan> {
@@ -140,7 +162,13 @@ export async function planInstall(ctx: Context): Promise<ServicePlan> {
   const file: FileAction = before === null ? 'create' : before === content ? 'unchanged' : 'update';
   const steps: Step[] = [];
   const notes: string[] = [];
-  const write: Step = { kind: 'write', file: unitFile, content, before, created: await missingDirs(path.dirname(unitFile)) };
+  const write: Step = {
+    kind: 'write',
+    file: unitFile,
+    content,
+    before,
+    created: await missingDirs(path.dirname(unitFile)),
+  };
   if (manager === 'systemd') {
     if (file !== 'unchanged') steps.push(write);
     steps.push({ kind: 'run', argv: ['systemctl', '--user', 'daemon-reload'] });
@@ -159,14 +187,18 @@ export async function planInstall(ctx: Context): Promise<ServicePlan> {
     if (logDirs.length > 0) steps.push({ kind: 'mkdir', dir: logDir, created: logDirs });
     if (file !== 'unchanged') steps.push(write);
     const loaded = await launchdLoaded(ctx);
-    if (loaded === undefined) notes.push(`could not ask launchctl whether ${LAUNCHD_LABEL} is loaded; assuming it is not`);
+    if (loaded === undefined)
+      notes.push(`could not ask launchctl whether ${LAUNCHD_LABEL} is loaded; assuming it is not`);
     // enable undoes an earlier `launchctl disable`, without which bootstrap is refused.
     const enable = ['launchctl', 'enable', launchdTarget()];
     if (loaded === true && file === 'unchanged') {
       steps.push({ kind: 'run', argv: enable }, { kind: 'run', argv: ['launchctl', 'kickstart', launchdTarget()] });
     } else {
       if (loaded === true) steps.push({ kind: 'run', argv: ['launchctl', 'bootout', launchdTarget()] });
-      steps.push({ kind: 'run', argv: enable }, { kind: 'run', argv: ['launchctl', 'bootstrap', launchdDomain(), unitFile] });
+      steps.push(
+        { kind: 'run', argv: enable },
+        { kind: 'run', argv: ['launchctl', 'bootstrap', launchdDomain(), unitFile] },
+      );
     }
   }
   const configError = await checkAgentConfig(ctx);
@@ -192,7 +224,9 @@ export async function planUninstall(ctx: Context, options: { removeHooks?: boole
   // The service stops before the hooks go, and so does an agent run by hand (or one the service manager could not
   // stop): a running agent would put them back.
   const hooks: Step[] =
-    options.removeHooks === true ? [{ kind: 'stop-agent', running: await runningAgent(ctx.paths.runLockFile) }, { kind: 'remove-hooks' }] : [];
+    options.removeHooks === true
+      ? [{ kind: 'stop-agent', running: await runningAgent(ctx.paths.runLockFile) }, { kind: 'remove-hooks' }]
+      : [];
   if (manager === 'systemd') {
     if (before !== null) {
       steps.push({ kind: 'run', argv: ['systemctl', '--user', 'disable', '--now', SYSTEMD_UNIT_NAME] });
@@ -204,7 +238,8 @@ export async function planUninstall(ctx: Context, options: { removeHooks?: boole
     }
   } else {
     const loaded = await launchdLoaded(ctx);
-    if (loaded === undefined) notes.push(`could not ask launchctl whether ${LAUNCHD_LABEL} is loaded; assuming it is not`);
+    if (loaded === undefined)
+      notes.push(`could not ask launchctl whether ${LAUNCHD_LABEL} is loaded; assuming it is not`);
     if (loaded === true) steps.push({ kind: 'run', argv: ['launchctl', 'bootout', launchdTarget()] });
     steps.push(...hooks);
     if (before !== null) steps.push({ kind: 'remove', file: unitFile, before });

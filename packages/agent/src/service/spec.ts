@@ -51,7 +51,10 @@ export function agentCommand(spec: Pick<ServiceSpec, 'node' | 'entry'>): string[
  * an unescaped `%` into a newline.
  */
 export function cronLine(spec: Pick<ServiceSpec, 'node' | 'entry' | 'env'>): string {
-  const words = [...spec.env.map(([name, value]) => `${name}=${cronQuote(value)}`), ...agentCommand(spec).map(cronQuote)];
+  const words = [
+    ...spec.env.map(([name, value]) => `${name}=${cronQuote(value)}`),
+    ...agentCommand(spec).map(cronQuote),
+  ];
   return `@reboot ${words.join(' ')}`.replace(/%/g, '\\%');
 }
 

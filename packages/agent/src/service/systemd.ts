@@ -15,7 +15,9 @@ export function isOurSystemdUnit(text: string): boolean {
 }
 
 export function renderSystemdUnit(spec: ServiceSpec): string {
-  const exec = agentCommand(spec).map((word) => quoteExecWord(word, 'ExecStart')).join(' ');
+  const exec = agentCommand(spec)
+    .map((word) => quoteExecWord(word, 'ExecStart'))
+    .join(' ');
   const env = spec.env.map(([name, value]) => `Environment=${quoteValue(`${name}=${value}`, `Environment ${name}`)}`);
   return [
     SYSTEMD_MARKER_LINE,
@@ -35,7 +37,8 @@ export function renderSystemdUnit(spec: ServiceSpec): string {
     'RestartSec=10',
     // Another agent already runs for this user (`run` exits 3): restarting would only fail again, forever.
     `RestartPreventExitStatus=${EXIT_ALREADY_RUNNING}`,
-    // `run` finishes the write in progress on SIGTERM; give it time before SIGKILL. Its stop is bounded well below this.
+    // `run` finishes the write in progress on SIGTERM; give it time before SIGKILL. Its stop is bounded well below
+    // this.
     'TimeoutStopSec=30',
     // SIGTERM goes to the agent alone, which decides when its drain and step children stop (a drain gets its grace);
     // whatever is left when the agent has exited, or at the timeout, is then SIGKILLed with the whole cgroup.
@@ -61,9 +64,15 @@ export function renderSystemdUnit(spec: ServiceSpec): string {
 
 function checkLine(value: string, what: string): void {
   if (/[\n\r\0]/.test(value)) {
-    throw new BlueError('SERVICE_FAILED', `${what} contains a line break or NUL, which a systemd unit cannot hold: ${JSON.stringify(value)}`, {
-      hint: 'Install blue-agent (and Node.js) under a path without line breaks, or unset that variable, then run `blue-agent service install` again.',
-    });
+    throw new BlueError(
+      'SERVICE_FAILED',
+      `${what} contains a line break or NUL, which a systemd unit cannot hold: ${JSON.stringify(value)}`,
+      {
+        hint:
+          'Install blue-agent (and Node.js) under a path without line breaks, or unset that variable, then run ' +
+          '`blue-agent service install` again.',
+      },
+    );
   }
 }
 

@@ -50,7 +50,11 @@ const NO_CAPTURE: ResolvedPolicy = {
 
 const NO_SYSTEMD = 'systemd does not run this machine, so no user manager runs the service';
 
-export async function applyUninstall(ctx: Context, plan: ServicePlan, options: { dryRun: boolean }): Promise<UninstallResult> {
+export async function applyUninstall(
+  ctx: Context,
+  plan: ServicePlan,
+  options: { dryRun: boolean },
+): Promise<UninstallResult> {
   const result: UninstallResult = { commands: [], outcomes: [], ok: true };
   /** Set once the manager could not be reached: its later commands are skipped, not tried in vain. */
   let unreachable: { failure: ManagerFailure; moot: boolean } | undefined;
@@ -71,22 +75,37 @@ export async function applyUninstall(ctx: Context, plan: ServicePlan, options: {
       switch (step.kind) {
         case 'run': {
           if (unreachable !== undefined) {
-            record({ step, status: unreachable.moot ? 'not_needed' : 'skipped', detail: unreachable.moot ? NO_SYSTEMD : `${step.argv[0]} could not be reached: ${unreachable.failure.message}` });
+            record({
+              step,
+              status: unreachable.moot ? 'not_needed' : 'skipped',
+              detail: unreachable.moot
+                ? NO_SYSTEMD
+                : `${step.argv[0]} could not be reached: ${unreachable.failure.message}`,
+            });
             break;
           }
           const failure = await runCommand(ctx, step.argv);
           if (failure === undefined) record({ step, status: 'done' });
           else if (cannotReach(failure)) {
             // Without systemd on this machine, no user manager runs anything: there is nothing for it to stop.
-            const moot = failure.argv[0] === 'systemctl' && failure.spawnError === undefined && (await systemdAvailability(ctx)) === 'no_systemd';
+            const moot =
+              failure.argv[0] === 'systemctl' &&
+              failure.spawnError === undefined &&
+              (await systemdAvailability(ctx)) === 'no_systemd';
             unreachable = { failure, moot };
-            record({ step, status: moot ? 'not_needed' : 'failed', detail: moot ? `${NO_SYSTEMD} (${failure.message})` : failure.message });
+            record({
+              step,
+              status: moot ? 'not_needed' : 'failed',
+              detail: moot ? `${NO_SYSTEMD} (${failure.message})` : failure.message,
+            });
           } else record({ step, status: 'failed', detail: failure.message });
           break;
         }
         case 'stop-agent':
           try {
-            const held = await stopAgentAndHold(ctx.paths.runLockFile, { why: 'the managed hooks were left in place (it would put them back)' });
+            const held = await stopAgentAndHold(ctx.paths.runLockFile, {
+              why: 'the managed hooks were left in place (it would put them back)',
+            });
             agentLock = held.lock;
             record({ step, status: 'done', stopped: held.stopped });
           } catch (error) {

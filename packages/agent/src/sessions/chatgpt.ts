@@ -2,8 +2,8 @@
  * ChatGPT's data export (`conversations.json`: one JSON array of conversations, up to 256 MiB) read as a stream: a
  * scanner finds where each element of the top-level array ends without parsing the whole file, and each conversation
  * is parsed on its own (at most 64 MiB), so memory holds one conversation at a time. A conversation is a tree of
- * messages (`mapping`: node id -> {message, parent, children}); the thread shown in ChatGPT is the path from the root to
- * `current_node`. Each becomes a session record (provider `chatgpt_export`, the conversation id as its native id).
+ * messages (`mapping`: node id -> {message, parent, children}); the thread shown in ChatGPT is the path from the root
+ * to `current_node`. Each becomes a session record (provider `chatgpt_export`, the conversation id as its native id).
  */
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -18,14 +18,27 @@ const MAX_DEPTH = 10_000;
 
 export type ExportItem = { index: number; conversation: unknown } | { index: number; error: string };
 
-/** Each element of the file's top-level array, in order: parsed, or why it could not be. Throws for a file that is not one. */
+/** Each element of the file's top-level array, in order: parsed, or why it could not be. Throws for a file that is not
+ * one. */
 export async function* readConversations(file: string): AsyncGenerator<ExportItem> {
   const info = await stat(file).catch((error: unknown) => {
-    throw new BlueError('PATH_NOT_FOUND', `${file}: cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`, { file, hint: 'Give the conversations.json of a ChatGPT data export.' });
+    throw new BlueError(
+      'PATH_NOT_FOUND',
+      `${file}: cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+      { file, hint: 'Give the conversations.json of a ChatGPT data export.' },
+    );
   });
-  if (!info.isFile()) throw new BlueError('NOT_A_FILE', `${file} is not a file`, { file, hint: 'Give the conversations.json of a ChatGPT data export.' });
+  if (!info.isFile())
+    throw new BlueError('NOT_A_FILE', `${file} is not a file`, {
+      file,
+      hint: 'Give the conversations.json of a ChatGPT data export.',
+    });
   if (info.size > MAX_EXPORT_BYTES) {
-    throw new BlueError('FILE_TOO_LARGE', `${file} is ${info.size} bytes, over the ${MAX_EXPORT_BYTES / 1024 / 1024} MiB an import reads`, { file, hint: 'Split the export, or import the newest conversations only.' });
+    throw new BlueError(
+      'FILE_TOO_LARGE',
+      `${file} is ${info.size} bytes, over the ${MAX_EXPORT_BYTES / 1024 / 1024} MiB an import reads`,
+      { file, hint: 'Split the export, or import the newest conversations only.' },
+    );
   }
   const scanner = new ArrayScanner(file);
   for await (const chunk of createReadStream(file, { highWaterMark: 1024 * 1024 })) {
@@ -55,7 +68,14 @@ class ArrayScanner {
     for (let i = 0; i < chunk.length; i++, this.offset++) {
       const c = chunk[i]!;
       if (!this.started) {
-        if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09 || (this.offset < 3 && (c === 0xef || c === 0xbb || c === 0xbf))) continue;
+        if (
+          c === 0x20 ||
+          c === 0x0a ||
+          c === 0x0d ||
+          c === 0x09 ||
+          (this.offset < 3 && (c === 0xef || c === 0xbb || c === 0xbf))
+        )
+          continue;
         if (c !== 0x5b) throw this.invalid('it does not start with a JSON array');
         this.started = true;
         this.depth = 1;
@@ -84,7 +104,8 @@ class ArrayScanner {
       }
       if (c === 0x22) this.inString = true;
       else if (c === 0x7b || c === 0x5b) {
-        if (++this.depth > MAX_DEPTH) throw this.invalid(`conversation ${this.index + 1} nests deeper than ${MAX_DEPTH} levels`);
+        if (++this.depth > MAX_DEPTH)
+          throw this.invalid(`conversation ${this.index + 1} nests deeper than ${MAX_DEPTH} levels`);
       } else if (c === 0x7d || c === 0x5d) {
         this.depth--;
         if (this.depth === 1) {
@@ -115,7 +136,12 @@ class ArrayScanner {
   private finish(): ExportItem {
     const index = this.index++;
     const item: ExportItem = this.tooLarge
-      ? { index, error: `it is ${this.size} bytes, over the ${MAX_CONVERSATION_BYTES / 1024 / 1024} MiB one conversation may be` }
+      ? {
+          index,
+          error:
+            `it is ${this.size} bytes, over the ${MAX_CONVERSATION_BYTES / 1024 / 1024} MiB one conversation ` +
+            `may be`,
+        }
       : parseElement(index, Buffer.concat(this.parts));
     this.parts = [];
     this.size = 0;
@@ -125,7 +151,10 @@ class ArrayScanner {
   }
 
   private invalid(why: string): BlueError {
-    return new BlueError('CONFIG_PARSE', `${this.file} is not a ChatGPT conversations.json: ${why}`, { file: this.file, hint: 'Give the conversations.json from the zip of a ChatGPT data export (Settings, Data controls, Export data).' });
+    return new BlueError('CONFIG_PARSE', `${this.file} is not a ChatGPT conversations.json: ${why}`, {
+      file: this.file,
+      hint: 'Give the conversations.json from the zip of a ChatGPT data export (Settings, Data controls, Export data).',
+    });
   }
 }
 
@@ -144,7 +173,8 @@ const ROLES = new Set(['user', 'assistant', 'system', 'tool']);
 export function conversationRecord(conversation: unknown): SessionRecord | { error: string } {
   if (!isRecord(conversation)) return { error: 'it is not an object' };
   const id = typeof conversation.conversation_id === 'string' ? conversation.conversation_id : conversation.id;
-  if (typeof id !== 'string' || id.trim() === '' || id.length > 512 || /[\u0000-\u001f\u007f]/.test(id)) return { error: 'it has no conversation id' };
+  if (typeof id !== 'string' || id.trim() === '' || id.length > 512 || /[\u0000-\u001f\u007f]/.test(id))
+    return { error: 'it has no conversation id' };
   const mapping = conversation.mapping;
   if (!isRecord(mapping)) return { error: `conversation ${id} has no messages (no mapping)` };
   const messages: NonNullable<SessionRecord['messages']> = [];
@@ -158,9 +188,19 @@ export function conversationRecord(conversation: unknown): SessionRecord | { err
     const text = messageText(message.content).replace(/\u0000/g, '');
     if (text.trim() === '') continue;
     const at = seconds(message.create_time);
-    messages.push({ role: role as 'user' | 'assistant' | 'system' | 'tool', text, ...(at === undefined ? {} : { created_at_unix_ms: at }) });
+    messages.push({
+      role: role as 'user' | 'assistant' | 'system' | 'tool',
+      text,
+      ...(at === undefined ? {} : { created_at_unix_ms: at }),
+    });
   }
-  const rawTitle = typeof conversation.title === 'string' ? conversation.title.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim().slice(0, 256) : '';
+  const rawTitle =
+    typeof conversation.title === 'string'
+      ? conversation.title
+          .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+          .trim()
+          .slice(0, 256)
+      : '';
   const created = seconds(conversation.create_time);
   return {
     format: RECORD_FORMAT,
@@ -192,7 +232,8 @@ function thread(mapping: Record<string, unknown>, current: unknown): unknown[] {
 }
 
 function messageText(content: unknown): string {
-  if (!isRecord(content) || typeof content.content_type !== 'string' || !TEXT_TYPES.has(content.content_type)) return '';
+  if (!isRecord(content) || typeof content.content_type !== 'string' || !TEXT_TYPES.has(content.content_type))
+    return '';
   if (typeof content.text === 'string') return content.text;
   if (!Array.isArray(content.parts)) return '';
   return content.parts.filter((p): p is string => typeof p === 'string').join('\n');
@@ -200,5 +241,7 @@ function messageText(content: unknown): string {
 
 /** Seconds since the epoch (a float in the export) -> milliseconds, when it is a sane time. */
 function seconds(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 && value < 1e11 ? Math.round(value * 1000) : undefined;
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 && value < 1e11
+    ? Math.round(value * 1000)
+    : undefined;
 }

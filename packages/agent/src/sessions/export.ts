@@ -8,7 +8,14 @@ import type { BundleManifest } from '@blue-agent/contract/bundle/index.js';
 import { ADAPTERS } from '../harnesses/index.js';
 import type { CapturedSession } from '../control-api/sessions.js';
 import { recordTranscript, type SessionRecord } from '@blue-agent/contract/bundle/record.js';
-import { cleanText, emptyTranscript, type Transcript, type TranscriptReader, type TranscriptSource, type TranscriptTurn } from '../harness-kit/transcript.js';
+import {
+  cleanText,
+  emptyTranscript,
+  type Transcript,
+  type TranscriptReader,
+  type TranscriptSource,
+  type TranscriptTurn,
+} from '../harness-kit/transcript.js';
 
 export const EXPORT_FORMATS = ['markdown', 'json'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -42,7 +49,11 @@ export interface ExportInput {
 export function wantedFiles(manifest: BundleManifest): number[] {
   const reader = readerFor(manifest.harness);
   if (reader === undefined) return [];
-  return manifest.files.flatMap((f, i) => (reader.wants({ role: f.role, path: f.path, ...(f.native_path === undefined ? {} : { native_path: f.native_path }) }) ? [i] : []));
+  return manifest.files.flatMap((f, i) =>
+    reader.wants({ role: f.role, path: f.path, ...(f.native_path === undefined ? {} : { native_path: f.native_path }) })
+      ? [i]
+      : [],
+  );
 }
 
 /** Reads the conversation from the wanted files' bytes (never throws on their content). */
@@ -53,7 +64,9 @@ export function readTranscript(manifest: BundleManifest, files: readonly Transcr
 
 /** The heading: the session's title, else `Session <first 8 characters of the id>`. */
 export function exportTitle(input: Pick<ExportInput, 'manifest' | 'session'>): string {
-  const title = cleanText(input.session?.title ?? input.manifest.title ?? '').replace(/\s+/g, ' ').trim();
+  const title = cleanText(input.session?.title ?? input.manifest.title ?? '')
+    .replace(/\s+/g, ' ')
+    .trim();
   if (title !== '') return title;
   return `Session ${(input.session?.id ?? input.manifest.native_session_id).slice(0, 8)}`;
 }
@@ -83,12 +96,19 @@ export function renderMarkdown(input: ExportInput): string {
     ['Profile', code(m.compatibility_profile)],
     ['Native id', code(m.native_session_id)],
     ['Cwd', m.cwd === undefined ? undefined : code(m.cwd)],
-    ['Repository', repository === undefined || repository === null ? undefined : `${code(repository)}${remote === undefined || remote === null ? '' : ` (${code(remote)})`}`],
+    [
+      'Repository',
+      repository === undefined || repository === null
+        ? undefined
+        : `${code(repository)}${remote === undefined || remote === null ? '' : ` (${code(remote)})`}`,
+    ],
     ['Captured', new Date(captured).toISOString()],
     ['Updated', s?.updated_at === undefined ? undefined : inline(s.updated_at)],
   ];
   for (const [key, value] of fields) if (value !== undefined) out.add(`- **${key}:** ${value}\n`);
-  const summary = cleanText(s?.summary ?? m.summary ?? '').replace(/\s+/g, ' ').trim();
+  const summary = cleanText(s?.summary ?? m.summary ?? '')
+    .replace(/\s+/g, ' ')
+    .trim();
   if (summary !== '' && summary !== exportTitle(input)) out.add(`\n> ${inline(summary)}\n`);
   out.add('\n## Conversation\n');
   renderTranscript(out, input.transcript ?? emptyTranscript(), '###');
@@ -112,7 +132,14 @@ function recordTitle(input: RecordExportInput): string {
 }
 
 export function renderRecordJson(input: RecordExportInput): string {
-  const doc = { id: input.session?.id ?? null, source: 'control-api', title: recordTitle(input), session: input.session ?? null, object: input.object, record: input.record };
+  const doc = {
+    id: input.session?.id ?? null,
+    source: 'control-api',
+    title: recordTitle(input),
+    session: input.session ?? null,
+    object: input.object,
+    record: input.record,
+  };
   return `${JSON.stringify(doc, null, 2)}\n`;
 }
 
@@ -162,16 +189,26 @@ function renderTranscript(out: Bounded, t: Transcript, level: string): void {
   }
   const notes: string[] = [];
   if (t.truncated) notes.push('the transcript has more turns than an export shows; the rest were left out');
-  if (t.skipped > 0) notes.push(`${t.skipped} record${t.skipped === 1 ? '' : 's'} of the transcript could not be read and ${t.skipped === 1 ? 'was' : 'were'} skipped`);
+  if (t.skipped > 0)
+    notes.push(
+      `${t.skipped} record${t.skipped === 1 ? '' : 's'} of the transcript could not be read and ` +
+        `${t.skipped === 1 ? 'was' : 'were'} skipped`,
+    );
   if (notes.length > 0) out.add(`\n_Note: ${notes.join('; ')}._\n`);
 }
 
 function turnHeading(turn: TranscriptTurn): string {
-  const who = turn.role === 'user' ? 'User' : turn.role === 'assistant' ? 'Assistant' : `Tool result${turn.name === undefined ? '' : `: ${turn.name}`}${turn.error === true ? ' (error)' : ''}`;
+  const who =
+    turn.role === 'user'
+      ? 'User'
+      : turn.role === 'assistant'
+        ? 'Assistant'
+        : `Tool result${turn.name === undefined ? '' : `: ${turn.name}`}${turn.error === true ? ' (error)' : ''}`;
   return `${inline(who)}${turn.at === undefined ? '' : ` · ${turn.at}`}`;
 }
 
-/** Text of at most `maxChars` characters and `maxLines` lines, cut at a line end when one is near, never inside a surrogate pair. */
+/** Text of at most `maxChars` characters and `maxLines` lines, cut at a line end when one is near, never inside a
+ * surrogate pair. */
 function cut(text: string, maxChars: number, maxLines: number): string {
   let end = Math.min(text.length, maxChars);
   let lines = 0;
@@ -193,7 +230,9 @@ function cutNote(text: string, kept: string): string {
   const count = (s: string) => (s.match(/\n/g)?.length ?? 0) + 1;
   const lines = count(text) - count(kept);
   const chars = (text.length - kept.length).toLocaleString('en-US');
-  return lines > 0 ? `${lines.toLocaleString('en-US')} more line${lines === 1 ? '' : 's'} (${chars} characters)` : `${chars} more characters`;
+  return lines > 0
+    ? `${lines.toLocaleString('en-US')} more line${lines === 1 ? '' : 's'} (${chars} characters)`
+    : `${chars} more characters`;
 }
 
 /** Inline text: characters with a meaning in markdown escaped, one line. */
@@ -237,7 +276,13 @@ export function safeBlock(text: string): string {
     const fence = FENCE.exec(line);
     if (open !== undefined) {
       out.push(line);
-      if (fence !== null && fence[1]![0] === open.char && fence[1]!.length >= open.length && line.slice(fence[0].length).trim() === '') open = undefined;
+      if (
+        fence !== null &&
+        fence[1]![0] === open.char &&
+        fence[1]!.length >= open.length &&
+        line.slice(fence[0].length).trim() === ''
+      )
+        open = undefined;
       continue;
     }
     if (fence !== null && !(fence[1]![0] === '`' && line.slice(fence[0].length).includes('`'))) {

@@ -9,9 +9,9 @@
  * names its content: a record read before its claim is the claimed one when the claim has the same identity.
  *
  * Each state change is made durable by one fsync, of the folder the record lands in (or leaves, when it leaves the
- * spool): a journaling filesystem commits a rename whole, and in order, and state changes that land in one folder at the
- * same time share that fsync. A claim is not fsynced by itself: a power cut that loses it only leaves the record where
- * it was before, and the holder's next change of the record, which is fsynced, makes the claim durable with it.
+ * spool): a journaling filesystem commits a rename whole, and in order, and state changes that land in one folder at
+ * the same time share that fsync. A claim is not fsynced by itself: a power cut that loses it only leaves the record
+ * where it was before, and the holder's next change of the record, which is fsynced, makes the claim durable with it.
  *
  * A claim belongs to a live process: one whose pid still runs and which refreshes the claim's mtime (a heartbeat,
  * so a reused pid cannot hold a record forever).
@@ -22,15 +22,43 @@
  * to be trusted before its upload, whose bytes are checked on the way out anyway (by the upload, or by the storage
  * service against a signed checksum).
  */
-import { constants, fstatSync, lstatSync, openSync, readFileSync, renameSync, statSync, unlinkSync, type BigIntStats } from 'node:fs';
+import {
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  type BigIntStats,
+} from 'node:fs';
 import { link, open, readFile, rename, unlink, utimes, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { BlueError } from '@blue-agent/contract/errors.js';
 import { fsyncDir, randomHex } from '@blue-agent/contract/util/startup/fs-light.js';
 import { fullDiskError } from './disk-full.js';
-import { bundleIdentity, closeQuietly, errno, existed, fileIdentity, listDir, syncDir, syncFile, unlinkIfExists } from './fs.js';
+import {
+  bundleIdentity,
+  closeQuietly,
+  errno,
+  existed,
+  fileIdentity,
+  listDir,
+  syncDir,
+  syncFile,
+  unlinkIfExists,
+} from './fs.js';
 import { CLAIMS, REMOVED_KIND, tempOwner, type ClaimableState } from './layout.js';
-import { damagedRecord, harnessRuns, parseRecord, RETRY_DELAYS_MS, type RecordError, type RecordState, type SpoolRecord } from './record.js';
+import {
+  damagedRecord,
+  harnessRuns,
+  parseRecord,
+  RETRY_DELAYS_MS,
+  type RecordError,
+  type RecordState,
+  type SpoolRecord,
+} from './record.js';
 import { SpoolView, type SpoolLocation } from './view.js';
 
 /** A claim's holder refreshes its mtime this often. */
@@ -73,10 +101,17 @@ export interface Peeked {
  * When a waiting record may be built again (0: now; never while the harness it waits for still runs), and whether a
  * worker died on it before. Unreadable records are due: claiming them fails them.
  */
-function schedule(state: ClaimableState, record: Partial<SpoolRecord> | undefined): { dueAt: number; interrupted: boolean } {
+function schedule(
+  state: ClaimableState,
+  record: Partial<SpoolRecord> | undefined,
+): { dueAt: number; interrupted: boolean } {
   const waiting = state === 'intake' && record !== undefined && harnessRuns(record);
   return {
-    dueAt: waiting ? Number.POSITIVE_INFINITY : typeof record?.next_attempt_at_unix_ms === 'number' ? record.next_attempt_at_unix_ms : 0,
+    dueAt: waiting
+      ? Number.POSITIVE_INFINITY
+      : typeof record?.next_attempt_at_unix_ms === 'number'
+        ? record.next_attempt_at_unix_ms
+        : 0,
     interrupted: typeof record?.interruptions === 'number' && record.interruptions > 0,
   };
 }
@@ -117,7 +152,11 @@ export class SpoolClaims extends SpoolView {
    * due record of the list, undefined when none is left. Workers may share it: each id is tried by one of them, and no
    * call lists the folder again (a backlog of thousands made every claim re-read the folder).
    */
-  claimer(from: ClaimableState, ids: readonly string[], options: { skip?: Set<string>; skipNotDue?: boolean } = {}): () => Promise<Claim | undefined> {
+  claimer(
+    from: ClaimableState,
+    ids: readonly string[],
+    options: { skip?: Set<string>; skipNotDue?: boolean } = {},
+  ): () => Promise<Claim | undefined> {
     const queue = [...ids].sort();
     // Oldest first, but records whose worker died while on them go after the others: a record that kills its worker
     // must not hold up the rest, and a run of unlucky crashes must not pile up on one record.
@@ -161,7 +200,10 @@ export class SpoolClaims extends SpoolView {
     let fd: number | undefined;
     try {
       // Non-blocking, and only a regular file is read: anything else put there must not hold up the event loop.
-      fd = openSync(path.join(this.dir(state), `${id}.json`), constants.O_RDONLY | constants.O_NONBLOCK | (constants.O_NOFOLLOW ?? 0));
+      fd = openSync(
+        path.join(this.dir(state), `${id}.json`),
+        constants.O_RDONLY | constants.O_NONBLOCK | (constants.O_NOFOLLOW ?? 0),
+      );
       const info = fstatSync(fd, { bigint: true });
       if (!info.isFile()) return undefined;
       const text = readFileSync(fd, 'utf8');
@@ -171,7 +213,11 @@ export class SpoolClaims extends SpoolView {
       } catch {
         data = undefined;
       }
-      return { identity: fileIdentity(info), text, record: data !== null && typeof data === 'object' ? (data as Partial<SpoolRecord>) : undefined };
+      return {
+        identity: fileIdentity(info),
+        text,
+        record: data !== null && typeof data === 'object' ? (data as Partial<SpoolRecord>) : undefined,
+      };
     } catch {
       return undefined;
     } finally {
@@ -196,7 +242,10 @@ export class SpoolClaims extends SpoolView {
       if (errno(error) === 'ENOENT') return undefined;
       throw error;
     }
-    const text = peeked !== undefined && fileIdentity(lstatSync(file, { bigint: true })) === peeked.identity ? peeked.text : undefined;
+    const text =
+      peeked !== undefined && fileIdentity(lstatSync(file, { bigint: true })) === peeked.identity
+        ? peeked.text
+        : undefined;
     return this.hold(id, from, file, text);
   }
 
@@ -204,14 +253,25 @@ export class SpoolClaims extends SpoolView {
    * Commits a built bundle: the fsynced `bundleTemp` becomes bundles/<id>.bundle, the claim is rewritten to name it,
    * and the claim moves to ready/ — that rename is the commit point.
    */
-  async commitReady(claim: Claim, bundleTemp: string, bundle: { size: number; sha256: string; manifest?: unknown }): Promise<SpoolRecord> {
+  async commitReady(
+    claim: Claim,
+    bundleTemp: string,
+    bundle: { size: number; sha256: string; manifest?: unknown },
+  ): Promise<SpoolRecord> {
     await this.assertHeld(claim);
     const identity = await syncFile(bundleTemp);
     const target = this.bundleFile(claim.id);
     await rename(bundleTemp, target);
     liveTemps.delete(bundleTemp);
     await fsyncDir(this.dir('bundles'));
-    const record: SpoolRecord = { ...claim.record, bundle: { ...bundle, built_at_unix_ms: this.now(), ...(identity.size === bundle.size ? { identity: identity.id } : {}) } };
+    const record: SpoolRecord = {
+      ...claim.record,
+      bundle: {
+        ...bundle,
+        built_at_unix_ms: this.now(),
+        ...(identity.size === bundle.size ? { identity: identity.id } : {}),
+      },
+    };
     delete record.last_error;
     delete record.next_attempt_at_unix_ms;
     await this.rewriteClaim(claim, record);
@@ -223,7 +283,10 @@ export class SpoolClaims extends SpoolView {
    * Puts a claimed record back where it came from, after removing what its build left. With `error` the failure is
    * recorded, and counted as an attempt unless `countAttempt` is false (a full disk is not the record's fault).
    */
-  async release(claim: Claim, change: { error?: RecordError; countAttempt?: boolean; interrupted?: boolean } = {}): Promise<SpoolRecord> {
+  async release(
+    claim: Claim,
+    change: { error?: RecordError; countAttempt?: boolean; interrupted?: boolean } = {},
+  ): Promise<SpoolRecord> {
     if (claim.from === 'ready') return this.releaseUpload(claim, change);
     await this.removeLeftovers(claim.id);
     const record: SpoolRecord = { ...claim.record };
@@ -231,7 +294,8 @@ export class SpoolClaims extends SpoolView {
     if (change.error !== undefined) record.last_error = change.error;
     if (change.error !== undefined && change.countAttempt !== false) {
       record.attempts += 1;
-      record.next_attempt_at_unix_ms = this.now() + RETRY_DELAYS_MS[Math.min(record.attempts, RETRY_DELAYS_MS.length) - 1]!;
+      record.next_attempt_at_unix_ms =
+        this.now() + RETRY_DELAYS_MS[Math.min(record.attempts, RETRY_DELAYS_MS.length) - 1]!;
     } else {
       delete record.next_attempt_at_unix_ms;
     }
@@ -243,7 +307,8 @@ export class SpoolClaims extends SpoolView {
 
   /**
    * Puts an upload claim back in ready/, its bundle kept. With `error` the failure is recorded as the last error, and
-   * counted as an upload attempt unless `countAttempt` is false; `retryAtUnixMs` is when it is due again (default: now).
+   * counted as an upload attempt unless `countAttempt` is false; `retryAtUnixMs` is when it is due again (default:
+   * now).
    */
   async releaseUpload(
     claim: Claim,
@@ -253,7 +318,8 @@ export class SpoolClaims extends SpoolView {
     await this.removeTempsOf(claim.id, process.pid);
     const record: SpoolRecord = { ...claim.record };
     if (change.error !== undefined) record.last_error = change.error;
-    if (change.error !== undefined && change.countAttempt !== false) record.upload_attempts = (record.upload_attempts ?? 0) + 1;
+    if (change.error !== undefined && change.countAttempt !== false)
+      record.upload_attempts = (record.upload_attempts ?? 0) + 1;
     if (change.retryAtUnixMs !== undefined) record.next_attempt_at_unix_ms = change.retryAtUnixMs;
     else delete record.next_attempt_at_unix_ms;
     if (change.interrupted === true) record.interruptions += 1;
@@ -337,7 +403,11 @@ export class SpoolClaims extends SpoolView {
    * Gives a claimed record up for good: failed/<id>.json keeps it with the reason. A record that could not be read is
    * moved there as it is, so what damaged it can still be looked at.
    */
-  async fail(claim: Claim, error: RecordError, change: { interrupted?: boolean; countAttempt?: boolean } = {}): Promise<SpoolRecord> {
+  async fail(
+    claim: Claim,
+    error: RecordError,
+    change: { interrupted?: boolean; countAttempt?: boolean } = {},
+  ): Promise<SpoolRecord> {
     // A bundle the server refused is still the only copy of that capture: it stays, named by the failed record.
     const keepBundle = claim.from === 'ready' && claim.damaged === undefined;
     if (keepBundle) await this.removeTempsOf(claim.id, process.pid);
@@ -393,7 +463,6 @@ export class SpoolClaims extends SpoolView {
     }
   }
 
-
   private async rewriteClaim(claim: Claim, record: SpoolRecord): Promise<void> {
     await this.assertHeld(claim);
     await this.writeRecord(claim.file, record);
@@ -443,7 +512,11 @@ export class SpoolClaims extends SpoolView {
     const temp = this.tempFile(record.id, 'record');
     const data = Buffer.from(`${JSON.stringify(record, null, 2)}\n`, 'utf8');
     try {
-      const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
+      const handle = await open(
+        temp,
+        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0),
+        0o600,
+      );
       try {
         await this.io.write(handle, data);
         await handle.sync();

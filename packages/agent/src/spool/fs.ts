@@ -1,4 +1,5 @@
-/** The spool's own file system helpers: folder fsyncs shared by concurrent changes, ENOENT-tolerant calls, identities. */
+/** The spool's own file system helpers: folder fsyncs shared by concurrent changes, ENOENT-tolerant calls, identities.
+ * */
 import { closeSync, constants, type BigIntStats } from 'node:fs';
 import { lstat, open, readdir, unlink } from 'node:fs/promises';
 import { fsyncDir } from '@blue-agent/contract/util/startup/fs-light.js';

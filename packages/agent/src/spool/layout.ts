@@ -16,7 +16,9 @@
 import type { RecordState } from './record.js';
 
 /** States a record can be claimed from, and the folder its claim lives in while it is held. */
-export const CLAIMS = { intake: 'building', ready: 'uploading' } as const satisfies Partial<Record<RecordState, RecordState>>;
+export const CLAIMS = { intake: 'building', ready: 'uploading' } as const satisfies Partial<
+  Record<RecordState, RecordState>
+>;
 export type ClaimableState = keyof typeof CLAIMS;
 /** Folders that hold records, in lifecycle order. */
 export const RECORD_DIRS: readonly RecordState[] = ['intake', 'building', 'ready', 'uploading', 'failed'];

@@ -17,7 +17,8 @@ export const WAIT_FOR_EXIT_MAX_MS = 12 * 60 * 60_000;
 export const MAX_ATTEMPTS = 5;
 /** Wait before the next build after the 1st, 2nd, 3rd, 4th... transient failure. */
 export const RETRY_DELAYS_MS: readonly number[] = [30_000, 120_000, 600_000, 1_800_000];
-/** Builds cut short by a crash (the worker was killed) before a record is failed for good: a record that kills the worker every time must not loop. */
+/** Builds cut short by a crash (the worker was killed) before a record is failed for good: a record that kills the
+ * worker every time must not loop. */
 export const MAX_INTERRUPTIONS = 10;
 
 export interface RecordError {
@@ -94,7 +95,12 @@ export interface WaitForExit {
 export function harnessRuns(record: Partial<SpoolRecord>): boolean {
   const wait = record.wait_for_exit;
   if (wait === undefined || wait === null || typeof wait !== 'object' || typeof wait.pid !== 'number') return false;
-  const owner = { pid: wait.pid, procStart: wait.proc_start, processStartedAt: wait.started_at_unix_ms, recordedAt: record.created_at_unix_ms };
+  const owner = {
+    pid: wait.pid,
+    procStart: wait.proc_start,
+    processStartedAt: wait.started_at_unix_ms,
+    recordedAt: record.created_at_unix_ms,
+  };
   return staleOwnerReason(owner, systemLockWorld(), { foreign: 'stale', maxAgeMs: WAIT_FOR_EXIT_MAX_MS }) === undefined;
 }
 
@@ -112,13 +118,20 @@ export function parseRecord(text: string, id: string): SpoolRecord | string {
     return 'the record file is not valid JSON';
   }
   const r = data as Partial<SpoolRecord> | null;
-  if (r === null || typeof r !== 'object' || r.format !== RECORD_FORMAT) return `the record file is not a ${RECORD_FORMAT}`;
+  if (r === null || typeof r !== 'object' || r.format !== RECORD_FORMAT)
+    return `the record file is not a ${RECORD_FORMAT}`;
   if (r.id !== id) return `the record file names id ${String(r.id)}, not ${id}`;
   if (typeof r.harness !== 'string' || typeof r.profile !== 'string') return 'the record has no harness or profile';
-  if (r.payload === null || typeof r.payload !== 'object' || typeof r.payload.session_id !== 'string') return 'the record has no session id';
+  if (r.payload === null || typeof r.payload !== 'object' || typeof r.payload.session_id !== 'string')
+    return 'the record has no session id';
   if (typeof r.created_at_unix_ms !== 'number') return 'the record has no creation time';
-  const record = { ...r, attempts: typeof r.attempts === 'number' ? r.attempts : 0, interruptions: typeof r.interruptions === 'number' ? r.interruptions : 0 } as SpoolRecord;
-  if (record.capture_reason !== undefined && record.capture_reason !== 'idle' && record.capture_reason !== 'backfill') delete record.capture_reason;
+  const record = {
+    ...r,
+    attempts: typeof r.attempts === 'number' ? r.attempts : 0,
+    interruptions: typeof r.interruptions === 'number' ? r.interruptions : 0,
+  } as SpoolRecord;
+  if (record.capture_reason !== undefined && record.capture_reason !== 'idle' && record.capture_reason !== 'backfill')
+    delete record.capture_reason;
   if (record.resumable !== undefined && record.resumable !== false) delete record.resumable;
   return record;
 }

@@ -14,7 +14,17 @@ import { processRuns, staleOwnerReason, systemLockWorld } from '../lock/liveness
 import { fsyncDir } from '@blue-agent/contract/util/startup/fs-light.js';
 import { heldClaims, liveTemps, SpoolClaims, type Claim } from './claims.js';
 import { errno, listDir, unlinkIfExists } from './fs.js';
-import { CLAIM_DIRS, CLAIM_NAME, CLAIMS, HOOK_TEMP_NAME, RECORD_DIRS, RECORD_NAME, REMOVED_KIND, tempOwner, type ClaimableState } from './layout.js';
+import {
+  CLAIM_DIRS,
+  CLAIM_NAME,
+  CLAIMS,
+  HOOK_TEMP_NAME,
+  RECORD_DIRS,
+  RECORD_NAME,
+  REMOVED_KIND,
+  tempOwner,
+  type ClaimableState,
+} from './layout.js';
 import { MAX_INTERRUPTIONS, parseRecord, type RecordState, type SpoolRecord } from './record.js';
 
 /** A claim not refreshed for this long is dead even if its pid runs (the pid was reused). */
@@ -54,7 +64,10 @@ const recovering = new Set<string>();
 async function claimIsDead(file: string, pid: number, now: number): Promise<boolean> {
   const info = await stat(file).catch(() => undefined);
   const world = { ...systemLockWorld(), now: () => now };
-  return staleOwnerReason({ pid, recordedAt: info?.mtimeMs }, world, { maxAgeMs: CLAIM_STALE_MS, foreign: 'alive' }) !== undefined;
+  return (
+    staleOwnerReason({ pid, recordedAt: info?.mtimeMs }, world, { maxAgeMs: CLAIM_STALE_MS, foreign: 'alive' }) !==
+    undefined
+  );
 }
 
 /** Recovery of what dead workers left, and what live ones hold (see the module comment). */
@@ -77,7 +90,13 @@ export class SpoolRecovery extends SpoolClaims {
         const text = await readFile(file, 'utf8').catch(() => '');
         const parsed = text === '' ? undefined : parseRecord(text, id);
         const record = typeof parsed === 'object' ? parsed : undefined;
-        held.push({ id, state: claimDir, pid, harness: record?.harness ?? '?', session_id: record?.payload.session_id ?? '?' });
+        held.push({
+          id,
+          state: claimDir,
+          pid,
+          harness: record?.harness ?? '?',
+          session_id: record?.payload.session_id ?? '?',
+        });
       }
     }
     return held.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -164,7 +183,8 @@ export class SpoolRecovery extends SpoolClaims {
       if (liveTemps.has(owner === undefined ? file : path.join(this.dir('tmp'), owner.name))) continue;
       const info = await lstat(file).catch(() => undefined);
       if (info === undefined) continue;
-      // A bundle set aside for removal is what tells recovery its claim's commit had begun: it stays while the claim does.
+      // A bundle set aside for removal is what tells recovery its claim's commit had begun: it stays while the claim
+      // does.
       if (owner !== undefined && owner.name.split('.')[2] === REMOVED_KIND) {
         claimed ??= await this.recordIds(CLAIM_DIRS);
         if (claimed.has(owner.name.slice(0, owner.name.indexOf('.')))) continue;

@@ -50,7 +50,8 @@ export class Spool extends SpoolRecovery {
 
   private async prepare(): Promise<void> {
     // Check first and create only what is missing: the hook opens the spool on every capture.
-    if (!(await exists(this.stateDir))) await mkdir(this.stateDir, { recursive: true, mode: 0o700 }).catch(mapFull(this.stateDir));
+    if (!(await exists(this.stateDir)))
+      await mkdir(this.stateDir, { recursive: true, mode: 0o700 }).catch(mapFull(this.stateDir));
     await checkPrivateDir(this.stateDir, 'state directory', true, this.ownerUid);
     if (!(await exists(this.root))) await mkdir(this.root, { mode: 0o700 }).catch(ignoreExists(this.root));
     await checkPrivateDir(this.root, 'spool directory', false, this.ownerUid);
@@ -123,7 +124,8 @@ export class Spool extends SpoolRecovery {
       const pid = Number(admit[2]);
       const info = await lstat(path.join(dir, name)).catch(() => undefined);
       if (info === undefined) continue;
-      if (pid === process.pid || !processRuns(pid) || now - info.ctimeMs > ADMIT_STALE_MS) await take(name, admit[1]!, true);
+      if (pid === process.pid || !processRuns(pid) || now - info.ctimeMs > ADMIT_STALE_MS)
+        await take(name, admit[1]!, true);
     }
     const fresh: { name: string; base: string; mtimeMs: number }[] = [];
     for (const name of names) {
@@ -148,7 +150,8 @@ export class Spool extends SpoolRecovery {
   /** Gives an inbox file back unadmitted (a transient error: the next drain tries it again). */
   async releaseInbox(claim: InboxClaim): Promise<void> {
     const back = path.join(this.dir('inbox'), `${claim.name}.hook`);
-    if (await exists(back)) return; // the name is taken again: the claim stays, and is taken over once this process is gone
+    // the name is taken again: the claim stays, and is taken over once this process is gone
+    if (await exists(back)) return;
     await rename(claim.file, back).catch(() => undefined);
   }
 }

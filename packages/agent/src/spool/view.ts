@@ -3,7 +3,16 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { processRuns } from '../lock/liveness.js';
 import { errno, exists, listDir } from './fs.js';
-import { ADMIT_NAME, ALL_DIRS, CLAIM_DIRS, CLAIM_NAME, HOOK_NAME, RECORD_DIRS, RECORD_NAME, type SpoolFolder } from './layout.js';
+import {
+  ADMIT_NAME,
+  ALL_DIRS,
+  CLAIM_DIRS,
+  CLAIM_NAME,
+  HOOK_NAME,
+  RECORD_DIRS,
+  RECORD_NAME,
+  type SpoolFolder,
+} from './layout.js';
 import { checkPrivateDir } from './private-dir.js';
 import { harnessRuns, parseRecord, type RecordState, type SpoolRecord } from './record.js';
 
@@ -89,7 +98,9 @@ export class SpoolView {
   async checkSafe(): Promise<void> {
     await checkPrivateDir(this.stateDir, 'state directory', true, this.ownerUid);
     await checkPrivateDir(this.root, 'spool directory', false, this.ownerUid);
-    await Promise.all(ALL_DIRS.map((sub) => checkPrivateDir(path.join(this.root, sub), 'spool directory', false, this.ownerUid)));
+    await Promise.all(
+      ALL_DIRS.map((sub) => checkPrivateDir(path.join(this.root, sub), 'spool directory', false, this.ownerUid)),
+    );
   }
 
   protected dir(state: SpoolFolder): string {
@@ -155,7 +166,8 @@ export class SpoolView {
           upload_attempts: record?.upload_attempts ?? 0,
           interruptions: record?.interruptions ?? 0,
           last_error: record?.last_error?.message ?? null,
-          next_attempt_at_unix_ms: state === 'intake' || state === 'ready' ? (record?.next_attempt_at_unix_ms ?? null) : null,
+          next_attempt_at_unix_ms:
+            state === 'intake' || state === 'ready' ? (record?.next_attempt_at_unix_ms ?? null) : null,
           created_at_unix_ms: record?.created_at_unix_ms ?? null,
           ...(typeof parsed === 'string' ? { damaged: parsed } : {}),
         };
@@ -163,7 +175,8 @@ export class SpoolView {
           listed.worker_pid = Number(match[2]);
           listed.worker_alive = processRuns(listed.worker_pid);
         }
-        if (state === 'intake' && record !== undefined && harnessRuns(record)) listed.waits_for_pid = record.wait_for_exit!.pid;
+        if (state === 'intake' && record !== undefined && harnessRuns(record))
+          listed.waits_for_pid = record.wait_for_exit!.pid;
         byId.set(id, listed);
       }
     }

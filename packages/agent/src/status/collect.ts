@@ -78,7 +78,8 @@ export interface StatusReport {
   harnesses: HarnessStatus[];
   harnesses_error?: ErrorInfo;
   spool: SpoolStatus;
-  /** Sessions captured without their end hook (idle sweep, backfill), and sessions at risk of the harness's own cleanup. */
+  /** Sessions captured without their end hook (idle sweep, backfill), and sessions at risk of the harness's own
+   * cleanup. */
   sessions: SessionsStatus | { error: ErrorInfo };
   last_drain: LastDrain | null;
   agent: AgentStatus;
@@ -122,7 +123,8 @@ export async function collectStatus(ctx: Context): Promise<StatusReport> {
   ]);
   const agent = agentStatus(run, now);
 
-  const offline = configError === undefined ? await readPolicyOffline(ctx, config) : { resolved: undefined, error: configError };
+  const offline =
+    configError === undefined ? await readPolicyOffline(ctx, config) : { resolved: undefined, error: configError };
   const policy = policyStatus(offline.resolved, offline.error, agent.state === 'running' ? run : undefined);
 
   let harnesses: HarnessStatus[] = [];
@@ -163,7 +165,8 @@ export async function inspectHarnesses(ctx: Context, policy: ResolvedPolicy | un
   const report = await reconcile(ctx, { dryRun: true, policy: policy ?? noPolicy() });
   const profiles = await loadProfiles(ctx.paths.profilesDir);
   return report.harnesses.map((h) => {
-    const interval = h.profile === null ? undefined : profiles.get(h.harness)?.doc.intervals.find((i) => i.profile === h.profile);
+    const interval =
+      h.profile === null ? undefined : profiles.get(h.harness)?.doc.intervals.find((i) => i.profile === h.profile);
     const noPolicyReason = policy === undefined && h.state === 'capture_disabled';
     return {
       harness: h.harness,
@@ -183,7 +186,8 @@ export async function inspectHarnesses(ctx: Context, policy: ResolvedPolicy | un
   });
 }
 
-/** The sweep's view of the harnesses whose sessions are captured here (a hook is wanted, whether or not it runs yet). */
+/** The sweep's view of the harnesses whose sessions are captured here (a hook is wanted, whether or not it runs yet).
+ * */
 export async function collectSessions(ctx: Context, harnesses: readonly HarnessStatus[]): Promise<SessionsStatus> {
   const profiles = await loadProfiles(ctx.paths.profilesDir);
   const targets: { harness: HarnessName; interval: Interval }[] = [];
@@ -200,9 +204,19 @@ const CAPTURING: ReadonlySet<string> = new Set(['active', 'awaiting_trust', 'hoo
 /** Policy errors the agent keeps hitting that leave no cached policy behind (the pin drops it): shown in its place. */
 const REFUSALS = new Set(['CLIENT_VERSION_MISMATCH', 'POLICY_INCOMPATIBLE']);
 
-function policyStatus(resolved: ResolvedPolicy | undefined, offlineError: ErrorInfo | undefined, run: AgentRunState | undefined): PolicyStatus {
+function policyStatus(
+  resolved: ResolvedPolicy | undefined,
+  offlineError: ErrorInfo | undefined,
+  run: AgentRunState | undefined,
+): PolicyStatus {
   const refused = run?.policy?.last_error;
-  const error = resolved === undefined && offlineError?.code === 'POLICY_MISSING' && refused !== undefined && REFUSALS.has(refused.code) ? refused : offlineError;
+  const error =
+    resolved === undefined &&
+    offlineError?.code === 'POLICY_MISSING' &&
+    refused !== undefined &&
+    REFUSALS.has(refused.code)
+      ? refused
+      : offlineError;
   if (resolved === undefined) {
     return {
       revision: null,
@@ -217,7 +231,12 @@ function policyStatus(resolved: ResolvedPolicy | undefined, offlineError: ErrorI
     };
   }
   // The running agent fetched (or confirmed) this very revision: say so rather than "cached".
-  const live = run?.policy !== undefined && String(run.policy.revision) === String(resolved.revision) && resolved.source === 'cached' ? run.policy : undefined;
+  const live =
+    run?.policy !== undefined &&
+    String(run.policy.revision) === String(resolved.revision) &&
+    resolved.source === 'cached'
+      ? run.policy
+      : undefined;
   return {
     revision: resolved.revision,
     source: live?.source ?? resolved.source,
@@ -226,7 +245,10 @@ function policyStatus(resolved: ResolvedPolicy | undefined, offlineError: ErrorI
     age_seconds: resolved.ageSeconds ?? null,
     stale: resolved.stale,
     capture_enabled: resolved.policy.session_upload !== undefined,
-    warnings: [...resolved.warnings, ...(live?.last_error === undefined ? [] : [`the agent's last policy check failed: ${live.last_error.message}`])],
+    warnings: [
+      ...resolved.warnings,
+      ...(live?.last_error === undefined ? [] : [`the agent's last policy check failed: ${live.last_error.message}`]),
+    ],
   };
 }
 
@@ -268,7 +290,8 @@ export function agentStatus(run: AgentRunState | undefined, now: number): AgentS
             : `pid ${run.pid} is gone`,
     last_reconcile: run.last_reconcile ?? null,
     next_drain_at_unix_ms: run.next_drain_at_unix_ms ?? null,
-    next_policy_check_at_unix_ms: typeof run.policy?.next_check_at_unix_ms === 'number' ? run.policy.next_check_at_unix_ms : null,
+    next_policy_check_at_unix_ms:
+      typeof run.policy?.next_check_at_unix_ms === 'number' ? run.policy.next_check_at_unix_ms : null,
     policy_error: run.policy?.last_error ?? null,
   };
 }

@@ -7,7 +7,15 @@ import { resolveConfigPath } from '../config.js';
 import { controlSettings } from '../control-api/settings.js';
 import type { Context } from '../context.js';
 import { toBlueError } from '@blue-agent/contract/errors.js';
-import { checkCompatibility, checkUploadOrigin, governanceConfigUrl, loadPolicyFile, readLastKnownGood, DEFAULT_TTL_SECONDS, type ResolvedPolicy } from '../policy/index.js';
+import {
+  checkCompatibility,
+  checkUploadOrigin,
+  governanceConfigUrl,
+  loadPolicyFile,
+  readLastKnownGood,
+  DEFAULT_TTL_SECONDS,
+  type ResolvedPolicy,
+} from '../policy/index.js';
 import type { AgentConfig, GovernancePolicy } from '@blue-agent/contract/schema/index.js';
 
 export interface ErrorInfo {
@@ -44,8 +52,13 @@ export async function readPolicyOffline(ctx: Context, config: AgentConfig): Prom
     const file = resolveConfigPath(ctx, config.policy_file);
     try {
       const policy = await loadPolicyFile(file);
-      const warnings = [...checkCompatibility(policy, { clientVersion: ctx.self.version, where: file }), ...checkUploadOrigin(policy, { ...originRules, file })];
-      return { resolved: { policy, source: 'file', location: file, revision: policy.revision, stale: false, warnings } };
+      const warnings = [
+        ...checkCompatibility(policy, { clientVersion: ctx.self.version, where: file }),
+        ...checkUploadOrigin(policy, { ...originRules, file }),
+      ];
+      return {
+        resolved: { policy, source: 'file', location: file, revision: policy.revision, stale: false, warnings },
+      };
     } catch (error) {
       return { resolved: undefined, error: errorInfo(error) };
     }
@@ -68,14 +81,21 @@ export async function readPolicyOffline(ctx: Context, config: AgentConfig): Prom
       resolved: undefined,
       error: {
         code: 'POLICY_MISSING',
-        message: `no policy from ${location} has been fetched on this machine yet${warnings.length > 0 ? ` (${warnings.join('; ')})` : ''}`,
-        hint: 'Run `blue-agent reconcile` (or start the agent) to fetch it; `blue-agent doctor` checks the Control API.',
+        message:
+          `no policy from ${location} has been fetched on this machine yet` +
+          `${warnings.length > 0 ? ` (${warnings.join('; ')})` : ''}`,
+        hint:
+          'Run `blue-agent reconcile` (or start the agent) to fetch it; `blue-agent doctor` checks the Control ' +
+          'API.',
       },
     };
   }
   try {
-    // The copy passes the gate reconcile applies: a pin or a contract this blue-agent cannot meet is shown as the error.
-    warnings.push(...checkCompatibility(lkg.policy, { clientVersion: ctx.self.version, where: `${location} (last-known-good)` }));
+    // The copy passes the gate reconcile applies: a pin or a contract this blue-agent cannot meet is shown as the
+    // error.
+    warnings.push(
+      ...checkCompatibility(lkg.policy, { clientVersion: ctx.self.version, where: `${location} (last-known-good)` }),
+    );
   } catch (error) {
     return { resolved: undefined, error: errorInfo(error) };
   }
@@ -97,7 +117,11 @@ export function cachedPolicy(
   const ageSeconds = Math.max(0, Math.floor((now - fetchedAt) / 1000));
   const stale = fromFuture || ageSeconds > ttl;
   warnings.push(...checkUploadOrigin(policy, { ...originRules, file: location }));
-  if (stale) warnings.push(`revision ${policy.revision} is past its ttl of ${ttl} s${policy.required === true ? ' and required: the agent changes nothing until a fresh one is fetched' : ''}`);
+  if (stale)
+    warnings.push(
+      `revision ${policy.revision} is past its ttl of ${ttl} s` +
+        `${policy.required === true ? ' and required: the agent changes nothing until a fresh one is fetched' : ''}`,
+    );
   return {
     policy,
     source: 'cached',
@@ -113,5 +137,12 @@ export function cachedPolicy(
 
 /** Stands in for a missing policy so harnesses can still be inspected: it enables nothing. */
 export function noPolicy(): ResolvedPolicy {
-  return { policy: { revision: 'none' }, source: 'file', location: '(none)', revision: 'none', stale: false, warnings: [] };
+  return {
+    policy: { revision: 'none' },
+    source: 'file',
+    location: '(none)',
+    revision: 'none',
+    stale: false,
+    warnings: [],
+  };
 }

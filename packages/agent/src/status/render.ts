@@ -24,7 +24,8 @@ export function renderStatus(report: StatusReport, options: RenderOptions): stri
     out.push(`${c.bold(label.padEnd(LABEL))}${first}`);
     for (const line of rest) out.push(`${' '.repeat(LABEL)}${line}`);
   };
-  if (report.config_error !== undefined) section('Config', c.red(`error: ${report.config_error.message}`), hintLines(report.config_error, c));
+  if (report.config_error !== undefined)
+    section('Config', c.red(`error: ${report.config_error.message}`), hintLines(report.config_error, c));
 
   const policy = renderPolicy(report.policy, now, options.home, c);
   section('Policy', policy[0]!, policy.slice(1));
@@ -52,7 +53,8 @@ export function renderStatus(report: StatusReport, options: RenderOptions): stri
     const heldText =
       held.length === 0
         ? ''
-        : `${held.length} record${held.length === 1 ? '' : 's'} held by another drain (pid ${[...new Set(held.map((h) => h.pid))].join(', ')}), whose outcome that drain reports`;
+        : `${held.length} record${held.length === 1 ? '' : 's'} held by another drain (pid ` +
+          `${[...new Set(held.map((h) => h.pid))].join(', ')}), whose outcome that drain reports`;
     const clean = d.failed === 0 && d.retried === 0 && (d.waiting ?? 0) === 0 && d.stopped === undefined;
     const result = d.ok
       ? c.green('ok')
@@ -60,8 +62,15 @@ export function renderStatus(report: StatusReport, options: RenderOptions): stri
         ? c.yellow(`interrupted: ${d.stopped.reason} (the spool is intact; the next drain goes on)`)
         : clean && held.length > 0
           ? c.yellow(`not finished: ${heldText}`)
-          : c.yellow(`${d.stopped === undefined ? 'not clean' : `stopped: ${d.stopped.reason}`}${heldText === '' ? '' : `; ${heldText}`}`);
-    section('Last drain', `${ago(d.finished_at_unix_ms, now)}: ${result} (${counts})`, d.notes.slice(0, 3).map((n) => c.dim(n)));
+          : c.yellow(
+              `${d.stopped === undefined ? 'not clean' : `stopped: ${d.stopped.reason}`}` +
+                `${heldText === '' ? '' : `; ${heldText}`}`,
+            );
+    section(
+      'Last drain',
+      `${ago(d.finished_at_unix_ms, now)}: ${result} (${counts})`,
+      d.notes.slice(0, 3).map((n) => c.dim(n)),
+    );
   }
 
   const agent = renderAgent(report.agent, now, c);
@@ -78,16 +87,28 @@ export function renderSessions(s: StatusReport['sessions'], now: number, c: Pale
   const lines: string[] = [];
   for (const h of s.harnesses) {
     lines.push(
-      `${h.harness}: ${h.on_disk} on disk, ${h.captured} captured; ${h.idle_captures} captured idle (no end hook), ${h.backfill_captures} by backfill` +
+      `${h.harness}: ${h.on_disk} on disk, ${h.captured} captured; ${h.idle_captures} captured idle (no end hook), ` +
+        `${h.backfill_captures} by backfill` +
         (h.watching_since_unix_ms === null ? c.dim(' (not followed yet: the agent follows them once it runs)') : ''),
     );
     if (h.at_risk !== null && h.at_risk.count > 0) {
       lines.push(
-        c.yellow(`warning: ${h.at_risk.count} ${h.harness} session(s) never uploaded will be deleted by ${h.harness} itself within ${AT_RISK_DAYS} days (${h.at_risk.setting}: ${h.at_risk.days} days); run \`blue-agent backfill --harness ${h.harness}\``),
+        c.yellow(
+          `warning: ${h.at_risk.count} ${h.harness} session(s) never uploaded will be deleted by ${h.harness} ` +
+            `itself within ${AT_RISK_DAYS} days (${h.at_risk.setting}: ${h.at_risk.days} days); run \`blue-agent ` +
+            `backfill --harness ${h.harness}\``,
+        ),
       );
     }
   }
-  if (lines.length > 0) lines.push(c.dim(s.backfill_finished_at_unix_ms === null ? 'backfill: never run to the end here' : `backfill: last went through every session ${ago(s.backfill_finished_at_unix_ms, now)}`));
+  if (lines.length > 0)
+    lines.push(
+      c.dim(
+        s.backfill_finished_at_unix_ms === null
+          ? 'backfill: never run to the end here'
+          : `backfill: last went through every session ${ago(s.backfill_finished_at_unix_ms, now)}`,
+      ),
+    );
   return lines;
 }
 
@@ -99,7 +120,11 @@ function renderPolicy(p: PolicyStatus, now: number, home: string, c: Palette): s
   const where = p.source === 'file' ? tildify(p.location ?? '', home) : (p.location ?? '');
   const when = p.fetched_at_unix_ms === null ? '' : `, fetched ${ago(p.fetched_at_unix_ms, now)}`;
   const head = `revision ${p.revision} (${p.source}: ${where}${when})${p.stale ? ` ${c.yellow('stale')}` : ''}`;
-  return [head, c.dim(p.capture_enabled === true ? 'capture on (session_upload)' : 'capture off (no session_upload)'), ...p.warnings.map((w) => c.yellow(`warning: ${w}`))];
+  return [
+    head,
+    c.dim(p.capture_enabled === true ? 'capture on (session_upload)' : 'capture off (no session_upload)'),
+    ...p.warnings.map((w) => c.yellow(`warning: ${w}`)),
+  ];
 }
 
 /** What `blue-agent reconcile` would do to a harness's managed hook, as one line for people (status and doctor). */
@@ -131,10 +156,22 @@ export function displayState(h: Pick<HarnessStatus, 'state' | 'pending'>): strin
 
 function renderHarness(h: HarnessStatus, c: Palette): string[] {
   const color =
-    h.state === 'error' ? c.red : h.pending !== null || h.state === 'awaiting_trust' || h.state === 'hooks_disabled' || h.state === 'unverified_version' ? c.yellow : h.state === 'active' ? c.green : c.dim;
+    h.state === 'error'
+      ? c.red
+      : h.pending !== null ||
+          h.state === 'awaiting_trust' ||
+          h.state === 'hooks_disabled' ||
+          h.state === 'unverified_version'
+        ? c.yellow
+        : h.state === 'active'
+          ? c.green
+          : c.dim;
   const version = h.version === null ? '-' : `${h.version}${h.verified === false ? ' (unverified)' : ''}`;
   const state = displayState(h);
-  const lines = [`  ${h.harness.padEnd(LABEL - 2)}${color(state.padEnd(Math.max(20, state.length + 2)))}${(h.profile ?? '-').padEnd(18)}${version}`];
+  const lines = [
+    `  ${h.harness.padEnd(LABEL - 2)}${color(state.padEnd(Math.max(20, state.length + 2)))}` +
+      `${(h.profile ?? '-').padEnd(18)}${version}`,
+  ];
   const indent = ' '.repeat(LABEL);
   // The pending change first: it says whether the state above is in force yet.
   if (h.pending !== null) lines.push(`${indent}${c.yellow(pendingNote(h.pending))}`);
@@ -147,16 +184,23 @@ function renderSpool(s: SpoolStatus, now: number, home: string, c: Palette): str
   if (s.error !== undefined) return [c.red(`error: ${s.error.message}`), ...hintLines(s.error, c)];
   const parts = [
     ...(s.handed_over > 0 ? [`handed over ${s.handed_over}`] : []),
-    ...(['intake', 'building', 'ready', 'uploading'] as const).filter((k) => s.counts[k] > 0).map((k) => `${k} ${s.counts[k]}`),
+    ...(['intake', 'building', 'ready', 'uploading'] as const)
+      .filter((k) => s.counts[k] > 0)
+      .map((k) => `${k} ${s.counts[k]}`),
   ];
   const failed = s.counts.failed > 0 ? c.yellow(`, ${s.counts.failed} failed`) : '';
-  lines.push(s.waiting === 0 && s.counts.failed === 0 ? `empty${s.exists ? '' : c.dim(' (not created yet)')}` : `${s.waiting} waiting${parts.length > 0 ? ` (${parts.join(', ')})` : ''}${failed}`);
+  lines.push(
+    s.waiting === 0 && s.counts.failed === 0
+      ? `empty${s.exists ? '' : c.dim(' (not created yet)')}`
+      : `${s.waiting} waiting${parts.length > 0 ? ` (${parts.join(', ')})` : ''}${failed}`,
+  );
   const o = s.oldest_waiting;
   if (o !== null) {
     const age = o.created_at_unix_ms === null ? '' : `, captured ${ago(o.created_at_unix_ms, now)}`;
     const bits = [`oldest waiting: ${o.id} (${o.state}${o.harness === null ? '' : `, ${o.harness}`}${age}`];
     if (o.attempts > 0) bits.push(`${o.attempts} failed attempt${o.attempts === 1 ? '' : 's'}`);
-    if (o.next_attempt_at_unix_ms !== null && o.next_attempt_at_unix_ms > now) bits.push(`next try in ${formatAge((o.next_attempt_at_unix_ms - now) / 1000)}`);
+    if (o.next_attempt_at_unix_ms !== null && o.next_attempt_at_unix_ms > now)
+      bits.push(`next try in ${formatAge((o.next_attempt_at_unix_ms - now) / 1000)}`);
     lines.push(`${bits.join(', ')})`);
     if (o.last_error !== null) lines.push(c.dim(`last error: ${o.last_error.replace(/\s+/g, ' ')}`));
   }
@@ -170,14 +214,23 @@ function renderAgent(a: AgentStatus, now: number, c: Palette): string[] {
   if (a.state === 'stopped') {
     return [c.yellow(`not running (last seen ${ago(a.updated_at_unix_ms ?? 0, now)}; ${a.detail ?? ''})`)];
   }
-  const lines = [`${c.green('running')} (pid ${a.pid}${a.started_at_unix_ms === null ? '' : `, started ${ago(a.started_at_unix_ms, now)}`}, last report ${ago(a.updated_at_unix_ms ?? now, now)})`];
+  const lines = [
+    `${c.green('running')} (pid ${a.pid}` +
+      `${a.started_at_unix_ms === null ? '' : `, started ${ago(a.started_at_unix_ms, now)}`}, last report ` +
+      `${ago(a.updated_at_unix_ms ?? now, now)})`,
+  ];
   const r = a.last_reconcile;
   if (r !== null && r !== undefined) {
-    const what = r.ok ? (r.corrected.length > 0 ? `corrected ${r.corrected.join(', ')}` : 'no drift') : `failed: ${r.error?.message ?? 'error'}`;
+    const what = r.ok
+      ? r.corrected.length > 0
+        ? `corrected ${r.corrected.join(', ')}`
+        : 'no drift'
+      : `failed: ${r.error?.message ?? 'error'}`;
     lines.push(`last reconcile ${ago(r.at_unix_ms, now)}: ${r.ok ? what : c.red(what)}`);
   }
   const due = (at: number) => (at <= now ? 'due now' : `in ${formatAge((at - now) / 1000)}`);
-  if (a.next_policy_check_at_unix_ms !== null) lines.push(c.dim(`next policy check ${due(a.next_policy_check_at_unix_ms)}`));
+  if (a.next_policy_check_at_unix_ms !== null)
+    lines.push(c.dim(`next policy check ${due(a.next_policy_check_at_unix_ms)}`));
   if (a.next_drain_at_unix_ms !== null) lines.push(c.dim(`next drain ${due(a.next_drain_at_unix_ms)}`));
   if (a.policy_error !== null) lines.push(c.yellow(`last policy check failed: ${a.policy_error.message}`));
   return lines;
@@ -189,7 +242,14 @@ function renderService(s: ServiceState | { error: ErrorInfo }, home: string, c: 
   if (!s.installed) {
     // Where the manager cannot run the service in this session, `service install` would only fail.
     const here = s.availability === undefined || s.availability === 'available' || s.availability === 'unknown';
-    return [`${s.manager}: ${c.yellow('not installed')}`, c.dim(here ? 'install it: blue-agent service install' : `${s.detail}; \`blue-agent doctor\` says what runs the agent here`)];
+    return [
+      `${s.manager}: ${c.yellow('not installed')}`,
+      c.dim(
+        here
+          ? 'install it: blue-agent service install'
+          : `${s.detail}; \`blue-agent doctor\` says what runs the agent here`,
+      ),
+    ];
   }
   const flags = [
     s.ours ? undefined : c.yellow('not ours'),
@@ -242,6 +302,7 @@ export interface Palette {
 }
 
 export function palette(enabled: boolean): Palette {
-  const wrap = (open: number, close: number): Paint => (enabled ? (s) => `\u001b[${open}m${s}\u001b[${close}m` : (s) => s);
+  const wrap = (open: number, close: number): Paint =>
+    enabled ? (s) => `\u001b[${open}m${s}\u001b[${close}m` : (s) => s;
   return { bold: wrap(1, 22), dim: wrap(2, 22), red: wrap(31, 39), green: wrap(32, 39), yellow: wrap(33, 39) };
 }

@@ -77,8 +77,13 @@ export const DEFAULT_BATCH = 10;
 export const DEFAULT_PER_MINUTE = 120;
 
 /** The sessions backfill would capture, oldest first. */
-export async function findBackfill(ctx: Context, policy: GovernancePolicy, options: BackfillOptions): Promise<Omit<BackfillReport, 'built' | 'uploaded' | 'unchanged' | 'failed'>> {
-  const only = options.harnesses === undefined || options.harnesses.length === 0 ? undefined : new Set(options.harnesses);
+export async function findBackfill(
+  ctx: Context,
+  policy: GovernancePolicy,
+  options: BackfillOptions,
+): Promise<Omit<BackfillReport, 'built' | 'uploaded' | 'unchanged' | 'failed'>> {
+  const only =
+    options.harnesses === undefined || options.harnesses.length === 0 ? undefined : new Set(options.harnesses);
   const targets = options.targets ?? (await captureTargets(ctx, policy, only));
   const report: Omit<BackfillReport, 'built' | 'uploaded' | 'unchanged' | 'failed'> = {
     dry_run: options.dryRun,
@@ -96,7 +101,12 @@ export async function findBackfill(ctx: Context, policy: GovernancePolicy, optio
       report.unlisted.push(target.harness);
       continue;
     }
-    report.harnesses.push({ harness: target.harness, profile: target.interval.profile, sessions: listed.observed.length, truncated: listed.truncated });
+    report.harnesses.push({
+      harness: target.harness,
+      profile: target.interval.profile,
+      sessions: listed.observed.length,
+      truncated: listed.truncated,
+    });
     const recent = listed.observed.filter((s) => options.sinceUnixMs === undefined || s.mtimeMs >= options.sinceUnixMs);
     report.skipped.before_since += listed.observed.length - recent.length;
     const captured = await lastCaptures(ctx, target.harness, recent);
@@ -120,8 +130,21 @@ export async function findBackfill(ctx: Context, policy: GovernancePolicy, optio
       }
       const version = (await listed.sessions.get(s.id)!.version()) ?? null;
       const introduced = target.interval.introduced;
-      const older = version !== null && introduced !== undefined && semver.valid(version) !== null && semver.lt(version, introduced);
-      report.candidates.push({ harness: target.harness, profile: target.interval.profile, session_id: s.id, file: s.path, size: s.size, mtime_ms: s.mtimeMs, version, resumable: !older });
+      const older =
+        version !== null &&
+        introduced !== undefined &&
+        semver.valid(version) !== null &&
+        semver.lt(version, introduced);
+      report.candidates.push({
+        harness: target.harness,
+        profile: target.interval.profile,
+        session_id: s.id,
+        file: s.path,
+        size: s.size,
+        mtime_ms: s.mtimeMs,
+        version,
+        resumable: !older,
+      });
     }
   }
   report.candidates.sort((a, b) => a.mtime_ms - b.mtime_ms || (a.session_id < b.session_id ? -1 : 1));
@@ -133,7 +156,11 @@ export async function findBackfill(ctx: Context, policy: GovernancePolicy, optio
 }
 
 /** The Control API's sessions of these harnesses: when each was captured, by harness and native id. */
-async function serverSessions(ctx: Context, targets: CaptureTarget[], notes: string[]): Promise<Map<string, number> | undefined> {
+async function serverSessions(
+  ctx: Context,
+  targets: CaptureTarget[],
+  notes: string[],
+): Promise<Map<string, number> | undefined> {
   let api: SessionsApi;
   try {
     api = await SessionsApi.fromContext(ctx);
@@ -145,7 +172,11 @@ async function serverSessions(ctx: Context, targets: CaptureTarget[], notes: str
   try {
     for (const target of targets) {
       const { items, truncated } = await api.list({ harness: target.harness }, { max: 5000 });
-      if (truncated) notes.push(`the Control API holds more ${target.harness} sessions than were listed; sessions beyond them are captured again only if their content changed`);
+      if (truncated)
+        notes.push(
+          `the Control API holds more ${target.harness} sessions than were listed; sessions beyond them are ` +
+            `captured again only if their content changed`,
+        );
       for (const item of items) {
         const at = Date.parse(item.source_captured_at ?? '');
         if (Number.isNaN(at)) continue;
@@ -154,7 +185,10 @@ async function serverSessions(ctx: Context, targets: CaptureTarget[], notes: str
       }
     }
   } catch (error) {
-    notes.push(`the Control API could not be asked which sessions it holds (${toBlueError(error).message}); what this machine captured before is still skipped`);
+    notes.push(
+      `the Control API could not be asked which sessions it holds (${toBlueError(error).message}); what this ` +
+        `machine captured before is still skipped`,
+    );
     return undefined;
   } finally {
     await api.close().catch(() => undefined);
@@ -163,7 +197,11 @@ async function serverSessions(ctx: Context, targets: CaptureTarget[], notes: str
 }
 
 /** Finds the sessions to backfill and, unless dry, captures them in batches at a bounded rate. */
-export async function backfill(ctx: Context, policy: GovernancePolicy, options: BackfillOptions): Promise<BackfillReport> {
+export async function backfill(
+  ctx: Context,
+  policy: GovernancePolicy,
+  options: BackfillOptions,
+): Promise<BackfillReport> {
   const found = await findBackfill(ctx, policy, options);
   const report: BackfillReport = { ...found, built: 0, uploaded: 0, unchanged: 0, failed: [] };
   if (options.dryRun) return report;
@@ -184,9 +222,21 @@ export async function backfill(ctx: Context, policy: GovernancePolicy, options: 
         reason: 'backfill',
         ...(c.resumable ? {} : { resumable: false as const }),
       });
-      await appendCaptureLog(ctx.paths.captureLogFile, { event: 'spooled', harness: c.harness, profile: c.profile, session_id: c.session_id, record: record.id, capture_reason: 'backfill' });
+      await appendCaptureLog(ctx.paths.captureLogFile, {
+        event: 'spooled',
+        harness: c.harness,
+        profile: c.profile,
+        session_id: c.session_id,
+        record: record.id,
+        capture_reason: 'backfill',
+      });
       await updateCursors(ctx, c.harness, async (file) => {
-        file.sessions[c.session_id] = { path: c.file, size: c.size, mtime_ms: c.mtime_ms, queued: { size: c.size, mtime_ms: c.mtime_ms, at_unix_ms: ctx.clock.now() } };
+        file.sessions[c.session_id] = {
+          path: c.file,
+          size: c.size,
+          mtime_ms: c.mtime_ms,
+          queued: { size: c.size, mtime_ms: c.mtime_ms, at_unix_ms: ctx.clock.now() },
+        };
         file.backfill_captures++;
       });
     }
@@ -198,7 +248,10 @@ export async function backfill(ctx: Context, policy: GovernancePolicy, options: 
     if (done < report.candidates.length && due > 0) await wait(due);
   }
   if (report.remaining === 0) {
-    await writeStateFile(ctx.paths.backfillStateFile, `${JSON.stringify({ format: BACKFILL_FORMAT, finished_at_unix_ms: ctx.clock.now(), captured: done })}\n`).catch(() => undefined);
+    await writeStateFile(
+      ctx.paths.backfillStateFile,
+      `${JSON.stringify({ format: BACKFILL_FORMAT, finished_at_unix_ms: ctx.clock.now(), captured: done })}\n`,
+    ).catch(() => undefined);
   }
   return report;
 }
@@ -208,9 +261,18 @@ const BACKFILL_FORMAT = 'blue-agent-backfill-v1';
 /** When a backfill last went through every session (undefined: never on this machine). */
 export async function backfillFinishedAt(ctx: Context): Promise<number | undefined> {
   try {
-    const bytes = await readChecked(ctx.paths.backfillStateFile, { code: 'SPOOL_UNSAFE', maxBytes: 4096, optional: true });
-    const doc = bytes === undefined ? undefined : (JSON.parse(bytes.toString('utf8')) as { format?: unknown; finished_at_unix_ms?: unknown });
-    return doc?.format === BACKFILL_FORMAT && typeof doc.finished_at_unix_ms === 'number' ? doc.finished_at_unix_ms : undefined;
+    const bytes = await readChecked(ctx.paths.backfillStateFile, {
+      code: 'SPOOL_UNSAFE',
+      maxBytes: 4096,
+      optional: true,
+    });
+    const doc =
+      bytes === undefined
+        ? undefined
+        : (JSON.parse(bytes.toString('utf8')) as { format?: unknown; finished_at_unix_ms?: unknown });
+    return doc?.format === BACKFILL_FORMAT && typeof doc.finished_at_unix_ms === 'number'
+      ? doc.finished_at_unix_ms
+      : undefined;
   } catch {
     return undefined;
   }

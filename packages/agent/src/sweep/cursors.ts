@@ -35,13 +35,25 @@ function fileOf(ctx: Context, harness: string): string {
 
 export async function readCursors(ctx: Context, harness: string): Promise<CursorFile | undefined> {
   try {
-    const bytes = await readChecked(fileOf(ctx, harness), { code: 'SPOOL_UNSAFE', maxBytes: MAX_FILE_BYTES, optional: true });
+    const bytes = await readChecked(fileOf(ctx, harness), {
+      code: 'SPOOL_UNSAFE',
+      maxBytes: MAX_FILE_BYTES,
+      optional: true,
+    });
     if (bytes === undefined) return undefined;
     const doc = JSON.parse(bytes.toString('utf8')) as unknown;
-    if (!isRecord(doc) || doc.format !== FORMAT || doc.harness !== harness || typeof doc.watching_since_unix_ms !== 'number' || !isRecord(doc.sessions)) return undefined;
+    if (
+      !isRecord(doc) ||
+      doc.format !== FORMAT ||
+      doc.harness !== harness ||
+      typeof doc.watching_since_unix_ms !== 'number' ||
+      !isRecord(doc.sessions)
+    )
+      return undefined;
     const sessions: Record<string, Cursor> = {};
     for (const [id, c] of Object.entries(doc.sessions)) {
-      if (isRecord(c) && typeof c.path === 'string' && typeof c.size === 'number' && typeof c.mtime_ms === 'number') sessions[id] = c as unknown as Cursor;
+      if (isRecord(c) && typeof c.path === 'string' && typeof c.size === 'number' && typeof c.mtime_ms === 'number')
+        sessions[id] = c as unknown as Cursor;
     }
     return {
       format: FORMAT,
@@ -56,8 +68,13 @@ export async function readCursors(ctx: Context, harness: string): Promise<Cursor
   }
 }
 
-/** Reads the harness's cursors (a fresh file starting now when there are none), lets `change` edit them, writes them. */
-export async function updateCursors<T>(ctx: Context, harness: string, change: (file: CursorFile) => Promise<T>): Promise<T> {
+/** Reads the harness's cursors (a fresh file starting now when there are none), lets `change` edit them, writes them.
+ * */
+export async function updateCursors<T>(
+  ctx: Context,
+  harness: string,
+  change: (file: CursorFile) => Promise<T>,
+): Promise<T> {
   return withLock(ctx.paths.locksDir, `cursors:${harness}`, async () => {
     const file = (await readCursors(ctx, harness)) ?? {
       format: FORMAT,

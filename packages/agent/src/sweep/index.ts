@@ -54,7 +54,18 @@ export function idleMsOf(policy: GovernancePolicy): number {
 }
 
 /** One harness's sessions as the planner sees them, with the listing's lazy facts kept beside. */
-export async function listTarget(ctx: Context, target: CaptureTarget): Promise<{ sessions: Map<string, NativeSession>; observed: Observed[]; truncated: boolean; watch: { dir: string; depth: number }[] } | undefined> {
+export async function listTarget(
+  ctx: Context,
+  target: CaptureTarget,
+): Promise<
+  | {
+      sessions: Map<string, NativeSession>;
+      observed: Observed[];
+      truncated: boolean;
+      watch: { dir: string; depth: number }[];
+    }
+  | undefined
+> {
   const adapter = ADAPTERS[target.harness];
   if (adapter.listSessions === undefined) return undefined;
   const listing = await adapter.listSessions(ctx, target.interval, MAX_SESSIONS);
@@ -69,7 +80,11 @@ export async function listTarget(ctx: Context, target: CaptureTarget): Promise<{
   return { sessions, observed, truncated: listing.truncated, watch: listing.watch };
 }
 
-export async function lastCaptures(ctx: Context, harness: string, sessions: readonly Observed[]): Promise<Map<string, LastCapture>> {
+export async function lastCaptures(
+  ctx: Context,
+  harness: string,
+  sessions: readonly Observed[],
+): Promise<Map<string, LastCapture>> {
   const found = new Map<string, LastCapture>();
   for (const s of sessions) {
     const last = await lastCapture(ctx, harness, s.id);
@@ -78,7 +93,11 @@ export async function lastCaptures(ctx: Context, harness: string, sessions: read
   return found;
 }
 
-export async function sweepIdle(ctx: Context, policy: GovernancePolicy, options: SweepOptions = {}): Promise<SweepReport> {
+export async function sweepIdle(
+  ctx: Context,
+  policy: GovernancePolicy,
+  options: SweepOptions = {},
+): Promise<SweepReport> {
   const idleMs = options.idleMs ?? idleMsOf(policy);
   const report: SweepReport = { idle_ms: idleMs, harnesses: [], watch: [], unlisted: [] };
   if (policy.session_upload === undefined) return report;
@@ -106,9 +125,22 @@ export async function sweepIdle(ctx: Context, policy: GovernancePolicy, options:
       for (const s of plan.capture) {
         spool ??= await Spool.open(ctx.paths, { now: () => ctx.clock.now() });
         const native = listed.sessions.get(s.id)!;
-        const record = await spool.enqueueIntake({ harness: target.harness, profile: target.interval.profile, payload: native.payload, createdAtUnixMs: ctx.clock.now(), reason: 'idle' });
+        const record = await spool.enqueueIntake({
+          harness: target.harness,
+          profile: target.interval.profile,
+          payload: native.payload,
+          createdAtUnixMs: ctx.clock.now(),
+          reason: 'idle',
+        });
         enqueued.push({ record: record.id, session_id: s.id });
-        await appendCaptureLog(ctx.paths.captureLogFile, { event: 'spooled', harness: target.harness, profile: target.interval.profile, session_id: s.id, record: record.id, capture_reason: 'idle' });
+        await appendCaptureLog(ctx.paths.captureLogFile, {
+          event: 'spooled',
+          harness: target.harness,
+          profile: target.interval.profile,
+          session_id: s.id,
+          record: record.id,
+          capture_reason: 'idle',
+        });
       }
       file.sessions = plan.cursors;
       file.idle_captures += enqueued.length;
@@ -123,7 +155,8 @@ export async function sweepIdle(ctx: Context, policy: GovernancePolicy, options:
       } satisfies HarnessSweep;
     });
     report.harnesses.push(entry);
-    if (entry.next_due_at_unix_ms !== undefined) report.next_due_at_unix_ms = Math.min(report.next_due_at_unix_ms ?? Infinity, entry.next_due_at_unix_ms);
+    if (entry.next_due_at_unix_ms !== undefined)
+      report.next_due_at_unix_ms = Math.min(report.next_due_at_unix_ms ?? Infinity, entry.next_due_at_unix_ms);
   }
   return report;
 }

@@ -36,7 +36,10 @@ export interface SessionsStatus {
   backfill_finished_at_unix_ms: number | null;
 }
 
-export async function sessionsStatus(ctx: Context, targets: readonly { harness: HarnessName; interval: Interval }[]): Promise<SessionsStatus> {
+export async function sessionsStatus(
+  ctx: Context,
+  targets: readonly { harness: HarnessName; interval: Interval }[],
+): Promise<SessionsStatus> {
   const now = ctx.clock.now();
   const harnesses: HarnessSessions[] = [];
   for (const { harness, interval } of targets) {
@@ -66,7 +69,10 @@ export async function sessionsStatus(ctx: Context, targets: readonly { harness: 
       watching_since_unix_ms: cursors?.watching_since_unix_ms ?? null,
       idle_captures: cursors?.idle_captures ?? 0,
       backfill_captures: cursors?.backfill_captures ?? 0,
-      at_risk: cleanup === undefined ? null : { count: atRisk, days: cleanup.days, setting: cleanup.setting, file: cleanup.file },
+      at_risk:
+        cleanup === undefined
+          ? null
+          : { count: atRisk, days: cleanup.days, setting: cleanup.setting, file: cleanup.file },
     });
   }
   return { harnesses, backfill_finished_at_unix_ms: (await backfillFinishedAt(ctx)) ?? null };

@@ -13,12 +13,22 @@ import { BlueError } from '@blue-agent/contract/errors.js';
 import { checkUploadOrigin } from '../policy/file.js';
 import type { GovernancePolicy } from '@blue-agent/contract/schema/index.js';
 import { uploadFile } from './put.js';
-import { DEFAULT_RETRY_POLICY, realRetryEnv, rescheduleDelay, withRetry, type RetryEnv, type RetryPolicy } from './retry.js';
+import {
+  DEFAULT_RETRY_POLICY,
+  realRetryEnv,
+  rescheduleDelay,
+  withRetry,
+  type RetryEnv,
+  type RetryPolicy,
+} from './retry.js';
 
 export { uploadFile, type UploadExpectation, type UploadFileOptions } from './put.js';
 
 /** The manifest fields the presign request carries. */
-export type UploadManifest = Pick<BundleManifest, 'native_session_id' | 'compatibility_profile' | 'captured_at_unix_ms'> &
+export type UploadManifest = Pick<
+  BundleManifest,
+  'native_session_id' | 'compatibility_profile' | 'captured_at_unix_ms'
+> &
   Partial<Pick<BundleManifest, 'cwd' | 'repository' | 'title' | 'summary'>> & {
     /** A harness; for a session record, its provider. */
     harness: string;
@@ -94,21 +104,38 @@ export function presignRequest(item: UploadItem): PresignRequest {
  * because the bearer token goes with the request. An origin merely listed in allowed_upload_origins passes the policy
  * check but still gets no token. Throws POLICY_FOREIGN_ORIGIN or UPLOAD_FAILED.
  */
-export function resolvePresignUrl(client: ControlClient, policy: GovernancePolicy, options: { allowedOrigins?: readonly string[]; file: string }): string | undefined {
-  checkUploadOrigin(policy, { controlUrl: client.controlUrl, allowedOrigins: options.allowedOrigins, file: options.file });
+export function resolvePresignUrl(
+  client: ControlClient,
+  policy: GovernancePolicy,
+  options: { allowedOrigins?: readonly string[]; file: string },
+): string | undefined {
+  checkUploadOrigin(policy, {
+    controlUrl: client.controlUrl,
+    allowedOrigins: options.allowedOrigins,
+    file: options.file,
+  });
   const presign = policy.session_upload?.presign_url;
   if (presign === undefined) return undefined;
   if (originOf(presign) !== client.origin) {
     throw new BlueError(
       'POLICY_FOREIGN_ORIGIN',
-      `${options.file}: /session_upload/presign_url ${safeUrl(presign)} is not on the Control API's origin ${client.origin}; the token is only sent to the Control API`,
-      { file: options.file, path: '/session_upload/presign_url', hint: 'Point presign_url at the Control API, or control_url at the service that presigns.' },
+      `${options.file}: /session_upload/presign_url ${safeUrl(presign)} is not on the Control API's origin ` +
+        `${client.origin}; the token is only sent to the Control API`,
+      {
+        file: options.file,
+        path: '/session_upload/presign_url',
+        hint: 'Point presign_url at the Control API, or control_url at the service that presigns.',
+      },
     );
   }
   return presign;
 }
 
-export async function uploadBundle(client: ControlClient, item: UploadItem, options: UploadBundleOptions = {}): Promise<UploadResult> {
+export async function uploadBundle(
+  client: ControlClient,
+  item: UploadItem,
+  options: UploadBundleOptions = {},
+): Promise<UploadResult> {
   const policy = options.retry ?? DEFAULT_RETRY_POLICY;
   const env = options.retryEnv ?? realRetryEnv;
   const maxPresigns = Math.max(1, options.maxPresigns ?? 2);
@@ -149,7 +176,10 @@ export async function uploadBundle(client: ControlClient, item: UploadItem, opti
       try {
         completed = await withRetry(() => {
           completeTries++;
-          return complete(client, presigned.upload_id, presigned.complete_url, { sha256: item.sha256, size_bytes: item.size });
+          return complete(client, presigned.upload_id, presigned.complete_url, {
+            sha256: item.sha256,
+            size_bytes: item.size,
+          });
         }, retrying('complete'));
       } catch (error) {
         // An earlier try may have completed the upload with only its answer lost, so a refusal now may just mean
@@ -157,10 +187,20 @@ export async function uploadBundle(client: ControlClient, item: UploadItem, opti
         if (!isUploadError(error) || error.kind !== 'record' || completeTries < 2) throw error;
         const again = await presign(client, request, presignUrl).catch(() => undefined);
         if (again?.status !== 'complete') throw error;
-        return { kind: 'uploaded', upload_id: again.upload_id, already: true, ...(again.session_id === undefined ? captured : { session_id: again.session_id }) };
+        return {
+          kind: 'uploaded',
+          upload_id: again.upload_id,
+          already: true,
+          ...(again.session_id === undefined ? captured : { session_id: again.session_id }),
+        };
       }
       const sessionId = completed.session_id ?? presigned.session_id;
-      return { kind: 'uploaded', upload_id: uploadId, already: false, ...(sessionId === undefined ? {} : { session_id: sessionId }) };
+      return {
+        kind: 'uploaded',
+        upload_id: uploadId,
+        already: false,
+        ...(sessionId === undefined ? {} : { session_id: sessionId }),
+      };
     }
   } catch (error) {
     return toResult(error, policy, env, uploadId);
@@ -172,17 +212,44 @@ function toResult(error: unknown, policy: RetryPolicy, env: RetryEnv, uploadId: 
   if (isUploadError(error)) {
     switch (error.kind) {
       case 'record':
-        return { kind: 'failed', code: error.code, reason: error.message, ...(error.status === undefined ? {} : { status: error.status }), ...id };
+        return {
+          kind: 'failed',
+          code: error.code,
+          reason: error.message,
+          ...(error.status === undefined ? {} : { status: error.status }),
+          ...id,
+        };
       case 'transient':
       case 'expired':
-        return { kind: 'retry', delay_ms: rescheduleDelay(error, policy, env.random), code: error.code, reason: error.message, stop: false, ...id };
+        return {
+          kind: 'retry',
+          delay_ms: rescheduleDelay(error, policy, env.random),
+          code: error.code,
+          reason: error.message,
+          stop: false,
+          ...id,
+        };
       case 'service':
-        return { kind: 'retry', delay_ms: rescheduleDelay(error, policy, env.random), code: error.code, reason: error.message, stop: true, ...id };
+        return {
+          kind: 'retry',
+          delay_ms: rescheduleDelay(error, policy, env.random),
+          code: error.code,
+          reason: error.message,
+          stop: true,
+          ...id,
+        };
     }
   }
   if (error instanceof BlueError) {
     // Configuration and policy problems: nothing about the record, everything about the setup.
-    return { kind: 'retry', delay_ms: rescheduleDelay({}, policy, env.random), code: error.code, reason: error.message, stop: true, ...id };
+    return {
+      kind: 'retry',
+      delay_ms: rescheduleDelay({}, policy, env.random),
+      code: error.code,
+      reason: error.message,
+      stop: true,
+      ...id,
+    };
   }
   throw error;
 }

@@ -9,7 +9,15 @@ import { open, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { UploadError } from '../control-api/errors.js';
-import { discard, header, MESSAGE_READ_MS, parseRetryAfter, readSome, serverError, statusKind } from '../control-api/http.js';
+import {
+  discard,
+  header,
+  MESSAGE_READ_MS,
+  parseRetryAfter,
+  readSome,
+  serverError,
+  statusKind,
+} from '../control-api/http.js';
 import { describeNetworkError, safeUrl, scrubText } from '../control-api/scrub.js';
 import { loadUndici } from '../control-api/undici.js';
 import type { SignedUpload } from '../control-api/uploads.js';
@@ -62,11 +70,18 @@ export interface UploadFileResult {
  * storage refused the signature: 401/403, or an expired-token code — ask for a fresh presign), `record` (other 4xx, or
  * the file is not the bundle the record describes), `service` (a redirect).
  */
-export async function uploadFile(signed: SignedUpload, file: string, expected: UploadExpectation, options: UploadFileOptions): Promise<UploadFileResult> {
+export async function uploadFile(
+  signed: SignedUpload,
+  file: string,
+  expected: UploadExpectation,
+  options: UploadFileOptions,
+): Promise<UploadFileResult> {
   const where = `${signed.method} ${safeUrl(signed.url)}`;
   const undici = options.undici ?? (await loadUndici());
   const cannotOpen = (error: NodeJS.ErrnoException): never => {
-    throw new UploadError('record', 'UPLOAD_FAILED', `cannot open the bundle ${file}: ${error.code ?? 'error'}`, { file });
+    throw new UploadError('record', 'UPLOAD_FAILED', `cannot open the bundle ${file}: ${error.code ?? 'error'}`, {
+      file,
+    });
   };
   // A bundle that fits in one chunk (most sessions) is read whole at once, synchronously, and sent as one buffer: a
   // few KiB cost less to read than the four trips through the thread pool and the streamed body a larger one takes.
@@ -81,7 +96,8 @@ export async function uploadFile(signed: SignedUpload, file: string, expected: U
       throw new UploadError(
         'record',
         'UPLOAD_FAILED',
-        `the bundle ${file} is ${info.isFile() ? `${info.size} bytes` : 'not a regular file'}, not the ${expected.size} bytes its record names; not uploading it`,
+        `the bundle ${file} is ${info.isFile() ? `${info.size} bytes` : 'not a regular file'}, not the ` +
+          `${expected.size} bytes its record names; not uploading it`,
         { file, hint: 'The bundle changed after it was built; capture the session again.' },
       );
     }
@@ -89,18 +105,27 @@ export async function uploadFile(signed: SignedUpload, file: string, expected: U
     for (const [name, value] of Object.entries(signed.headers)) {
       const lower = name.toLowerCase();
       if (lower === 'content-length' && value.trim() !== String(expected.size)) {
-        throw new UploadError('service', 'UPLOAD_FAILED', `${where}: the signed Content-Length ${value.slice(0, 20)} is not the bundle's ${expected.size} bytes`, {
-          hint: 'The Control API signed the upload for another size; check the presign request it received.',
-        });
+        throw new UploadError(
+          'service',
+          'UPLOAD_FAILED',
+          `${where}: the signed Content-Length ${value.slice(0, 20)} is not the bundle's ${expected.size} bytes`,
+          {
+            hint: 'The Control API signed the upload for another size; check the presign request it received.',
+          },
+        );
       }
       if (!OWN_HEADERS.has(lower)) headers[lower] = value;
     }
     headers['content-length'] = String(expected.size);
-    if (options.userAgent !== undefined && headers['user-agent'] === undefined) headers['user-agent'] = options.userAgent;
+    if (options.userAgent !== undefined && headers['user-agent'] === undefined)
+      headers['user-agent'] = options.userAgent;
 
     // Hashed on the way out, unless the storage service checks the digest itself: a bundle that changed under us must
     // not be completed as if it were the recorded one.
-    const hash = options.verifyDigest !== false && !storageChecksDigest(signed, expected.sha256, options.controlOrigin) ? createHash('sha256') : undefined;
+    const hash =
+      options.verifyDigest !== false && !storageChecksDigest(signed, expected.sha256, options.controlOrigin)
+        ? createHash('sha256')
+        : undefined;
     let sent = 0;
     let body: Buffer | Readable;
     if (whole?.bytes !== undefined) {
@@ -126,17 +151,26 @@ export async function uploadFile(signed: SignedUpload, file: string, expected: U
         signal: AbortSignal.timeout(budgetMs),
       });
     } catch (error) {
-      throw new UploadError('transient', 'UPLOAD_FAILED', `${where}: ${describeNetworkError(error)} after ${sent} of ${expected.size} bytes`);
+      throw new UploadError(
+        'transient',
+        'UPLOAD_FAILED',
+        `${where}: ${describeNetworkError(error)} after ${sent} of ${expected.size} bytes`,
+      );
     }
     const status = response.statusCode;
     if (status >= 200 && status < 300) {
       // The upload's own budget is long for a large bundle; what the storage service says after 2xx is not waited for.
       await discard(response, Math.min(options.timeoutMs, MESSAGE_READ_MS));
       if (hash !== undefined && (sent !== expected.size || hash.digest('hex') !== expected.sha256.toLowerCase())) {
-        throw new UploadError('record', 'UPLOAD_FAILED', `the bundle ${file} changed while it was uploaded (its SHA-256 is not the recorded one)`, {
-          file,
-          hint: 'The upload is not completed; capture the session again.',
-        });
+        throw new UploadError(
+          'record',
+          'UPLOAD_FAILED',
+          `the bundle ${file} changed while it was uploaded (its SHA-256 is not the recorded one)`,
+          {
+            file,
+            hint: 'The upload is not completed; capture the session again.',
+          },
+        );
       }
       return { status, bytes: expected.size };
     }
@@ -144,16 +178,27 @@ export async function uploadFile(signed: SignedUpload, file: string, expected: U
     const reason = storageError(text);
     const message = scrubText(`${where} answered HTTP ${status}${reason === undefined ? '' : `: ${reason.text}`}`);
     const extra = { status, ...(reason?.code === undefined ? {} : { serverCode: reason.code }) };
-    if (status === 401 || status === 403 || (status === 400 && /^(ExpiredToken|TokenRefreshRequired|InvalidToken)$/.test(reason?.code ?? ''))) {
+    if (
+      status === 401 ||
+      status === 403 ||
+      (status === 400 && /^(ExpiredToken|TokenRefreshRequired|InvalidToken)$/.test(reason?.code ?? ''))
+    ) {
       return expired(message, extra);
     }
-    if (status === 400 && reason?.code === 'RequestTimeout') throw new UploadError('transient', 'UPLOAD_FAILED', message, extra);
+    if (status === 400 && reason?.code === 'RequestTimeout')
+      throw new UploadError('transient', 'UPLOAD_FAILED', message, extra);
     if (status >= 300 && status < 400) {
-      throw new UploadError('service', 'UPLOAD_FAILED', message, { ...extra, hint: 'The storage service redirected the upload; check its region and endpoint.' });
+      throw new UploadError('service', 'UPLOAD_FAILED', message, {
+        ...extra,
+        hint: 'The storage service redirected the upload; check its region and endpoint.',
+      });
     }
     if (statusKind(status) === 'transient') {
       const retryAfterMs = parseRetryAfter(header(response.headers, 'retry-after'), (options.now ?? Date.now)());
-      throw new UploadError('transient', 'UPLOAD_FAILED', message, { ...extra, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+      throw new UploadError('transient', 'UPLOAD_FAILED', message, {
+        ...extra,
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      });
     }
     throw new UploadError('record', 'UPLOAD_REJECTED', message, extra);
   } catch (error) {
@@ -165,7 +210,11 @@ export async function uploadFile(signed: SignedUpload, file: string, expected: U
 }
 
 /** The file's identity and, when it is a regular file of `size` bytes, those bytes. */
-function readSmall(file: string, size: number, cannotOpen: (error: NodeJS.ErrnoException) => never): { info: Stats; bytes?: Buffer } {
+function readSmall(
+  file: string,
+  size: number,
+  cannotOpen: (error: NodeJS.ErrnoException) => never,
+): { info: Stats; bytes?: Buffer } {
   let fd: number;
   try {
     // Non-blocking: a FIFO put in the bundle's place must not hang the event loop at open (it fails the size check).
@@ -212,7 +261,12 @@ function expired(message: string, extra: { status: number; serverCode?: string }
  */
 export function storageChecksDigest(signed: SignedUpload, sha256: string, controlOrigin?: string): boolean {
   const checksum = Object.entries(signed.headers).find(([name]) => name.toLowerCase() === CHECKSUM_HEADER)?.[1];
-  if (checksum === undefined || !/^[0-9a-f]{64}$/i.test(sha256) || checksum.trim() !== Buffer.from(sha256, 'hex').toString('base64')) return false;
+  if (
+    checksum === undefined ||
+    !/^[0-9a-f]{64}$/i.test(sha256) ||
+    checksum.trim() !== Buffer.from(sha256, 'hex').toString('base64')
+  )
+    return false;
   let url: URL;
   try {
     url = new URL(signed.url);
@@ -227,9 +281,13 @@ export function storageChecksDigest(signed: SignedUpload, sha256: string, contro
 /** The storage service's reason: S3-style XML `<Code>`/`<Message>`, or a Control-API-style JSON error. */
 function storageError(text: string): { code: string | undefined; text: string } | undefined {
   const json = serverError(text);
-  if (json !== undefined) return { code: json.code, text: `${json.code === undefined ? '' : `[${json.code}] `}${json.message}` };
+  if (json !== undefined)
+    return { code: json.code, text: `${json.code === undefined ? '' : `[${json.code}] `}${json.message}` };
   const code = /<Code>([^<]{1,64})<\/Code>/.exec(text)?.[1]?.trim();
-  const message = /<Message>([^<]{1,300})<\/Message>/.exec(text)?.[1]?.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  const message = /<Message>([^<]{1,300})<\/Message>/
+    .exec(text)?.[1]
+    ?.replace(/[\u0000-\u001f\u007f]+/g, ' ')
+    .trim();
   if (code === undefined && message === undefined) return undefined;
   return { code, text: `${code === undefined ? '' : `[${code}] `}${message ?? ''}`.trim() };
 }

@@ -77,6 +77,13 @@ export async function withRetry<T>(step: (attempt: number) => Promise<T>, option
 export const MAX_RETRY_AFTER_MS = 6 * 60 * 60_000;
 
 /** The wait a later drain should leave before the next try after `error` ended a retry loop. */
-export function rescheduleDelay(error: { retryAfterMs?: number | undefined }, policy: RetryPolicy, random: () => number): number {
-  return Math.max(Math.min(error.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS), backoffDelay(policy.maxAttempts, policy, random));
+export function rescheduleDelay(
+  error: { retryAfterMs?: number | undefined },
+  policy: RetryPolicy,
+  random: () => number,
+): number {
+  return Math.max(
+    Math.min(error.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS),
+    backoffDelay(policy.maxAttempts, policy, random),
+  );
 }

@@ -22,7 +22,11 @@ const BACKUP_NAME = /\.[0-9a-f]{8}\.\d{4}-\d\d-\d\dT[\d-]+Z\.bak/g;
 function sortedKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortedKeys);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.keys(value).sort().map((key) => [key, sortedKeys((value as Record<string, unknown>)[key])]));
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sortedKeys((value as Record<string, unknown>)[key])]),
+  );
 }
 
 /** The environment of a user whose home is `home`, everything blue-agent keeps inside it. */
@@ -53,8 +57,15 @@ interface Loaded {
 /** A small bundle whose functions only run when called, and that requires a file beside it. */
 async function writeBundle(): Promise<string> {
   const file = path.join(dir, 'bundle.cjs');
-  await writeFile(path.join(dir, 'sibling.cjs'), 'module.exports = "beside " + require("node:path").basename(__dirname);\n');
-  await writeFile(file, 'exports.answer = function () { return [1, 2, 3].reduce((a, b) => a * b) * 7; };\nexports.sibling = () => require("./sibling.cjs");\n');
+  await writeFile(
+    path.join(dir, 'sibling.cjs'),
+    'module.exports = "beside " + require("node:path").basename(__dirname);\n',
+  );
+  await writeFile(
+    file,
+    'exports.answer = function () { return [1, 2, 3].reduce((a, b) => a * b) * 7; };\nexports.sibling = () => ' +
+      'require("./sibling.cjs");\n',
+  );
   return file;
 }
 
@@ -105,17 +116,21 @@ describe('the code cache of a bundle', () => {
     expect((await readFile(cacheFile)).toString()).not.toBe('planted');
   });
 
-  it('is neither read nor written in a folder others may write (Node.js keeps its cache under the shared temporary folder)', async () => {
-    const file = await writeBundle();
-    const shared = path.join(dir, 'shared');
-    await mkdir(shared);
-    await chmod(shared, 0o777);
-    expect(cacheFileFor(file, shared)).toBeUndefined();
-    const loaded = loadBundle(file, shared) as Loaded;
-    expect(loaded.exports.answer()).toBe(42);
-    loaded.save();
-    expect(await readdir(shared)).toEqual([]);
-  });
+  it(
+    'is neither read nor written in a folder others may write (Node.js keeps its cache under the shared temporary ' +
+      'folder)',
+    async () => {
+      const file = await writeBundle();
+      const shared = path.join(dir, 'shared');
+      await mkdir(shared);
+      await chmod(shared, 0o777);
+      expect(cacheFileFor(file, shared)).toBeUndefined();
+      const loaded = loadBundle(file, shared) as Loaded;
+      expect(loaded.exports.answer()).toBe(42);
+      loaded.save();
+      expect(await readdir(shared)).toEqual([]);
+    },
+  );
 
   it('names the bundle as it is now: another build is another cache', async () => {
     const file = await writeBundle();
@@ -139,20 +154,38 @@ describe('a plain reconcile run from bin/', () => {
     expect(source).not.toMatch(/require\("(node:)?fs\/promises"\)/);
   });
 
-  it('takes each built-in as it is: none is copied per importing module (add one imported by default to builtins-as-they-are in scripts/build.mjs)', async () => {
-    const source = await readFile(path.join(ROOT, 'dist', 'reconcile.cjs'), 'utf8');
-    expect(source).toMatch(/^\/\/ builtin:node:path$/m);
-    expect(source.match(/__toESM\(require\("node:[^"]+"\)[^)]*\)/g) ?? []).toEqual([]);
-  });
+  it(
+    'takes each built-in as it is: none is copied per importing module (add one imported by default to ' +
+      'builtins-as-they-are in scripts/build.mjs)',
+    async () => {
+      const source = await readFile(path.join(ROOT, 'dist', 'reconcile.cjs'), 'utf8');
+      expect(source).toMatch(/^\/\/ builtin:node:path$/m);
+      expect(source.match(/__toESM\(require\("node:[^"]+"\)[^)]*\)/g) ?? []).toEqual([]);
+    },
+  );
 
   it('makes the changes the full CLI makes, and then changes nothing', async () => {
-    const bin = await versionStubs(dir, { claude: '2.1.332 (Claude Code)', codex: 'codex-cli 0.171.0', kimi: 'kimi, version 1.49.0', opencode: '1.18.33' });
+    const bin = await versionStubs(dir, {
+      claude: '2.1.332 (Claude Code)',
+      codex: 'codex-cli 0.171.0',
+      kimi: 'kimi, version 1.49.0',
+      opencode: '1.18.33',
+    });
     const policy = path.join(dir, 'policy.yaml');
-    await writeFile(policy, 'revision: 3\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: "https://control.example/presign" }\n');
+    await writeFile(
+      policy,
+      'revision: 3\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: ' +
+        '"https://control.example/presign" }\n',
+    );
     const homes = { plain: path.join(dir, 'plain'), full: path.join(dir, 'full') };
-    /** Node.js with `args`; its stdout is a file when `stdoutFile` is given (as a file or a terminal is written), else a pipe. */
+    /** Node.js with `args`; its stdout is a file when `stdoutFile` is given (as a file or a terminal is written), else
+     * a pipe. */
     const node = (home: string, args: string[], stdoutFile?: string) => {
-      const env = { ...homeEnv(home), PATH: `${bin}:/usr/bin:/bin`, NODE_COMPILE_CACHE: path.join(dir, 'compile-cache') };
+      const env = {
+        ...homeEnv(home),
+        PATH: `${bin}:/usr/bin:/bin`,
+        NODE_COMPILE_CACHE: path.join(dir, 'compile-cache'),
+      };
       const out = stdoutFile === undefined ? 'pipe' : openSync(stdoutFile, 'w');
       const result = spawnSync(process.execPath, args, { env, encoding: 'utf8', stdio: ['ignore', out, 'pipe'] });
       if (typeof out === 'number') closeSync(out);
@@ -169,15 +202,21 @@ describe('a plain reconcile run from bin/', () => {
     const first = cli(homes.plain, 'reconcile', '--json', '--policy', policy);
     expect(first.status).toBe(0);
     expect(first).toEqual(cli(homes.full, 'reconcile', '--json', `--policy=${policy}`));
-    expect(JSON.parse(first.stdout).harnesses.filter((h: { action: string }) => h.action !== 'unchanged').length).toBeGreaterThan(2);
+    expect(
+      JSON.parse(first.stdout).harnesses.filter((h: { action: string }) => h.action !== 'unchanged').length,
+    ).toBeGreaterThan(2);
     const tree = async (home: string) => {
-      const files = (await readdir(home, { recursive: true, withFileTypes: true })).filter((e) => e.isFile() && !e.name.endsWith('.lock'));
+      const files = (await readdir(home, { recursive: true, withFileTypes: true })).filter(
+        (e) => e.isFile() && !e.name.endsWith('.lock'),
+      );
       const out: Record<string, string> = {};
       for (const e of files) {
         const file = path.join(e.parentPath, e.name);
         const text = await readFile(file, 'utf8');
         // The version cache lists binaries in the order their probes ended.
-        out[path.relative(home, file).replace(BACKUP_NAME, '.<hash>.<time>.bak')] = (e.name === 'versions.json' ? JSON.stringify(sortedKeys(JSON.parse(text))) : text)
+        out[path.relative(home, file).replace(BACKUP_NAME, '.<hash>.<time>.bak')] = (
+          e.name === 'versions.json' ? JSON.stringify(sortedKeys(JSON.parse(text))) : text
+        )
           .replaceAll(home, '<home>')
           .replace(BACKUP_NAME, '.<hash>.<time>.bak')
           .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<time>');
@@ -185,14 +224,24 @@ describe('a plain reconcile run from bin/', () => {
       return out;
     };
     const written = await tree(homes.plain);
-    expect(Object.keys(written)).toEqual(expect.arrayContaining(['.claude/settings.json', '.local/state/blue-agent/ledger.json']));
+    expect(Object.keys(written)).toEqual(
+      expect.arrayContaining(['.claude/settings.json', '.local/state/blue-agent/ledger.json']),
+    );
     expect(written['.claude/settings.json']).toContain('// mine');
     expect(written).toEqual(await tree(homes.full));
     // A run that changes nothing, its report written to a file, loads neither node:crypto nor node:fs/promises, nor
     // node:stream (which either would bring, as would making process.stdout).
     const loaded = path.join(dir, 'loaded.json');
-    await writeFile(path.join(dir, 'record.cjs'), `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(loaded)}, JSON.stringify(process.moduleLoadList)));\n`);
-    const again = node(homes.plain, ['--require', path.join(dir, 'record.cjs'), ENTRY, 'reconcile', '--json', '--policy', policy], path.join(dir, 'report.json'));
+    await writeFile(
+      path.join(dir, 'record.cjs'),
+      `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(loaded)}, ` +
+        `JSON.stringify(process.moduleLoadList)));\n`,
+    );
+    const again = node(
+      homes.plain,
+      ['--require', path.join(dir, 'record.cjs'), ENTRY, 'reconcile', '--json', '--policy', policy],
+      path.join(dir, 'report.json'),
+    );
     expect(again.status).toBe(0);
     const modules = JSON.parse(await readFile(loaded, 'utf8')) as string[];
     expect(modules).toContain('NativeModule vm');
@@ -200,8 +249,18 @@ describe('a plain reconcile run from bin/', () => {
     expect(JSON.parse(again.stdout).harnesses.every((h: { action: string }) => h.action === 'unchanged')).toBe(true);
     expect(await tree(homes.plain)).toEqual(written);
     // Its report for a person, thrown away (cron, scripts): /dev/null is no terminal, told without node:tty.
-    expect(node(homes.plain, ['--require', path.join(dir, 'record.cjs'), ENTRY, 'reconcile', '--policy', policy], '/dev/null').status).toBe(0);
-    expect((JSON.parse(await readFile(loaded, 'utf8')) as string[]).filter((m) => /^NativeModule (tty|net|stream|crypto)$/.test(m))).toEqual([]);
+    expect(
+      node(
+        homes.plain,
+        ['--require', path.join(dir, 'record.cjs'), ENTRY, 'reconcile', '--policy', policy],
+        '/dev/null',
+      ).status,
+    ).toBe(0);
+    expect(
+      (JSON.parse(await readFile(loaded, 'utf8')) as string[]).filter((m) =>
+        /^NativeModule (tty|net|stream|crypto)$/.test(m),
+      ),
+    ).toEqual([]);
     // Where Node.js runs without WebAssembly, files are hashed by node:crypto, to the same ledger.
     const jitless = node(homes.plain, ['--jitless', ENTRY, 'reconcile', '--json', '--policy', policy]);
     expect(jitless).toMatchObject({ status: 0, stderr: '' });
@@ -212,14 +271,21 @@ describe('a plain reconcile run from bin/', () => {
   it('ends quietly when the reader of its output has gone away', async () => {
     const bin = await versionStubs(dir, { claude: '2.1.332 (Claude Code)', opencode: '1.18.33' });
     await mkdir(path.join(dir, 'home'));
-    const env = { ...homeEnv(path.join(dir, 'home')), PATH: `${bin}:/usr/bin:/bin`, NODE_COMPILE_CACHE: path.join(dir, 'compile-cache') };
+    const env = {
+      ...homeEnv(path.join(dir, 'home')),
+      PATH: `${bin}:/usr/bin:/bin`,
+      NODE_COMPILE_CACHE: path.join(dir, 'compile-cache'),
+    };
     const policy = path.join(dir, 'policy.yaml');
     await writeFile(policy, 'revision: 3\nsession_upload: { presign_url: "https://control.example/presign" }\n');
     const args = ['--dry-run', '--policy', policy];
     const whole = spawnSync(process.execPath, [ENTRY, 'reconcile', ...args], { env, encoding: 'utf8' });
     expect(whole, whole.stdout).toMatchObject({ status: 0 });
     for (const more of [[], ['--json']]) {
-      const child = spawn(process.execPath, [ENTRY, 'reconcile', ...args, ...more], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [ENTRY, 'reconcile', ...args, ...more], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       // Closed before the child has started: its first write finds no reader.
       child.stdout.destroy();
       let stderr = '';
@@ -233,10 +299,19 @@ describe('a plain reconcile run from bin/', () => {
     const home = path.join(dir, 'home');
     const cacheDir = path.join(dir, 'compile-cache');
     // The versions the reconcile bench runs with: every harness found ends active or awaiting trust, exit 0.
-    const bin = await versionStubs(dir, { claude: '2.1.332 (Claude Code)', codex: 'codex-cli 0.171.0', kimi: 'kimi, version 1.49.0', opencode: '1.18.33' });
+    const bin = await versionStubs(dir, {
+      claude: '2.1.332 (Claude Code)',
+      codex: 'codex-cli 0.171.0',
+      kimi: 'kimi, version 1.49.0',
+      opencode: '1.18.33',
+    });
     await mkdir(path.join(home, '.codex'), { recursive: true });
     const policy = path.join(dir, 'policy.yaml');
-    await writeFile(policy, 'revision: 3\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: "https://control.example/presign" }\n');
+    await writeFile(
+      policy,
+      'revision: 3\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: ' +
+        '"https://control.example/presign" }\n',
+    );
     const env = {
       ...process.env,
       HOME: home,
@@ -255,13 +330,22 @@ describe('a plain reconcile run from bin/', () => {
     expect(full.status).toBe(0);
     expect(plain).toMatchObject({ status: full.status, stdout: full.stdout, stderr: full.stderr });
     expect(JSON.parse(plain.stdout).harnesses.length).toBeGreaterThan(0);
-    const caches = (await readdir(cacheDir, { recursive: true })).filter((f) => /blue-agent-.*\.v8cache$/.test(String(f)));
+    const caches = (await readdir(cacheDir, { recursive: true })).filter((f) =>
+      /blue-agent-.*\.v8cache$/.test(String(f)),
+    );
     expect(caches).toHaveLength(1);
 
     const human = cli('reconcile', '--dry-run', '--policy', policy);
     expect(human).toMatchObject({ status: 0, stdout: cli('reconcile', '--dry-run', `--policy=${policy}`).stdout });
-    const failed = [cli('reconcile', '--json', '--policy', path.join(dir, 'missing.yaml')), cli('reconcile', '--json', `--policy=${path.join(dir, 'missing.yaml')}`)];
-    expect(failed[0]).toMatchObject({ status: failed[1]!.status, stdout: failed[1]!.stdout, stderr: failed[1]!.stderr });
+    const failed = [
+      cli('reconcile', '--json', '--policy', path.join(dir, 'missing.yaml')),
+      cli('reconcile', '--json', `--policy=${path.join(dir, 'missing.yaml')}`),
+    ];
+    expect(failed[0]).toMatchObject({
+      status: failed[1]!.status,
+      stdout: failed[1]!.stdout,
+      stderr: failed[1]!.stderr,
+    });
     expect(failed[0]!.status).toBe(1);
   });
 });

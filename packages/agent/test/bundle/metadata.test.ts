@@ -33,14 +33,25 @@ describe('the manifest texts', () => {
       title: 'deploy with DB_PASSWORD=[REDACTED:PASSWORD]',
       summary: 'then [REDACTED:AWS_SECRET_ACCESS_KEY] and [REDACTED:SLACK_TOKEN]',
       cwd: '/home/u/work/PGPASSWORD=[REDACTED:PASSWORD]',
-      repository: { root: '/home/u/api_key=[REDACTED:SECRET]', remote: 'https://git.example.com/[REDACTED:SLACK_TOKEN]/r.git' },
+      repository: {
+        root: '/home/u/api_key=[REDACTED:SECRET]',
+        remote: 'https://git.example.com/[REDACTED:SLACK_TOKEN]/r.git',
+      },
     });
     expect(replaced).toBe(6);
     expect(JSON.stringify(out)).not.toMatch(/Zq8vR2kLm9x|q8Vt2Lw9Zr4X|Rk3Lm9Qr2Tv7|Hunter2Secret|k3y4Prod9Xz/);
   });
 
   it('are masked by the one masking rule when the policy asks for no redaction', async () => {
-    const { input: out, replaced } = await protectMetadata(input({ title: 'deploy with DB_PASSWORD=Zq8vR2kLm9x', summary: AWS, cwd: '/w', repository: { root: '/w', remote: `https://h/${SLACK}` } }), undefined);
+    const { input: out, replaced } = await protectMetadata(
+      input({
+        title: 'deploy with DB_PASSWORD=Zq8vR2kLm9x',
+        summary: AWS,
+        cwd: '/w',
+        repository: { root: '/w', remote: `https://h/${SLACK}` },
+      }),
+      undefined,
+    );
     expect(out).toMatchObject({
       title: 'deploy with DB_PASSWORD=[REDACTED:PASSWORD]',
       summary: 'AWS_SECRET_ACCESS_KEY=[REDACTED:SECRET]',
@@ -48,13 +59,19 @@ describe('the manifest texts', () => {
       repository: { root: '/w', remote: 'https://h/[REDACTED:SLACK_TOKEN]' },
     });
     expect(replaced).toBe(0);
-    expect(await protectMetadata(input({ title: 'plain' }), undefined)).toEqual({ input: input({ title: 'plain' }), replaced: 0 });
+    expect(await protectMetadata(input({ title: 'plain' }), undefined)).toEqual({
+      input: input({ title: 'plain' }),
+      replaced: 0,
+    });
   });
 
   it('keep their bounds once a marker replaced a shorter secret, and lose the word a cut ended in', async () => {
     const title = `${'w'.repeat(231)} DB_PASSWORD=Zq8vR2kLm9x`;
     expect(Array.from(title)).toHaveLength(255);
-    const { input: out } = await protectMetadata(input({ title, summary: `rotate the key sk_live_Rk3Lm9Qr2Tv7W\u2026` }), secretsRedaction());
+    const { input: out } = await protectMetadata(
+      input({ title, summary: `rotate the key sk_live_Rk3Lm9Qr2Tv7W\u2026` }),
+      secretsRedaction(),
+    );
     expect(Array.from(out.title!)).toHaveLength(TEXT_FIELDS.title);
     expect(out.title!.endsWith('\u2026')).toBe(true);
     expect(out.title).not.toContain('Zq8v');
@@ -66,14 +83,28 @@ describe('the manifest texts', () => {
   });
 
   it('are every free-text field of the manifest: the others are of a fixed form', () => {
-    const schema = JSON.parse(readFileSync(path.join(contractRoot, 'schemas', 'bundle-manifest.schema.json'), 'utf8')) as {
-      properties: Record<string, { type?: string; const?: unknown; enum?: unknown; pattern?: string; $ref?: string; maxLength?: number; properties?: Record<string, { maxLength?: number }> }>;
+    const schema = JSON.parse(
+      readFileSync(path.join(contractRoot, 'schemas', 'bundle-manifest.schema.json'), 'utf8'),
+    ) as {
+      properties: Record<
+        string,
+        {
+          type?: string;
+          const?: unknown;
+          enum?: unknown;
+          pattern?: string;
+          $ref?: string;
+          maxLength?: number;
+          properties?: Record<string, { maxLength?: number }>;
+        }
+      >;
     };
     const text = new Map<string, number | undefined>();
     for (const [name, field] of Object.entries(schema.properties)) {
       if ((STRUCTURAL_FIELDS as readonly string[]).includes(name)) {
         // A structural string is a name from a fixed vocabulary: it cannot carry what a person wrote.
-        if (field.type === 'string') expect(field.const ?? field.enum ?? field.pattern ?? field.$ref, name).toBeDefined();
+        if (field.type === 'string')
+          expect(field.const ?? field.enum ?? field.pattern ?? field.$ref, name).toBeDefined();
         continue;
       }
       if (field.properties === undefined) text.set(name, field.maxLength);

@@ -92,7 +92,12 @@ describe('writeBundle', () => {
       ['primary_transcript', 'files/0000-c0ffee.jsonl', '-home-dev-app/c0ffee.jsonl'],
       ['session_companion', 'files/0001-agent-1.jsonl', '-home-dev-app/c0ffee/subagents/agent-1.jsonl'],
     ]);
-    expect(written.manifest).toMatchObject({ title: input.title, summary: input.summary, cwd: input.cwd, repository: input.repository });
+    expect(written.manifest).toMatchObject({
+      title: input.title,
+      summary: input.summary,
+      cwd: input.cwd,
+      repository: input.repository,
+    });
     expect((await stat(out)).mode & 0o777).toBe(0o600);
 
     const verified = await verifyBundle(out, { profiles });
@@ -115,7 +120,13 @@ describe('writeBundle', () => {
     const content = Buffer.from(JSON.stringify({ info: { id: 'ses_1' }, messages: [] }));
     const out = path.join(dir, 'oc.bundle');
     const written = await writeBundle(
-      { harness: 'opencode', profile: 'opencode-v1_2_0', sessionId: 'ses_1', capturedAtUnixMs: 5, files: [{ role: 'portable_export', name: 'export.json', content }] },
+      {
+        harness: 'opencode',
+        profile: 'opencode-v1_2_0',
+        sessionId: 'ses_1',
+        capturedAtUnixMs: 5,
+        files: [{ role: 'portable_export', name: 'export.json', content }],
+      },
       out,
       { profiles },
     );
@@ -136,37 +147,63 @@ describe('writeBundle', () => {
     expect((await writeBundle(input, path.join(dir, 'c.bundle'))).sha256).not.toBe(a.sha256);
   });
 
-  it('compresses in parallel blocks into one standard deflate stream that gunzip, GNU tar and verify read, reproducibly', async () => {
-    // Many blocks (more than are ever in flight), text that refers back across block boundaries, and random bytes.
-    const lines = Array.from({ length: 40_000 }, (_, i) => `{"turn":${i},"text":"the same words again ${i % 97}"}`).join('\n');
-    const random = randomBytes(DEFLATE_BLOCK * 2 + 1234);
-    const input: BundleInput = {
-      harness: 'opencode',
-      profile: 'opencode-v1_2_0',
-      sessionId: 'ses_1',
-      capturedAtUnixMs: 5,
-      files: [{ role: 'portable_export', name: 'export.json', content: Buffer.concat([Buffer.from(lines), random]) }],
-    };
-    const out = path.join(dir, 'big.bundle');
-    const written = await writeBundle(input, out, { profiles });
-    const bytes = await readFile(out);
-    expect(bytes.length).toBeLessThan(lines.length / 4 + random.length + 4096);
-    expect(parseTar(zlib.gunzipSync(bytes))[0]!.data).toEqual(input.files[0]!.content);
-    expect(execFileSync('tar', ['-xzOf', out, 'files/0000-export.json'], { maxBuffer: 64 * 1024 * 1024 }).equals(input.files[0]!.content!)).toBe(true);
-    expect(await verifyBundle(out, { profiles })).toEqual(written);
-    expect((await writeBundle(input, path.join(dir, 'again.bundle'), { profiles })).sha256).toBe(written.sha256);
-  });
+  it(
+    'compresses in parallel blocks into one standard deflate stream that gunzip, GNU tar and verify read, ' +
+      'reproducibly',
+    async () => {
+      // Many blocks (more than are ever in flight), text that refers back across block boundaries, and random bytes.
+      const lines = Array.from(
+        { length: 40_000 },
+        (_, i) => `{"turn":${i},"text":"the same words again ${i % 97}"}`,
+      ).join('\n');
+      const random = randomBytes(DEFLATE_BLOCK * 2 + 1234);
+      const input: BundleInput = {
+        harness: 'opencode',
+        profile: 'opencode-v1_2_0',
+        sessionId: 'ses_1',
+        capturedAtUnixMs: 5,
+        files: [{ role: 'portable_export', name: 'export.json', content: Buffer.concat([Buffer.from(lines), random]) }],
+      };
+      const out = path.join(dir, 'big.bundle');
+      const written = await writeBundle(input, out, { profiles });
+      const bytes = await readFile(out);
+      expect(bytes.length).toBeLessThan(lines.length / 4 + random.length + 4096);
+      expect(parseTar(zlib.gunzipSync(bytes))[0]!.data).toEqual(input.files[0]!.content);
+      expect(
+        execFileSync('tar', ['-xzOf', out, 'files/0000-export.json'], { maxBuffer: 64 * 1024 * 1024 }).equals(
+          input.files[0]!.content!,
+        ),
+      ).toBe(true);
+      expect(await verifyBundle(out, { profiles })).toEqual(written);
+      expect((await writeBundle(input, path.join(dir, 'again.bundle'), { profiles })).sha256).toBe(written.sha256);
+    },
+  );
 
   it('ends the deflate stream properly when the tar fills its last block exactly', async () => {
     // Headers, manifest and end marker are multiples of 512: pad the one file so the tar is a whole number of blocks.
     const probe = await writeBundle(
-      { harness: 'opencode', profile: 'opencode-v1_2_0', sessionId: 'ses_1', capturedAtUnixMs: 5, files: [{ role: 'portable_export', name: 'f.json', content: Buffer.alloc(512, 0x61) }] },
+      {
+        harness: 'opencode',
+        profile: 'opencode-v1_2_0',
+        sessionId: 'ses_1',
+        capturedAtUnixMs: 5,
+        files: [{ role: 'portable_export', name: 'f.json', content: Buffer.alloc(512, 0x61) }],
+      },
       path.join(dir, 'probe.bundle'),
     );
     const tarBytes = zlib.gunzipSync(await readFile(path.join(dir, 'probe.bundle'))).length;
     const content = Buffer.alloc(DEFLATE_BLOCK * 3 - (tarBytes - 512), 0x61);
     const out = path.join(dir, 'exact.bundle');
-    await writeBundle({ harness: 'opencode', profile: 'opencode-v1_2_0', sessionId: 'ses_1', capturedAtUnixMs: 5, files: [{ role: 'portable_export', name: 'f.json', content }] }, out);
+    await writeBundle(
+      {
+        harness: 'opencode',
+        profile: 'opencode-v1_2_0',
+        sessionId: 'ses_1',
+        capturedAtUnixMs: 5,
+        files: [{ role: 'portable_export', name: 'f.json', content }],
+      },
+      out,
+    );
     const tarred = zlib.gunzipSync(await readFile(out));
     expect(tarred.length % DEFLATE_BLOCK).toBe(0);
     expect(parseTar(tarred)[0]!.data).toEqual(content);
@@ -178,7 +215,12 @@ describe('writeBundle', () => {
     const input = await claudeSession(dir);
     const long = `${'l'.repeat(200)}.jsonl`;
     await writeFile(path.join(dir, 'projects', '-home-dev-app', long), 'long\n');
-    input.files.push({ role: 'session_companion', name: long, nativePath: `-home-dev-app/${long}`, path: path.join(dir, 'projects', '-home-dev-app', long) });
+    input.files.push({
+      role: 'session_companion',
+      name: long,
+      nativePath: `-home-dev-app/${long}`,
+      path: path.join(dir, 'projects', '-home-dev-app', long),
+    });
     const out = path.join(dir, 'h.bundle');
     await writeBundle(input, out);
     const bytes = await readFile(out);
@@ -221,7 +263,8 @@ describe('writeBundle', () => {
     await writeBundle(input, out);
     const listing = execFileSync('tar', ['-tvzf', out], { encoding: 'utf8' }).trim().split('\n');
     expect(listing).toHaveLength(4);
-    for (const line of listing) expect(line).toMatch(/^-rw------- 0\/0 .* 1970-01-01 00:00 (files\/000[0-2]-|manifest\.json)/);
+    for (const line of listing)
+      expect(line).toMatch(/^-rw------- 0\/0 .* 1970-01-01 00:00 (files\/000[0-2]-|manifest\.json)/);
     expect(listing[2]).toMatch(new RegExp(` files/0002-${long}$`));
     const seen: string[] = [];
     await tar.list({ file: out, onReadEntry: (e) => void seen.push(`${e.type} ${e.path} ${e.mode?.toString(8)}`) });
@@ -234,12 +277,20 @@ describe('writeBundle', () => {
   });
 
   // procfs files claim 0 bytes and hold more: to the writer, a file that grew after it was stat'ed.
-  it.skipIf(!existsSync('/proc/self/stat'))('cuts a file that grows while being read at the size first stat\'ed', async () => {
-    const out = path.join(dir, 'g.bundle');
-    const written = await writeBundle(codexInput([{ role: 'rollout', name: 'stat', nativePath: 'stat', path: '/proc/self/stat' }], { root: '/proc/self' }), out);
-    expect(written.manifest.files[0]).toMatchObject({ size: 0, sha256: createHash('sha256').digest('hex') });
-    await verifyBundle(out, { profiles });
-  });
+  it.skipIf(!existsSync('/proc/self/stat'))(
+    "cuts a file that grows while being read at the size first stat'ed",
+    async () => {
+      const out = path.join(dir, 'g.bundle');
+      const written = await writeBundle(
+        codexInput([{ role: 'rollout', name: 'stat', nativePath: 'stat', path: '/proc/self/stat' }], {
+          root: '/proc/self',
+        }),
+        out,
+      );
+      expect(written.manifest.files[0]).toMatchObject({ size: 0, sha256: createHash('sha256').digest('hex') });
+      await verifyBundle(out, { profiles });
+    },
+  );
 
   it('replaces an existing bundle atomically and leaves no temporary file', async () => {
     const out = path.join(dir, 'out', 'r.bundle');
@@ -269,14 +320,18 @@ describe('writeBundle refuses', () => {
   it('a symlinked file, even to a file inside the root', async () => {
     const real = await rollout('real.jsonl');
     await symlink(real.path!, path.join(dir, 'link.jsonl'));
-    const message = await refusal(codexInput([{ ...real, name: 'link.jsonl', nativePath: 'link.jsonl', path: path.join(dir, 'link.jsonl') }]));
+    const message = await refusal(
+      codexInput([{ ...real, name: 'link.jsonl', nativePath: 'link.jsonl', path: path.join(dir, 'link.jsonl') }]),
+    );
     expect(message).toBe(`session file "link.jsonl" (${path.join(dir, 'link.jsonl')}): is a symbolic link`);
   });
 
   it('a hard-linked file (its other name may be any file of the machine)', async () => {
     const real = await rollout('real.jsonl');
     await link(real.path!, path.join(dir, 'second-name.jsonl'));
-    expect(await refusal(codexInput([real]))).toBe(`session file "real.jsonl" (${real.path!}): has 2 hard links (only a file with one name is read)`);
+    expect(await refusal(codexInput([real]))).toBe(
+      `session file "real.jsonl" (${real.path!}): has 2 hard links (only a file with one name is read)`,
+    );
   });
 
   it('a file outside the root, directly or through a linked directory', async () => {
@@ -285,11 +340,25 @@ describe('writeBundle refuses', () => {
       await writeFile(path.join(outside, 'secret'), 'key');
       const root = path.join(dir, 'root');
       await mkdir(root);
-      const direct = await refusal(codexInput([{ role: 'rollout', name: 'secret', nativePath: 'secret', path: path.join(outside, 'secret') }], { root }));
+      const direct = await refusal(
+        codexInput([{ role: 'rollout', name: 'secret', nativePath: 'secret', path: path.join(outside, 'secret') }], {
+          root,
+        }),
+      );
       expect(direct).toMatch(/: lies outside the session root .* \(it resolves to .*secret\)$/);
       await symlink(outside, path.join(root, 'sessions'));
       const linked = await refusal(
-        codexInput([{ role: 'rollout', name: 'secret', nativePath: 'sessions/secret', path: path.join(root, 'sessions', 'secret') }], { root }),
+        codexInput(
+          [
+            {
+              role: 'rollout',
+              name: 'secret',
+              nativePath: 'sessions/secret',
+              path: path.join(root, 'sessions', 'secret'),
+            },
+          ],
+          { root },
+        ),
       );
       expect(linked).toMatch(/lies outside the session root/);
     } finally {
@@ -299,9 +368,13 @@ describe('writeBundle refuses', () => {
 
   it('a directory and a FIFO', async () => {
     await mkdir(path.join(dir, 'd'));
-    expect(await refusal(codexInput([{ role: 'rollout', name: 'd', nativePath: 'd', path: path.join(dir, 'd') }]))).toMatch(/: is not a regular file \(a directory\)/);
+    expect(
+      await refusal(codexInput([{ role: 'rollout', name: 'd', nativePath: 'd', path: path.join(dir, 'd') }])),
+    ).toMatch(/: is not a regular file \(a directory\)/);
     execFileSync('mkfifo', [path.join(dir, 'fifo')]);
-    expect(await refusal(codexInput([{ role: 'rollout', name: 'fifo', nativePath: 'fifo', path: path.join(dir, 'fifo') }]))).toMatch(/: is not a regular file \(a FIFO\)/);
+    expect(
+      await refusal(codexInput([{ role: 'rollout', name: 'fifo', nativePath: 'fifo', path: path.join(dir, 'fifo') }])),
+    ).toMatch(/: is not a regular file \(a FIFO\)/);
   });
 
   it('a file over 64 MiB (sparse, never written) and files adding up to over 128 MiB', async () => {
@@ -312,13 +385,24 @@ describe('writeBundle refuses', () => {
       return { role: 'session_companion', name, nativePath: name, path: path.join(dir, name) };
     };
     const big = await sparse('big.jsonl', 64 * 1024 * 1024 + 1);
-    expect(await refusal(codexInput([{ ...big, role: 'rollout' }]))).toMatch(/"big.jsonl" .*: is 67108865 bytes, over the 64.0 MiB cap for one file/);
-    const parts = [await sparse('a', 60 * 1024 ** 2), await sparse('b', 60 * 1024 ** 2), await sparse('c', 60 * 1024 ** 2)];
-    expect(await refusal(codexInput(parts))).toMatch(/files add up to more than 128.0 MiB, the cap for one bundle \(at session file "c"/);
+    expect(await refusal(codexInput([{ ...big, role: 'rollout' }]))).toMatch(
+      /"big.jsonl" .*: is 67108865 bytes, over the 64.0 MiB cap for one file/,
+    );
+    const parts = [
+      await sparse('a', 60 * 1024 ** 2),
+      await sparse('b', 60 * 1024 ** 2),
+      await sparse('c', 60 * 1024 ** 2),
+    ];
+    expect(await refusal(codexInput(parts))).toMatch(
+      /files add up to more than 128.0 MiB, the cap for one bundle \(at session file "c"/,
+    );
   });
 
   it('more than 2048 files', async () => {
-    const files = Array.from({ length: 2049 }, (_, i): SessionFile => ({ role: 'session_state', name: `f${i}`, content: Buffer.from('x') }));
+    const files = Array.from(
+      { length: 2049 },
+      (_, i): SessionFile => ({ role: 'session_state', name: `f${i}`, content: Buffer.from('x') }),
+    );
     expect(await refusal(codexInput(files))).toBe('session s-1 has 2049 files, over the cap of 2048');
     expect(await refusal(codexInput([]))).toBe('session s-1 has no files to bundle');
   });
@@ -326,11 +410,18 @@ describe('writeBundle refuses', () => {
   it('bad bundle names', async () => {
     for (const name of ['a/b', '../x', '', 'x y', 'a\0b', 'naïve', 'x'.repeat(251)]) {
       const message = await refusal(codexInput([{ role: 'rollout', name, content: Buffer.from('x') }]));
-      expect(message).toMatch(/its bundle name (must be 1 or more characters of A-Z a-z 0-9 \. _ -|is longer than 250 characters)$/);
+      expect(message).toMatch(
+        /its bundle name (must be 1 or more characters of A-Z a-z 0-9 \. _ -|is longer than 250 characters)$/,
+      );
     }
-    expect(await refusal(codexInput([{ role: 'rollout', name: 'a', content: Buffer.from('x') }, { role: 'rollout', name: 'a', content: Buffer.from('y') }]))).toBe(
-      'session file "a": the bundle name is used twice',
-    );
+    expect(
+      await refusal(
+        codexInput([
+          { role: 'rollout', name: 'a', content: Buffer.from('x') },
+          { role: 'rollout', name: 'a', content: Buffer.from('y') },
+        ]),
+      ),
+    ).toBe('session file "a": the bundle name is used twice');
   });
 
   it('unsafe or duplicate native paths, and a native path that is not where the file lies', async () => {
@@ -345,7 +436,8 @@ describe('writeBundle refuses', () => {
       ['C:/x', /starts with a drive letter$/],
       ['other.jsonl', /its native path other.jsonl is not where it lies in the session root \(rollout.jsonl\)$/],
     ];
-    for (const [nativePath, message] of cases) expect(await refusal(codexInput([{ ...file, nativePath }]))).toMatch(message);
+    for (const [nativePath, message] of cases)
+      expect(await refusal(codexInput([{ ...file, nativePath }]))).toMatch(message);
     const second = await rollout('second.jsonl');
     expect(await refusal(codexInput([file, { ...second, nativePath: 'rollout.jsonl' }]))).toMatch(
       /"second.jsonl" .*: native path rollout.jsonl is also the native path of "rollout.jsonl"$/,
@@ -354,17 +446,25 @@ describe('writeBundle refuses', () => {
 
   it('paths without a root, relative paths, and files with neither or both sources', async () => {
     const file = await rollout();
-    expect(await refusal(codexInput([file], { root: undefined }))).toMatch(/a file on disk needs a session root to lie inside/);
-    expect(await refusal(codexInput([file], { root: 'relative' }))).toMatch(/the session root "relative" is not an absolute path/);
+    expect(await refusal(codexInput([file], { root: undefined }))).toMatch(
+      /a file on disk needs a session root to lie inside/,
+    );
+    expect(await refusal(codexInput([file], { root: 'relative' }))).toMatch(
+      /the session root "relative" is not an absolute path/,
+    );
     expect(await refusal(codexInput([{ ...file, path: 'rollout.jsonl' }]))).toMatch(/the path is not absolute/);
     expect(await refusal(codexInput([{ ...file, content: Buffer.from('x') }]))).toMatch(/has both a path and content/);
     expect(await refusal(codexInput([{ role: 'rollout', name: 'x' }]))).toMatch(/has neither a path nor content/);
-    expect(await refusal(codexInput([{ ...file, path: path.join(dir, 'missing') }]))).toMatch(/cannot be read \(ENOENT\)/);
+    expect(await refusal(codexInput([{ ...file, path: path.join(dir, 'missing') }]))).toMatch(
+      /cannot be read \(ENOENT\)/,
+    );
   });
 
   it('metadata the manifest schema refuses, before reading any file', async () => {
     const file = await rollout();
-    expect(await refusal(codexInput([file], { title: 't'.repeat(257) }))).toMatch(/invalid bundle manifest: \/title must NOT have more than 256 characters/);
+    expect(await refusal(codexInput([file], { title: 't'.repeat(257) }))).toMatch(
+      /invalid bundle manifest: \/title must NOT have more than 256 characters/,
+    );
     expect(await refusal(codexInput([file], { sessionId: 'a b' }))).toMatch(/\/native_session_id must match pattern/);
     expect(await refusal(codexInput([file], { capturedAtUnixMs: -1 }))).toMatch(/\/captured_at_unix_ms must be >= 0/);
   });
@@ -374,26 +474,38 @@ describe('writeBundle refuses', () => {
     expect(await refusal(codexInput([{ ...file, role: 'primary_transcript' }]), { profiles })).toMatch(
       /session file "rollout.jsonl" .*: role primary_transcript is not one of profile codex-v0_145_0's roles \(rollout\)/,
     );
-    expect(await refusal(codexInput([file], { profile: 'codex-v1' }), { profiles })).toBe('compatibility profile "codex-v1" is unknown to this blue-agent');
+    expect(await refusal(codexInput([file], { profile: 'codex-v1' }), { profiles })).toBe(
+      'compatibility profile "codex-v1" is unknown to this blue-agent',
+    );
   });
 
   it('a bundle that grows past the cap while being written, removing the partial file', async () => {
     const file = await rollout('random.jsonl', randomBytes(256 * 1024).toString('base64'));
-    expect(await refusal(codexInput([file]), { limits: { bundleBytes: 64 * 1024 } })).toBe('the bundle would be larger than 64.0 KiB, the cap');
+    expect(await refusal(codexInput([file]), { limits: { bundleBytes: 64 * 1024 } })).toBe(
+      'the bundle would be larger than 64.0 KiB, the cap',
+    );
     const big = await rollout('big.jsonl', randomBytes(24 * 1024 * 1024).toString('base64'));
-    expect(await refusal(codexInput([big]), { limits: { bundleBytes: 1024 * 1024 } })).toBe('the bundle would be larger than 1.0 MiB, the cap');
+    expect(await refusal(codexInput([big]), { limits: { bundleBytes: 1024 * 1024 } })).toBe(
+      'the bundle would be larger than 1.0 MiB, the cap',
+    );
   });
 
   // sysfs files claim 4096 bytes and hold fewer: to the writer, a file that shrank after it was stat'ed.
   it.skipIf(!existsSync('/sys/devices/system/cpu/online'))('a file that shrinks while being read', async () => {
     const root = '/sys/devices/system/cpu';
-    const message = await refusal(codexInput([{ role: 'rollout', name: 'online', nativePath: 'online', path: `${root}/online` }], { root }));
-    expect(message).toMatch(/^session file "online" \(\/sys\/devices\/system\/cpu\/online\): shrank while being read \(\d+ of 4096 bytes\)$/);
+    const message = await refusal(
+      codexInput([{ role: 'rollout', name: 'online', nativePath: 'online', path: `${root}/online` }], { root }),
+    );
+    expect(message).toMatch(
+      /^session file "online" \(\/sys\/devices\/system\/cpu\/online\): shrank while being read \(\d+ of 4096 bytes\)$/,
+    );
   });
 
   it('content that compresses like a decompression bomb', async () => {
     const file = await rollout('zeros.jsonl', '\n'.repeat(4 * 1024 * 1024));
-    expect(await refusal(codexInput([file]), { limits: { ratioFloorBytes: 1024 * 1024 } })).toMatch(/compress more than 200:1, which a restore refuses/);
+    expect(await refusal(codexInput([file]), { limits: { ratioFloorBytes: 1024 * 1024 } })).toMatch(
+      /compress more than 200:1, which a restore refuses/,
+    );
   });
 });
 
@@ -417,7 +529,9 @@ describe('extractBundle', () => {
     await writeFile(path.join(full, 'keep'), 'mine');
     expect((await rejected(extractBundle(bundle, full, { profiles }))).message).toBe(`${full}: is not empty`);
     expect(await filesUnder(full)).toEqual(['keep']);
-    expect((await rejected(extractBundle(bundle, path.join(full, 'keep'), { profiles }))).message).toMatch(/exists and is not a directory$/);
+    expect((await rejected(extractBundle(bundle, path.join(full, 'keep'), { profiles }))).message).toMatch(
+      /exists and is not a directory$/,
+    );
     const empty = path.join(dir, 'elsewhere');
     await mkdir(empty);
     await symlink(empty, path.join(dir, 'link'));
@@ -465,50 +579,64 @@ describe('a consistent snapshot (stable), for captures nobody said had ended', (
     expect((await readdir(dir)).filter((n) => n.includes('.partial'))).toEqual([]);
   });
 
-  it('without it, a file still being appended to is cut at the size it had at open; the manifest records why it was captured', async () => {
-    const { input, append } = await growing();
-    const out = path.join(dir, 'cut.bundle');
-    const writing = writeBundle(input, out);
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    await append();
-    const written = await writing;
-    expect(written.manifest.files[0]!.size).toBe(24 * 1024 * 1024);
-    expect(written.manifest.capture_reason).toBe('idle');
-    expect((await verifyBundle(out, { profiles })).manifest.capture_reason).toBe('idle');
-  });
-});
-
-it('a redactor sees every file whole; sizes and digests describe the redacted bytes, and the manifest names the rules', async () => {
-  const root = path.join(dir, 'redact-root');
-  await mkdir(root, { recursive: true });
-  const file = path.join(root, 'transcript.jsonl');
-  await writeFile(file, '{"text":"token ghp_0123456789abcdefghijklmnopqrstuvwxyz"}\n');
-  const out = path.join(dir, 'redacted.bundle');
-  const written = await writeBundle(
-    {
-      harness: 'claude',
-      profile: 'claude-v2_0_12',
-      sessionId: 'redacted-session',
-      capturedAtUnixMs: 1,
-      root,
-      title: 'token ghp_0123456789abcdefghijklmnopqrstuvwxyz',
-      files: [{ role: 'primary_transcript', name: 'transcript.jsonl', nativePath: 'transcript.jsonl', path: file }],
-    },
-    out,
-    {
-      redaction: {
-        rules: 'test-rules',
-        version: '1',
-        redact: (bytes) => ({ bytes: Buffer.from(bytes.toString('utf8').replace(/ghp_[A-Za-z0-9]{36}/g, '[REDACTED:GITHUB_TOKEN]')), replaced: 1 }),
-        redactText: async (text) => ({ text: text.replace(/ghp_[A-Za-z0-9]{36}/g, '[REDACTED:TEST]'), replaced: 1 }),
-      },
+  it(
+    'without it, a file still being appended to is cut at the size it had at open; the manifest records why it ' +
+      'was captured',
+    async () => {
+      const { input, append } = await growing();
+      const out = path.join(dir, 'cut.bundle');
+      const writing = writeBundle(input, out);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      await append();
+      const written = await writing;
+      expect(written.manifest.files[0]!.size).toBe(24 * 1024 * 1024);
+      expect(written.manifest.capture_reason).toBe('idle');
+      expect((await verifyBundle(out, { profiles })).manifest.capture_reason).toBe('idle');
     },
   );
-  const expected = '{"text":"token [REDACTED:GITHUB_TOKEN]"}\n';
-  // The manifest's title went through the same redactor, and counts.
-  expect(written.manifest.title).toBe('token [REDACTED:TEST]');
-  expect(written.manifest.redaction).toEqual({ mode: 'secrets', rules: 'test-rules', version: '1', replaced: 2 });
-  expect(written.manifest.files[0]).toMatchObject({ size: Buffer.byteLength(expected), sha256: createHash('sha256').update(expected).digest('hex') });
-  const verified = await verifyBundle(out, { profiles });
-  expect(verified.manifest.redaction?.rules).toBe('test-rules');
 });
+
+it(
+  'a redactor sees every file whole; sizes and digests describe the redacted bytes, and the manifest names the ' +
+    'rules',
+  async () => {
+    const root = path.join(dir, 'redact-root');
+    await mkdir(root, { recursive: true });
+    const file = path.join(root, 'transcript.jsonl');
+    await writeFile(file, '{"text":"token ghp_0123456789abcdefghijklmnopqrstuvwxyz"}\n');
+    const out = path.join(dir, 'redacted.bundle');
+    const written = await writeBundle(
+      {
+        harness: 'claude',
+        profile: 'claude-v2_0_12',
+        sessionId: 'redacted-session',
+        capturedAtUnixMs: 1,
+        root,
+        title: 'token ghp_0123456789abcdefghijklmnopqrstuvwxyz',
+        files: [{ role: 'primary_transcript', name: 'transcript.jsonl', nativePath: 'transcript.jsonl', path: file }],
+      },
+      out,
+      {
+        redaction: {
+          rules: 'test-rules',
+          version: '1',
+          redact: (bytes) => ({
+            bytes: Buffer.from(bytes.toString('utf8').replace(/ghp_[A-Za-z0-9]{36}/g, '[REDACTED:GITHUB_TOKEN]')),
+            replaced: 1,
+          }),
+          redactText: async (text) => ({ text: text.replace(/ghp_[A-Za-z0-9]{36}/g, '[REDACTED:TEST]'), replaced: 1 }),
+        },
+      },
+    );
+    const expected = '{"text":"token [REDACTED:GITHUB_TOKEN]"}\n';
+    // The manifest's title went through the same redactor, and counts.
+    expect(written.manifest.title).toBe('token [REDACTED:TEST]');
+    expect(written.manifest.redaction).toEqual({ mode: 'secrets', rules: 'test-rules', version: '1', replaced: 2 });
+    expect(written.manifest.files[0]).toMatchObject({
+      size: Buffer.byteLength(expected),
+      sha256: createHash('sha256').update(expected).digest('hex'),
+    });
+    const verified = await verifyBundle(out, { profiles });
+    expect(verified.manifest.redaction?.rules).toBe('test-rules');
+  },
+);

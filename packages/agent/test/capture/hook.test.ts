@@ -42,7 +42,9 @@ afterEach(async () => {
 function theRecord(): { state: string; file: string; record: SpoolRecord } {
   const files = spoolFiles(stateDir);
   const found = (['intake', 'building', 'ready', 'failed'] as const).flatMap((state) =>
-    files[state].filter((n) => n.endsWith('.json')).map((name) => ({ state, file: path.join(stateDir, 'spool', state, name) })),
+    files[state]
+      .filter((n) => n.endsWith('.json'))
+      .map((name) => ({ state, file: path.join(stateDir, 'spool', state, name) })),
   );
   expect(found, JSON.stringify(files)).toHaveLength(1);
   return { ...found[0]!, record: readJson<SpoolRecord>(found[0]!.file) };
@@ -56,7 +58,14 @@ function expectNoRecord(): void {
 describe('accepted payloads', () => {
   it('Claude: spools a 0600 record in a 0700 spool, prints nothing, exits 0', async () => {
     const cwd = path.join(t.home, 'project');
-    const payload = { session_id: 'a1b2c3d4-0000-4000-8000-000000000001', transcript_path: path.join(t.home, '.claude/projects/x/a.jsonl'), cwd, prompt_id: 'p1', hook_event_name: 'SessionEnd', reason: 'prompt_input_exit' };
+    const payload = {
+      session_id: 'a1b2c3d4-0000-4000-8000-000000000001',
+      transcript_path: path.join(t.home, '.claude/projects/x/a.jsonl'),
+      cwd,
+      prompt_id: 'p1',
+      hook_event_name: 'SessionEnd',
+      reason: 'prompt_input_exit',
+    };
     const result = await capture(t.env, payload);
     expect(result).toMatchObject({ code: 0, stdout: '', stderr: '' });
     const { file, record } = theRecord();
@@ -64,39 +73,73 @@ describe('accepted payloads', () => {
       harness: 'claude',
       profile: CLAUDE_PROFILE,
       attempts: 0,
-      payload: { session_id: payload.session_id, transcript_path: payload.transcript_path, cwd, hook_event_name: 'SessionEnd', reason: 'prompt_input_exit' },
+      payload: {
+        session_id: payload.session_id,
+        transcript_path: payload.transcript_path,
+        cwd,
+        hook_event_name: 'SessionEnd',
+        reason: 'prompt_input_exit',
+      },
     });
     // Only what the worker needs is kept from the payload.
     expect(record.payload).not.toHaveProperty('prompt_id');
     expect(((await stat(file)).mode & 0o777).toString(8)).toBe('600');
-    for (const dir of ['spool', 'spool/intake', 'spool/tmp']) expect(((await stat(path.join(stateDir, dir))).mode & 0o777).toString(8)).toBe('700');
-    expect(captureLog(stateDir)[0]).toMatchObject({ event: 'spooled', harness: 'claude', session_id: payload.session_id, record: record.id });
+    for (const dir of ['spool', 'spool/intake', 'spool/tmp'])
+      expect(((await stat(path.join(stateDir, dir))).mode & 0o777).toString(8)).toBe('700');
+    expect(captureLog(stateDir)[0]).toMatchObject({
+      event: 'spooled',
+      harness: 'claude',
+      session_id: payload.session_id,
+      record: record.id,
+    });
     expect(((await stat(path.join(stateDir, 'capture.log'))).mode & 0o777).toString(8)).toBe('600');
   });
 
   it('Codex: transcript_path null counts as absent', async () => {
-    const payload = { session_id: '019a0000-0000-7000-8000-000000000002', transcript_path: null, cwd: '/work/p', hook_event_name: 'SessionEnd', reason: 'exit' };
+    const payload = {
+      session_id: '019a0000-0000-7000-8000-000000000002',
+      transcript_path: null,
+      cwd: '/work/p',
+      hook_event_name: 'SessionEnd',
+      reason: 'exit',
+    };
     expect((await capture(t.env, payload, 'codex', 'codex-v0_145_0')).code).toBe(0);
     const { record } = theRecord();
-    expect(record).toMatchObject({ harness: 'codex', profile: 'codex-v0_145_0', payload: { session_id: payload.session_id, cwd: '/work/p' } });
+    expect(record).toMatchObject({
+      harness: 'codex',
+      profile: 'codex-v0_145_0',
+      payload: { session_id: payload.session_id, cwd: '/work/p' },
+    });
     expect(record.payload).not.toHaveProperty('transcript_path');
   });
 
   it('Kimi: no transcript path, session found by cwd later', async () => {
-    const payload = { hook_event_name: 'SessionEnd', session_id: '3f1c2b8e-aaaa-bbbb-cccc-123456789abc', cwd: '/home/me/code', reason: 'exit' };
+    const payload = {
+      hook_event_name: 'SessionEnd',
+      session_id: '3f1c2b8e-aaaa-bbbb-cccc-123456789abc',
+      cwd: '/home/me/code',
+      reason: 'exit',
+    };
     expect((await capture(t.env, payload, 'kimi', 'kimi-v1_28_0')).code).toBe(0);
     expect(theRecord().record.payload).toEqual(payload);
   });
 
   it('OpenCode: the plugin payload (session.idle, ses_ id, no final newline)', async () => {
-    const payload = { session_id: 'ses_5d2f0a1b2ffeXk3JqP0aBcDeFg', cwd: '/home/me/app', hook_event_name: 'session.idle', reason: 'idle' };
+    const payload = {
+      session_id: 'ses_5d2f0a1b2ffeXk3JqP0aBcDeFg',
+      cwd: '/home/me/app',
+      hook_event_name: 'session.idle',
+      reason: 'idle',
+    };
     expect((await capture(t.env, JSON.stringify(payload), 'opencode', 'opencode-v1_2_0')).code).toBe(0);
     expect(theRecord().record.payload).toEqual(payload);
   });
 
   it('stops reading as soon as the object is complete, even when stdin stays open', async () => {
     const payload = { session_id: 'still-open', cwd: '/w', hook_event_name: 'SessionEnd', reason: 'other' };
-    const result = await capture(t.env, `  \n${JSON.stringify(payload)}`, 'claude', CLAUDE_PROFILE, { keepStdinOpen: true });
+    const result = await capture(t.env, `  \n${JSON.stringify(payload)}`, 'claude', CLAUDE_PROFILE, {
+      keepStdinOpen: true,
+    });
     // Accepted although stdin was still open when the hook exited: it never waited for the end of input (a hook
     // that did would have run into its read deadline and refused the payload as incomplete).
     expect(result.code).toBe(0);
@@ -118,18 +161,42 @@ describe('refusals: one line on stderr, exit 1, logged, nothing spooled', () => 
     ['unknown profile', { profile: 'claude-v9_9_9' }, /unknown compatibility profile "claude-v9_9_9"/],
     ['a profile of another harness', { harness: 'codex' }, /profile claude-v2_0_12 belongs to claude, not to codex/],
     ['a session id with ../', { payload: { ...good, session_id: '../../etc/passwd' } }, /session_id may only hold/],
-    ['a session id of dots', { payload: { ...good, session_id: '..' } }, /session_id must start with a letter or digit/],
-    ['a session id of one dot', { payload: { ...good, session_id: '.' } }, /session_id must start with a letter or digit/],
-    ['a session id read as an option', { payload: { ...good, session_id: '-rf' } }, /session_id must start with a letter or digit/],
-    ['a session id naming restore temp files', { payload: { ...good, session_id: 'a.blue-agent-restore-x' } }, /must not contain "\.blue-agent-restore"/],
+    [
+      'a session id of dots',
+      { payload: { ...good, session_id: '..' } },
+      /session_id must start with a letter or digit/,
+    ],
+    [
+      'a session id of one dot',
+      { payload: { ...good, session_id: '.' } },
+      /session_id must start with a letter or digit/,
+    ],
+    [
+      'a session id read as an option',
+      { payload: { ...good, session_id: '-rf' } },
+      /session_id must start with a letter or digit/,
+    ],
+    [
+      'a session id naming restore temp files',
+      { payload: { ...good, session_id: 'a.blue-agent-restore-x' } },
+      /must not contain "\.blue-agent-restore"/,
+    ],
     ['a session id with a backslash', { payload: { ...good, session_id: 'a\\b' } }, /session_id may only hold/],
     ['a session id with NUL', { payload: { ...good, session_id: 'a\u0000b' } }, /session_id may only hold/],
-    ['a session id of 513 characters', { payload: { ...good, session_id: 'a'.repeat(513) } }, /1 to 512 characters long \(it has 513\)/],
+    [
+      'a session id of 513 characters',
+      { payload: { ...good, session_id: 'a'.repeat(513) } },
+      /1 to 512 characters long \(it has 513\)/,
+    ],
     ['an empty session id', { payload: { ...good, session_id: '' } }, /1 to 512 characters long \(it has 0\)/],
     ['no session id', { payload: { cwd: '/w' } }, /no session_id string/],
     ['a numeric session id', { payload: { session_id: 42 } }, /no session_id string/],
     ['a relative cwd', { payload: { ...good, cwd: 'relative/dir' } }, /cwd must be an absolute path/],
-    ['a transcript path with NUL', { payload: { ...good, transcript_path: '/w/a\u0000.jsonl' } }, /transcript_path contains a NUL/],
+    [
+      'a transcript path with NUL',
+      { payload: { ...good, transcript_path: '/w/a\u0000.jsonl' } },
+      /transcript_path contains a NUL/,
+    ],
     ['an over-long cwd', { payload: { ...good, cwd: `/${'d'.repeat(5000)}` } }, /cwd must be at most 4096 characters/],
     ['a non-string cwd', { payload: { ...good, cwd: ['/w'] } }, /cwd must be a string/],
     ['an empty payload', { payload: '' }, /payload on stdin is empty/],
@@ -166,7 +233,9 @@ describe('refusals: one line on stderr, exit 1, logged, nothing spooled', () => 
     const env = { ...t.env, BLUE_AGENT_PROFILES_DIR: profiles };
     const result = await capture(env, good, 'claude', 'claude-v1_0_85');
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe('blue-agent capture: refused: profile claude-v1_0_85 does not support session capture\n');
+    expect(result.stderr).toBe(
+      'blue-agent capture: refused: profile claude-v1_0_85 does not support session capture\n',
+    );
     expectNoRecord();
   });
 
@@ -204,7 +273,9 @@ describe('refusals: one line on stderr, exit 1, logged, nothing spooled', () => 
       const result = await capture(t.env, partial, 'claude', CLAUDE_PROFILE, { keepStdinOpen: true });
       expect(result.code, partial).toBe(1);
       const waited = /(?:within|after) (\d+) ms/.exec(result.stderr);
-      expect(result.stderr).toMatch(partial === '' ? /no payload arrived on stdin within \d+ ms/ : /was not complete after \d+ ms/);
+      expect(result.stderr).toMatch(
+        partial === '' ? /no payload arrived on stdin within \d+ ms/ : /was not complete after \d+ ms/,
+      );
       // The deadline it gave the writer ends within PAYLOAD_DEADLINE_MS of the process start (inside the harness's
       // budget), however late the hook got to run, with at least the minimal window to deliver.
       expect(Number(waited![1])).toBeLessThanOrEqual(PAYLOAD_DEADLINE_MS);
@@ -213,7 +284,7 @@ describe('refusals: one line on stderr, exit 1, logged, nothing spooled', () => 
     expectNoRecord();
   });
 
-  it('logs refusals without the payload\'s secrets or free text', async () => {
+  it("logs refusals without the payload's secrets or free text", async () => {
     const secret = 'sk-ant-api03-SECRETSECRETSECRET';
     await capture(t.env, { session_id: `bad/${secret}`, cwd: '/w', prompt: `my token is ${secret}` });
     await capture(t.env, { session_id: 'fine', cwd: `relative-${secret}`, prompt: secret });
@@ -233,7 +304,9 @@ describe('an unsafe spool', () => {
     await chmod(path.join(stateDir, 'spool'), 0o777);
     const result = await capture(t.env, { session_id: 'x', cwd: '/w' });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^blue-agent capture: failed \[SPOOL_UNSAFE\]: the spool directory .* is writable by group and others \(mode 0777\)\. .*chmod 700 .*\n$/);
+    expect(result.stderr).toMatch(
+      /^blue-agent capture: failed \[SPOOL_UNSAFE\]: the spool directory .* is writable by group and others \(mode 0777\)\. .*chmod 700 .*\n$/,
+    );
     expect(captureLog(stateDir)[0]).toMatchObject({ event: 'failed', code: 'SPOOL_UNSAFE', session_id: 'x' });
     expect(spoolFiles(stateDir).intake).toEqual([]);
   });
@@ -245,14 +318,24 @@ describe('an unsafe spool', () => {
     const someoneElse = mine + 1;
     const stderr: string[] = [];
     const ctx = t.context({ stderr: { write: (s) => void stderr.push(s), isTTY: false } });
-    const code = await captureCommand(ctx, { harness: 'claude', profile: CLAUDE_PROFILE }, Readable.from(['{"session_id":"x","cwd":"/w"}']), {
-      ownerUid: someoneElse,
-      startDrain: () => {
-        throw new Error('must not start a worker');
+    const code = await captureCommand(
+      ctx,
+      { harness: 'claude', profile: CLAUDE_PROFILE },
+      Readable.from(['{"session_id":"x","cwd":"/w"}']),
+      {
+        ownerUid: someoneElse,
+        startDrain: () => {
+          throw new Error('must not start a worker');
+        },
       },
-    });
+    );
     expect(code).toBe(1);
-    expect(stderr.join('')).toMatch(new RegExp(`^blue-agent capture: failed \\[SPOOL_UNSAFE\\]: .* is owned by uid ${mine}, not by you \\(uid ${someoneElse}\\)\\. .*chown.*\n$`));
+    expect(stderr.join('')).toMatch(
+      new RegExp(
+        `^blue-agent capture: failed \\[SPOOL_UNSAFE\\]: .* is owned by uid ${mine}, not by you \\(uid ` +
+          `${someoneElse}\\)\\. .*chown.*\n$`,
+      ),
+    );
     expect(captureLog(stateDir)[0]).toMatchObject({ event: 'failed', code: 'SPOOL_UNSAFE', session_id: 'x' });
     expect(spoolFiles(stateDir).intake).toEqual([]);
   });
@@ -280,17 +363,22 @@ describe('a full disk', () => {
   it('leaves no partial file, reports SPOOL_FULL in one line and exits 1', async () => {
     const stderr: string[] = [];
     const ctx = t.context({ stderr: { write: (s) => void stderr.push(s), isTTY: false } });
-    const code = await captureCommand(ctx, { harness: 'claude', profile: CLAUDE_PROFILE }, Readable.from(['{"session_id":"full","cwd":"/w"}']), {
-      startDrain: () => {
-        throw new Error('must not start a worker');
-      },
-      io: {
-        async write(handle, data) {
-          await handle.write(data.subarray(0, 8));
-          throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    const code = await captureCommand(
+      ctx,
+      { harness: 'claude', profile: CLAUDE_PROFILE },
+      Readable.from(['{"session_id":"full","cwd":"/w"}']),
+      {
+        startDrain: () => {
+          throw new Error('must not start a worker');
+        },
+        io: {
+          async write(handle, data) {
+            await handle.write(data.subarray(0, 8));
+            throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+          },
         },
       },
-    });
+    );
     expect(code).toBe(1);
     expect(stderr.join('')).toMatch(/^blue-agent capture: failed \[SPOOL_FULL\]: no space left on the disk .*\n$/);
     expect(spoolFiles(stateDir)).toMatchObject({ intake: [], tmp: [] });
@@ -323,7 +411,9 @@ describe('a full disk', () => {
         const files = spoolFiles(env.BLUE_AGENT_HOME);
         expect(files.tmp).toEqual([]);
         const sessions = (['intake', 'building', 'ready', 'failed'] as const).flatMap((state) =>
-          files[state].map((n) => readJson<SpoolRecord>(path.join(env.BLUE_AGENT_HOME, 'spool', state, n)).payload.session_id),
+          files[state].map(
+            (n) => readJson<SpoolRecord>(path.join(env.BLUE_AGENT_HOME, 'spool', state, n)).payload.session_id,
+          ),
         );
         expect(sessions).toEqual(['room']);
         await rm(path.join(disk, 'filler'));
@@ -338,7 +428,12 @@ describe('a full disk', () => {
 describe('capture.log', () => {
   it('rotates to one older generation when it would grow past its bound, staying 0600', async () => {
     const { appendCaptureLog } = await import('../../src/capture/log.js');
-    for (let i = 0; i < 40; i++) await appendCaptureLog(path.join(stateDir, 'capture.log'), { event: 'refused', reason: `entry ${i} ${'x'.repeat(60)}` }, { maxBytes: 1024 });
+    for (let i = 0; i < 40; i++)
+      await appendCaptureLog(
+        path.join(stateDir, 'capture.log'),
+        { event: 'refused', reason: `entry ${i} ${'x'.repeat(60)}` },
+        { maxBytes: 1024 },
+      );
     const current = path.join(stateDir, 'capture.log');
     for (const file of [current, `${current}.1`]) {
       const info = await stat(file);
@@ -365,7 +460,10 @@ describe('capture.log', () => {
 
   it('masks secrets and cuts long fields', async () => {
     const { appendCaptureLog } = await import('../../src/capture/log.js');
-    await appendCaptureLog(path.join(stateDir, 'capture.log'), { event: 'failed', reason: `Authorization: Bearer abcdefghijklmnop token=hunter2 ${'y'.repeat(2000)}` });
+    await appendCaptureLog(path.join(stateDir, 'capture.log'), {
+      event: 'failed',
+      reason: `Authorization: Bearer abcdefghijklmnop token=hunter2 ${'y'.repeat(2000)}`,
+    });
     const [entry] = captureLog(stateDir);
     expect(String(entry!.reason)).not.toMatch(/abcdefghijklmnop|hunter2/);
     expect(String(entry!.reason).length).toBeLessThan(600);

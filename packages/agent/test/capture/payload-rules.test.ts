@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { parsePayload, PayloadRefused } from '../../src/capture/payload.js';
 
 const ok = { session_id: 'abc-123' };
-const parse = (value: unknown): ReturnType<typeof parsePayload> => parsePayload(typeof value === 'string' ? value : JSON.stringify(value));
+const parse = (value: unknown): ReturnType<typeof parsePayload> =>
+  parsePayload(typeof value === 'string' ? value : JSON.stringify(value));
 const refusal = (value: unknown): string => {
   try {
     parse(value);
@@ -48,7 +49,11 @@ describe('parsePayload refuses', () => {
 
   it('without echoing the value it refuses', () => {
     const secret = 'sk-live-1234567890';
-    for (const value of [{ session_id: `${secret}/x` }, { ...ok, cwd: `${secret}\0` }, { ...ok, transcript_path: secret }]) {
+    for (const value of [
+      { session_id: `${secret}/x` },
+      { ...ok, cwd: `${secret}\0` },
+      { ...ok, transcript_path: secret },
+    ]) {
       expect(refusal(value)).not.toContain(secret);
     }
   });
@@ -66,7 +71,13 @@ describe('parsePayload keeps', () => {
       extra: 'x',
       prompt: 'secret text',
     });
-    expect(payload).toStrictEqual({ session_id: 'abc-123', cwd: '/home/u/p', transcript_path: long, hook_event_name: 'SessionEnd', reason: 'prompt_input_exit' });
+    expect(payload).toStrictEqual({
+      session_id: 'abc-123',
+      cwd: '/home/u/p',
+      transcript_path: long,
+      hook_event_name: 'SessionEnd',
+      reason: 'prompt_input_exit',
+    });
   });
 
   it('no path for a null or empty one (a harness that names no transcript sends either)', () => {
@@ -87,7 +98,11 @@ describe('parsePayload keeps', () => {
 
   it('labels of every allowed character, up to 128 long; the empty label counts as one', () => {
     const allowed = 'Az09._:/ -';
-    expect(parse({ ...ok, hook_event_name: allowed, reason: 'r'.repeat(128) })).toStrictEqual({ ...ok, hook_event_name: allowed, reason: 'r'.repeat(128) });
+    expect(parse({ ...ok, hook_event_name: allowed, reason: 'r'.repeat(128) })).toStrictEqual({
+      ...ok,
+      hook_event_name: allowed,
+      reason: 'r'.repeat(128),
+    });
     expect(parse({ ...ok, reason: '' })).toStrictEqual({ ...ok, reason: '' });
     expect(parse({ ...ok, reason: 'x!' })).toStrictEqual(ok);
     expect(parse({ ...ok, reason: '!x' })).toStrictEqual(ok);

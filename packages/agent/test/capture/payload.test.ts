@@ -47,7 +47,9 @@ describe('readPayloadText', () => {
 
   it('still refuses a payload that had not arrived, or was incomplete, by the deadline', async () => {
     const empty = await socketPair();
-    await expect(readPayloadText(empty.reader, { deadlineMs: 1 })).rejects.toThrow('no payload arrived on stdin within 1 ms');
+    await expect(readPayloadText(empty.reader, { deadlineMs: 1 })).rejects.toThrow(
+      'no payload arrived on stdin within 1 ms',
+    );
     const partial = await socketPair();
     await new Promise<void>((resolve) => partial.writer.write('{"session_id": "slow"', () => resolve()));
     const text = readPayloadText(partial.reader, { deadlineMs: 1 });

@@ -30,7 +30,13 @@ beforeEach(async () => {
   profiles = path.join(t.root, 'profiles');
   await cp(path.join(agentRoot, 'profiles'), profiles, { recursive: true });
   const claude = path.join(profiles, 'claude.yaml');
-  await writeFile(claude, (await readFile(claude, 'utf8')).replaceAll('      event: SessionEnd\n', '      event: SessionEnd\n      wait_for_exit: true\n'));
+  await writeFile(
+    claude,
+    (await readFile(claude, 'utf8')).replaceAll(
+      '      event: SessionEnd\n',
+      '      event: SessionEnd\n      wait_for_exit: true\n',
+    ),
+  );
   ctx = t.context({ env: { BLUE_AGENT_PROFILES_DIR: profiles } });
 });
 afterEach(async () => {
@@ -51,9 +57,19 @@ async function exited(child: ChildProcess): Promise<void> {
 }
 
 async function enqueueWaiting(pid: number, id: string): Promise<SpoolRecord> {
-  const session = await claudeSession(path.join(t.home, '.claude'), { id, cwd: path.join(t.home, 'work'), prompt: `Task ${id}` });
+  const session = await claudeSession(path.join(t.home, '.claude'), {
+    id,
+    cwd: path.join(t.home, 'work'),
+    prompt: `Task ${id}`,
+  });
   const spool = await Spool.open(ctx.paths);
-  return spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: Date.now() - 60_000, waitForExit: { pid, proc_start: processStart(pid) } });
+  return spool.enqueueIntake({
+    harness: 'claude',
+    profile: CLAUDE_PROFILE,
+    payload: session.payload,
+    createdAtUnixMs: Date.now() - 60_000,
+    waitForExit: { pid, proc_start: processStart(pid) },
+  });
 }
 
 describe('the hook', () => {
@@ -69,7 +85,9 @@ describe('the hook', () => {
     });
     expect(code).toBe(0);
     const [name] = spoolFiles(t.env.BLUE_AGENT_HOME!).intake;
-    const record = JSON.parse(await readFile(path.join(t.env.BLUE_AGENT_HOME!, 'spool', 'intake', name!), 'utf8')) as SpoolRecord;
+    const record = JSON.parse(
+      await readFile(path.join(t.env.BLUE_AGENT_HOME!, 'spool', 'intake', name!), 'utf8'),
+    ) as SpoolRecord;
     expect(record.wait_for_exit).toEqual({ pid: 4242, proc_start: '777' });
     expect(started).toEqual([true]);
 
@@ -87,8 +105,14 @@ describe('the hook', () => {
   it('the real hook, run through a shell as harnesses run it, records the process above the shell', async () => {
     // This test's process plays the harness: it runs `sh -c '<node> blue-agent.js capture ...'`.
     const payload = JSON.stringify({ session_id: 'wait-0009', cwd: '/w', hook_event_name: 'Stop' });
-    const command = `'${process.execPath}' '${path.join(agentRoot, 'bin', 'blue-agent.js')}' capture --harness claude --profile ${CLAUDE_PROFILE}`;
-    execFileSync('/bin/sh', ['-c', command], { input: payload, env: { ...t.env, BLUE_AGENT_PROFILES_DIR: profiles }, stdio: ['pipe', 'ignore', 'ignore'] });
+    const command =
+      `'${process.execPath}' '${path.join(agentRoot, 'bin', 'blue-agent.js')}' capture --harness ` +
+      `claude --profile ${CLAUDE_PROFILE}`;
+    execFileSync('/bin/sh', ['-c', command], {
+      input: payload,
+      env: { ...t.env, BLUE_AGENT_PROFILES_DIR: profiles },
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
     const stateDir = t.env.BLUE_AGENT_HOME!;
     const [name] = spoolFiles(stateDir).intake;
     const record = JSON.parse(await readFile(path.join(stateDir, 'spool', 'intake', name!), 'utf8')) as SpoolRecord;
@@ -102,12 +126,22 @@ describe('the hook', () => {
   });
 
   it('looks through shells only, a few levels at most, and gives up on what it cannot read', () => {
-    const tree: Record<number, { ppid: number; name: string }> = { 10: { ppid: 9, name: 'sh' }, 9: { ppid: 8, name: '-bash' }, 8: { ppid: 1, name: 'kimi-code' }, 20: { ppid: 19, name: 'sh' } };
+    const tree: Record<number, { ppid: number; name: string }> = {
+      10: { ppid: 9, name: 'sh' },
+      9: { ppid: 8, name: '-bash' },
+      8: { ppid: 1, name: 'kimi-code' },
+      20: { ppid: 19, name: 'sh' },
+    };
     const info = (pid: number) => tree[pid];
     expect(harnessProcess(10, info)?.pid).toBe(8);
     expect(harnessProcess(8, info)?.pid).toBe(8);
     expect(harnessProcess(20, info)).toBeUndefined();
-    const deep: Record<number, { ppid: number; name: string }> = { 5: { ppid: 4, name: 'sh' }, 4: { ppid: 3, name: 'sh' }, 3: { ppid: 2, name: 'sh' }, 2: { ppid: 1, name: 'sh' } };
+    const deep: Record<number, { ppid: number; name: string }> = {
+      5: { ppid: 4, name: 'sh' },
+      4: { ppid: 3, name: 'sh' },
+      3: { ppid: 2, name: 'sh' },
+      2: { ppid: 1, name: 'sh' },
+    };
     expect(harnessProcess(5, (pid) => deep[pid])?.pid).not.toBe(1);
   });
 });
@@ -117,7 +151,12 @@ describe('the drain', () => {
     const child = harness();
     const record = await enqueueWaiting(child.pid!, 'wait-0002');
     const first = await drain(ctx, { skipUploads: true });
-    expect(first).toMatchObject({ built: [], failed: [], waiting: [], deferred: [{ id: record.id, harness: 'claude', session_id: 'wait-0002', pid: child.pid }] });
+    expect(first).toMatchObject({
+      built: [],
+      failed: [],
+      waiting: [],
+      deferred: [{ id: record.id, harness: 'claude', session_id: 'wait-0002', pid: child.pid }],
+    });
     expect(spoolFiles(t.env.BLUE_AGENT_HOME!).intake).toEqual([`${record.id}.json`]);
 
     child.kill('SIGKILL');
@@ -129,14 +168,33 @@ describe('the drain', () => {
 
   it('builds only the last capture of a harness run; earlier ones of the same session and process are superseded', async () => {
     const child = harness();
-    const session = await claudeSession(path.join(t.home, '.claude'), { id: 'wait-0006', cwd: path.join(t.home, 'work'), prompt: 'Three turns' });
+    const session = await claudeSession(path.join(t.home, '.claude'), {
+      id: 'wait-0006',
+      cwd: path.join(t.home, 'work'),
+      prompt: 'Three turns',
+    });
     const spool = await Spool.open(ctx.paths);
     const wait = { pid: child.pid!, proc_start: processStart(child.pid!) };
     const turns: SpoolRecord[] = [];
-    for (const ago of [90_000, 80_000, 70_000]) turns.push(await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: Date.now() - ago, waitForExit: wait }));
+    for (const ago of [90_000, 80_000, 70_000])
+      turns.push(
+        await spool.enqueueIntake({
+          harness: 'claude',
+          profile: CLAUDE_PROFILE,
+          payload: session.payload,
+          createdAtUnixMs: Date.now() - ago,
+          waitForExit: wait,
+        }),
+      );
     // Another run of the same session (another process), and another session of this run: not superseded by these.
     const other = harness();
-    const otherRun = await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: Date.now() - 60_000, waitForExit: { pid: other.pid!, proc_start: processStart(other.pid!) } });
+    const otherRun = await spool.enqueueIntake({
+      harness: 'claude',
+      profile: CLAUDE_PROFILE,
+      payload: session.payload,
+      createdAtUnixMs: Date.now() - 60_000,
+      waitForExit: { pid: other.pid!, proc_start: processStart(other.pid!) },
+    });
     const otherSession = await enqueueWaiting(child.pid!, 'wait-0007');
     other.kill('SIGKILL');
     child.kill('SIGKILL');
@@ -149,7 +207,11 @@ describe('the drain', () => {
     ]);
     expect(report.built.map((b) => b.id).sort()).toEqual([turns[2]!.id, otherSession.id].sort());
     expect(report.unchanged.map((u) => u.id)).toEqual([otherRun.id]);
-    expect(captureLog(t.env.BLUE_AGENT_HOME!).filter((l) => l.event === 'superseded').map((l) => [l.record, l.by])).toEqual([
+    expect(
+      captureLog(t.env.BLUE_AGENT_HOME!)
+        .filter((l) => l.event === 'superseded')
+        .map((l) => [l.record, l.by]),
+    ).toEqual([
       [turns[0]!.id, turns[2]!.id],
       [turns[1]!.id, turns[2]!.id],
     ]);
@@ -158,9 +220,19 @@ describe('the drain', () => {
 
   it('a harness pid now used by another process does not hold the capture back', async () => {
     const child = harness();
-    const session = await claudeSession(path.join(t.home, '.claude'), { id: 'wait-0003', cwd: path.join(t.home, 'work'), prompt: 'Reused pid' });
+    const session = await claudeSession(path.join(t.home, '.claude'), {
+      id: 'wait-0003',
+      cwd: path.join(t.home, 'work'),
+      prompt: 'Reused pid',
+    });
     const spool = await Spool.open(ctx.paths);
-    await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: Date.now() - 60_000, waitForExit: { pid: child.pid!, proc_start: '1' } });
+    await spool.enqueueIntake({
+      harness: 'claude',
+      profile: CLAUDE_PROFILE,
+      payload: session.payload,
+      createdAtUnixMs: Date.now() - 60_000,
+      waitForExit: { pid: child.pid!, proc_start: '1' },
+    });
     expect((await drain(ctx, { skipUploads: true })).built).toHaveLength(1);
   });
 

@@ -18,7 +18,8 @@
  * `certifyOnFixtures` (the same steps on a fixture session that follows its source).
  *
  * Run by `npm run certify` (scripts/certify.mjs), never by plain `npm test`. Filters and the result file come from:
- *   BLUE_AGENT_CERTIFY_TARGETS (JSON `[{harness, version, method, from?}]`, what to certify; all targets when unset) and
+ *   BLUE_AGENT_CERTIFY_TARGETS (JSON `[{harness, version, method, from?}]`, what to certify; all targets when unset)
+ * and
  *   BLUE_AGENT_CERTIFY_RESULTS (JSON, one record per target).
  */
 import { describe, expect, it } from 'vitest';
@@ -26,7 +27,12 @@ import { reconcile } from '../../src/reconcile/index.js';
 import type { Interval } from '@blue-agent/contract/schema/index.js';
 import { crossTargets, resumableIn, resumesFrom, targetLabel } from '../../../../scripts/certify-plan.mjs';
 import { fixtureVersions, readProfiles } from '../../../../scripts/compat.mjs';
-import { DEFAULT_LOCK_FILE, installCommand, installedHarness, readLock } from '../../../../scripts/install-harnesses.mjs';
+import {
+  DEFAULT_LOCK_FILE,
+  installCommand,
+  installedHarness,
+  readLock,
+} from '../../../../scripts/install-harnesses.mjs';
 import {
   agentOn,
   captured,
@@ -62,7 +68,8 @@ function allTargets(): Target[] {
     // The oldest resumable version's session, restored and resumed by the newest.
     const lock = readLock(DEFAULT_LOCK_FILE);
     const docs = readProfiles().map(({ doc }) => doc);
-    for (const cross of crossTargets({ [harness]: lock[harness]! }, resumableIn(docs), resumesFrom(docs))) list.push(cross as Target);
+    for (const cross of crossTargets({ [harness]: lock[harness]! }, resumableIn(docs), resumesFrom(docs)))
+      list.push(cross as Target);
   }
   // Harnesses certified on fixtures: one target per fixture version (the folder names of fixtures/sessions/<name>/).
   for (const harness of fixtureCertified()) {
@@ -84,8 +91,10 @@ function targets(): Target[] {
     t !== null &&
     typeof (t as Target).harness === 'string' &&
     typeof (t as Target).version === 'string' &&
-    (['cli', 'fixtures'].includes((t as Target).method) || ((t as Target).method === 'cross' && typeof (t as Target).from === 'string'));
-  if (!Array.isArray(list) || !list.every(ok)) throw new Error('BLUE_AGENT_CERTIFY_TARGETS is not a list of {harness, version, method, from?}');
+    (['cli', 'fixtures'].includes((t as Target).method) ||
+      ((t as Target).method === 'cross' && typeof (t as Target).from === 'string'));
+  if (!Array.isArray(list) || !list.every(ok))
+    throw new Error('BLUE_AGENT_CERTIFY_TARGETS is not a list of {harness, version, method, from?}');
   return list;
 }
 
@@ -109,14 +118,20 @@ async function certifyCli(target: Target): Promise<TargetResult> {
     await rec.step('install', async () => {
       const installedBin = async (v: string): Promise<string> => {
         const installed = installedHarness(harnessCacheDir(), harness, v);
-        check(installed !== undefined, () => `${harness} ${v} is not installed in ${harnessCacheDir()}: run \`${installCommand(harness, v)}\``);
+        check(
+          installed !== undefined,
+          () => `${harness} ${v} is not installed in ${harnessCacheDir()}: run \`${installCommand(harness, v)}\``,
+        );
         return installed!.bin;
       };
       bin = await installedBin(version);
       resumeBin = await installedBin(target.version);
       interval = await intervalFor(harness, version);
       resumeInterval = await intervalFor(harness, target.version);
-      rec.result.profile = interval.profile === resumeInterval.profile ? interval.profile : `${interval.profile}→${resumeInterval.profile}`;
+      rec.result.profile =
+        interval.profile === resumeInterval.profile
+          ? interval.profile
+          : `${interval.profile}→${resumeInterval.profile}`;
       return resumeBin === bin ? bin : `${bin}, then ${resumeBin}`;
     });
     if (interval === undefined || resumeInterval === undefined) return rec.result;
@@ -129,9 +144,19 @@ async function certifyCli(target: Target): Promise<TargetResult> {
       await cli.prepareHome?.(envA, rr.stub.url, bin);
       await cli.addUserHook(envA, rr.userOut);
       const report = (await reconcile(agentOn(rr.a, bin), { dryRun: false, harnesses: [harness] })).harnesses[0]!;
-      check(rigFor(harness).reconcileStates.includes(report.state), () => `reconcile: ${report.state}: ${report.reason}`);
-      check(report.version === version, () => `reconcile read version ${report.version} (raw ${JSON.stringify(report.raw_version)}), expected ${version}`);
-      check(report.profile === interval!.profile, () => `reconcile chose ${report.profile}, expected ${interval!.profile}`);
+      check(
+        rigFor(harness).reconcileStates.includes(report.state),
+        () => `reconcile: ${report.state}: ${report.reason}`,
+      );
+      check(
+        report.version === version,
+        () =>
+          `reconcile read version ${report.version} (raw ${JSON.stringify(report.raw_version)}), expected ${version}`,
+      );
+      check(
+        report.profile === interval!.profile,
+        () => `reconcile chose ${report.profile}, expected ${interval!.profile}`,
+      );
       // The real CLI accepts the config and fires both hooks: checked on the session below (the managed hook's
       // capture and the user hook's payload for the same session id).
       const env = { ...rr.a.env, PATH: pathWith(bin) };
@@ -141,7 +166,11 @@ async function certifyCli(target: Target): Promise<TargetResult> {
         const untrusted = await cli.run({ ...run, prompt: 'Say hello.' });
         check(untrusted.exitCode === 0, () => explain(rr, untrusted));
         const log = captureLog(rr.a.env.BLUE_AGENT_HOME!);
-        check(log.length === 0, () => `reconcile said awaiting_trust, yet ${harness} ${version} ran the untrusted hook: ${JSON.stringify(log)}`);
+        check(
+          log.length === 0,
+          () =>
+            `reconcile said awaiting_trust, yet ${harness} ${version} ran the untrusted hook: ${JSON.stringify(log)}`,
+        );
         rr.stub.clear();
       }
       // A hook not trusted yet in this fresh HOME: the run trusts it, as a user who trusted it.
@@ -156,7 +185,10 @@ async function certifyCli(target: Target): Promise<TargetResult> {
     let sessionId = '';
     await rec.step('session', async () => {
       check(first!.exitCode === 0, () => explain(rr, first!));
-      check(rr.stub.textSentTo(cli.modelPath).includes(CODE_WORD), () => `the model stub never saw the prompt\n${explain(rr, first!)}`);
+      check(
+        rr.stub.textSentTo(cli.modelPath).includes(CODE_WORD),
+        () => `the model stub never saw the prompt\n${explain(rr, first!)}`,
+      );
       return `${first!.durationMs} ms`;
     });
 
@@ -183,17 +215,32 @@ async function certifyCli(target: Target): Promise<TargetResult> {
       await cli.prepareResume?.(harnessEnv(rr.b.home), rr.stub.url, resumeBin);
       command = await restoredOnB(rr, upload!.id, resumeBin, cli.resumeEnv ?? {});
       const expected = cli.resumeCommand(sessionId);
-      check(JSON.stringify(command) === JSON.stringify(expected), () => `resume command ${JSON.stringify(command)}, expected ${JSON.stringify(expected)}`);
+      check(
+        JSON.stringify(command) === JSON.stringify(expected),
+        () => `resume command ${JSON.stringify(command)}, expected ${JSON.stringify(expected)}`,
+      );
       return command.join(' ');
     });
 
     await rec.step('resume', async () => {
       rr.stub.clear();
       // The headless form of the same resume: the command's arguments, given to the rig's headless run.
-      const resumed = await cli.run({ bin: resumeBin, home: rr.b.home, cwd: rr.destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: rr.stub.url, env: rr.b.env, timeoutMs: RUN_TIMEOUT_MS });
+      const resumed = await cli.run({
+        bin: resumeBin,
+        home: rr.b.home,
+        cwd: rr.destination,
+        prompt: SECOND_PROMPT,
+        args: command.slice(1),
+        stubUrl: rr.stub.url,
+        env: rr.b.env,
+        timeoutMs: RUN_TIMEOUT_MS,
+      });
       check(resumed.exitCode === 0, () => explain(rr, resumed));
       const sent = rr.stub.textSentTo(cli.modelPath);
-      check(sent.includes(CODE_WORD) && sent.includes(SECOND_PROMPT), () => `the resumed request did not carry the earlier turn\n${explain(rr, resumed)}`);
+      check(
+        sent.includes(CODE_WORD) && sent.includes(SECOND_PROMPT),
+        () => `the resumed request did not carry the earlier turn\n${explain(rr, resumed)}`,
+      );
       return `${resumed.durationMs} ms`;
     });
     return rec.result;
@@ -205,7 +252,8 @@ async function certifyCli(target: Target): Promise<TargetResult> {
 
 function certifyOnFixtures(target: Target): Promise<TargetResult> {
   const certify = rigFor(target.harness).certifyOnFixtures;
-  if (certify === undefined) throw new Error(`${target.harness} is certified on fixtures, but its rig has no certifyOnFixtures`);
+  if (certify === undefined)
+    throw new Error(`${target.harness} is certified on fixtures, but its rig has no certifyOnFixtures`);
   return certify(target);
 }
 
@@ -220,7 +268,11 @@ if (list.length === 0) {
 for (const target of list) {
   describe(`${target.harness} ${targetLabel(target)}`, () => {
     it(
-      { cli: 'the whole loop with the real CLI', cross: "the oldest resumable version's session, restored and resumed by the newest", fixtures: 'the whole loop on fixtures that follow its source' }[target.method],
+      {
+        cli: 'the whole loop with the real CLI',
+        cross: "the oldest resumable version's session, restored and resumed by the newest",
+        fixtures: 'the whole loop on fixtures that follow its source',
+      }[target.method],
       async () => {
         const result = target.method === 'fixtures' ? await certifyOnFixtures(target) : await certifyCli(target);
         const failed = Object.entries(result.steps).filter(([, s]) => s.status === 'failed');

@@ -26,14 +26,28 @@ describe('the bare run entry', () => {
 
   it('loads neither node:crypto, undici nor chokidar: what it imports stays resident for as long as it runs', async () => {
     const root = path.join(import.meta.dirname, '../..');
-    const { metafile } = await build({ absWorkingDir: root, entryPoints: ['src/cli/agent.ts'], bundle: true, write: false, metafile: true, platform: 'node', format: 'esm', splitting: true, outdir: 'out', mainFields: ['module', 'main'], conditions: ['source'], logLevel: 'silent' });
+    const { metafile } = await build({
+      absWorkingDir: root,
+      entryPoints: ['src/cli/agent.ts'],
+      bundle: true,
+      write: false,
+      metafile: true,
+      platform: 'node',
+      format: 'esm',
+      splitting: true,
+      outdir: 'out',
+      mainFields: ['module', 'main'],
+      conditions: ['source'],
+      logLevel: 'silent',
+    });
     // What the agent's own process loads: static imports only (the dynamic ones are its step children's).
     const loaded = new Set<string>();
     const next = ['src/cli/agent.ts'];
     for (let file = next.pop(); file !== undefined; file = next.pop()) {
       if (loaded.has(file)) continue;
       loaded.add(file);
-      for (const i of metafile.inputs[file]?.imports ?? []) if (i.kind === 'import-statement' || i.kind === 'require-call') next.push(i.path);
+      for (const i of metafile.inputs[file]?.imports ?? [])
+        if (i.kind === 'import-statement' || i.kind === 'require-call') next.push(i.path);
     }
     expect(loaded).toContain('src/daemon/index.ts');
     expect(loaded).toContain('src/control-api/stream.ts');

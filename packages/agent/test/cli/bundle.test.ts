@@ -36,7 +36,9 @@ describe('bundle verify', () => {
     const r = await cli(['bundle', 'verify', 'session.bundle']);
     expect(r).toEqual({
       code: 0,
-      stdout: `session.bundle: valid blue-session-bundle-v1, claude claude-v2_0_12 session c0ffee, 2 files, ${(written.size / 1024).toFixed(1)} KiB, sha256 ${written.sha256}\n`,
+      stdout:
+        `session.bundle: valid blue-session-bundle-v1, claude claude-v2_0_12 session c0ffee, 2 files, ` +
+        `${(written.size / 1024).toFixed(1)} KiB, sha256 ${written.sha256}\n`,
       stderr: '',
     });
   });
@@ -44,12 +46,21 @@ describe('bundle verify', () => {
   it('--json gives the manifest, size and digest', async () => {
     const r = await cli(['bundle', 'verify', bundle, '--json']);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ ok: true, file: bundle, size: written.size, sha256: written.sha256, manifest: written.manifest });
+    expect(JSON.parse(r.stdout)).toEqual({
+      ok: true,
+      file: bundle,
+      size: written.size,
+      sha256: written.sha256,
+      manifest: written.manifest,
+    });
   });
 
   it('exits 1 naming the violation', async () => {
     const bad = path.join(t.home, 'bad.bundle');
-    await writeFile(bad, codexBundle(({ entries }) => void (entries[0]!.name = '../../x')));
+    await writeFile(
+      bad,
+      codexBundle(({ entries }) => void (entries[0]!.name = '../../x')),
+    );
     const r = await cli(['bundle', 'verify', bad]);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
@@ -86,9 +97,16 @@ describe('bundle inspect', () => {
   });
 
   it('--json gives the manifest; a hostile bundle exits 1', async () => {
-    expect(JSON.parse((await cli(['bundle', 'inspect', bundle, '--json'])).stdout)).toEqual({ ok: true, file: bundle, manifest: written.manifest });
+    expect(JSON.parse((await cli(['bundle', 'inspect', bundle, '--json'])).stdout)).toEqual({
+      ok: true,
+      file: bundle,
+      manifest: written.manifest,
+    });
     const bad = path.join(t.home, 'bad.bundle');
-    await writeFile(bad, codexBundle(({ entries }) => void Object.assign(entries[0]!, { type: '2', linkname: '/etc/shadow', data: '' })));
+    await writeFile(
+      bad,
+      codexBundle(({ entries }) => void Object.assign(entries[0]!, { type: '2', linkname: '/etc/shadow', data: '' })),
+    );
     const r = await cli(['bundle', 'inspect', bad]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('is a symbolic link to "/etc/shadow"');
@@ -114,7 +132,10 @@ describe('bundle extract', () => {
     expect(doc).toMatchObject({ ok: true, dir: path.join(t.root, 'x'), sha256: written.sha256 });
     expect(await readFile(doc.files[0], 'utf8')).toContain('"uuid":"main-0"');
     const bad = path.join(t.home, 'bad.bundle');
-    await writeFile(bad, codexBundle(({ manifest }) => void (manifest.compatibility_profile = 'codex-v0_1_0')));
+    await writeFile(
+      bad,
+      codexBundle(({ manifest }) => void (manifest.compatibility_profile = 'codex-v0_1_0')),
+    );
     const failed = await cli(['bundle', 'extract', bad, 'y']);
     expect(failed.code).toBe(1);
     expect(failed.stderr).toContain('compatibility profile "codex-v0_1_0" is unknown');

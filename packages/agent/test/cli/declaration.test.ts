@@ -8,7 +8,10 @@ import { describe, expect, it } from 'vitest';
 import { addCommand, loadHelp, type CommandDeclaration, type Runner } from '../../src/cli/declaration.js';
 
 /** A program holding `declarations`, and the runs its parse made: which declaration, with which values. */
-function programOf(declarations: readonly CommandDeclaration[], loadedHelp: ReadonlyMap<CommandDeclaration, string> = new Map()) {
+function programOf(
+  declarations: readonly CommandDeclaration[],
+  loadedHelp: ReadonlyMap<CommandDeclaration, string> = new Map(),
+) {
   const runs: { declaration: CommandDeclaration; values: readonly unknown[] }[] = [];
   let out = '';
   const runner: Runner = {
@@ -17,7 +20,9 @@ function programOf(declarations: readonly CommandDeclaration[], loadedHelp: Read
       runs.push({ declaration, values });
     },
   };
-  const program = new Command('tool').exitOverride().configureOutput({ writeOut: (s) => (out += s), writeErr: () => undefined, outputError: () => undefined });
+  const program = new Command('tool')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => (out += s), writeErr: () => undefined, outputError: () => undefined });
   for (const declaration of declarations) addCommand(program, declaration, runner);
   const parse = async (...argv: string[]): Promise<string | undefined> => {
     try {
@@ -56,27 +61,42 @@ describe('a declared command', () => {
   it('runs with its arguments, then its options, as commander parsed them', async () => {
     const { runs, parse } = programOf([copy]);
     expect(await parse('copy', 'a', '--name', 'n', '--tag', 'x', '--tag', 'y', '--no-launch')).toBeUndefined();
-    expect(runs).toEqual([{ declaration: copy, values: ['a', undefined, { mode: 'safe', name: 'n', tag: ['x', 'y'], launch: false }] }]);
+    expect(runs).toEqual([
+      { declaration: copy, values: ['a', undefined, { mode: 'safe', name: 'n', tag: ['x', 'y'], launch: false }] },
+    ]);
   });
 
-  it('refuses what its options refuse: a missing required option, a value not among the choices, a value its parser throws at', async () => {
-    const { runs, parse } = programOf([copy]);
-    expect(await parse('copy', 'a')).toBe('commander.missingMandatoryOptionValue');
-    expect(await parse('copy', 'a', '--name', 'n', '--mode', 'slow')).toBe('commander.invalidArgument');
-    expect(await parse('copy', 'a', '--name', 'n', '--tag', 'X')).toBe('commander.invalidArgument');
-    expect(runs).toEqual([]);
-  });
+  it(
+    'refuses what its options refuse: a missing required option, a value not among the choices, a value its ' +
+      'parser throws at',
+    async () => {
+      const { runs, parse } = programOf([copy]);
+      expect(await parse('copy', 'a')).toBe('commander.missingMandatoryOptionValue');
+      expect(await parse('copy', 'a', '--name', 'n', '--mode', 'slow')).toBe('commander.invalidArgument');
+      expect(await parse('copy', 'a', '--name', 'n', '--tag', 'X')).toBe('commander.invalidArgument');
+      expect(runs).toEqual([]);
+    },
+  );
 
   it("reports a parser's refusal as a parse error, in the parser's words", async () => {
-    const program = new Command('tool').exitOverride().configureOutput({ writeOut: () => undefined, writeErr: () => undefined, outputError: () => undefined });
+    const program = new Command('tool')
+      .exitOverride()
+      .configureOutput({ writeOut: () => undefined, writeErr: () => undefined, outputError: () => undefined });
     addCommand(program, copy, { loadedHelp: new Map(), run: async () => undefined });
-    const error = await program.parseAsync(['copy', 'a', '--name', 'n', '--tag', 'X'], { from: 'user' }).catch((e: unknown) => e);
+    const error = await program
+      .parseAsync(['copy', 'a', '--name', 'n', '--tag', 'X'], { from: 'user' })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CommanderError);
     expect((error as CommanderError).message).toContain('"X" is not lower-case');
   });
 
   it('holds its subcommands, each run with its own values', async () => {
-    const add: CommandDeclaration = { usage: 'add <email>', summary: 'add one', options: [{ flags: '--admin', description: 'an administrator' }], run: noRun };
+    const add: CommandDeclaration = {
+      usage: 'add <email>',
+      summary: 'add one',
+      options: [{ flags: '--admin', description: 'an administrator' }],
+      run: noRun,
+    };
     const list: CommandDeclaration = { usage: 'list', summary: 'list them', run: noRun };
     const { runs, parse } = programOf([{ usage: 'users', summary: 'users', subcommands: [add, list] }]);
     await parse('users', 'add', 'me@example.com', '--admin');
@@ -88,7 +108,13 @@ describe('a declared command', () => {
   });
 
   it('shows its help after the options, or the help loaded for this run in its place', async () => {
-    const doctor: CommandDeclaration = { usage: 'check', summary: 'check', help: '\nChecks: some.', loadHelp: async () => '\nChecks: all of them.', run: noRun };
+    const doctor: CommandDeclaration = {
+      usage: 'check',
+      summary: 'check',
+      help: '\nChecks: some.',
+      loadHelp: async () => '\nChecks: all of them.',
+      run: noRun,
+    };
     const before = programOf([doctor]);
     await before.parse('check', '--help');
     expect(before.help()).toContain('Checks: some.');
@@ -107,7 +133,11 @@ describe('loadHelp', () => {
       return name;
     };
     const show: CommandDeclaration = { usage: 'show <id>', summary: 'show', loadHelp: loading('show'), run: noRun };
-    const policy: CommandDeclaration = { usage: 'policy', summary: 'policy', subcommands: [show, { usage: 'list', summary: 'list', loadHelp: loading('list'), run: noRun }] };
+    const policy: CommandDeclaration = {
+      usage: 'policy',
+      summary: 'policy',
+      subcommands: [show, { usage: 'list', summary: 'list', loadHelp: loading('list'), run: noRun }],
+    };
     const doctor: CommandDeclaration = { usage: 'doctor', summary: 'doctor', loadHelp: loading('doctor'), run: noRun };
 
     expect([...(await loadHelp([policy, doctor], ['policy', 'show', '--help'])).entries()]).toEqual([[show, 'show']]);

@@ -39,7 +39,11 @@ async function answerInBrowser(user: TestUser, decision: 'approve' | 'deny'): Pr
   const form = (fields: Record<string, string>, cookie?: string) => ({
     method: 'POST',
     redirect: 'manual' as const,
-    headers: { origin: t.url, 'content-type': 'application/x-www-form-urlencoded', ...(cookie === undefined ? {} : { cookie }) },
+    headers: {
+      origin: t.url,
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(cookie === undefined ? {} : { cookie }),
+    },
     body: new URLSearchParams(fields).toString(),
   });
   const signedIn = await fetch(`${t.url}/auth/link`, form({ token: secret, next: `/device?user_code=${code}` }));
@@ -62,11 +66,28 @@ describe('blue-agent login (device flow)', () => {
     expect(home.stderr.text()).toContain(`To sign in, open ${t.url}/device in a browser and enter the code ${code}`);
     expect(home.stderr.text()).toContain(`(or open ${t.url}/device?user_code=${code})`);
     const report = JSON.parse(home.stdout.text()) as Record<string, unknown>;
-    expect(report).toMatchObject({ ok: true, method: 'device', email: 'alice@example.com', verified: true, control_url: t.url, token_file: tokenFile() });
+    expect(report).toMatchObject({
+      ok: true,
+      method: 'device',
+      email: 'alice@example.com',
+      verified: true,
+      control_url: t.url,
+      token_file: tokenFile(),
+    });
 
     expect((await stat(tokenFile())).mode & 0o777).toBe(0o600);
-    const saved = JSON.parse(await readFile(tokenFile(), 'utf8')) as { access_token: string; refresh_token: string; token_endpoint: string; scope: string };
-    expect(saved).toMatchObject({ version: 1, client_id: 'blue-agent', token_endpoint: `${t.url}/api/auth/oauth2/token`, scope: 'governance:read session:read session:write client-status:write' });
+    const saved = JSON.parse(await readFile(tokenFile(), 'utf8')) as {
+      access_token: string;
+      refresh_token: string;
+      token_endpoint: string;
+      scope: string;
+    };
+    expect(saved).toMatchObject({
+      version: 1,
+      client_id: 'blue-agent',
+      token_endpoint: `${t.url}/api/auth/oauth2/token`,
+      scope: 'governance:read session:read session:write client-status:write',
+    });
     expect(home.stdout.text() + home.stderr.text()).not.toContain(saved.access_token);
     expect(home.stdout.text() + home.stderr.text()).not.toContain(saved.refresh_token);
 
@@ -85,7 +106,11 @@ describe('blue-agent login (device flow)', () => {
 
     // Revoked on the server: the next refresh says the sign-in ended, and what to do.
     await t.server.store.identity.revokeGrant(device.id, t.clock.now());
-    await expect(settings.readToken()).rejects.toMatchObject({ code: 'AUTH_FAILED', message: expect.stringMatching(/sign-in ended/), hint: `Sign in again: blue-agent login --control-url ${t.url}` });
+    await expect(settings.readToken()).rejects.toMatchObject({
+      code: 'AUTH_FAILED',
+      message: expect.stringMatching(/sign-in ended/),
+      hint: `Sign in again: blue-agent login --control-url ${t.url}`,
+    });
   });
 
   it('says so when the code is denied, and saves nothing', async () => {
@@ -109,12 +134,16 @@ describe('blue-agent login (device flow)', () => {
     const login = runCli(['login', '--control-url', t.url, '--no-browser'], { env: home.env, timeoutMs: 30_000 });
     let printed = '';
     login.child.stderr!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
-    for (let i = 0; i < 400 && !printed.includes('Ctrl-C stops'); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    for (let i = 0; i < 400 && !printed.includes('Ctrl-C stops'); i++)
+      await new Promise((resolve) => setTimeout(resolve, 25));
     expect(printed).toContain('Ctrl-C stops');
     login.child.kill('SIGINT');
     const done = await login;
     expect(done.code, done.stderr).toBe(130);
-    expect(done.stderr).toContain('blue-agent: error [INTERRUPTED]: the sign-in was stopped (Ctrl-C) before the code was approved; nothing was saved');
+    expect(done.stderr).toContain(
+      'blue-agent: error [INTERRUPTED]: the sign-in was stopped (Ctrl-C) before the code was approved; nothing was ' +
+        'saved',
+    );
     await expect(stat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
     await expect(stat(home.env.BLUE_AGENT_CONFIG!)).rejects.toMatchObject({ code: 'ENOENT' });
   });
@@ -124,7 +153,9 @@ describe('blue-agent login (device flow)', () => {
     expect(await main(['login', '--control-url', `${t.url}/blue`, '--json'], home.ctx)).toBe(1);
     const error = (JSON.parse(home.stdout.text()) as { error: { code: string; message: string; hint: string } }).error;
     expect(error.code).toBe('CONTROL_URL_WRONG');
-    expect(error.message).toContain(`a server answers at ${t.url} but not with the Control API's routes under the path /blue`);
+    expect(error.message).toContain(
+      `a server answers at ${t.url} but not with the Control API's routes under the path /blue`,
+    );
     await expect(stat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
@@ -132,8 +163,12 @@ describe('blue-agent login (device flow)', () => {
     const policy = await startPolicyServer({ revision: 1 });
     try {
       expect(await main(['login', '--control-url', policy.origin, '--json'], home.ctx)).toBe(1);
-      const error = (JSON.parse(home.stdout.text()) as { error: { code: string; message: string; hint: string } }).error;
-      expect(error).toMatchObject({ code: 'AUTH_FAILED', message: expect.stringContaining('offers no device sign-in') });
+      const error = (JSON.parse(home.stdout.text()) as { error: { code: string; message: string; hint: string } })
+        .error;
+      expect(error).toMatchObject({
+        code: 'AUTH_FAILED',
+        message: expect.stringContaining('offers no device sign-in'),
+      });
       expect(error.hint).toContain('--token-stdin');
     } finally {
       await policy.close();

@@ -35,10 +35,20 @@ const everything = () => `${t.stdout.text()}${t.stderr.text()}`;
 
 describe('blue-agent login', () => {
   it('verifies the token, writes a 0600 token file and creates the config', async () => {
-    const code = await loginCommand(t.ctx, { controlUrl: `${server.origin}/`, tokenStdin: true, json: true }, stdin(`  ${TOKEN}\n`));
+    const code = await loginCommand(
+      t.ctx,
+      { controlUrl: `${server.origin}/`, tokenStdin: true, json: true },
+      stdin(`  ${TOKEN}\n`),
+    );
     expect(code).toBe(0);
     const report = JSON.parse(t.stdout.text()) as Record<string, unknown>;
-    expect(report).toMatchObject({ ok: true, control_url: server.origin, verified: true, warnings: [], token_file: tokenFile() });
+    expect(report).toMatchObject({
+      ok: true,
+      control_url: server.origin,
+      verified: true,
+      warnings: [],
+      token_file: tokenFile(),
+    });
     expect(everything()).not.toContain(TOKEN);
     expect(server.requests[0]!.headers.authorization).toBe(`Bearer ${TOKEN}`);
 
@@ -53,7 +63,9 @@ describe('blue-agent login', () => {
 
   it('splices control_url into an existing config, keeping comments and other keys', async () => {
     await mkdir(path.dirname(configFile()), { recursive: true });
-    const before = '# managed by ops\ncontrol_url: https://old.example # the old one\nallowed_upload_origins:\n  - https://uploads.example # S3\n';
+    const before =
+      '# managed by ops\ncontrol_url: https://old.example # the old one\nallowed_upload_origins:\n  - ' +
+      'https://uploads.example # S3\n';
     await writeFile(configFile(), before, { mode: 0o640 });
     const prefixed = await startPolicyServer({ revision: 1 }, { prefix: '/prefix' });
     try {
@@ -70,7 +82,11 @@ describe('blue-agent login', () => {
   });
 
   it('saves nothing when the Control API refuses the token', async () => {
-    server.setHandler((_req, res) => res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"code":"unauthorized","message":"no"}}'));
+    server.setHandler((_req, res) =>
+      res
+        .writeHead(401, { 'content-type': 'application/json' })
+        .end('{"error":{"code":"unauthorized","message":"no"}}'),
+    );
     const error = await rejected(loginCommand(t.ctx, { controlUrl: server.origin, tokenStdin: true }, stdin(TOKEN)));
     expect(error.code).toBe('AUTH_FAILED');
     expect(JSON.stringify({ ...error.toJSON(), stack: error.stack })).not.toContain(TOKEN);
@@ -79,7 +95,11 @@ describe('blue-agent login', () => {
   });
 
   it('saves with a warning when the Control API takes the token but refuses this blue-agent the policy (426)', async () => {
-    server.setHandler((_req, res) => res.writeHead(426, { 'content-type': 'application/json', 'x-blue-required-client-version': '99.0.0' }).end('{"error":"governance contract 9 requires a newer client; client reports 3"}'));
+    server.setHandler((_req, res) =>
+      res
+        .writeHead(426, { 'content-type': 'application/json', 'x-blue-required-client-version': '99.0.0' })
+        .end('{"error":"governance contract 9 requires a newer client; client reports 3"}'),
+    );
     await loginCommand(t.ctx, { controlUrl: server.origin, tokenStdin: true, json: true }, stdin(TOKEN));
     const report = JSON.parse(t.stdout.text()) as { verified: boolean; warnings: string[] };
     expect(report.verified).toBe(true);
@@ -90,9 +110,13 @@ describe('blue-agent login', () => {
 
   it('saves nothing when the Control API cannot be reached, and says how to save offline', async () => {
     const origin = await closedOrigin();
-    const error = await rejected(loginCommand(t.ctx, { controlUrl: origin, tokenStdin: true, json: true }, stdin(TOKEN)));
+    const error = await rejected(
+      loginCommand(t.ctx, { controlUrl: origin, tokenStdin: true, json: true }, stdin(TOKEN)),
+    );
     expect(error.code).toBe('CONTROL_API_UNREACHABLE');
-    expect(error.message).toMatch(/cannot check the token with the Control API at http:\/\/127\.0\.0\.1:\d+: unreachable \(ECONNREFUSED\); nothing was saved/);
+    expect(error.message).toMatch(
+      /cannot check the token with the Control API at http:\/\/127\.0\.0\.1:\d+: unreachable \(ECONNREFUSED\); nothing was saved/,
+    );
     expect(error.hint).toContain('--offline');
     await expect(lstat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
     await expect(lstat(configFile())).rejects.toMatchObject({ code: 'ENOENT' });
@@ -103,13 +127,17 @@ describe('blue-agent login', () => {
     await loginCommand(t.ctx, { controlUrl: origin, tokenStdin: true, offline: true, json: true }, stdin(TOKEN));
     const report = JSON.parse(t.stdout.text()) as { verified: boolean; warnings: string[] };
     expect(report.verified).toBe(false);
-    expect(report.warnings[0]).toMatch(/the token was not checked with the Control API at http:\/\/127\.0\.0\.1:\d+: unreachable \(ECONNREFUSED\); saved anyway \(--offline\)/);
+    expect(report.warnings[0]).toMatch(
+      /the token was not checked with the Control API at http:\/\/127\.0\.0\.1:\d+: unreachable \(ECONNREFUSED\); saved anyway \(--offline\)/,
+    );
     expect(await readFile(tokenFile(), 'utf8')).toBe(`${TOKEN}\n`);
   });
 
   it('with --offline, still refuses a token a reachable Control API refuses', async () => {
     server.setHandler((_req, res) => res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"no"}'));
-    const error = await rejected(loginCommand(t.ctx, { controlUrl: server.origin, tokenStdin: true, offline: true }, stdin(TOKEN)));
+    const error = await rejected(
+      loginCommand(t.ctx, { controlUrl: server.origin, tokenStdin: true, offline: true }, stdin(TOKEN)),
+    );
     expect(error.code).toBe('AUTH_FAILED');
     await expect(lstat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
   });
@@ -117,9 +145,14 @@ describe('blue-agent login', () => {
   it('says a URL whose path prefix is wrong reaches a server that is not the Control API there, and saves nothing', async () => {
     const prefixed = await startPolicyServer({ revision: 1 }, { prefix: '/blue' });
     try {
-      const error = await rejected(loginCommand(t.ctx, { controlUrl: `${prefixed.origin}/blu`, tokenStdin: true }, stdin(TOKEN)));
+      const error = await rejected(
+        loginCommand(t.ctx, { controlUrl: `${prefixed.origin}/blu`, tokenStdin: true }, stdin(TOKEN)),
+      );
       expect(error.code).toBe('CONTROL_URL_WRONG');
-      expect(error.message).toBe(`GET ${prefixed.origin}/blu/governance-config answered HTTP 404; a server answers at ${prefixed.origin} but not with the Control API's routes under the path /blu`);
+      expect(error.message).toBe(
+        `GET ${prefixed.origin}/blu/governance-config answered HTTP 404; a server answers at ${prefixed.origin} ` +
+          `but not with the Control API's routes under the path /blu`,
+      );
       expect(error.hint).toMatch(/base URL, with its path prefix/);
     } finally {
       await prefixed.close();
@@ -136,8 +169,15 @@ describe('blue-agent login', () => {
     await writeFile(tokenFile(), 'old-token\n', { mode: 0o600 });
     const before = t.stdout.text().length;
     expect(await loginCommand(t.ctx, { tokenStdin: true, json: true }, stdin(`${TOKEN}2`))).toBe(0);
-    expect(JSON.parse(t.stdout.text().slice(before))).toMatchObject({ control_url: server.origin, control_url_source: 'control_url', verified: true });
-    expect(t.stderr.text()).toContain(`Signing in to the Control API at ${server.origin} (control_url saved in ${configFile()}; --control-url URL signs in elsewhere).`);
+    expect(JSON.parse(t.stdout.text().slice(before))).toMatchObject({
+      control_url: server.origin,
+      control_url_source: 'control_url',
+      verified: true,
+    });
+    expect(t.stderr.text()).toContain(
+      `Signing in to the Control API at ${server.origin} (control_url saved in ${configFile()}; --control-url URL ` +
+        `signs in elsewhere).`,
+    );
     expect(await readFile(tokenFile(), 'utf8')).toBe(`${TOKEN}2\n`);
     expect(server.requests.at(-1)!.headers.authorization).toBe(`Bearer ${TOKEN}2`);
     // The environment names the Control API for every command, so for login too.
@@ -146,7 +186,9 @@ describe('blue-agent login', () => {
       const ctx = t.context({ env: { BLUE_AGENT_CONTROL_URL: other.origin } });
       await loginCommand(ctx, { tokenStdin: true }, stdin(TOKEN));
       expect(other.requests).toHaveLength(1);
-      expect(t.stderr.text()).toContain(`Signing in to the Control API at ${other.origin} (from BLUE_AGENT_CONTROL_URL;`);
+      expect(t.stderr.text()).toContain(
+        `Signing in to the Control API at ${other.origin} (from BLUE_AGENT_CONTROL_URL;`,
+      );
     } finally {
       await other.close();
     }
@@ -203,7 +245,12 @@ describe('blue-agent login', () => {
     const error = await rejected(loginCommand(ctx, { controlUrl: server.origin, tokenStdin: true }, stdin(TOKEN)));
     expect(error.code).toBe('NOT_A_DIRECTORY');
     expect(error.file).toBe(path.join(stateDir, 'token'));
-    expect(error.message).toMatch(new RegExp(`^cannot write the token to ${path.join(stateDir, 'token')}: a part of the path is not a directory \\(ENOTDIR: mkdir`));
+    expect(error.message).toMatch(
+      new RegExp(
+        `^cannot write the token to ${path.join(stateDir, 'token')}: a part of the path is not a directory ` +
+          `\\(ENOTDIR: mkdir`,
+      ),
+    );
     expect(error.message).not.toContain(TOKEN);
     await expect(lstat(configFile())).rejects.toMatchObject({ code: 'ENOENT' });
   });

@@ -1,7 +1,8 @@
 /**
  * `blue-agent logout` against the real Control API: a device sign-in is revoked on the server and its credentials
  * removed; a token from `login --token-stdin` is removed but revoked only with --revoke; revoking is best effort (an
- * unreachable Control API still leaves nothing behind, and says so); control_url stays, so `login` signs in there again.
+ * unreachable Control API still leaves nothing behind, and says so); control_url stays, so `login` signs in there
+ * again.
  */
 import { lstat, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -48,12 +49,14 @@ async function deviceLogin(server: TestServer, userId: string): Promise<void> {
     if (code === undefined) await new Promise((resolve) => setTimeout(resolve, 25));
   }
   expect(code, home.stderr.text()).toBeDefined();
-  expect(await server.server.store.identity.decideDeviceCode(normaliseUserCode(code!)!, userId, server.clock.now())).toBe(true);
+  expect(
+    await server.server.store.identity.decideDeviceCode(normaliseUserCode(code!)!, userId, server.clock.now()),
+  ).toBe(true);
   expect(await login).toBe(0);
 }
 
 describe('blue-agent logout', () => {
-  it("ends a device sign-in on the Control API, removes its credentials, and keeps control_url for the next login", async () => {
+  it('ends a device sign-in on the Control API, removes its credentials, and keeps control_url for the next login', async () => {
     t = await startTestServer({ liveClock: true, identity: { deviceIntervalMs: 1_000 } });
     await deviceLogin(t, t.alice.id);
     const saved = JSON.parse(await readFile(tokenFile(), 'utf8')) as { access_token: string; refresh_token: string };
@@ -61,7 +64,15 @@ describe('blue-agent logout', () => {
 
     const out = await run(['logout', '--json']);
     expect(out.code).toBe(0);
-    expect(JSON.parse(out.stdout)).toEqual({ ok: true, token_file: tokenFile(), control_url: t.url, held: 'device', removed: true, revocation: { state: 'revoked' }, warnings: [] });
+    expect(JSON.parse(out.stdout)).toEqual({
+      ok: true,
+      token_file: tokenFile(),
+      control_url: t.url,
+      held: 'device',
+      removed: true,
+      revocation: { state: 'revoked' },
+      warnings: [],
+    });
     await expect(lstat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
     const device = (await t.server.store.identity.grants(t.alice.id)).find((g) => g.kind === 'device')!;
     expect(device.revoked_at).not.toBeNull();
@@ -74,7 +85,10 @@ describe('blue-agent logout', () => {
     expect(JSON.parse(list.stdout)).toMatchObject({ ok: false, error: { code: 'NOT_LOGGED_IN' } });
     const again = await run(['logout']);
     expect(again.code).toBe(0);
-    expect(again.stdout).toBe(`Not signed in: there is no ${tokenFile()}; nothing to remove.\ncontrol_url ${t.url} stays saved: \`blue-agent login\` signs in there again.\n`);
+    expect(again.stdout).toBe(
+      `Not signed in: there is no ${tokenFile()}; nothing to remove.\ncontrol_url ${t.url} stays saved: ` +
+        `\`blue-agent login\` signs in there again.\n`,
+    );
   });
 
   it('removes a token an administrator made but revokes it only with --revoke: it may be in use elsewhere', async () => {
@@ -83,7 +97,9 @@ describe('blue-agent logout', () => {
     const kept = await run(['logout']);
     expect(kept.code).toBe(0);
     expect(kept.stdout).toContain(`Signed out: removed the token (${tokenFile()}).`);
-    expect(kept.stdout).toContain('The token was not revoked, as it may be in use elsewhere (`logout --revoke` revokes it too)');
+    expect(kept.stdout).toContain(
+      'The token was not revoked, as it may be in use elsewhere (`logout --revoke` revokes it too)',
+    );
     await expect(lstat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
     expect((await t.call('GET', '/auth/me', t.carol.token)).status).toBe(200);
 
@@ -98,19 +114,35 @@ describe('blue-agent logout', () => {
   it('removes the credentials even when the Control API cannot revoke them, and says what is left to do', async () => {
     const origin = await closedOrigin();
     await mkdir(path.dirname(tokenFile()), { recursive: true });
-    const credentials = { version: 1, access_token: 'access-abc', refresh_token: 'refresh-xyz', expires_at: null, token_endpoint: `${origin}/api/auth/oauth2/token`, client_id: 'blue-agent', scope: '' };
+    const credentials = {
+      version: 1,
+      access_token: 'access-abc',
+      refresh_token: 'refresh-xyz',
+      expires_at: null,
+      token_endpoint: `${origin}/api/auth/oauth2/token`,
+      client_id: 'blue-agent',
+      scope: '',
+    };
     await writeFile(tokenFile(), `${JSON.stringify(credentials)}\n`, { mode: 0o600 });
     const out = await run(['logout']);
     expect(out.code).toBe(0);
     expect(out.stdout).toContain(`Signed out: removed this machine's sign-in (${tokenFile()}).`);
-    expect(out.stdout).toMatch(/Not revoked on the Control API: POST .*\/api\/auth\/oauth2\/revoke: .*\. It works until it lapses: revoke it on the dashboard's Account page/);
+    expect(out.stdout).toMatch(
+      /Not revoked on the Control API: POST .*\/api\/auth\/oauth2\/revoke: .*\. It works until it lapses: revoke it on the dashboard's Account page/,
+    );
     expect(out.stdout).not.toContain('refresh-xyz');
     await expect(lstat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('says that BLUE_AGENT_TOKEN, which it cannot remove, still signs commands in', async () => {
     const stdout = bufferOutput();
-    expect(await main(['logout', '--json'], home.context({ stdout, env: { BLUE_AGENT_TOKEN: 'blue_from_env' } }))).toBe(0);
-    expect(JSON.parse(stdout.text())).toMatchObject({ held: 'nothing', removed: false, warnings: ['BLUE_AGENT_TOKEN is set: commands keep using that token until you unset it'] });
+    expect(await main(['logout', '--json'], home.context({ stdout, env: { BLUE_AGENT_TOKEN: 'blue_from_env' } }))).toBe(
+      0,
+    );
+    expect(JSON.parse(stdout.text())).toMatchObject({
+      held: 'nothing',
+      removed: false,
+      warnings: ['BLUE_AGENT_TOKEN is set: commands keep using that token until you unset it'],
+    });
   });
 });

@@ -14,7 +14,8 @@ const COMMANDS_DIR = 'src/cli/commands';
 /** The files of src/cli/ the program is built from. */
 const ENTRY = new Set(['src/cli/main.ts', 'src/cli/declaration.ts', 'src/cli/output.ts']);
 /** The folders of the use cases, which only a command's run loads. */
-const USE_CASES = /^src\/(capture|drain|upload|sweep|reconcile|restore|resume|sessions|status|doctor|service|daemon|demo|control-plane)\//;
+const USE_CASES =
+  /^src\/(capture|drain|upload|sweep|reconcile|restore|resume|sessions|status|doctor|service|daemon|demo|control-plane)\//;
 
 let t: TestHome;
 beforeAll(async () => {
@@ -23,7 +24,10 @@ beforeAll(async () => {
 afterAll(async () => t.cleanup());
 
 const isDeclaration = (value: unknown): value is CommandDeclaration =>
-  typeof value === 'object' && value !== null && typeof (value as CommandDeclaration).usage === 'string' && typeof (value as CommandDeclaration).summary === 'string';
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as CommandDeclaration).usage === 'string' &&
+  typeof (value as CommandDeclaration).summary === 'string';
 
 describe('the command line', () => {
   it('holds every command a file of src/cli/commands/ declares', async () => {
@@ -58,11 +62,18 @@ describe('the command line', () => {
     for (let file = next.pop(); file !== undefined; file = next.pop()) {
       if (loaded.has(file)) continue;
       loaded.add(file);
-      for (const i of metafile.inputs[file]?.imports ?? []) if (i.kind === 'import-statement' || i.kind === 'require-call') next.push(i.path);
+      for (const i of metafile.inputs[file]?.imports ?? [])
+        if (i.kind === 'import-statement' || i.kind === 'require-call') next.push(i.path);
     }
     expect(loaded).toContain(`${COMMANDS_DIR}/status.ts`);
-    const cli = [...loaded].filter((f) => f.startsWith('src/cli/') && !f.startsWith(`${COMMANDS_DIR}/`) && !ENTRY.has(f));
+    const cli = [...loaded].filter(
+      (f) => f.startsWith('src/cli/') && !f.startsWith(`${COMMANDS_DIR}/`) && !ENTRY.has(f),
+    );
     expect(cli).toEqual([]);
-    expect([...loaded].filter((f) => USE_CASES.test(f) || (f.startsWith('src/harnesses/') && f !== 'src/harnesses/names.ts'))).toEqual([]);
+    expect(
+      [...loaded].filter(
+        (f) => USE_CASES.test(f) || (f.startsWith('src/harnesses/') && f !== 'src/harnesses/names.ts'),
+      ),
+    ).toEqual([]);
   });
 });

@@ -11,9 +11,11 @@ import { makeTestHome, type TestHome } from '../../../../test/support/context.js
 async function commanderReconcileArgs(ctx: Context, argv: readonly string[]): Promise<unknown> {
   const program = buildProgram(ctx, { exitCode: 0 });
   let got: unknown = 'no reconcile';
-  program.commands.find((c) => c.name() === 'reconcile')!.action((opts: Record<string, unknown>) => {
-    got = { ...opts };
-  });
+  program.commands
+    .find((c) => c.name() === 'reconcile')!
+    .action((opts: Record<string, unknown>) => {
+      got = { ...opts };
+    });
   try {
     await program.parseAsync([...argv], { from: 'user' });
   } catch (error) {
@@ -60,13 +62,33 @@ describe('a plain reconcile', () => {
     expect(plainReconcileArgs(argv)).toBeUndefined();
   });
 
-  it('imports neither node:zlib, node:child_process, node:tty nor node:crypto: what a reconcile that changes nothing never uses, it never loads', async () => {
-    const root = path.join(import.meta.dirname, '../..');
-    const { metafile } = await build({ absWorkingDir: root, entryPoints: ['src/cli/plain-reconcile.ts'], bundle: true, write: false, metafile: true, platform: 'node', format: 'cjs', outdir: 'out', mainFields: ['module', 'main'], conditions: ['source'], supported: { 'dynamic-import': false }, external: ['undici', 'execa'], logLevel: 'silent' });
-    const importers = Object.entries(metafile.inputs).filter(([, input]) => input.imports.some((i) => /^node:(zlib|child_process|tty|crypto)$/.test(i.path)));
-    expect(Object.keys(metafile.inputs)).toContain('src/harnesses/codex/transcript.ts');
-    expect(importers.map(([file]) => file)).toEqual([]);
-  });
+  it(
+    'imports neither node:zlib, node:child_process, node:tty nor node:crypto: what a reconcile that changes ' +
+      'nothing never uses, it never loads',
+    async () => {
+      const root = path.join(import.meta.dirname, '../..');
+      const { metafile } = await build({
+        absWorkingDir: root,
+        entryPoints: ['src/cli/plain-reconcile.ts'],
+        bundle: true,
+        write: false,
+        metafile: true,
+        platform: 'node',
+        format: 'cjs',
+        outdir: 'out',
+        mainFields: ['module', 'main'],
+        conditions: ['source'],
+        supported: { 'dynamic-import': false },
+        external: ['undici', 'execa'],
+        logLevel: 'silent',
+      });
+      const importers = Object.entries(metafile.inputs).filter(([, input]) =>
+        input.imports.some((i) => /^node:(zlib|child_process|tty|crypto)$/.test(i.path)),
+      );
+      expect(Object.keys(metafile.inputs)).toContain('src/harnesses/codex/transcript.ts');
+      expect(importers.map(([file]) => file)).toEqual([]);
+    },
+  );
 
   it('is built without commander or the full program', async () => {
     const source = await readFile(path.join(import.meta.dirname, '../../src/cli/plain-reconcile.ts'), 'utf8');

@@ -13,7 +13,8 @@ import { buildProgram } from '../../src/cli/main.js';
 import { makeTestHome, repoRoot, type TestHome } from '../../../../test/support/context.js';
 
 /** `blue-agent` then words, flags and placeholders (`NAME`, `<id>`, `[--json]`), up to anything else. */
-const MENTION = /blue-agent((?: +(?:[a-z][a-z0-9-]*|--?[a-z][a-z0-9-]*(?:=[^\s`'"]+)?|[A-Z][A-Z_-]*|\[--?[a-z][a-z0-9-]*[^\]\s]*\]|<[^\s>]+>))+)/g;
+const MENTION =
+  /blue-agent((?: +(?:[a-z][a-z0-9-]*|--?[a-z][a-z0-9-]*(?:=[^\s`'"]+)?|[A-Z][A-Z_-]*|\[--?[a-z][a-z0-9-]*[^\]\s]*\]|<[^\s>]+>))+)/g;
 
 /** What is wrong with the commands `text` mentions: an unknown subcommand, or a flag its command does not have. */
 function problems(program: Command, text: string): string[] {
@@ -31,7 +32,13 @@ function problems(program: Command, text: string): string[] {
     const said = `blue-agent ${words.join(' ')}`;
     const next = words[i];
     const asCommand = /(^|\n)[ \t]*$|[`>]$/.test(text.slice(Math.max(0, match.index - 80), match.index));
-    if (asCommand && command.commands.length > 0 && next !== undefined && /^[a-z]/.test(next) && command.commands.every((c) => c.name() !== next)) {
+    if (
+      asCommand &&
+      command.commands.length > 0 &&
+      next !== undefined &&
+      /^[a-z]/.test(next) &&
+      command.commands.every((c) => c.name() !== next)
+    ) {
       out.push(`${said}: ${command.name()} has no subcommand ${next}`);
     }
     for (const word of words.slice(i)) {
@@ -54,7 +61,8 @@ function texts(): { file: string; text: string }[] {
       } else if (keep(entry.name)) files.push(rel);
     }
   };
-  for (const pkg of readdirSync(path.join(repoRoot, 'packages'))) walk(`packages/${pkg}/src`, (name) => /\.tsx?$/.test(name));
+  for (const pkg of readdirSync(path.join(repoRoot, 'packages')))
+    walk(`packages/${pkg}/src`, (name) => /\.tsx?$/.test(name));
   walk('packages/agent/bin', (name) => name.endsWith('.js'));
   walk('docs', (name) => name.endsWith('.md'));
   return files.map((file) => ({ file, text: readFileSync(path.join(repoRoot, file), 'utf8') }));

@@ -12,7 +12,13 @@ import { bufferOutput } from '../../src/context.js';
 import type { HarnessName } from '@blue-agent/contract/schema/index.js';
 import { startTestServer, type TestServer, type TestUser } from '../../../../test/support/control-server.js';
 import { makeTestHome, type TestHome } from '../../../../test/support/context.js';
-import { CAPTURED_AT, CWD, fixtureBundle, fixtureProfile, goldenExport } from '../../../../test/support/fixture-bundles.js';
+import {
+  CAPTURED_AT,
+  CWD,
+  fixtureBundle,
+  fixtureProfile,
+  goldenExport,
+} from '../../../../test/support/fixture-bundles.js';
 
 let server: TestServer;
 let t: TestHome;
@@ -46,7 +52,9 @@ beforeAll(async () => {
   await up(server.bob, 'opencode', 'Add a README for the CLI', 'bobOpencode');
   await up(server.bob, 'kimi', 'Bob keeps this one private', 'bobKimi');
   // Bob shares his OpenCode session with everyone.
-  const shared = await server.call('PUT', `/session-uploads/${ids.bobOpencode}/sharing`, server.bob.token, { mode: 'workspace' });
+  const shared = await server.call('PUT', `/session-uploads/${ids.bobOpencode}/sharing`, server.bob.token, {
+    mode: 'workspace',
+  });
   expect(shared.status).toBe(200);
 });
 
@@ -55,7 +63,11 @@ afterAll(async () => {
   await t?.cleanup();
 });
 
-async function as(user: TestUser | undefined, argv: string[], options: { tty?: boolean; columns?: number } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function as(
+  user: TestUser | undefined,
+  argv: string[],
+  options: { tty?: boolean; columns?: number } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const stdout = bufferOutput(options.tty ?? false);
   if (options.columns !== undefined) Object.assign(stdout, { columns: options.columns });
   const stderr = bufferOutput();
@@ -101,15 +113,27 @@ describe('sessions list', () => {
     const doc = JSON.parse(all.stdout);
     expect(doc.ok).toBe(true);
     expect(doc.sessions.map((s: { id: string }) => s.id).sort()).toEqual(Object.values(ids).sort());
-    expect(doc.sessions.find((s: { id: string }) => s.id === ids.bobKimi)).toMatchObject({ user_email: 'bob@example.com', owned: false, expired: false, sharing_mode: 'private' });
+    expect(doc.sessions.find((s: { id: string }) => s.id === ids.bobKimi)).toMatchObject({
+      user_email: 'bob@example.com',
+      owned: false,
+      expired: false,
+      sharing_mode: 'private',
+    });
   });
 
   it('filters by --harness and --q', async () => {
-    const byHarness = JSON.parse((await as(server.alice, ['sessions', 'list', '--harness', 'claude', '--json'])).stdout);
+    const byHarness = JSON.parse(
+      (await as(server.alice, ['sessions', 'list', '--harness', 'claude', '--json'])).stdout,
+    );
     expect(byHarness.sessions.map((s: { id: string }) => s.id)).toEqual([ids.aliceClaude]);
-    const two = JSON.parse((await as(server.alice, ['sessions', 'list', '--all', '--harness', 'claude', '--harness', 'opencode', '--json'])).stdout);
+    const two = JSON.parse(
+      (await as(server.alice, ['sessions', 'list', '--all', '--harness', 'claude', '--harness', 'opencode', '--json']))
+        .stdout,
+    );
     expect(two.sessions.map((s: { id: string }) => s.id).sort()).toEqual([ids.aliceClaude, ids.bobOpencode].sort());
-    const byText = JSON.parse((await as(server.alice, ['sessions', 'list', '--all', '--q', 'README', '--json'])).stdout);
+    const byText = JSON.parse(
+      (await as(server.alice, ['sessions', 'list', '--all', '--q', 'README', '--json'])).stdout,
+    );
     expect(byText.sessions.map((s: { id: string }) => s.id)).toEqual([ids.bobOpencode]);
     const none = await as(server.alice, ['sessions', 'list', '--q', 'nothing like this']);
     expect(none.stdout).toBe('No sessions of yours match.\n');
@@ -117,15 +141,21 @@ describe('sessions list', () => {
 
   it('--q finds what a session says, not only its title, and shows the passage under its row', async () => {
     await server.server.searchIdle();
-    // The recorded Claude Code session's assistant said "Recorded reply from the stub model."; its title says nothing of it.
-    const json = JSON.parse((await as(server.alice, ['sessions', 'list', '--harness', 'claude', '--q', 'stub model', '--json'])).stdout);
+    // The recorded Claude Code session's assistant said "Recorded reply from the stub model."; its title says nothing
+    // of it.
+    const json = JSON.parse(
+      (await as(server.alice, ['sessions', 'list', '--harness', 'claude', '--q', 'stub model', '--json'])).stdout,
+    );
     expect(json.sessions.map((s: { id: string }) => s.id)).toEqual([ids.aliceClaude]);
     expect(json.sessions[0].snippet).toMatch(/\[stub\] \[model\]/i);
     const text = await as(server.alice, ['sessions', 'list', '--harness', 'claude', '--q', 'stub model']);
     const lines = text.stdout.split('\n');
     expect(lines[1]).toContain('Explain the build steps of this project');
     expect(lines[2]).toMatch(/^ {4}.*\[stub\] \[model\]/i);
-    const narrow = await as(server.alice, ['sessions', 'list', '--harness', 'claude', '--q', 'stub model'], { tty: true, columns: 40 });
+    const narrow = await as(server.alice, ['sessions', 'list', '--harness', 'claude', '--q', 'stub model'], {
+      tty: true,
+      columns: 40,
+    });
     for (const line of narrow.stdout.trimEnd().split('\n').slice(1, 3)) expect(line.length).toBeLessThanOrEqual(80);
     expect(narrow.stdout.split('\n')[2]!.length).toBeLessThanOrEqual(40);
   });
@@ -159,7 +189,12 @@ describe('sessions show', () => {
     expect(code).toBe(0);
     const doc = JSON.parse(stdout);
     expect(doc.ok).toBe(true);
-    expect(doc.session).toMatchObject({ id: ids.bobOpencode, user_email: 'bob@example.com', sharing_mode: 'workspace', owned: false });
+    expect(doc.session).toMatchObject({
+      id: ids.bobOpencode,
+      user_email: 'bob@example.com',
+      sharing_mode: 'workspace',
+      owned: false,
+    });
     expect(doc.artifacts).toHaveLength(1);
     expect(doc.sharing).toBeUndefined();
   });
@@ -199,17 +234,31 @@ describe('sessions share', () => {
   });
 
   it('shares with selected people, then with the workspace, then back to private; recipients see it meanwhile', async () => {
-    const selected = await as(server.alice, ['sessions', 'share', ids.aliceClaude!.slice(0, 8), '--mode', 'selected', '--user', 'bob@example.com']);
+    const selected = await as(server.alice, [
+      'sessions',
+      'share',
+      ids.aliceClaude!.slice(0, 8),
+      '--mode',
+      'selected',
+      '--user',
+      'bob@example.com',
+    ]);
     expect(selected.stderr).toBe('');
     expect(selected.code).toBe(0);
-    expect(selected.stdout).toBe(`Explain the build steps of this project (${ids.aliceClaude}): sharing is now selected: bob@example.com\n`);
+    expect(selected.stdout).toBe(
+      `Explain the build steps of this project (${ids.aliceClaude}): sharing is now selected: bob@example.com\n`,
+    );
     const bobSees = JSON.parse((await as(server.bob, ['sessions', 'list', '--all', '--json'])).stdout);
     expect(bobSees.sessions.map((s: { id: string }) => s.id)).toContain(ids.aliceClaude);
     const carolSees = JSON.parse((await as(server.carol, ['sessions', 'list', '--all', '--json'])).stdout);
     expect(carolSees.sessions.map((s: { id: string }) => s.id)).not.toContain(ids.aliceClaude);
 
     const json = await as(server.alice, ['sessions', 'share', ids.aliceClaude!, '--mode', 'workspace', '--json']);
-    expect(JSON.parse(json.stdout)).toEqual({ ok: true, id: ids.aliceClaude, sharing: { mode: 'workspace', user_ids: [] } });
+    expect(JSON.parse(json.stdout)).toEqual({
+      ok: true,
+      id: ids.aliceClaude,
+      sharing: { mode: 'workspace', user_ids: [] },
+    });
 
     const back = await as(server.alice, ['sessions', 'share', ids.aliceClaude!, '--mode', 'private']);
     expect(back.stdout).toContain('sharing is now private (only you)');
@@ -229,18 +278,34 @@ describe('sessions share', () => {
   });
 
   it('names an unknown recipient clearly', async () => {
-    const { code, stderr } = await as(server.alice, ['sessions', 'share', ids.aliceCodex!, '--mode', 'selected', '--user', 'nobody@example.com']);
+    const { code, stderr } = await as(server.alice, [
+      'sessions',
+      'share',
+      ids.aliceCodex!,
+      '--mode',
+      'selected',
+      '--user',
+      'nobody@example.com',
+    ]);
     expect(code).toBe(1);
     expect(stderr).toContain('[SHARE_RECIPIENT_UNKNOWN]');
     expect(stderr).toContain('nobody@example.com');
-    expect(stderr).toContain('error [SHARE_RECIPIENT_UNKNOWN]: unknown recipient nobody@example.com: no such member on the Control API');
+    expect(stderr).toContain(
+      'error [SHARE_RECIPIENT_UNKNOWN]: unknown recipient nobody@example.com: no such member on the Control API',
+    );
     expect(stderr).not.toMatch(/HTTP 400|user_ids/);
   });
 });
 
 describe('sessions export from the Control API', () => {
   it('downloads, verifies and renders the same markdown as the bundle file, with the id and updated time', async () => {
-    const { code, stdout, stderr } = await as(server.bob, ['sessions', 'export', ids.bobOpencode!.slice(0, 10), '--format', 'markdown']);
+    const { code, stdout, stderr } = await as(server.bob, [
+      'sessions',
+      'export',
+      ids.bobOpencode!.slice(0, 10),
+      '--format',
+      'markdown',
+    ]);
     // Markdown is what an export is without --format.
     expect((await as(server.bob, ['sessions', 'export', ids.bobOpencode!.slice(0, 10)])).stdout).toBe(stdout);
     expect(stderr).toBe('');
@@ -263,7 +328,12 @@ describe('sessions export from the Control API', () => {
     expect(doc.manifest).toEqual(golden.manifest);
     const record = await server.call('GET', `/session-uploads/${ids.bobOpencode}`, server.bob.token);
     expect(doc.bundle).toEqual({ size: record.body.artifacts[0].size_bytes, sha256: record.body.artifacts[0].sha256 });
-    expect(doc.session).toMatchObject({ id: ids.bobOpencode, user_email: 'bob@example.com', sharing_mode: 'workspace', status: 'complete' });
+    expect(doc.session).toMatchObject({
+      id: ids.bobOpencode,
+      user_email: 'bob@example.com',
+      sharing_mode: 'workspace',
+      status: 'complete',
+    });
   });
 
   it('a session the user may not see is not found, and --format is checked first', async () => {
@@ -280,16 +350,25 @@ describe('the Control API unreachable', () => {
   async function at(url: string, argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     const stdout = bufferOutput();
     const stderr = bufferOutput();
-    const code = await main(argv, t.context({ stdout, stderr, env: { BLUE_AGENT_CONTROL_URL: url, BLUE_AGENT_TOKEN: server.alice.token } }));
+    const code = await main(
+      argv,
+      t.context({ stdout, stderr, env: { BLUE_AGENT_CONTROL_URL: url, BLUE_AGENT_TOKEN: server.alice.token } }),
+    );
     return { code, stdout: stdout.text(), stderr: stderr.text() };
   }
 
   it('sessions list, show and resume ID say CONTROL_API_UNREACHABLE with what to check, not UPLOAD_FAILED', async () => {
     // `sessions list` asks who the caller is first (it lists their own sessions by owner), the others the sessions.
-    for (const [argv, first] of [[['sessions', 'list'], 'auth/me'], [['sessions', 'show', ids.aliceClaude!], 'session-uploads'], [['resume', ids.aliceClaude!.slice(0, 8)], 'session-uploads']] as const) {
+    for (const [argv, first] of [
+      [['sessions', 'list'], 'auth/me'],
+      [['sessions', 'show', ids.aliceClaude!], 'session-uploads'],
+      [['resume', ids.aliceClaude!.slice(0, 8)], 'session-uploads'],
+    ] as const) {
       const { code, stderr } = await at('http://127.0.0.1:9', [...argv]);
       expect(code, argv.join(' ')).toBe(1);
-      expect(stderr).toContain(`error [CONTROL_API_UNREACHABLE]: cannot reach the Control API: GET http://127.0.0.1:9/${first}`);
+      expect(stderr).toContain(
+        `error [CONTROL_API_UNREACHABLE]: cannot reach the Control API: GET http://127.0.0.1:9/${first}`,
+      );
       expect(stderr).toContain('check control_url / BLUE_AGENT_CONTROL_URL; run `blue-agent doctor`');
       expect(stderr).not.toContain('UPLOAD_FAILED');
     }
@@ -297,15 +376,25 @@ describe('the Control API unreachable', () => {
     expect(json.code).toBe(1);
     expect(JSON.parse(json.stdout)).toMatchObject({
       ok: false,
-      error: { code: 'CONTROL_API_UNREACHABLE', hint: 'check control_url / BLUE_AGENT_CONTROL_URL; run `blue-agent doctor`' },
+      error: {
+        code: 'CONTROL_API_UNREACHABLE',
+        hint: 'check control_url / BLUE_AGENT_CONTROL_URL; run `blue-agent doctor`',
+      },
     });
   });
 
   it('a Control API answering 503 is unreachable too', async () => {
-    const down = createServer((_req, res) => res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":{"code":"unavailable","message":"maintenance"}}'));
+    const down = createServer((_req, res) =>
+      res
+        .writeHead(503, { 'content-type': 'application/json' })
+        .end('{"error":{"code":"unavailable","message":"maintenance"}}'),
+    );
     await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
     try {
-      const { code, stderr } = await at(`http://127.0.0.1:${(down.address() as AddressInfo).port}`, ['sessions', 'list']);
+      const { code, stderr } = await at(`http://127.0.0.1:${(down.address() as AddressInfo).port}`, [
+        'sessions',
+        'list',
+      ]);
       expect(code).toBe(1);
       expect(stderr).toContain('error [CONTROL_API_UNREACHABLE]');
       expect(stderr).toContain('answered HTTP 503');
@@ -318,7 +407,10 @@ describe('the Control API unreachable', () => {
   it('before any login, says not logged in and how to log in; with a Control API but no token, the same', async () => {
     for (const env of [{}, { BLUE_AGENT_CONTROL_URL: server.url }] as Record<string, string>[]) {
       const stdout = bufferOutput();
-      const code = await main(['sessions', 'list', '--json'], t.context({ stdout, env: { ...env, BLUE_AGENT_TOKEN: '' } }));
+      const code = await main(
+        ['sessions', 'list', '--json'],
+        t.context({ stdout, env: { ...env, BLUE_AGENT_TOKEN: '' } }),
+      );
       expect(code, JSON.stringify(env)).toBe(1);
       const { error } = JSON.parse(stdout.text()) as { error: { code: string; message: string; hint: string } };
       expect(error.code).toBe('NOT_LOGGED_IN');
@@ -331,48 +423,67 @@ describe('the Control API unreachable', () => {
   it('a Control API URL with a wrong path prefix says the server there is not the Control API', async () => {
     const { code, stderr } = await at(`${server.url}/blue`, ['sessions', 'list']);
     expect(code).toBe(1);
-    expect(stderr).toContain(`error [CONTROL_URL_WRONG]: GET ${server.url}/blue/auth/me answered HTTP 404: [not_found] no route /blue/auth/me; a server answers at ${server.url} but not with the Control API's routes under the path /blue`);
+    expect(stderr).toContain(
+      `error [CONTROL_URL_WRONG]: GET ${server.url}/blue/auth/me answered HTTP 404: [not_found] no route ` +
+        `/blue/auth/me; a server answers at ${server.url} but not with the Control API's routes under the path ` +
+        `/blue`,
+    );
     expect(stderr).toContain('with its path prefix if it has one');
   });
 
   it('a refused BLUE_AGENT_TOKEN says the environment overrides the token file', async () => {
     const stderr = bufferOutput();
-    const code = await main(['sessions', 'list'], t.context({ stderr, env: { BLUE_AGENT_CONTROL_URL: server.url, BLUE_AGENT_TOKEN: 'blue_not-a-real-token' } }));
+    const code = await main(
+      ['sessions', 'list'],
+      t.context({ stderr, env: { BLUE_AGENT_CONTROL_URL: server.url, BLUE_AGENT_TOKEN: 'blue_not-a-real-token' } }),
+    );
     expect(code).toBe(1);
     expect(stderr.text()).toContain('[AUTH_FAILED]');
-    expect(stderr.text()).toContain('BLUE_AGENT_TOKEN (from the environment) overrides the token file: correct or unset it');
+    expect(stderr.text()).toContain(
+      'BLUE_AGENT_TOKEN (from the environment) overrides the token file: correct or unset it',
+    );
   });
 });
 
 // Last: this adds an upload and changes sharing.
 describe('a new upload and sharing in sessions list', () => {
-  it('a new upload of a session becomes its current artifact: one row, the same id; sharing does not reorder the list', async () => {
-    const first = JSON.parse((await as(server.alice, ['sessions', 'show', ids.aliceClaude!, '--json'])).stdout);
-    server.clock.advance(60_000);
-    const next = await server.upload(server.alice, Buffer.from('revision 2 of the claude session'), {
-      harness: 'claude',
-      session_id: first.session.native_session_id,
-      compatibility_profile: first.session.compatibility_profile,
-      title: 'Explain the build steps, again',
-    });
-    expect(next.body).toMatchObject({ status: 'complete' });
-    expect(next.sessionId).toBe(ids.aliceClaude);
-    const listed = JSON.parse((await as(server.alice, ['sessions', 'list', '--json'])).stdout).sessions as { id: string; status: string; title: string }[];
-    expect(listed.map((s) => s.id)).toEqual([ids.aliceClaude, ids.aliceCodex]);
-    expect(listed[0]).toMatchObject({ status: 'complete', title: 'Explain the build steps, again' });
-    expect((await as(server.alice, ['sessions', 'list'])).stdout).toContain('2 sessions.');
-    const shown = await as(server.alice, ['sessions', 'show', ids.aliceClaude!]);
-    expect(shown.stdout).toContain('  uploads     2 (1 complete, 1 superseded)');
+  it(
+    'a new upload of a session becomes its current artifact: one row, the same id; sharing does not reorder the ' +
+      'list',
+    async () => {
+      const first = JSON.parse((await as(server.alice, ['sessions', 'show', ids.aliceClaude!, '--json'])).stdout);
+      server.clock.advance(60_000);
+      const next = await server.upload(server.alice, Buffer.from('revision 2 of the claude session'), {
+        harness: 'claude',
+        session_id: first.session.native_session_id,
+        compatibility_profile: first.session.compatibility_profile,
+        title: 'Explain the build steps, again',
+      });
+      expect(next.body).toMatchObject({ status: 'complete' });
+      expect(next.sessionId).toBe(ids.aliceClaude);
+      const listed = JSON.parse((await as(server.alice, ['sessions', 'list', '--json'])).stdout).sessions as {
+        id: string;
+        status: string;
+        title: string;
+      }[];
+      expect(listed.map((s) => s.id)).toEqual([ids.aliceClaude, ids.aliceCodex]);
+      expect(listed[0]).toMatchObject({ status: 'complete', title: 'Explain the build steps, again' });
+      expect((await as(server.alice, ['sessions', 'list'])).stdout).toContain('2 sessions.');
+      const shown = await as(server.alice, ['sessions', 'show', ids.aliceClaude!]);
+      expect(shown.stdout).toContain('  uploads     2 (1 complete, 1 superseded)');
 
-    // Sharing the older session is not an update: it keeps its place.
-    server.clock.advance(60_000);
-    expect((await as(server.alice, ['sessions', 'share', ids.aliceCodex!, '--mode', 'workspace'])).code).toBe(0);
-    const after = JSON.parse((await as(server.alice, ['sessions', 'list', '--json'])).stdout).sessions as { id: string }[];
-    expect(after.map((s) => s.id)).toEqual([ids.aliceClaude, ids.aliceCodex]);
+      // Sharing the older session is not an update: it keeps its place.
+      server.clock.advance(60_000);
+      expect((await as(server.alice, ['sessions', 'share', ids.aliceCodex!, '--mode', 'workspace'])).code).toBe(0);
+      const after = JSON.parse((await as(server.alice, ['sessions', 'list', '--json'])).stdout).sessions as {
+        id: string;
+      }[];
+      expect(after.map((s) => s.id)).toEqual([ids.aliceClaude, ids.aliceCodex]);
 
-    // --status is gone: the Control API lists sessions with a completed upload, each by its current one.
-    expect((await as(server.alice, ['sessions', 'list', '--status', 'any'])).code).toBe(2);
-  });
+      // --status is gone: the Control API lists sessions with a completed upload, each by its current one.
+      expect((await as(server.alice, ['sessions', 'list', '--status', 'any'])).code).toBe(2);
+    },
+  );
 });
 
 describe('sessions delete', () => {
@@ -391,17 +502,24 @@ describe('sessions delete', () => {
       title,
     });
     expect(done.status, JSON.stringify(done.body)).toBe(200);
-    if (sharing !== undefined) expect((await server.call('PUT', `/session-uploads/${done.sessionId}/sharing`, user.token, { mode: sharing })).status).toBe(200);
+    if (sharing !== undefined)
+      expect(
+        (await server.call('PUT', `/session-uploads/${done.sessionId}/sharing`, user.token, { mode: sharing })).status,
+      ).toBe(200);
     return done.sessionId;
   }
-  const exists = async (id: string) => (await server.call('GET', `/session-uploads/${id}`, server.admin.token)).status === 200;
+  const exists = async (id: string) =>
+    (await server.call('GET', `/session-uploads/${id}`, server.admin.token)).status === 200;
 
   it('says what it would delete and deletes nothing without --yes; with it, the session and its revisions are gone', async () => {
     const id = await own(server.carol, 'Carol drops this one');
     const asked = await as(server.carol, ['sessions', 'delete', id.slice(0, 8)]);
     expect(asked.code).toBe(2);
     expect(asked.stderr).toContain('[USAGE]');
-    expect(asked.stderr).toContain(`sessions delete removes Carol drops this one (${id}, you) and every revision of it from the Control API for good; nothing is deleted without --yes`);
+    expect(asked.stderr).toContain(
+      `sessions delete removes Carol drops this one (${id}, you) and every revision of it from the Control API for ` +
+        `good; nothing is deleted without --yes`,
+    );
     expect(asked.stderr).toContain(`blue-agent sessions delete ${id} --yes`);
     expect(await exists(id)).toBe(true);
 
@@ -413,7 +531,7 @@ describe('sessions delete', () => {
     expect((await as(server.carol, ['sessions', 'delete', id, '--yes'])).stderr).toContain('[SESSION_NOT_FOUND]');
   });
 
-  it('a member may not delete what was shared with them; an administrator may delete anyone\'s, and --json says so', async () => {
+  it("a member may not delete what was shared with them; an administrator may delete anyone's, and --json says so", async () => {
     const id = await own(server.carol, 'Carol shares this one', 'workspace');
     const refused = await as(server.bob, ['sessions', 'delete', id, '--yes']);
     expect(refused.code).toBe(1);

@@ -22,14 +22,54 @@ const BAD: string[][] = [
   ['control-plane', 'users', 'add'],
   ['control-plane', 'users', 'add', 'not-an-email', '--data', '{home}/control'],
   ['control-plane', 'serve', '--listen', 'nowhere'],
-  ['control-plane', 'serve', '--listen', '127.0.0.1:0', '--public-url', 'ftp://control.example.com/x', '--data', '{home}/control'],
+  [
+    'control-plane',
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--public-url',
+    'ftp://control.example.com/x',
+    '--data',
+    '{home}/control',
+  ],
   ['control-plane', 'serve', '--listen', '127.0.0.1:0', '--retention-days', '-1', '--data', '{home}/control'],
   ['control-plane', 'serve', '--blob-store', 'floppy'],
   ['control-plane', 'serve', '--listen', '127.0.0.1:0', '--gc-interval', 'often', '--data', '{home}/control'],
-  ['control-plane', 'serve', '--listen', '127.0.0.1:0', '--oidc-issuer', 'http://idp.example.com', '--oidc-client-id', 'x', '--data', '{home}/control'],
+  [
+    'control-plane',
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--oidc-issuer',
+    'http://idp.example.com',
+    '--oidc-client-id',
+    'x',
+    '--data',
+    '{home}/control',
+  ],
   ['control-plane', 'serve', '--listen', '127.0.0.1:0', '--oidc-client-id', 'x', '--data', '{home}/control'],
-  ['control-plane', 'serve', '--listen', '127.0.0.1:0', '--oidc-issuer', 'https://idp.example.com', '--oidc-client-id', 'x', '--data', '{home}/control'],
-  ['control-plane', 'serve', '--listen', '127.0.0.1:0', '--oidc-issuer', 'https://idp.example.com', '--data', '{home}/control'],
+  [
+    'control-plane',
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--oidc-issuer',
+    'https://idp.example.com',
+    '--oidc-client-id',
+    'x',
+    '--data',
+    '{home}/control',
+  ],
+  [
+    'control-plane',
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--oidc-issuer',
+    'https://idp.example.com',
+    '--data',
+    '{home}/control',
+  ],
   ['control-plane', 'policy', 'publish', 'policy.yaml', '--data', '{home}/nowhere'],
   ['control-plane', 'policy', 'show', '--data', '{home}/nowhere'],
   ['control-plane', 'gc', '--data', '{home}/nowhere'],
@@ -58,7 +98,19 @@ describe('usage errors', () => {
   });
 
   it('the data directory given is never created by a refused command', async () => {
-    await main(['control-plane', 'serve', '--listen', '127.0.0.1:0', '--retention-days', '0', '--data', path.join(home.root, 'control')], home.ctx);
+    await main(
+      [
+        'control-plane',
+        'serve',
+        '--listen',
+        '127.0.0.1:0',
+        '--retention-days',
+        '0',
+        '--data',
+        path.join(home.root, 'control'),
+      ],
+      home.ctx,
+    );
     const { existsSync } = await import('node:fs');
     expect(existsSync(path.join(home.root, 'control'))).toBe(false);
   });

@@ -2,7 +2,13 @@
  * The one Control API client against a loopback server: where the token goes (only to the Control API's origin),
  * what a refused token's hint says, and that no failure names a secret.
  */
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ControlClient } from '../../src/control-api/client.js';
@@ -49,9 +55,19 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 }
 
-async function client(controlUrl: string, ...auth: [token: string | undefined, tokenSource: string] | []): Promise<ControlClient> {
+async function client(
+  controlUrl: string,
+  ...auth: [token: string | undefined, tokenSource: string] | []
+): Promise<ControlClient> {
   const [token, tokenSource] = auth.length === 0 ? [TOKEN, 'BLUE_AGENT_TOKEN'] : auth;
-  const created = await ControlClient.create({ controlUrl, token, tokenSource, env: {}, userAgent: 'blue-agent/test', timeoutMs: 5_000 });
+  const created = await ControlClient.create({
+    controlUrl,
+    token,
+    tokenSource,
+    env: {},
+    userAgent: 'blue-agent/test',
+    timeoutMs: 5_000,
+  });
   clients.push(created);
   return created;
 }
@@ -62,7 +78,9 @@ async function failure(promise: Promise<unknown>): Promise<UploadError> {
     (e: unknown) => e,
   );
   expect(error).toBeInstanceOf(UploadError);
-  expect(JSON.stringify({ ...(error as UploadError).toJSON(), stack: (error as UploadError).stack })).not.toContain(TOKEN);
+  expect(JSON.stringify({ ...(error as UploadError).toJSON(), stack: (error as UploadError).stack })).not.toContain(
+    TOKEN,
+  );
   return error as UploadError;
 }
 
@@ -72,7 +90,10 @@ describe('ControlClient', () => {
     const c = await client(`${api.origin}/api/`);
     expect(await c.requestJson('GET', c.routeUrl('/session-uploads'))).toEqual({ ok: true });
     expect(api.seen).toHaveLength(1);
-    expect(api.seen[0]).toMatchObject({ url: '/api/session-uploads', headers: { authorization: `Bearer ${TOKEN}`, 'user-agent': 'blue-agent/test' } });
+    expect(api.seen[0]).toMatchObject({
+      url: '/api/session-uploads',
+      headers: { authorization: `Bearer ${TOKEN}`, 'user-agent': 'blue-agent/test' },
+    });
   });
 
   it('never sends the token to another origin', async () => {
@@ -86,28 +107,38 @@ describe('ControlClient', () => {
     expect(other.seen).toHaveLength(0);
   });
 
-  it('a refused token says where it came from: BLUE_AGENT_TOKEN overrides the token file, the token file needs a login', async () => {
-    const api = await startApi((_req, res) => json(res, 401, { error: { code: 'invalid_token', message: 'unknown token' } }));
-    const refused = async (tokenSource: string, token: string | undefined): Promise<UploadError> => {
-      const c = await client(api.origin, token, tokenSource);
-      const error = await failure(c.requestJson('GET', c.routeUrl('session-uploads')));
-      expect(error.code).toBe('AUTH_FAILED');
-      return error;
-    };
-    const fromEnv = await refused('BLUE_AGENT_TOKEN', TOKEN);
-    expect(fromEnv.hint).toContain('BLUE_AGENT_TOKEN (from the environment) overrides the token file: correct or unset it');
-    expect(fromEnv.hint).not.toMatch(/login/);
-    const fromFile = await refused('/home/ada/.local/state/blue-agent/token', TOKEN);
-    expect(fromFile.hint).toContain('/home/ada/.local/state/blue-agent/token');
-    expect(fromFile.hint).toContain('run `blue-agent login --control-url URL` again');
-    expect(fromFile.hint).not.toContain('set BLUE_AGENT_TOKEN');
-    const none = await refused('/home/ada/.local/state/blue-agent/token', undefined);
-    expect(none.hint).toContain('No token is configured');
-  });
+  it(
+    'a refused token says where it came from: BLUE_AGENT_TOKEN overrides the token file, the token file needs a ' +
+      'login',
+    async () => {
+      const api = await startApi((_req, res) =>
+        json(res, 401, { error: { code: 'invalid_token', message: 'unknown token' } }),
+      );
+      const refused = async (tokenSource: string, token: string | undefined): Promise<UploadError> => {
+        const c = await client(api.origin, token, tokenSource);
+        const error = await failure(c.requestJson('GET', c.routeUrl('session-uploads')));
+        expect(error.code).toBe('AUTH_FAILED');
+        return error;
+      };
+      const fromEnv = await refused('BLUE_AGENT_TOKEN', TOKEN);
+      expect(fromEnv.hint).toContain(
+        'BLUE_AGENT_TOKEN (from the environment) overrides the token file: correct or unset it',
+      );
+      expect(fromEnv.hint).not.toMatch(/login/);
+      const fromFile = await refused('/home/ada/.local/state/blue-agent/token', TOKEN);
+      expect(fromFile.hint).toContain('/home/ada/.local/state/blue-agent/token');
+      expect(fromFile.hint).toContain('run `blue-agent login --control-url URL` again');
+      expect(fromFile.hint).not.toContain('set BLUE_AGENT_TOKEN');
+      const none = await refused('/home/ada/.local/state/blue-agent/token', undefined);
+      expect(none.hint).toContain('No token is configured');
+    },
+  );
 
   it('keeps the token and signed queries out of a server error it repeats', async () => {
     const api = await startApi((_req, res) =>
-      json(res, 422, { error: { code: 'bad', message: `token ${TOKEN} at https://u:pw@s3.example/b?X-Amz-Signature=SIG123` } }),
+      json(res, 422, {
+        error: { code: 'bad', message: `token ${TOKEN} at https://u:pw@s3.example/b?X-Amz-Signature=SIG123` },
+      }),
     );
     const c = await client(api.origin);
     const error = await failure(c.requestJson('GET', new URL(`${api.origin}/session-uploads?q=${TOKEN}`)));
@@ -130,32 +161,55 @@ describe('ControlClient', () => {
     expect(await failure(c.requestJson('PUT', c.routeUrl('session-uploads/x/sharing'), {}))).toMatchObject({
       status: 400,
       serverCode: 'unknown_user',
-      message: expect.stringContaining('answered HTTP 400: [unknown_user] all recipients must be active workspace members'),
+      message: expect.stringContaining(
+        'answered HTTP 400: [unknown_user] all recipients must be active workspace members',
+      ),
     });
     body = { error: 'sharing mode must be private, workspace, or selected' };
     const blue = await failure(c.requestJson('PUT', c.routeUrl('session-uploads/x/sharing'), {}));
     expect(blue.serverCode).toBeUndefined();
     expect(blue.message).toContain('answered HTTP 400: sharing mode must be private, workspace, or selected');
     body = { error: { code: 'bad_request', message: 'older shape' } };
-    expect(await failure(c.requestJson('GET', c.routeUrl('x')))).toMatchObject({ serverCode: 'bad_request', message: expect.stringContaining('[bad_request] older shape') });
+    expect(await failure(c.requestJson('GET', c.routeUrl('x')))).toMatchObject({
+      serverCode: 'bad_request',
+      message: expect.stringContaining('[bad_request] older shape'),
+    });
   });
 
   it('refuses an answer larger than its bound, and one that is not JSON', async () => {
     let answer = 'x'.repeat(2048);
     const api = await startApi((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(answer));
-    const c = await ControlClient.create({ controlUrl: api.origin, token: TOKEN, tokenSource: 't', env: {}, userAgent: 'x', maxResponseBytes: 1024 });
+    const c = await ControlClient.create({
+      controlUrl: api.origin,
+      token: TOKEN,
+      tokenSource: 't',
+      env: {},
+      userAgent: 'x',
+      maxResponseBytes: 1024,
+    });
     clients.push(c);
-    expect(await failure(c.requestJson('GET', c.routeUrl('x')))).toMatchObject({ kind: 'service', message: expect.stringContaining('larger than 1024 bytes') });
+    expect(await failure(c.requestJson('GET', c.routeUrl('x')))).toMatchObject({
+      kind: 'service',
+      message: expect.stringContaining('larger than 1024 bytes'),
+    });
     answer = '<html>login</html>';
-    expect(await failure(c.requestJson('GET', c.routeUrl('x')))).toMatchObject({ kind: 'transient', message: expect.stringContaining('not JSON') });
+    expect(await failure(c.requestJson('GET', c.routeUrl('x')))).toMatchObject({
+      kind: 'transient',
+      message: expect.stringContaining('not JSON'),
+    });
   });
 
   it('refuses an answer nested deeper than the bound, from a JSON route and from a form POST', async () => {
     const deep = `{"items":[],"x":${'['.repeat(10_000)}${']'.repeat(10_000)}}`;
     const api = await startApi((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(deep));
     const c = await client(api.origin);
-    expect(await failure(c.requestJson('GET', c.routeUrl('x')))).toMatchObject({ kind: 'service', message: expect.stringContaining('nests deeper than 64 levels') });
-    await expect(c.postForm(c.routeUrl('oauth2/token'), { grant_type: 'x' })).rejects.toMatchObject({ message: expect.stringContaining('nests deeper than 64 levels') });
+    expect(await failure(c.requestJson('GET', c.routeUrl('x')))).toMatchObject({
+      kind: 'service',
+      message: expect.stringContaining('nests deeper than 64 levels'),
+    });
+    await expect(c.postForm(c.routeUrl('oauth2/token'), { grant_type: 'x' })).rejects.toMatchObject({
+      message: expect.stringContaining('nests deeper than 64 levels'),
+    });
     // Nesting inside strings is text, not depth.
     const shallow = JSON.stringify({ items: [], x: '['.repeat(10_000) });
     const ok = await startApi((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(shallow));
@@ -177,9 +231,19 @@ describe('ControlClient', () => {
       }, 20);
       res.on('close', () => clearInterval(timer));
     });
-    const c = await ControlClient.create({ controlUrl: api.origin, token: TOKEN, tokenSource: 't', env: {}, userAgent: 'x', timeoutMs: 400 });
+    const c = await ControlClient.create({
+      controlUrl: api.origin,
+      token: TOKEN,
+      tokenSource: 't',
+      env: {},
+      userAgent: 'x',
+      timeoutMs: 400,
+    });
     clients.push(c);
-    expect(await failure(c.requestJson('GET', c.routeUrl('x')))).toMatchObject({ kind: 'transient', message: expect.stringMatching(/timed out|aborted/) });
+    expect(await failure(c.requestJson('GET', c.routeUrl('x')))).toMatchObject({
+      kind: 'transient',
+      message: expect.stringMatching(/timed out|aborted/),
+    });
     expect(sent).toBeLessThan(500);
   });
 });

@@ -12,21 +12,61 @@ const same = (v: string) => expect(exactRelease(v), JSON.stringify(v)).toBe(semv
 describe('exactRelease', () => {
   it('agrees with semver on versions, near-versions and the edges', () => {
     for (const v of [
-      '1.4.2', '0.0.0', '10.20.30', '1.0.0-alpha', '1.0.0-alpha.1', '1.0.0-0.3.7', '1.0.0-x.7.z.92', '1.0.0-x-y-z.--',
-      '1.0.0+build', '1.0.0-rc.1+build.5', 'v1.2.3', '=1.2.3', ' 1.2.3', '1.2.3 ', '01.2.3', '1.02.3', '1.2.03', '1.2',
-      '1.2.3.4', '^1.4.2', '~1.4', '1.x', '*', '', '1.2.3-', '1.2.3-01', '1.2.3-a..b', '1.2.3-é',
-      `${Number.MAX_SAFE_INTEGER}.0.0`, `${Number.MAX_SAFE_INTEGER + 1}.0.0`, '1.2.3-99999999999999999999', `1.2.3-${'a'.repeat(260)}`,
+      '1.4.2',
+      '0.0.0',
+      '10.20.30',
+      '1.0.0-alpha',
+      '1.0.0-alpha.1',
+      '1.0.0-0.3.7',
+      '1.0.0-x.7.z.92',
+      '1.0.0-x-y-z.--',
+      '1.0.0+build',
+      '1.0.0-rc.1+build.5',
+      'v1.2.3',
+      '=1.2.3',
+      ' 1.2.3',
+      '1.2.3 ',
+      '01.2.3',
+      '1.02.3',
+      '1.2.03',
+      '1.2',
+      '1.2.3.4',
+      '^1.4.2',
+      '~1.4',
+      '1.x',
+      '*',
+      '',
+      '1.2.3-',
+      '1.2.3-01',
+      '1.2.3-a..b',
+      '1.2.3-é',
+      `${Number.MAX_SAFE_INTEGER}.0.0`,
+      `${Number.MAX_SAFE_INTEGER + 1}.0.0`,
+      '1.2.3-99999999999999999999',
+      `1.2.3-${'a'.repeat(260)}`,
     ]) {
       same(v);
     }
   });
 
   it('agrees with semver on spellings made from its grammar, and on any text (property)', () => {
-    const num = fc.oneof(fc.constantFrom('0', '1', '00', '01', '9007199254740991', '9007199254740992'), fc.nat().map(String));
+    const num = fc.oneof(
+      fc.constantFrom('0', '1', '00', '01', '9007199254740991', '9007199254740992'),
+      fc.nat().map(String),
+    );
     const ident = fc.oneof(num, fc.stringMatching(/^[0-9A-Za-z-]{0,6}$/));
     const version = fc
-      .tuple(num, num, num, fc.option(fc.array(ident, { minLength: 1, maxLength: 3 })), fc.option(fc.array(ident, { minLength: 1, maxLength: 2 })))
-      .map(([a, b, c, pre, build]) => `${a}.${b}.${c}${pre === null ? '' : `-${pre.join('.')}`}${build === null ? '' : `+${build.join('.')}`}`);
+      .tuple(
+        num,
+        num,
+        num,
+        fc.option(fc.array(ident, { minLength: 1, maxLength: 3 })),
+        fc.option(fc.array(ident, { minLength: 1, maxLength: 2 })),
+      )
+      .map(
+        ([a, b, c, pre, build]) =>
+          `${a}.${b}.${c}${pre === null ? '' : `-${pre.join('.')}`}${build === null ? '' : `+${build.join('.')}`}`,
+      );
     fc.assert(
       fc.property(fc.oneof(version, fc.string({ maxLength: 20 })), (v) => {
         same(v);

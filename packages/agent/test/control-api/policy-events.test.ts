@@ -7,7 +7,15 @@ import net, { type AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ControlClient } from '../../src/control-api/client.js';
-import { EventStreamParser, MAX_LINE_BYTES, readPolicyEvents, revisionOf, STREAM_LIMITS, StreamBoundError, type ServerSentEvent } from '../../src/control-api/policy-events.js';
+import {
+  EventStreamParser,
+  MAX_LINE_BYTES,
+  readPolicyEvents,
+  revisionOf,
+  STREAM_LIMITS,
+  StreamBoundError,
+  type ServerSentEvent,
+} from '../../src/control-api/policy-events.js';
 
 const parseAll = (chunks: Uint8Array[]): ServerSentEvent[] => {
   const parser = new EventStreamParser();
@@ -17,7 +25,21 @@ const parseAll = (chunks: Uint8Array[]): ServerSentEvent[] => {
 describe('EventStreamParser', () => {
   it('reads events, comments, ids and multi-line data, with LF, CRLF or CR line ends', () => {
     for (const eol of ['\n', '\r\n', '\r']) {
-      const text = [': keepalive', '', 'event: revision', 'id: 7', 'data: {"revision":"7"}', '', 'data:a', 'data: b', 'id', '', 'event: x', ''].join(eol) + eol;
+      const text =
+        [
+          ': keepalive',
+          '',
+          'event: revision',
+          'id: 7',
+          'data: {"revision":"7"}',
+          '',
+          'data:a',
+          'data: b',
+          'id',
+          '',
+          'event: x',
+          '',
+        ].join(eol) + eol;
       expect(parseAll([Buffer.from(text)])).toEqual([
         { event: 'revision', data: '{"revision":"7"}', id: '7' },
         { event: 'message', data: 'a\nb', id: '' },
@@ -32,19 +54,24 @@ describe('EventStreamParser', () => {
       fc.constantFrom('data: é€😀', 'data:ünïcode'),
     );
     fc.assert(
-      fc.property(fc.array(line, { maxLength: 30 }), fc.constantFrom('\n', '\r\n', '\r'), fc.array(fc.nat(), { maxLength: 10 }), (lines, eol, cuts) => {
-        const bytes = Buffer.from(lines.join(eol) + eol);
-        const whole = parseAll([bytes]);
-        const at = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-        const pieces: Uint8Array[] = [];
-        let from = 0;
-        for (const cut of at) {
-          pieces.push(bytes.subarray(from, cut));
-          from = cut;
-        }
-        pieces.push(bytes.subarray(from));
-        expect(parseAll(pieces)).toEqual(whole);
-      }),
+      fc.property(
+        fc.array(line, { maxLength: 30 }),
+        fc.constantFrom('\n', '\r\n', '\r'),
+        fc.array(fc.nat(), { maxLength: 10 }),
+        (lines, eol, cuts) => {
+          const bytes = Buffer.from(lines.join(eol) + eol);
+          const whole = parseAll([bytes]);
+          const at = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+          const pieces: Uint8Array[] = [];
+          let from = 0;
+          for (const cut of at) {
+            pieces.push(bytes.subarray(from, cut));
+            from = cut;
+          }
+          pieces.push(bytes.subarray(from));
+          expect(parseAll(pieces)).toEqual(whole);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -56,8 +83,12 @@ describe('EventStreamParser', () => {
 
   it('strips a byte-order mark at the start of the stream only, even split across chunks', () => {
     const bom = Buffer.from([0xef, 0xbb, 0xbf]);
-    expect(parseAll([bom.subarray(0, 2), Buffer.concat([bom.subarray(2), Buffer.from('data: a\n\n')])])).toEqual([{ event: 'message', data: 'a', id: undefined }]);
-    expect(parseAll([Buffer.from('data: a\n\n'), bom, Buffer.from('data: b\n\n')])).toEqual([{ event: 'message', data: 'a', id: undefined }]);
+    expect(parseAll([bom.subarray(0, 2), Buffer.concat([bom.subarray(2), Buffer.from('data: a\n\n')])])).toEqual([
+      { event: 'message', data: 'a', id: undefined },
+    ]);
+    expect(parseAll([Buffer.from('data: a\n\n'), bom, Buffer.from('data: b\n\n')])).toEqual([
+      { event: 'message', data: 'a', id: undefined },
+    ]);
   });
 
   // What a hostile or broken server may send forever, each with the bound that stops it. Fed in chunks of every size
@@ -65,14 +96,30 @@ describe('EventStreamParser', () => {
   const line = (text: string) => `${text}\n`;
   const big = 'x'.repeat(1000);
   const hostile: [string, (i: number) => string, RegExp][] = [
-    ['data lines, never a blank line', () => line(`data: ${big}`), new RegExp(`event of the stream is longer than ${STREAM_LIMITS.eventBytes} bytes`)],
-    ['short data lines, never a blank line', () => line('data: x'), new RegExp(`more than ${STREAM_LIMITS.eventLines} lines`)],
+    [
+      'data lines, never a blank line',
+      () => line(`data: ${big}`),
+      new RegExp(`event of the stream is longer than ${STREAM_LIMITS.eventBytes} bytes`),
+    ],
+    [
+      'short data lines, never a blank line',
+      () => line('data: x'),
+      new RegExp(`more than ${STREAM_LIMITS.eventLines} lines`),
+    ],
     ['unknown fields, never a blank line', () => line(`retry-later: ${big}`), /event of the stream is longer than/],
-    ['comments only', () => line(`: ${big}`), new RegExp(`more than ${STREAM_LIMITS.bytesWithoutEvent} bytes without an event`)],
+    [
+      'comments only',
+      () => line(`: ${big}`),
+      new RegExp(`more than ${STREAM_LIMITS.bytesWithoutEvent} bytes without an event`),
+    ],
     ['keepalives and blank lines only', () => ': keepalive\n\n', /without an event/],
     ['blank lines only', () => '\r\n', /without an event/],
     ['events that name no revision', (i) => `event: other\nid: ${i}\ndata: {"n":${i}}\n\n`, /without an event/],
-    ['revision events without a usable revision', () => `event: revision\ndata: {"revision":""}\n\n`, /without an event/],
+    [
+      'revision events without a usable revision',
+      () => `event: revision\ndata: {"revision":""}\n\n`,
+      /without an event/,
+    ],
   ];
   it.each(hostile)('stops a stream of %s, holding only what one line and one event need', (_name, next, reason) => {
     const parser = new EventStreamParser(STREAM_LIMITS, (event) => revisionOf(event) !== undefined);
@@ -154,7 +201,14 @@ describe('readPolicyEvents', () => {
   }
 
   const client = (url: string, timeoutMs = 5_000) =>
-    ControlClient.create({ controlUrl: url, token: 'blue_secret_token_value', tokenSource: 'test', env: {}, userAgent: 'test', timeoutMs });
+    ControlClient.create({
+      controlUrl: url,
+      token: 'blue_secret_token_value',
+      tokenSource: 'test',
+      env: {},
+      userAgent: 'test',
+      timeoutMs,
+    });
 
   it('asks with the token and the event-stream type, hands on each revision, and reports how the stream ended', async () => {
     let seen: http.IncomingHttpHeaders | undefined;
@@ -169,7 +223,11 @@ describe('readPolicyEvents', () => {
     const c = await client(url);
     const revisions: string[] = [];
     let opened = false;
-    const end = await readPolicyEvents(c, { onRevision: (r) => revisions.push(r), onOpen: () => (opened = true), signal: new AbortController().signal });
+    const end = await readPolicyEvents(c, {
+      onRevision: (r) => revisions.push(r),
+      onOpen: () => (opened = true),
+      signal: new AbortController().signal,
+    });
     await c.close();
     expect(path).toBe('/prefix/governance-config/events');
     expect(seen).toMatchObject({ authorization: 'Bearer blue_secret_token_value', accept: 'text/event-stream' });
@@ -182,11 +240,16 @@ describe('readPolicyEvents', () => {
     for (const status of [404, 405, 501]) {
       const url = await serve((_req, res) => res.writeHead(status).end());
       const c = await client(url);
-      expect(await readPolicyEvents(c, { onRevision: () => undefined, signal: new AbortController().signal })).toEqual({ kind: 'unsupported', status });
+      expect(await readPolicyEvents(c, { onRevision: () => undefined, signal: new AbortController().signal })).toEqual({
+        kind: 'unsupported',
+        status,
+      });
       await c.close();
     }
     const busy = await serve((_req, res) =>
-      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '30' }).end(JSON.stringify({ error: { code: 'too_many_streams', message: 'blue_secret_token_value is busy' } })),
+      res
+        .writeHead(503, { 'content-type': 'application/json', 'retry-after': '30' })
+        .end(JSON.stringify({ error: { code: 'too_many_streams', message: 'blue_secret_token_value is busy' } })),
     );
     const c1 = await client(busy);
     const end = await readPolicyEvents(c1, { onRevision: () => undefined, signal: new AbortController().signal });
@@ -195,9 +258,13 @@ describe('readPolicyEvents', () => {
     expect(JSON.stringify(end)).toContain('too_many_streams');
     expect(JSON.stringify(end)).not.toContain('blue_secret_token_value');
 
-    const portal = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>log in</html>'));
+    const portal = await serve((_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<html>log in</html>'),
+    );
     const c2 = await client(portal);
-    expect(await readPolicyEvents(c2, { onRevision: () => undefined, signal: new AbortController().signal })).toMatchObject({
+    expect(
+      await readPolicyEvents(c2, { onRevision: () => undefined, signal: new AbortController().signal }),
+    ).toMatchObject({
       kind: 'failed',
       status: 200,
       reason: expect.stringContaining('not an event stream'),
@@ -206,9 +273,13 @@ describe('readPolicyEvents', () => {
   });
 
   it('gives up on a silent connection after the idle timeout, on an endless line, and stops when aborted', async () => {
-    const silent = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders());
+    const silent = await serve((_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders(),
+    );
     const c1 = await client(silent, 300);
-    expect(await readPolicyEvents(c1, { onRevision: () => undefined, signal: new AbortController().signal })).toMatchObject({
+    expect(
+      await readPolicyEvents(c1, { onRevision: () => undefined, signal: new AbortController().signal }),
+    ).toMatchObject({
       kind: 'ended',
       events: 0,
       reason: expect.stringContaining('timed out after 0.3 s'),
@@ -223,13 +294,17 @@ describe('readPolicyEvents', () => {
       res.write('data: ');
     });
     const c2 = await client(endless);
-    expect(await readPolicyEvents(c2, { onRevision: () => undefined, signal: new AbortController().signal })).toMatchObject({
+    expect(
+      await readPolicyEvents(c2, { onRevision: () => undefined, signal: new AbortController().signal }),
+    ).toMatchObject({
       kind: 'refused',
       reason: expect.stringContaining(`longer than ${MAX_LINE_BYTES} bytes`),
     });
     await c2.close();
 
-    const open = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).write('event: revision\ndata: {"revision":"1"}\n\n'));
+    const open = await serve((_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).write('event: revision\ndata: {"revision":"1"}\n\n'),
+    );
     const c3 = await client(open);
     const controller = new AbortController();
     const got: string[] = [];
@@ -247,8 +322,14 @@ describe('readPolicyEvents', () => {
 
   it('drops a stream that sends data lines, comments or other events forever, naming the bound it broke', async () => {
     const cases: [string, RegExp][] = [
-      [`data: ${'x'.repeat(1000)}\n`, new RegExp(`an event of the stream is longer than ${STREAM_LIMITS.eventBytes} bytes; dropped it`)],
-      [`: ${'x'.repeat(1000)}\n`, new RegExp(`more than ${STREAM_LIMITS.bytesWithoutEvent} bytes without an event; dropped it`)],
+      [
+        `data: ${'x'.repeat(1000)}\n`,
+        new RegExp(`an event of the stream is longer than ${STREAM_LIMITS.eventBytes} bytes; dropped it`),
+      ],
+      [
+        `: ${'x'.repeat(1000)}\n`,
+        new RegExp(`more than ${STREAM_LIMITS.bytesWithoutEvent} bytes without an event; dropped it`),
+      ],
       ['event: other\ndata: {}\n\n', /without an event; dropped it/],
     ];
     for (const [unit, reason] of cases) {
@@ -269,7 +350,10 @@ describe('readPolicyEvents', () => {
       });
       const c = await client(url);
       const revisions: string[] = [];
-      const end = await readPolicyEvents(c, { onRevision: (r) => revisions.push(r), signal: new AbortController().signal });
+      const end = await readPolicyEvents(c, {
+        onRevision: (r) => revisions.push(r),
+        signal: new AbortController().signal,
+      });
       await c.close();
       expect(end).toMatchObject({ kind: 'refused', events: 1, reason: expect.stringMatching(reason) });
       expect(revisions).toEqual(['r1']);
@@ -294,7 +378,9 @@ describe('readPolicyEvents', () => {
     sockets.push(server);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const c = await client(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, 400);
-    expect(await readPolicyEvents(c, { onRevision: () => undefined, signal: new AbortController().signal })).toMatchObject({
+    expect(
+      await readPolicyEvents(c, { onRevision: () => undefined, signal: new AbortController().signal }),
+    ).toMatchObject({
       kind: 'failed',
       reason: expect.stringContaining('timed out after 0.4 s'),
     });
@@ -303,7 +389,9 @@ describe('readPolicyEvents', () => {
   });
 
   it('goes through the proxy the environment names, and straight to a host no_proxy names', async () => {
-    const url = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end('event: revision\ndata: {"revision":"p"}\n\n'));
+    const url = await serve((_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).end('event: revision\ndata: {"revision":"p"}\n\n'),
+    );
     // A forward proxy: absolute-form requests, passed on to their origin.
     const proxied: string[] = [];
     const proxy = http.createServer((req, res) => {
@@ -320,7 +408,14 @@ describe('readPolicyEvents', () => {
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
     const read = async (env: Record<string, string>) => {
-      const c = await ControlClient.create({ controlUrl: url, token: 't0ken', tokenSource: 'test', env, userAgent: 'test', timeoutMs: 5_000 });
+      const c = await ControlClient.create({
+        controlUrl: url,
+        token: 't0ken',
+        tokenSource: 'test',
+        env,
+        userAgent: 'test',
+        timeoutMs: 5_000,
+      });
       const revisions: string[] = [];
       await readPolicyEvents(c, { onRevision: (r) => revisions.push(r), signal: new AbortController().signal });
       await c.close();
@@ -337,8 +432,17 @@ describe('readPolicyEvents', () => {
       tunnels.push(req.url ?? '');
       socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
     });
-    const secure = await ControlClient.create({ controlUrl: 'https://127.0.0.1:9/prefix', token: 't0ken', tokenSource: 'test', env: { http_proxy: proxyUrl }, userAgent: 'test', timeoutMs: 5_000 });
-    expect(await readPolicyEvents(secure, { onRevision: () => undefined, signal: new AbortController().signal })).toMatchObject({ kind: 'failed' });
+    const secure = await ControlClient.create({
+      controlUrl: 'https://127.0.0.1:9/prefix',
+      token: 't0ken',
+      tokenSource: 'test',
+      env: { http_proxy: proxyUrl },
+      userAgent: 'test',
+      timeoutMs: 5_000,
+    });
+    expect(
+      await readPolicyEvents(secure, { onRevision: () => undefined, signal: new AbortController().signal }),
+    ).toMatchObject({ kind: 'failed' });
     await secure.close();
     expect(tunnels).toEqual(['127.0.0.1:9']);
   });
@@ -346,7 +450,9 @@ describe('readPolicyEvents', () => {
   it('gives up on a server that never answers after the timeout', async () => {
     const mute = await serve(() => undefined);
     const c = await client(mute, 300);
-    expect(await readPolicyEvents(c, { onRevision: () => undefined, signal: new AbortController().signal })).toMatchObject({
+    expect(
+      await readPolicyEvents(c, { onRevision: () => undefined, signal: new AbortController().signal }),
+    ).toMatchObject({
       kind: 'failed',
       reason: expect.stringContaining('timed out after 0.3 s'),
     });

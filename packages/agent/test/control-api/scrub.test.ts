@@ -25,11 +25,16 @@ describe('scrubText and safeUrl', () => {
 });
 
 describe('network failures', () => {
-  const failure = (props: Record<string, unknown>) => Object.assign(new Error(`message with ${TOKEN} at https://x.example/?sig=${SIGNATURE}`), props);
+  const failure = (props: Record<string, unknown>) =>
+    Object.assign(new Error(`message with ${TOKEN} at https://x.example/?sig=${SIGNATURE}`), props);
 
   it('are described by class and code, never by the library message', () => {
     expect(describeNetworkError(failure({ code: 'ECONNREFUSED' }))).toBe('connection refused');
-    expect(networkFailure(failure({ code: 'ECONNREFUSED' }))).toEqual({ words: 'connection refused', code: 'ECONNREFUSED', timedOut: false });
+    expect(networkFailure(failure({ code: 'ECONNREFUSED' }))).toEqual({
+      words: 'connection refused',
+      code: 'ECONNREFUSED',
+      timedOut: false,
+    });
     expect(describeNetworkError(failure({ cause: { code: 'ECONNRESET' } }))).toBe('connection reset');
     expect(describeNetworkError(failure({ code: 'UND_ERR_SOCKET' }))).toBe('connection reset');
     expect(describeNetworkError(failure({ code: 'UND_ERR_CONNECT_TIMEOUT' }))).toBe('connect timeout');

@@ -61,11 +61,28 @@ function refused(value: unknown): BlueError {
 
 describe('parseSession', () => {
   it("accepts Blue's CapturedSession, ignoring fields it does not know, every optional field made explicit", () => {
-    const s = parseSession(item({ added_later: { x: 1 }, cwd: undefined, title: undefined, repository: undefined }), 'here');
-    expect(s).toMatchObject({ id: ID, harness: 'claude', native_session_id: 'sess-1', sharing_mode: 'private', cwd: null, title: null, repository: { root: null, remote: null }, sha256: null, artifact_id: null });
+    const s = parseSession(
+      item({ added_later: { x: 1 }, cwd: undefined, title: undefined, repository: undefined }),
+      'here',
+    );
+    expect(s).toMatchObject({
+      id: ID,
+      harness: 'claude',
+      native_session_id: 'sess-1',
+      sharing_mode: 'private',
+      cwd: null,
+      title: null,
+      repository: { root: null, remote: null },
+      sha256: null,
+      artifact_id: null,
+    });
     expect(s).not.toHaveProperty('added_later');
     expect(s).not.toHaveProperty('shared');
-    expect(parseSession(item({ shared: true, sha256: 'a'.repeat(64), artifact_id: idOf(7) }), 'here')).toMatchObject({ shared: true, sha256: 'a'.repeat(64), artifact_id: idOf(7) });
+    expect(parseSession(item({ shared: true, sha256: 'a'.repeat(64), artifact_id: idOf(7) }), 'here')).toMatchObject({
+      shared: true,
+      sha256: 'a'.repeat(64),
+      artifact_id: idOf(7),
+    });
   });
 
   it('refuses what the contract does not allow, naming the field', () => {
@@ -80,8 +97,17 @@ describe('parseSession', () => {
   });
 
   it('makes text from other people fit for a terminal, bounded', () => {
-    const s = parseSession(item({ title: 'evil\u001b[2Jtitle\u0007', user_email: 'a\u0000@x', cwd: '/p\r\nq', native_session_id: 'n\u202e1' }), 'here');
-    for (const text of [s.title, s.user_email, s.cwd, s.native_session_id]) expect(text).not.toMatch(/[\u0000-\u001f\u007f\u202e]/);
+    const s = parseSession(
+      item({
+        title: 'evil\u001b[2Jtitle\u0007',
+        user_email: 'a\u0000@x',
+        cwd: '/p\r\nq',
+        native_session_id: 'n\u202e1',
+      }),
+      'here',
+    );
+    for (const text of [s.title, s.user_email, s.cwd, s.native_session_id])
+      expect(text).not.toMatch(/[\u0000-\u001f\u007f\u202e]/);
   });
 });
 
@@ -110,14 +136,26 @@ beforeEach(async () => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const r = { method: req.method ?? '', url: new URL(req.url ?? '/', 'http://x'), headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      const r = {
+        method: req.method ?? '',
+        url: new URL(req.url ?? '/', 'http://x'),
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      };
       seen.push(r);
       handle(r, res);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const client = await ControlClient.create({ controlUrl: origin, token: TOKEN, tokenSource: 't', env: {}, userAgent: 'x', timeoutMs: 5_000 });
+  const client = await ControlClient.create({
+    controlUrl: origin,
+    token: TOKEN,
+    tokenSource: 't',
+    env: {},
+    userAgent: 'x',
+    timeoutMs: 5_000,
+  });
   api = new SessionsApi(client, () => NOW);
   dir = await mkdtemp(path.join(tmpdir(), 'blue-agent-sessions-'));
 });
@@ -133,7 +171,8 @@ describe('listing', () => {
   it('walks cursor pages (limit at most 100, cursor = the last id), refusing a page whose items break the contract', async () => {
     handle = (req, res) => {
       const cursor = req.url.searchParams.get('cursor');
-      if (cursor === null) json(res, 200, { items: [item({ id: idOf(1) }), item({ id: idOf(2) })], next_cursor: idOf(2) });
+      if (cursor === null)
+        json(res, 200, { items: [item({ id: idOf(1) }), item({ id: idOf(2) })], next_cursor: idOf(2) });
       else json(res, 200, { items: [item({ id: idOf(3) })], next_cursor: null });
     };
     const listed = await api.list({ harness: 'claude' });
@@ -143,8 +182,14 @@ describe('listing', () => {
       { harness: 'claude', limit: '100' },
       { harness: 'claude', limit: '100', cursor: idOf(2) },
     ]);
-    handle = (_req, res) => json(res, 200, { items: [item(), item({ share_recipient_count: 'two' })], next_cursor: null });
-    await expect(api.page({})).rejects.toMatchObject({ code: 'UPLOAD_FAILED', message: expect.stringContaining("GET /session-uploads: the Control API's answer is not usable: /items/1/share_recipient_count") });
+    handle = (_req, res) =>
+      json(res, 200, { items: [item(), item({ share_recipient_count: 'two' })], next_cursor: null });
+    await expect(api.page({})).rejects.toMatchObject({
+      code: 'UPLOAD_FAILED',
+      message: expect.stringContaining(
+        "GET /session-uploads: the Control API's answer is not usable: /items/1/share_recipient_count",
+      ),
+    });
   });
 
   it('searches (q) in numbered mode, never beside cursor or limit (Blue refuses the mix)', async () => {
@@ -175,20 +220,36 @@ describe('ids people type', () => {
       const cursor = req.url.searchParams.get('cursor');
       const from = cursor === null ? 0 : ids.indexOf(cursor) + 1;
       const page = ids.slice(from, from + 2);
-      json(res, 200, { items: page.map((id) => item({ id })), next_cursor: from + 2 < ids.length ? page.at(-1) : null });
+      json(res, 200, {
+        items: page.map((id) => item({ id })),
+        next_cursor: from + 2 < ids.length ? page.at(-1) : null,
+      });
     };
   }
 
   it('finds a prefix among pages when the server ignores id_prefix, and tells not found and ambiguous apart', async () => {
-    ignoringPrefix([idOf(1), idOf(2), 'abcdef12-0000-4000-8000-000000000001', idOf(4), 'abcdef12-0000-4000-8000-000000000002', 'fedcba98-0000-4000-8000-000000000000']);
+    ignoringPrefix([
+      idOf(1),
+      idOf(2),
+      'abcdef12-0000-4000-8000-000000000001',
+      idOf(4),
+      'abcdef12-0000-4000-8000-000000000002',
+      'fedcba98-0000-4000-8000-000000000000',
+    ]);
     expect((await api.resolve('FEDCBA98')).id).toBe('fedcba98-0000-4000-8000-000000000000');
     expect(seen.every((r) => r.url.searchParams.get('id_prefix') === 'fedcba98')).toBe(true);
-    await expect(api.resolve('abcdef12')).rejects.toMatchObject({ code: 'SESSION_AMBIGUOUS', message: expect.stringContaining('names 2 sessions') });
+    await expect(api.resolve('abcdef12')).rejects.toMatchObject({
+      code: 'SESSION_AMBIGUOUS',
+      message: expect.stringContaining('names 2 sessions'),
+    });
     await expect(api.resolve('12345678')).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
   });
 
   it('a full id is fetched (its detail); a session the caller may not see is not found, by 404 (ours) or 403 (Blue)', async () => {
-    handle = (req, res) => (req.url.pathname === `/session-uploads/${ID}` ? json(res, 200, { session: item(), sharing: { user_ids: ['u-2'] }, artifacts: [] }) : json(res, 403, { error: 'session access denied' }));
+    handle = (req, res) =>
+      req.url.pathname === `/session-uploads/${ID}`
+        ? json(res, 200, { session: item(), sharing: { user_ids: ['u-2'] }, artifacts: [] })
+        : json(res, 403, { error: 'session access denied' });
     expect((await api.resolve(ID.toUpperCase())).title).toBe('Fix the build');
     expect((await api.detail(ID)).shared_with).toEqual(['u-2']);
     await expect(api.resolve(idOf(9))).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
@@ -199,7 +260,10 @@ describe('ids people type', () => {
     handle = (req, res) => {
       const picker = req.url.searchParams.get('resumable') === 'true';
       const items = picker
-        ? [item({ id: idOf(1), shared: true }), item({ id: idOf(3), shared: false, retention_expires_at: '2026-02-01T00:00:00Z' })]
+        ? [
+            item({ id: idOf(1), shared: true }),
+            item({ id: idOf(3), shared: false, retention_expires_at: '2026-02-01T00:00:00Z' }),
+          ]
         : [item({ id: idOf(1) }), item({ id: idOf(2), resumable: false }), item({ id: idOf(3) })];
       json(res, 200, { items, next_cursor: null });
     };
@@ -216,37 +280,56 @@ describe('sharing', () => {
       const body = JSON.parse(req.body) as { mode: string; user_ids?: string[] };
       json(res, 200, { id: ID, mode: body.mode, user_ids: body.user_ids ?? [] });
     };
-    expect(await api.setSharing(ID, 'selected', ['u-2', 'u-3'])).toEqual({ id: ID, mode: 'selected', user_ids: ['u-2', 'u-3'] });
+    expect(await api.setSharing(ID, 'selected', ['u-2', 'u-3'])).toEqual({
+      id: ID,
+      mode: 'selected',
+      user_ids: ['u-2', 'u-3'],
+    });
     expect(await api.setSharing(ID, 'workspace', [])).toEqual({ id: ID, mode: 'workspace', user_ids: [] });
-    expect(seen.map((r) => JSON.parse(r.body))).toEqual([{ mode: 'selected', user_ids: ['u-2', 'u-3'] }, { mode: 'workspace' }]);
+    expect(seen.map((r) => JSON.parse(r.body))).toEqual([
+      { mode: 'selected', user_ids: ['u-2', 'u-3'] },
+      { mode: 'workspace' },
+    ]);
   });
 
   it("says SESSION_NOT_OWNED for Blue's 403 and SHARE_RECIPIENT_UNKNOWN for its 400 about members", async () => {
     handle = (_req, res) => json(res, 403, { error: 'only the session owner may change sharing' });
     await expect(api.setSharing(ID, 'private', [])).rejects.toMatchObject({ code: 'SESSION_NOT_OWNED' });
     handle = (_req, res) => json(res, 400, { error: 'all recipients must be active workspace members' });
-    await expect(api.setSharing(ID, 'selected', ['u-9'])).rejects.toMatchObject({ code: 'SHARE_RECIPIENT_UNKNOWN', message: expect.stringContaining('u-9') });
+    await expect(api.setSharing(ID, 'selected', ['u-9'])).rejects.toMatchObject({
+      code: 'SHARE_RECIPIENT_UNKNOWN',
+      message: expect.stringContaining('u-9'),
+    });
     handle = (_req, res) => json(res, 400, { error: 'no such user "u-9"', code: 'unknown_user' });
     await expect(api.setSharing(ID, 'selected', ['u-9'])).rejects.toMatchObject({ code: 'SHARE_RECIPIENT_UNKNOWN' });
   });
 
-  it('resolves e-mail addresses through the members search: one exact match, case-insensitive; else SHARE_RECIPIENT_UNKNOWN', async () => {
-    const members = [
-      { id: 'u-bob', email: 'Bob@Example.com' },
-      { id: 'u-bobby', email: 'bobby@example.com' },
-      { id: 'u-twin-1', email: 'twin@example.com' },
-      { id: 'u-twin-2', email: 'TWIN@example.com' },
-    ];
-    handle = (req, res) => {
-      const q = req.url.searchParams.get('q') ?? '';
-      json(res, 200, { items: members.filter((m) => m.email.toLowerCase().includes(q.toLowerCase())) });
-    };
-    expect(await api.memberIds(['bob@example.COM'])).toEqual(new Map([['bob@example.COM', 'u-bob']]));
-    expect(seen[0]!.url.pathname).toBe('/session-uploads/members');
-    const error = (await api.memberIds(['bob@example.com', 'nobody@example.com', 'twin@example.com']).catch((e: unknown) => e)) as BlueError;
-    expect(error.code).toBe('SHARE_RECIPIENT_UNKNOWN');
-    expect(error.message).toBe('unknown recipients nobody@example.com, twin@example.com: no such member on the Control API (or more than one with that address)');
-  });
+  it(
+    'resolves e-mail addresses through the members search: one exact match, case-insensitive; else ' +
+      'SHARE_RECIPIENT_UNKNOWN',
+    async () => {
+      const members = [
+        { id: 'u-bob', email: 'Bob@Example.com' },
+        { id: 'u-bobby', email: 'bobby@example.com' },
+        { id: 'u-twin-1', email: 'twin@example.com' },
+        { id: 'u-twin-2', email: 'TWIN@example.com' },
+      ];
+      handle = (req, res) => {
+        const q = req.url.searchParams.get('q') ?? '';
+        json(res, 200, { items: members.filter((m) => m.email.toLowerCase().includes(q.toLowerCase())) });
+      };
+      expect(await api.memberIds(['bob@example.COM'])).toEqual(new Map([['bob@example.COM', 'u-bob']]));
+      expect(seen[0]!.url.pathname).toBe('/session-uploads/members');
+      const error = (await api
+        .memberIds(['bob@example.com', 'nobody@example.com', 'twin@example.com'])
+        .catch((e: unknown) => e)) as BlueError;
+      expect(error.code).toBe('SHARE_RECIPIENT_UNKNOWN');
+      expect(error.message).toBe(
+        'unknown recipients nobody@example.com, twin@example.com: no such member on the Control API (or more than ' +
+          'one with that address)',
+      );
+    },
+  );
 });
 
 describe('download', () => {
@@ -270,21 +353,37 @@ describe('download', () => {
     await new Promise((resolve) => storage.close(resolve));
   });
 
-  const session = (over: Record<string, unknown> = {}) => parseSession(item({ size_bytes: bytes.length, ...over }), 'here');
+  const session = (over: Record<string, unknown> = {}) =>
+    parseSession(item({ size_bytes: bytes.length, ...over }), 'here');
 
-  it("Blue's answer ({download_url, expires_in_seconds}, no digest): the size is checked here, never the token sent to storage", async () => {
-    handle = (_req, res) => json(res, 200, { download_url: `${storageOrigin}/obj?X-Amz-Signature=abc`, expires_in_seconds: 300 });
-    const file = path.join(dir, 'a.tgz');
-    expect(await api.download(session(), file)).toEqual({ size: bytes.length, sha256: digest });
-    expect((await readFile(file)).equals(bytes)).toBe(true);
-    expect(storageSeen[0]!.authorization).toBeUndefined();
-    expect(JSON.stringify(storageSeen)).not.toContain(TOKEN);
-    // A listing that says another size: refused, and the file removed.
-    await expect(api.download(session({ size_bytes: bytes.length + 1 }), path.join(dir, 'b.tgz'))).rejects.toMatchObject({ code: 'DOWNLOAD_FAILED' });
-  });
+  it(
+    "Blue's answer ({download_url, expires_in_seconds}, no digest): the size is checked here, never the token " +
+      'sent to storage',
+    async () => {
+      handle = (_req, res) =>
+        json(res, 200, { download_url: `${storageOrigin}/obj?X-Amz-Signature=abc`, expires_in_seconds: 300 });
+      const file = path.join(dir, 'a.tgz');
+      expect(await api.download(session(), file)).toEqual({ size: bytes.length, sha256: digest });
+      expect((await readFile(file)).equals(bytes)).toBe(true);
+      expect(storageSeen[0]!.authorization).toBeUndefined();
+      expect(JSON.stringify(storageSeen)).not.toContain(TOKEN);
+      // A listing that says another size: refused, and the file removed.
+      await expect(
+        api.download(session({ size_bytes: bytes.length + 1 }), path.join(dir, 'b.tgz')),
+      ).rejects.toMatchObject({ code: 'DOWNLOAD_FAILED' });
+    },
+  );
 
-  it("ours (sha256, size, headers): checked against the bytes; an Authorization header in the answer is dropped", async () => {
-    handle = (_req, res) => json(res, 200, { download_url: `${storageOrigin}/obj`, method: 'GET', headers: { 'x-extra': '1', Authorization: 'Bearer leak' }, sha256: 'b'.repeat(64), size_bytes: bytes.length, artifact_id: idOf(5) });
+  it('ours (sha256, size, headers): checked against the bytes; an Authorization header in the answer is dropped', async () => {
+    handle = (_req, res) =>
+      json(res, 200, {
+        download_url: `${storageOrigin}/obj`,
+        method: 'GET',
+        headers: { 'x-extra': '1', Authorization: 'Bearer leak' },
+        sha256: 'b'.repeat(64),
+        size_bytes: bytes.length,
+        artifact_id: idOf(5),
+      });
     const error = (await api.download(session(), path.join(dir, 'c.tgz')).catch((e: unknown) => e)) as BlueError;
     expect(error.code).toBe('DOWNLOAD_FAILED');
     expect(error.message).toContain(`the Control API recorded ${bytes.length} bytes and SHA-256 ${'b'.repeat(64)}`);
@@ -292,17 +391,45 @@ describe('download', () => {
     expect(storageSeen[0]!.authorization).toBeUndefined();
   });
 
-  it('refuses an answer whose digest differs from the listing for the same artifact, but takes a newer artifact as it says', async () => {
-    handle = (_req, res) => json(res, 200, { download_url: `${storageOrigin}/obj`, sha256: 'b'.repeat(64), size_bytes: bytes.length, artifact_id: idOf(5) });
-    await expect(api.download(session({ sha256: digest, artifact_id: idOf(5) }), path.join(dir, 'd.tgz'))).rejects.toMatchObject({ message: expect.stringContaining('sha256 differs from the session record') });
-    handle = (_req, res) => json(res, 200, { download_url: `${storageOrigin}/obj`, sha256: digest, size_bytes: bytes.length, artifact_id: idOf(6) });
-    expect((await api.download(session({ sha256: 'c'.repeat(64), size_bytes: 3, artifact_id: idOf(5) }), path.join(dir, 'e.tgz'))).sha256).toBe(digest);
-  });
+  it(
+    'refuses an answer whose digest differs from the listing for the same artifact, but takes a newer artifact as ' +
+      'it says',
+    async () => {
+      handle = (_req, res) =>
+        json(res, 200, {
+          download_url: `${storageOrigin}/obj`,
+          sha256: 'b'.repeat(64),
+          size_bytes: bytes.length,
+          artifact_id: idOf(5),
+        });
+      await expect(
+        api.download(session({ sha256: digest, artifact_id: idOf(5) }), path.join(dir, 'd.tgz')),
+      ).rejects.toMatchObject({ message: expect.stringContaining('sha256 differs from the session record') });
+      handle = (_req, res) =>
+        json(res, 200, {
+          download_url: `${storageOrigin}/obj`,
+          sha256: digest,
+          size_bytes: bytes.length,
+          artifact_id: idOf(6),
+        });
+      expect(
+        (
+          await api.download(
+            session({ sha256: 'c'.repeat(64), size_bytes: 3, artifact_id: idOf(5) }),
+            path.join(dir, 'e.tgz'),
+          )
+        ).sha256,
+      ).toBe(digest);
+    },
+  );
 
   it('refuses a download URL with credentials or another scheme, and a 410 is SESSION_EXPIRED', async () => {
     for (const url of ['ftp://files.example/obj', 'http://u:p@127.0.0.1:1/obj']) {
       handle = (_req, res) => json(res, 200, { download_url: url });
-      await expect(api.download(session(), path.join(dir, 'f.tgz'))).rejects.toMatchObject({ code: 'UPLOAD_FAILED', message: expect.stringContaining('download_url') });
+      await expect(api.download(session(), path.join(dir, 'f.tgz'))).rejects.toMatchObject({
+        code: 'UPLOAD_FAILED',
+        message: expect.stringContaining('download_url'),
+      });
     }
     handle = (_req, res) => json(res, 410, { error: 'session artifact has expired' });
     await expect(api.download(session(), path.join(dir, 'g.tgz'))).rejects.toMatchObject({ code: 'SESSION_EXPIRED' });

@@ -26,7 +26,9 @@ describe('controlSettings', () => {
     const settings = controlSettings(ctx, { control_url: 'https://config.example.com' });
     expect(settings.controlUrl).toBe('https://env.example.com');
     expect(settings.controlUrlSource).toBe('BLUE_AGENT_CONTROL_URL');
-    expect(controlSettings(t.ctx, { control_url: 'https://config.example.com' }).controlUrl).toBe('https://config.example.com');
+    expect(controlSettings(t.ctx, { control_url: 'https://config.example.com' }).controlUrl).toBe(
+      'https://config.example.com',
+    );
     expect(controlSettings(t.ctx, {}).controlUrl).toBeUndefined();
   });
 
@@ -34,7 +36,9 @@ describe('controlSettings', () => {
     const bad = await rejected(() => controlSettings(t.context({ env: { BLUE_AGENT_CONTROL_URL: 'not a url' } }), {}));
     expect(bad.code).toBe('CONFIG_INVALID');
     expect(bad.message).toContain('BLUE_AGENT_CONTROL_URL');
-    const creds = await rejected(() => controlSettings(t.ctx, { control_url: `https://user:${SECRET}@control.example.com` }));
+    const creds = await rejected(() =>
+      controlSettings(t.ctx, { control_url: `https://user:${SECRET}@control.example.com` }),
+    );
     expect(creds.code).toBe('CONFIG_INVALID');
     expect(creds.message).not.toContain(SECRET);
   });
@@ -91,7 +95,10 @@ describe('controlSettings', () => {
 
 describe('controlClient', () => {
   it('builds a client from the configuration, and says when there is none', async () => {
-    const home = await makeTestHome({ BLUE_AGENT_CONTROL_URL: 'https://control.example/blue', BLUE_AGENT_TOKEN: SECRET });
+    const home = await makeTestHome({
+      BLUE_AGENT_CONTROL_URL: 'https://control.example/blue',
+      BLUE_AGENT_TOKEN: SECRET,
+    });
     try {
       const c = await controlClient(home.ctx);
       try {
@@ -102,7 +109,10 @@ describe('controlClient', () => {
       }
       const bare = await makeTestHome();
       try {
-        await expect(controlClient(bare.ctx)).rejects.toMatchObject({ code: 'NOT_LOGGED_IN', message: 'not logged in: no Control API is configured on this machine' });
+        await expect(controlClient(bare.ctx)).rejects.toMatchObject({
+          code: 'NOT_LOGGED_IN',
+          message: 'not logged in: no Control API is configured on this machine',
+        });
       } finally {
         await bare.cleanup();
       }

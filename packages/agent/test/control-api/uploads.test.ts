@@ -39,24 +39,48 @@ describe('parsePresignResponse', () => {
     expect(parsePresignResponse(blue(), ORIGIN, PRESIGN)).toEqual({
       upload_id: ARTIFACT,
       status: 'pending',
-      upload: { method: 'PUT', url: 'https://bucket.s3.example.com/org/s/a.tgz?X-Amz-Signature=abc', headers: { 'content-type': 'application/vnd.blue.session-bundle+tar+gzip', 'x-amz-meta-sha256': 'a'.repeat(64) } },
+      upload: {
+        method: 'PUT',
+        url: 'https://bucket.s3.example.com/org/s/a.tgz?X-Amz-Signature=abc',
+        headers: {
+          'content-type': 'application/vnd.blue.session-bundle+tar+gzip',
+          'x-amz-meta-sha256': 'a'.repeat(64),
+        },
+      },
       complete_url: `${ORIGIN}/session-uploads/${ARTIFACT}/complete`,
     });
-    expect(parsePresignResponse(blue({ complete_url: 'complete' }), ORIGIN, PRESIGN)).toMatchObject({ complete_url: `${ORIGIN}/blue/session-uploads/complete` });
+    expect(parsePresignResponse(blue({ complete_url: 'complete' }), ORIGIN, PRESIGN)).toMatchObject({
+      complete_url: `${ORIGIN}/blue/session-uploads/complete`,
+    });
   });
 
-  it('refuses a complete_url that lands on another origin, relative (protocol-relative) or absolute, or carries credentials', () => {
-    for (const url of ['//evil.example.com/session-uploads/x/complete', 'https://evil.example.com/complete', 'https://user:pw@control.example.com/c', 'javascript:alert(1)']) {
-      const error = refusal(blue({ complete_url: url }));
-      expect(error.kind, url).toBe('service');
-      expect(error.message).toContain("not on the Control API's origin");
-    }
-    // Without the presign URL a relative one cannot be placed: refused, never guessed.
-    expect(() => parsePresignResponse(blue(), ORIGIN)).toThrow(/complete_url/);
-  });
+  it(
+    'refuses a complete_url that lands on another origin, relative (protocol-relative) or absolute, or carries ' +
+      'credentials',
+    () => {
+      for (const url of [
+        '//evil.example.com/session-uploads/x/complete',
+        'https://evil.example.com/complete',
+        'https://user:pw@control.example.com/c',
+        'javascript:alert(1)',
+      ]) {
+        const error = refusal(blue({ complete_url: url }));
+        expect(error.kind, url).toBe('service');
+        expect(error.message).toContain("not on the Control API's origin");
+      }
+      // Without the presign URL a relative one cannot be placed: refused, never guessed.
+      expect(() => parsePresignResponse(blue(), ORIGIN)).toThrow(/complete_url/);
+    },
+  );
 
   it("Blue's status complete (null URL, method, complete_url; empty headers) needs no upload", () => {
-    expect(parsePresignResponse(blue({ status: 'complete', upload_url: null, method: null, headers: {}, complete_url: null }), ORIGIN, PRESIGN)).toEqual({ upload_id: ARTIFACT, status: 'complete' });
+    expect(
+      parsePresignResponse(
+        blue({ status: 'complete', upload_url: null, method: null, headers: {}, complete_url: null }),
+        ORIGIN,
+        PRESIGN,
+      ),
+    ).toEqual({ upload_id: ARTIFACT, status: 'complete' });
   });
 
   it("keeps the captured session's id when the server names it (ours), and only a well-formed one", () => {

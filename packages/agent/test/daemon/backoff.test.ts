@@ -17,7 +17,11 @@ describe('CorrectionBackoff', () => {
   it('knows a file by its resolved path', () => {
     const b = new CorrectionBackoff(options);
     b.corrected(['/home/u/./x/../settings.json'], 0);
-    expect(b.delayFor(['/home/u/settings.json'], 0)).toEqual({ delayMs: 1_000, file: '/home/u/settings.json', corrections: 1 });
+    expect(b.delayFor(['/home/u/settings.json'], 0)).toEqual({
+      delayMs: 1_000,
+      file: '/home/u/settings.json',
+      corrections: 1,
+    });
   });
 
   it('counts a correction right at the reset time as a new first one', () => {
@@ -58,7 +62,10 @@ describe('CorrectionBackoff', () => {
 
   it('keeps no more than about a thousand entries: quiet ones are dropped, recent ones kept', () => {
     const b = new CorrectionBackoff(options);
-    b.corrected(Array.from({ length: 1_000 }, (_, i) => `/old/${i}`), 0);
+    b.corrected(
+      Array.from({ length: 1_000 }, (_, i) => `/old/${i}`),
+      0,
+    );
     b.corrected(['/recent'], 30_000);
     b.corrected(['/new'], 60_000);
     // /recent (30 s ago) is kept with its count, so a further correction doubles; /old/0 starts again.
@@ -69,7 +76,10 @@ describe('CorrectionBackoff', () => {
 
   it('forgets the quiet files once it remembers more than a thousand, and only those', () => {
     const b = new CorrectionBackoff(options);
-    b.corrected(Array.from({ length: 1_000 }, (_, i) => `/old/${i}`), 0);
+    b.corrected(
+      Array.from({ length: 1_000 }, (_, i) => `/old/${i}`),
+      0,
+    );
     expect(b.size).toBe(1_000);
     b.corrected(['/recent'], 1);
     // 1,001 files, but none quiet for the full reset time yet: all kept.
@@ -83,7 +93,10 @@ describe('CorrectionBackoff', () => {
 
   it('forgets nothing while it remembers a thousand files or fewer', () => {
     const b = new CorrectionBackoff(options);
-    b.corrected(Array.from({ length: 999 }, (_, i) => `/old/${i}`), 0);
+    b.corrected(
+      Array.from({ length: 999 }, (_, i) => `/old/${i}`),
+      0,
+    );
     b.corrected(['/last'], 120_000);
     expect(b.size).toBe(1_000);
   });

@@ -20,7 +20,10 @@ function next(expr: string, from: Date, count = 3): string[] {
     const t = nextCronTime(spec(expr), at);
     if (t === undefined) break;
     const p = (n: number) => String(n).padStart(2, '0');
-    out.push(`${t.getFullYear()}-${p(t.getMonth() + 1)}-${p(t.getDate())} ${p(t.getHours())}:${p(t.getMinutes())}:${p(t.getSeconds())}`);
+    out.push(
+      `${t.getFullYear()}-${p(t.getMonth() + 1)}-${p(t.getDate())} ${p(t.getHours())}:${p(t.getMinutes())}:` +
+        `${p(t.getSeconds())}`,
+    );
     at = t;
   }
   return out;
@@ -110,7 +113,10 @@ describe('daylight saving (Europe/Berlin)', () => {
   it('a time inside the hour skipped when clocks go forward does not occur that day', () => {
     inZone('Europe/Berlin', () => {
       // 2026-03-29: 02:00 CET becomes 03:00 CEST.
-      expect(next('30 2 * * *', new Date(2026, 2, 28, 12, 0, 0), 2)).toEqual(['2026-03-30 02:30:00', '2026-03-31 02:30:00']);
+      expect(next('30 2 * * *', new Date(2026, 2, 28, 12, 0, 0), 2)).toEqual([
+        '2026-03-30 02:30:00',
+        '2026-03-31 02:30:00',
+      ]);
     });
   });
 });

@@ -15,7 +15,14 @@ import { processTasks, type TaskRunner } from '../../src/daemon/task-process.js'
 import { Spool } from '../../src/spool/index.js';
 import { startUploadStack, type UploadStack } from '../../../../test/support/fault-proxy.js';
 import { CLAUDE_PROFILE, claudeSession, spoolFiles } from '../../../../test/support/cli-process.js';
-import { agentHome, parseLog, uploadPolicy, waitFor, type AgentHome, type LogLine } from '../../../../test/support/agent-home.js';
+import {
+  agentHome,
+  parseLog,
+  uploadPolicy,
+  waitFor,
+  type AgentHome,
+  type LogLine,
+} from '../../../../test/support/agent-home.js';
 
 let t: AgentHome;
 let stack: UploadStack;
@@ -46,13 +53,17 @@ afterEach(async () => {
 });
 
 async function start(options: DaemonOptions = {}): Promise<Daemon> {
-  const ctx = t.context({ env: { BLUE_AGENT_CONTROL_URL: stack.proxy.url, BLUE_AGENT_TOKEN: stack.token }, stdout: out });
+  const ctx = t.context({
+    env: { BLUE_AGENT_CONTROL_URL: stack.proxy.url, BLUE_AGENT_TOKEN: stack.token },
+    stdout: out,
+  });
   daemon = await Daemon.start(ctx, { ...FAST, ...options });
   return daemon;
 }
 
 const log = (): LogLine[] => parseLog(out.text());
-const lines = (msg: string, match: (l: LogLine) => boolean = () => true) => log().filter((l) => l.msg === msg && match(l));
+const lines = (msg: string, match: (l: LogLine) => boolean = () => true) =>
+  log().filter((l) => l.msg === msg && match(l));
 const settingsText = () => readFile(t.settings, 'utf8').catch(() => '');
 const MANAGED = 'capture --harness claude';
 
@@ -102,30 +113,57 @@ describe('blue-agent run (in-process)', () => {
     await waitFor('the managed hook again', async () => (await settingsText()).includes(MANAGED));
 
     const state = await readRunState(t.ctx);
-    expect(state).toMatchObject({ pid: process.pid, policy: { revision: on.revision, source: 'fetched', failures: 0 }, last_reconcile: { ok: true } });
+    expect(state).toMatchObject({
+      pid: process.pid,
+      policy: { revision: on.revision, source: 'fetched', failures: 0 },
+      last_reconcile: { ok: true },
+    });
     // The next check is due a ttl (1 s ± 10%) after the last one, by the agent's own clock.
     expect(state!.policy!.next_check_at_unix_ms - state!.policy!.checked_at_unix_ms!).toBeGreaterThanOrEqual(900);
     // ETag revalidation: the agent asks with If-None-Match, and an unchanged policy is answered 304.
-    await waitFor('a 304', () => stack.proxy.seen.some((r) => r.path.includes('governance-config') && r.status === 304));
+    await waitFor('a 304', () =>
+      stack.proxy.seen.some((r) => r.path.includes('governance-config') && r.status === 304),
+    );
   });
 
   it('applies a fetched revision that carries fields this blue-agent does not know, and says so', async () => {
     // A newer Control API's revision: fields at the top level, under a harness and under session_upload.
     const policy = uploadPolicy(stack.proxy.url);
     await stack.server.store.publishPolicy(
-      { ...policy, added_later: { x: 1 }, harnesses: { claude: { new_rule: true } }, session_upload: { ...(policy.session_upload as object), new_option: 1 } },
+      {
+        ...policy,
+        added_later: { x: 1 },
+        harnesses: { claude: { new_rule: true } },
+        session_upload: { ...(policy.session_upload as object), new_option: 1 },
+      },
       Date.now(),
     );
     await start();
     await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED), 10_000);
-    expect(log().filter((l) => l.level === 'warn' && String(l.msg).includes('has fields this blue-agent does not know: added_later, harnesses.claude.new_rule, session_upload.new_option'))).not.toHaveLength(0);
-    await waitFor('the reconcile in agent-run.json', async () => (await readRunState(t.ctx))?.last_reconcile?.ok === true, 10_000);
+    expect(
+      log().filter(
+        (l) =>
+          l.level === 'warn' &&
+          String(l.msg).includes(
+            'has fields this blue-agent does not know: added_later, harnesses.claude.new_rule, ' +
+              'session_upload.new_option',
+          ),
+      ),
+    ).not.toHaveLength(0);
+    await waitFor(
+      'the reconcile in agent-run.json',
+      async () => (await readRunState(t.ctx))?.last_reconcile?.ok === true,
+      10_000,
+    );
   });
 
   it('restores a managed hook removed by hand, reports the correction, and does not loop on its own write', async () => {
     await start();
     await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
-    await waitFor('the first client status', async () => (await stack.server.store.clientStatuses({ limit: 1, offset: 0 })).total > 0);
+    await waitFor(
+      'the first client status',
+      async () => (await stack.server.store.clientStatuses({ limit: 1, offset: 0 })).total > 0,
+    );
     await sleep(400);
     const reconciledBefore = lines('reconciled').length;
     const statusPosts = () => stack.proxy.seen.filter((r) => r.path.includes('client-status')).length;
@@ -134,18 +172,37 @@ describe('blue-agent run (in-process)', () => {
     // A person deletes the managed hook (here: the whole file, as `rm` would).
     await unlink(t.settings);
     await waitFor('the hook restored', async () => (await settingsText()).includes(MANAGED));
-    const corrected = await waitFor('a drift correction in the log', () => lines('drift corrected', (l) => l.harness === 'claude')[0]);
+    const corrected = await waitFor(
+      'a drift correction in the log',
+      () => lines('drift corrected', (l) => l.harness === 'claude')[0],
+    );
     expect(corrected).toMatchObject({ level: 'warn', trigger: 'drift', action: 'create' });
     await waitFor('the correction in client-status', async () =>
-      (await stack.server.store.clientStatuses({ limit: 10, offset: 0 })).items.some((r) => JSON.stringify(r.report).includes('"drift_corrected":true')),
+      (await stack.server.store.clientStatuses({ limit: 10, offset: 0 })).items.some((r) =>
+        JSON.stringify(r.report).includes('"drift_corrected":true'),
+      ),
     );
     // Blue's ClientStatusReport: the revision applied, the managed files as written, one inventory entry per harness
     // (`drift_corrected` is the agent's extension on the entry).
     const report = (await stack.server.store.clientStatuses({ limit: 1, offset: 0 })).items[0]!.report as any;
-    expect(report).toMatchObject({ client_version: expect.any(String), platform: 'linux', architecture: expect.any(String), config_revision: expect.any(String), applied: true, files_ok: true });
+    expect(report).toMatchObject({
+      client_version: expect.any(String),
+      platform: 'linux',
+      architecture: expect.any(String),
+      config_revision: expect.any(String),
+      applied: true,
+      files_ok: true,
+    });
     expect(report).not.toHaveProperty('policy_revision');
     expect(report.instance_id).toBe((await readFile(path.join(t.stateDir, 'instance-id'), 'utf8')).trim());
-    expect(report.harnesses.find((h: { name: string }) => h.name === 'claude')).toMatchObject({ installed: true, version: '2.1.332', reconciled: true, api_allowed: true, client_supported: true, drift_corrected: true });
+    expect(report.harnesses.find((h: { name: string }) => h.name === 'claude')).toMatchObject({
+      installed: true,
+      version: '2.1.332',
+      reconciled: true,
+      api_allowed: true,
+      client_supported: true,
+      drift_corrected: true,
+    });
     expect((await readRunState(t.ctx))!.last_reconcile).toMatchObject({ corrected: ['claude'], trigger: 'drift' });
 
     // The agent's own write must not start reconcile after reconcile.
@@ -168,11 +225,17 @@ describe('blue-agent run (in-process)', () => {
     await writeUserHook('echo edited-by-the-user');
     const before = await fileIdentity(t.settings);
     const drifts = lines('reconciled', (l) => l.trigger === 'drift').length;
-    await waitFor('a reconcile after the edit', () => lines('reconciled', (l) => l.trigger === 'drift').length > drifts);
+    await waitFor(
+      'a reconcile after the edit',
+      () => lines('reconciled', (l) => l.trigger === 'drift').length > drifts,
+    );
     await sleep(300);
     expect(await fileIdentity(t.settings)).toEqual(before);
     expect(lines('drift corrected')).toEqual([]);
-    expect(lines('reconciled', (l) => l.trigger === 'drift').at(-1)!.harnesses.claude).toEqual({ state: 'active', action: 'unchanged' });
+    expect(lines('reconciled', (l) => l.trigger === 'drift').at(-1)!.harnesses.claude).toEqual({
+      state: 'active',
+      action: 'unchanged',
+    });
   });
 
   it('uses the last-known-good policy and backs off while the server is away, honours Retry-After, and recovers', async () => {
@@ -193,25 +256,48 @@ describe('blue-agent run (in-process)', () => {
       const state = await readRunState(t.ctx);
       return (state?.policy?.failures ?? 0) >= 4 ? state : undefined;
     });
-    expect(away!.policy).toMatchObject({ revision: cached, source: 'cached', last_error: { code: 'POLICY_UNREACHABLE' } });
+    expect(away!.policy).toMatchObject({
+      revision: cached,
+      source: 'cached',
+      last_error: { code: 'POLICY_UNREACHABLE' },
+    });
     expect(away!.policy!.failures).toBeGreaterThanOrEqual(4);
     // The hooks stay as the last-known-good policy wants them.
     expect(await settingsText()).toContain(MANAGED);
 
     // Back, but first saying "come back in 2 s".
-    stack.proxy.rules.push({ method: 'GET', path: /governance-config$/, times: 1, action: { kind: 'answer', status: 503, headers: { 'retry-after': '2' } } });
+    stack.proxy.rules.push({
+      method: 'GET',
+      path: /governance-config$/,
+      times: 1,
+      action: { kind: 'answer', status: 503, headers: { 'retry-after': '2' } },
+    });
     await stack.proxy.start();
-    const honoured = await waitFor('a Retry-After', () => lines('policy check will be retried', (l) => l.basis === 'retry-after')[0]);
+    const honoured = await waitFor(
+      'a Retry-After',
+      () => lines('policy check will be retried', (l) => l.basis === 'retry-after')[0],
+    );
     expect(honoured).toMatchObject({ retry_after_ms: 2_000, next_check_in_ms: 2_000 });
     const saidAt = Date.parse(honoured.time);
-    const recovered = await waitFor('a successful check', () => lines('policy checked', (l) => Date.parse(l.time) > saidAt)[0]);
+    const recovered = await waitFor(
+      'a successful check',
+      () => lines('policy checked', (l) => Date.parse(l.time) > saidAt)[0],
+    );
     expect(Date.parse(recovered.time) - saidAt).toBeGreaterThanOrEqual(1_900);
     expect(recovered).toMatchObject({ ok: true, failures: 0, basis: 'ttl' });
-    await waitFor('agent-run.json to show the recovery', async () => (await readRunState(t.ctx))?.policy?.failures === 0 && (await readRunState(t.ctx))?.policy?.source === 'fetched');
+    await waitFor(
+      'agent-run.json to show the recovery',
+      async () =>
+        (await readRunState(t.ctx))?.policy?.failures === 0 &&
+        (await readRunState(t.ctx))?.policy?.source === 'fetched',
+    );
   });
 
   it('checks a policy without ttl_seconds again after 300 s, and says when in agent-run.json', async () => {
-    stack.server.store.publishPolicy({ session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign` } }, Date.now());
+    stack.server.store.publishPolicy(
+      { session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign` } },
+      Date.now(),
+    );
     // No jitter: the delay is the ttl itself.
     await start({ random: () => 0.5 });
     const checked = await waitFor('a policy check', () => lines('policy checked')[0]);
@@ -223,9 +309,18 @@ describe('blue-agent run (in-process)', () => {
   it('drains a new intake record at once, without waiting for the schedule', async () => {
     await start();
     await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
-    const session = await claudeSession(path.join(t.home, '.claude'), { id: 'sess-daemon-1', cwd: t.home, prompt: 'hello' });
+    const session = await claudeSession(path.join(t.home, '.claude'), {
+      id: 'sess-daemon-1',
+      cwd: t.home,
+      prompt: 'hello',
+    });
     const spool = await Spool.open(stateLayout(t.stateDir));
-    await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: Date.now() });
+    await spool.enqueueIntake({
+      harness: 'claude',
+      profile: CLAUDE_PROFILE,
+      payload: session.payload,
+      createdAtUnixMs: Date.now(),
+    });
     const uploads = await waitFor('the upload', async () => {
       if (process.env.DEBUG_DAEMON) console.log(out.text());
       const items = await stack.listUploads();
@@ -250,7 +345,10 @@ describe('blue-agent run (in-process)', () => {
     expect(lines('reconciled')[0]!.harnesses.claude).toEqual({ state: 'not_installed', action: 'unchanged' });
     await copyFile(path.join(t.root, 'claude.saved'), claude);
     await waitFor('the hook for the new harness', async () => (await settingsText()).includes(MANAGED));
-    const updated = await waitFor('the update in the log', () => lines('hooks updated', (l) => l.harness === 'claude')[0]);
+    const updated = await waitFor(
+      'the update in the log',
+      () => lines('hooks updated', (l) => l.harness === 'claude')[0],
+    );
     expect(updated).toMatchObject({ trigger: 'periodic', action: 'create', state: 'active' });
     expect(lines('drift corrected')).toEqual([]);
   });
@@ -266,7 +364,10 @@ describe('blue-agent run (in-process)', () => {
     await writeFile(t.env.BLUE_AGENT_CONFIG!, 'drain_schedule: "every tuesday-ish"\n');
     await d.reload();
     expect(lines('config reload failed; keeping the config in force')[0]).toMatchObject({ level: 'error' });
-    await waitFor('state to keep the schedule', async () => (await readRunState(t.ctx))?.drain_schedule === '*/7 * * * *');
+    await waitFor(
+      'state to keep the schedule',
+      async () => (await readRunState(t.ctx))?.drain_schedule === '*/7 * * * *',
+    );
     const next = (await readRunState(t.ctx))!.next_drain_at_unix_ms!;
     expect(new Date(next).getMinutes() % 7).toBe(0);
   });
@@ -296,10 +397,18 @@ describe('blue-agent run: policy push', () => {
     const publishedAt = Date.now();
     const off = await stack.server.store.publishPolicy({ ttl_seconds: HOUR }, publishedAt);
     await waitFor('the managed hook to go', async () => !(await settingsText()).includes(MANAGED));
-    await waitFor('the reconcile', () => lines('reconciled', (l) => l.trigger === 'policy' && l.revision === off.revision)[0]);
+    await waitFor(
+      'the reconcile',
+      () => lines('reconciled', (l) => l.trigger === 'policy' && l.revision === off.revision)[0],
+    );
     expect(lines('policy revision published', (l) => l.revision === off.revision)).toHaveLength(1);
     expect(lines('policy checked').length).toBe(checksBefore + 1);
-    expect(lines('policy checked').at(-1)).toMatchObject({ ok: true, revision: off.revision, basis: 'ttl', next_check_in_ms: expect.any(Number) });
+    expect(lines('policy checked').at(-1)).toMatchObject({
+      ok: true,
+      revision: off.revision,
+      basis: 'ttl',
+      next_check_in_ms: expect.any(Number),
+    });
     expect(lines('policy checked').at(-1)!.next_check_in_ms).toBeGreaterThan(3_000_000);
     // The stream asked for events with the agent's token, through the same Control API URL.
     expect(stack.proxy.seen.some((r) => r.path === '/governance-config/events' && r.fault === 'pass')).toBe(true);
@@ -312,9 +421,15 @@ describe('blue-agent run: policy push', () => {
     await waitFor('the stream', () => lines('policy event stream open')[0]);
     // A revision the stream named while the first check ran makes one check more: let it finish, or it could be the
     // one that finds the next revision, not the stream.
-    await waitFor('the checks under way to finish', () => lines('policy checked').length >= 1 + lines('policy revision published').length);
+    await waitFor(
+      'the checks under way to finish',
+      () => lines('policy checked').length >= 1 + lines('policy revision published').length,
+    );
     await stack.proxy.stop();
-    await waitFor('the stream to be missed', () => lines('policy event stream unavailable; retrying (the ttl check goes on)')[0]);
+    await waitFor(
+      'the stream to be missed',
+      () => lines('policy event stream unavailable; retrying (the ttl check goes on)')[0],
+    );
     const off = await stack.server.store.publishPolicy({ ttl_seconds: HOUR }, Date.now());
     await sleep(500);
     // Said once, not once per retry.
@@ -331,10 +446,18 @@ describe('blue-agent run: policy push', () => {
   });
 
   it('falls back to the ttl check against a Control API without the stream', async () => {
-    stack.proxy.rules.push({ method: 'GET', path: /\/governance-config\/events$/, times: 1_000, action: { kind: 'answer', status: 404 } });
+    stack.proxy.rules.push({
+      method: 'GET',
+      path: /\/governance-config\/events$/,
+      times: 1_000,
+      action: { kind: 'answer', status: 404 },
+    });
     await start(PUSH);
     await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
-    const said = await waitFor('the fallback', () => lines('the Control API has no policy event stream; checking on the ttl only')[0]);
+    const said = await waitFor(
+      'the fallback',
+      () => lines('the Control API has no policy event stream; checking on the ttl only')[0],
+    );
     expect(said).toMatchObject({ status: 404, next_try_in_ms: 3_600_000 });
     // Polling (ttl 1 s) still brings a new revision in.
     await stack.server.store.publishPolicy({ ttl_seconds: 1 }, Date.now());
@@ -379,7 +502,10 @@ describe('blue-agent run: changes no watch event reports', () => {
     await waitFor('the rewrite', () => rewritten);
     await waitFor('the hook restored', async () => (await settingsText()).includes(MANAGED));
     expect(await settingsText()).toContain('"theme": "dark"');
-    const corrected = await waitFor('a drift correction in the log', () => lines('drift corrected', (l) => l.harness === 'claude')[0]);
+    const corrected = await waitFor(
+      'a drift correction in the log',
+      () => lines('drift corrected', (l) => l.harness === 'claude')[0],
+    );
     expect(corrected).toMatchObject({ trigger: 'drift', level: 'warn' });
   });
 
@@ -391,7 +517,10 @@ describe('blue-agent run: changes no watch event reports', () => {
     await unlink(t.settings);
     await waitFor('the hook restored', async () => (await settingsText()).includes(MANAGED));
     expect(lines('drift check found changed files')[0]).toMatchObject({ files: [path.resolve(t.settings)] });
-    await waitFor('a drift correction in the log', () => lines('drift corrected', (l) => l.harness === 'claude' && l.action === 'create')[0]);
+    await waitFor(
+      'a drift correction in the log',
+      () => lines('drift corrected', (l) => l.harness === 'claude' && l.action === 'create')[0],
+    );
   });
 
   it('the check only stats: nothing is started while every file is as the agent left it', async () => {

@@ -33,12 +33,27 @@ function fakeDrains() {
     concurrent++;
     maxConcurrent = Math.max(maxConcurrent, concurrent);
     let finish!: (v: { code: number | null; signal: string | null; stdout: string; stderr: string }) => void;
-    const done = new Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }>((resolve) => (finish = resolve));
+    const done = new Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }>(
+      (resolve) => (finish = resolve),
+    );
     const run = {
       stoppedWith: [] as string[],
       finish: () => {
         concurrent--;
-        finish({ code: 0, signal: null, stdout: JSON.stringify({ built: [], uploaded: [1], failed: [], retried: [], left: 0, left_ready: 0, notes: [] }), stderr: '' });
+        finish({
+          code: 0,
+          signal: null,
+          stdout: JSON.stringify({
+            built: [],
+            uploaded: [1],
+            failed: [],
+            retried: [],
+            left: 0,
+            left_ready: 0,
+            notes: [],
+          }),
+          stderr: '',
+        });
       },
       finishWith: (signal: string) => {
         concurrent--;
@@ -62,7 +77,14 @@ describe('drain scheduler', () => {
   it('runs one drain at a time and folds the requests made meanwhile into one more', async () => {
     const fake = fakeDrains();
     const results: DrainResult[] = [];
-    const s = new DrainScheduler({ ctx: t.ctx, log: quiet, schedule: '0 0 1 1 *', intakeDelayMs: 50, launch: fake.launch, onResult: (r) => void results.push(r) });
+    const s = new DrainScheduler({
+      ctx: t.ctx,
+      log: quiet,
+      schedule: '0 0 1 1 *',
+      intakeDelayMs: 50,
+      launch: fake.launch,
+      onResult: (r) => void results.push(r),
+    });
     await s.start();
     expect(s.nextRunAt()).toBeGreaterThan(Date.now());
     s.request('schedule');
@@ -88,10 +110,22 @@ describe('drain scheduler', () => {
     const fake = fakeDrains();
     const results: DrainResult[] = [];
     const log: Logger = { ...quiet };
-    const s = new DrainScheduler({ ctx: t.ctx, log, schedule: '0 0 1 1 *', intakeDelayMs: 50, launch: fake.launch, onResult: (r) => void results.push(r) });
+    const s = new DrainScheduler({
+      ctx: t.ctx,
+      log,
+      schedule: '0 0 1 1 *',
+      intakeDelayMs: 50,
+      launch: fake.launch,
+      onResult: (r) => void results.push(r),
+    });
     await s.start();
     const spool = await Spool.open(t.ctx.paths);
-    await spool.enqueueIntake({ harness: 'claude', profile: 'claude-v2_0_12', payload: { session_id: 's1' }, createdAtUnixMs: Date.now() });
+    await spool.enqueueIntake({
+      harness: 'claude',
+      profile: 'claude-v2_0_12',
+      payload: { session_id: 's1' },
+      createdAtUnixMs: Date.now(),
+    });
     await waitFor('a drain for the new record', () => fake.runs.length === 1, 5_000);
     const logged: string[] = [];
     log.info = (message) => void logged.push(message);
@@ -108,7 +142,14 @@ describe('drain scheduler', () => {
   it('a running drain that finishes within its grace period is not signalled', async () => {
     const fake = fakeDrains();
     const results: DrainResult[] = [];
-    const s = new DrainScheduler({ ctx: t.ctx, log: quiet, schedule: '0 0 1 1 *', intakeDelayMs: 50, launch: fake.launch, onResult: (r) => void results.push(r) });
+    const s = new DrainScheduler({
+      ctx: t.ctx,
+      log: quiet,
+      schedule: '0 0 1 1 *',
+      intakeDelayMs: 50,
+      launch: fake.launch,
+      onResult: (r) => void results.push(r),
+    });
     await s.start();
     s.request('schedule');
     expect(fake.runs).toHaveLength(1);
@@ -127,7 +168,9 @@ describe('drain scheduler', () => {
 });
 
 describe('drain scheduler: idle, stop and the drain process', () => {
-  it('a cron tick with an empty spool starts nothing; one with a record (or a claim) starts a drain', { timeout: 15_000 }, async () => {
+  it('a cron tick with an empty spool starts nothing; one with a record (or a claim) starts a drain', {
+    timeout: 15_000,
+  }, async () => {
     const fake = fakeDrains();
     const logged: string[] = [];
     const log: Logger = { ...quiet, info: (m) => void logged.push(m), warn: (m) => void logged.push(m) };
@@ -146,7 +189,9 @@ describe('drain scheduler: idle, stop and the drain process', () => {
     expect(fake.runs).toHaveLength(0);
     expect(logged).toEqual([]);
     // A claim left in uploading/ is work too (a dead worker's, to release).
-    await writeFile(path.join(t.ctx.paths.stateDir, 'spool', 'uploading', '0000000aa-0123456789.4242.json'), '{}', { mode: 0o600 });
+    await writeFile(path.join(t.ctx.paths.stateDir, 'spool', 'uploading', '0000000aa-0123456789.4242.json'), '{}', {
+      mode: 0o600,
+    });
     await waitFor('a scheduled drain', () => fake.runs.length === 1, 3_000);
     fake.runs[0]!.finish();
     await waitFor('its result', () => results.length === 1);
@@ -157,7 +202,14 @@ describe('drain scheduler: idle, stop and the drain process', () => {
   it('a drain ended by a signal while the agent stops is interrupted, not failed', async () => {
     const fake = fakeDrains();
     const results: DrainResult[] = [];
-    const s = new DrainScheduler({ ctx: t.ctx, log: quiet, schedule: '0 0 1 1 *', intakeDelayMs: 50, launch: fake.launch, onResult: (r) => void results.push(r) });
+    const s = new DrainScheduler({
+      ctx: t.ctx,
+      log: quiet,
+      schedule: '0 0 1 1 *',
+      intakeDelayMs: 50,
+      launch: fake.launch,
+      onResult: (r) => void results.push(r),
+    });
     await s.start();
     s.request('request');
     const run = fake.runs[0]!;
@@ -172,7 +224,14 @@ describe('drain scheduler: idle, stop and the drain process', () => {
 
   it('a new schedule after stop starts nothing (SIGHUP, then SIGTERM)', async () => {
     const fake = fakeDrains();
-    const s = new DrainScheduler({ ctx: t.ctx, log: quiet, schedule: '0 0 1 1 *', intakeDelayMs: 50, launch: fake.launch, onResult: () => undefined });
+    const s = new DrainScheduler({
+      ctx: t.ctx,
+      log: quiet,
+      schedule: '0 0 1 1 *',
+      intakeDelayMs: 50,
+      launch: fake.launch,
+      onResult: () => undefined,
+    });
     await s.start();
     await s.stop(100, 100);
     s.reschedule('*/7 * * * *');

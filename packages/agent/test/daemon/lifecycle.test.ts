@@ -30,7 +30,14 @@ afterEach(async () => {
   await t.cleanup();
 });
 
-const RESOLVED = { revision: 1, source: 'fetched', stale: false, ttlSeconds: 3600, key: 'k1', warnings: [] as string[] };
+const RESOLVED = {
+  revision: 1,
+  source: 'fetched',
+  stale: false,
+  ttlSeconds: 3600,
+  key: 'k1',
+  warnings: [] as string[],
+};
 
 interface Fake {
   requests: TaskRequest[];
@@ -58,7 +65,10 @@ function fakeTasks(fake: Fake): () => TaskRunner {
 const okReconcile = async () => ({ ok: true, harnesses: [], watch: [] });
 
 async function start(fake: Fake, options: DaemonOptions = {}): Promise<Daemon> {
-  const ctx = t.context({ env: { BLUE_AGENT_CONTROL_URL: 'http://127.0.0.1:9', BLUE_AGENT_TOKEN: 'tok_unused_0123456789' }, stdout: out });
+  const ctx = t.context({
+    env: { BLUE_AGENT_CONTROL_URL: 'http://127.0.0.1:9', BLUE_AGENT_TOKEN: 'tok_unused_0123456789' },
+    stdout: out,
+  });
   daemon = await Daemon.start(ctx, {
     drainSchedule: '0 0 1 1 *',
     logTarget: { kind: 'stdout' },
@@ -73,9 +83,16 @@ const tasksOf = (fake: Fake, task: string) => fake.requests.filter((r) => r.task
 
 describe('run loop life cycle', () => {
   // The reconcile never settles: a stop that waited for it would never return, and this test's timeout would fail it.
-  it('a stop is bounded even when a reconcile step hangs, and ends the steps still running', { timeout: 15_000 }, async () => {
+  it('a stop is bounded even when a reconcile step hangs, and ends the steps still running', {
+    timeout: 15_000,
+  }, async () => {
     let entered = false;
-    const fake: Fake = { requests: [], stopCalls: 0, policy: async () => ({ resolved: RESOLVED }), reconcile: () => ((entered = true), new Promise(() => undefined)) };
+    const fake: Fake = {
+      requests: [],
+      stopCalls: 0,
+      policy: async () => ({ resolved: RESOLVED }),
+      reconcile: () => ((entered = true), new Promise(() => undefined)),
+    };
     const d = await start(fake, { reconcileStopMs: 300, taskKillMs: 100 });
     await waitFor('the reconcile to hang', () => entered);
     expect(await d.stop('test')).toBe(0);
@@ -104,10 +121,17 @@ describe('run loop life cycle', () => {
 
   it('a policy check that throws does not end the polling: the next one is scheduled (with backoff)', async () => {
     // No `warnings` array: handling the answer throws inside the check.
-    const fake: Fake = { requests: [], stopCalls: 0, policy: async () => ({ resolved: { ...RESOLVED, warnings: undefined } }), reconcile: okReconcile };
+    const fake: Fake = {
+      requests: [],
+      stopCalls: 0,
+      policy: async () => ({ resolved: { ...RESOLVED, warnings: undefined } }),
+      reconcile: okReconcile,
+    };
     await start(fake);
     await waitFor('a second policy check', () => tasksOf(fake, 'policy') >= 2, 5_000);
-    expect(parseLog(out.text()).find((l) => l.msg.startsWith('policy check crashed'))).toMatchObject({ level: 'error' });
+    expect(parseLog(out.text()).find((l) => l.msg.startsWith('policy check crashed'))).toMatchObject({
+      level: 'error',
+    });
   });
 
   it('a step that cannot even start (the system is out of processes) is logged with its typed code, not as a bug', async () => {
@@ -121,32 +145,55 @@ describe('run loop life cycle', () => {
     };
     await start(fake);
     await waitFor('the failed reconcile', () => parseLog(out.text()).some((l) => l.msg === 'reconcile failed'), 5_000);
-    expect(parseLog(out.text()).find((l) => l.msg === 'reconcile failed')).toMatchObject({ level: 'error', code: 'RESOURCE_LIMIT' });
+    expect(parseLog(out.text()).find((l) => l.msg === 'reconcile failed')).toMatchObject({
+      level: 'error',
+      code: 'RESOURCE_LIMIT',
+    });
   });
 
-  it('a revision this blue-agent may not apply (another major pinned, a newer contract) stops drift repairs until it changes', async () => {
-    const file = path.join(t.root, 'settings.json');
-    await writeFile(file, '{"managed":true}\n');
-    let refuse = false;
+  it(
+    'a revision this blue-agent may not apply (another major pinned, a newer contract) stops drift repairs until ' +
+      'it changes',
+    async () => {
+      const file = path.join(t.root, 'settings.json');
+      await writeFile(file, '{"managed":true}\n');
+      let refuse = false;
+      const fake: Fake = {
+        requests: [],
+        stopCalls: 0,
+        policy: async () =>
+          refuse
+            ? { error: { code: 'CLIENT_VERSION_MISMATCH', message: 'the organisation requires blue-agent 9.0.0' } }
+            : { resolved: { ...RESOLVED, ttlSeconds: 0.1 } },
+        reconcile: async () => ({ ok: true, harnesses: [], watch: [file], fingerprints: await fingerprints([file]) }),
+      };
+      await start(fake);
+      await waitFor('the first reconcile', () => tasksOf(fake, 'reconcile') >= 1, 5_000);
+      refuse = true;
+      await waitFor(
+        'the refusal',
+        () => parseLog(out.text()).some((l) => l.msg === 'policy check failed' && l.code === 'CLIENT_VERSION_MISMATCH'),
+        5_000,
+      );
+      const reconciles = tasksOf(fake, 'reconcile');
+      await writeFile(file, '{"edited":true}\n');
+      await waitFor(
+        'the drift to be seen and left alone',
+        () =>
+          parseLog(out.text()).some((l) => l.msg === 'reconcile skipped: no policy to apply' && l.trigger === 'drift'),
+        5_000,
+      );
+      expect(tasksOf(fake, 'reconcile')).toBe(reconciles);
+    },
+  );
+
+  it('SIGHUP then SIGTERM: the reload finishing after the stop starts no schedule and no check', async () => {
     const fake: Fake = {
       requests: [],
       stopCalls: 0,
-      policy: async () =>
-        refuse ? { error: { code: 'CLIENT_VERSION_MISMATCH', message: 'the organisation requires blue-agent 9.0.0' } } : { resolved: { ...RESOLVED, ttlSeconds: 0.1 } },
-      reconcile: async () => ({ ok: true, harnesses: [], watch: [file], fingerprints: await fingerprints([file]) }),
+      policy: async () => ({ resolved: RESOLVED }),
+      reconcile: okReconcile,
     };
-    await start(fake);
-    await waitFor('the first reconcile', () => tasksOf(fake, 'reconcile') >= 1, 5_000);
-    refuse = true;
-    await waitFor('the refusal', () => parseLog(out.text()).some((l) => l.msg === 'policy check failed' && l.code === 'CLIENT_VERSION_MISMATCH'), 5_000);
-    const reconciles = tasksOf(fake, 'reconcile');
-    await writeFile(file, '{"edited":true}\n');
-    await waitFor('the drift to be seen and left alone', () => parseLog(out.text()).some((l) => l.msg === 'reconcile skipped: no policy to apply' && l.trigger === 'drift'), 5_000);
-    expect(tasksOf(fake, 'reconcile')).toBe(reconciles);
-  });
-
-  it('SIGHUP then SIGTERM: the reload finishing after the stop starts no schedule and no check', async () => {
-    const fake: Fake = { requests: [], stopCalls: 0, policy: async () => ({ resolved: RESOLVED }), reconcile: okReconcile };
     const d = await start(fake, { drainSchedule: undefined });
     await waitFor('the first check', () => tasksOf(fake, 'policy') >= 1);
     await mkdir(path.dirname(t.env.BLUE_AGENT_CONFIG!), { recursive: true });
@@ -164,9 +211,14 @@ describe('run loop life cycle', () => {
 });
 
 describe('drift watcher', () => {
-  const quiet: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+  const quiet: Logger = {
+    debug: () => undefined,
+    info: () => undefined,
+    warn: () => undefined,
+    error: () => undefined,
+  };
 
-  it('ignores the agent\'s own write even when its event fires before the step has answered; sees a later change', async () => {
+  it("ignores the agent's own write even when its event fires before the step has answered; sees a later change", async () => {
     const file = path.join(t.root, 'settings.json');
     await writeFile(file, '{"a":1}\n');
     const changes: string[][] = [];

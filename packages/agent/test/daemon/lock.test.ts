@@ -27,7 +27,15 @@ const HOST = 'this-host';
 const BOOT_AT = Date.now() - 60_000;
 const SELF = 4_000_001;
 function world(over: Partial<LockWorld> = {}): LockWorld {
-  return { host: HOST, pid: SELF, bootAt: BOOT_AT, probe: () => 'gone', procStart: () => undefined, startedAt: () => undefined, ...over };
+  return {
+    host: HOST,
+    pid: SELF,
+    bootAt: BOOT_AT,
+    probe: () => 'gone',
+    procStart: () => undefined,
+    startedAt: () => undefined,
+    ...over,
+  };
 }
 
 describe('agent-run.lock', () => {
@@ -49,7 +57,11 @@ describe('agent-run.lock', () => {
   it('a pid that now belongs to another process (or another user) is not the owner', async () => {
     // The recorded pid runs, but with another /proc start time than the one recorded: a reused pid.
     await lockOf({ pid: 1234, host: HOST, proc_start: '500', started_at_unix_ms: Date.now() - 1_000 });
-    const lock = await acquireInstanceLock(file, Date.now(), world({ probe: () => 'alive', procStart: (pid) => (pid === 1234 ? '900' : '42') }));
+    const lock = await acquireInstanceLock(
+      file,
+      Date.now(),
+      world({ probe: () => 'alive', procStart: (pid) => (pid === 1234 ? '900' : '42') }),
+    );
     expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ pid: SELF, proc_start: '42' });
     await lock.release();
 
@@ -57,10 +69,16 @@ describe('agent-run.lock', () => {
     expect(staleReason(recent, world({ probe: () => 'foreign' }))).toMatch(/another user/);
     expect(staleReason(recent, world({ probe: () => 'gone' }))).toMatch(/is gone/);
     expect(staleReason(recent, world({ probe: () => 'alive' }))).toBeUndefined();
-    expect(staleReason({ ...recent, proc_start: '500' }, world({ probe: () => 'alive', procStart: () => '500' }))).toBeUndefined();
+    expect(
+      staleReason({ ...recent, proc_start: '500' }, world({ probe: () => 'alive', procStart: () => '500' })),
+    ).toBeUndefined();
     // Without /proc (macOS): the process's own start time must fit the lock's.
-    expect(staleReason(recent, world({ probe: () => 'alive', startedAt: () => Date.now() - 86_400_000 }))).toMatch(/another process/);
-    expect(staleReason(recent, world({ probe: () => 'alive', startedAt: () => recent.started_at_unix_ms - 500 }))).toBeUndefined();
+    expect(staleReason(recent, world({ probe: () => 'alive', startedAt: () => Date.now() - 86_400_000 }))).toMatch(
+      /another process/,
+    );
+    expect(
+      staleReason(recent, world({ probe: () => 'alive', startedAt: () => recent.started_at_unix_ms - 500 })),
+    ).toBeUndefined();
   });
 
   it('shortly after a boot, a live owner that started in this boot keeps its lock', async () => {
@@ -69,20 +87,30 @@ describe('agent-run.lock', () => {
     await lockOf(owner);
     const alive = world({ probe: () => 'alive', procStart: () => '3000' });
     expect(staleReason(owner, alive)).toBeUndefined();
-    await expect(acquireInstanceLock(file, Date.now(), alive)).rejects.toMatchObject({ code: 'LOCK_TIMEOUT', exitCode: EXIT_ALREADY_RUNNING });
+    await expect(acquireInstanceLock(file, Date.now(), alive)).rejects.toMatchObject({
+      code: 'LOCK_TIMEOUT',
+      exitCode: EXIT_ALREADY_RUNNING,
+    });
     // The same record, taken (by the clock) a while before this boot: stale whatever runs under its pid.
-    expect(staleReason({ ...owner, started_at_unix_ms: BOOT_AT - 10 * 60_000 }, alive)).toBe('taken before this machine booted');
+    expect(staleReason({ ...owner, started_at_unix_ms: BOOT_AT - 10 * 60_000 }, alive)).toBe(
+      'taken before this machine booted',
+    );
   });
 
   it('of many runs taking over one stale lock together, exactly one wins', async () => {
     await lockOf({ pid: 999_999_999, host: HOST, started_at_unix_ms: Date.now() - 1_000 });
     const contenders = Array.from({ length: 12 }, (_, i) => 3_000_000 + i);
-    const contender = (pid: number): LockWorld => world({ pid, probe: (p) => (contenders.includes(p) ? 'alive' : 'gone') });
+    const contender = (pid: number): LockWorld =>
+      world({ pid, probe: (p) => (contenders.includes(p) ? 'alive' : 'gone') });
     for (let round = 0; round < 5; round++) {
-      const results = await Promise.allSettled(contenders.map((pid) => acquireInstanceLock(file, Date.now(), contender(pid))));
+      const results = await Promise.allSettled(
+        contenders.map((pid) => acquireInstanceLock(file, Date.now(), contender(pid))),
+      );
       const won = results.filter((r) => r.status === 'fulfilled');
       expect(won).toHaveLength(1);
-      for (const r of results) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'LOCK_TIMEOUT', exitCode: EXIT_ALREADY_RUNNING });
+      for (const r of results)
+        if (r.status === 'rejected')
+          expect(r.reason).toMatchObject({ code: 'LOCK_TIMEOUT', exitCode: EXIT_ALREADY_RUNNING });
       const owner = JSON.parse(await readFile(file, 'utf8'));
       expect(contenders).toContain(owner.pid);
       // The winner "dies": its lock is stale for the next round.

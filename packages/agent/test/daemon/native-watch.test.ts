@@ -40,7 +40,13 @@ describe('watchFiles', () => {
     await writeFile(file, '{}');
     const events: string[] = [];
     const errors: unknown[] = [];
-    handles.push(await watchFiles([file], (f) => events.push(f), (e) => errors.push(e)));
+    handles.push(
+      await watchFiles(
+        [file],
+        (f) => events.push(f),
+        (e) => errors.push(e),
+      ),
+    );
 
     await writeFile(path.join(dir, 'other.json'), '{}');
     await writeFile(file, '{"a":1}');
@@ -63,7 +69,13 @@ describe('watchFiles', () => {
     const dir = path.join(root, 'a', 'b');
     const file = path.join(dir, 'config.toml');
     const events: string[] = [];
-    handles.push(await watchFiles([file], (f) => events.push(f), () => undefined));
+    handles.push(
+      await watchFiles(
+        [file],
+        (f) => events.push(f),
+        () => undefined,
+      ),
+    );
 
     await mkdir(dir, { recursive: true });
     await sleep(50);
@@ -85,7 +97,13 @@ describe('watchFiles', () => {
     const file = path.join(root, 'a', 'b', 'f.json');
     const events: string[] = [];
     // a/b is missing: a is watched for it.
-    handles.push(await watchFiles([file], (f) => events.push(f), () => undefined));
+    handles.push(
+      await watchFiles(
+        [file],
+        (f) => events.push(f),
+        () => undefined,
+      ),
+    );
     await rm(path.join(root, 'a'), { recursive: true });
     await sleep(100);
     await mkdir(path.join(root, 'a', 'b'), { recursive: true });
@@ -98,7 +116,11 @@ describe('watchFiles', () => {
     const dir = tempDir();
     const file = path.join(dir, 'f.json');
     const events: string[] = [];
-    const handle = await watchFiles([file], (f) => events.push(f), () => undefined);
+    const handle = await watchFiles(
+      [file],
+      (f) => events.push(f),
+      () => undefined,
+    );
     await handle.close();
     await writeFile(file, '{}');
     await sleep(200);
@@ -111,7 +133,14 @@ describe('watchTree', () => {
     const root = tempDir();
     await mkdir(path.join(root, '2026', '12'), { recursive: true });
     let count = 0;
-    handles.push(await watchTree(root, 2, () => count++, () => undefined));
+    handles.push(
+      await watchTree(
+        root,
+        2,
+        () => count++,
+        () => undefined,
+      ),
+    );
 
     await writeFile(path.join(root, '2026', '12', 'rollout-1.jsonl'), '{}\n');
     await until(() => count > 0, 'a session at the depth');
@@ -136,7 +165,15 @@ describe('watchTree', () => {
     const root = tempDir();
     for (let i = 0; i < 5; i++) await mkdir(path.join(root, `p${i}`));
     const errors: unknown[] = [];
-    handles.push(await watchTree(root, 1, () => undefined, (e) => errors.push(e), 3));
+    handles.push(
+      await watchTree(
+        root,
+        1,
+        () => undefined,
+        (e) => errors.push(e),
+        3,
+      ),
+    );
     expect(errors).toHaveLength(1);
     expect(String(errors[0])).toContain('more than 3 folders');
   });

@@ -9,7 +9,13 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Spool } from '../../src/spool/index.js';
 import { startUploadStack, type UploadStack } from '../../../../test/support/fault-proxy.js';
-import { CLAUDE_PROFILE, claudeSession, runCli, spoolFiles, type CliResult } from '../../../../test/support/cli-process.js';
+import {
+  CLAUDE_PROFILE,
+  claudeSession,
+  runCli,
+  spoolFiles,
+  type CliResult,
+} from '../../../../test/support/cli-process.js';
 import { agentHome, parseLog, uploadPolicy, waitFor, type AgentHome } from '../../../../test/support/agent-home.js';
 import { stateLayout } from '../../src/context.js';
 
@@ -49,7 +55,10 @@ describe('blue-agent run (process)', () => {
   it('refuses a second instance, logs to run.log when not under a service manager, and stops on SIGTERM with exit 0', async () => {
     const first = run();
     await waitFor('the first agent to check the policy', () => has('policy checked'));
-    await waitFor('the hook', () => existsSync(t.settings) && readFileSync(t.settings, 'utf8').includes('capture --harness claude'));
+    await waitFor(
+      'the hook',
+      () => existsSync(t.settings) && readFileSync(t.settings, 'utf8').includes('capture --harness claude'),
+    );
 
     const second: CliResult = await run();
     // Its own exit status: the systemd unit's RestartPreventExitStatus keeps the service manager from retrying it.
@@ -70,13 +79,22 @@ describe('blue-agent run (process)', () => {
     expect(done.stdout).toBe('');
     expect(existsSync(path.join(t.stateDir, 'agent-run.lock'))).toBe(false);
     const lines = fileLog();
-    expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining(['agent started', 'policy checked', 'reconciled', 'stopping', 'stopped']));
+    expect(lines.map((l) => l.msg)).toEqual(
+      expect.arrayContaining(['agent started', 'policy checked', 'reconciled', 'stopping', 'stopped']),
+    );
     expect(readFileSync(runLog(), 'utf8')).not.toContain(stack.token);
     const state = JSON.parse(readFileSync(path.join(t.stateDir, 'agent-run.json'), 'utf8'));
-    expect(state).toMatchObject({ pid: first.child.pid, stopped_at_unix_ms: expect.any(Number), policy: { revision: expect.any(String), source: 'fetched' } });
+    expect(state).toMatchObject({
+      pid: first.child.pid,
+      stopped_at_unix_ms: expect.any(Number),
+      policy: { revision: expect.any(String), source: 'fetched' },
+    });
 
     // A lock left by a dead agent is taken over.
-    await writeFile(path.join(t.stateDir, 'agent-run.lock'), JSON.stringify({ pid: 999_999, host: hostname(), started_at_unix_ms: 1 }));
+    await writeFile(
+      path.join(t.stateDir, 'agent-run.lock'),
+      JSON.stringify({ pid: 999_999, host: hostname(), started_at_unix_ms: 1 }),
+    );
     const third = run();
     await waitFor('the third agent to start', () => fileLog().filter((l) => l.msg === 'agent started').length === 2);
     third.child.kill('SIGINT');
@@ -110,9 +128,18 @@ describe('blue-agent run (process)', () => {
     stack.proxy.rules.push({ method: 'PUT', path: /./, times: 100, action: { kind: 'delay', ms: 60_000 } });
     const agent = run();
     await waitFor('the agent', () => has('policy checked'));
-    const session = await claudeSession(path.join(t.home, '.claude'), { id: 'sess-sigterm-1', cwd: t.home, prompt: 'hello' });
+    const session = await claudeSession(path.join(t.home, '.claude'), {
+      id: 'sess-sigterm-1',
+      cwd: t.home,
+      prompt: 'hello',
+    });
     const spool = await Spool.open(stateLayout(t.stateDir));
-    const record = await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: session.payload, createdAtUnixMs: Date.now() });
+    const record = await spool.enqueueIntake({
+      harness: 'claude',
+      profile: CLAUDE_PROFILE,
+      payload: session.payload,
+      createdAtUnixMs: Date.now(),
+    });
     await waitFor('the upload to be under way', () => readdirUploading().length > 0);
     expect(has('drain started')).toMatchObject({ trigger: 'intake' });
 
@@ -126,7 +153,10 @@ describe('blue-agent run (process)', () => {
     const kept = files.ready.includes(`${record.id}.json`);
     expect(uploaded || kept).toBe(true);
     expect(fileLog().find((l) => l.msg === 'drain finished with problems')).toMatchObject({ interrupted: true });
-    expect(JSON.parse(readFileSync(path.join(t.stateDir, 'last-drain.json'), 'utf8'))).toMatchObject({ ok: false, stopped: { code: 'INTERRUPTED' } });
+    expect(JSON.parse(readFileSync(path.join(t.stateDir, 'last-drain.json'), 'utf8'))).toMatchObject({
+      ok: false,
+      stopped: { code: 'INTERRUPTED' },
+    });
 
     // The kept record goes up with the next drain once uploads work again.
     stack.proxy.rules.length = 0;

@@ -8,7 +8,13 @@ const mid = () => 0.5;
 
 describe('policy check scheduling: edges', () => {
   it('has these defaults', () => {
-    expect(DEFAULT_POLICY_SCHEDULE).toEqual({ jitter: 0.1, backoffBaseMs: 30_000, backoffCapMs: 3_600_000, minIntervalMs: 1_000, maxRetryAfterMs: 21_600_000 });
+    expect(DEFAULT_POLICY_SCHEDULE).toEqual({
+      jitter: 0.1,
+      backoffBaseMs: 30_000,
+      backoffCapMs: 3_600_000,
+      minIntervalMs: 1_000,
+      maxRetryAfterMs: 21_600_000,
+    });
   });
 
   it('backs off by the base for zero or one failure, and bounds the exponent at 40', () => {
@@ -29,9 +35,21 @@ describe('policy check scheduling: edges', () => {
   });
 
   it('a Retry-After equal to the backoff leaves the backoff as the reason', () => {
-    expect(nextPolicyCheck(0, { ok: false, retryAfterMs: 30_000 }, opts, mid)).toEqual({ failures: 1, delayMs: 30_000, basis: 'backoff' });
-    expect(nextPolicyCheck(0, { ok: false, retryAfterMs: 30_001 }, opts, mid)).toEqual({ failures: 1, delayMs: 30_001, basis: 'retry-after' });
-    expect(nextPolicyCheck(0, { ok: false, retryAfterMs: undefined }, opts, mid)).toEqual({ failures: 1, delayMs: 30_000, basis: 'backoff' });
+    expect(nextPolicyCheck(0, { ok: false, retryAfterMs: 30_000 }, opts, mid)).toEqual({
+      failures: 1,
+      delayMs: 30_000,
+      basis: 'backoff',
+    });
+    expect(nextPolicyCheck(0, { ok: false, retryAfterMs: 30_001 }, opts, mid)).toEqual({
+      failures: 1,
+      delayMs: 30_001,
+      basis: 'retry-after',
+    });
+    expect(nextPolicyCheck(0, { ok: false, retryAfterMs: undefined }, opts, mid)).toEqual({
+      failures: 1,
+      delayMs: 30_000,
+      basis: 'backoff',
+    });
   });
 
   it('clamps a Retry-After to the maximum, then to the minimum interval and the timer range', () => {
@@ -39,8 +57,15 @@ describe('policy check scheduling: edges', () => {
     expect(nextPolicyCheck(0, { ok: false, retryAfterMs: 2 ** 35 }, wide, mid).delayMs).toBe(2 ** 31 - 1);
     const tiny = { ...opts, backoffBaseMs: 10, backoffCapMs: 10, minIntervalMs: 500 };
     expect(nextPolicyCheck(0, { ok: false }, tiny, mid)).toEqual({ failures: 1, delayMs: 500, basis: 'backoff' });
-    expect(nextPolicyCheck(0, { ok: false, retryAfterMs: 100 }, tiny, mid)).toEqual({ failures: 1, delayMs: 500, basis: 'retry-after' });
-    expect(nextPolicyCheck(0, { ok: false, retryAfterMs: opts.maxRetryAfterMs + 1 }, opts, mid)).toMatchObject({ delayMs: opts.maxRetryAfterMs, basis: 'retry-after' });
+    expect(nextPolicyCheck(0, { ok: false, retryAfterMs: 100 }, tiny, mid)).toEqual({
+      failures: 1,
+      delayMs: 500,
+      basis: 'retry-after',
+    });
+    expect(nextPolicyCheck(0, { ok: false, retryAfterMs: opts.maxRetryAfterMs + 1 }, opts, mid)).toMatchObject({
+      delayMs: opts.maxRetryAfterMs,
+      basis: 'retry-after',
+    });
   });
 
   it('counts failures on from the previous count', () => {

@@ -10,13 +10,22 @@ const mid = () => 0.5;
 
 describe('policy check scheduling', () => {
   it('waits ttl_seconds after a success, with jitter within ±10%', () => {
-    expect(nextPolicyCheck(0, { ok: true, ttlSeconds: 300 }, opts, mid)).toEqual({ failures: 0, delayMs: 300_000, basis: 'ttl' });
+    expect(nextPolicyCheck(0, { ok: true, ttlSeconds: 300 }, opts, mid)).toEqual({
+      failures: 0,
+      delayMs: 300_000,
+      basis: 'ttl',
+    });
     expect(nextPolicyCheck(0, { ok: true, ttlSeconds: 300 }, opts, () => 0).delayMs).toBe(270_000);
-    expect(nextPolicyCheck(0, { ok: true, ttlSeconds: 300 }, opts, () => 0.999999).delayMs).toBeLessThanOrEqual(330_000);
+    expect(nextPolicyCheck(0, { ok: true, ttlSeconds: 300 }, opts, () => 0.999999).delayMs).toBeLessThanOrEqual(
+      330_000,
+    );
     // Many draws: all inside the band, and they do spread over it.
     let seed = 42;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-    const delays = Array.from({ length: 2000 }, () => nextPolicyCheck(0, { ok: true, ttlSeconds: 100 }, opts, random).delayMs);
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const delays = Array.from(
+      { length: 2000 },
+      () => nextPolicyCheck(0, { ok: true, ttlSeconds: 100 }, opts, random).delayMs,
+    );
     expect(Math.min(...delays)).toBeGreaterThanOrEqual(90_000);
     expect(Math.max(...delays)).toBeLessThanOrEqual(110_000);
     expect(Math.max(...delays) - Math.min(...delays)).toBeGreaterThan(15_000);
@@ -42,10 +51,19 @@ describe('policy check scheduling', () => {
   });
 
   it('honours Retry-After when it is longer than the backoff, and bounds an absurd one', () => {
-    expect(nextPolicyCheck(0, { ok: false, retryAfterMs: 120_000 }, opts, mid)).toEqual({ failures: 1, delayMs: 120_000, basis: 'retry-after' });
+    expect(nextPolicyCheck(0, { ok: false, retryAfterMs: 120_000 }, opts, mid)).toEqual({
+      failures: 1,
+      delayMs: 120_000,
+      basis: 'retry-after',
+    });
     // Shorter than the backoff: the backoff wins (Retry-After is a floor, not an invitation).
-    expect(nextPolicyCheck(3, { ok: false, retryAfterMs: 5_000 }, opts, mid)).toMatchObject({ delayMs: 240_000, basis: 'backoff' });
-    expect(nextPolicyCheck(0, { ok: false, retryAfterMs: 30 * 24 * 3_600_000 }, opts, mid).delayMs).toBe(opts.maxRetryAfterMs);
+    expect(nextPolicyCheck(3, { ok: false, retryAfterMs: 5_000 }, opts, mid)).toMatchObject({
+      delayMs: 240_000,
+      basis: 'backoff',
+    });
+    expect(nextPolicyCheck(0, { ok: false, retryAfterMs: 30 * 24 * 3_600_000 }, opts, mid).delayMs).toBe(
+      opts.maxRetryAfterMs,
+    );
   });
 
   it('resets after a success', () => {
@@ -57,7 +75,7 @@ describe('policy check scheduling', () => {
     expect(nextPolicyCheck(ok.failures, { ok: false }, opts, mid).delayMs).toBe(30_000);
   });
 
-  it('never schedules sooner than the minimum interval nor beyond a timer\'s range', () => {
+  it("never schedules sooner than the minimum interval nor beyond a timer's range", () => {
     expect(nextPolicyCheck(0, { ok: true, ttlSeconds: 0 }, opts, mid).delayMs).toBe(1_000);
     expect(nextPolicyCheck(0, { ok: true, ttlSeconds: 2_592_000 }, opts, mid).delayMs).toBe(2 ** 31 - 1);
     expect(withJitter(1000, 0.1, () => 0.75)).toBe(1050);

@@ -21,7 +21,8 @@ beforeEach(async () => {
   file = path.join(dir, 'agent-run.lock');
 });
 afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -29,10 +30,13 @@ afterEach(async () => {
  * A process that holds the instance lock as an agent does and, on SIGTERM, either lets go of it after a moment and
  * exits 0 (`stops`) or carries on (`ignores`). Resolves once its SIGTERM handler is in place.
  */
-async function agentStandIn(behaviour: 'stops' | 'ignores'): Promise<{ child: ChildProcess; exited: Promise<number | null> }> {
+async function agentStandIn(
+  behaviour: 'stops' | 'ignores',
+): Promise<{ child: ChildProcess; exited: Promise<number | null> }> {
   const script =
     behaviour === 'stops'
-      ? `process.on('SIGTERM', () => setTimeout(() => { require('fs').unlinkSync(process.argv[1]); process.exit(0); }, 200)); setInterval(() => {}, 1000); console.log('ready');`
+      ? `process.on('SIGTERM', () => setTimeout(() => { require('fs').unlinkSync(process.argv[1]); ` +
+        `process.exit(0); }, 200)); setInterval(() => {}, 1000); console.log('ready');`
       : `process.on('SIGTERM', () => {}); setInterval(() => {}, 1000); console.log('ready');`;
   const child = spawn(process.execPath, ['-e', script, file], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
@@ -42,7 +46,10 @@ async function agentStandIn(behaviour: 'stops' | 'ignores'): Promise<{ child: Ch
   await waitFor('the stand-in to start', () => out.includes('ready'));
   const pid = child.pid!;
   const start = processStart(pid);
-  await writeFile(file, `${JSON.stringify({ pid, host: hostname(), ...(start === undefined ? {} : { proc_start: start }), started_at_unix_ms: Date.now() })}\n`);
+  await writeFile(
+    file,
+    `${JSON.stringify({ pid, host: hostname(), ...(start === undefined ? {} : { proc_start: start }), started_at_unix_ms: Date.now() })}\n`,
+  );
   return { child, exited };
 }
 
@@ -69,10 +76,13 @@ describe('stopAgentAndHold', () => {
 
   it('an agent that does not exit in time is reported (AGENT_RUNNING), and its lock is left to it', async () => {
     const agent = await agentStandIn('ignores');
-    const error = await stopAgentAndHold(file, { why: 'the hooks were left in place', waitMs: 300 }).catch((e: unknown) => e);
+    const error = await stopAgentAndHold(file, { why: 'the hooks were left in place', waitMs: 300 }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toMatchObject({ code: 'AGENT_RUNNING', file });
     expect(String((error as Error).message)).toBe(
-      `the agent (\`blue-agent run\`, pid ${agent.child.pid}) could not be stopped: it did not stop within 300 ms of SIGTERM, so the hooks were left in place`,
+      `the agent (\`blue-agent run\`, pid ${agent.child.pid}) could not be stopped: it did not stop within 300 ms ` +
+        `of SIGTERM, so the hooks were left in place`,
     );
     expect((error as { hint: string }).hint).toContain(`kill ${agent.child.pid}`);
     expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ pid: agent.child.pid });
@@ -84,7 +94,10 @@ describe('stopAgentAndHold', () => {
     expect(await runningAgent(file)).toMatchObject({ pid: 4242, host: 'other-host', here: false });
     const error = await stopAgentAndHold(file, { why: 'nothing was removed' }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'AGENT_RUNNING' });
-    expect(String((error as Error).message)).toContain('pid 4242 on other-host) could not be stopped: it runs on other-host, which shares this state directory, so nothing was removed');
+    expect(String((error as Error).message)).toContain(
+      'pid 4242 on other-host) could not be stopped: it runs on other-host, which shares this state directory, so ' +
+        'nothing was removed',
+    );
     expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ pid: 4242 });
   });
 

@@ -96,7 +96,16 @@ it('records a failed step with its error, captures nothing, and says so in the l
     },
   });
   await l.sweep();
-  expect(records).toEqual([{ record: expect.objectContaining({ ok: false, enqueued: 0, error: { code: 'INTERNAL', message: expect.stringContaining('the step child died') } }), captured: false }]);
+  expect(records).toEqual([
+    {
+      record: expect.objectContaining({
+        ok: false,
+        enqueued: 0,
+        error: { code: 'INTERNAL', message: expect.stringContaining('the step child died') },
+      }),
+      captured: false,
+    },
+  ]);
   expect(out.text()).toContain('idle sweep failed');
 });
 

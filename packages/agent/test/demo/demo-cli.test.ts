@@ -13,7 +13,9 @@ import { STEPS } from '../../src/demo/index.js';
 import { snapshot } from '../../../../test/support/restore-homes.js';
 import { runCli } from '../../../../test/support/cli-process.js';
 
-const SENTINEL = '{\n  // the user\'s own settings\n  "hooks": {"SessionEnd": [{"matcher": "", "hooks": [{"type": "command", "command": "echo mine"}]}]}\n}\n';
+const SENTINEL =
+  '{\n  // the user\'s own settings\n  "hooks": {"SessionEnd": [{"matcher": "", "hooks": [{"type": "command", ' +
+  '"command": "echo mine"}]}]}\n}\n';
 const DEMO_TIMEOUT_MS = 150_000;
 
 let root: string;
@@ -67,7 +69,10 @@ describe('blue-agent demo', () => {
       expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
       const lines = result.stdout.split('\n');
       STEPS.forEach((id, i) => {
-        expect(lines.some((l) => l.startsWith(`${String(i + 1).padStart(2)}. ${id} `) && / \(\d+ ms\)$/.test(l)), `step ${i + 1} ${id}:\n${result.stdout}`).toBe(true);
+        expect(
+          lines.some((l) => l.startsWith(`${String(i + 1).padStart(2)}. ${id} `) && / \(\d+ ms\)$/.test(l)),
+          `step ${i + 1} ${id}:\n${result.stdout}`,
+        ).toBe(true);
       });
       const order = STEPS.map((id, i) => lines.findIndex((l) => l.startsWith(`${String(i + 1).padStart(2)}. ${id} `)));
       expect([...order].sort((x, y) => x - y)).toEqual(order);
@@ -93,7 +98,11 @@ describe('blue-agent demo', () => {
       expect(report.ok).toBe(true);
       expect(report.kept).toBe(true);
       expect(report.steps.map((s: { id: string; ok: boolean }) => [s.id, s.ok])).toEqual(STEPS.map((id) => [id, true]));
-      expect(report.steps.every((s: { ms: unknown; summary: unknown }) => typeof s.ms === 'number' && typeof s.summary === 'string')).toBe(true);
+      expect(
+        report.steps.every(
+          (s: { ms: unknown; summary: unknown }) => typeof s.ms === 'number' && typeof s.summary === 'string',
+        ),
+      ).toBe(true);
 
       expect(path.dirname(report.root)).toBe(tmp);
       expect(demoRoots()).toEqual([path.basename(report.root)]);
@@ -112,7 +121,9 @@ describe('blue-agent demo', () => {
       expect(report.steps.find((s: { id: string }) => s.id === 'restore').details.transcript_identical).toBe(true);
       // The hook that ran is the one reconcile wrote into machine A's settings.json.
       const capture = report.steps.find((s: { id: string }) => s.id === 'capture').details;
-      const settingsA = JSON.parse(await readFile(path.join(report.root, 'a', 'home', '.claude', 'settings.json'), 'utf8'));
+      const settingsA = JSON.parse(
+        await readFile(path.join(report.root, 'a', 'home', '.claude', 'settings.json'), 'utf8'),
+      );
       expect(settingsA.hooks.SessionEnd[0].hooks[0].command).toBe(capture.command);
 
       expect(await readFile(path.join(home, '.claude', 'settings.json'), 'utf8')).toBe(SENTINEL);
@@ -133,7 +144,11 @@ describe('blue-agent demo', () => {
         expect(json.code, json.stdout).toBe(1);
         const report = JSON.parse(json.stdout);
         expect(report.ok).toBe(false);
-        expect(report.error).toMatchObject({ code: 'DEMO_STEP_FAILED', step: { n: 1, id: 'control-api' }, cause: { code: 'ADDRESS_IN_USE', message: `127.0.0.1:${port} is in use` } });
+        expect(report.error).toMatchObject({
+          code: 'DEMO_STEP_FAILED',
+          step: { n: 1, id: 'control-api' },
+          cause: { code: 'ADDRESS_IN_USE', message: `127.0.0.1:${port} is in use` },
+        });
         expect(report.error.message).toBe(`step 1 (control-api) failed: [ADDRESS_IN_USE] 127.0.0.1:${port} is in use`);
         expect(report.error.hint).toMatch(/--port/);
         expect(report.steps).toEqual([expect.objectContaining({ n: 1, id: 'control-api', ok: false })]);
@@ -141,7 +156,10 @@ describe('blue-agent demo', () => {
         const human = await runCli(['demo', '--port', String(port)], { env, cwd: home, timeoutMs: 60_000 });
         expect(human.code).toBe(1);
         expect(human.stdout).toMatch(/ 1\. control-api {2}FAILED \[ADDRESS_IN_USE\] 127\.0\.0\.1:\d+ is in use/);
-        expect(human.stderr).toContain(`blue-agent: error [DEMO_STEP_FAILED]: step 1 (control-api) failed: [ADDRESS_IN_USE] 127.0.0.1:${port} is in use`);
+        expect(human.stderr).toContain(
+          `blue-agent: error [DEMO_STEP_FAILED]: step 1 (control-api) failed: [ADDRESS_IN_USE] 127.0.0.1:${port} ` +
+            `is in use`,
+        );
         expect(demoRoots()).toEqual([]);
       } finally {
         await new Promise((resolve) => blocker.close(resolve));
@@ -153,7 +171,17 @@ describe('blue-agent demo', () => {
   it('--help explains what is real and what is recorded, and the options', async () => {
     const result = await runCli(['demo', '--help'], { env, cwd: home });
     expect(result.code).toBe(0);
-    for (const text of ['Real:', 'Recorded:', 'stand-in', '--keep', '--json', '--port', 'DEMO_STEP_FAILED', 'CLAUDE_CONFIG_DIR']) expect(result.stdout).toContain(text);
+    for (const text of [
+      'Real:',
+      'Recorded:',
+      'stand-in',
+      '--keep',
+      '--json',
+      '--port',
+      'DEMO_STEP_FAILED',
+      'CLAUDE_CONFIG_DIR',
+    ])
+      expect(result.stdout).toContain(text);
     expect(demoRoots()).toEqual([]);
   });
 
@@ -178,7 +206,9 @@ describe('blue-agent demo', () => {
       run.child.kill('SIGINT');
       const result = await run;
       expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(130);
-      expect(result.stderr).toMatch(/error \[DEMO_STEP_FAILED\]: step \d \([a-z-]+\) failed: \[INTERRUPTED\] interrupted by SIGINT/);
+      expect(result.stderr).toMatch(
+        /error \[DEMO_STEP_FAILED\]: step \d \([a-z-]+\) failed: \[INTERRUPTED\] interrupted by SIGINT/,
+      );
       expect(demoRoots()).toEqual([]);
       expect(await readFile(path.join(home, '.claude', 'settings.json'), 'utf8')).toBe(SENTINEL);
     },

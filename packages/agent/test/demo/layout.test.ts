@@ -30,13 +30,34 @@ describe('the environment of the demo children', () => {
     const layout = demoLayout('/tmp/blue-agent-demo-x');
     const env = machineEnv(layout, layout.a, '/opt/node/bin/node');
     expect(Object.keys(env).sort()).toEqual(
-      ['GIT_CEILING_DIRECTORIES', 'GIT_CONFIG_NOSYSTEM', 'HOME', 'LANG', 'NO_COLOR', 'PATH', 'TMPDIR', 'XDG_CACHE_HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME'].sort(),
+      [
+        'GIT_CEILING_DIRECTORIES',
+        'GIT_CONFIG_NOSYSTEM',
+        'HOME',
+        'LANG',
+        'NO_COLOR',
+        'PATH',
+        'TMPDIR',
+        'XDG_CACHE_HOME',
+        'XDG_CONFIG_HOME',
+        'XDG_DATA_HOME',
+        'XDG_STATE_HOME',
+      ].sort(),
     );
-    for (const key of ['HOME', 'TMPDIR', 'XDG_CACHE_HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME']) expect(env[key]!.startsWith('/tmp/blue-agent-demo-x/'), key).toBe(true);
+    for (const key of ['HOME', 'TMPDIR', 'XDG_CACHE_HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME'])
+      expect(env[key]!.startsWith('/tmp/blue-agent-demo-x/'), key).toBe(true);
     expect(env.HOME).toBe('/tmp/blue-agent-demo-x/a/home');
     // The stand-in harness first, then Node.js, then the system.
-    expect(env.PATH!.split(':')).toEqual(['/tmp/blue-agent-demo-x/bin', '/opt/node/bin', '/usr/local/bin', '/usr/bin', '/bin']);
-    expect(machineEnv(layout, layout.b, '/usr/bin/node').PATH).toBe('/tmp/blue-agent-demo-x/bin:/usr/bin:/usr/local/bin:/bin');
+    expect(env.PATH!.split(':')).toEqual([
+      '/tmp/blue-agent-demo-x/bin',
+      '/opt/node/bin',
+      '/usr/local/bin',
+      '/usr/bin',
+      '/bin',
+    ]);
+    expect(machineEnv(layout, layout.b, '/usr/bin/node').PATH).toBe(
+      '/tmp/blue-agent-demo-x/bin:/usr/bin:/usr/local/bin:/bin',
+    );
   });
 
   it('substituted file names never leave their folder', () => {
@@ -73,7 +94,15 @@ describe('the shipped recorded session', () => {
     const layout = demoLayout(scratch);
     await mkdir(layout.a.workDir, { recursive: true });
     const installed = await installRecordedSession(asset, layout.a, layout.a.workDir);
-    expect(installed.transcriptPath).toBe(path.join(layout.a.home, '.claude', 'projects', layout.a.workDir.replace(/[^a-zA-Z0-9]/g, '-'), `${asset.sessionId}.jsonl`));
+    expect(installed.transcriptPath).toBe(
+      path.join(
+        layout.a.home,
+        '.claude',
+        'projects',
+        layout.a.workDir.replace(/[^a-zA-Z0-9]/g, '-'),
+        `${asset.sessionId}.jsonl`,
+      ),
+    );
     const text = await readFile(installed.transcriptPath, 'utf8');
     expect(text).not.toMatch(/\{\{[A-Z_]+\}\}/);
     expect(text).toContain(layout.a.workDir);
@@ -90,6 +119,8 @@ describe('the shipped recorded session', () => {
     const project = (await readdir(path.join(asset.dir, 'projects')))[0]!;
     await symlink('/etc/passwd', path.join(asset.dir, 'projects', project, 'evil.jsonl'));
     const layout = demoLayout(scratch);
-    await expect(installRecordedSession(asset, layout.a, path.join(scratch, 'w'))).rejects.toThrow(/not a regular file/);
+    await expect(installRecordedSession(asset, layout.a, path.join(scratch, 'w'))).rejects.toThrow(
+      /not a regular file/,
+    );
   });
 });

@@ -29,7 +29,15 @@ afterEach(async () => {
 /** The real Control API with a published policy, the agent logged in as alice, claude and opencode installed. */
 async function healthy(): Promise<TestServer> {
   api = await startTestServer();
-  api.server.store.publishPolicy({ revision: 1, contract_version: 1, ttl_seconds: 3600, session_upload: { presign_url: `${api.url}/session-uploads/presign` } }, Date.now());
+  api.server.store.publishPolicy(
+    {
+      revision: 1,
+      contract_version: 1,
+      ttl_seconds: 3600,
+      session_upload: { presign_url: `${api.url}/session-uploads/presign` },
+    },
+    Date.now(),
+  );
   await s.config(`control_url: ${api.url}\n`);
   await s.token(api.alice.token);
   await s.harnesses({ claude: '2.1.332 (Claude Code)', opencode: '1.18.33' });
@@ -54,12 +62,20 @@ async function installUnit(): Promise<void> {
   await writeFile(file, renderUnit(ctx));
 }
 
-async function doctor(extra: string[] = [], overrides: Parameters<Setup['context']>[0] = {}): Promise<{ code: number; checks: Record<string, Check>; list: Check[]; ok: boolean }> {
+async function doctor(
+  extra: string[] = [],
+  overrides: Parameters<Setup['context']>[0] = {},
+): Promise<{ code: number; checks: Record<string, Check>; list: Check[]; ok: boolean }> {
   const out = await s.cli(['doctor', '--json', ...extra], { platform: 'linux', ...overrides });
   const parsed = JSON.parse(out.stdout) as { ok: boolean; checks: Check[]; summary: Record<string, number> };
   expect(parsed.summary.fail).toBe(parsed.checks.filter((c) => c.status === 'fail').length);
   for (const c of parsed.checks) if (c.status !== 'ok') expect(c.fix, `${c.id} has a fix`).toEqual(expect.any(String));
-  return { code: out.code, checks: Object.fromEntries(parsed.checks.map((c) => [c.id, c])), list: parsed.checks, ok: parsed.ok };
+  return {
+    code: out.code,
+    checks: Object.fromEntries(parsed.checks.map((c) => [c.id, c])),
+    list: parsed.checks,
+    ok: parsed.ok,
+  };
 }
 
 describe('doctor', () => {
@@ -88,8 +104,12 @@ describe('doctor', () => {
     expect(result).toMatchObject({ code: 0, ok: true });
     expect(result.checks.token!.message).toContain('is accepted');
     // The Control API names each revision (a UUID, as Blue's does).
-    expect(result.checks.policy!.message).toMatch(/^revision [0-9a-f-]{36} \(fetched: from the Control API\), capture on$/);
-    expect(result.checks['harness:claude']!.message).toBe('claude 2.1.332, profile claude-v2_0_12, certified below 2.1.333-0: active');
+    expect(result.checks.policy!.message).toMatch(
+      /^revision [0-9a-f-]{36} \(fetched: from the Control API\), capture on$/,
+    );
+    expect(result.checks['harness:claude']!.message).toBe(
+      'claude 2.1.332, profile claude-v2_0_12, certified below 2.1.333-0: active',
+    );
     expect(result.checks.service!.message).toMatch(/installed, enabled, running$/);
 
     expect(human.code).toBe(0);
@@ -102,7 +122,10 @@ describe('doctor', () => {
     await s.harnesses({ claude: '2.1.332 (Claude Code)' });
     let result = await doctor();
     expect(result.code).toBe(1);
-    expect(result.checks['control-api']).toMatchObject({ status: 'fail', fix: expect.stringContaining('blue-agent login --control-url URL') });
+    expect(result.checks['control-api']).toMatchObject({
+      status: 'fail',
+      fix: expect.stringContaining('blue-agent login --control-url URL'),
+    });
     expect(result.checks.policy).toMatchObject({ status: 'fail' });
     expect(result.checks.token).toMatchObject({ status: 'ok' });
 
@@ -110,7 +133,10 @@ describe('doctor', () => {
     await writeFile(file, 'revision: 2\n');
     await s.config(`policy_file: ${file}\n`);
     result = await doctor();
-    expect(result.checks['control-api']).toMatchObject({ status: 'warn', message: expect.stringMatching(/stay in the spool/) });
+    expect(result.checks['control-api']).toMatchObject({
+      status: 'warn',
+      message: expect.stringMatching(/stay in the spool/),
+    });
     expect(result.checks.policy).toMatchObject({ status: 'ok', message: `revision 2 (file: ${file}), capture off` });
     expect(result.list.filter((c) => c.status === 'fail')).toEqual([]);
   });
@@ -120,12 +146,20 @@ describe('doctor', () => {
     // The same URL (and so the same policy cache), after the server has gone.
     await api!.close();
     api = undefined;
-    // Refused at once (ECONNREFUSED, named below): nothing to wait for, so a doctor that hung fails by the test's timeout.
+    // Refused at once (ECONNREFUSED, named below): nothing to wait for, so a doctor that hung fails by the test's
+    // timeout.
     const result = await doctor();
     expect(result.code).toBe(1);
-    expect(result.checks['control-api']).toMatchObject({ status: 'fail', message: expect.stringMatching(/cannot be reached: unreachable \(ECONNREFUSED\)/), fix: expect.stringContaining('control_url') });
+    expect(result.checks['control-api']).toMatchObject({
+      status: 'fail',
+      message: expect.stringMatching(/cannot be reached: unreachable \(ECONNREFUSED\)/),
+      fix: expect.stringContaining('control_url'),
+    });
     expect(result.checks.token).toMatchObject({ status: 'warn' });
-    expect(result.checks.policy).toMatchObject({ status: 'ok', message: expect.stringMatching(/^revision [0-9a-f-]{36} \(cached/) });
+    expect(result.checks.policy).toMatchObject({
+      status: 'ok',
+      message: expect.stringMatching(/^revision [0-9a-f-]{36} \(cached/),
+    });
     expect(result.checks['harness:claude']).toMatchObject({ status: 'ok' });
   });
 
@@ -135,12 +169,20 @@ describe('doctor', () => {
     let result = await doctor();
     expect(result.code).toBe(1);
     expect(result.checks['control-api']).toMatchObject({ status: 'ok' });
-    expect(result.checks.token).toMatchObject({ status: 'fail', message: expect.stringContaining('HTTP 401'), fix: expect.stringContaining('blue-agent login --control-url URL') });
+    expect(result.checks.token).toMatchObject({
+      status: 'fail',
+      message: expect.stringContaining('HTTP 401'),
+      fix: expect.stringContaining('blue-agent login --control-url URL'),
+    });
 
     await s.token(api!.alice.token, 0o644);
     result = await doctor();
     const tokenFile = path.join(s.stateDir, 'token');
-    expect(result.checks.token).toMatchObject({ status: 'fail', message: expect.stringContaining('accessible by group or others'), fix: `Run \`chmod 600 ${tokenFile}\`, then try again.` });
+    expect(result.checks.token).toMatchObject({
+      status: 'fail',
+      message: expect.stringContaining('accessible by group or others'),
+      fix: `Run \`chmod 600 ${tokenFile}\`, then try again.`,
+    });
   });
 
   it('a spool open to others (0755) fails with the chmod fix', async () => {
@@ -149,7 +191,11 @@ describe('doctor', () => {
     await chmod(spool, 0o755);
     let result = await doctor();
     expect(result.code).toBe(1);
-    expect(result.checks.spool).toMatchObject({ status: 'fail', message: expect.stringContaining(`${spool} (mode 0755)`), fix: `chmod 700 ${spool}` });
+    expect(result.checks.spool).toMatchObject({
+      status: 'fail',
+      message: expect.stringContaining(`${spool} (mode 0755)`),
+      fix: `chmod 700 ${spool}`,
+    });
 
     // Writable by others is what the spool itself refuses (SPOOL_UNSAFE); a loose record file is caught too.
     await chmod(spool, 0o700);
@@ -171,8 +217,12 @@ describe('doctor', () => {
     expect(result.code).toBe(0);
     expect(result.checks['harness:opencode']).toMatchObject({
       status: 'warn',
-      message: 'opencode 1.19.0 is unverified: at or past opencode-v1_2_0\'s certified ceiling 1.18.34-0, so capture is off',
-      fix: expect.stringContaining('certify it in a checkout of blue-agent: scripts/with-node24 npm run certify -- --harness opencode --version 1.19.0'),
+      message:
+        "opencode 1.19.0 is unverified: at or past opencode-v1_2_0's certified ceiling 1.18.34-0, so capture is off",
+      fix: expect.stringContaining(
+        'certify it in a checkout of blue-agent: scripts/with-node24 npm run certify -- --harness opencode ' +
+          '--version 1.19.0',
+      ),
     });
   });
 
@@ -182,21 +232,31 @@ describe('doctor', () => {
     let result = await doctor();
     // Not reconciled yet: the hook is missing.
     expect(result.checks['harness:codex']).toMatchObject({ status: 'warn', fix: 'blue-agent reconcile' });
-    expect(result.checks['codex-trust']).toMatchObject({ status: 'warn', fix: expect.stringMatching(/^run `blue-agent reconcile`, then open `codex`, run \/hooks/) });
+    expect(result.checks['codex-trust']).toMatchObject({
+      status: 'warn',
+      fix: expect.stringMatching(/^run `blue-agent reconcile`, then open `codex`, run \/hooks/),
+    });
 
     expect((await s.cli(['reconcile'])).code).toBe(0);
     result = await doctor();
     expect(result.checks['harness:codex']).toMatchObject({ status: 'ok' });
-    expect(result.checks['codex-trust']).toMatchObject({ status: 'warn', message: expect.stringContaining('only once you trust it'), fix: 'open `codex`, run /hooks and trust the blue-agent capture hook' });
+    expect(result.checks['codex-trust']).toMatchObject({
+      status: 'warn',
+      message: expect.stringContaining('only once you trust it'),
+      fix: 'open `codex`, run /hooks and trust the blue-agent capture hook',
+    });
 
     // Trust the hook the way Codex records it.
     const config = path.join(s.t.home, '.codex', 'config.toml');
     const text = await readFile(config, 'utf8');
-    const groups = ((parseToml(text) as any).hooks.SessionEnd as Record<string, unknown>[]);
+    const groups = (parseToml(text) as any).hooks.SessionEnd as Record<string, unknown>[];
     const group = groups.length - 1;
     const handler = (groups[group]!.hooks as Record<string, unknown>[])[0]!;
     const key = hookStateKey(config, 'SessionEnd', group, 0);
-    await writeFile(config, `${text}\n[hooks.state."${key}"]\ntrusted_hash = "${hookTrustHash('SessionEnd', groups[group]!, handler)}"\n`);
+    await writeFile(
+      config,
+      `${text}\n[hooks.state."${key}"]\ntrusted_hash = "${hookTrustHash('SessionEnd', groups[group]!, handler)}"\n`,
+    );
     result = await doctor();
     expect(result.checks['codex-trust']).toMatchObject({ status: 'ok', message: 'Codex trusts the managed hook' });
   });
@@ -209,7 +269,11 @@ describe('doctor', () => {
     const code = await doctorCommand(s.context({ stdout, platform: 'linux' }), { json: true, nodeVersion: '20.11.1' });
     expect(code).toBe(1);
     const node = (JSON.parse(stdout.text()).checks as Check[]).find((c) => c.id === 'node');
-    expect(node).toMatchObject({ status: 'fail', message: 'Node.js 20.11.1 is older than blue-agent needs (>=22.22)', fix: expect.stringContaining('install Node.js 22.22 or newer') });
+    expect(node).toMatchObject({
+      status: 'fail',
+      message: 'Node.js 20.11.1 is older than blue-agent needs (>=22.22)',
+      fix: expect.stringContaining('install Node.js 22.22 or newer'),
+    });
     expect(checkNode({ version: '22.22.0', required: '>=22.22' }).status).toBe('ok');
     expect(checkNode({ version: '22.21.9', required: '>=22.22' }).status).toBe('fail');
     expect(checkNode({ version: '24.0.0-pre', required: '>=22.22' }).status).toBe('ok');
@@ -219,58 +283,94 @@ describe('doctor', () => {
     await healthy();
     await fakeSystemctl('disabled', 'inactive');
     let result = await doctor();
-    expect(result.checks.service).toMatchObject({ status: 'warn', message: 'the systemd service is not installed', fix: 'blue-agent service install' });
+    expect(result.checks.service).toMatchObject({
+      status: 'warn',
+      message: 'the systemd service is not installed',
+      fix: 'blue-agent service install',
+    });
     expect(result.code).toBe(0);
 
     await installUnit();
     await fakeSystemctl('enabled', 'inactive');
     result = await doctor();
-    expect(result.checks.service).toMatchObject({ status: 'warn', message: expect.stringContaining('the agent is not running'), fix: expect.stringContaining('blue-agent service install') });
+    expect(result.checks.service).toMatchObject({
+      status: 'warn',
+      message: expect.stringContaining('the agent is not running'),
+      fix: expect.stringContaining('blue-agent service install'),
+    });
 
     const unit = unitFilePath(s.context({ platform: 'linux' }))!;
     await writeFile(unit, '[Service]\nExecStart=/usr/bin/something-else\n');
     result = await doctor();
-    expect(result.checks.service).toMatchObject({ status: 'warn', message: `${unit} exists but was not written by blue-agent` });
+    expect(result.checks.service).toMatchObject({
+      status: 'warn',
+      message: `${unit} exists but was not written by blue-agent`,
+    });
 
     // And status shows the same service.
     const status = JSON.parse((await s.cli(['status', '--json'], { platform: 'linux' })).stdout);
-    expect(status.service).toMatchObject({ manager: 'systemd', unit_file: unit, installed: true, ours: false, enabled: true, active: false });
-  });
-
-  it('the service cannot run in this session: no `service install` advice, but what works here; a hand-run agent is ok', async () => {
-    await healthy();
-    // systemctl without a user manager to reach (the words of the real one), on a machine systemd runs.
-    const noUserManager = (system: string) =>
-      writeFile(
-        path.join(s.bin, 'systemctl'),
-        `#!/bin/sh\nif [ "$1" = is-system-running ]; then echo ${system}; exit 1; fi\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n`,
-        { mode: 0o755 },
-      );
-    await noUserManager('running');
-    let result = await doctor();
-    expect(result.checks.service).toMatchObject({
-      status: 'warn',
-      message: expect.stringMatching(/^the systemd service cannot run here: there is no systemd user manager in this session .*; the agent does not run/),
-      fix: expect.stringContaining('`loginctl enable-linger $USER`, log in again and run `blue-agent service install` again; or run the agent yourself: `blue-agent run`'),
+    expect(status.service).toMatchObject({
+      manager: 'systemd',
+      unit_file: unit,
+      installed: true,
+      ours: false,
+      enabled: true,
+      active: false,
     });
-
-    // Not a machine systemd runs (a container): lingering would not help.
-    await noUserManager('offline');
-    result = await doctor();
-    expect(result.checks.service!.message).toContain('systemd does not run this machine');
-    expect(result.checks.service!.fix).toMatch(/^run the agent yourself: `blue-agent run` in a session that stays open \(tmux or screen\), or at boot from cron/);
-    expect(result.checks.service!.fix).not.toContain('service install');
-
-    // A unit left by an earlier install is named as one that cannot run.
-    await installUnit();
-    result = await doctor();
-    expect(result.checks.service!.message).toContain('blue-agent.service is installed but cannot run');
-
-    // The agent started by hand (its state file, this very process as its pid): that is what works here.
-    await writeFile(path.join(s.stateDir, 'agent-run.json'), JSON.stringify({ pid: process.pid, started_at_unix_ms: Date.now(), updated_at_unix_ms: Date.now() }));
-    result = await doctor();
-    expect(result.checks.service).toMatchObject({ status: 'ok', message: expect.stringContaining(`the agent runs (pid ${process.pid}) without a service manager`) });
   });
+
+  it(
+    'the service cannot run in this session: no `service install` advice, but what works here; a hand-run agent ' +
+      'is ok',
+    async () => {
+      await healthy();
+      // systemctl without a user manager to reach (the words of the real one), on a machine systemd runs.
+      const noUserManager = (system: string) =>
+        writeFile(
+          path.join(s.bin, 'systemctl'),
+          `#!/bin/sh\nif [ "$1" = is-system-running ]; then echo ${system}; exit 1; fi\necho "Failed to connect to ` +
+            `bus: No medium found" >&2\nexit 1\n`,
+          { mode: 0o755 },
+        );
+      await noUserManager('running');
+      let result = await doctor();
+      expect(result.checks.service).toMatchObject({
+        status: 'warn',
+        message: expect.stringMatching(
+          /^the systemd service cannot run here: there is no systemd user manager in this session .*; the agent does not run/,
+        ),
+        fix: expect.stringContaining(
+          '`loginctl enable-linger $USER`, log in again and run `blue-agent service install` again; or run the agent ' +
+            'yourself: `blue-agent run`',
+        ),
+      });
+
+      // Not a machine systemd runs (a container): lingering would not help.
+      await noUserManager('offline');
+      result = await doctor();
+      expect(result.checks.service!.message).toContain('systemd does not run this machine');
+      expect(result.checks.service!.fix).toMatch(
+        /^run the agent yourself: `blue-agent run` in a session that stays open \(tmux or screen\), or at boot from cron/,
+      );
+      expect(result.checks.service!.fix).not.toContain('service install');
+
+      // A unit left by an earlier install is named as one that cannot run.
+      await installUnit();
+      result = await doctor();
+      expect(result.checks.service!.message).toContain('blue-agent.service is installed but cannot run');
+
+      // The agent started by hand (its state file, this very process as its pid): that is what works here.
+      await writeFile(
+        path.join(s.stateDir, 'agent-run.json'),
+        JSON.stringify({ pid: process.pid, started_at_unix_ms: Date.now(), updated_at_unix_ms: Date.now() }),
+      );
+      result = await doctor();
+      expect(result.checks.service).toMatchObject({
+        status: 'ok',
+        message: expect.stringContaining(`the agent runs (pid ${process.pid}) without a service manager`),
+      });
+    },
+  );
 
   it('pure checks: states map to ok / warn / fail with a fix', () => {
     const base: HarnessStatus = {
@@ -287,12 +387,50 @@ describe('doctor', () => {
       pending: null,
       hint: null,
     };
-    expect(checkHarness(base)).toMatchObject({ status: 'warn', fix: expect.stringContaining('scripts/with-node24 npm run certify -- --harness claude --version 2.1.400') });
-    expect(checkHarness({ ...base, state: 'error', reason: 'settings.json:3:1: bad', hint: 'Fix the JSON' })).toEqual({ id: 'harness:claude', status: 'fail', message: 'settings.json:3:1: bad', fix: 'Fix the JSON' });
-    expect(checkHarness({ ...base, state: 'not_installed', installed: false, version: null })).toMatchObject({ status: 'ok' });
-    expect(checkHarness({ ...base, state: 'unsupported_version', reason: 'Claude Code 1.0.0 is outside every compatibility profile' })).toMatchObject({ status: 'warn', fix: expect.stringContaining('blue-agent profiles list') });
+    expect(checkHarness(base)).toMatchObject({
+      status: 'warn',
+      fix: expect.stringContaining('scripts/with-node24 npm run certify -- --harness claude --version 2.1.400'),
+    });
+    expect(checkHarness({ ...base, state: 'error', reason: 'settings.json:3:1: bad', hint: 'Fix the JSON' })).toEqual({
+      id: 'harness:claude',
+      status: 'fail',
+      message: 'settings.json:3:1: bad',
+      fix: 'Fix the JSON',
+    });
+    expect(checkHarness({ ...base, state: 'not_installed', installed: false, version: null })).toMatchObject({
+      status: 'ok',
+    });
+    expect(
+      checkHarness({
+        ...base,
+        state: 'unsupported_version',
+        reason: 'Claude Code 1.0.0 is outside every compatibility profile',
+      }),
+    ).toMatchObject({ status: 'warn', fix: expect.stringContaining('blue-agent profiles list') });
     expect(checkService({ error: { code: 'INTERNAL', message: 'boom' } })).toMatchObject({ status: 'warn' });
-    expect(checkService({ manager: 'none', unitFile: undefined, installed: false, ours: false, current: false, enabled: undefined, active: undefined, detail: '' })).toMatchObject({ status: 'warn', fix: expect.stringContaining('blue-agent run') });
-    expect(checkService({ manager: 'systemd', unitFile: '/u', installed: true, ours: true, current: false, enabled: true, active: true, detail: 'old' })).toMatchObject({ status: 'warn', fix: 'blue-agent service install' });
+    expect(
+      checkService({
+        manager: 'none',
+        unitFile: undefined,
+        installed: false,
+        ours: false,
+        current: false,
+        enabled: undefined,
+        active: undefined,
+        detail: '',
+      }),
+    ).toMatchObject({ status: 'warn', fix: expect.stringContaining('blue-agent run') });
+    expect(
+      checkService({
+        manager: 'systemd',
+        unitFile: '/u',
+        installed: true,
+        ours: true,
+        current: false,
+        enabled: true,
+        active: true,
+        detail: 'old',
+      }),
+    ).toMatchObject({ status: 'warn', fix: 'blue-agent service install' });
   });
 });

@@ -30,26 +30,50 @@ async function checks(): Promise<Record<string, Check>> {
 }
 
 describe('doctor', () => {
-  it('a 426 pinning another major: the policy check fails with the release to install; the Control API and token are fine', async () => {
-    server.setHandler((_req, res) =>
-      res.writeHead(426, { 'content-type': 'application/json', 'x-blue-required-client-version': '2.0.0' }).end('{"error":"governance contract 4 requires a newer client; client reports 3"}'),
-    );
-    const c = await checks();
-    expect(c['control-api']!.status).toBe('ok');
-    expect(c.token!.status).toBe('ok');
-    expect(c.policy).toMatchObject({ status: 'fail', message: expect.stringContaining('requires blue-agent 2.0.0, and this is 1.4.2'), fix: expect.stringContaining('Install blue-agent 2.0.0') });
-    expect(server.requests[0]!.headers['x-blue-capabilities']).toContain('tenant_client_version_pin');
-  });
+  it(
+    'a 426 pinning another major: the policy check fails with the release to install; the Control API and token ' +
+      'are fine',
+    async () => {
+      server.setHandler((_req, res) =>
+        res
+          .writeHead(426, { 'content-type': 'application/json', 'x-blue-required-client-version': '2.0.0' })
+          .end('{"error":"governance contract 4 requires a newer client; client reports 3"}'),
+      );
+      const c = await checks();
+      expect(c['control-api']!.status).toBe('ok');
+      expect(c.token!.status).toBe('ok');
+      expect(c.policy).toMatchObject({
+        status: 'fail',
+        message: expect.stringContaining('requires blue-agent 2.0.0, and this is 1.4.2'),
+        fix: expect.stringContaining('Install blue-agent 2.0.0'),
+      });
+      expect(server.requests[0]!.headers['x-blue-capabilities']).toContain('tenant_client_version_pin');
+    },
+  );
 
   it("a 426 for a newer contract is POLICY_INCOMPATIBLE with the server's words", async () => {
-    server.setHandler((_req, res) => res.writeHead(426, { 'content-type': 'application/json' }).end('{"error":"governance contract 4 requires a newer client; client reports 3"}'));
+    server.setHandler((_req, res) =>
+      res
+        .writeHead(426, { 'content-type': 'application/json' })
+        .end('{"error":"governance contract 4 requires a newer client; client reports 3"}'),
+    );
     const c = await checks();
-    expect(c.policy).toMatchObject({ status: 'fail', message: expect.stringContaining('governance contract 4 requires a newer client') });
+    expect(c.policy).toMatchObject({
+      status: 'fail',
+      message: expect.stringContaining('governance contract 4 requires a newer client'),
+    });
   });
 
   it('another release of the same major is a warning on the policy check', async () => {
-    server.setPolicy({ revision: 'r1', required_client_version: '1.9.0', session_upload: { presign_url: `${server.origin}/session-uploads/presign` } });
+    server.setPolicy({
+      revision: 'r1',
+      required_client_version: '1.9.0',
+      session_upload: { presign_url: `${server.origin}/session-uploads/presign` },
+    });
     const c = await checks();
-    expect(c.policy).toMatchObject({ status: 'warn', message: expect.stringContaining('the organisation recommends blue-agent 1.9.0; this is 1.4.2') });
+    expect(c.policy).toMatchObject({
+      status: 'warn',
+      message: expect.stringContaining('the organisation recommends blue-agent 1.9.0; this is 1.4.2'),
+    });
   });
 });

@@ -17,7 +17,16 @@ import { main } from '../../src/cli/main.js';
 import { loadProfiles } from '@blue-agent/contract/profiles/index.js';
 import { MAX_ATTEMPTS, RETRY_DELAYS_MS, Spool, type SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../../../../test/support/context.js';
-import { canMountTmpfs, claudeSession, CLAUDE_PROFILE, mountTmpfs, readJson, runCli, spoolFiles, type ClaudeSession } from '../../../../test/support/cli-process.js';
+import {
+  canMountTmpfs,
+  claudeSession,
+  CLAUDE_PROFILE,
+  mountTmpfs,
+  readJson,
+  runCli,
+  spoolFiles,
+  type ClaudeSession,
+} from '../../../../test/support/cli-process.js';
 
 let t: TestHome;
 let stateDir: string;
@@ -41,12 +50,25 @@ afterEach(async () => {
 
 let enqueued = 0;
 /** Enqueues like the hook did a minute ago; later calls get later times, so records build in call order. */
-async function enqueue(session: { payload: SpoolRecord['payload'] }, profile = CLAUDE_PROFILE, harness = 'claude'): Promise<SpoolRecord> {
+async function enqueue(
+  session: { payload: SpoolRecord['payload'] },
+  profile = CLAUDE_PROFILE,
+  harness = 'claude',
+): Promise<SpoolRecord> {
   const spool = await Spool.open(stateLayout(stateDir));
-  return spool.enqueueIntake({ harness, profile, payload: session.payload, createdAtUnixMs: now - 60_000 + ++enqueued });
+  return spool.enqueueIntake({
+    harness,
+    profile,
+    payload: session.payload,
+    createdAtUnixMs: now - 60_000 + ++enqueued,
+  });
 }
 
-async function session(id: string, prompt = `Refactor the checkout flow (${id})`, extra: { padBytes?: number } = {}): Promise<ClaudeSession> {
+async function session(
+  id: string,
+  prompt = `Refactor the checkout flow (${id})`,
+  extra: { padBytes?: number } = {},
+): Promise<ClaudeSession> {
   return claudeSession(claudeDir, { id, cwd, prompt, ...extra });
 }
 
@@ -57,14 +79,27 @@ function recordIn(state: string, id: string): SpoolRecord {
 describe('building', () => {
   it('turns a Claude session into a ready bundle that verifies, with title, repository and capture time', async () => {
     execFileSync('git', ['init', '-q', cwd]);
-    execFileSync('git', ['-C', cwd, 'remote', 'add', 'origin', 'https://someone:ghp_token123@github.com/acme/shop.git']);
+    execFileSync('git', [
+      '-C',
+      cwd,
+      'remote',
+      'add',
+      'origin',
+      'https://someone:ghp_token123@github.com/acme/shop.git',
+    ]);
     const s = await session('0e2c1a4e-7b1f-4c55-9a51-2b4d7a4d8e10', 'Add a coupon field to the checkout page');
     const record = await enqueue(s);
 
     const report = await drain(ctx);
     expect(report.built.map((b) => b.id)).toEqual([record.id]);
     expect(report).toMatchObject({ failed: [], retried: [], left: 0 });
-    expect(spoolFiles(stateDir)).toMatchObject({ intake: [], building: [], ready: [`${record.id}.json`], bundles: [`${record.id}.bundle`], tmp: [] });
+    expect(spoolFiles(stateDir)).toMatchObject({
+      intake: [],
+      building: [],
+      ready: [`${record.id}.json`],
+      bundles: [`${record.id}.bundle`],
+      tmp: [],
+    });
 
     const ready = recordIn('ready', record.id);
     const bundleFile = path.join(stateDir, 'spool', 'bundles', `${record.id}.bundle`);
@@ -92,7 +127,9 @@ describe('building', () => {
   it('leaves out the repository outside of one', async () => {
     const record = await enqueue(await session('no-repo-0001'));
     await drain(ctx);
-    const verified = await verifyBundle(path.join(stateDir, 'spool', 'bundles', `${record.id}.bundle`), { profiles: await loadProfiles(ctx.paths.profilesDir) });
+    const verified = await verifyBundle(path.join(stateDir, 'spool', 'bundles', `${record.id}.bundle`), {
+      profiles: await loadProfiles(ctx.paths.profilesDir),
+    });
     expect(verified.manifest.repository).toBeUndefined();
     expect(verified.manifest.cwd).toBe(cwd);
   });
@@ -105,11 +142,18 @@ describe('building', () => {
     const ages = [0, 400, 60_000];
     for (const [i, age] of ages.entries()) {
       const s = await session(`settle-000${i}`);
-      await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: s.payload, createdAtUnixMs: now - age });
+      await spool.enqueueIntake({
+        harness: 'claude',
+        profile: CLAUDE_PROFILE,
+        payload: s.payload,
+        createdAtUnixMs: now - age,
+      });
     }
     const events: string[] = [];
     const waits: number[] = [];
-    const build: BuildFunction = async (...args) => (events.push(`build ${args[1].payload.session_id}`), buildFromRecord(...args));
+    const build: BuildFunction = async (...args) => (
+      events.push(`build ${args[1].payload.session_id}`), buildFromRecord(...args)
+    );
     const report = await drain(ctx, { build, wait: async (ms) => (waits.push(ms), events.push(`wait ${ms}`)) });
     expect(report.built).toHaveLength(3);
     expect(waits.sort((a, b) => a - b)).toEqual([SETTLE_MS - 400, SETTLE_MS]);
@@ -164,7 +208,10 @@ describe('failures', () => {
       if (attempt < MAX_ATTEMPTS) {
         expect(report.retried, `attempt ${attempt}`).toMatchObject([{ id: record.id, code: 'INTERNAL' }]);
         const waiting = recordIn('intake', record.id);
-        expect(waiting).toMatchObject({ attempts: attempt, last_error: { message: expect.stringContaining(`(${attempt})`) } });
+        expect(waiting).toMatchObject({
+          attempts: attempt,
+          last_error: { message: expect.stringContaining(`(${attempt})`) },
+        });
         // Not retried before its time, even by another drain.
         expect((await drain(ctx, { build })).retried).toEqual([]);
         now = waiting.next_attempt_at_unix_ms!;
@@ -174,7 +221,10 @@ describe('failures', () => {
       expect(spoolFiles(stateDir).tmp).toEqual([]);
     }
     expect(calls).toBe(MAX_ATTEMPTS);
-    expect(recordIn('failed', record.id)).toMatchObject({ attempts: MAX_ATTEMPTS, last_error: { message: expect.stringContaining(`after ${MAX_ATTEMPTS} attempts`) } });
+    expect(recordIn('failed', record.id)).toMatchObject({
+      attempts: MAX_ATTEMPTS,
+      last_error: { message: expect.stringContaining(`after ${MAX_ATTEMPTS} attempts`) },
+    });
     expect(RETRY_DELAYS_MS.length).toBeGreaterThan(0);
   });
 
@@ -217,9 +267,17 @@ describe('on a real full filesystem', () => {
       const c = t.context({ env });
       // Random bytes do not compress: a 2 MiB companion file cannot fit in 512 KiB.
       const s = await session('big-0001');
-      await writeFile(path.join(s.companionDir, 'tool-results', 'toolu_big.bin'), (await import('node:crypto')).randomBytes(2 * 1024 * 1024));
+      await writeFile(
+        path.join(s.companionDir, 'tool-results', 'toolu_big.bin'),
+        (await import('node:crypto')).randomBytes(2 * 1024 * 1024),
+      );
       const spool = await Spool.open(stateLayout(env.BLUE_AGENT_HOME));
-      const record = await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: s.payload, createdAtUnixMs: Date.now() - 60_000 });
+      const record = await spool.enqueueIntake({
+        harness: 'claude',
+        profile: CLAUDE_PROFILE,
+        payload: s.payload,
+        createdAtUnixMs: Date.now() - 60_000,
+      });
       const report = await drain(c);
       expect(report.stopped?.code, JSON.stringify(report)).toBe('SPOOL_FULL');
       const files = spoolFiles(env.BLUE_AGENT_HOME);
@@ -235,14 +293,25 @@ describe('on a real full filesystem', () => {
 describe('concurrency', () => {
   it('two drains at once build every record exactly once', async () => {
     const ids: string[] = [];
-    for (let i = 0; i < 12; i++) ids.push((await enqueue(await session(`conc-${String(i).padStart(4, '0')}`, `Task ${i}`, { padBytes: 64 * 1024 }))).id);
-    const [a, b] = await Promise.all([runCli(['drain', '--json'], { env: t.env }), runCli(['drain', '--json'], { env: t.env })]);
+    for (let i = 0; i < 12; i++)
+      ids.push(
+        (await enqueue(await session(`conc-${String(i).padStart(4, '0')}`, `Task ${i}`, { padBytes: 64 * 1024 }))).id,
+      );
+    const [a, b] = await Promise.all([
+      runCli(['drain', '--json'], { env: t.env }),
+      runCli(['drain', '--json'], { env: t.env }),
+    ]);
     const ra = JSON.parse(a.stdout) as { built: { id: string }[] };
     const rb = JSON.parse(b.stdout) as { built: { id: string }[] };
     const built = [...ra.built, ...rb.built].map((x) => x.id);
     expect(built.sort()).toEqual([...ids].sort());
     expect(new Set(built).size).toBe(ids.length);
-    expect(spoolFiles(stateDir)).toMatchObject({ intake: [], building: [], tmp: [], ready: ids.map((id) => `${id}.json`).sort() });
+    expect(spoolFiles(stateDir)).toMatchObject({
+      intake: [],
+      building: [],
+      tmp: [],
+      ready: ids.map((id) => `${id}.json`).sort(),
+    });
     // Both took part (neither just found an empty spool), which is what makes this a test of the claims.
     expect(ra.built.length + rb.built.length).toBe(12);
   });
@@ -333,7 +402,12 @@ describe('output', () => {
     const bad = await enqueue({ payload: { session_id: 'out-missing', cwd } });
     const out = bufferOutput();
     const code = await drainCommand(t.context({ stdout: out, clock: { now: () => now } }), { json: true });
-    const report = JSON.parse(out.text()) as { ok: boolean; built: { id: string; size: number }[]; failed: { id: string; reason: string }[]; left: number };
+    const report = JSON.parse(out.text()) as {
+      ok: boolean;
+      built: { id: string; size: number }[];
+      failed: { id: string; reason: string }[];
+      left: number;
+    };
     expect(code).toBe(1);
     expect(report).toMatchObject({ ok: false, built: [{ id: good.id }], failed: [{ id: bad.id }], left: 0 });
     // The outcome is kept for `status`.
@@ -354,8 +428,24 @@ describe('output', () => {
     await spoolListCommand(t.context({ stdout: list }), { json: true });
     const listed = JSON.parse(list.text()) as { records: Record<string, unknown>[] };
     expect(listed.records).toMatchObject([
-      { id: good.id, state: 'ready', harness: 'claude', profile: CLAUDE_PROFILE, session_id: 'out-0001', size: report.built[0]!.size, attempts: 0, last_error: null },
-      { id: bad.id, state: 'failed', session_id: 'out-missing', size: null, attempts: 1, last_error: expect.stringContaining('no transcript') },
+      {
+        id: good.id,
+        state: 'ready',
+        harness: 'claude',
+        profile: CLAUDE_PROFILE,
+        session_id: 'out-0001',
+        size: report.built[0]!.size,
+        attempts: 0,
+        last_error: null,
+      },
+      {
+        id: bad.id,
+        state: 'failed',
+        session_id: 'out-missing',
+        size: null,
+        attempts: 1,
+        last_error: expect.stringContaining('no transcript'),
+      },
     ]);
     expect(listed.records[0]!.created_at).toBe(new Date(good.created_at_unix_ms).toISOString());
 
@@ -363,7 +453,11 @@ describe('output', () => {
     await spoolListCommand(t.context({ stdout: human }), {});
     const lines = human.text().trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID\s+STATE\s+HARNESS\s+PROFILE\s+SESSION\s+SIZE\s+ATTEMPTS\s+CREATED\s+LAST ERROR$/);
-    expect(lines[1]).toMatch(new RegExp(`^${good.id}\\s+ready\\s+claude\\s+${CLAUDE_PROFILE}\\s+out-0001\\s+${report.built[0]!.size}\\s+0\\s+\\d{4}-\\d\\d-\\d\\dT`));
+    expect(lines[1]).toMatch(
+      new RegExp(
+        `^${good.id}\\s+ready\\s+claude\\s+${CLAUDE_PROFILE}\\s+out-0001\\s+${report.built[0]!.size}\\s+0\\s+\\d{4}-\\d\\d-\\d\\dT`,
+      ),
+    );
     expect(lines[2]).toMatch(new RegExp(`^${bad.id}\\s+failed\\s+claude .*no transcript of session out-missing`));
   });
 
@@ -382,10 +476,34 @@ describe('bundle create', () => {
     const s = await session('create-0001', 'Explain the failing test');
     const out = path.join(t.root, 'out.bundle');
     const stdout = bufferOutput();
-    const code = await main(['bundle', 'create', '--harness', 'claude', '--session', s.id, '--cwd', cwd, '--profile', CLAUDE_PROFILE, '--out', out, '--json'], t.context({ stdout }));
+    const code = await main(
+      [
+        'bundle',
+        'create',
+        '--harness',
+        'claude',
+        '--session',
+        s.id,
+        '--cwd',
+        cwd,
+        '--profile',
+        CLAUDE_PROFILE,
+        '--out',
+        out,
+        '--json',
+      ],
+      t.context({ stdout }),
+    );
     expect(code, stdout.text()).toBe(0);
-    const result = JSON.parse(stdout.text()) as { file: string; sha256: string; manifest: { title: string; native_session_id: string } };
-    expect(result).toMatchObject({ file: out, manifest: { title: 'Explain the failing test', native_session_id: s.id } });
+    const result = JSON.parse(stdout.text()) as {
+      file: string;
+      sha256: string;
+      manifest: { title: string; native_session_id: string };
+    };
+    expect(result).toMatchObject({
+      file: out,
+      manifest: { title: 'Explain the failing test', native_session_id: s.id },
+    });
     const verified = await verifyBundle(out, { profiles: await loadProfiles(t.ctx.paths.profilesDir) });
     expect(verified.sha256).toBe(result.sha256);
   });
@@ -396,9 +514,12 @@ describe('bundle create', () => {
     await writeFile(path.join(bin, 'claude'), "#!/bin/sh\necho '2.1.197 (Claude Code)'\n", { mode: 0o755 });
     const s = await session('create-0002');
     const out = path.join(t.root, 'out2.bundle');
-    const result = await runCli(['bundle', 'create', '--harness', 'claude', '--session', s.id, '--transcript', s.transcript, '--out', out], {
-      env: { ...t.env, PATH: `${bin}:${t.env.PATH}` },
-    });
+    const result = await runCli(
+      ['bundle', 'create', '--harness', 'claude', '--session', s.id, '--transcript', s.transcript, '--out', out],
+      {
+        env: { ...t.env, PATH: `${bin}:${t.env.PATH}` },
+      },
+    );
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain(`wrote ${out}`);
     expect(result.stdout).toContain(`(${CLAUDE_PROFILE})`);
@@ -408,14 +529,52 @@ describe('bundle create', () => {
     const s = await session('create-0003');
     await link(s.transcript, path.join(t.root, 'second-name.jsonl'));
     const out = path.join(t.root, 'linked.bundle');
-    const result = await runCli(['bundle', 'create', '--harness', 'claude', '--session', s.id, '--transcript', s.transcript, '--out', out, '--profile', CLAUDE_PROFILE, '--json'], { env: t.env });
+    const result = await runCli(
+      [
+        'bundle',
+        'create',
+        '--harness',
+        'claude',
+        '--session',
+        s.id,
+        '--transcript',
+        s.transcript,
+        '--out',
+        out,
+        '--profile',
+        CLAUDE_PROFILE,
+        '--json',
+      ],
+      { env: t.env },
+    );
     expect(result.code).toBe(1);
-    expect(JSON.parse(result.stdout)).toMatchObject({ ok: false, error: { code: 'ARTIFACT_INVALID', file: s.transcript, message: `${s.transcript}: has 2 hard links (only a file with one name is read)` } });
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      ok: false,
+      error: {
+        code: 'ARTIFACT_INVALID',
+        file: s.transcript,
+        message: `${s.transcript}: has 2 hard links (only a file with one name is read)`,
+      },
+    });
     await expect(stat(out)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('refuses a bad session id as a usage error', async () => {
-    const result = await runCli(['bundle', 'create', '--harness', 'claude', '--session', '../x', '--out', path.join(t.root, 'x.bundle'), '--profile', CLAUDE_PROFILE], { env: t.env });
+    const result = await runCli(
+      [
+        'bundle',
+        'create',
+        '--harness',
+        'claude',
+        '--session',
+        '../x',
+        '--out',
+        path.join(t.root, 'x.bundle'),
+        '--profile',
+        CLAUDE_PROFILE,
+      ],
+      { env: t.env },
+    );
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('--session may only hold');
   });
@@ -434,7 +593,9 @@ describe('repository remote', () => {
   });
 
   it('prefers origin, else the first remote', () => {
-    expect(pickRemote('remote.upstream.url https://a.example/x.git\nremote.origin.url https://b.example/y.git\n')).toBe('https://b.example/y.git');
+    expect(pickRemote('remote.upstream.url https://a.example/x.git\nremote.origin.url https://b.example/y.git\n')).toBe(
+      'https://b.example/y.git',
+    );
     expect(pickRemote('remote.upstream.url https://a.example/x.git\n')).toBe('https://a.example/x.git');
     expect(pickRemote('')).toBeUndefined();
   });
@@ -443,7 +604,9 @@ describe('repository remote', () => {
     const record = await enqueue(await session('no-git-0001'));
     execFileSync('git', ['init', '-q', cwd]);
     await drain(t.context({ env: { PATH: '/nonexistent' } }));
-    const verified = await verifyBundle(path.join(stateDir, 'spool', 'bundles', `${record.id}.bundle`), { profiles: await loadProfiles(ctx.paths.profilesDir) });
+    const verified = await verifyBundle(path.join(stateDir, 'spool', 'bundles', `${record.id}.bundle`), {
+      profiles: await loadProfiles(ctx.paths.profilesDir),
+    });
     expect(verified.manifest.repository).toBeUndefined();
   });
 });

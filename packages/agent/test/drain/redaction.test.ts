@@ -36,14 +36,27 @@ afterEach(async () => {
 async function captured(id: string) {
   const cwd = path.join(t.root, 'work');
   await mkdir(cwd, { recursive: true });
-  const s = await claudeSession(path.join(t.home, '.claude'), { id, cwd, prompt: `push with ${TOKEN} please`, companions: false });
+  const s = await claudeSession(path.join(t.home, '.claude'), {
+    id,
+    cwd,
+    prompt: `push with ${TOKEN} please`,
+    companions: false,
+  });
   const spool = await Spool.open(stateLayout(t.stateDir));
-  await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: s.payload, createdAtUnixMs: Date.now() - 60_000 });
+  await spool.enqueueIntake({
+    harness: 'claude',
+    profile: CLAUDE_PROFILE,
+    payload: s.payload,
+    createdAtUnixMs: Date.now() - 60_000,
+  });
   return s;
 }
 
 it('uploads the session with its secrets replaced, every line still JSON, the manifest naming the rules', async () => {
-  stack.server.store.publishPolicy({ session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign`, redact: 'secrets' } }, Date.now());
+  stack.server.store.publishPolicy(
+    { session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign`, redact: 'secrets' } },
+    Date.now(),
+  );
   const s = await captured('66666666-6666-4666-8666-666666666666');
   const report = await drain(ctx);
   expect(report.uploaded, JSON.stringify(report)).toHaveLength(1);
@@ -53,7 +66,12 @@ it('uploads the session with its secrets replaced, every line still JSON, the ma
   const file = path.join(t.root, 'got.bundle');
   await writeFile(file, bytes);
   const { manifest } = await verifyBundle(file, { profiles: await shippedProfiles() });
-  expect(manifest.redaction).toEqual({ mode: 'secrets', rules: REDACTION_RULES, version: REDACTION_VERSION, replaced: 1 });
+  expect(manifest.redaction).toEqual({
+    mode: 'secrets',
+    rules: REDACTION_RULES,
+    version: REDACTION_VERSION,
+    replaced: 1,
+  });
   const tar = gunzipSync(bytes).toString('utf8');
   expect(tar).toContain('push with [REDACTED:GITHUB_TOKEN] please');
   // The session on this machine is the user's own and is left exactly as it was.
@@ -64,9 +82,18 @@ it('a bundle built before the policy asked for redaction is failed, not uploaded
   await captured('77777777-7777-4777-8777-777777777777');
   const built = await drain(ctx, { skipUploads: true });
   expect(built.built).toHaveLength(1);
-  stack.server.store.publishPolicy({ session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign`, redact: 'secrets' } }, Date.now());
+  stack.server.store.publishPolicy(
+    { session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign`, redact: 'secrets' } },
+    Date.now(),
+  );
   const report = await drain(ctx);
   expect(report.uploaded).toEqual([]);
-  expect(report.failed).toEqual([expect.objectContaining({ code: 'REDACTION_REQUIRED', stage: 'upload', reason: expect.stringContaining('blue-agent backfill --harness claude') })]);
+  expect(report.failed).toEqual([
+    expect.objectContaining({
+      code: 'REDACTION_REQUIRED',
+      stage: 'upload',
+      reason: expect.stringContaining('blue-agent backfill --harness claude'),
+    }),
+  ]);
   expect(await stack.listUploads()).toEqual([]);
 });

@@ -20,7 +20,13 @@ import { openStore } from '@blue-agent/control-api/store/index.js';
 import { Spool, type SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../../../../test/support/context.js';
 import { sha256, startTestServer, type TestServer } from '../../../../test/support/control-server.js';
-import { claudeSession, CLAUDE_PROFILE, readJson, runCli, type ClaudeSession } from '../../../../test/support/cli-process.js';
+import {
+  claudeSession,
+  CLAUDE_PROFILE,
+  readJson,
+  runCli,
+  type ClaudeSession,
+} from '../../../../test/support/cli-process.js';
 import { startUploadStack } from '../../../../test/support/fault-proxy.js';
 
 let t: TestHome;
@@ -41,7 +47,10 @@ const fastRetry: DrainOptions['upload'] = {
 beforeEach(async () => {
   t = await makeTestHome();
   srv = await startTestServer();
-  srv.server.store.publishPolicy({ session_upload: { presign_url: `${srv.url}/session-uploads/presign` } }, srv.clock.now());
+  srv.server.store.publishPolicy(
+    { session_upload: { presign_url: `${srv.url}/session-uploads/presign` } },
+    srv.clock.now(),
+  );
   stateDir = t.env.BLUE_AGENT_HOME!;
   claudeDir = path.join(t.home, '.claude');
   cwd = path.join(t.home, 'work', 'shop');
@@ -58,7 +67,12 @@ afterEach(async () => {
 let enqueued = 0;
 async function enqueue(session: { payload: SpoolRecord['payload'] }, profile = CLAUDE_PROFILE): Promise<SpoolRecord> {
   const spool = await Spool.open(stateLayout(stateDir));
-  return spool.enqueueIntake({ harness: 'claude', profile, payload: session.payload, createdAtUnixMs: now - 60_000 + ++enqueued });
+  return spool.enqueueIntake({
+    harness: 'claude',
+    profile,
+    payload: session.payload,
+    createdAtUnixMs: now - 60_000 + ++enqueued,
+  });
 }
 
 async function session(id: string, prompt: string, padBytes?: number): Promise<ClaudeSession> {
@@ -113,7 +127,9 @@ describe('drain uploads', () => {
     const report = JSON.parse(out.text());
     expect(code).toBe(0);
     expect(report).toMatchObject({ ok: true, built: [], failed: [], retried: [], left: 0, left_ready: 0 });
-    expect(report.uploaded).toMatchObject([{ id: record.id, session_id: s.id, already: false, size: spooled.length, sha256: sha256(spooled) }]);
+    expect(report.uploaded).toMatchObject([
+      { id: record.id, session_id: s.id, already: false, size: spooled.length, sha256: sha256(spooled) },
+    ]);
     expect(spoolContents()).toEqual(EMPTY);
 
     const items = await listUploads();
@@ -145,8 +161,13 @@ describe('drain uploads', () => {
     const s = await session('capture-only-0001', 'Old harness, capture only');
     await enqueue(s, 'claude-v1_0_85');
     const out = bufferOutput();
-    expect(await drainCommand(t.context({ env, stdout: out, clock: { now: () => now } }), { json: true }), out.text()).toBe(0);
-    expect(await listUploads()).toMatchObject([{ native_session_id: s.id, compatibility_profile: 'claude-v1_0_85', status: 'complete', resumable: false }]);
+    expect(
+      await drainCommand(t.context({ env, stdout: out, clock: { now: () => now } }), { json: true }),
+      out.text(),
+    ).toBe(0);
+    expect(await listUploads()).toMatchObject([
+      { native_session_id: s.id, compatibility_profile: 'claude-v1_0_85', status: 'complete', resumable: false },
+    ]);
   });
 
   it('`node bin/blue-agent.js drain --json` builds and uploads with the Control API from the environment', async () => {
@@ -156,11 +177,25 @@ describe('drain uploads', () => {
     expect(result.stderr).toBe('');
     expect(result.code, result.stdout).toBe(0);
     const report = JSON.parse(result.stdout);
-    expect(report).toMatchObject({ ok: true, built: [{ id: record.id }], uploaded: [{ id: record.id, session_id: s.id }], left: 0, left_ready: 0 });
+    expect(report).toMatchObject({
+      ok: true,
+      built: [{ id: record.id }],
+      uploaded: [{ id: record.id, session_id: s.id }],
+      left: 0,
+      left_ready: 0,
+    });
     expectNoSecrets(result.stdout);
     expect(spoolContents()).toEqual(EMPTY);
     const items = await listUploads();
-    expect(items).toMatchObject([{ native_session_id: s.id, status: 'complete', title: 'Write the release notes', sha256: report.built[0].sha256, size_bytes: report.built[0].size }]);
+    expect(items).toMatchObject([
+      {
+        native_session_id: s.id,
+        status: 'complete',
+        title: 'Write the release notes',
+        sha256: report.built[0].sha256,
+        size_bytes: report.built[0].size,
+      },
+    ]);
   });
 
   it('no Control API configured: bundles stay ready, with a note and no error', async () => {
@@ -175,13 +210,23 @@ describe('drain uploads', () => {
     srv.server.store.publishPolicy({}, srv.clock.now());
     const record = await enqueue(await session('disabled-0001', 'Rename the config loader'));
     const report = await drain(ctx);
-    expect(report).toMatchObject({ built: [{ id: record.id }], uploaded: [], discarded: [], failed: [], retried: [], left_ready: 1 });
+    expect(report).toMatchObject({
+      built: [{ id: record.id }],
+      uploaded: [],
+      discarded: [],
+      failed: [],
+      retried: [],
+      left_ready: 1,
+    });
     expect(report.notes.join('\n')).toMatch(/disables session upload/);
     expect(spoolContents()).toMatchObject({ ready: [`${record.id}.json`], bundles: [`${record.id}.bundle`] });
     expect(await listUploads()).toEqual([]);
 
     const out = bufferOutput();
-    const code = await drainCommand(t.context({ env, stdout: out, clock: { now: () => now } }), { json: true, discard: true });
+    const code = await drainCommand(t.context({ env, stdout: out, clock: { now: () => now } }), {
+      json: true,
+      discard: true,
+    });
     expect(code).toBe(0);
     expect(JSON.parse(out.text())).toMatchObject({ ok: true, discarded: [record.id], uploaded: [], left_ready: 0 });
     expect(spoolContents()).toEqual(EMPTY);
@@ -207,19 +252,30 @@ describe('drain uploads', () => {
     expect(down.retried).toMatchObject([{ id: second.id, stage: 'upload', code: 'UPLOAD_FAILED', attempts: 1 }]);
     expect(down.retried[0]!.next_attempt_at_unix_ms).toBeGreaterThan(now);
     const ready = readJson<SpoolRecord>(path.join(stateDir, 'spool', 'ready', `${second.id}.json`));
-    expect(ready).toMatchObject({ upload_attempts: 1, last_error: { code: 'UPLOAD_FAILED' }, bundle: { size: down.built[0]!.size } });
+    expect(ready).toMatchObject({
+      upload_attempts: 1,
+      last_error: { code: 'UPLOAD_FAILED' },
+      bundle: { size: down.built[0]!.size },
+    });
     expectNoSecrets(JSON.stringify(down));
 
     const list = bufferOutput();
     await spoolListCommand(t.context({ stdout: list }), { json: true });
     expect(JSON.parse(list.text()).records).toMatchObject([
-      { id: second.id, state: 'ready', upload_attempts: 1, last_error: expect.stringContaining('session-uploads/presign'), next_attempt_at_unix_ms: ready.next_attempt_at_unix_ms },
+      {
+        id: second.id,
+        state: 'ready',
+        upload_attempts: 1,
+        last_error: expect.stringContaining('session-uploads/presign'),
+        next_attempt_at_unix_ms: ready.next_attempt_at_unix_ms,
+      },
     ]);
 
     // Not due yet: a drain right away leaves it alone.
     let again: ControlServer | undefined = createControlServer({
       store: await openStore(srv.storeOptions),
-      blobs: (publicUrl) => createLocalBlobStore({ dir: srv.blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => srv.clock.now() }),
+      blobs: (publicUrl) =>
+        createLocalBlobStore({ dir: srv.blobDir, publicUrl, secret: 'x'.repeat(32), clock: () => srv.clock.now() }),
       clock: srv.clock,
     });
     await again.listen('127.0.0.1', port);
@@ -227,7 +283,12 @@ describe('drain uploads', () => {
       expect((await drain(ctx, { upload: fastRetry })).uploaded).toEqual([]);
       now += 60 * 60_000;
       const up = await drain(ctx, { upload: fastRetry });
-      expect(up).toMatchObject({ uploaded: [{ id: second.id, already: false }], retried: [], failed: [], left_ready: 0 });
+      expect(up).toMatchObject({
+        uploaded: [{ id: second.id, already: false }],
+        retried: [],
+        failed: [],
+        left_ready: 0,
+      });
       expect(spoolContents()).toEqual(EMPTY);
       const items = await listUploads();
       expect(items.map((i) => [i.native_session_id, i.status]).sort()).toEqual([
@@ -241,38 +302,71 @@ describe('drain uploads', () => {
     }
   });
 
-  it('a refused token with a record waiting from an earlier failure: not ok, the record listed with its error, the cause named', async () => {
-    const record = await enqueue(await session('auth-0001', 'Refused token'));
-    const badEnv = { BLUE_AGENT_CONTROL_URL: srv.url, BLUE_AGENT_TOKEN: 'blue_not-a-real-token' };
-    const first = await drain(t.context({ env: badEnv, clock: { now: () => now } }), { upload: fastRetry });
-    expect(first.retried).toMatchObject([{ id: record.id, code: 'AUTH_FAILED', stage: 'upload' }]);
+  it(
+    'a refused token with a record waiting from an earlier failure: not ok, the record listed with its error, the ' +
+      'cause named',
+    async () => {
+      const record = await enqueue(await session('auth-0001', 'Refused token'));
+      const badEnv = { BLUE_AGENT_CONTROL_URL: srv.url, BLUE_AGENT_TOKEN: 'blue_not-a-real-token' };
+      const first = await drain(t.context({ env: badEnv, clock: { now: () => now } }), { upload: fastRetry });
+      expect(first.retried).toMatchObject([{ id: record.id, code: 'AUTH_FAILED', stage: 'upload' }]);
 
-    // A manual drain right away: the record is not due, so nothing is tried; it must still not look fine.
-    const out = bufferOutput();
-    const code = await drainCommand(t.context({ env: badEnv, stdout: out, clock: { now: () => now } }), { json: true }, { upload: fastRetry });
-    const report = JSON.parse(out.text());
-    expect(code).toBe(1);
-    expect(report).toMatchObject({ ok: false, built: [], uploaded: [], failed: [], retried: [], left_ready: 1 });
-    expect(report.waiting).toEqual([
-      expect.objectContaining({ id: record.id, state: 'ready', session_id: 'auth-0001', code: 'AUTH_FAILED', attempts: 1, next_attempt_at_unix_ms: first.retried[0]!.next_attempt_at_unix_ms }),
-    ]);
-    expect(report.waiting[0].reason).toContain('refused the token from BLUE_AGENT_TOKEN');
-    const note = (report.notes as string[]).find((n) => n.includes('[AUTH_FAILED]'));
-    expect(note).toContain('cannot check the governance policy');
-    expect(note).toContain('BLUE_AGENT_TOKEN (from the environment) overrides the token file: correct or unset it');
+      // A manual drain right away: the record is not due, so nothing is tried; it must still not look fine.
+      const out = bufferOutput();
+      const code = await drainCommand(
+        t.context({ env: badEnv, stdout: out, clock: { now: () => now } }),
+        { json: true },
+        { upload: fastRetry },
+      );
+      const report = JSON.parse(out.text());
+      expect(code).toBe(1);
+      expect(report).toMatchObject({ ok: false, built: [], uploaded: [], failed: [], retried: [], left_ready: 1 });
+      expect(report.waiting).toEqual([
+        expect.objectContaining({
+          id: record.id,
+          state: 'ready',
+          session_id: 'auth-0001',
+          code: 'AUTH_FAILED',
+          attempts: 1,
+          next_attempt_at_unix_ms: first.retried[0]!.next_attempt_at_unix_ms,
+        }),
+      ]);
+      expect(report.waiting[0].reason).toContain('refused the token from BLUE_AGENT_TOKEN');
+      const note = (report.notes as string[]).find((n) => n.includes('[AUTH_FAILED]'));
+      expect(note).toContain('cannot check the governance policy');
+      expect(note).toContain('BLUE_AGENT_TOKEN (from the environment) overrides the token file: correct or unset it');
 
-    const human = bufferOutput();
-    expect(await drainCommand(t.context({ env: badEnv, stdout: human, clock: { now: () => now } }), {}, { upload: fastRetry })).toBe(1);
-    const next = new Date(first.retried[0]!.next_attempt_at_unix_ms!).toISOString();
-    expect(human.text()).toMatch(new RegExp(`^waiting ${record.id}  claude auth-0001  upload \\[AUTH_FAILED\\] .*\\(next try after ${next.replace(/\./g, '\\.')}\\)$`, 'm'));
-    expect(human.text()).toMatch(/^note: cannot check the governance policy, so nothing was uploaded \[AUTH_FAILED\]/m);
-    expectNoSecrets(human.text());
+      const human = bufferOutput();
+      expect(
+        await drainCommand(
+          t.context({ env: badEnv, stdout: human, clock: { now: () => now } }),
+          {},
+          { upload: fastRetry },
+        ),
+      ).toBe(1);
+      const next = new Date(first.retried[0]!.next_attempt_at_unix_ms!).toISOString();
+      expect(human.text()).toMatch(
+        new RegExp(
+          `^waiting ${record.id}  claude auth-0001  upload \\[AUTH_FAILED\\] .*\\(next try after ` +
+            `${next.replace(/\./g, '\\.')}\\)$`,
+          'm',
+        ),
+      );
+      expect(human.text()).toMatch(
+        /^note: cannot check the governance policy, so nothing was uploaded \[AUTH_FAILED\]/m,
+      );
+      expectNoSecrets(human.text());
 
-    // The detached worker (--quiet) prints nothing, whatever the outcome.
-    const quiet = bufferOutput();
-    await drainCommand(t.context({ env: badEnv, stdout: quiet, clock: { now: () => now } }), { quiet: true }, { upload: fastRetry });
-    expect(quiet.text()).toBe('');
-  });
+      // The detached worker (--quiet) prints nothing, whatever the outcome.
+      const quiet = bufferOutput();
+      await drainCommand(
+        t.context({ env: badEnv, stdout: quiet, clock: { now: () => now } }),
+        { quiet: true },
+        { upload: fastRetry },
+      );
+      expect(quiet.text()).toBe('');
+    },
+  );
 
   it('server down with a record waiting from an earlier failure: not ok, listed, and the outage named', async () => {
     const first = await enqueue(await session('lkg-0001', 'First session'));
@@ -283,44 +377,97 @@ describe('drain uploads', () => {
     expect(down.retried).toMatchObject([{ id: record.id, code: 'UPLOAD_FAILED' }]);
 
     const out = bufferOutput();
-    const code = await drainCommand(t.context({ env, stdout: out, clock: { now: () => now } }), { json: true }, { upload: fastRetry });
+    const code = await drainCommand(
+      t.context({ env, stdout: out, clock: { now: () => now } }),
+      { json: true },
+      { upload: fastRetry },
+    );
     const report = JSON.parse(out.text());
     expect(code).toBe(1);
-    expect(report).toMatchObject({ ok: false, retried: [], left_ready: 1, waiting: [{ id: record.id, code: 'UPLOAD_FAILED' }] });
+    expect(report).toMatchObject({
+      ok: false,
+      retried: [],
+      left_ready: 1,
+      waiting: [{ id: record.id, code: 'UPLOAD_FAILED' }],
+    });
     expect(report.waiting[0].reason).toMatch(/connection refused|ECONNREFUSED/);
-    expect(report.notes.join('\n')).toMatch(/\[CONTROL_API_UNREACHABLE\].*last-known-good.*check control_url \/ BLUE_AGENT_CONTROL_URL; run `blue-agent doctor`/);
+    expect(report.notes.join('\n')).toMatch(
+      /\[CONTROL_API_UNREACHABLE\].*last-known-good.*check control_url \/ BLUE_AGENT_CONTROL_URL; run `blue-agent doctor`/,
+    );
     await rm(srv.root, { recursive: true, force: true });
   });
 
   it('the human report lists at most 20 waiting records, then a count', async () => {
     const { renderDrain } = await import('../../src/cli/drain.js');
     const waiting = Array.from({ length: 23 }, (_, i) => ({
-      id: `r${i}`, state: 'ready' as const, harness: 'claude', profile: CLAUDE_PROFILE, session_id: `s${i}`, code: 'UPLOAD_FAILED', reason: 'connection refused', failed_at_unix_ms: 0, attempts: 1, next_attempt_at_unix_ms: 1_000,
+      id: `r${i}`,
+      state: 'ready' as const,
+      harness: 'claude',
+      profile: CLAUDE_PROFILE,
+      session_id: `s${i}`,
+      code: 'UPLOAD_FAILED',
+      reason: 'connection refused',
+      failed_at_unix_ms: 0,
+      attempts: 1,
+      next_attempt_at_unix_ms: 1_000,
     }));
     const text = renderDrain({
-      recovered: { released: [], completed: [], failed: [], temps_removed: 0 }, built: [], unchanged: [], failed: [], retried: [], left: 0, uploaded: [], discarded: [], left_ready: 23, waiting, deferred: [], changing: [], superseded: [], held: [], notes: [],
+      recovered: { released: [], completed: [], failed: [], temps_removed: 0 },
+      built: [],
+      unchanged: [],
+      failed: [],
+      retried: [],
+      left: 0,
+      uploaded: [],
+      discarded: [],
+      left_ready: 23,
+      waiting,
+      deferred: [],
+      changing: [],
+      superseded: [],
+      held: [],
+      notes: [],
     });
     expect(text.split('\n').filter((l) => l.startsWith('waiting r'))).toHaveLength(20);
     expect(text).toContain('waiting … and 3 more after an earlier failure');
   });
 
-  it('the ready record keeps the bundle\'s manifest, and the upload takes it from there instead of inflating the bundle', async () => {
-    const a = await enqueue(await session('kept-0001', 'Manifest kept in the record'));
-    const b = await enqueue(await session('kept-0002', 'Manifest read from the bundle'));
-    await drain(ctx, { skipUploads: true });
-    const readyFile = (id: string) => path.join(stateDir, 'spool', 'ready', `${id}.json`);
-    const ready = readJson<SpoolRecord>(readyFile(a.id));
-    expect(ready.bundle!.manifest).toMatchObject({ title: 'Manifest kept in the record', compatibility_profile: CLAUDE_PROFILE });
-    // What the upload sends is the record's manifest (here given another title; the bundle is untouched, so its
-    // identity still holds). b's record has none, as a record written by an earlier blue-agent: read from the bundle.
-    await writeFile(readyFile(a.id), JSON.stringify({ ...ready, bundle: { ...ready.bundle, manifest: { ...(ready.bundle!.manifest as object), title: 'Taken from the record' } } }));
-    const rb = readJson<SpoolRecord>(readyFile(b.id));
-    delete rb.bundle!.manifest;
-    await writeFile(readyFile(b.id), JSON.stringify(rb));
-    const report = await drain(ctx, { upload: fastRetry });
-    expect(report.uploaded).toHaveLength(2);
-    expect((await listUploads()).map((i: { title: string }) => i.title).sort()).toEqual(['Manifest read from the bundle', 'Taken from the record']);
-  });
+  it(
+    "the ready record keeps the bundle's manifest, and the upload takes it from there instead of inflating the " +
+      'bundle',
+    async () => {
+      const a = await enqueue(await session('kept-0001', 'Manifest kept in the record'));
+      const b = await enqueue(await session('kept-0002', 'Manifest read from the bundle'));
+      await drain(ctx, { skipUploads: true });
+      const readyFile = (id: string) => path.join(stateDir, 'spool', 'ready', `${id}.json`);
+      const ready = readJson<SpoolRecord>(readyFile(a.id));
+      expect(ready.bundle!.manifest).toMatchObject({
+        title: 'Manifest kept in the record',
+        compatibility_profile: CLAUDE_PROFILE,
+      });
+      // What the upload sends is the record's manifest (here given another title; the bundle is untouched, so its
+      // identity still holds). b's record has none, as a record written by an earlier blue-agent: read from the bundle.
+      await writeFile(
+        readyFile(a.id),
+        JSON.stringify({
+          ...ready,
+          bundle: {
+            ...ready.bundle,
+            manifest: { ...(ready.bundle!.manifest as object), title: 'Taken from the record' },
+          },
+        }),
+      );
+      const rb = readJson<SpoolRecord>(readyFile(b.id));
+      delete rb.bundle!.manifest;
+      await writeFile(readyFile(b.id), JSON.stringify(rb));
+      const report = await drain(ctx, { upload: fastRetry });
+      expect(report.uploaded).toHaveLength(2);
+      expect((await listUploads()).map((i: { title: string }) => i.title).sort()).toEqual([
+        'Manifest read from the bundle',
+        'Taken from the record',
+      ]);
+    },
+  );
 
   it('a bundle changed on disk after it was spooled is failed before any upload, and never uploaded', async () => {
     const record = await enqueue(await session('tamper-0001', 'Tamper with me'));
@@ -332,10 +479,19 @@ describe('drain uploads', () => {
 
     const report = await drain(ctx, { upload: fastRetry });
     expect(report.uploaded).toEqual([]);
-    expect(report.failed).toMatchObject([{ id: record.id, stage: 'upload', code: 'BUNDLE_INVALID', reason: expect.stringContaining('changed on disk') }]);
+    expect(report.failed).toMatchObject([
+      { id: record.id, stage: 'upload', code: 'BUNDLE_INVALID', reason: expect.stringContaining('changed on disk') },
+    ]);
     // The failed record keeps its bundle for inspection: nothing captured is thrown away.
-    expect(spoolContents()).toMatchObject({ ready: [], uploading: [], bundles: [`${record.id}.bundle`], failed: [`${record.id}.json`] });
-    expect(readJson<SpoolRecord>(path.join(stateDir, 'spool', 'failed', `${record.id}.json`)).last_error).toMatchObject({ code: 'BUNDLE_INVALID' });
+    expect(spoolContents()).toMatchObject({
+      ready: [],
+      uploading: [],
+      bundles: [`${record.id}.bundle`],
+      failed: [`${record.id}.json`],
+    });
+    expect(readJson<SpoolRecord>(path.join(stateDir, 'spool', 'failed', `${record.id}.json`)).last_error).toMatchObject(
+      { code: 'BUNDLE_INVALID' },
+    );
     expect(await listUploads()).toEqual([]);
   });
 
@@ -344,25 +500,38 @@ describe('drain uploads', () => {
     const first = await enqueue(s);
     expect((await drain(ctx, { upload: fastRetry })).uploaded.map((u) => u.id)).toEqual([first.id]);
 
-    // The harness fires its end hook again without a new turn (after every turn and at exit, or a resume closed at once).
+    // The harness fires its end hook again without a new turn (after every turn and at exit, or a resume closed at
+    // once).
     const second = await enqueue(s);
     const out = bufferOutput();
     expect(await drainCommand(t.context({ env, stdout: out, clock: { now: () => now } }), {}), out.text()).toBe(0);
-    expect(out.text()).toContain(`unchanged ${second.id}  claude ${s.id}  holds what ${first.id} captured: nothing to upload`);
+    expect(out.text()).toContain(
+      `unchanged ${second.id}  claude ${s.id}  holds what ${first.id} captured: nothing to upload`,
+    );
     expect(out.text()).toContain('0 built, 1 unchanged, 0 uploaded');
     expect(spoolContents()).toEqual(EMPTY);
     expect(await listUploads()).toHaveLength(1);
-    expect(readFileSync(path.join(stateDir, 'capture.log'), 'utf8')).toContain(`"event":"unchanged","harness":"claude","profile":"${CLAUDE_PROFILE}","session_id":"${s.id}","record":"${second.id}","same_as":"${first.id}"`);
+    expect(readFileSync(path.join(stateDir, 'capture.log'), 'utf8')).toContain(
+      `"event":"unchanged","harness":"claude","profile":"${CLAUDE_PROFILE}","session_id":"${s.id}","record":"` +
+        `${second.id}","same_as":"${first.id}"`,
+    );
 
     // A new turn: a new upload (artifact) of the same captured session, which becomes its current one.
-    await appendFile(s.transcript, `${JSON.stringify({ type: 'user', uuid: 'u2', sessionId: s.id, message: { role: 'user', content: 'And the README' } })}\n`);
+    await appendFile(
+      s.transcript,
+      `${JSON.stringify({ type: 'user', uuid: 'u2', sessionId: s.id, message: { role: 'user', content: 'And the README' } })}\n`,
+    );
     const third = await enqueue(s);
     const report = await drain(ctx, { upload: fastRetry });
     expect(report).toMatchObject({ built: [{ id: third.id }], unchanged: [], uploaded: [{ id: third.id }] });
     const items = await listUploads();
     expect(items).toHaveLength(1);
     expect(items[0]).toMatchObject({ artifact_id: report.uploaded[0]!.upload_id, sha256: report.built[0]!.sha256 });
-    expect((await srv.call('GET', `/session-uploads/${items[0].id}`, srv.alice.token)).body.artifacts.map((a: { status: string }) => a.status)).toEqual(['complete', 'superseded']);
+    expect(
+      (await srv.call('GET', `/session-uploads/${items[0].id}`, srv.alice.token)).body.artifacts.map(
+        (a: { status: string }) => a.status,
+      ),
+    ).toEqual(['complete', 'superseded']);
   });
 
   it('a second capture of the same content while the first waits for upload is not uploaded twice', async () => {
@@ -394,9 +563,16 @@ describe('drain uploads', () => {
     srv.server.store.publishPolicy({}, srv.clock.now());
     const discarded = await enqueue(other);
     expect((await drain(ctx, { discard: true })).discarded).toEqual([discarded.id]);
-    srv.server.store.publishPolicy({ session_upload: { presign_url: `${srv.url}/session-uploads/presign` } }, srv.clock.now());
+    srv.server.store.publishPolicy(
+      { session_upload: { presign_url: `${srv.url}/session-uploads/presign` } },
+      srv.clock.now(),
+    );
     const later = await enqueue(other);
-    expect(await drain(ctx, { upload: fastRetry })).toMatchObject({ built: [{ id: later.id }], unchanged: [], uploaded: [{ id: later.id }] });
+    expect(await drain(ctx, { upload: fastRetry })).toMatchObject({
+      built: [{ id: later.id }],
+      unchanged: [],
+      uploaded: [{ id: later.id }],
+    });
   });
 
   it('drains killed with SIGKILL while uploading: every session is registered exactly once, the spool ends empty', async () => {
@@ -407,7 +583,13 @@ describe('drain uploads', () => {
       const s = await session(`crash-${String(i).padStart(4, '0')}`, `Crash session ${i}`);
       // Incompressible lines, so each bundle takes a moment to upload and the kills land in every step of it.
       const noise = Array.from({ length: 300 }, (_, n) =>
-        JSON.stringify({ sessionId: s.id, cwd, type: 'system', uuid: `n${n}`, content: randomBytes(3_000).toString('hex') }),
+        JSON.stringify({
+          sessionId: s.id,
+          cwd,
+          type: 'system',
+          uuid: `n${n}`,
+          content: randomBytes(3_000).toString('hex'),
+        }),
       );
       await appendFile(s.transcript, `${noise.join('\n')}\n`);
       sessions.push(s);
@@ -443,20 +625,29 @@ describe('drain uploads', () => {
     const items = await listUploads();
     expect(items.every((i) => i.status === 'complete')).toBe(true);
     // A retried upload of the same bytes never made a second artifact of its session.
-    for (const item of items) expect((await srv.call('GET', `/session-uploads/${item.id}`, srv.alice.token)).body.artifacts).toHaveLength(1);
+    for (const item of items)
+      expect((await srv.call('GET', `/session-uploads/${item.id}`, srv.alice.token)).body.artifacts).toHaveLength(1);
     expect(items.map((i) => i.native_session_id).sort()).toEqual(sessions.map((s) => s.id).sort());
-    expect(items.map((i) => [i.native_session_id, i.sha256, i.size_bytes]).sort()).toEqual(built.map((b) => [b.session_id, b.sha256, b.size]).sort());
+    expect(items.map((i) => [i.native_session_id, i.sha256, i.size_bytes]).sort()).toEqual(
+      built.map((b) => [b.session_id, b.sha256, b.size]).sort(),
+    );
     for (const item of items) expect(sha256(await download(item.id))).toBe(item.sha256);
   }, 120_000);
 });
 
 describe('a record another drain holds', () => {
-  it('is reported as held, with the holder, by the drain report, its --json, its exit code and status; the holder reports the outcome', async () => {
+  it('is reported as held, with the holder, by the drain report, its --json, its exit code and status; the holder ' +
+    'reports the outcome', async () => {
     const stack = await startUploadStack();
     // The first drain's presign reaches the server, and its answer is held here until the second drain has run.
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    stack.proxy.rules.push({ method: 'POST', path: /^\/session-uploads\/presign$/, times: 1, action: { kind: 'before-relay', hook: () => released } });
+    stack.proxy.rules.push({
+      method: 'POST',
+      path: /^\/session-uploads\/presign$/,
+      times: 1,
+      action: { kind: 'before-relay', hook: () => released },
+    });
     const childEnv = { ...t.env, BLUE_AGENT_CONTROL_URL: stack.proxy.url, BLUE_AGENT_TOKEN: stack.token };
     const uploading = path.join(stateDir, 'spool', 'uploading');
     let first: ReturnType<typeof runCli> | undefined;
@@ -475,16 +666,43 @@ describe('a record another drain holds', () => {
       const second = await runCli(['drain', '--json'], { env: childEnv, timeoutMs: 30_000 });
       expect(second.code, second.stdout + second.stderr).toBe(75);
       const report = JSON.parse(second.stdout);
-      expect(report).toMatchObject({ ok: false, built: [], uploaded: [], failed: [], retried: [], waiting: [], left: 0, left_ready: 0 });
-      expect(report.held).toEqual([{ id: record.id, state: 'uploading', pid: holder, harness: 'claude', session_id: s.id }]);
+      expect(report).toMatchObject({
+        ok: false,
+        built: [],
+        uploaded: [],
+        failed: [],
+        retried: [],
+        waiting: [],
+        left: 0,
+        left_ready: 0,
+      });
+      expect(report.held).toEqual([
+        { id: record.id, state: 'uploading', pid: holder, harness: 'claude', session_id: s.id },
+      ]);
       const human = await runCli(['drain'], { env: childEnv, timeoutMs: 30_000 });
       expect(human.code).toBe(75);
-      expect(human.stdout).toContain(`held    ${record.id}  claude ${s.id}  being uploaded by another drain (pid ${holder})`);
-      expect(human.stdout).toMatch(/^0 built, 0 uploaded, 0 failed, 0 to retry, 0 waiting to be built, 0 waiting to be uploaded, 1 held by another drain$/m);
+      expect(human.stdout).toContain(
+        `held    ${record.id}  claude ${s.id}  being uploaded by another drain (pid ${holder})`,
+      );
+      expect(human.stdout).toMatch(
+        /^0 built, 0 uploaded, 0 failed, 0 to retry, 0 waiting to be built, 0 waiting to be uploaded, 1 held by another drain$/m,
+      );
       const status = await runCli(['status', '--json'], { env: childEnv, timeoutMs: 30_000 });
-      expect(JSON.parse(status.stdout).last_drain).toMatchObject({ ok: false, failed: 0, retried: 0, waiting: 0, held: [{ id: record.id, state: 'uploading', pid: holder }] });
+      expect(JSON.parse(status.stdout).last_drain).toMatchObject({
+        ok: false,
+        failed: 0,
+        retried: 0,
+        waiting: 0,
+        held: [{ id: record.id, state: 'uploading', pid: holder }],
+      });
       const statusText = (await runCli(['status'], { env: childEnv, timeoutMs: 30_000 })).stdout;
-      expect(statusText).toMatch(new RegExp(`^Last drain +.*: not finished: 1 record held by another drain \\(pid ${holder}\\), whose outcome that drain reports`, 'm'));
+      expect(statusText).toMatch(
+        new RegExp(
+          `^Last drain +.*: not finished: 1 record held by another drain \\(pid ${holder}\\), whose outcome that ` +
+            `drain reports`,
+          'm',
+        ),
+      );
       expect(statusText).not.toMatch(/^Last drain .*: ok/m);
 
       // The holder goes on and reports what became of it.
@@ -492,7 +710,9 @@ describe('a record another drain holds', () => {
       const done = await first;
       expect(done.code, done.stdout + done.stderr).toBe(0);
       expect(JSON.parse(done.stdout)).toMatchObject({ ok: true, uploaded: [{ id: record.id }], held: [] });
-      expect(JSON.parse((await runCli(['status', '--json'], { env: childEnv, timeoutMs: 30_000 })).stdout).last_drain).toMatchObject({ ok: true, uploaded: 1 });
+      expect(
+        JSON.parse((await runCli(['status', '--json'], { env: childEnv, timeoutMs: 30_000 })).stdout).last_drain,
+      ).toMatchObject({ ok: true, uploaded: 1 });
       expect((await stack.listUploads()).map((u) => u.native_session_id)).toEqual([s.id]);
     } finally {
       release();
@@ -526,11 +746,15 @@ describe('uploads in a bounded window', () => {
       },
     });
     srv = await startTestServer({ wrapBlobs });
-    srv.server.store.publishPolicy({ session_upload: { presign_url: `${srv.url}/session-uploads/presign` } }, srv.clock.now());
+    srv.server.store.publishPolicy(
+      { session_upload: { presign_url: `${srv.url}/session-uploads/presign` } },
+      srv.clock.now(),
+    );
     env = { BLUE_AGENT_CONTROL_URL: srv.url, BLUE_AGENT_TOKEN: srv.alice.token };
     ctx = t.context({ env, clock: { now: () => now } });
     const count = 12;
-    for (let i = 0; i < count; i++) await enqueue(await session(`5a0b0c0d-0000-4000-8000-${String(i).padStart(12, '0')}`, `task ${i}`));
+    for (let i = 0; i < count; i++)
+      await enqueue(await session(`5a0b0c0d-0000-4000-8000-${String(i).padStart(12, '0')}`, `task ${i}`));
     await drain(ctx, { skipUploads: true });
     const report = await drain(ctx, { uploadWindow: 4 });
     expect(report.uploaded).toHaveLength(count);

@@ -15,8 +15,17 @@ import { clientStatusBody, instanceId } from '../../src/daemon/report.js';
 import { policyTask, reconcileTask, statusTask } from '../../src/daemon/tasks.js';
 import { lastKnownGoodPath } from '../../src/policy/index.js';
 import { Spool } from '../../src/spool/index.js';
-import { startBlueContractServer, type BlueContractServer, type BlueUser } from '../../../../test/support/blue-contract-server.js';
-import { CLAUDE_PROFILE, claudeProjectKey, claudeSession, type ClaudeSession } from '../../../../test/support/cli-process.js';
+import {
+  startBlueContractServer,
+  type BlueContractServer,
+  type BlueUser,
+} from '../../../../test/support/blue-contract-server.js';
+import {
+  CLAUDE_PROFILE,
+  claudeProjectKey,
+  claudeSession,
+  type ClaudeSession,
+} from '../../../../test/support/cli-process.js';
 import { makeTestHome, versionStubs, type TestHome } from '../../../../test/support/context.js';
 
 const MANAGED = 'capture --harness claude';
@@ -46,11 +55,30 @@ afterAll(async () => {
   await b?.cleanup();
 });
 
-function contextOf(home: TestHome, bin: string, user: BlueUser, extra: Parameters<TestHome['context']>[0] = {}): Context {
-  return home.context({ ...extra, env: { PATH: `${bin}:/usr/bin:/bin`, BLUE_AGENT_CONTROL_URL: server.url, BLUE_AGENT_TOKEN: user.token, ...extra.env } });
+function contextOf(
+  home: TestHome,
+  bin: string,
+  user: BlueUser,
+  extra: Parameters<TestHome['context']>[0] = {},
+): Context {
+  return home.context({
+    ...extra,
+    env: {
+      PATH: `${bin}:/usr/bin:/bin`,
+      BLUE_AGENT_CONTROL_URL: server.url,
+      BLUE_AGENT_TOKEN: user.token,
+      ...extra.env,
+    },
+  });
 }
 
-async function cli(home: TestHome, bin: string, user: BlueUser, argv: string[], cwd?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(
+  home: TestHome,
+  bin: string,
+  user: BlueUser,
+  argv: string[],
+  cwd?: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const stdout = bufferOutput();
   const stderr = bufferOutput();
   const code = await main(argv, contextOf(home, bin, user, { stdout, stderr, ...(cwd === undefined ? {} : { cwd }) }));
@@ -59,7 +87,11 @@ async function cli(home: TestHome, bin: string, user: BlueUser, argv: string[], 
 
 const alice = (argv: string[]) => cli(a, binA, server.alice, argv);
 const settingsA = () => readFile(path.join(a.home, '.claude', 'settings.json'), 'utf8');
-const exists = (file: string) => stat(file).then(() => true, () => false);
+const exists = (file: string) =>
+  stat(file).then(
+    () => true,
+    () => false,
+  );
 
 describe("the agent against Blue's contract", () => {
   it('fetches the full GovernanceConfig (string revision, packages, gateway, managed_config, mcp) and applies it', async () => {
@@ -67,51 +99,78 @@ describe("the agent against Blue's contract", () => {
     expect(code, stderr).toBe(0);
     const report = JSON.parse(stdout);
     expect(report.policy).toMatchObject({ revision: server.governance().revision, source: 'fetched', warnings: [] });
-    expect(report.harnesses.find((h: { harness: string }) => h.harness === 'claude')).toMatchObject({ state: 'active', action: 'create', profile: CLAUDE_PROFILE });
+    expect(report.harnesses.find((h: { harness: string }) => h.harness === 'claude')).toMatchObject({
+      state: 'active',
+      action: 'create',
+      profile: CLAUDE_PROFILE,
+    });
     expect(await settingsA()).toContain(MANAGED);
     const fetch = server.requests.find((r) => r.path === '/governance-config')!;
     expect(fetch.headers['x-blue-contract-version']).toBe('3');
-    expect(String(fetch.headers['x-blue-capabilities']).split(',')).toEqual(expect.arrayContaining(server.governance().required_capabilities as string[]));
+    expect(String(fetch.headers['x-blue-capabilities']).split(',')).toEqual(
+      expect.arrayContaining(server.governance().required_capabilities as string[]),
+    );
     expect(server.problems).toEqual([]);
   });
 
-  it('shows the organisation\'s recommendation and rollout floor in reconcile and status, and the policy still applies', async () => {
-    const [major] = version.split('.');
-    server.publish({ required_client_version: `${major}.999.0`, minimum_client_version: `${major}.998.0` });
-    const human = await alice(['reconcile']);
-    expect(human.code, human.stderr).toBe(0);
-    expect(human.stdout).toContain(`warning: the organisation recommends blue-agent ${major}.999.0; this is ${version}`);
-    expect(human.stdout).toContain(`warning: the organisation's rollout floor is blue-agent ${major}.998.0`);
-    const status = JSON.parse((await alice(['status', '--json'])).stdout);
-    expect(status.policy.warnings).toEqual(expect.arrayContaining([expect.stringContaining(`recommends blue-agent ${major}.999.0`)]));
-    server.publish();
-    expect((await alice(['reconcile'])).code).toBe(0);
-  });
+  it(
+    "shows the organisation's recommendation and rollout floor in reconcile and status, and the policy still " +
+      'applies',
+    async () => {
+      const [major] = version.split('.');
+      server.publish({ required_client_version: `${major}.999.0`, minimum_client_version: `${major}.998.0` });
+      const human = await alice(['reconcile']);
+      expect(human.code, human.stderr).toBe(0);
+      expect(human.stdout).toContain(
+        `warning: the organisation recommends blue-agent ${major}.999.0; this is ${version}`,
+      );
+      expect(human.stdout).toContain(`warning: the organisation's rollout floor is blue-agent ${major}.998.0`);
+      const status = JSON.parse((await alice(['status', '--json'])).stdout);
+      expect(status.policy.warnings).toEqual(
+        expect.arrayContaining([expect.stringContaining(`recommends blue-agent ${major}.999.0`)]),
+      );
+      server.publish();
+      expect((await alice(['reconcile'])).code).toBe(0);
+    },
+  );
 
-  it('drains a captured session: presign, PUT to the storage origin (no token), complete on the relative complete_url', async () => {
-    const cwd = path.join(a.home, 'work', 'shop');
-    await mkdir(cwd, { recursive: true });
-    captured = await claudeSession(path.join(a.home, '.claude'), { id: '0e2c1a4e-7b1f-4c55-9a51-2b4d7a4d8e10', cwd, prompt: 'Add a coupon field to the checkout page' });
-    const spool = await Spool.open(stateLayout(a.env.BLUE_AGENT_HOME!));
-    await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload: captured.payload, createdAtUnixMs: Date.now() - 60_000 });
+  it(
+    'drains a captured session: presign, PUT to the storage origin (no token), complete on the relative ' +
+      'complete_url',
+    async () => {
+      const cwd = path.join(a.home, 'work', 'shop');
+      await mkdir(cwd, { recursive: true });
+      captured = await claudeSession(path.join(a.home, '.claude'), {
+        id: '0e2c1a4e-7b1f-4c55-9a51-2b4d7a4d8e10',
+        cwd,
+        prompt: 'Add a coupon field to the checkout page',
+      });
+      const spool = await Spool.open(stateLayout(a.env.BLUE_AGENT_HOME!));
+      await spool.enqueueIntake({
+        harness: 'claude',
+        profile: CLAUDE_PROFILE,
+        payload: captured.payload,
+        createdAtUnixMs: Date.now() - 60_000,
+      });
 
-    const { code, stdout, stderr } = await alice(['drain', '--json']);
-    expect(code, stderr).toBe(0);
-    const report = JSON.parse(stdout);
-    expect(report).toMatchObject({ ok: true, failed: [], retried: [], left_ready: 0 });
-    expect(report.uploaded).toHaveLength(1);
-    // Blue's server names no captured session at upload time.
-    expect(report.uploaded[0].captured_session_id).toBeUndefined();
+      const { code, stdout, stderr } = await alice(['drain', '--json']);
+      expect(code, stderr).toBe(0);
+      const report = JSON.parse(stdout);
+      expect(report).toMatchObject({ ok: true, failed: [], retried: [], left_ready: 0 });
+      expect(report.uploaded).toHaveLength(1);
+      // Blue's server names no captured session at upload time.
+      expect(report.uploaded[0].captured_session_id).toBeUndefined();
 
-    const artifact = report.uploaded[0].upload_id as string;
-    const put = server.requests.find((r) => r.origin === 'storage' && r.method === 'PUT')!;
-    expect(put.path).toBe(`/bucket/${artifact}`);
-    expect(put.headers['x-amz-meta-sha256']).toBe(report.uploaded[0].sha256);
-    expect(put.headers.authorization).toBeUndefined();
-    const done = server.requests.find((r) => r.path === `/session-uploads/${artifact}/complete`)!;
-    expect(done).toMatchObject({ origin: 'control', method: 'POST', status: 200 });
-    expect(server.problems).toEqual([]);
-  });
+      const artifact = report.uploaded[0].upload_id as string;
+      const put = server.requests.find((r) => r.origin === 'storage' && r.method === 'PUT')!;
+      expect(put.path).toBe(`/bucket/${artifact}`);
+      expect(put.headers['x-amz-meta-sha256']).toBe(report.uploaded[0].sha256);
+      expect(put.headers.authorization).toBeUndefined();
+      const done = server.requests.find((r) => r.path === `/session-uploads/${artifact}/complete`)!;
+      expect(done).toMatchObject({ origin: 'control', method: 'POST', status: 200 });
+      expect(server.problems).toEqual([]);
+    },
+  );
 
   it('lists the session by its captured-session id (owned, not expired, no digest from Blue) and shows it', async () => {
     const { code, stdout, stderr } = await alice(['sessions', 'list', '--json']);
@@ -145,9 +204,19 @@ describe("the agent against Blue's contract", () => {
   });
 
   it('shares it with Bob by e-mail: the address resolved to his user id, PUT {mode, user_ids} only', async () => {
-    const { code, stdout, stderr } = await alice(['sessions', 'share', sessionId.slice(0, 8), '--mode', 'selected', '--user', 'BOB@example.com']);
+    const { code, stdout, stderr } = await alice([
+      'sessions',
+      'share',
+      sessionId.slice(0, 8),
+      '--mode',
+      'selected',
+      '--user',
+      'BOB@example.com',
+    ]);
     expect(code, stderr).toBe(0);
-    expect(stdout).toBe(`Add a coupon field to the checkout page (${sessionId}): sharing is now selected: BOB@example.com\n`);
+    expect(stdout).toBe(
+      `Add a coupon field to the checkout page (${sessionId}): sharing is now selected: BOB@example.com\n`,
+    );
     const lookup = server.requests.find((r) => r.path === '/session-uploads/members')!;
     expect(lookup.query.get('q')).toBe('bob@example.com');
     const put = server.requests.find((r) => r.method === 'PUT' && r.path === `/session-uploads/${sessionId}/sharing`)!;
@@ -170,31 +239,67 @@ describe("the agent against Blue's contract", () => {
     expect(server.problems).toEqual([]);
   });
 
-  it('Bob resumes it into his HOME with --no-launch: downloaded (size checked, no digest from Blue), verified, restored', async () => {
-    const dest = path.join(b.home, 'work', 'shop');
-    await mkdir(dest, { recursive: true });
-    const { code, stdout, stderr } = await cli(b, binB, server.bob, ['resume', sessionId.slice(0, 8), '--dest', dest, '--yes', '--no-launch']);
-    expect(code, stderr).toBe(0);
-    expect(stdout).toBe(`cd ${dest} && claude --resume ${captured.id}\n`);
-    const restored = path.join(b.home, '.claude', 'projects', claudeProjectKey(dest), `${captured.id}.jsonl`);
-    expect(await exists(restored)).toBe(true);
-    const download = server.requests.find((r) => r.path === `/session-uploads/${sessionId}/download`)!;
-    expect(download.status).toBe(200);
-    expect(server.requests.filter((r) => r.origin === 'storage' && r.method === 'GET').every((r) => r.headers.authorization === undefined)).toBe(true);
-    expect(server.problems).toEqual([]);
-  });
+  it(
+    'Bob resumes it into his HOME with --no-launch: downloaded (size checked, no digest from Blue), verified, ' +
+      'restored',
+    async () => {
+      const dest = path.join(b.home, 'work', 'shop');
+      await mkdir(dest, { recursive: true });
+      const { code, stdout, stderr } = await cli(b, binB, server.bob, [
+        'resume',
+        sessionId.slice(0, 8),
+        '--dest',
+        dest,
+        '--yes',
+        '--no-launch',
+      ]);
+      expect(code, stderr).toBe(0);
+      expect(stdout).toBe(`cd ${dest} && claude --resume ${captured.id}\n`);
+      const restored = path.join(b.home, '.claude', 'projects', claudeProjectKey(dest), `${captured.id}.jsonl`);
+      expect(await exists(restored)).toBe(true);
+      const download = server.requests.find((r) => r.path === `/session-uploads/${sessionId}/download`)!;
+      expect(download.status).toBe(200);
+      expect(
+        server.requests
+          .filter((r) => r.origin === 'storage' && r.method === 'GET')
+          .every((r) => r.headers.authorization === undefined),
+      ).toBe(true);
+      expect(server.problems).toEqual([]);
+    },
+  );
 
   it('reports a client status (204): the revision applied, files ok, the harnesses as inventory entries', async () => {
     const ctx = contextOf(a, binA, server.alice);
     const policy = await policyTask(ctx, {}, ctx.paths.policySnapshotFile);
     expect(policy.error).toBeUndefined();
     const reconciled = await reconcileTask(ctx, ctx.paths.policySnapshotFile);
-    const body = clientStatusBody(ctx, await instanceId(ctx), { harnesses: reconciled.harnesses }, policy.resolved!.revision, new Set());
+    const body = clientStatusBody(
+      ctx,
+      await instanceId(ctx),
+      { harnesses: reconciled.harnesses },
+      policy.resolved!.revision,
+      new Set(),
+    );
     expect(await statusTask(ctx, body, 5_000)).toEqual({ ok: true });
     const sent = server.statuses.at(-1)!;
-    expect(sent).toMatchObject({ config_revision: server.governance().revision, applied: true, files_ok: true, client_version: version });
+    expect(sent).toMatchObject({
+      config_revision: server.governance().revision,
+      applied: true,
+      files_ok: true,
+      client_version: version,
+    });
     expect(sent.harnesses).toEqual(
-      expect.arrayContaining([expect.objectContaining({ name: 'claude', api_allowed: true, client_supported: true, installed: true, reconciled: true, version: '2.1.197', compatibility_profile: CLAUDE_PROFILE })]),
+      expect.arrayContaining([
+        expect.objectContaining({
+          name: 'claude',
+          api_allowed: true,
+          client_supported: true,
+          installed: true,
+          reconciled: true,
+          version: '2.1.197',
+          compatibility_profile: CLAUDE_PROFILE,
+        }),
+      ]),
     );
     expect(server.requests.at(-1)).toMatchObject({ path: '/client-status', status: 204 });
     expect(server.problems).toEqual([]);

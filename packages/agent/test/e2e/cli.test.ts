@@ -24,10 +24,15 @@ beforeEach(async () => {
   t = await makeTestHome();
   const bin = path.join(t.root, 'bin');
   await mkdir(bin);
-  for (const [name, output] of Object.entries(versionLines())) await writeFile(path.join(bin, name), `#!/bin/sh\necho '${output}'\n`, { mode: 0o755 });
+  for (const [name, output] of Object.entries(versionLines()))
+    await writeFile(path.join(bin, name), `#!/bin/sh\necho '${output}'\n`, { mode: 0o755 });
   env = { ...t.env, PATH: `${bin}:${path.dirname(process.execPath)}:/usr/bin:/bin` };
   policy = path.join(t.root, 'policy.yaml');
-  await writeFile(policy, 'revision: 2\nharnesses: { kimi: { allow_unverified_versions: true } }\nsession_upload: { presign_url: "https://c.example/session-uploads/presign" }\n');
+  await writeFile(
+    policy,
+    'revision: 2\nharnesses: { kimi: { allow_unverified_versions: true } }\nsession_upload: { presign_url: ' +
+      '"https://c.example/session-uploads/presign" }\n',
+  );
 });
 afterEach(async () => t.cleanup());
 
@@ -65,31 +70,49 @@ describe('blue-agent as a process', () => {
     expect(human.stderr).toContain('hint:');
     const json = await cli(['reconcile', '--json']);
     expect(json.code).toBe(1);
-    expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, error: { code: 'POLICY_MISSING', hint: expect.any(String) } });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      ok: false,
+      error: { code: 'POLICY_MISSING', hint: expect.any(String) },
+    });
   });
 
   it('profiles list --json and profiles check', async () => {
     const list = await cli(['profiles', 'list', '--json']);
     expect(list.code).toBe(0);
     const profiles = (JSON.parse(list.stdout) as { profiles: { profile: string }[] }).profiles.map((p) => p.profile);
-    expect(profiles).toEqual(expect.arrayContaining(['claude-v2_0_12', 'codex-v0_145_0', 'kimi-v1_28_0', 'opencode-v1_2_0']));
+    expect(profiles).toEqual(
+      expect.arrayContaining(['claude-v2_0_12', 'codex-v0_145_0', 'kimi-v1_28_0', 'opencode-v1_2_0']),
+    );
     expect(await cli(['profiles', 'check'])).toMatchObject({ code: 0, stdout: expect.stringContaining('consistent') });
   });
 
   it('four reconcile processes at once end with one correct result', async () => {
     const settings = path.join(t.home, '.claude', 'settings.json');
     await mkdir(path.dirname(settings), { recursive: true });
-    await writeFile(settings, '{\n  "env": { "A": "1" },\n  "hooks": { "SessionEnd": [ { "hooks": [ { "type": "command", "command": "echo mine" } ] } ] }\n}\n');
+    await writeFile(
+      settings,
+      '{\n  "env": { "A": "1" },\n  "hooks": { "SessionEnd": [ { "hooks": [ { "type": "command", "command": "echo ' +
+        'mine" } ] } ] }\n}\n',
+    );
     const results = await Promise.all([1, 2, 3, 4].map(() => cli(['reconcile', '--policy', policy, '--json'])));
     for (const r of results) expect(r.code, r.stderr).toBe(0);
     const text = await readFile(settings, 'utf8');
-    const commands = [...text.matchAll(/"command": "((?:[^"\\]|\\.)*)"/g)].map((m) => JSON.parse(`"${m[1]}"`) as string);
+    const commands = [...text.matchAll(/"command": "((?:[^"\\]|\\.)*)"/g)].map(
+      (m) => JSON.parse(`"${m[1]}"`) as string,
+    );
     expect(commands.filter((c) => isManagedCommand(c, 'claude'))).toHaveLength(1);
     expect(commands).toContain('echo mine');
-    const creators = results.map((r) => (JSON.parse(r.stdout) as { harnesses: { harness: string; action: string }[] }).harnesses.find((h) => h.harness === 'claude')!.action);
+    const creators = results.map(
+      (r) =>
+        (JSON.parse(r.stdout) as { harnesses: { harness: string; action: string }[] }).harnesses.find(
+          (h) => h.harness === 'claude',
+        )!.action,
+    );
     expect(creators.filter((a) => a !== 'unchanged').length).toBeGreaterThanOrEqual(1);
     const after = await cli(['reconcile', '--policy', policy, '--dry-run', '--json']);
-    expect((JSON.parse(after.stdout) as { harnesses: { action: string }[] }).harnesses.map((h) => h.action)).toEqual(HARNESSES.map(() => 'unchanged'));
+    expect((JSON.parse(after.stdout) as { harnesses: { action: string }[] }).harnesses.map((h) => h.action)).toEqual(
+      HARNESSES.map(() => 'unchanged'),
+    );
   });
 
   it('reconciles of different harnesses at once all keep their ledger records', async () => {
@@ -97,13 +120,23 @@ describe('blue-agent as a process', () => {
       const harnesses = [...HARNESSES].sort();
       const results = await Promise.all(harnesses.map((h) => cli(['reconcile', '--policy', policy, '--harness', h])));
       for (const r of results) expect(r.code, r.stderr).toBe(0);
-      const ledger = JSON.parse(await readFile(path.join(env.BLUE_AGENT_HOME!, 'ledger.json'), 'utf8')) as { files: Record<string, { harness: string }> };
-      expect(Object.values(ledger.files).map((f) => f.harness).sort()).toEqual(harnesses);
+      const ledger = JSON.parse(await readFile(path.join(env.BLUE_AGENT_HOME!, 'ledger.json'), 'utf8')) as {
+        files: Record<string, { harness: string }>;
+      };
+      expect(
+        Object.values(ledger.files)
+          .map((f) => f.harness)
+          .sort(),
+      ).toEqual(harnesses);
       // Start the next round from nothing, so every round races on creating the records.
       await writeFile(policy.replace('policy.yaml', 'off.yaml'), 'revision: 3\n');
-      const off = await Promise.all(harnesses.map((h) => cli(['reconcile', '--policy', policy.replace('policy.yaml', 'off.yaml'), '--harness', h])));
+      const off = await Promise.all(
+        harnesses.map((h) => cli(['reconcile', '--policy', policy.replace('policy.yaml', 'off.yaml'), '--harness', h])),
+      );
       for (const r of off) expect(r.code, r.stderr).toBe(0);
-      const cleared = JSON.parse(await readFile(path.join(env.BLUE_AGENT_HOME!, 'ledger.json'), 'utf8')) as { files: Record<string, unknown> };
+      const cleared = JSON.parse(await readFile(path.join(env.BLUE_AGENT_HOME!, 'ledger.json'), 'utf8')) as {
+        files: Record<string, unknown>;
+      };
       expect(cleared.files).toEqual({});
     }
   });
@@ -115,11 +148,17 @@ describe('blue-agent as a process', () => {
       env = { ...env, BLUE_AGENT_CONTROL_URL: server.origin, BLUE_AGENT_TOKEN: 'tok_process_test_123456' };
       const fetched = await cli(['reconcile', '--json', '--harness', 'claude']);
       expect(fetched.code, fetched.stderr).toBe(0);
-      expect(JSON.parse(fetched.stdout)).toMatchObject({ policy: { revision: 12, source: 'fetched' }, harnesses: [{ state: 'active', action: 'create' }] });
+      expect(JSON.parse(fetched.stdout)).toMatchObject({
+        policy: { revision: 12, source: 'fetched' },
+        harnesses: [{ state: 'active', action: 'create' }],
+      });
       await server.close();
       const cached = await cli(['reconcile', '--json', '--harness', 'claude']);
       expect(cached.code, cached.stderr).toBe(0);
-      expect(JSON.parse(cached.stdout)).toMatchObject({ policy: { revision: 12, source: 'cached' }, harnesses: [{ action: 'unchanged' }] });
+      expect(JSON.parse(cached.stdout)).toMatchObject({
+        policy: { revision: 12, source: 'cached' },
+        harnesses: [{ action: 'unchanged' }],
+      });
       expect(cached.stdout + cached.stderr).not.toContain('tok_process_test_123456');
     } finally {
       await server.close().catch(() => undefined);
@@ -139,8 +178,16 @@ describe('parse errors in the standard form', () => {
     [['reconcile', '--bogus'], "unknown option '--bogus'", 'blue-agent reconcile --help'],
     [['sessions', 'show'], "missing required argument 'id'", 'blue-agent sessions show --help'],
     [['reconcile', '--harness', 'emacs'], 'unknown harness "emacs"', 'blue-agent reconcile --help'],
-    [['control-plane', 'users', 'add', '--admin', '--bogus'], "unknown option '--bogus'", 'blue-agent control-plane users add --help'],
-    [['sessions', 'share', '3d394c86'], "required option '--mode <mode>' not specified", 'blue-agent sessions share --help'],
+    [
+      ['control-plane', 'users', 'add', '--admin', '--bogus'],
+      "unknown option '--bogus'",
+      'blue-agent control-plane users add --help',
+    ],
+    [
+      ['sessions', 'share', '3d394c86'],
+      "required option '--mode <mode>' not specified",
+      'blue-agent sessions share --help',
+    ],
     [['frobnicate'], "unknown command 'frobnicate'", 'blue-agent --help'],
     [['service', 'status', '--dry-run'], "unknown option '--dry-run'", 'blue-agent service status --help'],
   ])('%j: USAGE error with a hint, exit 2', async (args, message, help) => {
@@ -159,14 +206,29 @@ describe('parse errors in the standard form', () => {
     expect(json.stdout).not.toBe('');
     expect(json.stderr).toBe('');
     const doc = JSON.parse(json.stdout) as { ok: boolean; error: { code: string; message: string; hint: string } };
-    expect(doc).toEqual({ ok: false, error: { code: 'USAGE', message: expect.stringContaining(message), hint: `run \`${help}\`` } });
+    expect(doc).toEqual({
+      ok: false,
+      error: { code: 'USAGE', message: expect.stringContaining(message), hint: `run \`${help}\`` },
+    });
     expect(doc.error.message).not.toMatch(/^error:/);
   });
 
   it.each([
-    [['reconcil'], "unknown command 'reconcil'", '  hint: did you mean `blue-agent reconcile`? Else run `blue-agent --help`'],
-    [['sessions', 'lst'], "unknown command 'lst'", '  hint: did you mean `blue-agent sessions list`? Else run `blue-agent sessions --help`'],
-    [['reconcile', '--dry-rn'], "unknown option '--dry-rn'", '  hint: did you mean `--dry-run`? Else run `blue-agent reconcile --help`'],
+    [
+      ['reconcil'],
+      "unknown command 'reconcil'",
+      '  hint: did you mean `blue-agent reconcile`? Else run `blue-agent --help`',
+    ],
+    [
+      ['sessions', 'lst'],
+      "unknown command 'lst'",
+      '  hint: did you mean `blue-agent sessions list`? Else run `blue-agent sessions --help`',
+    ],
+    [
+      ['reconcile', '--dry-rn'],
+      "unknown option '--dry-rn'",
+      '  hint: did you mean `--dry-run`? Else run `blue-agent reconcile --help`',
+    ],
   ])('%j: a typo gets one message line and the suggestion in its hint', async (args, message, hint) => {
     const human = await inProcess(args);
     expect(human.code).toBe(2);
@@ -204,21 +266,54 @@ describe('every --json command result carries ok', () => {
 
   it('control-plane users add, users list, policy publish and gc', async () => {
     const data = path.join(t.root, 'control');
-    const added = await inProcess(['control-plane', 'users', 'add', 'ada@example.com', '--admin', '--data', data, '--json']);
+    const added = await inProcess([
+      'control-plane',
+      'users',
+      'add',
+      'ada@example.com',
+      '--admin',
+      '--data',
+      data,
+      '--json',
+    ]);
     expect(added.code, added.stderr).toBe(0);
-    expect(okFirst(added.stdout)).toMatchObject({ ok: true, email: 'ada@example.com', is_admin: true, token: expect.any(String) });
+    expect(okFirst(added.stdout)).toMatchObject({
+      ok: true,
+      email: 'ada@example.com',
+      is_admin: true,
+      token: expect.any(String),
+    });
     const listed = await inProcess(['control-plane', 'users', 'list', '--data', data, '--json']);
     expect(listed.code, listed.stderr).toBe(0);
     expect(okFirst(listed.stdout)).toMatchObject({ ok: true, users: [{ email: 'ada@example.com', is_admin: true }] });
     const published = await inProcess(['control-plane', 'policy', 'publish', policy, '--data', data, '--json']);
     expect(published.code, published.stderr).toBe(0);
-    expect(okFirst(published.stdout)).toMatchObject({ ok: true, revision: expect.stringMatching(/^[0-9a-f-]{36}$/), ignored_revision: 2 });
+    expect(okFirst(published.stdout)).toMatchObject({
+      ok: true,
+      revision: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      ignored_revision: 2,
+    });
     const gc = await inProcess(['control-plane', 'gc', '--data', data, '--json']);
     expect(gc.code, gc.stderr).toBe(0);
-    expect(okFirst(gc.stdout)).toEqual({ ok: true, deleted: [], deleted_objects: [], failed: [], expired_search_entries: 0, expired_sign_in_records: 0 });
+    expect(okFirst(gc.stdout)).toEqual({
+      ok: true,
+      deleted: [],
+      deleted_objects: [],
+      failed: [],
+      expired_search_entries: 0,
+      expired_sign_in_records: 0,
+    });
     const reindexed = await inProcess(['control-plane', 'reindex', '--data', data, '--json']);
     expect(reindexed.code, reindexed.stderr).toBe(0);
-    expect(okFirst(reindexed.stdout)).toEqual({ ok: true, indexed: 0, without_text: 0, skipped: 0, expired: 0, total: 0, resumed_after: null });
+    expect(okFirst(reindexed.stdout)).toEqual({
+      ok: true,
+      indexed: 0,
+      without_text: 0,
+      skipped: 0,
+      expired: 0,
+      total: 0,
+      resumed_after: null,
+    });
   });
 });
 
@@ -234,7 +329,9 @@ describe('help texts', () => {
   it('service: only install and uninstall take --dry-run', async () => {
     expect((await inProcess(['service', 'status', '--help'])).stdout).not.toContain('--dry-run');
     expect((await inProcess(['service', 'install', '--help'])).stdout).toContain('--dry-run');
-    expect((await inProcess(['service', 'uninstall', '--help'])).stdout).toMatch(/--dry-run\s+show what would be stopped and removed, change\s+nothing/);
+    expect((await inProcess(['service', 'uninstall', '--help'])).stdout).toMatch(
+      /--dry-run\s+show what would be stopped and removed, change\s+nothing/,
+    );
   });
 
   it('status, doctor, sessions share, sessions export and bundle create explain themselves with an example', async () => {

@@ -68,8 +68,23 @@ function env(): Record<string, string> {
 /** Starts replica `index` (its own, empty data directory) and waits until it listens. */
 async function startReplica(index: number): Promise<Replica> {
   const data = path.join(root, `replica-${index}`);
-  const args = ['control-plane', 'serve', '--listen', '127.0.0.1:0', '--data', data, '--public-url', proxy.url,
-    '--blob-store', 's3', '--s3-endpoint', s3Url, '--s3-bucket', BUCKET, '--s3-path-style'];
+  const args = [
+    'control-plane',
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--data',
+    data,
+    '--public-url',
+    proxy.url,
+    '--blob-store',
+    's3',
+    '--s3-endpoint',
+    s3Url,
+    '--s3-bucket',
+    BUCKET,
+    '--s3-path-style',
+  ];
   const done = runCli(args, { env: env(), timeoutMs: 10 * 60_000 });
   let out = '';
   done.child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
@@ -91,8 +106,15 @@ async function startReplica(index: number): Promise<Replica> {
   return replica;
 }
 
-async function json(url: string, token: string, init: RequestInit = {}): Promise<{ status: number; body: any; headers: Headers }> {
-  const response = await fetch(url, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers as Record<string, string>) } });
+async function json(
+  url: string,
+  token: string,
+  init: RequestInit = {},
+): Promise<{ status: number; body: any; headers: Headers }> {
+  const response = await fetch(url, {
+    ...init,
+    headers: { authorization: `Bearer ${token}`, ...(init.headers as Record<string, string>) },
+  });
   const text = await response.text();
   return { status: response.status, body: text === '' ? undefined : JSON.parse(text), headers: response.headers };
 }
@@ -103,7 +125,13 @@ beforeAll(async () => {
   cluster = await startPostgres();
   databaseUrl = await cluster.createDatabase();
   const s3Dir = path.join(root, 's3');
-  s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: s3Dir, configureBuckets: [{ name: BUCKET, configs: [] }] });
+  s3 = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory: s3Dir,
+    configureBuckets: [{ name: BUCKET, configs: [] }],
+  });
   s3Url = `http://127.0.0.1:${(await s3.run()).port}`;
   proxy = await startRoundRobinProxy(backends);
 }, 120_000);
@@ -118,11 +146,15 @@ afterAll(async () => {
 }, 60_000);
 
 describe('three stateless replicas on PostgreSQL and S3', () => {
-  it('start together with one administrator and one policy, take 50 agents through a replica kill and a database restart, and lose nothing', async () => {
+  it('start together with one administrator and one policy, take 50 agents through a replica kill and a database ' +
+    'restart, and lose nothing', async () => {
     // --- First start, all at once, against an empty database.
     await Promise.all(Array.from({ length: REPLICAS }, (_, i) => startReplica(i)));
     const outs = replicas.map((r) => r.stdout());
-    expect(outs.filter((o) => o.includes('Created the administrator')), outs.join('\n---\n')).toHaveLength(1);
+    expect(
+      outs.filter((o) => o.includes('Created the administrator')),
+      outs.join('\n---\n'),
+    ).toHaveLength(1);
     expect(outs.filter((o) => o.includes('Published a default policy'))).toHaveLength(1);
     const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
@@ -133,12 +165,24 @@ describe('three stateless replicas on PostgreSQL and S3', () => {
       await db.end();
     }
 
-    const { token } = await addUser({ dataDir: path.join(root, 'cli'), databaseUrl }, 'dev@example.com', false, Date.now());
+    const { token } = await addUser(
+      { dataDir: path.join(root, 'cli'), databaseUrl },
+      'dev@example.com',
+      false,
+      Date.now(),
+    );
     const policyFile = path.join(root, 'policy.yaml');
     const published: string[] = [];
     const publish = async (n: number) => {
-      await writeFile(policyFile + n, `ttl_seconds: ${60 + n}\nsession_upload:\n  presign_url: ${proxy.url}/session-uploads/presign\n`);
-      const { published: p } = await publishPolicy({ dataDir: path.join(root, 'cli'), databaseUrl }, policyFile + n, Date.now());
+      await writeFile(
+        policyFile + n,
+        `ttl_seconds: ${60 + n}\nsession_upload:\n  presign_url: ${proxy.url}/session-uploads/presign\n`,
+      );
+      const { published: p } = await publishPolicy(
+        { dataDir: path.join(root, 'cli'), databaseUrl },
+        policyFile + n,
+        Date.now(),
+      );
       published.push(p.revision);
     };
     const first = await json(`${replicas[0]!.url}/governance-config`, token);
@@ -163,7 +207,14 @@ describe('three stateless replicas on PostgreSQL and S3', () => {
     /** What the agents went through: each retried step and each record put back for later, by the reason given. */
     const troubles: string[] = [];
     const agent = async (n: number) => {
-      const client = await ControlClient.create({ controlUrl: proxy.url, token, tokenSource: 'test', env: {}, userAgent: 'blue-agent/test', timeoutMs: 15_000 });
+      const client = await ControlClient.create({
+        controlUrl: proxy.url,
+        token,
+        tokenSource: 'test',
+        env: {},
+        userAgent: 'blue-agent/test',
+        timeoutMs: 15_000,
+      });
       try {
         for (let s = 0; s < SESSIONS_PER_AGENT; s++) {
           const id = `agent-${n}-session-${s}`;
@@ -174,7 +225,13 @@ describe('three stateless replicas on PostgreSQL and S3', () => {
             bundleFile: file,
             size: bytes.length,
             sha256: createHash('sha256').update(bytes).digest('hex'),
-            manifest: { harness: 'claude', native_session_id: id, compatibility_profile: 'claude-v2_0_12', captured_at_unix_ms: Date.now(), title: id },
+            manifest: {
+              harness: 'claude',
+              native_session_id: id,
+              compatibility_profile: 'claude-v2_0_12',
+              captured_at_unix_ms: Date.now(),
+              title: id,
+            },
             resumable: true,
           };
           sessions.set(id, { sha256: item.sha256, size: item.size });
@@ -215,13 +272,20 @@ describe('three stateless replicas on PostgreSQL and S3', () => {
     })();
     await Promise.all([running, faults]);
     // The watchers see the last revision everywhere before they stop.
-    await until(() => seen.every((s) => s.at(-1) === published.at(-1)), 10_000, () => `published ${JSON.stringify(published)}, seen ${JSON.stringify(seen)}`);
+    await until(
+      () => seen.every((s) => s.at(-1) === published.at(-1)),
+      10_000,
+      () => `published ${JSON.stringify(published)}, seen ${JSON.stringify(seen)}`,
+    );
     watching = false;
     await Promise.all(watchers);
 
     // The faults were felt (requests cut by the kill, the database's 503s), and gone through.
     expect(troubles.length, 'no upload was disturbed: the faults came too late').toBeGreaterThan(0);
-    expect(troubles.some((t) => /database_unavailable|HTTP 503/.test(t)), troubles.slice(0, 20).join('\n')).toBe(true);
+    expect(
+      troubles.some((t) => /database_unavailable|HTTP 503/.test(t)),
+      troubles.slice(0, 20).join('\n'),
+    ).toBe(true);
 
     // --- Nothing lost, nothing twice: one captured session per native id, each with one verified upload.
     const listed = await listAll(token);
@@ -235,11 +299,18 @@ describe('three stateless replicas on PostgreSQL and S3', () => {
     await check.connect();
     try {
       expect((await check.query('SELECT count(*)::int AS n FROM sessions')).rows[0].n).toBe(total);
-      const perSession = await check.query(`SELECT session_id, count(*)::int AS n FROM artifacts WHERE status = 'complete' GROUP BY session_id HAVING count(*) <> 1`);
+      const perSession = await check.query(
+        `SELECT session_id, count(*)::int AS n FROM artifacts WHERE status = 'complete' GROUP BY session_id HAVING ` +
+          `count(*) <> 1`,
+      );
       expect(perSession.rows).toEqual([]);
-      expect((await check.query(`SELECT count(*)::int AS n FROM artifacts WHERE status = 'complete'`)).rows[0].n).toBe(total);
+      expect((await check.query(`SELECT count(*)::int AS n FROM artifacts WHERE status = 'complete'`)).rows[0].n).toBe(
+        total,
+      );
       // Revisions: one row each, in publish order.
-      const revisions = (await check.query('SELECT revision FROM policy_revisions ORDER BY seq')).rows.map((r: { revision: string }) => r.revision);
+      const revisions = (await check.query('SELECT revision FROM policy_revisions ORDER BY seq')).rows.map(
+        (r: { revision: string }) => r.revision,
+      );
       expect(revisions).toHaveLength(5);
       expect(new Set(revisions)).toEqual(new Set(published));
       expect(revisions.at(-1)).toBe(published.at(-1));
@@ -254,9 +325,15 @@ describe('three stateless replicas on PostgreSQL and S3', () => {
     }
     // The bytes made it to the bucket intact: a download of a few, through any replica.
     for (const s of listed.slice(0, 5)) {
-      const signed = await json(`${proxy.url}/session-uploads/${s.id}/download`, token, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const signed = await json(`${proxy.url}/session-uploads/${s.id}/download`, token, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
       expect(signed.status).toBe(200);
-      const bytes = Buffer.from(await (await fetch(signed.body.download_url, { headers: signed.body.headers })).arrayBuffer());
+      const bytes = Buffer.from(
+        await (await fetch(signed.body.download_url, { headers: signed.body.headers })).arrayBuffer(),
+      );
       expect(createHash('sha256').update(bytes).digest('hex')).toBe(sessions.get(s.native_session_id)!.sha256);
     }
     // Every replica, the one restarted included, names the same current revision on its event stream.
@@ -292,7 +369,10 @@ async function listAll(token: string): Promise<any[]> {
   const items: any[] = [];
   let cursor: string | undefined;
   for (let page = 0; page < 100; page++) {
-    const got = await json(`${proxy.url}/session-uploads?limit=100${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`, token);
+    const got = await json(
+      `${proxy.url}/session-uploads?limit=100${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`,
+      token,
+    );
     expect(got.status).toBe(200);
     items.push(...got.body.items);
     cursor = got.body.next_cursor ?? undefined;

@@ -57,7 +57,8 @@ async function checkContrast(page: Page, name: string): Promise<void> {
         return { what: el.outerHTML.slice(0, 60), fg: style.color, bg: own === 'rgba(0, 0, 0, 0)' ? background : own };
       });
   });
-  for (const { what, fg, bg } of pairs) expect(contrast(fg, bg), `${name}: ${what} (${fg} on ${bg})`).toBeGreaterThanOrEqual(4.5);
+  for (const { what, fg, bg } of pairs)
+    expect(contrast(fg, bg), `${name}: ${what} (${fg} on ${bg})`).toBeGreaterThanOrEqual(4.5);
 }
 
 /** Every visible form field has a label (or an aria-label), and nothing is wider than the window. */
@@ -65,11 +66,18 @@ async function checkPage(page: Page, name: string): Promise<void> {
   const unlabelled = await page.evaluate(() =>
     [...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
       .filter((el) => !(el as HTMLElement).closest('form[hidden]'))
-      .filter((el) => el.getAttribute('aria-label') === null && (el.id === '' || document.querySelector(`label[for="${el.id}"]`) === null) && el.closest('label') === null)
+      .filter(
+        (el) =>
+          el.getAttribute('aria-label') === null &&
+          (el.id === '' || document.querySelector(`label[for="${el.id}"]`) === null) &&
+          el.closest('label') === null,
+      )
       .map((el) => el.outerHTML.slice(0, 120)),
   );
   expect(unlabelled, name).toEqual([]);
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  const overflow = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
   expect(overflow, `${name} is wider than the window`).toBeLessThanOrEqual(0);
 }
 
@@ -81,14 +89,27 @@ describe.each(BACKENDS)('the dashboard in Chromium (%s)', (backend) => {
     await idp?.close();
   });
 
-  it('signs in, approves a device sign-in, finds a session by its third turn, shares and takes it back, and deletes it', async () => {
+  it('signs in, approves a device sign-in, finds a session by its third turn, shares and takes it back, and ' +
+    'deletes it', async () => {
     const port = await freePort();
     idp = await startOidcProvider(`http://127.0.0.1:${port}/auth/oidc/callback`, [
       { email: 'dana@example.com' },
       { email: 'erin@example.com' },
       { email: 'root@example.com', groups: ['blue-admins'] },
     ]);
-    t = await startTestServer({ backend, port, liveClock: true, identity: { deviceIntervalMs: 1_000 }, oidc: { issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret, adminGroup: 'blue-admins', name: 'Example SSO' } });
+    t = await startTestServer({
+      backend,
+      port,
+      liveClock: true,
+      identity: { deviceIntervalMs: 1_000 },
+      oidc: {
+        issuer: idp.issuer,
+        clientId: idp.clientId,
+        clientSecret: idp.clientSecret,
+        adminGroup: 'blue-admins',
+        name: 'Example SSO',
+      },
+    });
     const url = t.url;
     const dana = await chromium.newContext({ viewport: { width: 1280, height: 900 } });
     const erin = await chromium.newContext({ viewport: { width: 390, height: 844 } });
@@ -107,11 +128,17 @@ describe.each(BACKENDS)('the dashboard in Chromium (%s)', (backend) => {
       // `blue-agent login` in a terminal; its code approved here.
       const home = path.join(work, `home-${backend}`);
       await mkdir(home, { recursive: true });
-      const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, BLUE_AGENT_HOME: path.join(home, 'state'), BLUE_AGENT_CONFIG: path.join(home, 'config.yaml') };
+      const env = {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: home,
+        BLUE_AGENT_HOME: path.join(home, 'state'),
+        BLUE_AGENT_CONFIG: path.join(home, 'config.yaml'),
+      };
       const login = runCli(['login', '--control-url', url, '--no-browser', '--json'], { env, timeoutMs: 60_000 });
       let printed = '';
       login.child.stderr!.on('data', (chunk: Buffer) => (printed += chunk.toString()));
-      for (let i = 0; i < 300 && !/\(or open (\S+)\)/.test(printed); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      for (let i = 0; i < 300 && !/\(or open (\S+)\)/.test(printed); i++)
+        await new Promise((resolve) => setTimeout(resolve, 50));
       const verification = /\(or open (\S+)\)/.exec(printed)![1]!;
       await page.goto(verification);
       expect(await page.textContent('h1')).toBe('Sign in a device?');
@@ -122,12 +149,35 @@ describe.each(BACKENDS)('the dashboard in Chromium (%s)', (backend) => {
       const loggedIn = await login;
       expect(loggedIn.code, loggedIn.stderr).toBe(0);
       expect(JSON.parse(loggedIn.stdout)).toMatchObject({ ok: true, method: 'device', email: 'dana@example.com' });
-      const credentials = JSON.parse(await readFile(path.join(home, 'state', 'token'), 'utf8')) as { access_token: string };
+      const credentials = JSON.parse(await readFile(path.join(home, 'state', 'token'), 'utf8')) as {
+        access_token: string;
+      };
 
       // A session uploaded with the new sign-in's token; found by a word only its third turn says.
-      const daniel = { id: (await t.server.store.userByEmail('dana@example.com'))!.id, email: 'dana@example.com', token: credentials.access_token };
-      const bytes = await conversationBundle(work, { sessionId: 'dana-parser', title: 'Rewrite the config parser', cwd: '/home/dana/parser', turns: ['Rewrite the parser.', 'Which parts?', 'Start with the quasar tokenizer and its error messages.', `Done. ${'The tokenizer now reports line and column. '.repeat(60)}`] });
-      const uploaded = await t.upload(daniel, bytes, { session_id: 'dana-parser', title: 'Rewrite the config parser', cwd: '/home/dana/parser', artifact_format: 'blue-session-bundle-v1', compatibility_profile: 'claude-v2_0_12', resumable: true });
+      const daniel = {
+        id: (await t.server.store.userByEmail('dana@example.com'))!.id,
+        email: 'dana@example.com',
+        token: credentials.access_token,
+      };
+      const bytes = await conversationBundle(work, {
+        sessionId: 'dana-parser',
+        title: 'Rewrite the config parser',
+        cwd: '/home/dana/parser',
+        turns: [
+          'Rewrite the parser.',
+          'Which parts?',
+          'Start with the quasar tokenizer and its error messages.',
+          `Done. ${'The tokenizer now reports line and column. '.repeat(60)}`,
+        ],
+      });
+      const uploaded = await t.upload(daniel, bytes, {
+        session_id: 'dana-parser',
+        title: 'Rewrite the config parser',
+        cwd: '/home/dana/parser',
+        artifact_format: 'blue-session-bundle-v1',
+        compatibility_profile: 'claude-v2_0_12',
+        resumable: true,
+      });
       expect(uploaded.status).toBe(200);
       await page.goto(`${url}/sessions`);
       await page.getByLabel('Search', { exact: true }).fill('quasar');
@@ -220,10 +270,25 @@ describe.each(BACKENDS)('the dashboard in Chromium (%s)', (backend) => {
   it('shows a title that holds control and bidirectional characters escaped, never reordered, wherever it shows it', async () => {
     t = await startTestServer({ backend });
     const hostile = 'Quarterly report\u202Efdp.exe\u2066\u200f\u001b[31m\u0085';
-    const bytes = await conversationBundle(work, { sessionId: 'evil-title', title: hostile, cwd: '/home/dana/evil', turns: ['Hi.', 'Hello.'] });
-    const uploaded = await t.upload(t.alice, bytes, { session_id: 'evil-title', title: hostile, cwd: '/home/dana/evil\u202e', tags: ['tag\u202eevil'] });
+    const bytes = await conversationBundle(work, {
+      sessionId: 'evil-title',
+      title: hostile,
+      cwd: '/home/dana/evil',
+      turns: ['Hi.', 'Hello.'],
+    });
+    const uploaded = await t.upload(t.alice, bytes, {
+      session_id: 'evil-title',
+      title: hostile,
+      cwd: '/home/dana/evil\u202e',
+      tags: ['tag\u202eevil'],
+    });
     const secret = await t.server.store.identity.createSignInLink(t.alice.id, t.clock.now(), 60_000);
-    const signed = await fetch(`${t.url}/auth/link`, { method: 'POST', redirect: 'manual', headers: { origin: t.url, 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${secret}` });
+    const signed = await fetch(`${t.url}/auth/link`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { origin: t.url, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `token=${secret}`,
+    });
     const [name, value] = signed.headers.get('set-cookie')!.split(';')[0]!.split('=') as [string, string];
     const context = await chromium.newContext();
     try {

@@ -61,25 +61,39 @@ describe('a throwaway PostgreSQL cluster', () => {
     await cluster?.stop();
   });
 
-  it('accepts connections with pg, on 127.0.0.1, with the password of its URL and settings that do not depend on the machine', async () => {
-    expect(cluster.url).toMatch(new RegExp(`^postgres://postgres:[A-Za-z0-9_-]{20,}@127\\.0\\.0\\.1:${cluster.port}/postgres$`));
-    expect(cluster.major).toBeGreaterThanOrEqual(13);
-    const [row] = await query<Record<string, string>>(
-      cluster.url,
-      `SELECT current_setting('server_version_num') AS version, current_setting('TimeZone') AS tz,
+  it(
+    'accepts connections with pg, on 127.0.0.1, with the password of its URL and settings that do not depend on ' +
+      'the machine',
+    async () => {
+      expect(cluster.url).toMatch(
+        new RegExp(`^postgres://postgres:[A-Za-z0-9_-]{20,}@127\\.0\\.0\\.1:${cluster.port}/postgres$`),
+      );
+      expect(cluster.major).toBeGreaterThanOrEqual(13);
+      const [row] = await query<Record<string, string>>(
+        cluster.url,
+        `SELECT current_setting('server_version_num') AS version, current_setting('TimeZone') AS tz,
               current_setting('lc_collate') AS collate, current_setting('server_encoding') AS encoding,
               current_setting('fsync') AS fsync, current_setting('max_connections') AS max_connections,
               current_setting('listen_addresses') AS listen, current_setting('data_directory') AS data,
               current_setting('password_encryption') AS encryption`,
-    );
-    expect(row).toMatchObject({ tz: 'UTC', collate: 'C', encoding: 'UTF8', fsync: 'off', listen: '127.0.0.1', data: cluster.dataDir, encryption: 'scram-sha-256' });
-    expect(Math.floor(Number(row!.version) / 10_000)).toBe(cluster.major);
-    expect(Number(row!.max_connections)).toBeGreaterThanOrEqual(200);
+      );
+      expect(row).toMatchObject({
+        tz: 'UTC',
+        collate: 'C',
+        encoding: 'UTF8',
+        fsync: 'off',
+        listen: '127.0.0.1',
+        data: cluster.dataDir,
+        encryption: 'scram-sha-256',
+      });
+      expect(Math.floor(Number(row!.version) / 10_000)).toBe(cluster.major);
+      expect(Number(row!.max_connections)).toBeGreaterThanOrEqual(200);
 
-    const wrong = new URL(cluster.url);
-    wrong.password = 'not-the-password';
-    await expect(query(wrong.toString(), 'SELECT 1')).rejects.toThrow(/password authentication failed/);
-  });
+      const wrong = new URL(cluster.url);
+      wrong.password = 'not-the-password';
+      await expect(query(wrong.toString(), 'SELECT 1')).rejects.toThrow(/password authentication failed/);
+    },
+  );
 
   it('gives each createDatabase() its own empty database', async () => {
     const [a, b] = await Promise.all([cluster.createDatabase(), cluster.createDatabase()]);
@@ -98,7 +112,11 @@ describe('a throwaway PostgreSQL cluster', () => {
     const url = await cluster.createDatabase();
     const clients = await Promise.all(Array.from({ length: 200 }, () => connect(url)));
     try {
-      const [row] = (await clients[0]!.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend'")).rows;
+      const [row] = (
+        await clients[0]!.query<{ n: string }>(
+          "SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend'",
+        )
+      ).rows;
       expect(Number(row!.n)).toBeGreaterThanOrEqual(200);
     } finally {
       await Promise.all(clients.map((c) => c.end()));
@@ -108,7 +126,10 @@ describe('a throwaway PostgreSQL cluster', () => {
   it.runIf(hasProc)('runs its processes as an unprivileged user (nobody when the tests run as root)', () => {
     const pids = cluster.processIds();
     expect(pids.length).toBeGreaterThan(1);
-    const expected = process.getuid!() === 0 ? Number(/^nobody:[^:]*:(\d+):/m.exec(readFileSync('/etc/passwd', 'utf8'))?.[1] ?? 65534) : process.getuid!();
+    const expected =
+      process.getuid!() === 0
+        ? Number(/^nobody:[^:]*:(\d+):/m.exec(readFileSync('/etc/passwd', 'utf8'))?.[1] ?? 65534)
+        : process.getuid!();
     expect(expected).not.toBe(0);
     // A backend may end between the listing and the read (an autovacuum worker, a connection closing): it is skipped.
     const uids = pids.map((pid) => statusUid(pid)).filter((uid) => uid !== undefined);
@@ -162,7 +183,9 @@ describe('a throwaway PostgreSQL cluster', () => {
     await expect(query(url, 'SELECT 1')).rejects.toThrow(/ECONNREFUSED/);
 
     await cluster.restart();
-    expect(await query(url, 'SELECT count(*)::int AS n, sum(n)::int AS total FROM crash')).toEqual([{ n: 20, total: 210 }]);
+    expect(await query(url, 'SELECT count(*)::int AS n, sum(n)::int AS total FROM crash')).toEqual([
+      { n: 20, total: 210 },
+    ]);
   });
 
   it('stop() leaves no process, port or directory behind', async () => {

@@ -14,15 +14,18 @@ import { describeRun, harnessEnv, runProcess } from '../../../../test/support/ru
 const w = useOfflineSession();
 
 describe.each(lockedHarnesses())('%s --version', (harness) => {
-  it.each(lockedVersions(harness))('%s is parsed by the profile patterns and falls in a capture interval', async (version) => {
-    const { t, cwd, profiles } = w;
-    const bin = harnessBin(harness, version);
-    const result = await runProcess(bin, ['--version'], { env: harnessEnv(t.home), cwd, timeoutMs: 30_000 });
-    expect(result.exitCode, describeRun(result)).toBe(0);
-    const loaded = requireProfiles(profiles, harness);
-    expect(parseVersionOutput(loaded, result.stdout), describeRun(result)).toBe(version);
-    const choice = selectInterval(loaded.doc, version);
-    expect(choice, `no interval of ${loaded.file} holds ${version}`).toBeDefined();
-    expect(choice!.interval.operations).toContain('session_capture');
-  });
+  it.each(lockedVersions(harness))(
+    '%s is parsed by the profile patterns and falls in a capture interval',
+    async (version) => {
+      const { t, cwd, profiles } = w;
+      const bin = harnessBin(harness, version);
+      const result = await runProcess(bin, ['--version'], { env: harnessEnv(t.home), cwd, timeoutMs: 30_000 });
+      expect(result.exitCode, describeRun(result)).toBe(0);
+      const loaded = requireProfiles(profiles, harness);
+      expect(parseVersionOutput(loaded, result.stdout), describeRun(result)).toBe(version);
+      const choice = selectInterval(loaded.doc, version);
+      expect(choice, `no interval of ${loaded.file} holds ${version}`).toBeDefined();
+      expect(choice!.interval.operations).toContain('session_capture');
+    },
+  );
 });

@@ -48,7 +48,15 @@ afterEach(async () => {
 });
 
 const policy = (redact: boolean) =>
-  stack.server.store.publishPolicy({ session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign`, ...(redact ? { redact: 'secrets' } : {}) } }, Date.now());
+  stack.server.store.publishPolicy(
+    {
+      session_upload: {
+        presign_url: `${stack.proxy.url}/session-uploads/presign`,
+        ...(redact ? { redact: 'secrets' } : {}),
+      },
+    },
+    Date.now(),
+  );
 
 interface Planted {
   id: string;
@@ -63,7 +71,8 @@ interface Planted {
   word: string;
 }
 
-/** A Claude Code session as the harness writes it, in a project folder of a clean folder; the hook may name another cwd. */
+/** A Claude Code session as the harness writes it, in a project folder of a clean folder; the hook may name another
+ * cwd. */
 async function write(p: Planted): Promise<{ transcript: string; cwd: string }> {
   const cwd = p.cwd ?? path.join(t.root, 'work');
   await mkdir(cwd, { recursive: true });
@@ -81,7 +90,10 @@ async function write(p: Planted): Promise<{ transcript: string; cwd: string }> {
 }
 
 const user = (content: unknown) => ({ type: 'user', message: { role: 'user', content } });
-const assistant = (...content: unknown[]) => ({ type: 'assistant', message: { role: 'assistant', id: 'msg_1', content } });
+const assistant = (...content: unknown[]) => ({
+  type: 'assistant',
+  message: { role: 'assistant', id: 'msg_1', content },
+});
 
 /** One session per class of secret. */
 function planted(): Planted[] {
@@ -89,8 +101,18 @@ function planted(): Planted[] {
     {
       // The last line cut off by a crash: what the idle sweep captures of a harness that died.
       id: '11111111-1111-4111-8111-111111111111',
-      records: [user('zebratorn: where do the keys go?'), assistant({ type: 'text', text: `STRIPE_API_KEY=${STRIPE} is in .env, with password: "${LOW[1]}"` })],
-      torn: JSON.stringify({ type: 'assistant', uuid: 'cut', message: { role: 'assistant', content: [{ type: 'text', text: `and DB_PASSWORD=${LOW[0]} with STRIPE_API_KEY=${STRIPE} and more` }] } }).slice(0, -40),
+      records: [
+        user('zebratorn: where do the keys go?'),
+        assistant({ type: 'text', text: `STRIPE_API_KEY=${STRIPE} is in .env, with password: "${LOW[1]}"` }),
+      ],
+      torn: JSON.stringify({
+        type: 'assistant',
+        uuid: 'cut',
+        message: {
+          role: 'assistant',
+          content: [{ type: 'text', text: `and DB_PASSWORD=${LOW[0]} with STRIPE_API_KEY=${STRIPE} and more` }],
+        },
+      }).slice(0, -40),
       secrets: [STRIPE, LOW[0]!, LOW[1]!],
       word: 'zebratorn',
     },
@@ -99,21 +121,36 @@ function planted(): Planted[] {
       id: '22222222-2222-4222-8222-222222222222',
       cwd: path.join(t.root, `PGPASSWORD=${LOW[3]}`),
       remote: `https://git.example.com/${SLACK}/repo.git`,
-      records: [user(`deploy ${SHOPIFY} zebrameta with DB_PASSWORD=${LOW[0]} and AWS_SECRET_ACCESS_KEY=${AWS}`), assistant({ type: 'text', text: 'Done.' })],
+      records: [
+        user(`deploy ${SHOPIFY} zebrameta with DB_PASSWORD=${LOW[0]} and AWS_SECRET_ACCESS_KEY=${AWS}`),
+        assistant({ type: 'text', text: 'Done.' }),
+      ],
       secrets: [SHOPIFY, LOW[0]!, AWS, SLACK, LOW[3]!],
       word: 'zebrameta',
     },
     {
       // One reply streamed in parts: the token split across two records' blocks.
       id: '33333333-3333-4333-8333-333333333333',
-      records: [user('zebrasplit: set the token'), assistant({ type: 'text', text: `export GITHUB_TOKEN=${TOKEN_HEAD}` }), assistant({ type: 'text', text: `${TOKEN_TAIL} now` })],
+      records: [
+        user('zebrasplit: set the token'),
+        assistant({ type: 'text', text: `export GITHUB_TOKEN=${TOKEN_HEAD}` }),
+        assistant({ type: 'text', text: `${TOKEN_TAIL} now` }),
+      ],
       secrets: [TOKEN_HEAD, TOKEN_TAIL],
       word: 'zebrasplit',
     },
     {
       // A secret used as an object key.
       id: '44444444-4444-4444-8444-444444444444',
-      records: [user('zebrakey: store it'), assistant({ type: 'tool_use', id: 'toolu_1', name: 'Write', input: { [KEY_TOKEN]: 'the value', file_path: '/tmp/x' } })],
+      records: [
+        user('zebrakey: store it'),
+        assistant({
+          type: 'tool_use',
+          id: 'toolu_1',
+          name: 'Write',
+          input: { [KEY_TOKEN]: 'the value', file_path: '/tmp/x' },
+        }),
+      ],
       secrets: [KEY_TOKEN],
       word: 'zebrakey',
     },
@@ -122,7 +159,10 @@ function planted(): Planted[] {
       id: '55555555-5555-4555-8555-555555555555',
       records: [
         user(`zebralow: connect with PGPASSWORD=${LOW[3]} and api_key=${LOW[2]}`),
-        assistant({ type: 'text', text: `I set password: "${LOW[1]}" zebralow` }, { type: 'tool_use', id: 'toolu_2', name: 'Login', input: { username: 'alice', password: LOW[1] } }),
+        assistant(
+          { type: 'text', text: `I set password: "${LOW[1]}" zebralow` },
+          { type: 'tool_use', id: 'toolu_2', name: 'Login', input: { username: 'alice', password: LOW[1] } },
+        ),
       ],
       secrets: [LOW[3]!, LOW[2]!, LOW[1]!],
       word: 'zebralow',
@@ -141,11 +181,31 @@ async function captureAndDrain(sessions: Planted[]): Promise<Map<string, string>
   const spool = await Spool.open(stateLayout(t.stateDir));
   for (const p of sessions) {
     const { transcript, cwd } = await write(p);
-    const payload = { session_id: p.id, transcript_path: transcript, cwd, hook_event_name: 'SessionEnd', reason: 'other' };
+    const payload = {
+      session_id: p.id,
+      transcript_path: transcript,
+      cwd,
+      hook_event_name: 'SessionEnd',
+      reason: 'other',
+    };
     if (p.torn !== undefined) {
-      await spool.enqueueIntake({ harness: 'claude', profile: CLAUDE_PROFILE, payload, createdAtUnixMs: Date.now() - 60_000, reason: 'idle' });
+      await spool.enqueueIntake({
+        harness: 'claude',
+        profile: CLAUDE_PROFILE,
+        payload,
+        createdAtUnixMs: Date.now() - 60_000,
+        reason: 'idle',
+      });
     } else {
-      const outcome = await runCaptureHook(ctx, { harness: 'claude', profile: CLAUDE_PROFILE }, { stdin: Readable.from([JSON.stringify(payload)]), startDrain: () => undefined, harnessProcess: () => undefined });
+      const outcome = await runCaptureHook(
+        ctx,
+        { harness: 'claude', profile: CLAUDE_PROFILE },
+        {
+          stdin: Readable.from([JSON.stringify(payload)]),
+          startDrain: () => undefined,
+          harnessProcess: () => undefined,
+        },
+      );
       expect(outcome.ok, JSON.stringify(outcome)).toBe(true);
     }
   }
@@ -166,18 +226,31 @@ describe('with session_upload.redact: secrets', () => {
       const detail = JSON.stringify(await api(`/session-uploads/${id}`));
       const bundle = gunzipSync(await stack.download(id)).toString('utf8');
       const found = await api(`/session-uploads?q=${p.word}`);
-      expect(found.items.map((i: { id: string }) => i.id), p.word).toEqual([id]);
+      expect(
+        found.items.map((i: { id: string }) => i.id),
+        p.word,
+      ).toEqual([id]);
       const searched = JSON.stringify(found);
       for (const secret of p.secrets) {
-        for (const [where, text] of [['list', listed], ['record', detail], ['bundle', bundle], ['search', searched]] as const) {
+        for (const [where, text] of [
+          ['list', listed],
+          ['record', detail],
+          ['bundle', bundle],
+          ['search', searched],
+        ] as const) {
           expect(text.includes(secret), `${p.word}: ${secret} in the ${where}`).toBe(false);
         }
-        expect((await api(`/session-uploads?q=${encodeURIComponent(secret)}`)).items, `${p.word}: search for ${secret}`).toEqual([]);
+        expect(
+          (await api(`/session-uploads?q=${encodeURIComponent(secret)}`)).items,
+          `${p.word}: search for ${secret}`,
+        ).toEqual([]);
       }
       expect(bundle).toContain('[REDACTED:');
     }
     // The texts beside the bundle say where the secrets were.
-    const meta = JSON.parse(JSON.stringify(await api(`/session-uploads/${ids.get(sessions[1]!.id)}`))) as { session: Record<string, unknown> };
+    const meta = JSON.parse(JSON.stringify(await api(`/session-uploads/${ids.get(sessions[1]!.id)}`))) as {
+      session: Record<string, unknown>;
+    };
     expect(JSON.stringify(meta)).toContain('DB_PASSWORD=[REDACTED:PASSWORD]');
     expect(JSON.stringify(meta)).toContain('PGPASSWORD=[REDACTED:PASSWORD]');
   });
@@ -185,34 +258,67 @@ describe('with session_upload.redact: secrets', () => {
   it('a record people store goes through the redactor too: what it says, its title and its tags', async () => {
     await policy(true);
     const stdout = bufferOutput(false);
-    const stdin = { isTTY: false, stream: () => Readable.from([Buffer.from(`zebrarecord notes: PGPASSWORD=${LOW[3]} and ${STRIPE}\n`)]), setRawMode: () => undefined };
-    const code = await main(['sessions', 'store', '--title', `keys api_key=${LOW[2]}`, '--provider', 'notes', '--tag', `DB_PASSWORD=${LOW[0]}`, '--tag', 'ops', '--json'], t.context({ stdout, stdin, env: { BLUE_AGENT_CONTROL_URL: stack.proxy.url, BLUE_AGENT_TOKEN: stack.token } }));
+    const stdin = {
+      isTTY: false,
+      stream: () => Readable.from([Buffer.from(`zebrarecord notes: PGPASSWORD=${LOW[3]} and ${STRIPE}\n`)]),
+      setRawMode: () => undefined,
+    };
+    const code = await main(
+      [
+        'sessions',
+        'store',
+        '--title',
+        `keys api_key=${LOW[2]}`,
+        '--provider',
+        'notes',
+        '--tag',
+        `DB_PASSWORD=${LOW[0]}`,
+        '--tag',
+        'ops',
+        '--json',
+      ],
+      t.context({ stdout, stdin, env: { BLUE_AGENT_CONTROL_URL: stack.proxy.url, BLUE_AGENT_TOKEN: stack.token } }),
+    );
     expect(code, stdout.text()).toBe(0);
     await stack.server.searchIdle();
     const id = (JSON.parse(stdout.text()) as { id: string }).id;
-    const texts = [JSON.stringify(await api('/session-uploads')), JSON.stringify(await api(`/session-uploads/${id}`)), gunzipOrText(await stack.download(id)), JSON.stringify(await api('/session-uploads?q=zebrarecord')), stdout.text()];
-    for (const secret of [LOW[3]!, STRIPE, LOW[2]!, LOW[0]!]) for (const text of texts) expect(text).not.toContain(secret);
+    const texts = [
+      JSON.stringify(await api('/session-uploads')),
+      JSON.stringify(await api(`/session-uploads/${id}`)),
+      gunzipOrText(await stack.download(id)),
+      JSON.stringify(await api('/session-uploads?q=zebrarecord')),
+      stdout.text(),
+    ];
+    for (const secret of [LOW[3]!, STRIPE, LOW[2]!, LOW[0]!])
+      for (const text of texts) expect(text).not.toContain(secret);
     expect((await api('/session-uploads?q=zebrarecord')).items).toHaveLength(1);
-    expect(JSON.parse(stdout.text())).toMatchObject({ title: 'keys api_key=[REDACTED:SECRET]', tags: ['DB_PASSWORD=[REDACTED:PASSWORD]', 'ops'] });
+    expect(JSON.parse(stdout.text())).toMatchObject({
+      title: 'keys api_key=[REDACTED:SECRET]',
+      tags: ['DB_PASSWORD=[REDACTED:PASSWORD]', 'ops'],
+    });
   });
 });
 
 describe('without redaction', () => {
-  it('the texts beside the bundle still go through the one masking rule; the session itself is the user\'s, unchanged', async () => {
-    await policy(false);
-    const meta = planted()[1]!;
-    const ids = await captureAndDrain([meta]);
-    const id = ids.get(meta.id)!;
-    const record = JSON.stringify(await api(`/session-uploads/${id}`));
-    for (const secret of [LOW[0]!, AWS, SLACK, LOW[3]!]) {
-      expect(record, secret).not.toContain(secret);
-      expect(JSON.stringify(await api('/session-uploads?q=zebrameta')), secret).not.toContain(secret);
-    }
-    expect(record).toContain('DB_PASSWORD=[REDACTED:PASSWORD]');
-    const bundle = gunzipSync(await stack.download(id)).toString('utf8');
-    expect(bundle).toContain(`DB_PASSWORD=${LOW[0]}`);
-    expect(bundle).not.toContain('"redaction"');
-  });
+  it(
+    "the texts beside the bundle still go through the one masking rule; the session itself is the user's, " +
+      'unchanged',
+    async () => {
+      await policy(false);
+      const meta = planted()[1]!;
+      const ids = await captureAndDrain([meta]);
+      const id = ids.get(meta.id)!;
+      const record = JSON.stringify(await api(`/session-uploads/${id}`));
+      for (const secret of [LOW[0]!, AWS, SLACK, LOW[3]!]) {
+        expect(record, secret).not.toContain(secret);
+        expect(JSON.stringify(await api('/session-uploads?q=zebrameta')), secret).not.toContain(secret);
+      }
+      expect(record).toContain('DB_PASSWORD=[REDACTED:PASSWORD]');
+      const bundle = gunzipSync(await stack.download(id)).toString('utf8');
+      expect(bundle).toContain(`DB_PASSWORD=${LOW[0]}`);
+      expect(bundle).not.toContain('"redaction"');
+    },
+  );
 });
 
 function gunzipOrText(bytes: Buffer): string {

@@ -14,7 +14,8 @@ const run = promisify(execFile);
 const entry = path.join(agentRoot, 'bin', 'blue-agent.js');
 const SESSION = '3d394c86-0c1e-4a57-9d43-0f0a3bb1e2c1';
 const PROFILE = 'claude-v2_0_12';
-/** Linux's sysfs refuses new files and folders to every user, root included (EACCES, EPERM, or EROFS when mounted so). */
+/** Linux's sysfs refuses new files and folders to every user, root included (EACCES, EPERM, or EROFS when mounted so).
+ * */
 const REFUSING_DIR = process.platform === 'linux' && existsSync('/sys/kernel') ? '/sys' : undefined;
 
 let t: TestHome;
@@ -31,9 +32,15 @@ beforeEach(async () => {
   env = { ...t.env, CLAUDE_CONFIG_DIR: claudeDir, PATH: `${bin}:${path.dirname(process.execPath)}:/usr/bin:/bin` };
   const project = path.join(claudeDir, 'projects', '-work');
   await mkdir(project, { recursive: true });
-  await writeFile(path.join(project, `${SESSION}.jsonl`), `${JSON.stringify({ type: 'user', sessionId: SESSION, message: { role: 'user', content: 'hi' } })}\n`);
+  await writeFile(
+    path.join(project, `${SESSION}.jsonl`),
+    `${JSON.stringify({ type: 'user', sessionId: SESSION, message: { role: 'user', content: 'hi' } })}\n`,
+  );
   policy = path.join(t.root, 'policy.yaml');
-  await writeFile(policy, 'revision: 2\nsession_upload: { presign_url: "https://c.example/session-uploads/presign" }\n');
+  await writeFile(
+    policy,
+    'revision: 2\nsession_upload: { presign_url: "https://c.example/session-uploads/presign" }\n',
+  );
 });
 afterEach(async () => t.cleanup());
 
@@ -44,9 +51,16 @@ interface Failure {
   file?: string;
 }
 
-async function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(
+  args: string[],
+  extraEnv: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [entry, ...args], { env: { ...env, ...extraEnv }, cwd: t.home, timeout: 30_000 });
+    const { stdout, stderr } = await run(process.execPath, [entry, ...args], {
+      env: { ...env, ...extraEnv },
+      cwd: t.home,
+      timeout: 30_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -76,7 +90,18 @@ async function printedFailure(args: string[]): Promise<Failure> {
   return { code: code!, message: message!, hint: hint! };
 }
 
-const bundleCreate = (out: string) => ['bundle', 'create', '--harness', 'claude', '--session', SESSION, '--profile', PROFILE, '--out', out];
+const bundleCreate = (out: string) => [
+  'bundle',
+  'create',
+  '--harness',
+  'claude',
+  '--session',
+  SESSION,
+  '--profile',
+  PROFILE,
+  '--out',
+  out,
+];
 
 async function makeBundle(): Promise<string> {
   const file = path.join(t.root, 'session.bundle');
@@ -91,7 +116,9 @@ describe('bundle create --out', () => {
     const error = await failure(bundleCreate(out));
     expect(error.code).toBe('PATH_NOT_FOUND');
     expect(error.file).toBe(out);
-    expect(error.message).toMatch(new RegExp(`^cannot write the bundle to ${out}: no such file or directory \\(ENOENT: open `));
+    expect(error.message).toMatch(
+      new RegExp(`^cannot write the bundle to ${out}: no such file or directory \\(ENOENT: open `),
+    );
     expect(error.hint).toContain(`ls -ld ${path.dirname(out)}`);
     const human = await cli(bundleCreate(out));
     expect(human.code).toBe(1);
@@ -151,75 +178,101 @@ describe('reconcile', () => {
     await symlink('settings.json', settings);
     const result = await cli(['reconcile', '--policy', policy, '--harness', 'claude', '--dry-run', '--json']);
     expect(result.code, result.stderr).toBe(1);
-    const report = JSON.parse(result.stdout) as { harnesses: { state: string; files: { path: string; action: string; error?: Failure }[] }[] };
+    const report = JSON.parse(result.stdout) as {
+      harnesses: { state: string; files: { path: string; action: string; error?: Failure }[] }[];
+    };
     const claude = report.harnesses[0]!;
     expect(claude.state).toBe('error');
     expect(claude.files).toEqual([
       {
         path: settings,
         action: 'error',
-        error: expect.objectContaining({ code: 'UNSAFE_PATH', file: settings, message: expect.stringContaining('too many levels of symbolic links (ELOOP') }),
+        error: expect.objectContaining({
+          code: 'UNSAFE_PATH',
+          file: settings,
+          message: expect.stringContaining('too many levels of symbolic links (ELOOP'),
+        }),
       },
     ]);
     expect(claude.files[0]!.error!.hint).toContain(`ls -l ${settings}`);
   });
 
-  it.skipIf(REFUSING_DIR === undefined)("a harness's config folder no one may write: PERMISSION_DENIED naming the config file", async () => {
-    const dir = path.join(REFUSING_DIR!, 'blue-agent-claude');
-    const result = await cli(['reconcile', '--policy', policy, '--harness', 'claude', '--json'], { CLAUDE_CONFIG_DIR: dir });
-    expect(result.code, result.stderr).toBe(1);
-    const report = JSON.parse(result.stdout) as { harnesses: { files: { path: string; action: string; error?: Failure }[] }[] };
-    const settings = path.join(dir, 'settings.json');
-    const failed = report.harnesses[0]!.files.find((f) => f.action === 'error')!;
-    expect(failed.path).toBe(settings);
-    expect(failed.error).toMatchObject({ code: 'PERMISSION_DENIED', file: settings });
-    expect(failed.error!.message).toMatch(new RegExp(`^cannot update ${settings}: `));
-    // The folder it could not create is named by the one above it, where the permission is missing.
-    expect(failed.error!.hint).toContain(`ls -ld ${REFUSING_DIR} ${settings}`);
-  });
+  it.skipIf(REFUSING_DIR === undefined)(
+    "a harness's config folder no one may write: PERMISSION_DENIED naming the config file",
+    async () => {
+      const dir = path.join(REFUSING_DIR!, 'blue-agent-claude');
+      const result = await cli(['reconcile', '--policy', policy, '--harness', 'claude', '--json'], {
+        CLAUDE_CONFIG_DIR: dir,
+      });
+      expect(result.code, result.stderr).toBe(1);
+      const report = JSON.parse(result.stdout) as {
+        harnesses: { files: { path: string; action: string; error?: Failure }[] }[];
+      };
+      const settings = path.join(dir, 'settings.json');
+      const failed = report.harnesses[0]!.files.find((f) => f.action === 'error')!;
+      expect(failed.path).toBe(settings);
+      expect(failed.error).toMatchObject({ code: 'PERMISSION_DENIED', file: settings });
+      expect(failed.error!.message).toMatch(new RegExp(`^cannot update ${settings}: `));
+      // The folder it could not create is named by the one above it, where the permission is missing.
+      expect(failed.error!.hint).toContain(`ls -ld ${REFUSING_DIR} ${settings}`);
+    },
+  );
 
   it('a state directory below a regular file: NOT_A_DIRECTORY naming the state file it could not write', async () => {
     await writeFile(path.join(t.root, 'plain'), 'x');
     const stateDir = path.join(t.root, 'plain', 'state');
-    const error = await failure(['reconcile', '--policy', policy, '--harness', 'claude'], { BLUE_AGENT_HOME: stateDir });
+    const error = await failure(['reconcile', '--policy', policy, '--harness', 'claude'], {
+      BLUE_AGENT_HOME: stateDir,
+    });
     expect(error.code).toBe('NOT_A_DIRECTORY');
     expect(error.message).toMatch(new RegExp(`^cannot write blue-agent's state file ${stateDir}/`));
   });
 
-  it.skipIf(REFUSING_DIR === undefined)('a state directory no one may create: PERMISSION_DENIED with the command to look at it', async () => {
-    const stateDir = path.join(REFUSING_DIR!, 'blue-agent-state');
-    const error = await failure(['reconcile', '--policy', policy, '--harness', 'claude'], { BLUE_AGENT_HOME: stateDir });
-    expect(error.code).toBe('PERMISSION_DENIED');
-    expect(error.message).toContain(stateDir);
-    expect(error.hint).toContain('ls -ld');
-  });
+  it.skipIf(REFUSING_DIR === undefined)(
+    'a state directory no one may create: PERMISSION_DENIED with the command to look at it',
+    async () => {
+      const stateDir = path.join(REFUSING_DIR!, 'blue-agent-state');
+      const error = await failure(['reconcile', '--policy', policy, '--harness', 'claude'], {
+        BLUE_AGENT_HOME: stateDir,
+      });
+      expect(error.code).toBe('PERMISSION_DENIED');
+      expect(error.message).toContain(stateDir);
+      expect(error.hint).toContain('ls -ld');
+    },
+  );
 
-  it('a state directory without write permission (mode 0500): PERMISSION_DENIED, or written where permissions do not bind', async () => {
-    const stateDir = path.join(t.root, 'state');
-    await mkdir(stateDir, { mode: 0o700 });
-    await chmod(stateDir, 0o500);
-    try {
-      // Whether the mode binds this user (it does not bind a privileged one) is asked of the filesystem itself.
-      const binds = await writeFile(path.join(stateDir, 'probe'), '').then(
-        async () => {
-          await rm(path.join(stateDir, 'probe'));
-          return false;
-        },
-        () => true,
-      );
-      const result = await cli(['reconcile', '--policy', policy, '--harness', 'claude', '--json'], { BLUE_AGENT_HOME: stateDir });
-      if (binds) {
-        expect(result.code, result.stderr).toBe(1);
-        const error = (JSON.parse(result.stdout) as { error: Failure }).error;
-        expect(error.code).toBe('PERMISSION_DENIED');
-        expect(error.message).toContain(stateDir);
-        expect(error.hint).toContain(`ls -ld ${stateDir}`);
-      } else {
-        expect(result.code, result.stderr).toBe(0);
-        expect(await readFile(path.join(claudeDir, 'settings.json'), 'utf8')).toContain('capture --harness claude');
+  it(
+    'a state directory without write permission (mode 0500): PERMISSION_DENIED, or written where permissions do ' +
+      'not bind',
+    async () => {
+      const stateDir = path.join(t.root, 'state');
+      await mkdir(stateDir, { mode: 0o700 });
+      await chmod(stateDir, 0o500);
+      try {
+        // Whether the mode binds this user (it does not bind a privileged one) is asked of the filesystem itself.
+        const binds = await writeFile(path.join(stateDir, 'probe'), '').then(
+          async () => {
+            await rm(path.join(stateDir, 'probe'));
+            return false;
+          },
+          () => true,
+        );
+        const result = await cli(['reconcile', '--policy', policy, '--harness', 'claude', '--json'], {
+          BLUE_AGENT_HOME: stateDir,
+        });
+        if (binds) {
+          expect(result.code, result.stderr).toBe(1);
+          const error = (JSON.parse(result.stdout) as { error: Failure }).error;
+          expect(error.code).toBe('PERMISSION_DENIED');
+          expect(error.message).toContain(stateDir);
+          expect(error.hint).toContain(`ls -ld ${stateDir}`);
+        } else {
+          expect(result.code, result.stderr).toBe(0);
+          expect(await readFile(path.join(claudeDir, 'settings.json'), 'utf8')).toContain('capture --harness claude');
+        }
+      } finally {
+        await chmod(stateDir, 0o700);
       }
-    } finally {
-      await chmod(stateDir, 0o700);
-    }
-  });
+    },
+  );
 });

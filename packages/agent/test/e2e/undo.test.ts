@@ -32,7 +32,12 @@ afterEach(async () => {
   await t.cleanup();
 });
 
-const env = (): Record<string, string> => ({ ...t.env, PATH: `${fakes.bin}:${t.env.PATH}`, FAKE_SERVICE_STATE: fakes.state, BLUE_AGENT_LOG: 'file' });
+const env = (): Record<string, string> => ({
+  ...t.env,
+  PATH: `${fakes.bin}:${t.env.PATH}`,
+  FAKE_SERVICE_STATE: fakes.state,
+  BLUE_AGENT_LOG: 'file',
+});
 const unitFile = () => path.join(t.home, '.config', 'systemd', 'user', 'blue-agent.service');
 const lockFile = () => path.join(t.stateDir, 'agent-run.lock');
 const hooked = () => existsSync(t.settings) && readFileSync(t.settings, 'utf8').includes('capture --harness claude');
@@ -49,7 +54,10 @@ const exited = (c: ReturnType<typeof runCli>) => c.child.exitCode !== null || c.
 async function startAgent(): Promise<{ agent: ReturnType<typeof runCli> }> {
   const agent = cli(['run'], 120_000);
   await waitFor('the agent to install the hook', hooked, 30_000);
-  await waitFor('the agent to hold its lock', () => existsSync(lockFile()) && JSON.parse(readFileSync(lockFile(), 'utf8')).pid === agent.child.pid);
+  await waitFor(
+    'the agent to hold its lock',
+    () => existsSync(lockFile()) && JSON.parse(readFileSync(lockFile(), 'utf8')).pid === agent.child.pid,
+  );
   return { agent };
 }
 
@@ -77,7 +85,8 @@ describe('service uninstall --remove-hooks with the agent running', () => {
     expect(log).not.toContain('drift corrected');
   }, 90_000);
 
-  it('the service manager cannot stop the agent: uninstall stops it, removes the hooks and the unit, and says what systemd did not do', async () => {
+  it('the service manager cannot stop the agent: uninstall stops it, removes the hooks and the unit, and says what ' +
+    'systemd did not do', async () => {
     expect((await cli(['service', 'install'])).code).toBe(0);
     expect(existsSync(unitFile())).toBe(true);
     // The agent the service runs, and then the session loses its way to the user manager.
@@ -86,7 +95,10 @@ describe('service uninstall --remove-hooks with the agent running', () => {
 
     const undo = await cli(['service', 'uninstall', '--remove-hooks', '--json']);
     expect(undo.code).toBe(1);
-    const json = JSON.parse(undo.stdout) as { ok: boolean; steps: { step: string; status: string; stopped?: { pid: number }[] }[] };
+    const json = JSON.parse(undo.stdout) as {
+      ok: boolean;
+      steps: { step: string; status: string; stopped?: { pid: number }[] }[];
+    };
     expect(json.steps.map((s) => [s.step, s.status])).toEqual([
       ['run', 'failed'],
       ['stop-agent', 'done'],

@@ -37,50 +37,56 @@ afterEach(async () => {
   await t.cleanup();
 });
 
-it(
-  'Claude Code: policy from the Control API -> hook -> capture -> drain -> listed complete, downloadable, verified',
-  async () => {
-    const bin = harnessBin('claude');
-    const agent = t.context({ env: { PATH: `${path.dirname(bin)}:${path.dirname(process.execPath)}:/usr/bin:/bin` } });
-    const report = await reconcile(agent, { dryRun: false, harnesses: ['claude'] });
-    expect(report.policy.source).toBe('fetched');
-    expect(report.harnesses[0]).toMatchObject({ state: 'active', action: 'create' });
+it('Claude Code: policy from the Control API -> hook -> capture -> drain -> listed complete, downloadable, verified', async () => {
+  const bin = harnessBin('claude');
+  const agent = t.context({ env: { PATH: `${path.dirname(bin)}:${path.dirname(process.execPath)}:/usr/bin:/bin` } });
+  const report = await reconcile(agent, { dryRun: false, harnesses: ['claude'] });
+  expect(report.policy.source).toBe('fetched');
+  expect(report.harnesses[0]).toMatchObject({ state: 'active', action: 'create' });
 
-    await mkdir(path.join(t.root, 'work', 'project'), { recursive: true });
-    const cwd = await realpath(path.join(t.root, 'work', 'project'));
-    const prompt = 'List the open pull requests.';
-    const result = await runClaude({ bin, home: t.home, cwd, prompt, stubUrl: stub.url, env: t.env, timeoutMs: 60_000 });
-    expect(result.exitCode, describeRun(result)).toBe(0);
+  await mkdir(path.join(t.root, 'work', 'project'), { recursive: true });
+  const cwd = await realpath(path.join(t.root, 'work', 'project'));
+  const prompt = 'List the open pull requests.';
+  const result = await runClaude({ bin, home: t.home, cwd, prompt, stubUrl: stub.url, env: t.env, timeoutMs: 60_000 });
+  expect(result.exitCode, describeRun(result)).toBe(0);
 
-    const items = await waitFor(
-      'the session listed complete by the Control API',
-      async () => {
-        const listed = await stack.listUploads();
-        return listed.some((i) => i.status === 'complete') ? listed : undefined;
-      },
-      60_000,
-      200,
-    );
-    const log = JSON.stringify(captureLog(t.env.BLUE_AGENT_HOME!));
-    expect(items, log).toHaveLength(1);
-    const item = items[0]!;
-    expect(item, log).toMatchObject({ harness: 'claude', status: 'complete', compatibility_profile: 'claude-v2_0_12', title: prompt });
+  const items = await waitFor(
+    'the session listed complete by the Control API',
+    async () => {
+      const listed = await stack.listUploads();
+      return listed.some((i) => i.status === 'complete') ? listed : undefined;
+    },
+    60_000,
+    200,
+  );
+  const log = JSON.stringify(captureLog(t.env.BLUE_AGENT_HOME!));
+  expect(items, log).toHaveLength(1);
+  const item = items[0]!;
+  expect(item, log).toMatchObject({
+    harness: 'claude',
+    status: 'complete',
+    compatibility_profile: 'claude-v2_0_12',
+    title: prompt,
+  });
 
-    // The stored bytes are the bundle that was built: same digest, and it verifies with the session in it.
-    const bytes = await stack.download(item.id);
-    expect(bytes.length).toBe(item.size_bytes);
-    expect(createHash('sha256').update(bytes).digest('hex')).toBe(item.sha256);
-    const file = path.join(t.root, 'downloaded.bundle');
-    await writeFile(file, bytes);
-    const verified = await verifyBundle(file, { profiles: await loadProfiles(t.ctx.paths.profilesDir) });
-    expect(verified.manifest).toMatchObject({ harness: 'claude', native_session_id: item.native_session_id, cwd, title: prompt });
+  // The stored bytes are the bundle that was built: same digest, and it verifies with the session in it.
+  const bytes = await stack.download(item.id);
+  expect(bytes.length).toBe(item.size_bytes);
+  expect(createHash('sha256').update(bytes).digest('hex')).toBe(item.sha256);
+  const file = path.join(t.root, 'downloaded.bundle');
+  await writeFile(file, bytes);
+  const verified = await verifyBundle(file, { profiles: await loadProfiles(t.ctx.paths.profilesDir) });
+  expect(verified.manifest).toMatchObject({
+    harness: 'claude',
+    native_session_id: item.native_session_id,
+    cwd,
+    title: prompt,
+  });
 
-    // Uploaded, so the local copy is gone: the spool holds nothing.
-    await waitForWorkers(t.env.BLUE_AGENT_HOME!, 30_000);
-    const spool = path.join(t.env.BLUE_AGENT_HOME!, 'spool');
-    for (const folder of ['intake', 'building', 'ready', 'uploading', 'failed', 'bundles']) {
-      expect(await readdir(path.join(spool, folder)).catch(() => []), folder).toEqual([]);
-    }
-  },
-  150_000,
-);
+  // Uploaded, so the local copy is gone: the spool holds nothing.
+  await waitForWorkers(t.env.BLUE_AGENT_HOME!, 30_000);
+  const spool = path.join(t.env.BLUE_AGENT_HOME!, 'spool');
+  for (const folder of ['intake', 'building', 'ready', 'uploading', 'failed', 'bundles']) {
+    expect(await readdir(path.join(spool, folder)).catch(() => []), folder).toEqual([]);
+  }
+}, 150_000);

@@ -25,8 +25,14 @@ describe('the one injected-text rule', () => {
     for (const text of injected) {
       const records = [{ type: 'user', message: { role: 'user', content: text } }];
       expect(firstUserTurn(records, claudeTranscriptReader.userTurn), text).toBeUndefined();
-      const t = claudeTranscriptReader.read([{ role: 'transcript', path: 'files/0001-s.jsonl', native_path: 'p/s.jsonl', bytes: bytes(records) }], 's');
-      expect(t.turns.filter((turn) => turn.role === 'user'), text).toEqual([]);
+      const t = claudeTranscriptReader.read(
+        [{ role: 'transcript', path: 'files/0001-s.jsonl', native_path: 'p/s.jsonl', bytes: bytes(records) }],
+        's',
+      );
+      expect(
+        t.turns.filter((turn) => turn.role === 'user'),
+        text,
+      ).toEqual([]);
     }
   });
 });

@@ -75,7 +75,17 @@ describe('reading nodes', () => {
     expect(propertyParts(kids(broken)[0]!)).toBeUndefined();
     expect(valueOf(kids(broken)[0]!)).toBeUndefined();
     expect(propsNamed(broken, 'a')).toEqual([]);
-    expect(propertyParts({ type: 'property', offset: 0, length: 1, children: [{ type: 'number', value: 1, offset: 0, length: 1 }, { type: 'number', value: 1, offset: 0, length: 1 }] })).toBeUndefined();
+    expect(
+      propertyParts({
+        type: 'property',
+        offset: 0,
+        length: 1,
+        children: [
+          { type: 'number', value: 1, offset: 0, length: 1 },
+          { type: 'number', value: 1, offset: 0, length: 1 },
+        ],
+      }),
+    ).toBeUndefined();
   });
 
   it('spansLines and isBareEmpty', () => {
@@ -84,7 +94,13 @@ describe('reading nodes', () => {
     expect(spansLines(text, root)).toBe(true);
     expect(spansLines(text, at(root, 'b'))).toBe(false);
     expect(spansLines('[1]\n', tree('[1]\n'))).toBe(false);
-    expect(['a', 'b', 'c', 'd', 'e'].map((k) => isBareEmpty(text, at(root, k)))).toEqual([true, true, true, false, false]);
+    expect(['a', 'b', 'c', 'd', 'e'].map((k) => isBareEmpty(text, at(root, k)))).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+    ]);
   });
 
   it('nodeValue builds plain values, own keys included', () => {
@@ -98,8 +114,17 @@ describe('reading nodes', () => {
     expect(nodeValue(parseTree('{"a"}', [])!)).toEqual({ a: null });
     expect(nodeValue({ type: 'object', offset: 0, length: 2 })).toEqual({});
     expect(nodeValue({ type: 'array', offset: 0, length: 2 })).toEqual([]);
-    expect(nodeValue({ type: 'object', offset: 0, length: 2, children: [{ type: 'property', offset: 1, length: 0 }] })).toEqual({ undefined: null });
-    expect(nodeValue({ type: 'object', offset: 0, length: 2, children: [{ type: 'property', offset: 1, length: 0, children: [] }] })).toEqual({ undefined: null });
+    expect(
+      nodeValue({ type: 'object', offset: 0, length: 2, children: [{ type: 'property', offset: 1, length: 0 }] }),
+    ).toEqual({ undefined: null });
+    expect(
+      nodeValue({
+        type: 'object',
+        offset: 0,
+        length: 2,
+        children: [{ type: 'property', offset: 1, length: 0, children: [] }],
+      }),
+    ).toEqual({ undefined: null });
   });
 
   it('canonical drops whitespace and comments but keeps order and spelling', () => {
@@ -267,23 +292,51 @@ describe('render', () => {
 describe('appendChild', () => {
   const child =
     (core: string) =>
-    (indent: string, inline: boolean): NewChild => ({ pre: inline ? '' : `<${indent.length}>`, core, post: inline ? '' : '!' });
+    (indent: string, inline: boolean): NewChild => ({
+      pre: inline ? '' : `<${indent.length}>`,
+      core,
+      post: inline ? '' : '!',
+    });
   const append = (text: string, inlineFile = false, ...path: Array<string | number>) => {
     const insertion = appendChild(text, at(tree(text), ...path), detectStyle(text, tree(text)), inlineFile, child('X'));
-    return { text: applyAll(text, insertion.edits), before: insertion.before, after: insertion.after, comma: insertion.comma };
+    return {
+      text: applyAll(text, insertion.edits),
+      before: insertion.before,
+      after: insertion.after,
+      comma: insertion.comma,
+    };
   };
 
   it('into an empty container', () => {
     expect(append('[]', true)).toEqual({ text: '[X]', before: '', after: '', comma: 'none' });
-    expect(append('{"a": []}', false, 'a')).toEqual({ text: '{"a": [\n  <2>X!\n]}', before: '\n  <2>', after: '!\n', comma: 'none' });
-    expect(append('{\n  "a": [\n  ]\n}', false, 'a')).toEqual({ text: '{\n  "a": [\n    <4>X!\n  ]\n}', before: '\n    <4>', after: '!', comma: 'none' });
+    expect(append('{"a": []}', false, 'a')).toEqual({
+      text: '{"a": [\n  <2>X!\n]}',
+      before: '\n  <2>',
+      after: '!\n',
+      comma: 'none',
+    });
+    expect(append('{\n  "a": [\n  ]\n}', false, 'a')).toEqual({
+      text: '{\n  "a": [\n    <4>X!\n  ]\n}',
+      before: '\n    <4>',
+      after: '!',
+      comma: 'none',
+    });
     expect(append('[ // c\n]')).toEqual({ text: '[ // c\n  <2>X!\n]', before: '\n  <2>', after: '!', comma: 'none' });
     // A line break just before the container is not inside it.
-    expect(append('{"a":\n[]}', false, 'a')).toEqual({ text: '{"a":\n[\n  <2>X!\n]}', before: '\n  <2>', after: '!\n', comma: 'none' });
+    expect(append('{"a":\n[]}', false, 'a')).toEqual({
+      text: '{"a":\n[\n  <2>X!\n]}',
+      before: '\n  <2>',
+      after: '!\n',
+      comma: 'none',
+    });
   });
 
   it('asks for a one-line child with no indent', () => {
-    for (const [text, inlineFile] of [['[]', true], ['[1]', false], ['[\n  1\n]', true]] as const) {
+    for (const [text, inlineFile] of [
+      ['[]', true],
+      ['[1]', false],
+      ['[\n  1\n]', true],
+    ] as const) {
       const asked: Array<[string, boolean]> = [];
       appendChild(text, tree(text), LF, inlineFile, (indent, inline) => {
         asked.push([indent, inline]);
@@ -295,21 +348,52 @@ describe('appendChild', () => {
 
   it('after the last child of a one-line container', () => {
     expect(append('[1, 2]')).toEqual({ text: '[1, 2, X]', before: ', ', after: '', comma: 'joined' });
-    expect(append('{\n"a": [1,2]}', false, 'a')).toEqual({ text: '{\n"a": [1,2,X]}', before: ',', after: '', comma: 'joined' });
+    expect(append('{\n"a": [1,2]}', false, 'a')).toEqual({
+      text: '{\n"a": [1,2,X]}',
+      before: ',',
+      after: '',
+      comma: 'joined',
+    });
     expect(append('[\n  1\n]', true)).toEqual({ text: '[\n  1, X\n]', before: ', ', after: '', comma: 'joined' });
   });
 
   it('after the last child of a multi-line container, past a comment on its line', () => {
-    expect(append('[\n  1\n]')).toEqual({ text: '[\n  1,\n  <2>X!\n]', before: ',\n  <2>', after: '!', comma: 'joined' });
-    expect(append('[\n  1 // one\n]')).toEqual({ text: '[\n  1, // one\n  <2>X!\n]', before: '\n  <2>', after: '!', comma: 'separate' });
-    expect(append('[\n  1 /* a */ /* b */\n]')).toEqual({ text: '[\n  1, /* a */ /* b */\n  <2>X!\n]', before: '\n  <2>', after: '!', comma: 'separate' });
-    expect(append('[\n  1 /* a\n */\n]')).toEqual({ text: '[\n  1,\n  <2>X! /* a\n */\n]', before: ',\n  <2>', after: '!', comma: 'joined' });
-    expect(append('[\n  1 /* a */, 2 ]')).toEqual({ text: '[\n  1 /* a */, 2,\n  <2>X! ]', before: ',\n  <2>', after: '!', comma: 'joined' });
+    expect(append('[\n  1\n]')).toEqual({
+      text: '[\n  1,\n  <2>X!\n]',
+      before: ',\n  <2>',
+      after: '!',
+      comma: 'joined',
+    });
+    expect(append('[\n  1 // one\n]')).toEqual({
+      text: '[\n  1, // one\n  <2>X!\n]',
+      before: '\n  <2>',
+      after: '!',
+      comma: 'separate',
+    });
+    expect(append('[\n  1 /* a */ /* b */\n]')).toEqual({
+      text: '[\n  1, /* a */ /* b */\n  <2>X!\n]',
+      before: '\n  <2>',
+      after: '!',
+      comma: 'separate',
+    });
+    expect(append('[\n  1 /* a\n */\n]')).toEqual({
+      text: '[\n  1,\n  <2>X! /* a\n */\n]',
+      before: ',\n  <2>',
+      after: '!',
+      comma: 'joined',
+    });
+    expect(append('[\n  1 /* a */, 2 ]')).toEqual({
+      text: '[\n  1 /* a */, 2,\n  <2>X! ]',
+      before: ',\n  <2>',
+      after: '!',
+      comma: 'joined',
+    });
   });
 });
 
 describe('cutChild', () => {
-  const cut = (text: string, index: number, inner = '', ...path: Array<string | number>) => applyAll(text, [cutChild(at(tree(text), ...path), index, inner)]);
+  const cut = (text: string, index: number, inner = '', ...path: Array<string | number>) =>
+    applyAll(text, [cutChild(at(tree(text), ...path), index, inner)]);
 
   it('takes a child out with the separator on its side', () => {
     expect(cut('[1, 2, 3]', 0)).toBe('[2, 3]');
@@ -341,7 +425,9 @@ describe('appendMember', () => {
 
   it('writes one item a line in a multi-line container, at its indent', () => {
     const text = '{\n    "a": 1,\n    "b": 2\n}';
-    expect(add(text, 'c', { d: [1] }).text).toBe('{\n    "a": 1,\n    "b": 2,\n    "c": {\n        "d": [\n            1\n        ]\n    }\n}');
+    expect(add(text, 'c', { d: [1] }).text).toBe(
+      '{\n    "a": 1,\n    "b": 2,\n    "c": {\n        "d": [\n            1\n        ]\n    }\n}',
+    );
     const tabs = '[\r\n\t{"x": 1}\r\n]';
     expect(add(tabs, undefined, { y: 2 }).text).toBe('[\r\n\t{"x": 1},\r\n\t{\r\n\t\t"y": 2\r\n\t}\r\n]');
     // An indent that starts with a tab is a tab.
@@ -351,10 +437,19 @@ describe('appendMember', () => {
   it('fills an empty container and reports what it held', () => {
     expect(add('{}', 'a', 1)).toEqual({ text: '{"a":1}', inner: '' });
     expect(add('{"x": 1, "h": { }}', 'a', 1, 'h')).toEqual({ text: '{"x": 1, "h": {"a": 1}}', inner: ' ' });
-    expect(add('{\n  "h": {}\n}', 'a', [1], 'h')).toEqual({ text: '{\n  "h": {\n    "a": [\n      1\n    ]\n  }\n}', inner: '' });
-    expect(add('{\n\t"h": [\n\t]\n}', undefined, 1, 'h')).toEqual({ text: '{\n\t"h": [\n\t\t1\n\t]\n}', inner: '\n\t' });
+    expect(add('{\n  "h": {}\n}', 'a', [1], 'h')).toEqual({
+      text: '{\n  "h": {\n    "a": [\n      1\n    ]\n  }\n}',
+      inner: '',
+    });
+    expect(add('{\n\t"h": [\n\t]\n}', undefined, 1, 'h')).toEqual({
+      text: '{\n\t"h": [\n\t\t1\n\t]\n}',
+      inner: '\n\t',
+    });
     expect(add('{ }\n', 'a', 1)).toEqual({ text: '{\n  "a": 1\n}\n', inner: ' ' });
-    expect(appendMember('{}', { type: 'object', offset: 0, length: 2 }, 'a', 1)).toEqual({ edit: { offset: 1, length: 0, content: '"a":1' }, inner: '' });
+    expect(appendMember('{}', { type: 'object', offset: 0, length: 2 }, 'a', 1)).toEqual({
+      edit: { offset: 1, length: 0, content: '"a":1' },
+      inner: '',
+    });
   });
 
   it('an appended member cuts back out to the exact input', () => {

@@ -5,7 +5,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { OwnershipRecord } from '../../src/harness-kit/matcher-hooks-ownership.js';
-import { planMatcherHooks, type MatcherHooksDialect, type MatcherHooksPlan } from '../../src/harness-kit/matcher-hooks.js';
+import {
+  planMatcherHooks,
+  type MatcherHooksDialect,
+  type MatcherHooksPlan,
+} from '../../src/harness-kit/matcher-hooks.js';
 import { thrown } from '../../../../test/support/errors.js';
 import { EXAMPLE_HOOK, MILLISECONDS_DIALECT, SECONDS_DIALECT } from '../../../../test/support/matcher-hooks.js';
 
@@ -13,7 +17,12 @@ const C = JSON.stringify(EXAMPLE_HOOK.command);
 const RIGHT = `{"name":"blue-agent-capture","type":"command","command":${C},"timeout":10000}`;
 const OWN = `{"matcher":"","hooks":[${RIGHT}]}`;
 
-const plan = (dialect: MatcherHooksDialect, text: string | null, desired: boolean, owned?: OwnershipRecord): MatcherHooksPlan =>
+const plan = (
+  dialect: MatcherHooksDialect,
+  text: string | null,
+  desired: boolean,
+  owned?: OwnershipRecord,
+): MatcherHooksPlan =>
   planMatcherHooks({ text, file: 'settings.json', desired: desired ? EXAMPLE_HOOK : null, owned }, dialect);
 const install = (text: string | null, owned?: OwnershipRecord) => plan(MILLISECONDS_DIALECT, text, true, owned);
 const remove = (text: string | null, owned?: OwnershipRecord) => plan(MILLISECONDS_DIALECT, text, false, owned);
@@ -27,7 +36,8 @@ const USER = [
   '    "SessionEnd": [',
   '      {',
   '        "matcher": "exit",',
-  '        "hooks": [{ "name": "notes", "type": "command", "command": "~/bin/notes.sh", "timeout": 5000, "description": "d" }]',
+  '        "hooks": [{ "name": "notes", "type": "command", "command": "~/bin/notes.sh", "timeout": 5000, ' +
+    '"description": "d" }]',
   '      }',
   '    ],',
   '    "BeforeTool": [{ "matcher": "write_file", "hooks": [{ "type": "command", "command": "~/bin/check.sh" }] }]',
@@ -37,7 +47,7 @@ const USER = [
 ].join('\n');
 
 describe('a dialect with a name key and milliseconds', () => {
-  it('installs its group after the user\'s in the event array, as the dialect writes it, laid out like the file', () => {
+  it("installs its group after the user's in the event array, as the dialect writes it, laid out like the file", () => {
     const a = install(USER);
     const expected = USER.replace(
       '      }\n    ],',
@@ -83,22 +93,34 @@ describe('a dialect with a name key and milliseconds', () => {
     expect(install(one(seconds)).text).toBe(one(RIGHT));
     // The right keys with an old timeout, name or type: only the wrong values change, spacing stays.
     const stale = `{ "name": "old", "type": "command", "command": ${C}, "timeout": 5000 }`;
-    expect(install(one(stale)).text).toBe(one(`{ "name": "blue-agent-capture", "type": "command", "command": ${C}, "timeout": 10000 }`));
-    expect(install(one(`{"name":"blue-agent-capture","type":"prompt","command":${C},"timeout":"10000"}`)).text).toBe(one(RIGHT));
+    expect(install(one(stale)).text).toBe(
+      one(`{ "name": "blue-agent-capture", "type": "command", "command": ${C}, "timeout": 10000 }`),
+    );
+    expect(install(one(`{"name":"blue-agent-capture","type":"prompt","command":${C},"timeout":"10000"}`)).text).toBe(
+      one(RIGHT),
+    );
     // A repeated or extra key: written anew.
     expect(install(one(`{"name":"a","name":"b","type":"command","command":${C}}`)).text).toBe(one(RIGHT));
-    expect(install(one(`{"name":"blue-agent-capture","type":"command","command":${C},"timeout":10000,"description":"x"}`)).text).toBe(one(RIGHT));
+    expect(
+      install(one(`{"name":"blue-agent-capture","type":"command","command":${C},"timeout":10000,"description":"x"}`))
+        .text,
+    ).toBe(one(RIGHT));
     // Stale duplicates under another event go; the entry ends up once, in its own group.
     const text = `{"hooks":{"Stop":[{"hooks":[${seconds}]}],"SessionEnd":[{"matcher":"x","hooks":[${stale}]}]}}`;
     const out = install(text);
     expect(out.managedFound).toBe(2);
-    expect(out.text).toBe(`{"hooks":{"SessionEnd":[{"matcher":"","hooks":[{ "name": "blue-agent-capture", "type": "command", "command": ${C}, "timeout": 10000 }]}]}}`);
+    expect(out.text).toBe(
+      `{"hooks":{"SessionEnd":[{"matcher":"","hooks":[{ "name": "blue-agent-capture", "type": "command", ` +
+        `"command": ${C}, "timeout": 10000 }]}]}}`,
+    );
   });
 
-  it('the seconds dialect takes this one\'s entry for stale, and the reverse', () => {
+  it("the seconds dialect takes this one's entry for stale, and the reverse", () => {
     const mine = `{"hooks":{"SessionEnd":[${OWN}]}}`;
     const theirs = plan(SECONDS_DIALECT, mine, true).text!;
-    expect(theirs).toBe(`{"hooks":{"SessionEnd":[{"matcher":"","hooks":[{"type":"command","command":${C},"timeout":10}]}]}}`);
+    expect(theirs).toBe(
+      `{"hooks":{"SessionEnd":[{"matcher":"","hooks":[{"type":"command","command":${C},"timeout":10}]}]}}`,
+    );
     expect(install(theirs).text).toBe(mine);
   });
 
@@ -115,7 +137,9 @@ describe('a dialect with a name key and milliseconds', () => {
     ];
     for (const text of shapes) {
       const a = install(text);
-      expect(a.text, text).toMatch(/"name": ?"blue-agent-capture",\s*"type": ?"command",\s*"command": ?"[^"]+",\s*"timeout": ?10000\s*\}/);
+      expect(a.text, text).toMatch(
+        /"name": ?"blue-agent-capture",\s*"type": ?"command",\s*"command": ?"[^"]+",\s*"timeout": ?10000\s*\}/,
+      );
       expect(remove(a.text, a.owned).text, text).toBe(text);
     }
     for (const blank of [null, '', '  \n']) {
@@ -127,7 +151,8 @@ describe('a dialect with a name key and milliseconds', () => {
 
   it('names its own harness in messages', () => {
     expect(thrown(() => install('[]')).hint).toBe(
-      'Other CLI settings must be a JSON object ({ ... }); fix settings.json so blue-agent can add its SessionEnd hook.',
+      'Other CLI settings must be a JSON object ({ ... }); fix settings.json so blue-agent can add its SessionEnd ' +
+        'hook.',
     );
   });
 });

@@ -12,11 +12,22 @@ const without = (key: string) => Object.fromEntries(Object.entries(full).filter(
 
 describe('readOwnership', () => {
   it('reads back every field it writes, in its own order', () => {
-    expect(JSON.stringify(read(full))).toBe(JSON.stringify({ v: 1, base: 'empty', baseText: '\n  ', event: 'SessionEnd', created: ['hooks', 'event'], splice }));
+    expect(JSON.stringify(read(full))).toBe(
+      JSON.stringify({
+        v: 1,
+        base: 'empty',
+        baseText: '\n  ',
+        event: 'SessionEnd',
+        created: ['hooks', 'event'],
+        splice,
+      }),
+    );
     expect(read({ v: 1, base: 'existing', event: 'Stop' })).toStrictEqual({ v: 1, base: 'existing', event: 'Stop' });
     for (const base of ['existing', 'missing', 'empty']) expect(read({ ...full, base })?.base).toBe(base);
-    for (const node of ['group', 'event', 'hooks']) expect(read({ ...full, splice: { ...splice, node } })?.splice?.node).toBe(node);
-    for (const comma of ['joined', 'separate', 'none']) expect(read({ ...full, splice: { ...splice, comma } })?.splice?.comma).toBe(comma);
+    for (const node of ['group', 'event', 'hooks'])
+      expect(read({ ...full, splice: { ...splice, node } })?.splice?.node).toBe(node);
+    for (const comma of ['joined', 'separate', 'none'])
+      expect(read({ ...full, splice: { ...splice, comma } })?.splice?.comma).toBe(comma);
     expect(read({ ...full, created: [] })?.created).toStrictEqual([]);
   });
 
@@ -39,11 +50,18 @@ describe('readOwnership', () => {
   it('is no record for a base text that is not whitespace, or not a string', () => {
     for (const baseText of [5, 'x', ' x ', null]) expect(read({ ...full, baseText }), String(baseText)).toBeUndefined();
     expect(read({ ...full, baseText: '' })?.baseText).toBe('');
-    expect(read(without('baseText'))).toStrictEqual({ v: 1, base: 'empty', event: 'SessionEnd', created: ['hooks', 'event'], splice });
+    expect(read(without('baseText'))).toStrictEqual({
+      v: 1,
+      base: 'empty',
+      event: 'SessionEnd',
+      created: ['hooks', 'event'],
+      splice,
+    });
   });
 
   it('is no record for created containers that are not a list of known ones', () => {
-    for (const created of ['hooks', ['hooks', 'other'], [1], null, {}]) expect(read({ ...full, created }), JSON.stringify(created)).toBeUndefined();
+    for (const created of ['hooks', ['hooks', 'other'], [1], null, {}])
+      expect(read({ ...full, created }), JSON.stringify(created)).toBeUndefined();
     expect(read(without('created'))?.created).toBeUndefined();
   });
 
@@ -67,13 +85,35 @@ describe('readOwnership', () => {
 
 describe('makeOwnership', () => {
   it('keeps a base text only for a base that was empty, and no key at all for what is absent', () => {
-    expect(makeOwnership('existing', '\n', 'SessionEnd', undefined, undefined)).toStrictEqual({ v: 1, base: 'existing', event: 'SessionEnd' });
-    expect(makeOwnership('missing', '\n', 'SessionEnd', undefined, undefined)).toStrictEqual({ v: 1, base: 'missing', event: 'SessionEnd' });
-    expect(makeOwnership('empty', undefined, 'SessionEnd', undefined, undefined)).toStrictEqual({ v: 1, base: 'empty', event: 'SessionEnd' });
-    expect(makeOwnership('empty', '\n', 'SessionEnd', ['event'], splice)).toStrictEqual({ v: 1, base: 'empty', baseText: '\n', event: 'SessionEnd', created: ['event'], splice });
+    expect(makeOwnership('existing', '\n', 'SessionEnd', undefined, undefined)).toStrictEqual({
+      v: 1,
+      base: 'existing',
+      event: 'SessionEnd',
+    });
+    expect(makeOwnership('missing', '\n', 'SessionEnd', undefined, undefined)).toStrictEqual({
+      v: 1,
+      base: 'missing',
+      event: 'SessionEnd',
+    });
+    expect(makeOwnership('empty', undefined, 'SessionEnd', undefined, undefined)).toStrictEqual({
+      v: 1,
+      base: 'empty',
+      event: 'SessionEnd',
+    });
+    expect(makeOwnership('empty', '\n', 'SessionEnd', ['event'], splice)).toStrictEqual({
+      v: 1,
+      base: 'empty',
+      baseText: '\n',
+      event: 'SessionEnd',
+      created: ['event'],
+      splice,
+    });
   });
 
   it('lists created containers in one order, whatever order they were given in', () => {
-    expect(makeOwnership('existing', undefined, 'E', ['event', 'hooks'], undefined).created).toStrictEqual(['hooks', 'event']);
+    expect(makeOwnership('existing', undefined, 'E', ['event', 'hooks'], undefined).created).toStrictEqual([
+      'hooks',
+      'event',
+    ]);
   });
 });

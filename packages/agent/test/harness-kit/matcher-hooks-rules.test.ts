@@ -1,10 +1,15 @@
 /**
- * The matcher-group hooks planner's rules one by one, with the example seconds dialect: every parse and conflict message, what counts as the agent's own
- * hook and group, which managed hook is kept and how it is repaired, and what the ownership record says.
+ * The matcher-group hooks planner's rules one by one, with the example seconds dialect: every parse and conflict
+ * message, what counts as the agent's own hook and group, which managed hook is kept and how it is repaired, and what
+ * the ownership record says.
  */
 import { describe, expect, it } from 'vitest';
 import type { OwnershipRecord } from '../../src/harness-kit/matcher-hooks-ownership.js';
-import { planMatcherHooks, type MatcherHook, type MatcherHooksPlan as HookPlan } from '../../src/harness-kit/matcher-hooks.js';
+import {
+  planMatcherHooks,
+  type MatcherHook,
+  type MatcherHooksPlan as HookPlan,
+} from '../../src/harness-kit/matcher-hooks.js';
 import { thrown } from '../../../../test/support/errors.js';
 import { EXAMPLE_HOOK, SECONDS_DIALECT } from '../../../../test/support/matcher-hooks.js';
 
@@ -58,27 +63,50 @@ describe('parse errors', () => {
     expect(install(nest(256)).managedFound).toBe(0);
     const error = thrown(() => install(nest(257)));
     expect([error.code, error.message]).toEqual(['NATIVE_CONFIG_PARSE', 's.json:1:261: nested deeper than 256 levels']);
-    expect(error.hint).toBe('Example CLI settings are not expected to nest this deep; check the file for corruption, fix it, and run reconcile again.');
+    expect(error.hint).toBe(
+      'Example CLI settings are not expected to nest this deep; check the file for corruption, fix it, and run ' +
+        'reconcile again.',
+    );
     expect(thrown(() => remove(nest(257))).code).toBe('NATIVE_CONFIG_PARSE');
   });
 });
 
 describe('shapes the hook cannot be added to', () => {
   const cases: [string, string, string][] = [
-    ['[]', '1:1: the top level is an array, not an object', 'Example CLI settings must be a JSON object ({ ... }); fix s.json so blue-agent can add its SessionEnd hook.'],
+    [
+      '[]',
+      '1:1: the top level is an array, not an object',
+      'Example CLI settings must be a JSON object ({ ... }); fix s.json so blue-agent can add its SessionEnd hook.',
+    ],
     ['5', '1:1: the top level is a number, not an object', ''],
     ['"s"', '1:1: the top level is a string, not an object', ''],
     ['null', '1:1: the top level is null, not an object', ''],
     ['true', '1:1: the top level is a boolean, not an object', ''],
-    ['{"hooks":{},"hooks":{}}', '1:13: "hooks" appears more than once', 'Merge the duplicate "hooks" objects into one; only the last one takes effect.'],
-    ['{"hooks":[]}', '1:10: "hooks" is an array, not an object', 'Make "hooks" an object keyed by event name, for example {"SessionEnd": []}.'],
+    [
+      '{"hooks":{},"hooks":{}}',
+      '1:13: "hooks" appears more than once',
+      'Merge the duplicate "hooks" objects into one; only the last one takes effect.',
+    ],
+    [
+      '{"hooks":[]}',
+      '1:10: "hooks" is an array, not an object',
+      'Make "hooks" an object keyed by event name, for example {"SessionEnd": []}.',
+    ],
     [
       '{"hooks":{"SessionEnd":[],"SessionEnd":[]}}',
       '1:27: "hooks.SessionEnd" appears more than once',
       'Merge the duplicate "SessionEnd" arrays into one; only the last one takes effect.',
     ],
-    ['{"hooks":{"SessionEnd":{}}}', '1:24: "hooks.SessionEnd" is an object, not an array', 'Make "hooks.SessionEnd" an array of matcher groups: [{"matcher": "", "hooks": [...]}].'],
-    ['{"hooks":{"SessionEnd":[{"hooks":[],"hooks":[]}]}}', '1:37: "hooks.SessionEnd[0].hooks" appears more than once', 'Merge the duplicate "hooks" arrays of that matcher group into one.'],
+    [
+      '{"hooks":{"SessionEnd":{}}}',
+      '1:24: "hooks.SessionEnd" is an object, not an array',
+      'Make "hooks.SessionEnd" an array of matcher groups: [{"matcher": "", "hooks": [...]}].',
+    ],
+    [
+      '{"hooks":{"SessionEnd":[{"hooks":[],"hooks":[]}]}}',
+      '1:37: "hooks.SessionEnd[0].hooks" appears more than once',
+      'Merge the duplicate "hooks" arrays of that matcher group into one.',
+    ],
     [
       '{"hooks":{"SessionEnd":[{"hooks":"x"}]}}',
       '1:34: "hooks.SessionEnd[0].hooks" is a string, not an array',
@@ -96,7 +124,9 @@ describe('shapes the hook cannot be added to', () => {
 
   it('a duplicate or odd "hooks" elsewhere than the event is no obstacle', () => {
     expect(install('{"hooks":{"Stop":{},"Stop":[]}}').text).toContain('"SessionEnd"');
-    expect(install(sessionEnd('5', '"x"', '{"matcher":"a"}')).text).toBe(`{"hooks":{"SessionEnd":[5,"x",{"matcher":"a"},${own(RIGHT)}]}}`);
+    expect(install(sessionEnd('5', '"x"', '{"matcher":"a"}')).text).toBe(
+      `{"hooks":{"SessionEnd":[5,"x",{"matcher":"a"},${own(RIGHT)}]}}`,
+    );
   });
 
   it('removal leaves a document that is not an object as it is', () => {
@@ -117,17 +147,23 @@ describe('what is managed', () => {
   });
 
   it('finds managed hooks under every event, in every hooks array of a group, but not outside hooks arrays', () => {
-    const text = `{"hooks":{"Stop":[{"hooks":[${RIGHT}]},{"hooks":{"x":${RIGHT}}},{"other":[${RIGHT}]}],"Odd":{"hooks":[${RIGHT}]}},"top":[${RIGHT}]}`;
+    const text =
+      `{"hooks":{"Stop":[{"hooks":[${RIGHT}]},{"hooks":{"x":${RIGHT}}},{"other":[${RIGHT}]}],"Odd":{"hooks":[` +
+      `${RIGHT}]}},"top":[${RIGHT}]}`;
     const plan = remove(text);
     expect(plan.managedFound).toBe(1);
-    expect(plan.text).toBe(`{"hooks":{"Stop":[{"hooks":{"x":${RIGHT}}},{"other":[${RIGHT}]}],"Odd":{"hooks":[${RIGHT}]}},"top":[${RIGHT}]}`);
+    expect(plan.text).toBe(
+      `{"hooks":{"Stop":[{"hooks":{"x":${RIGHT}}},{"other":[${RIGHT}]}],"Odd":{"hooks":[${RIGHT}]}},"top":[${RIGHT}]}`,
+    );
   });
 
-  it('a group is the agent\'s own only with one non-empty hooks array of managed hooks', () => {
+  it("a group is the agent's own only with one non-empty hooks array of managed hooks", () => {
     // Own: removed whole.
     expect(remove(sessionEnd(own(RIGHT, RIGHT), '{"hooks":["keep"]}')).text).toBe(sessionEnd('{"hooks":["keep"]}'));
     // A group with a user hook too, or extra matcher keys, stays without the managed hook.
-    expect(remove(sessionEnd(`{"matcher":"","hooks":[${RIGHT},"u"]}`)).text).toBe(sessionEnd('{"matcher":"","hooks":["u"]}'));
+    expect(remove(sessionEnd(`{"matcher":"","hooks":[${RIGHT},"u"]}`)).text).toBe(
+      sessionEnd('{"matcher":"","hooks":["u"]}'),
+    );
     // Empty hooks array: the user's.
     expect(remove(sessionEnd('{"hooks":[]}')).text).toBe(sessionEnd('{"hooks":[]}'));
   });
@@ -163,7 +199,9 @@ describe('repairing the kept managed hook', () => {
 
   it('resets any matcher that is not the empty string, every one of them', () => {
     for (const matcher of ['"x"', 'null', '0', '[""]']) expect(install(one(RIGHT, matcher)).text).toBe(one(RIGHT));
-    expect(install(sessionEnd(`{"matcher":"a","matcher":"","hooks":[${RIGHT}]}`)).text).toBe(sessionEnd(`{"matcher":"","matcher":"","hooks":[${RIGHT}]}`));
+    expect(install(sessionEnd(`{"matcher":"a","matcher":"","hooks":[${RIGHT}]}`)).text).toBe(
+      sessionEnd(`{"matcher":"","matcher":"","hooks":[${RIGHT}]}`),
+    );
   });
 
   it('keeps the right hook with the right matcher, then a right hook, then the first', () => {
@@ -176,12 +214,16 @@ describe('repairing the kept managed hook', () => {
 
   it('does not keep a managed hook that sits in a user group, or under another event', () => {
     expect(install(sessionEnd(`{"hooks":[${RIGHT},"u"]}`)).text).toBe(sessionEnd('{"hooks":["u"]}', own(RIGHT)));
-    expect(install(`{"hooks":{"Stop":[${own(RIGHT)}],"SessionEnd":[]}}`).text).toBe(`{"hooks":{"SessionEnd":[${own(RIGHT)}]}}`);
+    expect(install(`{"hooks":{"Stop":[${own(RIGHT)}],"SessionEnd":[]}}`).text).toBe(
+      `{"hooks":{"SessionEnd":[${own(RIGHT)}]}}`,
+    );
   });
 
   it('keeps an event array the user had, emptied by taking a managed group out of it', () => {
     // The SessionEnd array is the user's; Stop loses its only (managed) group and goes.
-    expect(install(`{"hooks":{"Stop":[${own(RIGHT)}],"PreToolUse":[]}}`).text).toBe(`{"hooks":{"PreToolUse":[],"SessionEnd":[${own(RIGHT)}]}}`);
+    expect(install(`{"hooks":{"Stop":[${own(RIGHT)}],"PreToolUse":[]}}`).text).toBe(
+      `{"hooks":{"PreToolUse":[],"SessionEnd":[${own(RIGHT)}]}}`,
+    );
   });
 });
 
@@ -190,7 +232,8 @@ describe('byte-order mark, blank files and the ownership record', () => {
     const text = `\uFEFF${sessionEnd(own(RIGHT))}`;
     expect(install(text).text).toBe(text);
     expect(remove(text).text).toBe('\uFEFF{}');
-    for (const blank of ['', '  \n', '\uFEFF']) expect(remove(blank)).toEqual({ text: blank, owned: undefined, managedFound: 0 });
+    for (const blank of ['', '  \n', '\uFEFF'])
+      expect(remove(blank)).toEqual({ text: blank, owned: undefined, managedFound: 0 });
     expect(remove(null)).toEqual({ text: null, owned: undefined, managedFound: 0 });
   });
 
@@ -237,9 +280,20 @@ describe('byte-order mark, blank files and the ownership record', () => {
 
 describe('removal with a ledger record that no longer describes the file', () => {
   const OWN = own(RIGHT);
-  type Splice = { node: 'group' | 'event' | 'hooks'; before: string; after: string; comma: 'joined' | 'separate' | 'none' };
+  type Splice = {
+    node: 'group' | 'event' | 'hooks';
+    before: string;
+    after: string;
+    comma: 'joined' | 'separate' | 'none';
+  };
   const record = (splice: Splice, created?: string[]) =>
-    ({ v: 1, base: 'existing', event: 'SessionEnd', ...(created === undefined ? {} : { created }), splice }) as OwnershipRecord;
+    ({
+      v: 1,
+      base: 'existing',
+      event: 'SessionEnd',
+      ...(created === undefined ? {} : { created }),
+      splice,
+    }) as OwnershipRecord;
   const cases: [string, string, Splice, (string[] | undefined)[], string[]][] = [
     [
       'a splice that claims a user key',
@@ -260,7 +314,10 @@ describe('removal with a ledger record that no longer describes the file', () =>
       `{"hooks":{"SessionEnd":[{"matcher":"x","hooks":["u"]},${OWN}]}}`,
       { node: 'group', before: '{"matcher":"x","hooks":["u"]},', after: '', comma: 'joined' },
       [undefined, []],
-      ['{"hooks":{"SessionEnd":[{"matcher":"x","hooks":["u"]}]}}', '{"hooks":{"SessionEnd":[{"matcher":"x","hooks":["u"]}]}}'],
+      [
+        '{"hooks":{"SessionEnd":[{"matcher":"x","hooks":["u"]}]}}',
+        '{"hooks":{"SessionEnd":[{"matcher":"x","hooks":["u"]}]}}',
+      ],
     ],
     [
       'a separate comma that is not where the record says',
@@ -301,9 +358,15 @@ describe('removal with a ledger record that no longer describes the file', () =>
     });
   }
 
-  it('a record for another event cuts nothing by its splice, and says nothing of this event\'s array', () => {
+  it("a record for another event cuts nothing by its splice, and says nothing of this event's array", () => {
     const text = `{"a":1,"hooks":{"SessionEnd":[${OWN}]}}`;
-    const other = { v: 1, base: 'existing', event: 'Stop', created: [], splice: { node: 'hooks', before: ',"hooks":{"SessionEnd":[', after: ']}', comma: 'joined' } } as OwnershipRecord;
+    const other = {
+      v: 1,
+      base: 'existing',
+      event: 'Stop',
+      created: [],
+      splice: { node: 'hooks', before: ',"hooks":{"SessionEnd":[', after: ']}', comma: 'joined' },
+    } as OwnershipRecord;
     expect(remove(text, other).text).toBe('{"a":1,"hooks":{}}');
   });
 
@@ -323,8 +386,12 @@ describe('containers left empty by removal', () => {
     expect(remove(`{"hooks":{"SessionEnd":[${own(RIGHT)}]}}`).text).toBe('{}');
     expect(remove(`{"hooks":{"SessionEnd":[${own(RIGHT)}],"Stop":[]}}`).text).toBe('{"hooks":{"Stop":[]}}');
     expect(remove(`{"hooks":{"SessionEnd":[${own(RIGHT)}]},"hooks2":{}}`).text).toBe('{"hooks2":{}}');
-    expect(remove(`{"hooks":{"SessionEnd":[{"hooks":[${RIGHT},"u"]}]}}`).text).toBe('{"hooks":{"SessionEnd":[{"hooks":["u"]}]}}');
-    expect(remove(`{"hooks":{"SessionEnd":[/* keep */${own(RIGHT)}]}}`).text).toBe('{"hooks":{"SessionEnd":[/* keep */]}}');
+    expect(remove(`{"hooks":{"SessionEnd":[{"hooks":[${RIGHT},"u"]}]}}`).text).toBe(
+      '{"hooks":{"SessionEnd":[{"hooks":["u"]}]}}',
+    );
+    expect(remove(`{"hooks":{"SessionEnd":[/* keep */${own(RIGHT)}]}}`).text).toBe(
+      '{"hooks":{"SessionEnd":[/* keep */]}}',
+    );
   });
 
   it('with a record, the containers it created go and the others stay, even when emptied', () => {
@@ -333,12 +400,16 @@ describe('containers left empty by removal', () => {
     expect(remove(text, rec([])).text).toBe('{"hooks":{"SessionEnd":[]}}');
     expect(remove(text, rec(['event'])).text).toBe('{"hooks":{}}');
     expect(remove(text, rec(['hooks', 'event'])).text).toBe('{}');
-    expect(remove(`{"hooks":{"SessionEnd":[${own(RIGHT)}],"Stop":[${own(RIGHT)}]}}`, rec(['event'])).text).toBe('{"hooks":{}}');
+    expect(remove(`{"hooks":{"SessionEnd":[${own(RIGHT)}],"Stop":[${own(RIGHT)}]}}`, rec(['event'])).text).toBe(
+      '{"hooks":{}}',
+    );
   });
 
-  it('installing removes other events\' managed groups and the arrays they leave, but not the hooks object', () => {
+  it("installing removes other events' managed groups and the arrays they leave, but not the hooks object", () => {
     expect(install(`{"hooks":{"Stop":[${own(RIGHT)}]}}`).text).toBe(`{"hooks":{"SessionEnd":[${own(RIGHT)}]}}`);
-    expect(install(`{"hooks":{"Stop":[${own(RIGHT)},{"hooks":["u"]}]}}`).text).toBe(`{"hooks":{"Stop":[{"hooks":["u"]}],"SessionEnd":[${own(RIGHT)}]}}`);
+    expect(install(`{"hooks":{"Stop":[${own(RIGHT)},{"hooks":["u"]}]}}`).text).toBe(
+      `{"hooks":{"Stop":[{"hooks":["u"]}],"SessionEnd":[${own(RIGHT)}]}}`,
+    );
   });
 
   it('a restored base needs nothing but an empty object left', () => {
@@ -358,7 +429,10 @@ describe('install then remove gives back the bytes', () => {
     ['one line with another event', '{"hooks":{"Stop":[]},"z":0}'],
     ['pretty, with a trailing comment', '{\n  "a": 1 // mine\n}\n'],
     ['pretty, a comment after the hooks object', '{\n  "hooks": {\n    "Stop": []\n  } /* c */\n}\n'],
-    ['pretty, an event array with a trailing comment', '{\n  "hooks": {\n    "SessionEnd": [\n      {"hooks": ["u"]} // c\n    ]\n  }\n}\n'],
+    [
+      'pretty, an event array with a trailing comment',
+      '{\n  "hooks": {\n    "SessionEnd": [\n      {"hooks": ["u"]} // c\n    ]\n  }\n}\n',
+    ],
     ['CRLF', '{\r\n  "a": 1\r\n}\r\n'],
     ['tabs', '{\n\t"a": [\n\t\t1\n\t]\n}'],
     ['an empty object on many lines', '{\n}\n'],
@@ -388,8 +462,12 @@ describe('install then remove gives back the bytes', () => {
 describe('repairs touch only what is wrong', () => {
   it('a hook with the right keys is edited value by value, keeping its spacing and right values as spelled', () => {
     const text = sessionEnd(`{"matcher":"","hooks":[{ "type": "prompt", "command": ${C}, "timeout": 1e1 }]}`);
-    expect(install(text).text).toBe(sessionEnd(`{"matcher":"","hooks":[{ "type": "command", "command": ${C}, "timeout": 1e1 }]}`));
+    expect(install(text).text).toBe(
+      sessionEnd(`{"matcher":"","hooks":[{ "type": "command", "command": ${C}, "timeout": 1e1 }]}`),
+    );
     const stale = sessionEnd(`{"matcher":"","hooks":[{ "timeout": 3, "type": "command", "command": ${C} }]}`);
-    expect(install(stale).text).toBe(sessionEnd(`{"matcher":"","hooks":[{ "timeout": 10, "type": "command", "command": ${C} }]}`));
+    expect(install(stale).text).toBe(
+      sessionEnd(`{"matcher":"","hooks":[{ "timeout": 10, "type": "command", "command": ${C} }]}`),
+    );
   });
 });

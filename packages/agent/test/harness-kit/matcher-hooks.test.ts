@@ -1,12 +1,17 @@
 /**
- * The matcher-group hooks planner (example seconds dialect) against ledger records that no longer describe the file, each crafted so that one of
- * the cut's conditions is all that stands between the file and a cut that would take more than the agent's bytes.
+ * The matcher-group hooks planner (example seconds dialect) against ledger records that no longer describe the file,
+ * each crafted so that one of the cut's conditions is all that stands between the file and a cut that would take more
+ * than the agent's bytes.
  * A record's splice that names a comment shows the difference: the exact cut would take the comment with it, the
  * general removal leaves it where the user put it.
  */
 import { describe, expect, it } from 'vitest';
 import type { OwnershipRecord } from '../../src/harness-kit/matcher-hooks-ownership.js';
-import { planMatcherHooks, type MatcherHook, type MatcherHooksPlan as HookPlan } from '../../src/harness-kit/matcher-hooks.js';
+import {
+  planMatcherHooks,
+  type MatcherHook,
+  type MatcherHooksPlan as HookPlan,
+} from '../../src/harness-kit/matcher-hooks.js';
 import { EXAMPLE_HOOK, SECONDS_DIALECT } from '../../../../test/support/matcher-hooks.js';
 
 const desired: MatcherHook = EXAMPLE_HOOK;
@@ -14,10 +19,22 @@ const C = JSON.stringify(desired.command);
 const RIGHT = `{"type":"command","command":${C},"timeout":10}`;
 const OWN = `{"matcher":"","hooks":[${RIGHT}]}`;
 
-type Splice = { node: 'group' | 'event' | 'hooks'; before: string; after: string; comma: 'joined' | 'separate' | 'none' };
+type Splice = {
+  node: 'group' | 'event' | 'hooks';
+  before: string;
+  after: string;
+  comma: 'joined' | 'separate' | 'none';
+};
 const record = (splice?: Splice, created?: string[], event = 'SessionEnd') =>
-  ({ v: 1, base: 'existing', event, ...(created === undefined ? {} : { created }), ...(splice === undefined ? {} : { splice }) }) as OwnershipRecord;
-const remove = (text: string, owned?: OwnershipRecord): HookPlan => planMatcherHooks({ text, file: 's.json', desired: null, owned }, SECONDS_DIALECT);
+  ({
+    v: 1,
+    base: 'existing',
+    event,
+    ...(created === undefined ? {} : { created }),
+    ...(splice === undefined ? {} : { splice }),
+  }) as OwnershipRecord;
+const remove = (text: string, owned?: OwnershipRecord): HookPlan =>
+  planMatcherHooks({ text, file: 's.json', desired: null, owned }, SECONDS_DIALECT);
 
 describe('a cut is made only where the record can describe the entry', () => {
   it('not with two hooks objects: the comment the splice names stays', () => {
@@ -40,7 +57,7 @@ describe('a cut is made only where the record can describe the entry', () => {
     }
   });
 
-  it('not when the managed hook sits under another event than the record\'s', () => {
+  it("not when the managed hook sits under another event than the record's", () => {
     const text = `{"hooks":{"SessionEnd":[],"Stop":[/*c*/${OWN}]}}`;
     const plan = remove(text, record({ node: 'group', before: '/*c*/', after: '', comma: 'none' }, []));
     expect(plan.text).toBe('{"hooks":{"SessionEnd":[],"Stop":[/*c*/]}}');
@@ -50,19 +67,28 @@ describe('a cut is made only where the record can describe the entry', () => {
 describe("a cut that would drop a user's entry is refused", () => {
   it('a cut that leaves a trailing comma', () => {
     const text = `{"a":1,"hooks":{"SessionEnd":[${OWN}]}}`;
-    const plan = remove(text, record({ node: 'hooks', before: '"hooks":{"SessionEnd":[', after: ']}', comma: 'joined' }));
+    const plan = remove(
+      text,
+      record({ node: 'hooks', before: '"hooks":{"SessionEnd":[', after: ']}', comma: 'joined' }),
+    );
     expect(plan.text).toBe('{"a":1}');
   });
 
   it('a top-level key holding an empty object', () => {
     const text = `{"a":{},"hooks":{"SessionEnd":[${OWN}]}}`;
-    const plan = remove(text, record({ node: 'hooks', before: '"a":{},"hooks":{"SessionEnd":[', after: ']}', comma: 'joined' }));
+    const plan = remove(
+      text,
+      record({ node: 'hooks', before: '"a":{},"hooks":{"SessionEnd":[', after: ']}', comma: 'joined' }),
+    );
     expect(plan.text).toBe('{"a":{}}');
   });
 
   it('an event that holds a scalar instead of an array', () => {
     const text = `{"hooks":{"Stop":5,"SessionEnd":[${OWN}]}}`;
-    const plan = remove(text, record({ node: 'event', before: '"Stop":5,"SessionEnd":[', after: ']', comma: 'joined' }));
+    const plan = remove(
+      text,
+      record({ node: 'event', before: '"Stop":5,"SessionEnd":[', after: ']', comma: 'joined' }),
+    );
     expect(plan.text).toBe('{"hooks":{"Stop":5}}');
   });
 });
@@ -74,7 +100,8 @@ describe('empty containers after removal', () => {
   });
 });
 
-const install = (text: string | null, owned?: OwnershipRecord): HookPlan => planMatcherHooks({ text, file: 's.json', desired, owned }, SECONDS_DIALECT);
+const install = (text: string | null, owned?: OwnershipRecord): HookPlan =>
+  planMatcherHooks({ text, file: 's.json', desired, owned }, SECONDS_DIALECT);
 
 describe('installing against a record', () => {
   it("keeps the desired event's array even when the record says the agent created it", () => {
@@ -108,7 +135,14 @@ describe('byte-order mark and a blank base', () => {
 
 describe('giving back a blank or missing base', () => {
   const blankBase = (splice?: Splice, created?: string[]) =>
-    ({ v: 1, base: 'empty', baseText: '\n', event: 'SessionEnd', ...(created === undefined ? {} : { created }), ...(splice === undefined ? {} : { splice }) }) as OwnershipRecord;
+    ({
+      v: 1,
+      base: 'empty',
+      baseText: '\n',
+      event: 'SessionEnd',
+      ...(created === undefined ? {} : { created }),
+      ...(splice === undefined ? {} : { splice }),
+    }) as OwnershipRecord;
 
   it('once nothing but an empty object is left, whatever whitespace is around and inside it', () => {
     const text = `  {\n "hooks":{"SessionEnd":[${OWN}]}\n}  `;
@@ -128,7 +162,7 @@ describe('giving back a blank or missing base', () => {
 });
 
 describe('what removal takes out', () => {
-  it('a managed hook from a group with a second hooks array, which is the user\'s: the group stays', () => {
+  it("a managed hook from a group with a second hooks array, which is the user's: the group stays", () => {
     const text = `{"hooks":{"SessionEnd":[{"hooks":[${RIGHT}],"hooks":[]}]}}`;
     expect(remove(text).text).toBe('{"hooks":{"SessionEnd":[{"hooks":[],"hooks":[]}]}}');
   });
@@ -173,14 +207,20 @@ describe('install then remove gives back containers the user left empty on sever
 describe('a cut that would shorten the value just before the entry is refused', () => {
   it('a user group that is a number', () => {
     const text = `{"hooks":{"SessionEnd":[56,${OWN}]}}`;
-    expect(remove(text, record({ node: 'group', before: '6,', after: '', comma: 'joined' })).text).toBe('{"hooks":{"SessionEnd":[56]}}');
+    expect(remove(text, record({ node: 'group', before: '6,', after: '', comma: 'joined' })).text).toBe(
+      '{"hooks":{"SessionEnd":[56]}}',
+    );
   });
 
   it('a top-level value and an event value', () => {
     const top = `{"a":12,"hooks":{"SessionEnd":[${OWN}]}}`;
-    expect(remove(top, record({ node: 'hooks', before: '2,"hooks":{"SessionEnd":[', after: ']}', comma: 'joined' })).text).toBe('{"a":12}');
+    expect(
+      remove(top, record({ node: 'hooks', before: '2,"hooks":{"SessionEnd":[', after: ']}', comma: 'joined' })).text,
+    ).toBe('{"a":12}');
     const event = `{"hooks":{"Stop":12,"SessionEnd":[${OWN}]}}`;
-    expect(remove(event, record({ node: 'event', before: '2,"SessionEnd":[', after: ']', comma: 'joined' })).text).toBe('{"hooks":{"Stop":12}}');
+    expect(remove(event, record({ node: 'event', before: '2,"SessionEnd":[', after: ']', comma: 'joined' })).text).toBe(
+      '{"hooks":{"Stop":12}}',
+    );
   });
 });
 
@@ -188,28 +228,41 @@ describe('a splice that names a comment around the entry', () => {
   const text = `{"hooks":{"SessionEnd":[{"hooks":["u"]},/*c*/${OWN}]}}`;
 
   it('is cut with the entry when the bytes match and the comma opens the splice', () => {
-    expect(remove(text, record({ node: 'group', before: ',/*c*/', after: '', comma: 'joined' })).text).toBe('{"hooks":{"SessionEnd":[{"hooks":["u"]}]}}');
+    expect(remove(text, record({ node: 'group', before: ',/*c*/', after: '', comma: 'joined' })).text).toBe(
+      '{"hooks":{"SessionEnd":[{"hooks":["u"]}]}}',
+    );
   });
 
   it('is cut with its separate comma', () => {
     const spaced = `{"hooks":{"SessionEnd":[{"hooks":["u"]}, /*c*/${OWN}]}}`;
-    expect(remove(spaced, record({ node: 'group', before: ' /*c*/', after: '', comma: 'separate' })).text).toBe('{"hooks":{"SessionEnd":[{"hooks":["u"]}]}}');
+    expect(remove(spaced, record({ node: 'group', before: ' /*c*/', after: '', comma: 'separate' })).text).toBe(
+      '{"hooks":{"SessionEnd":[{"hooks":["u"]}]}}',
+    );
   });
 
   it('stays when the bytes before or after the entry differ from the record', () => {
-    expect(remove(text, record({ node: 'group', before: ',/*x*/', after: '', comma: 'joined' })).text).toBe('{"hooks":{"SessionEnd":[{"hooks":["u"]}/*c*/]}}');
+    expect(remove(text, record({ node: 'group', before: ',/*x*/', after: '', comma: 'joined' })).text).toBe(
+      '{"hooks":{"SessionEnd":[{"hooks":["u"]}/*c*/]}}',
+    );
     const after = `{"hooks":{"SessionEnd":[${OWN}/*c*/]}}`;
-    expect(remove(after, record({ node: 'group', before: '', after: '/*x*/', comma: 'none' })).text).toBe('{"hooks":{"SessionEnd":[/*c*/]}}');
+    expect(remove(after, record({ node: 'group', before: '', after: '/*x*/', comma: 'none' })).text).toBe(
+      '{"hooks":{"SessionEnd":[/*c*/]}}',
+    );
   });
 
   it('stays when a separate comma is said to follow the group before, and a space does', () => {
     const spaced = `{"hooks":{"SessionEnd":[{"hooks":["u"]} ,${OWN}]}}`;
-    expect(remove(spaced, record({ node: 'group', before: ',', after: '', comma: 'separate' })).text).toBe('{"hooks":{"SessionEnd":[{"hooks":["u"]} ]}}');
+    expect(remove(spaced, record({ node: 'group', before: ',', after: '', comma: 'separate' })).text).toBe(
+      '{"hooks":{"SessionEnd":[{"hooks":["u"]} ]}}',
+    );
   });
 
   it('is cut for an event that is the last in its hooks object, whatever follows that object', () => {
     const event = `{"hooks":{"Stop":[],/*c*/"SessionEnd":[${OWN}]},"a":1}`;
-    const plan = remove(event, record({ node: 'event', before: ',/*c*/"SessionEnd":[', after: ']', comma: 'joined' }, ['event']));
+    const plan = remove(
+      event,
+      record({ node: 'event', before: ',/*c*/"SessionEnd":[', after: ']', comma: 'joined' }, ['event']),
+    );
     expect(plan.text).toBe('{"hooks":{"Stop":[]},"a":1}');
   });
 
@@ -226,8 +279,8 @@ describe('a splice that names a comment around the entry', () => {
   });
 });
 
-describe('groups that are not the agent\'s own', () => {
-  it('a group with an empty hooks array is the user\'s, and a splice cannot claim it', () => {
+describe("groups that are not the agent's own", () => {
+  it("a group with an empty hooks array is the user's, and a splice cannot claim it", () => {
     const text = `{"hooks":{"SessionEnd":[{"hooks":[]},${OWN}]}}`;
     const plan = remove(text, record({ node: 'group', before: '{"hooks":[]},', after: '', comma: 'joined' }));
     expect(plan.text).toBe('{"hooks":{"SessionEnd":[{"hooks":[]}]}}');

@@ -18,7 +18,10 @@ const plan = (text: string | null, desired: MatcherHook | null, owned?: Ownershi
   planMatcherHooks({ text, file: 'settings.json', desired, owned }, MILLISECONDS_DIALECT);
 
 /** Install, then remove with the ledger's record: the original bytes back. */
-function roundTrip(text: string | null, desired: MatcherHook): { installed: MatcherHooksPlan; removed: MatcherHooksPlan } {
+function roundTrip(
+  text: string | null,
+  desired: MatcherHook,
+): { installed: MatcherHooksPlan; removed: MatcherHooksPlan } {
   const installed = plan(text, desired);
   const removed = plan(installed.text, null, installed.owned);
   return { installed, removed };
@@ -29,7 +32,14 @@ const parse = (text: string | null) => parseJsonc(text ?? '') as Record<string, 
 
 describe('a required setting', () => {
   it('is added with the hook when absent, creating its parent object, and removal gives back the bytes', () => {
-    for (const text of [null, '', '{}\n', '{\n  "general": {\n    "vimMode": true\n  }\n}\n', '{"general":{"vimMode":true}}', '{\r\n\t"ui": { "theme": "dark" } // mine\r\n}\r\n']) {
+    for (const text of [
+      null,
+      '',
+      '{}\n',
+      '{\n  "general": {\n    "vimMode": true\n  }\n}\n',
+      '{"general":{"vimMode":true}}',
+      '{\r\n\t"ui": { "theme": "dark" } // mine\r\n}\r\n',
+    ]) {
       const { installed, removed } = roundTrip(text, TOOLS);
       expect(parse(installed.text).tools, String(text)).toEqual({ enableHooks: true });
       expect(installed.owned).toMatchObject({ settings: [{ key: ['tools', 'enableHooks'], value: true, top: 0 }] });
@@ -37,10 +47,14 @@ describe('a required setting', () => {
     }
   });
 
-  it('goes inside an existing parent, after the user\'s keys, laid out like the file', () => {
+  it("goes inside an existing parent, after the user's keys, laid out like the file", () => {
     const text = '{\n  "tools": {\n    "sandbox": "docker"\n  }\n}\n';
     const { installed, removed } = roundTrip(text, TOOLS);
-    expect(installed.text!.startsWith('{\n  "tools": {\n    "sandbox": "docker",\n    "enableHooks": true\n  },\n  "hooks": {')).toBe(true);
+    expect(
+      installed.text!.startsWith(
+        '{\n  "tools": {\n    "sandbox": "docker",\n    "enableHooks": true\n  },\n  "hooks": {',
+      ),
+    ).toBe(true);
     expect(installed.owned).toMatchObject({ settings: [{ key: ['tools', 'enableHooks'], top: 1 }] });
     expect(removed.text).toBe(text);
   });
@@ -70,18 +84,22 @@ describe('a required setting', () => {
     expect(removed.text).toBe(text);
   });
 
-  it('is never overridden: a user value that keeps hooks off, or a parent that is not an object, is refused with its place', () => {
-    const off = thrown(() => plan('{\n  "tools": {\n    "enableHooks": false\n  }\n}\n', TOOLS));
-    expect(off.code).toBe('NATIVE_CONFIG_CONFLICT');
-    expect([off.line, off.column]).toEqual([3, 20]);
-    expect(off.message).toContain('tools.enableHooks is false, which keeps Other CLI from running hooks');
-    expect(off.hint).toContain('does not override a setting you made');
-    const scalar = thrown(() => plan('{"tools": 5}', TOOLS));
-    expect(scalar.code).toBe('NATIVE_CONFIG_CONFLICT');
-    expect(scalar.message).toContain('"tools" is not an object');
-    const twice = thrown(() => plan('{"tools": {}, "tools": {}}', TOOLS));
-    expect(twice.message).toContain('"tools" appears more than once');
-  });
+  it(
+    'is never overridden: a user value that keeps hooks off, or a parent that is not an object, is refused with ' +
+      'its place',
+    () => {
+      const off = thrown(() => plan('{\n  "tools": {\n    "enableHooks": false\n  }\n}\n', TOOLS));
+      expect(off.code).toBe('NATIVE_CONFIG_CONFLICT');
+      expect([off.line, off.column]).toEqual([3, 20]);
+      expect(off.message).toContain('tools.enableHooks is false, which keeps Other CLI from running hooks');
+      expect(off.hint).toContain('does not override a setting you made');
+      const scalar = thrown(() => plan('{"tools": 5}', TOOLS));
+      expect(scalar.code).toBe('NATIVE_CONFIG_CONFLICT');
+      expect(scalar.message).toContain('"tools" is not an object');
+      const twice = thrown(() => plan('{"tools": {}, "tools": {}}', TOOLS));
+      expect(twice.message).toContain('"tools" appears more than once');
+    },
+  );
 
   it('goes when the profile no longer needs it, the hook staying', () => {
     const first = plan('{\n  "a": 1\n}\n', TOOLS);
@@ -92,7 +110,7 @@ describe('a required setting', () => {
     expect(plan(next.text, null, next.owned).text).toBe('{\n  "a": 1\n}\n');
   });
 
-  it('is the user\'s once they changed its value: kept (and then refused), never removed', () => {
+  it("is the user's once they changed its value: kept (and then refused), never removed", () => {
     const first = plan('{}\n', TOOLS);
     const changed = first.text!.replace('"enableHooks": true', '"enableHooks": false');
     expect(plan(changed, null, first.owned).text).toContain('"enableHooks": false');
@@ -109,7 +127,15 @@ describe('a required setting', () => {
   it('install then remove gives back any object it was added to (property)', () => {
     const key = fc.constantFrom('general', 'ui', 'tools', 'model', 'a b', 'ü');
     const leaf = fc.oneof(fc.boolean(), fc.integer(), fc.string({ maxLength: 8 }));
-    const doc = fc.dictionary(key, fc.oneof(leaf, fc.dictionary(fc.constantFrom('sandbox', 'x', 'y'), leaf, { maxKeys: 3 })), { maxKeys: 4 }).filter((d) => (d as Record<string, unknown>).tools === undefined || (typeof d.tools === 'object' && !('enableHooks' in (d.tools as object))));
+    const doc = fc
+      .dictionary(key, fc.oneof(leaf, fc.dictionary(fc.constantFrom('sandbox', 'x', 'y'), leaf, { maxKeys: 3 })), {
+        maxKeys: 4,
+      })
+      .filter(
+        (d) =>
+          (d as Record<string, unknown>).tools === undefined ||
+          (typeof d.tools === 'object' && !('enableHooks' in (d.tools as object))),
+      );
     fc.assert(
       fc.property(doc, fc.constantFrom(0, 2, 4), (value, indent) => {
         const text = `${JSON.stringify(value, null, indent)}\n`;

@@ -1,12 +1,19 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildManagedHook, isManagedArgv, isManagedCommand, shellQuote, shellWords } from '../../src/harness-kit/signature.js';
+import {
+  buildManagedHook,
+  isManagedArgv,
+  isManagedCommand,
+  shellQuote,
+  shellWords,
+} from '../../src/harness-kit/signature.js';
 
 // Reading shell words and recognising the managed capture command, edge by edge.
 
 describe('shellQuote', () => {
   it('leaves words of safe characters bare, but always quotes an absolute path', () => {
-    for (const word of ['capture', '--harness', 'claude-v2_0_12', 'a.b:c@d%e+f=g,h', 'x/y']) expect(shellQuote(word)).toBe(word);
+    for (const word of ['capture', '--harness', 'claude-v2_0_12', 'a.b:c@d%e+f=g,h', 'x/y'])
+      expect(shellQuote(word)).toBe(word);
     expect(shellQuote('/usr/bin/node')).toBe(`'/usr/bin/node'`);
     expect(shellQuote('')).toBe(`''`);
     expect(shellQuote("it's")).toBe(`'it'\\''s'`);
@@ -38,19 +45,43 @@ describe('shellWords', () => {
 describe('isManagedArgv', () => {
   const entry = '/opt/blue-agent/bin/blue-agent.js';
   const tail = ['capture', '--harness', 'kimi', '--profile', 'kimi-v1_28_0'];
-  it('accepts exactly what buildManagedHook writes: every name of the entry and of Node, directly or through the sh hook', () => {
-    for (const name of ['blue-agent', 'blue-agent.js', 'blue-agent.mjs', 'blue-agent.cjs']) {
-      expect(isManagedArgv(['/usr/bin/node', `/x/${name}`, ...tail], 'kimi'), name).toBe(true);
-    }
-    for (const node of ['/usr/bin/node', '/usr/bin/nodejs', '/usr/bin/node24', '/o/node24.1.0', '/o/nodejs22']) expect(isManagedArgv([node, entry, ...tail], 'kimi'), node).toBe(true);
-    expect(isManagedArgv(['/bin/sh', '/opt/blue-agent/bin/blue-agent-hook', '/usr/bin/node', entry, ...tail], 'kimi')).toBe(true);
-  });
+  it(
+    'accepts exactly what buildManagedHook writes: every name of the entry and of Node, directly or through the ' +
+      'sh hook',
+    () => {
+      for (const name of ['blue-agent', 'blue-agent.js', 'blue-agent.mjs', 'blue-agent.cjs']) {
+        expect(isManagedArgv(['/usr/bin/node', `/x/${name}`, ...tail], 'kimi'), name).toBe(true);
+      }
+      for (const node of ['/usr/bin/node', '/usr/bin/nodejs', '/usr/bin/node24', '/o/node24.1.0', '/o/nodejs22'])
+        expect(isManagedArgv([node, entry, ...tail], 'kimi'), node).toBe(true);
+      expect(
+        isManagedArgv(['/bin/sh', '/opt/blue-agent/bin/blue-agent-hook', '/usr/bin/node', entry, ...tail], 'kimi'),
+      ).toBe(true);
+    },
+  );
 
   it('refuses any other runner: none, a relative one, env, another shell, sudo, flags', () => {
-    for (const runner of [[], ['node'], ['/usr/bin/env', 'node'], ['/bin/bash'], ['/usr/bin/node', '--inspect'], ['/o/nodex'], ['/o/xnode'], ['/o/node-24'], ['sudo', '/usr/bin/node'], ['/usr/bin/node', '/usr/bin/node']]) {
+    for (const runner of [
+      [],
+      ['node'],
+      ['/usr/bin/env', 'node'],
+      ['/bin/bash'],
+      ['/usr/bin/node', '--inspect'],
+      ['/o/nodex'],
+      ['/o/xnode'],
+      ['/o/node-24'],
+      ['sudo', '/usr/bin/node'],
+      ['/usr/bin/node', '/usr/bin/node'],
+    ]) {
       expect(isManagedArgv([...runner, entry, ...tail], 'kimi'), runner.join(' ')).toBe(false);
     }
-    for (const hook of [['sh', '/h/blue-agent-hook'], ['/bin/bash', '/h/blue-agent-hook'], ['/bin/sh', 'blue-agent-hook'], ['/bin/sh', '/h/other-hook'], ['/bin/sh', '-c', '/h/blue-agent-hook']]) {
+    for (const hook of [
+      ['sh', '/h/blue-agent-hook'],
+      ['/bin/bash', '/h/blue-agent-hook'],
+      ['/bin/sh', 'blue-agent-hook'],
+      ['/bin/sh', '/h/other-hook'],
+      ['/bin/sh', '-c', '/h/blue-agent-hook'],
+    ]) {
       expect(isManagedArgv([...hook, '/usr/bin/node', entry, ...tail], 'kimi'), hook.join(' ')).toBe(false);
     }
     expect(isManagedArgv(['/usr/bin/node', 'blue-agent.js', ...tail], 'kimi')).toBe(false);
@@ -84,7 +115,13 @@ describe('isManagedArgv', () => {
   });
 
   it('recognises the command it builds, wherever the agent lives', () => {
-    const hook = buildManagedHook({ node: '/n/node', entry: '/a b/blue-agent.js' }, 'codex', 'codex-v0_145_0', 'SessionEnd', 3);
+    const hook = buildManagedHook(
+      { node: '/n/node', entry: '/a b/blue-agent.js' },
+      'codex',
+      'codex-v0_145_0',
+      'SessionEnd',
+      3,
+    );
     expect(hook).toEqual({
       harness: 'codex',
       profile: 'codex-v0_145_0',
@@ -99,17 +136,44 @@ describe('isManagedArgv', () => {
 });
 
 describe('isManagedCommand (property)', () => {
-  const dir = fc.array(fc.string({ minLength: 1, maxLength: 8 }).map((segment) => segment.replace(/\//g, '_')), { maxLength: 3 }).map((segments) => `/${segments.map((x) => `${x}/`).join('')}`);
+  const dir = fc
+    .array(
+      fc.string({ minLength: 1, maxLength: 8 }).map((segment) => segment.replace(/\//g, '_')),
+      { maxLength: 3 },
+    )
+    .map((segments) => `/${segments.map((x) => `${x}/`).join('')}`);
   const self = fc.record({
     node: fc.tuple(dir, fc.constantFrom('node', 'nodejs', 'node24')).map(([d, n]) => d + n),
-    entry: fc.tuple(dir, fc.constantFrom('blue-agent', 'blue-agent.js', 'blue-agent.mjs', 'blue-agent.cjs')).map(([d, n]) => d + n),
-    hook: fc.option(dir.map((d) => `${d}blue-agent-hook`), { nil: undefined }),
+    entry: fc
+      .tuple(dir, fc.constantFrom('blue-agent', 'blue-agent.js', 'blue-agent.mjs', 'blue-agent.cjs'))
+      .map(([d, n]) => d + n),
+    hook: fc.option(
+      dir.map((d) => `${d}blue-agent-hook`),
+      { nil: undefined },
+    ),
   });
   const profile = fc.stringMatching(/^[a-z0-9]{1,8}-v[0-9]_[0-9]_[0-9][A-Za-z0-9_.-]{0,4}$/);
   // What a user adds to a command: operators alone or glued to a word, more words, redirections, spaces. (Letters
   // glued to the profile only name another profile: still the managed shape.)
   const addition = fc.oneof(
-    fc.constantFrom(' && /usr/local/bin/backup-transcripts.sh', '&&x', ';x', '; x', '|tee', ' | tee', '>out', ' 2>&1', '`id`', '$(id)', ' --verbose', ' x', ' ', '\n', '#', "'"),
+    fc.constantFrom(
+      ' && /usr/local/bin/backup-transcripts.sh',
+      '&&x',
+      ';x',
+      '; x',
+      '|tee',
+      ' | tee',
+      '>out',
+      ' 2>&1',
+      '`id`',
+      '$(id)',
+      ' --verbose',
+      ' x',
+      ' ',
+      '\n',
+      '#',
+      "'",
+    ),
     fc.string({ minLength: 1, maxLength: 12 }).filter((extra) => !/^[A-Za-z0-9._-]+$/.test(extra)),
   );
 

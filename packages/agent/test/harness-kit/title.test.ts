@@ -37,12 +37,21 @@ function wellFormed(text: string): boolean {
 describe('native metadata', () => {
   it('prefers the native title and preview over the transcript', () => {
     const native = nativeMetadataOf({ id: ID, title: 'Release checklist', summary: 'Walk through the release' }, ID);
-    expect(titleAndSummary({ native, firstUserTurn: 'please do the release' })).toEqual({ title: 'Release checklist', summary: 'Walk through the release' });
+    expect(titleAndSummary({ native, firstUserTurn: 'please do the release' })).toEqual({
+      title: 'Release checklist',
+      summary: 'Walk through the release',
+    });
   });
 
   it('falls back to the first user turn for whatever the native record lacks', () => {
-    expect(titleAndSummary({ native: { title: 'Named by the user' }, firstUserTurn: 'Fix the parser' })).toEqual({ title: 'Named by the user', summary: 'Fix the parser' });
-    expect(titleAndSummary({ native: { title: '   ' }, firstUserTurn: 'Fix the parser' })).toEqual({ title: 'Fix the parser', summary: 'Fix the parser' });
+    expect(titleAndSummary({ native: { title: 'Named by the user' }, firstUserTurn: 'Fix the parser' })).toEqual({
+      title: 'Named by the user',
+      summary: 'Fix the parser',
+    });
+    expect(titleAndSummary({ native: { title: '   ' }, firstUserTurn: 'Fix the parser' })).toEqual({
+      title: 'Fix the parser',
+      summary: 'Fix the parser',
+    });
     expect(titleAndSummary({})).toEqual({});
   });
 
@@ -68,7 +77,10 @@ describe('native metadata', () => {
     expect(nativeMetadataOf({ id: ID, firstPrompt: 'FP' }, ID)).toEqual({ preview: 'FP' });
     expect(nativeMetadataOf({ id: ID, prompt: 'P' }, ID)).toEqual({ preview: 'P' });
     expect(nativeMetadataOf({ id: ID, preview: 'Pv' }, ID)).toEqual({ preview: 'Pv' });
-    expect(nativeMetadataOf({ id: ID, title: 'A', thread_name: 'B', summary: 'C', prompt: 'D' }, ID)).toEqual({ title: 'A', preview: 'C' });
+    expect(nativeMetadataOf({ id: ID, title: 'A', thread_name: 'B', summary: 'C', prompt: 'D' }, ID)).toEqual({
+      title: 'A',
+      preview: 'C',
+    });
     // A summary that is not text (OpenCode's {additions, deletions}) is not a preview.
     expect(nativeMetadataOf({ id: ID, title: 'A', summary: { additions: 1 } }, ID)).toEqual({ title: 'A' });
   });
@@ -89,23 +101,61 @@ describe('native metadata', () => {
 describe('first user turn', () => {
   it('reads JSON lines and whole JSON documents', () => {
     expect(firstUserTurn(parseTranscript(jsonl({ role: 'user', content: 'from lines' })))).toBe('from lines');
-    expect(firstUserTurn(parseTranscript(JSON.stringify([{ role: 'assistant', content: 'hi' }, { role: 'user', content: 'from an array' }])))).toBe('from an array');
-    expect(firstUserTurn(parseTranscript(JSON.stringify({ info: { id: ID }, messages: [{ info: { role: 'user' }, parts: [{ type: 'text', text: 'from an export' }] }] })))).toBe('from an export');
+    expect(
+      firstUserTurn(
+        parseTranscript(
+          JSON.stringify([
+            { role: 'assistant', content: 'hi' },
+            { role: 'user', content: 'from an array' },
+          ]),
+        ),
+      ),
+    ).toBe('from an array');
+    expect(
+      firstUserTurn(
+        parseTranscript(
+          JSON.stringify({
+            info: { id: ID },
+            messages: [{ info: { role: 'user' }, parts: [{ type: 'text', text: 'from an export' }] }],
+          }),
+        ),
+      ),
+    ).toBe('from an export');
     expect(parseTranscript('{"role":"user","content":"a"}\nnot json\n{"role":"user"')).toHaveLength(1);
   });
 
   it('reads text as a string, a content array, a parts array or a prompt field', () => {
     expect(firstUserTurn([{ role: 'user', content: 'as string' }])).toBe('as string');
-    expect(firstUserTurn([{ role: 'user', content: [{ type: 'text', text: 'first' }, { type: 'image', source: {} }, { type: 'text', text: 'second' }] }])).toBe('first second');
+    expect(
+      firstUserTurn([
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'first' },
+            { type: 'image', source: {} },
+            { type: 'text', text: 'second' },
+          ],
+        },
+      ]),
+    ).toBe('first second');
     expect(firstUserTurn([{ role: 'user', parts: [{ type: 'text', text: 'from parts' }] }])).toBe('from parts');
     expect(firstUserTurn([{ role: 'user', prompt: 'from prompt' }])).toBe('from prompt');
     expect(firstUserTurn([{ role: 'user', content: ['plain', 'strings'] }])).toBe('plain strings');
   });
 
   it('unwraps nested message and info envelopes', () => {
-    expect(firstUserTurn([{ type: 'user', message: { role: 'user', content: 'nested message' } }])).toBe('nested message');
-    expect(firstUserTurn([{ info: { role: 'assistant' }, parts: [{ type: 'text', text: 'no' }] }, { info: { role: 'user' }, parts: [{ type: 'text', text: 'nested info' }] }])).toBe('nested info');
-    expect(firstUserTurn([{ message: { role: 'user', content: [{ type: 'text', text: 'message only' }] } }])).toBe('message only');
+    expect(firstUserTurn([{ type: 'user', message: { role: 'user', content: 'nested message' } }])).toBe(
+      'nested message',
+    );
+    expect(
+      firstUserTurn([
+        { info: { role: 'assistant' }, parts: [{ type: 'text', text: 'no' }] },
+        { info: { role: 'user' }, parts: [{ type: 'text', text: 'nested info' }] },
+      ]),
+    ).toBe('nested info');
+    expect(firstUserTurn([{ message: { role: 'user', content: [{ type: 'text', text: 'message only' }] } }])).toBe(
+      'message only',
+    );
   });
 
   it('skips Claude Code meta entries, compaction summaries, side chains, tool results and other record types', () => {
@@ -113,10 +163,26 @@ describe('first user turn', () => {
       { type: 'queue-operation', content: 'queued, not a turn' },
       { type: 'api-request-blob', message: { role: 'user', content: [{ type: 'text', text: 'an API log' }] } },
       { type: 'user', isMeta: true, message: { role: 'user', content: 'Caveat: meta' } },
-      { type: 'user', isCompactSummary: true, message: { role: 'user', content: 'This session is being continued...' } },
+      {
+        type: 'user',
+        isCompactSummary: true,
+        message: { role: 'user', content: 'This session is being continued...' },
+      },
       { type: 'user', isSidechain: true, message: { role: 'user', content: 'subagent prompt' } },
-      { type: 'user', message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'output' }] } },
-      { type: 'user', message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'x' }, { type: 'text', text: 'rides with a result' }] } },
+      {
+        type: 'user',
+        message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'output' }] },
+      },
+      {
+        type: 'user',
+        message: {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't', content: 'x' },
+            { type: 'text', text: 'rides with a result' },
+          ],
+        },
+      },
       { type: 'attachment', attachment: { type: 'environment' } },
       { type: 'user', message: { role: 'user', content: 'the real prompt' } },
     ];
@@ -125,15 +191,65 @@ describe('first user turn', () => {
 
   it('skips injected context: system reminders, environment context, AGENTS.md and CLAUDE.md instructions', () => {
     const claude = [
-      { type: 'user', message: { role: 'user', content: [{ type: 'text', text: '<system-reminder>\nAs you answer, use this context:\n# claudeMd\nRules from CLAUDE.md\n</system-reminder>' }, { type: 'text', text: 'actual question' }] } },
+      {
+        type: 'user',
+        message: {
+          role: 'user',
+          content: [
+            {
+              type: 'text',
+              text:
+                '<system-reminder>\nAs you answer, use this context:\n# claudeMd\nRules from ' +
+                'CLAUDE.md\n</system-reminder>',
+            },
+            { type: 'text', text: 'actual question' },
+          ],
+        },
+      },
     ];
     expect(firstUserTurn(claude, claudeUserTurn)).toBe('actual question');
     const codex = [
-      { type: 'response_item', payload: { type: 'message', role: 'developer', content: [{ type: 'input_text', text: '<permissions instructions>...' }] } },
-      { type: 'response_item', payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: '# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>\nUse tabs.\n</INSTRUCTIONS>' }] } },
-      { type: 'response_item', payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: '<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>' }] } },
-      { type: 'response_item', payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: '<user_instructions>\nBe terse.\n</user_instructions>' }] } },
-      { type: 'response_item', payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Fix the flaky test' }] } },
+      {
+        type: 'response_item',
+        payload: {
+          type: 'message',
+          role: 'developer',
+          content: [{ type: 'input_text', text: '<permissions instructions>...' }],
+        },
+      },
+      {
+        type: 'response_item',
+        payload: {
+          type: 'message',
+          role: 'user',
+          content: [
+            {
+              type: 'input_text',
+              text: '# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>\nUse tabs.\n</INSTRUCTIONS>',
+            },
+          ],
+        },
+      },
+      {
+        type: 'response_item',
+        payload: {
+          type: 'message',
+          role: 'user',
+          content: [{ type: 'input_text', text: '<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>' }],
+        },
+      },
+      {
+        type: 'response_item',
+        payload: {
+          type: 'message',
+          role: 'user',
+          content: [{ type: 'input_text', text: '<user_instructions>\nBe terse.\n</user_instructions>' }],
+        },
+      },
+      {
+        type: 'response_item',
+        payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Fix the flaky test' }] },
+      },
     ];
     expect(firstUserTurn(codex, codexUserTurn)).toBe('Fix the flaky test');
   });
@@ -141,28 +257,75 @@ describe('first user turn', () => {
   it('honours Codex item kinds and its legacy request marker', () => {
     const labelled = {
       type: 'response_item',
-      payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'looks typed but is context' }], internal_chat_message_metadata_passthrough: { content_item_kinds: ['environments.environment_context'] } },
+      payload: {
+        type: 'message',
+        role: 'user',
+        content: [{ type: 'input_text', text: 'looks typed but is context' }],
+        internal_chat_message_metadata_passthrough: { content_item_kinds: ['environments.environment_context'] },
+      },
     };
-    const typed = { type: 'event_msg', payload: { type: 'user_message', message: '<user_instructions>be terse</user_instructions>\n\n## My request for Codex:\nRename the module' } };
+    const typed = {
+      type: 'event_msg',
+      payload: {
+        type: 'user_message',
+        message: '<user_instructions>be terse</user_instructions>\n\n## My request for Codex:\nRename the module',
+      },
+    };
     expect(firstUserTurn([labelled, typed], codexUserTurn)).toBe('Rename the module');
-    expect(firstUserTurn([{ type: 'event_msg', payload: { type: 'item_completed', item: { type: 'UserMessage', content: [{ type: 'text', text: 'from an item' }] } } }], codexUserTurn)).toBe('from an item');
+    expect(
+      firstUserTurn(
+        [
+          {
+            type: 'event_msg',
+            payload: {
+              type: 'item_completed',
+              item: { type: 'UserMessage', content: [{ type: 'text', text: 'from an item' }] },
+            },
+          },
+        ],
+        codexUserTurn,
+      ),
+    ).toBe('from an item');
   });
 
   it('skips slash-command wrappers and local-command caveats, keeping the command only as a fallback', () => {
-    const wrapper = '<command-name>/init</command-name>\n<command-message>init</command-message>\n<command-args></command-args>';
+    const wrapper =
+      '<command-name>/init</command-name>\n<command-message>init</command-message>\n<command-args></command-args>';
     const records = [
-      { type: 'user', message: { role: 'user', content: '<local-command-caveat>Caveat: the messages below were generated locally</local-command-caveat>' } },
+      {
+        type: 'user',
+        message: {
+          role: 'user',
+          content: '<local-command-caveat>Caveat: the messages below were generated locally</local-command-caveat>',
+        },
+      },
       { type: 'user', message: { role: 'user', content: wrapper } },
       { type: 'user', message: { role: 'user', content: '<local-command-stdout>done</local-command-stdout>' } },
     ];
     expect(firstUserTurn(records)).toBe('/init');
-    expect(firstUserTurn([...records, { type: 'user', message: { role: 'user', content: 'after the command' } }])).toBe('after the command');
-    expect(firstUserTurn([{ type: 'user', message: { role: 'user', content: '[Request interrupted by user]' } }])).toBeUndefined();
-    expect(firstUserTurn([{ type: 'user', message: { role: 'user', content: '<bash-input>ls -la</bash-input>' } }])).toBe('! ls -la');
+    expect(firstUserTurn([...records, { type: 'user', message: { role: 'user', content: 'after the command' } }])).toBe(
+      'after the command',
+    );
+    expect(
+      firstUserTurn([{ type: 'user', message: { role: 'user', content: '[Request interrupted by user]' } }]),
+    ).toBeUndefined();
+    expect(
+      firstUserTurn([{ type: 'user', message: { role: 'user', content: '<bash-input>ls -la</bash-input>' } }]),
+    ).toBe('! ls -la');
   });
 
   it('skips OpenCode synthetic and ignored parts, and Kimi injected and bookkeeping records', () => {
-    const opencode = [{ info: { role: 'user' }, parts: [{ type: 'text', text: 'Called the Read tool with {"file":"a.ts"}', synthetic: true }, { type: 'text', text: 'hidden', ignored: true }, { type: 'file', url: 'file:///a.ts' }, { type: 'text', text: 'explain a.ts' }] }];
+    const opencode = [
+      {
+        info: { role: 'user' },
+        parts: [
+          { type: 'text', text: 'Called the Read tool with {"file":"a.ts"}', synthetic: true },
+          { type: 'text', text: 'hidden', ignored: true },
+          { type: 'file', url: 'file:///a.ts' },
+          { type: 'text', text: 'explain a.ts' },
+        ],
+      },
+    ];
     expect(firstUserTurn(opencode)).toBe('explain a.ts');
     const kimiContext = [
       { role: '_system_prompt', content: 'You are Kimi' },
@@ -173,12 +336,22 @@ describe('first user turn', () => {
       { role: 'user', content: 'Refactor the loader' },
     ];
     expect(firstUserTurn(kimiContext, kimiUserTurn)).toBe('Refactor the loader');
-    const kimiWire = [{ type: 'metadata', protocol_version: '1.9' }, { timestamp: 1, message: { type: 'StepBegin', payload: { n: 1 } } }, { timestamp: 2, message: { type: 'TurnBegin', payload: { user_input: [{ type: 'text', text: 'from the wire' }] } } }];
+    const kimiWire = [
+      { type: 'metadata', protocol_version: '1.9' },
+      { timestamp: 1, message: { type: 'StepBegin', payload: { n: 1 } } },
+      {
+        timestamp: 2,
+        message: { type: 'TurnBegin', payload: { user_input: [{ type: 'text', text: 'from the wire' }] } },
+      },
+    ];
     expect(firstUserTurn(kimiWire, kimiUserTurn)).toBe('from the wire');
   });
 
   it('stops after the bounded number of records', () => {
-    const records = [...Array.from({ length: 10 }, () => ({ role: 'assistant', content: 'x' })), { role: 'user', content: 'late' }];
+    const records = [
+      ...Array.from({ length: 10 }, () => ({ role: 'assistant', content: 'x' })),
+      { role: 'user', content: 'late' },
+    ];
     expect(firstUserTurn(records, messageUserTurn, 10)).toBeUndefined();
     expect(firstUserTurn(records, messageUserTurn, 11)).toBe('late');
   });
@@ -194,7 +367,8 @@ describe('normalising and cutting', () => {
   });
 
   it('cuts a derived title at 80 code points, at a word boundary, with an ellipsis', () => {
-    const words = 'Refactor the configuration loader so that it reads TOML files only and drops the JSON branch entirely';
+    const words =
+      'Refactor the configuration loader so that it reads TOML files only and drops the JSON branch entirely';
     const title = finishDerivedTitle(words)!;
     expect(codePointLength(title)).toBeLessThanOrEqual(DERIVED_TITLE_MAX);
     expect(title.endsWith(ELLIPSIS)).toBe(true);
@@ -218,8 +392,13 @@ describe('normalising and cutting', () => {
     expect(finishNativeTitle('n'.repeat(NATIVE_TITLE_MAX))).toBe('n'.repeat(NATIVE_TITLE_MAX));
     expect(finishSummary('s'.repeat(SUMMARY_MAX))).toBe('s'.repeat(SUMMARY_MAX));
     // A native title is cut at a grapheme, not at a word.
-    expect(finishNativeTitle(`${'a'.repeat(200)} ${'b'.repeat(100)}`)).toBe(`${'a'.repeat(200)} ${'b'.repeat(54)}${ELLIPSIS}`);
-    expect(titleAndSummary({ firstUserTurn: long })).toEqual({ title: expect.stringMatching(/^(word ){15}word…$/), summary: expect.stringMatching(/^(word ){204}wor…$/) });
+    expect(finishNativeTitle(`${'a'.repeat(200)} ${'b'.repeat(100)}`)).toBe(
+      `${'a'.repeat(200)} ${'b'.repeat(54)}${ELLIPSIS}`,
+    );
+    expect(titleAndSummary({ firstUserTurn: long })).toEqual({
+      title: expect.stringMatching(/^(word ){15}word…$/),
+      summary: expect.stringMatching(/^(word ){204}wor…$/),
+    });
   });
 
   it('never splits a surrogate pair, an emoji sequence, a flag or a combining mark', () => {
@@ -246,7 +425,11 @@ describe('normalising and cutting', () => {
     const cjk = '修复配置加载器使其只读取文件'.repeat(10);
     const title = finishDerivedTitle(cjk)!;
     expect(codePointLength(title)).toBe(DERIVED_TITLE_MAX);
-    expect(title).toBe(`${Array.from(cjk).slice(0, DERIVED_TITLE_MAX - 1).join('')}${ELLIPSIS}`);
+    expect(title).toBe(
+      `${Array.from(cjk)
+        .slice(0, DERIVED_TITLE_MAX - 1)
+        .join('')}${ELLIPSIS}`,
+    );
     expect(finishDerivedTitle('修复配置加载器')).toBe('修复配置加载器');
   });
 });
@@ -257,8 +440,16 @@ describe('secrets', () => {
     const result = titleAndSummary({ firstUserTurn: prompt });
     expect(result.title).toBe('Deploy with [REDACTED:AWS_ACCESS_KEY_ID] and [REDACTED:GITHUB_TOKEN] now');
     expect(result.summary).toBe(result.title);
-    const native = titleAndSummary({ native: { title: 'rotate sk-proj-AbCdEf0123456789AbCdEf0123', preview: 'pw postgres://u:p4ss@h/db and DB_PASSWORD=Zq8vR2kLm9x' } });
-    expect(native).toEqual({ title: 'rotate [REDACTED:OPENAI_TOKEN]', summary: 'pw postgres://u:[REDACTED:PASSWORD]@h/db and DB_PASSWORD=[REDACTED:PASSWORD]' });
+    const native = titleAndSummary({
+      native: {
+        title: 'rotate sk-proj-AbCdEf0123456789AbCdEf0123',
+        preview: 'pw postgres://u:p4ss@h/db and DB_PASSWORD=Zq8vR2kLm9x',
+      },
+    });
+    expect(native).toEqual({
+      title: 'rotate [REDACTED:OPENAI_TOKEN]',
+      summary: 'pw postgres://u:[REDACTED:PASSWORD]@h/db and DB_PASSWORD=[REDACTED:PASSWORD]',
+    });
     expect(maskSecrets(native.summary!)).toBe(native.summary);
     // A key that straddles the cut is masked whole, not left half readable.
     const straddling = `${'a '.repeat(37)}sk-proj-AbCdEf0123456789AbCdEf0123`;
@@ -299,7 +490,10 @@ describe('title rules, edge by edge', () => {
   });
 
   it('takes the native preview first and the first user turn for the summary otherwise', () => {
-    expect(titleAndSummary({ native: { preview: 'P' }, firstUserTurn: 'turn' })).toEqual({ title: 'turn', summary: 'P' });
+    expect(titleAndSummary({ native: { preview: 'P' }, firstUserTurn: 'turn' })).toEqual({
+      title: 'turn',
+      summary: 'P',
+    });
     expect(titleAndSummary({ native: { title: 'T' } })).toEqual({ title: 'T' });
     expect(titleAndSummary({ firstUserTurn: ' ' })).toEqual({});
   });
@@ -309,14 +503,24 @@ describe('title rules, edge by edge', () => {
     expect(nativeMetadataOf(null, ID)).toBeUndefined();
     expect(nativeMetadataOf('T', ID, { idOptional: true })).toBeUndefined();
     expect(nativeMetadataOf({ id: null, session_id: ID, title: 'T' }, ID)).toEqual({ title: 'T' });
-    expect(nativeMetadataOf({ id: null, sessionId: undefined, title: 'T' }, ID, { idOptional: true })).toEqual({ title: 'T' });
+    expect(nativeMetadataOf({ id: null, sessionId: undefined, title: 'T' }, ID, { idOptional: true })).toEqual({
+      title: 'T',
+    });
     expect(nativeMetadataOf({ id: ID }, ID)).toBeUndefined();
-    expect(nativeMetadataOf({ id: ID, title: ' \t', name: 'N', prompt: '  ', preview: 'V' }, ID)).toEqual({ title: 'N', preview: 'V' });
+    expect(nativeMetadataOf({ id: ID, title: ' \t', name: 'N', prompt: '  ', preview: 'V' }, ID)).toEqual({
+      title: 'N',
+      preview: 'V',
+    });
     expect(nativeMetadataOf({ id: ID, title: 5, name: ['x'] }, ID)).toBeUndefined();
   });
 
   it('takes the newest title and the newest preview separately', () => {
-    const records = [{ id: ID, title: 'old', preview: 'first' }, { id: ID, prompt: 'second' }, 'not a record', { id: ID, title: 'new' }];
+    const records = [
+      { id: ID, title: 'old', preview: 'first' },
+      { id: ID, prompt: 'second' },
+      'not a record',
+      { id: ID, title: 'new' },
+    ];
     expect(newestNativeMetadata(records, ID)).toEqual({ title: 'new', preview: 'second' });
     expect(newestNativeMetadata([{ id: ID, preview: 'only' }], ID)).toEqual({ preview: 'only' });
     expect(newestNativeMetadata([{ title: 'T' }], ID, { idOptional: true })).toEqual({ title: 'T' });
@@ -341,10 +545,28 @@ describe('title rules, edge by edge', () => {
   it('reads the texts of a content value, and what marks a tool result or the harness', () => {
     const turn = () => ({ texts: [] as string[], toolResult: false });
     const a = turn();
-    textsOf(['s', null, 7, { text: 'untyped' }, { type: 'input_text', text: 'input' }, { type: 'text', text: 5 }, { type: 'image', text: 'no' }, { type: 'text', text: 'x', synthetic: false }], a);
+    textsOf(
+      [
+        's',
+        null,
+        7,
+        { text: 'untyped' },
+        { type: 'input_text', text: 'input' },
+        { type: 'text', text: 5 },
+        { type: 'image', text: 'no' },
+        { type: 'text', text: 'x', synthetic: false },
+      ],
+      a,
+    );
     expect(a).toEqual({ texts: ['s', 'untyped', 'input', 'x'], toolResult: false });
     const b = turn();
-    textsOf([{ type: 'function_call_output', output: 'o' }, { type: 'text', text: 'after' }], b);
+    textsOf(
+      [
+        { type: 'function_call_output', output: 'o' },
+        { type: 'text', text: 'after' },
+      ],
+      b,
+    );
     expect(b).toEqual({ texts: ['after'], toolResult: true });
     const c = turn();
     textsOf({ text: 'an object' }, c);
@@ -353,30 +575,65 @@ describe('title rules, edge by edge', () => {
   });
 
   it('finds the user in the common message shapes', () => {
-    expect(messageUserTurn({ type: 'message', role: 'user', content: 'm' })).toEqual({ texts: ['m'], toolResult: false });
-    expect(messageUserTurn({ type: 'user', content: 'typed user' })).toEqual({ texts: ['typed user'], toolResult: false });
+    expect(messageUserTurn({ type: 'message', role: 'user', content: 'm' })).toEqual({
+      texts: ['m'],
+      toolResult: false,
+    });
+    expect(messageUserTurn({ type: 'user', content: 'typed user' })).toEqual({
+      texts: ['typed user'],
+      toolResult: false,
+    });
     expect(messageUserTurn({ type: 'assistant', role: 'user', content: 'no' })).toBeUndefined();
     expect(messageUserTurn({ type: 'message', content: 'no role' })).toBeUndefined();
     expect(messageUserTurn({ role: 'assistant', content: 'no' })).toBeUndefined();
-    expect(messageUserTurn({ info: { role: 'user' }, message: { content: 'inner' } })).toEqual({ texts: ['inner'], toolResult: false });
+    expect(messageUserTurn({ info: { role: 'user' }, message: { content: 'inner' } })).toEqual({
+      texts: ['inner'],
+      toolResult: false,
+    });
     expect(messageUserTurn({ role: 'user', text: 'as text' })).toEqual({ texts: ['as text'], toolResult: false });
-    expect(messageUserTurn({ role: 'user', content: 'wins', parts: [{ type: 'text', text: 'no' }], prompt: 'no' })).toEqual({ texts: ['wins'], toolResult: false });
-    expect(messageUserTurn({ role: 'user', parts: 'not an array', prompt: 'the prompt' })).toEqual({ texts: ['the prompt'], toolResult: false });
-    expect(messageUserTurn({ message: { role: 'user', parts: [{ type: 'text', text: 'inner parts' }] } })).toEqual({ texts: ['inner parts'], toolResult: false });
-    expect(messageUserTurn({ role: 'user', prompt: 5, text: 'then text' })).toEqual({ texts: ['then text'], toolResult: false });
+    expect(
+      messageUserTurn({ role: 'user', content: 'wins', parts: [{ type: 'text', text: 'no' }], prompt: 'no' }),
+    ).toEqual({ texts: ['wins'], toolResult: false });
+    expect(messageUserTurn({ role: 'user', parts: 'not an array', prompt: 'the prompt' })).toEqual({
+      texts: ['the prompt'],
+      toolResult: false,
+    });
+    expect(messageUserTurn({ message: { role: 'user', parts: [{ type: 'text', text: 'inner parts' }] } })).toEqual({
+      texts: ['inner parts'],
+      toolResult: false,
+    });
+    expect(messageUserTurn({ role: 'user', prompt: 5, text: 'then text' })).toEqual({
+      texts: ['then text'],
+      toolResult: false,
+    });
     expect(messageUserTurn({ role: 'user', text: 5 })).toEqual({ texts: [], toolResult: false });
     expect(messageUserTurn(['user'])).toBeUndefined();
     expect(messageUserTurn(null)).toBeUndefined();
-    expect(messageUserTurn({ message: { role: 'user' }, parts: [{ type: 'text', text: 'outer parts' }] })).toEqual({ texts: ['outer parts'], toolResult: false });
+    expect(messageUserTurn({ message: { role: 'user' }, parts: [{ type: 'text', text: 'outer parts' }] })).toEqual({
+      texts: ['outer parts'],
+      toolResult: false,
+    });
   });
 
   it('joins the kept texts of one turn and keeps the first slash command as the fallback', () => {
-    expect(firstUserTurn([{ role: 'user', content: ['  ', ' one ', '<system-reminder>x</system-reminder>', 'two'] }])).toBe('one two');
-    expect(firstUserTurn([{ role: 'user', content: [' '] }, { role: 'user', content: 'next' }])).toBe('next');
+    expect(
+      firstUserTurn([{ role: 'user', content: ['  ', ' one ', '<system-reminder>x</system-reminder>', 'two'] }]),
+    ).toBe('one two');
+    expect(
+      firstUserTurn([
+        { role: 'user', content: [' '] },
+        { role: 'user', content: 'next' },
+      ]),
+    ).toBe('next');
     const command = (name: string) => ({ role: 'user', content: `<command-name> ${name} </command-name>` });
     expect(firstUserTurn([command('/first'), command('/second')])).toBe('/first');
     expect(firstUserTurn([command('')])).toBeUndefined();
-    expect(firstUserTurn([{ role: 'user', content: '<bash-input>\n git status \n</bash-input>' }, { role: 'user', content: 'later' }])).toBe('! git status');
+    expect(
+      firstUserTurn([
+        { role: 'user', content: '<bash-input>\n git status \n</bash-input>' },
+        { role: 'user', content: 'later' },
+      ]),
+    ).toBe('! git status');
     expect(firstUserTurn([{ role: 'user', content: '<command-name>/a\nb</command-name>' }])).toBe('/a\nb');
     expect(firstUserTurn([])).toBeUndefined();
   });

@@ -18,7 +18,12 @@ function layout(text: string) {
     array: s.array,
     header: text.slice(s.start, s.headerEnd),
     body: text.slice(s.headerEnd, s.contentEnd),
-    entries: s.entries.map((e) => [e.key, text.slice(e.start, e.valueStart), text.slice(e.valueStart, e.valueEnd), text.slice(e.valueEnd, e.lineEnd)]),
+    entries: s.entries.map((e) => [
+      e.key,
+      text.slice(e.start, e.valueStart),
+      text.slice(e.valueStart, e.valueEnd),
+      text.slice(e.valueEnd, e.lineEnd),
+    ]),
   }));
 }
 
@@ -132,7 +137,10 @@ describe('scanToml', () => {
     ]);
     expect(sections[2]!.entries.map((e) => e.key)).toEqual([['']]);
     // Every short escape, and the highest code point a \U escape may name.
-    expect(scanToml('"\\b\\t\\f\\r\\\\" = 1\n"\\U0010FFFF" = 2\n')[0]!.entries.map((e) => e.key)).toEqual([['\b\t\f\r\\'], ['\u{10FFFF}']]);
+    expect(scanToml('"\\b\\t\\f\\r\\\\" = 1\n"\\U0010FFFF" = 2\n')[0]!.entries.map((e) => e.key)).toEqual([
+      ['\b\t\f\r\\'],
+      ['\u{10FFFF}'],
+    ]);
   });
 
   it('gives offsets that end at the end of the text, not past it', () => {

@@ -16,7 +16,9 @@ const LOCK = path.resolve(ROOT, '..', '..', 'harness-versions.lock.json');
 describe('the harness registry', () => {
   it('agrees with the generated names, the shared schema enum, the profiles and the lock file', async () => {
     expect(Object.keys(ADAPTERS)).toEqual([...HARNESSES]);
-    const schema = JSON.parse(await readFile(path.join(SCHEMAS, 'harness-name.schema.json'), 'utf8')) as { enum: string[] };
+    const schema = JSON.parse(await readFile(path.join(SCHEMAS, 'harness-name.schema.json'), 'utf8')) as {
+      enum: string[];
+    };
     expect(schema.enum).toEqual([...HARNESSES]);
     const profiles = await loadProfiles(path.join(ROOT, 'profiles'));
     expect([...profiles.keys()].sort()).toEqual([...HARNESSES]);
@@ -27,7 +29,8 @@ describe('the harness registry', () => {
       expect(adapter.name).toBe(name);
       expect(adapter.displayName).toBe(loaded.doc.display_name);
       expect(HARNESS_DISPLAY_NAMES[adapter.name]).toBe(loaded.doc.display_name);
-      for (const interval of loaded.doc.intervals) if (interval.capture !== undefined) expect(interval.capture.hook.format).toBe(adapter.hookFormat);
+      for (const interval of loaded.doc.intervals)
+        if (interval.capture !== undefined) expect(interval.capture.hook.format).toBe(adapter.hookFormat);
       expect(adapterForHookFormat(adapter.hookFormat)).toBe(adapter);
       expect(typeof adapter.transcript.userTurn).toBe('function');
     }
@@ -41,11 +44,14 @@ describe('the harness registry', () => {
       // The session listing is optional: a harness that lists its sessions does it in listing.ts.
       expect(files.includes('listing.ts'), `${adapter.name}: listing.ts`).toBe(adapter.listSessions !== undefined);
       // A planner's helpers are named after it (plan-<part>.ts), never the other way round.
-      expect(files.filter((f) => /.-plan\.ts$/.test(f)), adapter.name).toEqual([]);
+      expect(
+        files.filter((f) => /.-plan\.ts$/.test(f)),
+        adapter.name,
+      ).toEqual([]);
     }
   });
 
-  it("every schema that speaks of harnesses references the one shared definition instead of listing names", async () => {
+  it('every schema that speaks of harnesses references the one shared definition instead of listing names', async () => {
     for (const file of ['agent-config', 'bundle-manifest', 'profile']) {
       const text = await readFile(path.join(SCHEMAS, `${file}.schema.json`), 'utf8');
       expect(text, file).toContain('"$ref": "harness-name.schema.json"');
@@ -54,24 +60,37 @@ describe('the harness registry', () => {
     // What a policy names, other clients report or the server lists (Blue's harness names included) is any bounded
     // name, never a list: names this blue-agent does not know are ignored. A presign names a provider (a session
     // record's may be any): the server holds a bundle's to the registry's names (test/control-plane/api-bad-input).
-    for (const file of ['policy', 'control-client-status', 'control-captured-session', 'harness-metadata', 'control-presign']) {
+    for (const file of [
+      'policy',
+      'control-client-status',
+      'control-captured-session',
+      'harness-metadata',
+      'control-presign',
+    ]) {
       const text = await readFile(path.join(SCHEMAS, `${file}.schema.json`), 'utf8');
       for (const h of HARNESSES) expect(text, file).not.toContain(`"${h}"`);
     }
   });
 
-  it('has one test rig per harness: a CLI rig exactly for the locked ones, a certification run exactly for those certified on fixtures', async () => {
-    expect(Object.keys(RIGS)).toEqual([...HARNESSES]);
-    const locked = lockedHarnesses();
-    const profiles = await loadProfiles(path.join(ROOT, 'profiles'));
-    for (const [name, rig] of Object.entries(RIGS)) {
-      expect(rig.name).toBe(name);
-      expect(rig.cli !== undefined, name).toBe(locked.includes(rig.name));
-      expect(rig.certifyOnFixtures !== undefined, name).toBe(FIXTURE_CERTIFIED.includes(rig.name));
-      // The fixture's profile is one of the harness's shipped intervals.
-      expect(profiles.get(rig.name)!.doc.intervals.map((i) => i.profile), name).toContain(rig.fixture.profile);
-    }
-  });
+  it(
+    'has one test rig per harness: a CLI rig exactly for the locked ones, a certification run exactly for those ' +
+      'certified on fixtures',
+    async () => {
+      expect(Object.keys(RIGS)).toEqual([...HARNESSES]);
+      const locked = lockedHarnesses();
+      const profiles = await loadProfiles(path.join(ROOT, 'profiles'));
+      for (const [name, rig] of Object.entries(RIGS)) {
+        expect(rig.name).toBe(name);
+        expect(rig.cli !== undefined, name).toBe(locked.includes(rig.name));
+        expect(rig.certifyOnFixtures !== undefined, name).toBe(FIXTURE_CERTIFIED.includes(rig.name));
+        // The fixture's profile is one of the harness's shipped intervals.
+        expect(
+          profiles.get(rig.name)!.doc.intervals.map((i) => i.profile),
+          name,
+        ).toContain(rig.fixture.profile);
+      }
+    },
+  );
 
   it('has a harness for the demo', () => {
     expect(demoHarness().demo.binary).not.toBe('');
@@ -80,12 +99,23 @@ describe('the harness registry', () => {
 
 describe("the profile's capture.hook.format", () => {
   const interval = (format: string): Interval =>
-    ({ profile: 'x-v1_0_0', introduced: '1.0.0', verified_before: '1.0.0', lifecycle: 'supported', operations: [], capture: { event: 'SessionEnd', hook: { file: 'f', format, timeout_seconds: 5 } } }) as Interval;
+    ({
+      profile: 'x-v1_0_0',
+      introduced: '1.0.0',
+      verified_before: '1.0.0',
+      lifecycle: 'supported',
+      operations: [],
+      capture: { event: 'SessionEnd', hook: { file: 'f', format, timeout_seconds: 5 } },
+    }) as Interval;
 
   it("picks the planner: a format another harness's planner writes is refused with the profile and field", () => {
     const [first, second] = Object.values(ADAPTERS);
     expect(() => checkHookFormat(first!, interval(first!.hookFormat))).not.toThrow();
-    expect(() => checkHookFormat(first!, interval(second!.hookFormat))).toThrow(expect.objectContaining({ code: 'PROFILE_INVALID', path: '/capture/hook/format' }));
-    expect(() => checkHookFormat(first!, interval('unknown-format'))).toThrow(/capture\.hook\.format is "unknown-format"/);
+    expect(() => checkHookFormat(first!, interval(second!.hookFormat))).toThrow(
+      expect.objectContaining({ code: 'PROFILE_INVALID', path: '/capture/hook/format' }),
+    );
+    expect(() => checkHookFormat(first!, interval('unknown-format'))).toThrow(
+      /capture\.hook\.format is "unknown-format"/,
+    );
   });
 });

@@ -22,7 +22,15 @@ const SELF = 4_000_001;
 const KEY = '/home/someone/.claude/settings.json';
 
 function world(over: Partial<LockWorld> = {}): LockWorld {
-  return { host: HOST, pid: SELF, bootAt: BOOT_AT, probe: () => 'alive', procStart: () => undefined, startedAt: () => undefined, ...over };
+  return {
+    host: HOST,
+    pid: SELF,
+    bootAt: BOOT_AT,
+    probe: () => 'alive',
+    procStart: () => undefined,
+    startedAt: () => undefined,
+    ...over,
+  };
 }
 
 let dir: string;
@@ -39,24 +47,39 @@ const lockOf = (owner: Record<string, unknown>) => writeFile(file, JSON.stringif
 const recent = () => Date.now() - 1_000;
 /** Runs under the lock and reports whether it got it. */
 const took = (w: LockWorld, options: { timeoutMs?: number; staleMs?: number } = {}) =>
-  withLock(dir, KEY, async () => JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>, { world: w, timeoutMs: 0, ...options });
+  withLock(dir, KEY, async () => JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>, {
+    world: w,
+    timeoutMs: 0,
+    ...options,
+  });
 
 describe('per-file locks', () => {
   it('a live owner keeps its lock: LOCK_TIMEOUT after the timeout, naming the key and the lock file', async () => {
     await lockOf({ pid: 1234, host: HOST, proc_start: '500', started_at_unix_ms: recent() });
     const error = await took(world({ procStart: () => '500' }), { timeoutMs: 50 }).catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'LOCK_TIMEOUT', message: `another blue-agent process holds the lock for ${KEY}`, hint: `Wait for it to finish, or remove ${file} if no blue-agent is running.` });
+    expect(error).toMatchObject({
+      code: 'LOCK_TIMEOUT',
+      message: `another blue-agent process holds the lock for ${KEY}`,
+      hint: `Wait for it to finish, or remove ${file} if no blue-agent is running.`,
+    });
     expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ pid: 1234 });
   });
 
   it('a lock taken before this boot is stale, whatever runs under its pid now', async () => {
     await lockOf({ pid: 1234, host: HOST, proc_start: '500', started_at_unix_ms: BOOT_AT - 3_600_000 });
-    expect(await took(world({ procStart: () => '500' }))).toMatchObject({ pid: SELF, host: HOST, boot_at_unix_ms: BOOT_AT });
+    expect(await took(world({ procStart: () => '500' }))).toMatchObject({
+      pid: SELF,
+      host: HOST,
+      boot_at_unix_ms: BOOT_AT,
+    });
   });
 
   it('a live pid with another start time than recorded is stale (a reused pid)', async () => {
     await lockOf({ pid: 1234, host: HOST, proc_start: '500', started_at_unix_ms: recent() });
-    expect(await took(world({ procStart: (pid) => (pid === 1234 ? '900' : '42') }))).toMatchObject({ pid: SELF, proc_start: '42' });
+    expect(await took(world({ procStart: (pid) => (pid === 1234 ? '900' : '42') }))).toMatchObject({
+      pid: SELF,
+      proc_start: '42',
+    });
   });
 
   it('a gone owner, and a lock older than staleMs, are taken over; another host is kept until then', async () => {
@@ -71,7 +94,11 @@ describe('per-file locks', () => {
   it("an earlier version's lock (pid and host in its token) is judged by the same rules", async () => {
     await writeFile(file, JSON.stringify({ token: `1234@${HOST}#abcdef`, pid: 1234, key: KEY, created: recent() }));
     await expect(took(world())).rejects.toMatchObject({ code: 'LOCK_TIMEOUT' });
-    expect(await took(world({ probe: () => 'gone' }))).toMatchObject({ pid: SELF, token: expect.stringMatching(new RegExp(`^${SELF}@${HOST}#`)), created: expect.any(Number) });
+    expect(await took(world({ probe: () => 'gone' }))).toMatchObject({
+      pid: SELF,
+      token: expect.stringMatching(new RegExp(`^${SELF}@${HOST}#`)),
+      created: expect.any(Number),
+    });
   });
 
   it('our own pid holds a lock only while this process holds it: within the process a second holder waits', async () => {
@@ -126,7 +153,19 @@ describe('per-file lock takeover between processes', () => {
   let runner: string;
   beforeAll(async () => {
     work = await mkdtemp(path.join(tmpdir(), 'blue-file-lock-runner-'));
-    runner = await compileRunner(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..', 'test', 'support', 'lock-contender.ts'), path.join(work, 'lock-contender.mjs'));
+    runner = await compileRunner(
+      path.join(
+        path.dirname(fileURLToPath(import.meta.url)),
+        '..',
+        '..',
+        '..',
+        '..',
+        'test',
+        'support',
+        'lock-contender.ts',
+      ),
+      path.join(work, 'lock-contender.mjs'),
+    );
   });
   afterAll(async () => {
     await rm(work, { recursive: true, force: true });
@@ -134,7 +173,9 @@ describe('per-file lock takeover between processes', () => {
 
   /** Starts a contender and hands out its stdout lines one by one (bounded: a silent child fails the test). */
   function contender(stalePid: number): { child: ChildProcessWithoutNullStreams; line: () => Promise<string> } {
-    const child = spawn(process.execPath, [runner, dir, KEY, String(BOOT_AT), String(stalePid), '1500'], { stdio: 'pipe' });
+    const child = spawn(process.execPath, [runner, dir, KEY, String(BOOT_AT), String(stalePid), '1500'], {
+      stdio: 'pipe',
+    });
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     const line = () =>
       Promise.race([
@@ -144,7 +185,9 @@ describe('per-file lock takeover between processes', () => {
     return { child, line };
   }
 
-  it('of many processes taking over one stale lock together, exactly one wins (repeatedly)', { timeout: 240_000 }, async () => {
+  it('of many processes taking over one stale lock together, exactly one wins (repeatedly)', {
+    timeout: 240_000,
+  }, async () => {
     const STALE = 2 ** 22 + 17;
     const stale = [
       // Its pid is gone.

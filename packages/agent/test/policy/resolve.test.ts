@@ -17,16 +17,33 @@ let server: PolicyServer;
 let now: number;
 
 function policyFor(origin: string, extra: Record<string, unknown> = {}) {
-  return { revision: 7, ttl_seconds: 3600, session_upload: { presign_url: `${origin}/session-uploads/presign` }, ...extra };
+  return {
+    revision: 7,
+    ttl_seconds: 3600,
+    session_upload: { presign_url: `${origin}/session-uploads/presign` },
+    ...extra,
+  };
 }
 
 /** A context pointed at `origin` with the token in the environment and a controllable clock. */
 function ctxFor(origin: string, env: Record<string, string> = {}): Context {
-  return t.context({ env: { BLUE_AGENT_CONTROL_URL: origin, BLUE_AGENT_TOKEN: TOKEN, ...env }, clock: { now: () => now } });
+  return t.context({
+    env: { BLUE_AGENT_CONTROL_URL: origin, BLUE_AGENT_TOKEN: TOKEN, ...env },
+    clock: { now: () => now },
+  });
 }
 
-async function resolve(ctx: Context, config: AgentConfig = {}, extra: { dryRun?: boolean; policyFile?: string; timeoutMs?: number } = {}) {
-  return resolvePolicy(ctx, { config, dryRun: extra.dryRun ?? false, policyFile: extra.policyFile, timeoutMs: extra.timeoutMs ?? 5_000 });
+async function resolve(
+  ctx: Context,
+  config: AgentConfig = {},
+  extra: { dryRun?: boolean; policyFile?: string; timeoutMs?: number } = {},
+) {
+  return resolvePolicy(ctx, {
+    config,
+    dryRun: extra.dryRun ?? false,
+    policyFile: extra.policyFile,
+    timeoutMs: extra.timeoutMs ?? 5_000,
+  });
 }
 
 async function failure(promise: Promise<unknown>): Promise<BlueError> {
@@ -85,7 +102,12 @@ describe('resolvePolicy from the Control API', () => {
     expect(seen.headers['if-none-match']).toBeUndefined();
 
     const lkg = await readLkg(ctx);
-    expect(lkg).toEqual({ policy: policyFor(server.origin), etag: '"v2"', fetched_at: now, url: `${server.origin}/governance-config` });
+    expect(lkg).toEqual({
+      policy: policyFor(server.origin),
+      etag: '"v2"',
+      fetched_at: now,
+      url: `${server.origin}/governance-config`,
+    });
     expect((await stat(lastKnownGoodPath(ctx))).mode & 0o777).toBe(0o600);
     expect(JSON.stringify(lkg)).not.toContain(TOKEN);
   });
@@ -96,7 +118,14 @@ describe('resolvePolicy from the Control API', () => {
     now += 2 * HOUR;
     const again = await resolve(ctx);
     expect(server.requests[1]!.headers['if-none-match']).toBe('"v2"');
-    expect(again).toMatchObject({ source: 'fetched', notModified: true, revision: 7, fetchedAt: now, stale: false, etag: '"v2"' });
+    expect(again).toMatchObject({
+      source: 'fetched',
+      notModified: true,
+      revision: 7,
+      fetchedAt: now,
+      stale: false,
+      etag: '"v2"',
+    });
     expect((await readLkg(ctx)).fetched_at).toBe(now);
 
     // A new revision on the server replaces the cache.
@@ -111,7 +140,11 @@ describe('resolvePolicy from the Control API', () => {
     await server.close();
     server = await startPolicyServer({ revision: 0 }, { prefix: '/api/blue' });
     server.setPolicy(policyFor(server.origin));
-    for (const base of [`${server.origin}/api/blue`, `${server.origin}/api/blue/`, `${server.origin}/api/blue/?x=1#f`]) {
+    for (const base of [
+      `${server.origin}/api/blue`,
+      `${server.origin}/api/blue/`,
+      `${server.origin}/api/blue/?x=1#f`,
+    ]) {
       const resolved = await resolve(ctxFor(base), {}, { dryRun: true });
       expect(resolved.location).toBe(`${server.origin}/api/blue/governance-config`);
     }
@@ -150,12 +183,26 @@ describe('resolvePolicy from the Control API', () => {
       await mkdir(path.dirname(lastKnownGoodPath(ctx)), { recursive: true });
       await writeFile(
         lastKnownGoodPath(ctx),
-        JSON.stringify({ policy: policyFor(gone, { ttl_seconds: 86_400 }), etag: '"v9"', fetched_at: now - 3 * HOUR, url: `${gone}/governance-config` }),
+        JSON.stringify({
+          policy: policyFor(gone, { ttl_seconds: 86_400 }),
+          etag: '"v9"',
+          fetched_at: now - 3 * HOUR,
+          url: `${gone}/governance-config`,
+        }),
       );
       const before = await readFile(lastKnownGoodPath(ctx), 'utf8');
       const resolved = noTokenIn(await resolve(ctx));
-      expect(resolved).toMatchObject({ source: 'cached', revision: 7, stale: false, ageSeconds: 3 * 3600, fetchedAt: now - 3 * HOUR, etag: '"v9"' });
-      expect(resolved.warnings[0]).toBe('Control API unreachable (ECONNREFUSED): using last-known-good revision 7 fetched 3 h ago');
+      expect(resolved).toMatchObject({
+        source: 'cached',
+        revision: 7,
+        stale: false,
+        ageSeconds: 3 * 3600,
+        fetchedAt: now - 3 * HOUR,
+        etag: '"v9"',
+      });
+      expect(resolved.warnings[0]).toBe(
+        'Control API unreachable (ECONNREFUSED): using last-known-good revision 7 fetched 3 h ago',
+      );
       expect(await readFile(lastKnownGoodPath(ctx), 'utf8')).toBe(before);
     });
 
@@ -189,7 +236,7 @@ describe('resolvePolicy from the Control API', () => {
       expect(error.message).toContain('ttl of 60 min');
     });
 
-    it('a policy without ttl_seconds is fresh for 300 s, the contract\'s default', async () => {
+    it("a policy without ttl_seconds is fresh for 300 s, the contract's default", async () => {
       const ctx = ctxFor(server.origin);
       server.setPolicy(policyFor(server.origin, { ttl_seconds: undefined, required: true }));
       await resolve(ctx);
@@ -285,9 +332,21 @@ describe('resolvePolicy from the Control API', () => {
   it.each([
     ['wrong type', { revision: 8, ttl_seconds: 'soon' }, '/ttl_seconds'],
     ['revision that is neither a string nor an integer', { revision: 8.5 }, '/revision'],
-    ['session_upload under a harness', { revision: 8, harnesses: { claude: { session_upload: { presign_url: 'https://x.example/p' } } } }, '/harnesses/claude/session_upload'],
-    ['invalid semver range', { revision: 8, harnesses: { kimi: { version_requirement: 'banana' } } }, '/harnesses/kimi/version_requirement'],
-    ['bad presign_url', { revision: 8, session_upload: { presign_url: 'mailto:someone@example.com' } }, '/session_upload/presign_url'],
+    [
+      'session_upload under a harness',
+      { revision: 8, harnesses: { claude: { session_upload: { presign_url: 'https://x.example/p' } } } },
+      '/harnesses/claude/session_upload',
+    ],
+    [
+      'invalid semver range',
+      { revision: 8, harnesses: { kimi: { version_requirement: 'banana' } } },
+      '/harnesses/kimi/version_requirement',
+    ],
+    [
+      'bad presign_url',
+      { revision: 8, session_upload: { presign_url: 'mailto:someone@example.com' } },
+      '/session_upload/presign_url',
+    ],
   ])('rejects a fetched policy with a %s and keeps the last-known-good', async (_name, bad, field) => {
     const ctx = ctxFor(server.origin);
     await resolve(ctx);
@@ -338,7 +397,9 @@ describe('resolvePolicy from the Control API', () => {
     const big = JSON.stringify({ revision: 1, padding: 'x'.repeat(1024 * 1024 + 10) });
 
     it('with a Content-Length', async () => {
-      server.setHandler((_req, res) => res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(big) }).end(big));
+      server.setHandler((_req, res) =>
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(big) }).end(big),
+      );
       const error = await failure(resolve(ctxFor(server.origin)));
       expect(error.code).toBe('POLICY_INVALID');
       expect(error.message).toContain('larger than 1048576 bytes');
@@ -383,7 +444,10 @@ describe('resolvePolicy from the Control API', () => {
   it('ignores a damaged last-known-good with a warning', async () => {
     const ctx = ctxFor(server.origin);
     await mkdir(path.dirname(lastKnownGoodPath(ctx)), { recursive: true });
-    await writeFile(lastKnownGoodPath(ctx), '{"policy": {"revision": 1, "ttl_seconds": "evil"}, "fetched_at": 1, "url": "x"}');
+    await writeFile(
+      lastKnownGoodPath(ctx),
+      '{"policy": {"revision": 1, "ttl_seconds": "evil"}, "fetched_at": 1, "url": "x"}',
+    );
     const resolved = await resolve(ctx);
     expect(resolved.source).toBe('fetched');
     expect(server.requests[0]!.headers['if-none-match']).toBeUndefined();
@@ -401,50 +465,98 @@ describe('resolvePolicy from the Control API', () => {
 describe("Blue's rules for clients: contract, capabilities, client-version pins", () => {
   const OWN = '1.4.2';
   /** A context as ctxFor's, for blue-agent 1.4.2. */
-  const agent = () => t.context({ env: { BLUE_AGENT_CONTROL_URL: server.origin, BLUE_AGENT_TOKEN: TOKEN }, clock: { now: () => now }, self: { version: OWN } });
-  const pinned = (version: string, status = 200, body = '{"error":"governance requires unsupported client capabilities: tenant_client_version_pin"}') =>
-    server.setHandler((_req, res) => res.writeHead(status, { 'content-type': 'application/json', 'x-blue-required-client-version': version }).end(status === 200 ? JSON.stringify(policyFor(server.origin, { revision: 'r2', required_client_version: version })) : body));
+  const agent = () =>
+    t.context({
+      env: { BLUE_AGENT_CONTROL_URL: server.origin, BLUE_AGENT_TOKEN: TOKEN },
+      clock: { now: () => now },
+      self: { version: OWN },
+    });
+  const pinned = (
+    version: string,
+    status = 200,
+    body = '{"error":"governance requires unsupported client capabilities: tenant_client_version_pin"}',
+  ) =>
+    server.setHandler((_req, res) =>
+      res
+        .writeHead(status, { 'content-type': 'application/json', 'x-blue-required-client-version': version })
+        .end(
+          status === 200
+            ? JSON.stringify(policyFor(server.origin, { revision: 'r2', required_client_version: version }))
+            : body,
+        ),
+    );
 
   it('sends X-Blue-Contract-Version and X-Blue-Capabilities on every fetch', async () => {
     await resolve(agent());
     expect(server.requests[0]!.headers['x-blue-contract-version']).toBe('3');
-    expect(server.requests[0]!.headers['x-blue-capabilities']).toBe('tenant_client_version_pin,adapter_intervals,compiled_harness_registry,transactional_reconcile,versioned_state,unverified_harness_versions');
+    expect(server.requests[0]!.headers['x-blue-capabilities']).toBe(
+      'tenant_client_version_pin,adapter_intervals,compiled_harness_registry,transactional_reconcile,versioned_state,unverified_harness_versions',
+    );
   });
 
   it('accepts a string revision, the rest of the GovernanceConfig, and warns about harnesses it does not know', async () => {
-    server.setPolicy(policyFor(server.origin, { revision: '251e6087-98cf-4861-9668-f09f537d5e4d', allowed_harnesses: ['claude', 'cursor'], packages: [], telemetry: { sink_url: 'https://t.example' } }));
+    server.setPolicy(
+      policyFor(server.origin, {
+        revision: '251e6087-98cf-4861-9668-f09f537d5e4d',
+        allowed_harnesses: ['claude', 'cursor'],
+        packages: [],
+        telemetry: { sink_url: 'https://t.example' },
+      }),
+    );
     const resolved = await resolve(agent());
     expect(resolved).toMatchObject({ source: 'fetched', revision: '251e6087-98cf-4861-9668-f09f537d5e4d' });
-    expect(resolved.warnings).toEqual([expect.stringContaining('names harness this blue-agent does not know: cursor (ignored')]);
+    expect(resolved.warnings).toEqual([
+      expect.stringContaining('names harness this blue-agent does not know: cursor (ignored'),
+    ]);
   });
 
-  it('applies a revision with fields a newer server adds, warning once per fetch and keeping them in the last-known-good', async () => {
-    server.setPolicy(policyFor(server.origin, { revision: 'r9', sesion_upload: {}, harnesses: { claude: { new_rule: 1 } } }));
-    const ctx = agent();
-    const resolved = await resolve(ctx);
-    expect(resolved).toMatchObject({ source: 'fetched', revision: 'r9', policy: { sesion_upload: {} } });
-    expect(resolved.warnings).toEqual(['revision r9 has fields this blue-agent does not know: harnesses.claude.new_rule, sesion_upload (ignored; a newer Control API may add fields)']);
-    expect((await readLkg(ctx)).policy).toMatchObject({ revision: 'r9', harnesses: { claude: { new_rule: 1 } } });
-  });
+  it(
+    'applies a revision with fields a newer server adds, warning once per fetch and keeping them in the ' +
+      'last-known-good',
+    async () => {
+      server.setPolicy(
+        policyFor(server.origin, { revision: 'r9', sesion_upload: {}, harnesses: { claude: { new_rule: 1 } } }),
+      );
+      const ctx = agent();
+      const resolved = await resolve(ctx);
+      expect(resolved).toMatchObject({ source: 'fetched', revision: 'r9', policy: { sesion_upload: {} } });
+      expect(resolved.warnings).toEqual([
+        'revision r9 has fields this blue-agent does not know: harnesses.claude.new_rule, sesion_upload (ignored; a ' +
+          'newer Control API may add fields)',
+      ]);
+      expect((await readLkg(ctx)).policy).toMatchObject({ revision: 'r9', harnesses: { claude: { new_rule: 1 } } });
+    },
+  );
 
-  it('refuses a revision needing a newer contract or a capability it lacks, keeps the last-known-good and does not fall back on it', async () => {
-    const ctx = agent();
-    await resolve(ctx);
-    const before = await readFile(lastKnownGoodPath(ctx), 'utf8');
-    for (const extra of [{ contract_version: 4 }, { required_capabilities: ['adapter_intervals', 'gateway_inference_jwt'] }]) {
-      server.setPolicy(policyFor(server.origin, { revision: 'r3', ...extra }));
-      const error = await failure(resolve(ctx));
-      expect(error.code).toBe('POLICY_INCOMPATIBLE');
-      expect(error.message).toContain('revision r3');
-      expect(error.hint).toContain('Update blue-agent');
-    }
-    expect(await readFile(lastKnownGoodPath(ctx), 'utf8')).toBe(before);
-  });
+  it(
+    'refuses a revision needing a newer contract or a capability it lacks, keeps the last-known-good and does not ' +
+      'fall back on it',
+    async () => {
+      const ctx = agent();
+      await resolve(ctx);
+      const before = await readFile(lastKnownGoodPath(ctx), 'utf8');
+      for (const extra of [
+        { contract_version: 4 },
+        { required_capabilities: ['adapter_intervals', 'gateway_inference_jwt'] },
+      ]) {
+        server.setPolicy(policyFor(server.origin, { revision: 'r3', ...extra }));
+        const error = await failure(resolve(ctx));
+        expect(error.code).toBe('POLICY_INCOMPATIBLE');
+        expect(error.message).toContain('revision r3');
+        expect(error.hint).toContain('Update blue-agent');
+      }
+      expect(await readFile(lastKnownGoodPath(ctx), 'utf8')).toBe(before);
+    },
+  );
 
   it("a 426 is POLICY_INCOMPATIBLE with the server's message; it is an answer, not an outage, so no fall-back", async () => {
     const ctx = agent();
     await resolve(ctx);
-    server.setHandler((_req, res) => res.writeHead(426, { 'content-type': 'application/json' }).end('{"error":"governance contract 4 requires a newer client; client reports 3"}'));
+    server.setHandler((_req, res) =>
+      res
+        .writeHead(426, { 'content-type': 'application/json' })
+        .end('{"error":"governance contract 4 requires a newer client; client reports 3"}'),
+    );
     const error = await failure(resolve(ctx));
     expect(error.code).toBe('POLICY_INCOMPATIBLE');
     expect(error.message).toContain('governance contract 4 requires a newer client; client reports 3');
@@ -452,7 +564,10 @@ describe("Blue's rules for clients: contract, capabilities, client-version pins"
   });
 
   it('a pin of another major in the document or its header blocks, and the last-known-good is deleted', async () => {
-    for (const [status, body] of [[200, undefined], [426, undefined]] as const) {
+    for (const [status, body] of [
+      [200, undefined],
+      [426, undefined],
+    ] as const) {
       const ctx = agent();
       await resolve(ctx);
       expect(await exists(lastKnownGoodPath(ctx))).toBe(true);
@@ -480,33 +595,45 @@ describe("Blue's rules for clients: contract, capabilities, client-version pins"
     expect(await exists(lastKnownGoodPath(ctx))).toBe(true);
   });
 
-  it('a cached copy pinning another major blocks when the Control API is away, and goes; a 304 with such a header too', async () => {
-    const ctx = agent();
-    server.setPolicy(policyFor(server.origin, { required_client_version: '1.4.2' }));
-    await resolve(ctx);
-    // Another blue-agent (a downgrade across majors) reads the same cache while the server is down.
-    server.setHandler((_req, res) => res.writeHead(503).end());
-    const other = t.context({ env: { BLUE_AGENT_CONTROL_URL: server.origin, BLUE_AGENT_TOKEN: TOKEN }, clock: { now: () => now }, self: { version: '0.9.0' } });
-    expect((await failure(resolve(other))).code).toBe('CLIENT_VERSION_MISMATCH');
-    expect(await exists(lastKnownGoodPath(ctx))).toBe(false);
+  it(
+    'a cached copy pinning another major blocks when the Control API is away, and goes; a 304 with such a header ' +
+      'too',
+    async () => {
+      const ctx = agent();
+      server.setPolicy(policyFor(server.origin, { required_client_version: '1.4.2' }));
+      await resolve(ctx);
+      // Another blue-agent (a downgrade across majors) reads the same cache while the server is down.
+      server.setHandler((_req, res) => res.writeHead(503).end());
+      const other = t.context({
+        env: { BLUE_AGENT_CONTROL_URL: server.origin, BLUE_AGENT_TOKEN: TOKEN },
+        clock: { now: () => now },
+        self: { version: '0.9.0' },
+      });
+      expect((await failure(resolve(other))).code).toBe('CLIENT_VERSION_MISMATCH');
+      expect(await exists(lastKnownGoodPath(ctx))).toBe(false);
 
-    server.setHandler(undefined);
-    await resolve(ctx);
-    server.setHandler((_req, res) => res.writeHead(304, { 'x-blue-required-client-version': '3.0.0' }).end());
-    expect((await failure(resolve(ctx))).code).toBe('CLIENT_VERSION_MISMATCH');
-    expect(await exists(lastKnownGoodPath(ctx))).toBe(false);
-  });
+      server.setHandler(undefined);
+      await resolve(ctx);
+      server.setHandler((_req, res) => res.writeHead(304, { 'x-blue-required-client-version': '3.0.0' }).end());
+      expect((await failure(resolve(ctx))).code).toBe('CLIENT_VERSION_MISMATCH');
+      expect(await exists(lastKnownGoodPath(ctx))).toBe(false);
+    },
+  );
 
   it('another release of the same major applies, with the recommendation as a warning', async () => {
     pinned('1.9.0');
     const resolved = await resolve(agent());
     expect(resolved).toMatchObject({ source: 'fetched', revision: 'r2' });
-    expect(resolved.warnings).toEqual(['the organisation recommends blue-agent 1.9.0; this is 1.4.2 (same major 1: the policy applies)']);
+    expect(resolved.warnings).toEqual([
+      'the organisation recommends blue-agent 1.9.0; this is 1.4.2 (same major 1: the policy applies)',
+    ]);
   });
 
   it('a pin header that disagrees with the document is refused and nothing is cached', async () => {
     server.setHandler((_req, res) =>
-      res.writeHead(200, { 'content-type': 'application/json', 'x-blue-required-client-version': '1.4.2' }).end(JSON.stringify(policyFor(server.origin, { required_client_version: '1.4.3' }))),
+      res
+        .writeHead(200, { 'content-type': 'application/json', 'x-blue-required-client-version': '1.4.2' })
+        .end(JSON.stringify(policyFor(server.origin, { required_client_version: '1.4.3' }))),
     );
     const ctx = agent();
     const error = await failure(resolve(ctx));
@@ -519,22 +646,36 @@ describe("Blue's rules for clients: contract, capabilities, client-version pins"
     server.setPolicy(policyFor(server.origin, { minimum_client_version: '1.5.0' }));
     const resolved = await resolve(agent());
     expect(resolved.source).toBe('fetched');
-    expect(resolved.warnings).toEqual([expect.stringContaining("the organisation's rollout floor is blue-agent 1.5.0, and this is 1.4.2")]);
+    expect(resolved.warnings).toEqual([
+      expect.stringContaining("the organisation's rollout floor is blue-agent 1.5.0, and this is 1.4.2"),
+    ]);
   });
 
   it('a policy file follows the same rules', async () => {
     await writeFile(path.join(t.home, 'p.json'), JSON.stringify({ revision: 'f1', contract_version: 9 }));
-    expect((await failure(resolve(agent(), {}, { policyFile: path.join(t.home, 'p.json') }))).code).toBe('POLICY_INCOMPATIBLE');
+    expect((await failure(resolve(agent(), {}, { policyFile: path.join(t.home, 'p.json') }))).code).toBe(
+      'POLICY_INCOMPATIBLE',
+    );
     await writeFile(path.join(t.home, 'p.json'), JSON.stringify({ revision: 'f1', required_client_version: '1.4.3' }));
-    expect((await resolve(agent(), {}, { policyFile: path.join(t.home, 'p.json') })).warnings).toContain('the organisation recommends blue-agent 1.4.3; this is 1.4.2 (same major 1: the policy applies)');
+    expect((await resolve(agent(), {}, { policyFile: path.join(t.home, 'p.json') })).warnings).toContain(
+      'the organisation recommends blue-agent 1.4.3; this is 1.4.2 (same major 1: the policy applies)',
+    );
   });
 });
 
 describe('resolvePolicy from a file', () => {
   it('reads --policy relative to the working directory, in YAML', async () => {
-    await writeFile(path.join(t.home, 'policy.yaml'), 'revision: 4\nsession_upload:\n  presign_url: https://uploads.example.com/presign\n');
+    await writeFile(
+      path.join(t.home, 'policy.yaml'),
+      'revision: 4\nsession_upload:\n  presign_url: https://uploads.example.com/presign\n',
+    );
     const resolved = await resolve(t.ctx, {}, { policyFile: 'policy.yaml' });
-    expect(resolved).toMatchObject({ source: 'file', location: path.join(t.home, 'policy.yaml'), revision: 4, stale: false });
+    expect(resolved).toMatchObject({
+      source: 'file',
+      location: path.join(t.home, 'policy.yaml'),
+      revision: 4,
+      stale: false,
+    });
     expect(resolved.fetchedAt).toBeUndefined();
     // No Control API to compare the origin with: accepted, but said.
     expect(resolved.warnings).toHaveLength(1);
@@ -548,11 +689,16 @@ describe('resolvePolicy from a file', () => {
     await writeFile(path.join(configDir, 'org.json'), JSON.stringify({ revision: 'a1' }));
     await writeFile(path.join(t.home, 'other.json'), JSON.stringify({ revision: 'b2' }));
     expect((await resolve(t.ctx, { policy_file: 'org.json' })).revision).toBe('a1');
-    expect((await resolve(t.ctx, { policy_file: 'org.json' }, { policyFile: path.join(t.home, 'other.json') })).revision).toBe('b2');
+    expect(
+      (await resolve(t.ctx, { policy_file: 'org.json' }, { policyFile: path.join(t.home, 'other.json') })).revision,
+    ).toBe('b2');
   });
 
   it('checks presign_url against the Control API origin when one is known', async () => {
-    await writeFile(path.join(t.home, 'p.yaml'), 'revision: 1\nsession_upload:\n  presign_url: https://uploads.example.com/presign\n');
+    await writeFile(
+      path.join(t.home, 'p.yaml'),
+      'revision: 1\nsession_upload:\n  presign_url: https://uploads.example.com/presign\n',
+    );
     const error = await failure(resolve(ctxFor(server.origin), {}, { policyFile: 'p.yaml' }));
     expect(error.code).toBe('POLICY_FOREIGN_ORIGIN');
     expect(server.requests).toHaveLength(0);

@@ -3,7 +3,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BlueError } from '@blue-agent/contract/errors.js';
-import { checkUploadOrigin, loadPolicyFile, parsePolicyText, unknownPolicyFields, validatePolicy } from '../../src/policy/index.js';
+import {
+  checkUploadOrigin,
+  loadPolicyFile,
+  parsePolicyText,
+  unknownPolicyFields,
+  validatePolicy,
+} from '../../src/policy/index.js';
 import { DocumentCache } from '@blue-agent/contract/schema/document-cache.js';
 import { rejected, thrown } from '../../../../test/support/errors.js';
 
@@ -37,30 +43,41 @@ describe('validatePolicy', () => {
     expect(error.message).toContain('/ttl_seconds');
   });
 
-  it("tolerates the rest of Blue's GovernanceConfig and fields a later contract adds, and harness names it does not know", () => {
-    const full = {
-      ...good,
-      revision: '251e6087-98cf-4861-9668-f09f537d5e4d',
-      contract_version: 3,
-      required_capabilities: ['adapter_intervals', 'tenant_client_version_pin'],
-      minimum_client_version: '0.1.0',
-      required_client_version: '0.1.0',
-      allowed_harnesses: ['claude', 'open-code'],
-      harnesses: {
-        claude: { version_requirement: '>=2.0.12 <3', managed_config: { model: 'x', approval_policy: 'never' }, mcp: [{ name: 'docs', command: 'docs-mcp' }], package_overrides: { p: { enabled: false } } },
-        'open-code': { managed_config: {} },
-      },
-      packages: [{ id: 'p', version: '1.0.0', source_ref: 'https://x.example/p.tgz', sha256: 'a'.repeat(64), adapters: {} }],
-      gateway: { proxy_url: 'https://gw.example', token: 'none' },
-      telemetry: { sink_url: 'https://t.example' },
-      effective_verified_ceilings: {},
-      added_in_a_later_contract: { x: 1 },
-    };
-    expect(validatePolicy(full, 'p.json')).toEqual(full);
-    // An integer revision (older servers) still passes; anything else is refused.
-    expect(validatePolicy({ revision: 7 }, 'p.json').revision).toBe(7);
-    expect(thrown(() => validatePolicy({ revision: ['x'] }, 'p.json')).path).toBe('/revision');
-  });
+  it(
+    "tolerates the rest of Blue's GovernanceConfig and fields a later contract adds, and harness names it does " +
+      'not know',
+    () => {
+      const full = {
+        ...good,
+        revision: '251e6087-98cf-4861-9668-f09f537d5e4d',
+        contract_version: 3,
+        required_capabilities: ['adapter_intervals', 'tenant_client_version_pin'],
+        minimum_client_version: '0.1.0',
+        required_client_version: '0.1.0',
+        allowed_harnesses: ['claude', 'open-code'],
+        harnesses: {
+          claude: {
+            version_requirement: '>=2.0.12 <3',
+            managed_config: { model: 'x', approval_policy: 'never' },
+            mcp: [{ name: 'docs', command: 'docs-mcp' }],
+            package_overrides: { p: { enabled: false } },
+          },
+          'open-code': { managed_config: {} },
+        },
+        packages: [
+          { id: 'p', version: '1.0.0', source_ref: 'https://x.example/p.tgz', sha256: 'a'.repeat(64), adapters: {} },
+        ],
+        gateway: { proxy_url: 'https://gw.example', token: 'none' },
+        telemetry: { sink_url: 'https://t.example' },
+        effective_verified_ceilings: {},
+        added_in_a_later_contract: { x: 1 },
+      };
+      expect(validatePolicy(full, 'p.json')).toEqual(full);
+      // An integer revision (older servers) still passes; anything else is refused.
+      expect(validatePolicy({ revision: 7 }, 'p.json').revision).toBe(7);
+      expect(thrown(() => validatePolicy({ revision: ['x'] }, 'p.json')).path).toBe('/revision');
+    },
+  );
 
   it('says session_upload is global when it appears under a harness, with its position', () => {
     const text = [
@@ -82,7 +99,8 @@ describe('validatePolicy', () => {
   });
 
   it('rejects a version_requirement that is not a semver range, naming the field and line', () => {
-    const text = '{\n  "revision": 1,\n  "harnesses": {\n    "claude": { "version_requirement": ">=2.x.y lol" }\n  }\n}\n';
+    const text =
+      '{\n  "revision": 1,\n  "harnesses": {\n    "claude": { "version_requirement": ">=2.x.y lol" }\n  }\n}\n';
     const error = thrown(() => parsePolicyText(text, 'policy.json', 'authored'));
     expect(error.code).toBe('POLICY_INVALID');
     expect(error.path).toBe('/harnesses/claude/version_requirement');
@@ -91,7 +109,9 @@ describe('validatePolicy', () => {
   });
 
   it('rejects a bad presign_url', () => {
-    const scheme = thrown(() => validatePolicy({ revision: 1, session_upload: { presign_url: 'ftp://files.example.com/x' } }, 'p.json'));
+    const scheme = thrown(() =>
+      validatePolicy({ revision: 1, session_upload: { presign_url: 'ftp://files.example.com/x' } }, 'p.json'),
+    );
     expect(scheme.path).toBe('/session_upload/presign_url');
     const unparsable = thrown(() =>
       validatePolicy({ revision: 1, session_upload: { presign_url: 'https://exa mple.com/presign' } }, 'p.json'),
@@ -99,7 +119,10 @@ describe('validatePolicy', () => {
     expect(unparsable.code).toBe('POLICY_INVALID');
     expect(unparsable.path).toBe('/session_upload/presign_url');
     const creds = thrown(() =>
-      validatePolicy({ revision: 1, session_upload: { presign_url: 'https://u:p@control.example.com/presign' } }, 'p.json'),
+      validatePolicy(
+        { revision: 1, session_upload: { presign_url: 'https://u:p@control.example.com/presign' } },
+        'p.json',
+      ),
     );
     expect(creds.path).toBe('/session_upload/presign_url');
   });
@@ -114,11 +137,21 @@ describe('checkUploadOrigin', () => {
   const policy = (presign_url: string) => ({ revision: 1, session_upload: { presign_url } });
 
   it('accepts the Control API origin, normalising case and default ports', () => {
-    expect(checkUploadOrigin(policy('https://CONTROL.example.com:443/a/presign'), { controlUrl: 'https://control.example.com/api', file: 'f' })).toEqual([]);
+    expect(
+      checkUploadOrigin(policy('https://CONTROL.example.com:443/a/presign'), {
+        controlUrl: 'https://control.example.com/api',
+        file: 'f',
+      }),
+    ).toEqual([]);
   });
 
   it('refuses a foreign origin: a policy must not send transcripts elsewhere', () => {
-    const error = thrown(() => checkUploadOrigin(policy('https://evil.example.net/presign'), { controlUrl: 'https://control.example.com', file: 'f' }));
+    const error = thrown(() =>
+      checkUploadOrigin(policy('https://evil.example.net/presign'), {
+        controlUrl: 'https://control.example.com',
+        file: 'f',
+      }),
+    );
     expect(error.code).toBe('POLICY_FOREIGN_ORIGIN');
     expect(error.path).toBe('/session_upload/presign_url');
     expect(error.message).toContain('https://evil.example.net');
@@ -126,8 +159,18 @@ describe('checkUploadOrigin', () => {
   });
 
   it('refuses another port or scheme on the same host', () => {
-    expect(() => checkUploadOrigin(policy('http://control.example.com/presign'), { controlUrl: 'https://control.example.com', file: 'f' })).toThrow(/elsewhere/);
-    expect(() => checkUploadOrigin(policy('https://control.example.com:8443/presign'), { controlUrl: 'https://control.example.com', file: 'f' })).toThrow(/elsewhere/);
+    expect(() =>
+      checkUploadOrigin(policy('http://control.example.com/presign'), {
+        controlUrl: 'https://control.example.com',
+        file: 'f',
+      }),
+    ).toThrow(/elsewhere/);
+    expect(() =>
+      checkUploadOrigin(policy('https://control.example.com:8443/presign'), {
+        controlUrl: 'https://control.example.com',
+        file: 'f',
+      }),
+    ).toThrow(/elsewhere/);
   });
 
   it('accepts an origin listed in allowed_upload_origins', () => {
@@ -148,7 +191,10 @@ describe('checkUploadOrigin', () => {
 
   it('checks against allowed_upload_origins alone when no control URL is known', () => {
     expect(() =>
-      checkUploadOrigin(policy('https://evil.example.net/presign'), { allowedOrigins: ['https://uploads.example.com'], file: 'f' }),
+      checkUploadOrigin(policy('https://evil.example.net/presign'), {
+        allowedOrigins: ['https://uploads.example.com'],
+        file: 'f',
+      }),
     ).toThrow(BlueError);
   });
 });
@@ -157,7 +203,11 @@ describe('loadPolicyFile', () => {
   it('reads YAML', async () => {
     const file = path.join(dir, 'policy.yaml');
     await writeFile(file, '# org policy\nrevision: "2024-06-01.1"\nttl_seconds: 600\nallowed_harnesses: [claude]\n');
-    expect(await loadPolicyFile(file)).toEqual({ revision: '2024-06-01.1', ttl_seconds: 600, allowed_harnesses: ['claude'] });
+    expect(await loadPolicyFile(file)).toEqual({
+      revision: '2024-06-01.1',
+      ttl_seconds: 600,
+      allowed_harnesses: ['claude'],
+    });
   });
 
   it('reads JSON', async () => {
@@ -221,32 +271,52 @@ describe('a policy someone writes, and one fetched', () => {
     const text = 'revision: 1\nallowed_harnesses:\n  - codex\n  - cladue\n';
     const listed = thrown(() => parsePolicyText(text, 'policy.yaml', 'authored'));
     expect([listed.path, listed.line, listed.column]).toEqual(['/allowed_harnesses/1', 4, 5]);
-    expect(listed.message).toContain('names the harness "cladue", which blue-agent does not know (did you mean "claude"?)');
-    const keyed = thrown(() => parsePolicyText('revision: 1\nharnesses:\n  codx: { version_requirement: ">=0.145.0" }\n', 'policy.yaml', 'authored'));
+    expect(listed.message).toContain(
+      'names the harness "cladue", which blue-agent does not know (did you mean "claude"?)',
+    );
+    const keyed = thrown(() =>
+      parsePolicyText(
+        'revision: 1\nharnesses:\n  codx: { version_requirement: ">=0.145.0" }\n',
+        'policy.yaml',
+        'authored',
+      ),
+    );
     expect([keyed.path, keyed.line, keyed.column]).toEqual(['/harnesses/codx', 3, 3]);
     expect(keyed.hint).toMatch(/^Write "codex"/);
     // Blue's registry may name harnesses blue-agent lacks: far from every known name, they are not typos.
-    expect(parsePolicyText('revision: 1\nallowed_harnesses: [claude, cursor]\n', 'policy.yaml', 'authored').allowed_harnesses).toEqual(['claude', 'cursor']);
+    expect(
+      parsePolicyText('revision: 1\nallowed_harnesses: [claude, cursor]\n', 'policy.yaml', 'authored')
+        .allowed_harnesses,
+    ).toEqual(['claude', 'cursor']);
     expect(parsePolicyText(text, 'policy.yaml', 'fetched').allowed_harnesses).toEqual(['codex', 'cladue']);
   });
 
   it('names the fields of a fetched revision this blue-agent does not know, at every level', () => {
-    expect(unknownPolicyFields({ ...good, added_later: 1, harnesses: { claude: { new_rule: true, managed_config: {} } }, session_upload: { presign_url: good.session_upload.presign_url, zip: 'x' } })).toEqual([
-      'added_later',
-      'harnesses.claude.new_rule',
-      'session_upload.zip',
-    ]);
+    expect(
+      unknownPolicyFields({
+        ...good,
+        added_later: 1,
+        harnesses: { claude: { new_rule: true, managed_config: {} } },
+        session_upload: { presign_url: good.session_upload.presign_url, zip: 'x' },
+      }),
+    ).toEqual(['added_later', 'harnesses.claude.new_rule', 'session_upload.zip']);
     expect(unknownPolicyFields({ ...good, packages: [], gateway: {}, telemetry: {} })).toEqual([]);
   });
 
-  it('a policy file is held to the written rules unless it is the copy of a fetched revision, whatever the document cache says', async () => {
-    const file = path.join(dir, 'policy.yaml');
-    await writeFile(file, 'revision: 1\nttl_second: 60\n');
-    const cacheFile = path.join(dir, 'documents.json');
-    const documents = await DocumentCache.open(cacheFile, true);
-    expect(await loadPolicyFile(file, documents, 'fetched')).toEqual({ revision: 1, ttl_second: 60 });
-    await documents.save();
-    const error = await rejected(loadPolicyFile(file, await DocumentCache.open(cacheFile, true)));
-    expect(error.message).toMatch(/policy\.yaml:2:1: invalid policy: \/ has an unknown field "ttl_second" \(did you mean "ttl_seconds"\?\)/);
-  });
+  it(
+    'a policy file is held to the written rules unless it is the copy of a fetched revision, whatever the ' +
+      'document cache says',
+    async () => {
+      const file = path.join(dir, 'policy.yaml');
+      await writeFile(file, 'revision: 1\nttl_second: 60\n');
+      const cacheFile = path.join(dir, 'documents.json');
+      const documents = await DocumentCache.open(cacheFile, true);
+      expect(await loadPolicyFile(file, documents, 'fetched')).toEqual({ revision: 1, ttl_second: 60 });
+      await documents.save();
+      const error = await rejected(loadPolicyFile(file, await DocumentCache.open(cacheFile, true)));
+      expect(error.message).toMatch(
+        /policy\.yaml:2:1: invalid policy: \/ has an unknown field "ttl_second" \(did you mean "ttl_seconds"\?\)/,
+      );
+    },
+  );
 });

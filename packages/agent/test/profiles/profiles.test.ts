@@ -3,7 +3,13 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BlueError } from '@blue-agent/contract/errors.js';
 import { detectVersion, findExecutable, VersionCache } from '../../src/profiles/detect.js';
-import { checkProfiles, loadProfiles, parseVersionOutput, selectInterval, type LoadedProfiles } from '@blue-agent/contract/profiles/index.js';
+import {
+  checkProfiles,
+  loadProfiles,
+  parseVersionOutput,
+  selectInterval,
+  type LoadedProfiles,
+} from '@blue-agent/contract/profiles/index.js';
 import { agentRoot, makeTestHome, type TestHome } from '../../../../test/support/context.js';
 import { HARNESSES } from '../../src/harnesses/names.js';
 
@@ -49,8 +55,21 @@ describe('interval choice', () => {
     binary: 'x',
     version_output: [{ pattern: '^(?<version>.*)$', example: '1.0.0' }],
     intervals: [
-      { profile: 'x-v1_0_0', introduced: '1.0.0', before: '2.0.0', verified_before: '1.5.0', lifecycle: 'deprecated' as const, operations: [] },
-      { profile: 'x-v2_0_0', introduced: '2.0.0', verified_before: '2.1.198-0', lifecycle: 'supported' as const, operations: [] },
+      {
+        profile: 'x-v1_0_0',
+        introduced: '1.0.0',
+        before: '2.0.0',
+        verified_before: '1.5.0',
+        lifecycle: 'deprecated' as const,
+        operations: [],
+      },
+      {
+        profile: 'x-v2_0_0',
+        introduced: '2.0.0',
+        verified_before: '2.1.198-0',
+        lifecycle: 'supported' as const,
+        operations: [],
+      },
     ],
   };
   it.each([
@@ -83,9 +102,12 @@ describe('profiles check', () => {
     await writeFile(path.join(dir, 'claude.yaml'), yaml);
     return dir;
   }
-  const head = `harness: claude\ndisplay_name: C\nbinary: claude\nversion_output:\n  - { pattern: '^(?<version>\\d+\\.\\d+\\.\\d+)$', example: 1.0.0 }\nintervals:\n`;
+  const head =
+    `harness: claude\ndisplay_name: C\nbinary: claude\nversion_output:\n  - { pattern: ` +
+    `'^(?<version>\\d+\\.\\d+\\.\\d+)$', example: 1.0.0 }\nintervals:\n`;
   const interval = (p: string, intro: string, extra = '') =>
-    `  - { profile: ${p}, introduced: ${intro}, verified_before: ${intro}, lifecycle: supported, operations: [] ${extra}}\n`;
+    `  - { profile: ${p}, introduced: ${intro}, verified_before: ${intro}, lifecycle: supported, operations: [] ` +
+    `${extra}}\n`;
 
   it('reports overlapping intervals', async () => {
     const dir = await withProfile(head + interval('c-v1_0_0', '1.0.0') + interval('c-v2_0_0', '2.0.0'));
@@ -95,18 +117,26 @@ describe('profiles check', () => {
 
   it('reports before <= introduced', async () => {
     const dir = await withProfile(head + interval('c-v2_0_0', '2.0.0', ', before: 2.0.0'));
-    expect(checkProfiles(await loadProfiles(dir)).map((p) => p.message)).toEqual([expect.stringContaining('is not after introduced')]);
+    expect(checkProfiles(await loadProfiles(dir)).map((p) => p.message)).toEqual([
+      expect.stringContaining('is not after introduced'),
+    ]);
   });
 
   it('reports a verified ceiling below the interval', async () => {
-    const dir = await withProfile(head + `  - { profile: c-v2_0_0, introduced: 2.0.0, verified_before: 1.0.0, lifecycle: supported, operations: [] }\n`);
-    expect(checkProfiles(await loadProfiles(dir)).map((p) => p.message)).toEqual([expect.stringContaining('below introduced')]);
+    const dir = await withProfile(
+      head +
+        `  - { profile: c-v2_0_0, introduced: 2.0.0, verified_before: 1.0.0, lifecycle: supported, operations: [] }\n`,
+    );
+    expect(checkProfiles(await loadProfiles(dir)).map((p) => p.message)).toEqual([
+      expect.stringContaining('below introduced'),
+    ]);
   });
 
   it('reports capture support without a capture section, and duplicate profile names', async () => {
     const dir = await withProfile(
       head +
-        `  - { profile: c-v1_0_0, introduced: 1.0.0, before: 2.0.0, verified_before: 1.0.0, lifecycle: supported, operations: [session_capture] }\n` +
+        (`  - { profile: c-v1_0_0, introduced: 1.0.0, before: 2.0.0, verified_before: 1.0.0, lifecycle: supported, ` +
+          `operations: [session_capture] }\n`) +
         interval('c-v1_0_0', '2.0.0'),
     );
     const messages = checkProfiles(await loadProfiles(dir)).map((p) => p.message);
@@ -117,9 +147,12 @@ describe('profiles check', () => {
   it('reports sessions without a session section, escaping roots, repeated roles and min above max', async () => {
     const dir = await withProfile(
       head +
-        `  - { profile: c-v1_0_0, introduced: 1.0.0, before: 2.0.0, verified_before: 1.0.0, lifecycle: supported, operations: [session_resume] }\n` +
-        `  - profile: c-v2_0_0\n    introduced: 2.0.0\n    verified_before: 2.0.0\n    lifecycle: supported\n    operations: [session_resume]\n` +
-        `    session: { root: ../elsewhere, roles: [{ role: rollout, min: 2, max: 1 }, { role: rollout, min: 0, max: 1 }] }\n`,
+        (`  - { profile: c-v1_0_0, introduced: 1.0.0, before: 2.0.0, verified_before: 1.0.0, lifecycle: supported, ` +
+          `operations: [session_resume] }\n`) +
+        (`  - profile: c-v2_0_0\n    introduced: 2.0.0\n    verified_before: 2.0.0\n    lifecycle: supported\n    ` +
+          `operations: [session_resume]\n`) +
+        (`    session: { root: ../elsewhere, roles: [{ role: rollout, min: 2, max: 1 }, { role: rollout, min: 0, ` +
+          `max: 1 }] }\n`),
     );
     const messages = checkProfiles(await loadProfiles(dir)).map((p) => p.message);
     expect(messages).toEqual([
@@ -131,14 +164,22 @@ describe('profiles check', () => {
   });
 
   it('rejects a missing ceiling with the file, path and line', async () => {
-    const dir = await withProfile(head + `  - { profile: c-v1_0_0, introduced: 1.0.0, lifecycle: supported, operations: [] }\n`);
+    const dir = await withProfile(
+      head + `  - { profile: c-v1_0_0, introduced: 1.0.0, lifecycle: supported, operations: [] }\n`,
+    );
     const error = await loadProfiles(dir).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BlueError);
-    expect((error as BlueError).message).toMatch(/claude\.yaml:7:\d+: invalid compatibility profile: \/intervals\/0 is missing the required field "verified_before"/);
+    expect((error as BlueError).message).toMatch(
+      /claude\.yaml:7:\d+: invalid compatibility profile: \/intervals\/0 is missing the required field "verified_before"/,
+    );
   });
 
   it('rejects an unknown operation, naming it', async () => {
-    const dir = await withProfile(head + `  - { profile: c-v1_0_0, introduced: 1.0.0, verified_before: 1.0.0, lifecycle: supported, operations: [session_teleport] }\n`);
+    const dir = await withProfile(
+      head +
+        (`  - { profile: c-v1_0_0, introduced: 1.0.0, verified_before: 1.0.0, lifecycle: supported, operations: ` +
+          `[session_teleport] }\n`),
+    );
     const error = (await loadProfiles(dir).catch((e: unknown) => e)) as BlueError;
     expect(error.code).toBe('PROFILE_INVALID');
     expect(error.path).toBe('/intervals/0/operations/0');
@@ -166,7 +207,8 @@ describe('version detection', () => {
     const set = await loadProfiles(shipped);
     return { bin, calls, loaded: set.get('claude')! };
   }
-  const callCount = async (file: string) => (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
+  const callCount = async (file: string) =>
+    (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
 
   it('finds the binary on PATH and skips non-executables', async () => {
     const { bin } = await fakeBinary('2.1.197 (Claude Code)');
@@ -195,7 +237,9 @@ describe('version detection', () => {
 
   it('names the registered forms when the output is not recognised', async () => {
     const { bin, loaded } = await fakeBinary('Claude Code version 9');
-    const error = (await detectVersion(t.ctx, loaded, bin, await VersionCache.open(t.ctx)).catch((e: unknown) => e)) as BlueError;
+    const error = (await detectVersion(t.ctx, loaded, bin, await VersionCache.open(t.ctx)).catch(
+      (e: unknown) => e,
+    )) as BlueError;
     expect(error.code).toBe('VERSION_UNRECOGNISED');
     expect(error.hint).toContain('"2.1.332 (Claude Code)"');
   });
@@ -203,9 +247,10 @@ describe('version detection', () => {
   it('reports a binary that fails', async () => {
     const { bin, loaded } = await fakeBinary('x');
     await writeFile(bin, '#!/bin/sh\nexit 3\n', { mode: 0o755 });
-    const error = (await detectVersion(t.ctx, loaded, bin, await VersionCache.open(t.ctx)).catch((e: unknown) => e)) as BlueError;
+    const error = (await detectVersion(t.ctx, loaded, bin, await VersionCache.open(t.ctx)).catch(
+      (e: unknown) => e,
+    )) as BlueError;
     expect(error.code).toBe('VERSION_DETECT_FAILED');
     expect(error.message).toContain('exited with 3');
   });
 });
-

@@ -24,7 +24,9 @@ import { versionLines } from '../../../../test/support/rigs.js';
 
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
 const VERSIONS = versionLines();
-const ENABLED = 'revision: 5\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n';
+const ENABLED =
+  'revision: 5\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: ' +
+  '"https://control.example/session-uploads/presign" }\n';
 const DISABLED = 'revision: 6\n';
 
 let t: TestHome;
@@ -73,38 +75,67 @@ async function cli(args: string[]): Promise<{ code: number; out: string }> {
 /** The plan a real run would make for Claude, made by hand so a test can stop between its steps. */
 async function claudePlan() {
   const loaded = (await loadProfiles(ctx.paths.profilesDir)).get('claude')!;
-  const d = decide('claude', loaded, { installed: true, version: '2.1.332' }, { revision: 1, session_upload: { presign_url: 'https://x.example/p' } }, SELF, noRanges);
+  const d = decide(
+    'claude',
+    loaded,
+    { installed: true, version: '2.1.332' },
+    { revision: 1, session_upload: { presign_url: 'https://x.example/p' } },
+    SELF,
+    noRanges,
+  );
   return (await planHarness(ctx, ADAPTERS.claude, d.interval, d.desired!, await readLedger(ctx))).files[0]!;
 }
 
 describe('bytes that are not UTF-8', () => {
-  it('settings.json with invalid UTF-8 keeps every byte through install, repair and removal; backups are byte copies', async () => {
-    const original = Buffer.concat([Buffer.from('{\n  "model": "'), Buffer.from([0xff, 0xfe]), Buffer.from('",\n  "x": "\xe9'), Buffer.from([0xed, 0xa0, 0x80, 0xc3]), Buffer.from('"\n}\n')]);
-    await put(claudeSettings(), original);
-    await run(['claude']);
-    const installed = await readFile(claudeSettings());
-    expect(installed.includes(Buffer.from([0x22, 0xff, 0xfe, 0x22]))).toBe(true);
-    expect(installed.includes(Buffer.from([0xed, 0xa0, 0x80, 0xc3]))).toBe(true);
-    expect(installed.includes(Buffer.from([0xef, 0xbf, 0xbd]))).toBe(false);
+  it(
+    'settings.json with invalid UTF-8 keeps every byte through install, repair and removal; backups are byte ' +
+      'copies',
+    async () => {
+      const original = Buffer.concat([
+        Buffer.from('{\n  "model": "'),
+        Buffer.from([0xff, 0xfe]),
+        Buffer.from('",\n  "x": "\xe9'),
+        Buffer.from([0xed, 0xa0, 0x80, 0xc3]),
+        Buffer.from('"\n}\n'),
+      ]);
+      await put(claudeSettings(), original);
+      await run(['claude']);
+      const installed = await readFile(claudeSettings());
+      expect(installed.includes(Buffer.from([0x22, 0xff, 0xfe, 0x22]))).toBe(true);
+      expect(installed.includes(Buffer.from([0xed, 0xa0, 0x80, 0xc3]))).toBe(true);
+      expect(installed.includes(Buffer.from([0xef, 0xbf, 0xbd]))).toBe(false);
 
-    // A repair keeps a backup: the exact bytes that were on disk.
-    const moved = t.context({ env: { PATH: ctx.env.PATH! }, self: { ...SELF, entry: '/usr/lib/blue-agent/bin/blue-agent.js' } });
-    const repair = byHarness(await reconcile(moved, { dryRun: false, policyFile: policy, harnesses: ['claude'] })).claude!;
-    expect(repair.action).toBe('update');
-    expect((await readFile(repair.files[0]!.backup!)).equals(installed)).toBe(true);
+      // A repair keeps a backup: the exact bytes that were on disk.
+      const moved = t.context({
+        env: { PATH: ctx.env.PATH! },
+        self: { ...SELF, entry: '/usr/lib/blue-agent/bin/blue-agent.js' },
+      });
+      const repair = byHarness(await reconcile(moved, { dryRun: false, policyFile: policy, harnesses: ['claude'] }))
+        .claude!;
+      expect(repair.action).toBe('update');
+      expect((await readFile(repair.files[0]!.backup!)).equals(installed)).toBe(true);
 
-    await disable();
-    await reconcile(moved, { dryRun: false, policyFile: policy, harnesses: ['claude'] });
-    expect((await readFile(claudeSettings())).equals(original)).toBe(true);
-  });
+      await disable();
+      await reconcile(moved, { dryRun: false, policyFile: policy, harnesses: ['claude'] });
+      expect((await readFile(claudeSettings())).equals(original)).toBe(true);
+    },
+  );
 
   it('TOML configs (Kimi, Codex) with invalid UTF-8 in a value and a comment round-trip byte for byte', async () => {
-    const kimi = Buffer.concat([Buffer.from('default_model = "k'), Buffer.from([0xff]), Buffer.from('"\n# note '), Buffer.from([0x80, 0x0a])]);
+    const kimi = Buffer.concat([
+      Buffer.from('default_model = "k'),
+      Buffer.from([0xff]),
+      Buffer.from('"\n# note '),
+      Buffer.from([0x80, 0x0a]),
+    ]);
     const codex = Buffer.concat([Buffer.from('model = "o'), Buffer.from([0xc0, 0xaf]), Buffer.from('"\n')]);
     await put(kimiConfig(), kimi);
     await put(codexConfig(), codex);
     await run(['kimi', 'codex']);
-    for (const [file, bytes] of [[kimiConfig(), kimi], [codexConfig(), codex]] as const) {
+    for (const [file, bytes] of [
+      [kimiConfig(), kimi],
+      [codexConfig(), codex],
+    ] as const) {
       const installed = await readFile(file);
       expect(installed.subarray(0, bytes.length).equals(bytes)).toBe(true);
       expect(installed.toString('latin1')).toContain('capture --harness');
@@ -132,7 +163,9 @@ describe('the ledger is written ahead of the native file', () => {
   });
 
   it('a run cut short between the ledger write and the native write converges on the next run', async () => {
-    const user = '{\n  "theme": "dark",\n  "hooks": {\n    "Stop": [{ "hooks": [{ "type": "command", "command": "echo stop" }] }]\n  }\n}\n';
+    const user =
+      '{\n  "theme": "dark",\n  "hooks": {\n    "Stop": [{ "hooks": [{ "type": "command", "command": "echo stop" ' +
+      '}] }]\n  }\n}\n';
     await put(claudeSettings(), user);
     const plan = await claudePlan();
     await recordIntent(ctx, ADAPTERS.claude, plan, Buffer.from(user));
@@ -174,7 +207,9 @@ describe('the ledger is written ahead of the native file', () => {
     expect(await exists(claudeDir())).toBe(false);
     expect(await exists(path.dirname(kimiConfig()))).toBe(false);
     expect(await exists(path.join(t.home, '.config', 'opencode'))).toBe(false);
-    expect(await readdir(t.home)).toEqual(expect.not.arrayContaining(['.claude', path.basename(path.dirname(kimiConfig()))]));
+    expect(await readdir(t.home)).toEqual(
+      expect.not.arrayContaining(['.claude', path.basename(path.dirname(kimiConfig()))]),
+    );
     expect((await readLedger(ctx)).files).toEqual({});
   });
 
@@ -242,37 +277,46 @@ describe('links and special files in the place of a config', () => {
     expect(await exists(path.join(t.root, 'gone'))).toBe(false);
   });
 
-  it('a FIFO, a directory, a socket or a link to a device is refused without blocking, by reconcile, status and doctor', async () => {
-    await mkdir(claudeDir(), { recursive: true });
-    execFileSync('mkfifo', [claudeSettings()]);
-    await mkdir(path.dirname(codexHooksJson()), { recursive: true });
-    execFileSync('mkfifo', [codexHooksJson()]);
-    await mkdir(opencodePlugin(), { recursive: true });
-    await mkdir(path.dirname(kimiConfig()), { recursive: true });
-    await symlink('/dev/null', kimiConfig());
-    const server = net.createServer();
-    await new Promise<void>((resolve) => server.listen(codexConfig(), resolve));
-    try {
-      for (const dryRun of [true, false]) {
-        const h = byHarness(await run(undefined, dryRun));
-        const kinds: Record<string, RegExp> = { claude: /FIFO/, codex: /socket|FIFO/, kimi: /symbolic link to a character device/, opencode: /directory/ };
-        for (const [name, kind] of Object.entries(kinds)) {
-          expect(h[name]!.state).toBe('error');
-          const error = h[name]!.files.find((f) => f.action === 'error')!.error!;
-          expect(error).toMatchObject({ code: 'UNSAFE_PATH' });
-          expect(error.message).toMatch(kind);
+  it(
+    'a FIFO, a directory, a socket or a link to a device is refused without blocking, by reconcile, status and ' +
+      'doctor',
+    async () => {
+      await mkdir(claudeDir(), { recursive: true });
+      execFileSync('mkfifo', [claudeSettings()]);
+      await mkdir(path.dirname(codexHooksJson()), { recursive: true });
+      execFileSync('mkfifo', [codexHooksJson()]);
+      await mkdir(opencodePlugin(), { recursive: true });
+      await mkdir(path.dirname(kimiConfig()), { recursive: true });
+      await symlink('/dev/null', kimiConfig());
+      const server = net.createServer();
+      await new Promise<void>((resolve) => server.listen(codexConfig(), resolve));
+      try {
+        for (const dryRun of [true, false]) {
+          const h = byHarness(await run(undefined, dryRun));
+          const kinds: Record<string, RegExp> = {
+            claude: /FIFO/,
+            codex: /socket|FIFO/,
+            kimi: /symbolic link to a character device/,
+            opencode: /directory/,
+          };
+          for (const [name, kind] of Object.entries(kinds)) {
+            expect(h[name]!.state).toBe('error');
+            const error = h[name]!.files.find((f) => f.action === 'error')!.error!;
+            expect(error).toMatchObject({ code: 'UNSAFE_PATH' });
+            expect(error.message).toMatch(kind);
+          }
         }
+        const status = await cli(['status', '--json']);
+        expect(status.out).toMatch(/settings\.json is a FIFO/);
+        const doctor = await cli(['doctor', '--json']);
+        expect(doctor.out).toMatch(/FIFO/);
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
       }
-      const status = await cli(['status', '--json']);
-      expect(status.out).toMatch(/settings\.json is a FIFO/);
-      const doctor = await cli(['doctor', '--json']);
-      expect(doctor.out).toMatch(/FIFO/);
-    } finally {
-      await new Promise((resolve) => server.close(resolve));
-    }
-    expect((await stat(claudeSettings())).isFIFO()).toBe(true);
-    expect((await stat(codexHooksJson())).isFIFO()).toBe(true);
-  });
+      expect((await stat(claudeSettings())).isFIFO()).toBe(true);
+      expect((await stat(codexHooksJson())).isFIFO()).toBe(true);
+    },
+  );
 });
 
 describe('files far too large to be configs', () => {
@@ -306,7 +350,9 @@ describe('files far too large to be configs', () => {
   });
 
   it('a diff with thousands of changed lines is cut with the number of lines left out', async () => {
-    const group = (i: number) => `{ "matcher": "", "hooks": [{ "type": "command", "command": "'/usr/bin/node' '/old/${i}/bin/blue-agent.js' capture --harness claude --profile claude-v2_0_12", "timeout": 5 }] }`;
+    const group = (i: number) =>
+      `{ "matcher": "", "hooks": [{ "type": "command", "command": "'/usr/bin/node' '/old/${i}/bin/blue-agent.js' ` +
+      `capture --harness claude --profile claude-v2_0_12", "timeout": 5 }] }`;
     const groups = Array.from({ length: 3000 }, (_, i) => `      ${group(i)}`).join(',\n');
     await put(claudeSettings(), `{\n  "hooks": {\n    "SessionEnd": [\n${groups}\n    ]\n  }\n}\n`);
     const { code, out } = await cli(['reconcile', '--dry-run', '--policy', policy, '--harness', 'claude']);

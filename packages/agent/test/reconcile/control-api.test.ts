@@ -40,7 +40,12 @@ function context(now = () => Date.now()): Context {
 const settings = () => path.join(t.home, '.claude', 'settings.json');
 
 function policy(revision: number, extra: Record<string, unknown> = {}) {
-  return { revision, ttl_seconds: 60, session_upload: { presign_url: `${server.origin}/session-uploads/presign` }, ...extra };
+  return {
+    revision,
+    ttl_seconds: 60,
+    session_upload: { presign_url: `${server.origin}/session-uploads/presign` },
+    ...extra,
+  };
 }
 
 describe('reconcile with a Control API', () => {
@@ -48,7 +53,11 @@ describe('reconcile with a Control API', () => {
     server = await startPolicyServer({});
     server.setPolicy(policy(3));
     const first = await reconcile(context(), { dryRun: false });
-    expect(first.policy).toMatchObject({ revision: 3, source: 'fetched', location: `${server.origin}/governance-config` });
+    expect(first.policy).toMatchObject({
+      revision: 3,
+      source: 'fetched',
+      location: `${server.origin}/governance-config`,
+    });
     expect(first.harnesses.find((h) => h.harness === 'claude')).toMatchObject({ state: 'active', action: 'create' });
     expect(server.requests[0]!.headers.authorization).toBe(`Bearer ${TOKEN}`);
 
@@ -66,7 +75,10 @@ describe('reconcile with a Control API', () => {
     expect(await readFile(settings(), 'utf8')).toContain('capture --harness claude');
     server.setPolicy({ revision: 4 });
     const report = await reconcile(context(), { dryRun: false });
-    expect(report.harnesses.find((h) => h.harness === 'claude')).toMatchObject({ state: 'capture_disabled', action: 'remove' });
+    expect(report.harnesses.find((h) => h.harness === 'claude')).toMatchObject({
+      state: 'capture_disabled',
+      action: 'remove',
+    });
     await expect(stat(settings())).rejects.toThrow();
   });
 
@@ -89,7 +101,10 @@ describe('reconcile with a Control API', () => {
     await server.close();
     const later = Date.now() + 61 * 60 * 1000;
     const before = await readFile(settings(), 'utf8');
-    const error = await reconcile(context(() => later), { dryRun: false }).catch((e: unknown) => e);
+    const error = await reconcile(
+      context(() => later),
+      { dryRun: false },
+    ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BlueError);
     expect((error as BlueError).code).toBe('POLICY_STALE');
     expect((error as BlueError).message).toMatch(/refus/i);

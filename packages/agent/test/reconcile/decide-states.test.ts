@@ -9,8 +9,16 @@ import { agentRoot } from '../../../../test/support/context.js';
 // Each state's exact reason, and the edges of the rules that choose it.
 
 const self = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
-const policy: GovernancePolicy = { revision: 7, session_upload: { presign_url: 'https://control.example/session-uploads/presign' } };
-const installed = (version: string): Installation => ({ installed: true, path: '/usr/bin/x', rawVersion: version, version });
+const policy: GovernancePolicy = {
+  revision: 7,
+  session_upload: { presign_url: 'https://control.example/session-uploads/presign' },
+};
+const installed = (version: string): Installation => ({
+  installed: true,
+  path: '/usr/bin/x',
+  rawVersion: version,
+  version,
+});
 
 let profiles: ProfileSet;
 let codex: LoadedProfiles;
@@ -36,7 +44,14 @@ describe('decide: reasons and edges', () => {
   });
 
   it('not_allowed names the policy revision and the harness', () => {
-    const d = decide('codex', codex, installed('0.150.0'), { ...policy, allowed_harnesses: ['claude'] }, self, noRanges);
+    const d = decide(
+      'codex',
+      codex,
+      installed('0.150.0'),
+      { ...policy, allowed_harnesses: ['claude'] },
+      self,
+      noRanges,
+    );
     expect(d.reason).toBe('policy revision 7 does not list codex in allowed_harnesses');
     expect(d.interval?.profile).toBe('codex-v0_145_0');
   });
@@ -60,20 +75,33 @@ describe('decide: reasons and edges', () => {
 
   it('unsupported_version for an interval that does not list session_capture, or has no capture section', () => {
     const [base] = codex.doc.intervals;
-    for (const interval of [{ ...base!, operations: ['session_resume'] }, { ...base!, capture: undefined }] as Interval[]) {
+    for (const interval of [
+      { ...base!, operations: ['session_resume'] },
+      { ...base!, capture: undefined },
+    ] as Interval[]) {
       const d = decide('codex', withIntervals([interval]), installed('0.150.0'), policy, self, noRanges);
-      expect(d).toMatchObject({ state: 'unsupported_version', reason: 'profile codex-v0_145_0 does not support session capture', desired: null });
+      expect(d).toMatchObject({
+        state: 'unsupported_version',
+        reason: 'profile codex-v0_145_0 does not support session capture',
+        desired: null,
+      });
       expect(d.interval?.profile).toBe('codex-v0_145_0');
     }
   });
 
   it('a prerelease is measured against version_requirement like any version', async () => {
-    const rule = (version_requirement: string): GovernancePolicy => ({ ...policy, harnesses: { codex: { version_requirement } } });
-    const decideUnder = async (ruled: GovernancePolicy) => decide('codex', codex, installed('0.160.0-beta.1'), ruled, self, await policyRangeCheck(ruled));
+    const rule = (version_requirement: string): GovernancePolicy => ({
+      ...policy,
+      harnesses: { codex: { version_requirement } },
+    });
+    const decideUnder = async (ruled: GovernancePolicy) =>
+      decide('codex', codex, installed('0.160.0-beta.1'), ruled, self, await policyRangeCheck(ruled));
     expect((await decideUnder(rule('>=0.150.0'))).state).toBe('active');
     const below = await decideUnder(rule('>=0.160.0'));
     expect(below.state).toBe('unsupported_version');
-    expect(below.reason).toBe('Codex CLI 0.160.0-beta.1 does not satisfy the policy\'s version_requirement ">=0.160.0"');
+    expect(below.reason).toBe(
+      'Codex CLI 0.160.0-beta.1 does not satisfy the policy\'s version_requirement ">=0.160.0"',
+    );
   });
 
   it('a verified active decision has a plain reason', () => {
@@ -82,16 +110,34 @@ describe('decide: reasons and edges', () => {
     expect(d.verified).toBe(true);
   });
 
-  it("an active decision names what the capture event misses, when the profile says so, and passes on the hook's required settings", () => {
-    const [base] = codex.doc.intervals;
-    const interval = { ...base!, capture: { ...base!.capture!, misses: 'headless runs fire no SessionEnd', hook: { ...base!.capture!.hook, requires: [{ key: ['a', 'b'], value: true }] } } } as Interval;
-    const d = decide('codex', withIntervals([interval]), installed('0.150.0'), policy, self, noRanges);
-    expect(d.reason).toBe('managed SessionEnd capture hook for codex-v0_145_0; headless runs fire no SessionEnd');
-    expect(d.desired?.requires).toEqual([{ key: ['a', 'b'], value: true }]);
-  });
+  it(
+    "an active decision names what the capture event misses, when the profile says so, and passes on the hook's " +
+      'required settings',
+    () => {
+      const [base] = codex.doc.intervals;
+      const interval = {
+        ...base!,
+        capture: {
+          ...base!.capture!,
+          misses: 'headless runs fire no SessionEnd',
+          hook: { ...base!.capture!.hook, requires: [{ key: ['a', 'b'], value: true }] },
+        },
+      } as Interval;
+      const d = decide('codex', withIntervals([interval]), installed('0.150.0'), policy, self, noRanges);
+      expect(d.reason).toBe('managed SessionEnd capture hook for codex-v0_145_0; headless runs fire no SessionEnd');
+      expect(d.desired?.requires).toEqual([{ key: ['a', 'b'], value: true }]);
+    },
+  );
 
   it('an unverified version allowed by policy says so in its reason', () => {
-    const d = decide('codex', codex, installed('0.171.1'), { ...policy, harnesses: { codex: { allow_unverified_versions: true } } }, self, noRanges);
+    const d = decide(
+      'codex',
+      codex,
+      installed('0.171.1'),
+      { ...policy, harnesses: { codex: { allow_unverified_versions: true } } },
+      self,
+      noRanges,
+    );
     expect(d.reason).toBe('managed SessionEnd capture hook for codex-v0_145_0 (unverified 0.171.1 allowed by policy)');
   });
 });

@@ -8,7 +8,12 @@ import { agentRoot } from '../../../../test/support/context.js';
 
 const self = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
 const upload = { presign_url: 'https://control.example/session-uploads/presign' };
-const installed = (version: string): Installation => ({ installed: true, path: '/usr/bin/x', rawVersion: version, version });
+const installed = (version: string): Installation => ({
+  installed: true,
+  path: '/usr/bin/x',
+  rawVersion: version,
+  version,
+});
 
 let profiles: ProfileSet;
 beforeAll(async () => {
@@ -35,7 +40,14 @@ describe('decide', () => {
   });
 
   it('leaves a harness alone when its version cannot be read', () => {
-    const d = decide('codex', profiles.get('codex')!, { installed: true, path: '/x', error: { code: 'VERSION_DETECT_FAILED', message: 'boom' } }, policy, self, noRanges);
+    const d = decide(
+      'codex',
+      profiles.get('codex')!,
+      { installed: true, path: '/x', error: { code: 'VERSION_DETECT_FAILED', message: 'boom' } },
+      policy,
+      self,
+      noRanges,
+    );
     expect([d.state, d.desired, d.reason, d.code]).toEqual(['error', undefined, 'boom', 'VERSION_DETECT_FAILED']);
   });
 
@@ -46,7 +58,14 @@ describe('decide', () => {
   });
 
   it('not_allowed when the harness is missing from allowed_harnesses', () => {
-    const d = decide('claude', profiles.get('claude')!, installed('2.1.200'), { ...policy, allowed_harnesses: ['codex'] }, self, noRanges);
+    const d = decide(
+      'claude',
+      profiles.get('claude')!,
+      installed('2.1.200'),
+      { ...policy, allowed_harnesses: ['codex'] },
+      self,
+      noRanges,
+    );
     expect([d.state, d.desired]).toEqual(['not_allowed', null]);
   });
 
@@ -58,7 +77,14 @@ describe('decide', () => {
 
   it('unsupported_version when the policy requirement is not met', async () => {
     const ruled: GovernancePolicy = { ...policy, harnesses: { claude: { version_requirement: '>=2.2.0' } } };
-    const d = decide('claude', profiles.get('claude')!, installed('2.1.200'), ruled, self, await policyRangeCheck(ruled));
+    const d = decide(
+      'claude',
+      profiles.get('claude')!,
+      installed('2.1.200'),
+      ruled,
+      self,
+      await policyRangeCheck(ruled),
+    );
     expect([d.state, d.desired]).toEqual(['unsupported_version', null]);
     expect(d.reason).toContain('>=2.2.0');
   });
@@ -69,16 +95,27 @@ describe('decide', () => {
     expect(unverified).toMatchObject({ state: 'unverified_version', desired: null, verified: false });
     // The reason names the command that certifies this version (reconcile and status print it).
     expect(unverified.reason).toBe(
-      'Claude Code 2.1.333 is at or past the certified ceiling 2.1.333-0 of claude-v2_0_12; capture stays off unless the policy sets allow_unverified_versions; certify it in a checkout of blue-agent: scripts/with-node24 npm run certify -- --harness claude --version 2.1.333',
+      'Claude Code 2.1.333 is at or past the certified ceiling 2.1.333-0 of claude-v2_0_12; capture stays off ' +
+        'unless the policy sets allow_unverified_versions; certify it in a checkout of blue-agent: ' +
+        'scripts/with-node24 npm run certify -- --harness claude --version 2.1.333',
     );
-    const allowed = decide('claude', profiles.get('claude')!, past, { ...policy, harnesses: { claude: { allow_unverified_versions: true } } }, self, noRanges);
+    const allowed = decide(
+      'claude',
+      profiles.get('claude')!,
+      past,
+      { ...policy, harnesses: { claude: { allow_unverified_versions: true } } },
+      self,
+      noRanges,
+    );
     expect(allowed.state).toBe('active');
     expect(allowed.desired).not.toBeNull();
     expect(allowed.reason).toContain('unverified');
   });
 
   it('the prerelease right at the ceiling is already unverified', () => {
-    expect(decide('codex', profiles.get('codex')!, installed('0.171.1-0'), policy, self, noRanges).state).toBe('unverified_version');
+    expect(decide('codex', profiles.get('codex')!, installed('0.171.1-0'), policy, self, noRanges).state).toBe(
+      'unverified_version',
+    );
     expect(decide('codex', profiles.get('codex')!, installed('0.171.0'), policy, self, noRanges).state).toBe('active');
   });
 

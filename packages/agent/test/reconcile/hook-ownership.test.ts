@@ -16,10 +16,15 @@ import { makeTestHome, versionStubs, type TestHome } from '../../../../test/supp
 import { versionLines } from '../../../../test/support/rigs.js';
 
 const OLD_SELF = { node: '/usr/bin/node', entry: '/opt/tools/blue-agent.js' };
-const SELF: { node: string; entry: string; hook?: string } = { node: '/usr/local/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
+const SELF: { node: string; entry: string; hook?: string } = {
+  node: '/usr/local/bin/node',
+  entry: '/opt/blue-agent/bin/blue-agent.js',
+};
 const SH_SELF = { ...SELF, hook: '/opt/blue-agent/bin/blue-agent-hook' };
 const EXTRA = ' && /usr/local/bin/backup-transcripts.sh';
-const POLICY = 'revision: 5\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n';
+const POLICY =
+  'revision: 5\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: ' +
+  '"https://control.example/session-uploads/presign" }\n';
 
 let t: TestHome;
 let bin: string;
@@ -39,8 +44,12 @@ const contextFor = (self: typeof SELF): Context => t.context({ env: { PATH: `${b
  * The user's hook made from a managed one as written in `text`: its command with a script of theirs after it, or (a
  * file that holds the argument vector rather than a command line) its words with theirs after them.
  */
-function userVariant(text: string, hook: { command: string; argv: readonly string[] }): { text: string; mine: string } | undefined {
-  if (text.includes(hook.command)) return { text: text.replace(hook.command, hook.command + EXTRA), mine: hook.command + EXTRA };
+function userVariant(
+  text: string,
+  hook: { command: string; argv: readonly string[] },
+): { text: string; mine: string } | undefined {
+  if (text.includes(hook.command))
+    return { text: text.replace(hook.command, hook.command + EXTRA), mine: hook.command + EXTRA };
   const argv = JSON.stringify(hook.argv);
   if (text.includes(argv)) {
     const mine = JSON.stringify([...hook.argv, '&&', '/usr/local/bin/backup-transcripts.sh']);
@@ -59,7 +68,8 @@ describe('a managed entry of either shape', () => {
         [SELF, 'update'],
       ];
       for (const [self, action] of steps) {
-        const report = (await reconcile(contextFor(self), { dryRun: false, policyFile: policy, harnesses: [harness] })).harnesses[0]!;
+        const report = (await reconcile(contextFor(self), { dryRun: false, policyFile: policy, harnesses: [harness] }))
+          .harnesses[0]!;
         expect(report.action, `${self.hook === undefined ? 'node' : 'sh hook'} -> ${action}`).toBe(action);
         const file = report.files[0]!.path;
         const text = await readFile(file, 'utf8');

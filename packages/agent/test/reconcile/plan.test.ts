@@ -19,7 +19,9 @@ const interval = (format?: string): Interval =>
     verified_before: '9.1.0',
     lifecycle: 'supported',
     operations: [],
-    ...(format === undefined ? {} : { capture: { event: 'SessionEnd', hook: { file: 'f', format, timeout_seconds: 5 } } }),
+    ...(format === undefined
+      ? {}
+      : { capture: { event: 'SessionEnd', hook: { file: 'f', format, timeout_seconds: 5 } } }),
   }) as Interval;
 
 describe('actionOf', () => {
@@ -46,7 +48,10 @@ describe('checkHookFormat', () => {
   it('refuses another format, naming the profile, both formats, the field and the file to fix', () => {
     const error = thrown(() => checkHookFormat(claude, interval('toml-hooks')));
     expect(error).toMatchObject({ code: 'PROFILE_INVALID', path: '/capture/hook/format' });
-    expect(error.message).toBe(`profile claude-v9_0_0: capture.hook.format is "toml-hooks", but Claude Code's hooks are planned as "${claude.hookFormat}"`);
+    expect(error.message).toBe(
+      `profile claude-v9_0_0: capture.hook.format is "toml-hooks", but Claude Code's hooks are planned as "` +
+        `${claude.hookFormat}"`,
+    );
     expect(error.hint).toBe(`Set capture.hook.format to ${claude.hookFormat} in profiles/claude.yaml.`);
   });
 });

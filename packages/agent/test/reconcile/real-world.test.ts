@@ -1,7 +1,7 @@
 /**
  * Reconcile against configurations shaped like real, publicly committed ones (fixtures/real-world): kimi-cli's
- * default config with `hooks = []`, Kimi Code configs as its migration from kimi-cli writes them and with another tool's
- * session hooks, a Codex config with other tools' marker blocks that have unrelated tables inside, and
+ * default config with `hooks = []`, Kimi Code configs as its migration from kimi-cli writes them and with another
+ * tool's session hooks, a Codex config with other tools' marker blocks that have unrelated tables inside, and
  * Claude settings with other tools' hooks. Install, re-install and removal: foreign entries untouched, byte-exact.
  */
 import { readFileSync } from 'node:fs';
@@ -18,7 +18,9 @@ import { versionLines } from '../../../../test/support/rigs.js';
 
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
 const VERSIONS = versionLines();
-const ENABLED = 'revision: 5\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n';
+const ENABLED =
+  'revision: 5\nharnesses:\n  kimi: { allow_unverified_versions: true }\nsession_upload: { presign_url: ' +
+  '"https://control.example/session-uploads/presign" }\n';
 
 let t: TestHome;
 let ctx: Context;
@@ -54,11 +56,37 @@ function foreignCommands(value: unknown, harness: HarnessName): string[] {
 
 const cases = [
   // kimi-cli, the Python CLI Kimi Code succeeds.
-  { harness: 'kimi', file: () => path.join(t.home, '.kimi', 'config.toml'), name: 'kimi-default.toml', parse: (s: string) => parseToml(s), version: 'kimi, version 1.49.0' },
-  { harness: 'kimi', file: () => path.join(t.home, '.kimi-code', 'config.toml'), name: 'kimi-code-migrated.toml', parse: (s: string) => parseToml(s) },
-  { harness: 'kimi', file: () => path.join(t.home, '.kimi-code', 'config.toml'), name: 'kimi-code-hooks.toml', parse: (s: string) => parseToml(s) },
-  { harness: 'codex', file: () => path.join(t.home, '.codex', 'config.toml'), name: 'codex-foreign-blocks.toml', parse: (s: string) => parseToml(s) },
-  { harness: 'claude', file: () => path.join(t.home, '.claude', 'settings.json'), name: 'claude-foreign-hooks.json', parse: (s: string) => JSON.parse(s) as unknown },
+  {
+    harness: 'kimi',
+    file: () => path.join(t.home, '.kimi', 'config.toml'),
+    name: 'kimi-default.toml',
+    parse: (s: string) => parseToml(s),
+    version: 'kimi, version 1.49.0',
+  },
+  {
+    harness: 'kimi',
+    file: () => path.join(t.home, '.kimi-code', 'config.toml'),
+    name: 'kimi-code-migrated.toml',
+    parse: (s: string) => parseToml(s),
+  },
+  {
+    harness: 'kimi',
+    file: () => path.join(t.home, '.kimi-code', 'config.toml'),
+    name: 'kimi-code-hooks.toml',
+    parse: (s: string) => parseToml(s),
+  },
+  {
+    harness: 'codex',
+    file: () => path.join(t.home, '.codex', 'config.toml'),
+    name: 'codex-foreign-blocks.toml',
+    parse: (s: string) => parseToml(s),
+  },
+  {
+    harness: 'claude',
+    file: () => path.join(t.home, '.claude', 'settings.json'),
+    name: 'claude-foreign-hooks.json',
+    parse: (s: string) => JSON.parse(s) as unknown,
+  },
 ] as const;
 
 describe('real-world configurations', () => {
@@ -72,7 +100,9 @@ describe('real-world configurations', () => {
       expect(first.harnesses[0]!.action).toBe('create');
       const installed = await readFile(c.file(), 'utf8');
       expect(installed).toContain(`capture --harness ${c.harness}`);
-      expect(foreignCommands(c.parse(installed), c.harness)).toEqual(foreignCommands(c.parse(original.toString('utf8')), c.harness));
+      expect(foreignCommands(c.parse(installed), c.harness)).toEqual(
+        foreignCommands(c.parse(original.toString('utf8')), c.harness),
+      );
       // Foreign marker blocks (and the tables inside them) are never a range to edit: the text before the managed
       // entry is as it was.
       if (c.harness === 'codex') expect(installed.startsWith(original.toString('utf8'))).toBe(true);

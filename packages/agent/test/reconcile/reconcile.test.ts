@@ -65,7 +65,17 @@ async function snapshot(dir: string): Promise<Record<string, string>> {
 const byHarness = (report: ReconcileReport) => Object.fromEntries(report.harnesses.map((h) => [h.harness, h]));
 
 function managedCount(text: string, harness: HarnessName): number {
-  return text.split('\n').filter((line) => /command/.test(line) && isManagedCommand(line.replace(/^.*?command"?\s*[:=]\s*/, '').replace(/^"|",?\s*$/g, '').replace(/\\"/g, '"'), harness)).length;
+  return text.split('\n').filter(
+    (line) =>
+      /command/.test(line) &&
+      isManagedCommand(
+        line
+          .replace(/^.*?command"?\s*[:=]\s*/, '')
+          .replace(/^"|",?\s*$/g, '')
+          .replace(/\\"/g, '"'),
+        harness,
+      ),
+  ).length;
 }
 
 describe('reconcile', () => {
@@ -96,8 +106,11 @@ describe('reconcile', () => {
   });
 
   it('removing session_upload removes the managed hooks and gives back the user files byte for byte', async () => {
-    const userSettings = '{\r\n\t"model": "opus",\r\n\t"hooks": {\r\n\t\t"SessionEnd": [\r\n\t\t\t{ "matcher": "", "hooks": [ { "type": "command", "command": "echo mine" } ] }\r\n\t\t]\r\n\t}\r\n}';
-    const userKimi = '# my kimi settings\ndefault_model = "k2"\n\n[[hooks]]\nevent = "SessionEnd"\ncommand = "echo bye"\n';
+    const userSettings =
+      '{\r\n\t"model": "opus",\r\n\t"hooks": {\r\n\t\t"SessionEnd": [\r\n\t\t\t{ "matcher": "", "hooks": [ { ' +
+      '"type": "command", "command": "echo mine" } ] }\r\n\t\t]\r\n\t}\r\n}';
+    const userKimi =
+      '# my kimi settings\ndefault_model = "k2"\n\n[[hooks]]\nevent = "SessionEnd"\ncommand = "echo bye"\n';
     await mkdir(path.dirname(claudeSettings()), { recursive: true });
     await writeFile(claudeSettings(), userSettings);
     await mkdir(path.dirname(kimiConfig()), { recursive: true });
@@ -120,7 +133,10 @@ describe('reconcile', () => {
 
   it('repairs a stale managed entry when the agent moved, with a diff and a backup', async () => {
     await reconcile(ctx, { dryRun: false, policyFile: policy });
-    const moved = t.context({ env: { PATH: ctx.env.PATH! }, self: { ...SELF, entry: '/usr/lib/node_modules/blue-agent/bin/blue-agent.js' } });
+    const moved = t.context({
+      env: { PATH: ctx.env.PATH! },
+      self: { ...SELF, entry: '/usr/lib/node_modules/blue-agent/bin/blue-agent.js' },
+    });
     const report = await reconcile(moved, { dryRun: false, policyFile: policy, harnesses: ['claude'] });
     const claude = byHarness(report).claude!;
     expect(claude.action).toBe('update');
@@ -171,13 +187,23 @@ describe('reconcile', () => {
 
   it("holds a harness to the policy's version_requirement, and the other harnesses to none", async () => {
     const claude = VERSIONS.claude!.split(' ')[0]!;
-    await writeFile(policy, ENABLED.replace('harnesses:\n', `harnesses:\n  claude: { version_requirement: ">${claude}" }\n`));
-    const report = byHarness(await reconcile(ctx, { dryRun: false, policyFile: policy, harnesses: ['claude', 'codex'] }));
+    await writeFile(
+      policy,
+      ENABLED.replace('harnesses:\n', `harnesses:\n  claude: { version_requirement: ">${claude}" }\n`),
+    );
+    const report = byHarness(
+      await reconcile(ctx, { dryRun: false, policyFile: policy, harnesses: ['claude', 'codex'] }),
+    );
     expect(report.claude).toMatchObject({ state: 'unsupported_version', action: 'unchanged' });
     expect(report.claude!.reason).toContain(`version_requirement ">${claude}"`);
     expect(report.codex).toMatchObject({ action: 'create' });
-    await writeFile(policy, ENABLED.replace('harnesses:\n', `harnesses:\n  claude: { version_requirement: "<=${claude}" }\n`));
-    expect(byHarness(await reconcile(ctx, { dryRun: false, policyFile: policy, harnesses: ['claude'] })).claude).toMatchObject({ state: 'active', action: 'create' });
+    await writeFile(
+      policy,
+      ENABLED.replace('harnesses:\n', `harnesses:\n  claude: { version_requirement: "<=${claude}" }\n`),
+    );
+    expect(
+      byHarness(await reconcile(ctx, { dryRun: false, policyFile: policy, harnesses: ['claude'] })).claude,
+    ).toMatchObject({ state: 'active', action: 'create' });
   });
 
   it('reports harnesses that are not installed without touching their files', async () => {
@@ -197,9 +223,14 @@ describe('reconcile', () => {
 
   it('two reconciles at once end with one correct result', async () => {
     await mkdir(path.dirname(claudeSettings()), { recursive: true });
-    const user = '{\n  "hooks": {\n    "Stop": [{ "hooks": [{ "type": "command", "command": "echo stop" }] }]\n  }\n}\n';
+    const user =
+      '{\n  "hooks": {\n    "Stop": [{ "hooks": [{ "type": "command", "command": "echo stop" }] }]\n  }\n}\n';
     await writeFile(claudeSettings(), user);
-    const runs = await Promise.all([1, 2, 3, 4].map(() => reconcile(t.context({ env: { PATH: ctx.env.PATH! }, self: SELF }), { dryRun: false, policyFile: policy })));
+    const runs = await Promise.all(
+      [1, 2, 3, 4].map(() =>
+        reconcile(t.context({ env: { PATH: ctx.env.PATH! }, self: SELF }), { dryRun: false, policyFile: policy }),
+      ),
+    );
     for (const report of runs) expect(report.ok).toBe(true);
     const text = await readFile(claudeSettings(), 'utf8');
     expect(managedCount(text, 'claude')).toBe(1);
@@ -215,7 +246,14 @@ describe('reconcile', () => {
     const { decide } = await import('../../src/reconcile/decide.js');
     const { loadProfiles } = await import('@blue-agent/contract/profiles/index.js');
     const loaded = (await loadProfiles(ctx.paths.profilesDir)).get('claude')!;
-    const d = decide('claude', loaded, { installed: true, version: '2.1.332' }, { revision: 1, session_upload: { presign_url: 'https://x.example/p' } }, SELF, noRanges);
+    const d = decide(
+      'claude',
+      loaded,
+      { installed: true, version: '2.1.332' },
+      { revision: 1, session_upload: { presign_url: 'https://x.example/p' } },
+      SELF,
+      noRanges,
+    );
     const plan = await planHarness(ctx, ADAPTERS.claude, d.interval, d.desired!, await readLedger(ctx));
     // Someone edits the file after the plan was made.
     await writeFile(claudeSettings(), '{\n  "a": 1,\n  "b": 2\n}\n');
@@ -280,33 +318,61 @@ describe('reconcile command', () => {
     expect((await cli(['teleport'])).code).toBe(2);
   });
 
-  it('refuses a policy file with a mistyped key at any level, naming file:line:col and the key meant, and writes nothing', async () => {
-    const cases: [text: string, where: string, meant: string][] = [
-      [ENABLED.replace('session_upload:', 'sesion_upload:'), '4:1', '/ has an unknown field "sesion_upload" (did you mean "session_upload"?)'],
-      [ENABLED.replace('allow_unverified_versions', 'allow_unverified_version'), '3:11', '/harnesses/kimi has an unknown field "allow_unverified_version" (did you mean "allow_unverified_versions"?)'],
-      [`${ENABLED}ttl_secs: 60\n`, '5:1', '/ has an unknown field "ttl_secs" (did you mean "ttl_seconds"?)'],
-      [ENABLED.replace('presign_url', 'presign_ur'), '4:19', '/session_upload has an unknown field "presign_ur" (did you mean "presign_url"?)'],
-    ];
-    const before = await snapshot(t.home);
-    for (const [text, where, meant] of cases) {
-      await writeFile(policy, text);
-      const human = await cli(['reconcile', '--dry-run', '--policy', policy]);
-      expect(human.code, text).toBe(1);
-      expect(human.err, text).toContain(`blue-agent: error [POLICY_INVALID]: ${policy}:${where}: invalid policy: ${meant}`);
-      expect(human.err, text).toMatch(/hint: Rename "\w+" to "\w+" in /);
-      const json = await cli(['reconcile', '--policy', policy, '--json']);
-      expect(json.code, text).toBe(1);
-      const error = (JSON.parse(json.out) as { error: { code: string; file: string; line: number; column: number } }).error;
-      expect(`${error.code} ${error.file}:${error.line}:${error.column}`, text).toBe(`POLICY_INVALID ${policy}:${where}`);
-    }
-    expect(await snapshot(t.home)).toEqual(before);
-    // Blue's fields blue-agent does not act on stay accepted.
-    await writeFile(policy, `${ENABLED}packages: []\ngateway: { type: litellm }\ntelemetry: { sink_url: "https://t.example" }\n`);
-    expect((await cli(['reconcile', '--dry-run', '--policy', policy])).code).toBe(0);
-  });
+  it(
+    'refuses a policy file with a mistyped key at any level, naming file:line:col and the key meant, and writes ' +
+      'nothing',
+    async () => {
+      const cases: [text: string, where: string, meant: string][] = [
+        [
+          ENABLED.replace('session_upload:', 'sesion_upload:'),
+          '4:1',
+          '/ has an unknown field "sesion_upload" (did you mean "session_upload"?)',
+        ],
+        [
+          ENABLED.replace('allow_unverified_versions', 'allow_unverified_version'),
+          '3:11',
+          '/harnesses/kimi has an unknown field "allow_unverified_version" (did you mean "allow_unverified_versions"?)',
+        ],
+        [`${ENABLED}ttl_secs: 60\n`, '5:1', '/ has an unknown field "ttl_secs" (did you mean "ttl_seconds"?)'],
+        [
+          ENABLED.replace('presign_url', 'presign_ur'),
+          '4:19',
+          '/session_upload has an unknown field "presign_ur" (did you mean "presign_url"?)',
+        ],
+      ];
+      const before = await snapshot(t.home);
+      for (const [text, where, meant] of cases) {
+        await writeFile(policy, text);
+        const human = await cli(['reconcile', '--dry-run', '--policy', policy]);
+        expect(human.code, text).toBe(1);
+        expect(human.err, text).toContain(
+          `blue-agent: error [POLICY_INVALID]: ${policy}:${where}: invalid policy: ${meant}`,
+        );
+        expect(human.err, text).toMatch(/hint: Rename "\w+" to "\w+" in /);
+        const json = await cli(['reconcile', '--policy', policy, '--json']);
+        expect(json.code, text).toBe(1);
+        const error = (JSON.parse(json.out) as { error: { code: string; file: string; line: number; column: number } })
+          .error;
+        expect(`${error.code} ${error.file}:${error.line}:${error.column}`, text).toBe(
+          `POLICY_INVALID ${policy}:${where}`,
+        );
+      }
+      expect(await snapshot(t.home)).toEqual(before);
+      // Blue's fields blue-agent does not act on stay accepted.
+      await writeFile(
+        policy,
+        `${ENABLED}packages: []\ngateway: { type: litellm }\ntelemetry: { sink_url: "https://t.example" }\n`,
+      );
+      expect((await cli(['reconcile', '--dry-run', '--policy', policy])).code).toBe(0);
+    },
+  );
 
   it('a YAML error names the line to fix: a key indented too deep, not the value above it', async () => {
-    await writeFile(policy, 'revision: 5\nsession_upload:\n  presign_url: https://control.example/session-uploads/presign\n  idle_capture_minutes: 30\n    backfill: true\n');
+    await writeFile(
+      policy,
+      'revision: 5\nsession_upload:\n  presign_url: https://control.example/session-uploads/presign\n  ' +
+        'idle_capture_minutes: 30\n    backfill: true\n',
+    );
     const { code, err } = await cli(['reconcile', '--dry-run', '--policy', policy]);
     expect(code).toBe(1);
     expect(err).toContain(`error [POLICY_INVALID]: ${policy}:5:5: line 5 is indented deeper than line 4`);

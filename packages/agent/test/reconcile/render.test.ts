@@ -5,7 +5,15 @@ import { DIFF_MAX_LINES, renderHuman, unifiedDiff } from '../../src/reconcile/re
 
 /** What jsdiff prints for the whole files, without its banner line. */
 function reference(file: string, before: string | null, after: string | null): string[] {
-  return createTwoFilesPatch(before === null ? '/dev/null' : `a${file}`, after === null ? '/dev/null' : `b${file}`, before ?? '', after ?? '', undefined, undefined, { context: 3 })
+  return createTwoFilesPatch(
+    before === null ? '/dev/null' : `a${file}`,
+    after === null ? '/dev/null' : `b${file}`,
+    before ?? '',
+    after ?? '',
+    undefined,
+    undefined,
+    { context: 3 },
+  )
     .split('\n')
     .filter((line, i) => !(i === 0 && line.startsWith('=')))
     .filter((line, i, all) => !(i === all.length - 1 && line === ''));
@@ -61,7 +69,13 @@ describe('renderHuman', () => {
           state: 'error',
           reason: 'settings.json cannot be read',
           action: 'error',
-          files: [{ path: file, action: 'error', error: { code: 'UNSAFE_PATH', message: `${file}: too many levels of symbolic links`, hint: 'fix it' } }],
+          files: [
+            {
+              path: file,
+              action: 'error',
+              error: { code: 'UNSAFE_PATH', message: `${file}: too many levels of symbolic links`, hint: 'fix it' },
+            },
+          ],
         },
       ],
       ok: false,

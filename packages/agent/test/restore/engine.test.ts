@@ -3,15 +3,41 @@
  * different destination, identical and different local copies are handled, hostile bundles and unsafe folders are
  * refused with nothing written anywhere, and a disk that fills at any step leaves nothing behind.
  */
-import { chmod, link, mkdir, readdir, readFile, realpath, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  link,
+  mkdir,
+  readdir,
+  readFile,
+  realpath,
+  rm,
+  stat,
+  symlink,
+  utimes,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BlueError } from '@blue-agent/contract/errors.js';
 import type { LockWorld } from '../../src/lock/liveness.js';
 import { claudeProjectKey } from '../../src/harnesses/claude/session.js';
-import { applyRestore, prepareRestore, realRestoreIO, recoverRestores, type PreparedRestore, type RestoreIO } from '../../src/restore/index.js';
+import {
+  applyRestore,
+  prepareRestore,
+  realRestoreIO,
+  recoverRestores,
+  type PreparedRestore,
+  type RestoreIO,
+} from '../../src/restore/index.js';
 import type { TestHome } from '../../../../test/support/context.js';
-import { errnoError, fixtureBundle, shippedProfiles, snapshot, type FixtureSession, useRestoreHomes } from '../../../../test/support/restore-homes.js';
+import {
+  errnoError,
+  fixtureBundle,
+  shippedProfiles,
+  snapshot,
+  type FixtureSession,
+  useRestoreHomes,
+} from '../../../../test/support/restore-homes.js';
 import { HARNESS_RIGS, rigFor } from '../../../../test/support/rigs.js';
 import type { HarnessName } from '@blue-agent/contract/schema/index.js';
 
@@ -69,10 +95,15 @@ async function seedIndexes(home: string): Promise<void> {
 }
 
 describe('Claude Code', () => {
-  it('places the transcript and its companion folder under the destination\'s project key, with fresh mtimes', async () => {
+  it("places the transcript and its companion folder under the destination's project key, with fresh mtimes", async () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     const prepared = await prepare(session.bundle);
-    expect(prepared).toMatchObject({ harness: 'claude', sessionId: session.sessionId, collision: 'none', resumeArgv: ['claude', '--resume', session.sessionId] });
+    expect(prepared).toMatchObject({
+      harness: 'claude',
+      sessionId: session.sessionId,
+      collision: 'none',
+      resumeArgv: ['claude', '--resume', session.sessionId],
+    });
     expect(prepared.staging.startsWith(path.join(target.home, '.blue-agent-restore-'))).toBe(true);
     // Preparing wrote nothing but the staging folder.
     expect(await snapshot(path.join(target.home, '.claude'))).toEqual({});
@@ -83,7 +114,9 @@ describe('Claude Code', () => {
     const key = claudeProjectKey(destination);
     expect(key).toBe(destination.replace(/[^A-Za-z0-9]/g, '-'));
     const projects = path.join(target.home, '.claude', 'projects');
-    expect(result.placed.sort()).toEqual(session.result.manifest.files.map((f) => path.join(projects, key, ...f.native_path!.split('/').slice(1))).sort());
+    expect(result.placed.sort()).toEqual(
+      session.result.manifest.files.map((f) => path.join(projects, key, ...f.native_path!.split('/').slice(1))).sort(),
+    );
     for (const [rel, bytes] of await sourceFiles('claude', session)) {
       const placed = path.join(projects, key, ...rel.split('/').slice(1));
       expect(await readFile(placed)).toEqual(bytes);
@@ -98,7 +131,13 @@ describe('Claude Code', () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     const first = await prepare(session.bundle);
     await applyRestore(target.ctx, first);
-    const transcript = path.join(target.home, '.claude', 'projects', claudeProjectKey(destination), `${session.sessionId}.jsonl`);
+    const transcript = path.join(
+      target.home,
+      '.claude',
+      'projects',
+      claudeProjectKey(destination),
+      `${session.sessionId}.jsonl`,
+    );
     const old = new Date('2001-01-01T00:00:00Z');
     await utimes(transcript, old, old);
     const before = await snapshot(target.home);
@@ -112,7 +151,10 @@ describe('Claude Code', () => {
     expect((await stat(transcript)).mtime.getTime()).toBe(old.getTime());
     expect(await snapshot(target.home)).toEqual(before);
 
-    await writeFile(transcript, `${await readFile(transcript, 'utf8')}{"type":"user","message":{"role":"user","content":"local turn"}}\n`);
+    await writeFile(
+      transcript,
+      `${await readFile(transcript, 'utf8')}{"type":"user","message":{"role":"user","content":"local turn"}}\n`,
+    );
     const changed = await snapshot(target.home);
     const different = await prepare(session.bundle);
     expect(different.collision).toBe('different');
@@ -130,7 +172,13 @@ describe('Claude Code', () => {
     await mkdir(first);
     const resolvedFirst = await realpath(first);
     await applyRestore(target.ctx, await prepare(session.bundle, resolvedFirst));
-    const existing = path.join(target.home, '.claude', 'projects', claudeProjectKey(resolvedFirst), `${session.sessionId}.jsonl`);
+    const existing = path.join(
+      target.home,
+      '.claude',
+      'projects',
+      claudeProjectKey(resolvedFirst),
+      `${session.sessionId}.jsonl`,
+    );
     const before = await snapshot(target.home);
 
     // Restored again where it is: the same files, nothing to write.
@@ -141,9 +189,22 @@ describe('Claude Code', () => {
     // Into another directory: Claude Code would find two files for one id.
     const prepared = await prepare(session.bundle);
     expect(prepared.collision).toBe('different');
-    expect(prepared.summary.conflicts).toEqual([{ path: existing, why: expect.stringContaining('another project folder'), hint: expect.stringContaining(`move or delete ${existing}`) }]);
+    expect(prepared.summary.conflicts).toEqual([
+      {
+        path: existing,
+        why: expect.stringContaining('another project folder'),
+        hint: expect.stringContaining(`move or delete ${existing}`),
+      },
+    ]);
     const error = await blueError(() => applyRestore(target.ctx, prepared));
-    expect(error).toMatchObject({ code: 'RESTORE_CONFLICT', file: existing, message: `this machine already has claude session ${session.sessionId}: ${existing}: a copy in another project folder; Claude Code finds a session by its id in every project folder, so a second copy would make \`claude --resume ${session.sessionId}\` ambiguous` });
+    expect(error).toMatchObject({
+      code: 'RESTORE_CONFLICT',
+      file: existing,
+      message:
+        `this machine already has claude session ${session.sessionId}: ${existing}: a copy in another ` +
+        `project folder; Claude Code finds a session by its id in every project folder, so a second copy would ` +
+        `make \`claude --resume ${session.sessionId}\` ambiguous`,
+    });
     expect(error.hint).toContain(`claude --resume ${session.sessionId}`);
     await prepared.dispose();
     expect(await snapshot(target.home)).toEqual(before);
@@ -157,7 +218,10 @@ describe('Claude Code', () => {
     await mkdir(path.dirname(copy), { recursive: true });
     await writeFile(copy, 'a copy\n');
     const before = await snapshot(path.join(target.home, '.claude'));
-    expect(await blueError(() => applyRestore(target.ctx, prepared))).toMatchObject({ code: 'RESTORE_CONFLICT', file: copy });
+    expect(await blueError(() => applyRestore(target.ctx, prepared))).toMatchObject({
+      code: 'RESTORE_CONFLICT',
+      file: copy,
+    });
     await prepared.dispose();
     expect(await snapshot(path.join(target.home, '.claude'))).toEqual(before);
   });
@@ -165,33 +229,51 @@ describe('Claude Code', () => {
   it('a local copy that is a hard link (or a symbolic link) is refused before it is read, and left as it is', async () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     await applyRestore(target.ctx, await prepare(session.bundle));
-    const transcript = path.join(target.home, '.claude', 'projects', claudeProjectKey(destination), `${session.sessionId}.jsonl`);
+    const transcript = path.join(
+      target.home,
+      '.claude',
+      'projects',
+      claudeProjectKey(destination),
+      `${session.sessionId}.jsonl`,
+    );
     const second = path.join(target.root, 'second-name.jsonl');
     await link(transcript, second);
     const before = await snapshot(target.home);
     const error = await blueError(() => prepare(session.bundle));
-    expect(error).toMatchObject({ code: 'RESTORE_UNSAFE', file: transcript, message: `${transcript}: has 2 hard links (only a file with one name is read)` });
+    expect(error).toMatchObject({
+      code: 'RESTORE_UNSAFE',
+      file: transcript,
+      message: `${transcript}: has 2 hard links (only a file with one name is read)`,
+    });
     expect(await snapshot(target.home)).toEqual(before);
 
     await rm(transcript);
     await symlink(second, transcript);
-    expect(await blueError(() => prepare(session.bundle))).toMatchObject({ code: 'RESTORE_UNSAFE', file: transcript, message: expect.stringMatching(/symbolic link/) });
+    expect(await blueError(() => prepare(session.bundle))).toMatchObject({
+      code: 'RESTORE_UNSAFE',
+      file: transcript,
+      message: expect.stringMatching(/symbolic link/),
+    });
   });
 
-  it('a companion that appears with other content between preflight and apply is a conflict, and what was placed goes', async () => {
-    const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
-    const before = await snapshot(target.home);
-    const prepared = await prepare(session.bundle);
-    const companion = prepared.summary.create.find((p) => p.includes(`${session.sessionId}${path.sep}`))!;
-    await mkdir(path.dirname(companion), { recursive: true });
-    await writeFile(companion, 'someone else\n');
-    const error = await blueError(() => applyRestore(target.ctx, prepared));
-    expect(error.code).toBe('RESTORE_CONFLICT');
-    expect(await readFile(companion, 'utf8')).toBe('someone else\n');
-    await rm(path.join(target.home, '.claude'), { recursive: true });
-    await prepared.dispose();
-    expect(await snapshot(target.home)).toEqual(before);
-  });
+  it(
+    'a companion that appears with other content between preflight and apply is a conflict, and what was placed ' +
+      'goes',
+    async () => {
+      const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
+      const before = await snapshot(target.home);
+      const prepared = await prepare(session.bundle);
+      const companion = prepared.summary.create.find((p) => p.includes(`${session.sessionId}${path.sep}`))!;
+      await mkdir(path.dirname(companion), { recursive: true });
+      await writeFile(companion, 'someone else\n');
+      const error = await blueError(() => applyRestore(target.ctx, prepared));
+      expect(error.code).toBe('RESTORE_CONFLICT');
+      expect(await readFile(companion, 'utf8')).toBe('someone else\n');
+      await rm(path.join(target.home, '.claude'), { recursive: true });
+      await prepared.dispose();
+      expect(await snapshot(target.home)).toEqual(before);
+    },
+  );
 
   it('refuses a symlinked project folder below the session root, writing nothing anywhere', async () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
@@ -214,7 +296,9 @@ describe('Claude Code', () => {
     await symlink(dotfiles, path.join(target.home, '.claude'));
     const prepared = await prepare(session.bundle);
     await applyRestore(target.ctx, prepared);
-    expect(await readdir(path.join(dotfiles, 'projects', claudeProjectKey(destination)))).toContain(`${session.sessionId}.jsonl`);
+    expect(await readdir(path.join(dotfiles, 'projects', claudeProjectKey(destination)))).toContain(
+      `${session.sessionId}.jsonl`,
+    );
   });
 
   it('a destination that does not exist, or vanished after the preflight, is refused with nothing written', async () => {
@@ -239,13 +323,21 @@ describe('Codex', () => {
     const codexHome = path.join(target.home, '.codex');
     await mkdir(codexHome, { recursive: true });
     const index = path.join(codexHome, 'session_index.jsonl');
-    const otherLines = '{"id":"other-1","thread_name":"Theirs","updated_at":"2026-01-01T00:00:00Z"}\n{"id":"other-2","thread_name":"No newline","updated_at":"2026-01-02T00:00:00Z"}';
+    const otherLines =
+      '{"id":"other-1","thread_name":"Theirs","updated_at":"2026-01-01T00:00:00Z"}\n{"id":"other-2","thread_name":"No newline","updated_at":"2026-01-02T00:00:00Z"}';
     await writeFile(index, otherLines);
     await chmod(index, 0o640);
     const prepared = await prepare(session.bundle);
     expect(prepared.summary.indexes).toEqual([index]);
     const result = await applyRestore(target.ctx, prepared);
-    const rollout = path.join(codexHome, 'sessions', '2026', '11', '30', `rollout-2026-11-30T16-33-24-${session.sessionId}.jsonl`);
+    const rollout = path.join(
+      codexHome,
+      'sessions',
+      '2026',
+      '11',
+      '30',
+      `rollout-2026-11-30T16-33-24-${session.sessionId}.jsonl`,
+    );
     expect(result.placed).toEqual([rollout]);
     expect(result.merged).toEqual([index]);
     expect(result.resumeArgv).toEqual(['codex', 'resume', session.sessionId]);
@@ -263,29 +355,57 @@ describe('Codex', () => {
     expect(await snapshot(target.home)).toEqual(before);
   });
 
-  it('a machine in another time zone names the rollout by its local time, as Codex does, and finds its own copy there', async () => {
-    const session = await fixtureBundle('codex', source, path.join(source.root, 'codex.bundle'));
-    // Chatham in summer, +13:45: the session started at 16:33:24.929 UTC, 06:18:24 on the next day there.
-    const chatham = target.context({ clock: { now: () => Date.now(), utcOffsetMinutes: () => 825 } });
-    const prepared = await prepareRestore(chatham, { bundleFile: session.bundle, destination, profiles: await shippedProfiles() });
-    const rollout = path.join(target.home, '.codex', 'sessions', '2026', '12', '01', `rollout-2026-12-01T06-18-24-${session.sessionId}.jsonl`);
-    expect(prepared.summary.create).toEqual([rollout]);
-    expect((await applyRestore(chatham, prepared)).placed).toEqual([rollout]);
-    await prepared.dispose();
+  it(
+    'a machine in another time zone names the rollout by its local time, as Codex does, and finds its own copy ' +
+      'there',
+    async () => {
+      const session = await fixtureBundle('codex', source, path.join(source.root, 'codex.bundle'));
+      // Chatham in summer, +13:45: the session started at 16:33:24.929 UTC, 06:18:24 on the next day there.
+      const chatham = target.context({ clock: { now: () => Date.now(), utcOffsetMinutes: () => 825 } });
+      const prepared = await prepareRestore(chatham, {
+        bundleFile: session.bundle,
+        destination,
+        profiles: await shippedProfiles(),
+      });
+      const rollout = path.join(
+        target.home,
+        '.codex',
+        'sessions',
+        '2026',
+        '12',
+        '01',
+        `rollout-2026-12-01T06-18-24-${session.sessionId}.jsonl`,
+      );
+      expect(prepared.summary.create).toEqual([rollout]);
+      expect((await applyRestore(chatham, prepared)).placed).toEqual([rollout]);
+      await prepared.dispose();
 
-    // Restored again on that machine: its own file, nothing to write and no second name.
-    const before = await snapshot(target.home);
-    const again = await prepareRestore(chatham, { bundleFile: session.bundle, destination, profiles: await shippedProfiles() });
-    expect(again).toMatchObject({ collision: 'identical', summary: { create: [], identical: [rollout] } });
-    expect(again.plan.aliases).toEqual([]);
-    expect((await applyRestore(chatham, again)).placed).toEqual([]);
-    await again.dispose();
-    expect(await snapshot(target.home)).toEqual(before);
-  });
+      // Restored again on that machine: its own file, nothing to write and no second name.
+      const before = await snapshot(target.home);
+      const again = await prepareRestore(chatham, {
+        bundleFile: session.bundle,
+        destination,
+        profiles: await shippedProfiles(),
+      });
+      expect(again).toMatchObject({ collision: 'identical', summary: { create: [], identical: [rollout] } });
+      expect(again.plan.aliases).toEqual([]);
+      expect((await applyRestore(chatham, again)).placed).toEqual([]);
+      await again.dispose();
+      expect(await snapshot(target.home)).toEqual(before);
+    },
+  );
 
   it('the same session already in another date folder is the same session: identical is skipped, different refused', async () => {
     const session = await fixtureBundle('codex', source, path.join(source.root, 'codex.bundle'));
-    const local = path.join(target.home, '.codex', 'sessions', '2026', '11', '29', `rollout-2026-11-29T23-59-59-${session.sessionId}.jsonl`);
+    const local = path.join(
+      target.home,
+      '.codex',
+      'sessions',
+      '2026',
+      '11',
+      '29',
+      `rollout-2026-11-29T23-59-59-${session.sessionId}.jsonl`,
+    );
     await mkdir(path.dirname(local), { recursive: true });
     const sourceRollout = (await sourceFiles('codex', session)).values().next().value as Buffer;
     await writeFile(local, sourceRollout);
@@ -315,7 +435,9 @@ function faultyIO(failAt: number, code: string): RestoreIO & { calls: number } {
     mkdir: async (dir: string, mode: number) => (await io.step('mkdir', dir), realRestoreIO.mkdir(dir, mode)),
     link: async (a: string, b: string) => (await io.step('link', b), realRestoreIO.link(a, b)),
     rename: async (a: string, b: string) => (await io.step('rename', b), realRestoreIO.rename(a, b)),
-    write: async (h: Parameters<RestoreIO['write']>[0], d: Uint8Array) => (await io.step('write', 'fd'), realRestoreIO.write(h, d)),
+    write: async (h: Parameters<RestoreIO['write']>[0], d: Uint8Array) => (
+      await io.step('write', 'fd'), realRestoreIO.write(h, d)
+    ),
     copyFile: async (a: string, b: string) => (await io.step('copyfile', b), realRestoreIO.copyFile(a, b)),
     utimes: async (f: string, a: Date, m: Date) => (await io.step('utime', f), realRestoreIO.utimes(f, a, m)),
   });
@@ -339,7 +461,8 @@ describe('a disk that fills up', () => {
       expect(total).toBeGreaterThan(3);
       const complete = await snapshot(target.home);
       // Back to the machine before the restore: nothing but the indexes (the agent's state is outside this HOME).
-      for (const name of await readdir(target.home)) await rm(path.join(target.home, name), { recursive: true, force: true });
+      for (const name of await readdir(target.home))
+        await rm(path.join(target.home, name), { recursive: true, force: true });
       await seedIndexes(target.home);
       expect(await snapshot(target.home)).toEqual(before);
 
@@ -354,7 +477,9 @@ describe('a disk that fills up', () => {
       }
       // EIO is a failure too, with the same guarantee.
       const prepared = await prepare(session.bundle);
-      const eio = await blueError(() => applyRestore(target.ctx, prepared, { io: faultyIO(Math.ceil(total / 2), 'EIO') }));
+      const eio = await blueError(() =>
+        applyRestore(target.ctx, prepared, { io: faultyIO(Math.ceil(total / 2), 'EIO') }),
+      );
       expect(eio.code).toBe('RESTORE_FAILED');
       await prepared.dispose();
       expect(await snapshot(target.home)).toEqual(before);
@@ -382,7 +507,10 @@ describe('the staging folder', () => {
     expect(await snapshot(target.home)).toEqual(before);
 
     const abandoned = await prepare(session.bundle);
-    await writeFile(path.join(abandoned.staging, 'owner.json'), JSON.stringify({ pid: 2 ** 22 + 7, host: (await import('node:os')).hostname(), started_at_unix_ms: Date.now() }));
+    await writeFile(
+      path.join(abandoned.staging, 'owner.json'),
+      JSON.stringify({ pid: 2 ** 22 + 7, host: (await import('node:os')).hostname(), started_at_unix_ms: Date.now() }),
+    );
     await recoverRestores(target.ctx);
     expect(await stagingLeft(target)).toEqual([]);
     expect(await snapshot(target.home)).toEqual(before);
@@ -398,7 +526,14 @@ describe('recoverRestores', () => {
     // A restore that got as far as one placement, by a process that is still alive (in the injected world).
     const { hostname } = await import('node:os');
     const LIVE = 4_000_123;
-    const world: LockWorld = { host: hostname(), pid: process.pid, bootAt: Date.now() - 3_600_000, probe: (pid) => (pid === LIVE ? 'alive' : 'gone'), procStart: () => undefined, startedAt: () => undefined };
+    const world: LockWorld = {
+      host: hostname(),
+      pid: process.pid,
+      bootAt: Date.now() - 3_600_000,
+      probe: (pid) => (pid === LIVE ? 'alive' : 'gone'),
+      procStart: () => undefined,
+      startedAt: () => undefined,
+    };
     const journal = {
       format: 'blue-agent-restore-journal-v1',
       id: '0123456789abcdef',
@@ -411,7 +546,13 @@ describe('recoverRestores', () => {
       staging: prepared.staging,
       root: prepared.plan.root,
       dirs: [path.join(target.home, '.claude'), path.join(target.home, '.claude', 'projects'), path.dirname(target0)],
-      targets: prepared.plan.placements.map((p) => ({ path: p.to, staged: p.from, sha256: p.sha256, size: p.size, temp: `${p.to}.tmp` })),
+      targets: prepared.plan.placements.map((p) => ({
+        path: p.to,
+        staged: p.from,
+        sha256: p.sha256,
+        size: p.size,
+        temp: `${p.to}.tmp`,
+      })),
       indexes: [],
     };
     const restores = path.join(target.env.BLUE_AGENT_HOME!, 'restores');

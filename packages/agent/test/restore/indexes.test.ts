@@ -19,7 +19,11 @@ let destination: string;
 useRestoreHomes('dest', (homes) => ({ source, target, destination } = homes));
 
 async function refused(bundle: string): Promise<BlueError> {
-  const prepared = await prepareRestore(target.ctx, { bundleFile: bundle, destination, profiles: await shippedProfiles() });
+  const prepared = await prepareRestore(target.ctx, {
+    bundleFile: bundle,
+    destination,
+    profiles: await shippedProfiles(),
+  });
   try {
     await applyRestore(target.ctx, prepared);
   } catch (error) {
@@ -36,15 +40,26 @@ describe('Codex session_index.jsonl', () => {
     const session = await fixtureBundle('codex', source, path.join(source.root, 'codex.bundle'));
     const index = path.join(target.home, '.codex', 'session_index.jsonl');
     await mkdir(path.dirname(index), { recursive: true });
-    const before = Buffer.concat([Buffer.from('{"id":"x","thread_name":"caf'), Buffer.from([0xe9, 0xff]), Buffer.from('","updated_at":"1"}\n')]);
+    const before = Buffer.concat([
+      Buffer.from('{"id":"x","thread_name":"caf'),
+      Buffer.from([0xe9, 0xff]),
+      Buffer.from('","updated_at":"1"}\n'),
+    ]);
     await writeFile(index, before);
-    const prepared = await prepareRestore(target.ctx, { bundleFile: session.bundle, destination, profiles: await shippedProfiles() });
+    const prepared = await prepareRestore(target.ctx, {
+      bundleFile: session.bundle,
+      destination,
+      profiles: await shippedProfiles(),
+    });
     const result = await applyRestore(target.ctx, prepared);
     await prepared.dispose();
     expect(result.merged).toEqual([index]);
     const after = await readFile(index);
     expect(after.subarray(0, before.length).equals(before)).toBe(true);
-    expect(JSON.parse(after.subarray(before.length).toString('utf8'))).toMatchObject({ id: session.sessionId, thread_name: session.result.manifest.title });
+    expect(JSON.parse(after.subarray(before.length).toString('utf8'))).toMatchObject({
+      id: session.sessionId,
+      thread_name: session.result.manifest.title,
+    });
   });
 
   it('an index past 64 MiB is refused before it is read, with nothing written', async () => {
@@ -79,4 +94,3 @@ describe('a hard-linked index', () => {
     expect(await snapshot(target.home)).toEqual(before);
   });
 });
-

@@ -6,7 +6,13 @@
 import { mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { applyRestore, prepareRestore, realRestoreIO, recoverRestores, type RestoreIO } from '../../src/restore/index.js';
+import {
+  applyRestore,
+  prepareRestore,
+  realRestoreIO,
+  recoverRestores,
+  type RestoreIO,
+} from '../../src/restore/index.js';
 import { errnoError } from '../../../../test/support/restore-homes.js';
 import type { TestHome } from '../../../../test/support/context.js';
 import { writeExecutable } from '../../../../test/support/recorded-sessions.js';
@@ -34,7 +40,10 @@ afterEach(async () => {
 });
 
 /** A fake opencode: logs `cwd argv`, then behaves as `mode` says. */
-async function fakeOpencode(mode: { export: 'missing' | 'same' | 'other'; import: 'ok' | 'fail' | 'silent' | 'other-id' }): Promise<void> {
+async function fakeOpencode(mode: {
+  export: 'missing' | 'same' | 'other';
+  import: 'ok' | 'fail' | 'silent' | 'other-id';
+}): Promise<void> {
   const bin = path.join(t.root, 'bin', 'opencode');
   const exportFile = path.join(t.root, 'export-out.json');
   await writeFile(exportFile, exportText);
@@ -91,16 +100,28 @@ describe('OpenCode import step', () => {
       await expect(applyRestore(ctx(), prepared)).rejects.toMatchObject({ code: 'RESTORE_FAILED' });
       await prepared.dispose();
       // Removed with session delete, then confirmed gone with the preflight's own check.
-      expect((await log()).slice(-2)).toEqual([`${destination} session delete ${sessionId}`, `${destination} export ${sessionId}`]);
+      expect((await log()).slice(-2)).toEqual([
+        `${destination} session delete ${sessionId}`,
+        `${destination} export ${sessionId}`,
+      ]);
       const { readdir } = await import('node:fs/promises');
-      expect((await readdir(path.join(t.home, '.config', 'opencode')).catch(() => [])).filter((n) => n.includes('.blue-agent-restore'))).toEqual([]);
+      expect(
+        (await readdir(path.join(t.home, '.config', 'opencode')).catch(() => [])).filter((n) =>
+          n.includes('.blue-agent-restore'),
+        ),
+      ).toEqual([]);
       expect(await readdir(path.join(t.env.BLUE_AGENT_HOME!, 'restores'))).toEqual([]);
     });
   }
 
   it('a session OpenCode already holds with other messages is refused; the same messages are nothing to do', async () => {
-    const original = JSON.parse(await readFile(path.join((await prepare()).staging, 'bundle', 'files', '0000-export.json'), 'utf8')) as { info: unknown; messages: unknown[] };
-    exportText = JSON.stringify({ ...original, messages: [...original.messages, { info: { role: 'user' }, parts: [] }] });
+    const original = JSON.parse(
+      await readFile(path.join((await prepare()).staging, 'bundle', 'files', '0000-export.json'), 'utf8'),
+    ) as { info: unknown; messages: unknown[] };
+    exportText = JSON.stringify({
+      ...original,
+      messages: [...original.messages, { info: { role: 'user' }, parts: [] }],
+    });
     await fakeOpencode({ export: 'other', import: 'ok' });
     const different = await prepare();
     expect(different.collision).toBe('different');
@@ -120,14 +141,20 @@ describe('OpenCode import step', () => {
   it('a preflight that cannot tell whether the session exists refuses instead of guessing', async () => {
     exportText = 'not json';
     await fakeOpencode({ export: 'same', import: 'ok' });
-    await expect(prepare()).rejects.toMatchObject({ code: 'RESTORE_FAILED', message: expect.stringMatching(/cannot tell/) });
+    await expect(prepare()).rejects.toMatchObject({
+      code: 'RESTORE_FAILED',
+      message: expect.stringMatching(/cannot tell/),
+    });
   });
 
   /**
    * A stateful fake: `import` creates the session (a marker file), `export` finds it while the marker exists,
    * `session delete` removes it or (`delete: 'fail' | 'noop'`) does not.
    */
-  async function statefulOpencode(mode: { import: 'ok' | 'silent' | 'other-id'; delete: 'ok' | 'fail' | 'noop' }): Promise<void> {
+  async function statefulOpencode(mode: {
+    import: 'ok' | 'silent' | 'other-id';
+    delete: 'ok' | 'fail' | 'noop';
+  }): Promise<void> {
     const bin = path.join(t.root, 'bin', 'opencode');
     const marker = path.join(t.root, 'imported');
     const original = path.join(t.root, 'export-out.json');
@@ -152,37 +179,45 @@ esac
   }
 
   for (const failure of ['fail', 'noop'] as const) {
-    it(`a rollback whose session delete ${failure === 'fail' ? 'fails' : 'leaves the session'} says so and keeps the journal for the next recovery`, async () => {
-      await statefulOpencode({ import: 'silent', delete: failure });
-      const prepared = await prepare();
-      const error = await applyRestore(ctx(), prepared).then(
-        () => undefined,
-        (e: unknown) => e as { code: string; message: string },
-      );
-      await prepared.dispose();
-      expect(error?.code).toBe('RESTORE_FAILED');
-      expect(error?.message).toMatch(/may remain/);
-      expect(error?.message).toContain(sessionId);
-      const { readdir } = await import('node:fs/promises');
-      expect(await readdir(path.join(t.env.BLUE_AGENT_HOME!, 'restores'))).toHaveLength(1);
+    it(
+      `a rollback whose session delete ${failure === 'fail' ? 'fails' : 'leaves the session'} says so and keeps ` +
+        `the journal for the next recovery`,
+      async () => {
+        await statefulOpencode({ import: 'silent', delete: failure });
+        const prepared = await prepare();
+        const error = await applyRestore(ctx(), prepared).then(
+          () => undefined,
+          (e: unknown) => e as { code: string; message: string },
+        );
+        await prepared.dispose();
+        expect(error?.code).toBe('RESTORE_FAILED');
+        expect(error?.message).toMatch(/may remain/);
+        expect(error?.message).toContain(sessionId);
+        const { readdir } = await import('node:fs/promises');
+        expect(await readdir(path.join(t.env.BLUE_AGENT_HOME!, 'restores'))).toHaveLength(1);
 
-      // Once the delete works, recovery finishes the rollback and drops the journal.
-      await statefulOpencode({ import: 'silent', delete: 'ok' });
-      const recovered = await recoverRestores(ctx());
-      expect(recovered.rolledBack).toHaveLength(1);
-      expect(await readdir(path.join(t.env.BLUE_AGENT_HOME!, 'restores'))).toEqual([]);
-      expect((await log()).slice(-2)).toEqual([`${destination} session delete ${sessionId}`, `${destination} export ${sessionId}`]);
-    });
+        // Once the delete works, recovery finishes the rollback and drops the journal.
+        await statefulOpencode({ import: 'silent', delete: 'ok' });
+        const recovered = await recoverRestores(ctx());
+        expect(recovered.rolledBack).toHaveLength(1);
+        expect(await readdir(path.join(t.env.BLUE_AGENT_HOME!, 'restores'))).toEqual([]);
+        expect((await log()).slice(-2)).toEqual([
+          `${destination} session delete ${sessionId}`,
+          `${destination} export ${sessionId}`,
+        ]);
+      },
+    );
   }
 
-  it('a failure after the import rolls back the id the import reported, not the bundle\'s', async () => {
+  it("a failure after the import rolls back the id the import reported, not the bundle's", async () => {
     await statefulOpencode({ import: 'other-id', delete: 'ok' });
     const prepared = await prepare();
     // The commit point (the journal saying `placed`) cannot be written.
     const io: RestoreIO = {
       ...realRestoreIO,
       write: async (handle, data) => {
-        if (Buffer.from(data).toString('utf8').includes('"state": "placed"')) throw errnoError('EIO', 'write', 'journal');
+        if (Buffer.from(data).toString('utf8').includes('"state": "placed"'))
+          throw errnoError('EIO', 'write', 'journal');
         return realRestoreIO.write(handle, data);
       },
     };

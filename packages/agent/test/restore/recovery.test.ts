@@ -4,15 +4,40 @@
  * recovered; a journal that is still owned blocks another restore into the same files; a folder someone else made
  * meanwhile is never removed; a parent folder swapped for a link during placement is caught and undone.
  */
-import { appendFile, link, lstat, mkdir, readdir, readFile, rename, stat, symlink, unlink, writeFile } from 'node:fs/promises';
+import {
+  appendFile,
+  link,
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  rename,
+  stat,
+  symlink,
+  unlink,
+  writeFile,
+} from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BlueError } from '@blue-agent/contract/errors.js';
 import type { LockWorld } from '../../src/lock/liveness.js';
-import { applyRestore, prepareRestore, realRestoreIO, recoverRestores, type PreparedRestore, type RestoreIO } from '../../src/restore/index.js';
+import {
+  applyRestore,
+  prepareRestore,
+  realRestoreIO,
+  recoverRestores,
+  type PreparedRestore,
+  type RestoreIO,
+} from '../../src/restore/index.js';
 import type { TestHome } from '../../../../test/support/context.js';
-import { errnoError, fixtureBundle, shippedProfiles, snapshot, useRestoreHomes } from '../../../../test/support/restore-homes.js';
+import {
+  errnoError,
+  fixtureBundle,
+  shippedProfiles,
+  snapshot,
+  useRestoreHomes,
+} from '../../../../test/support/restore-homes.js';
 
 let source: TestHome;
 let target: TestHome;
@@ -49,9 +74,11 @@ async function journals(): Promise<string[]> {
 async function crashedAfterPlacement(prepared: PreparedRestore, owner: Record<string, unknown>): Promise<string> {
   const id = 'fedcba9876543210';
   const ancestors = new Set<string>();
-  for (const p of prepared.plan.placements) for (let d = path.dirname(p.to); d.startsWith(`${target.home}${path.sep}`); d = path.dirname(d)) ancestors.add(d);
+  for (const p of prepared.plan.placements)
+    for (let d = path.dirname(p.to); d.startsWith(`${target.home}${path.sep}`); d = path.dirname(d)) ancestors.add(d);
   const dirs: string[] = [];
-  for (const d of [...ancestors].sort((a, b) => a.length - b.length)) if ((await lstat(d).catch(() => undefined)) === undefined) dirs.push(d);
+  for (const d of [...ancestors].sort((a, b) => a.length - b.length))
+    if ((await lstat(d).catch(() => undefined)) === undefined) dirs.push(d);
   for (const d of dirs) await mkdir(d);
   for (const p of prepared.plan.placements) await link(p.from, p.to);
   const journal = {
@@ -66,7 +93,13 @@ async function crashedAfterPlacement(prepared: PreparedRestore, owner: Record<st
     staging: prepared.staging,
     root: prepared.plan.root,
     dirs,
-    targets: prepared.plan.placements.map((p) => ({ path: p.to, staged: p.from, sha256: p.sha256, size: p.size, temp: path.join(path.dirname(p.to), `.blue-agent-restore-${id}.tmp.${path.basename(p.to)}`) })),
+    targets: prepared.plan.placements.map((p) => ({
+      path: p.to,
+      staged: p.from,
+      sha256: p.sha256,
+      size: p.size,
+      temp: path.join(path.dirname(p.to), `.blue-agent-restore-${id}.tmp.${path.basename(p.to)}`),
+    })),
     indexes: [],
   };
   await mkdir(restoresDir(), { recursive: true });
@@ -93,7 +126,8 @@ describe('recovery after a crash between placement and the commit point', () => 
     expect(report.warnings).toEqual([expect.stringContaining(transcript.to)]);
     expect(report.warnings![0]).toMatch(/kept/);
     expect(await readFile(transcript.to)).toEqual(kept);
-    for (const p of prepared.plan.placements.filter((x) => x !== transcript)) expect(await lstat(p.to).catch(() => undefined)).toBeUndefined();
+    for (const p of prepared.plan.placements.filter((x) => x !== transcript))
+      expect(await lstat(p.to).catch(() => undefined)).toBeUndefined();
     expect(await journals()).toEqual([]);
   });
 
@@ -120,9 +154,12 @@ describe('recovery after a crash between placement and the commit point', () => 
     await link(transcript.to, third);
     const report = await recoverRestores(target.ctx);
     expect(report.rolledBack).toEqual([id]);
-    expect(report.warnings).toEqual([`${transcript.to} was kept: it has another hard link now, so it is not only the restore's`]);
+    expect(report.warnings).toEqual([
+      `${transcript.to} was kept: it has another hard link now, so it is not only the restore's`,
+    ]);
     expect((await lstat(transcript.to)).ino).toBe((await lstat(third)).ino);
-    for (const p of prepared.plan.placements.filter((x) => x !== transcript)) expect(await lstat(p.to).catch(() => undefined)).toBeUndefined();
+    for (const p of prepared.plan.placements.filter((x) => x !== transcript))
+      expect(await lstat(p.to).catch(() => undefined)).toBeUndefined();
   });
 });
 
@@ -133,7 +170,15 @@ describe('recovery after a crash between placement and the commit point', () => 
 const LIVE_PID = 4_000_123;
 const BOOT_AT = Date.now() - 3_600_000;
 function world(over: Partial<LockWorld> = {}): LockWorld {
-  return { host: hostname(), pid: process.pid, bootAt: BOOT_AT, probe: (pid) => (pid === LIVE_PID ? 'alive' : 'gone'), procStart: () => undefined, startedAt: () => undefined, ...over };
+  return {
+    host: hostname(),
+    pid: process.pid,
+    bootAt: BOOT_AT,
+    probe: (pid) => (pid === LIVE_PID ? 'alive' : 'gone'),
+    procStart: () => undefined,
+    startedAt: () => undefined,
+    ...over,
+  };
 }
 
 describe('whose journal it is', () => {
@@ -145,7 +190,10 @@ describe('whose journal it is', () => {
     const recorded = Date.now() - 60_000;
     const id = await crashedAfterPlacement(prepared, { pid: LIVE_PID, pid_started_at_unix_ms: recorded });
     // Started when recorded: the owner, left alone.
-    expect(await recoverRestores(target.ctx, { world: world({ startedAt: () => recorded + 1_000 }) })).toEqual({ rolledBack: [], completed: [] });
+    expect(await recoverRestores(target.ctx, { world: world({ startedAt: () => recorded + 1_000 }) })).toEqual({
+      rolledBack: [],
+      completed: [],
+    });
     const reused = world({ startedAt: (pid) => (pid === LIVE_PID ? Date.now() - 1_000 : undefined) });
     expect(await recoverRestores(target.ctx, { world: reused })).toEqual({ rolledBack: [id], completed: [] });
     expect(await snapshot(target.home)).toEqual(before);
@@ -157,7 +205,10 @@ describe('whose journal it is', () => {
     const prepared = await prepare(session.bundle);
     const id = await crashedAfterPlacement(prepared, { pid: LIVE_PID, started_at_unix_ms: BOOT_AT - 60_000 });
     // Had the machine booted earlier, the same journal would be a running restore's.
-    expect(await recoverRestores(target.ctx, { world: world({ bootAt: BOOT_AT - 3_600_000 }) })).toEqual({ rolledBack: [], completed: [] });
+    expect(await recoverRestores(target.ctx, { world: world({ bootAt: BOOT_AT - 3_600_000 }) })).toEqual({
+      rolledBack: [],
+      completed: [],
+    });
     expect(await recoverRestores(target.ctx, { world: world() })).toEqual({ rolledBack: [id], completed: [] });
     expect(await snapshot(target.home)).toEqual(before);
   });
@@ -168,7 +219,10 @@ describe('whose journal it is', () => {
     const id = await crashedAfterPlacement(first, { pid: LIVE_PID, pid_started_at_unix_ms: Date.now() - 1_000 });
     // Undo the placements by hand (the journal still names them): the machine looks free to restore into.
     for (const p of first.plan.placements) await unlink(p.to);
-    expect(await recoverRestores(target.ctx, { world: world({ startedAt: () => Date.now() - 1_000 }) })).toEqual({ rolledBack: [], completed: [] });
+    expect(await recoverRestores(target.ctx, { world: world({ startedAt: () => Date.now() - 1_000 }) })).toEqual({
+      rolledBack: [],
+      completed: [],
+    });
     const before = await snapshot(target.home);
     const second = await prepare(session.bundle);
     const error = await blueError(() => applyRestore(target.ctx, second));
@@ -181,7 +235,9 @@ describe('whose journal it is', () => {
 });
 
 /** realRestoreIO with hooks before each effect. */
-function hookedIO(hooks: Partial<{ mkdir: (dir: string) => Promise<void>; link: (from: string, to: string) => Promise<void> }>): RestoreIO {
+function hookedIO(
+  hooks: Partial<{ mkdir: (dir: string) => Promise<void>; link: (from: string, to: string) => Promise<void> }>,
+): RestoreIO {
   return {
     ...realRestoreIO,
     mkdir: async (dir, mode) => {

@@ -22,7 +22,13 @@ const DECLARED: Interval = {
   verified_before: '1.1.0',
   lifecycle: 'supported',
   operations: ['session_capture', 'session_resume', 'restore_rewrite'],
-  session: { root: 'projects', roles: [{ role: 'primary_transcript', min: 1, max: 1, restore_rewrite: "the first record's cwd" }, { role: 'session_companion', min: 0, max: 8 }] },
+  session: {
+    root: 'projects',
+    roles: [
+      { role: 'primary_transcript', min: 1, max: 1, restore_rewrite: "the first record's cwd" },
+      { role: 'session_companion', min: 0, max: 8 },
+    ],
+  },
 };
 
 let dir: string;
@@ -33,11 +39,34 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function planWith(role: RestorePlacement['role'], content: string, apply: (b: Buffer) => Buffer): Promise<{ plan: RestorePlan; from: string }> {
+async function planWith(
+  role: RestorePlacement['role'],
+  content: string,
+  apply: (b: Buffer) => Buffer,
+): Promise<{ plan: RestorePlan; from: string }> {
   const from = path.join(dir, '0000-transcript.jsonl');
   await writeFile(from, content);
-  const placement: RestorePlacement = { from, to: path.join(dir, 'target', 'x.jsonl'), rel: 'k/x.jsonl', role, size: content.length, sha256: sha(content), rewrite: { what: 'cwd to /dest', apply } };
-  return { plan: { harness: 'claude', sessionId: 'x', home: dir, root: path.join(dir, 'target'), placements: [placement], merges: [], resumeArgv: [] }, from };
+  const placement: RestorePlacement = {
+    from,
+    to: path.join(dir, 'target', 'x.jsonl'),
+    rel: 'k/x.jsonl',
+    role,
+    size: content.length,
+    sha256: sha(content),
+    rewrite: { what: 'cwd to /dest', apply },
+  };
+  return {
+    plan: {
+      harness: 'claude',
+      sessionId: 'x',
+      home: dir,
+      root: path.join(dir, 'target'),
+      placements: [placement],
+      merges: [],
+      resumeArgv: [],
+    },
+    from,
+  };
 }
 
 async function failure(fn: () => Promise<unknown>): Promise<BlueError> {
@@ -51,21 +80,31 @@ async function failure(fn: () => Promise<unknown>): Promise<BlueError> {
 }
 
 describe('applyRewrites', () => {
-  it('writes the rewritten bytes beside the extracted file (0600) and points the placement at them, keeping the bundle digest', async () => {
-    const captured = '{"cwd":"/src"}\n{"n":1}\n';
-    const { plan, from } = await planWith('primary_transcript', captured, (b) => Buffer.from(b.toString().replace('/src', '/dest')));
-    await applyRewrites(plan, DECLARED);
-    const p = plan.placements[0]!;
-    const written = '{"cwd":"/dest"}\n{"n":1}\n';
-    expect(p.from).not.toBe(from);
-    expect(path.dirname(p.from)).toBe(dir);
-    expect(await readFile(p.from, 'utf8')).toBe(written);
-    expect((await stat(p.from)).mode & 0o777).toBe(0o600);
-    expect(p).toMatchObject({ size: written.length, sha256: sha(written), rewritten: { captured_sha256: sha(captured), what: 'cwd to /dest' } });
-    expect(p.rewrite).toBeUndefined();
-    // The extracted bundle file is untouched.
-    expect(await readFile(from, 'utf8')).toBe(captured);
-  });
+  it(
+    'writes the rewritten bytes beside the extracted file (0600) and points the placement at them, keeping the ' +
+      'bundle digest',
+    async () => {
+      const captured = '{"cwd":"/src"}\n{"n":1}\n';
+      const { plan, from } = await planWith('primary_transcript', captured, (b) =>
+        Buffer.from(b.toString().replace('/src', '/dest')),
+      );
+      await applyRewrites(plan, DECLARED);
+      const p = plan.placements[0]!;
+      const written = '{"cwd":"/dest"}\n{"n":1}\n';
+      expect(p.from).not.toBe(from);
+      expect(path.dirname(p.from)).toBe(dir);
+      expect(await readFile(p.from, 'utf8')).toBe(written);
+      expect((await stat(p.from)).mode & 0o777).toBe(0o600);
+      expect(p).toMatchObject({
+        size: written.length,
+        sha256: sha(written),
+        rewritten: { captured_sha256: sha(captured), what: 'cwd to /dest' },
+      });
+      expect(p.rewrite).toBeUndefined();
+      // The extracted bundle file is untouched.
+      expect(await readFile(from, 'utf8')).toBe(captured);
+    },
+  );
 
   it('leaves a placement whose bytes need no change as it was', async () => {
     const { plan, from } = await planWith('primary_transcript', '{"cwd":"/dest"}\n', (b) => Buffer.from(b));
@@ -87,7 +126,7 @@ describe('applyRewrites', () => {
     expect((await failure(() => applyRewrites(again.plan, withoutOperation))).code).toBe('PROFILE_INVALID');
   });
 
-  it('passes on the harness\'s refusal, and refuses bytes past one bundle file', async () => {
+  it("passes on the harness's refusal, and refuses bytes past one bundle file", async () => {
     const refused = await planWith('primary_transcript', 'a', () => {
       throw new BlueError('RESTORE_UNSAFE', 'the first record has no cwd');
     });

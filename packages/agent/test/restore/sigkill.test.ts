@@ -38,11 +38,15 @@ interface Run {
 }
 
 function start(target: TestHome, bundle: string, destination: string): Run {
-  const child = spawn(process.execPath, [runner, bundle, destination, path.join(agentRoot, 'profiles'), String(STEP_DELAY_MS)], {
-    env: { ...target.env },
-    cwd: destination,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [runner, bundle, destination, path.join(agentRoot, 'profiles'), String(STEP_DELAY_MS)],
+    {
+      env: { ...target.env },
+      cwd: destination,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stdout = '';
   let stderr = '';
   let onPrepared: () => void = () => undefined;
@@ -52,11 +56,12 @@ function start(target: TestHome, bundle: string, destination: string): Run {
     if (stdout.includes('prepared\n')) onPrepared();
   });
   child.stderr!.on('data', (chunk: Buffer) => void (stderr += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) =>
-    child.once('exit', (code, signal) => {
-      onPrepared();
-      resolve({ code, signal, stdout, stderr });
-    }),
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>(
+    (resolve) =>
+      child.once('exit', (code, signal) => {
+        onPrepared();
+        resolve({ code, signal, stdout, stderr });
+      }),
   );
   return { child, prepared, exited };
 }
@@ -105,8 +110,17 @@ describe('SIGKILL during a restore', () => {
           const report = await recoverRestores(target.ctx);
           if (report.rolledBack.length + report.completed.length > 0) outcomes.interrupted++;
           const after = await snapshot(folder);
-          const which = JSON.stringify(after) === JSON.stringify(full) ? 'full' : JSON.stringify(after) === JSON.stringify(original) ? 'original' : 'neither';
-          expect(which, `kill ${i} (exit ${String(exit.code)} ${String(exit.signal)}; recovery ${JSON.stringify(report)}): ${JSON.stringify(after, null, 1)}`).not.toBe('neither');
+          const which =
+            JSON.stringify(after) === JSON.stringify(full)
+              ? 'full'
+              : JSON.stringify(after) === JSON.stringify(original)
+                ? 'original'
+                : 'neither';
+          expect(
+            which,
+            `kill ${i} (exit ${String(exit.code)} ${String(exit.signal)}; recovery ${JSON.stringify(report)}): ` +
+              `${JSON.stringify(after, null, 1)}`,
+          ).not.toBe('neither');
           outcomes[which as 'full' | 'original']++;
           // Nothing of the restore is left: no journal, no staging folder.
           expect(await recoverRestores(target.ctx)).toEqual({ rolledBack: [], completed: [] });

@@ -6,7 +6,15 @@ import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { KEYS, claudeProjectKey, runPty, snapshot, startWorld, uploadClaudeSession, type World } from '../../../../test/support/resume-world.js';
+import {
+  KEYS,
+  claudeProjectKey,
+  runPty,
+  snapshot,
+  startWorld,
+  uploadClaudeSession,
+  type World,
+} from '../../../../test/support/resume-world.js';
 import { execFileSync } from 'node:child_process';
 import { startFaultProxy } from '../../../../test/support/fault-proxy.js';
 
@@ -27,7 +35,10 @@ describe('the picker', () => {
     const mine = await uploadClaudeSession(world, { title: 'Fix the flaky login test' });
     const other = await uploadClaudeSession(world, { title: 'Refactor the billing module' });
     const shared = await uploadClaudeSession(world, { user: world.server.bob, title: 'Bob shares his parser work' });
-    await world.server.call('PUT', `/session-uploads/${shared.capturedId}/sharing`, world.server.bob.token, { mode: 'selected', emails: ['alice@example.com'] });
+    await world.server.call('PUT', `/session-uploads/${shared.capturedId}/sharing`, world.server.bob.token, {
+      mode: 'selected',
+      emails: ['alice@example.com'],
+    });
     await uploadClaudeSession(world, { user: world.server.bob, title: 'Bob keeps this private' });
     await uploadClaudeSession(world, { title: 'Marked not resumable', resumable: false });
 
@@ -71,7 +82,9 @@ describe('the picker', () => {
     const exit = await pty.exit;
     expect(pty.text()).toContain(`FAKE-CLAUDE args=--resume ${other.sessionId} cwd=${world.project}`);
     expect(exit.exitCode).toBe(7);
-    expect(await readFile(restoredTranscript(world.project, other.sessionId), 'utf8')).toContain('Refactor the billing module');
+    expect(await readFile(restoredTranscript(world.project, other.sessionId), 'utf8')).toContain(
+      'Refactor the billing module',
+    );
     expect(existsSync(restoredTranscript(world.project, mine.sessionId))).toBe(false);
   });
 });
@@ -116,7 +129,12 @@ describe('searching as you type', () => {
     try {
       const pty = runPty(world, [], { env: { BLUE_AGENT_CONTROL_URL: proxy.url } });
       await pty.waitFor('2 of 2');
-      proxy.rules.push({ method: 'GET', path: /\/session-uploads$/, times: 100, action: { kind: 'answer', status: 403, body: JSON.stringify({ error: 'searching is not allowed here' }) } });
+      proxy.rules.push({
+        method: 'GET',
+        path: /\/session-uploads$/,
+        times: 100,
+        action: { kind: 'answer', status: 403, body: JSON.stringify({ error: 'searching is not allowed here' }) },
+      });
       pty.mark();
       await pty.type('billing');
       await pty.waitFor(/Search failed: .*answered HTTP 403: searching is not allowed here/);
@@ -133,7 +151,11 @@ describe('searching as you type', () => {
 });
 
 describe('cancelling leaves the machine exactly as it was', () => {
-  async function expectUntouched(before: Record<string, string>, exit: Promise<{ exitCode: number }>, pty: { text(): string }) {
+  async function expectUntouched(
+    before: Record<string, string>,
+    exit: Promise<{ exitCode: number }>,
+    pty: { text(): string },
+  ) {
     const { exitCode } = await exit;
     expect(exitCode).toBe(1);
     expect(pty.text()).toContain('nothing was changed');
@@ -178,7 +200,10 @@ describe('cancelling leaves the machine exactly as it was', () => {
   it('at the repository mismatch question (n)', async () => {
     git(world.project, ['init', '-q']);
     git(world.project, ['remote', 'add', 'origin', 'https://example.com/someone/else.git']);
-    const { capturedId } = await uploadClaudeSession(world, { title: 'In the app repo', remote: 'git@example.com:team/app.git' });
+    const { capturedId } = await uploadClaudeSession(world, {
+      title: 'In the app repo',
+      remote: 'git@example.com:team/app.git',
+    });
     const before = await snapshot(world.home.root);
     const pty = runPty(world, [capturedId]);
     await pty.waitFor('Restore it into this other repository anyway? [y/N]');
@@ -247,7 +272,9 @@ describe('destination', () => {
 describe('narrow terminals', () => {
   it('truncates with an ellipsis instead of wrapping, and redraws on resize', async () => {
     for (let i = 0; i < 3; i++) {
-      await uploadClaudeSession(world, { title: `A rather long session title number ${i} that will not fit in a narrow terminal at all` });
+      await uploadClaudeSession(world, {
+        title: `A rather long session title number ${i} that will not fit in a narrow terminal at all`,
+      });
     }
     const pty = runPty(world, [], { columns: 50, rows: 12 });
     await pty.waitFor('3 of 3');

@@ -34,12 +34,21 @@ describe('a signal during the flow', () => {
       const { capturedId } = await uploadClaudeSession(world);
       // A harness whose --version takes its time: the bundle is downloaded and verified by then.
       const claude = path.join(world.bin, 'claude');
-      await writeFile(claude, '#!/bin/sh\nif [ "$1" = "--version" ]; then sleep 5; echo "2.1.197 (Claude Code)"; exit 0; fi\nexit 7\n');
+      await writeFile(
+        claude,
+        '#!/bin/sh\nif [ "$1" = "--version" ]; then sleep 5; echo "2.1.197 (Claude Code)"; exit 0; fi\nexit 7\n',
+      );
       await chmod(claude, 0o755);
-      const child = spawn(process.execPath, [ENTRY, 'resume', capturedId, '--dest', world.project, '--yes', '--no-launch'], { env: world.env, cwd: world.project, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(
+        process.execPath,
+        [ENTRY, 'resume', capturedId, '--dest', world.project, '--yes', '--no-launch'],
+        { env: world.env, cwd: world.project, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => void (stderr += c.toString()));
-      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (c, s) => resolve({ code: c, signal: s })));
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        child.once('exit', (c, s) => resolve({ code: c, signal: s })),
+      );
       const deadline = Date.now() + 15_000;
       while (!/Bundle\s+verified/.test(stderr)) {
         if (Date.now() > deadline) throw new Error(`the flow did not get to the harness check: ${stderr}`);

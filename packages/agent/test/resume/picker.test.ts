@@ -56,16 +56,27 @@ describe('the name of a session', () => {
 
   it("the picker's owner column: you, or who shared it (the listing's `shared`)", () => {
     expect(sessionItem(upload({ shared: false }), NOW).cells[2]).toBe('you');
-    expect(sessionItem(upload({ shared: true, user_email: 'bob@example.com' }), NOW).cells[2]).toBe('shared by bob@example.com');
-    const shared = sessionTable([{ session: upload({ sharing_mode: 'workspace', user_email: 'bob@example.com' }), owned: false }], 200);
+    expect(sessionItem(upload({ shared: true, user_email: 'bob@example.com' }), NOW).cells[2]).toBe(
+      'shared by bob@example.com',
+    );
+    const shared = sessionTable(
+      [{ session: upload({ sharing_mode: 'workspace', user_email: 'bob@example.com' }), owned: false }],
+      200,
+    );
     expect(shared).toContain('shared by bob@example.com');
   });
 });
 
 describe('searching as you type', () => {
-  const item = (key: string | undefined, detail?: string) => ({ value: key, cells: [key ?? '-'], search: key ?? '', ...(key === undefined ? {} : { key }), ...(detail === undefined ? {} : { detail }) });
+  const item = (key: string | undefined, detail?: string) => ({
+    value: key,
+    cells: [key ?? '-'],
+    search: key ?? '',
+    ...(key === undefined ? {} : { key }),
+    ...(detail === undefined ? {} : { detail }),
+  });
 
-  it("asks the server only for two letters or digits or more", () => {
+  it('asks the server only for two letters or digits or more', () => {
     expect(searchable('')).toBe(false);
     expect(searchable('a')).toBe(false);
     expect(searchable(' a- ')).toBe(false);

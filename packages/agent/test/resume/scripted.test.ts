@@ -10,7 +10,16 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { gzip, sha, tarOf, type RawEntry } from '../../../../test/support/handmade-bundles.js';
-import { claudeProjectKey, cli, fakeClaude, snapshot, startWorld, uploadBytes, uploadClaudeSession, type World } from '../../../../test/support/resume-world.js';
+import {
+  claudeProjectKey,
+  cli,
+  fakeClaude,
+  snapshot,
+  startWorld,
+  uploadBytes,
+  uploadClaudeSession,
+  type World,
+} from '../../../../test/support/resume-world.js';
 
 let world: World;
 beforeEach(async () => {
@@ -46,7 +55,12 @@ function renameSession(from: string, to: string): void {
 }
 
 /** Runs resume and checks that it failed with `code` and wrote nothing at all. */
-async function refused(args: string[], code: string, exitCode = 1, extra: { cwd?: string; env?: Record<string, string> } = {}): Promise<string> {
+async function refused(
+  args: string[],
+  code: string,
+  exitCode = 1,
+  extra: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<string> {
   const before = await snapshot(world.home.root);
   const result = await cli(world, args, extra);
   expect(result.stderr).toContain(`[${code}]`);
@@ -71,7 +85,13 @@ describe('session ids', () => {
     expect(stderr).toContain('feedface-beef-4000-8000-00000000000a');
     expect(stderr).toContain('feedface-beef-4000-8000-00000000000b');
     // A longer prefix is unambiguous (and upper case is fine).
-    const ok = await cli(world, ['FEEDFACE-BEEF-4000-8000-00000000000B', '--dest', world.project, '--yes', '--no-launch']);
+    const ok = await cli(world, [
+      'FEEDFACE-BEEF-4000-8000-00000000000B',
+      '--dest',
+      world.project,
+      '--yes',
+      '--no-launch',
+    ]);
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toBe(`cd ${world.project} && claude --resume ${b.sessionId}\n`);
 
@@ -110,13 +130,26 @@ describe('preflight', () => {
     await fakeClaude(world.bin, '2.1.400');
     await refused([capturedId, '--dest', world.project, '--yes'], 'VERSION_INELIGIBLE');
     // The same unverified version is accepted once the policy allows unverified versions.
-    world.server.server.store.publishPolicy({ harnesses: { claude: { allow_unverified_versions: true } } }, world.server.clock.now() + 1000);
+    world.server.server.store.publishPolicy(
+      { harnesses: { claude: { allow_unverified_versions: true } } },
+      world.server.clock.now() + 1000,
+    );
     const ok = await cli(world, [capturedId, '--dest', world.project, '--yes', '--no-launch']);
     expect(ok.code, ok.stderr).toBe(0);
-    world.server.server.store.publishPolicy({ allowed_harnesses: ['codex'], harnesses: { claude: { allow_unverified_versions: true } } }, world.server.clock.now() + 2000);
-    expect(await refused([capturedId, '--dest', world.project, '--yes'], 'VERSION_INELIGIBLE')).toContain('allowed_harnesses');
-    world.server.server.store.publishPolicy({ harnesses: { claude: { version_requirement: '<2.1.0', allow_unverified_versions: true } } }, world.server.clock.now() + 3000);
-    expect(await refused([capturedId, '--dest', world.project, '--yes'], 'VERSION_INELIGIBLE')).toContain('version_requirement');
+    world.server.server.store.publishPolicy(
+      { allowed_harnesses: ['codex'], harnesses: { claude: { allow_unverified_versions: true } } },
+      world.server.clock.now() + 2000,
+    );
+    expect(await refused([capturedId, '--dest', world.project, '--yes'], 'VERSION_INELIGIBLE')).toContain(
+      'allowed_harnesses',
+    );
+    world.server.server.store.publishPolicy(
+      { harnesses: { claude: { version_requirement: '<2.1.0', allow_unverified_versions: true } } },
+      world.server.clock.now() + 3000,
+    );
+    expect(await refused([capturedId, '--dest', world.project, '--yes'], 'VERSION_INELIGIBLE')).toContain(
+      'version_requirement',
+    );
   });
 
   it('refuses a repository mismatch under --yes (it needs a person to confirm)', async () => {
@@ -167,20 +200,25 @@ describe('preflight', () => {
     await mkdir(other);
     const existing = transcriptPath(world.project, sessionId);
     const stderr = await refused([capturedId, '--dest', other, '--yes', '--no-launch'], 'RESTORE_CONFLICT');
-    expect(stderr).toContain(`Claude Code already has a session ${sessionId} on this machine: ${existing}: a copy in another project folder`);
+    expect(stderr).toContain(
+      `Claude Code already has a session ${sessionId} on this machine: ${existing}: a copy in another project folder`,
+    );
     expect(stderr).toContain(`move or delete ${existing}`);
     expect(stderr).toContain('Nothing was changed.');
     expect(existsSync(transcriptPath(other, sessionId))).toBe(false);
 
     const json = await cli(world, [capturedId, '--dest', other, '--json']);
     expect(json.code).toBe(1);
-    expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, error: { code: 'RESTORE_CONFLICT', message: expect.stringContaining(existing) } });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      ok: false,
+      error: { code: 'RESTORE_CONFLICT', message: expect.stringContaining(existing) },
+    });
   });
 });
 
 describe('output for scripts', () => {
   it('--no-launch prints exactly the shell-quoted command with a cd', async () => {
-    const odd = path.join(world.home.root, "work", "it's a dir");
+    const odd = path.join(world.home.root, 'work', "it's a dir");
     execFileSync('mkdir', ['-p', odd]);
     const { capturedId, sessionId } = await uploadClaudeSession(world, { cwd: odd });
     const result = await cli(world, [capturedId, '--dest', odd, '--yes', '--no-launch']);
@@ -213,7 +251,12 @@ describe('output for scripts', () => {
     const done = await cli(world, [capturedId, '--dest', world.project, '--json', '--yes']);
     expect(done.code, done.stderr).toBe(0);
     const result = JSON.parse(done.stdout);
-    expect(result).toMatchObject({ ok: true, dry_run: false, session_id: sessionId, command: ['claude', '--resume', sessionId] });
+    expect(result).toMatchObject({
+      ok: true,
+      dry_run: false,
+      session_id: sessionId,
+      command: ['claude', '--resume', sessionId],
+    });
     expect(result.restored).toContain(transcript);
     expect(existsSync(transcript)).toBe(true);
     expect(done.stdout).not.toContain('FAKE-CLAUDE');
@@ -242,7 +285,13 @@ describe('hostile bundles from the server are refused, and nothing is written', 
       ...extra,
     });
   const content = Buffer.from('{"type":"user","message":{"role":"user","content":"hi"}}\n');
-  const good = () => ({ role: 'primary_transcript', path: 'files/0000-t.jsonl', native_path: `${key()}/${sessionId}.jsonl`, size: content.length, sha256: sha(content) });
+  const good = () => ({
+    role: 'primary_transcript',
+    path: 'files/0000-t.jsonl',
+    native_path: `${key()}/${sessionId}.jsonl`,
+    size: content.length,
+    sha256: sha(content),
+  });
 
   /**
    * Serves `entries` as a resumable session. With `profile`, the server's record names that profile although this
@@ -250,30 +299,84 @@ describe('hostile bundles from the server are refused, and nothing is written', 
    */
   async function serve(entries: RawEntry[], options: { profile?: string } = {}): Promise<string> {
     const { capturedId } = await uploadBytes(world, gzip(tarOf(entries)), { sessionId });
-    if (options.profile !== undefined) inDatabase(['UPDATE artifacts SET compatibility_profile = ? WHERE session_id = ?', options.profile, capturedId]);
+    if (options.profile !== undefined)
+      inDatabase(['UPDATE artifacts SET compatibility_profile = ? WHERE session_id = ?', options.profile, capturedId]);
     return capturedId;
   }
 
   it.each([
-    ['a traversal entry', () => [{ name: 'files/0000-t.jsonl', data: content }, { name: '../../escape', data: 'x' }, { name: 'manifest.json', data: manifest([good()]) }]],
-    ['a symlink entry', () => [{ name: 'files/0000-t.jsonl', type: '2', linkname: '/etc/passwd' }, { name: 'manifest.json', data: manifest([good()]) }]],
-    ['a digest mismatch', () => [{ name: 'files/0000-t.jsonl', data: content }, { name: 'manifest.json', data: manifest([{ ...good(), sha256: sha('other') }]) }]],
-    ['a wrong role', () => [{ name: 'files/0000-t.jsonl', data: content }, { name: 'manifest.json', data: manifest([{ ...good(), role: 'rollout' }]) }]],
-    ['a native path outside the session root', () => [{ name: 'files/0000-t.jsonl', data: content }, { name: 'manifest.json', data: manifest([{ ...good(), native_path: `../../.bashrc` }]) }]],
-    ['an unlisted file', () => [{ name: 'files/0000-t.jsonl', data: content }, { name: 'files/0001-x', data: 'x' }, { name: 'manifest.json', data: manifest([good()]) }]],
+    [
+      'a traversal entry',
+      () => [
+        { name: 'files/0000-t.jsonl', data: content },
+        { name: '../../escape', data: 'x' },
+        { name: 'manifest.json', data: manifest([good()]) },
+      ],
+    ],
+    [
+      'a symlink entry',
+      () => [
+        { name: 'files/0000-t.jsonl', type: '2', linkname: '/etc/passwd' },
+        { name: 'manifest.json', data: manifest([good()]) },
+      ],
+    ],
+    [
+      'a digest mismatch',
+      () => [
+        { name: 'files/0000-t.jsonl', data: content },
+        { name: 'manifest.json', data: manifest([{ ...good(), sha256: sha('other') }]) },
+      ],
+    ],
+    [
+      'a wrong role',
+      () => [
+        { name: 'files/0000-t.jsonl', data: content },
+        { name: 'manifest.json', data: manifest([{ ...good(), role: 'rollout' }]) },
+      ],
+    ],
+    [
+      'a native path outside the session root',
+      () => [
+        { name: 'files/0000-t.jsonl', data: content },
+        { name: 'manifest.json', data: manifest([{ ...good(), native_path: `../../.bashrc` }]) },
+      ],
+    ],
+    [
+      'an unlisted file',
+      () => [
+        { name: 'files/0000-t.jsonl', data: content },
+        { name: 'files/0001-x', data: 'x' },
+        { name: 'manifest.json', data: manifest([good()]) },
+      ],
+    ],
   ] as [string, () => RawEntry[]][])('%s', async (_name, entries) => {
     const capturedId = await serve(entries());
     await refused([capturedId, '--dest', world.project, '--yes', '--no-launch'], 'BUNDLE_INVALID');
   });
 
   it('a profile without session_resume: downloadable, not resumable', async () => {
-    const capturedId = await serve([{ name: 'files/0000-t.jsonl', data: content }, { name: 'manifest.json', data: manifest([good()], { compatibility_profile: 'claude-v1_0_85' }) }], { profile: 'claude-v1_0_85' });
-    const stderr = await refused([capturedId, '--dest', world.project, '--yes', '--no-launch'], 'SESSION_NOT_RESUMABLE');
+    const capturedId = await serve(
+      [
+        { name: 'files/0000-t.jsonl', data: content },
+        { name: 'manifest.json', data: manifest([good()], { compatibility_profile: 'claude-v1_0_85' }) },
+      ],
+      { profile: 'claude-v1_0_85' },
+    );
+    const stderr = await refused(
+      [capturedId, '--dest', world.project, '--yes', '--no-launch'],
+      'SESSION_NOT_RESUMABLE',
+    );
     expect(stderr).toContain('does not support session_resume');
   });
 
   it('an unknown profile: not resumable', async () => {
-    const capturedId = await serve([{ name: 'files/0000-t.jsonl', data: content }, { name: 'manifest.json', data: manifest([good()], { compatibility_profile: 'claude-v9_0_0' }) }], { profile: 'claude-v9_0_0' });
+    const capturedId = await serve(
+      [
+        { name: 'files/0000-t.jsonl', data: content },
+        { name: 'manifest.json', data: manifest([good()], { compatibility_profile: 'claude-v9_0_0' }) },
+      ],
+      { profile: 'claude-v9_0_0' },
+    );
     await refused([capturedId, '--dest', world.project, '--yes', '--no-launch'], 'SESSION_NOT_RESUMABLE');
   });
 

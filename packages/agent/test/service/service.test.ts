@@ -128,13 +128,21 @@ describe('rendering', () => {
       const awkwardEntry = path.join(dir, 'blue-agent "quoted" \\ $HOME %h.js');
       await writeFile(awkwardEntry, '');
       const unit = renderSystemdUnit(
-        spec({ entry: awkwardEntry, env: [['BLUE_AGENT_HOME', '/tmp/a "b" $x %h \\ c'], ['PATH', '/usr/bin:/bin']] }),
+        spec({
+          entry: awkwardEntry,
+          env: [
+            ['BLUE_AGENT_HOME', '/tmp/a "b" $x %h \\ c'],
+            ['PATH', '/usr/bin:/bin'],
+          ],
+        }),
       );
       const result = await verify(unit);
       expect(result.stderr).toBe('');
       expect(result.code).toBe(0);
       // Quoting round-trips: %% and $$ and the C escapes give back the exact path.
-      expect(unit).toContain(`"${awkwardEntry.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/%/g, '%%').replace(/\$/g, '$$$$')}"`);
+      expect(unit).toContain(
+        `"${awkwardEntry.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/%/g, '%%').replace(/\$/g, '$$$$')}"`,
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -150,7 +158,9 @@ describe('rendering', () => {
   });
 
   it('a path with a line break is refused rather than written into the unit', () => {
-    expect(() => renderSystemdUnit(spec({ entry: '/opt/a\nExecStartPre=/bin/evil' }))).toThrow(expect.objectContaining({ code: 'SERVICE_FAILED' }));
+    expect(() => renderSystemdUnit(spec({ entry: '/opt/a\nExecStartPre=/bin/evil' }))).toThrow(
+      expect.objectContaining({ code: 'SERVICE_FAILED' }),
+    );
   });
 
   it('the LaunchAgent parses as a property list with the expected keys', async () => {
@@ -158,14 +168,34 @@ describe('rendering', () => {
     try {
       const file = path.join(dir, 'agent.plist');
       const text = renderLaunchdPlist(
-        spec({ entry: '/Users/me/A & <B>/blue-agent.js', env: [['BLUE_AGENT_HOME', '/Users/me/Library/Application Support/blue-agent'], ['PATH', '/usr/bin:/bin']] }),
+        spec({
+          entry: '/Users/me/A & <B>/blue-agent.js',
+          env: [
+            ['BLUE_AGENT_HOME', '/Users/me/Library/Application Support/blue-agent'],
+            ['PATH', '/usr/bin:/bin'],
+          ],
+        }),
       );
       await writeFile(file, text);
-      const { stdout } = await exec('python3', ['-c', 'import json,plistlib,sys; print(json.dumps(plistlib.load(open(sys.argv[1],"rb"))))', file]);
+      const { stdout } = await exec('python3', [
+        '-c',
+        'import json,plistlib,sys; print(json.dumps(plistlib.load(open(sys.argv[1],"rb"))))',
+        file,
+      ]);
       expect(JSON.parse(stdout)).toEqual({
         Label: 'com.blue-agent.agent',
-        ProgramArguments: [process.execPath, '--max-opt=0', '--max-semi-space-size=1', '/Users/me/A & <B>/blue-agent.js', 'run'],
-        EnvironmentVariables: { BLUE_AGENT_HOME: '/Users/me/Library/Application Support/blue-agent', PATH: '/usr/bin:/bin', BLUE_AGENT_LOG: 'file' },
+        ProgramArguments: [
+          process.execPath,
+          '--max-opt=0',
+          '--max-semi-space-size=1',
+          '/Users/me/A & <B>/blue-agent.js',
+          'run',
+        ],
+        EnvironmentVariables: {
+          BLUE_AGENT_HOME: '/Users/me/Library/Application Support/blue-agent',
+          PATH: '/usr/bin:/bin',
+          BLUE_AGENT_LOG: 'file',
+        },
         RunAtLoad: true,
         KeepAlive: { SuccessfulExit: false },
         ThrottleInterval: 10,
@@ -179,7 +209,11 @@ describe('rendering', () => {
   });
 
   it('never passes a token to the service', () => {
-    const ctx = context('linux', { BLUE_AGENT_TOKEN: 'secret-token-value', AWS_SECRET_ACCESS_KEY: 'aws-secret', CODEX_HOME: '/x/codex' });
+    const ctx = context('linux', {
+      BLUE_AGENT_TOKEN: 'secret-token-value',
+      AWS_SECRET_ACCESS_KEY: 'aws-secret',
+      CODEX_HOME: '/x/codex',
+    });
     // Rendered through the public path: install --dry-run.
     return cli(ctx, ['service', 'install', '--dry-run']).then(({ out }) => {
       expect(out).not.toContain('secret');
@@ -308,7 +342,14 @@ describe('systemd', () => {
     const second = await cli(ctx, ['service', 'install', '--json']);
     expect(second.code).toBe(0);
     const json = JSON.parse(second.out) as Record<string, unknown>;
-    expect(json).toMatchObject({ ok: true, action: 'install', dry_run: false, manager: 'systemd', unit_file: unitPath(), file: 'unchanged' });
+    expect(json).toMatchObject({
+      ok: true,
+      action: 'install',
+      dry_run: false,
+      manager: 'systemd',
+      unit_file: unitPath(),
+      file: 'unchanged',
+    });
     expect(json.commands).toEqual([
       ['systemctl', '--user', 'daemon-reload'],
       ['systemctl', '--user', 'enable', '--now', 'blue-agent.service'],
@@ -334,7 +375,9 @@ describe('systemd', () => {
     const config = path.join(t.root, 'elsewhere');
     const ctx = context('linux', { XDG_CONFIG_HOME: config });
     expect((await cli(ctx, ['service', 'install'])).code).toBe(0);
-    expect(await readFile(path.join(config, 'systemd', 'user', 'blue-agent.service'), 'utf8')).toContain(`Environment="XDG_CONFIG_HOME=${config}"`);
+    expect(await readFile(path.join(config, 'systemd', 'user', 'blue-agent.service'), 'utf8')).toContain(
+      `Environment="XDG_CONFIG_HOME=${config}"`,
+    );
   });
 
   it('a unit path below a regular file is a typed error naming the unit, and nothing is run', async () => {
@@ -344,21 +387,32 @@ describe('systemd', () => {
     const json = await cli(context('linux', { XDG_CONFIG_HOME: plain }), ['service', 'install', '--json']);
     expect(json.code).toBe(1);
     const error = (JSON.parse(json.out) as { error: { code: string; message: string } }).error;
-    expect(error).toMatchObject({ code: 'NOT_A_DIRECTORY', file: unit, message: `${unit}: a part of the path is not a directory (ENOTDIR: lstat)` });
+    expect(error).toMatchObject({
+      code: 'NOT_A_DIRECTORY',
+      file: unit,
+      message: `${unit}: a part of the path is not a directory (ENOTDIR: lstat)`,
+    });
     expect(await fakes.calls()).toEqual([]);
   });
 
   // Linux's sysfs refuses new folders to every user, root included.
-  it.skipIf(process.platform !== 'linux' || !existsSync('/sys/kernel'))('a unit that may not be written is named, with the permission to check', async () => {
-    const unit = '/sys/blue-agent-test/systemd/user/blue-agent.service';
-    const json = await cli(context('linux', { XDG_CONFIG_HOME: '/sys/blue-agent-test' }), ['service', 'install', '--json']);
-    expect(json.code).toBe(1);
-    const error = (JSON.parse(json.out) as { error: { code: string; message: string; hint: string } }).error;
-    expect(error).toMatchObject({ code: 'PERMISSION_DENIED', file: unit });
-    expect(error.message).toMatch(new RegExp(`^cannot write the service unit ${unit}: `));
-    expect(error.hint).toMatch(new RegExp(`ls -ld /sys(/\\S*)? ${unit}`));
-    expect(await fakes.calls()).toEqual([]);
-  });
+  it.skipIf(process.platform !== 'linux' || !existsSync('/sys/kernel'))(
+    'a unit that may not be written is named, with the permission to check',
+    async () => {
+      const unit = '/sys/blue-agent-test/systemd/user/blue-agent.service';
+      const json = await cli(context('linux', { XDG_CONFIG_HOME: '/sys/blue-agent-test' }), [
+        'service',
+        'install',
+        '--json',
+      ]);
+      expect(json.code).toBe(1);
+      const error = (JSON.parse(json.out) as { error: { code: string; message: string; hint: string } }).error;
+      expect(error).toMatchObject({ code: 'PERMISSION_DENIED', file: unit });
+      expect(error.message).toMatch(new RegExp(`^cannot write the service unit ${unit}: `));
+      expect(error.hint).toMatch(new RegExp(`ls -ld /sys(/\\S*)? ${unit}`));
+      expect(await fakes.calls()).toEqual([]);
+    },
+  );
 
   it('refuses to overwrite or remove a unit file blue-agent did not write', async () => {
     const foreign = '[Unit]\nDescription=my own agent\n\n[Service]\nExecStart=/usr/local/bin/my-agent\n';
@@ -384,7 +438,10 @@ describe('systemd', () => {
     const { code, err } = await cli(ctx, ['service', 'install']);
     expect(code).toBe(1);
     expect(err).toContain('error [SERVICE_FAILED]: systemctl could not be run (ENOENT)');
-    expect(err).toContain(`hint: Nothing was left installed (removed ${unitPath()}). The service cannot run here: there is no systemctl on PATH. What works: run the agent yourself: \`blue-agent run\``);
+    expect(err).toContain(
+      `hint: Nothing was left installed (removed ${unitPath()}). The service cannot run here: there is no ` +
+        `systemctl on PATH. What works: run the agent yourself: \`blue-agent run\``,
+    );
     await expect(stat(unitPath())).rejects.toThrow(/ENOENT/);
   });
 
@@ -413,7 +470,10 @@ describe('systemd', () => {
       detail: 'installed and current; enabled, active',
     });
     // Rendered now with another environment: the installed unit is no longer current.
-    expect(await serviceStatus(context('linux', { KIMI_SHARE_DIR: '/srv/kimi' }))).toMatchObject({ ours: true, current: false });
+    expect(await serviceStatus(context('linux', { KIMI_SHARE_DIR: '/srv/kimi' }))).toMatchObject({
+      ours: true,
+      current: false,
+    });
 
     const human = await cli(context(), ['service', 'status']);
     expect(generic(human.out)).toBe(
@@ -460,7 +520,10 @@ describe('systemd', () => {
 
     await fakes.reset();
     const again = await cli(context(), ['service', 'uninstall']);
-    expect(again).toMatchObject({ code: 0, out: 'The systemd user unit blue-agent.service is not installed; nothing to do.\n' });
+    expect(again).toMatchObject({
+      code: 0,
+      out: 'The systemd user unit blue-agent.service is not installed; nothing to do.\n',
+    });
     expect(await fakes.calls()).toEqual([]);
   });
 });
@@ -532,12 +595,19 @@ describe('launchd', () => {
       ['launchctl', 'bootout', target],
     ]);
     await expect(stat(plistPath())).rejects.toThrow(/ENOENT/);
-    expect(await serviceStatus(ctx)).toMatchObject({ installed: false, enabled: false, active: false, detail: 'not installed (`blue-agent service install`); not loaded' });
+    expect(await serviceStatus(ctx)).toMatchObject({
+      installed: false,
+      enabled: false,
+      active: false,
+      detail: 'not installed (`blue-agent service install`); not loaded',
+    });
   });
 
   it('refuses a plist at its path that blue-agent did not write', async () => {
     await mkdir(path.dirname(plistPath()), { recursive: true });
-    const foreign = '<?xml version="1.0"?>\n<plist version="1.0"><dict><key>Label</key><string>com.blue-agent.agent</string></dict></plist>\n';
+    const foreign =
+      '<?xml version="1.0"?>\n<plist ' +
+      'version="1.0"><dict><key>Label</key><string>com.blue-agent.agent</string></dict></plist>\n';
     await writeFile(plistPath(), foreign);
     const { code, err } = await cli(context('darwin'), ['service', 'install']);
     expect(code).toBe(1);
@@ -548,7 +618,13 @@ describe('launchd', () => {
 
 describe('other platforms', () => {
   it('status says there is no service manager; install is refused', async () => {
-    expect(await serviceStatus(context('win32'))).toMatchObject({ manager: 'none', unitFile: undefined, installed: false, enabled: undefined, active: undefined });
+    expect(await serviceStatus(context('win32'))).toMatchObject({
+      manager: 'none',
+      unitFile: undefined,
+      installed: false,
+      enabled: undefined,
+      active: undefined,
+    });
     const { code, err } = await cli(context('win32'), ['service', 'install']);
     expect(code).toBe(1);
     expect(err).toContain('error [SERVICE_UNSUPPORTED]');
@@ -557,9 +633,11 @@ describe('other platforms', () => {
 
 describe('uninstall --remove-hooks', () => {
   const ENABLED = 'revision: 5\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n';
-  const USER_SETTINGS = '{\n  "model": "opus",\n  "hooks": {\n    "SessionEnd": [\n      { "matcher": "", "hooks": [ { "type": "command", "command": "echo mine" } ] }\n    ]\n  }\n}\n';
+  const USER_SETTINGS =
+    '{\n  "model": "opus",\n  "hooks": {\n    "SessionEnd": [\n      { "matcher": "", "hooks": [ { "type": ' +
+    '"command", "command": "echo mine" } ] }\n    ]\n  }\n}\n';
 
-  it('stops the service first, then removes the managed hooks and keeps the user\'s', async () => {
+  it("stops the service first, then removes the managed hooks and keeps the user's", async () => {
     const harnessBin = path.join(t.root, 'harness-bin');
     await mkdir(harnessBin);
     await writeFile(path.join(harnessBin, 'claude'), "#!/bin/sh\necho '2.1.332 (Claude Code)'\n");
@@ -594,13 +672,20 @@ describe('uninstall --remove-hooks', () => {
 
     const { code, out } = await cli(ctx, ['service', 'uninstall', '--remove-hooks', '--json']);
     expect(code).toBe(0);
-    const json = JSON.parse(out) as { ok: boolean; commands: string[][]; hooks: { harness: string; action: string; files: { path: string; action: string }[] }[] };
+    const json = JSON.parse(out) as {
+      ok: boolean;
+      commands: string[][];
+      hooks: { harness: string; action: string; files: { path: string; action: string }[] }[];
+    };
     expect(json.ok).toBe(true);
     expect(json.commands).toEqual([
       ['systemctl', '--user', 'disable', '--now', 'blue-agent.service'],
       ['systemctl', '--user', 'daemon-reload'],
     ]);
-    expect(json.hooks.find((h) => h.harness === 'claude')).toMatchObject({ action: 'remove', files: [{ path: settings, action: 'update' }] });
+    expect(json.hooks.find((h) => h.harness === 'claude')).toMatchObject({
+      action: 'remove',
+      files: [{ path: settings, action: 'update' }],
+    });
     // Installing and removing the hook gives back the original bytes: the user's hook and everything else stay.
     expect(await readFile(settings, 'utf8')).toBe(USER_SETTINGS);
     await expect(stat(unitPath())).rejects.toThrow(/ENOENT/);
@@ -624,14 +709,25 @@ describe('an agent config that does not validate', () => {
     const file = await brokenConfig();
     const dry = await cli(context(), ['service', 'install', '--dry-run']);
     expect(dry.code).toBe(0);
-    expect(dry.err).toMatch(new RegExp(`^warning: the agent config does not validate, so the service would fail at start: ${escapeRe(file)}:\\d+:\\d+: `, 'm'));
+    expect(dry.err).toMatch(
+      new RegExp(
+        `^warning: the agent config does not validate, so the service would fail at start: ${escapeRe(file)}:\\d+:\\d+: `,
+        'm',
+      ),
+    );
     // The unit and the commands are still shown.
     expect(dry.out).toContain('Would run: systemctl --user enable --now blue-agent.service');
     const json = await cli(context(), ['service', 'install', '--dry-run', '--json']);
     expect(json.code).toBe(0);
     const parsed = JSON.parse(json.out) as { notes: string[]; dry_run: boolean };
     expect(parsed.dry_run).toBe(true);
-    expect(parsed.notes).toEqual([expect.stringMatching(new RegExp(`^the agent config does not validate, so the service would fail at start: ${escapeRe(file)}:\\d+:\\d+: `))]);
+    expect(parsed.notes).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^the agent config does not validate, so the service would fail at start: ${escapeRe(file)}:\\d+:\\d+: `,
+        ),
+      ),
+    ]);
     expect(await fakes.calls()).toEqual([]);
     await expect(stat(unitPath())).rejects.toThrow(/ENOENT/);
   });
@@ -640,7 +736,12 @@ describe('an agent config that does not validate', () => {
     const file = await brokenConfig();
     const { code, err } = await cli(context(), ['service', 'install']);
     expect(code).toBe(1);
-    expect(err).toMatch(new RegExp(`error \\[CONFIG_INVALID\\]: ${escapeRe(file)}:\\d+:\\d+: .*: the service would fail at start, so it is not installed`));
+    expect(err).toMatch(
+      new RegExp(
+        `error \\[CONFIG_INVALID\\]: ${escapeRe(file)}:\\d+:\\d+: .*: the service would fail at start, so it is ` +
+          `not installed`,
+      ),
+    );
     // The hint is the YAML error's own (which line to fix, and how), then what to run once it is fixed.
     expect(err).toMatch(/\n {2}hint: .+\. Then run `blue-agent service install` again\.\n/);
     const json = await cli(context(), ['service', 'install', '--json']);
@@ -654,7 +755,9 @@ describe('an agent config that does not validate', () => {
     const { code, err } = await cli(context(), ['service', 'install']);
     expect(code).toBe(1);
     expect(err).toContain('error [CONFIG_INVALID]');
-    expect(err).toContain('drain_schedule "99 * * * *" is not a valid cron expression: the service would fail at start');
+    expect(err).toContain(
+      'drain_schedule "99 * * * *" is not a valid cron expression: the service would fail at start',
+    );
     await expect(stat(unitPath())).rejects.toThrow(/ENOENT/);
   });
 

@@ -22,7 +22,16 @@ it('finds every conversation of a file larger than a read chunk, whatever its st
     id: `conv-${i}`,
     title: `T${i}`,
     current_node: 'm',
-    mapping: { m: { id: 'm', parent: null, message: { author: { role: 'user' }, content: { content_type: 'text', parts: [`${i}:${tricky.repeat(2000)}`] } } } },
+    mapping: {
+      m: {
+        id: 'm',
+        parent: null,
+        message: {
+          author: { role: 'user' },
+          content: { content_type: 'text', parts: [`${i}:${tricky.repeat(2000)}`] },
+        },
+      },
+    },
   }));
   const file = path.join(dir, 'big.json');
   await writeFile(file, JSON.stringify(conversations));
@@ -58,12 +67,38 @@ it('takes the thread to current_node, drops hidden and non-text messages, and na
     create_time: 1_700_000_000.5,
     current_node: 'b',
     mapping: {
-      r: { parent: null, message: { author: { role: 'system' }, content: { content_type: 'text', parts: ['hidden'] }, metadata: { is_visually_hidden_from_conversation: true } } },
-      a: { parent: 'r', message: { author: { role: 'user' }, create_time: 1_700_000_001, content: { content_type: 'text', parts: ['question'] } } },
-      x: { parent: 'a', message: { author: { role: 'assistant' }, content: { content_type: 'text', parts: ['other branch'] } } },
-      b: { parent: 'a', message: { author: { role: 'assistant' }, content: { content_type: 'thoughts', thoughts: [] } } },
+      r: {
+        parent: null,
+        message: {
+          author: { role: 'system' },
+          content: { content_type: 'text', parts: ['hidden'] },
+          metadata: { is_visually_hidden_from_conversation: true },
+        },
+      },
+      a: {
+        parent: 'r',
+        message: {
+          author: { role: 'user' },
+          create_time: 1_700_000_001,
+          content: { content_type: 'text', parts: ['question'] },
+        },
+      },
+      x: {
+        parent: 'a',
+        message: { author: { role: 'assistant' }, content: { content_type: 'text', parts: ['other branch'] } },
+      },
+      b: {
+        parent: 'a',
+        message: { author: { role: 'assistant' }, content: { content_type: 'thoughts', thoughts: [] } },
+      },
     },
   });
-  expect(record).toMatchObject({ provider: 'chatgpt_export', provider_session_id: 'c', title: 'Untitled conversation', created_at_unix_ms: 1_700_000_000_500, messages: [{ role: 'user', text: 'question', created_at_unix_ms: 1_700_000_001_000 }] });
+  expect(record).toMatchObject({
+    provider: 'chatgpt_export',
+    provider_session_id: 'c',
+    title: 'Untitled conversation',
+    created_at_unix_ms: 1_700_000_000_500,
+    messages: [{ role: 'user', text: 'question', created_at_unix_ms: 1_700_000_001_000 }],
+  });
   expect(conversationRecord({ title: 'x' })).toEqual({ error: 'it has no conversation id' });
 });

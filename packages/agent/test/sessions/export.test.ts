@@ -109,15 +109,47 @@ describe('sessions export: what it checks', () => {
     const id = 'f9e2a96e-fd97-4f85-9cfe-b439ff59594a';
     const line = (record: unknown) => `${JSON.stringify(record)}\n`;
     const transcript =
-      line({ type: 'user', timestamp: '2026-11-30T10:00:00Z', message: { role: 'user', content: '# not a heading\n<script>alert(1)</script> \u001b[31mred\u001b[0m\n```\nunclosed fence' } }) +
+      line({
+        type: 'user',
+        timestamp: '2026-11-30T10:00:00Z',
+        message: {
+          role: 'user',
+          content: '# not a heading\n<script>alert(1)</script> \u001b[31mred\u001b[0m\n```\nunclosed fence',
+        },
+      }) +
       'this line is not JSON\n' +
-      line({ type: 'assistant', timestamp: '2026-11-30T10:00:01Z', message: { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: { command: 'cat big' } }] } }) +
-      line({ type: 'user', timestamp: '2026-11-30T10:00:02Z', message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: `\`\`\`\n${'x'.repeat(10_000)}` }] } }) +
+      line({
+        type: 'assistant',
+        timestamp: '2026-11-30T10:00:01Z',
+        message: {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: { command: 'cat big' } }],
+        },
+      }) +
+      line({
+        type: 'user',
+        timestamp: '2026-11-30T10:00:02Z',
+        message: {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: 't1', content: `\`\`\`\n${'x'.repeat(10_000)}` }],
+        },
+      }) +
       line({ type: 'assistant', message: 'not an object' }) +
-      line({ type: 'assistant', timestamp: '2026-11-30T10:00:03Z', message: { role: 'assistant', content: [{ type: 'text', text: 'Done.\n===' }] } });
+      line({
+        type: 'assistant',
+        timestamp: '2026-11-30T10:00:03Z',
+        message: { role: 'assistant', content: [{ type: 'text', text: 'Done.\n===' }] },
+      });
     const file = path.join(t.root, 'hostile.bundle');
     await fixtureBundle('claude', file, {
-      files: [{ role: 'primary_transcript', name: 'transcript.jsonl', nativePath: `-home-dev-work-proj/${id}.jsonl`, content: new TextEncoder().encode(transcript) }],
+      files: [
+        {
+          role: 'primary_transcript',
+          name: 'transcript.jsonl',
+          nativePath: `-home-dev-work-proj/${id}.jsonl`,
+          content: new TextEncoder().encode(transcript),
+        },
+      ],
     });
     const { code, stdout } = await run('sessions', 'export', file, '--format', 'markdown');
     expect(code).toBe(0);

@@ -5,12 +5,7 @@
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  newRecordId,
-  RETRY_DELAYS_MS,
-  Spool,
-  type SpoolRecord,
-} from '../../src/spool/index.js';
+import { newRecordId, RETRY_DELAYS_MS, Spool, type SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../../../../test/support/context.js';
 import { readJson, spoolFiles } from '../../../../test/support/cli-process.js';
 import { enqueueRecord, fakeBundle, readyRecord as makeReady, uploadClaims } from '../../../../test/support/spool.js';
@@ -44,9 +39,15 @@ describe('transitions', () => {
     const temp = await fakeBundle(spool, record.id);
     now += 5;
     const ready = await spool.commitReady(claim, temp, { size: 12, sha256: 'a'.repeat(64) });
-    // The file's identity as committed (device, inode, size, mtime): a ready bundle still holding it need not be re-hashed.
+    // The file's identity as committed (device, inode, size, mtime): a ready bundle still holding it need not be
+    // re-hashed.
     const info = await stat(spool.bundleFile(record.id), { bigint: true });
-    expect(ready.bundle).toEqual({ size: 12, sha256: 'a'.repeat(64), built_at_unix_ms: now, identity: `${info.dev}:${info.ino}:12:${info.mtimeNs}` });
+    expect(ready.bundle).toEqual({
+      size: 12,
+      sha256: 'a'.repeat(64),
+      built_at_unix_ms: now,
+      identity: `${info.dev}:${info.ino}:12:${info.mtimeNs}`,
+    });
     expect(spoolFiles(stateDir)).toEqual({
       intake: [],
       building: [],
@@ -78,7 +79,11 @@ describe('transitions', () => {
     const claim = (await spool.claimNext('intake'))!;
     await fakeBundle(spool, record.id);
     const released = await spool.release(claim, { error: { code: 'INTERNAL', message: 'boom', at_unix_ms: now } });
-    expect(released).toMatchObject({ attempts: 1, last_error: { code: 'INTERNAL', message: 'boom' }, next_attempt_at_unix_ms: now + RETRY_DELAYS_MS[0]! });
+    expect(released).toMatchObject({
+      attempts: 1,
+      last_error: { code: 'INTERNAL', message: 'boom' },
+      next_attempt_at_unix_ms: now + RETRY_DELAYS_MS[0]!,
+    });
     expect(spoolFiles(stateDir)).toMatchObject({ intake: [`${record.id}.json`], building: [], tmp: [], bundles: [] });
     // Not due yet: nothing to claim; due: claimed again.
     expect(await spool.claimNext('intake')).toBeUndefined();
@@ -90,7 +95,10 @@ describe('transitions', () => {
     const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     await enqueue(spool);
     const claim = (await spool.claimNext('intake'))!;
-    const released = await spool.release(claim, { error: { code: 'SPOOL_FULL', message: 'full', at_unix_ms: now }, countAttempt: false });
+    const released = await spool.release(claim, {
+      error: { code: 'SPOOL_FULL', message: 'full', at_unix_ms: now },
+      countAttempt: false,
+    });
     expect(released.attempts).toBe(0);
     expect(released.next_attempt_at_unix_ms).toBeUndefined();
     expect(await spool.claimNext('intake')).toBeDefined();
@@ -101,9 +109,23 @@ describe('transitions', () => {
     const record = await enqueue(spool);
     const claim = (await spool.claimNext('intake'))!;
     await fakeBundle(spool, record.id);
-    const failed = await spool.fail(claim, { code: 'ARTIFACT_INVALID', message: 'transcript missing', at_unix_ms: now }, { countAttempt: true });
-    expect(failed).toMatchObject({ attempts: 1, last_error: { code: 'ARTIFACT_INVALID', message: 'transcript missing' }, failed_at_unix_ms: now });
-    expect(spoolFiles(stateDir)).toMatchObject({ intake: [], building: [], failed: [`${record.id}.json`], tmp: [], bundles: [] });
+    const failed = await spool.fail(
+      claim,
+      { code: 'ARTIFACT_INVALID', message: 'transcript missing', at_unix_ms: now },
+      { countAttempt: true },
+    );
+    expect(failed).toMatchObject({
+      attempts: 1,
+      last_error: { code: 'ARTIFACT_INVALID', message: 'transcript missing' },
+      failed_at_unix_ms: now,
+    });
+    expect(spoolFiles(stateDir)).toMatchObject({
+      intake: [],
+      building: [],
+      failed: [`${record.id}.json`],
+      tmp: [],
+      bundles: [],
+    });
   });
 
   it('a damaged intake record is failed as it is, for inspection', async () => {
@@ -132,34 +154,71 @@ describe('transitions', () => {
 });
 
 describe('upload claims', () => {
-  it('claims ready records into uploading/, releases them with attempts, error and next attempt, completes by removing everything', async () => {
-    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
-    const record = await readyRecord(spool, 'up-1');
-    const claim = (await spool.claimNext('ready'))!;
-    expect(claim).toMatchObject({ id: record.id, from: 'ready' });
-    expect(uploading()).toEqual([`${record.id}.${process.pid}.json`]);
-    expect((await spool.listRecords())[0]).toMatchObject({ state: 'uploading', worker_pid: process.pid, worker_alive: true, size: 12 });
+  it(
+    'claims ready records into uploading/, releases them with attempts, error and next attempt, completes by ' +
+      'removing everything',
+    async () => {
+      const spool = await Spool.open(stateLayout(stateDir), { now: clock });
+      const record = await readyRecord(spool, 'up-1');
+      const claim = (await spool.claimNext('ready'))!;
+      expect(claim).toMatchObject({ id: record.id, from: 'ready' });
+      expect(uploading()).toEqual([`${record.id}.${process.pid}.json`]);
+      expect((await spool.listRecords())[0]).toMatchObject({
+        state: 'uploading',
+        worker_pid: process.pid,
+        worker_alive: true,
+        size: 12,
+      });
 
-    const released = await spool.releaseUpload(claim, { error: { code: 'UPLOAD_FAILED', message: 'down', at_unix_ms: now }, retryAtUnixMs: now + 5_000 });
-    expect(released).toMatchObject({ upload_attempts: 1, last_error: { code: 'UPLOAD_FAILED' }, next_attempt_at_unix_ms: now + 5_000, bundle: { size: 12 } });
-    expect(spoolFiles(stateDir)).toMatchObject({ ready: [`${record.id}.json`], bundles: [`${record.id}.bundle`] });
-    expect((await spool.listRecords())[0]).toMatchObject({ state: 'ready', upload_attempts: 1, last_error: 'down', next_attempt_at_unix_ms: now + 5_000 });
-    expect(await spool.claimNext('ready')).toBeUndefined(); // not due yet
+      const released = await spool.releaseUpload(claim, {
+        error: { code: 'UPLOAD_FAILED', message: 'down', at_unix_ms: now },
+        retryAtUnixMs: now + 5_000,
+      });
+      expect(released).toMatchObject({
+        upload_attempts: 1,
+        last_error: { code: 'UPLOAD_FAILED' },
+        next_attempt_at_unix_ms: now + 5_000,
+        bundle: { size: 12 },
+      });
+      expect(spoolFiles(stateDir)).toMatchObject({ ready: [`${record.id}.json`], bundles: [`${record.id}.bundle`] });
+      expect((await spool.listRecords())[0]).toMatchObject({
+        state: 'ready',
+        upload_attempts: 1,
+        last_error: 'down',
+        next_attempt_at_unix_ms: now + 5_000,
+      });
+      expect(await spool.claimNext('ready')).toBeUndefined(); // not due yet
 
-    now += 5_000;
-    const again = (await spool.claimNext('ready'))!;
-    await spool.completeUpload(again, 'upl_1');
-    expect(spoolFiles(stateDir)).toMatchObject({ intake: [], building: [], ready: [], failed: [], bundles: [], tmp: [] });
-    expect(uploading()).toEqual([]);
-  });
+      now += 5_000;
+      const again = (await spool.claimNext('ready'))!;
+      await spool.completeUpload(again, 'upl_1');
+      expect(spoolFiles(stateDir)).toMatchObject({
+        intake: [],
+        building: [],
+        ready: [],
+        failed: [],
+        bundles: [],
+        tmp: [],
+      });
+      expect(uploading()).toEqual([]);
+    },
+  );
 
   it('an upload the server refuses for good is failed with its reason and keeps its bundle', async () => {
     const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await readyRecord(spool, 'up-refused');
     const claim = (await spool.claimNext('ready'))!;
-    const failed = await spool.fail(claim, { code: 'UPLOAD_REJECTED', message: 'harness not allowed', at_unix_ms: now });
+    const failed = await spool.fail(claim, {
+      code: 'UPLOAD_REJECTED',
+      message: 'harness not allowed',
+      at_unix_ms: now,
+    });
     expect(failed).toMatchObject({ last_error: { code: 'UPLOAD_REJECTED' }, bundle: { size: 12 } });
-    expect(spoolFiles(stateDir)).toMatchObject({ ready: [], failed: [`${record.id}.json`], bundles: [`${record.id}.bundle`] });
+    expect(spoolFiles(stateDir)).toMatchObject({
+      ready: [],
+      failed: [`${record.id}.json`],
+      bundles: [`${record.id}.bundle`],
+    });
     expect(uploading()).toEqual([]);
   });
 
@@ -187,22 +246,34 @@ describe('upload claims', () => {
     expect(await spool.bundleUnchanged({ ...record, bundle: { ...record.bundle!, identity: undefined } })).toBe(false);
   });
 
-  it('workers sharing a claimer claim each record once, oldest first, and a record replaced after it was read is read again', async () => {
-    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
-    const ids = [];
-    for (let i = 0; i < 6; i++) ids.push((await readyRecord(spool, `up-shared-${i}`)).id);
-    const next = spool.claimer('ready', ids);
-    const claimed = (await Promise.all([1, 2, 3].map(async () => {
-      const mine = [];
-      for (let c = await next(); c !== undefined; c = await next()) mine.push(c.id);
-      return mine;
-    }))).flat();
-    expect(claimed.sort()).toEqual([...ids].sort());
-    expect(await next()).toBeUndefined();
+  it(
+    'workers sharing a claimer claim each record once, oldest first, and a record replaced after it was read is ' +
+      'read again',
+    async () => {
+      const spool = await Spool.open(stateLayout(stateDir), { now: clock });
+      const ids = [];
+      for (let i = 0; i < 6; i++) ids.push((await readyRecord(spool, `up-shared-${i}`)).id);
+      const next = spool.claimer('ready', ids);
+      const claimed = (
+        await Promise.all(
+          [1, 2, 3].map(async () => {
+            const mine = [];
+            for (let c = await next(); c !== undefined; c = await next()) mine.push(c.id);
+            return mine;
+          }),
+        )
+      ).flat();
+      expect(claimed.sort()).toEqual([...ids].sort());
+      expect(await next()).toBeUndefined();
 
-    const b = await readyRecord(spool, 'up-reread');
-    const claim = (await spool.claim('ready', b.id, { identity: 'another file', text: 'not the record', record: undefined }))!;
-    expect(claim.damaged).toBeUndefined();
-    expect(claim.record).toMatchObject({ id: b.id, payload: { session_id: 'up-reread' } });
-  });
+      const b = await readyRecord(spool, 'up-reread');
+      const claim = (await spool.claim('ready', b.id, {
+        identity: 'another file',
+        text: 'not the record',
+        record: undefined,
+      }))!;
+      expect(claim.damaged).toBeUndefined();
+      expect(claim.record).toMatchObject({ id: b.id, payload: { session_id: 'up-reread' } });
+    },
+  );
 });

@@ -6,15 +6,16 @@ import { writeFile } from 'node:fs/promises';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  MAX_INTERRUPTIONS,
-  newRecordId,
-  Spool,
-  type SpoolRecord,
-} from '../../src/spool/index.js';
+import { MAX_INTERRUPTIONS, newRecordId, Spool, type SpoolRecord } from '../../src/spool/index.js';
 import { makeTestHome, type TestHome } from '../../../../test/support/context.js';
 import { readJson, spoolFiles } from '../../../../test/support/cli-process.js';
-import { deadPid, enqueueRecord, killedWorker as leaveKilledWorker, readyRecord as makeReady, uploadClaims } from '../../../../test/support/spool.js';
+import {
+  deadPid,
+  enqueueRecord,
+  killedWorker as leaveKilledWorker,
+  readyRecord as makeReady,
+  uploadClaims,
+} from '../../../../test/support/spool.js';
 import { stateLayout } from '../../src/context.js';
 
 let t: TestHome;
@@ -33,7 +34,8 @@ afterEach(async () => {
 
 const enqueue = (spool: Spool, sessionId?: string) => enqueueRecord(spool, now, sessionId);
 const readyRecord = (spool: Spool, sessionId: string) => makeReady(spool, now, sessionId);
-const killedWorker = (id: string, leave?: { temp?: boolean; bundle?: string; named?: boolean }) => leaveKilledWorker(stateDir, now, id, leave);
+const killedWorker = (id: string, leave?: { temp?: boolean; bundle?: string; named?: boolean }) =>
+  leaveKilledWorker(stateDir, now, id, leave);
 const uploading = () => uploadClaims(stateDir);
 
 describe('recovery after a crash', () => {
@@ -44,7 +46,10 @@ describe('recovery after a crash', () => {
     const report = await spool.releaseDeadClaims();
     expect(report).toEqual({ released: [record.id], completed: [], failed: [] });
     expect(spoolFiles(stateDir)).toMatchObject({ intake: [`${record.id}.json`], building: [], tmp: [], bundles: [] });
-    expect(readJson(path.join(stateDir, 'spool', 'intake', `${record.id}.json`))).toMatchObject({ interruptions: 1, attempts: 0 });
+    expect(readJson(path.join(stateDir, 'spool', 'intake', `${record.id}.json`))).toMatchObject({
+      interruptions: 1,
+      attempts: 0,
+    });
   });
 
   it('a crash after the bundle was placed but before the claim named it: released, the bundle removed', async () => {
@@ -60,7 +65,12 @@ describe('recovery after a crash', () => {
     const record = await enqueue(spool);
     await killedWorker(record.id, { bundle: 'bundle!', named: true });
     expect(await spool.releaseDeadClaims()).toEqual({ released: [], completed: [record.id], failed: [] });
-    expect(spoolFiles(stateDir)).toMatchObject({ intake: [], building: [], ready: [`${record.id}.json`], bundles: [`${record.id}.bundle`] });
+    expect(spoolFiles(stateDir)).toMatchObject({
+      intake: [],
+      building: [],
+      ready: [`${record.id}.json`],
+      bundles: [`${record.id}.bundle`],
+    });
   });
 
   it('a claim that names a bundle which is not in place is rebuilt, not committed', async () => {
@@ -82,7 +92,11 @@ describe('recovery after a crash', () => {
 
     const dead = await enqueue(spool, 'dead');
     await killedWorker(dead.id);
-    const reports = await Promise.all([other.releaseDeadClaims(), spool.releaseDeadClaims(), (await Spool.open(stateLayout(stateDir))).releaseDeadClaims()]);
+    const reports = await Promise.all([
+      other.releaseDeadClaims(),
+      spool.releaseDeadClaims(),
+      (await Spool.open(stateLayout(stateDir))).releaseDeadClaims(),
+    ]);
     expect(reports.flatMap((r) => r.released)).toEqual([dead.id]);
     expect(spoolFiles(stateDir)).toMatchObject({ intake: [`${dead.id}.json`], building: [path.basename(mine.file)] });
   });
@@ -97,8 +111,13 @@ describe('recovery after a crash', () => {
     const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], { stdio: 'ignore' });
     try {
       const { rename } = await import('node:fs/promises');
-      await rename(path.join(stateDir, 'spool', 'intake', `${theirs.id}.json`), path.join(stateDir, 'spool', 'building', `${theirs.id}.${other.pid}.json`));
-      expect(await spool.heldByOthers()).toEqual([{ id: theirs.id, state: 'building', pid: other.pid, harness: 'claude', session_id: 'theirs' }]);
+      await rename(
+        path.join(stateDir, 'spool', 'intake', `${theirs.id}.json`),
+        path.join(stateDir, 'spool', 'building', `${theirs.id}.${other.pid}.json`),
+      );
+      expect(await spool.heldByOthers()).toEqual([
+        { id: theirs.id, state: 'building', pid: other.pid, harness: 'claude', session_id: 'theirs' },
+      ]);
       expect(mine.id).not.toBe(theirs.id);
     } finally {
       other.kill('SIGKILL');
@@ -153,7 +172,10 @@ describe('recovery after a crash', () => {
     const record = await enqueue(spool);
     // What a killed worker whose pid was later reused by this process would leave.
     const { rename } = await import('node:fs/promises');
-    await rename(path.join(stateDir, 'spool', 'intake', `${record.id}.json`), path.join(stateDir, 'spool', 'building', `${record.id}.${process.pid}.json`));
+    await rename(
+      path.join(stateDir, 'spool', 'intake', `${record.id}.json`),
+      path.join(stateDir, 'spool', 'building', `${record.id}.${process.pid}.json`),
+    );
     expect((await spool.releaseDeadClaims()).released).toEqual([record.id]);
   });
 
@@ -187,41 +209,53 @@ describe('recovery of upload claims', () => {
     const { rename } = await import('node:fs/promises');
     await rename(path.join(dir, 'ready', `${a.id}.json`), path.join(dir, 'uploading', `${a.id}.${pid}.json`));
     const bRecord = readJson<SpoolRecord>(path.join(dir, 'ready', `${b.id}.json`));
-    await writeFile(path.join(dir, 'uploading', `${b.id}.${pid}.json`), JSON.stringify({ ...bRecord, uploaded: { upload_id: 'upl_b', at_unix_ms: now } }), { mode: 0o600 });
+    await writeFile(
+      path.join(dir, 'uploading', `${b.id}.${pid}.json`),
+      JSON.stringify({ ...bRecord, uploaded: { upload_id: 'upl_b', at_unix_ms: now } }),
+      { mode: 0o600 },
+    );
     await (await import('node:fs/promises')).unlink(path.join(dir, 'ready', `${b.id}.json`));
 
     const report = await spool.releaseDeadClaims();
     expect(report).toEqual({ released: [a.id], completed: [b.id], failed: [] });
     expect(spoolFiles(stateDir)).toMatchObject({ ready: [`${a.id}.json`], bundles: [`${a.id}.bundle`] });
     expect(uploading()).toEqual([]);
-    expect(readJson<SpoolRecord>(path.join(dir, 'ready', `${a.id}.json`))).toMatchObject({ interruptions: 1, bundle: { size: 12 } });
+    expect(readJson<SpoolRecord>(path.join(dir, 'ready', `${a.id}.json`))).toMatchObject({
+      interruptions: 1,
+      bundle: { size: 12 },
+    });
   });
 
-  it('an upload commit killed at any step is finished, never uploaded again; a bundle deleted from outside is never taken as uploaded', async () => {
-    const spool = await Spool.open(stateLayout(stateDir), { now: clock });
-    const a = await readyRecord(spool, 'up-moved-aside');
-    const b = await readyRecord(spool, 'up-claim-gone');
-    const c = await readyRecord(spool, 'up-bundle-deleted');
-    const pid = await deadPid();
-    const dir = path.join(stateDir, 'spool');
-    const { rename, unlink } = await import('node:fs/promises');
-    const aside = (id: string) => path.join(dir, 'tmp', `${id}.${pid}.removed.00000000.tmp`);
-    // a: killed after its bundle was renamed aside, before the claim went.
-    await rename(path.join(dir, 'ready', `${a.id}.json`), path.join(dir, 'uploading', `${a.id}.${pid}.json`));
-    await rename(spool.bundleFile(a.id), aside(a.id));
-    // b: killed after the claim went, before the bundle set aside did.
-    await unlink(path.join(dir, 'ready', `${b.id}.json`));
-    await rename(spool.bundleFile(b.id), aside(b.id));
-    // c: a dead upload claim whose bundle someone deleted: released, and its next upload fails it (not "completed").
-    await rename(path.join(dir, 'ready', `${c.id}.json`), path.join(dir, 'uploading', `${c.id}.${pid}.json`));
-    await unlink(spool.bundleFile(c.id));
+  it(
+    'an upload commit killed at any step is finished, never uploaded again; a bundle deleted from outside is ' +
+      'never taken as uploaded',
+    async () => {
+      const spool = await Spool.open(stateLayout(stateDir), { now: clock });
+      const a = await readyRecord(spool, 'up-moved-aside');
+      const b = await readyRecord(spool, 'up-claim-gone');
+      const c = await readyRecord(spool, 'up-bundle-deleted');
+      const pid = await deadPid();
+      const dir = path.join(stateDir, 'spool');
+      const { rename, unlink } = await import('node:fs/promises');
+      const aside = (id: string) => path.join(dir, 'tmp', `${id}.${pid}.removed.00000000.tmp`);
+      // a: killed after its bundle was renamed aside, before the claim went.
+      await rename(path.join(dir, 'ready', `${a.id}.json`), path.join(dir, 'uploading', `${a.id}.${pid}.json`));
+      await rename(spool.bundleFile(a.id), aside(a.id));
+      // b: killed after the claim went, before the bundle set aside did.
+      await unlink(path.join(dir, 'ready', `${b.id}.json`));
+      await rename(spool.bundleFile(b.id), aside(b.id));
+      // c: a dead upload claim whose bundle someone deleted: released, and its next upload fails it (not "completed").
+      await rename(path.join(dir, 'ready', `${c.id}.json`), path.join(dir, 'uploading', `${c.id}.${pid}.json`));
+      await unlink(spool.bundleFile(c.id));
 
-    // Another drain's clean-up first: the bundle b set aside goes (no claim names it); a's stays, the mark of its commit.
-    expect(await spool.removeOrphanTemps()).toBe(1);
-    expect(spoolFiles(stateDir).tmp).toEqual([path.basename(aside(a.id))]);
-    expect(await spool.releaseDeadClaims()).toEqual({ released: [c.id], completed: [a.id], failed: [] });
-    expect(await spool.removeOrphanTemps()).toBe(0);
-    expect(spoolFiles(stateDir)).toMatchObject({ ready: [`${c.id}.json`], bundles: [], tmp: [] });
-    expect(uploading()).toEqual([]);
-  });
+      // Another drain's clean-up first: the bundle b set aside goes (no claim names it); a's stays, the mark of its
+      // commit.
+      expect(await spool.removeOrphanTemps()).toBe(1);
+      expect(spoolFiles(stateDir).tmp).toEqual([path.basename(aside(a.id))]);
+      expect(await spool.releaseDeadClaims()).toEqual({ released: [c.id], completed: [a.id], failed: [] });
+      expect(await spool.removeOrphanTemps()).toBe(0);
+      expect(spoolFiles(stateDir)).toMatchObject({ ready: [`${c.id}.json`], bundles: [], tmp: [] });
+      expect(uploading()).toEqual([]);
+    },
+  );
 });

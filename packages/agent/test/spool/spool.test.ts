@@ -5,18 +5,18 @@ import { chmod, mkdir, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FileHandle } from 'node:fs/promises';
-import {
-  MAX_ATTEMPTS,
-  Spool,
-  type SpoolIO,
-} from '../../src/spool/index.js';
+import { MAX_ATTEMPTS, Spool, type SpoolIO } from '../../src/spool/index.js';
 import { rejected } from '../../../../test/support/errors.js';
 import { makeTestHome, type TestHome } from '../../../../test/support/context.js';
 import { readJson, spoolFiles } from '../../../../test/support/cli-process.js';
 import { enqueueRecord, fakeBundle } from '../../../../test/support/spool.js';
 import { stateLayout } from '../../src/context.js';
 
-const payload = { session_id: 'sess-1', cwd: '/work/project', transcript_path: '/home/me/.claude/projects/-work-project/sess-1.jsonl' };
+const payload = {
+  session_id: 'sess-1',
+  cwd: '/work/project',
+  transcript_path: '/home/me/.claude/projects/-work-project/sess-1.jsonl',
+};
 
 let t: TestHome;
 let stateDir: string;
@@ -43,7 +43,13 @@ describe('layout and safety', () => {
     }
     const file = path.join(stateDir, 'spool', 'intake', `${record.id}.json`);
     expect(((await stat(file)).mode & 0o777).toString(8)).toBe('600');
-    expect(readJson(file)).toMatchObject({ id: record.id, harness: 'claude', profile: 'claude-v2_0_12', payload, attempts: 0 });
+    expect(readJson(file)).toMatchObject({
+      id: record.id,
+      harness: 'claude',
+      profile: 'claude-v2_0_12',
+      payload,
+      attempts: 0,
+    });
     expect(spoolFiles(stateDir).tmp).toEqual([]);
   });
 
@@ -113,7 +119,9 @@ describe('a full disk', () => {
     const record = await enqueue(good);
     const spool = await Spool.open(stateLayout(stateDir), { io: full, now: clock });
     const claim = (await spool.claimNext('intake'))!;
-    expect((await rejected(spool.release(claim, { error: { code: 'X', message: 'y', at_unix_ms: now } }))).code).toBe('SPOOL_FULL');
+    expect((await rejected(spool.release(claim, { error: { code: 'X', message: 'y', at_unix_ms: now } }))).code).toBe(
+      'SPOOL_FULL',
+    );
     // Still one file: the claim, with its old content; recovery puts it back once this holder is gone.
     expect(spoolFiles(stateDir)).toMatchObject({ intake: [], building: [`${record.id}.${process.pid}.json`], tmp: [] });
     expect(readJson(claim.file)).toMatchObject({ attempts: 0 });
@@ -137,7 +145,11 @@ describe('listing', () => {
       const again = i === 0 ? cc : (await spool.claim('intake', c.id))!;
       await spool.release(again, { error: { code: 'INTERNAL', message: `try ${i}`, at_unix_ms: now } });
     }
-    await spool.fail((await spool.claim('intake', c.id))!, { code: 'INTERNAL', message: 'gave up', at_unix_ms: now }, { countAttempt: true });
+    await spool.fail(
+      (await spool.claim('intake', c.id))!,
+      { code: 'INTERNAL', message: 'gave up', at_unix_ms: now },
+      { countAttempt: true },
+    );
     await spool.claim('intake', d.id);
     const listed = await spool.listRecords();
     expect(listed.map((r) => [r.session_id, r.state, r.size, r.attempts, r.last_error])).toEqual([
@@ -146,7 +158,12 @@ describe('listing', () => {
       ['broken', 'failed', null, MAX_ATTEMPTS, 'gave up'],
       ['inflight', 'building', null, 0, null],
     ]);
-    expect(listed[0]).toMatchObject({ id: a.id, harness: 'claude', profile: 'claude-v2_0_12', created_at_unix_ms: a.created_at_unix_ms });
+    expect(listed[0]).toMatchObject({
+      id: a.id,
+      harness: 'claude',
+      profile: 'claude-v2_0_12',
+      created_at_unix_ms: a.created_at_unix_ms,
+    });
     expect(listed[3]).toMatchObject({ worker_pid: process.pid, worker_alive: true });
   });
 });

@@ -45,21 +45,38 @@ describe('SpoolView', () => {
   it('names every folder that opening the spool creates, tmp as the transient one', async () => {
     const spool = await Spool.open(t.ctx.paths);
     const view = new SpoolView(t.ctx.paths);
-    expect(view.folders().map((f) => path.basename(f.path)).sort()).toEqual(readdirSync(spool.root).sort());
-    expect(view.folders().filter((f) => f.transient).map((f) => path.basename(f.path))).toEqual(['tmp']);
+    expect(
+      view
+        .folders()
+        .map((f) => path.basename(f.path))
+        .sort(),
+    ).toEqual(readdirSync(spool.root).sort());
+    expect(
+      view
+        .folders()
+        .filter((f) => f.transient)
+        .map((f) => path.basename(f.path)),
+    ).toEqual(['tmp']);
     expect(await view.complete()).toBe(true);
     expect(view.intakeDir()).toBe(view.folders()[0]!.path);
   });
 
   it('peeks at a record as it is on disk, and finds work in intake', async () => {
     const spool = await Spool.open(t.ctx.paths);
-    const record = await spool.enqueueIntake({ harness: 'claude', profile: 'claude-v2_0_12', payload, createdAtUnixMs: Date.now() });
+    const record = await spool.enqueueIntake({
+      harness: 'claude',
+      profile: 'claude-v2_0_12',
+      payload,
+      createdAtUnixMs: Date.now(),
+    });
     const view = new SpoolView(t.ctx.paths);
     const before = tree(spool.root);
     expect(await view.hasWork()).toBe(true);
     expect(await view.peek('intake', record.id)).toEqual(record);
     expect(await view.peek('ready', record.id)).toBeUndefined();
-    expect(await view.listRecords()).toMatchObject([{ id: record.id, state: 'intake', harness: 'claude', session_id: 'sess-1' }]);
+    expect(await view.listRecords()).toMatchObject([
+      { id: record.id, state: 'intake', harness: 'claude', session_id: 'sess-1' },
+    ]);
     await writeFile(path.join(view.intakeDir(), `${record.id}.json`), 'null');
     expect(await view.peek('intake', record.id)).toBeUndefined();
     expect(tree(spool.root)).toEqual(before);
@@ -67,7 +84,12 @@ describe('SpoolView', () => {
 
   it('lists an unsafe or incomplete spool by file name, never creating the missing folders', async () => {
     const spool = await Spool.open(t.ctx.paths);
-    const record = await spool.enqueueIntake({ harness: 'claude', profile: 'claude-v2_0_12', payload, createdAtUnixMs: Date.now() });
+    const record = await spool.enqueueIntake({
+      harness: 'claude',
+      profile: 'claude-v2_0_12',
+      payload,
+      createdAtUnixMs: Date.now(),
+    });
     await chmod(spool.root, 0o777);
     const view = new SpoolView(t.ctx.paths);
     expect((await rejected(view.listRecords())).code).toBe('SPOOL_UNSAFE');
@@ -79,7 +101,7 @@ describe('SpoolView', () => {
     expect(await view.complete()).toBe(false);
   });
 
-  it('counts a claim, even a dead process\'s, as work', async () => {
+  it("counts a claim, even a dead process's, as work", async () => {
     const spool = await Spool.open(t.ctx.paths);
     await spool.enqueueIntake({ harness: 'claude', profile: 'claude-v2_0_12', payload, createdAtUnixMs: Date.now() });
     const claim = await spool.claimNext('intake');
@@ -106,25 +128,33 @@ describe('SpoolView', () => {
 });
 
 /** The spool's folder names, from the view itself, and the record states (its interface's words for records). */
-const FOLDERS = new Set(new SpoolView({ stateDir: '/s', spoolDir: '/s/spool' }).folders().map((f) => path.basename(f.path)));
+const FOLDERS = new Set(
+  new SpoolView({ stateDir: '/s', spoolDir: '/s/spool' }).folders().map((f) => path.basename(f.path)),
+);
 const STATES = new Set<string>(['intake', 'building', 'ready', 'uploading', 'failed'] satisfies RecordState[]);
 
 /** Where `source` builds a path into the spool or lists its folder names, as `file:line what`. */
 function spoolFolderSpellings(source: ScannedSource): string[] {
   const found: string[] = [];
   for (const call of source.pathCalls) {
-    if (call.args.some((a) => (a.literal !== undefined ? FOLDERS.has(a.literal) && a.literal !== 'tmp' : /spoolDir|spool\.root/.test(a.code)))) {
+    if (
+      call.args.some((a) =>
+        a.literal !== undefined ? FOLDERS.has(a.literal) && a.literal !== 'tmp' : /spoolDir|spool\.root/.test(a.code),
+      )
+    ) {
       found.push(`${source.file}:${call.line} joins ${call.args.map((a) => a.code).join(', ')}`);
     }
   }
   for (const literal of source.literals) {
-    if (literal.kind === 'template' && /(spoolDir|spool\.root)\}\//.test(literal.text)) found.push(`${source.file}:${literal.line} builds \`${literal.text}\``);
+    if (literal.kind === 'template' && /(spoolDir|spool\.root)\}\//.test(literal.text))
+      found.push(`${source.file}:${literal.line} builds \`${literal.text}\``);
   }
   // Record states are words of the spool's interface ('intake' | 'ready'): a list of them is no folder list, but one
   // that also names a folder that is no state is.
   for (const array of source.stringArrays) {
     const folders = array.items.filter((item) => FOLDERS.has(item));
-    if (folders.length >= 2 && folders.some((f) => !STATES.has(f))) found.push(`${source.file}:${array.line} lists ${array.items.join(', ')}`);
+    if (folders.length >= 2 && folders.some((f) => !STATES.has(f)))
+      found.push(`${source.file}:${array.line} lists ${array.items.join(', ')}`);
   }
   for (const literal of source.literals) {
     if (literal.kind === 'string' && FOLDERS.has(literal.text) && !STATES.has(literal.text) && literal.text !== 'tmp') {

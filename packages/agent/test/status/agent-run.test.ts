@@ -18,11 +18,21 @@ describe('agent status', () => {
   it('a cleanly stopped agent is stopped, even when its pid runs and its report is fresh', () => {
     const now = Date.now();
     // process.pid: a pid that certainly runs (a reused pid, or a new agent that has not reported yet).
-    const a = agentStatus({ pid: process.pid, started_at_unix_ms: now - 60_000, updated_at_unix_ms: now - 1_000, stopped_at_unix_ms: now - 1_000 }, now);
+    const a = agentStatus(
+      {
+        pid: process.pid,
+        started_at_unix_ms: now - 60_000,
+        updated_at_unix_ms: now - 1_000,
+        stopped_at_unix_ms: now - 1_000,
+      },
+      now,
+    );
     expect(a.state).toBe('stopped');
     expect(a.detail).toContain('stopped cleanly');
     // Without stopped_at_unix_ms the same file is a running agent.
-    expect(agentStatus({ pid: process.pid, started_at_unix_ms: now - 60_000, updated_at_unix_ms: now - 1_000 }, now).state).toBe('running');
+    expect(
+      agentStatus({ pid: process.pid, started_at_unix_ms: now - 60_000, updated_at_unix_ms: now - 1_000 }, now).state,
+    ).toBe('running');
   });
 
   it('an interrupted drain shows as interrupted, not as a failure', async () => {
@@ -39,7 +49,12 @@ describe('agent status', () => {
       stopped: { code: 'INTERRUPTED', reason: 'the drain process ended on SIGTERM' },
       notes: [],
     });
-    await writeRunState(s.ctx, { pid: 999_999_999, started_at_unix_ms: now - 120_000, updated_at_unix_ms: now - 60_000, stopped_at_unix_ms: now - 60_000 });
+    await writeRunState(s.ctx, {
+      pid: 999_999_999,
+      started_at_unix_ms: now - 120_000,
+      updated_at_unix_ms: now - 60_000,
+      stopped_at_unix_ms: now - 60_000,
+    });
     const human = await s.cli(['status']);
     expect(human.code).toBe(0);
     const line = human.stdout.split('\n').find((l) => l.includes('ago:') && l.includes('built'))!;

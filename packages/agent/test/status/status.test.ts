@@ -22,7 +22,11 @@ afterEach(async () => {
   await s.cleanup();
 });
 
-const policy = (origin: string, revision = 7) => ({ revision, ttl_seconds: 3600, session_upload: { presign_url: `${origin}/session-uploads/presign` } });
+const policy = (origin: string, revision = 7) => ({
+  revision,
+  ttl_seconds: 3600,
+  session_upload: { presign_url: `${origin}/session-uploads/presign` },
+});
 
 async function connected(): Promise<PolicyServer> {
   server = await startPolicyServer({});
@@ -39,53 +43,98 @@ function deadPid(): number {
 }
 
 describe('status', () => {
-  it('shows policy, harnesses, spool, last drain, agent and service — without a request and without writing anything', async () => {
-    const api = await connected();
-    await s.harnesses({ claude: '2.1.332 (Claude Code)', opencode: '1.18.33' });
-    // The clock is the test's: the policy was fetched 42 s before status looks, whatever the machine's speed.
-    const now = Date.now();
-    expect((await s.cli(['reconcile'], { clock: { now: () => now - 42_000 } })).code).toBe(0);
-    const ids = await enqueue(s.stateDir, 'claude', ['sess-old', 'sess-new'], [now - 2 * 3600_000, now - 3600_000]);
-    await writeLastDrain(s.ctx, { finished_at_unix_ms: now - 300_000, ok: true, built: 1, uploaded: 3, failed: 0, retried: 0, left: 0, left_ready: 0, notes: [] });
-    // A capture the sh hook handed over that no drain has admitted yet.
-    await mkdir(path.join(s.stateDir, 'spool', 'inbox'), { recursive: true, mode: 0o700 });
-    await writeFile(path.join(s.stateDir, 'spool', 'inbox', '4242-0.hook'), 'blue-agent-hook-v1\n\n{}', { mode: 0o600 });
+  it(
+    'shows policy, harnesses, spool, last drain, agent and service — without a request and without writing ' +
+      'anything',
+    async () => {
+      const api = await connected();
+      await s.harnesses({ claude: '2.1.332 (Claude Code)', opencode: '1.18.33' });
+      // The clock is the test's: the policy was fetched 42 s before status looks, whatever the machine's speed.
+      const now = Date.now();
+      expect((await s.cli(['reconcile'], { clock: { now: () => now - 42_000 } })).code).toBe(0);
+      const ids = await enqueue(s.stateDir, 'claude', ['sess-old', 'sess-new'], [now - 2 * 3600_000, now - 3600_000]);
+      await writeLastDrain(s.ctx, {
+        finished_at_unix_ms: now - 300_000,
+        ok: true,
+        built: 1,
+        uploaded: 3,
+        failed: 0,
+        retried: 0,
+        left: 0,
+        left_ready: 0,
+        notes: [],
+      });
+      // A capture the sh hook handed over that no drain has admitted yet.
+      await mkdir(path.join(s.stateDir, 'spool', 'inbox'), { recursive: true, mode: 0o700 });
+      await writeFile(path.join(s.stateDir, 'spool', 'inbox', '4242-0.hook'), 'blue-agent-hook-v1\n\n{}', {
+        mode: 0o600,
+      });
 
-    const requests = api.requests.length;
-    const before = await snapshot(s.t.root);
-    const clock = { now: () => now };
-    const json = await s.cli(['status', '--json'], { clock });
-    const human = await s.cli(['status'], { clock });
-    expect(await snapshot(s.t.root)).toEqual(before);
-    expect(api.requests.length).toBe(requests);
+      const requests = api.requests.length;
+      const before = await snapshot(s.t.root);
+      const clock = { now: () => now };
+      const json = await s.cli(['status', '--json'], { clock });
+      const human = await s.cli(['status'], { clock });
+      expect(await snapshot(s.t.root)).toEqual(before);
+      expect(api.requests.length).toBe(requests);
 
-    expect(json.code).toBe(0);
-    const report = JSON.parse(json.stdout);
-    expect(report).toMatchObject({
-      ok: true,
-      policy: { revision: 7, source: 'cached', location: `${api.origin}/governance-config`, stale: false, capture_enabled: true, warnings: [] },
-      spool: { exists: true, counts: { intake: 2, building: 0, ready: 0, uploading: 0, failed: 0 }, handed_over: 1, waiting: 3, oldest_waiting: { id: ids[0], state: 'intake', harness: 'claude', session_id: 'sess-old', created_at_unix_ms: now - 2 * 3600_000 } },
-      last_drain: { ok: true, uploaded: 3 },
-      agent: { state: 'absent' },
-      service: { manager: expect.any(String) },
-    });
-    expect(report.policy.age_seconds).toBe(42);
-    const h = Object.fromEntries(report.harnesses.map((x: { harness: string }) => [x.harness, x]));
-    expect(h.claude).toMatchObject({ installed: true, version: '2.1.332', profile: 'claude-v2_0_12', verified: true, verified_before: '2.1.333-0', state: 'active', pending: null });
-    expect(h.opencode).toMatchObject({ state: 'active', pending: null });
-    expect(h.codex).toMatchObject({ installed: false, state: 'not_installed' });
+      expect(json.code).toBe(0);
+      const report = JSON.parse(json.stdout);
+      expect(report).toMatchObject({
+        ok: true,
+        policy: {
+          revision: 7,
+          source: 'cached',
+          location: `${api.origin}/governance-config`,
+          stale: false,
+          capture_enabled: true,
+          warnings: [],
+        },
+        spool: {
+          exists: true,
+          counts: { intake: 2, building: 0, ready: 0, uploading: 0, failed: 0 },
+          handed_over: 1,
+          waiting: 3,
+          oldest_waiting: {
+            id: ids[0],
+            state: 'intake',
+            harness: 'claude',
+            session_id: 'sess-old',
+            created_at_unix_ms: now - 2 * 3600_000,
+          },
+        },
+        last_drain: { ok: true, uploaded: 3 },
+        agent: { state: 'absent' },
+        service: { manager: expect.any(String) },
+      });
+      expect(report.policy.age_seconds).toBe(42);
+      const h = Object.fromEntries(report.harnesses.map((x: { harness: string }) => [x.harness, x]));
+      expect(h.claude).toMatchObject({
+        installed: true,
+        version: '2.1.332',
+        profile: 'claude-v2_0_12',
+        verified: true,
+        verified_before: '2.1.333-0',
+        state: 'active',
+        pending: null,
+      });
+      expect(h.opencode).toMatchObject({ state: 'active', pending: null });
+      expect(h.codex).toMatchObject({ installed: false, state: 'not_installed' });
 
-    expect(human.code).toBe(0);
-    expect(human.stdout).toMatch(/^Policy +revision 7 \(cached: http:\/\/127\.0\.0\.1:\d+\/governance-config, fetched 42 s ago\)$/m);
-    expect(human.stdout).toMatch(/^ {2}claude +active +claude-v2_0_12 +2\.1\.332$/m);
-    expect(human.stdout).toMatch(/^ {2}codex +not_installed/m);
-    expect(human.stdout).toMatch(/^Spool +3 waiting \(handed over 1, intake 2\)$/m);
-    expect(human.stdout).toContain(`oldest waiting: ${ids[0]} (intake, claude, captured 2 h ago)`);
-    expect(human.stdout).toMatch(/^Last drain +5 min ago: ok \(built 1, uploaded 3, failed 0, retried 0, left 0\)$/m);
-    expect(human.stdout).toMatch(/^Agent +not running$/m);
-    expect(human.stdout).toMatch(/^Service +/m);
-    expect(human.stdout).not.toMatch(/\u001b\[/);
-  });
+      expect(human.code).toBe(0);
+      expect(human.stdout).toMatch(
+        /^Policy +revision 7 \(cached: http:\/\/127\.0\.0\.1:\d+\/governance-config, fetched 42 s ago\)$/m,
+      );
+      expect(human.stdout).toMatch(/^ {2}claude +active +claude-v2_0_12 +2\.1\.332$/m);
+      expect(human.stdout).toMatch(/^ {2}codex +not_installed/m);
+      expect(human.stdout).toMatch(/^Spool +3 waiting \(handed over 1, intake 2\)$/m);
+      expect(human.stdout).toContain(`oldest waiting: ${ids[0]} (intake, claude, captured 2 h ago)`);
+      expect(human.stdout).toMatch(/^Last drain +5 min ago: ok \(built 1, uploaded 3, failed 0, retried 0, left 0\)$/m);
+      expect(human.stdout).toMatch(/^Agent +not running$/m);
+      expect(human.stdout).toMatch(/^Service +/m);
+      expect(human.stdout).not.toMatch(/\u001b\[/);
+    },
+  );
 
   it('keeps working when the Control API is down: it never asks it', async () => {
     const api = await connected();
@@ -100,12 +149,18 @@ describe('status', () => {
     // And with nothing listening at all.
     await api.close();
     server = undefined;
-    expect(JSON.parse((await s.cli(['status', '--json'])).stdout).policy).toMatchObject({ revision: 7, source: 'cached' });
+    expect(JSON.parse((await s.cli(['status', '--json'])).stdout).policy).toMatchObject({
+      revision: 7,
+      source: 'cached',
+    });
   });
 
   it('a harness newer than its ceiling shows as unverified, with the certify command; drift shows as pending', async () => {
     const file = path.join(s.t.root, 'policy.yaml');
-    await writeFile(file, 'revision: 3\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n');
+    await writeFile(
+      file,
+      'revision: 3\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n',
+    );
     await s.config(`policy_file: ${file}\n`);
     await s.harnesses({ claude: '2.1.332 (Claude Code)', opencode: '1.19.0' });
 
@@ -116,13 +171,25 @@ describe('status', () => {
 
     expect(report.policy).toMatchObject({ revision: 3, source: 'file', location: file, age_seconds: null });
     const h = Object.fromEntries(report.harnesses.map((x: { harness: string }) => [x.harness, x]));
-    expect(h.opencode).toMatchObject({ version: '1.19.0', profile: 'opencode-v1_2_0', verified: false, verified_before: '1.18.34-0', state: 'unverified_version', pending: null });
+    expect(h.opencode).toMatchObject({
+      version: '1.19.0',
+      profile: 'opencode-v1_2_0',
+      verified: false,
+      verified_before: '1.18.34-0',
+      state: 'unverified_version',
+      pending: null,
+    });
     // Not reconciled yet: the hook is missing, and status says what reconcile would do.
     expect(h.claude).toMatchObject({ state: 'active', pending: 'create' });
     expect(human).toMatch(/^ {2}opencode +unverified_version +opencode-v1_2_0 +1\.19\.0 \(unverified\)$/m);
-    expect(human).toContain('certify it in a checkout of blue-agent: scripts/with-node24 npm run certify -- --harness opencode --version 1.19.0');
+    expect(human).toContain(
+      'certify it in a checkout of blue-agent: scripts/with-node24 npm run certify -- --harness opencode --version ' +
+        '1.19.0',
+    );
     // Missing, not "out of date": the row is marked and the note comes right under it.
-    expect(human).toMatch(/^ {2}claude +active \(missing hook\) +claude-v2_0_12 +2\.1\.332\n {12}the managed hook is missing: `blue-agent reconcile` adds it$/m);
+    expect(human).toMatch(
+      /^ {2}claude +active \(missing hook\) +claude-v2_0_12 +2\.1\.332\n {12}the managed hook is missing: `blue-agent reconcile` adds it$/m,
+    );
     expect(human).not.toContain('out of date');
     expect(human).not.toMatch(/^ {2}claude +active +claude/m);
     expect(human).toMatch(/^Spool +empty \(not created yet\)$/m);
@@ -130,7 +197,10 @@ describe('status', () => {
 
   it('a harness in error says its code, in --json and on its line', async () => {
     const file = path.join(s.t.root, 'policy.yaml');
-    await writeFile(file, 'revision: 3\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n');
+    await writeFile(
+      file,
+      'revision: 3\nsession_upload: { presign_url: "https://control.example/session-uploads/presign" }\n',
+    );
     await s.config(`policy_file: ${file}\n`);
     await s.harnesses({ claude: '2.1.332 (Claude Code)' });
     await mkdir(path.join(s.t.home, '.claude'), { recursive: true });
@@ -139,7 +209,9 @@ describe('status', () => {
     const h = Object.fromEntries(report.harnesses.map((x: { harness: string }) => [x.harness, x]));
     expect(h.claude).toMatchObject({ state: 'error', code: 'NATIVE_CONFIG_PARSE' });
     expect(h.codex).not.toHaveProperty('code');
-    expect((await s.cli(['status'])).stdout).toMatch(/^ {2}claude +error +claude-v2_0_12 +2\.1\.332\n {12}\[NATIVE_CONFIG_PARSE\] .*settings\.json/m);
+    expect((await s.cli(['status'])).stdout).toMatch(
+      /^ {2}claude +error +claude-v2_0_12 +2\.1\.332\n {12}\[NATIVE_CONFIG_PARSE\] .*settings\.json/m,
+    );
   });
 
   it('with no policy configured, still inspects the harnesses and says capture is off', async () => {
@@ -175,7 +247,10 @@ describe('status', () => {
     expect(report.spool).toMatchObject({ waiting: 1 });
     expect((await s.cli(['status'])).stdout).toMatch(/^Config +error: /m);
     const doctor = JSON.parse((await s.cli(['doctor', '--json'])).stdout);
-    expect(doctor.checks.find((c: { id: string }) => c.id === 'config')).toMatchObject({ status: 'fail', fix: expect.any(String) });
+    expect(doctor.checks.find((c: { id: string }) => c.id === 'config')).toMatchObject({
+      status: 'fail',
+      fix: expect.any(String),
+    });
   });
 
   it('writes nothing on a machine where nothing has run yet (no state directory is created)', async () => {
@@ -196,7 +271,13 @@ describe('status', () => {
       pid: process.pid,
       started_at_unix_ms: now - 3 * 3600_000,
       updated_at_unix_ms: now - 30_000,
-      policy: { revision: 7, source: 'fetched' as const, fetched_at_unix_ms: now - 30_000, failures: 0, next_check_at_unix_ms: now + 600_000 },
+      policy: {
+        revision: 7,
+        source: 'fetched' as const,
+        fetched_at_unix_ms: now - 30_000,
+        failures: 0,
+        next_check_at_unix_ms: now + 600_000,
+      },
       last_reconcile: { at_unix_ms: now - 30_000, ok: true, corrected: ['claude'] },
       next_drain_at_unix_ms: now + 120_000,
     };
@@ -204,7 +285,11 @@ describe('status', () => {
     // Status reads the times against the test's clock: "30 s ago" is exact however long the steps take.
     const clock = { now: () => now };
     let report = JSON.parse((await s.cli(['status', '--json'], { clock })).stdout);
-    expect(report.agent).toMatchObject({ state: 'running', pid: process.pid, last_reconcile: { corrected: ['claude'] } });
+    expect(report.agent).toMatchObject({
+      state: 'running',
+      pid: process.pid,
+      last_reconcile: { corrected: ['claude'] },
+    });
     // The agent fetched this very revision: the source is what it says.
     expect(report.policy).toMatchObject({ revision: 7, source: 'fetched' });
     let human = (await s.cli(['status'], { clock })).stdout;
@@ -214,7 +299,12 @@ describe('status', () => {
     expect(human).toContain('next policy check in 10 min');
     expect(report.agent.next_policy_check_at_unix_ms).toBe(now + 600_000);
 
-    await writeRunState(s.ctx, { ...run, pid: deadPid(), updated_at_unix_ms: now - 2 * 3600_000, next_drain_at_unix_ms: now - 2 * 3600_000 });
+    await writeRunState(s.ctx, {
+      ...run,
+      pid: deadPid(),
+      updated_at_unix_ms: now - 2 * 3600_000,
+      next_drain_at_unix_ms: now - 2 * 3600_000,
+    });
     report = JSON.parse((await s.cli(['status', '--json'], { clock })).stdout);
     expect(report.agent).toMatchObject({ state: 'stopped', detail: expect.stringMatching(/is gone/) });
     expect(report.policy.source).toBe('cached');
@@ -222,7 +312,12 @@ describe('status', () => {
     expect(human).toMatch(/^Agent +not running \(last seen 2 h ago; pid \d+ is gone\)$/m);
 
     // A live pid whose file stopped changing long ago (the pid was reused) is not the agent either.
-    await writeRunState(s.ctx, { ...run, updated_at_unix_ms: now - 5 * 3600_000, policy: { ...run.policy, next_check_at_unix_ms: now - 4 * 3600_000 }, next_drain_at_unix_ms: now - 4 * 3600_000 });
+    await writeRunState(s.ctx, {
+      ...run,
+      updated_at_unix_ms: now - 5 * 3600_000,
+      policy: { ...run.policy, next_check_at_unix_ms: now - 4 * 3600_000 },
+      next_drain_at_unix_ms: now - 4 * 3600_000,
+    });
     report = JSON.parse((await s.cli(['status', '--json'], { clock })).stdout);
     expect(report.agent).toMatchObject({ state: 'stopped', detail: expect.stringMatching(/has not reported/) });
     void api;
@@ -231,11 +326,14 @@ describe('status', () => {
   it('a service that cannot run in this session is not offered as the fix', async () => {
     await writeFile(
       path.join(s.bin, 'systemctl'),
-      '#!/bin/sh\nif [ "$1" = is-system-running ]; then echo running; exit 0; fi\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n',
+      '#!/bin/sh\nif [ "$1" = is-system-running ]; then echo running; exit 0; fi\necho "Failed to connect to bus: ' +
+        'No medium found" >&2\nexit 1\n',
       { mode: 0o755 },
     );
     const human = await s.cli(['status'], { platform: 'linux' });
-    expect(human.stdout).toMatch(/^Service +systemd: not installed\n +not installed; systemctl --user could not answer: Failed to connect to bus: No medium found \(no systemd user manager in this session\); `blue-agent doctor` says what runs the agent here$/m);
+    expect(human.stdout).toMatch(
+      /^Service +systemd: not installed\n +not installed; systemctl --user could not answer: Failed to connect to bus: No medium found \(no systemd user manager in this session\); `blue-agent doctor` says what runs the agent here$/m,
+    );
     expect(human.stdout).not.toContain('blue-agent service install');
     const json = JSON.parse((await s.cli(['status', '--json'], { platform: 'linux' })).stdout);
     expect(json.service).toMatchObject({ installed: false, availability: 'no_user_manager' });

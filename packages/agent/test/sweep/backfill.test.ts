@@ -30,11 +30,18 @@ beforeEach(async () => {
   const claude = path.join(t.home, '.claude');
   const cwd = path.join(t.root, 'work');
   const now = Date.now();
-  for (const [name, id, age] of [['old', ids.old, 40], ['middle', ids.middle, 10], ['recent', ids.recent, 0]] as const) {
+  for (const [name, id, age] of [
+    ['old', ids.old, 40],
+    ['middle', ids.middle, 10],
+    ['recent', ids.recent, 0],
+  ] as const) {
     const s = await claudeSession(claude, { id, cwd, prompt: `the ${name} session`, companions: false });
     if (name === 'old') {
       // Written by Claude Code 1.0.90, older than the capture profile (claude-v2_0_12): not resumable.
-      await writeFile(s.transcript, (await readFile(s.transcript, 'utf8')).replaceAll('"version":"2.1.197"', '"version":"1.0.90"'));
+      await writeFile(
+        s.transcript,
+        (await readFile(s.transcript, 'utf8')).replaceAll('"version":"2.1.197"', '"version":"1.0.90"'),
+      );
     }
     const at = new Date(now - age * DAY - 60_000);
     await utimes(s.transcript, at, at);
@@ -57,19 +64,31 @@ async function json(args: string[], state = env): Promise<{ code: number | null;
   return { code: result.code, body, stderr: result.stderr };
 }
 
-it('finds every session never uploaded, oldest first, captures them once, and is told by the server what another machine sent', async () => {
+it('finds every session never uploaded, oldest first, captures them once, and is told by the server what another ' +
+  'machine sent', async () => {
   // The agent's reconcile fetched the policy (status reads it offline, from the last-known-good copy).
   expect((await runCli(['reconcile'], { env, timeoutMs: 30_000 })).code).toBe(0);
   // Before: Claude Code deletes sessions after 30 days by default; the 40-day-old one is at risk.
   const before = await json(['status', '--json']);
-  expect(before.body.sessions.harnesses).toEqual([expect.objectContaining({ harness: 'claude', on_disk: 3, captured: 0, at_risk: expect.objectContaining({ count: 1, days: 30 }) })]);
+  expect(before.body.sessions.harnesses).toEqual([
+    expect.objectContaining({
+      harness: 'claude',
+      on_disk: 3,
+      captured: 0,
+      at_risk: expect.objectContaining({ count: 1, days: 30 }),
+    }),
+  ]);
   const doctor = await json(['doctor', '--json']);
   const risk = doctor.body.checks.find((c: { id: string }) => c.id === 'sessions-at-risk');
   expect(risk).toMatchObject({ status: 'warn', fix: expect.stringContaining('blue-agent backfill --harness claude') });
 
   const dry = await json(['backfill', '--dry-run', '--json']);
   expect(dry.code).toBe(0);
-  expect(dry.body.candidates.map((c: { session_id: string }) => c.session_id)).toEqual([ids.old, ids.middle, ids.recent]);
+  expect(dry.body.candidates.map((c: { session_id: string }) => c.session_id)).toEqual([
+    ids.old,
+    ids.middle,
+    ids.recent,
+  ]);
   expect(dry.body.candidates[0]).toMatchObject({ version: '1.0.90', resumable: false, profile: 'claude-v2_0_12' });
   expect(dry.body.candidates[1]).toMatchObject({ version: '2.1.197', resumable: true });
   expect(await stack.listUploads()).toEqual([]);
@@ -97,8 +116,12 @@ it('finds every session never uploaded, oldest first, captures them once, and is
   expect(reinstall.body.candidates.length, JSON.stringify(reinstall.body)).toBe(0);
   expect(reinstall.body.skipped.on_server).toBe(3);
 
-  const after = await json(["status", "--json"]);
-  expect(after.body.sessions.harnesses[0]).toMatchObject({ captured: 3, backfill_captures: 3, at_risk: expect.objectContaining({ count: 0 }) });
+  const after = await json(['status', '--json']);
+  expect(after.body.sessions.harnesses[0]).toMatchObject({
+    captured: 3,
+    backfill_captures: 3,
+    at_risk: expect.objectContaining({ count: 0 }),
+  });
   expect(after.body.sessions.backfill_finished_at_unix_ms).toEqual(expect.any(Number));
 }, 120_000);
 

@@ -36,7 +36,13 @@ beforeEach(async () => {
     bundleFile,
     size: intact.length,
     sha256: createHash('sha256').update(intact).digest('hex'),
-    manifest: { harness: 'claude', native_session_id: 'sess-corrupt', compatibility_profile: 'claude-v2_0_12', captured_at_unix_ms: 1_700_000_000_000, artifact_format: 'blue-session-bundle-v1' },
+    manifest: {
+      harness: 'claude',
+      native_session_id: 'sess-corrupt',
+      compatibility_profile: 'claude-v2_0_12',
+      captured_at_unix_ms: 1_700_000_000_000,
+      artifact_format: 'blue-session-bundle-v1',
+    },
     resumable: false,
   };
 });
@@ -46,7 +52,14 @@ afterEach(async () => {
 });
 
 async function clientFor(controlUrl: string, token: string): Promise<ControlClient> {
-  const client = await ControlClient.create({ controlUrl, token, tokenSource: 'BLUE_AGENT_TOKEN', env: {}, userAgent: 'blue-agent/test', timeoutMs: 10_000 });
+  const client = await ControlClient.create({
+    controlUrl,
+    token,
+    tokenSource: 'BLUE_AGENT_TOKEN',
+    env: {},
+    userAgent: 'blue-agent/test',
+    timeoutMs: 10_000,
+  });
   cleanups.push(() => client.close());
   return client;
 }
@@ -55,7 +68,8 @@ it("this project's Control API: its store refuses the changed bytes, and nothing
   const srv = await startTestServer({ liveClock: true });
   cleanups.push(() => srv.close());
   const client = await clientFor(srv.url, srv.alice.token);
-  const listed = async () => (await srv.call('GET', '/session-uploads', srv.alice.token)).body.items as { status?: string }[];
+  const listed = async () =>
+    (await srv.call('GET', '/session-uploads', srv.alice.token)).body.items as { status?: string }[];
 
   const result = await uploadBundle(client, item, fastRetry);
   expect(result).toMatchObject({ kind: 'failed', code: 'UPLOAD_REJECTED', status: 400 });
@@ -67,20 +81,25 @@ it("this project's Control API: its store refuses the changed bytes, and nothing
   expect(await listed()).toHaveLength(1);
 });
 
-it("Blue's Control API (digest as metadata): the client refuses to complete the changed bytes, and nothing is registered", async () => {
-  const server = await startBlueContractServer({ clientVersion: '1.0.0' });
-  cleanups.push(() => server.close());
-  const client = await clientFor(server.url, server.alice.token);
-  const completes = () => server.requests.filter((r) => r.origin === 'control' && r.path.endsWith('/complete')).length;
+it(
+  "Blue's Control API (digest as metadata): the client refuses to complete the changed bytes, and nothing is " +
+    'registered',
+  async () => {
+    const server = await startBlueContractServer({ clientVersion: '1.0.0' });
+    cleanups.push(() => server.close());
+    const client = await clientFor(server.url, server.alice.token);
+    const completes = () =>
+      server.requests.filter((r) => r.origin === 'control' && r.path.endsWith('/complete')).length;
 
-  const result = await uploadBundle(client, item, fastRetry);
-  expect(result).toMatchObject({ kind: 'failed', code: 'UPLOAD_FAILED' });
-  expect((result as { reason: string }).reason).toContain('its SHA-256 is not the recorded one');
-  expect(server.requests.filter((r) => r.origin === 'storage' && r.method === 'PUT')).toHaveLength(1);
-  expect(completes()).toBe(0);
+    const result = await uploadBundle(client, item, fastRetry);
+    expect(result).toMatchObject({ kind: 'failed', code: 'UPLOAD_FAILED' });
+    expect((result as { reason: string }).reason).toContain('its SHA-256 is not the recorded one');
+    expect(server.requests.filter((r) => r.origin === 'storage' && r.method === 'PUT')).toHaveLength(1);
+    expect(completes()).toBe(0);
 
-  await writeFile(item.bundleFile, intact);
-  expect(await uploadBundle(client, item, fastRetry)).toMatchObject({ kind: 'uploaded', already: false });
-  expect(completes()).toBe(1);
-  expect(server.problems).toEqual([]);
-});
+    await writeFile(item.bundleFile, intact);
+    expect(await uploadBundle(client, item, fastRetry)).toMatchObject({ kind: 'uploaded', already: false });
+    expect(completes()).toBe(1);
+    expect(server.problems).toEqual([]);
+  },
+);

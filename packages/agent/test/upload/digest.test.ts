@@ -58,15 +58,24 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function hashedWhileUploading(headers: Record<string, string>, verifyDigest?: boolean, controlOrigin?: string): Promise<number> {
+async function hashedWhileUploading(
+  headers: Record<string, string>,
+  verifyDigest?: boolean,
+  controlOrigin?: string,
+): Promise<number> {
   counted.bytes = 0;
   const signed: SignedUpload = { method: 'PUT', url: `${origin}/bucket/k?X-Amz-Signature=s`, headers };
-  const result = await uploadFile(signed, file, { size: bytes.length, sha256 }, {
-    dispatcher,
-    timeoutMs: 30_000,
-    ...(verifyDigest === undefined ? {} : { verifyDigest }),
-    ...(controlOrigin === undefined ? {} : { controlOrigin }),
-  });
+  const result = await uploadFile(
+    signed,
+    file,
+    { size: bytes.length, sha256 },
+    {
+      dispatcher,
+      timeoutMs: 30_000,
+      ...(verifyDigest === undefined ? {} : { verifyDigest }),
+      ...(controlOrigin === undefined ? {} : { controlOrigin }),
+    },
+  );
   expect(result).toEqual({ status: 200, bytes: bytes.length });
   return counted.bytes;
 }
@@ -76,11 +85,15 @@ it('hashes every byte when the storage service only keeps the digest', async () 
   expect(await hashedWhileUploading({})).toBe(bytes.length);
 });
 
-it('hashes nothing when the storage service checks the recorded digest itself, or the caller has just hashed the file', async () => {
-  const checksum = { 'x-amz-checksum-sha256': Buffer.from(sha256, 'hex').toString('base64') };
-  // The Control API's own store (this URL is on its origin) checks the digest; elsewhere a URL not signed with SigV4
-  // proves nothing about the storage service, and the client hashes.
-  expect(await hashedWhileUploading(checksum, undefined, origin)).toBe(0);
-  expect(await hashedWhileUploading(checksum)).toBe(bytes.length);
-  expect(await hashedWhileUploading({}, false)).toBe(0);
-});
+it(
+  'hashes nothing when the storage service checks the recorded digest itself, or the caller has just hashed the ' +
+    'file',
+  async () => {
+    const checksum = { 'x-amz-checksum-sha256': Buffer.from(sha256, 'hex').toString('base64') };
+    // The Control API's own store (this URL is on its origin) checks the digest; elsewhere a URL not signed with SigV4
+    // proves nothing about the storage service, and the client hashes.
+    expect(await hashedWhileUploading(checksum, undefined, origin)).toBe(0);
+    expect(await hashedWhileUploading(checksum)).toBe(bytes.length);
+    expect(await hashedWhileUploading({}, false)).toBe(0);
+  },
+);

@@ -49,7 +49,12 @@ it("does not wait for a 2xx answer's body, even within the large budget a large 
   await writeFile(file, bytes);
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/b/k?X-Amz-Signature=s`;
-  const result = await uploadFile({ method: 'PUT', url, headers: {} }, file, { size: bytes.length, sha256 }, { dispatcher, timeoutMs: 300 });
+  const result = await uploadFile(
+    { method: 'PUT', url, headers: {} },
+    file,
+    { size: bytes.length, sha256 },
+    { dispatcher, timeoutMs: 300 },
+  );
   expect(result).toEqual({ status: 200, bytes: bytes.length });
   expect(sent).toBeLessThan(500);
 });

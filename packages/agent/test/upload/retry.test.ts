@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_RETRY_POLICY, MAX_RETRY_AFTER_MS, rescheduleDelay } from '../../src/upload/retry.js';
 
 describe('rescheduleDelay', () => {
-  it("waits what the server asked for, but never longer than the cap, and never less than the backoff", () => {
+  it('waits what the server asked for, but never longer than the cap, and never less than the backoff', () => {
     const random = () => 0.5;
     const backoff = rescheduleDelay({}, DEFAULT_RETRY_POLICY, random);
     expect(backoff).toBeGreaterThan(0);

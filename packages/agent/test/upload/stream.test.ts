@@ -35,7 +35,7 @@ it('uploads a 64 MiB bundle with bounded memory, every byte intact', async () =>
   try {
     for (let i = 0; i < 64; i++) {
       const chunk = Buffer.alloc(MiB, i);
-      chunk.writeUInt32BE(i * 2654435761 >>> 0, 0);
+      chunk.writeUInt32BE((i * 2654435761) >>> 0, 0);
       expected.update(chunk);
       await handle.write(chunk);
     }
@@ -125,7 +125,12 @@ it('sends every byte intact to a receiver that reads slowly and unevenly', async
   const { port } = server.address() as AddressInfo;
   const dispatcher = new Agent();
   try {
-    const result = await uploadFile({ method: 'PUT', url: `http://127.0.0.1:${port}/slow`, headers: {} }, file, { size: bytes.length, sha256 }, { dispatcher, timeoutMs: 30_000 });
+    const result = await uploadFile(
+      { method: 'PUT', url: `http://127.0.0.1:${port}/slow`, headers: {} },
+      file,
+      { size: bytes.length, sha256 },
+      { dispatcher, timeoutMs: 30_000 },
+    );
     expect(result).toEqual({ status: 200, bytes: bytes.length });
     expect(received).toBe(bytes.length);
     expect(hash.digest('hex')).toBe(sha256);

@@ -6,7 +6,13 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -15,7 +21,13 @@ import { BUNDLE_CONTENT_TYPE } from '@blue-agent/contract/bundle/index.js';
 import { BlueError } from '@blue-agent/contract/errors.js';
 import { ControlClient } from '../../src/control-api/client.js';
 import { UploadError } from '../../src/control-api/errors.js';
-import { presignRequest, resolvePresignUrl, uploadBundle, type UploadItem, type UploadResult } from '../../src/upload/index.js';
+import {
+  presignRequest,
+  resolvePresignUrl,
+  uploadBundle,
+  type UploadItem,
+  type UploadResult,
+} from '../../src/upload/index.js';
 import { storageChecksDigest, uploadFile } from '../../src/upload/put.js';
 import { backoffDelay, withRetry, type RetryEnv, type RetryPolicy } from '../../src/upload/retry.js';
 
@@ -99,11 +111,15 @@ function controlApi(
       json(res, 200, {
         upload_id: 'up_1',
         status: 'pending',
-        upload_url: `${storage.origin}/bucket/obj-${state.presigns}?X-Amz-Credential=AKIA%2Fx&X-Amz-Signature=${SIGNATURE}-${state.presigns}`,
+        upload_url:
+          `${storage.origin}/bucket/obj-${state.presigns}?X-Amz-Credential=AKIA%2Fx&X-Amz-Signature=` +
+          `${SIGNATURE}-${state.presigns}`,
         method: 'PUT',
         headers: {
           'content-type': BUNDLE_CONTENT_TYPE,
-          ...(script.signedHeaders?.(parsed.sha256) ?? { 'x-amz-checksum-sha256': Buffer.from(parsed.sha256, 'hex').toString('base64') }),
+          ...(script.signedHeaders?.(parsed.sha256) ?? {
+            'x-amz-checksum-sha256': Buffer.from(parsed.sha256, 'hex').toString('base64'),
+          }),
         },
         complete_url: `${api.origin}/api/session-uploads/up_1/complete`,
       });
@@ -123,7 +139,12 @@ function controlApi(
     // As S3 does with a signed checksum header: a body with another digest is refused, never stored.
     const checksum = req.headers['x-amz-checksum-sha256'];
     if (checksum !== undefined && checksum !== createHash('sha256').update(body).digest('base64')) {
-      res.writeHead(400, { 'content-type': 'application/xml' }).end('<Error><Code>BadDigest</Code><Message>The SHA256 you specified did not match the calculated checksum.</Message></Error>');
+      res
+        .writeHead(400, { 'content-type': 'application/xml' })
+        .end(
+          '<Error><Code>BadDigest</Code><Message>The SHA256 you specified did not match the calculated ' +
+            'checksum.</Message></Error>',
+        );
       return;
     }
     state.stored = body;
@@ -254,7 +275,11 @@ describe('uploadBundle', () => {
     const state = controlApi(api, storage, {
       presign: (_n, res) => (json(res, 200, { upload_id: 'up_9', status: 'complete' }), true),
     });
-    expect(await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv() })).toEqual({ kind: 'uploaded', upload_id: 'up_9', already: true });
+    expect(await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv() })).toEqual({
+      kind: 'uploaded',
+      upload_id: 'up_9',
+      already: true,
+    });
     expect(state.puts).toBe(0);
     expect(state.completes).toBe(0);
   });
@@ -266,7 +291,14 @@ describe('uploadBundle', () => {
     await probe.close();
     const storage = await startServer();
     servers.push(storage);
-    const client = await ControlClient.create({ controlUrl: `http://127.0.0.1:${port}/api`, token: TOKEN, tokenSource: 't', env: {}, userAgent: 'x', timeoutMs: 5_000 });
+    const client = await ControlClient.create({
+      controlUrl: `http://127.0.0.1:${port}/api`,
+      token: TOKEN,
+      tokenSource: 't',
+      env: {},
+      userAgent: 'x',
+      timeoutMs: 5_000,
+    });
     clients.push(client);
     const env = fakeEnv(async () => {
       if (servers.length === 1) {
@@ -282,7 +314,9 @@ describe('uploadBundle', () => {
 
   it('retries HTTP 500 three times with capped, jittered backoff, then succeeds', async () => {
     const { api, storage, client } = await setup();
-    const state = controlApi(api, storage, { presign: (n, res) => (n <= 3 ? (json(res, 500, { error: { code: 'internal', message: 'boom' } }), true) : false) });
+    const state = controlApi(api, storage, {
+      presign: (n, res) => (n <= 3 ? (json(res, 500, { error: { code: 'internal', message: 'boom' } }), true) : false),
+    });
     const env = fakeEnv();
     const result = await uploadBundle(client, item, { retry: policy, retryEnv: env });
     expect(result).toMatchObject({ kind: 'uploaded' });
@@ -293,7 +327,9 @@ describe('uploadBundle', () => {
 
   it('gives a retry result with a delay when the 5xx outlasts the attempts', async () => {
     const { api, storage, client } = await setup();
-    controlApi(api, storage, { presign: (_n, res) => (json(res, 503, { error: { code: 'unavailable', message: 'maintenance' } }), true) });
+    controlApi(api, storage, {
+      presign: (_n, res) => (json(res, 503, { error: { code: 'unavailable', message: 'maintenance' } }), true),
+    });
     const result = await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv() });
     expect(result).toMatchObject({ kind: 'retry', code: 'UPLOAD_FAILED', stop: false, delay_ms: 500 });
     expect((result as { reason: string }).reason).toContain('HTTP 503: [unavailable] maintenance');
@@ -303,7 +339,10 @@ describe('uploadBundle', () => {
     const { api, storage, client } = await setup();
     controlApi(api, storage, {
       presign: (n, res) => {
-        if (n === 1) return (json(res, 429, { error: { code: 'rate_limited', message: 'slow down' } }, { 'retry-after': '7' }), true);
+        if (n === 1)
+          return (
+            json(res, 429, { error: { code: 'rate_limited', message: 'slow down' } }, { 'retry-after': '7' }), true
+          );
         if (n === 2) return (json(res, 503, {}, { 'retry-after': 'Thu, 01 Jan 2026 00:00:12 GMT' }), true);
         return false;
       },
@@ -347,11 +386,18 @@ describe('uploadBundle', () => {
     expect(state.stored?.length).toBe(item.size);
   });
 
-  it('fails the record with the server\'s reason on a 4xx with a JSON error', async () => {
+  it("fails the record with the server's reason on a 4xx with a JSON error", async () => {
     const { api, storage, client } = await setup();
     controlApi(api, storage, {
-      presign: (_n, res) =>
-        (json(res, 400, { error: { code: 'invalid_request', message: `size_bytes exceeds the limit; token ${TOKEN} at ${storage.origin}/x?X-Amz-Signature=${SIGNATURE}` } }), true),
+      presign: (_n, res) => (
+        json(res, 400, {
+          error: {
+            code: 'invalid_request',
+            message: `size_bytes exceeds the limit; token ${TOKEN} at ${storage.origin}/x?X-Amz-Signature=${SIGNATURE}`,
+          },
+        }),
+        true
+      ),
     });
     const env = fakeEnv();
     const result = await uploadBundle(client, item, { retry: policy, retryEnv: env });
@@ -363,7 +409,11 @@ describe('uploadBundle', () => {
 
   it('fails the record when complete finds a size or digest mismatch', async () => {
     const { api, storage, client } = await setup();
-    controlApi(api, storage, { complete: (_n, res) => (json(res, 400, { error: { code: 'checksum_mismatch', message: 'stored object does not match' } }), true) });
+    controlApi(api, storage, {
+      complete: (_n, res) => (
+        json(res, 400, { error: { code: 'checksum_mismatch', message: 'stored object does not match' } }), true
+      ),
+    });
     const result = await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv() });
     expect(result).toMatchObject({ kind: 'failed', code: 'UPLOAD_REJECTED', upload_id: 'up_1' });
     expect((result as { reason: string }).reason).toContain('checksum_mismatch');
@@ -374,7 +424,9 @@ describe('uploadBundle', () => {
     const state = controlApi(api, storage, {
       put: (n, res) => {
         if (n > 1) return false;
-        res.writeHead(403, { 'content-type': 'application/xml' }).end('<?xml version="1.0"?><Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>');
+        res
+          .writeHead(403, { 'content-type': 'application/xml' })
+          .end('<?xml version="1.0"?><Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>');
         return true;
       },
     });
@@ -389,7 +441,9 @@ describe('uploadBundle', () => {
   it('retries later (never fails the record) when fresh signed URLs keep being refused', async () => {
     const { api, storage, client } = await setup();
     controlApi(api, storage, {
-      put: (_n, res) => (res.writeHead(403).end('<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>'), true),
+      put: (_n, res) => (
+        res.writeHead(403).end('<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>'), true
+      ),
     });
     const result = await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv() });
     expect(result).toMatchObject({ kind: 'retry', code: 'UPLOAD_EXPIRED', stop: false });
@@ -400,7 +454,9 @@ describe('uploadBundle', () => {
 
   it('stops the drain on a refused token and names no secret', async () => {
     const { api, storage, client } = await setup();
-    controlApi(api, storage, { presign: (_n, res) => (json(res, 401, { error: { code: 'unauthorized', message: `bad token ${TOKEN}` } }), true) });
+    controlApi(api, storage, {
+      presign: (_n, res) => (json(res, 401, { error: { code: 'unauthorized', message: `bad token ${TOKEN}` } }), true),
+    });
     const result = await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv() });
     expect(result).toMatchObject({ kind: 'retry', code: 'AUTH_FAILED', stop: true });
     expectClean(result);
@@ -409,8 +465,15 @@ describe('uploadBundle', () => {
   it('keeps storage failures free of signatures and tokens', async () => {
     const { api, storage, client } = await setup();
     controlApi(api, storage, {
-      put: (_n, res) =>
-        (res.writeHead(500).end(`<Error><Code>InternalError</Code><Message>see ${storage.origin}/b?X-Amz-Signature=${SIGNATURE}&Authorization=Bearer%20${TOKEN}</Message></Error>`), true),
+      put: (_n, res) => (
+        res
+          .writeHead(500)
+          .end(
+            `<Error><Code>InternalError</Code><Message>see ${storage.origin}/b?X-Amz-Signature=${SIGNATURE}&Authorization=Bearer%20` +
+              `${TOKEN}</Message></Error>`,
+          ),
+        true
+      ),
     });
     const result = await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv() });
     expect(result).toMatchObject({ kind: 'retry', code: 'UPLOAD_FAILED' });
@@ -420,7 +483,14 @@ describe('uploadBundle', () => {
   it('refuses a complete_url off the Control API origin (the token would go there)', async () => {
     const { api, storage, client } = await setup();
     api.handle((_req, res) =>
-      json(res, 200, { upload_id: 'up_1', status: 'pending', upload_url: `${storage.origin}/b`, method: 'PUT', headers: {}, complete_url: `${storage.origin}/steal` }),
+      json(res, 200, {
+        upload_id: 'up_1',
+        status: 'pending',
+        upload_url: `${storage.origin}/b`,
+        method: 'PUT',
+        headers: {},
+        complete_url: `${storage.origin}/steal`,
+      }),
     );
     const result = await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv() });
     expect(result).toMatchObject({ kind: 'retry', stop: true });
@@ -445,31 +515,51 @@ describe('uploadBundle', () => {
     const fifo = path.join(dir, `fifo-${size}.bundle`);
     execFileSync('mkfifo', [fifo]);
     // Nothing ever writes to it: an open to read would wait forever (on the event loop, for a bundle read whole).
-    const result = await uploadBundle(client, { ...item, size, bundleFile: fifo }, { retry: policy, retryEnv: fakeEnv() });
+    const result = await uploadBundle(
+      client,
+      { ...item, size, bundleFile: fifo },
+      { retry: policy, retryEnv: fakeEnv() },
+    );
     expect(result).toMatchObject({ kind: 'failed', code: 'UPLOAD_FAILED' });
     expect(state.puts).toBe(0);
   });
 
-  it('does not complete a bundle whose content is not the recorded digest (the storage service only keeps the digest)', async () => {
-    const { api, storage, client } = await setup();
-    // Blue's server presigns the digest as object metadata, which S3 stores without checking it against the body.
-    const state = controlApi(api, storage, { signedHeaders: (sha256) => ({ 'x-amz-meta-sha256': sha256 }) });
-    const result = await uploadBundle(client, { ...item, sha256: '0'.repeat(64) }, { retry: policy, retryEnv: fakeEnv() });
-    expect(result).toMatchObject({ kind: 'failed', code: 'UPLOAD_FAILED' });
-    expect((result as { reason: string }).reason).toContain('its SHA-256 is not the recorded one');
-    expect(state.puts).toBe(1);
-    expect(state.completes).toBe(0);
-  });
+  it(
+    'does not complete a bundle whose content is not the recorded digest (the storage service only keeps the ' +
+      'digest)',
+    async () => {
+      const { api, storage, client } = await setup();
+      // Blue's server presigns the digest as object metadata, which S3 stores without checking it against the body.
+      const state = controlApi(api, storage, { signedHeaders: (sha256) => ({ 'x-amz-meta-sha256': sha256 }) });
+      const result = await uploadBundle(
+        client,
+        { ...item, sha256: '0'.repeat(64) },
+        { retry: policy, retryEnv: fakeEnv() },
+      );
+      expect(result).toMatchObject({ kind: 'failed', code: 'UPLOAD_FAILED' });
+      expect((result as { reason: string }).reason).toContain('its SHA-256 is not the recorded one');
+      expect(state.puts).toBe(1);
+      expect(state.completes).toBe(0);
+    },
+  );
 
-  it('does not complete a bundle whose content is not the recorded digest (the storage service checks a signed checksum)', async () => {
-    const { api, storage, client } = await setup();
-    const state = controlApi(api, storage);
-    const result = await uploadBundle(client, { ...item, sha256: '0'.repeat(64) }, { retry: policy, retryEnv: fakeEnv() });
-    expect(result).toMatchObject({ kind: 'failed', code: 'UPLOAD_REJECTED', status: 400 });
-    expect((result as { reason: string }).reason).toContain('[BadDigest]');
-    expect(state.stored).toBeUndefined();
-    expect(state.completes).toBe(0);
-  });
+  it(
+    'does not complete a bundle whose content is not the recorded digest (the storage service checks a signed ' +
+      'checksum)',
+    async () => {
+      const { api, storage, client } = await setup();
+      const state = controlApi(api, storage);
+      const result = await uploadBundle(
+        client,
+        { ...item, sha256: '0'.repeat(64) },
+        { retry: policy, retryEnv: fakeEnv() },
+      );
+      expect(result).toMatchObject({ kind: 'failed', code: 'UPLOAD_REJECTED', status: 400 });
+      expect((result as { reason: string }).reason).toContain('[BadDigest]');
+      expect(state.stored).toBeUndefined();
+      expect(state.completes).toBe(0);
+    },
+  );
 });
 
 describe('uploadBundle edge cases', () => {
@@ -488,19 +578,27 @@ describe('uploadBundle edge cases', () => {
       },
     });
     controlApi(api, storage, {
-      complete: (_n, res) => (json(res, 409, { error: { code: 'already_complete', message: 'upload is complete' } }), true),
+      complete: (_n, res) => (
+        json(res, 409, { error: { code: 'already_complete', message: 'upload is complete' } }), true
+      ),
       presign: (n, res) => (n > 1 ? (json(res, 200, { upload_id: 'up_1', status: 'complete' }), true) : false),
     });
     const result = await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv() });
     expect(result).toEqual({ kind: 'uploaded', upload_id: 'up_1', already: true });
   });
 
-  it('presigns at the policy\'s presign_url', async () => {
+  it("presigns at the policy's presign_url", async () => {
     const { api, client } = await setup();
     api.handle((req, res) =>
-      req.url === '/custom/presign?v=2' ? json(res, 200, { upload_id: 'up_7', status: 'complete' }) : json(res, 404, { error: { code: 'not_found', message: 'no' } }),
+      req.url === '/custom/presign?v=2'
+        ? json(res, 200, { upload_id: 'up_7', status: 'complete' })
+        : json(res, 404, { error: { code: 'not_found', message: 'no' } }),
     );
-    const result = await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv(), presignUrl: `${api.origin}/custom/presign?v=2` });
+    const result = await uploadBundle(client, item, {
+      retry: policy,
+      retryEnv: fakeEnv(),
+      presignUrl: `${api.origin}/custom/presign?v=2`,
+    });
     expect(result).toEqual({ kind: 'uploaded', upload_id: 'up_7', already: true });
     expect(api.seen.map((r) => r.url)).toEqual(['/custom/presign?v=2']);
   });
@@ -508,7 +606,14 @@ describe('uploadBundle edge cases', () => {
   it('treats a Control API that never answers as transient', async () => {
     const api = await startServer({ raw: () => true });
     servers.push(api);
-    const client = await ControlClient.create({ controlUrl: api.origin, token: TOKEN, tokenSource: 't', env: {}, userAgent: 'x', timeoutMs: 300 });
+    const client = await ControlClient.create({
+      controlUrl: api.origin,
+      token: TOKEN,
+      tokenSource: 't',
+      env: {},
+      userAgent: 'x',
+      timeoutMs: 300,
+    });
     clients.push(client);
     const result = await uploadBundle(client, item, { retry: { ...policy, maxAttempts: 2 }, retryEnv: fakeEnv() });
     expect(result).toMatchObject({ kind: 'retry', code: 'UPLOAD_FAILED', stop: false });
@@ -517,36 +622,60 @@ describe('uploadBundle edge cases', () => {
 
   it('refuses an oversize Control API answer', async () => {
     const { api, client } = await setup();
-    api.handle((_req, res) => json(res, 200, { upload_id: 'up_1', status: 'complete', padding: 'x'.repeat(300 * 1024) }));
+    api.handle((_req, res) =>
+      json(res, 200, { upload_id: 'up_1', status: 'complete', padding: 'x'.repeat(300 * 1024) }),
+    );
     const result = await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv() });
     expect(result).toMatchObject({ kind: 'retry', stop: true });
     expect((result as { reason: string }).reason).toMatch(/larger than/);
   });
-
 });
 
 describe('presign URL from the policy', () => {
   it('accepts the Control API origin and refuses any other, even an allowed upload origin', async () => {
     const { client, api } = await setup();
-    expect(resolvePresignUrl(client, { session_upload: { presign_url: `${api.origin}/api/session-uploads/presign` } } as never, { file: 'policy' })).toBe(
-      `${api.origin}/api/session-uploads/presign`,
-    );
+    expect(
+      resolvePresignUrl(
+        client,
+        { session_upload: { presign_url: `${api.origin}/api/session-uploads/presign` } } as never,
+        { file: 'policy' },
+      ),
+    ).toBe(`${api.origin}/api/session-uploads/presign`);
     expect(resolvePresignUrl(client, {} as never, { file: 'policy' })).toBeUndefined();
     const foreign = { session_upload: { presign_url: 'https://evil.example/presign' } } as never;
     expect(() => resolvePresignUrl(client, foreign, { file: 'policy' })).toThrow(/neither the Control API's origin/);
-    expect(() => resolvePresignUrl(client, foreign, { file: 'policy', allowedOrigins: ['https://evil.example'] })).toThrow(/token is only sent to the Control API/);
+    expect(() =>
+      resolvePresignUrl(client, foreign, { file: 'policy', allowedOrigins: ['https://evil.example'] }),
+    ).toThrow(/token is only sent to the Control API/);
   });
 });
 
 describe('storageChecksDigest', () => {
   const sha256 = createHash('sha256').update('bundle').digest('hex');
   const checksum = Buffer.from(sha256, 'hex').toString('base64');
-  const sigv4 = (signed: string) => `https://bucket.s3.example.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-SignedHeaders=${encodeURIComponent(signed)}&X-Amz-Signature=abc`;
+  const sigv4 = (signed: string) =>
+    `https://bucket.s3.example.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-SignedHeaders=` +
+    `${encodeURIComponent(signed)}&X-Amz-Signature=abc`;
 
   it('trusts a checksum header the storage service was signed to check, carrying the recorded digest', () => {
     // This project's Control API: S3 URLs sign the header; its own store signs the digest into the URL and checks both.
-    expect(storageChecksDigest({ method: 'PUT', url: sigv4('content-length;host;x-amz-checksum-sha256'), headers: { 'x-amz-checksum-sha256': checksum } }, sha256)).toBe(true);
-    expect(storageChecksDigest({ method: 'PUT', url: 'http://127.0.0.1:9/blobs/k?sig=abc', headers: { 'X-Amz-Checksum-SHA256': checksum } }, sha256.toUpperCase(), 'http://127.0.0.1:9')).toBe(true);
+    expect(
+      storageChecksDigest(
+        {
+          method: 'PUT',
+          url: sigv4('content-length;host;x-amz-checksum-sha256'),
+          headers: { 'x-amz-checksum-sha256': checksum },
+        },
+        sha256,
+      ),
+    ).toBe(true);
+    expect(
+      storageChecksDigest(
+        { method: 'PUT', url: 'http://127.0.0.1:9/blobs/k?sig=abc', headers: { 'X-Amz-Checksum-SHA256': checksum } },
+        sha256.toUpperCase(),
+        'http://127.0.0.1:9',
+      ),
+    ).toBe(true);
   });
 
   it('hashes on the way out when the storage service would not refuse other bytes', () => {
@@ -554,38 +683,69 @@ describe('storageChecksDigest', () => {
     // Metadata (Blue's server), no digest at all, another digest, a malformed record digest.
     expect(storageChecksDigest({ method: 'PUT', url, headers: { 'x-amz-meta-sha256': sha256 } }, sha256)).toBe(false);
     expect(storageChecksDigest({ method: 'PUT', url, headers: {} }, sha256)).toBe(false);
-    expect(storageChecksDigest({ method: 'PUT', url, headers: { 'x-amz-checksum-sha256': Buffer.alloc(32).toString('base64') } }, sha256)).toBe(false);
-    expect(storageChecksDigest({ method: 'PUT', url, headers: { 'x-amz-checksum-sha256': checksum } }, 'not-a-digest')).toBe(false);
+    expect(
+      storageChecksDigest(
+        { method: 'PUT', url, headers: { 'x-amz-checksum-sha256': Buffer.alloc(32).toString('base64') } },
+        sha256,
+      ),
+    ).toBe(false);
+    expect(
+      storageChecksDigest({ method: 'PUT', url, headers: { 'x-amz-checksum-sha256': checksum } }, 'not-a-digest'),
+    ).toBe(false);
     // A URL signed some other way, not the Control API's own store's.
-    expect(storageChecksDigest({ method: 'PUT', url: 'http://127.0.0.1:9/blobs/k?sig=abc', headers: { 'x-amz-checksum-sha256': checksum } }, sha256)).toBe(false);
-    expect(storageChecksDigest({ method: 'PUT', url: 'http://127.0.0.1:9/blobs/k?sig=abc', headers: { 'x-amz-checksum-sha256': checksum } }, sha256, 'http://127.0.0.1:8')).toBe(false);
+    expect(
+      storageChecksDigest(
+        { method: 'PUT', url: 'http://127.0.0.1:9/blobs/k?sig=abc', headers: { 'x-amz-checksum-sha256': checksum } },
+        sha256,
+      ),
+    ).toBe(false);
+    expect(
+      storageChecksDigest(
+        { method: 'PUT', url: 'http://127.0.0.1:9/blobs/k?sig=abc', headers: { 'x-amz-checksum-sha256': checksum } },
+        sha256,
+        'http://127.0.0.1:8',
+      ),
+    ).toBe(false);
     // A SigV4 URL that does not sign the header: S3 enforces no checksum it was not signed for.
-    expect(storageChecksDigest({ method: 'PUT', url: sigv4('content-length;host'), headers: { 'x-amz-checksum-sha256': checksum } }, sha256)).toBe(false);
+    expect(
+      storageChecksDigest(
+        { method: 'PUT', url: sigv4('content-length;host'), headers: { 'x-amz-checksum-sha256': checksum } },
+        sha256,
+      ),
+    ).toBe(false);
   });
 });
 
 describe('retry policy', () => {
   it('backs off exponentially with full jitter under a cap', () => {
     const p = { maxAttempts: 10, baseDelayMs: 1_000, maxDelayMs: 30_000, maxInlineRetryAfterMs: 0 };
-    expect([0, 1, 2, 3, 4, 5, 6].map((n) => backoffDelay(n, p, () => 0.999999))).toEqual([999, 1999, 3999, 7999, 15999, 29999, 29999]);
+    expect([0, 1, 2, 3, 4, 5, 6].map((n) => backoffDelay(n, p, () => 0.999999))).toEqual([
+      999, 1999, 3999, 7999, 15999, 29999, 29999,
+    ]);
     expect(backoffDelay(3, p, () => 0)).toBe(0);
   });
 
   it('retries only transient failures and gives up after maxAttempts', async () => {
     const env = fakeEnv();
     let calls = 0;
-    const failing = withRetry(async () => {
-      calls++;
-      throw new UploadError('transient', 'UPLOAD_FAILED', 'x');
-    }, { policy, env });
+    const failing = withRetry(
+      async () => {
+        calls++;
+        throw new UploadError('transient', 'UPLOAD_FAILED', 'x');
+      },
+      { policy, env },
+    );
     await expect(failing).rejects.toBeInstanceOf(UploadError);
     expect(calls).toBe(4);
     calls = 0;
     await expect(
-      withRetry(async () => {
-        calls++;
-        throw new UploadError('record', 'UPLOAD_REJECTED', 'x');
-      }, { policy, env }),
+      withRetry(
+        async () => {
+          calls++;
+          throw new UploadError('record', 'UPLOAD_REJECTED', 'x');
+        },
+        { policy, env },
+      ),
     ).rejects.toBeInstanceOf(BlueError);
     expect(calls).toBe(1);
   });
@@ -599,10 +759,15 @@ describe('messages', () => {
     const undici = await import('undici');
     const dispatcher = new undici.Agent();
     try {
-      const error = await uploadFile({ method: 'PUT', url: `${origin}/b?X-Amz-Signature=${SIGNATURE}`, headers: {} }, bundleFile, item, {
-        dispatcher,
-        timeoutMs: 2_000,
-      }).catch((e: unknown) => e);
+      const error = await uploadFile(
+        { method: 'PUT', url: `${origin}/b?X-Amz-Signature=${SIGNATURE}`, headers: {} },
+        bundleFile,
+        item,
+        {
+          dispatcher,
+          timeoutMs: 2_000,
+        },
+      ).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(UploadError);
       expect((error as UploadError).kind).toBe('transient');
       expect((error as UploadError).message).toContain('connection refused');
@@ -613,10 +778,22 @@ describe('messages', () => {
   });
 
   it('builds the presign request without absent optional fields', () => {
-    const request = presignRequest({ ...item, manifest: { harness: 'codex', native_session_id: 's', compatibility_profile: 'p', captured_at_unix_ms: 1 } });
+    const request = presignRequest({
+      ...item,
+      manifest: { harness: 'codex', native_session_id: 's', compatibility_profile: 'p', captured_at_unix_ms: 1 },
+    });
     delete (request as { resumable?: boolean }).resumable;
     expect(Object.keys(request).sort()).toEqual(
-      ['artifact_format', 'captured_at_unix_ms', 'compatibility_profile', 'content_type', 'harness', 'session_id', 'sha256', 'size_bytes'].sort(),
+      [
+        'artifact_format',
+        'captured_at_unix_ms',
+        'compatibility_profile',
+        'content_type',
+        'harness',
+        'session_id',
+        'sha256',
+        'size_bytes',
+      ].sort(),
     );
   });
 });
@@ -624,17 +801,38 @@ describe('messages', () => {
 describe('status mapping', () => {
   it('keeps records on a 404 (a wrong control_url), and fails them on other 4xx', async () => {
     const { api, storage, client } = await setup();
-    controlApi(api, storage, { presign: (_n, res) => (json(res, 404, { error: { code: 'not_found', message: 'no route' } }), true) });
-    expect(await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv() })).toMatchObject({ kind: 'retry', stop: true });
-    controlApi(api, storage, { presign: (_n, res) => (json(res, 422, { error: { code: 'unsupported_profile', message: 'profile unknown' } }), true) });
-    expect(await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv() })).toMatchObject({ kind: 'failed', code: 'UPLOAD_REJECTED', status: 422 });
+    controlApi(api, storage, {
+      presign: (_n, res) => (json(res, 404, { error: { code: 'not_found', message: 'no route' } }), true),
+    });
+    expect(await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv() })).toMatchObject({
+      kind: 'retry',
+      stop: true,
+    });
+    controlApi(api, storage, {
+      presign: (_n, res) => (
+        json(res, 422, { error: { code: 'unsupported_profile', message: 'profile unknown' } }), true
+      ),
+    });
+    expect(await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv() })).toMatchObject({
+      kind: 'failed',
+      code: 'UPLOAD_REJECTED',
+      status: 422,
+    });
   });
 
   it('retries a storage 503 with its Retry-After, then uploads', async () => {
     const { api, storage, client } = await setup();
-    controlApi(api, storage, { put: (n, res) => (n === 1 ? (res.writeHead(503, { 'retry-after': '2' }).end('<Error><Code>SlowDown</Code></Error>'), true) : false) });
+    controlApi(api, storage, {
+      put: (n, res) =>
+        n === 1
+          ? (res.writeHead(503, { 'retry-after': '2' }).end('<Error><Code>SlowDown</Code></Error>'), true)
+          : false,
+    });
     const env = fakeEnv();
-    expect(await uploadBundle(client, item, { retry: policy, retryEnv: env })).toMatchObject({ kind: 'uploaded', already: false });
+    expect(await uploadBundle(client, item, { retry: policy, retryEnv: env })).toMatchObject({
+      kind: 'uploaded',
+      already: false,
+    });
     expect(env.sleeps).toEqual([2_000]);
   });
 });

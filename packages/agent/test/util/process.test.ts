@@ -27,7 +27,9 @@ describe('process runner', () => {
   });
 
   // Both hold stdout open for 30 s in a grandchild: a runner that waited for it would outlive the test's timeout.
-  it('ends the whole process group at the deadline, even when a grandchild holds stdout open', { timeout: 15_000 }, async () => {
+  it('ends the whole process group at the deadline, even when a grandchild holds stdout open', {
+    timeout: 15_000,
+  }, async () => {
     const result = await run('/bin/sh', ['-c', 'sleep 30 & echo started $!; wait'], { timeoutMs: 500 });
     expect(result.timedOut).toBe(true);
     const [word, pid] = result.stdout.trim().split(' ');
@@ -45,7 +47,10 @@ describe('process runner', () => {
 
   it('ends the whole process group when its signal aborts, before the deadline', async () => {
     const abort = new AbortController();
-    const pending = run('/bin/sh', ['-c', 'sleep 30 & echo started; wait'], { timeoutMs: 60_000, signal: abort.signal });
+    const pending = run('/bin/sh', ['-c', 'sleep 30 & echo started; wait'], {
+      timeoutMs: 60_000,
+      signal: abort.signal,
+    });
     abort.abort();
     const result = await pending;
     expect(result.timedOut).toBe(false);
@@ -53,7 +58,10 @@ describe('process runner', () => {
   });
 
   it('keeps at most maxOutputBytes of output', async () => {
-    const result = await run('/bin/sh', ['-c', 'head -c 100000 /dev/zero | tr "\\0" x'], { timeoutMs: 5_000, maxOutputBytes: 1000 });
+    const result = await run('/bin/sh', ['-c', 'head -c 100000 /dev/zero | tr "\\0" x'], {
+      timeoutMs: 5_000,
+      maxOutputBytes: 1000,
+    });
     expect(result.stdout.length).toBeLessThanOrEqual(1000);
   });
 });

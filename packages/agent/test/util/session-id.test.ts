@@ -10,7 +10,14 @@ import { checkedSessionId } from '../../src/harness-kit/restore-files.js';
 import { assertSessionId } from '../../src/harness-kit/session-files.js';
 import type { RestoreInput } from '../../src/harnesses/types.js';
 import * as validators from '@blue-agent/contract/schema/generated/validators.js';
-import { isSessionId, SESSION_ID_MAX_LENGTH, SESSION_ID_PATTERN, SESSION_ID_PATTERN_SOURCE, SESSION_ID_RULE, sessionIdProblem } from '@blue-agent/contract/util/session-id.js';
+import {
+  isSessionId,
+  SESSION_ID_MAX_LENGTH,
+  SESSION_ID_PATTERN,
+  SESSION_ID_PATTERN_SOURCE,
+  SESSION_ID_RULE,
+  sessionIdProblem,
+} from '@blue-agent/contract/util/session-id.js';
 import { contractRoot } from '../../../../test/support/context.js';
 
 function schemaPattern(file: string, pick: (schema: any) => { pattern: string }): string {
@@ -41,7 +48,7 @@ const hostile: [string, string][] = [
   ['a zero-width space', 'a\u200bb'],
   ['a non-ASCII letter', 'caf\u00e9'],
   ['a colon', 'a:b'],
-  ['restore\'s temp name', 'x.blue-agent-restore-y'],
+  ["restore's temp name", 'x.blue-agent-restore-y'],
 ];
 
 const valid: [string, string][] = [
@@ -74,7 +81,13 @@ describe('the native session id rule', () => {
     captured_at_unix_ms: 0,
     files: [{ role: 'portable_export', path: 'files/0000-export.json', size: 1, sha256: 'a'.repeat(64) }],
   });
-  const presignOf = (id: string) => ({ harness: 'opencode', session_id: id, sha256: 'a'.repeat(64), size_bytes: 1, content_type: 'application/vnd.blue.session-bundle+tar+gzip' });
+  const presignOf = (id: string) => ({
+    harness: 'opencode',
+    session_id: id,
+    sha256: 'a'.repeat(64),
+    size_bytes: 1,
+    content_type: 'application/vnd.blue.session-bundle+tar+gzip',
+  });
 
   it.each([...hostile.map(([n, id]) => [n, id, false] as const), ...valid.map(([n, id]) => [n, id, true] as const)])(
     '%s: the function, the schema pattern, the generated validators and every place agree',
@@ -130,7 +143,9 @@ describe('the native session id rule, part by part', () => {
 
   it("refuses restore's temporary name anywhere after the first character", () => {
     for (const id of ['x.blue-agent-restore', 'x.blue-agent-restore.y', 'a-b.blue-agent-restore-1']) {
-      expect(sessionIdProblem(id), id).toBe('must not contain ".blue-agent-restore" (the name of restore\'s temporary files)');
+      expect(sessionIdProblem(id), id).toBe(
+        'must not contain ".blue-agent-restore" (the name of restore\'s temporary files)',
+      );
     }
     expect(sessionIdProblem('x.blue-agent-restor')).toBeUndefined();
     expect(sessionIdProblem('xblue-agent-restore')).toBeUndefined();

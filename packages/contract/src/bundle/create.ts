@@ -1,7 +1,8 @@
 /**
  * Writing a bundle in one streamed pass: each session file is read in chunks into the tar while its SHA-256 is
  * computed, the tar is deflated in blocks on the threadpool (deflate.ts), and the compressed bytes are hashed on their
- * way to disk. Memory stays at a few blocks whatever the file sizes. The manifest, which needs every digest, is the last entry.
+ * way to disk. Memory stays at a few blocks whatever the file sizes. The manifest, which needs every digest, is the
+ * last entry.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
@@ -73,11 +74,18 @@ interface Planned {
  * masked first (metadata.ts). Throws ARTIFACT_INVALID naming the file and the reason for anything that
  * must not be captured; nothing is left behind on failure.
  */
-export async function writeBundle(given: BundleInput, outFile: string, options: WriteBundleOptions = {}): Promise<BundleResult> {
+export async function writeBundle(
+  given: BundleInput,
+  outFile: string,
+  options: WriteBundleOptions = {},
+): Promise<BundleResult> {
   const limits = limitsWith(options.limits);
   const { input, replaced } = await protectMetadata(given, options.redaction);
   const planned = await plan(input, limits);
-  const provisional = describe(input, planned.map((p) => ({ p, sha256: '0'.repeat(64) })));
+  const provisional = describe(
+    input,
+    planned.map((p) => ({ p, sha256: '0'.repeat(64) })),
+  );
   if (options.profiles !== undefined) {
     const problem = profileProblem(provisional, options.profiles, (i) => planned[i]!.label);
     if (problem !== undefined) throw refuse(problem);
@@ -85,14 +93,19 @@ export async function writeBundle(given: BundleInput, outFile: string, options: 
 
   const dir = path.dirname(path.resolve(outFile));
   const temp = path.join(dir, `.${path.basename(outFile)}.${randomBytes(6).toString('hex')}.partial`);
-  let out: FileHandle | undefined = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  let out: FileHandle | undefined = await open(
+    temp,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    0o600,
+  );
   try {
     const handle = out;
     const bundleHash = createHash('sha256');
     let compressed = 0;
     const write = async (chunk: Buffer): Promise<void> => {
       compressed += chunk.length;
-      if (compressed > limits.bundleBytes) throw refuse(`the bundle would be larger than ${formatBytes(limits.bundleBytes)}, the cap`);
+      if (compressed > limits.bundleBytes)
+        throw refuse(`the bundle would be larger than ${formatBytes(limits.bundleBytes)}, the cap`);
       bundleHash.update(chunk);
       let offset = 0;
       while (offset < chunk.length) offset += (await handle.write(chunk, offset, chunk.length - offset)).bytesWritten;
@@ -105,9 +118,13 @@ export async function writeBundle(given: BundleInput, outFile: string, options: 
       crc = zlib.crc32(chunk, crc);
       uncompressed += chunk.length;
       // The same bomb guard a reader applies, so that every bundle written can be read.
-      if (uncompressed > limits.tarBytes) throw refuse(`the bundle would decompress to more than ${formatBytes(limits.tarBytes)}`);
+      if (uncompressed > limits.tarBytes)
+        throw refuse(`the bundle would decompress to more than ${formatBytes(limits.tarBytes)}`);
       if (uncompressed > limits.ratioFloorBytes && uncompressed > limits.maxRatio * compressed) {
-        throw refuse(`the session's files compress more than ${limits.maxRatio}:1, which a restore refuses as a possible decompression bomb`);
+        throw refuse(
+          `the session's files compress more than ${limits.maxRatio}:1, which a restore refuses as a possible ` +
+            `decompression bomb`,
+        );
       }
     };
     const deflate = new ParallelDeflate(write);
@@ -158,7 +175,14 @@ interface TarSink {
  * Writes the whole tar to `sink`: each file read in chunks straight into the deflater's current block and hashed
  * there, then the manifest and the end-of-archive marker. Returns the manifest.
  */
-async function produceTar(input: BundleInput, planned: Planned[], limits: Limits, sink: TarSink, options: WriteBundleOptions, inMetadata: number): Promise<BundleManifest> {
+async function produceTar(
+  input: BundleInput,
+  planned: Planned[],
+  limits: Limits,
+  sink: TarSink,
+  options: WriteBundleOptions,
+  inMetadata: number,
+): Promise<BundleManifest> {
   const digests: string[] = [];
   let total = 0;
   let replaced = inMetadata;
@@ -166,11 +190,17 @@ async function produceTar(input: BundleInput, planned: Planned[], limits: Limits
     const hash = createHash('sha256');
     if (options.redaction !== undefined) {
       // Redacted files are read whole (each at most the per-file cap): the tar header needs the size of what is packed.
-      const original = p.source.kind === 'content' ? p.source.bytes : await readWhole(p, p.source.path, p.source.stat, limits, options.stable === true);
+      const original =
+        p.source.kind === 'content'
+          ? p.source.bytes
+          : await readWhole(p, p.source.path, p.source.stat, limits, options.stable === true);
       const out = await options.redaction.redact(original, { role: p.file.role, name: p.file.name });
       replaced += out.replaced;
       p.size = out.bytes.length;
-      if (p.size > limits.fileBytes) throw refuse(`${p.label}: is ${p.size} bytes once redacted, over the ${formatBytes(limits.fileBytes)} cap for one file`);
+      if (p.size > limits.fileBytes)
+        throw refuse(
+          `${p.label}: is ${p.size} bytes once redacted, over the ${formatBytes(limits.fileBytes)} cap for one file`,
+        );
       hash.update(out.bytes);
       await sink.write(fileHeader(p.entry, p.size));
       if (p.size > 0) await sink.write(out.bytes);
@@ -185,7 +215,8 @@ async function produceTar(input: BundleInput, planned: Planned[], limits: Limits
         // The size stat'ed at open is the size recorded: a file still being appended to is cut there.
         opened = await handle.stat();
         p.size = opened.size;
-        if (p.size > limits.fileBytes) throw refuse(`${p.label}: is ${p.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`);
+        if (p.size > limits.fileBytes)
+          throw refuse(`${p.label}: is ${p.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`);
         await sink.write(fileHeader(p.entry, p.size));
         let position = 0;
         while (position < p.size) {
@@ -204,7 +235,10 @@ async function produceTar(input: BundleInput, planned: Planned[], limits: Limits
     }
     total += p.size;
     if (total > limits.contentBytes) {
-      throw refuse(`the session's files add up to more than ${formatBytes(limits.contentBytes)}, the cap for one bundle (at ${p.label})`);
+      throw refuse(
+        `the session's files add up to more than ${formatBytes(limits.contentBytes)}, the cap for one bundle (at ` +
+          `${p.label})`,
+      );
     }
     if (p.size % 512 !== 0) await sink.write(padding(p.size));
     digests.push(hash.digest('hex'));
@@ -212,11 +246,18 @@ async function produceTar(input: BundleInput, planned: Planned[], limits: Limits
   const manifest = describe(
     input,
     planned.map((p, i) => ({ p, sha256: digests[i]! })),
-    options.redaction === undefined ? undefined : { mode: 'secrets', rules: options.redaction.rules, version: options.redaction.version, replaced },
+    options.redaction === undefined
+      ? undefined
+      : { mode: 'secrets', rules: options.redaction.rules, version: options.redaction.version, replaced },
   );
   const bytes = serializeManifest(manifest);
-  if (bytes.length > limits.manifestBytes) throw refuse(`the bundle manifest would be ${bytes.length} bytes, over the ${formatBytes(limits.manifestBytes)} cap`);
-  await sink.write(Buffer.concat([fileHeader(MANIFEST_NAME, bytes.length), bytes, padding(bytes.length), END_OF_ARCHIVE]));
+  if (bytes.length > limits.manifestBytes)
+    throw refuse(
+      `the bundle manifest would be ${bytes.length} bytes, over the ${formatBytes(limits.manifestBytes)} cap`,
+    );
+  await sink.write(
+    Buffer.concat([fileHeader(MANIFEST_NAME, bytes.length), bytes, padding(bytes.length), END_OF_ARCHIVE]),
+  );
   return manifest;
 }
 
@@ -224,10 +265,12 @@ async function produceTar(input: BundleInput, planned: Planned[], limits: Limits
 async function plan(input: BundleInput, limits: Limits): Promise<Planned[]> {
   const files = input.files;
   if (files.length === 0) throw refuse(`session ${input.sessionId} has no files to bundle`);
-  if (files.length > limits.files) throw refuse(`session ${input.sessionId} has ${files.length} files, over the cap of ${limits.files}`);
+  if (files.length > limits.files)
+    throw refuse(`session ${input.sessionId} has ${files.length} files, over the cap of ${limits.files}`);
   let realRoot: string | undefined;
   if (input.root !== undefined) {
-    if (!path.isAbsolute(input.root)) throw refuse(`the session root ${JSON.stringify(input.root)} is not an absolute path`);
+    if (!path.isAbsolute(input.root))
+      throw refuse(`the session root ${JSON.stringify(input.root)} is not an absolute path`);
     try {
       realRoot = await realpath(input.root);
     } catch (error) {
@@ -246,9 +289,11 @@ async function plan(input: BundleInput, limits: Limits): Promise<Planned[]> {
     names.add(file.name);
     if (file.nativePath !== undefined) {
       const pathProblem = nativePathProblem(file.nativePath);
-      if (pathProblem !== undefined) throw refuse(`${label}: native path ${JSON.stringify(file.nativePath)} ${pathProblem}`);
+      if (pathProblem !== undefined)
+        throw refuse(`${label}: native path ${JSON.stringify(file.nativePath)} ${pathProblem}`);
       const other = natives.get(file.nativePath);
-      if (other !== undefined) throw refuse(`${label}: native path ${file.nativePath} is also the native path of ${JSON.stringify(other)}`);
+      if (other !== undefined)
+        throw refuse(`${label}: native path ${file.nativePath} is also the native path of ${JSON.stringify(other)}`);
       natives.set(file.nativePath, file.name);
     }
     const entry = fileEntryName(index, file.name);
@@ -258,16 +303,21 @@ async function plan(input: BundleInput, limits: Limits): Promise<Planned[]> {
       const bytes = Buffer.from(file.content.buffer, file.content.byteOffset, file.content.byteLength);
       item = { file, entry, label, size: bytes.length, source: { kind: 'content', bytes } };
     } else if (file.path !== undefined) {
-      if (realRoot === undefined) throw refuse(`${label}: a file on disk needs a session root to lie inside, and the session has none`);
+      if (realRoot === undefined)
+        throw refuse(`${label}: a file on disk needs a session root to lie inside, and the session has none`);
       const stat = await inspectSessionFile(label, file, realRoot);
       item = { file, entry, label, size: stat.size, source: { kind: 'path', path: file.path, stat } };
     } else {
       throw refuse(`${label}: has neither a path nor content`);
     }
-    if (item.size > limits.fileBytes) throw refuse(`${label}: is ${item.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`);
+    if (item.size > limits.fileBytes)
+      throw refuse(`${label}: is ${item.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`);
     total += item.size;
     if (total > limits.contentBytes) {
-      throw refuse(`the session's files add up to more than ${formatBytes(limits.contentBytes)}, the cap for one bundle (at ${label})`);
+      throw refuse(
+        `the session's files add up to more than ${formatBytes(limits.contentBytes)}, the cap for one bundle (at ` +
+          `${label})`,
+      );
     }
     planned.push(item);
   }
@@ -279,7 +329,12 @@ async function plan(input: BundleInput, limits: Limits): Promise<Planned[]> {
  * planner's own (checked right after, with the bundle's limits in the message).
  */
 function readRule(label: string, inspected?: Stats): SafeReadOptions {
-  return { code: 'ARTIFACT_INVALID', label, maxBytes: Number.MAX_SAFE_INTEGER, ...(inspected === undefined ? {} : { expect: { dev: inspected.dev, ino: inspected.ino } }) };
+  return {
+    code: 'ARTIFACT_INVALID',
+    label,
+    maxBytes: Number.MAX_SAFE_INTEGER,
+    ...(inspected === undefined ? {} : { expect: { dev: inspected.dev, ino: inspected.ino } }),
+  };
 }
 
 async function inspectSessionFile(label: string, file: SessionFile, realRoot: string): Promise<Stats> {
@@ -293,7 +348,11 @@ async function inspectSessionFile(label: string, file: SessionFile, realRoot: st
   }
   if (file.nativePath !== undefined) {
     const native = relative.split(path.sep).join('/');
-    if (native !== file.nativePath) throw refuse(`${label}: its native path ${file.nativePath} is not where it lies in the session root (${native})`, where);
+    if (native !== file.nativePath)
+      throw refuse(
+        `${label}: its native path ${file.nativePath} is not where it lies in the session root (${native})`,
+        where,
+      );
   }
   return stat;
 }
@@ -302,20 +361,32 @@ async function inspectSessionFile(label: string, file: SessionFile, realRoot: st
 async function checkUnchanged(p: Planned, handle: FileHandle, opened: Stats): Promise<void> {
   const now = await handle.stat();
   if (now.size !== opened.size || now.mtimeMs !== opened.mtimeMs) {
-    throw new BlueError('SESSION_CHANGING', `${p.label}: changed while it was being read (${opened.size} -> ${now.size} bytes)`, {
-      hint: 'The session is still being written to; it is captured once it has been left alone for a while.',
-    });
+    throw new BlueError(
+      'SESSION_CHANGING',
+      `${p.label}: changed while it was being read (${opened.size} -> ${now.size} bytes)`,
+      {
+        hint: 'The session is still being written to; it is captured once it has been left alone for a while.',
+      },
+    );
   }
 }
 
 /** A whole file, read from the checked descriptor (for redaction), within the per-file cap. */
-async function readWhole(p: Planned, where: string, inspected: Stats, limits: Limits, stable: boolean): Promise<Buffer> {
+async function readWhole(
+  p: Planned,
+  where: string,
+  inspected: Stats,
+  limits: Limits,
+  stable: boolean,
+): Promise<Buffer> {
   const handle = await openSessionFile(p, where, inspected);
   try {
     const opened = await handle.stat();
-    if (opened.size > limits.fileBytes) throw refuse(`${p.label}: is ${opened.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`);
+    if (opened.size > limits.fileBytes)
+      throw refuse(`${p.label}: is ${opened.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`);
     const bytes = await readAt(handle, 0, opened.size);
-    if (bytes.length !== opened.size) throw refuse(`${p.label}: shrank while being read (${bytes.length} of ${opened.size} bytes)`);
+    if (bytes.length !== opened.size)
+      throw refuse(`${p.label}: shrank while being read (${bytes.length} of ${opened.size} bytes)`);
     if (stable) await checkUnchanged(p, handle, opened);
     return bytes;
   } finally {
@@ -328,7 +399,11 @@ async function openSessionFile(p: Planned, where: string, inspected: Stats): Pro
   return (await openChecked(where, readRule(p.label, inspected)))!.handle;
 }
 
-function describe(input: BundleInput, files: { p: Planned; sha256: string }[], redaction?: BundleManifest['redaction']): BundleManifest {
+function describe(
+  input: BundleInput,
+  files: { p: Planned; sha256: string }[],
+  redaction?: BundleManifest['redaction'],
+): BundleManifest {
   const entries: BundleFile[] = files.map(({ p, sha256 }) => ({
     role: p.file.role,
     path: p.entry,

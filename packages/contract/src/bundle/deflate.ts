@@ -146,7 +146,10 @@ export class ParallelDeflate {
     if (!final) {
       // Copied: the block's buffer is reused once it is compressed, while the next block may still need its tail. The
       // copies rotate through depth + 2 buffers: a block's dictionary is rewritten only after the block was retired.
-      const copy = this.dictionaries.length <= this.depth + 1 ? this.allocateDictionary() : this.dictionaries[this.serial % this.dictionaries.length]!;
+      const copy =
+        this.dictionaries.length <= this.depth + 1
+          ? this.allocateDictionary()
+          : this.dictionaries[this.serial % this.dictionaries.length]!;
       this.serial++;
       const tail = input.subarray(Math.max(0, input.length - WINDOW));
       tail.copy(copy);
@@ -155,7 +158,12 @@ export class ParallelDeflate {
     const owned = this.slot !== undefined;
     this.slot = undefined;
     this.fill = 0;
-    const compressed = deflateBlock(input, slot.output, dictionary, final ? zlib.constants.Z_FINISH : zlib.constants.Z_SYNC_FLUSH);
+    const compressed = deflateBlock(
+      input,
+      slot.output,
+      dictionary,
+      final ? zlib.constants.Z_FINISH : zlib.constants.Z_SYNC_FLUSH,
+    );
     const previous = this.written;
     const done = (async () => {
       const pieces = await compressed;

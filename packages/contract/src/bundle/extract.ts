@@ -41,7 +41,8 @@ export async function extractBundle(file: string, dir: string, options: VerifyOp
       const sink: EntrySink = {
         async open(name) {
           const base = FILE_ENTRY_PATTERN.exec(name)?.[1];
-          if (base === undefined || !expected.has(name)) throw violation(file)(`changed while being extracted (${name} was not in it before)`);
+          if (base === undefined || !expected.has(name))
+            throw violation(file)(`changed while being extracted (${name} was not in it before)`);
           const where = path.join(filesDir, base);
           const fh = await open(where, CREATE_FLAGS, 0o600);
           written.push(where);
@@ -52,14 +53,16 @@ export async function extractBundle(file: string, dir: string, options: VerifyOp
           o.hash.update(chunk);
           o.size += chunk.length;
           let offset = 0;
-          while (offset < chunk.length) offset += (await o.handle.write(chunk, offset, chunk.length - offset)).bytesWritten;
+          while (offset < chunk.length)
+            offset += (await o.handle.write(chunk, offset, chunk.length - offset)).bytesWritten;
         },
         async close() {
           const o = out!;
           out = undefined;
           await o.handle.close();
           const want = expected.get(o.name)!;
-          if (o.size !== want.size || o.hash.digest('hex') !== want.sha256) throw violation(file)(`changed while being extracted (${o.name} differs)`);
+          if (o.size !== want.size || o.hash.digest('hex') !== want.sha256)
+            throw violation(file)(`changed while being extracted (${o.name} differs)`);
         },
       };
       let second;

@@ -32,7 +32,10 @@ export function parseGzipHeader(head: Buffer, fail: Violation): number {
   if (head[2] !== 8) throw fail('uses a gzip compression method other than deflate');
   const flags = head[3]!;
   if ((flags & ~(FTEXT | FHCRC | FEXTRA | FNAME | FCOMMENT)) !== 0) throw fail('has reserved gzip header flags set');
-  const short = () => fail(head.length < GZIP_HEADER_MAX ? 'is truncated inside its gzip header' : 'has a gzip header longer than 64 KiB');
+  const short = () =>
+    fail(
+      head.length < GZIP_HEADER_MAX ? 'is truncated inside its gzip header' : 'has a gzip header longer than 64 KiB',
+    );
   let pos = 10;
   if (flags & FEXTRA) {
     if (pos + 2 > head.length) throw short();
@@ -47,7 +50,8 @@ export function parseGzipHeader(head: Buffer, fail: Violation): number {
   }
   if (flags & FHCRC) {
     if (pos + 2 > head.length) throw short();
-    if ((zlib.crc32(head.subarray(0, pos)) & 0xffff) !== head.readUInt16LE(pos)) throw fail('has a gzip header with a wrong checksum');
+    if ((zlib.crc32(head.subarray(0, pos)) & 0xffff) !== head.readUInt16LE(pos))
+      throw fail('has a gzip header with a wrong checksum');
     pos += 2;
   }
   if (pos > head.length) throw short();

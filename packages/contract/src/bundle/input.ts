@@ -42,7 +42,8 @@ export interface Redacted {
   replaced: number;
 }
 
-/** Passes every file of a bundle through one redactor (each file whole, within the per-file cap), and its manifest's texts. */
+/** Passes every file of a bundle through one redactor (each file whole, within the per-file cap), and its manifest's
+ * texts. */
 export interface BundleRedaction {
   /** Recorded in the manifest: the rule set and its version. */
   rules: string;

@@ -73,27 +73,38 @@ export function entryNameProblem(name: string, directory = false): string | unde
 
 /** The role rules of one profile, applied to a list of files. `label(i)` names file i in messages. */
 export function profileProblem(
-  manifest: { harness: string; compatibility_profile: string; files: readonly Pick<BundleFile, 'role' | 'native_path'>[] },
+  manifest: {
+    harness: string;
+    compatibility_profile: string;
+    files: readonly Pick<BundleFile, 'role' | 'native_path'>[];
+  },
   profiles: ProfileSet,
   label: (index: number) => string,
 ): string | undefined {
   const profile = manifest.compatibility_profile;
   const found = findInterval(profiles, profile);
   if (found === undefined) return `compatibility profile "${profile}" is unknown to this blue-agent`;
-  if (found.harness !== manifest.harness) return `harness "${manifest.harness}" does not match profile ${profile}, which is for ${found.harness}`;
+  if (found.harness !== manifest.harness)
+    return `harness "${manifest.harness}" does not match profile ${profile}, which is for ${found.harness}`;
   const session = found.interval.session;
   if (session === undefined) return `profile ${profile} describes no session files`;
   const counts = new Map<string, number>();
   for (const [i, file] of manifest.files.entries()) {
     const rule = session.roles.find((r) => r.role === file.role);
     if (rule === undefined) {
-      return `${label(i)}: role ${file.role} is not one of profile ${profile}'s roles (${session.roles.map((r) => r.role).join(', ')})`;
+      return (
+        `${label(i)}: role ${file.role} is not one of profile ${profile}'s roles (` +
+        `${session.roles.map((r) => r.role).join(', ')})`
+      );
     }
     if (session.root !== undefined && file.native_path === undefined) {
       return `${label(i)}: has no native_path, but profile ${profile} restores every file under its session root`;
     }
     if (session.root === undefined && file.native_path !== undefined) {
-      return `${label(i)}: has a native_path, but profile ${profile} has no session root (its files are restored through the harness)`;
+      return (
+        `${label(i)}: has a native_path, but profile ${profile} has no session root (its files are restored ` +
+        `through the harness)`
+      );
     }
     counts.set(file.role, (counts.get(file.role) ?? 0) + 1);
   }
@@ -133,7 +144,12 @@ export function buildManifest(fields: ManifestFields, files: BundleFile[]): Bund
     ...(fields.cwd === undefined ? {} : { cwd: fields.cwd }),
     ...(fields.repository === undefined
       ? {}
-      : { repository: { root: fields.repository.root, ...(fields.repository.remote === undefined ? {} : { remote: fields.repository.remote }) } }),
+      : {
+          repository: {
+            root: fields.repository.root,
+            ...(fields.repository.remote === undefined ? {} : { remote: fields.repository.remote }),
+          },
+        }),
     ...(fields.title === undefined ? {} : { title: fields.title }),
     ...(fields.summary === undefined ? {} : { summary: fields.summary }),
     ...(fields.captureReason === undefined ? {} : { capture_reason: fields.captureReason }),

@@ -25,12 +25,21 @@ export const STRUCTURAL_FIELDS = [
 ] as const;
 
 /** The free-text fields of the manifest and their bounds (code points, as the schema counts them). */
-export const TEXT_FIELDS = { cwd: 4096, 'repository.root': 4096, 'repository.remote': 4096, title: 256, summary: 1024 } as const;
+export const TEXT_FIELDS = {
+  cwd: 4096,
+  'repository.root': 4096,
+  'repository.remote': 4096,
+  title: 256,
+  summary: 1024,
+} as const;
 
 const ELLIPSIS = '…';
 
 /** The input with its texts redacted (or masked) and bounded, and how many secrets were replaced. */
-export async function protectMetadata(input: BundleInput, redaction: BundleRedaction | undefined): Promise<{ input: BundleInput; replaced: number }> {
+export async function protectMetadata(
+  input: BundleInput,
+  redaction: BundleRedaction | undefined,
+): Promise<{ input: BundleInput; replaced: number }> {
   let replaced = 0;
   const protect = async (text: string | undefined, max: number): Promise<string | undefined> => {
     if (text === undefined) return undefined;
@@ -50,7 +59,9 @@ export async function protectMetadata(input: BundleInput, redaction: BundleRedac
       ? undefined
       : {
           root: (await protect(input.repository.root, TEXT_FIELDS['repository.root']))!,
-          ...(input.repository.remote === undefined ? {} : { remote: await protect(input.repository.remote, TEXT_FIELDS['repository.remote']) }),
+          ...(input.repository.remote === undefined
+            ? {}
+            : { remote: await protect(input.repository.remote, TEXT_FIELDS['repository.remote']) }),
         };
   const cwd = await protect(input.cwd, TEXT_FIELDS.cwd);
   const title = await protect(input.title, TEXT_FIELDS.title);

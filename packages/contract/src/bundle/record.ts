@@ -32,25 +32,45 @@ export function serializeRecord(record: SessionRecord): Buffer {
     tags: [...record.tags],
     ...(record.created_at_unix_ms === undefined ? {} : { created_at_unix_ms: record.created_at_unix_ms }),
     ...(record.content === undefined ? {} : { content: record.content }),
-    ...(record.messages === undefined ? {} : { messages: record.messages.map((m) => ({ role: m.role, text: m.text, ...(m.created_at_unix_ms === undefined ? {} : { created_at_unix_ms: m.created_at_unix_ms }) })) }),
+    ...(record.messages === undefined
+      ? {}
+      : {
+          messages: record.messages.map((m) => ({
+            role: m.role,
+            text: m.text,
+            ...(m.created_at_unix_ms === undefined ? {} : { created_at_unix_ms: m.created_at_unix_ms }),
+          })),
+        }),
   };
   return Buffer.from(`${JSON.stringify(ordered)}\n`, 'utf8');
 }
 
 /** Checks a record against its schema; throws BUNDLE_INVALID naming the first problem and `where`. */
 export function checkRecord(value: unknown, where: string): SessionRecord {
-  const validate = validators.validateSessionRecord as ((data: unknown) => boolean) & { errors?: { instancePath: string; message?: string }[] | null };
+  const validate = validators.validateSessionRecord as ((data: unknown) => boolean) & {
+    errors?: { instancePath: string; message?: string }[] | null;
+  };
   if (!validate(value)) {
     const e = validate.errors?.[0];
-    throw new BlueError('BUNDLE_INVALID', `${where}: not a session record: ${e?.instancePath || '/'} ${e?.message ?? 'is invalid'}`, {
-      hint: 'A session record is what `blue-agent sessions store` and `blue-agent import` upload (schemas/session-record.schema.json).',
-    });
+    throw new BlueError(
+      'BUNDLE_INVALID',
+      `${where}: not a session record: ${e?.instancePath || '/'} ${e?.message ?? 'is invalid'}`,
+      {
+        hint:
+          'A session record is what `blue-agent sessions store` and `blue-agent import` upload ' +
+          '(schemas/session-record.schema.json).',
+      },
+    );
   }
   return value as SessionRecord;
 }
 
 export function parseRecord(bytes: Uint8Array, where: string): SessionRecord {
-  if (bytes.length > MAX_RECORD_BYTES) throw new BlueError('BUNDLE_INVALID', `${where}: the record is ${bytes.length} bytes, over the ${MAX_RECORD_BYTES}-byte limit`);
+  if (bytes.length > MAX_RECORD_BYTES)
+    throw new BlueError(
+      'BUNDLE_INVALID',
+      `${where}: the record is ${bytes.length} bytes, over the ${MAX_RECORD_BYTES}-byte limit`,
+    );
   let value: unknown;
   try {
     value = JSON.parse(Buffer.from(bytes).toString('utf8'));
@@ -60,16 +80,21 @@ export function parseRecord(bytes: Uint8Array, where: string): SessionRecord {
   return checkRecord(value, where);
 }
 
-/** A native id for a record without the provider's own: the digest of what it says, so storing it twice is one session. */
+/** A native id for a record without the provider's own: the digest of what it says, so storing it twice is one session.
+ * */
 export function recordNativeId(record: SessionRecord): string {
   if (record.provider_session_id !== undefined) return record.provider_session_id;
-  return `sha256-${createHash('sha256').update(serializeRecord({ ...record, tags: [] })).digest('hex').slice(0, 32)}`;
+  return `sha256-${createHash('sha256')
+    .update(serializeRecord({ ...record, tags: [] }))
+    .digest('hex')
+    .slice(0, 32)}`;
 }
 
 /** The conversation a record holds, as the transcript viewer and the export render conversations. */
 export function recordTranscript(record: SessionRecord): Transcript {
   const turns: TranscriptTurn[] = [];
-  if (record.content !== undefined && record.content.trim() !== '') turns.push({ role: 'user', text: cleanText(record.content) });
+  if (record.content !== undefined && record.content.trim() !== '')
+    turns.push({ role: 'user', text: cleanText(record.content) });
   for (const m of record.messages ?? []) {
     if (turns.length >= MAX_TURNS) break;
     const text = cleanText(m.text);
@@ -83,5 +108,10 @@ export function recordTranscript(record: SessionRecord): Transcript {
 
 /** What search reads of a record: its tags and title, then what it says (the caller bounds and masks it). */
 export function recordSearchParts(record: SessionRecord): string[] {
-  return [record.tags.join(' '), ...recordTranscript(record).turns.filter((t) => t.role !== 'tool').map((t) => t.text)];
+  return [
+    record.tags.join(' '),
+    ...recordTranscript(record)
+      .turns.filter((t) => t.role !== 'tool')
+      .map((t) => t.text),
+  ];
 }

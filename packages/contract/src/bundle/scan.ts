@@ -16,7 +16,8 @@ import { RawInflater, type InflateStep } from './zlib-handle.js';
 
 const READ_CHUNK = 256 * 1024;
 const INFLATE_CHUNK = 128 * 1024;
-export const BUNDLE_HINT = 'The bundle is damaged or was not made by blue-agent: do not restore it. Download or capture it again.';
+export const BUNDLE_HINT =
+  'The bundle is damaged or was not made by blue-agent: do not restore it. Download or capture it again.';
 
 export function violation(file: string): Violation {
   return (what: string) => new BlueError('BUNDLE_INVALID', `${file}: ${what}`, { file, hint: BUNDLE_HINT });
@@ -78,7 +79,8 @@ export async function scanBundle(handle: FileHandle, file: string, options: Scan
   const { limits, sink } = options;
   const fail = violation(file);
   const size = (await handle.stat()).size;
-  if (size > limits.bundleBytes) throw fail(`is ${size} bytes, over the ${formatBytes(limits.bundleBytes)} cap for a bundle`);
+  if (size > limits.bundleBytes)
+    throw fail(`is ${size} bytes, over the ${formatBytes(limits.bundleBytes)} cap for a bundle`);
 
   const head = Buffer.alloc(Math.min(size, GZIP_HEADER_MAX));
   await readFully(handle, head, 0);
@@ -94,7 +96,10 @@ export async function scanBundle(handle: FileHandle, file: string, options: Scan
   let manifest: Buffer | undefined;
   let sawFilesDir = false;
   let contentTotal = 0;
-  let current: { kind: 'file'; name: string; size: number; hash: Hash | undefined } | { kind: 'manifest' } | { kind: 'none' } = { kind: 'none' };
+  let current:
+    | { kind: 'file'; name: string; size: number; hash: Hash | undefined }
+    | { kind: 'manifest' }
+    | { kind: 'none' } = { kind: 'none' };
 
   const tar = new TarReader(
     {
@@ -124,11 +129,19 @@ export async function scanBundle(handle: FileHandle, file: string, options: Scan
         if (files.has(entry.name)) throw fail(`has the entry ${shown} twice`);
         if (files.size >= limits.files) throw fail(`has more than ${limits.files} files`);
         if (entry.size > limits.fileBytes) {
-          throw fail(`has the entry ${shown} of ${entry.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`);
+          throw fail(
+            `has the entry ${shown} of ${entry.size} bytes, over the ${formatBytes(limits.fileBytes)} cap for one file`,
+          );
         }
         contentTotal += entry.size;
-        if (contentTotal > limits.contentBytes) throw fail(`holds files adding up to more than ${formatBytes(limits.contentBytes)}, the cap`);
-        current = { kind: 'file', name: entry.name, size: entry.size, hash: options.manifestOnly === true ? undefined : createHash('sha256') };
+        if (contentTotal > limits.contentBytes)
+          throw fail(`holds files adding up to more than ${formatBytes(limits.contentBytes)}, the cap`);
+        current = {
+          kind: 'file',
+          name: entry.name,
+          size: entry.size,
+          hash: options.manifestOnly === true ? undefined : createHash('sha256'),
+        };
         // Recorded at once so that a duplicate is caught even before this entry's data ends.
         files.set(entry.name, { name: entry.name, size: entry.size, sha256: '' });
         await sink?.open(entry.name, entry.size);
@@ -146,7 +159,11 @@ export async function scanBundle(handle: FileHandle, file: string, options: Scan
           manifestChunks = undefined;
           if (options.manifestOnly === true) throw new Stop();
         } else if (current.kind === 'file') {
-          files.set(current.name, { name: current.name, size: current.size, sha256: current.hash?.digest('hex') ?? '' });
+          files.set(current.name, {
+            name: current.name,
+            size: current.size,
+            sha256: current.hash?.digest('hex') ?? '',
+          });
           await sink?.close();
         }
         current = { kind: 'none' };
@@ -187,11 +204,14 @@ export async function scanBundle(handle: FileHandle, file: string, options: Scan
       if (produced > 0) {
         uncompressed += produced;
         if (uncompressed > limits.tarBytes) {
-          throw fail(`decompresses to more than ${formatBytes(limits.tarBytes)}; reading stopped (decompression bomb guard)`);
+          throw fail(
+            `decompresses to more than ${formatBytes(limits.tarBytes)}; reading stopped (decompression bomb guard)`,
+          );
         }
         if (uncompressed > limits.ratioFloorBytes && uncompressed > limits.maxRatio * Math.max(consumed, 1)) {
           throw fail(
-            `expands more than ${limits.maxRatio}:1 (${formatBytes(uncompressed)} from ${formatBytes(consumed)}); reading stopped (decompression bomb guard)`,
+            `expands more than ${limits.maxRatio}:1 (${formatBytes(uncompressed)} from ${formatBytes(consumed)}); ` +
+              `reading stopped (decompression bomb guard)`,
           );
         }
         const chunk = output.subarray(0, produced);
@@ -207,7 +227,8 @@ export async function scanBundle(handle: FileHandle, file: string, options: Scan
   // bundle: most are a few KiB, and the drain and the server's indexer scan them by the thousand.
   const ring = [Buffer.allocUnsafe(Math.min(READ_CHUNK, size)), Buffer.allocUnsafe(Math.min(READ_CHUNK, size))];
   let slot = 0;
-  const readInto = (buffer: Buffer, position: number) => watched(handle.read(buffer, 0, Math.min(buffer.length, size - position), position));
+  const readInto = (buffer: Buffer, position: number) =>
+    watched(handle.read(buffer, 0, Math.min(buffer.length, size - position), position));
   let pending: ReturnType<typeof readInto> | undefined = readInto(ring[0]!, 0);
   try {
     let position = 0;

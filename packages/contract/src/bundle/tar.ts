@@ -48,7 +48,8 @@ function splitName(name: string): { name: string; prefix: string } | undefined {
   for (let i = name.lastIndexOf('/'); i > 0; i = name.lastIndexOf('/', i - 1)) {
     const prefix = name.slice(0, i);
     const rest = name.slice(i + 1);
-    if (rest !== '' && Buffer.byteLength(rest) <= 100 && Buffer.byteLength(prefix) <= 155) return { name: rest, prefix };
+    if (rest !== '' && Buffer.byteLength(rest) <= 100 && Buffer.byteLength(prefix) <= 155)
+      return { name: rest, prefix };
   }
   return undefined;
 }
@@ -125,7 +126,18 @@ const TYPE_NAMES: Record<string, string> = {
 };
 
 /** pax keys that carry only metadata a restore ignores; anything else (sparse maps, link targets) is refused. */
-const HARMLESS_PAX_KEYS = new Set(['mtime', 'atime', 'ctime', 'uid', 'gid', 'uname', 'gname', 'comment', 'charset', 'hdrcharset']);
+const HARMLESS_PAX_KEYS = new Set([
+  'mtime',
+  'atime',
+  'ctime',
+  'uid',
+  'gid',
+  'uname',
+  'gname',
+  'comment',
+  'charset',
+  'hdrcharset',
+]);
 const HARMLESS_PAX_PREFIXES = ['SCHILY.xattr.', 'LIBARCHIVE.xattr.'];
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -195,7 +207,10 @@ export class TarReader {
         }
         case 'end': {
           for (let i = pos; i < chunk.length; i++) {
-            if (chunk[i] !== 0) throw this.fail(`has data after the end-of-archive marker (at byte ${this.offset + i - pos} of the archive)`);
+            if (chunk[i] !== 0)
+              throw this.fail(
+                `has data after the end-of-archive marker (at byte ${this.offset + i - pos} of the archive)`,
+              );
           }
           this.offset += available;
           pos = chunk.length;
@@ -219,7 +234,9 @@ export class TarReader {
         throw this.fail('is truncated: the end-of-archive marker is incomplete');
       case 'header':
         throw this.fail(
-          this.blockFill === 0 ? 'is truncated: the archive has no end-of-archive marker' : 'is truncated: the archive ends inside a header',
+          this.blockFill === 0
+            ? 'is truncated: the archive has no end-of-archive marker'
+            : 'is truncated: the archive ends inside a header',
         );
     }
   }
@@ -228,7 +245,8 @@ export class TarReader {
     const block = this.block;
     const at = this.offset - BLOCK;
     if (isZero(block)) {
-      if (this.pending !== undefined) throw this.fail(`has an extended header not followed by an entry (at byte ${at})`);
+      if (this.pending !== undefined)
+        throw this.fail(`has an extended header not followed by an entry (at byte ${at})`);
       this.state = this.state === 'zero' ? 'end' : 'zero';
       return;
     }
@@ -245,9 +263,12 @@ export class TarReader {
     let size = this.octal(block, 124, 12, 'size', at);
 
     if (type === 'x' || type === 'L') {
-      if (this.pending !== undefined || this.extended !== undefined) throw this.fail(`has two extended headers in a row (at byte ${at})`);
+      if (this.pending !== undefined || this.extended !== undefined)
+        throw this.fail(`has two extended headers in a row (at byte ${at})`);
       if (size > this.limits.extendedHeaderBytes) {
-        throw this.fail(`has an extended header of ${size} bytes (at byte ${at}), over the cap of ${this.limits.extendedHeaderBytes}`);
+        throw this.fail(
+          `has an extended header of ${size} bytes (at byte ${at}), over the cap of ${this.limits.extendedHeaderBytes}`,
+        );
       }
       this.extended = { kind: type === 'x' ? 'pax' : 'gnu', chunks: [], size };
       this.current = 'an extended header';
@@ -267,7 +288,10 @@ export class TarReader {
       const target = type === '1' || type === '2' ? ` to ${JSON.stringify(this.field(block, 157, 100, at))}` : '';
       throw this.fail(`entry ${shown} is ${kind}${target}; a bundle holds regular files only`);
     }
-    if (type !== '0' && type !== '5') throw this.fail(`entry ${shown} has the unsupported type ${JSON.stringify(type)}; a bundle holds regular files only`);
+    if (type !== '0' && type !== '5')
+      throw this.fail(
+        `entry ${shown} has the unsupported type ${JSON.stringify(type)}; a bundle holds regular files only`,
+      );
     const directory = type === '5';
     const problem = entryNameProblem(name, directory);
     if (problem !== undefined) throw this.fail(`entry ${shown} ${problem}`);
@@ -313,7 +337,8 @@ export class TarReader {
       seen.add(key);
       if (key === 'path') out.path = value;
       else if (key === 'size') {
-        if (!/^[0-9]{1,15}$/.test(value)) throw this.fail(`has a pax size record that is not a number: ${JSON.stringify(value)}`);
+        if (!/^[0-9]{1,15}$/.test(value))
+          throw this.fail(`has a pax size record that is not a number: ${JSON.stringify(value)}`);
         out.size = Number(value);
       } else if (!HARMLESS_PAX_KEYS.has(key) && !HARMLESS_PAX_PREFIXES.some((p) => key.startsWith(p))) {
         throw this.fail(`has the unsupported pax record ${JSON.stringify(key)}`);
@@ -334,7 +359,8 @@ export class TarReader {
 
   private checkHeader(block: Buffer, at: number): void {
     const magic = block.toString('latin1', 257, 265);
-    if (magic !== 'ustar\u000000' && magic !== 'ustar  \0') throw this.fail(`has a header that is not ustar (at byte ${at})`);
+    if (magic !== 'ustar\u000000' && magic !== 'ustar  \0')
+      throw this.fail(`has a header that is not ustar (at byte ${at})`);
     const stored = this.octal(block, 148, 8, 'checksum', at);
     let unsigned = 0;
     let signed = 0;

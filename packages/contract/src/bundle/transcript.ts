@@ -31,7 +31,8 @@ export interface Transcript {
 }
 
 const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-Z\\-_]/g;
-/** The control and bidirectional characters every shown text is held to (util/terminal-text.ts), tabs and line feeds kept. */
+/** The control and bidirectional characters every shown text is held to (util/terminal-text.ts), tabs and line feeds
+ * kept. */
 const CONTROL = new RegExp(`(?![\\t\\n])[${CONTROL_CHARACTERS}]`, 'g');
 
 /** Terminal escape sequences and control characters removed; new lines normalised, tabs kept. */

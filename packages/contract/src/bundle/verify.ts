@@ -71,20 +71,26 @@ export function checkScan(scan: ScanResult, file: string, profiles: ProfileSet, 
       // A file at another file's folder cannot be restored: one of the two would have to replace the other.
       const parents = parentsOf(f.native_path);
       if (folders.has(f.native_path) || parents.some((p) => natives.has(p))) {
-        throw fail(`${label(i)}: native_path ${f.native_path} is both a file and the folder of another file of the bundle`);
+        throw fail(
+          `${label(i)}: native_path ${f.native_path} is both a file and the folder of another file of the bundle`,
+        );
       }
       natives.add(f.native_path);
       for (const p of parents) folders.add(p);
     }
     total += f.size;
   }
-  if (total > limits.contentBytes) throw fail(`manifest.json lists files adding up to ${total} bytes, over the ${formatBytes(limits.contentBytes)} cap`);
+  if (total > limits.contentBytes)
+    throw fail(
+      `manifest.json lists files adding up to ${total} bytes, over the ${formatBytes(limits.contentBytes)} cap`,
+    );
 
   for (const f of manifest.files) {
     const entry = scan.files.get(f.path);
     if (entry === undefined) throw fail(`${f.path} is listed in manifest.json but missing from the archive`);
     if (entry.size !== f.size) throw fail(`${f.path} is ${entry.size} bytes, but manifest.json says ${f.size}`);
-    if (entry.sha256 !== f.sha256) throw fail(`${f.path} has SHA-256 ${entry.sha256}, but manifest.json says ${f.sha256}`);
+    if (entry.sha256 !== f.sha256)
+      throw fail(`${f.path} has SHA-256 ${entry.sha256}, but manifest.json says ${f.sha256}`);
   }
   for (const name of scan.files.keys()) {
     if (!paths.has(name)) throw fail(`${name} is in the archive but not listed in manifest.json`);
@@ -126,6 +132,10 @@ export function validManifest(data: unknown, file: string): BundleManifest {
     return validateDocument(bundleManifestSchema, data, `${file}: manifest.json`);
   } catch (error) {
     if (!(error instanceof BlueError)) throw error;
-    throw new BlueError('BUNDLE_INVALID', error.message, { file, ...(error.path === undefined ? {} : { path: error.path }), hint: BUNDLE_HINT });
+    throw new BlueError('BUNDLE_INVALID', error.message, {
+      file,
+      ...(error.path === undefined ? {} : { path: error.path }),
+      hint: BUNDLE_HINT,
+    });
   }
 }

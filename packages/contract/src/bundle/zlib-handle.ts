@@ -19,7 +19,15 @@ interface NativeZlib {
     afterWrite: () => void,
     dictionary: Buffer | undefined,
   ): void;
-  write(flush: number, input: Uint8Array, inOffset: number, inLength: number, output: Uint8Array, outOffset: number, outLength: number): void;
+  write(
+    flush: number,
+    input: Uint8Array,
+    inOffset: number,
+    inLength: number,
+    output: Uint8Array,
+    outOffset: number,
+    outLength: number,
+  ): void;
   close(): void;
   onerror: (message: string, errno: number, code: string) => void;
 }
@@ -67,7 +75,8 @@ export class ZlibHandle {
     const level = options.level ?? zlib.constants.Z_DEFAULT_COMPRESSION;
     // The callback holds this object, and with it `state`, which the native side writes into, for as long as it lives.
     const afterWrite = () => options.afterWrite(this);
-    this.init = (dictionary) => this.native.init(15, level, 8, zlib.constants.Z_DEFAULT_STRATEGY, this.state, afterWrite, dictionary);
+    this.init = (dictionary) =>
+      this.native.init(15, level, 8, zlib.constants.Z_DEFAULT_STRATEGY, this.state, afterWrite, dictionary);
     this.init(options.dictionary);
   }
 

@@ -7,7 +7,13 @@ import type { Document, LineCounter } from 'yaml';
 import { isMap, isNode, isScalar, isSeq } from 'yaml';
 import { BlueError } from '../errors.js';
 import { HARNESSES } from '../schema/generated/harness-names.js';
-import { authoredPolicySchema, parseYamlText, policySchema, validateDocument, type GovernancePolicy } from '../schema/index.js';
+import {
+  authoredPolicySchema,
+  parseYamlText,
+  policySchema,
+  validateDocument,
+  type GovernancePolicy,
+} from '../schema/index.js';
 import { isRecord } from '../util/record.js';
 import { nearest } from '../util/suggest.js';
 import { printable } from '../util/terminal-text.js';
@@ -30,7 +36,12 @@ export type PolicyOrigin = 'authored' | 'fetched';
  * Validates parsed policy data. `file` names where it came from (a path or a URL); `source` gives line/column for
  * errors when the data was parsed from YAML/JSON text.
  */
-export function validatePolicy(data: unknown, file: string, source?: TextSource, origin: PolicyOrigin = 'fetched'): GovernancePolicy {
+export function validatePolicy(
+  data: unknown,
+  file: string,
+  source?: TextSource,
+  origin: PolicyOrigin = 'fetched',
+): GovernancePolicy {
   rejectHarnessSessionUpload(data, file, source);
   const policy = validateDocument(origin === 'authored' ? authoredPolicySchema : policySchema, data, file, source);
   if (origin === 'authored') rejectMistypedHarnesses(policy, file, source);
@@ -38,18 +49,34 @@ export function validatePolicy(data: unknown, file: string, source?: TextSource,
     const range = rule?.version_requirement;
     if (range !== undefined && semver.validRange(range) === null) {
       const jsonPath = `/harnesses/${name}/version_requirement`;
-      throw invalid(file, source, ['harnesses', name, 'version_requirement'], jsonPath, `is not a valid semver range: "${range}"`, {
-        hint: `Use a range such as ">=2.0.12 <3" or "^0.145.0" for ${jsonPath}.`,
-      });
+      throw invalid(
+        file,
+        source,
+        ['harnesses', name, 'version_requirement'],
+        jsonPath,
+        `is not a valid semver range: "${range}"`,
+        {
+          hint: `Use a range such as ">=2.0.12 <3" or "^0.145.0" for ${jsonPath}.`,
+        },
+      );
     }
   }
   const presign = policy.session_upload?.presign_url;
   if (presign !== undefined) {
     const url = parseHttpUrl(presign);
     if (url === undefined || url.username !== '' || url.password !== '') {
-      throw invalid(file, source, ['session_upload', 'presign_url'], '/session_upload/presign_url', 'must be an absolute http(s) URL without credentials', {
-        hint: 'Set presign_url to the Control API presign route, e.g. https://control.example.com/session-uploads/presign.',
-      });
+      throw invalid(
+        file,
+        source,
+        ['session_upload', 'presign_url'],
+        '/session_upload/presign_url',
+        'must be an absolute http(s) URL without credentials',
+        {
+          hint:
+            'Set presign_url to the Control API presign route, e.g. ' +
+            'https://control.example.com/session-uploads/presign.',
+        },
+      );
     }
   }
   return policy;
@@ -69,7 +96,11 @@ export function unknownPolicyFields(data: unknown): string[] {
   if (authoredPolicySchema.validate(data)) return [];
   const fields = (authoredPolicySchema.validate.errors ?? [])
     .filter((e) => e.keyword === 'additionalProperties')
-    .map((e) => [...e.instancePath.split('/').slice(1), String(e.params.additionalProperty)].map((s) => printable(s.replace(/~1/g, '/').replace(/~0/g, '~')).slice(0, 64)).join('.'));
+    .map((e) =>
+      [...e.instancePath.split('/').slice(1), String(e.params.additionalProperty)]
+        .map((s) => printable(s.replace(/~1/g, '/').replace(/~0/g, '~')).slice(0, 64))
+        .join('.'),
+    );
   return [...new Set(fields)].sort();
 }
 
@@ -88,9 +119,17 @@ function rejectMistypedHarnesses(policy: GovernancePolicy, file: string, source:
     const meant = nearest(name, known);
     if (meant === undefined) continue;
     const jsonPath = `/${segments.join('/')}`;
-    throw invalid(file, source, segments, jsonPath, `names the harness ${JSON.stringify(printable(name).slice(0, 64))}, which blue-agent does not know (did you mean "${meant}"?)`, {
-      hint: `Write "${meant}"; the harnesses blue-agent knows are ${known.join(', ')}.`,
-    });
+    throw invalid(
+      file,
+      source,
+      segments,
+      jsonPath,
+      `names the harness ${JSON.stringify(printable(name).slice(0, 64))}, which blue-agent does not know (did you ` +
+        `mean "${meant}"?)`,
+      {
+        hint: `Write "${meant}"; the harnesses blue-agent knows are ${known.join(', ')}.`,
+      },
+    );
   }
 }
 
@@ -129,7 +168,8 @@ function invalid(
   });
 }
 
-/** Position of the key (or list item) naming the deepest existing segment (a missing field is reported at its parent). */
+/** Position of the key (or list item) naming the deepest existing segment (a missing field is reported at its parent).
+ * */
 function positionOf(source: TextSource, segments: string[]): { line: number; column: number } | undefined {
   for (let n = segments.length; n > 0; n--) {
     const parent = n === 1 ? source.doc.contents : source.doc.getIn(segments.slice(0, n - 1), true);
@@ -152,4 +192,3 @@ function positionOf(source: TextSource, segments: string[]): { line: number; col
   }
   return undefined;
 }
-

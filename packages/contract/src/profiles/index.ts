@@ -51,10 +51,14 @@ export async function loadProfiles(dir: string, documents: DocumentCache = Docum
       return loadDocument(profileSchema, t, file);
     });
     if (set.has(doc.harness)) {
-      throw new BlueError('PROFILE_INVALID', `${file}: harness "${doc.harness}" is already described by ${set.get(doc.harness)!.file}`, {
-        file,
-        hint: 'Keep one profile file per harness.',
-      });
+      throw new BlueError(
+        'PROFILE_INVALID',
+        `${file}: harness "${doc.harness}" is already described by ${set.get(doc.harness)!.file}`,
+        {
+          file,
+          hint: 'Keep one profile file per harness.',
+        },
+      );
     }
     set.set(doc.harness, { harness: doc.harness, file, doc, patterns: compilePatterns(doc, file) });
   }
@@ -66,10 +70,14 @@ function compilePatterns(doc: HarnessProfiles, file: string): RegExp[] {
     try {
       return new RegExp(form.pattern);
     } catch (error) {
-      throw new BlueError('PROFILE_INVALID', `${file}: /version_output/${i}/pattern is not a valid regular expression: ${(error as Error).message}`, {
-        file,
-        path: `/version_output/${i}/pattern`,
-      });
+      throw new BlueError(
+        'PROFILE_INVALID',
+        `${file}: /version_output/${i}/pattern is not a valid regular expression: ${(error as Error).message}`,
+        {
+          file,
+          path: `/version_output/${i}/pattern`,
+        },
+      );
     }
   });
 }
@@ -85,20 +93,30 @@ export function checkProfiles(set: ProfileSet): ProfileProblem[] {
     doc.version_output.forEach((form, i) => {
       // Against this form's pattern alone: another form matching the example says nothing of this one.
       if (parseVersionOutput({ ...loaded, patterns: loaded.patterns.slice(i, i + 1) }, form.example) === undefined) {
-        problems.push({ file, message: `version_output[${i}]: the example "${form.example}" does not match its own pattern` });
+        problems.push({
+          file,
+          message: `version_output[${i}]: the example "${form.example}" does not match its own pattern`,
+        });
       }
     });
     for (const interval of doc.intervals) {
       const at = { file, profile: interval.profile };
       const other = seenNames.get(interval.profile);
-      if (other !== undefined) problems.push({ ...at, message: `profile name ${interval.profile} is also used in ${other}` });
+      if (other !== undefined)
+        problems.push({ ...at, message: `profile name ${interval.profile} is also used in ${other}` });
       seenNames.set(interval.profile, file);
       if (interval.verified_before === undefined) problems.push({ ...at, message: 'verified_before is missing' });
       if (interval.before !== undefined && compareVersions(interval.before, interval.introduced) <= 0) {
         problems.push({ ...at, message: `before ${interval.before} is not after introduced ${interval.introduced}` });
       }
-      if (interval.verified_before !== undefined && compareVersions(interval.verified_before, interval.introduced) < 0) {
-        problems.push({ ...at, message: `verified_before ${interval.verified_before} is below introduced ${interval.introduced}` });
+      if (
+        interval.verified_before !== undefined &&
+        compareVersions(interval.verified_before, interval.introduced) < 0
+      ) {
+        problems.push({
+          ...at,
+          message: `verified_before ${interval.verified_before} is below introduced ${interval.introduced}`,
+        });
       }
       for (const op of interval.operations) {
         if (!KNOWN_OPERATIONS.includes(op)) problems.push({ ...at, message: `unknown operation "${op}"` });
@@ -109,8 +127,12 @@ export function checkProfiles(set: ProfileSet): ProfileProblem[] {
       if (interval.operations.length > 0 && interval.session === undefined) {
         problems.push({ ...at, message: 'captures or resumes sessions but has no session section' });
       }
-      for (const [what, value] of [['session.root', interval.session?.root], ['capture.hook.file', interval.capture?.hook.file]] as const) {
-        if (value !== undefined && value.split('/').includes('..')) problems.push({ ...at, message: `${what} "${value}" leaves the harness's folder` });
+      for (const [what, value] of [
+        ['session.root', interval.session?.root],
+        ['capture.hook.file', interval.capture?.hook.file],
+      ] as const) {
+        if (value !== undefined && value.split('/').includes('..'))
+          problems.push({ ...at, message: `${what} "${value}" leaves the harness's folder` });
       }
       const seenRoles = new Set<string>();
       for (const r of interval.session?.roles ?? []) {
@@ -118,22 +140,34 @@ export function checkProfiles(set: ProfileSet): ProfileProblem[] {
         seenRoles.add(r.role);
         if (r.min > r.max) problems.push({ ...at, message: `role ${r.role}: min ${r.min} is above max ${r.max}` });
         if (r.restore_rewrite !== undefined && !interval.operations.includes('restore_rewrite')) {
-          problems.push({ ...at, message: `role ${r.role} declares restore_rewrite, but the operations do not list restore_rewrite` });
+          problems.push({
+            ...at,
+            message: `role ${r.role} declares restore_rewrite, but the operations do not list restore_rewrite`,
+          });
         }
       }
       const rewritten = (interval.session?.roles ?? []).filter((r) => r.restore_rewrite !== undefined);
       if (interval.operations.includes('restore_rewrite')) {
-        if (!interval.operations.includes('session_resume')) problems.push({ ...at, message: 'lists restore_rewrite without session_resume (only a restore rewrites)' });
-        if (rewritten.length === 0) problems.push({ ...at, message: 'lists restore_rewrite, but no role says what a restore rewrites (session.roles[].restore_rewrite)' });
+        if (!interval.operations.includes('session_resume'))
+          problems.push({ ...at, message: 'lists restore_rewrite without session_resume (only a restore rewrites)' });
+        if (rewritten.length === 0)
+          problems.push({
+            ...at,
+            message:
+              'lists restore_rewrite, but no role says what a restore rewrites (session.roles[].restore_rewrite)',
+          });
       }
     }
     for (const interval of doc.intervals) {
       for (const name of interval.resumes ?? []) {
         const at = { file, profile: interval.profile };
         const earlier = doc.intervals.find((i) => i.profile === name);
-        if (earlier === undefined) problems.push({ ...at, message: `resumes ${name}, which is not a profile of ${doc.harness}` });
-        else if (compareVersions(earlier.introduced, interval.introduced) >= 0) problems.push({ ...at, message: `resumes ${name}, which is not an earlier interval` });
-        else if (!earlier.operations.includes('session_resume')) problems.push({ ...at, message: `resumes ${name}, whose sessions are not resumable (no session_resume)` });
+        if (earlier === undefined)
+          problems.push({ ...at, message: `resumes ${name}, which is not a profile of ${doc.harness}` });
+        else if (compareVersions(earlier.introduced, interval.introduced) >= 0)
+          problems.push({ ...at, message: `resumes ${name}, which is not an earlier interval` });
+        else if (!earlier.operations.includes('session_resume'))
+          problems.push({ ...at, message: `resumes ${name}, whose sessions are not resumable (no session_resume)` });
       }
       if ((interval.resumes ?? []).length > 0 && !interval.operations.includes('session_resume')) {
         problems.push({ file, profile: interval.profile, message: 'lists resumes without session_resume' });
@@ -147,7 +181,9 @@ export function checkProfiles(set: ProfileSet): ProfileProblem[] {
         problems.push({
           file,
           profile: next.profile,
-          message: `overlaps ${prev.profile} ([${prev.introduced}, ${prev.before ?? '∞'}) and [${next.introduced}, ${next.before ?? '∞'}))`,
+          message:
+            `overlaps ${prev.profile} ([${prev.introduced}, ${prev.before ?? '∞'}) and [${next.introduced}, ` +
+            `${next.before ?? '∞'}))`,
         });
       }
     }
@@ -157,7 +193,12 @@ export function checkProfiles(set: ProfileSet): ProfileProblem[] {
 
 /** Normalises `--version` output to a semver string, or undefined when no registered form matches. */
 export function parseVersionOutput(loaded: LoadedProfiles, output: string): string | undefined {
-  const line = output.replace(/^\uFEFF/, '').split(/\r?\n/).find((l) => l.trim() !== '')?.trim() ?? '';
+  const line =
+    output
+      .replace(/^\uFEFF/, '')
+      .split(/\r?\n/)
+      .find((l) => l.trim() !== '')
+      ?.trim() ?? '';
   if (line.length > 256) return undefined;
   for (const pattern of loaded.patterns) {
     const version = pattern.exec(line)?.groups?.version;
@@ -186,7 +227,10 @@ export function selectInterval(doc: HarnessProfiles, version: string): IntervalC
 }
 
 /** Finds a profile by its recorded name, across harnesses. */
-export function findInterval(set: ProfileSet, profile: string): { harness: HarnessName; interval: Interval } | undefined {
+export function findInterval(
+  set: ProfileSet,
+  profile: string,
+): { harness: HarnessName; interval: Interval } | undefined {
   for (const loaded of set.values()) {
     const interval = loaded.doc.intervals.find((i) => i.profile === profile);
     if (interval !== undefined) return { harness: loaded.harness, interval };

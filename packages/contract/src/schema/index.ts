@@ -76,7 +76,11 @@ export const bundleManifestSchema: SchemaKind<BundleManifest> = {
 };
 
 /** Parses YAML (JSON is accepted too: it is YAML) and reports syntax errors with their position. */
-export function parseYamlText(text: string, file: string, errorCode: ErrorCode): { data: unknown; doc: Document; lines: LineCounter } {
+export function parseYamlText(
+  text: string,
+  file: string,
+  errorCode: ErrorCode,
+): { data: unknown; doc: Document; lines: LineCounter } {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
@@ -125,12 +129,20 @@ function unknownKey(error: AjvError): string | undefined {
 
 /** The keys the object an unknown-key error is about may hold (the generated table is keyed as ajv reports it). */
 function knownKeysAt<T>(kind: SchemaKind<T>, error: AjvError): readonly string[] | undefined {
-  const at = error.keyword === 'additionalProperties' ? error.schemaPath.replace(/\/additionalProperties$/, '') : error.schemaPath;
+  const at =
+    error.keyword === 'additionalProperties'
+      ? error.schemaPath.replace(/\/additionalProperties$/, '')
+      : error.schemaPath;
   return kind.knownKeys?.[at];
 }
 
 /** The nearest known key to an unknown one, or the nearest allowed value to a string that is not one. */
-function suggest<T>(kind: SchemaKind<T>, error: AjvError, unknown: string | undefined, data: unknown): string | undefined {
+function suggest<T>(
+  kind: SchemaKind<T>,
+  error: AjvError,
+  unknown: string | undefined,
+  data: unknown,
+): string | undefined {
   if (unknown !== undefined) {
     const known = knownKeysAt(kind, error);
     return known === undefined ? undefined : nearest(unknown, known);
@@ -143,12 +155,21 @@ function suggest<T>(kind: SchemaKind<T>, error: AjvError, unknown: string | unde
   return undefined;
 }
 
-function hintFor<T>(kind: SchemaKind<T>, error: AjvError | undefined, unknown: string | undefined, suggestion: string | undefined, jsonPath: string, file: string): string {
+function hintFor<T>(
+  kind: SchemaKind<T>,
+  error: AjvError | undefined,
+  unknown: string | undefined,
+  suggestion: string | undefined,
+  jsonPath: string,
+  file: string,
+): string {
   if (unknown !== undefined && error !== undefined) {
     const shown = JSON.stringify(unknown.slice(0, 64));
     if (suggestion !== undefined) return `Rename ${shown} to "${suggestion}" in ${file}.`;
     const known = knownKeysAt(kind, error);
-    return known === undefined ? `Remove ${shown} from ${jsonPath || 'the document'} in ${file}.` : `Remove ${shown} from ${jsonPath || 'the top level'} in ${file}; the keys there are ${known.join(', ')}.`;
+    return known === undefined
+      ? `Remove ${shown} from ${jsonPath || 'the document'} in ${file}.`
+      : `Remove ${shown} from ${jsonPath || 'the top level'} in ${file}; the keys there are ${known.join(', ')}.`;
   }
   if (suggestion !== undefined) return `Did you mean "${suggestion}"? Fix ${jsonPath} in ${file}.`;
   return `Fix ${jsonPath || 'the document'} in ${file} to match schemas/ and try again.`;
@@ -179,7 +200,10 @@ function significant(errors: AjvError[]): AjvError[] {
  * The most specific error (not an umbrella `oneOf`/`anyOf`/`if`), and of those the one earliest in the text when it is
  * known: the first problem a person reads.
  */
-function pickError(errors: AjvError[], source: { doc: Document; lines: LineCounter } | undefined): AjvError | undefined {
+function pickError(
+  errors: AjvError[],
+  source: { doc: Document; lines: LineCounter } | undefined,
+): AjvError | undefined {
   const specific = errors.filter((e) => e.keyword !== 'oneOf' && e.keyword !== 'anyOf' && e.keyword !== 'if');
   if (specific.length === 0) return errors[0];
   if (source === undefined) return specific[0];
@@ -191,14 +215,22 @@ function pickError(errors: AjvError[], source: { doc: Document; lines: LineCount
 
 function errorOffset(source: { doc: Document }, error: AjvError): number {
   const unknown = unknownKey(error);
-  const node = unknown === undefined ? nodeAt(source.doc, pointerSegments(error.instancePath)) : keyNode(source.doc, pointerSegments(error.instancePath), unknown);
+  const node =
+    unknown === undefined
+      ? nodeAt(source.doc, pointerSegments(error.instancePath))
+      : keyNode(source.doc, pointerSegments(error.instancePath), unknown);
   return node?.range?.[0] ?? Number.MAX_SAFE_INTEGER;
 }
 
 /** Where to point: an unknown key at itself, anything else at its value (a missing field at the nearest parent). */
-function errorPosition(source: { doc: Document; lines: LineCounter }, error: AjvError, unknown: string | undefined): { line: number; column: number } | undefined {
+function errorPosition(
+  source: { doc: Document; lines: LineCounter },
+  error: AjvError,
+  unknown: string | undefined,
+): { line: number; column: number } | undefined {
   const segments = pointerSegments(error.instancePath);
-  const node = (unknown === undefined ? undefined : keyNode(source.doc, segments, unknown)) ?? nodeAt(source.doc, segments);
+  const node =
+    (unknown === undefined ? undefined : keyNode(source.doc, segments, unknown)) ?? nodeAt(source.doc, segments);
   if (node?.range === undefined || node.range === null) return undefined;
   const pos = source.lines.linePos(node.range[0]);
   return { line: pos.line, column: pos.col };

@@ -6,5 +6,6 @@
  */
 export const MAX_CLIENT_STATUS_BYTES = 16 * 1024;
 
-/** A governance policy at most, from a file, the network or an administrator's form: a policy is a few hundred bytes. */
+/** A governance policy at most, from a file, the network or an administrator's form: a policy is a few hundred bytes.
+ * */
 export const MAX_POLICY_BYTES = 1024 * 1024;

@@ -16,7 +16,12 @@ export interface YamlProblem {
 /** The first error of `doc` (which has at least one), where it must be fixed. */
 export function yamlProblem(text: string, doc: Document, lines: LineCounter): YamlProblem {
   const first = doc.errors[0]!;
-  return overIndented(text, doc.errors, first, lines) ?? unclosed(text, doc, first, lines) ?? duplicateKey(doc, first, lines) ?? asReported(first, lines);
+  return (
+    overIndented(text, doc.errors, first, lines) ??
+    unclosed(text, doc, first, lines) ??
+    duplicateKey(doc, first, lines) ??
+    asReported(first, lines)
+  );
 }
 
 function asReported(error: YAMLError, lines: LineCounter): YamlProblem {
@@ -26,7 +31,9 @@ function asReported(error: YAMLError, lines: LineCounter): YamlProblem {
     line: at.line,
     column: at.col,
     message: tabs ? 'a tab indents this line, and YAML indents with spaces only' : error.message.split('\n')[0]!,
-    hint: tabs ? `Replace the tabs at the start of line ${at.line} with spaces.` : `Fix the syntax error on line ${at.line}.`,
+    hint: tabs
+      ? `Replace the tabs at the start of line ${at.line} with spaces.`
+      : `Fix the syntax error on line ${at.line}.`,
   };
 }
 
@@ -34,7 +41,12 @@ function asReported(error: YAMLError, lines: LineCounter): YamlProblem {
  * `key: value` followed by a line indented deeper: the parser reads the deeper line as the value going on, then
  * finds a key in it. The line to fix is the deeper one.
  */
-function overIndented(text: string, errors: readonly YAMLError[], first: YAMLError, lines: LineCounter): YamlProblem | undefined {
+function overIndented(
+  text: string,
+  errors: readonly YAMLError[],
+  first: YAMLError,
+  lines: LineCounter,
+): YamlProblem | undefined {
   const multiline = errors.find((e) => e.code === 'MULTILINE_IMPLICIT_KEY' && e.pos[0] === first.pos[0]);
   if (multiline === undefined) return undefined;
   const start = lines.linePos(multiline.pos[0]).line;
@@ -45,7 +57,9 @@ function overIndented(text: string, errors: readonly YAMLError[], first: YAMLErr
   return {
     line: end,
     column: indent(end) + 1,
-    message: `line ${end} is indented deeper than line ${start}, whose key already has a value, so it cannot be nested under it`,
+    message:
+      `line ${end} is indented deeper than line ${start}, whose key already has a value, so it cannot be ` +
+      `nested under it`,
     hint: `Indent line ${end} like the keys it belongs with (YAML nests by indentation).`,
   };
 }
@@ -58,7 +72,12 @@ function unclosed(text: string, doc: Document, error: YAMLError, lines: LineCoun
     visit(doc, {
       Scalar(_key, node) {
         const range = node.range;
-        if (range && range[0] < pos && pos <= range[2] && (node.type === Scalar.QUOTE_DOUBLE || node.type === Scalar.QUOTE_SINGLE)) {
+        if (
+          range &&
+          range[0] < pos &&
+          pos <= range[2] &&
+          (node.type === Scalar.QUOTE_DOUBLE || node.type === Scalar.QUOTE_SINGLE)
+        ) {
           opening = { start: range[0], what: node.type === Scalar.QUOTE_DOUBLE ? 'the " quote' : "the ' quote" };
         }
       },
@@ -76,7 +95,8 @@ function unclosed(text: string, doc: Document, error: YAMLError, lines: LineCoun
   };
 }
 
-/** The innermost flow collection opened before `pos` and never closed, from the parser's tokens (walked without recursion). */
+/** The innermost flow collection opened before `pos` and never closed, from the parser's tokens (walked without
+ * recursion). */
 function unclosedFlow(text: string, pos: number): { start: number; what: string } | undefined {
   let found: { start: number; what: string } | undefined;
   const stack: unknown[] = [...new Parser().parse(text)];
@@ -88,8 +108,13 @@ function unclosedFlow(text: string, pos: number): { start: number; what: string 
       continue;
     }
     const token = node as Partial<CST.FlowCollection>;
-    if (token.type === 'flow-collection' && token.offset! < pos && !token.end!.some((e) => e.source === ']' || e.source === '}')) {
-      if (found === undefined || token.offset! > found.start) found = { start: token.offset!, what: token.start!.source === '[' ? 'the [' : 'the {' };
+    if (
+      token.type === 'flow-collection' &&
+      token.offset! < pos &&
+      !token.end!.some((e) => e.source === ']' || e.source === '}')
+    ) {
+      if (found === undefined || token.offset! > found.start)
+        found = { start: token.offset!, what: token.start!.source === '[' ? 'the [' : 'the {' };
     }
     for (const value of Object.values(node)) if (value !== null && typeof value === 'object') stack.push(value);
   }
@@ -106,7 +131,8 @@ function duplicateKey(doc: Document, error: YAMLError, lines: LineCounter): Yaml
       if (index < 0) return;
       const key = map.items[index]!.key as Scalar;
       const earlier = map.items.slice(0, index).find((pair) => isScalar(pair.key) && pair.key.value === key.value);
-      if (earlier !== undefined && isScalar(earlier.key) && earlier.key.range) found = { key: String(key.value), first: earlier.key.range[0] };
+      if (earlier !== undefined && isScalar(earlier.key) && earlier.key.range)
+        found = { key: String(key.value), first: earlier.key.range[0] };
       return visit.BREAK;
     },
   });

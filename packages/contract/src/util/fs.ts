@@ -2,13 +2,27 @@
  * File primitives that never leave a half-written file behind.
  */
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
-import { chmod, chown, lstat, mkdir, open, readlink, realpath, rename, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
+import {
+  chmod,
+  chown,
+  lstat,
+  mkdir,
+  open,
+  readlink,
+  realpath,
+  rename,
+  rmdir,
+  stat,
+  unlink,
+  type FileHandle,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { BlueError, fromSystemError, isSystemError } from '../errors.js';
 import { fsyncDir, randomHex } from './startup/fs-light.js';
 import { decodeLossless, encodeLossless } from './lossless.js';
 
-// The primitives the capture hook also needs live in startup/fs-light.ts (no crypto there; startup/README.md); every other module takes them here.
+// The primitives the capture hook also needs live in startup/fs-light.ts (no crypto there; startup/README.md); every
+// other module takes them here.
 export { ensurePrivateDir, fsyncDir, writeStateFile } from './startup/fs-light.js';
 
 /** SHA-256 (hex) of a text or a file's bytes, without node:crypto (./sha256.ts says why). */
@@ -18,7 +32,10 @@ export { sha256Hex as sha256 } from './startup/sha256.js';
  * Writes every byte of `buffers` at the handle's position, in order: one writev, then plain writes for whatever a short
  * writev left (a file system may take fewer bytes than asked, e.g. when interrupted).
  */
-export async function writeBuffers(handle: Pick<FileHandle, 'write' | 'writev'>, buffers: readonly Buffer[]): Promise<void> {
+export async function writeBuffers(
+  handle: Pick<FileHandle, 'write' | 'writev'>,
+  buffers: readonly Buffer[],
+): Promise<void> {
   if (buffers.length === 0) return;
   let { bytesWritten: skip } = await handle.writev(buffers as Buffer[]);
   for (const buffer of buffers) {
@@ -64,7 +81,9 @@ function notRegular(file: string, info: Stats, through?: boolean): BlueError {
   const what = through === undefined ? `is ${kindOf(info)}` : `is a symbolic link to ${kindOf(info)}`;
   return new BlueError('UNSAFE_PATH', `${file} ${what}, not a regular file`, {
     file,
-    hint: 'blue-agent reads and writes only regular files (or links to them) there; move that entry away or replace it with a regular file, then run the command again.',
+    hint:
+      'blue-agent reads and writes only regular files (or links to them) there; move that entry away or ' +
+      'replace it with a regular file, then run the command again.',
   });
 }
 
@@ -125,7 +144,8 @@ export async function readBytesIfExists(file: string, limit = MAX_FILE_BYTES): P
   }
 }
 
-/** readBytesIfExists for the few synchronous callers, with the same checks: no blocking, no special files, the limit. */
+/** readBytesIfExists for the few synchronous callers, with the same checks: no blocking, no special files, the limit.
+ * */
 export function readBytesIfExistsSync(file: string, limit = MAX_FILE_BYTES): Buffer | null {
   let fd: number;
   try {
@@ -140,7 +160,7 @@ export function readBytesIfExistsSync(file: string, limit = MAX_FILE_BYTES): Buf
     const info = fstatSync(fd);
     if (!info.isFile()) throw notRegular(file, info);
     if (info.size > limit) throw tooLarge(file, info.size, limit);
-    const buffer = Buffer.allocUnsafe(Math.min(limit + 1 , info.size + 1));
+    const buffer = Buffer.allocUnsafe(Math.min(limit + 1, info.size + 1));
     const chunks: Buffer[] = [];
     let total = 0;
     for (;;) {
@@ -158,10 +178,16 @@ export function readBytesIfExistsSync(file: string, limit = MAX_FILE_BYTES): Buf
 
 function tooLarge(file: string, size: number, limit: number): BlueError {
   const mib = (n: number) => `${(n / (1024 * 1024)).toFixed(1)} MiB`;
-  return new BlueError('FILE_TOO_LARGE', `${file} is ${size > limit + 1 ? mib(size) : `over ${mib(limit)}`}, larger than the ${mib(limit)} blue-agent reads`, {
-    file,
-    hint: `A configuration file this large is most likely damaged or not what it seems; shrink it below ${mib(limit)} (or move it away), then run the command again.`,
-  });
+  return new BlueError(
+    'FILE_TOO_LARGE',
+    `${file} is ${size > limit + 1 ? mib(size) : `over ${mib(limit)}`}, larger than the ${mib(limit)} blue-agent reads`,
+    {
+      file,
+      hint:
+        `A configuration file this large is most likely damaged or not what it seems; shrink it below ` +
+        `${mib(limit)} (or move it away), then run the command again.`,
+    },
+  );
 }
 
 /** The file's text (UTF-8, invalid bytes replaced), or null when it does not exist. For the agent's own files. */
@@ -228,7 +254,9 @@ export async function resolveWriteTarget(file: string): Promise<string> {
         : `${absolute} lies under ${current}, a symbolic link to ${to}, which does not exist`;
       throw new BlueError('UNSAFE_PATH', message, {
         file: absolute,
-        hint: `blue-agent never creates files or folders at the target of a dangling link: point ${current} at an existing ${self ? 'file' : 'folder'}, or remove the link, then run the command again.`,
+        hint:
+          `blue-agent never creates files or folders at the target of a dangling link: point ${current} at an ` +
+          `existing ${self ? 'file' : 'folder'}, or remove the link, then run the command again.`,
       });
     }
     if (missing.length === 0) return realpath(current);
@@ -294,7 +322,11 @@ export async function replaceFileAtomically(target: string, content: string, opt
   if (before === null) await mkdir(dir, { recursive: true, mode: 0o700 });
   const temp = path.join(dir, `.${path.basename(target)}.blue-agent-${randomHex(12)}.tmp`);
   const mode = before === null ? (options.newFileMode ?? 0o600) : before.mode & 0o7777;
-  const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  const handle = await open(
+    temp,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    mode,
+  );
   try {
     try {
       await handle.writeFile(bytes);
@@ -321,10 +353,14 @@ export async function replaceFileAtomically(target: string, content: string, opt
   await fsyncDir(dir);
   const written = await readBytesIfExists(target);
   if (written === null || !written.equals(bytes)) {
-    throw new BlueError('WRITE_VERIFY_FAILED', `${target} does not hold what was written (read back ${written?.length ?? 0} bytes)`, {
-      file: target,
-      hint: 'Another program rewrote the file at the same moment; run the command again.',
-    });
+    throw new BlueError(
+      'WRITE_VERIFY_FAILED',
+      `${target} does not hold what was written (read back ${written?.length ?? 0} bytes)`,
+      {
+        file: target,
+        hint: 'Another program rewrote the file at the same moment; run the command again.',
+      },
+    );
   }
   options.verify?.(content);
   if (before !== null) await chmod(target, before.mode & 0o7777).catch(() => undefined);

@@ -71,9 +71,13 @@ export function encodeLossless(text: string): Buffer {
     }
     if (code < 0xdc80 || code > 0xdcff) {
       // Only the decoder makes lone surrogates; any other one comes from a planner.
-      throw new BlueError('INTERNAL', `text to write holds a lone surrogate U+${code.toString(16).toUpperCase()} at index ${i}`, {
-        hint: 'This is a bug in blue-agent; nothing was written. Please report it with the command you ran.',
-      });
+      throw new BlueError(
+        'INTERNAL',
+        `text to write holds a lone surrogate U+${code.toString(16).toUpperCase()} at index ${i}`,
+        {
+          hint: 'This is a bug in blue-agent; nothing was written. Please report it with the command you ran.',
+        },
+      );
     }
     parts.push(Buffer.from(text.slice(run, i), 'utf8'), Buffer.from([code - ESCAPE_BASE]));
     run = i + 1;
@@ -84,5 +88,10 @@ export function encodeLossless(text: string): Buffer {
 
 /** For display: escaped bytes shown as `\xNN`, so a terminal never gets a lone surrogate. */
 export function showEscapes(text: string): string {
-  return text.isWellFormed() ? text : text.replace(/(?<![\uD800-\uDBFF])[\uDC80-\uDCFF]/g, (ch) => `\\x${(ch.charCodeAt(0) - ESCAPE_BASE).toString(16).padStart(2, '0')}`);
+  return text.isWellFormed()
+    ? text
+    : text.replace(
+        /(?<![\uD800-\uDBFF])[\uDC80-\uDCFF]/g,
+        (ch) => `\\x${(ch.charCodeAt(0) - ESCAPE_BASE).toString(16).padStart(2, '0')}`,
+      );
 }

@@ -3,8 +3,9 @@
  * a regular file with the expected number of names (one, unless the caller made the other link itself), it is opened
  * without following a link and without blocking (O_NOFOLLOW | O_NONBLOCK: a FIFO swapped in never hangs the open), the
  * open descriptor is checked again with fstat (still the inode lstat saw, still regular, still that link count, within
- * the size cap), and the bytes are read from that descriptor only. A hard link is refused like a symbolic link: a second
- * name for the same inode may be `~/.ssh/id_rsa`, and nothing in the folder being read tells which name is the real one.
+ * the size cap), and the bytes are read from that descriptor only. A hard link is refused like a symbolic link: a
+ * second name for the same inode may be `~/.ssh/id_rsa`, and nothing in the folder being read tells which name is the
+ * real one.
  *
  * lstat comes first so that nothing but a regular file is ever opened (opening a device can have effects of its own).
  * Every refusal is a BlueError with the caller's code, naming the file and the reason.
@@ -62,7 +63,9 @@ function kindOf(info: Stats): string {
 
 const HINTS = {
   link: 'Only regular files are read here, never through a link; replace the link with the file itself.',
-  hardLink: 'The file has other names (hard links), so it may be another file of this machine; replace it with a copy that has one name (cp, then mv over it), or leave it out.',
+  hardLink:
+    'The file has other names (hard links), so it may be another file of this machine; replace it with a copy that ' +
+    'has one name (cp, then mv over it), or leave it out.',
   kind: 'Only regular files are read here; move this away.',
   size: 'The file is larger than blue-agent reads here.',
   changed: 'The file was replaced while it was being read; try again once nothing is writing it.',
@@ -83,14 +86,21 @@ function problem(info: Stats, options: SafeReadOptions): [string, keyof typeof H
   if (!info.isFile()) return [`is not a regular file (${kindOf(info)})`, 'kind'];
   const links = options.links ?? 1;
   if (info.nlink !== links) {
-    return [info.nlink > links ? `has ${info.nlink} hard links (${links === 1 ? 'only a file with one name is read' : `${links} expected`})` : `has ${info.nlink} links, ${links} expected`, 'hardLink'];
+    return [
+      info.nlink > links
+        ? `has ${info.nlink} hard links (${links === 1 ? 'only a file with one name is read' : `${links} expected`})`
+        : `has ${info.nlink} links, ${links} expected`,
+      'hardLink',
+    ];
   }
   if (info.size > options.maxBytes) return [`is ${info.size} bytes, over the ${options.maxBytes}-byte limit`, 'size'];
-  if (options.expect !== undefined && (info.dev !== options.expect.dev || info.ino !== options.expect.ino)) return ['changed while it was being checked (another file is there now)', 'changed'];
+  if (options.expect !== undefined && (info.dev !== options.expect.dev || info.ino !== options.expect.ino))
+    return ['changed while it was being checked (another file is there now)', 'changed'];
   return undefined;
 }
 
-/** lstat and the rule, without opening: what a plan checks before anything is read. Undefined when absent and optional. */
+/** lstat and the rule, without opening: what a plan checks before anything is read. Undefined when absent and optional.
+ * */
 export async function checkFile(file: string, options: SafeReadOptions): Promise<Stats | undefined> {
   let info: Stats;
   try {
@@ -114,7 +124,8 @@ export async function openChecked(file: string, options: SafeReadOptions): Promi
     handle = await io.open(file, READ_FLAGS);
   } catch (error) {
     if (errno(error) === 'ELOOP') throw refusal(options, file, 'is a symbolic link', 'link');
-    if (errno(error) === 'ENOENT') throw refusal(options, file, 'changed while it was being checked (it is gone)', 'changed');
+    if (errno(error) === 'ENOENT')
+      throw refusal(options, file, 'changed while it was being checked (it is gone)', 'changed');
     throw refusal(options, file, `cannot be opened for reading (${errno(error) ?? String(error)})`, 'unreadable');
   }
   try {
@@ -144,7 +155,10 @@ export async function readAt(handle: FileHandle, position: number, length: numbe
  * The first `head` bytes (all of it when `head` is absent), or the last `tail` bytes, of a checked file, read from the
  * checked descriptor. A file larger than `maxBytes` is refused even when only part of it is wanted.
  */
-export async function readChecked(file: string, options: SafeReadOptions & { head?: number; tail?: number }): Promise<Buffer | undefined> {
+export async function readChecked(
+  file: string,
+  options: SafeReadOptions & { head?: number; tail?: number },
+): Promise<Buffer | undefined> {
   const opened = await openChecked(file, options);
   if (opened === undefined) return undefined;
   const { handle, stat } = opened;
@@ -156,7 +170,8 @@ export async function readChecked(file: string, options: SafeReadOptions & { hea
     // One byte past the size seen: a file that grew past the cap meanwhile is refused, not cut.
     const want = options.head ?? Math.min(stat.size, options.maxBytes) + 1;
     const bytes = await readAt(handle, 0, want);
-    if (options.head === undefined && bytes.length > options.maxBytes) throw refusal(options, file, `grew past the ${options.maxBytes}-byte limit while it was read`, 'size');
+    if (options.head === undefined && bytes.length > options.maxBytes)
+      throw refusal(options, file, `grew past the ${options.maxBytes}-byte limit while it was read`, 'size');
     return bytes;
   } finally {
     await handle.close();
@@ -177,7 +192,8 @@ export async function sha256Checked(file: string, options: SafeReadOptions): Pro
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
       if (bytesRead === 0) break;
       position += bytesRead;
-      if (position > options.maxBytes) throw refusal(options, file, `grew past the ${options.maxBytes}-byte limit while it was read`, 'size');
+      if (position > options.maxBytes)
+        throw refusal(options, file, `grew past the ${options.maxBytes}-byte limit while it was read`, 'size');
       hash.update(buffer.subarray(0, bytesRead));
     }
     return hash.digest('hex');

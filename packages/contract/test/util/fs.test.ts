@@ -4,7 +4,14 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { missingParents, readBytesIfExists, readBytesIfExistsSync, removeEmptyDirs, resolveWriteTarget, writeBuffers } from '../../src/util/fs.js';
+import {
+  missingParents,
+  readBytesIfExists,
+  readBytesIfExistsSync,
+  removeEmptyDirs,
+  resolveWriteTarget,
+  writeBuffers,
+} from '../../src/util/fs.js';
 
 let root: string;
 beforeEach(async () => {
@@ -40,7 +47,10 @@ describe('readBytesIfExists', () => {
       ];
       for (const [name, message] of cases) {
         await expect(readBytesIfExists(path.join(root, name))).rejects.toMatchObject({ code: 'UNSAFE_PATH', message });
-        if (name !== 'sock') expect(() => readBytesIfExistsSync(path.join(root, name))).toThrow(expect.objectContaining({ code: 'UNSAFE_PATH' }));
+        if (name !== 'sock')
+          expect(() => readBytesIfExistsSync(path.join(root, name))).toThrow(
+            expect.objectContaining({ code: 'UNSAFE_PATH' }),
+          );
       }
     } finally {
       await new Promise((resolve) => server.close(resolve));
@@ -49,8 +59,13 @@ describe('readBytesIfExists', () => {
 
   it('refuses a file over the limit, one byte is enough', async () => {
     await writeFile(path.join(root, 'f'), 'x'.repeat(11));
-    await expect(readBytesIfExists(path.join(root, 'f'), 10)).rejects.toMatchObject({ code: 'FILE_TOO_LARGE', file: path.join(root, 'f') });
-    expect(() => readBytesIfExistsSync(path.join(root, 'f'), 10)).toThrow(expect.objectContaining({ code: 'FILE_TOO_LARGE' }));
+    await expect(readBytesIfExists(path.join(root, 'f'), 10)).rejects.toMatchObject({
+      code: 'FILE_TOO_LARGE',
+      file: path.join(root, 'f'),
+    });
+    expect(() => readBytesIfExistsSync(path.join(root, 'f'), 10)).toThrow(
+      expect.objectContaining({ code: 'FILE_TOO_LARGE' }),
+    );
     expect((await readBytesIfExists(path.join(root, 'f'), 11))!.length).toBe(11);
   });
 });
@@ -59,8 +74,13 @@ describe('resolveWriteTarget', () => {
   it('follows links to existing files and keeps missing names under an existing folder', async () => {
     await mkdir(path.join(root, 'real'));
     await symlink(path.join(root, 'real'), path.join(root, 'linkdir'));
-    expect(await resolveWriteTarget(path.join(root, 'linkdir', 'a', 'b.json'))).toBe(path.join(root, 'real', 'a', 'b.json'));
-    expect(await missingParents(path.join(root, 'real', 'a', 'c', 'b.json'))).toEqual([path.join(root, 'real', 'a'), path.join(root, 'real', 'a', 'c')]);
+    expect(await resolveWriteTarget(path.join(root, 'linkdir', 'a', 'b.json'))).toBe(
+      path.join(root, 'real', 'a', 'b.json'),
+    );
+    expect(await missingParents(path.join(root, 'real', 'a', 'c', 'b.json'))).toEqual([
+      path.join(root, 'real', 'a'),
+      path.join(root, 'real', 'a', 'c'),
+    ]);
   });
 
   it('refuses a dangling link, a dangling parent, a loop and a parent that is a file', async () => {
@@ -70,11 +90,15 @@ describe('resolveWriteTarget', () => {
     await writeFile(path.join(root, 'file'), '');
     const cases: Array<[string, RegExp]> = [
       [path.join(root, 'dangling'), /is a symbolic link to .*x\/a\/b, which does not exist/],
-      [path.join(root, 'parent', 'deep', 'f.json'), /lies under .*parent, a symbolic link to .*y, which does not exist/],
+      [
+        path.join(root, 'parent', 'deep', 'f.json'),
+        /lies under .*parent, a symbolic link to .*y, which does not exist/,
+      ],
       [path.join(root, 'self'), /loop/],
       [path.join(root, 'file', 'f.json'), /file is a regular file, not a folder/],
     ];
-    for (const [file, message] of cases) await expect(resolveWriteTarget(file)).rejects.toMatchObject({ code: 'UNSAFE_PATH', message });
+    for (const [file, message] of cases)
+      await expect(resolveWriteTarget(file)).rejects.toMatchObject({ code: 'UNSAFE_PATH', message });
     expect((await readdir(root)).sort()).toEqual(['dangling', 'file', 'parent', 'self']);
   });
 
@@ -82,7 +106,13 @@ describe('resolveWriteTarget', () => {
     await mkdir(path.join(root, 'a', 'b', 'c'), { recursive: true });
     await mkdir(path.join(root, 'k', 'l'), { recursive: true });
     await writeFile(path.join(root, 'k', 'keep'), '');
-    await removeEmptyDirs([path.join(root, 'a'), path.join(root, 'a', 'b'), path.join(root, 'a', 'b', 'c'), path.join(root, 'k'), path.join(root, 'k', 'l')]);
+    await removeEmptyDirs([
+      path.join(root, 'a'),
+      path.join(root, 'a', 'b'),
+      path.join(root, 'a', 'b', 'c'),
+      path.join(root, 'k'),
+      path.join(root, 'k', 'l'),
+    ]);
     expect((await readdir(root)).sort()).toEqual(['k']);
     expect(await readdir(path.join(root, 'k'))).toEqual(['keep']);
   });

@@ -92,7 +92,9 @@ describe('lossless text, sequence by sequence', () => {
 
   it('writes escapes at any place, between well-formed pairs', () => {
     const text = '\uDC80a\u{1F600}\uDCFFb\u{1F600}\uDCC3';
-    expect(encodeLossless(text)).toEqual(Buffer.from([0x80, 0x61, 0xf0, 0x9f, 0x98, 0x80, 0xff, 0x62, 0xf0, 0x9f, 0x98, 0x80, 0xc3]));
+    expect(encodeLossless(text)).toEqual(
+      Buffer.from([0x80, 0x61, 0xf0, 0x9f, 0x98, 0x80, 0xff, 0x62, 0xf0, 0x9f, 0x98, 0x80, 0xc3]),
+    );
     expect(encodeLossless('plain é')).toEqual(Buffer.from('plain é', 'utf8'));
   });
 

@@ -4,7 +4,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BlueError } from '../../src/errors.js';
-import { checkFile, openChecked, readChecked, sha256Checked, type SafeReadIO, type SafeReadOptions } from '../../src/util/safe-read.js';
+import {
+  checkFile,
+  openChecked,
+  readChecked,
+  sha256Checked,
+  type SafeReadIO,
+  type SafeReadOptions,
+} from '../../src/util/safe-read.js';
 
 let dir: string;
 const rule: SafeReadOptions = { code: 'ARTIFACT_INVALID', maxBytes: 1024 };
@@ -50,12 +57,16 @@ describe('safe-read', () => {
     expect(await readChecked(path.join(dir, 'missing'), { ...rule, optional: true })).toBeUndefined();
   });
 
-  it('refuses a hard link (another name for a file that may be anywhere), naming the file, with the caller\'s code', async () => {
+  it("refuses a hard link (another name for a file that may be anywhere), naming the file, with the caller's code", async () => {
     const secret = path.join(dir, 'id_rsa');
     await writeFile(secret, 'PRIVATE KEY');
     const linked = path.join(dir, 'tool-result.txt');
     await link(secret, linked);
-    for (const read of [() => readChecked(linked, rule), () => sha256Checked(linked, rule), () => checkFile(linked, rule)]) {
+    for (const read of [
+      () => readChecked(linked, rule),
+      () => sha256Checked(linked, rule),
+      () => checkFile(linked, rule),
+    ]) {
       const error = await refusal(read);
       expect(error.code).toBe('ARTIFACT_INVALID');
       expect(error.file).toBe(linked);
@@ -72,10 +83,14 @@ describe('safe-read', () => {
     await symlink(path.join(dir, 'target'), path.join(dir, 'link'));
     expect((await refusal(() => readChecked(path.join(dir, 'link'), rule))).message).toMatch(/: is a symbolic link$/);
     execFileSync('mkfifo', [path.join(dir, 'fifo')]);
-    expect((await refusal(() => readChecked(path.join(dir, 'fifo'), rule))).message).toMatch(/: is not a regular file \(a FIFO\)$/);
+    expect((await refusal(() => readChecked(path.join(dir, 'fifo'), rule))).message).toMatch(
+      /: is not a regular file \(a FIFO\)$/,
+    );
     expect((await refusal(() => readChecked(dir, rule))).message).toMatch(/: is not a regular file \(a directory\)$/);
     await writeFile(path.join(dir, 'big'), Buffer.alloc(1025));
-    expect((await refusal(() => readChecked(path.join(dir, 'big'), rule))).message).toMatch(/: is 1025 bytes, over the 1024-byte limit$/);
+    expect((await refusal(() => readChecked(path.join(dir, 'big'), rule))).message).toMatch(
+      /: is 1025 bytes, over the 1024-byte limit$/,
+    );
   });
 
   it('catches a file swapped between the lstat and the open by the fstat of the open descriptor', async () => {
@@ -90,7 +105,9 @@ describe('safe-read', () => {
   it('catches a hard link made between the lstat and the open', async () => {
     const file = path.join(dir, 'transcript.jsonl');
     await writeFile(file, 'the session');
-    const error = await refusal(() => readChecked(file, { ...rule, io: racing(() => link(file, path.join(dir, 'second-name'))) }));
+    const error = await refusal(() =>
+      readChecked(file, { ...rule, io: racing(() => link(file, path.join(dir, 'second-name'))) }),
+    );
     expect(error.message).toMatch(/has 2 hard links/);
   });
 

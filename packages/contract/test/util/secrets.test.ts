@@ -13,14 +13,38 @@ describe('maskSecrets', () => {
     ['GitHub PAT', 'github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv', '[REDACTED:GITHUB_TOKEN]'],
     ['AWS key id', 'aws AKIAIOSFODNN7EXAMPLE done', 'aws [REDACTED:AWS_ACCESS_KEY_ID] done'],
     ['Slack token', 'slack xoxb-1234567890-0987654321-AbCdEfGhIjKl', 'slack [REDACTED:SLACK_TOKEN]'],
-    ['bearer token', 'curl -H "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9abc123def456"', 'curl -H "Authorization: Bearer [REDACTED:BEARER_TOKEN]"'],
-    ['URL password', 'clone https://alice:s3cr3t-pass@git.example.com/repo.git', 'clone https://alice:[REDACTED:PASSWORD]@git.example.com/repo.git'],
+    [
+      'bearer token',
+      'curl -H "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9abc123def456"',
+      'curl -H "Authorization: Bearer [REDACTED:BEARER_TOKEN]"',
+    ],
+    [
+      'URL password',
+      'clone https://alice:s3cr3t-pass@git.example.com/repo.git',
+      'clone https://alice:[REDACTED:PASSWORD]@git.example.com/repo.git',
+    ],
     ['database URL', 'postgres://app:hunter2@db:5432/app', 'postgres://app:[REDACTED:PASSWORD]@db:5432/app'],
-    ['PEM key', `-----BEGIN RSA PRIVATE KEY-----\n${'MIIEowIBAAKCAQEA'.repeat(4)}\n-----END RSA PRIVATE KEY----- and more`, '[REDACTED:PRIVATE_KEY] and more'],
+    [
+      'PEM key',
+      `-----BEGIN RSA PRIVATE KEY-----\n${'MIIEowIBAAKCAQEA'.repeat(4)}\n-----END RSA PRIVATE KEY----- and more`,
+      '[REDACTED:PRIVATE_KEY] and more',
+    ],
     ['cut PEM key', 'see -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk', 'see [REDACTED:PRIVATE_KEY]'],
-    ['assignment', 'set password=hunter22 then api_key: "abcd1234"', 'set password=[REDACTED:PASSWORD] then api_key: "[REDACTED:SECRET]"'],
-    ['prose-word assignment', 'export TOKEN=abcd1234efgh and secret = s3cr3tvalue', 'export TOKEN=[REDACTED:SECRET] and secret = [REDACTED:SECRET]'],
-    ['AWS secret key', 'AWS_SECRET_ACCESS_KEY=q8Vt2Lw9Zr4Xn7Kp3Hs6Jd1Fg5Bm0Cy2Ua8Ee4Rx', 'AWS_SECRET_ACCESS_KEY=[REDACTED:SECRET]'],
+    [
+      'assignment',
+      'set password=hunter22 then api_key: "abcd1234"',
+      'set password=[REDACTED:PASSWORD] then api_key: "[REDACTED:SECRET]"',
+    ],
+    [
+      'prose-word assignment',
+      'export TOKEN=abcd1234efgh and secret = s3cr3tvalue',
+      'export TOKEN=[REDACTED:SECRET] and secret = [REDACTED:SECRET]',
+    ],
+    [
+      'AWS secret key',
+      'AWS_SECRET_ACCESS_KEY=q8Vt2Lw9Zr4Xn7Kp3Hs6Jd1Fg5Bm0Cy2Ua8Ee4Rx',
+      'AWS_SECRET_ACCESS_KEY=[REDACTED:SECRET]',
+    ],
   ];
   it.each(cases)('masks %s', (_name, input, expected) => {
     expect(maskSecrets(input)).toBe(expected);
@@ -41,7 +65,8 @@ describe('maskSecrets', () => {
 
   it('leaves code that names a value, types, placeholders, words and ordinary text alone', () => {
     const plain = [
-      'Fix the bearer token refresh in src/auth.ts at commit 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39, see https://example.com/a:b; the secret: caching; make the tests pass: update fixtures',
+      'Fix the bearer token refresh in src/auth.ts at commit 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39, see ' +
+        'https://example.com/a:b; the secret: caching; make the tests pass: update fixtures',
       'password = process.env.DB_PASSWORD',
       'password: string;',
       'api_key=${API_KEY}',
@@ -77,7 +102,14 @@ describe('maskSecrets', () => {
   });
 
   it('joins overlapping findings, the kind of the higher rank winning over a generic one', () => {
-    expect(mergeFindings([{ start: 5, end: 9, kind: 'SECRET' }, { start: 0, end: 6, kind: 'SECRET' }, { start: 4, end: 12, kind: 'GITHUB_TOKEN', rank: 1 }, { start: 20, end: 22, kind: 'JWT' }])).toEqual([
+    expect(
+      mergeFindings([
+        { start: 5, end: 9, kind: 'SECRET' },
+        { start: 0, end: 6, kind: 'SECRET' },
+        { start: 4, end: 12, kind: 'GITHUB_TOKEN', rank: 1 },
+        { start: 20, end: 22, kind: 'JWT' },
+      ]),
+    ).toEqual([
       { start: 0, end: 12, kind: 'GITHUB_TOKEN' },
       { start: 20, end: 22, kind: 'JWT' },
     ]);

@@ -4,9 +4,17 @@ import semver from 'semver';
 import { describe, expect, it } from 'vitest';
 import { compareVersions, noRanges, rangeCheck, validVersion } from '../../src/util/semver.js';
 
-const number = fc.oneof(fc.constantFrom('0', '1', '01', '00', '9007199254740991', '9007199254740992', '99999999999999999999'), fc.nat({ max: 40 }).map(String));
-const identifier = fc.oneof(number, fc.constantFrom('alpha', 'beta', 'rc', 'x-y', '-', '0a', 'a0', 'A', ''), fc.stringMatching(/^[0-9A-Za-z-]{1,5}$/));
-const dotted = (part: fc.Arbitrary<string>) => fc.array(part, { minLength: 1, maxLength: 4 }).map((parts) => parts.join('.'));
+const number = fc.oneof(
+  fc.constantFrom('0', '1', '01', '00', '9007199254740991', '9007199254740992', '99999999999999999999'),
+  fc.nat({ max: 40 }).map(String),
+);
+const identifier = fc.oneof(
+  number,
+  fc.constantFrom('alpha', 'beta', 'rc', 'x-y', '-', '0a', 'a0', 'A', ''),
+  fc.stringMatching(/^[0-9A-Za-z-]{1,5}$/),
+);
+const dotted = (part: fc.Arbitrary<string>) =>
+  fc.array(part, { minLength: 1, maxLength: 4 }).map((parts) => parts.join('.'));
 /** Mostly versions, some nearly versions, some not at all. */
 const versionish = fc.oneof(
   fc
@@ -19,21 +27,31 @@ const versionish = fc.oneof(
       fc.option(dotted(fc.stringMatching(/^[0-9A-Za-z-]{0,4}$/)), { nil: undefined }),
       fc.constantFrom('', ' ', '\n', 'x'),
     )
-    .map(([pre, a, b, c, release, build, post]) => `${pre}${a}.${b}.${c}${release === undefined ? '' : `-${release}`}${build === undefined ? '' : `+${build}`}${post}`),
+    .map(
+      ([pre, a, b, c, release, build, post]) =>
+        `${pre}${a}.${b}.${c}${release === undefined ? '' : `-${release}`}${build === undefined ? '' : `+${build}`}` +
+        `${post}`,
+    ),
   fc.string({ maxLength: 20 }),
   fc.constantFrom('1.2', '1.2.3.4', '1.2.3-', '1.2.3+', `1.2.3-${'a'.repeat(260)}`, ` ${'1.2.3'.padEnd(256, ' ')}`),
 );
 
 describe('versions', () => {
   it('are valid, and normalised, exactly where semver says so', () => {
-    fc.assert(fc.property(versionish, (text) => validVersion(text) === semver.valid(text)), { numRuns: 3000 });
+    fc.assert(
+      fc.property(versionish, (text) => validVersion(text) === semver.valid(text)),
+      { numRuns: 3000 },
+    );
     expect(validVersion('v1.2.3-rc.1+build.5')).toBe('1.2.3-rc.1');
     expect(validVersion(42)).toBeNull();
   });
 
   it('are ordered exactly as semver orders them', () => {
     const valid = versionish.filter((text) => semver.valid(text) !== null);
-    fc.assert(fc.property(valid, valid, (a, b) => compareVersions(a, b) === semver.compare(a, b)), { numRuns: 3000 });
+    fc.assert(
+      fc.property(valid, valid, (a, b) => compareVersions(a, b) === semver.compare(a, b)),
+      { numRuns: 3000 },
+    );
     expect(compareVersions('1.0.0-alpha', '1.0.0-alpha.1')).toBe(-1);
     expect(compareVersions('1.0.0-alpha.beta', '1.0.0-beta')).toBe(-1);
     expect(compareVersions('1.0.0-beta.11', '1.0.0-beta.2')).toBe(1);

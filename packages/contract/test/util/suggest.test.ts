@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { nearest } from '../../src/util/suggest.js';
 
-const POLICY_KEYS = ['revision', 'ttl_seconds', 'required', 'allowed_harnesses', 'harnesses', 'session_upload', 'required_capabilities'];
+const POLICY_KEYS = [
+  'revision',
+  'ttl_seconds',
+  'required',
+  'allowed_harnesses',
+  'harnesses',
+  'session_upload',
+  'required_capabilities',
+];
 
 describe('nearest', () => {
   it('finds the key a typo meant: a letter missing, added, changed or two swapped', () => {

@@ -66,7 +66,11 @@ async function loadOrCreateSecret(dir: string): Promise<Buffer> {
  * WRITE_BATCH_CHUNKS chunks, whichever comes first, one batch on the thread pool while the next fills: memory stays
  * within two batches, and a client trickling bytes cannot make a batch of thousands of tiny Buffers.
  */
-export function batchedWriter(handle: Pick<FileHandle, 'write' | 'writev'>): { push(chunk: Buffer): Promise<void>; end(): Promise<void>; settled(): Promise<void> } {
+export function batchedWriter(handle: Pick<FileHandle, 'write' | 'writev'>): {
+  push(chunk: Buffer): Promise<void>;
+  end(): Promise<void>;
+  settled(): Promise<void>;
+} {
   let batch: Buffer[] = [];
   let bytes = 0;
   let writing: Promise<void> | undefined;
@@ -102,7 +106,9 @@ const STORAGE_CALLS = new Set(['open', 'mkdir', 'write', 'fsync', 'fdatasync', '
 /** The error code when `error` is the store's own failure (not the client's body or connection). */
 function storageFailure(error: unknown): string | undefined {
   if (error instanceof BlueError) return error.code === 'IO_ERROR' ? error.code : undefined;
-  return isSystemError(error) && error.syscall !== undefined && STORAGE_CALLS.has(error.syscall) ? error.code : undefined;
+  return isSystemError(error) && error.syscall !== undefined && STORAGE_CALLS.has(error.syscall)
+    ? error.code
+    : undefined;
 }
 
 /**
@@ -110,7 +116,12 @@ function storageFailure(error: unknown): string | undefined {
  * later, with the error code and no server path.
  */
 function unavailable(response: ServerResponse, code: string): void {
-  sendError(response, 503, 'STORAGE_UNAVAILABLE', `the blob store could not keep the upload (${code}); try again later`);
+  sendError(
+    response,
+    503,
+    'STORAGE_UNAVAILABLE',
+    `the blob store could not keep the upload (${code}); try again later`,
+  );
 }
 
 /**
@@ -122,10 +133,22 @@ async function admitted(response: ServerResponse, uploads: UploadGate, key: stri
   try {
     wanted = await uploads.wanted(key);
   } catch {
-    sendError(response, 503, 'STORAGE_UNAVAILABLE', 'the Control API cannot tell now whether this upload is still wanted; try again later');
+    sendError(
+      response,
+      503,
+      'STORAGE_UNAVAILABLE',
+      'the Control API cannot tell now whether this upload is still wanted; try again later',
+    );
     return false;
   }
-  if (!wanted) sendError(response, 410, 'UPLOAD_GONE', 'this upload URL takes no bytes any more: the session it was signed for was deleted, or its upload expired or failed');
+  if (!wanted)
+    sendError(
+      response,
+      410,
+      'UPLOAD_GONE',
+      'this upload URL takes no bytes any more: the session it was signed for was deleted, or its upload expired ' +
+        'or failed',
+    );
   return wanted;
 }
 
@@ -160,7 +183,10 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
   // Digests this store computed while receiving, by file, with the identity of the file they describe: `complete`
   // right after an upload then needs no second pass over the bytes. Any change to the file (new inode, size, mtime or
   // ctime, which nobody can set back) means reading it again.
-  const receivedDigests = new Map<string, { ino: number; size: number; mtimeMs: number; ctimeMs: number; sha256: string }>();
+  const receivedDigests = new Map<
+    string,
+    { ino: number; size: number; mtimeMs: number; ctimeMs: number; sha256: string }
+  >();
   const MAX_REMEMBERED = 10_000;
   const origin = `${base.origin}${prefix}`;
 
@@ -218,11 +244,23 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
     return (state.next ??= state.running.then(() => startFolderSync(folder)));
   }
 
-  async function receive(request: IncomingMessage, response: ServerResponse, key: string, size: number, sha256: string, uploads: UploadGate): Promise<void> {
+  async function receive(
+    request: IncomingMessage,
+    response: ServerResponse,
+    key: string,
+    size: number,
+    sha256: string,
+    uploads: UploadGate,
+  ): Promise<void> {
     if (!(await admitted(response, uploads, key))) return;
     const declared = request.headers['content-length'];
     if (declared === undefined || !/^\d+$/.test(declared) || Number(declared) !== size) {
-      sendError(response, 400, 'ARTIFACT_INVALID', `the body must be exactly ${size} bytes with a Content-Length header`);
+      sendError(
+        response,
+        400,
+        'ARTIFACT_INVALID',
+        `the body must be exactly ${size} bytes with a Content-Length header`,
+      );
       return;
     }
     const checksum = request.headers[CHECKSUM_HEADER];
@@ -241,7 +279,8 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
       try {
         for await (const chunk of request as AsyncIterable<Buffer>) {
           received += chunk.length;
-          if (received > size) throw new BlueError('ARTIFACT_INVALID', `the body is longer than the signed ${size} bytes`);
+          if (received > size)
+            throw new BlueError('ARTIFACT_INVALID', `the body is longer than the signed ${size} bytes`);
           hash.update(chunk);
           await writer.push(chunk);
         }
@@ -266,13 +305,16 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
         response,
         400,
         'ARTIFACT_INVALID',
-        received !== size ? `received ${received} bytes, signed for ${size}` : 'the body SHA-256 differs from the signed digest',
+        received !== size
+          ? `received ${received} bytes, signed for ${size}`
+          : 'the body SHA-256 differs from the signed digest',
       );
       return;
     }
     let info: Stats;
     try {
-      // Asked again: the session may have been deleted while the bytes arrived (its objects deleted before this rename).
+      // Asked again: the session may have been deleted while the bytes arrived (its objects deleted before this
+      // rename).
       if (!(await admitted(response, uploads, key))) {
         await unlink(temp).catch(() => undefined);
         return;
@@ -288,7 +330,13 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
       return;
     }
     if (receivedDigests.size >= MAX_REMEMBERED) receivedDigests.delete(receivedDigests.keys().next().value!);
-    receivedDigests.set(target, { ino: info.ino, size: info.size, mtimeMs: info.mtimeMs, ctimeMs: info.ctimeMs, sha256: digest });
+    receivedDigests.set(target, {
+      ino: info.ino,
+      size: info.size,
+      mtimeMs: info.mtimeMs,
+      ctimeMs: info.ctimeMs,
+      sha256: digest,
+    });
     response.writeHead(200, { [CHECKSUM_HEADER]: hexToBase64(digest), 'content-length': 0 });
     response.end();
   }
@@ -313,7 +361,12 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
     await pipeline(createReadStream(file), response);
   }
 
-  async function answer(request: IncomingMessage, response: ServerResponse, url: URL, uploads: UploadGate): Promise<void> {
+  async function answer(
+    request: IncomingMessage,
+    response: ServerResponse,
+    url: URL,
+    uploads: UploadGate,
+  ): Promise<void> {
     const key = url.pathname.slice(prefix.length);
     const method = request.method ?? 'GET';
     if (method !== 'PUT' && method !== 'GET' && method !== 'HEAD') {
@@ -377,7 +430,12 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
       assertValidKey(key);
       const expires = deadline(expiresAtUnixMs);
       const sig = signature('GET', key, expires, '', '').toString('hex');
-      return { method: 'GET', url: `${origin}${key}?expires=${expires}&sig=${sig}`, headers: {}, expiresAtUnixMs: expires };
+      return {
+        method: 'GET',
+        url: `${origin}${key}?expires=${expires}&sig=${sig}`,
+        headers: {},
+        expiresAtUnixMs: expires,
+      };
     },
 
     async stat(key: string, statOptions: { copyTo?: string | undefined } = {}): Promise<StoredObject | undefined> {
@@ -393,7 +451,13 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
         } catch {
           info = undefined;
         }
-        if (info !== undefined && info.ino === known.ino && info.size === known.size && info.mtimeMs === known.mtimeMs && info.ctimeMs === known.ctimeMs) {
+        if (
+          info !== undefined &&
+          info.ino === known.ino &&
+          info.size === known.size &&
+          info.mtimeMs === known.mtimeMs &&
+          info.ctimeMs === known.ctimeMs
+        ) {
           return { size: known.size, sha256: known.sha256 };
         }
         receivedDigests.delete(file);

@@ -12,7 +12,14 @@
 import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { BlueError, usageError } from '@blue-agent/contract/errors.js';
 import { assertValidKey, assertValidObject, hexToBase64 } from './keys.js';
@@ -86,14 +93,18 @@ function s3Error(action: string, key: string, error: unknown): BlueError {
   if (error instanceof BlueError) return error;
   const e = (typeof error === 'object' && error !== null ? error : {}) as ErrorLike;
   if (e.name === 'CredentialsProviderError') {
-    return new BlueError('AUTH_FAILED', `S3 ${action} ${key}: no AWS credentials${errorDetail(error)}`, { hint: CREDENTIALS_HINT });
+    return new BlueError('AUTH_FAILED', `S3 ${action} ${key}: no AWS credentials${errorDetail(error)}`, {
+      hint: CREDENTIALS_HINT,
+    });
   }
   if (error instanceof S3ServiceException) {
     const status = error.$metadata.httpStatusCode;
     const code = error.name && error.name !== 'Error' && error.name !== 'Unknown' ? ` ${error.name}` : '';
     if (status === 403) {
       return new BlueError('AUTH_FAILED', `S3 ${action} ${key}: HTTP 403${code}`, {
-        hint: `The bucket refused the server's credentials: check that they are current and allowed to read, write and delete in the bucket. ${CREDENTIALS_HINT}`,
+        hint:
+          `The bucket refused the server's credentials: check that they are current and allowed to read, write ` +
+          `and delete in the bucket. ${CREDENTIALS_HINT}`,
       });
     }
     return new BlueError('INTERNAL', `S3 ${action} ${key}: HTTP ${status ?? '?'}${code}`, {
@@ -106,14 +117,22 @@ function s3Error(action: string, key: string, error: unknown): BlueError {
   });
 }
 
-const isNotFound = (error: unknown): boolean => error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404;
+const isNotFound = (error: unknown): boolean =>
+  error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404;
 
 export async function createS3BlobStore(options: S3BlobStoreOptions): Promise<BlobStore> {
   if (!options.bucket || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(options.bucket)) {
-    throw usageError(`S3 bucket name ${JSON.stringify(options.bucket)} is not valid`, 'A bucket name is 3 to 63 lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit.');
+    throw usageError(
+      `S3 bucket name ${JSON.stringify(options.bucket)} is not valid`,
+      'A bucket name is 3 to 63 lowercase letters, digits, dots and hyphens, starting and ending with a letter or ' +
+        'digit.',
+    );
   }
   if (options.endpoint !== undefined && !URL.canParse(options.endpoint)) {
-    throw usageError(`S3 endpoint ${JSON.stringify(options.endpoint)} is not a URL`, 'Give --s3-endpoint as a URL, e.g. https://s3.eu-west-1.amazonaws.com or http://127.0.0.1:9000.');
+    throw usageError(
+      `S3 endpoint ${JSON.stringify(options.endpoint)} is not a URL`,
+      'Give --s3-endpoint as a URL, e.g. https://s3.eu-west-1.amazonaws.com or http://127.0.0.1:9000.',
+    );
   }
   const clock = options.clock ?? Date.now;
   const client = new S3Client({
@@ -134,13 +153,18 @@ export async function createS3BlobStore(options: S3BlobStoreOptions): Promise<Bl
     await client.config.region();
   } catch {
     client.destroy();
-    throw usageError('the S3 blob store needs a region', 'Pass --s3-region, set AWS_REGION (or AWS_DEFAULT_REGION), or set `region` in the AWS profile.');
+    throw usageError(
+      'the S3 blob store needs a region',
+      'Pass --s3-region, set AWS_REGION (or AWS_DEFAULT_REGION), or set `region` in the AWS profile.',
+    );
   }
   try {
     await client.config.credentials();
   } catch (error) {
     client.destroy();
-    throw new BlueError('AUTH_FAILED', `the S3 blob store found no AWS credentials${errorDetail(error)}`, { hint: CREDENTIALS_HINT });
+    throw new BlueError('AUTH_FAILED', `the S3 blob store found no AWS credentials${errorDetail(error)}`, {
+      hint: CREDENTIALS_HINT,
+    });
   }
 
   /**
@@ -181,7 +205,12 @@ export async function createS3BlobStore(options: S3BlobStoreOptions): Promise<Bl
       assertValidObject(object);
       const w = window(expiresAtUnixMs);
       const headers = { 'content-length': String(object.size), 'x-amz-checksum-sha256': hexToBase64(object.sha256) };
-      const command = new PutObjectCommand({ Bucket: options.bucket, Key: key, ContentLength: object.size, ChecksumSHA256: headers['x-amz-checksum-sha256'] });
+      const command = new PutObjectCommand({
+        Bucket: options.bucket,
+        Key: key,
+        ContentLength: object.size,
+        ChecksumSHA256: headers['x-amz-checksum-sha256'],
+      });
       let url: string;
       try {
         url = await getSignedUrl(client, command, {
@@ -203,7 +232,10 @@ export async function createS3BlobStore(options: S3BlobStoreOptions): Promise<Bl
       const w = window(expiresAtUnixMs);
       let url: string;
       try {
-        url = await getSignedUrl(client, new GetObjectCommand({ Bucket: options.bucket, Key: key }), { expiresIn: w.seconds, signingDate: w.signedAt });
+        url = await getSignedUrl(client, new GetObjectCommand({ Bucket: options.bucket, Key: key }), {
+          expiresIn: w.seconds,
+          signingDate: w.signedAt,
+        });
       } catch (error) {
         throw s3Error('presign GET', key, error);
       }
@@ -225,7 +257,8 @@ export async function createS3BlobStore(options: S3BlobStoreOptions): Promise<Bl
       }
       // The SDK's Node handler never decodes a Content-Encoding the uploader may have set: the digest is of the stored
       // bytes.
-      if (!(body instanceof Readable)) throw new BlueError('INTERNAL', `S3 GET ${key}: the response has no readable body`);
+      if (!(body instanceof Readable))
+        throw new BlueError('INTERNAL', `S3 GET ${key}: the response has no readable body`);
       const hash = createHash('sha256');
       let size = 0;
       const copy = statOptions.copyTo === undefined ? undefined : await open(statOptions.copyTo, 'wx', 0o600);
@@ -243,7 +276,9 @@ export async function createS3BlobStore(options: S3BlobStoreOptions): Promise<Bl
         await copy?.close();
       }
       if (declared !== undefined && declared !== size) {
-        throw new BlueError('INTERNAL', `S3 GET ${key}: read ${size} of ${declared} bytes`, { hint: 'Retry; the read was cut short.' });
+        throw new BlueError('INTERNAL', `S3 GET ${key}: read ${size} of ${declared} bytes`, {
+          hint: 'Retry; the read was cut short.',
+        });
       }
       return { size, sha256: hash.digest('hex') };
     },

@@ -45,7 +45,8 @@ export interface BlobStore {
    * while `uploads` wants its key.
    */
   serve?(request: IncomingMessage, response: ServerResponse, uploads: UploadGate): Promise<boolean>;
-  /** Throws when the store cannot be used now (for `GET /ready`): the folder is gone or read-only, the bucket unreachable. */
+  /** Throws when the store cannot be used now (for `GET /ready`): the folder is gone or read-only, the bucket
+   * unreachable. */
   check?(): Promise<void>;
   /** Removes the object; no error when it is already gone. */
   delete(key: string): Promise<void>;

@@ -36,7 +36,8 @@ async function oauthEndpoint(req: Request, fn: (form: Map<string, string>) => Pr
   try {
     form = await readFormBody(req.raw);
   } catch (error) {
-    if (error instanceof HttpError && error.status === 400) return sendOAuthError(req, new OAuthError('invalid_request', error.message));
+    if (error instanceof HttpError && error.status === 400)
+      return sendOAuthError(req, new OAuthError('invalid_request', error.message));
     throw error;
   }
   try {
@@ -49,13 +50,19 @@ async function oauthEndpoint(req: Request, fn: (form: Map<string, string>) => Pr
 
 function required(form: Map<string, string>, name: string): string {
   const value = form.get(name);
-  if (value === undefined || value === '') throw new OAuthError('invalid_request', `the form field ${name} is required`);
+  if (value === undefined || value === '')
+    throw new OAuthError('invalid_request', `the form field ${name} is required`);
   return value;
 }
 
 function checkClient(form: Map<string, string>): string {
   const clientId = required(form, 'client_id');
-  if (clientId !== AGENT_CLIENT_ID) throw new OAuthError('invalid_client', `unknown client_id ${JSON.stringify(printable(clientId).slice(0, 64))}; use ${AGENT_CLIENT_ID}`, 401);
+  if (clientId !== AGENT_CLIENT_ID)
+    throw new OAuthError(
+      'invalid_client',
+      `unknown client_id ${JSON.stringify(printable(clientId).slice(0, 64))}; use ${AGENT_CLIENT_ID}`,
+      401,
+    );
   return clientId;
 }
 
@@ -69,13 +76,20 @@ export function requestedScopes(scope: string | undefined): string[] {
   const known = new Set<string>(API_SCOPES);
   const ignored = new Set(['openid', 'profile', 'email', 'offline_access']);
   const unknown = asked.find((s) => !known.has(s) && !ignored.has(s));
-  if (unknown !== undefined) throw new OAuthError('invalid_scope', `unknown scope ${JSON.stringify(printable(unknown).slice(0, 64))}; scopes are ${API_SCOPES.join(', ')}`);
+  if (unknown !== undefined)
+    throw new OAuthError(
+      'invalid_scope',
+      `unknown scope ${JSON.stringify(printable(unknown).slice(0, 64))}; scopes are ${API_SCOPES.join(', ')}`,
+    );
   return [...new Set(asked.filter((s) => known.has(s)))];
 }
 
 /** What asked, as people read it on the approval page and the sign-in list: its User-Agent, printable and short. */
 function clientLabel(raw: IncomingMessage): string {
-  const agent = printable(String(raw.headers['user-agent'] ?? '')).replace(/\s+/g, ' ').trim().slice(0, 120);
+  const agent = printable(String(raw.headers['user-agent'] ?? ''))
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 120);
   return agent === '' ? 'a device sign-in' : agent;
 }
 
@@ -128,7 +142,13 @@ export async function tokenEndpoint(rc: RouteContext, req: Request): Promise<voi
     const now = rc.now();
     const lifetimes = { accessMs: rc.identitySettings.accessTtlMs, refreshMs: rc.identitySettings.refreshTtlMs };
     if (grantType === DEVICE_GRANT) {
-      const poll = await rc.store.identity.pollDeviceCode(deviceHash(required(form, 'device_code')), clientId, now, lifetimes, SLOW_DOWN_MS);
+      const poll = await rc.store.identity.pollDeviceCode(
+        deviceHash(required(form, 'device_code')),
+        clientId,
+        now,
+        lifetimes,
+        SLOW_DOWN_MS,
+      );
       switch (poll.outcome) {
         case 'approved':
           return sendTokens(req, poll.tokens, now);
@@ -141,12 +161,19 @@ export async function tokenEndpoint(rc: RouteContext, req: Request): Promise<voi
         case 'denied':
           throw new OAuthError('access_denied', 'the sign-in was denied');
         case 'unknown':
-          throw new OAuthError('invalid_grant', 'unknown device code (never issued, already used, or for another client)');
+          throw new OAuthError(
+            'invalid_grant',
+            'unknown device code (never issued, already used, or for another client)',
+          );
       }
     }
     if (grantType === 'refresh_token') {
       const tokens = await rc.store.identity.refresh(required(form, 'refresh_token'), clientId, now, lifetimes);
-      if (tokens === undefined) throw new OAuthError('invalid_grant', 'the refresh token is not valid (expired, revoked, or already used); sign in again');
+      if (tokens === undefined)
+        throw new OAuthError(
+          'invalid_grant',
+          'the refresh token is not valid (expired, revoked, or already used); sign in again',
+        );
       return sendTokens(req, tokens, now);
     }
     throw new OAuthError('unsupported_grant_type', `grant_type must be ${DEVICE_GRANT} or refresh_token`);

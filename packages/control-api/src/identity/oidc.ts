@@ -32,7 +32,8 @@ export interface OidcSettings {
 /** How long a person has at the provider before the sign-in must start again. */
 const LOGIN_TTL_MS = 10 * 60_000;
 /** The sign-in under way's cookie (`__Host-` over TLS: no sibling host can plant one). */
-const cookieName = (rc: RouteContext): string => (rc.publicUrl().startsWith('https://') ? '__Host-blue_oidc' : 'blue_oidc');
+const cookieName = (rc: RouteContext): string =>
+  rc.publicUrl().startsWith('https://') ? '__Host-blue_oidc' : 'blue_oidc';
 const TIMEOUT_S = 15;
 
 /** Whether the issuer may be plain http: only on this machine (a provider for tests or a laptop). */
@@ -52,13 +53,24 @@ export class OidcSignIn implements ProviderSignIn {
   private config(): Promise<oidc.Configuration> {
     const issuer = new URL(this.settings.issuer);
     this.configuration ??= oidc
-      .discovery(issuer, this.settings.clientId, this.settings.clientSecret, oidc.ClientSecretPost(this.settings.clientSecret), {
-        timeout: TIMEOUT_S,
-        ...(issuer.protocol === 'http:' && loopbackIssuer(issuer) ? { execute: [oidc.allowInsecureRequests] } : {}),
-      })
+      .discovery(
+        issuer,
+        this.settings.clientId,
+        this.settings.clientSecret,
+        oidc.ClientSecretPost(this.settings.clientSecret),
+        {
+          timeout: TIMEOUT_S,
+          ...(issuer.protocol === 'http:' && loopbackIssuer(issuer) ? { execute: [oidc.allowInsecureRequests] } : {}),
+        },
+      )
       .catch((error: unknown) => {
         this.configuration = undefined;
-        throw new HttpError(502, 'identity_provider_unavailable', `the identity provider at ${issuer.origin} could not be reached or described itself wrongly (${describe(error)}); try again shortly`);
+        throw new HttpError(
+          502,
+          'identity_provider_unavailable',
+          `the identity provider at ${issuer.origin} could not be reached or described itself wrongly (` +
+            `${describe(error)}); try again shortly`,
+        );
       });
     return this.configuration;
   }
@@ -68,7 +80,9 @@ export class OidcSignIn implements ProviderSignIn {
   }
 
   private cookieAttributes(rc: RouteContext, maxAge: number): string {
-    return `Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${rc.publicUrl().startsWith('https://') ? '; Secure' : ''}`;
+    return (
+      `Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}` + `${rc.publicUrl().startsWith('https://') ? '; Secure' : ''}`
+    );
   }
 
   /** GET /auth/oidc/start: off to the provider, with PKCE, a state and a nonce. */
@@ -87,21 +101,32 @@ export class OidcSignIn implements ProviderSignIn {
       state,
       nonce,
     });
-    redirect(req.reply, target.href, { 'set-cookie': `${cookieName(rc)}=${state}; ${this.cookieAttributes(rc, LOGIN_TTL_MS / 1000)}` });
+    redirect(req.reply, target.href, {
+      'set-cookie': `${cookieName(rc)}=${state}; ${this.cookieAttributes(rc, LOGIN_TTL_MS / 1000)}`,
+    });
   }
 
   /** GET /auth/oidc/callback: the provider's answer, checked (state, PKCE, ID token, nonce); the person signed in. */
   async callback(rc: RouteContext, req: Request): Promise<void> {
     const clear = `${cookieName(rc)}=; ${this.cookieAttributes(rc, 0)}`;
     const state = cookie(req, cookieName(rc));
-    const login = state === undefined || !/^[A-Za-z0-9_-]{16,128}$/.test(state) ? undefined : await rc.store.identity.takeOidcLogin(state, rc.now());
-    if (state === undefined || login === undefined) return redirect(req.reply, '/sign-in?failed=oidc', { 'set-cookie': clear });
+    const login =
+      state === undefined || !/^[A-Za-z0-9_-]{16,128}$/.test(state)
+        ? undefined
+        : await rc.store.identity.takeOidcLogin(state, rc.now());
+    if (state === undefined || login === undefined)
+      return redirect(req.reply, '/sign-in?failed=oidc', { 'set-cookie': clear });
     const config = await this.config();
     // The URL the provider sent the browser to: the redirect URI (public, behind any proxy) with its answer.
     const here = new URL(`${this.redirectUri(rc)}${req.url.search}`);
     let claims: Record<string, unknown>;
     try {
-      const tokens = await oidc.authorizationCodeGrant(config, here, { pkceCodeVerifier: login.code_verifier, expectedState: state, expectedNonce: login.nonce, idTokenExpected: true });
+      const tokens = await oidc.authorizationCodeGrant(config, here, {
+        pkceCodeVerifier: login.code_verifier,
+        expectedState: state,
+        expectedNonce: login.nonce,
+        idTokenExpected: true,
+      });
       claims = { ...tokens.claims() };
       if (config.serverMetadata().userinfo_endpoint !== undefined) {
         claims = { ...(await oidc.fetchUserInfo(config, tokens.access_token, String(claims.sub))), ...claims };
@@ -110,26 +135,35 @@ export class OidcSignIn implements ProviderSignIn {
       rc.log('info', `browser sign-in refused: ${describe(error)}`, { event: 'oidc_refused' });
       return redirect(req.reply, '/sign-in?failed=oidc', { 'set-cookie': clear });
     }
-    // Whoever the provider's subject signed in as before; a first sign-in is matched by a verified e-mail, and binds it.
+    // Whoever the provider's subject signed in as before; a first sign-in is matched by a verified e-mail, and binds
+    // it.
     const issuer = config.serverMetadata().issuer;
     const subject = typeof claims.sub === 'string' ? claims.sub : '';
     let user = subject === '' ? undefined : await rc.store.identity.oidcUser(issuer, subject);
     if (user === undefined) {
       const email = typeof claims.email === 'string' ? claims.email.trim() : '';
-      const verified = claims.email_verified === true || (claims.email_verified === undefined && this.settings.allowUnverifiedEmail === true);
+      const verified =
+        claims.email_verified === true ||
+        (claims.email_verified === undefined && this.settings.allowUnverifiedEmail === true);
       // `@localhost` accounts are this server's own (the first administrator): no provider speaks for them.
       if (subject === '' || !/^[^\s@]{1,200}@[^\s@]{1,200}$/.test(email) || !verified || /@localhost$/i.test(email)) {
         return redirect(req.reply, '/sign-in?failed=email', { 'set-cookie': clear });
       }
       user = await rc.store.provisionUser(email, rc.now(), { kind: 'identity_provider', issuer });
       if (!(await rc.store.identity.bindOidcSubject(issuer, subject, user.id))) {
-        rc.log('info', `browser sign-in refused: ${email} is bound to another subject of ${issuer}`, { event: 'oidc_refused' });
+        rc.log('info', `browser sign-in refused: ${email} is bound to another subject of ${issuer}`, {
+          event: 'oidc_refused',
+        });
         return redirect(req.reply, '/sign-in?failed=account', { 'set-cookie': clear });
       }
     }
     const groups = Array.isArray(claims.groups) ? claims.groups.filter((g): g is string => typeof g === 'string') : [];
     if (this.settings.adminGroup !== undefined && groups.includes(this.settings.adminGroup) && !user.is_admin) {
-      await rc.store.setAdmin(user.id, true, { by: { kind: 'identity_provider', issuer }, now: rc.now(), group: this.settings.adminGroup });
+      await rc.store.setAdmin(user.id, true, {
+        by: { kind: 'identity_provider', issuer },
+        now: rc.now(),
+        group: this.settings.adminGroup,
+      });
     }
     await signInBrowser(rc, req, user.id, login.next, [clear]);
   }
@@ -138,5 +172,7 @@ export class OidcSignIn implements ProviderSignIn {
 function describe(error: unknown): string {
   const e = error as { code?: unknown; error?: unknown; message?: unknown };
   const code = typeof e.error === 'string' ? e.error : typeof e.code === 'string' ? e.code : undefined;
-  return printable(`${code === undefined ? '' : `${code}: `}${typeof e.message === 'string' ? e.message : String(error)}`).slice(0, 300);
+  return printable(
+    `${code === undefined ? '' : `${code}: `}${typeof e.message === 'string' ? e.message : String(error)}`,
+  ).slice(0, 300);
 }

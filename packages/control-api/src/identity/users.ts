@@ -38,7 +38,13 @@ export async function listUsers(rc: RouteContext, req: Request): Promise<void> {
   const active = new Map<string, number>();
   for (const g of grants) if (isActive(g, now)) active.set(g.user_id, (active.get(g.user_id) ?? 0) + 1);
   const body: UserList = {
-    items: users.map((u) => ({ id: u.id, email: u.email, role: u.is_admin ? 'admin' : 'member', created_at: new Date(u.created_at).toISOString(), active_tokens: active.get(u.id) ?? 0 })),
+    items: users.map((u) => ({
+      id: u.id,
+      email: u.email,
+      role: u.is_admin ? 'admin' : 'member',
+      created_at: new Date(u.created_at).toISOString(),
+      active_tokens: active.get(u.id) ?? 0,
+    })),
   };
   sendJson(req.reply, 200, body);
 }

@@ -42,19 +42,47 @@ export function userAdded(by: AuditActor, user: User): NewAuditEvent {
 
 export function roleChanged(change: RoleChange, user: User, isAdmin: boolean): NewAuditEvent {
   const group = change.group === undefined ? {} : { group: change.group.slice(0, 256) };
-  return { actor: change.by, action: 'user.role', details: { user_id: user.id, email: user.email, from: role(user.is_admin), to: role(isAdmin), ...group } };
+  return {
+    actor: change.by,
+    action: 'user.role',
+    details: { user_id: user.id, email: user.email, from: role(user.is_admin), to: role(isAdmin), ...group },
+  };
 }
 
 export function tokenCreated(by: AuditActor, grant: Grant): NewAuditEvent {
-  return { actor: by, action: 'token.create', details: { token_id: grant.id, user_id: grant.user_id, email: grant.user_email, label: grant.label, scopes: grant.scopes } };
+  return {
+    actor: by,
+    action: 'token.create',
+    details: {
+      token_id: grant.id,
+      user_id: grant.user_id,
+      email: grant.user_email,
+      label: grant.label,
+      scopes: grant.scopes,
+    },
+  };
 }
 
 export function tokenRevoked(by: AuditActor, grant: Grant): NewAuditEvent {
-  return { actor: by, action: 'token.revoke', details: { token_id: grant.id, user_id: grant.user_id, email: grant.user_email, kind: grant.kind, label: grant.label } };
+  return {
+    actor: by,
+    action: 'token.revoke',
+    details: {
+      token_id: grant.id,
+      user_id: grant.user_id,
+      email: grant.user_email,
+      kind: grant.kind,
+      label: grant.label,
+    },
+  };
 }
 
 export function signInLinkMade(by: AuditActor, user: Pick<User, 'id' | 'email'>, expiresAt: number): NewAuditEvent {
-  return { actor: by, action: 'sign_in_link.create', details: { user_id: user.id, email: user.email, expires_at: new Date(expiresAt).toISOString() } };
+  return {
+    actor: by,
+    action: 'sign_in_link.create',
+    details: { user_id: user.id, email: user.email, expires_at: new Date(expiresAt).toISOString() },
+  };
 }
 
 /** At most this many names in each list of a policy change (a policy may hold many keys of its own). */
@@ -64,14 +92,24 @@ const MAX_NAMES = 32;
  * A published revision and what changed since `previous` (undefined: the first): the top-level keys added, removed
  * and changed, the harnesses now allowed or no longer allowed, and those whose own settings changed.
  */
-export function policyPublished(by: AuditActor, previous: PolicyRevision | undefined, published: PolicyRevision): NewAuditEvent {
+export function policyPublished(
+  by: AuditActor,
+  previous: PolicyRevision | undefined,
+  published: PolicyRevision,
+): NewAuditEvent {
   const before = withoutRevision(previous?.body ?? {});
   const after = withoutRevision(published.body);
-  const names = (list: Iterable<string>) => [...list].sort().slice(0, MAX_NAMES).map((n) => n.slice(0, 64));
+  const names = (list: Iterable<string>) =>
+    [...list]
+      .sort()
+      .slice(0, MAX_NAMES)
+      .map((n) => n.slice(0, 64));
   const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
-  const allowed = (body: Record<string, unknown>) => (Array.isArray(body.allowed_harnesses) ? new Set(body.allowed_harnesses.map(String)) : undefined);
+  const allowed = (body: Record<string, unknown>) =>
+    Array.isArray(body.allowed_harnesses) ? new Set(body.allowed_harnesses.map(String)) : undefined;
   const [was, now] = [allowed(before), allowed(after)];
-  const settings = (body: Record<string, unknown>) => (typeof body.harnesses === 'object' && body.harnesses !== null ? (body.harnesses as Record<string, unknown>) : {});
+  const settings = (body: Record<string, unknown>) =>
+    typeof body.harnesses === 'object' && body.harnesses !== null ? (body.harnesses as Record<string, unknown>) : {};
   const [oldSettings, newSettings] = [settings(before), settings(after)];
   const configured = new Set([...Object.keys(oldSettings), ...Object.keys(newSettings)]);
   return {
@@ -82,10 +120,14 @@ export function policyPublished(by: AuditActor, previous: PolicyRevision | undef
       previous_revision: previous?.revision ?? null,
       keys_added: names([...keys].filter((k) => !(k in before))),
       keys_removed: names([...keys].filter((k) => !(k in after))),
-      keys_changed: names([...keys].filter((k) => k in before && k in after && canonical(before[k]) !== canonical(after[k]))),
+      keys_changed: names(
+        [...keys].filter((k) => k in before && k in after && canonical(before[k]) !== canonical(after[k])),
+      ),
       harnesses_allowed: was === undefined || now === undefined ? [] : names([...now].filter((h) => !was.has(h))),
       harnesses_disallowed: was === undefined || now === undefined ? [] : names([...was].filter((h) => !now.has(h))),
-      harnesses_configured: names([...configured].filter((h) => canonical(oldSettings[h]) !== canonical(newSettings[h]))),
+      harnesses_configured: names(
+        [...configured].filter((h) => canonical(oldSettings[h]) !== canonical(newSettings[h])),
+      ),
     },
   };
 }
@@ -122,7 +164,8 @@ export function auditSummary(e: Pick<AuditEvent, 'action' | 'details'>): string 
 
 function sentence(e: Pick<AuditEvent, 'action' | 'details'>): string {
   const d = e.details;
-  const str = (v: unknown): string => (typeof v === 'string' ? v : v === undefined || v === null ? '?' : JSON.stringify(v));
+  const str = (v: unknown): string =>
+    typeof v === 'string' ? v : v === undefined || v === null ? '?' : JSON.stringify(v);
   const list = (v: unknown): string[] => (Array.isArray(v) ? v.map(str) : []);
   const roleName = (r: unknown) => (r === 'admin' ? 'an administrator' : 'a member');
   switch (e.action) {
@@ -131,9 +174,15 @@ function sentence(e: Pick<AuditEvent, 'action' | 'details'>): string {
     case 'session.download':
       return `got a download URL of upload ${str(d.artifact_id)}`;
     case 'session.share':
-      return `changed the sharing from ${str(d.from)} to ${str(d.mode)}${list(d.user_ids).length > 0 ? ` (${list(d.user_ids).length} people)` : ''}`;
+      return (
+        `changed the sharing from ${str(d.from)} to ${str(d.mode)}` +
+        `${list(d.user_ids).length > 0 ? ` (${list(d.user_ids).length} people)` : ''}`
+      );
     case 'session.delete':
-      return `deleted the ${str(d.harness)} session ${str(d.native_session_id)}${typeof d.title === 'string' ? ` "${d.title}"` : ''}`;
+      return (
+        `deleted the ${str(d.harness)} session ${str(d.native_session_id)}` +
+        `${typeof d.title === 'string' ? ` "${d.title}"` : ''}`
+      );
     case 'policy.publish': {
       const changes: [string, string[]][] = [
         ['keys added', list(d.keys_added)],
@@ -143,18 +192,32 @@ function sentence(e: Pick<AuditEvent, 'action' | 'details'>): string {
         ['harnesses no longer allowed', list(d.harnesses_disallowed)],
         ['harness settings changed', list(d.harnesses_configured)],
       ];
-      const parts = changes.filter(([, names]) => names.length > 0).map(([what, names]) => `${what}: ${names.join(', ')}`);
-      const after = d.previous_revision === null || d.previous_revision === undefined ? ' (the first)' : ` (after ${str(d.previous_revision)})`;
-      return `published policy revision ${str(d.revision)}${after}${parts.length === 0 ? ': nothing changed' : `: ${parts.join('; ')}`}`;
+      const parts = changes
+        .filter(([, names]) => names.length > 0)
+        .map(([what, names]) => `${what}: ${names.join(', ')}`);
+      const after =
+        d.previous_revision === null || d.previous_revision === undefined
+          ? ' (the first)'
+          : ` (after ${str(d.previous_revision)})`;
+      return (
+        `published policy revision ${str(d.revision)}${after}` +
+        `${parts.length === 0 ? ': nothing changed' : `: ${parts.join('; ')}`}`
+      );
     }
     case 'user.add':
       return `added ${d.role === 'admin' ? 'administrator' : 'member'} ${str(d.email)}`;
     case 'user.role':
-      return `made ${str(d.email)} ${roleName(d.to)} (was ${roleName(d.from)})${typeof d.group === 'string' ? `, as a member of the group ${d.group}` : ''}`;
+      return (
+        `made ${str(d.email)} ${roleName(d.to)} (was ${roleName(d.from)})` +
+        `${typeof d.group === 'string' ? `, as a member of the group ${d.group}` : ''}`
+      );
     case 'token.create':
       return `created the token "${str(d.label)}" (${str(d.token_id)}) for ${str(d.email)}`;
     case 'token.revoke':
-      return `revoked the ${d.kind === 'device' ? 'device sign-in' : 'token'} "${str(d.label)}" (${str(d.token_id)}) of ${str(d.email)}`;
+      return (
+        `revoked the ${d.kind === 'device' ? 'device sign-in' : 'token'} "${str(d.label)}" (${str(d.token_id)}) ` +
+        `of ${str(d.email)}`
+      );
     case 'sign_in_link.create':
       return `made a one-time sign-in link for ${str(d.email)}, good until ${str(d.expires_at)}`;
   }

@@ -7,7 +7,22 @@ import { randomUUID } from 'node:crypto';
 import { judgeToken, planPoll, planRefresh } from './sign-ins.js';
 import { GRANT_HISTORY_MS, hashToken, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
 import { signInLinkMade, tokenCreated, tokenRevoked } from './audit.js';
-import type { AttemptLimit, AuditActor, BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewAuditEvent, NewDeviceCode, OidcLogin, TokenCaller, TokenLifetimes, User } from './types.js';
+import type {
+  AttemptLimit,
+  AuditActor,
+  BrowserSession,
+  DeviceCode,
+  DevicePoll,
+  Grant,
+  IdentityStore,
+  IssuedTokens,
+  NewAuditEvent,
+  NewDeviceCode,
+  OidcLogin,
+  TokenCaller,
+  TokenLifetimes,
+  User,
+} from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | boolean | null;
@@ -51,7 +66,13 @@ export class PostgresIdentity implements IdentityStore {
     return { user: this.pg.toUser(row!), grant_id: judged.grantId, scopes: judged.scopes };
   }
 
-  async addPersonalToken(userId: string, scopes: readonly string[], label: string, now: number, by?: AuditActor): Promise<{ token: string; grant: Grant }> {
+  async addPersonalToken(
+    userId: string,
+    scopes: readonly string[],
+    label: string,
+    now: number,
+    by?: AuditActor,
+  ): Promise<{ token: string; grant: Grant }> {
     return this.pg.transaction(async (db) => {
       const made = await insertPersonalToken(db, userId, scopes, label, now);
       if (by !== undefined) await this.pg.audit(db, tokenCreated(by, made.grant), now);
@@ -89,7 +110,11 @@ export class PostgresIdentity implements IdentityStore {
     if (!this.pg.storable(token)) return false;
     const row = await this.pg.db.get('SELECT grant_id FROM tokens WHERE hash = $1', hashToken(token));
     if (row === undefined) return false;
-    await this.pg.db.run('UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', now, String(row.grant_id));
+    await this.pg.db.run(
+      'UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL',
+      now,
+      String(row.grant_id),
+    );
     return true;
   }
 
@@ -111,14 +136,19 @@ export class PostgresIdentity implements IdentityStore {
 
   async pendingDeviceCode(userCode: string, now: number): Promise<DeviceCode | undefined> {
     if (!this.pg.storable(userCode)) return undefined;
-    const row = await this.pg.db.get(`SELECT * FROM device_codes WHERE user_code = $1 AND status = 'pending' AND expires_at > $2`, userCode, now);
+    const row = await this.pg.db.get(
+      `SELECT * FROM device_codes WHERE user_code = $1 AND status = 'pending' AND expires_at > $2`,
+      userCode,
+      now,
+    );
     return row === undefined ? undefined : toDeviceCode(row);
   }
 
   async decideDeviceCode(userCode: string, userId: string | undefined, now: number): Promise<boolean> {
     if (!this.pg.storable(userCode)) return false;
     const changed = await this.pg.db.run(
-      `UPDATE device_codes SET status = $1, user_id = $2 WHERE user_code = $3 AND status = 'pending' AND expires_at > $4`,
+      `UPDATE device_codes SET status = $1, user_id = $2 WHERE user_code = $3 AND status = 'pending' AND ` +
+        `expires_at > $4`,
       userId === undefined ? 'denied' : 'approved',
       userId ?? null,
       userCode,
@@ -127,19 +157,41 @@ export class PostgresIdentity implements IdentityStore {
     return changed === 1;
   }
 
-  async pollDeviceCode(deviceHash: string, clientId: string, now: number, lifetimes: TokenLifetimes, slowDownMs: number): Promise<DevicePoll> {
+  async pollDeviceCode(
+    deviceHash: string,
+    clientId: string,
+    now: number,
+    lifetimes: TokenLifetimes,
+    slowDownMs: number,
+  ): Promise<DevicePoll> {
     return this.pg.transaction(async (db): Promise<DevicePoll> => {
       // Locked: two polls of one code (two replicas) never both get its tokens.
-      const row = await db.get('SELECT d.*, u.is_admin FROM device_codes d LEFT JOIN users u ON u.id = d.user_id WHERE d.device_hash = $1 FOR UPDATE OF d', deviceHash);
-      const code = row === undefined ? undefined : { ...toDeviceCode(row), last_poll_at: row.last_poll_at === null ? null : Number(row.last_poll_at) };
+      const row = await db.get(
+        'SELECT d.*, u.is_admin FROM device_codes d LEFT JOIN users u ON u.id = d.user_id WHERE d.device_hash = $1 ' +
+          'FOR UPDATE OF d',
+        deviceHash,
+      );
+      const code =
+        row === undefined
+          ? undefined
+          : { ...toDeviceCode(row), last_poll_at: row.last_poll_at === null ? null : Number(row.last_poll_at) };
       const plan = planPoll(code, row?.is_admin === true, clientId, now);
-      if (plan.outcome === 'slow_down') await db.run('UPDATE device_codes SET interval_ms = interval_ms + $1, last_poll_at = $2 WHERE device_hash = $3', slowDownMs, now, deviceHash);
-      if (plan.outcome === 'pending') await db.run('UPDATE device_codes SET last_poll_at = $1 WHERE device_hash = $2', now, deviceHash);
-      if (plan.outcome === 'denied' || plan.outcome === 'approved') await db.run('DELETE FROM device_codes WHERE device_hash = $1', deviceHash);
+      if (plan.outcome === 'slow_down')
+        await db.run(
+          'UPDATE device_codes SET interval_ms = interval_ms + $1, last_poll_at = $2 WHERE device_hash = $3',
+          slowDownMs,
+          now,
+          deviceHash,
+        );
+      if (plan.outcome === 'pending')
+        await db.run('UPDATE device_codes SET last_poll_at = $1 WHERE device_hash = $2', now, deviceHash);
+      if (plan.outcome === 'denied' || plan.outcome === 'approved')
+        await db.run('DELETE FROM device_codes WHERE device_hash = $1', deviceHash);
       if (plan.outcome !== 'approved') return { outcome: plan.outcome };
       const grantId = randomUUID();
       await db.run(
-        `INSERT INTO grants (id, user_id, kind, client_id, scopes, label, created_at) VALUES ($1, $2, 'device', $3, $4, $5, $6)`,
+        `INSERT INTO grants (id, user_id, kind, client_id, scopes, label, created_at) VALUES ($1, $2, 'device', ` +
+          `$3, $4, $5, $6)`,
         grantId,
         plan.userId,
         clientId,
@@ -151,7 +203,12 @@ export class PostgresIdentity implements IdentityStore {
     });
   }
 
-  async refresh(refreshToken: string, clientId: string, now: number, lifetimes: TokenLifetimes): Promise<IssuedTokens | undefined> {
+  async refresh(
+    refreshToken: string,
+    clientId: string,
+    now: number,
+    lifetimes: TokenLifetimes,
+  ): Promise<IssuedTokens | undefined> {
     if (!this.pg.storable(refreshToken)) return undefined;
     const hash = hashToken(refreshToken);
     return this.pg.transaction(async (db) => {
@@ -167,7 +224,11 @@ export class PostgresIdentity implements IdentityStore {
         return undefined;
       }
       await db.run('UPDATE tokens SET used_at = $1 WHERE hash = $2', now, hash);
-      await db.run(`DELETE FROM tokens WHERE grant_id = $1 AND kind = 'access' AND expires_at <= $2`, plan.grantId, now);
+      await db.run(
+        `DELETE FROM tokens WHERE grant_id = $1 AND kind = 'access' AND expires_at <= $2`,
+        plan.grantId,
+        now,
+      );
       return issue(db, plan.grantId, plan.scopes, now, lifetimes);
     });
   }
@@ -190,24 +251,38 @@ export class PostgresIdentity implements IdentityStore {
   }
 
   async returnAttempt(key: string, windowEnd: number): Promise<void> {
-    await this.pg.db.run('UPDATE rate_windows SET used = used - 1 WHERE key = $1 AND ends_at = $2 AND used > 0', key, windowEnd);
+    await this.pg.db.run(
+      'UPDATE rate_windows SET used = used - 1 WHERE key = $1 AND ends_at = $2 AND used > 0',
+      key,
+      windowEnd,
+    );
   }
 
   async createBrowserSession(userId: string, now: number, ttlMs: number): Promise<{ token: string; csrf: string }> {
     const token = newSecret();
     const csrf = newSecret();
-    await this.pg.db.run('INSERT INTO browser_sessions (hash, user_id, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)', hashToken(token), userId, csrf, now, now + ttlMs);
+    await this.pg.db.run(
+      'INSERT INTO browser_sessions (hash, user_id, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)',
+      hashToken(token),
+      userId,
+      csrf,
+      now,
+      now + ttlMs,
+    );
     return { token, csrf };
   }
 
   async browserSession(token: string, now: number): Promise<BrowserSession | undefined> {
     if (!this.pg.storable(token)) return undefined;
     const row = await this.pg.db.get(
-      `SELECT b.csrf, b.expires_at AS session_expires_at, ${USER_COLUMNS} FROM browser_sessions b JOIN users u ON u.id = b.user_id WHERE b.hash = $1 AND b.expires_at > $2`,
+      `SELECT b.csrf, b.expires_at AS session_expires_at, ${USER_COLUMNS} FROM browser_sessions b JOIN users u ON ` +
+        `u.id = b.user_id WHERE b.hash = $1 AND b.expires_at > $2`,
       hashToken(token),
       now,
     );
-    return row === undefined ? undefined : { user: this.pg.toUser(row), csrf: String(row.csrf), expires_at: Number(row.session_expires_at) };
+    return row === undefined
+      ? undefined
+      : { user: this.pg.toUser(row), csrf: String(row.csrf), expires_at: Number(row.session_expires_at) };
   }
 
   async endBrowserSession(token: string): Promise<void> {
@@ -217,7 +292,14 @@ export class PostgresIdentity implements IdentityStore {
 
   async createSignInLink(userId: string, now: number, ttlMs: number, by?: AuditActor): Promise<string> {
     const token = newSecret();
-    const insert = (db: PgQueries) => db.run('INSERT INTO sign_in_links (hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)', hashToken(token), userId, now, now + ttlMs);
+    const insert = (db: PgQueries) =>
+      db.run(
+        'INSERT INTO sign_in_links (hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)',
+        hashToken(token),
+        userId,
+        now,
+        now + ttlMs,
+      );
     if (by === undefined) {
       await insert(this.pg.db);
       return token;
@@ -233,7 +315,10 @@ export class PostgresIdentity implements IdentityStore {
   async useSignInLink(token: string, now: number): Promise<User | undefined> {
     if (!this.pg.storable(token)) return undefined;
     // Spent by whichever request deletes it: one sign-in per link, across replicas.
-    const spent = await this.pg.db.get('DELETE FROM sign_in_links WHERE hash = $1 RETURNING user_id, expires_at', hashToken(token));
+    const spent = await this.pg.db.get(
+      'DELETE FROM sign_in_links WHERE hash = $1 RETURNING user_id, expires_at',
+      hashToken(token),
+    );
     if (spent === undefined || Number(spent.expires_at) <= now) return undefined;
     const row = await this.pg.db.get(`SELECT ${USER_COLUMNS} FROM users u WHERE u.id = $1`, String(spent.user_id));
     return row === undefined ? undefined : this.pg.toUser(row);
@@ -241,18 +326,42 @@ export class PostgresIdentity implements IdentityStore {
 
   async oidcUser(issuer: string, subject: string): Promise<User | undefined> {
     if (!this.pg.storable(issuer) || !this.pg.storable(subject)) return undefined;
-    const row = await this.pg.db.get(`SELECT ${USER_COLUMNS} FROM oidc_subjects o JOIN users u ON u.id = o.user_id WHERE o.issuer = $1 AND o.subject = $2`, issuer, subject);
+    const row = await this.pg.db.get(
+      `SELECT ${USER_COLUMNS} FROM oidc_subjects o JOIN users u ON u.id = o.user_id WHERE o.issuer = $1 AND ` +
+        `o.subject = $2`,
+      issuer,
+      subject,
+    );
     return row === undefined ? undefined : this.pg.toUser(row);
   }
 
   async bindOidcSubject(issuer: string, subject: string, userId: string): Promise<boolean> {
     if (!this.pg.storable(issuer) || !this.pg.storable(subject)) return false;
-    await this.pg.db.run('INSERT INTO oidc_subjects (issuer, subject, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', issuer, subject, userId);
-    return (await this.pg.db.get('SELECT 1 FROM oidc_subjects WHERE issuer = $1 AND subject = $2 AND user_id = $3', issuer, subject, userId)) !== undefined;
+    await this.pg.db.run(
+      'INSERT INTO oidc_subjects (issuer, subject, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+      issuer,
+      subject,
+      userId,
+    );
+    return (
+      (await this.pg.db.get(
+        'SELECT 1 FROM oidc_subjects WHERE issuer = $1 AND subject = $2 AND user_id = $3',
+        issuer,
+        subject,
+        userId,
+      )) !== undefined
+    );
   }
 
   async createOidcLogin(state: string, login: OidcLogin, now: number, ttlMs: number): Promise<void> {
-    await this.pg.db.run('INSERT INTO oidc_logins (state_hash, code_verifier, nonce, next, expires_at) VALUES ($1, $2, $3, $4, $5)', hashToken(state), login.code_verifier, login.nonce, login.next, now + ttlMs);
+    await this.pg.db.run(
+      'INSERT INTO oidc_logins (state_hash, code_verifier, nonce, next, expires_at) VALUES ($1, $2, $3, $4, $5)',
+      hashToken(state),
+      login.code_verifier,
+      login.nonce,
+      login.next,
+      now + ttlMs,
+    );
   }
 
   async takeOidcLogin(state: string, now: number): Promise<OidcLogin | undefined> {
@@ -280,21 +389,55 @@ export class PostgresIdentity implements IdentityStore {
 }
 
 /** A personal sign-in and its token, in `db` (the caller's transaction). */
-export async function insertPersonalToken(db: PgQueries, userId: string, scopes: readonly string[], label: string, now: number): Promise<{ token: string; grant: Grant }> {
+export async function insertPersonalToken(
+  db: PgQueries,
+  userId: string,
+  scopes: readonly string[],
+  label: string,
+  now: number,
+): Promise<{ token: string; grant: Grant }> {
   const token = newToken();
   const id = randomUUID();
-  await db.run(`INSERT INTO grants (id, user_id, kind, scopes, label, created_at) VALUES ($1, $2, 'personal', $3, $4, $5)`, id, userId, scopes.join(' '), label, now);
+  await db.run(
+    `INSERT INTO grants (id, user_id, kind, scopes, label, created_at) VALUES ($1, $2, 'personal', $3, $4, $5)`,
+    id,
+    userId,
+    scopes.join(' '),
+    label,
+    now,
+  );
   await db.run(`INSERT INTO tokens (hash, grant_id, kind) VALUES ($1, $2, 'access')`, hashToken(token), id);
   return { token, grant: toGrant((await db.get(`${GRANT_SELECT} WHERE g.id = $1`, id))!) };
 }
 
 /** An access token and a refresh token for the sign-in, which lapses `refreshMs` from now unless refreshed. */
-async function issue(db: PgQueries, grantId: string, scopes: string[], now: number, lifetimes: TokenLifetimes): Promise<IssuedTokens> {
+async function issue(
+  db: PgQueries,
+  grantId: string,
+  scopes: string[],
+  now: number,
+  lifetimes: TokenLifetimes,
+): Promise<IssuedTokens> {
   const access = newToken();
   const refresh = newToken();
   const accessExpires = now + lifetimes.accessMs;
-  await db.run(`INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES ($1, $2, 'access', $3)`, hashToken(access), grantId, accessExpires);
-  await db.run(`INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES ($1, $2, 'refresh', $3)`, hashToken(refresh), grantId, now + lifetimes.refreshMs);
-  await db.run('UPDATE grants SET expires_at = $1, last_used_at = $2 WHERE id = $3', now + lifetimes.refreshMs, now, grantId);
+  await db.run(
+    `INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES ($1, $2, 'access', $3)`,
+    hashToken(access),
+    grantId,
+    accessExpires,
+  );
+  await db.run(
+    `INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES ($1, $2, 'refresh', $3)`,
+    hashToken(refresh),
+    grantId,
+    now + lifetimes.refreshMs,
+  );
+  await db.run(
+    'UPDATE grants SET expires_at = $1, last_used_at = $2 WHERE id = $3',
+    now + lifetimes.refreshMs,
+    now,
+    grantId,
+  );
   return { access_token: access, refresh_token: refresh, access_expires_at: accessExpires, scopes, grant_id: grantId };
 }

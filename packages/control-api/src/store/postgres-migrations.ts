@@ -243,7 +243,11 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
  * Brings the database up to the newest schema this code knows; refuses a database from a newer release. `client` is
  * a connection of its own (the lock belongs to the connection); `where` names the database in messages.
  */
-export async function migratePostgres(client: pg.ClientBase, where: string, migrations: readonly Step[] = POSTGRES_MIGRATIONS): Promise<number> {
+export async function migratePostgres(
+  client: pg.ClientBase,
+  where: string,
+  migrations: readonly Step[] = POSTGRES_MIGRATIONS,
+): Promise<number> {
   // Every replica but the first finds the schema current: no lock needed.
   const seen = await postgresSchemaVersion(client);
   if (seen > migrations.length) throw schemaTooNew(where, seen, migrations.length);
@@ -262,7 +266,9 @@ export async function migratePostgres(client: pg.ClientBase, where: string, migr
 }
 
 async function migrateLocked(client: pg.ClientBase, where: string, migrations: readonly Step[]): Promise<void> {
-  await client.query('CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY, applied_at bigint NOT NULL)');
+  await client.query(
+    'CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY, applied_at bigint NOT NULL)',
+  );
   // Another replica may have migrated meanwhile: the lock is held now.
   const current = await postgresSchemaVersion(client);
   if (current > migrations.length) throw schemaTooNew(where, current, migrations.length);

@@ -24,7 +24,16 @@ import { newRevision, toPolicyRevision } from './revisions.js';
 import { planRoleChange } from './roles.js';
 import { mayView } from './sharing.js';
 import { firstPresign, planComplete, planPresign, type PresignFacts } from './uploads.js';
-import { API_SCOPES, BRACKETS, FIRST_ADMIN_TOKEN_LABEL, USERS_ADD_TOKEN_LABEL, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, searchWords } from './types.js';
+import {
+  API_SCOPES,
+  BRACKETS,
+  FIRST_ADMIN_TOKEN_LABEL,
+  USERS_ADD_TOKEN_LABEL,
+  MAX_MACHINES_PER_USER,
+  MAX_SEARCH_TOTAL,
+  MEMBER_SCOPES,
+  searchWords,
+} from './types.js';
 import type {
   Artifact,
   AuditActor,
@@ -67,12 +76,15 @@ const STALE_STATEMENT = '0A000';
 const INT8_OID = 20;
 function parseInt8(text: string): number {
   const value = Number(text);
-  if (!Number.isSafeInteger(value)) throw new Error(`a bigint column holds ${text}, beyond what a number represents exactly`);
+  if (!Number.isSafeInteger(value))
+    throw new Error(`a bigint column holds ${text}, beyond what a number represents exactly`);
   return value;
 }
 const TYPES: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID && format !== 'binary' ? parseInt8 : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+    oid === INT8_OID && format !== 'binary'
+      ? parseInt8
+      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };
 
 /** The artifact columns, read alongside a session as `a_<column>` (its current artifact, one query for both). */
@@ -111,7 +123,10 @@ const SESSION_SELECT = `SELECT s.*, us.email AS owner_email,
   FROM sessions s JOIN users us ON us.id = s.owner_id LEFT JOIN artifacts a ON a.id = s.current_artifact_id`;
 
 /** An artifact (its columns as `t_<column>`) with its session as SESSION_SELECT reads it, by the artifact's id. */
-const ARTIFACT_WITH_SESSION = `${SESSION_SELECT.replace(/^SELECT /, `SELECT ${ARTIFACT_COLUMNS.map((c) => `t.${c} AS t_${c}`).join(', ')}, `)}
+const ARTIFACT_WITH_SESSION = `${SESSION_SELECT.replace(
+  /^SELECT /,
+  `SELECT ` + `${ARTIFACT_COLUMNS.map((c) => `t.${c} AS t_${c}`).join(', ')}, `,
+)}
   JOIN artifacts t ON t.session_id = s.id WHERE t.id = $1`;
 
 /** Who may see a session in listings: the owner, sessions shared with the whole workspace, or by name. */
@@ -151,7 +166,8 @@ class Db {
         return await client.query<Row>(statement);
       } catch (error) {
         // A statement that failed on a broken or stale connection: the connection goes, not back to the pool.
-        if (sqlState(error) === STALE_STATEMENT || !(error instanceof pg.DatabaseError)) discard = error instanceof Error ? error : new Error(String(error));
+        if (sqlState(error) === STALE_STATEMENT || !(error instanceof pg.DatabaseError))
+          discard = error instanceof Error ? error : new Error(String(error));
         if (attempt === 1 && sqlState(error) === STALE_STATEMENT) continue;
         throw error;
       } finally {
@@ -195,7 +211,13 @@ export class PostgresStore implements ControlStore {
     private readonly pool: pg.Pool,
   ) {
     this.db = new Db(pool);
-    this.identity = new PostgresIdentity({ db: this.db, transaction: (fn) => this.transaction(fn), toUser, storable, audit: (db, event, now) => insertAudit(db, event, now) });
+    this.identity = new PostgresIdentity({
+      db: this.db,
+      transaction: (fn) => this.transaction(fn),
+      toUser,
+      storable,
+      audit: (db, event, now) => insertAudit(db, event, now),
+    });
   }
 
   /** Connects (a bounded pool), brings the schema up to date, and refuses a database of a newer release. */
@@ -284,13 +306,20 @@ export class PostgresStore implements ControlStore {
 
   async organizationId(): Promise<string> {
     // Made once by the first migration; it never changes.
-    this.organization ??= String((await this.db.get(`SELECT value FROM settings WHERE key = 'organization_id'`))!.value);
+    this.organization ??= String(
+      (await this.db.get(`SELECT value FROM settings WHERE key = 'organization_id'`))!.value,
+    );
     return this.organization;
   }
 
   // Users
 
-  async addUser(email: string, isAdmin: boolean, now: number, { by, tokenLabel = USERS_ADD_TOKEN_LABEL }: { by?: AuditActor | undefined; tokenLabel?: string } = {}): Promise<{ user: User; token: string }> {
+  async addUser(
+    email: string,
+    isAdmin: boolean,
+    now: number,
+    { by, tokenLabel = USERS_ADD_TOKEN_LABEL }: { by?: AuditActor | undefined; tokenLabel?: string } = {},
+  ): Promise<{ user: User; token: string }> {
     return this.transaction(async (db) => {
       // Shared: any number of additions at once, but never while a first start is deciding whether there are users.
       await db.run('SELECT pg_advisory_xact_lock_shared($1, $2)', LOCK_NAMESPACE, LOCKS.users);
@@ -301,7 +330,9 @@ export class PostgresStore implements ControlStore {
   async addFirstAdmin(email: string, now: number, by?: AuditActor): Promise<{ user: User; token: string } | undefined> {
     return this.transaction(async (db) => {
       await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.users);
-      return (await db.get('SELECT 1 FROM users LIMIT 1')) === undefined ? insertUser(db, email, true, now, FIRST_ADMIN_TOKEN_LABEL, by) : undefined;
+      return (await db.get('SELECT 1 FROM users LIMIT 1')) === undefined
+        ? insertUser(db, email, true, now, FIRST_ADMIN_TOKEN_LABEL, by)
+        : undefined;
     });
   }
 
@@ -310,7 +341,13 @@ export class PostgresStore implements ControlStore {
       await db.run('SELECT pg_advisory_xact_lock_shared($1, $2)', LOCK_NAMESPACE, LOCKS.users);
       // Two first sign-ins at once: one inserts, the other finds it.
       const user: User = { id: randomUUID(), email, is_admin: false, created_at: now };
-      const made = await db.run('INSERT INTO users (id, email, is_admin, created_at) VALUES ($1, $2, false, $3) ON CONFLICT ((lower(email))) DO NOTHING', user.id, email, now);
+      const made = await db.run(
+        'INSERT INTO users (id, email, is_admin, created_at) VALUES ($1, $2, false, $3) ON CONFLICT ' +
+          '((lower(email))) DO NOTHING',
+        user.id,
+        email,
+        now,
+      );
       if (made > 0 && by !== undefined) await insertAudit(db, userAdded(by, user), now);
       return toUser((await db.get('SELECT * FROM users WHERE lower(email) = lower($1)', email))!);
     });
@@ -322,9 +359,16 @@ export class PostgresStore implements ControlStore {
     return this.transaction(async (db) => {
       // Both people's rows locked, in one order: two administrators who change each other's role at once, on any
       // replicas, run one after the other, and the second is no longer an administrator.
-      const rows = (await db.all('SELECT * FROM users WHERE id IN ($1, $2) ORDER BY id FOR UPDATE', userId, by ?? userId)).map(toUser);
+      const rows = (
+        await db.all('SELECT * FROM users WHERE id IN ($1, $2) ORDER BY id FOR UPDATE', userId, by ?? userId)
+      ).map(toUser);
       const target = rows.find((u) => u.id === userId);
-      const plan = planRoleChange(change, rows.find((u) => u.id === by), target, isAdmin);
+      const plan = planRoleChange(
+        change,
+        rows.find((u) => u.id === by),
+        target,
+        isAdmin,
+      );
       if (plan !== 'change') return plan === 'unchanged';
       await db.run('UPDATE users SET is_admin = $1 WHERE id = $2', isAdmin, userId);
       if (change !== undefined) await insertAudit(db, roleChanged(change, target!, isAdmin), change.now);
@@ -363,27 +407,51 @@ export class PostgresStore implements ControlStore {
 
   // Policy
 
-  async publishPolicy(body: Record<string, unknown>, now: number, options: PublishOptions = {}): Promise<PolicyRevision> {
+  async publishPolicy(
+    body: Record<string, unknown>,
+    now: number,
+    options: PublishOptions = {},
+  ): Promise<PolicyRevision> {
     return this.transaction(async (db) => {
       // Exclusive once its audit entry names the revision it follows: publishes run one after the other.
-      await db.run(options.by === undefined ? 'SELECT pg_advisory_xact_lock_shared($1, $2)' : 'SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
+      await db.run(
+        options.by === undefined
+          ? 'SELECT pg_advisory_xact_lock_shared($1, $2)'
+          : 'SELECT pg_advisory_xact_lock($1, $2)',
+        LOCK_NAMESPACE,
+        LOCKS.policy,
+      );
       return insertPolicy(db, body, now, options);
     });
   }
 
-  async publishFirstPolicy(body: Record<string, unknown>, now: number, options: PublishOptions = {}): Promise<PolicyRevision | undefined> {
+  async publishFirstPolicy(
+    body: Record<string, unknown>,
+    now: number,
+    options: PublishOptions = {},
+  ): Promise<PolicyRevision | undefined> {
     return this.transaction(async (db) => {
       await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
-      return (await db.get('SELECT 1 FROM policy_revisions LIMIT 1')) === undefined ? insertPolicy(db, body, now, options) : undefined;
+      return (await db.get('SELECT 1 FROM policy_revisions LIMIT 1')) === undefined
+        ? insertPolicy(db, body, now, options)
+        : undefined;
     });
   }
 
-  async publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number, options: PublishOptions = {}): Promise<PolicyRevision | undefined> {
+  async publishPolicyOver(
+    body: Record<string, unknown>,
+    base: string | undefined,
+    now: number,
+    options: PublishOptions = {},
+  ): Promise<PolicyRevision | undefined> {
     return this.transaction(async (db) => {
-      // Exclusive: every other publish waits, so the revision read here is still the current one when this one is added.
+      // Exclusive: every other publish waits, so the revision read here is still the current one when this one is
+      // added.
       await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
       const current = await db.get('SELECT revision FROM policy_revisions ORDER BY seq DESC LIMIT 1');
-      return (current === undefined ? undefined : String(current.revision)) === base ? insertPolicy(db, body, now, options) : undefined;
+      return (current === undefined ? undefined : String(current.revision)) === base
+        ? insertPolicy(db, body, now, options)
+        : undefined;
     });
   }
 
@@ -393,7 +461,11 @@ export class PostgresStore implements ControlStore {
   }
 
   async setPublicUrl(url: string): Promise<void> {
-    await this.db.run(`INSERT INTO settings (key, value) VALUES ('public_url', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, url);
+    await this.db.run(
+      `INSERT INTO settings (key, value) VALUES ('public_url', $1) ON CONFLICT (key) DO UPDATE SET value = ` +
+        `excluded.value`,
+      url,
+    );
   }
 
   async currentPolicy(): Promise<PolicyRevision | undefined> {
@@ -458,13 +530,17 @@ export class PostgresStore implements ControlStore {
     const id = randomUUID();
     const made = await this.db.get(
       `WITH made AS (
-         INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at, tags)
-         VALUES ($1, $2, $3, $4, 'private', NULL, $5, $5, COALESCE($22::text, '[]')) ON CONFLICT (owner_id, harness, native_session_id) DO NOTHING RETURNING id
+         INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at,
+         updated_at, tags)
+         VALUES ($1, $2, $3, $4, 'private', NULL, $5, $5, COALESCE($22::text, '[]')) ON CONFLICT (owner_id, harness,
+         native_session_id) DO NOTHING RETURNING id
        )
        INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
-         artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote, blob_key,
+         artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote,
+         blob_key,
          created_at, updated_at, retention_deadline)
-       SELECT $6, made.id, $21, 'pending', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $5, $5, $20 FROM made
+       SELECT $6, made.id, $21, 'pending', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $5, $5, $20
+       FROM made
        RETURNING *`,
       randomUUID(),
       input.owner_id,
@@ -495,23 +571,46 @@ export class PostgresStore implements ControlStore {
   }
 
   async uploadWanted(blobKey: string, now: number): Promise<boolean> {
-    return (await this.db.get(`SELECT 1 FROM artifacts WHERE blob_key = $1 AND status IN ('pending', 'complete', 'superseded') AND NOT blob_deleted AND retention_deadline > $2`, blobKey, now)) !== undefined;
+    return (
+      (await this.db.get(
+        `SELECT 1 FROM artifacts WHERE blob_key = $1 AND status IN ('pending', 'complete', 'superseded') AND NOT ` +
+          `blob_deleted AND retention_deadline > $2`,
+        blobKey,
+        now,
+      )) !== undefined
+    );
   }
 
   async markFailed(artifactId: string, reason: string, now: number): Promise<void> {
-    await this.db.run(`UPDATE artifacts SET status = 'failed', failure = $1, updated_at = $2 WHERE id = $3 AND status = 'pending'`, reason, now, artifactId);
+    await this.db.run(
+      `UPDATE artifacts SET status = 'failed', failure = $1, updated_at = $2 WHERE id = $3 AND status = 'pending'`,
+      reason,
+      now,
+      artifactId,
+    );
   }
 
   async complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact | undefined> {
     return this.transaction(async (db) => {
       // The artifact, read with its session locked: completes (and presigns) of one session run one after the other.
-      const row = await db.get('SELECT a.* FROM artifacts a JOIN sessions s ON s.id = a.session_id WHERE a.id = $1 FOR UPDATE OF s', artifactId);
+      const row = await db.get(
+        'SELECT a.* FROM artifacts a JOIN sessions s ON s.id = a.session_id WHERE a.id = $1 FOR UPDATE OF s',
+        artifactId,
+      );
       if (row === undefined) return undefined;
       const artifact = toArtifact(row);
       // Read after the lock (a statement of its own, so with a snapshot taken after it): what an earlier complete of
       // this session wrote is seen.
-      const current = await db.get('SELECT c.revision FROM sessions s JOIN artifacts c ON c.id = s.current_artifact_id WHERE s.id = $1', artifact.session_id);
-      const plan = planComplete(artifact, current === undefined ? undefined : Number(current.revision), now, retentionMs);
+      const current = await db.get(
+        'SELECT c.revision FROM sessions s JOIN artifacts c ON c.id = s.current_artifact_id WHERE s.id = $1',
+        artifact.session_id,
+      );
+      const plan = planComplete(
+        artifact,
+        current === undefined ? undefined : Number(current.revision),
+        now,
+        retentionMs,
+      );
       if (plan === undefined) return artifact;
       // One statement writes what the plan says (its parts see the same snapshot, taken under the session's lock).
       const done = (await db.get(
@@ -535,7 +634,8 @@ export class PostgresStore implements ControlStore {
          ), queued AS (
            INSERT INTO search_queue (session_id, artifact_id, queued_at, claimed_until)
            SELECT $1, $5, $3, 0 WHERE $7::boolean
-           ON CONFLICT (session_id) DO UPDATE SET artifact_id = excluded.artifact_id, queued_at = excluded.queued_at, claimed_until = 0
+           ON CONFLICT (session_id) DO UPDATE SET artifact_id = excluded.artifact_id, queued_at = excluded.queued_at,
+           claimed_until = 0
          )
          SELECT * FROM done`,
         artifact.session_id,
@@ -550,7 +650,11 @@ export class PostgresStore implements ControlStore {
     });
   }
 
-  async claimSearchWork(now: number, leaseMs: number, limit: number): Promise<{ session_id: string; artifact: Artifact }[]> {
+  async claimSearchWork(
+    now: number,
+    leaseMs: number,
+    limit: number,
+  ): Promise<{ session_id: string; artifact: Artifact }[]> {
     // SKIP LOCKED: replicas claiming at the same time take different sessions.
     const rows = await this.db.all(
       `WITH claimed AS (
@@ -573,7 +677,12 @@ export class PostgresStore implements ControlStore {
   }
 
   async indexable(afterId: string, limit: number): Promise<{ session_id: string; artifact: Artifact }[]> {
-    const rows = await this.db.all('SELECT a.* FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id > $1 ORDER BY s.id LIMIT $2', afterId, limit);
+    const rows = await this.db.all(
+      'SELECT a.* FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id > $1 ORDER BY s.id ' +
+        'LIMIT $2',
+      afterId,
+      limit,
+    );
     return rows.map((row) => {
       const artifact = toArtifact(row);
       return { session_id: artifact.session_id, artifact };
@@ -593,7 +702,11 @@ export class PostgresStore implements ControlStore {
     await this.transaction(async (db) => {
       for (const d of done) {
         await writeSearchText(db, d.session_id, d.artifact_id, d.text, now);
-        await db.run('DELETE FROM search_queue WHERE session_id = $1 AND artifact_id = $2', d.session_id, d.artifact_id);
+        await db.run(
+          'DELETE FROM search_queue WHERE session_id = $1 AND artifact_id = $2',
+          d.session_id,
+          d.artifact_id,
+        );
       }
     });
   }
@@ -605,10 +718,20 @@ export class PostgresStore implements ControlStore {
 
   async setReindexCursor(after: string | undefined): Promise<void> {
     if (after === undefined) await this.db.run(`DELETE FROM settings WHERE key = 'reindex_after'`);
-    else await this.db.run(`INSERT INTO settings (key, value) VALUES ('reindex_after', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, after);
+    else
+      await this.db.run(
+        `INSERT INTO settings (key, value) VALUES ('reindex_after', $1) ON CONFLICT (key) DO UPDATE SET value = ` +
+          `excluded.value`,
+        after,
+      );
   }
 
-  async snippets(sessionIds: readonly string[], q: string, now: number, marks: SnippetMarks = BRACKETS): Promise<Map<string, string>> {
+  async snippets(
+    sessionIds: readonly string[],
+    q: string,
+    now: number,
+    marks: SnippetMarks = BRACKETS,
+  ): Promise<Map<string, string>> {
     const query = tsQuery(q);
     const out = new Map<string, string>();
     if (query === undefined || sessionIds.length === 0) return out;
@@ -620,9 +743,11 @@ export class PostgresStore implements ControlStore {
       query,
       [...sessionIds],
       now,
-      `StartSel=${marks.start}, StopSel=${marks.stop}, MaxWords=24, MinWords=8, MaxFragments=1, FragmentDelimiter=" … "`,
+      `StartSel=${marks.start}, StopSel=${marks.stop}, MaxWords=24, MinWords=8, MaxFragments=1, ` +
+        `FragmentDelimiter=" … "`,
     );
-    for (const row of rows) if (typeof row.snippet === 'string' && row.snippet !== '') out.set(String(row.session_id), row.snippet);
+    for (const row of rows)
+      if (typeof row.snippet === 'string' && row.snippet !== '') out.set(String(row.session_id), row.snippet);
     return out;
   }
 
@@ -631,22 +756,41 @@ export class PostgresStore implements ControlStore {
   }
 
   async artifactsOf(sessionId: string): Promise<Artifact[]> {
-    return (await this.db.all('SELECT * FROM artifacts WHERE session_id = $1 ORDER BY revision DESC', sessionId)).map(toArtifact);
+    return (await this.db.all('SELECT * FROM artifacts WHERE session_id = $1 ORDER BY revision DESC', sessionId)).map(
+      toArtifact,
+    );
   }
 
   async canView(session: CapturedSession, viewer: User): Promise<boolean> {
     const may = mayView(session, viewer);
-    return may === 'if-granted' ? (await this.db.get('SELECT 1 FROM session_grants WHERE session_id = $1 AND user_id = $2', session.id, viewer.id)) !== undefined : may;
+    return may === 'if-granted'
+      ? (await this.db.get(
+          'SELECT 1 FROM session_grants WHERE session_id = $1 AND user_id = $2',
+          session.id,
+          viewer.id,
+        )) !== undefined
+      : may;
   }
 
   async grants(sessionId: string): Promise<string[]> {
-    return (await this.db.all('SELECT user_id FROM session_grants WHERE session_id = $1 ORDER BY user_id', sessionId)).map((r) => String(r.user_id));
+    return (
+      await this.db.all('SELECT user_id FROM session_grants WHERE session_id = $1 ORDER BY user_id', sessionId)
+    ).map((r) => String(r.user_id));
   }
 
   async recipients(session: CapturedSession): Promise<User[]> {
-    if (session.sharing_mode === 'workspace') return (await this.db.all('SELECT * FROM users WHERE id <> $1 ORDER BY lower(email), id', session.owner_id)).map(toUser);
+    if (session.sharing_mode === 'workspace')
+      return (await this.db.all('SELECT * FROM users WHERE id <> $1 ORDER BY lower(email), id', session.owner_id)).map(
+        toUser,
+      );
     if (session.sharing_mode === 'selected') {
-      return (await this.db.all('SELECT u.* FROM session_grants g JOIN users u ON u.id = g.user_id WHERE g.session_id = $1 ORDER BY lower(u.email), u.id', session.id)).map(toUser);
+      return (
+        await this.db.all(
+          'SELECT u.* FROM session_grants g JOIN users u ON u.id = g.user_id WHERE g.session_id = $1 ORDER BY ' +
+            'lower(u.email), u.id',
+          session.id,
+        )
+      ).map(toUser);
     }
     return [];
   }
@@ -657,16 +801,28 @@ export class PostgresStore implements ControlStore {
       await db.run('UPDATE sessions SET sharing_mode = $1 WHERE id = $2', mode, sessionId);
       await db.run('DELETE FROM session_grants WHERE session_id = $1', sessionId);
       if (mode === 'selected' && userIds.length > 0) {
-        await db.run('INSERT INTO session_grants (session_id, user_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING', sessionId, userIds);
+        await db.run(
+          'INSERT INTO session_grants (session_id, user_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING',
+          sessionId,
+          userIds,
+        );
       }
     });
   }
 
   /** The sessions `query` selects for `viewer`: the joins and conditions every listing and count shares (in `p`). */
-  private filter(p: Params, viewer: User, query: Omit<SessionQuery, 'sort' | 'limit'>, now: number): { matches: string; matched: string | undefined; tsquery: string | undefined; where: string[] } {
+  private filter(
+    p: Params,
+    viewer: User,
+    query: Omit<SessionQuery, 'sort' | 'limit'>,
+    now: number,
+  ): { matches: string; matched: string | undefined; tsquery: string | undefined; where: string[] } {
     const where = ['s.current_artifact_id IS NOT NULL'];
     if (query.resumable === true || !viewer.is_admin) where.push(visible(p.add(viewer.id)));
-    if (query.resumable === true) where.push(`a.resumable AND a.status = 'complete' AND NOT a.blob_deleted AND a.retention_deadline > ${p.add(now)}`);
+    if (query.resumable === true)
+      where.push(
+        `a.resumable AND a.status = 'complete' AND NOT a.blob_deleted AND a.retention_deadline > ${p.add(now)}`,
+      );
     // q: the words of the full-text index (title, summary, what the session says, its folder and native id), through
     // its GIN index; a q without a word (punctuation only) is a piece of an id, folder, title or summary, as before. An
     // expired session holds nothing to find any more.
@@ -676,13 +832,15 @@ export class PostgresStore implements ControlStore {
     const matches =
       matched === undefined
         ? ''
-        : `JOIN (SELECT x.session_id, x.document FROM session_search x WHERE x.document @@ to_tsquery('simple', ${matched})) m ON m.session_id = s.id`;
+        : `JOIN (SELECT x.session_id, x.document FROM session_search x WHERE x.document @@ to_tsquery('simple', ` +
+          `${matched})) m ON m.session_id = s.id`;
     if (query.q !== undefined && matched === undefined) {
       const like = p.add(likePattern(query.q));
       where.push(`(lower(s.native_session_id) LIKE ${like} ESCAPE '\\' OR lower(COALESCE(a.cwd, '')) LIKE ${like} ESCAPE '\\'
         OR lower(COALESCE(a.title, '')) LIKE ${like} ESCAPE '\\' OR lower(COALESCE(a.summary, '')) LIKE ${like} ESCAPE '\\')`);
     }
-    if (query.id_prefix !== undefined) where.push(`substr(s.id, 1, ${p.add(query.id_prefix.length)}::integer) = ${p.add(query.id_prefix)}`);
+    if (query.id_prefix !== undefined)
+      where.push(`substr(s.id, 1, ${p.add(query.id_prefix.length)}::integer) = ${p.add(query.id_prefix)}`);
     if (query.harness !== undefined) where.push(`s.harness = ${p.add(query.harness)}`);
     if (query.harnesses !== undefined) where.push(`s.harness = ANY(${p.add([...query.harnesses])}::text[])`);
     if (query.tag !== undefined) where.push(`s.tags::jsonb ? ${p.add(query.tag)}`);
@@ -695,22 +853,33 @@ export class PostgresStore implements ControlStore {
 
   /** Whether any text of `query` cannot be held by PostgreSQL (a NUL): it matches nothing. */
   private unmatchable(query: Omit<SessionQuery, 'sort' | 'limit'>): boolean {
-    return [query.q, query.harness, query.owner_id, query.id_prefix, query.after_id].some((text) => text !== undefined && !storable(text));
+    return [query.q, query.harness, query.owner_id, query.id_prefix, query.after_id].some(
+      (text) => text !== undefined && !storable(text),
+    );
   }
 
-  async countByHarness(viewer: User, query: Omit<SessionQuery, 'sort' | 'limit'>, now: number): Promise<Record<string, number>> {
+  async countByHarness(
+    viewer: User,
+    query: Omit<SessionQuery, 'sort' | 'limit'>,
+    now: number,
+  ): Promise<Record<string, number>> {
     if (this.unmatchable(query)) return {};
     const p = new Params();
     const { matches, where } = this.filter(p, viewer, query, now);
     const cap = query.q === undefined ? '' : ` LIMIT ${MAX_SEARCH_TOTAL}`;
     const rows = await this.db.all(
-      `SELECT h, COUNT(*) AS n FROM (SELECT s.harness AS h FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id ${matches} WHERE ${where.join(' AND ')}${cap}) c GROUP BY h ORDER BY h`,
+      `SELECT h, COUNT(*) AS n FROM (SELECT s.harness AS h FROM sessions s JOIN artifacts a ON a.id = ` +
+        `s.current_artifact_id ${matches} WHERE ${where.join(' AND ')}${cap}) c GROUP BY h ORDER BY h`,
       ...p.values,
     );
     return Object.fromEntries(rows.map((r) => [String(r.h), Number(r.n)]));
   }
 
-  async listSessions(viewer: User, query: SessionQuery, now: number): Promise<{ sessions: CapturedSession[]; total?: number }> {
+  async listSessions(
+    viewer: User,
+    query: SessionQuery,
+    now: number,
+  ): Promise<{ sessions: CapturedSession[]; total?: number }> {
     if (this.unmatchable(query)) return { sessions: [], ...(query.count === true ? { total: 0 } : {}) };
     const p = new Params();
     const { matches, matched, tsquery, where } = this.filter(p, viewer, query, now);
@@ -719,7 +888,10 @@ export class PostgresStore implements ControlStore {
     if (query.after_id !== undefined) {
       // An unknown cursor matches nothing, as in Blue's server.
       const after = p.add(query.after_id);
-      page.push(`(s.updated_at < (SELECT updated_at FROM sessions WHERE id = ${after}) OR (s.updated_at = (SELECT updated_at FROM sessions WHERE id = ${after}) AND s.id < ${after}))`);
+      page.push(
+        `(s.updated_at < (SELECT updated_at FROM sessions WHERE id = ${after}) OR (s.updated_at = (SELECT ` +
+          `updated_at FROM sessions WHERE id = ${after}) AND s.id < ${after}))`,
+      );
     }
     // A search counts at most MAX_SEARCH_TOTAL matches; with no more than that it is ranked (title A, summary B, text
     // C, place D), else newest first.
@@ -727,27 +899,44 @@ export class PostgresStore implements ControlStore {
     // can then run at once.
     const candidates =
       matched !== undefined && query.sort === 'relevance'
-        ? Number((await this.db.get(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM session_search WHERE document @@ to_tsquery('simple', $1) LIMIT ${MAX_SEARCH_TOTAL}) c`, tsquery!))!.n)
+        ? Number(
+            (await this.db.get(
+              `SELECT COUNT(*) AS n FROM (SELECT 1 FROM session_search WHERE document @@ to_tsquery('simple', $1) ` +
+                `LIMIT ${MAX_SEARCH_TOTAL}) c`,
+              tsquery!,
+            ))!.n,
+          )
         : undefined;
     const ranked = candidates !== undefined && candidates < MAX_SEARCH_TOTAL;
     const cap = matched === undefined ? '' : ` LIMIT ${MAX_SEARCH_TOTAL}`;
-    const countSql = `SELECT COUNT(*) AS n FROM (SELECT 1 FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id ${matches} WHERE ${where.join(' AND ')}${cap}) c`;
+    const countSql =
+      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM sessions s JOIN artifacts a ON a.id = ` +
+      `s.current_artifact_id ${matches} WHERE ${where.join(' AND ')}${cap}) c`;
     const order =
       query.sort === 'updated_asc'
         ? 's.updated_at ASC, s.id ASC'
         : ranked
           ? `ts_rank(m.document, to_tsquery('simple', ${matched!})) DESC, s.updated_at DESC, s.id DESC`
           : 's.updated_at DESC, s.id DESC';
-    // The current artifact comes in the same row (SESSION_SELECT's join): one query for the page, another for the count.
+    // The current artifact comes in the same row (SESSION_SELECT's join): one query for the page, another for the
+    // count.
     const [rows, counted] = await Promise.all([
-      this.db.all(`${SESSION_SELECT} ${matches} WHERE ${page.join(' AND ')} ORDER BY ${order} LIMIT ${p.add(query.limit)} OFFSET ${p.add(query.offset ?? 0)}`, ...p.values),
+      this.db.all(
+        `${SESSION_SELECT} ${matches} WHERE ${page.join(' AND ')} ORDER BY ${order} LIMIT ${p.add(query.limit)} ` +
+          `OFFSET ${p.add(query.offset ?? 0)}`,
+        ...p.values,
+      ),
       query.count === true ? this.db.get(countSql, ...filterArgs) : undefined,
     ]);
     const total = counted === undefined ? undefined : Number(counted.n);
     return { sessions: rows.map(sessionOf), ...(total === undefined ? {} : { total }) };
   }
 
-  async facets(viewer: User, userQ: string | undefined, selectedUserId: string | undefined): Promise<{ users: User[]; harnesses: string[] }> {
+  async facets(
+    viewer: User,
+    userQ: string | undefined,
+    selectedUserId: string | undefined,
+  ): Promise<{ users: User[]; harnesses: string[] }> {
     const p = new Params();
     const shown = viewer.is_admin ? 'TRUE' : visible(p.add(viewer.id));
     const harnessArgs = [...p.values];
@@ -759,17 +948,30 @@ export class PostgresStore implements ControlStore {
         ? []
         : await this.db.all(
             `SELECT u.* FROM users u
-             WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.owner_id = u.id AND s.current_artifact_id IS NOT NULL AND ${shown})
-               AND (${p.add(userQ ?? null)}::text IS NULL OR lower(u.email) LIKE ${p.add(userQ === undefined ? null : likePattern(userQ))} ESCAPE '\\')
+             WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.owner_id = u.id AND s.current_artifact_id IS NOT NULL AND
+             ${shown})
+               AND (${p.add(userQ ?? null)}::text IS NULL OR lower(u.email) LIKE
+               ${p.add(userQ === undefined ? null : likePattern(userQ))} ESCAPE '\\')
              ORDER BY (u.id = ${p.add(selected)}) DESC, lower(u.email), u.id LIMIT 10`,
             ...p.values,
           );
-    const harnesses = await this.db.all(`SELECT DISTINCT s.harness FROM sessions s WHERE s.current_artifact_id IS NOT NULL AND ${shown} ORDER BY s.harness`, ...harnessArgs);
+    const harnesses = await this.db.all(
+      `SELECT DISTINCT s.harness FROM sessions s WHERE s.current_artifact_id IS NOT NULL AND ${shown} ORDER BY ` +
+        `s.harness`,
+      ...harnessArgs,
+    );
     return { users: users.map(toUser), harnesses: harnesses.map((r) => String(r.harness)) };
   }
 
   async expiredArtifacts(now: number, limit: number): Promise<Artifact[]> {
-    return (await this.db.all('SELECT * FROM artifacts WHERE retention_deadline < $1 AND NOT blob_deleted ORDER BY retention_deadline LIMIT $2', now, limit)).map(toArtifact);
+    return (
+      await this.db.all(
+        'SELECT * FROM artifacts WHERE retention_deadline < $1 AND NOT blob_deleted ORDER BY retention_deadline ' +
+          'LIMIT $2',
+        now,
+        limit,
+      )
+    ).map(toArtifact);
   }
 
   async markBlobDeleted(artifactId: string): Promise<void> {
@@ -783,11 +985,20 @@ export class PostgresStore implements ControlStore {
          WHERE s.id = x.session_id AND a.id = s.current_artifact_id AND (a.blob_deleted OR a.retention_deadline <= $1)`,
         now,
       );
-      await db.run('DELETE FROM search_queue q USING artifacts a WHERE a.id = q.artifact_id AND (a.blob_deleted OR a.retention_deadline <= $1)', now);
+      await db.run(
+        'DELETE FROM search_queue q USING artifacts a WHERE a.id = q.artifact_id AND (a.blob_deleted OR ' +
+          'a.retention_deadline <= $1)',
+        now,
+      );
       return dropped;
     });
   }
-  async deleteSession(sessionId: string, audit: NewAuditEvent, now: number, pendingUntil: number): Promise<string[] | undefined> {
+  async deleteSession(
+    sessionId: string,
+    audit: NewAuditEvent,
+    now: number,
+    pendingUntil: number,
+  ): Promise<string[] | undefined> {
     return this.transaction(async (db) => {
       // Locked as presign and complete lock it: an upload of this session in flight waits, then finds it gone.
       if ((await db.get('SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE', sessionId)) === undefined) return undefined;
@@ -814,7 +1025,13 @@ export class PostgresStore implements ControlStore {
   }
 
   async blobDeletionsDue(now: number, limit: number): Promise<string[]> {
-    return (await this.db.all('SELECT blob_key FROM blob_deletions WHERE not_before <= $1 ORDER BY not_before, blob_key LIMIT $2', now, limit)).map((r) => String(r.blob_key));
+    return (
+      await this.db.all(
+        'SELECT blob_key FROM blob_deletions WHERE not_before <= $1 ORDER BY not_before, blob_key LIMIT $2',
+        now,
+        limit,
+      )
+    ).map((r) => String(r.blob_key));
   }
 
   async blobDeleted(key: string, now: number): Promise<void> {
@@ -843,18 +1060,39 @@ export class PostgresStore implements ControlStore {
     if (query.action !== undefined) where.push(`action = ${p.add(query.action)}`);
     if (query.actor_id !== undefined) where.push(`actor_id = ${p.add(query.actor_id)}`);
     if (query.session_id !== undefined) where.push(`session_id = ${p.add(query.session_id)}`);
-    const rows = await this.db.all(`SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ${p.add(query.limit)}`, ...p.values);
+    const rows = await this.db.all(
+      `SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ${p.add(query.limit)}`,
+      ...p.values,
+    );
     return rows.map(auditEventOf);
   }
-
 }
 
 /** A user and a personal token (and, with `by`, both in the audit log), in `db` (the caller's transaction). */
-async function insertUser(db: Db, email: string, isAdmin: boolean, now: number, tokenLabel: string, by: AuditActor | undefined): Promise<{ user: User; token: string }> {
+async function insertUser(
+  db: Db,
+  email: string,
+  isAdmin: boolean,
+  now: number,
+  tokenLabel: string,
+  by: AuditActor | undefined,
+): Promise<{ user: User; token: string }> {
   const user: User = { id: randomUUID(), email, is_admin: isAdmin, created_at: now };
-  await db.run('INSERT INTO users (id, email, is_admin, created_at) VALUES ($1, $2, $3, $4)', user.id, email, isAdmin, now);
+  await db.run(
+    'INSERT INTO users (id, email, is_admin, created_at) VALUES ($1, $2, $3, $4)',
+    user.id,
+    email,
+    isAdmin,
+    now,
+  );
   if (by !== undefined) await insertAudit(db, userAdded(by, user), now);
-  const { token, grant } = await insertPersonalToken(db, user.id, isAdmin ? API_SCOPES : MEMBER_SCOPES, tokenLabel, now);
+  const { token, grant } = await insertPersonalToken(
+    db,
+    user.id,
+    isAdmin ? API_SCOPES : MEMBER_SCOPES,
+    tokenLabel,
+    now,
+  );
   if (by !== undefined) await insertAudit(db, tokenCreated(by, grant), now);
   return { user, token };
 }
@@ -883,7 +1121,8 @@ async function presignIn(db: Db, input: NewArtifact, now: number, retentionMs: n
     sessionId = String(made.id);
   } else {
     const locked = (await db.get(
-      'SELECT id, current_artifact_id FROM sessions WHERE owner_id = $1 AND harness = $2 AND native_session_id = $3 FOR UPDATE',
+      'SELECT id, current_artifact_id FROM sessions WHERE owner_id = $1 AND harness = $2 AND native_session_id = ' +
+        '$3 FOR UPDATE',
       input.owner_id,
       input.harness,
       input.native_session_id,
@@ -899,7 +1138,8 @@ async function presignIn(db: Db, input: NewArtifact, now: number, retentionMs: n
       input.size_bytes,
     ))!;
     facts = {
-      current: locked.current_artifact_id === null ? undefined : await artifactIn(db, String(locked.current_artifact_id)),
+      current:
+        locked.current_artifact_id === null ? undefined : await artifactIn(db, String(locked.current_artifact_id)),
       sameBytes: same.id === null ? undefined : toArtifact(same),
       lastRevision: Number(same.last_revision ?? 0),
     };
@@ -910,12 +1150,18 @@ async function presignIn(db: Db, input: NewArtifact, now: number, retentionMs: n
     return { artifact: plan.artifact, outcome: 'complete' };
   }
   if (made === undefined) {
-    await db.run(`UPDATE sessions SET updated_at = $1, tags = COALESCE($2::text, tags) WHERE id = $3`, now, tagsOf(input), sessionId);
+    await db.run(
+      `UPDATE sessions SET updated_at = $1, tags = COALESCE($2::text, tags) WHERE id = $3`,
+      now,
+      tagsOf(input),
+      sessionId,
+    );
   }
   if (plan.outcome === 'reused') {
     const reused = (await db.get(
       `UPDATE artifacts SET status = 'pending', failure = NULL, content_type = $1, compatibility_profile = $2, artifact_format = $3,
-         resumable = $4, cwd = $5, title = $6, summary = $7, captured_at_unix_ms = $8, repository_root = $9, repository_remote = $10,
+         resumable = $4, cwd = $5, title = $6, summary = $7, captured_at_unix_ms = $8, repository_root = $9,
+         repository_remote = $10,
          updated_at = $11, retention_deadline = $12
        WHERE id = $13 RETURNING *`,
       ...describe(input),
@@ -928,7 +1174,8 @@ async function presignIn(db: Db, input: NewArtifact, now: number, retentionMs: n
   const id = randomUUID();
   const inserted = (await db.get(
     `INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
-       artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote, blob_key,
+       artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote,
+       blob_key,
        created_at, updated_at, retention_deadline)
      VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
      RETURNING *`,
@@ -956,17 +1203,35 @@ async function currentPolicyIn(db: Db): Promise<PolicyRevision | undefined> {
   return row === undefined ? undefined : toPolicyRevision(row);
 }
 
-/** A new revision (and, with `by`, its audit entry: what changed since the current one), in the caller's transaction. */
-async function insertPolicy(db: Db, body: Record<string, unknown>, now: number, { text, by }: PublishOptions): Promise<PolicyRevision> {
+/** A new revision (and, with `by`, its audit entry: what changed since the current one), in the caller's transaction.
+ * */
+async function insertPolicy(
+  db: Db,
+  body: Record<string, unknown>,
+  now: number,
+  { text, by }: PublishOptions,
+): Promise<PolicyRevision> {
   const previous = by === undefined ? undefined : await currentPolicyIn(db);
   const { published, served } = newRevision(body, now, text);
-  await db.run('INSERT INTO policy_revisions (revision, body, etag, created_at, published_text) VALUES ($1, $2, $3, $4, $5)', published.revision, served, published.etag, now, published.text);
+  await db.run(
+    'INSERT INTO policy_revisions (revision, body, etag, created_at, published_text) VALUES ($1, $2, $3, $4, $5)',
+    published.revision,
+    served,
+    published.etag,
+    now,
+    published.text,
+  );
   if (by !== undefined) await insertAudit(db, policyPublished(by, previous, published), now);
   return published;
 }
 
 async function insertAudit(db: Pick<Db, 'run'>, event: NewAuditEvent, now: number): Promise<void> {
-  await db.run('INSERT INTO audit_events (at, actor_kind, actor_id, actor_email, action, session_id, owner_id, details) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', now, ...auditRow(event));
+  await db.run(
+    'INSERT INTO audit_events (at, actor_kind, actor_id, actor_email, action, session_id, owner_id, details) ' +
+      'VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+    now,
+    ...auditRow(event),
+  );
 }
 
 /**
@@ -975,7 +1240,13 @@ async function insertAudit(db: Pick<Db, 'run'>, event: NewAuditEvent, now: numbe
  * way elsewhere is waited for, and the row is read again after it (a deleted session gets no entry, and the rest of
  * the indexer's batch is written).
  */
-async function writeSearchText(db: Db, sessionId: string, artifactId: string, text: string, now: number): Promise<boolean> {
+async function writeSearchText(
+  db: Db,
+  sessionId: string,
+  artifactId: string,
+  text: string,
+  now: number,
+): Promise<boolean> {
   const written = await db.run(
     `INSERT INTO session_search (session_id, body, document)
      SELECT s.id, $3::text, ${searchDocument('$3::text')}
@@ -1026,7 +1297,12 @@ function describe(input: NewArtifact): Value[] {
 }
 
 function toUser(row: Row): User {
-  return { id: String(row.id), email: String(row.email), is_admin: row.is_admin === true, created_at: Number(row.created_at) };
+  return {
+    id: String(row.id),
+    email: String(row.email),
+    is_admin: row.is_admin === true,
+    created_at: Number(row.created_at),
+  };
 }
 
 /**
@@ -1066,7 +1342,8 @@ function secretsOf(url: string): string[] {
   try {
     const parsed = new URL(url);
     if (parsed.password !== '') found.push(parsed.password);
-    for (const key of ['password', 'sslpassword']) for (const value of parsed.searchParams.getAll(key)) found.push(encodeURIComponent(value));
+    for (const key of ['password', 'sslpassword'])
+      for (const value of parsed.searchParams.getAll(key)) found.push(encodeURIComponent(value));
   } catch {
     // Unparsable: nothing of it is shown.
   }
@@ -1091,26 +1368,59 @@ function connectError(error: unknown, location: string, secrets: readonly string
   const code = sqlState(error);
   const said = redact(error instanceof Error ? error.message : String(error), secrets);
   const urlHint = 'the database URL (--database-url or BLUE_CONTROL_DATABASE_URL)';
-  const fail = (errorCode: 'CONFIG_INVALID' | 'IO_ERROR', message: string, hint: string) => new BlueError(errorCode, redact(message, secrets), { hint: redact(hint, secrets) });
+  const fail = (errorCode: 'CONFIG_INVALID' | 'IO_ERROR', message: string, hint: string) =>
+    new BlueError(errorCode, redact(message, secrets), { hint: redact(hint, secrets) });
   if (code === '28P01' || code === '28000' || /SASL|password/i.test(said)) {
-    return fail('CONFIG_INVALID', `PostgreSQL refused the sign-in to ${location}: ${said}`, `Check the user name and password in ${urlHint}; percent-encode special characters in the password (@ : / ? # %).`);
+    return fail(
+      'CONFIG_INVALID',
+      `PostgreSQL refused the sign-in to ${location}: ${said}`,
+      `Check the user name and password in ${urlHint}; percent-encode special characters in the password (@ : / ? ` +
+        `# %).`,
+    );
   }
   if (code === '3D000') {
-    return fail('CONFIG_INVALID', `the PostgreSQL database of ${location} does not exist: ${said}`, `Create it (createdb, or CREATE DATABASE), or fix its name in ${urlHint}.`);
+    return fail(
+      'CONFIG_INVALID',
+      `the PostgreSQL database of ${location} does not exist: ${said}`,
+      `Create it (createdb, or CREATE DATABASE), or fix its name in ${urlHint}.`,
+    );
   }
-  if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === '57P03') {
-    return fail('IO_ERROR', `cannot reach the PostgreSQL server of ${location}: ${said}`, `Check that the server runs and accepts connections there, and the host and port in ${urlHint}.`);
+  if (
+    code === 'ECONNREFUSED' ||
+    code === 'ECONNRESET' ||
+    code === 'EHOSTUNREACH' ||
+    code === 'ENETUNREACH' ||
+    code === '57P03'
+  ) {
+    return fail(
+      'IO_ERROR',
+      `cannot reach the PostgreSQL server of ${location}: ${said}`,
+      `Check that the server runs and accepts connections there, and the host and port in ${urlHint}.`,
+    );
   }
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-    return fail('IO_ERROR', `cannot resolve the host of the PostgreSQL server of ${location}: ${said}`, `Check the host name in ${urlHint}, and this machine's DNS.`);
+    return fail(
+      'IO_ERROR',
+      `cannot resolve the host of the PostgreSQL server of ${location}: ${said}`,
+      `Check the host name in ${urlHint}, and this machine's DNS.`,
+    );
   }
   if (/timeout|timed out/i.test(said)) {
-    return fail('IO_ERROR', `timed out connecting to the PostgreSQL server of ${location}: ${said}`, `Check that the server runs and is reachable from here (firewall, network), and the host and port in ${urlHint}.`);
+    return fail(
+      'IO_ERROR',
+      `timed out connecting to the PostgreSQL server of ${location}: ${said}`,
+      `Check that the server runs and is reachable from here (firewall, network), and the host and port in ${urlHint}.`,
+    );
   }
-  return fail('IO_ERROR', `cannot open the PostgreSQL database ${location}: ${said}`, `Check ${urlHint}, that the server runs, and that its user may connect and create tables in the database.`);
+  return fail(
+    'IO_ERROR',
+    `cannot open the PostgreSQL database ${location}: ${said}`,
+    `Check ${urlHint}, that the server runs, and that its user may connect and create tables in the database.`,
+  );
 }
 
-/** PostgreSQL's tsquery for `q`: every word (letters and digits only: no operator reaches the parser), the last as a prefix. */
+/** PostgreSQL's tsquery for `q`: every word (letters and digits only: no operator reaches the parser), the last as a
+ * prefix. */
 function tsQuery(q: string): string | undefined {
   const words = searchWords(q);
   return words.length === 0 ? undefined : words.map((w, i) => (i === words.length - 1 ? `${w}:*` : w)).join(' & ');

@@ -11,7 +11,11 @@ export function etagOf(text: string): string {
 }
 
 /** A new revision of `body`, and the document it serves as stored (`served`). */
-export function newRevision(body: Record<string, unknown>, now: number, text: string | undefined): { published: PolicyRevision; served: string } {
+export function newRevision(
+  body: Record<string, unknown>,
+  now: number,
+  text: string | undefined,
+): { published: PolicyRevision; served: string } {
   const revision = randomUUID();
   const full = { ...body, revision };
   const served = JSON.stringify(full);

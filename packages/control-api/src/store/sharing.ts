@@ -5,7 +5,10 @@
  */
 import type { CapturedSession, User } from './types.js';
 
-export function mayView(session: Pick<CapturedSession, 'owner_id' | 'current_artifact_id' | 'sharing_mode'>, viewer: Pick<User, 'id' | 'is_admin'>): boolean | 'if-granted' {
+export function mayView(
+  session: Pick<CapturedSession, 'owner_id' | 'current_artifact_id' | 'sharing_mode'>,
+  viewer: Pick<User, 'id' | 'is_admin'>,
+): boolean | 'if-granted' {
   if (viewer.is_admin || session.owner_id === viewer.id) return true;
   if (session.current_artifact_id === null) return false;
   if (session.sharing_mode === 'workspace') return true;

@@ -6,7 +6,22 @@ import { randomUUID } from 'node:crypto';
 import { judgeToken, planPoll, planRefresh } from './sign-ins.js';
 import { GRANT_HISTORY_MS, hashToken, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
 import { signInLinkMade, tokenCreated, tokenRevoked } from './audit.js';
-import type { AttemptLimit, AuditActor, BrowserSession, DeviceCode, DevicePoll, Grant, IdentityStore, IssuedTokens, NewAuditEvent, NewDeviceCode, OidcLogin, TokenCaller, TokenLifetimes, User } from './types.js';
+import type {
+  AttemptLimit,
+  AuditActor,
+  BrowserSession,
+  DeviceCode,
+  DevicePoll,
+  Grant,
+  IdentityStore,
+  IssuedTokens,
+  NewAuditEvent,
+  NewDeviceCode,
+  OidcLogin,
+  TokenCaller,
+  TokenLifetimes,
+  User,
+} from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | null;
@@ -43,15 +58,34 @@ export class SqliteIdentity implements IdentityStore {
     return { user: this.db.toUser(row!), grant_id: judged.grantId, scopes: judged.scopes };
   }
 
-  async addPersonalToken(userId: string, scopes: readonly string[], label: string, now: number, by?: AuditActor): Promise<{ token: string; grant: Grant }> {
+  async addPersonalToken(
+    userId: string,
+    scopes: readonly string[],
+    label: string,
+    now: number,
+    by?: AuditActor,
+  ): Promise<{ token: string; grant: Grant }> {
     return this.db.transaction(() => this.insertPersonalToken(userId, scopes, label, now, by));
   }
 
   /** A personal sign-in and its token (with `by`, in the audit log); inside the caller's transaction. */
-  insertPersonalToken(userId: string, scopes: readonly string[], label: string, now: number, by?: AuditActor): { token: string; grant: Grant } {
+  insertPersonalToken(
+    userId: string,
+    scopes: readonly string[],
+    label: string,
+    now: number,
+    by?: AuditActor,
+  ): { token: string; grant: Grant } {
     const token = newToken();
     const id = randomUUID();
-    this.db.run(`INSERT INTO grants (id, user_id, kind, scopes, label, created_at) VALUES (?, ?, 'personal', ?, ?, ?)`, id, userId, scopes.join(' '), label, now);
+    this.db.run(
+      `INSERT INTO grants (id, user_id, kind, scopes, label, created_at) VALUES (?, ?, 'personal', ?, ?, ?)`,
+      id,
+      userId,
+      scopes.join(' '),
+      label,
+      now,
+    );
     this.db.run(`INSERT INTO tokens (hash, grant_id, kind) VALUES (?, ?, 'access')`, hashToken(token), id);
     const grant = toGrant(this.db.get(`${GRANT_SELECT} WHERE g.id = ?`, id)!);
     if (by !== undefined) this.db.audit(tokenCreated(by, grant), now);
@@ -59,7 +93,10 @@ export class SqliteIdentity implements IdentityStore {
   }
 
   async grants(userId: string | undefined): Promise<Grant[]> {
-    const rows = userId === undefined ? this.db.all(`${GRANT_SELECT} ORDER BY g.created_at DESC, g.id`) : this.db.all(`${GRANT_SELECT} WHERE g.user_id = ? ORDER BY g.created_at DESC, g.id`, userId);
+    const rows =
+      userId === undefined
+        ? this.db.all(`${GRANT_SELECT} ORDER BY g.created_at DESC, g.id`)
+        : this.db.all(`${GRANT_SELECT} WHERE g.user_id = ? ORDER BY g.created_at DESC, g.id`, userId);
     return rows.map(toGrant);
   }
 
@@ -102,7 +139,11 @@ export class SqliteIdentity implements IdentityStore {
   }
 
   async pendingDeviceCode(userCode: string, now: number): Promise<DeviceCode | undefined> {
-    const row = this.db.get(`SELECT * FROM device_codes WHERE user_code = ? AND status = 'pending' AND expires_at > ?`, userCode, now);
+    const row = this.db.get(
+      `SELECT * FROM device_codes WHERE user_code = ? AND status = 'pending' AND expires_at > ?`,
+      userCode,
+      now,
+    );
     return row === undefined ? undefined : toDeviceCode(row);
   }
 
@@ -117,18 +158,39 @@ export class SqliteIdentity implements IdentityStore {
     return changed === 1;
   }
 
-  async pollDeviceCode(deviceHash: string, clientId: string, now: number, lifetimes: TokenLifetimes, slowDownMs: number): Promise<DevicePoll> {
+  async pollDeviceCode(
+    deviceHash: string,
+    clientId: string,
+    now: number,
+    lifetimes: TokenLifetimes,
+    slowDownMs: number,
+  ): Promise<DevicePoll> {
     return this.db.transaction((): DevicePoll => {
-      const row = this.db.get('SELECT d.*, u.is_admin FROM device_codes d LEFT JOIN users u ON u.id = d.user_id WHERE d.device_hash = ?', deviceHash);
-      const code = row === undefined ? undefined : { ...toDeviceCode(row), last_poll_at: row.last_poll_at === null ? null : Number(row.last_poll_at) };
+      const row = this.db.get(
+        'SELECT d.*, u.is_admin FROM device_codes d LEFT JOIN users u ON u.id = d.user_id WHERE d.device_hash = ?',
+        deviceHash,
+      );
+      const code =
+        row === undefined
+          ? undefined
+          : { ...toDeviceCode(row), last_poll_at: row.last_poll_at === null ? null : Number(row.last_poll_at) };
       const plan = planPoll(code, Number(row?.is_admin) === 1, clientId, now);
-      if (plan.outcome === 'slow_down') this.db.run('UPDATE device_codes SET interval_ms = interval_ms + ?, last_poll_at = ? WHERE device_hash = ?', slowDownMs, now, deviceHash);
-      if (plan.outcome === 'pending') this.db.run('UPDATE device_codes SET last_poll_at = ? WHERE device_hash = ?', now, deviceHash);
-      if (plan.outcome === 'denied' || plan.outcome === 'approved') this.db.run('DELETE FROM device_codes WHERE device_hash = ?', deviceHash);
+      if (plan.outcome === 'slow_down')
+        this.db.run(
+          'UPDATE device_codes SET interval_ms = interval_ms + ?, last_poll_at = ? WHERE device_hash = ?',
+          slowDownMs,
+          now,
+          deviceHash,
+        );
+      if (plan.outcome === 'pending')
+        this.db.run('UPDATE device_codes SET last_poll_at = ? WHERE device_hash = ?', now, deviceHash);
+      if (plan.outcome === 'denied' || plan.outcome === 'approved')
+        this.db.run('DELETE FROM device_codes WHERE device_hash = ?', deviceHash);
       if (plan.outcome !== 'approved') return { outcome: plan.outcome };
       const grantId = randomUUID();
       this.db.run(
-        `INSERT INTO grants (id, user_id, kind, client_id, scopes, label, created_at) VALUES (?, ?, 'device', ?, ?, ?, ?)`,
+        `INSERT INTO grants (id, user_id, kind, client_id, scopes, label, created_at) VALUES (?, ?, 'device', ?, ` +
+          `?, ?, ?)`,
         grantId,
         plan.userId,
         clientId,
@@ -140,7 +202,12 @@ export class SqliteIdentity implements IdentityStore {
     });
   }
 
-  async refresh(refreshToken: string, clientId: string, now: number, lifetimes: TokenLifetimes): Promise<IssuedTokens | undefined> {
+  async refresh(
+    refreshToken: string,
+    clientId: string,
+    now: number,
+    lifetimes: TokenLifetimes,
+  ): Promise<IssuedTokens | undefined> {
     const hash = hashToken(refreshToken);
     return this.db.transaction(() => {
       const row = this.db.get(
@@ -165,10 +232,31 @@ export class SqliteIdentity implements IdentityStore {
     const access = newToken();
     const refresh = newToken();
     const accessExpires = now + lifetimes.accessMs;
-    this.db.run(`INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES (?, ?, 'access', ?)`, hashToken(access), grantId, accessExpires);
-    this.db.run(`INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES (?, ?, 'refresh', ?)`, hashToken(refresh), grantId, now + lifetimes.refreshMs);
-    this.db.run('UPDATE grants SET expires_at = ?, last_used_at = ? WHERE id = ?', now + lifetimes.refreshMs, now, grantId);
-    return { access_token: access, refresh_token: refresh, access_expires_at: accessExpires, scopes, grant_id: grantId };
+    this.db.run(
+      `INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES (?, ?, 'access', ?)`,
+      hashToken(access),
+      grantId,
+      accessExpires,
+    );
+    this.db.run(
+      `INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES (?, ?, 'refresh', ?)`,
+      hashToken(refresh),
+      grantId,
+      now + lifetimes.refreshMs,
+    );
+    this.db.run(
+      'UPDATE grants SET expires_at = ?, last_used_at = ? WHERE id = ?',
+      now + lifetimes.refreshMs,
+      now,
+      grantId,
+    );
+    return {
+      access_token: access,
+      refresh_token: refresh,
+      access_expires_at: accessExpires,
+      scopes,
+      grant_id: grantId,
+    };
   }
 
   async takeAttempt(key: string, limit: AttemptLimit, now: number): Promise<number | undefined> {
@@ -196,13 +284,27 @@ export class SqliteIdentity implements IdentityStore {
   async createBrowserSession(userId: string, now: number, ttlMs: number): Promise<{ token: string; csrf: string }> {
     const token = newSecret();
     const csrf = newSecret();
-    this.db.run('INSERT INTO browser_sessions (hash, user_id, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)', hashToken(token), userId, csrf, now, now + ttlMs);
+    this.db.run(
+      'INSERT INTO browser_sessions (hash, user_id, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)',
+      hashToken(token),
+      userId,
+      csrf,
+      now,
+      now + ttlMs,
+    );
     return { token, csrf };
   }
 
   async browserSession(token: string, now: number): Promise<BrowserSession | undefined> {
-    const row = this.db.get(`SELECT b.csrf, b.expires_at AS session_expires_at, ${USER_COLUMNS} FROM browser_sessions b JOIN users u ON u.id = b.user_id WHERE b.hash = ? AND b.expires_at > ?`, hashToken(token), now);
-    return row === undefined ? undefined : { user: this.db.toUser(row), csrf: String(row.csrf), expires_at: Number(row.session_expires_at) };
+    const row = this.db.get(
+      `SELECT b.csrf, b.expires_at AS session_expires_at, ${USER_COLUMNS} FROM browser_sessions b JOIN users u ON ` +
+        `u.id = b.user_id WHERE b.hash = ? AND b.expires_at > ?`,
+      hashToken(token),
+      now,
+    );
+    return row === undefined
+      ? undefined
+      : { user: this.db.toUser(row), csrf: String(row.csrf), expires_at: Number(row.session_expires_at) };
   }
 
   async endBrowserSession(token: string): Promise<void> {
@@ -212,9 +314,16 @@ export class SqliteIdentity implements IdentityStore {
   async createSignInLink(userId: string, now: number, ttlMs: number, by?: AuditActor): Promise<string> {
     const token = newSecret();
     return this.db.transaction(() => {
-      this.db.run('INSERT INTO sign_in_links (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)', hashToken(token), userId, now, now + ttlMs);
+      this.db.run(
+        'INSERT INTO sign_in_links (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)',
+        hashToken(token),
+        userId,
+        now,
+        now + ttlMs,
+      );
       const row = by === undefined ? undefined : this.db.get('SELECT * FROM users WHERE id = ?', userId);
-      if (by !== undefined && row !== undefined) this.db.audit(signInLinkMade(by, this.db.toUser(row), now + ttlMs), now);
+      if (by !== undefined && row !== undefined)
+        this.db.audit(signInLinkMade(by, this.db.toUser(row), now + ttlMs), now);
       return token;
     });
   }
@@ -222,7 +331,11 @@ export class SqliteIdentity implements IdentityStore {
   async useSignInLink(token: string, now: number): Promise<User | undefined> {
     return this.db.transaction(() => {
       const hash = hashToken(token);
-      const row = this.db.get(`SELECT l.expires_at AS link_expires_at, ${USER_COLUMNS} FROM sign_in_links l JOIN users u ON u.id = l.user_id WHERE l.hash = ?`, hash);
+      const row = this.db.get(
+        `SELECT l.expires_at AS link_expires_at, ${USER_COLUMNS} FROM sign_in_links l JOIN users u ON u.id = ` +
+          `l.user_id WHERE l.hash = ?`,
+        hash,
+      );
       if (row === undefined) return undefined;
       this.db.run('DELETE FROM sign_in_links WHERE hash = ?', hash);
       return Number(row.link_expires_at) > now ? this.db.toUser(row) : undefined;
@@ -230,17 +343,41 @@ export class SqliteIdentity implements IdentityStore {
   }
 
   async oidcUser(issuer: string, subject: string): Promise<User | undefined> {
-    const row = this.db.get(`SELECT ${USER_COLUMNS} FROM oidc_subjects o JOIN users u ON u.id = o.user_id WHERE o.issuer = ? AND o.subject = ?`, issuer, subject);
+    const row = this.db.get(
+      `SELECT ${USER_COLUMNS} FROM oidc_subjects o JOIN users u ON u.id = o.user_id WHERE o.issuer = ? AND ` +
+        `o.subject = ?`,
+      issuer,
+      subject,
+    );
     return row === undefined ? undefined : this.db.toUser(row);
   }
 
   async bindOidcSubject(issuer: string, subject: string, userId: string): Promise<boolean> {
-    this.db.run('INSERT INTO oidc_subjects (issuer, subject, user_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', issuer, subject, userId);
-    return this.db.get('SELECT 1 FROM oidc_subjects WHERE issuer = ? AND subject = ? AND user_id = ?', issuer, subject, userId) !== undefined;
+    this.db.run(
+      'INSERT INTO oidc_subjects (issuer, subject, user_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
+      issuer,
+      subject,
+      userId,
+    );
+    return (
+      this.db.get(
+        'SELECT 1 FROM oidc_subjects WHERE issuer = ? AND subject = ? AND user_id = ?',
+        issuer,
+        subject,
+        userId,
+      ) !== undefined
+    );
   }
 
   async createOidcLogin(state: string, login: OidcLogin, now: number, ttlMs: number): Promise<void> {
-    this.db.run('INSERT INTO oidc_logins (state_hash, code_verifier, nonce, next, expires_at) VALUES (?, ?, ?, ?, ?)', hashToken(state), login.code_verifier, login.nonce, login.next, now + ttlMs);
+    this.db.run(
+      'INSERT INTO oidc_logins (state_hash, code_verifier, nonce, next, expires_at) VALUES (?, ?, ?, ?, ?)',
+      hashToken(state),
+      login.code_verifier,
+      login.nonce,
+      login.next,
+      now + ttlMs,
+    );
   }
 
   async takeOidcLogin(state: string, now: number): Promise<OidcLogin | undefined> {

@@ -142,7 +142,9 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
          FROM uploads GROUP BY owner_id, harness, session_id`,
       )
       .all() as { owner_id: string; harness: string; session_id: string; created_at: number; updated_at: number }[];
-    const revisions = db.prepare('SELECT * FROM uploads WHERE owner_id = ? AND harness = ? AND session_id = ? ORDER BY revision DESC');
+    const revisions = db.prepare(
+      'SELECT * FROM uploads WHERE owner_id = ? AND harness = ? AND session_id = ? ORDER BY revision DESC',
+    );
     const insertSession = db.prepare(
       `INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -160,20 +162,49 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
       const uploads = revisions.all(s.owner_id, s.harness, s.session_id) as Record<string, string | number | null>[];
       const v = (u: Record<string, string | number | null>, key: string): string | number | null => u[key] ?? null;
       const current = uploads.find((u) => u.status === 'complete');
-      const sharingSource = [current, ...uploads].find((u) => u !== undefined && sharingOf.get(String(u.id)) !== undefined);
-      const mode = sharingSource === undefined ? 'private' : String((sharingOf.get(String(sharingSource.id)) as { mode: string }).mode);
+      const sharingSource = [current, ...uploads].find(
+        (u) => u !== undefined && sharingOf.get(String(u.id)) !== undefined,
+      );
+      const mode =
+        sharingSource === undefined
+          ? 'private'
+          : String((sharingOf.get(String(sharingSource.id)) as { mode: string }).mode);
       const id = randomUUID();
-      insertSession.run(id, s.owner_id, s.harness, s.session_id, mode, current === undefined ? null : String(current.id), s.created_at, s.updated_at);
+      insertSession.run(
+        id,
+        s.owner_id,
+        s.harness,
+        s.session_id,
+        mode,
+        current === undefined ? null : String(current.id),
+        s.created_at,
+        s.updated_at,
+      );
       if (mode === 'selected' && sharingSource !== undefined) {
         for (const r of recipientsOf.all(String(sharingSource.id)) as { user_id: string }[]) grant.run(id, r.user_id);
       }
       for (const u of uploads) {
         const columns = ['revision', 'status', 'size_bytes', 'sha256', 'content_type'].map((k) => v(u, k));
-        const described = ['resumable', 'cwd', 'title', 'summary', 'captured_at_unix_ms', 'repository_root', 'repository_remote', 'blob_key', 'failure'];
+        const described = [
+          'resumable',
+          'cwd',
+          'title',
+          'summary',
+          'captured_at_unix_ms',
+          'repository_root',
+          'repository_remote',
+          'blob_key',
+          'failure',
+        ];
         const times = ['created_at', 'updated_at', 'completed_at', 'retention_deadline', 'blob_deleted'];
         insertArtifact.run(
-          v(u, 'id'), id, ...columns, v(u, 'compatibility_profile') ?? 'legacy', v(u, 'artifact_format') ?? 'legacy-raw',
-          ...described.map((k) => v(u, k)), ...times.map((k) => v(u, k)),
+          v(u, 'id'),
+          id,
+          ...columns,
+          v(u, 'compatibility_profile') ?? 'legacy',
+          v(u, 'artifact_format') ?? 'legacy-raw',
+          ...described.map((k) => v(u, k)),
+          ...times.map((k) => v(u, k)),
         );
       }
     }
@@ -278,8 +309,15 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
         UNIQUE (issuer, user_id)
       );
     `);
-    const users = db.prepare('SELECT id, is_admin, token_hash, created_at FROM users').all() as { id: string; is_admin: number; token_hash: string; created_at: number }[];
-    const grant = db.prepare(`INSERT INTO grants (id, user_id, kind, scopes, label, created_at) VALUES (?, ?, 'personal', ?, 'token from users add', ?)`);
+    const users = db.prepare('SELECT id, is_admin, token_hash, created_at FROM users').all() as {
+      id: string;
+      is_admin: number;
+      token_hash: string;
+      created_at: number;
+    }[];
+    const grant = db.prepare(
+      `INSERT INTO grants (id, user_id, kind, scopes, label, created_at) VALUES (?, ?, 'personal', ?, 'token from users add', ?)`,
+    );
     const token = db.prepare(`INSERT INTO tokens (hash, grant_id, kind) VALUES (?, ?, 'access')`);
     for (const u of users) {
       const id = randomUUID();
@@ -340,8 +378,12 @@ export function sqliteSchemaVersion(db: DatabaseSync): number {
 }
 
 export function schemaTooNew(where: string, found: number, known: number): BlueError {
-  return new BlueError('CONFIG_INVALID', `the Control API database ${where} has schema version ${found}, newer than this blue-agent understands (${known})`, {
-    file: where,
-    hint: 'Run the blue-agent release that created this database (or a newer one); do not downgrade a data directory.',
-  });
+  return new BlueError(
+    'CONFIG_INVALID',
+    `the Control API database ${where} has schema version ${found}, newer than this blue-agent understands (${known})`,
+    {
+      file: where,
+      hint: 'Run the blue-agent release that created this database (or a newer one); do not downgrade a data directory.',
+    },
+  );
 }

@@ -5,7 +5,17 @@
  * once per connection, and compiled once (planOnce). Bearer tokens are never stored: only their SHA-256.
  */
 import { randomUUID } from 'node:crypto';
-import { chmodSync, closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  existsSync,
+  fchmodSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  statSync,
+} from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { BlueError } from '@blue-agent/contract/errors.js';
@@ -38,7 +48,17 @@ import type {
   SharingMode,
   User,
 } from './types.js';
-import { API_SCOPES, BRACKETS, FIRST_ADMIN_TOKEN_LABEL, USERS_ADD_TOKEN_LABEL, MAX_MACHINES_PER_USER, MAX_SEARCH_TOTAL, MEMBER_SCOPES, searchPlace, searchWords } from './types.js';
+import {
+  API_SCOPES,
+  BRACKETS,
+  FIRST_ADMIN_TOKEN_LABEL,
+  USERS_ADD_TOKEN_LABEL,
+  MAX_MACHINES_PER_USER,
+  MAX_SEARCH_TOTAL,
+  MEMBER_SCOPES,
+  searchPlace,
+  searchWords,
+} from './types.js';
 
 type Row = Record<string, unknown>;
 type Value = string | number | bigint | null;
@@ -50,7 +70,8 @@ const SESSION_SELECT = `SELECT s.*, us.email AS owner_email,
       ELSE 0 END AS share_recipient_count
   FROM sessions s JOIN users us ON us.id = s.owner_id`;
 
-/** Who may see a session in listings: the owner, sessions shared with the whole workspace, or by name (the viewer twice). */
+/** Who may see a session in listings: the owner, sessions shared with the whole workspace, or by name (the viewer
+ * twice). */
 const VISIBLE = `(s.owner_id = ? OR s.sharing_mode = 'workspace' OR EXISTS
   (SELECT 1 FROM session_grants g WHERE g.session_id = s.id AND g.user_id = ?))`;
 
@@ -154,27 +175,55 @@ export class SqliteStore implements ControlStore {
 
   // Users
 
-  async addUser(email: string, isAdmin: boolean, now: number, { by, tokenLabel = USERS_ADD_TOKEN_LABEL }: { by?: AuditActor | undefined; tokenLabel?: string } = {}): Promise<{ user: User; token: string }> {
+  async addUser(
+    email: string,
+    isAdmin: boolean,
+    now: number,
+    { by, tokenLabel = USERS_ADD_TOKEN_LABEL }: { by?: AuditActor | undefined; tokenLabel?: string } = {},
+  ): Promise<{ user: User; token: string }> {
     return this.transaction(() => this.insertUser(email, isAdmin, now, tokenLabel, by));
   }
 
   /** A user and a personal token (and, with `by`, both in the audit log); inside the caller's transaction. */
-  private insertUser(email: string, isAdmin: boolean, now: number, tokenLabel: string, by: AuditActor | undefined): { user: User; token: string } {
+  private insertUser(
+    email: string,
+    isAdmin: boolean,
+    now: number,
+    tokenLabel: string,
+    by: AuditActor | undefined,
+  ): { user: User; token: string } {
     const user = this.insertBareUser(email, isAdmin, now, by);
-    const { token } = this.identity.insertPersonalToken(user.id, isAdmin ? API_SCOPES : MEMBER_SCOPES, tokenLabel, now, by);
+    const { token } = this.identity.insertPersonalToken(
+      user.id,
+      isAdmin ? API_SCOPES : MEMBER_SCOPES,
+      tokenLabel,
+      now,
+      by,
+    );
     return { user, token };
   }
 
   private insertBareUser(email: string, isAdmin: boolean, now: number, by: AuditActor | undefined): User {
     const user: User = { id: randomUUID(), email, is_admin: isAdmin, created_at: now };
     // token_hash is unread since version 7; it holds no token (see sqlite-migrations.ts).
-    this.run('INSERT INTO users (id, email, is_admin, token_hash, created_at) VALUES (?, ?, ?, ?, ?)', user.id, email, isAdmin ? 1 : 0, `none:${user.id}`, now);
+    this.run(
+      'INSERT INTO users (id, email, is_admin, token_hash, created_at) VALUES (?, ?, ?, ?, ?)',
+      user.id,
+      email,
+      isAdmin ? 1 : 0,
+      `none:${user.id}`,
+      now,
+    );
     if (by !== undefined) this.insertAudit(userAdded(by, user), now);
     return user;
   }
 
   async addFirstAdmin(email: string, now: number, by?: AuditActor): Promise<{ user: User; token: string } | undefined> {
-    return this.transaction(() => (this.get('SELECT 1 FROM users LIMIT 1') === undefined ? this.insertUser(email, true, now, FIRST_ADMIN_TOKEN_LABEL, by) : undefined));
+    return this.transaction(() =>
+      this.get('SELECT 1 FROM users LIMIT 1') === undefined
+        ? this.insertUser(email, true, now, FIRST_ADMIN_TOKEN_LABEL, by)
+        : undefined,
+    );
   }
 
   async provisionUser(email: string, now: number, by?: AuditActor): Promise<User> {
@@ -186,7 +235,8 @@ export class SqliteStore implements ControlStore {
 
   async setAdmin(userId: string, isAdmin: boolean, change?: RoleChange): Promise<boolean> {
     return this.transaction(() => {
-      const changer = change?.by.kind === 'user' ? this.get('SELECT * FROM users WHERE id = ?', change.by.id) : undefined;
+      const changer =
+        change?.by.kind === 'user' ? this.get('SELECT * FROM users WHERE id = ?', change.by.id) : undefined;
       const row = this.get('SELECT * FROM users WHERE id = ?', userId);
       const target = row === undefined ? undefined : toUser(row);
       const plan = planRoleChange(change, changer === undefined ? undefined : toUser(changer), target, isAdmin);
@@ -213,7 +263,8 @@ export class SqliteStore implements ControlStore {
 
   async searchUsers(q: string | undefined, excludeId: string | undefined, limit: number): Promise<User[]> {
     return this.all(
-      `SELECT * FROM users WHERE (? IS NULL OR id <> ?) AND (? IS NULL OR lower(email) LIKE ? ESCAPE '\\') ORDER BY lower(email), id LIMIT ?`,
+      `SELECT * FROM users WHERE (? IS NULL OR id <> ?) AND (? IS NULL OR lower(email) LIKE ? ESCAPE '\\') ORDER ` +
+        `BY lower(email), id LIMIT ?`,
       excludeId ?? null,
       excludeId ?? null,
       q ?? null,
@@ -224,27 +275,54 @@ export class SqliteStore implements ControlStore {
 
   // Policy
 
-  async publishPolicy(body: Record<string, unknown>, now: number, options: PublishOptions = {}): Promise<PolicyRevision> {
+  async publishPolicy(
+    body: Record<string, unknown>,
+    now: number,
+    options: PublishOptions = {},
+  ): Promise<PolicyRevision> {
     return this.transaction(() => this.insertPolicy(body, now, options));
   }
 
-  /** A new revision (and, with `by`, its audit entry: what changed since the current one); in the caller's transaction. */
+  /** A new revision (and, with `by`, its audit entry: what changed since the current one); in the caller's transaction.
+   * */
   private insertPolicy(body: Record<string, unknown>, now: number, { text, by }: PublishOptions): PolicyRevision {
     const previous = by === undefined ? undefined : this.currentPolicySync();
     const { published, served } = newRevision(body, now, text);
-    this.run('INSERT INTO policy_revisions (revision, body, etag, created_at, published_text) VALUES (?, ?, ?, ?, ?)', published.revision, served, published.etag, now, published.text);
+    this.run(
+      'INSERT INTO policy_revisions (revision, body, etag, created_at, published_text) VALUES (?, ?, ?, ?, ?)',
+      published.revision,
+      served,
+      published.etag,
+      now,
+      published.text,
+    );
     if (by !== undefined) this.insertAudit(policyPublished(by, previous, published), now);
     return published;
   }
 
-  async publishFirstPolicy(body: Record<string, unknown>, now: number, options: PublishOptions = {}): Promise<PolicyRevision | undefined> {
-    return this.transaction(() => (this.get('SELECT 1 FROM policy_revisions LIMIT 1') === undefined ? this.insertPolicy(body, now, options) : undefined));
+  async publishFirstPolicy(
+    body: Record<string, unknown>,
+    now: number,
+    options: PublishOptions = {},
+  ): Promise<PolicyRevision | undefined> {
+    return this.transaction(() =>
+      this.get('SELECT 1 FROM policy_revisions LIMIT 1') === undefined
+        ? this.insertPolicy(body, now, options)
+        : undefined,
+    );
   }
 
-  async publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number, options: PublishOptions = {}): Promise<PolicyRevision | undefined> {
+  async publishPolicyOver(
+    body: Record<string, unknown>,
+    base: string | undefined,
+    now: number,
+    options: PublishOptions = {},
+  ): Promise<PolicyRevision | undefined> {
     return this.transaction(() => {
       const current = this.get('SELECT revision FROM policy_revisions ORDER BY seq DESC LIMIT 1');
-      return (current === undefined ? undefined : String(current.revision)) === base ? this.insertPolicy(body, now, options) : undefined;
+      return (current === undefined ? undefined : String(current.revision)) === base
+        ? this.insertPolicy(body, now, options)
+        : undefined;
     });
   }
 
@@ -254,7 +332,11 @@ export class SqliteStore implements ControlStore {
   }
 
   async setPublicUrl(url: string): Promise<void> {
-    this.run(`INSERT INTO settings (key, value) VALUES ('public_url', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, url);
+    this.run(
+      `INSERT INTO settings (key, value) VALUES ('public_url', ?) ON CONFLICT (key) DO UPDATE SET value = ` +
+        `excluded.value`,
+      url,
+    );
   }
 
   async currentPolicy(): Promise<PolicyRevision | undefined> {
@@ -305,7 +387,9 @@ export class SqliteStore implements ControlStore {
       query.limit,
       query.offset,
     );
-    const total = Number(this.get('SELECT COUNT(*) AS n FROM client_status WHERE (? IS NULL OR user_id = ?)', userId, userId)!.n);
+    const total = Number(
+      this.get('SELECT COUNT(*) AS n FROM client_status WHERE (? IS NULL OR user_id = ?)', userId, userId)!.n,
+    );
     return { items: rows.map(toClientStatus), total };
   }
 
@@ -314,16 +398,27 @@ export class SqliteStore implements ControlStore {
   async presign(input: NewArtifact, now: number, retentionMs: number): Promise<PresignResult> {
     return this.transaction(() => {
       const result = this.presignArtifact(input, now, retentionMs);
-      if (input.tags !== undefined) this.run('UPDATE sessions SET tags = ? WHERE id = ?', JSON.stringify(input.tags), result.artifact.session_id);
+      if (input.tags !== undefined)
+        this.run('UPDATE sessions SET tags = ? WHERE id = ?', JSON.stringify(input.tags), result.artifact.session_id);
       return result;
     });
   }
 
   /** Inside the caller's transaction: the facts planPresign decides on, and what it decides. */
   private presignArtifact(input: NewArtifact, now: number, retentionMs: number): PresignResult {
-    const sessionRow = this.get('SELECT id, current_artifact_id FROM sessions WHERE owner_id = ? AND harness = ? AND native_session_id = ?', input.owner_id, input.harness, input.native_session_id);
+    const sessionRow = this.get(
+      'SELECT id, current_artifact_id FROM sessions WHERE owner_id = ? AND harness = ? AND native_session_id = ?',
+      input.owner_id,
+      input.harness,
+      input.native_session_id,
+    );
     const sessionId = sessionRow === undefined ? randomUUID() : String(sessionRow.id);
-    const plan = planPresign(sessionRow === undefined ? undefined : this.presignFacts(sessionId, sessionRow, input), input, now, retentionMs);
+    const plan = planPresign(
+      sessionRow === undefined ? undefined : this.presignFacts(sessionId, sessionRow, input),
+      input,
+      now,
+      retentionMs,
+    );
     if (plan.outcome === 'complete') return { artifact: plan.artifact, outcome: 'complete' };
     if (sessionRow === undefined) {
       this.run(
@@ -339,10 +434,12 @@ export class SqliteStore implements ControlStore {
     } else {
       this.run('UPDATE sessions SET updated_at = ? WHERE id = ?', now, sessionId);
     }
-    if (plan.outcome === 'created') return { artifact: this.insertArtifact(sessionId, plan.revision, input, now, plan.deadline), outcome: 'created' };
+    if (plan.outcome === 'created')
+      return { artifact: this.insertArtifact(sessionId, plan.revision, input, now, plan.deadline), outcome: 'created' };
     this.run(
       `UPDATE artifacts SET status = 'pending', failure = NULL, content_type = ?, compatibility_profile = ?, artifact_format = ?,
-         resumable = ?, cwd = ?, title = ?, summary = ?, captured_at_unix_ms = ?, repository_root = ?, repository_remote = ?,
+         resumable = ?, cwd = ?, title = ?, summary = ?, captured_at_unix_ms = ?, repository_root = ?,
+         repository_remote = ?,
          updated_at = ?, retention_deadline = ? WHERE id = ?`,
       ...describe(input),
       now,
@@ -353,20 +450,33 @@ export class SqliteStore implements ControlStore {
   }
 
   private presignFacts(sessionId: string, sessionRow: Row, input: NewArtifact): PresignFacts {
-    const same = this.get('SELECT * FROM artifacts WHERE session_id = ? AND sha256 = ? AND size_bytes = ? ORDER BY revision DESC LIMIT 1', sessionId, input.sha256, input.size_bytes);
+    const same = this.get(
+      'SELECT * FROM artifacts WHERE session_id = ? AND sha256 = ? AND size_bytes = ? ORDER BY revision DESC LIMIT 1',
+      sessionId,
+      input.sha256,
+      input.size_bytes,
+    );
     const last = this.get('SELECT MAX(revision) AS r FROM artifacts WHERE session_id = ?', sessionId)!;
     return {
-      current: sessionRow.current_artifact_id === null ? undefined : this.artifactSync(String(sessionRow.current_artifact_id)),
+      current:
+        sessionRow.current_artifact_id === null ? undefined : this.artifactSync(String(sessionRow.current_artifact_id)),
       sameBytes: same === undefined ? undefined : toArtifact(same),
       lastRevision: Number(last.r ?? 0),
     };
   }
 
-  private insertArtifact(sessionId: string, revision: number, input: NewArtifact, now: number, deadline: number): Artifact {
+  private insertArtifact(
+    sessionId: string,
+    revision: number,
+    input: NewArtifact,
+    now: number,
+    deadline: number,
+  ): Artifact {
     const id = randomUUID();
     this.run(
       `INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
-         artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote, blob_key,
+         artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote,
+         blob_key,
          created_at, updated_at, retention_deadline)
        VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       id,
@@ -390,7 +500,14 @@ export class SqliteStore implements ControlStore {
   }
 
   async uploadWanted(blobKey: string, now: number): Promise<boolean> {
-    return this.get(`SELECT 1 FROM artifacts WHERE blob_key = ? AND status IN ('pending', 'complete', 'superseded') AND blob_deleted = 0 AND retention_deadline > ?`, blobKey, now) !== undefined;
+    return (
+      this.get(
+        `SELECT 1 FROM artifacts WHERE blob_key = ? AND status IN ('pending', 'complete', 'superseded') AND ` +
+          `blob_deleted = 0 AND retention_deadline > ?`,
+        blobKey,
+        now,
+      ) !== undefined
+    );
   }
 
   private artifactSync(id: string): Artifact | undefined {
@@ -399,22 +516,60 @@ export class SqliteStore implements ControlStore {
   }
 
   async markFailed(artifactId: string, reason: string, now: number): Promise<void> {
-    this.run(`UPDATE artifacts SET status = 'failed', failure = ?, updated_at = ? WHERE id = ? AND status = 'pending'`, reason, now, artifactId);
+    this.run(
+      `UPDATE artifacts SET status = 'failed', failure = ?, updated_at = ? WHERE id = ? AND status = 'pending'`,
+      reason,
+      now,
+      artifactId,
+    );
   }
 
   async complete(artifactId: string, now: number, retentionMs: number): Promise<Artifact | undefined> {
     return this.transaction(() => {
       const artifact = this.artifactSync(artifactId);
       if (artifact === undefined) return undefined;
-      const current = this.get('SELECT c.revision FROM sessions s JOIN artifacts c ON c.id = s.current_artifact_id WHERE s.id = ?', artifact.session_id);
-      const plan = planComplete(artifact, current === undefined ? undefined : Number(current.revision), now, retentionMs);
+      const current = this.get(
+        'SELECT c.revision FROM sessions s JOIN artifacts c ON c.id = s.current_artifact_id WHERE s.id = ?',
+        artifact.session_id,
+      );
+      const plan = planComplete(
+        artifact,
+        current === undefined ? undefined : Number(current.revision),
+        now,
+        retentionMs,
+      );
       if (plan === undefined) return artifact;
-      this.run(`UPDATE artifacts SET status = ?, failure = NULL, completed_at = ?, updated_at = ?, retention_deadline = ? WHERE id = ?`, plan.status, now, now, plan.deadline, artifactId);
+      this.run(
+        `UPDATE artifacts SET status = ?, failure = NULL, completed_at = ?, updated_at = ?, retention_deadline = ? ` +
+          `WHERE id = ?`,
+        plan.status,
+        now,
+        now,
+        plan.deadline,
+        artifactId,
+      );
       if (plan.current) {
-        this.run(`UPDATE artifacts SET status = 'superseded', updated_at = ? WHERE session_id = ? AND status = 'complete' AND id <> ?`, now, artifact.session_id, artifactId);
-        this.run('UPDATE sessions SET current_artifact_id = ?, updated_at = ? WHERE id = ?', artifactId, now, artifact.session_id);
+        this.run(
+          `UPDATE artifacts SET status = 'superseded', updated_at = ? WHERE session_id = ? AND status = 'complete' ` +
+            `AND id <> ?`,
+          now,
+          artifact.session_id,
+          artifactId,
+        );
+        this.run(
+          'UPDATE sessions SET current_artifact_id = ?, updated_at = ? WHERE id = ?',
+          artifactId,
+          now,
+          artifact.session_id,
+        );
         // The search entry follows the current artifact, in the same transaction: its title, summary and place at once.
-        const previous = plan.readable ? this.get('SELECT x.body FROM session_search x JOIN session_search_ids i ON i.rowid = x.rowid WHERE i.session_id = ?', artifact.session_id) : undefined;
+        const previous = plan.readable
+          ? this.get(
+              'SELECT x.body FROM session_search x JOIN session_search_ids i ON i.rowid = x.rowid WHERE ' +
+                'i.session_id = ?',
+              artifact.session_id,
+            )
+          : undefined;
         this.writeSearch(artifact.session_id, artifact, typeof previous?.body === 'string' ? previous.body : '');
         if (plan.readable) {
           this.run(
@@ -430,7 +585,11 @@ export class SqliteStore implements ControlStore {
     });
   }
 
-  async claimSearchWork(now: number, leaseMs: number, limit: number): Promise<{ session_id: string; artifact: Artifact }[]> {
+  async claimSearchWork(
+    now: number,
+    leaseMs: number,
+    limit: number,
+  ): Promise<{ session_id: string; artifact: Artifact }[]> {
     return this.transaction(() => {
       const rows = this.all(
         `SELECT q.session_id, a.* FROM search_queue q JOIN artifacts a ON a.id = q.artifact_id
@@ -439,7 +598,12 @@ export class SqliteStore implements ControlStore {
         now,
         limit,
       );
-      for (const row of rows) this.run('UPDATE search_queue SET claimed_until = ? WHERE session_id = ?', now + leaseMs, String(row.session_id));
+      for (const row of rows)
+        this.run(
+          'UPDATE search_queue SET claimed_until = ? WHERE session_id = ?',
+          now + leaseMs,
+          String(row.session_id),
+        );
       return rows.map((row) => ({ session_id: String(row.session_id), artifact: toArtifact(row) }));
     });
   }
@@ -449,7 +613,12 @@ export class SqliteStore implements ControlStore {
   }
 
   async indexable(afterId: string, limit: number): Promise<{ session_id: string; artifact: Artifact }[]> {
-    return this.all('SELECT a.* FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id > ? ORDER BY s.id LIMIT ?', afterId, limit).map((row) => {
+    return this.all(
+      'SELECT a.* FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id > ? ORDER BY s.id ' +
+        'LIMIT ?',
+      afterId,
+      limit,
+    ).map((row) => {
       const artifact = toArtifact(row);
       return { session_id: artifact.session_id, artifact };
     });
@@ -476,7 +645,8 @@ export class SqliteStore implements ControlStore {
 
   private setSearchTextSync(sessionId: string, artifactId: string, text: string, now: number): boolean {
     const current = this.get(
-      'SELECT a.* FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id = ? AND a.id = ? AND a.blob_deleted = 0 AND a.retention_deadline > ?',
+      'SELECT a.* FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id WHERE s.id = ? AND a.id = ? AND ' +
+        'a.blob_deleted = 0 AND a.retention_deadline > ?',
       sessionId,
       artifactId,
       now,
@@ -493,12 +663,24 @@ export class SqliteStore implements ControlStore {
 
   async setReindexCursor(after: string | undefined): Promise<void> {
     if (after === undefined) this.run(`DELETE FROM settings WHERE key = 'reindex_after'`);
-    else this.run(`INSERT INTO settings (key, value) VALUES ('reindex_after', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, after);
+    else
+      this.run(
+        `INSERT INTO settings (key, value) VALUES ('reindex_after', ?) ON CONFLICT (key) DO UPDATE SET value = ` +
+          `excluded.value`,
+        after,
+      );
   }
 
-  /** The session's search entry: its current artifact's title and summary, `text`, and its place; in the caller's transaction. */
-  private writeSearch(sessionId: string, artifact: Pick<Artifact, 'title' | 'summary' | 'cwd' | 'repository_root' | 'repository_remote'>, text: string): void {
-    const native = String(this.get('SELECT native_session_id FROM sessions WHERE id = ?', sessionId)!.native_session_id);
+  /** The session's search entry: its current artifact's title and summary, `text`, and its place; in the caller's
+   * transaction. */
+  private writeSearch(
+    sessionId: string,
+    artifact: Pick<Artifact, 'title' | 'summary' | 'cwd' | 'repository_root' | 'repository_remote'>,
+    text: string,
+  ): void {
+    const native = String(
+      this.get('SELECT native_session_id FROM sessions WHERE id = ?', sessionId)!.native_session_id,
+    );
     this.run('INSERT OR IGNORE INTO session_search_ids (session_id) VALUES (?)', sessionId);
     const rowid = Number(this.get('SELECT rowid FROM session_search_ids WHERE session_id = ?', sessionId)!.rowid);
     this.run('DELETE FROM session_search WHERE rowid = ?', rowid);
@@ -512,7 +694,12 @@ export class SqliteStore implements ControlStore {
     );
   }
 
-  async snippets(sessionIds: readonly string[], q: string, now: number, marks: SnippetMarks = BRACKETS): Promise<Map<string, string>> {
+  async snippets(
+    sessionIds: readonly string[],
+    q: string,
+    now: number,
+    marks: SnippetMarks = BRACKETS,
+  ): Promise<Map<string, string>> {
     const match = ftsMatch(q);
     const out = new Map<string, string>();
     if (match === undefined) return out;
@@ -524,10 +711,11 @@ export class SqliteStore implements ControlStore {
         now,
       );
       if (entry === undefined) continue;
-      // Beside MATCH, FTS5 keeps to a rowid only when it is given as an INTEGER: a REAL (what a JS number binds as) or a
-      // NULL matches every row, and the snippet would be another session's.
+      // Beside MATCH, FTS5 keeps to a rowid only when it is given as an INTEGER: a REAL (what a JS number binds as) or
+      // a NULL matches every row, and the snippet would be another session's.
       const row = this.get(
-        `SELECT snippet(session_search, -1, ?, ?, '…', 16) AS snippet FROM session_search WHERE session_search MATCH ? AND rowid = ?`,
+        `SELECT snippet(session_search, -1, ?, ?, '…', 16) AS snippet FROM session_search WHERE session_search ` +
+          `MATCH ? AND rowid = ?`,
         marks.start,
         marks.stop,
         match,
@@ -559,17 +747,27 @@ export class SqliteStore implements ControlStore {
 
   async canView(session: CapturedSession, viewer: User): Promise<boolean> {
     const may = mayView(session, viewer);
-    return may === 'if-granted' ? this.get('SELECT 1 FROM session_grants WHERE session_id = ? AND user_id = ?', session.id, viewer.id) !== undefined : may;
+    return may === 'if-granted'
+      ? this.get('SELECT 1 FROM session_grants WHERE session_id = ? AND user_id = ?', session.id, viewer.id) !==
+          undefined
+      : may;
   }
 
   async grants(sessionId: string): Promise<string[]> {
-    return this.all('SELECT user_id FROM session_grants WHERE session_id = ? ORDER BY user_id', sessionId).map((r) => String(r.user_id));
+    return this.all('SELECT user_id FROM session_grants WHERE session_id = ? ORDER BY user_id', sessionId).map((r) =>
+      String(r.user_id),
+    );
   }
 
   async recipients(session: CapturedSession): Promise<User[]> {
-    if (session.sharing_mode === 'workspace') return this.all('SELECT * FROM users WHERE id <> ? ORDER BY lower(email), id', session.owner_id).map(toUser);
+    if (session.sharing_mode === 'workspace')
+      return this.all('SELECT * FROM users WHERE id <> ? ORDER BY lower(email), id', session.owner_id).map(toUser);
     if (session.sharing_mode === 'selected') {
-      return this.all('SELECT u.* FROM session_grants g JOIN users u ON u.id = g.user_id WHERE g.session_id = ? ORDER BY lower(u.email), u.id', session.id).map(toUser);
+      return this.all(
+        'SELECT u.* FROM session_grants g JOIN users u ON u.id = g.user_id WHERE g.session_id = ? ORDER BY ' +
+          'lower(u.email), u.id',
+        session.id,
+      ).map(toUser);
     }
     return [];
   }
@@ -579,12 +777,18 @@ export class SqliteStore implements ControlStore {
     this.transaction(() => {
       this.run('UPDATE sessions SET sharing_mode = ? WHERE id = ?', mode, sessionId);
       this.run('DELETE FROM session_grants WHERE session_id = ?', sessionId);
-      if (mode === 'selected') for (const userId of userIds) this.run('INSERT OR IGNORE INTO session_grants (session_id, user_id) VALUES (?, ?)', sessionId, userId);
+      if (mode === 'selected')
+        for (const userId of userIds)
+          this.run('INSERT OR IGNORE INTO session_grants (session_id, user_id) VALUES (?, ?)', sessionId, userId);
     });
   }
 
   /** The sessions `query` selects for `viewer`: the joins and conditions every listing and count shares. */
-  private filter(viewer: User, query: Omit<SessionQuery, 'sort' | 'limit'>, now: number): { matches: string; match: string | undefined; where: string[]; args: Value[] } {
+  private filter(
+    viewer: User,
+    query: Omit<SessionQuery, 'sort' | 'limit'>,
+    now: number,
+  ): { matches: string; match: string | undefined; where: string[]; args: Value[] } {
     const where = ['s.current_artifact_id IS NOT NULL'];
     const args: Value[] = [];
     if (query.resumable === true || !viewer.is_admin) {
@@ -651,16 +855,29 @@ export class SqliteStore implements ControlStore {
     return { matches, match, where, args };
   }
 
-  async countByHarness(viewer: User, query: Omit<SessionQuery, 'sort' | 'limit'>, now: number): Promise<Record<string, number>> {
+  async countByHarness(
+    viewer: User,
+    query: Omit<SessionQuery, 'sort' | 'limit'>,
+    now: number,
+  ): Promise<Record<string, number>> {
     const { matches, where, args } = this.filter(viewer, query, now);
     const cap = query.q === undefined ? '' : ` LIMIT ${MAX_SEARCH_TOTAL}`;
-    const rows = this.all(`SELECT h, COUNT(*) AS n FROM (SELECT s.harness AS h FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id ${matches} WHERE ${where.join(' AND ')}${cap}) GROUP BY h ORDER BY h`, ...args);
+    const rows = this.all(
+      `SELECT h, COUNT(*) AS n FROM (SELECT s.harness AS h FROM sessions s JOIN artifacts a ON a.id = ` +
+        `s.current_artifact_id ${matches} WHERE ${where.join(' AND ')}${cap}) GROUP BY h ORDER BY h`,
+      ...args,
+    );
     return Object.fromEntries(rows.map((r) => [String(r.h), Number(r.n)]));
   }
 
-  async listSessions(viewer: User, query: SessionQuery, now: number): Promise<{ sessions: CapturedSession[]; total?: number }> {
+  async listSessions(
+    viewer: User,
+    query: SessionQuery,
+    now: number,
+  ): Promise<{ sessions: CapturedSession[]; total?: number }> {
     const { matches, match, where, args } = this.filter(viewer, query, now);
-    const filtered = `FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id ${matches} WHERE ${where.join(' AND ')}`;
+    const filtered =
+      `FROM sessions s JOIN artifacts a ON a.id = s.current_artifact_id ${matches} WHERE ` + `${where.join(' AND ')}`;
     // A search counts at most MAX_SEARCH_TOTAL matches; with no more than that it is ranked, else newest first.
     const searchCount =
       match !== undefined && (query.count === true || query.sort === 'relevance')
@@ -672,7 +889,10 @@ export class SqliteStore implements ControlStore {
     const pageArgs = [...args];
     if (query.after_id !== undefined) {
       // An unknown cursor matches nothing, as in Blue's server.
-      page.push('(s.updated_at < (SELECT updated_at FROM sessions WHERE id = ?) OR (s.updated_at = (SELECT updated_at FROM sessions WHERE id = ?) AND s.id < ?))');
+      page.push(
+        '(s.updated_at < (SELECT updated_at FROM sessions WHERE id = ?) OR (s.updated_at = (SELECT updated_at FROM ' +
+          'sessions WHERE id = ?) AND s.id < ?))',
+      );
       pageArgs.push(query.after_id, query.after_id, query.after_id);
     }
     const order =
@@ -682,7 +902,8 @@ export class SqliteStore implements ControlStore {
           ? 'm.rank, s.updated_at DESC, s.id DESC'
           : 's.updated_at DESC, s.id DESC';
     const rows = this.all(
-      `${SESSION_SELECT} JOIN artifacts a ON a.id = s.current_artifact_id ${matches} WHERE ${page.join(' AND ')} ORDER BY ${order} LIMIT ? OFFSET ?`,
+      `${SESSION_SELECT} JOIN artifacts a ON a.id = s.current_artifact_id ${matches} WHERE ${page.join(' AND ')} ` +
+        `ORDER BY ${order} LIMIT ? OFFSET ?`,
       ...pageArgs,
       query.limit,
       query.offset ?? 0,
@@ -690,7 +911,11 @@ export class SqliteStore implements ControlStore {
     return { sessions: rows.map((row) => this.withCurrent(row)), ...(total === undefined ? {} : { total }) };
   }
 
-  async facets(viewer: User, userQ: string | undefined, selectedUserId: string | undefined): Promise<{ users: User[]; harnesses: string[] }> {
+  async facets(
+    viewer: User,
+    userQ: string | undefined,
+    selectedUserId: string | undefined,
+  ): Promise<{ users: User[]; harnesses: string[] }> {
     const visible = viewer.is_admin ? '1 = 1' : VISIBLE;
     const visibleArgs: Value[] = viewer.is_admin ? [] : [viewer.id, viewer.id];
     const users = this.all(
@@ -702,14 +927,20 @@ export class SqliteStore implements ControlStore {
       userQ === undefined ? null : likePattern(userQ),
       selectedUserId ?? '',
     ).map(toUser);
-    const harnesses = this.all(`SELECT DISTINCT s.harness FROM sessions s WHERE s.current_artifact_id IS NOT NULL AND ${visible} ORDER BY s.harness`, ...visibleArgs).map((r) =>
-      String(r.harness),
-    );
+    const harnesses = this.all(
+      `SELECT DISTINCT s.harness FROM sessions s WHERE s.current_artifact_id IS NOT NULL AND ${visible} ORDER BY ` +
+        `s.harness`,
+      ...visibleArgs,
+    ).map((r) => String(r.harness));
     return { users, harnesses };
   }
 
   async expiredArtifacts(now: number, limit: number): Promise<Artifact[]> {
-    return this.all('SELECT * FROM artifacts WHERE retention_deadline < ? AND blob_deleted = 0 ORDER BY retention_deadline LIMIT ?', now, limit).map(toArtifact);
+    return this.all(
+      'SELECT * FROM artifacts WHERE retention_deadline < ? AND blob_deleted = 0 ORDER BY retention_deadline LIMIT ?',
+      now,
+      limit,
+    ).map(toArtifact);
   }
 
   async markBlobDeleted(artifactId: string): Promise<void> {
@@ -728,14 +959,20 @@ export class SqliteStore implements ControlStore {
         this.run('DELETE FROM session_search_ids WHERE rowid = ?', Number(row.rowid));
       }
       this.run(
-        'DELETE FROM search_queue WHERE EXISTS (SELECT 1 FROM artifacts a WHERE a.id = search_queue.artifact_id AND (a.blob_deleted = 1 OR a.retention_deadline <= ?))',
+        'DELETE FROM search_queue WHERE EXISTS (SELECT 1 FROM artifacts a WHERE a.id = search_queue.artifact_id ' +
+          'AND (a.blob_deleted = 1 OR a.retention_deadline <= ?))',
         now,
       );
       return expired.length;
     });
   }
 
-  async deleteSession(sessionId: string, audit: NewAuditEvent, now: number, pendingUntil: number): Promise<string[] | undefined> {
+  async deleteSession(
+    sessionId: string,
+    audit: NewAuditEvent,
+    now: number,
+    pendingUntil: number,
+  ): Promise<string[] | undefined> {
     return this.transaction(() => {
       if (this.get('SELECT 1 FROM sessions WHERE id = ?', sessionId) === undefined) return undefined;
       const stored = this.all('SELECT blob_key FROM artifacts WHERE session_id = ?', sessionId);
@@ -750,7 +987,10 @@ export class SqliteStore implements ControlStore {
       }
       this.run('UPDATE sessions SET current_artifact_id = NULL WHERE id = ?', sessionId);
       this.run('DELETE FROM session_grants WHERE session_id = ?', sessionId);
-      this.run('DELETE FROM session_search WHERE rowid = (SELECT rowid FROM session_search_ids WHERE session_id = ?)', sessionId);
+      this.run(
+        'DELETE FROM session_search WHERE rowid = (SELECT rowid FROM session_search_ids WHERE session_id = ?)',
+        sessionId,
+      );
       this.run('DELETE FROM session_search_ids WHERE session_id = ?', sessionId);
       this.run('DELETE FROM search_queue WHERE session_id = ?', sessionId);
       this.run('DELETE FROM artifacts WHERE session_id = ?', sessionId);
@@ -761,13 +1001,22 @@ export class SqliteStore implements ControlStore {
   }
 
   async blobDeletionsDue(now: number, limit: number): Promise<string[]> {
-    return this.all('SELECT blob_key FROM blob_deletions WHERE not_before <= ? ORDER BY not_before, blob_key LIMIT ?', now, limit).map((r) => String(r.blob_key));
+    return this.all(
+      'SELECT blob_key FROM blob_deletions WHERE not_before <= ? ORDER BY not_before, blob_key LIMIT ?',
+      now,
+      limit,
+    ).map((r) => String(r.blob_key));
   }
 
   async blobDeleted(key: string, now: number): Promise<void> {
     this.transaction(() => {
       this.run('DELETE FROM blob_deletions WHERE blob_key = ? AND not_before <= ? AND keep_until <= ?', key, now, now);
-      this.run('UPDATE blob_deletions SET not_before = keep_until WHERE blob_key = ? AND not_before <= ? AND keep_until > ?', key, now, now);
+      this.run(
+        'UPDATE blob_deletions SET not_before = keep_until WHERE blob_key = ? AND not_before <= ? AND keep_until > ?',
+        key,
+        now,
+        now,
+      );
     });
   }
 
@@ -796,11 +1045,20 @@ export class SqliteStore implements ControlStore {
       where.push('session_id = ?');
       args.push(query.session_id);
     }
-    return this.all(`SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ?`, ...args, query.limit).map(auditEventOf);
+    return this.all(
+      `SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ?`,
+      ...args,
+      query.limit,
+    ).map(auditEventOf);
   }
 
   private insertAudit(event: NewAuditEvent, now: number): void {
-    this.run('INSERT INTO audit_events (at, actor_kind, actor_id, actor_email, action, session_id, owner_id, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', now, ...auditRow(event));
+    this.run(
+      'INSERT INTO audit_events (at, actor_kind, actor_id, actor_email, action, session_id, owner_id, details) ' +
+        'VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      now,
+      ...auditRow(event),
+    );
   }
 }
 
@@ -862,23 +1120,42 @@ function tightenIfLoose(file: string): void {
 
 /** An existing Control API data directory: the folder and its control.db must be there. */
 export function requireDataDir(dataDir: string): void {
-  const hint = 'Check --data (or BLUE_CONTROL_DATA). `blue-agent control-plane users add EMAIL --admin` or `serve` creates a new data directory.';
+  const hint =
+    'Check --data (or BLUE_CONTROL_DATA). `blue-agent control-plane users add EMAIL --admin` or `serve` creates a ' +
+    'new data directory.';
   let info;
   try {
     info = statSync(dataDir);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new BlueError('USAGE', `the Control API data directory ${dataDir} does not exist${code === 'ENOENT' ? '' : ` (${code ?? 'unreadable'})`}`, { hint, file: dataDir });
+    throw new BlueError(
+      'USAGE',
+      `the Control API data directory ${dataDir} does not exist` +
+        `${code === 'ENOENT' ? '' : ` (${code ?? 'unreadable'})`}`,
+      { hint, file: dataDir },
+    );
   }
-  if (!info.isDirectory()) throw new BlueError('USAGE', `the Control API data directory ${dataDir} is not a directory`, { hint, file: dataDir });
+  if (!info.isDirectory())
+    throw new BlueError('USAGE', `the Control API data directory ${dataDir} is not a directory`, {
+      hint,
+      file: dataDir,
+    });
   const file = path.join(dataDir, 'control.db');
   if (!existsSync(file)) {
-    throw new BlueError('USAGE', `${dataDir} is not a Control API data directory: it holds no control.db`, { hint, file });
+    throw new BlueError('USAGE', `${dataDir} is not a Control API data directory: it holds no control.db`, {
+      hint,
+      file,
+    });
   }
 }
 
 function toUser(row: Row): User {
-  return { id: String(row.id), email: String(row.email), is_admin: Number(row.is_admin) === 1, created_at: Number(row.created_at) };
+  return {
+    id: String(row.id),
+    email: String(row.email),
+    is_admin: Number(row.is_admin) === 1,
+    created_at: Number(row.created_at),
+  };
 }
 
 const str = (value: unknown): string | null => (value === null || value === undefined ? null : String(value));
@@ -940,7 +1217,8 @@ function tagsOf(value: unknown): string[] {
   }
 }
 
-/** FTS5's query for `q`: every word, quoted (no operator of the user's reaches the parser), the last one as a prefix. */
+/** FTS5's query for `q`: every word, quoted (no operator of the user's reaches the parser), the last one as a prefix.
+ * */
 function ftsMatch(q: string): string | undefined {
   const words = searchWords(q);
   if (words.length === 0) return undefined;

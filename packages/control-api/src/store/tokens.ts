@@ -50,7 +50,9 @@ export function toGrant(row: Row): Grant {
     user_id: String(row.user_id),
     user_email: String(row.user_email),
     kind: String(row.kind) as Grant['kind'],
-    scopes: String(row.scopes).split(' ').filter((s) => s !== ''),
+    scopes: String(row.scopes)
+      .split(' ')
+      .filter((s) => s !== ''),
     label: String(row.label),
     created_at: Number(row.created_at),
     last_used_at: num(row.last_used_at),
@@ -63,7 +65,9 @@ export function toDeviceCode(row: Row): DeviceCode {
   return {
     user_code: String(row.user_code),
     client_id: String(row.client_id),
-    scopes: String(row.scopes).split(' ').filter((s) => s !== ''),
+    scopes: String(row.scopes)
+      .split(' ')
+      .filter((s) => s !== ''),
     client_label: String(row.client_label),
     created_at: Number(row.created_at),
     expires_at: Number(row.expires_at),

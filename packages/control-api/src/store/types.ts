@@ -31,7 +31,8 @@ export interface PolicyRevision {
   revision: string;
   /** The document `GET /governance-config` serves. */
   body: Record<string, unknown>;
-  /** The text as it was published (YAML or JSON, comments kept); null for revisions published before texts were kept. */
+  /** The text as it was published (YAML or JSON, comments kept); null for revisions published before texts were kept.
+   * */
   text: string | null;
   etag: string;
   created_at: number;
@@ -121,11 +122,13 @@ export interface NewArtifact
 export interface PresignResult {
   /** The artifact presigned (its `session_id` is the captured session's). */
   artifact: Artifact;
-  /** created: a new artifact; reused: a pending or failed one of the same bytes, given a fresh URL; complete: nothing to upload. */
+  /** created: a new artifact; reused: a pending or failed one of the same bytes, given a fresh URL; complete: nothing
+   * to upload. */
   outcome: 'created' | 'reused' | 'complete';
 }
 
-/** What a snippet puts before and after each match: no space, comma, quote or `=` (PostgreSQL reads them in an option list). */
+/** What a snippet puts before and after each match: no space, comma, quote or `=` (PostgreSQL reads them in an option
+ * list). */
 export interface SnippetMarks {
   start: string;
   stop: string;
@@ -134,7 +137,8 @@ export interface SnippetMarks {
 export interface SessionQuery {
   /** Picker mode: owned or shared sessions only (administrators included), resumable current artifacts not expired. */
   resumable?: boolean | undefined;
-  /** Words (or a piece of an id, folder, title or summary) to search for: sessions whose current artifact is expired never match. */
+  /** Words (or a piece of an id, folder, title or summary) to search for: sessions whose current artifact is expired
+   * never match. */
   q?: string | undefined;
   /** Session ids that start with this (lower-case hex and dashes). */
   id_prefix?: string | undefined;
@@ -199,8 +203,14 @@ export interface ControlStore {
    * (`control-plane users add` unless `tokenLabel` says otherwise). With `by`, the audit log records who added them
    * and the token, in the same transaction (so do the other changes below that take `by`).
    */
-  addUser(email: string, isAdmin: boolean, now: number, options?: { by?: AuditActor | undefined; tokenLabel?: string }): Promise<{ user: User; token: string }>;
-  /** An administrator, only when there is no user at all (the first start); undefined otherwise. Its token is labelled so. */
+  addUser(
+    email: string,
+    isAdmin: boolean,
+    now: number,
+    options?: { by?: AuditActor | undefined; tokenLabel?: string },
+  ): Promise<{ user: User; token: string }>;
+  /** An administrator, only when there is no user at all (the first start); undefined otherwise. Its token is labelled
+   * so. */
   addFirstAdmin(email: string, now: number, by?: AuditActor): Promise<{ user: User; token: string } | undefined>;
   /** The user of `email`, made (a member, without a token) when there is none: a first sign-in. */
   provisionUser(email: string, now: number, by?: AuditActor): Promise<User>;
@@ -225,12 +235,21 @@ export interface ControlStore {
    */
   publishPolicy(body: Record<string, unknown>, now: number, options?: PublishOptions): Promise<PolicyRevision>;
   /** Publishes `body` only when no revision exists yet (a first start, however many replicas start at once). */
-  publishFirstPolicy(body: Record<string, unknown>, now: number, options?: PublishOptions): Promise<PolicyRevision | undefined>;
+  publishFirstPolicy(
+    body: Record<string, unknown>,
+    now: number,
+    options?: PublishOptions,
+  ): Promise<PolicyRevision | undefined>;
   /**
    * Publishes `body` only while `base` is the current revision (undefined: none yet), checked and published in one
    * transaction; undefined when another revision was published since `base` (from any replica).
    */
-  publishPolicyOver(body: Record<string, unknown>, base: string | undefined, now: number, options?: PublishOptions): Promise<PolicyRevision | undefined>;
+  publishPolicyOver(
+    body: Record<string, unknown>,
+    base: string | undefined,
+    now: number,
+    options?: PublishOptions,
+  ): Promise<PolicyRevision | undefined>;
   /** Where agents reach the servers (every `serve` records it; `policy publish` checks presign URLs against it). */
   publicUrl(): Promise<string | undefined>;
   setPublicUrl(url: string): Promise<void>;
@@ -238,7 +257,8 @@ export interface ControlStore {
   /** The revision with this id, current or not. */
   policyRevision(revision: string): Promise<PolicyRevision | undefined>;
 
-  /** Keeps `report` as the latest of the machine; the person's other machines beyond MAX_MACHINES_PER_USER go, least recent first. */
+  /** Keeps `report` as the latest of the machine; the person's other machines beyond MAX_MACHINES_PER_USER go, least
+   * recent first. */
   recordClientStatus(userId: string, instanceId: string, report: unknown, now: number): Promise<void>;
   /** A page of the machines' latest reports, and how many there are in all. */
   clientStatuses(query: ClientStatusQuery): Promise<{ items: ClientStatusRecord[]; total: number }>;
@@ -266,11 +286,13 @@ export interface ControlStore {
    * meanwhile); an expired artifact is never handed out (gc removes its queue entry).
    */
   claimSearchWork(now: number, leaseMs: number, limit: number): Promise<{ session_id: string; artifact: Artifact }[]>;
-  /** The session's text from `artifactId` is indexed (or cannot be): its queue entry goes, unless a newer upload queued it again. */
+  /** The session's text from `artifactId` is indexed (or cannot be): its queue entry goes, unless a newer upload queued
+   * it again. */
   searchWorkDone(sessionId: string, artifactId: string): Promise<void>;
   /**
    * The indexer's results for claimed sessions, in one transaction: each text written as setSearchText writes it (only
-   * while its artifact is still current and not expired at `now`), and each queue entry gone as searchWorkDone takes it.
+   * while its artifact is still current and not expired at `now`), and each queue entry gone as searchWorkDone takes
+   * it.
    */
   searchIndexed(done: readonly SearchIndexed[], now: number): Promise<void>;
   /**
@@ -298,7 +320,8 @@ export interface ControlStore {
   session(id: string): Promise<CapturedSession | undefined>;
   /** Every artifact of the session, newest first. */
   artifactsOf(sessionId: string): Promise<Artifact[]>;
-  /** Whether `viewer` may see the session: owner, administrator, or, once it has a verified artifact, workspace sharing or a grant. */
+  /** Whether `viewer` may see the session: owner, administrator, or, once it has a verified artifact, workspace sharing
+   * or a grant. */
   canView(session: CapturedSession, viewer: User): Promise<boolean>;
   /** The user ids the session is shared with by name. */
   grants(sessionId: string): Promise<string[]>;
@@ -306,10 +329,22 @@ export interface ControlStore {
   recipients(session: CapturedSession): Promise<User[]>;
   setSharing(sessionId: string, mode: SharingMode, userIds: readonly string[]): Promise<void>;
   /** Sessions with a completed artifact `viewer` may see (administrators: all; picker mode: owned or shared). */
-  listSessions(viewer: User, query: SessionQuery, now: number): Promise<{ sessions: CapturedSession[]; total?: number }>;
-  facets(viewer: User, userQ: string | undefined, selectedUserId: string | undefined): Promise<{ users: User[]; harnesses: string[] }>;
+  listSessions(
+    viewer: User,
+    query: SessionQuery,
+    now: number,
+  ): Promise<{ sessions: CapturedSession[]; total?: number }>;
+  facets(
+    viewer: User,
+    userQ: string | undefined,
+    selectedUserId: string | undefined,
+  ): Promise<{ users: User[]; harnesses: string[] }>;
   /** How many sessions `query` selects for `viewer`, by harness (a search counts at most MAX_SEARCH_TOTAL). */
-  countByHarness(viewer: User, query: Omit<SessionQuery, 'sort' | 'limit'>, now: number): Promise<Record<string, number>>;
+  countByHarness(
+    viewer: User,
+    query: Omit<SessionQuery, 'sort' | 'limit'>,
+    now: number,
+  ): Promise<Record<string, number>>;
 
   /** Artifacts past their retention deadline whose object is still stored. */
   expiredArtifacts(now: number, limit: number): Promise<Artifact[]>;
@@ -323,10 +358,16 @@ export interface ControlStore {
    * signed for an upload that completed or failed still writes to an S3 bucket, so bytes that land after the delete are
    * deleted too. Undefined when there is no such session (deleted meanwhile).
    */
-  deleteSession(sessionId: string, audit: NewAuditEvent, now: number, pendingUntil: number): Promise<string[] | undefined>;
+  deleteSession(
+    sessionId: string,
+    audit: NewAuditEvent,
+    now: number,
+    pendingUntil: number,
+  ): Promise<string[] | undefined>;
   /** Queued object keys whose deletion is due (gc). */
   blobDeletionsDue(now: number, limit: number): Promise<string[]>;
-  /** The due object is gone: its queue entry goes too, or is due again at its `pendingUntil` when that is still to come. */
+  /** The due object is gone: its queue entry goes too, or is due again at its `pendingUntil` when that is still to
+   * come. */
   blobDeleted(key: string, now: number): Promise<void>;
 
   /** Appends to the audit log (append-only: the database refuses to change or remove an entry). */
@@ -370,7 +411,8 @@ export interface TokenCaller {
   scopes: readonly string[];
 }
 
-/** Tokens issued to a device-flow sign-in (or by a refresh): the access token expires, the refresh token replaces it. */
+/** Tokens issued to a device-flow sign-in (or by a refresh): the access token expires, the refresh token replaces it.
+ * */
 export interface IssuedTokens {
   access_token: string;
   refresh_token: string;
@@ -432,7 +474,13 @@ export interface IdentityStore {
   /** The caller of an access or personal token; `expired` for an access token past its time; undefined otherwise. */
   authenticate(token: string, now: number): Promise<TokenCaller | 'expired' | undefined>;
   /** A new personal token for `userId` (never expires; revocable). */
-  addPersonalToken(userId: string, scopes: readonly string[], label: string, now: number, by?: AuditActor): Promise<{ token: string; grant: Grant }>;
+  addPersonalToken(
+    userId: string,
+    scopes: readonly string[],
+    label: string,
+    now: number,
+    by?: AuditActor,
+  ): Promise<{ token: string; grant: Grant }>;
   /** Sign-ins of one user (or everyone's), newest first; revoked ones too. */
   grants(userId: string | undefined): Promise<Grant[]>;
   grant(id: string): Promise<Grant | undefined>;
@@ -451,9 +499,20 @@ export interface IdentityStore {
    * A poll of the token endpoint: its answer, and the tokens (once: the code goes with them) when approved; `admin`
    * among the scopes asked for is granted only when the person who approved is an administrator.
    */
-  pollDeviceCode(deviceHash: string, clientId: string, now: number, lifetimes: TokenLifetimes, slowDownMs: number): Promise<DevicePoll>;
+  pollDeviceCode(
+    deviceHash: string,
+    clientId: string,
+    now: number,
+    lifetimes: TokenLifetimes,
+    slowDownMs: number,
+  ): Promise<DevicePoll>;
   /** New tokens for a refresh token (which is spent); a spent one used again revokes its whole sign-in. */
-  refresh(refreshToken: string, clientId: string, now: number, lifetimes: TokenLifetimes): Promise<IssuedTokens | undefined>;
+  refresh(
+    refreshToken: string,
+    clientId: string,
+    now: number,
+    lifetimes: TokenLifetimes,
+  ): Promise<IssuedTokens | undefined>;
 
   /**
    * Takes one of the attempts `key` has left in its window (a new window starts once the last is over): the window's
@@ -461,7 +520,8 @@ export interface IdentityStore {
    * replicas ask at once, no more than `limit.allowed` are taken in a window.
    */
   takeAttempt(key: string, limit: AttemptLimit, now: number): Promise<number | undefined>;
-  /** Gives back an attempt taken in the window ending `windowEnd` (it succeeded, and only failures count); none once that window is over. */
+  /** Gives back an attempt taken in the window ending `windowEnd` (it succeeded, and only failures count); none once
+   * that window is over. */
   returnAttempt(key: string, windowEnd: number): Promise<void>;
 
   createBrowserSession(userId: string, now: number, ttlMs: number): Promise<{ token: string; csrf: string }>;
@@ -481,13 +541,21 @@ export interface IdentityStore {
   /** The sign-in of `state`, once: it is deleted as it is read; undefined when unknown or expired. */
   takeOidcLogin(state: string, now: number): Promise<OidcLogin | undefined>;
 
-  /** Deletes expired device codes, sessions, links and tokens, and sign-ins lapsed or revoked long ago; how many rows. */
+  /** Deletes expired device codes, sessions, links and tokens, and sign-ins lapsed or revoked long ago; how many rows.
+   * */
   purgeExpired(now: number): Promise<number>;
 }
 
 export const SESSION_AUDIT_ACTIONS = ['session.read', 'session.download', 'session.share', 'session.delete'] as const;
 /** What administering the server does: policies, users and their roles, tokens, sign-in links. */
-export const ADMIN_AUDIT_ACTIONS = ['policy.publish', 'user.add', 'user.role', 'token.create', 'token.revoke', 'sign_in_link.create'] as const;
+export const ADMIN_AUDIT_ACTIONS = [
+  'policy.publish',
+  'user.add',
+  'user.role',
+  'token.create',
+  'token.revoke',
+  'sign_in_link.create',
+] as const;
 export const AUDIT_ACTIONS = [...SESSION_AUDIT_ACTIONS, ...ADMIN_AUDIT_ACTIONS] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -496,7 +564,10 @@ export type AuditAction = (typeof AUDIT_ACTIONS)[number];
  * (`blue-agent control-plane …`, `serve`'s first start) on the server's machine, named by their OS user; or the
  * organisation's identity provider (a first sign-in provisions a person, its group makes them an administrator).
  */
-export type AuditActor = { kind: 'user'; id: string; email: string } | { kind: 'cli'; name: string } | { kind: 'identity_provider'; issuer: string };
+export type AuditActor =
+  | { kind: 'user'; id: string; email: string }
+  | { kind: 'cli'; name: string }
+  | { kind: 'identity_provider'; issuer: string };
 
 /** Who changes a role, and when; `group`: the identity provider's group that made the person an administrator. */
 export interface RoleChange {
@@ -576,7 +647,10 @@ export const BRACKETS: SnippetMarks = { start: '[', stop: ']' };
  * The words of where a session ran, its native id and its repository, for search: path components, id parts, the
  * repository's root and remote.
  */
-export function searchPlace(artifact: Pick<Artifact, 'cwd' | 'repository_root' | 'repository_remote'>, nativeSessionId: string): string {
+export function searchPlace(
+  artifact: Pick<Artifact, 'cwd' | 'repository_root' | 'repository_remote'>,
+  nativeSessionId: string,
+): string {
   return [artifact.cwd, nativeSessionId, artifact.repository_root, artifact.repository_remote]
     .map((part) => part ?? '')
     .join(' ')
@@ -584,7 +658,8 @@ export function searchPlace(artifact: Pick<Artifact, 'cwd' | 'repository_root' |
     .trim();
 }
 
-/** What the indexer read of one claimed session: the text of its queued artifact ('' when the bundle cannot be read). */
+/** What the indexer read of one claimed session: the text of its queued artifact ('' when the bundle cannot be read).
+ * */
 export interface SearchIndexed {
   session_id: string;
   artifact_id: string;

@@ -29,12 +29,23 @@ export type PresignPlan =
  * session's current artifact, and not expired, need no upload. A retried presign of bytes not yet verified (pending,
  * or failed their check) whose object was not collected gets that artifact again. Anything else is a new revision.
  */
-export function planPresign(facts: PresignFacts | undefined, input: Pick<NewArtifact, 'sha256' | 'size_bytes'>, now: number, retentionMs: number): PresignPlan {
+export function planPresign(
+  facts: PresignFacts | undefined,
+  input: Pick<NewArtifact, 'sha256' | 'size_bytes'>,
+  now: number,
+  retentionMs: number,
+): PresignPlan {
   const deadline = now + retentionMs;
   if (facts === undefined) return firstPresign(now, retentionMs);
   const { current, sameBytes } = facts;
-  if (current !== undefined && current.status === 'complete' && !isExpired(current, now) && sameContent(current, input)) return { outcome: 'complete', artifact: current };
-  if (sameBytes !== undefined && sameContent(sameBytes, input) && (sameBytes.status === 'pending' || sameBytes.status === 'failed') && !sameBytes.blob_deleted) {
+  if (current !== undefined && current.status === 'complete' && !isExpired(current, now) && sameContent(current, input))
+    return { outcome: 'complete', artifact: current };
+  if (
+    sameBytes !== undefined &&
+    sameContent(sameBytes, input) &&
+    (sameBytes.status === 'pending' || sameBytes.status === 'failed') &&
+    !sameBytes.blob_deleted
+  ) {
     return { outcome: 'reused', artifactId: sameBytes.id, deadline };
   }
   return { outcome: 'created', revision: facts.lastRevision + 1, deadline };
@@ -45,7 +56,10 @@ export function firstPresign(now: number, retentionMs: number): Extract<PresignP
   return { outcome: 'created', revision: 1, deadline: now + retentionMs };
 }
 
-function sameContent(artifact: Pick<Artifact, 'sha256' | 'size_bytes'>, input: Pick<NewArtifact, 'sha256' | 'size_bytes'>): boolean {
+function sameContent(
+  artifact: Pick<Artifact, 'sha256' | 'size_bytes'>,
+  input: Pick<NewArtifact, 'sha256' | 'size_bytes'>,
+): boolean {
   return artifact.sha256 === input.sha256 && artifact.size_bytes === input.size_bytes;
 }
 
@@ -68,8 +82,18 @@ export interface CompletePlan {
  * completed is current, so one that completes after a newer one did is superseded at once: a retried upload never
  * rolls a session back.
  */
-export function planComplete(artifact: Pick<Artifact, 'status' | 'revision' | 'artifact_format'>, currentRevision: number | undefined, now: number, retentionMs: number): CompletePlan | undefined {
+export function planComplete(
+  artifact: Pick<Artifact, 'status' | 'revision' | 'artifact_format'>,
+  currentRevision: number | undefined,
+  now: number,
+  retentionMs: number,
+): CompletePlan | undefined {
   if (artifact.status === 'complete' || artifact.status === 'superseded') return undefined;
   const current = currentRevision === undefined || currentRevision < artifact.revision;
-  return { status: current ? 'complete' : 'superseded', current, readable: current && READABLE_FORMATS.has(artifact.artifact_format), deadline: now + retentionMs };
+  return {
+    status: current ? 'complete' : 'superseded',
+    current,
+    readable: current && READABLE_FORMATS.has(artifact.artifact_format),
+    deadline: now + retentionMs,
+  };
 }

@@ -9,7 +9,6 @@ import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './ht
 import { Page } from './layout.js';
 import { TokenTable } from './tokens.js';
 
-
 /** GET /account. */
 export async function accountPage(rc: RouteContext, req: Request): Promise<void> {
   const session = await browserSession(rc, req);
@@ -26,9 +25,15 @@ export async function accountPage(rc: RouteContext, req: Request): Promise<void>
       </p>
       <h2 id="tokens">Your tokens</h2>
       <p class="muted">
-        Personal tokens and the devices you signed in with <code>blue-agent login</code>. The tokens themselves are never shown again.
+        Personal tokens and the devices you signed in with <code>blue-agent login</code>. The tokens themselves are
+        never shown again.
       </p>
-      <TokenTable grants={grants} csrf={session.csrf} now={now} revokeAction={(g) => `/account/tokens/${g.id}/revoke`} />
+      <TokenTable
+        grants={grants}
+        csrf={session.csrf}
+        now={now}
+        revokeAction={(g) => `/account/tokens/${g.id}/revoke`}
+      />
     </Page>,
   );
 }
@@ -39,7 +44,8 @@ export async function revokeOwnToken(rc: RouteContext, req: Request): Promise<vo
   if (session === undefined) throw new HttpError(401, 'unauthenticated', 'sign in first');
   await readPagePost(rc, req, session);
   const grant = await rc.store.identity.grant(req.params[0]!);
-  if (grant === undefined || grant.user_id !== session.user.id) throw new HttpError(404, 'not_found', 'no such token of yours');
+  if (grant === undefined || grant.user_id !== session.user.id)
+    throw new HttpError(404, 'not_found', 'no such token of yours');
   await rc.store.identity.revokeGrant(grant.id, rc.now(), userActor(session.user));
   redirect(req.reply, '/account#tokens');
 }

@@ -5,7 +5,15 @@
 import type { ComponentChildren } from 'preact';
 import { HttpError } from '../http.js';
 import type { Request, RouteContext } from '../route-context.js';
-import { actorName, AUDIT_ACTIONS, auditSummary, MAX_MACHINES_PER_USER, userActor, type AuditAction, type BrowserSession } from '../store/index.js';
+import {
+  actorName,
+  AUDIT_ACTIONS,
+  auditSummary,
+  MAX_MACHINES_PER_USER,
+  userActor,
+  type AuditAction,
+  type BrowserSession,
+} from '../store/index.js';
 import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
 import { Page, when } from './layout.js';
 import { TokenTable } from './tokens.js';
@@ -26,7 +34,17 @@ export async function administrator(rc: RouteContext, req: Request): Promise<Bro
 
 type Tab = 'clients' | 'users' | 'audit' | 'policy';
 
-export function AdminPage({ session, tab, title, children }: { session: BrowserSession; tab: Tab; title: string; children: ComponentChildren }) {
+export function AdminPage({
+  session,
+  tab,
+  title,
+  children,
+}: {
+  session: BrowserSession;
+  tab: Tab;
+  title: string;
+  children: ComponentChildren;
+}) {
   const tabs: [Tab, string][] = [
     ['clients', 'Machines'],
     ['users', 'Users and tokens'],
@@ -98,11 +116,23 @@ function HarnessLine({ h }: { h: InventoryEntry }) {
       : state === 'error' && typeof h.state_code === 'string'
         ? `error [${h.state_code}]`
         : state.replace(/_/g, ' ');
-  const tone = state === undefined ? (h.reconciled === false ? 'danger' : undefined) : CAPTURING_STATES.has(state) ? 'ok' : QUIET_STATES.has(state) ? 'muted' : 'danger';
-  const reason = [h.compatibility_error, h.state_reason, h.compatibility_warning].find((r) => typeof r === 'string' && r !== '');
+  const tone =
+    state === undefined
+      ? h.reconciled === false
+        ? 'danger'
+        : undefined
+      : CAPTURING_STATES.has(state)
+        ? 'ok'
+        : QUIET_STATES.has(state)
+          ? 'muted'
+          : 'danger';
+  const reason = [h.compatibility_error, h.state_reason, h.compatibility_warning].find(
+    (r) => typeof r === 'string' && r !== '',
+  );
   return (
     <>
-      {[h.name ?? '?', h.raw_version].filter((part) => typeof part === 'string' && part !== '').join(' ')}: <span class={tone}>{label}</span>
+      {[h.name ?? '?', h.raw_version].filter((part) => typeof part === 'string' && part !== '').join(' ')}:{' '}
+      <span class={tone}>{label}</span>
       {reason === undefined ? null : <div class="muted">{reason}</div>}
     </>
   );
@@ -119,7 +149,10 @@ export async function adminClients(rc: RouteContext, req: Request): Promise<void
   if (session === undefined) return;
   const pageText = req.url.searchParams.get('page') ?? '1';
   const page = /^[1-9]\d{0,5}$/.test(pageText) ? Number(pageText) : 1;
-  const [found, policy] = await Promise.all([rc.store.clientStatuses({ limit: MACHINES_PAGE, offset: (page - 1) * MACHINES_PAGE }), rc.store.currentPolicy()]);
+  const [found, policy] = await Promise.all([
+    rc.store.clientStatuses({ limit: MACHINES_PAGE, offset: (page - 1) * MACHINES_PAGE }),
+    rc.store.currentPolicy(),
+  ]);
   const reports = found.items;
   const pages = Math.max(1, Math.ceil(found.total / MACHINES_PAGE));
   const href = (n: number) => (n === 1 ? '/admin/clients' : `/admin/clients?page=${n}`);
@@ -128,11 +161,17 @@ export async function adminClients(rc: RouteContext, req: Request): Promise<void
     200,
     <AdminPage session={session} tab="clients" title="Machines">
       <p class="muted">
-        The latest report of each machine ({found.total} in all; each person’s {MAX_MACHINES_PER_USER} that reported last). The current policy revision is{' '}
-        {policy === undefined ? 'none yet' : <code>{policy.revision}</code>}.
+        The latest report of each machine ({found.total} in all; each person’s {MAX_MACHINES_PER_USER} that reported
+        last). The current policy revision is {policy === undefined ? 'none yet' : <code>{policy.revision}</code>}.
       </p>
       {reports.length === 0 ? (
-        <p>{found.total === 0 ? 'No machine has reported yet.' : <a href={href(1)}>No machines on this page: back to the first.</a>}</p>
+        <p>
+          {found.total === 0 ? (
+            'No machine has reported yet.'
+          ) : (
+            <a href={href(1)}>No machines on this page: back to the first.</a>
+          )}
+        </p>
       ) : (
         <table class="responsive">
           <thead>
@@ -160,7 +199,11 @@ export async function adminClients(rc: RouteContext, req: Request): Promise<void
                   <td>
                     <code>{report.config_revision ?? '—'}</code>
                     <div class={report.applied === true && current ? 'ok' : 'danger'}>
-                      {report.applied !== true ? 'not applied' : current ? 'applied, current' : 'applied, not the current revision'}
+                      {report.applied !== true
+                        ? 'not applied'
+                        : current
+                          ? 'applied, current'
+                          : 'applied, not the current revision'}
                       {report.files_ok === false ? '; managed files changed' : ''}
                     </div>
                     {report.error == null ? null : <div class="danger">{report.error}</div>}
@@ -217,7 +260,8 @@ export async function adminUsers(rc: RouteContext, req: Request): Promise<void> 
     200,
     <AdminPage session={session} tab="users" title="Users and tokens">
       <p class="muted">
-        People are made on their first sign-in, or with <code>blue-agent control-plane users add</code>. Revoking a token ends it at its next request.
+        People are made on their first sign-in, or with <code>blue-agent control-plane users add</code>. Revoking a
+        token ends it at its next request.
       </p>
       {users.map((u) => {
         const own = grants.filter((g) => g.user_id === u.id);
@@ -233,7 +277,13 @@ export async function adminUsers(rc: RouteContext, req: Request): Promise<void> 
                 <button type="submit">{u.is_admin ? 'Make a member' : 'Make an administrator'}</button>
               </form>
             )}
-            <TokenTable grants={own} csrf={session.csrf} now={now} owner={u.email} revokeAction={(g) => `/admin/tokens/${g.id}/revoke`} />
+            <TokenTable
+              grants={own}
+              csrf={session.csrf}
+              now={now}
+              owner={u.email}
+              revokeAction={(g) => `/admin/tokens/${g.id}/revoke`}
+            />
           </section>
         );
       })}
@@ -246,7 +296,8 @@ export async function adminRevokeToken(rc: RouteContext, req: Request): Promise<
   const session = await administrator(rc, req);
   if (session === undefined) return;
   await readPagePost(rc, req, session);
-  if ((await rc.store.identity.revokeGrant(req.params[0]!, rc.now(), userActor(session.user))) === undefined) throw new HttpError(404, 'not_found', 'no such token');
+  if ((await rc.store.identity.revokeGrant(req.params[0]!, rc.now(), userActor(session.user))) === undefined)
+    throw new HttpError(404, 'not_found', 'no such token');
   redirect(req.reply, '/admin/users');
 }
 
@@ -259,9 +310,11 @@ export async function adminSetRole(rc: RouteContext, req: Request): Promise<void
   if (id === session.user.id) throw new HttpError(400, 'invalid_request', 'another administrator changes your role');
   if ((await rc.store.userById(id)) === undefined) throw new HttpError(404, 'not_found', 'no such user');
   const role = form.get('role');
-  if (role !== 'admin' && role !== 'member') throw new HttpError(400, 'invalid_request', 'role must be admin or member');
+  if (role !== 'admin' && role !== 'member')
+    throw new HttpError(400, 'invalid_request', 'role must be admin or member');
   // Checked again as the role changes: an administrator demoted meanwhile (by one they were demoting) changes nothing.
-  if (!(await rc.store.setAdmin(id, role === 'admin', { by: userActor(session.user), now: rc.now() }))) throw new HttpError(403, 'forbidden', 'you are no longer an administrator');
+  if (!(await rc.store.setAdmin(id, role === 'admin', { by: userActor(session.user), now: rc.now() })))
+    throw new HttpError(403, 'forbidden', 'you are no longer an administrator');
   redirect(req.reply, '/admin/users');
 }
 
@@ -317,7 +370,13 @@ export async function adminAudit(rc: RouteContext, req: Request): Promise<void> 
                 <td>{actorName(e)}</td>
                 <td>{e.action}</td>
                 <td>
-                  {e.session_id === null ? '—' : e.action === 'session.delete' ? <code>{e.session_id}</code> : <a href={`/sessions/${e.session_id}`}>{e.session_id.slice(0, 8)}</a>}
+                  {e.session_id === null ? (
+                    '—'
+                  ) : e.action === 'session.delete' ? (
+                    <code>{e.session_id}</code>
+                  ) : (
+                    <a href={`/sessions/${e.session_id}`}>{e.session_id.slice(0, 8)}</a>
+                  )}
                 </td>
                 <td>
                   {auditSummary(e)}
@@ -332,7 +391,9 @@ export async function adminAudit(rc: RouteContext, req: Request): Promise<void> 
       )}
       {events.length > AUDIT_PAGE ? (
         <p>
-          <a href={`/admin/audit?after=${shown.at(-1)!.seq}${action === undefined ? '' : `&action=${action}`}`}>Later entries →</a>
+          <a href={`/admin/audit?after=${shown.at(-1)!.seq}${action === undefined ? '' : `&action=${action}`}`}>
+            Later entries →
+          </a>
         </p>
       ) : null}
     </AdminPage>,

@@ -12,7 +12,10 @@ export function webAssetsDir(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
   for (let dir = here; ; dir = path.dirname(dir)) {
     try {
-      if ((JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: unknown }).name === PACKAGE_NAME) return path.join(dir, 'dist', 'assets');
+      if (
+        (JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: unknown }).name === PACKAGE_NAME
+      )
+        return path.join(dir, 'dist', 'assets');
     } catch {
       // Not here; keep walking up.
     }

@@ -20,7 +20,8 @@ const cache = new Map<string, { body: Buffer; etag: string }>();
 export async function serveAsset(rc: RouteContext, req: Request): Promise<void> {
   const name = req.params[0]!;
   const type = TYPES[name];
-  if (type === undefined || rc.assetsDir === undefined) throw new HttpError(404, 'not_found', `no asset ${name.slice(0, 64)}`);
+  if (type === undefined || rc.assetsDir === undefined)
+    throw new HttpError(404, 'not_found', `no asset ${name.slice(0, 64)}`);
   const file = path.join(rc.assetsDir, name);
   let entry = cache.get(file);
   if (entry === undefined) {

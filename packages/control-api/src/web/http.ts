@@ -31,7 +31,8 @@ const PAGE_HEADERS = {
   'content-security-policy': CONTENT_SECURITY_POLICY,
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
-  // same-origin, not no-referrer: browsers send `Origin: null` with forms under no-referrer, and forms are checked by their origin.
+  // same-origin, not no-referrer: browsers send `Origin: null` with forms under no-referrer, and forms are checked by
+  // their origin.
   'referrer-policy': 'same-origin',
   'cross-origin-opener-policy': 'same-origin',
   'cache-control': 'no-store',
@@ -75,7 +76,10 @@ export function wantsPage(accept: string | undefined): boolean {
 
 /** A redirect to a path of this server (303: the browser follows with GET, after a form too). */
 export function redirect(reply: FastifyReply, to: string, headers: Record<string, string | string[]> = {}): void {
-  void reply.code(303).headers({ ...PAGE_HEADERS, location: to, ...headers }).send();
+  void reply
+    .code(303)
+    .headers({ ...PAGE_HEADERS, location: to, ...headers })
+    .send();
 }
 
 /** Whether the server is reached over TLS: cookies are then Secure and `__Host-`. */
@@ -92,7 +96,10 @@ function cookieAttributes(rc: RouteContext, maxAgeSeconds: number): string {
 }
 
 export function sessionCookie(rc: RouteContext, token: string): string {
-  return `${sessionCookieName(rc)}=${token}; ${cookieAttributes(rc, Math.floor(rc.identitySettings.browserSessionTtlMs / 1000))}`;
+  return (
+    `${sessionCookieName(rc)}=${token}; ` +
+    `${cookieAttributes(rc, Math.floor(rc.identitySettings.browserSessionTtlMs / 1000))}`
+  );
 }
 
 export function clearedSessionCookie(rc: RouteContext): string {
@@ -119,7 +126,14 @@ export async function browserSession(rc: RouteContext, req: Request): Promise<Br
 
 /** The path to come back to after signing in: a path of this server only (never `//host`), else the start page. */
 export function safeNext(next: string | undefined): string {
-  if (next === undefined || !next.startsWith('/') || next.startsWith('//') || next.startsWith('/\\') || next.length > 1000) return '/';
+  if (
+    next === undefined ||
+    !next.startsWith('/') ||
+    next.startsWith('//') ||
+    next.startsWith('/\\') ||
+    next.length > 1000
+  )
+    return '/';
   // Printable ASCII only (a Location header holds nothing else); anything else is the start page.
   return /^[\x21-\x7e]+$/.test(next) ? next : '/';
 }
@@ -133,7 +147,12 @@ export function toSignIn(req: Request): void {
  * A form posted from this server's own pages: the request's Origin must be this server's (a cross-site form, even a
  * top-level one, is refused), and with a session its CSRF token must be the form's `csrf` field.
  */
-export async function readPagePost(rc: RouteContext, req: Request, session: BrowserSession | undefined, limits?: { maxBytes: number; maxValue: number }): Promise<Map<string, string>> {
+export async function readPagePost(
+  rc: RouteContext,
+  req: Request,
+  session: BrowserSession | undefined,
+  limits?: { maxBytes: number; maxValue: number },
+): Promise<Map<string, string>> {
   const origin = req.raw.headers.origin;
   const ours = new URL(rc.publicUrl()).origin;
   const site = req.raw.headers['sec-fetch-site'];
@@ -142,6 +161,7 @@ export async function readPagePost(rc: RouteContext, req: Request, session: Brow
     throw new HttpError(403, 'cross_site', `forms are accepted only from ${ours}`);
   }
   const form = await readFormBody(req.raw, rc.bodyTimeoutMs, limits?.maxValue, limits?.maxBytes);
-  if (session !== undefined && form.get('csrf') !== session.csrf) throw new HttpError(403, 'csrf', 'the form is stale or not from this site: reload the page and try again');
+  if (session !== undefined && form.get('csrf') !== session.csrf)
+    throw new HttpError(403, 'csrf', 'the form is stale or not from this site: reload the page and try again');
   return form;
 }

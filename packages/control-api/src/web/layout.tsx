@@ -6,7 +6,8 @@ import type { ComponentChildren } from 'preact';
 import type { BrowserSession } from '../store/index.js';
 
 /** A time as pages show it: UTC to the minute (`2026-12-02 10:21 UTC`); `—` for none. */
-export const when = (at: number | null): string => (at === null ? '—' : `${new Date(at).toISOString().replace('T', ' ').slice(0, 16)} UTC`);
+export const when = (at: number | null): string =>
+  at === null ? '—' : `${new Date(at).toISOString().replace('T', ' ').slice(0, 16)} UTC`;
 
 export interface PageProps {
   title: string;

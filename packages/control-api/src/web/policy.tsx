@@ -22,7 +22,16 @@ export async function adminPolicy(rc: RouteContext, req: Request): Promise<void>
   const session = await administrator(rc, req);
   if (session === undefined) return;
   const current = await rc.store.currentPolicy();
-  sendPage(req.reply, 200, <PolicyPage session={session} current={current} text={current === undefined ? '' : publishedText(current)} published={req.url.searchParams.get('published') ?? undefined} />);
+  sendPage(
+    req.reply,
+    200,
+    <PolicyPage
+      session={session}
+      current={current}
+      text={current === undefined ? '' : publishedText(current)}
+      published={req.url.searchParams.get('published') ?? undefined}
+    />,
+  );
 }
 
 interface Review {
@@ -31,7 +40,14 @@ interface Review {
   captureStop: CaptureStop | undefined;
 }
 
-function PolicyPage(props: { session: BrowserSession; current: PolicyRevision | undefined; text: string; problem?: string; review?: Review; published?: string | undefined }) {
+function PolicyPage(props: {
+  session: BrowserSession;
+  current: PolicyRevision | undefined;
+  text: string;
+  problem?: string;
+  review?: Review;
+  published?: string | undefined;
+}) {
   const { session, current, text, problem, review, published } = props;
   return (
     <AdminPage session={session} tab="policy" title="Policy">
@@ -42,8 +58,11 @@ function PolicyPage(props: { session: BrowserSession; current: PolicyRevision | 
       )}
       <p class="muted">
         Current revision: {current === undefined ? 'none yet' : <code>{current.revision}</code>}
-        {current === undefined ? '' : `, published ${when(current.created_at)}${current.text === null ? ' (before texts were kept: its document is shown as YAML)' : ''}`}. It is shown as
-        published; edit it below (YAML or JSON), then review the difference before publishing.
+        {current === undefined
+          ? ''
+          : `, published ${when(current.created_at)}` +
+            `${current.text === null ? ' (before texts were kept: its document is shown as YAML)' : ''}`}
+        . It is shown as published; edit it below (YAML or JSON), then review the difference before publishing.
       </p>
       {problem === undefined ? null : (
         <p class="warning" role="alert">
@@ -70,7 +89,17 @@ function PolicyPage(props: { session: BrowserSession; current: PolicyRevision | 
   );
 }
 
-function ReviewSection({ session, current, text, review }: { session: BrowserSession; current: PolicyRevision | undefined; text: string; review: Review }) {
+function ReviewSection({
+  session,
+  current,
+  text,
+  review,
+}: {
+  session: BrowserSession;
+  current: PolicyRevision | undefined;
+  text: string;
+  review: Review;
+}) {
   const stop = review.captureStop;
   return (
     <section aria-labelledby="diff">
@@ -90,7 +119,8 @@ function ReviewSection({ session, current, text, review }: { session: BrowserSes
       </div>
       {stop === undefined ? null : (
         <p class="warning" role="alert">
-          This revision stops session capture on every machine: {stop.reasons.join('; ')}. Once it is published, {stop.effect}.
+          This revision stops session capture on every machine: {stop.reasons.join('; ')}. Once it is published,{' '}
+          {stop.effect}.
         </p>
       )}
       <form method="post" action="/admin/policy/publish">
@@ -117,7 +147,8 @@ function checked(text: string): { body: Record<string, unknown> } | { problem: s
   try {
     return { body: checkPolicyText(text, 'the policy').body };
   } catch (error) {
-    if (error instanceof BlueError) return { problem: `${error.message}${error.hint === undefined ? '' : ` ${error.hint}`}` };
+    if (error instanceof BlueError)
+      return { problem: `${error.message}${error.hint === undefined ? '' : ` ${error.hint}`}` };
     throw error;
   }
 }
@@ -127,7 +158,12 @@ function policyField(form: Map<string, string>): string {
   return (form.get('policy') ?? '').replace(/\r\n/g, '\n');
 }
 
-function reviewOf(rc: RouteContext, current: PolicyRevision | undefined, text: string, body: Record<string, unknown>): Review {
+function reviewOf(
+  rc: RouteContext,
+  current: PolicyRevision | undefined,
+  text: string,
+  body: Record<string, unknown>,
+): Review {
   const warning = presignOriginWarning(body, rc.publicUrl());
   return {
     diff: diffLines(current === undefined ? '' : publishedText(current), text.endsWith('\n') ? text : `${text}\n`),
@@ -144,8 +180,17 @@ export async function adminPolicyPreview(rc: RouteContext, req: Request): Promis
   const text = policyField(form);
   const current = await rc.store.currentPolicy();
   const result = checked(text);
-  if ('problem' in result) return sendPage(req.reply, 400, <PolicyPage session={session} current={current} text={text} problem={result.problem} />);
-  sendPage(req.reply, 200, <PolicyPage session={session} current={current} text={text} review={reviewOf(rc, current, text, result.body)} />);
+  if ('problem' in result)
+    return sendPage(
+      req.reply,
+      400,
+      <PolicyPage session={session} current={current} text={text} problem={result.problem} />,
+    );
+  sendPage(
+    req.reply,
+    200,
+    <PolicyPage session={session} current={current} text={text} review={reviewOf(rc, current, text, result.body)} />,
+  );
 }
 
 /**
@@ -158,20 +203,47 @@ export async function adminPolicyPublish(rc: RouteContext, req: Request): Promis
   const form = await readPagePost(rc, req, session, POLICY_FORM);
   const text = policyField(form);
   const result = checked(text);
-  if ('problem' in result) return sendPage(req.reply, 400, <PolicyPage session={session} current={await rc.store.currentPolicy()} text={text} problem={result.problem} />);
+  if ('problem' in result)
+    return sendPage(
+      req.reply,
+      400,
+      <PolicyPage session={session} current={await rc.store.currentPolicy()} text={text} problem={result.problem} />,
+    );
   const base = form.get('base') ?? '';
   const stale = async () => {
     const current = await rc.store.currentPolicy();
-    sendPage(req.reply, 409, <PolicyPage session={session} current={current} text={text} problem="Another revision was published since you reviewed the changes: review them again." />);
+    sendPage(
+      req.reply,
+      409,
+      <PolicyPage
+        session={session}
+        current={current}
+        text={text}
+        problem="Another revision was published since you reviewed the changes: review them again."
+      />,
+    );
   };
   const reviewed = await rc.store.currentPolicy();
   if ((reviewed?.revision ?? '') !== base) return stale();
   const review = reviewOf(rc, reviewed, text, result.body);
   if (review.captureStop !== undefined && form.get('confirm') !== 'yes') {
-    return sendPage(req.reply, 400, <PolicyPage session={session} current={reviewed} text={text} review={review} problem="This revision stops session capture on every machine: tick the box to confirm that you mean it, or change the policy." />);
+    return sendPage(
+      req.reply,
+      400,
+      <PolicyPage
+        session={session}
+        current={reviewed}
+        text={text}
+        review={review}
+        problem="This revision stops session capture on every machine: tick the box to confirm that you mean it, or change the policy."
+      />,
+    );
   }
   // Whether the reviewed revision is still the current one is asked again as the policy is published, from any replica.
-  const published = await rc.store.publishPolicyOver(result.body, base === '' ? undefined : base, rc.now(), { text, by: userActor(session.user) });
+  const published = await rc.store.publishPolicyOver(result.body, base === '' ? undefined : base, rc.now(), {
+    text,
+    by: userActor(session.user),
+  });
   if (published === undefined) return stale();
   redirect(req.reply, `/admin/policy?published=${encodeURIComponent(published.revision)}`);
 }

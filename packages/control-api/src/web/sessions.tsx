@@ -10,8 +10,26 @@ import { MIN_SESSION_PREFIX, sessionRef, type SessionRef } from '@blue-agent/con
 import { HttpError } from '../http.js';
 import type { Request, RouteContext } from '../route-context.js';
 import { storedTranscript, type Conversation } from '../search-text.js';
-import { auditAdminRead, changeSharing, downloadLink, removeSession, searchSnippets, visibleSession, type Snippet } from '../session-actions.js';
-import { ARTIFACT_STATUSES, isExpired, SHARING_MODES, type Artifact, type ArtifactStatus, type BrowserSession, type CapturedSession, type SessionQuery, type SharingMode } from '../store/index.js';
+import {
+  auditAdminRead,
+  changeSharing,
+  downloadLink,
+  removeSession,
+  searchSnippets,
+  visibleSession,
+  type Snippet,
+} from '../session-actions.js';
+import {
+  ARTIFACT_STATUSES,
+  isExpired,
+  SHARING_MODES,
+  type Artifact,
+  type ArtifactStatus,
+  type BrowserSession,
+  type CapturedSession,
+  type SessionQuery,
+  type SharingMode,
+} from '../store/index.js';
 import { browserSession, readPagePost, redirect, sendPage, toSignIn } from './http.js';
 import { Page, when } from './layout.js';
 import { bounded, TranscriptView } from './transcript.js';
@@ -75,7 +93,8 @@ function listParams(url: URL): { params: ListParams; problems: string[] } {
 function listHref(params: ListParams, change: Partial<ListParams>): string {
   const merged = { ...params, ...change };
   const query = new URLSearchParams();
-  for (const [key, value] of Object.entries(merged)) if (value !== '' && !(key === 'page' && value === 1)) query.set(key, String(value));
+  for (const [key, value] of Object.entries(merged))
+    if (value !== '' && !(key === 'page' && value === 1)) query.set(key, String(value));
   const text = query.toString();
   return text === '' ? '/sessions' : `/sessions?${text}`;
 }
@@ -87,7 +106,12 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
   const user = browser.user;
   const { params, problems } = listParams(req.url);
   const now = rc.now();
-  const query: SessionQuery = { sort: 'updated_desc', limit: PER_PAGE, offset: (params.page - 1) * PER_PAGE, count: true };
+  const query: SessionQuery = {
+    sort: 'updated_desc',
+    limit: PER_PAGE,
+    offset: (params.page - 1) * PER_PAGE,
+    count: true,
+  };
   if (params.q !== '') query.q = params.q;
   if (params.harness !== '') query.harness = params.harness;
   if (params.tag !== '') query.tag = params.tag;
@@ -100,10 +124,15 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
     // An unknown owner owns nothing: the list is empty rather than everyone's.
     query.owner_id = owner?.id ?? '00000000-0000-0000-0000-000000000000';
   }
-  query.sort = params.sort === '' ? (query.q === undefined ? 'updated_desc' : 'relevance') : (params.sort as SessionQuery['sort']);
+  query.sort =
+    params.sort === '' ? (query.q === undefined ? 'updated_desc' : 'relevance') : (params.sort as SessionQuery['sort']);
   const { sort: _sort, limit: _limit, offset: _offset, count: _count, ...filter } = query;
-  const [found, counts] = await Promise.all([rc.store.listSessions(user, query, now), rc.store.countByHarness(user, { ...filter, harness: undefined }, now)]);
-  const snippets = query.q === undefined ? new Map<string, Snippet>() : await searchSnippets(rc, user, found.sessions, query.q);
+  const [found, counts] = await Promise.all([
+    rc.store.listSessions(user, query, now),
+    rc.store.countByHarness(user, { ...filter, harness: undefined }, now),
+  ]);
+  const snippets =
+    query.q === undefined ? new Map<string, Snippet>() : await searchSnippets(rc, user, found.sessions, query.q);
   const total = found.total ?? 0;
   const pages = Math.max(1, Math.ceil(total / PER_PAGE));
   const harnesses = Object.keys(counts).sort();
@@ -115,7 +144,13 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
       <form method="get" action="/sessions" class="filters" role="search" aria-label="Search and filter sessions">
         <div class="field grow">
           <label for="q">Search</label>
-          <input type="search" id="q" name="q" value={params.q} placeholder="Words from titles, summaries, what was said, folders, ids" />
+          <input
+            type="search"
+            id="q"
+            name="q"
+            value={params.q}
+            placeholder="Words from titles, summaries, what was said, folders, ids"
+          />
         </div>
         <div class="field">
           <label for="tag">Tag</label>
@@ -184,7 +219,10 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
         </p>
       ))}
       <p class="muted" role="status">
-        {total === 0 ? 'No sessions match.' : `${total.toLocaleString('en')}${query.q !== undefined && total >= 1000 ? '+' : ''} session${total === 1 ? '' : 's'}`}
+        {total === 0
+          ? 'No sessions match.'
+          : `${total.toLocaleString('en')}${query.q !== undefined && total >= 1000 ? '+' : ''} session` +
+            `${total === 1 ? '' : 's'}`}
         {harnesses.length > 1 ? ` · ${harnesses.map((h) => `${h} ${counts[h]}`).join(' · ')}` : ''}
       </p>
       <ul class="sessions">
@@ -203,7 +241,9 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
                     #{t}
                   </a>
                 ))}
-                <span>{owned ? 'yours' : s.sharing_mode === 'private' ? s.owner_email : `shared by ${s.owner_email}`}</span>
+                <span>
+                  {owned ? 'yours' : s.sharing_mode === 'private' ? s.owner_email : `shared by ${s.owner_email}`}
+                </span>
                 <span>{s.current?.status ?? '—'}</span>
                 <span>{s.current === undefined ? '—' : formatBytes(s.current.size_bytes)}</span>
                 <span>
@@ -244,7 +284,11 @@ export async function sessionsPage(rc: RouteContext, req: Request): Promise<void
 function SnippetText({ snippet }: { snippet: Snippet }) {
   const plain = snippet.map((p) => p.text).join('');
   const masked = maskSecrets(plain);
-  return <p class="snippet">{masked !== plain ? masked : snippet.map((p, i) => (p.match ? <mark key={i}>{p.text}</mark> : p.text))}</p>;
+  return (
+    <p class="snippet">
+      {masked !== plain ? masked : snippet.map((p, i) => (p.match ? <mark key={i}>{p.text}</mark> : p.text))}
+    </p>
+  );
 }
 
 /**
@@ -291,8 +335,13 @@ const PREFIX_MATCHES = 20;
  */
 async function sessionByRef(rc: RouteContext, req: Request, browser: BrowserSession, ref: SessionRef): Promise<void> {
   if (ref.kind === 'id') return redirect(req.reply, `/sessions/${ref.id}${req.url.search}`);
-  const { sessions } = await rc.store.listSessions(browser.user, { id_prefix: ref.prefix, sort: 'updated_desc', limit: PREFIX_MATCHES + 1, offset: 0 }, rc.now());
-  if (sessions.length === 0) throw new HttpError(404, 'not_found', `No session you may see has an id starting with ${ref.prefix}.`);
+  const { sessions } = await rc.store.listSessions(
+    browser.user,
+    { id_prefix: ref.prefix, sort: 'updated_desc', limit: PREFIX_MATCHES + 1, offset: 0 },
+    rc.now(),
+  );
+  if (sessions.length === 0)
+    throw new HttpError(404, 'not_found', `No session you may see has an id starting with ${ref.prefix}.`);
   if (sessions.length === 1) return redirect(req.reply, `/sessions/${sessions[0]!.id}${req.url.search}`);
   sendPage(
     req.reply,
@@ -332,7 +381,12 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
   const user = browser.user;
   const ref = sessionRef(req.params[0]!);
   if (ref === undefined) {
-    throw new HttpError(404, 'not_found', `${req.params[0]!} is not a session id: give its full id, or its first ${MIN_SESSION_PREFIX} or more characters, as the list shows them.`);
+    throw new HttpError(
+      404,
+      'not_found',
+      `${req.params[0]!} is not a session id: give its full id, or its first ${MIN_SESSION_PREFIX} or more ` +
+        `characters, as the list shows them.`,
+    );
   }
   if (ref.kind === 'prefix' || ref.id !== req.params[0]) return sessionByRef(rc, req, browser, ref);
   const session = await visibleSession(rc, user, ref.id);
@@ -347,7 +401,10 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
   const transcript = shown !== undefined && readable(shown) ? await transcriptOf(rc, shown) : undefined;
   const recipients = owned ? await rc.store.recipients(session) : [];
   const find = (req.url.searchParams.get('find') ?? '').trim().slice(0, 200);
-  const found = owned && find !== '' ? (await rc.store.searchUsers(find, user.id, 10)).filter((u) => !recipients.some((r) => r.id === u.id)) : [];
+  const found =
+    owned && find !== ''
+      ? (await rc.store.searchUsers(find, user.id, 10)).filter((u) => !recipients.some((r) => r.id === u.id))
+      : [];
   const current = session.current;
   // A stored or imported record: no harness folder, no profile, nothing to resume.
   const record = current?.artifact_format === RECORD_FORMAT;
@@ -369,8 +426,16 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
       <div class="session-page">
         <div class="session-main">
           <section aria-labelledby="transcript">
-            <h2 id="transcript">Transcript{shown !== undefined && shown.id !== current?.id ? ` (revision ${shown.revision})` : ''}</h2>
-            {transcript === undefined ? <p class="muted">No readable transcript: the upload is not a session bundle, is not verified yet, or has expired.</p> : <TranscriptView transcript={transcript} />}
+            <h2 id="transcript">
+              Transcript{shown !== undefined && shown.id !== current?.id ? ` (revision ${shown.revision})` : ''}
+            </h2>
+            {transcript === undefined ? (
+              <p class="muted">
+                No readable transcript: the upload is not a session bundle, is not verified yet, or has expired.
+              </p>
+            ) : (
+              <TranscriptView transcript={transcript} />
+            )}
           </section>
 
           <section aria-labelledby="revisions">
@@ -470,7 +535,14 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
             <section aria-labelledby="resume">
               <h2 id="resume">Resume it on your machine</h2>
               <div class="copy">
-                <input type="text" readonly value={`blue-agent resume ${session.id}`} id="resume-command" aria-label="Resume command" class="command" />
+                <input
+                  type="text"
+                  readonly
+                  value={`blue-agent resume ${session.id}`}
+                  id="resume-command"
+                  aria-label="Resume command"
+                  class="command"
+                />
                 <button type="button" data-copy="resume-command">
                   Copy
                 </button>
@@ -478,14 +550,21 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
             </section>
           ) : null}
 
-          {owned ? <SharingForm csrf={browser.csrf} session={session} recipients={recipients} find={find} found={found} /> : session.sharing_mode === 'private' ? null : <p class="muted">Shared with you by {session.owner_email}.</p>}
+          {owned ? (
+            <SharingForm csrf={browser.csrf} session={session} recipients={recipients} find={find} found={found} />
+          ) : session.sharing_mode === 'private' ? null : (
+            <p class="muted">Shared with you by {session.owner_email}.</p>
+          )}
 
           {owned || user.is_admin ? (
             <section aria-labelledby="delete">
               <h2 id="delete">Delete</h2>
               <form method="post" action={`/sessions/${session.id}/delete`} class="danger-zone">
                 <input type="hidden" name="csrf" value={browser.csrf} />
-                <p>Deletes every revision of this session, its sharing and its search entry, for everyone. This cannot be undone.</p>
+                <p>
+                  Deletes every revision of this session, its sharing and its search entry, for everyone. This cannot be
+                  undone.
+                </p>
                 <label class="check">
                   <input type="checkbox" name="confirm" value="yes" required /> I want to delete this session
                 </label>
@@ -501,8 +580,24 @@ export async function sessionPage(rc: RouteContext, req: Request): Promise<void>
   );
 }
 
-function SharingForm({ csrf, session, recipients, find, found }: { csrf: string; session: CapturedSession; recipients: { id: string; email: string }[]; find: string; found: { id: string; email: string }[] }) {
-  const modes: Record<SharingMode, string> = { private: 'Private: only you (and administrators)', workspace: 'Workspace: every member', selected: 'Selected members' };
+function SharingForm({
+  csrf,
+  session,
+  recipients,
+  find,
+  found,
+}: {
+  csrf: string;
+  session: CapturedSession;
+  recipients: { id: string; email: string }[];
+  find: string;
+  found: { id: string; email: string }[];
+}) {
+  const modes: Record<SharingMode, string> = {
+    private: 'Private: only you (and administrators)',
+    workspace: 'Workspace: every member',
+    selected: 'Selected members',
+  };
   return (
     <section aria-labelledby="sharing">
       <h2 id="sharing">Sharing</h2>
@@ -521,7 +616,9 @@ function SharingForm({ csrf, session, recipients, find, found }: { csrf: string;
       </form>
       <h3>Selected members</h3>
       {session.sharing_mode === 'workspace' ? (
-        <p class="muted">Every member may see it now. To name people instead, add them here: it is then shared with them alone.</p>
+        <p class="muted">
+          Every member may see it now. To name people instead, add them here: it is then shared with them alone.
+        </p>
       ) : null}
       {recipients.length === 0 || session.sharing_mode !== 'selected' ? (
         <p class="muted">Nobody by name.</p>
@@ -542,7 +639,12 @@ function SharingForm({ csrf, session, recipients, find, found }: { csrf: string;
           ))}
         </ul>
       )}
-      <form method="get" action={`/sessions/${session.id}#sharing`} role="search" aria-label="Find people to share with">
+      <form
+        method="get"
+        action={`/sessions/${session.id}#sharing`}
+        role="search"
+        aria-label="Find people to share with"
+      >
         <label for="find">Add people</label>
         <input type="search" id="find" name="find" value={find} placeholder="Part of an e-mail" />
         <button type="submit">Find</button>
@@ -583,7 +685,8 @@ export async function sessionSharing(rc: RouteContext, req: Request): Promise<vo
   if (action === 'mode') {
     const mode = form.get('mode') as SharingMode;
     if (!SHARING_MODES.includes(mode)) throw new HttpError(400, 'invalid_request', 'choose who may see the session');
-    if (mode === 'selected' && selected.length === 0) throw new HttpError(400, 'invalid_request', 'add at least one person first: find them under "Add people"');
+    if (mode === 'selected' && selected.length === 0)
+      throw new HttpError(400, 'invalid_request', 'add at least one person first: find them under "Add people"');
     await changeSharing(rc, browser.user, session, mode, mode === 'selected' ? selected : []);
   } else if ((action === 'add' || action === 'remove') && UUID.test(who)) {
     const next = action === 'add' ? [...new Set([...selected, who])] : selected.filter((id) => id !== who);
@@ -599,7 +702,8 @@ export async function sessionDelete(rc: RouteContext, req: Request): Promise<voi
   const browser = await browserSession(rc, req);
   if (browser === undefined) throw new HttpError(401, 'unauthenticated', 'sign in first');
   const form = await readPagePost(rc, req, browser);
-  if (form.get('confirm') !== 'yes') throw new HttpError(400, 'invalid_request', 'tick the box to confirm the deletion');
+  if (form.get('confirm') !== 'yes')
+    throw new HttpError(400, 'invalid_request', 'tick the box to confirm the deletion');
   await removeSession(rc, browser.user, await visibleSession(rc, browser.user, req.params[0]!));
   redirect(req.reply, '/sessions?deleted=1');
 }
@@ -610,7 +714,20 @@ export async function sessionDownload(rc: RouteContext, req: Request): Promise<v
   if (browser === undefined) return;
   const session = await visibleSession(rc, browser.user, req.params[0]!);
   const artifact = req.url.searchParams.get('artifact') ?? undefined;
-  const link = await downloadLink(rc, browser.user, session, artifact !== undefined && UUID.test(artifact) ? artifact : undefined);
-  if (link.method !== 'GET' || Object.keys(link.headers).length > 0) throw new HttpError(501, 'not_supported', 'this blob store needs a client that sends headers: resume the session with blue-agent instead');
-  void req.reply.code(303).headers({ location: link.url, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }).send();
+  const link = await downloadLink(
+    rc,
+    browser.user,
+    session,
+    artifact !== undefined && UUID.test(artifact) ? artifact : undefined,
+  );
+  if (link.method !== 'GET' || Object.keys(link.headers).length > 0)
+    throw new HttpError(
+      501,
+      'not_supported',
+      'this blob store needs a client that sends headers: resume the session with blue-agent instead',
+    );
+  void req.reply
+    .code(303)
+    .headers({ location: link.url, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' })
+    .send();
 }

@@ -3,8 +3,19 @@ import { isActive } from '../identity/users.js';
 import type { Grant } from '../store/index.js';
 import { when } from './layout.js';
 
-
-export function TokenTable({ grants, csrf, now, revokeAction, owner }: { grants: Grant[]; csrf: string; now: number; revokeAction: (grant: Grant) => string; owner?: string }) {
+export function TokenTable({
+  grants,
+  csrf,
+  now,
+  revokeAction,
+  owner,
+}: {
+  grants: Grant[];
+  csrf: string;
+  now: number;
+  revokeAction: (grant: Grant) => string;
+  owner?: string;
+}) {
   if (grants.length === 0) return <p class="muted">No tokens.</p>;
   return (
     <table class="responsive">
@@ -35,7 +46,14 @@ export function TokenTable({ grants, csrf, now, revokeAction, owner }: { grants:
               {isActive(g, now) ? (
                 <form method="post" action={revokeAction(g)} class="inline">
                   <input type="hidden" name="csrf" value={csrf} />
-                  <button type="submit" class="danger" aria-label={`Revoke ${g.label}${owner === undefined ? '' : ` of ${owner}`}, created ${when(g.created_at)}`}>
+                  <button
+                    type="submit"
+                    class="danger"
+                    aria-label={
+                      `Revoke ${g.label}${owner === undefined ? '' : ` of ${owner}`}, created ` +
+                      `${when(g.created_at)}`
+                    }
+                  >
                     Revoke
                   </button>
                 </form>

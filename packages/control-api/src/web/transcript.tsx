@@ -33,7 +33,11 @@ export function bounded(transcript: Conversation, budget = { turns: MAX_TURNS, c
     const text = cut(turn.text, turn.role === 'tool' ? TOOL_CHARS : TURN_CHARS);
     budget.turns--;
     budget.chars -= text.length;
-    turns.push({ ...turn, text, ...(turn.tools === undefined ? {} : { tools: turn.tools.slice(0, 100).map((t) => cut(t, TOOL_CALL_CHARS)) }) });
+    turns.push({
+      ...turn,
+      text,
+      ...(turn.tools === undefined ? {} : { tools: turn.tools.slice(0, 100).map((t) => cut(t, TOOL_CALL_CHARS)) }),
+    });
   }
   const sections: NonNullable<Conversation['sections']> = [];
   for (const section of transcript.sections ?? []) {
@@ -41,7 +45,15 @@ export function bounded(transcript: Conversation, budget = { turns: MAX_TURNS, c
     sections.push({ title: cut(section.title, 200), transcript: bounded(section.transcript, budget) });
   }
   const { sections: _all, ...rest } = transcript;
-  return { ...rest, turns, truncated: transcript.truncated || turns.length < transcript.turns.length || sections.length < (transcript.sections?.length ?? 0), ...(sections.length === 0 ? {} : { sections }) };
+  return {
+    ...rest,
+    turns,
+    truncated:
+      transcript.truncated ||
+      turns.length < transcript.turns.length ||
+      sections.length < (transcript.sections?.length ?? 0),
+    ...(sections.length === 0 ? {} : { sections }),
+  };
 }
 
 const ROLE_NAMES: Record<string, string> = { user: 'User', assistant: 'Assistant', tool: 'Tool', system: 'System' };
@@ -51,7 +63,9 @@ export function TranscriptView({ transcript }: { transcript: Conversation }) {
   return (
     <div class="transcript">
       <Turns transcript={transcript} />
-      {transcript.truncated ? <p class="muted">The transcript is longer: its first turns are shown. Download the session for all of it.</p> : null}
+      {transcript.truncated ? (
+        <p class="muted">The transcript is longer: its first turns are shown. Download the session for all of it.</p>
+      ) : null}
     </div>
   );
 }
@@ -159,7 +173,10 @@ function howMuch(rest: string): string {
 }
 
 function cut(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, boundary(text, max))}\n… (${(text.length - max).toLocaleString('en')} more characters not shown)`;
+  return text.length <= max
+    ? text
+    : `${text.slice(0, boundary(text, max))}\n… (${(text.length - max).toLocaleString('en')} more characters not ` +
+        `shown)`;
 }
 
 /** `max`, moved back off the middle of a surrogate pair. */

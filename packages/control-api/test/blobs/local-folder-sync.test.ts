@@ -20,7 +20,11 @@ vi.mock('@blue-agent/contract/util/fs.js', async (original) => {
     ...(await original<typeof import('@blue-agent/contract/util/fs.js')>()),
     fsyncDir: (folder: string) =>
       new Promise<void>((resolve) => {
-        syncs.push({ folder, covered: readdirSync(folder).filter((name) => !name.endsWith('.upload')), release: resolve });
+        syncs.push({
+          folder,
+          covered: readdirSync(folder).filter((name) => !name.endsWith('.upload')),
+          release: resolve,
+        });
       }),
   };
 });
@@ -52,9 +56,15 @@ describe('local blob store: folder fsyncs', () => {
   beforeEach(async () => {
     syncs.length = 0;
     dir = await mkdtemp(path.join(tmpdir(), 'blobs-sync-'));
-    server = http.createServer((request, response) => void store.serve!(request, response, { wanted: async () => true }));
+    server = http.createServer(
+      (request, response) => void store.serve!(request, response, { wanted: async () => true }),
+    );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    store = await createLocalBlobStore({ dir: path.join(dir, 'store'), publicUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, secret: 'x'.repeat(32) });
+    store = await createLocalBlobStore({
+      dir: path.join(dir, 'store'),
+      publicUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      secret: 'x'.repeat(32),
+    });
   });
 
   afterEach(async () => {
@@ -64,33 +74,41 @@ describe('local blob store: folder fsyncs', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('acknowledges an upload only after an fsync that began after its rename; uploads renamed meanwhile share the next', async () => {
-    const bodies = [0, 1, 2].map(() => randomBytes(1000));
-    const signed = await Promise.all(bodies.map((b, i) => store.presignUpload(`sessions/o${i}.tar.gz`, { size: b.length, sha256: sha256(b) }, Date.now() + 60_000)));
-    const answered: (number | undefined)[] = [undefined, undefined, undefined];
-    const first = put(signed[0]!, bodies[0]!).then((status) => (answered[0] = status));
-    await until(() => syncs.length === 1);
-    expect(syncs[0]!.covered).toEqual(['o0.tar.gz']);
+  it(
+    'acknowledges an upload only after an fsync that began after its rename; uploads renamed meanwhile share the ' +
+      'next',
+    async () => {
+      const bodies = [0, 1, 2].map(() => randomBytes(1000));
+      const signed = await Promise.all(
+        bodies.map((b, i) =>
+          store.presignUpload(`sessions/o${i}.tar.gz`, { size: b.length, sha256: sha256(b) }, Date.now() + 60_000),
+        ),
+      );
+      const answered: (number | undefined)[] = [undefined, undefined, undefined];
+      const first = put(signed[0]!, bodies[0]!).then((status) => (answered[0] = status));
+      await until(() => syncs.length === 1);
+      expect(syncs[0]!.covered).toEqual(['o0.tar.gz']);
 
-    // Renamed while that fsync is under way: it may not cover them, so they wait for the next.
-    const others = [1, 2].map((i) => put(signed[i]!, bodies[i]!).then((status) => (answered[i] = status)));
-    const folder = path.join(dir, 'store', 'sessions');
-    await until(() => existsSync(path.join(folder, 'o1.tar.gz')) && existsSync(path.join(folder, 'o2.tar.gz')));
-    expect(syncs.length).toBe(1);
-    expect(answered).toEqual([undefined, undefined, undefined]);
+      // Renamed while that fsync is under way: it may not cover them, so they wait for the next.
+      const others = [1, 2].map((i) => put(signed[i]!, bodies[i]!).then((status) => (answered[i] = status)));
+      const folder = path.join(dir, 'store', 'sessions');
+      await until(() => existsSync(path.join(folder, 'o1.tar.gz')) && existsSync(path.join(folder, 'o2.tar.gz')));
+      expect(syncs.length).toBe(1);
+      expect(answered).toEqual([undefined, undefined, undefined]);
 
-    syncs[0]!.release();
-    await first;
-    expect(answered[0]).toBe(200);
-    await until(() => syncs.length === 2);
-    expect(syncs[1]!.covered.sort()).toEqual(['o0.tar.gz', 'o1.tar.gz', 'o2.tar.gz']);
-    expect(answered.slice(1)).toEqual([undefined, undefined]);
+      syncs[0]!.release();
+      await first;
+      expect(answered[0]).toBe(200);
+      await until(() => syncs.length === 2);
+      expect(syncs[1]!.covered.sort()).toEqual(['o0.tar.gz', 'o1.tar.gz', 'o2.tar.gz']);
+      expect(answered.slice(1)).toEqual([undefined, undefined]);
 
-    syncs[1]!.release();
-    await Promise.all(others);
-    expect(answered).toEqual([200, 200, 200]);
-    // One fsync for the two that finished together, not one each.
-    expect(syncs.length).toBe(2);
-    expect(syncs.every((s) => s.folder === folder)).toBe(true);
-  });
+      syncs[1]!.release();
+      await Promise.all(others);
+      expect(answered).toEqual([200, 200, 200]);
+      // One fsync for the two that finished together, not one each.
+      expect(syncs.length).toBe(2);
+      expect(syncs.every((s) => s.folder === folder)).toBe(true);
+    },
+  );
 });

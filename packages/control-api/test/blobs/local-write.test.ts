@@ -1,6 +1,6 @@
 /**
- * How the local blob store writes an upload: in batches of 512 KiB or 256 socket reads (not one write per read), one batch
- * written at a time, and a failing disk answered as the store's failure (503, tried again later), not the body's.
+ * How the local blob store writes an upload: in batches of 512 KiB or 256 socket reads (not one write per read), one
+ * batch written at a time, and a failing disk answered as the store's failure (503, tried again later), not the body's.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -12,7 +12,8 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { BlobStore, SignedRequest } from '../../src/blobs/types.js';
 
-/** Every batch written, in order; `gate` (when set) holds each write until the test lets it go; `fail` fails the nth. */
+/** Every batch written, in order; `gate` (when set) holds each write until the test lets it go; `fail` fails the nth.
+ * */
 const writes: { bytes: number; buffers: number; release: () => void }[] = [];
 let gate = false;
 let failAt = Infinity;
@@ -28,7 +29,12 @@ vi.mock('@blue-agent/contract/util/fs.js', async (original) => {
         writes.push({ bytes, buffers: buffers.length, release: resolve });
         if (!gate) resolve();
       });
-      if (n === failAt) throw Object.assign(new Error("ENOSPC: no space left on device, write '/srv/secret/path'"), { code: 'ENOSPC', errno: -28, syscall: 'write' });
+      if (n === failAt)
+        throw Object.assign(new Error("ENOSPC: no space left on device, write '/srv/secret/path'"), {
+          code: 'ENOSPC',
+          errno: -28,
+          syscall: 'write',
+        });
       await real.writeBuffers(handle, buffers);
     },
   };
@@ -71,9 +77,15 @@ describe('local blob store: writing an upload', () => {
     gate = false;
     failAt = Infinity;
     dir = await mkdtemp(path.join(tmpdir(), 'blobs-write-'));
-    server = http.createServer((request, response) => void store.serve!(request, response, { wanted: async () => true }));
+    server = http.createServer(
+      (request, response) => void store.serve!(request, response, { wanted: async () => true }),
+    );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    store = await createLocalBlobStore({ dir: path.join(dir, 'store'), publicUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, secret: 'x'.repeat(32) });
+    store = await createLocalBlobStore({
+      dir: path.join(dir, 'store'),
+      publicUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      secret: 'x'.repeat(32),
+    });
   });
 
   afterEach(async () => {
@@ -86,7 +98,11 @@ describe('local blob store: writing an upload', () => {
   it('writes the body in batches of at least 512 KiB, one at a time, and stores exactly the bytes sent', async () => {
     gate = true;
     const body = randomBytes(3 * MiB + 12_345);
-    const signed = await store.presignUpload('sessions/big.tar.gz', { size: body.length, sha256: sha256(body) }, Date.now() + 60_000);
+    const signed = await store.presignUpload(
+      'sessions/big.tar.gz',
+      { size: body.length, sha256: sha256(body) },
+      Date.now() + 60_000,
+    );
     // Small pieces: many socket reads make up each batch.
     const answer = put(signed, body, 7_000);
     await until(() => writes.length === 1);
@@ -108,10 +124,17 @@ describe('local blob store: writing an upload', () => {
   it('answers a disk failure 503 STORAGE_UNAVAILABLE without a server path, and keeps nothing', async () => {
     failAt = 2;
     const body = randomBytes(2 * MiB + 1);
-    const signed = await store.presignUpload('sessions/full.tar.gz', { size: body.length, sha256: sha256(body) }, Date.now() + 60_000);
+    const signed = await store.presignUpload(
+      'sessions/full.tar.gz',
+      { size: body.length, sha256: sha256(body) },
+      Date.now() + 60_000,
+    );
     const answer = await put(signed, body, 64 * 1024);
     expect(answer.status).toBe(503);
-    expect(JSON.parse(answer.text)).toEqual({ code: 'STORAGE_UNAVAILABLE', error: 'the blob store could not keep the upload (ENOSPC); try again later' });
+    expect(JSON.parse(answer.text)).toEqual({
+      code: 'STORAGE_UNAVAILABLE',
+      error: 'the blob store could not keep the upload (ENOSPC); try again later',
+    });
     expect(answer.text).not.toContain('/srv');
     const left = await readdir(path.join(dir, 'store', 'sessions'));
     expect(left).toEqual([]);
@@ -143,7 +166,11 @@ describe('local blob store: writing an upload', () => {
     const target = store.fileOf!('sessions/taken.tar.gz');
     await mkdir(target, { recursive: true });
     await writeFile(path.join(target, 'x'), 'x');
-    const signed = await store.presignUpload('sessions/taken.tar.gz', { size: body.length, sha256: sha256(body) }, Date.now() + 60_000);
+    const signed = await store.presignUpload(
+      'sessions/taken.tar.gz',
+      { size: body.length, sha256: sha256(body) },
+      Date.now() + 60_000,
+    );
     const answer = await put(signed, body, 1000);
     expect(answer.status).toBe(503);
     expect(JSON.parse(answer.text)).toMatchObject({ code: 'STORAGE_UNAVAILABLE' });

@@ -25,7 +25,9 @@ function send(method: string, url: string, headers: Record<string, string>, body
     const request = http.request(url, { method, headers }, (response) => {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks), headers: response.headers }));
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks), headers: response.headers }),
+      );
       response.on('error', reject);
     });
     request.on('error', reject);
@@ -116,56 +118,61 @@ describe('local blob store', () => {
     const up = await store.presignUpload('sessions/u2/rev-1', object, now + 60_000);
     expect((await put(up, Readable.from([data]))).status).toBe(200);
     // Bytes this process has read from files and sockets so far (Linux).
-    const readSoFar = async (): Promise<number> => Number(/rchar: (\d+)/.exec(await readFile('/proc/self/io', 'utf8'))![1]);
+    const readSoFar = async (): Promise<number> =>
+      Number(/rchar: (\d+)/.exec(await readFile('/proc/self/io', 'utf8'))![1]);
     const before = await readSoFar();
     expect(await store.stat('sessions/u2/rev-1')).toEqual(object);
-    expect(await readSoFar() - before).toBeLessThan(data.length / 4);
+    expect((await readSoFar()) - before).toBeLessThan(data.length / 4);
     // The same size, other bytes, written in place: the remembered digest no longer describes the file.
     const tampered = Buffer.from(data);
     tampered[500] = tampered[500]! ^ 0xff;
     await writeFile(path.join(dir, 'store', 'sessions', 'u2', 'rev-1'), tampered);
     const again = await readSoFar();
     expect(await store.stat('sessions/u2/rev-1')).toEqual({ size: data.length, sha256: sha256(tampered) });
-    expect(await readSoFar() - again).toBeGreaterThanOrEqual(data.length);
+    expect((await readSoFar()) - again).toBeGreaterThanOrEqual(data.length);
   });
 
-  it('keeps nothing the Control API no longer wants at a validly signed URL: 410, asked before and after the bytes arrive', async () => {
-    const data = randomBytes(200_000);
-    const up = await store.presignUpload('sessions/gone', { size: data.length, sha256: sha256(data) }, now + 60_000);
-    const asked: string[] = [];
-    wanted = async (key) => {
-      asked.push(key);
-      return false;
-    };
-    const refused = await put(up, data);
-    expect([refused.status, JSON.parse(refused.body.toString()).code]).toEqual([410, 'UPLOAD_GONE']);
-    expect(asked).toEqual(['sessions/gone']);
-    expect(await storedFiles()).toEqual([]);
+  it(
+    'keeps nothing the Control API no longer wants at a validly signed URL: 410, asked before and after the bytes ' +
+      'arrive',
+    async () => {
+      const data = randomBytes(200_000);
+      const up = await store.presignUpload('sessions/gone', { size: data.length, sha256: sha256(data) }, now + 60_000);
+      const asked: string[] = [];
+      wanted = async (key) => {
+        asked.push(key);
+        return false;
+      };
+      const refused = await put(up, data);
+      expect([refused.status, JSON.parse(refused.body.toString()).code]).toEqual([410, 'UPLOAD_GONE']);
+      expect(asked).toEqual(['sessions/gone']);
+      expect(await storedFiles()).toEqual([]);
 
-    // Wanted when the upload began, not once its bytes were in (its session deleted meanwhile): nothing is renamed into
-    // place, and the bytes received are removed.
-    asked.length = 0;
-    wanted = async (key) => {
-      asked.push(key);
-      return asked.length === 1;
-    };
-    const late = await put(up, Readable.from([data.subarray(0, 1000), data.subarray(1000)]));
-    expect(late.status).toBe(410);
-    expect(asked).toEqual(['sessions/gone', 'sessions/gone']);
-    expect(await storedFiles()).toEqual([]);
+      // Wanted when the upload began, not once its bytes were in (its session deleted meanwhile): nothing is renamed
+      // into place, and the bytes received are removed.
+      asked.length = 0;
+      wanted = async (key) => {
+        asked.push(key);
+        return asked.length === 1;
+      };
+      const late = await put(up, Readable.from([data.subarray(0, 1000), data.subarray(1000)]));
+      expect(late.status).toBe(410);
+      expect(asked).toEqual(['sessions/gone', 'sessions/gone']);
+      expect(await storedFiles()).toEqual([]);
 
-    // A database that cannot answer: tried again later (503), nothing kept.
-    wanted = async () => {
-      throw new Error('the database is restarting');
-    };
-    const unknown = await put(up, data);
-    expect([unknown.status, JSON.parse(unknown.body.toString()).code]).toEqual([503, 'STORAGE_UNAVAILABLE']);
-    expect(await storedFiles()).toEqual([]);
+      // A database that cannot answer: tried again later (503), nothing kept.
+      wanted = async () => {
+        throw new Error('the database is restarting');
+      };
+      const unknown = await put(up, data);
+      expect([unknown.status, JSON.parse(unknown.body.toString()).code]).toEqual([503, 'STORAGE_UNAVAILABLE']);
+      expect(await storedFiles()).toEqual([]);
 
-    wanted = async () => true;
-    expect((await put(up, data)).status).toBe(200);
-    expect(await storedFiles()).toEqual(['sessions/gone']);
-  });
+      wanted = async () => true;
+      expect((await put(up, data)).status).toBe(200);
+      expect(await storedFiles()).toEqual(['sessions/gone']);
+    },
+  );
 
   it('keeps a generated secret private and reuses it across restarts', async () => {
     const info = await stat(path.join(dir, 'store', '.secret'));
@@ -252,7 +259,10 @@ describe('local blob store', () => {
 
     const shorter = await put(up, data.subarray(1), { ...up.headers, 'content-length': String(data.length - 1) });
     expect(shorter.status).toBe(400);
-    const longer = await put(up, Buffer.concat([data, data]), { ...up.headers, 'content-length': String(data.length * 2) });
+    const longer = await put(up, Buffer.concat([data, data]), {
+      ...up.headers,
+      'content-length': String(data.length * 2),
+    });
     expect(longer.status).toBe(400);
 
     const swapped = Buffer.from(data);
@@ -262,7 +272,10 @@ describe('local blob store', () => {
     expect(JSON.parse(digest.body.toString()).error).toMatch(/SHA-256/);
 
     // The checksum header, when sent, must be the signed one.
-    const header = await put(up, data, { ...up.headers, 'x-amz-checksum-sha256': Buffer.from(sha256(swapped), 'hex').toString('base64') });
+    const header = await put(up, data, {
+      ...up.headers,
+      'x-amz-checksum-sha256': Buffer.from(sha256(swapped), 'hex').toString('base64'),
+    });
     expect(header.status).toBe(400);
 
     expect(await storedFiles()).toEqual([]);
@@ -273,12 +286,28 @@ describe('local blob store', () => {
 
   it('validates keys', async () => {
     const object = { size: 0, sha256: sha256(Buffer.alloc(0)) };
-    for (const key of ['', '../x', 'a/../b', '/abs', 'a//b', 'a/', '.secret', 'a/.hidden', 'sp ace', 'a\\b', 'ü', 'a?b', 'a%2e%2e']) {
+    for (const key of [
+      '',
+      '../x',
+      'a/../b',
+      '/abs',
+      'a//b',
+      'a/',
+      '.secret',
+      'a/.hidden',
+      'sp ace',
+      'a\\b',
+      'ü',
+      'a?b',
+      'a%2e%2e',
+    ]) {
       await expect(store.presignUpload(key, object, now + 1000), key).rejects.toMatchObject({ code: 'UNSAFE_PATH' });
       await expect(store.stat(key), key).rejects.toMatchObject({ code: 'UNSAFE_PATH' });
       await expect(store.delete(key), key).rejects.toMatchObject({ code: 'UNSAFE_PATH' });
     }
-    await expect(store.presignUpload('ok/key_1.tar-zst', { size: -1, sha256: object.sha256 }, now)).rejects.toMatchObject({
+    await expect(
+      store.presignUpload('ok/key_1.tar-zst', { size: -1, sha256: object.sha256 }, now),
+    ).rejects.toMatchObject({
       code: 'ARTIFACT_INVALID',
     });
     await expect(store.presignUpload('ok/key_1.tar-zst', { size: 1, sha256: 'ABC' }, now)).rejects.toMatchObject({

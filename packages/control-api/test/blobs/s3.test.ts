@@ -56,7 +56,13 @@ describe('S3 blob store against s3rver', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'blobs-s3-'));
-    s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, configureBuckets: [{ name: 'blobs', configs: [] }] });
+    s3 = new S3rver({
+      address: '127.0.0.1',
+      port: 0,
+      silent: true,
+      directory: dir,
+      configureBuckets: [{ name: 'blobs', configs: [] }],
+    });
     const { port } = await s3.run();
     endpoint = `http://127.0.0.1:${port}`;
     store = await createS3BlobStore({ ...base, endpoint });
@@ -105,10 +111,17 @@ describe('S3 blob store against s3rver', () => {
   it('s3rver enforces the access key and the expiry of a presigned URL', async () => {
     const data = Buffer.from('x');
     const object = { size: 1, sha256: sha256(data) };
-    const stranger = await createS3BlobStore({ ...base, endpoint, credentials: { ...credentials, accessKeyId: 'NOBODY' } });
+    const stranger = await createS3BlobStore({
+      ...base,
+      endpoint,
+      credentials: { ...credentials, accessKeyId: 'NOBODY' },
+    });
     expect((await put(await stranger.presignUpload('k/a', object, Date.now() + 60_000), data)).status).toBe(403);
     // The server's own calls are refused too, as AUTH_FAILED, and the error carries neither key nor URL.
-    const refused = await stranger.stat('k/a').then(() => undefined, (error: unknown) => error);
+    const refused = await stranger.stat('k/a').then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(refused).toMatchObject({ code: 'AUTH_FAILED', message: 'S3 GET k/a: HTTP 403 InvalidAccessKeyId' });
     await stranger.close();
     const past = Date.now() - 10_000;
@@ -122,19 +135,29 @@ describe('S3 blob store against s3rver', () => {
   // x-amz-checksum-sha256. These tests pin that down so the gap stays visible; against real S3 the changed header is a
   // SignatureDoesNotMatch (the header is in X-Amz-SignedHeaders; the gateway below refuses it as S3 would) and a wrong
   // body is a BadDigest.
-  it('s3rver does not verify SigV4 signatures: a URL signed with a wrong secret and a changed checksum header are accepted', async () => {
-    const data = Buffer.from('signed bytes');
-    const object = { size: data.length, sha256: sha256(data) };
-    const forged = await createS3BlobStore({ ...base, endpoint, credentials: { ...credentials, secretAccessKey: 'not-the-secret' } });
-    expect((await put(await forged.presignUpload('gap/wrong-secret', object, Date.now() + 60_000), data)).status).toBe(200);
+  it(
+    's3rver does not verify SigV4 signatures: a URL signed with a wrong secret and a changed checksum header are ' +
+      'accepted',
+    async () => {
+      const data = Buffer.from('signed bytes');
+      const object = { size: data.length, sha256: sha256(data) };
+      const forged = await createS3BlobStore({
+        ...base,
+        endpoint,
+        credentials: { ...credentials, secretAccessKey: 'not-the-secret' },
+      });
+      expect(
+        (await put(await forged.presignUpload('gap/wrong-secret', object, Date.now() + 60_000), data)).status,
+      ).toBe(200);
 
-    const other = Buffer.from('signed bytez');
-    const up = await store.presignUpload('gap/changed-header', object, Date.now() + 60_000);
-    const reply = await put(up, other, { ...up.headers, 'x-amz-checksum-sha256': b64(sha256(other)) });
-    expect(reply.status).toBe(200);
-    // The Control API's defence does not depend on the emulator: stat reports what is really stored.
-    expect(await store.stat('gap/changed-header')).toEqual({ size: other.length, sha256: sha256(other) });
-  });
+      const other = Buffer.from('signed bytez');
+      const up = await store.presignUpload('gap/changed-header', object, Date.now() + 60_000);
+      const reply = await put(up, other, { ...up.headers, 'x-amz-checksum-sha256': b64(sha256(other)) });
+      expect(reply.status).toBe(200);
+      // The Control API's defence does not depend on the emulator: stat reports what is really stored.
+      expect(await store.stat('gap/changed-header')).toEqual({ size: other.length, sha256: sha256(other) });
+    },
+  );
 
   it('s3rver stores a body whose digest differs from the signed checksum; stat exposes the real digest', async () => {
     const data = Buffer.from('0123456789');
@@ -159,7 +182,9 @@ describe('S3 blob store against s3rver', () => {
 
   it('refuses keys outside the alphabet', async () => {
     for (const key of ['../x', 'a//b', '.hidden', 'a b']) {
-      await expect(store.presignUpload(key, { size: 0, sha256: sha256(Buffer.alloc(0)) }, Date.now() + 1000)).rejects.toMatchObject({
+      await expect(
+        store.presignUpload(key, { size: 0, sha256: sha256(Buffer.alloc(0)) }, Date.now() + 1000),
+      ).rejects.toMatchObject({
         code: 'UNSAFE_PATH',
       });
       await expect(store.stat(key)).rejects.toMatchObject({ code: 'UNSAFE_PATH' });
@@ -175,10 +200,15 @@ describe('S3 blob store against s3rver', () => {
  */
 function verifyingGateway(upstreamPort: number, secrets: Record<string, string>): http.Server {
   return http.createServer((request, response) => {
-    const verdict = verifySigV4({ method: request.method ?? '', url: request.url ?? '/', headers: request.headers }, secrets);
+    const verdict = verifySigV4(
+      { method: request.method ?? '', url: request.url ?? '/', headers: request.headers },
+      secrets,
+    );
     if (!verdict.ok) {
       request.resume();
-      response.writeHead(403, { 'content-type': 'application/xml', connection: 'close' }).end(`<Error><Code>${verdict.code}</Code></Error>`);
+      response
+        .writeHead(403, { 'content-type': 'application/xml', connection: 'close' })
+        .end(`<Error><Code>${verdict.code}</Code></Error>`);
       return;
     }
     const upstream = http.request(
@@ -204,7 +234,13 @@ describe('S3 blob store behind a SigV4-verifying gateway', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'blobs-s3v-'));
-    s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, configureBuckets: [{ name: 'blobs', configs: [] }] });
+    s3 = new S3rver({
+      address: '127.0.0.1',
+      port: 0,
+      silent: true,
+      directory: dir,
+      configureBuckets: [{ name: 'blobs', configs: [] }],
+    });
     const { port } = await s3.run();
     gateway = verifyingGateway(port, { S3RVER: 'S3RVER' });
     await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve));
@@ -249,11 +285,21 @@ describe('S3 blob store behind a SigV4-verifying gateway', () => {
     const { 'x-amz-checksum-sha256': _dropped, ...withoutChecksum } = up.headers;
     expect((await put(up, other, withoutChecksum)).status).toBe(403);
 
-    const forged = await createS3BlobStore({ ...base, endpoint, credentials: { ...credentials, secretAccessKey: 'not-the-secret' } });
+    const forged = await createS3BlobStore({
+      ...base,
+      endpoint,
+      credentials: { ...credentials, secretAccessKey: 'not-the-secret' },
+    });
     expect((await put(await forged.presignUpload('v/tampered', object, Date.now() + 60_000), data)).status).toBe(403);
     // The SDK's own calls with that secret are refused as well: AUTH_FAILED, with no secret, token or URL in the error.
-    const refused = await forged.stat('v/tampered').then(() => undefined, (error: unknown) => error);
-    expect(refused).toMatchObject({ code: 'AUTH_FAILED', message: 'S3 GET v/tampered: HTTP 403 SignatureDoesNotMatch' });
+    const refused = await forged.stat('v/tampered').then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toMatchObject({
+      code: 'AUTH_FAILED',
+      message: 'S3 GET v/tampered: HTTP 403 SignatureDoesNotMatch',
+    });
     expect(JSON.stringify(refused)).not.toMatch(/not-the-secret|session\/token|X-Amz-|http:/);
     await expect(forged.delete('v/tampered')).rejects.toMatchObject({ code: 'AUTH_FAILED' });
     await forged.close();
@@ -290,27 +336,46 @@ describe('S3 blob store configuration', () => {
     await store.close();
   });
 
-  it('takes the bucket from the configuration, the region from it or AWS_REGION / AWS_DEFAULT_REGION, credentials only when configured', () => {
-    const env = { AWS_ACCESS_KEY_ID: 'AKID', AWS_SECRET_ACCESS_KEY: 'sk', AWS_SESSION_TOKEN: 'st', AWS_REGION: 'eu-central-1', AWS_DEFAULT_REGION: 'us-west-2' };
-    // Credentials in the environment are left to the SDK's chain, which reads them itself.
-    expect(s3Options(env, { bucket: 'b' })).toEqual({ endpoint: undefined, bucket: 'b', region: 'eu-central-1', forcePathStyle: false });
-    expect(s3Options({ AWS_DEFAULT_REGION: 'us-west-2' }, { bucket: 'b' }).region).toBe('us-west-2');
-    expect(s3Options(env, { bucket: 'b', region: 'r', endpoint: 'http://x', forcePathStyle: true })).toEqual({
-      endpoint: 'http://x',
-      bucket: 'b',
-      region: 'r',
-      forcePathStyle: true,
-    });
-    // None here: the SDK's region chain (the profile's `region`) decides, or createS3BlobStore refuses.
-    expect(s3Options({}, { bucket: 'b' }).region).toBeUndefined();
-    const credentials = { accessKeyId: 'a', secretAccessKey: 's' };
-    expect(s3Options({}, { bucket: 'b', credentials }).credentials).toBe(credentials);
-  });
+  it(
+    'takes the bucket from the configuration, the region from it or AWS_REGION / AWS_DEFAULT_REGION, credentials ' +
+      'only when configured',
+    () => {
+      const env = {
+        AWS_ACCESS_KEY_ID: 'AKID',
+        AWS_SECRET_ACCESS_KEY: 'sk',
+        AWS_SESSION_TOKEN: 'st',
+        AWS_REGION: 'eu-central-1',
+        AWS_DEFAULT_REGION: 'us-west-2',
+      };
+      // Credentials in the environment are left to the SDK's chain, which reads them itself.
+      expect(s3Options(env, { bucket: 'b' })).toEqual({
+        endpoint: undefined,
+        bucket: 'b',
+        region: 'eu-central-1',
+        forcePathStyle: false,
+      });
+      expect(s3Options({ AWS_DEFAULT_REGION: 'us-west-2' }, { bucket: 'b' }).region).toBe('us-west-2');
+      expect(s3Options(env, { bucket: 'b', region: 'r', endpoint: 'http://x', forcePathStyle: true })).toEqual({
+        endpoint: 'http://x',
+        bucket: 'b',
+        region: 'r',
+        forcePathStyle: true,
+      });
+      // None here: the SDK's region chain (the profile's `region`) decides, or createS3BlobStore refuses.
+      expect(s3Options({}, { bucket: 'b' }).region).toBeUndefined();
+      const credentials = { accessKeyId: 'a', secretAccessKey: 's' };
+      expect(s3Options({}, { bucket: 'b', credentials }).credentials).toBe(credentials);
+    },
+  );
 
   it('refuses a bucket name or an endpoint that cannot be right', async () => {
     const credentials = { accessKeyId: 'a', secretAccessKey: 's' };
-    await expect(createS3BlobStore({ bucket: 'Not_A_Bucket', region: 'r', credentials })).rejects.toMatchObject({ code: 'USAGE' });
-    await expect(createS3BlobStore({ bucket: 'bucket', region: 'r', endpoint: 'not a url', credentials })).rejects.toMatchObject({ code: 'USAGE' });
+    await expect(createS3BlobStore({ bucket: 'Not_A_Bucket', region: 'r', credentials })).rejects.toMatchObject({
+      code: 'USAGE',
+    });
+    await expect(
+      createS3BlobStore({ bucket: 'bucket', region: 'r', endpoint: 'not a url', credentials }),
+    ).rejects.toMatchObject({ code: 'USAGE' });
   });
 });
 
@@ -328,7 +393,13 @@ describe('S3 blob store credentials from the AWS SDK default chain', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'blobs-s3c-'));
-    s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, configureBuckets: [{ name: 'blobs', configs: [] }] });
+    s3 = new S3rver({
+      address: '127.0.0.1',
+      port: 0,
+      silent: true,
+      directory: dir,
+      configureBuckets: [{ name: 'blobs', configs: [] }],
+    });
     const { port } = await s3.run();
     endpoint = `http://127.0.0.1:${port}`;
   });
@@ -346,7 +417,10 @@ describe('S3 blob store credentials from the AWS SDK default chain', () => {
   });
 
   /** An empty AWS environment, then `env`; the shared files live in a fresh folder (absent unless written). */
-  async function ambient(env: Record<string, string>, files: { credentials?: string; config?: string } = {}): Promise<void> {
+  async function ambient(
+    env: Record<string, string>,
+    files: { credentials?: string; config?: string } = {},
+  ): Promise<void> {
     if (home !== undefined) await rm(home, { recursive: true, force: true });
     home = await mkdtemp(path.join(tmpdir(), 'blobs-s3c-home-'));
     for (const name of Object.keys(process.env)) if (name.startsWith('AWS_')) vi.stubEnv(name, undefined);
@@ -354,7 +428,12 @@ describe('S3 blob store credentials from the AWS SDK default chain', () => {
     const configFile = path.join(home, `config-${n}`);
     if (files.credentials !== undefined) await writeFile(credentialsFile, files.credentials);
     if (files.config !== undefined) await writeFile(configFile, files.config);
-    const all = { AWS_EC2_METADATA_DISABLED: 'true', AWS_SHARED_CREDENTIALS_FILE: credentialsFile, AWS_CONFIG_FILE: configFile, ...env };
+    const all = {
+      AWS_EC2_METADATA_DISABLED: 'true',
+      AWS_SHARED_CREDENTIALS_FILE: credentialsFile,
+      AWS_CONFIG_FILE: configFile,
+      ...env,
+    };
     for (const [name, value] of Object.entries(all)) vi.stubEnv(name, value);
   }
 
@@ -376,26 +455,39 @@ describe('S3 blob store credentials from the AWS SDK default chain', () => {
     await ambient(
       { AWS_PROFILE: 'blue' },
       {
-        credentials: '[default]\naws_access_key_id = NOBODY\naws_secret_access_key = x\n\n[blue]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n',
+        credentials:
+          '[default]\naws_access_key_id = NOBODY\naws_secret_access_key = x\n\n[blue]\naws_access_key_id = ' +
+          'S3RVER\naws_secret_access_key = S3RVER\n',
         config: '[profile blue]\nregion = eu-north-1\n',
       },
     );
     const store = await open();
-    const up = new URL((await store.presignUpload('chain/p', { size: 0, sha256: sha256(Buffer.alloc(0)) }, Date.now() + 60_000)).url);
+    const up = new URL(
+      (await store.presignUpload('chain/p', { size: 0, sha256: sha256(Buffer.alloc(0)) }, Date.now() + 60_000)).url,
+    );
     expect(up.searchParams.get('X-Amz-Credential')).toMatch(/^S3RVER\/\d{8}\/eu-north-1\/s3\/aws4_request$/);
     await roundTrip(store, 'chain/profile');
     await store.close();
   }, 15_000);
 
   it('the [default] profile; a key the bucket does not know is refused as AUTH_FAILED, without the key in the error', async () => {
-    await ambient({ AWS_REGION: 'us-east-1' }, { credentials: '[default]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n' });
+    await ambient(
+      { AWS_REGION: 'us-east-1' },
+      { credentials: '[default]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n' },
+    );
     const store = await open();
     await roundTrip(store, 'chain/default');
     await store.close();
 
-    await ambient({ AWS_REGION: 'us-east-1' }, { credentials: '[default]\naws_access_key_id = NOBODY\naws_secret_access_key = hunter2\n' });
+    await ambient(
+      { AWS_REGION: 'us-east-1' },
+      { credentials: '[default]\naws_access_key_id = NOBODY\naws_secret_access_key = hunter2\n' },
+    );
     const stranger = await open();
-    const error = await stranger.stat('chain/default').then(() => undefined, (e: unknown) => e);
+    const error = await stranger.stat('chain/default').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toMatchObject({ code: 'AUTH_FAILED', hint: expect.stringContaining('AWS_PROFILE') });
     expect(JSON.stringify(error)).not.toMatch(/hunter2|X-Amz-/);
     await stranger.close();
@@ -409,7 +501,12 @@ describe('S3 blob store credentials from the AWS SDK default chain', () => {
 
     await ambient({ AWS_ACCESS_KEY_ID: 'NOBODY', AWS_SECRET_ACCESS_KEY: 'x', AWS_REGION: 'us-east-1' });
     const configured = await createS3BlobStore(
-      s3Options(process.env, { endpoint, bucket: 'blobs', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } }),
+      s3Options(process.env, {
+        endpoint,
+        bucket: 'blobs',
+        forcePathStyle: true,
+        credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+      }),
     );
     await roundTrip(configured, 'chain/configured');
     await configured.close();
@@ -418,14 +515,29 @@ describe('S3 blob store credentials from the AWS SDK default chain', () => {
   it('no credentials anywhere: AUTH_FAILED at start, saying how to provide them, without waiting on the network', async () => {
     await ambient({ AWS_REGION: 'us-east-1' });
     const started = Date.now();
-    const error = await open().then(() => undefined, (e: unknown) => e);
+    const error = await open().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(Date.now() - started).toBeLessThan(5_000);
-    expect(error).toMatchObject({ code: 'AUTH_FAILED', message: expect.stringMatching(/^the S3 blob store found no AWS credentials/) });
-    expect((error as { hint: string }).hint).toMatch(/AWS_ACCESS_KEY_ID[\s\S]*AWS_PROFILE[\s\S]*AWS_WEB_IDENTITY_TOKEN_FILE[\s\S]*instance role/);
+    expect(error).toMatchObject({
+      code: 'AUTH_FAILED',
+      message: expect.stringMatching(/^the S3 blob store found no AWS credentials/),
+    });
+    expect((error as { hint: string }).hint).toMatch(
+      /AWS_ACCESS_KEY_ID[\s\S]*AWS_PROFILE[\s\S]*AWS_WEB_IDENTITY_TOKEN_FILE[\s\S]*instance role/,
+    );
   }, 10_000);
 
   it('no region anywhere: a usage error that names the ways to give one', async () => {
-    await ambient({ AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' }, { config: '[default]\noutput = json\n' });
-    await expect(open()).rejects.toMatchObject({ code: 'USAGE', message: 'the S3 blob store needs a region', hint: expect.stringContaining('AWS_REGION') });
+    await ambient(
+      { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' },
+      { config: '[default]\noutput = json\n' },
+    );
+    await expect(open()).rejects.toMatchObject({
+      code: 'USAGE',
+      message: 'the S3 blob store needs a region',
+      hint: expect.stringContaining('AWS_REGION'),
+    });
   }, 10_000);
 });

@@ -29,17 +29,38 @@ describe('the SigV4 verifier against the AWS documentation', () => {
 
   it('accepts the documented presigned GET, and only while it lasts', () => {
     expect(verifySigV4(received('GET', example), secrets, signedAt + 1000)).toEqual({ ok: true, accessKeyId: AKID });
-    expect(verifySigV4(received('GET', example), secrets, signedAt + 86_400_000 + 1000)).toMatchObject({ ok: false, reason: 'Request has expired' });
+    expect(verifySigV4(received('GET', example), secrets, signedAt + 86_400_000 + 1000)).toMatchObject({
+      ok: false,
+      reason: 'Request has expired',
+    });
   });
 
   it('refuses it with another secret, method, key, host or an unknown key id', () => {
     const now = signedAt + 1000;
-    expect(verifySigV4(received('GET', example), { [AKID]: 'another' }, now)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-    expect(verifySigV4(received('HEAD', example), secrets, now)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-    expect(verifySigV4(received('GET', example.replace('/test.txt', '/test.txu')), secrets, now)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-    expect(verifySigV4(received('GET', example.replace('examplebucket', 'otherbucket')), secrets, now)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-    expect(verifySigV4(received('GET', `${example}&extra=1`), secrets, now)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-    expect(verifySigV4(received('GET', example), { OTHER: SECRET }, now)).toMatchObject({ ok: false, code: 'InvalidAccessKeyId' });
+    expect(verifySigV4(received('GET', example), { [AKID]: 'another' }, now)).toMatchObject({
+      ok: false,
+      code: 'SignatureDoesNotMatch',
+    });
+    expect(verifySigV4(received('HEAD', example), secrets, now)).toMatchObject({
+      ok: false,
+      code: 'SignatureDoesNotMatch',
+    });
+    expect(verifySigV4(received('GET', example.replace('/test.txt', '/test.txu')), secrets, now)).toMatchObject({
+      ok: false,
+      code: 'SignatureDoesNotMatch',
+    });
+    expect(verifySigV4(received('GET', example.replace('examplebucket', 'otherbucket')), secrets, now)).toMatchObject({
+      ok: false,
+      code: 'SignatureDoesNotMatch',
+    });
+    expect(verifySigV4(received('GET', `${example}&extra=1`), secrets, now)).toMatchObject({
+      ok: false,
+      code: 'SignatureDoesNotMatch',
+    });
+    expect(verifySigV4(received('GET', example), { OTHER: SECRET }, now)).toMatchObject({
+      ok: false,
+      code: 'InvalidAccessKeyId',
+    });
   });
 
   it('derives the signing key of the AWS general reference example, and encodes like RFC 3986', () => {
@@ -64,11 +85,20 @@ describe('the SigV4 verifier against the AWS SDK', () => {
   const checksum = createHash('sha256').update(body).digest('base64');
   const otherChecksum = createHash('sha256').update('hellO').digest('base64');
   const presignPut = (): Promise<string> =>
-    getSignedUrl(client, new PutObjectCommand({ Bucket: 'blobs', Key: 'sessions/a b.tar.gz', ContentLength: body.length, ChecksumSHA256: checksum }), {
-      expiresIn: 600,
-      signableHeaders: new Set(['content-length', 'x-amz-checksum-sha256']),
-      unhoistableHeaders: new Set(['x-amz-checksum-sha256']),
-    });
+    getSignedUrl(
+      client,
+      new PutObjectCommand({
+        Bucket: 'blobs',
+        Key: 'sessions/a b.tar.gz',
+        ContentLength: body.length,
+        ChecksumSHA256: checksum,
+      }),
+      {
+        expiresIn: 600,
+        signableHeaders: new Set(['content-length', 'x-amz-checksum-sha256']),
+        unhoistableHeaders: new Set(['x-amz-checksum-sha256']),
+      },
+    );
 
   afterAll(() => client.destroy());
 
@@ -78,23 +108,52 @@ describe('the SigV4 verifier against the AWS SDK', () => {
     const headers = { 'content-length': String(body.length), 'x-amz-checksum-sha256': checksum };
     expect(verifySigV4(received('PUT', url, headers), secrets)).toEqual({ ok: true, accessKeyId: AKID });
     // Headers the signature does not name may be added.
-    expect(verifySigV4(received('PUT', url, { ...headers, 'content-type': 'application/gzip' }), secrets)).toMatchObject({ ok: true });
+    expect(
+      verifySigV4(received('PUT', url, { ...headers, 'content-type': 'application/gzip' }), secrets),
+    ).toMatchObject({ ok: true });
 
-    expect(verifySigV4(received('PUT', url, { ...headers, 'x-amz-checksum-sha256': otherChecksum }), secrets)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-    expect(verifySigV4(received('PUT', url, { ...headers, 'content-length': '6' }), secrets)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-    expect(verifySigV4(received('PUT', url, { 'content-length': '5' }), secrets)).toMatchObject({ ok: false, reason: 'signed header x-amz-checksum-sha256 is missing' });
-    expect(verifySigV4(received('GET', url, headers), secrets)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-    expect(verifySigV4(received('PUT', url.replace('a%20b', 'a%20c'), headers), secrets)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-    expect(verifySigV4(received('PUT', url.replace('X-Amz-Expires=600', 'X-Amz-Expires=6000'), headers), secrets)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-    expect(verifySigV4(received('PUT', url.replace('session%2Ftoken', 'session%2Ftoken2'), headers), secrets)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-    expect(verifySigV4(received('PUT', url, headers), { [AKID]: 'not-the-secret' })).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
+    expect(
+      verifySigV4(received('PUT', url, { ...headers, 'x-amz-checksum-sha256': otherChecksum }), secrets),
+    ).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
+    expect(verifySigV4(received('PUT', url, { ...headers, 'content-length': '6' }), secrets)).toMatchObject({
+      ok: false,
+      code: 'SignatureDoesNotMatch',
+    });
+    expect(verifySigV4(received('PUT', url, { 'content-length': '5' }), secrets)).toMatchObject({
+      ok: false,
+      reason: 'signed header x-amz-checksum-sha256 is missing',
+    });
+    expect(verifySigV4(received('GET', url, headers), secrets)).toMatchObject({
+      ok: false,
+      code: 'SignatureDoesNotMatch',
+    });
+    expect(verifySigV4(received('PUT', url.replace('a%20b', 'a%20c'), headers), secrets)).toMatchObject({
+      ok: false,
+      code: 'SignatureDoesNotMatch',
+    });
+    expect(
+      verifySigV4(received('PUT', url.replace('X-Amz-Expires=600', 'X-Amz-Expires=6000'), headers), secrets),
+    ).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
+    expect(
+      verifySigV4(received('PUT', url.replace('session%2Ftoken', 'session%2Ftoken2'), headers), secrets),
+    ).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
+    expect(verifySigV4(received('PUT', url, headers), { [AKID]: 'not-the-secret' })).toMatchObject({
+      ok: false,
+      code: 'SignatureDoesNotMatch',
+    });
   });
 
   it('refuses a presigned download once it has expired', async () => {
     const signedAt = new Date(Date.UTC(2026, 0, 1));
-    const url = await getSignedUrl(client, new GetObjectCommand({ Bucket: 'blobs', Key: 'k' }), { expiresIn: 60, signingDate: signedAt });
+    const url = await getSignedUrl(client, new GetObjectCommand({ Bucket: 'blobs', Key: 'k' }), {
+      expiresIn: 60,
+      signingDate: signedAt,
+    });
     expect(verifySigV4(received('GET', url), secrets, signedAt.getTime() + 60_000)).toMatchObject({ ok: true });
-    expect(verifySigV4(received('GET', url), secrets, signedAt.getTime() + 61_000)).toMatchObject({ ok: false, reason: 'Request has expired' });
+    expect(verifySigV4(received('GET', url), secrets, signedAt.getTime() + 61_000)).toMatchObject({
+      ok: false,
+      reason: 'Request has expired',
+    });
   });
 
   describe('header-signed calls, as the SDK sends them to a loopback server', () => {
@@ -123,15 +182,30 @@ describe('the SigV4 verifier against the AWS SDK', () => {
       await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     });
 
-    it('accepts the Authorization header the SDK computed, refuses it with another secret or a changed signed header', async () => {
-      await sdk.send(new DeleteObjectCommand({ Bucket: 'blobs', Key: 'sessions/x.tar.gz' }));
-      const request = seen!;
-      expect(request.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE\//);
-      expect(verifySigV4(request, secrets)).toEqual({ ok: true, accessKeyId: AKID });
-      expect(verifySigV4(request, { [AKID]: 'not-the-secret' })).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-      expect(verifySigV4({ ...request, headers: { ...request.headers, 'x-amz-security-token': 'other' } }, secrets)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-      expect(verifySigV4({ ...request, url: request.url.replace('x.tar.gz', 'y.tar.gz') }, secrets)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-      expect(verifySigV4(request, secrets, Date.now() + 16 * 60_000)).toMatchObject({ ok: false, reason: 'request time too skewed' });
-    });
+    it(
+      'accepts the Authorization header the SDK computed, refuses it with another secret or a changed signed ' +
+        'header',
+      async () => {
+        await sdk.send(new DeleteObjectCommand({ Bucket: 'blobs', Key: 'sessions/x.tar.gz' }));
+        const request = seen!;
+        expect(request.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE\//);
+        expect(verifySigV4(request, secrets)).toEqual({ ok: true, accessKeyId: AKID });
+        expect(verifySigV4(request, { [AKID]: 'not-the-secret' })).toMatchObject({
+          ok: false,
+          code: 'SignatureDoesNotMatch',
+        });
+        expect(
+          verifySigV4({ ...request, headers: { ...request.headers, 'x-amz-security-token': 'other' } }, secrets),
+        ).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
+        expect(verifySigV4({ ...request, url: request.url.replace('x.tar.gz', 'y.tar.gz') }, secrets)).toMatchObject({
+          ok: false,
+          code: 'SignatureDoesNotMatch',
+        });
+        expect(verifySigV4(request, secrets, Date.now() + 16 * 60_000)).toMatchObject({
+          ok: false,
+          reason: 'request time too skewed',
+        });
+      },
+    );
   });
 });

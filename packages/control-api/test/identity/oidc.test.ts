@@ -6,7 +6,12 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { BACKENDS, freePort, startTestServer, type TestServer } from '../../../../test/support/control-server.js';
-import { CookieJar, signInThroughProvider, startOidcProvider, type TestOidcProvider } from '../../../../test/support/oidc-provider.js';
+import {
+  CookieJar,
+  signInThroughProvider,
+  startOidcProvider,
+  type TestOidcProvider,
+} from '../../../../test/support/oidc-provider.js';
 
 describe.each(BACKENDS)('signing in with the identity provider (%s)', (backend) => {
   let t: TestServer | undefined;
@@ -18,7 +23,10 @@ describe.each(BACKENDS)('signing in with the identity provider (%s)', (backend) 
     idp = undefined;
   });
 
-  async function start(adminGroup?: string, allowUnverifiedEmail = false): Promise<{ t: TestServer; idp: TestOidcProvider }> {
+  async function start(
+    adminGroup?: string,
+    allowUnverifiedEmail = false,
+  ): Promise<{ t: TestServer; idp: TestOidcProvider }> {
     const port = await freePort();
     idp = await startOidcProvider(`http://127.0.0.1:${port}/auth/oidc/callback`, [
       { email: 'dana@example.com' },
@@ -28,7 +36,18 @@ describe.each(BACKENDS)('signing in with the identity provider (%s)', (backend) 
       { email: 'admin@localhost' },
       { sub: 'dana-again', email: 'dana@example.com' },
     ]);
-    t = await startTestServer({ backend, port, oidc: { issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret, adminGroup, name: 'Example SSO', allowUnverifiedEmail } });
+    t = await startTestServer({
+      backend,
+      port,
+      oidc: {
+        issuer: idp.issuer,
+        clientId: idp.clientId,
+        clientSecret: idp.clientSecret,
+        adminGroup,
+        name: 'Example SSO',
+        allowUnverifiedEmail,
+      },
+    });
     return { t, idp };
   }
   const account = async (jar: CookieJar) => {
@@ -42,7 +61,10 @@ describe.each(BACKENDS)('signing in with the identity provider (%s)', (backend) 
     expect(page).toContain('href="/auth/oidc/start?next=%2Fdevice"');
     expect(page).toContain('Sign in with Example SSO');
 
-    const { landed, jar, visited } = await signInThroughProvider(`${t!.url}/auth/oidc/start?next=%2Fdevice`, 'dana@example.com');
+    const { landed, jar, visited } = await signInThroughProvider(
+      `${t!.url}/auth/oidc/start?next=%2Fdevice`,
+      'dana@example.com',
+    );
     expect(landed).toBe(`${t!.url}/device`);
     // PKCE and a nonce went to the provider; the state came back to the callback.
     const authorize = new URL(visited.find((v) => v.startsWith(`${idp!.issuer}/auth?`))!);
@@ -64,8 +86,20 @@ describe.each(BACKENDS)('signing in with the identity provider (%s)', (backend) 
     const erin = (await t!.server.store.userByEmail('erin@example.com'))!;
     const log = await t!.call('GET', '/audit-events', t!.admin.token);
     const provider = { kind: 'identity_provider', id: idp!.issuer, email: null };
-    expect(log.body.items.map((e: { action: string; actor: unknown; details: unknown; summary: string }) => [e.action, e.actor, e.details, e.summary])).toEqual([
-      ['user.add', provider, { user_id: erin.id, email: 'erin@example.com', role: 'member' }, 'added member erin@example.com'],
+    expect(
+      log.body.items.map((e: { action: string; actor: unknown; details: unknown; summary: string }) => [
+        e.action,
+        e.actor,
+        e.details,
+        e.summary,
+      ]),
+    ).toEqual([
+      [
+        'user.add',
+        provider,
+        { user_id: erin.id, email: 'erin@example.com', role: 'member' },
+        'added member erin@example.com',
+      ],
       [
         'user.role',
         provider,
@@ -90,12 +124,20 @@ describe.each(BACKENDS)('signing in with the identity provider (%s)', (backend) 
     expect(unverified.landed).toBe(`${t!.url}/sign-in?failed=email`);
     expect(await t!.server.store.userByEmail('frank@example.com')).toBeUndefined();
     // No email_verified claim at all: refused unless the server was told to take it.
-    expect((await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'gina@example.com')).landed).toBe(`${t!.url}/sign-in?failed=email`);
+    expect((await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'gina@example.com')).landed).toBe(
+      `${t!.url}/sign-in?failed=email`,
+    );
     // The first administrator's account is this server's own.
-    expect((await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'admin@localhost')).landed).toBe(`${t!.url}/sign-in?failed=email`);
+    expect((await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'admin@localhost')).landed).toBe(
+      `${t!.url}/sign-in?failed=email`,
+    );
     // Dana's e-mail, bound to her subject at her first sign-in, cannot be claimed by another subject later.
-    expect((await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'dana@example.com')).landed).toBe(`${t!.url}/sessions`);
-    expect((await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'dana-again')).landed).toBe(`${t!.url}/sign-in?failed=account`);
+    expect((await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'dana@example.com')).landed).toBe(
+      `${t!.url}/sessions`,
+    );
+    expect((await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'dana-again')).landed).toBe(
+      `${t!.url}/sign-in?failed=account`,
+    );
     // Her address changes at the provider: she is still herself here.
     idp!.account({ email: 'dana.renamed@example.com', sub: 'dana@example.com' });
     const renamed = await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'dana@example.com');
@@ -103,7 +145,9 @@ describe.each(BACKENDS)('signing in with the identity provider (%s)', (backend) 
     await t!.close();
     await idp!.close();
     await start(undefined, true);
-    expect((await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'gina@example.com')).landed).toBe(`${t!.url}/sessions`);
+    expect((await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'gina@example.com')).landed).toBe(
+      `${t!.url}/sessions`,
+    );
   });
 
   it('refuses another browser’s callback, a replayed one, and a tampered state', async () => {
@@ -128,7 +172,9 @@ describe.each(BACKENDS)('signing in with the identity provider (%s)', (backend) 
     }
     expect(callback).toBeDefined();
     const visit = async (url: string, cookies: string | undefined) =>
-      (await fetch(url, { redirect: 'manual', headers: cookies === undefined ? {} : { cookie: cookies } })).headers.get('location');
+      (await fetch(url, { redirect: 'manual', headers: cookies === undefined ? {} : { cookie: cookies } })).headers.get(
+        'location',
+      );
     const browserCookies = jar.header(new URL(t!.url));
     // Another browser (no state cookie) cannot finish it.
     expect(await visit(callback!, undefined)).toBe('/sign-in?failed=oidc');

@@ -5,7 +5,13 @@ import { etagOf, newRevision, toPolicyRevision } from '../../src/store/revisions
 describe('newRevision', () => {
   it('serves the body with a fresh id, tagged by the ETag of what it serves, and keeps the text as published', () => {
     const { published, served } = newRevision({ ttl_seconds: 60 }, 5, 'ttl_seconds: 60 # a minute\n');
-    expect(published).toEqual({ revision: published.revision, body: { ttl_seconds: 60, revision: published.revision }, text: 'ttl_seconds: 60 # a minute\n', etag: etagOf(served), created_at: 5 });
+    expect(published).toEqual({
+      revision: published.revision,
+      body: { ttl_seconds: 60, revision: published.revision },
+      text: 'ttl_seconds: 60 # a minute\n',
+      etag: etagOf(served),
+      created_at: 5,
+    });
     expect(JSON.parse(served)).toEqual(published.body);
     expect(published.etag).toMatch(/^"[\w-]{32}"$/);
     const again = newRevision({ ttl_seconds: 60 }, 5, undefined);
@@ -16,6 +22,14 @@ describe('newRevision', () => {
 
   it('reads a stored row back as it was published', () => {
     const { published, served } = newRevision({ ttl_seconds: 60 }, 5, undefined);
-    expect(toPolicyRevision({ revision: published.revision, body: served, etag: published.etag, created_at: 5, published_text: null })).toEqual(published);
+    expect(
+      toPolicyRevision({
+        revision: published.revision,
+        body: served,
+        etag: published.etag,
+        created_at: 5,
+        published_text: null,
+      }),
+    ).toEqual(published);
   });
 });

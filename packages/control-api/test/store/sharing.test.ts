@@ -20,7 +20,9 @@ describe('mayView', () => {
     expect(mayView({ owner_id: ada.id, current_artifact_id: null, sharing_mode: 'workspace' }, bob)).toBe(false);
     expect(mayView({ owner_id: ada.id, current_artifact_id: null, sharing_mode: 'selected' }, bob)).toBe(false);
     expect(mayView({ owner_id: ada.id, current_artifact_id: 'art-1', sharing_mode: 'workspace' }, bob)).toBe(true);
-    expect(mayView({ owner_id: ada.id, current_artifact_id: 'art-1', sharing_mode: 'selected' }, bob)).toBe('if-granted');
+    expect(mayView({ owner_id: ada.id, current_artifact_id: 'art-1', sharing_mode: 'selected' }, bob)).toBe(
+      'if-granted',
+    );
     expect(mayView({ owner_id: ada.id, current_artifact_id: 'art-1', sharing_mode: 'private' }, bob)).toBe(false);
   });
 });

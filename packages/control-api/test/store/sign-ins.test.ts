@@ -1,4 +1,5 @@
-/** The rules of a sign-in's tokens, as both databases apply them: a bearer token's worth, a device-code poll, a refresh. */
+/** The rules of a sign-in's tokens, as both databases apply them: a bearer token's worth, a device-code poll, a
+ * refresh. */
 import { describe, expect, it } from 'vitest';
 import { judgeToken, planPoll, planRefresh } from '../../src/store/sign-ins.js';
 import { hashToken, LAST_USED_GRANULARITY_MS } from '../../src/store/tokens.js';
@@ -7,11 +8,25 @@ import type { DeviceCode } from '../../src/store/types.js';
 const hash = hashToken('blue_token');
 
 describe('judgeToken', () => {
-  const row = { hash, token_kind: 'access', token_expires_at: 2000, grant_id: 'g-1', scopes: 'session:read session:write', last_used_at: 1000, revoked_at: null };
+  const row = {
+    hash,
+    token_kind: 'access',
+    token_expires_at: 2000,
+    grant_id: 'g-1',
+    scopes: 'session:read session:write',
+    last_used_at: 1000,
+    revoked_at: null,
+  };
 
   it('takes an access token of a sign-in in force, writing its last use at most once a granularity', () => {
-    expect(judgeToken(row, hash, 1001)).toEqual({ grantId: 'g-1', scopes: ['session:read', 'session:write'], touch: false });
-    expect(judgeToken({ ...row, token_expires_at: null }, hash, 1000 + LAST_USED_GRANULARITY_MS)).toMatchObject({ touch: true });
+    expect(judgeToken(row, hash, 1001)).toEqual({
+      grantId: 'g-1',
+      scopes: ['session:read', 'session:write'],
+      touch: false,
+    });
+    expect(judgeToken({ ...row, token_expires_at: null }, hash, 1000 + LAST_USED_GRANULARITY_MS)).toMatchObject({
+      touch: true,
+    });
     expect(judgeToken({ ...row, last_used_at: null }, hash, 1001)).toMatchObject({ touch: true });
   });
 
@@ -47,22 +62,44 @@ describe('planPoll', () => {
   it('slows down a poll sooner than the interval, before anything else is told', () => {
     expect(planPoll(code, true, 'blue-agent', 14_999)).toEqual({ outcome: 'slow_down' });
     expect(planPoll({ ...code, status: 'pending' }, true, 'blue-agent', 15_000)).toEqual({ outcome: 'pending' });
-    expect(planPoll({ ...code, status: 'pending', last_poll_at: null }, true, 'blue-agent', 10_001)).toEqual({ outcome: 'pending' });
+    expect(planPoll({ ...code, status: 'pending', last_poll_at: null }, true, 'blue-agent', 10_001)).toEqual({
+      outcome: 'pending',
+    });
   });
 
-  it("grants admin only when the person who approved is an administrator; a denied code is denied", () => {
-    expect(planPoll(code, true, 'blue-agent', 15_000)).toEqual({ outcome: 'approved', userId: 'u-ada', scopes: ['session:read', 'admin'] });
-    expect(planPoll(code, false, 'blue-agent', 15_000)).toEqual({ outcome: 'approved', userId: 'u-ada', scopes: ['session:read'] });
+  it('grants admin only when the person who approved is an administrator; a denied code is denied', () => {
+    expect(planPoll(code, true, 'blue-agent', 15_000)).toEqual({
+      outcome: 'approved',
+      userId: 'u-ada',
+      scopes: ['session:read', 'admin'],
+    });
+    expect(planPoll(code, false, 'blue-agent', 15_000)).toEqual({
+      outcome: 'approved',
+      userId: 'u-ada',
+      scopes: ['session:read'],
+    });
     expect(planPoll({ ...code, status: 'denied' }, true, 'blue-agent', 15_000)).toEqual({ outcome: 'denied' });
     expect(planPoll({ ...code, user_id: null }, true, 'blue-agent', 15_000)).toEqual({ outcome: 'denied' });
   });
 });
 
 describe('planRefresh', () => {
-  const row = { token_kind: 'refresh', token_expires_at: 2000, used_at: null, grant_id: 'g-1', client_id: 'blue-agent', scopes: 'session:read', revoked_at: null };
+  const row = {
+    token_kind: 'refresh',
+    token_expires_at: 2000,
+    used_at: null,
+    grant_id: 'g-1',
+    client_id: 'blue-agent',
+    scopes: 'session:read',
+    revoked_at: null,
+  };
 
   it('spends a refresh token in force for new tokens of its sign-in', () => {
-    expect(planRefresh(row, 'blue-agent', 1999)).toEqual({ action: 'rotate', grantId: 'g-1', scopes: ['session:read'] });
+    expect(planRefresh(row, 'blue-agent', 1999)).toEqual({
+      action: 'rotate',
+      grantId: 'g-1',
+      scopes: ['session:read'],
+    });
   });
 
   it('ends the whole sign-in when a spent refresh token is used again, even past its time', () => {
@@ -70,7 +107,8 @@ describe('planRefresh', () => {
   });
 
   it('refuses an unknown or access token, a revoked sign-in, another client and a token past its time', () => {
-    for (const refused of [undefined, { ...row, token_kind: 'access' }, { ...row, revoked_at: 1 }]) expect(planRefresh(refused, 'blue-agent', 1)).toEqual({ action: 'refuse' });
+    for (const refused of [undefined, { ...row, token_kind: 'access' }, { ...row, revoked_at: 1 }])
+      expect(planRefresh(refused, 'blue-agent', 1)).toEqual({ action: 'refuse' });
     expect(planRefresh(row, 'other', 1)).toEqual({ action: 'refuse' });
     expect(planRefresh(row, 'blue-agent', 2000)).toEqual({ action: 'refuse' });
   });

@@ -38,7 +38,8 @@ describe('pages as browsers get them', () => {
       for (const entry of readdirSync(dir, { withFileTypes: true })) {
         const full = path.join(dir, entry.name);
         if (entry.isDirectory()) walk(full);
-        else if (/\.tsx?$/.test(entry.name) && /from 'preact-render-to-string'/.test(readFileSync(full, 'utf8'))) renderers.push(path.relative(repoRoot, full));
+        else if (/\.tsx?$/.test(entry.name) && /from 'preact-render-to-string'/.test(readFileSync(full, 'utf8')))
+          renderers.push(path.relative(repoRoot, full));
       }
     };
     for (const pkg of readdirSync(path.join(repoRoot, 'packages'))) walk(path.join(repoRoot, 'packages', pkg, 'src'));

@@ -32,7 +32,12 @@ describe.each(BACKENDS)('a session page by an id prefix several sessions share (
   });
 
   async function upload(user: TestUser, sessionId: string, title: string): Promise<string> {
-    const bytes = await conversationBundle(work, { sessionId, title, cwd: '/home/dev/project', turns: ['One.', 'Two.'] });
+    const bytes = await conversationBundle(work, {
+      sessionId,
+      title,
+      cwd: '/home/dev/project',
+      turns: ['One.', 'Two.'],
+    });
     const done = await t.upload(user, bytes, { session_id: sessionId, title, cwd: '/home/dev/project' });
     expect(done.status, JSON.stringify(done.body)).toBe(200);
     return done.sessionId;
@@ -40,7 +45,12 @@ describe.each(BACKENDS)('a session page by an id prefix several sessions share (
 
   async function page(user: TestUser, route: string) {
     const secret = await t.server.store.identity.createSignInLink(user.id, t.clock.now(), 60_000);
-    const signed = await fetch(`${t.url}/auth/link`, { method: 'POST', redirect: 'manual', headers: { origin: t.url, 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${secret}` });
+    const signed = await fetch(`${t.url}/auth/link`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { origin: t.url, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `token=${secret}`,
+    });
     const cookie = signed.headers.get('set-cookie')!.split(';')[0]!;
     const response = await fetch(`${t.url}${route}`, { redirect: 'manual', headers: { cookie } });
     return { status: response.status, text: await response.text(), location: response.headers.get('location') };

@@ -6,7 +6,10 @@ export const backfill: CommandDeclaration = {
   summary: 'capture every local session that was never uploaded, oldest first (history from before blue-agent)',
   options: [
     harnessOption,
-    { flags: '--since <date>', description: 'only sessions changed since then: a date (2026-11-01), a time with its offset, or days back (30d)' },
+    {
+      flags: '--since <date>',
+      description: 'only sessions changed since then: a date (2026-11-01), a time with its offset, or days back (30d)',
+    },
     { flags: '--dry-run', description: 'list what would be captured; capture nothing' },
     { flags: '--rate <n>', description: `at most this many sessions per minute (default ${120})` },
     { flags: '--policy <file>', description: 'use this policy file (YAML or JSON) instead of the Control API' },
@@ -24,6 +27,8 @@ The running agent does the same once after it is installed when the policy says 
 Examples:
   blue-agent backfill --dry-run
   blue-agent backfill --since 30d --json`,
-  run: async (ctx, opts: { harness?: string[]; since?: string; dryRun?: boolean; json?: boolean; policy?: string; rate?: string }) =>
-    (await import('../backfill.js')).backfillCommand(ctx, opts),
+  run: async (
+    ctx,
+    opts: { harness?: string[]; since?: string; dryRun?: boolean; json?: boolean; policy?: string; rate?: string },
+  ) => (await import('../backfill.js')).backfillCommand(ctx, opts),
 };

@@ -9,7 +9,10 @@ const create: CommandDeclaration = {
     { flags: '--harness <name>', description: `the harness (${HARNESSES.join(', ')})`, required: true },
     { flags: '--session <id>', description: 'the native session id', required: true },
     { flags: '--out <file>', description: 'where to write the bundle', required: true },
-    { flags: '--profile <profile>', description: 'the compatibility profile (default: the one for the installed version)' },
+    {
+      flags: '--profile <profile>',
+      description: 'the compatibility profile (default: the one for the installed version)',
+    },
     { flags: '--cwd <dir>', description: "the session's working directory (some harnesses find sessions by it)" },
     { flags: '--transcript <file>', description: 'the transcript path, as a hook payload would give it' },
     { flags: '--json', description: 'print the manifest, size and SHA-256 as JSON' },
@@ -30,19 +33,22 @@ export const bundle: CommandDeclaration = {
       usage: 'verify <file>',
       summary: 'check everything a restore relies on; exits 1 naming the first violation',
       options: [{ flags: '--json', description: 'print the result as JSON' }],
-      run: async (ctx, file: string, opts: { json?: boolean }) => (await import('../bundle.js')).bundleVerifyCommand(ctx, file, opts),
+      run: async (ctx, file: string, opts: { json?: boolean }) =>
+        (await import('../bundle.js')).bundleVerifyCommand(ctx, file, opts),
     },
     {
       usage: 'inspect <file>',
       summary: 'print the manifest of a bundle',
       options: [{ flags: '--json', description: 'print the manifest as JSON' }],
-      run: async (ctx, file: string, opts: { json?: boolean }) => (await import('../bundle.js')).bundleInspectCommand(ctx, file, opts),
+      run: async (ctx, file: string, opts: { json?: boolean }) =>
+        (await import('../bundle.js')).bundleInspectCommand(ctx, file, opts),
     },
     {
       usage: 'extract <file> <dir>',
       summary: 'verify a bundle, then extract manifest.json and its files into an empty or new directory',
       options: [{ flags: '--json', description: 'print what was extracted as JSON' }],
-      run: async (ctx, file: string, dir: string, opts: { json?: boolean }) => (await import('../bundle.js')).bundleExtractCommand(ctx, file, dir, opts),
+      run: async (ctx, file: string, dir: string, opts: { json?: boolean }) =>
+        (await import('../bundle.js')).bundleExtractCommand(ctx, file, dir, opts),
     },
     create,
   ],

@@ -33,10 +33,15 @@ Examples:
 
 export const demo: CommandDeclaration = {
   usage: 'demo',
-  summary: 'run the whole loop on this machine, in throwaway HOMEs: Control API, login, reconcile, capture, drain, list, restore',
+  summary:
+    'run the whole loop on this machine, in throwaway HOMEs: Control API, login, reconcile, capture, drain, list, ' +
+    'restore',
   options: [
     { flags: '--json', description: 'print one JSON document at the end instead of a line per step' },
-    { flags: '--keep', description: 'keep the temporary directories (both HOMEs, the Control API data) for inspection' },
+    {
+      flags: '--keep',
+      description: 'keep the temporary directories (both HOMEs, the Control API data) for inspection',
+    },
     {
       flags: '--port <port>',
       description: 'the loopback port of the demo Control API (default: a free one)',
@@ -53,7 +58,15 @@ export const demo: CommandDeclaration = {
     const { ADAPTERS, demoHarness } = await import('../../harnesses/index.js');
     const played = demoHarness();
     const variables = Object.values(ADAPTERS).flatMap((a) => a.environment);
-    return help({ variables: variables.map((v) => `${v}, `).join('').trimEnd(), name: played.displayName, binary: played.demo.binary, hookFile: played.demo.hookFile });
+    return help({
+      variables: variables
+        .map((v) => `${v}, `)
+        .join('')
+        .trimEnd(),
+      name: played.displayName,
+      binary: played.demo.binary,
+      hookFile: played.demo.hookFile,
+    });
   },
   run: async (ctx, opts: DemoCommandOptions) => (await import('../demo.js')).demoCommand(ctx, opts),
 };

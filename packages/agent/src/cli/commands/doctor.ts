@@ -11,7 +11,7 @@ Example:
 
 export const doctor: CommandDeclaration = {
   usage: 'doctor',
-  summary: 'check this machine\'s set-up and print the fix for each problem found',
+  summary: "check this machine's set-up and print the fix for each problem found",
   options: [{ flags: '--json', description: 'print as JSON' }],
   help: help([]),
   loadHelp: async () => help((await import('../../doctor/checks.js')).HARNESS_CHECK_IDS),

@@ -7,8 +7,17 @@ export const drain: CommandDeclaration = {
     { flags: '--once', description: 'one pass over what is waiting now, even if more captures arrive meanwhile' },
     { flags: '--json', description: 'print what was done as JSON' },
     { flags: '--quiet', description: 'print nothing (for the detached worker)' },
-    { flags: '--discard', description: 'when the governance policy disables session upload, delete the built bundles instead of keeping them' },
-    { flags: '--linger', description: 'wait up to 30 s for harnesses whose captures wait for them to exit, then build those (what the capture hook starts)' },
+    {
+      flags: '--discard',
+      description:
+        'when the governance policy disables session upload, delete the built bundles instead of keeping them',
+    },
+    {
+      flags: '--linger',
+      description:
+        'wait up to 30 s for harnesses whose captures wait for them to exit, then build those (what the capture ' +
+        'hook starts)',
+    },
   ],
   help: `
 Builds a bundle for every waiting capture, then uploads every built bundle that is due to the Control API

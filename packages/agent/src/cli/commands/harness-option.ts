@@ -6,7 +6,8 @@ export const harnessOption: OptionDeclaration = {
   flags: '--harness <name>',
   description: `only this harness, repeatable (${HARNESSES.join(', ')})`,
   parse: (value: string, previous: string[] | undefined) => {
-    if (!(HARNESSES as readonly string[]).includes(value)) throw new Error(`unknown harness "${value}"; use one of ${HARNESSES.join(', ')}.`);
+    if (!(HARNESSES as readonly string[]).includes(value))
+      throw new Error(`unknown harness "${value}"; use one of ${HARNESSES.join(', ')}.`);
     return [...(previous ?? []), value];
   },
 };

@@ -12,5 +12,6 @@ conversation that did not change, and a new revision of the same session for one
 
 Example:
   blue-agent import chatgpt-export ~/Downloads/chatgpt/conversations.json`,
-  run: async (ctx, source: string, file: string, opts: { json?: boolean }) => (await import('../import.js')).importCommand(ctx, source, file, opts),
+  run: async (ctx, source: string, file: string, opts: { json?: boolean }) =>
+    (await import('../import.js')).importCommand(ctx, source, file, opts),
 };

@@ -2,12 +2,27 @@ import type { CommandDeclaration } from '../declaration.js';
 
 export const login: CommandDeclaration = {
   usage: 'login',
-  summary: 'sign this machine in to a Control API: approve a code in a browser (device flow), or save a token from stdin',
+  summary:
+    'sign this machine in to a Control API: approve a code in a browser (device flow), or save a token from stdin',
   options: [
-    { flags: '--control-url <url>', description: 'the Control API base URL (http or https, may carry a path prefix); default: where this machine signed in before' },
+    {
+      flags: '--control-url <url>',
+      description:
+        'the Control API base URL (http or https, may carry a path prefix); default: where this machine signed in ' +
+        'before',
+    },
     { flags: '--no-browser', description: 'print where to approve the code without opening a browser' },
-    { flags: '--token-stdin', description: 'instead of the device flow, read a token an administrator made from stdin (never from argv: every user sees argv)' },
-    { flags: '--offline', description: 'with --token-stdin: when the Control API cannot be reached, save the token unchecked instead of failing' },
+    {
+      flags: '--token-stdin',
+      description:
+        'instead of the device flow, read a token an administrator made from stdin (never from argv: every user ' +
+        'sees argv)',
+    },
+    {
+      flags: '--offline',
+      description:
+        'with --token-stdin: when the Control API cannot be reached, save the token unchecked instead of failing',
+    },
     { flags: '--json', description: 'print the result as JSON' },
   ],
   help: `
@@ -28,6 +43,8 @@ Examples:
   blue-agent login
   blue-agent login --control-url https://control.example.com --token-stdin < token.txt
   printf %s "$TOKEN" | blue-agent login --control-url https://example.com/blue --token-stdin --json`,
-  run: async (ctx, opts: { controlUrl?: string; tokenStdin?: boolean; offline?: boolean; browser?: boolean; json?: boolean }) =>
-    (await import('../login.js')).loginCommand(ctx, opts),
+  run: async (
+    ctx,
+    opts: { controlUrl?: string; tokenStdin?: boolean; offline?: boolean; browser?: boolean; json?: boolean },
+  ) => (await import('../login.js')).loginCommand(ctx, opts),
 };

@@ -4,7 +4,12 @@ export const logout: CommandDeclaration = {
   usage: 'logout',
   summary: 'sign this machine out: remove the saved token or credentials, and end a device sign-in on the Control API',
   options: [
-    { flags: '--revoke', description: 'also revoke a token that came from --token-stdin (by default it is only removed here: it may be in use elsewhere)' },
+    {
+      flags: '--revoke',
+      description:
+        'also revoke a token that came from --token-stdin (by default it is only removed here: it may be in use ' +
+        'elsewhere)',
+    },
     { flags: '--json', description: 'print the result as JSON' },
   ],
   help: `
@@ -18,5 +23,6 @@ credentials are still removed here and the report says what is left to do. contr
 Examples:
   blue-agent logout
   blue-agent logout --revoke --json`,
-  run: async (ctx, opts: { revoke?: boolean; json?: boolean }) => (await import('../logout.js')).logoutCommand(ctx, opts),
+  run: async (ctx, opts: { revoke?: boolean; json?: boolean }) =>
+    (await import('../logout.js')).logoutCommand(ctx, opts),
 };

@@ -5,7 +5,7 @@ import { harnessOption } from './harness-option.js';
 
 export const reconcile: CommandDeclaration = {
   usage: 'reconcile',
-  summary: 'bring the managed session_upload hooks in every harness\'s native config in line with the policy',
+  summary: "bring the managed session_upload hooks in every harness's native config in line with the policy",
   options: [
     { flags: '--dry-run', description: 'compute the same plan and show it, writing nothing at all (not even caches)' },
     { flags: '--json', description: 'print the report as JSON' },
@@ -19,6 +19,8 @@ or removed; everything else in the file keeps its bytes.
 
 Examples:
   blue-agent reconcile --dry-run --policy policy.yaml
-  blue-agent reconcile --json ${HARNESSES.slice(0, 2).map((h) => `--harness ${h}`).join(' ')}`,
+  blue-agent reconcile --json ${HARNESSES.slice(0, 2)
+    .map((h) => `--harness ${h}`)
+    .join(' ')}`,
   run: async (ctx, opts: ReconcileOptions) => (await import('../reconcile.js')).reconcileCommand(ctx, opts),
 };

@@ -2,12 +2,20 @@ import type { CommandDeclaration } from '../declaration.js';
 
 export const resume: CommandDeclaration = {
   usage: 'resume [id]',
-  summary: 'pick one of your (or shared) sessions, restore it into this machine\'s native layout and resume it',
+  summary: "pick one of your (or shared) sessions, restore it into this machine's native layout and resume it",
   options: [
     { flags: '--dest <dir>', description: 'restore for this existing directory instead of asking' },
-    { flags: '--yes', description: 'answer yes to the final prompt (for scripts); a repository mismatch is never accepted by --yes: confirm it at a terminal' },
+    {
+      flags: '--yes',
+      description:
+        'answer yes to the final prompt (for scripts); a repository mismatch is never accepted by --yes: confirm ' +
+        'it at a terminal',
+    },
     { flags: '--no-launch', description: 'restore, then print the resume command instead of running it' },
-    { flags: '--json', description: 'print the result as JSON; needs an id, never asks; without --yes only the plan, nothing written' },
+    {
+      flags: '--json',
+      description: 'print the result as JSON; needs an id, never asks; without --yes only the plan, nothing written',
+    },
   ],
   help: `
 Steps: pick the session (or name it by its id or an 8+ character prefix), choose the directory to resume in,

@@ -3,8 +3,10 @@ import type { CommandDeclaration } from '../declaration.js';
 type Action = 'install' | 'uninstall' | 'status';
 type ServiceOptions = { dryRun?: boolean; json?: boolean; removeHooks?: boolean };
 
-const runService = (action: Action): CommandDeclaration['run'] => async (ctx, opts: ServiceOptions) =>
-  (await import('../service.js')).serviceCommand(ctx, action, opts);
+const runService =
+  (action: Action): CommandDeclaration['run'] =>
+  async (ctx, opts: ServiceOptions) =>
+    (await import('../service.js')).serviceCommand(ctx, action, opts);
 
 export const service: CommandDeclaration = {
   usage: 'service',
@@ -25,7 +27,10 @@ export const service: CommandDeclaration = {
       options: [
         { flags: '--dry-run', description: 'show what would be stopped and removed, change nothing' },
         { flags: '--json', description: 'print as JSON' },
-        { flags: '--remove-hooks', description: 'also stop a running agent and remove the managed hooks from every harness config' },
+        {
+          flags: '--remove-hooks',
+          description: 'also stop a running agent and remove the managed hooks from every harness config',
+        },
       ],
       run: runService('uninstall'),
     },

@@ -3,13 +3,19 @@ import { harnessOption, repeatable } from './harness-option.js';
 
 const list: CommandDeclaration = {
   usage: 'list',
-  summary: 'your sessions, newest first (with --all: every session the Control API lets you see), with how many there are',
+  summary:
+    'your sessions, newest first (with --all: every session the Control API lets you see), with how many there are',
   options: [
-    { flags: '--q <text>', description: 'search what sessions say, their titles, summaries, tags, folders and ids (every word must match)' },
+    {
+      flags: '--q <text>',
+      description: 'search what sessions say, their titles, summaries, tags, folders and ids (every word must match)',
+    },
     harnessOption,
     {
       flags: '--provider <name>',
-      description: 'only sessions from this provider (a harness, or where a stored or imported record came from: chatgpt_export); repeatable',
+      description:
+        'only sessions from this provider (a harness, or where a stored or imported record came from: ' +
+        'chatgpt_export); repeatable',
       parse: repeatable,
     },
     { flags: '--tag <tag>', description: 'only sessions carrying this tag' },
@@ -18,8 +24,19 @@ const list: CommandDeclaration = {
     { flags: '--all', description: 'every session you may see, not only your own' },
     { flags: '--json', description: 'print as JSON: {all, total, offset, limit, truncated, sessions}' },
   ],
-  run: async (ctx, opts: { q?: string; harness?: string[]; provider?: string[]; tag?: string; limit?: string; offset?: string; all?: boolean; json?: boolean }) =>
-    (await import('../sessions.js')).sessionsListCommand(ctx, opts),
+  run: async (
+    ctx,
+    opts: {
+      q?: string;
+      harness?: string[];
+      provider?: string[];
+      tag?: string;
+      limit?: string;
+      offset?: string;
+      all?: boolean;
+      json?: boolean;
+    },
+  ) => (await import('../sessions.js')).sessionsListCommand(ctx, opts),
 };
 
 const store: CommandDeclaration = {
@@ -27,9 +44,19 @@ const store: CommandDeclaration = {
   summary: 'store a session from stdin on the Control API: a transcript, notes, a conversation (never resumable)',
   options: [
     { flags: '--title <title>', description: 'its title (required, not blank, at most 256 characters)' },
-    { flags: '--provider <name>', description: 'where it came from (required): a harness name or any other, lower-case letters, digits, _, . and -' },
-    { flags: '--tag <tag>', description: 'a word to find and filter it by (sessions list --tag); repeatable, at most 32', parse: repeatable },
-    { flags: '--provider-session-id <id>', description: "the provider's own id of the session: storing it again updates the same session" },
+    {
+      flags: '--provider <name>',
+      description: 'where it came from (required): a harness name or any other, lower-case letters, digits, _, . and -',
+    },
+    {
+      flags: '--tag <tag>',
+      description: 'a word to find and filter it by (sessions list --tag); repeatable, at most 32',
+      parse: repeatable,
+    },
+    {
+      flags: '--provider-session-id <id>',
+      description: "the provider's own id of the session: storing it again updates the same session",
+    },
     { flags: '--json', description: 'print the result as JSON' },
   ],
   help: `
@@ -40,15 +67,18 @@ exported and deleted like any other; they cannot be resumed.
 
 Example:
   blue-agent sessions store --title "Incident review" --provider notes --tag incident --tag q3 < review.md`,
-  run: async (ctx, opts: { title?: string; provider?: string; tag?: string[]; providerSessionId?: string; json?: boolean }) =>
-    (await import('../sessions.js')).sessionsStoreCommand(ctx, opts),
+  run: async (
+    ctx,
+    opts: { title?: string; provider?: string; tag?: string[]; providerSessionId?: string; json?: boolean },
+  ) => (await import('../sessions.js')).sessionsStoreCommand(ctx, opts),
 };
 
 const show: CommandDeclaration = {
   usage: 'show <id>',
   summary: 'one session: metadata, uploads, sharing, retention (an id or a prefix of 8 or more characters)',
   options: [{ flags: '--json', description: 'print as JSON' }],
-  run: async (ctx, id: string, opts: { json?: boolean }) => (await import('../sessions.js')).sessionsShowCommand(ctx, id, opts),
+  run: async (ctx, id: string, opts: { json?: boolean }) =>
+    (await import('../sessions.js')).sessionsShowCommand(ctx, id, opts),
 };
 
 const share: CommandDeclaration = {
@@ -58,7 +88,8 @@ const share: CommandDeclaration = {
     { flags: '--mode <mode>', description: 'private, workspace or selected', required: true },
     {
       flags: '--user <email>',
-      description: 'a recipient (e-mail address or user id), only with --mode selected (which needs at least one); repeatable',
+      description:
+        'a recipient (e-mail address or user id), only with --mode selected (which needs at least one); repeatable',
       parse: repeatable,
     },
     { flags: '--json', description: 'print as JSON' },
@@ -69,7 +100,8 @@ before anything is sent. Prints the resulting sharing.
 
 Example:
   blue-agent sessions share 3d394c86 --mode selected --user ada@example.com`,
-  run: async (ctx, id: string, opts: { mode: string; user?: string[]; json?: boolean }) => (await import('../sessions.js')).sessionsShareCommand(ctx, id, opts),
+  run: async (ctx, id: string, opts: { mode: string; user?: string[]; json?: boolean }) =>
+    (await import('../sessions.js')).sessionsShareCommand(ctx, id, opts),
 };
 
 const remove: CommandDeclaration = {
@@ -85,7 +117,8 @@ session it would delete and exits 2. The deletion is recorded in the Control API
 
 Example:
   blue-agent sessions delete 3d394c86 --yes`,
-  run: async (ctx, id: string, opts: { yes?: boolean; json?: boolean }) => (await import('../sessions.js')).sessionsDeleteCommand(ctx, id, opts),
+  run: async (ctx, id: string, opts: { yes?: boolean; json?: boolean }) =>
+    (await import('../sessions.js')).sessionsDeleteCommand(ctx, id, opts),
 };
 
 const exportSession: CommandDeclaration = {
@@ -103,7 +136,8 @@ verified) or, when it names an existing file, a local bundle, verified the same 
 Examples:
   blue-agent sessions export 3d394c86 --out session.md
   blue-agent sessions export ./session.bundle --format json`,
-  run: async (ctx, idOrFile: string, opts: { format: string; out?: string }) => (await import('../sessions.js')).sessionsExportCommand(ctx, idOrFile, opts),
+  run: async (ctx, idOrFile: string, opts: { format: string; out?: string }) =>
+    (await import('../sessions.js')).sessionsExportCommand(ctx, idOrFile, opts),
 };
 
 export const sessions: CommandDeclaration = {

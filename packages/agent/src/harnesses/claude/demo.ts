@@ -19,11 +19,16 @@ export const claudeDemo: HarnessDemo = {
   },
   hookFile: 'settings.json',
   managedHook(text) {
-    const doc = parseJsonc(text) as { hooks?: { SessionEnd?: { hooks?: { type?: string; command?: unknown; timeout?: unknown }[] }[] } } | undefined;
+    const doc = parseJsonc(text) as
+      | { hooks?: { SessionEnd?: { hooks?: { type?: string; command?: unknown; timeout?: unknown }[] }[] } }
+      | undefined;
     for (const group of doc?.hooks?.SessionEnd ?? []) {
       for (const hook of group.hooks ?? []) {
         if (hook.type === 'command' && typeof hook.command === 'string' && isManagedCommand(hook.command, 'claude')) {
-          return { command: hook.command, timeoutSeconds: typeof hook.timeout === 'number' && hook.timeout > 0 ? hook.timeout : 60 };
+          return {
+            command: hook.command,
+            timeoutSeconds: typeof hook.timeout === 'number' && hook.timeout > 0 ? hook.timeout : 60,
+          };
         }
       }
     }

@@ -30,9 +30,13 @@ function hookFileName(interval: Interval): string {
   }
   const normal = path.normalize(name);
   if (path.isAbsolute(normal) || normal === '..' || normal.startsWith(`..${path.sep}`)) {
-    throw new BlueError('UNSAFE_PATH', `profile ${interval.profile} names a hook file outside the Claude config dir: ${name}`, {
-      hint: 'capture.hook.file must be a path relative to the Claude config dir, such as settings.json.',
-    });
+    throw new BlueError(
+      'UNSAFE_PATH',
+      `profile ${interval.profile} names a hook file outside the Claude config dir: ${name}`,
+      {
+        hint: 'capture.hook.file must be a path relative to the Claude config dir, such as settings.json.',
+      },
+    );
   }
   return normal;
 }

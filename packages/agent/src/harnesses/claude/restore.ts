@@ -13,7 +13,15 @@ import type { Stats } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context } from '../../context.js';
-import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../../harness-kit/restore-files.js';
+import {
+  checkDistinct,
+  checkedSessionId,
+  entriesOf,
+  placement,
+  restoreRoot,
+  restoreUnsafe,
+  safeSegments,
+} from '../../harness-kit/restore-files.js';
 import type { RestoreDuplicate, RestoreInput, RestorePlacement, RestorePlan } from '../types.js';
 import { claudeProjectKey } from './session.js';
 
@@ -28,18 +36,27 @@ export function planClaudeRestore(_ctx: Context, input: RestoreInput, configDir:
   const placements: RestorePlacement[] = [];
   let capturedKey: string | undefined;
   for (const entry of entriesOf(input)) {
-    if (entry.nativePath === undefined) throw restoreUnsafe(`${entry.label}: has no native_path; Claude Code files are restored to their native place`);
+    if (entry.nativePath === undefined)
+      throw restoreUnsafe(`${entry.label}: has no native_path; Claude Code files are restored to their native place`);
     const segments = safeSegments(entry.nativePath, entry.label);
     const [from, ...rest] = segments;
     // Every file of one session sits under one project key.
-    if (capturedKey !== undefined && from !== capturedKey) throw restoreUnsafe(`${entry.label}: native_path ${entry.nativePath} is in another project folder than the rest of the session (${capturedKey})`);
+    if (capturedKey !== undefined && from !== capturedKey)
+      throw restoreUnsafe(
+        `${entry.label}: native_path ${entry.nativePath} is in another project folder than the rest of the session ` +
+          `(${capturedKey})`,
+      );
     capturedKey = from;
     const allowed =
       entry.role === 'primary_transcript'
         ? rest.length === 1 && rest[0] === `${id}.jsonl`
-        : entry.role === 'session_companion' && ((rest.length >= 2 && rest[0] === id) || (rest.length === 1 && LEGACY_SIDECHAIN.test(rest[0]!)));
+        : entry.role === 'session_companion' &&
+          ((rest.length >= 2 && rest[0] === id) || (rest.length === 1 && LEGACY_SIDECHAIN.test(rest[0]!)));
     if (!allowed) {
-      throw restoreUnsafe(`${entry.label}: a ${entry.role} file cannot live at ${entry.nativePath} (Claude Code keeps <project>/${id}.jsonl and <project>/${id}/...)`);
+      throw restoreUnsafe(
+        `${entry.label}: a ${entry.role} file cannot live at ${entry.nativePath} (Claude Code keeps <project>/${id}.jsonl ` +
+          `and <project>/${id}/...)`,
+      );
     }
     placements.push(placement(root, [key, ...rest].join('/'), entry));
   }
@@ -73,7 +90,9 @@ async function lstatOrUndefined(file: string): Promise<Stats | undefined> {
 async function otherCopies(root: string, key: string, id: string, transcript: string): Promise<RestoreDuplicate[]> {
   let folders: string[];
   try {
-    folders = (await readdir(root, { withFileTypes: true })).filter((e) => e.name !== key && (e.isDirectory() || e.isSymbolicLink())).map((e) => e.name);
+    folders = (await readdir(root, { withFileTypes: true }))
+      .filter((e) => e.name !== key && (e.isDirectory() || e.isSymbolicLink()))
+      .map((e) => e.name);
   } catch {
     return [];
   }
@@ -85,8 +104,12 @@ async function otherCopies(root: string, key: string, id: string, transcript: st
     if (info === undefined || (own !== undefined && info.dev === own.dev && info.ino === own.ino)) continue;
     found.push({
       file,
-      why: `a copy in another project folder; Claude Code finds a session by its id in every project folder, so a second copy would make \`claude --resume ${id}\` ambiguous`,
-      hint: `Resume that copy from the directory it belongs to (\`claude --resume ${id}\` there), or move or delete ${file} (and the folder ${id}${path.sep} beside it, if any), then restore again.`,
+      why:
+        `a copy in another project folder; Claude Code finds a session by its id in every project folder, so a ` +
+        `second copy would make \`claude --resume ${id}\` ambiguous`,
+      hint:
+        `Resume that copy from the directory it belongs to (\`claude --resume ${id}\` there), or move or ` +
+        `delete ${file} (and the folder ${id}${path.sep} beside it, if any), then restore again.`,
     });
   }
   return found;

@@ -74,7 +74,11 @@ export function claudeProjectKey(cwd: string): string {
   return `${key.slice(0, MAX_KEY_LENGTH)}-${Math.abs(stringHash(cwd)).toString(36)}`;
 }
 
-export async function collectClaudeSession(ctx: Context, input: CollectInput, configDir: string): Promise<CollectedSession> {
+export async function collectClaudeSession(
+  ctx: Context,
+  input: CollectInput,
+  configDir: string,
+): Promise<CollectedSession> {
   const { payload, interval } = input;
   const id = payload.session_id;
   assertSessionId(id, configDir);
@@ -89,11 +93,13 @@ export async function collectClaudeSession(ctx: Context, input: CollectInput, co
   for (const companion of companions) {
     files.push(fileOf('session_companion', entryName(companion.rel.slice(companionRel.length + 1)), companion));
   }
-  for (const legacy of await legacySidechains(root, key, id)) files.push(fileOf('session_companion', entryName(legacy.rel.slice(key.length + 1)), legacy));
+  for (const legacy of await legacySidechains(root, key, id))
+    files.push(fileOf('session_companion', entryName(legacy.rel.slice(key.length + 1)), legacy));
   checkRoleCounts(interval, files, root.abs(companionRel));
 
   const head = parseTranscript((await readHead(transcript, HEAD_MAX_BYTES)).toString('utf8'));
-  const tail = transcript.size > HEAD_MAX_BYTES ? parseTranscript((await readTail(transcript, TAIL_BYTES)).toString('utf8')) : [];
+  const tail =
+    transcript.size > HEAD_MAX_BYTES ? parseTranscript((await readTail(transcript, TAIL_BYTES)).toString('utf8')) : [];
   const native = await nativeTitle(root, key, [...head, ...tail], id);
   const cwd = payload.cwd ?? recordedCwd(head);
   ctx.logger.debug('claude session collected', { session: id, files: files.length, root: root.path });
@@ -107,19 +113,37 @@ export async function collectClaudeSession(ctx: Context, input: CollectInput, co
 }
 
 /** The transcript's native path: `<project key>/<session id>.jsonl`. */
-async function findTranscript(root: SessionRoot, id: string, transcriptPath: string | undefined, cwd: string | undefined): Promise<string> {
+async function findTranscript(
+  root: SessionRoot,
+  id: string,
+  transcriptPath: string | undefined,
+  cwd: string | undefined,
+): Promise<string> {
   const fileName = `${id}.jsonl`;
   if (transcriptPath !== undefined) {
     if (!path.isAbsolute(transcriptPath)) {
-      throw artifactInvalid(transcriptPath, 'the hook named a transcript by a relative path', 'Claude Code passes an absolute transcript_path; check what calls `blue-agent capture`.');
+      throw artifactInvalid(
+        transcriptPath,
+        'the hook named a transcript by a relative path',
+        'Claude Code passes an absolute transcript_path; check what calls `blue-agent capture`.',
+      );
     }
     const rel = root.relativeOf(transcriptPath);
     if (rel === undefined) {
-      throw artifactInvalid(transcriptPath, `the transcript is outside Claude Code's projects folder ${root.path}`, 'Only transcripts under <Claude config dir>/projects are captured; check CLAUDE_CONFIG_DIR for the hook and for blue-agent.');
+      throw artifactInvalid(
+        transcriptPath,
+        `the transcript is outside Claude Code's projects folder ${root.path}`,
+        'Only transcripts under <Claude config dir>/projects are captured; check CLAUDE_CONFIG_DIR for the hook ' +
+          'and for blue-agent.',
+      );
     }
     const segments = rel.split('/');
     if (segments.length !== 2 || segments[1] !== fileName) {
-      throw artifactInvalid(transcriptPath, `is not <project>/${fileName} under ${root.path}`, 'The hook payload names a file that is not this session\'s transcript; check what calls `blue-agent capture`.');
+      throw artifactInvalid(
+        transcriptPath,
+        `is not <project>/${fileName} under ${root.path}`,
+        "The hook payload names a file that is not this session's transcript; check what calls `blue-agent capture`.",
+      );
     }
     return rel;
   }
@@ -149,9 +173,18 @@ async function findTranscript(root: SessionRoot, id: string, transcriptPath: str
   if (found.length === 1) return found[0]!;
   const where = candidates[0] === undefined ? path.join(root.path, '*', fileName) : root.abs(candidates[0]);
   if (found.length === 0) {
-    throw artifactInvalid(where, `no transcript of session ${id} was found`, 'Check that Claude Code saved the session (it does not for --no-session-persistence) and that CLAUDE_CONFIG_DIR matches.');
+    throw artifactInvalid(
+      where,
+      `no transcript of session ${id} was found`,
+      'Check that Claude Code saved the session (it does not for --no-session-persistence) and that ' +
+        'CLAUDE_CONFIG_DIR matches.',
+    );
   }
-  throw artifactInvalid(where, `session ${id} has transcripts in ${found.length} project folders: ${found.join(', ')}`, 'Capture it with a hook payload that names transcript_path.');
+  throw artifactInvalid(
+    where,
+    `session ${id} has transcripts in ${found.length} project folders: ${found.join(', ')}`,
+    'Capture it with a hook payload that names transcript_path.',
+  );
 }
 
 /**
@@ -166,10 +199,16 @@ async function legacySidechains(root: SessionRoot, key: string, id: string): Pro
     return [];
   }
   const found: CheckedFile[] = [];
-  for (const entry of entries.filter((e) => e.isFile() && LEGACY_SIDECHAIN.test(e.name)).slice(0, MAX_LEGACY_SIDECHAINS)) {
+  for (const entry of entries
+    .filter((e) => e.isFile() && LEGACY_SIDECHAIN.test(e.name))
+    .slice(0, MAX_LEGACY_SIDECHAINS)) {
     const rel = `${key}/${entry.name}`;
     // Read by the capture rule (one link, no link followed); one that cannot be is not shown to be this session's.
-    const head = await readChecked(root.abs(rel), { code: 'ARTIFACT_INVALID', maxBytes: MAX_FILE_BYTES, head: LEGACY_HEAD_BYTES }).catch(() => undefined);
+    const head = await readChecked(root.abs(rel), {
+      code: 'ARTIFACT_INVALID',
+      maxBytes: MAX_FILE_BYTES,
+      head: LEGACY_HEAD_BYTES,
+    }).catch(() => undefined);
     const first = head === undefined ? undefined : parseTranscript(head.toString('utf8'), 1)[0];
     if (isRecord(first) && first.sessionId === id) found.push(await root.file(rel));
   }
@@ -181,15 +220,23 @@ async function legacySidechains(root: SessionRoot, key: string, id: string): Pro
  * project's `sessions-index.json` entry (2.1.x before it was dropped: `summary` and `firstPrompt`), a legacy
  * `summary` line.
  */
-async function nativeTitle(root: SessionRoot, key: string, records: readonly unknown[], id: string): Promise<NativeMetadata | undefined> {
+async function nativeTitle(
+  root: SessionRoot,
+  key: string,
+  records: readonly unknown[],
+  id: string,
+): Promise<NativeMetadata | undefined> {
   const pick = (type: string, field: string) =>
     newestNativeMetadata(
-      records.filter((r) => isRecord(r) && r.type === type && typeof r[field] === 'string').map((r) => ({ ...(r as Record<string, unknown>), title: (r as Record<string, unknown>)[field] })),
+      records
+        .filter((r) => isRecord(r) && r.type === type && typeof r[field] === 'string')
+        .map((r) => ({ ...(r as Record<string, unknown>), title: (r as Record<string, unknown>)[field] })),
       id,
       { idOptional: true },
     )?.title;
   const index = await sessionsIndex(root, key, id);
-  const title = pick('custom-title', 'customTitle') ?? pick('ai-title', 'aiTitle') ?? index?.title ?? pick('summary', 'summary');
+  const title =
+    pick('custom-title', 'customTitle') ?? pick('ai-title', 'aiTitle') ?? index?.title ?? pick('summary', 'summary');
   const preview = index?.preview;
   if (title === undefined && preview === undefined) return undefined;
   return { ...(title === undefined ? {} : { title }), ...(preview === undefined ? {} : { preview }) };
@@ -202,7 +249,11 @@ async function sessionsIndex(root: SessionRoot, key: string, id: string): Promis
   let doc: unknown;
   try {
     // A title from an index that is not a plain one-link file is not taken (it could be any file of the machine).
-    const bytes = await readChecked(root.abs(rel), { code: 'ARTIFACT_INVALID', maxBytes: MAX_INDEX_BYTES, expect: { dev: info.dev, ino: info.ino } });
+    const bytes = await readChecked(root.abs(rel), {
+      code: 'ARTIFACT_INVALID',
+      maxBytes: MAX_INDEX_BYTES,
+      expect: { dev: info.dev, ino: info.ino },
+    });
     doc = JSON.parse(bytes!.toString('utf8'));
   } catch {
     return undefined;

@@ -28,7 +28,13 @@ const SUBAGENT_META = /(?:^|\/)subagents\/(?:[^/]+\/)*agent-([A-Za-z0-9._-]+)\.m
 
 /** Meta entries, compaction summaries and side chains are not the user typing; the rest are common message shapes. */
 export function claudeUserTurn(record: unknown): UserTurn | undefined {
-  if (isRecord(record) && (record.isMeta === true || record.isCompactSummary === true || record.isSidechain === true || record.isVisibleInTranscriptOnly === true)) {
+  if (
+    isRecord(record) &&
+    (record.isMeta === true ||
+      record.isCompactSummary === true ||
+      record.isSidechain === true ||
+      record.isVisibleInTranscriptOnly === true)
+  ) {
     return undefined;
   }
   return messageUserTurn(record);
@@ -38,7 +44,8 @@ export const claudeTranscriptReader: TranscriptReader = {
   userTurn: claudeUserTurn,
   wants: (file) =>
     file.role === 'primary_transcript' ||
-    (file.role === 'session_companion' && (SUBAGENT.test(file.native_path ?? '') || SUBAGENT_META.test(file.native_path ?? ''))),
+    (file.role === 'session_companion' &&
+      (SUBAGENT.test(file.native_path ?? '') || SUBAGENT_META.test(file.native_path ?? ''))),
   read: (files) => readClaudeTranscript(files),
 };
 
@@ -46,7 +53,11 @@ export function readClaudeTranscript(files: readonly TranscriptSource[]): Transc
   const primary = files.find((f) => f.role === 'primary_transcript');
   const main = primary === undefined ? emptyTranscript() : readClaudeJsonl(primary.bytes, false);
   const descriptions = subagentDescriptions(main, files, SUBAGENT_META);
-  return withSubagentSections(main, files, { pattern: SUBAGENT, read: (bytes) => readClaudeJsonl(bytes, true), descriptions });
+  return withSubagentSections(main, files, {
+    pattern: SUBAGENT,
+    read: (bytes) => readClaudeJsonl(bytes, true),
+    descriptions,
+  });
 }
 
 /** One Claude Code JSONL file; `sidechain` is true for a subagent's own file (its records are all sidechain). */
@@ -58,7 +69,8 @@ export function readClaudeJsonl(bytes: Uint8Array, sidechain: boolean): Transcri
   for (const record of records) {
     const type = record.type;
     if (type !== 'user' && type !== 'assistant') continue;
-    if (record.isMeta === true || record.isCompactSummary === true || record.isVisibleInTranscriptOnly === true) continue;
+    if (record.isMeta === true || record.isCompactSummary === true || record.isVisibleInTranscriptOnly === true)
+      continue;
     if (!sidechain && record.isSidechain === true) continue;
     const message = record.message;
     if (!isRecord(message)) {
@@ -96,7 +108,10 @@ export function readClaudeJsonl(bytes: Uint8Array, sidechain: boolean): Transcri
       skipped++;
       continue;
     }
-    const text = blocksText(content.filter((b) => !(isRecord(b) && b.type === 'tool_result')), ['text']);
+    const text = blocksText(
+      content.filter((b) => !(isRecord(b) && b.type === 'tool_result')),
+      ['text'],
+    );
     if (text.trim() !== '') turns.push({ role: 'user', text, ...(at === undefined ? {} : { at }) });
     for (const block of content) {
       if (!isRecord(block) || block.type !== 'tool_result') continue;

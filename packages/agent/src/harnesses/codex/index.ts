@@ -70,7 +70,11 @@ function readConfig(file: string): Record<string, unknown> {
 const HOOKS_OFF = '[features] hooks = false';
 const TRUST_STEP = 'open `codex`, run /hooks and trust the blue-agent capture hook';
 
-function pendingState(ctx: Context, text: string, hook: ManagedHook): { state: 'awaiting_trust'; reason: string } | undefined {
+function pendingState(
+  ctx: Context,
+  text: string,
+  hook: ManagedHook,
+): { state: 'awaiting_trust'; reason: string } | undefined {
   const root = keyRoot(ctx);
   try {
     const isJson = text.trimStart().startsWith('{');
@@ -85,22 +89,39 @@ function pendingState(ctx: Context, text: string, hook: ManagedHook): { state: '
     const groups = own(hooks, hook.event) as unknown[];
     const group = isRecord(groups[target.group]) ? (groups[target.group] as Record<string, unknown>) : {};
     const key = hookStateKey(source, hook.event, target.group, target.handler);
-    // Named as the TOML key Codex keeps its trust under: bare, `/path/config.toml:session_end:0:0` reads as a line and column.
+    // Named as the TOML key Codex keeps its trust under: bare, `/path/config.toml:session_end:0:0` reads as a line and
+    // column.
     const where = `hooks.state."${key}"`;
     const hash = hookTrustHash(hook.event, group, target.value);
     if (hooksFeatureOff(config)) {
-      return { state: 'awaiting_trust', reason: `hooks are turned off in ${configFile} (${HOOKS_OFF}); Codex runs no hook until they are on` };
+      return {
+        state: 'awaiting_trust',
+        reason: `hooks are turned off in ${configFile} (${HOOKS_OFF}); Codex runs no hook until they are on`,
+      };
     }
     const state = hookStates(config).get(key);
     const how = TRUST_STEP;
     if (state?.enabled === false) {
-      return { state: 'awaiting_trust', reason: `the managed ${hook.event} hook is disabled in Codex (${where}); open \`codex\`, run /hooks and enable it` };
+      return {
+        state: 'awaiting_trust',
+        reason:
+          `the managed ${hook.event} hook is disabled in Codex (${where}); open \`codex\`, run /hooks and ` +
+          `enable it`,
+      };
     }
     if (state?.trustedHash === hash) return undefined;
     if (state?.trustedHash !== undefined) {
-      return { state: 'awaiting_trust', reason: `the managed ${hook.event} hook changed since it was trusted (${where}); Codex skips it until you ${how} again` };
+      return {
+        state: 'awaiting_trust',
+        reason:
+          `the managed ${hook.event} hook changed since it was trusted (${where}); Codex skips it until you ` +
+          `${how} again`,
+      };
     }
-    return { state: 'awaiting_trust', reason: `Codex runs the managed ${hook.event} hook only once you trust it (${where}): ${how}` };
+    return {
+      state: 'awaiting_trust',
+      reason: `Codex runs the managed ${hook.event} hook only once you trust it (${where}): ${how}`,
+    };
   } catch (error) {
     const what = error instanceof Error ? error.message : String(error);
     return { state: 'awaiting_trust', reason: `could not confirm that Codex trusts the managed hook: ${what}` };
@@ -113,8 +134,14 @@ const trustCheck: HarnessDoctorCheck = {
   judge(facts) {
     if (facts === undefined) return { status: 'ok', message: 'Codex not inspected' };
     if (facts.state === 'awaiting_trust') {
-      const step = facts.reason.includes(HOOKS_OFF) ? "set `hooks = true` under [features] in Codex's config.toml" : TRUST_STEP;
-      return { status: 'warn', message: facts.reason, fix: facts.pending === null ? step : `run \`blue-agent reconcile\`, then ${step}` };
+      const step = facts.reason.includes(HOOKS_OFF)
+        ? "set `hooks = true` under [features] in Codex's config.toml"
+        : TRUST_STEP;
+      return {
+        status: 'warn',
+        message: facts.reason,
+        fix: facts.pending === null ? step : `run \`blue-agent reconcile\`, then ${step}`,
+      };
     }
     if (facts.state === 'active') return { status: 'ok', message: 'Codex trusts the managed hook' };
     return { status: 'ok', message: `no managed Codex hook to trust (${facts.state})` };

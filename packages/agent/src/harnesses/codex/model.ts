@@ -34,7 +34,11 @@ export function isManagedHandler(handler: unknown): boolean {
 
 /** True when a managed handler already says exactly what `desired` wants. */
 export function handlerIsRight(handler: Record<string, unknown>, desired: ManagedHook): boolean {
-  return own(handler, 'type') === 'command' && own(handler, 'command') === desired.command && own(handler, 'timeout') === desiredTimeout(desired);
+  return (
+    own(handler, 'type') === 'command' &&
+    own(handler, 'command') === desired.command &&
+    own(handler, 'timeout') === desiredTimeout(desired)
+  );
 }
 
 /** The handler value the agent writes. */
@@ -128,17 +132,37 @@ export function checkOutcome(
 ): void {
   const handlers = listHandlers(own(after, 'hooks')).filter((h) => h.managed);
   const wanted = desired === null ? 0 : 1;
-  const right = desired === null || (handlers.length === 1 && handlers[0]!.event === desired.event && handlerIsRight(handlers[0]!.value, desired));
+  const right =
+    desired === null ||
+    (handlers.length === 1 && handlers[0]!.event === desired.event && handlerIsRight(handlers[0]!.value, desired));
   if (handlers.length !== wanted || !right || userView(before) !== userView(after)) {
-    throw new BlueError('NATIVE_CONFIG_CONFLICT', `${file}: the managed hook cannot be written without changing your own entries`, {
-      file,
-      hint: 'Check the hooks in this file for an unusual layout (nested tables under a hook, inline arrays); move them to the usual form or remove the blue-agent entry by hand, then run reconcile again.',
-    });
+    throw new BlueError(
+      'NATIVE_CONFIG_CONFLICT',
+      `${file}: the managed hook cannot be written without changing your own entries`,
+      {
+        file,
+        hint:
+          'Check the hooks in this file for an unusual layout (nested tables under a hook, inline arrays); ' +
+          'move them to the usual form or remove the blue-agent entry by hand, then run reconcile again.',
+      },
+    );
   }
 }
 
-export function parseError(file: string, text: string, offset: number | undefined, what: string, hint: string): BlueError {
-  return errorAt('NATIVE_CONFIG_PARSE', file, offset === undefined ? undefined : lineColumnAt(text, offset), what, hint);
+export function parseError(
+  file: string,
+  text: string,
+  offset: number | undefined,
+  what: string,
+  hint: string,
+): BlueError {
+  return errorAt(
+    'NATIVE_CONFIG_PARSE',
+    file,
+    offset === undefined ? undefined : lineColumnAt(text, offset),
+    what,
+    hint,
+  );
 }
 
 export function conflictError(file: string, text: string, offset: number, what: string, hint: string): BlueError {

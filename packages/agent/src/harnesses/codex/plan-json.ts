@@ -1,7 +1,7 @@
 /**
  * hooks.json planning on the JSON splice engine (src/harness-kit/json-splice.ts): whole members appended and cut, so
- * that the cut of an inserted member is exactly the text that was inserted. Codex reads this file as strict JSON with root
- * keys `hooks` and `description` only (codex-rs/hooks/src/engine/discovery.rs, `load_hooks_json`).
+ * that the cut of an inserted member is exactly the text that was inserted. Codex reads this file as strict JSON with
+ * root keys `hooks` and `description` only (codex-rs/hooks/src/engine/discovery.rs, `load_hooks_json`).
  */
 import { findNodeAtOffset, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
 import { appendMember, applyAll, cutChild, kids, lastNamed, nodeValue } from '../../harness-kit/json-splice.js';
@@ -30,7 +30,8 @@ type JsonRecord = {
 };
 
 const PARSE_HINT =
-  'Fix the JSON (Codex reads hooks.json as strict JSON: no comments, no trailing commas); blue-agent leaves the file untouched until it parses.';
+  'Fix the JSON (Codex reads hooks.json as strict JSON: no comments, no trailing commas); blue-agent leaves the ' +
+  'file untouched until it parses.';
 
 interface JsonDoc {
   root: Node | undefined;
@@ -50,12 +51,16 @@ interface LocatedJson {
 function readJsonRecord(owned: OwnershipRecord | undefined): JsonRecord | undefined {
   if (!isRecord(owned) || owned.format !== 'json') return undefined;
   const record: JsonRecord = { format: 'json', created: owned.created === true };
-  if ((owned.container === 'root' || owned.container === 'hooks' || owned.container === 'event') && typeof owned.event === 'string') {
+  if (
+    (owned.container === 'root' || owned.container === 'hooks' || owned.container === 'event') &&
+    typeof owned.event === 'string'
+  ) {
     record.container = owned.container;
     record.event = owned.event;
     if (typeof owned.inner === 'string' && /^\s*$/.test(owned.inner)) record.inner = owned.inner;
   }
-  if (typeof owned.emptyOriginal === 'string' && /^\s*$/.test(owned.emptyOriginal)) record.emptyOriginal = owned.emptyOriginal;
+  if (typeof owned.emptyOriginal === 'string' && /^\s*$/.test(owned.emptyOriginal))
+    record.emptyOriginal = owned.emptyOriginal;
   return record;
 }
 
@@ -66,20 +71,34 @@ export function parseJsonText(text: string, file: string): JsonDoc {
   try {
     root = parseTree(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
   } catch (error) {
-    throw parseError(file, text, undefined, `invalid JSON: ${error instanceof Error ? error.message : String(error)}`, PARSE_HINT);
+    throw parseError(
+      file,
+      text,
+      undefined,
+      `invalid JSON: ${error instanceof Error ? error.message : String(error)}`,
+      PARSE_HINT,
+    );
   }
   const first = errors[0];
-  if (first !== undefined) throw parseError(file, text, first.offset, `invalid JSON: ${printParseErrorCode(first.error)}`, PARSE_HINT);
+  if (first !== undefined)
+    throw parseError(file, text, first.offset, `invalid JSON: ${printParseErrorCode(first.error)}`, PARSE_HINT);
   if (root === undefined) throw parseError(file, text, 0, 'invalid JSON: no value', PARSE_HINT);
   if (root.type !== 'object') {
-    throw conflictError(file, text, root.offset, 'hooks.json must hold a JSON object', 'Make the file a JSON object with a "hooks" key (or delete it), then run reconcile again.');
+    throw conflictError(
+      file,
+      text,
+      root.offset,
+      'hooks.json must hold a JSON object',
+      'Make the file a JSON object with a "hooks" key (or delete it), then run reconcile again.',
+    );
   }
   return { root, value: nodeValue(root) as Record<string, unknown> };
 }
 
 /**
  * The nodes of every handler. `doc.value` is `nodeValue(doc.root)`: the same tree read as values, the last of repeated
- * keys winning as in `lastNamed`, so every handler `listHandlers` finds in it has its nodes at the same names and indices.
+ * keys winning as in `lastNamed`, so every handler `listHandlers` finds in it has its nodes at the same names and
+ * indices.
  */
 function locate(doc: JsonDoc): LocatedJson[] {
   return listHandlers(doc.value.hooks).map((parsed) => {
@@ -103,7 +122,12 @@ function chooseKeeper(managed: LocatedJson[], desired: ManagedHook): LocatedJson
 }
 
 /** One removal: the victim, its whole group when the group is the agent's, its event key when that empties it. */
-function removalEdit(doc: JsonDoc, victim: LocatedJson, keeper: LocatedJson | undefined, record: JsonRecord | undefined): Edit {
+function removalEdit(
+  doc: JsonDoc,
+  victim: LocatedJson,
+  keeper: LocatedJson | undefined,
+  record: JsonRecord | undefined,
+): Edit {
   const sameGroup = keeper !== undefined && keeper.group === victim.group;
   if (!victim.parsed.ownGroup || sameGroup) {
     return cutChild(victim.handlers, kids(victim.handlers).indexOf(victim.handler), '');
@@ -191,7 +215,12 @@ export function planJson(input: HookPlanInput): HookPlan {
   return { text: current, owned, managedFound };
 }
 
-function insertManaged(text: string, file: string, doc: JsonDoc, desired: ManagedHook): { text: string; record: Omit<JsonRecord, 'format' | 'created'> } {
+function insertManaged(
+  text: string,
+  file: string,
+  doc: JsonDoc,
+  desired: ManagedHook,
+): { text: string; record: Omit<JsonRecord, 'format' | 'created'> } {
   const event = desired.event;
   if (doc.root === undefined) {
     const fresh = `${JSON.stringify({ hooks: { [event]: [groupValue(desired)] } }, null, 2)}\n`;
@@ -200,22 +229,42 @@ function insertManaged(text: string, file: string, doc: JsonDoc, desired: Manage
   const hooksProp = lastNamed(doc.root, 'hooks');
   if (hooksProp === undefined) {
     const { edit, inner } = appendMember(text, doc.root, 'hooks', { [event]: [groupValue(desired)] });
-    return { text: applyAll(text, [edit]), record: { container: 'root', event, ...(inner === undefined ? {} : { inner }) } };
+    return {
+      text: applyAll(text, [edit]),
+      record: { container: 'root', event, ...(inner === undefined ? {} : { inner }) },
+    };
   }
   const hooks = hooksProp.children![1]!;
   if (hooks.type !== 'object') {
-    throw conflictError(file, text, hooksProp.offset, '"hooks" is not an object', 'Make "hooks" an object of event arrays, then run reconcile again. The file was left unchanged.');
+    throw conflictError(
+      file,
+      text,
+      hooksProp.offset,
+      '"hooks" is not an object',
+      'Make "hooks" an object of event arrays, then run reconcile again. The file was left unchanged.',
+    );
   }
   const eventProp = lastNamed(hooks, event);
   if (eventProp === undefined) {
     const { edit, inner } = appendMember(text, hooks, event, [groupValue(desired)]);
-    return { text: applyAll(text, [edit]), record: { container: 'hooks', event, ...(inner === undefined ? {} : { inner }) } };
+    return {
+      text: applyAll(text, [edit]),
+      record: { container: 'hooks', event, ...(inner === undefined ? {} : { inner }) },
+    };
   }
   const events = eventProp.children![1]!;
   if (events.type !== 'array') {
-    throw conflictError(file, text, eventProp.offset, `"hooks.${event}" is not an array`, `Make "${event}" an array of hook groups, then run reconcile again. The file was left unchanged.`);
+    throw conflictError(
+      file,
+      text,
+      eventProp.offset,
+      `"hooks.${event}" is not an array`,
+      `Make "${event}" an array of hook groups, then run reconcile again. The file was left unchanged.`,
+    );
   }
   const { edit, inner } = appendMember(text, events, undefined, groupValue(desired));
-  return { text: applyAll(text, [edit]), record: { container: 'event', event, ...(inner === undefined ? {} : { inner }) } };
+  return {
+    text: applyAll(text, [edit]),
+    record: { container: 'event', event, ...(inner === undefined ? {} : { inner }) },
+  };
 }
-

@@ -31,7 +31,8 @@ import {
   type ParsedHandler,
 } from './model.js';
 
-/** What the ledger keeps for config.toml: whether the file was created, and the exact separator put before the block. */
+/** What the ledger keeps for config.toml: whether the file was created, and the exact separator put before the block.
+ * */
 type TomlRecord = {
   format: 'toml';
   created: boolean;
@@ -72,7 +73,9 @@ export function readTomlRecord(owned: OwnershipRecord | undefined): TomlRecord |
 }
 
 export function parseTomlText(text: string, file: string): Record<string, unknown> {
-  return parseTomlOr(text, ({ reason, at }) => errorAt('NATIVE_CONFIG_PARSE', file, at, `invalid TOML: ${reason}`, PARSE_HINT));
+  return parseTomlOr(text, ({ reason, at }) =>
+    errorAt('NATIVE_CONFIG_PARSE', file, at, `invalid TOML: ${reason}`, PARSE_HINT),
+  );
 }
 
 function scan(text: string, file: string): TomlSection[] {
@@ -132,14 +135,16 @@ function locate(sections: TomlSection[], doc: Record<string, unknown>): LocatedH
       if (entry === undefined) continue;
       entry.all.push(section);
       if (section.array && samePath(section.path, ['hooks', event, 'hooks'])) entry.handlers.push([section]);
-      // A table under `hooks.<event>.hooks` belongs to the handler before it (none when the group's `hooks` is a table).
+      // A table under `hooks.<event>.hooks` belongs to the handler before it (none when the group's `hooks` is a
+      // table).
       else if (pathStartsWith(section.path, ['hooks', event, 'hooks'])) entry.handlers.at(-1)?.push(section);
     }
     for (const p of parsed.filter((x) => x.event === event)) {
       const entry = byGroup.get(p.group);
       // Handler tables, or none when the group writes its `hooks` array inline.
       const handlerTables = entry?.handlers[p.handler] ?? [];
-      const inlineHandlers = entry !== undefined && entry.handlers.length !== (own(groups[p.group]!, 'hooks') as unknown[]).length;
+      const inlineHandlers =
+        entry !== undefined && entry.handlers.length !== (own(groups[p.group]!, 'hooks') as unknown[]).length;
       located.push({
         parsed: p,
         sections: handlerTables,
@@ -157,7 +162,8 @@ function locate(sections: TomlSection[], doc: Record<string, unknown>): LocatedH
  */
 function definitionOffset(sections: TomlSection[], event: string): number | undefined {
   for (const section of sections) {
-    if ((section.array && samePath(section.path, ['hooks'])) || pathStartsWith(section.path, ['hooks', event])) return section.start;
+    if ((section.array && samePath(section.path, ['hooks'])) || pathStartsWith(section.path, ['hooks', event]))
+      return section.start;
     for (const entry of section.entries) {
       const full = [...(section.path ?? []), ...entry.key];
       if (samePath(full, ['hooks']) || pathStartsWith(full, ['hooks', event])) return entry.start;
@@ -181,7 +187,13 @@ const BLANK_LINE_BEFORE = /(^|\n)[ \t]*\r?\n$/;
 const BLANK_LINE_AFTER = /^[ \t]*\r?\n/;
 
 /** Widens a cut over the separator around it, so removal leaves the surrounding text as it was. */
-function widenCut(text: string, start: number, end: number, record: TomlRecord | undefined, recorded: boolean): [number, number] {
+function widenCut(
+  text: string,
+  start: number,
+  end: number,
+  record: TomlRecord | undefined,
+  recorded: boolean,
+): [number, number] {
   const before = text.slice(0, start);
   const after = text.slice(end);
   const atEnd = after.length === 0;
@@ -233,8 +245,10 @@ function inlineConflict(file: string, text: string, at: LocatedHandler, event: s
     file,
     text,
     statementAt(text, at.anchor),
-    `the blue-agent hook in hooks.${event} is written inline, where it cannot be changed without rewriting your entries`,
-    `Delete that blue-agent entry by hand (reconcile adds its own as [[hooks.${event}]] tables), then run reconcile again. The file was left unchanged.`,
+    `the blue-agent hook in hooks.${event} is written inline, where it cannot be changed without rewriting your ` +
+      `entries`,
+    `Delete that blue-agent entry by hand (reconcile adds its own as [[hooks.${event}]] tables), then run ` +
+      `reconcile again. The file was left unchanged.`,
   );
 }
 
@@ -266,7 +280,8 @@ function keeperEdits(text: string, file: string, keeper: LocatedHandler, desired
   const seconds = String(desiredTimeout(desired));
   if (own(value, 'timeout') !== desiredTimeout(desired)) {
     if (timeout !== undefined) edits.push({ start: timeout.valueStart, end: timeout.valueEnd, text: seconds });
-    else if (text[command.lineEnd - 1] === '\n') edits.push({ start: command.lineEnd, end: command.lineEnd, text: `timeout = ${seconds}${eol}` });
+    else if (text[command.lineEnd - 1] === '\n')
+      edits.push({ start: command.lineEnd, end: command.lineEnd, text: `timeout = ${seconds}${eol}` });
     else edits.push({ start: command.lineEnd, end: command.lineEnd, text: `${eol}timeout = ${seconds}` });
   }
   return edits;
@@ -310,7 +325,8 @@ export function planToml(input: HookPlanInput): HookPlan {
   for (const m of managed) {
     if (m === keeper) continue;
     const groupKey = `${m.parsed.event}\u0000${m.parsed.group}`;
-    const keeperInGroup = keeper !== undefined && keeper.parsed.event === m.parsed.event && keeper.parsed.group === m.parsed.group;
+    const keeperInGroup =
+      keeper !== undefined && keeper.parsed.event === m.parsed.event && keeper.parsed.group === m.parsed.group;
     if (m.parsed.ownGroup && !keeperInGroup) {
       if (cutGroups.has(groupKey)) continue;
       if (m.groupSections.length === 0) throw inlineConflict(file, text, m, m.parsed.event);
@@ -366,7 +382,12 @@ export function planToml(input: HookPlanInput): HookPlan {
         'Remove the blue-agent entry by hand, then run reconcile again. The file was left unchanged.',
       );
     }
-    throw appendConflict(file, text, statementAt(text, definitionOffset(sections, desired.event) ?? text.length), desired.event);
+    throw appendConflict(
+      file,
+      text,
+      statementAt(text, definitionOffset(sections, desired.event) ?? text.length),
+      desired.event,
+    );
   }
   checkOutcome(file, doc, after, desired);
   return { text: out, owned, managedFound: managed.length };
@@ -377,7 +398,9 @@ function appendConflict(file: string, text: string, offset: number, event: strin
     file,
     text,
     offset,
-    `hooks.${event} (or hooks) is defined here as an inline value, so blue-agent cannot add its [[hooks.${event}]] table next to it`,
-    `Rewrite these hooks as [[hooks.${event}]] and [[hooks.${event}.hooks]] tables (or keep your hooks in hooks.json), then run reconcile again. The file was left unchanged.`,
+    `hooks.${event} (or hooks) is defined here as an inline value, so blue-agent cannot add its [[hooks.${event}]] ` +
+      `table next to it`,
+    `Rewrite these hooks as [[hooks.${event}]] and [[hooks.${event}.hooks]] tables (or keep your hooks in ` +
+      `hooks.json), then run reconcile again. The file was left unchanged.`,
   );
 }

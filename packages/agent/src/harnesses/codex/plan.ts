@@ -1,4 +1,5 @@
-/** The managed Codex hook planned in the file that holds it: hooks.json (./plan-json.ts) or config.toml (./plan-toml.ts). */
+/** The managed Codex hook planned in the file that holds it: hooks.json (./plan-json.ts) or config.toml
+ * (./plan-toml.ts). */
 import path from 'node:path';
 import { BlueError } from '@blue-agent/contract/errors.js';
 import type { HookPlan, HookPlanInput } from '../types.js';
@@ -12,7 +13,9 @@ export function planCodexHook(input: HookPlanInput): HookPlan {
     if (error instanceof BlueError) throw error;
     throw new BlueError('NATIVE_CONFIG_CONFLICT', `${input.file}: cannot plan the managed Codex hook in this file`, {
       file: input.file,
-      hint: 'The file has a shape blue-agent does not handle; add or remove the blue-agent hook by hand, and please report the file layout.',
+      hint:
+        'The file has a shape blue-agent does not handle; add or remove the blue-agent hook by hand, and ' +
+        'please report the file layout.',
       cause: error,
     });
   }

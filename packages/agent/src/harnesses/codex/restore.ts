@@ -14,7 +14,15 @@ import path from 'node:path';
 import type { Context } from '../../context.js';
 import { LIMITS } from '@blue-agent/contract/bundle/limits.js';
 import { isRecord } from '@blue-agent/contract/util/record.js';
-import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../../harness-kit/restore-files.js';
+import {
+  checkDistinct,
+  checkedSessionId,
+  entriesOf,
+  placement,
+  restoreRoot,
+  restoreUnsafe,
+  safeSegments,
+} from '../../harness-kit/restore-files.js';
 import type { RestoreIndexMerge, RestoreInput, RestorePlan } from '../types.js';
 import { printable } from '@blue-agent/contract/util/terminal-text.js';
 import { readRolloutHead, RolloutHeadError } from './rollout-head.js';
@@ -28,13 +36,22 @@ export async function planCodexRestore(ctx: Context, input: RestoreInput, codexH
   const id = checkedSessionId(input);
   const root = restoreRoot(codexHome, input.interval);
   const entries = entriesOf(input);
-  if (entries.length !== 1 || entries[0]!.role !== 'rollout') throw restoreUnsafe('a Codex bundle holds exactly one rollout file');
+  if (entries.length !== 1 || entries[0]!.role !== 'rollout')
+    throw restoreUnsafe('a Codex bundle holds exactly one rollout file');
   const entry = entries[0]!;
   if (entry.nativePath === undefined) throw restoreUnsafe(`${entry.label}: has no native_path`);
   const segments = safeSegments(entry.nativePath, entry.label);
   const name = segments.at(-1)!;
-  if (segments.length !== 4 || !/^\d{4}$/.test(segments[0]!) || !/^\d{2}$/.test(segments[1]!) || !/^\d{2}$/.test(segments[2]!) || !isRolloutName(name, id)) {
-    throw restoreUnsafe(`${entry.label}: a rollout cannot live at ${entry.nativePath} (Codex keeps YYYY/MM/DD/rollout-<time>-${id}.jsonl)`);
+  if (
+    segments.length !== 4 ||
+    !/^\d{4}$/.test(segments[0]!) ||
+    !/^\d{2}$/.test(segments[1]!) ||
+    !/^\d{2}$/.test(segments[2]!) ||
+    !isRolloutName(name, id)
+  ) {
+    throw restoreUnsafe(
+      `${entry.label}: a rollout cannot live at ${entry.nativePath} (Codex keeps YYYY/MM/DD/rollout-<time>-${id}.jsonl)`,
+    );
   }
   const compressed = name.endsWith('.zst');
   const head = await rolloutHead(entry.from);
@@ -44,14 +61,29 @@ export async function planCodexRestore(ctx: Context, input: RestoreInput, codexH
   const target = placement(root, rel, entry);
   checkDistinct([target]);
 
-  const aliases = (await findRollouts(root, id)).filter((file) => file !== target.to).map((file) => ({ file, sameAs: target }));
+  const aliases = (await findRollouts(root, id))
+    .filter((file) => file !== target.to)
+    .map((file) => ({ file, sameAs: target }));
   const merges: RestoreIndexMerge[] = [];
   const title = input.manifest.title;
   if (title !== undefined && title !== '') {
     const updatedAt = new Date(ctx.clock.now()).toISOString();
-    merges.push({ file: path.join(codexHome, SESSION_INDEX), what: `thread name of ${id}`, merge: (bytes) => mergeSessionIndexBytes(bytes, id, title, updatedAt) });
+    merges.push({
+      file: path.join(codexHome, SESSION_INDEX),
+      what: `thread name of ${id}`,
+      merge: (bytes) => mergeSessionIndexBytes(bytes, id, title, updatedAt),
+    });
   }
-  return { harness: 'codex', sessionId: id, home: codexHome, root, placements: [target], merges, aliases, resumeArgv: ['codex', 'resume', id] };
+  return {
+    harness: 'codex',
+    sessionId: id,
+    home: codexHome,
+    root,
+    placements: [target],
+    merges,
+    aliases,
+    resumeArgv: ['codex', 'resume', id],
+  };
 }
 
 /**
@@ -59,7 +91,12 @@ export async function planCodexRestore(ctx: Context, input: RestoreInput, codexH
  * this name. Bytes in, bytes out: existing bytes are never decoded and re-encoded (a line that is not valid UTF-8
  * stays exactly as it is); a last line without its newline gets one first. Returns `current` itself when unchanged.
  */
-export function mergeSessionIndexBytes(current: Buffer | null, id: string, threadName: string, updatedAt: string): Buffer {
+export function mergeSessionIndexBytes(
+  current: Buffer | null,
+  id: string,
+  threadName: string,
+  updatedAt: string,
+): Buffer {
   const bytes = current ?? Buffer.alloc(0);
   let end = bytes.length;
   while (end > 0) {
@@ -95,7 +132,12 @@ export function mergeSessionIndex(text: string | null, id: string, threadName: s
  * Codex formats the local time it takes when it creates the rollout. Undefined when the local year has no four
  * digits.
  */
-export function rolloutRel(startedMs: number, offsetMinutes: number, id: string, compressed: boolean): string | undefined {
+export function rolloutRel(
+  startedMs: number,
+  offsetMinutes: number,
+  id: string,
+  compressed: boolean,
+): string | undefined {
   const local = new Date(startedMs + offsetMinutes * 60_000);
   const year = local.getUTCFullYear();
   if (Number.isNaN(year) || year < 1000 || year > 9999) return undefined;
@@ -119,11 +161,21 @@ function sessionStart(head: Buffer, id: string, label: string): number {
   } catch {
     first = undefined;
   }
-  if (!isRecord(first) || first.type !== 'session_meta' || !isRecord(first.payload)) throw restoreUnsafe(`${label}: the rollout does not start with a session_meta line`);
-  if (first.payload.id !== id) throw restoreUnsafe(`${label}: the rollout belongs to session ${printable(String(first.payload.id)).slice(0, 80)}, not ${id}`);
+  if (!isRecord(first) || first.type !== 'session_meta' || !isRecord(first.payload))
+    throw restoreUnsafe(`${label}: the rollout does not start with a session_meta line`);
+  if (first.payload.id !== id)
+    throw restoreUnsafe(
+      `${label}: the rollout belongs to session ${printable(String(first.payload.id)).slice(0, 80)}, not ${id}`,
+    );
   for (const stamp of [first.payload.timestamp, first.timestamp]) {
     const date = typeof stamp === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(stamp) ? new Date(stamp) : undefined;
-    if (date !== undefined && !Number.isNaN(date.getTime()) && date.getUTCFullYear() >= 2000 && date.getUTCFullYear() <= 9999) return date.getTime();
+    if (
+      date !== undefined &&
+      !Number.isNaN(date.getTime()) &&
+      date.getUTCFullYear() >= 2000 &&
+      date.getUTCFullYear() <= 9999
+    )
+      return date.getTime();
   }
   throw restoreUnsafe(`${label}: the rollout's session_meta has no usable timestamp`);
 }
@@ -134,7 +186,10 @@ async function rolloutHead(file: string): Promise<Buffer> {
   } catch (error) {
     if (!(error instanceof RolloutHeadError)) throw error;
     throw error.kind === 'no-zstd'
-      ? restoreUnsafe(`${file}: a zstd-compressed rollout needs Node.js with zstd support`, 'Run blue-agent on Node.js 22.15 or newer.')
+      ? restoreUnsafe(
+          `${file}: a zstd-compressed rollout needs Node.js with zstd support`,
+          'Run blue-agent on Node.js 22.15 or newer.',
+        )
       : restoreUnsafe(`${file}: the compressed rollout cannot be read (${error.message})`);
   }
 }
@@ -144,7 +199,9 @@ async function findRollouts(root: string, id: string): Promise<string[]> {
   const found: string[] = [];
   const dirs = async (dir: string, pattern: RegExp) => {
     try {
-      return (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory() && pattern.test(e.name)).map((e) => e.name);
+      return (await readdir(dir, { withFileTypes: true }))
+        .filter((e) => e.isDirectory() && pattern.test(e.name))
+        .map((e) => e.name);
     } catch {
       return [];
     }

@@ -16,13 +16,16 @@ export class RolloutHeadError extends Error {
 }
 
 export async function readRolloutHead(file: string, maxBytes: number, rule: SafeReadOptions): Promise<Buffer> {
-  return file.endsWith('.zst') ? zstdHead(file, maxBytes, rule) : (await readChecked(file, { ...rule, optional: false, head: maxBytes }))!;
+  return file.endsWith('.zst')
+    ? zstdHead(file, maxBytes, rule)
+    : (await readChecked(file, { ...rule, optional: false, head: maxBytes }))!;
 }
 
 async function zstdHead(file: string, maxBytes: number, rule: SafeReadOptions): Promise<Buffer> {
   // node:zlib loads with the first compressed rollout, not with every command that knows Codex.
   const zlib = process.getBuiltinModule('node:zlib');
-  if (typeof zlib.createZstdDecompress !== 'function') throw new RolloutHeadError('no-zstd', 'this Node.js has no zstd support');
+  if (typeof zlib.createZstdDecompress !== 'function')
+    throw new RolloutHeadError('no-zstd', 'this Node.js has no zstd support');
   const { handle } = (await openChecked(file, { ...rule, optional: false }))!;
   const source = handle.createReadStream({ start: 0 });
   const decompress = zlib.createZstdDecompress();

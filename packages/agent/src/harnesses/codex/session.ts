@@ -47,25 +47,37 @@ const INDEX_TAIL_BYTES = 16 * 1024 * 1024;
 const MAX_DAY_DIRS = 20_000;
 const MAX_NAMES_SCANNED = 200_000;
 
-
 export function isRolloutName(name: string, id: string): boolean {
   return name.startsWith('rollout-') && (name.endsWith(`-${id}.jsonl`) || name.endsWith(`-${id}.jsonl.zst`));
 }
 
-export async function collectCodexSession(ctx: Context, input: CollectInput, codexHome: string): Promise<CollectedSession> {
+export async function collectCodexSession(
+  ctx: Context,
+  input: CollectInput,
+  codexHome: string,
+): Promise<CollectedSession> {
   const { payload, interval } = input;
   const id = payload.session_id;
   assertSessionId(id, codexHome);
   const root = await SessionRoot.open(sessionRootOf(codexHome, interval));
-  const rel = typeof payload.transcript_path === 'string' && payload.transcript_path !== '' ? fromPayload(root, payload.transcript_path, id) : await search(root, id);
+  const rel =
+    typeof payload.transcript_path === 'string' && payload.transcript_path !== ''
+      ? fromPayload(root, payload.transcript_path, id)
+      : await search(root, id);
   const rollout = await root.file(rel);
-  const files = [fileOf('rollout', path.posix.basename(rel).endsWith('.zst') ? 'rollout.jsonl.zst' : 'rollout.jsonl', rollout)];
+  const files = [
+    fileOf('rollout', path.posix.basename(rel).endsWith('.zst') ? 'rollout.jsonl.zst' : 'rollout.jsonl', rollout),
+  ];
   checkRoleCounts(interval, files, rollout.abs);
 
   const head = rel.endsWith('.zst') ? await zstdHead(rollout, HEAD_MAX_BYTES) : await readHead(rollout, HEAD_MAX_BYTES);
   const meta = sessionMeta(head, rollout.abs);
   if (meta.id !== id) {
-    throw artifactInvalid(rollout.abs, `belongs to session ${String(meta.id)}, not ${id} (its session_meta says so)`, 'The rollout file name and its content disagree; leave this file alone and capture the session Codex reports.');
+    throw artifactInvalid(
+      rollout.abs,
+      `belongs to session ${String(meta.id)}, not ${id} (its session_meta says so)`,
+      'The rollout file name and its content disagree; leave this file alone and capture the session Codex reports.',
+    );
   }
   const records = parseTranscript(head.toString('utf8'));
   const cwd = payload.cwd ?? (typeof meta.cwd === 'string' ? meta.cwd : undefined);
@@ -75,20 +87,35 @@ export async function collectCodexSession(ctx: Context, input: CollectInput, cod
     ...(cwd === undefined ? {} : { cwd }),
     root: root.path,
     files,
-    ...titleAndSummary({ native: await indexTitle(codexHome, id), firstUserTurn: firstUserTurn(records, codexUserTurn) }),
+    ...titleAndSummary({
+      native: await indexTitle(codexHome, id),
+      firstUserTurn: firstUserTurn(records, codexUserTurn),
+    }),
   };
 }
 
 function fromPayload(root: SessionRoot, transcriptPath: string, id: string): string {
   if (!path.isAbsolute(transcriptPath)) {
-    throw artifactInvalid(transcriptPath, 'the hook named a rollout by a relative path', 'Codex passes an absolute transcript_path; check what calls `blue-agent capture`.');
+    throw artifactInvalid(
+      transcriptPath,
+      'the hook named a rollout by a relative path',
+      'Codex passes an absolute transcript_path; check what calls `blue-agent capture`.',
+    );
   }
   const rel = root.relativeOf(transcriptPath);
   if (rel === undefined) {
-    throw artifactInvalid(transcriptPath, `the rollout is outside Codex's sessions folder ${root.path}`, 'Only rollouts under $CODEX_HOME/sessions are captured; check CODEX_HOME for the hook and for blue-agent.');
+    throw artifactInvalid(
+      transcriptPath,
+      `the rollout is outside Codex's sessions folder ${root.path}`,
+      'Only rollouts under $CODEX_HOME/sessions are captured; check CODEX_HOME for the hook and for blue-agent.',
+    );
   }
   if (!isRolloutName(path.posix.basename(rel), id)) {
-    throw artifactInvalid(transcriptPath, `is not a rollout of session ${id} (rollout-<time>-${id}.jsonl)`, 'The hook payload names a file that is not this session\'s rollout; check what calls `blue-agent capture`.');
+    throw artifactInvalid(
+      transcriptPath,
+      `is not a rollout of session ${id} (rollout-<time>-${id}.jsonl)`,
+      "The hook payload names a file that is not this session's rollout; check what calls `blue-agent capture`.",
+    );
   }
   return rel;
 }
@@ -140,7 +167,12 @@ function newestPlainFirst(a: string, b: string): number {
 }
 
 function notFound(root: SessionRoot, id: string, why: string): never {
-  throw artifactInvalid(path.join(root.path, 'YYYY', 'MM', 'DD', `rollout-*-${id}.jsonl`), `${why} (session ${id})`, 'Check that Codex saved the session and that CODEX_HOME matches; pass transcript_path in the hook payload to skip the search.');
+  throw artifactInvalid(
+    path.join(root.path, 'YYYY', 'MM', 'DD', `rollout-*-${id}.jsonl`),
+    `${why} (session ${id})`,
+    'Check that Codex saved the session and that CODEX_HOME matches; pass transcript_path in the hook payload to ' +
+      'skip the search.',
+  );
 }
 
 /** At most `maxBytes` of the decompressed start of a `.jsonl.zst` rollout. */
@@ -151,7 +183,11 @@ async function zstdHead(rollout: CheckedFile, maxBytes: number): Promise<Buffer>
   } catch (error) {
     if (!(error instanceof RolloutHeadError)) throw error;
     throw error.kind === 'no-zstd'
-      ? artifactInvalid(abs, 'is zstd-compressed and this Node.js has no zstd support to check it', 'Run blue-agent on Node.js 22.15 or newer, or open the session in Codex once so it writes a plain rollout.')
+      ? artifactInvalid(
+          abs,
+          'is zstd-compressed and this Node.js has no zstd support to check it',
+          'Run blue-agent on Node.js 22.15 or newer, or open the session in Codex once so it writes a plain rollout.',
+        )
       : artifactInvalid(abs, `is ${error.message}`, 'The compressed rollout is damaged; Codex cannot read it either.');
   }
 }
@@ -167,7 +203,11 @@ function sessionMeta(head: Buffer, abs: string): Record<string, unknown> {
     line = undefined;
   }
   if (!isRecord(line) || line.type !== 'session_meta' || !isRecord(line.payload)) {
-    throw artifactInvalid(abs, 'does not start with a session_meta line', 'This is not a Codex rollout (or it is damaged); Codex cannot resume it either.');
+    throw artifactInvalid(
+      abs,
+      'does not start with a session_meta line',
+      'This is not a Codex rollout (or it is damaged); Codex cannot resume it either.',
+    );
   }
   return line.payload;
 }
@@ -176,7 +216,10 @@ async function indexTitle(codexHome: string, id: string): Promise<NativeMetadata
   let tail: Buffer;
   try {
     // Only its tail is read, so the whole file may be any size; a title from a linked index is not taken.
-    tail = await readTailOf(path.join(codexHome, SESSION_INDEX), INDEX_TAIL_BYTES, { code: 'ARTIFACT_INVALID', maxBytes: Number.MAX_SAFE_INTEGER });
+    tail = await readTailOf(path.join(codexHome, SESSION_INDEX), INDEX_TAIL_BYTES, {
+      code: 'ARTIFACT_INVALID',
+      maxBytes: Number.MAX_SAFE_INTEGER,
+    });
   } catch {
     return undefined;
   }
@@ -191,7 +234,11 @@ async function indexTitle(codexHome: string, id: string): Promise<NativeMetadata
       }
     })
     // Only `thread_name` is a title here; the index has no preview.
-    .map((entry) => (isRecord(entry) && typeof entry.id === 'string' && typeof entry.thread_name === 'string' ? { id: entry.id, thread_name: entry.thread_name } : undefined));
+    .map((entry) =>
+      isRecord(entry) && typeof entry.id === 'string' && typeof entry.thread_name === 'string'
+        ? { id: entry.id, thread_name: entry.thread_name }
+        : undefined,
+    );
   const found = newestNativeMetadata(entries, id);
   return found?.title === undefined ? undefined : { title: found.title };
 }

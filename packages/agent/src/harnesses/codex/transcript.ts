@@ -44,7 +44,12 @@ export function codexUserTurn(record: unknown): UserTurn | undefined {
     textsOf(payload.content, turn);
   } else if (record.type === 'event_msg' && payload.type === 'user_message' && typeof payload.message === 'string') {
     turn.texts.push(payload.message);
-  } else if (record.type === 'event_msg' && payload.type === 'item_completed' && isRecord(payload.item) && payload.item.type === 'UserMessage') {
+  } else if (
+    record.type === 'event_msg' &&
+    payload.type === 'item_completed' &&
+    isRecord(payload.item) &&
+    payload.item.type === 'UserMessage'
+  ) {
     textsOf(payload.item.content, turn);
   } else {
     return undefined;

@@ -4,7 +4,8 @@
  *
  * Sources: codex-rs/hooks/src/lib.rs (`hook_key`, `hook_event_key_label`), codex-rs/hooks/src/engine/discovery.rs
  * (`command_hook_hash`, `NormalizedHookIdentity`, `hook_trust_status`), codex-rs/config/src/fingerprint.rs
- * (`version_for_toml`: sha256 of key-sorted compact JSON), codex-rs/hooks/src/config_rules.rs (`hook_states_from_stack`).
+ * (`version_for_toml`: sha256 of key-sorted compact JSON), codex-rs/hooks/src/config_rules.rs
+ * (`hook_states_from_stack`).
  * Key and hash were checked against `hooks/list` of the codex-cli 0.171.0 app server.
  */
 import { sha256Hex } from '@blue-agent/contract/util/startup/sha256.js';
@@ -88,7 +89,11 @@ export function hookStates(config: Record<string, unknown>): Map<string, HookSta
     if (key === '' || !isRecord(value)) continue;
     const enabled = own(value, 'enabled');
     const trusted = own(value, 'trusted_hash');
-    if ((enabled !== undefined && typeof enabled !== 'boolean') || (trusted !== undefined && typeof trusted !== 'string')) continue;
+    if (
+      (enabled !== undefined && typeof enabled !== 'boolean') ||
+      (trusted !== undefined && typeof trusted !== 'string')
+    )
+      continue;
     const state: HookState = states.get(key) ?? {};
     if (typeof enabled === 'boolean') state.enabled = enabled;
     if (typeof trusted === 'string') state.trustedHash = trusted;

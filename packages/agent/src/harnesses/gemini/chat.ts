@@ -1,5 +1,6 @@
 /**
- * Gemini CLI's chat files, as its ChatRecordingService writes them (packages/core/src/services/chatRecordingService.ts):
+ * Gemini CLI's chat files, as its ChatRecordingService writes them
+ * (packages/core/src/services/chatRecordingService.ts):
  *
  *   - before 0.39: `session-<YYYY-MM-DDTHH-MM>-<first 8 of the id>.json`, one JSON document
  *     `{sessionId, projectHash, startTime, lastUpdated, messages: [...], summary?, kind?}`, rewritten whole on each

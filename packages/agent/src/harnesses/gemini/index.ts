@@ -16,7 +16,10 @@ const SETTINGS_FILE = 'settings.json';
 function configRoot(ctx: Context): string {
   const home = ctx.env.GEMINI_CLI_HOME;
   // A relative override would depend on the directory the agent happens to run from.
-  return path.join(home !== undefined && home !== '' && path.isAbsolute(home) ? path.resolve(home) : ctx.paths.home, '.gemini');
+  return path.join(
+    home !== undefined && home !== '' && path.isAbsolute(home) ? path.resolve(home) : ctx.paths.home,
+    '.gemini',
+  );
 }
 
 function hookFileName(interval: Interval): string {

@@ -18,7 +18,12 @@ export const GEMINI_HOOK_NAME = 'blue-agent-capture';
 export const GEMINI_SETTINGS: MatcherHooksDialect<ManagedHook> = {
   displayName: HARNESS_DISPLAY_NAMES.gemini,
   isManagedCommand: (command) => isManagedCommand(command, 'gemini'),
-  entry: (desired) => ({ name: GEMINI_HOOK_NAME, type: 'command', command: desired.command, timeout: desired.timeoutSeconds * 1000 }),
+  entry: (desired) => ({
+    name: GEMINI_HOOK_NAME,
+    type: 'command',
+    command: desired.command,
+    timeout: desired.timeoutSeconds * 1000,
+  }),
 };
 
 export function planGeminiHook(input: HookPlanInput): HookPlan {
@@ -26,14 +31,18 @@ export function planGeminiHook(input: HookPlanInput): HookPlan {
 }
 
 /**
- * The user's switches that keep every hook, or this one, from running (Gemini CLI 0.26 and later): `hooksConfig.enabled`
- * false, or the managed hook's name in `hooksConfig.disabled`.
+ * The user's switches that keep every hook, or this one, from running (Gemini CLI 0.26 and later):
+ * `hooksConfig.enabled` false, or the managed hook's name in `hooksConfig.disabled`.
  */
 export function geminiHooksDisabled(text: string): string | undefined {
   const errors: ParseError[] = [];
   const doc: unknown = parse(text, errors, { allowTrailingComma: false, disallowComments: false });
   if (errors.length > 0 || !isRecord(doc) || !isRecord(doc.hooksConfig)) return undefined;
-  if (doc.hooksConfig.enabled === false) return 'settings.json sets hooksConfig.enabled to false, which turns every Gemini CLI hook off (the capture hook among them)';
+  if (doc.hooksConfig.enabled === false)
+    return (
+      'settings.json sets hooksConfig.enabled to false, which turns every Gemini CLI hook off (the capture ' +
+      'hook among them)'
+    );
   if (Array.isArray(doc.hooksConfig.disabled) && doc.hooksConfig.disabled.includes(GEMINI_HOOK_NAME)) {
     return `settings.json lists ${GEMINI_HOOK_NAME} in hooksConfig.disabled, which turns the capture hook off`;
   }

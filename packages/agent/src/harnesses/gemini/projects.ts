@@ -98,14 +98,16 @@ export async function projectSlug(geminiDir: string, dir: string): Promise<Proje
     }
     return true;
   };
-  const marked = async (slug: string) => (await markerOwner(path.join(geminiDir, 'tmp', slug, PROJECT_ROOT_FILE))) === target;
+  const marked = async (slug: string) =>
+    (await markerOwner(path.join(geminiDir, 'tmp', slug, PROJECT_ROOT_FILE))) === target;
 
   const mapped = registry[target];
   if (mapped !== undefined && (await owns(mapped))) return { slug: mapped, marked: await marked(mapped) };
   for (const base of baseDirs(geminiDir)) {
     const names = await readdir(base).catch(() => [] as string[]);
     for (const name of names.sort().slice(0, MAX_FOLDERS)) {
-      if ((await markerOwner(path.join(base, name, PROJECT_ROOT_FILE))) === target) return { slug: name, marked: await marked(name) };
+      if ((await markerOwner(path.join(base, name, PROJECT_ROOT_FILE))) === target)
+        return { slug: name, marked: await marked(name) };
     }
   }
   const taken = new Set(Object.values(registry));

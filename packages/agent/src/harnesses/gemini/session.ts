@@ -40,7 +40,11 @@ const MAX_DOCUMENT_TITLE_BYTES = 16 * 1024 * 1024;
 const TAIL_BYTES = 1024 * 1024;
 const ID_HEAD_BYTES = 64 * 1024;
 
-export async function collectGeminiSession(ctx: Context, input: CollectInput, geminiDir: string): Promise<CollectedSession> {
+export async function collectGeminiSession(
+  ctx: Context,
+  input: CollectInput,
+  geminiDir: string,
+): Promise<CollectedSession> {
   const { payload, interval } = input;
   const id = payload.session_id;
   assertSessionId(id, geminiDir);
@@ -51,7 +55,9 @@ export async function collectGeminiSession(ctx: Context, input: CollectInput, ge
       : await foundTranscript(root, geminiDir, id, payload.cwd);
   const folder = transcript.rel.split('/')[0]!;
 
-  const files: SessionFile[] = [fileOf('primary_transcript', transcript.rel.endsWith('.json') ? 'transcript.json' : 'transcript.jsonl', transcript)];
+  const files: SessionFile[] = [
+    fileOf('primary_transcript', transcript.rel.endsWith('.json') ? 'transcript.json' : 'transcript.jsonl', transcript),
+  ];
   for (const inside of [`chats/${id}`, `tool-outputs/session-${id}`, id]) {
     const rel = `${folder}/${inside}`;
     for (const companion of await root.walk(rel, { limit: MAX_SESSION_FILES - files.length })) {
@@ -68,22 +74,44 @@ export async function collectGeminiSession(ctx: Context, input: CollectInput, ge
     ...(payload.cwd === undefined ? {} : { cwd: payload.cwd }),
     root: root.path,
     files,
-    ...titleAndSummary({ native: chat.summary === undefined ? undefined : { title: chat.summary }, firstUserTurn: turn }),
+    ...titleAndSummary({
+      native: chat.summary === undefined ? undefined : { title: chat.summary },
+      firstUserTurn: turn,
+    }),
   };
 }
 
 /** `<folder>/chats/session-...-<id8>.json[l]` under the session root, as the hook named it. */
 async function namedTranscript(root: SessionRoot, id: string, transcriptPath: string): Promise<CheckedFile> {
   if (!path.isAbsolute(transcriptPath)) {
-    throw artifactInvalid(transcriptPath, 'the hook named a transcript by a relative path', 'Gemini CLI passes an absolute transcript_path; check what calls `blue-agent capture`.');
+    throw artifactInvalid(
+      transcriptPath,
+      'the hook named a transcript by a relative path',
+      'Gemini CLI passes an absolute transcript_path; check what calls `blue-agent capture`.',
+    );
   }
   const rel = root.relativeOf(transcriptPath);
   if (rel === undefined) {
-    throw artifactInvalid(transcriptPath, `the transcript is outside Gemini CLI's session folder ${root.path}`, 'Only transcripts under ~/.gemini/tmp are captured; check GEMINI_CLI_HOME for the hook and for blue-agent.');
+    throw artifactInvalid(
+      transcriptPath,
+      `the transcript is outside Gemini CLI's session folder ${root.path}`,
+      'Only transcripts under ~/.gemini/tmp are captured; check GEMINI_CLI_HOME for the hook and for blue-agent.',
+    );
   }
   const [folder, chats, name, ...rest] = rel.split('/');
-  if (rest.length > 0 || chats !== 'chats' || folder === undefined || !(HASH_FOLDER.test(folder) || SLUG_FOLDER.test(folder)) || name === undefined || !isChatFileOf(name, id)) {
-    throw artifactInvalid(transcriptPath, `is not <project>/chats/session-<time>-${id.slice(0, 8)}.json[l] under ${root.path}`, "The hook payload names a file that is not this session's transcript; check what calls `blue-agent capture`.");
+  if (
+    rest.length > 0 ||
+    chats !== 'chats' ||
+    folder === undefined ||
+    !(HASH_FOLDER.test(folder) || SLUG_FOLDER.test(folder)) ||
+    name === undefined ||
+    !isChatFileOf(name, id)
+  ) {
+    throw artifactInvalid(
+      transcriptPath,
+      `is not <project>/chats/session-<time>-${id.slice(0, 8)}.json[l] under ${root.path}`,
+      "The hook payload names a file that is not this session's transcript; check what calls `blue-agent capture`.",
+    );
   }
   const file = await root.file(rel);
   await checkNames(file, id);
@@ -91,9 +119,18 @@ async function namedTranscript(root: SessionRoot, id: string, transcriptPath: st
 }
 
 /** Gemini CLI 0.21 names no transcript: the chat of this id in the working directory's folder. */
-async function foundTranscript(root: SessionRoot, geminiDir: string, id: string, cwd: string | undefined): Promise<CheckedFile> {
+async function foundTranscript(
+  root: SessionRoot,
+  geminiDir: string,
+  id: string,
+  cwd: string | undefined,
+): Promise<CheckedFile> {
   if (cwd === undefined || !path.isAbsolute(cwd)) {
-    throw artifactInvalid(root.path, 'the hook named neither the transcript nor an absolute working directory', 'Gemini CLI sends cwd with every hook; check what calls `blue-agent capture`.');
+    throw artifactInvalid(
+      root.path,
+      'the hook named neither the transcript nor an absolute working directory',
+      'Gemini CLI sends cwd with every hook; check what calls `blue-agent capture`.',
+    );
   }
   const dirs = [cwd];
   const resolved = await realpath(cwd).catch(() => undefined);
@@ -107,7 +144,9 @@ async function foundTranscript(root: SessionRoot, geminiDir: string, id: string,
   for (const folder of folders) {
     const chats = `${folder}/chats`;
     if (!(await root.isDirectory(chats).catch(() => false))) continue;
-    const names = (await readdir(root.abs(chats)).catch(() => [] as string[])).filter((n) => isChatFileOf(n, id)).sort();
+    const names = (await readdir(root.abs(chats)).catch(() => [] as string[]))
+      .filter((n) => isChatFileOf(n, id))
+      .sort();
     for (const name of names) {
       const file = await root.file(`${chats}/${name}`);
       if (chatSessionId((await readHead(file, ID_HEAD_BYTES)).toString('utf8')) === id) found.push(file);
@@ -116,22 +155,36 @@ async function foundTranscript(root: SessionRoot, geminiDir: string, id: string,
   if (found.length === 1) return found[0]!;
   const where = root.abs(`${projectHash(cwd)}/chats`);
   if (found.length === 0) {
-    throw artifactInvalid(where, `no chat of session ${id} was found for ${cwd}`, 'Check that Gemini CLI saved the session and that GEMINI_CLI_HOME matches for the hook and for blue-agent.');
+    throw artifactInvalid(
+      where,
+      `no chat of session ${id} was found for ${cwd}`,
+      'Check that Gemini CLI saved the session and that GEMINI_CLI_HOME matches for the hook and for blue-agent.',
+    );
   }
-  throw artifactInvalid(where, `session ${id} has ${found.length} chat files: ${found.map((f) => f.rel).join(', ')}`, 'Capture it with a Gemini CLI that names its transcript (0.22 and later), or remove the stale copies.');
+  throw artifactInvalid(
+    where,
+    `session ${id} has ${found.length} chat files: ${found.map((f) => f.rel).join(', ')}`,
+    'Capture it with a Gemini CLI that names its transcript (0.22 and later), or remove the stale copies.',
+  );
 }
 
 async function checkNames(file: CheckedFile, id: string): Promise<void> {
   const named = chatSessionId((await readHead(file, ID_HEAD_BYTES)).toString('utf8'));
   if (named !== id) {
-    throw artifactInvalid(file.abs, `holds session ${named === undefined ? '(none)' : JSON.stringify(named.slice(0, 80))}, not ${id}`, "The hook payload names a file that is not this session's transcript; check what calls `blue-agent capture`.");
+    throw artifactInvalid(
+      file.abs,
+      `holds session ${named === undefined ? '(none)' : JSON.stringify(named.slice(0, 80))}, not ${id}`,
+      "The hook payload names a file that is not this session's transcript; check what calls `blue-agent capture`.",
+    );
   }
 }
 
 /** The chat as far as a title needs: a document whole (up to a bound), JSON lines by their head and tail. */
 async function readForTitle(file: CheckedFile) {
   if (file.rel.endsWith('.json')) {
-    return readGeminiChat(file.size <= MAX_DOCUMENT_TITLE_BYTES ? (await readHead(file, MAX_DOCUMENT_TITLE_BYTES)).toString('utf8') : '');
+    return readGeminiChat(
+      file.size <= MAX_DOCUMENT_TITLE_BYTES ? (await readHead(file, MAX_DOCUMENT_TITLE_BYTES)).toString('utf8') : '',
+    );
   }
   const head = readGeminiChat((await readHead(file, HEAD_MAX_BYTES)).toString('utf8'));
   if (file.size <= HEAD_MAX_BYTES) return head;

@@ -31,7 +31,8 @@ export function geminiUserTurn(record: unknown): UserTurn | undefined {
 
 export const geminiTranscriptReader: TranscriptReader = {
   userTurn: geminiUserTurn,
-  wants: (file) => file.role === 'primary_transcript' || (file.role === 'session_companion' && SUBAGENT.test(file.native_path ?? '')),
+  wants: (file) =>
+    file.role === 'primary_transcript' || (file.role === 'session_companion' && SUBAGENT.test(file.native_path ?? '')),
   read: (files) => readGeminiSession(files),
 };
 
@@ -81,7 +82,12 @@ export function readGeminiChatTurns(bytes: Uint8Array): Transcript {
         const id = str(part.functionResponse.id);
         if (id !== undefined && answered.has(id)) continue;
         if (id !== undefined) answered.add(id);
-        turns.push({ role: 'tool', text: responseText(part.functionResponse.response), ...(str(part.functionResponse.name) === undefined ? {} : { name: str(part.functionResponse.name)! }), ...when });
+        turns.push({
+          role: 'tool',
+          text: responseText(part.functionResponse.response),
+          ...(str(part.functionResponse.name) === undefined ? {} : { name: str(part.functionResponse.name)! }),
+          ...when,
+        });
       }
       continue;
     }
@@ -98,10 +104,18 @@ export function readGeminiChatTurns(bytes: Uint8Array): Transcript {
       const id = str(call.id);
       if (id !== undefined && answered.has(id)) continue;
       const results = Array.isArray(call.result) ? call.result : [];
-      const response = results.map((r) => (isRecord(r) && isRecord(r.functionResponse) ? responseText(r.functionResponse.response) : '')).filter((t) => t !== '');
+      const response = results
+        .map((r) => (isRecord(r) && isRecord(r.functionResponse) ? responseText(r.functionResponse.response) : ''))
+        .filter((t) => t !== '');
       if (response.length === 0) continue;
       if (id !== undefined) answered.add(id);
-      turns.push({ role: 'tool', text: response.join('\n\n'), name: str(call.name) ?? 'tool', ...when, ...(call.status === 'error' ? { error: true } : {}) });
+      turns.push({
+        role: 'tool',
+        text: response.join('\n\n'),
+        name: str(call.name) ?? 'tool',
+        ...when,
+        ...(call.status === 'error' ? { error: true } : {}),
+      });
     }
   }
   if (chat.messages.length === 0 && bytes.length > 0 && chat.sessionId === undefined) skipped++;

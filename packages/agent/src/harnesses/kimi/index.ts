@@ -69,10 +69,13 @@ export const kimi: HarnessAdapter = {
     if (!(await exists(file)) && (await exists(path.join(root, LEGACY_CONFIG_FILE)))) {
       throw new BlueError(
         'NATIVE_CONFIG_CONFLICT',
-        `kimi-cli still has a legacy ${LEGACY_CONFIG_FILE} and no ${CONFIG_FILE}; adding the capture hook now would stop it from migrating ${LEGACY_CONFIG_FILE}`,
+        `kimi-cli still has a legacy ${LEGACY_CONFIG_FILE} and no ${CONFIG_FILE}; adding the capture hook now ` +
+          `would stop it from migrating ${LEGACY_CONFIG_FILE}`,
         {
           file: path.join(root, LEGACY_CONFIG_FILE),
-          hint: `Run \`kimi\` once so it converts ${LEGACY_CONFIG_FILE} to ${CONFIG_FILE}, then run \`blue-agent reconcile\` again.`,
+          hint:
+            `Run \`kimi\` once so it converts ${LEGACY_CONFIG_FILE} to ${CONFIG_FILE}, then run \`blue-agent ` +
+            `reconcile\` again.`,
         },
       );
     }
@@ -86,12 +89,14 @@ export const kimi: HarnessAdapter = {
   planHook: planKimiHook,
 
   async collectSession(ctx, input) {
-    if (isKimiCli(input.interval)) return (await import('./legacy/session.js')).collectKimiSession(ctx, input, shareDir(ctx));
+    if (isKimiCli(input.interval))
+      return (await import('./legacy/session.js')).collectKimiSession(ctx, input, shareDir(ctx));
     return (await import('./session.js')).collectKimiCodeSession(ctx, input, codeHome(ctx));
   },
 
   async planRestore(ctx, input) {
-    if (isKimiCli(input.interval)) return (await import('./legacy/restore.js')).planKimiRestore(ctx, input, shareDir(ctx));
+    if (isKimiCli(input.interval))
+      return (await import('./legacy/restore.js')).planKimiRestore(ctx, input, shareDir(ctx));
     return (await import('./restore.js')).planKimiCodeRestore(ctx, input, codeHome(ctx));
   },
 };
@@ -130,17 +135,26 @@ async function refuseBeforeMigration(ctx: Context, file: string): Promise<void> 
     let targets: string[] = [];
     try {
       const data = JSON.parse(marker) as { target_paths?: unknown; target_path?: unknown };
-      targets = [...(Array.isArray(data.target_paths) ? data.target_paths : []), data.target_path].filter((p): p is string => typeof p === 'string');
+      targets = [...(Array.isArray(data.target_paths) ? data.target_paths : []), data.target_path].filter(
+        (p): p is string => typeof p === 'string',
+      );
     } catch {
       return;
     }
     if (targets.length === 0 || targets.some((p) => path.resolve(p) === path.resolve(codeHome(ctx)))) return;
   }
   if (userHooks(await readText(file)) > 0) return;
-  throw new BlueError('NATIVE_CONFIG_CONFLICT', `kimi-cli's config holds ${pending} hook${pending === 1 ? '' : 's'} that Kimi Code has not migrated yet; with the capture hook in ${file} first, its migration would drop ${pending === 1 ? 'it' : 'them'}`, {
-    file: sourceConfig,
-    hint: 'Let Kimi Code migrate first: run `kimi migrate --run` (or start `kimi` and migrate, or skip the migration), then run `blue-agent reconcile` again.',
-  });
+  throw new BlueError(
+    'NATIVE_CONFIG_CONFLICT',
+    `kimi-cli's config holds ${pending} hook${pending === 1 ? '' : 's'} that Kimi Code has not migrated yet; with ` +
+      `the capture hook in ${file} first, its migration would drop ${pending === 1 ? 'it' : 'them'}`,
+    {
+      file: sourceConfig,
+      hint:
+        'Let Kimi Code migrate first: run `kimi migrate --run` (or start `kimi` and migrate, or skip the ' +
+        'migration), then run `blue-agent reconcile` again.',
+    },
+  );
 }
 
 async function exists(file: string): Promise<boolean> {

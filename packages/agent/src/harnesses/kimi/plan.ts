@@ -85,7 +85,11 @@ export function planKimiHook({ text, file, desired, owned }: HookPlanInput): Hoo
     const { separator, terminated } = appendLayout(cut, eol);
     const next = cut + separator + renderTable(desired, eol, terminated);
     verify(text, next, desired, file);
-    return { text: next, owned: record({ ...ledger, separator, replaced: { text: statement, offset: inline.start } }), managedFound: 0 };
+    return {
+      text: next,
+      owned: record({ ...ledger, separator, replaced: { text: statement, offset: inline.start } }),
+      managedFound: 0,
+    };
   }
   if (inline !== undefined || (hooksValue !== undefined && !Array.isArray(hooksValue))) {
     const managedInside = Array.isArray(hooksValue) && hooksValue.some(isManagedEntry);
@@ -100,7 +104,8 @@ export function planKimiHook({ text, file, desired, owned }: HookPlanInput): Hoo
     if (managed.length === 0) return { text, owned: undefined, managedFound: 0 };
     const next = putBackReplaced(removeSpans(text, managed, ledger.separator, eol).text, ledger.replaced, eol, file);
     verify(text, next, null, file);
-    if (ledger.created_file === true && next === '') return { text: null, owned: undefined, managedFound: managed.length };
+    if (ledger.created_file === true && next === '')
+      return { text: null, owned: undefined, managedFound: managed.length };
     return { text: next, owned: undefined, managedFound: managed.length };
   }
 
@@ -153,7 +158,13 @@ function isEmptyHooksStatement(statement: string): boolean {
   try {
     const parsed = parse(statement) as Record<string, unknown>;
     const keys = Object.keys(parsed);
-    return keys.length === 1 && keys[0] === 'hooks' && Array.isArray(parsed.hooks) && parsed.hooks.length === 0 && /^[ \t]*["']?hooks["']?[ \t]*=/.test(statement);
+    return (
+      keys.length === 1 &&
+      keys[0] === 'hooks' &&
+      Array.isArray(parsed.hooks) &&
+      parsed.hooks.length === 0 &&
+      /^[ \t]*["']?hooks["']?[ \t]*=/.test(statement)
+    );
   } catch {
     return false;
   }
@@ -231,7 +242,13 @@ function removeSpans(
       else if (after === '') before = before.replace(/\r?\n$/, '');
     }
     // A table that ended the file without a line break may have had user text appended right after it since.
-    if (before !== '' && !before.endsWith('\n') && after !== '' && !after.startsWith('\n') && !after.startsWith('\r\n')) {
+    if (
+      before !== '' &&
+      !before.endsWith('\n') &&
+      after !== '' &&
+      !after.startsWith('\n') &&
+      !after.startsWith('\r\n')
+    ) {
       before += eol;
     }
     out = before + after;
@@ -284,7 +301,9 @@ function parseToml(text: string, file: string): Record<string, unknown> {
       new BlueError('NATIVE_CONFIG_PARSE', `Kimi config is not valid TOML: ${reason}`, {
         file,
         ...at,
-        hint: 'Fix the TOML at the reported position (Kimi cannot load this file either); blue-agent leaves a file it cannot parse untouched.',
+        hint:
+          'Fix the TOML at the reported position (Kimi cannot load this file either); blue-agent leaves a file ' +
+          'it cannot parse untouched.',
         cause: error,
       }),
     { integersAsBigInt: 'asNeeded' },
@@ -306,7 +325,11 @@ function verify(before: string, after: string, desired: ManagedHook | null, file
   const managed = hooks.filter(isManagedEntry);
   const expected = desired === null ? 0 : 1;
   const rightEntry = desired === null || (managed.length === 1 && isUpToDate(managed[0]!, desired));
-  if (managed.length !== expected || !rightEntry || !isDeepStrictEqual(withoutManaged(original), withoutManaged(parsed))) {
+  if (
+    managed.length !== expected ||
+    !rightEntry ||
+    !isDeepStrictEqual(withoutManaged(original), withoutManaged(parsed))
+  ) {
     throw spliceConflict(file);
   }
 }
@@ -322,22 +345,31 @@ function withoutManaged(data: Record<string, unknown>): Record<string, unknown> 
 }
 
 function spliceConflict(file: string, cause?: unknown): BlueError {
-  return new BlueError('NATIVE_CONFIG_CONFLICT', 'the managed [[hooks]] table cannot be spliced into the Kimi config without changing other entries', {
-    file,
-    hint: 'Add the hook by hand (see `blue-agent reconcile --dry-run` for the exact table) or simplify the [[hooks]] tables in this file, then run reconcile again.',
-    cause,
-  });
+  return new BlueError(
+    'NATIVE_CONFIG_CONFLICT',
+    'the managed [[hooks]] table cannot be spliced into the Kimi config without changing other entries',
+    {
+      file,
+      hint:
+        'Add the hook by hand (see `blue-agent reconcile --dry-run` for the exact table) or simplify the ' +
+        '[[hooks]] tables in this file, then run reconcile again.',
+      cause,
+    },
+  );
 }
 
 function hooksShapeConflict(text: string, file: string, lineStart: number | undefined): BlueError {
   const where = lineStart === undefined ? {} : lineColumnAt(text, statementAt(text, lineStart));
   return new BlueError(
     'NATIVE_CONFIG_CONFLICT',
-    '`hooks` in the Kimi config is not written as [[hooks]] tables (an inline `hooks = [...]` array or a plain table), so the managed hook cannot be added as its own [[hooks]] table',
+    '`hooks` in the Kimi config is not written as [[hooks]] tables (an inline `hooks = [...]` array or a plain ' +
+      'table), so the managed hook cannot be added as its own [[hooks]] table',
     {
       file,
       ...where,
-      hint: 'Rewrite each entry of `hooks` as a `[[hooks]]` table with the same keys (Kimi reads both forms the same way), then run `blue-agent reconcile` again.',
+      hint:
+        'Rewrite each entry of `hooks` as a `[[hooks]]` table with the same keys (Kimi reads both forms the ' +
+        'same way), then run `blue-agent reconcile` again.',
     },
   );
 }
@@ -389,10 +421,16 @@ function hookElements(sections: readonly TomlSection[], file: string, values: re
     elements.push({ start: section.start, end, value: values[elements.length] });
   }
   if (elements.length !== values.length) {
-    throw new BlueError('NATIVE_CONFIG_CONFLICT', 'the [[hooks]] tables of the Kimi config could not be located in the text', {
-      file,
-      hint: 'Simplify the [[hooks]] tables in this file (one `[[hooks]]` header per entry), then run reconcile again.',
-    });
+    throw new BlueError(
+      'NATIVE_CONFIG_CONFLICT',
+      'the [[hooks]] tables of the Kimi config could not be located in the text',
+      {
+        file,
+        hint:
+          'Simplify the [[hooks]] tables in this file (one `[[hooks]]` header per entry), then run reconcile ' +
+          'again.',
+      },
+    );
   }
   return elements;
 }

@@ -5,8 +5,8 @@
  *   - version 1 (0.10 to 0.32): `{createdAt, updatedAt (ISO), title, isCustomTitle, agents, custom, lastPrompt,
  *     workDir (0.25 and later)}`.
  * Kept: what resume needs to continue the session as it was (its identity, its directory, its agents and their
- * relations, its title and last prompt, times, archive and fork state). Dropped: `custom` (free-form data of plugins and
- * tools of this machine), agent `labels` and `swarmItem`, and any key a later Kimi Code adds, which might hold
+ * relations, its title and last prompt, times, archive and fork state). Dropped: `custom` (free-form data of plugins
+ * and tools of this machine), agent `labels` and `swarmItem`, and any key a later Kimi Code adds, which might hold
  * credentials or this machine's state. Kimi Code keeps no approvals, tasks or cron jobs in this file (they are wire
  * records and folders of their own, which capture leaves out). Kimi Code fills what is missing with its defaults.
  *
@@ -16,7 +16,21 @@
  */
 import { isRecord } from '@blue-agent/contract/util/record.js';
 
-const V2_KEYS = ['id', 'version', 'cwd', 'title', 'titleKind', 'isCustomTitle', 'lastPrompt', 'createdAt', 'updatedAt', 'archived', 'archivedAt', 'forkedFrom', 'lastTurnReason'] as const;
+const V2_KEYS = [
+  'id',
+  'version',
+  'cwd',
+  'title',
+  'titleKind',
+  'isCustomTitle',
+  'lastPrompt',
+  'createdAt',
+  'updatedAt',
+  'archived',
+  'archivedAt',
+  'forkedFrom',
+  'lastTurnReason',
+] as const;
 const V1_KEYS = ['createdAt', 'updatedAt', 'title', 'isCustomTitle', 'lastPrompt', 'workDir'] as const;
 const AGENT_KEYS = ['homedir', 'type', 'parentAgentId', 'forkedFrom'] as const;
 /** Agent ids as Kimi Code names them (`main`, `agent-0`, ...): they become folder names. */
@@ -54,13 +68,22 @@ export function stateDirectory(state: Record<string, unknown>): string | undefin
  * The state for a session restored in `destination`, its folder being `sessionDir`: the directory set, each agent's
  * home set to `<sessionDir>/agents/<id>`. A version 1 state without `workDir` (before 0.25) stays without.
  */
-export function relocatedState(state: Record<string, unknown>, destination: string, sessionDir: string): Record<string, unknown> {
+export function relocatedState(
+  state: Record<string, unknown>,
+  destination: string,
+  sessionDir: string,
+): Record<string, unknown> {
   const out: Record<string, unknown> = { ...state };
   if (state.version === 2) out.cwd = destination;
   else if (Object.hasOwn(state, 'workDir')) out.workDir = destination;
   if (isRecord(state.agents)) {
     out.agents = Object.fromEntries(
-      Object.entries(state.agents).map(([id, agent]) => [id, isRecord(agent) && Object.hasOwn(agent, 'homedir') ? { ...agent, homedir: `${sessionDir}/agents/${id}` } : agent]),
+      Object.entries(state.agents).map(([id, agent]) => [
+        id,
+        isRecord(agent) && Object.hasOwn(agent, 'homedir')
+          ? { ...agent, homedir: `${sessionDir}/agents/${id}` }
+          : agent,
+      ]),
     );
   }
   return out;

@@ -40,15 +40,24 @@ export function kimiCodeUserTurn(record: unknown): UserTurn | undefined {
 
 export const kimiTranscriptReader: TranscriptReader = {
   userTurn: kimiCodeUserTurn,
-  wants: (file) => file.role === 'agent_wire_history' || (file.role === 'session_state' && (SUBAGENT_WIRE.test(file.native_path ?? '') || /(?:^|\/)(?:context\.jsonl|subagents\/[^/]+\/(?:wire\.jsonl|meta\.json))$/.test(file.native_path ?? ''))),
+  wants: (file) =>
+    file.role === 'agent_wire_history' ||
+    (file.role === 'session_state' &&
+      (SUBAGENT_WIRE.test(file.native_path ?? '') ||
+        /(?:^|\/)(?:context\.jsonl|subagents\/[^/]+\/(?:wire\.jsonl|meta\.json))$/.test(file.native_path ?? ''))),
   read: (files, sessionId) => readKimi(files, sessionId),
 };
 
 function readKimi(files: readonly TranscriptSource[], sessionId: string): Transcript {
   const wire = files.find((f) => f.role === 'agent_wire_history');
   // kimi-cli's layout has no agents/ folder: its bundles are read by its own reader.
-  if (wire === undefined || !/(?:^|\/)agents\/main\/wire\.jsonl$/.test(wire.native_path ?? '')) return readLegacySession(files, sessionId);
-  return withSubagentSections(readKimiCodeWire(wire.bytes), files, { pattern: SUBAGENT_WIRE, read: readKimiCodeWire, role: 'session_state' });
+  if (wire === undefined || !/(?:^|\/)agents\/main\/wire\.jsonl$/.test(wire.native_path ?? ''))
+    return readLegacySession(files, sessionId);
+  return withSubagentSections(readKimiCodeWire(wire.bytes), files, {
+    pattern: SUBAGENT_WIRE,
+    read: readKimiCodeWire,
+    role: 'session_state',
+  });
 }
 
 function resultText(result: unknown): string {
@@ -75,7 +84,12 @@ export function readKimiCodeWire(bytes: Uint8Array): Transcript {
     }
     if (record.type !== 'context.append_loop_event' || !isRecord(record.event)) continue;
     const event = record.event;
-    if (event.type === 'content.part' && isRecord(event.part) && event.part.type === 'text' && typeof event.part.text === 'string') {
+    if (
+      event.type === 'content.part' &&
+      isRecord(event.part) &&
+      event.part.type === 'text' &&
+      typeof event.part.text === 'string'
+    ) {
       turns.appendAssistant(event.part.text, undefined, at);
     } else if (event.type === 'tool.call') {
       const name = str(event.name) ?? 'tool';
@@ -84,8 +98,16 @@ export function readKimiCodeWire(bytes: Uint8Array): Transcript {
     } else if (event.type === 'tool.result') {
       const name = typeof event.toolCallId === 'string' ? names.get(event.toolCallId) : undefined;
       const result = isRecord(event.result) ? event.result : {};
-      turns.push({ role: 'tool', text: resultText(result), ...(name === undefined ? {} : { name }), ...when, ...(result.isError === true || typeof result.error === 'string' ? { error: true } : {}) });
+      turns.push({
+        role: 'tool',
+        text: resultText(result),
+        ...(name === undefined ? {} : { name }),
+        ...when,
+        ...(result.isError === true || typeof result.error === 'string' ? { error: true } : {}),
+      });
     }
   }
-  return turns.turns.length === 0 && records.length === 0 ? emptyTranscript(skipped) : { turns: turns.turns, skipped, truncated: turns.truncated };
+  return turns.turns.length === 0 && records.length === 0
+    ? emptyTranscript(skipped)
+    : { turns: turns.turns, skipped, truncated: turns.truncated };
 }

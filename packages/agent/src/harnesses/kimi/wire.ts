@@ -38,5 +38,8 @@ function rebound(line: Buffer, key: string): Buffer {
   const found = prop('workspaceId');
   const value = found.at(-1)?.children?.[1];
   if (found.length !== 1 || value?.type !== 'string' || value.value === key) return line;
-  return Buffer.from(`${text.slice(0, value.offset)}${JSON.stringify(key)}${text.slice(value.offset + value.length)}`, 'utf8');
+  return Buffer.from(
+    `${text.slice(0, value.offset)}${JSON.stringify(key)}${text.slice(value.offset + value.length)}`,
+    'utf8',
+  );
 }

@@ -15,10 +15,16 @@ export function planOpencodeHook({ text, file, desired }: HookPlanInput): HookPl
     return { text: null, owned: undefined, managedFound: 1 };
   }
   if (text !== null && !ours) {
-    throw new BlueError('NATIVE_CONFIG_CONFLICT', 'an OpenCode plugin that blue-agent did not write already sits where its capture plugin goes', {
-      file,
-      hint: 'Rename or move that file (it is yours; blue-agent never overwrites it), then run `blue-agent reconcile` again.',
-    });
+    throw new BlueError(
+      'NATIVE_CONFIG_CONFLICT',
+      'an OpenCode plugin that blue-agent did not write already sits where its capture plugin goes',
+      {
+        file,
+        hint:
+          'Rename or move that file (it is yours; blue-agent never overwrites it), then run `blue-agent ' +
+          'reconcile` again.',
+      },
+    );
   }
   const rendered = renderPlugin(desired);
   return { text: text === rendered ? text : rendered, owned: { whole_file: true }, managedFound: ours ? 1 : 0 };

@@ -227,7 +227,10 @@ export const BlueAgentSessionUpload = async (input) => {
 
 /** True when `text` begins with the managed header (a byte-order mark and CRLF tolerated). */
 export function hasPluginHeader(text: string): boolean {
-  const first = text.replace(/^\uFEFF/, '').split('\n', 1)[0]!.replace(/\r$/, '');
+  const first = text
+    .replace(/^\uFEFF/, '')
+    .split('\n', 1)[0]!
+    .replace(/\r$/, '');
   return first === PLUGIN_HEADER || first.startsWith(`${PLUGIN_HEADER} `);
 }
 

@@ -40,8 +40,14 @@ export async function planOpencodeRestore(_ctx: Context, input: RestoreInput, da
     throw restoreUnsafe('an OpenCode bundle holds exactly one portable_export file, without a native path');
   }
   const file = entries[0]!.from;
-  const doc = parseExport((await readChecked(file, { code: 'RESTORE_UNSAFE', maxBytes: LIMITS.fileBytes }))!.toString('utf8'), entries[0]!.label);
-  if (doc.info.id !== id) throw restoreUnsafe(`${entries[0]!.label}: the export holds session ${printable(String(doc.info.id)).slice(0, 80)}, not ${id}`);
+  const doc = parseExport(
+    (await readChecked(file, { code: 'RESTORE_UNSAFE', maxBytes: LIMITS.fileBytes }))!.toString('utf8'),
+    entries[0]!.label,
+  );
+  if (doc.info.id !== id)
+    throw restoreUnsafe(
+      `${entries[0]!.label}: the export holds session ${printable(String(doc.info.id)).slice(0, 80)}, not ${id}`,
+    );
   const messages = canonicalJson(doc.messages);
   return {
     harness: 'opencode',
@@ -93,12 +99,19 @@ function parseExport(text: string, label: string): { info: Record<string, unknow
     // V8 quotes the input in its message: bounded and made printable, it cannot carry escapes to a terminal.
     throw restoreUnsafe(`${label}: the export is not JSON (${printable((error as Error).message).slice(0, 200)})`);
   }
-  if (!isRecord(doc) || !isRecord(doc.info) || !Array.isArray(doc.messages)) throw restoreUnsafe(`${label}: the export is not {info, messages}`);
+  if (!isRecord(doc) || !isRecord(doc.info) || !Array.isArray(doc.messages))
+    throw restoreUnsafe(`${label}: the export is not {info, messages}`);
   return { info: doc.info, messages: doc.messages };
 }
 
 /** Asks OpenCode whether it holds `id`; never opens its database. No database yet means no session. */
-async function existingSession(ctx: Context, id: string, cwd: string, dataDir: string, messages: string): Promise<'none' | 'identical' | 'different'> {
+async function existingSession(
+  ctx: Context,
+  id: string,
+  cwd: string,
+  dataDir: string,
+  messages: string,
+): Promise<'none' | 'identical' | 'different'> {
   try {
     await access(path.join(dataDir, 'opencode.db'));
   } catch {
@@ -107,11 +120,21 @@ async function existingSession(ctx: Context, id: string, cwd: string, dataDir: s
   const bin = await findExecutable('opencode', ctx.env.PATH);
   if (bin === undefined) throw unknownState(id, 'the opencode binary is not on PATH');
   const check = opencodeExistsCheck(id);
-  const result = await ctx.run(bin, check.args, { timeoutMs: EXPORT_TIMEOUT_MS, cwd, env: ctx.env, maxOutputBytes: MAX_FILE_BYTES + 1 });
+  const result = await ctx.run(bin, check.args, {
+    timeoutMs: EXPORT_TIMEOUT_MS,
+    cwd,
+    env: ctx.env,
+    maxOutputBytes: MAX_FILE_BYTES + 1,
+  });
   if (result.exitCode !== 0) {
     if (check.missing.test(result.stderr)) return 'none';
     // Not knowing is not "none": a rollback would then delete a session that was already here.
-    throw unknownState(id, result.timedOut ? 'opencode export timed out' : `opencode export exited with ${String(result.exitCode)}: ${printable(result.stderr.trim().slice(-300))}`);
+    throw unknownState(
+      id,
+      result.timedOut
+        ? 'opencode export timed out'
+        : `opencode export exited with ${String(result.exitCode)}: ${printable(result.stderr.trim().slice(-300))}`,
+    );
   }
   let doc: unknown;
   try {
@@ -119,6 +142,7 @@ async function existingSession(ctx: Context, id: string, cwd: string, dataDir: s
   } catch {
     throw unknownState(id, 'opencode export did not print JSON');
   }
-  if (!isRecord(doc) || !isRecord(doc.info) || doc.info.id !== id) throw unknownState(id, 'opencode export printed another session');
+  if (!isRecord(doc) || !isRecord(doc.info) || doc.info.id !== id)
+    throw unknownState(id, 'opencode export printed another session');
   return Array.isArray(doc.messages) && canonicalJson(doc.messages) === messages ? 'identical' : 'different';
 }

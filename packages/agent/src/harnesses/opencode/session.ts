@@ -24,14 +24,22 @@ export interface OpencodeCollectOptions {
   timeoutMs?: number;
 }
 
-export async function collectOpencodeSession(ctx: Context, input: CollectInput, options: OpencodeCollectOptions = {}): Promise<CollectedSession> {
+export async function collectOpencodeSession(
+  ctx: Context,
+  input: CollectInput,
+  options: OpencodeCollectOptions = {},
+): Promise<CollectedSession> {
   const { payload, interval } = input;
   const id = payload.session_id;
   assertSessionId(id, 'opencode export');
   const bin = await findExecutable('opencode', ctx.env.PATH);
   const what = `opencode export ${id}`;
   if (bin === undefined) {
-    throw artifactInvalid(what, 'the opencode binary is not on PATH', 'Install OpenCode, or run blue-agent with the PATH OpenCode runs with.');
+    throw artifactInvalid(
+      what,
+      'the opencode binary is not on PATH',
+      'Install OpenCode, or run blue-agent with the PATH OpenCode runs with.',
+    );
   }
   const cwd = payload.cwd ?? ctx.cwd;
   const timeoutMs = options.timeoutMs ?? EXPORT_TIMEOUT_MS;
@@ -53,32 +61,62 @@ export async function collectOpencodeSession(ctx: Context, input: CollectInput, 
   const stdout = result.stdout;
   const size = Buffer.byteLength(stdout, 'utf8');
   if ('spawnError' in result && result.spawnError !== undefined) {
-    throw artifactInvalid(what, `could not start ${bin} in ${cwd} (${result.spawnError})`, 'Check that the session directory still exists and that the OpenCode binary runs.');
+    throw artifactInvalid(
+      what,
+      `could not start ${bin} in ${cwd} (${result.spawnError})`,
+      'Check that the session directory still exists and that the OpenCode binary runs.',
+    );
   }
   if (result.timedOut) {
-    throw artifactInvalid(what, `did not finish within ${timeoutMs} ms`, 'OpenCode may be waiting on its database; capture the session again when OpenCode is idle.');
+    throw artifactInvalid(
+      what,
+      `did not finish within ${timeoutMs} ms`,
+      'OpenCode may be waiting on its database; capture the session again when OpenCode is idle.',
+    );
   }
   if (size > MAX_FILE_BYTES) {
-    throw artifactInvalid(what, `printed more than ${MAX_FILE_BYTES} bytes (64 MiB), the limit for one file`, 'Blue bundles hold files of at most 64 MiB; this session cannot be captured whole.');
+    throw artifactInvalid(
+      what,
+      `printed more than ${MAX_FILE_BYTES} bytes (64 MiB), the limit for one file`,
+      'Blue bundles hold files of at most 64 MiB; this session cannot be captured whole.',
+    );
   }
   if (result.exitCode !== 0) {
     const detail = result.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 500);
-    throw artifactInvalid(what, `exited with ${String(result.exitCode)}${detail === '' ? '' : `: ${detail}`}`, 'Check that the session still exists (`opencode session list`) and that OpenCode runs.');
+    throw artifactInvalid(
+      what,
+      `exited with ${String(result.exitCode)}${detail === '' ? '' : `: ${detail}`}`,
+      'Check that the session still exists (`opencode session list`) and that OpenCode runs.',
+    );
   }
   let doc: unknown;
   try {
     doc = JSON.parse(stdout);
   } catch (error) {
-    throw artifactInvalid(what, `did not print JSON (${(error as Error).message})`, 'OpenCode\'s export format changed or the command failed; check `opencode export` by hand.');
+    throw artifactInvalid(
+      what,
+      `did not print JSON (${(error as Error).message})`,
+      "OpenCode's export format changed or the command failed; check `opencode export` by hand.",
+    );
   }
   if (!isRecord(doc) || !isRecord(doc.info) || !Array.isArray(doc.messages)) {
-    throw artifactInvalid(what, 'printed JSON without {info, messages}', 'OpenCode\'s export format changed; use a blue-agent version whose profile matches this OpenCode.');
+    throw artifactInvalid(
+      what,
+      'printed JSON without {info, messages}',
+      "OpenCode's export format changed; use a blue-agent version whose profile matches this OpenCode.",
+    );
   }
   if (doc.info.id !== id) {
-    throw artifactInvalid(what, `exported session ${String(doc.info.id)}, not ${id}`, 'OpenCode exported another session; capture the session again.');
+    throw artifactInvalid(
+      what,
+      `exported session ${String(doc.info.id)}, not ${id}`,
+      'OpenCode exported another session; capture the session again.',
+    );
   }
 
-  const files: SessionFile[] = [{ role: 'portable_export', name: 'export.json', content: new TextEncoder().encode(stdout) }];
+  const files: SessionFile[] = [
+    { role: 'portable_export', name: 'export.json', content: new TextEncoder().encode(stdout) },
+  ];
   checkRoleCounts(interval, files, what);
   const found = nativeMetadataOf(doc.info, id);
   const native: NativeMetadata = {

@@ -52,7 +52,8 @@ export function readOpencodeExport(bytes: Uint8Array): Transcript {
       const texts: string[] = [];
       for (const part of message.parts) {
         if (!isRecord(part)) continue;
-        if (part.type === 'text' && typeof part.text === 'string' && part.synthetic !== true && part.ignored !== true) texts.push(part.text);
+        if (part.type === 'text' && typeof part.text === 'string' && part.synthetic !== true && part.ignored !== true)
+          texts.push(part.text);
         else if (part.type === 'file') texts.push(`[file: ${str(part.filename) ?? str(part.url) ?? 'attachment'}]`);
       }
       turns.push({ role: 'user', text: texts.join('\n\n'), ...(at === undefined ? {} : { at }) });
@@ -75,7 +76,13 @@ export function readOpencodeExport(bytes: Uint8Array): Transcript {
         const output = failed ? str(state.error) : str(state.output);
         if (output !== undefined) {
           const stateTime = isRecord(state.time) ? isoTime(state.time.end) : undefined;
-          turns.push({ role: 'tool', text: output, name, ...(stateTime === undefined ? {} : { at: stateTime }), ...(failed ? { error: true } : {}) });
+          turns.push({
+            role: 'tool',
+            text: output,
+            name,
+            ...(stateTime === undefined ? {} : { at: stateTime }),
+            ...(failed ? { error: true } : {}),
+          });
         }
       }
     }

@@ -18,5 +18,9 @@ export async function listQwenSessions(runtimeDir: string, interval: Interval, l
   });
   // Only `<key>/chats/<id>.jsonl`: other folders at that depth hold no sessions.
   const chats = files.filter((f) => path.basename(path.dirname(f.abs)) === 'chats');
-  return { watch: [{ dir: root, depth: 2 }], truncated, sessions: nativeSessions(chats, (f) => headField(f.abs, VERSION_HEAD_BYTES, 'version')) };
+  return {
+    watch: [{ dir: root, depth: 2 }],
+    truncated,
+    sessions: nativeSessions(chats, (f) => headField(f.abs, VERSION_HEAD_BYTES, 'version')),
+  };
 }

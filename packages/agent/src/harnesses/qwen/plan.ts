@@ -17,7 +17,12 @@ export const QWEN_HOOK_NAME = 'blue-agent-capture';
 export const QWEN_SETTINGS: MatcherHooksDialect<ManagedHook> = {
   displayName: HARNESS_DISPLAY_NAMES.qwen,
   isManagedCommand: (command) => isManagedCommand(command, 'qwen'),
-  entry: (desired) => ({ name: QWEN_HOOK_NAME, type: 'command', command: desired.command, timeout: Math.max(1, desired.timeoutSeconds) * 1000 }),
+  entry: (desired) => ({
+    name: QWEN_HOOK_NAME,
+    type: 'command',
+    command: desired.command,
+    timeout: Math.max(1, desired.timeoutSeconds) * 1000,
+  }),
 };
 
 export function planQwenHook(input: HookPlanInput): HookPlan {
@@ -29,5 +34,7 @@ export function qwenHooksDisabled(text: string): string | undefined {
   const errors: ParseError[] = [];
   const doc: unknown = parse(text, errors, { allowTrailingComma: false, disallowComments: false });
   if (errors.length > 0 || !isRecord(doc)) return undefined;
-  return doc.disableAllHooks === true ? 'settings.json sets disableAllHooks to true, which turns every Qwen Code hook off (the capture hook among them)' : undefined;
+  return doc.disableAllHooks === true
+    ? 'settings.json sets disableAllHooks to true, which turns every Qwen Code hook off (the capture hook among them)'
+    : undefined;
 }

@@ -7,7 +7,15 @@
  */
 import { parseTree, type Node } from 'jsonc-parser';
 import type { Context } from '../../context.js';
-import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../../harness-kit/restore-files.js';
+import {
+  checkDistinct,
+  checkedSessionId,
+  entriesOf,
+  placement,
+  restoreRoot,
+  restoreUnsafe,
+  safeSegments,
+} from '../../harness-kit/restore-files.js';
 import type { RestoreInput, RestorePlacement, RestorePlan } from '../types.js';
 import { qwenProjectKey } from './session.js';
 
@@ -19,23 +27,48 @@ export function planQwenRestore(_ctx: Context, input: RestoreInput, runtimeDir: 
   const root = restoreRoot(runtimeDir, input.interval);
   const key = qwenProjectKey(input.destination);
   if (Buffer.byteLength(key) > NAME_MAX) {
-    throw restoreUnsafe(`Qwen Code keeps the sessions of ${input.destination} in a folder whose name would be ${Buffer.byteLength(key)} bytes long, more than a file name may be`, 'Qwen Code cannot save sessions in a directory this deep either; restore into a directory with a shorter path.');
+    throw restoreUnsafe(
+      `Qwen Code keeps the sessions of ${input.destination} in a folder whose name would be ` +
+        `${Buffer.byteLength(key)} bytes long, more than a file name may be`,
+      'Qwen Code cannot save sessions in a directory this deep either; restore into a directory with a shorter path.',
+    );
   }
   const placements: RestorePlacement[] = [];
   for (const entry of entriesOf(input)) {
-    if (entry.nativePath === undefined) throw restoreUnsafe(`${entry.label}: has no native_path; Qwen Code files are restored to their native place`);
+    if (entry.nativePath === undefined)
+      throw restoreUnsafe(`${entry.label}: has no native_path; Qwen Code files are restored to their native place`);
     const [captured, chats, name, ...rest] = safeSegments(entry.nativePath, entry.label);
-    if (entry.role !== 'primary_transcript' || captured === undefined || chats !== 'chats' || name !== `${id}.jsonl` || rest.length > 0) {
-      throw restoreUnsafe(`${entry.label}: a ${entry.role} file cannot live at ${entry.nativePath} (Qwen Code keeps <project>/chats/${id}.jsonl)`);
+    if (
+      entry.role !== 'primary_transcript' ||
+      captured === undefined ||
+      chats !== 'chats' ||
+      name !== `${id}.jsonl` ||
+      rest.length > 0
+    ) {
+      throw restoreUnsafe(
+        `${entry.label}: a ${entry.role} file cannot live at ${entry.nativePath} (Qwen Code keeps <project>/chats/` +
+          `${id}.jsonl)`,
+      );
     }
     const destination = input.destination;
     placements.push({
       ...placement(root, `${key}/chats/${id}.jsonl`, entry),
-      rewrite: { what: `the first record's cwd, to ${destination}`, apply: (bytes) => withFirstCwd(bytes, destination) },
+      rewrite: {
+        what: `the first record's cwd, to ${destination}`,
+        apply: (bytes) => withFirstCwd(bytes, destination),
+      },
     });
   }
   checkDistinct(placements);
-  return { harness: 'qwen', sessionId: id, home: runtimeDir, root, placements, merges: [], resumeArgv: ['qwen', '--resume', id] };
+  return {
+    harness: 'qwen',
+    sessionId: id,
+    home: runtimeDir,
+    root,
+    placements,
+    merges: [],
+    resumeArgv: ['qwen', '--resume', id],
+  };
 }
 
 /**
@@ -51,7 +84,10 @@ export function withFirstCwd(bytes: Buffer, cwd: string): Buffer {
   const cwdProps = props.filter((p) => p.children?.[0]?.value === 'cwd');
   const value: Node | undefined = cwdProps.at(-1)?.children?.[1];
   if (value?.type !== 'string' || cwdProps.length !== 1) {
-    throw restoreUnsafe("the transcript's first record has no single cwd string, which Qwen Code needs to resume it", 'This is not a transcript Qwen Code wrote; do not restore it.');
+    throw restoreUnsafe(
+      "the transcript's first record has no single cwd string, which Qwen Code needs to resume it",
+      'This is not a transcript Qwen Code wrote; do not restore it.',
+    );
   }
   if (value.value === cwd) return bytes;
   const before = Buffer.from(line.slice(0, value.offset), 'utf8');

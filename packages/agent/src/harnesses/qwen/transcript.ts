@@ -58,19 +58,28 @@ export function readQwenTranscript(source: Pick<TranscriptSource, 'bytes'>): Tra
     const when = at === undefined ? {} : { at };
     const parts = partsOf(record);
     if (record.type === 'user') {
-      const text = parts.map((p) => str(p.text) ?? '').filter((t) => t !== '').join('\n\n');
+      const text = parts
+        .map((p) => str(p.text) ?? '')
+        .filter((t) => t !== '')
+        .join('\n\n');
       if (text.trim() !== '' && !isInjected(text)) turns.push({ role: 'user', text, ...when });
     } else if (record.type === 'assistant') {
       for (const part of parts) {
         if (part.thought === true) continue;
         if (typeof part.text === 'string') turns.appendAssistant(part.text, undefined, at);
-        else if (isRecord(part.functionCall)) turns.appendAssistant('', toolSummary(str(part.functionCall.name) ?? 'tool', part.functionCall.args), at);
+        else if (isRecord(part.functionCall))
+          turns.appendAssistant('', toolSummary(str(part.functionCall.name) ?? 'tool', part.functionCall.args), at);
       }
     } else if (record.type === 'tool_result') {
       for (const part of parts) {
         if (!isRecord(part.functionResponse)) continue;
         const name = str(part.functionResponse.name);
-        turns.push({ role: 'tool', text: responseText(part.functionResponse.response), ...(name === undefined ? {} : { name }), ...when });
+        turns.push({
+          role: 'tool',
+          text: responseText(part.functionResponse.response),
+          ...(name === undefined ? {} : { name }),
+          ...when,
+        });
       }
     }
   }

@@ -32,7 +32,11 @@ function read(text: string): Obj {
 }
 
 const isManaged = (hook: Json): boolean =>
-  hook !== null && typeof hook === 'object' && !Array.isArray(hook) && typeof hook.command === 'string' && isManagedCommand(hook.command, 'claude');
+  hook !== null &&
+  typeof hook === 'object' &&
+  !Array.isArray(hook) &&
+  typeof hook.command === 'string' &&
+  isManagedCommand(hook.command, 'claude');
 
 function managedIn(doc: Obj): Json[] {
   const hooks = doc.hooks;
@@ -40,7 +44,9 @@ function managedIn(doc: Obj): Json[] {
   return Object.values(hooks).flatMap((groups) =>
     Array.isArray(groups)
       ? groups.flatMap((group) =>
-          group !== null && typeof group === 'object' && !Array.isArray(group) && Array.isArray(group.hooks) ? group.hooks.filter(isManaged) : [],
+          group !== null && typeof group === 'object' && !Array.isArray(group) && Array.isArray(group.hooks)
+            ? group.hooks.filter(isManaged)
+            : [],
         )
       : [],
   );
@@ -61,7 +67,8 @@ function userEntries(doc: Obj): Obj {
       continue;
     }
     const kept = groups.flatMap((group): Json[] => {
-      if (group === null || typeof group !== 'object' || Array.isArray(group) || !Array.isArray(group.hooks)) return [group];
+      if (group === null || typeof group !== 'object' || Array.isArray(group) || !Array.isArray(group.hooks))
+        return [group];
       const userHooks = group.hooks.filter((h) => !isManaged(h));
       if (group.hooks.length > 0 && userHooks.length === 0) return [];
       return [{ ...group, hooks: userHooks }];
@@ -81,7 +88,8 @@ function withoutEmptyContainers(doc: Obj): Obj {
   const copy = structuredClone(doc);
   const hooks = copy.hooks;
   if (hooks === null || typeof hooks !== 'object' || Array.isArray(hooks)) return copy;
-  for (const [event, groups] of Object.entries(hooks)) if (Array.isArray(groups) && groups.length === 0) delete hooks[event];
+  for (const [event, groups] of Object.entries(hooks))
+    if (Array.isArray(groups) && groups.length === 0) delete hooks[event];
   if (Object.keys(hooks).length === 0) delete copy.hooks;
   return copy;
 }
@@ -93,24 +101,57 @@ const loosely = (doc: Obj): Obj => withoutEmptyContainers(userEntries(doc));
 
 const key = fc
   .oneof(
-    fc.constantFrom('model', 'env', 'permissions', 'theme', 'statusLine', '权限', 'clé', '🚀 launch', 'ключ', '', '0', '42'),
+    fc.constantFrom(
+      'model',
+      'env',
+      'permissions',
+      'theme',
+      'statusLine',
+      '权限',
+      'clé',
+      '🚀 launch',
+      'ключ',
+      '',
+      '0',
+      '42',
+    ),
     fc.string({ unit: 'grapheme', maxLength: 8 }),
   )
   .filter((k) => k !== '__proto__' && k !== 'hooks');
 const value = fc.jsonValue({ maxDepth: 3, stringUnit: 'grapheme' }) as fc.Arbitrary<Json>;
 const userCommand = fc
   .oneof(
-    fc.constantFrom('say done', '~/bin/notify.sh', "echo '再见 🌙'", 'node /opt/tool.js capture --harness claude', 'blue-agent status'),
+    fc.constantFrom(
+      'say done',
+      '~/bin/notify.sh',
+      "echo '再见 🌙'",
+      'node /opt/tool.js capture --harness claude',
+      'blue-agent status',
+    ),
     fc.string({ unit: 'grapheme', maxLength: 24 }),
   )
   .filter((c) => !isManagedCommand(c, 'claude'));
 const userHook = fc
-  .record({ type: fc.constant('command'), command: userCommand, timeout: fc.option(fc.integer({ min: 1, max: 600 }), { nil: undefined }) })
+  .record({
+    type: fc.constant('command'),
+    command: userCommand,
+    timeout: fc.option(fc.integer({ min: 1, max: 600 }), { nil: undefined }),
+  })
   .map((h) => JSON.parse(JSON.stringify(h)) as Obj);
 const group = fc
-  .record({ matcher: fc.option(fc.constantFrom('', 'Bash', 'clear', '*', 'Édition|写'), { nil: undefined }), hooks: fc.array(userHook, { maxLength: 3 }) })
+  .record({
+    matcher: fc.option(fc.constantFrom('', 'Bash', 'clear', '*', 'Édition|写'), { nil: undefined }),
+    hooks: fc.array(userHook, { maxLength: 3 }),
+  })
   .map((g) => JSON.parse(JSON.stringify(g)) as Obj);
-const otherEvent = fc.constantFrom('PreToolUse', 'PostToolUse', 'Stop', 'SessionStart', 'Notification', 'UserPromptSubmit');
+const otherEvent = fc.constantFrom(
+  'PreToolUse',
+  'PostToolUse',
+  'Stop',
+  'SessionStart',
+  'Notification',
+  'UserPromptSubmit',
+);
 
 interface Shape {
   user: [string, Json][];
@@ -122,7 +163,10 @@ const shape: fc.Arbitrary<Shape> = fc.record({
   user: fc.uniqueArray(fc.tuple(key, value), { maxLength: 6, selector: ([k]) => k }),
   hooks: fc.option(
     fc.record({
-      others: fc.uniqueArray(fc.tuple(otherEvent, fc.array(group, { maxLength: 2 }) as fc.Arbitrary<Json>), { maxLength: 3, selector: ([k]) => k }),
+      others: fc.uniqueArray(fc.tuple(otherEvent, fc.array(group, { maxLength: 2 }) as fc.Arbitrary<Json>), {
+        maxLength: 3,
+        selector: ([k]) => k,
+      }),
       sessionEnd: fc.option(fc.array(group, { maxLength: 3 }) as fc.Arbitrary<Json[]>, { nil: undefined }),
       at: fc.nat(),
     }),
@@ -169,14 +213,37 @@ function write(doc: Obj, f: Format): string {
 
 const managedCommand = fc
   .record({
-    node: fc.constantFrom('/usr/bin/node', '/usr/local/old/bin/node', '/home/me/.nvm/versions/node/v22.1.0/bin/node', '/opt/my node/bin/node'),
-    entry: fc.constantFrom('/opt/blue-agent/bin/blue-agent.js', '/home/me/.npm/lib/node_modules/blue-agent/bin/blue-agent.js', '/usr/local/bin/blue-agent'),
+    node: fc.constantFrom(
+      '/usr/bin/node',
+      '/usr/local/old/bin/node',
+      '/home/me/.nvm/versions/node/v22.1.0/bin/node',
+      '/opt/my node/bin/node',
+    ),
+    entry: fc.constantFrom(
+      '/opt/blue-agent/bin/blue-agent.js',
+      '/home/me/.npm/lib/node_modules/blue-agent/bin/blue-agent.js',
+      '/usr/local/bin/blue-agent',
+    ),
     profile: fc.constantFrom('claude-v1_0_85', 'claude-v2_0_12'),
   })
   .map((m) => buildManagedHook({ node: m.node, entry: m.entry }, 'claude', m.profile, 'SessionEnd', 10).command);
 const managedHook = fc
-  .record({ command: managedCommand, timeout: fc.option(fc.integer({ min: 1, max: 60 }), { nil: undefined }), extra: fc.boolean() })
-  .map((h): Obj => JSON.parse(JSON.stringify({ type: 'command', command: h.command, timeout: h.timeout, ...(h.extra ? { async: true } : {}) })) as Obj);
+  .record({
+    command: managedCommand,
+    timeout: fc.option(fc.integer({ min: 1, max: 60 }), { nil: undefined }),
+    extra: fc.boolean(),
+  })
+  .map(
+    (h): Obj =>
+      JSON.parse(
+        JSON.stringify({
+          type: 'command',
+          command: h.command,
+          timeout: h.timeout,
+          ...(h.extra ? { async: true } : {}),
+        }),
+      ) as Obj,
+  );
 
 /** Places managed hooks in own groups or inside user groups, on SessionEnd or another event. */
 function withManaged(doc: Obj, placements: { hook: Obj; where: 'own' | 'inside'; event: string; at: number }[]): Obj {
@@ -185,7 +252,10 @@ function withManaged(doc: Obj, placements: { hook: Obj; where: 'own' | 'inside';
   const hooks = copy.hooks as Obj;
   for (const p of placements) {
     const groups = (Array.isArray(hooks[p.event]) ? hooks[p.event] : (hooks[p.event] = [])) as Json[];
-    const users = groups.filter((g): g is Obj => g !== null && typeof g === 'object' && !Array.isArray(g) && Array.isArray(g.hooks) && g.hooks.length > 0);
+    const users = groups.filter(
+      (g): g is Obj =>
+        g !== null && typeof g === 'object' && !Array.isArray(g) && Array.isArray(g.hooks) && g.hooks.length > 0,
+    );
     if (p.where === 'inside' && users.length > 0) {
       const target = users[p.at % users.length]!;
       target.hooks = insertAt(target.hooks as Json[], p.at, p.hook);
@@ -309,7 +379,12 @@ describe('claude planHook properties', () => {
         const after = read(plan.text!);
         const managed = managedIn(after);
         expect(managed).toEqual([{ type: 'command', command: desired.command, timeout: 10 }]);
-        const ownGroups = ((after.hooks as Obj).SessionEnd as Json[]).filter((g) => (g as Obj).hooks !== undefined && ((g as Obj).hooks as Json[]).every(isManaged) && ((g as Obj).hooks as Json[]).length > 0);
+        const ownGroups = ((after.hooks as Obj).SessionEnd as Json[]).filter(
+          (g) =>
+            (g as Obj).hooks !== undefined &&
+            ((g as Obj).hooks as Json[]).every(isManaged) &&
+            ((g as Obj).hooks as Json[]).length > 0,
+        );
         expect(ownGroups).toHaveLength(1);
         expect(loosely(after)).toEqual(loosely(messy));
         expect(install(plan.text, plan.owned).text).toBe(plan.text);
@@ -335,11 +410,35 @@ describe('claude planHook properties', () => {
   });
 
   it('hostile text never crashes: a plan, or a parse or conflict error', () => {
-    const piece = fc.constantFrom('{', '}', '[', ']', ',', ':', '"', 'a', ' ', '\n', '/', '*', '1', 'null', '"hooks"', '"SessionEnd"', '"command"', JSON.stringify(desired.command));
+    const piece = fc.constantFrom(
+      '{',
+      '}',
+      '[',
+      ']',
+      ',',
+      ':',
+      '"',
+      'a',
+      ' ',
+      '\n',
+      '/',
+      '*',
+      '1',
+      'null',
+      '"hooks"',
+      '"SessionEnd"',
+      '"command"',
+      JSON.stringify(desired.command),
+    );
     fc.assert(
       fc.property(fc.string({ unit: piece, maxLength: 60 }), fc.boolean(), (text, adding) => {
         try {
-          const plan = claude.planHook({ text, file: 'settings.json', desired: adding ? desired : null, owned: undefined });
+          const plan = claude.planHook({
+            text,
+            file: 'settings.json',
+            desired: adding ? desired : null,
+            owned: undefined,
+          });
           if (adding) expect(managedIn(read(plan.text!))).toHaveLength(1);
         } catch (error) {
           expect(error).toBeInstanceOf(BlueError);

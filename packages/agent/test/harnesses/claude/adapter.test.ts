@@ -34,7 +34,8 @@ function allHooks(text: string): { event: string; group: number; hook: Record<st
     if (!Array.isArray(groups)) continue;
     groups.forEach((group, i) => {
       if (group === null || typeof group !== 'object' || !Array.isArray(group.hooks)) return;
-      for (const hook of group.hooks) if (hook !== null && typeof hook === 'object') out.push({ event, group: i, hook });
+      for (const hook of group.hooks)
+        if (hook !== null && typeof hook === 'object') out.push({ event, group: i, hook });
     });
   }
   return out;
@@ -54,7 +55,9 @@ function changedLines(before: string, after: string): string[] {
 
 describe('claude adapter paths', () => {
   let home: TestHome;
-  const interval = (parseYaml(fixtureProfile()) as { intervals: Interval[] }).intervals.find((i) => i.profile === 'claude-v2_0_12')!;
+  const interval = (parseYaml(fixtureProfile()) as { intervals: Interval[] }).intervals.find(
+    (i) => i.profile === 'claude-v2_0_12',
+  )!;
 
   function fixtureProfile(): string {
     return readFileSync(path.join(agentRoot, 'profiles', 'claude.yaml'), 'utf8');
@@ -89,7 +92,10 @@ describe('claude adapter paths', () => {
   });
 
   it('refuses a profile hook file that leaves the config dir', async () => {
-    const bad = { ...interval, capture: { ...interval.capture!, hook: { ...interval.capture!.hook, file: '../.claude.json' } } };
+    const bad = {
+      ...interval,
+      capture: { ...interval.capture!, hook: { ...interval.capture!.hook, file: '../.claude.json' } },
+    };
     await expect(claude.hookFile(home.ctx, bad)).rejects.toMatchObject({ code: 'UNSAFE_PATH' });
   });
 });
@@ -99,7 +105,9 @@ describe('claude planHook: installing', () => {
     const plan = install(null);
     expect(plan.text).toBe(installed('missing.json'));
     expect(plan.text).toBe(
-      `{\n  "hooks": {\n    "SessionEnd": [\n      {\n        "matcher": "",\n        "hooks": [\n          {\n            "type": "command",\n            "command": ${JSON.stringify(COMMAND)},\n            "timeout": 10\n          }\n        ]\n      }\n    ]\n  }\n}\n`,
+      `{\n  "hooks": {\n    "SessionEnd": [\n      {\n        "matcher": "",\n        "hooks": [\n          ` +
+        `{\n            "type": "command",\n            "command": ${JSON.stringify(COMMAND)},\n            ` +
+        `"timeout": 10\n          }\n        ]\n      }\n    ]\n  }\n}\n`,
     );
     expect(plan.managedFound).toBe(0);
     expect(plan.owned).toMatchObject({ base: 'missing' });
@@ -165,7 +173,8 @@ describe('claude planHook: installing', () => {
     const text = fixture('non-ascii.json');
     const plan = install(text);
     expect(plan.text).toBe(installed('non-ascii.json'));
-    for (const value of ['🚀 会话 — café', 'こんにちは 👋', '"ÜBER": "naïve"', "echo '再见 🌙'"]) expect(plan.text).toContain(value);
+    for (const value of ['🚀 会话 — café', 'こんにちは 👋', '"ÜBER": "naïve"', "echo '再见 🌙'"])
+      expect(plan.text).toContain(value);
     expect(Buffer.from(plan.text!).includes(Buffer.from(text.slice(0, text.indexOf('"hooks"'))))).toBe(true);
   });
 
@@ -189,7 +198,14 @@ describe('claude planHook: installing', () => {
   });
 
   it('returns the very same text when the managed hook is already right', () => {
-    for (const name of ['missing.json', 'user-session-end.json', 'crlf.json', 'tabs.json', 'minified.json', 'comments.json']) {
+    for (const name of [
+      'missing.json',
+      'user-session-end.json',
+      'crlf.json',
+      'tabs.json',
+      'minified.json',
+      'comments.json',
+    ]) {
       const text = installed(name);
       const plan = install(text);
       expect(plan.text).toBe(text);
@@ -199,7 +215,20 @@ describe('claude planHook: installing', () => {
   });
 
   it('installing twice equals installing once, with the same ownership record', () => {
-    for (const name of ['user-session-end.json', 'user-other-events.json', 'crlf.json', 'tabs.json', 'indent4.json', 'no-final-newline.json', 'non-ascii.json', 'comments.json', 'minified.json', 'hooks-empty.json', 'session-end-empty.json', 'empty.json']) {
+    for (const name of [
+      'user-session-end.json',
+      'user-other-events.json',
+      'crlf.json',
+      'tabs.json',
+      'indent4.json',
+      'no-final-newline.json',
+      'non-ascii.json',
+      'comments.json',
+      'minified.json',
+      'hooks-empty.json',
+      'session-end-empty.json',
+      'empty.json',
+    ]) {
       const once = install(fixture(name));
       const twice = install(once.text, once.owned);
       expect(twice.text).toBe(once.text);
@@ -254,29 +283,47 @@ describe('claude planHook: repairing managed entries', () => {
   });
 
   it('rewrites a managed hook with missing or extra keys, and resets a non-empty matcher', () => {
-    const text = `{\n  "hooks": {\n    "SessionEnd": [\n      {\n        "matcher": "clear",\n        "hooks": [\n          { "type": "command", "command": ${JSON.stringify(COMMAND)}, "async": true }\n        ]\n      }\n    ]\n  }\n}\n`;
+    const text =
+      `{\n  "hooks": {\n    "SessionEnd": [\n      {\n        "matcher": "clear",\n        "hooks": ` +
+      `[\n          { "type": "command", "command": ${JSON.stringify(COMMAND)}, "async": true }\n        ]\n      ` +
+      `}\n    ]\n  }\n}\n`;
     const plan = install(text);
     expect(plan.text).toBe(
-      `{\n  "hooks": {\n    "SessionEnd": [\n      {\n        "matcher": "",\n        "hooks": [\n          {"type": "command", "command": ${JSON.stringify(COMMAND)}, "timeout": 10}\n        ]\n      }\n    ]\n  }\n}\n`,
+      `{\n  "hooks": {\n    "SessionEnd": [\n      {\n        "matcher": "",\n        "hooks": [\n          ` +
+        `{"type": "command", "command": ${JSON.stringify(COMMAND)}, "timeout": 10}\n        ]\n      }\n    ]\n  ` +
+        `}\n}\n`,
     );
   });
 
   it('removes managed hooks from other events, and the event array they leave empty', () => {
-    const text = `{\n  "hooks": {\n    "Stop": [\n      { "hooks": [{ "type": "command", "command": ${JSON.stringify(COMMAND)} }] }\n    ],\n    "PreToolUse": []\n  }\n}\n`;
+    const text =
+      `{\n  "hooks": {\n    "Stop": [\n      { "hooks": [{ "type": "command", "command": ` +
+      `${JSON.stringify(COMMAND)} }] }\n    ],\n    "PreToolUse": []\n  }\n}\n`;
     const plan = install(text);
     expect(plan.managedFound).toBe(1);
     expect(plan.text).toBe(
-      `{\n  "hooks": {\n    "PreToolUse": [],\n    "SessionEnd": [\n      {\n        "matcher": "",\n        "hooks": [\n          {\n            "type": "command",\n            "command": ${JSON.stringify(COMMAND)},\n            "timeout": 10\n          }\n        ]\n      }\n    ]\n  }\n}\n`,
+      `{\n  "hooks": {\n    "PreToolUse": [],\n    "SessionEnd": [\n      {\n        "matcher": "",\n        ` +
+        `"hooks": [\n          {\n            "type": "command",\n            "command": ${JSON.stringify(COMMAND)},\n            ` +
+        `"timeout": 10\n          }\n        ]\n      }\n    ]\n  }\n}\n`,
     );
   });
 
   it("leaves other harnesses' capture hooks and look-alikes alone", () => {
-    const other = "'/usr/bin/node' '/opt/blue-agent/bin/blue-agent.js' capture --harness codex --profile codex-v0_145_0";
-    const text = `{\n  "hooks": {\n    "SessionEnd": [\n      { "hooks": [{ "type": "command", "command": ${JSON.stringify(other)} }, { "type": "command", "command": "/opt/tools/blue-agent-notify capture --harness claude" }, { "type": "command", "command": "blue-agent status --harness claude" }] }\n    ]\n  }\n}\n`;
+    const other =
+      "'/usr/bin/node' '/opt/blue-agent/bin/blue-agent.js' capture --harness codex --profile codex-v0_145_0";
+    const text =
+      `{\n  "hooks": {\n    "SessionEnd": [\n      { "hooks": [{ "type": "command", "command": ` +
+      `${JSON.stringify(other)} }, { "type": "command", "command": "/opt/tools/blue-agent-notify capture --harness ` +
+      `claude" }, { "type": "command", "command": "blue-agent status --harness claude" }] }\n    ]\n  }\n}\n`;
     expect(remove(text).text).toBe(text);
     const plan = install(text);
     expect(plan.managedFound).toBe(0);
-    expect(allHooks(plan.text!).map((h) => h.hook.command)).toEqual([other, '/opt/tools/blue-agent-notify capture --harness claude', 'blue-agent status --harness claude', COMMAND]);
+    expect(allHooks(plan.text!).map((h) => h.hook.command)).toEqual([
+      other,
+      '/opt/tools/blue-agent-notify capture --harness claude',
+      'blue-agent status --harness claude',
+      COMMAND,
+    ]);
   });
 });
 
@@ -315,7 +362,11 @@ describe('claude planHook: removing', () => {
   it('install, repair, then remove still gives back the original bytes', () => {
     const text = fixture('tabs.json');
     const added = install(text);
-    const moved = install(added.text, added.owned, buildManagedHook({ node: '/opt/node/bin/node', entry: self.entry }, 'claude', 'claude-v2_0_12', 'SessionEnd', 20));
+    const moved = install(
+      added.text,
+      added.owned,
+      buildManagedHook({ node: '/opt/node/bin/node', entry: self.entry }, 'claude', 'claude-v2_0_12', 'SessionEnd', 20),
+    );
     expect(moved.text).not.toBe(added.text);
     expect(remove(moved.text, moved.owned).text).toBe(text);
   });
@@ -334,8 +385,12 @@ describe('claude planHook: removing', () => {
   it('with a record, cuts only its own bytes and keeps what the user added around them', () => {
     const text = fixture('session-end-empty.json');
     const added = install(text);
-    const edited = added.text!.replace('"theme": "dark"', '"theme": "light"').replace('\n      {\n        "matcher"', '\n\n      {\n        "matcher"');
-    expect(remove(edited, added.owned).text).toBe('{\n  "theme": "light",\n  "hooks": {\n    "SessionEnd": [\n]\n  }\n}\n');
+    const edited = added
+      .text!.replace('"theme": "dark"', '"theme": "light"')
+      .replace('\n      {\n        "matcher"', '\n\n      {\n        "matcher"');
+    expect(remove(edited, added.owned).text).toBe(
+      '{\n  "theme": "light",\n  "hooks": {\n    "SessionEnd": [\n]\n  }\n}\n',
+    );
   });
 
   it('with a record, keeps containers the user had even when the bytes around the entry changed', () => {
@@ -361,7 +416,13 @@ describe('claude planHook: removing', () => {
   });
 
   it('leaves a file without managed entries as it is', () => {
-    for (const name of ['user-session-end.json', 'comments.json', 'top-level-array.json', 'session-end-not-array.json', 'empty.json']) {
+    for (const name of [
+      'user-session-end.json',
+      'comments.json',
+      'top-level-array.json',
+      'session-end-not-array.json',
+      'empty.json',
+    ]) {
       const text = fixture(name);
       expect(remove(text)).toEqual({ text, owned: undefined, managedFound: 0 });
     }
@@ -385,7 +446,11 @@ describe('claude planHook: removing', () => {
 
   it('treats a malformed record as no record', () => {
     const added = install(fixture('user-session-end.json'));
-    for (const owned of [{ v: 2 }, { v: 1, base: 'missing', event: 'SessionEnd', created: ['everything'] }, { v: 1, base: 'empty', baseText: 'secret', event: 'SessionEnd', created: [] }]) {
+    for (const owned of [
+      { v: 2 },
+      { v: 1, base: 'missing', event: 'SessionEnd', created: ['everything'] },
+      { v: 1, base: 'empty', baseText: 'secret', event: 'SessionEnd', created: [] },
+    ]) {
       expect(remove(added.text, owned).text).toBe(fixture('user-session-end.json'));
     }
   });
@@ -394,7 +459,14 @@ describe('claude planHook: removing', () => {
 describe('claude planHook: errors and hostile input', () => {
   it('reports a syntax error with its exact line and column and plans nothing', () => {
     for (const want of [desired, null]) {
-      const error = thrown(() => claude.planHook({ text: fixture('invalid.json'), file: '/h/.claude/settings.json', desired: want, owned: undefined }));
+      const error = thrown(() =>
+        claude.planHook({
+          text: fixture('invalid.json'),
+          file: '/h/.claude/settings.json',
+          desired: want,
+          owned: undefined,
+        }),
+      );
       expect(error.code).toBe('NATIVE_CONFIG_PARSE');
       expect(error.message).toBe("/h/.claude/settings.json:5:5: ',' expected");
       expect(error).toMatchObject({ file: '/h/.claude/settings.json', line: 5, column: 5 });
@@ -426,16 +498,34 @@ describe('claude planHook: errors and hostile input', () => {
   });
 
   it('reports hooks that is not an object, a group whose hooks is not an array, and duplicate keys', () => {
-    expect(thrown(() => install('{\n  "hooks": [1]\n}\n'))).toMatchObject({ code: 'NATIVE_CONFIG_CONFLICT', line: 2, column: 12 });
-    expect(thrown(() => install('{"hooks": {"SessionEnd": [{"hooks": "echo"}]}}'))).toMatchObject({ code: 'NATIVE_CONFIG_CONFLICT', line: 1, column: 37 });
-    expect(thrown(() => install('{"hooks": {}, "hooks": {}}'))).toMatchObject({ code: 'NATIVE_CONFIG_CONFLICT', line: 1, column: 15 });
-    expect(thrown(() => install('{"hooks": {"SessionEnd": [], "SessionEnd": []}}'))).toMatchObject({ code: 'NATIVE_CONFIG_CONFLICT', line: 1, column: 30 });
+    expect(thrown(() => install('{\n  "hooks": [1]\n}\n'))).toMatchObject({
+      code: 'NATIVE_CONFIG_CONFLICT',
+      line: 2,
+      column: 12,
+    });
+    expect(thrown(() => install('{"hooks": {"SessionEnd": [{"hooks": "echo"}]}}'))).toMatchObject({
+      code: 'NATIVE_CONFIG_CONFLICT',
+      line: 1,
+      column: 37,
+    });
+    expect(thrown(() => install('{"hooks": {}, "hooks": {}}'))).toMatchObject({
+      code: 'NATIVE_CONFIG_CONFLICT',
+      line: 1,
+      column: 15,
+    });
+    expect(thrown(() => install('{"hooks": {"SessionEnd": [], "SessionEnd": []}}'))).toMatchObject({
+      code: 'NATIVE_CONFIG_CONFLICT',
+      line: 1,
+      column: 30,
+    });
   });
 
   it('refuses very deep nesting with an error instead of overflowing the stack', () => {
     const deep = `{"a": ${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
     for (const want of [desired, null]) {
-      expect(thrown(() => claude.planHook({ text: deep, file: 'settings.json', desired: want, owned: undefined }))).toMatchObject({ code: 'NATIVE_CONFIG_PARSE', line: 1 });
+      expect(
+        thrown(() => claude.planHook({ text: deep, file: 'settings.json', desired: want, owned: undefined })),
+      ).toMatchObject({ code: 'NATIVE_CONFIG_PARSE', line: 1 });
     }
     const unterminated = '['.repeat(50_000);
     expect(thrown(() => install(unterminated)).code).toBe('NATIVE_CONFIG_PARSE');
@@ -444,7 +534,9 @@ describe('claude planHook: errors and hostile input', () => {
   });
 
   it('copes with odd values where hooks and commands are expected', () => {
-    const text = `{"hooks": {"SessionEnd": [null, 3, "x", [], {}, {"hooks": []}, {"hooks": [null, 1, {"command": 7}, {"command": null}, []]}], "Stop": "no", "Other": {"hooks": 1}}, "__proto__": {"x": 1}, "constructor": 1}`;
+    const text =
+      `{"hooks": {"SessionEnd": [null, 3, "x", [], {}, {"hooks": []}, {"hooks": [null, 1, {"command": ` +
+      `7}, {"command": null}, []]}], "Stop": "no", "Other": {"hooks": 1}}, "__proto__": {"x": 1}, "constructor": 1}`;
     const plan = install(text);
     expect(plan.managedFound).toBe(0);
     expect(managedHooks(plan.text!)).toHaveLength(1);

@@ -15,8 +15,10 @@ const C = JSON.stringify(desired.command);
 const RIGHT = `{"type":"command","command":${C},"timeout":10}`;
 const OWN = `{"matcher":"","hooks":[${RIGHT}]}`;
 
-const install = (text: string | null, owned?: OwnershipRecord): HookPlan => claude.planHook({ text, file: 's.json', desired, owned });
-const remove = (text: string | null, owned?: OwnershipRecord): HookPlan => claude.planHook({ text, file: 's.json', desired: null, owned });
+const install = (text: string | null, owned?: OwnershipRecord): HookPlan =>
+  claude.planHook({ text, file: 's.json', desired, owned });
+const remove = (text: string | null, owned?: OwnershipRecord): HookPlan =>
+  claude.planHook({ text, file: 's.json', desired: null, owned });
 
 describe('the Claude Code settings dialect', () => {
   it('names Claude Code in its messages', () => {
@@ -25,20 +27,25 @@ describe('the Claude Code settings dialect', () => {
     );
     const deep = `{"a":${'['.repeat(256)}${']'.repeat(256)}}`;
     expect(thrown(() => install(deep)).hint).toBe(
-      'Claude Code settings are not expected to nest this deep; check the file for corruption, fix it, and run reconcile again.',
+      'Claude Code settings are not expected to nest this deep; check the file for corruption, fix it, and run ' +
+        'reconcile again.',
     );
   });
 
   it('writes type, command and the timeout in seconds, in that order, in a group with the empty matcher', () => {
     expect(install('{"a":1}').text).toBe(`{"a":1,"hooks":{"SessionEnd":[${OWN}]}}`);
     const long = buildManagedHook(self, 'claude', 'claude-v2_0_12', 'SessionEnd', 45);
-    expect(claude.planHook({ text: '{"a":1}', file: 's.json', desired: long, owned: undefined }).text).toContain('"timeout":45}');
+    expect(claude.planHook({ text: '{"a":1}', file: 's.json', desired: long, owned: undefined }).text).toContain(
+      '"timeout":45}',
+    );
   });
 
   it('takes a timeout in milliseconds, or any other key, for a stale entry', () => {
     const one = (hook: string) => `{"hooks":{"SessionEnd":[{"matcher":"","hooks":[${hook}]}]}}`;
     expect(install(one(`{"type":"command","command":${C},"timeout":10000}`)).text).toBe(one(RIGHT));
-    expect(install(one(`{"name":"blue-agent-capture","type":"command","command":${C},"timeout":10}`)).text).toBe(one(RIGHT));
+    expect(install(one(`{"name":"blue-agent-capture","type":"command","command":${C},"timeout":10}`)).text).toBe(
+      one(RIGHT),
+    );
     expect(install(one(RIGHT)).text).toBe(one(RIGHT));
   });
 

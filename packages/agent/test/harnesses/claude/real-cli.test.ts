@@ -13,7 +13,14 @@ import { reconcile } from '../../../src/reconcile/index.js';
 import { agentRoot } from '../../../../../test/support/context.js';
 import { captureLog } from '../../../../../test/support/cli-process.js';
 import { harnessBin } from '../../../../../test/support/harness-bins.js';
-import { useCaptureHome, useOfflineSession, type Payload, useReconcileHome, useRestoreRoundTrip, useResumeRoundTrip } from '../../../../../test/support/real-cli.js';
+import {
+  useCaptureHome,
+  useOfflineSession,
+  type Payload,
+  useReconcileHome,
+  useRestoreRoundTrip,
+  useResumeRoundTrip,
+} from '../../../../../test/support/real-cli.js';
 import { appendStdinCommand, harnessEnv, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
 import { addClaudeUserHook, claudeDir, runClaude } from './rig.js';
 
@@ -29,7 +36,15 @@ describe('Claude Code offline session', () => {
       const dir = claudeDir(env);
       await addClaudeUserHook(dir, 'SessionEnd', appendStdinCommand(hookOut), 10);
 
-      const result = await runClaude({ bin: harnessBin('claude'), home: t.home, cwd, prompt: 'Say hello.', stubUrl: stub.url, env: t.env, timeoutMs: SESSION_TIMEOUT_MS });
+      const result = await runClaude({
+        bin: harnessBin('claude'),
+        home: t.home,
+        cwd,
+        prompt: 'Say hello.',
+        stubUrl: stub.url,
+        env: t.env,
+        timeoutMs: SESSION_TIMEOUT_MS,
+      });
       expectSessionOk(result);
 
       const calls = stub.requestsTo('/v1/messages', 'POST');
@@ -68,7 +83,15 @@ describe('reconcile with the real CLI', () => {
       const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['claude'] });
       expect(report.harnesses[0]).toMatchObject({ state: 'active', action: 'create', profile: 'claude-v2_0_12' });
 
-      const result = await runClaude({ bin, home: t.home, cwd, prompt: 'Say hello.', stubUrl: stub.url, env: t.env, timeoutMs: 60_000 });
+      const result = await runClaude({
+        bin,
+        home: t.home,
+        cwd,
+        prompt: 'Say hello.',
+        stubUrl: stub.url,
+        env: t.env,
+        timeoutMs: 60_000,
+      });
       expect(result.exitCode, explain(result)).toBe(0);
       expect(result.stdout, explain(result)).toContain(REPLY);
 
@@ -88,21 +111,36 @@ describe('capture with the real CLI', () => {
   it(
     'Claude Code: SessionEnd -> capture -> worker -> a ready, verified bundle',
     async () => {
-      const { t, stub, cwd, policy, stateDir, agentContext, explain, oneFinishedCapture, expectVerifiedBundle, REPLY } = w;
+      const { t, stub, cwd, policy, stateDir, agentContext, explain, oneFinishedCapture, expectVerifiedBundle, REPLY } =
+        w;
       const bin = harnessBin('claude');
       const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['claude'] });
       expect(report.harnesses[0]).toMatchObject({ state: 'active', profile: 'claude-v2_0_12' });
       // The hook Claude Code runs is the sh hook: it hands the payload over, and the drain it starts admits it.
-      expect(await readFile(path.join(claudeDir(harnessEnv(t.home)), 'settings.json'), 'utf8')).toContain(`'/bin/sh' '${path.join(agentRoot, 'bin', 'blue-agent-hook')}' `);
+      expect(await readFile(path.join(claudeDir(harnessEnv(t.home)), 'settings.json'), 'utf8')).toContain(
+        `'/bin/sh' '${path.join(agentRoot, 'bin', 'blue-agent-hook')}' `,
+      );
 
       const prompt = 'Summarise the README in one line.';
-      const result = await runClaude({ bin, home: t.home, cwd, prompt, stubUrl: stub.url, env: t.env, timeoutMs: 60_000 });
+      const result = await runClaude({
+        bin,
+        home: t.home,
+        cwd,
+        prompt,
+        stubUrl: stub.url,
+        env: t.env,
+        timeoutMs: 60_000,
+      });
       expect(result.exitCode, explain(result)).toBe(0);
       expect(result.stdout, explain(result)).toContain(REPLY);
 
       const { state, record } = await oneFinishedCapture();
       expect(state, explain(result)).toBe('ready');
-      expect(record).toMatchObject({ harness: 'claude', profile: 'claude-v2_0_12', payload: { cwd, hook_event_name: 'SessionEnd' } });
+      expect(record).toMatchObject({
+        harness: 'claude',
+        profile: 'claude-v2_0_12',
+        payload: { cwd, hook_event_name: 'SessionEnd' },
+      });
       expect(record.payload.transcript_path).toContain(path.join(claudeDir(harnessEnv(t.home)), 'projects'));
       await expectVerifiedBundle(record, 'claude', 'claude-v2_0_12', { title: prompt, summary: prompt });
       expect(captureLog(stateDir).map((l) => l.event)).toEqual(['spooled', 'built']);
@@ -119,23 +157,58 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
   it(
     'Claude Code: claude --resume <id> -p in the destination continues the restored conversation',
     async () => {
-      const { a, b, stub, sourceCwd, destination, agentContext, explain, expectResumedWithHistory, bundleFromA, restoreIntoB, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const {
+        a,
+        b,
+        stub,
+        sourceCwd,
+        destination,
+        agentContext,
+        explain,
+        expectResumedWithHistory,
+        bundleFromA,
+        restoreIntoB,
+        CODE_WORD,
+        FIRST_PROMPT,
+        SECOND_PROMPT,
+      } = w;
       const bin = harnessBin('claude');
-      const first = await runClaude({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, timeoutMs: 90_000 });
+      const first = await runClaude({
+        bin,
+        home: a.home,
+        cwd: sourceCwd,
+        prompt: FIRST_PROMPT,
+        stubUrl: stub.url,
+        timeoutMs: 90_000,
+      });
       expect(first.exitCode, explain(first)).toBe(0);
       const projectDir = path.join(claudeDir(harnessEnv(a.home)), 'projects', claudeProjectKey(sourceCwd));
       const transcripts = (await readdir(projectDir)).filter((n) => n.endsWith('.jsonl'));
       expect(transcripts).toHaveLength(1);
       const id = transcripts[0]!.replace(/\.jsonl$/, '');
-      const bundle = await bundleFromA('claude', agentContext(a, bin), { session_id: id, cwd: sourceCwd, transcript_path: path.join(projectDir, transcripts[0]!) });
+      const bundle = await bundleFromA('claude', agentContext(a, bin), {
+        session_id: id,
+        cwd: sourceCwd,
+        transcript_path: path.join(projectDir, transcripts[0]!),
+      });
 
       const ctx = agentContext(b, bin);
       const restored = await restoreIntoB(ctx, bundle);
       expect(restored).toEqual({ sessionId: id, resumeArgv: ['claude', '--resume', id] });
-      expect(await readdir(path.join(b.home, '.claude', 'projects', claudeProjectKey(destination)))).toContain(`${id}.jsonl`);
+      expect(await readdir(path.join(b.home, '.claude', 'projects', claudeProjectKey(destination)))).toContain(
+        `${id}.jsonl`,
+      );
 
       stub.clear();
-      const resumed = await runClaude({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: restored.resumeArgv.slice(1), stubUrl: stub.url, timeoutMs: 90_000 });
+      const resumed = await runClaude({
+        bin,
+        home: b.home,
+        cwd: destination,
+        prompt: SECOND_PROMPT,
+        args: restored.resumeArgv.slice(1),
+        stubUrl: stub.url,
+        timeoutMs: 90_000,
+      });
       expectResumedWithHistory(resumed, '/v1/messages');
 
       // Claude Code finds a session by its id in any project folder, also from another directory: why the restore
@@ -143,12 +216,22 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
       const third = path.join(path.dirname(destination), 'third_dir');
       await mkdir(third, { recursive: true });
       stub.clear();
-      const elsewhere = await runClaude({ bin, home: b.home, cwd: third, prompt: SECOND_PROMPT, args: restored.resumeArgv.slice(1), stubUrl: stub.url, timeoutMs: 90_000 });
+      const elsewhere = await runClaude({
+        bin,
+        home: b.home,
+        cwd: third,
+        prompt: SECOND_PROMPT,
+        args: restored.resumeArgv.slice(1),
+        stubUrl: stub.url,
+        timeoutMs: 90_000,
+      });
       expect(elsewhere.exitCode, explain(elsewhere)).toBe(0);
       expect(stub.textSentTo('/v1/messages'), explain(elsewhere)).toContain(CODE_WORD);
-      expect((await readdir(path.join(b.home, '.claude', 'projects'), { recursive: true })).filter((n) => n.endsWith(`${id}.jsonl`))).toEqual([
-        path.join(claudeProjectKey(destination), `${id}.jsonl`),
-      ]);
+      expect(
+        (await readdir(path.join(b.home, '.claude', 'projects'), { recursive: true })).filter((n) =>
+          n.endsWith(`${id}.jsonl`),
+        ),
+      ).toEqual([path.join(claudeProjectKey(destination), `${id}.jsonl`)]);
     },
     TEST_TIMEOUT_MS,
   );
@@ -161,10 +244,33 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     'Claude Code',
     async () => {
-      const { a, b, stub, sourceCwd, destination, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const {
+        a,
+        b,
+        stub,
+        sourceCwd,
+        destination,
+        agentOn,
+        explain,
+        expectResumedWithHistory,
+        uploadedFromA,
+        resumeOnB,
+        FIRST_PROMPT,
+        SECOND_PROMPT,
+      } = w;
       const bin = harnessBin('claude');
-      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['claude'] })).harnesses[0]).toMatchObject({ state: 'active' });
-      const first = await runClaude({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, env: a.env, timeoutMs: 90_000 });
+      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['claude'] })).harnesses[0]).toMatchObject({
+        state: 'active',
+      });
+      const first = await runClaude({
+        bin,
+        home: a.home,
+        cwd: sourceCwd,
+        prompt: FIRST_PROMPT,
+        stubUrl: stub.url,
+        env: a.env,
+        timeoutMs: 90_000,
+      });
       expect(first.exitCode, explain(first)).toBe(0);
       const upload = await uploadedFromA('claude');
 
@@ -172,7 +278,16 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
       expect(command).toEqual(['claude', '--resume', upload.native_session_id]);
 
       stub.clear();
-      const resumed = await runClaude({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000 });
+      const resumed = await runClaude({
+        bin,
+        home: b.home,
+        cwd: destination,
+        prompt: SECOND_PROMPT,
+        args: command.slice(1),
+        stubUrl: stub.url,
+        env: b.env,
+        timeoutMs: 90_000,
+      });
       expectResumedWithHistory(resumed, '/v1/messages');
     },
     TEST_TIMEOUT_MS,
@@ -186,25 +301,69 @@ describe('a session killed mid-turn, so no end hook runs, is captured once idle 
   it(
     'Claude Code',
     async () => {
-      const { a, stub, sourceCwd, destination, b, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, startAgentOnA, killedMidTurn, agentLog, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const {
+        a,
+        stub,
+        sourceCwd,
+        destination,
+        b,
+        explain,
+        expectResumedWithHistory,
+        uploadedFromA,
+        resumeOnB,
+        startAgentOnA,
+        killedMidTurn,
+        agentLog,
+        CODE_WORD,
+        FIRST_PROMPT,
+        SECOND_PROMPT,
+      } = w;
       const bin = harnessBin('claude');
       await startAgentOnA(bin, 4_000);
       const settings = path.join(claudeDir(harnessEnv(a.home)), 'settings.json');
-      await waitFor('the managed hook, installed by the agent', async () => ((await readFile(settings, 'utf8').catch(() => '')).includes('capture --harness claude') ? true : undefined), 60_000, 100);
+      await waitFor(
+        'the managed hook, installed by the agent',
+        async () =>
+          (await readFile(settings, 'utf8').catch(() => '')).includes('capture --harness claude') ? true : undefined,
+        60_000,
+        100,
+      );
 
-      const killed = await killedMidTurn(CODE_WORD, (onSpawn) => runClaude({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, env: a.env, timeoutMs: 90_000, onSpawn }));
+      const killed = await killedMidTurn(CODE_WORD, (onSpawn) =>
+        runClaude({
+          bin,
+          home: a.home,
+          cwd: sourceCwd,
+          prompt: FIRST_PROMPT,
+          stubUrl: stub.url,
+          env: a.env,
+          timeoutMs: 90_000,
+          onSpawn,
+        }),
+      );
       expect(killed.signal, explain(killed)).toBe('SIGKILL');
       const upload = await uploadedFromA('claude');
 
       // Captured by the agent's sweep, never by the hook (which could not run).
       const log = captureLog(a.env.BLUE_AGENT_HOME!);
       const spooled = log.filter((e) => e.event === 'spooled');
-      expect(spooled, `${JSON.stringify(log)}\n${agentLog()}`).toEqual([expect.objectContaining({ session_id: upload.native_session_id, capture_reason: 'idle' })]);
+      expect(spooled, `${JSON.stringify(log)}\n${agentLog()}`).toEqual([
+        expect.objectContaining({ session_id: upload.native_session_id, capture_reason: 'idle' }),
+      ]);
       expect(log.find((e) => e.event === 'built')).toMatchObject({ capture_reason: 'idle' });
 
       const command = await resumeOnB(upload.id, bin);
       stub.clear();
-      const resumed = await runClaude({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000 });
+      const resumed = await runClaude({
+        bin,
+        home: b.home,
+        cwd: destination,
+        prompt: SECOND_PROMPT,
+        args: command.slice(1),
+        stubUrl: stub.url,
+        env: b.env,
+        timeoutMs: 90_000,
+      });
       expectResumedWithHistory(resumed, '/v1/messages');
     },
     TEST_TIMEOUT_MS,
@@ -218,19 +377,55 @@ describe('a session captured under `redact: secrets` restores and resumes with t
   it(
     'Claude Code',
     async () => {
-      const { a, b, stack, stub, sourceCwd, destination, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const {
+        a,
+        b,
+        stack,
+        stub,
+        sourceCwd,
+        destination,
+        agentOn,
+        explain,
+        expectResumedWithHistory,
+        uploadedFromA,
+        resumeOnB,
+        FIRST_PROMPT,
+        SECOND_PROMPT,
+      } = w;
       const token = 'ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue';
-      stack.server.store.publishPolicy({ session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign`, redact: 'secrets' } }, Date.now());
+      stack.server.store.publishPolicy(
+        { session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign`, redact: 'secrets' } },
+        Date.now(),
+      );
       const bin = harnessBin('claude');
-      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['claude'] })).harnesses[0]).toMatchObject({ state: 'active' });
-      const first = await runClaude({ bin, home: a.home, cwd: sourceCwd, prompt: `${FIRST_PROMPT} My token is ${token}.`, stubUrl: stub.url, env: a.env, timeoutMs: 90_000 });
+      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['claude'] })).harnesses[0]).toMatchObject({
+        state: 'active',
+      });
+      const first = await runClaude({
+        bin,
+        home: a.home,
+        cwd: sourceCwd,
+        prompt: `${FIRST_PROMPT} My token is ${token}.`,
+        stubUrl: stub.url,
+        env: a.env,
+        timeoutMs: 90_000,
+      });
       expect(first.exitCode, explain(first)).toBe(0);
       const upload = await uploadedFromA('claude');
       expect(gunzipSync(await stack.download(upload.id)).includes(token)).toBe(false);
 
       const command = await resumeOnB(upload.id, bin);
       stub.clear();
-      const resumed = await runClaude({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000 });
+      const resumed = await runClaude({
+        bin,
+        home: b.home,
+        cwd: destination,
+        prompt: SECOND_PROMPT,
+        args: command.slice(1),
+        stubUrl: stub.url,
+        env: b.env,
+        timeoutMs: 90_000,
+      });
       expectResumedWithHistory(resumed, '/v1/messages');
       const sent = stub.textSentTo('/v1/messages');
       expect(sent).toContain('[REDACTED:GITHUB_TOKEN]');

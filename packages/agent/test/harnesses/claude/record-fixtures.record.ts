@@ -47,7 +47,15 @@ describe('record session fixtures from the real CLI', () => {
       try {
         const cwd = await workDir(t.root);
         const install = harnessInstall('claude');
-        const result = await runClaude({ bin: install.bin, home: t.home, cwd, prompt: CLAUDE_PROMPT, stubUrl: stub.url, timeoutMs: TIMEOUT_MS, args: ['--allowedTools', 'Bash(seq:*)'] });
+        const result = await runClaude({
+          bin: install.bin,
+          home: t.home,
+          cwd,
+          prompt: CLAUDE_PROMPT,
+          stubUrl: stub.url,
+          timeoutMs: TIMEOUT_MS,
+          args: ['--allowedTools', 'Bash(seq:*)'],
+        });
         expect(result.exitCode, describeRun(result)).toBe(0);
         expect(stub.answers).toEqual(expect.arrayContaining(['agent', 'bash']));
         const project = claudeProjectKey(cwd);
@@ -55,9 +63,23 @@ describe('record session fixtures from the real CLI', () => {
         const transcript = (await readdir(projectDir)).find((n) => n.endsWith('.jsonl'))!;
         const id = transcript.slice(0, -'.jsonl'.length);
         const out = await freshDir('claude', install.version);
-        const p = { root: t.root, before: [[project, 'PROJECT']], after: [[path.join(tmpdir(), `claude-${process.getuid?.() ?? 0}`), 'CLAUDE_TMP']] } as const;
-        await copyScrubbed(path.join(projectDir, transcript), path.join(out, 'projects', '{{PROJECT}}', transcript), p, dropRequestLogs);
-        await copyScrubbed(path.join(projectDir, id), path.join(out, 'projects', '{{PROJECT}}', id), p, dropRequestLogs);
+        const p = {
+          root: t.root,
+          before: [[project, 'PROJECT']],
+          after: [[path.join(tmpdir(), `claude-${process.getuid?.() ?? 0}`), 'CLAUDE_TMP']],
+        } as const;
+        await copyScrubbed(
+          path.join(projectDir, transcript),
+          path.join(out, 'projects', '{{PROJECT}}', transcript),
+          p,
+          dropRequestLogs,
+        );
+        await copyScrubbed(
+          path.join(projectDir, id),
+          path.join(out, 'projects', '{{PROJECT}}', id),
+          p,
+          dropRequestLogs,
+        );
         await writeFile(
           path.join(out, 'session.json'),
           `${JSON.stringify({ harness: 'claude', version: install.version, session_id: id, prompt: CLAUDE_PROMPT, cwd: scrub(cwd, p), transcript_path: scrub(path.join(projectDir, transcript), p) }, null, 2)}\n`,

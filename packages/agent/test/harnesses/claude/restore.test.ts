@@ -16,7 +16,8 @@ import { intervalOf } from '../../../../../test/support/recorded-sessions.js';
 import { claude } from './rig.js';
 
 const ID = '7d0c1c2e-5a4b-4c3d-9e8f-112233445566';
-const TRANSCRIPT = '{"type":"user","sessionId":"7d0c1c2e-5a4b-4c3d-9e8f-112233445566","message":{"role":"user","content":"hi"}}\n';
+const TRANSCRIPT =
+  '{"type":"user","sessionId":"7d0c1c2e-5a4b-4c3d-9e8f-112233445566","message":{"role":"user","content":"hi"}}\n';
 
 let home: TestHome;
 let configDir: string;
@@ -41,9 +42,21 @@ async function plan(): Promise<RestorePlan> {
   await writeFile(file, TRANSCRIPT);
   const manifest = {
     native_session_id: ID,
-    files: [{ role: 'primary_transcript', path: 'files/0000-transcript.jsonl', native_path: `-recorded/${ID}.jsonl`, size: Buffer.byteLength(TRANSCRIPT), sha256: createHash('sha256').update(TRANSCRIPT).digest('hex') }],
+    files: [
+      {
+        role: 'primary_transcript',
+        path: 'files/0000-transcript.jsonl',
+        native_path: `-recorded/${ID}.jsonl`,
+        size: Buffer.byteLength(TRANSCRIPT),
+        sha256: createHash('sha256').update(TRANSCRIPT).digest('hex'),
+      },
+    ],
   } as unknown as BundleManifest;
-  return planClaudeRestore(home.ctx, { manifest, files: [file], destination, interval: await intervalOf(claude.fixture.profile) }, configDir);
+  return planClaudeRestore(
+    home.ctx,
+    { manifest, files: [file], destination, interval: await intervalOf(claude.fixture.profile) },
+    configDir,
+  );
 }
 
 async function put(rel: string, content = TRANSCRIPT): Promise<string> {
@@ -56,29 +69,39 @@ async function put(rel: string, content = TRANSCRIPT): Promise<string> {
 describe('planClaudeRestore', () => {
   it("places the transcript under the destination's project folder", async () => {
     const planned = await plan();
-    expect(planned.placements.map((p) => p.to)).toEqual([path.join(projects, claudeProjectKey(destination), `${ID}.jsonl`)]);
+    expect(planned.placements.map((p) => p.to)).toEqual([
+      path.join(projects, claudeProjectKey(destination), `${ID}.jsonl`),
+    ]);
     expect(planned.resumeArgv).toEqual(['claude', '--resume', ID]);
   });
 
-  it('finds no duplicate on a machine without Claude Code, or with only the destination\'s own copy', async () => {
+  it("finds no duplicate on a machine without Claude Code, or with only the destination's own copy", async () => {
     const planned = await plan();
     expect(await planned.duplicates!()).toEqual([]);
     await put(`${claudeProjectKey(destination)}/${ID}.jsonl`);
     expect(await planned.duplicates!()).toEqual([]);
   });
 
-  it('a transcript of the same id in another project folder is a duplicate, the same bytes too, named with what to do', async () => {
-    const planned = await plan();
-    const same = await put(`-home-me-old-place/${ID}.jsonl`);
-    const other = await put(`-home-me-elsewhere/${ID}.jsonl`, '{"type":"user"}\n');
-    const found = await planned.duplicates!();
-    expect(found.map((d) => d.file)).toEqual([other, same]);
-    expect(found[1]).toEqual({
-      file: same,
-      why: `a copy in another project folder; Claude Code finds a session by its id in every project folder, so a second copy would make \`claude --resume ${ID}\` ambiguous`,
-      hint: `Resume that copy from the directory it belongs to (\`claude --resume ${ID}\` there), or move or delete ${same} (and the folder ${ID}${path.sep} beside it, if any), then restore again.`,
-    });
-  });
+  it(
+    'a transcript of the same id in another project folder is a duplicate, the same bytes too, named with what to ' +
+      'do',
+    async () => {
+      const planned = await plan();
+      const same = await put(`-home-me-old-place/${ID}.jsonl`);
+      const other = await put(`-home-me-elsewhere/${ID}.jsonl`, '{"type":"user"}\n');
+      const found = await planned.duplicates!();
+      expect(found.map((d) => d.file)).toEqual([other, same]);
+      expect(found[1]).toEqual({
+        file: same,
+        why:
+          `a copy in another project folder; Claude Code finds a session by its id in every project folder, so a ` +
+          `second copy would make \`claude --resume ${ID}\` ambiguous`,
+        hint:
+          `Resume that copy from the directory it belongs to (\`claude --resume ${ID}\` there), or move or ` +
+          `delete ${same} (and the folder ${ID}${path.sep} beside it, if any), then restore again.`,
+      });
+    },
+  );
 
   it('looks again each time: a copy that appears after planning is found, one that is moved away is gone', async () => {
     const planned = await plan();

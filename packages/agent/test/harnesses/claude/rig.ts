@@ -8,7 +8,14 @@ import path from 'node:path';
 import { claudeProjectKey } from '../../../src/harnesses/claude/session.js';
 import type { SessionFile } from '../../../src/harnesses/types.js';
 import { entryName, filesBelow, installTree } from '../../../../../test/support/recorded-sessions.js';
-import { appendStdinCommand, harnessEnv, runProcess, STUB_API_KEY, type HarnessRunOptions, type HarnessRunResult } from '../../../../../test/support/run-harness.js';
+import {
+  appendStdinCommand,
+  harnessEnv,
+  runProcess,
+  STUB_API_KEY,
+  type HarnessRunOptions,
+  type HarnessRunResult,
+} from '../../../../../test/support/run-harness.js';
 import type { HarnessRig } from '../../../../../test/support/rigs.js';
 
 /** Claude's configuration folder for an env built by harnessEnv. */
@@ -30,16 +37,29 @@ export async function runClaude(options: HarnessRunOptions): Promise<HarnessRunR
     options.isolationRoot,
   );
   await mkdir(env.CLAUDE_CONFIG_DIR!, { recursive: true });
-  return runProcess(options.bin, [...(options.args ?? []), '-p', options.prompt], { env, cwd: options.cwd, timeoutMs: options.timeoutMs, onSpawn: options.onSpawn });
+  return runProcess(options.bin, [...(options.args ?? []), '-p', options.prompt], {
+    env,
+    cwd: options.cwd,
+    timeoutMs: options.timeoutMs,
+    onSpawn: options.onSpawn,
+  });
 }
 
 /** Adds a user `SessionEnd` group to Claude's settings.json (creating it when missing). */
-export async function addClaudeUserHook(claudeDir: string, event: string, command: string, timeoutSeconds = 10): Promise<string> {
+export async function addClaudeUserHook(
+  claudeDir: string,
+  event: string,
+  command: string,
+  timeoutSeconds = 10,
+): Promise<string> {
   await mkdir(claudeDir, { recursive: true });
   const file = path.join(claudeDir, 'settings.json');
   const settings = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>) : {};
   const hooks = (settings.hooks ?? {}) as Record<string, unknown[]>;
-  hooks[event] = [...(hooks[event] ?? []), { matcher: '', hooks: [{ type: 'command', command, timeout: timeoutSeconds }] }];
+  hooks[event] = [
+    ...(hooks[event] ?? []),
+    { matcher: '', hooks: [{ type: 'command', command, timeout: timeoutSeconds }] },
+  ];
   settings.hooks = hooks;
   await writeFile(file, `${JSON.stringify(settings, null, 2)}\n`);
   return file;
@@ -59,9 +79,19 @@ export const claude: HarnessRig = {
       const id = recorded.session_id;
       const projects = path.join(dir, 'projects', '{{PROJECT}}');
       const files: SessionFile[] = [];
-      files.push({ role: 'primary_transcript', name: 'transcript.jsonl', nativePath: `${vars.PROJECT}/${id}.jsonl`, content: await content(path.join(projects, `${id}.jsonl`)) });
+      files.push({
+        role: 'primary_transcript',
+        name: 'transcript.jsonl',
+        nativePath: `${vars.PROJECT}/${id}.jsonl`,
+        content: await content(path.join(projects, `${id}.jsonl`)),
+      });
       for (const rel of await filesBelow(path.join(projects, id))) {
-        files.push({ role: 'session_companion', name: entryName(rel), nativePath: `${vars.PROJECT}/${id}/${rel}`, content: await content(path.join(projects, id, rel)) });
+        files.push({
+          role: 'session_companion',
+          name: entryName(rel),
+          nativePath: `${vars.PROJECT}/${id}/${rel}`,
+          content: await content(path.join(projects, id, rel)),
+        });
       }
       return files;
     },
@@ -75,8 +105,10 @@ export const claude: HarnessRig = {
   cli: {
     modelPath: '/v1/messages',
     run: runClaude,
-    addUserHook: async (env, outFile) => void (await addClaudeUserHook(claudeDir(env), 'SessionEnd', appendStdinCommand(outFile), 10)),
-    userHookSessions: (lines) => lines.filter((e) => e.hook_event_name === 'SessionEnd').map((e) => e.session_id as string),
+    addUserHook: async (env, outFile) =>
+      void (await addClaudeUserHook(claudeDir(env), 'SessionEnd', appendStdinCommand(outFile), 10)),
+    userHookSessions: (lines) =>
+      lines.filter((e) => e.hook_event_name === 'SessionEnd').map((e) => e.session_id as string),
     resumeCommand: (id) => ['claude', '--resume', id],
   },
 };

@@ -12,7 +12,17 @@ import { harnessBin } from '../../../../../test/support/harness-bins.js';
 import { startModelStub } from '../../../../../test/support/model-stub.js';
 import { appendStdinCommand, describeRun, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
 import { addClaudeUserHook, runClaude } from './rig.js';
-import { expectArtifactInvalid, filesBelow, fixtureDir, installTree, intervalOf, readRecorded, substitute, workDir, type RecordedSession } from '../../../../../test/support/recorded-sessions.js';
+import {
+  expectArtifactInvalid,
+  filesBelow,
+  fixtureDir,
+  installTree,
+  intervalOf,
+  readRecorded,
+  substitute,
+  workDir,
+  type RecordedSession,
+} from '../../../../../test/support/recorded-sessions.js';
 
 let interval: Interval;
 let fixture: string;
@@ -45,7 +55,14 @@ afterEach(async () => {
 });
 
 function payload(extra: Partial<HookPayload> = {}): HookPayload {
-  return { session_id: recorded.session_id, cwd, transcript_path: transcript, hook_event_name: 'SessionEnd', reason: 'other', ...extra };
+  return {
+    session_id: recorded.session_id,
+    cwd,
+    transcript_path: transcript,
+    hook_event_name: 'SessionEnd',
+    reason: 'other',
+    ...extra,
+  };
 }
 
 function collect(p: HookPayload = payload()): Promise<CollectedSession> {
@@ -55,7 +72,12 @@ function collect(p: HookPayload = payload()): Promise<CollectedSession> {
 async function expectedFiles() {
   const companions = await filesBelow(companionDir);
   return [
-    { role: 'primary_transcript', name: 'transcript.jsonl', nativePath: `${key}/${recorded.session_id}.jsonl`, path: transcript },
+    {
+      role: 'primary_transcript',
+      name: 'transcript.jsonl',
+      nativePath: `${key}/${recorded.session_id}.jsonl`,
+      path: transcript,
+    },
     ...companions.map((rel) => ({
       role: 'session_companion',
       name: rel.replace(/\//g, '-'),
@@ -100,44 +122,87 @@ describe('Claude Code: collectSession on a recorded session', () => {
 
     await mkdir(path.join(projects, 'second-key'), { recursive: true });
     await writeFile(path.join(projects, 'second-key', `${recorded.session_id}.jsonl`), '{}\n');
-    await expectArtifactInvalid(() => collect(rest), path.join(projects, claudeProjectKey(other), `${recorded.session_id}.jsonl`), /transcripts in 2 project folders/);
+    await expectArtifactInvalid(
+      () => collect(rest),
+      path.join(projects, claudeProjectKey(other), `${recorded.session_id}.jsonl`),
+      /transcripts in 2 project folders/,
+    );
   });
 
-  it('captures subagent transcripts of the layout before 2.1.2 (agent-*.jsonl beside the transcript) that name this session', async () => {
-    const ours = path.join(projects, key, 'agent-a1b2c3d4.jsonl');
-    const theirs = path.join(projects, key, 'agent-e5f6a7b8.jsonl');
-    const sidechain = (sessionId: string) => `${JSON.stringify({ parentUuid: null, isSidechain: true, agentId: 'a1b2c3d4', sessionId, type: 'user', message: { role: 'user', content: 'Warmup' } })}\n`;
-    await writeFile(ours, sidechain(recorded.session_id));
-    await writeFile(theirs, sidechain('ffffffff-0000-4000-8000-000000000000'));
-    const session = await collect();
-    expect(session.files).toEqual([...(await expectedFiles()), { role: 'session_companion', name: 'agent-a1b2c3d4.jsonl', nativePath: `${key}/agent-a1b2c3d4.jsonl`, path: ours }]);
-  });
+  it(
+    'captures subagent transcripts of the layout before 2.1.2 (agent-*.jsonl beside the transcript) that name ' +
+      'this session',
+    async () => {
+      const ours = path.join(projects, key, 'agent-a1b2c3d4.jsonl');
+      const theirs = path.join(projects, key, 'agent-e5f6a7b8.jsonl');
+      const sidechain = (sessionId: string) =>
+        `${JSON.stringify({ parentUuid: null, isSidechain: true, agentId: 'a1b2c3d4', sessionId, type: 'user', message: { role: 'user', content: 'Warmup' } })}\n`;
+      await writeFile(ours, sidechain(recorded.session_id));
+      await writeFile(theirs, sidechain('ffffffff-0000-4000-8000-000000000000'));
+      const session = await collect();
+      expect(session.files).toEqual([
+        ...(await expectedFiles()),
+        {
+          role: 'session_companion',
+          name: 'agent-a1b2c3d4.jsonl',
+          nativePath: `${key}/agent-a1b2c3d4.jsonl`,
+          path: ours,
+        },
+      ]);
+    },
+  );
 
-  it('reads the project\'s sessions-index.json (2.1.x) by exact session id', async () => {
+  it("reads the project's sessions-index.json (2.1.x) by exact session id", async () => {
     const entries = [
       { sessionId: recorded.session_id.toUpperCase(), summary: 'Wrong case', firstPrompt: 'no' },
-      { sessionId: recorded.session_id, summary: 'Build steps, summarised', firstPrompt: 'Explain the build steps, from the index' },
+      {
+        sessionId: recorded.session_id,
+        summary: 'Build steps, summarised',
+        firstPrompt: 'Explain the build steps, from the index',
+      },
       { sessionId: 'ffffffff-0000-4000-8000-000000000000', summary: 'Another session', firstPrompt: 'no' },
     ];
     await writeFile(path.join(projects, key, 'sessions-index.json'), JSON.stringify({ version: 1, entries }));
     // The contract reads the preview from summary before firstPrompt.
     expect(await collect()).toMatchObject({ title: 'Build steps, summarised', summary: 'Build steps, summarised' });
-    await writeFile(path.join(projects, key, 'sessions-index.json'), JSON.stringify({ version: 1, entries: entries.map(({ summary: _drop, ...rest }) => rest) }));
-    expect(await collect()).toMatchObject({ title: recorded.prompt, summary: 'Explain the build steps, from the index' });
-    await appendFile(transcript, `${JSON.stringify({ type: 'custom-title', customTitle: 'Renamed', sessionId: recorded.session_id })}\n`);
+    await writeFile(
+      path.join(projects, key, 'sessions-index.json'),
+      JSON.stringify({ version: 1, entries: entries.map(({ summary: _drop, ...rest }) => rest) }),
+    );
+    expect(await collect()).toMatchObject({
+      title: recorded.prompt,
+      summary: 'Explain the build steps, from the index',
+    });
+    await appendFile(
+      transcript,
+      `${JSON.stringify({ type: 'custom-title', customTitle: 'Renamed', sessionId: recorded.session_id })}\n`,
+    );
     expect(await collect()).toMatchObject({ title: 'Renamed', summary: 'Explain the build steps, from the index' });
   });
 
   it('refuses a session with no transcript', async () => {
     const missing = '00000000-0000-4000-8000-000000000000';
-    await expectArtifactInvalid(() => collect({ session_id: missing, cwd }), path.join(projects, key, `${missing}.jsonl`), /no transcript of session/);
+    await expectArtifactInvalid(
+      () => collect({ session_id: missing, cwd }),
+      path.join(projects, key, `${missing}.jsonl`),
+      /no transcript of session/,
+    );
   });
 
   it('prefers a /rename title, then an AI title, over the first prompt; titles of other sessions do not count', async () => {
-    await appendFile(transcript, `${JSON.stringify({ type: 'ai-title', aiTitle: 'Build steps overview', sessionId: recorded.session_id })}\n`);
+    await appendFile(
+      transcript,
+      `${JSON.stringify({ type: 'ai-title', aiTitle: 'Build steps overview', sessionId: recorded.session_id })}\n`,
+    );
     expect((await collect()).title).toBe('Build steps overview');
-    await appendFile(transcript, `${JSON.stringify({ type: 'custom-title', customTitle: 'My build notes', sessionId: recorded.session_id })}\n`);
-    await appendFile(transcript, `${JSON.stringify({ type: 'custom-title', customTitle: 'Another session', sessionId: 'ffffffff-0000-4000-8000-000000000000' })}\n`);
+    await appendFile(
+      transcript,
+      `${JSON.stringify({ type: 'custom-title', customTitle: 'My build notes', sessionId: recorded.session_id })}\n`,
+    );
+    await appendFile(
+      transcript,
+      `${JSON.stringify({ type: 'custom-title', customTitle: 'Another session', sessionId: 'ffffffff-0000-4000-8000-000000000000' })}\n`,
+    );
     const session = await collect();
     expect(session.title).toBe('My build notes');
     expect(session.summary).toBe(recorded.prompt);
@@ -169,16 +234,28 @@ describe('Claude Code: what is refused', () => {
     await expectArtifactInvalid(() => collect(), transcript, /symbolic link/);
   });
 
-  it('a transcript_path outside the projects folder, or not this session\'s transcript', async () => {
+  it("a transcript_path outside the projects folder, or not this session's transcript", async () => {
     const outside = path.join(t.root, 'outside', `${recorded.session_id}.jsonl`);
     await mkdir(path.dirname(outside), { recursive: true });
     await writeFile(outside, '{}\n');
-    await expectArtifactInvalid(() => collect(payload({ transcript_path: outside })), outside, /outside Claude Code's projects folder/);
+    await expectArtifactInvalid(
+      () => collect(payload({ transcript_path: outside })),
+      outside,
+      /outside Claude Code's projects folder/,
+    );
     const sneaky = path.join(projects, key, '..', '..', '..', 'outside', `${recorded.session_id}.jsonl`);
     await expectArtifactInvalid(() => collect(payload({ transcript_path: sneaky })), sneaky, /outside/);
     const wrongName = path.join(projects, key, 'other.jsonl');
-    await expectArtifactInvalid(() => collect(payload({ transcript_path: wrongName })), wrongName, /is not <project>\//);
-    await expectArtifactInvalid(() => collect(payload({ transcript_path: `projects/${key}/x.jsonl` })), `projects/${key}/x.jsonl`, /relative path/);
+    await expectArtifactInvalid(
+      () => collect(payload({ transcript_path: wrongName })),
+      wrongName,
+      /is not <project>\//,
+    );
+    await expectArtifactInvalid(
+      () => collect(payload({ transcript_path: `projects/${key}/x.jsonl` })),
+      `projects/${key}/x.jsonl`,
+      /relative path/,
+    );
   });
 
   it('a symbolic link among the companion files, or a linked companion folder', async () => {
@@ -213,7 +290,10 @@ describe('Claude Code: what is refused', () => {
 
   it('takes no title from a hard-linked sessions-index.json', async () => {
     const other = path.join(t.root, 'other.json');
-    await writeFile(other, JSON.stringify({ version: 1, entries: [{ sessionId: recorded.session_id, summary: 'from a file elsewhere' }] }));
+    await writeFile(
+      other,
+      JSON.stringify({ version: 1, entries: [{ sessionId: recorded.session_id, summary: 'from a file elsewhere' }] }),
+    );
     await link(other, path.join(projects, key, 'sessions-index.json'));
     expect((await collect()).title).toBe(recorded.prompt);
   });
@@ -264,50 +344,62 @@ describe('Claude Code: what is refused', () => {
     expect(session.files).toEqual(await expectedFiles());
     // The hook may also name the transcript by its resolved path.
     const resolved = path.join(realConfig, 'projects', key, `${recorded.session_id}.jsonl`);
-    expect((await collect(payload({ transcript_path: resolved }))).files[0]!.nativePath).toBe(`${key}/${recorded.session_id}.jsonl`);
+    expect((await collect(payload({ transcript_path: resolved }))).files[0]!.nativePath).toBe(
+      `${key}/${recorded.session_id}.jsonl`,
+    );
   });
 });
 
 describe('Claude Code: a real offline session', () => {
-  it(
-    'collects what `claude -p` wrote, from the SessionEnd payload, titled with the prompt',
-    async () => {
-      const stub = await startModelStub({ reply: 'Offline reply.' });
-      try {
-        const hookOut = path.join(t.root, 'hook.jsonl');
-        await addClaudeUserHook(path.join(t.home, '.claude'), 'SessionEnd', appendStdinCommand(hookOut), 10);
-        const prompt = 'Summarise the open pull requests for the parser';
-        // A working directory whose project key is over 200 characters: Claude Code adds its hash suffix.
-        const deep = await workDir(t.root, ...Array.from({ length: 12 }, (_, i) => `nested-folder-number-${i}`));
-        expect(deep.replace(/[^A-Za-z0-9]/g, '-').length).toBeGreaterThan(200);
-        const result = await runClaude({ bin: harnessBin('claude'), home: t.home, cwd: deep, prompt, stubUrl: stub.url, env: t.env, timeoutMs: 60_000 });
-        expect(result.exitCode, describeRun(result)).toBe(0);
-        const end = await waitFor('the SessionEnd payload', async () => {
+  it('collects what `claude -p` wrote, from the SessionEnd payload, titled with the prompt', async () => {
+    const stub = await startModelStub({ reply: 'Offline reply.' });
+    try {
+      const hookOut = path.join(t.root, 'hook.jsonl');
+      await addClaudeUserHook(path.join(t.home, '.claude'), 'SessionEnd', appendStdinCommand(hookOut), 10);
+      const prompt = 'Summarise the open pull requests for the parser';
+      // A working directory whose project key is over 200 characters: Claude Code adds its hash suffix.
+      const deep = await workDir(t.root, ...Array.from({ length: 12 }, (_, i) => `nested-folder-number-${i}`));
+      expect(deep.replace(/[^A-Za-z0-9]/g, '-').length).toBeGreaterThan(200);
+      const result = await runClaude({
+        bin: harnessBin('claude'),
+        home: t.home,
+        cwd: deep,
+        prompt,
+        stubUrl: stub.url,
+        env: t.env,
+        timeoutMs: 60_000,
+      });
+      expect(result.exitCode, describeRun(result)).toBe(0);
+      const end = await waitFor(
+        'the SessionEnd payload',
+        async () => {
           const lines = (await readJsonLines(hookOut)) as HookPayload[];
           return lines.find((p) => p.hook_event_name === 'SessionEnd');
-        }, 10_000);
+        },
+        10_000,
+      );
 
-        expect(path.basename(path.dirname(end.transcript_path!))).toBe(claudeProjectKey(deep));
-        const session = await claude.collectSession(t.ctx, { interval, payload: end });
-        expect(session.files[0]).toEqual({
-          role: 'primary_transcript',
-          name: 'transcript.jsonl',
-          nativePath: `${claudeProjectKey(deep)}/${end.session_id}.jsonl`,
-          path: end.transcript_path,
-        });
-        expect(session.title).toBe(prompt);
-        expect(session.summary).toBe(prompt);
-        expect(session.cwd).toBe(deep);
-        // Without transcript_path, the project key computed here finds the same file.
-        const { transcript_path: _omit, ...byCwd } = end;
-        expect((await claude.collectSession(t.ctx, { interval, payload: byCwd })).files[0]!.path).toBe(end.transcript_path);
-        expect(await readFile(end.transcript_path!, 'utf8')).toContain(prompt);
-      } finally {
-        await stub.close();
-      }
-    },
-    90_000,
-  );
+      expect(path.basename(path.dirname(end.transcript_path!))).toBe(claudeProjectKey(deep));
+      const session = await claude.collectSession(t.ctx, { interval, payload: end });
+      expect(session.files[0]).toEqual({
+        role: 'primary_transcript',
+        name: 'transcript.jsonl',
+        nativePath: `${claudeProjectKey(deep)}/${end.session_id}.jsonl`,
+        path: end.transcript_path,
+      });
+      expect(session.title).toBe(prompt);
+      expect(session.summary).toBe(prompt);
+      expect(session.cwd).toBe(deep);
+      // Without transcript_path, the project key computed here finds the same file.
+      const { transcript_path: _omit, ...byCwd } = end;
+      expect((await claude.collectSession(t.ctx, { interval, payload: byCwd })).files[0]!.path).toBe(
+        end.transcript_path,
+      );
+      expect(await readFile(end.transcript_path!, 'utf8')).toContain(prompt);
+    } finally {
+      await stub.close();
+    }
+  }, 90_000);
 });
 
 // Keep the fixture's placeholders honest: everything that names the recording's paths was replaced.

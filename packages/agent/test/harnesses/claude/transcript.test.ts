@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { readClaudeJsonl } from '../../../src/harnesses/claude/transcript.js';
 
 const enc = (text: string) => new TextEncoder().encode(text);
-const jsonl = (...records: unknown[]) => enc(records.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n'));
+const jsonl = (...records: unknown[]) =>
+  enc(records.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n'));
 
 describe('transcript reader', () => {
   it('claude: meta and sidechain records are left out, terminal escapes stripped', () => {

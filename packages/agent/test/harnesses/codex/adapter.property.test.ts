@@ -13,12 +13,33 @@ const newer = buildManagedHook(SELF, 'codex', 'codex-v0_150_0', 'SessionEnd', 3)
 const FILE = '/home/me/.codex/config.toml';
 const RUNS = { numRuns: 200 };
 
-const plan = (text: string | null, hook: ManagedHook | null, owned?: OwnershipRecord) => codex.planHook({ text, file: FILE, desired: hook, owned });
+const plan = (text: string | null, hook: ManagedHook | null, owned?: OwnershipRecord) =>
+  codex.planHook({ text, file: FILE, desired: hook, owned });
 const managed = (text: string) => listHandlers(parse(text).hooks).filter((h) => h.managed).length;
 
 // ---- generators of user config.toml documents -------------------------------------------------------------------
 
-const chars = fc.constantFrom('a', 'b', 'z', ' ', '"', "'", '\\', '#', '[', ']', '{', '}', '=', '.', '\t', 'é', '✓', '🚀', '\n');
+const chars = fc.constantFrom(
+  'a',
+  'b',
+  'z',
+  ' ',
+  '"',
+  "'",
+  '\\',
+  '#',
+  '[',
+  ']',
+  '{',
+  '}',
+  '=',
+  '.',
+  '\t',
+  'é',
+  '✓',
+  '🚀',
+  '\n',
+);
 const text = fc.string({ unit: chars, maxLength: 10 });
 const bare = fc.stringMatching(/^[a-z][a-z0-9_-]{0,6}$/);
 const comment = text.map((t) => `#${t.replace(/\n/g, ' ')}`);
@@ -35,27 +56,39 @@ const value = fc.oneof(
   fc.tuple(fc.integer({ min: 0, max: 9 }), text).map(([x, t]) => `{ n = ${x}, s = ${tomlString(t)} }`),
 );
 
-const trailing = fc.option(comment.map((c) => ` ${c}`), { nil: '' });
-const indent = fc.constantFrom('', '', '  ', '\t');
-const keyValues = fc.uniqueArray(fc.tuple(bare, value, trailing, indent), { selector: ([k]) => k, maxLength: 3 }).map((kvs) =>
-  kvs.map(([k, v, c, i]) => `${i}${k} = ${v}${c}`),
+const trailing = fc.option(
+  comment.map((c) => ` ${c}`),
+  { nil: '' },
 );
+const indent = fc.constantFrom('', '', '  ', '\t');
+const keyValues = fc
+  .uniqueArray(fc.tuple(bare, value, trailing, indent), { selector: ([k]) => k, maxLength: 3 })
+  .map((kvs) => kvs.map(([k, v, c, i]) => `${i}${k} = ${v}${c}`));
 const filler = fc.array(fc.oneof(comment, fc.constant(''), fc.constant('   ')), { maxLength: 2 });
 
-const table = fc.tuple(bare, keyValues, filler).map(([name, kvs, fill]) => (i: number) => [`[t${i}.${name}]`, ...kvs, ...fill]);
-const quotedTable = fc.tuple(text, keyValues).map(([name, kvs]) => (i: number) => [`[projects.${tomlString(`${name}${i}`)}]`, ...kvs]);
+const table = fc.tuple(bare, keyValues, filler).map(([name, kvs, fill]) => (i: number) => [
+  `[t${i}.${name}]`,
+  ...kvs,
+  ...fill,
+]);
+const quotedTable = fc.tuple(text, keyValues).map(([name, kvs]) => (i: number) => [
+  `[projects.${tomlString(`${name}${i}`)}]`,
+  ...kvs,
+]);
 const state = fc.tuple(fc.boolean(), fc.stringMatching(/^[0-9a-f]{4,8}$/)).map(([enabled, hash]) => (i: number) => [
   `[hooks.state.${tomlString(`/home/me/.codex/config.toml:session_end:${i}:0`)}]`,
   `enabled = ${enabled}`,
   `trusted_hash = "sha256:${hash}" # trusted via /hooks`,
 ]);
-const handler = fc.tuple(text, fc.option(fc.integer({ min: 0, max: 30 }), { nil: undefined }), filler).map(([command, timeout, fill]) => (event: string) => [
-  `[[hooks.${event}.hooks]]`,
-  'type = "command"',
-  `command = ${tomlString(command)}`,
-  ...(timeout === undefined ? [] : [`timeout = ${timeout}`]),
-  ...fill,
-]);
+const handler = fc
+  .tuple(text, fc.option(fc.integer({ min: 0, max: 30 }), { nil: undefined }), filler)
+  .map(([command, timeout, fill]) => (event: string) => [
+    `[[hooks.${event}.hooks]]`,
+    'type = "command"',
+    `command = ${tomlString(command)}`,
+    ...(timeout === undefined ? [] : [`timeout = ${timeout}`]),
+    ...fill,
+  ]);
 const hookGroup = fc
   .tuple(
     fc.constantFrom('SessionEnd', 'SessionEnd', 'Stop', 'PreToolUse'),
@@ -65,7 +98,9 @@ const hookGroup = fc
   .map(([event, matcher, handlers]) => (_: number) => [
     `[[hooks.${event}]]`,
     ...(matcher === undefined ? [] : [`matcher = ${matcher}`]),
-    ...(handlers === 'inline' ? [`hooks = [{ type = "command", command = "echo inline" }]`] : handlers.flatMap((h) => h(event))),
+    ...(handlers === 'inline'
+      ? [`hooks = [{ type = "command", command = "echo inline" }]`]
+      : handlers.flatMap((h) => h(event))),
   ]);
 
 const userDocument = fc
@@ -144,7 +179,14 @@ describe('codex config.toml planning, on generated user documents', () => {
     const stale = "'/old/node' '/old/lib/blue-agent.js' capture --harness codex --profile codex-v0_140_0";
     const withManaged = fc.tuple(userDocument, fc.nat(), fc.nat(), fc.boolean()).map(([doc, a, b, dup]) => {
       const eol = doc.includes('\r\n') ? '\r\n' : '\n';
-      const block = ['[[hooks.SessionEnd]]', '[[hooks.SessionEnd.hooks]]', 'type = "command"', `command = ${tomlString(stale)}`, 'timeout = 1', ''].join(eol);
+      const block = [
+        '[[hooks.SessionEnd]]',
+        '[[hooks.SessionEnd.hooks]]',
+        'type = "command"',
+        `command = ${tomlString(stale)}`,
+        'timeout = 1',
+        '',
+      ].join(eol);
       // Insert at header boundaries only, so the document keeps its meaning.
       const cuts = [...doc.matchAll(/(^|\n)\[/g)].map((m) => m.index + m[1]!.length);
       const spots = [doc.length, ...cuts];
@@ -183,12 +225,19 @@ describe('codex config.toml planning, on generated user documents', () => {
 
 // ---- hooks.json ---------------------------------------------------------------------------------------------------
 
-const jsonHandler = fc.record({ type: fc.constant('command'), command: text, timeout: fc.option(fc.integer({ min: 1, max: 9 }), { nil: undefined }) });
+const jsonHandler = fc.record({
+  type: fc.constant('command'),
+  command: text,
+  timeout: fc.option(fc.integer({ min: 1, max: 9 }), { nil: undefined }),
+});
 const jsonDocument = fc
   .tuple(
     fc.option(text, { nil: undefined }),
     fc.option(
-      fc.dictionary(fc.constantFrom('SessionEnd', 'Stop', 'PreToolUse'), fc.array(fc.record({ hooks: fc.array(jsonHandler, { maxLength: 2 }) }), { maxLength: 2 })),
+      fc.dictionary(
+        fc.constantFrom('SessionEnd', 'Stop', 'PreToolUse'),
+        fc.array(fc.record({ hooks: fc.array(jsonHandler, { maxLength: 2 }) }), { maxLength: 2 }),
+      ),
       { nil: undefined },
     ),
     fc.constantFrom(0, 2, 4, '\t'),
@@ -196,7 +245,11 @@ const jsonDocument = fc
     fc.boolean(),
   )
   .map(([description, hooks, space, eol, finalNewline]) => {
-    const doc = JSON.stringify({ ...(description === undefined ? {} : { description }), ...(hooks === undefined ? {} : { hooks }) }, null, space);
+    const doc = JSON.stringify(
+      { ...(description === undefined ? {} : { description }), ...(hooks === undefined ? {} : { hooks }) },
+      null,
+      space,
+    );
     return doc.replace(/\n/g, eol) + (finalNewline ? eol : '');
   });
 
@@ -208,7 +261,9 @@ describe('codex hooks.json planning, on generated documents', () => {
         const installed = codex.planHook({ text: original, file, desired, owned: undefined });
         const text = installed.text!;
         expect(listHandlers((JSON.parse(text) as { hooks: unknown }).hooks).filter((h) => h.managed)).toHaveLength(1);
-        expect(userView(JSON.parse(text) as Record<string, unknown>)).toBe(userView(JSON.parse(original) as Record<string, unknown>));
+        expect(userView(JSON.parse(text) as Record<string, unknown>)).toBe(
+          userView(JSON.parse(original) as Record<string, unknown>),
+        );
         expect(codex.planHook({ text, file, desired, owned: installed.owned }).text).toBe(text);
         expect(codex.planHook({ text, file, desired: null, owned: installed.owned }).text).toBe(original);
       }),
@@ -218,21 +273,66 @@ describe('codex hooks.json planning, on generated documents', () => {
 });
 
 describe('codex planning on hostile input', () => {
-  const tomlish = fc.string({ unit: fc.constantFrom('[', ']', '[[', ']]', 'hooks', '.', 'SessionEnd', ' = ', '"', "'", '"""', '\n', '\r\n', '#', '{', '}', ',', 'x', '1', 'command', desired.command, 'capture --harness codex', '__proto__'), maxLength: 40 });
-  const record = fc.oneof(fc.constant(undefined), fc.anything(), fc.record({ format: fc.constantFrom('toml', 'json'), created: fc.anything(), lead: fc.anything(), gap: fc.anything(), container: fc.anything(), event: fc.anything(), inner: fc.anything() }));
+  const tomlish = fc.string({
+    unit: fc.constantFrom(
+      '[',
+      ']',
+      '[[',
+      ']]',
+      'hooks',
+      '.',
+      'SessionEnd',
+      ' = ',
+      '"',
+      "'",
+      '"""',
+      '\n',
+      '\r\n',
+      '#',
+      '{',
+      '}',
+      ',',
+      'x',
+      '1',
+      'command',
+      desired.command,
+      'capture --harness codex',
+      '__proto__',
+    ),
+    maxLength: 40,
+  });
+  const record = fc.oneof(
+    fc.constant(undefined),
+    fc.anything(),
+    fc.record({
+      format: fc.constantFrom('toml', 'json'),
+      created: fc.anything(),
+      lead: fc.anything(),
+      gap: fc.anything(),
+      container: fc.anything(),
+      event: fc.anything(),
+      inner: fc.anything(),
+    }),
+  );
 
   it('returns a plan or throws a parse/conflict error, never anything else', () => {
     fc.assert(
-      fc.property(tomlish, fc.constantFrom(FILE, '/home/me/.codex/hooks.json'), fc.constantFrom(desired, null), record, (text, file, hook, owned) => {
-        try {
-          const result = codex.planHook({ text, file, desired: hook, owned: owned as OwnershipRecord | undefined });
-          if (hook !== null) expect(result.text).not.toBeNull();
-        } catch (error) {
-          const e = error as { code?: string; cause?: unknown };
-          expect(['NATIVE_CONFIG_PARSE', 'NATIVE_CONFIG_CONFLICT']).toContain(e.code);
-          expect(e.cause).toBeUndefined();
-        }
-      }),
+      fc.property(
+        tomlish,
+        fc.constantFrom(FILE, '/home/me/.codex/hooks.json'),
+        fc.constantFrom(desired, null),
+        record,
+        (text, file, hook, owned) => {
+          try {
+            const result = codex.planHook({ text, file, desired: hook, owned: owned as OwnershipRecord | undefined });
+            if (hook !== null) expect(result.text).not.toBeNull();
+          } catch (error) {
+            const e = error as { code?: string; cause?: unknown };
+            expect(['NATIVE_CONFIG_PARSE', 'NATIVE_CONFIG_CONFLICT']).toContain(e.code);
+            expect(e.cause).toBeUndefined();
+          }
+        },
+      ),
       { numRuns: 500 },
     );
   });

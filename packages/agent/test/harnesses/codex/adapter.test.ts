@@ -19,19 +19,32 @@ import { harnessBin, hasHarness } from '../../../../../test/support/harness-bins
 const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' };
 const desired = buildManagedHook(SELF, 'codex', 'codex-v0_145_0', 'SessionEnd', 3);
 const COMMAND = `'/usr/bin/node' '/opt/blue-agent/bin/blue-agent.js' capture --harness codex --profile codex-v0_145_0`;
-/** `currentHash` that codex-cli 0.171.0 (`hooks/list`) reported for this hook as `[[hooks.SessionEnd]]` with timeout 3. */
+/** `currentHash` that codex-cli 0.171.0 (`hooks/list`) reported for this hook as `[[hooks.SessionEnd]]` with timeout 3.
+ * */
 const CODEX_0171_HASH = 'sha256:af0d00637015263581475795918690b9d4e9e3e9f525792b9e153a712cd5521e';
 
 const TOML_FILE = '/home/me/.codex/config.toml';
 const JSON_FILE = '/home/me/.codex/hooks.json';
 
-const BLOCK = ['[[hooks.SessionEnd]]', '[[hooks.SessionEnd.hooks]]', 'type = "command"', `command = "${COMMAND}"`, 'timeout = 3', ''].join('\n');
+const BLOCK = [
+  '[[hooks.SessionEnd]]',
+  '[[hooks.SessionEnd.hooks]]',
+  'type = "command"',
+  `command = "${COMMAND}"`,
+  'timeout = 3',
+  '',
+].join('\n');
 
 function fixture(name: string): string {
   return readFileSync(path.join(repoRoot, 'fixtures', 'codex', name), 'utf8');
 }
 
-function plan(text: string | null, hook: ManagedHook | null = desired, owned?: OwnershipRecord, file = TOML_FILE): HookPlan {
+function plan(
+  text: string | null,
+  hook: ManagedHook | null = desired,
+  owned?: OwnershipRecord,
+  file = TOML_FILE,
+): HookPlan {
   return codex.planHook({ text, file, desired: hook, owned });
 }
 
@@ -65,32 +78,39 @@ describe('codex planHook (config.toml)', () => {
     expect(plan(null, null)).toEqual({ text: null, owned: undefined, managedFound: 0 });
   });
 
-  it.each(TOML_FIXTURES)('%s: install appends one managed hook, keeps every user byte, and removal restores the original', (name) => {
-    const original = fixture(name);
-    const installed = plan(original);
-    expect(installed.managedFound).toBe(0);
-    const text = installed.text!;
-    expect(text.startsWith(original)).toBe(true);
-    expect(managedIn(text)).toBe(1);
-    expect(userView(parse(text))).toBe(userView(parse(original)));
-    // Install twice = install once: the second plan is a no-op on the same string.
-    const again = plan(text, desired, installed.owned);
-    expect(again.text).toBe(text);
-    expect(again.owned).toEqual(installed.owned);
-    expect(again.managedFound).toBe(1);
-    // Install then remove gives back the original bytes.
-    const removed = plan(text, null, installed.owned);
-    expect(removed.text).toBe(original);
-    expect(removed.owned).toBeUndefined();
-    expect(removed.managedFound).toBe(1);
-  });
+  it.each(TOML_FIXTURES)(
+    '%s: install appends one managed hook, keeps every user byte, and removal restores the original',
+    (name) => {
+      const original = fixture(name);
+      const installed = plan(original);
+      expect(installed.managedFound).toBe(0);
+      const text = installed.text!;
+      expect(text.startsWith(original)).toBe(true);
+      expect(managedIn(text)).toBe(1);
+      expect(userView(parse(text))).toBe(userView(parse(original)));
+      // Install twice = install once: the second plan is a no-op on the same string.
+      const again = plan(text, desired, installed.owned);
+      expect(again.text).toBe(text);
+      expect(again.owned).toEqual(installed.owned);
+      expect(again.managedFound).toBe(1);
+      // Install then remove gives back the original bytes.
+      const removed = plan(text, null, installed.owned);
+      expect(removed.text).toBe(original);
+      expect(removed.owned).toBeUndefined();
+      expect(removed.managedFound).toBe(1);
+    },
+  );
 
   it('appends after the user SessionEnd groups, so theirs keep their positions and fire first', () => {
     const original = fixture('user-session-end.toml');
     const text = plan(original).text!;
     expect(text).toBe(`${original}\n${BLOCK}`);
     const groups = (parse(text).hooks as Record<string, Array<{ hooks: Array<{ command: string }> }>>).SessionEnd!;
-    expect(groups.map((g) => g.hooks[0]!.command)).toEqual(['~/bin/notify-done.sh', 'echo bye >> /tmp/codex.log', COMMAND]);
+    expect(groups.map((g) => g.hooks[0]!.command)).toEqual([
+      '~/bin/notify-done.sh',
+      'echo bye >> /tmp/codex.log',
+      COMMAND,
+    ]);
   });
 
   it('adds SessionEnd next to user hooks of other events without touching them', () => {
@@ -105,7 +125,9 @@ describe('codex planHook (config.toml)', () => {
     const original = fixture('comments.toml');
     const text = plan(original).text!;
     expect(text).toBe(`${original}\n${BLOCK}`);
-    expect(text).toContain('# ---- end of file: a comment right where an appended block would go ----\n\n[[hooks.SessionEnd]]');
+    expect(text).toContain(
+      '# ---- end of file: a comment right where an appended block would go ----\n\n[[hooks.SessionEnd]]',
+    );
   });
 
   it('writes CRLF into a CRLF file', () => {
@@ -126,7 +148,13 @@ describe('codex planHook (config.toml)', () => {
 
   it('keeps non-ASCII text and escapes a non-ASCII or quoted command as a TOML basic string', () => {
     const original = fixture('non-ascii.toml');
-    const odd = buildManagedHook({ node: '/usr/bin/node', entry: '/opt/blué "agent"/bin/blue-agent.js' }, 'codex', 'codex-v0_145_0', 'SessionEnd', 3);
+    const odd = buildManagedHook(
+      { node: '/usr/bin/node', entry: '/opt/blué "agent"/bin/blue-agent.js' },
+      'codex',
+      'codex-v0_145_0',
+      'SessionEnd',
+      3,
+    );
     const text = plan(original, odd).text!;
     expect(text.startsWith(original)).toBe(true);
     expect(text).toContain(String.raw`command = "'/usr/bin/node' '/opt/blué \"agent\"/bin/blue-agent.js' capture`);
@@ -174,9 +202,13 @@ describe('codex planHook (config.toml)', () => {
   });
 
   it('refuses to edit a managed hook written inline, but leaves a right one alone', () => {
-    const inline = `[[hooks.SessionEnd]]\nhooks = [{ type = "command", command = "'/usr/local/bin/node' '/opt/old/blue-agent.js' capture --harness codex --profile codex-v0_140_0" }]\n`;
+    const inline =
+      `[[hooks.SessionEnd]]\nhooks = [{ type = "command", command = "'/usr/local/bin/node' ` +
+      `'/opt/old/blue-agent.js' capture --harness codex --profile codex-v0_140_0" }]\n`;
     expect(thrown(() => plan(inline)).code).toBe('NATIVE_CONFIG_CONFLICT');
-    const right = `[[hooks.SessionEnd]]\nhooks = [{ type = "command", command = "${COMMAND.replace(/"/g, '\\"')}", timeout = 3 }]\n`;
+    const right =
+      `[[hooks.SessionEnd]]\nhooks = [{ type = "command", command = "${COMMAND.replace(/"/g, '\\"')}", ` +
+      `timeout = 3 }]\n`;
     expect(plan(right).text).toBe(right);
   });
 
@@ -185,13 +217,24 @@ describe('codex planHook (config.toml)', () => {
     const result = plan(original);
     expect(result.managedFound).toBe(1);
     const expected = original
-      .replace(`"'/usr/local/bin/node' '/old/prefix/lib/blue-agent/bin/blue-agent.js' capture --harness codex --profile codex-v0_140_0"`, `"${COMMAND}"`)
+      .replace(
+        `"'/usr/local/bin/node' '/old/prefix/lib/blue-agent/bin/blue-agent.js' capture --harness codex --profile ` +
+          `codex-v0_140_0"`,
+        `"${COMMAND}"`,
+      )
       .replace('timeout = 1', 'timeout = 3');
     expect(result.text).toBe(expected);
     expect(result.text).toContain(' # old\n');
     // Without a ledger record, removal still takes the whole managed group out cleanly.
     const removed = plan(result.text, null, undefined);
-    expect(removed.text).toBe(original.slice(0, original.indexOf('\n[[hooks.SessionEnd]]\n[[hooks.SessionEnd.hooks]]\ntype = "command"\ncommand = "\'/usr/local')));
+    expect(removed.text).toBe(
+      original.slice(
+        0,
+        original.indexOf(
+          '\n[[hooks.SessionEnd]]\n[[hooks.SessionEnd.hooks]]\ntype = "command"\ncommand = "\'/usr/local',
+        ),
+      ),
+    );
     expect(managedIn(removed.text!)).toBe(0);
   });
 
@@ -199,7 +242,9 @@ describe('codex planHook (config.toml)', () => {
     const original = `[[hooks.SessionEnd]]\n[[hooks.SessionEnd.hooks]]\ncommand = """${COMMAND}"""`;
     const text = plan(original).text!;
     // The command already matches (as a multi-line string), so only the missing keys are added.
-    expect(text).toBe(`[[hooks.SessionEnd]]\n[[hooks.SessionEnd.hooks]]\ntype = "command"\ncommand = """${COMMAND}"""\ntimeout = 3`);
+    expect(text).toBe(
+      `[[hooks.SessionEnd]]\n[[hooks.SessionEnd.hooks]]\ntype = "command"\ncommand = """${COMMAND}"""\ntimeout = 3`,
+    );
   });
 
   it('caps the timeout at the 3 s Codex allows for SessionEnd', () => {
@@ -233,7 +278,9 @@ describe('codex planHook (config.toml)', () => {
 
   it('removes every managed entry without a record and keeps the user hooks', () => {
     const result = plan(fixture('duplicates.toml'), null);
-    expect(result.text).toBe('model = "o3"\n\n[[hooks.SessionEnd]]\n[[hooks.SessionEnd.hooks]]\ntype = "command"\ncommand = "echo user"\n');
+    expect(result.text).toBe(
+      'model = "o3"\n\n[[hooks.SessionEnd]]\n[[hooks.SessionEnd.hooks]]\ntype = "command"\ncommand = "echo user"\n',
+    );
     expect(result.owned).toBeUndefined();
   });
 
@@ -273,7 +320,16 @@ describe('codex planHook (config.toml)', () => {
   });
 
   it('treats hostile input as data: no TypeError, only BlueErrors or plans', () => {
-    const inputs = ['\u0000', '[[[', 'a = """', '\uFEFFa = 1\n', 'hooks = 1\n', '[hooks]\nSessionEnd = 1\n', '[[hooks.SessionEnd]]\nhooks = 5\n', '__proto__ = 1\n[hooks.__proto__]\nx=1\n'];
+    const inputs = [
+      '\u0000',
+      '[[[',
+      'a = """',
+      '\uFEFFa = 1\n',
+      'hooks = 1\n',
+      '[hooks]\nSessionEnd = 1\n',
+      '[[hooks.SessionEnd]]\nhooks = 5\n',
+      '__proto__ = 1\n[hooks.__proto__]\nx=1\n',
+    ];
     for (const input of inputs) {
       for (const hook of [desired, null]) {
         try {
@@ -288,20 +344,27 @@ describe('codex planHook (config.toml)', () => {
 });
 
 describe('codex planHook (hooks.json)', () => {
-  const planJson = (text: string | null, hook: ManagedHook | null = desired, owned?: OwnershipRecord) => plan(text, hook, owned, JSON_FILE);
+  const planJson = (text: string | null, hook: ManagedHook | null = desired, owned?: OwnershipRecord) =>
+    plan(text, hook, owned, JSON_FILE);
 
-  it.each(['hooks-user.json', 'hooks-description.json', 'hooks-minified.json', 'hooks-crlf-tabs.json', 'hooks-empty-array-spaced.json', 'hooks-empty-object.json'])(
-    '%s: install adds one managed group, keeps the rest, and removal restores the original',
-    (name) => {
-      const original = fixture(name);
-      const installed = planJson(original);
-      const text = installed.text!;
-      expect(managedIn(text)).toBe(1);
-      expect(userView(JSON.parse(text) as Record<string, unknown>)).toBe(userView(JSON.parse(original) as Record<string, unknown>));
-      expect(planJson(text, desired, installed.owned).text).toBe(text);
-      expect(planJson(text, null, installed.owned).text).toBe(original);
-    },
-  );
+  it.each([
+    'hooks-user.json',
+    'hooks-description.json',
+    'hooks-minified.json',
+    'hooks-crlf-tabs.json',
+    'hooks-empty-array-spaced.json',
+    'hooks-empty-object.json',
+  ])('%s: install adds one managed group, keeps the rest, and removal restores the original', (name) => {
+    const original = fixture(name);
+    const installed = planJson(original);
+    const text = installed.text!;
+    expect(managedIn(text)).toBe(1);
+    expect(userView(JSON.parse(text) as Record<string, unknown>)).toBe(
+      userView(JSON.parse(original) as Record<string, unknown>),
+    );
+    expect(planJson(text, desired, installed.owned).text).toBe(text);
+    expect(planJson(text, null, installed.owned).text).toBe(original);
+  });
 
   it('appends to the user SessionEnd array in the file’s own layout', () => {
     const text = planJson(fixture('hooks-user.json')).text!;
@@ -333,7 +396,9 @@ describe('codex planHook (hooks.json)', () => {
 
   it('creates hooks.json when missing and deletes it on removal; an empty file comes back empty', () => {
     const created = planJson(null);
-    expect(JSON.parse(created.text!)).toEqual({ hooks: { SessionEnd: [{ hooks: [{ type: 'command', command: COMMAND, timeout: 3 }] }] } });
+    expect(JSON.parse(created.text!)).toEqual({
+      hooks: { SessionEnd: [{ hooks: [{ type: 'command', command: COMMAND, timeout: 3 }] }] },
+    });
     expect(planJson(created.text, null, created.owned).text).toBeNull();
     const empty = planJson('');
     expect(planJson(empty.text, null, empty.owned).text).toBe('');
@@ -344,8 +409,20 @@ describe('codex planHook (hooks.json)', () => {
       {
         hooks: {
           SessionEnd: [
-            { hooks: [{ type: 'command', command: 'echo user' }, { type: 'command', command: "'/old/bin/node' '/old/blue-agent' capture --harness codex --profile codex-v0_140_0" }] },
-            { hooks: [{ type: 'command', command: "'/old/node' '/old/blue-agent.js' capture --harness codex --profile p" }] },
+            {
+              hooks: [
+                { type: 'command', command: 'echo user' },
+                {
+                  type: 'command',
+                  command: "'/old/bin/node' '/old/blue-agent' capture --harness codex --profile codex-v0_140_0",
+                },
+              ],
+            },
+            {
+              hooks: [
+                { type: 'command', command: "'/old/node' '/old/blue-agent.js' capture --harness codex --profile p" },
+              ],
+            },
           ],
         },
       },
@@ -378,14 +455,22 @@ describe('codex planHook (hooks.json)', () => {
 describe('codex files', () => {
   let home: TestHome;
   afterEach(async () => home?.cleanup());
-  const interval = { profile: 'codex-v0_145_0', capture: { event: 'SessionEnd', hook: { file: 'config.toml', format: 'codex-config-toml', timeout_seconds: 3 } } } as unknown as Interval;
+  const interval = {
+    profile: 'codex-v0_145_0',
+    capture: { event: 'SessionEnd', hook: { file: 'config.toml', format: 'codex-config-toml', timeout_seconds: 3 } },
+  } as unknown as Interval;
 
   it('roots at ~/.codex, or at an absolute CODEX_HOME', async () => {
     home = await makeTestHome();
     expect(codex.configRoot(home.ctx)).toBe(path.join(home.home, '.codex'));
     expect(codex.configRoot(home.context({ env: { CODEX_HOME: '/srv/codex' } }))).toBe('/srv/codex');
-    expect(codex.configRoot(home.context({ env: { CODEX_HOME: 'relative/dir' } }))).toBe(path.join(home.home, '.codex'));
-    expect(codex.knownHookFiles(home.ctx)).toEqual([path.join(home.home, '.codex', 'config.toml'), path.join(home.home, '.codex', 'hooks.json')]);
+    expect(codex.configRoot(home.context({ env: { CODEX_HOME: 'relative/dir' } }))).toBe(
+      path.join(home.home, '.codex'),
+    );
+    expect(codex.knownHookFiles(home.ctx)).toEqual([
+      path.join(home.home, '.codex', 'config.toml'),
+      path.join(home.home, '.codex', 'hooks.json'),
+    ]);
   });
 
   it('chooses hooks.json only when it already holds hooks', async () => {
@@ -413,10 +498,13 @@ describe('codex pendingState (hook trust)', () => {
     return { ctx: home.context({ env: { CODEX_HOME: root } }), root: realpathSync(root) };
   }
 
-  const trust = (key: string, hash: string, extra = '') => `\n[hooks.state."${key}"]\n${extra}trusted_hash = "${hash}"\n`;
+  const trust = (key: string, hash: string, extra = '') =>
+    `\n[hooks.state."${key}"]\n${extra}trusted_hash = "${hash}"\n`;
 
   it('computes the key and hash the way codex 0.171 reports them', () => {
-    expect(hookStateKey('/root/cxtest1/config.toml', 'SessionEnd', 0, 0)).toBe('/root/cxtest1/config.toml:session_end:0:0');
+    expect(hookStateKey('/root/cxtest1/config.toml', 'SessionEnd', 0, 0)).toBe(
+      '/root/cxtest1/config.toml:session_end:0:0',
+    );
     expect(hookTrustHash('SessionEnd', {}, { type: 'command', command: COMMAND, timeout: 3 })).toBe(CODEX_0171_HASH);
     // Codex clamps a SessionEnd timeout to 3 s before hashing.
     expect(hookTrustHash('SessionEnd', {}, { type: 'command', command: COMMAND, timeout: 10 })).toBe(CODEX_0171_HASH);
@@ -427,9 +515,13 @@ describe('codex pendingState (hook trust)', () => {
     expect(hookTrustHash('SessionEnd', { matcher: '' }, { type: 'command', command: 'echo a' })).toBe(
       'sha256:09e80799a3b1dfe564822890c7f433842fe40807568e06226ea859c143a3a350',
     );
-    expect(hookTrustHash('SessionEnd', { matcher: 'exit|clear' }, { type: 'command', command: 'echo b', timeout: 2, statusMessage: 'bye' })).toBe(
-      'sha256:ce7ad70a2f270995cf7fc3d2a0e66fe05ab339ca9aec71c289b19db863e211d9',
-    );
+    expect(
+      hookTrustHash(
+        'SessionEnd',
+        { matcher: 'exit|clear' },
+        { type: 'command', command: 'echo b', timeout: 2, statusMessage: 'bye' },
+      ),
+    ).toBe('sha256:ce7ad70a2f270995cf7fc3d2a0e66fe05ab339ca9aec71c289b19db863e211d9');
   });
 
   it('reports awaiting_trust until the user trusts the current hook in config.toml', async () => {
@@ -441,10 +533,18 @@ describe('codex pendingState (hook trust)', () => {
     expect(untrusted?.reason).toContain(`(hooks.state."${key}")`);
     expect(untrusted?.reason).toContain('/hooks');
     expect(codex.pendingState!(ctx, text + trust(key, CODEX_0171_HASH), desired)).toBeUndefined();
-    expect(codex.pendingState!(ctx, text + trust(key, 'sha256:old'), desired)?.reason).toContain(`changed since it was trusted (hooks.state."${key}")`);
-    expect(codex.pendingState!(ctx, text + trust(key, CODEX_0171_HASH, 'enabled = false\n'), desired)?.reason).toContain(`disabled in Codex (hooks.state."${key}")`);
-    expect(codex.pendingState!(ctx, text + trust(`${root}/config.toml:session_end:0:0`, CODEX_0171_HASH), desired)?.state).toBe('awaiting_trust');
-    expect(codex.pendingState!(ctx, `[features]\nhooks = false\n${text}${trust(key, CODEX_0171_HASH)}`, desired)?.reason).toContain('[features]');
+    expect(codex.pendingState!(ctx, text + trust(key, 'sha256:old'), desired)?.reason).toContain(
+      `changed since it was trusted (hooks.state."${key}")`,
+    );
+    expect(
+      codex.pendingState!(ctx, text + trust(key, CODEX_0171_HASH, 'enabled = false\n'), desired)?.reason,
+    ).toContain(`disabled in Codex (hooks.state."${key}")`);
+    expect(
+      codex.pendingState!(ctx, text + trust(`${root}/config.toml:session_end:0:0`, CODEX_0171_HASH), desired)?.state,
+    ).toBe('awaiting_trust');
+    expect(
+      codex.pendingState!(ctx, `[features]\nhooks = false\n${text}${trust(key, CODEX_0171_HASH)}`, desired)?.reason,
+    ).toContain('[features]');
   });
 
   it('names the canonical CODEX_HOME in the key, as Codex does', async () => {
@@ -453,15 +553,22 @@ describe('codex pendingState (hook trust)', () => {
     await symlink(root, link);
     const ctx = home.context({ env: { CODEX_HOME: link } });
     const text = plan(null).text!;
-    expect(codex.pendingState!(ctx, text + trust(`${root}/config.toml:session_end:0:0`, CODEX_0171_HASH), desired)).toBeUndefined();
-    expect(codex.pendingState!(ctx, text + trust(`${link}/config.toml:session_end:0:0`, CODEX_0171_HASH), desired)?.state).toBe('awaiting_trust');
+    expect(
+      codex.pendingState!(ctx, text + trust(`${root}/config.toml:session_end:0:0`, CODEX_0171_HASH), desired),
+    ).toBeUndefined();
+    expect(
+      codex.pendingState!(ctx, text + trust(`${link}/config.toml:session_end:0:0`, CODEX_0171_HASH), desired)?.state,
+    ).toBe('awaiting_trust');
   });
 
   it('looks up trust for a hooks.json hook in config.toml', async () => {
     const { ctx, root } = await codexHome();
     const text = plan(fixture('hooks-user.json'), desired, undefined, path.join(root, 'hooks.json')).text!;
     expect(codex.pendingState!(ctx, text, desired)?.state).toBe('awaiting_trust');
-    await writeFile(path.join(root, 'config.toml'), `model = "o3"${trust(`${root}/hooks.json:session_end:1:0`, CODEX_0171_HASH)}`);
+    await writeFile(
+      path.join(root, 'config.toml'),
+      `model = "o3"${trust(`${root}/hooks.json:session_end:1:0`, CODEX_0171_HASH)}`,
+    );
     expect(codex.pendingState!(ctx, text, desired)).toBeUndefined();
   });
 });
@@ -477,7 +584,11 @@ interface CodexHookEntry {
 }
 
 /** Asks the real Codex app server which hooks it sees, with their trust keys, hashes and status. */
-async function codexHooksList(codexHome: string, cwd: string, home: string): Promise<{ hooks: CodexHookEntry[]; warnings: string[] }> {
+async function codexHooksList(
+  codexHome: string,
+  cwd: string,
+  home: string,
+): Promise<{ hooks: CodexHookEntry[]; warnings: string[] }> {
   const bin = harnessBin('codex');
   const child = spawn(process.execPath, [bin, 'app-server'], {
     cwd,
@@ -490,9 +601,16 @@ async function codexHooksList(codexHome: string, cwd: string, home: string): Pro
   const send = (message: unknown) => child.stdin.write(`${JSON.stringify(message)}\n`);
   try {
     return await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`codex app-server did not answer hooks/list: ${stderr}`)), 25_000);
+      const timer = setTimeout(
+        () => reject(new Error(`codex app-server did not answer hooks/list: ${stderr}`)),
+        25_000,
+      );
       lines.on('line', (line) => {
-        const message = JSON.parse(line) as { id?: number; result?: { data: Array<{ hooks: CodexHookEntry[]; warnings: string[] }> }; error?: unknown };
+        const message = JSON.parse(line) as {
+          id?: number;
+          result?: { data: Array<{ hooks: CodexHookEntry[]; warnings: string[] }> };
+          error?: unknown;
+        };
         if (message.id === 1) {
           send({ method: 'initialized' });
           send({ id: 2, method: 'hooks/list', params: { cwds: [cwd] } });
@@ -532,7 +650,12 @@ describe.runIf(hasHarness('codex'))('codex planHook and pendingState against the
     expect(listed.warnings).toEqual([]);
     expect(listed.hooks.map((h) => h.command)).toEqual(['~/bin/notify-done.sh', 'echo bye >> /tmp/codex.log', COMMAND]);
     const ours = listed.hooks[2]!;
-    expect(ours).toMatchObject({ key: `${root}/config.toml:session_end:2:0`, currentHash: CODEX_0171_HASH, timeoutSec: 3, trustStatus: 'untrusted' });
+    expect(ours).toMatchObject({
+      key: `${root}/config.toml:session_end:2:0`,
+      currentHash: CODEX_0171_HASH,
+      timeoutSec: 3,
+      trustStatus: 'untrusted',
+    });
     expect(codex.pendingState!(ctx, text, desired)?.reason).toContain(ours.key);
 
     // Trust recorded the way Codex records it: Codex and pendingState then agree that the hook runs.
@@ -556,10 +679,19 @@ describe.runIf(hasHarness('codex'))('codex planHook and pendingState against the
     const listed = await codexHooksList(root, work, home.home);
     expect(listed.warnings).toEqual([]);
     const ours = listed.hooks.find((h) => h.command === COMMAND)!;
-    expect(ours).toMatchObject({ key: `${root}/hooks.json:session_end:1:0`, currentHash: CODEX_0171_HASH, trustStatus: 'untrusted' });
+    expect(ours).toMatchObject({
+      key: `${root}/hooks.json:session_end:1:0`,
+      currentHash: CODEX_0171_HASH,
+      trustStatus: 'untrusted',
+    });
     expect(codex.pendingState!(ctx, text, desired)?.state).toBe('awaiting_trust');
-    await writeFile(path.join(root, 'config.toml'), `[hooks.state."${ours.key}"]\ntrusted_hash = "${ours.currentHash}"\n`);
-    expect((await codexHooksList(root, work, home.home)).hooks.find((h) => h.command === COMMAND)!.trustStatus).toBe('trusted');
+    await writeFile(
+      path.join(root, 'config.toml'),
+      `[hooks.state."${ours.key}"]\ntrusted_hash = "${ours.currentHash}"\n`,
+    );
+    expect((await codexHooksList(root, work, home.home)).hooks.find((h) => h.command === COMMAND)!.trustStatus).toBe(
+      'trusted',
+    );
     expect(codex.pendingState!(ctx, text, desired)).toBeUndefined();
   });
 });

@@ -9,7 +9,9 @@ const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js'
 const desired = buildManagedHook(SELF, 'codex', 'codex-v0_145_0', 'SessionEnd', 3);
 const C = JSON.stringify(desired.command);
 // A managed command an earlier install wrote (another Node.js, another path, an older profile).
-const OLD = JSON.stringify(`'/usr/local/bin/node' '/opt/old/blue-agent/bin/blue-agent.js' capture --harness codex --profile codex-v0_140_0`);
+const OLD = JSON.stringify(
+  `'/usr/local/bin/node' '/opt/old/blue-agent/bin/blue-agent.js' capture --harness codex --profile codex-v0_140_0`,
+);
 const RIGHT = `{"type": "command", "command": ${C}, "timeout": 3}`;
 const STALE = `{"type": "command", "command": ${OLD}, "timeout": 3}`;
 const USER = `{"type": "command", "command": "echo user"}`;
@@ -63,14 +65,36 @@ describe('planJson: inserting', () => {
   });
 
   it('creates a missing or blank file as a whole document, remembering a blank one', () => {
-    expect(plan(null)).toStrictEqual({ text: PRETTY, owned: { format: 'json', created: true, container: 'root', event: 'SessionEnd', inner: '' }, managedFound: 0 });
-    expect(plan('  \n')).toStrictEqual({
+    expect(plan(null)).toStrictEqual({
       text: PRETTY,
-      owned: { format: 'json', created: false, container: 'root', event: 'SessionEnd', inner: '', emptyOriginal: '  \n' },
+      owned: { format: 'json', created: true, container: 'root', event: 'SessionEnd', inner: '' },
       managedFound: 0,
     });
-    expect(plan(PRETTY, null, { format: 'json', created: true, container: 'root', event: 'SessionEnd', inner: '' })).toStrictEqual({ text: null, owned: undefined, managedFound: 1 });
-    expect(plan(PRETTY, null, { format: 'json', created: false, container: 'root', event: 'SessionEnd', inner: '', emptyOriginal: '  \n' })).toStrictEqual({
+    expect(plan('  \n')).toStrictEqual({
+      text: PRETTY,
+      owned: {
+        format: 'json',
+        created: false,
+        container: 'root',
+        event: 'SessionEnd',
+        inner: '',
+        emptyOriginal: '  \n',
+      },
+      managedFound: 0,
+    });
+    expect(
+      plan(PRETTY, null, { format: 'json', created: true, container: 'root', event: 'SessionEnd', inner: '' }),
+    ).toStrictEqual({ text: null, owned: undefined, managedFound: 1 });
+    expect(
+      plan(PRETTY, null, {
+        format: 'json',
+        created: false,
+        container: 'root',
+        event: 'SessionEnd',
+        inner: '',
+        emptyOriginal: '  \n',
+      }),
+    ).toStrictEqual({
       text: '  \n',
       owned: undefined,
       managedFound: 1,
@@ -79,7 +103,11 @@ describe('planJson: inserting', () => {
 
   it('appends the hooks key, the event key or a group, recording which', () => {
     const hook = `{"hooks":[{"type":"command","command":${C},"timeout":3}]}`;
-    expect(plan('{}')).toStrictEqual({ text: `{"hooks":{"SessionEnd":[${hook}]}}`, owned: { format: 'json', created: false, container: 'root', event: 'SessionEnd', inner: '' }, managedFound: 0 });
+    expect(plan('{}')).toStrictEqual({
+      text: `{"hooks":{"SessionEnd":[${hook}]}}`,
+      owned: { format: 'json', created: false, container: 'root', event: 'SessionEnd', inner: '' },
+      managedFound: 0,
+    });
     expect(plan('{ "a": 1, "b": 2 }')).toStrictEqual({
       text: `{ "a": 1, "b": 2, "hooks": {"SessionEnd":[${hook}]} }`,
       owned: { format: 'json', created: false, container: 'root', event: 'SessionEnd' },
@@ -90,13 +118,24 @@ describe('planJson: inserting', () => {
       owned: { format: 'json', created: false, container: 'hooks', event: 'SessionEnd', inner: ' ' },
       managedFound: 0,
     });
-    expect(plan('{"hooks": {"Stop": []}}').owned).toStrictEqual({ format: 'json', created: false, container: 'hooks', event: 'SessionEnd' });
+    expect(plan('{"hooks": {"Stop": []}}').owned).toStrictEqual({
+      format: 'json',
+      created: false,
+      container: 'hooks',
+      event: 'SessionEnd',
+    });
     expect(plan(doc([USER]))).toStrictEqual({
       text: `{"hooks": {"SessionEnd": [{"hooks": [${USER}]},${hook}]}}`,
       owned: { format: 'json', created: false, container: 'event', event: 'SessionEnd' },
       managedFound: 0,
     });
-    expect(plan('{"hooks": {"SessionEnd": []}}').owned).toStrictEqual({ format: 'json', created: false, container: 'event', event: 'SessionEnd', inner: '' });
+    expect(plan('{"hooks": {"SessionEnd": []}}').owned).toStrictEqual({
+      format: 'json',
+      created: false,
+      container: 'event',
+      event: 'SessionEnd',
+      inner: '',
+    });
   });
 
   it('refuses hooks or an event that has the wrong shape, pointing at it', () => {
@@ -115,13 +154,32 @@ describe('planJson: the kept managed handler', () => {
   it('is left alone when right, keeping any record', () => {
     const record = { format: 'json', created: true, container: 'root', event: 'SessionEnd' };
     expect(plan(doc([RIGHT]), desired, record)).toStrictEqual({ text: doc([RIGHT]), owned: record, managedFound: 1 });
-    expect(plan(doc([RIGHT]))).toStrictEqual({ text: doc([RIGHT]), owned: { format: 'json', created: false }, managedFound: 1 });
+    expect(plan(doc([RIGHT]))).toStrictEqual({
+      text: doc([RIGHT]),
+      owned: { format: 'json', created: false },
+      managedFound: 1,
+    });
   });
 
   it('is brought up to date value by value, adding missing keys in the file’s layout', () => {
     expect(plan(doc([`{"command": ${OLD}}`])).text).toBe(doc([`{"command": ${C},"type": "command","timeout": 3}`]));
     expect(plan(doc([`{"type": "x", "command": ${C}, "timeout": 9}`])).text).toBe(doc([RIGHT]));
-    const multi = ['{', '  "hooks": {', '    "SessionEnd": [', '      {', '        "hooks": [', '          {', `            "command": ${OLD}`, '          }', '        ]', '      }', '    ]', '  }', '}', ''];
+    const multi = [
+      '{',
+      '  "hooks": {',
+      '    "SessionEnd": [',
+      '      {',
+      '        "hooks": [',
+      '          {',
+      `            "command": ${OLD}`,
+      '          }',
+      '        ]',
+      '      }',
+      '    ]',
+      '  }',
+      '}',
+      '',
+    ];
     const expected = [...multi];
     expected.splice(6, 1, `            "command": ${C},`, '            "type": "command",', '            "timeout": 3');
     expect(plan(multi.join('\n')).text).toBe(expected.join('\n'));
@@ -131,7 +189,11 @@ describe('planJson: the kept managed handler', () => {
     expect(plan(doc([USER, STALE], [RIGHT])).text).toBe(doc([USER], [RIGHT]));
     expect(plan(doc([STALE, RIGHT], [RIGHT])).text).toBe(doc([RIGHT]));
     // Two managed handlers sharing a group: the first is kept and brought up to date, the second cut.
-    expect(plan(doc([STALE, RIGHT]))).toStrictEqual({ text: doc([RIGHT]), owned: { format: 'json', created: false }, managedFound: 2 });
+    expect(plan(doc([STALE, RIGHT]))).toStrictEqual({
+      text: doc([RIGHT]),
+      owned: { format: 'json', created: false },
+      managedFound: 2,
+    });
   });
 });
 
@@ -140,9 +202,15 @@ describe('planJson: removal', () => {
 
   it('takes out what the record says the agent inserted, putting back what was inside', () => {
     expect(plan(one, null, { format: 'json', container: 'root', event: 'SessionEnd', inner: ' ' }).text).toBe('{ }');
-    expect(plan(one, null, { format: 'json', container: 'hooks', event: 'SessionEnd', inner: ' ' }).text).toBe('{"hooks": { }}');
-    expect(plan(one, null, { format: 'json', container: 'event', event: 'SessionEnd', inner: ' ' }).text).toBe('{"hooks": {"SessionEnd": [ ]}}');
-    expect(plan(one, null, { format: 'json', container: 'event', event: 'SessionEnd' }).text).toBe('{"hooks": {"SessionEnd": []}}');
+    expect(plan(one, null, { format: 'json', container: 'hooks', event: 'SessionEnd', inner: ' ' }).text).toBe(
+      '{"hooks": { }}',
+    );
+    expect(plan(one, null, { format: 'json', container: 'event', event: 'SessionEnd', inner: ' ' }).text).toBe(
+      '{"hooks": {"SessionEnd": [ ]}}',
+    );
+    expect(plan(one, null, { format: 'json', container: 'event', event: 'SessionEnd' }).text).toBe(
+      '{"hooks": {"SessionEnd": []}}',
+    );
     expect(plan(one, null, { format: 'json', container: 'hooks', event: 'SessionEnd' }).text).toBe('{"hooks": {}}');
     expect(plan(one, null, { format: 'json', container: 'root', event: 'SessionEnd' }).text).toBe('{}');
   });
@@ -158,30 +226,56 @@ describe('planJson: removal', () => {
       expect(plan(one, null, owned).text).toBe('{"hooks": {}}');
     }
     // A recorded inner text that is not whitespace is not put back.
-    expect(plan(one, null, { format: 'json', container: 'event', event: 'SessionEnd', inner: 'x' }).text).toBe('{"hooks": {"SessionEnd": []}}');
+    expect(plan(one, null, { format: 'json', container: 'event', event: 'SessionEnd', inner: 'x' }).text).toBe(
+      '{"hooks": {"SessionEnd": []}}',
+    );
   });
 
   it('keeps other events, other groups and the user’s handlers', () => {
     const root = { format: 'json', container: 'root', event: 'SessionEnd', inner: ' ' };
-    expect(plan(`{"hooks": {"Stop": [], "SessionEnd": [{"hooks": [${RIGHT}]}]}}`, null, root).text).toBe('{"hooks": {"Stop": []}}');
+    expect(plan(`{"hooks": {"Stop": [], "SessionEnd": [{"hooks": [${RIGHT}]}]}}`, null, root).text).toBe(
+      '{"hooks": {"Stop": []}}',
+    );
     expect(plan(`{"a": 1, "hooks": {"SessionEnd": [{"hooks": [${RIGHT}]}]}}`, null, root).text).toBe('{"a": 1}');
     expect(plan(doc([USER], [RIGHT]), null, root).text).toBe(doc([USER]));
     expect(plan(doc([RIGHT], [USER]), null).text).toBe(doc([USER]));
     expect(plan(doc([USER, RIGHT]), null).text).toBe(doc([USER]));
     expect(plan(doc([RIGHT, USER]), null).text).toBe(doc([USER]));
-    expect(plan(doc([RIGHT, STALE], [STALE]), null)).toStrictEqual({ text: '{"hooks": {}}', owned: undefined, managedFound: 3 });
+    expect(plan(doc([RIGHT, STALE], [STALE]), null)).toStrictEqual({
+      text: '{"hooks": {}}',
+      owned: undefined,
+      managedFound: 3,
+    });
   });
 
   it('deletes or empties the file only as the record says, and never a file that holds more', () => {
     // A file the agent created, emptied by hand: it goes, as it would have with the agent's entry in it.
-    expect(plan('{}', null, { format: 'json', created: true })).toStrictEqual({ text: null, owned: undefined, managedFound: 0 });
-    expect(plan('{"a": 1}', null, { format: 'json', created: true })).toStrictEqual({ text: '{"a": 1}', owned: undefined, managedFound: 0 });
-    expect(plan('{"a": 1}', null, { format: 'json', emptyOriginal: '' })).toStrictEqual({ text: '{"a": 1}', owned: undefined, managedFound: 0 });
+    expect(plan('{}', null, { format: 'json', created: true })).toStrictEqual({
+      text: null,
+      owned: undefined,
+      managedFound: 0,
+    });
+    expect(plan('{"a": 1}', null, { format: 'json', created: true })).toStrictEqual({
+      text: '{"a": 1}',
+      owned: undefined,
+      managedFound: 0,
+    });
+    expect(plan('{"a": 1}', null, { format: 'json', emptyOriginal: '' })).toStrictEqual({
+      text: '{"a": 1}',
+      owned: undefined,
+      managedFound: 0,
+    });
     expect(plan('{ }', null, { format: 'json', emptyOriginal: '' }).text).toBe('{ }');
     expect(plan(one, null, { format: 'json', created: 'yes', container: 'root', event: 'SessionEnd' }).text).toBe('{}');
-    expect(plan(one, null, { format: 'json', container: 'root', event: 'SessionEnd', emptyOriginal: '\n' }).text).toBe('\n');
-    expect(plan(one, null, { format: 'json', container: 'root', event: 'SessionEnd', emptyOriginal: 'x' }).text).toBe('{}');
-    expect(plan(one, null, { format: 'json', container: 'root', event: 'SessionEnd', emptyOriginal: 1 }).text).toBe('{}');
+    expect(plan(one, null, { format: 'json', container: 'root', event: 'SessionEnd', emptyOriginal: '\n' }).text).toBe(
+      '\n',
+    );
+    expect(plan(one, null, { format: 'json', container: 'root', event: 'SessionEnd', emptyOriginal: 'x' }).text).toBe(
+      '{}',
+    );
+    expect(plan(one, null, { format: 'json', container: 'root', event: 'SessionEnd', emptyOriginal: 1 }).text).toBe(
+      '{}',
+    );
   });
 });
 
@@ -189,16 +283,48 @@ describe('planJson: the record and the keeper, edge by edge', () => {
   it('keeps only the record fields it understands when the handler stays', () => {
     const right = doc([RIGHT]);
     const keptAs = (owned: OwnershipRecord) => plan(right, desired, owned).owned;
-    expect(keptAs({ format: 'json', created: false, container: 'other', event: 'SessionEnd' })).toStrictEqual({ format: 'json', created: false });
-    expect(keptAs({ format: 'json', created: false, container: 'root' })).toStrictEqual({ format: 'json', created: false });
-    expect(keptAs({ format: 'json', container: 'event', event: 'SessionEnd', inner: 'x' })).toStrictEqual({ format: 'json', created: false, container: 'event', event: 'SessionEnd' });
-    expect(keptAs({ format: 'json', container: 'event', event: 'SessionEnd', inner: '' })).toStrictEqual({ format: 'json', created: false, container: 'event', event: 'SessionEnd', inner: '' });
-    expect(keptAs({ format: 'json', container: 'hooks', event: 'SessionEnd', inner: ' \n ' })).toStrictEqual({ format: 'json', created: false, container: 'hooks', event: 'SessionEnd', inner: ' \n ' });
+    expect(keptAs({ format: 'json', created: false, container: 'other', event: 'SessionEnd' })).toStrictEqual({
+      format: 'json',
+      created: false,
+    });
+    expect(keptAs({ format: 'json', created: false, container: 'root' })).toStrictEqual({
+      format: 'json',
+      created: false,
+    });
+    expect(keptAs({ format: 'json', container: 'event', event: 'SessionEnd', inner: 'x' })).toStrictEqual({
+      format: 'json',
+      created: false,
+      container: 'event',
+      event: 'SessionEnd',
+    });
+    expect(keptAs({ format: 'json', container: 'event', event: 'SessionEnd', inner: '' })).toStrictEqual({
+      format: 'json',
+      created: false,
+      container: 'event',
+      event: 'SessionEnd',
+      inner: '',
+    });
+    expect(keptAs({ format: 'json', container: 'hooks', event: 'SessionEnd', inner: ' \n ' })).toStrictEqual({
+      format: 'json',
+      created: false,
+      container: 'hooks',
+      event: 'SessionEnd',
+      inner: ' \n ',
+    });
     expect(keptAs({ format: 'json', emptyOriginal: 'x' })).toStrictEqual({ format: 'json', created: false });
     // An array reads as '' to a regular expression; only strings count.
-    expect(keptAs({ format: 'json', container: 'event', event: 'SessionEnd', inner: [] })).toStrictEqual({ format: 'json', created: false, container: 'event', event: 'SessionEnd' });
+    expect(keptAs({ format: 'json', container: 'event', event: 'SessionEnd', inner: [] })).toStrictEqual({
+      format: 'json',
+      created: false,
+      container: 'event',
+      event: 'SessionEnd',
+    });
     expect(keptAs({ format: 'json', emptyOriginal: [] })).toStrictEqual({ format: 'json', created: false });
-    expect(keptAs({ format: 'json', emptyOriginal: '' })).toStrictEqual({ format: 'json', created: false, emptyOriginal: '' });
+    expect(keptAs({ format: 'json', emptyOriginal: '' })).toStrictEqual({
+      format: 'json',
+      created: false,
+      emptyOriginal: '',
+    });
   });
 
   it('keeps a handler only on the wanted event, moving one found on another', () => {
@@ -217,7 +343,11 @@ describe('planJson: the record and the keeper, edge by edge', () => {
 
   it('rewrites only the values that are wrong, keeping the spelling of the right ones', () => {
     const spelled = `{"type": "comm\\u0061nd", "command": ${C}, "timeout": 3.0}`;
-    expect(plan(doc([spelled]))).toStrictEqual({ text: doc([spelled]), owned: { format: 'json', created: false }, managedFound: 1 });
+    expect(plan(doc([spelled]))).toStrictEqual({
+      text: doc([spelled]),
+      owned: { format: 'json', created: false },
+      managedFound: 1,
+    });
     expect(plan(doc([`{"type": "comm\\u0061nd", "command": ${OLD}, "timeout": 3.0}`])).text).toBe(doc([spelled]));
   });
 
@@ -229,7 +359,9 @@ describe('planJson: the record and the keeper, edge by edge', () => {
 
   it('refuses a removal that would bring back the user’s hooks under a repeated "hooks" key', () => {
     const hidden = `{"hooks": {"Stop": [{"hooks": [${USER}]}]}, "hooks": {"SessionEnd": [{"hooks": [${RIGHT}]}]}}`;
-    const error = thrown(() => plan(hidden, null, { format: 'json', container: 'root', event: 'SessionEnd', inner: '' }));
+    const error = thrown(() =>
+      plan(hidden, null, { format: 'json', container: 'root', event: 'SessionEnd', inner: '' }),
+    );
     expect(error.code).toBe('NATIVE_CONFIG_CONFLICT');
     expect(error.message).toContain('without changing your own entries');
   });

@@ -11,8 +11,16 @@ const SELF = { node: '/usr/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js'
 const desired = buildManagedHook(SELF, 'codex', 'codex-v0_145_0', 'SessionEnd', 3);
 const COMMAND = `'/usr/bin/node' '/opt/blue-agent/bin/blue-agent.js' capture --harness codex --profile codex-v0_145_0`;
 // A managed command an earlier install wrote (another Node.js, another path, an older profile).
-const OLD = `'/usr/local/bin/node' '/opt/old/blue-agent/bin/blue-agent.js' capture --harness codex --profile codex-v0_140_0`;
-const BLOCK = ['[[hooks.SessionEnd]]', '[[hooks.SessionEnd.hooks]]', 'type = "command"', `command = "${COMMAND}"`, 'timeout = 3', ''].join('\n');
+const OLD =
+  `'/usr/local/bin/node' '/opt/old/blue-agent/bin/blue-agent.js' capture --harness codex --profile ` + `codex-v0_140_0`;
+const BLOCK = [
+  '[[hooks.SessionEnd]]',
+  '[[hooks.SessionEnd.hooks]]',
+  'type = "command"',
+  `command = "${COMMAND}"`,
+  'timeout = 3',
+  '',
+].join('\n');
 
 function plan(text: string | null, hook: ManagedHook | null = desired, owned?: OwnershipRecord): HookPlan {
   return planToml({ text, file: FILE, desired: hook, owned });
@@ -24,7 +32,14 @@ function managedIn(text: string): number {
 
 /** A managed `[[hooks.SessionEnd]]` group with the given command and body lines after the command. */
 function group(command: string, ...rest: string[]): string {
-  return ['[[hooks.SessionEnd]]', '[[hooks.SessionEnd.hooks]]', 'type = "command"', `command = "${command}"`, ...rest, ''].join('\n');
+  return [
+    '[[hooks.SessionEnd]]',
+    '[[hooks.SessionEnd.hooks]]',
+    'type = "command"',
+    `command = "${command}"`,
+    ...rest,
+    '',
+  ].join('\n');
 }
 
 describe('readTomlRecord', () => {
@@ -33,11 +48,27 @@ describe('readTomlRecord', () => {
     expect(readTomlRecord({ format: 'json', created: true })).toBeUndefined();
     expect(readTomlRecord({ format: 'toml' })).toStrictEqual({ format: 'toml', created: false });
     expect(readTomlRecord({ format: 'toml', created: 'true' })).toStrictEqual({ format: 'toml', created: false });
-    expect(readTomlRecord({ format: 'toml', created: true, lead: '\r\n', gap: '\n' })).toStrictEqual({ format: 'toml', created: true, lead: '\r\n', gap: '\n' });
-    expect(readTomlRecord({ format: 'toml', created: false, lead: '', gap: '' })).toStrictEqual({ format: 'toml', created: false, lead: '', gap: '' });
+    expect(readTomlRecord({ format: 'toml', created: true, lead: '\r\n', gap: '\n' })).toStrictEqual({
+      format: 'toml',
+      created: true,
+      lead: '\r\n',
+      gap: '\n',
+    });
+    expect(readTomlRecord({ format: 'toml', created: false, lead: '', gap: '' })).toStrictEqual({
+      format: 'toml',
+      created: false,
+      lead: '',
+      gap: '',
+    });
     for (const bad of ['x', '\n\n', 'x\n', '\nx', '\r', ' \n', 1]) {
-      expect(readTomlRecord({ format: 'toml', lead: bad, gap: '\n' })).toStrictEqual({ format: 'toml', created: false });
-      expect(readTomlRecord({ format: 'toml', lead: '\n', gap: bad })).toStrictEqual({ format: 'toml', created: false });
+      expect(readTomlRecord({ format: 'toml', lead: bad, gap: '\n' })).toStrictEqual({
+        format: 'toml',
+        created: false,
+      });
+      expect(readTomlRecord({ format: 'toml', lead: '\n', gap: bad })).toStrictEqual({
+        format: 'toml',
+        created: false,
+      });
     }
     expect(readTomlRecord({ format: 'toml', lead: '\n' })).toStrictEqual({ format: 'toml', created: false });
   });
@@ -51,12 +82,18 @@ describe('tomlString and renderTomlBlock', () => {
   it('writes a bare event name bare and quotes any other', () => {
     for (const event of ['Stop', 'Session_End-2']) {
       const hook = { ...desired, event };
-      expect(renderTomlBlock(hook, '\n').split('\n').slice(0, 2)).toEqual([`[[hooks.${event}]]`, `[[hooks.${event}.hooks]]`]);
+      expect(renderTomlBlock(hook, '\n').split('\n').slice(0, 2)).toEqual([
+        `[[hooks.${event}]]`,
+        `[[hooks.${event}.hooks]]`,
+      ]);
     }
     for (const event of ['a.b', 'Session End', '.x', 'x.', '']) {
       const hook = { ...desired, event };
       const quoted = JSON.stringify(event);
-      expect(renderTomlBlock(hook, '\n').split('\n').slice(0, 2)).toEqual([`[[hooks.${quoted}]]`, `[[hooks.${quoted}.hooks]]`]);
+      expect(renderTomlBlock(hook, '\n').split('\n').slice(0, 2)).toEqual([
+        `[[hooks.${quoted}]]`,
+        `[[hooks.${quoted}.hooks]]`,
+      ]);
     }
   });
 
@@ -67,20 +104,39 @@ describe('tomlString and renderTomlBlock', () => {
   it('an event with a quoted name round-trips through install and removal', () => {
     const hook = buildManagedHook(SELF, 'codex', 'codex-v0_145_0', 'Session End', 30);
     const installed = plan('model = "o3"\n', hook);
-    expect(installed.text).toBe(`model = "o3"\n\n[[hooks."Session End"]]\n[[hooks."Session End".hooks]]\ntype = "command"\ncommand = "${COMMAND}"\ntimeout = 30\n`);
+    expect(installed.text).toBe(
+      `model = "o3"\n\n[[hooks."Session End"]]\n[[hooks."Session End".hooks]]\ntype = "command"\ncommand = "` +
+        `${COMMAND}"\ntimeout = 30\n`,
+    );
     expect(plan(installed.text, null, installed.owned).text).toBe('model = "o3"\n');
   });
 });
 
 describe('planToml: creating and appending', () => {
   it('creates a missing file with the block and records that it did', () => {
-    expect(plan(null)).toStrictEqual({ text: BLOCK, owned: { format: 'toml', created: true, lead: '', gap: '' }, managedFound: 0 });
+    expect(plan(null)).toStrictEqual({
+      text: BLOCK,
+      owned: { format: 'toml', created: true, lead: '', gap: '' },
+      managedFound: 0,
+    });
   });
 
   it('records the exact separator it put before the block', () => {
-    expect(plan('')).toStrictEqual({ text: BLOCK, owned: { format: 'toml', created: false, lead: '', gap: '' }, managedFound: 0 });
-    expect(plan('a = 1\n')).toStrictEqual({ text: `a = 1\n\n${BLOCK}`, owned: { format: 'toml', created: false, lead: '', gap: '\n' }, managedFound: 0 });
-    expect(plan('a = 1')).toStrictEqual({ text: `a = 1\n\n${BLOCK}`, owned: { format: 'toml', created: false, lead: '\n', gap: '\n' }, managedFound: 0 });
+    expect(plan('')).toStrictEqual({
+      text: BLOCK,
+      owned: { format: 'toml', created: false, lead: '', gap: '' },
+      managedFound: 0,
+    });
+    expect(plan('a = 1\n')).toStrictEqual({
+      text: `a = 1\n\n${BLOCK}`,
+      owned: { format: 'toml', created: false, lead: '', gap: '\n' },
+      managedFound: 0,
+    });
+    expect(plan('a = 1')).toStrictEqual({
+      text: `a = 1\n\n${BLOCK}`,
+      owned: { format: 'toml', created: false, lead: '\n', gap: '\n' },
+      managedFound: 0,
+    });
     expect(plan('a = 1\n\n').owned).toStrictEqual({ format: 'toml', created: false, lead: '', gap: '' });
     expect(plan('a = 1\n\n').text).toBe(`a = 1\n\n${BLOCK}`);
     expect(plan('a = 1\n \t\n').text).toBe(`a = 1\n \t\n${BLOCK}`);
@@ -91,7 +147,17 @@ describe('planToml: creating and appending', () => {
   });
 
   it('removal with each recorded separator gives back the bytes from before the append', () => {
-    for (const original of ['a = 1', 'a = 1\n', 'a = 1\n\n', 'a = 1\n \n', 'a = 1\r\n', 'a = 1\r\n\r\n', '# only a comment', '\n', '']) {
+    for (const original of [
+      'a = 1',
+      'a = 1\n',
+      'a = 1\n\n',
+      'a = 1\n \n',
+      'a = 1\r\n',
+      'a = 1\r\n\r\n',
+      '# only a comment',
+      '\n',
+      '',
+    ]) {
       const installed = plan(original);
       expect(managedIn(installed.text!)).toBe(1);
       const removed = plan(installed.text, null, installed.owned);
@@ -100,10 +166,26 @@ describe('planToml: creating and appending', () => {
   });
 
   it('removal of a created file deletes it only when the record says the agent created it', () => {
-    expect(plan(BLOCK, null, { format: 'toml', created: true, lead: '', gap: '' })).toStrictEqual({ text: null, owned: undefined, managedFound: 1 });
-    expect(plan(BLOCK, null, { format: 'toml', created: true })).toStrictEqual({ text: null, owned: undefined, managedFound: 1 });
-    expect(plan(BLOCK, null, { format: 'toml', created: false, lead: '', gap: '' })).toStrictEqual({ text: '', owned: undefined, managedFound: 1 });
-    expect(plan(BLOCK, null, { format: 'toml', created: 1 })).toStrictEqual({ text: '', owned: undefined, managedFound: 1 });
+    expect(plan(BLOCK, null, { format: 'toml', created: true, lead: '', gap: '' })).toStrictEqual({
+      text: null,
+      owned: undefined,
+      managedFound: 1,
+    });
+    expect(plan(BLOCK, null, { format: 'toml', created: true })).toStrictEqual({
+      text: null,
+      owned: undefined,
+      managedFound: 1,
+    });
+    expect(plan(BLOCK, null, { format: 'toml', created: false, lead: '', gap: '' })).toStrictEqual({
+      text: '',
+      owned: undefined,
+      managedFound: 1,
+    });
+    expect(plan(BLOCK, null, { format: 'toml', created: 1 })).toStrictEqual({
+      text: '',
+      owned: undefined,
+      managedFound: 1,
+    });
     expect(plan(BLOCK, null, undefined)).toStrictEqual({ text: '', owned: undefined, managedFound: 1 });
     // The user wrote more into the created file: it stays.
     const kept = plan(`a = 1\n\n${BLOCK}`, null, { format: 'toml', created: true, lead: '', gap: '\n' });
@@ -147,7 +229,9 @@ describe('planToml: editing the kept managed entry', () => {
     expect(plan(group(COMMAND)).text).toBe(group(COMMAND, 'timeout = 3'));
     expect(plan(group(COMMAND).slice(0, -1)).text).toBe(group(COMMAND, 'timeout = 3').slice(0, -1));
     expect(plan(group(COMMAND).replace(/\n/g, '\r\n')).text).toBe(group(COMMAND, 'timeout = 3').replace(/\n/g, '\r\n'));
-    expect(plan(group(COMMAND).replace(/\n/g, '\r\n').slice(0, -2)).text).toBe(group(COMMAND, 'timeout = 3').replace(/\n/g, '\r\n').slice(0, -2));
+    expect(plan(group(COMMAND).replace(/\n/g, '\r\n').slice(0, -2)).text).toBe(
+      group(COMMAND, 'timeout = 3').replace(/\n/g, '\r\n').slice(0, -2),
+    );
   });
 
   it('keeps the record when nothing was cut, and a fresh one otherwise', () => {
@@ -163,17 +247,39 @@ describe('planToml: editing the kept managed entry', () => {
   });
 
   it('refuses a managed entry without a command key of its own (a dotted or nested layout), pointing at its group', () => {
-    const nested = ['a = 1', '[[hooks.SessionEnd]]', '[[hooks.SessionEnd.hooks]]', 'type = "command"', `x.y = 1`, `[hooks.SessionEnd.hooks.more]`, 'z = 2', ''].join('\n');
+    const nested = [
+      'a = 1',
+      '[[hooks.SessionEnd]]',
+      '[[hooks.SessionEnd.hooks]]',
+      'type = "command"',
+      `x.y = 1`,
+      `[hooks.SessionEnd.hooks.more]`,
+      'z = 2',
+      '',
+    ].join('\n');
     // Not managed (no command): appended after, as the user's.
     expect(managedIn(plan(nested).text!)).toBe(1);
-    const dotted = ['a = 1', '[[hooks.SessionEnd]]', '[[hooks.SessionEnd.hooks]]', 'type = "command"', `command.x = 1`, ''].join('\n');
+    const dotted = [
+      'a = 1',
+      '[[hooks.SessionEnd]]',
+      '[[hooks.SessionEnd.hooks]]',
+      'type = "command"',
+      `command.x = 1`,
+      '',
+    ].join('\n');
     expect(managedIn(plan(dotted).text!)).toBe(1);
   });
 });
 
 describe('planToml: conflicts', () => {
   it('points an inline managed entry out at the definition of its event', () => {
-    const text = ['model = "o3"', '[hooks]', 'Stop = []', `SessionEnd = [{ hooks = [{ type = "command", command = "${OLD}" }] }]`, ''].join('\n');
+    const text = [
+      'model = "o3"',
+      '[hooks]',
+      'Stop = []',
+      `SessionEnd = [{ hooks = [{ type = "command", command = "${OLD}" }] }]`,
+      '',
+    ].join('\n');
     const error = thrown(() => plan(text));
     expect(error.code).toBe('NATIVE_CONFIG_CONFLICT');
     expect([error.line, error.column]).toEqual([4, 1]);
@@ -200,7 +306,15 @@ describe('planToml: conflicts', () => {
   });
 
   it('appends next to user tables under the event that are not inline definitions', () => {
-    const text = ['[[hooks.SessionEnd]]', 'matcher = "x"', '[hooks.SessionEnd.extra]', 'k = 1', '[[hooks.SessionEnd.hooks]]', 'command = "echo"', ''].join('\n');
+    const text = [
+      '[[hooks.SessionEnd]]',
+      'matcher = "x"',
+      '[hooks.SessionEnd.extra]',
+      'k = 1',
+      '[[hooks.SessionEnd.hooks]]',
+      'command = "echo"',
+      '',
+    ].join('\n');
     const result = plan(text);
     expect(result.text).toBe(`${text}\n${BLOCK}`);
   });
@@ -227,7 +341,10 @@ const INLINE = 'is written inline, where it cannot be changed without rewriting 
 
 describe('readTomlRecord: separators of another type', () => {
   it('takes a separator only as a string, not as something that prints like one', () => {
-    expect(readTomlRecord({ format: 'toml', lead: ['\n'], gap: '\n' })).toStrictEqual({ format: 'toml', created: false });
+    expect(readTomlRecord({ format: 'toml', lead: ['\n'], gap: '\n' })).toStrictEqual({
+      format: 'toml',
+      created: false,
+    });
     expect(readTomlRecord({ format: 'toml', lead: '', gap: ['\n'] })).toStrictEqual({ format: 'toml', created: false });
   });
 });
@@ -252,11 +369,20 @@ describe('planToml: tables around a managed handler', () => {
 
   it('passes over a group whose hooks are a table, not handlers', () => {
     const tableHooks = ['[[hooks.SessionEnd]]', '[hooks.SessionEnd.hooks.x]', 'y = 1', ''].join('\n');
-    expect(plan(`${tableHooks}${group(OLD, 'timeout = 3')}`).text).toBe(`${tableHooks}${group(COMMAND, 'timeout = 3')}`);
+    expect(plan(`${tableHooks}${group(OLD, 'timeout = 3')}`).text).toBe(
+      `${tableHooks}${group(COMMAND, 'timeout = 3')}`,
+    );
   });
 
   it('edits a kept handler whose group has tables of its own', () => {
-    const text = ['[[hooks.SessionEnd]]', '[hooks.SessionEnd.extra]', 'k = 1', '[[hooks.SessionEnd.list]]', 'k = 2', handler(OLD, 'SessionEnd', 'timeout = 3')].join('\n');
+    const text = [
+      '[[hooks.SessionEnd]]',
+      '[hooks.SessionEnd.extra]',
+      'k = 1',
+      '[[hooks.SessionEnd.list]]',
+      'k = 2',
+      handler(OLD, 'SessionEnd', 'timeout = 3'),
+    ].join('\n');
     expect(plan(text).text).toBe(text.replace(OLD, COMMAND));
   });
 
@@ -269,7 +395,9 @@ describe('planToml: tables around a managed handler', () => {
     expect(plan(`${user}${handler(OLD)}# note\n${env}`, null).text).toBe(`${user}# note\n`);
     // A sub-table after a later user handler is that handler's.
     const after = `${user}${handler(OLD)}${handler('say')}${env}`;
-    expect(plan(`${after}${group(OLD, 'timeout = 3')}`).text).toBe(`${user}${handler('say')}${env}${group(COMMAND, 'timeout = 3')}`);
+    expect(plan(`${after}${group(OLD, 'timeout = 3')}`).text).toBe(
+      `${user}${handler('say')}${env}${group(COMMAND, 'timeout = 3')}`,
+    );
   });
 
   it('refuses to cut a managed handler written inside a group table, pointing at that group', () => {
@@ -279,7 +407,8 @@ describe('planToml: tables around a managed handler', () => {
     const mixed = `a = 1\n[[hooks.SessionEnd]]\nhooks = [{ command = "echo" }, { command = "${OLD}" }]\n`;
     expect(refusal(mixed, null)).toEqual(['NATIVE_CONFIG_CONFLICT', 2, 1]);
     // Even when it is already right: the agent's own group written as tables is the one kept.
-    const right = `[[hooks.SessionEnd]]\nhooks = [{ type = "command", command = ${tomlString(COMMAND)}, timeout = 3 }]\n`;
+    const right =
+      `[[hooks.SessionEnd]]\nhooks = [{ type = "command", command = ${tomlString(COMMAND)}, timeout = ` + `3 }]\n`;
     expect(refusal(`${right}${group(OLD, 'timeout = 3')}`)).toEqual(['NATIVE_CONFIG_CONFLICT', 1, 1]);
     expect(refusal(`${right}${group(OLD, 'timeout = 3')}`, null)).toEqual(['NATIVE_CONFIG_CONFLICT', 1, 1]);
   });
@@ -356,10 +485,14 @@ describe('planToml: which managed handler is kept', () => {
   });
 
   it('prefers a single-handler group over an earlier group with two managed handlers', () => {
-    const two = `[[hooks.SessionEnd]]\nmatcher = "x"\n${handler(OLD, 'SessionEnd', 'timeout = 3')}${handler(OLD, 'SessionEnd', 'timeout = 3')}`;
+    const two =
+      `[[hooks.SessionEnd]]\nmatcher = "x"\n${handler(OLD, 'SessionEnd', 'timeout = 3')}` +
+      `${handler(OLD, 'SessionEnd', 'timeout = 3')}`;
     expect(plan(`${two}${group(OLD, 'timeout = 3')}`).text).toBe(group(COMMAND, 'timeout = 3'));
     // With no other group, the first handler of that group stays and the second goes.
-    expect(plan(two).text).toBe(`[[hooks.SessionEnd]]\nmatcher = "x"\n${handler(COMMAND, 'SessionEnd', 'timeout = 3')}`);
+    expect(plan(two).text).toBe(
+      `[[hooks.SessionEnd]]\nmatcher = "x"\n${handler(COMMAND, 'SessionEnd', 'timeout = 3')}`,
+    );
   });
 
   it('counts the handlers of a group within its own event', () => {

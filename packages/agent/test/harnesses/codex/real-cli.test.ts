@@ -11,7 +11,14 @@ import { describe, expect, it } from 'vitest';
 import { reconcile } from '../../../src/reconcile/index.js';
 import { captureLog } from '../../../../../test/support/cli-process.js';
 import { harnessBin } from '../../../../../test/support/harness-bins.js';
-import { useCaptureHome, useOfflineSession, type Payload, useReconcileHome, useRestoreRoundTrip, useResumeRoundTrip } from '../../../../../test/support/real-cli.js';
+import {
+  useCaptureHome,
+  useOfflineSession,
+  type Payload,
+  useReconcileHome,
+  useRestoreRoundTrip,
+  useResumeRoundTrip,
+} from '../../../../../test/support/real-cli.js';
 import { appendStdinCommand, harnessEnv, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
 import { appendCodexHook, codexHome, runCodex, writeCodexProviderConfig } from './rig.js';
 
@@ -50,12 +57,17 @@ describe('Codex offline session', () => {
       expect(end).toMatchObject({ cwd, hook_event_name: 'SessionEnd' });
       expect(end.session_id).toMatch(/^[0-9a-f-]{36}$/);
       if (end.transcript_path !== null) {
-        expect(end.transcript_path).toMatch(new RegExp(`^${escapeRegExp(path.join(dir, 'sessions'))}/.*rollout-.*${end.session_id as string}\\.jsonl$`));
+        expect(end.transcript_path).toMatch(
+          new RegExp(`^${escapeRegExp(path.join(dir, 'sessions'))}/.*rollout-.*${end.session_id as string}\\.jsonl$`),
+        );
         expect(existsSync(end.transcript_path as string)).toBe(true);
       }
 
       // The run left config.toml valid, with the provider and the user's hook still in it.
-      const config = parseToml(await readFile(configFile, 'utf8')) as { model_provider?: string; hooks?: { SessionEnd?: unknown[] } };
+      const config = parseToml(await readFile(configFile, 'utf8')) as {
+        model_provider?: string;
+        hooks?: { SessionEnd?: unknown[] };
+      };
       expect(config.model_provider).toBe('blue_stub');
       expect(config.hooks?.SessionEnd).toHaveLength(1);
     },
@@ -70,7 +82,15 @@ describe('Codex offline session', () => {
       await writeCodexProviderConfig(dir, stub.url);
       await appendCodexHook(dir, 'SessionEnd', appendStdinCommand(hookOut), 3);
 
-      const result = await runCodex({ bin: harnessBin('codex'), home: t.home, cwd, prompt: 'Say hello.', stubUrl: stub.url, env: t.env, timeoutMs: SESSION_TIMEOUT_MS });
+      const result = await runCodex({
+        bin: harnessBin('codex'),
+        home: t.home,
+        cwd,
+        prompt: 'Say hello.',
+        stubUrl: stub.url,
+        env: t.env,
+        timeoutMs: SESSION_TIMEOUT_MS,
+      });
       expectSessionOk(result);
       expect(existsSync(hookOut), 'an untrusted hook ran').toBe(false);
     },
@@ -92,7 +112,11 @@ describe('reconcile with the real CLI', () => {
       await appendCodexHook(dir, 'SessionEnd', appendStdinCommand(userOut), 3);
 
       const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['codex'] });
-      expect(report.harnesses[0]).toMatchObject({ state: 'awaiting_trust', action: 'create', profile: 'codex-v0_145_0' });
+      expect(report.harnesses[0]).toMatchObject({
+        state: 'awaiting_trust',
+        action: 'create',
+        profile: 'codex-v0_145_0',
+      });
 
       const result = await runCodex({
         bin,
@@ -130,12 +154,26 @@ describe('capture with the real CLI', () => {
       expect(report.harnesses[0]).toMatchObject({ profile: 'codex-v0_145_0' });
 
       const prompt = 'List three prime numbers.';
-      const result = await runCodex({ bin, home: t.home, cwd, prompt, stubUrl: stub.url, env: t.env, bypassHookTrust: true, writeConfig: false, timeoutMs: 60_000 });
+      const result = await runCodex({
+        bin,
+        home: t.home,
+        cwd,
+        prompt,
+        stubUrl: stub.url,
+        env: t.env,
+        bypassHookTrust: true,
+        writeConfig: false,
+        timeoutMs: 60_000,
+      });
       expect(result.exitCode, explain(result)).toBe(0);
 
       const { state, record } = await oneFinishedCapture();
       expect(state, JSON.stringify(record)).toBe('ready');
-      expect(record).toMatchObject({ harness: 'codex', profile: 'codex-v0_145_0', payload: { cwd, hook_event_name: 'SessionEnd' } });
+      expect(record).toMatchObject({
+        harness: 'codex',
+        profile: 'codex-v0_145_0',
+        payload: { cwd, hook_event_name: 'SessionEnd' },
+      });
       await expectVerifiedBundle(record, 'codex', 'codex-v0_145_0', { title: prompt, summary: prompt });
     },
     TEST_TIMEOUT_MS,
@@ -146,7 +184,9 @@ const CHATHAM = 'Pacific/Chatham';
 
 /** Chatham's offset from UTC at `at`, in minutes (+12:45, +13:45 in summer), whatever the time zone of this process. */
 function chathamOffset(at: number): number {
-  const name = new Intl.DateTimeFormat('en-US', { timeZone: CHATHAM, timeZoneName: 'longOffset' }).formatToParts(at).find((p) => p.type === 'timeZoneName')!.value;
+  const name = new Intl.DateTimeFormat('en-US', { timeZone: CHATHAM, timeZoneName: 'longOffset' })
+    .formatToParts(at)
+    .find((p) => p.type === 'timeZoneName')!.value;
   const [, sign, hours, minutes] = /^GMT([+-])(\d{2}):(\d{2})$/.exec(name)!;
   return (sign === '-' ? -1 : 1) * (Number(hours) * 60 + Number(minutes));
 }
@@ -158,26 +198,64 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
   it(
     'Codex: codex exec resume <id> in the destination continues the restored rollout',
     async () => {
-      const { a, b, stub, sourceCwd, destination, agentContext, explain, expectResumedWithHistory, bundleFromA, restoreIntoB, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const {
+        a,
+        b,
+        stub,
+        sourceCwd,
+        destination,
+        agentContext,
+        explain,
+        expectResumedWithHistory,
+        bundleFromA,
+        restoreIntoB,
+        FIRST_PROMPT,
+        SECOND_PROMPT,
+      } = w;
       const bin = harnessBin('codex');
       // Both machines in a time zone far from UTC: Codex names the rollout by local time, and so does the restore.
-      const first = await runCodex({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, env: { TZ: CHATHAM }, timeoutMs: 90_000 });
+      const first = await runCodex({
+        bin,
+        home: a.home,
+        cwd: sourceCwd,
+        prompt: FIRST_PROMPT,
+        stubUrl: stub.url,
+        env: { TZ: CHATHAM },
+        timeoutMs: 90_000,
+      });
       expect(first.exitCode, explain(first)).toBe(0);
       const sessions = path.join(codexHome(harnessEnv(a.home)), 'sessions');
       const rollouts = (await readdir(sessions, { recursive: true })).filter((n) => /rollout-.*\.jsonl$/.test(n));
       expect(rollouts).toHaveLength(1);
       const id = /-([0-9a-f-]{36})\.jsonl$/.exec(rollouts[0]!)![1]!;
-      const bundle = await bundleFromA('codex', agentContext(a, bin), { session_id: id, cwd: sourceCwd, transcript_path: path.join(sessions, rollouts[0]!) });
+      const bundle = await bundleFromA('codex', agentContext(a, bin), {
+        session_id: id,
+        cwd: sourceCwd,
+        transcript_path: path.join(sessions, rollouts[0]!),
+      });
 
-      const ctx = b.context({ env: agentContext(b, bin).env as Record<string, string>, clock: { now: () => Date.now(), utcOffsetMinutes: chathamOffset } });
+      const ctx = b.context({
+        env: agentContext(b, bin).env as Record<string, string>,
+        clock: { now: () => Date.now(), utcOffsetMinutes: chathamOffset },
+      });
       await mkdir(path.join(b.home, '.codex'), { recursive: true });
       const restored = await restoreIntoB(ctx, bundle);
       expect(restored).toEqual({ sessionId: id, resumeArgv: ['codex', 'resume', id] });
-      const placed = (await readdir(path.join(b.home, '.codex', 'sessions'), { recursive: true })).filter((n) => /rollout-.*\.jsonl$/.test(n));
+      const placed = (await readdir(path.join(b.home, '.codex', 'sessions'), { recursive: true })).filter((n) =>
+        /rollout-.*\.jsonl$/.test(n),
+      );
       expect(placed).toEqual(rollouts);
 
       stub.clear();
-      const resumed = await runCodex({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: ['resume', id], stubUrl: stub.url, timeoutMs: 90_000 });
+      const resumed = await runCodex({
+        bin,
+        home: b.home,
+        cwd: destination,
+        prompt: SECOND_PROMPT,
+        args: ['resume', id],
+        stubUrl: stub.url,
+        timeoutMs: 90_000,
+      });
       expectResumedWithHistory(resumed, '/v1/responses');
     },
     TEST_TIMEOUT_MS,
@@ -191,12 +269,37 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     'Codex',
     async () => {
-      const { a, b, stub, sourceCwd, destination, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const {
+        a,
+        b,
+        stub,
+        sourceCwd,
+        destination,
+        agentOn,
+        explain,
+        expectResumedWithHistory,
+        uploadedFromA,
+        resumeOnB,
+        FIRST_PROMPT,
+        SECOND_PROMPT,
+      } = w;
       const bin = harnessBin('codex');
       await writeCodexProviderConfig(codexHome(harnessEnv(a.home)), stub.url);
-      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['codex'] })).harnesses[0]).toMatchObject({ profile: 'codex-v0_145_0' });
+      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['codex'] })).harnesses[0]).toMatchObject({
+        profile: 'codex-v0_145_0',
+      });
       // The managed hook is not trusted in this fresh CODEX_HOME: the run bypasses trust, as a user who trusted it.
-      const first = await runCodex({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, env: a.env, bypassHookTrust: true, writeConfig: false, timeoutMs: 90_000 });
+      const first = await runCodex({
+        bin,
+        home: a.home,
+        cwd: sourceCwd,
+        prompt: FIRST_PROMPT,
+        stubUrl: stub.url,
+        env: a.env,
+        bypassHookTrust: true,
+        writeConfig: false,
+        timeoutMs: 90_000,
+      });
       expect(first.exitCode, explain(first)).toBe(0);
       const upload = await uploadedFromA('codex');
 
@@ -206,7 +309,17 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
 
       stub.clear();
       // Headless, `codex exec resume <id>` is the same resume the command names.
-      const resumed = await runCodex({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, writeConfig: false, timeoutMs: 90_000 });
+      const resumed = await runCodex({
+        bin,
+        home: b.home,
+        cwd: destination,
+        prompt: SECOND_PROMPT,
+        args: command.slice(1),
+        stubUrl: stub.url,
+        env: b.env,
+        writeConfig: false,
+        timeoutMs: 90_000,
+      });
       expectResumedWithHistory(resumed, '/v1/responses');
     },
     TEST_TIMEOUT_MS,
@@ -224,28 +337,75 @@ describe('a session killed mid-turn, so no end hook runs, is captured once idle 
   it(
     'Codex',
     async () => {
-      const { a, b, stub, sourceCwd, destination, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, startAgentOnA, killedMidTurn, agentLog, CODE_WORD, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const {
+        a,
+        b,
+        stub,
+        sourceCwd,
+        destination,
+        explain,
+        expectResumedWithHistory,
+        uploadedFromA,
+        resumeOnB,
+        startAgentOnA,
+        killedMidTurn,
+        agentLog,
+        CODE_WORD,
+        FIRST_PROMPT,
+        SECOND_PROMPT,
+      } = w;
       const bin = harnessBin('codex');
       const home = codexHome(harnessEnv(a.home));
       await writeCodexProviderConfig(home, stub.url);
       await startAgentOnA(bin, 4_000);
-      await waitFor('the managed hook, installed by the agent', async () => ((await readFile(path.join(home, 'config.toml'), 'utf8').catch(() => '')).includes('capture --harness codex') ? true : undefined), 60_000, 100);
+      await waitFor(
+        'the managed hook, installed by the agent',
+        async () =>
+          (await readFile(path.join(home, 'config.toml'), 'utf8').catch(() => '')).includes('capture --harness codex')
+            ? true
+            : undefined,
+        60_000,
+        100,
+      );
 
       // Hook trust bypassed, as a user who trusted the hook: only the kill keeps it from running.
       const killed = await killedMidTurn(CODE_WORD, (onSpawn) =>
-        runCodex({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, env: a.env, bypassHookTrust: true, writeConfig: false, timeoutMs: 90_000, onSpawn }),
+        runCodex({
+          bin,
+          home: a.home,
+          cwd: sourceCwd,
+          prompt: FIRST_PROMPT,
+          stubUrl: stub.url,
+          env: a.env,
+          bypassHookTrust: true,
+          writeConfig: false,
+          timeoutMs: 90_000,
+          onSpawn,
+        }),
       );
       expect(killed.signal, explain(killed)).toBe('SIGKILL');
       const upload = await uploadedFromA('codex');
 
       const log = captureLog(a.env.BLUE_AGENT_HOME!);
       const spooled = log.filter((e) => e.event === 'spooled');
-      expect(spooled, `${JSON.stringify(log)}\n${agentLog()}`).toEqual([expect.objectContaining({ session_id: upload.native_session_id, capture_reason: 'idle' })]);
+      expect(spooled, `${JSON.stringify(log)}\n${agentLog()}`).toEqual([
+        expect.objectContaining({ session_id: upload.native_session_id, capture_reason: 'idle' }),
+      ]);
 
       await writeCodexProviderConfig(codexHome(harnessEnv(b.home)), stub.url);
       const command = await resumeOnB(upload.id, bin);
       stub.clear();
-      const resumed = await runCodex({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, writeConfig: false, timeoutMs: 90_000 });
+      const resumed = await runCodex({
+        bin,
+        home: b.home,
+        cwd: destination,
+        prompt: SECOND_PROMPT,
+        args: command.slice(1),
+        stubUrl: stub.url,
+        env: b.env,
+        writeConfig: false,
+        timeoutMs: 90_000,
+      });
       expectResumedWithHistory(resumed, '/v1/responses');
     },
     TEST_TIMEOUT_MS,

@@ -24,7 +24,14 @@ describe('record session fixtures from the real CLI', () => {
       try {
         const cwd = await workDir(t.root);
         const install = harnessInstall('codex');
-        const result = await runCodex({ bin: install.bin, home: t.home, cwd, prompt: CODEX_PROMPT, stubUrl: stub.url, timeoutMs: TIMEOUT_MS });
+        const result = await runCodex({
+          bin: install.bin,
+          home: t.home,
+          cwd,
+          prompt: CODEX_PROMPT,
+          stubUrl: stub.url,
+          timeoutMs: TIMEOUT_MS,
+        });
         expect(result.exitCode, describeRun(result)).toBe(0);
         const sessions = path.join(codexHome(harnessEnv(t.home)), 'sessions');
         const out = await freshDir('codex', install.version);

@@ -11,7 +11,12 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BundleManifest } from '@blue-agent/contract/bundle/index.js';
 import { createContext, systemUtcOffsetMinutes } from '../../../src/context.js';
-import { mergeSessionIndex, mergeSessionIndexBytes, planCodexRestore, rolloutRel } from '../../../src/harnesses/codex/restore.js';
+import {
+  mergeSessionIndex,
+  mergeSessionIndexBytes,
+  planCodexRestore,
+  rolloutRel,
+} from '../../../src/harnesses/codex/restore.js';
 import { makeTestHome, type TestHome } from '../../../../../test/support/context.js';
 import { blueErrorOf, intervalOf } from '../../../../../test/support/recorded-sessions.js';
 import { codex } from './rig.js';
@@ -31,8 +36,12 @@ describe('rolloutRel: the local date and time Codex names a rollout by', () => {
   });
 
   it('crosses into a leap day and keeps .zst for a compressed rollout; seconds are cut, not rounded', () => {
-    expect(rolloutRel(Date.UTC(2028, 1, 28, 23, 59, 59, 600), 60, ID, true)).toBe(`2028/02/29/rollout-2028-02-29T00-59-59-${ID}.jsonl.zst`);
-    expect(rolloutRel(Date.UTC(2026, 0, 1, 0, 0, 0, 0), -1, ID, false)).toBe(`2025/12/31/rollout-2025-12-31T23-59-00-${ID}.jsonl`);
+    expect(rolloutRel(Date.UTC(2028, 1, 28, 23, 59, 59, 600), 60, ID, true)).toBe(
+      `2028/02/29/rollout-2028-02-29T00-59-59-${ID}.jsonl.zst`,
+    );
+    expect(rolloutRel(Date.UTC(2026, 0, 1, 0, 0, 0, 0), -1, ID, false)).toBe(
+      `2025/12/31/rollout-2025-12-31T23-59-00-${ID}.jsonl`,
+    );
   });
 
   it('a local year without four digits has no name', () => {
@@ -50,18 +59,35 @@ describe('planCodexRestore', () => {
     await home.cleanup();
   });
 
-  /** Plans a bundle holding `rollout` (captured at `nativePath`) on a machine whose clock reports `utcOffsetMinutes`. */
-  async function plan(rollout: string, utcOffsetMinutes: (at: number) => number, nativePath = `2026/11/30/rollout-2026-11-30T16-33-24-${ID}.jsonl`) {
+  /** Plans a bundle holding `rollout` (captured at `nativePath`) on a machine whose clock reports `utcOffsetMinutes`.
+   * */
+  async function plan(
+    rollout: string,
+    utcOffsetMinutes: (at: number) => number,
+    nativePath = `2026/11/30/rollout-2026-11-30T16-33-24-${ID}.jsonl`,
+  ) {
     const file = path.join(home.root, 'staged', 'rollout.jsonl');
     await mkdir(path.dirname(file), { recursive: true });
     await writeFile(file, rollout);
     const manifest = {
       native_session_id: ID,
-      files: [{ role: 'rollout', path: 'files/0000-rollout.jsonl', native_path: nativePath, size: Buffer.byteLength(rollout), sha256: createHash('sha256').update(rollout).digest('hex') }],
+      files: [
+        {
+          role: 'rollout',
+          path: 'files/0000-rollout.jsonl',
+          native_path: nativePath,
+          size: Buffer.byteLength(rollout),
+          sha256: createHash('sha256').update(rollout).digest('hex'),
+        },
+      ],
     } as unknown as BundleManifest;
     const ctx = home.context({ clock: { now: () => Date.UTC(2026, 11, 1), utcOffsetMinutes } });
     const codexHome = path.join(home.home, '.codex');
-    return planCodexRestore(ctx, { manifest, files: [file], destination: home.root, interval: await intervalOf(codex.fixture.profile) }, codexHome);
+    return planCodexRestore(
+      ctx,
+      { manifest, files: [file], destination: home.root, interval: await intervalOf(codex.fixture.profile) },
+      codexHome,
+    );
   }
 
   const meta = (envelope: string, payload: string | undefined) =>
@@ -73,7 +99,9 @@ describe('planCodexRestore', () => {
     const planned = await plan(meta('2026-11-30T16:33:24.960Z', '2026-11-30T16:33:24.929Z'), chatham);
     expect(asked).toEqual([Date.parse('2026-11-30T16:33:24.929Z')]);
     expect(planned.placements.map((p) => p.rel)).toEqual([`2026/12/01/rollout-2026-12-01T06-18-24-${ID}.jsonl`]);
-    expect(planned.placements[0]!.to).toBe(path.join(home.home, '.codex', 'sessions', '2026', '12', '01', `rollout-2026-12-01T06-18-24-${ID}.jsonl`));
+    expect(planned.placements[0]!.to).toBe(
+      path.join(home.home, '.codex', 'sessions', '2026', '12', '01', `rollout-2026-12-01T06-18-24-${ID}.jsonl`),
+    );
 
     const pacific = await plan(meta('2026-11-30T16:33:24.960Z', '2026-11-30T16:33:24.929Z'), () => -480);
     expect(pacific.placements.map((p) => p.rel)).toEqual([`2026/11/30/rollout-2026-11-30T08-33-24-${ID}.jsonl`]);
@@ -91,7 +119,9 @@ describe('planCodexRestore', () => {
   });
 
   it('refuses a start whose local year has no four digits', async () => {
-    const error = await blueErrorOf(() => plan(meta('9999-12-31T23:00:00.000Z', '9999-12-31T23:00:00.000Z'), () => 120));
+    const error = await blueErrorOf(() =>
+      plan(meta('9999-12-31T23:00:00.000Z', '9999-12-31T23:00:00.000Z'), () => 120),
+    );
     expect(error).toMatchObject({ code: 'RESTORE_UNSAFE', message: expect.stringMatching(/no usable timestamp/) });
   });
 
@@ -101,14 +131,24 @@ describe('planCodexRestore', () => {
     const ctx = createContext({ env: {} });
     for (const t of [at, summer]) expect(ctx.clock.utcOffsetMinutes(t)).toBe(-new Date(t).getTimezoneOffset() || 0);
     expect(systemUtcOffsetMinutes(at)).toBe(-new Date(at).getTimezoneOffset() || 0);
-    expect(createContext({ env: {}, clock: { now: () => 5 } }).clock.utcOffsetMinutes(at)).toBe(systemUtcOffsetMinutes(at));
+    expect(createContext({ env: {}, clock: { now: () => 5 } }).clock.utcOffsetMinutes(at)).toBe(
+      systemUtcOffsetMinutes(at),
+    );
     const given = createContext({ env: {}, clock: { now: () => 5, utcOffsetMinutes: (t) => (t === at ? 345 : 0) } });
-    expect([given.clock.now(), given.clock.utcOffsetMinutes(at), given.clock.utcOffsetMinutes(summer)]).toEqual([5, 345, 0]);
+    expect([given.clock.now(), given.clock.utcOffsetMinutes(at), given.clock.utcOffsetMinutes(summer)]).toEqual([
+      5, 345, 0,
+    ]);
   });
 });
 
 const line = fc.oneof(
-  fc.record({ id: fc.string({ minLength: 1, maxLength: 12 }), thread_name: fc.string({ maxLength: 20 }), updated_at: fc.constant('2026-01-01T00:00:00Z') }).map((o) => JSON.stringify(o)),
+  fc
+    .record({
+      id: fc.string({ minLength: 1, maxLength: 12 }),
+      thread_name: fc.string({ maxLength: 20 }),
+      updated_at: fc.constant('2026-01-01T00:00:00Z'),
+    })
+    .map((o) => JSON.stringify(o)),
   fc.string({ maxLength: 30 }).filter((s) => !s.includes('\n')),
 );
 
@@ -120,7 +160,11 @@ describe('Codex session_index.jsonl', () => {
         const merged = mergeSessionIndex(text, 'sess-1', 'My thread', '2026-11-30T00:00:00.000Z');
         expect(merged.startsWith(text)).toBe(true);
         const added = merged.slice(text.length).replace(/^\n/, '');
-        expect(JSON.parse(added)).toEqual({ id: 'sess-1', thread_name: 'My thread', updated_at: '2026-11-30T00:00:00.000Z' });
+        expect(JSON.parse(added)).toEqual({
+          id: 'sess-1',
+          thread_name: 'My thread',
+          updated_at: '2026-11-30T00:00:00.000Z',
+        });
         expect(merged.endsWith('\n')).toBe(true);
         // Idempotent: the newest line for the id already has the name.
         expect(mergeSessionIndex(merged, 'sess-1', 'My thread', '2027-01-01T00:00:00.000Z')).toBe(merged);
@@ -129,7 +173,8 @@ describe('Codex session_index.jsonl', () => {
   });
 
   it('a newer line with another name for the id makes the restored name newest again', () => {
-    const text = '{"id":"s","thread_name":"Old","updated_at":"1"}\n{"id":"s","thread_name":"Renamed","updated_at":"2"}\n';
+    const text =
+      '{"id":"s","thread_name":"Old","updated_at":"1"}\n{"id":"s","thread_name":"Renamed","updated_at":"2"}\n';
     expect(mergeSessionIndex(text, 's', 'Renamed', '3')).toBe(text);
     expect(mergeSessionIndex(text, 's', 'Old', '3')).toBe(`${text}{"id":"s","thread_name":"Old","updated_at":"3"}\n`);
     expect(mergeSessionIndex(null, 's', 'T', '3')).toBe('{"id":"s","thread_name":"T","updated_at":"3"}\n');
@@ -146,9 +191,12 @@ describe('index bytes that are not valid UTF-8', () => {
     ]);
     const after = mergeSessionIndexBytes(before, 's', 'Thread', '2');
     expect(after.subarray(0, before.length).equals(before)).toBe(true);
-    expect(after.subarray(before.length).toString('utf8')).toBe('\n{"id":"s","thread_name":"Thread","updated_at":"2"}\n');
+    expect(after.subarray(before.length).toString('utf8')).toBe(
+      '\n{"id":"s","thread_name":"Thread","updated_at":"2"}\n',
+    );
     expect(mergeSessionIndexBytes(after, 's', 'Thread', '3')).toBe(after);
-    expect(mergeSessionIndexBytes(null, 's', 'T', '3').toString('utf8')).toBe('{"id":"s","thread_name":"T","updated_at":"3"}\n');
+    expect(mergeSessionIndexBytes(null, 's', 'T', '3').toString('utf8')).toBe(
+      '{"id":"s","thread_name":"T","updated_at":"3"}\n',
+    );
   });
-
 });

@@ -11,7 +11,15 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { installTree } from '../../../../../test/support/recorded-sessions.js';
-import { appendStdinCommand, harnessEnv, runProcess, STUB_API_KEY, STUB_MODEL, type HarnessRunOptions, type HarnessRunResult } from '../../../../../test/support/run-harness.js';
+import {
+  appendStdinCommand,
+  harnessEnv,
+  runProcess,
+  STUB_API_KEY,
+  STUB_MODEL,
+  type HarnessRunOptions,
+  type HarnessRunResult,
+} from '../../../../../test/support/run-harness.js';
 import type { HarnessRig } from '../../../../../test/support/rigs.js';
 
 /** Codex reads the provider key from this variable (`env_key`). */
@@ -35,14 +43,23 @@ export interface CodexRunOptions extends HarnessRunOptions {
  * (for example `['resume', id]`).
  */
 export async function runCodex(options: CodexRunOptions): Promise<HarnessRunResult> {
-  const env = harnessEnv(options.home, { [CODEX_STUB_KEY_VARIABLE]: STUB_API_KEY, ...options.env }, options.isolationRoot);
+  const env = harnessEnv(
+    options.home,
+    { [CODEX_STUB_KEY_VARIABLE]: STUB_API_KEY, ...options.env },
+    options.isolationRoot,
+  );
   const codexHome = env.CODEX_HOME!;
   if (options.writeConfig !== false) await writeCodexProviderConfig(codexHome, options.stubUrl);
   else await mkdir(codexHome, { recursive: true });
   const args = ['exec', ...(options.args ?? []), '--skip-git-repo-check'];
   if (options.bypassHookTrust === true) args.push('--dangerously-bypass-hook-trust');
   args.push(options.prompt);
-  return runProcess(options.bin, args, { env, cwd: options.cwd, timeoutMs: options.timeoutMs, onSpawn: options.onSpawn });
+  return runProcess(options.bin, args, {
+    env,
+    cwd: options.cwd,
+    timeoutMs: options.timeoutMs,
+    onSpawn: options.onSpawn,
+  });
 }
 
 const CODEX_ROOT_KEYS_BEGIN = '# blue-agent test: model stub provider (root keys)';
@@ -60,7 +77,12 @@ export async function writeCodexProviderConfig(codexHome: string, stubUrl: strin
   let text = before;
   const header = `[model_providers.${CODEX_PROVIDER_ID}]`;
   if (!text.includes(CODEX_ROOT_KEYS_BEGIN)) {
-    const rootKeys = [CODEX_ROOT_KEYS_BEGIN, `model = ${tomlString(STUB_MODEL)}`, `model_provider = ${tomlString(CODEX_PROVIDER_ID)}`, ''].join('\n');
+    const rootKeys = [
+      CODEX_ROOT_KEYS_BEGIN,
+      `model = ${tomlString(STUB_MODEL)}`,
+      `model_provider = ${tomlString(CODEX_PROVIDER_ID)}`,
+      '',
+    ].join('\n');
     // Drop root keys the stub must own; a user's own `model` would otherwise be defined twice.
     text = removeRootKeys(text, ['model', 'model_provider']);
     text = `${rootKeys}\n${text}`;
@@ -84,8 +106,14 @@ export async function writeCodexProviderConfig(codexHome: string, stubUrl: strin
     const body = text.slice(tableStart, end).replace(/^base_url = .*$/m, `base_url = ${tomlString(baseUrl)}`);
     text = text.slice(0, tableStart) + body + text.slice(end);
   }
-  const parsed = parseToml(text) as { model_provider?: unknown; model_providers?: Record<string, { base_url?: unknown }> };
-  if (parsed.model_provider !== CODEX_PROVIDER_ID || parsed.model_providers?.[CODEX_PROVIDER_ID]?.base_url !== baseUrl) {
+  const parsed = parseToml(text) as {
+    model_provider?: unknown;
+    model_providers?: Record<string, { base_url?: unknown }>;
+  };
+  if (
+    parsed.model_provider !== CODEX_PROVIDER_ID ||
+    parsed.model_providers?.[CODEX_PROVIDER_ID]?.base_url !== baseUrl
+  ) {
     throw new Error(`writing the stub provider into ${file} did not give the expected settings:\n${text}`);
   }
   if (text !== before) await writeFile(file, text);
@@ -93,11 +121,23 @@ export async function writeCodexProviderConfig(codexHome: string, stubUrl: strin
 }
 
 /** Appends a user `[[hooks.<event>]]` group to config.toml (after the provider settings, so the file stays valid). */
-export async function appendCodexHook(codexHome: string, event: string, command: string, timeoutSeconds = 3): Promise<string> {
+export async function appendCodexHook(
+  codexHome: string,
+  event: string,
+  command: string,
+  timeoutSeconds = 3,
+): Promise<string> {
   await mkdir(codexHome, { recursive: true });
   const file = path.join(codexHome, 'config.toml');
   const before = existsSync(file) ? await readFile(file, 'utf8') : '';
-  const block = [`[[hooks.${event}]]`, `[[hooks.${event}.hooks]]`, 'type = "command"', `command = ${tomlString(command)}`, `timeout = ${timeoutSeconds}`, ''].join('\n');
+  const block = [
+    `[[hooks.${event}]]`,
+    `[[hooks.${event}.hooks]]`,
+    'type = "command"',
+    `command = ${tomlString(command)}`,
+    `timeout = ${timeoutSeconds}`,
+    '',
+  ].join('\n');
   const text = `${before === '' ? '' : `${before.replace(/\n*$/, '\n')}\n`}${block}`;
   parseToml(text);
   await writeFile(file, text);
@@ -137,12 +177,22 @@ export const codex: HarnessRig = {
     title: undefined,
     async files(dir, recorded, _vars, content) {
       const rel = String(recorded.rollout);
-      return [{ role: 'rollout', name: 'rollout.jsonl', nativePath: rel, content: await content(path.join(dir, 'sessions', rel)) }];
+      return [
+        {
+          role: 'rollout',
+          name: 'rollout.jsonl',
+          nativePath: rel,
+          content: await content(path.join(dir, 'sessions', rel)),
+        },
+      ];
     },
     sessionsIn: (home) => path.join(home, '.codex', 'sessions'),
     async seedIndexes(home) {
       await mkdir(path.join(home, '.codex'), { recursive: true });
-      await writeFile(path.join(home, '.codex', 'session_index.jsonl'), '{"id":"x","thread_name":"y","updated_at":"z"}\n');
+      await writeFile(
+        path.join(home, '.codex', 'session_index.jsonl'),
+        '{"id":"x","thread_name":"y","updated_at":"z"}\n',
+      );
     },
     async install(dir, { root, home }) {
       const vars = { ROOT: root };
@@ -156,8 +206,10 @@ export const codex: HarnessRig = {
     prepareResume: async (env, stubUrl) => void (await writeCodexProviderConfig(codexHome(env), stubUrl)),
     // The provider is in config.toml already (prepareHome, prepareResume): the run reads the file as reconcile left it.
     run: (options) => runCodex({ ...options, bypassHookTrust: options.trustHooks === true, writeConfig: false }),
-    addUserHook: async (env, outFile) => void (await appendCodexHook(codexHome(env), 'SessionEnd', appendStdinCommand(outFile), 3)),
-    userHookSessions: (lines) => lines.filter((e) => e.hook_event_name === 'SessionEnd').map((e) => e.session_id as string),
+    addUserHook: async (env, outFile) =>
+      void (await appendCodexHook(codexHome(env), 'SessionEnd', appendStdinCommand(outFile), 3)),
+    userHookSessions: (lines) =>
+      lines.filter((e) => e.hook_event_name === 'SessionEnd').map((e) => e.session_id as string),
     resumeCommand: (id) => ['codex', 'resume', id],
   },
 };

@@ -11,7 +11,15 @@ import { harnessBin } from '../../../../../test/support/harness-bins.js';
 import { startModelStub } from '../../../../../test/support/model-stub.js';
 import { appendStdinCommand, describeRun, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
 import { appendCodexHook, runCodex, writeCodexProviderConfig } from './rig.js';
-import { expectArtifactInvalid, fixtureDir, installTree, intervalOf, readRecorded, workDir, type RecordedSession } from '../../../../../test/support/recorded-sessions.js';
+import {
+  expectArtifactInvalid,
+  fixtureDir,
+  installTree,
+  intervalOf,
+  readRecorded,
+  workDir,
+  type RecordedSession,
+} from '../../../../../test/support/recorded-sessions.js';
 
 let interval: Interval;
 let fixture: string;
@@ -42,7 +50,14 @@ afterEach(async () => {
 });
 
 function payload(extra: Partial<HookPayload> = {}): HookPayload {
-  return { session_id: recorded.session_id, cwd, transcript_path: rollout, hook_event_name: 'SessionEnd', reason: 'other', ...extra };
+  return {
+    session_id: recorded.session_id,
+    cwd,
+    transcript_path: rollout,
+    hook_event_name: 'SessionEnd',
+    reason: 'other',
+    ...extra,
+  };
 }
 
 function withoutTranscript(): HookPayload {
@@ -110,7 +125,9 @@ describe('Codex: collectSession on a recorded session', () => {
     expect((await collect(withoutTranscript())).files[0]!.path).toBe(rollout);
     await rm(rollout);
     const session = await collect(withoutTranscript());
-    expect(session.files).toEqual([{ role: 'rollout', name: 'rollout.jsonl.zst', nativePath: `${recorded.rollout}.zst`, path: compressed }]);
+    expect(session.files).toEqual([
+      { role: 'rollout', name: 'rollout.jsonl.zst', nativePath: `${recorded.rollout}.zst`, path: compressed },
+    ]);
     expect(session.title).toBe(recorded.prompt);
     expect((await collect(payload({ transcript_path: compressed }))).files[0]!.path).toBe(compressed);
   });
@@ -118,14 +135,24 @@ describe('Codex: collectSession on a recorded session', () => {
 
 describe('Codex: what is refused', () => {
   it('a rollout whose session_meta names another session', async () => {
-    await rewriteFirstLine(rollout, (line) => ({ ...line, payload: { ...(line.payload as object), id: 'eeeeeeee-0000-7000-8000-000000000000' } }));
-    await expectArtifactInvalid(() => collect(), rollout, /belongs to session eeeeeeee-0000-7000-8000-000000000000, not /);
+    await rewriteFirstLine(rollout, (line) => ({
+      ...line,
+      payload: { ...(line.payload as object), id: 'eeeeeeee-0000-7000-8000-000000000000' },
+    }));
+    await expectArtifactInvalid(
+      () => collect(),
+      rollout,
+      /belongs to session eeeeeeee-0000-7000-8000-000000000000, not /,
+    );
     await expectArtifactInvalid(() => collect(withoutTranscript()), rollout, /belongs to session/);
   });
 
   it('a compressed rollout whose session_meta names another session, or that is not zstd', async () => {
     const compressed = `${rollout}.zst`;
-    await rewriteFirstLine(rollout, (line) => ({ ...line, payload: { ...(line.payload as object), id: 'eeeeeeee-0000-7000-8000-000000000000' } }));
+    await rewriteFirstLine(rollout, (line) => ({
+      ...line,
+      payload: { ...(line.payload as object), id: 'eeeeeeee-0000-7000-8000-000000000000' },
+    }));
     await writeFile(compressed, zstdCompressSync(await readFile(rollout)));
     await rm(rollout);
     await expectArtifactInvalid(() => collect(withoutTranscript()), compressed, /belongs to session eeeeeeee/);
@@ -142,9 +169,20 @@ describe('Codex: what is refused', () => {
     const outside = path.join(codexHome, 'archived_sessions', path.basename(rollout));
     await mkdir(path.dirname(outside), { recursive: true });
     await writeFile(outside, await readFile(rollout));
-    await expectArtifactInvalid(() => collect(payload({ transcript_path: outside })), outside, /outside Codex's sessions folder/);
-    const other = path.join(path.dirname(rollout), 'rollout-2026-11-30T00-00-00-eeeeeeee-0000-7000-8000-000000000000.jsonl');
-    await expectArtifactInvalid(() => collect(payload({ transcript_path: other })), other, /is not a rollout of session/);
+    await expectArtifactInvalid(
+      () => collect(payload({ transcript_path: outside })),
+      outside,
+      /outside Codex's sessions folder/,
+    );
+    const other = path.join(
+      path.dirname(rollout),
+      'rollout-2026-11-30T00-00-00-eeeeeeee-0000-7000-8000-000000000000.jsonl',
+    );
+    await expectArtifactInvalid(
+      () => collect(payload({ transcript_path: other })),
+      other,
+      /is not a rollout of session/,
+    );
   });
 
   it('a rollout that is a symbolic link, or lies under a linked folder', async () => {
@@ -170,7 +208,10 @@ describe('Codex: what is refused', () => {
 
   it('takes no title from a hard-linked session_index.jsonl', async () => {
     const other = path.join(t.root, 'index-elsewhere.jsonl');
-    await writeFile(other, `${JSON.stringify({ id: recorded.session_id, thread_name: 'from a file elsewhere', updated_at: '2026-11-30T12:00:00Z' })}\n`);
+    await writeFile(
+      other,
+      `${JSON.stringify({ id: recorded.session_id, thread_name: 'from a file elsewhere', updated_at: '2026-11-30T12:00:00Z' })}\n`,
+    );
     await link(other, path.join(codexHome, 'session_index.jsonl'));
     expect((await collect()).title).toBe(recorded.prompt);
   });
@@ -182,42 +223,61 @@ describe('Codex: what is refused', () => {
 
   it('a session with no rollout', async () => {
     await rm(rollout);
-    await expectArtifactInvalid(() => collect(withoutTranscript()), path.join(sessions, 'YYYY', 'MM', 'DD', `rollout-*-${recorded.session_id}.jsonl`), /no rollout file has this id/);
+    await expectArtifactInvalid(
+      () => collect(withoutTranscript()),
+      path.join(sessions, 'YYYY', 'MM', 'DD', `rollout-*-${recorded.session_id}.jsonl`),
+      /no rollout file has this id/,
+    );
     await expectArtifactInvalid(() => collect(), rollout, /does not exist/);
   });
 });
 
 describe('Codex: a real offline session', () => {
-  it(
-    'collects the rollout `codex exec` wrote, from the SessionEnd payload, titled with the prompt',
-    async () => {
-      const stub = await startModelStub({ reply: 'Offline reply.' });
-      try {
-        const hookOut = path.join(t.root, 'hook.jsonl');
-        await rm(sessions, { recursive: true, force: true });
-        await writeCodexProviderConfig(codexHome, stub.url);
-        await appendCodexHook(codexHome, 'SessionEnd', appendStdinCommand(hookOut), 3);
-        const prompt = 'Rename the tokenizer module to lexer';
-        const result = await runCodex({ bin: harnessBin('codex'), home: t.home, cwd, prompt, stubUrl: stub.url, env: t.env, bypassHookTrust: true, timeoutMs: 60_000 });
-        expect(result.exitCode, describeRun(result)).toBe(0);
-        const end = await waitFor('the SessionEnd payload', async () => {
+  it('collects the rollout `codex exec` wrote, from the SessionEnd payload, titled with the prompt', async () => {
+    const stub = await startModelStub({ reply: 'Offline reply.' });
+    try {
+      const hookOut = path.join(t.root, 'hook.jsonl');
+      await rm(sessions, { recursive: true, force: true });
+      await writeCodexProviderConfig(codexHome, stub.url);
+      await appendCodexHook(codexHome, 'SessionEnd', appendStdinCommand(hookOut), 3);
+      const prompt = 'Rename the tokenizer module to lexer';
+      const result = await runCodex({
+        bin: harnessBin('codex'),
+        home: t.home,
+        cwd,
+        prompt,
+        stubUrl: stub.url,
+        env: t.env,
+        bypassHookTrust: true,
+        timeoutMs: 60_000,
+      });
+      expect(result.exitCode, describeRun(result)).toBe(0);
+      const end = await waitFor(
+        'the SessionEnd payload',
+        async () => {
           const lines = (await readJsonLines(hookOut)) as HookPayload[];
           return lines.find((p) => p.hook_event_name === 'SessionEnd');
-        }, 10_000);
+        },
+        10_000,
+      );
 
-        const session = await codex.collectSession(t.ctx, { interval, payload: end });
-        expect(session.files).toHaveLength(1);
-        expect(session.files[0]).toMatchObject({ role: 'rollout', name: 'rollout.jsonl', nativePath: expect.stringMatching(new RegExp(`^\\d{4}/\\d{2}/\\d{2}/rollout-.+-${end.session_id}\\.jsonl$`)) });
-        if (typeof end.transcript_path === 'string') expect(session.files[0]!.path).toBe(end.transcript_path);
-        expect(session.title).toBe(prompt);
-        expect(session.summary).toBe(prompt);
-        expect(session.cwd).toBe(cwd);
-        const { transcript_path: _omit, ...byId } = end;
-        expect((await codex.collectSession(t.ctx, { interval, payload: byId })).files[0]!.path).toBe(session.files[0]!.path);
-      } finally {
-        await stub.close();
-      }
-    },
-    90_000,
-  );
+      const session = await codex.collectSession(t.ctx, { interval, payload: end });
+      expect(session.files).toHaveLength(1);
+      expect(session.files[0]).toMatchObject({
+        role: 'rollout',
+        name: 'rollout.jsonl',
+        nativePath: expect.stringMatching(new RegExp(`^\\d{4}/\\d{2}/\\d{2}/rollout-.+-${end.session_id}\\.jsonl$`)),
+      });
+      if (typeof end.transcript_path === 'string') expect(session.files[0]!.path).toBe(end.transcript_path);
+      expect(session.title).toBe(prompt);
+      expect(session.summary).toBe(prompt);
+      expect(session.cwd).toBe(cwd);
+      const { transcript_path: _omit, ...byId } = end;
+      expect((await codex.collectSession(t.ctx, { interval, payload: byId })).files[0]!.path).toBe(
+        session.files[0]!.path,
+      );
+    } finally {
+      await stub.close();
+    }
+  }, 90_000);
 });

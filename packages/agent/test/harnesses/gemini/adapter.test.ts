@@ -35,50 +35,71 @@ async function agent(version: string): Promise<Context> {
 
 async function run(version: string, revision = POLICY) {
   await writeFile(policy, revision);
-  return (await reconcile(await agent(version), { dryRun: false, policyFile: policy, harnesses: ['gemini'] })).harnesses[0]!;
+  return (await reconcile(await agent(version), { dryRun: false, policyFile: policy, harnesses: ['gemini'] }))
+    .harnesses[0]!;
 }
 
 const read = async () => JSON.parse(await readFile(settings, 'utf8')) as Record<string, any>;
 
 describe('Gemini CLI through reconcile', () => {
-  it('0.61: one managed group in SessionEnd, as Gemini CLI reads it (name, command, timeout in milliseconds), the user hook kept', async () => {
-    const original = readFileSync(path.join(repoRoot, 'fixtures', 'real-world', 'gemini-mcp-hooks.json'));
-    await writeFile(settings, original);
-    expect(await run('0.61.0')).toMatchObject({ state: 'active', action: 'create', profile: 'gemini-v0_39_0' });
-    const doc = await read();
-    expect(doc.hooks.SessionEnd).toHaveLength(2);
-    expect(doc.hooks.SessionEnd[0].hooks[0].name).toBe('notes');
-    expect(doc.hooks.SessionEnd[1]).toEqual({
-      matcher: '',
-      hooks: [{ name: GEMINI_HOOK_NAME, type: 'command', command: "'/usr/bin/node' '/opt/blue-agent/bin/blue-agent.js' capture --harness gemini --profile gemini-v0_39_0", timeout: 10_000 }],
-    });
-    expect(doc.tools).toEqual({ sandbox: false });
-    expect(doc.hooks.AfterAgent).toEqual(JSON.parse(original.toString()).hooks.AfterAgent);
+  it(
+    '0.61: one managed group in SessionEnd, as Gemini CLI reads it (name, command, timeout in milliseconds), the ' +
+      'user hook kept',
+    async () => {
+      const original = readFileSync(path.join(repoRoot, 'fixtures', 'real-world', 'gemini-mcp-hooks.json'));
+      await writeFile(settings, original);
+      expect(await run('0.61.0')).toMatchObject({ state: 'active', action: 'create', profile: 'gemini-v0_39_0' });
+      const doc = await read();
+      expect(doc.hooks.SessionEnd).toHaveLength(2);
+      expect(doc.hooks.SessionEnd[0].hooks[0].name).toBe('notes');
+      expect(doc.hooks.SessionEnd[1]).toEqual({
+        matcher: '',
+        hooks: [
+          {
+            name: GEMINI_HOOK_NAME,
+            type: 'command',
+            command:
+              "'/usr/bin/node' '/opt/blue-agent/bin/blue-agent.js' capture --harness gemini --profile gemini-v0_39_0",
+            timeout: 10_000,
+          },
+        ],
+      });
+      expect(doc.tools).toEqual({ sandbox: false });
+      expect(doc.hooks.AfterAgent).toEqual(JSON.parse(original.toString()).hooks.AfterAgent);
 
-    expect((await run('0.61.0')).action).toBe('unchanged');
-    await run('0.61.0', 'revision: 2\n');
-    expect((await readFile(settings)).equals(original)).toBe(true);
-  });
+      expect((await run('0.61.0')).action).toBe('unchanged');
+      await run('0.61.0', 'revision: 2\n');
+      expect((await readFile(settings)).equals(original)).toBe(true);
+    },
+  );
 
-  it('0.21: the enabling switch goes into the user\'s tools object with the hook; an upgrade to 0.61 takes it out; removal gives back the bytes', async () => {
-    const original = readFileSync(path.join(repoRoot, 'fixtures', 'real-world', 'gemini-mcp-hooks.json'));
-    await writeFile(settings, original);
-    const first = await run('0.21.3');
-    expect(first).toMatchObject({ state: 'active', action: 'create', profile: 'gemini-v0_21_0' });
-    expect((await read()).tools).toEqual({ sandbox: false, enableHooks: true });
+  it(
+    "0.21: the enabling switch goes into the user's tools object with the hook; an upgrade to 0.61 takes it out; " +
+      'removal gives back the bytes',
+    async () => {
+      const original = readFileSync(path.join(repoRoot, 'fixtures', 'real-world', 'gemini-mcp-hooks.json'));
+      await writeFile(settings, original);
+      const first = await run('0.21.3');
+      expect(first).toMatchObject({ state: 'active', action: 'create', profile: 'gemini-v0_21_0' });
+      expect((await read()).tools).toEqual({ sandbox: false, enableHooks: true });
 
-    const upgraded = await run('0.61.0');
-    expect(upgraded).toMatchObject({ state: 'active', action: 'update', profile: 'gemini-v0_39_0' });
-    expect((await read()).tools).toEqual({ sandbox: false });
-    expect((await read()).hooks.SessionEnd[1].hooks[0].command).toContain('--profile gemini-v0_39_0');
+      const upgraded = await run('0.61.0');
+      expect(upgraded).toMatchObject({ state: 'active', action: 'update', profile: 'gemini-v0_39_0' });
+      expect((await read()).tools).toEqual({ sandbox: false });
+      expect((await read()).hooks.SessionEnd[1].hooks[0].command).toContain('--profile gemini-v0_39_0');
 
-    await run('0.21.3');
-    await run('0.21.3', 'revision: 2\n');
-    expect((await readFile(settings)).equals(original)).toBe(true);
-  });
+      await run('0.21.3');
+      await run('0.21.3', 'revision: 2\n');
+      expect((await readFile(settings)).equals(original)).toBe(true);
+    },
+  );
 
   it('0.24: the switch is hooks.enabled, beside the events; a fresh file goes away again', async () => {
-    expect(await run('0.24.0', `${POLICY}harnesses:\n  gemini: { allow_unverified_versions: true }\n`)).toMatchObject({ state: 'active', action: 'create', profile: 'gemini-v0_24_0' });
+    expect(await run('0.24.0', `${POLICY}harnesses:\n  gemini: { allow_unverified_versions: true }\n`)).toMatchObject({
+      state: 'active',
+      action: 'create',
+      profile: 'gemini-v0_24_0',
+    });
     const doc = await read();
     expect(doc.hooks.enabled).toBe(true);
     expect(doc.hooks.SessionEnd).toHaveLength(1);
@@ -86,7 +107,7 @@ describe('Gemini CLI through reconcile', () => {
     await expect(readFile(settings)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
-  it('0.21 with the user\'s own tools.enableHooks false: refused with its place, the file untouched', async () => {
+  it("0.21 with the user's own tools.enableHooks false: refused with its place, the file untouched", async () => {
     const text = '{\n  "tools": {\n    "enableHooks": false\n  }\n}\n';
     await writeFile(settings, text);
     const report = await run('0.21.3');
@@ -107,8 +128,16 @@ describe('Gemini CLI through reconcile', () => {
 describe('geminiHooksDisabled', () => {
   it('names hooksConfig.enabled false and the managed hook in hooksConfig.disabled; anything else runs', () => {
     expect(geminiHooksDisabled('{"hooksConfig":{"enabled":false}}')).toContain('hooksConfig.enabled');
-    expect(geminiHooksDisabled(`{"hooksConfig":{"disabled":["x","${GEMINI_HOOK_NAME}"]}}`)).toContain('hooksConfig.disabled');
-    for (const text of ['{}', '{"hooksConfig":{"enabled":true,"disabled":["x"]}}', '{"hooksConfig":5}', 'not json', '[]']) {
+    expect(geminiHooksDisabled(`{"hooksConfig":{"disabled":["x","${GEMINI_HOOK_NAME}"]}}`)).toContain(
+      'hooksConfig.disabled',
+    );
+    for (const text of [
+      '{}',
+      '{"hooksConfig":{"enabled":true,"disabled":["x"]}}',
+      '{"hooksConfig":5}',
+      'not json',
+      '[]',
+    ]) {
       expect(geminiHooksDisabled(text), text).toBeUndefined();
     }
   });

@@ -15,9 +15,23 @@ import { reconcile } from '../../../src/reconcile/index.js';
 import { captureLog } from '../../../../../test/support/cli-process.js';
 import { shippedProfiles } from '../../../../../test/support/restore-homes.js';
 import { harnessBin, lockedVersions } from '../../../../../test/support/harness-bins.js';
-import { useCaptureHome, useOfflineSession, type Payload, useReconcileHome, useRestoreRoundTrip, useResumeRoundTrip } from '../../../../../test/support/real-cli.js';
+import {
+  useCaptureHome,
+  useOfflineSession,
+  type Payload,
+  useReconcileHome,
+  useRestoreRoundTrip,
+  useResumeRoundTrip,
+} from '../../../../../test/support/real-cli.js';
 import { appendStdinCommand, harnessEnv, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
-import { addGeminiUserHook, GEMINI_MODEL_PATH, geminiDir, geminiVersionOf, runGemini, writeGeminiSettings } from './rig.js';
+import {
+  addGeminiUserHook,
+  GEMINI_MODEL_PATH,
+  geminiDir,
+  geminiVersionOf,
+  runGemini,
+  writeGeminiSettings,
+} from './rig.js';
 
 const OLDEST = lockedVersions('gemini')[0]!;
 /** The oldest and the newest locked version (the certification runs every one). */
@@ -34,7 +48,15 @@ describe('Gemini CLI offline session', () => {
       const dir = geminiDir(harnessEnv(t.home));
       await addGeminiUserHook(dir, 'SessionEnd', appendStdinCommand(hookOut));
 
-      const result = await runGemini({ bin: harnessBin('gemini'), home: t.home, cwd, prompt: 'Say hello.', stubUrl: stub.url, env: t.env, timeoutMs: SESSION_TIMEOUT_MS });
+      const result = await runGemini({
+        bin: harnessBin('gemini'),
+        home: t.home,
+        cwd,
+        prompt: 'Say hello.',
+        stubUrl: stub.url,
+        env: t.env,
+        timeoutMs: SESSION_TIMEOUT_MS,
+      });
       expectSessionOk(result);
       expect(stub.requestsTo(GEMINI_MODEL_PATH, 'POST').length, explain(result)).toBeGreaterThan(0);
 
@@ -47,7 +69,9 @@ describe('Gemini CLI offline session', () => {
       expect(end.session_id).toMatch(/^[0-9a-f-]{36}$/);
       const chats = path.join(dir, 'tmp', slugify(path.basename(cwd)), 'chats');
       expect(path.dirname(end.transcript_path as string)).toBe(chats);
-      expect(path.basename(end.transcript_path as string)).toMatch(new RegExp(`^session-.*-${(end.session_id as string).slice(0, 8)}\\.jsonl$`));
+      expect(path.basename(end.transcript_path as string)).toMatch(
+        new RegExp(`^session-.*-${(end.session_id as string).slice(0, 8)}\\.jsonl$`),
+      );
       expect(existsSync(end.transcript_path as string)).toBe(true);
     },
     TEST_TIMEOUT_MS,
@@ -62,7 +86,8 @@ describe('reconcile with the real CLI', () => {
     it(
       `Gemini CLI ${version} fires the managed SessionEnd hook and the user hook`,
       async () => {
-        const { t, stub, cwd, userOut, policy, agentContext, expectOneSessionEnd, expectUserHookFor, explain, REPLY } = w;
+        const { t, stub, cwd, userOut, policy, agentContext, expectOneSessionEnd, expectUserHookFor, explain, REPLY } =
+          w;
         const bin = harnessBin('gemini', version);
         const dir = geminiDir(harnessEnv(t.home));
         await writeGeminiSettings(dir, version);
@@ -75,7 +100,16 @@ describe('reconcile with the real CLI', () => {
         // The switch this version needs before it runs any hook comes with the managed one; newer ones need none.
         expect(settings.tools?.enableHooks === true).toBe(profile === 'gemini-v0_21_0');
 
-        const result = await runGemini({ bin, home: t.home, cwd, prompt: 'Say hello.', stubUrl: stub.url, env: t.env, timeoutMs: 90_000, writeSettings: false });
+        const result = await runGemini({
+          bin,
+          home: t.home,
+          cwd,
+          prompt: 'Say hello.',
+          stubUrl: stub.url,
+          env: t.env,
+          timeoutMs: 90_000,
+          writeSettings: false,
+        });
         expect(result.exitCode, explain(result)).toBe(0);
         expect(result.stdout, explain(result)).toContain(REPLY);
 
@@ -96,7 +130,8 @@ describe('capture with the real CLI', () => {
     it(
       `Gemini CLI ${version}: SessionEnd -> capture -> worker -> one ready, verified bundle`,
       async () => {
-        const { t, stub, cwd, policy, stateDir, agentContext, explain, finishedCaptures, expectVerifiedBundle, REPLY } = w;
+        const { t, stub, cwd, policy, stateDir, agentContext, explain, finishedCaptures, expectVerifiedBundle, REPLY } =
+          w;
         const bin = harnessBin('gemini', version);
         await writeGeminiSettings(geminiDir(harnessEnv(t.home)), version);
         const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['gemini'] });
@@ -104,7 +139,16 @@ describe('capture with the real CLI', () => {
         const profile = report.harnesses[0]!.profile!;
 
         const prompt = 'Summarise the README in one line.';
-        const result = await runGemini({ bin, home: t.home, cwd, prompt, stubUrl: stub.url, env: t.env, timeoutMs: 90_000, writeSettings: false });
+        const result = await runGemini({
+          bin,
+          home: t.home,
+          cwd,
+          prompt,
+          stubUrl: stub.url,
+          env: t.env,
+          timeoutMs: 90_000,
+          writeSettings: false,
+        });
         expect(result.exitCode, explain(result)).toBe(0);
         expect(result.stdout, explain(result)).toContain(REPLY);
 
@@ -112,7 +156,11 @@ describe('capture with the real CLI', () => {
         const captures = await finishedCaptures();
         const ready = captures.filter((c) => c.state === 'ready');
         expect(ready, JSON.stringify(captures)).toHaveLength(1);
-        expect(ready[0]!.record).toMatchObject({ harness: 'gemini', profile, payload: { cwd, hook_event_name: 'SessionEnd' } });
+        expect(ready[0]!.record).toMatchObject({
+          harness: 'gemini',
+          profile,
+          payload: { cwd, hook_event_name: 'SessionEnd' },
+        });
         await expectVerifiedBundle(ready[0]!.record, 'gemini', profile, { title: prompt, summary: prompt });
         const events = captureLog(stateDir).map((l) => l.event);
         expect(events.filter((e) => e === 'built')).toEqual(['built']);
@@ -127,23 +175,53 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
   const w = useRestoreRoundTrip();
   const { TEST_TIMEOUT_MS } = w;
 
-  for (const [from, to] of [[undefined, undefined], [OLDEST, undefined]] as const) {
+  for (const [from, to] of [
+    [undefined, undefined],
+    [OLDEST, undefined],
+  ] as const) {
     const captured = from ?? lockedVersions('gemini').at(-1)!;
     it(
-      `Gemini CLI: captured by ${captured}, gemini --resume <id> -p by the newest in the destination continues the conversation`,
+      `Gemini CLI: captured by ${captured}, gemini --resume <id> -p by the newest in the destination continues the ` +
+        `conversation`,
       async () => {
-        const { a, b, stub, sourceCwd, destination, agentContext, explain, expectResumedWithHistory, bundleFromA, restoreIntoB, FIRST_PROMPT, SECOND_PROMPT } = w;
+        const {
+          a,
+          b,
+          stub,
+          sourceCwd,
+          destination,
+          agentContext,
+          explain,
+          expectResumedWithHistory,
+          bundleFromA,
+          restoreIntoB,
+          FIRST_PROMPT,
+          SECOND_PROMPT,
+        } = w;
         const binA = harnessBin('gemini', captured);
         const binB = harnessBin('gemini', to);
-        const first = await runGemini({ bin: binA, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, timeoutMs: 90_000 });
+        const first = await runGemini({
+          bin: binA,
+          home: a.home,
+          cwd: sourceCwd,
+          prompt: FIRST_PROMPT,
+          stubUrl: stub.url,
+          timeoutMs: 90_000,
+        });
         expect(first.exitCode, explain(first)).toBe(0);
         const tmp = path.join(geminiDir(harnessEnv(a.home)), 'tmp');
         const folder = (await readdir(tmp)).find((n) => existsSync(path.join(tmp, n, 'chats')))!;
         const chats = await readdir(path.join(tmp, folder, 'chats'));
         expect(chats).toHaveLength(1);
         const id = readGeminiChat(await readFile(path.join(tmp, folder, 'chats', chats[0]!), 'utf8')).sessionId!;
-        const profile = selectInterval(requireProfiles(await shippedProfiles(), 'gemini').doc, captured)!.interval.profile;
-        const bundle = await bundleFromA('gemini', agentContext(a, binA), { session_id: id, cwd: sourceCwd, transcript_path: path.join(tmp, folder, 'chats', chats[0]!) }, profile);
+        const profile = selectInterval(requireProfiles(await shippedProfiles(), 'gemini').doc, captured)!.interval
+          .profile;
+        const bundle = await bundleFromA(
+          'gemini',
+          agentContext(a, binA),
+          { session_id: id, cwd: sourceCwd, transcript_path: path.join(tmp, folder, 'chats', chats[0]!) },
+          profile,
+        );
 
         await writeGeminiSettings(geminiDir(harnessEnv(b.home)), geminiVersionOf(binB));
         const restored = await restoreIntoB(agentContext(b, binB), bundle, { installedVersion: geminiVersionOf(binB) });
@@ -151,11 +229,22 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
         // Into the folder the resuming version reads: the destination's registry folder, marked as its own.
         const slug = slugify(path.basename(destination));
         expect(await readdir(path.join(geminiDir(harnessEnv(b.home)), 'tmp', slug, 'chats'))).toEqual([chats[0]]);
-        expect(await readFile(path.join(geminiDir(harnessEnv(b.home)), 'tmp', slug, '.project_root'), 'utf8')).toBe(destination);
+        expect(await readFile(path.join(geminiDir(harnessEnv(b.home)), 'tmp', slug, '.project_root'), 'utf8')).toBe(
+          destination,
+        );
         expect(existsSync(path.join(geminiDir(harnessEnv(b.home)), 'tmp', projectHash(destination)))).toBe(false);
 
         stub.clear();
-        const resumed = await runGemini({ bin: binB, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: restored.resumeArgv.slice(1), stubUrl: stub.url, timeoutMs: 90_000, writeSettings: false });
+        const resumed = await runGemini({
+          bin: binB,
+          home: b.home,
+          cwd: destination,
+          prompt: SECOND_PROMPT,
+          args: restored.resumeArgv.slice(1),
+          stubUrl: stub.url,
+          timeoutMs: 90_000,
+          writeSettings: false,
+        });
         expectResumedWithHistory(resumed, GEMINI_MODEL_PATH);
       },
       TEST_TIMEOUT_MS,
@@ -170,12 +259,36 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     'Gemini CLI',
     async () => {
-      const { a, b, stub, sourceCwd, destination, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const {
+        a,
+        b,
+        stub,
+        sourceCwd,
+        destination,
+        agentOn,
+        explain,
+        expectResumedWithHistory,
+        uploadedFromA,
+        resumeOnB,
+        FIRST_PROMPT,
+        SECOND_PROMPT,
+      } = w;
       const bin = harnessBin('gemini');
       const version = geminiVersionOf(bin);
       await writeGeminiSettings(geminiDir(harnessEnv(a.home)), version);
-      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['gemini'] })).harnesses[0]).toMatchObject({ state: 'active' });
-      const first = await runGemini({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, env: a.env, timeoutMs: 90_000, writeSettings: false });
+      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['gemini'] })).harnesses[0]).toMatchObject({
+        state: 'active',
+      });
+      const first = await runGemini({
+        bin,
+        home: a.home,
+        cwd: sourceCwd,
+        prompt: FIRST_PROMPT,
+        stubUrl: stub.url,
+        env: a.env,
+        timeoutMs: 90_000,
+        writeSettings: false,
+      });
       expect(first.exitCode, explain(first)).toBe(0);
       const upload = await uploadedFromA('gemini');
 
@@ -184,7 +297,17 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
       expect(command).toEqual(['gemini', '--resume', upload.native_session_id]);
 
       stub.clear();
-      const resumed = await runGemini({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000, writeSettings: false });
+      const resumed = await runGemini({
+        bin,
+        home: b.home,
+        cwd: destination,
+        prompt: SECOND_PROMPT,
+        args: command.slice(1),
+        stubUrl: stub.url,
+        env: b.env,
+        timeoutMs: 90_000,
+        writeSettings: false,
+      });
       expectResumedWithHistory(resumed, GEMINI_MODEL_PATH);
     },
     TEST_TIMEOUT_MS,

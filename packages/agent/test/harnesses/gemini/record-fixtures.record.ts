@@ -23,23 +23,45 @@ describe('record session fixtures from the real CLI', () => {
     'Gemini CLI: one headless session with a tool call',
     async () => {
       const t = await makeTestHome();
-      const stub = await startModelStub({ reply: REPLY, geminiToolCall: { name: 'list_directory', args: { dir_path: '.' } } });
+      const stub = await startModelStub({
+        reply: REPLY,
+        geminiToolCall: { name: 'list_directory', args: { dir_path: '.' } },
+      });
       try {
         const cwd = await workDir(t.root);
         await writeFile(path.join(cwd, 'Makefile'), 'build:\n\tnpm run build\n');
         const install = harnessInstall('gemini');
-        const result = await runGemini({ bin: install.bin, home: t.home, cwd, prompt: GEMINI_PROMPT, stubUrl: stub.url, timeoutMs: TIMEOUT_MS });
+        const result = await runGemini({
+          bin: install.bin,
+          home: t.home,
+          cwd,
+          prompt: GEMINI_PROMPT,
+          stubUrl: stub.url,
+          timeoutMs: TIMEOUT_MS,
+        });
         expect(result.exitCode, describeRun(result)).toBe(0);
         const slug = slugify(path.basename(cwd));
         const project = path.join(geminiDir(harnessEnv(t.home)), 'tmp', slug);
         const chat = (await readdir(path.join(project, 'chats'))).find((n) => n.endsWith('.jsonl'))!;
-        const id = (JSON.parse((await readFile(path.join(project, 'chats', chat), 'utf8')).split('\n')[0]!) as { sessionId: string }).sessionId;
+        const id = (
+          JSON.parse((await readFile(path.join(project, 'chats', chat), 'utf8')).split('\n')[0]!) as {
+            sessionId: string;
+          }
+        ).sessionId;
         const out = await freshDir('gemini', install.version);
         const p = { root: t.root, before: [[projectHash(cwd), 'GEMINI_HASH']], after: [] } as const;
         // The session's own files only: its chat and its folders (logs/ is Gemini CLI's log, not the session).
-        await copyScrubbed(path.join(project, 'chats', chat), path.join(out, 'tmp', '{{GEMINI_PROJECT}}', 'chats', chat), p);
+        await copyScrubbed(
+          path.join(project, 'chats', chat),
+          path.join(out, 'tmp', '{{GEMINI_PROJECT}}', 'chats', chat),
+          p,
+        );
         for (const inside of [`chats/${id}`, `tool-outputs/session-${id}`, id]) {
-          if ((await readdir(path.join(project, path.dirname(inside))).catch(() => [] as string[])).includes(path.basename(inside))) {
+          if (
+            (await readdir(path.join(project, path.dirname(inside))).catch(() => [] as string[])).includes(
+              path.basename(inside),
+            )
+          ) {
             await copyScrubbed(path.join(project, inside), path.join(out, 'tmp', '{{GEMINI_PROJECT}}', inside), p);
           }
         }

@@ -37,7 +37,14 @@ afterEach(async () => {
 const sha = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** The plan for a bundle of the chat (and `extra` companions) captured in `folder`. */
-async function plan(options: { folder?: string; installedVersion?: string; files?: { role: string; native_path: string }[]; profile?: string } = {}): Promise<RestorePlan> {
+async function plan(
+  options: {
+    folder?: string;
+    installedVersion?: string;
+    files?: { role: string; native_path: string }[];
+    profile?: string;
+  } = {},
+): Promise<RestorePlan> {
   const folder = options.folder ?? 'original';
   const entries = options.files ?? [{ role: 'primary_transcript', native_path: `${folder}/chats/${CHAT}` }];
   const staged: string[] = [];
@@ -51,7 +58,17 @@ async function plan(options: { folder?: string; installedVersion?: string; files
     native_session_id: ID,
     files: entries.map((e, i) => ({ ...e, path: `files/000${i}-x`, size: Buffer.byteLength(TEXT), sha256: sha(TEXT) })),
   } as unknown as BundleManifest;
-  return planGeminiRestore(home.ctx, { manifest, files: staged, destination, interval: await intervalOf(options.profile ?? 'gemini-v0_39_0'), ...(options.installedVersion === undefined ? {} : { installedVersion: options.installedVersion }) }, geminiDir);
+  return planGeminiRestore(
+    home.ctx,
+    {
+      manifest,
+      files: staged,
+      destination,
+      interval: await intervalOf(options.profile ?? 'gemini-v0_39_0'),
+      ...(options.installedVersion === undefined ? {} : { installedVersion: options.installedVersion }),
+    },
+    geminiDir,
+  );
 }
 
 describe('Gemini CLI restore: where the chat goes', () => {
@@ -71,32 +88,44 @@ describe('Gemini CLI restore: where the chat goes', () => {
   });
 
   it('in the layout it was captured in when the resuming version is not known', async () => {
-    expect((await plan({ folder: 'a'.repeat(64) })).placements[0]!.rel).toBe(`${projectHash(destination)}/chats/${CHAT}`);
+    expect((await plan({ folder: 'a'.repeat(64) })).placements[0]!.rel).toBe(
+      `${projectHash(destination)}/chats/${CHAT}`,
+    );
     expect((await plan({ folder: 'original' })).placements[0]!.rel).toBe(`my-proj-x/chats/${CHAT}`);
   });
 
-  it("uses the folder projects.json maps the destination to, and one whose marker names it; skips one another directory owns", async () => {
-    await mkdir(geminiDir, { recursive: true });
-    await writeFile(path.join(geminiDir, 'projects.json'), JSON.stringify({ projects: { [destination]: 'chosen' } }, null, 2));
-    expect((await plan({ installedVersion: '0.61.0' })).placements[0]!.rel).toBe(`chosen/chats/${CHAT}`);
+  it(
+    'uses the folder projects.json maps the destination to, and one whose marker names it; skips one another ' +
+      'directory owns',
+    async () => {
+      await mkdir(geminiDir, { recursive: true });
+      await writeFile(
+        path.join(geminiDir, 'projects.json'),
+        JSON.stringify({ projects: { [destination]: 'chosen' } }, null, 2),
+      );
+      expect((await plan({ installedVersion: '0.61.0' })).placements[0]!.rel).toBe(`chosen/chats/${CHAT}`);
 
-    await writeFile(path.join(geminiDir, 'projects.json'), '{"projects":{}}');
-    await mkdir(path.join(geminiDir, 'tmp', 'marked'), { recursive: true });
-    await writeFile(path.join(geminiDir, 'tmp', 'marked', '.project_root'), destination);
-    const marked = await plan({ installedVersion: '0.61.0' });
-    expect(marked.placements[0]!.rel).toBe(`marked/chats/${CHAT}`);
-    expect(marked.merges).toEqual([]);
+      await writeFile(path.join(geminiDir, 'projects.json'), '{"projects":{}}');
+      await mkdir(path.join(geminiDir, 'tmp', 'marked'), { recursive: true });
+      await writeFile(path.join(geminiDir, 'tmp', 'marked', '.project_root'), destination);
+      const marked = await plan({ installedVersion: '0.61.0' });
+      expect(marked.placements[0]!.rel).toBe(`marked/chats/${CHAT}`);
+      expect(marked.merges).toEqual([]);
 
-    await writeFile(path.join(geminiDir, 'tmp', 'marked', '.project_root'), '/somewhere/else');
-    await mkdir(path.join(geminiDir, 'history', 'my-proj-x'), { recursive: true });
-    await writeFile(path.join(geminiDir, 'history', 'my-proj-x', '.project_root'), '/another/My_Proj.x');
-    await writeFile(path.join(geminiDir, 'projects.json'), JSON.stringify({ projects: { '/third/my-proj-x': 'my-proj-x-1' } }));
-    // my-proj-x is owned by another directory, my-proj-x-1 is mapped to a third: the next free name.
-    expect((await plan({ installedVersion: '0.61.0' })).placements[0]!.rel).toBe(`my-proj-x-2/chats/${CHAT}`);
-    // A mapping whose folder's marker names another directory is not taken (Gemini CLI drops it).
-    await writeFile(path.join(geminiDir, 'projects.json'), JSON.stringify({ projects: { [destination]: 'marked' } }));
-    expect((await projectSlug(geminiDir, destination)).slug).toBe('my-proj-x-1');
-  });
+      await writeFile(path.join(geminiDir, 'tmp', 'marked', '.project_root'), '/somewhere/else');
+      await mkdir(path.join(geminiDir, 'history', 'my-proj-x'), { recursive: true });
+      await writeFile(path.join(geminiDir, 'history', 'my-proj-x', '.project_root'), '/another/My_Proj.x');
+      await writeFile(
+        path.join(geminiDir, 'projects.json'),
+        JSON.stringify({ projects: { '/third/my-proj-x': 'my-proj-x-1' } }),
+      );
+      // my-proj-x is owned by another directory, my-proj-x-1 is mapped to a third: the next free name.
+      expect((await plan({ installedVersion: '0.61.0' })).placements[0]!.rel).toBe(`my-proj-x-2/chats/${CHAT}`);
+      // A mapping whose folder's marker names another directory is not taken (Gemini CLI drops it).
+      await writeFile(path.join(geminiDir, 'projects.json'), JSON.stringify({ projects: { [destination]: 'marked' } }));
+      expect((await projectSlug(geminiDir, destination)).slug).toBe('my-proj-x-1');
+    },
+  );
 
   it('a projects.json Gemini CLI would reset (not JSON, a bad folder name) counts as empty', async () => {
     await mkdir(geminiDir, { recursive: true });
@@ -116,7 +145,12 @@ describe('Gemini CLI restore: where the chat goes', () => {
         { role: 'session_companion', native_path: `orig/${ID}/plans/p.md` },
       ],
     });
-    expect(p.placements.map((x) => x.rel)).toEqual([`my-proj-x/chats/${CHAT}`, `my-proj-x/chats/${ID}/agent-1.jsonl`, `my-proj-x/tool-outputs/session-${ID}/out.txt`, `my-proj-x/${ID}/plans/p.md`]);
+    expect(p.placements.map((x) => x.rel)).toEqual([
+      `my-proj-x/chats/${CHAT}`,
+      `my-proj-x/chats/${ID}/agent-1.jsonl`,
+      `my-proj-x/tool-outputs/session-${ID}/out.txt`,
+      `my-proj-x/${ID}/plans/p.md`,
+    ]);
   });
 });
 
@@ -126,9 +160,18 @@ describe('Gemini CLI restore: refusals and conflicts', () => {
       [{ role: 'primary_transcript', native_path: `orig/chats/session-2026-12-02T02-51-deadbeef.jsonl` }],
       [{ role: 'primary_transcript', native_path: `orig/${CHAT}` }],
       [{ role: 'primary_transcript', native_path: `Not A Folder/chats/${CHAT}` }],
-      [{ role: 'primary_transcript', native_path: `orig/chats/${CHAT}` }, { role: 'session_companion', native_path: 'orig/logs.json' }],
-      [{ role: 'primary_transcript', native_path: `orig/chats/${CHAT}` }, { role: 'session_companion', native_path: `other/chats/${ID}/a.jsonl` }],
-      [{ role: 'primary_transcript', native_path: `orig/chats/${CHAT}` }, { role: 'session_companion', native_path: `orig/tool-outputs/session-other/x` }],
+      [
+        { role: 'primary_transcript', native_path: `orig/chats/${CHAT}` },
+        { role: 'session_companion', native_path: 'orig/logs.json' },
+      ],
+      [
+        { role: 'primary_transcript', native_path: `orig/chats/${CHAT}` },
+        { role: 'session_companion', native_path: `other/chats/${ID}/a.jsonl` },
+      ],
+      [
+        { role: 'primary_transcript', native_path: `orig/chats/${CHAT}` },
+        { role: 'session_companion', native_path: `orig/tool-outputs/session-other/x` },
+      ],
       [{ role: 'primary_transcript', native_path: `orig/chats/../../${CHAT}` }],
     ];
     for (const files of bad) {
@@ -140,7 +183,10 @@ describe('Gemini CLI restore: refusals and conflicts', () => {
   it('reports another chat of the same session in the folder as a duplicate, not one of another session', async () => {
     const chats = path.join(geminiDir, 'tmp', 'my-proj-x', 'chats');
     await mkdir(chats, { recursive: true });
-    await writeFile(path.join(chats, `session-2026-12-03T10-00-${ID.slice(0, 8)}.jsonl`), `{"sessionId":"${ID.slice(0, 8)}-0000-4000-8000-000000000000"}\n`);
+    await writeFile(
+      path.join(chats, `session-2026-12-03T10-00-${ID.slice(0, 8)}.jsonl`),
+      `{"sessionId":"${ID.slice(0, 8)}-0000-4000-8000-000000000000"}\n`,
+    );
     const p = await plan({ installedVersion: '0.61.0' });
     expect(await p.duplicates!()).toEqual([]);
     const converted = path.join(chats, `session-2026-12-02T02-51-${ID.slice(0, 8)}.json`);

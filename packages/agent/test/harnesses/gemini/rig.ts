@@ -10,7 +10,14 @@ import path from 'node:path';
 import { projectHash, slugify } from '../../../src/harnesses/gemini/projects.js';
 import type { SessionFile } from '../../../src/harnesses/types.js';
 import { entryName, filesBelow, installTree } from '../../../../../test/support/recorded-sessions.js';
-import { appendStdinCommand, harnessEnv, runProcess, STUB_API_KEY, type HarnessRunOptions, type HarnessRunResult } from '../../../../../test/support/run-harness.js';
+import {
+  appendStdinCommand,
+  harnessEnv,
+  runProcess,
+  STUB_API_KEY,
+  type HarnessRunOptions,
+  type HarnessRunResult,
+} from '../../../../../test/support/run-harness.js';
 import type { HarnessRig } from '../../../../../test/support/rigs.js';
 
 /** The model the runs name (`-m`): the stub answers any, and the path carries it. */
@@ -44,28 +51,53 @@ export async function writeGeminiSettings(dir: string, version: string): Promise
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, 'settings.json');
   const settings = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8')) as Record<string, any>) : {};
-  settings.security = { ...settings.security, auth: { selectedType: 'gemini-api-key' }, folderTrust: { enabled: false } };
+  settings.security = {
+    ...settings.security,
+    auth: { selectedType: 'gemini-api-key' },
+    folderTrust: { enabled: false },
+  };
   settings.privacy = { ...settings.privacy, usageStatisticsEnabled: false };
   settings.telemetry = { ...settings.telemetry, enabled: false };
-  settings.general = { ...settings.general, ...(older(version, '0.26.0') ? { disableAutoUpdate: true, disableUpdateNag: true } : { enableAutoUpdate: false, enableAutoUpdateNotification: false }) };
+  settings.general = {
+    ...settings.general,
+    ...(older(version, '0.26.0')
+      ? { disableAutoUpdate: true, disableUpdateNag: true }
+      : { enableAutoUpdate: false, enableAutoUpdateNotification: false }),
+  };
   await writeFile(file, `${JSON.stringify(settings, null, 2)}\n`);
   return file;
 }
 
 /** `gemini -m <model> -p PROMPT` against the stub. `args` go before `-p` (for example `['--resume', id]`). */
 export async function runGemini(options: HarnessRunOptions & { writeSettings?: boolean }): Promise<HarnessRunResult> {
-  const env = harnessEnv(options.home, { GOOGLE_GEMINI_BASE_URL: options.stubUrl, GEMINI_API_KEY: STUB_API_KEY, ...options.env }, options.isolationRoot);
+  const env = harnessEnv(
+    options.home,
+    { GOOGLE_GEMINI_BASE_URL: options.stubUrl, GEMINI_API_KEY: STUB_API_KEY, ...options.env },
+    options.isolationRoot,
+  );
   if (options.writeSettings !== false) await writeGeminiSettings(geminiDir(env), geminiVersionOf(options.bin));
-  return runProcess(options.bin, [...(options.args ?? []), '-m', GEMINI_STUB_MODEL, '-p', options.prompt], { env, cwd: options.cwd, timeoutMs: options.timeoutMs });
+  return runProcess(options.bin, [...(options.args ?? []), '-m', GEMINI_STUB_MODEL, '-p', options.prompt], {
+    env,
+    cwd: options.cwd,
+    timeoutMs: options.timeoutMs,
+  });
 }
 
 /** Adds a user group to settings.json's `hooks.<event>` (creating the file when missing). */
-export async function addGeminiUserHook(dir: string, event: string, command: string, timeoutMs = 10_000): Promise<string> {
+export async function addGeminiUserHook(
+  dir: string,
+  event: string,
+  command: string,
+  timeoutMs = 10_000,
+): Promise<string> {
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, 'settings.json');
   const settings = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8')) as Record<string, any>) : {};
   const hooks = (settings.hooks ?? {}) as Record<string, unknown[]>;
-  hooks[event] = [...(hooks[event] ?? []), { matcher: '', hooks: [{ name: 'my-notes', type: 'command', command, timeout: timeoutMs }] }];
+  hooks[event] = [
+    ...(hooks[event] ?? []),
+    { matcher: '', hooks: [{ name: 'my-notes', type: 'command', command, timeout: timeoutMs }] },
+  ];
   settings.hooks = hooks;
   await writeFile(file, `${JSON.stringify(settings, null, 2)}\n`);
   return file;
@@ -86,11 +118,23 @@ export const gemini: HarnessRig = {
       const id = recorded.session_id;
       const project = path.join(dir, 'tmp', '{{GEMINI_PROJECT}}');
       const chat = String(recorded.chat);
-      const files: SessionFile[] = [{ role: 'primary_transcript', name: 'transcript.jsonl', nativePath: `${vars.GEMINI_PROJECT}/chats/${chat}`, content: await content(path.join(project, 'chats', chat)) }];
+      const files: SessionFile[] = [
+        {
+          role: 'primary_transcript',
+          name: 'transcript.jsonl',
+          nativePath: `${vars.GEMINI_PROJECT}/chats/${chat}`,
+          content: await content(path.join(project, 'chats', chat)),
+        },
+      ];
       for (const inside of [`chats/${id}`, `tool-outputs/session-${id}`, id]) {
         if (!existsSync(path.join(project, inside))) continue;
         for (const rel of await filesBelow(path.join(project, inside))) {
-          files.push({ role: 'session_companion', name: entryName(`${inside}/${rel}`), nativePath: `${vars.GEMINI_PROJECT}/${inside}/${rel}`, content: await content(path.join(project, inside, rel)) });
+          files.push({
+            role: 'session_companion',
+            name: entryName(`${inside}/${rel}`),
+            nativePath: `${vars.GEMINI_PROJECT}/${inside}/${rel}`,
+            content: await content(path.join(project, inside, rel)),
+          });
         }
       }
       return files;
@@ -108,8 +152,10 @@ export const gemini: HarnessRig = {
     prepareResume: async (env, _stubUrl, bin) => void (await writeGeminiSettings(geminiDir(env), geminiVersionOf(bin))),
     // The settings are in place already (prepareHome, prepareResume): the run reads the file as reconcile left it.
     run: (options) => runGemini({ ...options, writeSettings: false }),
-    addUserHook: async (env, outFile) => void (await addGeminiUserHook(geminiDir(env), 'SessionEnd', appendStdinCommand(outFile))),
-    userHookSessions: (lines) => lines.filter((e) => e.hook_event_name === 'SessionEnd').map((e) => e.session_id as string),
+    addUserHook: async (env, outFile) =>
+      void (await addGeminiUserHook(geminiDir(env), 'SessionEnd', appendStdinCommand(outFile))),
+    userHookSessions: (lines) =>
+      lines.filter((e) => e.hook_event_name === 'SessionEnd').map((e) => e.session_id as string),
     resumeCommand: (id) => ['gemini', '--resume', id],
   },
 };

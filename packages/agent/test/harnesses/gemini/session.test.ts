@@ -14,7 +14,15 @@ import type { CollectedSession, HookPayload } from '../../../src/harnesses/types
 import type { BlueError } from '@blue-agent/contract/errors.js';
 import type { Interval } from '@blue-agent/contract/schema/index.js';
 import { makeTestHome, type TestHome } from '../../../../../test/support/context.js';
-import { blueErrorOf, fixtureDir, installTree, intervalOf, readRecorded, workDir, type RecordedSession } from '../../../../../test/support/recorded-sessions.js';
+import {
+  blueErrorOf,
+  fixtureDir,
+  installTree,
+  intervalOf,
+  readRecorded,
+  workDir,
+  type RecordedSession,
+} from '../../../../../test/support/recorded-sessions.js';
 
 let interval: Interval;
 let oldInterval: Interval;
@@ -38,7 +46,11 @@ beforeEach(async () => {
   cwd = await workDir(t.root);
   tmp = path.join(t.home, '.gemini', 'tmp');
   slug = slugify(path.basename(cwd));
-  await installTree(path.join(fixture, 'tmp'), tmp, { ROOT: t.root, GEMINI_PROJECT: slug, GEMINI_HASH: projectHash(cwd) });
+  await installTree(path.join(fixture, 'tmp'), tmp, {
+    ROOT: t.root,
+    GEMINI_PROJECT: slug,
+    GEMINI_HASH: projectHash(cwd),
+  });
   chat = path.join(tmp, slug, 'chats', String(recorded.chat));
 });
 
@@ -71,7 +83,14 @@ describe('Gemini CLI: collectSession on a recorded session', () => {
       sessionId: id(),
       cwd,
       root: tmp,
-      files: [{ role: 'primary_transcript', name: 'transcript.jsonl', nativePath: `${slug}/chats/${String(recorded.chat)}`, path: chat }],
+      files: [
+        {
+          role: 'primary_transcript',
+          name: 'transcript.jsonl',
+          nativePath: `${slug}/chats/${String(recorded.chat)}`,
+          path: chat,
+        },
+      ],
       title: recorded.prompt,
       summary: recorded.prompt,
     });
@@ -80,17 +99,30 @@ describe('Gemini CLI: collectSession on a recorded session', () => {
   it("takes the session's own folders as companions and leaves the project's shared files and logs out", async () => {
     const project = path.join(tmp, slug);
     const own = [`chats/${id()}/agent-1.jsonl`, `tool-outputs/session-${id()}/out-1.txt`, `${id()}/plans/plan.md`];
-    const shared = ['logs.json', 'shell_history', `logs/session-${id()}.jsonl`, 'checkpoints/c1.json', `chats/${id()}x/agent.jsonl`, 'tool-outputs/session-other/out.txt'];
+    const shared = [
+      'logs.json',
+      'shell_history',
+      `logs/session-${id()}.jsonl`,
+      'checkpoints/c1.json',
+      `chats/${id()}x/agent.jsonl`,
+      'tool-outputs/session-other/out.txt',
+    ];
     for (const rel of [...own, ...shared]) {
       await mkdir(path.dirname(path.join(project, rel)), { recursive: true });
       await writeFile(path.join(project, rel), `${rel}\n`);
     }
     const session = await collect();
-    expect(session.files.slice(1).map((f) => [f.role, f.nativePath])).toEqual(own.map((rel) => ['session_companion', `${slug}/${rel}`]));
+    expect(session.files.slice(1).map((f) => [f.role, f.nativePath])).toEqual(
+      own.map((rel) => ['session_companion', `${slug}/${rel}`]),
+    );
   });
 
   it("prefers Gemini CLI's own summary of the session as the title", async () => {
-    await writeFile(chat, `${await readFile(chat, 'utf8')}{"$set":{"summary":"Walk through the Makefile build","memoryScratchpad":{"version":1}}}\n`);
+    await writeFile(
+      chat,
+      `${await readFile(chat, 'utf8')}{"$set":{"summary":"Walk through the Makefile ` +
+        `build","memoryScratchpad":{"version":1}}}\n`,
+    );
     const session = await collect();
     expect(session.title).toBe('Walk through the Makefile build');
     expect(session.summary).toBe(recorded.prompt);
@@ -100,18 +132,39 @@ describe('Gemini CLI: collectSession on a recorded session', () => {
     const hashChats = path.join(tmp, projectHash(cwd), 'chats');
     await mkdir(hashChats, { recursive: true });
     const name = `session-2026-12-02T02-51-${id().slice(0, 8)}.json`;
-    const doc = { sessionId: id(), projectHash: projectHash(cwd), startTime: 'x', lastUpdated: 'y', messages: [{ id: 'm1', type: 'user', content: 'Rename the build target' }, { id: 'm2', type: 'gemini', content: 'Done.' }] };
+    const doc = {
+      sessionId: id(),
+      projectHash: projectHash(cwd),
+      startTime: 'x',
+      lastUpdated: 'y',
+      messages: [
+        { id: 'm1', type: 'user', content: 'Rename the build target' },
+        { id: 'm2', type: 'gemini', content: 'Done.' },
+      ],
+    };
     await writeFile(path.join(hashChats, name), JSON.stringify(doc, null, 2));
     // Another session whose short id is the same is not this one.
-    await writeFile(path.join(hashChats, `session-2026-12-02T02-50-${id().slice(0, 8)}.json`), JSON.stringify({ ...doc, sessionId: `${id().slice(0, 8)}-other` }, null, 2));
+    await writeFile(
+      path.join(hashChats, `session-2026-12-02T02-50-${id().slice(0, 8)}.json`),
+      JSON.stringify({ ...doc, sessionId: `${id().slice(0, 8)}-other` }, null, 2),
+    );
     await rm(chat);
     const session = await collect(payload({ transcript_path: undefined }), oldInterval);
-    expect(session.files).toEqual([{ role: 'primary_transcript', name: 'transcript.json', nativePath: `${projectHash(cwd)}/chats/${name}`, path: path.join(hashChats, name) }]);
+    expect(session.files).toEqual([
+      {
+        role: 'primary_transcript',
+        name: 'transcript.json',
+        nativePath: `${projectHash(cwd)}/chats/${name}`,
+        path: path.join(hashChats, name),
+      },
+    ]);
     expect(session.title).toBe('Rename the build target');
   });
 
   it('without a transcript path and no chat of the session: a clear refusal', async () => {
-    const error = await refused(payload({ transcript_path: undefined, session_id: '00000000-0000-4000-8000-000000000000' }));
+    const error = await refused(
+      payload({ transcript_path: undefined, session_id: '00000000-0000-4000-8000-000000000000' }),
+    );
     expect(error.message).toContain('no chat of session 00000000-0000-4000-8000-000000000000 was found');
   });
 });
@@ -120,12 +173,19 @@ describe('Gemini CLI: collectSession refuses', () => {
   it('a transcript outside the session folder, of another shape, or holding another session', async () => {
     const outside = path.join(t.root, 'elsewhere.jsonl');
     await writeFile(outside, await readFile(chat));
-    expect((await refused(payload({ transcript_path: outside }))).message).toContain("outside Gemini CLI's session folder");
+    expect((await refused(payload({ transcript_path: outside }))).message).toContain(
+      "outside Gemini CLI's session folder",
+    );
     const misnamed = path.join(tmp, slug, 'chats', 'notes.jsonl');
     await writeFile(misnamed, await readFile(chat));
-    expect((await refused(payload({ transcript_path: misnamed }))).message).toContain('is not <project>/chats/session-<time>-');
+    expect((await refused(payload({ transcript_path: misnamed }))).message).toContain(
+      'is not <project>/chats/session-<time>-',
+    );
     const other = path.join(tmp, slug, 'chats', `session-2026-01-01T00-00-${id().slice(0, 8)}.jsonl`);
-    await writeFile(other, (await readFile(chat, 'utf8')).replace(id(), `${id().slice(0, 8)}-0000-4000-8000-000000000000`));
+    await writeFile(
+      other,
+      (await readFile(chat, 'utf8')).replace(id(), `${id().slice(0, 8)}-0000-4000-8000-000000000000`),
+    );
     expect((await refused(payload({ transcript_path: other }))).message).toContain('holds session');
   });
 

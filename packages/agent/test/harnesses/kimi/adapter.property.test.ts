@@ -21,7 +21,14 @@ const scalar = fc.oneof(
   fc.integer({ min: -1000, max: 100000 }).map(String),
   fc.boolean().map(String),
   fc.array(fc.integer({ min: 0, max: 9 }), { maxLength: 3 }).map((xs) => `[${xs.join(', ')}]`),
-  fc.constantFrom('"""\nmulti\nline"""', "'''lit''eral'''", "'C:\\path'", '{ a = 1, b = "x" }', '1979-05-27 07:32:00Z', '3.5'),
+  fc.constantFrom(
+    '"""\nmulti\nline"""',
+    "'''lit''eral'''",
+    "'C:\\path'",
+    '{ a = 1, b = "x" }',
+    '1979-05-27 07:32:00Z',
+    '3.5',
+  ),
 );
 
 const trailing = fc.option(comment, { nil: undefined }).map((c) => (c === undefined ? '' : `  ${c}`));
@@ -60,20 +67,26 @@ const userHook = fc
   ]);
 
 const plainTable = (name: string) =>
-  fc.tuple(filler, fc.array(fc.nat(3), { maxLength: 3 })).chain(([before, keys]) =>
-    fc.tuple(...[...new Set(keys)].map((k) => keyval(`key${k}`))).map((kvs) => [...before, `[${name}]`, ...kvs]),
-  );
+  fc
+    .tuple(filler, fc.array(fc.nat(3), { maxLength: 3 }))
+    .chain(([before, keys]) =>
+      fc.tuple(...[...new Set(keys)].map((k) => keyval(`key${k}`))).map((kvs) => [...before, `[${name}]`, ...kvs]),
+    );
 
 const documentLines = fc
   .record({
     head: filler,
-    rootKeys: fc.uniqueArray(fc.constantFrom('default_model', 'theme', 'default_yolo', '"quoted key"', 'extra'), { maxLength: 3 }),
+    rootKeys: fc.uniqueArray(fc.constantFrom('default_model', 'theme', 'default_yolo', '"quoted key"', 'extra'), {
+      maxLength: 3,
+    }),
     sections: fc.array(fc.oneof(userHook, fc.constant('table' as const)), { maxLength: 5 }),
     tail: filler,
   })
   .chain((doc) => {
     let tables = 0;
-    const sections = doc.sections.map((section) => (section === 'table' ? plainTable(`table${tables++}`) : fc.constant(section)));
+    const sections = doc.sections.map((section) =>
+      section === 'table' ? plainTable(`table${tables++}`) : fc.constant(section),
+    );
     return fc
       .tuple(fc.tuple(...doc.rootKeys.map(keyval)), fc.tuple(...sections))
       .map(([rootKvs, bodies]) => [...doc.head, ...rootKvs, ...bodies.flat(), ...doc.tail]);
@@ -90,11 +103,15 @@ const hook: fc.Arbitrary<ManagedHook> = fc
     profile: fc.constantFrom('kimi-v1_28_0', 'kimi-v2_0_0'),
     timeout: fc.integer({ min: 1, max: 600 }),
   })
-  .map((h) => buildManagedHook({ node: h.node, entry: `${h.dir}/bin/blue-agent.js` }, 'kimi', h.profile, 'SessionEnd', h.timeout));
+  .map((h) =>
+    buildManagedHook({ node: h.node, entry: `${h.dir}/bin/blue-agent.js` }, 'kimi', h.profile, 'SessionEnd', h.timeout),
+  );
 
 function managed(textValue: string): unknown[] {
   const data = parse(textValue) as { hooks?: Record<string, unknown>[] };
-  return (data.hooks ?? []).filter((h) => h.event === 'SessionEnd' && typeof h.command === 'string' && isManagedCommand(h.command, 'kimi'));
+  return (data.hooks ?? []).filter(
+    (h) => h.event === 'SessionEnd' && typeof h.command === 'string' && isManagedCommand(h.command, 'kimi'),
+  );
 }
 
 function userPart(textValue: string): unknown {

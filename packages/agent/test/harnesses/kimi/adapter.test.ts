@@ -18,7 +18,8 @@ const desired = buildManagedHook(
   'SessionEnd',
   5,
 );
-const EXPECTED_COMMAND = `'/usr/local/bin/node' '/opt/blue agent/bin/blue-agent.js' capture --harness kimi --profile kimi-v1_28_0`;
+const EXPECTED_COMMAND =
+  `'/usr/local/bin/node' '/opt/blue agent/bin/blue-agent.js' capture --harness kimi ` + `--profile kimi-v1_28_0`;
 const TABLE = [
   '[[hooks]] # managed by blue-agent',
   'event = "SessionEnd"',
@@ -73,21 +74,31 @@ describe('kimi adapter: locations', () => {
     home = undefined;
   });
 
-  it('keeps Kimi Code in KIMI_CODE_HOME (else ~/.kimi-code) and kimi-cli in KIMI_SHARE_DIR (else ~/.kimi), absolute only', async () => {
-    home = await makeTestHome();
-    const code: Interval = { ...interval, profile: 'kimi-v2_0_2', introduced: '2.0.2' };
-    expect(kimi.configRoot(home.ctx)).toBe(path.join(home.home, '.kimi-code'));
-    expect(kimi.knownHookFiles(home.ctx)).toEqual([path.join(home.home, '.kimi-code', 'config.toml'), path.join(home.home, '.kimi', 'config.toml')]);
-    const relative = home.context({ env: { KIMI_SHARE_DIR: 'relative/share', KIMI_CODE_HOME: 'relative/code' } });
-    expect(kimi.knownHookFiles(relative)).toEqual([path.join(home.home, '.kimi-code', 'config.toml'), path.join(home.home, '.kimi', 'config.toml')]);
-    const share = path.join(home.root, 'share');
-    const codeHome = path.join(home.root, 'code');
-    const ctx = home.context({ env: { KIMI_SHARE_DIR: share, KIMI_CODE_HOME: codeHome } });
-    expect(kimi.configRoot(ctx)).toBe(codeHome);
-    expect(await kimi.hookFile(ctx, interval)).toBe(path.join(share, 'config.toml'));
-    expect(await kimi.hookFile(ctx, code)).toBe(path.join(codeHome, 'config.toml'));
-    expect(kimi.knownHookFiles(ctx)).toEqual([path.join(codeHome, 'config.toml'), path.join(share, 'config.toml')]);
-  });
+  it(
+    'keeps Kimi Code in KIMI_CODE_HOME (else ~/.kimi-code) and kimi-cli in KIMI_SHARE_DIR (else ~/.kimi), ' +
+      'absolute only',
+    async () => {
+      home = await makeTestHome();
+      const code: Interval = { ...interval, profile: 'kimi-v2_0_2', introduced: '2.0.2' };
+      expect(kimi.configRoot(home.ctx)).toBe(path.join(home.home, '.kimi-code'));
+      expect(kimi.knownHookFiles(home.ctx)).toEqual([
+        path.join(home.home, '.kimi-code', 'config.toml'),
+        path.join(home.home, '.kimi', 'config.toml'),
+      ]);
+      const relative = home.context({ env: { KIMI_SHARE_DIR: 'relative/share', KIMI_CODE_HOME: 'relative/code' } });
+      expect(kimi.knownHookFiles(relative)).toEqual([
+        path.join(home.home, '.kimi-code', 'config.toml'),
+        path.join(home.home, '.kimi', 'config.toml'),
+      ]);
+      const share = path.join(home.root, 'share');
+      const codeHome = path.join(home.root, 'code');
+      const ctx = home.context({ env: { KIMI_SHARE_DIR: share, KIMI_CODE_HOME: codeHome } });
+      expect(kimi.configRoot(ctx)).toBe(codeHome);
+      expect(await kimi.hookFile(ctx, interval)).toBe(path.join(share, 'config.toml'));
+      expect(await kimi.hookFile(ctx, code)).toBe(path.join(codeHome, 'config.toml'));
+      expect(kimi.knownHookFiles(ctx)).toEqual([path.join(codeHome, 'config.toml'), path.join(share, 'config.toml')]);
+    },
+  );
 
   it("waits for Kimi Code's migration while kimi-cli's config has hooks of the user's it would drop", async () => {
     home = await makeTestHome();
@@ -103,7 +114,10 @@ describe('kimi adapter: locations', () => {
     await writeFile(path.join(share, 'config.toml'), '[[hooks]\n');
     expect(await kimi.hookFile(home.ctx, code)).toBe(target);
 
-    await writeFile(path.join(share, 'config.toml'), `[[hooks]]\nevent = "PreToolUse"\ncommand = "lint"\n\n${TABLE.join('\n')}\n`);
+    await writeFile(
+      path.join(share, 'config.toml'),
+      `[[hooks]]\nevent = "PreToolUse"\ncommand = "lint"\n\n${TABLE.join('\n')}\n`,
+    );
     const error = await rejected(kimi.hookFile(home.ctx, code));
     expect([error.code, error.file]).toEqual(['NATIVE_CONFIG_CONFLICT', path.join(share, 'config.toml')]);
     expect(error.message).toMatch(/1 hook that Kimi Code has not migrated yet; .* its migration would drop it$/);
@@ -112,18 +126,28 @@ describe('kimi adapter: locations', () => {
     expect(await kimi.hookFile(home.ctx, interval)).toBe(path.join(share, 'config.toml'));
 
     // Migrated to another home: still pending for this one.
-    await writeFile(path.join(share, '.migrated-to-kimi-code'), JSON.stringify({ version: 1, target_paths: ['/elsewhere/.kimi-code'] }));
+    await writeFile(
+      path.join(share, '.migrated-to-kimi-code'),
+      JSON.stringify({ version: 1, target_paths: ['/elsewhere/.kimi-code'] }),
+    );
     await expect(kimi.hookFile(home.ctx, code)).rejects.toMatchObject({ code: 'NATIVE_CONFIG_CONFLICT' });
     // A hook of the user's in Kimi Code's config already: the migration drops kimi-cli's hooks whatever we do.
     await writeFile(target, '[[hooks]]\nevent = "Stop"\ncommand = "notify"\n');
     expect(await kimi.hookFile(home.ctx, code)).toBe(target);
     await writeFile(target, '');
     await expect(kimi.hookFile(home.ctx, code)).rejects.toMatchObject({ code: 'NATIVE_CONFIG_CONFLICT' });
-    for (const marker of [{ version: 1, target_path: codeHome, target_paths: [] }, { version: 1, target_paths: [`${codeHome}/`] }, { version: 1 }]) {
+    for (const marker of [
+      { version: 1, target_path: codeHome, target_paths: [] },
+      { version: 1, target_paths: [`${codeHome}/`] },
+      { version: 1 },
+    ]) {
       await writeFile(path.join(share, '.migrated-to-kimi-code'), JSON.stringify(marker));
       expect(await kimi.hookFile(home.ctx, code), JSON.stringify(marker)).toBe(target);
     }
-    await writeFile(path.join(share, '.migrated-to-kimi-code'), JSON.stringify({ version: 1, target_paths: ['/elsewhere'] }));
+    await writeFile(
+      path.join(share, '.migrated-to-kimi-code'),
+      JSON.stringify({ version: 1, target_paths: ['/elsewhere'] }),
+    );
     await writeFile(path.join(codeHome, '.skip-migration-from-kimi-cli'), '');
     expect(await kimi.hookFile(home.ctx, code)).toBe(target);
   });
@@ -149,7 +173,9 @@ describe('kimi planHook: creating and removing', () => {
     expect(installed.text).toBe(TABLE.join('\n') + '\n');
     expect(installed.managedFound).toBe(0);
     expect(installed.owned).toEqual({ created_file: true, separator: '' });
-    expect(managedOf(installed.text!)).toEqual([{ event: 'SessionEnd', matcher: '', command: EXPECTED_COMMAND, timeout: 5 }]);
+    expect(managedOf(installed.text!)).toEqual([
+      { event: 'SessionEnd', matcher: '', command: EXPECTED_COMMAND, timeout: 5 },
+    ]);
 
     const removed = plan(installed.text, null, installed.owned);
     expect(removed).toEqual({ text: null, owned: undefined, managedFound: 1 });
@@ -174,7 +200,14 @@ describe('kimi planHook: creating and removing', () => {
 });
 
 describe('kimi planHook: fixtures round-trip to the original bytes', () => {
-  const cases = ['empty.toml', 'user-hooks.toml', 'comments.toml', 'crlf.toml', 'no-final-newline.toml', 'non-ascii.toml'];
+  const cases = [
+    'empty.toml',
+    'user-hooks.toml',
+    'comments.toml',
+    'crlf.toml',
+    'no-final-newline.toml',
+    'non-ascii.toml',
+  ];
   for (const name of cases) {
     it(name, () => {
       const original = fixture(name);
@@ -222,7 +255,13 @@ describe('kimi planHook: fixtures round-trip to the original bytes', () => {
 
   it('keeps non-ASCII text and writes a non-ASCII command as UTF-8', () => {
     const original = fixture('non-ascii.toml');
-    const hook = buildManagedHook({ node: '/usr/bin/node', entry: '/home/zoë/工具/blue-agent.js' }, 'kimi', 'kimi-v1_28_0', 'SessionEnd', 5);
+    const hook = buildManagedHook(
+      { node: '/usr/bin/node', entry: '/home/zoë/工具/blue-agent.js' },
+      'kimi',
+      'kimi-v1_28_0',
+      'SessionEnd',
+      5,
+    );
     const installed = plan(original, hook);
     expect(installed.text).toContain('/home/zoë/工具/blue-agent.js');
     expect(managedOf(installed.text!)[0]!.command).toBe(hook.command);
@@ -259,7 +298,8 @@ describe('kimi planHook: existing managed tables', () => {
     const result = plan(original, null, undefined);
     expect(result.managedFound).toBe(1);
     expect(result.text).toBe(
-      'default_model = ""\n\n[[hooks]]\nevent = "Stop"\ncommand = "notify-send done"\n\n[background]\nmax_running_tasks = 2\n',
+      'default_model = ""\n\n[[hooks]]\nevent = "Stop"\ncommand = "notify-send ' +
+        'done"\n\n[background]\nmax_running_tasks = 2\n',
     );
   });
 
@@ -277,21 +317,42 @@ describe('kimi planHook: existing managed tables', () => {
     expect(removed.text).toBe('[[hooks]]\nevent = "SessionStart"\ncommand = "echo hello"\n');
   });
 
-  it('repairs in place the table `kimi migrate` copied from kimi-cli (no comment, its event and profile), never adding a second', () => {
-    // `kimi migrate --run` writes kimi-cli's tables into Kimi Code's config.toml without their comments.
-    const migrated = `default_model = "kimi-k2"\n\n[[hooks]]\nevent = "Stop"\ncommand = "x"\n\n[[hooks]]\nevent = "SessionEnd"\nmatcher = ""\ncommand = "${EXPECTED_COMMAND}"\ntimeout = 5\n`;
-    const code = buildManagedHook({ node: '/usr/local/bin/node', entry: '/opt/blue agent/bin/blue-agent.js' }, 'kimi', 'kimi-v2_0_2', 'Stop', 10);
-    const repaired = plan(migrated, code);
-    expect(repaired.managedFound).toBe(1);
-    expect(hooksOf(repaired.text!)).toEqual([
-      { event: 'Stop', command: 'x' },
-      { event: 'Stop', matcher: '', command: code.command, timeout: 10 },
-    ]);
-    expect(repaired.text!.startsWith('default_model = "kimi-k2"\n\n[[hooks]]\nevent = "Stop"\ncommand = "x"\n\n[[hooks]] # managed by blue-agent\n')).toBe(true);
-    expect(plan(repaired.text, code, repaired.owned)).toStrictEqual({ text: repaired.text, owned: repaired.owned, managedFound: 1 });
-    // Withdrawn, the copy goes and the user's table stays.
-    expect(plan(migrated, null).text).toBe('default_model = "kimi-k2"\n\n[[hooks]]\nevent = "Stop"\ncommand = "x"\n');
-  });
+  it(
+    'repairs in place the table `kimi migrate` copied from kimi-cli (no comment, its event and profile), never ' +
+      'adding a second',
+    () => {
+      // `kimi migrate --run` writes kimi-cli's tables into Kimi Code's config.toml without their comments.
+      const migrated =
+        `default_model = "kimi-k2"\n\n[[hooks]]\nevent = "Stop"\ncommand = "x"\n\n[[hooks]]\nevent = ` +
+        `"SessionEnd"\nmatcher = ""\ncommand = "${EXPECTED_COMMAND}"\ntimeout = 5\n`;
+      const code = buildManagedHook(
+        { node: '/usr/local/bin/node', entry: '/opt/blue agent/bin/blue-agent.js' },
+        'kimi',
+        'kimi-v2_0_2',
+        'Stop',
+        10,
+      );
+      const repaired = plan(migrated, code);
+      expect(repaired.managedFound).toBe(1);
+      expect(hooksOf(repaired.text!)).toEqual([
+        { event: 'Stop', command: 'x' },
+        { event: 'Stop', matcher: '', command: code.command, timeout: 10 },
+      ]);
+      expect(
+        repaired.text!.startsWith(
+          'default_model = "kimi-k2"\n\n[[hooks]]\nevent = "Stop"\ncommand = "x"\n\n[[hooks]] # managed by ' +
+            'blue-agent\n',
+        ),
+      ).toBe(true);
+      expect(plan(repaired.text, code, repaired.owned)).toStrictEqual({
+        text: repaired.text,
+        owned: repaired.owned,
+        managedFound: 1,
+      });
+      // Withdrawn, the copy goes and the user's table stays.
+      expect(plan(migrated, null).text).toBe('default_model = "kimi-k2"\n\n[[hooks]]\nevent = "Stop"\ncommand = "x"\n');
+    },
+  );
 
   it('removes its table after the user appended more tables behind it', () => {
     const original = fixture('comments.toml');
@@ -306,7 +367,10 @@ describe('kimi planHook: existing managed tables', () => {
     const installed = plan(original);
     const edited = installed.text + '\n[background]\nmax_running_tasks = 1';
     const removed = plan(edited, null, installed.owned);
-    expect(parse(removed.text!)).toEqual({ loop_control: { max_steps_per_turn: 50 }, background: { max_running_tasks: 1 } });
+    expect(parse(removed.text!)).toEqual({
+      loop_control: { max_steps_per_turn: 50 },
+      background: { max_running_tasks: 1 },
+    });
   });
 
   it('restores the bytes even without a ledger record in the usual layout', () => {
@@ -322,7 +386,8 @@ describe('kimi planHook: unusual layouts', () => {
     'comment without final line break': '# only a comment',
     'multi-line string at the end': 'default_editor = """\nvim\n"""',
     'multi-line string holding a fake header': 'x = """\n[[hooks]]\nevent = "SessionEnd"\n"""\n',
-    'quoted and spaced hooks headers': '[[ "hooks" ]]\nevent = "Stop"\ncommand = "a"\n[[ hooks ]] # c\nevent = "Stop"\ncommand = "b"\n',
+    'quoted and spaced hooks headers':
+      '[[ "hooks" ]]\nevent = "Stop"\ncommand = "a"\n[[ hooks ]] # c\nevent = "Stop"\ncommand = "b"\n',
     'hooks key inside another table': '[other]\nhooks = 1\n',
     'inline tables and arrays spanning lines': 'a = [\n  1, # one\n  2,\n]\nb = { c = "]", d = [3] }\n',
     'date-time with a space': 'when = 1979-05-27 07:32:00Z\n',
@@ -343,7 +408,9 @@ describe('kimi planHook: unusual layouts', () => {
   });
 
   it('takes a managed table’s sub-tables with it', () => {
-    const original = `[[hooks]]\nevent = "SessionEnd"\ncommand = "${EXPECTED_COMMAND}"\n[hooks.extra]\nx = 1\n\n[[hooks]]\nevent = "Stop"\ncommand = "a"\n`;
+    const original =
+      `[[hooks]]\nevent = "SessionEnd"\ncommand = "${EXPECTED_COMMAND}"\n[hooks.extra]\nx = ` +
+      `1\n\n[[hooks]]\nevent = "Stop"\ncommand = "a"\n`;
     const result = plan(original, null);
     expect(result.text).toBe('[[hooks]]\nevent = "Stop"\ncommand = "a"\n');
   });
@@ -351,7 +418,13 @@ describe('kimi planHook: unusual layouts', () => {
 
 describe('kimi planHook: values', () => {
   it('escapes quotes, backslashes and control characters as a TOML basic string', () => {
-    const hook = buildManagedHook({ node: '/usr/bin/node', entry: '/srv/we"ird\\dir\t/blue-agent.js' }, 'kimi', 'p', 'SessionEnd', 5);
+    const hook = buildManagedHook(
+      { node: '/usr/bin/node', entry: '/srv/we"ird\\dir\t/blue-agent.js' },
+      'kimi',
+      'p',
+      'SessionEnd',
+      5,
+    );
     const text = plan('', hook).text!;
     expect(managedOf(text)[0]!.command).toBe(hook.command);
     expect(text).toContain('\\"');
@@ -366,7 +439,8 @@ describe('kimi planHook: values', () => {
   });
 
   it('rewrites a table whose timeout or matcher drifted', () => {
-    const drifted = TABLE.join('\n').replace('timeout = 5', 'timeout = 30').replace('matcher = ""', 'matcher = "x"') + '\n';
+    const drifted =
+      TABLE.join('\n').replace('timeout = 5', 'timeout = 30').replace('matcher = ""', 'matcher = "x"') + '\n';
     const result = plan(drifted);
     expect(result.text).toBe(TABLE.join('\n') + '\n');
     expect(result.managedFound).toBe(1);
@@ -425,7 +499,11 @@ describe("kimi planner: Kimi's own `hooks = []`", () => {
       expect(installed.text).not.toMatch(/^\s*hooks\s*=/m);
       expect(installed.owned).toMatchObject({ replaced: { offset: original.indexOf('hooks') } });
       // Re-planning is a no-op that keeps the record.
-      expect(plan(installed.text, desired, installed.owned)).toEqual({ text: installed.text, owned: installed.owned, managedFound: 1 });
+      expect(plan(installed.text, desired, installed.owned)).toEqual({
+        text: installed.text,
+        owned: installed.owned,
+        managedFound: 1,
+      });
       expect(plan(installed.text, null, installed.owned).text).toBe(original);
     });
   }

@@ -5,9 +5,21 @@ import type { HookPlan, ManagedHook, OwnershipRecord } from '../../../src/harnes
 import { thrown } from '../../../../../test/support/errors.js';
 
 const FILE = '/home/me/.kimi/config.toml';
-const desired = buildManagedHook({ node: '/usr/local/bin/node', entry: '/opt/blue agent/bin/blue-agent.js' }, 'kimi', 'kimi-v1_28_0', 'SessionEnd', 5);
+const desired = buildManagedHook(
+  { node: '/usr/local/bin/node', entry: '/opt/blue agent/bin/blue-agent.js' },
+  'kimi',
+  'kimi-v1_28_0',
+  'SessionEnd',
+  5,
+);
 const C = desired.command;
-const lines = (timeout: number | string = 5) => ['[[hooks]] # managed by blue-agent', 'event = "SessionEnd"', 'matcher = ""', `command = "${C}"`, `timeout = ${timeout}`];
+const lines = (timeout: number | string = 5) => [
+  '[[hooks]] # managed by blue-agent',
+  'event = "SessionEnd"',
+  'matcher = ""',
+  `command = "${C}"`,
+  `timeout = ${timeout}`,
+];
 /** The managed table as the planner writes it, with a final line break. */
 const T = `${lines().join('\n')}\n`;
 const USER = '[[hooks]]\nevent = "Stop"\ncommand = "x"\n';
@@ -20,12 +32,24 @@ describe('kimi planner: appending', () => {
   it('puts one blank line before the table, none when there is one, and no final break when the file had none', () => {
     expect(plan('')).toStrictEqual({ text: T, owned: { separator: '' }, managedFound: 0 });
     expect(plan('  \n')).toStrictEqual({ text: `  \n${T}`, owned: { separator: '' }, managedFound: 0 });
-    expect(plan('  ')).toStrictEqual({ text: `  \n\n${T.slice(0, -1)}`, owned: { separator: '\n\n' }, managedFound: 0 });
-    expect(plan('a = 1')).toStrictEqual({ text: `a = 1\n\n${T.slice(0, -1)}`, owned: { separator: '\n\n' }, managedFound: 0 });
+    expect(plan('  ')).toStrictEqual({
+      text: `  \n\n${T.slice(0, -1)}`,
+      owned: { separator: '\n\n' },
+      managedFound: 0,
+    });
+    expect(plan('a = 1')).toStrictEqual({
+      text: `a = 1\n\n${T.slice(0, -1)}`,
+      owned: { separator: '\n\n' },
+      managedFound: 0,
+    });
     expect(plan('a = 1\n')).toStrictEqual({ text: `a = 1\n\n${T}`, owned: { separator: '\n' }, managedFound: 0 });
     expect(plan('a = 1\n\n')).toStrictEqual({ text: `a = 1\n\n${T}`, owned: { separator: '' }, managedFound: 0 });
     expect(plan('a = 1\n \t\n')).toStrictEqual({ text: `a = 1\n \t\n${T}`, owned: { separator: '' }, managedFound: 0 });
-    expect(plan('a = 1\r\n')).toStrictEqual({ text: `a = 1\r\n\r\n${T.replaceAll('\n', '\r\n')}`, owned: { separator: '\r\n' }, managedFound: 0 });
+    expect(plan('a = 1\r\n')).toStrictEqual({
+      text: `a = 1\r\n\r\n${T.replaceAll('\n', '\r\n')}`,
+      owned: { separator: '\r\n' },
+      managedFound: 0,
+    });
   });
 
   it('writes Kimi’s default timeout for one that is not a number, and rounds up', () => {
@@ -48,7 +72,11 @@ describe('kimi planner: appending', () => {
 describe('kimi planner: the table already there', () => {
   it('is up to date without a timeout when the default is wanted, and without a matcher', () => {
     const noTimeout = T.replace('timeout = 5\n', '');
-    expect(plan(noTimeout, { ...desired, timeoutSeconds: 30 })).toStrictEqual({ text: noTimeout, owned: {}, managedFound: 1 });
+    expect(plan(noTimeout, { ...desired, timeoutSeconds: 30 })).toStrictEqual({
+      text: noTimeout,
+      owned: {},
+      managedFound: 1,
+    });
     expect(plan(noTimeout).text).toBe(T);
     const noMatcher = T.replace('matcher = ""\n', '');
     expect(plan(noMatcher)).toStrictEqual({ text: noMatcher, owned: {}, managedFound: 1 });
@@ -62,9 +90,21 @@ describe('kimi planner: the table already there', () => {
   it('keeps the record as it was, minus a separator the cut of a duplicate used', () => {
     const record = { created_file: true, separator: '\n', replaced: { text: 'hooks = []\n', offset: 0 } };
     expect(plan(T, desired, record)).toStrictEqual({ text: T, owned: record, managedFound: 1 });
-    expect(plan(`a = 1\n\n${T}\n${T}`, desired, { separator: '\n' })).toStrictEqual({ text: `a = 1\n\n${T}`, owned: {}, managedFound: 2 });
-    expect(plan(`${T}\n${USER}\n${T}`, desired, { separator: 'x' })).toStrictEqual({ text: `${T}\n${USER}`, owned: {}, managedFound: 2 });
-    expect(plan(T, desired, { created_file: 'yes', separator: 'x', other: 1 })).toStrictEqual({ text: T, owned: {}, managedFound: 1 });
+    expect(plan(`a = 1\n\n${T}\n${T}`, desired, { separator: '\n' })).toStrictEqual({
+      text: `a = 1\n\n${T}`,
+      owned: {},
+      managedFound: 2,
+    });
+    expect(plan(`${T}\n${USER}\n${T}`, desired, { separator: 'x' })).toStrictEqual({
+      text: `${T}\n${USER}`,
+      owned: {},
+      managedFound: 2,
+    });
+    expect(plan(T, desired, { created_file: 'yes', separator: 'x', other: 1 })).toStrictEqual({
+      text: T,
+      owned: {},
+      managedFound: 1,
+    });
   });
 
   it('rewrites a stale table that ended the file without a final line break, still without one', () => {
@@ -81,7 +121,11 @@ describe('kimi planner: the table already there', () => {
   it('leaves an inline array of user hooks, and an empty one, to the user', () => {
     const inline = 'hooks = [{ event = "Stop", command = "x" }]\n';
     expect(plan(inline, null)).toStrictEqual({ text: inline, owned: undefined, managedFound: 0 });
-    expect(plan('[hooks]\nx = 1\n', null)).toStrictEqual({ text: '[hooks]\nx = 1\n', owned: undefined, managedFound: 0 });
+    expect(plan('[hooks]\nx = 1\n', null)).toStrictEqual({
+      text: '[hooks]\nx = 1\n',
+      owned: undefined,
+      managedFound: 0,
+    });
     expect(plan('hooks = []\n', null)).toStrictEqual({ text: 'hooks = []\n', owned: undefined, managedFound: 0 });
   });
 
@@ -96,7 +140,11 @@ describe('kimi planner: the table already there', () => {
 
 describe('kimi planner: removal', () => {
   it('cuts a table it found without leaving a double blank line', () => {
-    expect(plan(`a = 1\n\n${T}\n[b]\nc = 2\n`, null)).toStrictEqual({ text: 'a = 1\n\n[b]\nc = 2\n', owned: undefined, managedFound: 1 });
+    expect(plan(`a = 1\n\n${T}\n[b]\nc = 2\n`, null)).toStrictEqual({
+      text: 'a = 1\n\n[b]\nc = 2\n',
+      owned: undefined,
+      managedFound: 1,
+    });
     expect(plan(`${T}\n[b]\nc = 2\n`, null).text).toBe('[b]\nc = 2\n');
     expect(plan(`${T}\r\n[b]\r\n`, null).text).toBe('[b]\r\n');
     expect(plan(`a = 1\n\n${T}`, null).text).toBe('a = 1\n');
@@ -128,7 +176,9 @@ describe('kimi planner: putting back the `hooks = []` it replaced', () => {
     expect(plan(`y = 1\n${T}`, null, replaced('"hooks" = []\n', 0)).text).toBe('"hooks" = []\ny = 1\n');
     expect(plan(`y = 1\nz = 2\n${T}`, null, replaced('hooks = []', 6)).text).toBe('y = 1\nhooks = []\nz = 2\n');
     expect(plan(`y = 1\n${T}`, null, replaced('hooks = []', 6)).text).toBe('y = 1\nhooks = []');
-    expect(plan(`y = 1\r\n${T.replaceAll('\n', '\r\n')}`, null, replaced('hooks = []', 0)).text).toBe('hooks = []\r\ny = 1\r\n');
+    expect(plan(`y = 1\r\n${T.replaceAll('\n', '\r\n')}`, null, replaced('hooks = []', 0)).text).toBe(
+      'hooks = []\r\ny = 1\r\n',
+    );
     expect(plan(`[t]\nx = 1\n${T}`, null, replaced('hooks = []\n', 0)).text).toBe('hooks = []\n[t]\nx = 1\n');
   });
 
@@ -169,7 +219,11 @@ describe('kimi planner: putting back the `hooks = []` it replaced', () => {
       owned: { separator: '\n', replaced: { text: '  hooks = [ ] # k\n', offset: 6 } },
       managedFound: 0,
     });
-    expect(plan('hooks = []', desired, { created_file: true }).owned).toStrictEqual({ created_file: true, separator: '', replaced: { text: 'hooks = []', offset: 0 } });
+    expect(plan('hooks = []', desired, { created_file: true }).owned).toStrictEqual({
+      created_file: true,
+      separator: '',
+      replaced: { text: 'hooks = []', offset: 0 },
+    });
   });
 });
 
@@ -192,12 +246,20 @@ describe('kimi planner: edge by edge', () => {
   });
 
   it('with nothing managed in the file, puts nothing back and deletes nothing, whatever the record says', () => {
-    expect(plan('y = 1\n', null, { ...replaced('hooks = []\n', 0), created_file: true })).toStrictEqual({ text: 'y = 1\n', owned: undefined, managedFound: 0 });
+    expect(plan('y = 1\n', null, { ...replaced('hooks = []\n', 0), created_file: true })).toStrictEqual({
+      text: 'y = 1\n',
+      owned: undefined,
+      managedFound: 0,
+    });
     expect(plan('', null, { created_file: true })).toStrictEqual({ text: '', owned: undefined, managedFound: 0 });
   });
 
   it('leaves an inline array of values that are not tables to the user', () => {
-    expect(plan('hooks = [1, "x"]\n', null)).toStrictEqual({ text: 'hooks = [1, "x"]\n', owned: undefined, managedFound: 0 });
+    expect(plan('hooks = [1, "x"]\n', null)).toStrictEqual({
+      text: 'hooks = [1, "x"]\n',
+      owned: undefined,
+      managedFound: 0,
+    });
   });
 
   it('treats a SessionEnd table whose command is not a string as the user’s', () => {
@@ -211,16 +273,26 @@ describe('kimi planner: edge by edge', () => {
   });
 
   it('rewrites a table whose command or matcher alone is stale', () => {
-    const older = buildManagedHook({ node: '/usr/local/bin/node', entry: '/opt/blue agent/bin/blue-agent.js' }, 'kimi', 'kimi-v1_20_0', 'SessionEnd', 5);
+    const older = buildManagedHook(
+      { node: '/usr/local/bin/node', entry: '/opt/blue agent/bin/blue-agent.js' },
+      'kimi',
+      'kimi-v1_20_0',
+      'SessionEnd',
+      5,
+    );
     expect(plan(T.replace(C, older.command)).text).toBe(T);
     expect(plan(T.replace('matcher = ""', 'matcher = "x"')).text).toBe(T);
   });
 
-  it('rewrites a stale table before more text that has no final line break, and shifts the cut of duplicates after it', () => {
-    expect(plan(`${lines(9).join('\n')}\n[b]\nc = 2`).text).toBe(`${T}[b]\nc = 2`);
-    expect(plan(`${lines(600).join('\n')}\n\n${T}\n[b]\nc = 2\n`).text).toBe(`${T}\n[b]\nc = 2\n`);
-    expect(plan(`${lines(1).join('\n')}\n\n${T}\n[b]\nc = 2\n`).text).toBe(`${T}\n[b]\nc = 2\n`);
-  });
+  it(
+    'rewrites a stale table before more text that has no final line break, and shifts the cut of duplicates after ' +
+      'it',
+    () => {
+      expect(plan(`${lines(9).join('\n')}\n[b]\nc = 2`).text).toBe(`${T}[b]\nc = 2`);
+      expect(plan(`${lines(600).join('\n')}\n\n${T}\n[b]\nc = 2\n`).text).toBe(`${T}\n[b]\nc = 2\n`);
+      expect(plan(`${lines(1).join('\n')}\n\n${T}\n[b]\nc = 2\n`).text).toBe(`${T}\n[b]\nc = 2\n`);
+    },
+  );
 
   it('cuts a table followed directly by the next statement', () => {
     expect(plan(`a = 1\n\n${T}[b]\nc = 2\n`, null).text).toBe('a = 1\n\n[b]\nc = 2\n');
@@ -229,7 +301,9 @@ describe('kimi planner: edge by edge', () => {
 
   it('gives back the line break the table had taken when text was appended right after it', () => {
     expect(plan(`a = 1\n\n${T}[b]\nc = 2\n`, null, { separator: '\n\n' }).text).toBe('a = 1\n[b]\nc = 2\n');
-    expect(plan(crlf(`a = 1\n\n${T}[b]\nc = 2\n`), null, { separator: '\r\n\r\n' }).text).toBe(crlf('a = 1\n[b]\nc = 2\n'));
+    expect(plan(crlf(`a = 1\n\n${T}[b]\nc = 2\n`), null, { separator: '\r\n\r\n' }).text).toBe(
+      crlf('a = 1\n[b]\nc = 2\n'),
+    );
   });
 
   it('takes the recorded separator once, for the last table that has it', () => {

@@ -17,8 +17,21 @@ import { buildManagedHook } from '../../../src/harness-kit/signature.js';
 import { reconcile } from '../../../src/reconcile/index.js';
 import { captureLog, spoolFiles } from '../../../../../test/support/cli-process.js';
 import { harnessBin } from '../../../../../test/support/harness-bins.js';
-import { useCaptureHome, useOfflineSession, type Payload, useReconcileHome, useRestoreRoundTrip, useResumeRoundTrip } from '../../../../../test/support/real-cli.js';
-import { appendStdinCommand, harnessEnv, readJsonLines, runProcess, waitFor } from '../../../../../test/support/run-harness.js';
+import {
+  useCaptureHome,
+  useOfflineSession,
+  type Payload,
+  useReconcileHome,
+  useRestoreRoundTrip,
+  useResumeRoundTrip,
+} from '../../../../../test/support/real-cli.js';
+import {
+  appendStdinCommand,
+  harnessEnv,
+  readJsonLines,
+  runProcess,
+  waitFor,
+} from '../../../../../test/support/run-harness.js';
 import { appendKimiHook, KIMI_MODEL_PATH, kimiCodeHome, runKimi, runKimiHeadless, writeKimiCodeConfig } from './rig.js';
 
 const OLDEST = '0.10.0';
@@ -42,16 +55,36 @@ describe('Kimi Code offline session: the events', () => {
       const { t, stub, cwd, hookOut, explain, SESSION_TIMEOUT_MS } = w;
       const env = harnessEnv(t.home);
       await writeKimiCodeConfig(kimiCodeHome(env), stub.url);
-      for (const event of ['Stop', 'SessionEnd']) await appendKimiHook(kimiCodeHome(env), event, appendStdinCommand(hookOut));
+      for (const event of ['Stop', 'SessionEnd'])
+        await appendKimiHook(kimiCodeHome(env), event, appendStdinCommand(hookOut));
       const bin = harnessBin('kimi', NEWEST);
 
-      const headless = await runKimiHeadless({ bin, home: t.home, cwd, prompt: 'Say hello.', stubUrl: stub.url, timeoutMs: SESSION_TIMEOUT_MS, writeConfig: false });
+      const headless = await runKimiHeadless({
+        bin,
+        home: t.home,
+        cwd,
+        prompt: 'Say hello.',
+        stubUrl: stub.url,
+        timeoutMs: SESSION_TIMEOUT_MS,
+        writeConfig: false,
+      });
       expect(headless.exitCode, explain(headless)).toBe(0);
       expect(await events(hookOut)).toEqual(['Stop']);
 
-      const result = await runKimi({ bin, home: t.home, cwd, prompt: 'Say hello.', more: ['And once more.'], stubUrl: stub.url, timeoutMs: SESSION_TIMEOUT_MS, writeConfig: false });
+      const result = await runKimi({
+        bin,
+        home: t.home,
+        cwd,
+        prompt: 'Say hello.',
+        more: ['And once more.'],
+        stubUrl: stub.url,
+        timeoutMs: SESSION_TIMEOUT_MS,
+        writeConfig: false,
+      });
       expect(result.exitCode, explain(result)).toBe(0);
-      const all = (await waitFor('SessionEnd', async () => ((await events(hookOut)).includes('SessionEnd') ? readJsonLines(hookOut) : undefined))) as Payload[];
+      const all = (await waitFor('SessionEnd', async () =>
+        (await events(hookOut)).includes('SessionEnd') ? readJsonLines(hookOut) : undefined,
+      )) as Payload[];
       expect(all.map((p) => p.hook_event_name)).toEqual(['Stop', 'Stop', 'Stop', 'SessionEnd']);
       // No payload says whether the run was headless: the same keys either way.
       expect(all[0]).toMatchObject({ cwd, client_type: 'kimi_code_cli', stop_hook_active: false });
@@ -68,9 +101,19 @@ describe('Kimi Code offline session: the events', () => {
       const env = harnessEnv(t.home);
       await writeKimiCodeConfig(kimiCodeHome(env), stub.url);
       await appendKimiHook(kimiCodeHome(env), 'SessionEnd', appendStdinCommand(hookOut));
-      const headless = await runKimiHeadless({ bin: harnessBin('kimi', OLDEST), home: t.home, cwd, prompt: 'Say hello.', stubUrl: stub.url, timeoutMs: SESSION_TIMEOUT_MS, writeConfig: false });
+      const headless = await runKimiHeadless({
+        bin: harnessBin('kimi', OLDEST),
+        home: t.home,
+        cwd,
+        prompt: 'Say hello.',
+        stubUrl: stub.url,
+        timeoutMs: SESSION_TIMEOUT_MS,
+        writeConfig: false,
+      });
       expect(headless.exitCode, explain(headless)).toBe(0);
-      expect(await readJsonLines(hookOut)).toEqual([expect.objectContaining({ hook_event_name: 'SessionEnd', cwd, reason: 'exit' })]);
+      expect(await readJsonLines(hookOut)).toEqual([
+        expect.objectContaining({ hook_event_name: 'SessionEnd', cwd, reason: 'exit' }),
+      ]);
     },
     TEST_TIMEOUT_MS,
   );
@@ -93,7 +136,15 @@ describe('reconcile with the real CLI', () => {
         const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['kimi'] });
         expect(report.harnesses[0]).toMatchObject({ state: 'active', action: 'create', profile, version });
 
-        const result = await runKimi({ bin, home: t.home, cwd, prompt: 'Say hello.', stubUrl: stub.url, timeoutMs: 120_000, writeConfig: false });
+        const result = await runKimi({
+          bin,
+          home: t.home,
+          cwd,
+          prompt: 'Say hello.',
+          stubUrl: stub.url,
+          timeoutMs: 120_000,
+          writeConfig: false,
+        });
         expect(result.exitCode, explain(result)).toBe(0);
         const calls = await expectOneSessionEnd('kimi', profile, { event, sessionId: SESSION_ID });
         await expectUserHookFor(calls[0]!.payload.session_id!, event);
@@ -111,9 +162,19 @@ describe('reconcile with the real CLI', () => {
       // kimi-cli's config, as reconcile left it there, with the user's own hook.
       const share = env.KIMI_SHARE_DIR!;
       await mkdir(share, { recursive: true });
-      const cliHook = buildManagedHook({ node: process.execPath, entry: recorder }, 'kimi', 'kimi-v1_28_0', 'SessionEnd', 5);
+      const cliHook = buildManagedHook(
+        { node: process.execPath, entry: recorder },
+        'kimi',
+        'kimi-v1_28_0',
+        'SessionEnd',
+        5,
+      );
       const userTable = '[[hooks]]\nevent = "PreToolUse"\nmatcher = "Shell"\ncommand = "true"\ntimeout = 10\n';
-      await writeFile(path.join(share, 'config.toml'), `default_model = ""\n\n${userTable}\n[[hooks]] # managed by blue-agent\nevent = "SessionEnd"\nmatcher = ""\ncommand = ${JSON.stringify(cliHook.command)}\ntimeout = 5\n`);
+      await writeFile(
+        path.join(share, 'config.toml'),
+        `default_model = ""\n\n${userTable}\n[[hooks]] # managed by blue-agent\nevent = "SessionEnd"\nmatcher = ` +
+          `""\ncommand = ${JSON.stringify(cliHook.command)}\ntimeout = 5\n`,
+      );
       const migrated = await runProcess(bin, ['migrate', '--run'], { env, cwd, timeoutMs: 60_000 });
       expect(migrated.exitCode, migrated.stdout + migrated.stderr).toBe(0);
       const home = kimiCodeHome(env);
@@ -124,7 +185,11 @@ describe('reconcile with the real CLI', () => {
 
       const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['kimi'] });
       expect(report.harnesses[0]).toMatchObject({ state: 'active', profile: 'kimi-v2_0_2' });
-      const hooks = (parseToml(await readFile(path.join(home, 'config.toml'), 'utf8')) as { hooks: { event: string; command: string }[] }).hooks;
+      const hooks = (
+        parseToml(await readFile(path.join(home, 'config.toml'), 'utf8')) as {
+          hooks: { event: string; command: string }[];
+        }
+      ).hooks;
       expect(hooks.map((h) => [h.event, h.command.includes('capture --harness kimi')])).toEqual([
         ['PreToolUse', false],
         ['Stop', true],
@@ -132,9 +197,21 @@ describe('reconcile with the real CLI', () => {
       expect(hooks[1]!.command).toContain('--profile kimi-v2_0_2');
       expect(await readFile(path.join(share, 'config.toml'), 'utf8')).toBe(`default_model = ""\n\n${userTable}`);
 
-      const result = await runKimi({ bin, home: t.home, cwd, prompt: 'Say hello.', stubUrl: stub.url, timeoutMs: 120_000, writeConfig: false });
+      const result = await runKimi({
+        bin,
+        home: t.home,
+        cwd,
+        prompt: 'Say hello.',
+        stubUrl: stub.url,
+        timeoutMs: 120_000,
+        writeConfig: false,
+      });
       expect(result.exitCode, explain(result)).toBe(0);
-      const calls = await waitFor('the managed hook', async () => ((await managedCalls()).length > 0 ? managedCalls() : undefined), 10_000);
+      const calls = await waitFor(
+        'the managed hook',
+        async () => ((await managedCalls()).length > 0 ? managedCalls() : undefined),
+        10_000,
+      );
       expect(calls.map((c) => [c.argv.at(-1), c.payload.hook_event_name])).toEqual([['kimi-v2_0_2', 'Stop']]);
     },
     TEST_TIMEOUT_MS,
@@ -146,12 +223,15 @@ describe('capture with the real CLI', () => {
   const { TEST_TIMEOUT_MS } = w;
 
   it(
-    `Kimi Code ${NEWEST}, two interactive turns: each Stop spools a capture that waits while Kimi runs; once it exits, one bundle of the last state`,
+    `Kimi Code ${NEWEST}, two interactive turns: each Stop spools a capture that waits while Kimi runs; once it ` +
+      `exits, one bundle of the last state`,
     async () => {
       const { t, stub, cwd, policy, stateDir, agentContext, explain, finishedCaptures, expectVerifiedBundle } = w;
       const bin = harnessBin('kimi', NEWEST);
       await writeKimiCodeConfig(kimiCodeHome(harnessEnv(t.home)), stub.url);
-      expect((await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['kimi'] })).harnesses[0]).toMatchObject({ state: 'active', profile: 'kimi-v2_0_2' });
+      expect(
+        (await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['kimi'] })).harnesses[0],
+      ).toMatchObject({ state: 'active', profile: 'kimi-v2_0_2' });
 
       const prompt = 'Summarise the README in one line.';
       const seen: string[][] = [];
@@ -166,7 +246,11 @@ describe('capture with the real CLI', () => {
         writeConfig: false,
         onAnswered: async (index) => {
           // Kimi still runs: its captures are spooled and wait, none is built.
-          await waitFor(`capture ${index + 1} spooled`, async () => (captureLog(stateDir).filter((l) => l.event === 'spooled').length > index ? true : undefined), 15_000);
+          await waitFor(
+            `capture ${index + 1} spooled`,
+            async () => (captureLog(stateDir).filter((l) => l.event === 'spooled').length > index ? true : undefined),
+            15_000,
+          );
           seen.push(captureLog(stateDir).map((l) => String(l.event)));
           expect(spoolFiles(stateDir).ready).toEqual([]);
         },
@@ -175,18 +259,38 @@ describe('capture with the real CLI', () => {
       expect(seen).toEqual([['spooled'], ['spooled', 'spooled']]);
 
       const finished = await finishedCaptures();
-      expect(finished.map((f) => f.state), JSON.stringify(captureLog(stateDir))).toEqual(['ready']);
+      expect(
+        finished.map((f) => f.state),
+        JSON.stringify(captureLog(stateDir)),
+      ).toEqual(['ready']);
       const record = finished[0]!.record;
-      expect(record).toMatchObject({ harness: 'kimi', profile: 'kimi-v2_0_2', payload: { cwd, hook_event_name: 'Stop' } });
+      expect(record).toMatchObject({
+        harness: 'kimi',
+        profile: 'kimi-v2_0_2',
+        payload: { cwd, hook_event_name: 'Stop' },
+      });
       await expectVerifiedBundle(record, 'kimi', 'kimi-v2_0_2', { title: prompt, summary: prompt });
       // One bundle: the other capture is dropped, as superseded by the newer record when both are still spooled, or as
       // unchanged when the newer one was built first (the two workers race once Kimi exits).
-      const events = captureLog(stateDir).map((l) => String(l.event)).sort();
+      const events = captureLog(stateDir)
+        .map((l) => String(l.event))
+        .sort();
       expect(events.slice(0, 3)).toEqual(['built', 'spooled', 'spooled']);
       expect(['superseded', 'unchanged']).toContain(events[3]);
       expect(events).toHaveLength(4);
       // The bundle holds the whole session: both turns.
-      const wire = await readFile(path.join(kimiCodeHome(harnessEnv(t.home)), 'sessions', kimiCodeWorkDirKey(cwd), record.payload.session_id, 'agents', 'main', 'wire.jsonl'), 'utf8');
+      const wire = await readFile(
+        path.join(
+          kimiCodeHome(harnessEnv(t.home)),
+          'sessions',
+          kimiCodeWorkDirKey(cwd),
+          record.payload.session_id,
+          'agents',
+          'main',
+          'wire.jsonl',
+        ),
+        'utf8',
+      );
       expect(wire).toContain('Now in French.');
       expect(record.bundle!.size).toBeGreaterThan(0);
     },
@@ -200,9 +304,19 @@ describe('capture with the real CLI', () => {
         const { t, stub, cwd, policy, stateDir, agentContext, explain, oneFinishedCapture, expectVerifiedBundle } = w;
         const bin = harnessBin('kimi', version);
         await writeKimiCodeConfig(kimiCodeHome(harnessEnv(t.home)), stub.url);
-        expect((await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['kimi'] })).harnesses[0]).toMatchObject({ state: 'active', profile });
+        expect(
+          (await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['kimi'] })).harnesses[0],
+        ).toMatchObject({ state: 'active', profile });
         const prompt = 'List the build steps.';
-        const result = await runKimiHeadless({ bin, home: t.home, cwd, prompt, stubUrl: stub.url, timeoutMs: 90_000, writeConfig: false });
+        const result = await runKimiHeadless({
+          bin,
+          home: t.home,
+          cwd,
+          prompt,
+          stubUrl: stub.url,
+          timeoutMs: 90_000,
+          writeConfig: false,
+        });
         expect(result.exitCode, explain(result)).toBe(0);
         const { state, record } = await oneFinishedCapture();
         expect(state, explain(result)).toBe('ready');
@@ -221,11 +335,32 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
 
   for (const { version, profile } of ENDS) {
     it(
-      `Kimi Code ${version}: the directory, agent homes and bindings rewritten, \`kimi --session <id> -p\` continues it`,
+      `Kimi Code ${version}: the directory, agent homes and bindings rewritten, \`kimi --session <id> -p\` ` +
+        `continues it`,
       async () => {
-        const { a, b, stub, sourceCwd, destination, agentContext, explain, expectResumedWithHistory, bundleFromA, restoreIntoB, FIRST_PROMPT, SECOND_PROMPT } = w;
+        const {
+          a,
+          b,
+          stub,
+          sourceCwd,
+          destination,
+          agentContext,
+          explain,
+          expectResumedWithHistory,
+          bundleFromA,
+          restoreIntoB,
+          FIRST_PROMPT,
+          SECOND_PROMPT,
+        } = w;
         const bin = harnessBin('kimi', version);
-        const first = await runKimiHeadless({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, timeoutMs: 90_000 });
+        const first = await runKimiHeadless({
+          bin,
+          home: a.home,
+          cwd: sourceCwd,
+          prompt: FIRST_PROMPT,
+          stubUrl: stub.url,
+          timeoutMs: 90_000,
+        });
         expect(first.exitCode, explain(first)).toBe(0);
         const folder = path.join(kimiCodeHome(harnessEnv(a.home)), 'sessions', kimiCodeWorkDirKey(sourceCwd));
         const [id] = await readdir(folder);
@@ -237,12 +372,24 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
         const restored = await restoreIntoB(agentContext(b, bin), bundle, { installedVersion: version });
         expect(restored).toEqual({ sessionId: id, resumeArgv: ['kimi', '--session', id] });
         const sessionDir = path.join(homeB, 'sessions', kimiCodeWorkDirKey(destination), id!);
-        const state = JSON.parse(await readFile(path.join(sessionDir, 'state.json'), 'utf8')) as Record<string, unknown>;
-        expect(state.version === 2 ? state.cwd : state.workDir ?? destination).toBe(destination);
+        const state = JSON.parse(await readFile(path.join(sessionDir, 'state.json'), 'utf8')) as Record<
+          string,
+          unknown
+        >;
+        expect(state.version === 2 ? state.cwd : (state.workDir ?? destination)).toBe(destination);
         expect(existsSync(path.join(homeB, 'session_index.jsonl'))).toBe(true);
 
         stub.clear();
-        const resumed = await runKimiHeadless({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: restored.resumeArgv.slice(1), stubUrl: stub.url, timeoutMs: 90_000, writeConfig: false });
+        const resumed = await runKimiHeadless({
+          bin,
+          home: b.home,
+          cwd: destination,
+          prompt: SECOND_PROMPT,
+          args: restored.resumeArgv.slice(1),
+          stubUrl: stub.url,
+          timeoutMs: 90_000,
+          writeConfig: false,
+        });
         expectResumedWithHistory(resumed, KIMI_MODEL_PATH);
       },
       TEST_TIMEOUT_MS,
@@ -257,11 +404,35 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     `Kimi Code ${NEWEST}`,
     async () => {
-      const { a, b, stub, sourceCwd, destination, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const {
+        a,
+        b,
+        stub,
+        sourceCwd,
+        destination,
+        agentOn,
+        explain,
+        expectResumedWithHistory,
+        uploadedFromA,
+        resumeOnB,
+        FIRST_PROMPT,
+        SECOND_PROMPT,
+      } = w;
       const bin = harnessBin('kimi', NEWEST);
       await writeKimiCodeConfig(kimiCodeHome(harnessEnv(a.home)), stub.url);
-      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['kimi'] })).harnesses[0]).toMatchObject({ state: 'active' });
-      const first = await runKimi({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, env: a.env, timeoutMs: 120_000, writeConfig: false });
+      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['kimi'] })).harnesses[0]).toMatchObject({
+        state: 'active',
+      });
+      const first = await runKimi({
+        bin,
+        home: a.home,
+        cwd: sourceCwd,
+        prompt: FIRST_PROMPT,
+        stubUrl: stub.url,
+        env: a.env,
+        timeoutMs: 120_000,
+        writeConfig: false,
+      });
       expect(first.exitCode, explain(first)).toBe(0);
       const upload = await uploadedFromA('kimi');
 
@@ -270,7 +441,17 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
       expect(command).toEqual(['kimi', '--session', upload.native_session_id]);
 
       stub.clear();
-      const resumed = await runKimiHeadless({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000, writeConfig: false });
+      const resumed = await runKimiHeadless({
+        bin,
+        home: b.home,
+        cwd: destination,
+        prompt: SECOND_PROMPT,
+        args: command.slice(1),
+        stubUrl: stub.url,
+        env: b.env,
+        timeoutMs: 90_000,
+        writeConfig: false,
+      });
       expectResumedWithHistory(resumed, KIMI_MODEL_PATH);
     },
     TEST_TIMEOUT_MS,

@@ -29,7 +29,14 @@ describe('record session fixtures from the real CLI', () => {
       try {
         const cwd = await workDir(t.root);
         const install = harnessInstall('kimi');
-        const result = await runKimi({ bin: install.bin, home: t.home, cwd, prompt: KIMI_PROMPT, stubUrl: stub.url, timeoutMs: TIMEOUT_MS });
+        const result = await runKimi({
+          bin: install.bin,
+          home: t.home,
+          cwd,
+          prompt: KIMI_PROMPT,
+          stubUrl: stub.url,
+          timeoutMs: TIMEOUT_MS,
+        });
         expect(result.exitCode, describeRun(result)).toBe(0);
         const key = kimiCodeWorkDirKey(cwd);
         const folder = path.join(kimiCodeHome(harnessEnv(t.home)), 'sessions', key);
@@ -37,9 +44,17 @@ describe('record session fixtures from the real CLI', () => {
         const out = await freshDir('kimi', install.version, [KIMI_CLI_FIXTURE_VERSION]);
         const placeholders = { root: t.root, before: [[key, 'KIMI_WORKDIR']] as const };
         for (const name of await readdir(path.join(folder, id!))) {
-          if (KEPT.has(name)) await copyScrubbed(path.join(folder, id!, name), path.join(out, 'sessions', '{{KIMI_WORKDIR}}', id!, name), placeholders);
+          if (KEPT.has(name))
+            await copyScrubbed(
+              path.join(folder, id!, name),
+              path.join(out, 'sessions', '{{KIMI_WORKDIR}}', id!, name),
+              placeholders,
+            );
         }
-        await writeFile(path.join(out, 'session.json'), `${JSON.stringify({ harness: 'kimi', version: install.version, session_id: id, prompt: KIMI_PROMPT, cwd: scrub(cwd, { root: t.root }) }, null, 2)}\n`);
+        await writeFile(
+          path.join(out, 'session.json'),
+          `${JSON.stringify({ harness: 'kimi', version: install.version, session_id: id, prompt: KIMI_PROMPT, cwd: scrub(cwd, { root: t.root }) }, null, 2)}\n`,
+        );
       } finally {
         await stub.close();
         await t.cleanup();

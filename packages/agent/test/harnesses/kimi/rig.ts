@@ -35,7 +35,17 @@ import {
 import { entryName, filesBelow, installTree } from '../../../../../test/support/recorded-sessions.js';
 import { fixtureBundle } from '../../../../../test/support/restore-homes.js';
 import { startPty } from '../../../../../test/support/pty-session.js';
-import { appendStdinCommand, harnessEnv, readJsonLines, runProcess, STUB_API_KEY, STUB_MODEL, waitFor, type HarnessRunOptions, type HarnessRunResult } from '../../../../../test/support/run-harness.js';
+import {
+  appendStdinCommand,
+  harnessEnv,
+  readJsonLines,
+  runProcess,
+  STUB_API_KEY,
+  STUB_MODEL,
+  waitFor,
+  type HarnessRunOptions,
+  type HarnessRunResult,
+} from '../../../../../test/support/run-harness.js';
 import type { FixtureRig, HarnessRig } from '../../../../../test/support/rigs.js';
 
 /** The kimi-cli recording the fixture is (Kimi Code's recordings sit beside it). */
@@ -78,13 +88,28 @@ async function certifyKimiFixtures(target: Target): Promise<TargetResult> {
 
     await rec.step('reconcile', async () => {
       await mkdir(share, { recursive: true });
-      await writeFile(config, `default_model = "kimi-k2"\n\n[[hooks]]\nevent = "SessionEnd"\nmatcher = ""\ncommand = ${JSON.stringify(appendStdinCommand(rr.userOut))}\ntimeout = 5\n`);
+      await writeFile(
+        config,
+        `default_model = "kimi-k2"\n\n[[hooks]]\nevent = "SessionEnd"\nmatcher = ""\ncommand = ` +
+          `${JSON.stringify(appendStdinCommand(rr.userOut))}\ntimeout = 5\n`,
+      );
       const report = (await reconcile(agentOn(rr.a, bin), { dryRun: false, harnesses: ['kimi'] })).harnesses[0]!;
       check(report.state === 'active', () => `reconcile: ${report.state}: ${report.reason}`);
-      check(report.version === version && report.profile === interval!.profile, () => `reconcile read ${report.version} / ${report.profile}`);
-      const hooks = (parseToml(await readFile(config, 'utf8')) as { hooks?: { event: string; command: string; timeout?: number }[] }).hooks ?? [];
+      check(
+        report.version === version && report.profile === interval!.profile,
+        () => `reconcile read ${report.version} / ${report.profile}`,
+      );
+      const hooks =
+        (
+          parseToml(await readFile(config, 'utf8')) as {
+            hooks?: { event: string; command: string; timeout?: number }[];
+          }
+        ).hooks ?? [];
       const sessionEnd = hooks.filter((h) => h.event === 'SessionEnd');
-      check(sessionEnd.length === 2, () => `config.toml holds ${sessionEnd.length} SessionEnd hooks, expected the user's and the managed one`);
+      check(
+        sessionEnd.length === 2,
+        () => `config.toml holds ${sessionEnd.length} SessionEnd hooks, expected the user's and the managed one`,
+      );
       // The fixture session, as Kimi 1.49 leaves it when a session ends.
       const fixture = await fixtureBundle('kimi', rr.a, path.join(rr.a.root, 'unused.bundle'), KIMI_CLI_FIXTURE);
       sessionId = fixture.sessionId;
@@ -101,7 +126,10 @@ async function certifyKimiFixtures(target: Target): Promise<TargetResult> {
     });
 
     await rec.step('session', async () => {
-      check(existsSync(path.join(share, 'sessions', kimiWorkDirHash(cwd), sessionId, 'context.jsonl')), () => 'the fixture session folder is missing');
+      check(
+        existsSync(path.join(share, 'sessions', kimiWorkDirHash(cwd), sessionId, 'context.jsonl')),
+        () => 'the fixture session folder is missing',
+      );
       return `fixture ${version}`;
     });
 
@@ -124,14 +152,31 @@ async function certifyKimiFixtures(target: Target): Promise<TargetResult> {
       await chmod(binB, 0o755);
       const shareB = path.join(rr.b.home, '.kimi');
       await mkdir(shareB, { recursive: true });
-      await writeFile(path.join(shareB, 'kimi.json'), '{"work_dirs": [{"path": "/srv/other", "kaos": "local", "last_session_id": "keep-me"}]}\n');
+      await writeFile(
+        path.join(shareB, 'kimi.json'),
+        '{"work_dirs": [{"path": "/srv/other", "kaos": "local", "last_session_id": "keep-me"}]}\n',
+      );
       const command = await restoredOnB(rr, upload!.id, binB);
-      check(JSON.stringify(command) === JSON.stringify(['kimi', '--session', sessionId]), () => `resume command ${JSON.stringify(command)}`);
+      check(
+        JSON.stringify(command) === JSON.stringify(['kimi', '--session', sessionId]),
+        () => `resume command ${JSON.stringify(command)}`,
+      );
       const folder = path.join(shareB, 'sessions', kimiWorkDirHash(rr.destination), sessionId);
-      check(existsSync(path.join(folder, 'context.jsonl')) && existsSync(path.join(folder, 'wire.jsonl')), () => `${folder} lacks context.jsonl / wire.jsonl`);
-      const index = JSON.parse(await readFile(path.join(shareB, 'kimi.json'), 'utf8')) as { work_dirs: { path: string; last_session_id?: string }[] };
-      check(index.work_dirs.some((w) => w.path === '/srv/other' && w.last_session_id === 'keep-me'), () => 'the user work_dirs entry was lost');
-      check(index.work_dirs.some((w) => w.path === rr.destination && w.last_session_id === sessionId), () => 'no work_dirs entry for the destination');
+      check(
+        existsSync(path.join(folder, 'context.jsonl')) && existsSync(path.join(folder, 'wire.jsonl')),
+        () => `${folder} lacks context.jsonl / wire.jsonl`,
+      );
+      const index = JSON.parse(await readFile(path.join(shareB, 'kimi.json'), 'utf8')) as {
+        work_dirs: { path: string; last_session_id?: string }[];
+      };
+      check(
+        index.work_dirs.some((w) => w.path === '/srv/other' && w.last_session_id === 'keep-me'),
+        () => 'the user work_dirs entry was lost',
+      );
+      check(
+        index.work_dirs.some((w) => w.path === rr.destination && w.last_session_id === sessionId),
+        () => 'no work_dirs entry for the destination',
+      );
       return command.join(' ');
     });
     rec.notApplicable('resume', 'Kimi CLI cannot be installed here (PyPI unreachable): no native resume run');
@@ -154,11 +199,26 @@ export const KIMI_CLI_FIXTURE: FixtureRig = {
     const sessionDir = path.join(dir, 'share', 'sessions', '{{WORKDIR_MD5}}', id);
     const sessionRel = `sessions/${vars.WORKDIR_MD5}/${id}`;
     const files: SessionFile[] = [];
-    files.push({ role: 'agent_wire_history', name: 'wire.jsonl', nativePath: `${sessionRel}/wire.jsonl`, content: await content(path.join(sessionDir, 'wire.jsonl')) });
-    files.push({ role: 'kimi_state', name: 'state.json', nativePath: `${sessionRel}/state.json`, content: await content(path.join(sessionDir, 'state.json')) });
+    files.push({
+      role: 'agent_wire_history',
+      name: 'wire.jsonl',
+      nativePath: `${sessionRel}/wire.jsonl`,
+      content: await content(path.join(sessionDir, 'wire.jsonl')),
+    });
+    files.push({
+      role: 'kimi_state',
+      name: 'state.json',
+      nativePath: `${sessionRel}/state.json`,
+      content: await content(path.join(sessionDir, 'state.json')),
+    });
     for (const rel of await filesBelow(sessionDir)) {
       if (rel === 'wire.jsonl' || rel === 'state.json' || rel.startsWith('tasks/')) continue;
-      files.push({ role: 'session_state', name: entryName(rel), nativePath: `${sessionRel}/${rel}`, content: await content(path.join(sessionDir, rel)) });
+      files.push({
+        role: 'session_state',
+        name: entryName(rel),
+        nativePath: `${sessionRel}/${rel}`,
+        content: await content(path.join(sessionDir, rel)),
+      });
     }
     return files;
   },
@@ -175,7 +235,8 @@ export const KIMI_CLI_FIXTURE: FixtureRig = {
 };
 
 /** A line of another session in Kimi Code's session index, which a restore keeps. */
-export const KIMI_INDEX_LINE = '{"sessionId":"session_00000000-0000-4000-8000-000000000000","sessionDir":"/srv/other/session_00000000-0000-4000-8000-000000000000","workDir":"/srv/other"}\n';
+export const KIMI_INDEX_LINE =
+  '{"sessionId":"session_00000000-0000-4000-8000-000000000000","sessionDir":"/srv/other/session_00000000-0000-4000-8000-000000000000","workDir":"/srv/other"}\n';
 
 export const kimi: HarnessRig = {
   name: 'kimi',
@@ -192,14 +253,26 @@ export const kimi: HarnessRig = {
       const sessionDir = path.join(dir, 'sessions', '{{KIMI_WORKDIR}}', id);
       const sessionRel = `${vars.KIMI_WORKDIR}/${id}`;
       // The state as capture makes it: sanitised by the allow-list.
-      const state = encodeState(sanitizeKimiCodeState(JSON.parse(new TextDecoder().decode(await content(path.join(sessionDir, 'state.json'))))));
+      const state = encodeState(
+        sanitizeKimiCodeState(JSON.parse(new TextDecoder().decode(await content(path.join(sessionDir, 'state.json'))))),
+      );
       const files: SessionFile[] = [
-        { role: 'agent_wire_history', name: 'wire.jsonl', nativePath: `${sessionRel}/agents/main/wire.jsonl`, content: await content(path.join(sessionDir, 'agents', 'main', 'wire.jsonl')) },
+        {
+          role: 'agent_wire_history',
+          name: 'wire.jsonl',
+          nativePath: `${sessionRel}/agents/main/wire.jsonl`,
+          content: await content(path.join(sessionDir, 'agents', 'main', 'wire.jsonl')),
+        },
         { role: 'kimi_state', name: 'state.json', nativePath: `${sessionRel}/state.json`, content: state },
       ];
       for (const rel of await filesBelow(sessionDir)) {
         if (rel === 'agents/main/wire.jsonl' || rel === 'state.json') continue;
-        files.push({ role: 'session_state', name: entryName(rel), nativePath: `${sessionRel}/${rel}`, content: await content(path.join(sessionDir, rel)) });
+        files.push({
+          role: 'session_state',
+          name: entryName(rel),
+          nativePath: `${sessionRel}/${rel}`,
+          content: await content(path.join(sessionDir, rel)),
+        });
       }
       return files;
     },
@@ -221,8 +294,10 @@ export const kimi: HarnessRig = {
     prepareHome: async (env, stubUrl) => void (await writeKimiCodeConfig(kimiCodeHome(env), stubUrl)),
     prepareResume: async (env, stubUrl) => void (await writeKimiCodeConfig(kimiCodeHome(env), stubUrl)),
     run: (options) => runKimi({ ...options, writeConfig: false }),
-    addUserHook: async (env, outFile) => void (await appendKimiHook(kimiCodeHome(env), 'SessionEnd', appendStdinCommand(outFile))),
-    userHookSessions: (lines) => lines.filter((e) => e.hook_event_name === 'SessionEnd').map((e) => e.session_id as string),
+    addUserHook: async (env, outFile) =>
+      void (await appendKimiHook(kimiCodeHome(env), 'SessionEnd', appendStdinCommand(outFile))),
+    userHookSessions: (lines) =>
+      lines.filter((e) => e.hook_event_name === 'SessionEnd').map((e) => e.session_id as string),
     resumeCommand: (id) => ['kimi', '--session', id],
   },
 };
@@ -251,12 +326,16 @@ export async function writeKimiCodeConfig(home: string, stubUrl: string): Promis
   let text = before;
   if (!/^default_model\s*=/m.test(text)) text = `default_model = "${STUB_PROVIDER}"\n\n${text}`;
   if (!text.includes(`[providers.${STUB_PROVIDER}]`)) {
-    text = `${text.replace(/\n*$/, '\n')}\n[providers.${STUB_PROVIDER}]\ntype = "kimi"\nbase_url = ${JSON.stringify(baseUrl)}\napi_key = "${STUB_API_KEY}"\n\n[models.${STUB_PROVIDER}]\nprovider = "${STUB_PROVIDER}"\nmodel = "${STUB_MODEL}"\nmax_context_size = 128000\n`;
+    text =
+      `${text.replace(/\n*$/, '\n')}\n[providers.${STUB_PROVIDER}]\ntype = "kimi"\nbase_url = ` +
+      `${JSON.stringify(baseUrl)}\napi_key = "${STUB_API_KEY}"\n\n[models.${STUB_PROVIDER}]\nprovider = "` +
+      `${STUB_PROVIDER}"\nmodel = "${STUB_MODEL}"\nmax_context_size = 128000\n`;
   } else {
     text = text.replace(/^base_url = .*$/m, `base_url = ${JSON.stringify(baseUrl)}`);
   }
   const parsed = parseToml(text) as { providers?: Record<string, { base_url?: string }> };
-  if (parsed.providers?.[STUB_PROVIDER]?.base_url !== baseUrl) throw new Error(`writing the stub provider into ${file} did not give the expected settings:\n${text}`);
+  if (parsed.providers?.[STUB_PROVIDER]?.base_url !== baseUrl)
+    throw new Error(`writing the stub provider into ${file} did not give the expected settings:\n${text}`);
   if (text !== before) await writeFile(file, text);
   return file;
 }
@@ -266,7 +345,9 @@ export async function appendKimiHook(home: string, event: string, command: strin
   await mkdir(home, { recursive: true });
   const file = path.join(home, 'config.toml');
   const before = existsSync(file) ? await readFile(file, 'utf8') : '';
-  const text = `${before === '' ? '' : `${before.replace(/\n*$/, '\n')}\n`}[[hooks]]\nevent = "${event}"\nmatcher = ""\ncommand = ${JSON.stringify(command)}\ntimeout = ${timeout}\n`;
+  const text =
+    `${before === '' ? '' : `${before.replace(/\n*$/, '\n')}\n`}[[hooks]]\nevent = "${event}"\nmatcher ` +
+    `= ""\ncommand = ${JSON.stringify(command)}\ntimeout = ${timeout}\n`;
   parseToml(text);
   await writeFile(file, text);
   return file;
@@ -277,10 +358,16 @@ function kimiEnv(options: HarnessRunOptions): Record<string, string> {
 }
 
 /** `kimi -p PROMPT`, headless (no SessionEnd from 0.33; Stop fires). `args` go before `-p`. */
-export async function runKimiHeadless(options: HarnessRunOptions & { writeConfig?: boolean }): Promise<HarnessRunResult> {
+export async function runKimiHeadless(
+  options: HarnessRunOptions & { writeConfig?: boolean },
+): Promise<HarnessRunResult> {
   const env = kimiEnv(options);
   if (options.writeConfig !== false) await writeKimiCodeConfig(kimiCodeHome(env), options.stubUrl);
-  return runProcess(options.bin, [...(options.args ?? []), '-p', options.prompt], { env, cwd: options.cwd, timeoutMs: options.timeoutMs });
+  return runProcess(options.bin, [...(options.args ?? []), '-p', options.prompt], {
+    env,
+    cwd: options.cwd,
+    timeoutMs: options.timeoutMs,
+  });
 }
 
 /** True once a wire log of the home holds the user's `prompt` and, after it, the end of that turn's usage. */
@@ -288,9 +375,16 @@ async function answered(home: string, prompt: string): Promise<true | undefined>
   const sessions = path.join(home, 'sessions');
   for (const key of await readdir(sessions).catch(() => [] as string[])) {
     for (const id of await readdir(path.join(sessions, key)).catch(() => [] as string[])) {
-      const records = (await readJsonLines(path.join(sessions, key, id, 'agents', 'main', 'wire.jsonl'))) as { type?: string; usageScope?: string; input?: { text?: string }[] }[];
-      const asked = records.findIndex((r) => r.type === 'turn.prompt' && r.input?.some((p) => p.text === prompt) === true);
-      if (asked >= 0 && records.slice(asked + 1).some((r) => r.type === 'usage.record' && r.usageScope === 'turn')) return true;
+      const records = (await readJsonLines(path.join(sessions, key, id, 'agents', 'main', 'wire.jsonl'))) as {
+        type?: string;
+        usageScope?: string;
+        input?: { text?: string }[];
+      }[];
+      const asked = records.findIndex(
+        (r) => r.type === 'turn.prompt' && r.input?.some((p) => p.text === prompt) === true,
+      );
+      if (asked >= 0 && records.slice(asked + 1).some((r) => r.type === 'usage.record' && r.usageScope === 'turn'))
+        return true;
     }
   }
   return undefined;
@@ -309,14 +403,24 @@ export interface KimiInteractive {
  * type the prompt, Enter, wait for the answer (then the `more` prompts the same way), then `/exit` (which fires
  * SessionEnd). `args` go first (for example `['--session', id]`). What was on screen is the result's stdout.
  */
-export async function runKimi(options: HarnessRunOptions & { writeConfig?: boolean } & KimiInteractive): Promise<HarnessRunResult> {
+export async function runKimi(
+  options: HarnessRunOptions & { writeConfig?: boolean } & KimiInteractive,
+): Promise<HarnessRunResult> {
   const env = kimiEnv(options);
   const home = kimiCodeHome(env);
   if (options.writeConfig !== false) await writeKimiCodeConfig(home, options.stubUrl);
-  const pty = startPty(options.bin, options.args ?? [], { env, cwd: options.cwd, timeoutMs: options.timeoutMs ?? 120_000 });
+  const pty = startPty(options.bin, options.args ?? [], {
+    env,
+    cwd: options.cwd,
+    timeoutMs: options.timeoutMs ?? 120_000,
+  });
   const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
   try {
-    await pty.waitFor('the trust question or the input box', (s) => s.includes('Trust this folder?') || s.includes('context: '), 60_000);
+    await pty.waitFor(
+      'the trust question or the input box',
+      (s) => s.includes('Trust this folder?') || s.includes('context: '),
+      60_000,
+    );
     if (pty.screen().includes('Trust this folder?')) {
       await pause(300);
       if (pty.screen().includes("❯ Don't trust")) {
@@ -324,7 +428,11 @@ export async function runKimi(options: HarnessRunOptions & { writeConfig?: boole
         await pty.waitFor('the cursor on Trust', (s) => s.includes('❯ Trust this folder'), 5_000);
       }
       pty.press('\r');
-      await pty.waitFor('the input box after trusting', (s) => !s.includes('Trust this folder?') && s.includes('context: '), 30_000);
+      await pty.waitFor(
+        'the input box after trusting',
+        (s) => !s.includes('Trust this folder?') && s.includes('context: '),
+        30_000,
+      );
     }
     for (const [index, prompt] of [options.prompt, ...(options.more ?? [])].entries()) {
       await pause(500);

@@ -14,7 +14,15 @@ import { kimiCodeWorkDirKey } from '../../../src/harnesses/kimi/workdir.js';
 import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
 import type { Interval } from '@blue-agent/contract/schema/index.js';
 import { makeTestHome, type TestHome } from '../../../../../test/support/context.js';
-import { expectArtifactInvalid, fixtureDir, installTree, intervalOf, readRecorded, workDir, type RecordedSession } from '../../../../../test/support/recorded-sessions.js';
+import {
+  expectArtifactInvalid,
+  fixtureDir,
+  installTree,
+  intervalOf,
+  readRecorded,
+  workDir,
+  type RecordedSession,
+} from '../../../../../test/support/recorded-sessions.js';
 
 let interval: Interval;
 let fixture: string;
@@ -41,9 +49,19 @@ beforeEach(async () => {
 });
 afterEach(async () => t.cleanup());
 
-const payload = (extra: Partial<HookPayload> = {}): HookPayload => ({ hook_event_name: 'Stop', session_id: recorded.session_id, cwd, ...extra });
-const collect = (p: HookPayload = payload(), at: Interval = interval): Promise<CollectedSession> => kimi.collectSession(t.ctx, { interval: at, payload: p });
-const stateOf = (s: CollectedSession) => JSON.parse(new TextDecoder().decode(s.files.find((f) => f.role === 'kimi_state')!.content)) as Record<string, unknown>;
+const payload = (extra: Partial<HookPayload> = {}): HookPayload => ({
+  hook_event_name: 'Stop',
+  session_id: recorded.session_id,
+  cwd,
+  ...extra,
+});
+const collect = (p: HookPayload = payload(), at: Interval = interval): Promise<CollectedSession> =>
+  kimi.collectSession(t.ctx, { interval: at, payload: p });
+const stateOf = (s: CollectedSession) =>
+  JSON.parse(new TextDecoder().decode(s.files.find((f) => f.role === 'kimi_state')!.content)) as Record<
+    string,
+    unknown
+  >;
 const rel = (inside: string) => `${key}/${recorded.session_id}/${inside}`;
 
 async function put(inside: string, text = '{}\n'): Promise<string> {
@@ -56,7 +74,13 @@ async function put(inside: string, text = '{}\n'): Promise<string> {
 describe('Kimi Code: collectSession on a recorded session', () => {
   it('captures the main wire log and the sanitised state, titled by the state', async () => {
     const session = await collect();
-    expect(session).toMatchObject({ sessionId: recorded.session_id, cwd, root: sessions, title: recorded.prompt, summary: recorded.prompt });
+    expect(session).toMatchObject({
+      sessionId: recorded.session_id,
+      cwd,
+      root: sessions,
+      title: recorded.prompt,
+      summary: recorded.prompt,
+    });
     expect(session.files.map((f) => [f.role, f.name, f.nativePath])).toEqual([
       ['agent_wire_history', 'wire.jsonl', rel('agents/main/wire.jsonl')],
       ['kimi_state', 'state.json', rel('state.json')],
@@ -68,8 +92,25 @@ describe('Kimi Code: collectSession on a recorded session', () => {
   });
 
   it('takes subagents, plans, blobs and attachments; leaves tasks, undo snapshots, cron, logs and notify out', async () => {
-    for (const inside of ['agents/agent-0/wire.jsonl', 'agents/main/plans/p.md', 'agents/agent-0/blobs/abc', 'attachments/img.png', 'media-originals/a/b.png']) await put(inside);
-    for (const inside of ['agents/main/tasks/t1.json', 'agents/main/tasks/t1/output.log', 'agents/main/file-history/abc@v2', 'agents/main/cron/jobs.json', 'logs/kimi-code.log', 'notify/state.json', 'agents/.tmp/wire.jsonl', 'other.txt']) await put(inside);
+    for (const inside of [
+      'agents/agent-0/wire.jsonl',
+      'agents/main/plans/p.md',
+      'agents/agent-0/blobs/abc',
+      'attachments/img.png',
+      'media-originals/a/b.png',
+    ])
+      await put(inside);
+    for (const inside of [
+      'agents/main/tasks/t1.json',
+      'agents/main/tasks/t1/output.log',
+      'agents/main/file-history/abc@v2',
+      'agents/main/cron/jobs.json',
+      'logs/kimi-code.log',
+      'notify/state.json',
+      'agents/.tmp/wire.jsonl',
+      'other.txt',
+    ])
+      await put(inside);
     const session = await collect();
     expect(session.files.map((f) => [f.role, f.nativePath])).toEqual([
       ['agent_wire_history', rel('agents/main/wire.jsonl')],
@@ -98,9 +139,29 @@ describe('Kimi Code: collectSession on a recorded session', () => {
   });
 
   it('reads a state of version 1 (Kimi Code 0.10 to 0.32) by its own keys', async () => {
-    await writeFile(path.join(sessionDir, 'state.json'), JSON.stringify({ createdAt: '2026-12-02T03:00:00Z', updatedAt: '2026-12-02T03:01:00Z', title: 'Old one', isCustomTitle: false, lastPrompt: 'Old one', workDir: cwd, custom: { x: 1 }, agents: { main: { homedir: '/h', type: 'main', parentAgentId: null } } }));
+    await writeFile(
+      path.join(sessionDir, 'state.json'),
+      JSON.stringify({
+        createdAt: '2026-12-02T03:00:00Z',
+        updatedAt: '2026-12-02T03:01:00Z',
+        title: 'Old one',
+        isCustomTitle: false,
+        lastPrompt: 'Old one',
+        workDir: cwd,
+        custom: { x: 1 },
+        agents: { main: { homedir: '/h', type: 'main', parentAgentId: null } },
+      }),
+    );
     const session = await collect(payload(), await intervalOf('kimi-v0_10_0'));
-    expect(stateOf(session)).toEqual({ createdAt: '2026-12-02T03:00:00Z', updatedAt: '2026-12-02T03:01:00Z', title: 'Old one', isCustomTitle: false, lastPrompt: 'Old one', workDir: cwd, agents: { main: { homedir: '/h', type: 'main', parentAgentId: null } } });
+    expect(stateOf(session)).toEqual({
+      createdAt: '2026-12-02T03:00:00Z',
+      updatedAt: '2026-12-02T03:01:00Z',
+      title: 'Old one',
+      isCustomTitle: false,
+      lastPrompt: 'Old one',
+      workDir: cwd,
+      agents: { main: { homedir: '/h', type: 'main', parentAgentId: null } },
+    });
     expect(session.title).toBe('Old one');
   });
 });
@@ -108,10 +169,18 @@ describe('Kimi Code: collectSession on a recorded session', () => {
 describe('Kimi Code: what is refused', () => {
   it('a session that has no folder, or folders under two work dirs', async () => {
     const missing = 'session_00000000-0000-4000-8000-000000000000';
-    await expectArtifactInvalid(() => collect(payload({ session_id: missing })), path.join(sessions, key, missing), /no Kimi Code session folder/);
+    await expectArtifactInvalid(
+      () => collect(payload({ session_id: missing })),
+      path.join(sessions, key, missing),
+      /no Kimi Code session folder/,
+    );
     const other = path.join(sessions, 'wd_other_000000000000', recorded.session_id);
     await mkdir(other, { recursive: true });
-    await expectArtifactInvalid(() => collect(payload({ cwd: path.join(t.root, 'nowhere') })), path.join(sessions, kimiCodeWorkDirKey(path.join(t.root, 'nowhere')), recorded.session_id), /folders under 2 work dirs/);
+    await expectArtifactInvalid(
+      () => collect(payload({ cwd: path.join(t.root, 'nowhere') })),
+      path.join(sessions, kimiCodeWorkDirKey(path.join(t.root, 'nowhere')), recorded.session_id),
+      /folders under 2 work dirs/,
+    );
   });
 
   it('a state that is not JSON, names another session, or is far too large; a missing wire log', async () => {
@@ -125,7 +194,11 @@ describe('Kimi Code: what is refused', () => {
     await expectArtifactInvalid(() => collect(), file, /is \d+ bytes/);
     await writeFile(file, good);
     await rm(path.join(sessionDir, 'agents', 'main', 'wire.jsonl'));
-    await expectArtifactInvalid(() => collect(), path.join(sessionDir, 'agents', 'main', 'wire.jsonl'), /does not exist/);
+    await expectArtifactInvalid(
+      () => collect(),
+      path.join(sessionDir, 'agents', 'main', 'wire.jsonl'),
+      /does not exist/,
+    );
   });
 
   it('links: a linked state, wire log, agent folder, session folder, or a link among the plans', async () => {
@@ -143,7 +216,11 @@ describe('Kimi Code: what is refused', () => {
 
     const plan = await put('agents/main/plans/real.md', '#');
     await symlink(plan, path.join(sessionDir, 'agents', 'main', 'plans', 'linked.md'));
-    await expectArtifactInvalid(() => collect(), path.join(sessionDir, 'agents', 'main', 'plans', 'linked.md'), /symbolic link/);
+    await expectArtifactInvalid(
+      () => collect(),
+      path.join(sessionDir, 'agents', 'main', 'plans', 'linked.md'),
+      /symbolic link/,
+    );
     await rm(path.join(sessionDir, 'agents', 'main', 'plans'), { recursive: true });
 
     await rename(sessionDir, path.join(t.root, 'real-session'));

@@ -3,7 +3,12 @@
  * keys a later version adds are dropped), and the state relocated for a restore in another folder.
  */
 import { describe, expect, it } from 'vitest';
-import { encodeState, relocatedState, sanitizeKimiCodeState, stateDirectory } from '../../../src/harnesses/kimi/state.js';
+import {
+  encodeState,
+  relocatedState,
+  sanitizeKimiCodeState,
+  stateDirectory,
+} from '../../../src/harnesses/kimi/state.js';
 
 const V2 = {
   id: 'session_1',
@@ -22,7 +27,12 @@ const V2 = {
   apiKey: 'sk-later-version',
   agents: {
     main: { homedir: '/home/a/.kimi-code/sessions/wd_proj_0/session_1/agents/main', type: 'main', labels: { x: 'y' } },
-    'agent-0': { homedir: '/home/a/.kimi-code/sessions/wd_proj_0/session_1/agents/agent-0', type: 'sub', parentAgentId: 'main', swarmItem: { a: 1 } },
+    'agent-0': {
+      homedir: '/home/a/.kimi-code/sessions/wd_proj_0/session_1/agents/agent-0',
+      type: 'sub',
+      parentAgentId: 'main',
+      swarmItem: { a: 1 },
+    },
     '../evil': { homedir: '/etc', type: 'sub' },
     odd: 'not an object',
   },
@@ -51,9 +61,30 @@ describe('Kimi Code state.json allow-list', () => {
   });
 
   it('keeps a version 1 state by its own keys (workDir, not cwd), and values that are not scalars go', () => {
-    const v1 = { createdAt: '2026-12-02T03:00:00Z', updatedAt: '2026-12-02T03:01:00Z', title: 't', isCustomTitle: false, lastPrompt: 'p', workDir: '/src/proj', cwd: '/not/v1', id: 'x', custom: {}, agents: { main: { homedir: '/h', type: 'main', parentAgentId: null } } };
-    expect(sanitizeKimiCodeState(v1)).toEqual({ createdAt: v1.createdAt, updatedAt: v1.updatedAt, title: 't', isCustomTitle: false, lastPrompt: 'p', workDir: '/src/proj', agents: { main: { homedir: '/h', type: 'main', parentAgentId: null } } });
-    expect(sanitizeKimiCodeState({ version: 2, title: { nested: true }, cwd: ['/a'], agents: [] })).toEqual({ version: 2 });
+    const v1 = {
+      createdAt: '2026-12-02T03:00:00Z',
+      updatedAt: '2026-12-02T03:01:00Z',
+      title: 't',
+      isCustomTitle: false,
+      lastPrompt: 'p',
+      workDir: '/src/proj',
+      cwd: '/not/v1',
+      id: 'x',
+      custom: {},
+      agents: { main: { homedir: '/h', type: 'main', parentAgentId: null } },
+    };
+    expect(sanitizeKimiCodeState(v1)).toEqual({
+      createdAt: v1.createdAt,
+      updatedAt: v1.updatedAt,
+      title: 't',
+      isCustomTitle: false,
+      lastPrompt: 'p',
+      workDir: '/src/proj',
+      agents: { main: { homedir: '/h', type: 'main', parentAgentId: null } },
+    });
+    expect(sanitizeKimiCodeState({ version: 2, title: { nested: true }, cwd: ['/a'], agents: [] })).toEqual({
+      version: 2,
+    });
     for (const junk of [null, 'state', 5, []]) expect(sanitizeKimiCodeState(junk)).toEqual({});
   });
 
@@ -64,11 +95,18 @@ describe('Kimi Code state.json allow-list', () => {
     expect(moved.cwd).toBe('/dest');
     expect(moved.agents).toEqual({
       main: { homedir: '/home/b/.kimi-code/sessions/wd_dest_1/session_1/agents/main', type: 'main' },
-      'agent-0': { homedir: '/home/b/.kimi-code/sessions/wd_dest_1/session_1/agents/agent-0', type: 'sub', parentAgentId: 'main' },
+      'agent-0': {
+        homedir: '/home/b/.kimi-code/sessions/wd_dest_1/session_1/agents/agent-0',
+        type: 'sub',
+        parentAgentId: 'main',
+      },
     });
     expect(state.cwd).toBe('/src/proj');
 
-    expect(relocatedState({ workDir: '/a', agents: { main: { type: 'main' } } }, '/d', '/s')).toEqual({ workDir: '/d', agents: { main: { type: 'main' } } });
+    expect(relocatedState({ workDir: '/a', agents: { main: { type: 'main' } } }, '/d', '/s')).toEqual({
+      workDir: '/d',
+      agents: { main: { type: 'main' } },
+    });
     // Before 0.25, a version 1 state has no workDir, and gets none.
     expect(relocatedState({ title: 't' }, '/d', '/s')).toEqual({ title: 't' });
     expect(stateDirectory({ title: 't' })).toBeUndefined();

@@ -6,11 +6,14 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { withWorkspace } from '../../../src/harnesses/kimi/wire.js';
 
-const binding = (ws: string, extra = '') => `{"type":"runtime.set_binding","workspaceId":${JSON.stringify(ws)},"runtimeId":"local","agentId":"main"${extra},"time":1}`;
+const binding = (ws: string, extra = '') =>
+  `{"type":"runtime.set_binding","workspaceId":${JSON.stringify(ws)},"runtimeId":"local","agentId":"main"${extra},"time":1}`;
 
 describe('Kimi Code wire: runtime bindings', () => {
   it('rewrites the workspace of every binding line and nothing else', () => {
-    const text = `{"type":"metadata","protocol_version":"1.5"}\n${binding('wd_proj_aaaaaaaaaaaa')}\r\n{"type":"turn.prompt","input":[{"type":"text","text":"say \\"runtime.set_binding\\" workspaceId"}]}\n${binding('wd_proj_aaaaaaaaaaaa', ',"x":[1, 2]')}`;
+    const text =
+      `{"type":"metadata","protocol_version":"1.5"}\n${binding('wd_proj_aaaaaaaaaaaa')}\r\n{"type":"turn.prompt","input":[{"type":"text","text":"say ` +
+      `\\"runtime.set_binding\\" workspaceId"}]}\n${binding('wd_proj_aaaaaaaaaaaa', ',"x":[1, 2]')}`;
     const out = withWorkspace(Buffer.from(text), 'wd_dest_bbbbbbbbbbbb').toString();
     expect(out).toBe(text.replaceAll('wd_proj_aaaaaaaaaaaa', 'wd_dest_bbbbbbbbbbbb'));
   });
@@ -36,14 +39,23 @@ describe('Kimi Code wire: runtime bindings', () => {
 
   it('keeps the bytes of every other line, whatever they are', () => {
     fc.assert(
-      fc.property(fc.array(fc.oneof(fc.string().filter((l) => !l.includes('\n')), fc.constant(binding('wd_p_111111111111'))), { minLength: 1, maxLength: 8 }), (lines) => {
-        const text = lines.join('\n');
-        const out = withWorkspace(Buffer.from(text), 'wd_q_222222222222').toString().split('\n');
-        expect(out).toHaveLength(lines.length);
-        for (const [i, line] of lines.entries()) {
-          expect(out[i]).toBe(line === binding('wd_p_111111111111') ? binding('wd_q_222222222222') : line);
-        }
-      }),
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.string().filter((l) => !l.includes('\n')),
+            fc.constant(binding('wd_p_111111111111')),
+          ),
+          { minLength: 1, maxLength: 8 },
+        ),
+        (lines) => {
+          const text = lines.join('\n');
+          const out = withWorkspace(Buffer.from(text), 'wd_q_222222222222').toString().split('\n');
+          expect(out).toHaveLength(lines.length);
+          for (const [i, line] of lines.entries()) {
+            expect(out[i]).toBe(line === binding('wd_p_111111111111') ? binding('wd_q_222222222222') : line);
+          }
+        },
+      ),
     );
   });
 });

@@ -13,9 +13,12 @@ describe('Kimi Code work-dir key', () => {
     expect(kimiCodeWorkDirKey('/tmp/research/kimi')).toBe('wd_kimi_07dd63ed896f');
     expect(kimiCodeWorkDirKey('/tmp/research/kimi/runs/k-2.1.0/work/日本語')).toBe('wd_workspace_5676521d65c2');
     expect(kimiCodeWorkDirKey('/tmp/research/kimi/runs/k-2.1.0/work/real.dir')).toBe('wd_real.dir_0665ea2dad6f');
-    expect(kimiCodeWorkDirKey('/tmp/research/kimi/runs/k-2.1.0/work/Проект Ünïcode très-long name with spaces, and more than forty characters!')).toBe(
-      'wd_n-code-tr-s-long-name-with-spaces-and-mo_b213f2746b69',
-    );
+    expect(
+      kimiCodeWorkDirKey(
+        '/tmp/research/kimi/runs/k-2.1.0/work/Проект Ünïcode très-long name with spaces, and more than forty ' +
+          'characters!',
+      ),
+    ).toBe('wd_n-code-tr-s-long-name-with-spaces-and-mo_b213f2746b69');
     expect(kimiCodeWorkDirKey('/tmp/research/kimi/runs/k-0.10.0/work/日本語')).toBe('wd_workspace_b57d9be72683');
   });
 

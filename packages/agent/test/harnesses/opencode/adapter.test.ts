@@ -97,12 +97,16 @@ describe('opencode planHook', () => {
   });
 
   it('deletes its own plugin and leaves a missing one missing', () => {
-    expect(opencode.planHook({ text: renderPlugin(desired), file: FILE, desired: null, owned: { whole_file: true } })).toEqual({
+    expect(
+      opencode.planHook({ text: renderPlugin(desired), file: FILE, desired: null, owned: { whole_file: true } }),
+    ).toEqual({
       text: null,
       owned: undefined,
       managedFound: 1,
     });
-    expect(opencode.planHook({ text: fixture('stale-plugin.js'), file: FILE, desired: null, owned: undefined }).text).toBeNull();
+    expect(
+      opencode.planHook({ text: fixture('stale-plugin.js'), file: FILE, desired: null, owned: undefined }).text,
+    ).toBeNull();
     expect(opencode.planHook({ text: null, file: FILE, desired: null, owned: undefined })).toEqual({
       text: null,
       owned: undefined,
@@ -126,9 +130,13 @@ describe('opencode planHook', () => {
     });
   }
 
-  it('says what sits in the way, and that the file stays the user\'s', () => {
-    const error = thrown(() => opencode.planHook({ text: fixture('user-plugin.js'), file: FILE, desired, owned: undefined }));
-    expect(error.message).toBe('an OpenCode plugin that blue-agent did not write already sits where its capture plugin goes');
+  it("says what sits in the way, and that the file stays the user's", () => {
+    const error = thrown(() =>
+      opencode.planHook({ text: fixture('user-plugin.js'), file: FILE, desired, owned: undefined }),
+    );
+    expect(error.message).toBe(
+      'an OpenCode plugin that blue-agent did not write already sits where its capture plugin goes',
+    );
     expect(error.hint).toMatch(/never overwrites it/);
   });
 
@@ -139,8 +147,18 @@ describe('opencode planHook', () => {
     expect(isOurPlugin(headless)).toBe(false);
     expect(isOurPlugin(`// mine\n${ours}`)).toBe(false);
     expect(isOurPlugin(ours.replace(/^const CAPTURE_ARGV = .*$/m, ''))).toBe(false);
-    const otherHarness = buildManagedHook({ node: '/usr/local/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' }, 'claude', 'claude-v2_0_12', 'SessionEnd', 10);
-    expect(isOurPlugin(ours.replace(/^const CAPTURE_ARGV = .*$/m, `const CAPTURE_ARGV = ${JSON.stringify(otherHarness.argv)};`))).toBe(false);
+    const otherHarness = buildManagedHook(
+      { node: '/usr/local/bin/node', entry: '/opt/blue-agent/bin/blue-agent.js' },
+      'claude',
+      'claude-v2_0_12',
+      'SessionEnd',
+      10,
+    );
+    expect(
+      isOurPlugin(
+        ours.replace(/^const CAPTURE_ARGV = .*$/m, `const CAPTURE_ARGV = ${JSON.stringify(otherHarness.argv)};`),
+      ),
+    ).toBe(false);
   });
 
   it('recognises its plugin with CRLF line breaks', () => {
@@ -195,7 +213,13 @@ async function makeSandbox(): Promise<Sandbox> {
   await writeFile(path.join(root, 'package.json'), '{"type":"module"}\n');
   const recorder = path.join(bin, 'blue-agent.js');
   await writeFile(recorder, RECORDER, { mode: 0o755 });
-  const hook = buildManagedHook({ node: process.execPath, entry: recorder }, 'opencode', 'opencode-v1_2_0', 'session.idle', 10);
+  const hook = buildManagedHook(
+    { node: process.execPath, entry: recorder },
+    'opencode',
+    'opencode-v1_2_0',
+    'session.idle',
+    10,
+  );
   return {
     root,
     project,
@@ -222,7 +246,12 @@ afterEach(async () => {
 
 type Hooks = { event(arg: unknown): Promise<unknown>; dispose(): Promise<unknown> };
 
-async function start(sandbox: Sandbox, hook: ManagedHook, timings: PluginTimings, client: unknown = {}): Promise<Hooks> {
+async function start(
+  sandbox: Sandbox,
+  hook: ManagedHook,
+  timings: PluginTimings,
+  client: unknown = {},
+): Promise<Hooks> {
   const { module } = await sandbox.load(hook, timings);
   const plugin = module.BlueAgentSessionUpload as (input: unknown) => Promise<Hooks>;
   return plugin({ directory: sandbox.fallback, worktree: sandbox.fallback, project: {}, client, $: undefined });
@@ -280,8 +309,14 @@ describe('opencode plugin, executed', () => {
     const client = { session: { get: async (arg: unknown) => void lookups.push(arg) } };
     const hooks = await start(sandbox, sandbox.hook, { debounceMs: 400, lookupTimeoutMs: 200 }, client);
 
-    await send(hooks, 'session.created', { sessionID: 'ses_child', info: { id: 'ses_child', parentID: 'ses_parent', directory: childDir } });
-    await send(hooks, 'session.created', { sessionID: 'ses_parent', info: { id: 'ses_parent', directory: sandbox.project } });
+    await send(hooks, 'session.created', {
+      sessionID: 'ses_child',
+      info: { id: 'ses_child', parentID: 'ses_parent', directory: childDir },
+    });
+    await send(hooks, 'session.created', {
+      sessionID: 'ses_parent',
+      info: { id: 'ses_parent', directory: sandbox.project },
+    });
     await send(hooks, 'session.idle', { sessionID: 'ses_parent' });
     await send(hooks, 'session.idle', { sessionID: 'ses_parent' });
     await send(hooks, 'session.idle', { sessionID: 'ses_child' });
@@ -305,7 +340,13 @@ describe('opencode plugin, executed', () => {
     // The debounce's end is seen as the lookup it starts for a session the plugin has not seen created. The answer
     // makes it a child session, so nothing is spawned. The plugin's timers are the test's: no wall clock involved.
     const fired: string[] = [];
-    const client = { session: { get: async ({ path: { id } }: { path: { id: string } }) => (fired.push(id), { data: { id, parentID: 'ses_p' } }) } };
+    const client = {
+      session: {
+        get: async ({ path: { id } }: { path: { id: string } }) => (
+          fired.push(id), { data: { id, parentID: 'ses_p' } }
+        ),
+      },
+    };
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
       const hooks = await start(sandbox, sandbox.hook, { debounceMs: 500, lookupTimeoutMs: 100 }, client);
@@ -346,13 +387,18 @@ describe('opencode plugin, executed', () => {
       },
     };
     const hooks = await start(sandbox, sandbox.hook, { debounceMs: 100, lookupTimeoutMs: 300 }, client);
-    for (const id of ['ses_sub', 'ses_top', 'ses_hang', 'ses_throw']) await send(hooks, 'session.idle', { sessionID: id });
+    for (const id of ['ses_sub', 'ses_top', 'ses_hang', 'ses_throw'])
+      await send(hooks, 'session.idle', { sessionID: id });
 
     await waitFor(atLeast(sandbox, 3), 10_000);
     await sleep(600);
     const records = await sandbox.records();
     expect(records.map((r) => r.stdin).sort()).toEqual(
-      [payload('ses_top', topDir), payload('ses_hang', sandbox.fallback), payload('ses_throw', sandbox.fallback)].sort(),
+      [
+        payload('ses_top', topDir),
+        payload('ses_hang', sandbox.fallback),
+        payload('ses_throw', sandbox.fallback),
+      ].sort(),
     );
     expect(asked.sort()).toEqual(['ses_hang', 'ses_sub', 'ses_throw', 'ses_top']);
     await hooks.dispose();
@@ -430,11 +476,21 @@ process.exit(0);
 
   it('never throws into OpenCode, whatever it is given', async () => {
     const sandbox = await makeSandbox();
-    const missing: ManagedHook = { ...sandbox.hook, argv: [path.join(sandbox.root, 'no-such-node'), ...sandbox.hook.argv.slice(1)] };
+    const missing: ManagedHook = {
+      ...sandbox.hook,
+      argv: [path.join(sandbox.root, 'no-such-node'), ...sandbox.hook.argv.slice(1)],
+    };
     const { module } = await sandbox.load(missing, { debounceMs: 50, lookupTimeoutMs: 50 });
     const plugin = module.BlueAgentSessionUpload as (input: unknown) => Promise<Hooks>;
     const hooks = await plugin(undefined);
-    for (const arg of [undefined, null, {}, { event: null }, { event: { type: 'session.idle' } }, { event: { type: 'session.idle', properties: { sessionID: 42 } } }]) {
+    for (const arg of [
+      undefined,
+      null,
+      {},
+      { event: null },
+      { event: { type: 'session.idle' } },
+      { event: { type: 'session.idle', properties: { sessionID: 42 } } },
+    ]) {
       await expect(hooks.event(arg)).resolves.toBeUndefined();
     }
     await send(hooks, 'session.created', { info: null });

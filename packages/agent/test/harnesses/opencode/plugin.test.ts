@@ -34,7 +34,11 @@ describe('embeddedArgv', () => {
   const file = (value: string): string => `${PLUGIN_HEADER}\nconst CAPTURE_ARGV = ${value};\nexport const X = 1;\n`;
 
   it('reads the capture command as a JSON array of strings', () => {
-    expect(embeddedArgv(file('["/usr/bin/node","/opt/b/blue-agent.js","capture"]'))).toEqual(['/usr/bin/node', '/opt/b/blue-agent.js', 'capture']);
+    expect(embeddedArgv(file('["/usr/bin/node","/opt/b/blue-agent.js","capture"]'))).toEqual([
+      '/usr/bin/node',
+      '/opt/b/blue-agent.js',
+      'capture',
+    ]);
     expect(embeddedArgv(file('[]'))).toEqual([]);
     expect(embeddedArgv(file('["a"]').replace(/\n/g, '\r\n'))).toEqual(['a']);
   });

@@ -25,10 +25,21 @@ describe('record session fixtures from the real CLI', () => {
       try {
         const cwd = await workDir(t.root);
         const install = harnessInstall('opencode');
-        const result = await runOpencode({ bin: install.bin, home: t.home, cwd, prompt: OPENCODE_PROMPT, stubUrl: stub.url, timeoutMs: TIMEOUT_MS });
+        const result = await runOpencode({
+          bin: install.bin,
+          home: t.home,
+          cwd,
+          prompt: OPENCODE_PROMPT,
+          stubUrl: stub.url,
+          timeoutMs: TIMEOUT_MS,
+        });
         expect(result.exitCode, describeRun(result)).toBe(0);
         const env = harnessEnv(t.home, { OPENCODE_DISABLE_AUTOUPDATE: '1', OPENCODE_DISABLE_MODELS_FETCH: '1' });
-        const list = await runProcess(install.bin, ['session', 'list', '--format', 'json'], { env, cwd, timeoutMs: 30_000 });
+        const list = await runProcess(install.bin, ['session', 'list', '--format', 'json'], {
+          env,
+          cwd,
+          timeoutMs: 30_000,
+        });
         const id = (JSON.parse(list.stdout) as { id: string }[])[0]!.id;
         const exported = await runProcess(harnessBin('opencode'), ['export', id], { env, cwd, timeoutMs: 30_000 });
         expect(exported.exitCode, describeRun(exported)).toBe(0);

@@ -8,13 +8,29 @@ import { copyFile, mkdir, readFile, symlink, writeFile } from 'node:fs/promises'
 import path from 'node:path';
 import { applyEdits, modify, parse as parseJsonc, type ParseError } from 'jsonc-parser';
 import { writeBundle } from '@blue-agent/contract/bundle/index.js';
-import { fixtureDir, readRecorded, shippedProfiles, substitute } from '../../../../../test/support/recorded-sessions.js';
-import { harnessEnv, runProcess, STUB_API_KEY, STUB_MODEL, type HarnessRunOptions, type HarnessRunResult } from '../../../../../test/support/run-harness.js';
+import {
+  fixtureDir,
+  readRecorded,
+  shippedProfiles,
+  substitute,
+} from '../../../../../test/support/recorded-sessions.js';
+import {
+  harnessEnv,
+  runProcess,
+  STUB_API_KEY,
+  STUB_MODEL,
+  type HarnessRunOptions,
+  type HarnessRunResult,
+} from '../../../../../test/support/run-harness.js';
 import type { HarnessRig } from '../../../../../test/support/rigs.js';
 
 export const OPENCODE_PROVIDER_ID = 'bluestub';
 /** What keeps OpenCode offline and quiet, for every process that runs it. */
-export const OPENCODE_ENV = { OPENCODE_DISABLE_AUTOUPDATE: '1', OPENCODE_DISABLE_MODELS_FETCH: '1', OPENCODE_DISABLE_LSP_DOWNLOAD: '1' };
+export const OPENCODE_ENV = {
+  OPENCODE_DISABLE_AUTOUPDATE: '1',
+  OPENCODE_DISABLE_MODELS_FETCH: '1',
+  OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+};
 
 /** OpenCode's configuration folder for an env built by harnessEnv. */
 export function opencodeConfigDir(env: Readonly<Record<string, string>>): string {
@@ -48,7 +64,11 @@ export async function runOpencode(options: OpencodeRunOptions): Promise<HarnessR
   const configDir = opencodeConfigDir(env);
   if (options.writeConfig !== false) await writeOpencodeProviderConfig(configDir, options.stubUrl);
   await seedOpencodeConfigDeps(configDir, options.configDeps ?? opencodeDepsFor(options.bin));
-  return runProcess(options.bin, ['run', ...(options.args ?? []), options.prompt], { env, cwd: options.cwd, timeoutMs: options.timeoutMs });
+  return runProcess(options.bin, ['run', ...(options.args ?? []), options.prompt], {
+    env,
+    cwd: options.cwd,
+    timeoutMs: options.timeoutMs,
+  });
 }
 
 /**
@@ -59,7 +79,9 @@ export async function writeOpencodeProviderConfig(configDir: string, stubUrl: st
   await mkdir(configDir, { recursive: true });
   const jsonc = path.join(configDir, 'opencode.jsonc');
   const file = existsSync(jsonc) ? jsonc : path.join(configDir, 'opencode.json');
-  const before = existsSync(file) ? await readFile(file, 'utf8') : '{\n  "$schema": "https://opencode.ai/config.json"\n}\n';
+  const before = existsSync(file)
+    ? await readFile(file, 'utf8')
+    : '{\n  "$schema": "https://opencode.ai/config.json"\n}\n';
   const provider = {
     npm: '@ai-sdk/openai-compatible',
     name: 'Blue agent model stub',
@@ -91,9 +113,13 @@ export async function writeOpencodeProviderConfig(configDir: string, stubUrl: st
  */
 export async function seedOpencodeConfigDeps(configDir: string, depsDir: string): Promise<void> {
   await mkdir(configDir, { recursive: true });
-  const cached = JSON.parse(await readFile(path.join(depsDir, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+  const cached = JSON.parse(await readFile(path.join(depsDir, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+  };
   const pkgFile = path.join(configDir, 'package.json');
-  const pkg = existsSync(pkgFile) ? (JSON.parse(await readFile(pkgFile, 'utf8')) as { dependencies?: Record<string, string> }) : {};
+  const pkg = existsSync(pkgFile)
+    ? (JSON.parse(await readFile(pkgFile, 'utf8')) as { dependencies?: Record<string, string> })
+    : {};
   const deps = { ...pkg.dependencies, ...cached.dependencies };
   const extra = Object.keys(deps).filter((name) => cached.dependencies?.[name] === undefined);
   if (extra.length > 0) {
@@ -109,16 +135,24 @@ export async function seedOpencodeConfigDeps(configDir: string, depsDir: string)
 export function opencodeDepsFor(bin: string): string {
   for (let dir = path.dirname(bin); dir !== path.dirname(dir); dir = path.dirname(dir)) {
     const deps = path.join(dir, 'config-deps');
-    if (existsSync(path.join(dir, '.blue-agent-installed.json')) && existsSync(path.join(deps, 'node_modules'))) return deps;
+    if (existsSync(path.join(dir, '.blue-agent-installed.json')) && existsSync(path.join(deps, 'node_modules')))
+      return deps;
   }
-  throw new Error(`no plugin dependencies found for ${bin}: install it with \`node scripts/install-harnesses.mjs --harness opencode\``);
+  throw new Error(
+    `no plugin dependencies found for ${bin}: install it with \`node scripts/install-harnesses.mjs --harness ` +
+      `opencode\``,
+  );
 }
 
 /**
  * Writes a user OpenCode plugin that appends `{type, properties, directory}` for every session event to `outFile`,
  * one JSON line each (synchronously, so nothing is lost when the process exits).
  */
-export async function writeOpencodeUserPlugin(configDir: string, outFile: string, name = 'user-events'): Promise<string> {
+export async function writeOpencodeUserPlugin(
+  configDir: string,
+  outFile: string,
+  name = 'user-events',
+): Promise<string> {
   const dir = path.join(configDir, 'plugin');
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, `${name}.js`);
@@ -143,7 +177,10 @@ export async function writeOpencodeUserPlugin(configDir: string, outFile: string
 export async function opencodeFixtureBundle(root: string, out: string): Promise<{ bundle: string; sessionId: string }> {
   const fixture = await fixtureDir('opencode');
   const recorded = await readRecorded(fixture);
-  const text = substitute(await readFile(path.join(fixture, 'export.json'), 'utf8'), { ROOT: root, ROOT_REL: root.replace(/^\//, '') });
+  const text = substitute(await readFile(path.join(fixture, 'export.json'), 'utf8'), {
+    ROOT: root,
+    ROOT_REL: root.replace(/^\//, ''),
+  });
   await writeBundle(
     {
       harness: 'opencode',
@@ -180,7 +217,8 @@ export const opencode: HarnessRig = {
     resumeEnv: OPENCODE_ENV,
     run: runOpencode,
     addUserHook: async (env, outFile) => void (await writeOpencodeUserPlugin(opencodeConfigDir(env), outFile)),
-    userHookSessions: (lines) => lines.filter((e) => e.type === 'session.idle').map((e) => e.properties?.sessionID as string),
+    userHookSessions: (lines) =>
+      lines.filter((e) => e.type === 'session.idle').map((e) => e.properties?.sessionID as string),
     resumeCommand: (id) => ['opencode', '--session', id],
   },
 };

@@ -11,7 +11,16 @@ import { harnessInstall } from '../../../../../test/support/harness-bins.js';
 import { startModelStub } from '../../../../../test/support/model-stub.js';
 import { describeRun, harnessEnv, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
 import { runOpencode, writeOpencodeUserPlugin } from './rig.js';
-import { expectArtifactInvalid, fixtureDir, intervalOf, readRecorded, substitute, workDir, writeExecutable, type RecordedSession } from '../../../../../test/support/recorded-sessions.js';
+import {
+  expectArtifactInvalid,
+  fixtureDir,
+  intervalOf,
+  readRecorded,
+  substitute,
+  workDir,
+  writeExecutable,
+  type RecordedSession,
+} from '../../../../../test/support/recorded-sessions.js';
 
 let interval: Interval;
 let fixture: string;
@@ -31,7 +40,10 @@ beforeAll(async () => {
 beforeEach(async () => {
   t = await makeTestHome();
   cwd = await workDir(t.root);
-  exported = substitute(await readFile(path.join(fixture, 'export.json'), 'utf8'), { ROOT: t.root, ROOT_REL: t.root.replace(/^\/+/, '') });
+  exported = substitute(await readFile(path.join(fixture, 'export.json'), 'utf8'), {
+    ROOT: t.root,
+    ROOT_REL: t.root.replace(/^\/+/, ''),
+  });
   bin = path.join(t.root, 'bin');
   ctx = t.context({ env: { PATH: `${bin}:${t.env.PATH}` } });
 });
@@ -41,7 +53,10 @@ afterEach(async () => {
 });
 
 /** A stand-in `opencode` whose `export` prints `stdout` (written to a file beside it) and exits with `code`. */
-async function fakeOpencode(stdout: string, options: { code?: number; stderr?: string; before?: string } = {}): Promise<void> {
+async function fakeOpencode(
+  stdout: string,
+  options: { code?: number; stderr?: string; before?: string } = {},
+): Promise<void> {
   const out = path.join(t.root, 'export-stdout');
   await writeExecutable(out, stdout);
   await writeExecutable(
@@ -50,7 +65,9 @@ async function fakeOpencode(stdout: string, options: { code?: number; stderr?: s
       '#!/bin/sh',
       `printf '%s\\n' "$PWD" "$XDG_DATA_HOME" "$*" > '${path.join(t.root, 'fake-ran')}'`,
       options.before ?? '',
-      options.stderr === undefined ? `printf 'Exporting session: %s\\n' "$2" >&2` : `printf '%s\\n' '${options.stderr}' >&2`,
+      options.stderr === undefined
+        ? `printf 'Exporting session: %s\\n' "$2" >&2`
+        : `printf '%s\\n' '${options.stderr}' >&2`,
       `cat '${out}'`,
       `exit ${options.code ?? 0}`,
       '',
@@ -82,10 +99,15 @@ describe('OpenCode: collectSession on a recorded export', () => {
     });
     expect(session.root).toBeUndefined();
     // It ran `export <id>` in the session directory, with the agent's environment.
-    expect((await readFile(path.join(t.root, 'fake-ran'), 'utf8')).split('\n')).toEqual([cwd, t.env.XDG_DATA_HOME, `export ${recorded.session_id}`, '']);
+    expect((await readFile(path.join(t.root, 'fake-ran'), 'utf8')).split('\n')).toEqual([
+      cwd,
+      t.env.XDG_DATA_HOME,
+      `export ${recorded.session_id}`,
+      '',
+    ]);
   });
 
-  it('ignores OpenCode\'s placeholder title and uses the first user message', async () => {
+  it("ignores OpenCode's placeholder title and uses the first user message", async () => {
     const doc = JSON.parse(exported) as { info: { title: string } };
     doc.info.title = 'New session - 2026-11-30T16:22:31.045Z';
     await fakeOpencode(JSON.stringify(doc, null, 2));
@@ -124,7 +146,11 @@ describe('OpenCode: what is refused', () => {
   // The export sleeps 20 s: a collector that waited for it would outlive this test's timeout.
   it('an export that does not finish in time', { timeout: 15_000 }, async () => {
     await fakeOpencode(exported, { before: 'exec sleep 20' });
-    await expectArtifactInvalid(() => collectOpencodeSession(ctx, { interval, payload: payload() }, { timeoutMs: 300 }), what(), /did not finish within 300 ms/);
+    await expectArtifactInvalid(
+      () => collectOpencodeSession(ctx, { interval, payload: payload() }, { timeoutMs: 300 }),
+      what(),
+      /did not finish within 300 ms/,
+    );
   });
 
   // The helper holds the output open for 30 s: a collector that waited for it would outlive this test's timeout.
@@ -132,7 +158,11 @@ describe('OpenCode: what is refused', () => {
     const pidFile = path.join(t.root, 'helper.pid');
     await fakeOpencode(exported, { before: `sleep 30 & echo $! > '${pidFile}'; wait` });
     try {
-      await expectArtifactInvalid(() => collectOpencodeSession(ctx, { interval, payload: payload() }, { timeoutMs: 300 }), what(), /did not finish within 300 ms/);
+      await expectArtifactInvalid(
+        () => collectOpencodeSession(ctx, { interval, payload: payload() }, { timeoutMs: 300 }),
+        what(),
+        /did not finish within 300 ms/,
+      );
     } finally {
       const pid = Number((await readFile(pidFile, 'utf8').catch(() => '')).trim());
       if (Number.isInteger(pid) && pid > 0) process.kill(pid, 'SIGKILL');
@@ -145,49 +175,74 @@ describe('OpenCode: what is refused', () => {
   }, 60_000);
 
   it('no opencode on PATH, or a session directory that is gone', async () => {
-    await expectArtifactInvalid(() => collect(payload(), t.context({ env: { PATH: path.join(t.root, 'empty') } })), what(), /not on PATH/);
+    await expectArtifactInvalid(
+      () => collect(payload(), t.context({ env: { PATH: path.join(t.root, 'empty') } })),
+      what(),
+      /not on PATH/,
+    );
     await fakeOpencode(exported);
     await expectArtifactInvalid(() => collect(payload({ cwd: path.join(t.root, 'gone') })), what(), /could not start/);
   });
 });
 
 describe('OpenCode: a real offline session', () => {
-  it(
-    'exports the session `opencode run` made, from the session.idle event',
-    async () => {
-      const install = harnessInstall('opencode');
-      const reply = 'Real stub reply.';
-      const stub = await startModelStub({ reply });
-      try {
-        const events = path.join(t.root, 'events.jsonl');
-        const env = harnessEnv(t.home);
-        await writeOpencodeUserPlugin(path.join(env.XDG_CONFIG_HOME!, 'opencode'), events);
-        const prompt = 'List the exported symbols';
-        const result = await runOpencode({ bin: install.bin, home: t.home, cwd, prompt, stubUrl: stub.url, env: t.env, timeoutMs: 60_000 });
-        expect(result.exitCode, describeRun(result)).toBe(0);
-        type Event = { type: string; properties?: { sessionID?: string }; directory?: string };
-        const idle = await waitFor('session.idle', async () => ((await readJsonLines(events)) as Event[]).find((e) => e.type === 'session.idle'), 10_000);
-        const hook: HookPayload = { session_id: idle.properties!.sessionID!, cwd: idle.directory!, hook_event_name: 'session.idle' };
+  it('exports the session `opencode run` made, from the session.idle event', async () => {
+    const install = harnessInstall('opencode');
+    const reply = 'Real stub reply.';
+    const stub = await startModelStub({ reply });
+    try {
+      const events = path.join(t.root, 'events.jsonl');
+      const env = harnessEnv(t.home);
+      await writeOpencodeUserPlugin(path.join(env.XDG_CONFIG_HOME!, 'opencode'), events);
+      const prompt = 'List the exported symbols';
+      const result = await runOpencode({
+        bin: install.bin,
+        home: t.home,
+        cwd,
+        prompt,
+        stubUrl: stub.url,
+        env: t.env,
+        timeoutMs: 60_000,
+      });
+      expect(result.exitCode, describeRun(result)).toBe(0);
+      type Event = { type: string; properties?: { sessionID?: string }; directory?: string };
+      const idle = await waitFor(
+        'session.idle',
+        async () => ((await readJsonLines(events)) as Event[]).find((e) => e.type === 'session.idle'),
+        10_000,
+      );
+      const hook: HookPayload = {
+        session_id: idle.properties!.sessionID!,
+        cwd: idle.directory!,
+        hook_event_name: 'session.idle',
+      };
 
-        const real = t.context({
-          env: { ...env, PATH: `${path.dirname(install.bin)}:${env.PATH}`, OPENCODE_DISABLE_AUTOUPDATE: '1', OPENCODE_DISABLE_MODELS_FETCH: '1', OPENCODE_DISABLE_LSP_DOWNLOAD: '1' },
-        });
-        const session = await opencode.collectSession(real, { interval, payload: hook });
-        expect(session.files).toHaveLength(1);
-        const [file] = session.files;
-        expect(file).toMatchObject({ role: 'portable_export', name: 'export.json' });
-        expect(file!.nativePath).toBeUndefined();
-        const doc = JSON.parse(new TextDecoder().decode(file!.content)) as { info: { id: string; title: string }; messages: unknown[] };
-        expect(doc.info.id).toBe(hook.session_id);
-        // OpenCode names sessions with its small model, here the stub: that native title wins.
-        expect(session.title).toBe(doc.info.title);
-        expect(session.title).toBe(reply);
-        expect(session.summary).toBe(`"${prompt}"`);
-        expect(session.cwd).toBe(cwd);
-      } finally {
-        await stub.close();
-      }
-    },
-    120_000,
-  );
+      const real = t.context({
+        env: {
+          ...env,
+          PATH: `${path.dirname(install.bin)}:${env.PATH}`,
+          OPENCODE_DISABLE_AUTOUPDATE: '1',
+          OPENCODE_DISABLE_MODELS_FETCH: '1',
+          OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+        },
+      });
+      const session = await opencode.collectSession(real, { interval, payload: hook });
+      expect(session.files).toHaveLength(1);
+      const [file] = session.files;
+      expect(file).toMatchObject({ role: 'portable_export', name: 'export.json' });
+      expect(file!.nativePath).toBeUndefined();
+      const doc = JSON.parse(new TextDecoder().decode(file!.content)) as {
+        info: { id: string; title: string };
+        messages: unknown[];
+      };
+      expect(doc.info.id).toBe(hook.session_id);
+      // OpenCode names sessions with its small model, here the stub: that native title wins.
+      expect(session.title).toBe(doc.info.title);
+      expect(session.title).toBe(reply);
+      expect(session.summary).toBe(`"${prompt}"`);
+      expect(session.cwd).toBe(cwd);
+    } finally {
+      await stub.close();
+    }
+  }, 120_000);
 });

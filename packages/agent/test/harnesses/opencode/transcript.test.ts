@@ -12,12 +12,22 @@ describe('transcript reader', () => {
     const doc = {
       info: { id: 'ses_1' },
       messages: [
-        { info: { role: 'user', time: { created: 1796056407439 } }, parts: [{ type: 'text', text: 'List files' }, { type: 'text', text: 'hidden', synthetic: true }] },
+        {
+          info: { role: 'user', time: { created: 1796056407439 } },
+          parts: [
+            { type: 'text', text: 'List files' },
+            { type: 'text', text: 'hidden', synthetic: true },
+          ],
+        },
         {
           info: { role: 'assistant', time: { created: 1796056408000 } },
           parts: [
             { type: 'reasoning', text: 'thinking' },
-            { type: 'tool', tool: 'bash', state: { status: 'completed', input: { command: 'ls' }, output: 'a\nb', time: { end: 1796056408500 } } },
+            {
+              type: 'tool',
+              tool: 'bash',
+              state: { status: 'completed', input: { command: 'ls' }, output: 'a\nb', time: { end: 1796056408500 } },
+            },
             { type: 'text', text: 'Two files.', time: { start: 1796056409000 } },
           ],
         },

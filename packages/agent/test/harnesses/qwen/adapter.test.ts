@@ -29,7 +29,13 @@ afterEach(async () => t.cleanup());
 async function run(version: string, revision = POLICY, env: Record<string, string> = {}) {
   await writeFile(policy, revision);
   const bin = await versionStubs(path.join(t.root, version), { qwen: version });
-  return (await reconcile(t.context({ env: { PATH: `${bin}:/usr/bin:/bin`, ...env }, self: SELF }), { dryRun: false, policyFile: policy, harnesses: ['qwen'] })).harnesses[0]!;
+  return (
+    await reconcile(t.context({ env: { PATH: `${bin}:/usr/bin:/bin`, ...env }, self: SELF }), {
+      dryRun: false,
+      policyFile: policy,
+      harnesses: ['qwen'],
+    })
+  ).harnesses[0]!;
 }
 
 describe('Qwen Code through reconcile', () => {
@@ -38,10 +44,24 @@ describe('Qwen Code through reconcile', () => {
     await writeFile(settings, original);
     const first = await run('0.24.4');
     expect(first).toMatchObject({ state: 'active', action: 'create', profile: 'qwen-v0_15_6' });
-    expect(first.reason).toBe('managed SessionEnd capture hook for qwen-v0_15_6; headless runs (`qwen -p`) fire no SessionEnd, so they are not captured');
+    expect(first.reason).toBe(
+      'managed SessionEnd capture hook for qwen-v0_15_6; headless runs (`qwen -p`) fire no SessionEnd, so they are ' +
+        'not captured',
+    );
     const doc = JSON.parse(await readFile(settings, 'utf8')) as Record<string, any>;
     expect(doc.hooks.SessionEnd).toEqual([
-      { matcher: '', hooks: [{ name: QWEN_HOOK_NAME, type: 'command', command: "'/usr/bin/node' '/opt/blue-agent/bin/blue-agent.js' capture --harness qwen --profile qwen-v0_15_6", timeout: 10_000 }] },
+      {
+        matcher: '',
+        hooks: [
+          {
+            name: QWEN_HOOK_NAME,
+            type: 'command',
+            command:
+              "'/usr/bin/node' '/opt/blue-agent/bin/blue-agent.js' capture --harness qwen --profile qwen-v0_15_6",
+            timeout: 10_000,
+          },
+        ],
+      },
     ]);
     expect(doc.hooks.Stop).toEqual(JSON.parse(original.toString()).hooks.Stop);
     expect(doc.$version).toBe(4);
@@ -52,7 +72,10 @@ describe('Qwen Code through reconcile', () => {
 
   it('uses QWEN_HOME for settings.json, and versions before 0.15.6 fire no SessionEnd: none is written', async () => {
     const home = path.join(t.root, 'qwen-home');
-    expect(await run('0.24.4', POLICY, { QWEN_HOME: home })).toMatchObject({ state: 'active', files: [{ path: path.join(home, 'settings.json') }] });
+    expect(await run('0.24.4', POLICY, { QWEN_HOME: home })).toMatchObject({
+      state: 'active',
+      files: [{ path: path.join(home, 'settings.json') }],
+    });
     expect(await run('0.12.0')).toMatchObject({ state: 'unsupported_version' });
     await expect(readFile(settings)).rejects.toMatchObject({ code: 'ENOENT' });
   });

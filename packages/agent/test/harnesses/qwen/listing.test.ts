@@ -14,7 +14,9 @@ it('lists the chats of every project folder, not the files beside them, and read
   const t = await makeTestHome();
   try {
     const profiles = await shippedProfiles();
-    const interval = [...profiles.get('qwen')!.doc.intervals].reverse().find((i) => i.operations.includes('session_capture'))!;
+    const interval = [...profiles.get('qwen')!.doc.intervals]
+      .reverse()
+      .find((i) => i.operations.includes('session_capture'))!;
     expect(findInterval(profiles, interval.profile)).toBeDefined();
     const ctx = t.context();
     const root = path.join(t.home, '.qwen', interval.session!.root!);
@@ -22,7 +24,10 @@ it('lists the chats of every project folder, not the files beside them, and read
     await mkdir(chats, { recursive: true });
     await mkdir(path.join(root, '-work-app', 'other'), { recursive: true });
     const id = 'a1b2c3d4-0000-4000-8000-000000000001';
-    await writeFile(path.join(chats, `${id}.jsonl`), `${JSON.stringify({ sessionId: id, type: 'user', version: '0.24.4' })}\n`);
+    await writeFile(
+      path.join(chats, `${id}.jsonl`),
+      `${JSON.stringify({ sessionId: id, type: 'user', version: '0.24.4' })}\n`,
+    );
     await writeFile(path.join(chats, `${id}.runtime.json`), '{}');
     await writeFile(path.join(root, '-work-app', 'other', 'x.jsonl'), '{}\n');
     const listing = await ADAPTERS.qwen.listSessions!(ctx, interval, 100);

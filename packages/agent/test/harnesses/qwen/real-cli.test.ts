@@ -13,7 +13,14 @@ import { qwenProjectKey } from '../../../src/harnesses/qwen/session.js';
 import { reconcile } from '../../../src/reconcile/index.js';
 import { captureLog } from '../../../../../test/support/cli-process.js';
 import { harnessBin, lockedVersions } from '../../../../../test/support/harness-bins.js';
-import { useCaptureHome, useOfflineSession, type Payload, useReconcileHome, useRestoreRoundTrip, useResumeRoundTrip } from '../../../../../test/support/real-cli.js';
+import {
+  useCaptureHome,
+  useOfflineSession,
+  type Payload,
+  useReconcileHome,
+  useRestoreRoundTrip,
+  useResumeRoundTrip,
+} from '../../../../../test/support/real-cli.js';
 import { appendStdinCommand, harnessEnv, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
 import { addQwenUserHook, QWEN_MODEL_PATH, qwenHome, runQwen, runQwenHeadless, writeQwenSettings } from './rig.js';
 
@@ -31,16 +38,38 @@ describe('Qwen Code offline session', () => {
       await writeQwenSettings(home);
       await addQwenUserHook(home, 'SessionEnd', appendStdinCommand(hookOut));
 
-      const headless = await runQwenHeadless({ bin: harnessBin('qwen'), home: t.home, cwd, prompt: 'Say hello.', stubUrl: stub.url, env: t.env, timeoutMs: SESSION_TIMEOUT_MS, writeSettings: false });
+      const headless = await runQwenHeadless({
+        bin: harnessBin('qwen'),
+        home: t.home,
+        cwd,
+        prompt: 'Say hello.',
+        stubUrl: stub.url,
+        env: t.env,
+        timeoutMs: SESSION_TIMEOUT_MS,
+        writeSettings: false,
+      });
       expect(headless.exitCode, explain(headless)).toBe(0);
       expect(await readJsonLines(hookOut)).toEqual([]);
 
-      const result = await runQwen({ bin: harnessBin('qwen'), home: t.home, cwd, prompt: 'Say hello.', stubUrl: stub.url, env: t.env, timeoutMs: SESSION_TIMEOUT_MS, writeSettings: false });
+      const result = await runQwen({
+        bin: harnessBin('qwen'),
+        home: t.home,
+        cwd,
+        prompt: 'Say hello.',
+        stubUrl: stub.url,
+        env: t.env,
+        timeoutMs: SESSION_TIMEOUT_MS,
+        writeSettings: false,
+      });
       expect(result.exitCode, explain(result)).toBe(0);
       expect(stub.requestsTo(QWEN_MODEL_PATH, 'POST').length, explain(result)).toBeGreaterThan(0);
-      const end = (await waitFor('the SessionEnd hook output', async () => ((await readJsonLines(hookOut)) as Payload[]).find((p) => p.hook_event_name === 'SessionEnd')))!;
+      const end = (await waitFor('the SessionEnd hook output', async () =>
+        ((await readJsonLines(hookOut)) as Payload[]).find((p) => p.hook_event_name === 'SessionEnd'),
+      ))!;
       expect(end).toMatchObject({ cwd, hook_event_name: 'SessionEnd', reason: 'prompt_input_exit' });
-      expect(end.transcript_path).toBe(path.join(home, 'projects', qwenProjectKey(cwd), 'chats', `${end.session_id as string}.jsonl`));
+      expect(end.transcript_path).toBe(
+        path.join(home, 'projects', qwenProjectKey(cwd), 'chats', `${end.session_id as string}.jsonl`),
+      );
       expect(existsSync(end.transcript_path as string)).toBe(true);
     },
     TEST_TIMEOUT_MS,
@@ -66,7 +95,16 @@ describe('reconcile with the real CLI', () => {
         expect(report.harnesses[0]).toMatchObject({ state: 'active', action: 'create', profile: 'qwen-v0_15_6' });
         expect(report.harnesses[0]!.reason).toContain('headless runs');
 
-        const result = await runQwen({ bin, home: t.home, cwd, prompt: 'Say hello.', stubUrl: stub.url, env: t.env, timeoutMs: 120_000, writeSettings: false });
+        const result = await runQwen({
+          bin,
+          home: t.home,
+          cwd,
+          prompt: 'Say hello.',
+          stubUrl: stub.url,
+          env: t.env,
+          timeoutMs: 120_000,
+          writeSettings: false,
+        });
         expect(result.exitCode, explain(result)).toBe(0);
         const calls = await expectOneSessionEnd('qwen', 'qwen-v0_15_6');
         await expectUserHookFor(calls[0]!.payload.session_id!);
@@ -80,7 +118,10 @@ describe('reconcile with the real CLI', () => {
 
   async function writeFileUnchanged(file: string, userBefore: string): Promise<void> {
     const after = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
-    expect({ ...after, hooks: undefined }).toEqual({ ...(JSON.parse(userBefore) as Record<string, unknown>), hooks: undefined });
+    expect({ ...after, hooks: undefined }).toEqual({
+      ...(JSON.parse(userBefore) as Record<string, unknown>),
+      hooks: undefined,
+    });
   }
 });
 
@@ -94,15 +135,30 @@ describe('capture with the real CLI', () => {
       const { t, stub, cwd, policy, stateDir, agentContext, explain, oneFinishedCapture, expectVerifiedBundle } = w;
       const bin = harnessBin('qwen');
       await writeQwenSettings(qwenHome(harnessEnv(t.home)));
-      expect((await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['qwen'] })).harnesses[0]).toMatchObject({ state: 'active', profile: 'qwen-v0_15_6' });
+      expect(
+        (await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['qwen'] })).harnesses[0],
+      ).toMatchObject({ state: 'active', profile: 'qwen-v0_15_6' });
 
       const prompt = 'Summarise the README in one line.';
-      const result = await runQwen({ bin, home: t.home, cwd, prompt, stubUrl: stub.url, env: t.env, timeoutMs: 120_000, writeSettings: false });
+      const result = await runQwen({
+        bin,
+        home: t.home,
+        cwd,
+        prompt,
+        stubUrl: stub.url,
+        env: t.env,
+        timeoutMs: 120_000,
+        writeSettings: false,
+      });
       expect(result.exitCode, explain(result)).toBe(0);
 
       const { state, record } = await oneFinishedCapture();
       expect(state, explain(result)).toBe('ready');
-      expect(record).toMatchObject({ harness: 'qwen', profile: 'qwen-v0_15_6', payload: { cwd, hook_event_name: 'SessionEnd' } });
+      expect(record).toMatchObject({
+        harness: 'qwen',
+        profile: 'qwen-v0_15_6',
+        payload: { cwd, hook_event_name: 'SessionEnd' },
+      });
       await expectVerifiedBundle(record, 'qwen', 'qwen-v0_15_6', { title: prompt, summary: prompt });
       expect(captureLog(stateDir).map((l) => l.event)).toEqual(['spooled', 'built']);
     },
@@ -116,30 +172,67 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
 
   for (const captured of ENDS) {
     it(
-      `Qwen Code ${captured}'s session: the first record's cwd rewritten, qwen --resume <id> -p by the newest continues it`,
+      `Qwen Code ${captured}'s session: the first record's cwd rewritten, qwen --resume <id> -p by the newest ` +
+        `continues it`,
       async () => {
-        const { a, b, stub, sourceCwd, destination, agentContext, explain, expectResumedWithHistory, bundleFromA, restoreIntoB, FIRST_PROMPT, SECOND_PROMPT } = w;
+        const {
+          a,
+          b,
+          stub,
+          sourceCwd,
+          destination,
+          agentContext,
+          explain,
+          expectResumedWithHistory,
+          bundleFromA,
+          restoreIntoB,
+          FIRST_PROMPT,
+          SECOND_PROMPT,
+        } = w;
         const binA = harnessBin('qwen', captured);
         const binB = harnessBin('qwen');
-        const first = await runQwenHeadless({ bin: binA, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, timeoutMs: 90_000 });
+        const first = await runQwenHeadless({
+          bin: binA,
+          home: a.home,
+          cwd: sourceCwd,
+          prompt: FIRST_PROMPT,
+          stubUrl: stub.url,
+          timeoutMs: 90_000,
+        });
         expect(first.exitCode, explain(first)).toBe(0);
         const chats = path.join(qwenHome(harnessEnv(a.home)), 'projects', qwenProjectKey(sourceCwd), 'chats');
         const names = (await readdir(chats)).filter((n) => n.endsWith('.jsonl'));
         expect(names).toHaveLength(1);
         const id = names[0]!.replace(/\.jsonl$/, '');
         const original = await readFile(path.join(chats, names[0]!), 'utf8');
-        const bundle = await bundleFromA('qwen', agentContext(a, binA), { session_id: id, cwd: sourceCwd, transcript_path: path.join(chats, names[0]!) });
+        const bundle = await bundleFromA('qwen', agentContext(a, binA), {
+          session_id: id,
+          cwd: sourceCwd,
+          transcript_path: path.join(chats, names[0]!),
+        });
 
         await writeQwenSettings(qwenHome(harnessEnv(b.home)));
         const restored = await restoreIntoB(agentContext(b, binB), bundle);
         expect(restored).toEqual({ sessionId: id, resumeArgv: ['qwen', '--resume', id] });
-        const placed = await readFile(path.join(qwenHome(harnessEnv(b.home)), 'projects', qwenProjectKey(destination), 'chats', `${id}.jsonl`), 'utf8');
+        const placed = await readFile(
+          path.join(qwenHome(harnessEnv(b.home)), 'projects', qwenProjectKey(destination), 'chats', `${id}.jsonl`),
+          'utf8',
+        );
         // Only the first record's cwd differs.
         expect(placed).toBe(original.replace(JSON.stringify(sourceCwd), JSON.stringify(destination)));
         expect(placed.split('\n').slice(1).join('\n')).toBe(original.split('\n').slice(1).join('\n'));
 
         stub.clear();
-        const resumed = await runQwenHeadless({ bin: binB, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: restored.resumeArgv.slice(1), stubUrl: stub.url, timeoutMs: 90_000, writeSettings: false });
+        const resumed = await runQwenHeadless({
+          bin: binB,
+          home: b.home,
+          cwd: destination,
+          prompt: SECOND_PROMPT,
+          args: restored.resumeArgv.slice(1),
+          stubUrl: stub.url,
+          timeoutMs: 90_000,
+          writeSettings: false,
+        });
         expectResumedWithHistory(resumed, QWEN_MODEL_PATH);
       },
       TEST_TIMEOUT_MS,
@@ -154,11 +247,35 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     'Qwen Code',
     async () => {
-      const { a, b, stub, sourceCwd, destination, agentOn, explain, expectResumedWithHistory, uploadedFromA, resumeOnB, FIRST_PROMPT, SECOND_PROMPT } = w;
+      const {
+        a,
+        b,
+        stub,
+        sourceCwd,
+        destination,
+        agentOn,
+        explain,
+        expectResumedWithHistory,
+        uploadedFromA,
+        resumeOnB,
+        FIRST_PROMPT,
+        SECOND_PROMPT,
+      } = w;
       const bin = harnessBin('qwen');
       await writeQwenSettings(qwenHome(harnessEnv(a.home)));
-      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['qwen'] })).harnesses[0]).toMatchObject({ state: 'active' });
-      const first = await runQwen({ bin, home: a.home, cwd: sourceCwd, prompt: FIRST_PROMPT, stubUrl: stub.url, env: a.env, timeoutMs: 120_000, writeSettings: false });
+      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['qwen'] })).harnesses[0]).toMatchObject({
+        state: 'active',
+      });
+      const first = await runQwen({
+        bin,
+        home: a.home,
+        cwd: sourceCwd,
+        prompt: FIRST_PROMPT,
+        stubUrl: stub.url,
+        env: a.env,
+        timeoutMs: 120_000,
+        writeSettings: false,
+      });
       expect(first.exitCode, explain(first)).toBe(0);
       const upload = await uploadedFromA('qwen');
 
@@ -167,7 +284,17 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
       expect(command).toEqual(['qwen', '--resume', upload.native_session_id]);
 
       stub.clear();
-      const resumed = await runQwenHeadless({ bin, home: b.home, cwd: destination, prompt: SECOND_PROMPT, args: command.slice(1), stubUrl: stub.url, env: b.env, timeoutMs: 90_000, writeSettings: false });
+      const resumed = await runQwenHeadless({
+        bin,
+        home: b.home,
+        cwd: destination,
+        prompt: SECOND_PROMPT,
+        args: command.slice(1),
+        stubUrl: stub.url,
+        env: b.env,
+        timeoutMs: 90_000,
+        writeSettings: false,
+      });
       expectResumedWithHistory(resumed, QWEN_MODEL_PATH);
     },
     TEST_TIMEOUT_MS,

@@ -26,15 +26,28 @@ describe('record session fixtures from the real CLI', () => {
       try {
         const cwd = await workDir(t.root);
         const install = harnessInstall('qwen');
-        const result = await runQwenHeadless({ bin: install.bin, home: t.home, cwd, prompt: QWEN_PROMPT, stubUrl: stub.url, timeoutMs: TIMEOUT_MS });
+        const result = await runQwenHeadless({
+          bin: install.bin,
+          home: t.home,
+          cwd,
+          prompt: QWEN_PROMPT,
+          stubUrl: stub.url,
+          timeoutMs: TIMEOUT_MS,
+        });
         expect(result.exitCode, describeRun(result)).toBe(0);
         const key = qwenProjectKey(cwd);
         const chats = path.join(qwenHome(harnessEnv(t.home)), 'projects', key, 'chats');
         const name = (await readdir(chats)).find((n) => n.endsWith('.jsonl'))!;
         const id = name.replace(/\.jsonl$/, '');
         const out = await freshDir('qwen', install.version);
-        await copyScrubbed(path.join(chats, name), path.join(out, 'projects', '{{QWEN_PROJECT}}', 'chats', name), { root: t.root, before: [[key, 'QWEN_PROJECT']] });
-        await writeFile(path.join(out, 'session.json'), `${JSON.stringify({ harness: 'qwen', version: install.version, session_id: id, prompt: QWEN_PROMPT, cwd: scrub(cwd, { root: t.root }) }, null, 2)}\n`);
+        await copyScrubbed(path.join(chats, name), path.join(out, 'projects', '{{QWEN_PROJECT}}', 'chats', name), {
+          root: t.root,
+          before: [[key, 'QWEN_PROJECT']],
+        });
+        await writeFile(
+          path.join(out, 'session.json'),
+          `${JSON.stringify({ harness: 'qwen', version: install.version, session_id: id, prompt: QWEN_PROMPT, cwd: scrub(cwd, { root: t.root }) }, null, 2)}\n`,
+        );
       } finally {
         await stub.close();
         await t.cleanup();

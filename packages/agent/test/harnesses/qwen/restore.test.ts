@@ -18,7 +18,9 @@ import { blueErrorOf, intervalOf } from '../../../../../test/support/recorded-se
 import { shippedProfiles } from '../../../../../test/support/restore-homes.js';
 
 const ID = '29af4d39-f100-4752-a826-96172b71e0fa';
-const FIRST = `{"uuid":"a","parentUuid":null,"sessionId":"${ID}","type":"user","cwd":"/src/proj","version":"0.24.4","message":{"role":"user","parts":[{"text":"hi ü"}]}}`;
+const FIRST =
+  `{"uuid":"a","parentUuid":null,"sessionId":"${ID}","type":"user","cwd":"/src/proj","version":"0.24.4","message":{"role":"user","parts":[{"text":"hi ` +
+  `ü"}]}}`;
 const TEXT = `${FIRST}\n{"uuid":"b","sessionId":"${ID}","type":"assistant","cwd":"/src/proj","message":{"role":"model","parts":[{"text":"ok"}]}}\n`;
 
 let home: TestHome;
@@ -30,12 +32,31 @@ beforeEach(async () => {
 });
 afterEach(async () => home.cleanup());
 
-async function plan(nativePath = `-src-proj/chats/${ID}.jsonl`, role = 'primary_transcript', dest = destination): Promise<RestorePlan> {
+async function plan(
+  nativePath = `-src-proj/chats/${ID}.jsonl`,
+  role = 'primary_transcript',
+  dest = destination,
+): Promise<RestorePlan> {
   const file = path.join(home.root, 'staged', 'transcript.jsonl');
   await mkdir(path.dirname(file), { recursive: true });
   await writeFile(file, TEXT);
-  const manifest = { native_session_id: ID, files: [{ role, path: 'files/0000-transcript.jsonl', native_path: nativePath, size: Buffer.byteLength(TEXT), sha256: createHash('sha256').update(TEXT).digest('hex') }] } as unknown as BundleManifest;
-  return planQwenRestore(home.ctx, { manifest, files: [file], destination: dest, interval: await intervalOf('qwen-v0_15_6') }, path.join(home.home, '.qwen'));
+  const manifest = {
+    native_session_id: ID,
+    files: [
+      {
+        role,
+        path: 'files/0000-transcript.jsonl',
+        native_path: nativePath,
+        size: Buffer.byteLength(TEXT),
+        sha256: createHash('sha256').update(TEXT).digest('hex'),
+      },
+    ],
+  } as unknown as BundleManifest;
+  return planQwenRestore(
+    home.ctx,
+    { manifest, files: [file], destination: dest, interval: await intervalOf('qwen-v0_15_6') },
+    path.join(home.home, '.qwen'),
+  );
 }
 
 describe('Qwen Code restore', () => {
@@ -62,7 +83,12 @@ describe('Qwen Code restore', () => {
   });
 
   it('refuses shapes Qwen Code never writes, and a destination whose folder name would be too long', async () => {
-    for (const [nativePath, role] of [[`-src-proj/${ID}.jsonl`, 'primary_transcript'], [`-src-proj/chats/other.jsonl`, 'primary_transcript'], [`-src-proj/chats/${ID}.jsonl`, 'session_companion'], [`../chats/${ID}.jsonl`, 'primary_transcript']] as const) {
+    for (const [nativePath, role] of [
+      [`-src-proj/${ID}.jsonl`, 'primary_transcript'],
+      [`-src-proj/chats/other.jsonl`, 'primary_transcript'],
+      [`-src-proj/chats/${ID}.jsonl`, 'session_companion'],
+      [`../chats/${ID}.jsonl`, 'primary_transcript'],
+    ] as const) {
       expect((await blueErrorOf(() => plan(nativePath, role))).code, nativePath).toBe('RESTORE_UNSAFE');
     }
     const deep = path.join(home.root, 'x'.repeat(120), 'y'.repeat(120), 'z'.repeat(40));
@@ -77,11 +103,17 @@ describe('Qwen Code restore through the engine', () => {
     const bundleFile = path.join(home.root, 'qwen.bundle');
     const bundle = await fixtureBundle('qwen', bundleFile);
     const captured = bundle.manifest.files[0]!;
-    const prepare = async () => prepareRestore(home.ctx, { bundleFile, destination, profiles: await shippedProfiles() });
+    const prepare = async () =>
+      prepareRestore(home.ctx, { bundleFile, destination, profiles: await shippedProfiles() });
 
     const first = await prepare();
-    expect(first.summary.rewritten).toEqual([{ file: first.plan.placements[0]!.to, what: `the first record's cwd, to ${destination}` }]);
-    expect(first.plan.placements[0]!.rewritten).toEqual({ captured_sha256: captured.sha256, what: `the first record's cwd, to ${destination}` });
+    expect(first.summary.rewritten).toEqual([
+      { file: first.plan.placements[0]!.to, what: `the first record's cwd, to ${destination}` },
+    ]);
+    expect(first.plan.placements[0]!.rewritten).toEqual({
+      captured_sha256: captured.sha256,
+      what: `the first record's cwd, to ${destination}`,
+    });
     expect(first.plan.placements[0]!.sha256).not.toBe(captured.sha256);
     await applyRestore(home.ctx, first);
     await first.dispose();

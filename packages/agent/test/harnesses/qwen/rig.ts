@@ -10,7 +10,17 @@ import path from 'node:path';
 import { qwenProjectKey } from '../../../src/harnesses/qwen/session.js';
 import { installTree } from '../../../../../test/support/recorded-sessions.js';
 import { startPty } from '../../../../../test/support/pty-session.js';
-import { appendStdinCommand, harnessEnv, readJsonLines, runProcess, STUB_API_KEY, STUB_MODEL, waitFor, type HarnessRunOptions, type HarnessRunResult } from '../../../../../test/support/run-harness.js';
+import {
+  appendStdinCommand,
+  harnessEnv,
+  readJsonLines,
+  runProcess,
+  STUB_API_KEY,
+  STUB_MODEL,
+  waitFor,
+  type HarnessRunOptions,
+  type HarnessRunResult,
+} from '../../../../../test/support/run-harness.js';
 import type { HarnessRig } from '../../../../../test/support/rigs.js';
 
 export const QWEN_MODEL_PATH = '/v1/chat/completions';
@@ -40,7 +50,17 @@ export async function writeQwenSettings(home: string): Promise<string> {
 }
 
 function qwenEnv(options: HarnessRunOptions): Record<string, string> {
-  return harnessEnv(options.home, { OPENAI_BASE_URL: `${options.stubUrl.replace(/\/+$/, '')}/v1`, OPENAI_API_KEY: STUB_API_KEY, OPENAI_MODEL: STUB_MODEL, QWEN_DISABLE_AUTO_TITLE: '1', ...options.env }, options.isolationRoot);
+  return harnessEnv(
+    options.home,
+    {
+      OPENAI_BASE_URL: `${options.stubUrl.replace(/\/+$/, '')}/v1`,
+      OPENAI_API_KEY: STUB_API_KEY,
+      OPENAI_MODEL: STUB_MODEL,
+      QWEN_DISABLE_AUTO_TITLE: '1',
+      ...options.env,
+    },
+    options.isolationRoot,
+  );
 }
 
 /**
@@ -51,12 +71,18 @@ function qwenEnv(options: HarnessRunOptions): Record<string, string> {
 export async function runQwen(options: HarnessRunOptions & { writeSettings?: boolean }): Promise<HarnessRunResult> {
   const env = qwenEnv(options);
   if (options.writeSettings !== false) await writeQwenSettings(qwenHome(env));
-  const pty = startPty(options.bin, options.args ?? [], { env, cwd: options.cwd, timeoutMs: options.timeoutMs ?? 120_000 });
+  const pty = startPty(options.bin, options.args ?? [], {
+    env,
+    cwd: options.cwd,
+    timeoutMs: options.timeoutMs ?? 120_000,
+  });
   try {
-    const idle = (s: string) => s.includes('Type your message') && !s.includes('Initializing') && !s.includes('esc to cancel');
+    const idle = (s: string) =>
+      s.includes('Type your message') && !s.includes('Initializing') && !s.includes('esc to cancel');
     await pty.waitFor('the input box', idle, 90_000);
     // The input box's line starts the screen line; the conversation above it is indented.
-    const inInput = (text: string) => (s: string) => s.split('\n').some((line) => line.startsWith(`> ${text.slice(0, 60)}`));
+    const inInput = (text: string) => (s: string) =>
+      s.split('\n').some((line) => line.startsWith(`> ${text.slice(0, 60)}`));
     await pty.type(options.prompt);
     await pty.waitFor('the prompt in the input box', inInput(options.prompt), 10_000);
     await new Promise((r) => setTimeout(r, 300));
@@ -83,27 +109,46 @@ export async function runQwen(options: HarnessRunOptions & { writeSettings?: boo
 async function answered(env: Record<string, string>, cwd: string, prompt: string): Promise<true | undefined> {
   const chats = path.join(qwenHome(env), 'projects', qwenProjectKey(cwd), 'chats');
   for (const name of (await readdir(chats).catch(() => [] as string[])).filter((n) => n.endsWith('.jsonl'))) {
-    const records = (await readJsonLines(path.join(chats, name))) as { type?: string; message?: { parts?: { text?: string }[] } }[];
-    const asked = records.findIndex((r) => r.type === 'user' && r.message?.parts?.some((p) => p.text === prompt) === true);
+    const records = (await readJsonLines(path.join(chats, name))) as {
+      type?: string;
+      message?: { parts?: { text?: string }[] };
+    }[];
+    const asked = records.findIndex(
+      (r) => r.type === 'user' && r.message?.parts?.some((p) => p.text === prompt) === true,
+    );
     if (asked >= 0 && records.slice(asked + 1).some((r) => r.type === 'assistant')) return true;
   }
   return undefined;
 }
 
 /** `qwen -p PROMPT`, headless (no SessionEnd). `args` go before `-p`. */
-export async function runQwenHeadless(options: HarnessRunOptions & { writeSettings?: boolean }): Promise<HarnessRunResult> {
+export async function runQwenHeadless(
+  options: HarnessRunOptions & { writeSettings?: boolean },
+): Promise<HarnessRunResult> {
   const env = qwenEnv(options);
   if (options.writeSettings !== false) await writeQwenSettings(qwenHome(env));
-  return runProcess(options.bin, [...(options.args ?? []), '-p', options.prompt], { env, cwd: options.cwd, timeoutMs: options.timeoutMs });
+  return runProcess(options.bin, [...(options.args ?? []), '-p', options.prompt], {
+    env,
+    cwd: options.cwd,
+    timeoutMs: options.timeoutMs,
+  });
 }
 
 /** Adds a user group to settings.json's `hooks.<event>` (creating the file when missing). */
-export async function addQwenUserHook(home: string, event: string, command: string, timeoutMs = 10_000): Promise<string> {
+export async function addQwenUserHook(
+  home: string,
+  event: string,
+  command: string,
+  timeoutMs = 10_000,
+): Promise<string> {
   await mkdir(home, { recursive: true });
   const file = path.join(home, 'settings.json');
   const settings = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8')) as Record<string, any>) : {};
   const hooks = (settings.hooks ?? {}) as Record<string, unknown[]>;
-  hooks[event] = [...(hooks[event] ?? []), { hooks: [{ name: 'my-notes', type: 'command', command, timeout: timeoutMs }] }];
+  hooks[event] = [
+    ...(hooks[event] ?? []),
+    { hooks: [{ name: 'my-notes', type: 'command', command, timeout: timeoutMs }] },
+  ];
   settings.hooks = hooks;
   await writeFile(file, `${JSON.stringify(settings, null, 2)}\n`);
   return file;
@@ -121,7 +166,16 @@ export const qwen: HarnessRig = {
     placeholders: (cwd) => ({ QWEN_PROJECT: qwenProjectKey(cwd) }),
     async files(dir, recorded, vars, content) {
       const rel = `${vars.QWEN_PROJECT}/chats/${recorded.session_id}.jsonl`;
-      return [{ role: 'primary_transcript', name: 'transcript.jsonl', nativePath: rel, content: await content(path.join(dir, 'projects', '{{QWEN_PROJECT}}', 'chats', `${recorded.session_id}.jsonl`)) }];
+      return [
+        {
+          role: 'primary_transcript',
+          name: 'transcript.jsonl',
+          nativePath: rel,
+          content: await content(
+            path.join(dir, 'projects', '{{QWEN_PROJECT}}', 'chats', `${recorded.session_id}.jsonl`),
+          ),
+        },
+      ];
     },
     sessionsIn: (home) => path.join(home, '.qwen', 'projects'),
     async install(dir, { root, home, cwd }) {
@@ -135,8 +189,10 @@ export const qwen: HarnessRig = {
     prepareHome: async (env) => void (await writeQwenSettings(qwenHome(env))),
     prepareResume: async (env) => void (await writeQwenSettings(qwenHome(env))),
     run: (options) => runQwen({ ...options, writeSettings: false }),
-    addUserHook: async (env, outFile) => void (await addQwenUserHook(qwenHome(env), 'SessionEnd', appendStdinCommand(outFile))),
-    userHookSessions: (lines) => lines.filter((e) => e.hook_event_name === 'SessionEnd').map((e) => e.session_id as string),
+    addUserHook: async (env, outFile) =>
+      void (await addQwenUserHook(qwenHome(env), 'SessionEnd', appendStdinCommand(outFile))),
+    userHookSessions: (lines) =>
+      lines.filter((e) => e.hook_event_name === 'SessionEnd').map((e) => e.session_id as string),
     resumeCommand: (id) => ['qwen', '--resume', id],
   },
 };

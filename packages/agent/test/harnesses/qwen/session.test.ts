@@ -13,7 +13,15 @@ import { MAX_FILE_BYTES } from '../../../src/harness-kit/session-files.js';
 import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
 import type { Interval } from '@blue-agent/contract/schema/index.js';
 import { makeTestHome, type TestHome } from '../../../../../test/support/context.js';
-import { blueErrorOf, fixtureDir, installTree, intervalOf, readRecorded, workDir, type RecordedSession } from '../../../../../test/support/recorded-sessions.js';
+import {
+  blueErrorOf,
+  fixtureDir,
+  installTree,
+  intervalOf,
+  readRecorded,
+  workDir,
+  type RecordedSession,
+} from '../../../../../test/support/recorded-sessions.js';
 
 let interval: Interval;
 let fixture: string;
@@ -38,8 +46,16 @@ beforeEach(async () => {
 });
 afterEach(async () => t.cleanup());
 
-const payload = (extra: Partial<HookPayload> = {}): HookPayload => ({ session_id: recorded.session_id, cwd, transcript_path: transcript, hook_event_name: 'SessionEnd', reason: 'prompt_input_exit', ...extra });
-const collect = (p: HookPayload = payload()): Promise<CollectedSession> => qwen.collectSession(t.ctx, { interval, payload: p });
+const payload = (extra: Partial<HookPayload> = {}): HookPayload => ({
+  session_id: recorded.session_id,
+  cwd,
+  transcript_path: transcript,
+  hook_event_name: 'SessionEnd',
+  reason: 'prompt_input_exit',
+  ...extra,
+});
+const collect = (p: HookPayload = payload()): Promise<CollectedSession> =>
+  qwen.collectSession(t.ctx, { interval, payload: p });
 
 async function refused(p: HookPayload): Promise<BlueError> {
   const error = await blueErrorOf(() => collect(p));
@@ -54,7 +70,14 @@ describe('Qwen Code: collectSession on a recorded session', () => {
       sessionId: recorded.session_id,
       cwd,
       root: projects,
-      files: [{ role: 'primary_transcript', name: 'transcript.jsonl', nativePath: `${qwenProjectKey(cwd)}/chats/${recorded.session_id}.jsonl`, path: transcript }],
+      files: [
+        {
+          role: 'primary_transcript',
+          name: 'transcript.jsonl',
+          nativePath: `${qwenProjectKey(cwd)}/chats/${recorded.session_id}.jsonl`,
+          path: transcript,
+        },
+      ],
       title: recorded.prompt,
       summary: recorded.prompt,
     });
@@ -62,7 +85,8 @@ describe('Qwen Code: collectSession on a recorded session', () => {
 
   it('leaves the runtime file beside it out, and takes the newest custom title', async () => {
     await writeFile(transcript.replace(/\.jsonl$/, '.runtime.json'), '{"pid":1,"hostname":"here"}');
-    const title = (t: string) => `${JSON.stringify({ type: 'system', subtype: 'custom_title', systemPayload: { customTitle: t, titleSource: 'manual' } })}\n`;
+    const title = (t: string) =>
+      `${JSON.stringify({ type: 'system', subtype: 'custom_title', systemPayload: { customTitle: t, titleSource: 'manual' } })}\n`;
     await appendFile(transcript, title('First name') + title('Build steps, explained'));
     const session = await collect();
     expect(session.files).toHaveLength(1);
@@ -81,14 +105,18 @@ describe('Qwen Code: collectSession refuses', () => {
   it('a transcript outside the projects folder, of another shape, or of another session', async () => {
     const outside = path.join(t.root, 'x.jsonl');
     await writeFile(outside, await readFile(transcript));
-    expect((await refused(payload({ transcript_path: outside }))).message).toContain("outside Qwen Code's projects folder");
+    expect((await refused(payload({ transcript_path: outside }))).message).toContain(
+      "outside Qwen Code's projects folder",
+    );
     const runtime = transcript.replace(/\.jsonl$/, '.runtime.json');
     await writeFile(runtime, '{}');
     expect((await refused(payload({ transcript_path: runtime }))).message).toContain('is not <project>/chats/');
     const other = '00000000-0000-4000-8000-000000000000';
     const otherFile = path.join(path.dirname(transcript), `${other}.jsonl`);
     await writeFile(otherFile, await readFile(transcript));
-    expect((await refused(payload({ session_id: other, transcript_path: otherFile }))).message).toContain(`not of session ${other}`);
+    expect((await refused(payload({ session_id: other, transcript_path: otherFile }))).message).toContain(
+      `not of session ${other}`,
+    );
   });
 
   it('a symbolic link, a hard link, or a transcript over the size limit', async () => {
@@ -97,13 +125,17 @@ describe('Qwen Code: collectSession refuses', () => {
     const id = '11111111-0000-4000-8000-000000000000';
     const chats = path.dirname(transcript);
     await symlink(real, path.join(chats, `${id}.jsonl`));
-    expect((await refused(payload({ session_id: id, transcript_path: path.join(chats, `${id}.jsonl`) }))).message).toContain('symbolic link');
+    expect(
+      (await refused(payload({ session_id: id, transcript_path: path.join(chats, `${id}.jsonl`) }))).message,
+    ).toContain('symbolic link');
     await link(transcript, path.join(t.root, 'second-name.jsonl'));
     expect((await refused(payload())).message).toMatch(/link/);
     const big = '22222222-0000-4000-8000-000000000000';
     await mkdir(chats, { recursive: true });
     await writeFile(path.join(chats, `${big}.jsonl`), '');
     await truncate(path.join(chats, `${big}.jsonl`), MAX_FILE_BYTES + 1);
-    expect((await refused(payload({ session_id: big, transcript_path: path.join(chats, `${big}.jsonl`) }))).message).toContain('over the');
+    expect(
+      (await refused(payload({ session_id: big, transcript_path: path.join(chats, `${big}.jsonl`) }))).message,
+    ).toContain('over the');
   });
 });

@@ -53,7 +53,11 @@ async function writeNow(file: string, content: string | Buffer, mode: number): P
     dir = path.dirname(target);
     const before = await stat(target).catch(() => undefined);
     const temp = `${target}.${process.pid}.${randomHex(8)}.tmp`;
-    const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+    const handle = await open(
+      temp,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      mode,
+    );
     try {
       try {
         await handle.writeFile(content);
@@ -77,12 +81,15 @@ async function writeNow(file: string, content: string | Buffer, mode: number): P
 }
 
 /**
- * Random hex digits for temp names. Math.random, not node:crypto (which costs the hook more to load than it does): they only
- * need to differ, and temp files are opened exclusively.
+ * Random hex digits for temp names. Math.random, not node:crypto (which costs the hook more to load than it does): they
+ * only need to differ, and temp files are opened exclusively.
  */
 export function randomHex(digits: number): string {
   let out = '';
-  while (out.length < digits) out += Math.floor(Math.random() * 0x100000000).toString(16).padStart(8, '0');
+  while (out.length < digits)
+    out += Math.floor(Math.random() * 0x100000000)
+      .toString(16)
+      .padStart(8, '0');
   return out.slice(0, digits);
 }
 

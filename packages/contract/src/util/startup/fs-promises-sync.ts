@@ -2,7 +2,8 @@
  * node:fs/promises for the one-shot reconcile (dist/reconcile.cjs, scripts/build.mjs): the same calls, made
  * synchronously and returned as settled promises. A process that does one thing has nothing to run while a call is on
  * libuv's thread pool; the hand-offs there and back, and loading node:fs/promises, were a large share of a
- * no-change reconcile (src/util/startup/README.md). The long-running agent and every other command keep node:fs/promises.
+ * no-change reconcile (src/util/startup/README.md). The long-running agent and every other command keep
+ * node:fs/promises.
  *
  * Only what the code imports from node:fs/promises is here (the build fails on a name that is missing); file handles
  * have the methods the code calls. Calls that could block stay as safe as they were: native files are opened with
@@ -59,7 +60,11 @@ export class FileHandle {
 
   /** The descriptor, or the EBADF a closed handle answers with (never a number another file may have by now). */
   #open(): number {
-    if (this.#closed) throw Object.assign(new Error('EBADF: bad file descriptor, the file handle is closed'), { code: 'EBADF', errno: -9 });
+    if (this.#closed)
+      throw Object.assign(new Error('EBADF: bad file descriptor, the file handle is closed'), {
+        code: 'EBADF',
+        errno: -9,
+      });
     return this.fd;
   }
 
@@ -77,18 +82,31 @@ export class FileHandle {
 
   /** read(buffer, offset?, length?, position?), read(buffer, { offset, length, position }) or read({ buffer, ... }). */
   async read(
-    first?: NodeJS.ArrayBufferView | { buffer?: NodeJS.ArrayBufferView; offset?: number; length?: number; position?: number | bigint | null },
+    first?:
+      | NodeJS.ArrayBufferView
+      | { buffer?: NodeJS.ArrayBufferView; offset?: number; length?: number; position?: number | bigint | null },
     offset?: number | { offset?: number; length?: number; position?: number | bigint | null } | null,
     length?: number | null,
     position?: number | bigint | null,
   ): Promise<{ bytesRead: number; buffer: NodeJS.ArrayBufferView }> {
-    let options: { buffer?: NodeJS.ArrayBufferView; offset?: number; length?: number; position?: number | bigint | null };
+    let options: {
+      buffer?: NodeJS.ArrayBufferView;
+      offset?: number;
+      length?: number;
+      position?: number | bigint | null;
+    };
     if (first === undefined || !ArrayBuffer.isView(first)) options = first ?? {};
     else if (offset !== null && typeof offset === 'object') options = { buffer: first, ...offset };
     else options = { buffer: first, offset: offset ?? 0, length: length ?? undefined, position };
     const buffer = options.buffer ?? Buffer.alloc(16384);
     const at = options.offset ?? 0;
-    const bytesRead = readSync(this.#open(), buffer, at, options.length ?? buffer.byteLength - at, options.position ?? null);
+    const bytesRead = readSync(
+      this.#open(),
+      buffer,
+      at,
+      options.length ?? buffer.byteLength - at,
+      options.position ?? null,
+    );
     return { bytesRead, buffer };
   }
 
@@ -97,11 +115,20 @@ export class FileHandle {
   }
 
   /** write(buffer, offset?, length?, position?) or write(string, position?, encoding?). */
-  async write(data: NodeJS.ArrayBufferView | string, ...rest: unknown[]): Promise<{ bytesWritten: number; buffer: NodeJS.ArrayBufferView | string }> {
+  async write(
+    data: NodeJS.ArrayBufferView | string,
+    ...rest: unknown[]
+  ): Promise<{ bytesWritten: number; buffer: NodeJS.ArrayBufferView | string }> {
     const bytesWritten =
       typeof data === 'string'
         ? writeSync(this.#open(), data, rest[0] as number | null | undefined, rest[1] as BufferEncoding | undefined)
-        : writeSync(this.#open(), data, rest[0] as number | undefined, rest[1] as number | undefined, rest[2] as number | null | undefined);
+        : writeSync(
+            this.#open(),
+            data,
+            rest[0] as number | undefined,
+            rest[1] as number | undefined,
+            rest[2] as number | null | undefined,
+          );
     return { bytesWritten, buffer: data };
   }
 
@@ -165,15 +192,20 @@ function settled<A extends unknown[], R>(call: (...args: A) => R): (...args: A) 
   return async (...args) => call(...args);
 }
 
-export const open = (async (file: PathLike, flags?: OpenMode, mode?: Mode) => new FileHandle(openSync(file, flags ?? 'r', mode))) as unknown as typeof fsp.open;
+export const open = (async (file: PathLike, flags?: OpenMode, mode?: Mode) =>
+  new FileHandle(openSync(file, flags ?? 'r', mode))) as unknown as typeof fsp.open;
 export const readFile = (async (file: PathLike | FileHandle, options?: Parameters<typeof readFileSync>[1]) =>
   readWhole(file instanceof FileHandle ? file.fd : file, options)) as unknown as typeof fsp.readFile;
-export const writeFile = (async (file: PathLike | FileHandle, data: string | NodeJS.ArrayBufferView, options?: WriteFileOptions) =>
-  writeFileSync(file instanceof FileHandle ? file.fd : file, data, options)) as unknown as typeof fsp.writeFile;
+export const writeFile = (async (
+  file: PathLike | FileHandle,
+  data: string | NodeJS.ArrayBufferView,
+  options?: WriteFileOptions,
+) => writeFileSync(file instanceof FileHandle ? file.fd : file, data, options)) as unknown as typeof fsp.writeFile;
 export const stat = settled(statSync) as unknown as typeof fsp.stat;
 export const lstat = settled(lstatSync) as unknown as typeof fsp.lstat;
 export const readdir = settled(readdirSync) as unknown as typeof fsp.readdir;
-// The system's realpath(3), as node:fs/promises calls it (realpathSync walks the path with lstat, and words errors otherwise).
+// The system's realpath(3), as node:fs/promises calls it (realpathSync walks the path with lstat, and words errors
+// otherwise).
 export const realpath = settled(realpathSync.native) as unknown as typeof fsp.realpath;
 export const readlink = settled(readlinkSync) as unknown as typeof fsp.readlink;
 export const access = settled(accessSync) as unknown as typeof fsp.access;

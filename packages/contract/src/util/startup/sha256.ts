@@ -30,7 +30,8 @@ function compressor(): Compressor | null {
   if (compiled === undefined) {
     try {
       const wasm = (globalThis as unknown as { WebAssembly: WebAssemblyApi }).WebAssembly;
-      compiled = new wasm.Instance(new wasm.Module(Buffer.from(SHA256_WASM, 'base64'))).exports as unknown as Compressor;
+      compiled = new wasm.Instance(new wasm.Module(Buffer.from(SHA256_WASM, 'base64')))
+        .exports as unknown as Compressor;
     } catch {
       compiled = null;
     }
@@ -68,6 +69,10 @@ export function sha256Hex(data: string | Uint8Array): string {
   compress(tail / 64);
 
   let hex = '';
-  for (let i = 0; i < 8; i++) hex += view.getUint32(i * 4, true).toString(16).padStart(8, '0');
+  for (let i = 0; i < 8; i++)
+    hex += view
+      .getUint32(i * 4, true)
+      .toString(16)
+      .padStart(8, '0');
   return hex;
 }

@@ -43,23 +43,32 @@ const CALLS: [string, (fs: Module, d: string) => Promise<unknown>][] = [
   ['mkdir recursive', (fs, d) => fs.mkdir(path.join(d, 'x', 'y'), { recursive: true, mode: 0o700 })],
   ['mkdir exists', (fs, d) => fs.mkdir(path.join(d, 'x'))],
   ['readdir', async (fs, d) => (await fs.readdir(d)).sort()],
-  ['readdir withFileTypes', async (fs, d) => (await fs.readdir(d, { withFileTypes: true })).map((e) => [e.name, e.isDirectory()]).sort()],
+  [
+    'readdir withFileTypes',
+    async (fs, d) => (await fs.readdir(d, { withFileTypes: true })).map((e) => [e.name, e.isDirectory()]).sort(),
+  ],
   ['realpath', (fs, d) => fs.realpath(path.join(d, 'x', 'y', '..'))],
   ['realpath missing parent', (fs, d) => fs.realpath(path.join(d, 'none', 'y'))],
-  ['realpath link loop', async (fs, d) => {
-    await real.symlink('loop', path.join(d, 'loop')).catch(() => undefined);
-    return fs.realpath(path.join(d, 'loop', 'y'));
-  }],
+  [
+    'realpath link loop',
+    async (fs, d) => {
+      await real.symlink('loop', path.join(d, 'loop')).catch(() => undefined);
+      return fs.realpath(path.join(d, 'loop', 'y'));
+    },
+  ],
   ['readlink not a link', (fs, d) => fs.readlink(path.join(d, 'a.txt'))],
   ['access', (fs, d) => fs.access(path.join(d, 'none'))],
   ['link', (fs, d) => fs.link(path.join(d, 'a.txt'), path.join(d, 'b.txt'))],
   ['copyFile', (fs, d) => fs.copyFile(path.join(d, 'a.txt'), path.join(d, 'c.txt'))],
   ['chmod', (fs, d) => fs.chmod(path.join(d, 'c.txt'), 0o600)],
   ['utimes', (fs, d) => fs.utimes(path.join(d, 'c.txt'), 1_000_000, 2_000_000)],
-  ['stat after', async (fs, d) => {
-    const s = await fs.stat(path.join(d, 'c.txt'));
-    return [s.mode, s.mtimeMs, s.nlink];
-  }],
+  [
+    'stat after',
+    async (fs, d) => {
+      const s = await fs.stat(path.join(d, 'c.txt'));
+      return [s.mode, s.mtimeMs, s.nlink];
+    },
+  ],
   ['chown to self', (fs, d) => fs.chown(path.join(d, 'c.txt'), process.getuid!(), process.getgid!())],
   ['rename', (fs, d) => fs.rename(path.join(d, 'c.txt'), path.join(d, 'x', 'c.txt'))],
   ['unlink', (fs, d) => fs.unlink(path.join(d, 'b.txt'))],
@@ -127,7 +136,8 @@ describe('node:fs/promises made synchronous', () => {
     await real.writeFile(path.join(dir, 'f'), 'abcdefghij');
     const handle = await shim.open(path.join(dir, 'f'), 'r');
     const chunks: string[] = [];
-    for await (const chunk of handle.createReadStream({ start: 2, end: 6, highWaterMark: 2 })) chunks.push(String(chunk));
+    for await (const chunk of handle.createReadStream({ start: 2, end: 6, highWaterMark: 2 }))
+      chunks.push(String(chunk));
     expect(chunks.join('')).toBe('cdefg');
     const stream = handle.createReadStream();
     stream.destroy();
@@ -137,7 +147,14 @@ describe('node:fs/promises made synchronous', () => {
     expect(handle.fd).toBe(-1);
     await expect(handle.stat()).rejects.toMatchObject({ code: 'EBADF' });
     const late = handle.createReadStream();
-    await expect(new Promise<void>((resolve, reject) => late.on('error', reject).on('end', () => resolve()).resume())).rejects.toMatchObject({ code: 'EBADF' });
+    await expect(
+      new Promise<void>((resolve, reject) =>
+        late
+          .on('error', reject)
+          .on('end', () => resolve())
+          .resume(),
+      ),
+    ).rejects.toMatchObject({ code: 'EBADF' });
   });
 
   it('has every name the code imports from node:fs/promises', async () => {
@@ -147,9 +164,14 @@ describe('node:fs/promises made synchronous', () => {
         const file = path.join(d, entry.name);
         if (entry.isDirectory()) await walk(file);
         else if (file.endsWith('.ts')) {
-          for (const m of (await readFile(file, 'utf8')).matchAll(/import\s*\{([^}]*)\}\s*from\s*'node:fs\/promises'/g)) {
+          for (const m of (await readFile(file, 'utf8')).matchAll(
+            /import\s*\{([^}]*)\}\s*from\s*'node:fs\/promises'/g,
+          )) {
             for (const part of m[1]!.split(',')) {
-              const name = part.trim().replace(/^type\s+/, '').split(/\s+as\s+/)[0]!;
+              const name = part
+                .trim()
+                .replace(/^type\s+/, '')
+                .split(/\s+as\s+/)[0]!;
               if (name !== '' && !part.trim().startsWith('type ')) names.add(name);
             }
           }
@@ -157,7 +179,8 @@ describe('node:fs/promises made synchronous', () => {
       }
     };
     // The one-shot reconcile bundles the agent's sources and the contract's.
-    for (const pkg of ['contract', 'agent']) await walk(path.join(import.meta.dirname, '..', '..', '..', '..', pkg, 'src'));
+    for (const pkg of ['contract', 'agent'])
+      await walk(path.join(import.meta.dirname, '..', '..', '..', '..', pkg, 'src'));
     expect(names.size).toBeGreaterThan(10);
     expect([...names].filter((name) => !(name in shim)).sort()).toEqual([]);
   });

@@ -1,4 +1,5 @@
-/** The WebAssembly SHA-256 agrees with node:crypto on every length around the block and padding boundaries, and on any bytes. */
+/** The WebAssembly SHA-256 agrees with node:crypto on every length around the block and padding boundaries, and on any
+ * bytes. */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
@@ -12,16 +13,21 @@ describe('sha256Hex', () => {
   it('gives the FIPS 180-4 test vectors', () => {
     expect(sha256Hex('')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
     expect(sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
-    expect(sha256Hex('abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq')).toBe('248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1');
+    expect(sha256Hex('abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq')).toBe(
+      '248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1',
+    );
   });
 
   it('agrees with node:crypto for every length from 0 to 300 bytes', () => {
     const bytes = Uint8Array.from({ length: 300 }, (_, i) => (i * 131 + 7) & 0xff);
-    for (let n = 0; n <= 300; n++) expect(sha256Hex(bytes.subarray(0, n)), `length ${n}`).toBe(reference(bytes.subarray(0, n)));
+    for (let n = 0; n <= 300; n++)
+      expect(sha256Hex(bytes.subarray(0, n)), `length ${n}`).toBe(reference(bytes.subarray(0, n)));
   });
 
   it('hashes a string as UTF-8, as node:crypto does', () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 400 }), (text) => sha256Hex(text) === reference(text)));
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 400 }), (text) => sha256Hex(text) === reference(text)),
+    );
   });
 
   it('agrees with node:crypto on arbitrary bytes, one call after another', () => {
@@ -38,6 +44,8 @@ describe('sha256Hex', () => {
 
   it('runs from a module that is up to date with src/util/startup/sha256.wat', () => {
     const root = path.join(import.meta.dirname, '..', '..', '..', '..', '..');
-    expect(execFileSync(process.execPath, [path.join(root, 'scripts', 'gen-wasm.mjs'), '--check'], { encoding: 'utf8' })).toContain('up to date');
+    expect(
+      execFileSync(process.execPath, [path.join(root, 'scripts', 'gen-wasm.mjs'), '--check'], { encoding: 'utf8' }),
+    ).toContain('up to date');
   });
 });

@@ -4,7 +4,13 @@
 const field = document.querySelector<HTMLInputElement>('input[name="token"]');
 const form = field?.form;
 const secret = decodeURIComponent(location.hash.replace(/^#/, ''));
-if (field !== null && field !== undefined && form !== null && form !== undefined && /^[A-Za-z0-9_-]{20,100}$/.test(secret)) {
+if (
+  field !== null &&
+  field !== undefined &&
+  form !== null &&
+  form !== undefined &&
+  /^[A-Za-z0-9_-]{20,100}$/.test(secret)
+) {
   field.value = secret;
   history.replaceState(null, '', location.pathname + location.search);
   form.querySelector<HTMLButtonElement>('button[type="submit"]')?.focus();

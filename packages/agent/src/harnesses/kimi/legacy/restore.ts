@@ -5,12 +5,28 @@
  * last_session_id}`): without that entry `kimi --session <id>` starts a fresh session and truncates context.jsonl.
  * The merge edits kimi.json in place, keeping every other entry, key and byte.
  */
-import { applyEdits, modify, parse as parseJsonc, parseTree, type FormattingOptions, type Node, type ParseError } from 'jsonc-parser';
+import {
+  applyEdits,
+  modify,
+  parse as parseJsonc,
+  parseTree,
+  type FormattingOptions,
+  type Node,
+  type ParseError,
+} from 'jsonc-parser';
 import path from 'node:path';
 import type { Context } from '../../../context.js';
 import { isRecord } from '@blue-agent/contract/util/record.js';
 import { BlueError } from '@blue-agent/contract/errors.js';
-import { checkDistinct, checkedSessionId, entriesOf, placement, restoreRoot, restoreUnsafe, safeSegments } from '../../../harness-kit/restore-files.js';
+import {
+  checkDistinct,
+  checkedSessionId,
+  entriesOf,
+  placement,
+  restoreRoot,
+  restoreUnsafe,
+  safeSegments,
+} from '../../../harness-kit/restore-files.js';
 import type { RestoreInput, RestorePlacement, RestorePlan } from '../../types.js';
 import { kimiCanonicalPath, kimiWorkDirHash } from './session.js';
 
@@ -26,28 +42,44 @@ export function planKimiRestore(_ctx: Context, input: RestoreInput, shareDir: st
   const placements: RestorePlacement[] = [];
   let capturedHash: string | undefined;
   for (const entry of entriesOf(input)) {
-    if (entry.nativePath === undefined) throw restoreUnsafe(`${entry.label}: has no native_path; Kimi CLI files are restored to their native place`);
+    if (entry.nativePath === undefined)
+      throw restoreUnsafe(`${entry.label}: has no native_path; Kimi CLI files are restored to their native place`);
     const segments = safeSegments(entry.nativePath, entry.label);
-    const refuse = () => restoreUnsafe(`${entry.label}: a ${entry.role} file cannot live at ${entry.nativePath} (Kimi CLI keeps sessions/<work dir>/${id}/... and plans/<slug>.md)`);
+    const refuse = () =>
+      restoreUnsafe(
+        `${entry.label}: a ${entry.role} file cannot live at ${entry.nativePath} (Kimi CLI keeps sessions/<work ` +
+          `dir>/${id}/... and plans/<slug>.md)`,
+      );
     if (segments[0] === 'plans') {
       if (entry.role !== 'session_state' || segments.length !== 2 || !PLAN_FILE.test(segments[1]!)) throw refuse();
       placements.push(placement(root, entry.nativePath, entry));
       continue;
     }
     const [top, workDirHash, sessionId, ...rest] = segments;
-    if (top !== 'sessions' || !WORK_DIR_HASH.test(workDirHash ?? '') || sessionId !== id || rest.length === 0) throw refuse();
-    if (capturedHash !== undefined && workDirHash !== capturedHash) throw restoreUnsafe(`${entry.label}: native_path ${entry.nativePath} is in another work dir folder than the rest of the session`);
+    if (top !== 'sessions' || !WORK_DIR_HASH.test(workDirHash ?? '') || sessionId !== id || rest.length === 0)
+      throw refuse();
+    if (capturedHash !== undefined && workDirHash !== capturedHash)
+      throw restoreUnsafe(
+        `${entry.label}: native_path ${entry.nativePath} is in another work dir folder than the rest of the session`,
+      );
     capturedHash = workDirHash;
     const inside = rest.join('/');
     const allowed =
-      entry.role === 'agent_wire_history' ? inside === 'wire.jsonl' : entry.role === 'kimi_state' ? inside === 'state.json' : inside !== 'wire.jsonl' && inside !== 'state.json' && rest[0] !== 'tasks';
+      entry.role === 'agent_wire_history'
+        ? inside === 'wire.jsonl'
+        : entry.role === 'kimi_state'
+          ? inside === 'state.json'
+          : inside !== 'wire.jsonl' && inside !== 'state.json' && rest[0] !== 'tasks';
     // tasks/ holds another machine's process ids and is never captured; a bundle that carries it is not ours.
     if (!allowed) throw refuse();
     placements.push(placement(root, ['sessions', hash, id, ...rest].join('/'), entry));
   }
   checkDistinct(placements);
   if (!placements.some((p) => p.rel === `sessions/${hash}/${id}/context.jsonl`)) {
-    throw restoreUnsafe('the bundle has no context.jsonl, which Kimi CLI needs to resume the session', 'Capture the session again; this bundle cannot be resumed.');
+    throw restoreUnsafe(
+      'the bundle has no context.jsonl, which Kimi CLI needs to resume the session',
+      'Capture the session again; this bundle cannot be resumed.',
+    );
   }
   const file = path.join(shareDir, METADATA_FILE);
   return {
@@ -56,7 +88,13 @@ export function planKimiRestore(_ctx: Context, input: RestoreInput, shareDir: st
     home: shareDir,
     root,
     placements,
-    merges: [{ file, what: `work_dirs entry for ${workDir}`, merge: (bytes) => mergeKimiWorkDirsBytes(bytes, workDir, id, file) }],
+    merges: [
+      {
+        file,
+        what: `work_dirs entry for ${workDir}`,
+        merge: (bytes) => mergeKimiWorkDirsBytes(bytes, workDir, id, file),
+      },
+    ],
     resumeArgv: ['kimi', '--session', id],
   };
 }
@@ -65,16 +103,25 @@ export function planKimiRestore(_ctx: Context, input: RestoreInput, shareDir: st
  * The merge on the file's bytes: a kimi.json that is not valid UTF-8 is refused rather than re-encoded (decoding would
  * turn its invalid bytes into U+FFFD). Returns `current` itself when there is nothing to change.
  */
-export function mergeKimiWorkDirsBytes(current: Buffer | null, workDir: string, sessionId: string, file = METADATA_FILE): Buffer {
+export function mergeKimiWorkDirsBytes(
+  current: Buffer | null,
+  workDir: string,
+  sessionId: string,
+  file = METADATA_FILE,
+): Buffer {
   if (current === null) return Buffer.from(mergeKimiWorkDirs(null, workDir, sessionId, file), 'utf8');
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(current);
   } catch {
-    throw new BlueError('RESTORE_CONFLICT', `${file}: is not valid UTF-8, so the session's work dir cannot be added without changing other bytes`, {
-      file,
-      hint: 'blue-agent never rewrites it; let Kimi CLI rewrite it (or fix it by hand), then restore again.',
-    });
+    throw new BlueError(
+      'RESTORE_CONFLICT',
+      `${file}: is not valid UTF-8, so the session's work dir cannot be added without changing other bytes`,
+      {
+        file,
+        hint: 'blue-agent never rewrites it; let Kimi CLI rewrite it (or fix it by hand), then restore again.',
+      },
+    );
   }
   const merged = mergeKimiWorkDirs(text, workDir, sessionId, file);
   return merged === text ? current : Buffer.from(merged, 'utf8');
@@ -83,7 +130,9 @@ export function mergeKimiWorkDirsBytes(current: Buffer | null, workDir: string, 
 function refuse(file: string, why: string): BlueError {
   return new BlueError('NATIVE_CONFIG_CONFLICT', `${file}: ${why}; the session's work dir cannot be added safely`, {
     file,
-    hint: 'Kimi CLI rewrites this file itself; fix it (or let Kimi CLI rewrite it), then restore again. blue-agent never overwrites it.',
+    hint:
+      'Kimi CLI rewrites this file itself; fix it (or let Kimi CLI rewrite it), then restore again. blue-agent ' +
+      'never overwrites it.',
   });
 }
 
@@ -127,7 +176,12 @@ function formattingOf(text: string): FormattingOptions | undefined {
  * the path is updated in place (its other keys kept), else one is appended; other entries and keys are untouched.
  * The result is parsed again and must be exactly the original document with that one change.
  */
-export function mergeKimiWorkDirs(text: string | null, workDir: string, sessionId: string, file = METADATA_FILE): string {
+export function mergeKimiWorkDirs(
+  text: string | null,
+  workDir: string,
+  sessionId: string,
+  file = METADATA_FILE,
+): string {
   const entry = { path: workDir, kaos: 'local', last_session_id: sessionId };
   if (text === null || text.trim() === '') return `${JSON.stringify({ work_dirs: [entry] }, null, 2)}\n`;
   const doc = parseDocument(text, file);
@@ -141,11 +195,19 @@ export function mergeKimiWorkDirs(text: string | null, workDir: string, sessionI
     expected.work_dirs = [entry];
   } else {
     if (!Array.isArray(doc.work_dirs)) {
-      throw new BlueError('NATIVE_CONFIG_CONFLICT', `${file}: work_dirs is not a list`, { file, hint: 'Kimi CLI keeps a list here; fix the file, then restore again.' });
+      throw new BlueError('NATIVE_CONFIG_CONFLICT', `${file}: work_dirs is not a list`, {
+        file,
+        hint: 'Kimi CLI keeps a list here; fix the file, then restore again.',
+      });
     }
-    const index = doc.work_dirs.findIndex((d) => isRecord(d) && d.path === workDir && (d.kaos === undefined || d.kaos === 'local'));
+    const index = doc.work_dirs.findIndex(
+      (d) => isRecord(d) && d.path === workDir && (d.kaos === undefined || d.kaos === 'local'),
+    );
     if (index < 0) {
-      merged = applyEdits(text, modify(text, ['work_dirs', doc.work_dirs.length], entry, { ...options, isArrayInsertion: true }));
+      merged = applyEdits(
+        text,
+        modify(text, ['work_dirs', doc.work_dirs.length], entry, { ...options, isArrayInsertion: true }),
+      );
       (expected.work_dirs as unknown[]).push(entry);
     } else {
       const existing = doc.work_dirs[index] as Record<string, unknown>;
@@ -162,7 +224,8 @@ export function mergeKimiWorkDirs(text: string | null, workDir: string, sessionI
   } catch {
     throw refuse(file, 'merging the entry would not give a valid document');
   }
-  if (JSON.stringify(again) !== JSON.stringify(expected)) throw refuse(file, 'merging the entry would change more than that entry');
+  if (JSON.stringify(again) !== JSON.stringify(expected))
+    throw refuse(file, 'merging the entry would change more than that entry');
   return merged;
 }
 
@@ -170,7 +233,14 @@ function parseDocument(text: string, file: string): Record<string, unknown> {
   const errors: ParseError[] = [];
   const doc: unknown = parseJsonc(text, errors, { allowTrailingComma: false, disallowComments: true });
   if (errors.length > 0 || !isRecord(doc)) {
-    throw new BlueError('NATIVE_CONFIG_PARSE', `${file}: is not a JSON object; the session's work dir cannot be added`, { file, hint: 'Kimi CLI rewrites this file itself; fix or move it, then restore again. blue-agent never overwrites it.' });
+    throw new BlueError(
+      'NATIVE_CONFIG_PARSE',
+      `${file}: is not a JSON object; the session's work dir cannot be added`,
+      {
+        file,
+        hint: 'Kimi CLI rewrites this file itself; fix or move it, then restore again. blue-agent never overwrites it.',
+      },
+    );
   }
   return doc;
 }

@@ -60,7 +60,16 @@ export function kimiWorkDirHash(cwd: string): string {
 }
 
 /** The keys of state.json kept for resume; every other key is dropped. */
-const KEPT_STATE_KEYS = ['version', 'custom_title', 'title_generated', 'title_generate_attempts', 'plan_mode', 'plan_session_id', 'plan_slug', 'todos'] as const;
+const KEPT_STATE_KEYS = [
+  'version',
+  'custom_title',
+  'title_generated',
+  'title_generate_attempts',
+  'plan_mode',
+  'plan_session_id',
+  'plan_slug',
+  'todos',
+] as const;
 
 /**
  * state.json without what must not leave the machine. Kept: what resume needs to continue the conversation as it was
@@ -89,7 +98,8 @@ export function sanitizeKimiState(state: unknown): Record<string, unknown> {
     todos: Array.isArray,
   };
   for (const key of KEPT_STATE_KEYS) {
-    if (Object.hasOwn(state, key) && check[key](state[key])) out[key] = key === 'todos' ? sanitizeTodos(state[key]) : state[key];
+    if (Object.hasOwn(state, key) && check[key](state[key]))
+      out[key] = key === 'todos' ? sanitizeTodos(state[key]) : state[key];
   }
   return out;
 }
@@ -109,28 +119,54 @@ function sanitizeTodos(value: unknown): unknown[] {
   });
 }
 
-export async function collectKimiSession(ctx: Context, input: CollectInput, shareDir: string): Promise<CollectedSession> {
+export async function collectKimiSession(
+  ctx: Context,
+  input: CollectInput,
+  shareDir: string,
+): Promise<CollectedSession> {
   const { payload, interval } = input;
   const id = payload.session_id;
   assertSessionId(id, shareDir);
   const root = await SessionRoot.open(sessionRootOf(shareDir, interval));
   if (payload.cwd === undefined || !path.isAbsolute(payload.cwd)) {
-    throw artifactInvalid(root.abs('sessions'), 'the hook payload has no absolute cwd, which names the session folder', 'Kimi CLI sends cwd with every hook; check what calls `blue-agent capture`.');
+    throw artifactInvalid(
+      root.abs('sessions'),
+      'the hook payload has no absolute cwd, which names the session folder',
+      'Kimi CLI sends cwd with every hook; check what calls `blue-agent capture`.',
+    );
   }
   const sessionRel = await findSessionFolder(root, id, payload.cwd);
 
-  const found = await root.walk(sessionRel, { limit: MAX_SESSION_FILES, skip: (inside) => inside === 'tasks' || inside === STATE_FILE });
+  const found = await root.walk(sessionRel, {
+    limit: MAX_SESSION_FILES,
+    skip: (inside) => inside === 'tasks' || inside === STATE_FILE,
+  });
   const wire = found.find((f) => f.rel === `${sessionRel}/wire.jsonl`);
   const context = found.find((f) => f.rel === `${sessionRel}/context.jsonl`);
-  if (wire === undefined) throw artifactInvalid(root.abs(`${sessionRel}/wire.jsonl`), 'does not exist', 'Kimi CLI writes the wire log as the session runs; a session without one cannot be captured.');
-  if (context === undefined) throw artifactInvalid(root.abs(`${sessionRel}/context.jsonl`), 'does not exist', 'Kimi CLI needs context.jsonl to resume a session; this one cannot be captured.');
+  if (wire === undefined)
+    throw artifactInvalid(
+      root.abs(`${sessionRel}/wire.jsonl`),
+      'does not exist',
+      'Kimi CLI writes the wire log as the session runs; a session without one cannot be captured.',
+    );
+  if (context === undefined)
+    throw artifactInvalid(
+      root.abs(`${sessionRel}/context.jsonl`),
+      'does not exist',
+      'Kimi CLI needs context.jsonl to resume a session; this one cannot be captured.',
+    );
 
   // state.json: read, sanitised, carried as bytes at its native place.
   const stateRel = `${sessionRel}/${STATE_FILE}`;
   let rawState: unknown = {};
   if ((await root.lstat(stateRel)) !== undefined) {
     const checked = await root.file(stateRel);
-    if (checked.size > MAX_STATE_BYTES) throw artifactInvalid(checked.abs, `is ${checked.size} bytes; Kimi CLI's state.json is a few kilobytes`, 'This is not Kimi CLI\'s session state; leave this session uncaptured.');
+    if (checked.size > MAX_STATE_BYTES)
+      throw artifactInvalid(
+        checked.abs,
+        `is ${checked.size} bytes; Kimi CLI's state.json is a few kilobytes`,
+        "This is not Kimi CLI's session state; leave this session uncaptured.",
+      );
     try {
       rawState = JSON.parse((await readHead(checked, MAX_STATE_BYTES)).toString('utf8'));
     } catch {
@@ -138,20 +174,33 @@ export async function collectKimiSession(ctx: Context, input: CollectInput, shar
       rawState = {};
     }
   }
-  if (isRecord(rawState) && rawState.plan_slug !== undefined && rawState.plan_slug !== null && !(typeof rawState.plan_slug === 'string' && PLAN_SLUG.test(rawState.plan_slug))) {
-    throw artifactInvalid(root.abs(stateRel), 'plan_slug is not a plan file name', 'Kimi CLI writes hero-name slugs here; this state.json was changed by something else.');
+  if (
+    isRecord(rawState) &&
+    rawState.plan_slug !== undefined &&
+    rawState.plan_slug !== null &&
+    !(typeof rawState.plan_slug === 'string' && PLAN_SLUG.test(rawState.plan_slug))
+  ) {
+    throw artifactInvalid(
+      root.abs(stateRel),
+      'plan_slug is not a plan file name',
+      'Kimi CLI writes hero-name slugs here; this state.json was changed by something else.',
+    );
   }
   const state = sanitizeKimiState(rawState);
   const stateBytes = new TextEncoder().encode(`${JSON.stringify(state, null, 2)}\n`);
 
-  const files: SessionFile[] = [fileOf('agent_wire_history', 'wire.jsonl', wire), { role: 'kimi_state', name: STATE_FILE, nativePath: stateRel, content: stateBytes }];
+  const files: SessionFile[] = [
+    fileOf('agent_wire_history', 'wire.jsonl', wire),
+    { role: 'kimi_state', name: STATE_FILE, nativePath: stateRel, content: stateBytes },
+  ];
   for (const file of found) {
     if (file === wire) continue;
     files.push(fileOf('session_state', entryName(file.rel.slice(sessionRel.length + 1)), file));
   }
   if (typeof state.plan_slug === 'string') {
     const planRel = `plans/${state.plan_slug}.md`;
-    if ((await root.lstat(planRel)) !== undefined) files.push(fileOf('session_state', `plan-${entryName(`${state.plan_slug}.md`)}`, await root.file(planRel)));
+    if ((await root.lstat(planRel)) !== undefined)
+      files.push(fileOf('session_state', `plan-${entryName(`${state.plan_slug}.md`)}`, await root.file(planRel)));
   }
   checkRoleCounts(interval, files, root.abs(sessionRel));
 
@@ -160,7 +209,13 @@ export async function collectKimiSession(ctx: Context, input: CollectInput, shar
     firstUserTurn(parseTranscript((await readHead(context, HEAD_MAX_BYTES)).toString('utf8')), kimiUserTurn);
   const native = typeof state.custom_title === 'string' ? { title: state.custom_title } : undefined;
   ctx.logger.debug('kimi session collected', { session: id, files: files.length, root: root.path });
-  return { sessionId: id, cwd: payload.cwd, root: root.path, files, ...titleAndSummary({ native, firstUserTurn: turn }) };
+  return {
+    sessionId: id,
+    cwd: payload.cwd,
+    root: root.path,
+    files,
+    ...titleAndSummary({ native, firstUserTurn: turn }),
+  };
 }
 
 /** `sessions/<md5(cwd)>/<id>`; else the one work-dir folder that holds this session id. */
@@ -180,7 +235,15 @@ async function findSessionFolder(root: SessionRoot, id: string, cwd: string): Pr
   }
   if (found.length === 1) return found[0]!;
   if (found.length === 0) {
-    throw artifactInvalid(root.abs(expected), `no Kimi CLI session folder for session ${id} (work dir ${kimiCanonicalPath(cwd)})`, 'Check that KIMI_SHARE_DIR matches the one Kimi CLI used and that the session was saved.');
+    throw artifactInvalid(
+      root.abs(expected),
+      `no Kimi CLI session folder for session ${id} (work dir ${kimiCanonicalPath(cwd)})`,
+      'Check that KIMI_SHARE_DIR matches the one Kimi CLI used and that the session was saved.',
+    );
   }
-  throw artifactInvalid(root.abs(expected), `session ${id} has folders under ${found.length} work dirs: ${found.join(', ')}`, 'Capture it from the work dir it belongs to.');
+  throw artifactInvalid(
+    root.abs(expected),
+    `session ${id} has folders under ${found.length} work dirs: ${found.join(', ')}`,
+    'Capture it from the work dir it belongs to.',
+  );
 }

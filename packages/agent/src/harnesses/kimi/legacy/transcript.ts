@@ -37,7 +37,12 @@ function isMainContext(nativePath: string | undefined, sessionId: string): boole
 
 /** Wire lines `{timestamp, message: {type, payload}}`: the user's input opens each turn; context lines are messages. */
 export function kimiUserTurn(record: unknown): UserTurn | undefined {
-  if (isRecord(record) && isRecord(record.message) && typeof record.message.type === 'string' && isRecord(record.message.payload)) {
+  if (
+    isRecord(record) &&
+    isRecord(record.message) &&
+    typeof record.message.type === 'string' &&
+    isRecord(record.message.payload)
+  ) {
     if (record.message.type !== 'TurnBegin') return undefined;
     const turn: UserTurn = { texts: [], toolResult: false };
     textsOf(record.message.payload.user_input, turn);
@@ -51,7 +56,9 @@ export const kimiTranscriptReader: TranscriptReader = {
   wants: (file) =>
     file.role === 'agent_wire_history' ||
     (file.role === 'session_state' &&
-      (/(?:^|\/)context\.jsonl$/.test(file.native_path ?? '') || SUBAGENT_WIRE.test(file.native_path ?? '') || SUBAGENT_META.test(file.native_path ?? ''))),
+      (/(?:^|\/)context\.jsonl$/.test(file.native_path ?? '') ||
+        SUBAGENT_WIRE.test(file.native_path ?? '') ||
+        SUBAGENT_META.test(file.native_path ?? ''))),
   read: (files, sessionId) => readKimiSession(files, sessionId),
 };
 
@@ -123,7 +130,8 @@ export function readKimiWire(bytes: Uint8Array): Transcript {
       }
       case 'ToolCallPart': {
         if (lastCall === undefined || typeof payload.arguments_part !== 'string') break;
-        if (lastCall.args.length < MAX_ARGUMENTS) lastCall.args = (lastCall.args + payload.arguments_part).slice(0, MAX_ARGUMENTS);
+        if (lastCall.args.length < MAX_ARGUMENTS)
+          lastCall.args = (lastCall.args + payload.arguments_part).slice(0, MAX_ARGUMENTS);
         const tools = turns.turns[lastCall.turnIndex]?.tools;
         if (tools !== undefined) tools[lastCall.toolIndex] = toolSummary(lastCall.name, lastCall.args);
         break;

@@ -22,8 +22,15 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
       const { stack, a, b, destination, uploadedFromA, resumeOnB } = w;
       // Machine A: the session's files where Kimi keeps them, captured by the real hook and uploaded by the drain.
       const fixture = await fixtureBundle('kimi', a, path.join(a.root, 'unused.bundle'), KIMI_CLI_FIXTURE);
-      const payload = JSON.stringify({ session_id: fixture.sessionId, cwd: fixture.cwd, hook_event_name: 'SessionEnd' });
-      const captured = await runCli(['capture', '--harness', 'kimi', '--profile', 'kimi-v1_28_0'], { env: a.env, input: payload });
+      const payload = JSON.stringify({
+        session_id: fixture.sessionId,
+        cwd: fixture.cwd,
+        hook_event_name: 'SessionEnd',
+      });
+      const captured = await runCli(['capture', '--harness', 'kimi', '--profile', 'kimi-v1_28_0'], {
+        env: a.env,
+        input: payload,
+      });
       expect(captured.code, captured.stderr).toBe(0);
       await waitForWorkers(a.env.BLUE_AGENT_HOME!, 60_000);
       const drained = await runCli(['drain', '--json'], { env: a.env, timeoutMs: 60_000 });
@@ -32,7 +39,10 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
 
       // Machine B: a Kimi CLI (a stand-in that reports its version; the policy also allows unverified ones).
       stack.server.store.publishPolicy(
-        { session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign` }, harnesses: { kimi: { allow_unverified_versions: true } } },
+        {
+          session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign` },
+          harnesses: { kimi: { allow_unverified_versions: true } },
+        },
         Date.now(),
       );
       const bin = path.join(b.root, 'bin', 'kimi');
@@ -41,14 +51,19 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
       await chmod(bin, 0o755);
       const share = path.join(b.home, '.kimi');
       await mkdir(share, { recursive: true });
-      await writeFile(path.join(share, 'kimi.json'), '{"work_dirs": [{"path": "/srv/other", "kaos": "local", "last_session_id": "keep-me"}]}\n');
+      await writeFile(
+        path.join(share, 'kimi.json'),
+        '{"work_dirs": [{"path": "/srv/other", "kaos": "local", "last_session_id": "keep-me"}]}\n',
+      );
 
       const command = await resumeOnB(upload.id, bin);
       expect(command).toEqual(['kimi', '--session', upload.native_session_id]);
       const folder = path.join(share, 'sessions', kimiWorkDirHash(destination), upload.native_session_id);
       expect(await readdir(folder)).toEqual(expect.arrayContaining(['context.jsonl', 'wire.jsonl']));
       // Kimi finds a session through its work_dirs entry: added, the user's own entry kept.
-      const index = JSON.parse(await readFile(path.join(share, 'kimi.json'), 'utf8')) as { work_dirs: { path: string; last_session_id?: string }[] };
+      const index = JSON.parse(await readFile(path.join(share, 'kimi.json'), 'utf8')) as {
+        work_dirs: { path: string; last_session_id?: string }[];
+      };
       expect(index.work_dirs).toEqual(
         expect.arrayContaining([
           { path: '/srv/other', kaos: 'local', last_session_id: 'keep-me' },

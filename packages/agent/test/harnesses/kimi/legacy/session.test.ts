@@ -4,12 +4,24 @@ import { link, mkdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/p
 import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { kimi } from '../../../../src/harnesses/kimi/index.js';
-import { kimiCanonicalPath, kimiWorkDirHash, sanitizeKimiState } from '../../../../src/harnesses/kimi/legacy/session.js';
+import {
+  kimiCanonicalPath,
+  kimiWorkDirHash,
+  sanitizeKimiState,
+} from '../../../../src/harnesses/kimi/legacy/session.js';
 import type { CollectedSession, HookPayload, SessionFile } from '../../../../src/harnesses/types.js';
 import type { Interval } from '@blue-agent/contract/schema/index.js';
 import { makeTestHome, type TestHome } from '../../../../../../test/support/context.js';
 import { KIMI_CLI_FIXTURE_VERSION } from '../rig.js';
-import { expectArtifactInvalid, fixtureDir, installTree, intervalOf, readRecorded, workDir, type RecordedSession } from '../../../../../../test/support/recorded-sessions.js';
+import {
+  expectArtifactInvalid,
+  fixtureDir,
+  installTree,
+  intervalOf,
+  readRecorded,
+  workDir,
+  type RecordedSession,
+} from '../../../../../../test/support/recorded-sessions.js';
 
 type KimiRecorded = RecordedSession & { plan_slug: string; subagent_id: string; task_id: string };
 
@@ -83,7 +95,12 @@ describe('Kimi CLI: collectSession on a session built from its source', () => {
       root: share,
       files: [
         onDisk('agent_wire_history', 'wire.jsonl', `${sessionRel}/wire.jsonl`),
-        { role: 'kimi_state', name: 'state.json', nativePath: `${sessionRel}/state.json`, content: new TextEncoder().encode(`${JSON.stringify(sanitised, null, 2)}\n`) },
+        {
+          role: 'kimi_state',
+          name: 'state.json',
+          nativePath: `${sessionRel}/state.json`,
+          content: new TextEncoder().encode(`${JSON.stringify(sanitised, null, 2)}\n`),
+        },
         onDisk('session_state', 'context.jsonl', `${sessionRel}/context.jsonl`),
         onDisk('session_state', `subagents-${recorded.subagent_id}-context.jsonl`, `${sessionRel}/${a}/context.jsonl`),
         onDisk('session_state', `subagents-${recorded.subagent_id}-meta.json`, `${sessionRel}/${a}/meta.json`),
@@ -98,7 +115,7 @@ describe('Kimi CLI: collectSession on a session built from its source', () => {
     expect(session.files.some((f) => f.nativePath?.includes('/tasks/'))).toBe(false);
   });
 
-  it('takes the state\'s custom title as the native title; the preview stays the first input', async () => {
+  it("takes the state's custom title as the native title; the preview stays the first input", async () => {
     const stateFile = path.join(sessionDir, 'state.json');
     const state = JSON.parse(await readFile(stateFile, 'utf8')) as Record<string, unknown>;
     await writeFile(stateFile, JSON.stringify({ ...state, custom_title: 'TOML-only loader', title_generated: true }));
@@ -130,7 +147,22 @@ describe('Kimi CLI: collectSession on a session built from its source', () => {
     await writeFile(stateFile, JSON.stringify(hostile));
     const session = await collect();
     const bytes = new TextDecoder().decode(session.files.find((f) => f.role === 'kimi_state')!.content);
-    for (const secret of ['approval', 'yolo', 'auto_approve_actions', 'additional_dirs', '/etc', 'worktree_path', 'parent_repo_path', 'sk-proj', 'oauth', 'secret', 'pid', '4242', 'wire_mtime', 'archived']) {
+    for (const secret of [
+      'approval',
+      'yolo',
+      'auto_approve_actions',
+      'additional_dirs',
+      '/etc',
+      'worktree_path',
+      'parent_repo_path',
+      'sk-proj',
+      'oauth',
+      'secret',
+      'pid',
+      '4242',
+      'wire_mtime',
+      'archived',
+    ]) {
       expect(bytes, secret).not.toContain(secret);
     }
     expect(stateOf(session)).toEqual({
@@ -156,7 +188,9 @@ describe('Kimi CLI: collectSession on a session built from its source', () => {
   });
 
   it('finds the folder by the work dir as Kimi writes it: absolute, normalised, links not resolved', async () => {
-    expect((await collect(payload({ cwd: `${cwd}/./sub/../` }))).files[0]!.path).toBe(path.join(sessionDir, 'wire.jsonl'));
+    expect((await collect(payload({ cwd: `${cwd}/./sub/../` }))).files[0]!.path).toBe(
+      path.join(sessionDir, 'wire.jsonl'),
+    );
     expect(kimiCanonicalPath('/a/b/../c/./d/')).toBe('/a/c/d');
     expect(kimiCanonicalPath('//a//b')).toBe('//a/b');
     expect(kimiCanonicalPath('///a')).toBe('/a');
@@ -178,11 +212,17 @@ describe('Kimi CLI: collectSession on a session built from its source', () => {
     expect((await collect(payload({ cwd: other }))).files[0]!.nativePath).toBe(`${sessionRel}/wire.jsonl`);
     const copy = path.join(share, 'sessions', 'f'.repeat(32), recorded.session_id);
     await mkdir(copy, { recursive: true });
-    await expectArtifactInvalid(() => collect(payload({ cwd: other })), path.join(share, 'sessions', kimiWorkDirHash(other), recorded.session_id), /folders under 2 work dirs/);
+    await expectArtifactInvalid(
+      () => collect(payload({ cwd: other })),
+      path.join(share, 'sessions', kimiWorkDirHash(other), recorded.session_id),
+      /folders under 2 work dirs/,
+    );
   });
 
   it('sanitises by keeping known keys of the right type only', () => {
-    expect(sanitizeKimiState({ version: 1, plan_slug: '../../etc/passwd', plan_mode: 'yes', todos: 'x' })).toEqual({ version: 1 });
+    expect(sanitizeKimiState({ version: 1, plan_slug: '../../etc/passwd', plan_mode: 'yes', todos: 'x' })).toEqual({
+      version: 1,
+    });
     expect(sanitizeKimiState(null)).toEqual({});
     expect(sanitizeKimiState([1, 2])).toEqual({});
   });
@@ -199,7 +239,11 @@ describe('Kimi CLI: what is refused', () => {
 
   it('a session folder that does not exist, or a payload without cwd', async () => {
     const missing = '00000000-0000-4000-8000-000000000000';
-    await expectArtifactInvalid(() => collect(payload({ session_id: missing })), path.join(share, 'sessions', hash, missing), /no Kimi CLI session folder/);
+    await expectArtifactInvalid(
+      () => collect(payload({ session_id: missing })),
+      path.join(share, 'sessions', hash, missing),
+      /no Kimi CLI session folder/,
+    );
     const { cwd: _omit, ...rest } = payload();
     await expectArtifactInvalid(() => collect(rest), path.join(share, 'sessions'), /no absolute cwd/);
   });
