@@ -1,13 +1,5 @@
-import { defineConfig } from 'vitest/config';
-import base from './vitest.config.js';
+import { packageConfig } from '../../vitest.shared.js';
 
 // `npm run certify` (scripts/certify.mjs): the whole loop against every locked harness version, one target after the
 // other (each runs real CLIs; about a minute in all once installed). Not part of `npm test`.
-export default defineConfig({
-  test: {
-    ...base.test,
-    include: ['test/certify/**/*.test.ts'],
-    exclude: [],
-    testTimeout: 420_000,
-  },
-});
+export default packageConfig('agent', { include: ['test/certify/**/*.test.ts'], exclude: [], testTimeout: 420_000 });
