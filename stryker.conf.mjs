@@ -38,7 +38,7 @@ export default {
     'packages/agent/src/lock/liveness.ts:80-115',
     'packages/contract/src/util/session-id.ts',
     'packages/contract/src/util/lossless.ts',
-    'packages/agent/src/harness-kit/injected.ts',
+    'packages/contract/src/harness-kit/injected.ts',
     'packages/agent/src/harness-kit/title.ts',
     // The hook payload's rules (above them, the reader works on a stream against a deadline).
     'packages/agent/src/capture/payload.ts:160-202',

@@ -4,16 +4,19 @@
  *   - scanned: every file under the packages' src/ and scripts/ (the product's source, its build and certification
  *     scripts);
  *   - allowed: the agent's harnesses/<name>/ (the harness's own folder) and harnesses/index.ts (the registry: one
- *     import and one entry per harness, nothing else), and the contract's schema/generated/ (`npm run gen`);
+ *     import and one entry per harness, nothing else); the contract's harnesses/<name>/ (the harness's transcript
+ *     formats) and harnesses/index.ts (the transcript readers' registry, held like the agent's), and its
+ *     schema/generated/ (`npm run gen`);
  *   - not scanned: data that describes harnesses — profiles/*.yaml, harness-versions.lock.json, schemas/ (their
  *     harness enum is generated from profiles/), fixtures/, demo/ recordings, docs and README.
  * A name matches case-insensitively anywhere (`Claude Code`, `CODEX_HOME`, `kimiUserTurn` all count).
  *
  * The tests follow the same rule, for what a new harness would otherwise have to be added to. A shared test may use
  * a harness as its example input; it may not enumerate harnesses. The rule on the code of the tests:
- *   - allowed: the agent's test/harnesses/<name>/ (the harness's tests, its rig rig.ts, its recording) and
- *     test/support/rigs.ts (the rig registry: one import and one entry per harness, nothing else); data files
- *     (golden files) are not code, and this file's cases show enumerations on purpose;
+ *   - allowed: the agent's test/harnesses/<name>/ (the harness's tests, its rig rig.ts, its recording), the
+ *     contract's test/harnesses/<name>/ (its transcript readers' tests) and test/support/rigs.ts (the rig registry:
+ *     one import and one entry per harness, nothing else); data files (golden files) are not code, and this file's
+ *     cases show enumerations on purpose;
  *   - everywhere else, no enumeration of harnesses: no map keyed by harness name (an object literal typed
  *     `Record<HarnessName, …>`, or a map over a union of names), no lookup in an object literal keyed by harness names,
  * no `case '<name>':`, no list or union
@@ -26,6 +29,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ADAPTERS } from '../../packages/agent/src/harnesses/index.js';
 import { HARNESSES } from '../../packages/agent/src/harnesses/names.js';
+import { TRANSCRIPT_READERS } from '../../packages/contract/src/harnesses/index.js';
 import { RIGS, lockedHarnesses } from '../support/rigs.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -33,9 +37,13 @@ const SCANNED = ['packages/contract/src', 'packages/agent/src', 'packages/contro
 const GENERATED = 'packages/contract/src/schema/generated/';
 const HARNESS_FOLDERS = 'packages/agent/src/harnesses';
 const REGISTRY = `${HARNESS_FOLDERS}/index.ts`;
+/** The contract's side of each harness: its transcript formats, one folder each, and their registry. */
+const CONTRACT_HARNESS_FOLDERS = 'packages/contract/src/harnesses';
+const CONTRACT_REGISTRY = `${CONTRACT_HARNESS_FOLDERS}/index.ts`;
 /** Where tests are: the repository's and each package's. */
 const TESTS = ['test', 'packages/contract/test', 'packages/agent/test', 'packages/control-api/test'];
 const HARNESS_TESTS = 'packages/agent/test/harnesses';
+const CONTRACT_HARNESS_TESTS = 'packages/contract/test/harnesses';
 const RIG_REGISTRY = 'test/support/rigs.ts';
 const THIS_FILE = 'test/architecture/harness-names.test.ts';
 const CODE = /\.(ts|mts|cts|js|mjs|cjs)$/;
@@ -56,7 +64,10 @@ function allowed(file: string): boolean {
   return (
     file.startsWith(GENERATED) ||
     file === REGISTRY ||
-    HARNESSES.some((h) => file.startsWith(`${HARNESS_FOLDERS}/${h}/`))
+    file === CONTRACT_REGISTRY ||
+    HARNESSES.some(
+      (h) => file.startsWith(`${HARNESS_FOLDERS}/${h}/`) || file.startsWith(`${CONTRACT_HARNESS_FOLDERS}/${h}/`),
+    )
   );
 }
 
@@ -93,7 +104,12 @@ export function enumerations(file: string, text: string, every: readonly (readon
 }
 
 function allowedInTests(file: string): boolean {
-  return file === RIG_REGISTRY || HARNESSES.some((h) => file.startsWith(`${HARNESS_TESTS}/${h}/`));
+  return (
+    file === RIG_REGISTRY ||
+    HARNESSES.some(
+      (h) => file.startsWith(`${HARNESS_TESTS}/${h}/`) || file.startsWith(`${CONTRACT_HARNESS_TESTS}/${h}/`),
+    )
+  );
 }
 
 describe('harness names', () => {
@@ -123,8 +139,39 @@ describe('harness names', () => {
     expect(Object.keys(ADAPTERS)).toEqual([...HARNESSES]);
   });
 
+  it("appear in the contract's registry only as one import and one entry per harness", async () => {
+    const lines = (await readFile(path.join(ROOT, CONTRACT_REGISTRY), 'utf8'))
+      .split('\n')
+      .filter((line) => line.match(names) !== null);
+    const expected = HARNESSES.flatMap((h) => [
+      `import { ${h}TranscriptReader } from './${h}/transcript.js';`,
+      `  ${h}: ${h}TranscriptReader,`,
+    ]);
+    expect(lines.sort()).toEqual(expected.sort());
+    expect(Object.keys(TRANSCRIPT_READERS)).toEqual([...HARNESSES]);
+  });
+
   it('the scan sees a name where one is (the rule is not vacuous)', () => {
     for (const h of HARNESSES) expect(`const x = '${h.toUpperCase()}_HOME';`.match(names)).not.toBeNull();
+    const [a] = HARNESSES as [string];
+    // Inside a harness's folders and the registries only: the rest of the contract is scanned like the agent.
+    for (const file of [
+      `${HARNESS_FOLDERS}/${a}/session.ts`,
+      `${CONTRACT_HARNESS_FOLDERS}/${a}/transcript.ts`,
+      `${CONTRACT_HARNESS_FOLDERS}/${a}/legacy/transcript.ts`,
+      REGISTRY,
+      CONTRACT_REGISTRY,
+    ])
+      expect(allowed(file), file).toBe(true);
+    for (const file of [
+      `${CONTRACT_HARNESS_FOLDERS}/types.ts`,
+      `${CONTRACT_HARNESS_FOLDERS}/${a}.ts`,
+      `${CONTRACT_HARNESS_FOLDERS}/other/transcript.ts`,
+      'packages/contract/src/harness-kit/transcript.ts',
+      'packages/contract/src/bundle/transcript.ts',
+      'packages/control-api/src/search-text.ts',
+    ])
+      expect(allowed(file), file).toBe(false);
   });
 });
 
@@ -178,6 +225,8 @@ describe('harnesses in the tests', () => {
     ];
     expect(examples.flatMap((line) => enumerations('t.ts', line, every))).toEqual([]);
     expect(allowedInTests(`${HARNESS_TESTS}/${a}/rig.ts`) && allowedInTests(RIG_REGISTRY)).toBe(true);
+    expect(allowedInTests(`${CONTRACT_HARNESS_TESTS}/${a}/transcript.test.ts`)).toBe(true);
+    expect(allowedInTests('packages/contract/test/harness-kit/transcript.test.ts')).toBe(false);
     expect(
       allowedInTests('test/support/fixture-bundles.ts') || allowedInTests(`packages/agent/test/sessions/${a}.test.ts`),
     ).toBe(false);

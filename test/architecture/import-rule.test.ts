@@ -4,13 +4,14 @@
  *
  * Between packages: a package imports only the packages and npm dependencies its package.json names (in the
  * workspace every dependency is hoisted to the root, so resolution alone would not refuse one it forgot); the
- * contract imports no other package; the Control API imports of the agent only AGENT_FOR_SERVER; of the agent, only
- * the command line and the demo import the Control API.
+ * contract imports no other package; the Control API imports nothing of the agent; of the agent, only the command
+ * line and the demo import the Control API.
  *
  * Inside the packages, by unit: a unit is a top-level folder of a package's src/ or a file at its root, by name
  * whichever package holds it (the contract holds the shared files of some of the agent's units), the whole Control
  * API being the unit control-plane; src/harnesses/ is three kinds of unit: the registry (harnesses/index.ts), each
- * harness folder (harnesses/<name>/) and the harness contract (the other files of harnesses/).
+ * harness folder (harnesses/<name>/) and the harness contract (the other files of harnesses/). By name, a harness's
+ * folder in the agent and in the contract (its transcript formats) are one unit, and so are the two registries.
  *
  * Layers, top to bottom; a unit imports its own layer or a lower one, never a higher one:
  *   entry          cli
@@ -48,11 +49,6 @@ const PACKAGES: Record<string, string> = {
   agent: 'blue-agent',
   'control-api': '@blue-agent/control-api',
 };
-/** What the Control API takes from the agent, by file, with the reason. */
-const AGENT_FOR_SERVER: Record<string, string> = {
-  // Search indexes what a session says as `sessions export` reads it: the harness's own transcript reader.
-  'packages/agent/src/sessions/export.ts': 'the conversation of a bundle',
-};
 
 const ENTRY = ['cli'];
 const USE_CASES = [
@@ -87,7 +83,6 @@ const USE_CASE_EDGES: Record<string, string[]> = {
   status: ['daemon', 'service', 'reconcile', 'sweep'], // reads the daemon's state, the service's, a dry reconcile, the sweep's cursors
   doctor: ['status', 'service', 'reconcile', 'sweep'], // the checks run on status's findings (sessions at risk among them)
   demo: ['control-plane', 'resume'], // the demo starts a local server and resumes from it
-  'control-plane': ['sessions'], // search reads a completed bundle's conversation as `sessions export` does
   sessions: ['upload'], // a stored or imported session record is uploaded as a bundle is
 };
 
@@ -151,8 +146,7 @@ function violations(edges: readonly Edge[]): string[] {
     if (pa !== pb) {
       if (!dependsOn(pa, pb)) broken(`${PACKAGES[pa]}'s package.json does not depend on ${PACKAGES[pb]}`);
       if (pa === 'contract') broken('the contract imports no other package');
-      if (pa === 'control-api' && pb === 'agent' && !(to in AGENT_FOR_SERVER))
-        broken('the Control API takes from the agent only what AGENT_FOR_SERVER names');
+      if (pa === 'control-api' && pb === 'agent') broken('the Control API imports nothing of the agent');
     }
     const a = unitOf(from);
     const b = unitOf(to);
@@ -313,7 +307,8 @@ describe('the import rule', () => {
     expect(has(`${A}/harnesses/types.ts`, `${C}/bundle/input.ts`)).toBe(true); // import type, by package name
     expect(has(`${A}/capture/profiles.ts`, `${C}/profiles/index.ts`)).toBe(true); // import()
     expect(has(`${C}/profiles/index.ts`, `${C}/schema/generated/harness-names.ts`)).toBe(true); // export … from
-    expect(has(`${S}/search-text.ts`, `${A}/sessions/export.ts`)).toBe(true);
+    expect(has(`${S}/search-text.ts`, `${C}/harnesses/index.ts`)).toBe(true);
+    expect(has(`${A}/harnesses/claude/index.ts`, `${C}/harnesses/claude/transcript.ts`)).toBe(true);
     expect(has(`${S}/routes.ts`, `${S}/web/account.tsx`)).toBe(true); // to a .tsx
     expect(has(`${S}/web/account.tsx`, `${S}/route-context.ts`)).toBe(true); // from a .tsx
     expect(
@@ -398,9 +393,34 @@ describe('the import rule', () => {
       /package.json does not depend on blue-agent[\s\S]*the contract imports no other package/,
     ],
     [
-      'the server importing the agent beyond what it shares',
+      'the server importing the agent',
       [{ from: `${S}/routes.ts`, to: `${A}/spool/index.ts` }],
-      /takes from the agent only what AGENT_FOR_SERVER names/,
+      /the Control API imports nothing of the agent/,
+    ],
+    [
+      "the server reading a bundle's conversation through the agent",
+      [{ from: `${S}/search-text.ts`, to: `${A}/sessions/export.ts` }],
+      /the Control API imports nothing of the agent/,
+    ],
+    [
+      "one harness's transcript reader importing another's",
+      [{ from: `${C}/harnesses/codex/transcript.ts`, to: `${C}/harnesses/claude/transcript.ts` }],
+      /only the registry/,
+    ],
+    [
+      "a harness's agent folder importing another harness's transcript reader",
+      [{ from: `${A}/harnesses/codex/session.ts`, to: `${C}/harnesses/claude/transcript.ts` }],
+      /only the registry/,
+    ],
+    [
+      "a harness's transcript reader importing the readers' registry",
+      [{ from: `${C}/harnesses/kimi/transcript.ts`, to: `${C}/harnesses/index.ts` }],
+      /does not import the registry/,
+    ],
+    [
+      'the transcript kit importing a harness',
+      [{ from: `${C}/harness-kit/transcript.ts`, to: `${C}/harnesses/claude/transcript.ts` }],
+      /the harness kit imports only/,
     ],
     [
       'the agent side importing the server',
@@ -449,7 +469,14 @@ describe('the import rule', () => {
         { from: `${A}/harness-kit/title.ts`, to: `${A}/harnesses/types.ts` },
         { from: `${A}/harness-kit/title.ts`, to: `${C}/bundle/transcript.ts` },
         { from: `${S}/admin.ts`, to: `${C}/policy/validate.ts` },
-        { from: `${S}/search-text.ts`, to: `${A}/sessions/export.ts` },
+        { from: `${S}/search-text.ts`, to: `${C}/harnesses/index.ts` },
+        { from: `${A}/sessions/export.ts`, to: `${C}/harness-kit/transcript.ts` },
+        { from: `${A}/cli/sessions.ts`, to: `${C}/harnesses/index.ts` },
+        { from: `${A}/harnesses/index.ts`, to: `${A}/harnesses/claude/index.ts` },
+        { from: `${C}/harnesses/index.ts`, to: `${C}/harnesses/claude/transcript.ts` },
+        { from: `${A}/harnesses/claude/session.ts`, to: `${C}/harnesses/claude/transcript.ts` },
+        { from: `${C}/harnesses/claude/transcript.ts`, to: `${C}/harness-kit/transcript.ts` },
+        { from: `${C}/harness-kit/transcript.ts`, to: `${C}/harnesses/types.ts` },
         { from: `${C}/errors.ts`, to: `${C}/util/terminal-text.ts` },
         { from: `${C}/util/fs.ts`, to: `${C}/errors.ts` },
         { from: `${A}/context.ts`, to: `${A}/logger.ts` },

@@ -2,8 +2,8 @@
 // Builds the Control API's dist/: every module of src/ as an ES module entry (shared code in chunks/), which is what
 // `blue-agent control-plane` and `blue-agent demo` import at run time (package.json's exports: dist/<module>.js), and
 // the dashboard's stylesheet and scripts (src/web/assets) in dist/assets, served by `control-plane serve`.
-// The contract's sources, and the agent's harness readers that search uses, are bundled in (the 'source' export
-// condition), as are the npm dependencies, so the server starts from few files.
+// The contract's sources (the harnesses' transcript readers that search uses among them) are bundled in (the
+// 'source' export condition), as are the npm dependencies, so the server starts from few files.
 //
 // Files are replaced one by one with a rename, and only when their bytes change: a server started from dist/ while
 // it is rebuilt never finds a file missing or half written. Files no longer produced are removed.

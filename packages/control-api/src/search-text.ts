@@ -1,7 +1,8 @@
 /**
  * What a session says, for full-text search: the user and assistant text of a verified bundle, read by its harness's
- * own transcript reader (the same one `sessions export` uses), secrets masked by the rules titles follow, bounded per
- * session. Tool output is left out: it is mostly file contents and command noise, and it is where secrets hide.
+ * own transcript reader (the contract's, which `sessions export` uses too), secrets masked by the rules titles
+ * follow, bounded per session. Tool output is left out: it is mostly file contents and command noise, and it is where
+ * secrets hide.
  */
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -14,7 +15,7 @@ import { maskSecrets } from '@blue-agent/contract/util/secrets.js';
 import type { ProfileSet } from '@blue-agent/contract/profiles/index.js';
 import type { BlobStore } from './blobs/types.js';
 import type { Artifact } from './store/index.js';
-import { readTranscript, wantedFiles } from 'blue-agent/sessions/export.js';
+import { readTranscript, wantedFiles } from '@blue-agent/contract/harnesses/index.js';
 import {
   MAX_RECORD_BYTES,
   parseRecord,

@@ -23,18 +23,17 @@ import {
 export { sessionLabel };
 import {
   EXPORT_FORMATS,
-  readTranscript,
   renderJson,
   renderMarkdown,
   renderRecordJson,
   renderRecordMarkdown,
-  wantedFiles,
   type ExportFormat,
   type ExportInput,
   type RecordExportInput,
 } from '../sessions/export.js';
 import { parseRecord, RECORD_FORMAT } from '@blue-agent/contract/bundle/record.js';
-import type { TranscriptSource } from '../harness-kit/transcript.js';
+import type { TranscriptSource } from '@blue-agent/contract/harnesses/types.js';
+import { readTranscript, wantedFiles } from '@blue-agent/contract/harnesses/index.js';
 import { MAX_STORE_BYTES, recordRedaction, storeRecord, uploadRecord, type StoreFlags } from '../sessions/store.js';
 
 const SHARING_MODES = ['private', 'workspace', 'selected'] as const;

@@ -6,8 +6,8 @@
  *      (`summary`, `firstPrompt`, `prompt`, `preview`).
  *   2. Otherwise the first real user turn of the transcript (JSON or JSONL; `message`/`info` envelopes; text as a
  *      string, a content array, a parts array or a prompt field; each harness's reader says where its records keep
- *      the user's turn), skipping what the harness injected on the user's behalf (./injected.ts), slash-command
- *      wrappers, tool results and synthetic parts.
+ *      the user's turn), skipping what the harness injected on the user's behalf (the contract's
+ *      harness-kit/injected.ts), slash-command wrappers, tool results and synthetic parts.
  *
  * Every result is white-space normalised, has obvious secrets masked and is cut by whole graphemes (never inside a
  * surrogate pair, an emoji sequence or a base letter's combining marks), counting Unicode code points like the
@@ -18,8 +18,9 @@
  * The "…" counts toward the limit. Masking runs before cutting, so a cut never leaves half a key readable.
  */
 import { isRecord } from '@blue-agent/contract/util/record.js';
-import type { UserTurn, UserTurnOf } from '../harnesses/types.js';
-import { isInjected } from './injected.js';
+import type { UserTurnOf } from '@blue-agent/contract/harnesses/types.js';
+import { isInjected } from '@blue-agent/contract/harness-kit/injected.js';
+import { messageUserTurn } from '@blue-agent/contract/harness-kit/user-turn.js';
 import { maskSecrets } from '@blue-agent/contract/util/secrets.js';
 
 export const NATIVE_TITLE_MAX = 256;
@@ -213,59 +214,6 @@ export function parseTranscript(text: string, maxRecords = HEAD_MAX_RECORDS): un
 
 const COMMAND_NAME = /<command-name>(.*?)<\/command-name>/s;
 const BASH_INPUT = /<bash-input>([\s\S]*?)<\/bash-input>/;
-
-/** Record types that carry a user's turn when a record has a `type`; everything else (attachments, API logs) does not.
- * */
-const USER_RECORD_TYPES = new Set(['user', 'message']);
-
-/** Texts of a content value (a string, or an array of strings and text parts) added to `into`. */
-export function textsOf(value: unknown, into: UserTurn): void {
-  if (typeof value === 'string') {
-    into.texts.push(value);
-    return;
-  }
-  if (!Array.isArray(value)) return;
-  for (const part of value) {
-    if (typeof part === 'string') {
-      into.texts.push(part);
-      continue;
-    }
-    if (!isRecord(part)) continue;
-    if (part.type === 'tool_result' || part.type === 'function_call_output') {
-      into.toolResult = true;
-      continue;
-    }
-    // Parts the harness made itself (file reads for @mentions, reminders) are marked synthetic or ignored.
-    if (part.synthetic === true || part.ignored === true) continue;
-    if (
-      (part.type === undefined || part.type === 'text' || part.type === 'input_text') &&
-      typeof part.text === 'string'
-    ) {
-      into.texts.push(part.text);
-    }
-  }
-}
-
-/**
- * The user's turn a record holds in the common message shapes: a `{type: 'user' | 'message'}` entry around a message,
- * an `{info, parts}` export message, or a bare `{role, content | parts | prompt | text}` message. A harness whose
- * records have another shape reads those itself and falls back to this.
- */
-export function messageUserTurn(record: unknown): UserTurn | undefined {
-  if (!isRecord(record)) return undefined;
-  const turn: UserTurn = { texts: [], toolResult: false };
-  if (typeof record.type === 'string' && !USER_RECORD_TYPES.has(record.type)) return undefined;
-  const message = isRecord(record.message) ? record.message : record;
-  const info = isRecord(record.info) ? record.info : undefined;
-  const role = message.role ?? info?.role ?? (record.type === 'user' ? 'user' : undefined);
-  if (role !== 'user') return undefined;
-  if (message.content !== undefined) textsOf(message.content, turn);
-  else if (Array.isArray(record.parts)) textsOf(record.parts, turn);
-  else if (Array.isArray(message.parts)) textsOf(message.parts, turn);
-  else if (typeof message.prompt === 'string') turn.texts.push(message.prompt);
-  else if (typeof message.text === 'string') turn.texts.push(message.text);
-  return turn;
-}
 
 /**
  * The first thing the user typed, over records in file order: injected context skipped, texts of one turn joined.

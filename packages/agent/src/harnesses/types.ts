@@ -1,11 +1,12 @@
 /**
  * The one interface every harness implements. Adding a harness means one folder under src/harnesses/ exporting a
- * HarnessAdapter, one line in src/harnesses/index.ts, one profile file in profiles/ (then `npm run gen`), its
- * fixtures and tests, and its entry in harness-versions.lock.json (ARCHITECTURE.md, "Adding a harness").
+ * HarnessAdapter, one line in src/harnesses/index.ts, its transcript reader in the contract's src/harnesses/<name>/
+ * (one line in that registry too), one profile file in profiles/ (then `npm run gen`), its fixtures and tests, and
+ * its entry in harness-versions.lock.json (ARCHITECTURE.md, "Adding a harness").
  */
 import type { SessionFile } from '@blue-agent/contract/bundle/input.js';
 import type { Context } from '../context.js';
-import type { Transcript } from '@blue-agent/contract/bundle/transcript.js';
+import type { TranscriptReader } from '@blue-agent/contract/harnesses/types.js';
 import type { BundleFile, BundleManifest } from '@blue-agent/contract/schema/generated/bundle-manifest.js';
 import type { HarnessName, Interval } from '@blue-agent/contract/schema/index.js';
 
@@ -286,7 +287,10 @@ export interface HarnessAdapter {
   readonly environment: readonly string[];
   /** The native hook format (the profile's capture.hook.format) this adapter's planner writes. */
   readonly hookFormat: string;
-  /** Reads the harness's transcripts: the conversation for exports and the user's turn for titles. */
+  /**
+   * Reads the harness's transcripts: the conversation for exports and the user's turn for titles. The contract's
+   * reader for the harness (`@blue-agent/contract/harnesses/<name>/transcript.js`), which the Control API reads with.
+   */
   readonly transcript: TranscriptReader;
   /** Checks of its own for `blue-agent doctor` (such as a hook trust the harness keeps). */
   readonly doctorChecks?: readonly HarnessDoctorCheck[];
@@ -339,33 +343,4 @@ export interface HarnessAdapter {
    * BlueError `RESTORE_UNSAFE` for any file whose role or native path the profile does not allow.
    */
   planRestore(ctx: Context, input: RestoreInput): Promise<RestorePlan>;
-}
-
-/** One file of a verified bundle, as a transcript reader sees it. */
-export interface TranscriptSource {
-  role: string;
-  /** The manifest's `path` (`files/0001-transcript.jsonl`). */
-  path: string;
-  native_path?: string;
-  bytes: Uint8Array;
-}
-
-/** What one transcript record holds of the user's turn, as a harness's reader finds it. */
-export interface UserTurn {
-  texts: string[];
-  /** A tool result rides in this user entry: it is the harness speaking, not the user. */
-  toolResult: boolean;
-}
-
-/** How a harness finds the user's turn in one record of its transcript; undefined when the record holds none. */
-export type UserTurnOf = (record: unknown) => UserTurn | undefined;
-
-/** A harness's transcript reader (built on src/harness-kit/transcript.ts): its native files in, the conversation out.
- * */
-export interface TranscriptReader {
-  /** The files the reader wants (only these are read from the bundle). */
-  wants(file: { role: string; path: string; native_path?: string }): boolean;
-  read(files: readonly TranscriptSource[], sessionId: string): Transcript;
-  /** The user's turn one record of the harness's transcript holds, for the title and preview (harness-kit/title.ts). */
-  userTurn: UserTurnOf;
 }

@@ -1,29 +1,21 @@
 /**
  * `sessions export`: a verified bundle (and, when it came from the Control API, the session's record) rendered as
  * markdown — a heading, a metadata list and the conversation turn by turn — or as JSON (the manifest and the server's
- * metadata). Pure: the CLI reads the bundle and writes the result. Each harness's transcript reader is on its adapter;
- * this module only asks the registry for it and renders.
+ * metadata). Pure: the CLI reads the bundle and its conversation (the contract's transcript readers) and writes the
+ * result; this module renders.
  */
 import type { BundleManifest } from '@blue-agent/contract/bundle/index.js';
-import { ADAPTERS } from '../harnesses/index.js';
 import type { CapturedSession } from '../control-api/sessions.js';
 import { recordTranscript, type SessionRecord } from '@blue-agent/contract/bundle/record.js';
 import {
   cleanText,
   emptyTranscript,
   type Transcript,
-  type TranscriptReader,
-  type TranscriptSource,
   type TranscriptTurn,
-} from '../harness-kit/transcript.js';
+} from '@blue-agent/contract/harness-kit/transcript.js';
 
 export const EXPORT_FORMATS = ['markdown', 'json'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
-
-/** The transcript reader of a harness the manifest names, or undefined for one this agent does not know. */
-function readerFor(harness: string): TranscriptReader | undefined {
-  return Object.hasOwn(ADAPTERS, harness) ? ADAPTERS[harness as keyof typeof ADAPTERS].transcript : undefined;
-}
 
 /** A user or assistant turn is cut after this many characters. */
 export const MAX_TEXT_CHARS = 20_000;
@@ -43,23 +35,6 @@ export interface ExportInput {
   bundle: { size: number; sha256: string };
   /** The conversation (markdown only). */
   transcript?: Transcript;
-}
-
-/** Which of the manifest's files the harness's reader needs. */
-export function wantedFiles(manifest: BundleManifest): number[] {
-  const reader = readerFor(manifest.harness);
-  if (reader === undefined) return [];
-  return manifest.files.flatMap((f, i) =>
-    reader.wants({ role: f.role, path: f.path, ...(f.native_path === undefined ? {} : { native_path: f.native_path }) })
-      ? [i]
-      : [],
-  );
-}
-
-/** Reads the conversation from the wanted files' bytes (never throws on their content). */
-export function readTranscript(manifest: BundleManifest, files: readonly TranscriptSource[]): Transcript {
-  const reader = readerFor(manifest.harness);
-  return reader === undefined ? emptyTranscript() : reader.read(files, manifest.native_session_id);
 }
 
 /** The heading: the session's title, else `Session <first 8 characters of the id>`. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { isInjected } from '../../src/harness-kit/injected.js';
+import { isInjected } from '@blue-agent/contract/harness-kit/injected.js';
 import { firstUserTurn } from '../../src/harness-kit/title.js';
-import { claudeTranscriptReader } from '../../src/harnesses/claude/transcript.js';
+import { claudeTranscriptReader } from '@blue-agent/contract/harnesses/claude/transcript.js';
 
 const injected = [
   '<system-reminder>context</system-reminder>',

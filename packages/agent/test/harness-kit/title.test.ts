@@ -9,19 +9,18 @@ import {
   finishNativeTitle,
   finishSummary,
   firstUserTurn,
-  messageUserTurn,
   nativeMetadataOf,
   NATIVE_TITLE_MAX,
   newestNativeMetadata,
   normalizeWhitespace,
   parseTranscript,
   SUMMARY_MAX,
-  textsOf,
   titleAndSummary,
 } from '../../src/harness-kit/title.js';
-import { claudeUserTurn } from '../../src/harnesses/claude/transcript.js';
-import { codexUserTurn } from '../../src/harnesses/codex/transcript.js';
-import { kimiUserTurn } from '../../src/harnesses/kimi/legacy/transcript.js';
+import { messageUserTurn } from '@blue-agent/contract/harness-kit/user-turn.js';
+import { claudeUserTurn } from '@blue-agent/contract/harnesses/claude/transcript.js';
+import { codexUserTurn } from '@blue-agent/contract/harnesses/codex/transcript.js';
+import { kimiUserTurn } from '@blue-agent/contract/harnesses/kimi/legacy/transcript.js';
 
 const ID = 'a1b2c3d4-0000-4000-8000-000000000001';
 
@@ -540,79 +539,6 @@ describe('title rules, edge by edge', () => {
     expect(parseTranscript('"not an array"')).toEqual(['not an array']);
     expect(parseTranscript('{\n  "role": "user",\n  "content": "a"\n}')).toEqual([{ role: 'user', content: 'a' }]);
     expect(parseTranscript('')).toEqual([]);
-  });
-
-  it('reads the texts of a content value, and what marks a tool result or the harness', () => {
-    const turn = () => ({ texts: [] as string[], toolResult: false });
-    const a = turn();
-    textsOf(
-      [
-        's',
-        null,
-        7,
-        { text: 'untyped' },
-        { type: 'input_text', text: 'input' },
-        { type: 'text', text: 5 },
-        { type: 'image', text: 'no' },
-        { type: 'text', text: 'x', synthetic: false },
-      ],
-      a,
-    );
-    expect(a).toEqual({ texts: ['s', 'untyped', 'input', 'x'], toolResult: false });
-    const b = turn();
-    textsOf(
-      [
-        { type: 'function_call_output', output: 'o' },
-        { type: 'text', text: 'after' },
-      ],
-      b,
-    );
-    expect(b).toEqual({ texts: ['after'], toolResult: true });
-    const c = turn();
-    textsOf({ text: 'an object' }, c);
-    textsOf(42, c);
-    expect(c).toEqual({ texts: [], toolResult: false });
-  });
-
-  it('finds the user in the common message shapes', () => {
-    expect(messageUserTurn({ type: 'message', role: 'user', content: 'm' })).toEqual({
-      texts: ['m'],
-      toolResult: false,
-    });
-    expect(messageUserTurn({ type: 'user', content: 'typed user' })).toEqual({
-      texts: ['typed user'],
-      toolResult: false,
-    });
-    expect(messageUserTurn({ type: 'assistant', role: 'user', content: 'no' })).toBeUndefined();
-    expect(messageUserTurn({ type: 'message', content: 'no role' })).toBeUndefined();
-    expect(messageUserTurn({ role: 'assistant', content: 'no' })).toBeUndefined();
-    expect(messageUserTurn({ info: { role: 'user' }, message: { content: 'inner' } })).toEqual({
-      texts: ['inner'],
-      toolResult: false,
-    });
-    expect(messageUserTurn({ role: 'user', text: 'as text' })).toEqual({ texts: ['as text'], toolResult: false });
-    expect(
-      messageUserTurn({ role: 'user', content: 'wins', parts: [{ type: 'text', text: 'no' }], prompt: 'no' }),
-    ).toEqual({ texts: ['wins'], toolResult: false });
-    expect(messageUserTurn({ role: 'user', parts: 'not an array', prompt: 'the prompt' })).toEqual({
-      texts: ['the prompt'],
-      toolResult: false,
-    });
-    expect(messageUserTurn({ message: { role: 'user', parts: [{ type: 'text', text: 'inner parts' }] } })).toEqual({
-      texts: ['inner parts'],
-      toolResult: false,
-    });
-    expect(messageUserTurn({ role: 'user', prompt: 5, text: 'then text' })).toEqual({
-      texts: ['then text'],
-      toolResult: false,
-    });
-    expect(messageUserTurn({ role: 'user', text: 5 })).toEqual({ texts: [], toolResult: false });
-    expect(messageUserTurn(['user'])).toBeUndefined();
-    expect(messageUserTurn(null)).toBeUndefined();
-    expect(messageUserTurn({ message: { role: 'user' }, parts: [{ type: 'text', text: 'outer parts' }] })).toEqual({
-      texts: ['outer parts'],
-      toolResult: false,
-    });
   });
 
   it('joins the kept texts of one turn and keeps the first slash command as the fallback', () => {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ADAPTERS, adapterForHookFormat, demoHarness } from '../../src/harnesses/index.js';
 import { HARNESS_DISPLAY_NAMES, HARNESSES } from '../../src/harnesses/names.js';
+import { TRANSCRIPT_READERS } from '@blue-agent/contract/harnesses/index.js';
 import { loadProfiles } from '@blue-agent/contract/profiles/index.js';
 import { checkHookFormat } from '../../src/reconcile/plan.js';
 import { FIXTURE_CERTIFIED } from '@blue-agent/contract/schema/generated/harness-names.js';
@@ -11,6 +12,7 @@ import { lockedHarnesses, RIGS } from '../../../../test/support/rigs.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const SCHEMAS = path.resolve(ROOT, '..', 'contract', 'schemas');
+const CONTRACT_HARNESSES = path.resolve(ROOT, '..', 'contract', 'src', 'harnesses');
 const LOCK = path.resolve(ROOT, '..', '..', 'harness-versions.lock.json');
 
 describe('the harness registry', () => {
@@ -36,11 +38,26 @@ describe('the harness registry', () => {
     }
   });
 
+  it('gives each adapter the contract reader of its harness; the contract has one folder per harness', async () => {
+    expect(Object.keys(TRANSCRIPT_READERS)).toEqual([...HARNESSES]);
+    for (const [name, adapter] of Object.entries(ADAPTERS))
+      expect(adapter.transcript, name).toBe(TRANSCRIPT_READERS[name as keyof typeof TRANSCRIPT_READERS]);
+    const folders = (await readdir(CONTRACT_HARNESSES, { withFileTypes: true }))
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name);
+    expect(folders.sort()).toEqual([...HARNESSES].sort());
+  });
+
   it('every harness folder keeps each role in the file named after it', async () => {
-    const roles = ['index.ts', 'plan.ts', 'session.ts', 'restore.ts', 'transcript.ts'];
+    const roles = ['index.ts', 'plan.ts', 'session.ts', 'restore.ts'];
+    // The transcript reader is the contract's (both packages read bundles with it), in the harness's folder there.
+    const contractRoles = ['transcript.ts'];
     for (const adapter of Object.values(ADAPTERS)) {
       const files = await readdir(path.join(ROOT, 'src', 'harnesses', adapter.name));
       for (const role of roles) expect(files, `${adapter.name}: ${role}`).toContain(role);
+      expect(files, `${adapter.name}: transcript.ts is the contract's`).not.toContain('transcript.ts');
+      const contractFiles = await readdir(path.join(CONTRACT_HARNESSES, adapter.name));
+      for (const role of contractRoles) expect(contractFiles, `contract ${adapter.name}: ${role}`).toContain(role);
       // The session listing is optional: a harness that lists its sessions does it in listing.ts.
       expect(files.includes('listing.ts'), `${adapter.name}: listing.ts`).toBe(adapter.listSessions !== undefined);
       // A planner's helpers are named after it (plan-<part>.ts), never the other way round.

@@ -10,7 +10,7 @@ import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter } from '../types.js';
 import { claudeDemo } from './demo.js';
 import { planClaudeHook } from './plan.js';
-import { claudeTranscriptReader } from './transcript.js';
+import { claudeTranscriptReader } from '@blue-agent/contract/harnesses/claude/transcript.js';
 
 const SETTINGS_FILE = 'settings.json';
 

@@ -46,7 +46,7 @@ import {
   SessionRoot,
 } from '../../harness-kit/session-files.js';
 import { readChecked } from '@blue-agent/contract/util/safe-read.js';
-import { claudeUserTurn } from './transcript.js';
+import { claudeUserTurn } from '@blue-agent/contract/harnesses/claude/transcript.js';
 
 /** Claude Code keeps project keys at most this long before the hash suffix. */
 const MAX_KEY_LENGTH = 200;

@@ -16,7 +16,7 @@ import type { HarnessAdapter, HarnessDoctorCheck, ManagedHook } from '../types.j
 import { planCodexHook } from './plan.js';
 import { parseJsonText } from './plan-json.js';
 import { isRecord, listHandlers, own } from './model.js';
-import { codexTranscriptReader } from './transcript.js';
+import { codexTranscriptReader } from '@blue-agent/contract/harnesses/codex/transcript.js';
 import { parseTomlText } from './plan-toml.js';
 import { hookStateKey, hookStates, hooksFeatureOff, hookTrustHash } from './trust.js';
 

@@ -38,7 +38,7 @@ import {
   sessionRootOf,
   SessionRoot,
 } from '../../harness-kit/session-files.js';
-import { codexUserTurn } from './transcript.js';
+import { codexUserTurn } from '@blue-agent/contract/harnesses/codex/transcript.js';
 
 const SESSION_INDEX = 'session_index.jsonl';
 /** The index is append-only and newest last: its tail holds the current names. */

@@ -9,7 +9,7 @@ import type { Interval } from '@blue-agent/contract/schema/index.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter } from '../types.js';
 import { geminiHooksDisabled, planGeminiHook } from './plan.js';
-import { geminiTranscriptReader } from './transcript.js';
+import { geminiTranscriptReader } from '@blue-agent/contract/harnesses/gemini/transcript.js';
 
 const SETTINGS_FILE = 'settings.json';
 

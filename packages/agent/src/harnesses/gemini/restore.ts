@@ -24,7 +24,7 @@ import {
   safeSegments,
 } from '../../harness-kit/restore-files.js';
 import type { RestoreDuplicate, RestoreIndexMerge, RestoreInput, RestorePlacement, RestorePlan } from '../types.js';
-import { chatSessionId, isChatFileOf } from './chat.js';
+import { chatSessionId, isChatFileOf } from '@blue-agent/contract/harnesses/gemini/chat.js';
 import { HASH_FOLDER, PROJECT_ROOT_FILE, projectHash, projectSlug, SLUG_FOLDER } from './projects.js';
 import { readdir } from 'node:fs/promises';
 

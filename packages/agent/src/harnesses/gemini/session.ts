@@ -31,9 +31,9 @@ import {
   sessionRootOf,
   SessionRoot,
 } from '../../harness-kit/session-files.js';
-import { chatSessionId, isChatFileOf, readGeminiChat } from './chat.js';
+import { chatSessionId, isChatFileOf, readGeminiChat } from '@blue-agent/contract/harnesses/gemini/chat.js';
 import { HASH_FOLDER, projectHash, projectSlug, SLUG_FOLDER } from './projects.js';
-import { geminiUserTurn } from './transcript.js';
+import { geminiUserTurn } from '@blue-agent/contract/harnesses/gemini/transcript.js';
 
 /** A chat document (before 0.39) is read whole for its title up to this size. */
 const MAX_DOCUMENT_TITLE_BYTES = 16 * 1024 * 1024;

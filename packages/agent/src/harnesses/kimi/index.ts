@@ -18,7 +18,7 @@ import { decodeLossless } from '@blue-agent/contract/util/lossless.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter } from '../types.js';
 import { isManagedEntry, planKimiHook } from './plan.js';
-import { kimiTranscriptReader } from './transcript.js';
+import { kimiTranscriptReader } from '@blue-agent/contract/harnesses/kimi/transcript.js';
 
 const CONFIG_FILE = 'config.toml';
 const LEGACY_CONFIG_FILE = 'config.json';

@@ -31,7 +31,7 @@ import {
   SessionRoot,
 } from '../../harness-kit/session-files.js';
 import { AGENT_ID, encodeState, sanitizeKimiCodeState, stateDirectory } from './state.js';
-import { kimiCodeUserTurn } from './transcript.js';
+import { kimiCodeUserTurn } from '@blue-agent/contract/harnesses/kimi/transcript.js';
 import { kimiCodeWorkDirKey, WORK_DIR_KEY } from './workdir.js';
 
 const STATE_FILE = 'state.json';

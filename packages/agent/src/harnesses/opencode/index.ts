@@ -9,7 +9,7 @@ import type { Interval } from '@blue-agent/contract/schema/index.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter } from '../types.js';
 import { planOpencodeHook } from './plan.js';
-import { opencodeTranscriptReader } from './transcript.js';
+import { opencodeTranscriptReader } from '@blue-agent/contract/harnesses/opencode/transcript.js';
 
 const PLUGIN_FILE = 'blue-agent-session-upload.js';
 /** Folders of the config dir OpenCode loads plugins from (`{plugin,plugins}/*.{ts,js}`; `plugin/` in every version). */

@@ -14,7 +14,7 @@ import { firstUserTurn, nativeMetadataOf, titleAndSummary, type NativeMetadata }
 import { findExecutable } from '@blue-agent/contract/util/executable.js';
 import type { CollectedSession, CollectInput, SessionFile } from '../types.js';
 import { artifactInvalid, assertSessionId, checkRoleCounts, MAX_FILE_BYTES } from '../../harness-kit/session-files.js';
-import { opencodeTranscriptReader } from './transcript.js';
+import { opencodeTranscriptReader } from '@blue-agent/contract/harnesses/opencode/transcript.js';
 
 export const EXPORT_TIMEOUT_MS = 60_000;
 const RUN_GRACE_MS = 2_000;

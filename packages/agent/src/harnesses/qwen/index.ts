@@ -11,7 +11,7 @@ import type { Interval } from '@blue-agent/contract/schema/index.js';
 import { HARNESS_DISPLAY_NAMES } from '../names.js';
 import type { HarnessAdapter } from '../types.js';
 import { planQwenHook, qwenHooksDisabled } from './plan.js';
-import { qwenTranscriptReader } from './transcript.js';
+import { qwenTranscriptReader } from '@blue-agent/contract/harnesses/qwen/transcript.js';
 
 const SETTINGS_FILE = 'settings.json';
 

@@ -23,7 +23,7 @@ import {
   SessionRoot,
   type CheckedFile,
 } from '../../harness-kit/session-files.js';
-import { qwenUserTurn } from './transcript.js';
+import { qwenUserTurn } from '@blue-agent/contract/harnesses/qwen/transcript.js';
 
 const TAIL_BYTES = 1024 * 1024;
 

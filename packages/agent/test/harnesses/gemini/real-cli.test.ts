@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readGeminiChat } from '../../../src/harnesses/gemini/chat.js';
+import { readGeminiChat } from '@blue-agent/contract/harnesses/gemini/chat.js';
 import { projectHash, slugify } from '../../../src/harnesses/gemini/projects.js';
 import { requireProfiles, selectInterval } from '@blue-agent/contract/profiles/index.js';
 import { reconcile } from '../../../src/reconcile/index.js';

@@ -32,7 +32,7 @@ import {
   sessionRootOf,
   SessionRoot,
 } from '../../../harness-kit/session-files.js';
-import { kimiUserTurn } from './transcript.js';
+import { kimiUserTurn } from '@blue-agent/contract/harnesses/kimi/legacy/transcript.js';
 
 const STATE_FILE = 'state.json';
 /** state.json is a few kilobytes; anything far larger is not Kimi's. */

@@ -14,7 +14,7 @@ import {
   type Transcript,
   type TranscriptReader,
 } from '../../harness-kit/transcript.js';
-import { messageUserTurn } from '../../harness-kit/title.js';
+import { messageUserTurn } from '../../harness-kit/user-turn.js';
 
 /** An export is read up to this size (the bundle caps a file at 64 MiB). */
 const MAX_EXPORT_BYTES = 64 * 1024 * 1024;

@@ -14,7 +14,7 @@
  * `{functionResponse}` is a tool result), `gemini` (`content` the model's text, `toolCalls[]` with `{name, args,
  * result[].functionResponse.response.output, status}`, `thoughts[]`), or `info` / `error` / `warning`.
  */
-import { isRecord } from '@blue-agent/contract/util/record.js';
+import { isRecord } from '../../util/record.js';
 
 export interface GeminiChat {
   sessionId?: string;

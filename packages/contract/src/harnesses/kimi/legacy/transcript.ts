@@ -23,7 +23,7 @@ import {
   type TranscriptReader,
   type TranscriptSource,
 } from '../../../harness-kit/transcript.js';
-import { messageUserTurn, textsOf } from '../../../harness-kit/title.js';
+import { messageUserTurn, textsOf } from '../../../harness-kit/user-turn.js';
 import type { UserTurn } from '../../types.js';
 
 const SUBAGENT_WIRE = /(?:^|\/)subagents\/([A-Za-z0-9._-]+)\/wire\.jsonl$/;

@@ -1,19 +1,15 @@
 /**
- * What each harness's transcript reader (src/harnesses/<h>/transcript.ts) is built from: it turns its native files into
- * the harness-neutral conversation of ../bundle/transcript.ts, for reading and exporting. Readers are pure functions
- * over bytes: bounded, and never throwing on a line they do not understand (it is skipped and counted). The same
- * reader tells titles (./title.ts) where a record keeps the user's turn, so a format is understood in one place.
+ * What each harness's transcript reader (../harnesses/<name>/transcript.ts) is built from: it turns its native files
+ * into the harness-neutral conversation of ../bundle/transcript.ts, for exports, search and the transcript viewer.
+ * Readers are pure functions over bytes: bounded, and never throwing on a line they do not understand (it is skipped
+ * and counted). The same reader tells titles (./user-turn.ts) where a record keeps the user's turn, so a format is
+ * understood in one place.
  */
-import { cleanText, type Transcript, type TranscriptTurn } from '@blue-agent/contract/bundle/transcript.js';
-import { isRecord } from '@blue-agent/contract/util/record.js';
+import { cleanText, type Transcript, type TranscriptTurn } from '../bundle/transcript.js';
+import { isRecord } from '../util/record.js';
 import type { TranscriptReader, TranscriptSource } from '../harnesses/types.js';
 
-export {
-  cleanText,
-  type Transcript,
-  type TranscriptTurn,
-  type TurnRole,
-} from '@blue-agent/contract/bundle/transcript.js';
+export { cleanText, type Transcript, type TranscriptTurn, type TurnRole } from '../bundle/transcript.js';
 
 export type { TranscriptReader, TranscriptSource };
 

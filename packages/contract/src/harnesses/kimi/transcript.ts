@@ -6,7 +6,7 @@
  * sections. A wire log of the Python kimi-cli (profile kimi-v1_28_0, `{timestamp, message: {type, payload}}` events)
  * is read by its own reader (legacy/transcript.ts).
  */
-import { messageUserTurn, textsOf } from '../../harness-kit/title.js';
+import { messageUserTurn, textsOf } from '../../harness-kit/user-turn.js';
 import type { UserTurn } from '../types.js';
 import {
   emptyTranscript,

@@ -20,7 +20,7 @@ import {
   type TranscriptReader,
   type TranscriptSource,
 } from '../../harness-kit/transcript.js';
-import { messageUserTurn, textsOf } from '../../harness-kit/title.js';
+import { messageUserTurn, textsOf } from '../../harness-kit/user-turn.js';
 import type { UserTurn } from '../types.js';
 
 /** A decompressed rollout is read up to this size. */

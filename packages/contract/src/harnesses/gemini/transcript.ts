@@ -5,7 +5,7 @@
  * `info`, `error` and `warning` messages are not conversation. Subagent chats (`chats/<session id>/<agent>.jsonl`,
  * companions) become sections.
  */
-import { messageUserTurn } from '../../harness-kit/title.js';
+import { messageUserTurn } from '../../harness-kit/user-turn.js';
 import type { UserTurn } from '../types.js';
 import {
   emptyTranscript,

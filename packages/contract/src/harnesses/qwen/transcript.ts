@@ -4,7 +4,7 @@
  * answers (`parts[].functionResponse`); `system` records (telemetry, slash commands, titles, snapshots) are not
  * conversation.
  */
-import { messageUserTurn } from '../../harness-kit/title.js';
+import { messageUserTurn } from '../../harness-kit/user-turn.js';
 import type { UserTurn } from '../types.js';
 import {
   emptyTranscript,

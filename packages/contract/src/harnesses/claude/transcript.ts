@@ -20,7 +20,7 @@ import {
   type TranscriptReader,
   type TranscriptSource,
 } from '../../harness-kit/transcript.js';
-import { messageUserTurn } from '../../harness-kit/title.js';
+import { messageUserTurn } from '../../harness-kit/user-turn.js';
 import type { UserTurn } from '../types.js';
 
 const SUBAGENT = /(?:^|\/)subagents\/(?:[^/]+\/)*agent-([A-Za-z0-9._-]+)\.jsonl$/;
