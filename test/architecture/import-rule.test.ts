@@ -4,8 +4,9 @@
  *
  * Between packages: a package imports only the packages and npm dependencies its package.json names (in the
  * workspace every dependency is hoisted to the root, so resolution alone would not refuse one it forgot); the
- * contract imports no other package; the Control API imports nothing of the agent; of the agent, only the command
- * line and the demo import the Control API.
+ * contract imports no other package; the Control API imports nothing of the agent, and its package.json needs the
+ * agent only for its tests (a devDependency); of the agent, only the command line and the demo import the Control
+ * API.
  *
  * Inside the packages, by unit: a unit is a top-level folder of a package's src/ or a file at its root, by name
  * whichever package holds it (the contract holds the shared files of some of the agent's units), the whole Control
@@ -49,6 +50,8 @@ const PACKAGES: Record<string, string> = {
   agent: 'blue-agent',
   'control-api': '@blue-agent/control-api',
 };
+const AGENT_NAME = PACKAGES.agent!;
+const CONTRACT_NAME = PACKAGES.contract!;
 
 const ENTRY = ['cli'];
 const USE_CASES = [
@@ -252,6 +255,8 @@ function npmPackageOf(specifier: string): string | undefined {
 interface Manifest {
   dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
 }
 const manifest = (folder: string): Manifest =>
   JSON.parse(readFileSync(path.join(repoRoot, 'packages', folder, 'package.json'), 'utf8')) as Manifest;
@@ -261,6 +266,16 @@ function dependsOn(folder: string, dependency: string): boolean {
   const { dependencies = {}, peerDependencies = {} } = manifest(folder);
   const name = PACKAGES[dependency] ?? dependency;
   return name in dependencies || name in peerDependencies;
+}
+
+/** The packages a manifest needs at run time: installed with it (or asked of whoever installs it). */
+function runtimeDependencies(m: Manifest): string[] {
+  return [m.dependencies, m.peerDependencies, m.optionalDependencies].flatMap((d) => Object.keys(d ?? {}));
+}
+
+/** The specifiers of `text` that name the agent's package (`blue-agent`, `blue-agent/sessions/export.js`). */
+function agentSpecifiers(text: string): string[] {
+  return specifiersOf(text).filter((s) => s === AGENT_NAME || s.startsWith(`${AGENT_NAME}/`));
 }
 
 function sourceFiles(): string[] {
@@ -289,6 +304,27 @@ describe('the import rule', () => {
 
   it('the packages keep it', () => {
     expect(violations(graph)).toEqual([]);
+  });
+
+  it('the Control API depends on the agent only for its tests, and its sources import nothing of it', () => {
+    const server = manifest('control-api');
+    expect(runtimeDependencies(server)).not.toContain(AGENT_NAME);
+    expect(runtimeDependencies(server)).toContain(CONTRACT_NAME);
+    const found = sourceFiles()
+      .filter((file) => packageOf(file) === 'control-api')
+      .flatMap((file) => agentSpecifiers(readFileSync(path.join(repoRoot, file), 'utf8')).map((s) => `${file}: ${s}`));
+    expect(found).toEqual([]);
+    expect(graph.filter((e) => packageOf(e.from) === 'control-api' && packageOf(e.to) === 'agent')).toEqual([]);
+    // What the checks catch: the agent among a manifest's run-time dependencies, an import of it by name.
+    for (const kind of ['dependencies', 'peerDependencies', 'optionalDependencies'] as const)
+      expect(runtimeDependencies({ ...server, [kind]: { [AGENT_NAME]: '0.1.0' } })).toContain(AGENT_NAME);
+    expect(runtimeDependencies({ devDependencies: { [AGENT_NAME]: '0.1.0' } })).toEqual([]);
+    expect(
+      agentSpecifiers(
+        "import { readTranscript } from 'blue-agent/sessions/export.js';\nconst m = import('blue-agent');",
+      ),
+    ).toEqual(['blue-agent/sessions/export.js', 'blue-agent']);
+    expect(agentSpecifiers("import { x } from '@blue-agent/contract/harnesses/index.js';")).toEqual([]);
   });
 
   it("each package's sources import only the npm packages its package.json names", () => {
