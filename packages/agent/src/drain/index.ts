@@ -2,39 +2,31 @@
  * The drain behind `blue-agent drain` (run by the detached drain process each capture starts, by the agent's
  * schedule, or by a person): recovers what dead drains left, then the build stage (build.ts) turns intake records
  * into bundles and the upload stage (upload.ts) sends ready bundles to the Control API, in passes until nothing new
- * arrived (at most MAX_DRAIN_PASSES). What it did is its report (report.ts).
+ * arrived (at most MAX_DRAIN_PASSES); a lingering drain then follows the captures that wait for their harness to exit
+ * (linger.ts). What it did is its report (report.ts).
  */
 import { admitHookCaptures } from '../capture/inbox.js';
 import { appendCaptureLog } from '../capture/log.js';
 import { loadAgentConfig } from '../config.js';
 import type { Context } from '../context.js';
 import { resolvePolicy, type ResolvedPolicy } from '../policy/index.js';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { harnessRuns, Spool, type SpoolIO, type SpoolRecord } from '../spool/index.js';
+import { Spool, type SpoolIO } from '../spool/index.js';
 import { buildWaiting, type BuildOptions } from './build.js';
+import { linger, type LingerOptions } from './linger.js';
 import { waitingEntry, type DrainReport } from './report.js';
 import { uploadReady, type UploadOptions } from './upload.js';
 
 export { buildFromRecord, SETTLE_MS, type BuildFunction } from './build.js';
+export { LINGER_MS } from './linger.js';
 export type { BuiltEntry, DrainReport, FailedEntry, UploadedEntry, WaitingEntry } from './report.js';
 
-export interface DrainOptions extends BuildOptions, UploadOptions {
+export interface DrainOptions extends BuildOptions, UploadOptions, LingerOptions {
   io?: SpoolIO;
   /** Build only; leave ready records alone. */
   skipUploads?: boolean;
   /** One pass only: captures that arrive while the drain runs wait for the next drain. */
   once?: boolean;
-  /**
-   * Waits up to this long for harnesses whose captures wait for them to exit (a headless run exits right after its
-   * last turn), then builds those captures: what the drain a capture hook starts does. Default 0: no waiting.
-   */
-  lingerMs?: number;
-  /** How often a lingering drain looks at the harnesses it waits for; default 250 ms. */
-  lingerPollMs?: number;
 }
-
-/** How long the drain a capture hook starts waits for the harness to exit (`drain --linger`). */
-export const LINGER_MS = 30_000;
 
 /** Passes a drain makes at most while captures keep arriving (a bound, so a drain always ends). */
 export const MAX_DRAIN_PASSES = 5;
@@ -90,19 +82,17 @@ export async function drain(ctx: Context, options: DrainOptions = {}): Promise<D
   // not due yet join these sets too, so a backlog of delayed records is read once per drain, not once per claim.
   const seen: Seen = { intake: new Set(), ready: new Set() };
   await passes(ctx, spool, report, options, seen);
-  // A capture that waits for its harness to exit: wait (bounded), then build what became due.
-  const lingerUntil = Date.now() + (options.lingerMs ?? 0);
-  let waiters = await waitingForHarness(spool);
-  while (waiters.length > 0 && report.stopped === undefined && Date.now() < lingerUntil) {
-    await sleep(Math.min(options.lingerPollMs ?? 250, Math.max(0, lingerUntil - Date.now())));
-    const still = await waitingForHarness(spool);
-    const done = waiters.filter((w) => !still.some((s) => s.id === w.id));
-    if (done.length > 0) {
-      for (const w of done) seen.intake.delete(w.id);
+  // Captures that wait for their harness to exit: followed until it has (with --linger), then built.
+  const waiters = await linger(
+    ctx,
+    spool,
+    options,
+    async (done) => {
+      for (const id of done) seen.intake.delete(id);
       await passes(ctx, spool, report, { ...options, once: true }, seen);
-    }
-    waiters = still;
-  }
+    },
+    () => report.stopped !== undefined,
+  );
   report.deferred = waiters.map(({ id, record }) => ({
     id,
     harness: String(record.harness ?? '?'),
@@ -150,14 +140,4 @@ async function passes(
     if (!(await fresh('intake', seen.intake)) && (options.skipUploads === true || !(await fresh('ready', seen.ready))))
       break;
   }
-}
-
-/** Intake records that wait for a harness process that still runs. */
-async function waitingForHarness(spool: Spool): Promise<{ id: string; record: Partial<SpoolRecord> }[]> {
-  const out: { id: string; record: Partial<SpoolRecord> }[] = [];
-  for (const id of await spool.idsIn('intake')) {
-    const record = await spool.peek('intake', id);
-    if (record !== undefined && harnessRuns(record)) out.push({ id, record });
-  }
-  return out;
 }

@@ -2,8 +2,7 @@
  * Captures that wait for their harness to exit (a profile whose capture event fires after every turn says
  * wait_for_exit): the hook records the harness process above it, the drain leaves such a capture in intake while that
  * process runs (deferred, not a failure) and builds it once it has exited — only the last capture of a run: earlier
- * ones are superseded —, and the drain a capture hook starts lingers for a harness that exits right after its last
- * turn.
+ * ones are superseded. (How the drain a capture hook starts follows such captures: test/drain/linger.test.ts.)
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { cp, readFile, writeFile } from 'node:fs/promises';
@@ -234,20 +233,5 @@ describe('the drain', () => {
       waitForExit: { pid: child.pid!, proc_start: '1' },
     });
     expect((await drain(ctx, { skipUploads: true })).built).toHaveLength(1);
-  });
-
-  it('lingering, it builds a capture whose harness exits meanwhile, and stops waiting at its bound', async () => {
-    const soon = harness(400);
-    const record = await enqueueWaiting(soon.pid!, 'wait-0004');
-    const lingered = await drain(ctx, { skipUploads: true, lingerMs: 20_000, lingerPollMs: 50 });
-    expect(lingered.built.map((b) => b.id)).toEqual([record.id]);
-    expect(lingered.deferred).toEqual([]);
-
-    const stays = harness();
-    const other = await enqueueWaiting(stays.pid!, 'wait-0005');
-    const started = Date.now();
-    const bounded = await drain(ctx, { skipUploads: true, lingerMs: 300, lingerPollMs: 50 });
-    expect(Date.now() - started).toBeLessThan(10_000);
-    expect(bounded.deferred.map((d) => d.id)).toEqual([other.id]);
   });
 });

@@ -15,8 +15,8 @@ export const drain: CommandDeclaration = {
     {
       flags: '--linger',
       description:
-        'wait up to 30 s for harnesses whose captures wait for them to exit, then build those (what the capture ' +
-        'hook starts)',
+        'follow the captures that wait for their harness to exit until it has (12 h at most), building each then ' +
+        '(what the capture hook starts; one such drain at a time, which the others leave their captures to)',
     },
   ],
   help: `
