@@ -16,7 +16,7 @@ import { serveCommand } from 'blue-agent/cli/control-plane.js';
 import { main } from 'blue-agent/cli/main.js';
 import { API_SCOPES, hashToken, openStore } from '../src/store/index.js';
 import { SqliteStore } from '../src/store/sqlite.js';
-import { migrateSqlite, SQLITE_MIGRATIONS } from '../src/store/sqlite-migrations.js';
+import { migrateSqlite, SQLITE_MIGRATIONS } from '../src/store/sqlite/migrations.js';
 import { freshDatabase } from '../../../test/support/postgres-db.js';
 import { makeTestHome, type TestHome } from '../../../test/support/context.js';
 import { BUNDLE_TYPE, sha256 } from '../../../test/support/control-server.js';

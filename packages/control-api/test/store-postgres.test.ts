@@ -9,7 +9,7 @@ import net from 'node:net';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/store/postgres.js';
-import { migratePostgres, POSTGRES_MIGRATIONS } from '../src/store/postgres-migrations.js';
+import { migratePostgres, POSTGRES_MIGRATIONS } from '../src/store/postgres/migrations.js';
 import { hashToken } from '../src/store/tokens.js';
 import { API_SCOPES, type Artifact, type NewArtifact } from '../src/store/types.js';
 import { BlueError } from '@blue-agent/contract/errors.js';

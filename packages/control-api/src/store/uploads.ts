@@ -1,9 +1,10 @@
 /**
- * The rules of an upload's life, once for both databases: what a presign does with the bytes it is asked for, and what
- * a complete makes of a verified artifact. Each backend reads the facts below in its transaction (the captured
- * session locked), asks these planners, and writes what they decide: the backends hold the SQL, these the decisions.
+ * An upload's life, once for both databases: the rules (what a presign does with the bytes it is asked for, what a
+ * complete makes of a verified artifact) and the flows that apply them (which facts are read, in which transaction,
+ * with the captured session locked, and what is written). Each backend's repository holds the SQL.
  */
-import { isExpired, READABLE_FORMATS, type Artifact, type NewArtifact } from './types.js';
+import { type Flow, step, type Step } from './flow.js';
+import { isExpired, READABLE_FORMATS, type Artifact, type NewArtifact, type PresignResult } from './types.js';
 
 /** What a presign finds of an existing captured session, read with the session locked. */
 export interface PresignFacts {
@@ -96,4 +97,97 @@ export function planComplete(
     readable: current && READABLE_FORMATS.has(artifact.artifact_format),
     deadline: now + retentionMs,
   };
+}
+
+/** The statements of an upload's life, in one transaction of the backend's. */
+export interface UploadRepository {
+  /** The captured session `input` names, locked until the transaction ends; made (with its tags) when absent. */
+  lockSession(input: NewArtifact, now: number): Step<{ id: string; made: boolean; currentArtifactId: string | null }>;
+  /** What planPresign decides on, read after the session's lock. */
+  presignFacts(sessionId: string, currentArtifactId: string | null, input: NewArtifact): Step<PresignFacts>;
+  /** The session's tags replaced (undefined: they stay), and, with `now`, its updated_at. */
+  touchSession(sessionId: string, tags: readonly string[] | undefined, now: number | undefined): Step<void>;
+  /** The artifact pending again, with a fresh deadline and `input`'s description. */
+  reuseArtifact(artifactId: string, input: NewArtifact, now: number, deadline: number): Step<Artifact>;
+  insertArtifact(
+    sessionId: string,
+    revision: number,
+    input: NewArtifact,
+    now: number,
+    deadline: number,
+  ): Step<Artifact>;
+  /** The artifact, read with its session locked. */
+  lockArtifact(artifactId: string): Step<Artifact | undefined>;
+  /** The revision of the session's current artifact (undefined: none), read after the lock. */
+  currentRevision(sessionId: string): Step<number | undefined>;
+  /** What `plan` says of `artifact` (its status; when current, the session's, its search entry's and queue's). */
+  writeComplete(artifact: Artifact, plan: CompletePlan, now: number): Step<Artifact>;
+}
+
+/** Where the upload flows run: one transaction of the backend's, and its first presign when it has one. */
+export interface UploadBackend {
+  uploads<T>(flow: (repo: UploadRepository) => Flow<T>): Promise<T>;
+  /**
+   * A session seen for the first time and its first artifact (`plan`), made at once (one statement, its own
+   * transaction); undefined when the session exists, and the presign flow then runs.
+   */
+  presignFirst?(input: NewArtifact, now: number, plan: ReturnType<typeof firstPresign>): Promise<Artifact | undefined>;
+}
+
+export async function presign(
+  backend: UploadBackend,
+  input: NewArtifact,
+  now: number,
+  retentionMs: number,
+): Promise<PresignResult> {
+  const first = await backend.presignFirst?.(input, now, firstPresign(now, retentionMs));
+  if (first !== undefined) return { artifact: first, outcome: 'created' };
+  return backend.uploads((repo) => presignFlow(repo, input, now, retentionMs));
+}
+
+/** A presign, with the session locked (made when absent): its facts, planPresign's decision, and what it writes. */
+function* presignFlow(
+  repo: UploadRepository,
+  input: NewArtifact,
+  now: number,
+  retentionMs: number,
+): Flow<PresignResult> {
+  const session = yield* step(repo.lockSession(input, now));
+  const facts = session.made ? undefined : yield* step(repo.presignFacts(session.id, session.currentArtifactId, input));
+  const plan = planPresign(facts, input, now, retentionMs);
+  if (plan.outcome === 'complete') {
+    // Nothing to upload, and no change of content: updated_at stays.
+    if (input.tags !== undefined) yield* step(repo.touchSession(session.id, input.tags, undefined));
+    return { artifact: plan.artifact, outcome: 'complete' };
+  }
+  if (!session.made) yield* step(repo.touchSession(session.id, input.tags, now));
+  if (plan.outcome === 'reused') {
+    const artifact = yield* step(repo.reuseArtifact(plan.artifactId, input, now, plan.deadline));
+    return { artifact, outcome: 'reused' };
+  }
+  const artifact = yield* step(repo.insertArtifact(session.id, plan.revision, input, now, plan.deadline));
+  return { artifact, outcome: 'created' };
+}
+
+export async function complete(
+  backend: UploadBackend,
+  artifactId: string,
+  now: number,
+  retentionMs: number,
+): Promise<Artifact | undefined> {
+  return backend.uploads((repo) => completeFlow(repo, artifactId, now, retentionMs));
+}
+
+/** A complete, with the artifact's session locked: planComplete's decision on what it reads, and its writes. */
+function* completeFlow(
+  repo: UploadRepository,
+  artifactId: string,
+  now: number,
+  retentionMs: number,
+): Flow<Artifact | undefined> {
+  const artifact = yield* step(repo.lockArtifact(artifactId));
+  if (artifact === undefined) return undefined;
+  const plan = planComplete(artifact, yield* step(repo.currentRevision(artifact.session_id)), now, retentionMs);
+  if (plan === undefined) return artifact;
+  return yield* step(repo.writeComplete(artifact, plan, now));
 }

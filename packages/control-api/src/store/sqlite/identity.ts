@@ -3,9 +3,9 @@
  * device code turned into tokens, a refresh token spent for new ones) is one IMMEDIATE transaction.
  */
 import { randomUUID } from 'node:crypto';
-import { judgeToken, planPoll, planRefresh } from './sign-ins.js';
-import { GRANT_HISTORY_MS, hashToken, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
-import { signInLinkMade, tokenCreated, tokenRevoked } from './audit.js';
+import { judgeToken, planPoll, planRefresh } from '../sign-ins.js';
+import { GRANT_HISTORY_MS, hashToken, newSecret, newToken, toDeviceCode, toGrant } from '../tokens.js';
+import { signInLinkMade, tokenCreated, tokenRevoked } from '../audit.js';
 import type {
   AttemptLimit,
   AuditActor,
@@ -15,39 +15,27 @@ import type {
   Grant,
   IdentityStore,
   IssuedTokens,
-  NewAuditEvent,
   NewDeviceCode,
   OidcLogin,
   TokenCaller,
   TokenLifetimes,
   User,
-} from './types.js';
-
-type Row = Record<string, unknown>;
-type Value = string | number | null;
-
-/** What the identity store needs of sqlite.ts: its prepared statements and its transactions. */
-export interface SqliteAccess {
-  get(sql: string, ...args: Value[]): Row | undefined;
-  all(sql: string, ...args: Value[]): Row[];
-  /** Rows changed. */
-  run(sql: string, ...args: Value[]): number;
-  transaction<T>(fn: () => T): T;
-  toUser(row: Row): User;
-  /** Appends an audit entry, in the caller's transaction. */
-  audit(event: NewAuditEvent, now: number): void;
-}
+} from '../types.js';
+import { toUser } from '../rows.js';
+import { insertAudit } from './audit.js';
+import type { SqliteDb } from './db.js';
 
 const GRANT_SELECT = 'SELECT g.*, u.email AS user_email FROM grants g JOIN users u ON u.id = g.user_id';
 const USER_COLUMNS = 'u.id, u.email, u.is_admin, u.created_at';
 
 export class SqliteIdentity implements IdentityStore {
-  constructor(private readonly db: SqliteAccess) {}
+  constructor(private readonly db: SqliteDb) {}
 
   async authenticate(token: string, now: number): Promise<TokenCaller | 'expired' | undefined> {
     const hash = hashToken(token);
     const row = this.db.get(
-      `SELECT t.hash, t.kind AS token_kind, t.expires_at AS token_expires_at, g.id AS grant_id, g.scopes, g.last_used_at,
+      `SELECT t.hash, t.kind AS token_kind, t.expires_at AS token_expires_at, g.id AS grant_id, g.scopes,
+         g.last_used_at,
          g.revoked_at, ${USER_COLUMNS}
        FROM tokens t JOIN grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id WHERE t.hash = ?`,
       hash,
@@ -55,7 +43,7 @@ export class SqliteIdentity implements IdentityStore {
     const judged = judgeToken(row, hash, now);
     if (judged === undefined || judged === 'expired') return judged;
     if (judged.touch) this.db.run('UPDATE grants SET last_used_at = ? WHERE id = ?', now, judged.grantId);
-    return { user: this.db.toUser(row!), grant_id: judged.grantId, scopes: judged.scopes };
+    return { user: toUser(row!), grant_id: judged.grantId, scopes: judged.scopes };
   }
 
   async addPersonalToken(
@@ -88,7 +76,7 @@ export class SqliteIdentity implements IdentityStore {
     );
     this.db.run(`INSERT INTO tokens (hash, grant_id, kind) VALUES (?, ?, 'access')`, hashToken(token), id);
     const grant = toGrant(this.db.get(`${GRANT_SELECT} WHERE g.id = ?`, id)!);
-    if (by !== undefined) this.db.audit(tokenCreated(by, grant), now);
+    if (by !== undefined) insertAudit(this.db, tokenCreated(by, grant), now);
     return { token, grant };
   }
 
@@ -110,7 +98,7 @@ export class SqliteIdentity implements IdentityStore {
       const revoked = this.db.run('UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', now, id);
       const row = this.db.get(`${GRANT_SELECT} WHERE g.id = ?`, id);
       const grant = row === undefined ? undefined : toGrant(row);
-      if (grant !== undefined && revoked > 0 && by !== undefined) this.db.audit(tokenRevoked(by, grant), now);
+      if (grant !== undefined && revoked > 0 && by !== undefined) insertAudit(this.db, tokenRevoked(by, grant), now);
       return grant;
     });
   }
@@ -124,7 +112,8 @@ export class SqliteIdentity implements IdentityStore {
 
   async createDeviceCode(code: NewDeviceCode): Promise<boolean> {
     const added = this.db.run(
-      `INSERT INTO device_codes (device_hash, user_code, client_id, scopes, client_label, created_at, expires_at, interval_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO device_codes (device_hash, user_code, client_id, scopes, client_label, created_at, expires_at,
+         interval_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (user_code) DO NOTHING`,
       code.device_hash,
       code.user_code,
@@ -211,7 +200,8 @@ export class SqliteIdentity implements IdentityStore {
     const hash = hashToken(refreshToken);
     return this.db.transaction(() => {
       const row = this.db.get(
-        `SELECT t.kind AS token_kind, t.expires_at AS token_expires_at, t.used_at, g.id AS grant_id, g.client_id, g.scopes, g.revoked_at
+        `SELECT t.kind AS token_kind, t.expires_at AS token_expires_at, t.used_at, g.id AS grant_id, g.client_id,
+           g.scopes, g.revoked_at
          FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.hash = ?`,
         hash,
       );
@@ -304,7 +294,7 @@ export class SqliteIdentity implements IdentityStore {
     );
     return row === undefined
       ? undefined
-      : { user: this.db.toUser(row), csrf: String(row.csrf), expires_at: Number(row.session_expires_at) };
+      : { user: toUser(row), csrf: String(row.csrf), expires_at: Number(row.session_expires_at) };
   }
 
   async endBrowserSession(token: string): Promise<void> {
@@ -323,7 +313,7 @@ export class SqliteIdentity implements IdentityStore {
       );
       const row = by === undefined ? undefined : this.db.get('SELECT * FROM users WHERE id = ?', userId);
       if (by !== undefined && row !== undefined)
-        this.db.audit(signInLinkMade(by, this.db.toUser(row), now + ttlMs), now);
+        insertAudit(this.db, signInLinkMade(by, toUser(row), now + ttlMs), now);
       return token;
     });
   }
@@ -338,7 +328,7 @@ export class SqliteIdentity implements IdentityStore {
       );
       if (row === undefined) return undefined;
       this.db.run('DELETE FROM sign_in_links WHERE hash = ?', hash);
-      return Number(row.link_expires_at) > now ? this.db.toUser(row) : undefined;
+      return Number(row.link_expires_at) > now ? toUser(row) : undefined;
     });
   }
 
@@ -349,7 +339,7 @@ export class SqliteIdentity implements IdentityStore {
       issuer,
       subject,
     );
-    return row === undefined ? undefined : this.db.toUser(row);
+    return row === undefined ? undefined : toUser(row);
   }
 
   async bindOidcSubject(issuer: string, subject: string, userId: string): Promise<boolean> {

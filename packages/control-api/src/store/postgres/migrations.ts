@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { schemaTooNew } from './sqlite-migrations.js';
+import { schemaTooNew } from '../sqlite/migrations.js';
 
 type Step = string | ((client: pg.ClientBase) => Promise<void>);
 

@@ -1,12 +1,12 @@
 /**
  * Sign-ins on PostgreSQL: the IdentityStore of postgres.ts, statement for statement the embedded one's
- * (sqlite-identity.ts). What must be whole across replicas (a device code turned into tokens once, a refresh token
+ * (sqlite/identity.ts). What must be whole across replicas (a device code turned into tokens once, a refresh token
  * spent once) locks its row (FOR UPDATE) in one transaction.
  */
 import { randomUUID } from 'node:crypto';
-import { judgeToken, planPoll, planRefresh } from './sign-ins.js';
-import { GRANT_HISTORY_MS, hashToken, newSecret, newToken, toDeviceCode, toGrant } from './tokens.js';
-import { signInLinkMade, tokenCreated, tokenRevoked } from './audit.js';
+import { judgeToken, planPoll, planRefresh } from '../sign-ins.js';
+import { GRANT_HISTORY_MS, hashToken, newSecret, newToken, toDeviceCode, toGrant } from '../tokens.js';
+import { signInLinkMade, tokenCreated, tokenRevoked } from '../audit.js';
 import type {
   AttemptLimit,
   AuditActor,
@@ -16,46 +16,28 @@ import type {
   Grant,
   IdentityStore,
   IssuedTokens,
-  NewAuditEvent,
   NewDeviceCode,
   OidcLogin,
   TokenCaller,
   TokenLifetimes,
   User,
-} from './types.js';
-
-type Row = Record<string, unknown>;
-type Value = string | number | boolean | null;
-
-/** Statements on a pooled connection or in a transaction (postgres.ts: Db). */
-export interface PgQueries {
-  all(sql: string, ...args: Value[]): Promise<Row[]>;
-  get(sql: string, ...args: Value[]): Promise<Row | undefined>;
-  /** Rows changed. */
-  run(sql: string, ...args: Value[]): Promise<number>;
-}
-
-export interface PgAccess {
-  db: PgQueries;
-  transaction<T>(fn: (db: PgQueries) => Promise<T>): Promise<T>;
-  toUser(row: Row): User;
-  /** Whether PostgreSQL can hold the text (no NUL): a lookup by one that cannot finds nothing. */
-  storable(text: string): boolean;
-  /** Appends an audit entry, in `db` (the caller's transaction). */
-  audit(db: PgQueries, event: NewAuditEvent, now: number): Promise<void>;
-}
+} from '../types.js';
+import { toUser } from '../rows.js';
+import { insertAudit } from './audit.js';
+import { type Db, type Pg, storable } from './db.js';
 
 const GRANT_SELECT = 'SELECT g.*, u.email AS user_email FROM grants g JOIN users u ON u.id = g.user_id';
 const USER_COLUMNS = 'u.id, u.email, u.is_admin, u.created_at';
 
 export class PostgresIdentity implements IdentityStore {
-  constructor(private readonly pg: PgAccess) {}
+  constructor(private readonly pg: Pg) {}
 
   async authenticate(token: string, now: number): Promise<TokenCaller | 'expired' | undefined> {
-    if (!this.pg.storable(token)) return undefined;
+    if (!storable(token)) return undefined;
     const hash = hashToken(token);
     const row = await this.pg.db.get(
-      `SELECT t.hash, t.kind AS token_kind, t.expires_at AS token_expires_at, g.id AS grant_id, g.scopes, g.last_used_at,
+      `SELECT t.hash, t.kind AS token_kind, t.expires_at AS token_expires_at, g.id AS grant_id, g.scopes,
+         g.last_used_at,
          g.revoked_at, ${USER_COLUMNS}
        FROM tokens t JOIN grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id WHERE t.hash = $1`,
       hash,
@@ -63,7 +45,7 @@ export class PostgresIdentity implements IdentityStore {
     const judged = judgeToken(row, hash, now);
     if (judged === undefined || judged === 'expired') return judged;
     if (judged.touch) await this.pg.db.run('UPDATE grants SET last_used_at = $1 WHERE id = $2', now, judged.grantId);
-    return { user: this.pg.toUser(row!), grant_id: judged.grantId, scopes: judged.scopes };
+    return { user: toUser(row!), grant_id: judged.grantId, scopes: judged.scopes };
   }
 
   async addPersonalToken(
@@ -75,13 +57,13 @@ export class PostgresIdentity implements IdentityStore {
   ): Promise<{ token: string; grant: Grant }> {
     return this.pg.transaction(async (db) => {
       const made = await insertPersonalToken(db, userId, scopes, label, now);
-      if (by !== undefined) await this.pg.audit(db, tokenCreated(by, made.grant), now);
+      if (by !== undefined) await insertAudit(db, tokenCreated(by, made.grant), now);
       return made;
     });
   }
 
   async grants(userId: string | undefined): Promise<Grant[]> {
-    if (userId !== undefined && !this.pg.storable(userId)) return [];
+    if (userId !== undefined && !storable(userId)) return [];
     const rows =
       userId === undefined
         ? await this.pg.db.all(`${GRANT_SELECT} ORDER BY g.created_at DESC, g.id`)
@@ -90,24 +72,24 @@ export class PostgresIdentity implements IdentityStore {
   }
 
   async grant(id: string): Promise<Grant | undefined> {
-    if (!this.pg.storable(id)) return undefined;
+    if (!storable(id)) return undefined;
     const row = await this.pg.db.get(`${GRANT_SELECT} WHERE g.id = $1`, id);
     return row === undefined ? undefined : toGrant(row);
   }
 
   async revokeGrant(id: string, now: number, by?: AuditActor): Promise<Grant | undefined> {
-    if (!this.pg.storable(id)) return undefined;
+    if (!storable(id)) return undefined;
     return this.pg.transaction(async (db) => {
       const revoked = await db.run('UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', now, id);
       const row = await db.get(`${GRANT_SELECT} WHERE g.id = $1`, id);
       const grant = row === undefined ? undefined : toGrant(row);
-      if (grant !== undefined && revoked > 0 && by !== undefined) await this.pg.audit(db, tokenRevoked(by, grant), now);
+      if (grant !== undefined && revoked > 0 && by !== undefined) await insertAudit(db, tokenRevoked(by, grant), now);
       return grant;
     });
   }
 
   async revokeToken(token: string, now: number): Promise<boolean> {
-    if (!this.pg.storable(token)) return false;
+    if (!storable(token)) return false;
     const row = await this.pg.db.get('SELECT grant_id FROM tokens WHERE hash = $1', hashToken(token));
     if (row === undefined) return false;
     await this.pg.db.run(
@@ -120,7 +102,8 @@ export class PostgresIdentity implements IdentityStore {
 
   async createDeviceCode(code: NewDeviceCode): Promise<boolean> {
     const added = await this.pg.db.run(
-      `INSERT INTO device_codes (device_hash, user_code, client_id, scopes, client_label, created_at, expires_at, interval_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+      `INSERT INTO device_codes (device_hash, user_code, client_id, scopes, client_label, created_at, expires_at,
+         interval_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        ON CONFLICT (user_code) DO NOTHING`,
       code.device_hash,
       code.user_code,
@@ -135,7 +118,7 @@ export class PostgresIdentity implements IdentityStore {
   }
 
   async pendingDeviceCode(userCode: string, now: number): Promise<DeviceCode | undefined> {
-    if (!this.pg.storable(userCode)) return undefined;
+    if (!storable(userCode)) return undefined;
     const row = await this.pg.db.get(
       `SELECT * FROM device_codes WHERE user_code = $1 AND status = 'pending' AND expires_at > $2`,
       userCode,
@@ -145,7 +128,7 @@ export class PostgresIdentity implements IdentityStore {
   }
 
   async decideDeviceCode(userCode: string, userId: string | undefined, now: number): Promise<boolean> {
-    if (!this.pg.storable(userCode)) return false;
+    if (!storable(userCode)) return false;
     const changed = await this.pg.db.run(
       `UPDATE device_codes SET status = $1, user_id = $2 WHERE user_code = $3 AND status = 'pending' AND ` +
         `expires_at > $4`,
@@ -209,11 +192,12 @@ export class PostgresIdentity implements IdentityStore {
     now: number,
     lifetimes: TokenLifetimes,
   ): Promise<IssuedTokens | undefined> {
-    if (!this.pg.storable(refreshToken)) return undefined;
+    if (!storable(refreshToken)) return undefined;
     const hash = hashToken(refreshToken);
     return this.pg.transaction(async (db) => {
       const row = await db.get(
-        `SELECT t.kind AS token_kind, t.expires_at AS token_expires_at, t.used_at, g.id AS grant_id, g.client_id, g.scopes, g.revoked_at
+        `SELECT t.kind AS token_kind, t.expires_at AS token_expires_at, t.used_at, g.id AS grant_id, g.client_id,
+           g.scopes, g.revoked_at
          FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.hash = $1 FOR UPDATE OF t, g`,
         hash,
       );
@@ -273,7 +257,7 @@ export class PostgresIdentity implements IdentityStore {
   }
 
   async browserSession(token: string, now: number): Promise<BrowserSession | undefined> {
-    if (!this.pg.storable(token)) return undefined;
+    if (!storable(token)) return undefined;
     const row = await this.pg.db.get(
       `SELECT b.csrf, b.expires_at AS session_expires_at, ${USER_COLUMNS} FROM browser_sessions b JOIN users u ON ` +
         `u.id = b.user_id WHERE b.hash = $1 AND b.expires_at > $2`,
@@ -282,17 +266,17 @@ export class PostgresIdentity implements IdentityStore {
     );
     return row === undefined
       ? undefined
-      : { user: this.pg.toUser(row), csrf: String(row.csrf), expires_at: Number(row.session_expires_at) };
+      : { user: toUser(row), csrf: String(row.csrf), expires_at: Number(row.session_expires_at) };
   }
 
   async endBrowserSession(token: string): Promise<void> {
-    if (!this.pg.storable(token)) return;
+    if (!storable(token)) return;
     await this.pg.db.run('DELETE FROM browser_sessions WHERE hash = $1', hashToken(token));
   }
 
   async createSignInLink(userId: string, now: number, ttlMs: number, by?: AuditActor): Promise<string> {
     const token = newSecret();
-    const insert = (db: PgQueries) =>
+    const insert = (db: Db) =>
       db.run(
         'INSERT INTO sign_in_links (hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)',
         hashToken(token),
@@ -307,13 +291,13 @@ export class PostgresIdentity implements IdentityStore {
     return this.pg.transaction(async (db) => {
       await insert(db);
       const row = await db.get(`SELECT ${USER_COLUMNS} FROM users u WHERE u.id = $1`, userId);
-      if (row !== undefined) await this.pg.audit(db, signInLinkMade(by, this.pg.toUser(row), now + ttlMs), now);
+      if (row !== undefined) await insertAudit(db, signInLinkMade(by, toUser(row), now + ttlMs), now);
       return token;
     });
   }
 
   async useSignInLink(token: string, now: number): Promise<User | undefined> {
-    if (!this.pg.storable(token)) return undefined;
+    if (!storable(token)) return undefined;
     // Spent by whichever request deletes it: one sign-in per link, across replicas.
     const spent = await this.pg.db.get(
       'DELETE FROM sign_in_links WHERE hash = $1 RETURNING user_id, expires_at',
@@ -321,22 +305,22 @@ export class PostgresIdentity implements IdentityStore {
     );
     if (spent === undefined || Number(spent.expires_at) <= now) return undefined;
     const row = await this.pg.db.get(`SELECT ${USER_COLUMNS} FROM users u WHERE u.id = $1`, String(spent.user_id));
-    return row === undefined ? undefined : this.pg.toUser(row);
+    return row === undefined ? undefined : toUser(row);
   }
 
   async oidcUser(issuer: string, subject: string): Promise<User | undefined> {
-    if (!this.pg.storable(issuer) || !this.pg.storable(subject)) return undefined;
+    if (!storable(issuer) || !storable(subject)) return undefined;
     const row = await this.pg.db.get(
       `SELECT ${USER_COLUMNS} FROM oidc_subjects o JOIN users u ON u.id = o.user_id WHERE o.issuer = $1 AND ` +
         `o.subject = $2`,
       issuer,
       subject,
     );
-    return row === undefined ? undefined : this.pg.toUser(row);
+    return row === undefined ? undefined : toUser(row);
   }
 
   async bindOidcSubject(issuer: string, subject: string, userId: string): Promise<boolean> {
-    if (!this.pg.storable(issuer) || !this.pg.storable(subject)) return false;
+    if (!storable(issuer) || !storable(subject)) return false;
     await this.pg.db.run(
       'INSERT INTO oidc_subjects (issuer, subject, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
       issuer,
@@ -365,7 +349,7 @@ export class PostgresIdentity implements IdentityStore {
   }
 
   async takeOidcLogin(state: string, now: number): Promise<OidcLogin | undefined> {
-    if (!this.pg.storable(state)) return undefined;
+    if (!storable(state)) return undefined;
     // Taken by whichever request deletes it: one callback per sign-in, across replicas.
     const row = await this.pg.db.get('DELETE FROM oidc_logins WHERE state_hash = $1 RETURNING *', hashToken(state));
     if (row === undefined || Number(row.expires_at) <= now) return undefined;
@@ -390,7 +374,7 @@ export class PostgresIdentity implements IdentityStore {
 
 /** A personal sign-in and its token, in `db` (the caller's transaction). */
 export async function insertPersonalToken(
-  db: PgQueries,
+  db: Db,
   userId: string,
   scopes: readonly string[],
   label: string,
@@ -412,7 +396,7 @@ export async function insertPersonalToken(
 
 /** An access token and a refresh token for the sign-in, which lapses `refreshMs` from now unless refreshed. */
 async function issue(
-  db: PgQueries,
+  db: Db,
   grantId: string,
   scopes: string[],
   now: number,
