@@ -156,6 +156,19 @@ describe.each(BACKENDS)('control store (%s)', (backend) => {
     expect((await s.session(made.artifact.session_id))?.tags).toEqual(['kept']);
   });
 
+  it('answers a change of role alike whatever an id holds, for a user who is not there', async () => {
+    const s = await store();
+    const { user: ada } = await s.addUser('ada@example.com', true, 1);
+    const byAda = { by: { kind: 'user' as const, id: ada.id, email: ada.email }, now: 2 };
+    // A user who is gone is left as they are (unchanged), even by an id no database could hold (a NUL in it).
+    expect(await s.setAdmin('no-such-user', true, byAda)).toBe(true);
+    expect(await s.setAdmin('no\u0000such-user', true, byAda)).toBe(true);
+    // A change asked by someone who is not there is refused.
+    const byNobody = { by: { kind: 'user' as const, id: 'no\u0000body', email: 'nobody@example.com' }, now: 2 };
+    expect(await s.setAdmin(ada.id, false, byNobody)).toBe(false);
+    expect((await s.userById(ada.id))?.is_admin).toBe(true);
+  });
+
   it("keeps no more than each person's bound of machines, however many new ones four connections report at once", async () => {
     const stores = [await store(), await store(), await store(), await store()];
     const { user: ada } = await stores[0]!.addUser('ada@example.com', false, 1);

@@ -40,3 +40,8 @@ export async function runAsync<T>(flow: Flow<T>): Promise<T> {
   }
   return next.value;
 }
+
+/** Where a topic's flows run: each in one transaction of the backend's, over the topic's repository. */
+export interface Transactions<R> {
+  run<T>(flow: (repo: R) => Flow<T>): Promise<T>;
+}

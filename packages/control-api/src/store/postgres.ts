@@ -16,7 +16,10 @@ import type pg from 'pg';
 import { schemaTooNew } from './sqlite/migrations.js';
 import * as audit from './postgres/audit.js';
 import { openPool } from './postgres/connect.js';
-import { Db, type Pg, transaction } from './postgres/db.js';
+import { Db, type Pg, transaction, transactions } from './postgres/db.js';
+import type { Transactions } from './flow.js';
+import { publish, type PolicyRepository } from './revisions.js';
+import { addFirstAdmin, addUser, provisionUser, setAdmin, type UserRepository } from './users.js';
 import * as fleet from './postgres/fleet.js';
 import { PostgresIdentity } from './postgres/identity.js';
 import * as listing from './postgres/listing.js';
@@ -48,12 +51,15 @@ import type {
   SnippetMarks,
   User,
 } from './types.js';
+import { FIRST_ADMIN_TOKEN_LABEL, USERS_ADD_TOKEN_LABEL } from './types.js';
 
 export class PostgresStore implements ControlStore {
   readonly backend = 'postgres' as const;
   readonly identity: PostgresIdentity;
   private readonly pg: Pg;
   private readonly uploads: PgUploadBackend;
+  private readonly userFlows: Transactions<UserRepository>;
+  private readonly policyFlows: Transactions<PolicyRepository>;
   private closing: Promise<void> | undefined;
   private organization: string | undefined;
 
@@ -64,6 +70,8 @@ export class PostgresStore implements ControlStore {
     this.pg = { db: new Db(pool), transaction: (fn) => transaction(pool, fn) };
     this.identity = new PostgresIdentity(this.pg);
     this.uploads = new PgUploadBackend(this.pg);
+    this.userFlows = transactions(this.pg, (db) => new users.PgUsers(db));
+    this.policyFlows = transactions(this.pg, (db) => new policy.PgPolicies(db));
   }
 
   /** Connects (a bounded pool), brings the schema up to date, and refuses a database of a newer release. */
@@ -102,21 +110,21 @@ export class PostgresStore implements ControlStore {
     email: string,
     isAdmin: boolean,
     now: number,
-    options: { by?: AuditActor | undefined; tokenLabel?: string } = {},
+    { by, tokenLabel = USERS_ADD_TOKEN_LABEL }: { by?: AuditActor | undefined; tokenLabel?: string } = {},
   ): Promise<{ user: User; token: string }> {
-    return users.addUser(this.pg, email, isAdmin, now, options);
+    return addUser(this.userFlows, email, isAdmin, now, tokenLabel, by);
   }
 
   async addFirstAdmin(email: string, now: number, by?: AuditActor): Promise<{ user: User; token: string } | undefined> {
-    return users.addFirstAdmin(this.pg, email, now, by);
+    return addFirstAdmin(this.userFlows, email, now, FIRST_ADMIN_TOKEN_LABEL, by);
   }
 
   async provisionUser(email: string, now: number, by?: AuditActor): Promise<User> {
-    return users.provisionUser(this.pg, email, now, by);
+    return provisionUser(this.userFlows, email, now, by);
   }
 
   async setAdmin(userId: string, isAdmin: boolean, change?: RoleChange): Promise<boolean> {
-    return users.setAdmin(this.pg, userId, isAdmin, change);
+    return setAdmin(this.userFlows, userId, isAdmin, change);
   }
 
   async userById(id: string): Promise<User | undefined> {
@@ -124,7 +132,7 @@ export class PostgresStore implements ControlStore {
   }
 
   async userByEmail(email: string): Promise<User | undefined> {
-    return users.userByEmail(this.pg, email);
+    return users.userByEmail(this.pg.db, email);
   }
 
   async listUsers(): Promise<User[]> {
@@ -137,25 +145,29 @@ export class PostgresStore implements ControlStore {
 
   // Policy
 
-  async publishPolicy(body: Record<string, unknown>, now: number, options?: PublishOptions): Promise<PolicyRevision> {
-    return policy.publishPolicy(this.pg, body, now, options);
+  async publishPolicy(
+    body: Record<string, unknown>,
+    now: number,
+    options: PublishOptions = {},
+  ): Promise<PolicyRevision> {
+    return (await publish(this.policyFlows, 'always', body, now, options))!;
   }
 
   async publishFirstPolicy(
     body: Record<string, unknown>,
     now: number,
-    options?: PublishOptions,
+    options: PublishOptions = {},
   ): Promise<PolicyRevision | undefined> {
-    return policy.publishFirstPolicy(this.pg, body, now, options);
+    return publish(this.policyFlows, 'first', body, now, options);
   }
 
   async publishPolicyOver(
     body: Record<string, unknown>,
     base: string | undefined,
     now: number,
-    options?: PublishOptions,
+    options: PublishOptions = {},
   ): Promise<PolicyRevision | undefined> {
-    return policy.publishPolicyOver(this.pg, body, base, now, options);
+    return publish(this.policyFlows, { over: base }, body, now, options);
   }
 
   async publicUrl(): Promise<string | undefined> {

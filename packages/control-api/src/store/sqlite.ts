@@ -3,17 +3,20 @@
  * ControlStore: the upload flows (uploads.ts) run over its repository; everything else is a statement or a
  * transaction of its topic files in sqlite/. Bearer tokens are never stored: only their SHA-256.
  */
-import { SqliteDb } from './sqlite/db.js';
+import type { Transactions } from './flow.js';
+import { publish, type PolicyRepository } from './revisions.js';
+import { SqliteDb, transactions } from './sqlite/db.js';
 import { SQLITE_MIGRATIONS, schemaTooNew, sqliteSchemaVersion } from './sqlite/migrations.js';
 import { SqliteIdentity } from './sqlite/identity.js';
 import { auditEvents, insertAudit } from './sqlite/audit.js';
 import { clientStatuses, recordClientStatus } from './sqlite/fleet.js';
 import { countByHarness, facets, listSessions } from './sqlite/listing.js';
-import { currentPolicy, insertPolicy, policyRevision, setSetting, setting } from './sqlite/policy.js';
+import { SqlitePolicies } from './sqlite/policy.js';
 import * as search from './sqlite/search.js';
 import * as sessions from './sqlite/sessions.js';
 import { SqliteUploads } from './sqlite/uploads.js';
-import * as users from './sqlite/users.js';
+import { SqliteUsers } from './sqlite/users.js';
+import { addFirstAdmin, addUser, provisionUser, setAdmin, type UserRepository } from './users.js';
 import { mayView } from './sharing.js';
 import { complete, presign } from './uploads.js';
 import type {
@@ -45,10 +48,18 @@ export class SqliteStore implements ControlStore {
   readonly backend = 'sqlite' as const;
   readonly identity: SqliteIdentity;
   private readonly uploads: SqliteUploads;
+  private readonly users: SqliteUsers;
+  private readonly userFlows: Transactions<UserRepository>;
+  private readonly policies: SqlitePolicies;
+  private readonly policyFlows: Transactions<PolicyRepository>;
 
   private constructor(private readonly db: SqliteDb) {
     this.identity = new SqliteIdentity(db);
     this.uploads = new SqliteUploads(db);
+    this.users = new SqliteUsers(db, this.identity);
+    this.userFlows = transactions(db, this.users);
+    this.policies = new SqlitePolicies(db);
+    this.policyFlows = transactions(db, this.policies);
   }
 
   /** Opens `<dataDir>/control.db` (see SqliteDb.open: `create` false refuses a missing one), migrated. */
@@ -71,7 +82,7 @@ export class SqliteStore implements ControlStore {
   }
 
   async organizationId(): Promise<string> {
-    return setting(this.db, 'organization_id')!;
+    return this.policies.setting('organization_id')!;
   }
 
   // Users
@@ -82,39 +93,35 @@ export class SqliteStore implements ControlStore {
     now: number,
     { by, tokenLabel = USERS_ADD_TOKEN_LABEL }: { by?: AuditActor | undefined; tokenLabel?: string } = {},
   ): Promise<{ user: User; token: string }> {
-    return this.db.transaction(() => users.insertUser(this.db, this.identity, email, isAdmin, now, tokenLabel, by));
+    return addUser(this.userFlows, email, isAdmin, now, tokenLabel, by);
   }
 
   async addFirstAdmin(email: string, now: number, by?: AuditActor): Promise<{ user: User; token: string } | undefined> {
-    return this.db.transaction(() =>
-      users.anyUser(this.db)
-        ? undefined
-        : users.insertUser(this.db, this.identity, email, true, now, FIRST_ADMIN_TOKEN_LABEL, by),
-    );
+    return addFirstAdmin(this.userFlows, email, now, FIRST_ADMIN_TOKEN_LABEL, by);
   }
 
   async provisionUser(email: string, now: number, by?: AuditActor): Promise<User> {
-    return users.provisionUser(this.db, email, now, by);
+    return provisionUser(this.userFlows, email, now, by);
   }
 
   async setAdmin(userId: string, isAdmin: boolean, change?: RoleChange): Promise<boolean> {
-    return users.setAdmin(this.db, userId, isAdmin, change);
+    return setAdmin(this.userFlows, userId, isAdmin, change);
   }
 
   async userById(id: string): Promise<User | undefined> {
-    return users.userById(this.db, id);
+    return this.users.userById(id);
   }
 
   async userByEmail(email: string): Promise<User | undefined> {
-    return users.userByEmail(this.db, email);
+    return this.users.userByEmail(email);
   }
 
   async listUsers(): Promise<User[]> {
-    return users.listUsers(this.db);
+    return this.users.listUsers();
   }
 
   async searchUsers(q: string | undefined, excludeId: string | undefined, limit: number): Promise<User[]> {
-    return users.searchUsers(this.db, q, excludeId, limit);
+    return this.users.searchUsers(q, excludeId, limit);
   }
 
   // Policy
@@ -124,7 +131,7 @@ export class SqliteStore implements ControlStore {
     now: number,
     options: PublishOptions = {},
   ): Promise<PolicyRevision> {
-    return this.db.transaction(() => insertPolicy(this.db, body, now, options));
+    return (await publish(this.policyFlows, 'always', body, now, options))!;
   }
 
   async publishFirstPolicy(
@@ -132,9 +139,7 @@ export class SqliteStore implements ControlStore {
     now: number,
     options: PublishOptions = {},
   ): Promise<PolicyRevision | undefined> {
-    return this.db.transaction(() =>
-      currentPolicy(this.db) === undefined ? insertPolicy(this.db, body, now, options) : undefined,
-    );
+    return publish(this.policyFlows, 'first', body, now, options);
   }
 
   async publishPolicyOver(
@@ -143,25 +148,23 @@ export class SqliteStore implements ControlStore {
     now: number,
     options: PublishOptions = {},
   ): Promise<PolicyRevision | undefined> {
-    return this.db.transaction(() =>
-      currentPolicy(this.db)?.revision === base ? insertPolicy(this.db, body, now, options) : undefined,
-    );
+    return publish(this.policyFlows, { over: base }, body, now, options);
   }
 
   async publicUrl(): Promise<string | undefined> {
-    return setting(this.db, 'public_url');
+    return this.policies.setting('public_url');
   }
 
   async setPublicUrl(url: string): Promise<void> {
-    setSetting(this.db, 'public_url', url);
+    this.policies.setSetting('public_url', url);
   }
 
   async currentPolicy(): Promise<PolicyRevision | undefined> {
-    return currentPolicy(this.db);
+    return this.policies.currentPolicy();
   }
 
   async policyRevision(revision: string): Promise<PolicyRevision | undefined> {
-    return policyRevision(this.db, revision);
+    return this.policies.policyRevision(revision);
   }
 
   // Client status
@@ -227,11 +230,11 @@ export class SqliteStore implements ControlStore {
   }
 
   async reindexCursor(): Promise<string | undefined> {
-    return setting(this.db, 'reindex_after');
+    return this.policies.setting('reindex_after');
   }
 
   async setReindexCursor(after: string | undefined): Promise<void> {
-    setSetting(this.db, 'reindex_after', after);
+    this.policies.setSetting('reindex_after', after);
   }
 
   async snippets(

@@ -3,7 +3,7 @@
  * complete makes of a verified artifact) and the flows that apply them (which facts are read, in which transaction,
  * with the captured session locked, and what is written). Each backend's repository holds the SQL.
  */
-import { type Flow, step, type Step } from './flow.js';
+import { type Flow, step, type Step, type Transactions } from './flow.js';
 import { isExpired, READABLE_FORMATS, type Artifact, type NewArtifact, type PresignResult } from './types.js';
 
 /** What a presign finds of an existing captured session, read with the session locked. */
@@ -125,8 +125,7 @@ export interface UploadRepository {
 }
 
 /** Where the upload flows run: one transaction of the backend's, and its first presign when it has one. */
-export interface UploadBackend {
-  uploads<T>(flow: (repo: UploadRepository) => Flow<T>): Promise<T>;
+export interface UploadBackend extends Transactions<UploadRepository> {
   /**
    * A session seen for the first time and its first artifact (`plan`), made at once (one statement, its own
    * transaction); undefined when the session exists, and the presign flow then runs.
@@ -142,7 +141,7 @@ export async function presign(
 ): Promise<PresignResult> {
   const first = await backend.presignFirst?.(input, now, firstPresign(now, retentionMs));
   if (first !== undefined) return { artifact: first, outcome: 'created' };
-  return backend.uploads((repo) => presignFlow(repo, input, now, retentionMs));
+  return backend.run((repo) => presignFlow(repo, input, now, retentionMs));
 }
 
 /** A presign, with the session locked (made when absent): its facts, planPresign's decision, and what it writes. */
@@ -175,7 +174,7 @@ export async function complete(
   now: number,
   retentionMs: number,
 ): Promise<Artifact | undefined> {
-  return backend.uploads((repo) => completeFlow(repo, artifactId, now, retentionMs));
+  return backend.run((repo) => completeFlow(repo, artifactId, now, retentionMs));
 }
 
 /** A complete, with the artifact's session locked: planComplete's decision on what it reads, and its writes. */

@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { runAsync, type Transactions } from '../flow.js';
 
 export type Row = Record<string, unknown>;
 export type Value = string | number | boolean | null | readonly string[];
@@ -160,4 +161,9 @@ export function sqlState(error: unknown): string | undefined {
 export interface Pg {
   db: Db;
   transaction<T>(fn: (db: Db) => Promise<T>): Promise<T>;
+}
+
+/** Flows over the repository `make` gives a transaction's client, each in one transaction (`Pg.transaction`). */
+export function transactions<R>(pg: Pg, make: (db: Db) => R): Transactions<R> {
+  return { run: (flow) => pg.transaction((db) => runAsync(flow(make(db)))) };
 }

@@ -1,58 +1,40 @@
-/** Governance revisions and the settings of the organisation on PostgreSQL. */
-import { policyPublished } from '../audit.js';
-import { newRevision, toPolicyRevision } from '../revisions.js';
-import type { PolicyRevision, PublishOptions } from '../types.js';
+/** Governance revisions and the settings of the organisation on PostgreSQL: the repository of the publish flow. */
+import { type PolicyRepository, toPolicyRevision } from '../revisions.js';
+import type { NewAuditEvent, PolicyRevision } from '../types.js';
 import { insertAudit } from './audit.js';
 import { type Db, type Pg, storable } from './db.js';
 import { LOCK_NAMESPACE, LOCKS } from './migrations.js';
 
-export async function publishPolicy(
-  pg: Pg,
-  body: Record<string, unknown>,
-  now: number,
-  options: PublishOptions = {},
-): Promise<PolicyRevision> {
-  return pg.transaction(async (db) => {
-    // Exclusive once its audit entry names the revision it follows: publishes run one after the other.
-    await db.run(
-      options.by === undefined ? 'SELECT pg_advisory_xact_lock_shared($1, $2)' : 'SELECT pg_advisory_xact_lock($1, $2)',
+/** On one transaction's client. */
+export class PgPolicies implements PolicyRepository {
+  constructor(private readonly db: Db) {}
+
+  async lockPolicy(mode: 'shared' | 'exclusive'): Promise<void> {
+    await this.db.run(
+      mode === 'shared' ? 'SELECT pg_advisory_xact_lock_shared($1, $2)' : 'SELECT pg_advisory_xact_lock($1, $2)',
       LOCK_NAMESPACE,
       LOCKS.policy,
     );
-    return insertPolicy(db, body, now, options);
-  });
-}
+  }
 
-export async function publishFirstPolicy(
-  pg: Pg,
-  body: Record<string, unknown>,
-  now: number,
-  options: PublishOptions = {},
-): Promise<PolicyRevision | undefined> {
-  return pg.transaction(async (db) => {
-    await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
-    return (await db.get('SELECT 1 FROM policy_revisions LIMIT 1')) === undefined
-      ? insertPolicy(db, body, now, options)
-      : undefined;
-  });
-}
+  async currentPolicy(): Promise<PolicyRevision | undefined> {
+    return currentPolicyIn(this.db);
+  }
 
-export async function publishPolicyOver(
-  pg: Pg,
-  body: Record<string, unknown>,
-  base: string | undefined,
-  now: number,
-  options: PublishOptions = {},
-): Promise<PolicyRevision | undefined> {
-  return pg.transaction(async (db) => {
-    // Exclusive: every other publish waits, so the revision read here is still the current one when this one is
-    // added.
-    await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.policy);
-    const current = await db.get('SELECT revision FROM policy_revisions ORDER BY seq DESC LIMIT 1');
-    return (current === undefined ? undefined : String(current.revision)) === base
-      ? insertPolicy(db, body, now, options)
-      : undefined;
-  });
+  async insertPolicy(published: PolicyRevision, served: string): Promise<void> {
+    await this.db.run(
+      'INSERT INTO policy_revisions (revision, body, etag, created_at, published_text) VALUES ($1, $2, $3, $4, $5)',
+      published.revision,
+      served,
+      published.etag,
+      published.created_at,
+      published.text,
+    );
+  }
+
+  async audit(event: NewAuditEvent, now: number): Promise<void> {
+    await insertAudit(this.db, event, now);
+  }
 }
 
 export async function publicUrl(pg: Pg): Promise<string | undefined> {
@@ -96,26 +78,4 @@ export async function setReindexCursor(pg: Pg, after: string | undefined): Promi
 async function currentPolicyIn(db: Db): Promise<PolicyRevision | undefined> {
   const row = await db.get('SELECT * FROM policy_revisions ORDER BY seq DESC LIMIT 1');
   return row === undefined ? undefined : toPolicyRevision(row);
-}
-
-/** A new revision (and, with `by`, its audit entry: what changed since the current one), in the caller's transaction.
- * */
-async function insertPolicy(
-  db: Db,
-  body: Record<string, unknown>,
-  now: number,
-  { text, by }: PublishOptions,
-): Promise<PolicyRevision> {
-  const previous = by === undefined ? undefined : await currentPolicyIn(db);
-  const { published, served } = newRevision(body, now, text);
-  await db.run(
-    'INSERT INTO policy_revisions (revision, body, etag, created_at, published_text) VALUES ($1, $2, $3, $4, $5)',
-    published.revision,
-    served,
-    published.etag,
-    now,
-    published.text,
-  );
-  if (by !== undefined) await insertAudit(db, policyPublished(by, previous, published), now);
-  return published;
 }

@@ -27,7 +27,7 @@ const INSERT_ARTIFACT = `INSERT INTO artifacts (id, session_id, revision, status
 export class PgUploadBackend implements UploadBackend {
   constructor(private readonly pg: Pg) {}
 
-  async uploads<T>(flow: (repo: UploadRepository) => Flow<T>): Promise<T> {
+  async run<T>(flow: (repo: UploadRepository) => Flow<T>): Promise<T> {
     return this.pg.transaction((db) => runAsync(flow(new PgUploads(db))));
   }
 

@@ -1,88 +1,69 @@
-/** People on PostgreSQL: users, their first personal token, and changes of role. */
-import { randomUUID } from 'node:crypto';
-import { roleChanged, tokenCreated, userAdded } from '../audit.js';
+/** People on PostgreSQL: the repository of the user flows (users.ts), and the reads of users. */
 import { likePattern, toUser } from '../rows.js';
-import { planRoleChange } from '../roles.js';
-import {
-  API_SCOPES,
-  type AuditActor,
-  FIRST_ADMIN_TOKEN_LABEL,
-  MEMBER_SCOPES,
-  type RoleChange,
-  type User,
-  USERS_ADD_TOKEN_LABEL,
-} from '../types.js';
+import type { Grant, NewAuditEvent, User } from '../types.js';
+import type { UserRepository } from '../users.js';
 import { insertAudit } from './audit.js';
 import { type Db, type Pg, storable } from './db.js';
 import { insertPersonalToken } from './identity.js';
 import { LOCK_NAMESPACE, LOCKS } from './migrations.js';
 
-export async function addUser(
-  pg: Pg,
-  email: string,
-  isAdmin: boolean,
-  now: number,
-  { by, tokenLabel = USERS_ADD_TOKEN_LABEL }: { by?: AuditActor | undefined; tokenLabel?: string } = {},
-): Promise<{ user: User; token: string }> {
-  return pg.transaction(async (db) => {
-    // Shared: any number of additions at once, but never while a first start is deciding whether there are users.
-    await db.run('SELECT pg_advisory_xact_lock_shared($1, $2)', LOCK_NAMESPACE, LOCKS.users);
-    return insertUser(db, email, isAdmin, now, tokenLabel, by);
-  });
-}
+/** On one transaction's client. */
+export class PgUsers implements UserRepository {
+  constructor(private readonly db: Db) {}
 
-export async function addFirstAdmin(
-  pg: Pg,
-  email: string,
-  now: number,
-  by?: AuditActor,
-): Promise<{ user: User; token: string } | undefined> {
-  return pg.transaction(async (db) => {
-    await db.run('SELECT pg_advisory_xact_lock($1, $2)', LOCK_NAMESPACE, LOCKS.users);
-    return (await db.get('SELECT 1 FROM users LIMIT 1')) === undefined
-      ? insertUser(db, email, true, now, FIRST_ADMIN_TOKEN_LABEL, by)
-      : undefined;
-  });
-}
+  async lockUsers(mode: 'shared' | 'exclusive'): Promise<void> {
+    await this.db.run(
+      mode === 'shared' ? 'SELECT pg_advisory_xact_lock_shared($1, $2)' : 'SELECT pg_advisory_xact_lock($1, $2)',
+      LOCK_NAMESPACE,
+      LOCKS.users,
+    );
+  }
 
-export async function provisionUser(pg: Pg, email: string, now: number, by?: AuditActor): Promise<User> {
-  return pg.transaction(async (db) => {
-    await db.run('SELECT pg_advisory_xact_lock_shared($1, $2)', LOCK_NAMESPACE, LOCKS.users);
-    // Two first sign-ins at once: one inserts, the other finds it.
-    const user: User = { id: randomUUID(), email, is_admin: false, created_at: now };
-    const made = await db.run(
-      'INSERT INTO users (id, email, is_admin, created_at) VALUES ($1, $2, false, $3) ON CONFLICT ' +
-        '((lower(email))) DO NOTHING',
+  async anyUser(): Promise<boolean> {
+    return (await this.db.get('SELECT 1 FROM users LIMIT 1')) !== undefined;
+  }
+
+  async insertUser(user: User, ifAbsent: boolean): Promise<boolean> {
+    const made = await this.db.run(
+      'INSERT INTO users (id, email, is_admin, created_at) VALUES ($1, $2, $3, $4)' +
+        (ifAbsent ? ' ON CONFLICT ((lower(email))) DO NOTHING' : ''),
       user.id,
-      email,
-      now,
+      user.email,
+      user.is_admin,
+      user.created_at,
     );
-    if (made > 0 && by !== undefined) await insertAudit(db, userAdded(by, user), now);
-    return toUser((await db.get('SELECT * FROM users WHERE lower(email) = lower($1)', email))!);
-  });
-}
+    return made > 0;
+  }
 
-export async function setAdmin(pg: Pg, userId: string, isAdmin: boolean, change?: RoleChange): Promise<boolean> {
-  const by = change?.by.kind === 'user' ? change.by.id : undefined;
-  if (!storable(userId) || (by !== undefined && !storable(by))) return false;
-  return pg.transaction(async (db) => {
-    // Both people's rows locked, in one order: two administrators who change each other's role at once, on any
-    // replicas, run one after the other, and the second is no longer an administrator.
-    const rows = (
-      await db.all('SELECT * FROM users WHERE id IN ($1, $2) ORDER BY id FOR UPDATE', userId, by ?? userId)
-    ).map(toUser);
-    const target = rows.find((u) => u.id === userId);
-    const plan = planRoleChange(
-      change,
-      rows.find((u) => u.id === by),
-      target,
-      isAdmin,
+  async userByEmail(email: string): Promise<User | undefined> {
+    return userByEmail(this.db, email);
+  }
+
+  async lockUsersById(ids: readonly string[]): Promise<User[]> {
+    // In one order: two transactions that lock the same people never wait for each other.
+    const rows = await this.db.all(
+      'SELECT * FROM users WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE',
+      ids.filter(storable),
     );
-    if (plan !== 'change') return plan === 'unchanged';
-    await db.run('UPDATE users SET is_admin = $1 WHERE id = $2', isAdmin, userId);
-    if (change !== undefined) await insertAudit(db, roleChanged(change, target!, isAdmin), change.now);
-    return true;
-  });
+    return rows.map(toUser);
+  }
+
+  async setAdmin(userId: string, isAdmin: boolean): Promise<void> {
+    await this.db.run('UPDATE users SET is_admin = $1 WHERE id = $2', isAdmin, userId);
+  }
+
+  async insertPersonalToken(
+    userId: string,
+    scopes: readonly string[],
+    label: string,
+    now: number,
+  ): Promise<{ token: string; grant: Grant }> {
+    return insertPersonalToken(this.db, userId, scopes, label, now);
+  }
+
+  async audit(event: NewAuditEvent, now: number): Promise<void> {
+    await insertAudit(this.db, event, now);
+  }
 }
 
 export async function userById(pg: Pg, id: string): Promise<User | undefined> {
@@ -91,10 +72,10 @@ export async function userById(pg: Pg, id: string): Promise<User | undefined> {
   return row === undefined ? undefined : toUser(row);
 }
 
-export async function userByEmail(pg: Pg, email: string): Promise<User | undefined> {
+export async function userByEmail(db: Db, email: string): Promise<User | undefined> {
   if (!storable(email)) return undefined;
   // Case-insensitive, as SQLite's NOCASE column; lower(email) is the unique index.
-  const row = await pg.db.get('SELECT * FROM users WHERE lower(email) = lower($1)', email);
+  const row = await db.get('SELECT * FROM users WHERE lower(email) = lower($1)', email);
   return row === undefined ? undefined : toUser(row);
 }
 
@@ -117,33 +98,4 @@ export async function searchUsers(
     limit,
   );
   return rows.map(toUser);
-}
-
-/** A user and a personal token (and, with `by`, both in the audit log), in `db` (the caller's transaction). */
-async function insertUser(
-  db: Db,
-  email: string,
-  isAdmin: boolean,
-  now: number,
-  tokenLabel: string,
-  by: AuditActor | undefined,
-): Promise<{ user: User; token: string }> {
-  const user: User = { id: randomUUID(), email, is_admin: isAdmin, created_at: now };
-  await db.run(
-    'INSERT INTO users (id, email, is_admin, created_at) VALUES ($1, $2, $3, $4)',
-    user.id,
-    email,
-    isAdmin,
-    now,
-  );
-  if (by !== undefined) await insertAudit(db, userAdded(by, user), now);
-  const { token, grant } = await insertPersonalToken(
-    db,
-    user.id,
-    isAdmin ? API_SCOPES : MEMBER_SCOPES,
-    tokenLabel,
-    now,
-  );
-  if (by !== undefined) await insertAudit(db, tokenCreated(by, grant), now);
-  return { user, token };
 }

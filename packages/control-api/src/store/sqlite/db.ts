@@ -18,6 +18,7 @@ import {
 import path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { BlueError } from '@blue-agent/contract/errors.js';
+import { runSync, type Transactions } from '../flow.js';
 import { migrateSqlite } from './migrations.js';
 
 export type Row = Record<string, unknown>;
@@ -99,6 +100,11 @@ export class SqliteDb {
       throw error;
     }
   }
+}
+
+/** Flows over `repo`, each run to the end in one IMMEDIATE transaction (see flow.ts: it must not wait). */
+export function transactions<R>(db: SqliteDb, repo: R): Transactions<R> {
+  return { run: async (flow) => db.transaction(() => runSync(flow(repo))) };
 }
 
 /** Creates `file` empty with mode 0600 (umask-independent) unless it exists. */

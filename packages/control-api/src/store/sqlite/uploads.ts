@@ -14,7 +14,7 @@ const bit = (value: boolean): number => (value ? 1 : 0);
 export class SqliteUploads implements UploadBackend, UploadRepository {
   constructor(private readonly db: SqliteDb) {}
 
-  async uploads<T>(flow: (repo: UploadRepository) => Flow<T>): Promise<T> {
+  async run<T>(flow: (repo: UploadRepository) => Flow<T>): Promise<T> {
     return this.db.transaction(() => runSync(flow(this)));
   }
 
