@@ -29,6 +29,7 @@ import * as search from './postgres/search.js';
 import * as sessions from './postgres/sessions.js';
 import { PgUploadBackend } from './postgres/uploads.js';
 import * as users from './postgres/users.js';
+import { canView, deleteSession, type SessionRepository, setSharing } from './sessions.js';
 import { complete, presign } from './uploads.js';
 import type {
   Artifact,
@@ -60,6 +61,7 @@ export class PostgresStore implements ControlStore {
   private readonly uploads: PgUploadBackend;
   private readonly userFlows: Transactions<UserRepository>;
   private readonly policyFlows: Transactions<PolicyRepository>;
+  private readonly sessionFlows: Transactions<SessionRepository>;
   private closing: Promise<void> | undefined;
   private organization: string | undefined;
 
@@ -72,6 +74,7 @@ export class PostgresStore implements ControlStore {
     this.uploads = new PgUploadBackend(this.pg);
     this.userFlows = transactions(this.pg, (db) => new users.PgUsers(db));
     this.policyFlows = transactions(this.pg, (db) => new policy.PgPolicies(db));
+    this.sessionFlows = transactions(this.pg, (db) => new sessions.PgSessions(db));
   }
 
   /** Connects (a bounded pool), brings the schema up to date, and refuses a database of a newer release. */
@@ -280,7 +283,7 @@ export class PostgresStore implements ControlStore {
   }
 
   async canView(session: CapturedSession, viewer: User): Promise<boolean> {
-    return sessions.canView(this.pg, session, viewer);
+    return canView(new sessions.PgSessions(this.pg.db), session, viewer);
   }
 
   async grants(sessionId: string): Promise<string[]> {
@@ -292,7 +295,7 @@ export class PostgresStore implements ControlStore {
   }
 
   async setSharing(sessionId: string, mode: SharingMode, userIds: readonly string[]): Promise<void> {
-    await sessions.setSharing(this.pg, sessionId, mode, userIds);
+    await setSharing(this.sessionFlows, sessionId, mode, userIds);
   }
 
   async countByHarness(
@@ -335,7 +338,7 @@ export class PostgresStore implements ControlStore {
     now: number,
     pendingUntil: number,
   ): Promise<string[] | undefined> {
-    return sessions.deleteSession(this.pg, sessionId, event, now, pendingUntil);
+    return deleteSession(this.sessionFlows, sessionId, event, now, pendingUntil);
   }
 
   async blobDeletionsDue(now: number, limit: number): Promise<string[]> {

@@ -14,10 +14,11 @@ import { countByHarness, facets, listSessions } from './sqlite/listing.js';
 import { SqlitePolicies } from './sqlite/policy.js';
 import * as search from './sqlite/search.js';
 import * as sessions from './sqlite/sessions.js';
+import { SqliteSessions } from './sqlite/sessions.js';
 import { SqliteUploads } from './sqlite/uploads.js';
 import { SqliteUsers } from './sqlite/users.js';
 import { addFirstAdmin, addUser, provisionUser, setAdmin, type UserRepository } from './users.js';
-import { mayView } from './sharing.js';
+import { canView, deleteSession, type SessionRepository, setSharing } from './sessions.js';
 import { complete, presign } from './uploads.js';
 import type {
   Artifact,
@@ -52,6 +53,8 @@ export class SqliteStore implements ControlStore {
   private readonly userFlows: Transactions<UserRepository>;
   private readonly policies: SqlitePolicies;
   private readonly policyFlows: Transactions<PolicyRepository>;
+  private readonly sessions: SqliteSessions;
+  private readonly sessionFlows: Transactions<SessionRepository>;
 
   private constructor(private readonly db: SqliteDb) {
     this.identity = new SqliteIdentity(db);
@@ -60,6 +63,8 @@ export class SqliteStore implements ControlStore {
     this.userFlows = transactions(db, this.users);
     this.policies = new SqlitePolicies(db);
     this.policyFlows = transactions(db, this.policies);
+    this.sessions = new SqliteSessions(db);
+    this.sessionFlows = transactions(db, this.sessions);
   }
 
   /** Opens `<dataDir>/control.db` (see SqliteDb.open: `create` false refuses a missing one), migrated. */
@@ -261,8 +266,7 @@ export class SqliteStore implements ControlStore {
   }
 
   async canView(session: CapturedSession, viewer: User): Promise<boolean> {
-    const may = mayView(session, viewer);
-    return may === 'if-granted' ? sessions.granted(this.db, session.id, viewer.id) : may;
+    return canView(this.sessions, session, viewer);
   }
 
   async grants(sessionId: string): Promise<string[]> {
@@ -274,7 +278,7 @@ export class SqliteStore implements ControlStore {
   }
 
   async setSharing(sessionId: string, mode: SharingMode, userIds: readonly string[]): Promise<void> {
-    sessions.setSharing(this.db, sessionId, mode, userIds);
+    await setSharing(this.sessionFlows, sessionId, mode, userIds);
   }
 
   async countByHarness(
@@ -317,7 +321,7 @@ export class SqliteStore implements ControlStore {
     now: number,
     pendingUntil: number,
   ): Promise<string[] | undefined> {
-    return sessions.deleteSession(this.db, sessionId, audit, now, pendingUntil);
+    return deleteSession(this.sessionFlows, sessionId, audit, now, pendingUntil);
   }
 
   async blobDeletionsDue(now: number, limit: number): Promise<string[]> {

@@ -1,6 +1,6 @@
 /** Captured sessions and their artifacts on PostgreSQL: reads, sharing, and a session's deletion. */
-import { mayView } from '../sharing.js';
 import { toArtifact, toSession, toUser } from '../rows.js';
+import type { SessionRepository } from '../sessions.js';
 import type { Artifact, CapturedSession, NewAuditEvent, SharingMode, User } from '../types.js';
 import { insertAudit } from './audit.js';
 import { type Db, type Pg, type Row, storable } from './db.js';
@@ -74,17 +74,6 @@ export async function artifactsOf(pg: Pg, sessionId: string): Promise<Artifact[]
   );
 }
 
-export async function canView(pg: Pg, session: CapturedSession, viewer: User): Promise<boolean> {
-  const may = mayView(session, viewer);
-  return may === 'if-granted'
-    ? (await pg.db.get(
-        'SELECT 1 FROM session_grants WHERE session_id = $1 AND user_id = $2',
-        session.id,
-        viewer.id,
-      )) !== undefined
-    : may;
-}
-
 export async function grants(pg: Pg, sessionId: string): Promise<string[]> {
   return (await pg.db.all('SELECT user_id FROM session_grants WHERE session_id = $1 ORDER BY user_id', sessionId)).map(
     (r) => String(r.user_id),
@@ -108,26 +97,6 @@ export async function recipients(pg: Pg, session: CapturedSession): Promise<User
   return [];
 }
 
-export async function setSharing(
-  pg: Pg,
-  sessionId: string,
-  mode: SharingMode,
-  userIds: readonly string[],
-): Promise<void> {
-  // Not a change of content: updated_at, and so the order of listings, stays as it was.
-  await pg.transaction(async (db) => {
-    await db.run('UPDATE sessions SET sharing_mode = $1 WHERE id = $2', mode, sessionId);
-    await db.run('DELETE FROM session_grants WHERE session_id = $1', sessionId);
-    if (mode === 'selected' && userIds.length > 0) {
-      await db.run(
-        'INSERT INTO session_grants (session_id, user_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING',
-        sessionId,
-        userIds,
-      );
-    }
-  });
-}
-
 export async function expiredArtifacts(pg: Pg, now: number, limit: number): Promise<Artifact[]> {
   return (
     await pg.db.all(
@@ -141,38 +110,6 @@ export async function expiredArtifacts(pg: Pg, now: number, limit: number): Prom
 
 export async function markBlobDeleted(pg: Pg, artifactId: string): Promise<void> {
   await pg.db.run('UPDATE artifacts SET blob_deleted = TRUE WHERE id = $1', artifactId);
-}
-
-export async function deleteSession(
-  pg: Pg,
-  sessionId: string,
-  audit: NewAuditEvent,
-  now: number,
-  pendingUntil: number,
-): Promise<string[] | undefined> {
-  return pg.transaction(async (db) => {
-    // Locked as presign and complete lock it: an upload of this session in flight waits, then finds it gone.
-    if ((await db.get('SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE', sessionId)) === undefined) return undefined;
-    const stored = await db.all('SELECT blob_key FROM artifacts WHERE session_id = $1', sessionId);
-    for (const row of stored) {
-      await db.run(
-        `INSERT INTO blob_deletions (blob_key, not_before, keep_until) VALUES ($1, $2, $3)
-         ON CONFLICT (blob_key) DO UPDATE SET not_before = LEAST(blob_deletions.not_before, excluded.not_before),
-           keep_until = GREATEST(blob_deletions.keep_until, excluded.keep_until)`,
-        String(row.blob_key),
-        now,
-        pendingUntil,
-      );
-    }
-    await db.run('UPDATE sessions SET current_artifact_id = NULL WHERE id = $1', sessionId);
-    await db.run('DELETE FROM session_grants WHERE session_id = $1', sessionId);
-    await db.run('DELETE FROM session_search WHERE session_id = $1', sessionId);
-    await db.run('DELETE FROM search_queue WHERE session_id = $1', sessionId);
-    await db.run('DELETE FROM artifacts WHERE session_id = $1', sessionId);
-    await db.run('DELETE FROM sessions WHERE id = $1', sessionId);
-    await insertAudit(db, audit, now);
-    return stored.map((row) => String(row.blob_key));
-  });
 }
 
 export async function blobDeletionsDue(pg: Pg, now: number, limit: number): Promise<string[]> {
@@ -211,4 +148,61 @@ export function sessionOf(row: Row): CapturedSession {
   const artifact: Row = {};
   for (const column of ARTIFACT_COLUMNS) artifact[column] = row[`a_${column}`];
   return toSession(row, toArtifact(artifact));
+}
+
+/** On one transaction's client, or (`granted`) on the pool. */
+export class PgSessions implements SessionRepository {
+  constructor(private readonly db: Db) {}
+
+  async lockSession(sessionId: string): Promise<boolean> {
+    return (await this.db.get('SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE', sessionId)) !== undefined;
+  }
+
+  async blobKeys(sessionId: string): Promise<string[]> {
+    const rows = await this.db.all('SELECT blob_key FROM artifacts WHERE session_id = $1', sessionId);
+    return rows.map((row) => String(row.blob_key));
+  }
+
+  async scheduleBlobDeletion(key: string, notBefore: number, keepUntil: number): Promise<void> {
+    await this.db.run(
+      `INSERT INTO blob_deletions (blob_key, not_before, keep_until) VALUES ($1, $2, $3)
+       ON CONFLICT (blob_key) DO UPDATE SET not_before = LEAST(blob_deletions.not_before, excluded.not_before),
+         keep_until = GREATEST(blob_deletions.keep_until, excluded.keep_until)`,
+      key,
+      notBefore,
+      keepUntil,
+    );
+  }
+
+  async deleteSessionRows(sessionId: string): Promise<void> {
+    await this.db.run('UPDATE sessions SET current_artifact_id = NULL WHERE id = $1', sessionId);
+    await this.db.run('DELETE FROM session_grants WHERE session_id = $1', sessionId);
+    await this.db.run('DELETE FROM session_search WHERE session_id = $1', sessionId);
+    await this.db.run('DELETE FROM search_queue WHERE session_id = $1', sessionId);
+    await this.db.run('DELETE FROM artifacts WHERE session_id = $1', sessionId);
+    await this.db.run('DELETE FROM sessions WHERE id = $1', sessionId);
+  }
+
+  async replaceSharing(sessionId: string, mode: SharingMode, userIds: readonly string[]): Promise<void> {
+    await this.db.run('UPDATE sessions SET sharing_mode = $1 WHERE id = $2', mode, sessionId);
+    await this.db.run('DELETE FROM session_grants WHERE session_id = $1', sessionId);
+    if (mode === 'selected' && userIds.length > 0) {
+      await this.db.run(
+        'INSERT INTO session_grants (session_id, user_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING',
+        sessionId,
+        userIds,
+      );
+    }
+  }
+
+  async granted(sessionId: string, userId: string): Promise<boolean> {
+    return (
+      (await this.db.get('SELECT 1 FROM session_grants WHERE session_id = $1 AND user_id = $2', sessionId, userId)) !==
+      undefined
+    );
+  }
+
+  async audit(event: NewAuditEvent, now: number): Promise<void> {
+    await insertAudit(this.db, event, now);
+  }
 }

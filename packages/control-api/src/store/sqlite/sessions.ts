@@ -1,6 +1,7 @@
 /** Captured sessions and their artifacts on SQLite: reads, sharing, and a session's deletion. */
 import type { SqliteDb } from './db.js';
 import { toArtifact, toSession, toUser, type Row } from '../rows.js';
+import type { SessionRepository } from '../sessions.js';
 import type { Artifact, CapturedSession, NewAuditEvent, SharingMode, User } from '../types.js';
 import { insertAudit } from './audit.js';
 
@@ -36,10 +37,6 @@ export function artifactsOf(db: SqliteDb, sessionId: string): Artifact[] {
   return db.all('SELECT * FROM artifacts WHERE session_id = ? ORDER BY revision DESC', sessionId).map(toArtifact);
 }
 
-export function granted(db: SqliteDb, sessionId: string, userId: string): boolean {
-  return db.get('SELECT 1 FROM session_grants WHERE session_id = ? AND user_id = ?', sessionId, userId) !== undefined;
-}
-
 export function grants(db: SqliteDb, sessionId: string): string[] {
   return db
     .all('SELECT user_id FROM session_grants WHERE session_id = ? ORDER BY user_id', sessionId)
@@ -61,17 +58,6 @@ export function recipients(db: SqliteDb, session: CapturedSession): User[] {
   return [];
 }
 
-export function setSharing(db: SqliteDb, sessionId: string, mode: SharingMode, userIds: readonly string[]): void {
-  // Not a change of content: updated_at, and so the order of listings, stays as it was.
-  db.transaction(() => {
-    db.run('UPDATE sessions SET sharing_mode = ? WHERE id = ?', mode, sessionId);
-    db.run('DELETE FROM session_grants WHERE session_id = ?', sessionId);
-    if (mode === 'selected')
-      for (const userId of userIds)
-        db.run('INSERT OR IGNORE INTO session_grants (session_id, user_id) VALUES (?, ?)', sessionId, userId);
-  });
-}
-
 export function expiredArtifacts(db: SqliteDb, now: number, limit: number): Artifact[] {
   return db
     .all(
@@ -84,41 +70,6 @@ export function expiredArtifacts(db: SqliteDb, now: number, limit: number): Arti
 
 export function markBlobDeleted(db: SqliteDb, artifactId: string): void {
   db.run('UPDATE artifacts SET blob_deleted = 1 WHERE id = ?', artifactId);
-}
-
-export function deleteSession(
-  db: SqliteDb,
-  sessionId: string,
-  audit: NewAuditEvent,
-  now: number,
-  pendingUntil: number,
-): string[] | undefined {
-  return db.transaction(() => {
-    if (db.get('SELECT 1 FROM sessions WHERE id = ?', sessionId) === undefined) return undefined;
-    const stored = db.all('SELECT blob_key FROM artifacts WHERE session_id = ?', sessionId);
-    for (const row of stored) {
-      db.run(
-        `INSERT INTO blob_deletions (blob_key, not_before, keep_until) VALUES (?, ?, ?)
-         ON CONFLICT (blob_key) DO UPDATE SET not_before = MIN(not_before, excluded.not_before),
-           keep_until = MAX(keep_until, excluded.keep_until)`,
-        String(row.blob_key),
-        now,
-        pendingUntil,
-      );
-    }
-    db.run('UPDATE sessions SET current_artifact_id = NULL WHERE id = ?', sessionId);
-    db.run('DELETE FROM session_grants WHERE session_id = ?', sessionId);
-    db.run(
-      'DELETE FROM session_search WHERE rowid = (SELECT rowid FROM session_search_ids WHERE session_id = ?)',
-      sessionId,
-    );
-    db.run('DELETE FROM session_search_ids WHERE session_id = ?', sessionId);
-    db.run('DELETE FROM search_queue WHERE session_id = ?', sessionId);
-    db.run('DELETE FROM artifacts WHERE session_id = ?', sessionId);
-    db.run('DELETE FROM sessions WHERE id = ?', sessionId);
-    insertAudit(db, audit, now);
-    return stored.map((row) => String(row.blob_key));
-  });
 }
 
 export function blobDeletionsDue(db: SqliteDb, now: number, limit: number): string[] {
@@ -137,4 +88,59 @@ export function blobDeleted(db: SqliteDb, key: string, now: number): void {
       now,
     );
   });
+}
+
+/** In one IMMEDIATE transaction: the write lock, taken first, is the session's lock. */
+export class SqliteSessions implements SessionRepository {
+  constructor(private readonly db: SqliteDb) {}
+
+  lockSession(sessionId: string): boolean {
+    return this.db.get('SELECT 1 FROM sessions WHERE id = ?', sessionId) !== undefined;
+  }
+
+  blobKeys(sessionId: string): string[] {
+    return this.db.all('SELECT blob_key FROM artifacts WHERE session_id = ?', sessionId).map((r) => String(r.blob_key));
+  }
+
+  scheduleBlobDeletion(key: string, notBefore: number, keepUntil: number): void {
+    this.db.run(
+      `INSERT INTO blob_deletions (blob_key, not_before, keep_until) VALUES (?, ?, ?)
+       ON CONFLICT (blob_key) DO UPDATE SET not_before = MIN(not_before, excluded.not_before),
+         keep_until = MAX(keep_until, excluded.keep_until)`,
+      key,
+      notBefore,
+      keepUntil,
+    );
+  }
+
+  deleteSessionRows(sessionId: string): void {
+    this.db.run('UPDATE sessions SET current_artifact_id = NULL WHERE id = ?', sessionId);
+    this.db.run('DELETE FROM session_grants WHERE session_id = ?', sessionId);
+    this.db.run(
+      'DELETE FROM session_search WHERE rowid = (SELECT rowid FROM session_search_ids WHERE session_id = ?)',
+      sessionId,
+    );
+    this.db.run('DELETE FROM session_search_ids WHERE session_id = ?', sessionId);
+    this.db.run('DELETE FROM search_queue WHERE session_id = ?', sessionId);
+    this.db.run('DELETE FROM artifacts WHERE session_id = ?', sessionId);
+    this.db.run('DELETE FROM sessions WHERE id = ?', sessionId);
+  }
+
+  replaceSharing(sessionId: string, mode: SharingMode, userIds: readonly string[]): void {
+    this.db.run('UPDATE sessions SET sharing_mode = ? WHERE id = ?', mode, sessionId);
+    this.db.run('DELETE FROM session_grants WHERE session_id = ?', sessionId);
+    if (mode === 'selected')
+      for (const userId of userIds)
+        this.db.run('INSERT OR IGNORE INTO session_grants (session_id, user_id) VALUES (?, ?)', sessionId, userId);
+  }
+
+  granted(sessionId: string, userId: string): boolean {
+    return (
+      this.db.get('SELECT 1 FROM session_grants WHERE session_id = ? AND user_id = ?', sessionId, userId) !== undefined
+    );
+  }
+
+  audit(event: NewAuditEvent, now: number): void {
+    insertAudit(this.db, event, now);
+  }
 }
