@@ -10,6 +10,7 @@ import path from 'node:path';
 import { constants, type DatabaseSync, StatementSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../src/store/sqlite.js';
+import { SqliteDb } from '../src/store/sqlite/db.js';
 import { newArtifact } from '../../../test/support/store-inputs.js';
 
 type Method = 'get' | 'all' | 'run' | 'iterate';
@@ -46,11 +47,15 @@ function compilesOfTheStore(asked: readonly Asked[]): boolean {
 describe('SQLite store statements', () => {
   let dir: string;
   let store: SqliteStore;
+  /** The store's one connection. */
+  let connection: DatabaseSync;
   const originals = new Map<Method, (...args: never[]) => unknown>();
 
   beforeEach(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'blue-control-statements-'));
-    store = SqliteStore.open(dir);
+    const db = SqliteDb.open(dir);
+    connection = db.connection;
+    store = new SqliteStore(db);
   });
   afterEach(async () => {
     for (const [name, fn] of originals) (StatementSync.prototype as unknown as Record<Method, unknown>)[name] = fn;
@@ -64,7 +69,7 @@ describe('SQLite store statements', () => {
    * `first` had run (setAuthorizer expires what was compiled before it, so `first` compiles everything once more).
    */
   async function compiledAgain(first: () => Promise<void>, again: () => Promise<void>): Promise<string[]> {
-    const db = (store as unknown as { db: { connection: DatabaseSync } }).db.connection;
+    const db = connection;
     const compiled = new Set<string>();
     // What the authorizer was asked while one statement was prepared or ran (or outside any: an exec).
     let asked: Asked[] = [];
@@ -250,7 +255,7 @@ describe('SQLite store statements', () => {
   it('would see a statement compiled again', async () => {
     // A LIKE on an indexed column with a bound pattern: SQLite compiles it again for each new pattern (documented for
     // sqlite3_prepare_v2, and so in every version).
-    const db = (store as unknown as { db: { connection: DatabaseSync } }).db.connection;
+    const db = connection;
     const lookup = db.prepare('SELECT id FROM users WHERE email LIKE ?');
     const compiled = await compiledAgain(
       async () => void lookup.get('ada%'),
