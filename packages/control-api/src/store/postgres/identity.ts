@@ -4,7 +4,8 @@
  * spent once) locks its row (FOR UPDATE) in one transaction.
  */
 import { randomUUID } from 'node:crypto';
-import { judgeToken, planPoll, planRefresh } from '../sign-ins.js';
+import type { Transactions } from '../flow.js';
+import { judgeToken, pollDeviceCode, refresh, type SignInRepository } from '../sign-ins.js';
 import { GRANT_HISTORY_MS, hashToken, newSecret, newToken, toDeviceCode, toGrant } from '../tokens.js';
 import { signInLinkMade, tokenCreated, tokenRevoked } from '../audit.js';
 import type {
@@ -24,13 +25,17 @@ import type {
 } from '../types.js';
 import { toUser } from '../rows.js';
 import { insertAudit } from './audit.js';
-import { type Db, type Pg, storable } from './db.js';
+import { type Db, type Pg, storable, transactions } from './db.js';
 
 const GRANT_SELECT = 'SELECT g.*, u.email AS user_email FROM grants g JOIN users u ON u.id = g.user_id';
 const USER_COLUMNS = 'u.id, u.email, u.is_admin, u.created_at';
 
 export class PostgresIdentity implements IdentityStore {
-  constructor(private readonly pg: Pg) {}
+  private readonly signIns: Transactions<SignInRepository>;
+
+  constructor(private readonly pg: Pg) {
+    this.signIns = transactions(pg, (db) => new PgSignIns(db));
+  }
 
   async authenticate(token: string, now: number): Promise<TokenCaller | 'expired' | undefined> {
     if (!storable(token)) return undefined;
@@ -147,43 +152,7 @@ export class PostgresIdentity implements IdentityStore {
     lifetimes: TokenLifetimes,
     slowDownMs: number,
   ): Promise<DevicePoll> {
-    return this.pg.transaction(async (db): Promise<DevicePoll> => {
-      // Locked: two polls of one code (two replicas) never both get its tokens.
-      const row = await db.get(
-        'SELECT d.*, u.is_admin FROM device_codes d LEFT JOIN users u ON u.id = d.user_id WHERE d.device_hash = $1 ' +
-          'FOR UPDATE OF d',
-        deviceHash,
-      );
-      const code =
-        row === undefined
-          ? undefined
-          : { ...toDeviceCode(row), last_poll_at: row.last_poll_at === null ? null : Number(row.last_poll_at) };
-      const plan = planPoll(code, row?.is_admin === true, clientId, now);
-      if (plan.outcome === 'slow_down')
-        await db.run(
-          'UPDATE device_codes SET interval_ms = interval_ms + $1, last_poll_at = $2 WHERE device_hash = $3',
-          slowDownMs,
-          now,
-          deviceHash,
-        );
-      if (plan.outcome === 'pending')
-        await db.run('UPDATE device_codes SET last_poll_at = $1 WHERE device_hash = $2', now, deviceHash);
-      if (plan.outcome === 'denied' || plan.outcome === 'approved')
-        await db.run('DELETE FROM device_codes WHERE device_hash = $1', deviceHash);
-      if (plan.outcome !== 'approved') return { outcome: plan.outcome };
-      const grantId = randomUUID();
-      await db.run(
-        `INSERT INTO grants (id, user_id, kind, client_id, scopes, label, created_at) VALUES ($1, $2, 'device', ` +
-          `$3, $4, $5, $6)`,
-        grantId,
-        plan.userId,
-        clientId,
-        plan.scopes.join(' '),
-        code!.client_label,
-        now,
-      );
-      return { outcome: 'approved', tokens: await issue(db, grantId, plan.scopes, now, lifetimes) };
-    });
+    return this.signIns.run((repo) => pollDeviceCode(repo, deviceHash, clientId, now, lifetimes, slowDownMs));
   }
 
   async refresh(
@@ -193,28 +162,7 @@ export class PostgresIdentity implements IdentityStore {
     lifetimes: TokenLifetimes,
   ): Promise<IssuedTokens | undefined> {
     if (!storable(refreshToken)) return undefined;
-    const hash = hashToken(refreshToken);
-    return this.pg.transaction(async (db) => {
-      const row = await db.get(
-        `SELECT t.kind AS token_kind, t.expires_at AS token_expires_at, t.used_at, g.id AS grant_id, g.client_id,
-           g.scopes, g.revoked_at
-         FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.hash = $1 FOR UPDATE OF t, g`,
-        hash,
-      );
-      const plan = planRefresh(row, clientId, now);
-      if (plan.action === 'refuse') return undefined;
-      if (plan.action === 'revoke') {
-        await db.run('UPDATE grants SET revoked_at = $1 WHERE id = $2', now, plan.grantId);
-        return undefined;
-      }
-      await db.run('UPDATE tokens SET used_at = $1 WHERE hash = $2', now, hash);
-      await db.run(
-        `DELETE FROM tokens WHERE grant_id = $1 AND kind = 'access' AND expires_at <= $2`,
-        plan.grantId,
-        now,
-      );
-      return issue(db, plan.grantId, plan.scopes, now, lifetimes);
-    });
+    return this.signIns.run((repo) => refresh(repo, refreshToken, clientId, now, lifetimes));
   }
 
   async takeAttempt(key: string, limit: AttemptLimit, now: number): Promise<number | undefined> {
@@ -394,34 +342,85 @@ export async function insertPersonalToken(
   return { token, grant: toGrant((await db.get(`${GRANT_SELECT} WHERE g.id = $1`, id))!) };
 }
 
-/** An access token and a refresh token for the sign-in, which lapses `refreshMs` from now unless refreshed. */
-async function issue(
-  db: Db,
-  grantId: string,
-  scopes: string[],
-  now: number,
-  lifetimes: TokenLifetimes,
-): Promise<IssuedTokens> {
-  const access = newToken();
-  const refresh = newToken();
-  const accessExpires = now + lifetimes.accessMs;
-  await db.run(
-    `INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES ($1, $2, 'access', $3)`,
-    hashToken(access),
-    grantId,
-    accessExpires,
-  );
-  await db.run(
-    `INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES ($1, $2, 'refresh', $3)`,
-    hashToken(refresh),
-    grantId,
-    now + lifetimes.refreshMs,
-  );
-  await db.run(
-    'UPDATE grants SET expires_at = $1, last_used_at = $2 WHERE id = $3',
-    now + lifetimes.refreshMs,
-    now,
-    grantId,
-  );
-  return { access_token: access, refresh_token: refresh, access_expires_at: accessExpires, scopes, grant_id: grantId };
+/** On one transaction's client: what a flow decides on is locked (FOR UPDATE) as it is read. */
+class PgSignIns implements SignInRepository {
+  constructor(private readonly db: Db) {}
+
+  async lockDeviceCode(
+    deviceHash: string,
+  ): Promise<{ code: DeviceCode & { last_poll_at: number | null }; admin: boolean } | undefined> {
+    const row = await this.db.get(
+      'SELECT d.*, u.is_admin FROM device_codes d LEFT JOIN users u ON u.id = d.user_id WHERE d.device_hash = $1 ' +
+        'FOR UPDATE OF d',
+      deviceHash,
+    );
+    if (row === undefined) return undefined;
+    const code = { ...toDeviceCode(row), last_poll_at: row.last_poll_at === null ? null : Number(row.last_poll_at) };
+    return { code, admin: row.is_admin === true };
+  }
+
+  async recordPoll(deviceHash: string, now: number, slowDownMs: number): Promise<void> {
+    await this.db.run(
+      'UPDATE device_codes SET interval_ms = interval_ms + $1, last_poll_at = $2 WHERE device_hash = $3',
+      slowDownMs,
+      now,
+      deviceHash,
+    );
+  }
+
+  async deleteDeviceCode(deviceHash: string): Promise<void> {
+    await this.db.run('DELETE FROM device_codes WHERE device_hash = $1', deviceHash);
+  }
+
+  async insertDeviceGrant(
+    grantId: string,
+    userId: string,
+    clientId: string,
+    scopes: readonly string[],
+    label: string,
+    now: number,
+  ): Promise<void> {
+    await this.db.run(
+      `INSERT INTO grants (id, user_id, kind, client_id, scopes, label, created_at)
+       VALUES ($1, $2, 'device', $3, $4, $5, $6)`,
+      grantId,
+      userId,
+      clientId,
+      scopes.join(' '),
+      label,
+      now,
+    );
+  }
+
+  async lockToken(hash: string): Promise<Record<string, unknown> | undefined> {
+    return this.db.get(
+      `SELECT t.kind AS token_kind, t.expires_at AS token_expires_at, t.used_at, g.id AS grant_id, g.client_id,
+         g.scopes, g.revoked_at
+       FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.hash = $1 FOR UPDATE OF t, g`,
+      hash,
+    );
+  }
+
+  async revokeGrant(grantId: string, now: number): Promise<void> {
+    await this.db.run('UPDATE grants SET revoked_at = $1 WHERE id = $2', now, grantId);
+  }
+
+  async spendRefreshToken(hash: string, grantId: string, now: number): Promise<void> {
+    await this.db.run('UPDATE tokens SET used_at = $1 WHERE hash = $2', now, hash);
+    await this.db.run(`DELETE FROM tokens WHERE grant_id = $1 AND kind = 'access' AND expires_at <= $2`, grantId, now);
+  }
+
+  async insertToken(hash: string, grantId: string, kind: 'access' | 'refresh', expiresAt: number): Promise<void> {
+    await this.db.run(
+      'INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES ($1, $2, $3, $4)',
+      hash,
+      grantId,
+      kind,
+      expiresAt,
+    );
+  }
+
+  async extendGrant(grantId: string, expiresAt: number, now: number): Promise<void> {
+    await this.db.run('UPDATE grants SET expires_at = $1, last_used_at = $2 WHERE id = $3', expiresAt, now, grantId);
+  }
 }

@@ -3,7 +3,8 @@
  * device code turned into tokens, a refresh token spent for new ones) is one IMMEDIATE transaction.
  */
 import { randomUUID } from 'node:crypto';
-import { judgeToken, planPoll, planRefresh } from '../sign-ins.js';
+import type { Transactions } from '../flow.js';
+import { judgeToken, pollDeviceCode, refresh, type SignInRepository } from '../sign-ins.js';
 import { GRANT_HISTORY_MS, hashToken, newSecret, newToken, toDeviceCode, toGrant } from '../tokens.js';
 import { signInLinkMade, tokenCreated, tokenRevoked } from '../audit.js';
 import type {
@@ -23,13 +24,17 @@ import type {
 } from '../types.js';
 import { toUser } from '../rows.js';
 import { insertAudit } from './audit.js';
-import type { SqliteDb } from './db.js';
+import { type SqliteDb, transactions } from './db.js';
 
 const GRANT_SELECT = 'SELECT g.*, u.email AS user_email FROM grants g JOIN users u ON u.id = g.user_id';
 const USER_COLUMNS = 'u.id, u.email, u.is_admin, u.created_at';
 
 export class SqliteIdentity implements IdentityStore {
-  constructor(private readonly db: SqliteDb) {}
+  private readonly signIns: Transactions<SignInRepository>;
+
+  constructor(private readonly db: SqliteDb) {
+    this.signIns = transactions(db, new SqliteSignIns(db));
+  }
 
   async authenticate(token: string, now: number): Promise<TokenCaller | 'expired' | undefined> {
     const hash = hashToken(token);
@@ -154,41 +159,7 @@ export class SqliteIdentity implements IdentityStore {
     lifetimes: TokenLifetimes,
     slowDownMs: number,
   ): Promise<DevicePoll> {
-    return this.db.transaction((): DevicePoll => {
-      const row = this.db.get(
-        'SELECT d.*, u.is_admin FROM device_codes d LEFT JOIN users u ON u.id = d.user_id WHERE d.device_hash = ?',
-        deviceHash,
-      );
-      const code =
-        row === undefined
-          ? undefined
-          : { ...toDeviceCode(row), last_poll_at: row.last_poll_at === null ? null : Number(row.last_poll_at) };
-      const plan = planPoll(code, Number(row?.is_admin) === 1, clientId, now);
-      if (plan.outcome === 'slow_down')
-        this.db.run(
-          'UPDATE device_codes SET interval_ms = interval_ms + ?, last_poll_at = ? WHERE device_hash = ?',
-          slowDownMs,
-          now,
-          deviceHash,
-        );
-      if (plan.outcome === 'pending')
-        this.db.run('UPDATE device_codes SET last_poll_at = ? WHERE device_hash = ?', now, deviceHash);
-      if (plan.outcome === 'denied' || plan.outcome === 'approved')
-        this.db.run('DELETE FROM device_codes WHERE device_hash = ?', deviceHash);
-      if (plan.outcome !== 'approved') return { outcome: plan.outcome };
-      const grantId = randomUUID();
-      this.db.run(
-        `INSERT INTO grants (id, user_id, kind, client_id, scopes, label, created_at) VALUES (?, ?, 'device', ?, ` +
-          `?, ?, ?)`,
-        grantId,
-        plan.userId,
-        clientId,
-        plan.scopes.join(' '),
-        code!.client_label,
-        now,
-      );
-      return { outcome: 'approved', tokens: this.issue(grantId, plan.scopes, now, lifetimes) };
-    });
+    return this.signIns.run((repo) => pollDeviceCode(repo, deviceHash, clientId, now, lifetimes, slowDownMs));
   }
 
   async refresh(
@@ -197,56 +168,7 @@ export class SqliteIdentity implements IdentityStore {
     now: number,
     lifetimes: TokenLifetimes,
   ): Promise<IssuedTokens | undefined> {
-    const hash = hashToken(refreshToken);
-    return this.db.transaction(() => {
-      const row = this.db.get(
-        `SELECT t.kind AS token_kind, t.expires_at AS token_expires_at, t.used_at, g.id AS grant_id, g.client_id,
-           g.scopes, g.revoked_at
-         FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.hash = ?`,
-        hash,
-      );
-      const plan = planRefresh(row, clientId, now);
-      if (plan.action === 'refuse') return undefined;
-      if (plan.action === 'revoke') {
-        this.db.run('UPDATE grants SET revoked_at = ? WHERE id = ?', now, plan.grantId);
-        return undefined;
-      }
-      this.db.run('UPDATE tokens SET used_at = ? WHERE hash = ?', now, hash);
-      this.db.run(`DELETE FROM tokens WHERE grant_id = ? AND kind = 'access' AND expires_at <= ?`, plan.grantId, now);
-      return this.issue(plan.grantId, plan.scopes, now, lifetimes);
-    });
-  }
-
-  /** An access token and a refresh token for the sign-in, which lapses `refreshMs` from now unless refreshed. */
-  private issue(grantId: string, scopes: string[], now: number, lifetimes: TokenLifetimes): IssuedTokens {
-    const access = newToken();
-    const refresh = newToken();
-    const accessExpires = now + lifetimes.accessMs;
-    this.db.run(
-      `INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES (?, ?, 'access', ?)`,
-      hashToken(access),
-      grantId,
-      accessExpires,
-    );
-    this.db.run(
-      `INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES (?, ?, 'refresh', ?)`,
-      hashToken(refresh),
-      grantId,
-      now + lifetimes.refreshMs,
-    );
-    this.db.run(
-      'UPDATE grants SET expires_at = ?, last_used_at = ? WHERE id = ?',
-      now + lifetimes.refreshMs,
-      now,
-      grantId,
-    );
-    return {
-      access_token: access,
-      refresh_token: refresh,
-      access_expires_at: accessExpires,
-      scopes,
-      grant_id: grantId,
-    };
+    return this.signIns.run((repo) => refresh(repo, refreshToken, clientId, now, lifetimes));
   }
 
   async takeAttempt(key: string, limit: AttemptLimit, now: number): Promise<number | undefined> {
@@ -389,5 +311,86 @@ export class SqliteIdentity implements IdentityStore {
       rows += this.db.run('DELETE FROM grants WHERE revoked_at <= ? OR expires_at <= ?', before, before);
       return rows;
     });
+  }
+}
+
+/** In one IMMEDIATE transaction: the write lock, taken first, is the row's lock. */
+class SqliteSignIns implements SignInRepository {
+  constructor(private readonly db: SqliteDb) {}
+
+  lockDeviceCode(
+    deviceHash: string,
+  ): { code: DeviceCode & { last_poll_at: number | null }; admin: boolean } | undefined {
+    const row = this.db.get(
+      'SELECT d.*, u.is_admin FROM device_codes d LEFT JOIN users u ON u.id = d.user_id WHERE d.device_hash = ?',
+      deviceHash,
+    );
+    if (row === undefined) return undefined;
+    const code = { ...toDeviceCode(row), last_poll_at: row.last_poll_at === null ? null : Number(row.last_poll_at) };
+    return { code, admin: Number(row.is_admin) === 1 };
+  }
+
+  recordPoll(deviceHash: string, now: number, slowDownMs: number): void {
+    this.db.run(
+      'UPDATE device_codes SET interval_ms = interval_ms + ?, last_poll_at = ? WHERE device_hash = ?',
+      slowDownMs,
+      now,
+      deviceHash,
+    );
+  }
+
+  deleteDeviceCode(deviceHash: string): void {
+    this.db.run('DELETE FROM device_codes WHERE device_hash = ?', deviceHash);
+  }
+
+  insertDeviceGrant(
+    grantId: string,
+    userId: string,
+    clientId: string,
+    scopes: readonly string[],
+    label: string,
+    now: number,
+  ): void {
+    this.db.run(
+      `INSERT INTO grants (id, user_id, kind, client_id, scopes, label, created_at) VALUES (?, ?, 'device', ?, ?, ?, ?)`,
+      grantId,
+      userId,
+      clientId,
+      scopes.join(' '),
+      label,
+      now,
+    );
+  }
+
+  lockToken(hash: string): Record<string, unknown> | undefined {
+    return this.db.get(
+      `SELECT t.kind AS token_kind, t.expires_at AS token_expires_at, t.used_at, g.id AS grant_id, g.client_id,
+         g.scopes, g.revoked_at
+       FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.hash = ?`,
+      hash,
+    );
+  }
+
+  revokeGrant(grantId: string, now: number): void {
+    this.db.run('UPDATE grants SET revoked_at = ? WHERE id = ?', now, grantId);
+  }
+
+  spendRefreshToken(hash: string, grantId: string, now: number): void {
+    this.db.run('UPDATE tokens SET used_at = ? WHERE hash = ?', now, hash);
+    this.db.run(`DELETE FROM tokens WHERE grant_id = ? AND kind = 'access' AND expires_at <= ?`, grantId, now);
+  }
+
+  insertToken(hash: string, grantId: string, kind: 'access' | 'refresh', expiresAt: number): void {
+    this.db.run(
+      'INSERT INTO tokens (hash, grant_id, kind, expires_at) VALUES (?, ?, ?, ?)',
+      hash,
+      grantId,
+      kind,
+      expiresAt,
+    );
+  }
+
+  extendGrant(grantId: string, expiresAt: number, now: number): void {
+    this.db.run('UPDATE grants SET expires_at = ?, last_used_at = ? WHERE id = ?', expiresAt, now, grantId);
   }
 }
