@@ -1,7 +1,8 @@
 /**
  * What the Control API keeps, whatever the database: users, governance revisions, client status reports, and captured
- * sessions with their artifacts and sharing (the records: records.ts). One interface, two backends (sqlite.ts, the embedded default; postgres.ts,
- * for any number of stateless replicas): the routes never see SQL. Times are milliseconds since the epoch.
+ * sessions with their artifacts and sharing (the records: records.ts). One interface, one store over either backend
+ * (store.ts; sqlite.ts, the embedded default; postgres.ts, for any number of stateless replicas): the routes never
+ * see SQL. Times are milliseconds since the epoch.
  *
  * A captured session is one harness session of one owner (owner, harness, native session id); each upload of it is an
  * artifact. The newest presigned artifact that completed is the session's current one (`current_artifact_id`): an

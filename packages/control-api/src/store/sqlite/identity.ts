@@ -352,7 +352,8 @@ class SqliteSignIns implements SignInRepository {
     now: number,
   ): void {
     this.db.run(
-      `INSERT INTO grants (id, user_id, kind, client_id, scopes, label, created_at) VALUES (?, ?, 'device', ?, ?, ?, ?)`,
+      `INSERT INTO grants (id, user_id, kind, client_id, scopes, label, created_at)
+       VALUES (?, ?, 'device', ?, ?, ?, ?)`,
       grantId,
       userId,
       clientId,
