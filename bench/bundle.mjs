@@ -86,7 +86,8 @@ const loadCached = async () => {
 const result = mode === 'write'
   ? await writeBundle(JSON.parse(input), out)
   : await verifyBundle(out, { profiles: await loadCached() });
-process.stdout.write(JSON.stringify({ size: result.size, sha256: result.sha256, maxRssKiB: process.resourceUsage().maxRSS }) + '\\n');
+const maxRssKiB = process.resourceUsage().maxRSS;
+process.stdout.write(JSON.stringify({ size: result.size, sha256: result.sha256, maxRssKiB }) + '\\n');
 `,
   );
   const outfile = path.join(dir, 'runner.mjs');

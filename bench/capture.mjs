@@ -48,8 +48,10 @@ export async function run({ rounds = 8, runs = 2, loadRounds = 10 } = {}) {
     const hook = ['/bin/sh', shHook, process.execPath, entry, ...args];
     const nodeHook = [process.execPath, entry, ...args];
     const anchor = [process.execPath, '-e', '0'];
-    const payload = (t) =>
-      `${JSON.stringify({ session_id: t.id, transcript_path: t.file, cwd, hook_event_name: 'SessionEnd', reason: 'other' })}\n`;
+    const payload = (t) => {
+      const fields = { session_id: t.id, transcript_path: t.file, cwd, hook_event_name: 'SessionEnd', reason: 'other' };
+      return `${JSON.stringify(fields)}\n`;
+    };
 
     const once = async (argv, input, waitForDrain) => {
       const before = waitForDrain ? spooledCount(stateDir) : 0;
@@ -134,7 +136,8 @@ export async function run({ rounds = 8, runs = 2, loadRounds = 10 } = {}) {
 /** A Claude-like JSONL transcript of about `bytes` bytes. */
 async function transcript(dir, id, bytes) {
   const file = path.join(dir, `${id}.jsonl`);
-  const line = `${JSON.stringify({ type: 'user', sessionId: id, message: { role: 'user', content: 'x'.repeat(900) } })}\n`;
+  const message = { role: 'user', content: 'x'.repeat(900) };
+  const line = `${JSON.stringify({ type: 'user', sessionId: id, message })}\n`;
   const block = Buffer.from(line.repeat(Math.max(1, Math.floor(MiB / line.length))));
   const handle = await open(file, 'w');
   try {

@@ -42,12 +42,29 @@ async function agent(n) {
     const body = randomBytes(2048);
     const sha256 = createHash('sha256').update(body).digest('hex');
     try {
-      const p = await request(base + '/session-uploads/presign', { method: 'POST', dispatcher, headers: { ...auth, 'content-type': 'application/json' },
-        body: JSON.stringify({ harness: 'claude', session_id: 'bench-' + process.pid + '-' + n + '-' + i++, sha256, size_bytes: body.length,
-          content_type: 'application/vnd.blue.session-bundle+tar+gzip', compatibility_profile: 'claude-v2_0_12', artifact_format: 'blue-session-bundle-v1' }) });
+      const presign = {
+        harness: 'claude',
+        session_id: 'bench-' + process.pid + '-' + n + '-' + i++,
+        sha256,
+        size_bytes: body.length,
+        content_type: 'application/vnd.blue.session-bundle+tar+gzip',
+        compatibility_profile: 'claude-v2_0_12',
+        artifact_format: 'blue-session-bundle-v1',
+      };
+      const p = await request(base + '/session-uploads/presign', {
+        method: 'POST',
+        dispatcher,
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify(presign),
+      });
       const signed = await p.body.json();
       if (p.statusCode !== 200) throw new Error('presign ' + p.statusCode + ' ' + JSON.stringify(signed));
-      const put = await request(signed.upload_url, { method: signed.method, headers: signed.headers, body, dispatcher });
+      const put = await request(signed.upload_url, {
+        method: signed.method,
+        headers: signed.headers,
+        body,
+        dispatcher,
+      });
       await put.body.dump();
       if (put.statusCode !== 200) throw new Error('PUT ' + put.statusCode);
       const c = await request(signed.complete_url, { method: 'POST', dispatcher, headers: auth });
@@ -74,13 +91,22 @@ const server = http.createServer((req, res) => {
     let body = '{}';
     if (req.url === '/session-uploads/presign') {
       const id = ++n;
-      body = JSON.stringify({ upload_id: String(id), session_id: String(id), method: 'PUT', headers: {}, upload_url: base + '/blob/' + id, complete_url: base + '/session-uploads/' + id + '/complete' });
+      body = JSON.stringify({
+        upload_id: String(id),
+        session_id: String(id),
+        method: 'PUT',
+        headers: {},
+        upload_url: base + '/blob/' + id,
+        complete_url: base + '/session-uploads/' + id + '/complete',
+      });
     }
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     res.end(body);
   });
 });
-server.listen(0, '127.0.0.1', () => process.stdout.write('listening on http://127.0.0.1:' + server.address().port + '\\n'));
+server.listen(0, '127.0.0.1', () =>
+  process.stdout.write('listening on http://127.0.0.1:' + server.address().port + '\\n'),
+);
 process.on('SIGTERM', () => process.exit(0));
 `;
 

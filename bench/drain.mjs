@@ -85,7 +85,8 @@ const spool = await Spool.open(stateLayout(stateDir));
 const list = JSON.parse(readFileSync(payloadFile, 'utf8'));
 const base = Date.now() - 600_000;
 for (let i = 0; i < list.length; i++) {
-  await spool.enqueueIntake({ harness: 'claude', profile: ${JSON.stringify(PROFILE)}, payload: list[i], createdAtUnixMs: base + i });
+  const profile = ${JSON.stringify(PROFILE)};
+  await spool.enqueueIntake({ harness: 'claude', profile, payload: list[i], createdAtUnixMs: base + i });
 }
 `,
   );

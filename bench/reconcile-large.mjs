@@ -13,7 +13,8 @@ const entry = path.join(root, 'packages', 'agent', 'bin', 'blue-agent.js');
 const MiB = 1024 * 1024;
 const SIZE = 1.9 * MiB;
 const PEAK =
-  'data:text/javascript,process.on("exit",()=>process.stderr.write("\\nMAXRSS="+process.resourceUsage().maxRSS*1024+"\\n"))';
+  'data:text/javascript,' +
+  'process.on("exit",()=>process.stderr.write("\\nMAXRSS="+process.resourceUsage().maxRSS*1024+"\\n"))';
 
 function settings(shape) {
   if (shape === 'empty') return '{}\n';

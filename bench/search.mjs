@@ -34,13 +34,14 @@ export async function populate(db, owner, from, to) {
     [from, to],
   );
   await db.query(
-    `INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at)
+    `INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at,
+      updated_at)
     SELECT sid, $1, 'claude', 'native-' || g, 'private', NULL, g, g FROM gen`,
     [owner],
   );
-  await db.query(`INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
-      artifact_format, resumable, cwd, title, summary, blob_key, created_at, updated_at, completed_at,
-      retention_deadline)
+  await db.query(`INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type,
+      compatibility_profile, artifact_format, resumable, cwd, title, summary, blob_key, created_at, updated_at,
+      completed_at, retention_deadline)
     SELECT aid, sid, 1, 'complete', 2048, repeat('a', 64), 'application/vnd.blue.session-bundle+tar+gzip',
     'claude-v2_0_12',
       'blue-session-bundle-v1', true, '/home/dev/p' || (g % 50), 'Session ' || g, NULL, 'sessions/' || aid ||
@@ -51,7 +52,10 @@ export async function populate(db, owner, from, to) {
   await db.query(`INSERT INTO session_search (session_id, body, document)
     SELECT t.sid, t.body, setweight(to_tsvector('simple', 'Session ' || t.g), 'A') || setweight(to_tsvector('simple',
     t.body), 'C')
-    FROM (SELECT gen.sid, gen.g, (SELECT string_agg('w' || floor(power(${VOCABULARY}, random()))::int, ' ') FROM generate_series(1, ${WORDS_PER_SESSION}) k WHERE gen.g > 0) AS body FROM gen) t`);
+    FROM (SELECT gen.sid, gen.g,
+      (SELECT string_agg('w' || floor(power(${VOCABULARY}, random()))::int, ' ')
+        FROM generate_series(1, ${WORDS_PER_SESSION}) k WHERE gen.g > 0) AS body
+      FROM gen) t`);
   await db.query('COMMIT');
   await db.query('ANALYZE');
 }

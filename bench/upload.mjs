@@ -38,7 +38,13 @@ async function makeRunner(dir) {
     `import { ControlClient } from ${JSON.stringify(path.join(root, 'packages/agent/src/control-api/client.ts'))};
 import { uploadFile } from ${JSON.stringify(path.join(root, 'packages/agent/src/upload/put.ts'))};
 const [controlUrl, signedJson, file, size, sha256] = process.argv.slice(2);
-const client = await ControlClient.create({ controlUrl, token: undefined, tokenSource: 'none', env: process.env, userAgent: 'blue-agent-bench' });
+const client = await ControlClient.create({
+  controlUrl,
+  token: undefined,
+  tokenSource: 'none',
+  env: process.env,
+  userAgent: 'blue-agent-bench',
+});
 const dispatcher = await client.connectionPool();
 // The drain's upload follows its presign on the same pool: one request first, so that the timed call does not pay
 // the HTTP library's start in this process (curl's own start is outside its %{time_total} too).
@@ -46,10 +52,18 @@ await (await client.send('GET', client.routeUrl('health'))).body.dump();
 const before = process.memoryUsage().rss;
 const start = performance.now();
 // As the drain calls it for a bundle that is still the file it committed (not re-hashed before the upload).
-const result = await uploadFile(JSON.parse(signedJson), file, { size: Number(size), sha256 }, { dispatcher, timeoutMs: client.timeoutMs, userAgent: client.userAgent, controlOrigin: client.origin });
+const result = await uploadFile(JSON.parse(signedJson), file, { size: Number(size), sha256 }, {
+  dispatcher,
+  timeoutMs: client.timeoutMs,
+  userAgent: client.userAgent,
+  controlOrigin: client.origin,
+});
 const ms = performance.now() - start;
 await client.close();
-process.stdout.write(JSON.stringify({ ms, status: result.status, bytes: result.bytes, rssBeforeKiB: Math.round(before / 1024), maxRssKiB: process.resourceUsage().maxRSS }) + '\\n');
+const rssBeforeKiB = Math.round(before / 1024);
+const maxRssKiB = process.resourceUsage().maxRSS;
+const { status, bytes } = result;
+process.stdout.write(JSON.stringify({ ms, status, bytes, rssBeforeKiB, maxRssKiB }) + '\\n');
 `,
   );
   const outfile = path.join(dir, 'runner.mjs');

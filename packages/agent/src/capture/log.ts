@@ -58,10 +58,8 @@ export interface LogOptions {
 
 export async function appendCaptureLog(file: string, entry: CaptureLogEntry, options: LogOptions = {}): Promise<void> {
   try {
-    const line = Buffer.from(
-      `${JSON.stringify({ time: new Date(options.now ?? Date.now()).toISOString(), pid: process.pid, ...clean(entry) })}\n`,
-      'utf8',
-    );
+    const time = new Date(options.now ?? Date.now()).toISOString();
+    const line = Buffer.from(`${JSON.stringify({ time, pid: process.pid, ...clean(entry) })}\n`, 'utf8');
     const maxBytes = options.maxBytes ?? MAX_LOG_BYTES;
     let fd = openLog(file);
     let info = fstatSync(fd);

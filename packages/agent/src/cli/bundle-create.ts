@@ -64,7 +64,11 @@ export async function bundleCreateCommand(ctx: Context, opts: BundleCreateOption
   });
   if (opts.json === true) {
     ctx.stdout.write(
-      `${JSON.stringify({ ok: true, file: out, size: result.size, sha256: result.sha256, manifest: result.manifest }, null, 2)}\n`,
+      `${JSON.stringify(
+        { ok: true, file: out, size: result.size, sha256: result.sha256, manifest: result.manifest },
+        null,
+        2,
+      )}\n`,
     );
   } else {
     const m = result.manifest;

@@ -46,7 +46,19 @@ export async function bundleExtractCommand(
   const result = await extractBundle(path.resolve(ctx.cwd, file), target, { profiles });
   if (opts.json === true) {
     ctx.stdout.write(
-      `${JSON.stringify({ ok: true, file, dir: target, size: result.size, sha256: result.sha256, manifest: result.manifest, files: result.files }, null, 2)}\n`,
+      `${JSON.stringify(
+        {
+          ok: true,
+          file,
+          dir: target,
+          size: result.size,
+          sha256: result.sha256,
+          manifest: result.manifest,
+          files: result.files,
+        },
+        null,
+        2,
+      )}\n`,
     );
     return 0;
   }

@@ -104,8 +104,8 @@ function printEnd(out: (line: string) => void, report: DemoReport, ms: number): 
   out(`Kept DEMO=${report.root}:`);
   out(`  HOME A (captured): $DEMO/a/home   HOME B (restored): $DEMO/b/home   Control API data: $DEMO/control`);
   out(
-    `  The Control API has stopped; to look at it again: blue-agent control-plane serve --data ${report.root}/control ` +
-      `--listen 127.0.0.1:${port}`,
+    '  The Control API has stopped; to look at it again: ' +
+      `blue-agent control-plane serve --data ${report.root}/control --listen 127.0.0.1:${port}`,
   );
   out(`  Remove it when done: rm -rf ${report.root}`);
 }

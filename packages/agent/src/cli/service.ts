@@ -163,6 +163,12 @@ function renderOutcome(outcome: StepOutcome, applied: AppliedPlan): string {
   }
 }
 
+/** A service manager's step as the closing lines name it: `systemctl --user disable` → `disable`. */
+function managerStep(argv: readonly string[]): string {
+  const skip = argv[0] === 'systemctl' ? 2 : 1;
+  return argv.slice(skip, skip + 1).join(' ');
+}
+
 /** The closing lines of an uninstall that could not do everything: what was done, what was not, how to finish. */
 function unfinished(applied: AppliedPlan, outcomes: readonly StepOutcome[]): string {
   const { plan } = applied;
@@ -177,12 +183,7 @@ function unfinished(applied: AppliedPlan, outcomes: readonly StepOutcome[]): str
   const manager = is('run', 'failed', 'skipped').map((o) => (o.step as Extract<Step, { kind: 'run' }>).argv);
   const agent = is('stop-agent', 'failed')[0]?.error;
   const notDone = [
-    ...(manager.length > 0
-      ? [
-          `${plan.manager} did not do its part (` +
-            `${manager.map((argv) => argv.slice(argv[0] === 'systemctl' ? 2 : 1, argv[0] === 'systemctl' ? 3 : 2).join(' ')).join(', ')})`,
-        ]
-      : []),
+    ...(manager.length > 0 ? [`${plan.manager} did not do its part (${manager.map(managerStep).join(', ')})`] : []),
     ...(agent === undefined
       ? []
       : ['the managed hooks were left in place: the agent still runs and would put them back']),

@@ -132,8 +132,9 @@ export function policyIncompatible(where: string, why: string, requiredVersion?:
 }
 
 /** SemVer 2.0's own expression, without build metadata (a pin names a release). */
-const RELEASE =
-  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?$/;
+const NUMBER = String.raw`(0|[1-9]\d*)`;
+const IDENTIFIER = String.raw`(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)`;
+const RELEASE = new RegExp(String.raw`^${NUMBER}\.${NUMBER}\.${NUMBER}(?:-${IDENTIFIER}(?:\.${IDENTIFIER})*)?$`);
 
 /**
  * Whether `version` is one exact SemVer release in its canonical spelling: what `semver.valid(v) === v` says (the

@@ -80,7 +80,8 @@ export function createRunLogger(options: {
   };
   const emit = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (order[level] < threshold) return;
-    const line = `${redact(JSON.stringify({ time: new Date(now()).toISOString(), level, msg, pid: process.pid, ...fields }))}\n`;
+    const time = new Date(now()).toISOString();
+    const line = `${redact(JSON.stringify({ time, level, msg, pid: process.pid, ...fields }))}\n`;
     if (target.kind === 'stdout') options.stdout.write(line);
     else writeFile(line);
   };

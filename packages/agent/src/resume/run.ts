@@ -247,10 +247,8 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
     }
     const line = launchLine(destination, prepared.resumeArgv);
     const planned = describePlan(prepared);
-    say(
-      `${c.bold('Restore')}  ` +
-        `${prepared.collision === 'identical' ? 'already on this machine with the same content: nothing to write' : planned}`,
-    );
+    const nothingToWrite = 'already on this machine with the same content: nothing to write';
+    say(`${c.bold('Restore')}  ${prepared.collision === 'identical' ? nothingToWrite : planned}`);
     say(`${c.bold('Command')}  ${printable(line)}`);
 
     const report = (restored: string[], merged: string[], dryRun: boolean): ResumeReport => ({
@@ -302,14 +300,14 @@ export async function resume(ctx: Context, id: string | undefined, options: Resu
     const argv = result.resumeArgv.length > 0 ? result.resumeArgv : prepared.resumeArgv;
     const finalLine = launchLine(destination, argv);
     if (mode.json) {
-      ctx.stdout.write(
-        `${JSON.stringify({ ...report(result.placed, result.merged, false), session_id: result.sessionId, command: argv }, null, 2)}\n`,
-      );
+      const restored = { ...report(result.placed, result.merged, false), session_id: result.sessionId, command: argv };
+      ctx.stdout.write(`${JSON.stringify(restored, null, 2)}\n`);
       return 0;
     }
+    const merged = result.merged.length;
     say(
       `Restored ${result.placed.length} file${result.placed.length === 1 ? '' : 's'}` +
-        `${result.merged.length > 0 ? ` and ${result.merged.length} index entr${result.merged.length === 1 ? 'y' : 'ies'}` : ''}.`,
+        `${merged > 0 ? ` and ${merged} index entr${merged === 1 ? 'y' : 'ies'}` : ''}.`,
     );
     if (!mode.launch) {
       if (options.launch !== false) say('Not a terminal: run this to resume the session.');

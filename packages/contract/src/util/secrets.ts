@@ -22,8 +22,12 @@ export function marker(kind: string): string {
 }
 
 /** A PEM private key block with its END line, and one cut before it (a preview may end inside a key). */
-const PEM_PRIVATE_KEY =
-  /-----BEGIN (?<type>[A-Z0-9 ]{0,40})PRIVATE KEY(?: BLOCK)?-----(?<body>[A-Za-z0-9+/=\s\\:,-]{40,20000}?)-----END \k<type>PRIVATE KEY(?: BLOCK)?-----/g;
+const PEM_BODY = String.raw`(?<body>[A-Za-z0-9+/=\s\\:,-]{40,20000}?)`;
+const PEM_PRIVATE_KEY = new RegExp(
+  `-----BEGIN (?<type>[A-Z0-9 ]{0,40})PRIVATE KEY(?: BLOCK)?-----${PEM_BODY}` +
+    String.raw`-----END \k<type>PRIVATE KEY(?: BLOCK)?-----`,
+  'g',
+);
 const PEM_CUT = /-----BEGIN (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?-----(?:\s|\\n)+[A-Za-z0-9+/=]{8}[\s\S]*$/;
 /** Three base64url parts, the first two JSON objects (`eyJ` is `{"`). */
 const JWT = /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g;
@@ -47,15 +51,32 @@ const PREFIXED: readonly [RegExp, string][] = [
 ];
 
 /** Names of credentials: a value assigned to one is a secret. */
-const CREDENTIAL =
-  'password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|client[_-]?secret|private[_-]?key|secret[_-]?key|credentials?';
+const CREDENTIAL = [
+  'password',
+  'passwd',
+  'passphrase',
+  'pwd',
+  'secret',
+  'api[_-]?key',
+  'apikey',
+  'access[_-]?key',
+  'auth[_-]?token',
+  'access[_-]?token',
+  'refresh[_-]?token',
+  'client[_-]?secret',
+  'private[_-]?key',
+  'secret[_-]?key',
+  'credentials?',
+].join('|');
 /**
  * A credential's name, then `=` or `:`, then its value, optionally quoted. `token` alone, and `_PASS`, count with `=`
  * only, or at the end of an upper-case name. A name starts where a run of name characters starts, and is bounded: the
  * pattern is tried once per run, never again inside one (a long run would otherwise cost its length squared).
  */
+const ASSIGNED_NAME = `(?<name>[A-Za-z0-9_.-]{0,80}?(?:${CREDENTIAL}|token|_PASS)[A-Za-z0-9_.-]{0,80})`;
+const ASSIGNED_VALUE = `(?<quote>["'\`]?)(?<secret>[^\\s"'\`,;)}\\]]{6,200})\\k<quote>`;
 const ASSIGNMENT = new RegExp(
-  `(?<![A-Za-z0-9_.-])(?<name>[A-Za-z0-9_.-]{0,80}?(?:${CREDENTIAL}|token|_PASS)[A-Za-z0-9_.-]{0,80})["']?\\s*(?<op>=|:=|:)\\s*(?<quote>["'\`]?)(?<secret>[^\\s"'\`,;)}\\]]{6,200})\\k<quote>`,
+  String.raw`(?<![A-Za-z0-9_.-])${ASSIGNED_NAME}["']?\s*(?<op>=|:=|:)\s*${ASSIGNED_VALUE}`,
   'gi',
 );
 const MENTIONS_CREDENTIAL = new RegExp(CREDENTIAL, 'i');
@@ -68,10 +89,15 @@ const CREDENTIAL_KEY = new RegExp(`${CREDENTIAL}|[A-Z0-9]_TOKEN$`, 'i');
 const NOT_CREDENTIAL_NAME = /^(?:OLD)?PWD$/;
 
 /** Values that name a secret instead of being one. */
-const PLACEHOLDER =
-  /^(?:string|number|boolean|undefined|null|none|true|false|required|optional|password|passwd|pass|pwd|secret|token|changeme|example|placeholder|redacted|xxx+|\*+|\.\.\.+|\u2026+|<[^>]*>|\{[^}]*\}|\[REDACTED[^\]]*\]?)$/i;
-const REFERENCE =
-  /^(?:\$|%|process\.|os\.|env\b|ENV\[|getenv|secrets\.|vars\.|self\.|this\.|config\.|settings\.|args\.|options\.|req\.|input\.|data\.|params\.|[A-Za-z_][A-Za-z0-9_]*\(|[A-Z_][A-Z0-9_]*$)/;
+const PLACEHOLDER_WORDS =
+  'string|number|boolean|undefined|null|none|true|false|required|optional|' +
+  'password|passwd|pass|pwd|secret|token|changeme|example|placeholder|redacted';
+const PLACEHOLDER_SHAPES = String.raw`xxx+|\*+|\.\.\.+|\u2026+|<[^>]*>|\{[^}]*\}|\[REDACTED[^\]]*\]?`;
+const PLACEHOLDER = new RegExp(`^(?:${PLACEHOLDER_WORDS}|${PLACEHOLDER_SHAPES})$`, 'i');
+const REFERENCE_PREFIXES =
+  String.raw`\$|%|process\.|os\.|env\b|ENV\[|getenv|secrets\.|vars\.|self\.|this\.|config\.|settings\.|` +
+  String.raw`args\.|options\.|req\.|input\.|data\.|params\.`;
+const REFERENCE = new RegExp(String.raw`^(?:${REFERENCE_PREFIXES}|[A-Za-z_][A-Za-z0-9_]*\(|[A-Z_][A-Z0-9_]*$)`);
 /** A path of identifiers (`credentials.refresh_token!`, `cfg.db.password`): code naming a value, not the value. */
 const IDENTIFIER_PATH = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+[!?]?$/;
 /** A call or an expression (`z.string().min(8`, `(await read(f`), a file path, a URL: not a credential's value. */
@@ -127,8 +153,8 @@ export function credentialName(name: string): boolean {
 /** What every rule's match holds: a text without any of these holds no secret the rules know (one scan, not all
  * rules'). */
 const ANY_RULE = new RegExp(
-  `PRIVATE ` +
-    `KEY|eyJ|earer|EARER|Token|Basic|://|sk-|_live_|_test_|gh[pousr]_|github_pat_|glpat-|npm_|hf_|A[KSGIRNP][A-Z]{2}[A-Z0-9]{16}|xox|xapp-|AIza|` +
+  'PRIVATE KEY|eyJ|earer|EARER|Token|Basic|://|' +
+    'sk-|_live_|_test_|gh[pousr]_|github_pat_|glpat-|npm_|hf_|A[KSGIRNP][A-Z]{2}[A-Z0-9]{16}|xox|xapp-|AIza|' +
     `${CREDENTIAL}|token|_PASS`,
   'i',
 );

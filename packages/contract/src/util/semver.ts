@@ -8,9 +8,10 @@
 /** semver's limit on a version's length, before it is trimmed. */
 const MAX_LENGTH = 256;
 const IDENTIFIER = String.raw`(?:\d*[a-zA-Z-][a-zA-Z0-9-]*|0|[1-9]\d*)`;
-const FULL = new RegExp(
-  String.raw`^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-(${IDENTIFIER}(?:\.${IDENTIFIER})*))?(?:\+[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*)?$`,
-);
+const NUMBER = String.raw`(0|[1-9]\d*)`;
+const PRERELEASE = String.raw`(?:-(${IDENTIFIER}(?:\.${IDENTIFIER})*))?`;
+const BUILD = String.raw`(?:\+[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*)?`;
+const FULL = new RegExp(String.raw`^v?${NUMBER}\.${NUMBER}\.${NUMBER}${PRERELEASE}${BUILD}$`);
 
 export interface SemVersion {
   major: number;

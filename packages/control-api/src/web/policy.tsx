@@ -235,7 +235,10 @@ export async function adminPolicyPublish(rc: RouteContext, req: Request): Promis
         current={reviewed}
         text={text}
         review={review}
-        problem="This revision stops session capture on every machine: tick the box to confirm that you mean it, or change the policy."
+        problem={
+          'This revision stops session capture on every machine: ' +
+          'tick the box to confirm that you mean it, or change the policy.'
+        }
       />,
     );
   }

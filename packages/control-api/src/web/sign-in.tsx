@@ -215,7 +215,9 @@ export async function devicePage(rc: RouteContext, req: Request): Promise<void> 
       404,
       <EnterCode
         session={session}
-        problem="No sign-in is waiting for that code: check it, or start again in the terminal (a code lasts 10 minutes)."
+        problem={
+          'No sign-in is waiting for that code: check it, or start again in the terminal (a code lasts 10 minutes).'
+        }
       />,
     );
   }
@@ -282,7 +284,9 @@ export async function deviceDecision(rc: RouteContext, req: Request): Promise<vo
       409,
       <EnterCode
         session={session}
-        problem="That code is not waiting any more: it was answered already, or it expired. Start again in the terminal."
+        problem={
+          'That code is not waiting any more: it was answered already, or it expired. Start again in the terminal.'
+        }
       />,
     );
   }

@@ -17,11 +17,13 @@ const create: CommandDeclaration = {
     { flags: '--transcript <file>', description: 'the transcript path, as a hook payload would give it' },
     { flags: '--json', description: 'print the manifest, size and SHA-256 as JSON' },
   ],
-  help: `
+  help:
+    `
 --harness, --session and --out are required. The bundle is built exactly as the capture worker builds it.
 
 Example:
-  blue-agent bundle create --harness ${HARNESSES[0]} --session 3d394c86-0c1e-4a57-9d43-0f0a3bb1e2c1 --out session.bundle`,
+  blue-agent bundle create --harness ${HARNESSES[0]} ` +
+    '--session 3d394c86-0c1e-4a57-9d43-0f0a3bb1e2c1 --out session.bundle',
   run: async (ctx, opts: BundleCreateOptions) => (await import('../bundle-create.js')).bundleCreateCommand(ctx, opts),
 };
 

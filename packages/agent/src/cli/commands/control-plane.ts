@@ -91,7 +91,8 @@ const serve: CommandDeclaration = {
     },
     ...BLOBS,
   ],
-  help: `
+  help:
+    `
 Metadata lives in <data>/control.db (SQLite), or in PostgreSQL with --database-url: then any number of serve
 processes may share the database and the blob store (S3), each stateless. Add users and publish policies with the
 other control-plane commands, also while servers run. On a database without users, serve creates the administrator
@@ -108,7 +109,8 @@ Each request is logged on stderr (BLUE_AGENT_LOG_LEVEL=error: unexpected errors 
 GET /metrics answers Prometheus' text format (requests, latencies, upload bytes, database pool, gc, the process).
 
 Examples:
-  blue-agent control-plane serve --listen 0.0.0.0:8080 --data /var/lib/blue-control --public-url https://control.example.com
+  blue-agent control-plane serve --listen 0.0.0.0:8080 --data /var/lib/blue-control ` +
+    `--public-url https://control.example.com
   BLUE_CONTROL_DATABASE_URL=postgres://blue:…@db:5432/blue blue-agent control-plane serve --listen 0.0.0.0:8080 \\
     --public-url https://control.example.com --blob-store s3 --s3-bucket blue-sessions --log-format json`,
   run: async (ctx, opts: ServeOptions) => (await import('../control-plane.js')).serveCommand(ctx, opts),

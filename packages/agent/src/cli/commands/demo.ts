@@ -9,18 +9,21 @@ interface Played {
   hookFile: string;
 }
 
-const help = (played: Played): string => `
+const help = (played: Played): string =>
+  `
 Shows capture, upload and restore end to end without a model API and without touching this machine's own setup.
 Everything happens in a temporary directory: machine A and machine B are two throwaway HOMEs, and every child process
 gets an environment built from scratch (your HOME, XDG_* directories, ${played.variables}
 BLUE_AGENT_* and proxy variables are never passed on or read).
 
 Real: the reference Control API (in this process, on 127.0.0.1, its data in the temporary directory), and, as child
-processes of this blue-agent: \`login\` on A and B, \`reconcile\` on A (the managed SessionEnd hook in A's ${played.name}
+processes of this blue-agent: \`login\` on A and B, \`reconcile\` on A (the managed SessionEnd hook in A's ` +
+  `${played.name}
 ${played.hookFile}), the hook command exactly as reconcile wrote it (run with sh -c, the SessionEnd payload on stdin),
 the capture worker and \`drain\` (presign, upload, complete), \`sessions list\`, and \`resume ID --dest DIR --yes
 --no-launch\` on B, which restores the session and prints the native resume command.
-Recorded: the ${played.name} session (recorded offline from the real CLI, shipped with blue-agent), and \`${played.binary}\` on
+Recorded: the ${played.name} session (recorded offline from the real CLI, shipped with blue-agent), ` +
+  `and \`${played.binary}\` on
 PATH, a stand-in that only answers --version with the version the session was recorded with.
 
 Each step prints one numbered line (what it did, where, how long) and is bounded in time. A failed step is reported

@@ -54,8 +54,8 @@ export function planClaudeRestore(_ctx: Context, input: RestoreInput, configDir:
           ((rest.length >= 2 && rest[0] === id) || (rest.length === 1 && LEGACY_SIDECHAIN.test(rest[0]!)));
     if (!allowed) {
       throw restoreUnsafe(
-        `${entry.label}: a ${entry.role} file cannot live at ${entry.nativePath} (Claude Code keeps <project>/${id}.jsonl ` +
-          `and <project>/${id}/...)`,
+        `${entry.label}: a ${entry.role} file cannot live at ${entry.nativePath} ` +
+          `(Claude Code keeps <project>/${id}.jsonl and <project>/${id}/...)`,
       );
     }
     placements.push(placement(root, [key, ...rest].join('/'), entry));

@@ -50,7 +50,8 @@ export async function planCodexRestore(ctx: Context, input: RestoreInput, codexH
     !isRolloutName(name, id)
   ) {
     throw restoreUnsafe(
-      `${entry.label}: a rollout cannot live at ${entry.nativePath} (Codex keeps YYYY/MM/DD/rollout-<time>-${id}.jsonl)`,
+      `${entry.label}: a rollout cannot live at ${entry.nativePath} ` +
+        `(Codex keeps YYYY/MM/DD/rollout-<time>-${id}.jsonl)`,
     );
   }
   const compressed = name.endsWith('.zst');

@@ -38,8 +38,8 @@ export function planKimiCodeRestore(_ctx: Context, input: RestoreInput, home: st
     const [folder, sessionId, ...rest] = safeSegments(entry.nativePath, entry.label);
     const refuse = () =>
       restoreUnsafe(
-        `${entry.label}: a ${entry.role} file cannot live at ${entry.nativePath} (Kimi Code keeps <work dir>/${id}/state.json, ` +
-          `agents/<agent>/wire.jsonl, plans, blobs and attachments)`,
+        `${entry.label}: a ${entry.role} file cannot live at ${entry.nativePath} ` +
+          `(Kimi Code keeps <work dir>/${id}/state.json, agents/<agent>/wire.jsonl, plans, blobs and attachments)`,
       );
     if (folder === undefined || !WORK_DIR_KEY.test(folder) || sessionId !== id || rest.length === 0) throw refuse();
     if (capturedKey !== undefined && folder !== capturedKey)

@@ -26,7 +26,8 @@ export const DEFAULT_TIMINGS: PluginTimings = { debounceMs: 3000, lookupTimeoutM
 /** The plugin source for `hook`: plain ESM JavaScript, no dependencies, byte-for-byte deterministic. */
 export function renderPlugin(hook: ManagedHook, timings: PluginTimings = DEFAULT_TIMINGS): string {
   const timeoutMs = Math.max(1, Math.ceil(hook.timeoutSeconds)) * 1000;
-  return `${PLUGIN_HEADER}
+  return (
+    `${PLUGIN_HEADER}
 // blue-agent installed this OpenCode plugin to upload finished sessions (${hook.profile}).
 // \`blue-agent reconcile\` rewrites or deletes this file; local edits are overwritten.
 import { spawn } from "node:child_process";
@@ -81,7 +82,8 @@ function payloadFile(payload) {
 
 function startCapture(sessionID, cwd) {
   try {
-    const payload = JSON.stringify({ session_id: sessionID, cwd, hook_event_name: "session.idle", reason: "idle" }) + "\\n";
+    const payload = JSON.stringify({ session_id: sessionID, cwd, hook_event_name: "session.idle", ` +
+    `reason: "idle" }) + "\\n";
     const fd = payloadFile(payload);
     const options = { detached: true, stdio: [fd === undefined ? "pipe" : fd, "ignore", "ignore"], windowsHide: true };
     if (typeof cwd === "string" && cwd !== "" && existsSync(cwd)) options.cwd = cwd;
@@ -109,7 +111,8 @@ function startCapture(sessionID, cwd) {
 }
 
 function createHooks(input) {
-  const fallbackDirectory = typeof input.directory === "string" && input.directory !== "" ? input.directory : process.cwd();
+  const fallbackDirectory = typeof input.directory === "string" && input.directory !== "" ` +
+    `? input.directory : process.cwd();
   const client = input.client;
   const sessions = new Map();
   const pending = new Map();
@@ -222,7 +225,8 @@ export const BlueAgentSessionUpload = async (input) => {
     return {};
   }
 };
-`;
+`
+  );
 }
 
 /** True when `text` begins with the managed header (a byte-order mark and CRLF tolerated). */
